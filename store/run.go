@@ -1,0 +1,225 @@
+// Package store keeps matrix runs in SQLite: the domain types, all SQL and
+// the embedded migrations.
+package store
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Domain errors. Callers test them with errors.Is; they arrive wrapped with
+// context.
+var (
+	ErrNotFound = errors.New("not found")
+	ErrInvalid  = errors.New("invalid")
+	ErrConflict = errors.New("conflict")
+)
+
+// Cell statuses as published on matrix-run pages.
+const (
+	StatusValid          = "valid"
+	StatusRequestsQueued = "requests_queued"
+	StatusOverCapacity   = "over_capacity"
+)
+
+// Run is one matrix run: one model served by one engine on one machine.
+// Optional values are pointers (or empty strings, for text): a value the
+// source does not give is absent, never zero.
+type Run struct {
+	ID        string        `json:"id,omitempty"`
+	CreatedAt time.Time     `json:"created_at,omitzero"`
+	Title     string        `json:"title"`
+	Submitter string        `json:"submitter,omitempty"`
+	SourceURL string        `json:"source_url,omitempty"`
+	Model     Model         `json:"model"`
+	Hardware  Hardware      `json:"hardware"`
+	Engine    Engine        `json:"engine"`
+	Benchmark Benchmark     `json:"benchmark"`
+	Launch    Launch        `json:"launch"`
+	Prefill   []PrefillCell `json:"prefill,omitempty"`
+	Decode    []DecodeCell  `json:"decode,omitempty"`
+}
+
+// Model is the model a run served.
+type Model struct {
+	Name         string `json:"name,omitempty"`
+	Quantization string `json:"quantization,omitempty"`
+}
+
+// Hardware is the machine a run was measured on.
+type Hardware struct {
+	Type          string   `json:"type,omitempty"`
+	GPU           string   `json:"gpu,omitempty"`
+	GPUCount      *int     `json:"gpu_count,omitempty"`
+	VRAMGB        *float64 `json:"vram_gb,omitempty"`
+	CPU           string   `json:"cpu,omitempty"`
+	CPUCores      *int     `json:"cpu_cores,omitempty"`
+	RAMGB         *float64 `json:"ram_gb,omitempty"`
+	OS            string   `json:"os,omitempty"`
+	DriverVersion string   `json:"driver_version,omitempty"`
+	PowerLimitW   *float64 `json:"power_limit_w,omitempty"`
+	PCIe          string   `json:"pcie,omitempty"`
+}
+
+// Engine is the inference engine that served the model.
+type Engine struct {
+	Name         string `json:"name,omitempty"`
+	Version      string `json:"version,omitempty"`
+	Quantization string `json:"quantization,omitempty"`
+	Backend      string `json:"backend,omitempty"`
+	Repository   string `json:"repository,omitempty"`
+	Build        string `json:"build,omitempty"`
+}
+
+// Benchmark describes how the run was measured.
+type Benchmark struct {
+	Tool                  string   `json:"tool,omitempty"`
+	ToolVersion           string   `json:"tool_version,omitempty"`
+	ServedModel           string   `json:"served_model,omitempty"`
+	Revision              string   `json:"revision,omitempty"`
+	DecodeTest            string   `json:"decode_test,omitempty"`
+	PrefillMode           string   `json:"prefill_mode,omitempty"`
+	SecondsPerMeasurement *float64 `json:"seconds_per_measurement,omitempty"`
+	MaxOutputTokens       *int     `json:"max_output_tokens,omitempty"`
+}
+
+// Launch is the engine's launch command, verbatim, with the settings parsed
+// from it.
+type Launch struct {
+	Command              string            `json:"command,omitempty"`
+	Notes                []string          `json:"notes,omitempty"`
+	MaxModelLen          *int              `json:"max_model_len,omitempty"`
+	GPUMemoryUtilization *float64          `json:"gpu_memory_utilization,omitempty"`
+	MaxNumSeqs           *int              `json:"max_num_seqs,omitempty"`
+	KVCacheDtype         string            `json:"kv_cache_dtype,omitempty"`
+	AttentionBackend     string            `json:"attention_backend,omitempty"`
+	EnablePrefixCaching  *bool             `json:"enable_prefix_caching,omitempty"`
+	Flags                map[string]string `json:"flags,omitempty"`
+}
+
+// PrefillCell is one row of the prefill table.
+type PrefillCell struct {
+	ContextTokens int      `json:"context_tokens"`
+	Status        string   `json:"status"`
+	PromptTokS    *float64 `json:"prompt_tok_s,omitempty"`
+	TTFTMs        *float64 `json:"ttft_ms,omitempty"`
+}
+
+// DecodeCell is one cell of the sustained-decode grid.
+type DecodeCell struct {
+	ContextTokens     int      `json:"context_tokens"`
+	Concurrency       int      `json:"concurrency"`
+	Status            string   `json:"status"`
+	TotalTokS         *float64 `json:"total_tok_s,omitempty"`
+	PerRequestTokS    *float64 `json:"per_request_tok_s,omitempty"`
+	TTFTMs            *float64 `json:"ttft_ms,omitempty"`
+	TBTMs             *float64 `json:"tbt_ms,omitempty"`
+	AvgActiveRequests *float64 `json:"avg_active_requests,omitempty"`
+	CompletedRequests *int     `json:"completed_requests,omitempty"`
+	OutputTokens      *int     `json:"output_tokens,omitempty"`
+	DurationS         *float64 `json:"duration_s,omitempty"`
+}
+
+// Validate reports the first reason the run cannot be stored, wrapped in
+// ErrInvalid.
+func (r *Run) Validate() error {
+	fail := func(msg string) error { return fmt.Errorf("%w: %s", ErrInvalid, msg) }
+	if strings.TrimSpace(r.Title) == "" {
+		return fail("title is required")
+	}
+	if strings.TrimSpace(r.Model.Name) == "" {
+		return fail("model.name is required")
+	}
+	if strings.TrimSpace(r.Hardware.GPU) == "" {
+		return fail("hardware.gpu is required")
+	}
+	if strings.TrimSpace(r.Engine.Name) == "" {
+		return fail("engine.name is required")
+	}
+	if !finite(r.Hardware.VRAMGB, r.Hardware.RAMGB, r.Hardware.PowerLimitW, r.Benchmark.SecondsPerMeasurement, r.Launch.GPUMemoryUtilization) {
+		return fail("hardware, benchmark and launch numbers must be finite and not negative")
+	}
+	if len(r.Decode) == 0 && len(r.Prefill) == 0 {
+		return fail("a run needs at least one decode or prefill cell")
+	}
+	seenP := map[int]bool{}
+	for _, c := range r.Prefill {
+		if c.ContextTokens < 0 {
+			return fail("prefill context_tokens must not be negative")
+		}
+		if seenP[c.ContextTokens] {
+			return fail("prefill context_tokens repeated")
+		}
+		seenP[c.ContextTokens] = true
+		if !finite(c.PromptTokS, c.TTFTMs) {
+			return fail("prefill values must be finite and not negative")
+		}
+		if !validStatus(c.Status) {
+			return fail("prefill status must be valid, requests_queued or over_capacity")
+		}
+	}
+	type key struct{ l, b int }
+	seenD := map[key]bool{}
+	for _, c := range r.Decode {
+		if c.ContextTokens < 0 || c.Concurrency < 1 {
+			return fail("decode cells need context_tokens >= 0 and concurrency >= 1")
+		}
+		k := key{c.ContextTokens, c.Concurrency}
+		if seenD[k] {
+			return fail("decode cell repeated for one context_tokens and concurrency")
+		}
+		seenD[k] = true
+		if !finite(c.TotalTokS, c.PerRequestTokS, c.TTFTMs, c.TBTMs, c.AvgActiveRequests, c.DurationS) {
+			return fail("decode values must be finite and not negative")
+		}
+		if !validStatus(c.Status) {
+			return fail("decode status must be valid, requests_queued or over_capacity")
+		}
+	}
+	return nil
+}
+
+// Normalize puts the cells in their canonical order: context, then
+// concurrency.
+func (r *Run) Normalize() {
+	slices.SortFunc(r.Prefill, func(a, b PrefillCell) int { return cmp.Compare(a.ContextTokens, b.ContextTokens) })
+	slices.SortFunc(r.Decode, func(a, b DecodeCell) int {
+		return cmp.Or(cmp.Compare(a.ContextTokens, b.ContextTokens), cmp.Compare(a.Concurrency, b.Concurrency))
+	})
+}
+
+func finite(vs ...*float64) bool {
+	for _, v := range vs {
+		if v != nil && (math.IsNaN(*v) || math.IsInf(*v, 0) || *v < 0) {
+			return false
+		}
+	}
+	return true
+}
+
+func validStatus(s string) bool {
+	return s == StatusValid || s == StatusRequestsQueued || s == StatusOverCapacity
+}
+
+// ContentHash identifies a run by its content: everything but its id and
+// creation time. Importing the same content twice yields the same hash.
+func (r *Run) ContentHash() string {
+	c := *r
+	c.ID, c.CreatedAt = "", time.Time{}
+	c.Normalize()
+	b, _ := json.Marshal(c) // cannot fail: Validate rejects NaN and Inf
+	sum := sha256.Sum256(b)
+	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:]))
+}
+
+// IDFromHash is the run id derived from its content hash: stable, opaque and
+// URL-safe.
+func IDFromHash(hash string) string { return "r" + hash[:15] }
