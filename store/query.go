@@ -1,0 +1,454 @@
+package store
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// RunFilter narrows lists of runs. Text fields match case-insensitively:
+// Model as a substring, the others whole. Zero fields match everything.
+type RunFilter struct {
+	GPU           string
+	Model         string
+	Quantization  string
+	Engine        string
+	EngineVersion string
+	KVCacheDtype  string
+	Submitter     string
+	VRAMGBMin     *float64
+	VRAMGBMax     *float64
+}
+
+func (f RunFilter) where() ([]string, []any) {
+	var where []string
+	var args []any
+	eq := func(col, v string) {
+		if v != "" {
+			where, args = append(where, col+" = ? COLLATE NOCASE"), append(args, v)
+		}
+	}
+	eq("r.gpu", f.GPU)
+	eq("r.engine_name", f.Engine)
+	eq("r.kv_cache_dtype", f.KVCacheDtype)
+	eq("r.submitter", f.Submitter)
+	if f.Model != "" {
+		where, args = append(where, "instr(lower(r.model_name), lower(?)) > 0"), append(args, f.Model)
+	}
+	if f.Quantization != "" {
+		where = append(where, "(r.model_quantization = ? COLLATE NOCASE OR r.engine_quantization = ? COLLATE NOCASE)")
+		args = append(args, f.Quantization, f.Quantization)
+	}
+	if f.EngineVersion != "" {
+		where, args = append(where, "r.engine_version = ?"), append(args, f.EngineVersion)
+	}
+	if f.VRAMGBMin != nil {
+		where, args = append(where, "r.vram_gb >= ?"), append(args, *f.VRAMGBMin)
+	}
+	if f.VRAMGBMax != nil {
+		where, args = append(where, "r.vram_gb <= ?"), append(args, *f.VRAMGBMax)
+	}
+	return where, args
+}
+
+// Sort orders for ListRuns.
+const (
+	SortCreatedDesc = "-created_at"
+	SortCreated     = "created_at"
+	SortGPU         = "gpu"
+	SortModel       = "model"
+	SortPeakDesc    = "-peak_total_tok_s"
+)
+
+// sortKey is the SQL expression a sort orders by (then by id, in the same
+// direction).
+func sortKey(sort string) (expr string, desc bool, ok bool) {
+	switch sort {
+	case SortCreatedDesc:
+		return "r.created_at", true, true
+	case SortCreated:
+		return "r.created_at", false, true
+	case SortGPU:
+		return "r.gpu COLLATE NOCASE", false, true
+	case SortModel:
+		return "r.model_name COLLATE NOCASE", false, true
+	case SortPeakDesc:
+		return "coalesce(r.peak_total_tok_s, -1)", true, true
+	}
+	return "", false, false
+}
+
+// cursor is the position after the last row of a page. It is opaque to
+// clients: base64url JSON.
+type cursor struct {
+	Sort string `json:"s"`
+	Key  any    `json:"k"`
+	ID   string `json:"i"`
+	// Leaderboard only: rows before this one and the last row's rank.
+	Pos  int `json:"p,omitempty"`
+	Rank int `json:"r,omitempty"`
+}
+
+func (c cursor) encode() string {
+	b, _ := json.Marshal(c) // strings and numbers only
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(s, sort string) (cursor, error) {
+	var c cursor
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		err = json.Unmarshal(b, &c)
+	}
+	if err != nil || c.ID == "" || c.Key == nil {
+		return cursor{}, fmt.Errorf("%w: cursor is not one this API issued; pass next_cursor back unchanged", ErrInvalid)
+	}
+	if c.Sort != sort {
+		return cursor{}, fmt.Errorf("%w: cursor belongs to a listing in another order (%s); keep the same sort or metric across pages", ErrInvalid, c.Sort)
+	}
+	switch c.Key.(type) {
+	case string, float64:
+	default:
+		return cursor{}, fmt.Errorf("%w: cursor is not one this API issued; pass next_cursor back unchanged", ErrInvalid)
+	}
+	return c, nil
+}
+
+// after is the WHERE fragment that starts a page after c. Ties on the key
+// are broken by idCol in the key's direction, so one index serves both.
+func after(expr, idCol string, desc bool, c cursor) (string, []any) {
+	op := ">"
+	if desc {
+		op = "<"
+	}
+	return "(" + expr + " " + op + " ? OR (" + expr + " = ? AND " + idCol + " " + op + " ?))", []any{c.Key, c.Key, c.ID}
+}
+
+const summaryColumns = `r.id, r.title, r.model_name, r.gpu, r.vram_gb, r.engine_name, r.engine_version,
+	coalesce(r.model_quantization, r.engine_quantization), r.submitter, r.created_at,
+	r.single_stream_tok_s, r.single_stream_context_tokens, r.peak_total_tok_s, r.peak_context_tokens, r.peak_concurrency,
+	r.max_context_tokens_with_output`
+
+// summaryRow receives summaryColumns; finish turns it into a RunSummary.
+type summaryRow struct {
+	s                            RunSummary
+	version, quant, submitter    *string
+	created                      string
+	peakTok                      *float64
+	peakContext, peakConcurrency *int
+}
+
+func (r *summaryRow) dest() []any {
+	s := &r.s
+	return []any{&s.ID, &s.Title, &s.ModelName, &s.GPU, &s.VRAMGB, &s.EngineName, &r.version,
+		&r.quant, &r.submitter, &r.created,
+		&s.SingleStreamTokS, &s.SingleStreamContextTokens, &r.peakTok, &r.peakContext, &r.peakConcurrency,
+		&s.MaxContextTokensWithOutput}
+}
+
+func (r *summaryRow) finish() (RunSummary, error) {
+	s := r.s
+	s.EngineVersion, s.Quantization, s.Submitter = deref(r.version), deref(r.quant), deref(r.submitter)
+	t, err := parseTime(r.created)
+	if err != nil {
+		return RunSummary{}, fmt.Errorf("run %s created_at: %w", s.ID, err)
+	}
+	s.CreatedAt = t
+	if r.peakTok != nil && r.peakContext != nil && r.peakConcurrency != nil {
+		s.Peak = &PeakCell{TotalTokS: *r.peakTok, ContextTokens: *r.peakContext, Concurrency: *r.peakConcurrency}
+	}
+	return s, nil
+}
+
+// ListRuns returns up to limit summaries matching f in the given sort order,
+// starting after pageCursor (empty for the first page), and the cursor of
+// the next page ("" on the last).
+func (s *Store) ListRuns(ctx context.Context, f RunFilter, sort string, limit int, pageCursor string) ([]RunSummary, string, error) {
+	expr, desc, ok := sortKey(sort)
+	if !ok {
+		return nil, "", fmt.Errorf("%w: unknown sort %q", ErrInvalid, sort)
+	}
+	if limit < 1 {
+		return nil, "", fmt.Errorf("%w: limit must be at least 1", ErrInvalid)
+	}
+	where, args := f.where()
+	if pageCursor != "" {
+		c, err := decodeCursor(pageCursor, sort)
+		if err != nil {
+			return nil, "", err
+		}
+		w, a := after(expr, "r.id", desc, c)
+		where, args = append(where, w), append(args, a...)
+	}
+	dir := "ASC"
+	if desc {
+		dir = "DESC"
+	}
+	q := "SELECT " + summaryColumns + ", " + expr + " FROM runs r"
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY " + expr + " " + dir + ", r.id " + dir + " LIMIT ?"
+	args = append(args, limit+1)
+	rows, err := s.reader.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("list runs: %w", err)
+	}
+	defer rows.Close()
+	var (
+		out  []RunSummary
+		keys []any
+	)
+	for rows.Next() {
+		var (
+			row summaryRow
+			key any
+		)
+		if err := rows.Scan(append(row.dest(), &key)...); err != nil {
+			return nil, "", fmt.Errorf("list runs: %w", err)
+		}
+		sum, err := row.finish()
+		if err != nil {
+			return nil, "", err
+		}
+		out, keys = append(out, sum), append(keys, normalizeKey(key))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", fmt.Errorf("list runs: %w", err)
+	}
+	next := ""
+	if len(out) > limit {
+		out = out[:limit]
+		next = cursor{Sort: sort, Key: keys[limit-1], ID: out[limit-1].ID}.encode()
+	}
+	return out, next, nil
+}
+
+// normalizeKey turns a scanned sort key into a JSON-stable value.
+func normalizeKey(k any) any {
+	switch v := k.(type) {
+	case int64:
+		return float64(v)
+	case []byte:
+		return string(v)
+	}
+	return k
+}
+
+// Leaderboard metrics.
+const (
+	MetricTotalTokS      = "total_tok_s"
+	MetricPerRequestTokS = "per_request_tok_s"
+	MetricTTFTMs         = "ttft_ms"
+	MetricTBTMs          = "tbt_ms"
+)
+
+// LeaderboardQuery selects the cell to rank by and the runs to rank.
+type LeaderboardQuery struct {
+	ContextTokens int
+	Concurrency   int
+	Metric        string
+	Filter        RunFilter
+	Limit         int
+	Cursor        string
+}
+
+// LeaderboardEntry is one ranked run.
+type LeaderboardEntry struct {
+	Rank  int
+	Value float64
+	Run   RunSummary
+	Cell  DecodeCell
+}
+
+// Leaderboard ranks runs by the measured value of one valid cell: tok/s
+// descending, latencies ascending. Ties share a rank.
+func (s *Store) Leaderboard(ctx context.Context, lq LeaderboardQuery) ([]LeaderboardEntry, string, error) {
+	var desc bool
+	switch lq.Metric {
+	case MetricTotalTokS, MetricPerRequestTokS:
+		desc = true
+	case MetricTTFTMs, MetricTBTMs:
+	default:
+		return nil, "", fmt.Errorf("%w: unknown metric %q", ErrInvalid, lq.Metric)
+	}
+	if lq.Limit < 1 {
+		return nil, "", fmt.Errorf("%w: limit must be at least 1", ErrInvalid)
+	}
+	expr := "d." + lq.Metric // one of the four constants above
+	where, args := lq.Filter.where()
+	where = append(where, "d.context_tokens = ?", "d.concurrency = ?", "d.status = 'valid'", expr+" IS NOT NULL")
+	args = append(args, lq.ContextTokens, lq.Concurrency)
+	var c cursor
+	if lq.Cursor != "" {
+		var err error
+		if c, err = decodeCursor(lq.Cursor, lq.Metric); err != nil {
+			return nil, "", err
+		}
+		if _, ok := c.Key.(float64); !ok {
+			return nil, "", fmt.Errorf("%w: cursor is not one this API issued; pass next_cursor back unchanged", ErrInvalid)
+		}
+		w, a := after(expr, "d.run_id", desc, c)
+		where, args = append(where, w), append(args, a...)
+	}
+	dir := "ASC"
+	if desc {
+		dir = "DESC"
+	}
+	q := "SELECT " + summaryColumns + ", d.context_tokens, d.concurrency, d.status, d.total_tok_s, d.per_request_tok_s, d.ttft_ms, d.tbt_ms," +
+		" d.avg_active_requests, d.completed_requests, d.output_tokens, d.duration_s, " + expr +
+		" FROM decode_cells d JOIN runs r ON r.id = d.run_id WHERE " + strings.Join(where, " AND ") +
+		" ORDER BY " + expr + " " + dir + ", d.run_id " + dir + " LIMIT ?"
+	args = append(args, lq.Limit+1)
+	rows, err := s.reader.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("leaderboard: %w", err)
+	}
+	defer rows.Close()
+	var out []LeaderboardEntry
+	pos, rank := c.Pos, c.Rank
+	prev, hasPrev := 0.0, false
+	if k, ok := c.Key.(float64); ok {
+		prev, hasPrev = k, true
+	}
+	for rows.Next() {
+		var (
+			e   LeaderboardEntry
+			row summaryRow
+		)
+		d := &e.Cell
+		dest := append(row.dest(), &d.ContextTokens, &d.Concurrency, &d.Status, &d.TotalTokS, &d.PerRequestTokS, &d.TTFTMs, &d.TBTMs,
+			&d.AvgActiveRequests, &d.CompletedRequests, &d.OutputTokens, &d.DurationS, &e.Value)
+		if err := rows.Scan(dest...); err != nil {
+			return nil, "", fmt.Errorf("leaderboard: %w", err)
+		}
+		if e.Run, err = row.finish(); err != nil {
+			return nil, "", err
+		}
+		pos++
+		if !hasPrev || e.Value != prev {
+			rank = pos
+		}
+		prev, hasPrev = e.Value, true
+		e.Rank = rank
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", fmt.Errorf("leaderboard: %w", err)
+	}
+	next := ""
+	if len(out) > lq.Limit {
+		out = out[:lq.Limit]
+		last := out[lq.Limit-1]
+		next = cursor{Sort: lq.Metric, Key: last.Value, ID: last.Run.ID, Pos: c.Pos + lq.Limit, Rank: last.Rank}.encode()
+	}
+	return out, next, nil
+}
+
+// GPUCount is a catalog entry: a GPU, the VRAM sizes its runs report and
+// how many runs it has.
+type GPUCount struct {
+	GPU      string
+	VRAMGB   []float64
+	RunCount int
+}
+
+// GPUs lists every GPU that has a run, by name.
+func (s *Store) GPUs(ctx context.Context) ([]GPUCount, error) {
+	rows, err := s.reader.QueryContext(ctx, "SELECT gpu, vram_gb, count(*) FROM runs GROUP BY gpu, vram_gb ORDER BY gpu, vram_gb")
+	if err != nil {
+		return nil, fmt.Errorf("gpus: %w", err)
+	}
+	defer rows.Close()
+	var out []GPUCount
+	for rows.Next() {
+		var (
+			gpu  string
+			vram *float64
+			n    int
+		)
+		if err := rows.Scan(&gpu, &vram, &n); err != nil {
+			return nil, fmt.Errorf("gpus: %w", err)
+		}
+		if len(out) == 0 || out[len(out)-1].GPU != gpu {
+			out = append(out, GPUCount{GPU: gpu, VRAMGB: []float64{}})
+		}
+		last := &out[len(out)-1]
+		last.RunCount += n
+		if vram != nil {
+			last.VRAMGB = append(last.VRAMGB, *vram)
+		}
+	}
+	return out, rows.Err()
+}
+
+// ModelCount is a catalog entry: a model, its quantizations and how many
+// runs it has.
+type ModelCount struct {
+	Model         string
+	Quantizations []string
+	RunCount      int
+}
+
+// Models lists every model that has a run, by name.
+func (s *Store) Models(ctx context.Context) ([]ModelCount, error) {
+	rows, err := s.reader.QueryContext(ctx, `SELECT model_name, coalesce(model_quantization, engine_quantization) AS q, count(*)
+		FROM runs GROUP BY model_name, q ORDER BY model_name, q`)
+	if err != nil {
+		return nil, fmt.Errorf("models: %w", err)
+	}
+	defer rows.Close()
+	var out []ModelCount
+	for rows.Next() {
+		var (
+			model string
+			q     *string
+			n     int
+		)
+		if err := rows.Scan(&model, &q, &n); err != nil {
+			return nil, fmt.Errorf("models: %w", err)
+		}
+		if len(out) == 0 || out[len(out)-1].Model != model {
+			out = append(out, ModelCount{Model: model, Quantizations: []string{}})
+		}
+		last := &out[len(out)-1]
+		last.RunCount += n
+		if q != nil {
+			last.Quantizations = append(last.Quantizations, *q)
+		}
+	}
+	return out, rows.Err()
+}
+
+// EngineCount is a catalog entry: an engine version and how many runs it
+// has.
+type EngineCount struct {
+	Engine   string
+	Version  string
+	RunCount int
+}
+
+// Engines lists every engine and version that has a run.
+func (s *Store) Engines(ctx context.Context) ([]EngineCount, error) {
+	rows, err := s.reader.QueryContext(ctx, `SELECT engine_name, engine_version, count(*) FROM runs
+		GROUP BY engine_name, engine_version ORDER BY engine_name, engine_version`)
+	if err != nil {
+		return nil, fmt.Errorf("engines: %w", err)
+	}
+	defer rows.Close()
+	var out []EngineCount
+	for rows.Next() {
+		var (
+			e EngineCount
+			v *string
+		)
+		if err := rows.Scan(&e.Engine, &v, &e.RunCount); err != nil {
+			return nil, fmt.Errorf("engines: %w", err)
+		}
+		e.Version = deref(v)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}

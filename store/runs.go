@@ -1,0 +1,358 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// CreateRun stores run in one transaction and returns it with its id and
+// created_at. Storing the same content again stores nothing and returns the
+// run already there, with created false.
+func (s *Store) CreateRun(ctx context.Context, run Run) (stored Run, created bool, err error) {
+	runs, createdAll, err := s.CreateRuns(ctx, []Run{run})
+	if err != nil {
+		return Run{}, false, err
+	}
+	if !createdAll[0] {
+		stored, err := s.Run(ctx, runs[0].ID)
+		return stored, false, err
+	}
+	return runs[0], true, nil
+}
+
+// CreateRuns stores runs all-or-nothing in one transaction: one invalid run
+// stores none. Runs whose content is already stored are skipped (created[i]
+// false) and keep the stored id.
+func (s *Store) CreateRuns(ctx context.Context, runs []Run) (stored []Run, created []bool, err error) {
+	stored = make([]Run, len(runs))
+	created = make([]bool, len(runs))
+	hashes := make([]string, len(runs))
+	now := s.now().UTC().Truncate(time.Microsecond)
+	for i, run := range runs {
+		run.Normalize()
+		if err := run.Validate(); err != nil {
+			if len(runs) > 1 {
+				err = fmt.Errorf("run %d of %d: %w", i+1, len(runs), err)
+			}
+			return nil, nil, err
+		}
+		hashes[i] = run.ContentHash()
+		run.ID, run.CreatedAt = IDFromHash(hashes[i]), now
+		stored[i] = run
+	}
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		for i := range stored {
+			var existing string
+			err := tx.QueryRowContext(ctx, "SELECT id FROM runs WHERE content_hash = ?", hashes[i]).Scan(&existing)
+			if err == nil {
+				stored[i].ID = existing
+				continue
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+			if err := insertRun(ctx, tx, stored[i], hashes[i], Summarize(stored[i])); err != nil {
+				return err
+			}
+			created[i] = true
+		}
+		return nil
+	})
+	if err != nil {
+		if isConstraint(err, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY) || isConstraint(err, sqlite3.SQLITE_CONSTRAINT_UNIQUE) {
+			return nil, nil, fmt.Errorf("create runs: %w", ErrConflict)
+		}
+		return nil, nil, fmt.Errorf("create runs: %w", err)
+	}
+	return stored, created, nil
+}
+
+func insertRun(ctx context.Context, tx *sql.Tx, r Run, hash string, sum RunSummary) error {
+	notes, err := json.Marshal(nonNil(r.Launch.Notes))
+	if err != nil {
+		return err
+	}
+	flags := r.Launch.Flags
+	if flags == nil {
+		flags = map[string]string{}
+	}
+	flagsJSON, err := json.Marshal(flags)
+	if err != nil {
+		return err
+	}
+	var peakTok, peakL, peakB any
+	if sum.Peak != nil {
+		peakTok, peakL, peakB = sum.Peak.TotalTokS, sum.Peak.ContextTokens, sum.Peak.Concurrency
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO runs (
+		id, content_hash, created_at, title, submitter, source_url,
+		model_name, model_quantization,
+		hardware_type, gpu, gpu_count, vram_gb, cpu, cpu_cores, ram_gb, os, driver_version, power_limit_w, pcie,
+		engine_name, engine_version, engine_quantization, engine_backend, engine_repository, engine_build,
+		benchmark_tool, benchmark_tool_version, served_model, revision, decode_test, prefill_mode, seconds_per_measurement, max_output_tokens,
+		launch_command, launch_notes, max_model_len, gpu_memory_utilization, max_num_seqs, kv_cache_dtype, attention_backend, enable_prefix_caching, launch_flags,
+		single_stream_tok_s, single_stream_context_tokens, peak_total_tok_s, peak_context_tokens, peak_concurrency, max_context_tokens_with_output
+	) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, hash, formatTime(r.CreatedAt), r.Title, nullStr(r.Submitter), nullStr(r.SourceURL),
+		r.Model.Name, nullStr(r.Model.Quantization),
+		nullStr(r.Hardware.Type), r.Hardware.GPU, r.Hardware.GPUCount, r.Hardware.VRAMGB, nullStr(r.Hardware.CPU), r.Hardware.CPUCores, r.Hardware.RAMGB, nullStr(r.Hardware.OS), nullStr(r.Hardware.DriverVersion), r.Hardware.PowerLimitW, nullStr(r.Hardware.PCIe),
+		r.Engine.Name, nullStr(r.Engine.Version), nullStr(r.Engine.Quantization), nullStr(r.Engine.Backend), nullStr(r.Engine.Repository), nullStr(r.Engine.Build),
+		nullStr(r.Benchmark.Tool), nullStr(r.Benchmark.ToolVersion), nullStr(r.Benchmark.ServedModel), nullStr(r.Benchmark.Revision), nullStr(r.Benchmark.DecodeTest), nullStr(r.Benchmark.PrefillMode), r.Benchmark.SecondsPerMeasurement, r.Benchmark.MaxOutputTokens,
+		nullStr(r.Launch.Command), string(notes), r.Launch.MaxModelLen, r.Launch.GPUMemoryUtilization, r.Launch.MaxNumSeqs, nullStr(r.Launch.KVCacheDtype), nullStr(r.Launch.AttentionBackend), r.Launch.EnablePrefixCaching, string(flagsJSON),
+		sum.SingleStreamTokS, sum.SingleStreamContextTokens, peakTok, peakL, peakB, sum.MaxContextTokensWithOutput,
+	)
+	if err != nil {
+		return err
+	}
+	dstmt, err := tx.PrepareContext(ctx, `INSERT INTO decode_cells (
+		run_id, context_tokens, concurrency, status, total_tok_s, per_request_tok_s, ttft_ms, tbt_ms,
+		avg_active_requests, completed_requests, output_tokens, duration_s
+	) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return err
+	}
+	defer dstmt.Close()
+	for _, c := range r.Decode {
+		if _, err := dstmt.ExecContext(ctx, r.ID, c.ContextTokens, c.Concurrency, c.Status, c.TotalTokS, c.PerRequestTokS, c.TTFTMs, c.TBTMs,
+			c.AvgActiveRequests, c.CompletedRequests, c.OutputTokens, c.DurationS); err != nil {
+			return err
+		}
+	}
+	pstmt, err := tx.PrepareContext(ctx, `INSERT INTO prefill_cells (run_id, context_tokens, status, prompt_tok_s, ttft_ms) VALUES (?, ?, ?, ?, ?)`)
+	if err != nil {
+		return err
+	}
+	defer pstmt.Close()
+	for _, c := range r.Prefill {
+		if _, err := pstmt.ExecContext(ctx, r.ID, c.ContextTokens, c.Status, c.PromptTokS, c.TTFTMs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+const runColumns = `id, created_at, title, submitter, source_url,
+	model_name, model_quantization,
+	hardware_type, gpu, gpu_count, vram_gb, cpu, cpu_cores, ram_gb, os, driver_version, power_limit_w, pcie,
+	engine_name, engine_version, engine_quantization, engine_backend, engine_repository, engine_build,
+	benchmark_tool, benchmark_tool_version, served_model, revision, decode_test, prefill_mode, seconds_per_measurement, max_output_tokens,
+	launch_command, launch_notes, max_model_len, gpu_memory_utilization, max_num_seqs, kv_cache_dtype, attention_backend, enable_prefix_caching, launch_flags`
+
+func scanRun(row interface{ Scan(...any) error }) (Run, error) {
+	var (
+		r                                  Run
+		created, notes, flags              string
+		submitter, sourceURL, modelQ       *string
+		hwType, cpu, osName, driver, pcie  *string
+		ver, engQ, backend, repo, build    *string
+		tool, toolVer, served, rev, dt, pm *string
+		command, kvDtype, attnBackend      *string
+	)
+	err := row.Scan(&r.ID, &created, &r.Title, &submitter, &sourceURL,
+		&r.Model.Name, &modelQ,
+		&hwType, &r.Hardware.GPU, &r.Hardware.GPUCount, &r.Hardware.VRAMGB, &cpu, &r.Hardware.CPUCores, &r.Hardware.RAMGB, &osName, &driver, &r.Hardware.PowerLimitW, &pcie,
+		&r.Engine.Name, &ver, &engQ, &backend, &repo, &build,
+		&tool, &toolVer, &served, &rev, &dt, &pm, &r.Benchmark.SecondsPerMeasurement, &r.Benchmark.MaxOutputTokens,
+		&command, &notes, &r.Launch.MaxModelLen, &r.Launch.GPUMemoryUtilization, &r.Launch.MaxNumSeqs, &kvDtype, &attnBackend, &r.Launch.EnablePrefixCaching, &flags)
+	if err != nil {
+		return Run{}, err
+	}
+	if r.CreatedAt, err = parseTime(created); err != nil {
+		return Run{}, fmt.Errorf("run %s created_at: %w", r.ID, err)
+	}
+	r.Submitter, r.SourceURL, r.Model.Quantization = deref(submitter), deref(sourceURL), deref(modelQ)
+	r.Hardware.Type, r.Hardware.CPU, r.Hardware.OS, r.Hardware.DriverVersion, r.Hardware.PCIe = deref(hwType), deref(cpu), deref(osName), deref(driver), deref(pcie)
+	r.Engine.Version, r.Engine.Quantization, r.Engine.Backend, r.Engine.Repository, r.Engine.Build = deref(ver), deref(engQ), deref(backend), deref(repo), deref(build)
+	r.Benchmark.Tool, r.Benchmark.ToolVersion, r.Benchmark.ServedModel, r.Benchmark.Revision = deref(tool), deref(toolVer), deref(served), deref(rev)
+	r.Benchmark.DecodeTest, r.Benchmark.PrefillMode = deref(dt), deref(pm)
+	r.Launch.Command, r.Launch.KVCacheDtype, r.Launch.AttentionBackend = deref(command), deref(kvDtype), deref(attnBackend)
+	if err := json.Unmarshal([]byte(notes), &r.Launch.Notes); err != nil {
+		return Run{}, fmt.Errorf("run %s launch_notes: %w", r.ID, err)
+	}
+	if err := json.Unmarshal([]byte(flags), &r.Launch.Flags); err != nil {
+		return Run{}, fmt.Errorf("run %s launch_flags: %w", r.ID, err)
+	}
+	if len(r.Launch.Notes) == 0 {
+		r.Launch.Notes = nil
+	}
+	if len(r.Launch.Flags) == 0 {
+		r.Launch.Flags = nil
+	}
+	return r, nil
+}
+
+// Run returns the whole run with its cells.
+func (s *Store) Run(ctx context.Context, id string) (Run, error) {
+	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return Run{}, fmt.Errorf("run %s: %w", id, err)
+	}
+	defer tx.Rollback()
+	r, err := scanRun(tx.QueryRowContext(ctx, "SELECT "+runColumns+" FROM runs WHERE id = ?", id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Run{}, fmt.Errorf("run %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Run{}, fmt.Errorf("run %s: %w", id, err)
+	}
+	if r.Decode, err = queryDecodeCells(ctx, tx, id, DecodeFilter{}); err != nil {
+		return Run{}, fmt.Errorf("run %s: %w", id, err)
+	}
+	if r.Prefill, err = queryPrefillCells(ctx, tx, id, PrefillFilter{}); err != nil {
+		return Run{}, fmt.Errorf("run %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// DecodeFilter narrows DecodeCells; zero fields match everything.
+type DecodeFilter struct {
+	ContextTokens *int
+	Concurrency   *int
+	Status        string
+}
+
+// PrefillFilter narrows PrefillCells; zero fields match everything.
+type PrefillFilter struct {
+	ContextTokens *int
+	Status        string
+}
+
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// DecodeCells returns the run's decode cells that match f, ordered by
+// context then concurrency; ErrNotFound when the run does not exist.
+func (s *Store) DecodeCells(ctx context.Context, runID string, f DecodeFilter) ([]DecodeCell, error) {
+	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	if err := runExists(ctx, tx, runID); err != nil {
+		return nil, err
+	}
+	return queryDecodeCells(ctx, tx, runID, f)
+}
+
+// PrefillCells returns the run's prefill rows that match f, ordered by
+// context; ErrNotFound when the run does not exist.
+func (s *Store) PrefillCells(ctx context.Context, runID string, f PrefillFilter) ([]PrefillCell, error) {
+	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	if err := runExists(ctx, tx, runID); err != nil {
+		return nil, err
+	}
+	return queryPrefillCells(ctx, tx, runID, f)
+}
+
+func runExists(ctx context.Context, q querier, id string) error {
+	var one int
+	err := q.QueryRowContext(ctx, "SELECT 1 FROM runs WHERE id = ?", id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("run %s: %w", id, ErrNotFound)
+	}
+	return err
+}
+
+const decodeColumns = `context_tokens, concurrency, status, total_tok_s, per_request_tok_s, ttft_ms, tbt_ms,
+	avg_active_requests, completed_requests, output_tokens, duration_s`
+
+func scanDecodeCell(row interface{ Scan(...any) error }, c *DecodeCell) error {
+	return row.Scan(&c.ContextTokens, &c.Concurrency, &c.Status, &c.TotalTokS, &c.PerRequestTokS, &c.TTFTMs, &c.TBTMs,
+		&c.AvgActiveRequests, &c.CompletedRequests, &c.OutputTokens, &c.DurationS)
+}
+
+func queryDecodeCells(ctx context.Context, q querier, runID string, f DecodeFilter) ([]DecodeCell, error) {
+	where, args := []string{"run_id = ?"}, []any{runID}
+	if f.ContextTokens != nil {
+		where, args = append(where, "context_tokens = ?"), append(args, *f.ContextTokens)
+	}
+	if f.Concurrency != nil {
+		where, args = append(where, "concurrency = ?"), append(args, *f.Concurrency)
+	}
+	if f.Status != "" {
+		where, args = append(where, "status = ?"), append(args, f.Status)
+	}
+	rows, err := q.QueryContext(ctx, "SELECT "+decodeColumns+" FROM decode_cells WHERE "+strings.Join(where, " AND ")+
+		" ORDER BY context_tokens, concurrency", args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var cells []DecodeCell
+	for rows.Next() {
+		var c DecodeCell
+		if err := scanDecodeCell(rows, &c); err != nil {
+			return nil, err
+		}
+		cells = append(cells, c)
+	}
+	return cells, rows.Err()
+}
+
+func queryPrefillCells(ctx context.Context, q querier, runID string, f PrefillFilter) ([]PrefillCell, error) {
+	where, args := []string{"run_id = ?"}, []any{runID}
+	if f.ContextTokens != nil {
+		where, args = append(where, "context_tokens = ?"), append(args, *f.ContextTokens)
+	}
+	if f.Status != "" {
+		where, args = append(where, "status = ?"), append(args, f.Status)
+	}
+	rows, err := q.QueryContext(ctx, "SELECT context_tokens, status, prompt_tok_s, ttft_ms FROM prefill_cells WHERE "+
+		strings.Join(where, " AND ")+" ORDER BY context_tokens", args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var cells []PrefillCell
+	for rows.Next() {
+		var c PrefillCell
+		if err := rows.Scan(&c.ContextTokens, &c.Status, &c.PromptTokS, &c.TTFTMs); err != nil {
+			return nil, err
+		}
+		cells = append(cells, c)
+	}
+	return cells, rows.Err()
+}
+
+// CountRuns returns how many runs are stored.
+func (s *Store) CountRuns(ctx context.Context) (int, error) {
+	var n int
+	if err := s.reader.QueryRowContext(ctx, "SELECT count(*) FROM runs").Scan(&n); err != nil {
+		return 0, fmt.Errorf("count runs: %w", err)
+	}
+	return n, nil
+}
+
+func nullStr(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -1,0 +1,164 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"modernc.org/sqlite"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Store is the SQLite database of matrix runs. Writes go through a
+// one-connection pool, reads through a pool of read-only connections, so
+// readers never wait for the writer (WAL).
+type Store struct {
+	writer *sql.DB
+	reader *sql.DB
+	now    func() time.Time
+}
+
+// Options tune Open. The zero value is fine.
+type Options struct {
+	// Now stamps created_at; time.Now when nil.
+	Now func() time.Time
+	// Synchronous is SQLite's synchronous pragma: NORMAL (the default)
+	// survives a crash of the process, FULL also a power loss.
+	Synchronous string
+}
+
+// Open opens (creating if needed) the database at path and applies the
+// migrations the file lacks.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	if path == "" || strings.HasPrefix(path, ":memory:") || strings.Contains(path, "mode=memory") {
+		return nil, fmt.Errorf("open store: a database file path is required (the two pools must share one file)")
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	sync := strings.ToUpper(opts.Synchronous)
+	if sync == "" {
+		sync = "NORMAL"
+	}
+	if sync != "NORMAL" && sync != "FULL" {
+		return nil, fmt.Errorf("open store: synchronous must be NORMAL or FULL, not %q", opts.Synchronous)
+	}
+	writer, err := sql.Open("sqlite", dsn(path, false, sync))
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	writer.SetMaxOpenConns(1)
+	writer.SetConnMaxIdleTime(0)
+	s := &Store{writer: writer, now: opts.Now}
+	if err := s.migrate(ctx); err != nil {
+		writer.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	reader, err := sql.Open("sqlite", dsn(path, true, sync))
+	if err != nil {
+		writer.Close()
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	n := max(4, runtime.NumCPU())
+	reader.SetMaxOpenConns(n)
+	reader.SetMaxIdleConns(n)
+	s.reader = reader
+	return s, nil
+}
+
+func dsn(path string, readOnly bool, sync string) string {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(5000)") // first, so the others wait instead of failing
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous("+sync+")")
+	q.Add("_pragma", "foreign_keys(ON)")
+	if readOnly {
+		q.Add("_pragma", "query_only(ON)")
+	} else {
+		q.Set("_txlock", "immediate") // writers take the lock at BEGIN, never mid-transaction
+	}
+	return "file:" + path + "?" + q.Encode()
+}
+
+// Close closes both pools.
+func (s *Store) Close() error {
+	return errors.Join(s.reader.Close(), s.writer.Close())
+}
+
+// Ping checks that the database answers a query.
+func (s *Store) Ping(ctx context.Context) error {
+	var one int
+	if err := s.reader.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
+		return fmt.Errorf("ping: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	var version int
+	if err := s.writer.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if version > len(names) {
+		return fmt.Errorf("database schema version %d is newer than this binary's %d: upgrade matrixd", version, len(names))
+	}
+	for i := version; i < len(names); i++ {
+		body, err := migrations.ReadFile(names[i])
+		if err != nil {
+			return err
+		}
+		err = s.inTx(ctx, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+				return err
+			}
+			// PRAGMA takes no placeholders; i+1 is an integer we control.
+			_, err := tx.ExecContext(ctx, "PRAGMA user_version = "+strconv.Itoa(i+1))
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("migration %s: %w", names[i], err)
+		}
+	}
+	return nil
+}
+
+// inTx runs fn in one write transaction, committed when fn returns nil.
+func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		return errors.Join(err, tx.Rollback())
+	}
+	return tx.Commit()
+}
+
+// isConstraint reports whether err is an SQLite constraint violation with
+// the given extended code.
+func isConstraint(err error, code int) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code() == code
+}
+
+const timeFormat = "2006-01-02T15:04:05.000000Z" // fixed width: text order is time order
+
+func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
+
+func parseTime(s string) (time.Time, error) { return time.Parse(time.RFC3339Nano, s) }

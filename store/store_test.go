@@ -1,0 +1,445 @@
+package store_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	_ "modernc.org/sqlite"
+
+	"github.com/matrixd/matrixd/store"
+	"github.com/matrixd/matrixd/store/storetest"
+)
+
+func openTestDB(t testing.TB) (*store.Store, string) {
+	return openTestDBWith(t, store.Options{})
+}
+
+func openTestDBWith(t testing.TB, opts store.Options) (*store.Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "matrixd.db")
+	st, err := store.Open(context.Background(), path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st, path
+}
+
+func TestCreateRunRoundTripsAndIsIdempotent(t *testing.T) {
+	st, _ := openTestDB(t)
+	ctx := context.Background()
+	in := storetest.Runs(7, 1)[0]
+	in.SourceURL = "https://example.org/run/1"
+	in.Launch.Notes = []string{"first note", "second note"}
+	in.Launch.EnablePrefixCaching = ptr(false)
+
+	got, created, err := st.CreateRun(ctx, in)
+	if err != nil || !created {
+		t.Fatalf("CreateRun = created %v, err %v", created, err)
+	}
+	if got.ID == "" || got.CreatedAt.IsZero() {
+		t.Fatalf("stored run lacks id or created_at: %q %v", got.ID, got.CreatedAt)
+	}
+	read, err := st.Run(ctx, got.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := in
+	want.Normalize()
+	want.ID, want.CreatedAt = got.ID, got.CreatedAt
+	if !reflect.DeepEqual(read, want) {
+		t.Errorf("read back differs:\n got %+v\nwant %+v", read, want)
+	}
+
+	again, created, err := st.CreateRun(ctx, in)
+	if err != nil || created || again.ID != got.ID {
+		t.Fatalf("second CreateRun = id %s created %v err %v; want id %s, not created", again.ID, created, err, got.ID)
+	}
+	if n, _ := st.CountRuns(ctx); n != 1 {
+		t.Errorf("CountRuns = %d after storing the same content twice, want 1", n)
+	}
+}
+
+func TestCreateRunsRejectsInvalidAndStoresNothing(t *testing.T) {
+	tests := []struct {
+		name   string
+		break_ func(*store.Run)
+		want   string
+	}{
+		{"no title", func(r *store.Run) { r.Title = " " }, "title"},
+		{"no model", func(r *store.Run) { r.Model.Name = "" }, "model.name"},
+		{"bad status", func(r *store.Run) { r.Decode[3].Status = "great" }, "status"},
+		{"repeated cell", func(r *store.Run) { r.Decode[1] = r.Decode[0] }, "repeated"},
+		{"negative value", func(r *store.Run) { r.Decode[0].TotalTokS = ptr(-1.0) }, "not negative"},
+		{"zero concurrency", func(r *store.Run) { r.Decode[0].Concurrency = 0 }, "concurrency"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st, _ := openTestDB(t)
+			runs := storetest.Runs(3, 3)
+			tt.break_(&runs[2])
+			_, _, err := st.CreateRuns(context.Background(), runs)
+			if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want ErrInvalid mentioning %q", err, tt.want)
+			}
+			if n, _ := st.CountRuns(context.Background()); n != 0 {
+				t.Errorf("%d runs stored after a rejected batch, want 0", n)
+			}
+		})
+	}
+}
+
+func TestRunNotFound(t *testing.T) {
+	st, _ := openTestDB(t)
+	ctx := context.Background()
+	if _, err := st.Run(ctx, "rnope"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Run = %v, want ErrNotFound", err)
+	}
+	if _, err := st.DecodeCells(ctx, "rnope", store.DecodeFilter{}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("DecodeCells = %v, want ErrNotFound", err)
+	}
+	if _, err := st.PrefillCells(ctx, "rnope", store.PrefillFilter{}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("PrefillCells = %v, want ErrNotFound", err)
+	}
+}
+
+func seeded(t testing.TB, n int) (*store.Store, []store.Run) {
+	t.Helper()
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	// Every other run shares its predecessor's created_at, so ties are
+	// broken by id.
+	calls := 0
+	st, _ := openTestDBWith(t, store.Options{Now: func() time.Time {
+		calls++
+		if calls%2 == 0 {
+			clock = clock.Add(time.Minute)
+		}
+		return clock
+	}})
+	var stored []store.Run
+	for _, r := range storetest.Runs(11, n) {
+		s, _, err := st.CreateRun(context.Background(), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored = append(stored, s)
+	}
+	return st, stored
+}
+
+func TestListRunsPagesThroughEverySortOnce(t *testing.T) {
+	st, runs := seeded(t, 57)
+	ctx := context.Background()
+	for _, sort := range []string{store.SortCreatedDesc, store.SortCreated, store.SortGPU, store.SortModel, store.SortPeakDesc} {
+		t.Run(sort, func(t *testing.T) {
+			var all []store.RunSummary
+			cursor := ""
+			for page := 0; ; page++ {
+				got, next, err := st.ListRuns(ctx, store.RunFilter{}, sort, 10, cursor)
+				if err != nil {
+					t.Fatal(err)
+				}
+				all = append(all, got...)
+				if next == "" {
+					break
+				}
+				if page > 10 {
+					t.Fatal("pagination does not end")
+				}
+				cursor = next
+			}
+			if len(all) != len(runs) {
+				t.Fatalf("paged through %d runs, want %d", len(all), len(runs))
+			}
+			seen := map[string]bool{}
+			for i, s := range all {
+				if seen[s.ID] {
+					t.Fatalf("run %s listed twice", s.ID)
+				}
+				seen[s.ID] = true
+				if i == 0 {
+					continue
+				}
+				prev := all[i-1]
+				var c int
+				switch sort {
+				case store.SortCreatedDesc:
+					c = -prev.CreatedAt.Compare(s.CreatedAt)
+				case store.SortCreated:
+					c = prev.CreatedAt.Compare(s.CreatedAt)
+				case store.SortGPU:
+					c = strings.Compare(strings.ToLower(prev.GPU), strings.ToLower(s.GPU))
+				case store.SortModel:
+					c = strings.Compare(strings.ToLower(prev.ModelName), strings.ToLower(s.ModelName))
+				case store.SortPeakDesc:
+					c = -cmpPeak(prev, s)
+				}
+				idOrder := strings.Compare(prev.ID, s.ID)
+				if strings.HasPrefix(sort, "-") {
+					idOrder = -idOrder
+				}
+				if c > 0 || (c == 0 && idOrder > 0) {
+					t.Fatalf("%s: %s listed before %s", sort, prev.ID, s.ID)
+				}
+			}
+		})
+	}
+}
+
+func cmpPeak(a, b store.RunSummary) int {
+	pa, pb := -1.0, -1.0
+	if a.Peak != nil {
+		pa = a.Peak.TotalTokS
+	}
+	if b.Peak != nil {
+		pb = b.Peak.TotalTokS
+	}
+	switch {
+	case pa < pb:
+		return -1
+	case pa > pb:
+		return 1
+	}
+	return 0
+}
+
+func TestListRunsFilters(t *testing.T) {
+	st, runs := seeded(t, 80)
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		f    store.RunFilter
+		keep func(store.Run) bool
+	}{
+		{"gpu any case", store.RunFilter{GPU: "rtx 3090"}, func(r store.Run) bool { return r.Hardware.GPU == "RTX 3090" }},
+		{"model substring", store.RunFilter{Model: "qwen3"}, func(r store.Run) bool { return strings.Contains(strings.ToLower(r.Model.Name), "qwen3") }},
+		{"quantization", store.RunFilter{Quantization: "awq 4-BIT"}, func(r store.Run) bool { return r.Model.Quantization == "AWQ 4-bit" }},
+		{"engine version", store.RunFilter{EngineVersion: "0.32.0"}, func(r store.Run) bool { return r.Engine.Version == "0.32.0" }},
+		{"kv dtype", store.RunFilter{KVCacheDtype: "FP8"}, func(r store.Run) bool { return r.Launch.KVCacheDtype == "fp8" }},
+		{"submitter", store.RunFilter{Submitter: "Alice"}, func(r store.Run) bool { return r.Submitter == "alice" }},
+		{"vram range", store.RunFilter{VRAMGBMin: ptr(20.0), VRAMGBMax: ptr(40.0)}, func(r store.Run) bool { return *r.Hardware.VRAMGB >= 20 && *r.Hardware.VRAMGB <= 40 }},
+		{"engine and gpu", store.RunFilter{Engine: "VLLM", GPU: "H100"}, func(r store.Run) bool { return r.Hardware.GPU == "H100" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, _, err := st.ListRuns(ctx, tt.f, store.SortCreated, 200, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			for _, r := range runs {
+				if tt.keep(r) {
+					want = append(want, r.ID)
+				}
+			}
+			var ids []string
+			for _, s := range got {
+				ids = append(ids, s.ID)
+			}
+			if len(want) == 0 || len(want) == len(runs) {
+				t.Fatalf("filter keeps %d of %d generated runs: the test data does not exercise it", len(want), len(runs))
+			}
+			slices.Sort(ids)
+			slices.Sort(want)
+			if !slices.Equal(ids, want) {
+				t.Errorf("got %d runs %v, want %d %v", len(ids), ids, len(want), want)
+			}
+		})
+	}
+}
+
+func TestListRunsRejectsForeignCursor(t *testing.T) {
+	st, _ := seeded(t, 5)
+	ctx := context.Background()
+	_, next, err := st.ListRuns(ctx, store.RunFilter{}, store.SortGPU, 2, "")
+	if err != nil || next == "" {
+		t.Fatal(next, err)
+	}
+	for _, c := range []string{"garbage!", "e30", next} {
+		if _, _, err := st.ListRuns(ctx, store.RunFilter{}, store.SortModel, 2, c); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("cursor %q with another sort: err = %v, want ErrInvalid", c, err)
+		}
+	}
+}
+
+func TestLeaderboardRanksValidCells(t *testing.T) {
+	st, runs := seeded(t, 60)
+	ctx := context.Background()
+	const l, b = 16 << 10, 4
+	for _, metric := range []string{store.MetricTotalTokS, store.MetricTBTMs} {
+		t.Run(metric, func(t *testing.T) {
+			var entries []store.LeaderboardEntry
+			cursor := ""
+			for {
+				got, next, err := st.Leaderboard(ctx, store.LeaderboardQuery{ContextTokens: l, Concurrency: b, Metric: metric, Limit: 7, Cursor: cursor})
+				if err != nil {
+					t.Fatal(err)
+				}
+				entries = append(entries, got...)
+				if next == "" {
+					break
+				}
+				cursor = next
+			}
+			var want []float64
+			for _, r := range runs {
+				for _, c := range r.Decode {
+					if c.ContextTokens == l && c.Concurrency == b && c.Status == store.StatusValid {
+						if metric == store.MetricTotalTokS {
+							want = append(want, *c.TotalTokS)
+						} else {
+							want = append(want, *c.TBTMs)
+						}
+					}
+				}
+			}
+			slices.Sort(want)
+			if metric == store.MetricTotalTokS {
+				slices.Reverse(want)
+			}
+			if len(entries) != len(want) || len(want) < 10 {
+				t.Fatalf("%d entries, want %d (≥ 10)", len(entries), len(want))
+			}
+			for i, e := range entries {
+				if e.Value != want[i] {
+					t.Fatalf("entry %d value %v, want %v", i, e.Value, want[i])
+				}
+				wantRank := i + 1
+				if i > 0 && e.Value == entries[i-1].Value {
+					wantRank = entries[i-1].Rank
+				}
+				if e.Rank != wantRank {
+					t.Fatalf("entry %d rank %d, want %d", i, e.Rank, wantRank)
+				}
+				if e.Cell.Status != store.StatusValid || e.Cell.ContextTokens != l || e.Cell.Concurrency != b {
+					t.Fatalf("entry %d cell %+v is not the valid cell asked for", i, e.Cell)
+				}
+			}
+		})
+	}
+}
+
+func TestCatalogsCountRuns(t *testing.T) {
+	st, runs := seeded(t, 40)
+	ctx := context.Background()
+	gpus, err := st.GPUs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{}
+	for _, r := range runs {
+		want[r.Hardware.GPU]++
+	}
+	got := map[string]int{}
+	for _, g := range gpus {
+		got[g.GPU] = g.RunCount
+		if len(g.VRAMGB) == 0 {
+			t.Errorf("%s has no VRAM sizes", g.GPU)
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("GPUs = %v, want %v", got, want)
+	}
+	engines, err := st.Engines(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, e := range engines {
+		total += e.RunCount
+	}
+	models, err := st.Models(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mtotal := 0
+	for _, m := range models {
+		mtotal += m.RunCount
+	}
+	if total != len(runs) || mtotal != len(runs) {
+		t.Errorf("engines count %d runs, models %d, want %d each", total, mtotal, len(runs))
+	}
+}
+
+func TestOpenRefusesNewerSchema(t *testing.T) {
+	_, path := openTestDB(t)
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("PRAGMA user_version = 99"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	_, err = store.Open(context.Background(), path, store.Options{})
+	if err == nil || !strings.Contains(err.Error(), "newer") {
+		t.Fatalf("Open on a newer schema: err = %v, want a refusal", err)
+	}
+}
+
+func TestOpenRejectsMemory(t *testing.T) {
+	if _, err := store.Open(context.Background(), ":memory:", store.Options{}); err == nil {
+		t.Fatal("Open(:memory:) succeeded; two pools would see two databases")
+	}
+}
+
+// TestConcurrentWritersAndReaders runs with -race in CI: writers never fail
+// with SQLITE_BUSY and readers see only whole runs.
+func TestConcurrentWritersAndReaders(t *testing.T) {
+	st, _ := openTestDB(t)
+	ctx := context.Background()
+	runs := storetest.Runs(99, 40)
+	var wg sync.WaitGroup
+	errc := make(chan error, 100)
+	for w := range 4 {
+		wg.Go(func() {
+			for i := w; i < len(runs); i += 4 {
+				if _, _, err := st.CreateRun(ctx, runs[i]); err != nil {
+					errc <- fmt.Errorf("writer %d: %w", w, err)
+					return
+				}
+			}
+		})
+	}
+	for range 4 {
+		wg.Go(func() {
+			for range 10 {
+				list, _, err := st.ListRuns(ctx, store.RunFilter{}, store.SortCreatedDesc, 200, "")
+				if err != nil {
+					errc <- err
+					return
+				}
+				for _, s := range list {
+					r, err := st.Run(ctx, s.ID)
+					if err != nil {
+						errc <- err
+						return
+					}
+					if len(r.Decode) != 40 {
+						errc <- fmt.Errorf("run %s read with %d decode cells, want 40", s.ID, len(r.Decode))
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Error(err)
+	}
+	if n, _ := st.CountRuns(ctx); n != len(runs) {
+		t.Errorf("CountRuns = %d, want %d", n, len(runs))
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
