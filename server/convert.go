@@ -1,0 +1,99 @@
+package server
+
+import (
+	"github.com/matrixd/matrixd/api"
+	"github.com/matrixd/matrixd/store"
+)
+
+// opt maps the store's "absent" empty string to JSON null.
+func opt(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func toAPIRun(r store.Run) api.Run {
+	notes := r.Launch.Notes
+	if notes == nil {
+		notes = []string{}
+	}
+	flags := r.Launch.Flags
+	if flags == nil {
+		flags = map[string]string{}
+	}
+	out := api.Run{
+		ID: r.ID, Title: r.Title, Submitter: opt(r.Submitter), CreatedAt: r.CreatedAt, SourceURL: opt(r.SourceURL),
+		Model: api.Model{Name: r.Model.Name, Quantization: opt(r.Model.Quantization)},
+		Hardware: api.Hardware{
+			Type: opt(r.Hardware.Type), GPU: r.Hardware.GPU, GPUCount: r.Hardware.GPUCount, VRAMGB: r.Hardware.VRAMGB,
+			CPU: opt(r.Hardware.CPU), CPUCores: r.Hardware.CPUCores, RAMGB: r.Hardware.RAMGB, OS: opt(r.Hardware.OS),
+			DriverVersion: opt(r.Hardware.DriverVersion), PowerLimitW: r.Hardware.PowerLimitW, Pcie: opt(r.Hardware.PCIe),
+		},
+		Engine: api.Engine{
+			Name: r.Engine.Name, Version: opt(r.Engine.Version), Quantization: opt(r.Engine.Quantization),
+			Backend: opt(r.Engine.Backend), Repository: opt(r.Engine.Repository), Build: opt(r.Engine.Build),
+		},
+		Benchmark: api.Benchmark{
+			Tool: opt(r.Benchmark.Tool), ToolVersion: opt(r.Benchmark.ToolVersion), ServedModel: opt(r.Benchmark.ServedModel),
+			Revision: opt(r.Benchmark.Revision), DecodeTest: opt(r.Benchmark.DecodeTest), PrefillMode: opt(r.Benchmark.PrefillMode),
+			SecondsPerMeasurement: r.Benchmark.SecondsPerMeasurement, MaxOutputTokens: r.Benchmark.MaxOutputTokens,
+		},
+		Launch: api.Launch{
+			Command: opt(r.Launch.Command), Notes: notes, MaxModelLen: r.Launch.MaxModelLen,
+			GPUMemoryUtilization: r.Launch.GPUMemoryUtilization, MaxNumSeqs: r.Launch.MaxNumSeqs,
+			KVCacheDtype: opt(r.Launch.KVCacheDtype), AttentionBackend: opt(r.Launch.AttentionBackend),
+			EnablePrefixCaching: r.Launch.EnablePrefixCaching, Flags: flags,
+		},
+		Prefill: make([]api.PrefillCell, len(r.Prefill)),
+		Decode:  make([]api.DecodeCell, len(r.Decode)),
+	}
+	for i, c := range r.Prefill {
+		out.Prefill[i] = toAPIPrefillCell(c)
+	}
+	for i, c := range r.Decode {
+		out.Decode[i] = toAPIDecodeCell(c)
+	}
+	return out
+}
+
+func toAPIPrefillCell(c store.PrefillCell) api.PrefillCell {
+	return api.PrefillCell{ContextTokens: c.ContextTokens, Status: api.CellStatus(c.Status), PromptTokS: c.PromptTokS, TTFTMs: c.TTFTMs}
+}
+
+func toAPIDecodeCell(c store.DecodeCell) api.DecodeCell {
+	return api.DecodeCell{
+		ContextTokens: c.ContextTokens, Concurrency: c.Concurrency, Status: api.CellStatus(c.Status),
+		TotalTokS: c.TotalTokS, PerRequestTokS: c.PerRequestTokS, TTFTMs: c.TTFTMs, TBTMs: c.TBTMs,
+		AvgActiveRequests: c.AvgActiveRequests, CompletedRequests: c.CompletedRequests,
+		OutputTokens: c.OutputTokens, DurationS: c.DurationS,
+	}
+}
+
+func toAPISummary(s store.RunSummary) api.RunSummary {
+	out := api.RunSummary{
+		ID: s.ID, Title: s.Title, Model: s.ModelName, GPU: s.GPU, VRAMGB: s.VRAMGB,
+		Engine: s.EngineName, EngineVersion: opt(s.EngineVersion), Quantization: opt(s.Quantization),
+		Submitter: opt(s.Submitter), CreatedAt: s.CreatedAt,
+		SingleStreamTokS: s.SingleStreamTokS, SingleStreamContextTokens: s.SingleStreamContextTokens,
+		MaxContextTokensWithOutput: s.MaxContextTokensWithOutput,
+	}
+	if s.Peak != nil {
+		out.Peak = &api.PeakCell{TotalTokS: s.Peak.TotalTokS, ContextTokens: s.Peak.ContextTokens, Concurrency: s.Peak.Concurrency}
+	}
+	return out
+}
+
+// runFilter gathers the list filters shared by listRuns and getLeaderboard.
+func runFilter(gpu, model, quant, engine, engineVersion, kvDtype, submitter *string, vramMin, vramMax *float64) store.RunFilter {
+	v := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
+	return store.RunFilter{
+		GPU: v(gpu), Model: v(model), Quantization: v(quant), Engine: v(engine), EngineVersion: v(engineVersion),
+		KVCacheDtype: v(kvDtype), Submitter: v(submitter), VRAMGBMin: vramMin, VRAMGBMax: vramMax,
+	}
+}

@@ -1,0 +1,160 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/labstack/echo/v4"
+
+	"github.com/matrixd/matrixd/api"
+	"github.com/matrixd/matrixd/store"
+)
+
+const problemJSON = "application/problem+json"
+
+// errorHandler is the one place errors become HTTP answers: RFC 9457
+// problems. Client errors say what to fix; server errors say only that
+// something failed, and are logged here, once.
+func errorHandler(logger *slog.Logger) echo.HTTPErrorHandler {
+	return func(err error, c echo.Context) {
+		if c.Response().Committed {
+			return
+		}
+		p := toProblem(err, c)
+		if p.Status >= 500 {
+			logger.LogAttrs(c.Request().Context(), slog.LevelError, "request failed",
+				slog.String("method", c.Request().Method), slog.String("uri", c.Request().RequestURI),
+				slog.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)),
+				slog.String("error", err.Error()))
+		}
+		body, merr := json.Marshal(p)
+		if merr != nil {
+			body = []byte(`{"type":"about:blank","title":"Internal Server Error","status":500}`)
+			p.Status = http.StatusInternalServerError
+		}
+		if err := c.Blob(p.Status, problemJSON, body); err != nil {
+			logger.LogAttrs(c.Request().Context(), slog.LevelWarn, "write problem", slog.String("error", err.Error()))
+		}
+	}
+}
+
+func problem(status int, detail string) api.Problem {
+	p := api.Problem{Type: "about:blank", Title: http.StatusText(status), Status: status}
+	if detail != "" {
+		p.Detail = &detail
+	}
+	return p
+}
+
+func toProblem(err error, c echo.Context) api.Problem {
+	req := c.Request()
+	var p api.Problem
+	var herr *echo.HTTPError
+	var ip invalidParam
+	switch {
+	case errors.As(err, &ip):
+		p = problem(http.StatusBadRequest, "invalid request: "+ip.Error())
+		p.Errors = &[]api.FieldError{{Field: ip.field, Message: ip.message}}
+	case errors.Is(err, store.ErrNotFound):
+		p = problem(http.StatusNotFound, strings.Replace(err.Error(), ": not found", " does not exist", 1))
+	case errors.Is(err, store.ErrInvalid):
+		p = problem(http.StatusBadRequest, strings.TrimPrefix(err.Error(), "invalid: "))
+	case errors.Is(err, store.ErrConflict):
+		p = problem(http.StatusConflict, err.Error())
+	case errors.As(err, &herr):
+		p = httpProblem(herr, req)
+	default:
+		id := c.Response().Header().Get(echo.HeaderXRequestID)
+		p = problem(http.StatusInternalServerError, "the server failed to answer; quote request id "+id+" when reporting it")
+	}
+	instance := req.URL.Path
+	p.Instance = &instance
+	return p
+}
+
+func httpProblem(herr *echo.HTTPError, req *http.Request) api.Problem {
+	switch herr.Code {
+	case http.StatusBadRequest:
+		if herr.Internal != nil {
+			fields := fieldErrors(herr.Internal)
+			msgs := make([]string, len(fields))
+			for i, f := range fields {
+				msgs[i] = f.Field + ": " + f.Message
+			}
+			p := problem(http.StatusBadRequest, "invalid request: "+strings.Join(msgs, "; "))
+			p.Errors = &fields
+			return p
+		}
+	case http.StatusNotFound:
+		return problem(http.StatusNotFound, fmt.Sprintf("no resource at %s; the API lives under /v1 (see /openapi.yaml)", req.URL.Path))
+	case http.StatusMethodNotAllowed:
+		return problem(http.StatusMethodNotAllowed, fmt.Sprintf("%s is not allowed on %s; see the Allow header", req.Method, req.URL.Path))
+	case http.StatusRequestEntityTooLarge:
+		return problem(http.StatusRequestEntityTooLarge, "the request body is too large")
+	}
+	if herr.Code >= 500 {
+		return problem(herr.Code, "")
+	}
+	return problem(herr.Code, fmt.Sprint(herr.Message))
+}
+
+// fieldErrors turns the validator's errors into one entry per parameter.
+func fieldErrors(err error) []api.FieldError {
+	var errs []error
+	var me openapi3.MultiError
+	if errors.As(err, &me) {
+		errs = me
+	} else {
+		errs = []error{err}
+	}
+	out := make([]api.FieldError, 0, len(errs))
+	for _, e := range errs {
+		var re *openapi3filter.RequestError
+		if !errors.As(e, &re) {
+			out = append(out, api.FieldError{Field: "request", Message: e.Error()})
+			continue
+		}
+		field := "request"
+		switch {
+		case re.Parameter != nil:
+			field = re.Parameter.Name
+		case re.RequestBody != nil:
+			field = "body"
+		}
+		out = append(out, api.FieldError{Field: field, Message: reason(re)})
+	}
+	return out
+}
+
+func reason(re *openapi3filter.RequestError) string {
+	var se *openapi3.SchemaError
+	if errors.As(re.Err, &se) {
+		return se.Reason
+	}
+	var pe *openapi3filter.ParseError
+	if errors.As(re.Err, &pe) {
+		return pe.Reason + ": " + fmt.Sprint(pe.Value)
+	}
+	var me openapi3.MultiError
+	if errors.As(re.Err, &me) && len(me) > 0 {
+		var parts []string
+		for _, e := range me {
+			if errors.As(e, &se) {
+				parts = append(parts, se.Reason)
+			} else {
+				parts = append(parts, e.Error())
+			}
+		}
+		return strings.Join(parts, "; ")
+	}
+	if re.Err != nil {
+		return re.Err.Error()
+	}
+	return re.Reason
+}

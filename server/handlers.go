@@ -1,0 +1,390 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"fmt"
+	"mime"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/matrixd/matrixd/api"
+	"github.com/matrixd/matrixd/store"
+)
+
+// invalidParam is a request that passed the schema but not the handler's
+// own checks; it becomes a 400 naming the parameter.
+type invalidParam struct{ field, message string }
+
+func (e invalidParam) Error() string { return e.field + ": " + e.message }
+
+// GetHealth implements GET /healthz.
+func (s *Server) GetHealth(ctx context.Context, _ api.GetHealthRequestObject) (api.GetHealthResponseObject, error) {
+	return api.GetHealth200JSONResponse{Status: "ok"}, nil
+}
+
+// GetReady implements GET /readyz.
+func (s *Server) GetReady(ctx context.Context, _ api.GetReadyRequestObject) (api.GetReadyResponseObject, error) {
+	if err := s.store.Ping(ctx); err != nil {
+		return api.GetReady503ApplicationProblemPlusJSONResponse{UnavailableApplicationProblemPlusJSONResponse: api.UnavailableApplicationProblemPlusJSONResponse(
+			problem(http.StatusServiceUnavailable, "the database does not answer"))}, nil
+	}
+	return api.GetReady200JSONResponse{Status: "ok"}, nil
+}
+
+// GetOpenAPIYAML implements GET /openapi.yaml.
+func (s *Server) GetOpenAPIYAML(ctx context.Context, _ api.GetOpenAPIYAMLRequestObject) (api.GetOpenAPIYAMLResponseObject, error) {
+	return api.GetOpenAPIYAML200ApplicationYamlResponse{Body: bytes.NewReader(s.specYAML), ContentLength: int64(len(s.specYAML))}, nil
+}
+
+// GetOpenAPIJSON implements GET /openapi.json.
+func (s *Server) GetOpenAPIJSON(ctx context.Context, _ api.GetOpenAPIJSONRequestObject) (api.GetOpenAPIJSONResponseObject, error) {
+	return rawJSON(s.specJSON), nil
+}
+
+// rawJSON writes bytes that are already JSON.
+type rawJSON []byte
+
+func (b rawJSON) VisitGetOpenAPIJSONResponse(w http.ResponseWriter) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, err := w.Write(b)
+	return err
+}
+
+// ListRuns implements GET /v1/runs.
+func (s *Server) ListRuns(ctx context.Context, req api.ListRunsRequestObject) (api.ListRunsResponseObject, error) {
+	p := req.Params
+	if p.VRAMGBMin != nil && p.VRAMGBMax != nil && *p.VRAMGBMin > *p.VRAMGBMax {
+		return nil, invalidParam{"vram_gb_min", "must not exceed vram_gb_max"}
+	}
+	f := runFilter(p.GPU, p.Model, p.Quantization, p.Engine, p.EngineVersion, p.KVCacheDtype, p.Submitter, p.VRAMGBMin, p.VRAMGBMax)
+	sort := store.SortCreatedDesc
+	if p.Sort != nil {
+		sort = string(*p.Sort)
+	}
+	runs, next, err := s.store.ListRuns(ctx, f, sort, limitOr(p.Limit), deref(p.Cursor))
+	if err != nil {
+		return nil, err
+	}
+	out := api.ListRuns200JSONResponse{Items: make([]api.RunSummary, len(runs)), NextCursor: opt(next)}
+	for i, r := range runs {
+		out.Items[i] = toAPISummary(r)
+	}
+	return out, nil
+}
+
+func limitOr(l *int) int {
+	if l == nil {
+		return 50
+	}
+	return *l
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// GetRun implements GET /v1/runs/{run_id}.
+func (s *Server) GetRun(ctx context.Context, req api.GetRunRequestObject) (api.GetRunResponseObject, error) {
+	r, err := s.store.Run(ctx, req.RunID)
+	if err != nil {
+		return nil, err
+	}
+	return api.GetRun200JSONResponse(toAPIRun(r)), nil
+}
+
+// wantCSV decides the representation: the format parameter wins, else
+// Accept asking for text/csv and not for JSON.
+func wantCSV(format *string, acceptHeader string) bool {
+	if format != nil {
+		return *format == "csv"
+	}
+	csvOK, jsonOK := false, false
+	for part := range strings.SplitSeq(acceptHeader, ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil || params["q"] == "0" {
+			continue
+		}
+		switch mt {
+		case "text/csv":
+			csvOK = true
+		case "application/json", "application/*", "*/*":
+			jsonOK = true
+		}
+	}
+	return csvOK && !jsonOK
+}
+
+func fstr(v *float64) string {
+	if v == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*v, 'f', -1, 64)
+}
+
+func istr(v *int) string {
+	if v == nil {
+		return ""
+	}
+	return strconv.Itoa(*v)
+}
+
+func csvBody(header []string, rows [][]string) (*bytes.Reader, int64, error) {
+	var buf bytes.Buffer
+	w := csv.NewWriter(&buf)
+	if err := w.Write(header); err != nil {
+		return nil, 0, err
+	}
+	if err := w.WriteAll(rows); err != nil {
+		return nil, 0, err
+	}
+	return bytes.NewReader(buf.Bytes()), int64(buf.Len()), nil
+}
+
+// ListDecodeCells implements GET /v1/runs/{run_id}/decode.
+func (s *Server) ListDecodeCells(ctx context.Context, req api.ListDecodeCellsRequestObject) (api.ListDecodeCellsResponseObject, error) {
+	p := req.Params
+	f := store.DecodeFilter{ContextTokens: p.ContextTokens, Concurrency: p.Concurrency}
+	if p.Status != nil {
+		f.Status = string(*p.Status)
+	}
+	cells, err := s.store.DecodeCells(ctx, req.RunID, f)
+	if err != nil {
+		return nil, err
+	}
+	if wantCSV((*string)(p.Format), accept(ctx)) {
+		rows := make([][]string, len(cells))
+		for i, c := range cells {
+			rows[i] = []string{strconv.Itoa(c.ContextTokens), strconv.Itoa(c.Concurrency), c.Status,
+				fstr(c.TotalTokS), fstr(c.PerRequestTokS), fstr(c.TTFTMs), fstr(c.TBTMs), fstr(c.AvgActiveRequests),
+				istr(c.CompletedRequests), istr(c.OutputTokens), fstr(c.DurationS)}
+		}
+		body, n, err := csvBody([]string{"context_tokens", "concurrency", "status", "total_tok_s", "per_request_tok_s", "ttft_ms",
+			"tbt_ms", "avg_active_requests", "completed_requests", "output_tokens", "duration_s"}, rows)
+		if err != nil {
+			return nil, err
+		}
+		return api.ListDecodeCells200TextCsvResponse{Body: body, ContentLength: n}, nil
+	}
+	out := api.ListDecodeCells200JSONResponse{RunID: req.RunID, Items: make([]api.DecodeCell, len(cells))}
+	for i, c := range cells {
+		out.Items[i] = toAPIDecodeCell(c)
+	}
+	return out, nil
+}
+
+// ListPrefillCells implements GET /v1/runs/{run_id}/prefill.
+func (s *Server) ListPrefillCells(ctx context.Context, req api.ListPrefillCellsRequestObject) (api.ListPrefillCellsResponseObject, error) {
+	p := req.Params
+	f := store.PrefillFilter{ContextTokens: p.ContextTokens}
+	if p.Status != nil {
+		f.Status = string(*p.Status)
+	}
+	cells, err := s.store.PrefillCells(ctx, req.RunID, f)
+	if err != nil {
+		return nil, err
+	}
+	if wantCSV((*string)(p.Format), accept(ctx)) {
+		rows := make([][]string, len(cells))
+		for i, c := range cells {
+			rows[i] = []string{strconv.Itoa(c.ContextTokens), c.Status, fstr(c.PromptTokS), fstr(c.TTFTMs)}
+		}
+		body, n, err := csvBody([]string{"context_tokens", "status", "prompt_tok_s", "ttft_ms"}, rows)
+		if err != nil {
+			return nil, err
+		}
+		return api.ListPrefillCells200TextCsvResponse{Body: body, ContentLength: n}, nil
+	}
+	out := api.ListPrefillCells200JSONResponse{RunID: req.RunID, Items: make([]api.PrefillCell, len(cells))}
+	for i, c := range cells {
+		out.Items[i] = toAPIPrefillCell(c)
+	}
+	return out, nil
+}
+
+// gridAxes returns the sorted distinct contexts and concurrencies of cells.
+func gridAxes(cells []store.DecodeCell) (contexts, concurrencies []int) {
+	for _, c := range cells {
+		contexts = append(contexts, c.ContextTokens)
+		concurrencies = append(concurrencies, c.Concurrency)
+	}
+	slices.Sort(contexts)
+	slices.Sort(concurrencies)
+	return slices.Compact(contexts), slices.Compact(concurrencies)
+}
+
+// GetMatrix implements GET /v1/runs/{run_id}/matrix.
+func (s *Server) GetMatrix(ctx context.Context, req api.GetMatrixRequestObject) (api.GetMatrixResponseObject, error) {
+	cells, err := s.store.DecodeCells(ctx, req.RunID, store.DecodeFilter{})
+	if err != nil {
+		return nil, err
+	}
+	contexts, concurrencies := gridAxes(cells)
+	out := api.GetMatrix200JSONResponse{RunID: req.RunID, Contexts: nonNilInts(contexts), Concurrencies: nonNilInts(concurrencies),
+		Rows: make([]api.MatrixRow, len(contexts))}
+	for i, l := range contexts {
+		out.Rows[i] = api.MatrixRow{ContextTokens: l, Cells: make([]*api.DecodeCell, len(concurrencies))}
+	}
+	for _, c := range cells {
+		i, _ := slices.BinarySearch(contexts, c.ContextTokens)
+		j, _ := slices.BinarySearch(concurrencies, c.Concurrency)
+		cell := toAPIDecodeCell(c)
+		out.Rows[i].Cells[j] = &cell
+	}
+	return out, nil
+}
+
+func nonNilInts(s []int) []int {
+	if s == nil {
+		return []int{}
+	}
+	return s
+}
+
+// ListGPUs implements GET /v1/gpus.
+func (s *Server) ListGPUs(ctx context.Context, _ api.ListGPUsRequestObject) (api.ListGPUsResponseObject, error) {
+	gpus, err := s.store.GPUs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := api.ListGPUs200JSONResponse{Items: make([]api.GPUCatalogItem, len(gpus))}
+	for i, g := range gpus {
+		out.Items[i] = api.GPUCatalogItem{GPU: g.GPU, VRAMGB: g.VRAMGB, RunCount: g.RunCount}
+	}
+	return out, nil
+}
+
+// ListModels implements GET /v1/models.
+func (s *Server) ListModels(ctx context.Context, _ api.ListModelsRequestObject) (api.ListModelsResponseObject, error) {
+	models, err := s.store.Models(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := api.ListModels200JSONResponse{Items: make([]api.ModelCatalogItem, len(models))}
+	for i, m := range models {
+		out.Items[i] = api.ModelCatalogItem{Model: m.Model, Quantizations: m.Quantizations, RunCount: m.RunCount}
+	}
+	return out, nil
+}
+
+// ListEngines implements GET /v1/engines.
+func (s *Server) ListEngines(ctx context.Context, _ api.ListEnginesRequestObject) (api.ListEnginesResponseObject, error) {
+	engines, err := s.store.Engines(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := api.ListEngines200JSONResponse{Items: make([]api.EngineCatalogItem, len(engines))}
+	for i, e := range engines {
+		out.Items[i] = api.EngineCatalogItem{Engine: e.Engine, Version: opt(e.Version), RunCount: e.RunCount}
+	}
+	return out, nil
+}
+
+// GetLeaderboard implements GET /v1/leaderboard.
+func (s *Server) GetLeaderboard(ctx context.Context, req api.GetLeaderboardRequestObject) (api.GetLeaderboardResponseObject, error) {
+	p := req.Params
+	if p.VRAMGBMin != nil && p.VRAMGBMax != nil && *p.VRAMGBMin > *p.VRAMGBMax {
+		return nil, invalidParam{"vram_gb_min", "must not exceed vram_gb_max"}
+	}
+	metric := store.MetricTotalTokS
+	if p.Metric != nil {
+		metric = string(*p.Metric)
+	}
+	entries, next, err := s.store.Leaderboard(ctx, store.LeaderboardQuery{
+		ContextTokens: p.ContextTokens, Concurrency: p.Concurrency, Metric: metric,
+		Filter: runFilter(p.GPU, p.Model, p.Quantization, p.Engine, p.EngineVersion, p.KVCacheDtype, p.Submitter, p.VRAMGBMin, p.VRAMGBMax),
+		Limit:  limitOr(p.Limit), Cursor: deref(p.Cursor),
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := api.GetLeaderboard200JSONResponse{ContextTokens: p.ContextTokens, Concurrency: p.Concurrency,
+		Metric: api.LeaderboardMetric(metric), NextCursor: opt(next), Items: make([]api.LeaderboardEntry, len(entries))}
+	for i, e := range entries {
+		out.Items[i] = api.LeaderboardEntry{Rank: e.Rank, Value: e.Value, Run: toAPISummary(e.Run), Cell: toAPIDecodeCell(e.Cell)}
+	}
+	return out, nil
+}
+
+// CompareRuns implements GET /v1/compare.
+func (s *Server) CompareRuns(ctx context.Context, req api.CompareRunsRequestObject) (api.CompareRunsResponseObject, error) {
+	ids := req.Params.RunIDs
+	if len(ids) < 2 {
+		return nil, invalidParam{"run_ids", "give at least two run ids, comma-separated"}
+	}
+	runs := make([]store.Run, len(ids))
+	for i, id := range ids {
+		if slices.Index(ids, id) != i {
+			return nil, invalidParam{"run_ids", fmt.Sprintf("run %s is listed twice", id)}
+		}
+		r, err := s.store.Run(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		runs[i] = r
+	}
+	type key struct{ l, b int }
+	byRun := make([]map[key]store.DecodeCell, len(runs))
+	var all []store.DecodeCell
+	for i, r := range runs {
+		byRun[i] = make(map[key]store.DecodeCell, len(r.Decode))
+		for _, c := range r.Decode {
+			byRun[i][key{c.ContextTokens, c.Concurrency}] = c
+		}
+		all = append(all, r.Decode...)
+	}
+	contexts, concurrencies := gridAxes(all)
+	out := api.CompareRuns200JSONResponse{RunIDs: ids, Runs: make([]api.RunSummary, len(runs)),
+		Contexts: nonNilInts(contexts), Concurrencies: nonNilInts(concurrencies), Cells: []api.ComparedCellRow{}}
+	for i, r := range runs {
+		out.Runs[i] = toAPISummary(store.Summarize(r))
+	}
+	for _, l := range contexts {
+		for _, b := range concurrencies {
+			k := key{l, b}
+			present := false
+			for i := range runs {
+				_, ok := byRun[i][k]
+				present = present || ok
+			}
+			if !present {
+				continue
+			}
+			base, hasBase := byRun[0][k]
+			row := api.ComparedCellRow{ContextTokens: l, Concurrency: b, Runs: make([]api.ComparedCell, len(runs))}
+			for i, r := range runs {
+				c, ok := byRun[i][k]
+				cc := api.ComparedCell{RunID: r.ID, Status: "not_measured"}
+				if ok {
+					cc.Status = api.ComparedCellStatus(c.Status)
+					cc.TotalTokS, cc.PerRequestTokS, cc.TTFTMs, cc.TBTMs = c.TotalTokS, c.PerRequestTokS, c.TTFTMs, c.TBTMs
+					if hasBase {
+						cc.TotalTokSRatio = ratio(c.TotalTokS, base.TotalTokS)
+						cc.PerRequestTokSRatio = ratio(c.PerRequestTokS, base.PerRequestTokS)
+						cc.TTFTMsRatio = ratio(c.TTFTMs, base.TTFTMs)
+						cc.TBTMsRatio = ratio(c.TBTMs, base.TBTMs)
+					}
+				}
+				row.Runs[i] = cc
+			}
+			out.Cells = append(out.Cells, row)
+		}
+	}
+	return out, nil
+}
+
+// ratio is v/base, or nil where either is missing or base is zero.
+func ratio(v, base *float64) *float64 {
+	if v == nil || base == nil || *base == 0 {
+		return nil
+	}
+	r := *v / *base
+	return &r
+}

@@ -1,0 +1,150 @@
+// Package server is matrixd's HTTP layer: echo wiring, request validation
+// against openapi.yaml, RFC 9457 problems and the handlers that map the
+// store to the API.
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/matrixd/matrixd/api"
+	"github.com/matrixd/matrixd/store"
+)
+
+// Server implements the API over a store.
+type Server struct {
+	store    *store.Store
+	specJSON []byte
+	specYAML []byte
+}
+
+var _ api.StrictServerInterface = (*Server)(nil)
+
+// Config holds what New needs beyond the store.
+type Config struct {
+	Logger *slog.Logger
+	// MaxBodyBytes bounds request bodies; 1 MiB when zero.
+	MaxBodyBytes int64
+}
+
+// New returns the HTTP handler: request id → logger → recover → body limit
+// → validator → routes.
+func New(st *store.Store, cfg Config) (http.Handler, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxBodyBytes == 0 {
+		cfg.MaxBodyBytes = 1 << 20
+	}
+	spec, err := api.GetSpec()
+	if err != nil {
+		return nil, fmt.Errorf("load embedded spec: %w", err)
+	}
+	specYAML := api.SpecYAML()
+	var doc any
+	if err := yaml.Unmarshal(specYAML, &doc); err != nil {
+		return nil, fmt.Errorf("decode spec: %w", err)
+	}
+	specJSON, err := json.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("encode spec: %w", err)
+	}
+	s := &Server{store: st, specJSON: specJSON, specYAML: specYAML}
+
+	// The validator must not check the Host header against servers.
+	spec.Servers = nil
+	router, err := gorillamux.NewRouter(spec)
+	if err != nil {
+		return nil, fmt.Errorf("route spec: %w", err)
+	}
+
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = errorHandler(cfg.Logger)
+	e.Use(
+		middleware.RequestID(),
+		requestLogger(cfg.Logger),
+		middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true, DisablePrintStack: true}),
+		middleware.BodyLimit(fmt.Sprintf("%dB", cfg.MaxBodyBytes)),
+		validator(router),
+	)
+	api.RegisterHandlers(e, api.NewStrictHandler(s, []api.StrictMiddlewareFunc{withAccept}))
+	return e, nil
+}
+
+func requestLogger(logger *slog.Logger) echo.MiddlewareFunc {
+	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
+		LogStatus: true, LogURI: true, LogMethod: true, LogLatency: true, LogRequestID: true,
+		// The error handler has already answered and logged the error.
+		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
+			logger.LogAttrs(c.Request().Context(), slog.LevelInfo, "request",
+				slog.String("method", v.Method), slog.String("uri", v.URI), slog.Int("status", v.Status),
+				slog.Duration("latency", v.Latency), slog.String("request_id", v.RequestID))
+			return nil
+		},
+		HandleError: true,
+	})
+}
+
+// validator checks every routed request against openapi.yaml and fills in
+// parameter defaults. Requests the spec does not route fall through to
+// echo's router, which answers 404 or 405 with Allow.
+func validator(router routers.Router) echo.MiddlewareFunc {
+	opts := &openapi3filter.Options{MultiError: true}
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			r := c.Request()
+			route, params, err := router.FindRoute(r)
+			if err != nil {
+				return next(c)
+			}
+			err = openapi3filter.ValidateRequest(r.Context(), &openapi3filter.RequestValidationInput{
+				Request: r, PathParams: params, Route: route, Options: opts,
+			})
+			if err != nil {
+				return &echo.HTTPError{Code: http.StatusBadRequest, Message: "invalid request", Internal: err}
+			}
+			return next(c)
+		}
+	}
+}
+
+type acceptKey struct{}
+
+// withAccept hands the Accept header to handlers that negotiate content.
+func withAccept(f api.StrictHandlerFunc, _ string) api.StrictHandlerFunc {
+	return func(c echo.Context, req any) (any, error) {
+		r := c.Request()
+		c.SetRequest(r.WithContext(context.WithValue(r.Context(), acceptKey{}, r.Header.Get(echo.HeaderAccept))))
+		return f(c, req)
+	}
+}
+
+func accept(ctx context.Context) string {
+	s, _ := ctx.Value(acceptKey{}).(string)
+	return s
+}
+
+// NewHTTPServer wraps h in an http.Server with timeouts fit for a public API.
+func NewHTTPServer(addr string, h http.Handler) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+	}
+}

@@ -1,0 +1,380 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+
+	"github.com/matrixd/matrixd/api"
+	"github.com/matrixd/matrixd/ingest"
+	"github.com/matrixd/matrixd/server"
+	"github.com/matrixd/matrixd/store"
+	"github.com/matrixd/matrixd/store/storetest"
+)
+
+func TestMain(m *testing.M) {
+	// The response validator decodes bodies by media type; teach it ours.
+	openapi3filter.RegisterBodyDecoder("application/problem+json", openapi3filter.JSONBodyDecoder)
+	openapi3filter.RegisterBodyDecoder("text/csv", openapi3filter.PlainBodyDecoder)
+	openapi3filter.RegisterBodyDecoder("application/yaml", openapi3filter.PlainBodyDecoder)
+	os.Exit(m.Run())
+}
+
+// env is a real server over a real SQLite file holding the two published
+// seed runs and some generated ones.
+type env struct {
+	h      http.Handler
+	st     *store.Store
+	spec   *openapi3.T
+	router routers.Router
+	seeds  map[string]store.Run // by seed file name
+}
+
+func newEnv(t testing.TB, generated int) *env {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "matrixd.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	e := &env{st: st, seeds: map[string]store.Run{}}
+	for _, s := range ingest.Seeds() {
+		r, err := ingest.Parse(s.Data)
+		if err != nil {
+			t.Fatalf("seed %s: %v", s.Name, err)
+		}
+		stored, _, err := st.CreateRun(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.seeds[strings.TrimSuffix(s.Name, ".txt")] = stored
+	}
+	if generated > 0 {
+		if _, _, err := st.CreateRuns(ctx, storetest.Runs(5, generated)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if e.h, err = server.New(st, server.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	if e.spec, err = api.GetSpec(); err != nil {
+		t.Fatal(err)
+	}
+	e.spec.Servers = nil
+	if e.router, err = gorillamux.NewRouter(e.spec); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func (e *env) seed(t testing.TB, name string) store.Run {
+	t.Helper()
+	r, ok := e.seeds[name]
+	if !ok {
+		t.Fatalf("no seed %s", name)
+	}
+	return r
+}
+
+// do sends a request through the real handler and validates the response
+// against openapi.yaml.
+func (e *env) do(t testing.TB, method, target string, header http.Header) *httptest.ResponseRecorder {
+	t.Helper()
+	req := httptest.NewRequest(method, target, nil)
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	rec := httptest.NewRecorder()
+	e.h.ServeHTTP(rec, req)
+	e.validate(t, req, rec)
+	return rec
+}
+
+func (e *env) validate(t testing.TB, req *http.Request, rec *httptest.ResponseRecorder) {
+	t.Helper()
+	route, params, err := e.router.FindRoute(req)
+	if err != nil {
+		// Unrouted (404, 405): the body must still be a Problem.
+		if ct := rec.Header().Get("Content-Type"); ct != "application/problem+json" {
+			t.Fatalf("%s %s: Content-Type %q, want application/problem+json", req.Method, req.URL, ct)
+		}
+		var body any
+		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+			t.Fatalf("%s %s: problem body is not JSON: %v", req.Method, req.URL, err)
+		}
+		if err := e.spec.Components.Schemas["Problem"].Value.VisitJSON(body); err != nil {
+			t.Fatalf("%s %s: body is not a Problem: %v", req.Method, req.URL, err)
+		}
+		return
+	}
+	err = openapi3filter.ValidateResponse(context.Background(), &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route},
+		Status:                 rec.Code,
+		Header:                 rec.Header(),
+		Body:                   io.NopCloser(bytes.NewReader(rec.Body.Bytes())),
+		Options:                &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+	})
+	if err != nil {
+		t.Fatalf("%s %s: response %d does not match openapi.yaml: %v\nbody: %.500s", req.Method, req.URL, rec.Code, err, rec.Body.String())
+	}
+}
+
+func TestAPI(t *testing.T) {
+	e := newEnv(t, 30)
+	fara := e.seed(t, "fara1.5-4b-autoround-rtx3060").ID
+	nemo := e.seed(t, "nemotron-nano-12b-v2-awq-rtx3090").ID
+	csvAccept := http.Header{"Accept": {"text/csv"}}
+	tests := []struct {
+		name         string
+		method       string
+		target       string
+		header       http.Header
+		wantStatus   int
+		wantContains []string
+		wantHeader   map[string]string
+	}{
+		{"health", "GET", "/healthz", nil, 200, []string{`"status":"ok"`}, nil},
+		{"ready", "GET", "/readyz", nil, 200, []string{`"status":"ok"`}, nil},
+		{"openapi yaml", "GET", "/openapi.yaml", nil, 200, []string{"openapi: 3.0.3", "listRuns"}, map[string]string{"Content-Type": "application/yaml"}},
+		{"openapi json", "GET", "/openapi.json", nil, 200, []string{`"openapi":"3.0.3"`, `"operationId":"getLeaderboard"`}, nil},
+
+		{"list runs", "GET", "/v1/runs", nil, 200, []string{`"items":[`, `"next_cursor":null`, fara, nemo}, nil},
+		{"list runs by gpu", "GET", "/v1/runs?gpu=rtx%203090&limit=200", nil, 200, []string{nemo, `"gpu":"RTX 3090"`}, nil},
+		{"list runs by model substring", "GET", "/v1/runs?model=FARA1.5", nil, 200, []string{fara, `"peak":{"concurrency":64,"context_tokens":0,"total_tok_s":1273.2}`}, nil},
+		{"list runs headline figures", "GET", "/v1/runs?model=nemotron-nano&submitter=sandberg", nil, 200,
+			[]string{`"single_stream_tok_s":94.2`, `"single_stream_context_tokens":0`, `"max_context_tokens_with_output":122880`, `"submitter":"Sandberg"`}, nil},
+		{"list runs limit too big", "GET", "/v1/runs?limit=500", nil, 400, []string{`"field":"limit"`, "at most 200"}, nil},
+		{"list runs limit not a number", "GET", "/v1/runs?limit=ten", nil, 400, []string{`"field":"limit"`}, nil},
+		{"list runs bad sort", "GET", "/v1/runs?sort=fastest", nil, 400, []string{`"field":"sort"`}, nil},
+		{"list runs several bad params", "GET", "/v1/runs?limit=0&vram_gb_min=-1", nil, 400, []string{`"field":"limit"`, `"field":"vram_gb_min"`}, nil},
+		{"list runs vram range inverted", "GET", "/v1/runs?vram_gb_min=30&vram_gb_max=10", nil, 400, []string{`"field":"vram_gb_min"`}, nil},
+		{"list runs forged cursor", "GET", "/v1/runs?cursor=abc", nil, 400, []string{"cursor is not one this API issued"}, nil},
+
+		{"get run", "GET", "/v1/runs/" + fara, nil, 200, []string{`"name":"LeaderboardModel1/Fara1.5-4B-AutoRound-W4A16-RTN"`, `"max_model_len":262144`, `"kv_cache_dtype":"int4_per_token_head"`, `"submitter":null`}, nil},
+		{"get run unknown", "GET", "/v1/runs/rdoesnotexist", nil, 404, []string{"rdoesnotexist does not exist", `"status":404`}, nil},
+		{"get run bad id", "GET", "/v1/runs/bad%20id!", nil, 400, []string{`"field":"run_id"`}, nil},
+
+		{"decode filtered", "GET", "/v1/runs/" + nemo + "/decode?context_tokens=0&concurrency=128", nil, 200, []string{`"status":"requests_queued"`, `"avg_active_requests":67`, `"output_tokens":36381`}, nil},
+		{"decode by status", "GET", "/v1/runs/" + fara + "/decode?status=requests_queued", nil, 200, []string{`"context_tokens":131072`, `"total_tok_s":30.7`}, nil},
+		{"decode csv by format", "GET", "/v1/runs/" + fara + "/decode?format=csv&context_tokens=131072&concurrency=1", nil, 200,
+			[]string{"context_tokens,concurrency,status,total_tok_s", "131072,1,requests_queued,30.7,34,3439,29.4,0.9,0,921,30\n"}, map[string]string{"Content-Type": "text/csv"}},
+		{"decode csv by accept", "GET", "/v1/runs/" + fara + "/decode?context_tokens=253952&concurrency=4", csvAccept, 200,
+			[]string{"253952,4,over_capacity,,,,,,,,\n"}, map[string]string{"Content-Type": "text/csv"}},
+		{"decode format wins over accept", "GET", "/v1/runs/" + fara + "/decode?format=json&concurrency=1&context_tokens=0", csvAccept, 200, []string{`"total_tok_s":83.1`}, nil},
+		{"decode bad status", "GET", "/v1/runs/" + fara + "/decode?status=fine", nil, 400, []string{`"field":"status"`}, nil},
+		{"decode unknown run", "GET", "/v1/runs/rnope/decode", nil, 404, []string{"rnope does not exist"}, nil},
+		{"prefill", "GET", "/v1/runs/" + nemo + "/prefill?context_tokens=122880", nil, 200, []string{`"prompt_tok_s":1228`, `"ttft_ms":100611`}, nil},
+		{"prefill csv", "GET", "/v1/runs/" + fara + "/prefill", csvAccept, 200, []string{"context_tokens,status,prompt_tok_s,ttft_ms\n8192,valid,2347,3472\n"}, nil},
+		{"prefill unknown run", "GET", "/v1/runs/rnope/prefill", nil, 404, []string{"does not exist"}, nil},
+
+		{"matrix", "GET", "/v1/runs/" + fara + "/matrix", nil, 200, []string{`"contexts":[0,16384,32768,65536,131072,253952]`, `"concurrencies":[1,2,4,8,16,32,64,128]`}, nil},
+		{"matrix unknown run", "GET", "/v1/runs/rnope/matrix", nil, 404, nil, nil},
+
+		{"gpus", "GET", "/v1/gpus", nil, 200, []string{`"gpu":"RTX 3060"`, `"vram_gb":[12]`}, nil},
+		{"models", "GET", "/v1/models", nil, 200, []string{`{"model":"LeaderboardModel1/Fara1.5-4B-AutoRound-W4A16-RTN","quantizations":["AutoRound W4A16"],"run_count":1}`, `"model":"cyankiwi/NVIDIA-Nemotron-Nano-12B-v2-AWQ-4bit"`}, nil},
+		{"engines", "GET", "/v1/engines", nil, 200, []string{`"engine":"vllm"`, `"version":"0.32.0"`}, nil},
+
+		{"leaderboard", "GET", "/v1/leaderboard?context_tokens=0&concurrency=1&model=nano", nil, 200, []string{`"rank":1`, `"value":94.2`, nemo}, nil},
+		{"leaderboard needs cell", "GET", "/v1/leaderboard?context_tokens=0", nil, 400, []string{`"field":"concurrency"`}, nil},
+		{"leaderboard bad metric", "GET", "/v1/leaderboard?context_tokens=0&concurrency=1&metric=speed", nil, 400, []string{`"field":"metric"`}, nil},
+		{"leaderboard skips queued cells", "GET", "/v1/leaderboard?context_tokens=131072&concurrency=1&gpu=RTX%203060&model=fara", nil, 200, []string{`"items":[]`}, nil},
+
+		{"compare", "GET", "/v1/compare?run_ids=" + fara + "," + nemo, nil, 200, []string{`"run_ids":["` + fara + `","` + nemo + `"]`, `"status":"not_measured"`}, nil},
+		{"compare needs two", "GET", "/v1/compare?run_ids=" + fara, nil, 400, []string{`"field":"run_ids"`}, nil},
+		{"compare repeated", "GET", "/v1/compare?run_ids=" + fara + "," + fara, nil, 400, []string{"listed twice"}, nil},
+		{"compare unknown", "GET", "/v1/compare?run_ids=" + fara + ",rnope", nil, 404, []string{"rnope does not exist"}, nil},
+
+		{"unknown route", "GET", "/v2/nothing", nil, 404, []string{`"status":404`, "/v2/nothing"}, nil},
+		{"wrong method", "POST", "/v1/runs", nil, 405, []string{`"status":405`}, map[string]string{"Allow": "GET"}},
+		{"wrong method on run", "DELETE", "/v1/runs/" + fara, nil, 405, nil, map[string]string{"Allow": "GET"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := e.do(t, tt.method, tt.target, tt.header)
+			if rec.Code != tt.wantStatus {
+				t.Fatalf("status %d, want %d; body %.400s", rec.Code, tt.wantStatus, rec.Body.String())
+			}
+			if tt.wantStatus >= 400 && rec.Header().Get("Content-Type") != "application/problem+json" {
+				t.Errorf("error Content-Type %q, want application/problem+json", rec.Header().Get("Content-Type"))
+			}
+			for _, want := range tt.wantContains {
+				if !strings.Contains(rec.Body.String(), want) {
+					t.Errorf("body lacks %s\nbody: %.1500s", want, rec.Body.String())
+				}
+			}
+			for k, v := range tt.wantHeader {
+				if got := rec.Header().Get(k); !strings.Contains(got, v) {
+					t.Errorf("header %s = %q, want %q", k, got, v)
+				}
+			}
+		})
+	}
+}
+
+// TestSeedValuesReadBack compares every published number of both seed pages
+// with what the API returns. The expected tables in testdata were cut from
+// the pages independently of the ingest parser.
+func TestSeedValuesReadBack(t *testing.T) {
+	e := newEnv(t, 0)
+	for name, run := range e.seeds {
+		t.Run(name, func(t *testing.T) {
+			rec := e.do(t, "GET", "/v1/runs/"+run.ID, nil)
+			if rec.Code != 200 {
+				t.Fatalf("status %d", rec.Code)
+			}
+			var got api.Run
+			if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+				t.Fatal(err)
+			}
+			wantDecode := readCSV(t, filepath.Join("testdata", name+".decode.csv"))
+			if len(got.Decode) != len(wantDecode) {
+				t.Fatalf("%d decode cells, want %d", len(got.Decode), len(wantDecode))
+			}
+			for i, w := range wantDecode {
+				c := got.Decode[i]
+				gotRow := []string{strconv.Itoa(c.ContextTokens), strconv.Itoa(c.Concurrency), string(c.Status),
+					f(c.TotalTokS), f(c.PerRequestTokS), f(c.TTFTMs), f(c.TBTMs), f(c.AvgActiveRequests),
+					n(c.CompletedRequests), n(c.OutputTokens), f(c.DurationS)}
+				compareRow(t, "decode", w, gotRow)
+			}
+			wantPrefill := readCSV(t, filepath.Join("testdata", name+".prefill.csv"))
+			if len(got.Prefill) != len(wantPrefill) {
+				t.Fatalf("%d prefill cells, want %d", len(got.Prefill), len(wantPrefill))
+			}
+			for i, w := range wantPrefill {
+				c := got.Prefill[i]
+				compareRow(t, "prefill", w, []string{strconv.Itoa(c.ContextTokens), string(c.Status), f(c.PromptTokS), f(c.TTFTMs)})
+			}
+		})
+	}
+}
+
+func f(v *float64) string {
+	if v == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*v, 'f', -1, 64)
+}
+
+func n(v *int) string {
+	if v == nil {
+		return ""
+	}
+	return strconv.Itoa(*v)
+}
+
+func readCSV(t testing.TB, path string) [][]string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows[1:]
+}
+
+// compareRow compares as numbers where both sides are numbers ("30.0" is
+// 30), as text otherwise; an empty field is null.
+func compareRow(t *testing.T, what string, want, got []string) {
+	t.Helper()
+	for j := range want {
+		wf, werr := strconv.ParseFloat(want[j], 64)
+		gf, gerr := strconv.ParseFloat(got[j], 64)
+		same := want[j] == got[j] || (werr == nil && gerr == nil && wf == gf)
+		if !same {
+			t.Errorf("%s cell %v: column %d = %q, published %q", what, want[:2], j, got[j], want[j])
+		}
+	}
+}
+
+func TestListRunsPaginationOverHTTP(t *testing.T) {
+	e := newEnv(t, 25)
+	seen := map[string]bool{}
+	target := "/v1/runs?limit=4&sort=gpu"
+	for pages := 0; ; pages++ {
+		rec := e.do(t, "GET", target, nil)
+		if rec.Code != 200 {
+			t.Fatalf("status %d: %s", rec.Code, rec.Body)
+		}
+		var page api.RunList
+		if err := json.Unmarshal(rec.Body.Bytes(), &page); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range page.Items {
+			if seen[r.ID] {
+				t.Fatalf("run %s on two pages", r.ID)
+			}
+			seen[r.ID] = true
+		}
+		if page.NextCursor == nil {
+			break
+		}
+		if pages > 10 {
+			t.Fatal("pagination does not end")
+		}
+		target = "/v1/runs?limit=4&sort=gpu&cursor=" + url.QueryEscape(*page.NextCursor)
+	}
+	if len(seen) != 27 {
+		t.Errorf("paged through %d runs, want 27", len(seen))
+	}
+}
+
+func TestCompareRatios(t *testing.T) {
+	e := newEnv(t, 0)
+	fara, nemo := e.seed(t, "fara1.5-4b-autoround-rtx3060"), e.seed(t, "nemotron-nano-12b-v2-awq-rtx3090")
+	rec := e.do(t, "GET", "/v1/compare?run_ids="+fara.ID+","+nemo.ID, nil)
+	var cmp api.Comparison
+	if err := json.Unmarshal(rec.Body.Bytes(), &cmp); err != nil {
+		t.Fatal(err)
+	}
+	// Union: fara's contexts plus nemotron's 120K.
+	if got := len(cmp.Contexts); got != 7 {
+		t.Errorf("%d contexts in the union, want 7: %v", got, cmp.Contexts)
+	}
+	checked := 0
+	for _, row := range cmp.Cells {
+		if row.ContextTokens != 0 || row.Concurrency != 1 {
+			continue
+		}
+		base, other := row.Runs[0], row.Runs[1]
+		if *base.TotalTokSRatio != 1 {
+			t.Errorf("baseline ratio %v, want 1", *base.TotalTokSRatio)
+		}
+		if want := 94.2 / 83.1; math.Abs(*other.TotalTokSRatio-want) > 1e-12 {
+			t.Errorf("ratio %v, want %v", *other.TotalTokSRatio, want)
+		}
+		checked++
+	}
+	if checked != 1 {
+		t.Fatalf("cell 0×1 found %d times", checked)
+	}
+}
+
+func TestReadyFailsWhenDatabaseIsClosed(t *testing.T) {
+	e := newEnv(t, 0)
+	e.st.Close()
+	rec := e.do(t, "GET", "/readyz", nil)
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Fatalf("status %d, want 503", rec.Code)
+	}
+}
