@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/matrixd/matrixd/ingest"
+	"github.com/matrixd/matrixd/store"
+	"github.com/matrixd/matrixd/store/storetest"
+)
+
+// seedIfEmpty stores the bundled example runs when the database has no run,
+// and returns how many it stored.
+func seedIfEmpty(ctx context.Context, st *store.Store) (int, error) {
+	n, err := st.CountRuns(ctx)
+	if err != nil || n > 0 {
+		return 0, err
+	}
+	var runs []store.Run
+	for _, seed := range ingest.Seeds() {
+		r, err := ingest.Parse(seed.Data)
+		if err != nil {
+			return 0, fmt.Errorf("bundled example %s: %w", seed.Name, err)
+		}
+		runs = append(runs, r)
+	}
+	if _, _, err := st.CreateRuns(ctx, runs); err != nil {
+		return 0, fmt.Errorf("seed: %w", err)
+	}
+	return len(runs), nil
+}
+
+func importCmd(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlags("import", stderr)
+	db := dbFlag(fs, getenv)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return fmt.Errorf("import: name at least one file (- for stdin): a published matrix-run page or run JSON")
+	}
+	// Parse every file before opening the store: a file that does not parse
+	// is reported with the others, and stores nothing.
+	type parsed struct {
+		name string
+		run  store.Run
+	}
+	var (
+		ok   []parsed
+		errs []error
+	)
+	for _, name := range fs.Args() {
+		b, err := readInput(name, stdin)
+		if err == nil {
+			var r store.Run
+			if r, err = ingest.Parse(b); err == nil {
+				ok = append(ok, parsed{name, r})
+				continue
+			}
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", name, err))
+	}
+	st, err := store.Open(ctx, *db, store.Options{})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	for _, p := range ok {
+		r, created, err := st.CreateRun(ctx, p.run)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", p.name, err))
+			continue
+		}
+		verb := "stored"
+		if !created {
+			verb = "already stored"
+		}
+		fmt.Fprintf(stdout, "%s\t%s\t%s (%d decode, %d prefill cells)\n", r.ID, verb, p.name, len(r.Decode), len(r.Prefill))
+	}
+	for _, e := range errs {
+		fmt.Fprintf(stderr, "import: %v\n", e)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("import: %d of %d files not imported", len(errs), fs.NArg())
+	}
+	return nil
+}
+
+func readInput(name string, stdin io.Reader) ([]byte, error) {
+	const maxInput = 16 << 20
+	var r io.Reader = stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, maxInput+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxInput {
+		return nil, fmt.Errorf("larger than %d MiB", maxInput>>20)
+	}
+	return b, nil
+}
+
+func exportCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := newFlags("export", stderr)
+	db := dbFlag(fs, getenv)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("export: name one run id")
+	}
+	st, err := store.Open(ctx, *db, store.Options{})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	r, err := st.Run(ctx, fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	// Run JSON is the run without what the server assigns.
+	r.ID, r.CreatedAt = "", time.Time{}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+func generateCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := newFlags("generate", stderr)
+	db := dbFlag(fs, getenv)
+	n := fs.Int("runs", 10000, "how many synthetic runs to add")
+	seed := fs.Uint64("seed", 1, "random seed: the same seed gives the same runs")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *n < 1 || *n > 1_000_000 {
+		return fmt.Errorf("generate: --runs must be 1…1000000")
+	}
+	st, err := store.Open(ctx, *db, store.Options{})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	runs := storetest.Runs(*seed, *n)
+	const batch = 500
+	added := 0
+	for i := 0; i < len(runs); i += batch {
+		_, created, err := st.CreateRuns(ctx, runs[i:min(i+batch, len(runs))])
+		if err != nil {
+			return err
+		}
+		for _, c := range created {
+			if c {
+				added++
+			}
+		}
+	}
+	fmt.Fprintf(stdout, "added %d synthetic runs (%d already stored) to %s\n", added, *n-added, *db)
+	return nil
+}

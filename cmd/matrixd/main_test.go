@@ -1,0 +1,194 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/matrixd/matrixd/ingest"
+	"github.com/matrixd/matrixd/store"
+)
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+// TestServeSeedsAndShutsDown boots the real service on a free port, waits
+// for /healthz, reads the seeded runs and stops it with a cancel.
+func TestServeSeedsAndShutsDown(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "matrixd.db")
+	ctx, cancel := context.WithCancel(context.Background())
+	stdoutR, stdoutW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"--addr", "127.0.0.1:0"}, env(map[string]string{"MATRIXD_DB": db}), nil, stdoutW, io.Discard)
+		stdoutW.Close()
+	}()
+	line, err := bufio.NewReader(stdoutR).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no listening line: %v (run: %v)", err, <-done)
+	}
+	base := strings.TrimSpace(strings.TrimPrefix(line, "matrixd listening on "))
+	go io.Copy(io.Discard, stdoutR)
+	waitHealthy(t, base)
+
+	resp, err := http.Get(base + "/v1/runs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		Items []struct{ ID string } `json:"items"`
+	}
+	json.NewDecoder(resp.Body).Decode(&list)
+	resp.Body.Close()
+	if len(list.Items) != len(ingest.Seeds()) {
+		t.Errorf("fresh database serves %d runs, want the %d bundled examples", len(list.Items), len(ingest.Seeds()))
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run returned %v after cancel, want nil", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("run did not return after cancel")
+	}
+}
+
+func waitHealthy(t *testing.T, base string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s/healthz never answered", base)
+}
+
+func TestNoSeedLeavesDatabaseEmpty(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "matrixd.db")
+	ctx, cancel := context.WithCancel(context.Background())
+	r, w := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--no-seed", "--addr", "127.0.0.1:0", "--db", db}, env(nil), nil, w, io.Discard)
+		w.Close()
+	}()
+	line, _ := bufio.NewReader(r).ReadString('\n')
+	base := strings.TrimSpace(strings.TrimPrefix(line, "matrixd listening on "))
+	go io.Copy(io.Discard, r)
+	waitHealthy(t, base)
+	resp, err := http.Get(base + "/v1/runs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `"items":[]`) {
+		t.Errorf("--no-seed database serves %s", body)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestImportExportRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "a.db")
+	ctx := context.Background()
+	seed := ingest.Seeds()[0]
+	page := filepath.Join(dir, seed.Name)
+	if err := os.WriteFile(page, seed.Data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := run(ctx, []string{"import", "--db", db, page, page}, env(nil), nil, &out, io.Discard); err != nil {
+		t.Fatalf("import: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "\tstored\t") || !strings.Contains(lines[1], "\talready stored\t") {
+		t.Fatalf("import output:\n%s\nwant one stored and one already stored", out.String())
+	}
+	id := strings.Fields(lines[0])[0]
+
+	var exported bytes.Buffer
+	if err := run(ctx, []string{"export", "--db", db, id}, env(nil), nil, &exported, io.Discard); err != nil {
+		t.Fatalf("export: %v", err)
+	}
+	// Into a second database through stdin: same content, same id.
+	out.Reset()
+	db2 := filepath.Join(dir, "b.db")
+	if err := run(ctx, []string{"import", "--db", db2, "-"}, env(nil), bytes.NewReader(exported.Bytes()), &out, io.Discard); err != nil {
+		t.Fatalf("import exported JSON: %v", err)
+	}
+	if got := strings.Fields(out.String())[0]; got != id {
+		t.Errorf("re-imported run has id %s, want %s (same content)", got, id)
+	}
+	var again bytes.Buffer
+	if err := run(ctx, []string{"export", "--db", db2, id}, env(nil), nil, &again, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if again.String() != exported.String() {
+		t.Errorf("export after round trip differs:\n%s\nvs\n%s", again.String(), exported.String())
+	}
+}
+
+func TestImportRejectsBadFileAndStoresNothing(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "m.db")
+	bad := filepath.Join(dir, "bad.txt")
+	os.WriteFile(bad, []byte("Speed test matrix\nnot a run\n"), 0o644)
+	var stderr bytes.Buffer
+	err := run(context.Background(), []string{"import", "--db", db, bad}, env(nil), nil, io.Discard, &stderr)
+	if err == nil {
+		t.Fatal("import of a broken page succeeded")
+	}
+	if !strings.Contains(stderr.String(), "bad.txt") {
+		t.Errorf("stderr does not name the file: %s", stderr.String())
+	}
+	st, err := store.Open(context.Background(), db, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if n, _ := st.CountRuns(context.Background()); n != 0 {
+		t.Errorf("%d runs stored by a rejected import, want 0", n)
+	}
+}
+
+func TestGenerateAddsRuns(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "g.db")
+	var out bytes.Buffer
+	for range 2 {
+		out.Reset()
+		if err := run(context.Background(), []string{"generate", "--db", db, "--runs", "30", "--seed", "4"}, env(nil), nil, &out, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !strings.Contains(out.String(), "added 0 synthetic runs (30 already stored)") {
+		t.Errorf("second generate with the same seed: %s", out.String())
+	}
+}
+
+func TestUnknownCommand(t *testing.T) {
+	err := run(context.Background(), []string{"frobnicate"}, env(nil), nil, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "unknown command") {
+		t.Fatalf("err = %v", err)
+	}
+}
