@@ -1,0 +1,181 @@
+// Package calculator predicts decode speed, TTFT and KV-capacity limits for
+// unmeasured context / concurrency / VRAM combinations from a run's measured
+// cells. It is pure: no I/O, no clocks, no HTTP.
+//
+// Speed is modelled as two step times per cell: T = time between tokens and
+// S = B·1000/total tok/s (ms), both close to bilinear in concurrency B and
+// context L. Inside the measured region they are interpolated piecewise
+// bilinearly; outside (within limits) S is extrapolated linearly from the
+// nearest rows or columns and T by a physical model
+// T = a + b·B + c·B·L + d·L + e·B²·L anchored at the nearest measured cell.
+package calculator
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Cell statuses as stored (published) and answer statuses.
+const (
+	CellValid          = "valid"
+	CellRequestsQueued = "requests_queued"
+	CellOverCapacity   = "over_capacity"
+)
+
+// Status is the calculator's call for a query.
+type Status string
+
+// Statuses of an answer.
+const (
+	Fits               Status = "fits"
+	OverCapacity       Status = "over_capacity"
+	BoundaryUncertain  Status = "boundary_uncertain"
+	RequestsQueued     Status = "requests_queued"
+	ExceedsMaxModelLen Status = "exceeds_max_model_len"
+	TTFTExceedsWindow  Status = "ttft_exceeds_window"
+)
+
+// Basis says how an answer was obtained.
+type Basis string
+
+// Bases of an answer.
+const (
+	Measured     Basis = "measured"
+	Interpolated Basis = "interpolated"
+	Extrapolated Basis = "extrapolated"
+	ScaledVRAM   Basis = "scaled_vram"
+	ScaledGPU    Basis = "scaled_gpu"
+	NoSpeed      Basis = "none"
+)
+
+// Cell is one measured decode cell. Nil values were not published.
+type Cell struct {
+	ContextTokens     int
+	Concurrency       int
+	Status            string
+	TotalTokS         *float64
+	PerRequestTokS    *float64
+	TTFTMs            *float64
+	TBTMs             *float64
+	AvgActiveRequests *float64
+	OutputTokens      *int
+	DurationS         *float64
+}
+
+// PrefillPoint is one cold-prefill measurement.
+type PrefillPoint struct {
+	ContextTokens int
+	TTFTMs        float64
+}
+
+// Run is what the calculator needs of a stored run.
+type Run struct {
+	ID      string
+	Decode  []Cell
+	Prefill []PrefillPoint
+	// Launch limits; zero when unknown.
+	MaxModelLen          int
+	MaxNumSeqs           int
+	MaxOutputTokens      int
+	GPUMemoryUtilization float64
+	VRAMGB               float64
+	// Quantization is the model's, as published (it sets the weights'
+	// bytes per parameter).
+	Quantization string
+	// ParamsB is the model's size in billions of parameters; zero when
+	// unknown (VRAM scaling then refuses).
+	ParamsB float64
+	// WindowS is the measurement window in seconds; zero when unknown.
+	WindowS float64
+}
+
+// Refusal is a query the data does not support. Reason and Supported are
+// client-facing text.
+type Refusal struct {
+	Reason    string
+	Supported string
+}
+
+func (r *Refusal) Error() string {
+	if r.Supported == "" {
+		return r.Reason
+	}
+	return r.Reason + "; supported: " + r.Supported
+}
+
+// ErrRefused matches every *Refusal with errors.Is.
+var ErrRefused = errors.New("refused")
+
+// Is makes errors.Is(err, ErrRefused) true for refusals.
+func (r *Refusal) Is(target error) bool { return target == ErrRefused }
+
+func refuse(supported, format string, args ...any) error {
+	return &Refusal{Reason: fmt.Sprintf(format, args...), Supported: supported}
+}
+
+// Estimate is a predicted value with its interval.
+type Estimate struct {
+	Value float64
+	Low   float64
+	High  float64
+}
+
+func band(v, relErr float64) *Estimate {
+	return &Estimate{Value: v, Low: v * (1 - relErr), High: v * (1 + relErr)}
+}
+
+// CellRef names a measured cell an answer used.
+type CellRef struct {
+	ContextTokens int
+	Concurrency   int
+}
+
+// Capacity is the KV-cache picture at a query.
+type Capacity struct {
+	// ReservedTokens is B·(L + max_output): what the engine must reserve.
+	ReservedTokens int
+	// KVTokensLow is the largest reservation that ran; KVTokensHigh the
+	// smallest that did not (0 when none was refused).
+	KVTokensLow  int
+	KVTokensHigh int
+	// MaxConcurrencyAtContext is the largest B that surely fits at L.
+	MaxConcurrencyAtContext int
+	// SequenceLimit is the observed cap on simultaneous requests (hybrid
+	// models), 0 when none was seen.
+	SequenceLimit int
+}
+
+// Query asks for one cell.
+type Query struct {
+	ContextTokens int
+	Concurrency   int
+	// Optional overrides; zero keeps the run's.
+	VRAMGB               float64
+	GPUMemoryUtilization float64
+	MaxOutputTokens      int
+}
+
+// Prediction answers a Query.
+type Prediction struct {
+	Status         Status
+	TotalTokS      *Estimate
+	PerRequestTokS *Estimate
+	TBTMs          *Estimate
+	TTFTMs         *Estimate
+	Capacity       Capacity
+	Basis          Basis
+	// SpeedBasis is how the speed was obtained when Basis is scaled_vram.
+	SpeedBasis Basis
+	Cells      []CellRef
+	Warnings   []string
+}
+
+func finite(vs ...float64) bool {
+	for _, v := range vs {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return false
+		}
+	}
+	return true
+}

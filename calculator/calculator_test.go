@@ -1,0 +1,368 @@
+package calculator_test
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/matrixd/matrixd/calculator"
+)
+
+func fit(t testing.TB, r calculator.Run) *calculator.Model {
+	t.Helper()
+	m, err := calculator.Fit(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func seeds() []calculator.Run { return []calculator.Run{faraRun(), nemotronRun()} }
+
+func TestMeasuredCellReturnsItsMeasurement(t *testing.T) {
+	for _, r := range seeds() {
+		m := fit(t, r)
+		for _, c := range r.Decode {
+			if c.TotalTokS == nil {
+				continue
+			}
+			p, err := m.Decode(calculator.Query{ContextTokens: c.ContextTokens, Concurrency: c.Concurrency})
+			if err != nil {
+				t.Fatalf("%s %d×%d: %v", r.ID, c.ContextTokens, c.Concurrency, err)
+			}
+			if p.Basis != calculator.Measured {
+				t.Errorf("%s %d×%d: basis %s, want measured", r.ID, c.ContextTokens, c.Concurrency, p.Basis)
+			}
+			if p.TotalTokS.Value != *c.TotalTokS || p.TBTMs.Value != *c.TBTMs || p.TTFTMs.Value != *c.TTFTMs || p.PerRequestTokS.Value != *c.PerRequestTokS {
+				t.Errorf("%s %d×%d: answered %v/%v/%v, measured %v/%v/%v", r.ID, c.ContextTokens, c.Concurrency,
+					p.TotalTokS.Value, p.TBTMs.Value, p.TTFTMs.Value, *c.TotalTokS, *c.TBTMs, *c.TTFTMs)
+			}
+		}
+	}
+}
+
+func TestStatusCalls(t *testing.T) {
+	tests := []struct {
+		run  calculator.Run
+		l, b int
+		want calculator.Status
+	}{
+		{faraRun(), 0, 128, calculator.OverCapacity},
+		{faraRun(), 253952, 1, calculator.TTFTExceedsWindow}, // published "Over capacity", but it ran
+		{faraRun(), 253952, 2, calculator.TTFTExceedsWindow},
+		{faraRun(), 253952, 4, calculator.OverCapacity},
+		{faraRun(), 131072, 1, calculator.RequestsQueued}, // as published
+		{faraRun(), 49152, 8, calculator.Fits},
+		{faraRun(), 49152, 12, calculator.BoundaryUncertain}, // 12·(48K+8K) is between the largest that ran and the smallest refused
+		{faraRun(), 300 << 10, 1, calculator.ExceedsMaxModelLen},
+		{nemotronRun(), 0, 128, calculator.RequestsQueued},
+		{nemotronRun(), 0, 96, calculator.RequestsQueued}, // beyond the ~67 sequences it admits
+		{nemotronRun(), 16384, 64, calculator.OverCapacity},
+		{func() calculator.Run { r := faraRun(); r.MaxNumSeqs = 16; return r }(), 0, 24, calculator.RequestsQueued}, // --max-num-seqs 16
+		{nemotronRun(), 120 << 10, 8, calculator.Fits},
+		{nemotronRun(), 126 << 10, 1, calculator.ExceedsMaxModelLen},
+	}
+	for _, tt := range tests {
+		p, err := fit(t, tt.run).Decode(calculator.Query{ContextTokens: tt.l, Concurrency: tt.b})
+		if err != nil {
+			t.Errorf("%s %d×%d: %v", tt.run.ID, tt.l, tt.b, err)
+			continue
+		}
+		if p.Status != tt.want {
+			t.Errorf("%s %d×%d: status %s, want %s (warnings %v)", tt.run.ID, tt.l, tt.b, p.Status, tt.want, p.Warnings)
+		}
+		noSpeed := tt.want == calculator.OverCapacity || tt.want == calculator.ExceedsMaxModelLen || tt.want == calculator.TTFTExceedsWindow
+		if noSpeed && p.TotalTokS != nil {
+			t.Errorf("%s %d×%d: %s answer carries a speed %v", tt.run.ID, tt.l, tt.b, p.Status, p.TotalTokS.Value)
+		}
+	}
+}
+
+func TestInterpolatedAndExtrapolatedAnswers(t *testing.T) {
+	m := fit(t, faraRun())
+	p, err := m.Decode(calculator.Query{ContextTokens: 48 << 10, Concurrency: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Basis != calculator.Interpolated || len(p.Cells) < 2 {
+		t.Fatalf("48K×6: basis %s cells %v, want interpolated from its neighbours", p.Basis, p.Cells)
+	}
+	// Between the four surrounding cells' totals.
+	if p.TotalTokS.Value < 94.5 || p.TotalTokS.Value > 190.8 {
+		t.Errorf("48K×6 total %v outside its neighbours 94.5…190.8", p.TotalTokS.Value)
+	}
+	if math.Abs(p.PerRequestTokS.Value-1000/p.TBTMs.Value) > 1e-9 {
+		t.Errorf("per-request %v is not 1000/TBT (%v)", p.PerRequestTokS.Value, p.TBTMs.Value)
+	}
+	// 24·(16K+8K) = 589,824 is within the 655,360 that ran; B = 24 is beyond
+	// the 16K row's 16, within 2×.
+	p, err = m.Decode(calculator.Query{ContextTokens: 16384, Concurrency: 24})
+	if err != nil || p.Status != calculator.Fits || p.Basis != calculator.Extrapolated {
+		t.Errorf("16K×24: status %s basis %s err %v, want fits, extrapolated", p.Status, p.Basis, err)
+	}
+	if p.TotalTokS == nil || p.TotalTokS.Value <= 353.7 || p.TBTMs.Value <= 56.6 {
+		t.Errorf("16K×24 total %v TBT %v, want both above 16K×16's 353.7 tok/s and 56.6 ms", p.TotalTokS, p.TBTMs)
+	}
+	// 28·24K = 688,128 lies between the largest that ran and the smallest refused.
+	p, err = m.Decode(calculator.Query{ContextTokens: 16384, Concurrency: 28})
+	if err != nil || p.Status != calculator.BoundaryUncertain || p.TotalTokS == nil {
+		t.Errorf("16K×28: status %s err %v, want boundary_uncertain with a speed", p.Status, err)
+	}
+	p, err = fit(t, nemotronRun()).Decode(calculator.Query{ContextTokens: 140 << 10, Concurrency: 1})
+	if !errors.Is(err, calculator.ErrRefused) {
+		// 140K is beyond nemotron's max_model_len anyway: status, not refusal.
+		if err != nil || p.Status != calculator.ExceedsMaxModelLen {
+			t.Errorf("nemotron 140K×1: %v %v", p.Status, err)
+		}
+	}
+}
+
+func TestRefusals(t *testing.T) {
+	long := faraRun()
+	long.MaxModelLen = 0 // so the context limit, not max_model_len, speaks
+	noParams := faraRun()
+	noParams.ParamsB = 0
+	tests := []struct {
+		name string
+		run  calculator.Run
+		q    calculator.Query
+		want string
+	}{
+		{"context beyond 1.25× the longest measured", long, calculator.Query{ContextTokens: 200 << 10, Concurrency: 1}, "beyond 1.25×"},
+		{"concurrency beyond 2× measured", long, calculator.Query{ContextTokens: 16384, Concurrency: 40}, ""},
+		{"vram without model size", noParams, calculator.Query{ContextTokens: 0, Concurrency: 1, VRAMGB: 24}, "model's size is unknown"},
+		{"vram too small for weights", faraRun(), calculator.Query{ContextTokens: 0, Concurrency: 1, VRAMGB: 2}, "no room for the KV cache"},
+		{"not a cell", faraRun(), calculator.Query{ContextTokens: -1, Concurrency: 1}, "not a cell"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := fit(t, tt.run).Decode(tt.q)
+			if tt.name == "concurrency beyond 2× measured" {
+				// Beyond capacity comes first: no speed is asked for.
+				if err != nil || p.Status != calculator.OverCapacity {
+					t.Fatalf("status %s err %v, want over_capacity", p.Status, err)
+				}
+				return
+			}
+			var r *calculator.Refusal
+			if !errors.As(err, &r) || !strings.Contains(r.Error(), tt.want) {
+				t.Fatalf("err = %v, want a refusal mentioning %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestNoValidCellsIsARefusal(t *testing.T) {
+	r := faraRun()
+	for i := range r.Decode {
+		r.Decode[i].Status = calculator.CellOverCapacity
+	}
+	if _, err := calculator.Fit(r); !errors.Is(err, calculator.ErrRefused) {
+		t.Fatalf("Fit on a run with no valid cell: %v, want a refusal", err)
+	}
+}
+
+func TestDegenerateValuesNeverReachAnswers(t *testing.T) {
+	r := faraRun()
+	r.Decode[3].TBTMs = f(0)     // a zero step time
+	r.Decode[4].TotalTokS = f(0) // a zero throughput
+	r.Prefill = r.Prefill[:1]    // too few prefill points to fit
+	m := fit(t, r)
+	for _, l := range []int{0, 8192, 24 << 10, 100 << 10} {
+		for _, b := range []int{1, 3, 8, 16} {
+			p, err := m.Decode(calculator.Query{ContextTokens: l, Concurrency: b})
+			if err != nil {
+				continue
+			}
+			for _, e := range []*calculator.Estimate{p.TotalTokS, p.PerRequestTokS, p.TBTMs, p.TTFTMs} {
+				if e != nil && (bad(e.Value) || bad(e.Low) || bad(e.High)) {
+					t.Fatalf("%d×%d: non-finite estimate %+v", l, b, *e)
+				}
+			}
+		}
+	}
+	if _, err := m.Prefill(50000); !errors.Is(err, calculator.ErrRefused) {
+		t.Errorf("prefill with one point: %v, want a refusal", err)
+	}
+}
+
+func bad(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }
+
+// TestProperties checks random queries inside the supported range.
+func TestProperties(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, r := range seeds() {
+		m := fit(t, r)
+		for range 3000 {
+			l := rng.IntN(140<<10) / 1024 * 1024
+			b := 1 + rng.IntN(64)
+			p, err := m.Decode(calculator.Query{ContextTokens: l, Concurrency: b})
+			if errors.Is(err, calculator.ErrRefused) {
+				continue
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range []*calculator.Estimate{p.TotalTokS, p.PerRequestTokS, p.TBTMs, p.TTFTMs} {
+				if e != nil && !(e.Low <= e.Value && e.Value <= e.High) {
+					t.Fatalf("%s %d×%d: interval %+v does not contain its value", r.ID, l, b, *e)
+				}
+			}
+			if p.Status == calculator.Fits && p.Capacity.KVTokensHigh > 0 && p.Capacity.ReservedTokens >= p.Capacity.KVTokensHigh {
+				t.Fatalf("%s %d×%d: reserves %d ≥ capacity %d but fits", r.ID, l, b, p.Capacity.ReservedTokens, p.Capacity.KVTokensHigh)
+			}
+			if p.Status == calculator.Fits && p.Capacity.ReservedTokens > p.Capacity.KVTokensLow {
+				t.Fatalf("%s %d×%d: reserves %d beyond the largest that ran (%d) but fits", r.ID, l, b, p.Capacity.ReservedTokens, p.Capacity.KVTokensLow)
+			}
+			if p.TBTMs == nil || p.Basis == calculator.Measured {
+				continue
+			}
+			// TBT never decreases as context or concurrency grows.
+			for _, next := range []calculator.Query{{ContextTokens: l + 1024, Concurrency: b}, {ContextTokens: l, Concurrency: b + 1}} {
+				q, err := m.Decode(next)
+				if err != nil || q.TBTMs == nil || q.Status == calculator.RequestsQueued || p.Status == calculator.RequestsQueued {
+					continue
+				}
+				if q.TBTMs.Value < p.TBTMs.Value*(1-1e-9) {
+					t.Fatalf("%s: TBT falls from %.3f at %d×%d (%s) to %.3f at %d×%d (%s)", r.ID,
+						p.TBTMs.Value, l, b, p.Basis, q.TBTMs.Value, next.ContextTokens, next.Concurrency, q.Basis)
+				}
+			}
+		}
+	}
+}
+
+func TestVRAMScaling(t *testing.T) {
+	m := fit(t, faraRun())
+	base, err := m.Capacity(calculator.Query{ContextTokens: 32768})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big, err := m.Capacity(calculator.Query{ContextTokens: 32768, VRAMGB: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if big.Basis != calculator.ScaledVRAM || big.KVTokensLow <= base.KVTokensLow || big.MaxConcurrency <= base.MaxConcurrency {
+		t.Errorf("16 GB: %+v, want more capacity than 12 GB's %+v, scaled_vram", big, base)
+	}
+	small, err := m.Capacity(calculator.Query{ContextTokens: 32768, VRAMGB: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if small.KVTokensHigh >= base.KVTokensHigh || small.MaxConcurrency >= base.MaxConcurrency {
+		t.Errorf("8 GB: %+v, want less capacity than %+v", small, base)
+	}
+	if !strings.Contains(strings.Join(small.Warnings, " "), "low confidence") {
+		t.Errorf("8 GB is far from the measured pool: warnings %v lack low confidence", small.Warnings)
+	}
+	// A cell over capacity on 12 GB fits on a much larger card.
+	p, err := m.Decode(calculator.Query{ContextTokens: 16384, Concurrency: 32, VRAMGB: 24})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Status == calculator.OverCapacity || p.Basis != calculator.ScaledVRAM || p.TotalTokS == nil {
+		t.Errorf("16K×32 on 24 GB: status %s basis %s, want a scaled_vram speed", p.Status, p.Basis)
+	}
+}
+
+func TestCapacityAnswers(t *testing.T) {
+	a, err := fit(t, faraRun()).Capacity(calculator.Query{ContextTokens: 16384, Concurrency: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Largest that ran: 16·(32K+8K) = 655,360; smallest refused 32·(16K+8K) = 786,432.
+	if a.KVTokensLow != 655360 || a.KVTokensHigh != 786432 {
+		t.Errorf("KV interval %d–%d, want 655360–786432", a.KVTokensLow, a.KVTokensHigh)
+	}
+	if a.MaxConcurrency != 26 || a.MaxConcurrencyPossible != 31 {
+		t.Errorf("max concurrency at 16K %d (possible %d), want 26 (31)", a.MaxConcurrency, a.MaxConcurrencyPossible)
+	}
+	if a.MaxContextTokens != 655360/8-8192 {
+		t.Errorf("max context at 8 requests %d, want %d", a.MaxContextTokens, 655360/8-8192)
+	}
+	n, err := fit(t, nemotronRun()).Capacity(calculator.Query{ContextTokens: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.SequenceLimit != 67 || n.MaxConcurrency != 67 {
+		t.Errorf("nemotron at context 0: sequence limit %d, max concurrency %d, want 67, 67", n.SequenceLimit, n.MaxConcurrency)
+	}
+}
+
+func TestPrefill(t *testing.T) {
+	m := fit(t, faraRun())
+	p, err := m.Prefill(8192)
+	if err != nil || p.Basis != calculator.Measured || p.TTFTMs.Value != 3472 {
+		t.Fatalf("8K: %+v %v, want the measured 3472 ms", p, err)
+	}
+	p, err = m.Prefill(96 << 10)
+	if err != nil || p.Basis != calculator.Interpolated {
+		t.Fatalf("96K: %+v %v", p, err)
+	}
+	if p.TTFTMs.Value < 64442 || p.TTFTMs.Value > 212786 || !(p.TTFTMs.Low < p.TTFTMs.Value && p.TTFTMs.Value < p.TTFTMs.High) {
+		t.Errorf("96K TTFT %+v, want between the 64K and 128K measurements with an interval", p.TTFTMs)
+	}
+	if math.Abs(p.PromptTokS.Value-float64(96<<10)/p.TTFTMs.Value*1000) > 1e-6 {
+		t.Errorf("prompt tok/s %v is not context/TTFT", p.PromptTokS.Value)
+	}
+	if _, err := m.Prefill(300 << 10); !errors.Is(err, calculator.ErrRefused) {
+		t.Errorf("300K: %v, want refused (beyond max_model_len)", err)
+	}
+}
+
+// TestHeldOutAccuracy is the accuracy bar on the published runs: held-out
+// mean absolute error of total tok/s and TBT, interpolated and extrapolated,
+// and the status calls.
+func TestHeldOutAccuracy(t *testing.T) {
+	var reps []calculator.Report
+	for _, r := range seeds() {
+		reps = append(reps, calculator.Evaluate(r))
+	}
+	p := calculator.Pool(reps)
+	checks := []struct {
+		name  string
+		stats calculator.ErrorStats
+		bar   float64
+	}{
+		{"interpolated total tok/s", p.Interpolated.Total, 0.010},
+		{"extrapolated total tok/s", p.Extrapolated.Total, 0.025},
+		{"interpolated TBT", p.Interpolated.TBT, 0.020},
+		{"extrapolated TBT", p.Extrapolated.TBT, 0.055},
+	}
+	for _, c := range checks {
+		if c.stats.N < 20 {
+			t.Errorf("%s: only %d held-out cells", c.name, c.stats.N)
+		}
+		if c.stats.Mean > c.bar {
+			t.Errorf("%s: mean error %.2f%% over the %.1f%% bar", c.name, 100*c.stats.Mean, 100*c.bar)
+		}
+	}
+	if p.Status.Wrong != 0 {
+		t.Errorf("wrong status calls: %v", p.Status.Misses)
+	}
+	if p.Status.Boundary > 6 {
+		t.Errorf("%d boundary_uncertain calls: %v", p.Status.Boundary, p.Status.Misses)
+	}
+}
+
+func TestBandsComeFromHeldOutErrors(t *testing.T) {
+	r := faraRun()
+	b := fit(t, r).Bands()
+	rep := calculator.Evaluate(r)
+	if !b.Calibrated || b.InterpolatedTotal != math.Max(rep.Interpolated.Total.P90, 0.01) {
+		t.Errorf("interpolated total band %v, want the run's held-out p90 %v", b.InterpolatedTotal, rep.Interpolated.Total.P90)
+	}
+	// A run too small to hold anything out gets the wide, flagged default.
+	tiny := calculator.Run{ID: "tiny", MaxOutputTokens: 100, Decode: r.Decode[:2]}
+	m := fit(t, tiny)
+	p, err := m.Decode(calculator.Query{ContextTokens: 0, Concurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Bands().Calibrated {
+		t.Error("a two-cell run claims calibrated bands")
+	}
+	_ = p
+}

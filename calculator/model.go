@@ -1,0 +1,422 @@
+package calculator
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// Model is a run's fitted calculator: speed surface, capacity, TTFT and the
+// error bands measured on the run's own held-out cells. Build it once per run
+// with Fit; predictions are then cheap and safe for concurrent use.
+type Model struct {
+	run     Run
+	sf      *surface
+	cells   map[CellRef]Cell
+	maxOut  int
+	cap     capacity
+	ttft    decodeTTFT
+	prefill prefillModel
+	bands   Bands
+}
+
+// Bands are the relative error bands (p90 of held-out absolute error) a
+// model puts around its predictions.
+type Bands struct {
+	InterpolatedTotal float64
+	InterpolatedTBT   float64
+	ExtrapolatedTotal float64
+	ExtrapolatedTBT   float64
+	TTFT              float64
+	Prefill           float64
+	// Calibrated is false when the run had too few cells to hold any out;
+	// the bands are then the wide fallbacks.
+	Calibrated bool
+}
+
+// Band floors and fallbacks. The floor is the noise of published values
+// (one-decimal rounding, single-shot cells), below which held-out error
+// does not mean anything; the fallback applies only to runs too small to
+// calibrate, and is flagged in the answer.
+const (
+	bandFloor    = 0.01
+	bandFallback = 0.25
+)
+
+// ErrNoData means a run has no valid decode cell to model.
+var ErrNoData = &Refusal{Reason: "the run has no valid decode cell to predict from"}
+
+// Fit builds a run's model and calibrates its bands by holding out cells.
+func Fit(r Run) (*Model, error) {
+	m, err := fitCore(r)
+	if err != nil {
+		return nil, err
+	}
+	rep := evaluate(r)
+	m.bands = rep.bands()
+	return m, nil
+}
+
+// fitCore builds the model without calibrating bands.
+func fitCore(r Run) (*Model, error) {
+	m := &Model{run: r, cells: map[CellRef]Cell{}, maxOut: r.MaxOutputTokens}
+	var samples []sample
+	for _, c := range r.Decode {
+		m.cells[CellRef{c.ContextTokens, c.Concurrency}] = c
+		if c.Status != CellValid || c.TBTMs == nil || c.TotalTokS == nil || *c.TBTMs <= 0 || *c.TotalTokS <= 0 {
+			continue
+		}
+		b := float64(c.Concurrency)
+		samples = append(samples, sample{l: float64(c.ContextTokens) / 1024, b: b, t: *c.TBTMs, s: b * 1000 / *c.TotalTokS})
+	}
+	if len(samples) == 0 {
+		return nil, ErrNoData
+	}
+	m.sf = newSurface(samples)
+	m.cap = newCapacity(r, m.maxOut)
+	m.ttft = fitDecodeTTFT(r.Decode)
+	m.prefill = fitPrefill(r.Prefill)
+	m.bands = Bands{bandFallback, bandFallback, bandFallback, bandFallback, bandFallback, bandFallback, false}
+	return m, nil
+}
+
+// Bands returns the model's calibrated error bands.
+func (m *Model) Bands() Bands { return m.bands }
+
+// speed predicts the two step times at (L, B) with how they were obtained.
+func (m *Model) speed(lTokens int, b float64) (t, s float64, basis Basis, used []CellRef, err error) {
+	l := float64(lTokens) / 1024
+	if c, ok := m.cells[CellRef{lTokens, int(b)}]; ok && float64(int(b)) == b && c.Status == CellValid && c.TBTMs != nil && c.TotalTokS != nil {
+		return *c.TBTMs, b * 1000 / *c.TotalTokS, Measured, []CellRef{{lTokens, int(b)}}, nil
+	}
+	if t, s, ok := m.sf.interpolate(l, b); ok {
+		return t, s, Interpolated, m.neighbours(l, b), nil
+	}
+	maxB, maxL := m.sf.limits(l)
+	supported := m.supportedRange()
+	if l > maxL {
+		return 0, 0, "", nil, refuse(supported, "context %d tokens is beyond 1.25× the longest context this run measured", lTokens)
+	}
+	if b > maxB {
+		return 0, 0, "", nil, refuse(supported, "concurrency %g is beyond 2× the largest this run measured near context %d (%g)", b, lTokens, maxB/2)
+	}
+	t, s, anchor := m.sf.extrapolate(l, b)
+	if !finite(t, s) || t <= 0 || s <= 0 {
+		return 0, 0, "", nil, refuse(supported, "the fit gives no usable step time at context %d × concurrency %g", lTokens, b)
+	}
+	return t, s, Extrapolated, []CellRef{{int(anchor.l * 1024), int(anchor.b)}}, nil
+}
+
+// neighbours lists the measured cells an interpolation at (l, b) leans on.
+func (m *Model) neighbours(l, b float64) []CellRef {
+	var out []CellRef
+	lo, hi, _, _ := bracket(m.sf.rows, l)
+	for _, r := range []line{lo, hi} {
+		i, found := slices.BinarySearch(r.xs, b)
+		idx := []int{i}
+		if !found {
+			idx = []int{i - 1, i}
+		}
+		for _, j := range idx {
+			if j >= 0 && j < len(r.xs) {
+				ref := CellRef{int(math.Round(r.key * 1024)), int(r.xs[j])}
+				if !slices.Contains(out, ref) {
+					out = append(out, ref)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func (m *Model) supportedRange() string {
+	maxB := 0.0
+	for _, r := range m.sf.rows {
+		maxB = max(maxB, r.xs[len(r.xs)-1])
+	}
+	return fmt.Sprintf("context 0–%d tokens, concurrency 1–%d (up to 2× the largest measured near the asked context)",
+		int(1.25*m.sf.maxL*1024), int(2*maxB))
+}
+
+// Decode predicts one cell.
+func (m *Model) Decode(q Query) (Prediction, error) {
+	if q.ContextTokens < 0 || q.Concurrency < 1 {
+		return Prediction{}, refuse("context ≥ 0 and concurrency ≥ 1", "context %d and concurrency %d are not a cell", q.ContextTokens, q.Concurrency)
+	}
+	maxOut := m.maxOut
+	if q.MaxOutputTokens > 0 {
+		maxOut = q.MaxOutputTokens
+	}
+	var p Prediction
+	scale, err := m.vramScale(q)
+	if err != nil {
+		return Prediction{}, err
+	}
+	cap := m.capacityFor(maxOut, scale)
+	p.Capacity = Capacity{
+		ReservedTokens: q.Concurrency * (q.ContextTokens + maxOut),
+		KVTokensLow:    cap.cLo, KVTokensHigh: cap.cHi,
+		MaxConcurrencyAtContext: cap.maxConcurrency(q.ContextTokens),
+		SequenceLimit:           cap.seqLimit,
+	}
+	p.Status, p.Warnings = cap.status(q.ContextTokens, q.Concurrency)
+	p.Warnings = append(p.Warnings, scale.warnings...)
+	if !m.bands.Calibrated {
+		p.Warnings = append(p.Warnings, "too few cells to calibrate error bands on this run: intervals are a wide default")
+	}
+
+	measured, isMeasured := m.cells[CellRef{q.ContextTokens, q.Concurrency}]
+	if isMeasured && !scale.scaled && maxOut == m.maxOut {
+		return m.measuredAnswer(p, measured), nil
+	}
+	switch p.Status {
+	case OverCapacity, ExceedsMaxModelLen, TTFTExceedsWindow:
+		p.Basis = NoSpeed
+		if scale.scaled {
+			p.Basis = ScaledVRAM
+		}
+		p.SpeedBasis = NoSpeed
+		return p, nil
+	}
+	b := float64(q.Concurrency)
+	if p.Status == RequestsQueued {
+		b = float64(cap.running(q.Concurrency))
+		p.Warnings = append(p.Warnings, fmt.Sprintf("speed is predicted for the %d requests that run at once; approximate", int(b)))
+	}
+	t, s, basis, used, err := m.speed(q.ContextTokens, b)
+	if err != nil {
+		return Prediction{}, err
+	}
+	p.Cells = used
+	p.Basis, p.SpeedBasis = basis, basis
+	if scale.scaled {
+		p.Basis = ScaledVRAM
+	}
+	tb, sb := m.bands.InterpolatedTBT, m.bands.InterpolatedTotal
+	switch basis {
+	case Extrapolated:
+		tb, sb = m.bands.ExtrapolatedTBT, m.bands.ExtrapolatedTotal
+	case Measured:
+		tb, sb = roundingBand(t, 0.05), roundingBand(s, 0.05)
+	}
+	total := b * 1000 / s
+	p.TBTMs = band(t, tb)
+	p.PerRequestTokS = invBand(1000/t, tb)
+	p.TotalTokS = invBand(total, sb)
+	p.TTFTMs = m.ttft.at(q.ContextTokens, q.Concurrency, m.bands.TTFT)
+	if !finite(t, s, total) {
+		return Prediction{}, refuse(m.supportedRange(), "the fit gives no finite speed here")
+	}
+	return p, nil
+}
+
+// capacityFor is the run's capacity for another max_output and KV pool.
+func (m *Model) capacityFor(maxOut int, scale vramScaling) capacity {
+	c := m.cap
+	if maxOut != m.maxOut {
+		c = newCapacity(m.run, maxOut)
+	}
+	return c.scale(scale.lo, scale.hi)
+}
+
+// invBand is the interval of a quantity inversely proportional to one known
+// within ±rel.
+func invBand(v, rel float64) *Estimate {
+	return &Estimate{Value: v, Low: v / (1 + rel), High: v / math.Max(1-rel, 0.05)}
+}
+
+func roundingBand(v, halfUnit float64) float64 {
+	if v <= 0 {
+		return 0
+	}
+	return halfUnit / v
+}
+
+// measuredAnswer answers a query at a published cell with its measurement.
+func (m *Model) measuredAnswer(p Prediction, c Cell) Prediction {
+	p.Basis, p.SpeedBasis = Measured, Measured
+	p.Cells = []CellRef{{c.ContextTokens, c.Concurrency}}
+	switch c.Status {
+	case CellRequestsQueued:
+		p.Status = RequestsQueued
+	case CellValid:
+		p.Status = Fits
+	default:
+		wasRun, output := ran(c)
+		p.Status = OverCapacity
+		if wasRun && !output {
+			p.Status = TTFTExceedsWindow
+		}
+	}
+	exact := func(v *float64, half float64) *Estimate {
+		if v == nil {
+			return nil
+		}
+		return &Estimate{Value: *v, Low: *v - half, High: *v + half}
+	}
+	p.TotalTokS = exact(c.TotalTokS, 0.05)
+	p.PerRequestTokS = exact(c.PerRequestTokS, 0.05)
+	p.TBTMs = exact(c.TBTMs, 0.05)
+	p.TTFTMs = exact(c.TTFTMs, 0.5)
+	return p
+}
+
+// PrefillPrediction is a cold-prefill answer.
+type PrefillPrediction struct {
+	TTFTMs     Estimate
+	PromptTokS Estimate
+	Basis      Basis
+	// Contexts are the measured prefill contexts the fit used.
+	Contexts []int
+	Warnings []string
+}
+
+// Prefill predicts cold TTFT and prompt tok/s at context l from
+// TTFT(L) = p·L + q·L².
+func (m *Model) Prefill(l int) (PrefillPrediction, error) {
+	pm := m.prefill
+	if len(pm.points) < 2 || pm.p+pm.q <= 0 {
+		return PrefillPrediction{}, refuse("runs with at least two prefill measurements", "this run has too few prefill measurements to fit")
+	}
+	limit := 2 * pm.maxL
+	if m.run.MaxModelLen > 0 {
+		limit = min(limit, m.run.MaxModelLen)
+	}
+	supported := fmt.Sprintf("context 1–%d tokens", limit)
+	if l < 1 || l > limit {
+		return PrefillPrediction{}, refuse(supported, "context %d tokens is outside what this run's prefill table supports (up to 2× its longest prefill, within max_model_len)", l)
+	}
+	out := PrefillPrediction{Basis: Interpolated}
+	for _, p := range pm.points {
+		out.Contexts = append(out.Contexts, p.ContextTokens)
+		if p.ContextTokens == l {
+			v := p.TTFTMs
+			out.Basis = Measured
+			out.TTFTMs = Estimate{Value: v, Low: v - 0.5, High: v + 0.5}
+			tok := float64(l) / v * 1000
+			out.PromptTokS = Estimate{Value: tok, Low: float64(l) / (v + 0.5) * 1000, High: float64(l) / (v - 0.5) * 1000}
+			out.Contexts = []int{l}
+			return out, nil
+		}
+	}
+	if l > pm.maxL {
+		out.Basis = Extrapolated
+		out.Warnings = append(out.Warnings, "beyond the longest measured prefill: the quadratic attention term is extrapolated")
+	}
+	v := pm.eval(l)
+	if !finite(v) || v <= 0 {
+		return PrefillPrediction{}, refuse(supported, "the prefill fit gives no usable time at %d tokens", l)
+	}
+	rel := m.bands.Prefill
+	if out.Basis == Extrapolated {
+		rel *= 2
+	}
+	out.TTFTMs = Estimate{Value: v, Low: v * (1 - rel), High: v * (1 + rel)}
+	tok := float64(l) / v * 1000
+	out.PromptTokS = Estimate{Value: tok, Low: tok / (1 + rel), High: tok / math.Max(1-rel, 0.05)}
+	return out, nil
+}
+
+// CapacityAnswer is the KV-capacity picture at one context.
+type CapacityAnswer struct {
+	ContextTokens int
+	// MaxConcurrency surely fits at the context; up to
+	// MaxConcurrencyPossible may (boundary uncertain beyond the first).
+	MaxConcurrency         int
+	MaxConcurrencyPossible int
+	// MaxContextTokens at Concurrency surely fits (when Concurrency > 0).
+	Concurrency      int
+	MaxContextTokens int
+	KVTokensLow      int
+	KVTokensHigh     int
+	SequenceLimit    int
+	MaxOutputTokens  int
+	Basis            Basis
+	Warnings         []string
+}
+
+// Capacity answers how many requests fit at q's context, and how long a
+// context fits at q's concurrency (when given).
+func (m *Model) Capacity(q Query) (CapacityAnswer, error) {
+	if q.ContextTokens < 0 || q.Concurrency < 0 {
+		return CapacityAnswer{}, refuse("context ≥ 0, concurrency ≥ 1", "context and concurrency must not be negative")
+	}
+	maxOut := m.maxOut
+	if q.MaxOutputTokens > 0 {
+		maxOut = q.MaxOutputTokens
+	}
+	scale, err := m.vramScale(q)
+	if err != nil {
+		return CapacityAnswer{}, err
+	}
+	c := m.capacityFor(maxOut, scale)
+	a := CapacityAnswer{
+		ContextTokens: q.ContextTokens, Concurrency: q.Concurrency,
+		KVTokensLow: c.cLo, KVTokensHigh: c.cHi, SequenceLimit: c.seqLimit, MaxOutputTokens: maxOut,
+		Basis: Measured, Warnings: scale.warnings,
+	}
+	if scale.scaled {
+		a.Basis = ScaledVRAM
+	}
+	if c.maxModelLen > 0 && q.ContextTokens+maxOut > c.maxModelLen {
+		a.Warnings = append(a.Warnings, fmt.Sprintf("context + max output exceeds max_model_len %d: nothing fits", c.maxModelLen))
+		return a, nil
+	}
+	a.MaxConcurrency = c.maxConcurrency(q.ContextTokens)
+	if c.cHi > 0 {
+		a.MaxConcurrencyPossible = max(a.MaxConcurrency, (c.cHi-1)/(q.ContextTokens+maxOut))
+		if c.seqLimit > 0 {
+			a.MaxConcurrencyPossible = min(a.MaxConcurrencyPossible, c.seqLimit)
+		}
+		if c.maxNumSeqs > 0 {
+			a.MaxConcurrencyPossible = min(a.MaxConcurrencyPossible, c.maxNumSeqs)
+		}
+	} else {
+		a.Warnings = append(a.Warnings, "no cell of this run was refused for capacity: the KV capacity may be larger than the largest reservation that ran")
+	}
+	if q.Concurrency > 0 {
+		a.MaxContextTokens = max(0, c.cLo/q.Concurrency-maxOut)
+		if c.maxModelLen > 0 {
+			a.MaxContextTokens = min(a.MaxContextTokens, c.maxModelLen-maxOut)
+		}
+		if c.seqLimit > 0 && q.Concurrency > c.seqLimit {
+			a.Warnings = append(a.Warnings, fmt.Sprintf("only about %d requests run at once on this run; the rest queue", c.seqLimit))
+		}
+	}
+	return a, nil
+}
+
+// GridCell is one cell of a predicted grid: a prediction, or why none.
+type GridCell struct {
+	ContextTokens int
+	Concurrency   int
+	Prediction    Prediction
+	Refusal       *Refusal
+}
+
+// Grid predicts every context × concurrency combination. Cells the data
+// does not support carry their refusal instead of failing the grid.
+func (m *Model) Grid(contexts, concurrencies []int, base Query) ([]GridCell, error) {
+	if _, err := m.vramScale(base); err != nil {
+		return nil, err
+	}
+	out := make([]GridCell, 0, len(contexts)*len(concurrencies))
+	for _, l := range contexts {
+		for _, b := range concurrencies {
+			q := base
+			q.ContextTokens, q.Concurrency = l, b
+			p, err := m.Decode(q)
+			cell := GridCell{ContextTokens: l, Concurrency: b, Prediction: p}
+			if err != nil {
+				var r *Refusal
+				if !errors.As(err, &r) {
+					return nil, err
+				}
+				cell.Refusal = r
+			}
+			out = append(out, cell)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,326 @@
+package calculator
+
+import (
+	"math"
+	"slices"
+)
+
+// sample is a valid cell's two step times, in ms; l is context in K tokens.
+type sample struct {
+	l, b float64
+	t, s float64
+}
+
+// line is one row (fixed l, points along b) or one column (fixed b, points
+// along l) of the grid, sorted by x.
+type line struct {
+	key  float64
+	xs   []float64
+	t, s []float64
+}
+
+// surface is the fitted speed model of one run.
+type surface struct {
+	samples []sample
+	rows    []line // by l; xs are b
+	cols    []line // by b; xs are l
+	physT   physModel
+	physS   physModel
+	maxL    float64
+	// resRows and resCols hold T and S divided by the physical model: T's
+	// curvature in B is mostly captured by the model, so its residual
+	// interpolates better than T itself.
+	resRows, resCols []line
+}
+
+func newSurface(samples []sample) *surface {
+	sf := &surface{samples: samples}
+	for _, p := range samples {
+		sf.maxL = max(sf.maxL, p.l)
+	}
+	sf.physT = fitPhys(samples, func(p sample) float64 { return p.t })
+	sf.physS = fitPhys(samples, func(p sample) float64 { return p.s })
+	sf.rows = group(samples, func(p sample) (float64, float64) { return p.l, p.b })
+	sf.cols = group(samples, func(p sample) (float64, float64) { return p.b, p.l })
+	resid := make([]sample, len(samples))
+	for i, p := range samples {
+		resid[i] = sample{l: p.l, b: p.b, t: p.t / sf.physT.eval(p.l, p.b), s: p.s / sf.physS.eval(p.l, p.b)}
+	}
+	sf.resRows = group(resid, func(p sample) (float64, float64) { return p.l, p.b })
+	sf.resCols = group(resid, func(p sample) (float64, float64) { return p.b, p.l })
+	return sf
+}
+
+func group(samples []sample, kx func(sample) (key, x float64)) []line {
+	var lines []line
+	sorted := slices.Clone(samples)
+	slices.SortFunc(sorted, func(a, b sample) int {
+		ka, xa := kx(a)
+		kb, xb := kx(b)
+		if ka != kb {
+			return cmpF(ka, kb)
+		}
+		return cmpF(xa, xb)
+	})
+	for _, p := range sorted {
+		k, x := kx(p)
+		if len(lines) == 0 || lines[len(lines)-1].key != k {
+			lines = append(lines, line{key: k})
+		}
+		ln := &lines[len(lines)-1]
+		ln.xs, ln.t, ln.s = append(ln.xs, x), append(ln.t, p.t), append(ln.s, p.s)
+	}
+	return lines
+}
+
+func cmpF(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// at interpolates the line linearly at x inside its measured range.
+func (ln line) at(x float64) (t, s float64, ok bool) {
+	n := len(ln.xs)
+	if n == 0 || x < ln.xs[0] || x > ln.xs[n-1] {
+		return 0, 0, false
+	}
+	i, found := slices.BinarySearch(ln.xs, x)
+	if found {
+		return ln.t[i], ln.s[i], true
+	}
+	f := (x - ln.xs[i-1]) / (ln.xs[i] - ln.xs[i-1])
+	return lerp(ln.t[i-1], ln.t[i], f), lerp(ln.s[i-1], ln.s[i], f), true
+}
+
+func lerp(a, b, f float64) float64 { return a + (b-a)*f }
+
+// bracket returns the lines whose keys surround k (the same line twice on an
+// exact match); ok false outside the keys' range.
+func bracket(lines []line, k float64) (lo, hi line, f float64, ok bool) {
+	n := len(lines)
+	if n == 0 || k < lines[0].key || k > lines[n-1].key {
+		return line{}, line{}, 0, false
+	}
+	i, found := slices.BinarySearchFunc(lines, k, func(ln line, k float64) int { return cmpF(ln.key, k) })
+	if found {
+		return lines[i], lines[i], 0, true
+	}
+	return lines[i-1], lines[i], (k - lines[i-1].key) / (lines[i].key - lines[i-1].key), true
+}
+
+// interpolate returns T and S inside the measured region: L between two
+// measured rows and B inside each bracketing row's measured range. Where the
+// column-first interpolation also stays inside, the two are averaged. S is
+// interpolated directly; T as its ratio to the physical model.
+func (sf *surface) interpolate(l, b float64) (t, s float64, ok bool) {
+	_, s, ok = interpLines(sf.rows, sf.cols, l, b)
+	if !ok {
+		return 0, 0, false
+	}
+	rt, _, _ := interpLines(sf.resRows, sf.resCols, l, b)
+	return rt * sf.physT.eval(l, b), s, true
+}
+
+// interpLines interpolates row-first, averaged with column-first where that
+// stays inside too.
+func interpLines(rows, cols []line, l, b float64) (t, s float64, ok bool) {
+	t, s, ok = interpLine(rows, l, b)
+	if !ok {
+		return 0, 0, false
+	}
+	if t2, s2, ok2 := interpLine(cols, b, l); ok2 {
+		t, s = (t+t2)/2, (s+s2)/2
+	}
+	return t, s, true
+}
+
+func interpLine(lines []line, key, x float64) (t, s float64, ok bool) {
+	lo, hi, f, ok := bracket(lines, key)
+	if !ok {
+		return 0, 0, false
+	}
+	t0, s0, ok0 := lo.at(x)
+	t1, s1, ok1 := hi.at(x)
+	if !ok0 || !ok1 {
+		return 0, 0, false
+	}
+	return lerp(t0, t1, f), lerp(s0, s1, f), true
+}
+
+// extrapolationLimits returns the largest B and L the run supports at l.
+func (sf *surface) limits(l float64) (maxB, maxL float64) {
+	maxL = 1.25 * sf.maxL
+	lo, hi, _, ok := bracket(sf.rows, math.Min(l, sf.maxL))
+	if !ok {
+		return 0, maxL
+	}
+	maxB = 2 * math.Max(lo.xs[len(lo.xs)-1], hi.xs[len(hi.xs)-1])
+	return maxB, maxL
+}
+
+// extrapolate predicts T and S outside the measured region (within limits
+// checked by the caller). Each is the mean of two extensions, which held out
+// better on the published runs than either alone: the physical model scaled
+// to agree with measurements, and a straight line through the two nearest
+// rows or columns. T uses continuous forms (its residual to the physical
+// model held flat from the region's edge, or extended along a line) so that
+// it never falls as context or concurrency grows; S, which only sets the
+// total, anchors the physical model at the nearest measured cell, which
+// held out better.
+func (sf *surface) extrapolate(l, b float64) (t, s float64, anchor sample) {
+	anchor = sf.nearest(l, b)
+	pt := sf.physT.eval(l, b)
+	flatT, _ := sf.residual(l, b, func(ln line) []float64 { return ln.t }, false)
+	t = pt * flatT
+	if linT, ok := sf.residual(l, b, func(ln line) []float64 { return ln.t }, true); ok && linT > 0 {
+		t = pt * (flatT + linT) / 2
+	}
+	s = sf.physS.eval(l, b) * anchor.s / sf.physS.eval(anchor.l, anchor.b)
+	if linS, ok := sf.extrapolateLin(sf.rows, l, b, func(ln line) []float64 { return ln.s }, true); ok && linS > 0 {
+		s = (s + linS) / 2
+	}
+	return t, s, anchor
+}
+
+// residual is the measured/physical ratio at (l, b), extended beyond the
+// rows' B range flat (linear false) or along a line (linear true).
+func (sf *surface) residual(l, b float64, field func(line) []float64, linear bool) (float64, bool) {
+	return sf.extrapolateLin(sf.resRows, l, b, field, linear)
+}
+
+// extrapolateLin evaluates a field at (l, b) from rows: within each
+// bracketing row at b (extended beyond the row's B range flat, or along the
+// line through its two nearest points when linear), then linearly in L;
+// beyond the rows' L range, from the nearest row (flat) or the line through
+// the two nearest rows (linear).
+func (sf *surface) extrapolateLin(rows []line, l, b float64, field func(line) []float64, linear bool) (float64, bool) {
+	if lo, hi, f, ok := bracket(rows, l); ok {
+		s0, ok0 := rowAt(lo, b, field, linear)
+		s1, ok1 := rowAt(hi, b, field, linear)
+		if !ok0 || !ok1 {
+			return 0, false
+		}
+		return lerp(s0, s1, f), true
+	}
+	n := len(rows)
+	if n == 0 {
+		return 0, false
+	}
+	near := rows[n-1]
+	if l < rows[0].key {
+		near = rows[0]
+	}
+	if !linear || n < 2 {
+		return rowAt(near, b, field, linear)
+	}
+	r0, r1 := rows[n-2], rows[n-1]
+	if l < rows[0].key {
+		r0, r1 = rows[0], rows[1]
+	}
+	s0, ok0 := rowAt(r0, b, field, linear)
+	s1, ok1 := rowAt(r1, b, field, linear)
+	if !ok0 || !ok1 {
+		return 0, false
+	}
+	return lerp(s0, s1, (l-r0.key)/(r1.key-r0.key)), true
+}
+
+func rowAt(r line, b float64, field func(line) []float64, linear bool) (float64, bool) {
+	ys := field(r)
+	n := len(r.xs)
+	if n == 0 {
+		return 0, false
+	}
+	if b >= r.xs[0] && b <= r.xs[n-1] {
+		i, found := slices.BinarySearch(r.xs, b)
+		if found {
+			return ys[i], true
+		}
+		return lerp(ys[i-1], ys[i], (b-r.xs[i-1])/(r.xs[i]-r.xs[i-1])), true
+	}
+	if !linear {
+		if b < r.xs[0] {
+			return ys[0], true
+		}
+		return ys[n-1], true
+	}
+	if n < 2 {
+		return 0, false
+	}
+	i, j := n-2, n-1
+	if b < r.xs[0] {
+		i, j = 0, 1
+	}
+	return lerp(ys[i], ys[j], (b-r.xs[i])/(r.xs[j]-r.xs[i])), true
+}
+
+// nearest is the measured sample closest to (l, b), distance measured in
+// doublings of B and in fractions of the measured context span.
+func (sf *surface) nearest(l, b float64) sample {
+	best, bestD := sample{}, math.Inf(1)
+	span := math.Max(sf.maxL, 1)
+	for _, p := range sf.samples {
+		d := math.Abs(math.Log2(b)-math.Log2(p.b)) + 4*math.Abs(l-p.l)/span
+		if d < bestD {
+			best, bestD = p, d
+		}
+	}
+	return best
+}
+
+// physModel is T(L,B) = a + b·B + c·B·L + d·L + e·B²·L.
+type physModel [5]float64
+
+func physTerms(l, b float64) [5]float64 { return [5]float64{1, b, b * l, l, b * b * l} }
+
+func (m physModel) eval(l, b float64) float64 {
+	f := physTerms(l, b)
+	v := 0.0
+	for i := range f {
+		v += m[i] * f[i]
+	}
+	return v
+}
+
+// fitPhys fits the physical form by non-negative least squares on relative
+// error, with columns scaled to unit norm for conditioning.
+func fitPhys(samples []sample, y func(sample) float64) physModel {
+	if len(samples) == 0 {
+		return physModel{}
+	}
+	a := make([][]float64, len(samples))
+	rhs := make([]float64, len(samples))
+	var norm [5]float64
+	for i, p := range samples {
+		f := physTerms(p.l, p.b)
+		v := y(p)
+		a[i] = make([]float64, 5)
+		for j := range f {
+			a[i][j] = f[j] / v
+			norm[j] += a[i][j] * a[i][j]
+		}
+		rhs[i] = 1
+	}
+	for j := range norm {
+		norm[j] = math.Sqrt(norm[j])
+		if norm[j] == 0 {
+			norm[j] = 1
+		}
+	}
+	for i := range a {
+		for j := range a[i] {
+			a[i][j] /= norm[j]
+		}
+	}
+	x := nnls(a, rhs, 5)
+	var m physModel
+	for j := range m {
+		m[j] = x[j] / norm[j]
+	}
+	return m
+}

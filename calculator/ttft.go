@@ -1,0 +1,107 @@
+package calculator
+
+import (
+	"math"
+	"slices"
+)
+
+// decodeTTFT models the decode table's TTFT (prompt cache warmed) as
+// T1(L)·(1 + α(B−1)): a first-come-first-served queue behind the recompute
+// of an uncached tail, T1 measured per context row.
+type decodeTTFT struct {
+	rows  []float64 // contexts with a concurrency-1 TTFT, ascending
+	t1    []float64
+	alpha float64
+}
+
+func fitDecodeTTFT(cells []Cell) decodeTTFT {
+	var d decodeTTFT
+	t1 := map[int]float64{}
+	for _, c := range cells {
+		if c.Concurrency == 1 && c.TTFTMs != nil && *c.TTFTMs > 0 && c.Status != CellOverCapacity {
+			t1[c.ContextTokens] = *c.TTFTMs
+		}
+	}
+	for l := range t1 {
+		d.rows = append(d.rows, float64(l))
+	}
+	slices.Sort(d.rows)
+	for _, l := range d.rows {
+		d.t1 = append(d.t1, t1[int(l)])
+	}
+	var num, den float64
+	for _, c := range cells {
+		base, ok := t1[c.ContextTokens]
+		if !ok || c.Concurrency == 1 || c.Status != CellValid || c.TTFTMs == nil {
+			continue
+		}
+		x := float64(c.Concurrency - 1)
+		num += (*c.TTFTMs/base - 1) * x
+		den += x * x
+	}
+	if den > 0 {
+		d.alpha = math.Max(num/den, 0)
+	}
+	return d
+}
+
+// at predicts TTFT at (l, b). Between measured rows T1 jumps, so the
+// interval spans both neighbours' values; beyond the last row it grows with
+// the context.
+func (d decodeTTFT) at(l, b int, rel float64) *Estimate {
+	n := len(d.rows)
+	if n == 0 {
+		return nil
+	}
+	q := 1 + d.alpha*float64(b-1)
+	x := float64(l)
+	i, found := slices.BinarySearch(d.rows, x)
+	switch {
+	case found:
+		v := d.t1[i] * q
+		return &Estimate{Value: v, Low: v * (1 - rel), High: v * (1 + rel)}
+	case i == 0:
+		v := d.t1[0] * q
+		return &Estimate{Value: v * x / math.Max(d.rows[0], 1), Low: 0, High: v * (1 + rel)}
+	case i == n:
+		v := d.t1[n-1] * q
+		grow := x / math.Max(d.rows[n-1], 1)
+		return &Estimate{Value: v * math.Sqrt(grow), Low: v * (1 - rel), High: v * grow * (1 + rel)}
+	}
+	lo, hi := d.t1[i-1]*q, d.t1[i]*q
+	f := (x - d.rows[i-1]) / (d.rows[i] - d.rows[i-1])
+	return &Estimate{Value: lerp(lo, hi, f), Low: math.Min(lo, hi) * (1 - rel), High: math.Max(lo, hi) * (1 + rel)}
+}
+
+// prefillModel is cold prefill: TTFT(L) = p·L + q·L², L in K tokens.
+type prefillModel struct {
+	p, q   float64
+	points []PrefillPoint
+	maxL   int
+}
+
+func fitPrefill(points []PrefillPoint) prefillModel {
+	m := prefillModel{points: points}
+	var a [][]float64
+	var rhs []float64
+	for _, pt := range points {
+		if pt.TTFTMs <= 0 || pt.ContextTokens <= 0 {
+			continue
+		}
+		l := float64(pt.ContextTokens) / 1024
+		a = append(a, []float64{l / pt.TTFTMs, l * l / pt.TTFTMs})
+		rhs = append(rhs, 1)
+		m.maxL = max(m.maxL, pt.ContextTokens)
+	}
+	if len(a) == 0 {
+		return m
+	}
+	x := nnls(a, rhs, 2)
+	m.p, m.q = x[0], x[1]
+	return m
+}
+
+func (m prefillModel) eval(l int) float64 {
+	k := float64(l) / 1024
+	return m.p*k + m.q*k*k
+}

@@ -1,0 +1,110 @@
+package calculator
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// vramScaling is the factor range by which another VRAM size (or memory
+// utilization) scales the KV pool.
+type vramScaling struct {
+	lo, hi   float64
+	scaled   bool
+	warnings []string
+}
+
+// Overhead outside weights and KV cache (activations, CUDA graphs, the
+// runtime) is not published; the interval spans a plausible range.
+const (
+	overheadLowGB  = 0.5
+	overheadHighGB = 2.0
+)
+
+func (m *Model) vramScale(q Query) (vramScaling, error) {
+	r := m.run
+	vram, util := r.VRAMGB, r.GPUMemoryUtilization
+	if q.VRAMGB > 0 {
+		vram = q.VRAMGB
+	}
+	if q.GPUMemoryUtilization > 0 {
+		util = q.GPUMemoryUtilization
+	}
+	if vram == r.VRAMGB && util == r.GPUMemoryUtilization {
+		return vramScaling{lo: 1, hi: 1}, nil
+	}
+	supported := "the run's own VRAM and memory utilization, or other sizes for a run whose model size, quantization, VRAM and gpu_memory_utilization are known"
+	switch {
+	case r.VRAMGB <= 0:
+		return vramScaling{}, refuse(supported, "the run does not say its VRAM, so another VRAM size cannot be scaled from it")
+	case r.GPUMemoryUtilization <= 0:
+		return vramScaling{}, refuse(supported, "the run does not say its gpu_memory_utilization, so its KV pool is unknown")
+	case r.ParamsB <= 0:
+		return vramScaling{}, refuse(supported, "the model's size is unknown (no parameter count in its name), so its weights' memory is unknown")
+	}
+	weights := r.ParamsB * r.WeightBytesPerParam()
+	if weights <= 0 {
+		return vramScaling{}, refuse(supported, "the quantization's bytes per parameter are unknown")
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, o := range []float64{overheadLowGB, overheadHighGB} {
+		base := r.VRAMGB*r.GPUMemoryUtilization - weights - o
+		next := vram*util - weights - o
+		if base <= 0 {
+			return vramScaling{}, refuse(supported, "the run's own KV pool estimate is not positive (%.1f GB VRAM × %.2f − %.1f GB weights)", r.VRAMGB, r.GPUMemoryUtilization, weights)
+		}
+		if next <= 0 {
+			return vramScaling{}, refuse(fmt.Sprintf("more than %.1f GB of VRAM at utilization %.2f", (weights+o)/util, util),
+				"%.1f GB × %.2f leaves no room for the KV cache after %.1f GB of weights", vram, util, weights)
+		}
+		ratio := next / base
+		lo, hi = math.Min(lo, ratio), math.Max(hi, ratio)
+	}
+	s := vramScaling{lo: lo, hi: hi, scaled: true}
+	s.warnings = append(s.warnings, fmt.Sprintf("KV capacity scaled from the run's %.0f GB by the pool ratio ×%.2f–×%.2f; speed taken from the measured GPU", r.VRAMGB, lo, hi))
+	if lo < 0.77 || hi > 1.3 {
+		s.warnings = append(s.warnings, "low confidence: the KV pool differs from the measured one by more than ×0.77–×1.3")
+	}
+	return s, nil
+}
+
+// WeightBytesPerParam is the weights' memory per parameter implied by the
+// run's quantization: ≈ 0.52 for 4-bit linear layers with bf16 embeddings,
+// about 1.05 for 8-bit, 2 for 16-bit; 0 when it cannot tell.
+func (r Run) WeightBytesPerParam() float64 {
+	q := strings.ToLower(r.Quantization)
+	switch {
+	case q == "":
+		return 0
+	case strings.Contains(q, "4-bit") || strings.Contains(q, "w4") || strings.Contains(q, "int4") ||
+		strings.Contains(q, "awq") || strings.Contains(q, "4bit") || strings.Contains(q, "nf4") || strings.Contains(q, "q4"):
+		return 0.52
+	case strings.Contains(q, "fp8") || strings.Contains(q, "int8") || strings.Contains(q, "w8") || strings.Contains(q, "8-bit") || strings.Contains(q, "q8"):
+		return 1.05
+	case strings.Contains(q, "bf16") || strings.Contains(q, "fp16") || strings.Contains(q, "16-bit"):
+		return 2
+	}
+	return 0
+}
+
+var paramsRe = regexp.MustCompile(`(?i)(?:^|[^a-z0-9.])(\d+(?:\.\d+)?)b(?:$|[^a-z0-9])`)
+
+// ParamsFromName reads a parameter count in billions from a model name such
+// as "NVIDIA-Nemotron-Nano-12B-v2" or "Qwen3-30B-A3B" (the first count, the
+// total); 0 when there is none.
+func ParamsFromName(name string) float64 {
+	if i := strings.LastIndex(name, "/"); i >= 0 {
+		name = name[i+1:]
+	}
+	m := paramsRe.FindStringSubmatch(name)
+	if m == nil {
+		return 0
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		return 0
+	}
+	return v
+}
