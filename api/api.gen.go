@@ -22,6 +22,90 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for CalcBasisMethod.
+const (
+	CalcBasisMethodExtrapolated CalcBasisMethod = "extrapolated"
+	CalcBasisMethodInterpolated CalcBasisMethod = "interpolated"
+	CalcBasisMethodMeasured     CalcBasisMethod = "measured"
+	CalcBasisMethodNone         CalcBasisMethod = "none"
+	CalcBasisMethodScaledGPU    CalcBasisMethod = "scaled_gpu"
+	CalcBasisMethodScaledVRAM   CalcBasisMethod = "scaled_vram"
+)
+
+// Valid indicates whether the value is a known member of the CalcBasisMethod enum.
+func (e CalcBasisMethod) Valid() bool {
+	switch e {
+	case CalcBasisMethodExtrapolated:
+		return true
+	case CalcBasisMethodInterpolated:
+		return true
+	case CalcBasisMethodMeasured:
+		return true
+	case CalcBasisMethodNone:
+		return true
+	case CalcBasisMethodScaledGPU:
+		return true
+	case CalcBasisMethodScaledVRAM:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CalcBasisSpeedMethod.
+const (
+	CalcBasisSpeedMethodExtrapolated CalcBasisSpeedMethod = "extrapolated"
+	CalcBasisSpeedMethodInterpolated CalcBasisSpeedMethod = "interpolated"
+	CalcBasisSpeedMethodMeasured     CalcBasisSpeedMethod = "measured"
+	CalcBasisSpeedMethodNone         CalcBasisSpeedMethod = "none"
+)
+
+// Valid indicates whether the value is a known member of the CalcBasisSpeedMethod enum.
+func (e CalcBasisSpeedMethod) Valid() bool {
+	switch e {
+	case CalcBasisSpeedMethodExtrapolated:
+		return true
+	case CalcBasisSpeedMethodInterpolated:
+		return true
+	case CalcBasisSpeedMethodMeasured:
+		return true
+	case CalcBasisSpeedMethodNone:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CalcStatus.
+const (
+	CalcStatusBoundaryUncertain  CalcStatus = "boundary_uncertain"
+	CalcStatusExceedsMaxModelLen CalcStatus = "exceeds_max_model_len"
+	CalcStatusFits               CalcStatus = "fits"
+	CalcStatusOverCapacity       CalcStatus = "over_capacity"
+	CalcStatusRequestsQueued     CalcStatus = "requests_queued"
+	CalcStatusTTFTExceedsWindow  CalcStatus = "ttft_exceeds_window"
+)
+
+// Valid indicates whether the value is a known member of the CalcStatus enum.
+func (e CalcStatus) Valid() bool {
+	switch e {
+	case CalcStatusBoundaryUncertain:
+		return true
+	case CalcStatusExceedsMaxModelLen:
+		return true
+	case CalcStatusFits:
+		return true
+	case CalcStatusOverCapacity:
+		return true
+	case CalcStatusRequestsQueued:
+		return true
+	case CalcStatusTTFTExceedsWindow:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CellStatus.
 const (
 	CellStatusOverCapacity   CellStatus = "over_capacity"
@@ -61,6 +145,69 @@ func (e ComparedCellStatus) Valid() bool {
 	case ComparedCellStatusRequestsQueued:
 		return true
 	case ComparedCellStatusValid:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GridCellMethod.
+const (
+	GridCellMethodExtrapolated GridCellMethod = "extrapolated"
+	GridCellMethodInterpolated GridCellMethod = "interpolated"
+	GridCellMethodMeasured     GridCellMethod = "measured"
+	GridCellMethodNone         GridCellMethod = "none"
+	GridCellMethodScaledGPU    GridCellMethod = "scaled_gpu"
+	GridCellMethodScaledVRAM   GridCellMethod = "scaled_vram"
+)
+
+// Valid indicates whether the value is a known member of the GridCellMethod enum.
+func (e GridCellMethod) Valid() bool {
+	switch e {
+	case GridCellMethodExtrapolated:
+		return true
+	case GridCellMethodInterpolated:
+		return true
+	case GridCellMethodMeasured:
+		return true
+	case GridCellMethodNone:
+		return true
+	case GridCellMethodScaledGPU:
+		return true
+	case GridCellMethodScaledVRAM:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GridCellStatus.
+const (
+	GridCellStatusBoundaryUncertain  GridCellStatus = "boundary_uncertain"
+	GridCellStatusExceedsMaxModelLen GridCellStatus = "exceeds_max_model_len"
+	GridCellStatusFits               GridCellStatus = "fits"
+	GridCellStatusOverCapacity       GridCellStatus = "over_capacity"
+	GridCellStatusRefused            GridCellStatus = "refused"
+	GridCellStatusRequestsQueued     GridCellStatus = "requests_queued"
+	GridCellStatusTTFTExceedsWindow  GridCellStatus = "ttft_exceeds_window"
+)
+
+// Valid indicates whether the value is a known member of the GridCellStatus enum.
+func (e GridCellStatus) Valid() bool {
+	switch e {
+	case GridCellStatusBoundaryUncertain:
+		return true
+	case GridCellStatusExceedsMaxModelLen:
+		return true
+	case GridCellStatusFits:
+		return true
+	case GridCellStatusOverCapacity:
+		return true
+	case GridCellStatusRefused:
+		return true
+	case GridCellStatusRequestsQueued:
+		return true
+	case GridCellStatusTTFTExceedsWindow:
 		return true
 	default:
 		return false
@@ -223,6 +370,74 @@ type Benchmark struct {
 	ToolVersion           *string  `json:"tool_version"`
 }
 
+// CalcBasis How the answer was obtained.
+type CalcBasis struct {
+	// Cells The measured cells the speed leans on.
+	Cells        []CellRef  `json:"cells"`
+	ErrorBandPct *ErrorBand `json:"error_band_pct,omitempty"`
+
+	// Method `none` where the status leaves no speed to predict.
+	Method CalcBasisMethod `json:"method"`
+
+	// RunIDs The runs the answer came from; the first was modelled.
+	RunIDs []string `json:"run_ids"`
+
+	// SpeedMethod How the speed was obtained (differs from `method` for `scaled_vram`).
+	SpeedMethod CalcBasisSpeedMethod `json:"speed_method"`
+}
+
+// CalcBasisMethod `none` where the status leaves no speed to predict.
+type CalcBasisMethod string
+
+// CalcBasisSpeedMethod How the speed was obtained (differs from `method` for `scaled_vram`).
+type CalcBasisSpeedMethod string
+
+// CalcStatus `fits`: the reservation is within what ran. `over_capacity`: at or
+// above the smallest reservation the engine refused. `boundary_uncertain`:
+// in between, or beyond anything observed. `requests_queued`: more
+// requests than the engine runs at once (speed is for those that run).
+// `exceeds_max_model_len`: context + max output is over the limit.
+// `ttft_exceeds_window`: fits, but no first token arrives within the
+// measurement window.
+type CalcStatus string
+
+// CandidateRun defines model for CandidateRun.
+type CandidateRun struct {
+	AttentionBackend *string `json:"attention_backend"`
+	EngineVersion    *string `json:"engine_version"`
+	ID               string  `json:"id"`
+	KVCacheDtype     *string `json:"kv_cache_dtype"`
+	Title            string  `json:"title"`
+}
+
+// CapacityEstimate defines model for CapacityEstimate.
+type CapacityEstimate struct {
+	// Basis How the answer was obtained.
+	Basis         CalcBasis `json:"basis"`
+	Concurrency   *int      `json:"concurrency"`
+	ContextTokens int       `json:"context_tokens"`
+	KVTokensHigh  *int      `json:"kv_tokens_high"`
+	KVTokensLow   int       `json:"kv_tokens_low"`
+
+	// MaxConcurrency The largest concurrency that surely fits at the context.
+	MaxConcurrency int `json:"max_concurrency"`
+
+	// MaxConcurrencyPossible The largest that may fit (below the smallest refused reservation); null when none was refused.
+	MaxConcurrencyPossible *int `json:"max_concurrency_possible"`
+
+	// MaxContextTokens The longest context that surely fits at `concurrency`.
+	MaxContextTokens *int     `json:"max_context_tokens"`
+	MaxOutputTokens  int      `json:"max_output_tokens"`
+	SequenceLimit    *int     `json:"sequence_limit"`
+	Warnings         []string `json:"warnings"`
+}
+
+// CellRef defines model for CellRef.
+type CellRef struct {
+	Concurrency   int `json:"concurrency"`
+	ContextTokens int `json:"context_tokens"`
+}
+
 // CellStatus The cell's status as published.
 type CellStatus string
 
@@ -286,6 +501,31 @@ type DecodeCellList struct {
 	RunID string       `json:"run_id"`
 }
 
+// DecodePrediction defines model for DecodePrediction.
+type DecodePrediction struct {
+	// Basis How the answer was obtained.
+	Basis          CalcBasis  `json:"basis"`
+	Capacity       KVCapacity `json:"capacity"`
+	Concurrency    int        `json:"concurrency"`
+	ContextTokens  int        `json:"context_tokens"`
+	PerRequestTokS *Estimate  `json:"per_request_tok_s"`
+
+	// Status `fits`: the reservation is within what ran. `over_capacity`: at or
+	// above the smallest reservation the engine refused. `boundary_uncertain`:
+	// in between, or beyond anything observed. `requests_queued`: more
+	// requests than the engine runs at once (speed is for those that run).
+	// `exceeds_max_model_len`: context + max output is over the limit.
+	// `ttft_exceeds_window`: fits, but no first token arrives within the
+	// measurement window.
+	Status    CalcStatus `json:"status"`
+	TBTMs     *Estimate  `json:"tbt_ms"`
+	TotalTokS *Estimate  `json:"total_tok_s"`
+
+	// TTFTMs TTFT with the prompt cache warmed, as in the decode table.
+	TTFTMs   *Estimate `json:"ttft_ms"`
+	Warnings []string  `json:"warnings"`
+}
+
 // Engine defines model for Engine.
 type Engine struct {
 	Backend *string `json:"backend"`
@@ -310,6 +550,19 @@ type EngineCatalogItem struct {
 	Version  *string `json:"version"`
 }
 
+// ErrorBand The relative half-widths of the intervals, in %, from the run's held-out p90 errors for the answer's regime.
+type ErrorBand struct {
+	TBTMs     float64 `json:"tbt_ms"`
+	TotalTokS float64 `json:"total_tok_s"`
+}
+
+// Estimate A predicted value and its interval.
+type Estimate struct {
+	High  float64 `json:"high"`
+	Low   float64 `json:"low"`
+	Value float64 `json:"value"`
+}
+
 // FieldError defines model for FieldError.
 type FieldError struct {
 	// Field The parameter or field at fault, e.g. `limit`.
@@ -329,6 +582,41 @@ type GPUCatalogItem struct {
 
 	// VRAMGB The VRAM sizes the runs report, ascending.
 	VRAMGB []float64 `json:"vram_gb"`
+}
+
+// GridCell defines model for GridCell.
+type GridCell struct {
+	Concurrency    int            `json:"concurrency"`
+	Method         GridCellMethod `json:"method"`
+	PerRequestTokS *Estimate      `json:"per_request_tok_s"`
+
+	// Refusal Why a refused cell was not predicted.
+	Refusal   *string        `json:"refusal"`
+	Status    GridCellStatus `json:"status"`
+	TBTMs     *Estimate      `json:"tbt_ms"`
+	TotalTokS *Estimate      `json:"total_tok_s"`
+	TTFTMs    *Estimate      `json:"ttft_ms"`
+}
+
+// GridCellMethod defines model for GridCell.Method.
+type GridCellMethod string
+
+// GridCellStatus defines model for GridCell.Status.
+type GridCellStatus string
+
+// GridPrediction defines model for GridPrediction.
+type GridPrediction struct {
+	Concurrencies []int     `json:"concurrencies"`
+	Contexts      []int     `json:"contexts"`
+	Rows          []GridRow `json:"rows"`
+	RunIDs        []string  `json:"run_ids"`
+	Warnings      []string  `json:"warnings"`
+}
+
+// GridRow defines model for GridRow.
+type GridRow struct {
+	Cells         []GridCell `json:"cells"`
+	ContextTokens int        `json:"context_tokens"`
 }
 
 // Hardware defines model for Hardware.
@@ -359,6 +647,22 @@ type Health struct {
 
 // HealthStatus defines model for Health.Status.
 type HealthStatus string
+
+// KVCapacity defines model for KVCapacity.
+type KVCapacity struct {
+	// KVTokensHigh The smallest reservation refused; null when none was.
+	KVTokensHigh *int `json:"kv_tokens_high"`
+
+	// KVTokensLow The largest reservation that ran (scaled for another VRAM).
+	KVTokensLow             int `json:"kv_tokens_low"`
+	MaxConcurrencyAtContext int `json:"max_concurrency_at_context"`
+
+	// ReservedTokens concurrency × (context + max output)
+	ReservedTokens int `json:"reserved_tokens"`
+
+	// SequenceLimit Requests the engine ran at once at most (hybrid models); null when unlimited.
+	SequenceLimit *int `json:"sequence_limit"`
+}
 
 // Launch defines model for Launch.
 type Launch struct {
@@ -457,13 +761,32 @@ type PrefillCellList struct {
 	RunID string        `json:"run_id"`
 }
 
+// PrefillPrediction defines model for PrefillPrediction.
+type PrefillPrediction struct {
+	// Basis How the answer was obtained.
+	Basis         CalcBasis `json:"basis"`
+	ContextTokens int       `json:"context_tokens"`
+
+	// PromptTokS A predicted value and its interval.
+	PromptTokS Estimate `json:"prompt_tok_s"`
+
+	// TTFTMs A predicted value and its interval.
+	TTFTMs   Estimate `json:"ttft_ms"`
+	Warnings []string `json:"warnings"`
+}
+
 // Problem RFC 9457 problem details.
 type Problem struct {
-	Detail   *string       `json:"detail,omitempty"`
-	Errors   *[]FieldError `json:"errors,omitempty"`
-	Instance *string       `json:"instance,omitempty"`
-	Status   int           `json:"status"`
-	Title    string        `json:"title"`
+	// Candidates For 422 from the calculator, the runs an ambiguous selection matched.
+	Candidates *[]CandidateRun `json:"candidates,omitempty"`
+	Detail     *string         `json:"detail,omitempty"`
+	Errors     *[]FieldError   `json:"errors,omitempty"`
+	Instance   *string         `json:"instance,omitempty"`
+	Status     int             `json:"status"`
+
+	// Supported For 422 from the calculator, the range the data supports.
+	Supported *string `json:"supported,omitempty"`
+	Title     string  `json:"title"`
 
 	// Type Example: about:blank
 	Type string `json:"type"`
@@ -517,6 +840,24 @@ type RunSummary struct {
 	VRAMGB           *float64 `json:"vram_gb"`
 }
 
+// CalcGPU defines model for CalcGPU.
+type CalcGPU = string
+
+// CalcGPUMemoryUtilization defines model for CalcGPUMemoryUtilization.
+type CalcGPUMemoryUtilization = float64
+
+// CalcMaxOutputTokens defines model for CalcMaxOutputTokens.
+type CalcMaxOutputTokens = int
+
+// CalcModel defines model for CalcModel.
+type CalcModel = string
+
+// CalcRunID defines model for CalcRunID.
+type CalcRunID = string
+
+// CalcVRAMGB defines model for CalcVRAMGB.
+type CalcVRAMGB = float64
+
 // ParamCursor defines model for ParamCursor.
 type ParamCursor = string
 
@@ -564,6 +905,111 @@ type NotFound = Problem
 
 // Unavailable RFC 9457 problem details.
 type Unavailable = Problem
+
+// Unprocessable RFC 9457 problem details.
+type Unprocessable = Problem
+
+// EstimateCapacityParams defines parameters for EstimateCapacity.
+type EstimateCapacityParams struct {
+	// RunID The run to predict from. Or give `model` and `gpu`.
+	RunID *CalcRunID `form:"run_id,omitempty" json:"run_id,omitempty"`
+
+	// Model With `gpu`, instead of `run_id`; a case-insensitive substring of the model name.
+	Model *CalcModel `form:"model,omitempty" json:"model,omitempty"`
+
+	// GPU With `model`, instead of `run_id`; the GPU name, case-insensitive.
+	GPU           *CalcGPU            `form:"gpu,omitempty" json:"gpu,omitempty"`
+	EngineVersion *ParamEngineVersion `form:"engine_version,omitempty" json:"engine_version,omitempty"`
+
+	// KVCacheDtype The launch's `--kv-cache-dtype`, case-insensitive.
+	KVCacheDtype  *ParamKVCacheDtype `form:"kv_cache_dtype,omitempty" json:"kv_cache_dtype,omitempty"`
+	ContextTokens int                `form:"context_tokens" json:"context_tokens"`
+	Concurrency   *int               `form:"concurrency,omitempty" json:"concurrency,omitempty"`
+
+	// VRAMGB Another VRAM size of the same GPU class; the KV capacity is scaled by the KV pool.
+	VRAMGB *CalcVRAMGB `form:"vram_gb,omitempty" json:"vram_gb,omitempty"`
+
+	// GPUMemoryUtilization Another `--gpu-memory-utilization`; scales the KV pool like `vram_gb`.
+	GPUMemoryUtilization *CalcGPUMemoryUtilization `form:"gpu_memory_utilization,omitempty" json:"gpu_memory_utilization,omitempty"`
+
+	// MaxOutputTokens Tokens reserved per request for output; the run's by default.
+	MaxOutputTokens *CalcMaxOutputTokens `form:"max_output_tokens,omitempty" json:"max_output_tokens,omitempty"`
+}
+
+// EstimateDecodeParams defines parameters for EstimateDecode.
+type EstimateDecodeParams struct {
+	// RunID The run to predict from. Or give `model` and `gpu`.
+	RunID *CalcRunID `form:"run_id,omitempty" json:"run_id,omitempty"`
+
+	// Model With `gpu`, instead of `run_id`; a case-insensitive substring of the model name.
+	Model *CalcModel `form:"model,omitempty" json:"model,omitempty"`
+
+	// GPU With `model`, instead of `run_id`; the GPU name, case-insensitive.
+	GPU           *CalcGPU            `form:"gpu,omitempty" json:"gpu,omitempty"`
+	EngineVersion *ParamEngineVersion `form:"engine_version,omitempty" json:"engine_version,omitempty"`
+
+	// KVCacheDtype The launch's `--kv-cache-dtype`, case-insensitive.
+	KVCacheDtype  *ParamKVCacheDtype `form:"kv_cache_dtype,omitempty" json:"kv_cache_dtype,omitempty"`
+	ContextTokens int                `form:"context_tokens" json:"context_tokens"`
+	Concurrency   int                `form:"concurrency" json:"concurrency"`
+
+	// VRAMGB Another VRAM size of the same GPU class; the KV capacity is scaled by the KV pool.
+	VRAMGB *CalcVRAMGB `form:"vram_gb,omitempty" json:"vram_gb,omitempty"`
+
+	// GPUMemoryUtilization Another `--gpu-memory-utilization`; scales the KV pool like `vram_gb`.
+	GPUMemoryUtilization *CalcGPUMemoryUtilization `form:"gpu_memory_utilization,omitempty" json:"gpu_memory_utilization,omitempty"`
+
+	// MaxOutputTokens Tokens reserved per request for output; the run's by default.
+	MaxOutputTokens *CalcMaxOutputTokens `form:"max_output_tokens,omitempty" json:"max_output_tokens,omitempty"`
+}
+
+// EstimateGridParams defines parameters for EstimateGrid.
+type EstimateGridParams struct {
+	// RunID The run to predict from. Or give `model` and `gpu`.
+	RunID *CalcRunID `form:"run_id,omitempty" json:"run_id,omitempty"`
+
+	// Model With `gpu`, instead of `run_id`; a case-insensitive substring of the model name.
+	Model *CalcModel `form:"model,omitempty" json:"model,omitempty"`
+
+	// GPU With `model`, instead of `run_id`; the GPU name, case-insensitive.
+	GPU           *CalcGPU            `form:"gpu,omitempty" json:"gpu,omitempty"`
+	EngineVersion *ParamEngineVersion `form:"engine_version,omitempty" json:"engine_version,omitempty"`
+
+	// KVCacheDtype The launch's `--kv-cache-dtype`, case-insensitive.
+	KVCacheDtype *ParamKVCacheDtype `form:"kv_cache_dtype,omitempty" json:"kv_cache_dtype,omitempty"`
+
+	// Contexts Context lengths in tokens, comma-separated.
+	Contexts *[]int `form:"contexts,omitempty" json:"contexts,omitempty"`
+
+	// Concurrencies Concurrency levels, comma-separated.
+	Concurrencies *[]int `form:"concurrencies,omitempty" json:"concurrencies,omitempty"`
+
+	// VRAMGB Another VRAM size of the same GPU class; the KV capacity is scaled by the KV pool.
+	VRAMGB *CalcVRAMGB `form:"vram_gb,omitempty" json:"vram_gb,omitempty"`
+
+	// GPUMemoryUtilization Another `--gpu-memory-utilization`; scales the KV pool like `vram_gb`.
+	GPUMemoryUtilization *CalcGPUMemoryUtilization `form:"gpu_memory_utilization,omitempty" json:"gpu_memory_utilization,omitempty"`
+
+	// MaxOutputTokens Tokens reserved per request for output; the run's by default.
+	MaxOutputTokens *CalcMaxOutputTokens `form:"max_output_tokens,omitempty" json:"max_output_tokens,omitempty"`
+}
+
+// EstimatePrefillParams defines parameters for EstimatePrefill.
+type EstimatePrefillParams struct {
+	// RunID The run to predict from. Or give `model` and `gpu`.
+	RunID *CalcRunID `form:"run_id,omitempty" json:"run_id,omitempty"`
+
+	// Model With `gpu`, instead of `run_id`; a case-insensitive substring of the model name.
+	Model *CalcModel `form:"model,omitempty" json:"model,omitempty"`
+
+	// GPU With `model`, instead of `run_id`; the GPU name, case-insensitive.
+	GPU           *CalcGPU            `form:"gpu,omitempty" json:"gpu,omitempty"`
+	EngineVersion *ParamEngineVersion `form:"engine_version,omitempty" json:"engine_version,omitempty"`
+
+	// KVCacheDtype The launch's `--kv-cache-dtype`, case-insensitive.
+	KVCacheDtype  *ParamKVCacheDtype `form:"kv_cache_dtype,omitempty" json:"kv_cache_dtype,omitempty"`
+	ContextTokens int                `form:"context_tokens" json:"context_tokens"`
+}
 
 // CompareRunsParams defines parameters for CompareRuns.
 type CompareRunsParams struct {
@@ -673,6 +1119,18 @@ type ServerInterface interface {
 	// GetReady Readiness (the database answers)
 	// (GET /readyz)
 	GetReady(ctx echo.Context) error
+	// EstimateCapacity KV capacity at a context
+	// (GET /v1/calculator/capacity)
+	EstimateCapacity(ctx echo.Context, params EstimateCapacityParams) error
+	// EstimateDecode Predict one decode cell
+	// (GET /v1/calculator/decode)
+	EstimateDecode(ctx echo.Context, params EstimateDecodeParams) error
+	// EstimateGrid A whole predicted matrix
+	// (GET /v1/calculator/grid)
+	EstimateGrid(ctx echo.Context, params EstimateGridParams) error
+	// EstimatePrefill Cold prefill time at a context
+	// (GET /v1/calculator/prefill)
+	EstimatePrefill(ctx echo.Context, params EstimatePrefillParams) error
 	// CompareRuns Runs side by side
 	// (GET /v1/compare)
 	CompareRuns(ctx echo.Context, params CompareRunsParams) error
@@ -743,6 +1201,302 @@ func (w *ServerInterfaceWrapper) GetReady(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetReady(ctx)
+	return err
+}
+
+// EstimateCapacity converts echo context to params.
+func (w *ServerInterfaceWrapper) EstimateCapacity(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params EstimateCapacityParams
+	// ------------- Optional query parameter "run_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "run_id", ctx.QueryParams(), &params.RunID, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter run_id: %s", err))
+	}
+
+	// ------------- Optional query parameter "model" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "model", ctx.QueryParams(), &params.Model, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter model: %s", err))
+	}
+
+	// ------------- Optional query parameter "gpu" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "gpu", ctx.QueryParams(), &params.GPU, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter gpu: %s", err))
+	}
+
+	// ------------- Optional query parameter "engine_version" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "engine_version", ctx.QueryParams(), &params.EngineVersion, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter engine_version: %s", err))
+	}
+
+	// ------------- Optional query parameter "kv_cache_dtype" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "kv_cache_dtype", ctx.QueryParams(), &params.KVCacheDtype, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter kv_cache_dtype: %s", err))
+	}
+
+	// ------------- Required query parameter "context_tokens" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "context_tokens", ctx.QueryParams(), &params.ContextTokens, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter context_tokens: %s", err))
+	}
+
+	// ------------- Optional query parameter "concurrency" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "concurrency", ctx.QueryParams(), &params.Concurrency, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter concurrency: %s", err))
+	}
+
+	// ------------- Optional query parameter "vram_gb" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "vram_gb", ctx.QueryParams(), &params.VRAMGB, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter vram_gb: %s", err))
+	}
+
+	// ------------- Optional query parameter "gpu_memory_utilization" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "gpu_memory_utilization", ctx.QueryParams(), &params.GPUMemoryUtilization, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter gpu_memory_utilization: %s", err))
+	}
+
+	// ------------- Optional query parameter "max_output_tokens" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "max_output_tokens", ctx.QueryParams(), &params.MaxOutputTokens, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter max_output_tokens: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.EstimateCapacity(ctx, params)
+	return err
+}
+
+// EstimateDecode converts echo context to params.
+func (w *ServerInterfaceWrapper) EstimateDecode(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params EstimateDecodeParams
+	// ------------- Optional query parameter "run_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "run_id", ctx.QueryParams(), &params.RunID, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter run_id: %s", err))
+	}
+
+	// ------------- Optional query parameter "model" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "model", ctx.QueryParams(), &params.Model, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter model: %s", err))
+	}
+
+	// ------------- Optional query parameter "gpu" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "gpu", ctx.QueryParams(), &params.GPU, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter gpu: %s", err))
+	}
+
+	// ------------- Optional query parameter "engine_version" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "engine_version", ctx.QueryParams(), &params.EngineVersion, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter engine_version: %s", err))
+	}
+
+	// ------------- Optional query parameter "kv_cache_dtype" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "kv_cache_dtype", ctx.QueryParams(), &params.KVCacheDtype, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter kv_cache_dtype: %s", err))
+	}
+
+	// ------------- Required query parameter "context_tokens" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "context_tokens", ctx.QueryParams(), &params.ContextTokens, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter context_tokens: %s", err))
+	}
+
+	// ------------- Required query parameter "concurrency" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "concurrency", ctx.QueryParams(), &params.Concurrency, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter concurrency: %s", err))
+	}
+
+	// ------------- Optional query parameter "vram_gb" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "vram_gb", ctx.QueryParams(), &params.VRAMGB, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter vram_gb: %s", err))
+	}
+
+	// ------------- Optional query parameter "gpu_memory_utilization" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "gpu_memory_utilization", ctx.QueryParams(), &params.GPUMemoryUtilization, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter gpu_memory_utilization: %s", err))
+	}
+
+	// ------------- Optional query parameter "max_output_tokens" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "max_output_tokens", ctx.QueryParams(), &params.MaxOutputTokens, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter max_output_tokens: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.EstimateDecode(ctx, params)
+	return err
+}
+
+// EstimateGrid converts echo context to params.
+func (w *ServerInterfaceWrapper) EstimateGrid(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params EstimateGridParams
+	// ------------- Optional query parameter "run_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "run_id", ctx.QueryParams(), &params.RunID, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter run_id: %s", err))
+	}
+
+	// ------------- Optional query parameter "model" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "model", ctx.QueryParams(), &params.Model, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter model: %s", err))
+	}
+
+	// ------------- Optional query parameter "gpu" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "gpu", ctx.QueryParams(), &params.GPU, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter gpu: %s", err))
+	}
+
+	// ------------- Optional query parameter "engine_version" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "engine_version", ctx.QueryParams(), &params.EngineVersion, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter engine_version: %s", err))
+	}
+
+	// ------------- Optional query parameter "kv_cache_dtype" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "kv_cache_dtype", ctx.QueryParams(), &params.KVCacheDtype, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter kv_cache_dtype: %s", err))
+	}
+
+	// ------------- Optional query parameter "contexts" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", false, false, "contexts", ctx.QueryParams(), &params.Contexts, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter contexts: %s", err))
+	}
+
+	// ------------- Optional query parameter "concurrencies" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", false, false, "concurrencies", ctx.QueryParams(), &params.Concurrencies, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter concurrencies: %s", err))
+	}
+
+	// ------------- Optional query parameter "vram_gb" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "vram_gb", ctx.QueryParams(), &params.VRAMGB, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter vram_gb: %s", err))
+	}
+
+	// ------------- Optional query parameter "gpu_memory_utilization" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "gpu_memory_utilization", ctx.QueryParams(), &params.GPUMemoryUtilization, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter gpu_memory_utilization: %s", err))
+	}
+
+	// ------------- Optional query parameter "max_output_tokens" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "max_output_tokens", ctx.QueryParams(), &params.MaxOutputTokens, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter max_output_tokens: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.EstimateGrid(ctx, params)
+	return err
+}
+
+// EstimatePrefill converts echo context to params.
+func (w *ServerInterfaceWrapper) EstimatePrefill(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params EstimatePrefillParams
+	// ------------- Optional query parameter "run_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "run_id", ctx.QueryParams(), &params.RunID, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter run_id: %s", err))
+	}
+
+	// ------------- Optional query parameter "model" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "model", ctx.QueryParams(), &params.Model, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter model: %s", err))
+	}
+
+	// ------------- Optional query parameter "gpu" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "gpu", ctx.QueryParams(), &params.GPU, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter gpu: %s", err))
+	}
+
+	// ------------- Optional query parameter "engine_version" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "engine_version", ctx.QueryParams(), &params.EngineVersion, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter engine_version: %s", err))
+	}
+
+	// ------------- Optional query parameter "kv_cache_dtype" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "kv_cache_dtype", ctx.QueryParams(), &params.KVCacheDtype, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter kv_cache_dtype: %s", err))
+	}
+
+	// ------------- Required query parameter "context_tokens" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "context_tokens", ctx.QueryParams(), &params.ContextTokens, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter context_tokens: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.EstimatePrefill(ctx, params)
 	return err
 }
 
@@ -1173,6 +1927,10 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/v1/engines", wrapper.ListEngines, options.OperationMiddlewares["listEngines"]...)
 	router.GET(options.BaseURL+"/v1/leaderboard", wrapper.GetLeaderboard, options.OperationMiddlewares["getLeaderboard"]...)
 	router.GET(options.BaseURL+"/v1/compare", wrapper.CompareRuns, options.OperationMiddlewares["compareRuns"]...)
+	router.GET(options.BaseURL+"/v1/calculator/decode", wrapper.EstimateDecode, options.OperationMiddlewares["estimateDecode"]...)
+	router.GET(options.BaseURL+"/v1/calculator/capacity", wrapper.EstimateCapacity, options.OperationMiddlewares["estimateCapacity"]...)
+	router.GET(options.BaseURL+"/v1/calculator/grid", wrapper.EstimateGrid, options.OperationMiddlewares["estimateGrid"]...)
+	router.GET(options.BaseURL+"/v1/calculator/prefill", wrapper.EstimatePrefill, options.OperationMiddlewares["estimatePrefill"]...)
 
 }
 
@@ -1181,6 +1939,8 @@ type BadRequestApplicationProblemPlusJSONResponse Problem
 type NotFoundApplicationProblemPlusJSONResponse Problem
 
 type UnavailableApplicationProblemPlusJSONResponse Problem
+
+type UnprocessableApplicationProblemPlusJSONResponse Problem
 
 type GetHealthRequestObject struct {
 }
@@ -1284,6 +2044,286 @@ func (response GetReady503ApplicationProblemPlusJSONResponse) VisitGetReadyRespo
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EstimateCapacityRequestObject struct {
+	Params EstimateCapacityParams
+}
+
+type EstimateCapacityResponseObject interface {
+	VisitEstimateCapacityResponse(w http.ResponseWriter) error
+}
+
+type EstimateCapacity200JSONResponse CapacityEstimate
+
+func (response EstimateCapacity200JSONResponse) VisitEstimateCapacityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EstimateCapacity400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response EstimateCapacity400ApplicationProblemPlusJSONResponse) VisitEstimateCapacityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EstimateCapacity404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response EstimateCapacity404ApplicationProblemPlusJSONResponse) VisitEstimateCapacityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EstimateCapacity422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response EstimateCapacity422ApplicationProblemPlusJSONResponse) VisitEstimateCapacityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EstimateDecodeRequestObject struct {
+	Params EstimateDecodeParams
+}
+
+type EstimateDecodeResponseObject interface {
+	VisitEstimateDecodeResponse(w http.ResponseWriter) error
+}
+
+type EstimateDecode200JSONResponse DecodePrediction
+
+func (response EstimateDecode200JSONResponse) VisitEstimateDecodeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EstimateDecode400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response EstimateDecode400ApplicationProblemPlusJSONResponse) VisitEstimateDecodeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EstimateDecode404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response EstimateDecode404ApplicationProblemPlusJSONResponse) VisitEstimateDecodeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EstimateDecode422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response EstimateDecode422ApplicationProblemPlusJSONResponse) VisitEstimateDecodeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EstimateGridRequestObject struct {
+	Params EstimateGridParams
+}
+
+type EstimateGridResponseObject interface {
+	VisitEstimateGridResponse(w http.ResponseWriter) error
+}
+
+type EstimateGrid200JSONResponse GridPrediction
+
+func (response EstimateGrid200JSONResponse) VisitEstimateGridResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EstimateGrid400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response EstimateGrid400ApplicationProblemPlusJSONResponse) VisitEstimateGridResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EstimateGrid404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response EstimateGrid404ApplicationProblemPlusJSONResponse) VisitEstimateGridResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EstimateGrid422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response EstimateGrid422ApplicationProblemPlusJSONResponse) VisitEstimateGridResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EstimatePrefillRequestObject struct {
+	Params EstimatePrefillParams
+}
+
+type EstimatePrefillResponseObject interface {
+	VisitEstimatePrefillResponse(w http.ResponseWriter) error
+}
+
+type EstimatePrefill200JSONResponse PrefillPrediction
+
+func (response EstimatePrefill200JSONResponse) VisitEstimatePrefillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EstimatePrefill400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response EstimatePrefill400ApplicationProblemPlusJSONResponse) VisitEstimatePrefillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EstimatePrefill404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response EstimatePrefill404ApplicationProblemPlusJSONResponse) VisitEstimatePrefillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EstimatePrefill422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response EstimatePrefill422ApplicationProblemPlusJSONResponse) VisitEstimatePrefillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -1753,6 +2793,18 @@ type StrictServerInterface interface {
 	// GetReady Readiness (the database answers)
 	// (GET /readyz)
 	GetReady(ctx context.Context, request GetReadyRequestObject) (GetReadyResponseObject, error)
+	// EstimateCapacity KV capacity at a context
+	// (GET /v1/calculator/capacity)
+	EstimateCapacity(ctx context.Context, request EstimateCapacityRequestObject) (EstimateCapacityResponseObject, error)
+	// EstimateDecode Predict one decode cell
+	// (GET /v1/calculator/decode)
+	EstimateDecode(ctx context.Context, request EstimateDecodeRequestObject) (EstimateDecodeResponseObject, error)
+	// EstimateGrid A whole predicted matrix
+	// (GET /v1/calculator/grid)
+	EstimateGrid(ctx context.Context, request EstimateGridRequestObject) (EstimateGridResponseObject, error)
+	// EstimatePrefill Cold prefill time at a context
+	// (GET /v1/calculator/prefill)
+	EstimatePrefill(ctx context.Context, request EstimatePrefillRequestObject) (EstimatePrefillResponseObject, error)
 	// CompareRuns Runs side by side
 	// (GET /v1/compare)
 	CompareRuns(ctx context.Context, request CompareRunsRequestObject) (CompareRunsResponseObject, error)
@@ -1883,6 +2935,106 @@ func (sh *strictHandler) GetReady(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(GetReadyResponseObject); ok {
 		return validResponse.VisitGetReadyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// EstimateCapacity operation middleware
+func (sh *strictHandler) EstimateCapacity(ctx echo.Context, params EstimateCapacityParams) error {
+	var request EstimateCapacityRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.EstimateCapacity(ctx.Request().Context(), request.(EstimateCapacityRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "EstimateCapacity")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(EstimateCapacityResponseObject); ok {
+		return validResponse.VisitEstimateCapacityResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// EstimateDecode operation middleware
+func (sh *strictHandler) EstimateDecode(ctx echo.Context, params EstimateDecodeParams) error {
+	var request EstimateDecodeRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.EstimateDecode(ctx.Request().Context(), request.(EstimateDecodeRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "EstimateDecode")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(EstimateDecodeResponseObject); ok {
+		return validResponse.VisitEstimateDecodeResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// EstimateGrid operation middleware
+func (sh *strictHandler) EstimateGrid(ctx echo.Context, params EstimateGridParams) error {
+	var request EstimateGridRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.EstimateGrid(ctx.Request().Context(), request.(EstimateGridRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "EstimateGrid")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(EstimateGridResponseObject); ok {
+		return validResponse.VisitEstimateGridResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// EstimatePrefill operation middleware
+func (sh *strictHandler) EstimatePrefill(ctx echo.Context, params EstimatePrefillParams) error {
+	var request EstimatePrefillRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.EstimatePrefill(ctx.Request().Context(), request.(EstimatePrefillRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "EstimatePrefill")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(EstimatePrefillResponseObject); ok {
+		return validResponse.VisitEstimatePrefillResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -2140,81 +3292,121 @@ func (sh *strictHandler) ListPrefillCells(ctx echo.Context, runID ParamRunID, pa
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7Dzrctu4eq+C4Tkzm6SUbOe2u8qcmXq9WTc9duJ1LqetnZIQ+UnCmgQYAJSt9fhvH6B/9oH2TfokHQC8",
-	"gDeRkuzNOZ3mTywJlw/f/QbcOgGLE0aBSuFMbp0EcxyDBK4/nalPRykXjKuPIYiAk0QSRp2J82EByKdw",
-	"I71Aj/ARmyG5AJRwWBKWCpTgObgICzQnS6Bjx3WImvglBb5yXIfiGJyJY2Y7riOCBcRYbRTjmxOgc7lw",
-	"Ji8OnrpOTGj++cB15CpR84TkhM6duzvXwPmazgmFJpzme6R2c1GABYwIFUAFkWQJ6BGM52PkL6Mo9h93",
-	"gQhm6Q4Qn+7vbwTiJ+BCg3a7ZjNvmY3q2PRg8KY/MR5j2bXbzPxq7wI0jZ3JhfOL0NsHYul87lz9+Oxj",
-	"E+XHZx978H3+4d/Qs/3v97txPk/S3RH+109HOFjAj+bnNg6OcEqDxTcC+aPR1XIUqOGjUI33m9B3wXq1",
-	"9PRET0/cnWQnJCadFIv0j/YeIcxwGkln8kJtgG9IrAiYY8l8KjcjVMIceLnbKQshamLnqE46kU4NoLmg",
-	"x2qiJnQXYvSI3cn4c4qpJL9imYlNFVD7V6VtknQaEbGAsJv9Dv/2M3o+mhLZzX9f7D13PsF5St/8WFA0",
-	"wXJR7sRT6pHQcR0OX1LCIXQmkqdg75lgKYGrqf95cTj6Dzz6dX/0vTf6fHvgvnx+92enc9/36TQmam4T",
-	"bcVPaIFpGAG6JnLBUon8f96A9UWxwc44+nR+eHr8wym+6eL8JcexN596Mb6p7JbpsIkTsnQaKfkrhOBg",
-	"X/2z5GC/2J6m8dQWg2x7Qnu3J/Q+t79ThBcJowK00f0Bh+fwJQWhNUDAqASq/8RJEpFAM+Rewtk0gvif",
-	"tI6e3FrQ/JnDzJk4f9orDfue+VXsnZlZZtMqNxyiwvQjIlCMI3UsCBHjSDEFmyGO6RxeIR84Z1z4WvAF",
-	"InLs3LnOWyZ/YikN/0iY3zIk0mCBeErRI8YRZ6mExxqcjxQvMYmwoscfCJGyKCGWeIoFoJCBQJRJhKm4",
-	"Bj7WrJYtogkNNFjEmF9pCecsAS6J4YEQAhaCJzMmoGmUHcUohpoAaYbzWCqTVHqSXQEVa2YV+t91Eg4z",
-	"EkWeUtOD9lGeXe679A4WEDAaCi8B7sWARcohzojQFJmO1XIpUavxJYRenBur3u0lY8MHFu5W/4Q7W1Ff",
-	"mG1qi9SgtfDmVkhbo0A3ytooXPpkbPoLBFId5Qii6L3EMhXt3k4AUfSNQEIPqdhKpd9zx2+Jo8IegZDC",
-	"+5JCCuobtgTuBTjBAZGrFq/QdY5YnGAOoYKkydfqXNmq6hie2JIZGut4XEn0lqtlBnhy28LDQ5HpKkXp",
-	"UyZzuoU+ul4AByQXRGgVtcBKHRiVpeZug3LXsbdopYCcSi/eFrFm8k7YlEziaCfqWivsBomc7YIKM3sH",
-	"CGqaovDzMqaqoqqFqZ3yCAVZ27DTLQ/1U9QI3KpCLAE+Z9dNGQ4YDVLOgQYrS2Qsq6KN7Y1tiZpjeEpb",
-	"pOodBQRU8hVKgCuZcRGhOtRgPASunBDfYFH42iGVYMi7zlxXNNJdcWLMOV41aFSD3a2cNgO7G2sk8yNq",
-	"CIMo0n9sDK7CfwNiG6Zsh2LhJqJb5qoDbjotw3rbLEvzNCcNP/d5St+ncYz5qpdIOTDZDtah6rhxM+S3",
-	"kexHbYjb7RRezj0cqLgnF6tttYg6aQQSwspC/a7ZvUhZmGo5p1tr4m18ynsy8aXlXSstpcOzs+nb3W7t",
-	"YG8200O7WZA27m7l1DoDVDhqvUydEBO6VOWq0ASDVIIloZ0qqUURdZlds2cb2GXquAruFAdXYGLa3ihi",
-	"mpJo2EiTTrh14AYrjDsTZxlFsdMy8kst7zUgPkuYIJLx1aDhWwc9+gjlfLeeLcsRV4Eox1E3BY6wxBGb",
-	"78o3lcXeSBWq91iUPtaw12oABwX3NOmRUi9gqQl6m7pya/wXBYmSAuVWbcf4iUAUvubcFHKq8M/Ub+0h",
-	"TpkTYhzpcQhLpLPNLjKpVJ2O1t5YMysBQuA59IuogaCc0HaC47OP98Qe5Uo78kZtoQZY8yTdiitMnrGd",
-	"Ip/OD0+RIL+C0H6xcoCQkjEuXYRFADQkdF7xjZumqGm41p3fFGJyoPoY7V8wD68xb1GmgcFGr1IKktQL",
-	"GIeB/kbIiYqQh4uSm9Ol1L95NcppH1wSqx8cJgaBkASkZgOOgT5HNwcvu10Faza7Bu5pyfOut016FEy2",
-	"jaeT1dNK8H8kIuAgAR2ffRxyhOUO+9czcKbmZvi0JJfNs4H+reSs4viaYA0mqmM4o1crvwOO5KLJ7aX7",
-	"mqd42FV7GdU+SjarbaMTXahsCVWkBKpdsk28lYDFMabhupooysf0UVNboSmWJB47EzX0znWAqvGeTm/e",
-	"6OKoGtkN2ZSxCDBVoM0iPDcnC0OioMLRWeXEjcPU6v1L4CukVsnrlNlB0KO8whUBVmoShVgsQDxG//Nf",
-	"/42IFGiJoxReIf/SUcBdOj6aMY4wmmIOekXLzJWUUSwXQ8z4yksliSx/bQvJqpWShyb/daLZi4AO01Jq",
-	"Ck1jT8CXgWqWMgldeVCD3m+E/guoRBGhINyyoPinaramJ3HQCIUKNtQw1A/cSYDaMd1mmb4pO12cm7Nl",
-	"q2QCDoFPGebhA2XLNvNvLHheU9mWT1GeluQksNXTFpFkW/bZagja3K3tiXozoHN8VDfroYzBRGtubrMw",
-	"lGN61ZSDA60plLKZgpCvkFofiYXSGxipKZbmqKZBN8uLaQ01yKurR8EK7Hy+2dgkx1oRd4olJzfruPmP",
-	"yzyy6+Gsb+DuSJtunDBYk1bUUHVjrj1x3sgD4yh6N3MmF8P573PdhHQjeo1G6RW7zqRp0StUPVozpRGs",
-	"ML0i12Tv7ac3P745HL2FmEnO6Ogtpmx08PSH0fLp6PBvP4+eT3U30665j/YERWWRzvPcU1xpr7VjZNlY",
-	"qgFaUQdfi7jNE/bdgWkN+Ly0Xd2uLzw8A3yVp9ybnoSuguraqPYdtD5dkPkChETaPiHJrvbEWBfO793K",
-	"9iaAe8KQigFda8paMWM6AdrrEUPATziLk6+Qc3/ApHeR5q6crdyzB4/3kYO2yfKwSei8raghGec/HaHv",
-	"n7/4FmXtSigEiUnUIgbmh1ZRN01bg49t5QtbTk2okJgG0NMy0SJiREawRhXZFgRPWSon08g4Lj1NOMaf",
-	"N8u768Lo87SlQju1O7HWoaVs2VI6hQOWEHq41tKEJYwkiaHNqpnun3uqgJSJ5/5suBq/sHJz62YUOTxF",
-	"6pYcwXupZNpFLMFfUnDRx/OTkcAzeIVC4GQJIZpxFuf5SR0X6va71iRxVOQ11sY0ZpSKXHLD12uKrQ63",
-	"+xJ3wVIegJfyYZ1lwu6+7e9D6xCOutcQ2pxutd9a/FiB1C1sdcEAbllBKHm/oEWJtoJhO0TpPjTsusJ/",
-	"I56sMuIZFrqLzc9voORBmJqlr5+8Qr7Cu4+Y6SOJsDA/jPuTlK3eWn/QaZ2nace3UBlryku1qyIb5L4b",
-	"33f0v8X4xquaZU95ZlkrYlf6kM+Vx5bNQ1ii6wUJFkiwGJBhKOPkJZyFaQAhMsshs8Ma0tgprE4HOAF8",
-	"NTy6KjzS1thq4wqsIHQegSckBxx7Tb+t/2DVFQp3robn0hvOs5yZ81y6maMDg2Us9e8ixlFk00UusNRN",
-	"iYxqcdjGYbwXBXev1YCKeswVX72GVWi/xmWr+rWPTv3aQqUe6mec2StUTaVyp32uGWvRgOk0IgE6PHuj",
-	"dd/JySkidAaK/oBEAhDqfvQxOkRPnsQ6N6Fs8pMniGi6mzs87iU1DctoutLfGrQopanH6CQouCjvO1U6",
-	"F6PMSCDtDSBMQ4QvqUiFxIRCOMoEfc5JiB7lPPf7bzaHPh5f0kt6xOjSpGHFBP3r+3dvTaVZIMwBCYqv",
-	"wAuwgCIkJByllMi8NVDfP9Kr6B2I0D9otKJHStWjCE8hEigVgP6K/oIO9p8+n6CDl/rvl8++e/5YoUdn",
-	"xtSCl9TYzrJ/f06WoNY1psRFFJbA0f4YaQfZwJk76ZfU77ph4I8vFUtFJAAqoEybOKdvPlji4RgyhVZ1",
-	"f+Lsjw/G+7q+mADFCXEmzrPx/viZYiosF1pD7C10LepXXXoGrZyV7dGAvAl1iVFm5aralZOn+/trbkls",
-	"djsi26HjckTCWQBCKGymSXYjIjeWzglZAgWhIzxdA7pwYpDY+ayG7WUnH+fgdB3xXQL08OyNYqRdz9ki",
-	"hs0jZfuhkAVprL3c6qk+LIjxgDkOpJKcDLI1R1zhOBpwxH8/PD3Z7Ij5wo0jFj7P/Rwxg6zliBxwuFrL",
-	"oudqxNfhUL01kgxpbagvEr3Yf9a1XgHgnn3bqIqZc11pVBz/SNp3g8yVIPG4HUnLA71PFqpliGqSJaVE",
-	"aehZ0QnyDbKUrhij1zi7aoAiIqRAoEujOia7pNb9ErUAB/Sos9n6sVbvRAqkaaVQpDXljHAhsyDPKNBH",
-	"mb9t7j4AUStnPxGBYiKUiXxsNGGV9Fnj87lp6bUvol80Dn9tQACqL1aQULimCjkSoCZKCF/pkxj4iOmV",
-	"UYiPiPF14CaJdCA+w5GA9quNVptx58XMIsLZ+IamdgPemOkH5opg9ulpS9wpV1F+W1s7qg8mHFYje4cy",
-	"0C1Hih2MKda1Ai0qzw0Y60XFut2opzzvn1JcLayJloJDkBCU06L+t2TJ9OnnsmS8GdGpdFQU+zob84Co",
-	"rfY4tmDXdC5kvpfCcGb/S08dK+zXtW8Guj1DGGdJCYfOxdsmNTAAWPiZJ+l65ByffXxQzFi9fZ1oOT77",
-	"WMODqwhvbp9XEaLA3QgBUbWC36pwNbtpAEovGD15oqOuJ0+KSAtucCCjFfKrDr6Pfv/tkvqW7+u7ui5s",
-	"fG7flLb9CfKtMoKvSHpJ/UYx3kcKNtPr5yI/S4fr4cg3xXnf6ga8pB/wVdYwKHCs1GKkNKtOnRy//oAU",
-	"DpTI+G16+Rik3eHQUM2tb3rUI59uDVrelX757bffPj142Xpb2qpCde5o39Pp3+7lixfPXvY9kNC+V9GH",
-	"0PIEQ60MdK/dFQqeNjEqCbJXvMkxdGyeKR02uvIQw9BJRQJ6k+H5IylDZ1Ve+hg6qXwdYeiM8pGADWfg",
-	"m8EzzOsfQ0dnz/M8qFNgy3+Lgn5HQedUC1cU0yvdhbyNU9C08aWa1MmIXPvq5pUuk6/TGuuN2qkZ8oBo",
-	"qzQXdBo284rKQNNmgN7IuOW38FqtmslUE9BZRCGZQqya4CIK1yBk5kFPVyjTcKarD13BSoC8pAmeE6px",
-	"M0EJFqL2ItQUB1frE/TKOKm/C5PEofH2yCvkayT5KMYyWChXp3yMxjWRCFOBhjFx1wsWgYk52uyZon17",
-	"kPH/uvUfWre2Pk/DeMdbSc6oks/NDXX128oHk0TOU8qjBPCVZ9v17Q3235/Gz2t7PdpeqSCRq5B70Pdq",
-	"z+qinRpefdq7NTH63dp8km513ELUzZtND43mNWG2UbVECpQXbt0sOnRrPfra8zfZHfOyxB8fjiu2MJrX",
-	"9JYOoNpe2Q3RapyOIIqEyUYZ+5+FFVrlU7uQMEZH7z+Z/n6E0UK7K4iz68eXVFkc3xSV/hKIpa/f6TgM",
-	"AkjkBKnV9tS3r/IxPromVCC2hGKY32VFyu4MsROHuQODqAcOmu43SCp6twbmnaymsqGKMHvZ8EEltHaj",
-	"WfFxzjRbJNK1/0Lo/OtlzT4UTTmNSl2QMfIQyY2LBvH2ZEmeSA85vjYSKWOcTJDP2bW4IJ/HerOLXz77",
-	"eXY2S6CYJIluu74gn330+2/IrzRfqznZYztWojnLgGdv7FzS8pGd9oxG1uD+92oXMvA6uGjOSfi1eMeu",
-	"6mJR9BIostaKuyhgURrToRxldWp1hmxWd9Y/qMb9P6IV602296UWFRt9Xa2YNzXoCx5Nzs0fostYTjcC",
-	"Ogspk8neXsQCHC2YkJPv9r/b1wTIpt9aJSWhuS9nuDxat77TdcC7z3f/GwAA//8=",
+	"7H3dkts2lvCroDjzVbodSv0T25moa6o+x7E93thxT8d2dtfyihCJlpAmARoApVZcvt0H2Js8x+7N3Cdv",
+	"sk+yhT8SJEGJkrqdn0lu4u7G3zk4/+fg8H0Q0yynBBHBg9H7IIcMZkggpn56CNP4yfkr+c8E8ZjhXGBK",
+	"glHwHRZzEGU0QWkUAky4QDAB9BJErCATnERnQMwReHL+ChCYoRDEkKMBJhwRjgVeoGEQBliu9K5AbBWE",
+	"gRwWjIJZXgRhwOM5yqDcNoPXzxCZiXkwOj0+DoMME/vzSRiIVS4nccEwmQUfPoT2xM9RRtnqlcAp/gHq",
+	"MzdBeEComCMGosFglheDTM0YFNWU6AzwGKaIK1C+fg1ySlOQ4isEogWD2WQ2jdaAMdErTpwVa5BdUpZB",
+	"EYyChBbTFAWhhBVnRaYgyzDR/z4eHt8rASVFNkWsBPQ5vH5RiLwQL+kVIrwNo/49YIgjtkAJyBEDDL0r",
+	"EBfgkjJA1Wx9V6wgn3AwXYEEXcIiFV2gZfB6oudNhN62cV8Ghvuff/756cl9B5TqwjARaOYCIgmpi8pm",
+	"edFFY7BFV4AXU00OcqSESxGposJOiNTu+1LdRUGefuW5Ao1aICjIGUpwLMAlo9kQvGBgJg9suAhAkmhY",
+	"u46poa6dM4dCICbH/sebB4N/h4MfjgdfTAZv35+E9+9++HPQddbXFw+eP/mymyfk3wHHPyCLRA4zzc1x",
+	"Cjk/sxwRwxzGWKwA5ppXEklADrt0wWL4py9D3D3+wk9IDkOcS8n1sGCcMv8tRARdi0msRkQWsJyhBaYF",
+	"BzmcoRBAri6FdJ1bz+6ilXsnp5tpRZ3zEZlhgtrn1L/vkJngAA1nQxAt0jSLDruOiPTS+5Czc8TXiHEj",
+	"Prs3myzMqI5NT3pv+tjQgH83QyHuLohIgngTfM/V9jFfBG87V/eqsm4dZfF98fJfwWfHXxx343xfraVO",
+	"9/XrhzCeo6/0n30UnMKCxPNPuNRZV4tBLIcPEjk+6q9hrxYTNXGiJu5/Zc9whjtvLFV/dPcw2iUY3Tt2",
+	"GNxiaZ2iULt1aIqHvwo1oE749wIS0Wl1uH+V0iYvpinmc5R0k9+D7/4O7g6mWHTT3zt3z70hKDWZ2iqH",
+	"Yu5RQtKMwAwlwUiwAu2rlNS+3xbTDMu5bbSVfwJzSJIUgSUWc1oIEP3/LUiflxvsjSOtQZ/D6y7KNxpu",
+	"ksHr3mbfsfzPtf069ZzZHpON22Nyk9t/kBfPc0o4UubmlzC50Pak/CmmRCCi/gnzPMWxIsijnNFpirJP",
+	"lYwevXdO82eGLoNR8Kejygk50n/lR+d6lt60YaaA0k2RlkcGUwkWSoA2aSXLM0hm6AxEiDHKeKQYnwMs",
+	"hsGHMPiGise0IMnHPPM3FPAinitb8IAywGgh0KE6zisCFxCnUN7HRzyR1CgJFHAKOQIJRRwQKgAkfImY",
+	"OVfOaIw4/6VOVp2KF3lOmQBijjlQ9IYpGYEoQQLiNAIcrjhYzlfSih6TyAxHSQSWcyg0NQDMz0AUQ5Lg",
+	"BArEI5BiLri8ETkXEaknxoSjFMVKPGdQxHOUAI4WiMEUYCLBgAJPUwQoQXw4JoolDUiKIRCJ5xlkV0oS",
+	"MpojJjAyrllMEzQRhllIkZor1wK0IWhCj6PVPavUk2GQM3SJ03Qi1VmvfaQFbG28jYM5iilJ+CRHbJIh",
+	"yAuGMkMSbdHSsZqVJnI16ZZOMqvUN24vKO0/sDRLN0/44Cq0N3qbxiKN0zp4C2tX27iBbpT5briyXen0",
+	"exSLwDhsX0KOPf793+hSGTeaacESckCnAmKCkqE6iEt/MUpT7jcszbESoMZojy9HKAEpgoQDqv0hgTK+",
+	"iasfojS9QJfqCjQgkDG4kj8rUTyZQpJM8lgLkTR9cRmM3qxf8pGc9yUkSfDhbZOmJJsgMadJG66IUIIk",
+	"/yOGNEQCioJLkBZKqhgQK8dcAmn9CYsRZUkIxHKaQqF+RNeCwepH7fZOpL6tftL+gDyAxxsJjRHFO4MF",
+	"3L3UWLrel4xm2uu+xIwLddOKDlN90+XdtBmhcQsK6EkX0ixBadS49AQOEnx5iRhXZwGRXiFSYaTIQYI2",
+	"UrdGYweuGnxpjt2AokJoaIi8i42+VSTgoZVLLHg00nEwFSzTBjrmytDEpFQjQxDRBWITG/mIRgAKQNmY",
+	"wCldGELLYJoiLmpLyT9obxkwdFlwlAxBNJVWCGSrSUFixCSio9GYYAKmSCwRIqG0aKZoRUkCIFnJk8wA",
+	"nWpBNASRieXxybsCFSiJRiCjDI2J/T0Qc1jfWhKXPDCJETjQt4y5ukQxp1yeX8JZkMPhmEToOkYo4dKG",
+	"1VJvkiISjYCyA64F+BRk8NoEEeUyEjNqN+X2yRWEuBQTu8wSk4QuoxGQ2A7BtBCSCzVBK/kHIGNYMqdB",
+	"utLHjsgEegWpdisSk4sFYVC7lSAM2qg1TouDL0WGHhCl6G8f3MvKD605cVGQtsqXnhCR1z+ZwvgKaYtz",
+	"o+5qBFX6TMGJl/kbvn4vxYmFNvbWc6LyAfXYsB0FasUY2ojws6i+vkdc4AwK1Ebo1OrBtTqoVJgfQmmz",
+	"xgVjiMSrfvaTIW7H5mqPuVqYP0/meDbvt241J6VL/7KSCBvn9QWB2EwKF2eg5lrJJelKMZdkccmHBpZh",
+	"EG7ebZJTzrGx9Lu3VVtlUO0DDqYotRqjEnpKurnC7/AMSPxoI1tKeqVZrBjsNhTbh23cjOeYlFjsKBHl",
+	"w0zkQB31375li7eHcSlfSIwmqQ2KbV56CRnBZKZW7KvGG8zYQEybkNZcdp1DvIhu0m6L/luAh94skWZe",
+	"B2KvDDAGZIv1G4yxC+NuQpu7RdfZukwISXzS+PiEW0PTje65NtECpmUEra6M6jrMq26kA8pQIk/SRpH0",
+	"MMyqEqgJ39Eta60zYZKPd1zNhAx9VM37IlMZQhGhwnpQSWXZY+XCgznURn0Rz9XcXVAu7dBqC+8NiKmY",
+	"ZLsiVk/eC5uCCpjudbvOCvudRJpIu6NCz97jBA1urtKjmqjqqPIQdVCBUF6rDzvd/NCEonHBXhHiMPCF",
+	"tgNuXMwplvNw1Qsi/QDBVroOoCAh0EY2oCxBzEmt86i/w+9KpK0VVV33qGN3Yw2b+GJHWGPr40r8ezzk",
+	"6kxmh6ZWdhDtmSsB3HaaExDo78nbS+4F90VBvi2yDLLVxkuqnGm1gwNUEzfr3O2vVEjMr6fgYjaBscAL",
+	"ZNlqVykiIU2RQEltoV5G/v5clhSKz8nOkniX6O4NqfhK826K5hmDZ2/Vt7/e2kPfbCeH9tMgPur2UmqT",
+	"AGoUtZ6nnmGdRKjzVSkJeokEh0M7RdLmQECpdvWe3cc+10FW7JPhO7j11mTbMOnr1zaocGNs72XBnqFs",
+	"G9jwRrJ78mQVx6zx5E2coMGkN7JkxbU7LNdwC14+fqlig6Z0i2a5ACrQBJaQZShRBVzGptE5GSDkadpO",
+	"/i053rvLkdL+LAWKG8zs4zlXNWVN5uofepwWOO03UtcZvA/QNZSCLRgFizTNAs/Id42CmB4JyZxyLChb",
+	"9Rq+c5ZPgVDND5tlNBZxtRNZHHXfwEMoYEpn+4rn2mJPBco2UmO3BG6v1TocKqnHm66KaaGzvG15uDP+",
+	"y0rF6gaqrbxglJlAf+YMpVAVTs1hejlY4kTMuS3/UtmnBUy58nn+X6izWFXd8xylyYAWAuRfHANdNGKy",
+	"IjYR9wkHDM2wrh+r426dYbS9IbTedKmLErOzF1lOEL1VPqN1MUrAAqYFUrXHWPASS20QbZy7B4AmvN1j",
+	"pNp8FyToiXqrUJ/Nh4LHGKWJIpo2vV/Kv/npqCouogyocQAKoMoWQ6Br8lSYMxr6xF2GOIezHikUfYJq",
+	"gg+CJ+evbkicVCvtKUsaC7WONcuLnaSIqQj33khZj84ty0pmzCkTUuPHiCSYzGohiz6MuA5+ncGvytTX",
+	"C6YnDHeEZDdanFUm/qOUHtya8aqyOdD3iGO+ArDMCsUoTVX2h1BRiaE1SRhfsPjjp34NfBtjwr9LI7yx",
+	"XNsGvjGTtyroMNTUxWzrnMlfIn5Hl1tIYoaTjtDjTnHAG/BjnPqZ7lifAnKDD2Jh2zNKW8rT7ivaJ83X",
+	"GbT8G2TJEjKPExVrrbZRSMV5MYkpQz3DeQnDUnhtU+ph9Gvld9nnKYF/cKV0Nx+H8l5HyGPc8P2eIHIX",
+	"XJ/c7yPHc7pETCeKJ8tdc4qlsbBLINHUwlTH/wrzmCGhnrj1AWGxx/5Ne14XyGi1XV2Xa3vE6m8VZZXg",
+	"qwtrEVETw+a+vPSOYCrmbWpvq1p6tbk6z8zybeSE4VqbtYtp2gagt6TOqGRfcUm/qo5WSU532Uu9lE/X",
+	"AoID8+ZROorQeTp52K/gBgpbadGRxTPPdjsLXtwSoJ9/BAe+urxD71HahSr1lS+qAsKqdhCSsnQQCpBR",
+	"LsDBfDVlONG1qLxW51MQtXa/Ap+mPmpA3qMCZQ1yW+D6KPSZelt3UyV8Mc2yzjiFfsYH7JhN8kbFR6ZQ",
+	"4GwYjORQVSIox09Upfm1qrWTI7tPNqU0RZDIo12mUNsKMEmwPBVMz+vRjCYwjSeqC8RWQK5iYysGEHBg",
+	"H2WlCEqHDCSQzxE/BP/7n/+lwgvKbT8D0TiQhxsHunoYgilkSK3o8E11Mx1v6XeT/TtURNb9g156VE4h",
+	"RTbh6F1PQ4BQgboKYTR6P+HqX4gIkGKCeFi9gftTtE0NeMs8KslQnaEJcNjdzKAGZq+qzy7KtWTp5UwE",
+	"E8SmFLLklsoltoukOOd5RIQvoa4cGYZjV4HukEr0uZrOG/btA64b0hXm0BYf9c023IzGhNfs3y4PySC5",
+	"avPBSRmMnSIuzoBcH/C5lBtQKqYrv8Zluii7f2HEzhFJdeywDEzKjbWj4UXccygYvv7tua763Gud1y0y",
+	"xpt8zW7M9XQx+8U6XPrzBk8+ogNaPm+vg9ZOtsUrSK7wEh998/rpV08fDL5BGRWMksE3kNDByemXg8Xp",
+	"4MF3fx/cnap63H2zcv7UWW2RTnhuKILtrrVnDLu1VOto5ZPEtYjbvmKrOwTefOpkXhnWt9sUiD5H8MoG",
+	"otuWhCqDNSFYm0WX5rOq65f6CQh6dcQ9TwdvQsveaOJr69rtc/0oszNKv7nsQ5UbfPyiq1useiqDtTXY",
+	"qj034PEmipDca7ndKiSz0w2XIe1AOP3i7rWb7zvlNkpaKrO0QSW9ilLsK/92hOHxQ/DF3XufA9M9AOin",
+	"/D7hU77Yb6/ymDJw9/S0yubHMI2LFArKwipVCAmA2RTPClpw0Hrf37/U2X3r5yFWDYEX5bqioDdXOIlr",
+	"zz6YcAFJjDY8qfBEfWxbhF0QqVooCNuZwSzFvSnwrjeEvtArnNJCjKaptp83PMvXbqV9drgm3uh9jTl1",
+	"ezOsQ3/VxEGyOENQoGQCG00OoEADgTPkQ4CuPbuhSsyqMmdzuZAcP3eSGOtmlMmO8v1oo+eOKp0LAc3h",
+	"uwKF4NXFswGHl+gMJIjhBUqaNTSmPYiXJNIyvLbWtdajpANt7a+NFqHT8+KmtA6nBYvRpGD9ek1wt2/R",
+	"rTywdRsXOfRYO2lYmowlAYRViVVF++VdVGgrCbaDlW5C0a97gNAKa9QJ8Rxy9Zousr37bCxAzlKN+85A",
+	"JPEeAfPQPoVc/6FHYYHXadgc+3DgaZuTO4iMNfV3O7wH7yrC6XiH1370OZEOgnnBufEdsko6QAGWcxzP",
+	"AadZWX2rfI2c0aSIUWI7Begdej687fTDcgSv+jv5pWPkdfG3LlHlmMxSNOGCIZh5HiZvBqy+QmkcNvu3",
+	"lk6ZDbYbH67ydgYnGsvmyXeZKau9gJ5DDihR7LCL33IjAu5G06Y18WgFX7Noq5R+rQYFzYZ5nfLVc0sb",
+	"bt9Q5kamaguVD8q2u6QeCVhMUxyDB+dPlex79uw5wOQSyfu3vVqkVTYED8CdO5kKkUmdfOeO6spBTPfD",
+	"cExMH+DpSv3WJPYo0WNULB6FVTcgyAEERknoQnpVKQrHhBdct4UZGEafMZxUCciff3Qp9HA4JmPykJKF",
+	"zgbwEfiXb198o0srOYAMAU7gFZrEkKMyMoEZKAgWtpxfdW5Uq6gdsK7z1/2ND6SoBymcopSDgiPwNfgr",
+	"ODk+vTsCJ/fVv+9/9pe7hxI9ut5VN/pSurPqMaa68WJuVEkICFogBo6H4JEuB5bntF7LmERdHdAi3Z4k",
+	"xTEiHFXRu+D505cOewT6mhKn/HkUHA9PhseqECNHBOY4GAWfDY+Hn0migmKuJMTRXCXtf1C1lkgJZ6l7",
+	"1EGeJqoWQ5i8fqNZ3+nx8Zoubtt1bzM7dDRvM33jJDaLfKh7pFllGTzDC0QQV76lSkWqvj4weCuHHRnI",
+	"h/Y4XSC+yBF5cP5UEtK+cHrYsA2S2Q8kNC4yZeXWoXo5x9oCZjAWknPMydaAuIJZ2gPEf3vw/Nl2INqF",
+	"WyCWNs/NgGhO5gGRIZis1pLohRzxy1Co2hoICpQ0VK0O7x1/1rVeecAjt09jHTMXKuEtKf5AuF0V9csB",
+	"fuhH0uLkqPKyj9wXbQZpuzd/ieqKJwIHUnArsdds5HIYGpOZtRuneDumjImq71B9skNg1jUuYK0neCmf",
+	"oQrB2McFI6lAlMliW0aVU9TCvapaxsRU6ALVaCoIGxRmo2IPq7Jg99MGHdZiNeSoaun+Iew12DqjvQY/",
+	"OX/VZ6inEXffWbVu0nKSt51503Tp7uq7rrH/sa+gp3NHt1q4vfz9e/c+2/jRgF44Nk3u+99I+6MRfa++",
+	"8R0G6WPcmlxrNcnqkOaWqZR8u6sPsF6+Oc181ZS7m6eUnXTlhNPTPjLU7Slbl6Ku8IACQFAVcFnpWclL",
+	"rwyt4m5eCWpi/9xNdoUgR2xgP4phfiWddNuDrxRiJAEvXz5+OSY++frzj3UhqWNj0IjFen9NXbkzJvo7",
+	"CYMSZh3PlFZqbbzVIqqEyumGNyYHkYrBD20vxqhsjnN4BlQ54hJz5DaTlOat+6gkGhNMOE70oHJbhmaY",
+	"khBE7ouTyLblO/35R1dllC36am6pwtfJ8PSeHWwac7ljJQZD1Tyx1kGyVk9ZfWoFPILx3BjwMWQMo7pa",
+	"GZOf/ttRRXRJPK/61NoSkeYtH/hSd1dU/R2VfqyFtxu4u3t6GgIOV5jMbLdhPRNzUAbXlbfzrcoy2ONI",
+	"h8t+tUT3dFyV3/34VH/1AxzQXFfjpasxieoeaxSCqF5dFR2u03o6oPyHzvs16rwe2/2hA3slTJxUbqcf",
+	"akf8drSggUqFZJwoan8lOGM6yutVgbp616qvluLCiEc2aGufCEMOplIkeXVtFCqJOkdQZDDXWnKJkxkS",
+	"fFRWiZ/cl9uc3B+OyXe2ZrU6AWXNE4SOGK+CUddI6UZ5Oq07/S3i57DswBeZFwL640q2R3wIGJSqRS4C",
+	"CbiEOJXyXK4oUbdOrj5hKu74Ty5VG59eMe5Zqr6Z4YTlQl25POBIrmgeAqDrPFUm2iVMOQrXSej6h8XK",
+	"JNOWQlnFYZ/qyWas/cmT+BOr1H5oyA9qad6kaIHSvWCsFTyuA7SHOtgPyn9eRdJ4S7pejaBEC4jfjCp5",
+	"AJZzmrrn10Hn/rrESax71clDmibaWxKNTt4ksQ16dPqqUStgFh4TU2RwiYXRNdLHOnh2CP4K8p/+8Qx8",
+	"Ct799I9nP/3PEDxveA7cGuYqWVBrFH4Gilye6LTL+bBJjQPt0oxJ7c3Doem0L0rXSyUlHGdjnZI4L7Pq",
+	"f1jft2V9+yzi25QT7eLB35HFqZi4TPNJZt4m+qIbaq6NWhcEU2IT2Kwg/BPgpA258eyV2ak/yYOUlaok",
+	"Rf0DAEL1/D3obFt6WLayUYwpZYBy6rVo0qJHRxAOTMWI7iKMsAo26D9hDjLMOSYzr5NtWohe6OaYDR5v",
+	"AL/UR0BERQFw0jYY3K96YB1vmEKOUqyz9X1sCadhZyczlVbF1l9nq5kWx65pcbrJtLjVMGjVEraDFU3p",
+	"Z2KSySr09pGYsp4ckudQMbbpSv3f4Sjd8dbykg768M602TPMxSMz5hZRW29j5sGudiJN9YDEsAlTVbUm",
+	"KvDZzB+ao7szjGaVzKEeNfCatFEHcPAzy4v1yHly/upWMeO0Y+pEy5PzVw08hPLi9Zcn6wiRx90KAWn9",
+	"KaRX4F7o7wdBx9qB4M4dVTd0505ZK4SuYSzSlS+SPSa1UHaoHtjpqpFIvxGMRiBy3mNE5rNrrVeNEZBn",
+	"0+2ZQhCZUnLzrWP9yjFyGjiNyUt4ZXo8qS8OX+JUSlZV/Pfk0UsgcSBZJvLJ5SdIuE9FW6L59x0M9H7R",
+	"1D7o9Hx+tfGe5kafqfa1GLexSXsbu+2PsG5n9n5sK7nPpOrLqH1nVB8I3XIGvO49Q3/5t+9o82nuWzUK",
+	"XP73COgXBKmq4NIUheRKNY7bxSho6/hKTKpyOjeH16nydeOMtUrtuR5yi2irvdLsVGz6C8o9VZs+9FbK",
+	"zfaz92o1XWuNkaqD5YKqLGVBeAgIWkrXXlvQ0xUwEk4nWcEVWnEkxiSHM0yg/mpoDjlvfA1+CuOr9SXm",
+	"UjnJf5cqiaHWd4fPyqSeflokkVR+iDrUnojKamoVp4Mzyufw6TN5934n4w/Z+puWrd5PU1PW8Z30YFCr",
+	"SLaKuv7b2g+6DNoWRQ9yBK8mrl7fXWH/+iS+fZ2yQdpLEcStCLkBeS/3rC/aKeHlT0fvtY/+YW1FpOoZ",
+	"sQOrm6DhLaN5jZutRS0WHNinR6HxDsNGsyNl+evojv5G08d3xyVZaMmrm3T0uLVNdUUP1VdzVTRK6/+y",
+	"tkU0ChqH4OG3r3XUGUAwV+YKYHR5OCbqQ6r6WcRfY77QedEHcYxyMQJytSP52zM7JgJLTEz9pBkWdWmR",
+	"6n0h34vC+sZ0f7VVg17Jax/B94w7Oa/z+wrCx/qxy0coiSif5Us6tkSzQym4sl8wmf1yUbOXZaqo9dYk",
+	"NoTch3OzstOOP1hiS8ETBpeaI0UG8xGIGF3yN/jtUG325vu3kY3OmgCKDpKoPNQb/NZTRyHnmM/WOYFm",
+	"WxCmv1Y3JtXn6vwRjec2Yffr1AvmeB1U9BGzpS3acd8lQV6WtctrbTxPAjFNi4z0pah2SrQtcJ33xb9R",
+	"ifs7kYrNbiU3JRYlGf2yUtHm60xX5iblqh6fbGFJTj1lD+ZC5KOjo5TGMJ1TLkZ/Of7LsboAM/29k1Li",
+	"ivoswVlvvfa7Mhvo/Fa9b/nw9sP/BQAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

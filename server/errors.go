@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/matrixd/matrixd/api"
+	"github.com/matrixd/matrixd/calculator"
 	"github.com/matrixd/matrixd/store"
 )
 
@@ -57,7 +58,17 @@ func toProblem(err error, c echo.Context) api.Problem {
 	var p api.Problem
 	var herr *echo.HTTPError
 	var ip invalidParam
+	var refusal *calculator.Refusal
+	var amb *ambiguous
 	switch {
+	case errors.As(err, &refusal):
+		p = problem(http.StatusUnprocessableEntity, refusal.Reason)
+		if refusal.Supported != "" {
+			p.Supported = &refusal.Supported
+		}
+	case errors.As(err, &amb):
+		p = problem(http.StatusUnprocessableEntity, amb.Error())
+		p.Candidates = &amb.candidates
 	case errors.As(err, &ip):
 		p = problem(http.StatusBadRequest, "invalid request: "+ip.Error())
 		p.Errors = &[]api.FieldError{{Field: ip.field, Message: ip.message}}

@@ -25,6 +25,7 @@ import (
 // Server implements the API over a store.
 type Server struct {
 	store    *store.Store
+	calc     *Calc
 	specJSON []byte
 	specYAML []byte
 }
@@ -36,6 +37,9 @@ type Config struct {
 	Logger *slog.Logger
 	// MaxBodyBytes bounds request bodies; 1 MiB when zero.
 	MaxBodyBytes int64
+	// Calc answers the calculator endpoints; a new one over the store
+	// keeping 1024 fits when nil.
+	Calc *Calc
 }
 
 // New returns the HTTP handler: request id → logger → recover → body limit
@@ -60,7 +64,10 @@ func New(st *store.Store, cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode spec: %w", err)
 	}
-	s := &Server{store: st, specJSON: specJSON, specYAML: specYAML}
+	if cfg.Calc == nil {
+		cfg.Calc = NewCalc(st, 1024)
+	}
+	s := &Server{store: st, calc: cfg.Calc, specJSON: specJSON, specYAML: specYAML}
 
 	// The validator must not check the Host header against servers.
 	spec.Servers = nil

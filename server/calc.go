@@ -1,0 +1,314 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/matrixd/matrixd/api"
+	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/store"
+)
+
+// Calc answers calculator questions from stored runs. Each run is fitted
+// once and kept: run ids are derived from content, so a changed run is a new
+// id and a cached fit never goes stale.
+type Calc struct {
+	store *store.Store
+	max   int
+
+	mu    sync.Mutex
+	fits  map[string]fitEntry
+	order []string // insertion order, for eviction
+}
+
+type fitEntry struct {
+	model *calculator.Model
+	err   error
+}
+
+// NewCalc returns a calculator over st that keeps up to maxFits fitted runs.
+func NewCalc(st *store.Store, maxFits int) *Calc {
+	return &Calc{store: st, max: max(maxFits, 1), fits: map[string]fitEntry{}}
+}
+
+// Selection names the run to model: RunID, or Model and GPU (optionally
+// narrowed by EngineVersion and KVCacheDtype).
+type Selection struct {
+	RunID         string
+	Model         string
+	GPU           string
+	EngineVersion string
+	KVCacheDtype  string
+}
+
+// ambiguous is a model+gpu selection that matched runs of incompatible
+// configurations; it becomes a 422 listing them.
+type ambiguous struct {
+	sel        Selection
+	candidates []api.CandidateRun
+}
+
+func (e *ambiguous) Error() string {
+	return fmt.Sprintf("%d runs of %q on %q differ in engine version, KV-cache dtype or attention backend, which changes speed; pick one with run_id, or narrow with engine_version or kv_cache_dtype",
+		len(e.candidates), e.sel.Model, e.sel.GPU)
+}
+
+// configKey groups runs that may share a speed surface.
+func configKey(r store.Run) string {
+	return strings.ToLower(strings.Join([]string{r.Engine.Name, r.Engine.Version, r.Launch.KVCacheDtype, r.Launch.AttentionBackend, r.Model.Quantization}, "\x00"))
+}
+
+// selectRun returns the run to model and the ids of every run the answer
+// stands on (the modelled one first).
+func (c *Calc) selectRun(ctx context.Context, sel Selection) (store.Run, []string, error) {
+	byName := sel.Model != "" || sel.GPU != ""
+	switch {
+	case sel.RunID != "" && byName:
+		return store.Run{}, nil, invalidParam{"run_id", "give run_id, or model and gpu, not both"}
+	case sel.RunID != "":
+		r, err := c.store.Run(ctx, sel.RunID)
+		return r, []string{r.ID}, err
+	case sel.Model == "" || sel.GPU == "":
+		field := "model"
+		if sel.Model != "" {
+			field = "gpu"
+		}
+		return store.Run{}, nil, invalidParam{field, "select a run with run_id, or with both model and gpu"}
+	}
+	f := store.RunFilter{Model: sel.Model, GPU: sel.GPU, EngineVersion: sel.EngineVersion, KVCacheDtype: sel.KVCacheDtype}
+	sums, _, err := c.store.ListRuns(ctx, f, store.SortCreatedDesc, 50, "")
+	if err != nil {
+		return store.Run{}, nil, err
+	}
+	if len(sums) == 0 {
+		return store.Run{}, nil, fmt.Errorf("no run of a model matching %q on GPU %q: %w", sel.Model, sel.GPU, store.ErrNotFound)
+	}
+	runs := make([]store.Run, len(sums))
+	for i, s := range sums {
+		if runs[i], err = c.store.Run(ctx, s.ID); err != nil {
+			return store.Run{}, nil, err
+		}
+	}
+	first := configKey(runs[0])
+	ids := []string{}
+	for _, r := range runs {
+		if configKey(r) != first {
+			amb := &ambiguous{sel: sel}
+			for _, r := range runs {
+				amb.candidates = append(amb.candidates, api.CandidateRun{ID: r.ID, Title: r.Title,
+					EngineVersion: opt(r.Engine.Version), KVCacheDtype: opt(r.Launch.KVCacheDtype), AttentionBackend: opt(r.Launch.AttentionBackend)})
+			}
+			return store.Run{}, nil, amb
+		}
+		ids = append(ids, r.ID)
+	}
+	return runs[0], ids, nil
+}
+
+// model returns the run's fitted model, fitting it on first use.
+func (c *Calc) model(r store.Run) (*calculator.Model, error) {
+	c.mu.Lock()
+	e, ok := c.fits[r.ID]
+	c.mu.Unlock()
+	if ok {
+		return e.model, e.err
+	}
+	m, err := calculator.Fit(CalculatorRun(r))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.fits[r.ID]; !ok {
+		if len(c.order) >= c.max {
+			delete(c.fits, c.order[0])
+			c.order = c.order[1:]
+		}
+		c.fits[r.ID] = fitEntry{m, err}
+		c.order = append(c.order, r.ID)
+	}
+	return m, err
+}
+
+func (c *Calc) selectModel(ctx context.Context, sel Selection) (*calculator.Model, []string, []string, error) {
+	r, ids, err := c.selectRun(ctx, sel)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	m, err := c.model(r)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var warn []string
+	if len(ids) > 1 {
+		warn = append(warn, fmt.Sprintf("%d runs of this model, GPU and engine configuration match; the newest (%s) was modelled", len(ids), ids[0]))
+	}
+	return m, ids, warn, nil
+}
+
+// Decode answers GET /v1/calculator/decode.
+func (c *Calc) Decode(ctx context.Context, sel Selection, q calculator.Query) (api.DecodePrediction, error) {
+	m, ids, warn, err := c.selectModel(ctx, sel)
+	if err != nil {
+		return api.DecodePrediction{}, err
+	}
+	p, err := m.Decode(q)
+	if err != nil {
+		return api.DecodePrediction{}, err
+	}
+	out := api.DecodePrediction{
+		ContextTokens: q.ContextTokens, Concurrency: q.Concurrency, Status: api.CalcStatus(p.Status),
+		TotalTokS: estimate(p.TotalTokS), PerRequestTokS: estimate(p.PerRequestTokS), TBTMs: estimate(p.TBTMs), TTFTMs: estimate(p.TTFTMs),
+		Capacity: api.KVCapacity{
+			ReservedTokens: p.Capacity.ReservedTokens, KVTokensLow: p.Capacity.KVTokensLow, KVTokensHigh: nonZero(p.Capacity.KVTokensHigh),
+			MaxConcurrencyAtContext: p.Capacity.MaxConcurrencyAtContext, SequenceLimit: nonZero(p.Capacity.SequenceLimit),
+		},
+		Basis:    basis(p.Basis, p.SpeedBasis, ids, p.Cells),
+		Warnings: append(warn, p.Warnings...),
+	}
+	if out.Warnings == nil {
+		out.Warnings = []string{}
+	}
+	if p.TotalTokS != nil && p.Basis != calculator.Measured {
+		b := m.Bands()
+		tot, tbt := b.InterpolatedTotal, b.InterpolatedTBT
+		if p.SpeedBasis == calculator.Extrapolated {
+			tot, tbt = b.ExtrapolatedTotal, b.ExtrapolatedTBT
+		}
+		out.Basis.ErrorBandPct = &api.ErrorBand{TotalTokS: 100 * tot, TBTMs: 100 * tbt}
+	}
+	return out, nil
+}
+
+// Capacity answers GET /v1/calculator/capacity.
+func (c *Calc) Capacity(ctx context.Context, sel Selection, q calculator.Query) (api.CapacityEstimate, error) {
+	m, ids, warn, err := c.selectModel(ctx, sel)
+	if err != nil {
+		return api.CapacityEstimate{}, err
+	}
+	a, err := m.Capacity(q)
+	if err != nil {
+		return api.CapacityEstimate{}, err
+	}
+	out := api.CapacityEstimate{
+		ContextTokens: a.ContextTokens, MaxConcurrency: a.MaxConcurrency, MaxConcurrencyPossible: nonZero(a.MaxConcurrencyPossible),
+		KVTokensLow: a.KVTokensLow, KVTokensHigh: nonZero(a.KVTokensHigh), SequenceLimit: nonZero(a.SequenceLimit),
+		MaxOutputTokens: a.MaxOutputTokens, Basis: basis(a.Basis, calculator.NoSpeed, ids, nil),
+		Warnings: append(warn, a.Warnings...),
+	}
+	if q.Concurrency > 0 {
+		out.Concurrency, out.MaxContextTokens = &a.Concurrency, &a.MaxContextTokens
+	}
+	if out.Warnings == nil {
+		out.Warnings = []string{}
+	}
+	return out, nil
+}
+
+// maxGridSide bounds each axis of a predicted grid.
+const maxGridSide = 16
+
+// Grid answers GET /v1/calculator/grid; nil axes take the run's measured
+// ones.
+func (c *Calc) Grid(ctx context.Context, sel Selection, contexts, concurrencies []int, base calculator.Query) (api.GridPrediction, error) {
+	r, ids, err := c.selectRun(ctx, sel)
+	if err != nil {
+		return api.GridPrediction{}, err
+	}
+	m, err := c.model(r)
+	if err != nil {
+		return api.GridPrediction{}, err
+	}
+	measuredL, measuredB := gridAxes(r.Decode)
+	if contexts == nil {
+		contexts = measuredL
+	}
+	if concurrencies == nil {
+		concurrencies = measuredB
+	}
+	contexts, concurrencies = sortedUnique(contexts), sortedUnique(concurrencies)
+	if len(contexts) > maxGridSide || len(concurrencies) > maxGridSide {
+		return api.GridPrediction{}, invalidParam{"contexts", fmt.Sprintf("a grid has at most %d contexts and %d concurrencies; this run measured %d × %d, so name the axes you want",
+			maxGridSide, maxGridSide, len(contexts), len(concurrencies))}
+	}
+	cells, err := m.Grid(contexts, concurrencies, base)
+	if err != nil {
+		return api.GridPrediction{}, err
+	}
+	out := api.GridPrediction{RunIDs: ids, Contexts: contexts, Concurrencies: concurrencies, Warnings: []string{},
+		Rows: make([]api.GridRow, len(contexts))}
+	for i, l := range contexts {
+		out.Rows[i] = api.GridRow{ContextTokens: l, Cells: make([]api.GridCell, 0, len(concurrencies))}
+	}
+	for _, gc := range cells {
+		i, _ := slices.BinarySearch(contexts, gc.ContextTokens)
+		cell := api.GridCell{Concurrency: gc.Concurrency}
+		if gc.Refusal != nil {
+			cell.Status, cell.Method, cell.Refusal = "refused", api.GridCellMethod(calculator.NoSpeed), opt(gc.Refusal.Error())
+		} else {
+			p := gc.Prediction
+			cell.Status, cell.Method = api.GridCellStatus(p.Status), api.GridCellMethod(p.Basis)
+			cell.TotalTokS, cell.PerRequestTokS, cell.TBTMs, cell.TTFTMs = estimate(p.TotalTokS), estimate(p.PerRequestTokS), estimate(p.TBTMs), estimate(p.TTFTMs)
+		}
+		out.Rows[i].Cells = append(out.Rows[i].Cells, cell)
+	}
+	return out, nil
+}
+
+// Prefill answers GET /v1/calculator/prefill.
+func (c *Calc) Prefill(ctx context.Context, sel Selection, contextTokens int) (api.PrefillPrediction, error) {
+	m, ids, warn, err := c.selectModel(ctx, sel)
+	if err != nil {
+		return api.PrefillPrediction{}, err
+	}
+	p, err := m.Prefill(contextTokens)
+	if err != nil {
+		return api.PrefillPrediction{}, err
+	}
+	out := api.PrefillPrediction{
+		ContextTokens: contextTokens, TTFTMs: *estimate(&p.TTFTMs), PromptTokS: *estimate(&p.PromptTokS),
+		Basis: basis(p.Basis, calculator.NoSpeed, ids, nil), Warnings: append(warn, p.Warnings...),
+	}
+	for _, l := range p.Contexts {
+		out.Basis.Cells = append(out.Basis.Cells, api.CellRef{ContextTokens: l, Concurrency: 1})
+	}
+	if out.Warnings == nil {
+		out.Warnings = []string{}
+	}
+	return out, nil
+}
+
+// estimate rounds to a thousandth: more digits than any measurement has,
+// without float noise (279.15000000000003) in the answer.
+func estimate(e *calculator.Estimate) *api.Estimate {
+	if e == nil {
+		return nil
+	}
+	r := func(v float64) float64 { return math.Round(v*1000) / 1000 }
+	return &api.Estimate{Value: r(e.Value), Low: r(e.Low), High: r(e.High)}
+}
+
+func nonZero(n int) *int {
+	if n == 0 {
+		return nil
+	}
+	return &n
+}
+
+func basis(method, speed calculator.Basis, ids []string, cells []calculator.CellRef) api.CalcBasis {
+	b := api.CalcBasis{Method: api.CalcBasisMethod(method), SpeedMethod: api.CalcBasisSpeedMethod(speed), RunIDs: ids, Cells: []api.CellRef{}}
+	if speed == calculator.ScaledVRAM || speed == "" {
+		b.SpeedMethod = api.CalcBasisSpeedMethod(calculator.NoSpeed)
+	}
+	for _, c := range cells {
+		b.Cells = append(b.Cells, api.CellRef{ContextTokens: c.ContextTokens, Concurrency: c.Concurrency})
+	}
+	return b
+}
+
+func sortedUnique(xs []int) []int {
+	out := slices.Clone(xs)
+	slices.Sort(out)
+	return slices.Compact(out)
+}

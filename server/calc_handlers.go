@@ -1,0 +1,84 @@
+package server
+
+import (
+	"context"
+
+	"github.com/matrixd/matrixd/api"
+	"github.com/matrixd/matrixd/calculator"
+)
+
+func str(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func query(l, b int, vram, util *float64, maxOut *int) calculator.Query {
+	q := calculator.Query{ContextTokens: l, Concurrency: b}
+	if vram != nil {
+		q.VRAMGB = *vram
+	}
+	if util != nil {
+		q.GPUMemoryUtilization = *util
+	}
+	if maxOut != nil {
+		q.MaxOutputTokens = *maxOut
+	}
+	return q
+}
+
+// EstimateDecode implements GET /v1/calculator/decode.
+func (s *Server) EstimateDecode(ctx context.Context, req api.EstimateDecodeRequestObject) (api.EstimateDecodeResponseObject, error) {
+	p := req.Params
+	sel := Selection{RunID: str(p.RunID), Model: str(p.Model), GPU: str(p.GPU), EngineVersion: str(p.EngineVersion), KVCacheDtype: str(p.KVCacheDtype)}
+	out, err := s.calc.Decode(ctx, sel, query(p.ContextTokens, p.Concurrency, p.VRAMGB, p.GPUMemoryUtilization, p.MaxOutputTokens))
+	if err != nil {
+		return nil, err
+	}
+	return api.EstimateDecode200JSONResponse(out), nil
+}
+
+// EstimateCapacity implements GET /v1/calculator/capacity.
+func (s *Server) EstimateCapacity(ctx context.Context, req api.EstimateCapacityRequestObject) (api.EstimateCapacityResponseObject, error) {
+	p := req.Params
+	sel := Selection{RunID: str(p.RunID), Model: str(p.Model), GPU: str(p.GPU), EngineVersion: str(p.EngineVersion), KVCacheDtype: str(p.KVCacheDtype)}
+	b := 0
+	if p.Concurrency != nil {
+		b = *p.Concurrency
+	}
+	out, err := s.calc.Capacity(ctx, sel, query(p.ContextTokens, b, p.VRAMGB, p.GPUMemoryUtilization, p.MaxOutputTokens))
+	if err != nil {
+		return nil, err
+	}
+	return api.EstimateCapacity200JSONResponse(out), nil
+}
+
+// EstimateGrid implements GET /v1/calculator/grid.
+func (s *Server) EstimateGrid(ctx context.Context, req api.EstimateGridRequestObject) (api.EstimateGridResponseObject, error) {
+	p := req.Params
+	sel := Selection{RunID: str(p.RunID), Model: str(p.Model), GPU: str(p.GPU), EngineVersion: str(p.EngineVersion), KVCacheDtype: str(p.KVCacheDtype)}
+	var contexts, concurrencies []int
+	if p.Contexts != nil {
+		contexts = *p.Contexts
+	}
+	if p.Concurrencies != nil {
+		concurrencies = *p.Concurrencies
+	}
+	out, err := s.calc.Grid(ctx, sel, contexts, concurrencies, query(0, 1, p.VRAMGB, p.GPUMemoryUtilization, p.MaxOutputTokens))
+	if err != nil {
+		return nil, err
+	}
+	return api.EstimateGrid200JSONResponse(out), nil
+}
+
+// EstimatePrefill implements GET /v1/calculator/prefill.
+func (s *Server) EstimatePrefill(ctx context.Context, req api.EstimatePrefillRequestObject) (api.EstimatePrefillResponseObject, error) {
+	p := req.Params
+	sel := Selection{RunID: str(p.RunID), Model: str(p.Model), GPU: str(p.GPU), EngineVersion: str(p.EngineVersion), KVCacheDtype: str(p.KVCacheDtype)}
+	out, err := s.calc.Prefill(ctx, sel, p.ContextTokens)
+	if err != nil {
+		return nil, err
+	}
+	return api.EstimatePrefill200JSONResponse(out), nil
+}

@@ -1,0 +1,117 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/matrixd/matrixd/api"
+)
+
+func TestCalculatorAPI(t *testing.T) {
+	e := newEnv(t, 0)
+	fara := e.seed(t, "fara1.5-4b-autoround-rtx3060")
+	nemo := e.seed(t, "nemotron-nano-12b-v2-awq-rtx3090").ID
+	// A second Fara run on the RTX 3060 with another KV-cache dtype: not the
+	// same speed surface, so model+gpu must not silently pick one.
+	other := fara
+	other.ID, other.Title = "", fara.Title+" (fp8 KV)"
+	other.Launch.KVCacheDtype = "fp8"
+	stored, _, err := e.st.CreateRun(context.Background(), other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name         string
+		target       string
+		wantStatus   int
+		wantContains []string
+	}{
+		{"measured cell", "/v1/calculator/decode?run_id=" + fara.ID + "&context_tokens=16384&concurrency=8", 200,
+			[]string{`"status":"fits"`, `"method":"measured"`, `"total_tok_s":{"high":279.15,"low":279.05,"value":279.1}`, `"tbt_ms":{"high":32.05,"low":31.95,"value":32}`}},
+		{"interpolated", "/v1/calculator/decode?run_id=" + fara.ID + "&context_tokens=49152&concurrency=6", 200,
+			[]string{`"method":"interpolated"`, `"error_band_pct":{`, `"run_ids":["` + fara.ID + `"]`}},
+		{"extrapolated", "/v1/calculator/decode?run_id=" + fara.ID + "&context_tokens=16384&concurrency=24", 200,
+			[]string{`"method":"extrapolated"`, `"status":"fits"`}},
+		{"over capacity has no speed", "/v1/calculator/decode?run_id=" + fara.ID + "&context_tokens=49152&concurrency=32", 200,
+			[]string{`"status":"over_capacity"`, `"total_tok_s":null`, `"method":"none"`}},
+		{"248K ran without a token", "/v1/calculator/decode?run_id=" + fara.ID + "&context_tokens=253952&concurrency=1", 200,
+			[]string{`"status":"ttft_exceeds_window"`}},
+		{"hybrid sequence limit", "/v1/calculator/decode?run_id=" + nemo + "&context_tokens=0&concurrency=100", 200,
+			[]string{`"status":"requests_queued"`, `"sequence_limit":67`}},
+		{"other vram", "/v1/calculator/decode?run_id=" + fara.ID + "&context_tokens=16384&concurrency=32&vram_gb=24", 200,
+			[]string{`"method":"scaled_vram"`, `"speed_method":"extrapolated"`}},
+		{"by model and gpu", "/v1/calculator/decode?model=nemotron&gpu=RTX%203090&context_tokens=32768&concurrency=4", 200,
+			[]string{`"run_ids":["` + nemo + `"]`, `"method":"measured"`}},
+		{"max_num_seqs queues", "/v1/calculator/decode?run_id=" + fara.ID + "&context_tokens=0&concurrency=200&vram_gb=48", 200,
+			[]string{`"status":"requests_queued"`, "max-num-seqs 128"}},
+		{"shorter output frees capacity", "/v1/calculator/decode?run_id=" + fara.ID + "&context_tokens=16384&concurrency=30&max_output_tokens=1024", 200,
+			[]string{`"status":"fits"`, `"reserved_tokens":522240`}},
+		{"refused concurrency", "/v1/calculator/decode?run_id=" + fara.ID + "&context_tokens=16384&concurrency=40&vram_gb=48", 422,
+			[]string{"beyond 2×", `"supported":"context 0–`}},
+		{"ambiguous model+gpu", "/v1/calculator/decode?model=fara&gpu=rtx%203060&context_tokens=0&concurrency=1", 422,
+			[]string{`"candidates":[`, stored.ID, fara.ID, "kv_cache_dtype"}},
+		{"narrowed model+gpu", "/v1/calculator/decode?model=fara&gpu=rtx%203060&kv_cache_dtype=fp8&context_tokens=0&concurrency=1", 200,
+			[]string{`"run_ids":["` + stored.ID + `"]`}},
+		{"no such model", "/v1/calculator/decode?model=llama&gpu=RTX%203090&context_tokens=0&concurrency=1", 404, []string{"no run of a model matching"}},
+		{"unknown run", "/v1/calculator/decode?run_id=rnope&context_tokens=0&concurrency=1", 404, []string{"rnope does not exist"}},
+		{"both selections", "/v1/calculator/decode?run_id=" + nemo + "&model=x&gpu=y&context_tokens=0&concurrency=1", 400, []string{`"field":"run_id"`}},
+		{"no selection", "/v1/calculator/decode?context_tokens=0&concurrency=1", 400, []string{"select a run"}},
+		{"model without gpu", "/v1/calculator/decode?model=nemo&context_tokens=0&concurrency=1", 400, []string{`"field":"gpu"`}},
+		{"missing concurrency", "/v1/calculator/decode?run_id=" + nemo + "&context_tokens=0", 400, []string{`"field":"concurrency"`}},
+		{"bad utilization", "/v1/calculator/decode?run_id=" + nemo + "&context_tokens=0&concurrency=1&gpu_memory_utilization=2", 400, []string{`"field":"gpu_memory_utilization"`}},
+
+		{"capacity", "/v1/calculator/capacity?run_id=" + fara.ID + "&context_tokens=16384&concurrency=8", 200,
+			[]string{`"kv_tokens_low":655360`, `"kv_tokens_high":786432`, `"max_concurrency":26`, `"max_context_tokens":73728`}},
+		{"capacity scaled", "/v1/calculator/capacity?run_id=" + fara.ID + "&context_tokens=16384&vram_gb=16", 200, []string{`"method":"scaled_vram"`, `"concurrency":null`}},
+		{"capacity vram too small", "/v1/calculator/capacity?run_id=" + fara.ID + "&context_tokens=16384&vram_gb=2", 422, []string{"no room for the KV cache"}},
+
+		{"grid default axes", "/v1/calculator/grid?run_id=" + fara.ID, 200, []string{`"contexts":[0,16384,32768,65536,131072,253952]`, `"method":"measured"`}},
+		{"grid with refusals", "/v1/calculator/grid?run_id=" + fara.ID + "&contexts=49152,204800&concurrencies=1,6", 200,
+			[]string{`"status":"refused"`, `"refusal":"context 204800 tokens is beyond`, `"method":"interpolated"`}},
+		{"grid too big", "/v1/calculator/grid?run_id=" + fara.ID + "&contexts=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17", 400, []string{`"field":"contexts"`}},
+
+		{"prefill measured", "/v1/calculator/prefill?run_id=" + nemo + "&context_tokens=8192", 200, []string{`"method":"measured"`, `"value":2338`}},
+		{"prefill interpolated", "/v1/calculator/prefill?run_id=" + nemo + "&context_tokens=100000", 200, []string{`"method":"interpolated"`}},
+		{"prefill beyond", "/v1/calculator/prefill?run_id=" + nemo + "&context_tokens=200000", 422, []string{"outside what this run's prefill table supports"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := e.do(t, http.MethodGet, tt.target, nil)
+			if rec.Code != tt.wantStatus {
+				t.Fatalf("status %d, want %d: %.600s", rec.Code, tt.wantStatus, rec.Body.String())
+			}
+			for _, want := range tt.wantContains {
+				if !strings.Contains(rec.Body.String(), want) {
+					t.Errorf("body lacks %s\nbody: %.1500s", want, rec.Body.String())
+				}
+			}
+		})
+	}
+}
+
+// TestCalculatorAnswersMatchEveryMeasuredCell asks the decode endpoint for
+// every published cell of both seeds.
+func TestCalculatorAnswersMatchEveryMeasuredCell(t *testing.T) {
+	e := newEnv(t, 0)
+	for _, run := range e.seeds {
+		for _, c := range run.Decode {
+			if c.TotalTokS == nil {
+				continue
+			}
+			rec := e.do(t, http.MethodGet, "/v1/calculator/decode?run_id="+run.ID+"&context_tokens="+itoa(c.ContextTokens)+"&concurrency="+itoa(c.Concurrency), nil)
+			var p api.DecodePrediction
+			if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil || rec.Code != 200 {
+				t.Fatalf("%d: %s", rec.Code, rec.Body)
+			}
+			if p.TotalTokS.Value != *c.TotalTokS || p.Basis.Method != "measured" {
+				t.Errorf("%s %d×%d: %v (%s), measured %v", run.ID, c.ContextTokens, c.Concurrency, p.TotalTokS.Value, p.Basis.Method, *c.TotalTokS)
+			}
+		}
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
