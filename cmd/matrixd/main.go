@@ -5,6 +5,8 @@
 //	matrixd import [--db PATH] FILE...   (- for stdin)
 //	matrixd export [--db PATH] RUN_ID
 //	matrixd generate [--db PATH] [--runs N] [--seed S]
+//	matrixd calc decode|capacity|grid|prefill [flags]
+//	matrixd eval [--db PATH] [--json]
 package main
 
 import (
@@ -39,6 +41,8 @@ const usage = `usage:
   matrixd import [--db PATH] FILE…  store runs from published pages or run JSON (- reads stdin)
   matrixd export [--db PATH] RUN_ID print a run as importable JSON
   matrixd generate [--db PATH] [--runs N] [--seed S]  add N synthetic runs (for load tests)
+  matrixd calc decode|capacity|grid|prefill [flags]   the decode calculator (-h for flags)
+  matrixd eval [--db PATH] [--json]  the calculator's held-out accuracy over every stored run
 Run "matrixd COMMAND -h" for a command's flags.`
 
 // run is main without the process: testable, with its environment passed in.
@@ -56,6 +60,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return exportCmd(ctx, args, getenv, stdout, stderr)
 	case "generate":
 		return generateCmd(ctx, args, getenv, stdout, stderr)
+	case "calc":
+		return calcCmd(ctx, args, getenv, stdout, stderr)
+	case "eval":
+		return evalCmd(ctx, args, getenv, stdout, stderr)
 	case "help":
 		fmt.Fprintln(stdout, usage)
 		return nil

@@ -192,3 +192,61 @@ func TestUnknownCommand(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestCalcAndEval(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "c.db")
+	ctx := context.Background()
+	var pages []string
+	for _, s := range ingest.Seeds() {
+		p := filepath.Join(dir, s.Name+".txt")
+		if err := os.WriteFile(p, s.Data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		pages = append(pages, p)
+	}
+	if err := run(ctx, append([]string{"import", "--db", db}, pages...), env(nil), nil, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+
+	var out bytes.Buffer
+	err := run(ctx, []string{"calc", "decode", "--db", db, "--model", "fara", "--gpu", "RTX 3060", "--context", "16K", "--concurrency", "8", "--json"}, env(nil), nil, &out, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p struct {
+		ContextTokens int    `json:"context_tokens"`
+		Status        string `json:"status"`
+		TotalTokS     struct {
+			Value float64 `json:"value"`
+		} `json:"total_tok_s"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &p); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	if p.ContextTokens != 16384 || p.Status != "fits" || p.TotalTokS.Value != 279.1 {
+		t.Errorf("calc decode 16K×8 = %+v, want the measured 279.1 tok/s", p)
+	}
+
+	out.Reset()
+	if err := run(ctx, []string{"calc", "grid", "--db", db, "--model", "nemotron", "--gpu", "RTX 3090", "--contexts", "0,48K", "--concurrencies", "1,6"}, env(nil), nil, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "94.2") || !strings.Contains(out.String(), "~") {
+		t.Errorf("grid table lacks the measured 0×1 cell or an interpolated one:\n%s", out.String())
+	}
+	err = run(ctx, []string{"calc", "decode", "--db", db, "--model", "fara", "--gpu", "RTX 3060", "--context", "200K", "--concurrency", "1"}, env(nil), nil, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "beyond 1.25×") {
+		t.Errorf("calc beyond the data: %v, want the refusal", err)
+	}
+
+	out.Reset()
+	if err := run(ctx, []string{"eval", "--db", db}, env(nil), nil, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"pooled", "interpolated", "extrapolated", "status calls"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("eval output lacks %q:\n%s", want, out.String())
+		}
+	}
+}

@@ -1,0 +1,245 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/matrixd/matrixd/api"
+	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/server"
+	"github.com/matrixd/matrixd/store"
+)
+
+const calcUsage = `usage: matrixd calc decode|capacity|grid|prefill [flags]
+  --run ID | --model M --gpu G [--engine-version V] [--kv-cache-dtype D]   which run
+  --context 48K --concurrency 8        the cell (K = 1024 tokens)
+  --contexts 0,16K,48K --concurrencies 1,4,8   grid axes (default: the run's)
+  --vram 16 --util 0.9 --max-output 8192       what-ifs
+  --json                               the API's JSON instead of a table`
+
+// tokens reads a token count: "49152", "48K" or "48k" (K = 1024).
+func tokens(s string) (int, error) {
+	s = strings.TrimSpace(s)
+	mult := 1
+	if n := len(s); n > 0 && (s[n-1] == 'K' || s[n-1] == 'k') {
+		s, mult = s[:n-1], 1024
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("%q is not a token count (e.g. 49152 or 48K)", s)
+	}
+	return v * mult, nil
+}
+
+func tokenList(s string) ([]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []int
+	for part := range strings.SplitSeq(s, ",") {
+		v, err := tokens(part)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func calcCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return errors.New(calcUsage)
+	}
+	what, args := args[0], args[1:]
+	fs := newFlags("calc "+what, stderr)
+	db := dbFlag(fs, getenv)
+	var sel server.Selection
+	fs.StringVar(&sel.RunID, "run", "", "run id")
+	fs.StringVar(&sel.Model, "model", "", "model name substring (with --gpu)")
+	fs.StringVar(&sel.GPU, "gpu", "", "GPU name (with --model)")
+	fs.StringVar(&sel.EngineVersion, "engine-version", "", "narrow --model/--gpu to an engine version")
+	fs.StringVar(&sel.KVCacheDtype, "kv-cache-dtype", "", "narrow --model/--gpu to a KV-cache dtype")
+	contextS := fs.String("context", "", "context length in tokens (48K = 49152)")
+	concurrency := fs.Int("concurrency", 0, "simultaneous requests")
+	contextsS := fs.String("contexts", "", "grid contexts, comma-separated")
+	concurrenciesS := fs.String("concurrencies", "", "grid concurrencies, comma-separated")
+	vram := fs.Float64("vram", 0, "another VRAM size in GB")
+	util := fs.Float64("util", 0, "another --gpu-memory-utilization")
+	maxOut := fs.Int("max-output", 0, "tokens reserved per request for output")
+	asJSON := fs.Bool("json", false, "print the API's JSON")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	q := calculator.Query{Concurrency: *concurrency, VRAMGB: *vram, GPUMemoryUtilization: *util, MaxOutputTokens: *maxOut}
+	if *contextS != "" {
+		l, err := tokens(*contextS)
+		if err != nil {
+			return fmt.Errorf("--context: %w", err)
+		}
+		q.ContextTokens = l
+	} else if what != "grid" {
+		return errors.New("--context is required")
+	}
+	st, err := store.Open(ctx, *db, store.Options{})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	calc := server.NewCalc(st, 1)
+
+	var out any
+	var table func(io.Writer)
+	switch what {
+	case "decode":
+		if q.Concurrency < 1 {
+			return errors.New("--concurrency (at least 1) is required")
+		}
+		p, err := calc.Decode(ctx, sel, q)
+		if err != nil {
+			return err
+		}
+		out, table = p, func(w io.Writer) { printDecode(w, p) }
+	case "capacity":
+		a, err := calc.Capacity(ctx, sel, q)
+		if err != nil {
+			return err
+		}
+		out, table = a, func(w io.Writer) { printCapacity(w, a) }
+	case "grid":
+		ls, err := tokenList(*contextsS)
+		if err != nil {
+			return fmt.Errorf("--contexts: %w", err)
+		}
+		bs, err := tokenList(*concurrenciesS)
+		if err != nil {
+			return fmt.Errorf("--concurrencies: %w", err)
+		}
+		q.ContextTokens, q.Concurrency = 0, 1
+		g, err := calc.Grid(ctx, sel, ls, bs, q)
+		if err != nil {
+			return err
+		}
+		out, table = g, func(w io.Writer) { printGrid(w, g) }
+	case "prefill":
+		p, err := calc.Prefill(ctx, sel, q.ContextTokens)
+		if err != nil {
+			return err
+		}
+		out, table = p, func(w io.Writer) { printPrefill(w, p) }
+	default:
+		return fmt.Errorf("unknown calc command %q\n%s", what, calcUsage)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	table(tw)
+	return tw.Flush()
+}
+
+func est(e *api.Estimate, digits int) string {
+	if e == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%.*f\t(%.*f – %.*f)", digits, e.Value, digits, e.Low, digits, e.High)
+}
+
+func printBasis(w io.Writer, b api.CalcBasis, warnings []string) {
+	fmt.Fprintf(w, "basis\t%s", b.Method)
+	if b.SpeedMethod != "none" && string(b.SpeedMethod) != string(b.Method) {
+		fmt.Fprintf(w, " (speed %s)", b.SpeedMethod)
+	}
+	fmt.Fprintf(w, "\trun %s\n", strings.Join(b.RunIDs, ", "))
+	if b.ErrorBandPct != nil {
+		fmt.Fprintf(w, "error band\t±%.1f%% total, ±%.1f%% TBT\t(the run's held-out p90)\n", b.ErrorBandPct.TotalTokS, b.ErrorBandPct.TBTMs)
+	}
+	for _, warn := range warnings {
+		fmt.Fprintf(w, "note\t%s\n", warn)
+	}
+}
+
+func printDecode(w io.Writer, p api.DecodePrediction) {
+	fmt.Fprintf(w, "cell\t%s context × %d requests\n", label(p.ContextTokens), p.Concurrency)
+	fmt.Fprintf(w, "status\t%s\n", p.Status)
+	fmt.Fprintf(w, "total tok/s\t%s\n", est(p.TotalTokS, 1))
+	fmt.Fprintf(w, "per-request tok/s\t%s\n", est(p.PerRequestTokS, 1))
+	fmt.Fprintf(w, "time between tokens ms\t%s\n", est(p.TBTMs, 1))
+	fmt.Fprintf(w, "TTFT ms (warm cache)\t%s\n", est(p.TTFTMs, 0))
+	c := p.Capacity
+	fmt.Fprintf(w, "KV reservation\t%d tokens\tcapacity %d – %s tokens\n", c.ReservedTokens, c.KVTokensLow, orUnknown(c.KVTokensHigh))
+	fmt.Fprintf(w, "max concurrency here\t%d\n", c.MaxConcurrencyAtContext)
+	printBasis(w, p.Basis, p.Warnings)
+}
+
+func printCapacity(w io.Writer, a api.CapacityEstimate) {
+	fmt.Fprintf(w, "context\t%s (+%d output tokens reserved)\n", label(a.ContextTokens), a.MaxOutputTokens)
+	fmt.Fprintf(w, "max concurrency\t%d surely fits\tup to %s may\n", a.MaxConcurrency, orUnknown(a.MaxConcurrencyPossible))
+	if a.Concurrency != nil {
+		fmt.Fprintf(w, "max context at %d requests\t%d tokens\n", *a.Concurrency, *a.MaxContextTokens)
+	}
+	fmt.Fprintf(w, "KV capacity\t%d – %s tokens\n", a.KVTokensLow, orUnknown(a.KVTokensHigh))
+	if a.SequenceLimit != nil {
+		fmt.Fprintf(w, "sequence limit\t%d requests at once\n", *a.SequenceLimit)
+	}
+	printBasis(w, a.Basis, a.Warnings)
+}
+
+func printPrefill(w io.Writer, p api.PrefillPrediction) {
+	fmt.Fprintf(w, "context\t%s\n", label(p.ContextTokens))
+	fmt.Fprintf(w, "cold TTFT ms\t%s\n", est(&p.TTFTMs, 0))
+	fmt.Fprintf(w, "prompt tok/s\t%s\n", est(&p.PromptTokS, 1))
+	printBasis(w, p.Basis, p.Warnings)
+}
+
+// printGrid draws total tok/s per cell, marked by how it was obtained.
+func printGrid(w io.Writer, g api.GridPrediction) {
+	fmt.Fprintf(w, "total tok/s\t")
+	for _, b := range g.Concurrencies {
+		fmt.Fprintf(w, "%d\t", b)
+	}
+	fmt.Fprintln(w)
+	marks := map[api.GridCellMethod]string{"measured": "", "interpolated": "~", "extrapolated": "^", "scaled_vram": "v"}
+	short := map[api.GridCellStatus]string{"over_capacity": "over", "exceeds_max_model_len": "too long", "ttft_exceeds_window": "no token", "refused": "refused"}
+	for _, row := range g.Rows {
+		fmt.Fprintf(w, "%s\t", label(row.ContextTokens))
+		for _, c := range row.Cells {
+			switch {
+			case c.TotalTokS != nil:
+				q := ""
+				if c.Status == "requests_queued" {
+					q = " q"
+				} else if c.Status == "boundary_uncertain" {
+					q = " ?"
+				}
+				fmt.Fprintf(w, "%s%.1f%s\t", marks[c.Method], c.TotalTokS.Value, q)
+			default:
+				fmt.Fprintf(w, "%s\t", short[c.Status])
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w, "\n~ interpolated, ^ extrapolated, v scaled VRAM, unmarked measured; q requests queued, ? capacity boundary uncertain")
+	fmt.Fprintf(w, "run\t%s\n", strings.Join(g.RunIDs, ", "))
+}
+
+func label(tokens int) string {
+	if tokens > 0 && tokens%1024 == 0 {
+		return strconv.Itoa(tokens/1024) + "K"
+	}
+	return strconv.Itoa(tokens)
+}
+
+func orUnknown(p *int) string {
+	if p == nil {
+		return "unknown"
+	}
+	return strconv.Itoa(*p)
+}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/server"
+	"github.com/matrixd/matrixd/store"
+)
+
+// evalCmd recomputes the calculator's held-out accuracy over every stored
+// run: leave-one-out over valid cells, each context row and each
+// concurrency column held out in turn.
+func evalCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := newFlags("eval", stderr)
+	db := dbFlag(fs, getenv)
+	asJSON := fs.Bool("json", false, "print the reports as JSON")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	st, err := store.Open(ctx, *db, store.Options{})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	var reports []calculator.Report
+	titles := map[string]string{}
+	cursor := ""
+	for {
+		page, next, err := st.ListRuns(ctx, store.RunFilter{}, store.SortCreated, 200, cursor)
+		if err != nil {
+			return err
+		}
+		for _, s := range page {
+			r, err := st.Run(ctx, s.ID)
+			if err != nil {
+				return err
+			}
+			reports = append(reports, calculator.Evaluate(server.CalculatorRun(r)))
+			titles[r.ID] = r.Title
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if len(reports) == 0 {
+		return fmt.Errorf("eval: no runs in %s", *db)
+	}
+	pooled := calculator.Pool(reports)
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Runs   []calculator.Report `json:"runs"`
+			Pooled calculator.Report   `json:"pooled"`
+		}{reports, pooled})
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "run\tregime\tcells\ttotal tok/s MAPE\tp90\tmax\tTBT MAPE\tp90\tmax\trefused\tstatus right/boundary/wrong\t")
+	for _, r := range append(reports, pooled) {
+		name := r.RunID
+		if t := titles[r.RunID]; t != "" {
+			name += " " + t
+		}
+		for i, reg := range []struct {
+			name string
+			e    calculator.RegimeErrors
+		}{{"interpolated", r.Interpolated}, {"extrapolated", r.Extrapolated}} {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t", name, reg.name, reg.e.Total.N,
+				pct(reg.e.Total.Mean), pct(reg.e.Total.P90), pct(reg.e.Total.Max), pct(reg.e.TBT.Mean), pct(reg.e.TBT.P90), pct(reg.e.TBT.Max))
+			if i == 0 {
+				fmt.Fprintf(tw, "%d\t%d/%d/%d\t\n", r.Refused, r.Status.Right, r.Status.Boundary, r.Status.Wrong)
+			} else {
+				fmt.Fprint(tw, "\t\t\n")
+			}
+			name = ""
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\nTTFT (decode table, held out): MAPE %s, p90 %s over %d cells\n", pct(pooled.TTFT.Mean), pct(pooled.TTFT.P90), pooled.TTFT.N)
+	fmt.Fprintf(stdout, "cold prefill TTFT (held out): MAPE %s, p90 %s over %d points\n", pct(pooled.Prefill.Mean), pct(pooled.Prefill.P90), pooled.Prefill.N)
+	if len(pooled.Status.Misses) > 0 {
+		fmt.Fprintf(stdout, "status calls not right (held out one cell at a time):\n  %s\n", strings.Join(pooled.Status.Misses, "\n  "))
+	}
+	return nil
+}
+
+func pct(f float64) string { return fmt.Sprintf("%.2f%%", 100*f) }
