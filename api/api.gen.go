@@ -852,8 +852,14 @@ type CalcMaxOutputTokens = int
 // CalcModel defines model for CalcModel.
 type CalcModel = string
 
+// CalcRough defines model for CalcRough.
+type CalcRough = bool
+
 // CalcRunID defines model for CalcRunID.
 type CalcRunID = string
+
+// CalcTargetGPU defines model for CalcTargetGPU.
+type CalcTargetGPU = string
 
 // CalcVRAMGB defines model for CalcVRAMGB.
 type CalcVRAMGB = float64
@@ -934,6 +940,12 @@ type EstimateCapacityParams struct {
 
 	// MaxOutputTokens Tokens reserved per request for output; the run's by default.
 	MaxOutputTokens *CalcMaxOutputTokens `form:"max_output_tokens,omitempty" json:"max_output_tokens,omitempty"`
+
+	// TargetGPU Another GPU (e.g. `RTX 3090`): the weight-streaming part of the step
+	// time scales with memory bandwidth, the rest is kept from the measured
+	// GPU (basis `scaled_gpu`, ±20 %); VRAM defaults to that GPU's. Only
+	// within the measured GPU's generation, unless `rough=true`.
+	TargetGPU *CalcTargetGPU `form:"target_gpu,omitempty" json:"target_gpu,omitempty"`
 }
 
 // EstimateDecodeParams defines parameters for EstimateDecode.
@@ -961,6 +973,15 @@ type EstimateDecodeParams struct {
 
 	// MaxOutputTokens Tokens reserved per request for output; the run's by default.
 	MaxOutputTokens *CalcMaxOutputTokens `form:"max_output_tokens,omitempty" json:"max_output_tokens,omitempty"`
+
+	// TargetGPU Another GPU (e.g. `RTX 3090`): the weight-streaming part of the step
+	// time scales with memory bandwidth, the rest is kept from the measured
+	// GPU (basis `scaled_gpu`, ±20 %); VRAM defaults to that GPU's. Only
+	// within the measured GPU's generation, unless `rough=true`.
+	TargetGPU *CalcTargetGPU `form:"target_gpu,omitempty" json:"target_gpu,omitempty"`
+
+	// Rough Allow `target_gpu` of another GPU generation, as a labelled rough estimate (±40 %).
+	Rough *CalcRough `form:"rough,omitempty" json:"rough,omitempty"`
 }
 
 // EstimateGridParams defines parameters for EstimateGrid.
@@ -992,6 +1013,15 @@ type EstimateGridParams struct {
 
 	// MaxOutputTokens Tokens reserved per request for output; the run's by default.
 	MaxOutputTokens *CalcMaxOutputTokens `form:"max_output_tokens,omitempty" json:"max_output_tokens,omitempty"`
+
+	// TargetGPU Another GPU (e.g. `RTX 3090`): the weight-streaming part of the step
+	// time scales with memory bandwidth, the rest is kept from the measured
+	// GPU (basis `scaled_gpu`, ±20 %); VRAM defaults to that GPU's. Only
+	// within the measured GPU's generation, unless `rough=true`.
+	TargetGPU *CalcTargetGPU `form:"target_gpu,omitempty" json:"target_gpu,omitempty"`
+
+	// Rough Allow `target_gpu` of another GPU generation, as a labelled rough estimate (±40 %).
+	Rough *CalcRough `form:"rough,omitempty" json:"rough,omitempty"`
 }
 
 // EstimatePrefillParams defines parameters for EstimatePrefill.
@@ -1280,6 +1310,13 @@ func (w *ServerInterfaceWrapper) EstimateCapacity(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter max_output_tokens: %s", err))
 	}
 
+	// ------------- Optional query parameter "target_gpu" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "target_gpu", ctx.QueryParams(), &params.TargetGPU, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter target_gpu: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.EstimateCapacity(ctx, params)
 	return err
@@ -1361,6 +1398,20 @@ func (w *ServerInterfaceWrapper) EstimateDecode(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter max_output_tokens: %s", err))
 	}
 
+	// ------------- Optional query parameter "target_gpu" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "target_gpu", ctx.QueryParams(), &params.TargetGPU, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter target_gpu: %s", err))
+	}
+
+	// ------------- Optional query parameter "rough" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "rough", ctx.QueryParams(), &params.Rough, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter rough: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.EstimateDecode(ctx, params)
 	return err
@@ -1440,6 +1491,20 @@ func (w *ServerInterfaceWrapper) EstimateGrid(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "max_output_tokens", ctx.QueryParams(), &params.MaxOutputTokens, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter max_output_tokens: %s", err))
+	}
+
+	// ------------- Optional query parameter "target_gpu" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "target_gpu", ctx.QueryParams(), &params.TargetGPU, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter target_gpu: %s", err))
+	}
+
+	// ------------- Optional query parameter "rough" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "rough", ctx.QueryParams(), &params.Rough, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter rough: %s", err))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -3292,121 +3357,125 @@ func (sh *strictHandler) ListPrefillCells(ctx echo.Context, runID ParamRunID, pa
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3dkts2lvCroDjzVbodSv0T25moa6o+x7E93thxT8d2dtfyihCJlpAmARoApVZcvt0H2Js8x+7N3Cdv",
-	"sk+yhT8SJEGJkrqdn0lu4u7G3zk4/+fg8H0Q0yynBBHBg9H7IIcMZkggpn56CNP4yfkr+c8E8ZjhXGBK",
-	"glHwHRZzEGU0QWkUAky4QDAB9BJErCATnERnQMwReHL+ChCYoRDEkKMBJhwRjgVeoGEQBliu9K5AbBWE",
-	"gRwWjIJZXgRhwOM5yqDcNoPXzxCZiXkwOj0+DoMME/vzSRiIVS4nccEwmQUfPoT2xM9RRtnqlcAp/gHq",
-	"MzdBeEComCMGosFglheDTM0YFNWU6AzwGKaIK1C+fg1ySlOQ4isEogWD2WQ2jdaAMdErTpwVa5BdUpZB",
-	"EYyChBbTFAWhhBVnRaYgyzDR/z4eHt8rASVFNkWsBPQ5vH5RiLwQL+kVIrwNo/49YIgjtkAJyBEDDL0r",
-	"EBfgkjJA1Wx9V6wgn3AwXYEEXcIiFV2gZfB6oudNhN62cV8Ghvuff/756cl9B5TqwjARaOYCIgmpi8pm",
-	"edFFY7BFV4AXU00OcqSESxGposJOiNTu+1LdRUGefuW5Ao1aICjIGUpwLMAlo9kQvGBgJg9suAhAkmhY",
-	"u46poa6dM4dCICbH/sebB4N/h4MfjgdfTAZv35+E9+9++HPQddbXFw+eP/mymyfk3wHHPyCLRA4zzc1x",
-	"Cjk/sxwRwxzGWKwA5ppXEklADrt0wWL4py9D3D3+wk9IDkOcS8n1sGCcMv8tRARdi0msRkQWsJyhBaYF",
-	"BzmcoRBAri6FdJ1bz+6ilXsnp5tpRZ3zEZlhgtrn1L/vkJngAA1nQxAt0jSLDruOiPTS+5Czc8TXiHEj",
-	"Prs3myzMqI5NT3pv+tjQgH83QyHuLohIgngTfM/V9jFfBG87V/eqsm4dZfF98fJfwWfHXxx343xfraVO",
-	"9/XrhzCeo6/0n30UnMKCxPNPuNRZV4tBLIcPEjk+6q9hrxYTNXGiJu5/Zc9whjtvLFV/dPcw2iUY3Tt2",
-	"GNxiaZ2iULt1aIqHvwo1oE749wIS0Wl1uH+V0iYvpinmc5R0k9+D7/4O7g6mWHTT3zt3z70hKDWZ2iqH",
-	"Yu5RQtKMwAwlwUiwAu2rlNS+3xbTDMu5bbSVfwJzSJIUgSUWc1oIEP3/LUiflxvsjSOtQZ/D6y7KNxpu",
-	"ksHr3mbfsfzPtf069ZzZHpON22Nyk9t/kBfPc0o4UubmlzC50Pak/CmmRCCi/gnzPMWxIsijnNFpirJP",
-	"lYwevXdO82eGLoNR8Kejygk50n/lR+d6lt60YaaA0k2RlkcGUwkWSoA2aSXLM0hm6AxEiDHKeKQYnwMs",
-	"hsGHMPiGise0IMnHPPM3FPAinitb8IAywGgh0KE6zisCFxCnUN7HRzyR1CgJFHAKOQIJRRwQKgAkfImY",
-	"OVfOaIw4/6VOVp2KF3lOmQBijjlQ9IYpGYEoQQLiNAIcrjhYzlfSih6TyAxHSQSWcyg0NQDMz0AUQ5Lg",
-	"BArEI5BiLri8ETkXEaknxoSjFMVKPGdQxHOUAI4WiMEUYCLBgAJPUwQoQXw4JoolDUiKIRCJ5xlkV0oS",
-	"MpojJjAyrllMEzQRhllIkZor1wK0IWhCj6PVPavUk2GQM3SJ03Qi1VmvfaQFbG28jYM5iilJ+CRHbJIh",
-	"yAuGMkMSbdHSsZqVJnI16ZZOMqvUN24vKO0/sDRLN0/44Cq0N3qbxiKN0zp4C2tX27iBbpT5briyXen0",
-	"exSLwDhsX0KOPf793+hSGTeaacESckCnAmKCkqE6iEt/MUpT7jcszbESoMZojy9HKAEpgoQDqv0hgTK+",
-	"iasfojS9QJfqCjQgkDG4kj8rUTyZQpJM8lgLkTR9cRmM3qxf8pGc9yUkSfDhbZOmJJsgMadJG66IUIIk",
-	"/yOGNEQCioJLkBZKqhgQK8dcAmn9CYsRZUkIxHKaQqF+RNeCwepH7fZOpL6tftL+gDyAxxsJjRHFO4MF",
-	"3L3UWLrel4xm2uu+xIwLddOKDlN90+XdtBmhcQsK6EkX0ixBadS49AQOEnx5iRhXZwGRXiFSYaTIQYI2",
-	"UrdGYweuGnxpjt2AokJoaIi8i42+VSTgoZVLLHg00nEwFSzTBjrmytDEpFQjQxDRBWITG/mIRgAKQNmY",
-	"wCldGELLYJoiLmpLyT9obxkwdFlwlAxBNJVWCGSrSUFixCSio9GYYAKmSCwRIqG0aKZoRUkCIFnJk8wA",
-	"nWpBNASRieXxybsCFSiJRiCjDI2J/T0Qc1jfWhKXPDCJETjQt4y5ukQxp1yeX8JZkMPhmEToOkYo4dKG",
-	"1VJvkiISjYCyA64F+BRk8NoEEeUyEjNqN+X2yRWEuBQTu8wSk4QuoxGQ2A7BtBCSCzVBK/kHIGNYMqdB",
-	"utLHjsgEegWpdisSk4sFYVC7lSAM2qg1TouDL0WGHhCl6G8f3MvKD605cVGQtsqXnhCR1z+ZwvgKaYtz",
-	"o+5qBFX6TMGJl/kbvn4vxYmFNvbWc6LyAfXYsB0FasUY2ojws6i+vkdc4AwK1Ebo1OrBtTqoVJgfQmmz",
-	"xgVjiMSrfvaTIW7H5mqPuVqYP0/meDbvt241J6VL/7KSCBvn9QWB2EwKF2eg5lrJJelKMZdkccmHBpZh",
-	"EG7ebZJTzrGx9Lu3VVtlUO0DDqYotRqjEnpKurnC7/AMSPxoI1tKeqVZrBjsNhTbh23cjOeYlFjsKBHl",
-	"w0zkQB31375li7eHcSlfSIwmqQ2KbV56CRnBZKZW7KvGG8zYQEybkNZcdp1DvIhu0m6L/luAh94skWZe",
-	"B2KvDDAGZIv1G4yxC+NuQpu7RdfZukwISXzS+PiEW0PTje65NtECpmUEra6M6jrMq26kA8pQIk/SRpH0",
-	"MMyqEqgJ39Eta60zYZKPd1zNhAx9VM37IlMZQhGhwnpQSWXZY+XCgznURn0Rz9XcXVAu7dBqC+8NiKmY",
-	"ZLsiVk/eC5uCCpjudbvOCvudRJpIu6NCz97jBA1urtKjmqjqqPIQdVCBUF6rDzvd/NCEonHBXhHiMPCF",
-	"tgNuXMwplvNw1Qsi/QDBVroOoCAh0EY2oCxBzEmt86i/w+9KpK0VVV33qGN3Yw2b+GJHWGPr40r8ezzk",
-	"6kxmh6ZWdhDtmSsB3HaaExDo78nbS+4F90VBvi2yDLLVxkuqnGm1gwNUEzfr3O2vVEjMr6fgYjaBscAL",
-	"ZNlqVykiIU2RQEltoV5G/v5clhSKz8nOkniX6O4NqfhK826K5hmDZ2/Vt7/e2kPfbCeH9tMgPur2UmqT",
-	"AGoUtZ6nnmGdRKjzVSkJeokEh0M7RdLmQECpdvWe3cc+10FW7JPhO7j11mTbMOnr1zaocGNs72XBnqFs",
-	"G9jwRrJ78mQVx6zx5E2coMGkN7JkxbU7LNdwC14+fqlig6Z0i2a5ACrQBJaQZShRBVzGptE5GSDkadpO",
-	"/i053rvLkdL+LAWKG8zs4zlXNWVN5uofepwWOO03UtcZvA/QNZSCLRgFizTNAs/Id42CmB4JyZxyLChb",
-	"9Rq+c5ZPgVDND5tlNBZxtRNZHHXfwEMoYEpn+4rn2mJPBco2UmO3BG6v1TocKqnHm66KaaGzvG15uDP+",
-	"y0rF6gaqrbxglJlAf+YMpVAVTs1hejlY4kTMuS3/UtmnBUy58nn+X6izWFXd8xylyYAWAuRfHANdNGKy",
-	"IjYR9wkHDM2wrh+r426dYbS9IbTedKmLErOzF1lOEL1VPqN1MUrAAqYFUrXHWPASS20QbZy7B4AmvN1j",
-	"pNp8FyToiXqrUJ/Nh4LHGKWJIpo2vV/Kv/npqCouogyocQAKoMoWQ6Br8lSYMxr6xF2GOIezHikUfYJq",
-	"gg+CJ+evbkicVCvtKUsaC7WONcuLnaSIqQj33khZj84ty0pmzCkTUuPHiCSYzGohiz6MuA5+ncGvytTX",
-	"C6YnDHeEZDdanFUm/qOUHtya8aqyOdD3iGO+ArDMCsUoTVX2h1BRiaE1SRhfsPjjp34NfBtjwr9LI7yx",
-	"XNsGvjGTtyroMNTUxWzrnMlfIn5Hl1tIYoaTjtDjTnHAG/BjnPqZ7lifAnKDD2Jh2zNKW8rT7ivaJ83X",
-	"GbT8G2TJEjKPExVrrbZRSMV5MYkpQz3DeQnDUnhtU+ph9Gvld9nnKYF/cKV0Nx+H8l5HyGPc8P2eIHIX",
-	"XJ/c7yPHc7pETCeKJ8tdc4qlsbBLINHUwlTH/wrzmCGhnrj1AWGxx/5Ne14XyGi1XV2Xa3vE6m8VZZXg",
-	"qwtrEVETw+a+vPSOYCrmbWpvq1p6tbk6z8zybeSE4VqbtYtp2gagt6TOqGRfcUm/qo5WSU532Uu9lE/X",
-	"AoID8+ZROorQeTp52K/gBgpbadGRxTPPdjsLXtwSoJ9/BAe+urxD71HahSr1lS+qAsKqdhCSsnQQCpBR",
-	"LsDBfDVlONG1qLxW51MQtXa/Ap+mPmpA3qMCZQ1yW+D6KPSZelt3UyV8Mc2yzjiFfsYH7JhN8kbFR6ZQ",
-	"4GwYjORQVSIox09Upfm1qrWTI7tPNqU0RZDIo12mUNsKMEmwPBVMz+vRjCYwjSeqC8RWQK5iYysGEHBg",
-	"H2WlCEqHDCSQzxE/BP/7n/+lwgvKbT8D0TiQhxsHunoYgilkSK3o8E11Mx1v6XeT/TtURNb9g156VE4h",
-	"RTbh6F1PQ4BQgboKYTR6P+HqX4gIkGKCeFi9gftTtE0NeMs8KslQnaEJcNjdzKAGZq+qzy7KtWTp5UwE",
-	"E8SmFLLklsoltoukOOd5RIQvoa4cGYZjV4HukEr0uZrOG/btA64b0hXm0BYf9c023IzGhNfs3y4PySC5",
-	"avPBSRmMnSIuzoBcH/C5lBtQKqYrv8Zluii7f2HEzhFJdeywDEzKjbWj4UXccygYvv7tua763Gud1y0y",
-	"xpt8zW7M9XQx+8U6XPrzBk8+ogNaPm+vg9ZOtsUrSK7wEh998/rpV08fDL5BGRWMksE3kNDByemXg8Xp",
-	"4MF3fx/cnap63H2zcv7UWW2RTnhuKILtrrVnDLu1VOto5ZPEtYjbvmKrOwTefOpkXhnWt9sUiD5H8MoG",
-	"otuWhCqDNSFYm0WX5rOq65f6CQh6dcQ9TwdvQsveaOJr69rtc/0oszNKv7nsQ5UbfPyiq1useiqDtTXY",
-	"qj034PEmipDca7ndKiSz0w2XIe1AOP3i7rWb7zvlNkpaKrO0QSW9ilLsK/92hOHxQ/DF3XufA9M9AOin",
-	"/D7hU77Yb6/ymDJw9/S0yubHMI2LFArKwipVCAmA2RTPClpw0Hrf37/U2X3r5yFWDYEX5bqioDdXOIlr",
-	"zz6YcAFJjDY8qfBEfWxbhF0QqVooCNuZwSzFvSnwrjeEvtArnNJCjKaptp83PMvXbqV9drgm3uh9jTl1",
-	"ezOsQ3/VxEGyOENQoGQCG00OoEADgTPkQ4CuPbuhSsyqMmdzuZAcP3eSGOtmlMmO8v1oo+eOKp0LAc3h",
-	"uwKF4NXFswGHl+gMJIjhBUqaNTSmPYiXJNIyvLbWtdajpANt7a+NFqHT8+KmtA6nBYvRpGD9ek1wt2/R",
-	"rTywdRsXOfRYO2lYmowlAYRViVVF++VdVGgrCbaDlW5C0a97gNAKa9QJ8Rxy9Zousr37bCxAzlKN+85A",
-	"JPEeAfPQPoVc/6FHYYHXadgc+3DgaZuTO4iMNfV3O7wH7yrC6XiH1370OZEOgnnBufEdsko6QAGWcxzP",
-	"AadZWX2rfI2c0aSIUWI7Begdej687fTDcgSv+jv5pWPkdfG3LlHlmMxSNOGCIZh5HiZvBqy+QmkcNvu3",
-	"lk6ZDbYbH67ydgYnGsvmyXeZKau9gJ5DDihR7LCL33IjAu5G06Y18WgFX7Noq5R+rQYFzYZ5nfLVc0sb",
-	"bt9Q5kamaguVD8q2u6QeCVhMUxyDB+dPlex79uw5wOQSyfu3vVqkVTYED8CdO5kKkUmdfOeO6spBTPfD",
-	"cExMH+DpSv3WJPYo0WNULB6FVTcgyAEERknoQnpVKQrHhBdct4UZGEafMZxUCciff3Qp9HA4JmPykJKF",
-	"zgbwEfiXb198o0srOYAMAU7gFZrEkKMyMoEZKAgWtpxfdW5Uq6gdsK7z1/2ND6SoBymcopSDgiPwNfgr",
-	"ODk+vTsCJ/fVv+9/9pe7hxI9ut5VN/pSurPqMaa68WJuVEkICFogBo6H4JEuB5bntF7LmERdHdAi3Z4k",
-	"xTEiHFXRu+D505cOewT6mhKn/HkUHA9PhseqECNHBOY4GAWfDY+Hn0migmKuJMTRXCXtf1C1lkgJZ6l7",
-	"1EGeJqoWQ5i8fqNZ3+nx8Zoubtt1bzM7dDRvM33jJDaLfKh7pFllGTzDC0QQV76lSkWqvj4weCuHHRnI",
-	"h/Y4XSC+yBF5cP5UEtK+cHrYsA2S2Q8kNC4yZeXWoXo5x9oCZjAWknPMydaAuIJZ2gPEf3vw/Nl2INqF",
-	"WyCWNs/NgGhO5gGRIZis1pLohRzxy1Co2hoICpQ0VK0O7x1/1rVeecAjt09jHTMXKuEtKf5AuF0V9csB",
-	"fuhH0uLkqPKyj9wXbQZpuzd/ieqKJwIHUnArsdds5HIYGpOZtRuneDumjImq71B9skNg1jUuYK0neCmf",
-	"oQrB2McFI6lAlMliW0aVU9TCvapaxsRU6ALVaCoIGxRmo2IPq7Jg99MGHdZiNeSoaun+Iew12DqjvQY/",
-	"OX/VZ6inEXffWbVu0nKSt51503Tp7uq7rrH/sa+gp3NHt1q4vfz9e/c+2/jRgF44Nk3u+99I+6MRfa++",
-	"8R0G6WPcmlxrNcnqkOaWqZR8u6sPsF6+Oc181ZS7m6eUnXTlhNPTPjLU7Slbl6Ku8IACQFAVcFnpWclL",
-	"rwyt4m5eCWpi/9xNdoUgR2xgP4phfiWddNuDrxRiJAEvXz5+OSY++frzj3UhqWNj0IjFen9NXbkzJvo7",
-	"CYMSZh3PlFZqbbzVIqqEyumGNyYHkYrBD20vxqhsjnN4BlQ54hJz5DaTlOat+6gkGhNMOE70oHJbhmaY",
-	"khBE7ouTyLblO/35R1dllC36am6pwtfJ8PSeHWwac7ljJQZD1Tyx1kGyVk9ZfWoFPILx3BjwMWQMo7pa",
-	"GZOf/ttRRXRJPK/61NoSkeYtH/hSd1dU/R2VfqyFtxu4u3t6GgIOV5jMbLdhPRNzUAbXlbfzrcoy2ONI",
-	"h8t+tUT3dFyV3/34VH/1AxzQXFfjpasxieoeaxSCqF5dFR2u03o6oPyHzvs16rwe2/2hA3slTJxUbqcf",
-	"akf8drSggUqFZJwoan8lOGM6yutVgbp616qvluLCiEc2aGufCEMOplIkeXVtFCqJOkdQZDDXWnKJkxkS",
-	"fFRWiZ/cl9uc3B+OyXe2ZrU6AWXNE4SOGK+CUddI6UZ5Oq07/S3i57DswBeZFwL640q2R3wIGJSqRS4C",
-	"CbiEOJXyXK4oUbdOrj5hKu74Ty5VG59eMe5Zqr6Z4YTlQl25POBIrmgeAqDrPFUm2iVMOQrXSej6h8XK",
-	"JNOWQlnFYZ/qyWas/cmT+BOr1H5oyA9qad6kaIHSvWCsFTyuA7SHOtgPyn9eRdJ4S7pejaBEC4jfjCp5",
-	"AJZzmrrn10Hn/rrESax71clDmibaWxKNTt4ksQ16dPqqUStgFh4TU2RwiYXRNdLHOnh2CP4K8p/+8Qx8",
-	"Ct799I9nP/3PEDxveA7cGuYqWVBrFH4Gilye6LTL+bBJjQPt0oxJ7c3Doem0L0rXSyUlHGdjnZI4L7Pq",
-	"f1jft2V9+yzi25QT7eLB35HFqZi4TPNJZt4m+qIbaq6NWhcEU2IT2Kwg/BPgpA258eyV2ak/yYOUlaok",
-	"Rf0DAEL1/D3obFt6WLayUYwpZYBy6rVo0qJHRxAOTMWI7iKMsAo26D9hDjLMOSYzr5NtWohe6OaYDR5v",
-	"AL/UR0BERQFw0jYY3K96YB1vmEKOUqyz9X1sCadhZyczlVbF1l9nq5kWx65pcbrJtLjVMGjVEraDFU3p",
-	"Z2KSySr09pGYsp4ckudQMbbpSv3f4Sjd8dbykg768M602TPMxSMz5hZRW29j5sGudiJN9YDEsAlTVbUm",
-	"KvDZzB+ao7szjGaVzKEeNfCatFEHcPAzy4v1yHly/upWMeO0Y+pEy5PzVw08hPLi9Zcn6wiRx90KAWn9",
-	"KaRX4F7o7wdBx9qB4M4dVTd0505ZK4SuYSzSlS+SPSa1UHaoHtjpqpFIvxGMRiBy3mNE5rNrrVeNEZBn",
-	"0+2ZQhCZUnLzrWP9yjFyGjiNyUt4ZXo8qS8OX+JUSlZV/Pfk0UsgcSBZJvLJ5SdIuE9FW6L59x0M9H7R",
-	"1D7o9Hx+tfGe5kafqfa1GLexSXsbu+2PsG5n9n5sK7nPpOrLqH1nVB8I3XIGvO49Q3/5t+9o82nuWzUK",
-	"XP73COgXBKmq4NIUheRKNY7bxSho6/hKTKpyOjeH16nydeOMtUrtuR5yi2irvdLsVGz6C8o9VZs+9FbK",
-	"zfaz92o1XWuNkaqD5YKqLGVBeAgIWkrXXlvQ0xUwEk4nWcEVWnEkxiSHM0yg/mpoDjlvfA1+CuOr9SXm",
-	"UjnJf5cqiaHWd4fPyqSeflokkVR+iDrUnojKamoVp4Mzyufw6TN5934n4w/Z+puWrd5PU1PW8Z30YFCr",
-	"SLaKuv7b2g+6DNoWRQ9yBK8mrl7fXWH/+iS+fZ2yQdpLEcStCLkBeS/3rC/aKeHlT0fvtY/+YW1FpOoZ",
-	"sQOrm6DhLaN5jZutRS0WHNinR6HxDsNGsyNl+evojv5G08d3xyVZaMmrm3T0uLVNdUUP1VdzVTRK6/+y",
-	"tkU0ChqH4OG3r3XUGUAwV+YKYHR5OCbqQ6r6WcRfY77QedEHcYxyMQJytSP52zM7JgJLTEz9pBkWdWmR",
-	"6n0h34vC+sZ0f7VVg17Jax/B94w7Oa/z+wrCx/qxy0coiSif5Us6tkSzQym4sl8wmf1yUbOXZaqo9dYk",
-	"NoTch3OzstOOP1hiS8ETBpeaI0UG8xGIGF3yN/jtUG325vu3kY3OmgCKDpKoPNQb/NZTRyHnmM/WOYFm",
-	"WxCmv1Y3JtXn6vwRjec2Yffr1AvmeB1U9BGzpS3acd8lQV6WtctrbTxPAjFNi4z0pah2SrQtcJ33xb9R",
-	"ifs7kYrNbiU3JRYlGf2yUtHm60xX5iblqh6fbGFJTj1lD+ZC5KOjo5TGMJ1TLkZ/Of7LsboAM/29k1Li",
-	"ivoswVlvvfa7Mhvo/Fa9b/nw9sP/BQAA//8=",
+	"7H3bdhs3suivYPXMrEhOk7rEdibUylrHcWyPT+xYo9jOOcf0YYPdJRKjbqANoEkxXn7dH7Bf8h2zX+Y9",
+	"+ZP9JXvh0nc02SQl5zLJSyypcalC3atQeO+FLEkZBSqFN3rvpZjjBCRw/dNDHIdPzl+pf0YgQk5SSRj1",
+	"Rt73RM5RkLAI4sBHhAoJOELsEgU8oxMSBWdIzgE9OX+FKE7ARyEWMCBUABVEkgUMPd8jaqZ3GfCV53vq",
+	"M2/kzdLM8z0RziHBatkEXz8DOpNzb3R6fOx7CaH5zye+J1epGiQkJ3Tmffjg5zt+Dgnjq1eSxOQHbPbc",
+	"BOEBZXIOHAWDwSzNBokeMcjKIcEZEiGOQWhQvnmNUsZiFJMrQMGC42QymwZrwJiYGSeVGWuQXTKeYOmN",
+	"vIhl0xg8X8FKkizRkCWEmn8fD4/vFYDSLJkCLwB9jq9fZDLN5Et2BVS0YTS/RxwE8AVEKAWOOLzLQEh0",
+	"yThierQ5K57RTwSarlAElziLZRdoCb6emHETaZZtnJeF4f7nn39+enK/Akp5YIRKmFUBUYTURWWzNOui",
+	"MdyiKySyqSEH9aWCSxOppsJOiPTq+1LdBctmcweZxTFbokBiPgM5UbCojWFLfIpBZkCBa/rwERYIoxhP",
+	"IY4hQlxNiUBIkmAJ6OCnf949Rn857IJDf16Dwx6lN7rEsYBi51PGYsC03HpGn37toB5DFUgylHKISCjR",
+	"JWfJEL3gaKZwbQUAwjQyx9S5M31gta2lWErg6tv//+bB4P/hwQ/Hgy8mg7fvT/z7dz/82etC80uNSKdQ",
+	"elBB6gEMZ0MUXLz8P+iz4y+Og8ORJoYlkNlcDoTkgBNFJCnmMqcUISEdU0kSyBl/qQjQ8DGaYhotSSTn",
+	"vmEXxUNEoCtIDVoMsQEWGYdoTPUmplgQgQI9WzQxhPzTP0/VIZ6h1xcPnufMJhSS5RxLtflPxBC9oPFq",
+	"TNX6hNZmNh/UiCajMQiBAn3+X0qeQTAc046jKAmxi+JP+lK8AuDJV93noAEU5AcoEIwToxPCGAtxlsvV",
+	"EKc4JHKl0GlQpcRQReh2kZWVwn3F6t3jL9ziqCJWz5X+e5hxwbibIQIK13IS6i+CHLCUw4KwTKAUz0Bz",
+	"seIP2rVvM7oL//dOTjfjX+/zEZ0RCu19mt93aN6cNRZxnASdsgTM1PsIxcoWXwMXVgl3LzZZ2K/2oUu9",
+	"6GNLA+7VLIVUVwGqCOKN9w+hlw/FwnvbObtT9nRbOm1RdFu2j97dN68f4nAOX5s/uyg4xhkN558IZflc",
+	"LQah+nwQqe+D/nba1WKiB070wP2P7BlJSOeJxfqPTsV277jC4DmW1pkberUOe+Phr8KY0Dv8e4ap7LRd",
+	"q39V0ibNpjERc4i6ye/B939HdwdTIrvp7111zb0hKIwKvVSK5dxhDyhjlHCIvJFSW/vaB3rd77JpQtTY",
+	"NtqKP6E5plEMWr+zTKLgf21B+qJYYG8cGQ36HF93Ub7VcJMEX/d2Ho7Vf1UPolPP2eUJ3bg8oTe5/Ad1",
+	"8CJlVIB2Wr7C0YXxStRPIaMSqP4nTtOYhJogj1LOpjEkn2oZPXpf2c2fOVx6I+9PR6Ure2T+Ko7OzSiz",
+	"aMNMQYWzqyyPBMcKLIiQcYwUy3NMZ3CGAuCccRFoxheIyKH3wfe+ZfIxy2j0Mff8LUMiC+faLD9gXHkI",
+	"Eg71dl5RvMAkxuo8PuKOlEaJsMRTLABFDASiTCJMxRK43VfKWQhC/FI7K3clsjRlXCI5JwJpeiOMjlAQ",
+	"gcQkDpDAK4GW85VyaMY0sJ9DFKClMs01NSAizlAQYhqRCEsQAYqJkEKdiBoL2lofUwExhFo8J1iGc4iQ",
+	"gAVwHCNCFRhYkmkMiFEQylZXu7cgaYYAGs4TzK+0JOQsBS4JWAc/ZBFMpGUWmsX2yI0AbQga3+Gud48q",
+	"9KTvpRwuSRxPlDrrtY6ygHMbb+PHAkJGIzFJgU+sY5NYkmiLlo7ZcmmiZuMLiCZJrtQ3Li8Z6/9hYZZu",
+	"HvChqtDemGUakzR2W8GbXzvaxgl0o8x1wqXtyqb/gFB61mH7SrmjbbX4N7bUxo1hWrTEArGpxIRCNNQb",
+	"qdJfCHEs3IZl4aLqb4zHlwJEKAZMBWLGH5KQiE1c/RDi+AIu9REYQDDneKV+1qJ4opzxSRoaIRLHLy69",
+	"0Zv1Uz5S477CNPI+vG3SlGITkHMWteEKKKOg+B842CABlplQIC20VLEgljESBWTuT+QY0ZaEBJ6yGEv9",
+	"I1xLjssfbYRA6dvyJ+MPqA04vBHfGlGiM24jqocaKtf7krPEeN2XhAupT1rTYWxOujibNiM0TkEDPelC",
+	"Wk5QBjVVekIHEbm8BC5MyCQwMwQ6GBlUkGCM1K3R2IGrBl/abTegKBHqWyLvYqPvNAk4aOWSSBGM8vAQ",
+	"8IUx0IkJJBFaqJEhCtgC+CSPfAQjhCVifEzxlC0soSU4jkHI2lTqD8ZbRhwuMwHREAVTZYVgvppkNASu",
+	"EB2MxpRQNAW5BKC+smimsGI0Qpiu1E5miE2NIBqiwEaExeRdBhlEwQgljMOY5r9Hco7rSyviUhumIaAD",
+	"c8pE6EOUcybARLJ4Rg+HYxrAdQgQCWXDGqk3iYEGI6TtgGuJPkUJvrahaDWNwoxeTbt9agYpL+Ukn2ZJ",
+	"aMSWwQgpbPtomknFhYagtfxDmHOygALpWh9XRCYyM5gQWU5iajLP92qn4vleG7XWaangS5OhA0Ql+tsb",
+	"d7Lyw9ycuMhoW+UrT4iq459McXgFxuLcqLsaQZU+Q0jkZP6Gr99LcRJpjL31nKh9QPOt344CtWIMbUS4",
+	"WdQc3yMbN28jdJrrwbU6qFCYH3xls4YZ50DDVT/7yRJ3xeZqf3O1sH+ezIlJHWyetxwTs6V7WkWEjf26",
+	"gkB8poRL5UPDtYpL4pVmLsXiig8tLEPP37zaJGVCEGvpdy+rl0qwXgcdTCHONUYp9LR0qwq/wzOk8GOM",
+	"bCXptWbJxWC3odjebONkHNtkNMeOFlEuzAQVqIP+y7ds8fZnQskXGsIkzoNim6deYk4JnekZ+6rxBjM2",
+	"ENMmpDWHXecQJ6KbtNui/xbgvjPXaJi3ArFTBlgDssX6DcbYhXE3oa26RNfeukwIRXzK+PhE5IZmNbpX",
+	"tYkWOC4iaHVlVNdhTnWjHFAOkdpJG0XKw7CzKqAmYke3rDXPRCesdpzNhgxdVC36IlMbQgFlMvegotKy",
+	"J9qFR3NsjPosnOuxu6Bc2aHlEs4TkFM5SXZFrBm8FzYlkzje63QrM+y3E2Ui7Y4KM3qPHTS4ucxUG6Kq",
+	"o8pB1F4JQnGsLux080MTisYBO0VIhYEvjB1w42JOs5yDq15Q5QdIvjLVJBn1kU1RMx4BrxRoiKC/w1+V",
+	"SFsrqrru0dvuxhqx8cWOsMbW21X4d3jI5Z7sCk2tXEG0Y6wCcNthlYBAf08+P+RecF9k9LssSTBfbTyk",
+	"0pnWK1SAauJmnbv9tQ6JufUUXswmOJRkATlb7SpFFKQxSIhqE/Uy8vfnsigzdRw7S+Jdors3pOJLzbsp",
+	"mmcNnr1V3/56aw99s50c2k+DuKjbSalNAqhR1HqeekZMEqHOV4Uk6CUSKhzaKZI2BwIKtWvW7N72uQmy",
+	"EpcM38Gtz022DYO+eZ0HFW6M7Z0s2DOUnQc2nJHsnjxZxjFrPHkTO2gw6Y1MWXLtDtM13IKXj1+ayj5T",
+	"usWSVCIdaEJLzBOIdAGXtWlMTgZJtZu2k39LjvfucqSwPwuBUg1m9vGcy5qyJnP1Dz1OMxL3+9LUGbz3",
+	"4BorweaNvEUcJ57jy3eNgpgeCcmUCSIZX/X6fOcsnwahHO83y2hyxNV2lOOo+wQeYoljNttXPNcmeyoh",
+	"2UiN3RK4PVdrc1BQjzNdFbLMZHnb8nBn/BeViuUJlEs5wSgyge7MGcRYF07NcXw50BW/Ii//0tmnBY6F",
+	"9nn+4peFv6Z6fg5xNGCZROkXx8gUjdisSJ6I+0QgDjNi6sfquFtnGG1vCK03XeqixK7sRFYliN4qnzG6",
+	"GCK0wHEGugycSFFgqQ1iHufuAaANb/f4Ui++CxLMQLOUb/bmQsFjAnGkiaZN75fqb246KouLGEf6O4Ql",
+	"0mWLPjI1eTrMGQxd4i4BIfCsRwrF7KAc4ILgyfmrGxIn5Ux7ypLGRK1tzdJsJyliK8KdJ1LUo4ucZRUz",
+	"poxLpfFDoBGhs1rIog8jroPfZPDLMvX1gukJJx0h2Y0WZ5mJ/yilB7dmvOpsDnZdBZqvEC6yQiHEsc7+",
+	"UCZLMbQmCeMKFn/81K+Fb2NM+HdphDema9vAN2bylgUdlpq6mG2dM/lLxO/YcgtJzEnUEXrcKQ54A35M",
+	"pX6mO9angdzgg+Sw7RmlLeRp9xHtk+brDFr+DfNoibnDiQqNVtsopMI0m4SMQ89wXsSJEl7blHpY/Vr6",
+	"Xfn1FM/9cal0N2+HiV5bSEPS8P2eAL2Lrk/u95HjKVsCN4niyXLXnGJhLOwSSLS1MOX2vyYi5CD1Fbc+",
+	"ICz2WL9pz5sCGaO2y+Oq2h6h/ltJWQX4+sBaRNTEsD0vJ70DjuW8Te1tVcuuNlfn2VGuhSphuNZi7WKa",
+	"tgHoLKmzKtlVXNKvqqNVktNd9lIv5TO1gOjA3nlUjiKuXJ087Fdwg2VeadGRxbOXvzsLXqolQD//iA5c",
+	"dXmHzq20C1XqM1+UBYRl7SCmRekglihhQqKD+WrKSWRqUUWtziejeu5+BT5NfdSAvEcFyhrktsB1Uegz",
+	"fbfupkr4QpYknXEKc40P5d9skjc6PjLFkiRDb6Q+1SWC6vuJrjS/1rV26svunRX3xn3vMsbGVsBRRNSu",
+	"cHxej2Y0gWlcUV0AXyE1Sx5bsYCgg/xSVgxYOWQowmIO4hD993/8pw4vaLf9DAVjT21u7JnqYYymmIOe",
+	"scI35cl0dGTYTfbvUBFZ9w966VE1hGbJRMC7noYAZRK6CmEMej8R+l9AJYoJBeGXd+D+FGxTA94yjwoy",
+	"1HtoAux3t8Sogdmr6rOLcnOydHIm4Aj4lGEe3VK5xHaRlMp+HlHpSqhrR4aTsKpAd0glulzNyh327QOu",
+	"G9IVdtM5PuqLbTgZgwmn2b9dHpJjetXmg5MiGDsFIc+Qmh+JuZIbWCmmK7fG5aYou39hxM4RSb1tvwhM",
+	"qoWNo+FE3HMsObn+7bmuZt9rndctMsabfM1uzPV0MfvFOqr05wyefEQHtLjeXgetnWwLV5hekSU5+vb1",
+	"06+fPhh8CwmTnNHBt5iywcnpV4PF6eDB938f3J3qetx9s3Lu1Fltkk54biiCXZ1rzxh2a6rW1ooriWsR",
+	"t33FVncIvHnVyd4yrC+3KRB9DvgqD0S3LQldBmtDsHkWXZnPuq5f6Sck2dWRcFwdvAkte6OJr61rt8/N",
+	"pczOKP3msg9dbvDxi65useqpCNbWYCvX3IDHmyhCqh7L7VYh2ZVuuAxpB8LpF3evnXzfIbdR0lKapQ0q",
+	"6VWUkt/yb0cYHj9EX9y99zmy3QOQucrvEj7Fjf32LI8ZR3dPT8tsfojjMIuxZNwvU4WYIpxMySxjmUCt",
+	"+/39S52rd/0cxGogcKLcVBT05opK4tqxDqFCYhrChisVjqhP3hZhF0TqFgoy78xgpxLOFHjXHUJX6BVP",
+	"WSZH09jYzxuu5Ru3Mr92uCbe6LyNOa32ZliH/rKJg2JxDlhCNMGNJgdYwkCSBFwIMLVnN1SJWVbmbC4X",
+	"Ut/PK0mMdSOKZEdxf7TRc0eXzvmIpfhdBj56dfFsIPAlnKEIOFlA1Kyhse1BnCQRF+G1ta61+Uo50Ln9",
+	"tdEirPS8uCmtI1jGQ5hkvF+vCVHtW3QrF2yrjYsq9FjbqV+YjAUB+GWJVUn7xVmUaCsItoOVbkLRr7uA",
+	"0Apr1AnxHAt9my7Ie/flsQA1SjfuO0OBwnuA7EX7GAvzhx6FBU6nYXPsowJP25zcQWSsqb/b4T54VxFO",
+	"xz289qXPiXIQ7A3OjfeQddIBS7Sck3COBEuK6lvta6ScRVkIUd4pwKzQ8+Jtpx+WAr7q7+QXjpHTxd+6",
+	"RFUQOothYrqROi4mbwasPkNhHDa7ABdOWR5stz5c6e0MTgyW7ZXvIlNWuwE9xwIxqtlhF7/lRgTcjaZN",
+	"a+IxF3zNoq1C+rUaFDQb5nXKV8cpbTh9S5kbmaotVD5o2+6SOSRgNo1JiB6cP9Wy79mz54jQS1Dnn/dq",
+	"UVbZED1Ad+4kOkSmdPKdO7orB7XdD/0xtd2kpyv9W5vYY9R8o2Px4JfdgHRPY6skTCG9rhTFYyoyYdrC",
+	"DCyjzziJygTkzz9WKfRwOKZj+pDRhckGiBH639+9+NaUVgqEOSBB8RVMQiygiEwQjjJKZF7Orzs36ln0",
+	"CsTU+Zsu2QdK1JvmywJlAtA36Et0cnx6d4RO7ut/3//sr3cPFXpMvatp9KV1Z9ljTDdGJsKqEh9RWABH",
+	"x0P0yJQDq33mXsuYBl0d0GwH35iEQAWU0Tvv+dOXFfbwzDFFlfLnkXc8PBke60KMFChOiTfyPhseDz9T",
+	"RIXlXEuIo7lO2v+gay1BC2ele/RGnka6FkPavH6jWd/p8fGaLm7bdW+zK3Q0b7N94xQ2s3RoeqTlytJ7",
+	"RhZAQWjfUqcidV8f7L1Vnx1ZyIf5drpAfJECfXD+VBHSvnA62LANkl0PRSzMEm3l1qF6OSfGAuY4lIpz",
+	"7M7WgLjCSdwDxP/74Pmz7UDMJ26BWNg8NwOi3ZkDRA44Wq0l0Qv1xS9DoXppJBnS0lC3Orx3/FnXfMUG",
+	"j6p9GuuYudAJb0XxB7LaVdHcHBCHbiQtTo5KL/uoeqPNIm335i9BXfEE6EAJbi32mo1cDn1rMvN24xRn",
+	"x5Qx1fUduk+2j+y81gWs9QQv5DPWIZj8csFIKRBtsuQto4oheuJeVS1jait0kW405fkNCsujYg/LsuDq",
+	"Axkd1mL5yVHZXf+D3+vj3Bnt9fGT81d9PnU04u47qtZNWg1ytjNvmi7dXX3XPQ9x7Cro6VyxWi3cnv7+",
+	"vXufbXx6oheObZP7/ifSfnqk79E3XvPoOax8EEE5JbcmCFtdtTrEf86FWiDeNRtYLxAr3X/1kLubhxSt",
+	"d9WA09M+QrfahLYudqvSBkuEUVnxlYvbUsA6hW4ZqHOKXJssENXsmI9S4IP8LRb7K/30hG3aV0g9GqGX",
+	"Lx+/HFOXQP75x7pUNcE0bOVovSGnKfUZU/OwwqCA2QRAlVlb+z5XO7rmqtI+b0wPAh20H+bNG4Oim87h",
+	"GdL1i0sioNp9UtnD1VsowZgSKkgE9actOMz0gxZB9YpKkPfxO/35x6qOKXr61fxYja+T4em9/GPbyav6",
+	"rcKgr7st1lpO1gowyxd+0CMczq3FH2LOCdT10Jj+9M+K7mJL6rgGqOdWiLSX/9BXph2jbgipFWotHt7A",
+	"3d3TUx8JvCJ0lrcnNiOJQEU0XrtH3+m0RL4d5aHlj+WYJpCr4s2WT82LLeiApaZ8L16NaVB3cQMfBfVy",
+	"rOBwnZo0Eeg/lOSvUUn2WO7fU2n2G2Bed7pVDdtqcNHpFudf/HZ0rIVKR4gqQd3+KnbGTdDZqWBNMXGu",
+	"HFtqkYAI8hhyfmMZCzRVAs+pyQNfy+s5YJng1OjgJYlmIMWoKFo/ua+WObk/HNPv8xLacgeMN3fgV5RE",
+	"GRu7Bq151e6MZnZ3rJ/joiFgYC8smGe38pb1PuJYKS41CaboEpNYaQs1o0LdOqn9hOsw6L+5zG68BGO9",
+	"xVg/4VGJEvqmkHogQM1o7yXAdRprA9A+s7ZG/tdfyytyXluKfB0WfmoG22/znxx5SLmK83eP3KAWxlMM",
+	"C4j3grFWf7kO0B7KZj8o/1BTt6OmGhdn1yspiIz4+c0oqgdoOWdxdf8mwt5fU1WqCJzK6iGLI+PpyUbb",
+	"chrl3YhMrq5RGGEnHlNbUXFJpNVkyj88eHaIvkTpT/96hj5F737617Of/muInje8HpE7FTozUuuKfoay",
+	"VO3otMtxyjM4B8YdG9PaBY9D+6yALNxGnYGpOErrVNB5UULwh+dwW56Dy5q/TTnRrpT8HdmzmomLnKZi",
+	"5m0iR6Z76NoQfUYJo3m2nmdUfIIqOVJhoxLaqDXvD4G2gbWkqL92IHWD44POHq2HRd8ezZjmIVIYUyOa",
+	"jOgx0Y8DWx5jWiYD0YES8yciUEKEIHTmDBDYfqkXphNog8cbwC/NFoDqCAaJ2uZI9QkTYmIlUywgJqY0",
+	"oY+lUulO2slMhc2y9VN0NcPluGq4nG4yXG41hFv2v+1gRVvnGtnMuQ4bfiSmrGfC1D50fHC60v+vcJRp",
+	"75vzkglYic4c4TMi5CP7zS2itt6zzYFd46LaUgmFYRtiKwtrdNC2mSy1W6+OsJpVMYe+wSFq0kZvoIKf",
+	"WZqtR86T81e3iplK76lOtDw5f9XAg68O3jyzWUeI2u5WCIjr9z6dAvfCPJaEK9YORnfu6CKpO3eKwii4",
+	"xqGMV64o/JjWwvC+vk1oSmQCcyEyGKGgcvkksG/Mta5wBkjtzfSi8lFg6+btG9vmSmdQ6VY1pi/xlW1o",
+	"pZ9XviSxkqy60vHJo5dI4UCxTOCSy09AVu/FtkTz7zuQ6Xy+Nb+96nhrtnF56Ebv5Pa1GLexSXsbu+0X",
+	"Z7czez+2ldxnUPkMbN8R5WuoW47A171HmGeO+35t3yG/VaOgyv8OAf2Cgi6BLkxRTK90l7xdjIK2ji/F",
+	"pK4drOYfO1W+6RKyVqk9N5/cItpqV1I7FZt5LrqnajOb3kq55c37nVrNFJYT0EW/QjKdYc2o8BGFpXLt",
+	"jQU9XSEr4UyCGF3BSoAc0xTPCMXmidQUC9F4+n6Kw6v19fRKOal/FyqJQ+uR5bMiIWnuUSkkFa9u+8YT",
+	"0RlZo+JMcEb7HC59ps7e7WT8IVt/07LV+Q434x2PwnuDWvl1rqjrv639YGq+8wrwQQr4alLV67sr7F+f",
+	"xM+v4myQ9koEiVyE3IC8V2vWJ+2U8Oqno/fGR/+wtvxTN8jYgdVt0PCW0bzGzTailkiB8ntWvvUO/UZn",
+	"J235m+iOeZDq47vjiiyM5DUdSXqc2qaaqIf6iWAdjTL6v6jLkY3qzSF6+N1rE3VGGM21uYI4Wx6OqX41",
+	"1twB+TIUC5N1fRCGkMoRUrMdqd+e5d8EaEmoLRa1nwVdWqS8TCn2orC+Md1fbYmkU/LmN/57xp0qrQj6",
+	"CsLH5mbPRyi4KHoQKDrOiWaHundtvxA6++WiZi+LVFHrYk1oCbkP5yZFWyF3sCSve484XhqOlAlORyjg",
+	"bCnekLdDvdibf7wN8uisDaCYIInOQ70hbx1VGmqMfaOvEmjOi9nM03xjWr7N545oPM8Tdr9OvWC310FF",
+	"HzFb2qKd6iUsLIoafnWsjbtYKGRxltC+FNVOibYFbuUy9W9U4v5OpGKzNctNiUVFRr+sVMzzdbYFdZNy",
+	"dUNTvshJTt/b9+ZSpqOjo5iFOJ4zIUd/Pf7rsT4AO/x9JaVk6jpygsu99drvimxg5bf6Ms+Htx/+JwAA",
+	"//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -71,7 +71,9 @@ type PrefillPoint struct {
 
 // Run is what the calculator needs of a stored run.
 type Run struct {
-	ID      string
+	ID string
+	// GPU is the measured GPU's name (for scaling to another GPU).
+	GPU     string
 	Decode  []Cell
 	Prefill []PrefillPoint
 	// Launch limits; zero when unknown.
@@ -154,6 +156,10 @@ type Query struct {
 	VRAMGB               float64
 	GPUMemoryUtilization float64
 	MaxOutputTokens      int
+	// TargetGPU moves the speed to another GPU by its memory bandwidth;
+	// VRAM defaults to that GPU's. Rough allows crossing GPU generations.
+	TargetGPU string
+	Rough     bool
 }
 
 // Prediction answers a Query.
@@ -169,6 +175,9 @@ type Prediction struct {
 	SpeedBasis Basis
 	Cells      []CellRef
 	Warnings   []string
+	// BandTotal and BandTBT are the relative half-widths behind the total
+	// and TBT intervals (for TBT, the band on the step time).
+	BandTotal, BandTBT float64
 }
 
 func finite(vs ...float64) bool {

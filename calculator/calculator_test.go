@@ -366,3 +366,46 @@ func TestBandsComeFromHeldOutErrors(t *testing.T) {
 	}
 	_ = p
 }
+
+func TestGPUScaling(t *testing.T) {
+	r := faraRun()
+	r.GPU = "RTX 3060"
+	m := fit(t, r)
+	base, err := m.Decode(calculator.Query{ContextTokens: 16384, Concurrency: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Same generation, 2.6× the bandwidth: faster, but not 2.6× (only the
+	// weight-streaming term scales), with a ±20 % band and the 3090's 24 GB.
+	p, err := m.Decode(calculator.Query{ContextTokens: 16384, Concurrency: 8, TargetGPU: "NVIDIA GeForce RTX 3090"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Basis != calculator.ScaledGPU || p.SpeedBasis != calculator.Measured {
+		t.Errorf("basis %s/%s, want scaled_gpu from a measured cell", p.Basis, p.SpeedBasis)
+	}
+	if !(p.TBTMs.Value < base.TBTMs.Value && p.TBTMs.Value > base.TBTMs.Value*360/936) {
+		t.Errorf("TBT on the 3090 %.2f ms, want below the 3060's %.2f and above %.2f (bandwidth alone)", p.TBTMs.Value, base.TBTMs.Value, base.TBTMs.Value*360/936)
+	}
+	if p.BandTBT < 0.2 || p.TTFTMs != nil {
+		t.Errorf("band %v (want ≥ 0.2), TTFT %v (want none across GPUs)", p.BandTBT, p.TTFTMs)
+	}
+	if p.Capacity.KVTokensLow <= base.Capacity.KVTokensLow {
+		t.Errorf("capacity on 24 GB %d, want more than 12 GB's %d", p.Capacity.KVTokensLow, base.Capacity.KVTokensLow)
+	}
+	// Across generations: refused unless rough.
+	if _, err := m.Decode(calculator.Query{ContextTokens: 16384, Concurrency: 8, TargetGPU: "RTX 4090"}); !errors.Is(err, calculator.ErrRefused) || !strings.Contains(err.Error(), "generations") {
+		t.Errorf("ampere → ada without rough: %v, want a refusal", err)
+	}
+	rough, err := m.Decode(calculator.Query{ContextTokens: 16384, Concurrency: 8, TargetGPU: "RTX 4090", Rough: true})
+	if err != nil || rough.BandTBT < 0.4 || !strings.Contains(strings.Join(rough.Warnings, " "), "rough") {
+		t.Errorf("rough ampere → ada: band %v warnings %v err %v", rough.BandTBT, rough.Warnings, err)
+	}
+	if _, err := m.Decode(calculator.Query{ContextTokens: 0, Concurrency: 1, TargetGPU: "Voodoo 5"}); !errors.Is(err, calculator.ErrRefused) {
+		t.Errorf("unknown GPU: %v, want a refusal", err)
+	}
+	same, err := m.Decode(calculator.Query{ContextTokens: 16384, Concurrency: 8, TargetGPU: "rtx 3060"})
+	if err != nil || same.Basis != calculator.Measured {
+		t.Errorf("target = the measured GPU: basis %s err %v, want measured", same.Basis, err)
+	}
+}

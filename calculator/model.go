@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 )
 
 // Model is a run's fitted calculator: speed surface, capacity, TTFT and the
@@ -149,6 +150,13 @@ func (m *Model) Decode(q Query) (Prediction, error) {
 		maxOut = q.MaxOutputTokens
 	}
 	var p Prediction
+	gpu, err := m.gpuScale(q)
+	if err != nil {
+		return Prediction{}, err
+	}
+	if gpu.scaled && q.VRAMGB == 0 {
+		q.VRAMGB = gpu.target.VRAMGB
+	}
 	scale, err := m.vramScale(q)
 	if err != nil {
 		return Prediction{}, err
@@ -161,13 +169,14 @@ func (m *Model) Decode(q Query) (Prediction, error) {
 		SequenceLimit:           cap.seqLimit,
 	}
 	p.Status, p.Warnings = cap.status(q.ContextTokens, q.Concurrency)
+	p.Warnings = append(p.Warnings, gpu.warnings...)
 	p.Warnings = append(p.Warnings, scale.warnings...)
 	if !m.bands.Calibrated {
 		p.Warnings = append(p.Warnings, "too few cells to calibrate error bands on this run: intervals are a wide default")
 	}
 
 	measured, isMeasured := m.cells[CellRef{q.ContextTokens, q.Concurrency}]
-	if isMeasured && !scale.scaled && maxOut == m.maxOut {
+	if isMeasured && !scale.scaled && !gpu.scaled && maxOut == m.maxOut {
 		return m.measuredAnswer(p, measured), nil
 	}
 	switch p.Status {
@@ -175,6 +184,9 @@ func (m *Model) Decode(q Query) (Prediction, error) {
 		p.Basis = NoSpeed
 		if scale.scaled {
 			p.Basis = ScaledVRAM
+		}
+		if gpu.scaled {
+			p.Basis = ScaledGPU
 		}
 		p.SpeedBasis = NoSpeed
 		return p, nil
@@ -188,10 +200,14 @@ func (m *Model) Decode(q Query) (Prediction, error) {
 	if err != nil {
 		return Prediction{}, err
 	}
+	t, s = gpu.apply(m, t, s)
 	p.Cells = used
 	p.Basis, p.SpeedBasis = basis, basis
 	if scale.scaled {
 		p.Basis = ScaledVRAM
+	}
+	if gpu.scaled {
+		p.Basis = ScaledGPU
 	}
 	tb, sb := m.bands.InterpolatedTBT, m.bands.InterpolatedTotal
 	switch basis {
@@ -200,11 +216,19 @@ func (m *Model) Decode(q Query) (Prediction, error) {
 	case Measured:
 		tb, sb = roundingBand(t, 0.05), roundingBand(s, 0.05)
 	}
+	if gpu.scaled {
+		tb, sb = max(tb, gpu.band), max(sb, gpu.band)
+	}
+	p.BandTotal, p.BandTBT = sb, tb
 	total := b * 1000 / s
 	p.TBTMs = band(t, tb)
 	p.PerRequestTokS = invBand(1000/t, tb)
 	p.TotalTokS = invBand(total, sb)
-	p.TTFTMs = m.ttft.at(q.ContextTokens, q.Concurrency, m.bands.TTFT)
+	if gpu.scaled {
+		p.Warnings = append(p.Warnings, "TTFT is not predicted on another GPU: prefill is bound by compute, not bandwidth")
+	} else {
+		p.TTFTMs = m.ttft.at(q.ContextTokens, q.Concurrency, m.bands.TTFT)
+	}
 	if !finite(t, s, total) {
 		return Prediction{}, refuse(m.supportedRange(), "the fit gives no finite speed here")
 	}
@@ -346,6 +370,13 @@ func (m *Model) Capacity(q Query) (CapacityAnswer, error) {
 	if q.MaxOutputTokens > 0 {
 		maxOut = q.MaxOutputTokens
 	}
+	if q.TargetGPU != "" && q.VRAMGB == 0 {
+		g, ok := LookupGPU(q.TargetGPU)
+		if !ok {
+			return CapacityAnswer{}, refuse("target_gpu one of: "+strings.Join(KnownGPUNames(), ", "), "GPU %q is not one whose VRAM is known; give vram_gb", q.TargetGPU)
+		}
+		q.VRAMGB = g.VRAMGB
+	}
 	scale, err := m.vramScale(q)
 	if err != nil {
 		return CapacityAnswer{}, err
@@ -398,7 +429,15 @@ type GridCell struct {
 // Grid predicts every context × concurrency combination. Cells the data
 // does not support carry their refusal instead of failing the grid.
 func (m *Model) Grid(contexts, concurrencies []int, base Query) ([]GridCell, error) {
-	if _, err := m.vramScale(base); err != nil {
+	gpu, err := m.gpuScale(base)
+	if err != nil {
+		return nil, err
+	}
+	vq := base
+	if gpu.scaled && vq.VRAMGB == 0 {
+		vq.VRAMGB = gpu.target.VRAMGB
+	}
+	if _, err := m.vramScale(vq); err != nil {
 		return nil, err
 	}
 	out := make([]GridCell, 0, len(contexts)*len(concurrencies))

@@ -170,13 +170,8 @@ func (c *Calc) Decode(ctx context.Context, sel Selection, q calculator.Query) (a
 	if out.Warnings == nil {
 		out.Warnings = []string{}
 	}
-	if p.TotalTokS != nil && p.Basis != calculator.Measured {
-		b := m.Bands()
-		tot, tbt := b.InterpolatedTotal, b.InterpolatedTBT
-		if p.SpeedBasis == calculator.Extrapolated {
-			tot, tbt = b.ExtrapolatedTotal, b.ExtrapolatedTBT
-		}
-		out.Basis.ErrorBandPct = &api.ErrorBand{TotalTokS: 100 * tot, TBTMs: 100 * tbt}
+	if p.TotalTokS != nil && (p.SpeedBasis != calculator.Measured || p.Basis == calculator.ScaledGPU) {
+		out.Basis.ErrorBandPct = &api.ErrorBand{TotalTokS: 100 * p.BandTotal, TBTMs: 100 * p.BandTBT}
 	}
 	return out, nil
 }
@@ -298,7 +293,7 @@ func nonZero(n int) *int {
 
 func basis(method, speed calculator.Basis, ids []string, cells []calculator.CellRef) api.CalcBasis {
 	b := api.CalcBasis{Method: api.CalcBasisMethod(method), SpeedMethod: api.CalcBasisSpeedMethod(speed), RunIDs: ids, Cells: []api.CellRef{}}
-	if speed == calculator.ScaledVRAM || speed == "" {
+	if speed == calculator.ScaledVRAM || speed == calculator.ScaledGPU || speed == "" {
 		b.SpeedMethod = api.CalcBasisSpeedMethod(calculator.NoSpeed)
 	}
 	for _, c := range cells {

@@ -14,8 +14,8 @@ func str(p *string) string {
 	return *p
 }
 
-func query(l, b int, vram, util *float64, maxOut *int) calculator.Query {
-	q := calculator.Query{ContextTokens: l, Concurrency: b}
+func query(l, b int, vram, util *float64, maxOut *int, targetGPU *string, rough *bool) calculator.Query {
+	q := calculator.Query{ContextTokens: l, Concurrency: b, TargetGPU: str(targetGPU), Rough: rough != nil && *rough}
 	if vram != nil {
 		q.VRAMGB = *vram
 	}
@@ -32,7 +32,7 @@ func query(l, b int, vram, util *float64, maxOut *int) calculator.Query {
 func (s *Server) EstimateDecode(ctx context.Context, req api.EstimateDecodeRequestObject) (api.EstimateDecodeResponseObject, error) {
 	p := req.Params
 	sel := Selection{RunID: str(p.RunID), Model: str(p.Model), GPU: str(p.GPU), EngineVersion: str(p.EngineVersion), KVCacheDtype: str(p.KVCacheDtype)}
-	out, err := s.calc.Decode(ctx, sel, query(p.ContextTokens, p.Concurrency, p.VRAMGB, p.GPUMemoryUtilization, p.MaxOutputTokens))
+	out, err := s.calc.Decode(ctx, sel, query(p.ContextTokens, p.Concurrency, p.VRAMGB, p.GPUMemoryUtilization, p.MaxOutputTokens, p.TargetGPU, p.Rough))
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +47,7 @@ func (s *Server) EstimateCapacity(ctx context.Context, req api.EstimateCapacityR
 	if p.Concurrency != nil {
 		b = *p.Concurrency
 	}
-	out, err := s.calc.Capacity(ctx, sel, query(p.ContextTokens, b, p.VRAMGB, p.GPUMemoryUtilization, p.MaxOutputTokens))
+	out, err := s.calc.Capacity(ctx, sel, query(p.ContextTokens, b, p.VRAMGB, p.GPUMemoryUtilization, p.MaxOutputTokens, p.TargetGPU, nil))
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +65,7 @@ func (s *Server) EstimateGrid(ctx context.Context, req api.EstimateGridRequestOb
 	if p.Concurrencies != nil {
 		concurrencies = *p.Concurrencies
 	}
-	out, err := s.calc.Grid(ctx, sel, contexts, concurrencies, query(0, 1, p.VRAMGB, p.GPUMemoryUtilization, p.MaxOutputTokens))
+	out, err := s.calc.Grid(ctx, sel, contexts, concurrencies, query(0, 1, p.VRAMGB, p.GPUMemoryUtilization, p.MaxOutputTokens, p.TargetGPU, p.Rough))
 	if err != nil {
 		return nil, err
 	}

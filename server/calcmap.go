@@ -9,6 +9,7 @@ import (
 func CalculatorRun(r store.Run) calculator.Run {
 	out := calculator.Run{
 		ID:           r.ID,
+		GPU:          r.Hardware.GPU,
 		Quantization: r.Model.Quantization,
 		ParamsB:      calculator.ParamsFromName(r.Model.Name),
 	}

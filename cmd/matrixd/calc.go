@@ -21,6 +21,7 @@ const calcUsage = `usage: matrixd calc decode|capacity|grid|prefill [flags]
   --context 48K --concurrency 8        the cell (K = 1024 tokens)
   --contexts 0,16K,48K --concurrencies 1,4,8   grid axes (default: the run's)
   --vram 16 --util 0.9 --max-output 8192       what-ifs
+  --target-gpu 'RTX 3090' [--rough]            on another GPU (by memory bandwidth)
   --json                               the API's JSON instead of a table`
 
 // tokens reads a token count: "49152", "48K" or "48k" (K = 1024).
@@ -72,11 +73,14 @@ func calcCmd(ctx context.Context, args []string, getenv func(string) string, std
 	vram := fs.Float64("vram", 0, "another VRAM size in GB")
 	util := fs.Float64("util", 0, "another --gpu-memory-utilization")
 	maxOut := fs.Int("max-output", 0, "tokens reserved per request for output")
+	targetGPU := fs.String("target-gpu", "", "move the speed to another GPU by memory bandwidth")
+	rough := fs.Bool("rough", false, "allow --target-gpu of another GPU generation (rough estimate)")
 	asJSON := fs.Bool("json", false, "print the API's JSON")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	q := calculator.Query{Concurrency: *concurrency, VRAMGB: *vram, GPUMemoryUtilization: *util, MaxOutputTokens: *maxOut}
+	q := calculator.Query{Concurrency: *concurrency, VRAMGB: *vram, GPUMemoryUtilization: *util, MaxOutputTokens: *maxOut,
+		TargetGPU: *targetGPU, Rough: *rough}
 	if *contextS != "" {
 		l, err := tokens(*contextS)
 		if err != nil {
@@ -206,7 +210,7 @@ func printGrid(w io.Writer, g api.GridPrediction) {
 		fmt.Fprintf(w, "%d\t", b)
 	}
 	fmt.Fprintln(w)
-	marks := map[api.GridCellMethod]string{"measured": "", "interpolated": "~", "extrapolated": "^", "scaled_vram": "v"}
+	marks := map[api.GridCellMethod]string{"measured": "", "interpolated": "~", "extrapolated": "^", "scaled_vram": "v", "scaled_gpu": "g"}
 	short := map[api.GridCellStatus]string{"over_capacity": "over", "exceeds_max_model_len": "too long", "ttft_exceeds_window": "no token", "refused": "refused"}
 	for _, row := range g.Rows {
 		fmt.Fprintf(w, "%s\t", label(row.ContextTokens))
@@ -226,7 +230,7 @@ func printGrid(w io.Writer, g api.GridPrediction) {
 		}
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintln(w, "\n~ interpolated, ^ extrapolated, v scaled VRAM, unmarked measured; q requests queued, ? capacity boundary uncertain")
+	fmt.Fprintln(w, "\n~ interpolated, ^ extrapolated, v scaled VRAM, g scaled to another GPU, unmarked measured; q requests queued, ? capacity boundary uncertain")
 	fmt.Fprintf(w, "run\t%s\n", strings.Join(g.RunIDs, ", "))
 }
 
