@@ -124,7 +124,18 @@ type Estimate struct {
 }
 
 func band(v, relErr float64) *Estimate {
-	return &Estimate{Value: v, Low: v * (1 - relErr), High: v * (1 + relErr)}
+	return &Estimate{Value: v, Low: math.Max(v*(1-relErr), 0), High: v * (1 + relErr)}
+}
+
+// finiteEstimates reports whether every value and bound is a number JSON
+// can carry.
+func finiteEstimates(es ...*Estimate) bool {
+	for _, e := range es {
+		if e != nil && !finite(e.Value, e.Low, e.High) {
+			return false
+		}
+	}
+	return true
 }
 
 // CellRef names a measured cell an answer used.

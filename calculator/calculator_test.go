@@ -131,21 +131,15 @@ func TestRefusals(t *testing.T) {
 		want string
 	}{
 		{"context beyond 1.25× the longest measured", long, calculator.Query{ContextTokens: 200 << 10, Concurrency: 1}, "beyond 1.25×"},
-		{"concurrency beyond 2× measured", long, calculator.Query{ContextTokens: 16384, Concurrency: 40}, ""},
+		{"concurrency beyond 2× measured", long, calculator.Query{ContextTokens: 16384, Concurrency: 40, VRAMGB: 48}, "beyond 2× the largest"},
 		{"vram without model size", noParams, calculator.Query{ContextTokens: 0, Concurrency: 1, VRAMGB: 24}, "model's size is unknown"},
 		{"vram too small for weights", faraRun(), calculator.Query{ContextTokens: 0, Concurrency: 1, VRAMGB: 2}, "no room for the KV cache"},
 		{"not a cell", faraRun(), calculator.Query{ContextTokens: -1, Concurrency: 1}, "not a cell"},
+		{"no output reservation", func() calculator.Run { r := faraRun(); r.MaxOutputTokens = 0; return r }(), calculator.Query{ContextTokens: 0, Concurrency: 3}, "give max_output_tokens"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := fit(t, tt.run).Decode(tt.q)
-			if tt.name == "concurrency beyond 2× measured" {
-				// Beyond capacity comes first: no speed is asked for.
-				if err != nil || p.Status != calculator.OverCapacity {
-					t.Fatalf("status %s err %v, want over_capacity", p.Status, err)
-				}
-				return
-			}
+			_, err := fit(t, tt.run).Decode(tt.q)
 			var r *calculator.Refusal
 			if !errors.As(err, &r) || !strings.Contains(r.Error(), tt.want) {
 				t.Fatalf("err = %v, want a refusal mentioning %q", err, tt.want)
@@ -170,15 +164,21 @@ func TestDegenerateValuesNeverReachAnswers(t *testing.T) {
 	r.Decode[4].TotalTokS = f(0) // a zero throughput
 	r.Prefill = r.Prefill[:1]    // too few prefill points to fit
 	m := fit(t, r)
-	for _, l := range []int{0, 8192, 24 << 10, 100 << 10} {
-		for _, b := range []int{1, 3, 8, 16} {
-			p, err := m.Decode(calculator.Query{ContextTokens: l, Concurrency: b})
-			if err != nil {
-				continue
-			}
-			for _, e := range []*calculator.Estimate{p.TotalTokS, p.PerRequestTokS, p.TBTMs, p.TTFTMs} {
-				if e != nil && (bad(e.Value) || bad(e.Low) || bad(e.High)) {
-					t.Fatalf("%d×%d: non-finite estimate %+v", l, b, *e)
+	// Measured cells answer their measurement; the other paths (another
+	// output reservation, another VRAM) go through the model, where a zero
+	// step time would become +Inf.
+	for _, q := range []calculator.Query{{}, {MaxOutputTokens: 4096}, {VRAMGB: 16}} {
+		for _, l := range []int{0, 8192, 24 << 10, 100 << 10} {
+			for _, b := range []int{1, 3, 4, 5, 8, 16} {
+				q.ContextTokens, q.Concurrency = l, b
+				p, err := m.Decode(q)
+				if err != nil {
+					continue
+				}
+				for _, e := range []*calculator.Estimate{p.TotalTokS, p.PerRequestTokS, p.TBTMs, p.TTFTMs} {
+					if e != nil && (bad(e.Value) || bad(e.Low) || bad(e.High) || e.Low < 0) {
+						t.Fatalf("%+v: estimate %+v is not a finite, non-negative interval", q, *e)
+					}
 				}
 			}
 		}
@@ -276,11 +276,20 @@ func TestCapacityAnswers(t *testing.T) {
 	if a.KVTokensLow != 655360 || a.KVTokensHigh != 786432 {
 		t.Errorf("KV interval %d–%d, want 655360–786432", a.KVTokensLow, a.KVTokensHigh)
 	}
-	if a.MaxConcurrency != 26 || a.MaxConcurrencyPossible != 31 {
-		t.Errorf("max concurrency at 16K %d (possible %d), want 26 (31)", a.MaxConcurrency, a.MaxConcurrencyPossible)
+	if a.MaxConcurrency != 26 || a.MaxConcurrencyPossible == nil || *a.MaxConcurrencyPossible != 31 {
+		t.Errorf("max concurrency at 16K %d (possible %v), want 26 (31)", a.MaxConcurrency, a.MaxConcurrencyPossible)
 	}
-	if a.MaxContextTokens != 655360/8-8192 {
-		t.Errorf("max context at 8 requests %d, want %d", a.MaxContextTokens, 655360/8-8192)
+	if a.MaxContextTokens == nil || *a.MaxContextTokens != 655360/8-8192 {
+		t.Errorf("max context at 8 requests %v, want %d", a.MaxContextTokens, 655360/8-8192)
+	}
+	// 100 requests fit at no context; at context 0 no more than the 64 ever
+	// seen running together surely fit.
+	a, err = fit(t, faraRun()).Capacity(calculator.Query{ContextTokens: 0, Concurrency: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.MaxContextTokens != nil || a.MaxConcurrency != 64 {
+		t.Errorf("0×100: max context %v, max concurrency %d; want none and 64", a.MaxContextTokens, a.MaxConcurrency)
 	}
 	n, err := fit(t, nemotronRun()).Capacity(calculator.Query{ContextTokens: 0})
 	if err != nil {
@@ -364,7 +373,9 @@ func TestBandsComeFromHeldOutErrors(t *testing.T) {
 	if m.Bands().Calibrated {
 		t.Error("a two-cell run claims calibrated bands")
 	}
-	_ = p
+	if !strings.Contains(strings.Join(p.Warnings, " "), "too few cells to calibrate") {
+		t.Errorf("uncalibrated answer lacks the warning: %v", p.Warnings)
+	}
 }
 
 func TestGPUScaling(t *testing.T) {

@@ -143,15 +143,16 @@ func (c capacity) running(b int) int {
 	return b
 }
 
-// maxConcurrency is the largest B whose reservation at l is surely within
-// cLo and the sequence and max-num-seqs limits.
+// maxConcurrency is the largest B that surely fits at l: its reservation
+// within cLo, within the sequence and max-num-seqs limits, and no more
+// requests than were ever seen running together.
 func (c capacity) maxConcurrency(l int) int {
-	b := c.cLo / (l + c.maxOut)
-	if c.seqLimit > 0 {
-		b = min(b, c.seqLimit)
+	if l+c.maxOut <= 0 {
+		return 0
 	}
-	if c.maxNumSeqs > 0 {
-		b = min(b, c.maxNumSeqs)
+	b := c.running(c.cLo / (l + c.maxOut))
+	if c.maxActive > 0 {
+		b = min(b, c.maxActive)
 	}
 	return b
 }

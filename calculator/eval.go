@@ -91,7 +91,7 @@ func evaluate(r Run) Report {
 	var valid []Cell
 	rows, cols := map[int]bool{}, map[int]bool{}
 	for _, c := range r.Decode {
-		if c.Status == CellValid && c.TBTMs != nil && c.TotalTokS != nil && *c.TBTMs > 0 && *c.TotalTokS > 0 {
+		if usable(c) {
 			valid = append(valid, c)
 			rows[c.ContextTokens], cols[c.Concurrency] = true, true
 		}

@@ -65,7 +65,7 @@ func fitCore(r Run) (*Model, error) {
 	var samples []sample
 	for _, c := range r.Decode {
 		m.cells[CellRef{c.ContextTokens, c.Concurrency}] = c
-		if c.Status != CellValid || c.TBTMs == nil || c.TotalTokS == nil || *c.TBTMs <= 0 || *c.TotalTokS <= 0 {
+		if !usable(c) {
 			continue
 		}
 		b := float64(c.Concurrency)
@@ -82,22 +82,31 @@ func fitCore(r Run) (*Model, error) {
 	return m, nil
 }
 
+// usable reports a valid cell with both step times measured and positive:
+// the only cells speed is modelled from.
+func usable(c Cell) bool {
+	return c.Status == CellValid && c.TBTMs != nil && c.TotalTokS != nil && *c.TBTMs > 0 && *c.TotalTokS > 0
+}
+
 // Bands returns the model's calibrated error bands.
 func (m *Model) Bands() Bands { return m.bands }
 
 // speed predicts the two step times at (L, B) with how they were obtained.
 func (m *Model) speed(lTokens int, b float64) (t, s float64, basis Basis, used []CellRef, err error) {
 	l := float64(lTokens) / 1024
-	if c, ok := m.cells[CellRef{lTokens, int(b)}]; ok && float64(int(b)) == b && c.Status == CellValid && c.TBTMs != nil && c.TotalTokS != nil {
+	if c, ok := m.cells[CellRef{lTokens, int(b)}]; ok && float64(int(b)) == b && usable(c) {
 		return *c.TBTMs, b * 1000 / *c.TotalTokS, Measured, []CellRef{{lTokens, int(b)}}, nil
 	}
 	if t, s, ok := m.sf.interpolate(l, b); ok {
 		return t, s, Interpolated, m.neighbours(l, b), nil
 	}
-	maxB, maxL := m.sf.limits(l)
+	maxB, minL, maxL := m.sf.limits(l)
 	supported := m.supportedRange()
 	if l > maxL {
 		return 0, 0, "", nil, refuse(supported, "context %d tokens is beyond 1.25× the longest context this run measured", lTokens)
+	}
+	if l < minL {
+		return 0, 0, "", nil, refuse(supported, "context %d tokens is below 0.8× the shortest context this run measured", lTokens)
 	}
 	if b > maxB {
 		return 0, 0, "", nil, refuse(supported, "concurrency %g is beyond 2× the largest this run measured near context %d (%g)", b, lTokens, maxB/2)
@@ -136,8 +145,21 @@ func (m *Model) supportedRange() string {
 	for _, r := range m.sf.rows {
 		maxB = max(maxB, r.xs[len(r.xs)-1])
 	}
-	return fmt.Sprintf("context 0–%d tokens, concurrency 1–%d (up to 2× the largest measured near the asked context)",
-		int(1.25*m.sf.maxL*1024), int(2*maxB))
+	_, minL, maxL := m.sf.limits(0)
+	return fmt.Sprintf("context %d–%d tokens, concurrency 1–%d (up to 2× the largest measured near the asked context)",
+		int(minL*1024), int(maxL*1024), int(2*maxB))
+}
+
+// maxOutput is the output reservation a query uses: its own, else the
+// run's. A run that does not say refuses, since capacity is B·(L + it).
+func (m *Model) maxOutput(q Query) (int, error) {
+	if q.MaxOutputTokens > 0 {
+		return q.MaxOutputTokens, nil
+	}
+	if m.maxOut > 0 {
+		return m.maxOut, nil
+	}
+	return 0, refuse("max_output_tokens ≥ 1", "the run does not say how many output tokens it reserves per request, so its KV capacity cannot be read; give max_output_tokens")
 }
 
 // Decode predicts one cell.
@@ -145,9 +167,9 @@ func (m *Model) Decode(q Query) (Prediction, error) {
 	if q.ContextTokens < 0 || q.Concurrency < 1 {
 		return Prediction{}, refuse("context ≥ 0 and concurrency ≥ 1", "context %d and concurrency %d are not a cell", q.ContextTokens, q.Concurrency)
 	}
-	maxOut := m.maxOut
-	if q.MaxOutputTokens > 0 {
-		maxOut = q.MaxOutputTokens
+	maxOut, err := m.maxOutput(q)
+	if err != nil {
+		return Prediction{}, err
 	}
 	var p Prediction
 	gpu, err := m.gpuScale(q)
@@ -171,6 +193,9 @@ func (m *Model) Decode(q Query) (Prediction, error) {
 	p.Status, p.Warnings = cap.status(q.ContextTokens, q.Concurrency)
 	p.Warnings = append(p.Warnings, gpu.warnings...)
 	p.Warnings = append(p.Warnings, scale.warnings...)
+	if scale.scaled && !gpu.scaled {
+		p.Warnings = append(p.Warnings, "speed is the measured GPU's: another VRAM size of the same GPU changes capacity, not speed")
+	}
 	if !m.bands.Calibrated {
 		p.Warnings = append(p.Warnings, "too few cells to calibrate error bands on this run: intervals are a wide default")
 	}
@@ -214,22 +239,22 @@ func (m *Model) Decode(q Query) (Prediction, error) {
 	case Extrapolated:
 		tb, sb = m.bands.ExtrapolatedTBT, m.bands.ExtrapolatedTotal
 	case Measured:
-		tb, sb = roundingBand(t, 0.05), roundingBand(s, 0.05)
+		tb, sb = roundingBand(t, 0.05), roundingBand(b*1000/s, 0.05)
 	}
 	if gpu.scaled {
 		tb, sb = max(tb, gpu.band), max(sb, gpu.band)
 	}
-	p.BandTotal, p.BandTBT = sb, tb
 	total := b * 1000 / s
 	p.TBTMs = band(t, tb)
 	p.PerRequestTokS = invBand(1000/t, tb)
 	p.TotalTokS = invBand(total, sb)
+	p.BandTotal, p.BandTBT = sb, tb
 	if gpu.scaled {
 		p.Warnings = append(p.Warnings, "TTFT is not predicted on another GPU: prefill is bound by compute, not bandwidth")
 	} else {
 		p.TTFTMs = m.ttft.at(q.ContextTokens, q.Concurrency, m.bands.TTFT)
 	}
-	if !finite(t, s, total) {
+	if !finite(t, s, total) || !finiteEstimates(p.TotalTokS, p.PerRequestTokS, p.TBTMs, p.TTFTMs) {
 		return Prediction{}, refuse(m.supportedRange(), "the fit gives no finite speed here")
 	}
 	return p, nil
@@ -277,12 +302,15 @@ func (m *Model) measuredAnswer(p Prediction, c Cell) Prediction {
 		if v == nil {
 			return nil
 		}
-		return &Estimate{Value: *v, Low: *v - half, High: *v + half}
+		return &Estimate{Value: *v, Low: max(*v-half, 0), High: *v + half}
 	}
 	p.TotalTokS = exact(c.TotalTokS, 0.05)
 	p.PerRequestTokS = exact(c.PerRequestTokS, 0.05)
 	p.TBTMs = exact(c.TBTMs, 0.05)
 	p.TTFTMs = exact(c.TTFTMs, 0.5)
+	if p.TotalTokS == nil {
+		p.Basis, p.SpeedBasis = NoSpeed, NoSpeed
+	}
 	return p
 }
 
@@ -312,9 +340,11 @@ func (m *Model) Prefill(l int) (PrefillPrediction, error) {
 		return PrefillPrediction{}, refuse(supported, "context %d tokens is outside what this run's prefill table supports (up to 2× its longest prefill, within max_model_len)", l)
 	}
 	out := PrefillPrediction{Basis: Interpolated}
+	minL := pm.maxL
 	for _, p := range pm.points {
 		out.Contexts = append(out.Contexts, p.ContextTokens)
-		if p.ContextTokens == l {
+		minL = min(minL, p.ContextTokens)
+		if p.ContextTokens == l && p.TTFTMs > 0.5 {
 			v := p.TTFTMs
 			out.Basis = Measured
 			out.TTFTMs = Estimate{Value: v, Low: v - 0.5, High: v + 0.5}
@@ -324,9 +354,13 @@ func (m *Model) Prefill(l int) (PrefillPrediction, error) {
 			return out, nil
 		}
 	}
-	if l > pm.maxL {
+	switch {
+	case l > pm.maxL:
 		out.Basis = Extrapolated
 		out.Warnings = append(out.Warnings, "beyond the longest measured prefill: the quadratic attention term is extrapolated")
+	case l < minL:
+		out.Basis = Extrapolated
+		out.Warnings = append(out.Warnings, "below the shortest measured prefill: fixed per-request costs the fit does not model dominate here")
 	}
 	v := pm.eval(l)
 	if !finite(v) || v <= 0 {
@@ -346,12 +380,14 @@ func (m *Model) Prefill(l int) (PrefillPrediction, error) {
 type CapacityAnswer struct {
 	ContextTokens int
 	// MaxConcurrency surely fits at the context; up to
-	// MaxConcurrencyPossible may (boundary uncertain beyond the first).
+	// MaxConcurrencyPossible may (boundary uncertain beyond the first); nil
+	// when no reservation was refused, so no upper bound is known.
 	MaxConcurrency         int
-	MaxConcurrencyPossible int
-	// MaxContextTokens at Concurrency surely fits (when Concurrency > 0).
+	MaxConcurrencyPossible *int
+	// MaxContextTokens at Concurrency surely fits (when Concurrency > 0);
+	// nil when no context fits that many requests.
 	Concurrency      int
-	MaxContextTokens int
+	MaxContextTokens *int
 	KVTokensLow      int
 	KVTokensHigh     int
 	SequenceLimit    int
@@ -366,9 +402,9 @@ func (m *Model) Capacity(q Query) (CapacityAnswer, error) {
 	if q.ContextTokens < 0 || q.Concurrency < 0 {
 		return CapacityAnswer{}, refuse("context ≥ 0, concurrency ≥ 1", "context and concurrency must not be negative")
 	}
-	maxOut := m.maxOut
-	if q.MaxOutputTokens > 0 {
-		maxOut = q.MaxOutputTokens
+	maxOut, err := m.maxOutput(q)
+	if err != nil {
+		return CapacityAnswer{}, err
 	}
 	if q.TargetGPU != "" && q.VRAMGB == 0 {
 		g, ok := LookupGPU(q.TargetGPU)
@@ -381,6 +417,9 @@ func (m *Model) Capacity(q Query) (CapacityAnswer, error) {
 	if err != nil {
 		return CapacityAnswer{}, err
 	}
+	if q.TargetGPU != "" && scale.scaled {
+		scale.warnings = append(scale.warnings, fmt.Sprintf("capacity for %s with %.0f GB", q.TargetGPU, q.VRAMGB))
+	}
 	c := m.capacityFor(maxOut, scale)
 	a := CapacityAnswer{
 		ContextTokens: q.ContextTokens, Concurrency: q.Concurrency,
@@ -392,27 +431,28 @@ func (m *Model) Capacity(q Query) (CapacityAnswer, error) {
 	}
 	if c.maxModelLen > 0 && q.ContextTokens+maxOut > c.maxModelLen {
 		a.Warnings = append(a.Warnings, fmt.Sprintf("context + max output exceeds max_model_len %d: nothing fits", c.maxModelLen))
+		zero := 0
+		a.MaxConcurrencyPossible = &zero
 		return a, nil
 	}
 	a.MaxConcurrency = c.maxConcurrency(q.ContextTokens)
 	if c.cHi > 0 {
-		a.MaxConcurrencyPossible = max(a.MaxConcurrency, (c.cHi-1)/(q.ContextTokens+maxOut))
-		if c.seqLimit > 0 {
-			a.MaxConcurrencyPossible = min(a.MaxConcurrencyPossible, c.seqLimit)
-		}
-		if c.maxNumSeqs > 0 {
-			a.MaxConcurrencyPossible = min(a.MaxConcurrencyPossible, c.maxNumSeqs)
-		}
+		possible := c.running(max(a.MaxConcurrency, (c.cHi-1)/(q.ContextTokens+maxOut)))
+		a.MaxConcurrencyPossible = &possible
 	} else {
 		a.Warnings = append(a.Warnings, "no cell of this run was refused for capacity: the KV capacity may be larger than the largest reservation that ran")
 	}
 	if q.Concurrency > 0 {
-		a.MaxContextTokens = max(0, c.cLo/q.Concurrency-maxOut)
-		if c.maxModelLen > 0 {
-			a.MaxContextTokens = min(a.MaxContextTokens, c.maxModelLen-maxOut)
+		if l := c.cLo/c.running(q.Concurrency) - maxOut; l >= 0 {
+			if c.maxModelLen > 0 {
+				l = min(l, c.maxModelLen-maxOut)
+			}
+			a.MaxContextTokens = &l
+		} else {
+			a.Warnings = append(a.Warnings, fmt.Sprintf("%d requests do not surely fit at any context", q.Concurrency))
 		}
-		if c.seqLimit > 0 && q.Concurrency > c.seqLimit {
-			a.Warnings = append(a.Warnings, fmt.Sprintf("only about %d requests run at once on this run; the rest queue", c.seqLimit))
+		if r := c.running(q.Concurrency); r < q.Concurrency {
+			a.Warnings = append(a.Warnings, fmt.Sprintf("only about %d requests run at once on this run; the rest queue", r))
 		}
 	}
 	return a, nil
@@ -458,4 +498,16 @@ func (m *Model) Grid(contexts, concurrencies []int, base Query) ([]GridCell, err
 		}
 	}
 	return out, nil
+}
+
+// MeasuredAxes returns the run's measured contexts and concurrencies,
+// ascending.
+func (m *Model) MeasuredAxes() (contexts, concurrencies []int) {
+	for _, c := range m.run.Decode {
+		contexts = append(contexts, c.ContextTokens)
+		concurrencies = append(concurrencies, c.Concurrency)
+	}
+	slices.Sort(contexts)
+	slices.Sort(concurrencies)
+	return slices.Compact(contexts), slices.Compact(concurrencies)
 }

@@ -152,15 +152,15 @@ func interpLine(lines []line, key, x float64) (t, s float64, ok bool) {
 	return lerp(t0, t1, f), lerp(s0, s1, f), true
 }
 
-// extrapolationLimits returns the largest B and L the run supports at l.
-func (sf *surface) limits(l float64) (maxB, maxL float64) {
-	maxL = 1.25 * sf.maxL
-	lo, hi, _, ok := bracket(sf.rows, math.Min(l, sf.maxL))
-	if !ok {
-		return 0, maxL
-	}
+// limits returns the largest B the run supports at l (2× the largest
+// measured in the bracketing or nearest rows) and the context range it
+// supports (0.8× the shortest to 1.25× the longest measured context).
+func (sf *surface) limits(l float64) (maxB, minL, maxL float64) {
+	first := sf.rows[0].key
+	minL, maxL = 0.8*first, 1.25*sf.maxL
+	lo, hi, _, _ := bracket(sf.rows, math.Min(math.Max(l, first), sf.maxL))
 	maxB = 2 * math.Max(lo.xs[len(lo.xs)-1], hi.xs[len(hi.xs)-1])
-	return maxB, maxL
+	return maxB, minL, maxL
 }
 
 // extrapolate predicts T and S outside the measured region (within limits

@@ -81,13 +81,14 @@ type prefillModel struct {
 }
 
 func fitPrefill(points []PrefillPoint) prefillModel {
-	m := prefillModel{points: points}
+	var m prefillModel
 	var a [][]float64
 	var rhs []float64
 	for _, pt := range points {
 		if pt.TTFTMs <= 0 || pt.ContextTokens <= 0 {
 			continue
 		}
+		m.points = append(m.points, pt)
 		l := float64(pt.ContextTokens) / 1024
 		a = append(a, []float64{l / pt.TTFTMs, l * l / pt.TTFTMs})
 		rhs = append(rhs, 1)

@@ -21,18 +21,21 @@ type Calc struct {
 	max   int
 
 	mu    sync.Mutex
-	fits  map[string]fitEntry
+	fits  map[string]*fitCall
 	order []string // insertion order, for eviction
 }
 
-type fitEntry struct {
+// fitCall is one run's fit; done closes when model and err are set, so
+// concurrent first requests wait for one fit instead of each fitting.
+type fitCall struct {
+	done  chan struct{}
 	model *calculator.Model
 	err   error
 }
 
 // NewCalc returns a calculator over st that keeps up to maxFits fitted runs.
 func NewCalc(st *store.Store, maxFits int) *Calc {
-	return &Calc{store: st, max: max(maxFits, 1), fits: map[string]fitEntry{}}
+	return &Calc{store: st, max: max(maxFits, 1), fits: map[string]*fitCall{}}
 }
 
 // Selection names the run to model: RunID, or Model and GPU (optionally
@@ -45,104 +48,150 @@ type Selection struct {
 	KVCacheDtype  string
 }
 
-// ambiguous is a model+gpu selection that matched runs of incompatible
-// configurations; it becomes a 422 listing them.
+// maxCandidates bounds how many runs a model+gpu selection considers.
+const maxCandidates = 50
+
+// ambiguous is a model+gpu selection that matched runs that cannot share a
+// speed surface; it becomes a 422 listing them.
 type ambiguous struct {
 	sel        Selection
+	differ     []string
 	candidates []api.CandidateRun
 }
 
 func (e *ambiguous) Error() string {
-	return fmt.Sprintf("%d runs of %q on %q differ in engine version, KV-cache dtype or attention backend, which changes speed; pick one with run_id, or narrow with engine_version or kv_cache_dtype",
-		len(e.candidates), e.sel.Model, e.sel.GPU)
+	return fmt.Sprintf("%d runs match model %q on GPU %q but differ in %s, which changes the answer; pick one with run_id, or narrow with engine_version or kv_cache_dtype",
+		len(e.candidates), e.sel.Model, e.sel.GPU, strings.Join(e.differ, ", "))
 }
 
-// configKey groups runs that may share a speed surface.
-func configKey(r store.Run) string {
-	return strings.ToLower(strings.Join([]string{r.Engine.Name, r.Engine.Version, r.Launch.KVCacheDtype, r.Launch.AttentionBackend, r.Model.Quantization}, "\x00"))
+// configFields are the settings runs must share to share a surface.
+func configFields(c store.RunConfig) [][2]string {
+	f := func(p *float64) string {
+		if p == nil {
+			return ""
+		}
+		return fmt.Sprint(*p)
+	}
+	i := func(p *int) string {
+		if p == nil {
+			return ""
+		}
+		return fmt.Sprint(*p)
+	}
+	return [][2]string{
+		{"model", c.ModelName}, {"vram_gb", f(c.VRAMGB)}, {"engine", strings.ToLower(c.EngineName)},
+		{"engine_version", c.EngineVersion}, {"quantization", strings.ToLower(c.Quantization)},
+		{"kv_cache_dtype", strings.ToLower(c.KVCacheDtype)}, {"attention_backend", strings.ToLower(c.AttentionBackend)},
+		{"max_model_len", i(c.MaxModelLen)}, {"gpu_memory_utilization", f(c.GPUMemoryUtilization)},
+	}
 }
 
-// selectRun returns the run to model and the ids of every run the answer
-// stands on (the modelled one first).
-func (c *Calc) selectRun(ctx context.Context, sel Selection) (store.Run, []string, error) {
+// selectRun returns the id of the run to model and the ids of every run
+// the answer stands on (the modelled one first).
+func (c *Calc) selectRun(ctx context.Context, sel Selection) (string, []string, []string, error) {
 	byName := sel.Model != "" || sel.GPU != ""
 	switch {
 	case sel.RunID != "" && byName:
-		return store.Run{}, nil, invalidParam{"run_id", "give run_id, or model and gpu, not both"}
+		return "", nil, nil, invalidParam{"run_id", "give run_id, or model and gpu, not both"}
 	case sel.RunID != "":
-		r, err := c.store.Run(ctx, sel.RunID)
-		return r, []string{r.ID}, err
+		return sel.RunID, []string{sel.RunID}, nil, nil
 	case sel.Model == "" || sel.GPU == "":
 		field := "model"
 		if sel.Model != "" {
 			field = "gpu"
 		}
-		return store.Run{}, nil, invalidParam{field, "select a run with run_id, or with both model and gpu"}
+		return "", nil, nil, invalidParam{field, "select a run with run_id, or with both model and gpu"}
 	}
 	f := store.RunFilter{Model: sel.Model, GPU: sel.GPU, EngineVersion: sel.EngineVersion, KVCacheDtype: sel.KVCacheDtype}
-	sums, _, err := c.store.ListRuns(ctx, f, store.SortCreatedDesc, 50, "")
+	configs, more, err := c.store.RunConfigs(ctx, f, maxCandidates)
 	if err != nil {
-		return store.Run{}, nil, err
+		return "", nil, nil, err
 	}
-	if len(sums) == 0 {
-		return store.Run{}, nil, fmt.Errorf("no run of a model matching %q on GPU %q: %w", sel.Model, sel.GPU, store.ErrNotFound)
+	if len(configs) == 0 {
+		return "", nil, nil, fmt.Errorf("no run of a model matching %q on GPU %q: %w", sel.Model, sel.GPU, store.ErrNotFound)
 	}
-	runs := make([]store.Run, len(sums))
-	for i, s := range sums {
-		if runs[i], err = c.store.Run(ctx, s.ID); err != nil {
-			return store.Run{}, nil, err
-		}
-	}
-	first := configKey(runs[0])
-	ids := []string{}
-	for _, r := range runs {
-		if configKey(r) != first {
-			amb := &ambiguous{sel: sel}
-			for _, r := range runs {
-				amb.candidates = append(amb.candidates, api.CandidateRun{ID: r.ID, Title: r.Title,
-					EngineVersion: opt(r.Engine.Version), KVCacheDtype: opt(r.Launch.KVCacheDtype), AttentionBackend: opt(r.Launch.AttentionBackend)})
+	first := configFields(configs[0])
+	var differ []string
+	for _, cfg := range configs[1:] {
+		for i, kv := range configFields(cfg) {
+			if kv[1] != first[i][1] && !slices.Contains(differ, kv[0]) {
+				differ = append(differ, kv[0])
 			}
-			return store.Run{}, nil, amb
 		}
-		ids = append(ids, r.ID)
 	}
-	return runs[0], ids, nil
-}
-
-// model returns the run's fitted model, fitting it on first use.
-func (c *Calc) model(r store.Run) (*calculator.Model, error) {
-	c.mu.Lock()
-	e, ok := c.fits[r.ID]
-	c.mu.Unlock()
-	if ok {
-		return e.model, e.err
-	}
-	m, err := calculator.Fit(CalculatorRun(r))
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.fits[r.ID]; !ok {
-		if len(c.order) >= c.max {
-			delete(c.fits, c.order[0])
-			c.order = c.order[1:]
+	if len(differ) > 0 {
+		amb := &ambiguous{sel: sel, differ: differ}
+		for _, r := range configs {
+			amb.candidates = append(amb.candidates, api.CandidateRun{ID: r.ID, Title: r.Title, Model: r.ModelName, VRAMGB: r.VRAMGB,
+				Quantization: opt(r.Quantization), EngineVersion: opt(r.EngineVersion), KVCacheDtype: opt(r.KVCacheDtype),
+				AttentionBackend: opt(r.AttentionBackend)})
 		}
-		c.fits[r.ID] = fitEntry{m, err}
-		c.order = append(c.order, r.ID)
+		return "", nil, nil, amb
 	}
-	return m, err
-}
-
-func (c *Calc) selectModel(ctx context.Context, sel Selection) (*calculator.Model, []string, []string, error) {
-	r, ids, err := c.selectRun(ctx, sel)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	m, err := c.model(r)
-	if err != nil {
-		return nil, nil, nil, err
+	ids := make([]string, len(configs))
+	for i, cfg := range configs {
+		ids[i] = cfg.ID
 	}
 	var warn []string
 	if len(ids) > 1 {
 		warn = append(warn, fmt.Sprintf("%d runs of this model, GPU and engine configuration match; the newest (%s) was modelled", len(ids), ids[0]))
+	}
+	if more {
+		warn = append(warn, fmt.Sprintf("more than %d runs match; only the newest %d were compared", maxCandidates, maxCandidates))
+	}
+	return ids[0], ids, warn, nil
+}
+
+// model returns the run's fitted model, loading and fitting it on first
+// use; concurrent first requests share one fit.
+func (c *Calc) model(ctx context.Context, id string) (*calculator.Model, error) {
+	c.mu.Lock()
+	call, ok := c.fits[id]
+	if !ok {
+		call = &fitCall{done: make(chan struct{})}
+		c.fits[id] = call
+		c.order = append(c.order, id)
+		if len(c.order) > c.max {
+			delete(c.fits, c.order[0])
+			c.order = c.order[1:]
+		}
+	}
+	c.mu.Unlock()
+	if ok {
+		select {
+		case <-call.done:
+			return call.model, call.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	r, err := c.store.Run(ctx, id)
+	if err == nil {
+		call.model, call.err = calculator.Fit(CalculatorRun(r))
+	} else {
+		call.err = err
+	}
+	close(call.done)
+	if err != nil {
+		// A missing run or a failed read is not a fit: do not keep it.
+		c.mu.Lock()
+		if c.fits[id] == call {
+			delete(c.fits, id)
+			c.order = slices.DeleteFunc(c.order, func(s string) bool { return s == id })
+		}
+		c.mu.Unlock()
+	}
+	return call.model, call.err
+}
+
+func (c *Calc) selectModel(ctx context.Context, sel Selection) (*calculator.Model, []string, []string, error) {
+	id, ids, warn, err := c.selectRun(ctx, sel)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	m, err := c.model(ctx, id)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	return m, ids, warn, nil
 }
@@ -187,13 +236,13 @@ func (c *Calc) Capacity(ctx context.Context, sel Selection, q calculator.Query) 
 		return api.CapacityEstimate{}, err
 	}
 	out := api.CapacityEstimate{
-		ContextTokens: a.ContextTokens, MaxConcurrency: a.MaxConcurrency, MaxConcurrencyPossible: nonZero(a.MaxConcurrencyPossible),
+		ContextTokens: a.ContextTokens, MaxConcurrency: a.MaxConcurrency, MaxConcurrencyPossible: a.MaxConcurrencyPossible,
 		KVTokensLow: a.KVTokensLow, KVTokensHigh: nonZero(a.KVTokensHigh), SequenceLimit: nonZero(a.SequenceLimit),
 		MaxOutputTokens: a.MaxOutputTokens, Basis: basis(a.Basis, calculator.NoSpeed, ids, nil),
 		Warnings: append(warn, a.Warnings...),
 	}
 	if q.Concurrency > 0 {
-		out.Concurrency, out.MaxContextTokens = &a.Concurrency, &a.MaxContextTokens
+		out.Concurrency, out.MaxContextTokens = &a.Concurrency, a.MaxContextTokens
 	}
 	if out.Warnings == nil {
 		out.Warnings = []string{}
@@ -207,15 +256,11 @@ const maxGridSide = 16
 // Grid answers GET /v1/calculator/grid; nil axes take the run's measured
 // ones.
 func (c *Calc) Grid(ctx context.Context, sel Selection, contexts, concurrencies []int, base calculator.Query) (api.GridPrediction, error) {
-	r, ids, err := c.selectRun(ctx, sel)
+	m, ids, warn, err := c.selectModel(ctx, sel)
 	if err != nil {
 		return api.GridPrediction{}, err
 	}
-	m, err := c.model(r)
-	if err != nil {
-		return api.GridPrediction{}, err
-	}
-	measuredL, measuredB := gridAxes(r.Decode)
+	measuredL, measuredB := m.MeasuredAxes()
 	if contexts == nil {
 		contexts = measuredL
 	}
@@ -231,7 +276,10 @@ func (c *Calc) Grid(ctx context.Context, sel Selection, contexts, concurrencies 
 	if err != nil {
 		return api.GridPrediction{}, err
 	}
-	out := api.GridPrediction{RunIDs: ids, Contexts: contexts, Concurrencies: concurrencies, Warnings: []string{},
+	if warn == nil {
+		warn = []string{}
+	}
+	out := api.GridPrediction{RunIDs: ids, Contexts: contexts, Concurrencies: concurrencies, Warnings: warn,
 		Rows: make([]api.GridRow, len(contexts))}
 	for i, l := range contexts {
 		out.Rows[i] = api.GridRow{ContextTokens: l, Cells: make([]api.GridCell, 0, len(concurrencies))}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/matrixd/matrixd/api"
+	"github.com/matrixd/matrixd/store"
 )
 
 func TestCalculatorAPI(t *testing.T) {
@@ -121,3 +122,75 @@ func TestCalculatorAnswersMatchEveryMeasuredCell(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestCalculatorOnDegenerateRuns stores runs with gaps and zeros that a
+// careless calculator turns into 500s (division by zero, +Inf in JSON).
+func TestCalculatorOnDegenerateRuns(t *testing.T) {
+	e := newEnv(t, 0)
+	ctx := context.Background()
+	fara := e.seed(t, "fara1.5-4b-autoround-rtx3060")
+	nemo := e.seed(t, "nemotron-nano-12b-v2-awq-rtx3090")
+
+	noMaxOut := fara
+	noMaxOut.Title, noMaxOut.Benchmark.MaxOutputTokens = "no max output", nil
+	zeros := fara
+	zeros.Title = "zeros"
+	zeros.Decode = append([]store.DecodeCell(nil), fara.Decode...)
+	zeros.Decode[2].TBTMs = f64(0)
+	zeros.Prefill = append([]store.PrefillCell(nil), fara.Prefill...)
+	zeros.Prefill[0].TTFTMs = f64(0)
+	noZeroRow := fara
+	noZeroRow.Title = "no context-0 row"
+	noZeroRow.Decode = nil
+	for _, c := range fara.Decode {
+		if c.ContextTokens > 0 {
+			noZeroRow.Decode = append(noZeroRow.Decode, c)
+		}
+	}
+	smaller := nemo
+	smaller.Title, smaller.Model.Name = "9B", "cyankiwi/NVIDIA-Nemotron-Nano-9B-v2-AWQ-4bit"
+	ids := map[string]string{}
+	for _, r := range []store.Run{noMaxOut, zeros, noZeroRow, smaller} {
+		r.ID = ""
+		stored, _, err := e.st.CreateRun(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[r.Title] = stored.ID
+	}
+	tests := []struct {
+		name         string
+		target       string
+		wantStatus   int
+		wantContains []string
+	}{
+		{"no max output: decode", "/v1/calculator/decode?run_id=" + ids["no max output"] + "&context_tokens=0&concurrency=3", 422, []string{"give max_output_tokens"}},
+		{"no max output: capacity", "/v1/calculator/capacity?run_id=" + ids["no max output"] + "&context_tokens=0", 422, []string{"give max_output_tokens"}},
+		{"no max output: grid", "/v1/calculator/grid?run_id=" + ids["no max output"], 200, []string{`"status":"refused"`}},
+		{"no max output given", "/v1/calculator/decode?run_id=" + ids["no max output"] + "&context_tokens=0&concurrency=3&max_output_tokens=8192", 200, []string{`"status":"fits"`}},
+		{"zero TBT cell", "/v1/calculator/decode?run_id=" + ids["zeros"] + "&context_tokens=0&concurrency=4&max_output_tokens=4096", 200, []string{`"method":"interpolated"`}},
+		{"zero TBT cell, other VRAM", "/v1/calculator/decode?run_id=" + ids["zeros"] + "&context_tokens=0&concurrency=4&vram_gb=16", 200, nil},
+		{"zero TTFT prefill", "/v1/calculator/prefill?run_id=" + ids["zeros"] + "&context_tokens=8192", 200, []string{`"method":"extrapolated"`, "below the shortest measured prefill"}},
+		{"zero cells in a grid", "/v1/calculator/grid?run_id=" + ids["zeros"] + "&max_output_tokens=100", 200, nil},
+		{"below the shortest context", "/v1/calculator/decode?run_id=" + ids["no context-0 row"] + "&context_tokens=8192&concurrency=1", 422,
+			[]string{"below 0.8× the shortest context", `"supported":"context 13107–`}},
+		{"near the shortest context", "/v1/calculator/decode?run_id=" + ids["no context-0 row"] + "&context_tokens=14336&concurrency=2", 200, []string{`"method":"extrapolated"`}},
+		{"two models match", "/v1/calculator/decode?model=nemotron-nano&gpu=RTX%203090&context_tokens=0&concurrency=1", 422,
+			[]string{"differ in model", `"model":"cyankiwi/NVIDIA-Nemotron-Nano-9B-v2-AWQ-4bit"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := e.do(t, http.MethodGet, tt.target, nil)
+			if rec.Code != tt.wantStatus {
+				t.Fatalf("status %d, want %d: %.600s", rec.Code, tt.wantStatus, rec.Body.String())
+			}
+			for _, want := range tt.wantContains {
+				if !strings.Contains(rec.Body.String(), want) {
+					t.Errorf("body lacks %s\nbody: %.1500s", want, rec.Body.String())
+				}
+			}
+		})
+	}
+}
+
+func f64(v float64) *float64 { return &v }

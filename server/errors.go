@@ -58,9 +58,13 @@ func toProblem(err error, c echo.Context) api.Problem {
 	var p api.Problem
 	var herr *echo.HTTPError
 	var ip invalidParam
+	var fe *store.FieldError
 	var refusal *calculator.Refusal
 	var amb *ambiguous
 	switch {
+	case errors.As(err, &fe):
+		p = problem(http.StatusBadRequest, "invalid request: "+fe.Error())
+		p.Errors = &[]api.FieldError{{Field: fe.Field, Message: fe.Message}}
 	case errors.As(err, &refusal):
 		p = problem(http.StatusUnprocessableEntity, refusal.Reason)
 		if refusal.Supported != "" {

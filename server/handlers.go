@@ -101,25 +101,31 @@ func (s *Server) GetRun(ctx context.Context, req api.GetRunRequestObject) (api.G
 }
 
 // wantCSV decides the representation: the format parameter wins, else
-// Accept asking for text/csv and not for JSON.
+// Accept when it prefers text/csv (by q-value) to JSON.
 func wantCSV(format *string, acceptHeader string) bool {
 	if format != nil {
 		return *format == "csv"
 	}
-	csvOK, jsonOK := false, false
+	qCSV, qJSON := 0.0, 0.0
 	for part := range strings.SplitSeq(acceptHeader, ",") {
 		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
-		if err != nil || params["q"] == "0" {
+		if err != nil {
 			continue
+		}
+		q := 1.0
+		if v, ok := params["q"]; ok {
+			if q, err = strconv.ParseFloat(v, 64); err != nil {
+				continue
+			}
 		}
 		switch mt {
 		case "text/csv":
-			csvOK = true
+			qCSV = max(qCSV, q)
 		case "application/json", "application/*", "*/*":
-			jsonOK = true
+			qJSON = max(qJSON, q)
 		}
 	}
-	return csvOK && !jsonOK
+	return qCSV > 0 && qCSV > qJSON
 }
 
 func fstr(v *float64) string {

@@ -129,9 +129,15 @@ func validator(router routers.Router) echo.MiddlewareFunc {
 
 type acceptKey struct{}
 
-// withAccept hands the Accept header to handlers that negotiate content.
-func withAccept(f api.StrictHandlerFunc, _ string) api.StrictHandlerFunc {
+// withAccept hands the Accept header to handlers that negotiate content,
+// and tells caches that their answers vary with it.
+func withAccept(f api.StrictHandlerFunc, operation string) api.StrictHandlerFunc {
+	negotiates := operation == "ListDecodeCells" || operation == "ListPrefillCells"
 	return func(c echo.Context, req any) (any, error) {
+		if !negotiates {
+			return f(c, req)
+		}
+		c.Response().Header().Add(echo.HeaderVary, echo.HeaderAccept)
 		r := c.Request()
 		c.SetRequest(r.WithContext(context.WithValue(r.Context(), acceptKey{}, r.Header.Get(echo.HeaderAccept))))
 		return f(c, req)

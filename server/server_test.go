@@ -165,7 +165,7 @@ func TestAPI(t *testing.T) {
 		{"list runs bad sort", "GET", "/v1/runs?sort=fastest", nil, 400, []string{`"field":"sort"`}, nil},
 		{"list runs several bad params", "GET", "/v1/runs?limit=0&vram_gb_min=-1", nil, 400, []string{`"field":"limit"`, `"field":"vram_gb_min"`}, nil},
 		{"list runs vram range inverted", "GET", "/v1/runs?vram_gb_min=30&vram_gb_max=10", nil, 400, []string{`"field":"vram_gb_min"`}, nil},
-		{"list runs forged cursor", "GET", "/v1/runs?cursor=abc", nil, 400, []string{"cursor is not one this API issued"}, nil},
+		{"list runs forged cursor", "GET", "/v1/runs?cursor=abc", nil, 400, []string{`"field":"cursor"`, "not one this API issued"}, nil},
 
 		{"get run", "GET", "/v1/runs/" + fara, nil, 200, []string{`"name":"LeaderboardModel1/Fara1.5-4B-AutoRound-W4A16-RTN"`, `"max_model_len":262144`, `"kv_cache_dtype":"int4_per_token_head"`, `"submitter":null`}, nil},
 		{"get run unknown", "GET", "/v1/runs/rdoesnotexist", nil, 404, []string{"rdoesnotexist does not exist", `"status":404`}, nil},
@@ -177,6 +177,10 @@ func TestAPI(t *testing.T) {
 			[]string{"context_tokens,concurrency,status,total_tok_s", "131072,1,requests_queued,30.7,34,3439,29.4,0.9,0,921,30\n"}, map[string]string{"Content-Type": "text/csv"}},
 		{"decode csv by accept", "GET", "/v1/runs/" + fara + "/decode?context_tokens=253952&concurrency=4", csvAccept, 200,
 			[]string{"253952,4,over_capacity,,,,,,,,\n"}, map[string]string{"Content-Type": "text/csv"}},
+		{"decode accept by q-value", "GET", "/v1/runs/" + fara + "/decode?context_tokens=0&concurrency=1", http.Header{"Accept": {"text/csv;q=0.9, application/json;q=0.1"}}, 200,
+			[]string{"0,1,valid,83.1"}, map[string]string{"Content-Type": "text/csv", "Vary": "Accept"}},
+		{"decode csv refused by q=0.0", "GET", "/v1/runs/" + fara + "/decode?context_tokens=0&concurrency=1", http.Header{"Accept": {"text/csv;q=0.0, application/json"}}, 200,
+			[]string{`"total_tok_s":83.1`}, map[string]string{"Content-Type": "application/json", "Vary": "Accept"}},
 		{"decode format wins over accept", "GET", "/v1/runs/" + fara + "/decode?format=json&concurrency=1&context_tokens=0", csvAccept, 200, []string{`"total_tok_s":83.1`}, nil},
 		{"decode bad status", "GET", "/v1/runs/" + fara + "/decode?status=fine", nil, 400, []string{`"field":"status"`}, nil},
 		{"decode unknown run", "GET", "/v1/runs/rnope/decode", nil, 404, []string{"rnope does not exist"}, nil},
@@ -336,6 +340,44 @@ func TestListRunsPaginationOverHTTP(t *testing.T) {
 	}
 	if len(seen) != 27 {
 		t.Errorf("paged through %d runs, want 27", len(seen))
+	}
+}
+
+// TestCursorsStayWithTheirQuery reuses a next_cursor with other parameters:
+// the answer must be a 400 naming cursor, not a silently wrong page.
+func TestCursorsStayWithTheirQuery(t *testing.T) {
+	e := newEnv(t, 40)
+	next := func(target string) string {
+		t.Helper()
+		rec := e.do(t, "GET", target, nil)
+		var page struct {
+			NextCursor *string `json:"next_cursor"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &page); err != nil || page.NextCursor == nil {
+			t.Fatalf("%s: no next_cursor (%d %s)", target, rec.Code, rec.Body)
+		}
+		return url.QueryEscape(*page.NextCursor)
+	}
+	lb := next("/v1/leaderboard?context_tokens=16384&concurrency=8&limit=3")
+	runs := next("/v1/runs?limit=3&sort=gpu")
+	for _, target := range []string{
+		"/v1/leaderboard?context_tokens=0&concurrency=1&limit=3&cursor=" + lb,                   // another cell
+		"/v1/leaderboard?context_tokens=16384&concurrency=8&limit=3&gpu=H100&cursor=" + lb,      // another filter
+		"/v1/leaderboard?context_tokens=16384&concurrency=8&metric=tbt_ms&limit=3&cursor=" + lb, // another metric
+		"/v1/runs?limit=3&sort=model&cursor=" + runs,                                            // another sort
+		"/v1/runs?limit=3&sort=gpu&engine=vllm&cursor=" + runs,                                  // another filter
+	} {
+		rec := e.do(t, "GET", target, nil)
+		if rec.Code != 400 || !strings.Contains(rec.Body.String(), `"field":"cursor"`) {
+			t.Errorf("%s: %d %s, want 400 naming cursor", target, rec.Code, rec.Body)
+		}
+	}
+	// The same parameters page on: the leaderboard's second page ranks from 4.
+	if rec := e.do(t, "GET", "/v1/leaderboard?context_tokens=16384&concurrency=8&limit=3&cursor="+lb, nil); rec.Code != 200 || !strings.Contains(rec.Body.String(), `"rank":4`) {
+		t.Errorf("leaderboard page 2: %d %.300s, want ranks from 4", rec.Code, rec.Body)
+	}
+	if rec := e.do(t, "GET", "/v1/runs?limit=3&sort=gpu&cursor="+runs, nil); rec.Code != 200 {
+		t.Errorf("runs page 2: %d %.300s", rec.Code, rec.Body)
 	}
 }
 

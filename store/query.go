@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
+	"strconv"
 	"strings"
 )
 
@@ -80,12 +82,34 @@ func sortKey(sort string) (expr string, desc bool, ok bool) {
 	return "", false, false
 }
 
+// key identifies the filter, so a cursor can tell it is used with the
+// filter it came from.
+func (f RunFilter) key() string {
+	fl := func(p *float64) string {
+		if p == nil {
+			return "-"
+		}
+		return strconv.FormatFloat(*p, 'g', -1, 64)
+	}
+	return strings.Join([]string{strings.ToLower(f.GPU), strings.ToLower(f.Model), strings.ToLower(f.Quantization),
+		strings.ToLower(f.Engine), f.EngineVersion, strings.ToLower(f.KVCacheDtype), strings.ToLower(f.Submitter),
+		fl(f.VRAMGBMin), fl(f.VRAMGBMax)}, "\x00")
+}
+
+// queryKey is a short hash of everything that shapes a listing.
+func queryKey(parts ...string) string {
+	h := fnv.New64a()
+	h.Write([]byte(strings.Join(parts, "\x01")))
+	return strconv.FormatUint(h.Sum64(), 36)
+}
+
 // cursor is the position after the last row of a page. It is opaque to
 // clients: base64url JSON.
 type cursor struct {
-	Sort string `json:"s"`
-	Key  any    `json:"k"`
-	ID   string `json:"i"`
+	// Query is the queryKey of the listing the cursor belongs to.
+	Query string `json:"q"`
+	Key   any    `json:"k"`
+	ID    string `json:"i"`
 	// Leaderboard only: rows before this one and the last row's rank.
 	Pos  int `json:"p,omitempty"`
 	Rank int `json:"r,omitempty"`
@@ -96,22 +120,24 @@ func (c cursor) encode() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-func decodeCursor(s, sort string) (cursor, error) {
+func badCursor(msg string) error { return &FieldError{Field: "cursor", Message: msg} }
+
+func decodeCursor(s, query string) (cursor, error) {
 	var c cursor
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err == nil {
 		err = json.Unmarshal(b, &c)
 	}
 	if err != nil || c.ID == "" || c.Key == nil {
-		return cursor{}, fmt.Errorf("%w: cursor is not one this API issued; pass next_cursor back unchanged", ErrInvalid)
+		return cursor{}, badCursor("not one this API issued; pass next_cursor back unchanged")
 	}
-	if c.Sort != sort {
-		return cursor{}, fmt.Errorf("%w: cursor belongs to a listing in another order (%s); keep the same sort or metric across pages", ErrInvalid, c.Sort)
+	if c.Query != query {
+		return cursor{}, badCursor("belongs to a listing with other parameters (filters, sort, cell or metric); keep them the same across pages, or drop cursor to start over")
 	}
 	switch c.Key.(type) {
 	case string, float64:
 	default:
-		return cursor{}, fmt.Errorf("%w: cursor is not one this API issued; pass next_cursor back unchanged", ErrInvalid)
+		return cursor{}, badCursor("not one this API issued; pass next_cursor back unchanged")
 	}
 	return c, nil
 }
@@ -174,8 +200,9 @@ func (s *Store) ListRuns(ctx context.Context, f RunFilter, sort string, limit in
 		return nil, "", fmt.Errorf("%w: limit must be at least 1", ErrInvalid)
 	}
 	where, args := f.where()
+	qk := queryKey("runs", sort, f.key())
 	if pageCursor != "" {
-		c, err := decodeCursor(pageCursor, sort)
+		c, err := decodeCursor(pageCursor, qk)
 		if err != nil {
 			return nil, "", err
 		}
@@ -221,7 +248,7 @@ func (s *Store) ListRuns(ctx context.Context, f RunFilter, sort string, limit in
 	next := ""
 	if len(out) > limit {
 		out = out[:limit]
-		next = cursor{Sort: sort, Key: keys[limit-1], ID: out[limit-1].ID}.encode()
+		next = cursor{Query: qk, Key: keys[limit-1], ID: out[limit-1].ID}.encode()
 	}
 	return out, next, nil
 }
@@ -282,13 +309,14 @@ func (s *Store) Leaderboard(ctx context.Context, lq LeaderboardQuery) ([]Leaderb
 	where = append(where, "d.context_tokens = ?", "d.concurrency = ?", "d.status = 'valid'", expr+" IS NOT NULL")
 	args = append(args, lq.ContextTokens, lq.Concurrency)
 	var c cursor
+	qk := queryKey("leaderboard", lq.Metric, strconv.Itoa(lq.ContextTokens), strconv.Itoa(lq.Concurrency), lq.Filter.key())
 	if lq.Cursor != "" {
 		var err error
-		if c, err = decodeCursor(lq.Cursor, lq.Metric); err != nil {
+		if c, err = decodeCursor(lq.Cursor, qk); err != nil {
 			return nil, "", err
 		}
 		if _, ok := c.Key.(float64); !ok {
-			return nil, "", fmt.Errorf("%w: cursor is not one this API issued; pass next_cursor back unchanged", ErrInvalid)
+			return nil, "", badCursor("not one this API issued; pass next_cursor back unchanged")
 		}
 		w, a := after(expr, "d.run_id", desc, c)
 		where, args = append(where, w), append(args, a...)
@@ -342,7 +370,7 @@ func (s *Store) Leaderboard(ctx context.Context, lq LeaderboardQuery) ([]Leaderb
 	if len(out) > lq.Limit {
 		out = out[:lq.Limit]
 		last := out[lq.Limit-1]
-		next = cursor{Sort: lq.Metric, Key: last.Value, ID: last.Run.ID, Pos: c.Pos + lq.Limit, Rank: last.Rank}.encode()
+		next = cursor{Query: qk, Key: last.Value, ID: last.Run.ID, Pos: c.Pos + lq.Limit, Rank: last.Rank}.encode()
 	}
 	return out, next, nil
 }
@@ -451,4 +479,59 @@ func (s *Store) Engines(ctx context.Context) ([]EngineCount, error) {
 		out = append(out, e)
 	}
 	return out, rows.Err()
+}
+
+// RunConfig is what decides whether runs can share a speed surface: the
+// model, the GPU's memory and the engine configuration.
+type RunConfig struct {
+	ID                   string
+	Title                string
+	ModelName            string
+	GPU                  string
+	VRAMGB               *float64
+	EngineName           string
+	EngineVersion        string
+	Quantization         string
+	KVCacheDtype         string
+	AttentionBackend     string
+	MaxModelLen          *int
+	GPUMemoryUtilization *float64
+}
+
+// RunConfigs returns the configurations of up to limit runs matching f,
+// newest first, and whether more matched.
+func (s *Store) RunConfigs(ctx context.Context, f RunFilter, limit int) ([]RunConfig, bool, error) {
+	where, args := f.where()
+	q := `SELECT r.id, r.title, r.model_name, r.gpu, r.vram_gb, r.engine_name, r.engine_version,
+		coalesce(r.model_quantization, r.engine_quantization), r.kv_cache_dtype, r.attention_backend,
+		r.max_model_len, r.gpu_memory_utilization FROM runs r`
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY r.created_at DESC, r.id DESC LIMIT ?"
+	rows, err := s.reader.QueryContext(ctx, q, append(args, limit+1)...)
+	if err != nil {
+		return nil, false, fmt.Errorf("run configs: %w", err)
+	}
+	defer rows.Close()
+	var out []RunConfig
+	for rows.Next() {
+		var (
+			c                           RunConfig
+			ver, quant, kv, attnBackend *string
+		)
+		if err := rows.Scan(&c.ID, &c.Title, &c.ModelName, &c.GPU, &c.VRAMGB, &c.EngineName, &ver, &quant, &kv, &attnBackend,
+			&c.MaxModelLen, &c.GPUMemoryUtilization); err != nil {
+			return nil, false, fmt.Errorf("run configs: %w", err)
+		}
+		c.EngineVersion, c.Quantization, c.KVCacheDtype, c.AttentionBackend = deref(ver), deref(quant), deref(kv), deref(attnBackend)
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, fmt.Errorf("run configs: %w", err)
+	}
+	if len(out) > limit {
+		return out[:limit], true, nil
+	}
+	return out, false, nil
 }

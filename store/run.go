@@ -23,6 +23,18 @@ var (
 	ErrConflict = errors.New("conflict")
 )
 
+// FieldError is an invalid value of one named input (a parameter, a
+// field). It matches ErrInvalid.
+type FieldError struct {
+	Field   string
+	Message string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
+
+// Is makes errors.Is(err, ErrInvalid) true.
+func (e *FieldError) Is(target error) bool { return target == ErrInvalid }
+
 // Cell statuses as published on matrix-run pages.
 const (
 	StatusValid          = "valid"

@@ -265,9 +265,14 @@ func TestListRunsRejectsForeignCursor(t *testing.T) {
 		t.Fatal(next, err)
 	}
 	for _, c := range []string{"garbage!", "e30", next} {
-		if _, _, err := st.ListRuns(ctx, store.RunFilter{}, store.SortModel, 2, c); !errors.Is(err, store.ErrInvalid) {
-			t.Errorf("cursor %q with another sort: err = %v, want ErrInvalid", c, err)
+		_, _, err := st.ListRuns(ctx, store.RunFilter{}, store.SortModel, 2, c)
+		var fe *store.FieldError
+		if !errors.Is(err, store.ErrInvalid) || !errors.As(err, &fe) || fe.Field != "cursor" {
+			t.Errorf("cursor %q with another sort: err = %v, want an invalid cursor", c, err)
 		}
+	}
+	if _, _, err := st.ListRuns(ctx, store.RunFilter{GPU: "H100"}, store.SortGPU, 2, next); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("cursor with another filter: err = %v, want ErrInvalid", err)
 	}
 }
 

@@ -187,7 +187,7 @@ func printCapacity(w io.Writer, a api.CapacityEstimate) {
 	fmt.Fprintf(w, "context\t%s (+%d output tokens reserved)\n", label(a.ContextTokens), a.MaxOutputTokens)
 	fmt.Fprintf(w, "max concurrency\t%d surely fits\tup to %s may\n", a.MaxConcurrency, orUnknown(a.MaxConcurrencyPossible))
 	if a.Concurrency != nil {
-		fmt.Fprintf(w, "max context at %d requests\t%d tokens\n", *a.Concurrency, *a.MaxContextTokens)
+		fmt.Fprintf(w, "max context at %d requests\t%s tokens\n", *a.Concurrency, orUnknown(a.MaxContextTokens))
 	}
 	fmt.Fprintf(w, "KV capacity\t%d – %s tokens\n", a.KVTokensLow, orUnknown(a.KVTokensHigh))
 	if a.SequenceLimit != nil {
