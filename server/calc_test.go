@@ -25,12 +25,7 @@ func TestCalculatorAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct {
-		name         string
-		target       string
-		wantStatus   int
-		wantContains []string
-	}{
+	tests := []getCase{
 		{"measured cell", "/v1/calculator/decode?run_id=" + fara.ID + "&context_tokens=16384&concurrency=8", 200,
 			[]string{`"status":"fits"`, `"method":"measured"`, `"total_tok_s":{"high":279.15,"low":279.05,"value":279.1}`, `"tbt_ms":{"high":32.05,"low":31.95,"value":32}`}},
 		{"interpolated", "/v1/calculator/decode?run_id=" + fara.ID + "&context_tokens=49152&concurrency=6", 200,
@@ -85,19 +80,7 @@ func TestCalculatorAPI(t *testing.T) {
 		{"prefill interpolated", "/v1/calculator/prefill?run_id=" + nemo + "&context_tokens=100000", 200, []string{`"method":"interpolated"`}},
 		{"prefill beyond", "/v1/calculator/prefill?run_id=" + nemo + "&context_tokens=200000", 422, []string{"outside what this run's prefill table supports"}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			rec := e.do(t, http.MethodGet, tt.target, nil)
-			if rec.Code != tt.wantStatus {
-				t.Fatalf("status %d, want %d: %.600s", rec.Code, tt.wantStatus, rec.Body.String())
-			}
-			for _, want := range tt.wantContains {
-				if !strings.Contains(rec.Body.String(), want) {
-					t.Errorf("body lacks %s\nbody: %.1500s", want, rec.Body.String())
-				}
-			}
-		})
-	}
+	runCases(t, e, tests)
 }
 
 // TestCalculatorAnswersMatchEveryMeasuredCell asks the decode endpoint for
@@ -158,12 +141,7 @@ func TestCalculatorOnDegenerateRuns(t *testing.T) {
 		}
 		ids[r.Title] = stored.ID
 	}
-	tests := []struct {
-		name         string
-		target       string
-		wantStatus   int
-		wantContains []string
-	}{
+	tests := []getCase{
 		{"no max output: decode", "/v1/calculator/decode?run_id=" + ids["no max output"] + "&context_tokens=0&concurrency=3", 422, []string{"give max_output_tokens"}},
 		{"no max output: capacity", "/v1/calculator/capacity?run_id=" + ids["no max output"] + "&context_tokens=0", 422, []string{"give max_output_tokens"}},
 		{"no max output: grid", "/v1/calculator/grid?run_id=" + ids["no max output"], 200, []string{`"status":"refused"`}},
@@ -178,6 +156,21 @@ func TestCalculatorOnDegenerateRuns(t *testing.T) {
 		{"two models match", "/v1/calculator/decode?model=nemotron-nano&gpu=RTX%203090&context_tokens=0&concurrency=1", 422,
 			[]string{"differ in model", `"model":"cyankiwi/NVIDIA-Nemotron-Nano-9B-v2-AWQ-4bit"`}},
 	}
+	runCases(t, e, tests)
+}
+
+func f64(v float64) *float64 { return &v }
+
+// getCase is a GET and what its answer must hold.
+type getCase struct {
+	name         string
+	target       string
+	wantStatus   int
+	wantContains []string
+}
+
+func runCases(t *testing.T, e *env, tests []getCase) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := e.do(t, http.MethodGet, tt.target, nil)
@@ -192,5 +185,3 @@ func TestCalculatorOnDegenerateRuns(t *testing.T) {
 		})
 	}
 }
-
-func f64(v float64) *float64 { return &v }

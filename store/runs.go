@@ -232,20 +232,18 @@ type querier interface {
 // DecodeCells returns the run's decode cells that match f, ordered by
 // context then concurrency; ErrNotFound when the run does not exist.
 func (s *Store) DecodeCells(ctx context.Context, runID string, f DecodeFilter) ([]DecodeCell, error) {
-	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback()
-	if err := runExists(ctx, tx, runID); err != nil {
-		return nil, err
-	}
-	return queryDecodeCells(ctx, tx, runID, f)
+	return cellsOfRun(ctx, s, runID, func(tx *sql.Tx) ([]DecodeCell, error) { return queryDecodeCells(ctx, tx, runID, f) })
 }
 
 // PrefillCells returns the run's prefill rows that match f, ordered by
 // context; ErrNotFound when the run does not exist.
 func (s *Store) PrefillCells(ctx context.Context, runID string, f PrefillFilter) ([]PrefillCell, error) {
+	return cellsOfRun(ctx, s, runID, func(tx *sql.Tx) ([]PrefillCell, error) { return queryPrefillCells(ctx, tx, runID, f) })
+}
+
+// cellsOfRun runs query in one read transaction after checking the run
+// exists, so an empty answer means no matching cell, not no run.
+func cellsOfRun[T any](ctx context.Context, s *Store, runID string, query func(*sql.Tx) ([]T, error)) ([]T, error) {
 	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, err
@@ -254,7 +252,7 @@ func (s *Store) PrefillCells(ctx context.Context, runID string, f PrefillFilter)
 	if err := runExists(ctx, tx, runID); err != nil {
 		return nil, err
 	}
-	return queryPrefillCells(ctx, tx, runID, f)
+	return query(tx)
 }
 
 func runExists(ctx context.Context, q querier, id string) error {
