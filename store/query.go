@@ -325,11 +325,16 @@ func (s *Store) Leaderboard(ctx context.Context, lq LeaderboardQuery) ([]Leaderb
 	if desc {
 		dir = "DESC"
 	}
-	q := "SELECT " + summaryColumns + ", d.context_tokens, d.concurrency, d.status, d.total_tok_s, d.per_request_tok_s, d.ttft_ms, d.tbt_ms," +
-		" d.avg_active_requests, d.completed_requests, d.output_tokens, d.duration_s, " + expr +
-		" FROM decode_cells d JOIN runs r ON r.id = d.run_id WHERE " + strings.Join(where, " AND ") +
-		" ORDER BY " + expr + " " + dir + ", d.run_id " + dir + " LIMIT ?"
-	args = append(args, lq.Limit+1)
+	// Rank first on narrow columns (covered by the ranking and filter
+	// indexes, so SQLite can pick either order cheaply), then read the page's
+	// runs and cells in full.
+	q := "WITH ranked AS (SELECT d.run_id AS run_id, " + expr + " AS v FROM decode_cells d JOIN runs r ON r.id = d.run_id WHERE " +
+		strings.Join(where, " AND ") + " ORDER BY v " + dir + ", d.run_id " + dir + " LIMIT ?)" +
+		" SELECT " + summaryColumns + ", d.context_tokens, d.concurrency, d.status, d.total_tok_s, d.per_request_tok_s, d.ttft_ms, d.tbt_ms," +
+		" d.avg_active_requests, d.completed_requests, d.output_tokens, d.duration_s, k.v" +
+		" FROM ranked k JOIN runs r ON r.id = k.run_id JOIN decode_cells d ON d.run_id = k.run_id AND d.context_tokens = ? AND d.concurrency = ?" +
+		" ORDER BY k.v " + dir + ", k.run_id " + dir
+	args = append(args, lq.Limit+1, lq.ContextTokens, lq.Concurrency)
 	rows, err := s.reader.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("leaderboard: %w", err)
