@@ -42,3 +42,30 @@ func BenchmarkAPI10k(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCalculatorHTTP measures calculator answers through the handler
+// chain once the run's fit is cached (the first request fits it).
+//
+//	go test ./server -run '^$' -bench CalculatorHTTP -count 6
+func BenchmarkCalculatorHTTP(b *testing.B) {
+	e := newEnv(b, 0)
+	id := e.seeds["fara1.5-4b-autoround-rtx3060"].ID
+	for _, bm := range []struct{ name, target string }{
+		{"Healthz", "/healthz"},
+		{"DecodeInterpolated", "/v1/calculator/decode?run_id=" + id + "&context_tokens=49152&concurrency=6"},
+		{"DecodeByModelAndGPU", "/v1/calculator/decode?model=fara&gpu=RTX%203060&context_tokens=49152&concurrency=6"},
+		{"Grid6x8", "/v1/calculator/grid?run_id=" + id + "&contexts=4096,12288,24576,49152,81920,102400&concurrencies=1,3,6,12,24,48,96,128"},
+	} {
+		b.Run(bm.name, func(b *testing.B) {
+			req := httptest.NewRequest(http.MethodGet, bm.target, nil)
+			b.ReportAllocs()
+			for b.Loop() {
+				rec := httptest.NewRecorder()
+				e.h.ServeHTTP(rec, req)
+				if rec.Code != http.StatusOK {
+					b.Fatalf("%s: %d %s", bm.target, rec.Code, rec.Body)
+				}
+			}
+		})
+	}
+}
