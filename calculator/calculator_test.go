@@ -420,3 +420,35 @@ func TestGPUScaling(t *testing.T) {
 		t.Errorf("target = the measured GPU: basis %s err %v, want measured", same.Basis, err)
 	}
 }
+
+// TestRoughGridIsNotBridged: throughput that does not rise from B = 8 to 16
+// and then doubles at 32 is a kernel switch; nothing across it is
+// interpolated.
+func TestRoughGridIsNotBridged(t *testing.T) {
+	r := calculator.Run{ID: "switch", MaxOutputTokens: 1024}
+	for _, l := range []int{0, 8192} {
+		for _, c := range []struct {
+			b     int
+			total float64
+		}{{1, 100}, {2, 190}, {4, 350}, {8, 600}, {16, 590}, {32, 1200}} {
+			slow := 1 + float64(l)/65536
+			total := c.total / slow
+			tbt := float64(c.b) * 1000 / total
+			r.Decode = append(r.Decode, calculator.Cell{ContextTokens: l, Concurrency: c.b, Status: calculator.CellValid,
+				TotalTokS: f(total), TBTMs: f(tbt), DurationS: f(30), AvgActiveRequests: f(float64(c.b)), OutputTokens: n(int(total * 30))})
+		}
+	}
+	m := fit(t, r)
+	for _, c := range []struct {
+		b    int
+		want string
+	}{{12, "between concurrency 8 and 16"}, {24, "between concurrency 16 and 32"}, {48, "between concurrency 16 and 32"}} {
+		_, err := m.Decode(calculator.Query{ContextTokens: 4096, Concurrency: c.b})
+		if !errors.Is(err, calculator.ErrRefused) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("B=%d across the switch: %v, want a refusal naming %s", c.b, err, c.want)
+		}
+	}
+	if p, err := m.Decode(calculator.Query{ContextTokens: 4096, Concurrency: 3}); err != nil || p.Basis != calculator.Interpolated {
+		t.Errorf("B=3, where the grid is smooth: %v %v, want interpolated", p.Basis, err)
+	}
+}

@@ -97,11 +97,14 @@ func (m *Model) speed(lTokens int, b float64) (t, s float64, basis Basis, used [
 	if c, ok := m.cells[CellRef{lTokens, int(b)}]; ok && float64(int(b)) == b && usable(c) {
 		return *c.TBTMs, b * 1000 / *c.TotalTokS, Measured, []CellRef{{lTokens, int(b)}}, nil
 	}
+	supported := m.supportedRange()
+	if lo, hi, rough := m.sf.rough(l, b); rough {
+		return 0, 0, "", nil, refuse(supported, "measured throughput is not smooth between concurrency %g and %g near context %d (it stops rising, a kernel or scheduler switch), so nothing across it is predicted", lo, hi, lTokens)
+	}
 	if t, s, ok := m.sf.interpolate(l, b); ok {
 		return t, s, Interpolated, m.neighbours(l, b), nil
 	}
 	maxB, minL, maxL := m.sf.limits(l)
-	supported := m.supportedRange()
 	if l > maxL {
 		return 0, 0, "", nil, refuse(supported, "context %d tokens is beyond 1.25× the longest context this run measured", lTokens)
 	}

@@ -152,6 +152,33 @@ func interpLine(lines []line, key, x float64) (t, s float64, ok bool) {
 	return lerp(t0, t1, f), lerp(s0, s1, f), true
 }
 
+// rough finds a segment of a bracketing row around (l, b) where the grid is
+// not smooth: throughput does not rise with concurrency (a kernel or
+// scheduler switch), or the segment right after such a one, where the
+// switch shows as a jump. The row's last segment also covers b beyond it.
+// It returns the segment's ends, or ok false where the rows are smooth.
+func (sf *surface) rough(l, b float64) (lo, hi float64, ok bool) {
+	r0, r1, _, inside := bracket(sf.rows, math.Max(l, sf.rows[0].key))
+	if !inside {
+		r0 = sf.rows[len(sf.rows)-1]
+		r1 = r0
+	}
+	for _, r := range []line{r0, r1} {
+		n := len(r.xs)
+		flat := false // the previous segment did not rise
+		for i := 1; i < n; i++ {
+			// total = B·1000/S must grow with B.
+			rises := r.xs[i]/r.s[i] > r.xs[i-1]/r.s[i-1]
+			covers := b > r.xs[i-1] && b < r.xs[i] || (i == n-1 && b > r.xs[i])
+			if covers && (!rises || flat) {
+				return r.xs[i-1], r.xs[i], true
+			}
+			flat = !rises
+		}
+	}
+	return 0, 0, false
+}
+
 // limits returns the largest B the run supports at l (2× the largest
 // measured in the bracketing or nearest rows) and the context range it
 // supports (0.8× the shortest to 1.25× the longest measured context).
