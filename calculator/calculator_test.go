@@ -452,3 +452,30 @@ func TestRoughGridIsNotBridged(t *testing.T) {
 		t.Errorf("B=3, where the grid is smooth: %v %v, want interpolated", p.Basis, err)
 	}
 }
+
+// TestInterpolantChosenPerRun: a mixture-of-experts-like run, whose step
+// time rises steeply from B = 1 to 4 and then flattens, interpolates in
+// log2 B; the dense seed runs stay linear.
+func TestInterpolantChosenPerRun(t *testing.T) {
+	moe := calculator.Run{ID: "moe", MaxOutputTokens: 1024}
+	for _, l := range []int{0, 16384, 32768} {
+		for _, b := range []int{1, 2, 4, 8, 16, 32} {
+			tbt := (8 + 6*math.Log2(float64(b))) * (1 + float64(l)/131072)
+			total := float64(b) * 1000 / tbt
+			moe.Decode = append(moe.Decode, calculator.Cell{ContextTokens: l, Concurrency: b, Status: calculator.CellValid,
+				TotalTokS: f(math.Round(total*10) / 10), TBTMs: f(math.Round(tbt*10) / 10)})
+		}
+	}
+	if got := fit(t, moe).Interpolant(); got != "log2 concurrency" {
+		t.Errorf("MoE-like run interpolates in %s, want log2 concurrency", got)
+	}
+	rep := calculator.Evaluate(moe)
+	if rep.Interpolant != "log2 concurrency" || rep.Interpolated.TBT.N == 0 || rep.Interpolated.TBT.Mean > 0.02 {
+		t.Errorf("MoE-like run held out: %s, TBT mean %.2f%% over %d cells; want log2 and under 2%%", rep.Interpolant, 100*rep.Interpolated.TBT.Mean, rep.Interpolated.TBT.N)
+	}
+	for _, r := range seeds() {
+		if got := fit(t, r).Interpolant(); got != "linear concurrency" {
+			t.Errorf("%s interpolates in %s, want linear concurrency", r.ID, got)
+		}
+	}
+}

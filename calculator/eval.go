@@ -66,7 +66,9 @@ type StatusCalls struct {
 // Report is the held-out accuracy of the calculator on one run (or pooled
 // over runs).
 type Report struct {
-	RunID        string       `json:"run_id"`
+	RunID string `json:"run_id"`
+	// Interpolant is how the run's model interpolates along concurrency.
+	Interpolant  string       `json:"interpolant"`
 	Interpolated RegimeErrors `json:"interpolated"`
 	Extrapolated RegimeErrors `json:"extrapolated"`
 	// Refused counts held-out cells the calculator declined to predict.
@@ -80,14 +82,17 @@ type Report struct {
 // valid cell, every context row and every concurrency column, predicting
 // the held-out valid cells from the rest; status calls hold out one cell at
 // a time; TTFT and prefill hold out one point at a time.
+//
+// The interpolant is chosen on the whole run first (as Fit does), so the
+// held-out errors include that one choice's slight optimism.
 func Evaluate(r Run) Report {
-	rep := evaluate(r)
+	rep := evaluate(r, chooseInterpolant(r))
 	rep.finish()
 	return rep
 }
 
-func evaluate(r Run) Report {
-	rep := Report{RunID: r.ID}
+func evaluate(r Run, logB bool) Report {
+	rep := Report{RunID: r.ID, Interpolant: interpolantName(logB)}
 	var valid []Cell
 	rows, cols := map[int]bool{}, map[int]bool{}
 	for _, c := range r.Decode {
@@ -108,7 +113,7 @@ func evaluate(r Run) Report {
 	}
 	for _, held := range holdouts {
 		rest := without(r, held)
-		m, err := fitCore(rest)
+		m, err := fitCore(rest, logB)
 		if err != nil {
 			rep.Refused += len(held)
 			continue
@@ -130,7 +135,7 @@ func evaluate(r Run) Report {
 	}
 
 	for _, c := range r.Decode {
-		m, err := fitCore(without(r, []Cell{c}))
+		m, err := fitCore(without(r, []Cell{c}), logB)
 		if err != nil {
 			continue
 		}
@@ -235,7 +240,7 @@ func (r *Report) finish() {
 // Pool merges per-run reports into one over all their held-out cells.
 func Pool(reports []Report) Report {
 	var p Report
-	p.RunID = "pooled"
+	p.RunID, p.Interpolant = "pooled", "per run"
 	for _, r := range reports {
 		p.Interpolated.Total.errs = append(p.Interpolated.Total.errs, r.Interpolated.Total.errs...)
 		p.Interpolated.TBT.errs = append(p.Interpolated.TBT.errs, r.Interpolated.TBT.errs...)

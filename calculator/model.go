@@ -48,19 +48,65 @@ const (
 // ErrNoData means a run has no valid decode cell to model.
 var ErrNoData = &Refusal{Reason: "the run has no valid decode cell to predict from"}
 
-// Fit builds a run's model and calibrates its bands by holding out cells.
+// Fit builds a run's model: it chooses the run's interpolant (linear or
+// log2 in concurrency) by held-out error, and calibrates its bands by
+// holding out cells.
 func Fit(r Run) (*Model, error) {
-	m, err := fitCore(r)
+	logB := chooseInterpolant(r)
+	m, err := fitCore(r, logB)
 	if err != nil {
 		return nil, err
 	}
-	rep := evaluate(r)
+	rep := evaluate(r, logB)
 	m.bands = rep.bands()
 	return m, nil
 }
 
+// chooseInterpolant reports whether step times interpolate better in log2
+// concurrency than in linear concurrency on this run, by leave-one-out
+// error of interpolated cells. Dense models are close to linear in B;
+// mixture-of-experts models rise steeply and then flatten. Ties, and runs
+// with nothing to hold out, stay linear.
+func chooseInterpolant(r Run) bool {
+	return looInterpolatedError(r, true) < looInterpolatedError(r, false)
+}
+
+func looInterpolatedError(r Run, logB bool) float64 {
+	sum, n := 0.0, 0
+	for _, c := range r.Decode {
+		if !usable(c) {
+			continue
+		}
+		m, err := fitCore(without(r, []Cell{c}), logB)
+		if err != nil {
+			continue
+		}
+		b := float64(c.Concurrency)
+		t, s, basis, _, err := m.speed(c.ContextTokens, b)
+		if err != nil || basis != Interpolated {
+			continue
+		}
+		sum += math.Abs(t-*c.TBTMs) / *c.TBTMs + math.Abs(b*1000/s-*c.TotalTokS) / *c.TotalTokS
+		n++
+	}
+	if n == 0 {
+		return math.Inf(1)
+	}
+	return sum / float64(n)
+}
+
+// Interpolant names how the model interpolates along concurrency.
+func (m *Model) Interpolant() string { return interpolantName(m.sf.logB) }
+
+func interpolantName(logB bool) string {
+	if logB {
+		return "log2 concurrency"
+	}
+	return "linear concurrency"
+}
+
 // fitCore builds the model without calibrating bands.
-func fitCore(r Run) (*Model, error) {
+func fitCore(r Run, logB bool) (*Model, error) {
 	m := &Model{run: r, cells: map[CellRef]Cell{}, maxOut: r.MaxOutputTokens}
 	var samples []sample
 	for _, c := range r.Decode {
@@ -74,7 +120,7 @@ func fitCore(r Run) (*Model, error) {
 	if len(samples) == 0 {
 		return nil, ErrNoData
 	}
-	m.sf = newSurface(samples)
+	m.sf = newSurface(samples, logB)
 	m.cap = newCapacity(r, m.maxOut)
 	m.ttft = fitDecodeTTFT(r.Decode)
 	m.prefill = fitPrefill(r.Prefill)

@@ -17,6 +17,18 @@ type line struct {
 	key  float64
 	xs   []float64
 	t, s []float64
+	// gx and gk map positions along x and between keys before linear
+	// interpolation: log2 on the concurrency axis for runs whose step time
+	// is closer to linear in log B; nil is the identity.
+	gx, gk func(float64) float64
+}
+
+// frac is where x lies between a and b, measured after g.
+func frac(g func(float64) float64, a, b, x float64) float64 {
+	if g != nil {
+		a, b, x = g(a), g(b), g(x)
+	}
+	return (x - a) / (b - a)
 }
 
 // surface is the fitted speed model of one run.
@@ -27,31 +39,38 @@ type surface struct {
 	physT   physModel
 	physS   physModel
 	maxL    float64
+	// logB interpolates along concurrency in log2 B (chosen per run by
+	// held-out error).
+	logB bool
 	// resRows and resCols hold T and S divided by the physical model: T's
 	// curvature in B is mostly captured by the model, so its residual
 	// interpolates better than T itself.
 	resRows, resCols []line
 }
 
-func newSurface(samples []sample) *surface {
-	sf := &surface{samples: samples}
+func newSurface(samples []sample, logB bool) *surface {
+	sf := &surface{samples: samples, logB: logB}
+	var gb func(float64) float64
+	if logB {
+		gb = math.Log2
+	}
 	for _, p := range samples {
 		sf.maxL = max(sf.maxL, p.l)
 	}
 	sf.physT = fitPhys(samples, func(p sample) float64 { return p.t })
 	sf.physS = fitPhys(samples, func(p sample) float64 { return p.s })
-	sf.rows = group(samples, func(p sample) (float64, float64) { return p.l, p.b })
-	sf.cols = group(samples, func(p sample) (float64, float64) { return p.b, p.l })
+	sf.rows = group(samples, func(p sample) (float64, float64) { return p.l, p.b }, nil, gb)
+	sf.cols = group(samples, func(p sample) (float64, float64) { return p.b, p.l }, gb, nil)
 	resid := make([]sample, len(samples))
 	for i, p := range samples {
 		resid[i] = sample{l: p.l, b: p.b, t: p.t / sf.physT.eval(p.l, p.b), s: p.s / sf.physS.eval(p.l, p.b)}
 	}
-	sf.resRows = group(resid, func(p sample) (float64, float64) { return p.l, p.b })
-	sf.resCols = group(resid, func(p sample) (float64, float64) { return p.b, p.l })
+	sf.resRows = group(resid, func(p sample) (float64, float64) { return p.l, p.b }, nil, gb)
+	sf.resCols = group(resid, func(p sample) (float64, float64) { return p.b, p.l }, gb, nil)
 	return sf
 }
 
-func group(samples []sample, kx func(sample) (key, x float64)) []line {
+func group(samples []sample, kx func(sample) (key, x float64), gk, gx func(float64) float64) []line {
 	var lines []line
 	sorted := slices.Clone(samples)
 	slices.SortFunc(sorted, func(a, b sample) int {
@@ -65,7 +84,7 @@ func group(samples []sample, kx func(sample) (key, x float64)) []line {
 	for _, p := range sorted {
 		k, x := kx(p)
 		if len(lines) == 0 || lines[len(lines)-1].key != k {
-			lines = append(lines, line{key: k})
+			lines = append(lines, line{key: k, gx: gx, gk: gk})
 		}
 		ln := &lines[len(lines)-1]
 		ln.xs, ln.t, ln.s = append(ln.xs, x), append(ln.t, p.t), append(ln.s, p.s)
@@ -93,7 +112,7 @@ func (ln line) at(x float64) (t, s float64, ok bool) {
 	if found {
 		return ln.t[i], ln.s[i], true
 	}
-	f := (x - ln.xs[i-1]) / (ln.xs[i] - ln.xs[i-1])
+	f := frac(ln.gx, ln.xs[i-1], ln.xs[i], x)
 	return lerp(ln.t[i-1], ln.t[i], f), lerp(ln.s[i-1], ln.s[i], f), true
 }
 
@@ -110,17 +129,19 @@ func bracket(lines []line, k float64) (lo, hi line, f float64, ok bool) {
 	if found {
 		return lines[i], lines[i], 0, true
 	}
-	return lines[i-1], lines[i], (k - lines[i-1].key) / (lines[i].key - lines[i-1].key), true
+	return lines[i-1], lines[i], frac(lines[i].gk, lines[i-1].key, lines[i].key, k), true
 }
 
 // interpolate returns T and S inside the measured region: L between two
 // measured rows and B inside each bracketing row's measured range. Where the
 // column-first interpolation also stays inside, the two are averaged. S is
-// interpolated directly; T as its ratio to the physical model.
+// interpolated directly; T as its ratio to the physical model (linear B).
 func (sf *surface) interpolate(l, b float64) (t, s float64, ok bool) {
-	_, s, ok = interpLines(sf.rows, sf.cols, l, b)
-	if !ok {
-		return 0, 0, false
+	t, s, ok = interpLines(sf.rows, sf.cols, l, b)
+	if !ok || sf.logB {
+		// The physical model is polynomial in B, so its residual is not the
+		// smooth thing to interpolate in log2 B: interpolate T itself.
+		return t, s, ok
 	}
 	rt, _, _ := interpLines(sf.resRows, sf.resCols, l, b)
 	return rt * sf.physT.eval(l, b), s, true
@@ -268,7 +289,7 @@ func rowAt(r line, b float64, field func(line) []float64, linear bool) (float64,
 		if found {
 			return ys[i], true
 		}
-		return lerp(ys[i-1], ys[i], (b-r.xs[i-1])/(r.xs[i]-r.xs[i-1])), true
+		return lerp(ys[i-1], ys[i], frac(r.gx, r.xs[i-1], r.xs[i], b)), true
 	}
 	if !linear {
 		if b < r.xs[0] {
@@ -283,7 +304,7 @@ func rowAt(r line, b float64, field func(line) []float64, linear bool) (float64,
 	if b < r.xs[0] {
 		i, j = 0, 1
 	}
-	return lerp(ys[i], ys[j], (b-r.xs[i])/(r.xs[j]-r.xs[i])), true
+	return lerp(ys[i], ys[j], frac(r.gx, r.xs[i], r.xs[j], b)), true
 }
 
 // nearest is the measured sample closest to (l, b), distance measured in

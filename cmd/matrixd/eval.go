@@ -62,7 +62,7 @@ func evalCmd(ctx context.Context, args []string, getenv func(string) string, std
 		}{reports, pooled})
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "run\tregime\tcells\ttotal tok/s MAPE\tp90\tmax\tTBT MAPE\tp90\tmax\trefused\tstatus right/boundary/wrong\t")
+	fmt.Fprintln(tw, "run\tinterpolant\tregime\tcells\ttotal tok/s MAPE\tp90\tmax\tTBT MAPE\tp90\tmax\trefused\tstatus right/boundary/wrong\t")
 	for _, r := range append(reports, pooled) {
 		name := r.RunID
 		if t := titles[r.RunID]; t != "" {
@@ -72,7 +72,11 @@ func evalCmd(ctx context.Context, args []string, getenv func(string) string, std
 			name string
 			e    calculator.RegimeErrors
 		}{{"interpolated", r.Interpolated}, {"extrapolated", r.Extrapolated}} {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t", name, reg.name, reg.e.Total.N,
+			interp := r.Interpolant
+			if i > 0 {
+				interp = ""
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t", name, interp, reg.name, reg.e.Total.N,
 				pct(reg.e.Total.Mean), pct(reg.e.Total.P90), pct(reg.e.Total.Max), pct(reg.e.TBT.Mean), pct(reg.e.TBT.P90), pct(reg.e.TBT.Max))
 			if i == 0 {
 				fmt.Fprintf(tw, "%d\t%d/%d/%d\t\n", r.Refused, r.Status.Right, r.Status.Boundary, r.Status.Wrong)
