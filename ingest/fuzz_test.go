@@ -17,7 +17,7 @@ GPU
 G
 All measurements
 PhaseContextRequests at onceStatusTotal tok/sOutput tokensMeasured for
-Sustained decode01Valid1.0301.0 s
+Sustained decode01Valid30.0301.0 s
 Sustained decode02Over capacity——1.0 s
 `
 
@@ -89,7 +89,7 @@ func TestParsePageMinimal(t *testing.T) {
 		Hardware: store.Hardware{GPU: "G"},
 		Engine:   store.Engine{Name: "e", Version: "1", Quantization: "Q"},
 		Decode: []store.DecodeCell{
-			{Concurrency: 1, Status: store.StatusValid, TotalTokS: f64(1), OutputTokens: intp(30), DurationS: f64(1)},
+			{Concurrency: 1, Status: store.StatusValid, TotalTokS: f64(30), OutputTokens: intp(30), DurationS: f64(1)},
 			{Concurrency: 2, Status: store.StatusOverCapacity, DurationS: f64(1)},
 		},
 	}

@@ -653,3 +653,28 @@ func TestParsePageVariants(t *testing.T) {
 		})
 	}
 }
+
+// TestRowsMustAddUp: a row read only one way is still checked against the
+// page's redundancies, so a typo is an error naming its line.
+func TestRowsMustAddUp(t *testing.T) {
+	page := string(seed(t, fara))
+	tests := []struct {
+		name, old, new, want string
+	}{
+		{"output tokens", "| 83.1 | 83.4 | 85 ms | 12.0 ms | 1.0 | 0 | 2,492 | 30.0 s |", "| 83.1 | 83.4 | 85 ms | 12.0 ms | 1.0 | 0 | 9,492 | 30.0 s |", "output tokens 9492"},
+		{"time between tokens", "| 83.1 | 83.4 | 85 ms | 12.0 ms | 1.0 | 0 | 2,492 | 30.0 s |", "| 83.1 | 83.4 | 85 ms | 19.0 ms | 1.0 | 0 | 2,492 | 30.0 s |", "per-request tok/s 83.4"},
+		{"duration", "| 83.1 | 83.4 | 85 ms | 12.0 ms | 1.0 | 0 | 2,492 | 30.0 s |", "| 83.1 | 83.4 | 85 ms | 12.0 ms | 1.0 | 0 | 4,985 | 60.0 s |", "measured for 60 s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if !strings.Contains(page, tt.old) {
+				t.Fatalf("seed lacks %q", tt.old)
+			}
+			_, err := ParsePage([]byte(strings.Replace(page, tt.old, tt.new, 1)))
+			var pe *ParseError
+			if !errors.As(err, &pe) || pe.Line != 72 || !strings.Contains(pe.Msg, tt.want) {
+				t.Fatalf("err = %v, want line 72 saying %q", err, tt.want)
+			}
+		})
+	}
+}

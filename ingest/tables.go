@@ -215,35 +215,40 @@ func toMeasurement(n int, cols []col, cells []string) (measurement, error) {
 	return m, nil
 }
 
-// consistent applies the page's redundancies to a reading: output tokens ≈
+// check applies the page's redundancies to a reading: output tokens ≈
 // total tok/s × duration, duration ≈ the time per measurement, per-request
 // tok/s ≈ 1000 / time between tokens, and for prefill TTFT ≈ context /
-// prompt tok/s. Tolerances cover the one-decimal rounding and medians.
-func (m measurement) consistent(secsPer *float64) bool {
+// prompt tok/s. Tolerances cover the one-decimal rounding and medians. It
+// says which one fails.
+func (m measurement) check(secsPer *float64) error {
 	if m.phase == phasePrefill {
 		if m.total != nil && m.ttft != nil && *m.total > 0 {
 			want := float64(m.context) / *m.total * 1000
-			return math.Abs(*m.ttft-want) <= 0.15*want
+			if math.Abs(*m.ttft-want) > 0.15*want {
+				return fmt.Errorf("TTFT %g ms is not context / prompt tok/s (≈ %.0f ms)", *m.ttft, want)
+			}
 		}
-		return true
+		return nil
 	}
 	if m.output != nil && m.total != nil && m.duration != nil {
 		want := *m.total * *m.duration
 		if math.Abs(float64(*m.output)-want) > 0.02*want+5 {
-			return false
+			return fmt.Errorf("output tokens %d are not total tok/s × duration (%g × %g s ≈ %.0f)", *m.output, *m.total, *m.duration, want)
 		}
 	}
 	if m.duration != nil && secsPer != nil && math.Abs(*m.duration-*secsPer) > 0.1**secsPer+0.1 {
-		return false
+		return fmt.Errorf("measured for %g s, but the page says each measurement takes %g s", *m.duration, *secsPer)
 	}
 	if m.perRequest != nil && m.tbt != nil && *m.tbt > 0 {
 		want := 1000 / *m.tbt
 		if math.Abs(*m.perRequest-want) > 0.05*want+0.1 {
-			return false
+			return fmt.Errorf("per-request tok/s %g is not 1000 / time between tokens (1000 / %g ms ≈ %.1f)", *m.perRequest, *m.tbt, want)
 		}
 	}
-	return true
+	return nil
 }
+
+func (m measurement) consistent(secsPer *float64) bool { return m.check(secsPer) == nil }
 
 // table is the All measurements table.
 type table struct {
@@ -368,6 +373,11 @@ func parseMeasurements(sec *section, secsPer *float64, b *budget) (*table, error
 		}
 		if err != nil {
 			return nil, err
+		}
+		// A row read one way only must still add up: a typo in a number
+		// is an error, not a stored run.
+		if err := m.check(secsPer); err != nil {
+			return nil, errorf(l.n, "%s does not add up: %v", m.name(), err)
 		}
 		key := [3]int{0, m.context, 0}
 		if m.phase == phaseDecode {
