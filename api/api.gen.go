@@ -2031,6 +2031,22 @@ func (response GetHealth200JSONResponse) VisitGetHealthResponse(w http.ResponseW
 	return err
 }
 
+type GetHealth400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetHealth400ApplicationProblemPlusJSONResponse) VisitGetHealthResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetOpenAPIJSONRequestObject struct {
 }
 
@@ -2048,6 +2064,22 @@ func (response GetOpenAPIJSON200JSONResponse) VisitGetOpenAPIJSONResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOpenAPIJSON400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetOpenAPIJSON400ApplicationProblemPlusJSONResponse) VisitGetOpenAPIJSONResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2079,6 +2111,22 @@ func (response GetOpenAPIYAML200ApplicationYamlResponse) VisitGetOpenAPIYAMLResp
 	return err
 }
 
+type GetOpenAPIYAML400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetOpenAPIYAML400ApplicationProblemPlusJSONResponse) VisitGetOpenAPIYAMLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetReadyRequestObject struct {
 }
 
@@ -2096,6 +2144,22 @@ func (response GetReady200JSONResponse) VisitGetReadyResponse(w http.ResponseWri
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetReady400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetReady400ApplicationProblemPlusJSONResponse) VisitGetReadyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2471,6 +2535,22 @@ func (response ListEngines200JSONResponse) VisitListEnginesResponse(w http.Respo
 	return err
 }
 
+type ListEngines400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListEngines400ApplicationProblemPlusJSONResponse) VisitListEnginesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListGPUsRequestObject struct {
 }
 
@@ -2488,6 +2568,22 @@ func (response ListGPUs200JSONResponse) VisitListGPUsResponse(w http.ResponseWri
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListGPUs400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListGPUs400ApplicationProblemPlusJSONResponse) VisitListGPUsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2547,6 +2643,22 @@ func (response ListModels200JSONResponse) VisitListModelsResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListModels400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListModels400ApplicationProblemPlusJSONResponse) VisitListModelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3360,125 +3472,125 @@ func (sh *strictHandler) ListPrefillCells(ctx echo.Context, runID ParamRunID, pa
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3rchs3lvCroHpmypLTpC6xnQlVqfocx/b4ix1rFNvZXdPLBruPSIy6gTaAJsW49HcfYP/kObJ/5n/y",
-	"JvskW7j0HU02Kcm5TPzHIonbOTh3HBx88EKWpIwClcIbffBSzHECErj+9AjH4dPT1+rPCETISSoJo97I",
-	"+47IOQoSFkEc+IhQIQFHiJ2jgGd0QqLgBMk5oKenrxHFCfgoxAIGhAqggkiygKHne0SN9D4DvvJ8TzXz",
-	"Rt4szTzfE+EcEqymTfDlc6AzOfdGx4eHvpcQmn8+8j25SlUnITmhM+/qys9X/AISxlevJYnJ99isuQnC",
-	"Q8rkHDgKBoNZmg0S3WOQlV2CEyRCHIPQoHz9BqWMxSgmF4CCBcfJZDYN1oAxMSNOKiPWIDtnPMHSG3kR",
-	"y6YxeL6ClSRZoiFLCDV/Hw4P7xeA0iyZAi8AfYEvX2YyzeQrdgFUtGE03yMOAvgCIpQCRxzeZyAkOmcc",
-	"Md3b7BXP6B2BpisUwTnOYtkFWoIvJ6bfRJppG/tlYXjw2WefHR89qIBSbhihEmZVQBQhdVHZLM26aAy3",
-	"6AqJbGrIQbVUcGki1VTYCZGe/bpUd8ay2dxBZnHMliiQmM9AThQsamHYEp9ikBlQ4Jo+fIQFwijGU4hj",
-	"iBBXQyIQkiRYAtr76cd7h+gv+11w6OY1OOxWeqNzHAsoVj5lLAZMy6Vn9NlXDuoxVIEkQymHiIQSnXOW",
-	"DNFLjmYK11YAIEwjs02dK9MbVltaiqUErtr+59uHg//Ag+8PB59PBu8+HPkP7l392etC8yuNSKdQelhB",
-	"6h4MZ0MUnL36N/Tp4eeHwf5IE8MSyGwuB0JywIkikhRzmVOKkJCOqSQJ5Iy/VARo+BhNMY2WJJJz37CL",
-	"4iEi0AWkBi2G2ACLjEM0pnoRUyyIQIEeLZoYQv7px2O1iSfozdnDFzmzCYVkOcdSLf6OGKKXNF6NqZqf",
-	"0NrIpkGNaDIagxAo0Pv/heQZBMMx7diKkhC7KP6oL8UrAJ5+2b0PGkBBvocCwTgxOiGMsRAnuVwNcYpD",
-	"IlcKnQZVSgxVhG4XWVkp3Fes3jv83C2OKmL1VOm/RxkXjLsZIqBwKSehbhHkgKUcFoRlAqV4BpqLFX/Q",
-	"rnWb3l34v390vBn/ep2P6YxQaK/TfN+heXPWWMRxEnTKEjBDX0coVpb4BriwSrh7ssnCtroOXepJn1ga",
-	"cM9mKaQ6C1BFEG+9fwg9fSgW3rvO0Z2yp9vSaYui27J99Oq+fvMIh3P4yvzsouAYZzSc3xHK8rlYDELV",
-	"fBCp9kF/O+1iMdEdJ7rj9bfsOUlI547F+kenYrt/WGHwHEvrzA09W4e98ehXYUzoFf49w1R22q7VX5W0",
-	"SbNpTMQcom7ye/jd39G9wZTIbvp7X53z2hAURoWeKsVy7rAHlDFKOETeSKmt69oHet5vs2lCVN822oqf",
-	"0BzTKAat31kmUfD/tiB9UUxwbRwZDfoCX3ZRvtVwkwRf9nYeDtW/qgfRqefs9IRunJ7Qm5z+Sm28SBkV",
-	"oJ2WL3F0ZrwS9SlkVALVf+I0jUmoCfIg5WwaQ/KJltGjD5XV/JnDuTfy/nRQurIH5ldxcGp6mUkbZgoq",
-	"nF1leSQ4VmBBhIxjpFieYzqDExQA54yLQDO+QEQOvSvf+4bJJyyj0cdc8zcMiSyca7N8j3HlIUjY18t5",
-	"TfECkxir/fiIK1IaJcIST7EAFDEQiDKJMBVL4HZdKWchCPFLraxclcjSlHGJ5JwIpOmNMDpCQQQSkzhA",
-	"Aq8EWs5XyqEZ08A2hyhAS2Waa2pARJygIMQ0IhGWIAIUEyGF2hHVF7S1PqYCYgi1eE6wDOcQIQEL4DhG",
-	"hCowsCTTGBCjIJStrlZvQdIMATScJ5hfaEnIWQpcErAOfsgimEjLLDSL7ZYbAdoQNL7DXe/uVehJ30s5",
-	"nJM4nih11mseZQHnNt7GxgJCRiMxSYFPrGOTWJJoi5aO0XJpokbjC4gmSa7UN04vGevfsDBLN3e4qiq0",
-	"t2aaxiCN1Vbw5te2trED3Shz7XBpu7LpPyCUnnXYvlTuaFst/o0ttXFjmBYtsUBsKjGhEA31Qqr0F0Ic",
-	"C7dhWbiouo3x+FKACMWAqUDM+EMSErGJqx9BHJ/Bud4CAwjmHK/UZy2KJ8oZn6ShESJx/PLcG71dP+Rj",
-	"1e9LTCPv6l2TphSbgJyzqA1XQBkFxf/AwQYJsMyEAmmhpYoFsYyRKCBzfyLHiLYkJPCUxVjqj3ApOS4/",
-	"2giB0rflJ+MPqAU4vBHfGlGiM24jqpsaKtf7nLPEeN3nhAupd1rTYWx2utibNiM0dkEDPelCWk5QBjVV",
-	"ekJ7ETk/By5MyCQwIwQ6GBlUkGCM1K3R2IGrBl/aZTegKBHqWyLvYqNvNQk4aOWcSBGM8vAQ8IUx0IkJ",
-	"JBFaqJEhCtgC+CSPfAQjhCVifEzxlC0soSU4jkHI2lDqB+MtIw7nmYBoiIKpskIwX00yGgJXiA5GY0oo",
-	"moJcAlBfWTRTWDEaIUxXaiUzxKZGEA1RYCPCYvI+gwyiYIQSxmFM8++RnOP61Iq41IJpCGjP7DIRehPl",
-	"nAkwkSye0f3hmAZwGQJEQtmwRupNYqDBCGk74FKiT1CCL20oWg2jMKNn026fGkHKcznJh1kSGrFlMEIK",
-	"2z6aZlJxoSFoLf8Q5pwsoEC61scVkYnMCCZElpOYGszzvdqueL7XRq11Wir40mToAFGJ/vbCnaz8KDcn",
-	"zjLaVvnKE6Jq+ydTHF6AsTg36q5GUKVPFxI5mb/h6/eyOnJd3PrlfcOx3ayDiTR2Y+uXPPy3i9XQEAna",
-	"GTUz+YULX4YXG55xK17Vioa0t8wtTAyhPbYR/vbWT3ONvVZbFqr9ylfWdZhxDjRc9bP0LBtWrMN2m4uF",
-	"/XkyJ+aQY/O4ZZ+YLd3DKnZprNcVruIzJQYrDY18Ufwcr7QYUMJISQwLy9DzN882SZkQxPok3dPqqRKs",
-	"50F7U4hz3VaKZy2Hq2J6/wQp/Bh3QOkkrQNzgd1NnO3FNnbGsUxGc+xoYerCTFCBOug/fctraDcTShLS",
-	"ECZxHr7bPPQSc0roTI/Y1+BocGsDMW1CWrPZdQ5xIrpJuy36bwHuO09FDfNWIHbKAGvqtli/wRi7MO4m",
-	"tFWn6Fpbl7GjiE+ZSXdEbhJX45BV622B4yLWV1ebdW3rVIzKVeYQqZW0UaR8ITuqAmoidnQgW+NM9NHa",
-	"jqPZ4KaLqkVfZGqTLaBM5r5eVPogRAcb0Bwb9yML57rvLihXFnM5hXMH5FROkl0RazpfC5uSSRxfa3cr",
-	"I1xvJcqY2x0Vpvc1VtDg5vJM3RBVHVUOovZKEIptdWGnmx+aUDQ22ClCKgx8ZuyAGxdzmuUcXPWSKo9F",
-	"8pXJe8moj+xhOuMR8EoqiQj6hyaqEmlrRVXXPXrZ3VgjNhLaEYDZerkK/w5fvlyTnaGplSuIdvRVAG7b",
-	"rRK66B9zyDe5F9xnGf02SxLMVxs3qXT79QwVoJq4WRcY+EoH79x6Ci9mExxKsoCcrXaVIgrSGCREtYF6",
-	"GfnX57IoMxknO0viXeLQN6TiS827Ke5oDZ5rq77r661r6Jvt5ND1NIiLup2U2iSAGkWt56nnxBx31Pmq",
-	"kAS9REKFQztFkkMQdaldM2f3sk9NOJi4ZPgObn1usm3o9PWbPKhwY2zvZMGeQfc8sOGMuffkyTLiWuPJ",
-	"m1hBg0lvZMiSa3cYruEWvHryyuQgmiQzlqQS6UATWmKeQKRTzaxNY06PkFSraTv5t+R47y5HCvuzECjV",
-	"sGsfz7nMfmsyV/8g6TQjcb+WJiPigweXWAk2b+Qt4jjx/BuIcHJImSCS8VWv5jufR2oQyv6tsGaOuNqK",
-	"chx178AjLHHMZtcVz7XBnklINlJjtwRuj9VaHBTU4zxYC1lmzqPb8nBn/Bc5leUOlFM5wSjOLN1nfBBj",
-	"neI1x/H5QOcmizxRTZ+TLXAstM/zF79MUTZ5/nOIowHLJEo/P0QmvcWe3+RHhncE4jAjJtOtjrt1htH2",
-	"htB606UuSuzMTmRVguitRB+jiyFCCxxnoBPWiRQFltog5nHuHgDa8HaPlnryXZBgOpqpfLM2FwqeEIgj",
-	"TTRtej9Xv7npqEyDYhzpdghLpBMsfWSyB3WYMxi6xF0CQuAZbLaczArKDi4Inp6+viFxUo50TVnSGKi1",
-	"rFma7SRFysOr9o4UmfMiZ1nFjCnjUmn8EGhE6KwWsujDiOvgN7kG5YnXesH0lJOOkOxGi7PMGfgoSRK3",
-	"Zrzq0xzsurQ0XyFcnAqFEMf69IcyWYqhNYcwrmDxxz+ktvBtjAn/Lo3wxnBtG/jGTN4y9cRSUxezrXMm",
-	"f4n4HVtuIYk5iTpCjzvFAW/Aj6lk+nTH+jSQG3yQHLZrRmkLedq9Rdc55usMWv4N82iJucOJCo1W2yik",
-	"wjSbhIxDz3BexIkSXtskpVj9Wvpd+UUaz924VLqbl8NEryWkIWn4fk+B3kOXRw/6yPGULYGbg+LJctcz",
-	"xd0zXfIvqsv/ioiQg9SX8fqAcIOZNjZBxqjtcruqtkeofyspqwBfb1iLiJoYtvvlpHfAsZy3qb2tatnF",
-	"5jxC28s1USUM15qsnUzTNgCdyX9WJbuSS/pldbRScrrTXupJhyZrEe3Z25nKUcSVS577/RJusMwzLTpO",
-	"8ew19c6El2oK0M8/oD1XBuG+cyntRJX6yGdlqmOZ5YhpkeSIJUqYkGhvvppyEpmsWVHL88moHrtfgk9T",
-	"HzUg75GBsga5LXBdFPpc3wK8qWTDkCVJZ5zCXDhEeZtN8kbHR6ZYkmTojVRTncyo2k90TvylzrVTLbtX",
-	"Vtxw973zGBtbAUcRUavC8Wk9mtEEpnGZdgF8hdQoeWzFAoL28utjMWDlkKEIizmIffS///XfOryg3fYT",
-	"FIw9tbixZ/KcMZpiDnrECt+UO9NRO2I32b9L7mbNP+ilR1UXmiUTAe97GgKUSehKhDHovSP0X0AligkF",
-	"4Ze39f4UbJOt3jKPCjLUa2gC7HcX76iB2Svrs4tyc7J0cibgCPiUYR7dUrrEdpGUynoeU+k6UNeODCdh",
-	"VYHucJTocjUrt+23D7huOK6wi87xUZ9sw84YTDjN/u3OITmmF20+OCqCsVMQ8gSp8ZGYK7mBlWK6cGtc",
-	"btLH+ydG7ByR1Mv2i8Ckmtg4Gk7EvcCSk8vfnutq1r3Wed3ixHiTr9mNuZ4uZr9YR5X+nMGTj+iAFhfx",
-	"66C1D9vCFaYXZEkOvnnz7KtnDwffQMIkZ3TwDaZscHT85WBxPHj43d8H96Y6H/e6p3Luo7PaIJ3w3FAE",
-	"uzrWNWPYraFaS+t3YWP7jK3uEHjzUpa9dFGfblMg+hTwRR6IblsSOg3WhmDzU3RlPuu8fqWfkGQXB8Jx",
-	"yfEmtOyNHnxtnbt9aq6PdkbpN6d96HSDj590dYtZT0WwtgZbOecGPN5EElJ1W243C8nOdMNpSDsQTr+4",
-	"e23n+3a5jZSW0ixtUEmvpJS8HkE7wvDkEfr83v3PkK1zgEzRAZfwKWoLtEd5wji6d3xcnuaHOA6zGEvG",
-	"/fKoEFOEkymZZSwTqFWJoH+qc/VWooNYDQROlJuMgt5cUTm4dsxDqJCYhrDhSoUj6pMXcNgFkbrYg8xr",
-	"SNihhPMIvPuKYjv0iqcsk6NpbOznDQUEjFuZ30tcE2903hudVqtIrEN/WW5CsTgHLCGa4EY5BixhIEkC",
-	"LgSY3LMbysQsM3M2pwup9vPKIca6HsVhR3HTtVEdSKfO+Yil+H0GPnp99nwg8DmcoAg4WUDUzKGxhUyc",
-	"JBEX4bW1rrVpVb0wu9EirFTnuCmtI1jGQ5hkvF9VDFGtsLTz/d11N3CrJZYq9FhbaXlPtyAAv0yxKmm/",
-	"2IsSbQXBdrDSTSj6dRcQWmGNOiGeYqFv0wV5lcE8FqB66RKDJyhQeA+QLQkQY2F+6JFY4HQaNsc+KvC0",
-	"zckdRMaa/Lsdbq53JeF03MNrX/qcKAfB3uDceA9ZHzpgiZZzEs6RYEmRfat9jZSzKAshymsamBl6Xrzt",
-	"9MNSwBf9nfzCMXK6+FunqApCZzFMTN1Ux8XkzYDVRyiMw2a94sIpy4Pt1ocrvZ3BkcGyvfJdnJTVbkDP",
-	"sUCManbYxW+5EQF3+wUKmklbhfRrFSholvbrlK+OXdqw+5YyNzJVW6hcadvunDkkYDaNSYgenj7Tsu/5",
-	"8xeI0HNQ+59XlVFW2RA9RHfvJjpEpnTy3bu6fgi1dRr9MbV1r6cr/a092GPUtNGxePDLukW6+rJVEiaR",
-	"XmeK4jEVmTAFbAaW0WecROUB5M8/VCl0fzimY/qI0YU5DRAj9P+/ffmNSa0UCHNAguILmIRYQBGZIBxl",
-	"lMg8nV/XmNSj6BmIyfM39bz3lKg3ZaIFygSgr9EX6Ojw+N4IHT3Qfz/49K/39hV6TL6rKUmmdWdZDU2X",
-	"cCbCqhIfUVgAR4dD9NikA6t15l7LmAZdtdpsreGYhEAFlNE778WzVxX28Mw2RZX055F3ODwaHupEjBQo",
-	"Tok38j4dHg4/VUSF5VxLiIO5PrT/XudaghbOSvfohTyLdC6GtOf6jbKCx4eHa+rNbVdnzs7QUWbOVrhT",
-	"2MzSoanmlitL7zlZAAWhfUt9FKkrEGHvnWp2YCEf5svpAvFlCvTh6TNFSNeF08GGbZDsfChiYZZoK7cO",
-	"1as5MRYwx6FUnGNXtgbEFU7iHiD++8MXz7cDMR+4BWJh89wMiHZlDhA54Gi1lkTPVItfhkL11EgypKWh",
-	"Lsp4//DTrvGKBR5UK0rWMXOmD7wVxe/Jav1Hc3NA7LuRtDg6KL3sg+qNNou03Yu/BHXFE6A9Jbi12GsW",
-	"ctn3rcnM24VTnBVTxlTnd+iK3j6y41oXsFa9vJDPWIdg8ssFI6VAtMmSF7cquuiBe2W1jKnN0EW6JJbn",
-	"Nygsj4o9KtOCq095dFiLZZOD8h2AK79X49wZ7dX46enrPk0dJcP79qrVvVadnIXXm6ZLd/3hdQ9ZHLoS",
-	"ejpnrGYLt4d/cP/+pxsfyeiFY1uOv/+OtB9J6bv1jXdHenYrn25QTsmtCcJWVa0O8Z9zoRaI98wC1gvE",
-	"Sp1i3eXe5i5FkWDV4fi4j9Ctlsuti92qtMESYVRmfOXithSwTqFbBuqcItceFojq6ZiPUuCD/NUY+5V+",
-	"JMOWFyykHo3Qq1dPXo2pSyD//ENdqppgGrZytF461KT6jKl5AmJQwGwCoMqsrbXP1Y7OuaoU+hvTvUAH",
-	"7Yd5mcmgqKazf4J0/uKSCKjWyVT2cPUWSjCmhAoSQf0RDg4z/fRGUL2iEuQVB49//qGqY4rqgzU/VuPr",
-	"aHh8P29sK3lV2yoM+rouZK04Zi0Bs3yLCD3G4dxa/CHmnEBdD43pTz9WdBdbUsc1QD22QqS9/Ie+NIUj",
-	"delKrVBr8fAG7u4dH/tI4BWhs7yQsulJBCqi8do9+lYfS+TLUR5a/qyPKVe5Kl6X+cS8LYP2WGrS9+LV",
-	"mAZ1FzfwUVBPxwr216lJE4H+Q0n+GpVkj+n+NZVmvw7mHapb1bCtAhedbnHe4rejYy1UOkJUCer2V7Ez",
-	"boLOTgVrkolz5dhSiwREkMeQ8xvLWKCpEnhOTR74Wl7PAcsEp0YHL0k0AylGRdL60QM1zdGD4Zh+l6fQ",
-	"litgvLkCv6IkytjYJWjNq1ZnNLO7tv4cFwUBA3thwTwQlhfX9xHHSnGpQTBF55jESluoERXq1kntp1yH",
-	"Qf/FZXbjzRrrLcb6sZFKlNA3idQDAWpEey8BLtNYG4D2Qbg18r/+rl9x5rWlyNdh4Wems22bf3KcQ8pV",
-	"nL/Q5Aa1MJ5iWEB8LRhr+ZfrAO2hbK4H5R9q6nbUVOPi7HolBZERP78ZRfUQLecsrq7fRNj7a6pKFoFT",
-	"WT1icWQ8PdkosE6jvBqROatrJEbYgcfUZlScE2k1mfIP957voy9Q+tM/n6NP0Puf/vn8p/8ZohcNr0fk",
-	"ToU+GanVbz9BWapWdNzlOOUnOHvGHRvT2gWPffsAgizcRn0CU3GU1qmg0yKF4A/P4bY8B5c1f5tyop0p",
-	"+TuyZzUTF2eaipm3iRyZ6qFrQ/QZJYzmp/U8o+IOqpyRChuV0EateSkJtA2sJUX9XQapCxzvddZo3S/q",
-	"9mjGNE+mwpga0WREj4l+7Nn0GFMyGYgOlJifiEAJEYLQmTNAYOulnplKoA0ebwC/NEsAqiMYJGqbI9XH",
-	"VoiJlUyxgJiY1IQ+lkqlOmknMxU2y9aP5tUMl8Oq4XK8yXC51RBuWf+2gxVtnmtkT8512PAjMWX9JEyt",
-	"Q8cHpyv9f4WjTHnfnJdMwEp0nhE+J0I+tm1uEbX1mm0O7BoX1aZKKAzbEFuZWKODts3DUrv0ag+rWRVz",
-	"6BscoiZt9AIq+Jml2XrkPD19fauYqdSe6kTL09PXDTz4auPNg6B1hKjlboWAuH7v0ylwz8yzTrhi7WB0",
-	"965Okrp7t0iMgkscynjlisKPaS0M7+vbhCZFJjAXIoMRCiqXTwL7Gl7rCmeA1NpMLSofBTZv3r4Gbq50",
-	"BpVqVWP6Cl/Yglb6IehzEivJqjMdnz5+hRQOFMsELrn8FGT1XmxLNP++A5nOh2bz26uOV3Ebl4du9E5u",
-	"X4txG5u0t7Hbfht3O7P3Y1vJfTqVD9b27VG+27plD3zZu4d5kLlva/ti+q0aBVX+dwjolxR0CnRhimJ6",
-	"oavk7WIUtHV8KSZ17mD1/LFT5ZsqIWuV2gvT5BbRVruS2qnYzMPWPVWbWfRWyi0v3u/UaiaxnIBO+hWS",
-	"6RPWjAofUVgq195Y0NMVshLOHBCjC1gJkGOa4hmh2DzmmmIhGo/0T3F4sT6fXikn9Xehkji0noM+KQ4k",
-	"zT0qhaTifXDfeCL6RNaoOBOc0T6HS5+pvXc7GX/I1t+0bHW+GM54x/P13qCWfp0r6vq3tQ8m5zvPAB+k",
-	"gC8mVb2+u8L+9Un8/CrOBmmvRJDIRcgNyHs1Z33QTgmvPh18MD761dr0T10gYwdWt0HDW0bzGjfbiFoi",
-	"BcrvWfnWO/QblZ205W+iO+ZBqo/vjiuyMJLXVCTpsWubcqIe6ceMdTTK6P8iL0c2sjeH6NG3b0zUGWE0",
-	"1+YK4my5P6b6fVtzB+SLUCzMqevDMIRUjpAa7UB9e5K3CdCSUJssapsFXVqkvEwprkVhfWO6v9oUSafk",
-	"zW/894w7VUoR9BWET8zNno+QcFHUIFB0nBPNDnnv2n4hdPbLRc1eFUdFrYs1oSXkPpybFGWF3MGSPO89",
-	"4nhpOFImOB2hgLOleEveDfVkb//xLsijszaAYoIk+hzqLXnnyNJQfewbfZVAc57MZp7mG9PybT53RONF",
-	"fmD369QLdnkdVPQRT0tbtFO9hIVFkcOvtrVxFwuFLM4S2pei2keibYFbuUz9G5W4vxOp2CzNclNiUZHR",
-	"LysV8/M6W4K6Sbm6oClf5CSn7+17cynT0cFBzEIcz5mQo78e/vVQb4Dt/qFypGTyOnKCy7312nfFaWDl",
-	"W32Z5+rd1f8FAAD//w==",
+	"7H3rchs3lvCroHpmypLTpC6RnQlVqfocx/b4ix1rFNvZXdPLBruPSIy6gTaAJsW4/HcfYP/kObJ/5n/y",
+	"JvskW7j0HU22SMm5TPzHIonrwbmfg4P3XsiSlFGgUnij916KOU5AAtefHuI4fHL2Sv0ZgQg5SSVh1Bt5",
+	"3xE5R0HCIogDHxEqJOAIsQsU8IxOSBScIjkH9OTsFaI4AR+FWMCAUAFUEEkWMPR8j6iR3mXAV57vqWbe",
+	"yJulmed7IpxDgtW0Cb56BnQm597o+PDQ9xJC889HvidXqeokJCd05n344Ocrfg4J46tXksTke2zW3NzC",
+	"A8rkHDgKBoNZmg0S3WOQlV2CUyRCHIPQW/n6NUoZi1FMLgEFC46TyWwarNnGxIw4qYxY29kF4wmW3siL",
+	"WDaNwfPVXkmSJXpnCaHm78Ph4b1iozRLpsCLjT7HVy8ymWbyJbsEKtp7NN8jDgL4AiKUAkcc3mUgJLpg",
+	"HDHd25wVz+gdgaYrFMEFzmLZtbUEX01Mv4k00zbOy+7h/meffXZ8dL+ylfLACJUwq25EIVIXls3SrAvH",
+	"cAuvkMimBh1US7UvjaQaCzt3pGffFevOWTabO9AsjtkSBRLzGciJ2otaGLbIpwhkBhS4xg8fYYEwivEU",
+	"4hgixNWQCIQkCZaA9n768eQQ/WW/ax+6eW0f9ii90QWOBRQrnzIWA6bl0jP69CsH9hisQJKhlENEQoku",
+	"OEuG6AVHMwVrywAQppE5ps6V6QOrLS3FUgJXbf/zzYPBf+DB94eDzyeDt++P/PsnH/7sdYH5pQakkyk9",
+	"qAB1D4azIQrOX/4b+vTw88Ngf6SRYQlkNpcDITngRCFJirnMMUVISMdUkgRywl8qBDR0jKaYRksSyblv",
+	"yEXREBHoElIDFoNsgEXGIRpTvYgpFkSgQI8WTQwi//TjsTrEU/T6/MHznNiEArKcY6kWf0cM0Qsar8ZU",
+	"zU9obWTToIY0GY1BCBTo8/9C8gyC4Zh2HEWJiF0Yf9QX49UGnnzZfQ56g4J8DwWAcWJkQhhjIU5zvhri",
+	"FIdErhQ4DagUG6ow3S60sly4L1s9OfzczY4qbPVMyb+HGReMuwkioHAlJ6FuEeQbSzksCMsESvEMNBUr",
+	"+qBd6za9u+B/7+h4M/z1Oh/RGaHQXqf5vkPy5qSxiOMk6OQlYIbehSlWlvgauLBCuHuyycK22gUv9aSP",
+	"LQ64Z7MYUp0FqEKIN94/hJ4+FAvvbefoTt7Trem0WdFt6T56dV+/fojDOXxlfnZhcIwzGs7vCKX5XC4G",
+	"oWo+iFT7oL+edrmY6I4T3XH3I3tGEtJ5YrH+0SnY7h1WCDyH0jp1Q8/WoW88/FUoE3qFf88wlZ26a/VX",
+	"xW3SbBoTMYeoG/0efPd3dDKYEtmNf++qc+68g0Kp0FOlWM4d+oBSRgmHyBspsbWrfqDn/TabJkT1bYOt",
+	"+AnNMY1i0PKdZRIF/+8aqC+KCXaGkZGgz/FVF+ZbCTdJ8FVv4+FQ/ataEJ1yzk5P6MbpCb3J6T+ogxcp",
+	"owK00fIljs6NVaI+hYxKoPpPnKYxCTVCHqScTWNIPtE8evS+spo/c7jwRt6fDkpT9sD8Kg7OTC8zaUNN",
+	"QYWxqzSPBMdqW4qGFEqwC8QxnQFiHFEmEaOgOQDQKGWESiTxJYhTFADnjItAMwWBiBx6H3zvGyYfs4xG",
+	"H3M/3zAksnCuVfY9xpX1IGFfL+cVxQtMYqzO6iOuSEmbCEs8xQJQxEBoSGIqlsDtulLOQhDil1pZuSqR",
+	"pSnjEsk5EUjjImF0hIIIJCZxgAReCbScr5SxM6aBbQ5RgJZKbTe4QhRChJhGJMISRIBiIqRQJ6L6gtbk",
+	"x1RADKFm3QmW4RwiJGABHMeIULUNLMk0BoVxQunxavV2S5pYgIbzBPNLzSU5S4FLAtb4D1kEE2kJiWax",
+	"PXLDXBtMyHeY8t29ChnqeymHCxLHEyXqes2jtONc/9vYWEDIaCQmKfCJNXoSixJtttMxWs5p1Gh8AdEk",
+	"yQX+xuklY/0bFirr5g4fqsLujZmmMUhjtRW4+bWjbZxAN8hcJ1zqtWz6DwilZ425L5Wp2haZf2NLzfYM",
+	"0aIlFohNJSYUoqFeSBX/Qohj4VY6C/NVtzHWYAoQoRgwFYgZW0lCIjZR9UOI43O40EdgNoI5xyv1WbPi",
+	"iTLUJ2lomEgcv7jwRm/WD/lI9fsS08j78LaJU4pMQM5Z1N5XQBkFRf/AwToQsMyE2tJCcxW7xdJ/ojaZ",
+	"2xo5RLSWIYGnLMZSf4QryXH50XoPlCwuPxlbQS3AYan4VsESnT4dUT3UUJnlF5wlxiK/IFxIfdIaD2Nz",
+	"0sXZtAmhcQp605MuoOUIZUBTxSe0F5GLC+DCuFMCM0KgHZVBBQhGgb02GDtg1aBLu+zGLkqA+hbJu8jo",
+	"W40CDly5IFIEo9x1BHxhlHdinEyEFmJkiAK2AD7JvSLBCGGJGB9TPGULi2gJjmMQsjaU0U605c/hIhMQ",
+	"DVEwVVoI5qtJRkPgCtDBaEwJRVOQSwDqK/1mCitGI4TpSq1khtjUMKIhCqy3WEzeZZBBFIxQwjiMaf49",
+	"knNcn1ohl1owDQHtmVMmQh+inDMBxsvFM7o/HNMArkKASCj91nC9SQw0GCGtB1xJ9AlK8JV1U6thFGT0",
+	"bNokVCNIeSEn+TBLQiO2DEZIQdtH00wqKjQIrfkfwpyTBRRA1/K4wjKRGcG4z3IUU4N5vlc7Fc/32qC1",
+	"Bk0FXhoNHVtUrL+9cCcpP8zVifOMtkW+spKoOv7JFIeXYDTOjbKr4XDp04VETuJv+AF6aR25LG798q5h",
+	"9G6WwUQavbH1S+4a3EZraLAEbaiamfzCvC9djw2rueXLanlK2kfmZiYG0R5Z73/76Ke5xF4rLQvR/sFX",
+	"2nWYcQ40XPXT9CwZVrTDdpvLhf15MicmALJ53LJPzJbuYRW5NNbrcmXxmWKDlYaGvyh6jleaDShmpDiG",
+	"3cvQ8zfPNkmZEMTaJN3T6qkSrOdBe1OIc9lWsmfNh6tsev8UKfgYc0DJJC0Dc4bdjZztxTZOxrFMRnPo",
+	"aGbqgkxQ2XXQf/qW1dBuJhQnpCFM4ty1t3noJeaU0Jkesa/C0aDWBmDaiLTmsOsU4gR0E3db+N/auO+M",
+	"mBrirezYyQOsqtsi/QZhbEO4m8BWnaJrbV3KjkI+pSbdEblKXPVRVrW3BY4LP2BdbNalrVMwKlOZQ6RW",
+	"0gaRsoXsqGpTE7GlAdkaZ6LDbluOZh2fLqwWfYGpVbaAMpnbelFpgxDtbEBzbMyPLJzrvtuAXGnM5RTO",
+	"E5BTOUm2BazpvBM0JZM43ul0KyPsthKlzG0PCtN7hxU0qLmMtxukqoPKgdReuYXiWF3Q6aaH5i4aB+xk",
+	"IRUCPjd6wI2zOU1yDqp6QZXFIvnK5MRk1Ec20M54BLySZiKC/q6JKke6tqCqyx697G6oEesJ7XDAXHu5",
+	"Cv4OW75ck52hKZUrgHb0VRu8breK66K/zyE/5F77Ps/ot1mSYL7aeEil2a9nqGyqCZt1joGvtPPOLafw",
+	"YjbBoSQLyMlqWy6idhqDhKg2UC8lf3cqizKTjbI1J97GD31DIr6UvJv8jlbh2Vn07S63dpA31+NDu0kQ",
+	"F3Y7MbWJADWMWk9Tz4gJd9TpquAEvVhChUI7WZKDEXWJXTNn97LPjDuYuHj4FmZ9rrJt6PT169ypcGNk",
+	"7yTBnk733LHh9Ln3pMnS41qjyZtYQYNIb2TIkmq3GK5hFrx8/NLkJ5oENJakEmlHE1piE8bGItdpTPQI",
+	"SbWatpF/S4b39nyk0D8LhlJ1u/axnMvMuCZx9XeSTjMS92tpsiXee3CFFWPzRt4ijhPPvwEPJ4eUCSIZ",
+	"X/VqvnU8Um+h7N9ya+aAq60oh1H3CTzEEsdstit7rg32VEKyERu7OXB7rNbioMAeZ2AtZJmJR7f54dbw",
+	"L/ItyxMop3Juo4hZumN8EGOd/jXH8cVA5y2LPIlNx8kWOBba5vmLX6YvmzsAc4ijAcskSj8/RCa9xcZv",
+	"8pDhHYE4zIjJgqvDbp1idH1FaL3qUmcldmYnsCpO9FYSkJHFEKEFjjPQyexEigJK7S3mfu4eG7Tu7R4t",
+	"9eTbAMF0NFP5Zm0uEDwmEEcaadr4fqF+c+NRmSLFONLtEJZIJ1/6yGQWajdnMHSxuwSEwDPYrDmZFZQd",
+	"XDt4cvbqhthJOdKOvKQxUGtZszTbiouUwav2iRRZ9SInWUWMKeNSSfwQaETorOay6EOI6/Zvcg3KiNd6",
+	"xvSEkw6X7EaNs8wZ+ChJEremvOpoDnZdaJqvEC6iQiHEsY7+UCZLNrQmCONyFn/8ILXd30af8O9SCW8M",
+	"19aBb0zlLVNPLDZ1Eds6Y/KX8N+x5TU4MSdRh+txKz/gDdgxlUyfbl+f3uQGGyTf245e2oKfdh/RLmG+",
+	"Tqfl3zCPlpg7jKjQSLWNTCpMs0nIOPR050WcKOZ1naQUK19Luyu/ZOO5G5dCd/NymOi1hDQkDdvvCdAT",
+	"dHV0vw8fT9kSuAkUT5bbxhS3z3TJv6gu/ysiQg5SX9Trs4UbzLSxCTJGbJfHVdU9Qv1biVnF9vWBtZCo",
+	"CWF7Xk58BxzLeRvb26KWXW7OI7S9XBNV3HCtydrJNG0F0Jn8Z0WyK7mkX1ZHKyWnO+2lnnRoshbRnr25",
+	"qQxFXLkAut8v4QbLPNOiI4pnr7B3JrxUU4B+/gHtuTII951LaSeq1Ec+L1MdyyxHTIskRyxRwoREe/PV",
+	"lJPIZM2KWp5PRvXY/RJ8mvKosfMeGShrgNvargtDn+kbgjeVbBiyJOn0U5jLiChvs4nfaP/IFEuSDL2R",
+	"aqqTGVX7ic6Jv9K5dqpl98qK2+++dxFjoyvgKCJqVTg+q3szmptpXLRdAF8hNUruW7EbQXv51bIYsDLI",
+	"UITFHMQ++t//+m/tXtBm+ykKxp5a3Ngzec4YTTEHPWKFbsqT6agrsR3v3yZ3s2Yf9JKjqgvNkomAdz0V",
+	"AcokdCXCGPDeEfovoBLFhILwy5t8fwquk63eUo8KNNRraG7Y7y7sUdtmr6zPLszN0dJJmYAj4FOGeXRL",
+	"6RLX86RU1vOISldAXRsynIRVAbpFKNFlalZu4l/f4bohXGEXncOjPtmGkzGQcKr914tDckwv23RwVDhj",
+	"pyDkKVLjIzFXfAMrwXTplrjcpI/3T4zY2iOpl+0Xjkk1sTE0nIB7jiUnV78909Wse63xeo2I8SZbsxty",
+	"PU3Mfr6OKv45nScf0QAtLunXt9YOtoUrTC/Jkhx88/rpV08fDL6BhEnO6OAbTNng6PjLweJ48OC7vw9O",
+	"pjofd9eonDt0Vhukcz835MGujrWjD7s1VGtp/S5sXD9jq9sF3ryUZS9d1Kfb5Ig+A3yZO6LbmoROg7Uu",
+	"2DyKrtRnndev5BOS7PJAOC453oSUvdHA17Vzt8/M9dFOL/3mtA+dbvDxk65uMeupcNbW9lbOuQGON5GE",
+	"VD2W281CsjPdcBrSFojTz+9eO/m+XW4jpaVUSxtY0ispJa9H0PYwPH6IPj+59xmydQ6QKTrgYj5FbYH2",
+	"KI8ZRyfHx2U0P8RxmMVYMu6XoUJMEU6mZJaxTKBWJYL+qc7VW4kOZDU7cILcZBT0popK4NoxD6FCYhrC",
+	"hisVDq9PXsBhG0DqYg8yryFhhxLOEHj3FcW26xVPWSZH09jozxsKCBizMr+XuMbf6Lw3Oq1WkVgH/rLc",
+	"hCJxDlhCNMGNcgxYwkCSBFwAMLlnN5SJWWbmbE4XUu3nlSDGuh5FsKO46dqoHKRT53zEUvwuAx+9On82",
+	"EPgCTlEEnCwgaubQ2EImTpSIC/faWtPatKpemN2oEVaqc9yU1BEs4yFMMt6vKoaoVl/a+v7uuhu41fJL",
+	"FXysrbS8p1sggF+mWJW4X5xFCbYCYTtI6SYE/boLCC23Rh0Rz7DQt+mCvAJh7gtQvXT5wVMUKLgHyJYE",
+	"iLEwP/RILHAaDZt9H5X9tNXJLVjGmvy7LW6udyXhdNzDa1/6nCgDwd7g3HgPWQcdsETLOQnnSLCkyL7V",
+	"tkbKWZSFEOU1DcwMPS/edtphKeDL/kZ+YRg5Tfxrp6gKQmcxTExNVcfF5M0bq49QKIfNWsaFUZY7260N",
+	"V1o7gyMDZXvlu4iU1W5Az7FAjGpy2MZuuREGd/sFCppJWwX3axUoaJb96+SvjlPacPoWMzcSVZupfNC6",
+	"3QVzcMBsGpMQPTh7qnnfs2fPEaEXoM4/ryqjtLIheoDu3k20i0zJ5Lt3df0Qams4+mNqa2JPV/pbG9hj",
+	"1LTRvnjwy7pFujKzFRImkV5niuIxFZkwBWwGltBnnERlAPLnH6oYuj8c0zF9yOjCRAPECP3/b198Y1Ir",
+	"BcIckKD4EiYhFlB4JghHGSUyT+fX9Sf1KHoGYvL8Ta3vPcXqTQlpgTIB6Gv0BTo6PD4ZoaP7+u/7n/71",
+	"ZF+Bx+S7mpJkWnaW1dB0eWcirCjxEYUFcHQ4RI9MOrBaZ261jGnQVavN1iGOSQhUQOm9854/fVkhD88c",
+	"U1RJfx55h8Oj4aFOxEiB4pR4I+/T4eHwU4VUWM41hziY66D99zrXEjRzVrJHL+RppHMxpI3rN0oOHh8e",
+	"rqk3d706c3aGjjJztsKdgmaW6qp3J2Zu15DFGg8qNRF1AbhcvnrPyAIoCG2O6uilLlqEvbeq2YEF1jDf",
+	"QRdUXqRAH5w9Vbi3K2gclNuGgp0PRSzMEq0Y7wyIl3Ni9GyOQ6no025mDVRWOIl7QOXfHzx/dj2o5AO3",
+	"oFJoVr8YVOxmHFDhgKPVWto5Vy1+GdLRUyPJkGbT2wHG9+4dfrq5S7U6Zh2Y5zp4r6h3T1ZrWZpbEGLf",
+	"DdfF0UHpMTio3s6zcN6+kE1QF6IB2lNCSLPwZlGafd+q/7xdBMZZ/WVMda6KrlzuIzuuNWdrVdoLWYO1",
+	"Oym/KDFSwlCrX3mhrqKLHrhXhs6Y2mxjpMt7eX4DKXMP38Myxbn6ZEmH5ls2OSjfO/jg92qcG9a9Gj85",
+	"e9WnqaM0et9etfreqpOzwHxTDeuus7zuwY5DV3JS54zVzOf28Pfv3ft042MgvWBsnx3ofyLtx2D6Hn3j",
+	"fZWe3conKpSBdWu8s1UhrEPI5FS4LQ89OTzZ3KUoeKw6HB/3YbrV0r91tlvlNlgijMrstZzdlgzWyXRL",
+	"p6OT5drAh6hG+nyUAh/kr+PYr/RjILZUYsH1aIRevnz8ckxdDPnnH+pc1TgGseWj9TKoJm1pTM1TF4Ni",
+	"z8aZq1T0Wvtc7Oj8sUrRwjHdC3QAYpiXzAyKykD7p0jnYi6JgGrNT6XbV2/UBGNKqCAR1B8b4TDTT4wE",
+	"1es2QV498fjnH6oypqikWLPJNbyOhsf38sa2Klm1rYKgr2tc1gp91pJJyzeX0CMczq31EmLOCdTl0Jj+",
+	"9GNFdrEldVxp1GMrQNqLjOhLUwRTl+HUArXm22/A7uT42EcCrwid5UWhTU8iUBFZ0KbetzrEki9HWZv5",
+	"80Wm9OaqeEXnE/OGDtpjqUlFjFdjGtTN9cBHQT21LNhfJyaNN/0PIflrFJI9pvvXFJr9Opj3tm5VwraK",
+	"dXSa+HmL346MtbvS3q6Kg7q/iJ1x40B3CliTGJ0Lx5ZYJCCC3B+e377GAk0Vw3NK8sDX/HoOWCY4NTJ4",
+	"SaIZSDEqEvCP7qtpju4Px/S7PB24XAHjzRX4FSFR+vmuQEtetTojmd3vBMxxUdwwsJcvzENo+UMBPuJY",
+	"CS41CKboApNYSQs1ogLdOq79hGuX7r84z268zWOtxVg/qlLxePomKXwgQI1o71jAVRprBdA+fLeG/9ff",
+	"Lyzid9dk+drF/dR0tm3zT46YqlzF+UtU7q0WylMMC4h32mMtl3TdRnsIm912+YeYuh0x1bgEvF5IQWTY",
+	"z29GUD1AyzmLq+s30YL+kqqSEeEUVg9ZHBlLTzaKxdMor6xk4o6NJA878Jja7JALIq0kU/bh3rN99AVK",
+	"f/rnM/QJevfTP5/99D9D9Lxh9YjcqNBRnlot+lOUpWpFx12GUx6N2jPm2JjWLqvs28ccZGE26mhSxVBa",
+	"J4LOinSIPyyH27IcXNr8bfKJdtbn70if1URcxGcVMV/Hc2Qqoa510WeUMJpnHvCMijuoEu8V1iuhlVrz",
+	"6hNoHVhzivobE1IXa97rrDe7X9Qg0oRpnoaFMTWsybAe4/3Ys6k+pvwzEO0oMT8RgRIiBKEzp4PA1n49",
+	"N1VNGzTe2PzSLAGo9mCQqK2OVB+OIcZXMsUCYmLSLPpoKpVKq53EVOgs134csKa4HFYVl+NNisutunDL",
+	"Wr4dpGhzdiObBaDdhh+JKOuRMLUO7R+crvT/FYoypYpzWjIOK9EZVnxGhHxk29wiaOv15xzQNSaqTftQ",
+	"ELYutjJJSDttbyAka3dbncQKY0VP+gKLqDEoveYKSGdpth6eT85e3SowK6W3OiH55OxVA3S+whXzVurO",
+	"MFQ7vBbM4vpNWSdbPzcPYeGKToXR3bs6rezu3SKVDK5wKOOVy9c/pjVnv6/vX5qkosBcIQ1GKKhc1wns",
+	"+4GtS68BUmsz1bt8FNibBvZtdXMJNqjU9xrTl/jSlgDTz2pfkFjxb50b+uTRS6RgoAgzcHH/JyCrN4lb",
+	"AuD37S51Ptub3/d1vDHcuG51o7eY++ql19F8e6vU7ZeGr6dcf2xdvE+n8vnfvj3KV3Cv2QNf9e5hnrfu",
+	"29q+P3+rqkeV/h08/QUFnTReKLyYXuq6gjtzcs10Szapsy2rUc5OxcLUVVkrB5+bJrcIttol3k5ZaJ4J",
+	"vz1paPZ5LXmYv5DgFIQme5+AzqwWkunQb0aFjygsQUir2k9XyDJFE7lGl7ASIMc0xTNCsXkxN8VCoKBy",
+	"ZSBAUxxerr+0oOSZ+ruQYhxa73GfFpFSc1lNwbV4oN03JpIOFRupaLxG2hhyiUCFLm7r5w92/Jtmx84n",
+	"2xmXHbJ9UMtxz2V7/dvaB5NYn6fZD1LAl5OqKrC9jP/1CYn8vtMGAaFYkMhZyI2kOBs/Rzlop1BQnw7e",
+	"G+fBh7WprLoKyRakbr2ZtwzmNfa/YbVECpRfZvOt2eo3ymdpY8G4ncyrXx/fT6DQwnBeU/alx6ltStZ6",
+	"qF+M1m4yozIUCUOykVY6RA+/fW3c4QijudZwEGfL/THVjwibizZfhGJhwsEPwhBSOUJqtAP17WneJkBL",
+	"Qm0Wq20WdEmR8saq2AnD+jqbf7W5m07Om5dV6OkQq9R76MsIH5vrUx8hE6Qo9KDwOEeaLdL+tf5C6OyX",
+	"c+e9LGJYrdtLoUXkPpSbFLWb3P6VPIc/4nhpKFImOB2hgLOleEPeDvVkb/7xNsjdxtbnYvwqOkD2hrx1",
+	"pI+oPvYhxIoHPM+yM+8fjmn5AKLbCfI8jyT+OuWCXV4HFn3EMG4Ld6o33bAoLheoY21ceEMhi7OE9sWo",
+	"dqy2zXArN9Z/oxz3d8IVm/VvbootKjT6ZbliHki0db6bmKurxvJFjnK6OII3lzIdHRzELMTxnAk5+uvh",
+	"Xw/1Adju7yuxLpNwkiNcbq3XvivClJVv9S2jD28//F8AAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

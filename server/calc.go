@@ -92,7 +92,7 @@ func (c *Calc) selectRun(ctx context.Context, sel Selection) (string, []string, 
 	byName := sel.Model != "" || sel.GPU != ""
 	switch {
 	case sel.RunID != "" && byName:
-		return "", nil, nil, invalidParam{"run_id", "give run_id, or model and gpu, not both"}
+		return "", nil, nil, invalidParam("run_id", "give run_id, or model and gpu, not both")
 	case sel.RunID != "":
 		return sel.RunID, []string{sel.RunID}, nil, nil
 	case sel.Model == "" || sel.GPU == "":
@@ -100,7 +100,7 @@ func (c *Calc) selectRun(ctx context.Context, sel Selection) (string, []string, 
 		if sel.Model != "" {
 			field = "gpu"
 		}
-		return "", nil, nil, invalidParam{field, "select a run with run_id, or with both model and gpu"}
+		return "", nil, nil, invalidParam(field, "select a run with run_id, or with both model and gpu")
 	}
 	f := store.RunFilter{Model: sel.Model, GPU: sel.GPU, EngineVersion: sel.EngineVersion, KVCacheDtype: sel.KVCacheDtype}
 	configs, more, err := c.store.RunConfigs(ctx, f, maxCandidates)
@@ -269,8 +269,8 @@ func (c *Calc) Grid(ctx context.Context, sel Selection, contexts, concurrencies 
 	}
 	contexts, concurrencies = sortedUnique(contexts), sortedUnique(concurrencies)
 	if len(contexts) > maxGridSide || len(concurrencies) > maxGridSide {
-		return api.GridPrediction{}, invalidParam{"contexts", fmt.Sprintf("a grid has at most %d contexts and %d concurrencies; this run measured %d × %d, so name the axes you want",
-			maxGridSide, maxGridSide, len(contexts), len(concurrencies))}
+		return api.GridPrediction{}, invalidParam("contexts", fmt.Sprintf("a grid has at most %d contexts and %d concurrencies; this run measured %d × %d, so name the axes you want",
+			maxGridSide, maxGridSide, len(contexts), len(concurrencies)))
 	}
 	cells, err := m.Grid(contexts, concurrencies, base)
 	if err != nil {

@@ -57,14 +57,15 @@ func toProblem(err error, c echo.Context) api.Problem {
 	req := c.Request()
 	var p api.Problem
 	var herr *echo.HTTPError
-	var ip invalidParam
 	var fe *store.FieldError
+	var fs fieldErrors
 	var refusal *calculator.Refusal
 	var amb *ambiguous
 	switch {
+	case errors.As(err, &fs):
+		p = fs.problem()
 	case errors.As(err, &fe):
-		p = problem(http.StatusBadRequest, "invalid request: "+fe.Error())
-		p.Errors = &[]api.FieldError{{Field: fe.Field, Message: fe.Message}}
+		p = fieldErrors{{Field: fe.Field, Message: fe.Message}}.problem()
 	case errors.As(err, &refusal):
 		p = problem(http.StatusUnprocessableEntity, refusal.Reason)
 		if refusal.Supported != "" {
@@ -73,9 +74,6 @@ func toProblem(err error, c echo.Context) api.Problem {
 	case errors.As(err, &amb):
 		p = problem(http.StatusUnprocessableEntity, amb.Error())
 		p.Candidates = &amb.candidates
-	case errors.As(err, &ip):
-		p = problem(http.StatusBadRequest, "invalid request: "+ip.Error())
-		p.Errors = &[]api.FieldError{{Field: ip.field, Message: ip.message}}
 	case errors.Is(err, store.ErrNotFound):
 		p = problem(http.StatusNotFound, strings.Replace(err.Error(), ": not found", " does not exist", 1))
 	case errors.Is(err, store.ErrInvalid):
@@ -97,14 +95,7 @@ func httpProblem(herr *echo.HTTPError, req *http.Request) api.Problem {
 	switch herr.Code {
 	case http.StatusBadRequest:
 		if herr.Internal != nil {
-			fields := fieldErrors(herr.Internal)
-			msgs := make([]string, len(fields))
-			for i, f := range fields {
-				msgs[i] = f.Field + ": " + f.Message
-			}
-			p := problem(http.StatusBadRequest, "invalid request: "+strings.Join(msgs, "; "))
-			p.Errors = &fields
-			return p
+			return fieldErrors(validationErrors(herr.Internal)).problem()
 		}
 	case http.StatusNotFound:
 		return problem(http.StatusNotFound, fmt.Sprintf("no resource at %s; the API lives under /v1 (see /openapi.yaml)", req.URL.Path))
@@ -119,8 +110,27 @@ func httpProblem(herr *echo.HTTPError, req *http.Request) api.Problem {
 	return problem(herr.Code, fmt.Sprint(herr.Message))
 }
 
-// fieldErrors turns the validator's errors into one entry per parameter.
-func fieldErrors(err error) []api.FieldError {
+// fieldErrors is a request with several bad parameters, each named.
+type fieldErrors []api.FieldError
+
+func (f fieldErrors) Error() string {
+	msgs := make([]string, len(f))
+	for i, e := range f {
+		msgs[i] = e.Field + ": " + e.Message
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// problem is the 400 naming every bad parameter.
+func (f fieldErrors) problem() api.Problem {
+	p := problem(http.StatusBadRequest, "invalid request: "+f.Error())
+	list := []api.FieldError(f)
+	p.Errors = &list
+	return p
+}
+
+// validationErrors turns the validator's errors into one entry per parameter.
+func validationErrors(err error) []api.FieldError {
 	var errs []error
 	var me openapi3.MultiError
 	if errors.As(err, &me) {

@@ -17,9 +17,9 @@ import (
 
 // invalidParam is a request that passed the schema but not the handler's
 // own checks; it becomes a 400 naming the parameter.
-type invalidParam struct{ field, message string }
-
-func (e invalidParam) Error() string { return e.field + ": " + e.message }
+func invalidParam(field, message string) error {
+	return fieldErrors{{Field: field, Message: message}}
+}
 
 // GetHealth implements GET /healthz.
 func (s *Server) GetHealth(ctx context.Context, _ api.GetHealthRequestObject) (api.GetHealthResponseObject, error) {
@@ -59,7 +59,7 @@ func (b rawJSON) VisitGetOpenAPIJSONResponse(w http.ResponseWriter) error {
 func (s *Server) ListRuns(ctx context.Context, req api.ListRunsRequestObject) (api.ListRunsResponseObject, error) {
 	p := req.Params
 	if p.VRAMGBMin != nil && p.VRAMGBMax != nil && *p.VRAMGBMin > *p.VRAMGBMax {
-		return nil, invalidParam{"vram_gb_min", "must not exceed vram_gb_max"}
+		return nil, invalidParam("vram_gb_min", "must not exceed vram_gb_max")
 	}
 	f := runFilter(p.GPU, p.Model, p.Quantization, p.Engine, p.EngineVersion, p.KVCacheDtype, p.Submitter, p.VRAMGBMin, p.VRAMGBMax)
 	sort := store.SortCreatedDesc
@@ -297,7 +297,7 @@ func (s *Server) ListEngines(ctx context.Context, _ api.ListEnginesRequestObject
 func (s *Server) GetLeaderboard(ctx context.Context, req api.GetLeaderboardRequestObject) (api.GetLeaderboardResponseObject, error) {
 	p := req.Params
 	if p.VRAMGBMin != nil && p.VRAMGBMax != nil && *p.VRAMGBMin > *p.VRAMGBMax {
-		return nil, invalidParam{"vram_gb_min", "must not exceed vram_gb_max"}
+		return nil, invalidParam("vram_gb_min", "must not exceed vram_gb_max")
 	}
 	metric := store.MetricTotalTokS
 	if p.Metric != nil {
@@ -323,12 +323,12 @@ func (s *Server) GetLeaderboard(ctx context.Context, req api.GetLeaderboardReque
 func (s *Server) CompareRuns(ctx context.Context, req api.CompareRunsRequestObject) (api.CompareRunsResponseObject, error) {
 	ids := req.Params.RunIDs
 	if len(ids) < 2 {
-		return nil, invalidParam{"run_ids", "give at least two run ids, comma-separated"}
+		return nil, invalidParam("run_ids", "give at least two run ids, comma-separated")
 	}
 	runs := make([]store.Run, len(ids))
 	for i, id := range ids {
 		if slices.Index(ids, id) != i {
-			return nil, invalidParam{"run_ids", fmt.Sprintf("run %s is listed twice", id)}
+			return nil, invalidParam("run_ids", fmt.Sprintf("run %s is listed twice", id))
 		}
 		r, err := s.store.Run(ctx, id)
 		if err != nil {

@@ -8,9 +8,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
 	"time"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
@@ -116,6 +122,9 @@ func validator(router routers.Router) echo.MiddlewareFunc {
 			if err != nil {
 				return next(c)
 			}
+			if err := unknownParams(route, r.URL.Query()); err != nil {
+				return err
+			}
 			err = openapi3filter.ValidateRequest(r.Context(), &openapi3filter.RequestValidationInput{
 				Request: r, PathParams: params, Route: route, Options: opts,
 			})
@@ -125,6 +134,41 @@ func validator(router routers.Router) echo.MiddlewareFunc {
 			return next(c)
 		}
 	}
+}
+
+// unknownParams rejects query parameters the operation does not declare:
+// a misspelt filter would otherwise be ignored and answer unfiltered data.
+func unknownParams(route *routers.Route, query url.Values) error {
+	known := map[string]bool{}
+	for _, ps := range []openapi3.Parameters{route.PathItem.Parameters, route.Operation.Parameters} {
+		for _, p := range ps {
+			if p.Value != nil && p.Value.In == openapi3.ParameterInQuery {
+				known[p.Value.Name] = true
+			}
+		}
+	}
+	var unknown []string
+	for name := range query {
+		if !known[name] {
+			unknown = append(unknown, name)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	sort.Strings(unknown)
+	names := slices.Sorted(maps.Keys(known))
+	msg := "not a parameter of this endpoint"
+	if len(names) > 0 {
+		msg += "; it takes " + strings.Join(names, ", ")
+	} else {
+		msg += "; it takes none"
+	}
+	fields := make([]api.FieldError, len(unknown))
+	for i, name := range unknown {
+		fields[i] = api.FieldError{Field: name, Message: msg}
+	}
+	return fieldErrors(fields)
 }
 
 type acceptKey struct{}

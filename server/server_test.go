@@ -165,6 +165,9 @@ func TestAPI(t *testing.T) {
 		{"list runs bad sort", "GET", "/v1/runs?sort=fastest", nil, 400, []string{`"field":"sort"`}, nil},
 		{"list runs several bad params", "GET", "/v1/runs?limit=0&vram_gb_min=-1", nil, 400, []string{`"field":"limit"`, `"field":"vram_gb_min"`}, nil},
 		{"list runs vram range inverted", "GET", "/v1/runs?vram_gb_min=30&vram_gb_max=10", nil, 400, []string{`"field":"vram_gb_min"`}, nil},
+		{"list runs misspelt filter", "GET", "/v1/runs?gpus=RTX%203090", nil, 400, []string{`"field":"gpus"`, "not a parameter of this endpoint", "it takes cursor, engine"}, nil},
+		{"decode misspelt format", "GET", "/v1/runs/" + fara + "/decode?formt=csv", nil, 400, []string{`"field":"formt"`}, nil},
+		{"health takes no parameters", "GET", "/healthz?verbose=1", nil, 400, []string{"it takes none"}, nil},
 		{"list runs forged cursor", "GET", "/v1/runs?cursor=abc", nil, 400, []string{`"field":"cursor"`, "not one this API issued"}, nil},
 
 		{"get run", "GET", "/v1/runs/" + fara, nil, 200, []string{`"name":"LeaderboardModel1/Fara1.5-4B-AutoRound-W4A16-RTN"`, `"max_model_len":262144`, `"kv_cache_dtype":"int4_per_token_head"`, `"submitter":null`}, nil},
