@@ -63,7 +63,8 @@ func (m *Model) vramScale(q Query) (vramScaling, error) {
 		lo, hi = math.Min(lo, ratio), math.Max(hi, ratio)
 	}
 	s := vramScaling{lo: lo, hi: hi, scaled: true}
-	s.warnings = append(s.warnings, fmt.Sprintf("KV capacity scaled from the run's %.0f GB to %.0f GB by the pool ratio ×%.2f–×%.2f", r.VRAMGB, vram, lo, hi))
+	s.warnings = append(s.warnings, fmt.Sprintf("KV capacity scaled from the run's %.0f GB at utilization %.2f to %.0f GB at %.2f by the pool ratio ×%.2f–×%.2f",
+		r.VRAMGB, r.GPUMemoryUtilization, vram, util, lo, hi))
 	if lo < 0.77 || hi > 1.3 {
 		s.warnings = append(s.warnings, "low confidence: the KV pool differs from the measured one by more than ×0.77–×1.3")
 	}

@@ -409,7 +409,7 @@ func (m measurement) name() string {
 
 func readMarkdownRow(l line, cols []col, cells []string) (measurement, error) {
 	if len(cells) != len(cols) {
-		return measurement{}, errorf(l.n, "the row has %d cells, the header %d", len(cells), len(cols))
+		return measurement{}, errorf(l.n, "the row has %d of the header's %d cells (is the page cut short?)", len(cells), len(cols))
 	}
 	for i, c := range cols {
 		if c != colUnknown && !whole(c.matcher(true), cells[i]) {

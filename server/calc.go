@@ -108,7 +108,7 @@ func (c *Calc) selectRun(ctx context.Context, sel Selection) (string, []string, 
 		return "", nil, nil, err
 	}
 	if len(configs) == 0 {
-		return "", nil, nil, fmt.Errorf("no run of a model matching %q on GPU %q: %w", sel.Model, sel.GPU, store.ErrNotFound)
+		return "", nil, nil, fmt.Errorf("a run of a model matching %q on GPU %q: %w", sel.Model, sel.GPU, store.ErrNotFound)
 	}
 	first := configFields(configs[0])
 	var differ []string

@@ -163,7 +163,11 @@ func printBasis(w io.Writer, b api.CalcBasis, warnings []string) {
 	}
 	fmt.Fprintf(w, "\trun %s\n", strings.Join(b.RunIDs, ", "))
 	if b.ErrorBandPct != nil {
-		fmt.Fprintf(w, "error band\t±%.1f%% total, ±%.1f%% TBT\t(the run's held-out p90)\n", b.ErrorBandPct.TotalTokS, b.ErrorBandPct.TBTMs)
+		source := "the run's held-out p90"
+		if b.Method == "scaled_gpu" {
+			source = "scaling to another GPU"
+		}
+		fmt.Fprintf(w, "error band\t±%.1f%% total, ±%.1f%% TBT\t(%s)\n", b.ErrorBandPct.TotalTokS, b.ErrorBandPct.TBTMs, source)
 	}
 	for _, warn := range warnings {
 		fmt.Fprintf(w, "note\t%s\n", warn)

@@ -30,7 +30,11 @@ import (
 )
 
 func main() {
-	if err := run(context.Background(), os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr); err != nil {
+	err := run(context.Background(), os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return // the flag package has printed the usage
+	}
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "matrixd: %v\n", err)
 		os.Exit(1)
 	}
@@ -93,7 +97,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	fs := newFlags("serve", stderr)
 	addr := fs.String("addr", envOr(getenv, "MATRIXD_ADDR", ":8080"), "listen address (env MATRIXD_ADDR)")
 	db := dbFlag(fs, getenv)
-	noSeedDefault, _ := strconv.ParseBool(getenv("MATRIXD_NO_SEED"))
+	noSeedDefault := false
+	if v := getenv("MATRIXD_NO_SEED"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("MATRIXD_NO_SEED=%q: want true or false", v)
+		}
+		noSeedDefault = b
+	}
 	noSeed := fs.Bool("no-seed", noSeedDefault, "do not load the bundled example runs into an empty database (env MATRIXD_NO_SEED)")
 	logLevel := fs.String("log-level", envOr(getenv, "MATRIXD_LOG_LEVEL", "info"), "debug, info, warn or error (env MATRIXD_LOG_LEVEL)")
 	sync := fs.String("synchronous", envOr(getenv, "MATRIXD_SYNCHRONOUS", "NORMAL"), "SQLite synchronous: NORMAL or FULL (env MATRIXD_SYNCHRONOUS)")

@@ -250,3 +250,10 @@ func TestCalcAndEval(t *testing.T) {
 		}
 	}
 }
+
+func TestBadEnvironmentIsAnError(t *testing.T) {
+	err := run(context.Background(), []string{"--addr", "127.0.0.1:0"}, env(map[string]string{"MATRIXD_NO_SEED": "yes", "MATRIXD_DB": filepath.Join(t.TempDir(), "x.db")}), nil, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "MATRIXD_NO_SEED") {
+		t.Fatalf("MATRIXD_NO_SEED=yes: %v, want an error naming it", err)
+	}
+}
