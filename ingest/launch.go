@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -57,6 +58,11 @@ func parseLaunch(sec *section) (launched, error) {
 		parts := strings.Split(text, " # ")
 		last := parts[len(parts)-1]
 		at := findLauncher(last)
+		if at < 0 && !hasFlag(last) {
+			// Nothing in the last note looks like a command: the
+			// command is gone, not merely run into its notes.
+			return launched{}, errorf(sec.head.n, "the launch command is missing (only its # notes are there): add the command on its own line after the notes")
+		}
 		if at < 0 {
 			return launched{}, errorf(l.n, "cannot tell the launch command from its notes: no known launcher (vllm serve, python -m …, docker run, llama-server, …)")
 		}
@@ -167,6 +173,12 @@ func shellFields(s string) []string {
 		out = append(out, b.String())
 	}
 	return out
+}
+
+// hasFlag reports whether s has a word such as "--max-model-len", which
+// commands have and notes do not.
+func hasFlag(s string) bool {
+	return slices.ContainsFunc(strings.Fields(s), isFlag)
 }
 
 func isFlag(tok string) bool {

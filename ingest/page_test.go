@@ -21,6 +21,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 const (
 	fara     = "fara1.5-4b-autoround-rtx3060"
 	nemotron = "nemotron-nano-12b-v2-awq-rtx3090"
+	nemoCmd  = "vllm serve cyankiwi/NVIDIA-Nemotron-Nano-12B-v2-AWQ-4bit --max-model-len 131072 --gpu-memory-utilization 0.94 --max-num-seqs 128 --enable-prefix-caching --trust-remote-code --kv-cache-dtype int4_per_token_head --attention-backend TRITON_ATTN"
 )
 
 func seed(t testing.TB, name string) []byte {
@@ -543,6 +544,48 @@ func TestParsePageErrors(t *testing.T) {
 		{"invalid UTF-8",
 			func(t *testing.T) string { return replaceOnce(t, nemoPage, "RTX 3090\n", "RTX \xff3090\n") },
 			func(t *testing.T, p string) int { return lineOf(t, p, "RTX \xff") }, "not valid UTF-8"},
+		{"hardware heading missing (markdown)",
+			func(t *testing.T) string { return replaceOnce(t, faraPage, "128K\nHardware\n", "128K\n") },
+			func(t *testing.T, p string) int { return lineOf(t, p, "- Type") }, "the Hardware heading is missing: Type is a field of the Hardware section"},
+		{"hardware heading missing (text)",
+			func(t *testing.T) string { return replaceOnce(t, nemoPage, "\nHardware\n", "\n") },
+			func(t *testing.T, p string) int { return lineOf(t, p, "Type") }, "the Hardware heading is missing: Type is a field of the Hardware section"},
+		{"sustained decode heading missing (markdown)",
+			func(t *testing.T) string {
+				return replaceOnce(t, faraPage, "Sustained decode\ntotal tok/s", "total tok/s")
+			},
+			func(t *testing.T, p string) int { return lineOf(t, p, "| Context | 1 |") }, "the Sustained decode heading is missing"},
+		{"sustained decode heading missing (text)",
+			func(t *testing.T) string { return replaceOnce(t, nemoPage, "\nSustained decode\n", "\n") },
+			func(t *testing.T, p string) int { return lineOf(t, p, "Context1248163264128") }, "the Sustained decode heading is missing"},
+		{"sustained decode heading and grid header missing (markdown)",
+			func(t *testing.T) string {
+				return replaceOnce(t, faraPage, "Sustained decode\ntotal tok/s · rows are context length, columns are simultaneous requests| Context | 1 | 2 | 4 | 8 | 16 | 32 | 64 | 128 |\n", "")
+			},
+			func(t *testing.T, p string) int { return lineOf(t, p, "| 0 | 83.185 ms TTFT |") }, "has 9 cells, not 3 (is a heading missing?)"},
+		{"sustained decode heading and grid header missing (text)",
+			func(t *testing.T) string {
+				return replaceOnce(t, nemoPage, "\nSustained decode\n\ntotal tok/s · rows are context length, columns are simultaneous requests\nContext1248163264128\n", "\n")
+			},
+			func(t *testing.T, p string) int { return lineOf(t, p, "094.238 ms TTFT") }, "(is a heading missing?)"},
+		{"unreadable prefill summary cell (markdown)",
+			func(t *testing.T) string {
+				return replaceOnce(t, faraPage, "8K context2,3473,472 ms TTFT\n", "| Context | Prompt tok/s | TTFT |\n|---|---|---|\n| 8K | 2,34x | 3,472 ms |\n")
+			},
+			func(t *testing.T, p string) int { return lineOf(t, p, "2,34x") }, `cannot read the prefill summary's prompt tok/s "2,34x"`},
+		{"renamed column in a markdown header",
+			func(t *testing.T) string { return replaceOnce(t, faraPage, "| Total tok/s |", "| Total tok/sec |") },
+			func(t *testing.T, p string) int { return lineOf(t, p, "| Phase |") }, `unknown column "Total tok/sec" in the All measurements header (the known columns: Phase, Context, Requests at once, Status, Total tok/s,`},
+		{"launch command missing, notes on their own lines",
+			func(t *testing.T) string { return replaceOnce(t, nemoPage, nemoCmd+"\n", "") },
+			func(t *testing.T, p string) int { return lineOf(t, p, "Launch command") }, "the launch command is missing (only its # notes are there)"},
+		{"launch command missing from a one-line blob",
+			func(t *testing.T) string {
+				i := strings.Index(faraPage, " vllm serve ")
+				j := strings.IndexByte(faraPage[i:], '\n')
+				return faraPage[:i] + faraPage[i+j:]
+			},
+			func(t *testing.T, p string) int { return lineOf(t, p, "Launch command") }, "the launch command is missing (only its # notes are there)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -599,7 +642,6 @@ func TestSeeds(t *testing.T) {
 
 func TestParsePageVariants(t *testing.T) {
 	faraPage, nemoPage := string(seed(t, fara)), string(seed(t, nemotron))
-	nemoCmd := "vllm serve cyankiwi/NVIDIA-Nemotron-Nano-12B-v2-AWQ-4bit --max-model-len 131072 --gpu-memory-utilization 0.94 --max-num-seqs 128 --enable-prefix-caching --trust-remote-code --kv-cache-dtype int4_per_token_head --attention-backend TRITON_ATTN"
 	tests := []struct {
 		name     string
 		seed     string

@@ -143,6 +143,19 @@ func outline(ls []line) (*page, error) {
 	if len(p.header) == 0 {
 		return nil, errorf(p.title.n, "no summary line (engine · version · quantization, contexts × concurrency levels) after the title")
 	}
+	// Without its heading a section's fields join the summary line, where
+	// they would only be reported as a summary that cannot be read.
+	for _, l := range p.header {
+		key := strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(l.text, "- "), "* "))
+		if strings.HasPrefix(l.text, "|") {
+			key = splitCells(l.text)[0]
+		}
+		for _, name := range []string{secHardware, secEngine, secRun} {
+			if k := knownKey(sectionKeys(name), key); k != "" {
+				return nil, errorf(l.n, "the %s heading is missing: %s is a field of the %s section (add a line %q before this one)", name, k, name, name)
+			}
+		}
+	}
 	return p, nil
 }
 

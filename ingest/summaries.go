@@ -196,6 +196,25 @@ func joinInts(ns []int) string {
 	return strings.Join(s, ", ")
 }
 
+// isGridHeader reports whether s is the summary grid's header row,
+// "Context" and the concurrency levels, perhaps after its caption.
+func isGridHeader(s string) bool {
+	if j := strings.IndexByte(s, '|'); j >= 0 {
+		cells := splitCells(s[j:])
+		if len(cells) < 2 || cells[0] != "Context" {
+			return false
+		}
+		for _, c := range cells[1:] {
+			if !whole(intLens, c) {
+				return false
+			}
+		}
+		return true
+	}
+	k := strings.LastIndex(s, "Context")
+	return k >= 0 && k+len("Context") < len(s) && strings.Trim(s[k+len("Context"):], "0123456789,") == ""
+}
+
 // prefillSum is one row of the Prefill summary.
 type prefillSum struct {
 	line    int
@@ -212,6 +231,9 @@ func parsePrefillSummary(sec *section, b *budget) ([]prefillSum, error) {
 	var out []prefillSum
 	seen := map[int]int{}
 	for _, l := range sec.lines {
+		if isGridHeader(l.text) {
+			return nil, errorf(l.n, "the %s heading is missing: this is the header of its summary grid (add a line %q before the grid)", secDecode, secDecode)
+		}
 		var label, prompt, ttft string
 		if strings.HasPrefix(l.text, "|") {
 			cells := splitCells(l.text)
@@ -222,9 +244,17 @@ func parsePrefillSummary(sec *section, b *budget) ([]prefillSum, error) {
 			if _, ok := contextTokens(label); !ok {
 				continue // the header row
 			}
+			// A row of three cells is a prefill row with a bad value; any
+			// other row belongs to a section whose heading is lost.
+			if len(cells) != 3 {
+				return nil, errorf(l.n, "cannot read the prefill summary row %s: it has %d cells, not 3 (is a heading missing?)", excerpt(l.text), len(cells))
+			}
 			prompt, ttft = cells[1], cells[2]
-			if !whole(numberLens, prompt) || !whole(withUnit(withUnit(intLens, "ms", true), "TTFT", true), ttft) {
-				return nil, errorf(l.n, "cannot read the prefill summary row")
+			if !whole(numberLens, prompt) {
+				return nil, errorf(l.n, "cannot read the prefill summary's prompt tok/s %q", prompt)
+			}
+			if !whole(withUnit(withUnit(intLens, "ms", true), "TTFT", true), ttft) {
+				return nil, errorf(l.n, "cannot read the prefill summary's TTFT %q", ttft)
 			}
 		} else {
 			if !strings.HasSuffix(l.text, "ms TTFT") {
@@ -235,7 +265,7 @@ func parsePrefillSummary(sec *section, b *budget) ([]prefillSum, error) {
 			}
 			i := strings.LastIndex(l.text, "context")
 			if i < 0 {
-				return nil, errorf(l.n, "cannot read the prefill summary row: no context")
+				return nil, errorf(l.n, "cannot read the prefill summary row %s: no \"context\" (is a heading missing?)", excerpt(l.text))
 			}
 			label = trailingLabel(strings.TrimSpace(l.text[:i]))
 			ctx, ok := contextTokens(label)

@@ -168,8 +168,7 @@ func optInt(s string) (*int, error) {
 	return &n, err
 }
 
-// toMeasurement converts one reading of a row; cols and cells align, and
-// unknown columns are skipped.
+// toMeasurement converts one reading of a row; cols and cells align.
 func toMeasurement(n int, cols []col, cells []string) (measurement, error) {
 	m := measurement{line: n, concurrency: -1}
 	var err error
@@ -280,8 +279,9 @@ func (t *table) contexts() []int {
 
 // tableHeader is the header row of All measurements.
 type tableHeader struct {
-	line line
-	cols []col
+	line  line
+	cols  []col
+	names []string // the cells as printed
 }
 
 // findTableHeader recognises the header row, which may follow the table's
@@ -296,7 +296,7 @@ func findTableHeader(l line) (tableHeader, bool) {
 		for j, c := range cells {
 			cols[j] = colNamed(c)
 		}
-		return tableHeader{line: l, cols: cols}, true
+		return tableHeader{line: l, cols: cols, names: cells}, true
 	}
 	// Only the first column is named Phase, so a header run into its
 	// caption starts at the last "Phase".
@@ -334,8 +334,17 @@ func parseMeasurements(sec *section, secsPer *float64, b *budget) (*table, error
 		return nil, errorf(sec.head.n, "All measurements has no header row (Phase, Context, Requests at once, Status, …)")
 	}
 	have := map[col]bool{}
-	for _, c := range h.cols {
-		if c != colUnknown && have[c] {
+	for i, c := range h.cols {
+		// A renamed column would be dropped, and its loss reported far
+		// from the header as a summary that disagrees with the table.
+		if c == colUnknown {
+			known := make([]string, 0, numCols)
+			for k := colPhase; k < numCols; k++ {
+				known = append(known, k.String())
+			}
+			return nil, errorf(h.line.n, "unknown column %q in the All measurements header (the known columns: %s)", h.names[i], strings.Join(known, ", "))
+		}
+		if have[c] {
 			return nil, errorf(h.line.n, "the header has two %s columns", c)
 		}
 		have[c] = true
@@ -412,7 +421,7 @@ func readMarkdownRow(l line, cols []col, cells []string) (measurement, error) {
 		return measurement{}, errorf(l.n, "the row has %d of the header's %d cells (is the page cut short?)", len(cells), len(cols))
 	}
 	for i, c := range cols {
-		if c != colUnknown && !whole(c.matcher(true), cells[i]) {
+		if !whole(c.matcher(true), cells[i]) {
 			return measurement{}, errorf(l.n, "cannot read %s %q", c, cells[i])
 		}
 	}
