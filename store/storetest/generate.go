@@ -16,9 +16,12 @@ type gpuSpec struct {
 	bwGBs  float64 // memory bandwidth, GB/s
 }
 
-var gpus = []gpuSpec{
-	{"RTX 3060", 12, 360}, {"RTX 3090", 24, 936}, {"RTX 4090", 24, 1008}, {"RTX 5090", 32, 1792},
-	{"L40S", 48, 864}, {"A100", 80, 2039}, {"H100", 80, 3350}, {"RTX 4060 Ti", 16, 288},
+// gpus and the tables below are the generator's fixed vocabulary.
+func gpus() []gpuSpec {
+	return []gpuSpec{
+		{"RTX 3060", 12, 360}, {"RTX 3090", 24, 936}, {"RTX 4090", 24, 1008}, {"RTX 5090", 32, 1792},
+		{"L40S", 48, 864}, {"A100", 80, 2039}, {"H100", 80, 3350}, {"RTX 4060 Ti", 16, 288},
+	}
 }
 
 type modelSpec struct {
@@ -27,20 +30,22 @@ type modelSpec struct {
 	kvBytes float64 // KV bytes per token
 }
 
-var models = []modelSpec{
-	{"Qwen/Qwen3-4B-AWQ", 4, 36 << 10}, {"meta-llama/Llama-3.1-8B-Instruct-AWQ", 8, 64 << 10},
-	{"cyankiwi/NVIDIA-Nemotron-Nano-12B-v2-AWQ-4bit", 12, 40 << 10}, {"mistralai/Mistral-Small-24B-AWQ", 24, 80 << 10},
-	{"google/gemma-3-12b-it-qat-int4", 12, 96 << 10}, {"Qwen/Qwen3-30B-A3B-GPTQ-Int4", 30, 48 << 10},
+func models() []modelSpec {
+	return []modelSpec{
+		{"Qwen/Qwen3-4B-AWQ", 4, 36 << 10}, {"meta-llama/Llama-3.1-8B-Instruct-AWQ", 8, 64 << 10},
+		{"cyankiwi/NVIDIA-Nemotron-Nano-12B-v2-AWQ-4bit", 12, 40 << 10}, {"mistralai/Mistral-Small-24B-AWQ", 24, 80 << 10},
+		{"google/gemma-3-12b-it-qat-int4", 12, 96 << 10}, {"Qwen/Qwen3-30B-A3B-GPTQ-Int4", 30, 48 << 10},
+	}
 }
 
-var (
-	quants    = []string{"AWQ 4-bit", "GPTQ 4-bit", "AutoRound W4A16", "FP8"}
-	kvDtypes  = []string{"auto", "fp8", "int4_per_token_head"}
-	versions  = []string{"0.30.1", "0.31.0", "0.32.0"}
-	contexts  = []int{0, 16 << 10, 32 << 10, 64 << 10, 128 << 10}
-	batches   = []int{1, 2, 4, 8, 16, 32, 64, 128}
-	submitter = []string{"alice", "bob", "carol", "dave", "erin", "sandberg"}
-)
+func quants() []string   { return []string{"AWQ 4-bit", "GPTQ 4-bit", "AutoRound W4A16", "FP8"} }
+func kvDtypes() []string { return []string{"auto", "fp8", "int4_per_token_head"} }
+func versions() []string { return []string{"0.30.1", "0.31.0", "0.32.0"} }
+func contexts() []int    { return []int{0, 16 << 10, 32 << 10, 64 << 10, 128 << 10} }
+func batches() []int     { return []int{1, 2, 4, 8, 16, 32, 64, 128} }
+func submitters() []string {
+	return []string{"alice", "bob", "carol", "dave", "erin", "sandberg"}
+}
 
 // Runs returns n synthetic runs drawn from seed: the same seed gives the same
 // runs, and every run's content differs from the others'.
@@ -54,11 +59,11 @@ func Runs(seed uint64, n int) []store.Run {
 }
 
 func run(rng *rand.Rand, i int) store.Run {
-	g := gpus[rng.IntN(len(gpus))]
-	m := models[rng.IntN(len(models))]
-	q := quants[rng.IntN(len(quants))]
-	kv := kvDtypes[rng.IntN(len(kvDtypes))]
-	v := versions[rng.IntN(len(versions))]
+	g := pick(rng, gpus())
+	m := pick(rng, models())
+	q := pick(rng, quants())
+	kv := pick(rng, kvDtypes())
+	v := pick(rng, versions())
 	maxOut := 8192
 	maxLen := 131072
 	util := 0.9 + 0.01*float64(rng.IntN(5))
@@ -74,7 +79,7 @@ func run(rng *rand.Rand, i int) store.Run {
 
 	r := store.Run{
 		Title:     fmt.Sprintf("%s on %s %.0fGB #%d", m.name, g.name, g.vramGB, i),
-		Submitter: submitter[rng.IntN(len(submitter))],
+		Submitter: pick(rng, submitters()),
 		Model:     store.Model{Name: m.name, Quantization: q},
 		Hardware: store.Hardware{Type: "Discrete GPU", GPU: g.name, GPUCount: ptr(1), VRAMGB: ptr(g.vramGB),
 			CPU: "AMD Ryzen 9 7900X", CPUCores: ptr(12), RAMGB: ptr(64.0), OS: "Ubuntu 24.04.5"},
@@ -86,13 +91,13 @@ func run(rng *rand.Rand, i int) store.Run {
 			Flags: map[string]string{"max-model-len": fmt.Sprint(maxLen), "gpu-memory-utilization": fmt.Sprintf("%.2f", util), "kv-cache-dtype": kv},
 		},
 	}
-	for _, l := range contexts[1:] {
+	for _, l := range contexts()[1:] {
 		ttft := 0.1*float64(l)/1024*(1+float64(l)/(256<<10))*1000/g.bwGBs*jit + 50
 		r.Prefill = append(r.Prefill, store.PrefillCell{ContextTokens: l, Status: store.StatusValid,
 			PromptTokS: ptr(round1(float64(l) / ttft * 1000)), TTFTMs: ptr(math.Round(ttft))})
 	}
-	for _, l := range contexts {
-		for _, bb := range batches {
+	for _, l := range contexts() {
+		for _, bb := range batches() {
 			cell := store.DecodeCell{ContextTokens: l, Concurrency: bb, Status: store.StatusOverCapacity}
 			if float64(bb)*float64(l+maxOut) <= capacity {
 				B, L := float64(bb), float64(l)/1024
@@ -110,6 +115,8 @@ func run(rng *rand.Rand, i int) store.Run {
 	}
 	return r
 }
+
+func pick[T any](rng *rand.Rand, xs []T) T { return xs[rng.IntN(len(xs))] }
 
 func round1(v float64) float64 { return math.Round(v*10) / 10 }
 
