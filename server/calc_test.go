@@ -130,10 +130,18 @@ func TestCalculatorOnDegenerateRuns(t *testing.T) {
 			noZeroRow.Decode = append(noZeroRow.Decode, c)
 		}
 	}
+	// 17 measured contexts: more than a grid takes by default.
+	wide := fara
+	wide.Title, wide.Decode = "17 contexts", nil
+	for i := range 17 {
+		tbt := 12 + float64(i)
+		wide.Decode = append(wide.Decode, store.DecodeCell{ContextTokens: i * 4096, Concurrency: 1, Status: store.StatusValid,
+			TotalTokS: f64(1000 / tbt), PerRequestTokS: f64(1000 / tbt), TBTMs: f64(tbt)})
+	}
 	smaller := nemo
 	smaller.Title, smaller.Model.Name = "9B", "cyankiwi/NVIDIA-Nemotron-Nano-9B-v2-AWQ-4bit"
 	ids := map[string]string{}
-	for _, r := range []store.Run{noMaxOut, zeros, noZeroRow, smaller} {
+	for _, r := range []store.Run{noMaxOut, zeros, noZeroRow, smaller, wide} {
 		r.ID = ""
 		stored, _, err := e.st.CreateRun(ctx, r)
 		if err != nil {
@@ -153,6 +161,9 @@ func TestCalculatorOnDegenerateRuns(t *testing.T) {
 		{"below the shortest context", "/v1/calculator/decode?run_id=" + ids["no context-0 row"] + "&context_tokens=8192&concurrency=1", 422,
 			[]string{"below 0.8× the shortest context", `"supported":"context 13107–`}},
 		{"near the shortest context", "/v1/calculator/decode?run_id=" + ids["no context-0 row"] + "&context_tokens=14336&concurrency=2", 200, []string{`"method":"extrapolated"`}},
+		{"grid of a run with too many contexts", "/v1/calculator/grid?run_id=" + ids["17 contexts"], 400,
+			[]string{`"field":"contexts"`, "this run measured 17"}},
+		{"grid of it with named contexts", "/v1/calculator/grid?run_id=" + ids["17 contexts"] + "&contexts=0,4096", 200, []string{`"method":"measured"`}},
 		{"two models match", "/v1/calculator/decode?model=nemotron-nano&gpu=RTX%203090&context_tokens=0&concurrency=1", 422,
 			[]string{"differ in model", `"model":"cyankiwi/NVIDIA-Nemotron-Nano-9B-v2-AWQ-4bit"`}},
 	}
