@@ -14,19 +14,25 @@ import (
 )
 
 // ParseError is a problem in the input and the 1-based line it is on; Line
-// is 0 when no single line applies.
+// is 0 when no single line applies. File names the input when a run is
+// built from several.
 type ParseError struct {
+	File string
 	Line int
 	Msg  string
 }
 
-// Error formats the error as "line N: message", or the message alone when
-// Line is 0.
+// Error formats the error as "file: line N: message", leaving out what is
+// not known.
 func (e *ParseError) Error() string {
+	s := e.Msg
 	if e.Line > 0 {
-		return fmt.Sprintf("line %d: %s", e.Line, e.Msg)
+		s = fmt.Sprintf("line %d: %s", e.Line, s)
 	}
-	return e.Msg
+	if e.File != "" {
+		s = e.File + ": " + s
+	}
+	return s
 }
 
 func errorf(line int, format string, args ...any) *ParseError {
