@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/matrixd/matrixd/store"
@@ -22,13 +23,26 @@ Sustained decode02Over capacity——1.0 s
 `
 
 // checkResult holds any parse to the package's promises: errors are
-// *ParseErrors, and a run returned is valid and survives the API format.
+// *ParseErrors or *store.ValidationErrors whose problems each say where and
+// what, and a run returned is valid and survives the API format.
 func checkResult(t *testing.T, r store.Run, err error) {
 	t.Helper()
 	if err != nil {
 		var pe *ParseError
-		if !errors.As(err, &pe) {
-			t.Fatalf("error %v (%T) is not a *ParseError", err, err)
+		var ve *store.ValidationError
+		switch {
+		case errors.As(err, &pe):
+		case errors.As(err, &ve):
+			if len(ve.Problems) == 0 {
+				t.Fatal("a ValidationError without problems")
+			}
+			for _, p := range ve.Problems {
+				if p.Message == "" || (p.Pointer != "" && !strings.HasPrefix(p.Pointer, "/")) {
+					t.Fatalf("problem %+v: want a JSON Pointer and a message", p)
+				}
+			}
+		default:
+			t.Fatalf("error %v (%T) is neither a *ParseError nor a *store.ValidationError", err, err)
 		}
 		return
 	}

@@ -51,12 +51,13 @@ func Parse(b []byte) (store.Run, error) {
 	return ParsePage(b)
 }
 
-// finish puts a parsed run in canonical order and checks it can be stored.
+// finish checks a parsed run can be stored (a *store.ValidationError
+// listing every problem if not) and puts it in canonical order.
 func finish(r store.Run) (store.Run, error) {
-	r.Normalize()
 	if err := r.Validate(); err != nil {
-		return store.Run{}, &ParseError{Msg: err.Error()}
+		return store.Run{}, err
 	}
+	r.Normalize()
 	return r, nil
 }
 

@@ -2,11 +2,13 @@ package ingest
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -14,13 +16,35 @@ import (
 	"github.com/matrixd/matrixd/store"
 )
 
-// ParseRunJSON parses the run object of the API: snake_case fields named
-// exactly as store.Run's JSON tags, without id and created_at, which the
-// server assigns. Unknown or repeated fields, values of the wrong type,
-// negative numbers, unknown statuses and data after the object are
-// *ParseErrors naming the field and its line. Absent and null values stay
+// ParseRunJSON parses run JSON (openapi.yaml's RunInput): snake_case
+// fields named exactly as store.Run's JSON tags, without id, created_at and
+// submitted_by, which the server assigns. JSON that does not parse is a
+// *ParseError naming the line. Everything else that is wrong (unknown,
+// repeated or missing fields, values of the wrong type, and every check of
+// store.Run.Validate) is reported at once as a *store.ValidationError whose
+// problems carry their JSON Pointer and line. Absent and null values stay
 // absent.
 func ParseRunJSON(b []byte) (store.Run, error) {
+	d, err := decodeRunJSON(b)
+	if err != nil {
+		return store.Run{}, err
+	}
+	if err := d.check(d.run); err != nil {
+		return store.Run{}, err
+	}
+	d.run.Normalize()
+	return d.run, nil
+}
+
+// decodedJSON is run JSON decoded as far as it goes: the run, the line of
+// every value, and the problems found on the way.
+type decodedJSON struct {
+	run   store.Run
+	lines map[string]int // JSON Pointer → line
+	bad   []store.Problem
+}
+
+func decodeRunJSON(b []byte) (decodedJSON, error) {
 	b = bytes.TrimPrefix(b, []byte(bom))
 	if !utf8.Valid(b) {
 		at := 0
@@ -31,31 +55,128 @@ func ParseRunJSON(b []byte) (store.Run, error) {
 			}
 			at += size
 		}
-		return store.Run{}, errorf(lineAt(b, at), "text is not valid UTF-8")
+		return decodedJSON{}, errorf(lineAt(b, at), "text is not valid UTF-8")
 	}
 	// encoding/json matches field names ignoring case and lets a repeated
 	// field overwrite the first, so a first pass over the tokens holds the
 	// input to the exact contract and knows where each value is.
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
-	w := &walker{dec: dec, src: b}
-	if _, err := w.value(reflect.TypeFor[store.Run](), ""); err != nil {
-		return store.Run{}, err
+	w := &walker{dec: dec, src: b, lines: map[string]int{}}
+	if err := w.root(); err != nil {
+		return decodedJSON{}, err
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		at := int(dec.InputOffset())
 		for at < len(b) && strings.IndexByte(" \t\r\n", b[at]) >= 0 {
 			at++
 		}
-		return store.Run{}, errorf(lineAt(b, at), "unexpected data after the run object")
+		return decodedJSON{}, errorf(lineAt(b, at), "unexpected data after the run object")
 	}
-	var r store.Run
-	strict := json.NewDecoder(bytes.NewReader(b))
-	strict.DisallowUnknownFields()
-	if err := strict.Decode(&r); err != nil {
-		return store.Run{}, errorf(0, "%v", err)
+	d := decodedJSON{lines: w.lines, bad: w.problems}
+	if len(d.bad) == 0 {
+		if err := json.Unmarshal(b, &d.run); err != nil {
+			return decodedJSON{}, errorf(0, "invalid JSON: %v", err)
+		}
+		return d, nil
 	}
-	return finish(r)
+	// Drop the values reported above, so that the checks below see every
+	// other value and nothing a bad value left behind.
+	var tree any
+	td := json.NewDecoder(bytes.NewReader(b))
+	td.UseNumber()
+	if err := td.Decode(&tree); err != nil {
+		return decodedJSON{}, errorf(0, "invalid JSON: %v", err)
+	}
+	for _, p := range d.bad {
+		tree = dropPointer(tree, p.Pointer)
+	}
+	clean, err := json.Marshal(tree)
+	if err != nil {
+		return decodedJSON{}, errorf(0, "invalid JSON: %v", err)
+	}
+	_ = json.Unmarshal(clean, &d.run) // a repeated key can still mistype; its problem is reported
+	return d, nil
+}
+
+// dropPointer removes the value at ptr from a decoded JSON tree: an
+// object member is deleted, an array element becomes null.
+func dropPointer(tree any, ptr string) any {
+	if ptr == "" {
+		return tree
+	}
+	parts := strings.Split(ptr[1:], "/")
+	node := tree
+	for i, raw := range parts {
+		tok := strings.ReplaceAll(strings.ReplaceAll(raw, "~1", "/"), "~0", "~")
+		last := i == len(parts)-1
+		switch n := node.(type) {
+		case map[string]any:
+			if last {
+				delete(n, tok)
+				return tree
+			}
+			node = n[tok]
+		case []any:
+			j, err := strconv.Atoi(tok)
+			if err != nil || j < 0 || j >= len(n) {
+				return tree
+			}
+			if last {
+				n[j] = nil
+				return tree
+			}
+			node = n[j]
+		default:
+			return tree
+		}
+	}
+	return tree
+}
+
+// check validates r (built from the decoded JSON) and reports the decoding
+// problems and the validation problems together, each with its line, in
+// document order. A value already reported is not reported again.
+func (d decodedJSON) check(r store.Run) error {
+	probs := slices.Clone(d.bad)
+	var ve *store.ValidationError
+	if err := r.Validate(); errors.As(err, &ve) {
+		for _, p := range ve.Problems {
+			if !slices.ContainsFunc(d.bad, func(b store.Problem) bool { return within(p.Pointer, b.Pointer) }) {
+				probs = append(probs, p)
+			}
+		}
+	} else if err != nil {
+		return err
+	}
+	if len(probs) == 0 {
+		return nil
+	}
+	for i := range probs {
+		if probs[i].Line == 0 {
+			probs[i].Line = d.lineOf(probs[i].Pointer)
+		}
+	}
+	slices.SortStableFunc(probs, func(a, b store.Problem) int { return cmp.Compare(a.Line, b.Line) })
+	return &store.ValidationError{Problems: probs}
+}
+
+// within reports whether pointer p is q or inside it.
+func within(p, q string) bool { return p == q || strings.HasPrefix(p, q+"/") }
+
+// lineOf is the line of the value at pointer p, or of its nearest
+// ancestor present in the document.
+func (d decodedJSON) lineOf(p string) int {
+	for {
+		if n, ok := d.lines[p]; ok {
+			return n
+		}
+		i := strings.LastIndexByte(p, '/')
+		if i < 0 {
+			return d.lines[""]
+		}
+		p = p[:i]
+	}
 }
 
 func lineAt(b []byte, off int) int {
@@ -63,18 +184,19 @@ func lineAt(b []byte, off int) int {
 	return 1 + bytes.Count(b[:off], []byte("\n"))
 }
 
-// walker checks a JSON document against a Go type token by token.
+// walker checks a JSON document against a Go type token by token. Syntax
+// errors stop it; anything else is a problem it notes before going on.
 type walker struct {
-	dec *json.Decoder
-	src []byte
+	dec      *json.Decoder
+	src      []byte
+	lines    map[string]int
+	problems []store.Problem
 }
 
-func (w *walker) fail(path, format string, args ...any) error {
-	msg := fmt.Sprintf(format, args...)
-	if path != "" {
-		msg = path + ": " + msg
-	}
-	return errorf(lineAt(w.src, int(w.dec.InputOffset())), "%s", msg)
+func (w *walker) line() int { return lineAt(w.src, int(w.dec.InputOffset())) }
+
+func (w *walker) problem(ptr, format string, args ...any) {
+	w.problems = append(w.problems, store.Problem{Pointer: ptr, Line: w.line(), Message: fmt.Sprintf(format, args...)})
 }
 
 func (w *walker) token() (json.Token, error) {
@@ -89,7 +211,7 @@ func (w *walker) token() (json.Token, error) {
 	case err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF):
 		return nil, errorf(lineAt(w.src, len(w.src)), "the JSON ends early")
 	}
-	return nil, errorf(lineAt(w.src, int(w.dec.InputOffset())), "invalid JSON: %v", err)
+	return nil, errorf(w.line(), "invalid JSON: %v", err)
 }
 
 func describeToken(t json.Token) string {
@@ -109,106 +231,137 @@ func describeToken(t json.Token) string {
 	return "null"
 }
 
-// value reads one value of type t at path and returns its token when it
-// is a scalar.
-func (w *walker) value(t reflect.Type, path string) (json.Token, error) {
+// root reads the run object; anything else is a syntax-level error, as
+// there is no run to report problems in.
+func (w *walker) root() error {
+	w.lines[""] = 1
 	tok, err := w.token()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if tok == nil {
-		if path == "" {
-			return nil, w.fail(path, "the run must be a JSON object, not null")
-		}
-		return nil, nil
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return errorf(w.line(), "the run must be a JSON object, not %s", describeToken(tok))
+	}
+	return w.object(reflect.TypeFor[store.Run](), "")
+}
+
+// value reads one value of type t at pointer ptr.
+func (w *walker) value(t reflect.Type, ptr string) error {
+	w.lines[ptr] = w.line()
+	tok, err := w.token()
+	if err != nil || tok == nil {
+		return err
 	}
 	if t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	want := func(what string) error {
-		if path == "" {
-			return w.fail(path, "the run must be a JSON object, not %s", describeToken(tok))
+	delim, isDelim := tok.(json.Delim)
+	wrong := func(what string) error {
+		w.problem(ptr, "want %s, not %s", what, describeToken(tok))
+		if isDelim {
+			return w.skip()
 		}
-		return w.fail(path, "want %s, not %s", what, describeToken(tok))
+		return nil
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		if d, ok := tok.(json.Delim); !ok || d != '{' {
-			return nil, want("an object")
+		if delim != '{' {
+			return wrong("an object")
 		}
-		return nil, w.object(t, path)
+		return w.object(t, ptr)
 	case reflect.Slice:
-		if d, ok := tok.(json.Delim); !ok || d != '[' {
-			return nil, want("an array")
+		if delim != '[' {
+			return wrong("an array")
 		}
 		for i := 0; w.dec.More(); i++ {
-			if _, err := w.value(t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
-				return nil, err
+			if err := w.value(t.Elem(), ptr+"/"+strconv.Itoa(i)); err != nil {
+				return err
 			}
 		}
 		_, err := w.token()
-		return nil, err
+		return err
 	case reflect.Map:
-		if d, ok := tok.(json.Delim); !ok || d != '{' {
-			return nil, want("an object")
+		if delim != '{' {
+			return wrong("an object")
 		}
 		seen := map[string]bool{}
 		for w.dec.More() {
 			k, err := w.token()
 			if err != nil {
-				return nil, err
+				return err
 			}
 			key, _ := k.(string)
+			sub := ptr + "/" + escapePointer(key)
 			if seen[key] {
-				return nil, w.fail(path, "%q appears twice", key)
+				w.problem(sub, "appears twice")
 			}
 			seen[key] = true
-			if _, err := w.value(t.Elem(), path+"."+key); err != nil {
-				return nil, err
+			if err := w.value(t.Elem(), sub); err != nil {
+				return err
 			}
 		}
 		_, err := w.token()
-		return nil, err
+		return err
 	case reflect.String:
 		if _, ok := tok.(string); !ok {
-			return nil, want("a string")
+			return wrong("a string")
 		}
 	case reflect.Bool:
 		if _, ok := tok.(bool); !ok {
-			return nil, want("true or false")
+			return wrong("true or false")
 		}
 	case reflect.Int:
 		n, ok := tok.(json.Number)
 		if !ok {
-			return nil, want("a number")
+			return wrong("a number")
 		}
-		v, err := strconv.Atoi(string(n))
-		if err != nil {
-			return nil, w.fail(path, "want a whole number, not %s", n)
-		}
-		if v < 0 {
-			return nil, w.fail(path, "must not be negative")
+		if _, err := strconv.Atoi(string(n)); err != nil {
+			if _, ferr := strconv.ParseFloat(string(n), 64); ferr == nil && !strings.ContainsAny(string(n), ".eE") {
+				w.problem(ptr, "%s is out of range", n)
+			} else {
+				w.problem(ptr, "want a whole number, not %s", n)
+			}
 		}
 	case reflect.Float64:
 		n, ok := tok.(json.Number)
 		if !ok {
-			return nil, want("a number")
+			return wrong("a number")
 		}
-		v, err := strconv.ParseFloat(string(n), 64)
-		if err != nil {
-			return nil, w.fail(path, "%s is out of range", n)
-		}
-		if v < 0 {
-			return nil, w.fail(path, "must not be negative")
+		if _, err := strconv.ParseFloat(string(n), 64); err != nil {
+			w.problem(ptr, "%s is out of range", n)
 		}
 	default:
-		return nil, w.fail(path, "cannot be read") // only if store.Run grows a new kind
+		w.problem(ptr, "cannot be read") // only if store.Run grows a new kind
 	}
-	return tok, nil
+	return nil
 }
 
-// object reads the members of a struct-typed object, after its '{'.
-func (w *walker) object(t reflect.Type, path string) error {
+// skip reads the rest of an object or array whose opening token was read.
+func (w *walker) skip() error {
+	for depth := 1; depth > 0; {
+		tok, err := w.token()
+		if err != nil {
+			return err
+		}
+		if d, ok := tok.(json.Delim); ok {
+			if d == '{' || d == '[' {
+				depth++
+			} else {
+				depth--
+			}
+		}
+	}
+	return nil
+}
+
+// assigned are the run's fields the server sets; run JSON must not send
+// them.
+func assigned(key string) bool { return key == "id" || key == "created_at" || key == "submitted_by" }
+
+// object reads the members of a struct-typed object, after its '{', and
+// notes required fields that are missing.
+func (w *walker) object(t reflect.Type, ptr string) error {
+	start := w.line()
 	seen := map[string]bool{}
 	for w.dec.More() {
 		k, err := w.token()
@@ -216,44 +369,67 @@ func (w *walker) object(t reflect.Type, path string) error {
 			return err
 		}
 		key, _ := k.(string)
-		if seen[key] {
-			return w.fail(path, "%q appears twice", key)
+		sub := ptr + "/" + escapePointer(key)
+		f, known := fieldByJSONName(t, key)
+		switch {
+		case seen[key]:
+			w.problem(sub, "appears twice")
+		case ptr == "" && assigned(key):
+			w.problem(sub, "is assigned by the server and must not be sent")
+			known = false
+		case !known:
+			w.problem(sub, "is not a field of %s", objectName(ptr))
 		}
 		seen[key] = true
-		if path == "" && (key == "id" || key == "created_at") {
-			return w.fail(path, "%s is assigned by the server and must not be sent", key)
+		if !known {
+			if err := w.skipValue(); err != nil {
+				return err
+			}
+			continue
 		}
-		f, ok := fieldByJSONName(t, key)
-		if !ok {
-			return w.fail(path, "unknown field %q", key)
-		}
-		sub := key
-		if path != "" {
-			sub = path + "." + key
-		}
-		tok, err := w.value(f.Type, sub)
-		if err != nil {
+		if err := w.value(f.Type, sub); err != nil {
 			return err
 		}
-		if f.Name == "Status" {
-			if s, _ := tok.(string); !statusValid(s) {
-				return w.fail(sub, "%s is not %s, %s or %s", statusShow(tok), store.StatusValid, store.StatusRequestsQueued, store.StatusOverCapacity)
-			}
+	}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.IsExported() && name != "" && name != "-" && !assigned(name) && !seen[name] &&
+			!strings.Contains(opts, "omitempty") && !strings.Contains(opts, "omitzero") {
+			w.problems = append(w.problems, store.Problem{Pointer: ptr + "/" + name, Line: start, Message: "is required"})
 		}
 	}
 	_, err := w.token()
 	return err
 }
 
-func statusValid(s string) bool {
-	return s == store.StatusValid || s == store.StatusRequestsQueued || s == store.StatusOverCapacity
+func (w *walker) skipValue() error {
+	tok, err := w.token()
+	if err != nil {
+		return err
+	}
+	if d, ok := tok.(json.Delim); ok && (d == '{' || d == '[') {
+		return w.skip()
+	}
+	return nil
 }
 
-func statusShow(tok json.Token) string {
-	if s, ok := tok.(string); ok {
-		return strconv.Quote(s)
+// objectName names the object at ptr for messages: "the run", "decode
+// cells".
+func objectName(ptr string) string {
+	parts := strings.Split(ptr, "/")
+	switch {
+	case ptr == "":
+		return "the run"
+	case len(parts) == 3 && (parts[1] == "decode" || parts[1] == "prefill"):
+		return parts[1] + " cells"
 	}
-	return "null"
+	return parts[len(parts)-1]
+}
+
+// escapePointer escapes a JSON Pointer reference token (RFC 6901).
+func escapePointer(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }
 
 func fieldByJSONName(t reflect.Type, name string) (reflect.StructField, bool) {

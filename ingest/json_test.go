@@ -3,6 +3,7 @@ package ingest
 import (
 	"encoding/json"
 	"errors"
+	"github.com/matrixd/matrixd/store"
 	"strings"
 	"testing"
 )
@@ -56,40 +57,36 @@ func TestParseRunJSONErrors(t *testing.T) {
 		contains string
 	}{
 		{"unknown field", strings.Replace(page, `"title"`, `"colour": "red",
-  "title"`, 1), -1, `"colour"`, `unknown field "colour"`},
-		{"unknown nested field", strings.Replace(page, `"tbt_ms": 10.6,`, `"tbt_ms": 10.6, "energy_j": 5,`, 1), -1, `"energy_j"`, `decode[0]: unknown field "energy_j"`},
-		{"field in another case", strings.Replace(page, `"title"`, `"Title"`, 1), -1, `"Title"`, `unknown field "Title"`},
+  "title"`, 1), -1, `"colour"`, `/colour: is not a field of the run`},
+		{"unknown nested field", strings.Replace(page, `"tbt_ms": 10.6,`, `"tbt_ms": 10.6, "energy_j": 5,`, 1), -1, `"energy_j"`, `/decode/0/energy_j: is not a field of decode cells`},
+		{"field in another case", strings.Replace(page, `"title"`, `"Title"`, 1), -1, `"Title"`, `/Title: is not a field of the run`},
 		{"repeated field", strings.Replace(page, `"title"`, `"title": "x",
-  "title"`, 1), -1, `"title": "NVIDIA`, `"title" appears twice`},
+  "title"`, 1), -1, `"title": "NVIDIA`, `/title: appears twice`},
 		{"id present", strings.Replace(page, `"title"`, `"id": "r1",
-  "title"`, 1), -1, `"id"`, "id is assigned by the server"},
+  "title"`, 1), -1, `"id"`, "/id: is assigned by the server"},
 		{"created_at present", strings.Replace(page, `"title"`, `"created_at": "2026-01-01T00:00:00Z",
-  "title"`, 1), -1, `"created_at"`, "created_at is assigned by the server"},
-		{"bad status", strings.Replace(page, `"status": "requests_queued"`, `"status": "queued"`, 1), -1, `"queued"`, `decode[7].status: "queued" is not valid`},
-		{"null status", strings.Replace(page, `"status": "valid"`, `"status": null`, 1), -1, `null`, `prefill[0].status: null is not valid`},
-		{"string for number", strings.Replace(page, `"total_tok_s": 94.2`, `"total_tok_s": "94.2"`, 1), -1, `"94.2"`, `decode[0].total_tok_s: want a number, not a string`},
-		{"number for string", strings.Replace(page, `"gpu": "RTX 3090"`, `"gpu": 3090`, 1), -1, `3090,`, `hardware.gpu: want a string, not a number`},
-		{"fraction for whole number", strings.Replace(page, `"concurrency": 2,`, `"concurrency": 2.5,`, 1), -1, `2.5`, `decode[1].concurrency: want a whole number, not 2.5`},
-		{"negative number", strings.Replace(page, `"vram_gb": 24`, `"vram_gb": -24`, 1), -1, `-24`, `hardware.vram_gb: must not be negative`},
-		{"huge number", strings.Replace(page, `"vram_gb": 24`, `"vram_gb": 1e999`, 1), -1, `1e999`, `hardware.vram_gb: 1e999 is out of range`},
-		{"object for array", strings.Replace(page, `"notes": [`, `"notes": {"a": 1}, "x": [`, 1), -1, `"notes"`, `launch.notes: want an array, not an object`},
-		{"flag value not a string", strings.Replace(page, `"max-num-seqs": "128"`, `"max-num-seqs": 128`, 1), -1, `"max-num-seqs"`, `launch.flags.max-num-seqs: want a string, not a number`},
+  "title"`, 1), -1, `"created_at"`, "/created_at: is assigned by the server"},
+		{"bad status", strings.Replace(page, `"status": "requests_queued"`, `"status": "queued"`, 1), -1, `"queued"`, `/decode/7/status: is "queued"; it must be valid`},
+		{"null status", strings.Replace(page, `"status": "valid"`, `"status": null`, 1), -1, `null`, `/prefill/0/status: is ""; it must be valid`},
+		{"string for number", strings.Replace(page, `"total_tok_s": 94.2`, `"total_tok_s": "94.2"`, 1), -1, `"94.2"`, `/decode/0/total_tok_s: want a number, not a string`},
+		{"number for string", strings.Replace(page, `"gpu": "RTX 3090"`, `"gpu": 3090`, 1), -1, `3090,`, `/hardware/gpu: want a string, not a number`},
+		{"fraction for whole number", strings.Replace(page, `"concurrency": 2,`, `"concurrency": 2.5,`, 1), -1, `2.5`, `/decode/1/concurrency: want a whole number, not 2.5`},
+		{"negative number", strings.Replace(page, `"vram_gb": 24`, `"vram_gb": -24`, 1), -1, `-24`, `/hardware/vram_gb: is -24; it must be above 0`},
+		{"huge number", strings.Replace(page, `"vram_gb": 24`, `"vram_gb": 1e999`, 1), -1, `1e999`, `/hardware/vram_gb: 1e999 is out of range`},
+		{"object for array", strings.Replace(page, `"notes": [`, `"notes": {"a": 1}, "x": [`, 1), -1, `"notes"`, `/launch/notes: want an array, not an object`},
+		{"flag value not a string", strings.Replace(page, `"max-num-seqs": "128"`, `"max-num-seqs": 128`, 1), -1, `"max-num-seqs"`, `/launch/flags/max-num-seqs: want a string, not a number`},
 		{"trailing garbage", page + "\n\ngarbage!", -1, "garbage!", "unexpected data after the run object"},
 		{"second object", page + "\n{\"title\": \"again\"}", -1, `"again"`, "unexpected data after the run object"},
 		{"syntax error", strings.Replace(page, `"gpu": "RTX 3090",`, `"gpu": "RTX 3090",,`, 1), -1, `"gpu"`, "invalid JSON"},
 		{"truncated", page[:len(page)/2], 0, "", "the JSON ends early"},
 		{"not an object", `["title"]`, 1, "", "the run must be a JSON object, not an array"},
 		{"null", `null`, 1, "", "the run must be a JSON object, not null"},
-		{"fails Validate", `{"title": "t", "model": {"name": "m"}, "hardware": {}, "engine": {"name": "e"}}`, 0, "", "hardware.gpu is required"},
+		{"fails Validate", `{"title": "t", "model": {"name": "m"}, "hardware": {}, "engine": {"name": "e"}}`, 1, "", "/hardware/gpu: is required"},
 		{"invalid UTF-8", strings.Replace(page, "RTX 3090", "RTX \xff", 1), -1, "RTX \xff", "not valid UTF-8"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := ParseRunJSON([]byte(tt.in))
-			var pe *ParseError
-			if !errors.As(err, &pe) {
-				t.Fatalf("got %v, want a *ParseError", err)
-			}
 			want := tt.line
 			switch {
 			case want == -1:
@@ -97,8 +94,22 @@ func TestParseRunJSONErrors(t *testing.T) {
 			case tt.name == "truncated":
 				want = strings.Count(tt.in, "\n") + 1
 			}
-			if pe.Line != want || !strings.Contains(pe.Msg, tt.contains) {
-				t.Fatalf("got %q\nwant line %d containing %q", err, want, tt.contains)
+			var pe *ParseError
+			var ve *store.ValidationError
+			switch {
+			case errors.As(err, &pe):
+				if pe.Line != want || !strings.Contains(pe.Msg, tt.contains) {
+					t.Fatalf("got %q\nwant line %d containing %q", err, want, tt.contains)
+				}
+			case errors.As(err, &ve):
+				for _, p := range ve.Problems {
+					if p.Line == want && strings.Contains(p.Pointer+": "+p.Message, tt.contains) {
+						return
+					}
+				}
+				t.Fatalf("got %q\nwant a problem on line %d containing %q", err, want, tt.contains)
+			default:
+				t.Fatalf("got %v, want a *ParseError or a *store.ValidationError", err)
 			}
 		})
 	}

@@ -430,6 +430,16 @@ func TestParsePageErrors(t *testing.T) {
 		line     func(t *testing.T, page string) int
 		contains string
 	}{
+		{"more requests active than at once (markdown)",
+			func(t *testing.T) string {
+				return replaceOnce(t, faraPage, "| 32.0 ms | 8.0 | 0 | 8,368 |", "| 32.0 ms | 9.0 | 0 | 8,368 |")
+			},
+			func(t *testing.T, p string) int { return lineOf(t, p, "| 9.0 | 0 | 8,368 |") }, "9 requests were active on average, more than the 8"},
+		{"more requests active than at once (text)",
+			func(t *testing.T) string {
+				return replaceOnce(t, nemoPage, "Sustained decode16K8Valid427.549.83,384 ms20.1 ms8.0012,824", "Sustained decode16K8Valid427.549.83,384 ms20.1 ms9.0012,824")
+			},
+			func(t *testing.T, p string) int { return lineOf(t, p, "20.1 ms9.0012,824") }, "9 requests were active on average, more than the 8"},
 		{"grid total disagrees (markdown)",
 			func(t *testing.T) string {
 				return replaceOnce(t, faraPage, "| 0 | 83.185 ms TTFT |", "| 0 | 83.285 ms TTFT |")

@@ -229,6 +229,9 @@ func (m measurement) check(secsPer *float64) error {
 		}
 		return nil
 	}
+	if m.avgActive != nil && *m.avgActive > float64(m.concurrency) {
+		return fmt.Errorf("%g requests were active on average, more than the %d requests at once", *m.avgActive, m.concurrency)
+	}
 	if m.output != nil && m.total != nil && m.duration != nil {
 		want := *m.total * *m.duration
 		if math.Abs(float64(*m.output)-want) > 0.02*want+5 {

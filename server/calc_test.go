@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -21,6 +22,8 @@ func TestCalculatorAPI(t *testing.T) {
 	other := fara
 	other.ID, other.Title = "", fara.Title+" (fp8 KV)"
 	other.Launch.KVCacheDtype = "fp8"
+	other.Launch.Flags = maps.Clone(fara.Launch.Flags)
+	other.Launch.Flags["kv-cache-dtype"] = "fp8"
 	stored, _, err := e.st.CreateRun(context.Background(), other)
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +124,7 @@ func TestCalculatorOnDegenerateRuns(t *testing.T) {
 	zeros.Decode = append([]store.DecodeCell(nil), fara.Decode...)
 	zeros.Decode[2].TBTMs = f64(0)
 	zeros.Prefill = append([]store.PrefillCell(nil), fara.Prefill...)
-	zeros.Prefill[0].TTFTMs = f64(0)
+	zeros.Prefill[0].TTFTMs, zeros.Prefill[0].PromptTokS = f64(0), f64(0)
 	noZeroRow := fara
 	noZeroRow.Title = "no context-0 row"
 	noZeroRow.Decode = nil

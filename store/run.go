@@ -8,8 +8,6 @@ import (
 	"encoding/base32"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -45,31 +43,37 @@ const (
 // Run is one matrix run: one model served by one engine on one machine.
 // Optional values are pointers (or empty strings, for text): a value the
 // source does not give is absent, never zero.
+//
+// The JSON form is run JSON (openapi.yaml's RunInput) plus what the server
+// assigns: id, created_at and submitted_by. A field whose tag has neither
+// omitempty nor omitzero is required in run JSON.
 type Run struct {
-	ID        string        `json:"id,omitempty"`
-	CreatedAt time.Time     `json:"created_at,omitzero"`
-	Title     string        `json:"title"`
-	Submitter string        `json:"submitter,omitempty"`
-	SourceURL string        `json:"source_url,omitempty"`
-	Model     Model         `json:"model"`
-	Hardware  Hardware      `json:"hardware"`
-	Engine    Engine        `json:"engine"`
-	Benchmark Benchmark     `json:"benchmark"`
-	Launch    Launch        `json:"launch"`
-	Prefill   []PrefillCell `json:"prefill,omitempty"`
-	Decode    []DecodeCell  `json:"decode,omitempty"`
+	ID          string        `json:"id,omitempty"`
+	CreatedAt   time.Time     `json:"created_at,omitzero"`
+	SubmittedBy string        `json:"submitted_by,omitempty"` // the API key's name
+	Title       string        `json:"title"`
+	Notes       string        `json:"notes,omitempty"`
+	Submitter   string        `json:"submitter,omitempty"` // as the source names its author
+	SourceURL   string        `json:"source_url,omitempty"`
+	Model       Model         `json:"model"`
+	Hardware    Hardware      `json:"hardware"`
+	Engine      Engine        `json:"engine"`
+	Benchmark   Benchmark     `json:"benchmark,omitzero"`
+	Launch      Launch        `json:"launch,omitzero"`
+	Prefill     []PrefillCell `json:"prefill,omitempty"`
+	Decode      []DecodeCell  `json:"decode,omitempty"`
 }
 
 // Model is the model a run served.
 type Model struct {
-	Name         string `json:"name,omitempty"`
+	Name         string `json:"name"`
 	Quantization string `json:"quantization,omitempty"`
 }
 
 // Hardware is the machine a run was measured on.
 type Hardware struct {
 	Type          string   `json:"type,omitempty"`
-	GPU           string   `json:"gpu,omitempty"`
+	GPU           string   `json:"gpu"`
 	GPUCount      *int     `json:"gpu_count,omitempty"`
 	VRAMGB        *float64 `json:"vram_gb,omitempty"`
 	CPU           string   `json:"cpu,omitempty"`
@@ -83,7 +87,7 @@ type Hardware struct {
 
 // Engine is the inference engine that served the model.
 type Engine struct {
-	Name         string `json:"name,omitempty"`
+	Name         string `json:"name"`
 	Version      string `json:"version,omitempty"`
 	Quantization string `json:"quantization,omitempty"`
 	Backend      string `json:"backend,omitempty"`
@@ -140,65 +144,6 @@ type DecodeCell struct {
 	DurationS         *float64 `json:"duration_s,omitempty"`
 }
 
-// Validate reports the first reason the run cannot be stored, wrapped in
-// ErrInvalid.
-func (r *Run) Validate() error {
-	fail := func(msg string) error { return fmt.Errorf("%w: %s", ErrInvalid, msg) }
-	if strings.TrimSpace(r.Title) == "" {
-		return fail("title is required")
-	}
-	if strings.TrimSpace(r.Model.Name) == "" {
-		return fail("model.name is required")
-	}
-	if strings.TrimSpace(r.Hardware.GPU) == "" {
-		return fail("hardware.gpu is required")
-	}
-	if strings.TrimSpace(r.Engine.Name) == "" {
-		return fail("engine.name is required")
-	}
-	if !finite(r.Hardware.VRAMGB, r.Hardware.RAMGB, r.Hardware.PowerLimitW, r.Benchmark.SecondsPerMeasurement, r.Launch.GPUMemoryUtilization) {
-		return fail("hardware, benchmark and launch numbers must be finite and not negative")
-	}
-	if len(r.Decode) == 0 && len(r.Prefill) == 0 {
-		return fail("a run needs at least one decode or prefill cell")
-	}
-	seenP := map[int]bool{}
-	for _, c := range r.Prefill {
-		if c.ContextTokens < 0 {
-			return fail("prefill context_tokens must not be negative")
-		}
-		if seenP[c.ContextTokens] {
-			return fail("prefill context_tokens repeated")
-		}
-		seenP[c.ContextTokens] = true
-		if !finite(c.PromptTokS, c.TTFTMs) {
-			return fail("prefill values must be finite and not negative")
-		}
-		if !validStatus(c.Status) {
-			return fail("prefill status must be valid, requests_queued or over_capacity")
-		}
-	}
-	type key struct{ l, b int }
-	seenD := map[key]bool{}
-	for _, c := range r.Decode {
-		if c.ContextTokens < 0 || c.Concurrency < 1 {
-			return fail("decode cells need context_tokens >= 0 and concurrency >= 1")
-		}
-		k := key{c.ContextTokens, c.Concurrency}
-		if seenD[k] {
-			return fail("decode cell repeated for one context_tokens and concurrency")
-		}
-		seenD[k] = true
-		if !finite(c.TotalTokS, c.PerRequestTokS, c.TTFTMs, c.TBTMs, c.AvgActiveRequests, c.DurationS) {
-			return fail("decode values must be finite and not negative")
-		}
-		if !validStatus(c.Status) {
-			return fail("decode status must be valid, requests_queued or over_capacity")
-		}
-	}
-	return nil
-}
-
 // Normalize puts the cells in their canonical order: context, then
 // concurrency.
 func (r *Run) Normalize() {
@@ -208,24 +153,19 @@ func (r *Run) Normalize() {
 	})
 }
 
-func finite(vs ...*float64) bool {
-	for _, v := range vs {
-		if v != nil && (math.IsNaN(*v) || math.IsInf(*v, 0) || *v < 0) {
-			return false
-		}
-	}
-	return true
-}
-
 func validStatus(s string) bool {
 	return s == StatusValid || s == StatusRequestsQueued || s == StatusOverCapacity
 }
 
-// ContentHash identifies a run by its content: everything but its id and
-// creation time. Importing the same content twice yields the same hash.
+// ContentHash identifies a run by what was measured and how: everything
+// but what the server assigns and the metadata its owner may edit (title,
+// notes, source_url). Importing the same content twice yields the same
+// hash, and editing the metadata keeps the run's identity.
 func (r *Run) ContentHash() string {
 	c := *r
-	c.ID, c.CreatedAt = "", time.Time{}
+	c.ID, c.CreatedAt, c.SubmittedBy = "", time.Time{}, ""
+	c.Title, c.Notes, c.SourceURL = "", "", ""
+	c.Prefill, c.Decode = slices.Clone(c.Prefill), slices.Clone(c.Decode)
 	c.Normalize()
 	b, _ := json.Marshal(c) // cannot fail: Validate rejects NaN and Inf
 	sum := sha256.Sum256(b)

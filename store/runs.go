@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,13 +37,14 @@ func (s *Store) CreateRuns(ctx context.Context, runs []Run) (stored []Run, creat
 	hashes := make([]string, len(runs))
 	now := s.now().UTC().Truncate(time.Microsecond)
 	for i, run := range runs {
-		run.Normalize()
 		if err := run.Validate(); err != nil {
 			if len(runs) > 1 {
 				err = fmt.Errorf("run %d of %d: %w", i+1, len(runs), err)
 			}
 			return nil, nil, err
 		}
+		run.Prefill, run.Decode = slices.Clone(run.Prefill), slices.Clone(run.Decode)
+		run.Normalize()
 		hashes[i] = run.ContentHash()
 		run.ID, run.CreatedAt = IDFromHash(hashes[i]), now
 		stored[i] = run
@@ -92,15 +94,15 @@ func insertRun(ctx context.Context, tx *sql.Tx, r Run, hash string, sum RunSumma
 		peakTok, peakL, peakB = sum.Peak.TotalTokS, sum.Peak.ContextTokens, sum.Peak.Concurrency
 	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO runs (
-		id, content_hash, created_at, title, submitter, source_url,
+		id, content_hash, created_at, submitted_by, title, notes, submitter, source_url,
 		model_name, model_quantization,
 		hardware_type, gpu, gpu_count, vram_gb, cpu, cpu_cores, ram_gb, os, driver_version, power_limit_w, pcie,
 		engine_name, engine_version, engine_quantization, engine_backend, engine_repository, engine_build,
 		benchmark_tool, benchmark_tool_version, served_model, revision, decode_test, prefill_mode, seconds_per_measurement, max_output_tokens,
 		launch_command, launch_notes, max_model_len, gpu_memory_utilization, max_num_seqs, kv_cache_dtype, attention_backend, enable_prefix_caching, launch_flags,
 		single_stream_tok_s, single_stream_context_tokens, peak_total_tok_s, peak_context_tokens, peak_concurrency, max_context_tokens_with_output
-	) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.ID, hash, formatTime(r.CreatedAt), r.Title, nullStr(r.Submitter), nullStr(r.SourceURL),
+	) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, hash, formatTime(r.CreatedAt), nullStr(r.SubmittedBy), r.Title, nullStr(r.Notes), nullStr(r.Submitter), nullStr(r.SourceURL),
 		r.Model.Name, nullStr(r.Model.Quantization),
 		nullStr(r.Hardware.Type), r.Hardware.GPU, r.Hardware.GPUCount, r.Hardware.VRAMGB, nullStr(r.Hardware.CPU), r.Hardware.CPUCores, r.Hardware.RAMGB, nullStr(r.Hardware.OS), nullStr(r.Hardware.DriverVersion), r.Hardware.PowerLimitW, nullStr(r.Hardware.PCIe),
 		r.Engine.Name, nullStr(r.Engine.Version), nullStr(r.Engine.Quantization), nullStr(r.Engine.Backend), nullStr(r.Engine.Repository), nullStr(r.Engine.Build),
@@ -138,7 +140,7 @@ func insertRun(ctx context.Context, tx *sql.Tx, r Run, hash string, sum RunSumma
 	return nil
 }
 
-const runColumns = `id, created_at, title, submitter, source_url,
+const runColumns = `id, created_at, submitted_by, title, notes, submitter, source_url,
 	model_name, model_quantization,
 	hardware_type, gpu, gpu_count, vram_gb, cpu, cpu_cores, ram_gb, os, driver_version, power_limit_w, pcie,
 	engine_name, engine_version, engine_quantization, engine_backend, engine_repository, engine_build,
@@ -149,13 +151,14 @@ func scanRun(row interface{ Scan(...any) error }) (Run, error) {
 	var (
 		r                                  Run
 		created, notes, flags              string
+		submittedBy, runNotes              *string
 		submitter, sourceURL, modelQ       *string
 		hwType, cpu, osName, driver, pcie  *string
 		ver, engQ, backend, repo, build    *string
 		tool, toolVer, served, rev, dt, pm *string
 		command, kvDtype, attnBackend      *string
 	)
-	err := row.Scan(&r.ID, &created, &r.Title, &submitter, &sourceURL,
+	err := row.Scan(&r.ID, &created, &submittedBy, &r.Title, &runNotes, &submitter, &sourceURL,
 		&r.Model.Name, &modelQ,
 		&hwType, &r.Hardware.GPU, &r.Hardware.GPUCount, &r.Hardware.VRAMGB, &cpu, &r.Hardware.CPUCores, &r.Hardware.RAMGB, &osName, &driver, &r.Hardware.PowerLimitW, &pcie,
 		&r.Engine.Name, &ver, &engQ, &backend, &repo, &build,
@@ -167,6 +170,7 @@ func scanRun(row interface{ Scan(...any) error }) (Run, error) {
 	if r.CreatedAt, err = parseTime(created); err != nil {
 		return Run{}, fmt.Errorf("run %s created_at: %w", r.ID, err)
 	}
+	r.SubmittedBy, r.Notes = deref(submittedBy), deref(runNotes)
 	r.Submitter, r.SourceURL, r.Model.Quantization = deref(submitter), deref(sourceURL), deref(modelQ)
 	r.Hardware.Type, r.Hardware.CPU, r.Hardware.OS, r.Hardware.DriverVersion, r.Hardware.PCIe = deref(hwType), deref(cpu), deref(osName), deref(driver), deref(pcie)
 	r.Engine.Version, r.Engine.Quantization, r.Engine.Backend, r.Engine.Repository, r.Engine.Build = deref(ver), deref(engQ), deref(backend), deref(repo), deref(build)
@@ -195,17 +199,21 @@ func (s *Store) Run(ctx context.Context, id string) (Run, error) {
 		return Run{}, fmt.Errorf("run %s: %w", id, err)
 	}
 	defer tx.Rollback()
-	r, err := scanRun(tx.QueryRowContext(ctx, "SELECT "+runColumns+" FROM runs WHERE id = ?", id))
+	return readRun(ctx, tx, id)
+}
+
+func readRun(ctx context.Context, q querier, id string) (Run, error) {
+	r, err := scanRun(q.QueryRowContext(ctx, "SELECT "+runColumns+" FROM runs WHERE id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Run{}, fmt.Errorf("run %s: %w", id, ErrNotFound)
 	}
 	if err != nil {
 		return Run{}, fmt.Errorf("run %s: %w", id, err)
 	}
-	if r.Decode, err = queryDecodeCells(ctx, tx, id, DecodeFilter{}); err != nil {
+	if r.Decode, err = queryDecodeCells(ctx, q, id, DecodeFilter{}); err != nil {
 		return Run{}, fmt.Errorf("run %s: %w", id, err)
 	}
-	if r.Prefill, err = queryPrefillCells(ctx, tx, id, PrefillFilter{}); err != nil {
+	if r.Prefill, err = queryPrefillCells(ctx, q, id, PrefillFilter{}); err != nil {
 		return Run{}, fmt.Errorf("run %s: %w", id, err)
 	}
 	return r, nil

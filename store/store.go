@@ -127,12 +127,56 @@ func (s *Store) migrate(ctx context.Context) error {
 			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
 				return err
 			}
+			if err := migrateData(ctx, tx, i+1); err != nil {
+				return err
+			}
 			// PRAGMA takes no placeholders; i+1 is an integer we control.
 			_, err := tx.ExecContext(ctx, "PRAGMA user_version = "+strconv.Itoa(i+1))
 			return err
 		})
 		if err != nil {
 			return fmt.Errorf("migration %s: %w", names[i], err)
+		}
+	}
+	return nil
+}
+
+// migrateData does, in migration n's transaction, what its SQL cannot.
+func migrateData(ctx context.Context, tx *sql.Tx, n int) error {
+	if n == 2 {
+		return rehashRuns(ctx, tx)
+	}
+	return nil
+}
+
+// rehashRuns recomputes content hashes after migration 2 took the editable
+// metadata out of them. Ids stay as they are. A run that now hashes like an
+// older one keeps its old hash (UPDATE OR IGNORE): both stay readable.
+func rehashRuns(ctx context.Context, tx *sql.Tx) error {
+	rows, err := tx.QueryContext(ctx, "SELECT id FROM runs ORDER BY created_at, id")
+	if err != nil {
+		return err
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return err
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		r, err := readRun(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE OR IGNORE runs SET content_hash = ? WHERE id = ?", r.ContentHash(), id); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -75,12 +75,12 @@ func TestCreateRunsRejectsInvalidAndStoresNothing(t *testing.T) {
 		break_ func(*store.Run)
 		want   string
 	}{
-		{"no title", func(r *store.Run) { r.Title = " " }, "title"},
-		{"no model", func(r *store.Run) { r.Model.Name = "" }, "model.name"},
-		{"bad status", func(r *store.Run) { r.Decode[3].Status = "great" }, "status"},
-		{"repeated cell", func(r *store.Run) { r.Decode[1] = r.Decode[0] }, "repeated"},
-		{"negative value", func(r *store.Run) { r.Decode[0].TotalTokS = ptr(-1.0) }, "not negative"},
-		{"zero concurrency", func(r *store.Run) { r.Decode[0].Concurrency = 0 }, "concurrency"},
+		{"no title", func(r *store.Run) { r.Title = " " }, "/title"},
+		{"no model", func(r *store.Run) { r.Model.Name = "" }, "/model/name"},
+		{"bad status", func(r *store.Run) { r.Decode[3].Status = "great" }, "/decode/3/status"},
+		{"repeated cell", func(r *store.Run) { r.Decode[1] = r.Decode[0] }, "/decode/1"},
+		{"negative value", func(r *store.Run) { r.Decode[0].TotalTokS = ptr(-1.0) }, "/decode/0/total_tok_s"},
+		{"zero concurrency", func(r *store.Run) { r.Decode[0].Concurrency = 0 }, "/decode/0/concurrency"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -88,8 +88,9 @@ func TestCreateRunsRejectsInvalidAndStoresNothing(t *testing.T) {
 			runs := storetest.Runs(3, 3)
 			tt.break_(&runs[2])
 			_, _, err := st.CreateRuns(context.Background(), runs)
-			if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("err = %v, want ErrInvalid mentioning %q", err, tt.want)
+			var ve *store.ValidationError
+			if !errors.Is(err, store.ErrInvalid) || !errors.As(err, &ve) || ve.Problems[0].Pointer != tt.want {
+				t.Fatalf("err = %v, want a ValidationError at %s", err, tt.want)
 			}
 			if n, _ := st.CountRuns(context.Background()); n != 0 {
 				t.Errorf("%d runs stored after a rejected batch, want 0", n)
@@ -448,3 +449,40 @@ func TestConcurrentWritersAndReaders(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestMigrationRehashesRuns opens a database at schema version 1, whose
+// content hashes covered the title, and checks that after migrating the
+// same content is recognised as stored.
+func TestMigrationRehashesRuns(t *testing.T) {
+	ctx := context.Background()
+	st, path := openTestDB(t)
+	run := storetest.Runs(11, 1)[0]
+	stored, _, err := st.CreateRun(ctx, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		"DROP INDEX runs_by_submitted_by", "ALTER TABLE runs DROP COLUMN submitted_by", "ALTER TABLE runs DROP COLUMN notes",
+		"DROP TABLE api_keys", "DROP TABLE idempotency_keys", "UPDATE runs SET content_hash = 'a version 1 hash'", "PRAGMA user_version = 1",
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+
+	st, err = store.Open(ctx, path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	again, created, err := st.CreateRun(ctx, run)
+	if err != nil || created || again.ID != stored.ID {
+		t.Fatalf("after migration CreateRun = %s created %v err %v; want the stored %s", again.ID, created, err, stored.ID)
+	}
+}
