@@ -3,6 +3,7 @@
 package store
 
 import (
+	"fmt"
 	"cmp"
 	"crypto/sha256"
 	"encoding/base32"
@@ -20,6 +21,23 @@ var (
 	ErrInvalid  = errors.New("invalid")
 	ErrConflict = errors.New("conflict")
 )
+
+// Error is a domain error whose text is fit for the client: it says what
+// is wrong in the client's terms and holds no internal detail. Kind is one
+// of the Err sentinels, for errors.Is.
+type Error struct {
+	Kind error
+	Msg  string
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+// Unwrap makes errors.Is(err, e.Kind) true.
+func (e *Error) Unwrap() error { return e.Kind }
+
+func newError(kind error, format string, args ...any) error {
+	return &Error{Kind: kind, Msg: fmt.Sprintf(format, args...)}
+}
 
 // FieldError is an invalid value of one named input (a parameter, a
 // field). It matches ErrInvalid.

@@ -205,7 +205,7 @@ func (s *Store) Run(ctx context.Context, id string) (Run, error) {
 func readRun(ctx context.Context, q querier, id string) (Run, error) {
 	r, err := scanRun(q.QueryRowContext(ctx, "SELECT "+runColumns+" FROM runs WHERE id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Run{}, fmt.Errorf("run %s: %w", id, ErrNotFound)
+		return Run{}, newError(ErrNotFound, "run %s does not exist", id)
 	}
 	if err != nil {
 		return Run{}, fmt.Errorf("run %s: %w", id, err)
@@ -267,7 +267,7 @@ func runExists(ctx context.Context, q querier, id string) error {
 	var one int
 	err := q.QueryRowContext(ctx, "SELECT 1 FROM runs WHERE id = ?", id).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("run %s: %w", id, ErrNotFound)
+		return newError(ErrNotFound, "run %s does not exist", id)
 	}
 	return err
 }

@@ -44,9 +44,11 @@ const (
 
 // Problem is one reason a run cannot be stored: where, as a JSON Pointer
 // into the run object (/decode/3/context_tokens), and what is wrong there.
-// Line is the 1-based line of a file where the caller knows it, else 0.
+// File and Line (1-based) locate it in the submitted file where the caller
+// knows them.
 type Problem struct {
 	Pointer string
+	File    string
 	Line    int
 	Message string
 }
@@ -58,6 +60,9 @@ func (p Problem) String() string {
 	}
 	if p.Line > 0 {
 		s = fmt.Sprintf("line %d: %s", p.Line, s)
+	}
+	if p.File != "" {
+		s = p.File + ": " + s
 	}
 	return s
 }
