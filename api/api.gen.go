@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"net/url"
 	"path"
@@ -20,6 +21,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/labstack/echo/v4"
 	"github.com/oapi-codegen/runtime"
+	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
 // Defines values for CalcBasisMethod.
@@ -322,6 +324,27 @@ func (e ListRunsParamsSort) Valid() bool {
 	}
 }
 
+// Defines values for ImportRunParamsFormat.
+const (
+	LlamaBatchedBench ImportRunParamsFormat = "llama-batched-bench"
+	Page              ImportRunParamsFormat = "page"
+	VllmBench         ImportRunParamsFormat = "vllm-bench"
+)
+
+// Valid indicates whether the value is a known member of the ImportRunParamsFormat enum.
+func (e ImportRunParamsFormat) Valid() bool {
+	switch e {
+	case LlamaBatchedBench:
+		return true
+	case Page:
+		return true
+	case VllmBench:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListDecodeCellsParamsFormat.
 const (
 	ListDecodeCellsParamsFormatCsv  ListDecodeCellsParamsFormat = "csv"
@@ -568,11 +591,22 @@ type Estimate struct {
 	Value float64 `json:"value"`
 }
 
-// FieldError defines model for FieldError.
+// FieldError One problem of a request. A parameter is named by `field`; a problem in a submitted run by `pointer` (and `line` where the input was a file).
 type FieldError struct {
-	// Field The parameter or field at fault, e.g. `limit`.
-	Field   string `json:"field"`
+	// Field The parameter at fault, e.g. `limit`.
+	Field *string `json:"field,omitempty"`
+
+	// File The uploaded file at fault, for imports of several files.
+	File *string `json:"file,omitempty"`
+
+	// Line The 1-based line in the submitted file.
+	Line    *int   `json:"line,omitempty"`
 	Message string `json:"message"`
+
+	// Pointer A JSON Pointer (RFC 6901) into the run, e.g. `/decode/3/context_tokens`; empty for the run as a whole.
+	//
+	// Example: /decode/3/context_tokens
+	Pointer *string `json:"pointer,omitempty"`
 }
 
 // GPUCatalog defines model for GPUCatalog.
@@ -743,6 +777,9 @@ type ModelCatalogItem struct {
 	RunCount      int      `json:"run_count"`
 }
 
+// Ms defines model for Ms.
+type Ms = float64
+
 // PeakCell The valid cell with the highest total tok/s.
 type PeakCell struct {
 	Concurrency   int     `json:"concurrency"`
@@ -805,14 +842,115 @@ type Run struct {
 	Engine    Engine       `json:"engine"`
 	Hardware  Hardware     `json:"hardware"`
 
-	// ID Stable, opaque, URL-safe; derived from the run's content.
-	ID        string        `json:"id"`
-	Launch    Launch        `json:"launch"`
-	Model     Model         `json:"model"`
+	// ID Stable, opaque, URL-safe; derived from the run's content when it was stored.
+	ID     string `json:"id"`
+	Launch Launch `json:"launch"`
+	Model  Model  `json:"model"`
+
+	// Notes The submitter's notes.
+	Notes     *string       `json:"notes"`
 	Prefill   []PrefillCell `json:"prefill"`
 	SourceURL *string       `json:"source_url"`
-	Submitter *string       `json:"submitter"`
-	Title     string        `json:"title"`
+
+	// SubmittedBy The name of the API key that submitted the run; null for runs imported on the server.
+	SubmittedBy *string `json:"submitted_by"`
+
+	// Submitter The author, as the source names them.
+	Submitter *string `json:"submitter"`
+	Title     string  `json:"title"`
+}
+
+// RunInput Run JSON: a run as submitted (`POST /v1/runs`, `matrixd import`) and
+// exported (`matrixd export`): the `Run` without `id`, `created_at`
+// and `submitted_by`, which the server assigns. Absent and `null` mean
+// the same: not given. Field names are exact (case matters) and may
+// appear once; unknown fields are refused. Names and short texts are at
+// most 200 characters, with no control or bidirectional formatting
+// characters. Beyond the schema, a run needs at least one cell, its
+// cells must be unique by (context, concurrency) and agree with
+// themselves (`per_request_tok_s` ≈ 1000 / `tbt_ms` within 5 %,
+// `output_tokens` ≈ `total_tok_s` × `duration_s` within 2 %,
+// `avg_active_requests` ≤ `concurrency`, `duration_s` > 0 where output
+// was produced, `duration_s` ≈ `seconds_per_measurement`, prefill
+// `ttft_ms` ≈ context / `prompt_tok_s` within 15 %), the typed launch
+// fields must agree with `launch.flags`, and the decode grid is at most
+// 64 contexts × 64 concurrency levels.
+type RunInput struct {
+	Benchmark *struct {
+		DecodeTest            *Text200 `json:"decode_test,omitempty"`
+		MaxOutputTokens       *int     `json:"max_output_tokens,omitempty"`
+		PrefillMode           *Text200 `json:"prefill_mode,omitempty"`
+		Revision              *Text200 `json:"revision,omitempty"`
+		SecondsPerMeasurement *float64 `json:"seconds_per_measurement,omitempty"`
+		ServedModel           *Text200 `json:"served_model,omitempty"`
+		Tool                  *Text200 `json:"tool,omitempty"`
+		ToolVersion           *Text200 `json:"tool_version,omitempty"`
+	} `json:"benchmark,omitempty"`
+	Decode *[]struct {
+		AvgActiveRequests *float64 `json:"avg_active_requests,omitempty"`
+		CompletedRequests *int     `json:"completed_requests,omitempty"`
+		Concurrency       int      `json:"concurrency"`
+		ContextTokens     int      `json:"context_tokens"`
+		DurationS         *float64 `json:"duration_s,omitempty"`
+		OutputTokens      *int64   `json:"output_tokens,omitempty"`
+		PerRequestTokS    *TokS    `json:"per_request_tok_s,omitempty"`
+
+		// Status The cell's status as published.
+		Status    CellStatus `json:"status"`
+		TBTMs     *Ms        `json:"tbt_ms,omitempty"`
+		TotalTokS *TokS      `json:"total_tok_s,omitempty"`
+		TTFTMs    *Ms        `json:"ttft_ms,omitempty"`
+	} `json:"decode,omitempty"`
+	Engine struct {
+		Backend      *Text200        `json:"backend,omitempty"`
+		Build        *Text200        `json:"build,omitempty"`
+		Name         Text200Required `json:"name"`
+		Quantization *Text200        `json:"quantization,omitempty"`
+		Repository   *string         `json:"repository,omitempty"`
+		Version      *Text200        `json:"version,omitempty"`
+	} `json:"engine"`
+	Hardware struct {
+		CPU           *Text200        `json:"cpu,omitempty"`
+		CPUCores      *int            `json:"cpu_cores,omitempty"`
+		DriverVersion *Text200        `json:"driver_version,omitempty"`
+		GPU           Text200Required `json:"gpu"`
+		GPUCount      *int            `json:"gpu_count,omitempty"`
+		OS            *Text200        `json:"os,omitempty"`
+		Pcie          *Text200        `json:"pcie,omitempty"`
+		PowerLimitW   *float64        `json:"power_limit_w,omitempty"`
+		RAMGB         *float64        `json:"ram_gb,omitempty"`
+		Type          *Text200        `json:"type,omitempty"`
+		VRAMGB        *float64        `json:"vram_gb,omitempty"`
+	} `json:"hardware"`
+	Launch *struct {
+		AttentionBackend *Text200 `json:"attention_backend,omitempty"`
+
+		// Command The launch command
+		Command              *string            `json:"command,omitempty"`
+		EnablePrefixCaching  *bool              `json:"enable_prefix_caching,omitempty"`
+		Flags                *map[string]string `json:"flags,omitempty"`
+		GPUMemoryUtilization *float64           `json:"gpu_memory_utilization,omitempty"`
+		KVCacheDtype         *Text200           `json:"kv_cache_dtype,omitempty"`
+		MaxModelLen          *int               `json:"max_model_len,omitempty"`
+		MaxNumSeqs           *int               `json:"max_num_seqs,omitempty"`
+		Notes                *[]string          `json:"notes,omitempty"`
+	} `json:"launch,omitempty"`
+	Model struct {
+		Name         Text200Required `json:"name"`
+		Quantization *Text200        `json:"quantization,omitempty"`
+	} `json:"model"`
+	Notes   *string `json:"notes,omitempty"`
+	Prefill *[]struct {
+		ContextTokens int   `json:"context_tokens"`
+		PromptTokS    *TokS `json:"prompt_tok_s,omitempty"`
+
+		// Status The cell's status as published.
+		Status CellStatus `json:"status"`
+		TTFTMs *Ms        `json:"ttft_ms,omitempty"`
+	} `json:"prefill,omitempty"`
+	SourceURL *string         `json:"source_url,omitempty"`
+	Submitter *Text200        `json:"submitter,omitempty"`
+	Title     Text200Required `json:"title"`
 }
 
 // RunList defines model for RunList.
@@ -821,6 +959,13 @@ type RunList struct {
 
 	// NextCursor Pass as `cursor` for the next page; `null` on the last page.
 	NextCursor *string `json:"next_cursor"`
+}
+
+// RunPatch The editable metadata of a run, as a JSON merge patch.
+type RunPatch struct {
+	Notes     *string `json:"notes,omitempty"`
+	SourceURL *string `json:"source_url,omitempty"`
+	Title     *string `json:"title,omitempty"`
 }
 
 // RunSummary defines model for RunSummary.
@@ -845,6 +990,15 @@ type RunSummary struct {
 	VRAMGB           *float64 `json:"vram_gb"`
 }
 
+// Text200 defines model for Text200.
+type Text200 = string
+
+// Text200Required defines model for Text200Required.
+type Text200Required = string
+
+// TokS defines model for TokS.
+type TokS = float64
+
 // CalcGPU defines model for CalcGPU.
 type CalcGPU = string
 
@@ -868,6 +1022,9 @@ type CalcTargetGPU = string
 
 // CalcVRAMGB defines model for CalcVRAMGB.
 type CalcVRAMGB = float64
+
+// IdempotencyKey defines model for IdempotencyKey.
+type IdempotencyKey = string
 
 // ParamCursor defines model for ParamCursor.
 type ParamCursor = string
@@ -911,14 +1068,41 @@ type ParamVRAMGBMin = float64
 // BadRequest RFC 9457 problem details.
 type BadRequest = Problem
 
+// Conflict RFC 9457 problem details.
+type Conflict = Problem
+
+// Forbidden RFC 9457 problem details.
+type Forbidden = Problem
+
+// InvalidRun RFC 9457 problem details.
+type InvalidRun = Problem
+
+// Malformed RFC 9457 problem details.
+type Malformed = Problem
+
 // NotFound RFC 9457 problem details.
 type NotFound = Problem
+
+// RunCreated defines model for RunCreated.
+type RunCreated = Run
+
+// RunExists defines model for RunExists.
+type RunExists = Run
+
+// TooLarge RFC 9457 problem details.
+type TooLarge = Problem
+
+// Unauthorized RFC 9457 problem details.
+type Unauthorized = Problem
 
 // Unavailable RFC 9457 problem details.
 type Unavailable = Problem
 
 // Unprocessable RFC 9457 problem details.
 type Unprocessable = Problem
+
+// UnsupportedMediaType RFC 9457 problem details.
+type UnsupportedMediaType = Problem
 
 // EstimateCapacityParams defines parameters for EstimateCapacity.
 type EstimateCapacityParams struct {
@@ -1119,6 +1303,44 @@ type ListRunsParams struct {
 // ListRunsParamsSort defines parameters for ListRuns.
 type ListRunsParamsSort string
 
+// CreateRunJSONBody defines parameters for CreateRun.
+type CreateRunJSONBody = json.RawMessage
+
+// CreateRunParams defines parameters for CreateRun.
+type CreateRunParams struct {
+	// IdempotencyKey Any string of 1–255 printable ASCII characters, unique per request; remembered for 24 hours per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ImportRunMultipartBody defines parameters for ImportRun.
+type ImportRunMultipartBody struct {
+	File []openapi_types.File `json:"file"`
+
+	// Meta Run JSON without `decode` and `prefill`.
+	Meta string `json:"meta"`
+}
+
+// ImportRunTextBody defines parameters for ImportRun.
+type ImportRunTextBody = string
+
+// ImportRunParams defines parameters for ImportRun.
+type ImportRunParams struct {
+	// Format What the body holds; `page` when omitted.
+	Format *ImportRunParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+
+	// Tg For `llama-batched-bench` output that measured several text-generation lengths, the one to import.
+	Tg *int `form:"tg,omitempty" json:"tg,omitempty"`
+
+	// IdempotencyKey Any string of 1–255 printable ASCII characters, unique per request; remembered for 24 hours per API key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ImportRunParamsFormat defines parameters for ImportRun.
+type ImportRunParamsFormat string
+
+// UpdateRunApplicationMergePatchPlusJSONBody defines parameters for UpdateRun.
+type UpdateRunApplicationMergePatchPlusJSONBody = json.RawMessage
+
 // ListDecodeCellsParams defines parameters for ListDecodeCells.
 type ListDecodeCellsParams struct {
 	ContextTokens *int                         `form:"context_tokens,omitempty" json:"context_tokens,omitempty"`
@@ -1139,6 +1361,18 @@ type ListPrefillCellsParams struct {
 
 // ListPrefillCellsParamsFormat defines parameters for ListPrefillCells.
 type ListPrefillCellsParamsFormat string
+
+// CreateRunJSONRequestBody defines body for CreateRun for application/json ContentType.
+type CreateRunJSONRequestBody = CreateRunJSONBody
+
+// ImportRunMultipartRequestBody defines body for ImportRun for multipart/form-data ContentType.
+type ImportRunMultipartRequestBody ImportRunMultipartBody
+
+// ImportRunTextRequestBody defines body for ImportRun for text/plain ContentType.
+type ImportRunTextRequestBody = ImportRunTextBody
+
+// UpdateRunApplicationMergePatchPlusJSONRequestBody defines body for UpdateRun for application/merge-patch+json ContentType.
+type UpdateRunApplicationMergePatchPlusJSONRequestBody = UpdateRunApplicationMergePatchPlusJSONBody
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
@@ -1184,9 +1418,21 @@ type ServerInterface interface {
 	// ListRuns List run summaries
 	// (GET /v1/runs)
 	ListRuns(ctx echo.Context, params ListRunsParams) error
+	// CreateRun Submit a run
+	// (POST /v1/runs)
+	CreateRun(ctx echo.Context, params CreateRunParams) error
+	// ImportRun Submit a published page or a benchmark tool's output
+	// (POST /v1/runs/import)
+	ImportRun(ctx echo.Context, params ImportRunParams) error
+	// DeleteRun Delete a run
+	// (DELETE /v1/runs/{run_id})
+	DeleteRun(ctx echo.Context, runID ParamRunID) error
 	// GetRun One whole run
 	// (GET /v1/runs/{run_id})
 	GetRun(ctx echo.Context, runID ParamRunID) error
+	// UpdateRun Edit a run's metadata
+	// (PATCH /v1/runs/{run_id})
+	UpdateRun(ctx echo.Context, runID ParamRunID) error
 	// ListDecodeCells The run's sustained-decode cells
 	// (GET /v1/runs/{run_id}/decode)
 	ListDecodeCells(ctx echo.Context, runID ParamRunID, params ListDecodeCellsParams) error
@@ -1819,6 +2065,93 @@ func (w *ServerInterfaceWrapper) ListRuns(ctx echo.Context) error {
 	return err
 }
 
+// CreateRun converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateRun(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateRunParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateRun(ctx, params)
+	return err
+}
+
+// ImportRun converts echo context to params.
+func (w *ServerInterfaceWrapper) ImportRun(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ImportRunParams
+	// ------------- Optional query parameter "format" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "format", ctx.QueryParams(), &params.Format, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter format: %s", err))
+	}
+
+	// ------------- Optional query parameter "tg" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "tg", ctx.QueryParams(), &params.Tg, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter tg: %s", err))
+	}
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ImportRun(ctx, params)
+	return err
+}
+
+// DeleteRun converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteRun(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "run_id" -------------
+	var runID ParamRunID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "run_id", ctx.Param("run_id"), &runID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter run_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteRun(ctx, runID)
+	return err
+}
+
 // GetRun converts echo context to params.
 func (w *ServerInterfaceWrapper) GetRun(ctx echo.Context) error {
 	var err error
@@ -1832,6 +2165,22 @@ func (w *ServerInterfaceWrapper) GetRun(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetRun(ctx, runID)
+	return err
+}
+
+// UpdateRun converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateRun(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "run_id" -------------
+	var runID ParamRunID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "run_id", ctx.Param("run_id"), &runID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter run_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateRun(ctx, runID)
 	return err
 }
 
@@ -1988,7 +2337,11 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/openapi.yaml", wrapper.GetOpenAPIYAML, options.OperationMiddlewares["getOpenAPIYAML"]...)
 	router.GET(options.BaseURL+"/openapi.json", wrapper.GetOpenAPIJSON, options.OperationMiddlewares["getOpenAPIJSON"]...)
 	router.GET(options.BaseURL+"/v1/runs", wrapper.ListRuns, options.OperationMiddlewares["listRuns"]...)
+	router.POST(options.BaseURL+"/v1/runs", wrapper.CreateRun, options.OperationMiddlewares["createRun"]...)
+	router.POST(options.BaseURL+"/v1/runs/import", wrapper.ImportRun, options.OperationMiddlewares["importRun"]...)
+	router.DELETE(options.BaseURL+"/v1/runs/:run_id", wrapper.DeleteRun, options.OperationMiddlewares["deleteRun"]...)
 	router.GET(options.BaseURL+"/v1/runs/:run_id", wrapper.GetRun, options.OperationMiddlewares["getRun"]...)
+	router.PATCH(options.BaseURL+"/v1/runs/:run_id", wrapper.UpdateRun, options.OperationMiddlewares["updateRun"]...)
 	router.GET(options.BaseURL+"/v1/runs/:run_id/decode", wrapper.ListDecodeCells, options.OperationMiddlewares["listDecodeCells"]...)
 	router.GET(options.BaseURL+"/v1/runs/:run_id/prefill", wrapper.ListPrefillCells, options.OperationMiddlewares["listPrefillCells"]...)
 	router.GET(options.BaseURL+"/v1/runs/:run_id/matrix", wrapper.GetMatrix, options.OperationMiddlewares["getMatrix"]...)
@@ -2006,11 +2359,52 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 
 type BadRequestApplicationProblemPlusJSONResponse Problem
 
+type ConflictApplicationProblemPlusJSONResponse Problem
+
+type ForbiddenApplicationProblemPlusJSONResponse Problem
+
+type InvalidRunApplicationProblemPlusJSONResponse Problem
+
+type MalformedApplicationProblemPlusJSONResponse Problem
+
 type NotFoundApplicationProblemPlusJSONResponse Problem
+
+type RunCreatedResponseHeaders struct {
+	IdempotentReplayed *string
+	Location           *string
+}
+type RunCreatedJSONResponse struct {
+	Body Run
+
+	Headers RunCreatedResponseHeaders
+}
+
+type RunExistsResponseHeaders struct {
+	IdempotentReplayed *string
+	Location           *string
+}
+type RunExistsJSONResponse struct {
+	Body Run
+
+	Headers RunExistsResponseHeaders
+}
+
+type TooLargeApplicationProblemPlusJSONResponse Problem
+
+type UnauthorizedResponseHeaders struct {
+	WWWAuthenticate *string
+}
+type UnauthorizedApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers UnauthorizedResponseHeaders
+}
 
 type UnavailableApplicationProblemPlusJSONResponse Problem
 
 type UnprocessableApplicationProblemPlusJSONResponse Problem
+
+type UnsupportedMediaTypeApplicationProblemPlusJSONResponse Problem
 
 type GetHealthRequestObject struct {
 }
@@ -2703,6 +3097,386 @@ func (response ListRuns400ApplicationProblemPlusJSONResponse) VisitListRunsRespo
 	return err
 }
 
+type CreateRunRequestObject struct {
+	Params CreateRunParams
+	Body   *CreateRunJSONRequestBody
+}
+
+type CreateRunResponseObject interface {
+	VisitCreateRunResponse(w http.ResponseWriter) error
+}
+
+type CreateRun200JSONResponse struct{ RunExistsJSONResponse }
+
+func (response CreateRun200JSONResponse) VisitCreateRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRun201JSONResponse struct{ RunCreatedJSONResponse }
+
+func (response CreateRun201JSONResponse) VisitCreateRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRun400ApplicationProblemPlusJSONResponse struct {
+	MalformedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRun400ApplicationProblemPlusJSONResponse) VisitCreateRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRun401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRun401ApplicationProblemPlusJSONResponse) VisitCreateRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRun409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRun409ApplicationProblemPlusJSONResponse) VisitCreateRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRun413ApplicationProblemPlusJSONResponse struct {
+	TooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRun413ApplicationProblemPlusJSONResponse) VisitCreateRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRun415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRun415ApplicationProblemPlusJSONResponse) VisitCreateRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRun422ApplicationProblemPlusJSONResponse struct {
+	InvalidRunApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRun422ApplicationProblemPlusJSONResponse) VisitCreateRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportRunRequestObject struct {
+	Params        ImportRunParams
+	MultipartBody *multipart.Reader
+	TextBody      *ImportRunTextRequestBody
+}
+
+type ImportRunResponseObject interface {
+	VisitImportRunResponse(w http.ResponseWriter) error
+}
+
+type ImportRun200JSONResponse struct{ RunExistsJSONResponse }
+
+func (response ImportRun200JSONResponse) VisitImportRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportRun201JSONResponse struct{ RunCreatedJSONResponse }
+
+func (response ImportRun201JSONResponse) VisitImportRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportRun400ApplicationProblemPlusJSONResponse struct {
+	MalformedApplicationProblemPlusJSONResponse
+}
+
+func (response ImportRun400ApplicationProblemPlusJSONResponse) VisitImportRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportRun401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ImportRun401ApplicationProblemPlusJSONResponse) VisitImportRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportRun409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response ImportRun409ApplicationProblemPlusJSONResponse) VisitImportRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportRun413ApplicationProblemPlusJSONResponse struct {
+	TooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response ImportRun413ApplicationProblemPlusJSONResponse) VisitImportRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportRun415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response ImportRun415ApplicationProblemPlusJSONResponse) VisitImportRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportRun422ApplicationProblemPlusJSONResponse struct {
+	InvalidRunApplicationProblemPlusJSONResponse
+}
+
+func (response ImportRun422ApplicationProblemPlusJSONResponse) VisitImportRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRunRequestObject struct {
+	RunID ParamRunID `json:"run_id"`
+}
+
+type DeleteRunResponseObject interface {
+	VisitDeleteRunResponse(w http.ResponseWriter) error
+}
+
+type DeleteRun204Response struct {
+}
+
+func (response DeleteRun204Response) VisitDeleteRunResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteRun400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteRun400ApplicationProblemPlusJSONResponse) VisitDeleteRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRun401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteRun401ApplicationProblemPlusJSONResponse) VisitDeleteRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRun403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteRun403ApplicationProblemPlusJSONResponse) VisitDeleteRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteRun404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteRun404ApplicationProblemPlusJSONResponse) VisitDeleteRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetRunRequestObject struct {
 	RunID ParamRunID `json:"run_id"`
 }
@@ -2753,6 +3527,144 @@ func (response GetRun404ApplicationProblemPlusJSONResponse) VisitGetRunResponse(
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRunRequestObject struct {
+	RunID ParamRunID `json:"run_id"`
+	Body  *UpdateRunApplicationMergePatchPlusJSONRequestBody
+}
+
+type UpdateRunResponseObject interface {
+	VisitUpdateRunResponse(w http.ResponseWriter) error
+}
+
+type UpdateRun200JSONResponse Run
+
+func (response UpdateRun200JSONResponse) VisitUpdateRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRun400ApplicationProblemPlusJSONResponse struct {
+	MalformedApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateRun400ApplicationProblemPlusJSONResponse) VisitUpdateRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRun401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateRun401ApplicationProblemPlusJSONResponse) VisitUpdateRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRun403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateRun403ApplicationProblemPlusJSONResponse) VisitUpdateRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRun404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateRun404ApplicationProblemPlusJSONResponse) VisitUpdateRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRun413ApplicationProblemPlusJSONResponse struct {
+	TooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateRun413ApplicationProblemPlusJSONResponse) VisitUpdateRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRun415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateRun415ApplicationProblemPlusJSONResponse) VisitUpdateRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateRun422ApplicationProblemPlusJSONResponse struct {
+	InvalidRunApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateRun422ApplicationProblemPlusJSONResponse) VisitUpdateRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3005,9 +3917,21 @@ type StrictServerInterface interface {
 	// ListRuns List run summaries
 	// (GET /v1/runs)
 	ListRuns(ctx context.Context, request ListRunsRequestObject) (ListRunsResponseObject, error)
+	// CreateRun Submit a run
+	// (POST /v1/runs)
+	CreateRun(ctx context.Context, request CreateRunRequestObject) (CreateRunResponseObject, error)
+	// ImportRun Submit a published page or a benchmark tool's output
+	// (POST /v1/runs/import)
+	ImportRun(ctx context.Context, request ImportRunRequestObject) (ImportRunResponseObject, error)
+	// DeleteRun Delete a run
+	// (DELETE /v1/runs/{run_id})
+	DeleteRun(ctx context.Context, request DeleteRunRequestObject) (DeleteRunResponseObject, error)
 	// GetRun One whole run
 	// (GET /v1/runs/{run_id})
 	GetRun(ctx context.Context, request GetRunRequestObject) (GetRunResponseObject, error)
+	// UpdateRun Edit a run's metadata
+	// (PATCH /v1/runs/{run_id})
+	UpdateRun(ctx context.Context, request UpdateRunRequestObject) (UpdateRunResponseObject, error)
 	// ListDecodeCells The run's sustained-decode cells
 	// (GET /v1/runs/{run_id}/decode)
 	ListDecodeCells(ctx context.Context, request ListDecodeCellsRequestObject) (ListDecodeCellsResponseObject, error)
@@ -3367,6 +4291,119 @@ func (sh *strictHandler) ListRuns(ctx echo.Context, params ListRunsParams) error
 	return nil
 }
 
+// CreateRun operation middleware
+func (sh *strictHandler) CreateRun(ctx echo.Context, params CreateRunParams) error {
+	var request CreateRunRequestObject
+
+	request.Params = params
+
+	var body CreateRunJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateRun(ctx.Request().Context(), request.(CreateRunRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateRun")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateRunResponseObject); ok {
+		return validResponse.VisitCreateRunResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ImportRun operation middleware
+func (sh *strictHandler) ImportRun(ctx echo.Context, params ImportRunParams) error {
+	var request ImportRunRequestObject
+
+	request.Params = params
+	if strings.HasPrefix(ctx.Request().Header.Get("Content-Type"), "multipart/form-data") {
+		if reader, err := ctx.Request().MultipartReader(); err != nil {
+			return err
+		} else {
+			request.MultipartBody = reader
+		}
+	}
+	if strings.HasPrefix(ctx.Request().Header.Get("Content-Type"), "text/plain") {
+		data, err := io.ReadAll(ctx.Request().Body)
+		if err != nil {
+			return err
+		}
+		body := ImportRunTextRequestBody(data)
+		request.TextBody = &body
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ImportRun(ctx.Request().Context(), request.(ImportRunRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ImportRun")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ImportRunResponseObject); ok {
+		return validResponse.VisitImportRunResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteRun operation middleware
+func (sh *strictHandler) DeleteRun(ctx echo.Context, runID ParamRunID) error {
+	var request DeleteRunRequestObject
+
+	request.RunID = runID
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteRun(ctx.Request().Context(), request.(DeleteRunRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteRun")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteRunResponseObject); ok {
+		return validResponse.VisitDeleteRunResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetRun operation middleware
 func (sh *strictHandler) GetRun(ctx echo.Context, runID ParamRunID) error {
 	var request GetRunRequestObject
@@ -3386,6 +4423,54 @@ func (sh *strictHandler) GetRun(ctx echo.Context, runID ParamRunID) error {
 		return err
 	} else if validResponse, ok := response.(GetRunResponseObject); ok {
 		return validResponse.VisitGetRunResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateRun operation middleware
+func (sh *strictHandler) UpdateRun(ctx echo.Context, runID ParamRunID) error {
+	var request UpdateRunRequestObject
+
+	request.RunID = runID
+
+	var body UpdateRunApplicationMergePatchPlusJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateRun(ctx.Request().Context(), request.(UpdateRunRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateRun")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateRunResponseObject); ok {
+		return validResponse.VisitUpdateRunResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -3474,127 +4559,180 @@ func (sh *strictHandler) ListPrefillCells(ctx echo.Context, runID ParamRunID, pa
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3dcttGlvCrdGEmFckBKUqRnQlVqfocJ/b4ix1rFDvZ3dBLNIEjskdAA+5ukGJcvt0H2Js8x+zN3Cdv",
-	"sk+y1T8AGkCDhEjJ+Zn4xiLZv6dPn/9z+q0XpkmWUqCCe+O3XoYZTkAAU58e4Th8cv5K/hkBDxnJBEmp",
-	"N/a+I2KBgiSNIA58RCgXgCOUXqKA5XRKouAMiQWgJ+evEMUJ+CjEHAaEcqCcCLKEoed7RI70Jge29nxP",
-	"NvPG3jzLPd/j4QISLKdN8PUzoHOx8MYno5HvJYQWn499T6wz2YkLRujce/fOL1b8HJKUrV8JEpMfsF5z",
-	"cwsPaSoWwFAwGMyzfJCoHoO86hKcIR7iGLjaylffoixNYxSTK0DBkuFkOp8FG7Yx1SNOrRFrO7tMWYKF",
-	"N/aiNJ/F4PlyryTJE7WzhFD992g4ul9ulObJDFi50ef4+kUusly8TK+A8vYe9feIAQe2hAhlwBCDNzlw",
-	"gS5ThlLVW58Vy+mHHM3WKIJLnMeia2sJvp7qflOhp22cl9nDg08++eTk+IG1lerACBUwtzciEakLy+ZZ",
-	"3oVjuIVXiOczjQ6ypdyXQlKFhZ07UrPvi3UXaT5fONAsjtMVCgRmcxBTuRe5MGyQT16QOVBgCj98hDnC",
-	"KMYziGOIEJNDIuCCJFgAOvjpH6cj9MFh1z5U89o+zFF640sccyhXPkvTGDCtlp7Tp184sEdjBRIpyhhE",
-	"JBTokqXJEL1gaC5hbQgAwjTSx9S5MnVgtaVlWAhgsu1/fv9w8B948MNo8Ol08Prtsf/g9N2fvS4wv1SA",
-	"dBKlhxZQD2A4H6Lg4uW/oY9Hn46Cw7FChhWQ+UIMuGCAE4kkGWaiwBQuIJtQQRIoLv5KIqC+x2iGabQi",
-	"kVj4+rrIO0Q4uoJMg0UjG2CeM4gmVC1ihjnhKFCjRVONyD/940Qe4hn69uLh8+KycQlkscBCLv5DPkQv",
-	"aLyeUDk/obWRdYMa0uQ0Bs5RoM7/M8FyCIYT2nEUFSJ2YfxxX4yXG3jyefc5qA1y8gOUAMaJ5glhjDk/",
-	"K+hqiDMcErGW4NSgkmTIIrpdaGWocF+yejr61E2OLLJ6Lvnfo5zxlLkvREDhWkxD1SIoNpYxWJI05yjD",
-	"c1C3WN4P2rVu3bsL/vePT7bDX63zSzonFNrr1N93cN7iaizjOAk6aQnoofchitYSvwXGDRPunmy6NK32",
-	"wUs16WODA+7ZDIbYswCVCPG993eupg/50nvdObqT9nRLOm1SdFeyj1rdV98+wuECvtA/uzA4xjkNFx9y",
-	"KflcLQehbD6IZPugv5x2tZyqjlPVcf8je0YS0nlisfrRydjuj6wLXkBpk7ihZuuQNx79KoQJtcK/5ZiK",
-	"TtnV/lVSmyyfxYQvIOpGv4ff/Q2dDmZEdOPfG3vOvXdQChVqqgyLhUMekMIoYRB5Y8m29pUP1Lzf5LOE",
-	"yL5tsJU/oQWmUQyKv6e5QMH/uwHq83KCvWGkOehzfN2F+YbDTRN83Vt5GMl/tgbRyefM9IRunZ7Q25z+",
-	"nTx4nqWUg1JaPsfRhdZK5KcwpQKo+hNnWUxChZBHGUtnMSQfKRo9fmut5s8MLr2x96ejSpU90r/yo3Pd",
-	"S0/aEFNQqexKySPBsdyWvEMSJdJLxDCdA0oZoqlAKQVFAYBGWUqoQAJfAT9DATCWMh4oosAREUPvne99",
-	"nYrHaU6j97mfr1PE83ChRPaDlEntQcChWs4ripeYxFie1XtckeQ2ERZ4hjmgKAWuIIkpXwEz68pYGgLn",
-	"v9TKqlXxPMtSJpBYEI4ULpKUjlEQgcAkDhDHa45Wi7VUdiY0MM0hCtBKiu0aV4hEiBDTiERYAA9QTLjg",
-	"8kRkX1CS/IRyiCFUpDvBIlxAhDgsgeEYESq3gQWZxSAxjks5Xq7ebEldFqDhIsHsSlFJlmbABAGj/Idp",
-	"BFNhLhLNY3Pkmrg2iJDvUOW7e5U81PcyBpckjqeS1fWaR0rHhfy3tTGHMKURn2bApkbpSQxKtMlOx2gF",
-	"pZGjsSVE06Rg+FunF2nav2Epsm7v8M5mdt/raRqDNFZrwc2vHW3jBLpB5jrhSq5NZ3+HUHhGmftcqqpt",
-	"lvnXdKXInr60aIU5SmcCEwrRUC3Exr8Q4pi7hc5SfVVttDaYAUQoBkw5SrWuJCDh2271I4jjC7hUR6A3",
-	"ghnDa/lZkeKpVNSnWaiJSBy/uPTG328e8kvZ73NMI+/d6yZOyWsCYpFG7X0FNKUg7z8wMAYELHIut7RU",
-	"VMVssbKfyE0WukYBESVlCGBZGmOhPsK1YLj6aKwHkhdXn7SuIBfg0FR8I2DxTpsOtw81lGr5JUsTrZFf",
-	"EsaFOmmFh7E+6fJs2hehcQpq09MuoBUIpUFj4xM6iMjlJTCuzSmBHiFQhsrAAoKxN1lGlcOd4NoBvMZF",
-	"NftobKuCsG+wvutefaNwwoE8l0TwYFzYkoAttTRPtNWJ0JKvDFGQLoFNCzNJMEZYoJRNKJ6lS4N5CY5j",
-	"4KI2lBZXlCmAwWXOIRqiYCbFEszW05yGwCTkg/GEEopmIFYA1JcCzwzWKY0Qpmu5kjlKZ5oyDVFgzMd8",
-	"+iaHHKJgjJKUwYQW3yOxwPWpJbbJBdMQ0IE+dsLVqYpFykGbvVhOD4cTGsB1CBBxKfBqMjiNgQZjpASD",
-	"a4E+Qgm+NnZrOYyEjJpN6YhyBCEuxbQYZkVolK6CMZLQ9tEsF/JaagxXBBFhxsgSSqArBm3RUKRH0Pa0",
-	"AsXkYJ7v1U7F8702aI2GY8FLoaFji5IXtBfuvNuPCvniIqdtGUCqTVQe/3SGwyvQIuhWZtawwPTpQiIn",
-	"NWgYBnqJIQVzbv3ypqEFb2fKRGhBsvVLYSvcRYxokASlueqZ/FLfr2yRDTW6ZdxqmU7aR+YmJhrRvjTu",
-	"gPbRzwoWvpF9lrz+nS/F7TBnDGi47if6mWtoiYvtNldL8/N0QbRHZPu4VZ84XbmHldelsV6XbYvNJRm0",
-	"Gmr6Iu9zvFZkQBIjSTHMXoaev322aZZyToyS0j2tmirBah50MIO4YHYVeVZ02CbTh2dIwkfrB5InKaZY",
-	"EOxu5GwvtnEyjmWmtICOIqYuyATWroP+07fUiHYzLikhDWEaF7a+7UOvMKOEztWIfSWQxm1tAKaNSBsO",
-	"u35DnIBu4m4L/1sb950uVH15rR07aYCRfVtXv3Exdrm428BmT9G1ti5hRyKfFJM+5IWMbBstbeltiePS",
-	"MFhnm3Vu62SMUndmEMmVtEEklSMzqtzUlO+oUbbGmSo/3I6jGUuoC6t5X2AqkS2gqSiUv6hSSoiyPqAF",
-	"1vpIHi5U311ALiXmagrnCYiZmCa7AlZ33guaIhU43ut0rRH2W4kU5nYHhe69xwoat7lywGukqoPKgdRe",
-	"tYXyWF3Q6b4PzV00DthJQqwLfKHlgFsnc+rKOW7VCyo1FsHWOkgmpz4ynveURcCsuBMe9LdV2BTpxoyq",
-	"znvUsruhRoxptMMic+PlSvg7lPtqTWaGJle2AO3oKzd4026WLaO/EaI45F77vsjpN3mSYLbeekiV2q9m",
-	"sDbVhM0mw8AXyprn5lN4OZ/iUJAlFNdqVyoidxqDgKg2UC8hf/9bFuU6PGVnSryLYfqWWHzFebcZIo3A",
-	"szfr259v7cFvbkaH9uMgLux2YmoTAWoYtflOPSPa/1G/VyUl6EUSrBvaSZIchKiL7eo5u5d9ru3DxEXD",
-	"d1DrC5FtS6evvi2MCrd27Z1XsKcVvjBsOI3wPe9kZXGt3cnbWEHjkt7KkNWt3WG4hlrw8vFLHbCoI9LS",
-	"JBNIGZrQCmu/NuaFTKPdSUjI1bSV/DtSvHenI6X8WRIU2+zaR3OuQuWal6u/kXSWk7hfSx0+8daDaywJ",
-	"mzf2lnGceP4tWDgZZCknImXrXs13dlCqLVT9W2bNAnC1FRUw6j6BR1jgOJ3vS55rgz0VkGzFxm4K3B6r",
-	"tTgoscfpaQvTXDuo2/RwZ/iXAZjVCVRTObdROjHdTj+IsYoHW+D4cqACmXkR1ab8ZEscc6XzfDC28gEW",
-	"EEeDNBcTmn06QsrBalw3hfvwQ44YzEkC6OAyTlMGEcICHaMPDpVdQpk/QxwTOp/QGaZRzZ+n4uEPTkbo",
-	"Ax+djtAHmoDpSObgUHtd6kexSc66uVy1WRKqUyYzsxP2lk2+FWSkWTtEaInjHJTzkgheAr3tRi/M5j02",
-	"aKzlPVqqyXcBgu6op/L12lwgeEwgjhQOtq/PpfzNjZZVCJZELNlOYo8K7vSRjlxUVtNg6KKeCXCO57Bd",
-	"ENMrqDq4dvDk/NUtUadqpD1JU2Og1rLmWb4TUap8Ye0TKaP2eUEG5AXPUiakABECjQid1ywgfS7ipv3r",
-	"WIbKgbaZzj1hpMPCu1WArWIS3ksQxp3Jwso5hF0JU4s1wqWTKYQ4Vs4kmoqKDG3w6bhsz+/f5232t9XE",
-	"/LuU6RvDtUXqW5Ogq0gWg01dl22TbvpLmAPT1Q0oMSNRhyVzJ7PiLahFVuBQt+lQbXKLSlPsbU+jb0lP",
-	"u49oH69hpw30r5hFK8wcOlmoudpWIhVm+TRMGfS0DkaMSOJ1kxgXw18rNa5I4vHcjSumu305Ke+1hCwk",
-	"DVXyCdBTdH38oA8dz9IVMO13nq52dVHuHjhTfGEv/wvCQwZCJQL22cItBu6YeBvNtqvjsmWPUP1WYVa5",
-	"fXVgLSRqQticlxPfAcdi0cb2NqtNr7aHJZperoksq15rsnZsTlsAdMYSGpbsilXpFyTSivDpjqKpxzDq",
-	"IEh0YDJDpfaIrQTTw37xO1gUgRsdTkGTIt8ZP2NHFP38IzpwBSQeOpfSjnupj3xRRU5WQZOYljGTWKAk",
-	"5QIdLNYzRiIdlctrYUM5VWP3ixdq8qPGznsEtGwAbmu7Lgx9pjIQbyt2MUyTpNPsoZMdUdFmG71R5pYZ",
-	"FiQZemPZVMVGyvZTFXN/rUL3ZMvulZXZ9b53GWMtK+AoInJVOD6vWzOam2kk8i6BrZEcpTDVmI2ggyJ1",
-	"LQYsFTIUYb4Afoj+97/+W5kXlNp+hoKJJxc38XQcNUYzzECNaN2b6mQ66lbsRvt3CQWt6Qe9+KjsQvNk",
-	"yuFNT0GApgK64mo0eD/k6i+gAsWEAverTME/BTeJhm+JRyUaqjU0N+x3Fw6pbbNXEGkX5hZo6byZgCNg",
-	"sxSz6I6iL25mSbHW8yUVLv+8UmQYCW0GuoNn0qVqWpn+N7ffbvF+mEUX8KhPtuVkNCScYv/N3JoM06v2",
-	"PTguDbwz4OIMyfERX0i6gSVjunJzXKaj0fvHWexskVTL9kvDpJxYKxpOwD3HgpHr357qqte9UXm9gQN6",
-	"m67ZDbmeKmY/W4eNf07jyXtUQMsiAPWttX134RrTK7IiR19/+/SLpw8HX0OSCpbSwdeYpoPjk88Hy5PB",
-	"w+/+NjidqfDefZ18bk9cbZDO/dySBdsea08bdmuo1tL65X/cPACs2wTezPEyORz16bYZos8BXxWG6LYk",
-	"oaJqjQm2cMpL8VmlCUj+hER6dcQdSZS3wWVv1fF141Dwc52e2mml3x5FoqIX3n8M1x0GUZXG2treqjm3",
-	"wPE2YprsY7nboCYz0y1HNe2AOP3s7rWT79vlLiJkKrG0gSW9YlyKegdtC8PjR+jT0/ufIFNHAemiBi7i",
-	"U9YuaI/yOGXo9OSkKnYW4jjMYyxS5leuQkwRTmZknqc5R61KB/0jp+0kRwey6h04Qa4LcvS+FZbj2jEP",
-	"oVxgGsKWDA2H1acoELELIFUxCVHUqDBDcacLvDvjsW16xbM0F+NZrOXnLQUKtFpZpDlusDc601BndpWK",
-	"TeCvylnIK84AC4imuFHuAQsYCJKACwA6lO2WAjurQJ/t0Uey/cJyYmzqUTo7ysTZRmUiFYnnozTDb3Lw",
-	"0auLZwOOL+EMRcDIEqIKWXRcjimU4kSJuDSvbVStdSs7/3arRGhV/7gtrsPTnIUwzVm/qhvcru60czrw",
-	"poReu7yThY+1lVZpvyUC+FXEVoX75VlUYCsRtuMq3Qaj35TP0DJr1BHxHHOVnBcUFQ4LW4DspcobnqFA",
-	"wj1ApsJAjLn+oUdggVNp2G77sPbTFid3IBkbwvl2SITvCsLpSOtr55BOpYJgEkK3pjUrpwMWaLUg4QLx",
-	"NCmDeZWukbE0ykOIihIJeoaeebydelgG+Kq/kl8qRk4V/8YRr5zQeQxTXbPVkee8fWP1EUrhsFkruVTK",
-	"CmO70eEqbWdwrKFsMshLT1ktoXqBOUqpug676C23QuDuvt5BM2irpH6tegfNsoKd9NVxSltO32Dm1kvV",
-	"JirvlGx3mTooYD6LSYgenj9VtO/Zs+eI0EuQ519UrZFS2RA9RPfuJcpEJnnyvXuqHAk1NSL9CTU1t2dr",
-	"9a1x7KVUt1G2ePCrukiq8rNhEjouX0WK4gnlOdcFcgbmos8ZiSoH5M8/2hh6OJzQCX2U0qX2BvAx+v/f",
-	"vPhah1ZyhBkgTvEVTEPMobRMEIZySkSRHaDqW6pR1AxEpw3oWuIHktTrEtUc5RzQV+gzdDw6OR2j4wfq",
-	"7wcf/+X0UIJHx7vqkmeKd1bV1lT5aMINK/ERhSUwNBoiJYjrdRZay4QGXbXgVAlwVbPQCiTFtCrSV04o",
-	"8BVMKJFAPh2NfMRThFFCOM8gFuiSxLKnXgUnMVARr9GKRGA0Gl2yToUjxyQEyqEyFXrPn7607qKncSKy",
-	"QrfH3mh4PBypqI8MKM6IN/Y+Ho6GH0sMxmKhyNHRQkUI/KACO0FxAsno1K6fRirwQ5gggkb9xJPRaEPx",
-	"vJsVzTMzdNTMM+X65NHlmSrhd6rndg1ZrvHIKvCoqtkVzNx7RpZAgSvdV7lKVcEl7L2WzY4MsIbFDrqg",
-	"8iID+vD8qUT0fUHjIBNtKJj5UJSGeaKk8L0B8XJBtFDPcCgkMTCb2QCVNU7iHlD594fPn90MKsXALaiU",
-	"YtwvBhWzGQdUGOBovfHuXMgWv8zVUVMjkSLFE3YDjO/dH328vYtd6rMOzAsVKSBv74GwC3Nq4sYP3XBd",
-	"Hh9V5okjO7PQwHn3IjxBnWMH6EByPMUvmgV1Dn2ja7B2ARtn5ZoJVYExqgy7j8y4RneulZwvGRtWlL7I",
-	"yhhLzqtkvaLIWNlFDdwrHGhCTWgzUqXJPL+BlIU58VEVT22/v9IhZldNjqrHG975vRoXWnyvxk/OX/Vp",
-	"6qjz3rdXrVi57OSslt+U+bqLRm96fWTkioTqnNEOs24P/+D+/Y+3vmzSC8bmDYX+J9J+2abv0Tcei+nZ",
-	"rXpvQ2pzd0Y7W9XNOphMcQt3paGno9PtXcrqzbLDyUkfomvXMa6TXZvaYIEwqkLlCnJbEVgn0a0snE6S",
-	"a7ws3HYr+igDNiie+jFfqZdNTJnHkurRCL18+fjlhLoI8s8/1qmqtkJiQ0frNV11jNSE6nc7BuWeteVY",
-	"6gO19gXbUcFqVsHFCT0IlLdjWNT/DMqqRodnSAV+rggHu4CpVCTs9J1gQgnlJIL6yykM5uq9lMDO7QmK",
-	"yo8nP/9o85iyCmTNAKDgdTw8uV80NhXV7LYSgv6E1kuW2mGr5etRunCTnQppNZtQ+9GgM9Sz2uwQfYnD",
-	"hda9JjTEjBGocTZ0wAGQgXG9Ym5wOESf69KfqvhoISZIHVS7IBpQPz058RHHa0LnRW1s3ZNwVDpAlEb6",
-	"jfIEFUxYKsXFK0664Oi6fEzoI/2UEDpIMx0xGa8nNKhbFQIfBfUIuCJZ1M1gtdH/D/b6a2SvPab712S3",
-	"/TroZ8fulDe3SpR0GgeKFr8d7mx2pYxylh29P3OeM23nd7JmHb9dsNUWQyXAg8JsXySJY45mkuA5ZYDA",
-	"VxxiAVgkONPce0WiOQg+LvMEjh/IaY4fDCf0uyJquVqB5Dj1FfiWalSZI69B8Wy5Os3T3c8lLHBZ0jEw",
-	"OSK6PnfxXoKPGNbsTBWGvsQkltxCjihBt4lqP2HK8vwvTrMbTxQZPTNWb8tYhllfx64POMgRTSoIXGex",
-	"Eh3N+38b6H/9GcfSzXhDkq8s8U91Z9O2+ORw/Yp1XDzI5d5qKXbFsIR4rz3WQl43bbQHs9lvl3+wqbth",
-	"U41c5c1MCiJNfn4zjOohWi3S2F6/9jP051RW4IaTWT1K40jriKJRIp9GRT0p7R5txKKYgSfUBLFcEmE4",
-	"mdQsD54dos9Q9tM/n6GP0Juf/vnsp/8ZoucNfYkXSoVyRtUq8J+hPJMrOulSuQqn2YFW5Ca0llNzaN60",
-	"EKXCqZxelkK0iQWdl1Ebf2gOd6U5uKT5u6QT7eDU35E8qy5x6UaWl/kmNidd/3WjcT+nJKVFgATLKf8Q",
-	"WW5pbswPSqjVj1+BkoEVpai/rCGUJeOgs8ruYVkqSV1M/UIuTKgmTZr0aBfzgYlI0rYRIMrKon8iXHl5",
-	"CZ07DQSm4u2FruXauOONza/0EoAqCwaJ2uKI/X4O0baSGeYQEx0N0kdSserLdl6mUma58RuJNcFlZAsu",
-	"J9sElzs1/lYVjDuuogktjkywgjI4vqdLWfehyXUoy+Jsrf63bpQu0FzcJW2w4p0OyWeEiy9NmzsEbb3q",
-	"ngO6WkU10SkSwsbEVsUyKXPvLThzzW7tSQwzlvdJ5dnwGoFSa7ZAOs/yzfB8cv7qToFpVQjrhOST81cN",
-	"0PkSV/STsXvDUO7wRjCL6wm9TrJ+od8Dw5ZMhdG9eyr67d69MuINrnEo4rXLSzChNTeBr9JEdexToDNd",
-	"gzEKrKyiwDyj2MrNDZBcmy4y5qPAJESYJ790rm5glSGb0Jf4ylQqU6+L60geHcL65MuXSMJAXszARf2f",
-	"gLATnlsM4PdtLnW+XlykJTueWm5khd1qsnVfufQmkm9vkbr94PLNhOv3LYv36VS9gty3R/UY8A174Ove",
-	"PfQr331bm2f471T0sO+/g6a/oKBi20uBF9MrVf5wb0quiG5FJlVQqO0f7RQsdPmXjXzwuW5yh2Cr5Rp3",
-	"8kL9WvrdcUO9zxvxw+JdCCcj1EkGBFQAOBeqlq3s4CMKK+DCiPazNTJEUfu80RWsOYgJzfCcUKwfDs4w",
-	"5yiwMhsCNMPh1ebcCsnP5N8lF2PQepb8rPSU6pw6CdfynXpfq0jKgay5orYaKWXIxQIluri1nz/I8W+a",
-	"HDtfrk+Z6ODtg1oofsHb69/WPuj4/yIbYJABvpraosDuPP7XxySKtKwtDEKSIF6QkFsJjtZ2jmrQTqYg",
-	"Px291caDdxuDYFWxlB2uurFm3jGYN+j/mtQSwVGRc+cbtdVvVPlSyoI2O+m3zt6/nUCihaa8ujpNj1Pb",
-	"Fub1SD2crcxkWmQoQo0kma8FpA7Ro2++1eZwhNFCSTiIpavDCVW113U+0GchX2p38MMwhEyMkRztSH57",
-	"VrQJ0IpQE/9qmgVdXKRKrOV7YVhfY/OvNurTSXmL6g89DWJWWYq+hPCxzvJ6D5EgZT0KiccF0uyQMKDk",
-	"F0Lnv5w572Xpw2olWYUGkfvc3KQsMeW2rxTR/xHDK30jRYKzMQpYuuLfk9dDNdn3f38dFGZjY3PRdhXl",
-	"IPuevHaEj8g+5vlHywJeRNnpVx8ntHr20W0EeV54En+dfMEsrwOL3qMbt4U7dkIe5mVagjzWRl4eCtM4",
-	"T2hfjGr7atsE10qs/41S3N8JVWyW6bktsijR6JelioUj0ZQjb2KuKm7LlgXKqRoO3kKIbHx0FKchjhcp",
-	"F+O/jP4yUgdgur+1fF064KRAuEJbr31Xuimtb1V+0rvX7/4vAAD//w==",
+	"7H3bciM3luCvIDjtsGQnqYtVZZuKjl1ZrqqpdcmuVl28M2YtE8yESLQygTSApEQ7KqKfNnZfdx/6Bzbm",
+	"ffZl3rv/pL9kAgdAXpFkkpLK7otfXJISt4ODc7/8PIh4mnFGmJKD8c+DDAucEkUE/HSOk+jZyzf6nzGR",
+	"kaCZopwNxoPvqVqgMOUxScIAUSYVwTHiVygUOZvSODxFakHQs5dvEMMpCVCEJRlSJgmTVNElGQ2CAdUz",
+	"/ZgTsRoEA/3ZYDyYZ/kgGMhoQVKsl03x7QvC5moxGB8fHgaDlDL381EwUKtMD5JKUDYfvH8fuB1fkJSL",
+	"1RtFE/oTNntuHuGMcbUgAoXD4TzLhymMGOblkPAUyQgnRMJRvnmLMs4TlNBrgsKlwOl0PgvXHGNqZpxW",
+	"Zqyd7IqLFKvBeBDzfJaQQaDPStM8hZOllJl/H44OHxUHZXk6I6I46AW+/S5XWa5e82vCZPuM5vdIEEnE",
+	"ksQoIwIJ8mNOpEJXXCAOo81diZx9LNFshWJyhfNEdR0txbdTM26qzLKN+7JnePz5558fHz2uHKW8MMoU",
+	"mVcPohGpC8vmWd6FY7iFV0jmM4MO+kt9LkBSwMLOE8Hqd8W6S57PFx40SxJ+g0KFxZyoqT6L3hi2yKcf",
+	"yJwwIgA/AoQlwijBM5IkJEZCT4mIVDTFiqC9P/37ySH6aL/rHPB57Rz2KgfjK5xIUux8xnlCMCu3nrPn",
+	"X3uwx2AFUhxlgsQ0UuhK8HSEvhNormFtCQDCLDbX1LkzuLDa1jKsFBH62//xw9nwX/Hwp8Phl9Phu5+P",
+	"gscn738z6ALzawCklyidVYC6R0bzEQovX/939Nnhl4fh/hiQ4YbQ+UINpRIEpxpJMiyUwxSpSDZhiqbE",
+	"PfwbjYDmHaMZZvENjdUiMM9FvyEq0TXJDFgMshEsc0HiCYNNzLCkEoUwWzw1iPynfz/Wl3iK3l6eXbjH",
+	"JjWQ1QIrvfmP5Qh9x5LVhOn1KavNbD6oIU3OEiIlCuH+f6tETsLRhHVcRYmIXRh/1Bfj9QGefdV9D3BA",
+	"SX8iBYBxanhClGApTx1djXCGI6pWGpwGVJoMVYhuF1pZKtyXrJ4cfuknRxWy+jwmacYVYdHqG7LynW2F",
+	"Svpy9Jc//N/jR49QJihTeJYQdPbq/PlzFC2wwJHmovp26I85qZLeUyRISvSSJAYyfHyCFjwXEj46e/kc",
+	"XZNVceYFwTER5aErOxzqLXbRrUePmrdYfXKTye3x0XAyuf38ybtP/a/tpRYFznMhufDThpCRWzWN4IvQ",
+	"3XEmyJLyXKIMzwkQNE0qWNcVmtFdh3h0dLwZFWGfT9icMtLep/l9hxDiqMQySdKwk6wSM/Vd+ENli2+J",
+	"kFYe6V5surRf3eWJwqJP7XPwr2YfS3UVwvTb+GHwewnLR3I5eNc5u5cMdwt9bar8UGIg7O6bt+c4WpCv",
+	"zZ99GJzgnEWLj6UWAq+Xw0h/Poz192F/kfV6OYWBUxh49yt7QVPaeWMJ/NHL4x8dVmidg9I6yQtW6xC9",
+	"zn8VchXs8Hc5ZqpTjK/+VVObLJ8lVC5I3I1+Z9//Dp0MZ1R149+P1TXvfIJCvoKlMqwWHtFIMwcqSDwY",
+	"aw5+V1EJ1n2Vz1Kqx7bBVvwJLTCLEwKiDs8VCv/rFqgviwXuDCMjTFzg2y7Mt8x+muLb3nrUof6vqkz5",
+	"WH51eco2Lk/ZfS7/Xl+8zDiTBPS3r3B8aaQE/VPEmSIM/omzLKERIORBJvgsIemnQKPHP1d28xtBrgbj",
+	"wT8dlFr9gfmrPHhpRplFG1INKvR+LYSlONHH0m9IowS/QgKzOUFcIMYV4owABSAszjhlCil8TeQpCokQ",
+	"XMgQiIJEVI0GWlLk7Cqh0Qc9j6btDTkJ3WCJckliI9Q7BcyKZLDTp1zMaBwT9qG3ek1A9l3ihMZoliun",
+	"j8Oe3RtrbBxERC2wMhh2mX/wXesNRphpjJhp5YkLEo9LJEioVBKRJRErZNcPEMHRAs4xYVRJ9N9effct",
+	"eqlxSCMeAx3ITLwXHsQk4jE5+OwADnXrzA3hfoCokhOWaMHuZkGEwUbKslwBxDC6oomWPVmMbrRORSW6",
+	"EZzNtVb0PhhcOPT+0BCb8RguWoPshiTJ0GwD7QEcQP2LOTF/z7CQcAaUM0FwDNpFmieKgsqqp9rXDxLX",
+	"n+4Mx4AW33L1lOfsgx7xW45kHi3M/XGBBM8V2YftXObsXBCs1sJ8u41ojPds4hXg4SkKX3AzbajBUhq4",
+	"3ly+0NzMaFVAcgtCoYaXJEvwymyyPm0IarVGN62OU4kwkzdE6P8jgkVCK5Y1eKeFvtugQyOvtK1n98vZ",
+	"7hh1wDS/e29g/ORWP7qHBvFrdzS7iCFTAHeEE42sq1MDJAt5+zeRs36gfxj4vOb8BRZz8ku9+kQvLvQz",
+	"NxYdEOXR3hG6oF+ZV/KG4VwtuKA/kQ/9cK3VIdAkxfB3Qzc1KTJ8aS9n14zfMP2FIEt+rV/ZzYJGC/ed",
+	"xDTeb9zw999/PzzL1YIwpbdPNl/TG4aXmCaa3n3om4qxwjMsSUmFzSu3l5MJHhEpf6mdlbuSeZZxocwb",
+	"A5pDORujMCYK0yREEq8kulmsNAecsNB+TuLQsEMjzFEtsUWYxTTGihQMW+RMOjJHJkyShESgW6VYRQsS",
+	"I6lZOk4QZfoYWFHNmDgj0nLXN6xY74LEFL+22veHfnIfS3RulhzqLTgkdcIrz6z9tJBeHfQMHNSCpCOg",
+	"MHZNkM4JixYpFteglgk9h6LEOl60tDJVVnJneWJR2GhzDUwPPG6U7lGF0h4MMkGuaJJMtW7dax1BltQZ",
+	"nDZ+LEnEWSynGRFTa3BO7Z219ZyO2Zxqo2cTSxJPU2dh2Li84rz/h4WNbPOA91Xt+gezTGOSxm4rcAtq",
+	"V9u4gW6Q+W64ZGB89nsSqYE1pH+FJfV47/6Z3wCqGiIEXJbPFKaMxCPYSBX/IpIk0m/lKlwH8I3hyBkh",
+	"MUoIZhJxY5xVJJWbnt05SZJLcgVXYA6ChcAr/TOI/dMZZvE0M8oeTpLvrgbjH9ZP+USP+wqzePD+XROn",
+	"9DMhasF98hjjzMhjVvyXCqtc6iMtgUraI5a+K31IJ044iIBZQxGR8QRk02BAbpXA5Y/Wc6OV//InY5zU",
+	"G/CIJIG16MhOf5qsXmqk5agrwVPjDbmiQhp5CvAwMTdd3E37ITRuAQ497QKaQygDmio+ob2YXl1peRZc",
+	"WaGZIQTvRFgBgvX1VRxa+zvBtQN4jYdqz9E4VgnhwGJ917t6BTjhQZ4rqmQ4dn48IpaGE1Dj8aOs4JMj",
+	"FPIlEVPnogrHCCvExYThGV9azEtxkmi5vzqVsY+A70GQq1ySeITCmdbIsFhNcxYRoSEfjieMMjQj6oYQ",
+	"BtLXjKw4ixFmK72TOeIzQ5lGKLQKhpz+mJOcxOEYpVyQCXO/L2VLt7TGNr1hFhG0Z66dSrhVteDSinki",
+	"Z/ujCQvJbURILKeacAH6TRPCwjGy+jf6FKX41sYM6Gk0ZEpJVs+g1JWaumluKIv5TThGGtoB2DUYtxgO",
+	"BBFhIeiSFEAHgaNCQ5GZwfgyHYrpyQbBoHYrg2DQBq01qVbgBWjoOaLmBe2Ne9/2uZOXrL2lToOx0uIG",
+	"5Ww6w9E1Mdr3RmbWcPn0GUJjLzVoeCJ6iSGOObf+8mPD7L6ZKVNlBOPWX5yfdhcxokESwFRuVgoKB0Pp",
+	"B27Y7VvetJavpn1lfmJiEO2JDcVoX/3MsfC17LPg9e8DLQ9HuRCERat+ol/dDFYBdOWb66X983RBTTTK",
+	"5nnLMQm/8U+rn0tjvz5nmphrMlj50NAX/Z6TFZABTYw0xbBnGQ2CzatNMy4ltUpX97KwVIphHbQ3I4lj",
+	"diV5BjpcJdP7p0jDx+g7micBU3QEuxs525tt3Ixnm5w56AAx9UEmrJw67L98S41ofyY1JWQRmSbOubh5",
+	"6hssGGVzmLGvBNJ4rQ3AtBFpzWXXX4gX0E3cbeF/6+CBN3zNPN7Kib00wMq+raffeBi7PNxNYKsu0bW3",
+	"LmFHI58Wkz6WTkauekmr0hvYebxss85tvYyRpxkWJNY7aYNIK0d2Vn2oqdxRo2zNMwUdfsfZrOvVh9Wy",
+	"LzBBZAsZV075i0ulhII1BS2w0UfyaAFjdwG5lpjLJbw3oGZqmu4KWDP4TtBUXOHkTrdbmeFuO9HC3O6g",
+	"MKPvsIPGay6DHw1S1UHlQepBeYTiWn3Q6X4PzVM0LthLQioP+NLIAfdO5uDJeV7Vd0xrLEqsTJRczgJk",
+	"ox65iImoxPzKsL+tokqRtmZUdd4D2+6GGrW2yw6LzNbb1fD3KPflnuwKTa5cAbRnrD7gtsMqtoz+Rgh3",
+	"yb3OfZmzV3maYrHaeEml2g8rVA7VhM06w8DXYM3z8ym8nE9xpOiSuGe1KxXRJ02IInFtol5C/t1fWZwb",
+	"0/bOlHgXw/Q9sfiS824yRFqB586s7+586w78Zjs6dDcO4sNuL6Y2EaCGUevf1Atq/B/1d1VQgl4kofJC",
+	"O0mSz3vYwXbNmt3bfmnsw9RHw3dQ653ItmHQN2+dUeHenr33Cfa0wjvDhtcI3/NNlhbX2pu8jx00Hum9",
+	"TFm+2h2ma6gFr5++LsM+MsHTTCEwNKEbbALpsHQyjXEnIcgXaCv5D6R4705HCvmzIChVs2sfzbmMzW8+",
+	"rv5G0llOk35fmnjNnwfkFmvCNhgPlkmSDoJ7sHAKknFJFRerXp/v7KCEI5TjW2ZNB7jajhyMum/gHCuc",
+	"8PldyXNtsueKpBuxsZsCt+dqbY4U2OP1tEU8Nw7qNj3cGf5Fxkd5A+VS3mMUTky/048kGALQFzi5GkIS",
+	"mXRh9OAnW+JEgs7z0bgSqrYgSTzkuZqw7MtDBA5W67px7sOPJRJkTlOC9q4SbgKwFDpCH+2DXQLMnxFO",
+	"KJtP2AyzuObPg1zEveND9FGATg7RR4aAmSyycN94XepXsU7O2l6uWi8J1SmTXdkL+4pNvhXVbFg7idES",
+	"JzkB5yVVsgB6243uzOY9Dmit5T2+hMV3AYIZaJYKzN58IHhKSRIDDvp1axtjA4mnRcQzagR9a6IDiXfh",
+	"lZ4OsmvdQMoQrgQii5zBh5mJ3A3RHniFE1p3yTcjcvfb4Ial/I+m3BxWCFJcAmTyN8CUG458JF0v458u",
+	"zxKOYxLDTipT6hdB04wLBU/SRTfpr6R3icSbZ6aXOBrOsCQxgsBky+xLoOkZO/wdREo895M4C2IfcteC",
+	"p/cun56jx18eHu3X4qgdyDqDqU8RSTO1KuiKvlq4sJsFN/st+WjXJIPNfnxzQB/uPnv55p74UjnTHZlS",
+	"Y6LWtuZZvhM7Kr2gbdwpcmWLWGVN2jVaatExIiymbF6zffUhwevOb6JYStfpeg73TNAO2/5G1aWMRvkg",
+	"4TcPpgWBWxD7yhQsVkBXjXsxIkkCRA+i+B0DWuPN83kdPny0gz3fRufC36Q215iurUzdm+5UxjBZbOp6",
+	"bOusEr+EIZjfbEGJBY07bNg7GZTvQSGuhIx1G43hkBuUWXe2O5r7C3rafUV38Rd3Wr//GYv4BguPNh4Z",
+	"rraRSEVZPo24ID3twrGgmnhtE91k+WspeLh88YH/45Lpbt4Ol722kEW0YUR4RtgJuj163IeOZ/yGCBNx",
+	"ML3Z1Tm9e8iU+0V1+19TGQmioPxGnyPcY8iWjbQybLu8rqrsEcHfSswqjg8X1kKiJoTtfXnxneBELdrY",
+	"3ma1/HpzQKod5VuoYs9tLdaOyvIkVPmiSC1L9kUp9QsPasV2dcdP1aNXTfgr2rP1WLR6gCtlXfb7RW5h",
+	"5UJ2OtzBtjBVZ+RUNZbsz39Ee75Q1H3vVtoRT/WZL8uY2TJcFrMiWhYrlHKp0N5iNRM0NvHYshYwljOY",
+	"u1+kWJMfNU7eI5RpDXBbx/Vh6AsodnFfUasRT9NOg5epq4HcN5voDRjaZljRdDQY608hKlZ/P4Vsi1sI",
+	"2tRfdu+sqGkVDK4SbGQFHMdU7wonL+t2rOZhGjVjIGdZz+KMdPYgaM9VSUgI1goZirFcELmP/vI//w8Y",
+	"lsBgc4rCCWQsTgYmgh6jGRYEZqy8m/JmOqrF7Ub7dwkCrukHvfioHsLydCrJjz0FAcYV6YqoMuD9WMK/",
+	"CFNgQpFBWZTin8Jt8iBa4lGBhrCH5oGD7nJ9tWP2Ch/uwlyHlt6XCfmSM45F/EBxN9tZUir7ecKULzID",
+	"FBlBo1qO7vY+aZ+qWSkqtb3lfoPfy27awaO+2IabMZDwiv3bObQFZtftd3BUmOBmUCJMz4/kQtMNrBnT",
+	"tZ/jCpOH0D/CZmdbNGw7KEzSemGjaHgBd4GVoLd/faqr2fda5XWL0INNumY35HqqmP1sHVX88xpPPqAC",
+	"WtSbqh+t7bWNVphd0xt68O3b518/Pxt+S1KuBGfDbzHjw6Pjr4bL4+HZ978bnswgsPuu7l2/D7Y2Sed5",
+	"7smCXZ3rjjbs1lStrfXL/Nk+9K/bBN70CtjsnfpymwzRF7JX1aV25aWNgtNLgq+dibsto5giCMa46wI9",
+	"tGAOqSea8yHFrw+kJzH3Pvj3vTpTt04veGlSnjvt/5sjkyAi5sPHBT5gYF5hBq6drVxzAxzvI06uei0P",
+	"GyhnV7rnSLkdEKefRb92832HPETUVSnwNrCkV9yUK3LRtl08PUdfnjz6vPDPm9IVPuJT1Pdoz/KUC3Ry",
+	"fFwWL45wEuUJVlwEpRMSM4TTGZ3nPJeoVQ2kfzR+NXHWg6zmBF6Qm4JivV9FJRjCsw5lUmEWkQ1ZPx57",
+	"kitqsgsgoeCKcnVc7FT+8ILuLNq2URfPeK7Gs8RI5huKXhiF1aXOrrFkelObZ9XKJ+vAX5ZI0U/c1Pya",
+	"4kYJEazIUNGU+ABgggzuKVi4DB7bHNGmv19U3CPrRhRulCIZu1mFTLOWAPEM/5iTAL25fDGU+IqcopgI",
+	"uiRxiSwm1qsopbUgDNFqSS1/EEphy1urx5uvqmneG8XPDaaaouLnx+DgJrKXY9vWTLkvziZ5LiIyzUW/",
+	"ajFFDM501pG6rIV9Z+uzlbBcgq4L37FXZe2/WlcH8mhCh0iMbM0HsOqKft7+7uqsek+mFBgEDsPEcGZb",
+	"WtMUJwp2z8lfl1XvjGS14q5VENbede02ypT84iEFZTRlSUMKBC5Ro3j4HSTpOcty1W3UtQ0OGnwyZxAl",
+	"NUbYBTaVF7oXvvzu1Wt0sDw60DcZBihMQfWO7aWG+6Z+Frm1V7xXfGB+5ZoKhJc5C0tbJY31XCWIwgkz",
+	"RVMqMAwDWzqtxBmEpaRzJkfobCY1KYBB+oZDlBLMJsyVFBxDaIkpq46A3Vm0wIIgcosjhfYiLIlm0ooI",
+	"CedAKV5NGM4yggV4OE6RK+gGQXhmdFGr5FszIYuRXECpMXKrzCdYTRh4Ro4PD2uF7kEtYhxImeAJ1DKh",
+	"MRVGYsDwaPSOIBq1HDhCX5mKJyZaVROAwN4XIySGxPiEYGlKd2kFzNb/NNWM0lxC/VFbZn+2KpxEQbUS",
+	"gYEBngtCbP1R/YYkSZZEor2wZa0M0V/+9/9CWpdEByg05srQFSp5hD4KJiysJcmYAWFF0wrRn/+IwjJz",
+	"phh+bIZ70nH0JP+vXgYgqE8xyQ8PPyPo0IZZmi1MmGYXmeBxHpG4MQK21VGlKgyQfX+ueEtqRzhH2wEK",
+	"q6JrcYajRxBkrO9Mv9bYunwmzCITXEsJbhSav4/ACB6a2qyVZIi5oFCZxnrdJuzxiduC1GA0PxauwIQs",
+	"SSJ9Ico1OWUtqWjSzrXl3NYxq9fkVh0fHnZWY9jQEmf7mm89N1Ot/NZzyJr6b+Q2SnJJl+TC7d1sd7Ml",
+	"ZkszTLNqXM+tu9pxW3xeDUrpNey9hzV5xNW1aLdjwmkB1MePHn32eEuQ+pNRd7WYdWerdm7yqF89m3Uv",
+	"5TDYIdG1dcQtAdd6y8USlKnHJ36z4w5w9MasrkVJfv3q7tmya5UB6bE79tlST9OLnn+npDWffJji2+fm",
+	"9ZkePx0Q96iFW7zVSnRETyJTJK31/N45QXp8fung5nF09OYP1Wy2WtOGky+CrdLb+lLPloPFd5lVHXyL",
+	"67Hxiz0PX4tiXEe3dolw7LmHee8dV2+7FvC4prdV31jInpt1EZF9P2+GQO4sP2xJssu4xZ1WPPni0efb",
+	"sldnmOsJmuWdtti46MNtHRka6XyvrrQo3UFq9oaS9X2RWwWUVTsrPf7si5P+IWZoj5EbiC9COEn4DYn3",
+	"P0zUWWXL5hJ9cVjVIcePullZn+CxXR7AlqjfDjbbQlOqhZzdWUtqRqStedS95iuMoIVcX+/mdei/QCuH",
+	"PD7ZJIX4lIlC6dmC731IoaEvCy9g18L5nUzF20gBd1cqtvE53kkOvz9BuZdoDL24NknGddP6RqGw0pps",
+	"oVQm/8v44GCwydbdV0V3tuutMLvp9mqUim3bpTvszffhoF9X26oV6Fhnei+xhEKNoWuv6aID9SjorXnq",
+	"jMPW85Bgaf7QwzHgDSPaHA15mbOXWPWQEtoMnMTUNEhNicLgBTXJ6LlregzZzCkRc4IyvYY+RUpZdfKj",
+	"Funbncw8EJ4XOLttDzwfrB3utENudnCrrimjsUMB6q4U6I5ymu3ardMbqhbWVrqxnDBYorGyLhPJ08Ju",
+	"DPFYzvDtSpObFXrWz+2MgssIvu4fYlkEj3kDLLeuNCMpmydkavpUe+oLbz5YfYaCmTX7wxeBa879aePc",
+	"SsvL8MhA2VZuLvKUaoWMF1gizoD07BLbVeUOv+I6482U+cKz2aoz3uwfWnGl1n2nnlvacPsWMzc+Kh8B",
+	"d9zVQ6A2gr3JabclcsEAhKUHCd40rotcULV6pR+k8wVhQcRZrnxt+Vnh6E9x7JxUzr97TVYSmYtCwyFE",
+	"B3x7dvEkDJDxzEoUntlOXdj0XvoK1kLpbTz9yx/+LSy6vIGSCH8ribLmIKZzEWVX3MP781lCI9if5vov",
+	"Xlwgyq6Ifo2ud4fmoCN0hj75xGxZM9JPPoGmDMy25g0mzLhS0GwFv7VJbpyZb0C3JUHZHQbYsBW/TXUy",
+	"4zOdMJlL0yZkWHXXFcl4f/5jzdM6mrAJO+dsaUwBcmx4e8XLLBm+JlNwUbtYWipQzqhyZVOgrTDMAitQ",
+	"UzwNkBztaSEHJXhGEujoib5Bv0VHh8cnY3T0GP79+LMvTvY1eEzVH9PIysRPFD205nQJPaGMEBUgRpZE",
+	"oMMRgtAxs08XZzdhYVfLKiiTA61iqwVrWNkbtVhQ4WsyYVQD+eTwMECSI4xSKmVGEoWuaKJHml1ImhCm",
+	"khW6oTGxMXimERl4PBMaESZJqfwNLp6/rlDGgUXjSgGr8eBwdDQCsZpnhOGMDsaDz0aHo88GINws4MEc",
+	"LCBb9icockKALxdtsp7HkAStbEJto22tJSr30nXQrtDR2ss2YdNXl2fQmO3ErO2bstjjQaWvLlALJ1oN",
+	"XtAlYURCtCYYcKDtDB68058dWGCN3Am6oPJdRtjZy+ca0e8KmgbR9kPBrodiHuUpYeoeAPF6QU0YmsAR",
+	"kDh7mDVQWeE06QGVfzm7eLEdVNzEazoF/lJQsYfxQAUaX659O5f6i1/m6cDSSHETbLQbYILBo8PPNg+p",
+	"NnCsA/MSsmb1691T1XaLtpfqvh+uy6ODMqD2oFpf1cJ591YkYaMalilkBvyi2VbEBrs0tRL4s7d/x4RB",
+	"LCeEaZXxLiba85u3yJ2jwtgwUHpXm26sOS9I3q7VUjEEJu6VGj9htswPggZNg6CBlC4A/rysLVSwMdmp",
+	"9JSfQES/aW//Puj1sQsy7fXxs5dv+nwKHdxNEO9by/D6jvrm7TmOFuRroC96kK/3e0sC7+7Vv6W1cc2K",
+	"Vc93e/oeERY9YWw6329xIxfgbHhT8TX0vXp8+x2g5WsDx57DXusnpwAV3j0g7Wz1eOpgMu4V7kpDTw5P",
+	"Ng8p2nfrAcfHfYhutTttnexWqQ1WCKOybIQjtyWB9RLdMsjJS3JtXpCsJsIFKCNi6Fpi218pmhLX7K6g",
+	"eixGr18/fT1hPoL85z/WqaqJm8eWjtY7WwZlZCf65u2wOLOxjmt9oPZ90cJbU+9KtNuE7YWQnzNyXRDD",
+	"orfL/imCIig3VJJqG0etSFRL2YUTRpmksfmoWFaQOeUsQGG1zl0ZF/rnP1Z5TNELr2aOAXgdjY4fuY9t",
+	"X6nqtxD9OmH1xo3VEi6htWGEpn1NtSBs5bMJCxW8PfjLKerZc3OEnuBoYXSvCYuwEJTUOBvak4QgC+N6",
+	"39BwvwgHhhaMTkyYuKbCsgH1k+PjAEm8omzuOh4XPf+LlB3QSF9B7lJR5HK2cj1FDBD0z6A3h+hTFJra",
+	"uDwzFu5kNWFh3cYTBiisOz9dyVw/gzVpKv9gr79G9tpjub9PdttvwCXP54uH5c2tRg2dxgH3xV8Pd7an",
+	"AqNcxavRnznPhfG6eFmzqWXk2GqLoVIiQ+dEcaWysUQzTfC8MkBoKiYvCFYpzgz3vqHxnCg5LmpmHT3W",
+	"yxw9Hk3Y9y4rptyB5jj1HQQV1ag0R94S4Nl6d4an+5vgL3DR2C606SumS7Hrgh8ggQ07g/a4V5gmmlvo",
+	"GTXo1lHtZwL8AH/nNLuOUc4mm4Clv2KYDUx41lASPaMti0ZuswRER+sZXkP/ZU3TqUbdbBe/UUY82G/d",
+	"T55oB7UCg+kVF6n/qI2Uk7ucsVb+Zd1Be0XP3+WU/2BTD8OmGnV71zMpEhvy81fDqM5MTfjK/o2foT+n",
+	"qsR2eZnVOU9ioyOqRqNwFruuOsZZ3cieLpLYbNr1lUnxxBI0y70X++i3KPvTf7xAn6If//QfL/70/0fo",
+	"oqEvSadUgDOq1of8FOWZ3tFxl8rlnGZ7RpGbsFp0477t7K8KhROcXhWFaB0Lelnkx/5Dc3gozcEnzT8k",
+	"nWiXU/kbkmfhERduZP2Yt7E5mS6Ya437OaOcuXAVkTP5cTWLVFrzAwi1CZVKIgIyMFCK2rvWEwiC9jp7",
+	"je4XDWPgYSLTV2PCDGkypMe4mPdsLJ6xjRAKVhbzJyrBy0vZ3GsgsH0/L01Hy8Ybbxz+xmyBMLBg0Lgt",
+	"jpxaWqP3R42tZIYlSSgjfSWVSpfNzsdUyCyVuLgfzob/ioc/HQ6/nA7f/XwUPD55/5vB2hjpo8Oq4HK8",
+	"SXB5UONv2ce14ynaYjixDVYAg+MHepR1H5reB1gWZyv4f+VFmTa17i0Zg5XsdEi+oFI9sd88IGjrvcc8",
+	"0DUqqo1O0RC2JrYysgzMvffgzLWnrS5imbF+T5BUJWsECvZcAek8y9fD89nLNw8KzEq3nE5IPnv5pgG6",
+	"QOMKhNTcHYb6hFvBLKkXt/WSdUBq42kt1H/0yScQi/jJJ0X8IdS2SFY+L8GENaomCMyubT8rU/U1HDeq",
+	"M0BxD1/lB70303AnQGVVBCjH4QpBlC15Juw1vrZdeyROiY3kMcHbz55UCoz4qP8zoqrFf1sM4G/bXOpb",
+	"qyjRW04bE+jVNRg36hjea+HhvnLpNpJvb5Eavv5dNWZ0O+H6Q8vifQa9KmJe+44wNocLyrYdgW97j3gB",
+	"5fH7fn1uciEeVPSovn8PTYf+fXhelKfSdA1agd2ZkgPRLckkBIVW/aOdgoVphbCWD16YTx4QbLW6u528",
+	"ELb6gNzQnHMrfui643sZoUn5oMT0IoT6byB5BoiRGyKVFe1nK2SJoi27dE1WkqgJy/CcMhuSnGEpUVjJ",
+	"6QnRDEfX67OKND/T/y64mCAowpIMKZOESarokpwWnlJTBVKa5pCGkgZGRQIHsuGKxmoEypCPBWp08Ws/",
+	"/yDHf9Xk2MfdJReqg7cPa4kRjrfXf1v7wWRjuNyMYUbw9bQqCuzO4399TMIlJG5gEJoESUdC7iU42tg5",
+	"yknbTCEYZFz6SJmmXpbkFmkTwlbkQ3uhq+kX7o+QIdZFt1nX+pLEEBTEWUTGCEONVWvRwdHCED6qZL0R",
+	"qhbTwdyBzg3gJwwnEJrr6OkeiOkVO5Ctc0dUnp0iiKEPTG1LoyKUqYIo5uB6BCq/X5hzjw8Py5rgJdF2",
+	"OQV4wuLcXDwZoe8h0eR5TNKMK8iv+oZofQUjQZRYOTYPe7Ri7IQVhmMXE2PYgPk1VCYsJlTDS5IleEXi",
+	"MdLyuatiWEx6TVbOAG2CgWY8XiGbl/DlCH3L1YKyOQTQmLNwhjBbTRiE6nhtWPAsL6EjxHY0vAKHb8jK",
+	"viE49Fc8Xm31fPrl6RWVJPVSt8M5H1oaoSccXeKbC9ur1hdDbZE3KB3d6IJ+NWrpRO/9lGD9I7zM2ZNb",
+	"jd362R4fHvUaYSAf937pFzi54iJ1I456RXPbTCc36MvNg845u0qoyTk7OeoRM/6a8xdYzIkZ8KjPtoro",
+	"rgsSU/za8MJ+5uvnDCwLUIq6kjoGyFNNGvvhncaSkhwaHmpIWoUQQnafBGtSXcw7MIVEwVDqpZFf5TSJ",
+	"Tc6WpowlEdEPNcNCOkNCozLpeMImbIgwyvJZQuWi8MUN9TSaG4xRaOnfUINmDAU8D7IEU2bDLYBnYDlh",
+	"yJiJNRXYC01uXoi4rZLKBQr1l+H+qVmxKLCIFOfJx9JGmo+RHfrbJMEpHs5MffAhfB4iLvQ67pNlkqTu",
+	"Lybxrr7XNE8UzbBQB3rAMMYKh5oB6F/peUyr8jAlCodowZPYxXMILSKXnoEax3H1WcFyq2fZs6TeZMsh",
+	"VxkgcKbIv/zh3/ZN4L6+Hy5QygXcirLN0s2RaELCwHAk+M7kIEOXcbsTDSi0F/oAo6fIBNU8SA8G9+Up",
+	"CjWADKRNvgYaDiVekqEgMk9UiG4E1exJD9Fn07PAghkRCNLOTBLe9wusgAW5XRTXBREzxFOmE2A6QmeW",
+	"4Wj8aNTJhb7wIG+IIuFas6UIM80bZ/oWcGwZyvHxhDGcuvsxvdcdh/ZwkueA3/fBSYJ2l2bLOwHTNdbI",
+	"U4vbJqHCojyUtPeIrjZr1S+86mkqUqv90XPjg2BQYn+HiNquLh/6H1UF+oXm7hrY6/c+nBNmoevCdczb",
+	"B1zjlpp0HVjN/akH3no6fv9pFyf3PPA6M6/XO3Bd/du9z2eUYdjzGjcTlFHytC/DXjt0nViENurNWH+t",
+	"VzMc9eh4r/AgMBtvJ2K/DwYlOa4fvFZjyMJ5Y+7bWVUcQZQhnCT/kEr+7qSSUhhw9LmTXfeSXn42ruD3",
+	"5p0kRBGPBLMCgtJdMB+2wRCOU8r0Z6MWzf8apt6F5oP6bYNc2tr3SXu3Zqk4KHXHO/pxd0LVHpj3lIsZ",
+	"jWPCdnQX98UdA5ANEm3QndB675d2ryaTNb78EgOacl/QKDYIpN+EkGhk+SV8/t8xZ0WtX1NpgXFVmRp8",
+	"oVVVCe1dPj1Hn3/25eN9iHQBETgMUAj2DsvmSoNHGEzYbNsXXhSmEiTlS6IlSDs75BqVkxdBeMYIY6wl",
+	"0QKzOZh7Ii4EicAIVA3aAcGSkRuICUDuOq8JyUwmlz+i+00W43siMn3MEwDyIYD80zuYKky1rV6mil68",
+	"/kM8LKyvQd8S4zejDyoCPDBd/ZsSGp7EzpABORemJttWUsGmpNBzaM8BQXXGwVi05VCN9PUROn/11gTP",
+	"IowW4A9Fgt/sT9iVJhnWahDJpSEhZ1FEMmVNGvq3p6iwW9xQZrPl7Wdhl8+pbBwl70QT+oam/mpzxL1+",
+	"GtfdsGf4XKWwZV+3yVOjw32AvLGi32KheEVyuUN5EfB2Ujb/5YL/XhcR762STJFFZL/Lvv5y06I5sz8a",
+	"y9UKiQW+MS9SpTgbo1DwG/kDfTeCxX74/bvQBZnaCC0ThQXh9D/Qd55kMz3G5BxX42WdILHAmmtMmMxt",
+	"AG9HyNSFyzv4dUqednsdWPQBkz5auFMt34VlUcREX2ujiheKeJKnrC9GtTM72gS30tTtr5Ti/o1QxWYb",
+	"2vsiixqNflmq6NIOoLl6G3NddyGLclD8FarxjQ8OEh7hZMGlGn9x+MUhXIAd/nMlMl76DMtgjIfI+xW0",
+	"LNPakCsuuNdRKPCbJ/8SBhtKD4b7owruVQQyvQeH9C6+qPa7IrGi8lswSb5/9/4/AwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -23,7 +23,8 @@ func toAPIRun(r store.Run) api.Run {
 		flags = map[string]string{}
 	}
 	out := api.Run{
-		ID: r.ID, Title: r.Title, Submitter: opt(r.Submitter), CreatedAt: r.CreatedAt, SourceURL: opt(r.SourceURL),
+		ID: r.ID, Title: r.Title, Notes: opt(r.Notes), Submitter: opt(r.Submitter), SubmittedBy: opt(r.SubmittedBy),
+		CreatedAt: r.CreatedAt, SourceURL: opt(r.SourceURL),
 		Model: api.Model{Name: r.Model.Name, Quantization: opt(r.Model.Quantization)},
 		Hardware: api.Hardware{
 			Type: opt(r.Hardware.Type), GPU: r.Hardware.GPU, GPUCount: r.Hardware.GPUCount, VRAMGB: r.Hardware.VRAMGB,

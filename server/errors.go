@@ -14,6 +14,7 @@ import (
 
 	"github.com/matrixd/matrixd/api"
 	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/ingest"
 	"github.com/matrixd/matrixd/store"
 )
 
@@ -28,6 +29,9 @@ func errorHandler(logger *slog.Logger) echo.HTTPErrorHandler {
 			return
 		}
 		p := toProblem(err, c)
+		if p.Status == http.StatusUnauthorized {
+			c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="matrixd"`)
+		}
 		if p.Status >= 500 {
 			logger.LogAttrs(c.Request().Context(), slog.LevelError, "request failed",
 				slog.String("method", c.Request().Method), slog.String("uri", c.Request().RequestURI),
@@ -61,11 +65,26 @@ func toProblem(err error, c echo.Context) api.Problem {
 	var fs fieldErrors
 	var refusal *calculator.Refusal
 	var amb *ambiguous
+	var ve *store.ValidationError
+	var pe *ingest.ParseError
+	var de *store.Error
+	var mal malformed
+	var um unsupportedMedia
 	switch {
 	case errors.As(err, &fs):
 		p = fs.problem()
 	case errors.As(err, &fe):
-		p = fieldErrors{{Field: fe.Field, Message: fe.Message}}.problem()
+		p = fieldErrors{fieldError(fe.Field, fe.Message)}.problem()
+	case errors.As(err, &ve):
+		p = invalidRun(ve.Problems)
+	case errors.As(err, &mal):
+		p = problem(http.StatusBadRequest, mal.Error())
+	case errors.As(err, &pe):
+		p = invalidRun([]store.Problem{{File: pe.File, Line: pe.Line, Message: pe.Msg}})
+	case errors.As(err, &um):
+		p = problem(http.StatusUnsupportedMediaType, string(um))
+	case errors.As(err, &de):
+		p = problem(domainStatus(de.Kind), de.Msg)
 	case errors.As(err, &refusal):
 		p = problem(http.StatusUnprocessableEntity, refusal.Reason)
 		if refusal.Supported != "" {
@@ -80,6 +99,8 @@ func toProblem(err error, c echo.Context) api.Problem {
 		p = problem(http.StatusBadRequest, strings.TrimPrefix(err.Error(), "invalid: "))
 	case errors.Is(err, store.ErrConflict):
 		p = problem(http.StatusConflict, err.Error())
+	case errors.Is(err, store.ErrUnauthorized):
+		p = problem(http.StatusUnauthorized, "this needs a valid API key: send Authorization: Bearer KEY (make one with matrixd keys create)")
 	case errors.As(err, &herr):
 		p = httpProblem(herr, req)
 	default:
@@ -89,6 +110,52 @@ func toProblem(err error, c echo.Context) api.Problem {
 	instance := req.URL.Path
 	p.Instance = &instance
 	return p
+}
+
+// domainStatus maps the store's error kinds to HTTP: the one table.
+func domainStatus(kind error) int {
+	switch kind {
+	case store.ErrNotFound:
+		return http.StatusNotFound
+	case store.ErrConflict:
+		return http.StatusConflict
+	case store.ErrForbidden:
+		return http.StatusForbidden
+	case store.ErrUnauthorized:
+		return http.StatusUnauthorized
+	case store.ErrInvalid:
+		return http.StatusBadRequest
+	}
+	return http.StatusInternalServerError
+}
+
+// unsupportedMedia is a body of a type the operation does not take; the
+// text says which it takes.
+type unsupportedMedia string
+
+func (u unsupportedMedia) Error() string { return string(u) }
+
+// invalidRun is the 422 listing every problem of a submitted run.
+func invalidRun(probs []store.Problem) api.Problem {
+	detail := "the run cannot be stored: " + (&store.ValidationError{Problems: probs}).Error()
+	p := problem(http.StatusUnprocessableEntity, detail)
+	list := make([]api.FieldError, len(probs))
+	for i, pr := range probs {
+		pointer := pr.Pointer
+		list[i] = api.FieldError{Pointer: &pointer, Message: pr.Message}
+		if pr.File != "" {
+			list[i].File = &pr.File
+		}
+		if pr.Line > 0 {
+			list[i].Line = &pr.Line
+		}
+	}
+	p.Errors = &list
+	return p
+}
+
+func fieldError(field, message string) api.FieldError {
+	return api.FieldError{Field: &field, Message: message}
 }
 
 func httpProblem(herr *echo.HTTPError, req *http.Request) api.Problem {
@@ -102,7 +169,7 @@ func httpProblem(herr *echo.HTTPError, req *http.Request) api.Problem {
 	case http.StatusMethodNotAllowed:
 		return problem(http.StatusMethodNotAllowed, fmt.Sprintf("%s is not allowed on %s; see the Allow header", req.Method, req.URL.Path))
 	case http.StatusRequestEntityTooLarge:
-		return problem(http.StatusRequestEntityTooLarge, "the request body is too large")
+		return problem(http.StatusRequestEntityTooLarge, "the request body is larger than the limit of 1 MiB")
 	}
 	if herr.Code >= 500 {
 		return problem(herr.Code, "")
@@ -116,7 +183,7 @@ type fieldErrors []api.FieldError
 func (f fieldErrors) Error() string {
 	msgs := make([]string, len(f))
 	for i, e := range f {
-		msgs[i] = e.Field + ": " + e.Message
+		msgs[i] = deref(e.Field) + ": " + e.Message
 	}
 	return strings.Join(msgs, "; ")
 }
@@ -142,7 +209,7 @@ func validationErrors(err error) []api.FieldError {
 	for _, e := range errs {
 		var re *openapi3filter.RequestError
 		if !errors.As(e, &re) {
-			out = append(out, api.FieldError{Field: "request", Message: e.Error()})
+			out = append(out, fieldError("request", e.Error()))
 			continue
 		}
 		field := "request"
@@ -152,7 +219,7 @@ func validationErrors(err error) []api.FieldError {
 		case re.RequestBody != nil:
 			field = "body"
 		}
-		out = append(out, api.FieldError{Field: field, Message: reason(re)})
+		out = append(out, fieldError(field, reason(re)))
 	}
 	return out
 }

@@ -18,7 +18,7 @@ import (
 // invalidParam is a request that passed the schema but not the handler's
 // own checks; it becomes a 400 naming the parameter.
 func invalidParam(field, message string) error {
-	return fieldErrors{{Field: field, Message: message}}
+	return fieldErrors{fieldError(field, message)}
 }
 
 // GetHealth implements GET /healthz.

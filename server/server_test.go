@@ -39,6 +39,7 @@ func TestMain(m *testing.M) {
 // env is a real server over a real SQLite file holding the two published
 // seed runs and some generated ones.
 type env struct {
+	path   string // the database file
 	h      http.Handler
 	st     *store.Store
 	spec   *openapi3.T
@@ -49,12 +50,13 @@ type env struct {
 func newEnv(t testing.TB, generated int) *env {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "matrixd.db"), store.Options{})
+	path := filepath.Join(t.TempDir(), "matrixd.db")
+	st, err := store.Open(ctx, path, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	e := &env{st: st, seeds: map[string]store.Run{}}
+	e := &env{path: path, st: st, seeds: map[string]store.Run{}}
 	for _, s := range ingest.Seeds() {
 		r, err := ingest.Parse(s.Data)
 		if err != nil {
@@ -97,7 +99,13 @@ func (e *env) seed(t testing.TB, name string) store.Run {
 // against openapi.yaml.
 func (e *env) do(t testing.TB, method, target string, header http.Header) *httptest.ResponseRecorder {
 	t.Helper()
-	req := httptest.NewRequest(method, target, nil)
+	return e.send(t, method, target, header, nil)
+}
+
+// send is do with a request body.
+func (e *env) send(t testing.TB, method, target string, header http.Header, body []byte) *httptest.ResponseRecorder {
+	t.Helper()
+	req := httptest.NewRequest(method, target, bytes.NewReader(body))
 	for k, v := range header {
 		req.Header[k] = v
 	}
@@ -209,8 +217,8 @@ func TestAPI(t *testing.T) {
 		{"compare unknown", "GET", "/v1/compare?run_ids=" + fara + ",rnope", nil, 404, []string{"rnope does not exist"}, nil},
 
 		{"unknown route", "GET", "/v2/nothing", nil, 404, []string{`"status":404`, "/v2/nothing"}, nil},
-		{"wrong method", "POST", "/v1/runs", nil, 405, []string{`"status":405`}, map[string]string{"Allow": "GET"}},
-		{"wrong method on run", "DELETE", "/v1/runs/" + fara, nil, 405, nil, map[string]string{"Allow": "GET"}},
+		{"wrong method", "PUT", "/v1/runs", nil, 405, []string{`"status":405`}, map[string]string{"Allow": "GET, POST"}},
+		{"wrong method on run", "POST", "/v1/runs/" + fara, nil, 405, nil, map[string]string{"Allow": "DELETE, GET, PATCH"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

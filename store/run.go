@@ -3,12 +3,12 @@
 package store
 
 import (
-	"fmt"
 	"cmp"
 	"crypto/sha256"
 	"encoding/base32"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"

@@ -55,7 +55,10 @@ func TestValidateRejects(t *testing.T) {
 		{"source url not http", func(r *store.Run) { r.SourceURL = "javascript:alert(1)" }, "/source_url", "http"},
 		{"vram zero", func(r *store.Run) { r.Hardware.VRAMGB = ptr(0.0) }, "/hardware/vram_gb", "above 0"},
 		{"vram too large", func(r *store.Run) { r.Hardware.VRAMGB = ptr(4097.0) }, "/hardware/vram_gb", "at most 4096"},
-		{"utilization above 1", func(r *store.Run) { r.Launch.GPUMemoryUtilization = ptr(1.5); delete(r.Launch.Flags, "gpu-memory-utilization") }, "/launch/gpu_memory_utilization", "at most 1"},
+		{"utilization above 1", func(r *store.Run) {
+			r.Launch.GPUMemoryUtilization = ptr(1.5)
+			delete(r.Launch.Flags, "gpu-memory-utilization")
+		}, "/launch/gpu_memory_utilization", "at most 1"},
 		{"gpu count 0", func(r *store.Run) { r.Hardware.GPUCount = ptr(0) }, "/hardware/gpu_count", "1 to 4096"},
 		{"context too large", func(r *store.Run) { r.Decode[0].ContextTokens = store.MaxContextTokens + 1 }, "/decode/0/context_tokens", "0 to 16777216"},
 		{"negative context", func(r *store.Run) { r.Prefill[0].ContextTokens = -1 }, "/prefill/0/context_tokens", "0 to"},

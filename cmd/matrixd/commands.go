@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/matrixd/matrixd/ingest"
@@ -37,11 +39,20 @@ func seedIfEmpty(ctx context.Context, st *store.Store) (int, error) {
 func importCmd(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("import", stderr)
 	db := dbFlag(fs, getenv)
+	format := fs.String("format", "", "a benchmark tool's output: "+strings.Join(ingest.Formats(), " or ")+"; all FILEs then make one run (default: each FILE is a published page or run JSON)")
+	meta := fs.String("meta", "", "with --format: run JSON without cells (title, model, hardware, engine …) for the rest of the run")
+	tg := fs.Int("tg", 0, "with --format llama-batched-bench: the text-generation length to import when the table measured several")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
-		return fmt.Errorf("import: name at least one file (- for stdin): a published matrix-run page or run JSON")
+		return fmt.Errorf("import: name at least one file (- for stdin): a published matrix-run page or run JSON, or with --format a tool's output")
+	}
+	if *format != "" {
+		return importTool(ctx, *db, *format, *meta, *tg, fs.Args(), stdin, stdout)
+	}
+	if *meta != "" || *tg != 0 {
+		return fmt.Errorf("import: --meta and --tg go with --format")
 	}
 	// Parse every file before opening the store: a file that does not parse
 	// is reported with the others, and stores nothing.
@@ -75,19 +86,74 @@ func importCmd(ctx context.Context, args []string, getenv func(string) string, s
 			errs = append(errs, fmt.Errorf("%s: %w", p.name, err))
 			continue
 		}
-		verb := "stored"
-		if !created {
-			verb = "already stored"
-		}
-		fmt.Fprintf(stdout, "%s\t%s\t%s (%d decode, %d prefill cells)\n", r.ID, verb, p.name, len(r.Decode), len(r.Prefill))
+		printStored(stdout, r, created, p.name)
 	}
 	for _, e := range errs {
-		fmt.Fprintf(stderr, "import: %v\n", e)
+		fmt.Fprintf(stderr, "import: %s\n", describeError(e))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("import: %d of %d files not imported", len(errs), fs.NArg())
 	}
 	return nil
+}
+
+// importTool builds one run from a tool's output files and the run's
+// metadata.
+func importTool(ctx context.Context, db, format, metaPath string, tg int, names []string, stdin io.Reader, stdout io.Writer) error {
+	if metaPath == "" {
+		return fmt.Errorf("import: --format %s needs --meta META.json: run JSON without cells giving the title, model, hardware and engine", format)
+	}
+	meta, err := readInput(metaPath, stdin)
+	if err != nil {
+		return fmt.Errorf("import: --meta %s: %w", metaPath, err)
+	}
+	files := make([]ingest.ToolFile, 0, len(names))
+	for _, name := range names {
+		b, err := readInput(name, stdin)
+		if err != nil {
+			return fmt.Errorf("import: %s: %w", name, err)
+		}
+		files = append(files, ingest.ToolFile{Name: name, Data: b})
+	}
+	run, err := ingest.ParseToolRun(format, metaPath, meta, files, ingest.ToolOptions{TG: tg})
+	if err != nil {
+		return fmt.Errorf("import: %s", describeError(err))
+	}
+	st, err := store.Open(ctx, db, store.Options{})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	r, created, err := st.CreateRun(ctx, run)
+	if err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	printStored(stdout, r, created, strings.Join(names, " "))
+	return nil
+}
+
+func printStored(w io.Writer, r store.Run, created bool, from string) {
+	verb := "stored"
+	if !created {
+		verb = "already stored"
+	}
+	fmt.Fprintf(w, "%s\t%s\t%s (%d decode, %d prefill cells)\n", r.ID, verb, from, len(r.Decode), len(r.Prefill))
+}
+
+// describeError spells out every problem of a run that cannot be stored,
+// one a line.
+func describeError(err error) string {
+	var ve *store.ValidationError
+	if !errors.As(err, &ve) {
+		return err.Error()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s", strings.TrimSuffix(err.Error(), ve.Error()))
+	fmt.Fprintf(&b, "the run cannot be stored (%d problems):", len(ve.Problems))
+	for _, p := range ve.Problems {
+		b.WriteString("\n  " + p.String())
+	}
+	return b.String()
 }
 
 func readInput(name string, stdin io.Reader) ([]byte, error) {
@@ -130,7 +196,7 @@ func exportCmd(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	// Run JSON is the run without what the server assigns.
-	r.ID, r.CreatedAt = "", time.Time{}
+	r.ID, r.CreatedAt, r.SubmittedBy = "", time.Time{}, ""
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)

@@ -3,6 +3,8 @@
 //
 //	matrixd [serve] [--addr :8080] [--db ./matrixd.db] [--no-seed]
 //	matrixd import [--db PATH] FILE...   (- for stdin)
+//	matrixd import --format FORMAT --meta META.json FILE...
+//	matrixd keys create|list|revoke
 //	matrixd export [--db PATH] RUN_ID
 //	matrixd generate [--db PATH] [--runs N] [--seed S]
 //	matrixd calc decode|capacity|grid|prefill [flags]
@@ -43,6 +45,8 @@ func main() {
 const usage = `usage:
   matrixd [serve] [flags]           run the API server
   matrixd import [--db PATH] FILE…  store runs from published pages or run JSON (- reads stdin)
+  matrixd import --format FORMAT --meta META.json FILE…  one run from a benchmark tool's output
+  matrixd keys create|list|revoke   API keys for submissions over HTTP
   matrixd export [--db PATH] RUN_ID print a run as importable JSON
   matrixd generate [--db PATH] [--runs N] [--seed S]  add N synthetic runs (for load tests)
   matrixd calc decode|capacity|grid|prefill [flags]   the decode calculator (-h for flags)
@@ -68,6 +72,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return calcCmd(ctx, args, getenv, stdout, stderr)
 	case "eval":
 		return evalCmd(ctx, args, getenv, stdout, stderr)
+	case "keys":
+		return keysCmd(ctx, args, getenv, stdout, stderr)
 	case "help":
 		fmt.Fprintln(stdout, usage)
 		return nil

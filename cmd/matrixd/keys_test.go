@@ -1,0 +1,97 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/matrixd/matrixd/store"
+)
+
+func TestKeysCreateListRevoke(t *testing.T) {
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "matrixd.db")
+	cli := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := run(ctx, append([]string{"keys"}, args...), env(nil), nil, &out, io.Discard)
+		return out.String(), err
+	}
+	out, err := cli("create", "--db", db, "--name", "ci-bot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	token := lines[len(lines)-1]
+	if !strings.HasPrefix(token, "mxd_") || strings.ContainsAny(token, " \t") {
+		t.Fatalf("last line %q is not the key alone", token)
+	}
+	if _, err := cli("create", "--db", db, "--name", "ci-bot"); err == nil || !strings.Contains(err.Error(), "exists already") {
+		t.Errorf("a second key of the same name: %v, want a refusal", err)
+	}
+	if _, err := cli("create", "--db", db, "--name", "bad name!"); err == nil {
+		t.Error("a key name with a space and ! was accepted")
+	}
+
+	st, err := store.Open(ctx, db, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := st.Authenticate(ctx, token)
+	st.Close()
+	if err != nil || k.Name != "ci-bot" || k.Admin {
+		t.Fatalf("the printed key authenticates as %+v, %v; want ci-bot, not admin", k, err)
+	}
+
+	list, err := cli("list", "--db", db)
+	if err != nil || !strings.Contains(list, "ci-bot") || strings.Contains(list, token) || strings.Contains(list, token[len(token)-52:]) {
+		t.Fatalf("list = %q, %v; want the name and never the secret", list, err)
+	}
+	if _, err := cli("revoke", "--db", db, "ci-bot"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli("revoke", "--db", db, "nobody"); err == nil || !strings.Contains(err.Error(), "no key is named nobody") {
+		t.Errorf("revoke of an unknown key: %v", err)
+	}
+	st, err = store.Open(ctx, db, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Authenticate(ctx, token); !errors.Is(err, store.ErrUnauthorized) {
+		t.Errorf("a revoked key authenticates: %v", err)
+	}
+	if list, _ := cli("list", "--db", db); !strings.Contains(list, "ci-bot") || strings.Count(list, "\n") != 2 {
+		t.Errorf("list after revoke = %q", list)
+	}
+}
+
+func TestImportToolFormat(t *testing.T) {
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "matrixd.db")
+	dir := filepath.Join("..", "..", "ingest", "testdata", "tools")
+	var out, errOut bytes.Buffer
+	err := run(ctx, []string{"import", "--db", db, "--format", "llama-batched-bench", "--meta", filepath.Join(dir, "llama-pr16894.META.json"),
+		filepath.Join(dir, "llama-pr16894-qwen2-7b.md")}, env(nil), nil, &out, &errOut)
+	if err != nil || !strings.Contains(out.String(), "stored") || !strings.Contains(out.String(), "(6 decode, 2 prefill cells)") {
+		t.Fatalf("import = %v, %q; want one run of 6 decode and 2 prefill cells", err, out.String())
+	}
+	// Several TG for one cell without --tg is refused; --tg picks one.
+	multi := filepath.Join(dir, "llama-readme-multi-tg.md")
+	meta := filepath.Join(dir, "llama-pr16894.META.json")
+	err = run(ctx, []string{"import", "--db", db, "--format", "llama-batched-bench", "--meta", meta, multi}, env(nil), nil, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--tg N") {
+		t.Errorf("several TG without --tg: %v", err)
+	}
+	out.Reset()
+	err = run(ctx, []string{"import", "--db", db, "--format", "llama-batched-bench", "--tg", "256", "--meta", meta, multi}, env(nil), nil, &out, io.Discard)
+	if err != nil || !strings.Contains(out.String(), "(6 decode, 1 prefill cells)") {
+		t.Errorf("--tg 256: %v, %q; want the 6 rows of TG 256", err, out.String())
+	}
+	if err := run(ctx, []string{"import", "--db", db, "--format", "vllm-bench", filepath.Join(dir, "vllm-sweep-opt125m-c2.json")}, env(nil), nil, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "--meta") {
+		t.Errorf("no --meta: %v", err)
+	}
+}

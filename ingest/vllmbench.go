@@ -1,0 +1,279 @@
+package ingest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"github.com/matrixd/matrixd/store"
+)
+
+// vllmTool is what a run measured with `vllm bench serve` names as its
+// benchmark tool.
+const vllmTool = "vllm bench serve"
+
+// vllmResult is one result object of `vllm bench serve --save-result`:
+// its top-level values, raw, with the line each is on.
+type vllmResult struct {
+	file   string
+	line   int
+	fields map[string]vllmField
+}
+
+type vllmField struct {
+	raw  json.RawMessage
+	line int
+}
+
+// parseVLLMBench reads the result files of `vllm bench serve
+// --save-result` (one result a file, or several one after another as
+// --append-result writes them), one decode cell each, into r.
+func parseVLLMBench(r *store.Run, files []ToolFile, _ ToolOptions) error {
+	if err := claimTool(r, vllmTool); err != nil {
+		return err
+	}
+	modelFrom := "meta's model.name"
+	seen := map[[2]int]string{} // (context, concurrency) → where it was
+	for _, f := range files {
+		found := 0
+		err := eachVLLMResult(f, func(res *vllmResult) error {
+			found++
+			if len(r.Decode) == maxToolRows {
+				return tooManyRows(res.file, res.line)
+			}
+			c, err := res.cell()
+			if err != nil {
+				return err
+			}
+			k := [2]int{c.ContextTokens, c.Concurrency}
+			if at, ok := seen[k]; ok {
+				return res.fail("", "context %d tokens at concurrency %d was measured twice: here and at %s", k[0], k[1], at)
+			}
+			seen[k] = toolPlace(res.file, res.line)
+			if id, line, ok := res.text("model_id"); ok && id != "" {
+				switch {
+				case r.Model.Name == "":
+					r.Model.Name, modelFrom = id, "model_id at "+toolPlace(res.file, line)
+				case r.Model.Name != id:
+					return &ParseError{File: res.file, Line: line, Msg: fmt.Sprintf("model_id is %q, but %s is %q: the run is of one model", id, modelFrom, r.Model.Name)}
+				}
+			}
+			r.Decode = append(r.Decode, c)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if found == 0 {
+			return &ParseError{File: f.Name, Msg: "no result: want the JSON object vllm bench serve --save-result writes"}
+		}
+	}
+	return nil
+}
+
+// cell maps one result to its decode cell.
+func (res *vllmResult) cell() (store.DecodeCell, error) {
+	var c store.DecodeCell
+	completed, err := res.whole("completed", true)
+	if err != nil {
+		return c, err
+	}
+	if completed == 0 {
+		failed, _ := res.whole("failed", false)
+		return c, res.fail("completed", "completed is 0: no request finished (%d failed), so there is nothing to read", failed)
+	}
+	conc, err := res.whole("max_concurrency", false)
+	if err != nil {
+		return c, err
+	}
+	if conc < 1 {
+		rate := "not given"
+		if f, ok := res.fields["request_rate"]; ok {
+			rate = string(f.raw)
+		}
+		return c, res.fail("max_concurrency", "no max_concurrency (request_rate %s): this result measured a request rate, not a concurrency; run vllm bench serve with --max-concurrency N", rate)
+	}
+	if err := res.heldConcurrency(conc); err != nil {
+		return c, err
+	}
+	in, err := res.whole("total_input_tokens", true)
+	if err != nil {
+		return c, err
+	}
+	out, err := res.whole("total_output_tokens", true)
+	if err != nil {
+		return c, err
+	}
+	duration, _, err := res.number("duration", true)
+	if err != nil {
+		return c, err
+	}
+	throughput, _, err := res.number("output_throughput", true)
+	if err != nil {
+		return c, err
+	}
+	c = store.DecodeCell{
+		ContextTokens:     int(math.Round(float64(in) / float64(completed))),
+		Concurrency:       conc,
+		Status:            store.StatusValid,
+		TotalTokS:         new(throughput),
+		CompletedRequests: new(completed),
+		OutputTokens:      new(out),
+		DurationS:         new(duration),
+	}
+	// The percentile metrics are left out with --percentile-metrics or
+	// without a tokenizer: then the cell goes without them.
+	ttft, ok, err := res.number("median_ttft_ms", false)
+	if err != nil {
+		return c, err
+	}
+	if ok {
+		c.TTFTMs = new(ttft)
+	}
+	tpot, ok, err := res.number("median_tpot_ms", false)
+	if err != nil {
+		return c, err
+	}
+	if ok && tpot > 0 { // 0 when no request generated a second token: nothing measured
+		per := 1000 / tpot
+		if !toolFinite(per) {
+			return c, res.fail("median_tpot_ms", "median_tpot_ms %g is too small", tpot)
+		}
+		c.TBTMs, c.PerRequestTokS = new(tpot), new(per)
+	}
+	return c, nil
+}
+
+// heldConcurrency refuses results whose max_concurrency was only a cap:
+// a set request rate or ramp-up paced the requests, or there were fewer
+// prompts than the concurrency.
+func (res *vllmResult) heldConcurrency(conc int) error {
+	if f, ok := res.fields["request_rate"]; ok && string(f.raw) != `"inf"` && string(f.raw) != "null" {
+		return res.fail("request_rate", "request_rate is %s: requests came at a set rate, so max_concurrency %d was a cap, not the concurrency measured; run with --request-rate inf", f.raw, conc)
+	}
+	if f, ok := res.fields["ramp_up_strategy"]; ok && string(f.raw) != "null" {
+		return res.fail("ramp_up_strategy", "ramp_up_strategy is %s: the request rate changed during the run, so max_concurrency %d was a cap, not the concurrency measured", f.raw, conc)
+	}
+	if prompts, err := res.whole("num_prompts", false); err == nil && prompts > 0 && prompts < conc {
+		return res.fail("num_prompts", "num_prompts %d is below max_concurrency %d: the concurrency was never reached", prompts, conc)
+	}
+	return nil
+}
+
+// fail is a *ParseError on the line of key, or of the result's start.
+func (res *vllmResult) fail(key, format string, args ...any) error {
+	line := res.line
+	if f, ok := res.fields[key]; ok {
+		line = f.line
+	}
+	return &ParseError{File: res.file, Line: line, Msg: fmt.Sprintf(format, args...)}
+}
+
+// number is the value of key, a finite number not negative; ok is false
+// when the key is absent or null, an error if it is required.
+func (res *vllmResult) number(key string, required bool) (v float64, ok bool, err error) {
+	f, found := res.fields[key]
+	if !found || string(f.raw) == "null" {
+		if required {
+			return 0, false, res.fail(key, "%s is missing: want the result vllm bench serve --save-result writes", key)
+		}
+		return 0, false, nil
+	}
+	if f.raw[0] != '-' && (f.raw[0] < '0' || f.raw[0] > '9') {
+		return 0, false, res.fail(key, "%s is %s: want a number", key, f.raw)
+	}
+	v, ok = toolNumber(string(f.raw))
+	if !ok {
+		return 0, false, res.fail(key, "%s is %s: want a finite number, not negative", key, f.raw)
+	}
+	return v, true, nil
+}
+
+// whole is the value of key, a whole number; 0 when it is absent or null
+// and not required.
+func (res *vllmResult) whole(key string, required bool) (int, error) {
+	v, ok, err := res.number(key, required)
+	if err != nil || !ok {
+		return 0, err
+	}
+	if v != math.Trunc(v) || v > 1<<53 {
+		return 0, res.fail(key, "%s is %s: want a whole number", key, res.fields[key].raw)
+	}
+	return int(v), nil
+}
+
+// text is the string value of key.
+func (res *vllmResult) text(key string) (s string, line int, ok bool) {
+	f, found := res.fields[key]
+	if !found || json.Unmarshal(f.raw, &s) != nil {
+		return "", 0, false
+	}
+	return s, f.line, true
+}
+
+// eachVLLMResult calls each for every JSON object in f, in order.
+func eachVLLMResult(f ToolFile, each func(*vllmResult) error) error {
+	src := bytes.TrimPrefix(f.Data, []byte(bom))
+	lines := &lineCounter{src: src}
+	dec := json.NewDecoder(bytes.NewReader(src))
+	dec.UseNumber()
+	fail := func(err error) error { return vllmSyntax(f.Name, src, lines, dec, err) }
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fail(err)
+		}
+		res := &vllmResult{file: f.Name, line: lines.at(int(dec.InputOffset())), fields: map[string]vllmField{}}
+		if d, ok := tok.(json.Delim); !ok || d != '{' {
+			return &ParseError{File: f.Name, Line: res.line, Msg: "want a JSON object: the result vllm bench serve --save-result writes"}
+		}
+		for dec.More() {
+			k, err := dec.Token()
+			if err != nil {
+				return fail(err)
+			}
+			key, _ := k.(string)
+			line := lines.at(int(dec.InputOffset()))
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				return fail(err)
+			}
+			if _, dup := res.fields[key]; dup {
+				return &ParseError{File: f.Name, Line: line, Msg: fmt.Sprintf("%q appears twice", key)}
+			}
+			res.fields[key] = vllmField{raw: raw, line: line}
+		}
+		if _, err := dec.Token(); err != nil {
+			return fail(err)
+		}
+		if err := each(res); err != nil {
+			return err
+		}
+	}
+}
+
+// vllmSyntax describes a JSON error at the start of the value or token
+// the decoder stopped at. Python writes NaN and Infinity, which JSON has
+// no words for, for values it could not compute.
+func vllmSyntax(file string, src []byte, lines *lineCounter, dec *json.Decoder, err error) error {
+	if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
+		return &ParseError{File: file, Line: lines.at(len(src)), Msg: "the JSON ends early"}
+	}
+	at := int(dec.InputOffset())
+	for at < len(src) && strings.IndexByte(" \t\r\n:,", src[at]) >= 0 {
+		at++
+	}
+	for _, word := range []string{"-Infinity", "Infinity", "NaN"} {
+		if bytes.HasPrefix(src[at:], []byte(word)) {
+			return &ParseError{File: file, Line: lines.at(at), Msg: fmt.Sprintf("the result holds %s, which is not JSON: Python writes it for a value it could not compute", word)}
+		}
+	}
+	return &ParseError{File: file, Line: lines.at(at), Msg: fmt.Sprintf("invalid JSON: %v", err)}
+}
