@@ -86,7 +86,7 @@ func toAPISummary(s store.RunSummary) api.RunSummary {
 }
 
 // runFilter gathers the list filters shared by listRuns and getLeaderboard.
-func runFilter(gpu, model, quant, engine, engineVersion, kvDtype, submitter *string, vramMin, vramMax *float64) store.RunFilter {
+func runFilter(gpu, model, quant, engine, engineVersion, kvDtype, submitter, submittedBy *string, vramMin, vramMax *float64) store.RunFilter {
 	v := func(p *string) string {
 		if p == nil {
 			return ""
@@ -95,6 +95,6 @@ func runFilter(gpu, model, quant, engine, engineVersion, kvDtype, submitter *str
 	}
 	return store.RunFilter{
 		GPU: v(gpu), Model: v(model), Quantization: v(quant), Engine: v(engine), EngineVersion: v(engineVersion),
-		KVCacheDtype: v(kvDtype), Submitter: v(submitter), VRAMGBMin: vramMin, VRAMGBMax: vramMax,
+		KVCacheDtype: v(kvDtype), Submitter: v(submitter), SubmittedBy: v(submittedBy), VRAMGBMin: vramMin, VRAMGBMax: vramMax,
 	}
 }

@@ -139,6 +139,13 @@ func TestSubmitRun(t *testing.T) {
 		if got.Code != 200 || !strings.Contains(got.Body.String(), `"submitted_by":"alice"`) {
 			t.Errorf("GET after POST: %d %.300s", got.Code, got.Body)
 		}
+		mine := e.do(t, "GET", "/v1/runs?submitted_by=alice", nil)
+		if !strings.Contains(mine.Body.String(), r.ID) || strings.Count(mine.Body.String(), `"id":`) != 1 {
+			t.Errorf("submitted_by=alice lists %.300s; want the one run", mine.Body)
+		}
+		if bobs := e.do(t, "GET", "/v1/runs?submitted_by=bob", nil); !strings.Contains(bobs.Body.String(), `"items":[]`) {
+			t.Errorf("submitted_by=bob lists %.300s; want none", bobs.Body)
+		}
 	})
 	t.Run("same content is not stored twice", func(t *testing.T) {
 		before := e.rows(t)

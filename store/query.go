@@ -20,6 +20,7 @@ type RunFilter struct {
 	EngineVersion string
 	KVCacheDtype  string
 	Submitter     string
+	SubmittedBy   string // the API key's name, exactly
 	VRAMGBMin     *float64
 	VRAMGBMax     *float64
 }
@@ -36,6 +37,9 @@ func (f RunFilter) where() ([]string, []any) {
 	eq("r.engine_name", f.Engine)
 	eq("r.kv_cache_dtype", f.KVCacheDtype)
 	eq("r.submitter", f.Submitter)
+	if f.SubmittedBy != "" {
+		where, args = append(where, "r.submitted_by = ?"), append(args, f.SubmittedBy)
+	}
 	if f.Model != "" {
 		where, args = append(where, "instr(lower(r.model_name), lower(?)) > 0"), append(args, f.Model)
 	}
@@ -93,7 +97,7 @@ func (f RunFilter) key() string {
 	}
 	return strings.Join([]string{strings.ToLower(f.GPU), strings.ToLower(f.Model), strings.ToLower(f.Quantization),
 		strings.ToLower(f.Engine), f.EngineVersion, strings.ToLower(f.KVCacheDtype), strings.ToLower(f.Submitter),
-		fl(f.VRAMGBMin), fl(f.VRAMGBMax)}, "\x00")
+		f.SubmittedBy, fl(f.VRAMGBMin), fl(f.VRAMGBMax)}, "\x00")
 }
 
 // queryKey is a short hash of everything that shapes a listing.
