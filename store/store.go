@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite"
@@ -27,7 +28,22 @@ type Store struct {
 	writer *sql.DB
 	reader *sql.DB
 	now    func() time.Time
+
+	// writes counts this process's committed write transactions; checked is
+	// the last data version read and the writes count it was read at.
+	writes  atomic.Int64
+	checked atomic.Pointer[versionCheck]
 }
+
+type versionCheck struct {
+	version int64
+	writes  int64
+	at      time.Time
+}
+
+// VersionMaxAge is how long DataVersion trusts its last read when this
+// process has not written since: other processes' writes show within it.
+const VersionMaxAge = 250 * time.Millisecond
 
 // Options tune Open. The zero value is fine.
 type Options struct {
@@ -191,7 +207,26 @@ func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	if err := fn(tx); err != nil {
 		return errors.Join(err, tx.Rollback())
 	}
-	return tx.Commit()
+	err = tx.Commit()
+	s.writes.Add(1) // even on a failed commit: re-reading the version is cheap
+	return err
+}
+
+// DataVersion is a number that changes whenever the stored runs change.
+// A write through this Store shows at once; one through another process
+// (the CLI, another instance) within VersionMaxAge.
+func (s *Store) DataVersion(ctx context.Context) (int64, error) {
+	writes := s.writes.Load()
+	now := time.Now()
+	if c := s.checked.Load(); c != nil && c.writes == writes && now.Sub(c.at) < VersionMaxAge {
+		return c.version, nil
+	}
+	var v int64
+	if err := s.reader.QueryRowContext(ctx, "SELECT version FROM data_version").Scan(&v); err != nil {
+		return 0, fmt.Errorf("data version: %w", err)
+	}
+	s.checked.Store(&versionCheck{version: v, writes: writes, at: now})
+	return v, nil
 }
 
 // isConstraint reports whether err is an SQLite constraint violation with

@@ -468,7 +468,8 @@ func TestMigrationRehashesRuns(t *testing.T) {
 	}
 	for _, q := range []string{
 		"DROP INDEX runs_by_submitted_by", "ALTER TABLE runs DROP COLUMN submitted_by", "ALTER TABLE runs DROP COLUMN notes",
-		"DROP TABLE api_keys", "DROP TABLE idempotency_keys", "UPDATE runs SET content_hash = 'a version 1 hash'", "PRAGMA user_version = 1",
+		"DROP TABLE api_keys", "DROP TABLE idempotency_keys", "DROP TABLE data_version",
+		"DROP TRIGGER runs_inserted", "DROP TRIGGER runs_updated", "DROP TRIGGER runs_deleted", "UPDATE runs SET content_hash = 'a version 1 hash'", "PRAGMA user_version = 1",
 	} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
@@ -484,5 +485,43 @@ func TestMigrationRehashesRuns(t *testing.T) {
 	again, created, err := st.CreateRun(ctx, run)
 	if err != nil || created || again.ID != stored.ID {
 		t.Fatalf("after migration CreateRun = %s created %v err %v; want the stored %s", again.ID, created, err, stored.ID)
+	}
+}
+
+// TestDataVersion: a write through the store shows in DataVersion at once,
+// a write through another Store on the same file (the CLI, another
+// instance) within VersionMaxAge, and a read changes nothing.
+func TestDataVersion(t *testing.T) {
+	ctx := context.Background()
+	st, path := openTestDB(t)
+	v0, err := st.DataVersion(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := storetest.Runs(12, 2)
+	if _, _, err := st.CreateRun(ctx, runs[0]); err != nil {
+		t.Fatal(err)
+	}
+	v1, _ := st.DataVersion(ctx)
+	if v1 == v0 {
+		t.Fatal("DataVersion did not change after a write through the same store")
+	}
+	if _, _, err := st.ListRuns(ctx, store.RunFilter{}, store.SortCreatedDesc, 10, ""); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := st.DataVersion(ctx); v != v1 {
+		t.Errorf("a read changed the version %d → %d", v1, v)
+	}
+	other, err := store.Open(ctx, path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, _, err := other.CreateRun(ctx, runs[1]); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(store.VersionMaxAge + 50*time.Millisecond)
+	if v, _ := st.DataVersion(ctx); v == v1 {
+		t.Errorf("a write through another process did not show within %v", store.VersionMaxAge)
 	}
 }
