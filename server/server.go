@@ -49,6 +49,9 @@ type Config struct {
 	// Calc answers the calculator endpoints; a new one over the store
 	// keeping 1024 fits when nil.
 	Calc *Calc
+	// CacheBytes bounds the cache of prepared GET answers; 64 MiB when
+	// zero, none when negative.
+	CacheBytes int64
 }
 
 // New returns the HTTP handler: request id → logger → recover → body limit
@@ -85,6 +88,11 @@ func New(st *store.Store, cfg Config) (http.Handler, error) {
 		return nil, fmt.Errorf("route spec: %w", err)
 	}
 
+	if cfg.CacheBytes == 0 {
+		cfg.CacheBytes = 64 << 20
+	}
+	rc := newResponseCache(max(cfg.CacheBytes, 0), st.DataVersion, func(bool) {})
+
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = errorHandler(cfg.Logger)
@@ -93,12 +101,37 @@ func New(st *store.Store, cfg Config) (http.Handler, error) {
 		requestLogger(cfg.Logger),
 		middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true, DisablePrintStack: true}),
 		middleware.BodyLimit(fmt.Sprintf("%dB", cfg.MaxBodyBytes)),
+		cached(rc, uncached),
+		middleware.GzipWithConfig(middleware.GzipConfig{MinLength: 1024}),
 		validator(router, st.Authenticate),
 	)
 	strict := api.NewStrictHandler(s, []api.StrictMiddlewareFunc{withAccept})
 	api.RegisterHandlers(e, rawBodies{ServerInterface: strict, ssi: s})
-	return e, nil
+	return headAsGet{e}, nil
 }
+
+// uncached are the GET paths answered afresh every time: health and
+// readiness must reflect the process and the database now.
+func uncached(path string) bool { return path == "/healthz" || path == "/readyz" }
+
+// headAsGet answers HEAD on every GET route: as GET, with the headers
+// (Content-Length, ETag) and without the body.
+type headAsGet struct{ next http.Handler }
+
+func (h headAsGet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodHead {
+		h.next.ServeHTTP(w, r)
+		return
+	}
+	get := r.Clone(r.Context())
+	get.Method = http.MethodGet
+	h.next.ServeHTTP(bodiless{w}, get)
+}
+
+// bodiless drops the body of an answer.
+type bodiless struct{ http.ResponseWriter }
+
+func (b bodiless) Write(p []byte) (int, error) { return len(p), nil }
 
 // rawBodies hands run JSON and merge patches to the handlers byte for
 // byte: the generated binder would decode them leniently (and lose the

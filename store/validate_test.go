@@ -146,3 +146,13 @@ func TestContentHashIgnoresEditableMetadata(t *testing.T) {
 		t.Error("a changed measurement kept the content hash")
 	}
 }
+
+// TestGeneratedRunsAreValid: matrixd generate and the benchmarks store
+// storetest's runs, so every one must pass the checks.
+func TestGeneratedRunsAreValid(t *testing.T) {
+	for i, r := range storetest.Runs(1, 10000) {
+		if err := r.Validate(); err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+	}
+}
