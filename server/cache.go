@@ -43,27 +43,56 @@ type responseCache struct {
 	size    int64
 	lru     *list.List // front: most recently used *cachedResponse
 	entries map[string]*list.Element
+	flights map[string]chan struct{} // answers being computed, closed when done
 }
 
 func newResponseCache(maxBytes int64, version func(context.Context) (int64, error), stats func(hit bool)) *responseCache {
-	return &responseCache{maxBytes: maxBytes, version: version, stats: stats, lru: list.New(), entries: map[string]*list.Element{}}
+	return &responseCache{maxBytes: maxBytes, version: version, stats: stats, lru: list.New(),
+		entries: map[string]*list.Element{}, flights: map[string]chan struct{}{}}
 }
 
-func (rc *responseCache) get(v int64, key string) *cachedResponse {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	if v != rc.at {
-		rc.at, rc.size = v, 0
-		rc.lru.Init()
-		clear(rc.entries)
-		return nil
+// get returns the cached answer, or nil and a done func: the caller
+// computes the answer and calls done. A caller that finds the same answer
+// being computed waits for it instead (up to the request's end), so a
+// burst of requests for one cold answer computes it once.
+func (rc *responseCache) get(ctx context.Context, v int64, key string) (*cachedResponse, func()) {
+	for waited := false; ; waited = true {
+		rc.mu.Lock()
+		if v != rc.at {
+			rc.at, rc.size = v, 0
+			rc.lru.Init()
+			clear(rc.entries)
+		}
+		if el, ok := rc.entries[key]; ok {
+			rc.lru.MoveToFront(el)
+			rc.mu.Unlock()
+			return el.Value.(*cachedResponse), nil
+		}
+		wait, busy := rc.flights[key]
+		if waited {
+			// The answer it waited for was not cacheable (an error, too
+			// large): compute alone rather than queue behind others.
+			rc.mu.Unlock()
+			return nil, func() {}
+		}
+		if !busy {
+			ch := make(chan struct{})
+			rc.flights[key] = ch
+			rc.mu.Unlock()
+			return nil, func() {
+				rc.mu.Lock()
+				delete(rc.flights, key)
+				rc.mu.Unlock()
+				close(ch)
+			}
+		}
+		rc.mu.Unlock()
+		select {
+		case <-wait: // look again
+		case <-ctx.Done():
+			return nil, func() {}
+		}
 	}
-	el, ok := rc.entries[key]
-	if !ok {
-		return nil
-	}
-	rc.lru.MoveToFront(el)
-	return el.Value.(*cachedResponse)
 }
 
 func (rc *responseCache) put(v int64, e *cachedResponse) {
@@ -174,12 +203,14 @@ func cached(rc *responseCache, skip func(path string) bool) echo.MiddlewareFunc 
 			key := cacheKey(r)
 			v, verr := rc.version(r.Context())
 			if key != "" && verr == nil {
-				if e := rc.get(v, key); e != nil {
+				e, done := rc.get(r.Context(), v, key)
+				if e != nil {
 					rc.stats(true)
 					send(w, r, e.header, e.etag, e.body, cacheControl(r.URL.Path))
 					return nil
 				}
 				rc.stats(false)
+				defer done()
 			}
 			real := w.Writer
 			cw := &capture{ResponseWriter: real}

@@ -1,0 +1,348 @@
+// Command loadbench measures matrixd under load, as a client sees it: it
+// builds a database of generated runs plus the bundled seeds, starts the
+// real server binary on it, and for /healthz and each read endpoint reports
+// the first (cold) answer's time, then req/s, p50 and p99 at a number of
+// connections, each as a ratio of /healthz in the same run. It also reports
+// the server's start-up time and resident memory.
+//
+//	go run ./cmd/loadbench [--runs 10000] [--conns 64] [--duration 5s] [--tool wrk|go]
+//
+// wrk (apt-get install wrk) is used when it is on the PATH; otherwise a Go
+// client with the same number of keep-alive connections.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/matrixd/matrixd/ingest"
+	"github.com/matrixd/matrixd/store"
+	"github.com/matrixd/matrixd/store/storetest"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintf(os.Stderr, "loadbench: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+type result struct {
+	name        string
+	cold        time.Duration
+	rps         float64
+	p50, p99    time.Duration
+	errors, non int
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("loadbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	runs := fs.Int("runs", 10000, "generated runs in the database (plus the bundled seeds)")
+	db := fs.String("db", "", "database to use or create (default: a new one in a temporary directory, reused for the same --runs)")
+	conns := fs.Int("conns", 64, "concurrent connections")
+	dur := fs.Duration("duration", 5*time.Second, "load per endpoint")
+	tool := fs.String("tool", "", "wrk or go (default: wrk when on the PATH)")
+	only := fs.String("only", "", "run only the endpoints whose name contains this")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *tool == "" {
+		*tool = "go"
+		if _, err := exec.LookPath("wrk"); err == nil {
+			*tool = "wrk"
+		}
+	}
+	if *db == "" {
+		*db = filepath.Join(os.TempDir(), fmt.Sprintf("matrixd-loadbench-%d.db", *runs))
+	}
+	if err := prepare(ctx, *db, *runs, stderr); err != nil {
+		return err
+	}
+	bin := filepath.Join(os.TempDir(), "matrixd-loadbench-bin")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/matrixd")
+	build.Stdout, build.Stderr = stderr, stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("build matrixd: %w", err)
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	base := "http://127.0.0.1:" + strconv.Itoa(port)
+	start := time.Now()
+	srv := exec.CommandContext(ctx, bin, "--addr", "127.0.0.1:"+strconv.Itoa(port), "--db", *db, "--no-seed")
+	srv.Stdout, srv.Stderr = io.Discard, io.Discard // request logs cost as in production; nobody reads them here
+	if err := srv.Start(); err != nil {
+		return err
+	}
+	defer func() { srv.Process.Kill(); srv.Wait() }()
+	if err := waitReady(base, 30*time.Second); err != nil {
+		return err
+	}
+	startup := time.Since(start)
+
+	targets, err := endpoints(base)
+	if err != nil {
+		return err
+	}
+	var results []result
+	for _, t := range targets {
+		if *only != "" && t.name != "healthz" && !strings.Contains(t.name, *only) {
+			continue
+		}
+		cold, err := once(t.url)
+		if err != nil {
+			return fmt.Errorf("%s: %w", t.name, err)
+		}
+		var r result
+		if *tool == "wrk" {
+			r, err = loadWrk(ctx, t.url, *conns, *dur)
+		} else {
+			r, err = loadGo(t.url, *conns, *dur)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", t.name, err)
+		}
+		r.name, r.cold = t.name, cold
+		results = append(results, r)
+		fmt.Fprintf(stderr, "%-28s %9.0f req/s  p50 %v  p99 %v\n", r.name, r.rps, r.p50, r.p99)
+	}
+	rss, _ := residentMB(srv.Process.Pid)
+
+	fmt.Fprintf(stdout, "matrixd load: %d generated runs + %d seeds, %d connections, %v per endpoint, %s\n\n", *runs, len(ingest.Seeds()), *conns, *dur, *tool)
+	fmt.Fprintf(stdout, "| request | cold | req/s | × healthz | p50 | p99 | errors |\n|---|---|---|---|---|---|---|\n")
+	base0 := results[0].rps
+	for _, r := range results {
+		fmt.Fprintf(stdout, "| %s | %s | %.0f | %.2f | %s | %s | %d |\n", r.name, ms(r.cold), r.rps, r.rps/base0, ms(r.p50), ms(r.p99), r.errors+r.non)
+	}
+	fmt.Fprintf(stdout, "\nstart-up to /readyz: %s; resident memory after the load: %.0f MB\n", ms(startup), rss)
+	return nil
+}
+
+func ms(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', 2, 64) + " ms" }
+
+// prepare makes the database unless it holds the runs already.
+func prepare(ctx context.Context, path string, n int, stderr io.Writer) error {
+	st, err := store.Open(ctx, path, store.Options{})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	have, err := st.CountRuns(ctx)
+	if err != nil || have >= n+len(ingest.Seeds()) {
+		return err
+	}
+	fmt.Fprintf(stderr, "generating %d runs into %s (once; later runs reuse it)\n", n, path)
+	for _, s := range ingest.Seeds() {
+		r, err := ingest.Parse(s.Data)
+		if err != nil {
+			return err
+		}
+		if _, _, err := st.CreateRun(ctx, r); err != nil {
+			return err
+		}
+	}
+	runs := storetest.Runs(1, n)
+	for i := 0; i < len(runs); i += 500 {
+		if _, _, err := st.CreateRuns(ctx, runs[i:min(i+500, len(runs))]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type target struct{ name, url string }
+
+// endpoints are the requests measured; run ids come from the server.
+func endpoints(base string) ([]target, error) {
+	id := func(query string) (string, error) {
+		resp, err := http.Get(base + "/v1/runs?limit=1&" + query)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		m := regexp.MustCompile(`"id":"([^"]+)"`).FindSubmatch(b)
+		if m == nil {
+			return "", fmt.Errorf("no run for %q", query)
+		}
+		return string(m[1]), nil
+	}
+	fara, err := id("model=fara")
+	if err != nil {
+		return nil, err
+	}
+	nemo, err := id("model=nemotron-nano-12b")
+	if err != nil {
+		return nil, err
+	}
+	newest, err := id("")
+	if err != nil {
+		return nil, err
+	}
+	q := url.QueryEscape
+	return []target{
+		{"healthz", base + "/healthz"},
+		{"GET /v1/runs/{id}", base + "/v1/runs/" + newest},
+		{"GET /v1/runs?limit=20", base + "/v1/runs?limit=20"},
+		{"runs gpu+vram sorted by peak", base + "/v1/runs?gpu=" + q("RTX 3090") + "&vram_gb_min=16&sort=-peak_total_tok_s"},
+		{"leaderboard 16K × 8", base + "/v1/leaderboard?context_tokens=16384&concurrency=8"},
+		{"GET /v1/gpus", base + "/v1/gpus"},
+		{"decode?format=csv", base + "/v1/runs/" + fara + "/decode?format=csv"},
+		{"compare", base + "/v1/compare?run_ids=" + fara + "," + nemo},
+		{"calculator/decode", base + "/v1/calculator/decode?run_id=" + fara + "&context_tokens=49152&concurrency=8"},
+		{"calculator/grid", base + "/v1/calculator/grid?run_id=" + nemo + "&contexts=0,24576,49152,98304&concurrencies=1,3,6,12,24"},
+	}, nil
+}
+
+// once times one request, asking for the same representation as the load
+// (no compression).
+func once(u string) (time.Duration, error) {
+	client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
+	t := time.Now()
+	resp, err := client.Get(u)
+	if err != nil {
+		return 0, err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return 0, fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return time.Since(t), nil
+}
+
+var wrkLatency = regexp.MustCompile(`(?m)^\s+(50|99)%\s+([\d.]+)(us|ms|s)\s*$`)
+var wrkRPS = regexp.MustCompile(`Requests/sec:\s+([\d.]+)`)
+var wrkErrors = regexp.MustCompile(`Non-2xx or 3xx responses:\s+(\d+)`)
+
+func loadWrk(ctx context.Context, u string, conns int, dur time.Duration) (result, error) {
+	out, err := exec.CommandContext(ctx, "wrk", "-t2", "-c"+strconv.Itoa(conns), "-d"+dur.String(), "--latency", u).CombinedOutput()
+	if err != nil {
+		return result{}, fmt.Errorf("wrk: %v\n%s", err, out)
+	}
+	var r result
+	m := wrkRPS.FindSubmatch(out)
+	if m == nil {
+		return result{}, fmt.Errorf("no Requests/sec in wrk output:\n%s", out)
+	}
+	r.rps, _ = strconv.ParseFloat(string(m[1]), 64)
+	for _, l := range wrkLatency.FindAllSubmatch(out, -1) {
+		v, _ := strconv.ParseFloat(string(l[2]), 64)
+		d := time.Duration(v * float64(map[string]time.Duration{"us": time.Microsecond, "ms": time.Millisecond, "s": time.Second}[string(l[3])]))
+		if string(l[1]) == "50" {
+			r.p50 = d
+		} else {
+			r.p99 = d
+		}
+	}
+	if m := wrkErrors.FindSubmatch(out); m != nil {
+		r.non, _ = strconv.Atoi(string(m[1]))
+	}
+	return r, nil
+}
+
+// loadGo keeps conns requests in flight for dur and records each latency.
+func loadGo(u string, conns int, dur time.Duration) (result, error) {
+	tr := &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns, DisableCompression: true}
+	client := &http.Client{Transport: tr}
+	defer tr.CloseIdleConnections()
+	var (
+		mu   sync.Mutex
+		lats []time.Duration
+		res  result
+		wg   sync.WaitGroup
+	)
+	deadline := time.Now().Add(dur)
+	for range conns {
+		wg.Go(func() {
+			var mine []time.Duration
+			errs, non := 0, 0
+			for time.Now().Before(deadline) {
+				t := time.Now()
+				resp, err := client.Get(u)
+				if err != nil {
+					errs++
+					continue
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					non++
+				}
+				mine = append(mine, time.Since(t))
+			}
+			mu.Lock()
+			lats = append(lats, mine...)
+			res.errors += errs
+			res.non += non
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if len(lats) == 0 {
+		return result{}, errors.New("no request completed")
+	}
+	slices.Sort(lats)
+	res.rps = float64(len(lats)) / dur.Seconds()
+	res.p50, res.p99 = lats[len(lats)/2], lats[len(lats)*99/100]
+	return res, nil
+}
+
+func waitReady(base string, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(base + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return nil
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return fmt.Errorf("%s/readyz did not answer within %v", base, limit)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// residentMB reads the process's resident set size from /proc.
+func residentMB(pid int) (float64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 64)
+			return kb / 1024, err
+		}
+	}
+	return 0, errors.New("no VmRSS")
+}
