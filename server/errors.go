@@ -162,7 +162,7 @@ func httpProblem(herr *echo.HTTPError, req *http.Request) api.Problem {
 	switch herr.Code {
 	case http.StatusBadRequest:
 		if herr.Internal != nil {
-			return fieldErrors(validationErrors(herr.Internal)).problem()
+			return fieldErrors(validationErrors(herr.Internal)).capped().problem()
 		}
 	case http.StatusNotFound:
 		return problem(http.StatusNotFound, fmt.Sprintf("no resource at %s; the API lives under /v1 (see /openapi.yaml)", req.URL.Path))
@@ -190,7 +190,11 @@ func (f fieldErrors) Error() string {
 
 // problem is the 400 naming every bad parameter.
 func (f fieldErrors) problem() api.Problem {
-	p := problem(http.StatusBadRequest, "invalid request: "+f.Error())
+	detail := "invalid request: " + f.Error()
+	if len(f) > 3 {
+		detail = "invalid request: " + fieldErrors(f[:3]).Error() + fmt.Sprintf("; and %d more in errors", len(f)-3)
+	}
+	p := problem(http.StatusBadRequest, detail)
 	list := []api.FieldError(f)
 	p.Errors = &list
 	return p
@@ -231,7 +235,7 @@ func reason(re *openapi3filter.RequestError) string {
 	}
 	var pe *openapi3filter.ParseError
 	if errors.As(re.Err, &pe) {
-		return pe.Reason + ": " + fmt.Sprint(pe.Value)
+		return pe.Reason + ": " + clip(fmt.Sprint(pe.Value))
 	}
 	var me openapi3.MultiError
 	if errors.As(re.Err, &me) && len(me) > 0 {

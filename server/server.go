@@ -220,7 +220,11 @@ func validator(router routers.Router, authenticate func(context.Context, string)
 				r = r.WithContext(context.WithValue(r.Context(), keyCtx{}, key))
 				c.SetRequest(r)
 			}
-			if err := unknownParams(route, r.URL.Query()); err != nil {
+			query, err := parseQuery(r.URL.RawQuery)
+			if err != nil {
+				return err
+			}
+			if err := unknownParams(route, query); err != nil {
 				return err
 			}
 			if err := mediaType(route, r); err != nil {
@@ -251,7 +255,7 @@ func unknownParams(route *routers.Route, query url.Values) error {
 	var unknown []string
 	for name := range query {
 		if !known[name] {
-			unknown = append(unknown, name)
+			unknown = append(unknown, clip(name))
 		}
 	}
 	if len(unknown) == 0 {
@@ -268,8 +272,9 @@ func unknownParams(route *routers.Route, query url.Values) error {
 	fields := make([]api.FieldError, len(unknown))
 	for i, name := range unknown {
 		fields[i] = fieldError(name, msg)
+		msg = "not a parameter of this endpoint" // the list once is enough
 	}
-	return fieldErrors(fields)
+	return fieldErrors(fields).capped()
 }
 
 // mediaType holds a request body to the media types its operation takes.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -176,6 +177,10 @@ func TestAPI(t *testing.T) {
 		{"list runs misspelt filter", "GET", "/v1/runs?gpus=RTX%203090", nil, 400, []string{`"field":"gpus"`, "not a parameter of this endpoint", "it takes cursor, engine"}, nil},
 		{"decode misspelt format", "GET", "/v1/runs/" + fara + "/decode?formt=csv", nil, 400, []string{`"field":"formt"`}, nil},
 		{"health takes no parameters", "GET", "/healthz?verbose=1", nil, 400, []string{"it takes none"}, nil},
+		{"query value not encoded", "GET", "/v1/runs?gpu=%zz", nil, 400, []string{`"field":"gpu"`, "not URL-encoded correctly"}, nil},
+		{"query semicolon", "GET", "/v1/runs?limit=1;2", nil, 400, []string{`"field":"limit"`, "';'"}, nil},
+		{"query repeated", "GET", "/v1/runs?limit=1&gpu=a&limit=2", nil, 400, []string{`"field":"limit"`, "given 2 times"}, nil},
+		{"query name not encoded", "GET", "/v1/runs?%zz=1", nil, 400, []string{"parameter name is not URL-encoded"}, nil},
 		{"list runs forged cursor", "GET", "/v1/runs?cursor=abc", nil, 400, []string{`"field":"cursor"`, "not one this API issued"}, nil},
 
 		{"get run", "GET", "/v1/runs/" + fara, nil, 200, []string{`"name":"LeaderboardModel1/Fara1.5-4B-AutoRound-W4A16-RTN"`, `"max_model_len":262144`, `"kv_cache_dtype":"int4_per_token_head"`, `"submitter":null`}, nil},
@@ -429,5 +434,29 @@ func TestReadyFailsWhenDatabaseIsClosed(t *testing.T) {
 	rec := e.do(t, "GET", "/readyz", nil)
 	if rec.Code != http.StatusServiceUnavailable {
 		t.Fatalf("status %d, want 503", rec.Code)
+	}
+}
+
+// TestErrorsDoNotEchoUnboundedInput: a huge bad value gives a small error.
+func TestErrorsDoNotEchoUnboundedInput(t *testing.T) {
+	e := newEnv(t, 0)
+	huge := strings.Repeat("9", 60000)
+	for _, target := range []string{
+		"/v1/runs?limit=" + huge,
+		"/v1/runs?" + huge + "=1",
+		"/v1/runs?gpu=%zz" + huge,
+		"/v1/runs?" + strings.Repeat("a=1&", 5000),
+		"/v1/runs?" + func() string {
+			var b strings.Builder
+			for i := range 500 {
+				fmt.Fprintf(&b, "p%d=1&", i)
+			}
+			return b.String()
+		}(),
+	} {
+		rec := e.do(t, "GET", target, nil)
+		if rec.Code != 400 || rec.Body.Len() > 4096 {
+			t.Errorf("%.40s…: %d with a %d-byte body; want 400 under 4 KiB", target, rec.Code, rec.Body.Len())
+		}
 	}
 }
