@@ -1,6 +1,8 @@
 package store
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -108,7 +110,8 @@ func queryKey(parts ...string) string {
 }
 
 // cursor is the position after the last row of a page. It is opaque to
-// clients: base64url JSON.
+// clients: base64url JSON and an HMAC over it, so a cursor the server did
+// not issue (a forged rank, a wrapped position) is refused.
 type cursor struct {
 	// Query is the queryKey of the listing the cursor belongs to.
 	Query string `json:"q"`
@@ -119,16 +122,27 @@ type cursor struct {
 	Rank int `json:"r,omitempty"`
 }
 
-func (c cursor) encode() string {
+func (s *Store) encodeCursor(c cursor) string {
 	b, _ := json.Marshal(c) // strings and numbers only
-	return base64.RawURLEncoding.EncodeToString(b)
+	payload := base64.RawURLEncoding.EncodeToString(b)
+	return payload + "." + s.cursorMAC(payload)
+}
+
+func (s *Store) cursorMAC(payload string) string {
+	m := hmac.New(sha256.New, s.cursorKey)
+	m.Write([]byte(payload))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:16])
 }
 
 func badCursor(msg string) error { return &FieldError{Field: "cursor", Message: msg} }
 
-func decodeCursor(s, query string) (cursor, error) {
+func (s *Store) decodeCursor(str, query string) (cursor, error) {
 	var c cursor
-	b, err := base64.RawURLEncoding.DecodeString(s)
+	payload, mac, _ := strings.Cut(str, ".")
+	if !hmac.Equal([]byte(mac), []byte(s.cursorMAC(payload))) {
+		return cursor{}, badCursor("not one this API issued; pass next_cursor back unchanged")
+	}
+	b, err := base64.RawURLEncoding.DecodeString(payload)
 	if err == nil {
 		err = json.Unmarshal(b, &c)
 	}
@@ -206,7 +220,7 @@ func (s *Store) ListRuns(ctx context.Context, f RunFilter, sort string, limit in
 	where, args := f.where()
 	qk := queryKey("runs", sort, f.key())
 	if pageCursor != "" {
-		c, err := decodeCursor(pageCursor, qk)
+		c, err := s.decodeCursor(pageCursor, qk)
 		if err != nil {
 			return nil, "", err
 		}
@@ -252,7 +266,7 @@ func (s *Store) ListRuns(ctx context.Context, f RunFilter, sort string, limit in
 	next := ""
 	if len(out) > limit {
 		out = out[:limit]
-		next = cursor{Query: qk, Key: keys[limit-1], ID: out[limit-1].ID}.encode()
+		next = s.encodeCursor(cursor{Query: qk, Key: keys[limit-1], ID: out[limit-1].ID})
 	}
 	return out, next, nil
 }
@@ -316,7 +330,7 @@ func (s *Store) Leaderboard(ctx context.Context, lq LeaderboardQuery) ([]Leaderb
 	qk := queryKey("leaderboard", lq.Metric, strconv.Itoa(lq.ContextTokens), strconv.Itoa(lq.Concurrency), lq.Filter.key())
 	if lq.Cursor != "" {
 		var err error
-		if c, err = decodeCursor(lq.Cursor, qk); err != nil {
+		if c, err = s.decodeCursor(lq.Cursor, qk); err != nil {
 			return nil, "", err
 		}
 		if _, ok := c.Key.(float64); !ok {
@@ -379,7 +393,7 @@ func (s *Store) Leaderboard(ctx context.Context, lq LeaderboardQuery) ([]Leaderb
 	if len(out) > lq.Limit {
 		out = out[:lq.Limit]
 		last := out[lq.Limit-1]
-		next = cursor{Query: qk, Key: last.Value, ID: last.Run.ID, Pos: c.Pos + lq.Limit, Rank: last.Rank}.encode()
+		next = s.encodeCursor(cursor{Query: qk, Key: last.Value, ID: last.Run.ID, Pos: c.Pos + lq.Limit, Rank: last.Rank})
 	}
 	return out, next, nil
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"embed"
 	"errors"
@@ -25,9 +26,10 @@ var migrations embed.FS
 // one-connection pool, reads through a pool of read-only connections, so
 // readers never wait for the writer (WAL).
 type Store struct {
-	writer *sql.DB
-	reader *sql.DB
-	now    func() time.Time
+	writer    *sql.DB
+	reader    *sql.DB
+	now       func() time.Time
+	cursorKey []byte // signs pagination cursors
 
 	// writes counts this process's committed write transactions; checked is
 	// the last data version read and the writes count it was read at.
@@ -78,6 +80,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	writer.SetConnMaxIdleTime(0)
 	s := &Store{writer: writer, now: opts.Now}
 	if err := s.migrate(ctx); err != nil {
+		writer.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	if s.cursorKey, err = s.secret(ctx, "cursor"); err != nil {
 		writer.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
@@ -155,6 +161,26 @@ func (s *Store) migrate(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// secret returns the named secret, made (32 random bytes) if the database
+// has none yet; every process on the database reads the same.
+func (s *Store) secret(ctx context.Context, name string) ([]byte, error) {
+	fresh := make([]byte, 32)
+	if _, err := rand.Read(fresh); err != nil {
+		return nil, err
+	}
+	var v []byte
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, "INSERT OR IGNORE INTO secrets (name, value) VALUES (?, ?)", name, fresh); err != nil {
+			return err
+		}
+		return tx.QueryRowContext(ctx, "SELECT value FROM secrets WHERE name = ?", name).Scan(&v)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("secret %s: %w", name, err)
+	}
+	return v, nil
 }
 
 // migrateData does, in migration n's transaction, what its SQL cannot.

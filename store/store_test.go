@@ -3,6 +3,8 @@ package store_test
 import (
 	"context"
 	"database/sql"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -468,7 +470,7 @@ func TestMigrationRehashesRuns(t *testing.T) {
 	}
 	for _, q := range []string{
 		"DROP INDEX runs_by_submitted_by", "ALTER TABLE runs DROP COLUMN submitted_by", "ALTER TABLE runs DROP COLUMN notes",
-		"DROP TABLE api_keys", "DROP TABLE idempotency_keys", "DROP TABLE data_version",
+		"DROP TABLE api_keys", "DROP TABLE idempotency_keys", "DROP TABLE data_version", "DROP TABLE secrets",
 		"DROP TRIGGER runs_inserted", "DROP TRIGGER runs_updated", "DROP TRIGGER runs_deleted", "UPDATE runs SET content_hash = 'a version 1 hash'", "PRAGMA user_version = 1",
 	} {
 		if _, err := db.Exec(q); err != nil {
@@ -523,5 +525,59 @@ func TestDataVersion(t *testing.T) {
 	time.Sleep(store.VersionMaxAge + 50*time.Millisecond)
 	if v, _ := st.DataVersion(ctx); v == v1 {
 		t.Errorf("a write through another process did not show within %v", store.VersionMaxAge)
+	}
+}
+
+// TestForgedCursorsAreRefused: a cursor edited by a client (a rank of
+// -999), or issued by another database, is a 400 naming cursor.
+func TestForgedCursorsAreRefused(t *testing.T) {
+	ctx := context.Background()
+	st, _ := openTestDB(t)
+	if _, _, err := st.CreateRuns(ctx, storetest.Runs(13, 12)); err != nil {
+		t.Fatal(err)
+	}
+	lq := store.LeaderboardQuery{ContextTokens: 0, Concurrency: 1, Metric: "total_tok_s", Limit: 3}
+	_, next, err := st.Leaderboard(ctx, lq)
+	if err != nil || next == "" {
+		t.Fatalf("no next page: %v", err)
+	}
+	payload, mac, ok := strings.Cut(next, ".")
+	if !ok {
+		t.Fatalf("cursor %q has no signature", next)
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c map[string]any
+	if err := json.Unmarshal(raw, &c); err != nil {
+		t.Fatal(err)
+	}
+	c["r"] = -999
+	forged, _ := json.Marshal(c)
+	other, _ := openTestDB(t)
+	if _, _, err := other.CreateRuns(ctx, storetest.Runs(13, 12)); err != nil {
+		t.Fatal(err)
+	}
+	for name, cur := range map[string]string{
+		"forged rank":        base64.RawURLEncoding.EncodeToString(forged) + "." + mac,
+		"no signature":       payload,
+		"another database's": "",
+		"garbage":            "%%%.###",
+	} {
+		st := st
+		if name == "another database's" {
+			st, cur = other, next
+		}
+		lq := lq
+		lq.Cursor = cur
+		var fe *store.FieldError
+		if _, _, err := st.Leaderboard(ctx, lq); !errors.As(err, &fe) || fe.Field != "cursor" {
+			t.Errorf("%s cursor: %v, want a FieldError on cursor", name, err)
+		}
+	}
+	lq.Cursor = next
+	if _, _, err := st.Leaderboard(ctx, lq); err != nil {
+		t.Errorf("the issued cursor is refused: %v", err)
 	}
 }
