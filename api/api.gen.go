@@ -985,9 +985,12 @@ type RunSummary struct {
 
 	// SingleStreamTokS Total tok/s of the valid concurrency-1 cell at the smallest context that has one.
 	SingleStreamTokS *float64 `json:"single_stream_tok_s"`
-	Submitter        *string  `json:"submitter"`
-	Title            string   `json:"title"`
-	VRAMGB           *float64 `json:"vram_gb"`
+
+	// SubmittedBy The API key that submitted the run.
+	SubmittedBy *string  `json:"submitted_by"`
+	Submitter   *string  `json:"submitter"`
+	Title       string   `json:"title"`
+	VRAMGB      *float64 `json:"vram_gb"`
 }
 
 // Text200 defines model for Text200.
@@ -1094,6 +1097,9 @@ type RunExists = Run
 
 // TooLarge RFC 9457 problem details.
 type TooLarge = Problem
+
+// TooManyRequests RFC 9457 problem details.
+type TooManyRequests = Problem
 
 // Unauthorized RFC 9457 problem details.
 type Unauthorized = Problem
@@ -2392,6 +2398,13 @@ type MalformedApplicationProblemPlusJSONResponse Problem
 
 type NotFoundApplicationProblemPlusJSONResponse Problem
 
+type NotModifiedResponseHeaders struct {
+	ETag *string
+}
+type NotModifiedResponse struct {
+	Headers NotModifiedResponseHeaders
+}
+
 type RunCreatedResponseHeaders struct {
 	IdempotentReplayed *string
 	Location           *string
@@ -2413,6 +2426,18 @@ type RunExistsJSONResponse struct {
 }
 
 type TooLargeApplicationProblemPlusJSONResponse Problem
+
+type TooManyRequestsResponseHeaders struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         *int
+}
+type TooManyRequestsApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers TooManyRequestsResponseHeaders
+}
 
 type UnauthorizedResponseHeaders struct {
 	WWWAuthenticate *string
@@ -2450,6 +2475,16 @@ func (response GetHealth200JSONResponse) VisitGetHealthResponse(w http.ResponseW
 	return err
 }
 
+type GetHealth304Response = NotModifiedResponse
+
+func (response GetHealth304Response) VisitGetHealthResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
 type GetHealth400ApplicationProblemPlusJSONResponse struct {
 	BadRequestApplicationProblemPlusJSONResponse
 }
@@ -2462,6 +2497,34 @@ func (response GetHealth400ApplicationProblemPlusJSONResponse) VisitGetHealthRes
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetHealth429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetHealth429ApplicationProblemPlusJSONResponse) VisitGetHealthResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2487,6 +2550,16 @@ func (response GetOpenAPIJSON200JSONResponse) VisitGetOpenAPIJSONResponse(w http
 	return err
 }
 
+type GetOpenAPIJSON304Response = NotModifiedResponse
+
+func (response GetOpenAPIJSON304Response) VisitGetOpenAPIJSONResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
 type GetOpenAPIJSON400ApplicationProblemPlusJSONResponse struct {
 	BadRequestApplicationProblemPlusJSONResponse
 }
@@ -2499,6 +2572,34 @@ func (response GetOpenAPIJSON400ApplicationProblemPlusJSONResponse) VisitGetOpen
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOpenAPIJSON429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetOpenAPIJSON429ApplicationProblemPlusJSONResponse) VisitGetOpenAPIJSONResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2530,6 +2631,16 @@ func (response GetOpenAPIYAML200ApplicationYamlResponse) VisitGetOpenAPIYAMLResp
 	return err
 }
 
+type GetOpenAPIYAML304Response = NotModifiedResponse
+
+func (response GetOpenAPIYAML304Response) VisitGetOpenAPIYAMLResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
 type GetOpenAPIYAML400ApplicationProblemPlusJSONResponse struct {
 	BadRequestApplicationProblemPlusJSONResponse
 }
@@ -2542,6 +2653,34 @@ func (response GetOpenAPIYAML400ApplicationProblemPlusJSONResponse) VisitGetOpen
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOpenAPIYAML429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetOpenAPIYAML429ApplicationProblemPlusJSONResponse) VisitGetOpenAPIYAMLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2567,6 +2706,16 @@ func (response GetReady200JSONResponse) VisitGetReadyResponse(w http.ResponseWri
 	return err
 }
 
+type GetReady304Response = NotModifiedResponse
+
+func (response GetReady304Response) VisitGetReadyResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
 type GetReady400ApplicationProblemPlusJSONResponse struct {
 	BadRequestApplicationProblemPlusJSONResponse
 }
@@ -2579,6 +2728,34 @@ func (response GetReady400ApplicationProblemPlusJSONResponse) VisitGetReadyRespo
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetReady429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetReady429ApplicationProblemPlusJSONResponse) VisitGetReadyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2619,6 +2796,16 @@ func (response EstimateCapacity200JSONResponse) VisitEstimateCapacityResponse(w 
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
+}
+
+type EstimateCapacity304Response = NotModifiedResponse
+
+func (response EstimateCapacity304Response) VisitEstimateCapacityResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
 }
 
 type EstimateCapacity400ApplicationProblemPlusJSONResponse struct {
@@ -2669,6 +2856,34 @@ func (response EstimateCapacity422ApplicationProblemPlusJSONResponse) VisitEstim
 	return err
 }
 
+type EstimateCapacity429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response EstimateCapacity429ApplicationProblemPlusJSONResponse) VisitEstimateCapacityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type EstimateDecodeRequestObject struct {
 	Params EstimateDecodeParams
 }
@@ -2689,6 +2904,16 @@ func (response EstimateDecode200JSONResponse) VisitEstimateDecodeResponse(w http
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
+}
+
+type EstimateDecode304Response = NotModifiedResponse
+
+func (response EstimateDecode304Response) VisitEstimateDecodeResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
 }
 
 type EstimateDecode400ApplicationProblemPlusJSONResponse struct {
@@ -2739,6 +2964,34 @@ func (response EstimateDecode422ApplicationProblemPlusJSONResponse) VisitEstimat
 	return err
 }
 
+type EstimateDecode429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response EstimateDecode429ApplicationProblemPlusJSONResponse) VisitEstimateDecodeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type EstimateGridRequestObject struct {
 	Params EstimateGridParams
 }
@@ -2759,6 +3012,16 @@ func (response EstimateGrid200JSONResponse) VisitEstimateGridResponse(w http.Res
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
+}
+
+type EstimateGrid304Response = NotModifiedResponse
+
+func (response EstimateGrid304Response) VisitEstimateGridResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
 }
 
 type EstimateGrid400ApplicationProblemPlusJSONResponse struct {
@@ -2809,6 +3072,34 @@ func (response EstimateGrid422ApplicationProblemPlusJSONResponse) VisitEstimateG
 	return err
 }
 
+type EstimateGrid429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response EstimateGrid429ApplicationProblemPlusJSONResponse) VisitEstimateGridResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type EstimatePrefillRequestObject struct {
 	Params EstimatePrefillParams
 }
@@ -2829,6 +3120,16 @@ func (response EstimatePrefill200JSONResponse) VisitEstimatePrefillResponse(w ht
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
+}
+
+type EstimatePrefill304Response = NotModifiedResponse
+
+func (response EstimatePrefill304Response) VisitEstimatePrefillResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
 }
 
 type EstimatePrefill400ApplicationProblemPlusJSONResponse struct {
@@ -2879,6 +3180,34 @@ func (response EstimatePrefill422ApplicationProblemPlusJSONResponse) VisitEstima
 	return err
 }
 
+type EstimatePrefill429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response EstimatePrefill429ApplicationProblemPlusJSONResponse) VisitEstimatePrefillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CompareRunsRequestObject struct {
 	Params CompareRunsParams
 }
@@ -2899,6 +3228,16 @@ func (response CompareRuns200JSONResponse) VisitCompareRunsResponse(w http.Respo
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
+}
+
+type CompareRuns304Response = NotModifiedResponse
+
+func (response CompareRuns304Response) VisitCompareRunsResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
 }
 
 type CompareRuns400ApplicationProblemPlusJSONResponse struct {
@@ -2933,6 +3272,34 @@ func (response CompareRuns404ApplicationProblemPlusJSONResponse) VisitCompareRun
 	return err
 }
 
+type CompareRuns429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CompareRuns429ApplicationProblemPlusJSONResponse) VisitCompareRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListEnginesRequestObject struct {
 }
 
@@ -2954,6 +3321,16 @@ func (response ListEngines200JSONResponse) VisitListEnginesResponse(w http.Respo
 	return err
 }
 
+type ListEngines304Response = NotModifiedResponse
+
+func (response ListEngines304Response) VisitListEnginesResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
 type ListEngines400ApplicationProblemPlusJSONResponse struct {
 	BadRequestApplicationProblemPlusJSONResponse
 }
@@ -2966,6 +3343,34 @@ func (response ListEngines400ApplicationProblemPlusJSONResponse) VisitListEngine
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEngines429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListEngines429ApplicationProblemPlusJSONResponse) VisitListEnginesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2991,6 +3396,16 @@ func (response ListGPUs200JSONResponse) VisitListGPUsResponse(w http.ResponseWri
 	return err
 }
 
+type ListGPUs304Response = NotModifiedResponse
+
+func (response ListGPUs304Response) VisitListGPUsResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
 type ListGPUs400ApplicationProblemPlusJSONResponse struct {
 	BadRequestApplicationProblemPlusJSONResponse
 }
@@ -3003,6 +3418,34 @@ func (response ListGPUs400ApplicationProblemPlusJSONResponse) VisitListGPUsRespo
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListGPUs429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListGPUs429ApplicationProblemPlusJSONResponse) VisitListGPUsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3029,6 +3472,16 @@ func (response GetLeaderboard200JSONResponse) VisitGetLeaderboardResponse(w http
 	return err
 }
 
+type GetLeaderboard304Response = NotModifiedResponse
+
+func (response GetLeaderboard304Response) VisitGetLeaderboardResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
 type GetLeaderboard400ApplicationProblemPlusJSONResponse struct {
 	BadRequestApplicationProblemPlusJSONResponse
 }
@@ -3041,6 +3494,34 @@ func (response GetLeaderboard400ApplicationProblemPlusJSONResponse) VisitGetLead
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLeaderboard429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetLeaderboard429ApplicationProblemPlusJSONResponse) VisitGetLeaderboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3066,6 +3547,16 @@ func (response ListModels200JSONResponse) VisitListModelsResponse(w http.Respons
 	return err
 }
 
+type ListModels304Response = NotModifiedResponse
+
+func (response ListModels304Response) VisitListModelsResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
 type ListModels400ApplicationProblemPlusJSONResponse struct {
 	BadRequestApplicationProblemPlusJSONResponse
 }
@@ -3078,6 +3569,34 @@ func (response ListModels400ApplicationProblemPlusJSONResponse) VisitListModelsR
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListModels429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListModels429ApplicationProblemPlusJSONResponse) VisitListModelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3104,6 +3623,16 @@ func (response ListRuns200JSONResponse) VisitListRunsResponse(w http.ResponseWri
 	return err
 }
 
+type ListRuns304Response = NotModifiedResponse
+
+func (response ListRuns304Response) VisitListRunsResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
 type ListRuns400ApplicationProblemPlusJSONResponse struct {
 	BadRequestApplicationProblemPlusJSONResponse
 }
@@ -3116,6 +3645,34 @@ func (response ListRuns400ApplicationProblemPlusJSONResponse) VisitListRunsRespo
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRuns429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListRuns429ApplicationProblemPlusJSONResponse) VisitListRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3204,6 +3761,20 @@ func (response CreateRun401ApplicationProblemPlusJSONResponse) VisitCreateRunRes
 	return err
 }
 
+type CreateRun404ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateRun404ApplicationProblemPlusJSONResponse) VisitCreateRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateRun409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -3264,6 +3835,34 @@ func (response CreateRun422ApplicationProblemPlusJSONResponse) VisitCreateRunRes
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRun429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRun429ApplicationProblemPlusJSONResponse) VisitCreateRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3353,6 +3952,20 @@ func (response ImportRun401ApplicationProblemPlusJSONResponse) VisitImportRunRes
 	return err
 }
 
+type ImportRun404ApplicationProblemPlusJSONResponse Problem
+
+func (response ImportRun404ApplicationProblemPlusJSONResponse) VisitImportRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ImportRun409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -3413,6 +4026,34 @@ func (response ImportRun422ApplicationProblemPlusJSONResponse) VisitImportRunRes
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportRun429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ImportRun429ApplicationProblemPlusJSONResponse) VisitImportRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3500,6 +4141,34 @@ func (response DeleteRun404ApplicationProblemPlusJSONResponse) VisitDeleteRunRes
 	return err
 }
 
+type DeleteRun429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteRun429ApplicationProblemPlusJSONResponse) VisitDeleteRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetRunRequestObject struct {
 	RunID ParamRunID `json:"run_id"`
 }
@@ -3520,6 +4189,16 @@ func (response GetRun200JSONResponse) VisitGetRunResponse(w http.ResponseWriter)
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
+}
+
+type GetRun304Response = NotModifiedResponse
+
+func (response GetRun304Response) VisitGetRunResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
 }
 
 type GetRun400ApplicationProblemPlusJSONResponse struct {
@@ -3550,6 +4229,34 @@ func (response GetRun404ApplicationProblemPlusJSONResponse) VisitGetRunResponse(
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRun429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetRun429ApplicationProblemPlusJSONResponse) VisitGetRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3692,6 +4399,34 @@ func (response UpdateRun422ApplicationProblemPlusJSONResponse) VisitUpdateRunRes
 	return err
 }
 
+type UpdateRun429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateRun429ApplicationProblemPlusJSONResponse) VisitUpdateRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListDecodeCellsRequestObject struct {
 	RunID  ParamRunID `json:"run_id"`
 	Params ListDecodeCellsParams
@@ -3735,6 +4470,16 @@ func (response ListDecodeCells200TextCsvResponse) VisitListDecodeCellsResponse(w
 	return err
 }
 
+type ListDecodeCells304Response = NotModifiedResponse
+
+func (response ListDecodeCells304Response) VisitListDecodeCellsResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
 type ListDecodeCells400ApplicationProblemPlusJSONResponse struct {
 	BadRequestApplicationProblemPlusJSONResponse
 }
@@ -3767,6 +4512,34 @@ func (response ListDecodeCells404ApplicationProblemPlusJSONResponse) VisitListDe
 	return err
 }
 
+type ListDecodeCells429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListDecodeCells429ApplicationProblemPlusJSONResponse) VisitListDecodeCellsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetMatrixRequestObject struct {
 	RunID ParamRunID `json:"run_id"`
 }
@@ -3787,6 +4560,16 @@ func (response GetMatrix200JSONResponse) VisitGetMatrixResponse(w http.ResponseW
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
+}
+
+type GetMatrix304Response = NotModifiedResponse
+
+func (response GetMatrix304Response) VisitGetMatrixResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
 }
 
 type GetMatrix400ApplicationProblemPlusJSONResponse struct {
@@ -3817,6 +4600,34 @@ func (response GetMatrix404ApplicationProblemPlusJSONResponse) VisitGetMatrixRes
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMatrix429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetMatrix429ApplicationProblemPlusJSONResponse) VisitGetMatrixResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3864,6 +4675,16 @@ func (response ListPrefillCells200TextCsvResponse) VisitListPrefillCellsResponse
 	return err
 }
 
+type ListPrefillCells304Response = NotModifiedResponse
+
+func (response ListPrefillCells304Response) VisitListPrefillCellsResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
 type ListPrefillCells400ApplicationProblemPlusJSONResponse struct {
 	BadRequestApplicationProblemPlusJSONResponse
 }
@@ -3892,6 +4713,34 @@ func (response ListPrefillCells404ApplicationProblemPlusJSONResponse) VisitListP
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPrefillCells429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListPrefillCells429ApplicationProblemPlusJSONResponse) VisitListPrefillCellsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4582,181 +5431,186 @@ func (sh *strictHandler) ListPrefillCells(ctx echo.Context, runID ParamRunID, pa
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3bchw3luCvIGraYdLOKl5MyXYxOnYpWtJoLdpqSrJ3xqWtRGWCVWhmAmkAWWTZoYh+2th93X3oH9iY",
-	"99mXee/+k/6SCRwAeUVWZRVJ2X3xi0UycTs4OPfLz4OIpxlnhCk5GP88yLDAKVFEwE/nOImev3qr/xkT",
-	"GQmaKcrZYDz4nqoFClMekyQMEGVSERwjfoVCkbMpjcNTpBYEPX/1FjGckgBFWJIhZZIwSRVdktEgGFA9",
-	"0485EatBMNCfDcaDeZYPgoGMFiTFetkU374kbK4Wg/Hx4WEwSClzPx8FA7XK9CCpBGXzwfv3gdvxBUm5",
-	"WL1VNKE/YbPn5hHOGFcLIlA4HM6zfJjCiGFeDglPkYxwQiQc5evvUMZ5ghJ6TVC4FDidzmfhmmNMzYzT",
-	"yoy1k11xkWI1GA9ins8SMgj0WWmap3CylDLz78PR4aPioCxPZ0QUB73At9/mKsvVG35NmGyf0fweCSKJ",
-	"WJIYZUQgQX7MiVToigvEYbS5K5GzjyWarVBMrnCeqK6jpfh2asZNlVm2cV/2DI8///zz46PHlaOUF0aZ",
-	"IvPqQTQidWHZPMu7cAy38ArJfGbQQX+pzwVICljYeSJY/a5Yd8nz+cKDZknCb1CosJgTNdVn0RvDFvn0",
-	"A5kTRgTgR4CwRBgleEaShMRI6CkRkYqmWBG096d/PzlEH+13nQM+r53DXuVgfIUTSYqdzzhPCGbl1nP2",
-	"4isP9hisQIqjTJCYRgpdCZ6O0LcCzTWsLQFAmMXmmjp3BhdW21qGlSJCf/s/fjgb/ise/nQ4/HI6fPfz",
-	"UfD45P1vBl1gfgOA9BKlswpQ98hoPkLh5Zv/jj47/PIw3B8DMtwQOl+ooVSC4FQjSYaFcpgiFckmTNGU",
-	"uId/oxHQvGM0wyy+obFaBOa56DdEJbommQGLQTaCZS5IPGGwiRmWVKIQZounBpH/9O/H+hJP0XeXZxfu",
-	"sUkNZLXASm/+YzlC37JkNWF6fcpqM5sPakiTs4RIiUK4/98qkZNwNGEdV1EiYhfGH/XFeH2A50+67wEO",
-	"KOlPpAAwTg1PiBIs5amjqxHOcETVSoPTgEqToQrR7UIrS4X7ktWTwy/95KhCVl/EJM24IixafU1WvrOt",
-	"UElfjv7yh/97/OgRygRlCs8Sgs5en794gaIFFjjSXFTfDv0xJ1XSe4oESYleksRAho9P0ILnQsJHZ69e",
-	"oGuyKs68IDgmojx0ZYdDvcUuuvXoUfMWq09uMrk9PhpOJrefP333qf+1vdKiwHkuJBd+2hAycqumEXwR",
-	"ujvOBFlSnkuU4TkBgqZJBeu6QjO66xCPjo43oyLs8ymbU0ba+zS/7xBCHJVYJkkadpJVYqa+C3+obPE7",
-	"IqSVR7oXmy7tV3d5orDoM/sc/KvZx1JdhTD9Nn4Y/F7C8pFcDt51zu4lw91CX5sqP5QYCLv7+rtzHC3I",
-	"V+bPPgxOcM6ixcdSC4HXy2GkPx/G+vuwv8h6vZzCwCkMvPuVvaQp7byxBP7o5fGPDiu0zkFpneQFq3WI",
-	"Xue/CrkKdvi7HDPVKcZX/6qpTZbPEioXJO5Gv7Pvf4dOhjOquvHvx+qadz5BIV/BUhlWC49opJkDFSQe",
-	"jDUHv6uoBOu+zmcpVYrET1Z+/Nd7cPdp+Y6RQqQb6VSDAJFbHKlk1QWxYsR01smTHp/0BJjbuIfxFH9C",
-	"C8zihICMxnOFwv+6xZuVxQJ3vlwjBV3g264na6WUaYpveyuAh/q/qhbok1Wqy1O2cXnK7nP59xpjZcaZ",
-	"JKB4PsHxpRFv9E8RZ4ow+CfOsoRG8JIOMsFnCUk/BeYy/rmym98IcjUYD/7poDRHHJi/yoNXZpRZtCGO",
-	"ocJgoaXHFCf6WPrxa5TgV0hgNieIC8S4QpwRwGfC4oxTppDC10SeopAIwYUM4T1IRNVooEVczq4SGn3Q",
-	"8+hH2RDw0A2WKJckNtqI0xytLAk7fcbFjMYxYR96q5peUImWOKExmuXKUQvYc0lDahsH2VZL2gyGXeYf",
-	"fNd6gxFmGiNmWuvjgsTjEgkSKpVEZEnECtn1A0RwtIBzTBhVEv23199+g15pHNKIx0B5MxPvhQcxiXhM",
-	"Dj47gEPdOjtJuB8gquSEJVoivVkQYbCRsixXADGMrmiihWYWoxtNhqlEN4KzuVbn3geDC4feHxpiMx7D",
-	"RWuQ3ZAkGZptoD2AA3CMmBPz9wwLCWdAORMEx6AWpXmiKOjaeqp9/SBx/enOcAxo8Q1Xz3jOPugRv+FI",
-	"5tHC3B8XSPBckX3YzmXOzgXBai3Mt9uIxnjPJl4DHp6i8CU304YaLKVl7u3lS83NjDoIJLcgFGp4SbIE",
-	"r8wm69OGYA/Q6MaQWlCJMJM3ROj/I4JFQismQXinhaLeoEMjr5qgZ/crCO4YdcA0v3tvYPz0Vj+6hwbx",
-	"G3c0u4ghUwB3hBONrKtTAyQLefs3kbN+oH8Y+Lzh/CUWc/JLvfpELy70MzemKNBB0N4RuqBPzCt5y3Cu",
-	"FlzQn8iHfrhWbA00STH83dBNTYoMX9rL2TXjN0x/IciSX+tXdrOg0cJ9JzGN9xs3/P333w/PcrUgTOnt",
-	"k83X9JbhJaaJpncf+qZirPAMS1JSYfPK7eVkgkdEyl9qZ+WuZJ5lXCjzxoDmUM7GKIyJwjQJkcQriW4W",
-	"K80BJyy0n5M4NOzQCHNUS2wRZjGNsSIFwxY5k47MkQmTJCERKIUpVtGCxEhqlo4TRJk+BlZUMybOiLTc",
-	"9S0r1rsgMcVvrNngQz+5jyU6N0sO9RYckjrhlWfW8FtIrw56Bg5qQdIRUBi7JkjnhEWLFItr0CeFnkNR",
-	"Yj1GWlqZKiu5szyxKGzU0AamBx7/T/eowtoQDDJBrmiSTFMek17rCLKkzlK28WNJIs5iOc2ImFpLeWrv",
-	"rK3ndMzmVBs9m1iSeJo608jG5RXn/T8sjHubB7yvmgV+MMs0JmnstgK3oHa1jRvoBpnvhksGxme/J5Ea",
-	"WA/AEyypx+34z/wGUNUQIeCyfKYwZSQewUaq+BeRJJF+80Th84BvDEfOCIlRQjCTiBursiKp3PTszkmS",
-	"XJIruAJzECwEXumfQeyfzjCLp5lR9nCSfHs1GP+wfsqnetwTzOLB+3dNnNLPhKgF98ljjDMjj1nxXyqs",
-	"cqmPtAQqaY9YOt30IZ044SACZg1FRMYTkE2DAblVApc/WpeTVv7Ln4xVVW/AI5IE1hQlOx2BsnqpkZaj",
-	"rgRPjRvnigpp5CnAw8TcdHE37YfQuAU49LQLaA6hDGiq+IT2Ynp1peVZ8MGFZoYQ3CphBQjWSVnxxO3v",
-	"BNcO4DUeqj1H41glhAOL9V3v6jXghAd5rqiS4dg5IIlYGk5AjauSsoJPjlDIl0RMnW8tHCOsEBcThmd8",
-	"aTEvxUmi5f7qVMY+Ak4TQa5ySeIRCmdaI8NiNc1ZRISGfDieMMrQjKgbQhhIXzOy4ixGmK30TuaIzwxl",
-	"GqHQKhhy+mNOchKHY5RyQSbM/b6ULd3SGtv0hllE0J65dirhVtWCSyvmiZztjyYsJLcRIbGcasIF6DdN",
-	"CAvHyOrf6FOU4lsb7KCn0ZApJVk9g1JXauqmuaEs5jfhGGloB2DXYNxiOBBEhIWgS1IAHQSOCg1FZgbj",
-	"hHUopicbBIParQyCQRu01hZcgRegoeeImhe0N+592+dOXrL2ljoNxkqLG5Sz6QxH18Ro3xuZWcNX1WcI",
-	"jb3UoOFC6SWGOObc+suPDX/BZqZMlRGMW39xDuZdxIgGSQAbv1kpKDwjpQO74XBouQFbTqb2lfmJiUG0",
-	"pzaGpH31M8fC17LPgte/D7Q8HOVCEBat+ol+dTNYBdCVb66X9s/TBTVhNJvnLcck/MY/rX4ujf36vIBi",
-	"rslg5UPnBREkWQEZ0MRIUwx7ltEg2LzaNONSUqt0dS8LS6UY1kF7M5I4ZleSZ6DDVTK9f4o0fIy+o3kS",
-	"MEVHsLuRs73Zxs14tsmZgw4QUx9kwsqpw/7Lt9SI9mdSU0IWkWnivKKbp77BglE2hxn7SiCN19oATBuR",
-	"1lx2/YV4Ad3E3Rb+tw4eeOPuzOOtnNhLA6zs23r6jYexy8PdBLbqEl176xJ2NPJpMelj6WTkqnu3Kr2B",
-	"ncfLNuvc1ssYeZphQWK9kzaItHJkZ9WHmsodNcrWPFPQ4XeczfqMfVgt+wITRLaQceWUv7hUSihYU9AC",
-	"G30kjxYwdheQa4m5XMJ7A2qmpumugDWD7wRNxRVO7nS7lRnuthMtzO0OCjP6DjtovOYyatMgVR1UHqQe",
-	"lEcortUHne730DxF44K9JKTygC+NHHDvZA6enOdVfcu0xqLEyoT35SxANlyTi5iISrCyDPvbKqoUaWtG",
-	"Vec9sO1uqFFru+ywyGy9XQ1/j3Jf7smu0OTKFUB7xuoDbjusYsvob4Rwl9zr3Jc5e52nKRarjZdUqv2w",
-	"QuVQTdisMwx8BdY8P5/Cy/kUR4ouiXtWu1IRfdKEKBLXJuol5N/9lcW5MW3vTIl3MUzfE4svOe8mQ6QV",
-	"eO7M+u7Ot+7Ab7ajQ3fjID7s9mJqEwFqGLX+Tb2kxv9Rf1cFJehFEiovtJMk+byHHWzXrNm97VfGPkx9",
-	"NHwHtd6JbBsGff2dMyrc27P3PsGeVnhn2PAa4Xu+ydLiWnuT97GDxiO9lynLV7vDdA214M2zN2XYRyZ4",
-	"mikEhiZ0g00gHZZOpjHuJASJDm0l/4EU793pSCF/FgSlanbtozmXSQXNx9XfSDrLadLvSxOv+fOA3GJN",
-	"2AbjwTJJ0kFwDxZOQTIuqeJi1evznR2UcIRyfMus6QBX25GDUfcNnGOFEz6/K3muTfZCkXQjNnZT4PZc",
-	"rc2RAnu8nraI58ZB3aaHO8O/SFUpb6BcynuMwonpd/qRBEPk/AInV0PIfpMuXhz8ZEucSNB5PhpXQtUW",
-	"JImHPFcTln15iMDBal03zn34sUSCzGlK0N5Vwk0AlkJH6KN9sEuA+TPCCWXzCZthFtf8eZBEuXd8iD4K",
-	"0Mkh+sgQMJP+Fu4br0v9KtbJWdvLVesloTplsit7YV+xybeimg1rJzFa4iQn4LykShZAb7vRndm8xwGt",
-	"tbzHl7D4LkAwA81SgdmbDwTPKEliwEG/bm1jbCBjtoh4Ro2gb010IGMwvNLTQVqwG0gZwpVAZJEz+DAz",
-	"kbsh2gOvcELrLvlmRO5+G9ywlP/RlJvDCkFuToBM4gmYcsORj6TrZfzT5VnCcUxi2EllSv0iaJpxoeBJ",
-	"uugm/ZX0LpF4E+T0EkfDGZYkRhCYbJl9CTQ9Y4e/g0iJ534SZ0HsQ+5a8PTe5bNz9PjLw6P9Why1A1ln",
-	"MPUpImmmVgVd0VcLF3az4Ga/JR/tmmSw2Y9vDujD3eev3t4TXypnuiNTakzU2tY8y3diR6UXtI07RZJv",
-	"EausSbtGSy06RoTFlM1rtq8+JHjd+U0US+k6Xc/hngvaYdvfqLqU0SgfJPzmwbQgcAtiX32FxQroqnEv",
-	"RiRJgOhBFL9jQGu8eT6vw4ePdrDn2+hc+JvU5hrTtZWpe9Odyhgmi01dj22dVeKXMATzmy0osaBxhw17",
-	"J4PyPSjElZCxbqMxHHKDMuvOdkdzf0FPu6/oLv7iTuv3P2MR32Dh0cYjw9U2Eqkoy6cRF6SnXTgWVBOv",
-	"baKbLH8tBQ+X6D7wf1wy3c3b4bLXFrKINowIzwk7QbdHj/vQ8YzfEGEiDqY3uzqndw+Zcr+obv8rKiNB",
-	"FNQN6XOEewzZspFWhm2X11WVPSL4W4lZxfHhwlpI1ISwvS8vvhOcqEUb29usll9vDki1o3wLVey5rcXa",
-	"UVmehCpfFKllyb4opX7hQa3Yru74qXr0qgl/RXu2kIxWD3ClHs1+v8gtrFzIToc72FbU6oycqsaS/fmP",
-	"aM8Xirrv3Uo74qk+82UZM1uGy2JWRMtihVIuFdpbrGaCxiYeW9YCxnIGc/eLFGvyo8bJe4QyrQFu67g+",
-	"DH0JVTruK2o14mnaafAyBUGQ+2YTvQFD2wwrmo4GY/0pRMXq76eQbXELQZv6y+6dFcW4gsFVgo2sgOOY",
-	"6l3h5FXdjtU8TKPYDeQs61mckc4eBO25KgkJwVohQzGWCyL30V/+5/8BwxIYbE5ROIGMxcnARNBjNMOC",
-	"wIyVd1PeTEeZu91o/y5BwDX9oBcf1UNYnk4l+bGnIMC4Il0RVQa8H0v4F2EKTCgyKItS/FO4TR5ESzwq",
-	"0BD20Dxw0F1nsHbMXuHDXZjr0NL7MiFfcsaxiB8o7mY7S0plP0+Z8kVmgCIjaFTL0d3eJ+1TNSvVsLa3",
-	"3G/we9lNO3jUF9twMwYSXrF/O4e2wOy6/Q6OChPcDGqb6fmRXGi6gTVjuvZzXGHyEPpH2Oxsi4ZtB4VJ",
-	"Wi9sFA0v4C6wEvT2r091Nfteq7xuEXqwSdfshlxPFbOfraOKf17jyQdUQItCWfWjtb220Qqza3pDD775",
-	"7sVXL86G35CUK8HZ8BvM+PDo+MlweTw8+/53w5MZBHbf1b3r98HWJuk8zz1ZsKtz3dGG3ZqqtbV+mT/b",
-	"h/51m8CbXgGbvVNfbpMh+kL2qrrUrry0UXB6RfC1M3G3ZRRTBMEYd12ghxbMIfVEcz6k+PWB9CTm3gf/",
-	"vldn6tbpBa9MynOn/X9zZBJExHz4uMAHDMwrzMC1s5VrboDjfcTJVa/lYQPl7Er3HCm3A+L0s+jXbr7v",
-	"kIeIuioF3gaW9IqbckUu2raLZ+foy5NHnxf+eVO6wkd8ivoe7VmecYFOjo/LqssRTqI8wYqLoHRCYoZw",
-	"OqPznOcStaqB9I/GrybOepDVnMALclNQrPerqARDeNahTCrMIrIh68djT3JFTXYBJBRcUa6Oi53KH17Q",
-	"nUXbNuriGc/VeJYYyXxD0QujsLrU2TWWTG9q86xa+WQd+MsSKfqJm5pfU9woIYIVGSqaEh8ATJDBPQUL",
-	"l8FjmyPa9PeLintk3YjCjVIkYzerkGnWEiCe4R9zEqC3ly+HEl+RUxQTQZckLpHFxHoVpbQWhCFaLanl",
-	"D0IpbHlr9XjzVTXNe6P4ucFUU1T8/Bgc3ET2cmzbmin3xdkkz0VEprnoVy2mVlP1jgVcrf1X6+pAHk3o",
-	"EImRrfkAVl3Rz9vfXZ1V78mUAoPAYZgYzmxLa5riRMHuOfnrsuqdkaxW3LVelrbyrmu3UabkFw8pKKMp",
-	"SxpSIHCJGsXD7yBJL1iWq26jru3M0OCTOYMoqTHCLrCpvNC98NW3r9+gg+XRgb7JMEBhCqp3bC813Df1",
-	"s8itveK94gPzK9cNIbzMWVjaKmms5ypBFE6YKZpSgWEY2NJpJc4gLCWdMzlCZzOpSQEM0jccopRgNmGu",
-	"pOAYQktMPXgE7M6iBRbE1BdGexGWRDNpRYSEc6AUryYMZxnBAjwcp8gVdIMgPDO6qFXyjZmQxUguoNQY",
-	"uVXmE6wmDDwjx4eHtQr9oBYxDqRM8ARqmdCYCiMxYHg0ekcQjVoOHKEnpuKJiVbVBCCw98UIiSExPiFY",
-	"mtJdWgGz9T9NNaM0l1B/1PYHmK0KJ1FQrURgYIDnghBbf1S/IUmSJZFoL2xZK0P0l//9v5DWJdEBCo25",
-	"MnSFSh6hj4IJC2tJMmZAWNG0QvTnP6KwzJwphh+b4Z50HD3J/6uXAQjqU0zyw8PPCDq0YZZmCxOm2UUm",
-	"eJxHJG6MgG11VKkKA2TfnyvektoRztF2gMKq6Fqc4egRBBnrO9OvNbYunwmzyATXUoIbhebvIzCCh6Y2",
-	"ayUZYi4oVKaxXrcJe3zitiA1GM2PhSswIUuSSF+Ick1OWUsqmrRzbTm3dczqDblVx4eHndUYNvTy2b7m",
-	"W8/NVCu/9Ryypv4buY2SXNIluXB7N9vdbInZ0gzTrBrXc+uudtwWn1eDUnoNe+9hTR5xdS3a7ZhwWgD1",
-	"8aNHnz3eEqT+ZNRdLWbd2aqdmzzqV89m3Us5DHZIdG0dcUvAtd5ysQRl6vGJ3+y4Axy9MatrUZJfv757",
-	"tuxaZUB67I59ttTT9KLn3ylpzScfpvj2hXl9pjlRB8Q9auEWb7USHdGTyBRJaz2/d06QHp9fOrh5HB29",
-	"+UM1m63WtOHki2Cr9La+1LPlYPFdZlUH3+J6bPxiz8PXohjX0a1dIhx77mHee8fV264FPK5pytU3FrLn",
-	"Zl1EZN/PmyGQO8sPW5LsMm5xpxVPvnj0+bbs1RnmeoJmeactNi76cFtHhkY636srLUp3kJq9oWR9X+RW",
-	"AWXVllCPP/vipH+IGdpj5AbiixBOEn5D4v0PE3VW2bK5RF8cVnXI8aNuVtYneGyXB7Al6reDzbbQlGoh",
-	"Z3fWkpoRaWseda/5CiNoIdfX25Ad+i/QyiGPTzZJIT5lolB6tuB7H1Jo6MvCC9i1cH4nU/E2UsDdlYpt",
-	"fI53ksPvT1DuJRpDL65NknHdtL5RKKz0VFsolcn/Mj44GGyydfdV0Z3teivMbrq9GqVi23bpDnvzfTjo",
-	"19W2agU61pneKyyhUGPo+oK66EA9CpqCnjrjsPU8JFiaP/RwDHjDiDZHQ17m7BVWPaSENgMnMTWdXVOi",
-	"MHhBTTJ67ro1QzZzSsScoEyvoU+RUlad/KhF+nYnMw+E5wXObtsDzwdrhzvtkJsd3KprymjsUIC6KwW6",
-	"o5xmu3br9IaqhbWVbiwnDJZorKzLRPK0sBtDPJYzfLvS5GaFnvVzO6PgMoKv+4dYFsFj3gDLrSvNSMrm",
-	"CZmaBtue+sKbD1afoWBmzcb2ReCac3/aOLfS8jI8MlC2lZuLPKVaIeMFlogzID27xHZVucOvuM54M2W+",
-	"8Gy26ow3G59WXKl136nnljbcvsXMjY/KR8Add/UQqI1gb3LabYlcMABh6UGCN43rIhdUrV7rB+l8QVgQ",
-	"cZarha8BeeHoT3HsnFTOv3tNVhKZi0LDIUQHfHN28TQMkPHMShSe2U5d2PReegJrofQ2nv7lD/8WFl3e",
-	"QEmEv5VEWXMQ07mIsivu4f35LKER7E9z/ZcvLxBlV0S/Rte7Q3PQETpDn3xitqwZ6SefQFMGZnsKBxNm",
-	"XClotoLf2iQ3zsw3oNuSoOwOA2zYit+mOpnxmU6YzKVpEzKsuuuKZLw//7HmaR1N2ISdc7Y0pgA5Nry9",
-	"4mWWDF+TKbioXSwtFShnVLmyKdAPGWaBFagpngZIjva0kIMSPCMJdPREX6PfoqPD45MxOnoM/3782Rcn",
-	"+xo8puqPaWRl4ieKHlpzuoSeUEaIChAjSyLQ4QhB6JjZp4uzm7Cwq2UVlMmBVrHVgjWs7I1aLKjwNZkw",
-	"qoF8cngYIMkRRimVMiOJQlc00SPNLiRNCFPJCt3QmNgYPNOIDDyeCY0Ik6RU/gYXL95UKOPAonGlgNV4",
-	"cDg6GoFYzTPCcEYH48Fno8PRZwMQbhbwYA4WkC37ExQ5IcCXizZZL2JIglY2obbRttYSlXvpOmhX6Gjt",
-	"ZZuw6avLM2jMdmLW9k1Z7PGg0lcXqIUTrQYv6ZIwIiFaEww40HYGD97pzw4ssEbuBF1Q+TYj7OzVC43o",
-	"dwVNg2j7oWDXQzGP8pQwdQ+AeLOgJgxN4AhInD3MGqiscJr0gMq/nF283A4qbuI1nQJ/KajYw3igAo0v",
-	"176dS/3FL/N0YGmkuAk22g0wweDR4Webh1QbONaBeQlZs/r17qlqu0XbS3XfD9fl0UEZUHtQra9q4bx7",
-	"K5KwUQ3LFDIDftFsK2KDXZpaCfzZ279jwiCWE8K0yngXE+359XfInaPC2DBQelebbqw5L0jertVSMQQm",
-	"7pUaP2G2zA+CBk2DoIGULgD+vKwtVLAx2an0lJ9ARL/py/8+6PWxCzLt9fHzV2/7fAod3E0Q73eW4fUd",
-	"9fV35zhakK+AvuhBvt7vLQm81BSMOFrrfb+NtXHNilXPd3v6HhEWPWFsOt9vcSMX4Gx4W/E19L16fPst",
-	"oOUbA8eew97oJ6cAFd49IO1s9XjqYDLuFe5KQ08OTzYPKdp36wHHx32IbrU7bZ3sVqkNVgijsmyEI7cl",
-	"gfUS3TLIyUtybV6QrCbCBSgjYuhaYttfKZoS1+yuoHosRm/ePHszYT6C/Oc/1qmqiZvHlo7WO1sGZWQn",
-	"+vq7YXFmYx3X+kDt+6KFt6belWi3CdsLIT9n5LoghkVvl/1TBEVQbqgk1TaOWpGolrILJ4wySWPzUbGs",
-	"IHPKWYDCap27Mi70z3+s8piiF17NHAPwOhodP3If275S1W8h+nXC6o0bqyVcQmvDCE37mmpB2MpnExYq",
-	"eHvwl1PUs+fmCD3F0cLoXhMWYSEoqXE2tCcJQRbG9b6h4X4RDgwtGJ2YMHFNhWUD6ifHxwGSeEXZ3HU8",
-	"Lnr+Fyk7oJG+htylosjlbOV6ihgg6J9Bbw7Rpyg0tXF5ZizcyWrCwrqNJwxQWHd+upK5fgZr0lT+wV5/",
-	"jey1x3J/n+y234BLns8XD8ubW40aOo0D7ou/Hu5sTwVGuYpXoz9zngvjdfGyZlPLyLHVFkOlRIbOieJK",
-	"ZWOJZprgeWWA0FRMXhCsUpwZ7n1D4zlRclzUzDp6rJc5ejyasO9dVky5A81x6jsIKqpRaY68JcCz9e4M",
-	"T/c3wV/gorFdaNNXTJdi1wU/QAIbdgbtca8wTTS30DNq0K2j2s8F+AH+zml2HaOcTTYBS3/FMBuY8Kyh",
-	"JHpGWxaN3GYJiI7WM7yG/suaplONutkufqOMeLDfup880Q5qBQbTKy5S/1EbKSd3OWOt/Mu6g/aKnr/L",
-	"Kf/Bph6GTTXq9q5nUiQ25OevhlGdmZrwlf0bP0N/TlWJ7fIyq3OexEZHVI1G4Sx2XXWMs7qRPV0ksdm0",
-	"6yuT4oklaJZ7L/fRb1H2p/94iT5FP/7pP17+6f+P0EVDX5JOqQBnVK0P+SnKM72j4y6VyznN9owiN2G1",
-	"6MZ929lfFQonOL0qCtE6FvSqyI/9h+bwUJqDT5p/SDrRLqfyNyTPwiMu3Mj6MW9jczJdMNca93NGOXPh",
-	"KiJn8uNqFqm05gcQahMqlUQEZGCgFLV3rScQBO119hrdLxrGwMNEpq/GhBnSZEiPcTHv2Vg8YxshFKws",
-	"5k9UgpeXsrnXQGD7fl6ajpaNN944/I3ZAmFgwaBxWxw5tbRG748aW8kMS5JQRvpKKpUum52PqZBZKnFx",
-	"P5wN/xUPfzocfjkdvvv5KHh88v43g7Ux0keHVcHleJPg8qDG37KPa8dTtMVwYhusAAbHD/Qo6z40vQ+w",
-	"LM5W8P/KizJtat1bMgYr2emQfEmlemq/eUDQ1nuPeaBrVFQbnaIhbE1sZWQZmHvvwZlrT1tdxDJj/Z4g",
-	"qUrWCBTsuQLSeZavh+fzV28fFJiVbjmdkHz+6m0DdIHGFQipuTsM9Qm3gllSL27rJeuA1MbTWqj/6JNP",
-	"IBbxk0+K+EOobZGsfF6CCWtUTRCYXdt+VqbqazhuVGeA4h6+yg96b6bhToDKqghQjsMVgihb8kzYG3xt",
-	"u/ZInBIbyWOCt58/rRQY8VH/50RVi/+2GMDftrnUt1ZRorecNibQq2swbtQxvNfCw33l0m0k394iNXz9",
-	"u2rM6HbC9YeWxfsMel3EvG47In6y6j3G2CkuKNt2BL7tPeIllNTv+/W5yZ94UHGlSjM8fAB6/uF5UdJK",
-	"00JoH3Zn6g+EuiStEEha9al2CiOmfcJa3nlhPnlAsNVq9XbyT9jqA3JQc86teKjrqO9lniZNhBLTvxBq",
-	"xoG0GiBGbohUVh2YrZAlpLZU0zVZSaImLMNzymwYc4alRGElDyhEMxxdr89E0jxQ/7vgfIKgCEsypEwS",
-	"JqmiS3JaeFdN5UhpGkoa6hsYtQqczoaTGksTKFA+tqnRxa8x/YOE/92RcJ8UIblQHTLEsJaA4WSI+m9r",
-	"P5isD5cDMswIvp5WRY7dZYlfH2NxiY8bmIomW9KRnXsJwjb2lHLSNiMJBhmXPvKnKZ4l00V6hrCV/9Be",
-	"6GoHhvsjZAh80dXWtdgkMQQfcRaRMcJQy9VajnC0MMSSKllvuKrVATCroHMD+AnDCYQAOxq8B+pAxd5k",
-	"6+kRlWenCGL1A1ND06giZUoiijm4OIEz7Bdm4+PDw7L2eEnoXe4CnrA4NxdPRuh7SGh5EZM04wryuL4m",
-	"Wi/CSBAlVk40gD1acXnCCgO1i70xrMP8GiogFhOq4SXJErwi8RhpPcBVSywmvSYrZ+g2QUczHq+QzX/4",
-	"coS+4WpB2RwCdcxZOEOYrSYMQoK8tjJ4lpfQeWI7ul+Bw9dkZd8QHPoJj1dbPZ9++YBFxUq91O1wzoeW",
-	"RugJR5f45sL2xPXFalvkDUqHOrqgT0Yt3eu9nxKsf4SXOXt6q7FbP9vjw6NeIwzk494v/QInV1ykbsRR",
-	"r6hxm1HlBn25edA5Z1cJNbltJ0c9YtPfcP4SizkxAx712VYRRXZBYorfGP7Zz0z+goEFA0peV1LUAHmq",
-	"yWk/vNNYUpJDw0UNSasQQsgilGC1qouGB6ZgKRhkvTTySU6T2OSGacpYEhH9UDMspDNYNCqgjidswoYI",
-	"oyyfJVQuCp/fUE+jucEYhZb+DTVoxlAo9CBLMGU2rAN4BpYThow5WlOBvdDkAIaI22qsXKBQfxnun5oV",
-	"i0KOSHGefCxtRPsY2aG/TRKc4uHM1CEfwuch4kKv4z5ZJknq/mIS/Op7TfNE0QwLdaAHDGOscKgZgP6V",
-	"nse0RA9TonCIFjyJXdyI0GJ16YGocRxXBxYsxHqWPUvqTVYechUIAmfy/Msf/m3fJAjo++ECpVzArSjb",
-	"lN0ciSYkDAxHgu9MrjN0M7c70YBCe6EPMHqKTFDNg/RgcJOeolADyEDa5IWg4VDiJRkKIvNEhehGUM2e",
-	"9BB9Nj0LLJgRgSC9zST7fb/ACliQ20VxXRCZQzzlQAGmI3RmGY7Gj0Y9Xug/D/KGKBK7NVuKMNO8caZv",
-	"AceWoRwfTxjDqbsf0+PdcWgPJ3kB+H0fnCRod4O2vBMwXWONPLW4bRI3LMpD6XyP6GqzY/3Cq56mIrXa",
-	"Hz03PggGJfZ3iKjtKvah/1FVoF9o+65Rvn7vwzlhFrouLMi8fcA1bqlJ14HV3J/i4K3b4/fTdnFyzwOv",
-	"M/N6XQWNNjX3VpGpPKMMw57XuLOgXJOnTRr22rvrxCK00XXGymy9p+GoR2d9hQeB2Xg74ft9MCjJcf3g",
-	"tVpGFs4bc+zOquIIogzhJPmHVPJ3J5WUwoCjz53supf08rNxOb837yQhingkmBUQlO7C/LANhnCcUqY/",
-	"G7Vo/lcw9S40H9RvG0zT1r5P2rs1S8VBqTve0V+8E6r2wLxnXMxoHBO2o1u6L+4YgGyQaIPuxNl7v7R7",
-	"NZmsiRkoMaAp9wWNooZA+k2oikaWXyK24FvmLK/1ayotMK76U4MvtKo3ob3LZ+fo88++fLwPETUgAocB",
-	"CsHeYdlcafAIgwmbbfvCiwJYgqR8SbQEaWeHnKZy8iLYzxhhjLUkWmA2B3NPxIUgERiBqsFBIFgycgOx",
-	"B8hd5zUhmckY80eOv81ifE9Epo95AkA+BJB/egdThanq1ctU0YvXf4iHhfU16Fti/Gb0QUWAB6arf1NC",
-	"w9PYGTIgt8PUfttKKtiUfHoObUAgeM84JYv2H6qRJj9C56+/M0G6CKMF+FCR4Df7E3alSYa1GkRyaUjI",
-	"WRSRTFmThv7tKSrsFjeU2ax8+1nY5acqG1TJO9GEviGwv9pcdK+fxnVR7BmmVymg2ddt8szocB8gP63o",
-	"61goXpFc7lDGBDyklM1/uSDDN0Vkfav0U2QR2e/mr7/ctGgC7Y/6cjVJYoFvzItUKc7GKBT8Rv5A341g",
-	"sR9+/y50waw2EsxEe0HY/g/0nSepTY8xuc3VuFwnSCyw5hoTJnMbKNwRmnXh8ht+nZKn3V4HFn3A5JIW",
-	"7lTLhGFZFEvR19qoFoYinuQp64tR7QySNsGtNI/7K6W4fyNUsdnu9r7IokajX5YquvQGaOLexlzXxcii",
-	"HBSZhap/44ODhEc4WXCpxl8cfnEIF2CH/1yJwJc+wzIY4yHCfwWt0bQ25IoY7nUUJPz66b+EwYYSh+H+",
-	"qIJ7FYFM78EhvYtJqv2uSOCo/BZMku/fvf/PAAAA//8=",
+	"7L3bchw3miD8KoiacZi0s4oHUbJdjI7/p2RJo5VoqylK3hmXthKVCVahmQmkASTJskMRfbWxe7t70S+w",
+	"MfezN3Pf/Sb9JBv4AOQRWZVVJNU+3lgkE6cPH77z4adBxNOMM8KUHIx/GmRY4JQoIuCnJziJnr9+q/8Z",
+	"ExkJminK2WA8+I6qBQpTHpMkDBBlUhEcI36BQpGzKY3DY6QWBD1//RYxnJIARViSIWWSMEkVvSKjQTCg",
+	"eqYfciKWg2CgPxuMB/MsHwQDGS1IivWyKb55RdhcLQbjw/39YJBS5n4+CAZqmelBUgnK5oMPHwK341OS",
+	"crF8q2hCf8Rmz80jnDCuFkSgcDicZ/kwhRHDvBwSHiMZ4YRIOMrLdyjjPEEJvSQovBI4nc5n4YpjTM2M",
+	"08qMtZNdcJFiNRgPYp7PEjII9FlpmqdwspQy8+/90f7D4qAsT2dEFAc9xTff5irL1Tm/JEy2z2h+jwSR",
+	"RFyRGGVEIEF+yIlU6IILxGG0uSuRs08lmi1RTC5wnqiuo6X4ZmrGTZVZtnFf9gyPvvjii8ODR5WjlBdG",
+	"mSLz6kE0InVh2TzLu3AMt/AKyXxm0EF/qc8FSApY2HkiWP22WHfG8/nCg2ZJwq9RqLCYEzXVZ9Ebwxb5",
+	"9AOZE0YE4EeAsEQYJXhGkoTESOgpEZGKplgRtPPX/zjaR5/sdp0DPq+dw17lYHyBE0mKnc84Twhm5dZz",
+	"9uJrD/YYrECKo0yQmEYKXQiejtC3As01rC0BQJjF5po6dwYXVttahpUiQn/7374/Gf4bHv64P/xqOnz/",
+	"00Hw6OjDPw+6wHwOgPQSpZMKUHfIaD5C4dn5f0UP9r/aD3fHgAzXhM4XaiiVIDjVSJJhoRymSEWyCVM0",
+	"Je7hX2sENO8YzTCLr2msFoF5LvoNUYkuSWbAYpCNYJkLEk8YbGKGJZUohNniqUHkv/7Hob7EY/Tu7OTU",
+	"PTapgawWWOnNfypH6FuWLCdMr09ZbWbzQQ1pcpYQKVEI9/8HJXISjias4ypKROzC+IO+GK8P8Pxx9z3A",
+	"ASX9kRQAxqnhCVGCpTx2dDXCGY6oWmpwGlBpMlQhul1oZalwX7J6tP+VnxxVyOqLmKQZV4RFy5dk6Tvb",
+	"EpX05eDvf/7fhw8fokxQpvAsIejkzZMXL1C0wAJHmovq26E/5KRKeo+RICnRS5IYyPDhEVrwXEj46OT1",
+	"C3RJlsWZFwTHRJSHruxwqLfYRbcePmzeYvXJTSY3hwfDyeTmi6fvP/e/ttdaFHiSC8mFnzaEjNyoaQRf",
+	"hO6OM0GuKM8lyvCcAEHTpIJ1XaEZ3XWIhweH61ER9vmUzSkj7X2a33cIIY5KXCVJGnaSVWKmvg1/qGzx",
+	"HRHSyiPdi02v7Fe3eaKw6DP7HPyr2cdSXYUw/Ta+H/xJwvKRvBq875zdS4a7hb42Vb4vMRB29/LdExwt",
+	"yNfmzz4MTnDOosWnUguBl1fDSH8+jPX3YX+R9fJqCgOnMPD2V/aKprTzxhL4o5fHP9yv0DoHpVWSF6zW",
+	"IXo9+VnIVbDDP+aYqU4xvvpXTW2yfJZQuSBxN/qdfPdHdDScUdWNfz9U17z1CQr5CpbKsFp4RCPNHKgg",
+	"8WCsOfhtRSVY900+S6lSJH689OO/3oO7T8t3jBQi3UinGgSI3OBIJcsuiBUjprNOnvToqCfA3MY9jKf4",
+	"E1pgFicEZDSeKxT+/xu8WVkscOvLNVLQKb7perJWSpmm+Ka3Ariv/6tqgT5Zpbo8ZWuXp+wul/+gMVZm",
+	"nEkCiudjHJ8Z8Ub/FHGmCIN/4ixLaAQvaS8TfJaQ9HNgLuOfKrv5Z0EuBuPBP+2V5og981e599qMMos2",
+	"xDFUGCy09JjiRB9LP36NEvwCCczmBHGBGFeIMwL4TFicccoUUviSyGMUEiG4kCG8B4moGg20iMvZRUKj",
+	"j3oe/SgbAh66xhLlksRGG3Gao5UlYafPuJjROCbsY29V0wsq0RVOaIxmuXLUAvZc0pDaxkG21ZI2g2Fn",
+	"+Ufftd5ghJnGiJnW+rgg8bhEgoRKJRG5ImKJ7PoBIjhawDkmjCqJ/subb79BrzUOacRjoLyZiXfCvZhE",
+	"PCZ7D/bgUDfOThLuBogqOWGJlkivF0QYbKQsyxVADKMLmmihmcXoWpNhKtG14Gyu1bkPweDUoffHhtiM",
+	"x3DRGmTXJEmGZhtoB+AAHCPmxPw9w0LCGVDOBMExqEVpnigKuraealc/SFx/ujMcA1p8w9UznrOPesRv",
+	"OJJ5tDD3xwUSPFdk123nlMf0ghqgt0ETJZQw9alEEc+WaCd8cTH8hjMyPMUqWpQURaKn53i+q08a5UIQ",
+	"po4R4wANzaOMkgeEVH9XP1WT8egDnOXsiSBYrcSFzQCkX6IHOG/gfRyj8BU304b6EKXF8O3Zq8YJCgKm",
+	"hmckS/DSB7sQ7BT6GTCkFlQizOQ1Efr/iGCR0IqpEuhHYUBo0MeRV33Rs/sVF3eMXjB+eqOJwX2D+Nwd",
+	"zS5iyCfAHeFEP6LlsQGShbz9m8hZP9DfD3zOOX+FxZz8o6hRohcXmvwYExnoRmjnAJ3Sx+b1nnN+itnS",
+	"CibyY2/U0AaE5SWJ0QWWyu1W0wO7W327xvDjvo5jQaQMJuxaUEVqRqHdMQrPiBLL4cmFIiJEEi+lfUMc",
+	"KbFEeI4pAwvlhIVnWBHQJoefhchiibHcFuAKCkaTkAtlOQ/RO0RUTthFniRmTmNRrKBaOXmhsLbQpapt",
+	"lt+fkRRTpvFokzGS9FijhM2ab/XXbxnO1YIL+iP52OzG3megGaGRSs0laAZqpKmdnF0yfs30F4Jc8UtN",
+	"g68XNFq47ySm8W7j/X/33XfDk1wtCFN6+2T9I37L8BWmiebSH/t5xFjhGZaklB0MD4Cn+5ZlgkdEyn/U",
+	"zspdyTzLuFCGAgMloZyNURgThWlSPMKlfj0TFtrPSRyat2VUEKr1jAizmMZYkULMFDlzD1g/WUkSEoEp",
+	"I9XyA4mR1IIoThBl+hhYUS1OcUaklQnfsmK9UxJTfG6NXR+bIH8q0ROz5FBvwSGpU7l4Zt0Vhc7loGfg",
+	"oBYkHcEbtmuCTklYtEixuAQriNBzKEqsn1PL2FNl9U2WJxaFjfGkgemBx2vZPaqgEsEgE+SCJsk05THp",
+	"tY4gV9TZd9d+LEnEWSynGRFT699J7Z21tfOO2ZxCrmcTVySeps6gt3Z5xXn/DwuT9PoBH6rGrO/NMo1J",
+	"GrutwC2oXW3jBrpB5rvhUrzhsz+RSA2s3+oxltTjLP8Xfg2oaogQyGB8pjBlJB7BRqr4F5EkkX6NoPDU",
+	"wTdGXssIiVFCMJOIG1+IIqlc9+yekCQ5IxdwBeYgWAi81D+DsjqdYRZPM2OiwEny7cVg/P3qKZ/qcY8x",
+	"iwcf3jdxSj8TohbcJ60zzoy0bpVWqbDKtdCAr4BK2iOWrmJ9SCdsOoiAMU4RkfEENJdgQG6UwOWP1lF6",
+	"JXBa/mR8AXoDHoE1sAZU2em+ltVLjbSUfSF4apyPF1RII20DHibmpou7aT+Exi3AoaddQHMIZUBTxSe0",
+	"E9OLCy2Ngec4NDOE4AwMK0CwrvWK/3h3K7h2AK/xUO05GscqIRxYrO96V28AJzzIc0GVDMfObU7EleEE",
+	"1DjYKSv45AiF/IqIqfMIh2OEFeJiwvCMW7FVpjhJtFZYncpY9cDVJ8hFLkk8QuGM5yzGYjnNWUSEhnw4",
+	"njDK0Iyoa0IYSF8zsuQsRpgt9U7miM8MZRqh0KqfcvpDTnISh2OUckEmzP2+1Dzc0hrb9IZZRNCOuXYq",
+	"4VbVgksr5omc7Y4mLCQ3ESGxnGrCBeg3TQgLx8hajdDnKMU3NkRHT6MhUwruegalLtTUTXNNWcyvwzHS",
+	"0A7AGse4xXAgiAgLQa9IAXQQOCo0FJkZjKDvUExPNggGtVsZBIM2aK0HowIvQEPPETUvaG/c+7afOHnJ",
+	"WgnrNBgrLW5QzqYzHF0SYzNay8waHtY+Q2jspQYNx18vMcQx59Zffmh4udYzZaqMYNz6iwuL2EaMaJAE",
+	"8EyZlYLCn1eGXTTcZC3ndcs12r4yPzExiPbURj61r37mWPhK9lnw+g+BloeN4S1a9hP96sZbnxIJ5zN/",
+	"ni6oCf5aP285JuHX/mn1c2ns1+e7FnNNBisfOt+dIMkSyIAmRppi2LOMBsH61aYZl5Japat7WVgqxbAO",
+	"2pmRxDG7kjwDHa6S6d1jpOFj9B3Nk4ApOoLdjZztzTZuxrNNzhx0gJj6IBNWTh32X76lRrQ/k5oSsohM",
+	"E2caWT/1NRaMsjnM2FcCabzWBmDaiLTisusvxAvoJu628L918MAbLWoeb+XEXhpgZd/W0288jG0e7jqw",
+	"VZfo2luXsAN2P5Ikn0onI1eDEqrSG9h5vGyzzm29jJGnGRYk1jtpg0grR3ZWfaip3FKjbM0zBR1+y9ls",
+	"pIMPq2VfYILIFjKunPIXl0oJBWsKWmCjj+TRAsZuA3ItMZdLeG9AzdQ03RawZvCtoKm4wsmtbrcyw+12",
+	"ooW57UFhRt9iB43XXMYaG6Sqg8qD1IPyCMW1+qDT/R6ap2hcsJeEVB7wmZED7pzMwZPzvKpvmdZYlFia",
+	"oNScBcgGGXMRE1EJsZdhf1tFlSJtzKjqvAe23Q01am2XHRaZjber4e9R7ss92RWaXLkCaM9YfcBNh1Vs",
+	"Gf2NEO6Se537LGdv8jTFYrn2kkq1H1aoHKoJm1WGga/BmufnU/hqPsWRolfEPattqYg+aUIUiWsT9RLy",
+	"b//K4tyYtremxNsYpu+IxZecd50h0go8t2Z9t+dbt+A3m9Gh23EQH3Z7MbWJADWMWv2mXlHj/6i/q4IS",
+	"9CIJlRfaSZJ83sMOtmvW7N72a2Mfpj4avoVa70S2NYNevnNGhTt79t4n2NMK7wwbXiN8zzdZWlxrb/Iu",
+	"dtB4pHcyZflqt5iuoRacPzsvg4IywdNMITA0oWtswj+xdDKNcSchSM9pK/n3pHhvT0cK+bMgKFWzax/N",
+	"uUyFaT6u/kbSWU6Tfl+aKOOfBuQGa8I2GA+ukiQdBHdg4RQk45IqLpa9Pt/aQQlHKMe3zJoOcLUdORh1",
+	"38ATrHDC57clz7XJXiiSrsXGbgrcnqu1OVJgj9fTFvHcOKjb9HBr+BcJVuUNlEt5j1E4Mf1OP5JgyPdY",
+	"4ORiCDmb0mU5gJ/sCicSdJ5PxpVAxgVJ4iHP1YRlX+0jcLBa141zH34qkSBzmhK0c5FwE56n0AH6ZBfs",
+	"EmD+jHBC2XzCZpjFNX8epP7uHO6jTwJ0tI8+MQTMJG2Gu8brUr+KVXLW5nLVakmoTpnsyl7YV2zyrVh8",
+	"w9pJjK5wkhNwXlIlC6C33ejObN7jgNZa3uNLWHwbIJiBZqnA7M0HgmeUJDHgoF+3tjE2kOddxOmjRqqC",
+	"JjqQ5xpe6Okgmd0NpAzhSvi8yBl8mJl48xDtgFc4oXWXfDOOfLcNbljK/2jKzWGFIKMsQCZdCky54chH",
+	"0vUy/unyLOE4JjHspDKlfhE0zbhQ8CRddJP+SnqXSLxpnXqJg+EMSxIjCKe3zL4Emp6xw99BpMRzP4mz",
+	"IPYhdy3kf+fs2RP06Kv9g91a9L8DWWcKwDEiaaaWBV3RVwsXdr3gZr8lH+2aZLDej28O6MPd56/f3hFf",
+	"Kme6JVNqTNTa1jzLt2JHpRe0jTtFanoRya5Ju0ZLLTpGhMWUzWu2rz4keNX5TRRL6TpdzeGeC9ph21+r",
+	"upTRKB8l/ObetCBwC2JfVZDFEuiqcS9GJEmA6EHuiWNAK7x5Pq/Dx492sOdb61z4VWpzjenaytSd6U5l",
+	"DJPFpq7Htsoq8Y8wBPPrDSixoHGHDXsrg/IdKMSVkLFuozEcco0y6852S3N/QU+7r+g2/uJO6/e/YBFf",
+	"Y+HRxiPD1dYSqSjLpxEXpKddOBZUE69Nopssfy0FD1eeYeD/uGS667fDZa8tZBFtGBGeE3aEbg4e9aHj",
+	"Gb8mwkQcTK+3dU5vHzLlflHd/tdURoIoqHbT5wh3GLJlI60M2y6vqyp7RPC3ErOK48OFtZCoCWF7X158",
+	"JzhRiza2t1ktv1wfkGpH+Raq2HNbi7Wjsjzpdr4oUsuSfVFK/cKDWrFd3fFT9ehVE/6Kdmz5I60e4EoV",
+	"pd1+kVtYuZCdDnewrQPXGTlVjSX721/Qji8Udde7lXbEU33mszJmtgyXxayIlsUKpVwqtLNYzgSNTTy2",
+	"rAWM5Qzm7hcp1uRHjZP3CGVaAdzWcX0Y+gpqy9xV1GrE07TT4GXK2CD3zTp6A4a2GVY0HQ3G+lOIitXf",
+	"TyHb4gaCNm1+XsdURQm5YHCRYCMr4Dimelc4eV23YzUP0yjRBJn2ehZnpLMHQTuutkdCsFbIUIzlgshd",
+	"9Pf//r/AsAQGm2MUTiCfdTIwEfQYzbAgMGPl3ZQ301GccTvav00QcE0/6MVH9RCWp1NJfugpCDCuSFdE",
+	"lQEv5KynEPmdUEZkUJZS+adwkzyIlnhUoCHsoXngoLs6Zu2YvcKHuzDXoaX3ZUK+5IxjEd9T3M1mlpTK",
+	"fp4y5YvMAEVG0KiWwb25T9qnalZquG1uuV/j97KbdvCoL7bmZgwkvGL/Zg5tgdll+x0cFCa4GVTk0/Mj",
+	"udB0A2vGdOnnuMLkIfSPsNnaFg3bDgqTtF7YKBpewJ1iJejNL091NfteqbxuEHqwTtfshlxPFbOfraOK",
+	"f17jyUdUQIvybvWjtb220RKzS3pN97559+LrFyfDb0jKleBs+A1mfHhw+Hh4dTg8+e6Pw6MZBHbf1r3r",
+	"98HWJuk8zx1ZsKtz3dKG3ZqqtbV+mT+bh/51m8CbXgGbvVNfbp0h+lT2qhXWrhe2VnB6TfClM3G3ZRRT",
+	"BMEYd12ghxbMIfVEcz6k+OWe9CTm3gX/vlNn6sbpBa9NynOn/X99ZBJExHz8uMB7DMwrzMC1s5VrroHj",
+	"XcTJVa/lfgPl7Ep3HCm3BeL0s+jXbr7vkPuIuioF3gaW9IqbckUu2raLZ0/QV0cPvyj886Z0hY/4FPU9",
+	"2rM84wIdHR6WtcIjnER5ghUXQemExAzhdEbnOc8lalUD6R+NX02c9SCrOYEX5KYMXu9XUQmG8KxDmVSY",
+	"RWRN1o/HnuSKmmwDSCi4olwdFzuVP7ygO4u2bdTFM56r8SwxkvmaohdGYXWpsyssmd7U5lm18skq8Jcl",
+	"UvQTNxXhprhRQgQrMlQ0JT4AmCCDOwoWLoPH1ke06e8XFffIqhGFG6VIxm7WqNOsJUA8wz/kJEBvz14N",
+	"Jb4gxygmgl6RuEQWE+tVFFqzta7Kgmv+IJTClrdSjzdfVdO814qfa0w1RZ3aT8HBTWQvx7atmXJXnE3y",
+	"XERkmot+1WJqlYBvWXbY2n+1rg7k0YQOkRjZmg9g1RX9vP3dNYX1nkwpMAgchonhzLZ8oylOFGyfk78q",
+	"q94ZyWolievFlCvvunYbZUp+8ZCCMpqypCEFApeoUTz8DpL0gmW56jbq2n4iDT6ZM4iSGiPsApvKC90J",
+	"X3/75hztXR3s6ZsMAxSmoHrH9lLDXVM/i9zYK94pPjC/cj08wrOchaWtksZ6rhJE4YSZoikVGIaBLZ1W",
+	"4gzCUtI5kyN0MpNQd08P0jccopRgNmGu4OQYQktMFwME7M6iBRbEVMVGOxGWRDNpRYSEc6AULycMZxnB",
+	"Ajwcx8gVdIMgPDO6qFXyjZmQxUguoNQYuVHmE6wmDDwjh/v7tb4SoBYxDqRM8ARqmdCYCiMxYHg0ekcQ",
+	"jVoOHKHHpuKJiVbVBCCw98UIiSExPiFYmtJdWgGzVWtNNaM0l1A113a1mC0LJ1FQrURgYIDnghBbNVe/",
+	"IUmSKyLRTtiyVobo7//zfyCtS6I9FBpzZegKlTxEnwQTFtaSZMyAsKJphehvf0FhmTlTDD80wz3pOHqS",
+	"/1MvAxDUp5jk+/sPCNq3YZZmCxOm2UUmeJxHJG6MgG11VKkKA2TfnyvektoRztG2h8Kq6Fqc4eAhBBnr",
+	"O9OvNbYunwmzyATXUoIbhebvIzCCh6aicCUZYi4oVKaxXrcJe3TktiA1GM2PhSswIVckkb4Q5ZqcspJU",
+	"NGnnynJuq5jVOblRh/v7ndUY1nSg2rzmW8/NVCu/9Ryyov4buYmSXNIrcur2bra73hKzoRmmWTWu59Zd",
+	"7bgNPq8GpfQa9sHDmjzi6kq02zLhtADqo4cPHzzaEKT+ZNRtLWbd2aqdmzzoV89m1UvZD7ZIdG0dcUPA",
+	"td5ysQRl6tGR3+y4BRy9MasrUZJfvrl9tuxKZUB67I59ttTT9KLn3yppzScfpvjmhXl9pqVWB8Q9auEG",
+	"b7USHdGTyBRJaz2/d06QHp+fObh5HB29+UM1m63WauToy2Cj9La+1LPlYPFdZlUH3+B6bPxiz8PXohhX",
+	"0a1tIhx77mHee8fV264FPK5oJdc3FrLnZl1EZN/PmyGQW8sPG5LsMm5xqxWPvnz4xabs1RnmeoLm6lZb",
+	"bFz0/qaODI10vldXWpRuITV7Q8n6vsiNAsqqjcwePfjyqH+IGdph5BriixBOEn5N4t2PE3VW2bK5RF8c",
+	"VnXI4cNuVtYneGybB7Ah6reDzTbQlGohZ7fWkpoRaSseda/5CiNoIdfXm+ft+y/QyiGPjtZJIT5lolB6",
+	"NuB7H1No6MvCC9i1cH4rU/EmUsDtlYpNfI63ksPvTlDuJRpDB7l1knHdtL5WKKx0Alwolcn/b7y3N1hn",
+	"6+6rojvb9UaY3XR7NUrFtu3SHfbmu3DQr6pt1Qp0rDO911hCocbQdbN10YF6FLSyPXbGYet5SLA0f+jh",
+	"GPCGEa2PhjzL2WusekgJbQZOYmr6EadEYfCCmmT03PUYh2zmlIg5QZleQ58ipaw6+UGL9G1PZu4Jzwuc",
+	"3bRzow/WDnfaITdbuFVXlNHYogB1Vwp0RznNdu3W6TVVC2srXVtOGCzRWFmXieRpYTeGeCxn+Halyc0K",
+	"PevndkbBZQRf9g+xLILHvAGWG1eakZTNEzI1beE99YXXH6w+Q8HMGnAuA9ec+9PGuZWWl+GBgbKt3Fzk",
+	"KdUKGS+wRJwB6dkmtmutg3a1U3Zzd+vPuJh5My+/cJ+2ipk3ewL39dd6MGMNxtnXsPYh+5iG4+georj2",
+	"FprcfVPCGgxAQLuXgFHjLskFVcs3mgg4/xMWRJzkauFr1V/gcYpj5xhzPuVLspTIXBQaDiEi4ZuT06dh",
+	"gIw3WKLwxHYHw6bf02NYC6U38fTvf/73sOg7CIop/K1kBJprmW5JlF1wj7yRzxIawf60pPHq1Smi7IJo",
+	"CuD6hWiuPUIn6LPPzJb1y/vsM2gEwWz37WDCjPsGzZbwW5tYx5n5BvRpEpQdaYD1W5HfVEQzftoJk7k0",
+	"rUmGVRdhkQD4t7/UvLujCZuwJ5xdGfODHBt5ouLZlgxfkim4xV38LhUoZ1S5Ui3QORxmgRWoKdgGSI52",
+	"tGCFEjwjCfS+RS/RH9DB/uHRGB08gn8/evDl0a4Gj6k0ZJpnmZiNom8XdLqj0gpuAWLkigi0P0IQrmb2",
+	"6WL7JizsapMFpXmgqXK1SA4ruwgXCyp8SSaMaiAf7e8HSHKEUUqlzEii0AVN9EizC0kTwlSyRNc0Jjbu",
+	"zzQ/Ay9rQiPCJCkVzsHpi/MKoRxYNK4UzRoP9kcHIxDleUYYzuhgPHgw2h89GIBAtYAHs7eADN0fobCK",
+	"6ahXtOZ6EUPitbJJvI0Gz5ao3EkfTLtCRzsx2/hNX12eQTO4B/tHXVMWe9yrtmr9EAyOzH5Xj6l0rdZD",
+	"Dr9aP6TZUxIokxMdB6/oFWFEQjQqGKigrQ4evNef7dmLGTlodd3AtxlhJ69f6Ed122toMAg/xO16KOZR",
+	"nhKmfmFAP19QE9IncASk2wJuxQ0scZr0uIF/PTl9tdkNuIlXdF38LdyABZznBqCd7Ur6c6a/+MeQH1ga",
+	"KW6CxH7+lxAMHu4/WD+u2uSzfnFnkFmtqe2OqrbktN2Yd/13eHWwVwZd71Vr8No73b5dTdiomGaK3QF/",
+	"b7aesQFRTc0V/uzt8TJhEO8LoXxlTJSJCH75DrlzVAQRDJzZ1S8ca0kJtDPXjqsYAhP3Kp8wYbYUFIIm",
+	"XoOg8QBcksSTsv5UIXbITsW4/ASyPs5y9uLrwYeg18cuELnXx89fv+3z6Wv9TxPo/c4KKH1HvXz3BEcL",
+	"8jXQTT2IahwCAWzgnPZtm2yp6Bn1oaQEG1qkV6xYjY5oT98jCqcnjN+dnZw+f7zBjZyCQ+ptxR/V9+rx",
+	"zbeAlucGjj2HnesnpwAV3t8jnW71Aevqs22/+6j0uucyz3jOzBqHh30IdbXr8d3w5iplwwphVJYxcaS9",
+	"JOZeAl8G3XnJu81Tk9XEzABlRAxdA3/7K0VT4povFhSWxej8/Nn5hPmI/9/+UqfgJo8DW5pd77QalJHG",
+	"6OW7YXFm463RumLte8fioJBIJfpywnZCyBcbua6cYdFraPcYQVGeaypJta2oVjKrpRXDCaNM0th8VCwr",
+	"yJxyFqCwWnexjFP+21+q/KzozVgzDwK8DkaHD93Hts9Z9VuIxp6weiPRakmh0Jq7QtNOqVqguPLZhIUK",
+	"3jn85Rj17AE7Qk9xtDB6+YRFWAhKalwU7UhCkIVxvY9tuFuEp0NLUCeSTFyTa9mA+tHhYYAkXlI2dx24",
+	"i4b2RQoZWCveQC5dUXR1tnQ9bgwQ9M9gUwnR5yg0tZp5ZjwuyXLCwro5MAxQWHfGuxLOfmZu0qZ+Z+U/",
+	"R1beY7nfJmvvN+CM5/PF/coBrcYhnYYj98XvkoBPErAQBONwxaPXXxCYC+Nx9IoBpo6XY+Et5k2JDJ0D",
+	"0ZWJxxLNNHH1yhuhqRa+IFilODOSwjWN50TJcVEv7uCRXubg0WjCvnMZYeUONHer7yCoqHylWfyGgHyg",
+	"d2fkB3CZF3Zdy0nA7WaZXmhTt0yHbomXUvOfAAlsWCe0hr7ANNGcSc+oQbeKQzwX4J76jfOHOkY530AC",
+	"HqeKgyAwoYlDSfSMtiQguckSEFNtVMQKXiNrGlw14myz2KUy2sd+637yRPqoJRjuL7hI/UdtpFvd5oy1",
+	"0kerDtorc+Q2p/ydJd4PS2zUrF7NEElsyM/vTNHDFE9M74UKrIxvrT9XrMRQehnjE57ERvdVjYb8LHbd",
+	"q0xQSKNKQZEsassbXJgwDCxBY955tYv+gLK//ucr9Dn64a//+eqv/3eETht6oHTKEjhga/3+j1Ge6R0d",
+	"dqmSzlG8YxTUCatFEe/CoAuqCkUaHL0VRW8Vu3td5KH/rhHdl0bk01Lukya1yxb9LqdvRZKAYBRhGppw",
+	"bGK3M51tVzpjckY5cyFoImfy02pmuLQmHBDWEyqVRARke6BKNRqiJxAE7XT2D94tmkABEUCmV86EGTJo",
+	"yJwJ4dix8bXGvkQoWKrMn6iEKArK5l4ji+3le2a61DboSePw12YLhIEViMZtMevY0jW9P2rsTTMsSUIZ",
+	"6SuBVTrndj7cQharxLp+fzL8Nzz8cX/41XT4/qeD4NHRh38erMx7ONivCmSH6wSyezXWl72ZO569LXAV",
+	"22AgMNr+zAnArZ+yRkoEluDZEv5feb2mzbV7t8bAKDsd46+oVE/tN/d4jfXehZ6bNGq+jTTTt2lNomVk",
+	"KjZBor+oAAYL2eqBrECj6QQkgMoa4QX4VK5vnuWr7+7567f3enGVzl6dt/b89dvGNQUaLyEU75d1Xxqa",
+	"G91PUi/67WWN8FhNdEFhGkKffQYx2p99VsRlQ82fZOnzVk1Yo5qMwOzS9vkz1bDDcaNqDRQ98lXE0Xsz",
+	"jcgCVFaLgTJFrkBO2apsws7xpe1mJnFKbLShSWp5/rRSeMnHQZ8TVS2K3mKiv26zvW+tonR5OW1MoIfh",
+	"YNyo73qnBdn76hGbaCq9VSD4+o/VMPfNlKGPrTv1GfSmCNPfdET8eNl7jLFhnVK26Qh803vEK2g10vfr",
+	"Jyav7F5FvirN8PAc6IWK50WpP00Loa3iL4rTAFMoyTgE1lfjCDoFOtPCZqVMcGo+uccrqtVL75QLYKu/",
+	"EsnAwHQj2QDurUsoMGmBlJh+tVAjFDSZADFyTaSyquJsiSyDsKX5LslSEjVhGZ5TZlNIMiwlCit5nyGa",
+	"4ehydeap5u363wVHFwRFWJIhZZIwSRW9IsdF9IKpFCxNA2HDVQKjckNQh5EQjMUTlGufOKBR069N/86a",
+	"fnOsyScdSS5Uh2w0rCW/Odmo/tvaDyYBz6XjDTOCL6dVUWp7GennxzBdovsaZqnJlnRk5xeXAGPseuUB",
+	"2gwyGGRc+kitpq6W/RRpeMJWlUU7oatLG+6OkGFcRcd0176ZxBBIyFlExghDnXBrwcTRwhBmqmS9mbdW",
+	"qcC8h56YS54wnECagqP3O6BSVeyetlYrUXl2jCAnKzD1mY06V6a7o5hDCAFwod3CVXK4v1/2tSiZistR",
+	"wxMW5wbJyAh9B4mLL2KSZlxBjvBLonVLjARRYunEK9ijVTkmrHDKuDg6w6bMr6G6bjGhGp6RLMFLEo+R",
+	"1qVcJd5i0kuydM4dE0A44/ES2Ty3r0boG64WlM0h6M6chTOE2XLCILzPa7MFEnAGXY024zEVOLwkS/te",
+	"4dCPebzc6Kn2yzUvqiHrpW6Gcz609EhPODrD16e237ovn8Qib1AGrKBT+njU0l8/+KnO6pd4lrOnN9Qm",
+	"ghzuH/QaYSDfn0Kc4uSCi9SNOOiVbWIzZ92goxXXUk213MTXZJo1eGB+wlDjrWjakOClFnukCf/UUu6M",
+	"EIZiApU6kaQsMpLu0X4PGviEs4uEmozro4MHvYjmKyzmxkN08LAPEIv41VMSU3xuJIt+TqkXDGxWtvnD",
+	"9lTdJlzDE6mmWn//Xr+FkugbucQQ7gq5h7R4CbbUurC9Z0p+g/vDywke5zSJTaazvq6SVGpylGEhnWmr",
+	"UUN8PGETNkQYZfksoXJRePOHehrNX8cotFR+qEE6hlLbe1mCKbPBYcCFsZwwZJw/mtbthCajPUTc1kLg",
+	"AoX6y3D32KxYlEJGivPkU2nzfcbIDv1DkuAUD2emk8cQPg8RF3od98lVkqTuLyZdvb7XNE8UzbBQe3rA",
+	"MMYKh5rN6V/pebR4FoOlEYdowZPYRZ8JraiU/r4aX3WV1MEfo2fZsQzN5JgjV8MncEb/v//533dN+pS+",
+	"Hy5QygXcipJmB+ZINCFhYPgufGeqhehfu51oQKGd0AcYPUUmqOa0ejAEQByjUAPIQNpk6KHhUOIrMhRE",
+	"5okK0bWgmgnrIfpsehZYMCMCQbK2SV3/boEVMFq3i+K6IL6PeApqA0xH6MSyVY0fjYr2x3ARc4CIK42i",
+	"mW+EmZYAZvoWcGzZ5uHhhDGcuvuBTRZyiIdfvgD8vgt+2Qo9+85JCIDpGmvkscVtk9ZmUR6az3iUAVvr",
+	"wa8O6GkqeoD90XPjg2BQYn+H0N/uAxP6H1UF+oWtRuoLxwm89+GcMAtdF1xo3j7gGrfUpOvAau5PAPNW",
+	"vvNHYHTJK54HXueJ9cpEGm1qzuSi7saMMgx7XuE8hoKHnkaj2OsZqROL0MboGn+EjVUIR2v74sD0gdl4",
+	"u3zJh2BQkuP6wWvVAC2c12ZWn1SFLkQZwknyu+z1u+z1q5S9SpHHcaFOoaSXjPaTCWP5YKiBviqPnLYE",
+	"stldKwq2wRCOU8r0Z6MWZ/sapt6Gs4HZxgYDtq02R+3dmqXioLQDlDEoW8WTbPUge2DsMy5mNI4J+8hh",
+	"K31xzgByjbwfdBd4uPPLvlMT3Yr4pRJzmlJx0CiaDIzRhM1pJPu1xzl9y5xXoY4SpcXPVbJsMIxWJUq0",
+	"c/bsCfriwVePdiGSEJSRMEAh2NeswFEa2MJgwmabUqGimKcgKb8iWpa3s0M+bDl5EVBtjH7GOhctMJuD",
+	"eTHiQpAIjI7VoEgQ8Rm5hjgo5FDnkpDMZBv7M4HeZjG+I0LYxxwGIB8CyD+/hWnMVCjtZRrrJXV9jEeM",
+	"9TXoW2L8evRRhbH7p/2/C0RPY2eKghw/U/92I4lnXcGDJ9AKDYKdTVBA0QJNNcrAjNCTN+9MAgXCaAHx",
+	"Ekjw690Ju9Ckxtp9InllSM9JFJFMWaOU/u0xKixP15TZqjP2s7DLd1s26ZS3oiV90xN+trVWvL5L10m6",
+	"Z1hzpYh4X1fiM6OFf4Sc6KK3daE6R/Jqi/JjEDVA2fy3EZR9XmRYtcpeRvbR+EN66lTC5ol1RpO6WmKx",
+	"wNfm9asUZ2MUCn4tv6fvR7DY9396H7pEAxthaqJIIX3re/rek0itx5jaHdWcCSfsaAWb8QmTuU3i6Aj5",
+	"PHV5bj9PSdxurwNjfwEJjXeCp9VyrFgWRc40CjWqsqKIJ3nK+mJvO2uxzUgqjYF/oZzkV0LtKxdxp+Re",
+	"o9Fvh9q7lDp9as8rcd0wLXpDswKo5Dze20t4hJMFl2r85f6X+3DZdvhPlawv6XOvgEsKssqW0GJXa6Ku",
+	"MPVOR5Hpl0//NQzWlK0Od0cVPK8ItXoP7oG5WMfa74qkwcpvwTD/4f2H/xcAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -207,11 +207,23 @@ func (w *walker) token() (json.Token, error) {
 	var se *json.SyntaxError
 	switch {
 	case errors.As(err, &se):
-		return nil, errorf(lineAt(w.src, int(se.Offset)), "invalid JSON: %v", se)
+		return nil, errorf(w.syntaxLine(), "invalid JSON: %v", se)
 	case err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF):
 		return nil, errorf(lineAt(w.src, len(w.src)), "the JSON ends early")
 	}
 	return nil, errorf(w.line(), "invalid JSON: %v", err)
+}
+
+// syntaxLine is the line of the first syntax error in the input. A
+// Decoder's SyntaxError.Offset counts from where its buffer began;
+// Unmarshal checks the whole input first and counts from its start.
+func (w *walker) syntaxLine() int {
+	var v any
+	var se *json.SyntaxError
+	if err := json.Unmarshal(w.src, &v); errors.As(err, &se) {
+		return lineAt(w.src, int(se.Offset))
+	}
+	return w.line()
 }
 
 func describeToken(t json.Token) string {
@@ -245,41 +257,42 @@ func (w *walker) root() error {
 	return w.object(reflect.TypeFor[store.Run](), "")
 }
 
-// value reads one value of type t at pointer ptr.
-func (w *walker) value(t reflect.Type, ptr string) error {
+// value reads one value of type t at pointer ptr and says whether it was
+// null.
+func (w *walker) value(t reflect.Type, ptr string) (null bool, err error) {
 	w.lines[ptr] = w.line()
 	tok, err := w.token()
 	if err != nil || tok == nil {
-		return err
+		return err == nil, err
 	}
 	if t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	delim, isDelim := tok.(json.Delim)
-	wrong := func(what string) error {
+	wrong := func(what string) (bool, error) {
 		w.problem(ptr, "want %s, not %s", what, describeToken(tok))
 		if isDelim {
-			return w.skip()
+			return false, w.skip()
 		}
-		return nil
+		return false, nil
 	}
 	switch t.Kind() {
 	case reflect.Struct:
 		if delim != '{' {
 			return wrong("an object")
 		}
-		return w.object(t, ptr)
+		return false, w.object(t, ptr)
 	case reflect.Slice:
 		if delim != '[' {
 			return wrong("an array")
 		}
 		for i := 0; w.dec.More(); i++ {
-			if err := w.value(t.Elem(), ptr+"/"+strconv.Itoa(i)); err != nil {
-				return err
+			if _, err := w.value(t.Elem(), ptr+"/"+strconv.Itoa(i)); err != nil {
+				return false, err
 			}
 		}
 		_, err := w.token()
-		return err
+		return false, err
 	case reflect.Map:
 		if delim != '{' {
 			return wrong("an object")
@@ -288,7 +301,7 @@ func (w *walker) value(t reflect.Type, ptr string) error {
 		for w.dec.More() {
 			k, err := w.token()
 			if err != nil {
-				return err
+				return false, err
 			}
 			key, _ := k.(string)
 			sub := ptr + "/" + escapePointer(key)
@@ -296,12 +309,12 @@ func (w *walker) value(t reflect.Type, ptr string) error {
 				w.problem(sub, "appears twice")
 			}
 			seen[key] = true
-			if err := w.value(t.Elem(), sub); err != nil {
-				return err
+			if _, err := w.value(t.Elem(), sub); err != nil {
+				return false, err
 			}
 		}
 		_, err := w.token()
-		return err
+		return false, err
 	case reflect.String:
 		if _, ok := tok.(string); !ok {
 			return wrong("a string")
@@ -333,7 +346,7 @@ func (w *walker) value(t reflect.Type, ptr string) error {
 	default:
 		w.problem(ptr, "cannot be read") // only if store.Run grows a new kind
 	}
-	return nil
+	return false, nil
 }
 
 // skip reads the rest of an object or array whose opening token was read.
@@ -387,20 +400,30 @@ func (w *walker) object(t reflect.Type, ptr string) error {
 			}
 			continue
 		}
-		if err := w.value(f.Type, sub); err != nil {
+		null, err := w.value(f.Type, sub)
+		if err != nil {
 			return err
+		}
+		if null && required(f) {
+			w.problem(sub, "is required; null is not a value")
 		}
 	}
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
-		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if f.IsExported() && name != "" && name != "-" && !assigned(name) && !seen[name] &&
-			!strings.Contains(opts, "omitempty") && !strings.Contains(opts, "omitzero") {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.IsExported() && name != "" && name != "-" && !assigned(name) && !seen[name] && required(f) {
 			w.problems = append(w.problems, store.Problem{Pointer: ptr + "/" + name, Line: start, Message: "is required"})
 		}
 	}
 	_, err := w.token()
 	return err
+}
+
+// required reports whether run JSON must give the field: its tag has
+// neither omitempty nor omitzero.
+func required(f reflect.StructField) bool {
+	_, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+	return !strings.Contains(opts, "omitempty") && !strings.Contains(opts, "omitzero")
 }
 
 func (w *walker) skipValue() error {

@@ -67,7 +67,7 @@ func TestParseRunJSONErrors(t *testing.T) {
 		{"created_at present", strings.Replace(page, `"title"`, `"created_at": "2026-01-01T00:00:00Z",
   "title"`, 1), -1, `"created_at"`, "/created_at: is assigned by the server"},
 		{"bad status", strings.Replace(page, `"status": "requests_queued"`, `"status": "queued"`, 1), -1, `"queued"`, `/decode/7/status: is "queued"; it must be valid`},
-		{"null status", strings.Replace(page, `"status": "valid"`, `"status": null`, 1), -1, `null`, `/prefill/0/status: is ""; it must be valid`},
+		{"null status", strings.Replace(page, `"status": "valid"`, `"status": null`, 1), -1, `null`, `/prefill/0/status: is required; null is not a value`},
 		{"string for number", strings.Replace(page, `"total_tok_s": 94.2`, `"total_tok_s": "94.2"`, 1), -1, `"94.2"`, `/decode/0/total_tok_s: want a number, not a string`},
 		{"number for string", strings.Replace(page, `"gpu": "RTX 3090"`, `"gpu": 3090`, 1), -1, `3090,`, `/hardware/gpu: want a string, not a number`},
 		{"fraction for whole number", strings.Replace(page, `"concurrency": 2,`, `"concurrency": 2.5,`, 1), -1, `2.5`, `/decode/1/concurrency: want a whole number, not 2.5`},
@@ -82,6 +82,10 @@ func TestParseRunJSONErrors(t *testing.T) {
 		{"not an object", `["title"]`, 1, "", "the run must be a JSON object, not an array"},
 		{"null", `null`, 1, "", "the run must be a JSON object, not null"},
 		{"fails Validate", `{"title": "t", "model": {"name": "m"}, "hardware": {}, "engine": {"name": "e"}}`, 1, "", "/hardware/gpu: is required"},
+		{"null context", strings.Replace(page, `"context_tokens": 0,`, `"context_tokens": null,`, 1), -1, `"context_tokens": null`, `/decode/0/context_tokens: is required; null is not a value`},
+		{"NaN far down", strings.Replace(page, `"tbt_ms": 10.6,`, `"tbt_ms": NaN,`, 1), -1, `NaN`, "invalid JSON"},
+		{"value on a later line", `{"title":
+` + "\n\n" + ` x}`, 4, "", "invalid JSON"},
 		{"invalid UTF-8", strings.Replace(page, "RTX 3090", "RTX \xff", 1), -1, "RTX \xff", "not valid UTF-8"},
 	}
 	for _, tt := range tests {

@@ -121,7 +121,7 @@ func pickTG(rows []llamaRow, want int) ([]llamaRow, error) {
 		perCell[k][w.tg] = true
 		if len(perCell[k]) > 1 {
 			return nil, &ParseError{File: w.file, Line: w.line, Msg: fmt.Sprintf(
-				"PP %d, B %d was measured with several text-generation lengths (TG %s): pick one with --tg N", w.pp, w.b, toolInts(toolSortedInts(perCell[k])))}
+				"PP %d, B %d was measured with several text-generation lengths (TG %s): pick one with --tg N (tg=N over HTTP)", w.pp, w.b, toolInts(toolSortedInts(perCell[k])))}
 		}
 	}
 	return rows, nil

@@ -55,6 +55,9 @@ func FromTool(format string, meta store.Run, files []ToolFile, opts ToolOptions)
 	case FormatLlamaBatchedBench:
 		parse = parseLlamaBatchedBench
 	case FormatVLLMBench:
+		if opts.TG != 0 {
+			return store.Run{}, &ParseError{Msg: "a text-generation length (--tg, tg=) applies only to llama-batched-bench output"}
+		}
 		parse = parseVLLMBench
 	default:
 		return store.Run{}, &ParseError{Msg: fmt.Sprintf("unknown tool format %q: known formats are %s", format, strings.Join(Formats(), ", "))}

@@ -377,6 +377,7 @@ func TestFromToolErrors(t *testing.T) {
 
 		{name: "llama: meta names another tool", format: FormatLlamaBatchedBench, files: []ToolFile{pr},
 			meta: func(r *store.Run) { r.Benchmark.Tool = "llama-bench" }, contains: []string{`"llama-bench"`, `"llama-batched-bench"`}},
+		{name: "vllm: a TG is refused", format: FormatVLLMBench, files: []ToolFile{toolFile(t, "vllm-sweep-opt125m-c2.json")}, opts: ToolOptions{TG: 5}, contains: []string{"applies only to llama-batched-bench"}},
 		{name: "llama: negative TG", format: FormatLlamaBatchedBench, files: []ToolFile{pr}, opts: ToolOptions{TG: -1}, contains: []string{"TG -1"}},
 		{name: "llama: several TG without --tg", format: FormatLlamaBatchedBench, files: []ToolFile{multi},
 			file: multi.Name, line: 9, contains: []string{"PP 128, B 1", "TG 128, 256", "--tg N"}},

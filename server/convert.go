@@ -75,7 +75,7 @@ func toAPISummary(s store.RunSummary) api.RunSummary {
 	out := api.RunSummary{
 		ID: s.ID, Title: s.Title, Model: s.ModelName, GPU: s.GPU, VRAMGB: s.VRAMGB,
 		Engine: s.EngineName, EngineVersion: opt(s.EngineVersion), Quantization: opt(s.Quantization),
-		Submitter: opt(s.Submitter), CreatedAt: s.CreatedAt,
+		Submitter: opt(s.Submitter), SubmittedBy: opt(s.SubmittedBy), CreatedAt: s.CreatedAt,
 		SingleStreamTokS: s.SingleStreamTokS, SingleStreamContextTokens: s.SingleStreamContextTokens,
 		MaxContextTokensWithOutput: s.MaxContextTokensWithOutput,
 	}

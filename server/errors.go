@@ -32,7 +32,7 @@ func errorHandler(logger *slog.Logger) echo.HTTPErrorHandler {
 		if p.Status == http.StatusUnauthorized {
 			c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="matrixd"`)
 		}
-		if p.Status >= 500 {
+		if p.Status >= 500 && !errors.Is(err, errPanic) { // a panic was logged with its stack
 			logger.LogAttrs(c.Request().Context(), slog.LevelError, "request failed",
 				slog.String("method", c.Request().Method), slog.String("uri", c.Request().RequestURI),
 				slog.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)),
@@ -70,7 +70,10 @@ func toProblem(err error, c echo.Context) api.Problem {
 	var de *store.Error
 	var mal malformed
 	var um unsupportedMedia
+	var tm tooMany
 	switch {
+	case errors.As(err, &tm):
+		p = problem(http.StatusTooManyRequests, tm.Error())
 	case errors.As(err, &fs):
 		p = fs.problem()
 	case errors.As(err, &fe):

@@ -142,17 +142,32 @@ func istr(v *int) string {
 	return strconv.Itoa(*v)
 }
 
-func csvBody(header []string, rows [][]string) (*bytes.Reader, int64, error) {
+// csvTable is a CSV answer, with its charset (the generated response
+// types send a bare text/csv).
+type csvTable []byte
+
+func csvBody(header []string, rows [][]string) (csvTable, error) {
 	var buf bytes.Buffer
 	w := csv.NewWriter(&buf)
 	if err := w.Write(header); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	if err := w.WriteAll(rows); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	return bytes.NewReader(buf.Bytes()), int64(buf.Len()), nil
+	return csvTable(buf.Bytes()), nil
 }
+
+func (t csvTable) visit(w http.ResponseWriter) error {
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	w.Header().Set("Content-Length", strconv.Itoa(len(t)))
+	w.WriteHeader(http.StatusOK)
+	_, err := w.Write(t)
+	return err
+}
+
+func (t csvTable) VisitListDecodeCellsResponse(w http.ResponseWriter) error  { return t.visit(w) }
+func (t csvTable) VisitListPrefillCellsResponse(w http.ResponseWriter) error { return t.visit(w) }
 
 // ListDecodeCells implements GET /v1/runs/{run_id}/decode.
 func (s *Server) ListDecodeCells(ctx context.Context, req api.ListDecodeCellsRequestObject) (api.ListDecodeCellsResponseObject, error) {
@@ -172,12 +187,8 @@ func (s *Server) ListDecodeCells(ctx context.Context, req api.ListDecodeCellsReq
 				fstr(c.TotalTokS), fstr(c.PerRequestTokS), fstr(c.TTFTMs), fstr(c.TBTMs), fstr(c.AvgActiveRequests),
 				istr(c.CompletedRequests), istr(c.OutputTokens), fstr(c.DurationS)}
 		}
-		body, n, err := csvBody([]string{"context_tokens", "concurrency", "status", "total_tok_s", "per_request_tok_s", "ttft_ms",
+		return csvBody([]string{"context_tokens", "concurrency", "status", "total_tok_s", "per_request_tok_s", "ttft_ms",
 			"tbt_ms", "avg_active_requests", "completed_requests", "output_tokens", "duration_s"}, rows)
-		if err != nil {
-			return nil, err
-		}
-		return api.ListDecodeCells200TextCsvResponse{Body: body, ContentLength: n}, nil
 	}
 	out := api.ListDecodeCells200JSONResponse{RunID: req.RunID, Items: make([]api.DecodeCell, len(cells))}
 	for i, c := range cells {
@@ -202,11 +213,7 @@ func (s *Server) ListPrefillCells(ctx context.Context, req api.ListPrefillCellsR
 		for i, c := range cells {
 			rows[i] = []string{strconv.Itoa(c.ContextTokens), c.Status, fstr(c.PromptTokS), fstr(c.TTFTMs)}
 		}
-		body, n, err := csvBody([]string{"context_tokens", "status", "prompt_tok_s", "ttft_ms"}, rows)
-		if err != nil {
-			return nil, err
-		}
-		return api.ListPrefillCells200TextCsvResponse{Body: body, ContentLength: n}, nil
+		return csvBody([]string{"context_tokens", "status", "prompt_tok_s", "ttft_ms"}, rows)
 	}
 	out := api.ListPrefillCells200JSONResponse{RunID: req.RunID, Items: make([]api.PrefillCell, len(cells))}
 	for i, c := range cells {

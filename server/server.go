@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"maps"
 	"mime"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -52,6 +53,15 @@ type Config struct {
 	// CacheBytes bounds the cache of prepared GET answers; 64 MiB when
 	// zero, none when negative.
 	CacheBytes int64
+	// RateLimit bounds requests per client address and writes per API key;
+	// the zero value sets no limit.
+	RateLimit RateLimit
+	// WriteOrigins are the browser origins allowed to write (CORS); reads
+	// are open to every origin. "*" allows any.
+	WriteOrigins []string
+	// TrustedProxies are the networks whose X-Forwarded-For names the
+	// client; with none the connection's address is the client.
+	TrustedProxies []*net.IPNet
 }
 
 // New returns the HTTP handler: request id → logger → recover → body limit
@@ -96,14 +106,26 @@ func New(st *store.Store, cfg Config) (http.Handler, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = errorHandler(cfg.Logger)
+	e.IPExtractor = echo.ExtractIPDirect()
+	if len(cfg.TrustedProxies) > 0 {
+		var trust []echo.TrustOption
+		for _, n := range cfg.TrustedProxies {
+			trust = append(trust, echo.TrustIPRange(n))
+		}
+		e.IPExtractor = echo.ExtractIPFromXFFHeader(append(trust, echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false))...)
+	}
 	e.Use(
+		dropBadRequestID,
 		middleware.RequestID(),
 		requestLogger(cfg.Logger),
-		middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true, DisablePrintStack: true}),
+		recoverer(cfg.Logger),
+		securityHeaders,
+		cors(cfg.WriteOrigins),
+		limitReads(newLimiter(cfg.RateLimit.ReadsPerSecond)),
 		middleware.BodyLimit(fmt.Sprintf("%dB", cfg.MaxBodyBytes)),
 		cached(rc, uncached),
 		middleware.GzipWithConfig(middleware.GzipConfig{MinLength: 1024}),
-		validator(router, st.Authenticate),
+		validator(router, st.Authenticate, newLimiter(cfg.RateLimit.WritesPerSecond)),
 	)
 	strict := api.NewStrictHandler(s, []api.StrictMiddlewareFunc{withAccept})
 	api.RegisterHandlers(e, rawBodies{ServerInterface: strict, ssi: s})
@@ -143,11 +165,18 @@ type rawBodies struct {
 
 func readBody(c echo.Context) ([]byte, error) {
 	b, err := io.ReadAll(c.Request().Body)
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
+	if tooLarge(err) {
 		return nil, echo.ErrStatusRequestEntityTooLarge
 	}
 	return b, err
+}
+
+// tooLarge reports whether err is the body limit cutting a body short
+// (a body without Content-Length is cut while it is read).
+func tooLarge(err error) bool {
+	var mbe *http.MaxBytesError
+	var herr *echo.HTTPError
+	return errors.As(err, &mbe) || errors.As(err, &herr) && herr.Code == http.StatusRequestEntityTooLarge
 }
 
 // CreateRun implements POST /v1/runs.
@@ -178,6 +207,22 @@ func (r rawBodies) UpdateRun(c echo.Context, runID api.ParamRunID) error {
 	return resp.VisitUpdateRunResponse(c.Response())
 }
 
+// recoverer turns a panic into a 500 and logs it once, with its stack.
+func recoverer(logger *slog.Logger) echo.MiddlewareFunc {
+	return middleware.RecoverWithConfig(middleware.RecoverConfig{
+		DisablePrintStack: true,
+		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
+			logger.LogAttrs(c.Request().Context(), slog.LevelError, "panic",
+				slog.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)),
+				slog.String("uri", c.Request().RequestURI), slog.String("error", err.Error()), slog.String("stack", string(stack)))
+			return errPanic
+		},
+	})
+}
+
+// errPanic answers a recovered panic: a 500 that says nothing internal.
+var errPanic = errors.New("panic")
+
 func requestLogger(logger *slog.Logger) echo.MiddlewareFunc {
 	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
 		LogStatus: true, LogURI: true, LogMethod: true, LogLatency: true, LogRequestID: true,
@@ -199,7 +244,7 @@ func requestLogger(logger *slog.Logger) echo.MiddlewareFunc {
 // by the handlers' parsers, which report every problem at once. Requests
 // the spec does not route fall through to echo's router, which answers 404
 // or 405 with Allow.
-func validator(router routers.Router, authenticate func(context.Context, string) (store.Key, error)) echo.MiddlewareFunc {
+func validator(router routers.Router, authenticate func(context.Context, string) (store.Key, error), writes *limiter) echo.MiddlewareFunc {
 	opts := &openapi3filter.Options{MultiError: true, ExcludeRequestBody: true, AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -209,12 +254,15 @@ func validator(router routers.Router, authenticate func(context.Context, string)
 				return next(c)
 			}
 			if route.Operation.Security != nil && len(*route.Operation.Security) > 0 {
-				token, ok := strings.CutPrefix(r.Header.Get(echo.HeaderAuthorization), "Bearer ")
-				if !ok {
+				scheme, token, _ := strings.Cut(r.Header.Get(echo.HeaderAuthorization), " ")
+				if !strings.EqualFold(scheme, "Bearer") {
 					return store.ErrUnauthorized
 				}
 				key, err := authenticate(r.Context(), strings.TrimSpace(token))
 				if err != nil {
+					return err
+				}
+				if err := limitWrite(writes, c, key.Name); err != nil {
 					return err
 				}
 				r = r.WithContext(context.WithValue(r.Context(), keyCtx{}, key))
@@ -233,10 +281,17 @@ func validator(router routers.Router, authenticate func(context.Context, string)
 			err = openapi3filter.ValidateRequest(r.Context(), &openapi3filter.RequestValidationInput{
 				Request: r, PathParams: params, Route: route, Options: opts,
 			})
+			if tooLarge(err) {
+				return echo.ErrStatusRequestEntityTooLarge
+			}
 			if err != nil {
 				return &echo.HTTPError{Code: http.StatusBadRequest, Message: "invalid request", Internal: err}
 			}
-			return next(c)
+			err = next(c)
+			if tooLarge(err) {
+				return echo.ErrStatusRequestEntityTooLarge // cut short while a handler read it
+			}
+			return err
 		}
 	}
 }

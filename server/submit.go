@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"mime/multipart"
-	"net/http"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
@@ -75,9 +74,9 @@ func (s *Server) ImportRun(ctx context.Context, req api.ImportRunRequestObject) 
 		parts = [][]byte{page}
 		run, err = ingest.ParsePage(page)
 	case format == string(api.Page):
-		return nil, unsupportedMedia("Content-Type: a published page is sent as text/plain")
+		return nil, unsupportedMedia("a published page is sent as Content-Type: text/plain; a multipart body carries a tool's output: name it with format=llama-batched-bench or format=vllm-bench")
 	case req.MultipartBody == nil:
-		return nil, unsupportedMedia("Content-Type: the output of " + format + " is sent as multipart/form-data: a part named meta (run JSON without cells) and parts named file")
+		return nil, unsupportedMedia("the output of " + format + " is sent as Content-Type: multipart/form-data, with a part named meta (run JSON without cells) and parts named file")
 	default:
 		meta, files, rerr := readToolParts(req.MultipartBody)
 		if rerr != nil {
@@ -93,6 +92,10 @@ func (s *Server) ImportRun(ctx context.Context, req api.ImportRunRequestObject) 
 			parts = append(parts, []byte(strconv.Itoa(tg)))
 		}
 		run, err = ingest.ParseToolRun(format, "meta", meta, files, ingest.ToolOptions{TG: tg})
+		var pe *ingest.ParseError
+		if errors.As(err, &pe) && pe.File == "meta" {
+			return nil, malformed{err} // meta is JSON that does not parse
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -119,6 +122,9 @@ func readToolParts(mr *multipart.Reader) (meta []byte, files []ingest.ToolFile, 
 		if err == io.EOF {
 			break
 		}
+		if tooLarge(err) {
+			return nil, nil, echo.ErrStatusRequestEntityTooLarge
+		}
 		if err != nil {
 			return nil, nil, malformed{fmt.Errorf("the multipart body cannot be read: %v", err)}
 		}
@@ -127,8 +133,7 @@ func readToolParts(mr *multipart.Reader) (meta []byte, files []ingest.ToolFile, 
 		}
 		b, err := io.ReadAll(p)
 		if err != nil {
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
+			if tooLarge(err) {
 				return nil, nil, echo.ErrStatusRequestEntityTooLarge
 			}
 			return nil, nil, malformed{fmt.Errorf("part %q cannot be read: %v", p.FormName(), err)}
@@ -229,7 +234,11 @@ func parseMetaPatch(raw []byte) (store.MetaPatch, error) {
 		case "source_url":
 			dst = &p.SourceURL
 		default:
-			probs = append(probs, store.Problem{Pointer: "/" + name, Message: "cannot be changed: only title, notes and source_url can; a corrected measurement is a new run"})
+			msg := "cannot be changed: only title, notes and source_url can"
+			if name != "id" && name != "created_at" && name != "submitted_by" {
+				msg += "; a corrected measurement is a new run"
+			}
+			probs = append(probs, store.Problem{Pointer: "/" + clip(name), Message: msg})
 			continue
 		}
 		if string(v) == "null" {

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"io"
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
@@ -147,6 +148,12 @@ func TestSubmitRun(t *testing.T) {
 			t.Errorf("submitted_by=bob lists %.300s; want none", bobs.Body)
 		}
 	})
+	t.Run("the auth scheme is case-insensitive", func(t *testing.T) {
+		rec := e.send(t, "POST", "/v1/runs", with(k["alice"], "Authorization", strings.Replace(k["alice"].Get("Authorization"), "Bearer", "bearer", 1)), body)
+		if rec.Code != 200 {
+			t.Errorf("lower-case bearer: %d %s; want 200 (stored already)", rec.Code, rec.Body)
+		}
+	})
 	t.Run("same content is not stored twice", func(t *testing.T) {
 		before := e.rows(t)
 		retitled := fresh[0]
@@ -165,7 +172,7 @@ func TestSubmitRun(t *testing.T) {
 func TestSubmitRejectsAndStoresNothing(t *testing.T) {
 	e := newEnv(t, 0)
 	k := e.keys(t, "alice", "gone")
-	if err := e.st.RevokeKey(context.Background(), "gone"); err != nil {
+	if _, err := e.st.RevokeKey(context.Background(), "gone"); err != nil {
 		t.Fatal(err)
 	}
 	good := runJSON(t, storetest.Runs(43, 1)[0])
@@ -249,6 +256,15 @@ func TestIdempotencyKey(t *testing.T) {
 		t.Errorf("same key, other body: %d %s; want 409", other.Code, other.Body)
 	}
 	e.sameRows(t, before)
+
+	// A replay whose run was deleted since says so.
+	if rec := e.send(t, "DELETE", "/v1/runs/"+id, k["alice"], nil); rec.Code != 204 {
+		t.Fatal(rec.Code)
+	}
+	gone := e.send(t, "POST", "/v1/runs", with(k["alice"], "Idempotency-Key", "upload-1"), runJSON(t, runs[0]))
+	if gone.Code != 404 || !strings.Contains(gone.Body.String(), "deleted since") {
+		t.Errorf("replay after delete: %d %s; want 404", gone.Code, gone.Body)
+	}
 
 	// Idempotency keys belong to their API key.
 	bobs := e.send(t, "POST", "/v1/runs", with(k["bob"], "Idempotency-Key", "upload-1"), runJSON(t, runs[1]))
@@ -548,9 +564,44 @@ func TestImportToolOutput(t *testing.T) {
 			e.sameRows(t, before)
 		})
 	}
+	mct, mbody := multipartBody(t, []byte(`{"title": `), "llama-pr16894-qwen2-7b.md")
+	if rec := e.send(t, "POST", "/v1/runs/import?format=llama-batched-bench", with(k["alice"], "Content-Type", mct), mbody); rec.Code != 400 || !strings.Contains(rec.Body.String(), "meta: line 1") {
+		t.Errorf("meta that is not JSON: %d %s; want 400 naming meta", rec.Code, rec.Body)
+	}
 	noMeta := e.send(t, "POST", "/v1/runs/import?format=vllm-bench", with(k["alice"], "Content-Type", "multipart/form-data; boundary=x"), []byte("--x--\r\n"))
 	if noMeta.Code != 400 || !strings.Contains(noMeta.Body.String(), `"field":"meta"`) {
 		t.Errorf("no meta part: %d %s", noMeta.Code, noMeta.Body)
 	}
 	e.sameRows(t, before)
+}
+
+// TestChunkedBodyOverTheLimit: a body sent without Content-Length is cut
+// at the limit while it is read, and is a 413 like any other.
+func TestChunkedBodyOverTheLimit(t *testing.T) {
+	e := newEnv(t, 0)
+	k := e.keys(t, "alice")
+	big := bytes.Repeat([]byte("x"), 2<<20)
+	ct, multi := multipartBody(t, big, "llama-pr16894-qwen2-7b.md")
+	for _, c := range []struct{ method, target, ctype string }{
+		{"POST", "/v1/runs", "application/json"},
+		{"POST", "/v1/runs/import", "text/plain"},
+		{"POST", "/v1/runs/import?format=llama-batched-bench", ct},
+		{"PATCH", "/v1/runs/rwhatever", "application/merge-patch+json"},
+	} {
+		body := big
+		if strings.HasPrefix(c.ctype, "multipart/") {
+			body = multi
+		}
+		before := e.rows(t)
+		req := httptest.NewRequest(c.method, c.target, io.NopCloser(bytes.NewReader(body)))
+		req.ContentLength = -1
+		req.Header = with(k["alice"], "Content-Type", c.ctype)
+		rec := httptest.NewRecorder()
+		e.h.ServeHTTP(rec, req)
+		e.validate(t, req, rec)
+		if rec.Code != 413 || !strings.Contains(rec.Body.String(), "larger than the limit") {
+			t.Errorf("%s %s chunked: %d %.300s; want 413", c.method, c.target, rec.Code, rec.Body)
+		}
+		e.sameRows(t, before)
+	}
 }

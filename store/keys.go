@@ -169,17 +169,21 @@ func optTime(s *string) (*time.Time, error) {
 	return &t, err
 }
 
-// RevokeKey revokes the key named name; its runs stay. Revoking a revoked
-// key changes nothing.
-func (s *Store) RevokeKey(ctx context.Context, name string) error {
-	return s.inTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, "UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE name = ?", formatTime(s.now()), name)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
+// RevokeKey revokes the key named name; its runs stay. It reports whether
+// the key was live: revoking a revoked key changes nothing.
+func (s *Store) RevokeKey(ctx context.Context, name string) (revoked bool, err error) {
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		var was *string
+		err := tx.QueryRowContext(ctx, "SELECT revoked_at FROM api_keys WHERE name = ?", name).Scan(&was)
+		if errors.Is(err, sql.ErrNoRows) {
 			return newError(ErrNotFound, "no key is named %s", name)
 		}
-		return nil
+		if err != nil || was != nil {
+			return err
+		}
+		revoked = true
+		_, err = tx.ExecContext(ctx, "UPDATE api_keys SET revoked_at = ? WHERE name = ?", formatTime(s.now()), name)
+		return err
 	})
+	return revoked, err
 }

@@ -1,9 +1,9 @@
 package store
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -171,7 +171,7 @@ func after(expr, idCol string, desc bool, c cursor) (string, []any) {
 }
 
 const summaryColumns = `r.id, r.title, r.model_name, r.gpu, r.vram_gb, r.engine_name, r.engine_version,
-	coalesce(r.model_quantization, r.engine_quantization), r.submitter, r.created_at,
+	coalesce(r.model_quantization, r.engine_quantization), r.submitter, r.submitted_by, r.created_at,
 	r.single_stream_tok_s, r.single_stream_context_tokens, r.peak_total_tok_s, r.peak_context_tokens, r.peak_concurrency,
 	r.max_context_tokens_with_output`
 
@@ -179,6 +179,7 @@ const summaryColumns = `r.id, r.title, r.model_name, r.gpu, r.vram_gb, r.engine_
 type summaryRow struct {
 	s                            RunSummary
 	version, quant, submitter    *string
+	submittedBy                  *string
 	created                      string
 	peakTok                      *float64
 	peakContext, peakConcurrency *int
@@ -187,14 +188,14 @@ type summaryRow struct {
 func (r *summaryRow) dest() []any {
 	s := &r.s
 	return []any{&s.ID, &s.Title, &s.ModelName, &s.GPU, &s.VRAMGB, &s.EngineName, &r.version,
-		&r.quant, &r.submitter, &r.created,
+		&r.quant, &r.submitter, &r.submittedBy, &r.created,
 		&s.SingleStreamTokS, &s.SingleStreamContextTokens, &r.peakTok, &r.peakContext, &r.peakConcurrency,
 		&s.MaxContextTokensWithOutput}
 }
 
 func (r *summaryRow) finish() (RunSummary, error) {
 	s := r.s
-	s.EngineVersion, s.Quantization, s.Submitter = deref(r.version), deref(r.quant), deref(r.submitter)
+	s.EngineVersion, s.Quantization, s.Submitter, s.SubmittedBy = deref(r.version), deref(r.quant), deref(r.submitter), deref(r.submittedBy)
 	t, err := parseTime(r.created)
 	if err != nil {
 		return RunSummary{}, fmt.Errorf("run %s created_at: %w", s.ID, err)

@@ -55,8 +55,8 @@ func (s *Store) SubmitRun(ctx context.Context, run Run, idem *Idempotency) (Run,
 				idem.KeyName, idem.Key, formatTime(now.Add(-IdempotencyTTL))).Scan(&reqHash, &runID, &status)
 			switch {
 			case err == nil && reqHash != idem.RequestHash:
-				return newError(ErrConflict, "Idempotency-Key %q was used for another request in the last %v; use a new key for a new request",
-					idem.Key, IdempotencyTTL)
+				return newError(ErrConflict, "Idempotency-Key %q was used for another request in the last 24 hours; use a new key for a new request",
+					idem.Key)
 			case err == nil:
 				r, err := readRun(ctx, tx, runID)
 				if errors.Is(err, ErrNotFound) {

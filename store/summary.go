@@ -13,6 +13,7 @@ type RunSummary struct {
 	EngineVersion string
 	Quantization  string
 	Submitter     string
+	SubmittedBy   string
 	CreatedAt     time.Time
 	// SingleStreamTokS is the total tok/s of the valid concurrency-1 cell
 	// at the smallest context that has one.
@@ -37,7 +38,7 @@ func Summarize(r Run) RunSummary {
 	s := RunSummary{
 		ID: r.ID, Title: r.Title, ModelName: r.Model.Name, GPU: r.Hardware.GPU, VRAMGB: r.Hardware.VRAMGB,
 		EngineName: r.Engine.Name, EngineVersion: r.Engine.Version, Quantization: r.Model.Quantization,
-		Submitter: r.Submitter, CreatedAt: r.CreatedAt,
+		Submitter: r.Submitter, SubmittedBy: r.SubmittedBy, CreatedAt: r.CreatedAt,
 	}
 	if s.Quantization == "" {
 		s.Quantization = r.Engine.Quantization

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -100,6 +101,9 @@ func importCmd(ctx context.Context, args []string, getenv func(string) string, s
 // importTool builds one run from a tool's output files and the run's
 // metadata.
 func importTool(ctx context.Context, db, format, metaPath string, tg int, names []string, stdin io.Reader, stdout io.Writer) error {
+	if !slices.Contains(ingest.Formats(), format) {
+		return fmt.Errorf("import: --format takes a tool's output format: %s; published pages and run JSON are read without --format", strings.Join(ingest.Formats(), " or "))
+	}
 	if metaPath == "" {
 		return fmt.Errorf("import: --format %s needs --meta META.json: run JSON without cells giving the title, model, hardware and engine", format)
 	}

@@ -42,6 +42,9 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 	if sub == "revoke" {
 		wantArgs = 1
 	}
+	if sub == "revoke" && fs.NArg() == 0 {
+		return fmt.Errorf("keys revoke: name the key to revoke\n%s", keysUsage)
+	}
 	if fs.NArg() != wantArgs {
 		return fmt.Errorf("keys %s: unexpected arguments %q\n%s", sub, fs.Args(), keysUsage)
 	}
@@ -76,10 +79,15 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 		}
 		return w.Flush()
 	case "revoke":
-		if err := st.RevokeKey(ctx, fs.Arg(0)); err != nil {
+		revoked, err := st.RevokeKey(ctx, fs.Arg(0))
+		if err != nil {
 			return fmt.Errorf("keys revoke: %w", err)
 		}
-		fmt.Fprintf(stdout, "revoked key %s\n", fs.Arg(0))
+		if revoked {
+			fmt.Fprintf(stdout, "revoked key %s\n", fs.Arg(0))
+		} else {
+			fmt.Fprintf(stdout, "key %s was revoked already\n", fs.Arg(0))
+		}
 	}
 	return nil
 }
