@@ -471,6 +471,7 @@ func TestMigrationRehashesRuns(t *testing.T) {
 	for _, q := range []string{
 		"DROP INDEX runs_by_submitted_by", "ALTER TABLE runs DROP COLUMN submitted_by", "ALTER TABLE runs DROP COLUMN notes",
 		"DROP TABLE api_keys", "DROP TABLE idempotency_keys", "DROP TABLE data_version", "DROP TABLE secrets",
+		"DROP INDEX runs_catalog_gpu", "DROP INDEX runs_catalog_model", "DROP INDEX runs_catalog_engine", "DROP INDEX runs_by_gpu_peak", "DROP INDEX runs_by_gpu_created",
 		"DROP TRIGGER runs_inserted", "DROP TRIGGER runs_updated", "DROP TRIGGER runs_deleted", "UPDATE runs SET content_hash = 'a version 1 hash'", "PRAGMA user_version = 1",
 	} {
 		if _, err := db.Exec(q); err != nil {
