@@ -50,6 +50,12 @@ type env struct {
 
 func newEnv(t testing.TB, generated int) *env {
 	t.Helper()
+	return newEnvWith(t, generated, server.Config{})
+}
+
+// newEnvWith is newEnv with a server configuration.
+func newEnvWith(t testing.TB, generated int, cfg server.Config) *env {
+	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "matrixd.db")
 	st, err := store.Open(ctx, path, store.Options{})
@@ -74,7 +80,7 @@ func newEnv(t testing.TB, generated int) *env {
 			t.Fatal(err)
 		}
 	}
-	if e.h, err = server.New(st, server.Config{}); err != nil {
+	if e.h, err = server.New(st, cfg); err != nil {
 		t.Fatal(err)
 	}
 	if e.spec, err = api.GetSpec(); err != nil {

@@ -5,6 +5,7 @@
 //	matrixd import [--db PATH] FILE...   (- for stdin)
 //	matrixd import --format FORMAT --meta META.json FILE...
 //	matrixd keys create|list|revoke
+//	matrixd healthcheck [--addr :8080]
 //	matrixd export [--db PATH] RUN_ID
 //	matrixd generate [--db PATH] [--runs N] [--seed S]
 //	matrixd calc decode|capacity|grid|prefill [flags]
@@ -47,6 +48,7 @@ const usage = `usage:
   matrixd import [--db PATH] FILE…  store runs from published pages or run JSON (- reads stdin)
   matrixd import --format FORMAT --meta META.json FILE…  one run from a benchmark tool's output
   matrixd keys create|list|revoke   API keys for submissions over HTTP
+  matrixd healthcheck [--addr :8080]  exit 0 when the local server answers /healthz (for container health checks)
   matrixd export [--db PATH] RUN_ID print a run as importable JSON
   matrixd generate [--db PATH] [--runs N] [--seed S]  add N synthetic runs (for load tests)
   matrixd calc decode|capacity|grid|prefill [flags]   the decode calculator (-h for flags)
@@ -74,11 +76,87 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return evalCmd(ctx, args, getenv, stdout, stderr)
 	case "keys":
 		return keysCmd(ctx, args, getenv, stdout, stderr)
+	case "healthcheck":
+		return healthcheck(ctx, args, getenv, stderr)
 	case "help":
 		fmt.Fprintln(stdout, usage)
 		return nil
 	}
 	return fmt.Errorf("unknown command %q\n%s", cmd, usage)
+}
+
+func rateLimits(reads, writes string) (server.RateLimit, error) {
+	r, err := strconv.ParseFloat(reads, 64)
+	if err != nil || r < 0 {
+		return server.RateLimit{}, fmt.Errorf("--rate-limit %q: want requests per second, 0 or more", reads)
+	}
+	w, err := strconv.ParseFloat(writes, 64)
+	if err != nil || w < 0 {
+		return server.RateLimit{}, fmt.Errorf("--write-rate-limit %q: want writes per second, 0 or more", writes)
+	}
+	return server.RateLimit{ReadsPerSecond: r, WritesPerSecond: w}, nil
+}
+
+// list splits a comma-separated flag value.
+func list(s string) []string {
+	var out []string
+	for part := range strings.SplitSeq(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}
+
+func cidrs(s string) ([]*net.IPNet, error) {
+	var out []*net.IPNet
+	for _, c := range list(s) {
+		if !strings.Contains(c, "/") {
+			if strings.Contains(c, ":") {
+				c += "/128"
+			} else {
+				c += "/32"
+			}
+		}
+		_, n, err := net.ParseCIDR(c)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// healthcheck asks the server on this machine for /healthz: what a
+// container's HEALTHCHECK runs, as the image has no shell or curl.
+func healthcheck(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	fs := newFlags("healthcheck", stderr)
+	addr := fs.String("addr", envOr(getenv, "MATRIXD_ADDR", ":8080"), "the server's listen address (env MATRIXD_ADDR)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	host, port, err := net.SplitHostPort(*addr)
+	if err != nil {
+		return fmt.Errorf("healthcheck: --addr %q: %w", *addr, err)
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(host, port)+"/healthz", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("healthcheck: %w", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("healthcheck: /healthz answered %d", resp.StatusCode)
+	}
+	return nil
 }
 
 // envOr returns the environment's value for key, or def.
@@ -114,11 +192,28 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	noSeed := fs.Bool("no-seed", noSeedDefault, "do not load the bundled example runs into an empty database (env MATRIXD_NO_SEED)")
 	logLevel := fs.String("log-level", envOr(getenv, "MATRIXD_LOG_LEVEL", "info"), "debug, info, warn or error (env MATRIXD_LOG_LEVEL)")
 	sync := fs.String("synchronous", envOr(getenv, "MATRIXD_SYNCHRONOUS", "NORMAL"), "SQLite synchronous: NORMAL or FULL (env MATRIXD_SYNCHRONOUS)")
+	readRate := fs.String("rate-limit", envOr(getenv, "MATRIXD_RATE_LIMIT", "100"), "requests per second per client address, bursts of twice that; 0 turns it off (env MATRIXD_RATE_LIMIT)")
+	writeRate := fs.String("write-rate-limit", envOr(getenv, "MATRIXD_WRITE_RATE_LIMIT", "5"), "writes per second per API key, bursts of twice that; 0 turns it off (env MATRIXD_WRITE_RATE_LIMIT)")
+	origins := fs.String("cors-write-origins", getenv("MATRIXD_CORS_WRITE_ORIGINS"), "comma-separated browser origins allowed to write, e.g. https://bench.example; reads are open to all (env MATRIXD_CORS_WRITE_ORIGINS)")
+	proxies := fs.String("trusted-proxies", getenv("MATRIXD_TRUSTED_PROXIES"), "comma-separated CIDRs of proxies whose X-Forwarded-For names the client (env MATRIXD_TRUSTED_PROXIES)")
+	cacheMB := fs.Int("cache-mb", 64, "memory for prepared GET answers, in MiB; 0 keeps none")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("serve takes no arguments, got %q", fs.Args())
+	}
+	limits, err := rateLimits(*readRate, *writeRate)
+	if err != nil {
+		return err
+	}
+	trusted, err := cidrs(*proxies)
+	if err != nil {
+		return fmt.Errorf("--trusted-proxies: %w", err)
+	}
+	cacheBytes := int64(*cacheMB) << 20
+	if *cacheMB == 0 {
+		cacheBytes = -1
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -129,6 +224,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	// Bind first: a port that cannot be had leaves no database behind.
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
 	st, err := store.Open(ctx, *db, store.Options{Synchronous: *sync})
 	if err != nil {
 		return err
@@ -143,11 +244,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			logger.Info("seeded empty database with the bundled example runs", slog.Int("runs", n), slog.String("db", *db))
 		}
 	}
-	h, err := server.New(st, server.Config{Logger: logger})
-	if err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", *addr)
+	h, err := server.New(st, server.Config{Logger: logger, RateLimit: limits, WriteOrigins: list(*origins),
+		TrustedProxies: trusted, CacheBytes: cacheBytes})
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -51,6 +52,11 @@ func TestServeSeedsAndShutsDown(t *testing.T) {
 	resp.Body.Close()
 	if len(list.Items) != len(ingest.Seeds()) {
 		t.Errorf("fresh database serves %d runs, want the %d bundled examples", len(list.Items), len(ingest.Seeds()))
+	}
+
+	hostPort := strings.TrimPrefix(base, "http://")
+	if err := run(context.Background(), []string{"healthcheck", "--addr", hostPort}, env(nil), nil, io.Discard, io.Discard); err != nil {
+		t.Errorf("healthcheck against the running server: %v", err)
 	}
 
 	cancel()
@@ -255,5 +261,26 @@ func TestBadEnvironmentIsAnError(t *testing.T) {
 	err := run(context.Background(), []string{"--addr", "127.0.0.1:0"}, env(map[string]string{"MATRIXD_NO_SEED": "yes", "MATRIXD_DB": filepath.Join(t.TempDir(), "x.db")}), nil, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "MATRIXD_NO_SEED") {
 		t.Fatalf("MATRIXD_NO_SEED=yes: %v, want an error naming it", err)
+	}
+}
+
+// TestServeLeavesNoDatabaseWhenThePortIsTaken: a port that cannot be had
+// fails start-up before the database is created or seeded.
+func TestServeLeavesNoDatabaseWhenThePortIsTaken(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	db := filepath.Join(t.TempDir(), "matrixd.db")
+	err = run(context.Background(), []string{"--addr", ln.Addr().String(), "--db", db}, env(nil), nil, io.Discard, io.Discard)
+	if err == nil {
+		t.Fatal("serve on a taken port succeeded")
+	}
+	if _, statErr := os.Stat(db); !os.IsNotExist(statErr) {
+		t.Errorf("serve failed (%v) but left %s behind", err, db)
+	}
+	if err := run(context.Background(), []string{"healthcheck", "--addr", "127.0.0.1:1"}, env(nil), nil, io.Discard, io.Discard); err == nil {
+		t.Error("healthcheck of a port nobody serves succeeded")
 	}
 }
