@@ -1394,6 +1394,9 @@ type ServerInterface interface {
 	// GetHealth Liveness
 	// (GET /healthz)
 	GetHealth(ctx echo.Context) error
+	// GetMetrics Prometheus metrics
+	// (GET /metrics)
+	GetMetrics(ctx echo.Context) error
 	// GetOpenAPIJSON This contract as JSON
 	// (GET /openapi.json)
 	GetOpenAPIJSON(ctx echo.Context) error
@@ -1470,6 +1473,15 @@ func (w *ServerInterfaceWrapper) GetHealth(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetHealth(ctx)
+	return err
+}
+
+// GetMetrics converts echo context to params.
+func (w *ServerInterfaceWrapper) GetMetrics(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetMetrics(ctx)
 	return err
 }
 
@@ -2363,6 +2375,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 
 	router.GET(options.BaseURL+"/healthz", wrapper.GetHealth, options.OperationMiddlewares["getHealth"]...)
 	router.GET(options.BaseURL+"/readyz", wrapper.GetReady, options.OperationMiddlewares["getReady"]...)
+	router.GET(options.BaseURL+"/metrics", wrapper.GetMetrics, options.OperationMiddlewares["getMetrics"]...)
 	router.GET(options.BaseURL+"/openapi.yaml", wrapper.GetOpenAPIYAML, options.OperationMiddlewares["getOpenAPIYAML"]...)
 	router.GET(options.BaseURL+"/openapi.json", wrapper.GetOpenAPIJSON, options.OperationMiddlewares["getOpenAPIJSON"]...)
 	router.GET(options.BaseURL+"/v1/runs", wrapper.ListRuns, options.OperationMiddlewares["listRuns"]...)
@@ -2506,6 +2519,68 @@ type GetHealth429ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response GetHealth429ApplicationProblemPlusJSONResponse) VisitGetHealthResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMetricsRequestObject struct {
+}
+
+type GetMetricsResponseObject interface {
+	VisitGetMetricsResponse(w http.ResponseWriter) error
+}
+
+type GetMetrics200TextResponse string
+
+func (response GetMetrics200TextResponse) VisitGetMetricsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(200)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
+type GetMetrics400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetMetrics400ApplicationProblemPlusJSONResponse) VisitGetMetricsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMetrics429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetMetrics429ApplicationProblemPlusJSONResponse) VisitGetMetricsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -4750,6 +4825,9 @@ type StrictServerInterface interface {
 	// GetHealth Liveness
 	// (GET /healthz)
 	GetHealth(ctx context.Context, request GetHealthRequestObject) (GetHealthResponseObject, error)
+	// GetMetrics Prometheus metrics
+	// (GET /metrics)
+	GetMetrics(ctx context.Context, request GetMetricsRequestObject) (GetMetricsResponseObject, error)
 	// GetOpenAPIJSON This contract as JSON
 	// (GET /openapi.json)
 	GetOpenAPIJSON(ctx context.Context, request GetOpenAPIJSONRequestObject) (GetOpenAPIJSONResponseObject, error)
@@ -4844,6 +4922,29 @@ func (sh *strictHandler) GetHealth(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(GetHealthResponseObject); ok {
 		return validResponse.VisitGetHealthResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetMetrics operation middleware
+func (sh *strictHandler) GetMetrics(ctx echo.Context) error {
+	var request GetMetricsRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetMetrics(ctx.Request().Context(), request.(GetMetricsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetMetrics")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetMetricsResponseObject); ok {
+		return validResponse.VisitGetMetricsResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -5431,186 +5532,189 @@ func (sh *strictHandler) ListPrefillCells(ctx echo.Context, runID ParamRunID, pa
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3bchw3miD8KoiacZi0s4oHUbJdjI7/p2RJo5VoqylK3hmXthKVCVahmQmkASTJskMRfbWxe7t70S+w",
-	"MfezN3Pf/Sb9JBv4AOQRWZVVJNU+3lgkE6cPH77z4adBxNOMM8KUHIx/GmRY4JQoIuCnJziJnr9+q/8Z",
-	"ExkJminK2WA8+I6qBQpTHpMkDBBlUhEcI36BQpGzKY3DY6QWBD1//RYxnJIARViSIWWSMEkVvSKjQTCg",
-	"eqYfciKWg2CgPxuMB/MsHwQDGS1IivWyKb55RdhcLQbjw/39YJBS5n4+CAZqmelBUgnK5oMPHwK341OS",
-	"crF8q2hCf8Rmz80jnDCuFkSgcDicZ/kwhRHDvBwSHiMZ4YRIOMrLdyjjPEEJvSQovBI4nc5n4YpjTM2M",
-	"08qMtZNdcJFiNRgPYp7PEjII9FlpmqdwspQy8+/90f7D4qAsT2dEFAc9xTff5irL1Tm/JEy2z2h+jwSR",
-	"RFyRGGVEIEF+yIlU6IILxGG0uSuRs08lmi1RTC5wnqiuo6X4ZmrGTZVZtnFf9gyPvvjii8ODR5WjlBdG",
-	"mSLz6kE0InVh2TzLu3AMt/AKyXxm0EF/qc8FSApY2HkiWP22WHfG8/nCg2ZJwq9RqLCYEzXVZ9Ebwxb5",
-	"9AOZE0YE4EeAsEQYJXhGkoTESOgpEZGKplgRtPPX/zjaR5/sdp0DPq+dw17lYHyBE0mKnc84Twhm5dZz",
-	"9uJrD/YYrECKo0yQmEYKXQiejtC3As01rC0BQJjF5po6dwYXVttahpUiQn/7374/Gf4bHv64P/xqOnz/",
-	"00Hw6OjDPw+6wHwOgPQSpZMKUHfIaD5C4dn5f0UP9r/aD3fHgAzXhM4XaiiVIDjVSJJhoRymSEWyCVM0",
-	"Je7hX2sENO8YzTCLr2msFoF5LvoNUYkuSWbAYpCNYJkLEk8YbGKGJZUohNniqUHkv/7Hob7EY/Tu7OTU",
-	"PTapgawWWOnNfypH6FuWLCdMr09ZbWbzQQ1pcpYQKVEI9/8HJXISjias4ypKROzC+IO+GK8P8Pxx9z3A",
-	"ASX9kRQAxqnhCVGCpTx2dDXCGY6oWmpwGlBpMlQhul1oZalwX7J6tP+VnxxVyOqLmKQZV4RFy5dk6Tvb",
-	"EpX05eDvf/7fhw8fokxQpvAsIejkzZMXL1C0wAJHmovq26E/5KRKeo+RICnRS5IYyPDhEVrwXEj46OT1",
-	"C3RJlsWZFwTHRJSHruxwqLfYRbcePmzeYvXJTSY3hwfDyeTmi6fvP/e/ttdaFHiSC8mFnzaEjNyoaQRf",
-	"hO6OM0GuKM8lyvCcAEHTpIJ1XaEZ3XWIhweH61ER9vmUzSkj7X2a33cIIY5KXCVJGnaSVWKmvg1/qGzx",
-	"HRHSyiPdi02v7Fe3eaKw6DP7HPyr2cdSXYUw/Ta+H/xJwvKRvBq875zdS4a7hb42Vb4vMRB29/LdExwt",
-	"yNfmzz4MTnDOosWnUguBl1fDSH8+jPX3YX+R9fJqCgOnMPD2V/aKprTzxhL4o5fHP9yv0DoHpVWSF6zW",
-	"IXo9+VnIVbDDP+aYqU4xvvpXTW2yfJZQuSBxN/qdfPdHdDScUdWNfz9U17z1CQr5CpbKsFp4RCPNHKgg",
-	"8WCsOfhtRSVY900+S6lSJH689OO/3oO7T8t3jBQi3UinGgSI3OBIJcsuiBUjprNOnvToqCfA3MY9jKf4",
-	"E1pgFicEZDSeKxT+/xu8WVkscOvLNVLQKb7perJWSpmm+Ka3Ariv/6tqgT5Zpbo8ZWuXp+wul/+gMVZm",
-	"nEkCiudjHJ8Z8Ub/FHGmCIN/4ixLaAQvaS8TfJaQ9HNgLuOfKrv5Z0EuBuPBP+2V5og981e599qMMos2",
-	"xDFUGCy09JjiRB9LP36NEvwCCczmBHGBGFeIMwL4TFicccoUUviSyGMUEiG4kCG8B4moGg20iMvZRUKj",
-	"j3oe/SgbAh66xhLlksRGG3Gao5UlYafPuJjROCbsY29V0wsq0RVOaIxmuXLUAvZc0pDaxkG21ZI2g2Fn",
-	"+Ufftd5ghJnGiJnW+rgg8bhEgoRKJRG5ImKJ7PoBIjhawDkmjCqJ/subb79BrzUOacRjoLyZiXfCvZhE",
-	"PCZ7D/bgUDfOThLuBogqOWGJlkivF0QYbKQsyxVADKMLmmihmcXoWpNhKtG14Gyu1bkPweDUoffHhtiM",
-	"x3DRGmTXJEmGZhtoB+AAHCPmxPw9w0LCGVDOBMExqEVpnigKuraealc/SFx/ujMcA1p8w9UznrOPesRv",
-	"OJJ5tDD3xwUSPFdk123nlMf0ghqgt0ETJZQw9alEEc+WaCd8cTH8hjMyPMUqWpQURaKn53i+q08a5UIQ",
-	"po4R4wANzaOMkgeEVH9XP1WT8egDnOXsiSBYrcSFzQCkX6IHOG/gfRyj8BU304b6EKXF8O3Zq8YJCgKm",
-	"hmckS/DSB7sQ7BT6GTCkFlQizOQ1Efr/iGCR0IqpEuhHYUBo0MeRV33Rs/sVF3eMXjB+eqOJwX2D+Nwd",
-	"zS5iyCfAHeFEP6LlsQGShbz9m8hZP9DfD3zOOX+FxZz8o6hRohcXmvwYExnoRmjnAJ3Sx+b1nnN+itnS",
-	"CibyY2/U0AaE5SWJ0QWWyu1W0wO7W327xvDjvo5jQaQMJuxaUEVqRqHdMQrPiBLL4cmFIiJEEi+lfUMc",
-	"KbFEeI4pAwvlhIVnWBHQJoefhchiibHcFuAKCkaTkAtlOQ/RO0RUTthFniRmTmNRrKBaOXmhsLbQpapt",
-	"lt+fkRRTpvFokzGS9FijhM2ab/XXbxnO1YIL+iP52OzG3megGaGRSs0laAZqpKmdnF0yfs30F4Jc8UtN",
-	"g68XNFq47ySm8W7j/X/33XfDk1wtCFN6+2T9I37L8BWmiebSH/t5xFjhGZaklB0MD4Cn+5ZlgkdEyn/U",
-	"zspdyTzLuFCGAgMloZyNURgThWlSPMKlfj0TFtrPSRyat2VUEKr1jAizmMZYkULMFDlzD1g/WUkSEoEp",
-	"I9XyA4mR1IIoThBl+hhYUS1OcUaklQnfsmK9UxJTfG6NXR+bIH8q0ROz5FBvwSGpU7l4Zt0Vhc7loGfg",
-	"oBYkHcEbtmuCTklYtEixuAQriNBzKEqsn1PL2FNl9U2WJxaFjfGkgemBx2vZPaqgEsEgE+SCJsk05THp",
-	"tY4gV9TZd9d+LEnEWSynGRFT699J7Z21tfOO2ZxCrmcTVySeps6gt3Z5xXn/DwuT9PoBH6rGrO/NMo1J",
-	"GrutwC2oXW3jBrpB5rvhUrzhsz+RSA2s3+oxltTjLP8Xfg2oaogQyGB8pjBlJB7BRqr4F5EkkX6NoPDU",
-	"wTdGXssIiVFCMJOIG1+IIqlc9+yekCQ5IxdwBeYgWAi81D+DsjqdYRZPM2OiwEny7cVg/P3qKZ/qcY8x",
-	"iwcf3jdxSj8TohbcJ60zzoy0bpVWqbDKtdCAr4BK2iOWrmJ9SCdsOoiAMU4RkfEENJdgQG6UwOWP1lF6",
-	"JXBa/mR8AXoDHoE1sAZU2em+ltVLjbSUfSF4apyPF1RII20DHibmpou7aT+Exi3AoaddQHMIZUBTxSe0",
-	"E9OLCy2Ngec4NDOE4AwMK0CwrvWK/3h3K7h2AK/xUO05GscqIRxYrO96V28AJzzIc0GVDMfObU7EleEE",
-	"1DjYKSv45AiF/IqIqfMIh2OEFeJiwvCMW7FVpjhJtFZYncpY9cDVJ8hFLkk8QuGM5yzGYjnNWUSEhnw4",
-	"njDK0Iyoa0IYSF8zsuQsRpgt9U7miM8MZRqh0KqfcvpDTnISh2OUckEmzP2+1Dzc0hrb9IZZRNCOuXYq",
-	"4VbVgksr5omc7Y4mLCQ3ESGxnGrCBeg3TQgLx8hajdDnKMU3NkRHT6MhUwruegalLtTUTXNNWcyvwzHS",
-	"0A7AGse4xXAgiAgLQa9IAXQQOCo0FJkZjKDvUExPNggGtVsZBIM2aK0HowIvQEPPETUvaG/c+7afOHnJ",
-	"WgnrNBgrLW5QzqYzHF0SYzNay8waHtY+Q2jspQYNx18vMcQx59Zffmh4udYzZaqMYNz6iwuL2EaMaJAE",
-	"8EyZlYLCn1eGXTTcZC3ndcs12r4yPzExiPbURj61r37mWPhK9lnw+g+BloeN4S1a9hP96sZbnxIJ5zN/",
-	"ni6oCf5aP285JuHX/mn1c2ns1+e7FnNNBisfOt+dIMkSyIAmRppi2LOMBsH61aYZl5Japat7WVgqxbAO",
-	"2pmRxDG7kjwDHa6S6d1jpOFj9B3Nk4ApOoLdjZztzTZuxrNNzhx0gJj6IBNWTh32X76lRrQ/k5oSsohM",
-	"E2caWT/1NRaMsjnM2FcCabzWBmDaiLTisusvxAvoJu628L918MAbLWoeb+XEXhpgZd/W0288jG0e7jqw",
-	"VZfo2luXsAN2P5Ikn0onI1eDEqrSG9h5vGyzzm29jJGnGRYk1jtpg0grR3ZWfaip3FKjbM0zBR1+y9ls",
-	"pIMPq2VfYILIFjKunPIXl0oJBWsKWmCjj+TRAsZuA3ItMZdLeG9AzdQ03RawZvCtoKm4wsmtbrcyw+12",
-	"ooW57UFhRt9iB43XXMYaG6Sqg8qD1IPyCMW1+qDT/R6ap2hcsJeEVB7wmZED7pzMwZPzvKpvmdZYlFia",
-	"oNScBcgGGXMRE1EJsZdhf1tFlSJtzKjqvAe23Q01am2XHRaZjber4e9R7ss92RWaXLkCaM9YfcBNh1Vs",
-	"Gf2NEO6Se537LGdv8jTFYrn2kkq1H1aoHKoJm1WGga/BmufnU/hqPsWRolfEPattqYg+aUIUiWsT9RLy",
-	"b//K4tyYtremxNsYpu+IxZecd50h0go8t2Z9t+dbt+A3m9Gh23EQH3Z7MbWJADWMWv2mXlHj/6i/q4IS",
-	"9CIJlRfaSZJ83sMOtmvW7N72a2Mfpj4avoVa70S2NYNevnNGhTt79t4n2NMK7wwbXiN8zzdZWlxrb/Iu",
-	"dtB4pHcyZflqt5iuoRacPzsvg4IywdNMITA0oWtswj+xdDKNcSchSM9pK/n3pHhvT0cK+bMgKFWzax/N",
-	"uUyFaT6u/kbSWU6Tfl+aKOOfBuQGa8I2GA+ukiQdBHdg4RQk45IqLpa9Pt/aQQlHKMe3zJoOcLUdORh1",
-	"38ATrHDC57clz7XJXiiSrsXGbgrcnqu1OVJgj9fTFvHcOKjb9HBr+BcJVuUNlEt5j1E4Mf1OP5JgyPdY",
-	"4ORiCDmb0mU5gJ/sCicSdJ5PxpVAxgVJ4iHP1YRlX+0jcLBa141zH34qkSBzmhK0c5FwE56n0AH6ZBfs",
-	"EmD+jHBC2XzCZpjFNX8epP7uHO6jTwJ0tI8+MQTMJG2Gu8brUr+KVXLW5nLVakmoTpnsyl7YV2zyrVh8",
-	"w9pJjK5wkhNwXlIlC6C33ejObN7jgNZa3uNLWHwbIJiBZqnA7M0HgmeUJDHgoF+3tjE2kOddxOmjRqqC",
-	"JjqQ5xpe6Okgmd0NpAzhSvi8yBl8mJl48xDtgFc4oXWXfDOOfLcNbljK/2jKzWGFIKMsQCZdCky54chH",
-	"0vUy/unyLOE4JjHspDKlfhE0zbhQ8CRddJP+SnqXSLxpnXqJg+EMSxIjCKe3zL4Emp6xw99BpMRzP4mz",
-	"IPYhdy3kf+fs2RP06Kv9g91a9L8DWWcKwDEiaaaWBV3RVwsXdr3gZr8lH+2aZLDej28O6MPd56/f3hFf",
-	"Kme6JVNqTNTa1jzLt2JHpRe0jTtFanoRya5Ju0ZLLTpGhMWUzWu2rz4keNX5TRRL6TpdzeGeC9ph21+r",
-	"upTRKB8l/ObetCBwC2JfVZDFEuiqcS9GJEmA6EHuiWNAK7x5Pq/Dx492sOdb61z4VWpzjenaytSd6U5l",
-	"DJPFpq7Htsoq8Y8wBPPrDSixoHGHDXsrg/IdKMSVkLFuozEcco0y6852S3N/QU+7r+g2/uJO6/e/YBFf",
-	"Y+HRxiPD1dYSqSjLpxEXpKddOBZUE69Nopssfy0FD1eeYeD/uGS667fDZa8tZBFtGBGeE3aEbg4e9aHj",
-	"Gb8mwkQcTK+3dU5vHzLlflHd/tdURoIoqHbT5wh3GLJlI60M2y6vqyp7RPC3ErOK48OFtZCoCWF7X158",
-	"JzhRiza2t1ktv1wfkGpH+Raq2HNbi7Wjsjzpdr4oUsuSfVFK/cKDWrFd3fFT9ehVE/6Kdmz5I60e4EoV",
-	"pd1+kVtYuZCdDnewrQPXGTlVjSX721/Qji8Udde7lXbEU33mszJmtgyXxayIlsUKpVwqtLNYzgSNTTy2",
-	"rAWM5Qzm7hcp1uRHjZP3CGVaAdzWcX0Y+gpqy9xV1GrE07TT4GXK2CD3zTp6A4a2GVY0HQ3G+lOIitXf",
-	"TyHb4gaCNm1+XsdURQm5YHCRYCMr4Dimelc4eV23YzUP0yjRBJn2ehZnpLMHQTuutkdCsFbIUIzlgshd",
-	"9Pf//r/AsAQGm2MUTiCfdTIwEfQYzbAgMGPl3ZQ301GccTvav00QcE0/6MVH9RCWp1NJfugpCDCuSFdE",
-	"lQEv5KynEPmdUEZkUJZS+adwkzyIlnhUoCHsoXngoLs6Zu2YvcKHuzDXoaX3ZUK+5IxjEd9T3M1mlpTK",
-	"fp4y5YvMAEVG0KiWwb25T9qnalZquG1uuV/j97KbdvCoL7bmZgwkvGL/Zg5tgdll+x0cFCa4GVTk0/Mj",
-	"udB0A2vGdOnnuMLkIfSPsNnaFg3bDgqTtF7YKBpewJ1iJejNL091NfteqbxuEHqwTtfshlxPFbOfraOK",
-	"f17jyUdUQIvybvWjtb220RKzS3pN97559+LrFyfDb0jKleBs+A1mfHhw+Hh4dTg8+e6Pw6MZBHbf1r3r",
-	"98HWJuk8zx1ZsKtz3dKG3ZqqtbV+mT+bh/51m8CbXgGbvVNfbp0h+lT2qhXWrhe2VnB6TfClM3G3ZRRT",
-	"BMEYd12ghxbMIfVEcz6k+OWe9CTm3gX/vlNn6sbpBa9NynOn/X99ZBJExHz8uMB7DMwrzMC1s5VrroHj",
-	"XcTJVa/lfgPl7Ep3HCm3BeL0s+jXbr7vkPuIuioF3gaW9IqbckUu2raLZ0/QV0cPvyj886Z0hY/4FPU9",
-	"2rM84wIdHR6WtcIjnER5ghUXQemExAzhdEbnOc8lalUD6R+NX02c9SCrOYEX5KYMXu9XUQmG8KxDmVSY",
-	"RWRN1o/HnuSKmmwDSCi4olwdFzuVP7ygO4u2bdTFM56r8SwxkvmaohdGYXWpsyssmd7U5lm18skq8Jcl",
-	"UvQTNxXhprhRQgQrMlQ0JT4AmCCDOwoWLoPH1ke06e8XFffIqhGFG6VIxm7WqNOsJUA8wz/kJEBvz14N",
-	"Jb4gxygmgl6RuEQWE+tVFFqzta7Kgmv+IJTClrdSjzdfVdO814qfa0w1RZ3aT8HBTWQvx7atmXJXnE3y",
-	"XERkmot+1WJqlYBvWXbY2n+1rg7k0YQOkRjZmg9g1RX9vP3dNYX1nkwpMAgchonhzLZ8oylOFGyfk78q",
-	"q94ZyWolievFlCvvunYbZUp+8ZCCMpqypCEFApeoUTz8DpL0gmW56jbq2n4iDT6ZM4iSGiPsApvKC90J",
-	"X3/75hztXR3s6ZsMAxSmoHrH9lLDXVM/i9zYK94pPjC/cj08wrOchaWtksZ6rhJE4YSZoikVGIaBLZ1W",
-	"4gzCUtI5kyN0MpNQd08P0jccopRgNmGu4OQYQktMFwME7M6iBRbEVMVGOxGWRDNpRYSEc6AULycMZxnB",
-	"Ajwcx8gVdIMgPDO6qFXyjZmQxUguoNQYuVHmE6wmDDwjh/v7tb4SoBYxDqRM8ARqmdCYCiMxYHg0ekcQ",
-	"jVoOHKHHpuKJiVbVBCCw98UIiSExPiFYmtJdWgGzVWtNNaM0l1A113a1mC0LJ1FQrURgYIDnghBbNVe/",
-	"IUmSKyLRTtiyVobo7//zfyCtS6I9FBpzZegKlTxEnwQTFtaSZMyAsKJphehvf0FhmTlTDD80wz3pOHqS",
-	"/1MvAxDUp5jk+/sPCNq3YZZmCxOm2UUmeJxHJG6MgG11VKkKA2TfnyvektoRztG2h8Kq6Fqc4eAhBBnr",
-	"O9OvNbYunwmzyATXUoIbhebvIzCCh6aicCUZYi4oVKaxXrcJe3TktiA1GM2PhSswIVckkb4Q5ZqcspJU",
-	"NGnnynJuq5jVOblRh/v7ndUY1nSg2rzmW8/NVCu/9Ryyov4buYmSXNIrcur2bra73hKzoRmmWTWu59Zd",
-	"7bgNPq8GpfQa9sHDmjzi6kq02zLhtADqo4cPHzzaEKT+ZNRtLWbd2aqdmzzoV89m1UvZD7ZIdG0dcUPA",
-	"td5ysQRl6tGR3+y4BRy9MasrUZJfvrl9tuxKZUB67I59ttTT9KLn3yppzScfpvjmhXl9pqVWB8Q9auEG",
-	"b7USHdGTyBRJaz2/d06QHp+fObh5HB29+UM1m63WauToy2Cj9La+1LPlYPFdZlUH3+B6bPxiz8PXohhX",
-	"0a1tIhx77mHee8fV264FPK5oJdc3FrLnZl1EZN/PmyGQW8sPG5LsMm5xqxWPvnz4xabs1RnmeoLm6lZb",
-	"bFz0/qaODI10vldXWpRuITV7Q8n6vsiNAsqqjcwePfjyqH+IGdph5BriixBOEn5N4t2PE3VW2bK5RF8c",
-	"VnXI4cNuVtYneGybB7Ah6reDzTbQlGohZ7fWkpoRaSseda/5CiNoIdfXm+ft+y/QyiGPjtZJIT5lolB6",
-	"NuB7H1No6MvCC9i1cH4rU/EmUsDtlYpNfI63ksPvTlDuJRpDB7l1knHdtL5WKKx0Alwolcn/b7y3N1hn",
-	"6+6rojvb9UaY3XR7NUrFtu3SHfbmu3DQr6pt1Qp0rDO911hCocbQdbN10YF6FLSyPXbGYet5SLA0f+jh",
-	"GPCGEa2PhjzL2WusekgJbQZOYmr6EadEYfCCmmT03PUYh2zmlIg5QZleQ58ipaw6+UGL9G1PZu4Jzwuc",
-	"3bRzow/WDnfaITdbuFVXlNHYogB1Vwp0RznNdu3W6TVVC2srXVtOGCzRWFmXieRpYTeGeCxn+Halyc0K",
-	"PevndkbBZQRf9g+xLILHvAGWG1eakZTNEzI1beE99YXXH6w+Q8HMGnAuA9ec+9PGuZWWl+GBgbKt3Fzk",
-	"KdUKGS+wRJwB6dkmtmutg3a1U3Zzd+vPuJh5My+/cJ+2ipk3ewL39dd6MGMNxtnXsPYh+5iG4+georj2",
-	"FprcfVPCGgxAQLuXgFHjLskFVcs3mgg4/xMWRJzkauFr1V/gcYpj5xhzPuVLspTIXBQaDiEi4ZuT06dh",
-	"gIw3WKLwxHYHw6bf02NYC6U38fTvf/73sOg7CIop/K1kBJprmW5JlF1wj7yRzxIawf60pPHq1Smi7IJo",
-	"CuD6hWiuPUIn6LPPzJb1y/vsM2gEwWz37WDCjPsGzZbwW5tYx5n5BvRpEpQdaYD1W5HfVEQzftoJk7k0",
-	"rUmGVRdhkQD4t7/UvLujCZuwJ5xdGfODHBt5ouLZlgxfkim4xV38LhUoZ1S5Ui3QORxmgRWoKdgGSI52",
-	"tGCFEjwjCfS+RS/RH9DB/uHRGB08gn8/evDl0a4Gj6k0ZJpnmZiNom8XdLqj0gpuAWLkigi0P0IQrmb2",
-	"6WL7JizsapMFpXmgqXK1SA4ruwgXCyp8SSaMaiAf7e8HSHKEUUqlzEii0AVN9EizC0kTwlSyRNc0Jjbu",
-	"zzQ/Ay9rQiPCJCkVzsHpi/MKoRxYNK4UzRoP9kcHIxDleUYYzuhgPHgw2h89GIBAtYAHs7eADN0fobCK",
-	"6ahXtOZ6EUPitbJJvI0Gz5ao3EkfTLtCRzsx2/hNX12eQTO4B/tHXVMWe9yrtmr9EAyOzH5Xj6l0rdZD",
-	"Dr9aP6TZUxIokxMdB6/oFWFEQjQqGKigrQ4evNef7dmLGTlodd3AtxlhJ69f6Ed122toMAg/xO16KOZR",
-	"nhKmfmFAP19QE9IncASk2wJuxQ0scZr0uIF/PTl9tdkNuIlXdF38LdyABZznBqCd7Ur6c6a/+MeQH1ga",
-	"KW6CxH7+lxAMHu4/WD+u2uSzfnFnkFmtqe2OqrbktN2Yd/13eHWwVwZd71Vr8No73b5dTdiomGaK3QF/",
-	"b7aesQFRTc0V/uzt8TJhEO8LoXxlTJSJCH75DrlzVAQRDJzZ1S8ca0kJtDPXjqsYAhP3Kp8wYbYUFIIm",
-	"XoOg8QBcksSTsv5UIXbITsW4/ASyPs5y9uLrwYeg18cuELnXx89fv+3z6Wv9TxPo/c4KKH1HvXz3BEcL",
-	"8jXQTT2IahwCAWzgnPZtm2yp6Bn1oaQEG1qkV6xYjY5oT98jCqcnjN+dnZw+f7zBjZyCQ+ptxR/V9+rx",
-	"zbeAlucGjj2HnesnpwAV3t8jnW71Aevqs22/+6j0uucyz3jOzBqHh30IdbXr8d3w5iplwwphVJYxcaS9",
-	"JOZeAl8G3XnJu81Tk9XEzABlRAxdA3/7K0VT4povFhSWxej8/Nn5hPmI/9/+UqfgJo8DW5pd77QalJHG",
-	"6OW7YXFm463RumLte8fioJBIJfpywnZCyBcbua6cYdFraPcYQVGeaypJta2oVjKrpRXDCaNM0th8VCwr",
-	"yJxyFqCwWnexjFP+21+q/KzozVgzDwK8DkaHD93Hts9Z9VuIxp6weiPRakmh0Jq7QtNOqVqguPLZhIUK",
-	"3jn85Rj17AE7Qk9xtDB6+YRFWAhKalwU7UhCkIVxvY9tuFuEp0NLUCeSTFyTa9mA+tHhYYAkXlI2dx24",
-	"i4b2RQoZWCveQC5dUXR1tnQ9bgwQ9M9gUwnR5yg0tZp5ZjwuyXLCwro5MAxQWHfGuxLOfmZu0qZ+Z+U/",
-	"R1beY7nfJmvvN+CM5/PF/coBrcYhnYYj98XvkoBPErAQBONwxaPXXxCYC+Nx9IoBpo6XY+Et5k2JDJ0D",
-	"0ZWJxxLNNHH1yhuhqRa+IFilODOSwjWN50TJcVEv7uCRXubg0WjCvnMZYeUONHer7yCoqHylWfyGgHyg",
-	"d2fkB3CZF3Zdy0nA7WaZXmhTt0yHbomXUvOfAAlsWCe0hr7ANNGcSc+oQbeKQzwX4J76jfOHOkY530AC",
-	"HqeKgyAwoYlDSfSMtiQguckSEFNtVMQKXiNrGlw14myz2KUy2sd+637yRPqoJRjuL7hI/UdtpFvd5oy1",
-	"0kerDtorc+Q2p/ydJd4PS2zUrF7NEElsyM/vTNHDFE9M74UKrIxvrT9XrMRQehnjE57ERvdVjYb8LHbd",
-	"q0xQSKNKQZEsassbXJgwDCxBY955tYv+gLK//ucr9Dn64a//+eqv/3eETht6oHTKEjhga/3+j1Ge6R0d",
-	"dqmSzlG8YxTUCatFEe/CoAuqCkUaHL0VRW8Vu3td5KH/rhHdl0bk01Lukya1yxb9LqdvRZKAYBRhGppw",
-	"bGK3M51tVzpjckY5cyFoImfy02pmuLQmHBDWEyqVRARke6BKNRqiJxAE7XT2D94tmkABEUCmV86EGTJo",
-	"yJwJ4dix8bXGvkQoWKrMn6iEKArK5l4ji+3le2a61DboSePw12YLhIEViMZtMevY0jW9P2rsTTMsSUIZ",
-	"6SuBVTrndj7cQharxLp+fzL8Nzz8cX/41XT4/qeD4NHRh38erMx7ONivCmSH6wSyezXWl72ZO569LXAV",
-	"22AgMNr+zAnArZ+yRkoEluDZEv5feb2mzbV7t8bAKDsd46+oVE/tN/d4jfXehZ6bNGq+jTTTt2lNomVk",
-	"KjZBor+oAAYL2eqBrECj6QQkgMoa4QX4VK5vnuWr7+7567f3enGVzl6dt/b89dvGNQUaLyEU75d1Xxqa",
-	"G91PUi/67WWN8FhNdEFhGkKffQYx2p99VsRlQ82fZOnzVk1Yo5qMwOzS9vkz1bDDcaNqDRQ98lXE0Xsz",
-	"jcgCVFaLgTJFrkBO2apsws7xpe1mJnFKbLShSWp5/rRSeMnHQZ8TVS2K3mKiv26zvW+tonR5OW1MoIfh",
-	"YNyo73qnBdn76hGbaCq9VSD4+o/VMPfNlKGPrTv1GfSmCNPfdET8eNl7jLFhnVK26Qh803vEK2g10vfr",
-	"Jyav7F5FvirN8PAc6IWK50WpP00Loa3iL4rTAFMoyTgE1lfjCDoFOtPCZqVMcGo+uccrqtVL75QLYKu/",
-	"EsnAwHQj2QDurUsoMGmBlJh+tVAjFDSZADFyTaSyquJsiSyDsKX5LslSEjVhGZ5TZlNIMiwlCit5nyGa",
-	"4ehydeap5u363wVHFwRFWJIhZZIwSRW9IsdF9IKpFCxNA2HDVQKjckNQh5EQjMUTlGufOKBR069N/86a",
-	"fnOsyScdSS5Uh2w0rCW/Odmo/tvaDyYBz6XjDTOCL6dVUWp7GennxzBdovsaZqnJlnRk5xeXAGPseuUB",
-	"2gwyGGRc+kitpq6W/RRpeMJWlUU7oatLG+6OkGFcRcd0176ZxBBIyFlExghDnXBrwcTRwhBmqmS9mbdW",
-	"qcC8h56YS54wnECagqP3O6BSVeyetlYrUXl2jCAnKzD1mY06V6a7o5hDCAFwod3CVXK4v1/2tSiZistR",
-	"wxMW5wbJyAh9B4mLL2KSZlxBjvBLonVLjARRYunEK9ijVTkmrHDKuDg6w6bMr6G6bjGhGp6RLMFLEo+R",
-	"1qVcJd5i0kuydM4dE0A44/ES2Ty3r0boG64WlM0h6M6chTOE2XLCILzPa7MFEnAGXY024zEVOLwkS/te",
-	"4dCPebzc6Kn2yzUvqiHrpW6Gcz609EhPODrD16e237ovn8Qib1AGrKBT+njU0l8/+KnO6pd4lrOnN9Qm",
-	"ghzuH/QaYSDfn0Kc4uSCi9SNOOiVbWIzZ92goxXXUk213MTXZJo1eGB+wlDjrWjakOClFnukCf/UUu6M",
-	"EIZiApU6kaQsMpLu0X4PGviEs4uEmozro4MHvYjmKyzmxkN08LAPEIv41VMSU3xuJIt+TqkXDGxWtvnD",
-	"9lTdJlzDE6mmWn//Xr+FkugbucQQ7gq5h7R4CbbUurC9Z0p+g/vDywke5zSJTaazvq6SVGpylGEhnWmr",
-	"UUN8PGETNkQYZfksoXJRePOHehrNX8cotFR+qEE6hlLbe1mCKbPBYcCFsZwwZJw/mtbthCajPUTc1kLg",
-	"AoX6y3D32KxYlEJGivPkU2nzfcbIDv1DkuAUD2emk8cQPg8RF3od98lVkqTuLyZdvb7XNE8UzbBQe3rA",
-	"MMYKh5rN6V/pebR4FoOlEYdowZPYRZ8JraiU/r4aX3WV1MEfo2fZsQzN5JgjV8MncEb/v//533dN+pS+",
-	"Hy5QygXcipJmB+ZINCFhYPgufGeqhehfu51oQKGd0AcYPUUmqOa0ejAEQByjUAPIQNpk6KHhUOIrMhRE",
-	"5okK0bWgmgnrIfpsehZYMCMCQbK2SV3/boEVMFq3i+K6IL6PeApqA0xH6MSyVY0fjYr2x3ARc4CIK42i",
-	"mW+EmZYAZvoWcGzZ5uHhhDGcuvuBTRZyiIdfvgD8vgt+2Qo9+85JCIDpGmvkscVtk9ZmUR6az3iUAVvr",
-	"wa8O6GkqeoD90XPjg2BQYn+H0N/uAxP6H1UF+oWtRuoLxwm89+GcMAtdF1xo3j7gGrfUpOvAau5PAPNW",
-	"vvNHYHTJK54HXueJ9cpEGm1qzuSi7saMMgx7XuE8hoKHnkaj2OsZqROL0MboGn+EjVUIR2v74sD0gdl4",
-	"u3zJh2BQkuP6wWvVAC2c12ZWn1SFLkQZwknyu+z1u+z1q5S9SpHHcaFOoaSXjPaTCWP5YKiBviqPnLYE",
-	"stldKwq2wRCOU8r0Z6MWZ/sapt6Gs4HZxgYDtq02R+3dmqXioLQDlDEoW8WTbPUge2DsMy5mNI4J+8hh",
-	"K31xzgByjbwfdBd4uPPLvlMT3Yr4pRJzmlJx0CiaDIzRhM1pJPu1xzl9y5xXoY4SpcXPVbJsMIxWJUq0",
-	"c/bsCfriwVePdiGSEJSRMEAh2NeswFEa2MJgwmabUqGimKcgKb8iWpa3s0M+bDl5EVBtjH7GOhctMJuD",
-	"eTHiQpAIjI7VoEgQ8Rm5hjgo5FDnkpDMZBv7M4HeZjG+I0LYxxwGIB8CyD+/hWnMVCjtZRrrJXV9jEeM",
-	"9TXoW2L8evRRhbH7p/2/C0RPY2eKghw/U/92I4lnXcGDJ9AKDYKdTVBA0QJNNcrAjNCTN+9MAgXCaAHx",
-	"Ekjw690Ju9Ckxtp9InllSM9JFJFMWaOU/u0xKixP15TZqjP2s7DLd1s26ZS3oiV90xN+trVWvL5L10m6",
-	"Z1hzpYh4X1fiM6OFf4Sc6KK3daE6R/Jqi/JjEDVA2fy3EZR9XmRYtcpeRvbR+EN66lTC5ol1RpO6WmKx",
-	"wNfm9asUZ2MUCn4tv6fvR7DY9396H7pEAxthaqJIIX3re/rek0itx5jaHdWcCSfsaAWb8QmTuU3i6Aj5",
-	"PHV5bj9PSdxurwNjfwEJjXeCp9VyrFgWRc40CjWqsqKIJ3nK+mJvO2uxzUgqjYF/oZzkV0LtKxdxp+Re",
-	"o9Fvh9q7lDp9as8rcd0wLXpDswKo5Dze20t4hJMFl2r85f6X+3DZdvhPlawv6XOvgEsKssqW0GJXa6Ku",
-	"MPVOR5Hpl0//NQzWlK0Od0cVPK8ItXoP7oG5WMfa74qkwcpvwTD/4f2H/xcAAP//",
+	"7H3bchw3luCvIGraIdLOKl5EyXYxOnYpWdJoLdpqipJ3xqWtRGWCVWhmAmkASbLsUEQ/bey+7j70D2zM",
+	"++zLvHf/SX/JBA6AvCKrsoqk2nbbLxbJxO3g4NwvPw0inmacEabkYPzTIMMCp0QRAT89xUn04vVb/c+Y",
+	"yEjQTFHOBuPBd1QtUJjymCRhgCiTiuAY8QsUipxNaRweI7Ug6MXrt4jhlAQowpIMKZOESaroFRkNggHV",
+	"M/2QE7EcBAP92WA8mGf5IBjIaEFSrJdN8c0rwuZqMRgf7u8Hg5Qy9/NBMFDLTA+SSlA2H3z4ELgdn5KU",
+	"i+VbRRP6IzZ7bh7hhHG1IAKFw+E8y4cpjBjm5ZDwGMkIJ0TCUb5+hzLOE5TQS4LCK4HT6XwWrjjG1Mw4",
+	"rcxYO9kFFylWg/Eg5vksIYNAn5WmeQonSykz/94f7T8qDsrydEZEcdBTfPNtrrJcnfNLwmT7jOb3SBBJ",
+	"xBWJUUYEEuSHnEiFLrhAHEabuxI5eyDRbIlicoHzRHUdLcU3UzNuqsyyjfuyZ3j8+eefHx48rhylvDDK",
+	"FJlXD6IRqQvL5lnehWO4hVdI5jODDvpLfS5AUsDCzhPB6rfFujOezxceNEsSfo1ChcWcqKk+i94Ytsin",
+	"H8icMCIAPwKEJcIowTOSJCRGQk+JiFQ0xYqgnb/8+9E++mS36xzwee0c9ioH4wucSFLsfMZ5QjArt56z",
+	"l195sMdgBVIcZYLENFLoQvB0hL4VaK5hbQkAwiw219S5M7iw2tYyrBQR+tv/8f3J8F/x8Mf94ZfT4fuf",
+	"DoLHRx9+N+gC8zkA0kuUTipA3SGj+QiFZ+f/HT3c/3I/3B0DMlwTOl+ooVSC4FQjSYaFcpgiFckmTNGU",
+	"uId/rRHQvGM0wyy+prFaBOa56DdEJbokmQGLQTaCZS5IPGGwiRmWVKIQZounBpH/8u+H+hKP0buzk1P3",
+	"2KQGslpgpTf/QI7QtyxZTphen7LazOaDGtLkLCFSohDu//dK5CQcTVjHVZSI2IXxB30xXh/gxZPue4AD",
+	"SvojKQCMU8MTogRLeezoaoQzHFG11OA0oNJkqEJ0u9DKUuG+ZPVo/0s/OaqQ1ZcxSTOuCIuWX5Ol72xL",
+	"VNKXg7/96f8ePnqEMkGZwrOEoJM3T1++RNECCxxpLqpvh/6QkyrpPUaCpEQvSWIgw4dHaMFzIeGjk9cv",
+	"0SVZFmdeEBwTUR66ssOh3mIX3Xr0qHmL1Sc3mdwcHgwnk5vPn73/zP/aXmtR4GkuJBd+2hAycqOmEXwR",
+	"ujvOBLmiPJcow3MCBE2TCtZ1hWZ01yEeHRyuR0XY5zM2p4y092l+3yGEOCpxlSRp2ElWiZn6NvyhssV3",
+	"REgrj3QvNr2yX93micKiz+1z8K9mH0t1FcL02/h+8EcJy0fyavC+c3YvGe4W+tpU+b7EQNjd1++e4mhB",
+	"vjJ/9mFwgnMWLR5ILQReXg0j/fkw1t+H/UXWy6spDJzCwNtf2Sua0s4bS+CPXh7/aL9C6xyUVklesFqH",
+	"6PX0ZyFXwQ7/kGOmOsX46l81tcnyWULlgsTd6Hfy3R/Q0XBGVTf+/VBd89YnKOQrWCrDauERjTRzoILE",
+	"g7Hm4LcVlWDdN/kspUqR+MnSj/96D+4+Ld8xUoh0I51qECBygyOVLLsgVoyYzjp50uOjngBzG/cwnuJP",
+	"aIFZnBCQ0XiuUPhfN3izsljg1pdrpKBTfNP1ZK2UMk3xTW8FcF//V9UCfbJKdXnK1i5P2V0u/0FjrMw4",
+	"kwQUzyc4PjPijf4p4kwRBv/EWZbQCF7SXib4LCHpZ8Bcxj9VdvM7QS4G48E/7ZXmiD3zV7n32owyizbE",
+	"MVQYLLT0mOJEH0s/fo0S/AIJzOYEcYEYV4gzAvhMWJxxyhRS+JLIYxQSIbiQIbwHiagaDbSIy9lFQqOP",
+	"eh79KBsCHrrGEuWSxEYbcZqjlSVhp8+5mNE4Juxjb1XTCyrRFU5ojGa5ctQC9lzSkNrGQbbVkjaDYWf5",
+	"R9+13mCEmcaImdb6uCDxuESChEolEbkiYons+gEiOFrAOSaMKon+25tvv0GvNQ5pxGOgvJmJd8K9mEQ8",
+	"JnsP9+BQN85OEu4GiCo5YYmWSK8XRBhspCzLFUAMowuaaKGZxehak2Eq0bXgbK7VuQ/B4NSh98eG2IzH",
+	"cNEaZNckSYZmG2gH4AAcI+bE/D3DQsIZUM4EwTGoRWmeKAq6tp5qVz9IXH+6MxwDWnzD1XOes496xG84",
+	"knm0MPfHBRI8V2TXbeeUx/SCGqC3QRMllDD1QKKIZ0u0E768GH7DGRmeYhUtSooi0bNzPN/VJ41yIQhT",
+	"x4hxgIbmUUbJA0Kqv6ufqsl49AHOcvZUEKxW4sJmANIv0QOcN/A+jlH4iptpQ32I0mL49uxV4wQFAVPD",
+	"M5IleOmDXQh2Cv0MGFILKhFm8poI/X9EsEhoxVQJ9KMwIDTo48irvujZ/YqLO0YvGD+70cTgvkF87o5m",
+	"FzHkE+COcKIf0fLYAMlC3v5N5Kwf6O8HPuecv8JiTv5e1CjRiwtNfoyJDHQjtHOATukT83rPOT/FbGkF",
+	"E/mxN2poA8LyksToAkvldqvpgd2tvl1j+HFfx7EgUgYTdi2oIjWj0O4YhWdEieXw5EIRESKJl9K+IY6U",
+	"WCI8x5SBhXLCwjOsCGiTw09DZLHEWG4LcAUFo0nIhbKch+gdIion7CJPEjOnsShWUK2cvFBYW+hS1TbL",
+	"789IiinTeLTJGEl6rFHCZs23+uu3DOdqwQX9kXxsdmPvM9CM0Eil5hI0AzXS1E7OLhm/ZvoLQa74pabB",
+	"1wsaLdx3EtN4t/H+v/vuu+FJrhaEKb19sv4Rv2X4CtNEc+mP/TxirPAMS1LKDoYHwNN9yzLBIyLl32tn",
+	"5a5knmVcKEOBgZJQzsYojInCNCke4VK/ngkL7eckDs3bMioI1XpGhFlMY6xIIWaKnLkHrJ+sJAmJwJSR",
+	"avmBxEhqQRQniDJ9DKyoFqc4I9LKhG9Zsd4piSk+t8auj02QH0j01Cw51FtwSOpULp5Zd0WhcznoGTio",
+	"BUlH8IbtmqBTEhYtUiwuwQoi9ByKEuvn1DL2VFl9k+WJRWFjPGlgeuDxWnaPKqhEMMgEuaBJMk15THqt",
+	"I8gVdfbdtR9LEnEWy2lGxNT6d1J7Z23tvGM2p5Dr2cQViaepM+itXV5x3v/DwiS9fsCHqjHre7NMY5LG",
+	"bitwC2pX27iBbpD5brgUb/jsjyRSA+u3eoIl9TjL/5lfA6oaIgQyGJ8pTBmJR7CRKv5FJEmkXyMoPHXw",
+	"jZHXMkJilBDMJOLGF6JIKtc9u6ckSc7IBVyBOQgWAi/1z6CsTmeYxdPMmChwknx7MRh/v3rKZ3rcE8zi",
+	"wYf3TZzSz4SoBfdJ64wzI61bpVUqrHItNOAroJL2iKWrWB/SCZsOImCMU0RkPAHNJRiQGyVw+aN1lF4J",
+	"nJY/GV+A3oBHYA2sAVV2uq9l9VIjLWVfCJ4a5+MFFdJI24CHibnp4m7aD6FxC3DoaRfQHEIZ0FTxCe3E",
+	"9OJCS2PgOQ7NDCE4A8MKEKxrveI/3t0Krh3AazxUe47GsUoIBxbru97VG8AJD/JcUCXDsXObE3FlOAE1",
+	"DnbKCj45QiG/ImLqPMLhGGGFuJgwPONWbJUpThKtFVanMlY9cPUJcpFLEo9QOOM5i7FYTnMWEaEhH44n",
+	"jDI0I+qaEAbS14wsOYsRZku9kzniM0OZRii06qec/pCTnMThGKVckAlzvy81D7e0xja9YRYRtGOunUq4",
+	"VbXg0op5Ime7owkLyU1ESCynmnAB+k0TwsIxslYj9BlK8Y0N0dHTaMiUgrueQakLNXXTXFMW8+twjDS0",
+	"A7DGMW4xHAgiwkLQK1IAHQSOCg1FZgYj6DsU05MNgkHtVgbBoA1a68GowAvQ0HNEzQvaG/e+7adOXrJW",
+	"wjoNxkqLG5Sz6QxHl8TYjNYys4aHtc8QGnupQcPx10sMccy59ZcfGl6u9UyZKiMYt/7iwiK2ESMaJAE8",
+	"U2aloPDnlWEXDTdZy3ndco22r8xPTAyiPbORT+2rnzkWvpJ9Frz+Q6DlYWN4i5b9RL+68danRML5zJ+n",
+	"C2qCv9bPW45J+LV/Wv1cGvv1+a7FXJPByofOdydIsgQyoImRphj2LKNBsH61acalpFbp6l4WlkoxrIN2",
+	"ZiRxzK4kz0CHq2R69xhp+Bh9R/MkYIqOYHcjZ3uzjZvxbJMzBx0gpj7IhJVTh/2Xb6kR7c+kpoQsItPE",
+	"mUbWT32NBaNsDjP2lUAar7UBmDYirbjs+gvxArqJuy38bx088EaLmsdbObGXBljZt/X0Gw9jm4e7DmzV",
+	"Jbr21iXsgN2PJMkD6WTkalBCVXoDO4+Xbda5rZcx8jTDgsR6J20QaeXIzqoPNZVbapSteaagw285m410",
+	"8GG17AtMENlCxpVT/uJSKaFgTUELbPSRPFrA2G1AriXmcgnvDaiZmqbbAtYMvhU0FVc4udXtVma43U60",
+	"MLc9KMzoW+yg8ZrLWGODVHVQeZB6UB6huFYfdLrfQ/MUjQv2kpDKAz4zcsCdkzl4cp5X9S3TGosSSxOU",
+	"mrMA2SBjLmIiKiH2Muxvq6hSpI0ZVZ33wLa7oUat7bLDIrPxdjX8Pcp9uSe7QpMrVwDtGasPuOmwii2j",
+	"vxHCXXKvc5/l7E2eplgs115SqfbDCpVDNWGzyjDwFVjz/HwKX82nOFL0irhntS0V0SdNiCJxbaJeQv7t",
+	"X1mcG9P21pR4G8P0HbH4kvOuM0RagefWrO/2fOsW/GYzOnQ7DuLDbi+mNhGghlGr39Qravwf9XdVUIJe",
+	"JKHyQjtJks972MF2zZrd235t7MPUR8O3UOudyLZm0NfvnFHhzp699wn2tMI7w4bXCN/zTZYW19qbvIsd",
+	"NB7pnUxZvtotpmuoBefPz8ugoEzwNFMIDE3oGpvwTyydTGPcSQjSc9pK/j0p3tvTkUL+LAhK1ezaR3Mu",
+	"U2Gaj6u/kXSW06TflybK+KcBucGasA3Gg6skSQfBHVg4Bcm4pIqLZa/Pt3ZQwhHK8S2zpgNcbUcORt03",
+	"8BQrnPD5bclzbbKXiqRrsbGbArfnam2OFNjj9bRFPDcO6jY93Br+RYJVeQPlUt5jFE5Mv9OPJBjyPRY4",
+	"uRhCzqZ0WQ7gJ7vCiQSd55NxJZBxQZJ4yHM1YdmX+wgcrNZ149yHDyQSZE5TgnYuEm7C8xQ6QJ/sgl0C",
+	"zJ8RTiibT9gMs7jmz4PU353DffRJgI720SeGgJmkzXDXeF3qV7FKztpcrlotCdUpk13ZC/uKTb4Vi29Y",
+	"O4nRFU5yAs5LqmQB9LYb3ZnNexzQWst7fAmLbwMEM9AsFZi9+UDwnJIkBhz069Y2xgbyvIs4fdRIVdBE",
+	"B/Jcwws9HSSzu4GUIVwJnxc5gw8zE28eoh3wCie07pJvxpHvtsENS/kfTbk5rBBklAXIpEuBKTcc+Ui6",
+	"XsY/XZ4lHMckhp1UptQvgqYZFwqepItu0l9J7xKJN61TL3EwnGFJYgTh9JbZl0DTM3b4O4iUeO4ncRbE",
+	"PuSuhfzvnD1/ih5/uX+wW4v+dyDrTAE4RiTN1LKgK/pq4cKuF9zst+SjXZMM1vvxzQF9uPvi9ds74kvl",
+	"TLdkSo2JWtuaZ/lW7Kj0grZxp0hNLyLZNWnXaKlFx4iwmLJ5zfbVhwSvOr+JYildp6s53AtBO2z7a1WX",
+	"Mhrlo4Tf3JsWBG5B7KsKslgCXTXuxYgkCRA9yD1xDGiFN8/ndfj40Q72fGudC79Kba4xXVuZujPdqYxh",
+	"stjU9dhWWSX+HoZgfr0BJRY07rBhb2VQvgOFuBIy1m00hkOuUWbd2W5p7i/oafcV3cZf3Gn9/mcs4mss",
+	"PNp4ZLjaWiIVZfk04oL0tAvHgmritUl0k+WvpeDhyjMM/B+XTHf9drjstYUsog0jwgvCjtDNweM+dDzj",
+	"10SYiIPp9bbO6e1Dptwvqtv/ispIEAXVbvoc4Q5DtmyklWHb5XVVZY8I/lZiVnF8uLAWEjUhbO/Li+8E",
+	"J2rRxvY2q+WX6wNS7SjfQhV7bmuxdlSWJ93OF0VqWbIvSqlfeFArtqs7fqoevWrCX9GOLX+k1QNcqaK0",
+	"2y9yCysXstPhDrZ14Dojp6qxZH/9M9rxhaLuerfSjniqz3xWxsyW4bKYFdGyWKGUS4V2FsuZoLGJx5a1",
+	"gLGcwdz9IsWa/Khx8h6hTCuA2zquD0NfQW2Zu4pajXiadhq8TBkb5L5ZR2/A0DbDiqajwVh/ClGx+vsp",
+	"ZFvcQNCmzc/rmKooIRcMLhJsZAUcx1TvCiev63as5mEaJZog017P4ox09iBox9X2SAjWChmKsVwQuYv+",
+	"9j//DxiWwGBzjMIJ5LNOBiaCHqMZFgRmrLyb8mY6ijNuR/u3CQKu6Qe9+KgewvJ0KskPPQUBxhXpiqgy",
+	"4IWc9RQivxPKiAzKUir/FG6SB9ESjwo0hD00Dxx0V8esHbNX+HAX5jq09L5MyJeccSzie4q72cySUtnP",
+	"M6Z8kRmgyAga1TK4N/dJ+1TNSg23zS33a/xedtMOHvXF1tyMgYRX7N/MoS0wu2y/g4PCBDeDinx6fiQX",
+	"mm5gzZgu/RxXmDyE/hE2W9uiYdtBYZLWCxtFwwu4U6wEvfnlqa5m3yuV1w1CD9bpmt2Q66li9rN1VPHP",
+	"azz5iApoUd6tfrS21zZaYnZJr+neN+9efvXyZPgNSbkSnA2/wYwPDw6fDK8Ohyff/WF4NIPA7tu6d/0+",
+	"2Noknee5Iwt2da5b2rBbU7W21i/zZ/PQv24TeNMrYLN36sutM0Sfyl61wtr1wtYKTq8JvnQm7raMYoog",
+	"GOOuC/TQgjmknmjOhxS/3JOexNy74N936kzdOL3gtUl57rT/r49MgoiYjx8XeI+BeYUZuHa2cs01cLyL",
+	"OLnqtdxvoJxd6Y4j5bZAnH4W/drN9x1yH1FXpcDbwJJecVOuyEXbdvH8Kfry6NHnhX/elK7wEZ+ivkd7",
+	"ludcoKPDw7JWeISTKE+w4iIonZCYIZzO6DznuUStaiD9o/GribMeZDUn8ILclMHr/SoqwRCedSiTCrOI",
+	"rMn68diTXFGTbQAJBVeUq+Nip/KHF3Rn0baNunjGczWeJUYyX1P0wiisLnV2hSXTm9o8q1Y+WQX+skSK",
+	"fuKmItwUN0qIYEWGiqbEBwATZHBHwcJl8Nj6iDb9/aLiHlk1onCjFMnYzRp1mrUEiGf4h5wE6O3Zq6HE",
+	"F+QYxUTQKxKXyGJivYpCa7bWVVlwzR+EUtjyVurx5qtqmvda8XONqaaoU/sAHNxE9nJs25opd8XZJM9F",
+	"RKa56FctplYJ+JZlh639V+vqQB5N6BCJka35AFZd0c/b311TWO/JlAKDwGGYGM5syzea4kTB9jn5q7Lq",
+	"nZGsVpK4Xky58q5rt1Gm5BcPKSijKUsaUiBwiRrFw+8gSS9Zlqtuo67tJ9LgkzmDKKkxwi6wqbzQnfD1",
+	"t2/O0d7VwZ6+yTBAYQqqd2wvNdw19bPIjb3ineID8yvXwyM8y1lY2ipprOcqQRROmCmaUoFhGNjSaSXO",
+	"ICwlnTM5QiczCXX39CB9wyFKCWYT5gpOjiG0xHQxQMDuLFpgQUxVbLQTYUk0k1ZESDgHSvFywnCWESzA",
+	"w3GMXEE3CMIzo4taJd+YCVmM5AJKjZEbZT7BasLAM3K4v1/rKwFqEeNAygRPoJYJjakwEgOGR6N3BNGo",
+	"5cARemIqnphoVU0AAntfjJAYEuMTgqUp3aUVMFu11lQzSnMJVXNtV4vZsnASBdVKBAYGeC4IsVVz9RuS",
+	"JLkiEu2ELWtliP72v/8X0rok2kOhMVeGrlDJI/RJMGFhLUnGDAgrmlaI/vpnFJaZM8XwQzPck46jJ/l/",
+	"9TIAQX2KSb6//5CgfRtmabYwYZpdZILHeUTixgjYVkeVqjBA9v254i2pHeEcbXsorIquxRkOHkGQsb4z",
+	"/Vpj6/KZMItMcC0luFFo/j4CI3hoKgpXkiHmgkJlGut1m7DHR24LUoPR/Fi4AhNyRRLpC1GuySkrSUWT",
+	"dq4s57aKWZ2TG3W4v99ZjWFNB6rNa7713Ey18lvPISvqv5GbKMklvSKnbu9mu+stMRuaYZpV43pu3dWO",
+	"2+DzalBKr2EfPKzJI66uRLstE04LoD5+9Ojh4w1B6k9G3dZi1p2t2rnJg371bFa9lP1gi0TX1hE3BFzr",
+	"LRdLUKYeH/nNjlvA0RuzuhIl+eWb22fLrlQGpMfu2GdLPU0vev6tktZ88mGKb16a12daanVA3KMWbvBW",
+	"K9ERPYlMkbTW83vnBOnx+ZmDm8fR0Zs/VLPZaq1Gjr4INkpv60s9Ww4W32VWdfANrsfGL/Y8fC2KcRXd",
+	"2ibCsece5r13XL3tWsDjilZyfWMhe27WRUT2/bwZArm1/LAhyS7jFrda8eiLR59vyl6dYa4naK5utcXG",
+	"Re9v6sjQSOd7daVF6RZSszeUrO+L3CigrNrI7PHDL476h5ihHUauIb4I4STh1yTe/ThRZ5Utm0v0xWFV",
+	"hxw+6mZlfYLHtnkAG6J+O9hsA02pFnJ2ay2pGZG24lH3mq8wghZyfb153r7/Aq0c8vhonRTiUyYKpWcD",
+	"vvcxhYa+LLyAXQvntzIVbyIF3F6p2MTneCs5/O4E5V6iMXSQWycZ103ra4XCSifAhVKZ/C/jvb3BOlt3",
+	"XxXd2a43wuym26tRKrZtl+6wN9+Fg35VbatWoGOd6b3GEgo1hq6brYsO1KOgle2xMw5bz0OCpflDD8eA",
+	"N4xofTTkWc5eY9VDSmgzcBJT0484JQqDF9Qko+euxzhkM6dEzAnK9Br6FCll1ckPWqRvezJzT3he4Oym",
+	"nRt9sHa40w652cKtuqKMxhYFqLtSoDvKabZrt06vqVpYW+nacsJgicbKukwkTwu7McRjOcO3K01uVuhZ",
+	"P7czCi4j+LJ/iGURPOYNsNy40oykbJ6QqWkL76kvvP5g9RkKZtaAcxm45tyfNs6ttLwMDwyUbeXmIk+p",
+	"Vsh4gSXiDEjPNrFdax20q52ym7tbf8bFzJt5+YX7tFXMvNkTuK+/1oMZazDOvoa1D9nHNBxH9xDFtbfQ",
+	"5O6bEtZgAALavQSMGndJLqhavtFEwPmfsCDiJFcLX6v+Ao9THDvHmPMpX5KlROai0HAIEQnfnJw+CwNk",
+	"vMEShSe2Oxg2/Z6ewFoovYmnf/vTv4VF30FQTOFvJSPQXMt0S6LsgnvkjXyW0Aj2pyWNV69OEWUXRFMA",
+	"1y9Ec+0ROkGffmq2rF/ep59CIwhmu28HE2bcN2i2hN/axDrOzDegT5Og7EgDrN+K/KYimvHTTpjMpWlN",
+	"Mqy6CIsEwL/+uebdHU3YhD3l7MqYH+TYyBMVz7Zk+JJMwS3u4nepQDmjypVqgc7hMAusQE3BNkBytKMF",
+	"K5TgGUmg9y36Gv0eHewfHo3RwWP49+OHXxztavCYSkOmeZaJ2Sj6dkGnOyqt4BYgRq6IQPsjBOFqZp8u",
+	"tm/Cwq42WVCaB5oqV4vksLKLcLGgwpdkwqgG8tH+foAkRxilVMqMJApd0ESPNLuQNCFMJUt0TWNi4/5M",
+	"8zPwsiY0IkySUuEcnL48rxDKgUXjStGs8WB/dDACUZ5nhOGMDsaDh6P90cMBCFQLeDB7C8jQ/REKq5iO",
+	"ekVrrpcxJF4rm8TbaPBsicqd9MG0K3S0E7ON3/TV5Rk0g3u4f9Q1ZbHHvWqr1g/B4Mjsd/WYStdqPeTw",
+	"y/VDmj0lgTI50XHwil4RRiREo4KBCtrq4MF7/dmeSYiSFeB3ZMnOlqYJrQkJsaXPEwxNT9GCSsXnAqcy",
+	"KHvoZZwnE6Y/pVLRSAbIbXloKiMuoOsBiwEhiQwqYZPQw0FLsjIwwTP6fb7gmuLo3z4w4+y1PJCIX7MR",
+	"enaTcUmQHsnRkucCyUjgjIgJ4yxZoh1N2GzwpJZmoLzVzdJWOmsh3akFzVqs09RiL0swXdehNPD25oJV",
+	"HA16LXhK1ILkEiJubMjM6O+HPpUNpQVAPIhkX/jIPbuup/xtRtjJ65eaOt/2PTckDT987Xoo5lGeEqZ+",
+	"Ya/3fEFNbKjAEcgAFnArbmCJ06THDfzLyemrzW7ATbwhhv/absACznMD0Bd5JSM701/8ffgYLK0pIwho",
+	"P/9LCAaP9h+uH1ftFlu/uDNI0ddse0dVe7vatt67/ju8Otgr2dBetZizlz9u0vcobJTeM1UTQVBs9jCy",
+	"kXVNEwj82dssaMIgcBxiQsvgOhNa/vU75M5RkWgxiHiuEOZYi9yg5ru+bsUQmLhXHY4JszXFEHSDazFV",
+	"l23ztCxkVsivstPCUn4C6UNnOXv51eBD0OtjF9He6+MXr9/2+fS1/qfJGHhnJd2+o75+91RLPl8B3dSD",
+	"tMgwAEl+4KI/2sb90mJg9NCSEmzo2lixYjXMpj19j3CunjB+d3Zy+uLJBjdyCp7NtxXHZt+rxzffAlqe",
+	"Gzj2HHaun5wCVHh/j3S61VCuq2G7/e6j0uueyzznOTNrHB72IdTV9tl3w5urlA0E+rIejiPtJTH3Evgy",
+	"etNL3m3Co6xm+AYoI2Joo/Xcr7RW4rp4FhSWxej8/Pn5hPmI/1//XKfgJiEIW5pdb9kblCHr6Ot3w+LM",
+	"Rg8boZP6947FQUWaShjvhO2EkHg4cu1dw6Jp1e4xgupO11SSan9aKlFYrdEZThhlksbmo2JZQeaUswCF",
+	"1QKeZcD7X/9c5WdFk8+anRngdTA6fOQ+tg3zqt9CWP+E1TvSVmtThdZuGpq+XNVK15XPJixU8M7hL8eo",
+	"ZzPhEXqGo4Ux8ExYhIWgpMZF0Y4kBFkY1xsih7tFngP0lnUiycR1S5cNqB8dHgZI4iVlc9fK3YykEhW5",
+	"iGD2egNJmUX13tnSNUsyQNA/g3EuRJ+h0BT95plx3SXLCQvrduUwQGE9qiPcXcXMTf7db6z858jKeyz3",
+	"j8na+w044/l8cb9yQKsDTacF0n3xmyTgN1MBfMDLUHEN9xcE5sK4rr1igCkI51h4i3lTIkPniXb9BrBE",
+	"M01cvfJGaMrOLwhWKc6MpHBN4zlRclwUHjx4rJc5eDyasO9camG5A83d6jsIKipf6V+5ISAf6N0Z+QFi",
+	"LwoHgeUk4L+1TC+0OYCm1bvES6n5T4AENqwTeoxfYJpozqRn1KBbxSFeCPBz/oPzhzpGOSdTAq7Liqcp",
+	"MDGuQ0n0jLa2JLnJEhBTbXjNCl4jaxpcNXRxsyC4MmzMfut+8oSMqSV4gC64SP1HbeTt3eaMtRpaqw7a",
+	"KwXpNqf8jSXeD0tsFD9fzRBJbMjPb0zRwxRPTBOPCqyMk7Y/V6wE43oZ41OexEb3VRxdUCFt8JVzz6WZ",
+	"1ZCb5S6KrGNbJ+PCxPNgCRrzzqtd9HuU/eU/XqHP0A9/+Y9Xf/n/I3Ta0AOlU5bAk1/olFrRPUZ5pnd0",
+	"2KVKuoiDHaOgTlgtHH0XBl1QVSjSEDFQUfRWsbvXRUGD3zSi+9KIfFrKfdKkdv2r3+T0rUgSEIwi3kcT",
+	"jk3sdqZF8kpnTM4oZy6WUeRMPqiWGJDWhAPCekKlkoiAbA9UqUZD9ASCoJ3ORtS7RTcxIALINF2aMEMG",
+	"DZkzsUA7NlDb2JcIBUuV+ROVEP1A2dxrZLFNoc9Mu+MGPWkc/tpsgTCwAtG4LWYdW7qm90eNvWmGJUko",
+	"I30lsEoL5s6HW8hilaDp70+G/4qHP+4Pv5wO3/90EDw++vC7wcoEmoP9qkB2uE4gu1djfdnku+PZ20pp",
+	"sY0qA6Ptz5wA3Popa6REYAmeLeH/lddr+qW7d2sMjLLTMf6KSvXMfnOP11hvgum5SaPm25BFfZvWJFqG",
+	"OGMTbfyLCmCwkK0eyAo0mk5AJrGsEV6AT+X65lm++u5evH57rxdXaRHXeWsvXr9tXFOg8RJiOn9Z96Wh",
+	"udH9JPXq8f44Pv1YTXRBYRpCn34Kwf6ffloE+EPxqGTp81ZNWKMskcDs0jaMNJFh4bhR/giqZ/lKK+m9",
+	"mY52ASrLDkG9K1dpqex5N2Hn+NK2xZM4JTZs1WRHvXhWqeDVEchXra7fYqK/brO9b62iBn45bUygGeZg",
+	"3CgUfKeV/fvqEZtoKr1VIPj6D9V8ic2UoY+tO/UZ9KbI99h0RPxk2XuMsWGdUrbpCHzTe8Qr6FnT9+un",
+	"JkHxXkW+Ks3w8BxoqovnRc1ITQuhP+cvitMAUyjJOGRoVOMIOgU60wtppUxwaj65xyuqFd7vlAtgq78S",
+	"ycDAdCPZAO6tSygw+aWUmMbHUGwWNJkAMXJNpLKq4myJLIOwNR4vyVISNWEZnlNmc5EyLCUKKwnEIZrh",
+	"6HJ1CrPm7RDl7ji6ICjCkgwpk4RJqugVOS6iF0zJaWk6URuuEhiVG4I6jIRgLJ6gXPvEAY2afm36N9b0",
+	"D8eafNKR5EJ1yEbDWhalk43qv639YDI5XV7nMCP4cloVpbaXkX5+DNNVTFjDLDXZko7s/OIyqYxdrzxA",
+	"m0EGg4xLH6nV1NWynyKfU9jyxGgndAWOw90RMoyraL3v+oCTGAIJOYvIGGEoOG8tmDhaGMJMlax3hdcq",
+	"FZj30FNzyROGE0hTcPR+B1Sqit3TFv0lKs+OEST3BabQt1HnyroJKOYQQgBcaLdwlRzu75cNUkqm4pId",
+	"8YTFuUEyMkLfQQbsy5ikGYdUsuHXROuWGAmixNKJV7BHq3JMWOGUcXF0hk2ZX0OZ5mJCNTwjWYKXJB4j",
+	"rUu5ks7FpJdk6Zw7JoBwxuMlsgmTX47QN1wtKJtD0J05C2cIs+WEQXif12YLJOAM2mNtxmMqcPiaLO17",
+	"hUM/4fFyo6far2hBUVZbL3UznPOhpUd6wtEZvj61jft9+SQWeYMyYAWd0iejlv76wU91Vr/Es5w9u6E2",
+	"EeRw/6DXCAP5/hTiFCcXXKRuxEGvbBObgu0GHa24lmrO7ia+JtP1wwPzE4Yab0XThgQvtdgjTfinlnJn",
+	"hDAUEyj5iiRlEbEZhD1o4FPOLhJqUvePDh72IpqvsJgbD9HBoz5ALOJXT0lM8bmRLPo5pV4ysFnZLiLb",
+	"U3WbuQ9PpJqz//17/RZKom/kEkO4K+Qe6itIsKXWhe09Uzse3B9eTvAkp0lsUub1dZWkUpOjDAvpTFuN",
+	"YvTjCZuwIcIoy2cJlYvCmz/U02j+OkahpfJDDdIxKhNTbXAYcGEsJwwZ54+mdTuhyTENEbdFNbhAof4y",
+	"3D02KxY1tZHiPHkgbb7PGNmhv08SnOLhzLSEGcLnIeJCr+M+uUqS1P3F1D2o7zXNE0UzLNSeHjCMscKh",
+	"ZnP6V3oeLZ7FYGnEIVrwJHbRZ0IrKqW/r8ZXXUl+8MfoWXYsQzPFCpArBhU4o//f/vRvuyZ9St8PFyjl",
+	"Am5FSbMDcySakDAwfBe+M2Vn9K/dTjSg0E7oA4yeIhNUc1o9GAIgjlGoAWQgbTL00HAo8RUZCiLzRIXo",
+	"WlDNhPUQfTY9CyyYEYEg69/UQPhugRUwWreL4rogvo94KrMDTEfoxLJVjR+N1gjHcBFzgIirsaOZb4SZ",
+	"lgBm+hZwbNnm4eGEMZy6+4FNFnKIh1++BPy+C37ZCj37zkkIgOkaa+SxxW2T1mZRHroYeZQBWzTErw7o",
+	"aSp6gP3Rc+ODYFBif4fQ324oFPofVQX6ha1G6gvHCbz34ZwwC10XXGjePuAat9Sk68Bq7k8A85ZQ9Edg",
+	"dMkrngde54n1ElcabWrO5KKAy4wyDHte4TyGypmejrXY6xmpE4vQxugaf4SNVQhHaxsswfSB2Xi7Ds6H",
+	"oLNOQK2spIXz2szqk6rQhShDOEl+k71+k71+lbJXKfI4LtQplPSS0X4yYSwfDDXQV+WR05ZANruLjsE2",
+	"GMJxSpn+bNTibF/B1NtwNjDb2GDAttXmqL1bs1QclHaAMgZlq3iSrR5kD4x9zsWMxjFhHzlspS/OGUCu",
+	"kfeD7gIPd37Zd2qiWxG/VGJOUyoOGtW3gTGasDmNZL/2OKdvmfMq1FGitPi5kqgNhtEqaYp2zp4/RZ8/",
+	"/PLxLkQSgjISBigE+5oVOEoDWxhM2GxTKlRUhRUk5VdEy/J2dsiHLScvAqqN0c9Y56IFZnMwL0ZcCBKB",
+	"0bEaFAkiPiPXEAeFHOpcEpKZbGN/JtDbLMZ3RAj7mMMA5EMA+We3MI2ZUre9TGO9pK6P8YixvgZ9S4xf",
+	"jz6qMHb/tP83gehZ7ExRkONnCilvJPGsK3jwFHrqQbCzCQooeumpRhmYEXr65p1JoEAYLSBeAgl+vTth",
+	"F5rUWLtPJK8M6TmJIpIpa5TSvz1GheXpmjJbdcZ+Fnb5bstur/JWtKRvesLPttaK13fpWpL3DGuuVKPv",
+	"60p8brTwj5ATXTRJL1TnSF5tU2BPU3HK5v8YQdnnRYZVq35qZB+NP6SnTiVsnlh3VUhbSywW+Nq8fpXi",
+	"bIxCwa/l9/T9CBb7/o/vQ5doYCNMTRQppG99T997Eqn1GFO7o5oz4YQdrWAzPmEyt0kcXbUbXZ7bz1MS",
+	"t9vrwNhfQELjneBpta4vlkWRM41CjfK+KOJJnrK+2NvOWmwzkkqH6V8oJ/mVUPvKRdwpuddo9I9D7V1K",
+	"nT6155W4tqoWvaHrBZQEH+/tJTzCyYJLNf5i/4t9uGw7/KdK1pf0uVfAJQVZZUvo1aw1UVfhfKejWvnX",
+	"z/4lDNbUPw93RxU8rwi1eg/ugblYx9rviqTBym/BMP/h/Yf/DAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

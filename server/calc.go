@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/matrixd/matrixd/api"
 	"github.com/matrixd/matrixd/calculator"
@@ -23,6 +24,7 @@ type Calc struct {
 	mu    sync.Mutex
 	fits  map[string]*fitCall
 	order []string // insertion order, for eviction
+	onFit func(time.Duration)
 }
 
 // fitCall is one run's fit; done closes when model and err are set, so
@@ -108,7 +110,7 @@ func (c *Calc) selectRun(ctx context.Context, sel Selection) (string, []string, 
 		return "", nil, nil, err
 	}
 	if len(configs) == 0 {
-		return "", nil, nil, fmt.Errorf("a run of a model matching %q on GPU %q: %w", sel.Model, sel.GPU, store.ErrNotFound)
+		return "", nil, nil, &store.Error{Kind: store.ErrNotFound, Msg: fmt.Sprintf("no run of a model matching %q on GPU %q", clip(sel.Model), clip(sel.GPU))}
 	}
 	first := configFields(configs[0])
 	var differ []string
@@ -167,7 +169,11 @@ func (c *Calc) model(ctx context.Context, id string) (*calculator.Model, error) 
 	}
 	r, err := c.store.Run(ctx, id)
 	if err == nil {
+		start := time.Now()
 		call.model, call.err = calculator.Fit(CalculatorRun(r))
+		if c.onFit != nil {
+			c.onFit(time.Since(start))
+		}
 	} else {
 		call.err = err
 	}

@@ -61,7 +61,7 @@ func TestCalculatorAPI(t *testing.T) {
 			[]string{`"candidates":[`, stored.ID, fara.ID, "kv_cache_dtype"}},
 		{"narrowed model+gpu", "/v1/calculator/decode?model=fara&gpu=rtx%203060&kv_cache_dtype=fp8&context_tokens=0&concurrency=1", 200,
 			[]string{`"run_ids":["` + stored.ID + `"]`}},
-		{"no such model", "/v1/calculator/decode?model=llama&gpu=RTX%203090&context_tokens=0&concurrency=1", 404, []string{`a run of a model matching \"llama\" on GPU \"RTX 3090\" does not exist`}},
+		{"no such model", "/v1/calculator/decode?model=llama&gpu=RTX%203090&context_tokens=0&concurrency=1", 404, []string{`no run of a model matching \"llama\" on GPU \"RTX 3090\"`}},
 		{"unknown run", "/v1/calculator/decode?run_id=rnope&context_tokens=0&concurrency=1", 404, []string{"rnope does not exist"}},
 		{"both selections", "/v1/calculator/decode?run_id=" + nemo + "&model=x&gpu=y&context_tokens=0&concurrency=1", 400, []string{`"field":"run_id"`}},
 		{"no selection", "/v1/calculator/decode?context_tokens=0&concurrency=1", 400, []string{"select a run"}},

@@ -96,12 +96,6 @@ func toProblem(err error, c echo.Context) api.Problem {
 	case errors.As(err, &amb):
 		p = problem(http.StatusUnprocessableEntity, amb.Error())
 		p.Candidates = &amb.candidates
-	case errors.Is(err, store.ErrNotFound):
-		p = problem(http.StatusNotFound, strings.Replace(err.Error(), ": not found", " does not exist", 1))
-	case errors.Is(err, store.ErrInvalid):
-		p = problem(http.StatusBadRequest, strings.TrimPrefix(err.Error(), "invalid: "))
-	case errors.Is(err, store.ErrConflict):
-		p = problem(http.StatusConflict, err.Error())
 	case errors.Is(err, store.ErrUnauthorized):
 		p = problem(http.StatusUnauthorized, "this needs a valid API key: send Authorization: Bearer KEY (make one with matrixd keys create)")
 	case errors.As(err, &herr):

@@ -36,6 +36,7 @@ import (
 type Server struct {
 	store    *store.Store
 	calc     *Calc
+	metrics  *metrics
 	specJSON []byte
 	specYAML []byte
 }
@@ -89,7 +90,9 @@ func New(st *store.Store, cfg Config) (http.Handler, error) {
 	if cfg.Calc == nil {
 		cfg.Calc = NewCalc(st, 1024)
 	}
-	s := &Server{store: st, calc: cfg.Calc, specJSON: specJSON, specYAML: specYAML}
+	m := newMetrics(st.PoolStats)
+	cfg.Calc.onFit = func(d time.Duration) { m.fit.Observe(d.Seconds()) }
+	s := &Server{store: st, calc: cfg.Calc, metrics: m, specJSON: specJSON, specYAML: specYAML}
 
 	// The validator must not check the Host header against servers.
 	spec.Servers = nil
@@ -101,7 +104,7 @@ func New(st *store.Store, cfg Config) (http.Handler, error) {
 	if cfg.CacheBytes == 0 {
 		cfg.CacheBytes = 64 << 20
 	}
-	rc := newResponseCache(max(cfg.CacheBytes, 0), st.DataVersion, func(bool) {})
+	rc := newResponseCache(max(cfg.CacheBytes, 0), st.DataVersion, m.cacheResult)
 
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
@@ -118,6 +121,7 @@ func New(st *store.Store, cfg Config) (http.Handler, error) {
 		dropBadRequestID,
 		middleware.RequestID(),
 		requestLogger(cfg.Logger),
+		m.observe,
 		recoverer(cfg.Logger),
 		securityHeaders,
 		cors(cfg.WriteOrigins),
@@ -132,9 +136,9 @@ func New(st *store.Store, cfg Config) (http.Handler, error) {
 	return headAsGet{e}, nil
 }
 
-// uncached are the GET paths answered afresh every time: health and
-// readiness must reflect the process and the database now.
-func uncached(path string) bool { return path == "/healthz" || path == "/readyz" }
+// uncached are the GET paths answered afresh every time: health,
+// readiness and metrics must reflect the process and the database now.
+func uncached(path string) bool { return path == "/healthz" || path == "/readyz" || path == "/metrics" }
 
 // headAsGet answers HEAD on every GET route: as GET, with the headers
 // (Content-Length, ETag) and without the body.
@@ -210,7 +214,7 @@ func (r rawBodies) UpdateRun(c echo.Context, runID api.ParamRunID) error {
 // recoverer turns a panic into a 500 and logs it once, with its stack.
 func recoverer(logger *slog.Logger) echo.MiddlewareFunc {
 	return middleware.RecoverWithConfig(middleware.RecoverConfig{
-		DisablePrintStack: true,
+		DisableStackAll: true, // this goroutine's stack; LogErrorFunc logs it instead of echo printing it
 		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
 			logger.LogAttrs(c.Request().Context(), slog.LevelError, "panic",
 				slog.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)),

@@ -213,10 +213,10 @@ func (r *summaryRow) finish() (RunSummary, error) {
 func (s *Store) ListRuns(ctx context.Context, f RunFilter, sort string, limit int, pageCursor string) ([]RunSummary, string, error) {
 	expr, desc, ok := sortKey(sort)
 	if !ok {
-		return nil, "", fmt.Errorf("%w: unknown sort %q", ErrInvalid, sort)
+		return nil, "", &FieldError{Field: "sort", Message: fmt.Sprintf("unknown sort %q", sort)}
 	}
 	if limit < 1 {
-		return nil, "", fmt.Errorf("%w: limit must be at least 1", ErrInvalid)
+		return nil, "", &FieldError{Field: "limit", Message: "must be at least 1"}
 	}
 	where, args := f.where()
 	qk := queryKey("runs", sort, f.key())
@@ -318,10 +318,10 @@ func (s *Store) Leaderboard(ctx context.Context, lq LeaderboardQuery) ([]Leaderb
 		desc = true
 	case MetricTTFTMs, MetricTBTMs:
 	default:
-		return nil, "", fmt.Errorf("%w: unknown metric %q", ErrInvalid, lq.Metric)
+		return nil, "", &FieldError{Field: "metric", Message: fmt.Sprintf("unknown metric %q", lq.Metric)}
 	}
 	if lq.Limit < 1 {
-		return nil, "", fmt.Errorf("%w: limit must be at least 1", ErrInvalid)
+		return nil, "", &FieldError{Field: "limit", Message: "must be at least 1"}
 	}
 	expr := "d." + lq.Metric // one of the four constants above
 	where, args := lq.Filter.where()

@@ -69,7 +69,7 @@ func (s *Store) CreateRuns(ctx context.Context, runs []Run) (stored []Run, creat
 	})
 	if err != nil {
 		if isConstraint(err, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY) || isConstraint(err, sqlite3.SQLITE_CONSTRAINT_UNIQUE) {
-			return nil, nil, fmt.Errorf("create runs: %w", ErrConflict)
+			return nil, nil, newError(ErrConflict, "a run with this content was stored at the same moment; send it again to get the stored run")
 		}
 		return nil, nil, fmt.Errorf("create runs: %w", err)
 	}

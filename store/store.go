@@ -118,6 +118,11 @@ func (s *Store) Close() error {
 	return errors.Join(s.reader.Close(), s.writer.Close())
 }
 
+// PoolStats reports the reader and writer pools' statistics, for metrics.
+func (s *Store) PoolStats() map[string]sql.DBStats {
+	return map[string]sql.DBStats{"reader": s.reader.Stats(), "writer": s.writer.Stats()}
+}
+
 // Ping checks that the database answers a query.
 func (s *Store) Ping(ctx context.Context) error {
 	var one int
