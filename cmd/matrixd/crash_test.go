@@ -1,0 +1,164 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/matrixd/matrixd/store"
+	"github.com/matrixd/matrixd/store/storetest"
+)
+
+// TestCrashLosesNoAcknowledgedWrite runs the real server binary under
+// concurrent writes and kills it with SIGKILL at a random moment, 20
+// times. After each kill, every write that was answered 2xx is stored and
+// whole, and the database passes PRAGMA integrity_check.
+func TestCrashLosesNoAcknowledgedWrite(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "matrixd")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	db := filepath.Join(dir, "matrixd.db")
+	var keyOut bytes.Buffer
+	if err := run(context.Background(), []string{"keys", "create", "--db", db, "--name", "crash"}, env(nil), nil, &keyOut, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(keyOut.String()), "\n")
+	token := lines[len(lines)-1]
+
+	rng := rand.New(rand.NewPCG(1, 2))
+	sent := map[string]store.Run{} // acknowledged: id → what was sent
+	total := 0
+	for round := range 20 {
+		acked, n := crashRound(t, bin, db, token, uint64(round+100), time.Duration(50+rng.IntN(400))*time.Millisecond)
+		total += n
+		for id, r := range acked {
+			sent[id] = r
+		}
+		checkAfterCrash(t, db, sent)
+		if t.Failed() {
+			t.Fatalf("round %d failed", round+1)
+		}
+	}
+	if len(sent) < 20 {
+		t.Fatalf("only %d writes were acknowledged in 20 rounds; the test did not exercise the server", len(sent))
+	}
+	t.Logf("%d acknowledged writes of %d sent survived 20 kills", len(sent), total)
+}
+
+// crashRound starts the server, writes from 4 clients until it is killed
+// after d, and returns the runs it acknowledged.
+func crashRound(t *testing.T, bin, db, token string, seed uint64, d time.Duration) (map[string]store.Run, int) {
+	t.Helper()
+	cmd := exec.Command(bin, "--addr", "127.0.0.1:0", "--db", db, "--no-seed", "--rate-limit", "0", "--write-rate-limit", "0")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		cmd.Process.Kill()
+		t.Fatalf("no listening line: %v", err)
+	}
+	base := strings.TrimSpace(strings.TrimPrefix(line, "matrixd listening on "))
+	go io.Copy(io.Discard, stdout)
+
+	runs := storetest.Runs(seed, 400)
+	var (
+		mu    sync.Mutex
+		acked = map[string]store.Run{}
+		next  int
+		wg    sync.WaitGroup
+	)
+	client := &http.Client{Timeout: 5 * time.Second}
+	for range 4 {
+		wg.Go(func() {
+			for {
+				mu.Lock()
+				i := next
+				next++
+				mu.Unlock()
+				if i >= len(runs) {
+					return
+				}
+				body, _ := json.Marshal(runs[i])
+				req, _ := http.NewRequest("POST", base+"/v1/runs", bytes.NewReader(body))
+				req.Header.Set("Authorization", "Bearer "+token)
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := client.Do(req)
+				if err != nil {
+					return // killed
+				}
+				var got struct{ ID string }
+				err = json.NewDecoder(resp.Body).Decode(&got)
+				resp.Body.Close()
+				if err == nil && resp.StatusCode/100 == 2 {
+					mu.Lock()
+					acked[got.ID] = runs[i]
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	time.Sleep(d)
+	cmd.Process.Kill() // SIGKILL
+	cmd.Wait()
+	wg.Wait()
+	return acked, min(next, len(runs))
+}
+
+// checkAfterCrash opens the database as a restart would and holds every
+// acknowledged run to what was sent.
+func checkAfterCrash(t *testing.T, db string, sent map[string]store.Run) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, db, store.Options{})
+	if err != nil {
+		t.Fatalf("reopen after the kill: %v", err)
+	}
+	defer st.Close()
+	for id, want := range sent {
+		got, err := st.Run(ctx, id)
+		if err != nil {
+			t.Errorf("acknowledged run %s: %v", id, err)
+			continue
+		}
+		want.Prefill, want.Decode = slices.Clone(want.Prefill), slices.Clone(want.Decode)
+		want.Normalize()
+		if !reflect.DeepEqual(got.Decode, want.Decode) || !reflect.DeepEqual(got.Prefill, want.Prefill) || got.Title != want.Title {
+			t.Errorf("acknowledged run %s is not whole: %d decode, %d prefill cells, want %d, %d", id, len(got.Decode), len(got.Prefill), len(want.Decode), len(want.Prefill))
+		}
+	}
+	conn, err := sql.Open("sqlite", "file:"+db+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var res string
+	if err := conn.QueryRow("PRAGMA integrity_check").Scan(&res); err != nil || res != "ok" {
+		t.Errorf("integrity_check = %q, %v", res, err)
+	}
+	var stray int
+	if err := conn.QueryRow(`SELECT count(*) FROM runs r WHERE NOT EXISTS (SELECT 1 FROM decode_cells d WHERE d.run_id = r.id)
+		AND NOT EXISTS (SELECT 1 FROM prefill_cells p WHERE p.run_id = r.id)`).Scan(&stray); err != nil || stray != 0 {
+		t.Errorf("%d runs stored without any cell (half-written), %v", stray, err)
+	}
+}
