@@ -2,6 +2,8 @@ module github.com/matrixd/matrixd
 
 go 1.26.8
 
+toolchain go1.26.10
+
 require (
 	github.com/getkin/kin-openapi v0.153.0
 	github.com/labstack/echo/v4 v4.16.4
