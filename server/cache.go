@@ -196,7 +196,11 @@ func cached(rc *responseCache, skip func(path string) bool) echo.MiddlewareFunc 
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			r := c.Request()
-			if r.Method != http.MethodGet || skip(r.URL.Path) {
+			if r.Method != http.MethodGet {
+				return next(c)
+			}
+			if skip(r.URL.Path) {
+				c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
 				return next(c)
 			}
 			w := c.Response()

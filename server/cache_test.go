@@ -48,6 +48,11 @@ func TestETagsAndConditionalGets(t *testing.T) {
 			}
 		})
 	}
+	for _, live := range []string{"/healthz", "/readyz", "/metrics"} {
+		if rec := e.do(t, "GET", live, nil); rec.Header().Get("Cache-Control") != "no-store" || rec.Header().Get("ETag") != "" {
+			t.Errorf("%s: Cache-Control %q, ETag %q; want no-store and none", live, rec.Header().Get("Cache-Control"), rec.Header().Get("ETag"))
+		}
+	}
 	if bad := e.do(t, "GET", "/v1/runs/rnothere", nil); bad.Header().Get("ETag") != "" || bad.Header().Get("Cache-Control") != "no-store" {
 		t.Errorf("a 404 has ETag %q, Cache-Control %q; want none, no-store", bad.Header().Get("ETag"), bad.Header().Get("Cache-Control"))
 	}
