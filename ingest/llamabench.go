@@ -106,7 +106,7 @@ func pickTG(rows []llamaRow, want int) ([]llamaRow, error) {
 	have := toolSortedInts(tgs)
 	switch {
 	case want > 0 && !tgs[want]:
-		return nil, &ParseError{Msg: fmt.Sprintf("no row has TG %d: the output has TG %s", want, toolInts(have))}
+		return nil, &ParseError{Msg: fmt.Sprintf("no row has TG %d: the output has TG %s", want, joinInts(have))}
 	case want > 0:
 		return slices.DeleteFunc(rows, func(w llamaRow) bool { return w.tg != want }), nil
 	}
@@ -121,7 +121,7 @@ func pickTG(rows []llamaRow, want int) ([]llamaRow, error) {
 		perCell[k][w.tg] = true
 		if len(perCell[k]) > 1 {
 			return nil, &ParseError{File: w.file, Line: w.line, Msg: fmt.Sprintf(
-				"PP %d, B %d was measured with several text-generation lengths (TG %s): pick one with --tg N (tg=N over HTTP)", w.pp, w.b, toolInts(toolSortedInts(perCell[k])))}
+				"PP %d, B %d was measured with several text-generation lengths (TG %s): pick one with --tg N (tg=N over HTTP)", w.pp, w.b, joinInts(toolSortedInts(perCell[k])))}
 		}
 	}
 	return rows, nil

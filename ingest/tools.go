@@ -175,14 +175,6 @@ func toolFinite(vs ...float64) bool {
 	return true
 }
 
-func toolInts(vs []int) string {
-	s := make([]string, len(vs))
-	for i, v := range vs {
-		s[i] = strconv.Itoa(v)
-	}
-	return strings.Join(s, ", ")
-}
-
 // lineCounter turns byte offsets that mostly grow into 1-based line numbers
 // without counting from the start each time.
 type lineCounter struct {
