@@ -1,6 +1,7 @@
 package calculator
 
 import (
+	"context"
 	"math"
 	"slices"
 	"strconv"
@@ -86,12 +87,21 @@ type Report struct {
 // The interpolant is chosen on the whole run first (as Fit does), so the
 // held-out errors include that one choice's slight optimism.
 func Evaluate(r Run) Report {
-	rep := evaluate(r, chooseInterpolant(r))
+	logB, _ := chooseInterpolant(context.Background(), r)
+	rep, _ := evaluate(context.Background(), r, logB, evalLimits{statuses: true})
 	rep.finish()
 	return rep
 }
 
-func evaluate(r Run, logB bool) Report {
+// evalLimits bound an evaluation: at most cells single-cell holdouts and
+// lines rows and columns each (0: all), and whether to call statuses (a
+// fit's bands do not need them).
+type evalLimits struct {
+	cells, lines int
+	statuses     bool
+}
+
+func evaluate(ctx context.Context, r Run, logB bool, lim evalLimits) (Report, error) {
 	rep := Report{RunID: r.ID, Interpolant: interpolantName(logB)}
 	var valid []Cell
 	rows, cols := map[int]bool{}, map[int]bool{}
@@ -102,16 +112,19 @@ func evaluate(r Run, logB bool) Report {
 		}
 	}
 	var holdouts [][]Cell
-	for _, c := range valid {
+	for _, c := range spread(valid, lim.cells) {
 		holdouts = append(holdouts, []Cell{c})
 	}
-	for _, l := range sortedKeys(rows) {
+	for _, l := range spread(sortedKeys(rows), lim.lines) {
 		holdouts = append(holdouts, filter(valid, func(c Cell) bool { return c.ContextTokens == l }))
 	}
-	for _, b := range sortedKeys(cols) {
+	for _, b := range spread(sortedKeys(cols), lim.lines) {
 		holdouts = append(holdouts, filter(valid, func(c Cell) bool { return c.Concurrency == b }))
 	}
 	for _, held := range holdouts {
+		if err := ctx.Err(); err != nil {
+			return Report{}, err
+		}
 		rest := without(r, held)
 		m, err := fitCore(rest, logB)
 		if err != nil {
@@ -135,6 +148,9 @@ func evaluate(r Run, logB bool) Report {
 	}
 
 	for _, c := range r.Decode {
+		if !lim.statuses {
+			break
+		}
 		m, err := fitCore(without(r, []Cell{c}), logB)
 		if err != nil {
 			continue
@@ -153,7 +169,7 @@ func evaluate(r Run, logB bool) Report {
 		}
 	}
 
-	for _, c := range valid {
+	for _, c := range spread(valid, lim.cells) {
 		if c.Concurrency == 1 || c.TTFTMs == nil {
 			continue
 		}
@@ -173,7 +189,7 @@ func evaluate(r Run, logB bool) Report {
 		pm := fitPrefill(rest)
 		rep.Prefill.add(math.Abs(pm.eval(p.ContextTokens)-p.TTFTMs) / p.TTFTMs)
 	}
-	return rep
+	return rep, nil
 }
 
 // publishedStatus maps a published cell to the call a perfect calculator

@@ -1,6 +1,7 @@
 package calculator
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -51,13 +52,31 @@ var ErrNoData = &Refusal{Reason: "the run has no valid decode cell to predict fr
 // Fit builds a run's model: it chooses the run's interpolant (linear or
 // log2 in concurrency) by held-out error, and calibrates its bands by
 // holding out cells.
-func Fit(r Run) (*Model, error) {
-	logB := chooseInterpolant(r)
+func Fit(r Run) (*Model, error) { return FitContext(context.Background(), r) }
+
+// Holdouts a fit calibrates on, at most: every cell and line of a run that
+// has fewer, an even spread of a larger one. Each holdout is a refit of
+// the whole run, so this keeps a fit's cost about linear in the cells
+// (a 64 × 64 grid in about a second) while the bundled runs use them all.
+const (
+	fitHoldoutCells = 48
+	fitHoldoutLines = 12
+)
+
+// FitContext is Fit that stops, with ctx's error, when ctx is done.
+func FitContext(ctx context.Context, r Run) (*Model, error) {
+	logB, err := chooseInterpolant(ctx, r)
+	if err != nil {
+		return nil, err
+	}
 	m, err := fitCore(r, logB)
 	if err != nil {
 		return nil, err
 	}
-	rep := evaluate(r, logB)
+	rep, err := evaluate(ctx, r, logB, evalLimits{cells: fitHoldoutCells, lines: fitHoldoutLines})
+	if err != nil {
+		return nil, err
+	}
 	m.bands = rep.bands()
 	return m, nil
 }
@@ -67,15 +86,20 @@ func Fit(r Run) (*Model, error) {
 // error of interpolated cells. Dense models are close to linear in B;
 // mixture-of-experts models rise steeply and then flatten. Ties, and runs
 // with nothing to hold out, stay linear.
-func chooseInterpolant(r Run) bool {
-	return looInterpolatedError(r, true) < looInterpolatedError(r, false)
+func chooseInterpolant(ctx context.Context, r Run) (bool, error) {
+	lg, err := looInterpolatedError(ctx, r, true)
+	if err != nil {
+		return false, err
+	}
+	lin, err := looInterpolatedError(ctx, r, false)
+	return lg < lin, err
 }
 
-func looInterpolatedError(r Run, logB bool) float64 {
+func looInterpolatedError(ctx context.Context, r Run, logB bool) (float64, error) {
 	sum, n := 0.0, 0
-	for _, c := range r.Decode {
-		if !usable(c) {
-			continue
+	for _, c := range spread(filter(r.Decode, usable), fitHoldoutCells) {
+		if err := ctx.Err(); err != nil {
+			return 0, err
 		}
 		m, err := fitCore(without(r, []Cell{c}), logB)
 		if err != nil {
@@ -90,9 +114,22 @@ func looInterpolatedError(r Run, logB bool) float64 {
 		n++
 	}
 	if n == 0 {
-		return math.Inf(1)
+		return math.Inf(1), nil
 	}
-	return sum / float64(n)
+	return sum / float64(n), nil
+}
+
+// spread is at most n of xs, evenly spaced, in order; all of them when
+// there are no more than n.
+func spread[T any](xs []T, n int) []T {
+	if n <= 0 || len(xs) <= n {
+		return xs
+	}
+	out := make([]T, n)
+	for i := range n {
+		out[i] = xs[i*len(xs)/n]
+	}
+	return out
 }
 
 // Interpolant names how the model interpolates along concurrency.

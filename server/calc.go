@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"context"
 	"fmt"
 	"math"
@@ -33,6 +34,24 @@ type fitCall struct {
 	done  chan struct{}
 	model *calculator.Model
 	err   error
+}
+
+// maxFitTime bounds one fit; the largest grid a run may have fits in
+// about a second.
+const maxFitTime = 20 * time.Second
+
+// Warm fits run id in the background, so that its first reader does not
+// wait for the fit.
+func (c *Calc) Warm(id string) {
+	go func() { _, _ = c.model(context.Background(), id) }() // a failed fit is retried by the first reader
+}
+
+// Forget drops run id's fit: the run was deleted.
+func (c *Calc) Forget(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.fits, id)
+	c.order = slices.DeleteFunc(c.order, func(s string) bool { return s == id })
 }
 
 // NewCalc returns a calculator over st that keeps up to maxFits fitted runs.
@@ -167,10 +186,15 @@ func (c *Calc) model(ctx context.Context, id string) (*calculator.Model, error) 
 			return nil, ctx.Err()
 		}
 	}
-	r, err := c.store.Run(ctx, id)
+	// The fit is shared by every caller waiting for it: the first caller
+	// going away does not stop it, a deadline does.
+	fitCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), maxFitTime)
+	defer cancel()
+	r, err := c.store.Run(fitCtx, id)
 	if err == nil {
 		start := time.Now()
-		call.model, call.err = calculator.Fit(CalculatorRun(r))
+		call.model, call.err = calculator.FitContext(fitCtx, CalculatorRun(r))
+		err = call.err
 		if c.onFit != nil {
 			c.onFit(time.Since(start))
 		}
@@ -178,8 +202,9 @@ func (c *Calc) model(ctx context.Context, id string) (*calculator.Model, error) 
 		call.err = err
 	}
 	close(call.done)
-	if err != nil {
-		// A missing run or a failed read is not a fit: do not keep it.
+	if err != nil && !errors.Is(err, calculator.ErrRefused) {
+		// A missing run, a failed read or a fit cut short is not a fit:
+		// do not keep it.
 		c.mu.Lock()
 		if c.fits[id] == call {
 			delete(c.fits, id)

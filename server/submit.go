@@ -51,6 +51,9 @@ func (s *Server) CreateRun(ctx context.Context, req api.CreateRunRequestObject) 
 	if err != nil {
 		return nil, err
 	}
+	if res.Created && !res.Replayed {
+		s.calc.Warm(stored.ID)
+	}
 	if res.Created {
 		return api.CreateRun201JSONResponse{RunCreatedJSONResponse: api.RunCreatedJSONResponse{Body: toAPIRun(stored), Headers: api.RunCreatedResponseHeaders(submitHeaders(stored, res))}}, nil
 	}
@@ -103,6 +106,9 @@ func (s *Server) ImportRun(ctx context.Context, req api.ImportRunRequestObject) 
 	stored, res, err := s.submit(ctx, run, req.Params.IdempotencyKey, "import "+format, parts...)
 	if err != nil {
 		return nil, err
+	}
+	if res.Created && !res.Replayed {
+		s.calc.Warm(stored.ID)
 	}
 	if res.Created {
 		return api.ImportRun201JSONResponse{RunCreatedJSONResponse: api.RunCreatedJSONResponse{Body: toAPIRun(stored), Headers: api.RunCreatedResponseHeaders(submitHeaders(stored, res))}}, nil
@@ -270,5 +276,6 @@ func (s *Server) DeleteRun(ctx context.Context, req api.DeleteRunRequestObject) 
 	if err := s.store.DeleteRun(ctx, req.RunID, keyOf(ctx)); err != nil {
 		return nil, err
 	}
+	s.calc.Forget(req.RunID)
 	return api.DeleteRun204Response{}, nil
 }

@@ -605,3 +605,36 @@ func TestChunkedBodyOverTheLimit(t *testing.T) {
 		e.sameRows(t, before)
 	}
 }
+
+// TestDeletedRunLeavesTheCalculator: a run's fit goes with the run, and a
+// submitted run is fitted before anyone asks.
+func TestDeletedRunLeavesTheCalculator(t *testing.T) {
+	e := newEnv(t, 0)
+	k := e.keys(t, "admin")
+	fara := e.seed(t, "fara1.5-4b-autoround-rtx3060").ID
+	q := "/v1/calculator/decode?run_id=" + fara + "&context_tokens=49152&concurrency=8"
+	if rec := e.do(t, "GET", q, nil); rec.Code != 200 {
+		t.Fatalf("before delete: %d", rec.Code)
+	}
+	if rec := e.send(t, "DELETE", "/v1/runs/"+fara, k["admin"], nil); rec.Code != 204 {
+		t.Fatal(rec.Code)
+	}
+	if rec := e.do(t, "GET", q, nil); rec.Code != 404 {
+		t.Errorf("the calculator still answers for a deleted run: %d %.200s", rec.Code, rec.Body)
+	}
+
+	fits := func() float64 {
+		return metricValue(t, e.do(t, "GET", "/metrics", nil).Body.String(), "matrixd_calculator_fit_seconds_count")
+	}
+	before := fits()
+	if rec := e.send(t, "POST", "/v1/runs", k["admin"], runJSON(t, storetest.Runs(52, 1)[0])); rec.Code != 201 {
+		t.Fatal(rec.Code)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for fits() == before && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if fits() == before {
+		t.Error("a submitted run was not fitted before anyone asked")
+	}
+}

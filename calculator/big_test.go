@@ -1,0 +1,73 @@
+package calculator_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/matrixd/matrixd/calculator"
+)
+
+// bigRun is an n × n grid shaped like a real dense-model run.
+func bigRun(n int) calculator.Run {
+	r := calculator.Run{ID: "big", MaxModelLen: 1 << 20, MaxOutputTokens: 1024, VRAMGB: 80, WindowS: 30}
+	for i := range n {
+		l := i * 2048
+		for j := range n {
+			b := j + 1
+			tbt := 10 + 0.05*float64(b) + 0.0004*float64(b)*float64(l)/1024
+			total := float64(b) * 1000 / tbt
+			per := 1000 / tbt
+			ttft := 50 + float64(l)/1000
+			r.Decode = append(r.Decode, calculator.Cell{ContextTokens: l, Concurrency: b, Status: calculator.CellValid,
+				TotalTokS: &total, PerRequestTokS: &per, TBTMs: &tbt, TTFTMs: &ttft})
+		}
+	}
+	return r
+}
+
+// TestFitLargestGrid fits the largest grid a run may have (64 × 64) well
+// inside a deadline: a fit calibrates on a bounded number of holdouts, so
+// its cost grows about linearly with the cells. BenchmarkFitGrid measures
+// it; the deadline here is generous for a shared machine.
+func TestFitLargestGrid(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	m, err := calculator.FitContext(ctx, bigRun(64))
+	if err != nil {
+		t.Fatalf("64 × 64 fit: %v", err)
+	}
+	if !m.Bands().Calibrated {
+		t.Error("the bands of a 64 × 64 run were not calibrated")
+	}
+}
+
+func TestFitHonoursCancellation(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	start := time.Now()
+	if _, err := calculator.FitContext(ctx, bigRun(64)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a canceled fit returned %v", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("a canceled fit took %v", d)
+	}
+}
+
+// BenchmarkFitGrid fits square grids of growing size.
+//
+//	go test ./calculator -run '^$' -bench FitGrid -count 6
+func BenchmarkFitGrid(b *testing.B) {
+	for _, n := range []int{8, 16, 32, 64} {
+		r := bigRun(n)
+		b.Run(fmt.Sprintf("%dx%d", n, n), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := calculator.Fit(r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
