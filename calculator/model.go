@@ -333,7 +333,7 @@ func (m *Model) Decode(q Query) (Prediction, error) {
 	total := b * 1000 / s
 	p.TBTMs = band(t, tb)
 	p.PerRequestTokS = invBand(1000/t, tb)
-	p.TotalTokS = invBand(total, sb)
+	p.TotalTokS = band(total, sb) // sb is total tok/s's own held-out error
 	p.BandTotal, p.BandTBT = sb, tb
 	if gpu.scaled {
 		p.Warnings = append(p.Warnings, "TTFT is not predicted on another GPU: prefill is bound by compute, not bandwidth")
@@ -356,9 +356,10 @@ func (m *Model) capacityFor(maxOut int, scale vramScaling) capacity {
 }
 
 // invBand is the interval of a quantity inversely proportional to one known
-// within ±rel.
+// within ±rel (rel taken as at most 0.9, so the upper bound stays within
+// 10× the value).
 func invBand(v, rel float64) *Estimate {
-	return &Estimate{Value: v, Low: v / (1 + rel), High: v / math.Max(1-rel, 0.05)}
+	return &Estimate{Value: v, Low: v / (1 + rel), High: v / (1 - math.Min(rel, 0.9))}
 }
 
 func roundingBand(v, halfUnit float64) float64 {
@@ -433,9 +434,10 @@ func (m *Model) Prefill(l int) (PrefillPrediction, error) {
 		if p.ContextTokens == l && p.TTFTMs > 0.5 {
 			v := p.TTFTMs
 			out.Basis = Measured
-			out.TTFTMs = Estimate{Value: v, Low: v - 0.5, High: v + 0.5}
+			// ± half the last published digit (1 ms), the time at most halved.
+			out.TTFTMs = Estimate{Value: v, Low: max(v-0.5, v/2), High: v + 0.5}
 			tok := float64(l) / v * 1000
-			out.PromptTokS = Estimate{Value: tok, Low: float64(l) / (v + 0.5) * 1000, High: float64(l) / (v - 0.5) * 1000}
+			out.PromptTokS = Estimate{Value: tok, Low: float64(l) / out.TTFTMs.High * 1000, High: float64(l) / out.TTFTMs.Low * 1000}
 			out.Contexts = []int{l}
 			return out, nil
 		}
@@ -456,9 +458,12 @@ func (m *Model) Prefill(l int) (PrefillPrediction, error) {
 	if out.Basis == Extrapolated {
 		rel *= 2
 	}
-	out.TTFTMs = Estimate{Value: v, Low: v * (1 - rel), High: v * (1 + rel)}
+	out.TTFTMs = *band(v, rel)
 	tok := float64(l) / v * 1000
-	out.PromptTokS = Estimate{Value: tok, Low: tok / (1 + rel), High: tok / math.Max(1-rel, 0.05)}
+	out.PromptTokS = *invBand(tok, rel)
+	if !finiteEstimates(&out.TTFTMs, &out.PromptTokS) {
+		return PrefillPrediction{}, refuse(supported, "the prefill fit gives no finite time at %d tokens", l)
+	}
 	return out, nil
 }
 

@@ -59,18 +59,18 @@ func (d decodeTTFT) at(l, b int, rel float64) *Estimate {
 	switch {
 	case found:
 		v := d.t1[i] * q
-		return &Estimate{Value: v, Low: v * (1 - rel), High: v * (1 + rel)}
+		return band(v, rel)
 	case i == 0:
 		v := d.t1[0] * q
 		return &Estimate{Value: v * x / math.Max(d.rows[0], 1), Low: 0, High: v * (1 + rel)}
 	case i == n:
 		v := d.t1[n-1] * q
 		grow := x / math.Max(d.rows[n-1], 1)
-		return &Estimate{Value: v * math.Sqrt(grow), Low: v * (1 - rel), High: v * grow * (1 + rel)}
+		return &Estimate{Value: v * math.Sqrt(grow), Low: math.Max(v*(1-rel), 0), High: v * grow * (1 + rel)}
 	}
 	lo, hi := d.t1[i-1]*q, d.t1[i]*q
 	f := (x - d.rows[i-1]) / (d.rows[i] - d.rows[i-1])
-	return &Estimate{Value: lerp(lo, hi, f), Low: math.Min(lo, hi) * (1 - rel), High: math.Max(lo, hi) * (1 + rel)}
+	return &Estimate{Value: lerp(lo, hi, f), Low: math.Max(math.Min(lo, hi)*(1-rel), 0), High: math.Max(lo, hi) * (1 + rel)}
 }
 
 // prefillModel is cold prefill: TTFT(L) = p·L + q·L², L in K tokens.
