@@ -27,7 +27,28 @@ type RunFilter struct {
 	VRAMGBMax     *float64
 }
 
-func (f RunFilter) where() ([]string, []any) {
+// manyModelRuns is where a model filter stops reading the matching runs by
+// their model and instead walks the listing's order, testing each run.
+const manyModelRuns = 2000
+
+// modelRuns counts the runs whose model name contains f.Model, from the
+// few distinct names. With no model filter it is -1.
+func (s *Store) modelRuns(ctx context.Context, f RunFilter) (int, error) {
+	if f.Model == "" {
+		return -1, nil
+	}
+	var n int
+	err := s.reader.QueryRowContext(ctx, "SELECT coalesce(sum(runs), 0) FROM model_names WHERE instr(lower(name), lower(?)) > 0", f.Model).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("model filter: %w", err)
+	}
+	return n, nil
+}
+
+// where is the filter as SQL. modelRuns (from modelRuns) picks how a model
+// filter reads: few matching runs through the model index, many by walking
+// the listing's own order (the "+" keeps SQLite off the model index).
+func (f RunFilter) where(modelRuns int) ([]string, []any) {
 	var where []string
 	var args []any
 	eq := func(col, v string) {
@@ -43,7 +64,12 @@ func (f RunFilter) where() ([]string, []any) {
 		where, args = append(where, "r.submitted_by = ?"), append(args, f.SubmittedBy)
 	}
 	if f.Model != "" {
-		where, args = append(where, "instr(lower(r.model_name), lower(?)) > 0"), append(args, f.Model)
+		col := "r.model_name"
+		if modelRuns > manyModelRuns && f.GPU == "" { // with a GPU, its index narrows first
+			col = "+r.model_name"
+		}
+		where = append(where, col+" IN (SELECT name FROM model_names WHERE instr(lower(name), lower(?)) > 0)")
+		args = append(args, f.Model)
 	}
 	if f.Quantization != "" {
 		where = append(where, "(r.model_quantization = ? COLLATE NOCASE OR r.engine_quantization = ? COLLATE NOCASE)")
@@ -218,7 +244,11 @@ func (s *Store) ListRuns(ctx context.Context, f RunFilter, sort string, limit in
 	if limit < 1 {
 		return nil, "", &FieldError{Field: "limit", Message: "must be at least 1"}
 	}
-	where, args := f.where()
+	n, err := s.modelRuns(ctx, f)
+	if err != nil || n == 0 {
+		return nil, "", err
+	}
+	where, args := f.where(n)
 	qk := queryKey("runs", sort, f.key())
 	if pageCursor != "" {
 		c, err := s.decodeCursor(pageCursor, qk)
@@ -324,7 +354,11 @@ func (s *Store) Leaderboard(ctx context.Context, lq LeaderboardQuery) ([]Leaderb
 		return nil, "", &FieldError{Field: "limit", Message: "must be at least 1"}
 	}
 	expr := "d." + lq.Metric // one of the four constants above
-	where, args := lq.Filter.where()
+	n, err := s.modelRuns(ctx, lq.Filter)
+	if err != nil || n == 0 {
+		return nil, "", err
+	}
+	where, args := lq.Filter.where(n)
 	where = append(where, "d.context_tokens = ?", "d.concurrency = ?", "d.status = 'valid'", expr+" IS NOT NULL")
 	args = append(args, lq.ContextTokens, lq.Concurrency)
 	var c cursor
@@ -525,7 +559,11 @@ type RunConfig struct {
 // RunConfigs returns the configurations of up to limit runs matching f,
 // newest first, and whether more matched.
 func (s *Store) RunConfigs(ctx context.Context, f RunFilter, limit int) ([]RunConfig, bool, error) {
-	where, args := f.where()
+	n, err := s.modelRuns(ctx, f)
+	if err != nil || n == 0 {
+		return nil, false, err
+	}
+	where, args := f.where(n)
 	q := `SELECT r.id, r.title, r.model_name, r.gpu, r.vram_gb, r.engine_name, r.engine_version,
 		coalesce(r.model_quantization, r.engine_quantization), r.kv_cache_dtype, r.attention_backend,
 		r.max_model_len, r.gpu_memory_utilization FROM runs r`

@@ -471,7 +471,7 @@ func TestMigrationRehashesRuns(t *testing.T) {
 	for _, q := range []string{
 		"DROP INDEX runs_by_submitted_by", "ALTER TABLE runs DROP COLUMN submitted_by", "ALTER TABLE runs DROP COLUMN notes",
 		"DROP TABLE api_keys", "DROP TABLE idempotency_keys", "DROP TABLE data_version", "DROP TABLE secrets",
-		"DROP INDEX runs_catalog_gpu", "DROP INDEX runs_catalog_model", "DROP INDEX runs_catalog_engine", "DROP INDEX runs_by_gpu_peak", "DROP INDEX runs_by_gpu_created",
+		"DROP INDEX runs_catalog_gpu", "DROP TABLE model_names", "DROP INDEX runs_by_model_created", "DROP INDEX runs_by_gpu_model", "DROP TRIGGER model_names_inserted", "DROP TRIGGER model_names_deleted", "DROP TRIGGER model_names_renamed", "DROP INDEX runs_catalog_model", "DROP INDEX runs_catalog_engine", "DROP INDEX runs_by_gpu_peak", "DROP INDEX runs_by_gpu_created",
 		"DROP TRIGGER runs_inserted", "DROP TRIGGER runs_updated", "DROP TRIGGER runs_deleted", "UPDATE runs SET content_hash = 'a version 1 hash'", "PRAGMA user_version = 1",
 	} {
 		if _, err := db.Exec(q); err != nil {
@@ -580,5 +580,54 @@ func TestForgedCursorsAreRefused(t *testing.T) {
 	lq.Cursor = next
 	if _, _, err := st.Leaderboard(ctx, lq); err != nil {
 		t.Errorf("the issued cursor is refused: %v", err)
+	}
+}
+
+// TestModelFilterFollowsWrites: the model substring filter reads the
+// distinct model names the triggers keep; it must see inserts and deletes,
+// agree with a plain substring test, and match nothing cheaply.
+func TestModelFilterFollowsWrites(t *testing.T) {
+	ctx := context.Background()
+	st, _ := openTestDB(t)
+	runs := storetest.Runs(14, 60)
+	if _, _, err := st.CreateRuns(ctx, runs); err != nil {
+		t.Fatal(err)
+	}
+	count := func(f store.RunFilter) int {
+		t.Helper()
+		got, _, err := st.ListRuns(ctx, f, store.SortCreatedDesc, 200, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(got)
+	}
+	want := func(sub string) int {
+		n := 0
+		for _, r := range runs {
+			if strings.Contains(strings.ToLower(r.Model.Name), strings.ToLower(sub)) {
+				n++
+			}
+		}
+		return n
+	}
+	for _, sub := range []string{runs[0].Model.Name, strings.ToUpper(runs[0].Model.Name[:3]), "a", "no such model"} {
+		if got := count(store.RunFilter{Model: sub}); got != want(sub) {
+			t.Errorf("model=%q lists %d runs, want %d", sub, got, want(sub))
+		}
+	}
+	r := runs[0]
+	r.Model.Name = "A brand-new model"
+	stored, _, err := st.CreateRun(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := count(store.RunFilter{Model: "brand-new"}); got != 1 {
+		t.Errorf("a new model's run: %d listed, want 1", got)
+	}
+	if err := st.DeleteRun(ctx, stored.ID, store.Key{Admin: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(store.RunFilter{Model: "brand-new"}); got != 0 {
+		t.Errorf("after deleting its only run: %d listed, want 0", got)
 	}
 }
