@@ -1029,6 +1029,9 @@ type CalcVRAMGB = float64
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
+// IfNoneMatch defines model for IfNoneMatch.
+type IfNoneMatch = string
+
 // ParamCursor defines model for ParamCursor.
 type ParamCursor = string
 
@@ -1113,6 +1116,12 @@ type Unprocessable = Problem
 // UnsupportedMediaType RFC 9457 problem details.
 type UnsupportedMediaType = Problem
 
+// GetOpenAPIJSONParams defines parameters for GetOpenAPIJSON.
+type GetOpenAPIJSONParams struct {
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
 // EstimateCapacityParams defines parameters for EstimateCapacity.
 type EstimateCapacityParams struct {
 	// RunID The run to predict from. Or give `model` and `gpu`.
@@ -1144,6 +1153,9 @@ type EstimateCapacityParams struct {
 	// GPU (basis `scaled_gpu`, ±20 %); VRAM defaults to that GPU's. Only
 	// within the measured GPU's generation, unless `rough=true`.
 	TargetGPU *CalcTargetGPU `form:"target_gpu,omitempty" json:"target_gpu,omitempty"`
+
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // EstimateDecodeParams defines parameters for EstimateDecode.
@@ -1180,6 +1192,9 @@ type EstimateDecodeParams struct {
 
 	// Rough Allow `target_gpu` of another GPU generation, as a labelled rough estimate (±40 %).
 	Rough *CalcRough `form:"rough,omitempty" json:"rough,omitempty"`
+
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // EstimateGridParams defines parameters for EstimateGrid.
@@ -1220,6 +1235,9 @@ type EstimateGridParams struct {
 
 	// Rough Allow `target_gpu` of another GPU generation, as a labelled rough estimate (±40 %).
 	Rough *CalcRough `form:"rough,omitempty" json:"rough,omitempty"`
+
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // EstimatePrefillParams defines parameters for EstimatePrefill.
@@ -1237,12 +1255,30 @@ type EstimatePrefillParams struct {
 	// KVCacheDtype The launch's `--kv-cache-dtype`, case-insensitive.
 	KVCacheDtype  *ParamKVCacheDtype `form:"kv_cache_dtype,omitempty" json:"kv_cache_dtype,omitempty"`
 	ContextTokens int                `form:"context_tokens" json:"context_tokens"`
+
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // CompareRunsParams defines parameters for CompareRuns.
 type CompareRunsParams struct {
 	// RunIDs Two to ten run ids, comma-separated; the first is the baseline.
 	RunIDs []string `form:"run_ids" json:"run_ids"`
+
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// ListEnginesParams defines parameters for ListEngines.
+type ListEnginesParams struct {
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// ListGPUsParams defines parameters for ListGPUs.
+type ListGPUsParams struct {
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // GetLeaderboardParams defines parameters for GetLeaderboard.
@@ -1278,10 +1314,19 @@ type GetLeaderboardParams struct {
 
 	// Cursor The `next_cursor` of the previous page, as given.
 	Cursor *ParamCursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // GetLeaderboardParamsMetric defines parameters for GetLeaderboard.
 type GetLeaderboardParamsMetric string
+
+// ListModelsParams defines parameters for ListModels.
+type ListModelsParams struct {
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
 
 // ListRunsParams defines parameters for ListRuns.
 type ListRunsParams struct {
@@ -1313,6 +1358,9 @@ type ListRunsParams struct {
 
 	// Cursor The `next_cursor` of the previous page, as given.
 	Cursor *ParamCursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // ListRunsParamsSort defines parameters for ListRuns.
@@ -1353,6 +1401,12 @@ type ImportRunParams struct {
 // ImportRunParamsFormat defines parameters for ImportRun.
 type ImportRunParamsFormat string
 
+// GetRunParams defines parameters for GetRun.
+type GetRunParams struct {
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
 // UpdateRunApplicationMergePatchPlusJSONBody defines parameters for UpdateRun.
 type UpdateRunApplicationMergePatchPlusJSONBody = json.RawMessage
 
@@ -1362,16 +1416,28 @@ type ListDecodeCellsParams struct {
 	Concurrency   *int                         `form:"concurrency,omitempty" json:"concurrency,omitempty"`
 	Status        *CellStatus                  `form:"status,omitempty" json:"status,omitempty"`
 	Format        *ListDecodeCellsParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // ListDecodeCellsParamsFormat defines parameters for ListDecodeCells.
 type ListDecodeCellsParamsFormat string
+
+// GetMatrixParams defines parameters for GetMatrix.
+type GetMatrixParams struct {
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
 
 // ListPrefillCellsParams defines parameters for ListPrefillCells.
 type ListPrefillCellsParams struct {
 	ContextTokens *int                          `form:"context_tokens,omitempty" json:"context_tokens,omitempty"`
 	Status        *CellStatus                   `form:"status,omitempty" json:"status,omitempty"`
 	Format        *ListPrefillCellsParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // ListPrefillCellsParamsFormat defines parameters for ListPrefillCells.
@@ -1399,7 +1465,7 @@ type ServerInterface interface {
 	GetMetrics(ctx echo.Context) error
 	// GetOpenAPIJSON This contract as JSON
 	// (GET /openapi.json)
-	GetOpenAPIJSON(ctx echo.Context) error
+	GetOpenAPIJSON(ctx echo.Context, params GetOpenAPIJSONParams) error
 	// GetOpenAPIYAML This contract as YAML
 	// (GET /openapi.yaml)
 	GetOpenAPIYAML(ctx echo.Context) error
@@ -1423,16 +1489,16 @@ type ServerInterface interface {
 	CompareRuns(ctx echo.Context, params CompareRunsParams) error
 	// ListEngines Engines and versions with run counts
 	// (GET /v1/engines)
-	ListEngines(ctx echo.Context) error
+	ListEngines(ctx echo.Context, params ListEnginesParams) error
 	// ListGPUs GPUs with run counts
 	// (GET /v1/gpus)
-	ListGPUs(ctx echo.Context) error
+	ListGPUs(ctx echo.Context, params ListGPUsParams) error
 	// GetLeaderboard Runs ranked by one measured cell
 	// (GET /v1/leaderboard)
 	GetLeaderboard(ctx echo.Context, params GetLeaderboardParams) error
 	// ListModels Models with run counts
 	// (GET /v1/models)
-	ListModels(ctx echo.Context) error
+	ListModels(ctx echo.Context, params ListModelsParams) error
 	// ListRuns List run summaries
 	// (GET /v1/runs)
 	ListRuns(ctx echo.Context, params ListRunsParams) error
@@ -1447,7 +1513,7 @@ type ServerInterface interface {
 	DeleteRun(ctx echo.Context, runID ParamRunID) error
 	// GetRun One whole run
 	// (GET /v1/runs/{run_id})
-	GetRun(ctx echo.Context, runID ParamRunID) error
+	GetRun(ctx echo.Context, runID ParamRunID, params GetRunParams) error
 	// UpdateRun Edit a run's metadata
 	// (PATCH /v1/runs/{run_id})
 	UpdateRun(ctx echo.Context, runID ParamRunID) error
@@ -1456,7 +1522,7 @@ type ServerInterface interface {
 	ListDecodeCells(ctx echo.Context, runID ParamRunID, params ListDecodeCellsParams) error
 	// GetMatrix The decode grid as context rows × concurrency columns
 	// (GET /v1/runs/{run_id}/matrix)
-	GetMatrix(ctx echo.Context, runID ParamRunID) error
+	GetMatrix(ctx echo.Context, runID ParamRunID, params GetMatrixParams) error
 	// ListPrefillCells The run's prefill rows
 	// (GET /v1/runs/{run_id}/prefill)
 	ListPrefillCells(ctx echo.Context, runID ParamRunID, params ListPrefillCellsParams) error
@@ -1489,8 +1555,28 @@ func (w *ServerInterfaceWrapper) GetMetrics(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) GetOpenAPIJSON(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetOpenAPIJSONParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetOpenAPIJSON(ctx)
+	err = w.Handler.GetOpenAPIJSON(ctx, params)
 	return err
 }
 
@@ -1595,6 +1681,23 @@ func (w *ServerInterfaceWrapper) EstimateCapacity(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter target_gpu: %s", err))
 	}
 
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.EstimateCapacity(ctx, params)
 	return err
@@ -1688,6 +1791,23 @@ func (w *ServerInterfaceWrapper) EstimateDecode(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "rough", ctx.QueryParams(), &params.Rough, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter rough: %s", err))
+	}
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -1785,6 +1905,23 @@ func (w *ServerInterfaceWrapper) EstimateGrid(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter rough: %s", err))
 	}
 
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.EstimateGrid(ctx, params)
 	return err
@@ -1838,6 +1975,23 @@ func (w *ServerInterfaceWrapper) EstimatePrefill(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter context_tokens: %s", err))
 	}
 
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.EstimatePrefill(ctx, params)
 	return err
@@ -1856,6 +2010,23 @@ func (w *ServerInterfaceWrapper) CompareRuns(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter run_ids: %s", err))
 	}
 
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.CompareRuns(ctx, params)
 	return err
@@ -1865,8 +2036,28 @@ func (w *ServerInterfaceWrapper) CompareRuns(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) ListEngines(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListEnginesParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.ListEngines(ctx)
+	err = w.Handler.ListEngines(ctx, params)
 	return err
 }
 
@@ -1874,8 +2065,28 @@ func (w *ServerInterfaceWrapper) ListEngines(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) ListGPUs(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListGPUsParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.ListGPUs(ctx)
+	err = w.Handler.ListGPUs(ctx, params)
 	return err
 }
 
@@ -1990,6 +2201,23 @@ func (w *ServerInterfaceWrapper) GetLeaderboard(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
 	}
 
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetLeaderboard(ctx, params)
 	return err
@@ -1999,8 +2227,28 @@ func (w *ServerInterfaceWrapper) GetLeaderboard(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) ListModels(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListModelsParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.ListModels(ctx)
+	err = w.Handler.ListModels(ctx, params)
 	return err
 }
 
@@ -2099,6 +2347,23 @@ func (w *ServerInterfaceWrapper) ListRuns(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -2204,8 +2469,28 @@ func (w *ServerInterfaceWrapper) GetRun(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter run_id: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetRunParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetRun(ctx, runID)
+	err = w.Handler.GetRun(ctx, runID, params)
 	return err
 }
 
@@ -2266,6 +2551,23 @@ func (w *ServerInterfaceWrapper) ListDecodeCells(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter format: %s", err))
 	}
 
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ListDecodeCells(ctx, runID, params)
 	return err
@@ -2282,8 +2584,28 @@ func (w *ServerInterfaceWrapper) GetMatrix(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter run_id: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetMatrixParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetMatrix(ctx, runID)
+	err = w.Handler.GetMatrix(ctx, runID, params)
 	return err
 }
 
@@ -2319,6 +2641,23 @@ func (w *ServerInterfaceWrapper) ListPrefillCells(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "format", ctx.QueryParams(), &params.Format, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter format: %s", err))
+	}
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -2488,16 +2827,6 @@ func (response GetHealth200JSONResponse) VisitGetHealthResponse(w http.ResponseW
 	return err
 }
 
-type GetHealth304Response = NotModifiedResponse
-
-func (response GetHealth304Response) VisitGetHealthResponse(w http.ResponseWriter) error {
-	if response.Headers.ETag != nil {
-		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
-	}
-	w.WriteHeader(304)
-	return nil
-}
-
 type GetHealth400ApplicationProblemPlusJSONResponse struct {
 	BadRequestApplicationProblemPlusJSONResponse
 }
@@ -2605,6 +2934,7 @@ func (response GetMetrics429ApplicationProblemPlusJSONResponse) VisitGetMetricsR
 }
 
 type GetOpenAPIJSONRequestObject struct {
+	Params GetOpenAPIJSONParams
 }
 
 type GetOpenAPIJSONResponseObject interface {
@@ -2706,16 +3036,6 @@ func (response GetOpenAPIYAML200ApplicationYamlResponse) VisitGetOpenAPIYAMLResp
 	return err
 }
 
-type GetOpenAPIYAML304Response = NotModifiedResponse
-
-func (response GetOpenAPIYAML304Response) VisitGetOpenAPIYAMLResponse(w http.ResponseWriter) error {
-	if response.Headers.ETag != nil {
-		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
-	}
-	w.WriteHeader(304)
-	return nil
-}
-
 type GetOpenAPIYAML400ApplicationProblemPlusJSONResponse struct {
 	BadRequestApplicationProblemPlusJSONResponse
 }
@@ -2779,16 +3099,6 @@ func (response GetReady200JSONResponse) VisitGetReadyResponse(w http.ResponseWri
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
-}
-
-type GetReady304Response = NotModifiedResponse
-
-func (response GetReady304Response) VisitGetReadyResponse(w http.ResponseWriter) error {
-	if response.Headers.ETag != nil {
-		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
-	}
-	w.WriteHeader(304)
-	return nil
 }
 
 type GetReady400ApplicationProblemPlusJSONResponse struct {
@@ -3376,6 +3686,7 @@ func (response CompareRuns429ApplicationProblemPlusJSONResponse) VisitCompareRun
 }
 
 type ListEnginesRequestObject struct {
+	Params ListEnginesParams
 }
 
 type ListEnginesResponseObject interface {
@@ -3451,6 +3762,7 @@ func (response ListEngines429ApplicationProblemPlusJSONResponse) VisitListEngine
 }
 
 type ListGPUsRequestObject struct {
+	Params ListGPUsParams
 }
 
 type ListGPUsResponseObject interface {
@@ -3602,6 +3914,7 @@ func (response GetLeaderboard429ApplicationProblemPlusJSONResponse) VisitGetLead
 }
 
 type ListModelsRequestObject struct {
+	Params ListModelsParams
 }
 
 type ListModelsResponseObject interface {
@@ -4245,7 +4558,8 @@ func (response DeleteRun429ApplicationProblemPlusJSONResponse) VisitDeleteRunRes
 }
 
 type GetRunRequestObject struct {
-	RunID ParamRunID `json:"run_id"`
+	RunID  ParamRunID `json:"run_id"`
+	Params GetRunParams
 }
 
 type GetRunResponseObject interface {
@@ -4616,7 +4930,8 @@ func (response ListDecodeCells429ApplicationProblemPlusJSONResponse) VisitListDe
 }
 
 type GetMatrixRequestObject struct {
-	RunID ParamRunID `json:"run_id"`
+	RunID  ParamRunID `json:"run_id"`
+	Params GetMatrixParams
 }
 
 type GetMatrixResponseObject interface {
@@ -4952,8 +5267,10 @@ func (sh *strictHandler) GetMetrics(ctx echo.Context) error {
 }
 
 // GetOpenAPIJSON operation middleware
-func (sh *strictHandler) GetOpenAPIJSON(ctx echo.Context) error {
+func (sh *strictHandler) GetOpenAPIJSON(ctx echo.Context, params GetOpenAPIJSONParams) error {
 	var request GetOpenAPIJSONRequestObject
+
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.GetOpenAPIJSON(ctx.Request().Context(), request.(GetOpenAPIJSONRequestObject))
@@ -5146,8 +5463,10 @@ func (sh *strictHandler) CompareRuns(ctx echo.Context, params CompareRunsParams)
 }
 
 // ListEngines operation middleware
-func (sh *strictHandler) ListEngines(ctx echo.Context) error {
+func (sh *strictHandler) ListEngines(ctx echo.Context, params ListEnginesParams) error {
 	var request ListEnginesRequestObject
+
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.ListEngines(ctx.Request().Context(), request.(ListEnginesRequestObject))
@@ -5169,8 +5488,10 @@ func (sh *strictHandler) ListEngines(ctx echo.Context) error {
 }
 
 // ListGPUs operation middleware
-func (sh *strictHandler) ListGPUs(ctx echo.Context) error {
+func (sh *strictHandler) ListGPUs(ctx echo.Context, params ListGPUsParams) error {
 	var request ListGPUsRequestObject
+
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.ListGPUs(ctx.Request().Context(), request.(ListGPUsRequestObject))
@@ -5217,8 +5538,10 @@ func (sh *strictHandler) GetLeaderboard(ctx echo.Context, params GetLeaderboardP
 }
 
 // ListModels operation middleware
-func (sh *strictHandler) ListModels(ctx echo.Context) error {
+func (sh *strictHandler) ListModels(ctx echo.Context, params ListModelsParams) error {
 	var request ListModelsRequestObject
+
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.ListModels(ctx.Request().Context(), request.(ListModelsRequestObject))
@@ -5378,10 +5701,11 @@ func (sh *strictHandler) DeleteRun(ctx echo.Context, runID ParamRunID) error {
 }
 
 // GetRun operation middleware
-func (sh *strictHandler) GetRun(ctx echo.Context, runID ParamRunID) error {
+func (sh *strictHandler) GetRun(ctx echo.Context, runID ParamRunID, params GetRunParams) error {
 	var request GetRunRequestObject
 
 	request.RunID = runID
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.GetRun(ctx.Request().Context(), request.(GetRunRequestObject))
@@ -5477,10 +5801,11 @@ func (sh *strictHandler) ListDecodeCells(ctx echo.Context, runID ParamRunID, par
 }
 
 // GetMatrix operation middleware
-func (sh *strictHandler) GetMatrix(ctx echo.Context, runID ParamRunID) error {
+func (sh *strictHandler) GetMatrix(ctx echo.Context, runID ParamRunID, params GetMatrixParams) error {
 	var request GetMatrixRequestObject
 
 	request.RunID = runID
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.GetMatrix(ctx.Request().Context(), request.(GetMatrixRequestObject))
@@ -5532,193 +5857,195 @@ func (sh *strictHandler) ListPrefillCells(ctx echo.Context, runID ParamRunID, pa
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3bchw3miD8KoiacYi0s4oHUbJdjI7/p2hJo5VoqylK3hmXthKVCVZhmAmkASTJskMRc7Wxe7t70S+w",
-	"MfezN3Pf/Sb9JBv4AOQRWZVVpNS2276xSCZOHz5858PPg4inGWeEKTkY/zzIsMApUUTAT6c4iZ6/fqv/",
-	"GRMZCZopytlgPPieqgUKUx6TJAwQZVIRHCN+iUKRsymNw2OkFgQ9f/0WMZySAEVYkiFlkjBJFb0mo0Ew",
-	"oHqmH3MiloNgoD8bjAfzLB8EAxktSIr1sim+fUXYXC0G48P9/WCQUuZ+PggGapnpQVIJyuaDDx8Ct+Mz",
-	"knKxfKtoQn/CZs/NI5wwrhZEoHA4nGf5MIURw7wcEh4jGeGESDjKy3co4zxBCb0iKLwWOJ3OZ+GKY0zN",
-	"jNPKjLWTXXKRYjUYD2KezxIyCPRZaZqncLKUMvPv/dH+o+KgLE9nRBQHPcO33+Uqy9UFvyJMts9ofo8E",
-	"kURckxhlRCBBfsyJVOiSC8RhtLkrkbMHEs2WKCaXOE9U19FSfDs146bKLNu4L3uGx19++eXhwePKUcoL",
-	"o0yRefUgGpG6sGye5V04hlt4hWQ+M+igv9TnAiQFLOw8Eax+V6w75/l84UGzJOE3KFRYzIma6rPojWGL",
-	"fPqBzAkjAvAjQFgijBI8I0lCYiT0lIhIRVOsCNr5838c7aPPdrvOAZ/XzmGvcjC+xIkkxc5nnCcEs3Lr",
-	"OXvxjQd7DFYgxVEmSEwjhS4FT0foO4HmGtaWACDMYnNNnTuDC6ttLcNKEaG//W8/nAz/BQ9/2h9+PR2+",
-	"//kgeHz04R8HXWC+AEB6idJJBag7ZDQfofD84r+ih/tf74e7Y0CGG0LnCzWUShCcaiTJsFAOU6Qi2YQp",
-	"mhL38G80App3jGaYxTc0VovAPBf9hqhEVyQzYDHIRrDMBYknDDYxw5JKFMJs8dQg8p//41Bf4jF6d35y",
-	"5h6b1EBWC6z05h/IEfqOJcsJ0+tTVpvZfFBDmpwlREoUwv3/QYmchKMJ67iKEhG7MP6gL8brAzx/0n0P",
-	"cEBJfyIFgHFqeEKUYCmPHV2NcIYjqpYanAZUmgxViG4XWlkq3JesHu1/7SdHFbL6IiZpxhVh0fIlWfrO",
-	"tkQlfTn467/978NHj1AmKFN4lhB08ub0xQsULbDAkeai+nbojzmpkt5jJEhK9JIkBjJ8eIQWPBcSPjp5",
-	"/QJdkWVx5gXBMRHloSs7HOotdtGtR4+at1h9cpPJ7eHBcDK5/fLp+y/8r+21FgVOcyG58NOGkJFbNY3g",
-	"i9DdcSbINeW5RBmeEyBomlSwris0o7sO8ejgcD0qwj6fsjllpL1P8/sOIcRRieskScNOskrM1HfhD5Ut",
-	"viNCWnmke7Hptf3qLk8UFn1mn4N/NftYqqsQpt/GD4N/lbB8JK8H7ztn95LhbqGvTZU/lhgIu3v57hRH",
-	"C/KN+bMPgxOcs2jxQGoh8Op6GOnPh7H+Puwvsl5dT2HgFAbe/cpe0ZR23lgCf/Ty+Ef7FVrnoLRK8oLV",
-	"OkSv01+EXAU7/GOOmeoU46t/1dQmy2cJlQsSd6Pfyfd/REfDGVXd+Pdjdc07n6CQr2CpDKuFRzTSzIEK",
-	"Eg/GmoPfVVSCdd/ks5QqReInSz/+6z24+7R8x0gh0o10qkGAyC2OVLLsglgxYjrr5EmPj3oCzG3cw3iK",
-	"P6EFZnFCQEbjuULh/7/Bm5XFAne+XCMFneHbridrpZRpim97K4D7+r+qFuiTVarLU7Z2ecruc/kPGmNl",
-	"xpkkoHg+wfG5EW/0TxFnijD4J86yhEbwkvYywWcJSb8A5jL+ubKbfxTkcjAe/MNeaY7YM3+Ve6/NKLNo",
-	"QxxDhcFCS48pTvSx9OPXKMEvkcBsThAXiHGFOCOAz4TFGadMIYWviDxGIRGCCxnCe5CIqtFAi7icXSY0",
-	"+qTn0Y+yIeChGyxRLklstBGnOVpZEnb6jIsZjWPCPvVWNb2gEl3jhMZolitHLWDPJQ2pbRxkWy1pMxh2",
-	"nn/yXesNRphpjJhprY8LEo9LJEioVBKRayKWyK4fIIKjBZxjwqiS6L+8+e5b9FrjkEY8BsqbmXgn3ItJ",
-	"xGOy93APDnXr7CThboCokhOWaIn0ZkGEwUbKslwBxDC6pIkWmlmMbjQZphLdCM7mWp37EAzOHHp/aojN",
-	"eAwXrUF2Q5JkaLaBdgAOwDFiTszfMywknAHlTBAcg1qU5omioGvrqXb1g8T1pzvDMaDFt1w94zn7pEf8",
-	"liOZRwtzf1wgwXNFdt12znhML6kBehs0UUIJUw8kini2RDvhi8vht5yR4RlW0aKkKBI9vcDzXX3SKBeC",
-	"MHWMGAdoaB5llDwgpPq7+qmajEcf4Dxnp4JgtRIXNgOQfoke4LyB93GMwlfcTBvqQ5QWw7fnrxonKAiY",
-	"Gp6TLMFLH+xCsFPoZ8CQWlCJMJM3ROj/I4JFQiumSqAfhQGhQR9HXvVFz+5XXNwxesH46a0mBh8bxBfu",
-	"aHYRQz4B7ggn+hEtjw2QLOTt30TO+oH+48DngvNXWMzJ34oaJXpxocmPMZGBboR2DtAZfWJe7wXnZ5gt",
-	"rWAiP/VGDW1AWF6RGF1iqdxuNT2wu9W3aww/7us4FkTKYMJuBFWkZhTaHaPwnCixHJ5cKiJCJPFS2jfE",
-	"kRJLhOeYMrBQTlh4jhUBbXL4eYgslhjLbQGuoGA0CblUlvMQvUNE5YRd5kli5jQWxQqqlZMXCmsLXara",
-	"Zvn9OUkxZRqPNhkjSY81Stis+VZ//ZbhXC24oD+RT81u7H0GmhEaqdRcgmagRpraydkV4zdMfyHINb/S",
-	"NPhmQaOF+05iGu823v/3338/PMnVgjClt0/WP+K3DF9jmmgu/amfR4wVnmFJStnB8AB4um9ZJnhEpPxb",
-	"7azclcyzjAtlKDBQEsrZGIUxUZgmxSNc6tczYaH9nMSheVtGBaFaz4gwi2mMFSnETJEz94D1k5UkIRGY",
-	"MlItP5AYSS2I4gRRpo+BFdXiFGdEWpnwLSvWOyMxxRfW2PWpCfIDiU7NkkO9BYekTuXimXVXFDqXg56B",
-	"g1qQdARv2K4JOiVh0SLF4gqsIELPoSixfk4tY0+V1TdZnlgUNsaTBqYHHq9l96iCSgSDTJBLmiTTlMek",
-	"1zqCXFNn3137sSQRZ7GcZkRMrX8ntXfW1s47ZnMKuZ5NXJN4mjqD3trlFef9PyxM0usHfKgas34wyzQm",
-	"aey2AregdrWNG+gGme+GS/GGz/6VRGpg/VZPsKQeZ/k/8RtAVUOEQAbjM4UpI/EINlLFv4gkifRrBIWn",
-	"Dr4x8lpGSIwSgplE3PhCFEnlumd3SpLknFzCFZiDYCHwUv8Myup0hlk8zYyJAifJd5eD8Q+rp3yqxz3B",
-	"LB58eN/EKf1MiFpwn7TOODPSulVapcIq10IDvgYqaY9Yuor1IZ2w6SACxjhFRMYT0FyCAblVApc/Wkfp",
-	"tcBp+ZPxBegNeATWwBpQZaf7WlYvNdJS9qXgqXE+XlIhjbQNeJiYmy7upv0QGrcAh552Ac0hlAFNFZ/Q",
-	"TkwvL7U0Bp7j0MwQgjMwrADButYr/uPdreDaAbzGQ7XnaByrhHBgsb7rXb0BnPAgzyVVMhw7tzkR14YT",
-	"UONgp6zgkyMU8msips4jHI4RVoiLCcMzbsVWmeIk0VphdSpj1QNXnyCXuSTxCIUznrMYi+U0ZxERGvLh",
-	"eMIoQzOibghhIH3NyJKzGGG21DuZIz4zlGmEQqt+yumPOclJHI5RygWZMPf7UvNwS2ts0xtmEUE75tqp",
-	"hFtVCy6tmCdytjuasJDcRoTEcqoJF6DfNCEsHCNrNUJfoBTf2hAdPY2GTCm46xmUulRTN80NZTG/CcdI",
-	"QzsAaxzjFsOBICIsBL0mBdBB4KjQUGRmMIK+QzE92SAY1G5lEAzaoLUejAq8AA09R9S8oL1x79s+dfKS",
-	"tRLWaTBWWtygnE1nOLoixma0lpk1PKx9htDYSw0ajr9eYohjzq2//Njwcq1nylQZwbj1FxcWsY0Y0SAJ",
-	"4JkyKwWFP68Mu2i4yVrO65ZrtH1lfmJiEO2pjXxqX/3MsfCV7LPg9R8CLQ8bw1u07Cf61Y23PiUSzmf+",
-	"PF1QE/y1ft5yTMJv/NPq59LYr893LeaaDFY+dL47QZIlkAFNjDTFsGcZDYL1q00zLiW1Slf3srBUimEd",
-	"tDMjiWN2JXkGOlwl07vHSMPH6DuaJwFTdAS7Gznbm23cjGebnDnoADH1QSasnDrsv3xLjWh/JjUlZBGZ",
-	"Js40sn7qGywYZXOYsa8E0nitDcC0EWnFZddfiBfQTdxt4X/r4IE3WtQ83sqJvTTAyr6tp994GNs83HVg",
-	"qy7RtbcuYQfsfiRJHkgnI1eDEqrSG9h5vGyzzm29jJGnGRYk1jtpg0grR3ZWfaip3FKjbM0zBR1+y9ls",
-	"pIMPq2VfYILIFjKunPIXl0oJBWsKWmCjj+TRAsZuA3ItMZdLeG9AzdQ03RawZvCdoKm4wsmdbrcyw912",
-	"ooW57UFhRt9hB43XXMYaG6Sqg8qD1IPyCMW1+qDT/R6ap2hcsJeEVB7wuZED7p3MwZPzvKrvmNZYlFia",
-	"oNScBcgGGXMRE1EJsZdhf1tFlSJtzKjqvAe23Q01am2XHRaZjber4e9R7ss92RWaXLkCaM9YfcBNh1Vs",
-	"Gf2NEO6Se537PGdv8jTFYrn2kkq1H1aoHKoJm1WGgW/AmufnU/h6PsWRotfEPattqYg+aUIUiWsT9RLy",
-	"7/7K4tyYtremxNsYpu+JxZecd50h0go8d2Z9d+dbd+A3m9Ghu3EQH3Z7MbWJADWMWv2mXlHj/6i/q4IS",
-	"9CIJlRfaSZJ83sMOtmvW7N72a2Mfpj4avoVa70S2NYNevnNGhXt79t4n2NMK7wwbXiN8zzdZWlxrb/I+",
-	"dtB4pPcyZflqt5iuoRZcPLsog4IywdNMITA0oRtswj+xdDKNcSchSM9pK/kfSfHeno4U8mdBUKpm1z6a",
-	"c5kK03xc/Y2ks5wm/b40UcY/D8gt1oRtMB5cJ0k6CO7BwilIxiVVXCx7fb61gxKOUI5vmTUd4Go7cjDq",
-	"voFTrHDC53clz7XJXiiSrsXGbgrcnqu1OVJgj9fTFvHcOKjb9HBr+BcJVuUNlEt5j1E4Mf1OP5JgyPdY",
-	"4ORyCDmb0mU5gJ/sGicSdJ7PxpVAxgVJ4iHP1YRlX+8jcLBa141zHz6QSJA5TQnauUy4Cc9T6AB9tgt2",
-	"CTB/RjihbD5hM8zimj8PUn93DvfRZwE62kefGQJmkjbDXeN1qV/FKjlrc7lqtSRUp0x2ZS/sKzb5Viy+",
-	"Ye0kRtc4yQk4L6mSBdDbbnRnNu9xQGst7/ElLL4NEMxAs1Rg9uYDwTNKkhhw0K9b2xgbyPMu4vRRI1VB",
-	"Ex3Icw0v9XSQzO4GUoZwJXxe5Aw+zEy8eYh2wCuc0LpLvhlHvtsGNyzlfzTl5rBCkFEWIJMuBabccOQj",
-	"6XoZ/3R5lnAckxh2UplSvwiaZlwoeJIuukl/Jb1LJN60Tr3EwXCGJYkRhNNbZl8CTc/Y4e8gUuK5n8RZ",
-	"EPuQuxbyv3P+7BQ9/nr/YLcW/e9A1pkCcIxImqllQVf01cKF3Sy42W/JR7smGaz345sD+nD3+eu398SX",
-	"ypnuyJQaE7W2Nc/yrdhR6QVt406Rml5EsmvSrtFSi44RYTFl85rtqw8JXnV+E8VSuk5Xc7jngnbY9teq",
-	"LmU0yicJv/loWhC4BbGvKshiCXTVuBcjkiRA9CD3xDGgFd48n9fh00c72POtdS78JrW5xnRtZeredKcy",
-	"hsliU9djW2WV+FsYgvnNBpRY0LjDhr2VQfkeFOJKyFi30RgOuUaZdWe7o7m/oKfdV3QXf3Gn9fufsIhv",
-	"sPBo45HhamuJVJTl04gL0tMuHAuqidcm0U2Wv5aChyvPMPB/XDLd9dvhstcWsog2jAjPCTtCtweP+9Dx",
-	"jN8QYSIOpjfbOqe3D5lyv6hu/xsqI0EUVLvpc4R7DNmykVaGbZfXVZU9IvhbiVnF8eHCWkjUhLC9Ly++",
-	"E5yoRRvb26yWX60PSLWjfAtV7LmtxdpRWZ50O18UqWXJviilfuFBrdiu7vipevSqCX9FO7b8kVYPcKWK",
-	"0m6/yC2sXMhOhzvY1oHrjJyqxpL95U9oxxeKuuvdSjviqT7zeRkzW4bLYlZEy2KFUi4V2lksZ4LGJh5b",
-	"1gLGcgZz94sUa/Kjxsl7hDKtAG7ruD4MfQW1Ze4rajXiadpp8DJlbJD7Zh29AUPbDCuajgZj/SlExerv",
-	"p5BtcQtBmzY/r2OqooRcMLhMsJEVcBxTvSucvK7bsZqHaZRogkx7PYsz0tmDoB1X2yMhWCtkKMZyQeQu",
-	"+ut//19gWAKDzTEKJ5DPOhmYCHqMZlgQmLHybsqb6SjOuB3t3yYIuKYf9OKjegjL06kkP/YUBBhXpCui",
-	"yoAXctZTiPxOKCMyKEup/EO4SR5ESzwq0BD20Dxw0F0ds3bMXuHDXZjr0NL7MiFfcsaxiD9S3M1mlpTK",
-	"fp4y5YvMAEVG0KiWwb25T9qnalZquG1uuV/j97KbdvCoL7bmZgwkvGL/Zg5tgdlV+x0cFCa4GVTk0/Mj",
-	"udB0A2vGdOXnuMLkIfSPsNnaFg3bDgqTtF7YKBpewJ1hJejtr091NfteqbxuEHqwTtfshlxPFbOfraOK",
-	"f17jySdUQIvybvWjtb220RKzK3pD97599+KbFyfDb0nKleBs+C1mfHhw+GR4fTg8+f6Pw6MZBHbf1b3r",
-	"98HWJuk8zz1ZsKtz3dGG3ZqqtbV+mT+bh/51m8CbXgGbvVNfbp0h+kz2qhXWrhe2VnB6TfCVM3G3ZRRT",
-	"BMEYd12ghxbMIfVEcz6k+NWe9CTm3gf/vldn6sbpBa9NynOn/X99ZBJExHz6uMCPGJhXmIFrZyvXXAPH",
-	"+4iTq17Lxw2Usyvdc6TcFojTz6Jfu/m+Qz5G1FUp8DawpFfclCty0bZdPDtFXx89+rLwz5vSFT7iU9T3",
-	"aM/yjAt0dHhY1gqPcBLlCVZcBKUTEjOE0xmd5zyXqFUNpH80fjVx1oOs5gRekJsyeL1fRSUYwrMOZVJh",
-	"FpE1WT8ee5IrarINIKHginJ1XOxU/vCC7izatlEXz3iuxrPESOZril4YhdWlzq6wZHpTm2fVyierwF+W",
-	"SNFP3FSEm+JGCRGsyFDRlPgAYIIM7ilYuAweWx/Rpr9fVNwjq0YUbpQiGbtZo06zlgDxDP+YkwC9PX81",
-	"lPiSHKOYCHpN4hJZTKxXUWjN1roqC675g1AKW95KPd58VU3zXit+rjHVFHVqH4CDm8hejm1bM+W+OJvk",
-	"uYjINBf9qsXUKgHfseywtf9qXR3IowkdIjGyNR/Aqiv6efu7awrrPZlSYBA4DBPDmW35RlOcKNg+J39V",
-	"Vr0zktVKEteLKVfede02ypT84iEFZTRlSUMKBC5Ro3j4HSTpBcty1W3Utf1EGnwyZxAlNUbYBTaVF7oT",
-	"vv7uzQXauz7Y0zcZBihMQfWO7aWGu6Z+Frm1V7xTfGB+5Xp4hOc5C0tbJY31XCWIwgkzRVMqMAwDWzqt",
-	"xBmEpaRzJkfoZCah7p4epG84RCnBbMJcwckxhJaYLgYI2J1FCyyIqYqNdiIsiWbSiggJ50ApXk4YzjKC",
-	"BXg4jpEr6AZBeGZ0UavkWzMhi5FcQKkxcqvMJ1hNGHhGDvf3a30lQC1iHEiZ4AnUMqExFUZiwPBo9I4g",
-	"GrUcOEJPTMUTE62qCUBg74sREkNifEKwNKW7tAJmq9aaakZpLqFqru1qMVsWTqKgWonAwADPBSG2aq5+",
-	"Q5Ik10SinbBlrQzRX//n/0Bal0R7KDTmytAVKnmEPgsmLKwlyZgBYUXTCtFf/oTCMnOmGH5ohnvScfQk",
-	"/6deBiCoTzHJ9/cfErRvwyzNFiZMs4tM8DiPSNwYAdvqqFIVBsi+P1e8JbUjnKNtD4VV0bU4w8EjCDLW",
-	"d6Zfa2xdPhNmkQmupQQ3Cs3fR2AED01F4UoyxFxQqExjvW4T9vjIbUFqMJofC1dgQq5JIn0hyjU5ZSWp",
-	"aNLOleXcVjGrC3KrDvf3O6sxrOlAtXnNt56bqVZ+6zlkRf03chsluaTX5Mzt3Wx3vSVmQzNMs2pcz627",
-	"2nEbfF4NSuk17IOHNXnE1ZVot2XCaQHUx48ePXy8IUj9yajbWsy6s1U7N3nQr57NqpeyH2yR6No64oaA",
-	"a73lYgnK1OMjv9lxCzh6Y1ZXoiS/enP3bNmVyoD02B37bKmn6UXPv1XSmk8+TPHtC/P6TEutDoh71MIN",
-	"3molOqInkSmS1np+75wgPT4/d3DzODp684dqNlut1cjRV8FG6W19qWfLweK7zKoOvsH12PjFnoevRTGu",
-	"olvbRDj23MO8946rt10LeFzRSq5vLGTPzbqIyL6fN0Mgt5YfNiTZZdziViseffXoy03ZqzPM9QTN9Z22",
-	"2Ljo/U0dGRrpfK+utCjdQWr2hpL1fZEbBZRVG5k9fvjVUf8QM7TDyA3EFyGcJPyGxLufJuqssmVzib44",
-	"rOqQw0fdrKxP8Ng2D2BD1G8Hm22gKdVCzu6sJTUj0lY86l7zFUbQQq6vN8/b91+glUMeH62TQnzKRKH0",
-	"bMD3PqXQ0JeFF7Br4fxWpuJNpIC7KxWb+BzvJIffn6DcSzSGDnLrJOO6aX2tUFjpBLhQKpP/33hvb7DO",
-	"1t1XRXe2640wu+n2apSKbdulO+zN9+GgX1XbqhXoWGd6r7GEQo2h62brogP1KGhle+yMw9bzkGBp/tDD",
-	"MeANI1ofDXmes9dY9ZAS2gycxNT0I06JwuAFNcnouesxDtnMKRFzgjK9hj5FSll18oMW6duezHwkPC9w",
-	"dtPOjT5YO9xph9xs4VZdUUZjiwLUXSnQHeU027VbpzdULaytdG05YbBEY2VdJpKnhd0Y4rGc4duVJjcr",
-	"9Kyf2xkFlxF81T/Esgge8wZYblxpRlI2T8jUtIX31Bdef7D6DAUza8C5DFxz7k8b51ZaXoYHBsq2cnOR",
-	"p1QrZLzAEnEGpGeb2K61DtrVTtnN3a2/4GLmzbz8wn3aKmbe7Anc11/rwYw1GGdfw9qH7GMajqN7iOLa",
-	"W2hy900JazAAAe2jBIwad0kuqFq+0UTA+Z+wIOIkVwtfq/4Cj1McO8eY8ylfkaVE5qLQcAgRCd+enD0N",
-	"A2S8wRKFJ7Y7GDb9np7AWii9jad//bd/D4u+g6CYwt9KRqC5lumWRNkl98gb+SyhEexPSxqvXp0hyi6J",
-	"pgCuX4jm2iN0gj7/3GxZv7zPP4dGEMx23w4mzLhv0GwJv7WJdZyZb0CfJkHZkQZYvxX5TUU046edMJlL",
-	"05pkWHURFgmAf/lTzbs7mrAJO+Xs2pgf5NjIExXPtmT4ikzBLe7id6lAOaPKlWqBzuEwC6xATcE2QHK0",
-	"owUrlOAZSaD3LXqJ/oAO9g+PxujgMfz78cOvjnY1eEylIdM8y8RsFH27oNMdlVZwCxAj10Sg/RGCcDWz",
-	"TxfbN2FhV5ssKM0DTZWrRXJY2UW4WFDhKxJMIGUUwgWQuqERqfV4K759e/7KgZrqWzna3w+Q5AijlEqZ",
-	"kURN2CVN9Fpm35ImhKlkiW5oTGykoGmXBpdhbCdj27f2+dOLaoDNAi5eKsHZHIVPL/A8RDtFPxETwzBb",
-	"KiJ3bfAENM4fnprQgvAYNduaumadD/ePAhT+09OTb0J0w8WVRk6zhQl7/vTCOJ5nPKbE9i85QC/pE4D8",
-	"/CeaZTbX1bQ+lAZEOIpIphC0ODH5xAESkABIpImRMHlF5gJDxocQuRUCHKBboByjokdLu7OiaXLY6q1o",
-	"AjKwIhOXZ4p2jg6/tmSj1nURQFRtrrg7QufQxzHFSxRx22NIw3KJZoLfSCIQF3ROGdo5/e78ze6x2wBn",
-	"ybIMTjPfyErHNOh9kyT8xrrfExoRJklpiRicvbiocNCBpW+Vamrjwf7oYAQ6Hs8IwxkdjAcPR/ujhwOQ",
-	"tBdASfcWAOqfoOKOabVY9Gx7EUNGvrLZ3Y3O35bb3EuDVLtCR5852xFQP5g8gy6BD/ePuqYs9rhX7eH7",
-	"IRgcmf2uHlNpZ66HHH69fkiz2SiwLKdTDF5pgkAkhCmD5RL6LeHBe/3ZnsXoCvA70qdnS9Od2MQK2Zr4",
-	"CYZuuGhBpeJzgVMZlM0VM86TCdOfUqloJPVjMlsempKZC2iHoZ8VlZLIoBJPC809tIojA0MYNGI+55oV",
-	"6d8+MOPstTyQiN+wEXp6m3FJkB7J0ZLnAslI4IwITRmTJdrRL95G1WoxF+qe3S5tCbwW0p1Z0KzFOs1G",
-	"9rIE03WtawNv0zZDUixzei14StSC5BJCsWws1ehvhz6VDaUFQDyIZF/4yD27rqf8XUbYyesXmm3f9T03",
-	"RFA/fO16KOZRnhKmfmWv92JBTdCw0KwSmwbwq29gidOkxw3888nZq81uwE28IYb/1m7AAs5zA9AweyUj",
-	"08x6+bfhY7C0powguf/yLyEYPNp/uH5ctY1w/eLOC9FtR1Wb/loRctd/h9cHeyUb2qtW+fbyx00aYoWN",
-	"moymnCZoEM3mVjbksmkbgz97u0hNGGQUgPRfRl2anIOX75A7R0XVwSDJuwqpY62Lgf3HNfwrhsDEvQq0",
-	"TJgtNmdk6BZTdWlYp2WFu0KxkZ2mt/ITyCs7z9mLbwYfgl4fu1SHXh8/f/22z6ev9T9NKsk7K+n2HfXy",
-	"Heg33wDd1IO0yDAAFW/gwoLaXp/SlGQMFCUl2NDntWLFavxVe/oecX49Yfzu/OTs+ZMNbuQMXN5vKx7v",
-	"vlePb78DtLwwcOw57EI/OQWo8P4j0ulWp8GuTv72u09Kr3su84znzKxxeNiHUFf7qt8Pb65SNhDoy0JJ",
-	"jrSXxNxL4MuwXi95t5mwspr6HWjlfWj1fPcrrZW49q4FhWUxurh4djFhPuL/lz/VKbhRxrGl2fVezkGZ",
-	"y4BevhsWZzZ62Aid1L8vrCSaU1TiuydsJ4SM1JHr+xsW3cx2jxGU/bqhklQbF1OJwmrx1nDCKJM0Nh8V",
-	"ywoyp5wFKKxWdi0zIf7ypyo/K7q/1hwQAK+D0eEj97HtpFj9FvI9JqzeqrhatCy0BvXQNGyrlkCvfDZh",
-	"oYJ3Dn85Rj27TI/QUxwtjOVvwiIsBCU1Lop2JCHIwrjeKTvcLRJgoOmwE0kmro2+bED96PAwQBIvKZu7",
-	"Hv9mJJWoSFIF09MbyNYtyjrPlq6LlgGC/hmstiH6AoWmGjzPjE83WU5YWHc4hAEK6+E+4e4qZm4SM39n",
-	"5b9EVt5jub9P1t5vwDnP54uPKwe0WhN1WiDdF79LAn4zFcAH/B2VmIH+gsBcmJgGrxhgKgU6Ft5i3pTI",
-	"0IUouEYUWKKZJq5eeSM0/QgWBKsUZ9YxQOM5UXJcVKQ8eKyXOXg8mrDvXc5puQPN3eo7CCoqX+l4uyUg",
-	"H+jdGfkBgnIKb5DlJOCosUwvtMmhxt0g8VJq/hMggQ3rhObzl5gmmjPpGTXoVnGI5wIc4H/n/KGOUc77",
-	"mIBPu+KCDEzw81ASPaMtOkpuswTEVBt3tYLXyJoGV41p3Sw6sowntN+6nzyxhGoJHqBLLlL/URsJnXc5",
-	"Y6242qqD9spNu8spf2eJH4clNqrir2aIJDbk53em6GGKJ6a7SwVWxknbnytWorS9jPGUJ7HRfRVHl1RI",
-	"G5Xn3HNpZjXkZh2UIh3dFlC5NIFeWILGvPNqF/0BZX/+z1foC/Tjn//z1Z//7widNfRA6ZQlCPEodEqt",
-	"6B6jPNM7OuxSJV0oyo5RUCeslqewC4MuqSoUafDFVxS9VezudVHp4neN6GNpRD4t5WPSpHZhtN/l9K1I",
-	"EhCMIhBME45N7Hamd/ZKZ0zOKGcuBEnkTD6o1p6Q1oQDwnpCpZI2bgmoUo2G6AkEQTudHcp3izZzQASQ",
-	"6cY1YYYMGjJngsR2bAS/sS8RCpYq8ycqIfqBsrnXyGK7hZ+bPtgNetI4/I3ZAmFgBaJxW8w6tnRN748a",
-	"e9MMS5JQRvpKYJXe3J0Pt5DFKtH0P5wM/wUPf9offj0dvv/5IHh89OEfByszqw72qwLZ4TqB7KMa68vu",
-	"7x3P3pbQi224IRhtf+EE4M5PWSMlAkvwbAn/r7xe00jfvVtjYJSdjvFXVKqn9puPeI317qiemzRqvo1l",
-	"1bdpTaJl7Ds2Yei/qgAGC9nqgaxAo+kEpJjLGuEF+FSub57lq+/u+eu3H/XiKr0DO2/t+eu3jWsKNF5C",
-	"sO+v6740NDe6n6TeVsAfx5czG+VamobQ559DFsjnnxeZHxCRmyx93qoJa9SrEphd2U6iJjIsHDfqYkFZ",
-	"NV/NLb030+owQGU9KohudSW4ymaIE3aBr2y/RIlTzcASzQMhVP7500ppt45AvmrbhRYT/W2b7X1rFc0R",
-	"ymljAl1SB+NGBel7bfnQV4/YRFPprQLB13+sJtJspgx9at2pz6A3RSLQpiPiJ8veY4wN64yyTUfg294j",
-	"IJy999enJnP1o4p8VZrh4TnQbRnPi2KimhZC49ZfFacBplCScUjdqcYRdAp0pknWSpngzHzyEa+o1pGh",
-	"Uy6Arf5GJAMD041kA7i3LqHAJB5DisylrUIMmkyAGLkhUllVcbZElkHY4p9XZCmJmrAMzymzSWoZlhKF",
-	"lczyEM1wdLU6t13zdohydxxdEBRhSYaUScIkVfSaHBfRC6YWuTQtyg1XCYzKDUEdRkIwFk9Qrn3igEZN",
-	"vzb9O2v6u2NNPulIcqE6ZKNhLb3WyUb139Z+MCm+LuF3mBF8Na2KUtvLSL88hulKaaxhlppsSUd2fnWZ",
-	"VMauVx6gzSCDQcalj9Rq6mrZT5HoK2zdarQTusrX4e4IGcblej5Q1yCexBBIyFlExghDJwJrwcTRwhBm",
-	"qkyCCHrNwVMBKhWY99CpueQJwwmkKTh6vwMqVcXuaatBE5VnxwiS+wJTAd6oc2VBDRRzCCEALrRbuEoO",
-	"9/fLzjklU3FZsHjC4twgGRmh7yHH8UVM0oxDKtnwJdG6JUaCKLF04hXs0aocE1Y4ZVwcnWFT5tdQv7uY",
-	"UA3PSZbgJYnHSOtSrtZ3MekVWTrnjgkgnPF46RJjvx6hb7laUDaHoDtzFs4QZssJg/A+r80WSMA59E3b",
-	"jMdU4PCSLO17hUM/4fFyo6far5pFUW9dL3U7nPOhpUd6wtE5vjkjUuK5NzrZFV0PyoAVdEafjFr66wc/",
-	"1Vn9Es9z9vSW2kSQw/2DXiMM5PtTiDOcXHKRuhEHvbJNbG6+G3S04lqqydyb+JpMOxgPzE8YarwVTRsS",
-	"vNRijzThn1rKnRHCUEygFjCSlEXEZhD2oIGnnF0m1NR0ODp42ItovsJibjxEB4/6ALGIXz0jMcUXRrLo",
-	"55R6wcBmZdvLbE/VbUkHeCLVYg4/vNdvoST6Ri4xhLtC7qHwhgRbal3Y3jNNBcD94eUET3KaxKaWgr6u",
-	"klRqcpRhIZ1pq9GlYDxhEzZEGGX5LKFyUXjzh3oazV/HKLRUfqhBOkZlYqoNDgMujOWEIeP80bRuJzQ5",
-	"piHittoKFyjUX4a7x2bFotg6UpwnD6TN9xkjO/QPSYJTPJyZXkFD+DxEXOh13CfXSZK6v5jM9vpe0zxR",
-	"NMNC7ekBwxgrHGo2p3+l59HiWQyWRhyiBU9iF30mtKJS+vtqfNX1agB/jJ5lxzI0U8UCuSphgTP6//Xf",
-	"/n3XpE/p++ECpVzArShpdmCORBMSBobvwnemHpH+tduJBhTaCX2A0VNkgmpOC9UZ8CzRSo4GkIG0ydBD",
-	"w6HE12QoiMwTFZZ5+wTOpmeBBTMiEJSDMMUxvl9gRVyBhdp1QXwf8ZTsB5iO0Illqxo/Gj0zjuEi5qai",
-	"hC2+pJlvhJmWAGYE6iRYtnl4OGEMp+5+YJOFHOLhly8Av++DX7ZCz753EgJgusYaeWxx26S1WZSH9lYe",
-	"ZcBWk/GrA3qaih5gf/Tc+CAYlNjfIfS3O02F/kdVgX5hq5H6wnEC7304J8xC1wUXmrcPuMYtNek6sJr7",
-	"E8C8tTX9ERhd8orngdd5Yr32mUabmjO5qOwzowzDnlc4j6GkqqeVMfZ6RurEIrQxusYfYWMVwtHazlsw",
-	"fWA23i6Q9CHorBNQqzdq4bw2s/qkKnQhyhBOkt9lr99lr9+k7FWKPI4LdQolvWS0n00YywdDDfRVeeS0",
-	"JZDN7mp0sA2GcJxSpj8btTjbNzD1NpwNzDY2GLBttTlq79YsFQelHaCMQdkqnmSrB9kDY59xMaNxTNgn",
-	"Dlvpi3MGkGvk/aC7wMO9X/a9muhWxC+VmNOUioNGWXZgjCZsTiPZbz3O6TvmvAp1lCgtfq5WboNhtGrd",
-	"op3zZ6foy4dfP96FSEJQRsIAhWBfswJHaWALgwmbbUqFinLBgqT8mmhZ3s4O+bDl5EVAtTH6GetctMBs",
-	"DubFiAtBIjA6VoMiQcRn5AbioJBDnStCMpNt7M8EepvF+J4IYR9zGIB8CCD/4g6mMVMDuZdprJfU9Ske",
-	"MdbXoG+J8ZvRJxXGPj7t/10geho7UxTk+JkK2xtJPOsKHpxCs0UIdjZBAUWTRdUoAzNCp2/emQQKhNEC",
-	"4iWQ4De7E3apSY21+0Ty2pCeE6iuaI1S+rfHqLA83VBmq87Yz8Iu323ZBljeiZb0TU/4xdZa8fouXa/6",
-	"nmHNlTYFfV2Jz4wW/glyoovu+YXqHMnrbQrsaSpO2fzvIyj7osiwahXWjeyj8Yf01KmEzRPrrgppa4nF",
-	"At+Y169SnI1RKPiN/IG+H8FiP/zr+9AlGtgIUxNFCulbP9D3nkRqPcbU7qjmTDhhRyvYjE+YzG0SR1ft",
-	"Rpfn9suUxO32OjD2V5DQeC94Wi34jGVR5EyjUKPuM4p4kqesL/a2sxbbjKTSevxXykl+I9S+chH3Su41",
-	"Gv39UHuXUqdP7Xklrt+uRW9ohwK14sd7ewmPcLLgUo2/2v9qHy7bDv+5kvUlfe4VcElBVtkSmnhrTdRV",
-	"td7pKGP/8uk/h8Gawvjh7qiC5xWhVu/BPTAX61j7XZE0WPktGOY/vP/w/wIAAP//",
+	"7L3bchs5miD8KgjOdFiqSlIHy64qKjr+X1bZHq+tKrUsu3am6GWCmRCJUSaQBSBFsSocMVcbu7e7F/0C",
+	"G3M/ezP33W/ST7KBD0AemEgyScmqQ1ffdFlE4vDhw3c+/NSLeJpxRpiSveFPvQwLnBJFBPzrFCfRy/N3",
+	"+j9jIiNBM0U56w1731E1Q2HKY5KEAaJMKoJjxK9QKHI2pnF4jNSMoJfn7xDDKQlQhCXpUyYJk1TRGzLo",
+	"BT2qZ/ohJ2LRC3p6WG/Ym2Z5L+jJaEZSrJdN8e0bwqZq1hse7u8HvZQy9++DoKcWmf5IKkHZtPfxY+B2",
+	"fEZSLhbvFE3oj9jsefkIJ4yrGREo7PenWd5P4Yt+Xn4SHiMZ4YRIOMrr9yjjPEEJvSYovBE4HU8n4Ypj",
+	"jM2M48qMtZNdcZFi1Rv2Yp5PEtIL9FlpmqdwspQy89/7g/0nxUFZnk6IKA56hm+/zVWWq0t+TZhsntH8",
+	"HQkiibghMcqIQIL8kBOp0BUXiMPX5q5Ezh5JNFmgmFzhPFFtR0vx7dh8N1Zm2aX7smd4+sUXXxwePK0c",
+	"pbwwyhSZVg+iEakNy6ZZ3oZjuIFXSOYTgw56pD4XIClgYeuJYPW7Yt0Fz6czD5olCZ+jUGExJWqsz6I3",
+	"hi3y6QcyJYwIwI8AYYkwSvCEJAmJkdBTIiIVTbEiaOcv/3G0j/6w23YOGF47h73K3vAKJ5IUO59wnhDM",
+	"yq3n7NXXHuwxWIEUR5kgMY0UuhI8HaBvBZpqWFsCgDCLzTW17gwurLa1DCtFhB77374/6f8L7v+43/9q",
+	"3P/w00Hw9OjjP/bawHwJgPQSpZMKUHfIYDpA4cXlf0WP97/aD3eHgAxzQqcz1ZdKEJxqJMmwUA5TpCLZ",
+	"iCmaEvfw5xoBzTtGE8ziOY3VLDDPRb8hKtE1yQxYDLIRLHNB4hGDTUywpBKFMFs8Noj8l/841Jd4jN5f",
+	"nJy5xyY1kNUMK735R3KAvmXJYsT0+pTVZjYDakiTs4RIiUK4/z8qkZNwMGItV1EiYhvGH3TFeH2Al8/a",
+	"7wEOKOmPpAAwTg1PiBIs5bGjqxHOcETVQoPTgEqToQrRbUMrS4W7ktWj/a/85KhCVl/FJM24IixavCYL",
+	"39kWqKQvB3/7t/99+OQJygRlCk8Sgk7enr56haIZFjjSXFTfDv0hJ1XSe4wESYleksRAhg+P0IznQsKg",
+	"k/NX6JosijPPCI6JKA9d2WFfb7GNbj15snyL1Sc3Gt0eHvRHo9svnn/43P/aXl19wxk5wyrykLXnl3gq",
+	"NQginlHLIqOEEqbQjCexPEbzGWGIM6JvNcqF0D/pUZjJORH6r4/3j8wLYxxNeLziyFd9vZW+2UsroT76",
+	"0neMcy3RnOZCcuEncSEjt2ocwYjQoWomyA3luUQZnhKgy5risTZMNF+3be3JweH6FwX7fM6mlBEPuOHv",
+	"LbKUI3Y3SZKGrdyBmKnvwuYqW3xPhLRiVfti4xs76i6UBhZ9YV+1fzX75qurEKaf+Pe9f5WwfCRveh9a",
+	"Z/dyk3bZtclcPpU0C7t7/f4URzPytfnZh8EJzlk0eyS1LHt904/08H6sx4fdJe/rmzF8OIYP735lb2hK",
+	"W28sgR+9osqT/QrJdlBaJUDCai0S5OkvQjyEHf4px0y1aiPVXzW1yfJJQuWMxO3od/Ldn9BRf0JVO/79",
+	"UF3zzicoxERYKsNq5pHwNI+jgsS9oRZE7irxwbpv80lKlSLxs4Uf//Ue3H1a9mmEKem+dBpOgMgtjlSy",
+	"aINY8cV40spanx51BJjbuIfxFD+hGWZxQoAR8lyh8P/f4M3KYoE7X64R5s7wbduTtcLWOMW3nfXYff2/",
+	"qjLrE7mqy1O2dnnK7nP5jxpjZcaZJKA/P8PxhZHS9L8izhRh8J84yxIawUvaywSfJCT9HJjL8KfKbv5R",
+	"kKvesPcPe6VVZc/8KvfOzVdm0SWpEhV2Fy0YpTjRx9KPX6MEv0ICsylBXCDGFQhVGp8JizNOtViFr4k8",
+	"RiERggsZwnuQiKpBT0vqnF0lNHrQ8+hHuSSnojmWKJckNiKfU4CtSAw7fcHFhMYxYQ+9VU0vqEQ3OKEx",
+	"muTKUQvYc0lDahsHEV1LyQw+u8gffNd6gxFmGiMmWnnlgsTDEgkSKpVE5IaIBbLrB4jgaAbnGDGqJPov",
+	"b7/9Bp1rHNKIx0AHNRPvhHsxiXhM9h7vwaFunbkn3A0QVXLEEi2RzmdEGGykLMsVQAyjK5pooZnFaK7J",
+	"MJVoLjibaq30Y9A7c+j90BDTSobejAbZnCRJ32wD7QAcgGPEnJjfMywknAHlTBAcg3aX5omiYDLQU+3q",
+	"B4nrT3eCY0CLb7h6wXP2oEf8hiOZRzNzf1wgwXNFdt12znhMr6gBehM0Rnd7JLU+t0A7YU3lKimKRFrx",
+	"263odMdV7c0obkBI9bj6qZYZjz7ARc5OBcFqJS5sBiD9Ej3AeQvv4xiFb7iZNtSHKA2f7y7eLJ2gIGCq",
+	"f0GyBC98sAvB3GKUXTWj0qq3+v8RwSKhFYsr0I/CDrJEHwde9UXP7ldc3DE6wfj5rSYGnxrEl+5odhFD",
+	"PgHuCCf6ES2ODZAs5O1vImfdQP9p4HPJ+RsspuTnokaJXlxo8mMsfaAboZ0DdEafmdd7yfkZZgsrmMiH",
+	"3qi162B5TWJ0haVyu9X0wO5W366xX7nRcSyIlMGIzQVVpGbb2h2i8IIoseifXCkiQiTxQto3xJESC4Sn",
+	"mDIwtI5YeIEVAW2y/1mILJYYA3QBrqBgNAm5UpbzEL1DROWIXeVJYuY0htEKqpWTFwprA12q2mY5/oKk",
+	"mDKNR5t8I0mHNUrYrBmrR79jOFczLuiP5KHZjb3PQDNCI5WaS9AM1EhTOzm7ZnzO9AhBbvi1psHzGY1m",
+	"bpzENN5dev/fffdd/yRXM8KU3j5Z/4jfMXyDaaK59EM/jxgrPMGSlLKD4QHwdN+xTPCISPlz7azclcyz",
+	"jAtlKDBQEsrZEIUxUZgmxSNc6NczYqEdTuLQvC2jglCtZ0SYxTTGihRipsiZe8D6yUqSkAhMGamWH0iM",
+	"pBZEcYIo08fAimpxijMirUz4jhXrnZGY4ktr7HpogvxIolOzZF9vwSGpU7l4Zr0uhc7loGfgoGYkHcAb",
+	"tmuCTklYNEuxuAYriNBzKEqsu1bL2GNl9U2WJxaFjfFkCdMDj/O1/auCSgS9TJArmiTjlMek0zqC3FBn",
+	"3107WJKIs1iOMyLG1k2V2jtrauctszmFXM8mbkg8Tp1Bb+3yivPuAwuT9PoPPlaNWd+bZZYmWdptBW5B",
+	"7WqXbqAdZL4bLsUbPvlXEqmedb89w5J6fP7/xOdVP4uWwfhEYcpIPICNVPEvIkki/RpB4XCEMUZeywiJ",
+	"UUIwk4gbX4giqVz37E5JklyQK7gCcxAsBF7of4OyOp5gFo8zY6LASfLtVW/4/eopn+vvnmEW9z5+WMYp",
+	"/UyImnGftM44M9K6VVqlwirXQgO+ASppj1h6vPUhnbDpIALGOEVExhPQXIIeuVUCl/+0/t4bgdPyX8YX",
+	"oDfgEVgDa0CVrV54Wb3USEvZV4Knxod6RYU00jbgYWJuurib5kNYugU49LgNaA6hDGiq+IR2Ynp1paUx",
+	"cICHZoYQfJphBQg2QqDiBt/dCq4twFt6qPYcS8cqIRxYrG97V28BJzzIc0WVDIfO+0/EjeEE1MQJUFbw",
+	"yQEK+Q0RY+fYDocIK8TFiOEJt2KrTHGSaK2wOpWx6oGrT5CrXJJ4gMIJz1mMxWKcs4gIDflwOGKUoQlR",
+	"c0IYSF8TsuAsRpgt9E6miE8MZRqg0KqfcvxDTnISh0OUckFGzP291Dzc0hrb9IZZRNCOuXYq4VbVjEsr",
+	"5omc7Q5GLCS3ESGxHGvCBeg3TggLh8hajdDnKMW3NtJIT6MhUwruegalrtTYTTOnLObzcIg0tAOwxjFu",
+	"MRwIIsJC0BtSAB0EjgoNRWYGI+g7FNOT9YJe7VZ6Qa8JWuvBqMAL0NBzRM0Lmhv3vu1TJy9ZK2GdBmOl",
+	"xQ3K2XiCo2tibEZrmdmSh7XLJzT2UoMlx18nMcQx58YvPyx5udYzZaqMYNz4xUV3bCNGLJEE8EyZlYLC",
+	"n1dGjyy5yRrO64ZrtHllfmJiEO25DeBqXv3EsfCV7LPg9R8DLQ8bw1u06Cb61Y23PiUSzmd+Hs+oiWFb",
+	"P2/5TcLn/mn1c1nar893LaaaDFYGOt+dIMkCyIAmRhBgYs4y6AXrVxtnXEpqla72ZWGpFMM6aGdCEsfs",
+	"SvIMdLhKpnePkYaP0Xc0TwKm6Ah2O3I2N7t0M55tcuagA8TUB5mwcuqw+/INNaI5TGpKyCIyTpxpZP3U",
+	"cywYZVOYsasEsvRalwDTRKQVl11/IV5AL+NuA/8bBw+8Qa/m8VZO7KUBVvZtPP2lh7HNw10HtuoSbXtr",
+	"E3bA7keS5JF0MnI1KKEqvYGdx8s269zWyxh5mmFBYr2TJoi0cmRn1Ycayy01ysY8Y9Dht5zNRjr4sFp2",
+	"BSaIbCHjyil/camUULCmoBk2+kgezeDbbUCuJeZyCe8NqIkap9sC1nx8J2gqrnByp9utzHC3nWhhbntQ",
+	"mK/vsIOl11yGTBukqoPKg9S98gjFtfqg0/4elk+xdMFeElJ5wBdGDrh3MgdPzvOqvmVaY1FiYWJrcxYg",
+	"GyvNRUxEJVNAht1tFVWKtDGjqvMe2HY71Ki1XbZYZDberoa/R7kv92RXWObKFUB7vtUH3PSzii2juxHC",
+	"XXKnc1/k7G2eplgs1l5SqfbDCpVDLcNmlWHga7Dm+fkUvpmOcaToDXHPalsqok+aEEXi2kSdhPy7v7I4",
+	"N6btrSnxNobpe2LxJeddZ4i0As+dWd/d+dYd+M1mdOhuHMSH3V5MXUaAGkatflNvqPF/1N9VQQk6kYTK",
+	"C20lST7vYQvbNWu2b/vc2Iepj4ZvodY7kW3NR6/fO6PCvT177xPsaIV3hg2vEb7jmywtrrU3eR87WHqk",
+	"9zJl+Wq3mG5JLbh8cVkGBWWCp5lCYGhCc2zCP7F0Mo1xJyHIMmoq+Z9I8d6ejhTyZ0FQqmbXLppzmQqz",
+	"/Li6G0knOU26jTRRxj/1yC3WhK037N0kSdoL7sHCKUjGJVVcLDoN39pBCUcov2+YNR3gajtyMGq/gVOs",
+	"cMKndyXPtcleKZKuxcZ2Ctycq7E5UmCP19MW8dw4qJv0cGv4FwlW5Q2US3mPUTgx/U4/kmDI95jh5KoP",
+	"qafSZTmAn+wGJxJ0nj8MK4GMM5LEfZ6rEcu+2kfgYLWuG+c+fCSRIFOaErRzlXATnqfQAfrDLtglwPwZ",
+	"4YSy6YhNMItr/jzIYN453Ed/CNDRPvqDIWAm9zTcNV6X+lWskrM2l6tWS0J1ymRX9sK+YpNvxOIb1k5i",
+	"dIOTnIDzkipZAL3pRndm8w4HtNbyDiNh8W2AYD40SwVmbz4QvKAkiQEH/bq1jbGBdPUiTh8tpSpoogPp",
+	"uuGVng5y8t2HlCFcCZ8XOYOBmYk3D9EOeIUTWnfJL8eR7zbBDUv5H025OawQZJQFyKRLgSk3HPhIul7G",
+	"P12eJRzHJIadVKbUL4KmGRcKnqSLbtKjpHeJxJvWqZc46E+wJDGCcHrL7Eug6Rlb/B1ESjz1kzgLYh9y",
+	"10L+dy5enKKnX+0f7Nai/x3IWlMAjhFJM7Uo6Iq+Wriw+Yyb/ZZ8tG2S3no/vjmgD3dfnr+7J75UznRH",
+	"prQ0UWNb0yzfih2VXtAm7hQZ9kUkuybtGi216BgRFlM2rdm+upDgVec3USyl63Q1h3spaIttf63qUkaj",
+	"PEj4zSfTgsAtiH3FTWYLoKvGvRiRJAGiB7knjgGt8Ob5vA4PH+1gz7fWufCb1OaWpmsqU/emO5UxTBab",
+	"2h7bKqvEz2EI5vMNKLGgcYsNeyuD8j0oxJWQsXajMRxyjTLrznZHc39BT9uv6C7+4lbr9z9hEc+x8Gjj",
+	"keFqa4lUlOXjiAvS0S4cC6qJ1ybRTZa/loKHK8/Q8w8ume767XDZaQtZRJeMCC8JO0K3B0+70PGMz4kw",
+	"EQfj+bbO6e1Dptwfqtv/mspIEAVFe7oc4R5DtmyklWHb5XVVZY8Ifisxqzg+XFgDiZYhbO/Li+8EJ2rW",
+	"xPYmq+XX6wNS7Ve+hSr23MZizagsT7qdL4rUsmRflFK38KBGbFd7/FQ9etWEv6IdW8VJqwe4Ugxqt1vk",
+	"FlYuZKfFHWzL2bVGTlVjyf76Z7TjC0Xd9W6lGfFUn/mijJktw2UxK6JlsUIplwrtzBYTQWMTjy1rAWM5",
+	"g7m7RYot86Olk3cIZVoB3MZxfRj6BmrL3FfUasTTtNXgZcrYIDdmHb0BQ9sEK5oOekM9FKJi9fgxZFvc",
+	"QtCmzc9rmaqohBf0rhJsZAUcx1TvCifndTvW8mGWSjRBpr2exRnp7EHQjqvtkRCsFTIUYzkjchf97b//",
+	"LzAsgcHmGIUjyGcd9UwEPUYTLAjMWHk35c201JjcjvZvEwRc0w868VH9CcvTsSQ/dBQEGFekLaLKgBdy",
+	"1lOI/E4oIzIoS6n8Q7hJHkRDPCrQEPawfOCgvchn7ZidwofbMNehpfdlQr7khGMRf6K4m80sKZX9PGfK",
+	"F5kBioygUS2De3OftE/VrNRw29xyv8bvZTft4FFfbM3NGEh4xf7NHNoCs+vmOzgoTHATKCyo50dypukG",
+	"1ozp2s9xhclD6B5hs7UtGrYdFCZpvbBRNLyAO8NK0Ntfn+pq9r1Sed0g9GCdrtkOuY4qZjdbRxX/vMaT",
+	"B1RAi/Ju9aM1vbbRArNrOqd737x/9fWrk/43JOVKcNb/BjPePzh81r857J9896f+0QQCu+/q3vX7YGuT",
+	"tJ7nnizY1bnuaMNuTNXYWrfMn81D/9pN4MteAZu9U19unSH6THaqFdasF7ZWcDon+NqZuJsyiimCYIy7",
+	"LtBDC+aQeqI5H1L8ek96EnPvg3/fqzN14/SCc5Py3Gr/Xx+ZBBExDx8X+AkD8wozcO1s5Zpr4HgfcXLV",
+	"a/m0gXJ2pXuOlNsCcbpZ9Gs33/WTTxF1VQq8S1jSKW7KFblo2i5enKKvjp58UfjnTekKH/Ep6ns0Z3nB",
+	"BTo6PCxLnkc4ifIEKy6C0gmJGcLphE5znkvUqAbSPRq/mjjrQVZzAi/ITRm8zq+iEgzhWYcyqTCLyJqs",
+	"H489yRU12QaQUHBFuToudip/eEF7Fm3TqIsnPFfDSWIk8zVFL4zC6lJnV1gyvanNk2rlk1XgL0uk6Cdu",
+	"KsKN8VIJEaxIX9GU+ABgggzuKVi4DB5bH9Gmx88q7pFVXxRulCIZe7lGnWYtAeIZ/iEnAXp38aYv8RU5",
+	"RjER9IbEJbKYWK+i0JqtdVUWXPMHoRS2vJV6vBlVTfNeK36uMdUUdWofgYObyE6ObVsz5b44m+S5iMg4",
+	"F92qxdQqAd+x7LC1/2pdHcijCR0iMbI1H8CqK7p5+9trCus9mVJgEDgME8OZbflGU5wo2D4nf1VWvTOS",
+	"1UoS14spV9517TbKlPziIQVlNGVJQwoELlGjePgtJOkVy3LVbtS1bVGW+GTOIEpqiLALbCovdCc8//bt",
+	"Jdq7OdjTNxkGKExB9Y7tpYa7pn4WubVXvFMMMH9yrUjCi5yFpa2SxnquEkThiJmiKRUYhoEtnVbiDMJS",
+	"0imTA3QykVB3T3+kbzhEKcFsxFzBySGElpguBgjYnUULLIipio12IiyJZtKKCAnnQClejBjOMoIFeDiO",
+	"kSvoBkF45uuiVsk3ZkIWIzmDUmPkVpkhWI0YeEYO9/dr7TFcAwhNygRPoJYJjakwEgOGR6N3BNGo5YcD",
+	"9MxUPDHRqpoABPa+GCExJMYnBEtTuksrYLZqralmlOYSquba5hyTReEkCqqVCAwM8FQQYqvm6jckSXJD",
+	"JNoJG9bKEP3tf/4PpHVJtIdCY64MXaGSJ+gPwYiFtSQZ80FY0bRC9Nc/o7DMnCk+PzSfe9Jx9CT/p14G",
+	"IKhPMcr39x8TtG/DLM0WRkyzi0zwOI9IvPQFbKulSlUYIPv+XPGW1H7hHG17KKyKrsUZDp5AkLG+M/1a",
+	"Y+vyGTGLTHAtJbhRaH4fgBE8NBWFK8kQU0GhMo31uo3Y0yO3BanBaP5ZuAITckMS6QtRrskpK0nFMu1c",
+	"Wc5tFbO6JLfqcH+/tRrDmkZam9d867iZauW3jp+sqP9GbqMkl/SGnLm9m+2ut8RsaIZZrhrXceuudtwG",
+	"w6tBKZ0+++hhTR5xdSXabZlwWgD16ZMnj59uCFJ/Muq2FrP2bNXWTR50q2ez6qXsB1skujaOuCHgGm+5",
+	"WIIy9fTIb3bcAo7emNWVKMmv3949W3alMiA9dscuW+poetHzb5W05pMPU3z7yrw+0xmsBeIetXCDt1qJ",
+	"juhIZIqktY7jnROkw/ALBzePo6Mzf6hmszX6b22S3taVejYcLL7LrOrgG1yPjV/sePhaFOMqurVNhGPH",
+	"PUw777h627WAxxUd8brGQnbcrIuI7Dp8OQRya/lhQ5Jdxi1uteLRl0++2JS9OsNcR9Dc3GmLSxe9v6kj",
+	"QyOd79WVFqU7SM3eULKuL3KjgLJqI7Onj7886h5ihnYYmUN8EcJJwuck3n2YqLPKls0l+uKwqp8cPmln",
+	"ZV2Cx7Z5ABuifjPYbANNqRZydmctaTkibcWj7jRfYQQt5Pp687x9/wVaOeTp0TopxKdMFErPBnzvIYWG",
+	"riy8gF0D57cyFW8iBdxdqdjE53gnOfz+BOVOojF0kFsnGddN62uFwkonwJlSmfz/hnt7vXW27q4qurNd",
+	"b4TZy26vpVKxTbt0i735Phz0q2pbNQId60zvHEso1Bi6brYuOlB/Ba1sj51x2HoeEizNDx0cA94wovXR",
+	"kBc5O3dNhDcww2sGTmJq2iqnRGHwgppk9Ny1Sods5pSIKUGZXkOfIqWsOvlBg/RtT2Y+EZ4XOLtp50Yf",
+	"rB3uNENutnCrriijsUUB6rYU6JZyms3areM5VTNrK11bThgs0VhZl4nkaWE3hngsZ/h2pcnNCh3r57ZG",
+	"wWUEX3cPsSyCx7wBlhtXmpGUTRMyNt3tPfWF1x+sPkPBzJbgXAauOfenjXMrLS/9AwNlW7m5yFOqFTKe",
+	"YYk4A9KzTWzXWgftaqfs5u7WX3Ax8+W8/MJ92ihmvtwTuKu/1oMZazDOvoa1D9nHNBxH9xDFtbewzN03",
+	"JaxBDwS0TxIwatwluaBq8VYTAed/woKIk1x50vxOWIHHKY6dY8z5lK/JQiJzUajfh4iEb07OnocBMt5g",
+	"icIT2x0Mm35Pz2AtlN7G47/927+HRd9BUEzht5IRaK5luiVRdsU98kY+SWgE+9OSxps3Z4iyK6IpgOsX",
+	"orn2AJ2gzz4zW9Yv77PPoBEEs923gxEz7hs0WcBfbWIdZ2YM6NMkKDvSAOu3Ir+piGb8tCMmc2lak/Sr",
+	"LsIiAfCvf655dwcjNmKnnN0Y84McGnmi4tmWDF+TMbjFXfwuFShnVLlSLdA5HGaBFagp2AZIjna0YIUS",
+	"PCEJ9L5Fr9Ef0cH+4dEQHTyF/376+MujXQ0eU2nINM8yMRtF3y7odEelFdwCxMgNEWh/gCBczezTxfaN",
+	"WNjWJgtK80BT5WqRHFZ2ES4WVPiaBCNIGYVwAaTmNCK1Hm/F2HcXbxyoqb6Vo/39AEmOMEqplBlJ1Ihd",
+	"0USvZfYtaUKYShZoTmNiIwVNuzS4DGM7Gdq+tS+fX1YDbGZw8VIJzqYofH6JpyHaKfqJmBiGyUIRuWuD",
+	"J6Bxfv/UhBaEx2i5ralr1vl4/yhA4T89P/k6RHMurjVymi2M2Mvnl8bxPOExJbZ/yQF6TZ8B5Kc/0iyz",
+	"ua6m9aE0IMJRRDKFoMWJyScOkIAEQCJNjITJKzIXGDLeh8itEOAA3QLlEBU9WpqdFU2Tw0ZvRROQgRUZ",
+	"uTxTtHN0+JUlG7WuiwCianPF3QG6gD6OKV6giNseQxqWCzQRfC6JQFzQKWVo5/Tbi7e7x24DnCWLMjjN",
+	"jJGVjmnQ+yZJ+Ny63xMaESZJaYnonb26rHDQnqVvlWpqw97+4GAAOh7PCMMZ7Q17jwf7g8c9kLRnQEn3",
+	"ZgDqH6Hijmm1WPRsexVDRr6y2d1Lnb8tt7mXBql2hZY+c7YjoH4weQZdAo/M2r4piz3uVVqT608Ov1r/",
+	"yXLjUGA/Tj/ovdGPm0gIOQYrJPROwr0Petiexc4KIFtSoScL02nYxP3Y+vYJhs62aEal4lOBUxmUjRIz",
+	"zpMR00OpVDSS+mGYLfdN+csZtLbQT4RKSWRQiY2FRh1aXZGBeeQayV5yzVb0Xx+Z7yyIH0nE52yAnt9m",
+	"XBKkv+RowXOBZCRwRoSmcskC7ejXayNktcgKNcxuF7acXQOBzixo1mKQZgl7WYLpuja0gbcBmyEPltGc",
+	"C54SNSO5hLAqGxf1M6JPZUNpARAPItnXOnBPqO1ZfpsRdnL+SrNgeNGWR8lWLaocsvfqSpN1oOqgS93p",
+	"ZS8Jo/7bsbtFMY/ylDBzEY/3j9ZDtdqL+2e7vMsZNeHDQjNNbFrBr76/BU6TDvf3zydnbzajrW7iDd+H",
+	"9wZ+IdC0QPBAE9pgr2RPmgUvfh7uBEtrGgny+MMCNOg92X+8/rtqo9/6JVwUwtWOqrbltULerv8+bg72",
+	"SuayV63D7eV6m7SsCpeqJpqClyDjL7efskGRy9Yr+Nnb52nEIOYf5PMyLtJkBbx+j9w5KsoIBlnb1TAd",
+	"am0JLDSuJV/xCUzcqYTKiNlycEbKbbBKlyh1WtaguwNZD9YOP8VJdJGzV193HexyFzoNfnn+rsvQc/2f",
+	"JjfkvRVdu371+j0oLF8D+dMfabmhBzpbz8X5NN04pW3IWBxKIrChE2vFitWAqub0HQL3OsL4/cXJ2ctn",
+	"G9zIGfiw31Vc2F2vHt9+C1h8aeDY8bNL/UIVoMKHT0iiG60D21rz23EPKn10XOYFz5lZ4/CwC12vNkq/",
+	"H7ZcJYQg1ZeVjxwnKGm/lx+UcbpebmBTW2U1lzvQ2njfKu7uT1o1cf1aC4LMYnR5+eJyxHy84q9/rhN8",
+	"o11jS+LrzZmDMjkBvX7fL85slLEBOqmPL8wemrFUArZHbCeEFNOBa+QbFu3Jdo8R1PGaU0mqnYipRGG1",
+	"Gms4YpRJGptBxbKCTClnAQqrpVrL1Ia//rnK/op2rjWPAsDrYHD4xA22rRGrYyGBY8TqvYerVchCayEP",
+	"TQe2ak3zyrARCxW8c/jlGHVsGz1Az3E0M6a8EYuwEJTUmC7akYQgC+N66+twt8hogS7CToIZub74cgnq",
+	"R4eHAZJ4QdnUNe03X1KJiqxTsCW9hfTbok7zZOHaYhkg6H+DGTZEn6PQlHfnmXHSJosRC+sehDBAYT1+",
+	"J9xdxftNpuXvnP83wPk7LPf3KQl0xE+eT2efVmxotCZqtUC6Eb8LDn7TFsAH/B2VmIHucsNUmJgGr9Rg",
+	"KgU6jt/g9ZTI0IUouEYUWKKJpsVe8SQ0/QhmBKsUZ9YxQOMpUXJYVKQ8eKqXOXg6GLHvXM5puQPNDOs7",
+	"CCoKZel4uyUgTujdGXEDgnIKb5BlPOCosTwytMmhxt0g8UJqdhUggQ2nhebzV5gmmpHpGTXoVjGUlwIc",
+	"4L+zk03YSR0BnbMyARd4xWMZmFjpviR6RlujlNxmCQjBNkxrBWuSNf2wGgK7WTBlGX5ox7p/eUIP1QIc",
+	"RldcpP6jLuV/3uWMtVpsqw7aKZXtLqf8nYN+Gg66VER/Nf8ksaFWv/NQDw89Mc1gKrAyPt3uTLQS1O3l",
+	"o6c8iY1mrTi6okLaID7nAUwzq38vl00pstdtvZUrExeGJejjO2920R9R9pf/fIM+Rz/85T/f/OX/DtDZ",
+	"kpYpnSoGESGFxqrV6GOUZ3pHh22Kqotc2THq74jV0hp24aMrqgo1HVz3FTVyFXc8Lwpj/M4gfyH6lk8H",
+	"+pQkrFl27XctYCsKBvSlCDPTdGYTI6LpzL3SkZQzypkLcBI5k4+qlS2ktSeBKpBQqaSNigIiViM5egJB",
+	"0E5r//Pdookd0Axken2NmKGahiqaELQdmx9gjF2EgtnM/EQlxGNQNvVafGwv8gvTZftu5GcJVnOzY8LA",
+	"gkXjphB3bKmmPg41trIJliShjHSV7yqNwlvfeSHpVUL7vz/p/wvu/7jf/2rc//DTQfD06OM/9lameR3s",
+	"V8W9w3Xi3id1NJSt6FuohK3nF9vYRzA4/8LpxZ1fvsZhBFbsyQL+v/LYTVd/98yNcVS2+vPfUKme2zE/",
+	"a1BL596sPjwwFgsblqtxwRqDyzB+bCLqf1UxMPZeqgeywpamMpAtL2tUHuBTufxplq+++Zfn737B115p",
+	"oth65y/P3y1dcqDfBEQ9/7puW9/FRreb1Psr+IMgc2bDfUsbGfrsM0iH+eyzIgUGQpOThc/LN2JLhbsE",
+	"Zte2paoJqwuHSwXCoL6cr/iY3pvp+RigsjAXhPm6WmRlV8gRu8TXtnGkxKlmnonGP8gZePm8UuOuJQqy",
+	"2n/irvz+t+3u8K1VNJUop40JdJftDZcqb99rq4yuGtImOlhn5Q5G/6magLSZmvfQWmGXj94WCVSbfhE/",
+	"W3T+xhjzzijb9At82/kLSAPoPPrUZPx+Ug5VJTEeFgVdqvG0KMKqSSc0vP1VMSbgISXVh5SnarhGq+xp",
+	"moutFEDOzJBfrAhS64PRKoTAQX8jYoi5kY0EEbj1NgnEpHtDYtKVrf0MKluAGJkTqaxOPFkgy15sydVr",
+	"spBEjViGp5TZ1MAMS4nCSj5/iCY4ul5dUUALEpCP4MQHQVCEJelTJgmTVNEbclyEmJgK8NI0hjc8KTCm",
+	"CIi8MeKIMRyD0cEne2jEvhcrw+988O+OD/pEMcmFahHE+rUcaCeI1f9a+4fJw3ZZ2f2M4OtxVW7bXiD7",
+	"5XFnV+9kDWfWVE46KvUro9b6fPUDNLlx0Mu49FFmTYwttyqysYUtLo52QleePNwdIMPnXGMO6rr4kxiC",
+	"QzmLyBBhaBdhDcE4mhk6TpXJ3UHnHPxDoO6B2ROdmkseMZxA1oljDzug7lXMx7ZkN1F5dowgAzMwZfqN",
+	"qllWPUExhzgPYFq7hYPqcH+/bG9U8iCXqoxHLM4NkpEB+g4SUV/FJM045Aj2XxOt92IkiBILJ8vBHq1+",
+	"M2KFK8zFRhquZv4MRdaLCVX/gmQJXpB4iLTi5gqyF5Nek4VzqZmg0AmPFy57+asB+oarGWVTCKQ0Z+EM",
+	"YbYYMQjZ9Jq+gQRcQHO7DVlSCYfXZGHfKxz6GY8XGz3VbiVHiqL4eqnb/pT3LT3SEw4u8PyMSImn3ohz",
+	"Vxk/KKOK0Bl9Nmgoyx/9VGf1S7zI2fNbanOBDvcPOn1hIN+dQpzh5IqL1H1x0CnhyBZQcB8drbiWasb9",
+	"Ji4707PHA/MThpbeiqYNCV5oKUmakF4tFE8IYSgmULAZScoil77VgQaecnaVUFN44+jgcSei+QaLqXG0",
+	"HTzpAsQiJvmMxBRfGsmim2/vFQN7mu0BtD1Vt3U34IlUK258/0G/hZLoG7nEEO4KuYfqKBKsxHXZfM90",
+	"fgC3kJcTPMtpEpuCF/q6SlKpyVGGhXRmt6VWEsMRG7E+wijLJwmVsyKGoq+n0fx1iEJL5fsapENUZhzb",
+	"CD7gwliOGDJOMU3rdkKTPBwibkvicIFCPTLcPTYrFhXxkeI8eSRtytcQ2U//mCQ4xf2JaejUh+Eh4kKv",
+	"44bcJEnqfjHlB+p7TfNE0QwLtac/6MdY4VCzOf0nPY8Wz2KwguIQzXgSuxBBofWa0m1a46uuoQb4qfQs",
+	"O5ahmVIjyJVyC5w742//9u+7JoNO3w8XKOUCbkVJswNzJJqQMDB8F8aZolH6z24nGlBoJ/QBRk+RCao5",
+	"LZTQwJNE60QaQAbSJuES9fsS35C+IDJPVFgWVyBwNj0LLJgRgaBmh6lg8t0MK+KqYNSuC4IwiaevAsB0",
+	"gE4sW9X4sdTY5BguYmrKftgKWZr5RphpCWBCoJiFZZuHhyPGcOruBzZZyCEefvkK8Ps++GXDV/ydkxAA",
+	"0zXWyGOL2yaz0aI89CDzKAO25I9fHdDTVPQA+0/PjfeCXon9LUJ/sx1Y6H9UFegXhiGpLxwn8N77U8Is",
+	"dF1Ip3n7gGvcUpO2A6upP6nPWwDVH8jSJq94HnidJ9YL1Gm0qTnZi/JLE8ow7HmFUx3q3nr6TWOv16ZO",
+	"LEIbSG18JTbkIxysbY8G0wdm480qVh+D1gIQtaKwFs5rk95PqkIXogzhJPld9vpd9vpNyl6lyOO4UKtQ",
+	"0klG+8mE93w01EBflUdOWwDZbC8ZCNtgCMcpZXrYoMHZvoapt+FsYLaxMZVNq81Rc7dmqTgo7QBlbM5W",
+	"cTZbPcgOGPuCiwmNY8IeOJynK84ZQK6R94P2eh3biDFbWKJbceNeLXorwsBKRFsWooOlUvvAR02wosbJ",
+	"33q42LfM+SzqGFQaCF394yX+0qhfjHYuXpyiLx5/9XQX4jdBdwkDFII5zsonpT0uDEZssinRKkpAC5Ly",
+	"G6JFfzs7pESXkxdR78ZGaIx50QyzKVgjIy4EicBGWQ1FBY2AkTkEhCGHOteEZCbh3J/d9S6L8T3RzS7W",
+	"MwB5H0D++R0saeeFh3StJa2TkPYQjxjra9C3xPh88KCy26dnFb/LT89jZ7mCvE1TNX0jAWldzYtTaKAJ",
+	"IeYmYKFonKmWCgcN0Onb9ybLBWE0g1gOJPh8d8SuNKmxZqJI3hjScwIVM60NS//1GBWGqjlltk6RHRa2",
+	"eYbL1s7yIdly1yC2X2x1Hq9n1HSICLoGk1c6VXQF3wuj4z9AWrzenfVXWsU8kjfb1GXU6EHZ9O8jFP6y",
+	"yJpr1FaO7BvzRyfViYrN/WsvJmoLz8UCzw2xUCnOhigUfC6/px8GsNj3//ohdOkdNrbWxM9CSt739IMn",
+	"l15/Y6q9VBNbnGyk1XfGR0zmNtOmreSny138Tcj59jQtCP4ryGm9F7SulgjHsii6pzFuqVI4iniSp6wr",
+	"sjcTV5tsqtKs/u+DT/1GeEnl3u6VmWis+/vhJS6rUp/a86hcQ2f7GqDfDjQjGO7tJTzCyYxLNfxy/8t9",
+	"uGz7+U+VTD7pcw2BOw0yBRfQJV6rxa5s+k5Ln4TXz/85DNZ0Xgh3BxU8r0jYeg/ugbmwztrfirzRyl/B",
+	"qfDxw8f/FwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -128,10 +128,44 @@ func cacheKey(r *http.Request) string {
 		return ""
 	}
 	gzip := "identity"
-	if strings.Contains(r.Header.Get(echo.HeaderAcceptEncoding), "gzip") {
+	if r.Header.Get(echo.HeaderAcceptEncoding) == "gzip" { // normalised by acceptGzip
 		gzip = "gzip"
 	}
 	return r.URL.Path + "?" + q.Encode() + "\x00" + accept + "\x00" + gzip
+}
+
+// acceptGzip reduces Accept-Encoding to what matters here: "gzip" when
+// the client takes gzip (q above 0), else nothing. The compressor and the
+// cache key then agree, and gzip;q=0 is honoured.
+func acceptGzip(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Request().Header
+		ok := false
+		for part := range strings.SplitSeq(h.Get(echo.HeaderAcceptEncoding), ",") {
+			coding, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+			coding = strings.ToLower(strings.TrimSpace(coding))
+			if coding != "gzip" && coding != "*" {
+				continue
+			}
+			q := 1.0
+			if v, found := strings.CutPrefix(strings.ReplaceAll(params, " ", ""), "q="); found {
+				if f, err := strconv.ParseFloat(v, 64); err == nil {
+					q = f
+				}
+			}
+			if coding == "gzip" {
+				ok = q > 0
+				break // an explicit gzip entry decides
+			}
+			ok = q > 0
+		}
+		if ok {
+			h.Set(echo.HeaderAcceptEncoding, "gzip")
+		} else {
+			h.Del(echo.HeaderAcceptEncoding)
+		}
+		return next(c)
+	}
 }
 
 // cacheControl is how long clients and proxies may keep an answer: a run
@@ -213,7 +247,6 @@ func cached(rc *responseCache, skip func(path string) bool) echo.MiddlewareFunc 
 					send(w, r, e.header, e.etag, e.body, cacheControl(r.URL.Path))
 					return nil
 				}
-				rc.stats(false)
 				defer done()
 			}
 			real := w.Writer
@@ -229,6 +262,9 @@ func cached(rc *responseCache, skip func(path string) bool) echo.MiddlewareFunc 
 				real.WriteHeader(cw.status)
 				_, werr := real.Write(cw.buf.Bytes())
 				return werr
+			}
+			if key != "" && verr == nil {
+				rc.stats(false) // computed: a miss (errors do not count)
 			}
 			body := cw.buf.Bytes()
 			e := &cachedResponse{key: key, header: http.Header{}, body: body, etag: etagOf(body)}

@@ -128,6 +128,14 @@ func TestHeadAndGzip(t *testing.T) {
 		}
 	}
 
+	refused, _ := http.NewRequest("GET", srv.URL+"/v1/runs/"+fara, nil)
+	refused.Header.Set("Accept-Encoding", "gzip;q=0, identity")
+	if resp, err := http.DefaultTransport.RoundTrip(refused); err != nil || resp.Header.Get("Content-Encoding") != "" {
+		t.Errorf("gzip;q=0 answered with Content-Encoding %q (%v)", resp.Header.Get("Content-Encoding"), err)
+	} else {
+		resp.Body.Close()
+	}
+
 	req, _ := http.NewRequest("GET", srv.URL+"/v1/runs/"+fara, nil)
 	req.Header.Set("Accept-Encoding", "gzip")
 	for range 2 { // computed, then cached

@@ -29,12 +29,13 @@ func errorHandler(logger *slog.Logger) echo.HTTPErrorHandler {
 			return
 		}
 		p := toProblem(err, c)
+		c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
 		if p.Status == http.StatusUnauthorized {
 			c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="matrixd"`)
 		}
 		if p.Status >= 500 && !errors.Is(err, errPanic) { // a panic was logged with its stack
 			logger.LogAttrs(c.Request().Context(), slog.LevelError, "request failed",
-				slog.String("method", c.Request().Method), slog.String("uri", c.Request().RequestURI),
+				slog.String("method", c.Request().Method), slog.String("uri", clipLog(c.Request().RequestURI)),
 				slog.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)),
 				slog.String("error", err.Error()))
 		}
@@ -104,7 +105,7 @@ func toProblem(err error, c echo.Context) api.Problem {
 		id := c.Response().Header().Get(echo.HeaderXRequestID)
 		p = problem(http.StatusInternalServerError, "the server failed to answer; quote request id "+id+" when reporting it")
 	}
-	instance := req.URL.Path
+	instance := clip(req.URL.Path)
 	p.Instance = &instance
 	return p
 }
@@ -162,9 +163,9 @@ func httpProblem(herr *echo.HTTPError, req *http.Request) api.Problem {
 			return fieldErrors(validationErrors(herr.Internal)).capped().problem()
 		}
 	case http.StatusNotFound:
-		return problem(http.StatusNotFound, fmt.Sprintf("no resource at %s; the API lives under /v1 (see /openapi.yaml)", req.URL.Path))
+		return problem(http.StatusNotFound, fmt.Sprintf("no resource at %s; the API lives under /v1 (see /openapi.yaml)", clip(req.URL.Path)))
 	case http.StatusMethodNotAllowed:
-		return problem(http.StatusMethodNotAllowed, fmt.Sprintf("%s is not allowed on %s; see the Allow header", req.Method, req.URL.Path))
+		return problem(http.StatusMethodNotAllowed, fmt.Sprintf("%s is not allowed on %s; see the Allow header", clip(req.Method), clip(req.URL.Path)))
 	case http.StatusRequestEntityTooLarge:
 		return problem(http.StatusRequestEntityTooLarge, "the request body is larger than the limit of 1 MiB")
 	}

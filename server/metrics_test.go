@@ -42,6 +42,12 @@ func TestMetrics(t *testing.T) {
 	if v := metricValue(t, body, `matrixd_response_cache_requests_total{result="hit"}`); v < 1 {
 		t.Errorf("cache hits %v, want at least 1", v)
 	}
+	misses := metricValue(t, body, `matrixd_response_cache_requests_total{result="miss"}`)
+	e.do(t, "GET", "/v1/runs?limit=0", nil)
+	e.do(t, "GET", "/v1/runs/rnothere2", nil)
+	if v := metricValue(t, e.do(t, "GET", "/metrics", nil).Body.String(), `matrixd_response_cache_requests_total{result="miss"}`); v != misses {
+		t.Errorf("errors counted as cache misses: %v → %v", misses, v)
+	}
 	if v := metricValue(t, body, `matrixd_calculator_fit_seconds_count`); v != 1 {
 		t.Errorf("fits counted %v, want 1", v)
 	}

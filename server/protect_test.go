@@ -87,7 +87,7 @@ func TestRateLimits(t *testing.T) {
 		}
 	}
 	rec := get("192.0.2.1", "")
-	if rec.Code != 429 || rec.Header().Get("Retry-After") == "" || !strings.Contains(rec.Body.String(), "too many requests from this address") {
+	if rec.Code != 429 || rec.Header().Get("Retry-After") == "" || rec.Header().Get("Cache-Control") != "no-store" || !strings.Contains(rec.Body.String(), "too many requests from this address") {
 		t.Fatalf("5th read: %d Retry-After %q %s; want 429", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
 	}
 	if rec := get("192.0.2.2", ""); rec.Code != 200 {

@@ -127,6 +127,7 @@ func New(st *store.Store, cfg Config) (http.Handler, error) {
 		cors(cfg.WriteOrigins),
 		limitReads(newLimiter(cfg.RateLimit.ReadsPerSecond)),
 		middleware.BodyLimit(fmt.Sprintf("%dB", cfg.MaxBodyBytes)),
+		acceptGzip,
 		cached(rc, uncached),
 		middleware.GzipWithConfig(middleware.GzipConfig{MinLength: 1024}),
 		validator(router, st.Authenticate, newLimiter(cfg.RateLimit.WritesPerSecond)),
@@ -218,7 +219,7 @@ func recoverer(logger *slog.Logger) echo.MiddlewareFunc {
 		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
 			logger.LogAttrs(c.Request().Context(), slog.LevelError, "panic",
 				slog.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)),
-				slog.String("uri", c.Request().RequestURI), slog.String("error", err.Error()), slog.String("stack", string(stack)))
+				slog.String("uri", clipLog(c.Request().RequestURI)), slog.String("error", err.Error()), slog.String("stack", string(stack)))
 			return errPanic
 		},
 	})
@@ -227,14 +228,23 @@ func recoverer(logger *slog.Logger) echo.MiddlewareFunc {
 // errPanic answers a recovered panic: a 500 that says nothing internal.
 var errPanic = errors.New("panic")
 
+// clipLog bounds what a log line repeats of a request.
+func clipLog(s string) string {
+	if len(s) <= 512 {
+		return s
+	}
+	return strings.ToValidUTF8(s[:512], "") + "…"
+}
+
 func requestLogger(logger *slog.Logger) echo.MiddlewareFunc {
 	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
 		LogStatus: true, LogURI: true, LogMethod: true, LogLatency: true, LogRequestID: true,
 		// The error handler has already answered and logged the error.
 		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
 			logger.LogAttrs(c.Request().Context(), slog.LevelInfo, "request",
-				slog.String("method", v.Method), slog.String("uri", v.URI), slog.Int("status", v.Status),
-				slog.Duration("latency", v.Latency), slog.String("request_id", v.RequestID))
+				slog.String("method", v.Method), slog.String("uri", clipLog(v.URI)), slog.Int("status", v.Status),
+				slog.Float64("latency_ms", float64(v.Latency.Microseconds())/1000), slog.String("client", c.RealIP()),
+				slog.String("request_id", v.RequestID))
 			return nil
 		},
 		HandleError: true,

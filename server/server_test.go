@@ -449,6 +449,8 @@ func TestErrorsDoNotEchoUnboundedInput(t *testing.T) {
 	huge := strings.Repeat("9", 60000)
 	for _, target := range []string{
 		"/v1/runs?limit=" + huge,
+		"/" + strings.Repeat("a", 60000),
+		"/v1/runs/" + strings.Repeat("r", 60000),
 		"/v1/runs?" + huge + "=1",
 		"/v1/runs?gpu=%zz" + huge,
 		"/v1/runs?" + strings.Repeat("a=1&", 5000),
@@ -461,8 +463,8 @@ func TestErrorsDoNotEchoUnboundedInput(t *testing.T) {
 		}(),
 	} {
 		rec := e.do(t, "GET", target, nil)
-		if rec.Code != 400 || rec.Body.Len() > 4096 {
-			t.Errorf("%.40s…: %d with a %d-byte body; want 400 under 4 KiB", target, rec.Code, rec.Body.Len())
+		if rec.Code/100 != 4 || rec.Body.Len() > 4096 {
+			t.Errorf("%.40s…: %d with a %d-byte body; want a 4xx under 4 KiB", target, rec.Code, rec.Body.Len())
 		}
 	}
 }

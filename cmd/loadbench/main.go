@@ -37,7 +37,11 @@ import (
 )
 
 func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return // the flag package has printed the usage
+	}
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "loadbench: %v\n", err)
 		os.Exit(1)
 	}
@@ -75,7 +79,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := prepare(ctx, *db, *runs, stderr); err != nil {
 		return err
 	}
-	bin := filepath.Join(os.TempDir(), "matrixd-loadbench-bin")
+	tmp, err := os.MkdirTemp("", "matrixd-loadbench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	bin := filepath.Join(tmp, "matrixd")
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/matrixd")
 	build.Stdout, build.Stderr = stderr, stderr
 	if err := build.Run(); err != nil {
@@ -124,7 +133,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		r.name, r.cold = t.name, cold
 		results = append(results, r)
-		fmt.Fprintf(stderr, "%-28s %9.0f req/s  p50 %v  p99 %v\n", r.name, r.rps, r.p50, r.p99)
+		fmt.Fprintf(stderr, "%-28s %9.0f req/s  p50 %s  p99 %s\n", r.name, r.rps, ms(r.p50), ms(r.p99))
 	}
 	rss, _ := residentMB(srv.Process.Pid)
 

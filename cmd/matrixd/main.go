@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"strconv"
@@ -95,6 +96,19 @@ func rateLimits(reads, writes string) (server.RateLimit, error) {
 		return server.RateLimit{}, fmt.Errorf("--write-rate-limit %q: want writes per second, 0 or more", writes)
 	}
 	return server.RateLimit{ReadsPerSecond: r, WritesPerSecond: w}, nil
+}
+
+// checkOrigin holds an allowed origin to the form browsers send:
+// scheme://host[:port], nothing after it; or "*".
+func checkOrigin(o string) error {
+	if o == "*" {
+		return nil
+	}
+	u, err := url.Parse(o)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.User != nil {
+		return fmt.Errorf("%q is not an origin: write it as a browser sends it, scheme://host[:port] with no path, e.g. https://bench.example", o)
+	}
+	return nil
 }
 
 // list splits a comma-separated flag value.
@@ -207,6 +221,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
+	writeOrigins := list(*origins)
+	for _, o := range writeOrigins {
+		if err := checkOrigin(o); err != nil {
+			return fmt.Errorf("--cors-write-origins: %w", err)
+		}
+	}
 	trusted, err := cidrs(*proxies)
 	if err != nil {
 		return fmt.Errorf("--trusted-proxies: %w", err)
@@ -244,7 +264,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			logger.Info("seeded empty database with the bundled example runs", slog.Int("runs", n), slog.String("db", *db))
 		}
 	}
-	h, err := server.New(st, server.Config{Logger: logger, RateLimit: limits, WriteOrigins: list(*origins),
+	h, err := server.New(st, server.Config{Logger: logger, RateLimit: limits, WriteOrigins: writeOrigins,
 		TrustedProxies: trusted, CacheBytes: cacheBytes})
 	if err != nil {
 		return err

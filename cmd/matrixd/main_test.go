@@ -284,3 +284,12 @@ func TestServeLeavesNoDatabaseWhenThePortIsTaken(t *testing.T) {
 		t.Error("healthcheck of a port nobody serves succeeded")
 	}
 }
+
+func TestServeRefusesMalformedWriteOrigins(t *testing.T) {
+	for _, o := range []string{"example.com", "https://b.example.org/", "ftp://x.example"} {
+		err := run(context.Background(), []string{"--addr", "127.0.0.1:0", "--db", filepath.Join(t.TempDir(), "m.db"), "--cors-write-origins", o}, env(nil), nil, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "not an origin") {
+			t.Errorf("--cors-write-origins %q: %v, want a refusal", o, err)
+		}
+	}
+}
