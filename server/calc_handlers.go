@@ -5,6 +5,7 @@ import (
 
 	"github.com/matrixd/matrixd/api"
 	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/predict"
 )
 
 func str(p *string) string {
@@ -31,33 +32,35 @@ func query(l, b int, vram, util *float64, maxOut *int, targetGPU *string, rough 
 // EstimateDecode implements GET /v1/calculator/decode.
 func (s *Server) EstimateDecode(ctx context.Context, req api.EstimateDecodeRequestObject) (api.EstimateDecodeResponseObject, error) {
 	p := req.Params
-	sel := Selection{RunID: str(p.RunID), Model: str(p.Model), GPU: str(p.GPU), EngineVersion: str(p.EngineVersion), KVCacheDtype: str(p.KVCacheDtype)}
-	out, err := s.calc.Decode(ctx, sel, query(p.ContextTokens, p.Concurrency, p.VRAMGB, p.GPUMemoryUtilization, p.MaxOutputTokens, p.TargetGPU, p.Rough))
+	sel := predict.Selection{RunID: str(p.RunID), Model: str(p.Model), GPU: str(p.GPU), EngineVersion: str(p.EngineVersion), KVCacheDtype: str(p.KVCacheDtype)}
+	q := query(p.ContextTokens, p.Concurrency, p.VRAMGB, p.GPUMemoryUtilization, p.MaxOutputTokens, p.TargetGPU, p.Rough)
+	a, err := s.calc.Decode(ctx, sel, q)
 	if err != nil {
 		return nil, err
 	}
-	return api.EstimateDecode200JSONResponse(out), nil
+	return api.EstimateDecode200JSONResponse(ToAPIDecode(q, a)), nil
 }
 
 // EstimateCapacity implements GET /v1/calculator/capacity.
 func (s *Server) EstimateCapacity(ctx context.Context, req api.EstimateCapacityRequestObject) (api.EstimateCapacityResponseObject, error) {
 	p := req.Params
-	sel := Selection{RunID: str(p.RunID), Model: str(p.Model), GPU: str(p.GPU), EngineVersion: str(p.EngineVersion), KVCacheDtype: str(p.KVCacheDtype)}
+	sel := predict.Selection{RunID: str(p.RunID), Model: str(p.Model), GPU: str(p.GPU), EngineVersion: str(p.EngineVersion), KVCacheDtype: str(p.KVCacheDtype)}
 	b := 0
 	if p.Concurrency != nil {
 		b = *p.Concurrency
 	}
-	out, err := s.calc.Capacity(ctx, sel, query(p.ContextTokens, b, p.VRAMGB, p.GPUMemoryUtilization, p.MaxOutputTokens, p.TargetGPU, nil))
+	q := query(p.ContextTokens, b, p.VRAMGB, p.GPUMemoryUtilization, p.MaxOutputTokens, p.TargetGPU, nil)
+	a, err := s.calc.Capacity(ctx, sel, q)
 	if err != nil {
 		return nil, err
 	}
-	return api.EstimateCapacity200JSONResponse(out), nil
+	return api.EstimateCapacity200JSONResponse(ToAPICapacity(q, a)), nil
 }
 
 // EstimateGrid implements GET /v1/calculator/grid.
 func (s *Server) EstimateGrid(ctx context.Context, req api.EstimateGridRequestObject) (api.EstimateGridResponseObject, error) {
 	p := req.Params
-	sel := Selection{RunID: str(p.RunID), Model: str(p.Model), GPU: str(p.GPU), EngineVersion: str(p.EngineVersion), KVCacheDtype: str(p.KVCacheDtype)}
+	sel := predict.Selection{RunID: str(p.RunID), Model: str(p.Model), GPU: str(p.GPU), EngineVersion: str(p.EngineVersion), KVCacheDtype: str(p.KVCacheDtype)}
 	var contexts, concurrencies []int
 	if p.Contexts != nil {
 		contexts = *p.Contexts
@@ -65,20 +68,20 @@ func (s *Server) EstimateGrid(ctx context.Context, req api.EstimateGridRequestOb
 	if p.Concurrencies != nil {
 		concurrencies = *p.Concurrencies
 	}
-	out, err := s.calc.Grid(ctx, sel, contexts, concurrencies, query(0, 1, p.VRAMGB, p.GPUMemoryUtilization, p.MaxOutputTokens, p.TargetGPU, p.Rough))
+	a, err := s.calc.Grid(ctx, sel, contexts, concurrencies, query(0, 1, p.VRAMGB, p.GPUMemoryUtilization, p.MaxOutputTokens, p.TargetGPU, p.Rough))
 	if err != nil {
 		return nil, err
 	}
-	return api.EstimateGrid200JSONResponse(out), nil
+	return api.EstimateGrid200JSONResponse(ToAPIGrid(a)), nil
 }
 
 // EstimatePrefill implements GET /v1/calculator/prefill.
 func (s *Server) EstimatePrefill(ctx context.Context, req api.EstimatePrefillRequestObject) (api.EstimatePrefillResponseObject, error) {
 	p := req.Params
-	sel := Selection{RunID: str(p.RunID), Model: str(p.Model), GPU: str(p.GPU), EngineVersion: str(p.EngineVersion), KVCacheDtype: str(p.KVCacheDtype)}
-	out, err := s.calc.Prefill(ctx, sel, p.ContextTokens)
+	sel := predict.Selection{RunID: str(p.RunID), Model: str(p.Model), GPU: str(p.GPU), EngineVersion: str(p.EngineVersion), KVCacheDtype: str(p.KVCacheDtype)}
+	a, err := s.calc.Prefill(ctx, sel, p.ContextTokens)
 	if err != nil {
 		return nil, err
 	}
-	return api.EstimatePrefill200JSONResponse(out), nil
+	return api.EstimatePrefill200JSONResponse(ToAPIPrefill(p.ContextTokens, a)), nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/matrixd/matrixd/api"
 	"github.com/matrixd/matrixd/calculator"
 	"github.com/matrixd/matrixd/ingest"
+	"github.com/matrixd/matrixd/predict"
 	"github.com/matrixd/matrixd/store"
 )
 
@@ -65,7 +66,7 @@ func toProblem(err error, c echo.Context) api.Problem {
 	var fe *store.FieldError
 	var fs fieldErrors
 	var refusal *calculator.Refusal
-	var amb *ambiguous
+	var amb *predict.Ambiguous
 	var ve *store.ValidationError
 	var pe *ingest.ParseError
 	var de *store.Error
@@ -96,7 +97,8 @@ func toProblem(err error, c echo.Context) api.Problem {
 		}
 	case errors.As(err, &amb):
 		p = problem(http.StatusUnprocessableEntity, amb.Error())
-		p.Candidates = &amb.candidates
+		candidates := toAPICandidates(amb)
+		p.Candidates = &candidates
 	case errors.Is(err, store.ErrUnauthorized):
 		p = problem(http.StatusUnauthorized, "this needs a valid API key: send Authorization: Bearer KEY (make one with matrixd keys create)")
 	case errors.As(err, &herr):

@@ -29,13 +29,14 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/matrixd/matrixd/api"
+	"github.com/matrixd/matrixd/predict"
 	"github.com/matrixd/matrixd/store"
 )
 
 // Server implements the API over a store.
 type Server struct {
 	store    *store.Store
-	calc     *Calc
+	calc     *predict.Service
 	metrics  *metrics
 	specJSON []byte
 	specYAML []byte
@@ -50,7 +51,7 @@ type Config struct {
 	MaxBodyBytes int64
 	// Calc answers the calculator endpoints; a new one over the store
 	// keeping 1024 fits when nil.
-	Calc *Calc
+	Calc *predict.Service
 	// CacheBytes bounds the cache of prepared GET answers; 64 MiB when
 	// zero, none when negative.
 	CacheBytes int64
@@ -87,11 +88,10 @@ func New(st *store.Store, cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode spec: %w", err)
 	}
-	if cfg.Calc == nil {
-		cfg.Calc = NewCalc(st, 1024)
-	}
 	m := newMetrics(st.PoolStats)
-	cfg.Calc.onFit = func(d time.Duration) { m.fit.Observe(d.Seconds()) }
+	if cfg.Calc == nil {
+		cfg.Calc = predict.New(st, 1024, func(d time.Duration) { m.fit.Observe(d.Seconds()) })
+	}
 	s := &Server{store: st, calc: cfg.Calc, metrics: m, specJSON: specJSON, specYAML: specYAML}
 
 	// The validator must not check the Host header against servers.

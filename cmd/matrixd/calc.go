@@ -10,8 +10,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/matrixd/matrixd/api"
 	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/predict"
 	"github.com/matrixd/matrixd/server"
 	"github.com/matrixd/matrixd/store"
 )
@@ -60,7 +60,7 @@ func calcCmd(ctx context.Context, args []string, getenv func(string) string, std
 	what, args := args[0], args[1:]
 	fs := newFlags("calc "+what, stderr)
 	db := dbFlag(fs, getenv)
-	var sel server.Selection
+	var sel predict.Selection
 	fs.StringVar(&sel.RunID, "run", "", "run id")
 	fs.StringVar(&sel.Model, "model", "", "model name substring (with --gpu)")
 	fs.StringVar(&sel.GPU, "gpu", "", "GPU name (with --model)")
@@ -95,7 +95,7 @@ func calcCmd(ctx context.Context, args []string, getenv func(string) string, std
 		return err
 	}
 	defer st.Close()
-	calc := server.NewCalc(st, 1)
+	calc := predict.New(st, 1, nil)
 
 	var out any
 	var table func(io.Writer)
@@ -104,17 +104,17 @@ func calcCmd(ctx context.Context, args []string, getenv func(string) string, std
 		if q.Concurrency < 1 {
 			return errors.New("--concurrency (at least 1) is required")
 		}
-		p, err := calc.Decode(ctx, sel, q)
+		a, err := calc.Decode(ctx, sel, q)
 		if err != nil {
 			return err
 		}
-		out, table = p, func(w io.Writer) { printDecode(w, p) }
+		out, table = server.ToAPIDecode(q, a), func(w io.Writer) { printDecode(w, q, a) }
 	case "capacity":
 		a, err := calc.Capacity(ctx, sel, q)
 		if err != nil {
 			return err
 		}
-		out, table = a, func(w io.Writer) { printCapacity(w, a) }
+		out, table = server.ToAPICapacity(q, a), func(w io.Writer) { printCapacity(w, q, a) }
 	case "grid":
 		ls, err := tokenList(*contextsS)
 		if err != nil {
@@ -129,13 +129,13 @@ func calcCmd(ctx context.Context, args []string, getenv func(string) string, std
 		if err != nil {
 			return err
 		}
-		out, table = g, func(w io.Writer) { printGrid(w, g) }
+		out, table = server.ToAPIGrid(g), func(w io.Writer) { printGrid(w, g) }
 	case "prefill":
 		p, err := calc.Prefill(ctx, sel, q.ContextTokens)
 		if err != nil {
 			return err
 		}
-		out, table = p, func(w io.Writer) { printPrefill(w, p) }
+		out, table = server.ToAPIPrefill(q.ContextTokens, p), func(w io.Writer) { printPrefill(w, q.ContextTokens, p) }
 	default:
 		return fmt.Errorf("unknown calc command %q\n%s", what, calcUsage)
 	}
@@ -149,93 +149,122 @@ func calcCmd(ctx context.Context, args []string, getenv func(string) string, std
 	return tw.Flush()
 }
 
-func est(e *api.Estimate, digits int) string {
+func est(e *calculator.Estimate, digits int) string {
 	if e == nil {
 		return "—"
 	}
 	return fmt.Sprintf("%.*f\t(%.*f – %.*f)", digits, e.Value, digits, e.Low, digits, e.High)
 }
 
-func printBasis(w io.Writer, b api.CalcBasis, warnings []string) {
-	fmt.Fprintf(w, "basis\t%s", b.Method)
-	if b.SpeedMethod != "none" && string(b.SpeedMethod) != string(b.Method) {
-		fmt.Fprintf(w, " (speed %s)", b.SpeedMethod)
+// printBasis says how an answer was obtained: method (and the speed's,
+// when VRAM or GPU scaling sits on top), runs, error band, notes.
+func printBasis(w io.Writer, method, speed calculator.Basis, runIDs []string, band *[2]float64, warnings ...[]string) {
+	fmt.Fprintf(w, "basis\t%s", method)
+	if speed != "" && speed != calculator.NoSpeed && speed != calculator.ScaledVRAM && speed != calculator.ScaledGPU && speed != method {
+		fmt.Fprintf(w, " (speed %s)", speed)
 	}
-	fmt.Fprintf(w, "\trun %s\n", strings.Join(b.RunIDs, ", "))
-	if b.ErrorBandPct != nil {
+	fmt.Fprintf(w, "\trun %s\n", strings.Join(runIDs, ", "))
+	if band != nil {
 		source := "the run's held-out p90"
-		if b.Method == "scaled_gpu" {
+		if method == calculator.ScaledGPU {
 			source = "scaling to another GPU"
 		}
-		fmt.Fprintf(w, "error band\t±%.1f%% total, ±%.1f%% TBT\t(%s)\n", b.ErrorBandPct.TotalTokS, b.ErrorBandPct.TBTMs, source)
+		fmt.Fprintf(w, "error band\t±%.1f%% total, ±%.1f%% TBT\t(%s)\n", 100*band[0], 100*band[1], source)
 	}
-	for _, warn := range warnings {
-		fmt.Fprintf(w, "note\t%s\n", warn)
+	for _, ws := range warnings {
+		for _, warn := range ws {
+			fmt.Fprintf(w, "note\t%s\n", warn)
+		}
 	}
 }
 
-func printDecode(w io.Writer, p api.DecodePrediction) {
-	fmt.Fprintf(w, "cell\t%s context × %d requests\n", label(p.ContextTokens), p.Concurrency)
+func printDecode(w io.Writer, q calculator.Query, a predict.Answer[calculator.Prediction]) {
+	p := a.Result
+	fmt.Fprintf(w, "cell\t%s context × %d requests\n", label(q.ContextTokens), q.Concurrency)
 	fmt.Fprintf(w, "status\t%s\n", p.Status)
 	fmt.Fprintf(w, "total tok/s\t%s\n", est(p.TotalTokS, 1))
 	fmt.Fprintf(w, "per-request tok/s\t%s\n", est(p.PerRequestTokS, 1))
 	fmt.Fprintf(w, "time between tokens ms\t%s\n", est(p.TBTMs, 1))
 	fmt.Fprintf(w, "TTFT ms (warm cache)\t%s\n", est(p.TTFTMs, 0))
 	c := p.Capacity
-	fmt.Fprintf(w, "KV reservation\t%d tokens\tcapacity %d – %s tokens\n", c.ReservedTokens, c.KVTokensLow, orUnknown(c.KVTokensHigh))
+	fmt.Fprintf(w, "KV reservation\t%d tokens\tcapacity %d – %s tokens\n", c.ReservedTokens, c.KVTokensLow, orUnknown(nonZero(c.KVTokensHigh)))
 	fmt.Fprintf(w, "max concurrency here\t%d\n", c.MaxConcurrencyAtContext)
-	printBasis(w, p.Basis, p.Warnings)
+	var band *[2]float64
+	if p.TotalTokS != nil && (p.SpeedBasis != calculator.Measured || p.Basis == calculator.ScaledGPU) {
+		band = &[2]float64{p.BandTotal, p.BandTBT}
+	}
+	printBasis(w, p.Basis, p.SpeedBasis, a.RunIDs, band, a.Warnings, p.Warnings)
 }
 
-func printCapacity(w io.Writer, a api.CapacityEstimate) {
+func printCapacity(w io.Writer, q calculator.Query, ans predict.Answer[calculator.CapacityAnswer]) {
+	a := ans.Result
 	fmt.Fprintf(w, "context\t%s (+%d output tokens reserved)\n", label(a.ContextTokens), a.MaxOutputTokens)
 	fmt.Fprintf(w, "max concurrency\t%d surely fits\tup to %s may\n", a.MaxConcurrency, orUnknown(a.MaxConcurrencyPossible))
-	if a.Concurrency != nil {
-		fmt.Fprintf(w, "max context at %d requests\t%s tokens\n", *a.Concurrency, orUnknown(a.MaxContextTokens))
+	if q.Concurrency > 0 {
+		fmt.Fprintf(w, "max context at %d requests\t%s tokens\n", a.Concurrency, orUnknown(a.MaxContextTokens))
 	}
-	fmt.Fprintf(w, "KV capacity\t%d – %s tokens\n", a.KVTokensLow, orUnknown(a.KVTokensHigh))
-	if a.SequenceLimit != nil {
-		fmt.Fprintf(w, "sequence limit\t%d requests at once\n", *a.SequenceLimit)
+	fmt.Fprintf(w, "KV capacity\t%d – %s tokens\n", a.KVTokensLow, orUnknown(nonZero(a.KVTokensHigh)))
+	if a.SequenceLimit > 0 {
+		fmt.Fprintf(w, "sequence limit\t%d requests at once\n", a.SequenceLimit)
 	}
-	printBasis(w, a.Basis, a.Warnings)
+	printBasis(w, a.Basis, calculator.NoSpeed, ans.RunIDs, nil, ans.Warnings, a.Warnings)
 }
 
-func printPrefill(w io.Writer, p api.PrefillPrediction) {
-	fmt.Fprintf(w, "context\t%s\n", label(p.ContextTokens))
+func printPrefill(w io.Writer, l int, a predict.Answer[calculator.PrefillPrediction]) {
+	p := a.Result
+	fmt.Fprintf(w, "context\t%s\n", label(l))
 	fmt.Fprintf(w, "cold TTFT ms\t%s\n", est(&p.TTFTMs, 0))
 	fmt.Fprintf(w, "prompt tok/s\t%s\n", est(&p.PromptTokS, 1))
-	printBasis(w, p.Basis, p.Warnings)
+	printBasis(w, p.Basis, calculator.NoSpeed, a.RunIDs, nil, a.Warnings, p.Warnings)
 }
 
 // printGrid draws total tok/s per cell, marked by how it was obtained.
-func printGrid(w io.Writer, g api.GridPrediction) {
+func printGrid(w io.Writer, a predict.Answer[predict.Grid]) {
+	g := a.Result
 	fmt.Fprintf(w, "total tok/s\t")
 	for _, b := range g.Concurrencies {
 		fmt.Fprintf(w, "%d\t", b)
 	}
 	fmt.Fprintln(w)
-	marks := map[api.GridCellMethod]string{"measured": "", "interpolated": "~", "extrapolated": "^", "scaled_vram": "v", "scaled_gpu": "g"}
-	short := map[api.GridCellStatus]string{"over_capacity": "over", "exceeds_max_model_len": "too long", "ttft_exceeds_window": "no token", "refused": "refused"}
-	for _, row := range g.Rows {
-		fmt.Fprintf(w, "%s\t", label(row.ContextTokens))
-		for _, c := range row.Cells {
-			switch {
-			case c.TotalTokS != nil:
-				q := ""
-				if c.Status == "requests_queued" {
-					q = " q"
-				} else if c.Status == "boundary_uncertain" {
-					q = " ?"
-				}
-				fmt.Fprintf(w, "%s%.1f%s\t", marks[c.Method], c.TotalTokS.Value, q)
-			default:
-				fmt.Fprintf(w, "%s\t", short[c.Status])
+	marks := map[calculator.Basis]string{calculator.Measured: "", calculator.Interpolated: "~", calculator.Extrapolated: "^", calculator.ScaledVRAM: "v", calculator.ScaledGPU: "g"}
+	short := map[calculator.Status]string{calculator.OverCapacity: "over", calculator.ExceedsMaxModelLen: "too long", calculator.TTFTExceedsWindow: "no token"}
+	row := -1
+	for _, c := range g.Cells {
+		if row < 0 || c.ContextTokens != g.Contexts[row] {
+			if row >= 0 {
+				fmt.Fprintln(w)
 			}
+			row++
+			fmt.Fprintf(w, "%s\t", label(c.ContextTokens))
 		}
-		fmt.Fprintln(w)
+		switch p := c.Prediction; {
+		case c.Refusal != nil:
+			fmt.Fprintf(w, "refused\t")
+		case p.TotalTokS != nil:
+			q := ""
+			if p.Status == calculator.RequestsQueued {
+				q = " q"
+			} else if p.Status == calculator.BoundaryUncertain {
+				q = " ?"
+			}
+			fmt.Fprintf(w, "%s%.1f%s\t", marks[p.Basis], p.TotalTokS.Value, q)
+		default:
+			fmt.Fprintf(w, "%s\t", short[p.Status])
+		}
 	}
+	fmt.Fprintln(w)
 	fmt.Fprintln(w, "\n~ interpolated, ^ extrapolated, v scaled VRAM, g scaled to another GPU, unmarked measured; q requests queued, ? capacity boundary uncertain")
-	fmt.Fprintf(w, "run\t%s\n", strings.Join(g.RunIDs, ", "))
+	fmt.Fprintf(w, "run\t%s\n", strings.Join(a.RunIDs, ", "))
+	for _, warn := range a.Warnings {
+		fmt.Fprintf(w, "note\t%s\n", warn)
+	}
+}
+
+func nonZero(n int) *int {
+	if n == 0 {
+		return nil
+	}
+	return &n
 }
 
 func label(tokens int) string {

@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/matrixd/matrixd/calculator"
-	"github.com/matrixd/matrixd/server"
+	"github.com/matrixd/matrixd/predict"
 	"github.com/matrixd/matrixd/store"
 )
 
@@ -41,7 +41,7 @@ func evalCmd(ctx context.Context, args []string, getenv func(string) string, std
 			if err != nil {
 				return err
 			}
-			reports = append(reports, calculator.Evaluate(server.CalculatorRun(r)))
+			reports = append(reports, calculator.Evaluate(predict.Run(r)))
 			titles[r.ID] = r.Title
 		}
 		if next == "" {

@@ -1,12 +1,12 @@
-package server
+package predict
 
 import (
 	"github.com/matrixd/matrixd/calculator"
 	"github.com/matrixd/matrixd/store"
 )
 
-// CalculatorRun maps a stored run to what the calculator models.
-func CalculatorRun(r store.Run) calculator.Run {
+// Run maps a stored run to what the calculator models.
+func Run(r store.Run) calculator.Run {
 	out := calculator.Run{
 		ID:           r.ID,
 		GPU:          r.Hardware.GPU,

@@ -1,0 +1,317 @@
+// Package predict is the calculator's use case: it chooses the stored run
+// a question is about, keeps each run's fit, and answers in the
+// calculator's terms. The HTTP layer and the CLI both call it; neither
+// fits nor reads runs themselves.
+package predict
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/store"
+)
+
+// Service answers calculator questions from stored runs. Each run is
+// fitted once and kept: run ids are derived from content, so a changed run
+// is a new id and a cached fit never goes stale.
+type Service struct {
+	store *store.Store
+	max   int
+
+	mu    sync.Mutex
+	fits  map[string]*fitCall
+	order []string // insertion order, for eviction
+	onFit func(time.Duration)
+}
+
+// fitCall is one run's fit; done closes when model and err are set, so
+// concurrent first requests wait for one fit instead of each fitting.
+type fitCall struct {
+	done  chan struct{}
+	model *calculator.Model
+	err   error
+}
+
+// maxFitTime bounds one fit; the largest grid a run may have fits in
+// about a second.
+const maxFitTime = 20 * time.Second
+
+// Warm fits run id in the background, so that its first reader does not
+// wait for the fit.
+func (c *Service) Warm(id string) {
+	go func() { _, _ = c.model(context.Background(), id) }() // a failed fit is retried by the first reader
+}
+
+// Forget drops run id's fit: the run was deleted.
+func (c *Service) Forget(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.fits, id)
+	c.order = slices.DeleteFunc(c.order, func(s string) bool { return s == id })
+}
+
+// New returns a calculator over st that keeps up to maxFits fitted runs;
+// onFit, when not nil, is told how long each fit took.
+func New(st *store.Store, maxFits int, onFit func(time.Duration)) *Service {
+	return &Service{store: st, max: max(maxFits, 1), fits: map[string]*fitCall{}, onFit: onFit}
+}
+
+// Selection names the run to model: RunID, or Model and GPU (optionally
+// narrowed by EngineVersion and KVCacheDtype).
+type Selection struct {
+	RunID         string
+	Model         string
+	GPU           string
+	EngineVersion string
+	KVCacheDtype  string
+}
+
+// maxCandidates bounds how many runs a model+gpu selection considers.
+const maxCandidates = 50
+
+// Ambiguous is a model+gpu selection that matched runs that cannot share
+// a speed surface: Differ names the settings they differ in.
+type Ambiguous struct {
+	Selection  Selection
+	Differ     []string
+	Candidates []store.RunConfig
+}
+
+func (e *Ambiguous) Error() string {
+	return fmt.Sprintf("%d runs match model %q on GPU %q but differ in %s, which changes the answer; pick one with run_id, or narrow with engine_version or kv_cache_dtype",
+		len(e.Candidates), clip(e.Selection.Model), clip(e.Selection.GPU), strings.Join(e.Differ, ", "))
+}
+
+// clip shortens what a message repeats of the caller's input.
+func clip(s string) string {
+	if r := []rune(s); len(r) > 64 {
+		return string(r[:64]) + "…"
+	}
+	return s
+}
+
+func invalidParam(field, message string) error {
+	return &store.FieldError{Field: field, Message: message}
+}
+
+// configFields are the settings runs must share to share a surface.
+func configFields(c store.RunConfig) [][2]string {
+	f := func(p *float64) string {
+		if p == nil {
+			return ""
+		}
+		return fmt.Sprint(*p)
+	}
+	i := func(p *int) string {
+		if p == nil {
+			return ""
+		}
+		return fmt.Sprint(*p)
+	}
+	return [][2]string{
+		{"model", c.ModelName}, {"vram_gb", f(c.VRAMGB)}, {"engine", strings.ToLower(c.EngineName)},
+		{"engine_version", c.EngineVersion}, {"quantization", strings.ToLower(c.Quantization)},
+		{"kv_cache_dtype", strings.ToLower(c.KVCacheDtype)}, {"attention_backend", strings.ToLower(c.AttentionBackend)},
+		{"max_model_len", i(c.MaxModelLen)}, {"gpu_memory_utilization", f(c.GPUMemoryUtilization)},
+	}
+}
+
+// selectRun returns the id of the run to model and the ids of every run
+// the answer stands on (the modelled one first).
+func (c *Service) selectRun(ctx context.Context, sel Selection) (string, []string, []string, error) {
+	byName := sel.Model != "" || sel.GPU != ""
+	switch {
+	case sel.RunID != "" && byName:
+		return "", nil, nil, invalidParam("run_id", "give run_id, or model and gpu, not both")
+	case sel.RunID != "":
+		return sel.RunID, []string{sel.RunID}, nil, nil
+	case sel.Model == "" || sel.GPU == "":
+		field := "model"
+		if sel.Model != "" {
+			field = "gpu"
+		}
+		return "", nil, nil, invalidParam(field, "select a run with run_id, or with both model and gpu")
+	}
+	f := store.RunFilter{Model: sel.Model, GPU: sel.GPU, EngineVersion: sel.EngineVersion, KVCacheDtype: sel.KVCacheDtype}
+	configs, more, err := c.store.RunConfigs(ctx, f, maxCandidates)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	if len(configs) == 0 {
+		return "", nil, nil, &store.Error{Kind: store.ErrNotFound, Msg: fmt.Sprintf("no run of a model matching %q on GPU %q", clip(sel.Model), clip(sel.GPU))}
+	}
+	first := configFields(configs[0])
+	var differ []string
+	for _, cfg := range configs[1:] {
+		for i, kv := range configFields(cfg) {
+			if kv[1] != first[i][1] && !slices.Contains(differ, kv[0]) {
+				differ = append(differ, kv[0])
+			}
+		}
+	}
+	if len(differ) > 0 {
+		return "", nil, nil, &Ambiguous{Selection: sel, Differ: differ, Candidates: configs}
+	}
+	ids := make([]string, len(configs))
+	for i, cfg := range configs {
+		ids[i] = cfg.ID
+	}
+	var warn []string
+	if len(ids) > 1 {
+		warn = append(warn, fmt.Sprintf("%d runs of this model, GPU and engine configuration match; the newest (%s) was modelled", len(ids), ids[0]))
+	}
+	if more {
+		warn = append(warn, fmt.Sprintf("more than %d runs match; only the newest %d were compared", maxCandidates, maxCandidates))
+	}
+	return ids[0], ids, warn, nil
+}
+
+// model returns the run's fitted model, loading and fitting it on first
+// use; concurrent first requests share one fit.
+func (c *Service) model(ctx context.Context, id string) (*calculator.Model, error) {
+	c.mu.Lock()
+	call, ok := c.fits[id]
+	if !ok {
+		call = &fitCall{done: make(chan struct{})}
+		c.fits[id] = call
+		c.order = append(c.order, id)
+		if len(c.order) > c.max {
+			delete(c.fits, c.order[0])
+			c.order = c.order[1:]
+		}
+	}
+	c.mu.Unlock()
+	if ok {
+		select {
+		case <-call.done:
+			return call.model, call.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	// The fit is shared by every caller waiting for it: the first caller
+	// going away does not stop it, a deadline does.
+	fitCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), maxFitTime)
+	defer cancel()
+	r, err := c.store.Run(fitCtx, id)
+	if err == nil {
+		start := time.Now()
+		call.model, call.err = calculator.FitContext(fitCtx, Run(r))
+		err = call.err
+		if c.onFit != nil {
+			c.onFit(time.Since(start))
+		}
+	} else {
+		call.err = err
+	}
+	close(call.done)
+	if err != nil && !errors.Is(err, calculator.ErrRefused) {
+		// A missing run, a failed read or a fit cut short is not a fit:
+		// do not keep it.
+		c.mu.Lock()
+		if c.fits[id] == call {
+			delete(c.fits, id)
+			c.order = slices.DeleteFunc(c.order, func(s string) bool { return s == id })
+		}
+		c.mu.Unlock()
+	}
+	return call.model, call.err
+}
+
+func (c *Service) selectModel(ctx context.Context, sel Selection) (*calculator.Model, []string, []string, error) {
+	id, ids, warn, err := c.selectRun(ctx, sel)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	m, err := c.model(ctx, id)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return m, ids, warn, nil
+}
+
+// Answer is a calculator answer with the runs it stands on (the modelled
+// one first) and what the caller should know about the selection.
+type Answer[T any] struct {
+	Result   T
+	RunIDs   []string
+	Warnings []string
+}
+
+// Decode predicts one decode cell.
+func (c *Service) Decode(ctx context.Context, sel Selection, q calculator.Query) (Answer[calculator.Prediction], error) {
+	m, ids, warn, err := c.selectModel(ctx, sel)
+	if err != nil {
+		return Answer[calculator.Prediction]{}, err
+	}
+	p, err := m.Decode(q)
+	return Answer[calculator.Prediction]{Result: p, RunIDs: ids, Warnings: warn}, err
+}
+
+// Capacity answers the KV-capacity question at q's context.
+func (c *Service) Capacity(ctx context.Context, sel Selection, q calculator.Query) (Answer[calculator.CapacityAnswer], error) {
+	m, ids, warn, err := c.selectModel(ctx, sel)
+	if err != nil {
+		return Answer[calculator.CapacityAnswer]{}, err
+	}
+	a, err := m.Capacity(q)
+	return Answer[calculator.CapacityAnswer]{Result: a, RunIDs: ids, Warnings: warn}, err
+}
+
+// MaxGridSide bounds each axis of a predicted grid.
+const MaxGridSide = 16
+
+// Grid is a predicted grid: its axes, sorted, and a cell per pair.
+type Grid struct {
+	Contexts, Concurrencies []int
+	Cells                   []calculator.GridCell
+}
+
+// Grid predicts a grid; nil axes take the run's measured ones.
+func (c *Service) Grid(ctx context.Context, sel Selection, contexts, concurrencies []int, base calculator.Query) (Answer[Grid], error) {
+	m, ids, warn, err := c.selectModel(ctx, sel)
+	if err != nil {
+		return Answer[Grid]{}, err
+	}
+	measuredL, measuredB := m.MeasuredAxes()
+	if contexts == nil {
+		contexts = measuredL
+	}
+	if concurrencies == nil {
+		concurrencies = measuredB
+	}
+	contexts, concurrencies = sortedUnique(contexts), sortedUnique(concurrencies)
+	// The API bounds axes given in a query; a run's own axes can be longer.
+	for _, axis := range []struct {
+		name string
+		n    int
+	}{{"contexts", len(contexts)}, {"concurrencies", len(concurrencies)}} {
+		if axis.n > MaxGridSide {
+			return Answer[Grid]{}, invalidParam(axis.name, fmt.Sprintf("a grid has at most %d %s and this run measured %d; name the ones you want", MaxGridSide, axis.name, axis.n))
+		}
+	}
+	cells, err := m.Grid(contexts, concurrencies, base)
+	return Answer[Grid]{Result: Grid{Contexts: contexts, Concurrencies: concurrencies, Cells: cells}, RunIDs: ids, Warnings: warn}, err
+}
+
+// Prefill predicts cold prefill at contextTokens.
+func (c *Service) Prefill(ctx context.Context, sel Selection, contextTokens int) (Answer[calculator.PrefillPrediction], error) {
+	m, ids, warn, err := c.selectModel(ctx, sel)
+	if err != nil {
+		return Answer[calculator.PrefillPrediction]{}, err
+	}
+	p, err := m.Prefill(contextTokens)
+	return Answer[calculator.PrefillPrediction]{Result: p, RunIDs: ids, Warnings: warn}, err
+}
+
+func sortedUnique(xs []int) []int {
+	out := slices.Clone(xs)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
