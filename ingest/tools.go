@@ -16,11 +16,12 @@ import (
 const (
 	FormatLlamaBatchedBench = "llama-batched-bench"
 	FormatVLLMBench         = "vllm-bench"
+	FormatGridCSV           = "grid-csv"
 )
 
 // Formats returns the tool formats FromTool reads, in a fixed order.
 func Formats() []string {
-	return []string{FormatLlamaBatchedBench, FormatVLLMBench}
+	return []string{FormatLlamaBatchedBench, FormatVLLMBench, FormatGridCSV}
 }
 
 // ToolFile is one output file of a benchmark tool.
@@ -59,6 +60,11 @@ func FromTool(format string, meta store.Run, files []ToolFile, opts ToolOptions)
 			return store.Run{}, &ParseError{Msg: "a text-generation length (--tg, tg=) applies only to llama-batched-bench output"}
 		}
 		parse = parseVLLMBench
+	case FormatGridCSV:
+		if opts.TG != 0 {
+			return store.Run{}, &ParseError{Msg: "a text-generation length (--tg, tg=) applies only to llama-batched-bench output"}
+		}
+		parse = parseGridCSV
 	default:
 		return store.Run{}, &ParseError{Msg: fmt.Sprintf("unknown tool format %q: known formats are %s", format, strings.Join(Formats(), ", "))}
 	}

@@ -54,3 +54,13 @@ func FuzzVLLMBench(f *testing.F) {
 		checkToolResult(t, r, err)
 	})
 }
+
+func FuzzGridCSV(f *testing.F) {
+	f.Add([]byte("# c\ncontext_tokens,concurrency,total_tok_s,ttft_ms\n128,1,50,30\n128,4,180,\n"))
+	f.Add([]byte("concurrency,total_tok_s,context_tokens\n\"1\",2,3\n"))
+	f.Add([]byte("context_tokens,concurrency\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := FromTool(FormatGridCSV, toolMeta(), []ToolFile{{Name: "grid.csv", Data: b}}, ToolOptions{})
+		checkToolResult(t, r, err)
+	})
+}

@@ -77,7 +77,7 @@ func (s *Server) ImportRun(ctx context.Context, req api.ImportRunRequestObject) 
 		parts = [][]byte{page}
 		run, err = ingest.ParsePage(page)
 	case format == string(api.Page):
-		return nil, unsupportedMedia("a published page is sent as Content-Type: text/plain; a multipart body carries a tool's output: name it with format=llama-batched-bench or format=vllm-bench")
+		return nil, unsupportedMedia("a published page is sent as Content-Type: text/plain; a multipart body carries a tool's output: name it with format=llama-batched-bench, format=vllm-bench or format=grid-csv")
 	case req.MultipartBody == nil:
 		return nil, unsupportedMedia("the output of " + format + " is sent as Content-Type: multipart/form-data, with a part named meta (run JSON without cells) and parts named file")
 	default:
