@@ -216,6 +216,30 @@ func (e GridCellStatus) Valid() bool {
 	}
 }
 
+// Defines values for HardwareGPUSegment.
+const (
+	Consumer    HardwareGPUSegment = "consumer"
+	DataCentre  HardwareGPUSegment = "data-centre"
+	LaptopSoc   HardwareGPUSegment = "laptop-soc"
+	Workstation HardwareGPUSegment = "workstation"
+)
+
+// Valid indicates whether the value is a known member of the HardwareGPUSegment enum.
+func (e HardwareGPUSegment) Valid() bool {
+	switch e {
+	case Consumer:
+		return true
+	case DataCentre:
+		return true
+	case LaptopSoc:
+		return true
+	case Workstation:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for HealthStatus.
 const (
 	Ok HealthStatus = "ok"
@@ -249,6 +273,120 @@ func (e LeaderboardMetric) Valid() bool {
 	case LeaderboardMetricTTFTMs:
 		return true
 	case LeaderboardMetricTotalTokS:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PlanOptionBasis.
+const (
+	PlanOptionBasisExtrapolated PlanOptionBasis = "extrapolated"
+	PlanOptionBasisInterpolated PlanOptionBasis = "interpolated"
+	PlanOptionBasisMeasured     PlanOptionBasis = "measured"
+	PlanOptionBasisNone         PlanOptionBasis = "none"
+	PlanOptionBasisScaledGPU    PlanOptionBasis = "scaled_gpu"
+	PlanOptionBasisScaledVRAM   PlanOptionBasis = "scaled_vram"
+)
+
+// Valid indicates whether the value is a known member of the PlanOptionBasis enum.
+func (e PlanOptionBasis) Valid() bool {
+	switch e {
+	case PlanOptionBasisExtrapolated:
+		return true
+	case PlanOptionBasisInterpolated:
+		return true
+	case PlanOptionBasisMeasured:
+		return true
+	case PlanOptionBasisNone:
+		return true
+	case PlanOptionBasisScaledGPU:
+		return true
+	case PlanOptionBasisScaledVRAM:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PlanOptionBinding.
+const (
+	KVTokens      PlanOptionBinding = "kv_tokens"
+	MeasuredRange PlanOptionBinding = "measured_range"
+	Sequences     PlanOptionBinding = "sequences"
+	Speed         PlanOptionBinding = "speed"
+	TTFT          PlanOptionBinding = "ttft"
+)
+
+// Valid indicates whether the value is a known member of the PlanOptionBinding enum.
+func (e PlanOptionBinding) Valid() bool {
+	switch e {
+	case KVTokens:
+		return true
+	case MeasuredRange:
+		return true
+	case Sequences:
+		return true
+	case Speed:
+		return true
+	case TTFT:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PlanOptionStatus.
+const (
+	PlanOptionStatusBoundaryUncertain  PlanOptionStatus = "boundary_uncertain"
+	PlanOptionStatusExceedsMaxModelLen PlanOptionStatus = "exceeds_max_model_len"
+	PlanOptionStatusFits               PlanOptionStatus = "fits"
+	PlanOptionStatusOverCapacity       PlanOptionStatus = "over_capacity"
+	PlanOptionStatusRequestsQueued     PlanOptionStatus = "requests_queued"
+	PlanOptionStatusTTFTExceedsWindow  PlanOptionStatus = "ttft_exceeds_window"
+)
+
+// Valid indicates whether the value is a known member of the PlanOptionStatus enum.
+func (e PlanOptionStatus) Valid() bool {
+	switch e {
+	case PlanOptionStatusBoundaryUncertain:
+		return true
+	case PlanOptionStatusExceedsMaxModelLen:
+		return true
+	case PlanOptionStatusFits:
+		return true
+	case PlanOptionStatusOverCapacity:
+		return true
+	case PlanOptionStatusRequestsQueued:
+		return true
+	case PlanOptionStatusTTFTExceedsWindow:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PlanShortfallMetric.
+const (
+	PlanShortfallMetricCapacity       PlanShortfallMetric = "capacity"
+	PlanShortfallMetricCoverage       PlanShortfallMetric = "coverage"
+	PlanShortfallMetricModel          PlanShortfallMetric = "model"
+	PlanShortfallMetricPerRequestTokS PlanShortfallMetric = "per_request_tok_s"
+	PlanShortfallMetricTTFTMs         PlanShortfallMetric = "ttft_ms"
+)
+
+// Valid indicates whether the value is a known member of the PlanShortfallMetric enum.
+func (e PlanShortfallMetric) Valid() bool {
+	switch e {
+	case PlanShortfallMetricCapacity:
+		return true
+	case PlanShortfallMetricCoverage:
+		return true
+	case PlanShortfallMetricModel:
+		return true
+	case PlanShortfallMetricPerRequestTokS:
+		return true
+	case PlanShortfallMetricTTFTMs:
 		return true
 	default:
 		return false
@@ -405,7 +543,11 @@ type CalcBasis struct {
 	// Method `none` where the status leaves no speed to predict.
 	Method CalcBasisMethod `json:"method"`
 
-	// RunIDs The runs the answer came from; the first was modelled.
+	// RunIDs The runs the answer came from; the first was modelled. Runs of one
+	// model, GPU and engine that differ only in capacity settings
+	// (`max_model_len`, `gpu_memory_utilization`) share one speed
+	// surface: all their cells inform the speed, while capacity and
+	// status are the first run's (a warning says so).
 	RunIDs []string `json:"run_ids"`
 
 	// SpeedMethod How the speed was obtained (differs from `method` for `scaled_vram` and `scaled_gpu`).
@@ -459,6 +601,18 @@ type CapacityEstimate struct {
 	MaxOutputTokens  int      `json:"max_output_tokens"`
 	SequenceLimit    *int     `json:"sequence_limit"`
 	Warnings         []string `json:"warnings"`
+}
+
+// CapacityPlan defines model for CapacityPlan.
+type CapacityPlan struct {
+	// MatchedRuns Stored runs that matched the filters.
+	MatchedRuns int `json:"matched_runs"`
+
+	// Omitted Options cut by `limit`.
+	Omitted  int          `json:"omitted"`
+	Options  []PlanOption `json:"options"`
+	Target   PlanTarget   `json:"target"`
+	Warnings []string     `json:"warnings"`
 }
 
 // CellRef defines model for CellRef.
@@ -579,9 +733,10 @@ type EngineCatalogItem struct {
 	Version  *string `json:"version"`
 }
 
-// ErrorBand The relative half-widths of the intervals, in %: the run's held-out
-// p90 error for the answer's regime (floored at 1 %), or the scaling
-// band for `scaled_gpu` (20 %, 40 % with `rough`).
+// ErrorBand The relative half-widths of the intervals, in %: the run's conformal
+// 90 % bound of its held-out errors for the answer's regime (the
+// ⌈0.9·(n+1)⌉-th smallest of n, floored at 1 %), or the scaling band
+// for `scaled_gpu` (20 %, 40 % with `rough`).
 type ErrorBand struct {
 	TBTMs     float64 `json:"tbt_ms"`
 	TotalTokS float64 `json:"total_tok_s"`
@@ -680,6 +835,41 @@ type Hardware struct {
 	// Type Example: Discrete GPU
 	Type   *string  `json:"type"`
 	VRAMGB *float64 `json:"vram_gb"`
+}
+
+// HardwareGPU defines model for HardwareGPU.
+type HardwareGPU struct {
+	Aliases      []string `json:"aliases"`
+	Architecture string   `json:"architecture"`
+
+	// Fp16Tflops Dense FP16/BF16 tensor TFLOPS
+	Fp16Tflops *float64 `json:"fp16_tflops"`
+
+	// Generation Speed is scaled without `rough` only within one generation.
+	Generation string `json:"generation"`
+
+	// MeasuredRuns Stored runs measured on this GPU.
+	MeasuredRuns       int                `json:"measured_runs"`
+	MemoryBandwidthGbs float64            `json:"memory_bandwidth_gbs"`
+	Name               string             `json:"name"`
+	Note               *string            `json:"note"`
+	Segment            HardwareGPUSegment `json:"segment"`
+
+	// Source The vendor data sheet or product page the figures come from.
+	Source string   `json:"source"`
+	TdpW   *float64 `json:"tdp_w"`
+	Vendor string   `json:"vendor"`
+
+	// VRAMGB For Apple: the largest unified-memory configuration.
+	VRAMGB float64 `json:"vram_gb"`
+}
+
+// HardwareGPUSegment defines model for HardwareGPU.Segment.
+type HardwareGPUSegment string
+
+// HardwareList defines model for HardwareList.
+type HardwareList struct {
+	Gpus []HardwareGPU `json:"gpus"`
 }
 
 // Health defines model for Health.
@@ -788,6 +978,88 @@ type PeakCell struct {
 	Concurrency   int     `json:"concurrency"`
 	ContextTokens int     `json:"context_tokens"`
 	TotalTokS     float64 `json:"total_tok_s"`
+}
+
+// PlanOption defines model for PlanOption.
+type PlanOption struct {
+	Basis *PlanOptionBasis `json:"basis"`
+
+	// Binding What stops one more concurrent request (for a missed target, what fails at concurrency 1).
+	Binding       *PlanOptionBinding `json:"binding"`
+	BindingDetail *string            `json:"binding_detail"`
+
+	// Concurrency The largest concurrency meeting the target; 0 when none does.
+	Concurrency   int     `json:"concurrency"`
+	Engine        string  `json:"engine"`
+	EngineVersion *string `json:"engine_version"`
+
+	// GPU The GPU this option is for.
+	GPU string `json:"gpu"`
+
+	// GPUCount GPUs one instance uses.
+	GPUCount int `json:"gpu_count"`
+
+	// GpusNeeded With `users`: instances × gpu_count.
+	GpusNeeded *int `json:"gpus_needed"`
+
+	// Instances With `users`: copies of this machine that serve them.
+	Instances *int `json:"instances"`
+
+	// Meets Some concurrency meets every bound.
+	Meets          bool      `json:"meets"`
+	Model          string    `json:"model"`
+	PerRequestTokS *Estimate `json:"per_request_tok_s"`
+
+	// RunID The measured run; for a scaled option
+	RunID string `json:"run_id"`
+
+	// ScaledFrom For a scaled option: the measured run's GPU.
+	ScaledFrom *string        `json:"scaled_from"`
+	Shortfall  *PlanShortfall `json:"shortfall"`
+
+	// Status The calculator's status at `concurrency` (at 1 when the target is missed).
+	Status *PlanOptionStatus `json:"status"`
+
+	// Surely The bounds hold at the intervals' pessimistic ends too (low per-request speed, high TTFT).
+	Surely    bool      `json:"surely"`
+	Title     string    `json:"title"`
+	TotalTokS *Estimate `json:"total_tok_s"`
+
+	// TTFTChecked False when a TTFT bound was asked but this option has no TTFT prediction (another GPU).
+	TTFTChecked bool      `json:"ttft_checked"`
+	TTFTMs      *Estimate `json:"ttft_ms"`
+	Warnings    []string  `json:"warnings"`
+}
+
+// PlanOptionBasis defines model for PlanOption.Basis.
+type PlanOptionBasis string
+
+// PlanOptionBinding What stops one more concurrent request (for a missed target, what fails at concurrency 1).
+type PlanOptionBinding string
+
+// PlanOptionStatus The calculator's status at `concurrency` (at 1 when the target is missed).
+type PlanOptionStatus string
+
+// PlanShortfall defines model for PlanShortfall.
+type PlanShortfall struct {
+	// Metric `capacity`: not even one request fits; `coverage`: the data does not reach this context; `model`: the run cannot be modelled.
+	Metric PlanShortfallMetric `json:"metric"`
+	Reason string              `json:"reason"`
+	Target *float64            `json:"target"`
+
+	// Value What the run achieves at concurrency 1.
+	Value *float64 `json:"value"`
+}
+
+// PlanShortfallMetric `capacity`: not even one request fits; `coverage`: the data does not reach this context; `model`: the run cannot be modelled.
+type PlanShortfallMetric string
+
+// PlanTarget defines model for PlanTarget.
+type PlanTarget struct {
+	ContextTokens     int      `json:"context_tokens"`
+	MaxTTFTMs         *float64 `json:"max_ttft_ms"`
+	MinPerRequestTokS float64  `json:"min_per_request_tok_s"`
+	Users             *int     `json:"users"`
 }
 
 // PrefillCell defines model for PrefillCell.
@@ -1133,7 +1405,7 @@ type EstimateCapacityParams struct {
 	// Model With `gpu`, instead of `run_id`; a case-insensitive substring of the model name.
 	Model *CalcModel `form:"model,omitempty" json:"model,omitempty"`
 
-	// GPU With `model`, instead of `run_id`; the GPU name, case-insensitive.
+	// GPU With `model`, instead of `run_id`; the GPU name, case-insensitive, or any name or alias of a hardware-catalog GPU (`3090`).
 	GPU           *CalcGPU            `form:"gpu,omitempty" json:"gpu,omitempty"`
 	EngineVersion *ParamEngineVersion `form:"engine_version,omitempty" json:"engine_version,omitempty"`
 
@@ -1151,10 +1423,12 @@ type EstimateCapacityParams struct {
 	// MaxOutputTokens Tokens reserved per request for output; the run's by default.
 	MaxOutputTokens *CalcMaxOutputTokens `form:"max_output_tokens,omitempty" json:"max_output_tokens,omitempty"`
 
-	// TargetGPU Another GPU (e.g. `RTX 3090`): the weight-streaming part of the step
-	// time scales with memory bandwidth, the rest is kept from the measured
-	// GPU (basis `scaled_gpu`, ±20 %); VRAM defaults to that GPU's. Only
-	// within the measured GPU's generation, unless `rough=true`.
+	// TargetGPU Another GPU of the hardware catalog (`GET /v1/hardware`; any name or
+	// alias, e.g. `3090` or `NVIDIA GeForce RTX 3090`): the weight-streaming
+	// part of the step time scales with memory bandwidth, the rest is kept
+	// from the measured GPU (basis `scaled_gpu`, ±20 %); VRAM defaults to
+	// that GPU's. Only within the measured GPU's generation, unless
+	// `rough=true`.
 	TargetGPU *CalcTargetGPU `form:"target_gpu,omitempty" json:"target_gpu,omitempty"`
 
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
@@ -1169,7 +1443,7 @@ type EstimateDecodeParams struct {
 	// Model With `gpu`, instead of `run_id`; a case-insensitive substring of the model name.
 	Model *CalcModel `form:"model,omitempty" json:"model,omitempty"`
 
-	// GPU With `model`, instead of `run_id`; the GPU name, case-insensitive.
+	// GPU With `model`, instead of `run_id`; the GPU name, case-insensitive, or any name or alias of a hardware-catalog GPU (`3090`).
 	GPU           *CalcGPU            `form:"gpu,omitempty" json:"gpu,omitempty"`
 	EngineVersion *ParamEngineVersion `form:"engine_version,omitempty" json:"engine_version,omitempty"`
 
@@ -1187,10 +1461,12 @@ type EstimateDecodeParams struct {
 	// MaxOutputTokens Tokens reserved per request for output; the run's by default.
 	MaxOutputTokens *CalcMaxOutputTokens `form:"max_output_tokens,omitempty" json:"max_output_tokens,omitempty"`
 
-	// TargetGPU Another GPU (e.g. `RTX 3090`): the weight-streaming part of the step
-	// time scales with memory bandwidth, the rest is kept from the measured
-	// GPU (basis `scaled_gpu`, ±20 %); VRAM defaults to that GPU's. Only
-	// within the measured GPU's generation, unless `rough=true`.
+	// TargetGPU Another GPU of the hardware catalog (`GET /v1/hardware`; any name or
+	// alias, e.g. `3090` or `NVIDIA GeForce RTX 3090`): the weight-streaming
+	// part of the step time scales with memory bandwidth, the rest is kept
+	// from the measured GPU (basis `scaled_gpu`, ±20 %); VRAM defaults to
+	// that GPU's. Only within the measured GPU's generation, unless
+	// `rough=true`.
 	TargetGPU *CalcTargetGPU `form:"target_gpu,omitempty" json:"target_gpu,omitempty"`
 
 	// Rough Allow `target_gpu` of another GPU generation, as a labelled rough estimate (±40 %).
@@ -1208,7 +1484,7 @@ type EstimateGridParams struct {
 	// Model With `gpu`, instead of `run_id`; a case-insensitive substring of the model name.
 	Model *CalcModel `form:"model,omitempty" json:"model,omitempty"`
 
-	// GPU With `model`, instead of `run_id`; the GPU name, case-insensitive.
+	// GPU With `model`, instead of `run_id`; the GPU name, case-insensitive, or any name or alias of a hardware-catalog GPU (`3090`).
 	GPU           *CalcGPU            `form:"gpu,omitempty" json:"gpu,omitempty"`
 	EngineVersion *ParamEngineVersion `form:"engine_version,omitempty" json:"engine_version,omitempty"`
 
@@ -1230,10 +1506,12 @@ type EstimateGridParams struct {
 	// MaxOutputTokens Tokens reserved per request for output; the run's by default.
 	MaxOutputTokens *CalcMaxOutputTokens `form:"max_output_tokens,omitempty" json:"max_output_tokens,omitempty"`
 
-	// TargetGPU Another GPU (e.g. `RTX 3090`): the weight-streaming part of the step
-	// time scales with memory bandwidth, the rest is kept from the measured
-	// GPU (basis `scaled_gpu`, ±20 %); VRAM defaults to that GPU's. Only
-	// within the measured GPU's generation, unless `rough=true`.
+	// TargetGPU Another GPU of the hardware catalog (`GET /v1/hardware`; any name or
+	// alias, e.g. `3090` or `NVIDIA GeForce RTX 3090`): the weight-streaming
+	// part of the step time scales with memory bandwidth, the rest is kept
+	// from the measured GPU (basis `scaled_gpu`, ±20 %); VRAM defaults to
+	// that GPU's. Only within the measured GPU's generation, unless
+	// `rough=true`.
 	TargetGPU *CalcTargetGPU `form:"target_gpu,omitempty" json:"target_gpu,omitempty"`
 
 	// Rough Allow `target_gpu` of another GPU generation, as a labelled rough estimate (±40 %).
@@ -1251,7 +1529,7 @@ type EstimatePrefillParams struct {
 	// Model With `gpu`, instead of `run_id`; a case-insensitive substring of the model name.
 	Model *CalcModel `form:"model,omitempty" json:"model,omitempty"`
 
-	// GPU With `model`, instead of `run_id`; the GPU name, case-insensitive.
+	// GPU With `model`, instead of `run_id`; the GPU name, case-insensitive, or any name or alias of a hardware-catalog GPU (`3090`).
 	GPU           *CalcGPU            `form:"gpu,omitempty" json:"gpu,omitempty"`
 	EngineVersion *ParamEngineVersion `form:"engine_version,omitempty" json:"engine_version,omitempty"`
 
@@ -1280,6 +1558,24 @@ type ListEnginesParams struct {
 
 // ListGPUsParams defines parameters for ListGPUs.
 type ListGPUsParams struct {
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// ListHardwareParams defines parameters for ListHardware.
+type ListHardwareParams struct {
+	// Vendor Only this vendor's GPUs (case-insensitive).
+	Vendor *string `form:"vendor,omitempty" json:"vendor,omitempty"`
+
+	// Generation Only this generation: `ampere`, `ada`, `hopper`, `blackwell` (data-centre), `blackwell-rtx` (GeForce RTX 50 and RTX PRO), `cdna2`, `cdna3`, `cdna4`, `rdna3`, `apple-m1` … `apple-m4`.
+	Generation *string `form:"generation,omitempty" json:"generation,omitempty"`
+
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// GetHardwareParams defines parameters for GetHardware.
+type GetHardwareParams struct {
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
@@ -1327,6 +1623,48 @@ type GetLeaderboardParamsMetric string
 
 // ListModelsParams defines parameters for ListModels.
 type ListModelsParams struct {
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// PlanCapacityParams defines parameters for PlanCapacity.
+type PlanCapacityParams struct {
+	// ContextTokens Prompt length of each request, in tokens.
+	ContextTokens int `form:"context_tokens" json:"context_tokens"`
+
+	// MinPerRequestTokS The decode speed each request needs, tok/s.
+	MinPerRequestTokS float64 `form:"min_per_request_tok_s" json:"min_per_request_tok_s"`
+
+	// MaxTTFTMs The longest acceptable time to first token (warm prompt cache, as in the decode grid), ms.
+	MaxTTFTMs *float64 `form:"max_ttft_ms,omitempty" json:"max_ttft_ms,omitempty"`
+
+	// Users Concurrent users to serve; each option then says how many instances it takes.
+	Users *int `form:"users,omitempty" json:"users,omitempty"`
+
+	// Model A case-insensitive substring of the model name.
+	Model *string `form:"model,omitempty" json:"model,omitempty"`
+
+	// GPU A GPU name or alias of the hardware catalog (`3090` finds runs on `NVIDIA GeForce RTX 3090`), or the run's GPU name, case-insensitive.
+	GPU *string `form:"gpu,omitempty" json:"gpu,omitempty"`
+
+	// Engine Engine name, case-insensitive (e.g. `vllm`).
+	Engine *ParamEngine `form:"engine,omitempty" json:"engine,omitempty"`
+
+	// KVCacheDtype The launch's `--kv-cache-dtype`, case-insensitive.
+	KVCacheDtype *ParamKVCacheDtype `form:"kv_cache_dtype,omitempty" json:"kv_cache_dtype,omitempty"`
+
+	// VRAMGB Another VRAM size of the same GPU class; the KV capacity is scaled by the KV pool.
+	VRAMGB *CalcVRAMGB `form:"vram_gb,omitempty" json:"vram_gb,omitempty"`
+
+	// MaxOutputTokens Tokens reserved per request for output; the run's by default.
+	MaxOutputTokens *CalcMaxOutputTokens `form:"max_output_tokens,omitempty" json:"max_output_tokens,omitempty"`
+
+	// IncludeScaled Add catalog GPUs without a run, scaled from the nearest measured one.
+	IncludeScaled *bool `form:"include_scaled,omitempty" json:"include_scaled,omitempty"`
+
+	// Limit How many options to return, best first.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
@@ -1496,12 +1834,21 @@ type ServerInterface interface {
 	// ListGPUs GPUs with run counts
 	// (GET /v1/gpus)
 	ListGPUs(ctx echo.Context, params ListGPUsParams) error
+	// ListHardware The hardware catalog
+	// (GET /v1/hardware)
+	ListHardware(ctx echo.Context, params ListHardwareParams) error
+	// GetHardware One GPU of the catalog, by name or alias
+	// (GET /v1/hardware/{gpu})
+	GetHardware(ctx echo.Context, gpu string, params GetHardwareParams) error
 	// GetLeaderboard Runs ranked by one measured cell
 	// (GET /v1/leaderboard)
 	GetLeaderboard(ctx echo.Context, params GetLeaderboardParams) error
 	// ListModels Models with run counts
 	// (GET /v1/models)
 	ListModels(ctx echo.Context, params ListModelsParams) error
+	// PlanCapacity Which runs serve a target, and at what concurrency
+	// (GET /v1/planner)
+	PlanCapacity(ctx echo.Context, params PlanCapacityParams) error
 	// ListRuns List run summaries
 	// (GET /v1/runs)
 	ListRuns(ctx echo.Context, params ListRunsParams) error
@@ -2093,6 +2440,84 @@ func (w *ServerInterfaceWrapper) ListGPUs(ctx echo.Context) error {
 	return err
 }
 
+// ListHardware converts echo context to params.
+func (w *ServerInterfaceWrapper) ListHardware(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListHardwareParams
+	// ------------- Optional query parameter "vendor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "vendor", ctx.QueryParams(), &params.Vendor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter vendor: %s", err))
+	}
+
+	// ------------- Optional query parameter "generation" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "generation", ctx.QueryParams(), &params.Generation, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter generation: %s", err))
+	}
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListHardware(ctx, params)
+	return err
+}
+
+// GetHardware converts echo context to params.
+func (w *ServerInterfaceWrapper) GetHardware(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "gpu" -------------
+	var gpu string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "gpu", ctx.Param("gpu"), &gpu, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter gpu: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetHardwareParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetHardware(ctx, gpu, params)
+	return err
+}
+
 // GetLeaderboard converts echo context to params.
 func (w *ServerInterfaceWrapper) GetLeaderboard(ctx echo.Context) error {
 	var err error
@@ -2252,6 +2677,118 @@ func (w *ServerInterfaceWrapper) ListModels(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ListModels(ctx, params)
+	return err
+}
+
+// PlanCapacity converts echo context to params.
+func (w *ServerInterfaceWrapper) PlanCapacity(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params PlanCapacityParams
+	// ------------- Required query parameter "context_tokens" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "context_tokens", ctx.QueryParams(), &params.ContextTokens, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter context_tokens: %s", err))
+	}
+
+	// ------------- Required query parameter "min_per_request_tok_s" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "min_per_request_tok_s", ctx.QueryParams(), &params.MinPerRequestTokS, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter min_per_request_tok_s: %s", err))
+	}
+
+	// ------------- Optional query parameter "max_ttft_ms" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "max_ttft_ms", ctx.QueryParams(), &params.MaxTTFTMs, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter max_ttft_ms: %s", err))
+	}
+
+	// ------------- Optional query parameter "users" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "users", ctx.QueryParams(), &params.Users, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter users: %s", err))
+	}
+
+	// ------------- Optional query parameter "model" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "model", ctx.QueryParams(), &params.Model, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter model: %s", err))
+	}
+
+	// ------------- Optional query parameter "gpu" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "gpu", ctx.QueryParams(), &params.GPU, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter gpu: %s", err))
+	}
+
+	// ------------- Optional query parameter "engine" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "engine", ctx.QueryParams(), &params.Engine, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter engine: %s", err))
+	}
+
+	// ------------- Optional query parameter "kv_cache_dtype" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "kv_cache_dtype", ctx.QueryParams(), &params.KVCacheDtype, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter kv_cache_dtype: %s", err))
+	}
+
+	// ------------- Optional query parameter "vram_gb" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "vram_gb", ctx.QueryParams(), &params.VRAMGB, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter vram_gb: %s", err))
+	}
+
+	// ------------- Optional query parameter "max_output_tokens" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "max_output_tokens", ctx.QueryParams(), &params.MaxOutputTokens, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter max_output_tokens: %s", err))
+	}
+
+	// ------------- Optional query parameter "include_scaled" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "include_scaled", ctx.QueryParams(), &params.IncludeScaled, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter include_scaled: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.PlanCapacity(ctx, params)
 	return err
 }
 
@@ -2738,6 +3275,9 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/v1/calculator/capacity", wrapper.EstimateCapacity, options.OperationMiddlewares["estimateCapacity"]...)
 	router.GET(options.BaseURL+"/v1/calculator/grid", wrapper.EstimateGrid, options.OperationMiddlewares["estimateGrid"]...)
 	router.GET(options.BaseURL+"/v1/calculator/prefill", wrapper.EstimatePrefill, options.OperationMiddlewares["estimatePrefill"]...)
+	router.GET(options.BaseURL+"/v1/planner", wrapper.PlanCapacity, options.OperationMiddlewares["planCapacity"]...)
+	router.GET(options.BaseURL+"/v1/hardware", wrapper.ListHardware, options.OperationMiddlewares["listHardware"]...)
+	router.GET(options.BaseURL+"/v1/hardware/:gpu", wrapper.GetHardware, options.OperationMiddlewares["getHardware"]...)
 
 }
 
@@ -3840,6 +4380,175 @@ func (response ListGPUs429ApplicationProblemPlusJSONResponse) VisitListGPUsRespo
 	return err
 }
 
+type ListHardwareRequestObject struct {
+	Params ListHardwareParams
+}
+
+type ListHardwareResponseObject interface {
+	VisitListHardwareResponse(w http.ResponseWriter) error
+}
+
+type ListHardware200JSONResponse HardwareList
+
+func (response ListHardware200JSONResponse) VisitListHardwareResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListHardware304Response = NotModifiedResponse
+
+func (response ListHardware304Response) VisitListHardwareResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
+type ListHardware400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListHardware400ApplicationProblemPlusJSONResponse) VisitListHardwareResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListHardware429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListHardware429ApplicationProblemPlusJSONResponse) VisitListHardwareResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetHardwareRequestObject struct {
+	GPU    string `json:"gpu"`
+	Params GetHardwareParams
+}
+
+type GetHardwareResponseObject interface {
+	VisitGetHardwareResponse(w http.ResponseWriter) error
+}
+
+type GetHardware200JSONResponse HardwareGPU
+
+func (response GetHardware200JSONResponse) VisitGetHardwareResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetHardware304Response = NotModifiedResponse
+
+func (response GetHardware304Response) VisitGetHardwareResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetHardware400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetHardware400ApplicationProblemPlusJSONResponse) VisitGetHardwareResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetHardware404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetHardware404ApplicationProblemPlusJSONResponse) VisitGetHardwareResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetHardware429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetHardware429ApplicationProblemPlusJSONResponse) VisitGetHardwareResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetLeaderboardRequestObject struct {
 	Params GetLeaderboardParams
 }
@@ -3969,6 +4678,98 @@ type ListModels429ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response ListModels429ApplicationProblemPlusJSONResponse) VisitListModelsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanCapacityRequestObject struct {
+	Params PlanCapacityParams
+}
+
+type PlanCapacityResponseObject interface {
+	VisitPlanCapacityResponse(w http.ResponseWriter) error
+}
+
+type PlanCapacity200JSONResponse CapacityPlan
+
+func (response PlanCapacity200JSONResponse) VisitPlanCapacityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanCapacity304Response = NotModifiedResponse
+
+func (response PlanCapacity304Response) VisitPlanCapacityResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
+type PlanCapacity400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response PlanCapacity400ApplicationProblemPlusJSONResponse) VisitPlanCapacityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanCapacity422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response PlanCapacity422ApplicationProblemPlusJSONResponse) VisitPlanCapacityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlanCapacity429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response PlanCapacity429ApplicationProblemPlusJSONResponse) VisitPlanCapacityResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -5176,12 +5977,21 @@ type StrictServerInterface interface {
 	// ListGPUs GPUs with run counts
 	// (GET /v1/gpus)
 	ListGPUs(ctx context.Context, request ListGPUsRequestObject) (ListGPUsResponseObject, error)
+	// ListHardware The hardware catalog
+	// (GET /v1/hardware)
+	ListHardware(ctx context.Context, request ListHardwareRequestObject) (ListHardwareResponseObject, error)
+	// GetHardware One GPU of the catalog, by name or alias
+	// (GET /v1/hardware/{gpu})
+	GetHardware(ctx context.Context, request GetHardwareRequestObject) (GetHardwareResponseObject, error)
 	// GetLeaderboard Runs ranked by one measured cell
 	// (GET /v1/leaderboard)
 	GetLeaderboard(ctx context.Context, request GetLeaderboardRequestObject) (GetLeaderboardResponseObject, error)
 	// ListModels Models with run counts
 	// (GET /v1/models)
 	ListModels(ctx context.Context, request ListModelsRequestObject) (ListModelsResponseObject, error)
+	// PlanCapacity Which runs serve a target, and at what concurrency
+	// (GET /v1/planner)
+	PlanCapacity(ctx context.Context, request PlanCapacityRequestObject) (PlanCapacityResponseObject, error)
 	// ListRuns List run summaries
 	// (GET /v1/runs)
 	ListRuns(ctx context.Context, request ListRunsRequestObject) (ListRunsResponseObject, error)
@@ -5515,6 +6325,57 @@ func (sh *strictHandler) ListGPUs(ctx echo.Context, params ListGPUsParams) error
 	return nil
 }
 
+// ListHardware operation middleware
+func (sh *strictHandler) ListHardware(ctx echo.Context, params ListHardwareParams) error {
+	var request ListHardwareRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListHardware(ctx.Request().Context(), request.(ListHardwareRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListHardware")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListHardwareResponseObject); ok {
+		return validResponse.VisitListHardwareResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetHardware operation middleware
+func (sh *strictHandler) GetHardware(ctx echo.Context, gpu string, params GetHardwareParams) error {
+	var request GetHardwareRequestObject
+
+	request.GPU = gpu
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetHardware(ctx.Request().Context(), request.(GetHardwareRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetHardware")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetHardwareResponseObject); ok {
+		return validResponse.VisitGetHardwareResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetLeaderboard operation middleware
 func (sh *strictHandler) GetLeaderboard(ctx echo.Context, params GetLeaderboardParams) error {
 	var request GetLeaderboardRequestObject
@@ -5559,6 +6420,31 @@ func (sh *strictHandler) ListModels(ctx echo.Context, params ListModelsParams) e
 		return err
 	} else if validResponse, ok := response.(ListModelsResponseObject); ok {
 		return validResponse.VisitListModelsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// PlanCapacity operation middleware
+func (sh *strictHandler) PlanCapacity(ctx echo.Context, params PlanCapacityParams) error {
+	var request PlanCapacityRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.PlanCapacity(ctx.Request().Context(), request.(PlanCapacityRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PlanCapacity")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(PlanCapacityResponseObject); ok {
+		return validResponse.VisitPlanCapacityResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -5860,197 +6746,241 @@ func (sh *strictHandler) ListPrefillCells(ctx echo.Context, runID ParamRunID, pa
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H1bcxs3uuBfQXEmZSlpUhfLTkLV1K6s2B6vrcQjy86eE3rZYDdEYtQNdAC0KCblqnna2n3dfZg/sHXe",
-	"z76c95l/Mr/kFD4AfSOabFKycpnkJZaExuXDh+9++bEX8TTjjDAle8MfexkWOCWKCPjpFCfR89dv9T9j",
-	"IiNBM0U56w1731I1Q2HKY5KEAaJMKoJjxC9RKHI2pnF4jNSMoOev3yKGUxKgCEvSp0wSJqmi12TQC3pU",
-	"z/R9TsSiF/T0sN6wN83yXtCT0YykWC+b4ptXhE3VrDc83N8Peill7ueDoKcWmf5IKkHZtPfhQ+B2fEZS",
-	"LhZvFU3oD9jsuXmEE8bVjAgU9vvTLO+n8EU/Lz8Jj5GMcEIkHOXlO5RxnqCEXhEUXgucjqeTcMUxxmbG",
-	"cWXG2skuuUix6g17Mc8nCekF+qw0zVM4WUqZ+ff+YP9RcVCWpxMiioOe4ZtvcpXl6oJfESaXz2h+jwSR",
-	"RFyTGGVEIEG+z4lU6JILxOFrc1ciZw8kmixQTC5xnqi2o6X4Zmy+GyuzbOO+7Bkef/7554cHjytHKS+M",
-	"MkWm1YNoRGrDsmmWt+EYXsIrJPOJQQc9Up8LkBSwsPVEsPptse6c59OZB82ShM9RqLCYEjXWZ9Ebwxb5",
-	"9AOZEkYE4EeAsEQYJXhCkoTESOgpEZGKplgRtPO3fz/aR5/stp0DhtfOYa+yN7zEiSTFziecJwSzcus5",
-	"e/GVB3sMViDFUSZITCOFLgVPB+gbgaYa1pYAIMxic02tO4MLq20tw0oRocf+j+9O+v+K+z/s978c99//",
-	"eBA8Pvrw+14bmC8AkF6idFIB6g4ZTAcoPL/47+jh/pf74e4QkGFO6HSm+lIJglONJBkWymGKVCQbMUVT",
-	"4h7+XCOgecdoglk8p7GaBea56DdEJboimQGLQTaCZS5IPGKwiQmWVKIQZovHBpH/9u+H+hKP0bvzkzP3",
-	"2KQGspphpTf/QA7QNyxZjJhen7LazGZADWlylhApUQj3/wclchIORqzlKkpEbMP4g64Yrw/w/En7PcAB",
-	"Jf2BFADGqeEJUYKlPHZ0NcIZjqhaaHAaUGkyVCG6bWhlqXBXsnq0/6WfHFXI6ouYpBlXhEWLl2ThO9sC",
-	"lfTl4B9/+b+Hjx6hTFCm8CQh6OTN6YsXKJphgSPNRfXt0O9zUiW9x0iQlOglSQxk+PAIzXguJAw6ef0C",
-	"XZFFceYZwTER5aErO+zrLbbRrUePmrdYfXKj0c3hQX80uvn86fvP/K/txeXXnJEzrCIPWXt6gadSgyDi",
-	"GbUsMkooYQrNeBLLYzSfEYY4I/pWo1wI/Sc9CjM5J0L/9uH+kXlhjKMJj1cc+bKvt9I3e2kl1Edf+I7x",
-	"Wks0p7mQXPhJXMjIjRpHMCJ0qJoJck15LlGGpwTosqZ4rA0TzddtW3t0cLj+RcE+n7IpZcQDbvh9iyzl",
-	"iN11kqRhK3cgZurbsLnKFt8RIa1Y1b7Y+NqOug2lgUWf2VftX82++eoqhOkn/l3vzxKWj+R1733r7F5u",
-	"0i67LjOXjyXNwu5evjvF0Yx8Zf7sw+AE5yyaPZBalr267kd6eD/W48PukvfV9Rg+HMOHt7+yVzSlrTeW",
-	"wB+9osqj/QrJdlBaJUDCai0S5OnPQjyEHf4px0y1aiPVv2pqk+WThMoZidvR7+TbP6Gj/oSqdvz7vrrm",
-	"rU9QiImwVIbVzCPhaR5HBYl7Qy2I3Fbig3Xf5JOUKkXiJws//us9uPu07NMIU9J96TScAJEbHKlk0Qax",
-	"4ovxpJW1Pj7qCDC3cQ/jKf6EZpjFCQFGyHOFwv+6wZuVxQK3vlwjzJ3hm7Yna4WtcYpvOuux+/q/qjLr",
-	"E7mqy1O2dnnK7nL5DxpjZcaZJKA/P8HxuZHS9E8RZ4ow+CfOsoRG8JL2MsEnCUk/A+Yy/LGym98Lctkb",
-	"9n63V1pV9sxf5d5r85VZtCFVosLuogWjFCf6WPrxa5Tgl0hgNiWIC8S4AqFK4zNhccapFqvwFZHHKCRC",
-	"cCFDeA8SUTXoaUmds8uERvd6Hv0oG3IqmmOJckliI/I5BdiKxLDTZ1xMaBwTdt9b1fSCSnSNExqjSa4c",
-	"tYA9lzSktnEQ0bWUzOCz8/zed603GGGmMWKilVcuSDwskSChUklErolYILt+gAiOZnCOEaNKov/25puv",
-	"0WuNQxrxGOigZuKdcC8mEY/J3sM9ONSNM/eEuwGiSo5YoiXS+YwIg42UZbkCiGF0SRMtNLMYzTUZphLN",
-	"BWdTrZV+CHpnDr3vG2JaydCb0SCbkyTpm22gHYADcIyYE/P3DAsJZ0A5EwTHoN2leaIomAz0VLv6QeL6",
-	"053gGNDia66e8Zzd6xG/5kjm0czcHxdI8FyRXbedMx7TS2qAvgwao7s9kFqfW6CdsKZylRRFIq347VZ0",
-	"uuOq9mYUNyCkelz9VE3Gow9wnrNTQbBaiQubAUi/RA9w3sD7OEbhK26mDfUhSsPn2/NXjRMUBEz1z0mW",
-	"4IUPdiGYW4yyq2ZUWvVW/x8RLBJasbgC/SjsIA36OPCqL3p2v+LijtEJxk9vNDH42CC+cEezixjyCXBH",
-	"ONGPaHFsgGQhb/8mctYN9B8HPhecv8JiSn4qapToxYUmP8bSB7oR2jlAZ/SJeb0XnJ9htrCCibzvjVq7",
-	"DpZXJEaXWCq3W00P7G717Rr7lRsdx4JIGYzYXFBFarat3SEKz4kSi/7JpSIiRBIvpH1DHCmxQHiKKQND",
-	"64iF51gR0Cb7n4bIYokxQBfgCgpGk5BLZTkP0TtEVI7YZZ4kZk5jGK2gWjl5obAuoUtV2yzHn5MUU6bx",
-	"aJNvJOmwRgmbNWP16LcM52rGBf2B3De7sfcZaEZopFJzCZqBGmlqJ2dXjM+ZHiHINb/SNHg+o9HMjZOY",
-	"xruN9//tt9/2T3I1I0zp7ZP1j/gtw9eYJppL3/fziLHCEyxJKTsYHgBP9y3LBI+IlD/VzspdyTzLuFCG",
-	"AgMloZwNURgThWlSPMKFfj0jFtrhJA7N2zIqCNV6RoRZTGOsSCFmipy5B6yfrCQJicCUkWr5gcRIakEU",
-	"J4gyfQysqBanOCPSyoRvWbHeGYkpvrDGrvsmyA8kOjVL9vUWHJI6lYtn1utS6FwOegYOakbSAbxhuybo",
-	"lIRFsxSLK7CCCD2HosS6a7WMPVZW32R5YlHYGE8amB54nK/tXxVUIuhlglzSJBmnPCad1hHkmjr77trB",
-	"kkScxXKcETG2bqrU3tmydt4ym1PI9WzimsTj1Bn01i6vOO8+sDBJr//gQ9WY9Z1ZpjFJY7cVuAW1q23c",
-	"QDvIfDdcijd88mcSqZ51vz3Bknp8/n/k86qfRctgfKIwZSQewEaq+BeRJJF+jaBwOMIYI69lhMQoIZhJ",
-	"xI0vRJFUrnt2pyRJzsklXIE5CBYCL/TPoKyOJ5jF48yYKHCSfHPZG363esqn+rsnmMW9D++bOKWfCVEz",
-	"7pPWGWdGWrdKq1RY5VpowNdAJe0RS4+3PqQTNh1EwBiniMh4AppL0CM3SuDyR+vvvRY4LX8yvgC9AY/A",
-	"GlgDqmz1wsvqpUZayr4UPDU+1EsqpJG2AQ8Tc9PF3Sw/hMYtwKHHbUBzCGVAU8UntBPTy0stjYEDPDQz",
-	"hODTDCtAsBECFTf47lZwbQFe46HaczSOVUI4sFjf9q7eAE54kOeSKhkOnfefiGvDCaiJE6Cs4JMDFPJr",
-	"IsbOsR0OEVaIixHDE27FVpniJNFaYXUqY9UDV58gl7kk8QCFE56zGIvFOGcRERry4XDEKEMTouaEMJC+",
-	"JmTBWYwwW+idTBGfGMo0QKFVP+X4+5zkJA6HKOWCjJj7fal5uKU1tukNs4igHXPtVMKtqhmXVswTOdsd",
-	"jFhIbiJCYjnWhAvQb5wQFg6RtRqhz1CKb2ykkZ5GQ6YU3PUMSl2qsZtmTlnM5+EQaWgHYI1j3GI4EESE",
-	"haDXpAA6CBwVGorMDEbQdyimJ+sFvdqt9ILeMmitB6MCL0BDzxE1L1jeuPdtnzp5yVoJ6zQYKy1uUM7G",
-	"ExxdEWMzWsvMGh7WLp/Q2EsNGo6/TmKIY85Lf/m+4eVaz5SpMoLx0l9cdMc2YkSDJIBnyqwUFP68Mnqk",
-	"4SZbcl4vuUaXr8xPTAyiPbUBXMtXP3EsfCX7LHj9h0DLw8bwFi26iX51461PiYTzmT+PZ9TEsK2ft/wm",
-	"4XP/tPq5NPbr812LqSaDlYHOdydIsgAyoIkRBJiYswx6wfrVxhmXklqlq31ZWCrFsA7amZDEMbuSPAMd",
-	"rpLp3WOk4WP0Hc2TgCk6gt2OnMubbdyMZ5ucOegAMfVBJqycOuy+/JIasTxMakrIIjJOnGlk/dRzLBhl",
-	"U5ixqwTSeK0NwCwj0orLrr8QL6CbuLuE/0sHD7xBr+bxVk7spQFW9l16+o2Hsc3DXQe26hJte2sTdsDu",
-	"R5LkgXQycjUooSq9gZ3Hyzbr3NbLGHmaYUFivZNlEGnlyM6qDzWWW2qUS/OMQYffcjYb6eDDatkVmCCy",
-	"hYwrp/zFpVJCwZqCZtjoI3k0g2+3AbmWmMslvDegJmqcbgtY8/GtoKm4wsmtbrcyw+12ooW57UFhvr7F",
-	"DhqvuQyZNkhVB5UHqXvlEYpr9UGn/T00T9G4YC8JqTzgcyMH3DmZgyfneVXfMK2xKLEwsbU5C5CNleYi",
-	"JqKSKSDD7raKKkXamFHVeQ9sux1q1NouWywyG29Xw9+j3Jd7sis0uXIF0J5v9QE3/axiy+huhHCX3Onc",
-	"5zl7k6cpFou1l1Sq/bBC5VBN2KwyDHwF1jw/n8LX0zGOFL0m7lltS0X0SROiSFybqJOQf/tXFufGtL01",
-	"Jd7GMH1HLL7kvOsMkVbguTXruz3fugW/2YwO3Y6D+LDbi6lNBKhh1Oo39Yoa/0f9XRWUoBNJqLzQVpLk",
-	"8x62sF2zZvu2Xxv7MPXR8C3Ueieyrfno5TtnVLizZ+99gh2t8M6w4TXCd3yTpcW19ibvYgeNR3onU5av",
-	"dovpGmrBxbOLMigoEzzNFAJDE5pjE/6JpZNpjDsJQZbRspL/kRTv7elIIX8WBKVqdu2iOZepMM3H1d1I",
-	"Oslp0m2kiTL+sUdusCZsvWHvOknSXnAHFk5BMi6p4mLRafjWDko4Qvn9klnTAa62Iwej9hs4xQonfHpb",
-	"8lyb7IUi6VpsbKfAy3MtbY4U2OP1tEU8Nw7qZXq4NfyLBKvyBsqlvMconJh+px9JMOR7zHBy2YfUU+my",
-	"HMBPdo0TCTrPJ8NKIOOMJHGf52rEsi/3EThYrevGuQ8fSCTIlKYE7Vwm3ITnKXSAPtkFuwSYPyOcUDYd",
-	"sQlmcc2fBxnMO4f76JMAHe2jTwwBM7mn4a7xutSvYpWctblctVoSqlMmu7IX9hWb/FIsvmHtJEbXOMkJ",
-	"OC+pkgXQl93ozmze4YDWWt5hJCy+DRDMh2apwOzNB4JnlCQx4KBft7YxNpCuXsTpo0aqgiY6kK4bXurp",
-	"ICfffUgZwpXweZEzGJiZePMQ7YBXOKF1l3wzjnx3GdywlP/RlJvDCkFGWYBMuhSYcsOBj6TrZfzT5VnC",
-	"cUxi2EllSv0iaJpxoeBJuugmPUp6l0i8aZ16iYP+BEsSIwint8y+BJqescXfQaTEUz+JsyD2IXct5H/n",
-	"/Nkpevzl/sFuLfrfgaw1BeAYkTRTi4Ku6KuFC5vPuNlvyUfbJumt9+ObA/pw9/nrt3fEl8qZbsmUGhMt",
-	"bWua5Vuxo9ILuow7RYZ9EcmuSbtGSy06RoTFlE1rtq8uJHjV+U0US+k6Xc3hngvaYttfq7qU0Sj3En7z",
-	"0bQgcAtiX3GT2QLoqnEvRiRJgOhB7oljQCu8eT6vw/1HO9jzrXUu/Cq1ucZ0y8rUnelOZQyTxaa2x7bK",
-	"KvFTGIL5fANKLGjcYsPeyqB8BwpxJWSs3WgMh1yjzLqz3dLcX9DT9iu6jb+41fr9RyziORYebTwyXG0t",
-	"kYqyfBxxQTrahWNBNfHaJLrJ8tdS8HDlGXr+wSXTXb8dLjttIYtow4jwnLAjdHPwuAsdz/icCBNxMJ5v",
-	"65zePmTK/aK6/a+ojARRULSnyxHuMGTLRloZtl1eV1X2iOBvJWYVx4cLW0KiJoTtfXnxneBEzZaxfZnV",
-	"8qv1Aan2K99CFXvu0mLLUVmedDtfFKllyb4opW7hQUuxXe3xU/XoVRP+inZsFSetHuBKMajdbpFbWLmQ",
-	"nRZ3sC1n1xo5VY0l+/tf0Y4vFHXXu5XliKf6zOdlzGwZLotZES2LFUq5VGhntpgIGpt4bFkLGMsZzN0t",
-	"UqzJjxon7xDKtAK4S8f1YegrqC1zV1GrEU/TVoOXKWOD3Jh19AYMbROsaDroDfVQiIrV48eQbXEDQZs2",
-	"P69lqqISXtC7TLCRFXAcU70rnLyu27Gah2mUaIJMez2LM9LZg6AdV9sjIVgrZCjGckbkLvrH//w/YFgC",
-	"g80xCkeQzzrqmQh6jCZYEJix8m7Km2mpMbkd7d8mCLimH3Tio/oTlqdjSb7vKAgwrkhbRJUBL+SspxD5",
-	"nVBGZFCWUvlduEkexJJ4VKAh7KF54KC9yGftmJ3Ch9sw16Gl92VCvuSEYxF/pLibzSwplf08ZcoXmQGK",
-	"jKBRLYN7c5+0T9Ws1HDb3HK/xu9lN+3gUV9szc0YSHjF/s0c2gKzq+V3cFCY4CZQWFDPj+RM0w2sGdOV",
-	"n+MKk4fQPcJma1s0bDsoTNJ6YaNoeAF3hpWgN7881dXse6XyukHowTpdsx1yHVXMbraOKv55jSf3qIAW",
-	"5d3qR1v22kYLzK7onO59/e7FVy9O+l+TlCvBWf9rzHj/4PBJ//qwf/Ltn/pHEwjsvq171++DrU3Sep47",
-	"smBX57qlDXtpqqWtdcv82Tz0r90E3vQK2Oyd+nLrDNFnslOtsOV6YWsFp9cEXzkT97KMYoogGOOuC/TQ",
-	"gjmknmjOhxS/2pOexNy74N936kzdOL3gtUl5brX/r49MgoiY+48L/IiBeYUZuHa2cs01cLyLOLnqtXzc",
-	"QDm70h1Hym2BON0s+rWb7/rJx4i6KgXeBpZ0iptyRS6WbRfPTtGXR48+L/zzpnSFj/gU9T2WZ3nGBTo6",
-	"PCxLnkc4ifIEKy6C0gmJGcLphE5znku0VA2kezR+NXHWg6zmBF6QmzJ4nV9FJRjCsw5lUmEWkTVZPx57",
-	"kitqsg0goeCKcnVc7FT+8IL2LNploy6e8FwNJ4mRzNcUvTAKq0udXWHJ9KY2T6qVT1aBvyyRop+4qQg3",
-	"xo0SIliRvqIp8QHABBncUbBwGTy2PqJNj59V3COrvijcKEUydrNGnWYtAeIZ/j4nAXp7/qov8SU5RjER",
-	"9JrEJbKYWK+i0JqtdVUWXPMHoRS2vJV6vBlVTfNeK36uMdUUdWofgIObyE6ObVsz5a44m+S5iMg4F92q",
-	"xdQqAd+y7LC1/2pdHcijCR0iMbI1H8CqK7p5+9trCus9mVJgEDgME8OZbflGU5wo2D4nf1VWvTOS1UoS",
-	"14spV9517TbKlPziIQVlNGVJQwoELlGjePgtJOkFy3LVbtS1bVEafDJnECU1RNgFNpUXuhO+/ubNBdq7",
-	"PtjTNxkGKExB9Y7tpYa7pn4WubFXvFMMML9yrUjC85yFpa2SxnquEkThiJmiKRUYhoEtnVbiDMJS0imT",
-	"A3QykVB3T3+kbzhEKcFsxFzBySGElpguBgjYnUULLIipio12IiyJZtKKCAnnQClejBjOMoIFeDiOkSvo",
-	"BkF45uuiVsnXZkIWIzmDUmPkRpkhWI0YeEYO9/dr7TFcAwhNygRPoJYJjakwEgOGR6N3BNGo5YcD9MRU",
-	"PDHRqpoABPa+GCExJMYnBEtTuksrYLZqralmlOYSquba5hyTReEkCqqVCAwM8FQQYqvm6jckSXJNJNoJ",
-	"l6yVIfrH//5fSOuSaA+FxlwZukIlj9AnwYiFtSQZ80FY0bRC9Pe/orDMnCk+PzSfe9Jx9CT/r14GIKhP",
-	"Mcr39x8StG/DLM0WRkyzi0zwOI9I3PgCttVSpSoMkH1/rnhLar9wjrY9FFZF1+IMB48gyFjfmX6tsXX5",
-	"jJhFJriWEtwoNH8fgBE8NBWFK8kQU0GhMo31uo3Y4yO3BanBaH4sXIEJuSaJ9IUo1+SUlaSiSTtXlnNb",
-	"xawuyI063N9vrcawppHW5jXfOm6mWvmt4ycr6r+RmyjJJb0mZ27vZrvrLTEbmmGaVeM6bt3VjttgeDUo",
-	"pdNnHzysySOurkS7LRNOC6A+fvTo4eMNQepPRt3WYtaerdq6yYNu9WxWvZT9YItE16Ujbgi4pbdcLEGZ",
-	"enzkNztuAUdvzOpKlORXb26fLbtSGZAeu2OXLXU0vej5t0pa88mHKb55YV6f6QzWAnGPWrjBW61ER3Qk",
-	"MkXSWsfxzgnSYfi5g5vH0dGZP1Sz2Zb6b22S3taVei45WHyXWdXBN7geG7/Y8fC1KMZVdGubCMeOe5h2",
-	"3nH1tmsBjys64nWNhey4WRcR2XV4MwRya/lhQ5Jdxi1uteLRF48+35S9OsNcR9Bc32qLjYve39SRoZHO",
-	"9+pKi9ItpGZvKFnXF7lRQFm1kdnjh18cdQ8xQzuMzCG+COEk4XMS795P1Flly+YSfXFY1U8OH7Wzsi7B",
-	"Y9s8gA1RfznYbANNqRZydmstqRmRtuJRd5qvMIIWcn29ed6+/wKtHPL4aJ0U4lMmCqVnA753n0JDVxZe",
-	"wG4J57cyFW8iBdxeqdjE53grOfzuBOVOojF0kFsnGddN62uFwkonwJlSmfwvw7293jpbd1cV3dmuN8Ls",
-	"pturUSp22S7dYm++Cwf9qtpWS4GOdab3Gkso1Bi6brYuOlB/Ba1sj51x2HoeEizNHzo4BrxhROujIc9z",
-	"9to1Ed7ADK8ZOImpaaucEoXBC2qS0XPXKh2ymVMipgRleg19ipSy6uQHS6RvezLzkfC8wNlNOzf6YO1w",
-	"ZznkZgu36ooyGlsUoG5LgW4pp7lcu3U8p2pmbaVrywmDJRor6zKRPC3sxhCP5QzfrjS5WaFj/dzWKLiM",
-	"4KvuIZZF8Jg3wHLjSjOSsmlCxqa7vae+8PqD1WcomFkDzmXgmnN/2ji30vLSPzBQtpWbizylWiHjGZaI",
-	"MyA928R2rXXQrnbKbu5u/RkXM2/m5Rfu06Vi5s2ewF39tR7MWINx9jWsfcg+puE4uocorr2FJnfflLAG",
-	"PRDQPkrAqHGX5IKqxRtNBJz/CQsiTnLlSfM7YQUepzh2jjHnU74iC4nMRaF+HyISvj45exoGyHiDJQpP",
-	"bHcwbPo9PYG1UHoTj//xl38Li76DoJjC30pGoLmW6ZZE2SX3yBv5JKER7E9LGq9enSHKLommAK5fiOba",
-	"A3SCPv3UbFm/vE8/hUYQzHbfDkbMuG/QZAG/tYl1nJkxoE+ToOxIA6zfivymIprx046YzKVpTdKvugiL",
-	"BMC//7Xm3R2M2IidcnZtzA9yaOSJimdbMnxFxuAWd/G7VKCcUeVKtUDncJgFVqCmYBsgOdrRghVK8IQk",
-	"0PsWvUR/QAf7h0dDdPAY/v344RdHuxo8ptKQaZ5lYjaKvl3Q6Y5KK7gFiJFrItD+AEG4mtmni+0bsbCt",
-	"TRaU5oGmytUiOazsIlwsqPAVCUaQMgrhAkjNaURqPd6KsW/PXzlQU30rR/v7AZIcYZRSKTOSqBG7pIle",
-	"y+xb0oQwlSzQnMbERgqadmlwGcZ2MrR9a58/vagG2Mzg4qUSnE1R+PQCT0O0U/QTMTEMk4UictcGT0Dj",
-	"/P6pCS0Ij1Gzralr1vlw/yhA4R+fnnwVojkXVxo5zRZG7PnTC+N4nvCYEtu/5AC9pE8A8tMfaJbZXFfT",
-	"+lAaEOEoIplC0OLE5BMHSEACIJEmRsLkFZkLDBnvQ+RWCHCAboFyiIoeLcudFU2Tw6XeiiYgAysycnmm",
-	"aOfo8EtLNmpdFwFE1eaKuwN0Dn0cU7xAEbc9hjQsF2gi+FwSgbigU8rQzuk35292j90GOEsWZXCaGSMr",
-	"HdOg902S8Ll1vyc0IkyS0hLRO3txUeGgPUvfKtXUhr39wcEAdDyeEYYz2hv2Hg72Bw97IGnPgJLuzQDU",
-	"P0DFHdNqsejZ9iKGjHxls7sbnb8tt7mTBql2hZY+c7YjoH4weQZdAo/M2r4piz3uVVqT608Ov1z/SbNx",
-	"KLAfpx/0XunHTSSEHIMVEnon4d57PWzPYmcFkC2p0JOF6TRs4n5sffsEQ2dbNKNS8anAqQzKRokZ58mI",
-	"6aFUKhpJ/TDMlvum/OUMWlvoJ0KlJDKoxMZCow6trsjAPHKNZM+5Ziv6tw/MdxbEDyTiczZAT28yLgnS",
-	"X3K04LlAMhI4I0JTuWSBdvTrtRGyWmSFGmY3C1vObgmBzixo1mKQZgl7WYLpuja0gbcBmyEPltG8Fjwl",
-	"akZyCWFVNi7qJ0SfyobSAiAeRLKvdeCeUNuz/CYj7OT1C82C4UVbHiVbtahyyN6LS03WgaqDLnWrl90Q",
-	"Rv23Y3eLYh7lKWHmIh7uH62HarUX9092eRczasKHhWaa2LSCX31/C5wmHe7vX07OXm1GW93EG74P7w38",
-	"TKBpgeCBJrTBXsmeNAte/DTcCZbWNBLk8fsFaNB7tP9w/XfVRr/1SzgvhKsdVW3La4W8Xf99XB/slcxl",
-	"r1qH28v1NmlZFTaqJpqClyDjN9tP2aDIpvUK/uzt8zRiEPMP8nkZF2myAl6+Q+4cFWUEg6ztapgOtbYE",
-	"FhrXkq/4BCbuVEJlxGw5OCPlLrFKlyh1WtaguwVZD9YOP8VJdJ6zF191HexyFzoNfv76bZehr/U/TW7I",
-	"Oyu6dv3q5TtQWL4C8qc/0nJDD3S2novzWXbjlLYhY3EoicCGTqwVK1YDqpan7xC41xHG785Pzp4/2eBG",
-	"zsCH/bbiwu569fjmG8DiCwPHjp9d6BeqABXef0QSvdQ6sK01vx13r9JHx2We8ZyZNQ4Pu9D1aqP0u2HL",
-	"VUIIUn1Z+chxgpL2e/lBGafr5QY2tVVWc7kDrY33reLufqVVE9evtSDILEYXF88uRszHK/7+1zrBN9o1",
-	"tiS+3pw5KJMT0Mt3/eLMRhkboJP6+MLsoRlLJWB7xHZCSDEduEa+YdGebPcYQR2vOZWk2omYShRWq7GG",
-	"I0aZpLEZVCwryJRyFqCwWqq1TG34+1+r7K9o51rzKAC8DgaHj9xg2xqxOhYSOEas3nu4WoUstBby0HRg",
-	"q9Y0rwwbsVDBO4e/HKOObaMH6CmOZsaUN2IRFoKSGtNFO5IQZGFcb30d7hYZLdBF2EkwI9cXXzagfnR4",
-	"GCCJF5RNXdN+8yWVqMg6BVvSG0i/Leo0TxauLZYBgv4ZzLAh+gyFprw7z4yTNlmMWFj3IIQBCuvxO+Hu",
-	"Kt5vMi1/4/y/As7fYbl/TkmgI37yfDr7uGLDUmuiVgukG/Gb4OA3bQF8wN9RiRnoLjdMhYlp8EoNplKg",
-	"4/hLvJ4SGboQBdeIAks00bTYK56Eph/BjGCV4sw6Bmg8JUoOi4qUB4/1MgePByP2rcs5LXegmWF9B0FF",
-	"oSwdbzcExAm9OyNuQFBO4Q2yjAccNZZHhjY51LgbJF5Iza4CJLDhtNB8/hLTRDMyPaMG3SqG8lyAA/w3",
-	"drIJO6kjoHNWJuACr3gsAxMr3ZdEz2hrlJKbLAEh2IZprWBNsqYfVkNgNwumLMMP7Vj3kyf0UC3AYXTJ",
-	"Reo/aiP/8zZnrNViW3XQTqlstznlbxz043DQRhH91fyTxIZa/cZDPTz0xDSDqcDK+HS7M9FKULeXj57y",
-	"JDaateLokgppg/icBzDNrP7dLJtSZK/beiuXJi4MS9DHd17toj+g7G//8Qp9hr7/23+8+tv/H6CzhpYp",
-	"nSoGESGFxqrV6GOUZ3pHh22Kqotc2THq74jV0hp24aNLqgo1HVz3FTVyFXd8XRTG+I1B/kz0LZ8O9DFJ",
-	"2HLZtd+0gK0oGNCXIsxM05lNjIimM/dKR1LOKGcuwEnkTD6oVraQ1p4EqkBCpZI2KgqIWI3k6AkEQTut",
-	"/c93iyZ2QDOQ6fU1YoZqGqpoQtB2bH6AMXYRCmYz8ycqIR6DsqnX4mN7kZ+bLtu3Iz8NWM3NjgkDCxaN",
-	"l4W4Y0s19XGosZVNsCQJZaSrfFdpFN76zgtJrxLa/91J/19x/4f9/pfj/vsfD4LHRx9+31uZ5nWwXxX3",
-	"DteJex/V0VC2om+hEraeX2xjH8Hg/DOnF7d++RqHEVixJwv4f+Wxm67+7pkb46hs9ee/olI9tWN+0qCW",
-	"zr1ZfXhgLBY2LFfjgjUGl2H82ETU/6JiYOy9VA9khS1NZSBbXtaoPMCncvnTLF99889fv/0ZX3uliWLr",
-	"nT9//bZxyYF+ExD1/Mu6bX0XG91uUu+v4A+CzJkN9y1tZOjTTyEd5tNPixQYCE1OFj4v34g1CncJzK5s",
-	"S1UTVhcOGwXCoL6cr/iY3pvp+RigsjAXhPm6WmRlV8gRu8BXtnGkxKlmnonGP8gZeP60UuOuJQqy2n/i",
-	"tvz+1+3u8K1VNJUop40JdJftDRuVt++0VUZXDWkTHayzcgej/1RNQNpMzbtvrbDLR2+KBKpNv4ifLDp/",
-	"Y4x5Z5Rt+gW+6fwFpAF0Hn1qMn4/KoeqkhgPi4Iu1XhaFGHVpBMa3v6iGBPwkJLqQ8pTNVyjVfY0zcVW",
-	"CiBnZsjPVgSp9cFoFULgoL8SMcTcyEaCCNx6mwRi0r0hMenS1n4GlS1AjMyJVFYnniyQZS+25OoVWUii",
-	"RizDU8psamCGpURhJZ8/RBMcXa2uKKAFCchHcOKDICjCkvQpk4RJqug1OS5CTEwFeGkawxueFBhTBETe",
-	"GHHEGI7B6OCTPTRi34mV4Tc++E/HB32imORCtQhi/VoOtBPE6r+t/WDysF1Wdj8j+Gpcldu2F8h+ftzZ",
-	"1TtZw5k1lZOOSv3CqLU+X/0Ay9w46GVc+iizJsaWWxXZ2MIWF0c7oStPHu4OkOFzrjEHdV38SQzBoZxF",
-	"ZIgwtIuwhmAczQwdp8rk7qDXHPxDoO6B2ROdmkseMZxA1oljDzug7lXMx7ZkN1F5dowgAzMwZfqNqllW",
-	"PUExhzgPYFq7hYPqcH+/bG9U8iCXqoxHLM4NkpEB+hYSUV/EJM045Aj2XxKt92IkiBILJ8vBHq1+M2KF",
-	"K8zFRhquZn4NRdaLCVX/nGQJXpB4iLTi5gqyF5NekYVzqZmg0AmPFy57+csB+pqrGWVTCKQ0Z+EMYbYY",
-	"MQjZ9Jq+gQScQ3O7DVlSCYeXZGHfKxz6CY8XGz3VbiVHiqL4eqmb/pT3LT3SEw7O8fyMSImn3ohzVxk/",
-	"KKOK0Bl9MlhSlj/4qc7ql3ies6c31OYCHe4fdPrCQL47hTjDySUXqfvioFPCkS2g4D46WnEt1Yz7TVx2",
-	"pmePB+YnDDXeiqYNCV5oKUmakF4tFE8IYSgmULAZScoil77VgQaecnaZUFN44+jgYSei+QqLqXG0HTzq",
-	"AsQiJvmMxBRfGMmim2/vBQN7mu0BtD1Vt3U34IlUK258916/hZLoG7nEEO4KuYfqKBKsxHXZfM90fgC3",
-	"kJcTPMlpEpuCF/q6SlKpyVGGhXRmt0YrieGIjVgfYZTlk4TKWRFD0dfTaP46RKGl8n0N0iEqM45tBB9w",
-	"YSxHDBmnmKZ1O6FJHg4RtyVxuEChHhnuHpsVi4r4SHGePJA25WuI7Kd/SBKc4v7ENHTqw/Aw0Ku4AddJ",
-	"ktrfw/T211NB434kr0Obs4CaJ0jzRNEMC7Wnv+jHWOFQMz/9Kz1cC20x2EZxiGY8iV3goNDaTulMrXFb",
-	"12YDvFd6lh3L5kwBEuQKvAXOyfGPv/zbrsmr07fGBUq5gLtS0uzAHJUmJAwMN4ZxppSU/rXbiQYf2gl9",
-	"4NJTZIJq/guFNfAk0ZqSBpyBv0nDRP2+xNekL4jMExWWJRcInE3PAgtmRCCo5HGMwhLKwNdO37yzdVL4",
-	"ZTWgVRq+huypH2i5Qy8iUYQZmhBYSxENyyEKfxc2Oy1jNAMLjb0XfRMRT/KU2ZCbpr07WOpSUTVsw704",
-	"RmI81h4rd8W0HRR2bYN59dYa9Y4W8BpMQRnB56aeBkkSUwPm2xlWxNURqSE8hLEST2cKwL8BOrGCiX5h",
-	"jdYwx4C0U1M4xdYY0+JLhJmWoSYEyoFYwePwcMQsBI14Y2vagCTnkTheAIW4C4ljydv+rZOxgFboFyaP",
-	"LXUwuaGWaEAXN486ZYsm+RUqPU1Fk7I/el5HL+iVFEQrVhajWzSo5d5q3idXu4jCyib13eMEiGd/SpgF",
-	"tIuPNYQUnii3pLnt7Grqz5D0VpP1RwW1CX8eulgXMOrV/jQG1SIWilpWE8ow7HlFhAIUEfY078ZeF1id",
-	"xoY2Kt0+YBM/Ew7W9pqD6QOz8eWSYB+C1moatQq7Fs5rKwicVCVYRBnCSfKbIPubIPurFGRL+dExpFYJ",
-	"r5PA+6OJlfpgqIG+Ko/QuwCy2V5/EbbBEI5TyvSwwRKT+wqm3obJgQ3MBqgum8COlndrloqD0qhSBjpt",
-	"FbS01YPsgLHPuJjQOCbsnmOjuuKcAeQa5SloL36yjUSzhVm/FTfu1Dy6IqauRLSm7hE0+hYAHzWRnxon",
-	"f+2xd98w5wCqY1BpbXXFpBv8ZakYNNo5f3aKPn/45eNdCIYFlU+rBWDbtPJJadzUSsRkU6JV1NMWJOXX",
-	"RGsBdnbILy8nL1IIjMHVWEajGWZTMO1GXAgSgcG3GtcLygEjc4iuQw51rgjJTPa+P1XubRbjO6KbXUyR",
-	"API+gPyzW5glXxfu5rVmyU5C2n08YqyvQd8S4/PBvcpuH59V/CY/PY2dGRCSYE0J+o0EpHUFRE7BCAPx",
-	"+ib6o+hCqhpVmAZgxNkxjgtrdkGCz3dH7LJiXgObj/75BMqPWoOg/u0xKqx+c8ps0Sc7LGxzs5d9suV9",
-	"suWuEYE/21JHXjezabcRdI3Mr7T96Aq+Z0bHv4caA3p31vlrFfNIXm9T5FKjB9gN/xnyCi6KFMSlQtWR",
-	"fWP+UK86UbGJlO2VWW0Vv1jguSEWKsXZEIWCz+V39P0AFvvuz+9DlytjA5VNMDLkN35H33sKE+hvTOmc",
-	"apaQk420+s74iMncpi211U91iaC/CjnfnqYFwX8BCcJ3gtbVeutYFhUMNcY1yq47F0FHZF/OAl5mU5XO",
-	"//8cfOpXwksq93anzERj3T8PL3EpqvrUnkflumPb1wDNi6Czw3BvL+ERTmZcquEX+1/sw2Xbz3+spEVK",
-	"n5cIvJCQdrmAlvtaLXY16Hdamk68fPovYbCmjUW4O6jgeUXC1ntwD8zFyNZ+VyThVn4LToUP7z/8ZwAA",
-	"AP//",
+	"7L1dcxs3mij8V1DcTZlKmhIly05M1dS+smJ7/MaKNbKc7G6YZYPdIIlRE+gAaFFMylVzdWq3aq/OuZg/",
+	"cM7ez7nZ+8w/yS85hQdAfxFNNinZyWSSm1hS4+vBg+f744dOxOcpZ4Qp2Rn80EmxwHOiiICfznASvbh4",
+	"q/8ZExkJmirKWWfQ+ZqqGQrnPCZJGCDKpCI4RnyCQpGxEY3DE6RmBL24eIsYnpMARViSHmWSMEkVvSEB",
+	"4gJhtoQ/w78TiqWeAaMZFvECC9KLsMIJn8I03fBh/0k/3NvvBB2qt/BdRsSyE3T0BJ1BZ5pmnaAjoxmZ",
+	"Y73fOb59RdhUzTqDo34/6Mwpcz8fBh21TPUgqQRl0867d4E76jmZc7F8q2hCv8fmsPWznzKuZkSgsNeb",
+	"pllvDiN6WTEkPEEywgmRAIMvvkIp5wlK6DVB4Y3A89F0HK45xsjMOCrNWDnZhIs5Vp1BJ+bZOCGdQJ+V",
+	"zrM5nGxOmfl3f7//KD8oy+ZjIvKDnuPb15lKM3XFrwmTq2c0v0eCSCJuSIxSIpAg32VEKjThAnEYbS5Z",
+	"ZOyBROMliskEZ4lqOtoc347MuJEyy9buy57h8aeffnp0+Lh0lOLCKFNkWj6IxsAm9JymWRNy4hWERDIb",
+	"G3TQX+pzAXYDfjaeCFa/K9Zd8mw686BZkvAFChUWU6JG+izwOizy6ScxJYwIwI8AYYkwSvCYJAmJkdBT",
+	"IiIVnWNFUPfHvxz30UeNbwc+r5zDXmVnMMGJJPnOx5wnBLNi6xl7+bkHewxWIMVRKkhMI4Umgs/30WuB",
+	"phrWlnIgzGJzTY07gwurbC3FShGhv/23b057/4p73/d7T0a9b384DB4fv/vHThOYrwCQXmp2WgKqvXxH",
+	"g5CjQd3wxbMrdHBzeOD+pNGoIGBDBhQsQGR/uo8MsdJ0Lfzyq5efvzxFL8hzLiKCLq/+GRlKNoCFFoRO",
+	"Z6onlSB4Ttl0yFIslNuGVCRFis6JoygLjdmGQKAxZvGCxmoWmHeoHyeV6Jqkasg0wA0aEywzQWJDRcdY",
+	"UolCmC0emRfy41+ONHacoK8uT8/dK5ZI8SFTM6z0wAdyH71myRLWp2xl4geygo0ZS4iUQxYCZv1OiYyE",
+	"+0PWcMkFije9pcO2b0mf4MXT5huGE0r6PckBrG9PQyZKsJQnjmJHOMURVUsNTwMrTeBK5LwJYS19b0uw",
+	"j/tP/ISuRLBfxmSeckVYtPyCLH1nW6KCch3+9Kf/dfToEUoFZQqPE4JO35y9fImiGRY40oxdXw/9LiNl",
+	"on6CBJkTvSSJgcAfHaMZz4SEj04vXqJrsszPPCM4JqI4dGmHPb3FJor46FH9FsuPeTi8PTrsDYe3nz77",
+	"9hP/O345+ZIzco5V5CGYz67wFCSIiKfUMt8ooYQpNONJLE/QYkYY4ozoW40yIfSf9FeYyQUR+rcP+8fm",
+	"iTGOxjxec+RJT2+lZ/bSyAKOP/Md40ILWWeZkFz4iWfIyK0aRfBF6FA1FeSG8kyiFE8JUHxNS1kTJprR",
+	"TVt7dHi0+UXBPp+xKWXEA274fYN4h7qGDN4kybxZZiNm6rsw0NIWvyJCWoGtebHRjf3qLpQGFn1uX7V/",
+	"Nfvmy6sQpp/4N50/Slg+kjedbxtn9/KpZnHawbvgLu9LTobdffHVGY5m5HPzZx8GJzhj0eyB1FLy9U0v",
+	"0p/3Yv19uLr7pr1e34xg4AgG3v3KXtE5bbyxBP7oFYIe9Usk20FpnWgKqzXIpme/CMETdviHDDPVqOeU",
+	"/6qpTZqNEypnJG5Gv9Ov/4COe2OqmvHvu/Kadz5BLoDCUilWM4/sqHkcFSTuDLQgcldZEtZ9k43nVCkS",
+	"P1368d9IheY+LftEIExJN9LpTgEitzhSybIJYvmI0biRtT4+bgkwt3EP48n/hGaYxQkBRsgzhcL/b4s3",
+	"K/MF7ny5Rpg7x7dNT9YKW6M5vm2tIff1f2U12SdylZenbOPylN3n8u80xsqUM0lAM3+K40sjpemfIs4U",
+	"YfBPnKYJjeAlHaSCjxMy/wSYy+CH0m7+UZBJZ9D5h4PC0HNg/ioPLswos2hNqkS5KUgLRnOc6GPpx69R",
+	"gk+QwGwKlhvGFQhVGp8Ji1NOtViFr4k8QSERggsZwnuQiKr9jpbUOZskNPqg59GPsianogWWKJMkNiKf",
+	"U62tSAw7fc7FmMYxYR96q5peUIlucEJjNM6Uoxaw54KGVDYOIrqWkhkMu8w++K71BiPMNEaMtfLKBYkH",
+	"BRIkVCqJyA0RS2TXDxDB0QzOMWRUSfT/v3n9JbrQOKQRjymen7wbHsQk4jE5eHgAh7p1hqRwL0BUySFL",
+	"tES6mBFhsJGyNFMAMYwmNNFCM4vRQpNhKtFCcDbVWum7oHPu0PtDQ0wrGXozGmQLkiQ9sw3UBTgAx4g5",
+	"MX9PsZBwBpQxQXAM2t08SxQFk4Geag9MqdWnO8YxoMWXXD3nGfugR/ySI5lFM3N/XCDBM0X23HbOeUwn",
+	"1AB9FTRGd3sgtT63RN2wonIVFEUirfjtlXS6k7L2ZhQ3IKT6u+qp6oxHH+AyY2eCYLUWF7YDkH6JHuC8",
+	"gfdxgsJX3Ewb6kMUJtW3l69qJ8gJmOpdkjTBSx/sQjC3GGVXzai06q3+PyJYJLRkywX6kdtBavRx36u+",
+	"6Nn9ios7RisYP7vVxOB9g/jKHc0uYsgnwB3hRD+i5YkBkoW8/ZvIWDvQvx/4XHH+Cosp+bmoUaIXF5r8",
+	"GFMf6Eaoe4jO6VPzeq84P8dsaQUT+aE3au06WF6TGE2wVG63mh7Y3erbNfYr93UcCyJlMGQLQRWp2Lb2",
+	"Bii8JEose6cTRUSIJF5K+4Y4UmKJ8BRTBpbWIQsvsSKgTfY+DpHFEmPazsEV5IwmIRNlOQ/RO0RUDtkk",
+	"SxIzpzGMllCtmDxXWFfQpaxtFt9fkjmmTOPRNmMkabFGAZsN3+qv3zKcqRkX9HvyodmNvU/wLxqp1FyC",
+	"ZqBGmupm7JrxBdNfCHLDrzUNXsxoNHPfSUzjvdr7//rrr3unmZoRpvT2yeZH/JbhG0wTzaU/9POIscJj",
+	"LEkhOxgeAE/3LUsFj4iUP9fOil3JLE25UIYCAyWhnA1QGBOFaZI/wqV+PUMW2s9JHJq3ZVQQqvWMCLOY",
+	"xliRXMwUGXMPWD9ZSRISgSljruUHEiOpBVGcIMr0MbCiWpzijEgrE75l+XrnJKb4yhq7PjRBfiDRmVmy",
+	"p7fgkNSpXDy1bpdc53LQM3BQMzLfhzds1wSdkrBoNsfiGqwgQs+hKLGOYC1jj5TVN1mWWBQ2xpMapgce",
+	"t27zqJxKBJ1UkAlNktGcx6TVOoLcUGff3fixJBFnsRylRIysn2pu72xVO2+YzSnkejZxQ+LR3Bn0Ni6v",
+	"OG//YW6S3jzgXdmY9Y1ZpjZJbbcluAWVq63dQDPIfDdciDd8/EcSqY51vz3FknqiCX7PF2U/i5bB+Fhh",
+	"yki8Dxsp419EkkT6NYLc4wjfGHktJSRGCcFMIm58IYrM5aZnd0aS5JJM4ArMQbAQeKl/BmV1NMYsHqXG",
+	"RIGT5PWkM/hm/ZTP9LinmMWdd9/WcUo/E6Jm3CetM86MtG6VVqmwyrTQgG+AStojFr50fUgnbDqIgDFO",
+	"EZHyBDSXoENulcDFj9bheyPwvPjJ+AL0BjwCa2ANqLLRvy/LlxppKXsi+Nz4UCdUSCNtAx4mJN5Hl3oI",
+	"n2jKNWTw6wBcr1o0Mt4Zq/DSyYRo7p0sEWWFL1YSpSibyiHrhhonYYpRQlgYQBSBJ3Am3ENyhgXQdQPI",
+	"IZOZmOCIDBBOEr1XKiw+UaZpQ4FWWoKjCSk2AFzI3g+212UOahS2LkYLLLT8ZTiX5HvW6+1wcpUA1LAP",
+	"Fh41IYt7SAYlyu8IdQ3UJNwBCs0MIfhyw9Ll25iLkv9/byd8akCaGoGy56gdq8CswL72JnryBmDteTQT",
+	"qmQ4cGEPRNwYDkilC1Bw8sE+CvkNESN3h+EAYWXCNcbciutyjpNEa8PlqYw1E5BSkEkmNQKHY56xGGsU",
+	"YxERGvLhYMgoQ2OiFoQwkDrHZMlZjDBb6p1MER8biryPQqt2y9F3GclIHA7QnAsyZO73hcblltZPRm+Y",
+	"RQR1zbVTCbeqZlzaByMyphEtJLcRIbEcVR/HAFlrGfoEzfGtjd3S02jIFAqLnkGpiRq5aRaUxXwRDpCG",
+	"dgBWSMYtwgMjQFgIekNkKSpkyEq8A5kZzBtwKKYn6wSdyq10gs4qaK3npgQvQEPPETUPXN24l6adOTnR",
+	"WkervAcrLWZRzkZjHF0TYyvbyMRrnuU2Q2jspQY1h2cr8csJJSt/+a7m3dssjFBlFIKVv7ioll3EpxpJ",
+	"AI+cWSnI/ZhF1EzNPbjitF9xCa9emZ+YGER7ZkPiVq9+7ESXtWJDLuO8C7QeYAyO0bKdyFs1WvuUZzif",
+	"+fNoRk1U4OZ5izEJX/in1c+ltl+fz15MNRksfeh8loIkSyADmhhBYI05y34n2LzaKOVSUqtsNi8LS80x",
+	"rIO6Y5I4ZleQZ6DDZTK9d4I0fIyep3kSMEVHsJuRc3WztZvxbJMzBx0gpj7IhKVTh+2XX1GfVj+TmhKy",
+	"iIwSZxLaPLWVRWDGthJI7bXWALOKSGsuu/pCvICu4+4K/q8cPPCGEZvHWzrxOhpwkWAP6bdWgZHmuB7f",
+	"eG4Wlg5PjRHBiICJIkL63wI3nrrVKV/DPySKMoXGSxTC+cKGScy3lYtca1VIMDPz+2RME2/ZZg4TM3tP",
+	"uGSXLU4TVIFewGrTRVrlbeUOaxRuFwq8Cf/LSzTtrUlqBcM1SZIH0il55aiashgOhkqv/FMVm7wSDp+n",
+	"WJBY72QVRFq7t7PqQ43kjiaRlXlGYITacTYbquNDKdkWmCB7h4wrZ72IC62agjkQzbBRqLNoBmN3AblW",
+	"fYolvDegxmo03xWwZvCdoKm4wsmdbrc0w912oqXy3UFhRt9hB7XXXGQTGKSqgsqD1J3iCPm1+qDT/B7q",
+	"p6hdsJeElB7wpRHo7p3MwZPzvKrXTKueSixNcHjGAmSj/bmIiSgl0ciwvbGtTJG2ljiqQgRsuxlq1Brf",
+	"G0yKW29Xw9/DQYs92RXqLLEEaM9YfcBth5WMce2tSe6SW537MmNvsvkci+XGSyrsN5Zz54eqw2adhedz",
+	"MEf7+RS+mY5wpOgNcc9qVyqiT5oQpaWM0kSttLW7v7I4M76ZnSnxLp6Ve2LxBefdZEm3As+dWd/d+dYd",
+	"+M12dOhuHMSH3V5MrSNABaPWv6lX1Djwqu8qpwStSELphTaSJJ/7u4HtmjWbt31hHBzUR8N3sM84kW3D",
+	"oC++cprhvT177xNs6UZyFiqvF6nlmyxM55U3eR87qD3Se5myeLU7TFdTC66eXxVRbang81QhsBiiBTbx",
+	"y1g6mcb4QxGkya1aa96TBWV3OpLLnzlBKdvP25hAilyu+uNqb+0eZzRp96UJk/+hQ26xJmydQecmSead",
+	"4B5M1YKkXFLFxbLV5zt72OEIxfgV+7QDXGVHDkbNN3BmkorvSp4rk71UZL4RG5sp8OpcK5sjOfZ4XcUR",
+	"z0yExSo93Bn+eYZgcQPFUt5j5F54v9eaJBgSlmY4mfQgeVq6NB1weN7gRILO89GgFIkbcXAN42TInvTR",
+	"RwicVXocVRLNSBL3eKaQCXO3zjnnGH8gkSBTOieoC+6xn/7z3/v7T3787y775HDvp//8j56aFRZuPkEs",
+	"QJOEmwBVhQ7RR3tg2ABDeIQTyqaQ9z1kZc8uVAfoHvXRRwE61hsECmiyr0Prg67e5TpBbXvBbL0oVSVt",
+	"dmXv5ZW8MyvZKEY2IDG6wUlGwI2toe9ubTWQxDlQWhzQ+k1afAmL7wIEM9AsFZi9+UDwnJIkBiT2K+c2",
+	"yswUSnGZKqiWrKOpFiSshxM9HdS7cAMpQ7iUQCIyBh+mJuMiRF2ID0hoNSilnkmxtwpuWMr/6orNYYUg",
+	"p9KVSVgxehckRS/jny5LE45jEsNOSlPqF0HnKRcK3rSL79NfSe8SiTexWS9x2BtjSWIECSVWWiiApmds",
+	"8HwRKfHUTyMtiH3IXUl66V4+P0OPn/QP9yr5Lw5kjUkwJ4jMU7XM6Y++WriwxYyb/RaMuGmSzuaIDnNA",
+	"H+6+uHh7T4ytmOmOXK020cq2pmm2Ez8r/OGruJPXmMhzOTQL0GipZc+IsJiyacV41oYErzu/ieMqnOjr",
+	"WeQLQRucAxt1nyIu6YMEoL03NQocxNhXOGi2BLpqHM0RSRIgepB95RjQGr+uz23x4eNe7Pk2eid+lepg",
+	"bbpVbezelK8ims1iU9NjW2fW+DksyXyxBSUWNG4wgu9kkb4HjboUPNhsdYZDbtCG3dnu6C/I6WnzFd3F",
+	"4dxoPv+9rUPl2b/hahuJVJRmo4gL0tKwHAuqidc2cW6WvxaChytQ0vF/XDDdzdvhstUW0ojWrBAvCDtG",
+	"t4eP29DxlC+IMLEno8Wu3u3dg+fcL8rb/5zKSBAFZavaHOEeg/dszJ1h28V1lWWPCP5WYFZ+fLiwFSSq",
+	"Q9je1zp8t6Vxav6ihGJJtiRGWEQzqkikMuEX2Sfp4eORmiQ89fhKPydMEvT84vDxwdPnh4+RIkxyga6e",
+	"v3p98aYTbA3soOMKbsgUC0nVcr8z0EP008iLq3lik1xUsC1UlpftMOq/iaO3EbqckVKhNq9S5CS6FpFQ",
+	"eT4Gt5nGLy7eNulFEJmfV6wbTcdtJV9nRVw1L3JFWiYDTV3yjxPGIs5kNjdA5+JaCwI2RQYr3IsIUwKU",
+	"dZwqnvYkj7yilOSZiBo0yBvCYi5MvpucEaIQF1oJj7NIQQUvGzo2zQSRKOI2e8J7JSpOdyY+Zh+bonqr",
+	"+3/OBTpN04QYG5gL0MwYZOvbiqdgFNPbz1FpW5OINa66p5vvtfYwK9hf3GaZ6HjRq/p8HRTzW7MIVEf4",
+	"dZTH71Kbpll7YaFMxFqodQ37IThRs9WdrCod/HpzkoYd5Vuo5BpbWWw1UtmTeu/LrLDKiS9yt13I7Eq8",
+	"c3NMcTWjw6SEoK4llBMoQVwUhtxrF82MlQtjbYissUVzG6OJy/HVf/0z6vrSM/a8W1mNAq7OfFnkkRQp",
+	"JJjlGSRYoTmXCnVny7GgscnNkpUg6ozB3O2ip+uSee3kLcJ71wB35bg+DH0FdebuK5Mj4vN5o+/AlLRD",
+	"7ptNkhf4LMZY0XnBxgnT348g8/IWEhlsrn7DVHm93aAzSbDRmnAcU70rnFxULfr1w9TKNULVHT2L83fY",
+	"g6CuExgSgmPKpijGckbkHvrpf/xPMLGD6foEhUOobTHsmKwyjMZYEJix9G6Km2moZL0bF9slMaZiKWml",
+	"UeghLJuPJPmupUqkWUhTcKoBL3iP5pANlVBGZFDIZ/9QDaHb1q+coyHsoX7goLmUeOWYrVJqmjDXoaX3",
+	"ZULthDHHIn5PIYzb2ZRL+3nGlC/IDUw6gkaVai7bh/f4JMVSPdftnaAbQgjsph08qottuBkDCa8BZLvY",
+	"IIHZ9eo7OMydEWMoMqzntwm5WDOmaz/HFSY3r32w4s5eOdh2kDvn9MLG5OIF3DlWgt7+7RnxzL7XmvG2",
+	"iOLaZHVrhlxLY1s7q28Z/7xm5A9oistLvVaPthoAEy0xu6YLemCqwve+JHOuBGe9LzHjvcOjp72bo97p",
+	"13/oHY8h2emukTJ+jasySeN57smXV57rjt68lalWs7haZcNuH0Xd7Ays+0dtRmt1uU0uuXPZqm7oau3Q",
+	"jYLTBcHXztnnMVJAQSTj5nIxc1owh3RMzfmQ4tcH0lOk4z74972GlWydqVXKkWsONn0fbs7NEXYUXMQ+",
+	"7yRWSCqeSjDkzbkgRbKuyov6dY14PqdSkhiZtDtbjWyCaQKZqmUd9LBSAiJX0UoKmHQlHKy8U7GaYDbd",
+	"6lwjU5+opUK2Q87ynBCl9RiNzeb0J6hfMjTEnDQka66JcNshyd86P1Y3/eLirbGXmkxIW9Fhf6NPZKUa",
+	"vMEDyqTCWr3PZNPBpmkmR4yQ2JeJarrlZJIIGQ7y2ST6659Rvnw7y0w+dtMitkUDaKJQXVjrE7aaBdgQ",
+	"bNmqVhnUhCifoZrPyQpauOqz4HUvgaqkaDezkPcXjpCLYGtqHomMnVjF29qvDPboQ9hoHygt6P5qrMlg",
+	"efCZrg1l0h/57b+1VQbVli8mLNKa+zcb4GdcqAk2XKgdwDR1fpMP2xAL71G+cRJlCVZclJJta/n5qAsB",
+	"lq5EnCUVUOwaKGeFKn7QqiWbAQplB/xHhy1JaHniijXkka0PUEqkpHMqFY0Q0d8pzlE34QuUEtFzHMSW",
+	"P9KiALq6en61538qzQVD3ldYSDQj0bWPhj3HiSTmLjFs2cboQsgiVAk1RbQLomuTgeHbNI/QQN1Sh62m",
+	"Y99ngMo9hkR4CqusemrziGpPP5SCJDiqmqNa3eiwlV2kfHOlqBuXsuDknRUJoUw5ysylys82RHlUKcmq",
+	"xpCbfGolpkoVoxhXmm8Y92neBo8qKDypSQKeEluNqlrfUkBxc8A6K5+euN5neXh5qWB6XiqtRHjWg7ZE",
+	"itxG8tv3lnQj2GbIriJYXhViFy+jM8B4BNY8FjWaUXJDVsXP/R2c5Z5KY8YI5kw5ebUJe+Qm1LjKj72i",
+	"4WxUYDQ5v1uK+5yyUct8zZWxIEu1MVNvrOni3UT1eG45LxhNIcnGmNLN6XKQpvXhk1XfY7ZoTuQqZyvW",
+	"3ADH+0jeLF/L+83etCvdc/rmDojTjglXbr7tkPeRClg8rhqWtErmc6WDV73Az8/Qk+NHn+Y5H4ad+sw4",
+	"edVkvxJwfHSE8kaShUwdFIHtmCE8H9NpxjOJVmosty8RUS7L50HWwmSwqphD1lXrV1FKsPGs42SMDaVo",
+	"PJ55Vyp6F0BCGetcerBT+VNW1ojcK4GCeMwzNRgnxsexoZSwcf05+XFNTIi3cOK4XE96HfiLwtP6iZs+",
+	"GyNcEzuwIj1F58QHAJO4ck8Z7IW9Z3Oapf5+Vgq5bRPlU5R6rAfRadYSIJ7i7zISoLeXr3oST8gJiomg",
+	"N1Z7ryYgmvYVtoNA0cbCn9iUR0Ws9Yiar8o2j42G/A1O77z71wMQgIlsZR+wlajvi7OZAK9RJtrZGCv9",
+	"1e7YzM1G0ky4MOTRpKO5CElibFuindGkuVOb3pNpsADZ7DAxnNk2xdlgO9tMTdbV7HThBpVGb9UWdaV3",
+	"XbmNQi/NH1JJIS1oSI7ABWrkD7+BJL1kaaaaw2NsG+san8wYZN4NEHbJcsWFdsOL129Mw2d9k2GAwjk4",
+	"MWN7qeGeqQdNbu0Vd/MPzK9ch+fwMmNhEfVBYz1XAaJwyExJ5hIMw8A2pChwBmEp6ZTJfXQ6ltDNRA/S",
+	"NxyiOcFsyFwbH6Ovmt6wCNidRQssiOk1iLoRlkQzaUWEhHOgOV4OGU5TggXEip0g1yYDEjvN6LwS8pdm",
+	"QhYj0NAROIThE6yGDGLMjvr9StNh11ZXkzLBE6iUTGMqjMSA4dHoHUEP7GLgPnpq6imbDGhNAAJ7X1r/",
+	"B20yIViahggRSRLbC8zU9J5nElRr2/J4vMzD7YKyEmpggKeCENuLTL8hSRKtr3bDFe0oRD/9x7+jw36/",
+	"jw5QaAI/Qhdk/Qh9FAxZWKncYgaEJbNJiP76ZxQW5Vzy4UdmuKdGjJ7kf1eNmEF1imHW7z8kxtshiI0l",
+	"HDLNLkzsMYlrI2BbDbX/wwDZ9+dKQ8/tCBeyeIDCsuian+HwESSug1l1mZLYBs8NmUUmuJYC3Cg0f9+H",
+	"cKLQ9GkrVeiYCgoR7jZ+ccgeH7stgJvC/JhbFBJyQxLpS3uvyClrSUWddq5tkrGOWV2RW3XU7zfWei18",
+	"vI8//fTTo8NaP/DtO2m03Ey5n0bLIWu6apDbKMkkvSHnbu9mu5t92ls6tOu9OFpu3XXk2OLzsq+v1bB3",
+	"HtbkEVfXot2OVdByoD5+9Ojh4y1B6q+QtmvsQXMJtcZNHrarlr3upfSDHaqvrRxxS8CtvOV8CcrU42N/",
+	"AMcOcPRaCNeiJL9+c/cSbmuVAelx87TZUkvTi55/p0pKPvlwjm9fmtd33H/yuBHiHrVwi7daijNvSWTy",
+	"Skotv3fhZC0+v3Rw84SMteYP5RJLlQbOx58FW9Vcaks9V0LVfJdZ1sG3uB6bE9vy8JXM2HV0a5es2ZZ7",
+	"mLbecfm2KwEj+c4N3m+3cS632KzLsm37eT2tdmf5YUuSXaS87bTi8WePPt2WvTrDXEvQ3Nxpi7WL7m/r",
+	"yNBI53t1hUXpDlKzNymn7YvcKjWnRK4OHz/87Lh9sg7qMrKATA2Ek4QvIA7kQ+TvlLZsLtGX0VIecvSo",
+	"mZW1ScPZ5QFsifqraTtbaEqV5J07a0n13J41j7rVfLkRNJfryzgHhMl3gVYOeXy8SQrxKRO50rMF3/uQ",
+	"QkNbFp7DbgXndzIVbyMF3F2p2MbneCc5/P4E5Vai8VG/v1kyrprWNwqFKVgYNZX+t5lSqfynwcFBZ5Ot",
+	"u62K7mzXW2F23e1Vi5datUs32Jvvw0G/ruD6SspYleldYAndQ0LzQZjnWelRUF7gxBmHrechwdL8oYVj",
+	"wJuQsTmv7DJjF1i1kBJWGTiJKbjE0JwoDF5QU+AwY4GpYQcV8uZETAlK9Rr7Jm6lPPnhCunbncy8JzzP",
+	"cbYyo5Fhc97huw4frB3urIbc7OBWfS+R723b3q12hhotqJpZW+nGwH+wRGNlXSaSz3O7MWS2OMO3a3xo",
+	"VmgZW74mGBxfbxHO7NJwvBGgW5c/lpRNEzKSShA893Qv23yw6gw5M6vBuUgBcu5PmzFUWF56hwbKNtAv",
+	"r/hQaZM2w5CpsFOgXxsH7Xqn7Pbu1l9wq8R6rcfmeN5aqerW/loPZmzAOPsaNj5kH9NwHN1DFDfeQp27",
+	"b0tYgw4IaO8l9c64SzJB1fKNJgLO/4QFEaeZ8hRMOWU5Hs9x7Bxjzqd8TZYSmYtCvR5EJHx5ev4sDJDx",
+	"BksUnkJIgL3xAXoKa6H5bTz66U//BbUGgByBYgp/KxiB5lqmBz1lE+6RN7JxQiPYn5Y0Xr06R5RNiKYA",
+	"rhux5tr76BR9/LHZsn55H38MbWaZDW0Ohsy4b9B4Cb+1JUq4iay2WUBBkWYCrN+K/KZMv/HTDpnMpGl8",
+	"3Cu7CPNSKn/9c8W7uz9kQ3bG2Y0xP8iBkSdKnm3J8DUZgVvcZUJSgTJGlSv/q0G+D7PACtR0EQAkR10o",
+	"6JTgMUkkyiRBX6DfocP+0fEAHT6Gfz9++NnxngaPqV4NpcBtzEYeLT6lN9Dd3whuAWLkhgjU30fPTGFx",
+	"vU8X2zdkIU7ThEZw2Qc20u+TP0rOoNzzdxkRy3LhZYYIi6EEcbGgwtckGEJOHIQLILWgEUFcwHWYXtzu",
+	"27eXrxyoqb6V434/QJLbPMOUJGrITCNEu29JE8IUlB6LiY0UhIro5jKM7WRg87FePLsqB9jM4OKlEpxN",
+	"UfjsCk9D1M27FZsYhvFSEblngyf0dKR3ZkILwhMUvpz0vuSM9M61sBjalSV62D8OUPj7Z6efhwgKf2nc",
+	"gy0M2YtnV8bxPOYxJKfp9Q7RF/QpQH76PU1TWzUoSqhm7wZEOIpIqhA0UDaVmQIkoJQKkSZGwgSnmwsM",
+	"Ge9B5FYIcHhF51TJAco7QKfETY9wHAs3xUJQRcxfHZGAgAysyNBV7EHd46MnlmxcEiWWvdMJ1PQGEF1i",
+	"RWC13sfh3j66JDiW0G41rz2mYblEY8EXkgjEBZ1Shrpnry/f7J24DUAxuTw4zXxjIpC0BIoVdNZOEr6w",
+	"7veERoRJUlgiOucvr0octGPpW6nE/6DT3z/c75u+l4ThlHYGnYf7/f2HHZC0Z0BJD2YA6u+hApcJ4Dc7",
+	"oJy9jKHKo7J1sqAkU8qZrQ9ouY0NqQMZrvSS/mjzI4zktjHQz6wAlNNT91zwSF8glShL9/WBjs3avinz",
+	"PR48xbEt5ARDjp5sHnLF+TlmS1f/ybAfpx90XunHTSSEHIMVEvIlcOdb/dmBxc4SIBuKSo2XSPBMGRrs",
+	"mi4mWEHMxYxKxacCz2UArGCsSWnKeWI65kPGmdQPw2y5Z3qyzKBxrn4iVEoig1JsLLQB1uqKDMwj10j2",
+	"gmu2on/7wIyzIH4gEV+wffTsNuWSID2SoyXPBJKRwCkRmsolS5MabSNktcgKdfFvl7ZFwgoCnVvQbMQg",
+	"zRIO0gTTGu7UNTkvmjjyYBnNheBzomYkkxBWZeOifkb0KW1ongPEg0j2te67J9T0LF+nhJ1evNQsGF60",
+	"5VGyUYsqPjl4OdFkHag66FJ3etk1YdR/O3a3KOZRNifMXMTD/vFmqH7J1TmPoWbiz3d5Vy75TGimiSWy",
+	"YF9zf0s8T1rc37+cnr/ajra6ibd8H94b+IVA0wLBA00tAizXsifNgpc/D3eCpTWNBHn8wwI06DzqP9w8",
+	"7i3DN5gaFat6CZe5cNV1SRPAbayQt+e/j5vDg4K5HJSbw3m53jYN8cNaJw7TRAVk/HpzexsUWbdewZ+9",
+	"XeSHDGL+QT4v4iJNVsAXXyF3jpIygkHWdjnfA60tgYWGWpE2HwITtypGOWQ2Sd1IuSus0iVKnRXpqHcg",
+	"68HGz89wEl1m7OXnbT92uQutPja1WTd+eqH/aXJDvrKia9tRX3wFCsvnQP70IC03dEBn67g4n1U3TmEb",
+	"MhaHgghs6cRas2I5oGp1+haBey1h/NXl6fmLp1vcyDn4sN+WXNhtrx7fvgYsvjJwbDnM5AUDKnz7Hkm0",
+	"ezFFqqGfB7pH+0Glj5bLPOcZM2scHbWh61ZmN5T9XthymRCCVF/UkHWcoKD9Xn5QxOl6uYFNbZXlqlhB",
+	"pWSG/ZVWTdCYqAUhBUFmMZSZGDIfr/jrn2tlSUC7xpbE56YwSGcIiuQE9MVXvfzMRhnbR6fV73Ozh2Ys",
+	"pYDtIeuGkGK6b3qYhCjMe+bvnSCof7GgkpTa2IFdqlz6KhwyyiSNSa0wDJlSzgIUlutiFakNf/1zmf0N",
+	"WbHdEhvS8DrcP3rkPuYMeGX5W0jgGLKwVG4rrNRzDq2FPITueZU+eaXPhiw0dQLgLycoZLza98yWjkkI",
+	"vgE7mLF17qNnOJoZU96QRVgISipMF3UlIcjCGBJUoTb5KI1UuJdntCxcdQQtwQyZy/usQf346ChAEi8p",
+	"m6LFzEAHRlKJ8qxTsCW9gfTbvN7CeOl6tRsg6J9N7Qn0CQpNy0BTCwUnyXLIwqoHIQxQWI3fCffW8X6T",
+	"afkb5/8VcP4Wy/19SgIt8ZNn09n7FRtW+mU3WiDdF78JDn7TFsAH/B2lmIH2csNUmJgGr9Rgaq47jr/C",
+	"6ymRoQtRcM1NsURjTYu94kloelzOCFZznFrHAI2nRMlBXtv/8LFe5vDx/pB97XJOix1oZljdQVBSKAvH",
+	"2y0BcULvzogb1cJGlvGAo8byyNAmhxp3g8RLqdlVgAQ2nFbNMIP6k640owbdOobyQoAD/Dd2sg07qSKg",
+	"c1Ym4AIveSwDEyvdk0TPaLs9kNs0ASHYhmmtYU2yoh+WQ2C3C6Yswg/tt+4nT+ihWoLDaMLF3H/UWv7n",
+	"Xc5YqWq97qCtUtnucsrfOOj74aC1xozr+SeJDbX6jYd6eOipaTBcgpXx6bZnoqWgbi8fPeNJbDRrxdGE",
+	"CmmD+JwHcJ5a/bteNiXPXrf1ViYmLgxL0Me7r/bQ71D643+/Qp+g737871c//t99dF7TMqVTxSAiJNdY",
+	"tRp9grJU7+ioSVF1kStdo/4OWSWtYc92AFO5mg6u+5IauY47XuSFMX5jkL8QfcunA71PErZadu03LWAn",
+	"Cgb0JQ8z03RmGyMin6c2HbXRkZQxypkLcBIZkw/KlS2ktSeBKpBQmVepBiJWITl6AkFQ14YKcBEToee1",
+	"hh5pitKAvQ9oBjL944fMUE1DFU0IWtfmBxhjF6FgNjN/siWQKZt6LT5n5sSXmQn9vBP5qcFqYXZMmKln",
+	"Ha8KcSeWaurjUGMrG2NJEspIW/muaCDc/M5zSa8U2v/Nae9fce/7fu/JqPftD4fB4+N3/9hZm+Z12C+L",
+	"e0ebxL336miAS6OymUrYen6xjX0Eg/MvnF7c+eVrHEZgxR4v4f+lx27aQbpnboyjstGf/4pK9cx+87MG",
+	"tWyuZOcau3jwwFgsbFiuxgVrDC7C+LGJqP+bioGx91I+kBW2oP4yz5iSFSoP8Cldvmvx2XjzLy7e/oKv",
+	"/cXF2413bnpSlC850G8Cop7/tm4b+mJsc7vlihJeFg4zVit3omvGFxJ1DaM23ZxQqXlwgEp9hU2huBfk",
+	"ORcRQZdX/wzQlpRFBJ3OU6I/Pz3/HL1kUlEWKXT+8qjfPzh/+bDfD0wn3iE770kiKJF7A2hWGiDbhjdv",
+	"ehuguNaR2rSiNloSXxARDBkUJM+1JNNw94EstynuhiYuPdwLiqZAeV3BJZryIRsvUTe0fXv1d3qFGV+g",
+	"OWZLW5ey1iFar7uPrmZEEghcBqEEpA2Jyj44G00tfXKHfmi/LxI071PweM2SpanTnoMELh0K5fUok4RJ",
+	"qugNgZYAPqEi711c0RWKtMONOX7NWyraHw9QiAFfwgCFOMb6fzOepkTof40THF0viBbquiVU3Cv/qSfU",
+	"bYi6ZVx81If70/+8uHytv45iho9C+4+H7h/H+h/C/UZTI9KbH4bopz/9V/7jcdgEn2oP591g9D5pZKXH",
+	"c2MQBpCOAFEGIrYRv7vm6sGOzkqXZX8h6fcaa/7GgkYJclTRnboVCT34YZpm7xoJafiw/6SvsUcjG/zb",
+	"5CZY+lnGSvtX54fHc2ibNED6QQZIpjiibBqgNGORynIq69quL7iwiT10ylyZ3NX8gPsiJoDwKYZcA4fv",
+	"kKe31pBQqhbxS8B8MMb4ER8a/fy6NYHXzPTlcs2R3VO3MhDiAgHDW/sMkmrPW386RcZs4lDhbUMffwyJ",
+	"tR9/nCfTQpJTsvTFCw1ZrQSowOzaJNWFJkA/HNRKjYIA4itjqvdGoOlKgIoSn/AoXVVT7L7YH7IrfE1k",
+	"8SJNwpepRPDiWalabkM+Rbkn8L28uV9t4IRvrbzHSTFtTCY4S1RnUGvIc6/ti9vaWrex5rY2E8PXfyin",
+	"Mm9nMP7Q9uU2g97kqdjbjoifLluPMW7Bc8q2HYFvW4+AhMLWX5+Z2iHvlZuVSYyHm2kyD8m6zhiL2bUm",
+	"bX9b8hnwkILqQ/J0OfCz0YoFzqf1poxz88kv1phR6U3caM6Ag/5KDBrmRrYyaaQJZszUsvAKIcPOSyif",
+	"XuQd88mqqIEV+uk//g8KvQ2iQmtMgG1BFz0oTl5qGhUOCqPAhKoAcWZrtERYxP807KDnXAyZMaEUVgPT",
+	"PMZFCTkRo+vim0yVowWRCj3qm3SaIs1mfRtYU6QE52k3QW4JGTLjGrEOYpmJCY6MBdRks49LIbta9at0",
+	"aoE8pCGrNJ2Epi65CQWixsEOUw8Zz6PDjWsnKENVL+R8wYFzdVBZpAFB4rc50piyWA4gZNde35B1TZw4",
+	"Mrm2C54lMURvQW/IvIOw3Y5W/PN+v6E9krUEF0P1/eQjsYJWATAyJQQaG+i7h3jjIQurPYJNwrtpuSx9",
+	"t2MS0amQCl5qKdQeAdTB9cPgqpwETaVEGrOihEvTlA9GAwhrMdMaFSdYID6ZDFl32Fnpd7nSlw5RiR5+",
+	"lkf2m00+6g87e/voa4jDt/1s7YK2sSSEvuWIX7TThaSwFxdv5V7e4haaJeivSl2cYUqzAAopi5IsJiMT",
+	"v/47LVWGgTFNGQY2ZHU93RG9G4IYN/c1Qbh4VIYyQquGOCZxMGSlhrF58LitGsYIFhpAWjPqAvJVYukH",
+	"6Me/HPXRR0NmA/wxfFm2gfz4l+M++gjhSHAp906scwkQnppYwjxuRG+FV9t32k+AW5DYejPnqBuWe0qG",
+	"CJx9Xl/lRYLZvWWl1XNCIPDExNZpIAMSWJQKili7JovY+1VWVpV463E2uF7eq2mkERS93r3KR0OTwOZN",
+	"b1v6f6WAjjcl08bYGDMxVITxBQZ1F1jMXWgQkD+oI2fd5iXf+16A5s1nrjRAbHWyzx4f14922OJoZ7X3",
+	"n6fmnlRIizEoNtAXagq6NJ7GNHD0o9VqhaPDNmh1iur2cSSzsdEbnYRt6I0RuxrAbEtbeY1jbcrjrW5L",
+	"U6GK2cbtZoVado1NEk00/zROC86aLZJ7kEpTRJi5hYIVSDQawsEweIezvgfdd1stdvuoU1/kaO3S4ji/",
+	"lNyFxzPlZPc6l3KsKVd8bIE5H8yrbNRvQbEBI/XKzasb/b17etyKMoojQVQmtIKRCyFNWwGRzb+Do36V",
+	"RP6MoWWOZWr22WQUtsevHvpDKlY/U7TY16DCAKUwchy2sqGRy6EQZVWU3BBBBip6k6ZmqnxCPapJ2bUa",
+	"OCXIsL3xElk8sirHNVlKooYsxVPKrPMwxVKisFTGNURjHF2vLyS7P2RXUIbG2XqBeFZpXd7V2jb+hOpd",
+	"jhFYFQ0SLo3t2MQLg/e3yc97L8Flvxkt/+6Mlj6SK7looLidXqX0pbOaV39b+cFwbyex9FKCr0dlI/vu",
+	"1vNfninVlbneYEbV6qJ0VOpvzLSmz1c9wKrpNOikXPoosybG1rSYF+EUtqck6oauK2W4t4+MUdL1Y6YS",
+	"CWISt6EmAGcRGSAMXYJt/G/FBgQTXnAwBQGPgWhXdGYuechwAsWGHHvogm+uFDVsOzUSlaUnCArvBaY7",
+	"q/ELFsWuUcxB3wYL416el3DU7xehQAUPchUq8ZDFmUEy4gwXL2MyTzmUhut9QZYh9GwkSiydIA57tMrk",
+	"kOUZEC4l3nA182vorZlPqHqXJE3wksQDBPYQ24czn/SaLF0mhakFMObx0hWtfLKPvuQKDCHUtdBFEDuw",
+	"HDLI1PdGPAMJuMzY9iypgMMXZGnfKxz6KY+XWz3VdpWm816oeqnb3pT3LD3SE+5f4sW5loam3kIjriFq",
+	"UCSTonP6dH9FzX/npzrrX+Jlxp7dUlsC6qh/2GqEgXx7CnGOE62duxGHrepM2bq5btDxmmspF1rdJlPD",
+	"tGr3wPyUodpb0bQhwUstJUljjJthicaEMBQT6NNnQgdt1a4WNPCMs0lCTb3l48OHrYjmKy3SmgGP2gAx",
+	"L0VxTmKKr4xk0U5If8kg+MG2ft+dqttyy/BEyoWWv/lWv4WC6Bu5xBDuErmHotgSgoOrsvmBafgL2QBe",
+	"TvA0o0ls6hzr6ypIpSZHKRbSxUjUOggPhmzIegijNBsnVM7y1Lmenkbz1wEKLZXvaZAOUFFo0iZuAxfG",
+	"csiQcRBoWtcNjYUqRNxWQucChfrLcO/ErJg3QkWK8+SBtJW+BsgO/V2S4DnujU0f/x58HgZ6FffBTZLM",
+	"7e9hevvrqaBxL5I3oS1Vg+onmGeJoikW6kCP6MVY4VAzP/0r/bkW2mIIZMEheCqclwC0/SKHpsJtna0A",
+	"khb0LF3L5kzd6dzsE7jY9p/+9F82blXfGhfGoaH3IM0OzFFpQnLrPnP9dLUqlDuQNfhQN/SBS0+RCqr5",
+	"L9RT1jroCQo14Az8rf7Y60l8Q3qCyCxRYVFpl8DZ9CywYEoEggLOJygsoAx87ezNV7Y8Np+U6xhIw9eQ",
+	"PfUDLXfoRSSKMENjAmspomE5QOE/hJBsoyUZaIClefYM3On2XvRNRDzJ5sxmWtY9hsFKc+JyFBLci2Mk",
+	"JlHJE5JUikMK8iAkg3nVjsrVRsY22hLeIF+YMsokSUzp769nWBFXPrqC8FC9gHgaEgP+7aNTK5joF1br",
+	"CH4CSDs19bJtawlQ/DHTMtSYQBVoK3gcHQ2ZhaD1apJCkvNIHC+BQtyHxLFiv/rayVhAK/QLkyeWOpiS",
+	"gJZoNFmwrPXbr1DpaUqalP3R8zo6QaegIFqxshjdoEFVj/BcExzfk6tcRG4ZlPrucQLEs1c4p1xZBENI",
+	"4YlyS5qbzq6mTQZ0TxMxv8WuSfjz0MWqgFFt8qIxqJKoljslxpRh2POaxDToHVdPRoNimb54xSqNDW0x",
+	"EvuATdokxH2vbyME0wdm46udIN4FjUWUK6GyFs4bC8eeliVYRBnCSfKbIPubIPurFGQL+dExpEYJr5XA",
+	"+4NJkX1nqIG+Ko/QuwSy2dx2B7bBEI7nlOnPVkPwP4epd2FyYAOzdQlWTWDHq7s1S8VBYVQp8lt3ilDf",
+	"6UG2wNjnXIxpHBP2gQPh2+KcAeQG5Slornm9i0Szg1m/ETfu1Ty6JpW6QLS67hHU2tUCHzVBcBon/x4S",
+	"LYwDqIpBhbXV9RCsO/XrPQBR9/L5Gfr04ZPHexC+CCqfVgvAtmnlk8K4qZWI8bZEK2+jKMic3xCtBdjZ",
+	"oaxoMXleOcYYXI1lNJphNgXTbsSFIBEYfMvlHEA5YGQBSdXIoc41Iakp2uqvkPY2jfE90c02pkgAeQ9A",
+	"/skdzJIXeWzwRrNkKyHtQzxiDGE1EIW22P+gstv7ZxW/yU/PYmcGhNqHpvPoVgLSprrRZ2CEgTxRE6qf",
+	"Rx6rWvH9fTDidI3jwppdkOCLvSGblMxrYPPRP59CAJw1COrfnqDc6regzNb6t5+FTW52U0cUdvkh2XLb",
+	"9K1fbIV7r5vZdFkO2obYlLo9twXfc6Pjf4DSsnp31vlrFfNI3uzS28iFHf9dlJO5yuMCV/oTRvaN+fNy",
+	"qkTF1s9rbshlm7fEAi8MsVBznA5QKPhCfkO/3YfFvvnjt6ErkWSzSk3mKJS1+4Z+66lHq8eYiunl4lBO",
+	"NtLqO+NDJjNbraqpbZar//erkPPtaRoQ/G+gLuS9oHW5zSaWeeMajXG1bpvORdAS2VeLP66yKVvp7u+H",
+	"T/1KeEnp3u6VmWis+/vhJa4yoT6151GBxCtu3GuAnvXQ0HdwcJDwCCczLtXgs/5nfbhsO/yHUjU8Xzj2",
+	"1+CFPDE1fyBVEBf9ibsNvYa/ePYvYbChe3EIJXQcnpckbL0H98BcQmPld3nkbOm34FR49+27/xcAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -90,6 +90,11 @@ type Run struct {
 	ParamsB float64
 	// WindowS is the measurement window in seconds; zero when unknown.
 	WindowS float64
+	// SharedSpeed are valid cells of other runs of the same model, GPU and
+	// engine that differ only in capacity settings (max_model_len,
+	// gpu_memory_utilization): they inform the speed surface where this run
+	// has no cell of their context and concurrency, never its capacity.
+	SharedSpeed []Cell
 }
 
 // Refusal is a query the data does not support. Reason and Supported are

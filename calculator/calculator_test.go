@@ -360,8 +360,11 @@ func TestBandsComeFromHeldOutErrors(t *testing.T) {
 	r := faraRun()
 	b := fit(t, r).Bands()
 	rep := calculator.Evaluate(r)
-	if !b.Calibrated || b.InterpolatedTotal != math.Max(rep.Interpolated.Total.P90, 0.01) {
-		t.Errorf("interpolated total band %v, want the run's held-out p90 %v", b.InterpolatedTotal, rep.Interpolated.Total.P90)
+	// The band is an order statistic of the held-out errors at or above
+	// their p90 (the conformal 90 % bound).
+	e := rep.Interpolated.Total
+	if !b.Calibrated || b.InterpolatedTotal < math.Max(e.P90, 0.01) || b.InterpolatedTotal > math.Max(e.Max, 0.01) {
+		t.Errorf("interpolated total band %v, want between the run's held-out p90 %v and max %v", b.InterpolatedTotal, e.P90, e.Max)
 	}
 	// A run too small to hold anything out gets the wide, flagged default.
 	tiny := calculator.Run{ID: "tiny", MaxOutputTokens: 100, Decode: r.Decode[:2]}
@@ -455,7 +458,7 @@ func TestRoughGridIsNotBridged(t *testing.T) {
 
 // TestInterpolantChosenPerRun: a mixture-of-experts-like run, whose step
 // time rises steeply from B = 1 to 4 and then flattens, interpolates in
-// log2 B; the dense seed runs stay linear.
+// log2 B; the dense seed runs stay in B.
 func TestInterpolantChosenPerRun(t *testing.T) {
 	moe := calculator.Run{ID: "moe", MaxOutputTokens: 1024}
 	for _, l := range []int{0, 16384, 32768} {
@@ -466,16 +469,16 @@ func TestInterpolantChosenPerRun(t *testing.T) {
 				TotalTokS: f(math.Round(total*10) / 10), TBTMs: f(math.Round(tbt*10) / 10)})
 		}
 	}
-	if got := fit(t, moe).Interpolant(); got != "log2 concurrency" {
+	if got := fit(t, moe).Interpolant(); !strings.HasSuffix(got, "in log2 concurrency") {
 		t.Errorf("MoE-like run interpolates in %s, want log2 concurrency", got)
 	}
 	rep := calculator.Evaluate(moe)
-	if rep.Interpolant != "log2 concurrency" || rep.Interpolated.TBT.N == 0 || rep.Interpolated.TBT.Mean > 0.02 {
+	if !strings.HasSuffix(rep.Interpolant, "in log2 concurrency") || rep.Interpolated.TBT.N == 0 || rep.Interpolated.TBT.Mean > 0.02 {
 		t.Errorf("MoE-like run held out: %s, TBT mean %.2f%% over %d cells; want log2 and under 2%%", rep.Interpolant, 100*rep.Interpolated.TBT.Mean, rep.Interpolated.TBT.N)
 	}
 	for _, r := range seeds() {
-		if got := fit(t, r).Interpolant(); got != "linear concurrency" {
-			t.Errorf("%s interpolates in %s, want linear concurrency", r.ID, got)
+		if got := fit(t, r).Interpolant(); !strings.HasSuffix(got, "in concurrency") {
+			t.Errorf("%s interpolates %s, want in concurrency", r.ID, got)
 		}
 	}
 }

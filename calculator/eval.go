@@ -87,8 +87,8 @@ type Report struct {
 // The interpolant is chosen on the whole run first (as Fit does), so the
 // held-out errors include that one choice's slight optimism.
 func Evaluate(r Run) Report {
-	logB, _ := chooseInterpolant(context.Background(), r)
-	rep, _ := evaluate(context.Background(), r, logB, evalLimits{statuses: true})
+	ip, _ := chooseInterpolant(context.Background(), r)
+	rep, _ := evaluate(context.Background(), r, ip, evalLimits{statuses: true})
 	rep.finish()
 	return rep
 }
@@ -101,8 +101,8 @@ type evalLimits struct {
 	statuses     bool
 }
 
-func evaluate(ctx context.Context, r Run, logB bool, lim evalLimits) (Report, error) {
-	rep := Report{RunID: r.ID, Interpolant: interpolantName(logB)}
+func evaluate(ctx context.Context, r Run, ip interp, lim evalLimits) (Report, error) {
+	rep := Report{RunID: r.ID, Interpolant: ip.String()}
 	var valid []Cell
 	rows, cols := map[int]bool{}, map[int]bool{}
 	for _, c := range r.Decode {
@@ -126,7 +126,7 @@ func evaluate(ctx context.Context, r Run, logB bool, lim evalLimits) (Report, er
 			return Report{}, err
 		}
 		rest := without(r, held)
-		m, err := fitCore(rest, logB)
+		m, err := fitCore(rest, ip)
 		if err != nil {
 			rep.Refused += len(held)
 			continue
@@ -142,7 +142,9 @@ func evaluate(ctx context.Context, r Run, logB bool, lim evalLimits) (Report, er
 			if basis == Extrapolated {
 				reg = &rep.Extrapolated
 			}
-			reg.TBT.add(math.Abs(t-*c.TBTMs) / *c.TBTMs)
+			if c.TBTMs != nil {
+				reg.TBT.add(math.Abs(t-*c.TBTMs) / *c.TBTMs)
+			}
 			reg.Total.add(math.Abs(b*1000/s-*c.TotalTokS) / *c.TotalTokS)
 		}
 	}
@@ -151,7 +153,7 @@ func evaluate(ctx context.Context, r Run, logB bool, lim evalLimits) (Report, er
 		if !lim.statuses {
 			break
 		}
-		m, err := fitCore(without(r, []Cell{c}), logB)
+		m, err := fitCore(without(r, []Cell{c}), ip)
 		if err != nil {
 			continue
 		}
@@ -276,6 +278,17 @@ func Pool(reports []Report) Report {
 	return p
 }
 
+// conformal90 is the split-conformal 90 % bound of held-out errors: the
+// ⌈0.9·(n+1)⌉-th smallest of n, which a new error exceeds at most 10 % of
+// the time when errors are exchangeable (the plain p90 of a few errors is
+// too small a bound more often than that); the largest when n < 9.
+func conformal90(errs []float64) float64 {
+	sorted := slices.Clone(errs)
+	slices.Sort(sorted)
+	k := int(math.Ceil(0.9 * float64(len(sorted)+1)))
+	return sorted[min(k, len(sorted))-1]
+}
+
 // bands turns a run's held-out errors into the intervals its answers carry.
 func (r Report) bands() Bands {
 	r.finish()
@@ -283,7 +296,7 @@ func (r Report) bands() Bands {
 		if s.N < 3 {
 			return fallback
 		}
-		return math.Max(s.P90, bandFloor)
+		return math.Max(conformal90(s.errs), bandFloor)
 	}
 	b := Bands{Calibrated: r.Interpolated.Total.N >= 3}
 	b.InterpolatedTotal = pick(r.Interpolated.Total, bandFallback)

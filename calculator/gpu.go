@@ -2,66 +2,7 @@ package calculator
 
 import (
 	"fmt"
-	"sort"
-	"strings"
 )
-
-// GPUSpec is what scaling speed to another GPU needs.
-type GPUSpec struct {
-	Name         string
-	Generation   string
-	BandwidthGBs float64
-	VRAMGB       float64
-}
-
-// knownGPUs lists memory bandwidth (GB/s) and default VRAM of common
-// inference GPUs, from the vendors' data sheets.
-func knownGPUs() []GPUSpec {
-	return []GPUSpec{
-		{"RTX 3060", "ampere", 360, 12}, {"RTX 3060 Ti", "ampere", 448, 8}, {"RTX 3070", "ampere", 448, 8},
-		{"RTX 3080", "ampere", 760, 10}, {"RTX 3080 Ti", "ampere", 912, 12}, {"RTX 3090", "ampere", 936, 24},
-		{"RTX 3090 Ti", "ampere", 1008, 24}, {"RTX A4000", "ampere", 448, 16}, {"RTX A5000", "ampere", 768, 24},
-		{"RTX A6000", "ampere", 768, 48}, {"A10", "ampere", 600, 24}, {"A100", "ampere", 2039, 80},
-		{"A100 40GB", "ampere", 1555, 40},
-		{"RTX 4060", "ada", 272, 8}, {"RTX 4060 Ti", "ada", 288, 16}, {"RTX 4070", "ada", 504, 12},
-		{"RTX 4070 Ti", "ada", 504, 12}, {"RTX 4070 Ti Super", "ada", 672, 16}, {"RTX 4080", "ada", 717, 16},
-		{"RTX 4080 Super", "ada", 736, 16}, {"RTX 4090", "ada", 1008, 24}, {"L4", "ada", 300, 24},
-		{"L40S", "ada", 864, 48}, {"RTX 6000 Ada", "ada", 960, 48},
-		{"H100", "hopper", 3350, 80}, {"H100 PCIe", "hopper", 2000, 80}, {"H200", "hopper", 4800, 141},
-		{"RTX 5060 Ti", "blackwell", 448, 16}, {"RTX 5070", "blackwell", 672, 12}, {"RTX 5070 Ti", "blackwell", 896, 16},
-		{"RTX 5080", "blackwell", 960, 16}, {"RTX 5090", "blackwell", 1792, 32}, {"RTX PRO 6000", "blackwell", 1792, 96},
-		{"B200", "blackwell", 8000, 192},
-	}
-}
-
-func normGPU(s string) string {
-	s = strings.ToLower(s)
-	for _, drop := range []string{"nvidia", "geforce"} {
-		s = strings.ReplaceAll(s, drop, "")
-	}
-	return strings.Join(strings.Fields(s), " ")
-}
-
-// LookupGPU finds a GPU by name, ignoring case, spacing and vendor words.
-func LookupGPU(name string) (GPUSpec, bool) {
-	n := normGPU(name)
-	for _, g := range knownGPUs() {
-		if normGPU(g.Name) == n {
-			return g, true
-		}
-	}
-	return GPUSpec{}, false
-}
-
-// KnownGPUNames lists the GPUs speed can be scaled to.
-func KnownGPUNames() []string {
-	var names []string
-	for _, g := range knownGPUs() {
-		names = append(names, g.Name)
-	}
-	sort.Strings(names)
-	return names
-}
 
 // Bands of a cross-GPU answer: memory bandwidth explains the weight-streaming
 // term to within a few percent, but not the KV term, which is kept from the
@@ -82,17 +23,19 @@ type gpuScaling struct {
 }
 
 func (m *Model) gpuScale(q Query) (gpuScaling, error) {
-	if q.TargetGPU == "" || normGPU(q.TargetGPU) == normGPU(m.run.GPU) {
+	if q.TargetGPU == "" || gpuKey(q.TargetGPU) == gpuKey(m.run.GPU) {
 		return gpuScaling{ratio: 1}, nil
 	}
-	supported := "target_gpu one of: " + strings.Join(KnownGPUNames(), ", ")
 	from, ok := LookupGPU(m.run.GPU)
 	if !ok {
-		return gpuScaling{}, refuse(supported, "the run's GPU %q has no known memory bandwidth, so its speed cannot be moved to another GPU", m.run.GPU)
+		return gpuScaling{}, refuse("runs measured on a GPU of the hardware catalog (GET /v1/hardware)", "the run's GPU %q is not in the hardware catalog, so its speed cannot be moved to another GPU", clipName(m.run.GPU))
 	}
 	to, ok := LookupGPU(q.TargetGPU)
 	if !ok {
-		return gpuScaling{}, refuse(supported, "GPU %q is not one whose memory bandwidth is known", q.TargetGPU)
+		return gpuScaling{}, unknownGPU(q.TargetGPU, "memory bandwidth")
+	}
+	if to.Name == from.Name {
+		return gpuScaling{ratio: 1}, nil
 	}
 	s := gpuScaling{scaled: true, ratio: from.BandwidthGBs / to.BandwidthGBs, band: gpuBand, target: to}
 	if from.Generation != to.Generation {

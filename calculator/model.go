@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 )
 
 // Model is a run's fitted calculator: speed surface, capacity, TTFT and the
@@ -65,15 +64,15 @@ const (
 
 // FitContext is Fit that stops, with ctx's error, when ctx is done.
 func FitContext(ctx context.Context, r Run) (*Model, error) {
-	logB, err := chooseInterpolant(ctx, r)
+	ip, err := chooseInterpolant(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	m, err := fitCore(r, logB)
+	m, err := fitCore(r, ip)
 	if err != nil {
 		return nil, err
 	}
-	rep, err := evaluate(ctx, r, logB, evalLimits{cells: fitHoldoutCells, lines: fitHoldoutLines})
+	rep, err := evaluate(ctx, r, ip, evalLimits{cells: fitHoldoutCells, lines: fitHoldoutLines})
 	if err != nil {
 		return nil, err
 	}
@@ -81,27 +80,48 @@ func FitContext(ctx context.Context, r Run) (*Model, error) {
 	return m, nil
 }
 
-// chooseInterpolant reports whether step times interpolate better in log2
-// concurrency than in linear concurrency on this run, by leave-one-out
-// error of interpolated cells. Dense models are close to linear in B;
-// mixture-of-experts models rise steeply and then flatten. Ties, and runs
-// with nothing to hold out, stay linear.
-func chooseInterpolant(ctx context.Context, r Run) (bool, error) {
-	lg, err := looInterpolatedError(ctx, r, true)
-	if err != nil {
-		return false, err
+// interp is how a run's step times are interpolated along concurrency:
+// in B or in log2 B, piecewise linearly or by monotone cubic (PCHIP)
+// through the measured points.
+type interp struct{ logB, cubic bool }
+
+func (ip interp) String() string {
+	s := "linear"
+	if ip.cubic {
+		s = "monotone cubic"
 	}
-	lin, err := looInterpolatedError(ctx, r, false)
-	return lg < lin, err
+	if ip.logB {
+		return s + " in log2 concurrency"
+	}
+	return s + " in concurrency"
 }
 
-func looInterpolatedError(ctx context.Context, r Run, logB bool) (float64, error) {
+// chooseInterpolant picks the interpolant with the least leave-one-out
+// error of interpolated cells on this run. Dense models are close to linear
+// in B; mixture-of-experts models rise steeply and then flatten; smooth
+// curves gain from the cubic. Ties, and runs with nothing to hold out, stay
+// linear in B.
+func chooseInterpolant(ctx context.Context, r Run) (interp, error) {
+	best, bestErr := interp{}, math.Inf(1)
+	for _, ip := range []interp{{}, {logB: true}, {cubic: true}, {logB: true, cubic: true}} {
+		e, err := looInterpolatedError(ctx, r, ip)
+		if err != nil {
+			return interp{}, err
+		}
+		if e < bestErr {
+			best, bestErr = ip, e
+		}
+	}
+	return best, nil
+}
+
+func looInterpolatedError(ctx context.Context, r Run, ip interp) (float64, error) {
 	sum, n := 0.0, 0
 	for _, c := range spread(filter(r.Decode, usable), fitHoldoutCells) {
 		if err := ctx.Err(); err != nil {
 			return 0, err
 		}
-		m, err := fitCore(without(r, []Cell{c}), logB)
+		m, err := fitCore(without(r, []Cell{c}), ip)
 		if err != nil {
 			continue
 		}
@@ -110,7 +130,8 @@ func looInterpolatedError(ctx context.Context, r Run, logB bool) (float64, error
 		if err != nil || basis != Interpolated {
 			continue
 		}
-		sum += math.Abs(t-*c.TBTMs) / *c.TBTMs + math.Abs(b*1000/s-*c.TotalTokS) / *c.TotalTokS
+		tm := stepT(c)
+		sum += math.Abs(t-tm)/tm + math.Abs(b*1000/s-*c.TotalTokS) / *c.TotalTokS
 		n++
 	}
 	if n == 0 {
@@ -133,17 +154,10 @@ func spread[T any](xs []T, n int) []T {
 }
 
 // Interpolant names how the model interpolates along concurrency.
-func (m *Model) Interpolant() string { return interpolantName(m.sf.logB) }
-
-func interpolantName(logB bool) string {
-	if logB {
-		return "log2 concurrency"
-	}
-	return "linear concurrency"
-}
+func (m *Model) Interpolant() string { return m.sf.ip.String() }
 
 // fitCore builds the model without calibrating bands.
-func fitCore(r Run, logB bool) (*Model, error) {
+func fitCore(r Run, ip interp) (*Model, error) {
 	m := &Model{run: r, cells: map[CellRef]Cell{}, maxOut: r.MaxOutputTokens}
 	var samples []sample
 	for _, c := range r.Decode {
@@ -152,12 +166,27 @@ func fitCore(r Run, logB bool) (*Model, error) {
 			continue
 		}
 		b := float64(c.Concurrency)
-		samples = append(samples, sample{l: float64(c.ContextTokens) / 1024, b: b, t: *c.TBTMs, s: b * 1000 / *c.TotalTokS})
+		samples = append(samples, sample{l: float64(c.ContextTokens) / 1024, b: b, t: stepT(c), s: b * 1000 / *c.TotalTokS})
+	}
+	for _, c := range r.SharedSpeed {
+		ref := CellRef{c.ContextTokens, c.Concurrency}
+		if _, own := m.cells[ref]; own || !usable(c) {
+			continue
+		}
+		m.cells[ref] = Cell{ContextTokens: c.ContextTokens, Concurrency: c.Concurrency} // taken: later duplicates are skipped
+		b := float64(c.Concurrency)
+		samples = append(samples, sample{l: float64(c.ContextTokens) / 1024, b: b, t: stepT(c), s: b * 1000 / *c.TotalTokS})
+	}
+	for _, c := range r.SharedSpeed {
+		ref := CellRef{c.ContextTokens, c.Concurrency}
+		if m.cells[ref].Status == "" {
+			delete(m.cells, ref) // shared cells are not this run's measurements
+		}
 	}
 	if len(samples) == 0 {
 		return nil, ErrNoData
 	}
-	m.sf = newSurface(samples, logB)
+	m.sf = newSurface(samples, ip)
 	m.cap = newCapacity(r, m.maxOut)
 	m.ttft = fitDecodeTTFT(r.Decode)
 	m.prefill = fitPrefill(r.Prefill)
@@ -165,10 +194,26 @@ func fitCore(r Run, logB bool) (*Model, error) {
 	return m, nil
 }
 
-// usable reports a valid cell with both step times measured and positive:
-// the only cells speed is modelled from.
+// usable reports a valid cell with a positive total tok/s (and time between
+// tokens, when published): the only cells speed is modelled from.
 func usable(c Cell) bool {
-	return c.Status == CellValid && c.TBTMs != nil && c.TotalTokS != nil && *c.TBTMs > 0 && *c.TotalTokS > 0
+	if c.Status != CellValid || c.TotalTokS == nil || !(*c.TotalTokS > 0) || math.IsInf(*c.TotalTokS, 0) {
+		return false
+	}
+	return c.TBTMs == nil || *c.TBTMs > 0
+}
+
+// stepT is a usable cell's time between tokens: as published, else from
+// its per-request speed, else the step time of its total (requests decoding
+// in lockstep, as in a batched benchmark that publishes only throughput).
+func stepT(c Cell) float64 {
+	switch {
+	case c.TBTMs != nil:
+		return *c.TBTMs
+	case c.PerRequestTokS != nil && *c.PerRequestTokS > 0:
+		return 1000 / *c.PerRequestTokS
+	}
+	return float64(c.Concurrency) * 1000 / *c.TotalTokS
 }
 
 // Bands returns the model's calibrated error bands.
@@ -178,7 +223,7 @@ func (m *Model) Bands() Bands { return m.bands }
 func (m *Model) speed(lTokens int, b float64) (t, s float64, basis Basis, used []CellRef, err error) {
 	l := float64(lTokens) / 1024
 	if c, ok := m.cells[CellRef{lTokens, int(b)}]; ok && float64(int(b)) == b && usable(c) {
-		return *c.TBTMs, b * 1000 / *c.TotalTokS, Measured, []CellRef{{lTokens, int(b)}}, nil
+		return stepT(c), b * 1000 / *c.TotalTokS, Measured, []CellRef{{lTokens, int(b)}}, nil
 	}
 	supported := m.supportedRange()
 	if lo, hi, rough := m.sf.rough(l, b); rough {
@@ -500,7 +545,7 @@ func (m *Model) Capacity(q Query) (CapacityAnswer, error) {
 	if q.TargetGPU != "" && q.VRAMGB == 0 {
 		g, ok := LookupGPU(q.TargetGPU)
 		if !ok {
-			return CapacityAnswer{}, refuse("target_gpu one of: "+strings.Join(KnownGPUNames(), ", "), "GPU %q is not one whose VRAM is known; give vram_gb", q.TargetGPU)
+			return CapacityAnswer{}, unknownGPU(q.TargetGPU, "VRAM")
 		}
 		q.VRAMGB = g.VRAMGB
 	}

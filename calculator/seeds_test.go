@@ -7,7 +7,7 @@ import "github.com/matrixd/matrixd/calculator"
 // faraRun is fara1.5-4b-autoround-rtx3060: max_model_len 262144, 8,192 output tokens, 30 s windows.
 func faraRun() calculator.Run {
 	return calculator.Run{
-		ID: "fara", MaxModelLen: 262144, MaxNumSeqs: 128, MaxOutputTokens: 8192, GPUMemoryUtilization: 0.94,
+		ID: "fara", GPU: "RTX 3060", MaxModelLen: 262144, MaxNumSeqs: 128, MaxOutputTokens: 8192, GPUMemoryUtilization: 0.94,
 		VRAMGB: 12, ParamsB: 4, Quantization: "AutoRound W4A16", WindowS: 30,
 		Prefill: []calculator.PrefillPoint{
 			{ContextTokens: 8192, TTFTMs: 3472},

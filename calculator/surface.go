@@ -21,6 +21,60 @@ type line struct {
 	// interpolation: log2 on the concurrency axis for runs whose step time
 	// is closer to linear in log B; nil is the identity.
 	gx, gk func(float64) float64
+	// dt and ds, when set, are the slopes (per unit of gx(x)) of a monotone
+	// cubic through the points; nil interpolates linearly.
+	dt, ds []float64
+}
+
+// withCubic returns lines with monotone cubic slopes along x.
+func withCubic(lines []line) []line {
+	for i := range lines {
+		ln := &lines[i]
+		if len(ln.xs) < 3 {
+			continue
+		}
+		xs := make([]float64, len(ln.xs))
+		for j, x := range ln.xs {
+			xs[j] = x
+			if ln.gx != nil {
+				xs[j] = ln.gx(x)
+			}
+		}
+		ln.dt, ln.ds = pchipSlopes(xs, ln.t), pchipSlopes(xs, ln.s)
+	}
+	return lines
+}
+
+// pchipSlopes are Fritsch–Carlson slopes: the interpolant through (x, y)
+// is monotone wherever the data are, and never overshoots a local extreme.
+func pchipSlopes(x, y []float64) []float64 {
+	n := len(x)
+	h, d := make([]float64, n-1), make([]float64, n-1)
+	for i := range n - 1 {
+		h[i] = x[i+1] - x[i]
+		d[i] = (y[i+1] - y[i]) / h[i]
+	}
+	m := make([]float64, n)
+	for i := 1; i < n-1; i++ {
+		if d[i-1]*d[i] <= 0 {
+			continue
+		}
+		w1, w2 := 2*h[i]+h[i-1], h[i]+2*h[i-1]
+		m[i] = (w1 + w2) / (w1/d[i-1] + w2/d[i])
+	}
+	end := func(h0, h1, d0, d1 float64) float64 {
+		s := ((2*h0+h1)*d0 - h0*d1) / (h0 + h1)
+		switch {
+		case s*d0 <= 0:
+			return 0
+		case d0*d1 <= 0 && math.Abs(s) > math.Abs(3*d0):
+			return 3 * d0
+		}
+		return s
+	}
+	m[0] = end(h[0], h[1], d[0], d[1])
+	m[n-1] = end(h[n-2], h[n-3], d[n-2], d[n-3])
+	return m
 }
 
 // frac is where x lies between a and b, measured after g.
@@ -39,19 +93,19 @@ type surface struct {
 	physT   physModel
 	physS   physModel
 	maxL    float64
-	// logB interpolates along concurrency in log2 B (chosen per run by
+	// ip is how to interpolate along concurrency (chosen per run by
 	// held-out error).
-	logB bool
+	ip interp
 	// resRows and resCols hold T and S divided by the physical model: T's
 	// curvature in B is mostly captured by the model, so its residual
 	// interpolates better than T itself.
 	resRows, resCols []line
 }
 
-func newSurface(samples []sample, logB bool) *surface {
-	sf := &surface{samples: samples, logB: logB}
+func newSurface(samples []sample, ip interp) *surface {
+	sf := &surface{samples: samples, ip: ip}
 	var gb func(float64) float64
-	if logB {
+	if ip.logB {
 		gb = math.Log2
 	}
 	for _, p := range samples {
@@ -60,12 +114,18 @@ func newSurface(samples []sample, logB bool) *surface {
 	sf.physT = fitPhys(samples, func(p sample) float64 { return p.t })
 	sf.physS = fitPhys(samples, func(p sample) float64 { return p.s })
 	sf.rows = group(samples, func(p sample) (float64, float64) { return p.l, p.b }, nil, gb)
+	if ip.cubic {
+		sf.rows = withCubic(sf.rows)
+	}
 	sf.cols = group(samples, func(p sample) (float64, float64) { return p.b, p.l }, gb, nil)
 	resid := make([]sample, len(samples))
 	for i, p := range samples {
 		resid[i] = sample{l: p.l, b: p.b, t: p.t / sf.physT.eval(p.l, p.b), s: p.s / sf.physS.eval(p.l, p.b)}
 	}
 	sf.resRows = group(resid, func(p sample) (float64, float64) { return p.l, p.b }, nil, gb)
+	if ip.cubic {
+		sf.resRows = withCubic(sf.resRows)
+	}
 	sf.resCols = group(resid, func(p sample) (float64, float64) { return p.b, p.l }, gb, nil)
 	return sf
 }
@@ -113,10 +173,24 @@ func (ln line) at(x float64) (t, s float64, ok bool) {
 		return ln.t[i], ln.s[i], true
 	}
 	f := frac(ln.gx, ln.xs[i-1], ln.xs[i], x)
+	if ln.dt != nil {
+		h := ln.xs[i] - ln.xs[i-1]
+		if ln.gx != nil {
+			h = ln.gx(ln.xs[i]) - ln.gx(ln.xs[i-1])
+		}
+		return hermite(ln.t[i-1], ln.t[i], ln.dt[i-1]*h, ln.dt[i]*h, f), hermite(ln.s[i-1], ln.s[i], ln.ds[i-1]*h, ln.ds[i]*h, f), true
+	}
 	return lerp(ln.t[i-1], ln.t[i], f), lerp(ln.s[i-1], ln.s[i], f), true
 }
 
 func lerp(a, b, f float64) float64 { return a + (b-a)*f }
+
+// hermite is the cubic from y0 to y1 with end derivatives m0 and m1 (per
+// unit of f), at f in [0, 1].
+func hermite(y0, y1, m0, m1, f float64) float64 {
+	f2, f3 := f*f, f*f*f
+	return (2*f3-3*f2+1)*y0 + (f3-2*f2+f)*m0 + (-2*f3+3*f2)*y1 + (f3-f2)*m1
+}
 
 // bracket returns the lines whose keys surround k (the same line twice on an
 // exact match); ok false outside the keys' range.
@@ -138,7 +212,7 @@ func bracket(lines []line, k float64) (lo, hi line, f float64, ok bool) {
 // interpolated directly; T as its ratio to the physical model (linear B).
 func (sf *surface) interpolate(l, b float64) (t, s float64, ok bool) {
 	t, s, ok = interpLines(sf.rows, sf.cols, l, b)
-	if !ok || sf.logB {
+	if !ok || sf.ip.logB {
 		// The physical model is polynomial in B, so its residual is not the
 		// smooth thing to interpolate in log2 B: interpolate T itself.
 		return t, s, ok
@@ -231,6 +305,18 @@ func (sf *surface) extrapolate(l, b float64) (t, s float64, anchor sample) {
 	s = sf.physS.eval(l, b) * anchor.s / sf.physS.eval(anchor.l, anchor.b)
 	if linS, ok := sf.extrapolateLin(sf.rows, l, b, func(ln line) []float64 { return ln.s }, true); ok && linS > 0 {
 		s = (s + linS) / 2
+	}
+	// Along context, step times are close to linear (KV reads grow with
+	// it): where the asked concurrency was measured at other contexts,
+	// extend that column too.
+	// Only between measured concurrencies: beyond them, this would extend
+	// throughput along B, which saturates.
+	if _, _, _, inside := bracket(sf.cols, b); inside {
+		cs, okS := sf.extrapolateLin(sf.cols, b, l, func(ln line) []float64 { return ln.s }, true)
+		ct, okT := sf.extrapolateLin(sf.cols, b, l, func(ln line) []float64 { return ln.t }, true)
+		if okS && okT && cs > 0 && ct > 0 {
+			s, t = (s+cs)/2, (t+ct)/2
+		}
 	}
 	return t, s, anchor
 }

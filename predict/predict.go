@@ -48,12 +48,17 @@ func (c *Service) Warm(id string) {
 	go func() { _, _ = c.model(context.Background(), id) }() // a failed fit is retried by the first reader
 }
 
-// Forget drops run id's fit: the run was deleted.
+// Forget drops every fit run id is part of: the run was deleted.
 func (c *Service) Forget(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.fits, id)
-	c.order = slices.DeleteFunc(c.order, func(s string) bool { return s == id })
+	c.order = slices.DeleteFunc(c.order, func(key string) bool {
+		if slices.Contains(strings.Split(key, "+"), id) {
+			delete(c.fits, key)
+			return true
+		}
+		return false
+	})
 }
 
 // New returns a calculator over st that keeps up to maxFits fitted runs;
@@ -100,6 +105,15 @@ func invalidParam(field, message string) error {
 	return &store.FieldError{Field: field, Message: message}
 }
 
+// capacityOnly are the settings that change how much fits, not how fast
+// it runs: runs differing only in them share one speed surface.
+func capacityOnly(field string) bool {
+	return field == "max_model_len" || field == "gpu_memory_utilization"
+}
+
+// maxShared bounds the runs whose cells inform one speed surface.
+const maxShared = 8
+
 // configFields are the settings runs must share to share a surface.
 func configFields(c store.RunConfig) [][2]string {
 	f := func(p *float64) string {
@@ -138,7 +152,10 @@ func (c *Service) selectRun(ctx context.Context, sel Selection) (string, []strin
 		}
 		return "", nil, nil, invalidParam(field, "select a run with run_id, or with both model and gpu")
 	}
-	f := store.RunFilter{Model: sel.Model, GPU: sel.GPU, EngineVersion: sel.EngineVersion, KVCacheDtype: sel.KVCacheDtype}
+	f, err := c.withGPU(ctx, store.RunFilter{Model: sel.Model, EngineVersion: sel.EngineVersion, KVCacheDtype: sel.KVCacheDtype}, sel.GPU)
+	if err != nil {
+		return "", nil, nil, err
+	}
 	configs, more, err := c.store.RunConfigs(ctx, f, maxCandidates)
 	if err != nil {
 		return "", nil, nil, err
@@ -147,10 +164,16 @@ func (c *Service) selectRun(ctx context.Context, sel Selection) (string, []strin
 		return "", nil, nil, &store.Error{Kind: store.ErrNotFound, Msg: fmt.Sprintf("no run of a model matching %q on GPU %q", clip(sel.Model), clip(sel.GPU))}
 	}
 	first := configFields(configs[0])
-	var differ []string
+	var differ, capacity []string
 	for _, cfg := range configs[1:] {
 		for i, kv := range configFields(cfg) {
-			if kv[1] != first[i][1] && !slices.Contains(differ, kv[0]) {
+			switch {
+			case kv[1] == first[i][1]:
+			case capacityOnly(kv[0]):
+				if !slices.Contains(capacity, kv[0]) {
+					capacity = append(capacity, kv[0])
+				}
+			case !slices.Contains(differ, kv[0]):
 				differ = append(differ, kv[0])
 			}
 		}
@@ -164,7 +187,12 @@ func (c *Service) selectRun(ctx context.Context, sel Selection) (string, []strin
 	}
 	var warn []string
 	if len(ids) > 1 {
-		warn = append(warn, fmt.Sprintf("%d runs of this model, GPU and engine configuration match; the newest (%s) was modelled", len(ids), ids[0]))
+		why := "the same settings"
+		if len(capacity) > 0 {
+			why = "settings that differ only in " + strings.Join(capacity, " and ") + ", which change capacity, not speed"
+		}
+		warn = append(warn, fmt.Sprintf("%d runs of this model, GPU and engine match, with %s: the speed surface uses the cells of the newest %d, capacity and status are the newest run's (%s)",
+			len(ids), why, min(len(ids), maxShared+1), ids[0]))
 	}
 	if more {
 		warn = append(warn, fmt.Sprintf("more than %d runs match; only the newest %d were compared", maxCandidates, maxCandidates))
@@ -173,14 +201,16 @@ func (c *Service) selectRun(ctx context.Context, sel Selection) (string, []strin
 }
 
 // model returns the run's fitted model, loading and fitting it on first
-// use; concurrent first requests share one fit.
-func (c *Service) model(ctx context.Context, id string) (*calculator.Model, error) {
+// use; concurrent first requests share one fit. The cells of shared (runs
+// that differ from it only in capacity settings) inform its speed surface.
+func (c *Service) model(ctx context.Context, id string, shared ...string) (*calculator.Model, error) {
+	key := strings.Join(append([]string{id}, shared...), "+")
 	c.mu.Lock()
-	call, ok := c.fits[id]
+	call, ok := c.fits[key]
 	if !ok {
 		call = &fitCall{done: make(chan struct{})}
-		c.fits[id] = call
-		c.order = append(c.order, id)
+		c.fits[key] = call
+		c.order = append(c.order, key)
 		if len(c.order) > c.max {
 			delete(c.fits, c.order[0])
 			c.order = c.order[1:]
@@ -199,10 +229,10 @@ func (c *Service) model(ctx context.Context, id string) (*calculator.Model, erro
 	// going away does not stop it, a deadline does.
 	fitCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), maxFitTime)
 	defer cancel()
-	r, err := c.store.Run(fitCtx, id)
+	r, err := c.load(fitCtx, id, shared)
 	if err == nil {
 		start := time.Now()
-		call.model, call.err = calculator.FitContext(fitCtx, Run(r))
+		call.model, call.err = calculator.FitContext(fitCtx, r)
 		err = call.err
 		if c.onFit != nil {
 			c.onFit(time.Since(start))
@@ -215,13 +245,35 @@ func (c *Service) model(ctx context.Context, id string) (*calculator.Model, erro
 		// A missing run, a failed read or a fit cut short is not a fit:
 		// do not keep it.
 		c.mu.Lock()
-		if c.fits[id] == call {
-			delete(c.fits, id)
-			c.order = slices.DeleteFunc(c.order, func(s string) bool { return s == id })
+		if c.fits[key] == call {
+			delete(c.fits, key)
+			c.order = slices.DeleteFunc(c.order, func(s string) bool { return s == key })
 		}
 		c.mu.Unlock()
 	}
 	return call.model, call.err
+}
+
+// load reads run id, with the valid cells of shared as its shared speed
+// cells.
+func (c *Service) load(ctx context.Context, id string, shared []string) (calculator.Run, error) {
+	r, err := c.store.Run(ctx, id)
+	if err != nil {
+		return calculator.Run{}, err
+	}
+	out := Run(r)
+	for _, sid := range shared {
+		s, err := c.store.Run(ctx, sid)
+		if err != nil {
+			return calculator.Run{}, err
+		}
+		for _, cell := range Run(s).Decode {
+			if cell.Status == calculator.CellValid {
+				out.SharedSpeed = append(out.SharedSpeed, cell)
+			}
+		}
+	}
+	return out, nil
 }
 
 func (c *Service) selectModel(ctx context.Context, sel Selection) (*calculator.Model, []string, []string, error) {
@@ -229,7 +281,7 @@ func (c *Service) selectModel(ctx context.Context, sel Selection) (*calculator.M
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	m, err := c.model(ctx, id)
+	m, err := c.model(ctx, id, ids[1:min(len(ids), maxShared+1)]...)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -199,3 +199,46 @@ func runCases(t *testing.T, e *env, tests []getCase) {
 		})
 	}
 }
+
+// TestSharedSpeedSurface: a second Fara run on the same GPU and engine that
+// differs only in max_model_len (a capacity setting) and measured only the
+// short contexts. Selected by model and GPU, the two are not ambiguous: the
+// newer run is modelled for capacity, and the older one's cells extend its
+// speed surface to contexts it did not measure.
+func TestSharedSpeedSurface(t *testing.T) {
+	e := newEnv(t, 0)
+	fara := e.seed(t, "fara1.5-4b-autoround-rtx3060")
+	short := fara
+	short.ID, short.Title = "", fara.Title+" (max_model_len 65536)"
+	short.Launch.MaxModelLen = new(65536)
+	short.Launch.Flags = maps.Clone(fara.Launch.Flags)
+	short.Launch.Flags["max-model-len"] = "65536"
+	short.Decode = nil
+	for _, c := range fara.Decode {
+		if c.ContextTokens < 32768 {
+			short.Decode = append(short.Decode, c)
+		}
+	}
+	short.Prefill = fara.Prefill[:2]
+	stored, _, err := e.st.CreateRun(context.Background(), short)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCases(t, e, []getCase{
+		{"alone it cannot reach 32K", "/v1/calculator/decode?run_id=" + stored.ID + "&context_tokens=32768&concurrency=8", 422, []string{"beyond 1.25× the longest context"}},
+		{"shared with the other run", "/v1/calculator/decode?model=fara&gpu=3060&context_tokens=32768&concurrency=8", 200,
+			[]string{`"run_ids":["` + stored.ID + `","` + fara.ID + `"]`, "differ only in max_model_len", `"method":"interpolated"`}},
+	})
+	rec := e.do(t, http.MethodGet, "/v1/calculator/decode?model=fara&gpu=3060&context_tokens=32768&concurrency=8", nil)
+	var p api.DecodePrediction
+	if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil {
+		t.Fatal(err)
+	}
+	// The older run measured 190.8 tok/s there.
+	if p.TotalTokS == nil || p.TotalTokS.Value < 185 || p.TotalTokS.Value > 197 {
+		t.Errorf("total %+v, want the older run's 190.8 within 3%%", p.TotalTokS)
+	}
+	if p.Capacity.KVTokensLow == 0 || p.Status != "fits" {
+		t.Errorf("capacity %+v status %s", p.Capacity, p.Status)
+	}
+}

@@ -15,7 +15,10 @@ import (
 // RunFilter narrows lists of runs. Text fields match case-insensitively:
 // Model as a substring, the others whole. Zero fields match everything.
 type RunFilter struct {
-	GPU           string
+	GPU string
+	// GPUNames, when set, matches runs on any of these GPU names (the
+	// names a catalog GPU is stored under); GPU is then ignored.
+	GPUNames      []string
 	Model         string
 	Quantization  string
 	Engine        string
@@ -56,7 +59,14 @@ func (f RunFilter) where(modelRuns int) ([]string, []any) {
 			where, args = append(where, col+" = ? COLLATE NOCASE"), append(args, v)
 		}
 	}
-	eq("r.gpu", f.GPU)
+	if len(f.GPUNames) > 0 {
+		where = append(where, "r.gpu COLLATE NOCASE IN ("+strings.TrimSuffix(strings.Repeat("?,", len(f.GPUNames)), ",")+")")
+		for _, n := range f.GPUNames {
+			args = append(args, n)
+		}
+	} else {
+		eq("r.gpu", f.GPU)
+	}
 	eq("r.engine_name", f.Engine)
 	eq("r.kv_cache_dtype", f.KVCacheDtype)
 	eq("r.submitter", f.Submitter)
@@ -65,7 +75,7 @@ func (f RunFilter) where(modelRuns int) ([]string, []any) {
 	}
 	if f.Model != "" {
 		col := "r.model_name"
-		if modelRuns > manyModelRuns && f.GPU == "" { // with a GPU, its index narrows first
+		if modelRuns > manyModelRuns && f.GPU == "" && len(f.GPUNames) == 0 { // with a GPU, its index narrows first
 			col = "+r.model_name"
 		}
 		where = append(where, col+" IN (SELECT name FROM model_names WHERE instr(lower(name), lower(?)) > 0)")
@@ -546,6 +556,7 @@ type RunConfig struct {
 	Title                string
 	ModelName            string
 	GPU                  string
+	GPUCount             *int
 	VRAMGB               *float64
 	EngineName           string
 	EngineVersion        string
@@ -564,7 +575,7 @@ func (s *Store) RunConfigs(ctx context.Context, f RunFilter, limit int) ([]RunCo
 		return nil, false, err
 	}
 	where, args := f.where(n)
-	q := `SELECT r.id, r.title, r.model_name, r.gpu, r.vram_gb, r.engine_name, r.engine_version,
+	q := `SELECT r.id, r.title, r.model_name, r.gpu, r.gpu_count, r.vram_gb, r.engine_name, r.engine_version,
 		coalesce(r.model_quantization, r.engine_quantization), r.kv_cache_dtype, r.attention_backend,
 		r.max_model_len, r.gpu_memory_utilization FROM runs r`
 	if len(where) > 0 {
@@ -582,7 +593,7 @@ func (s *Store) RunConfigs(ctx context.Context, f RunFilter, limit int) ([]RunCo
 			c                           RunConfig
 			ver, quant, kv, attnBackend *string
 		)
-		if err := rows.Scan(&c.ID, &c.Title, &c.ModelName, &c.GPU, &c.VRAMGB, &c.EngineName, &ver, &quant, &kv, &attnBackend,
+		if err := rows.Scan(&c.ID, &c.Title, &c.ModelName, &c.GPU, &c.GPUCount, &c.VRAMGB, &c.EngineName, &ver, &quant, &kv, &attnBackend,
 			&c.MaxModelLen, &c.GPUMemoryUtilization); err != nil {
 			return nil, false, fmt.Errorf("run configs: %w", err)
 		}

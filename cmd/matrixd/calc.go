@@ -16,8 +16,11 @@ import (
 	"github.com/matrixd/matrixd/store"
 )
 
-const calcUsage = `usage: matrixd calc decode|capacity|grid|prefill [flags]
+const calcUsage = `usage: matrixd calc decode|capacity|grid|prefill|plan [flags]
   --run ID | --model M --gpu G [--engine-version V] [--kv-cache-dtype D]   which run
+  plan --context 16K --min-tok-s 30 [--max-ttft 2000] [--users 200]
+       [--model M] [--gpu G] [--engine E] [--include-scaled] [--limit 20]
+                                       which runs serve a target, at what concurrency
   --context 48K --concurrency 8        the cell (K = 1024 tokens)
   --contexts 0,16K,48K --concurrencies 1,4,8   grid axes (default: the run's)
   --vram 16 --util 0.9 --max-output 8192       what-ifs
@@ -76,6 +79,12 @@ func calcCmd(ctx context.Context, args []string, getenv func(string) string, std
 	targetGPU := fs.String("target-gpu", "", "move the speed to another GPU by memory bandwidth")
 	rough := fs.Bool("rough", false, "allow --target-gpu of another GPU generation (rough estimate)")
 	asJSON := fs.Bool("json", false, "print the API's JSON")
+	minTokS := fs.Float64("min-tok-s", 0, "plan: the decode speed each request needs, tok/s")
+	maxTTFT := fs.Float64("max-ttft", 0, "plan: the longest acceptable TTFT, ms")
+	users := fs.Int("users", 0, "plan: concurrent users to serve")
+	engine := fs.String("engine", "", "plan: only runs of this engine")
+	includeScaled := fs.Bool("include-scaled", false, "plan: add catalog GPUs without a run, scaled from the nearest measured one")
+	limit := fs.Int("limit", predict.DefaultPlanOptions, "plan: options to show, best first")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -130,6 +139,22 @@ func calcCmd(ctx context.Context, args []string, getenv func(string) string, std
 			return err
 		}
 		out, table = server.ToAPIGrid(g), func(w io.Writer) { printGrid(w, g) }
+	case "plan":
+		if *minTokS <= 0 {
+			return errors.New("--min-tok-s (the per-request decode speed needed) is required")
+		}
+		if *limit < 1 || *limit > predict.MaxPlanOptions {
+			return fmt.Errorf("--limit takes 1 to %d", predict.MaxPlanOptions)
+		}
+		calc = predict.New(st, 64, nil)
+		pq := predict.PlanQuery{Model: sel.Model, GPU: sel.GPU, Engine: *engine, KVCacheDtype: sel.KVCacheDtype,
+			Target:        calculator.Target{ContextTokens: q.ContextTokens, MinPerRequestTokS: *minTokS, MaxTTFTMs: *maxTTFT, Users: *users, Base: q},
+			IncludeScaled: *includeScaled, Limit: *limit}
+		pl, err := calc.Plan(ctx, pq)
+		if err != nil {
+			return err
+		}
+		out, table = server.ToAPIPlan(pq.Target, pl), func(w io.Writer) { printPlan(w, pq.Target, pl) }
 	case "prefill":
 		p, err := calc.Prefill(ctx, sel, q.ContextTokens)
 		if err != nil {
@@ -256,6 +281,53 @@ func printGrid(w io.Writer, a predict.Answer[predict.Grid]) {
 	fmt.Fprintln(w, "\n~ interpolated, ^ extrapolated, v scaled VRAM, g scaled to another GPU, unmarked measured; q requests queued, ? capacity boundary uncertain")
 	fmt.Fprintf(w, "run\t%s\n", strings.Join(a.RunIDs, ", "))
 	for _, warn := range a.Warnings {
+		fmt.Fprintf(w, "note\t%s\n", warn)
+	}
+}
+
+// printPlan lists the planner's options, best first.
+func printPlan(w io.Writer, t calculator.Target, pl predict.Plan) {
+	fmt.Fprintf(w, "target	%s context, ≥ %.4g tok/s per request", label(t.ContextTokens), t.MinPerRequestTokS)
+	if t.MaxTTFTMs > 0 {
+		fmt.Fprintf(w, ", TTFT ≤ %.4g ms", t.MaxTTFTMs)
+	}
+	if t.Users > 0 {
+		fmt.Fprintf(w, ", %d users", t.Users)
+	}
+	fmt.Fprintf(w, "\n%d runs matched\n\n", pl.Matched)
+	fmt.Fprint(w, "#\tGPU\tmodel\trun\tconcurrency\ttotal tok/s\tper request\tTTFT ms\tbasis\tlimit\n")
+	for i, o := range pl.Options {
+		gpu := o.GPU
+		if o.Scaled {
+			gpu += " (from " + o.Run.GPU + ")"
+		}
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t", i+1, gpu, o.Run.ModelName, o.Run.ID)
+		p := o.Plan
+		switch {
+		case o.Err != "":
+			fmt.Fprintf(w, "—\t\t\t\t\t%s\n", o.Err)
+			continue
+		case !p.Meets:
+			fmt.Fprintf(w, "misses\t\t\t\t\t%s\n", p.Shortfall.Reason)
+			continue
+		}
+		at := p.At
+		value := func(e *calculator.Estimate, digits int) string {
+			if e == nil {
+				return "—"
+			}
+			return fmt.Sprintf("%.*f ±%.0f%%", digits, e.Value, 100*(e.High-e.Low)/2/max(e.Value, 1e-9))
+		}
+		conc := strconv.Itoa(p.Concurrency)
+		if p.Instances > 0 {
+			conc += fmt.Sprintf(" (×%d = %d GPUs)", p.Instances, p.Instances*o.GPUCount)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s: %s\n", conc, value(at.TotalTokS, 0), value(at.PerRequestTokS, 1), value(at.TTFTMs, 0), at.Basis, p.Binding, p.BindingDetail)
+	}
+	if pl.Omitted > 0 {
+		fmt.Fprintf(w, "\n%d more options (--limit)\n", pl.Omitted)
+	}
+	for _, warn := range pl.Warnings {
 		fmt.Fprintf(w, "note\t%s\n", warn)
 	}
 }

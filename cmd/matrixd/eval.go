@@ -20,8 +20,12 @@ func evalCmd(ctx context.Context, args []string, getenv func(string) string, std
 	fs := newFlags("eval", stderr)
 	db := dbFlag(fs, getenv)
 	asJSON := fs.Bool("json", false, "print the reports as JSON")
+	corpus := fs.String("corpus", "", "evaluate the grids of a corpus directory (DIR/<family>/manifest.json, e.g. ingest/testdata/corpus) instead of the stored runs, leaving one cell out at a time, per family")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *corpus != "" {
+		return evalCorpus(ctx, *corpus, *asJSON, stdout)
 	}
 	st, err := store.Open(ctx, *db, store.Options{})
 	if err != nil {
@@ -29,6 +33,7 @@ func evalCmd(ctx context.Context, args []string, getenv func(string) string, std
 	}
 	defer st.Close()
 	var reports []calculator.Report
+	var runs []calculator.Run
 	titles := map[string]string{}
 	cursor := ""
 	for {
@@ -41,7 +46,9 @@ func evalCmd(ctx context.Context, args []string, getenv func(string) string, std
 			if err != nil {
 				return err
 			}
-			reports = append(reports, calculator.Evaluate(predict.Run(r)))
+			cr := predict.Run(r)
+			runs = append(runs, cr)
+			reports = append(reports, calculator.Evaluate(cr))
 			titles[r.ID] = r.Title
 		}
 		if next == "" {
@@ -91,6 +98,17 @@ func evalCmd(ctx context.Context, args []string, getenv func(string) string, std
 	}
 	fmt.Fprintf(stdout, "\nTTFT (decode table, held out): MAPE %s, p90 %s over %d cells\n", pct(pooled.TTFT.Mean), pct(pooled.TTFT.P90), pooled.TTFT.N)
 	fmt.Fprintf(stdout, "cold prefill TTFT (held out): MAPE %s, p90 %s over %d points\n", pct(pooled.Prefill.Mean), pct(pooled.Prefill.P90), pooled.Prefill.N)
+	var loo []calculator.HoldoutReport
+	for _, r := range runs {
+		rep, err := calculator.LeaveOneOut(ctx, r)
+		if err != nil {
+			return err
+		}
+		loo = append(loo, rep)
+	}
+	l := calculator.PoolHoldouts("stored runs", loo)
+	fmt.Fprintf(stdout, "leave-one-cell-out, refitted with bands: total tok/s mean %s, p90 %s over %d cells; interval coverage %s; refused %d of %d\n",
+		pct(l.Total.Mean), pct(l.Total.P90), l.Total.N, pct(l.Coverage()), l.Refused, l.Cells)
 	if len(pooled.Status.Misses) > 0 {
 		fmt.Fprintf(stdout, "status calls not right (held out one cell at a time):\n  %s\n", strings.Join(pooled.Status.Misses, "\n  "))
 	}

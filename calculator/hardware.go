@@ -1,0 +1,152 @@
+package calculator
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"unicode"
+)
+
+// GPUSpec is one GPU of the hardware catalog: what scaling speed and
+// capacity to it needs, and where the figures come from.
+type GPUSpec struct {
+	Name         string   `json:"name"`
+	Aliases      []string `json:"aliases"`
+	Vendor       string   `json:"vendor"`
+	Architecture string   `json:"architecture"`
+	// Generation decides whether measured speed carries over to another
+	// GPU: kernels and KV-read efficiency are shared within one.
+	Generation   string   `json:"generation"`
+	Segment      string   `json:"segment"`
+	VRAMGB       float64  `json:"vram_gb"`
+	BandwidthGBs float64  `json:"memory_bandwidth_gbs"`
+	FP16TFLOPS   *float64 `json:"fp16_tflops"`
+	TDPW         *float64 `json:"tdp_w"`
+	Source       string   `json:"source"`
+	Note         string   `json:"note"`
+}
+
+// hardwareJSON is the catalog: GPUs with their vendors' data-sheet figures.
+//
+//go:embed hardware.json
+var hardwareJSON []byte
+
+// Catalog is the hardware catalog, read-only once built.
+type Catalog struct {
+	gpus  []GPUSpec
+	index map[string]int // gpuKey of every name and alias → gpus index
+}
+
+// hardware parses the embedded catalog once; it is checked by the tests,
+// so a broken file never ships.
+var hardware = sync.OnceValue(func() *Catalog {
+	c, err := ParseCatalog(hardwareJSON)
+	if err != nil {
+		panic("calculator: embedded hardware catalog: " + err.Error())
+	}
+	return c
+})
+
+// Hardware returns the embedded hardware catalog.
+func Hardware() *Catalog { return hardware() }
+
+// ParseCatalog reads a catalog and checks it: every GPU named, with a
+// vendor, generation, VRAM, bandwidth and source, and no name or alias
+// that resolves to two GPUs.
+func ParseCatalog(data []byte) (*Catalog, error) {
+	var doc struct {
+		GPUs []GPUSpec `json:"gpus"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, err
+	}
+	c := &Catalog{index: map[string]int{}}
+	for i, g := range doc.GPUs {
+		switch {
+		case g.Name == "" || g.Vendor == "" || g.Generation == "" || g.Source == "":
+			return nil, fmt.Errorf("GPU %d (%q): name, vendor, generation and source are required", i, g.Name)
+		case !(g.VRAMGB > 0) || !(g.BandwidthGBs > 0):
+			return nil, fmt.Errorf("GPU %q: vram_gb and memory_bandwidth_gbs must be positive", g.Name)
+		case g.FP16TFLOPS != nil && !(*g.FP16TFLOPS > 0), g.TDPW != nil && !(*g.TDPW > 0):
+			return nil, fmt.Errorf("GPU %q: fp16_tflops and tdp_w are positive or null", g.Name)
+		}
+		for _, name := range append([]string{g.Name}, g.Aliases...) {
+			k := gpuKey(name)
+			if k == "" {
+				return nil, fmt.Errorf("GPU %q: name %q has no letters or digits", g.Name, name)
+			}
+			if j, dup := c.index[k]; dup && j != i {
+				return nil, fmt.Errorf("%q names both %q and %q", name, doc.GPUs[j].Name, g.Name)
+			}
+			c.index[k] = i
+		}
+		c.gpus = append(c.gpus, g)
+	}
+	return c, nil
+}
+
+// gpuKey is what a GPU name is matched by: its letters and digits, lower
+// case, without vendor and brand words.
+func gpuKey(s string) string {
+	fields := strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	fields = slices.DeleteFunc(fields, func(w string) bool {
+		switch w {
+		case "nvidia", "geforce", "amd", "apple", "radeon", "instinct":
+			return true
+		}
+		return false
+	})
+	return strings.Join(fields, "")
+}
+
+// GPUs returns the catalog's GPUs in the catalog's order.
+func (c *Catalog) GPUs() []GPUSpec { return slices.Clone(c.gpus) }
+
+// Lookup finds a GPU by its name or an alias, ignoring case, spacing,
+// punctuation and vendor words ("3090", "RTX 3090", "NVIDIA GeForce RTX
+// 3090" are one GPU).
+func (c *Catalog) Lookup(name string) (GPUSpec, bool) {
+	i, ok := c.index[gpuKey(name)]
+	if !ok {
+		return GPUSpec{}, false
+	}
+	return c.gpus[i], true
+}
+
+// Suggest lists up to n catalog names that contain name's key, for a
+// message about a name that did not resolve.
+func (c *Catalog) Suggest(name string, n int) []string {
+	k := gpuKey(name)
+	var out []string
+	for _, g := range c.gpus {
+		if k != "" && (strings.Contains(gpuKey(g.Name), k) || strings.Contains(k, gpuKey(g.Name))) {
+			out = append(out, g.Name)
+			if len(out) == n {
+				break
+			}
+		}
+	}
+	return out
+}
+
+// LookupGPU finds a GPU of the embedded catalog by name or alias.
+func LookupGPU(name string) (GPUSpec, bool) { return Hardware().Lookup(name) }
+
+// unknownGPU is the refusal for a GPU the catalog does not have.
+func unknownGPU(name, why string) error {
+	supported := "a GPU of the hardware catalog (GET /v1/hardware)"
+	if s := Hardware().Suggest(name, 6); len(s) > 0 {
+		supported += ", e.g. " + strings.Join(s, ", ")
+	}
+	return refuse(supported, "GPU %q is not in the hardware catalog, so its %s is not known", clipName(name), why)
+}
+
+func clipName(s string) string {
+	if r := []rune(s); len(r) > 64 {
+		return string(r[:64]) + "…"
+	}
+	return s
+}

@@ -1,0 +1,75 @@
+package calculator_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/matrixd/matrixd/calculator"
+)
+
+func TestHardwareCatalogCoverage(t *testing.T) {
+	cat := calculator.Hardware()
+	gens := map[string]bool{}
+	for _, g := range cat.GPUs() {
+		gens[g.Generation] = true
+		if !strings.HasPrefix(g.Source, "https://") {
+			t.Errorf("%s: source %q is not a data-sheet address", g.Name, g.Source)
+		}
+		for _, name := range append([]string{g.Name}, g.Aliases...) {
+			if got, ok := cat.Lookup(name); !ok || got.Name != g.Name {
+				t.Errorf("%q resolves to %q (%v), want %q", name, got.Name, ok, g.Name)
+			}
+		}
+	}
+	// What the catalog promises: every NVIDIA data-centre and RTX GPU since
+	// Ampere, AMD MI200/MI300 and Apple M-series (a sample of each).
+	for _, name := range []string{
+		"A10", "A100 40GB PCIe", "A100 80GB SXM", "H100 SXM", "H100 PCIe", "H200 SXM", "L4", "L40S", "B200", "GB200",
+		"RTX A6000", "RTX 6000 Ada", "RTX PRO 6000 Blackwell",
+		"RTX 3060", "RTX 3090", "RTX 3090 Ti", "RTX 4060 Ti 16GB", "RTX 4090", "RTX 5090",
+		"MI210", "MI250X", "MI300X", "MI325X", "M1 Max", "M2 Ultra", "M3 Max", "M4 Max",
+	} {
+		if _, ok := cat.Lookup(name); !ok {
+			t.Errorf("%s is not in the catalog", name)
+		}
+	}
+	for _, gen := range []string{"ampere", "ada", "hopper", "blackwell", "cdna2", "cdna3"} {
+		if !gens[gen] {
+			t.Errorf("no GPU of generation %s", gen)
+		}
+	}
+}
+
+func TestHardwareAliases(t *testing.T) {
+	cat := calculator.Hardware()
+	for _, name := range []string{"3090", "RTX 3090", "rtx3090", "GeForce RTX 3090", "NVIDIA GeForce RTX 3090", "nvidia-geforce-rtx-3090"} {
+		if g, ok := cat.Lookup(name); !ok || g.Name != "RTX 3090" {
+			t.Errorf("%q resolves to %q (%v), want RTX 3090", name, g.Name, ok)
+		}
+	}
+	if g, ok := cat.Lookup("RTX 3090 Ti"); !ok || g.Name != "RTX 3090 Ti" {
+		t.Errorf("RTX 3090 Ti resolves to %q", g.Name)
+	}
+	if _, ok := cat.Lookup("Voodoo 5"); ok {
+		t.Error("an unknown GPU resolved")
+	}
+	if s := cat.Suggest("RTX 309", 6); len(s) == 0 || !strings.Contains(strings.Join(s, ","), "RTX 3090") {
+		t.Errorf("suggestions for RTX 309: %v", s)
+	}
+}
+
+func TestParseCatalogRejects(t *testing.T) {
+	entry := func(name, alias string) string {
+		return `{"name":"` + name + `","aliases":["` + alias + `"],"vendor":"NVIDIA","generation":"ampere","vram_gb":24,"memory_bandwidth_gbs":936,"source":"https://example.com"}`
+	}
+	for _, c := range []struct{ name, doc, want string }{
+		{"alias names two GPUs", `{"gpus":[` + entry("RTX 3090", "3090") + `,` + entry("RTX 3090 Ti", "GeForce RTX 3090") + `]}`, `names both "RTX 3090" and "RTX 3090 Ti"`},
+		{"no source", `{"gpus":[{"name":"X","vendor":"NVIDIA","generation":"ampere","vram_gb":1,"memory_bandwidth_gbs":1}]}`, "source are required"},
+		{"no bandwidth", `{"gpus":[{"name":"X","vendor":"NVIDIA","generation":"ampere","vram_gb":1,"source":"https://x"}]}`, "must be positive"},
+		{"not JSON", `{"gpus":`, "unexpected end"},
+	} {
+		if _, err := calculator.ParseCatalog([]byte(c.doc)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
+}

@@ -1,0 +1,113 @@
+package calculator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// HoldoutReport is the calculator's leave-one-cell-out record on one run:
+// each valid cell is removed, the run refitted (bands included) and the
+// cell asked for, as a user of the API would.
+type HoldoutReport struct {
+	RunID string `json:"run_id"`
+	// Cells is how many cells were held out.
+	Cells int `json:"cells"`
+	// Total is the absolute relative error of total tok/s over the cells
+	// answered.
+	Total ErrorStats `json:"total_tok_s"`
+	// Covered counts answers whose total tok/s interval held the truth.
+	Covered int `json:"covered"`
+	// Refused counts cells not answered; Refusals says why, per cell.
+	Refused  int      `json:"refused"`
+	Refusals []string `json:"refusals,omitempty"`
+}
+
+// maxHoldoutCells bounds a leave-one-cell-out evaluation: each held-out
+// cell is a full fit.
+const maxHoldoutCells = 400
+
+// LeaveOneOut holds out every valid cell of r in turn (at most 400, spread
+// over the grid), refits and predicts it.
+func LeaveOneOut(ctx context.Context, r Run) (HoldoutReport, error) {
+	rep := HoldoutReport{RunID: r.ID}
+	var valid []Cell
+	for _, c := range r.Decode {
+		if usable(c) {
+			valid = append(valid, c)
+		}
+	}
+	for _, c := range spread(valid, maxHoldoutCells) {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		rep.Cells++
+		refused := func(err error) {
+			rep.Refused++
+			rep.Refusals = append(rep.Refusals, fmt.Sprintf("%s: %v", cellName(c), err))
+		}
+		m, err := FitContext(ctx, without(r, []Cell{c}))
+		if err != nil {
+			if !errors.Is(err, ErrRefused) {
+				return rep, err
+			}
+			refused(err)
+			continue
+		}
+		q := Query{ContextTokens: c.ContextTokens, Concurrency: c.Concurrency}
+		if m.maxOut == 0 {
+			// Speed does not depend on the output reservation; a run that
+			// does not state it is still asked for its speed.
+			q.MaxOutputTokens = 1
+		}
+		p, err := m.Decode(q)
+		switch {
+		case err != nil:
+			refused(err)
+			continue
+		case p.TotalTokS == nil:
+			refused(fmt.Errorf("no speed: status %s", p.Status))
+			continue
+		}
+		truth := *c.TotalTokS
+		rep.Total.add(math.Abs(p.TotalTokS.Value-truth) / truth)
+		if p.TotalTokS.Low <= truth && truth <= p.TotalTokS.High {
+			rep.Covered++
+		}
+	}
+	rep.Total.finish()
+	return rep, nil
+}
+
+// PoolHoldouts merges reports over all their cells.
+func PoolHoldouts(id string, reports []HoldoutReport) HoldoutReport {
+	p := HoldoutReport{RunID: id}
+	for _, r := range reports {
+		p.Cells += r.Cells
+		p.Covered += r.Covered
+		p.Refused += r.Refused
+		p.Total.errs = append(p.Total.errs, r.Total.errs...)
+		for _, s := range r.Refusals {
+			p.Refusals = append(p.Refusals, r.RunID+" "+s)
+		}
+	}
+	p.Total.finish()
+	return p
+}
+
+// Coverage is the share of answered cells whose interval held the truth.
+func (r HoldoutReport) Coverage() float64 {
+	if r.Total.N == 0 {
+		return 0
+	}
+	return float64(r.Covered) / float64(r.Total.N)
+}
+
+// RefusalRate is the share of held-out cells not answered.
+func (r HoldoutReport) RefusalRate() float64 {
+	if r.Cells == 0 {
+		return 0
+	}
+	return float64(r.Refused) / float64(r.Cells)
+}

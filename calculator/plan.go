@@ -1,0 +1,234 @@
+package calculator
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Target is a capacity-planning question: serve requests of ContextTokens
+// at MinPerRequestTokS each, with the first token within MaxTTFTMs (0: no
+// bound), for Users concurrent users (0: as many as fit).
+type Target struct {
+	ContextTokens     int
+	MinPerRequestTokS float64
+	MaxTTFTMs         float64
+	Users             int
+	// Base carries the overrides of an ordinary query (VRAM, utilization,
+	// max output, target GPU); its context and concurrency are ignored.
+	Base Query
+}
+
+// Limits that bind a plan: what stops one more concurrent request.
+const (
+	BindKVTokens  = "kv_tokens"      // the KV cache would not hold the reservation
+	BindSequences = "sequences"      // the engine runs no more requests at once
+	BindSpeed     = "speed"          // per-request speed would fall below the target
+	BindTTFT      = "ttft"           // the first token would come too late
+	BindRange     = "measured_range" // the data does not support more
+)
+
+// Shortfall says how far a run is from a target it cannot meet.
+type Shortfall struct {
+	// Metric is per_request_tok_s, ttft_ms, capacity or coverage.
+	Metric string
+	// Value is what the run achieves at its best (concurrency 1), Target the
+	// asked bound; both zero for capacity and coverage.
+	Value, Target float64
+	Reason        string
+}
+
+// Plan answers a Target for one run.
+type Plan struct {
+	// Meets is true when some concurrency meets every bound.
+	Meets bool
+	// Concurrency is the largest concurrency that meets the target; 0 when
+	// none does.
+	Concurrency int
+	// At is the prediction at Concurrency, or at concurrency 1 when the
+	// target is not met (nil when even that cannot be predicted).
+	At *Prediction
+	// Binding is what stops one more request (Bind*); BindingDetail says it
+	// in words.
+	Binding, BindingDetail string
+	// Surely is true when the target holds across the intervals too (the
+	// low bound of per-request speed, the high bound of TTFT).
+	Surely bool
+	// Shortfall is set when the target is not met.
+	Shortfall *Shortfall
+	// TTFTChecked is false when a TTFT bound was asked but the answer has no
+	// TTFT (another GPU): the bound was not applied.
+	TTFTChecked bool
+	// Instances is how many copies of the run's machine serve Target.Users
+	// (0 when Users is 0 or the target is not met).
+	Instances int
+}
+
+// maxPlanConcurrency bounds the search; no engine runs more at once.
+const maxPlanConcurrency = 1 << 16
+
+// planStep is one concurrency's verdict.
+type planStep struct {
+	b       int
+	p       *Prediction
+	refusal *Refusal
+	fails   string // "" when the target is met, else a Bind* constant
+	detail  string
+}
+
+// Plan finds the largest concurrency at which the run meets t. It assumes
+// that more concurrent requests never make each faster nor the first token
+// sooner, so it probes concurrency 1, 2, 4 … until the target fails, then
+// bisects: O(log B) predictions.
+func (m *Model) Plan(t Target) (Plan, error) {
+	if t.ContextTokens < 0 || t.MinPerRequestTokS < 0 || t.MaxTTFTMs < 0 || t.Users < 0 {
+		return Plan{}, refuse("context ≥ 0, speeds and times ≥ 0", "a target needs a context of at least 0 tokens and bounds of at least 0")
+	}
+	first, err := m.planStep(t, 1)
+	if err != nil {
+		return Plan{}, err
+	}
+	if first.fails != "" {
+		return m.planFailed(t, first), nil
+	}
+	good := first
+	var bad *planStep
+	for b := 2; b <= maxPlanConcurrency; b *= 2 {
+		s, err := m.planStep(t, b)
+		if err != nil {
+			return Plan{}, err
+		}
+		if s.fails != "" {
+			bad = &s
+			break
+		}
+		good = s
+	}
+	if bad != nil {
+		lo, hi := good.b, bad.b
+		for hi-lo > 1 {
+			mid := lo + (hi-lo)/2
+			s, err := m.planStep(t, mid)
+			if err != nil {
+				return Plan{}, err
+			}
+			if s.fails == "" {
+				good, lo = s, mid
+			} else {
+				bad, hi = &s, mid
+			}
+		}
+	}
+	pl := Plan{Meets: true, Concurrency: good.b, At: good.p, TTFTChecked: t.MaxTTFTMs == 0 || good.p.TTFTMs != nil}
+	if bad != nil {
+		pl.Binding, pl.BindingDetail = bad.fails, bad.detail
+	} else {
+		pl.Binding, pl.BindingDetail = BindRange, fmt.Sprintf("searched up to %d concurrent requests", maxPlanConcurrency)
+	}
+	pl.Surely = surely(t, good.p)
+	if t.Users > 0 {
+		pl.Instances = (t.Users + good.b - 1) / good.b
+	}
+	return pl, nil
+}
+
+// planStep predicts concurrency b and judges it against t. Only errors
+// that are not refusals are returned: a refusal is a verdict.
+func (m *Model) planStep(t Target, b int) (planStep, error) {
+	q := t.Base
+	q.ContextTokens, q.Concurrency = t.ContextTokens, b
+	p, err := m.Decode(q)
+	var ref *Refusal
+	switch {
+	case errors.As(err, &ref):
+		return planStep{b: b, refusal: ref, fails: BindRange, detail: ref.Reason}, nil
+	case err != nil:
+		return planStep{}, err
+	}
+	s := planStep{b: b, p: &p}
+	switch p.Status {
+	case Fits:
+	case OverCapacity:
+		s.fails, s.detail = BindKVTokens, fmt.Sprintf("%d requests of %d tokens reserve %d KV tokens, beyond the %d the engine refused", b, t.ContextTokens, p.Capacity.ReservedTokens, p.Capacity.KVTokensHigh)
+	case BoundaryUncertain:
+		if p.Capacity.ReservedTokens > p.Capacity.KVTokensLow {
+			s.fails, s.detail = BindKVTokens, fmt.Sprintf("%d requests of %d tokens reserve %d KV tokens, more than the %d that ran", b, t.ContextTokens, p.Capacity.ReservedTokens, p.Capacity.KVTokensLow)
+		} else {
+			s.fails, s.detail = BindSequences, fmt.Sprintf("no measurement had %d requests running at once", b)
+		}
+	case RequestsQueued:
+		s.fails, s.detail = BindSequences, fmt.Sprintf("at %d the engine queues requests instead of running them all", b)
+	case ExceedsMaxModelLen:
+		s.fails, s.detail = BindKVTokens, fmt.Sprintf("context %d plus the output reservation exceeds the run's max_model_len", t.ContextTokens)
+	case TTFTExceedsWindow:
+		s.fails, s.detail = BindTTFT, fmt.Sprintf("at context %d no first token arrived within the measurement window", t.ContextTokens)
+	}
+	if s.fails != "" {
+		return s, nil
+	}
+	if p.PerRequestTokS == nil {
+		s.fails, s.detail = BindRange, "no speed can be predicted here"
+		return s, nil
+	}
+	if v := p.PerRequestTokS.Value; v < t.MinPerRequestTokS {
+		s.fails, s.detail = BindSpeed, fmt.Sprintf("per-request speed at %d would be %.1f tok/s, under the %.4g asked", b, v, t.MinPerRequestTokS)
+		return s, nil
+	}
+	if t.MaxTTFTMs > 0 && p.TTFTMs != nil && p.TTFTMs.Value > t.MaxTTFTMs {
+		s.fails, s.detail = BindTTFT, fmt.Sprintf("TTFT at %d would be %.0f ms, over the %.4g ms asked", b, p.TTFTMs.Value, t.MaxTTFTMs)
+	}
+	return s, nil
+}
+
+// planFailed explains a target not met even by one request.
+func (m *Model) planFailed(t Target, s planStep) Plan {
+	pl := Plan{At: s.p, TTFTChecked: t.MaxTTFTMs == 0 || (s.p != nil && s.p.TTFTMs != nil)}
+	sh := &Shortfall{Reason: s.detail}
+	switch s.fails {
+	case BindSpeed:
+		sh.Metric, sh.Value, sh.Target = "per_request_tok_s", s.p.PerRequestTokS.Value, t.MinPerRequestTokS
+		sh.Reason = fmt.Sprintf("per-request speed at concurrency 1 is %.1f tok/s, target %.4g (%.0f%% short)", sh.Value, sh.Target, 100*(1-sh.Value/sh.Target))
+	case BindTTFT:
+		sh.Metric = "ttft_ms"
+		if s.p != nil && s.p.TTFTMs != nil && s.p.Status == Fits {
+			sh.Value, sh.Target = s.p.TTFTMs.Value, t.MaxTTFTMs
+			sh.Reason = fmt.Sprintf("TTFT at concurrency 1 is %.0f ms, target ≤ %.4g ms (%.0f%% over)", sh.Value, sh.Target, 100*(sh.Value/sh.Target-1))
+		}
+	case BindKVTokens, BindSequences:
+		sh.Metric = "capacity"
+		sh.Reason = "not even one request fits: " + s.detail
+	default:
+		sh.Metric = "coverage"
+		if s.refusal != nil {
+			sh.Reason = s.refusal.Error()
+		}
+	}
+	pl.Binding, pl.BindingDetail, pl.Shortfall = s.fails, s.detail, sh
+	return pl
+}
+
+// surely reports whether the target holds at the intervals' pessimistic
+// ends.
+func surely(t Target, p *Prediction) bool {
+	if p.PerRequestTokS == nil || p.PerRequestTokS.Low < t.MinPerRequestTokS {
+		return false
+	}
+	if t.MaxTTFTMs > 0 && (p.TTFTMs == nil || p.TTFTMs.High > t.MaxTTFTMs) {
+		return false
+	}
+	return p.Status == Fits
+}
+
+// Ratio orders plans that miss: how far the best achieved value is
+// from the target, as a factor ≥ 1 (1 = on target); +Inf when unknown.
+func (s *Shortfall) Ratio() float64 {
+	switch {
+	case s == nil:
+		return 1
+	case s.Metric == "per_request_tok_s" && s.Value > 0:
+		return s.Target / s.Value
+	case s.Metric == "ttft_ms" && s.Target > 0 && s.Value > 0:
+		return s.Value / s.Target
+	}
+	return math.Inf(1)
+}

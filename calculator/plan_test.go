@@ -1,0 +1,161 @@
+package calculator_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/matrixd/matrixd/calculator"
+)
+
+// next predicts concurrency b at the target's context.
+func next(t *testing.T, m *calculator.Model, tg calculator.Target, b int) calculator.Prediction {
+	t.Helper()
+	q := tg.Base
+	q.ContextTokens, q.Concurrency = tg.ContextTokens, b
+	p, err := m.Decode(q)
+	if err != nil {
+		t.Fatalf("Decode(%d, %d): %v", q.ContextTokens, b, err)
+	}
+	return p
+}
+
+func TestPlanFindsTheLargestConcurrencyMeetingTheTarget(t *testing.T) {
+	m := fit(t, faraRun())
+	tg := calculator.Target{ContextTokens: 0, MinPerRequestTokS: 50}
+	pl, err := m.Plan(tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pl.Meets || pl.At == nil {
+		t.Fatalf("plan %+v does not meet 50 tok/s at context 0, where 16 requests ran at 50.9 each", pl)
+	}
+	// Concurrency 16 measured 50.9 tok/s each, 32 measured 33.2.
+	if pl.Concurrency < 16 || pl.Concurrency >= 32 {
+		t.Errorf("concurrency %d, want between the measured 16 and 32", pl.Concurrency)
+	}
+	if v := pl.At.PerRequestTokS.Value; v < 50 {
+		t.Errorf("per-request %.2f tok/s at the planned concurrency, under the target", v)
+	}
+	if v := next(t, m, tg, pl.Concurrency+1).PerRequestTokS.Value; v >= 50 {
+		t.Errorf("concurrency %d still gives %.2f tok/s each: the plan is not the largest", pl.Concurrency+1, v)
+	}
+	if pl.Binding != calculator.BindSpeed || !strings.Contains(pl.BindingDetail, "per-request speed") {
+		t.Errorf("binding %q (%s), want speed", pl.Binding, pl.BindingDetail)
+	}
+	if pl.Shortfall != nil {
+		t.Errorf("a met target has a shortfall: %+v", pl.Shortfall)
+	}
+	if pl.Surely != (pl.At.PerRequestTokS.Low >= 50) {
+		t.Errorf("surely %v, but the low bound is %.2f", pl.Surely, pl.At.PerRequestTokS.Low)
+	}
+}
+
+func TestPlanBindingLimits(t *testing.T) {
+	m := fit(t, faraRun())
+	t.Run("kv tokens", func(t *testing.T) {
+		tg := calculator.Target{ContextTokens: 16384, MinPerRequestTokS: 5}
+		pl, err := m.Plan(tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !pl.Meets || pl.Binding != calculator.BindKVTokens {
+			t.Fatalf("plan %+v, want met and bound by the KV cache", pl)
+		}
+		p := next(t, m, tg, pl.Concurrency+1)
+		if p.Capacity.ReservedTokens <= p.Capacity.KVTokensLow || p.Status == calculator.Fits {
+			t.Errorf("one more request reserves %d of the %d that ran (%s): the KV cache does not bind", p.Capacity.ReservedTokens, p.Capacity.KVTokensLow, p.Status)
+		}
+		if pl.At.Status != calculator.Fits {
+			t.Errorf("planned concurrency has status %s", pl.At.Status)
+		}
+	})
+	t.Run("ttft", func(t *testing.T) {
+		tg := calculator.Target{ContextTokens: 16384, MinPerRequestTokS: 5, MaxTTFTMs: 2500}
+		pl, err := m.Plan(tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !pl.Meets || pl.Binding != calculator.BindTTFT || !pl.TTFTChecked {
+			t.Fatalf("plan %+v, want met and bound by TTFT", pl)
+		}
+		if pl.At.TTFTMs.Value > 2500 {
+			t.Errorf("TTFT %.0f ms at the planned concurrency, over the bound", pl.At.TTFTMs.Value)
+		}
+		if v := next(t, m, tg, pl.Concurrency+1).TTFTMs.Value; v <= 2500 {
+			t.Errorf("one more request still has TTFT %.0f ms", v)
+		}
+	})
+	t.Run("users", func(t *testing.T) {
+		pl, err := m.Plan(calculator.Target{ContextTokens: 0, MinPerRequestTokS: 50, Users: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := (100 + pl.Concurrency - 1) / pl.Concurrency; pl.Instances != want || pl.Instances < 2 {
+			t.Errorf("%d instances of %d requests for 100 users, want %d", pl.Instances, pl.Concurrency, want)
+		}
+	})
+}
+
+func TestPlanSaysHowFarOff(t *testing.T) {
+	m := fit(t, faraRun())
+	pl, err := m.Plan(calculator.Target{ContextTokens: 0, MinPerRequestTokS: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pl.Meets || pl.Concurrency != 0 || pl.Shortfall == nil {
+		t.Fatalf("plan %+v meets 100 tok/s, but one request ran at 83.4", pl)
+	}
+	sh := pl.Shortfall
+	if sh.Metric != "per_request_tok_s" || sh.Value != 83.4 || sh.Target != 100 {
+		t.Errorf("shortfall %+v, want the measured 83.4 against 100", sh)
+	}
+	for _, want := range []string{"83.4 tok/s", "target 100", "17% short"} {
+		if !strings.Contains(sh.Reason, want) {
+			t.Errorf("reason %q does not say %q", sh.Reason, want)
+		}
+	}
+	if r := sh.Ratio(); r < 1.19 || r > 1.2 {
+		t.Errorf("ratio %.3f, want 100/83.4", r)
+	}
+
+	pl, err = m.Plan(calculator.Target{ContextTokens: 16384, MinPerRequestTokS: 1, MaxTTFTMs: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pl.Meets || pl.Shortfall == nil || pl.Shortfall.Metric != "ttft_ms" || pl.Shortfall.Value != 1282 {
+		t.Fatalf("plan %+v, want a TTFT shortfall of the measured 1282 ms", pl)
+	}
+
+	pl, err = m.Plan(calculator.Target{ContextTokens: 1 << 20, MinPerRequestTokS: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pl.Meets || pl.Shortfall == nil || pl.Shortfall.Metric == "per_request_tok_s" || pl.Shortfall.Reason == "" {
+		t.Fatalf("plan %+v at 1M tokens, want a reason it cannot be answered", pl)
+	}
+}
+
+func TestPlanOnAnotherGPU(t *testing.T) {
+	m := fit(t, faraRun()) // RTX 3060
+	base := calculator.Target{ContextTokens: 0, MinPerRequestTokS: 50}
+	here, err := m.Plan(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := base
+	tg.Base.TargetGPU = "RTX 3090"
+	tg.MaxTTFTMs = 1000
+	there, err := m.Plan(tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !there.Meets || there.At.Basis != calculator.ScaledGPU {
+		t.Fatalf("plan %+v on an RTX 3090, want met and scaled_gpu", there)
+	}
+	if there.Concurrency <= here.Concurrency {
+		t.Errorf("an RTX 3090 (936 GB/s) serves %d at 50 tok/s, the measured RTX 3060 (360 GB/s) %d", there.Concurrency, here.Concurrency)
+	}
+	if there.TTFTChecked || there.Surely {
+		t.Errorf("TTFT is not predicted on another GPU, but the plan says it was checked (%v) or sure (%v)", there.TTFTChecked, there.Surely)
+	}
+}

@@ -1,0 +1,278 @@
+package predict
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/store"
+)
+
+// PlanQuery asks which stored runs meet a target, optionally adding
+// catalog GPUs that have no run, scaled from the nearest measured one.
+type PlanQuery struct {
+	Model, GPU, Engine, KVCacheDtype string
+	Target                           calculator.Target
+	IncludeScaled                    bool
+	// Limit bounds the options returned (best first); 0 means 20.
+	Limit int
+}
+
+// PlanOption is one way to serve the target: a measured run, or a catalog
+// GPU scaled from one.
+type PlanOption struct {
+	// Run is the measured run; for a scaled option, the run it is scaled
+	// from.
+	Run store.RunConfig
+	// GPU is the GPU the option is for, GPUCount how many one instance uses.
+	GPU      string
+	GPUCount int
+	Scaled   bool
+	// Err is why the run could not be modelled at all; Plan is then empty.
+	Err  string
+	Plan calculator.Plan
+}
+
+// Plan is the planner's answer, best option first.
+type Plan struct {
+	Options []PlanOption
+	// Matched is how many runs matched the filters; Omitted how many
+	// options were cut by the limit.
+	Matched, Omitted int
+	Warnings         []string
+}
+
+// Bounds on one planner question: runs read, model groups scaled to other
+// GPUs, options returned.
+const (
+	maxPlanRuns        = 50
+	maxScaledGroups    = 8
+	DefaultPlanOptions = 20
+	MaxPlanOptions     = 100
+)
+
+// Plan answers a capacity-planning question over the stored runs.
+func (c *Service) Plan(ctx context.Context, pq PlanQuery) (Plan, error) {
+	f := store.RunFilter{Model: pq.Model, Engine: pq.Engine, KVCacheDtype: pq.KVCacheDtype}
+	if !pq.IncludeScaled {
+		var err error
+		if f, err = c.withGPU(ctx, f, pq.GPU); err != nil {
+			return Plan{}, err
+		}
+	}
+	configs, more, err := c.store.RunConfigs(ctx, f, maxPlanRuns)
+	if err != nil {
+		return Plan{}, err
+	}
+	var out Plan
+	if more {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("more than %d runs match: only the newest %d were planned; narrow with model, gpu or engine", maxPlanRuns, maxPlanRuns))
+	}
+	models := map[string]*calculator.Model{}
+	for _, cfg := range configs {
+		if pq.GPU != "" && !gpuMatches(pq.GPU, cfg.GPU) {
+			continue
+		}
+		out.Matched++
+		opt := PlanOption{Run: cfg, GPU: cfg.GPU, GPUCount: gpuCount(cfg)}
+		m, err := c.model(ctx, cfg.ID)
+		var ref *calculator.Refusal
+		switch {
+		case errors.As(err, &ref):
+			opt.Err = "this run cannot be modelled: " + ref.Error()
+		case err != nil:
+			return Plan{}, err
+		default:
+			models[cfg.ID] = m
+			if opt.Plan, err = m.Plan(pq.Target); err != nil {
+				return Plan{}, err
+			}
+		}
+		out.Options = append(out.Options, opt)
+	}
+	if pq.IncludeScaled {
+		scaled, warn, err := c.planScaled(ctx, pq, configs, models)
+		if err != nil {
+			return Plan{}, err
+		}
+		out.Options = append(out.Options, scaled...)
+		out.Warnings = append(out.Warnings, warn...)
+	}
+	slices.SortStableFunc(out.Options, compareOptions)
+	limit := cmp.Or(pq.Limit, DefaultPlanOptions)
+	if len(out.Options) > limit {
+		out.Omitted = len(out.Options) - limit
+		out.Options = out.Options[:limit]
+	}
+	return out, nil
+}
+
+// compareOptions ranks options: those meeting the target by total tok/s at
+// it (measured before scaled on a tie), then those missing it by how far
+// off they are, then those that could not be modelled.
+func compareOptions(a, b PlanOption) int {
+	rank := func(o PlanOption) int {
+		switch {
+		case o.Err != "":
+			return 2
+		case o.Plan.Meets:
+			return 0
+		}
+		return 1
+	}
+	if r := cmp.Compare(rank(a), rank(b)); r != 0 {
+		return r
+	}
+	switch rank(a) {
+	case 0:
+		return cmp.Or(cmp.Compare(total(b), total(a)), cmp.Compare(boolInt(a.Scaled), boolInt(b.Scaled)))
+	case 1:
+		return cmp.Compare(a.Plan.Shortfall.Ratio(), b.Plan.Shortfall.Ratio())
+	}
+	return 0
+}
+
+func total(o PlanOption) float64 {
+	if o.Plan.At == nil || o.Plan.At.TotalTokS == nil {
+		return 0
+	}
+	return o.Plan.At.TotalTokS.Value
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func gpuCount(cfg store.RunConfig) int {
+	if cfg.GPUCount != nil && *cfg.GPUCount > 0 {
+		return *cfg.GPUCount
+	}
+	return 1
+}
+
+// gpuMatches reports whether a run's GPU is the one a filter names: the
+// same catalog GPU (so "3090" finds "NVIDIA GeForce RTX 3090"), or the
+// same name, ignoring case.
+func gpuMatches(filter, gpu string) bool {
+	if a, ok := calculator.LookupGPU(filter); ok {
+		if b, ok := calculator.LookupGPU(gpu); ok {
+			return a.Name == b.Name
+		}
+	}
+	return strings.EqualFold(filter, gpu)
+}
+
+// withGPU narrows f to runs on gpu: every stored name of the same catalog
+// GPU when the catalog knows it, else that name.
+func (c *Service) withGPU(ctx context.Context, f store.RunFilter, gpu string) (store.RunFilter, error) {
+	f.GPU = gpu
+	if gpu == "" {
+		return f, nil
+	}
+	if _, ok := calculator.LookupGPU(gpu); !ok {
+		return f, nil
+	}
+	stored, err := c.store.GPUs(ctx)
+	if err != nil {
+		return f, err
+	}
+	f.GPUNames = []string{gpu}
+	for _, g := range stored {
+		if gpuMatches(gpu, g.GPU) {
+			f.GPUNames = append(f.GPUNames, g.GPU)
+		}
+	}
+	return f, nil
+}
+
+// planScaled adds, for each model configuration among the runs (newest
+// first, at most maxScaledGroups), every catalog GPU that has no run of it,
+// scaled from the run on the nearest GPU: the same generation if there is
+// one (±20 %), else across generations (a rough ±40 %).
+func (c *Service) planScaled(ctx context.Context, pq PlanQuery, configs []store.RunConfig, models map[string]*calculator.Model) ([]PlanOption, []string, error) {
+	type group struct {
+		runs     []store.RunConfig
+		measured map[string]bool // catalog names with a run
+	}
+	var keys []string
+	groups := map[string]*group{}
+	for _, cfg := range configs {
+		k := strings.ToLower(strings.Join([]string{cfg.ModelName, cfg.EngineName, cfg.Quantization, cfg.KVCacheDtype}, "\x00"))
+		g, ok := groups[k]
+		if !ok {
+			g = &group{measured: map[string]bool{}}
+			groups[k] = g
+			keys = append(keys, k)
+		}
+		if spec, ok := calculator.LookupGPU(cfg.GPU); ok {
+			g.runs = append(g.runs, cfg)
+			g.measured[spec.Name] = true
+		}
+	}
+	var warn []string
+	if len(keys) > maxScaledGroups {
+		warn = append(warn, fmt.Sprintf("%d model configurations match: only the newest %d were scaled to other GPUs", len(keys), maxScaledGroups))
+		keys = keys[:maxScaledGroups]
+	}
+	var out []PlanOption
+	for _, k := range keys {
+		g := groups[k]
+		if len(g.runs) == 0 {
+			continue
+		}
+		for _, to := range calculator.Hardware().GPUs() {
+			if g.measured[to.Name] || (pq.GPU != "" && !gpuMatches(pq.GPU, to.Name)) {
+				continue
+			}
+			if err := ctx.Err(); err != nil {
+				return nil, nil, err
+			}
+			src, rough := nearestRun(g.runs, to)
+			m := models[src.ID]
+			if m == nil {
+				var err error
+				if m, err = c.model(ctx, src.ID); err != nil {
+					if errors.Is(err, calculator.ErrRefused) {
+						continue
+					}
+					return nil, nil, err
+				}
+				models[src.ID] = m
+			}
+			t := pq.Target
+			t.Base.TargetGPU, t.Base.Rough = to.Name, rough
+			pl, err := m.Plan(t)
+			if err != nil {
+				return nil, nil, err
+			}
+			out = append(out, PlanOption{Run: src, GPU: to.Name, GPUCount: gpuCount(src), Scaled: true, Plan: pl})
+		}
+	}
+	return out, warn, nil
+}
+
+// nearestRun picks the run to scale to GPU to: one of its generation if
+// any, and among those the closest in memory bandwidth.
+func nearestRun(runs []store.RunConfig, to calculator.GPUSpec) (store.RunConfig, bool) {
+	best, bestScore := runs[0], math.Inf(1)
+	for _, r := range runs {
+		from, _ := calculator.LookupGPU(r.GPU)
+		score := math.Abs(math.Log(from.BandwidthGBs / to.BandwidthGBs))
+		if from.Generation != to.Generation {
+			score += 100
+		}
+		if score < bestScore {
+			best, bestScore = r, score
+		}
+	}
+	from, _ := calculator.LookupGPU(best.GPU)
+	return best, from.Generation != to.Generation
+}

@@ -1,0 +1,149 @@
+package server_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/matrixd/matrixd/api"
+)
+
+// plan asks the planner and decodes its answer (e.do validates it against
+// openapi.yaml).
+func plan(t *testing.T, e *env, q url.Values) api.CapacityPlan {
+	t.Helper()
+	rec := e.do(t, http.MethodGet, "/v1/planner?"+q.Encode(), nil)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("%s: %d %s", q.Encode(), rec.Code, rec.Body)
+	}
+	var p api.CapacityPlan
+	if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestPlanner(t *testing.T) {
+	e := newEnv(t, 0)
+	fara := e.seed(t, "fara1.5-4b-autoround-rtx3060")
+	nemo := e.seed(t, "nemotron-nano-12b-v2-awq-rtx3090")
+
+	t.Run("ranked by total at the target", func(t *testing.T) {
+		p := plan(t, e, url.Values{"context_tokens": {"0"}, "min_per_request_tok_s": {"40"}})
+		if p.MatchedRuns != 2 || len(p.Options) != 2 {
+			t.Fatalf("%d runs matched, %d options; want both seeds", p.MatchedRuns, len(p.Options))
+		}
+		last := 1e18
+		for _, o := range p.Options {
+			if !o.Meets || o.Concurrency < 1 || o.Binding == nil || o.TotalTokS == nil {
+				t.Fatalf("option %+v: both seeds run at 40 tok/s each at context 0", o)
+			}
+			if o.PerRequestTokS.Value < 40 {
+				t.Errorf("%s: %.1f tok/s each at the planned concurrency", o.RunID, o.PerRequestTokS.Value)
+			}
+			if o.TotalTokS.Value > last {
+				t.Errorf("options are not ranked by total tok/s: %.1f after %.1f", o.TotalTokS.Value, last)
+			}
+			last = o.TotalTokS.Value
+		}
+	})
+	t.Run("the fara run at 50 tok/s", func(t *testing.T) {
+		p := plan(t, e, url.Values{"context_tokens": {"0"}, "min_per_request_tok_s": {"50"}, "gpu": {"3060"}, "users": {"100"}})
+		if p.MatchedRuns != 1 || len(p.Options) != 1 || p.Options[0].RunID != fara.ID {
+			t.Fatalf("gpu=3060 matched %d runs: %+v", p.MatchedRuns, p.Options)
+		}
+		o := p.Options[0]
+		// 16 requests measured 50.9 tok/s each, 32 measured 33.2.
+		if o.Concurrency < 16 || o.Concurrency >= 32 || *o.Binding != api.Speed {
+			t.Errorf("concurrency %d bound by %v, want 16–31 bound by speed", o.Concurrency, *o.Binding)
+		}
+		want := (100 + o.Concurrency - 1) / o.Concurrency
+		if o.Instances == nil || *o.Instances != want || *o.GpusNeeded != want*o.GPUCount {
+			t.Errorf("instances %v gpus %v, want %d for 100 users at %d each", o.Instances, o.GpusNeeded, want, o.Concurrency)
+		}
+		if p.Target.Users == nil || *p.Target.Users != 100 {
+			t.Errorf("target %+v does not echo the users", p.Target)
+		}
+	})
+	t.Run("missed targets say how far off", func(t *testing.T) {
+		p := plan(t, e, url.Values{"context_tokens": {"0"}, "min_per_request_tok_s": {"1000"}})
+		for _, o := range p.Options {
+			if o.Meets || o.Shortfall == nil || o.Shortfall.Metric != api.PlanShortfallMetricPerRequestTokS || *o.Shortfall.Target != 1000 {
+				t.Fatalf("option %+v meets 1000 tok/s per request", o)
+			}
+			if !contains(o.Shortfall.Reason, "per-request speed at concurrency 1 is", "target 1000") {
+				t.Errorf("reason %q", o.Shortfall.Reason)
+			}
+		}
+		if len(p.Options) == 2 && *p.Options[0].Shortfall.Value < *p.Options[1].Shortfall.Value {
+			t.Errorf("the closer miss is not first: %.1f before %.1f", *p.Options[0].Shortfall.Value, *p.Options[1].Shortfall.Value)
+		}
+	})
+	t.Run("scaled to a catalog GPU", func(t *testing.T) {
+		p := plan(t, e, url.Values{"context_tokens": {"0"}, "min_per_request_tok_s": {"50"}, "model": {"fara"}, "gpu": {"RTX 3090"}, "include_scaled": {"true"}, "max_ttft_ms": {"2000"}})
+		if p.MatchedRuns != 0 || len(p.Options) != 1 {
+			t.Fatalf("fara has no RTX 3090 run: matched %d, options %+v", p.MatchedRuns, p.Options)
+		}
+		o := p.Options[0]
+		if o.GPU != "RTX 3090" || o.ScaledFrom == nil || *o.ScaledFrom != fara.Hardware.GPU || o.RunID != fara.ID || *o.Basis != api.PlanOptionBasisScaledGPU {
+			t.Fatalf("option %+v, want the RTX 3060 run scaled to the RTX 3090", o)
+		}
+		if o.TTFTChecked || !contains(o.Warnings[len(o.Warnings)-1], "TTFT bound of 2000 ms was not applied") {
+			t.Errorf("TTFT checked %v, warnings %q", o.TTFTChecked, o.Warnings)
+		}
+	})
+	runCases(t, e, []getCase{
+		{"a GPU filter with no run", "/v1/planner?context_tokens=0&min_per_request_tok_s=10&gpu=H100", 200, []string{`"matched_runs":0`, `"options":[]`}},
+		{"nemotron by name", "/v1/planner?context_tokens=16384&min_per_request_tok_s=10&model=nemotron", 200, []string{`"run_id":"` + nemo.ID + `"`, `"matched_runs":1`}},
+		{"a target is required", "/v1/planner?context_tokens=0", 400, []string{`"field":"min_per_request_tok_s"`}},
+		{"limit bounded", "/v1/planner?context_tokens=0&min_per_request_tok_s=1&limit=101", 400, []string{`"field":"limit"`}},
+		{"unknown parameter", "/v1/planner?context_tokens=0&min_per_request_tok_s=1&concurrency=4", 400, []string{"concurrency"}},
+	})
+}
+
+func TestHardwareCatalog(t *testing.T) {
+	e := newEnv(t, 0)
+	var list api.HardwareList
+	rec := e.do(t, http.MethodGet, "/v1/hardware", nil)
+	if err := json.Unmarshal(rec.Body.Bytes(), &list); err != nil || rec.Code != 200 {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	measured := map[string]int{}
+	for _, g := range list.Gpus {
+		measured[g.Name] = g.MeasuredRuns
+		if g.Source == "" || g.MemoryBandwidthGbs <= 0 || g.VRAMGB <= 0 {
+			t.Errorf("%s: %+v", g.Name, g)
+		}
+	}
+	if measured["RTX 3090"] != 1 || measured["RTX 3060"] != 1 {
+		t.Errorf("measured runs %v, want the two seeds' GPUs once each", measured)
+	}
+	for _, name := range []string{"RTX 3090", "3090", "GeForce RTX 3090", "NVIDIA GeForce RTX 3090", "nvidia-geforce-rtx-3090"} {
+		rec := e.do(t, http.MethodGet, "/v1/hardware/"+url.PathEscape(name), nil)
+		var g api.HardwareGPU
+		if err := json.Unmarshal(rec.Body.Bytes(), &g); err != nil || rec.Code != 200 {
+			t.Fatalf("%q: %d %s", name, rec.Code, rec.Body)
+		}
+		if g.Name != "RTX 3090" || g.MeasuredRuns != 1 {
+			t.Errorf("%q resolved to %q with %d runs", name, g.Name, g.MeasuredRuns)
+		}
+	}
+	runCases(t, e, []getCase{
+		{"unknown GPU", "/v1/hardware/Voodoo%205", 404, []string{`no GPU named \"Voodoo 5\"`}},
+		{"suggestions", "/v1/hardware/RTX%20309", 404, []string{"did you mean", "RTX 3090"}},
+		{"by vendor", "/v1/hardware?vendor=nvidia", 200, []string{`"name":"RTX 3090"`}},
+		{"by generation", "/v1/hardware?generation=hopper", 200, []string{`"generation":"hopper"`}},
+		{"target_gpu by alias", "/v1/calculator/decode?model=nemotron&gpu=3090&context_tokens=0&concurrency=4&target_gpu=3080", 200, []string{`"method":"scaled_gpu"`}},
+	})
+}
+
+func contains(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}
