@@ -60,6 +60,9 @@ func Fit(r Run) (*Model, error) { return FitContext(context.Background(), r) }
 const (
 	fitHoldoutCells = 48
 	fitHoldoutLines = 12
+	// chooseHoldoutCells is how many cells, at most, each of the four
+	// candidate interpolants is judged on.
+	chooseHoldoutCells = 16
 )
 
 // FitContext is Fit that stops, with ctx's error, when ctx is done.
@@ -117,7 +120,7 @@ func chooseInterpolant(ctx context.Context, r Run) (interp, error) {
 
 func looInterpolatedError(ctx context.Context, r Run, ip interp) (float64, error) {
 	sum, n := 0.0, 0
-	for _, c := range spread(filter(r.Decode, usable), fitHoldoutCells) {
+	for _, c := range spread(filter(r.Decode, usable), chooseHoldoutCells) {
 		if err := ctx.Err(); err != nil {
 			return 0, err
 		}

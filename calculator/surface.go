@@ -132,15 +132,19 @@ func newSurface(samples []sample, ip interp) *surface {
 
 func group(samples []sample, kx func(sample) (key, x float64), gk, gx func(float64) float64) []line {
 	var lines []line
-	sorted := slices.Clone(samples)
-	slices.SortFunc(sorted, func(a, b sample) int {
+	order := func(a, b sample) int {
 		ka, xa := kx(a)
 		kb, xb := kx(b)
 		if ka != kb {
 			return cmpF(ka, kb)
 		}
 		return cmpF(xa, xb)
-	})
+	}
+	sorted := samples
+	if !slices.IsSortedFunc(samples, order) { // rows of a run's cells come sorted
+		sorted = slices.Clone(samples)
+		slices.SortFunc(sorted, order)
+	}
 	for _, p := range sorted {
 		k, x := kx(p)
 		if len(lines) == 0 || lines[len(lines)-1].key != k {
