@@ -22,6 +22,8 @@ type HoldoutReport struct {
 	// Refused counts cells not answered; Refusals says why, per cell.
 	Refused  int      `json:"refused"`
 	Refusals []string `json:"refusals,omitempty"`
+	// Outside names the answers whose interval missed the truth.
+	Outside []string `json:"outside,omitempty"`
 }
 
 // maxHoldoutCells bounds a leave-one-cell-out evaluation: each held-out
@@ -74,6 +76,8 @@ func LeaveOneOut(ctx context.Context, r Run) (HoldoutReport, error) {
 		rep.Total.add(math.Abs(p.TotalTokS.Value-truth) / truth)
 		if p.TotalTokS.Low <= truth && truth <= p.TotalTokS.High {
 			rep.Covered++
+		} else {
+			rep.Outside = append(rep.Outside, fmt.Sprintf("%s: %.1f (%.1f–%.1f, %s), measured %.1f", cellName(c), p.TotalTokS.Value, p.TotalTokS.Low, p.TotalTokS.High, p.SpeedBasis, truth))
 		}
 	}
 	rep.Total.finish()
@@ -90,6 +94,9 @@ func PoolHoldouts(id string, reports []HoldoutReport) HoldoutReport {
 		p.Total.errs = append(p.Total.errs, r.Total.errs...)
 		for _, s := range r.Refusals {
 			p.Refusals = append(p.Refusals, r.RunID+" "+s)
+		}
+		for _, s := range r.Outside {
+			p.Outside = append(p.Outside, r.RunID+" "+s)
 		}
 	}
 	p.Total.finish()

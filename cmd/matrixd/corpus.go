@@ -97,7 +97,7 @@ type familyRow struct {
 
 // evalCorpus holds every cell of every corpus grid out in turn and reports
 // per family and split, then over all families.
-func evalCorpus(ctx context.Context, dir string, asJSON bool, stdout io.Writer) error {
+func evalCorpus(ctx context.Context, dir string, asJSON, verbose bool, stdout io.Writer) error {
 	runs, err := loadCorpus(dir)
 	if err != nil {
 		return err
@@ -153,6 +153,12 @@ func evalCorpus(ctx context.Context, dir string, asJSON bool, stdout io.Writer) 
 		return err
 	}
 	fmt.Fprintln(stdout, "\nleave-one-cell-out: each valid cell removed, the grid refitted (bands included) and the cell asked for; the total's interval is the one the API returns")
+	if verbose && len(total.Outside) > 0 {
+		fmt.Fprintln(stdout, "intervals that missed:")
+		for _, r := range total.Outside {
+			fmt.Fprintln(stdout, "  "+r)
+		}
+	}
 	if len(total.Refusals) > 0 {
 		fmt.Fprintln(stdout, "refused:")
 		for _, r := range total.Refusals {

@@ -21,11 +21,12 @@ func evalCmd(ctx context.Context, args []string, getenv func(string) string, std
 	db := dbFlag(fs, getenv)
 	asJSON := fs.Bool("json", false, "print the reports as JSON")
 	corpus := fs.String("corpus", "", "evaluate the grids of a corpus directory (DIR/<family>/manifest.json, e.g. ingest/testdata/corpus) instead of the stored runs, leaving one cell out at a time, per family")
+	verbose := fs.Bool("v", false, "with --corpus: also list each answer whose interval missed the measurement")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *corpus != "" {
-		return evalCorpus(ctx, *corpus, *asJSON, stdout)
+		return evalCorpus(ctx, *corpus, *asJSON, *verbose, stdout)
 	}
 	st, err := store.Open(ctx, *db, store.Options{})
 	if err != nil {
