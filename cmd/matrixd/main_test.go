@@ -250,10 +250,43 @@ func TestCalcAndEval(t *testing.T) {
 	if err := run(ctx, []string{"eval", "--db", db}, env(nil), nil, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"pooled", "interpolated", "extrapolated", "status calls"} {
+	for _, want := range []string{"pooled", "interpolated", "extrapolated", "status calls", "leave-one-cell-out, refitted with bands"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("eval output lacks %q:\n%s", want, out.String())
 		}
+	}
+
+	out.Reset()
+	if err := run(ctx, []string{"calc", "plan", "--db", db, "--context", "16K", "--min-tok-s", "15", "--users", "50", "--max-ttft", "4000"}, env(nil), nil, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"2 runs matched", "RTX 3090", "RTX 3060", "GPUs)", "ttft: TTFT at"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("plan table lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	if err := run(ctx, []string{"calc", "plan", "--db", db, "--context", "0", "--min-tok-s", "500", "--json"}, env(nil), nil, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var plan struct {
+		Options []struct {
+			Meets     bool `json:"meets"`
+			Shortfall struct {
+				Metric string `json:"metric"`
+			} `json:"shortfall"`
+		} `json:"options"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &plan); err != nil || len(plan.Options) != 2 {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	for _, o := range plan.Options {
+		if o.Meets || o.Shortfall.Metric != "per_request_tok_s" {
+			t.Errorf("500 tok/s per request met or missed for another reason: %+v", o)
+		}
+	}
+	if err := run(ctx, []string{"calc", "plan", "--db", db, "--context", "0"}, env(nil), nil, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "--min-tok-s") {
+		t.Errorf("plan without a speed target: %v", err)
 	}
 }
 
