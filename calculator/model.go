@@ -86,7 +86,12 @@ func FitContext(ctx context.Context, r Run) (*Model, error) {
 // interp is how a run's step times are interpolated along concurrency:
 // in B or in log2 B, piecewise linearly or by monotone cubic (PCHIP)
 // through the measured points.
-type interp struct{ logB, cubic bool }
+type interp struct {
+	logB, cubic bool
+	// rowT and rowS weigh the estimates of T and of S along concurrency
+	// against those along context where both exist.
+	rowT, rowS float64
+}
 
 func (ip interp) String() string {
 	s := "linear"
@@ -94,10 +99,15 @@ func (ip interp) String() string {
 		s = "monotone cubic"
 	}
 	if ip.logB {
-		return s + " in log2 concurrency"
+		s += " in log2 concurrency"
+	} else {
+		s += " in concurrency"
 	}
-	return s + " in concurrency"
+	return fmt.Sprintf("%s, %.0f%%/%.0f%% row-wise (TBT/total)", s, 100*ip.rowT, 100*ip.rowS)
 }
+
+// rowWeights are the weights of the row-first path a fit chooses among.
+func rowWeights() []float64 { return []float64{0, 0.25, 0.5, 0.75, 1} }
 
 // chooseInterpolant picks the interpolant with the least leave-one-out
 // error of interpolated cells on this run. Dense models are close to linear
@@ -105,42 +115,74 @@ func (ip interp) String() string {
 // curves gain from the cubic. Ties, and runs with nothing to hold out, stay
 // linear in B.
 func chooseInterpolant(ctx context.Context, r Run) (interp, error) {
-	best, bestErr := interp{}, math.Inf(1)
+	best, bestErr := interp{rowT: 0.5, rowS: 0.5}, math.Inf(1)
+	ws := rowWeights()
 	for _, ip := range []interp{{}, {logB: true}, {cubic: true}, {logB: true, cubic: true}} {
-		e, err := looInterpolatedError(ctx, r, ip)
+		errT, errS, err := looInterpolatedError(ctx, r, ip)
 		if err != nil {
 			return interp{}, err
 		}
-		if e < bestErr {
+		iT, iS := argmin(errT), argmin(errS)
+		if e := errT[iT] + errS[iS]; e < bestErr {
 			best, bestErr = ip, e
+			best.rowT, best.rowS = ws[iT], ws[iS]
 		}
 	}
 	return best, nil
 }
 
-func looInterpolatedError(ctx context.Context, r Run, ip interp) (float64, error) {
-	sum, n := 0.0, 0
+func argmin(xs []float64) int {
+	best := 0
+	for i, x := range xs {
+		if x < xs[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+// looInterpolatedError is the mean leave-one-out error of time between
+// tokens and of total tok/s over the cells the rows and columns around them
+// estimate, for each of rowWeights.
+func looInterpolatedError(ctx context.Context, r Run, ip interp) (errT, errS []float64, err error) {
+	ws := rowWeights()
+	errT, errS = make([]float64, len(ws)), make([]float64, len(ws))
+	n := 0
 	for _, c := range spread(filter(r.Decode, usable), chooseHoldoutCells) {
 		if err := ctx.Err(); err != nil {
-			return 0, err
+			return nil, nil, err
 		}
 		m, err := fitCore(without(r, []Cell{c}), ip)
 		if err != nil {
 			continue
 		}
-		b := float64(c.Concurrency)
-		t, s, basis, _, err := m.speed(c.ContextTokens, b)
-		if err != nil || basis != Interpolated {
+		b, l := float64(c.Concurrency), float64(c.ContextTokens)/1024
+		if _, _, rough := m.sf.rough(l, b); rough {
 			continue
 		}
+		row, col := m.sf.paths(l, b)
 		tm := stepT(c)
-		sum += math.Abs(t-tm)/tm + math.Abs(b*1000/s-*c.TotalTokS) / *c.TotalTokS
-		n++
+		counted := false
+		for i, w := range ws {
+			t, s, _, ok := combine(row, col, w, w)
+			if !ok || t <= 0 || s <= 0 {
+				continue
+			}
+			errT[i] += math.Abs(t-tm) / tm
+			errS[i] += math.Abs(b*1000/s-*c.TotalTokS) / *c.TotalTokS
+			counted = true
+		}
+		if counted {
+			n++
+		}
 	}
-	if n == 0 {
-		return math.Inf(1), nil
+	for i := range ws {
+		errT[i], errS[i] = errT[i]/float64(n), errS[i]/float64(n)
+		if n == 0 {
+			errT[i], errS[i] = math.Inf(1), math.Inf(1)
+		}
 	}
-	return sum / float64(n), nil
+	return errT, errS, nil
 }
 
 // spread is at most n of xs, evenly spaced, in order; all of them when
@@ -232,7 +274,10 @@ func (m *Model) speed(lTokens int, b float64) (t, s float64, basis Basis, used [
 	if lo, hi, rough := m.sf.rough(l, b); rough {
 		return 0, 0, "", nil, refuse(supported, "measured throughput is not smooth between concurrency %g and %g near context %d (it stops rising, a kernel or scheduler switch), so nothing across it is predicted", lo, hi, lTokens)
 	}
-	if t, s, ok := m.sf.interpolate(l, b); ok {
+	if t, s, extended, ok := m.sf.interpolate(l, b); ok && t > 0 && s > 0 {
+		if extended {
+			return t, s, Extrapolated, m.neighbours(l, b), nil
+		}
 		return t, s, Interpolated, m.neighbours(l, b), nil
 	}
 	maxB, minL, maxL := m.sf.limits(l)

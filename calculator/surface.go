@@ -210,32 +210,93 @@ func bracket(lines []line, k float64) (lo, hi line, f float64, ok bool) {
 	return lines[i-1], lines[i], frac(lines[i].gk, lines[i-1].key, lines[i].key, k), true
 }
 
-// interpolate returns T and S inside the measured region: L between two
-// measured rows and B inside each bracketing row's measured range. Where the
-// column-first interpolation also stays inside, the two are averaged. S is
-// interpolated directly; T as its ratio to the physical model (linear B).
-func (sf *surface) interpolate(l, b float64) (t, s float64, ok bool) {
-	t, s, ok = interpLines(sf.rows, sf.cols, l, b)
-	if !ok || sf.ip.logB {
-		// The physical model is polynomial in B, so its residual is not the
-		// smooth thing to interpolate in log2 B: interpolate T itself.
-		return t, s, ok
-	}
-	rt, _, _ := interpLines(sf.resRows, sf.resCols, l, b)
-	return rt * sf.physT.eval(l, b), s, true
+// estimate is one path's T and S at a point.
+type estimate struct {
+	t, s float64
+	ok   bool
+	// extended is true for a column-first estimate that extends a column
+	// along context beyond its own measured range (within the run's).
+	extended bool
 }
 
-// interpLines interpolates row-first, averaged with column-first where that
-// stays inside too.
-func interpLines(rows, cols []line, l, b float64) (t, s float64, ok bool) {
-	t, s, ok = interpLine(rows, l, b)
-	if !ok {
-		return 0, 0, false
+// paths returns T and S at (l, b) two ways: row-first (L between two
+// measured rows, B inside each one's measured range) and column-first (B
+// between two measured columns, each evaluated at L: inside a column's
+// range, or extended along the line through its two nearest points, by at
+// most 1.25× the column's span and within the run's measured contexts, since
+// step time is close to linear in context). S is interpolated directly; T, in B, as its ratio to
+// the physical model.
+func (sf *surface) paths(l, b float64) (row, col estimate) {
+	row.t, row.s, row.ok = interpLine(sf.rows, l, b)
+	col = sf.columnFirst(sf.cols, l, b)
+	if !sf.ip.logB {
+		// The physical model is polynomial in B, so in B its residual is the
+		// smooth thing to interpolate (in log2 B, T itself is).
+		p := sf.physT.eval(l, b)
+		if row.ok {
+			rt, _, _ := interpLine(sf.resRows, l, b)
+			row.t = rt * p
+		}
+		if col.ok && !col.extended {
+			col.t = sf.columnFirst(sf.resCols, l, b).t * p
+		}
 	}
-	if t2, s2, ok2 := interpLine(cols, b, l); ok2 {
-		t, s = (t+t2)/2, (s+s2)/2
+	return row, col
+}
+
+// columnFirst brackets b between columns and evaluates each at l.
+func (sf *surface) columnFirst(cols []line, l, b float64) estimate {
+	lo, hi, f, ok := bracket(cols, b)
+	if !ok || l < sf.rows[0].key || l > sf.maxL {
+		return estimate{}
 	}
-	return t, s, true
+	var e estimate
+	at := func(c line) (float64, float64, bool) {
+		if t, s, ok := c.at(l); ok {
+			return t, s, true
+		}
+		n := len(c.xs)
+		if n < 2 {
+			return 0, 0, false
+		}
+		// A line through a column's points says little far beyond them.
+		if span := c.xs[n-1] - c.xs[0]; l < c.xs[0]-1.25*span || l > c.xs[n-1]+1.25*span {
+			return 0, 0, false
+		}
+		e.extended = true
+		t, okT := rowAt(c, l, func(ln line) []float64 { return ln.t }, true)
+		s, okS := rowAt(c, l, func(ln line) []float64 { return ln.s }, true)
+		return t, s, okT && okS && t > 0 && s > 0
+	}
+	t0, s0, ok0 := at(lo)
+	t1, s1, ok1 := at(hi)
+	if !ok0 || !ok1 {
+		return estimate{}
+	}
+	e.t, e.s, e.ok = lerp(t0, t1, f), lerp(s0, s1, f), true
+	return e
+}
+
+// combine weighs the two paths, T by wT and S by wS; ok false when neither
+// gives an estimate. extended reports an answer that rests on a column
+// extended along context alone.
+func combine(row, col estimate, wT, wS float64) (t, s float64, extended, ok bool) {
+	switch {
+	case row.ok && col.ok:
+		return wT*row.t + (1-wT)*col.t, wS*row.s + (1-wS)*col.s, false, true
+	case row.ok:
+		return row.t, row.s, false, true
+	case col.ok:
+		return col.t, col.s, col.extended, true
+	}
+	return 0, 0, false, false
+}
+
+// interpolate returns T and S from the measured rows and columns around
+// (l, b), and whether it extended a column along context.
+func (sf *surface) interpolate(l, b float64) (t, s float64, extended, ok bool) {
+	row, col := sf.paths(l, b)
+	return combine(row, col, sf.ip.rowT, sf.ip.rowS)
 }
 
 func interpLine(lines []line, key, x float64) (t, s float64, ok bool) {
