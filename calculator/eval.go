@@ -278,6 +278,12 @@ func Pool(reports []Report) Report {
 	return p
 }
 
+// Bands are the conformal bound widened by 1 + 1/√n: a run's few held-out
+// errors come from the fit that chose its interpolant on those same cells,
+// so they understate a new cell's error, the more so the fewer they are
+// (measured: without it, intervals of 8–12-cell grids held 83 % of
+// held-out cells).
+//
 // conformal90 is the split-conformal 90 % bound of held-out errors: the
 // ⌈0.9·(n+1)⌉-th smallest of n, which a new error exceeds at most 10 % of
 // the time when errors are exchangeable (the plain p90 of a few errors is
@@ -296,7 +302,7 @@ func (r Report) bands() Bands {
 		if s.N < 3 {
 			return fallback
 		}
-		return math.Max(conformal90(s.errs), bandFloor)
+		return math.Max(conformal90(s.errs)*(1+1/math.Sqrt(float64(s.N))), bandFloor)
 	}
 	b := Bands{Calibrated: r.Interpolated.Total.N >= 3}
 	b.InterpolatedTotal = pick(r.Interpolated.Total, bandFallback)
