@@ -484,3 +484,39 @@ func TestInterpolantChosenPerRun(t *testing.T) {
 		}
 	}
 }
+
+// TestJumpIsRefusedInside: a grid whose throughput jumps between
+// concurrency 16 and 32 (as Metal kernels switch on an M2 Ultra) is not
+// interpolated across the jump: where in between it happens is unknown.
+// Measured concurrencies are still answered at other contexts.
+func TestJumpIsRefusedInside(t *testing.T) {
+	r := calculator.Run{ID: "jump", MaxOutputTokens: 32}
+	totals := map[int][]float64{ // B = 1, 2, 4, 8, 16, 32
+		512:  {78.17, 132.45, 218.67, 254.83, 321.07, 611.12},
+		4096: {74.31, 122.04, 193.45, 221.11, 269.32, 440.42},
+		8192: {71.20, 114.59, 175.80, 200.09, 232.97, 335.50},
+	}
+	for _, l := range []int{512, 4096, 8192} {
+		for i, b := range []int{1, 2, 4, 8, 16, 32} {
+			if l == 4096 && b == 32 {
+				continue // asked below
+			}
+			r.Decode = append(r.Decode, calculator.Cell{ContextTokens: l, Concurrency: b, Status: calculator.CellValid, TotalTokS: f(totals[l][i])})
+		}
+	}
+	m := fit(t, r)
+	_, err := m.Decode(calculator.Query{ContextTokens: 4096, Concurrency: 24})
+	if !errors.Is(err, calculator.ErrRefused) || !strings.Contains(err.Error(), "jumps between concurrency 16 and 32") {
+		t.Errorf("B=24 across the jump: %v, want a refusal naming it", err)
+	}
+	p, err := m.Decode(calculator.Query{ContextTokens: 4096, Concurrency: 32})
+	if err != nil || p.TotalTokS == nil {
+		t.Fatalf("B=32, measured at the other contexts: %v", err)
+	}
+	if got := p.TotalTokS.Value; math.Abs(got/440.42-1) > 0.1 {
+		t.Errorf("4096×32 predicted %.1f from its column, measured 440.4", got)
+	}
+	if _, err := m.Decode(calculator.Query{ContextTokens: 4096, Concurrency: 12}); err != nil {
+		t.Errorf("B=12, below the jump: %v", err)
+	}
+}

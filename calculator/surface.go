@@ -312,6 +312,39 @@ func interpLine(lines []line, key, x float64) (t, s float64, ok bool) {
 	return lerp(t0, t1, f), lerp(s0, s1, f), true
 }
 
+// jumpElasticity is how much faster throughput may grow with concurrency
+// (d log total / d log B) in one segment of a row than in the segment
+// before it before the row counts as jumping: a smooth decode curve
+// saturates, so its elasticity does not rise by much.
+const jumpElasticity = 0.25
+
+// jump finds a segment (lo, hi) of concurrency, b strictly inside, across
+// which some row's throughput jumps (its elasticity rises by more than
+// jumpElasticity over the previous segment's), where b itself was measured
+// in no row: where between lo and hi the switch happens is unknown. at is
+// the context of the row that shows the jump.
+func (sf *surface) jump(b float64) (lo, hi, at float64, ok bool) {
+	for _, c := range sf.cols {
+		if c.key == b {
+			return 0, 0, 0, false
+		}
+	}
+	for _, r := range sf.rows {
+		for i := 2; i < len(r.xs); i++ {
+			if b <= r.xs[i-1] || b >= r.xs[i] {
+				continue
+			}
+			g := func(j int) float64 {
+				return math.Log((r.xs[j]/r.s[j])/(r.xs[j-1]/r.s[j-1])) / math.Log(r.xs[j]/r.xs[j-1])
+			}
+			if g(i) > g(i-1)+jumpElasticity {
+				return r.xs[i-1], r.xs[i], r.key, true
+			}
+		}
+	}
+	return 0, 0, 0, false
+}
+
 // rough finds a segment of a bracketing row around (l, b) where the grid is
 // not smooth: throughput does not rise with concurrency (a kernel or
 // scheduler switch), or the segment right after such a one, where the
