@@ -443,12 +443,12 @@ func TestFromToolErrors(t *testing.T) {
 		{name: "vllm: fewer prompts than the concurrency", format: FormatVLLMBench, meta: opt125,
 			files: []ToolFile{edited(t, sweep, `"max_concurrency": 2`, `"max_concurrency": 16`)}, file: sweep.Name, line: 8,
 			contains: []string{"num_prompts 8 is below max_concurrency 16"}},
-		{name: "vllm: NaN", format: FormatVLLMBench, meta: opt125,
-			files: []ToolFile{edited(t, sweep, `"std_ttft_ms": 309.1373405846827`, `"std_ttft_ms": NaN`)}, file: sweep.Name, line: 26,
-			contains: []string{"NaN, which is not JSON"}},
-		{name: "vllm: -Infinity", format: FormatVLLMBench, meta: opt125,
-			files: []ToolFile{edited(t, sweep, `"rtfx": 0.0`, `"rtfx": -Infinity`)}, file: sweep.Name, line: 23,
-			contains: []string{"-Infinity, which is not JSON"}},
+		{name: "vllm: NaN throughput", format: FormatVLLMBench, meta: opt125,
+			files: []ToolFile{edited(t, sweep, `"output_throughput": 93.74767963046673`, `"output_throughput": NaN`)}, file: sweep.Name, line: 19,
+			contains: []string{`output_throughput is "NaN": want a number`}},
+		{name: "vllm: Infinity duration", format: FormatVLLMBench, meta: opt125,
+			files: []ToolFile{edited(t, sweep, `"duration": 1.3653671270003542`, `"duration": Infinity`)}, file: sweep.Name, line: 12,
+			contains: []string{`duration is "inf": want a number`}},
 		{name: "vllm: output_throughput missing", format: FormatVLLMBench, meta: opt125,
 			files: []ToolFile{edited(t, sweep, `"output_throughput"`, `"output_tps"`)}, file: sweep.Name, line: 1,
 			contains: []string{"output_throughput is missing"}},
@@ -547,5 +547,33 @@ func TestLlamaTGPerCell(t *testing.T) {
 				t.Errorf("PP 512 B 8: tbt %v output %v, want %v, %d", *c.TBTMs, *c.OutputTokens, want, 8*256)
 			}
 		}
+	}
+}
+
+// TestVLLMPythonWords: Python's json writes NaN and Infinity for values it
+// could not compute, and SGLang's bench_serving writes an unlimited request
+// rate as Infinity. Those are read (an unlimited rate is a fixed
+// concurrency; NaN in a value not needed is absent); the same words inside
+// strings are left alone.
+func TestVLLMPythonWords(t *testing.T) {
+	sweep := toolFile(t, "vllm-sweep-opt125m-c2.json")
+	f := edited(t, sweep, `"request_rate": "inf"`, `"request_rate": Infinity`)
+	f = edited(t, f, `"std_ttft_ms": 309.1373405846827`, `"std_ttft_ms": NaN`)
+	f = edited(t, f, `"rtfx": 0.0`, `"rtfx": -Infinity, "note": "NaN \"Infinity\""`)
+	meta := toolMeta()
+	meta.Model.Name = "facebook/opt-125m"
+	r, err := FromTool(FormatVLLMBench, meta, []ToolFile{f}, ToolOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := FromTool(FormatVLLMBench, meta, []ToolFile{sweep}, ToolOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Decode) != 1 || *r.Decode[0].TotalTokS != *want.Decode[0].TotalTokS {
+		t.Errorf("read %+v, want the unedited result's cell", r.Decode)
+	}
+	if got := string(pythonWords([]byte(`{"a": "x\"NaN", "b": NaN, "c": -Infinity}`))); got != `{"a": "x\"NaN", "b": "NaN", "c": "-inf"}` {
+		t.Errorf("pythonWords: %s", got)
 	}
 }

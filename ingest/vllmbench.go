@@ -177,7 +177,7 @@ func (res *vllmResult) fail(key, format string, args ...any) error {
 // when the key is absent or null, an error if it is required.
 func (res *vllmResult) number(key string, required bool) (v float64, ok bool, err error) {
 	f, found := res.fields[key]
-	if !found || string(f.raw) == "null" {
+	if !found || string(f.raw) == "null" || (!required && string(f.raw) == `"NaN"`) { // NaN: Python could not compute it
 		if required {
 			return 0, false, res.fail(key, "%s is missing: want the result vllm bench serve --save-result writes", key)
 		}
@@ -217,7 +217,7 @@ func (res *vllmResult) text(key string) (s string, line int, ok bool) {
 
 // eachVLLMResult calls each for every JSON object in f, in order.
 func eachVLLMResult(f ToolFile, each func(*vllmResult) error) error {
-	src := bytes.TrimPrefix(f.Data, []byte(bom))
+	src := pythonWords(bytes.TrimPrefix(f.Data, []byte(bom)))
 	lines := &lineCounter{src: src}
 	dec := json.NewDecoder(bytes.NewReader(src))
 	dec.UseNumber()
@@ -257,6 +257,52 @@ func eachVLLMResult(f ToolFile, each func(*vllmResult) error) error {
 			return err
 		}
 	}
+}
+
+// pythonWords rewrites the words Python's json module writes for values
+// that are not numbers, outside strings, as strings JSON can carry:
+// Infinity as "inf" (SGLang's bench_serving writes an unlimited
+// request_rate so, where vLLM writes "inf"), -Infinity as "-inf" and NaN as
+// "NaN". Line breaks are kept, so lines still count.
+func pythonWords(src []byte) []byte {
+	if !bytes.Contains(src, []byte("Infinity")) && !bytes.Contains(src, []byte("NaN")) {
+		return src
+	}
+	out := make([]byte, 0, len(src)+16)
+	inString, escaped := false, false
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		if inString {
+			out = append(out, c)
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		if c == '"' {
+			inString = true
+			out = append(out, c)
+			continue
+		}
+		replaced := false
+		for _, w := range [][2]string{{"-Infinity", `"-inf"`}, {"Infinity", `"inf"`}, {"NaN", `"NaN"`}} {
+			if bytes.HasPrefix(src[i:], []byte(w[0])) {
+				out = append(out, w[1]...)
+				i += len(w[0]) - 1
+				replaced = true
+				break
+			}
+		}
+		if !replaced {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // vllmSyntax describes a JSON error at the start of the value or token
