@@ -270,9 +270,20 @@ func (m *Model) speed(lTokens int, b float64) (t, s float64, basis Basis, used [
 	if c, ok := m.cells[CellRef{lTokens, int(b)}]; ok && float64(int(b)) == b && usable(c) {
 		return stepT(c), b * 1000 / *c.TotalTokS, Measured, []CellRef{{lTokens, int(b)}}, nil
 	}
+	l = m.sf.snap(l) // a context within 5 % of a measured row reads that row
 	supported := m.supportedRange()
 	if lo, hi, rough := m.sf.rough(l, b); rough {
-		return 0, 0, "", nil, refuse(supported, "measured throughput is not smooth between concurrency %g and %g near context %d (it stops rising, a kernel or scheduler switch), so nothing across it is predicted", lo, hi, lTokens)
+		// Along the row nothing is known across the break; where this
+		// concurrency was measured at other contexts, its column still says
+		// it (step time is close to linear in context).
+		if _, col := m.sf.paths(l, b); col.ok && m.sf.measuredColumn(b) && col.t > 0 && col.s > 0 {
+			basis := Interpolated
+			if col.extended {
+				basis = Extrapolated
+			}
+			return col.t, col.s, basis, m.neighbours(l, b), nil
+		}
+		return 0, 0, "", nil, refuse(supported, "measured throughput is not smooth between concurrency %g and %g near context %d (it stops rising, a kernel or scheduler switch) and this concurrency was not measured at other contexts, so nothing across it is predicted", lo, hi, lTokens)
 	}
 	if lo, hi, at, jump := m.sf.jump(b); jump {
 		return 0, 0, "", nil, refuse(supported+"; concurrencies this run measured", "measured throughput jumps between concurrency %g and %g (at context %d it rises much faster there than below: a kernel or scheduler switch), and where in between it happens is unknown, so concurrency %g is not predicted", lo, hi, int(math.Round(at*1024)), b)

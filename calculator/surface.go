@@ -96,14 +96,92 @@ type surface struct {
 	// ip is how to interpolate along concurrency (chosen per run by
 	// held-out error).
 	ip interp
+	// rowKeys are the rows' contexts (K tokens) after snapping.
+	rowKeys []float64
 	// resRows and resCols hold T and S divided by the physical model: T's
 	// curvature in B is mostly captured by the model, so its residual
 	// interpolates better than T itself.
 	resRows, resCols []line
 }
 
+// rowTolerance is how close, relatively, contexts must be to make one row:
+// serving benchmarks draw prompt lengths at random, so the cells of one
+// nominal input length land a few percent apart.
+const rowTolerance = 0.05
+
+// rowContexts groups contexts (sorted, distinct) into rows of contexts
+// within rowTolerance of the row's first; each row is keyed by its cells'
+// mean context.
+func rowContexts(samples []sample) (reps []float64, rep map[float64]float64) {
+	ls := make([]float64, 0, len(samples))
+	for _, p := range samples {
+		ls = append(ls, p.l)
+	}
+	slices.Sort(ls)
+	rep = map[float64]float64{}
+	for i := 0; i < len(ls); {
+		j, sum := i, 0.0
+		for j < len(ls) && ls[j]-ls[i] <= rowTolerance*ls[j] {
+			sum += ls[j]
+			j++
+		}
+		mean := sum / float64(j-i)
+		for _, l := range ls[i:j] {
+			rep[l] = mean
+		}
+		reps = append(reps, mean)
+		i = j
+	}
+	return reps, rep
+}
+
+// snapRows moves each sample onto its row's context, averaging step times
+// where one row measured a concurrency twice. Samples already on their
+// rows come back as they are.
+func snapRows(samples []sample) ([]sample, []float64) {
+	reps, rep := rowContexts(samples)
+	moved := false
+	for _, p := range samples {
+		moved = moved || rep[p.l] != p.l
+	}
+	if !moved {
+		return samples, reps
+	}
+	type key struct{ l, b float64 }
+	at := map[key]int{}
+	var out []sample
+	var n []float64
+	for _, p := range samples {
+		k := key{rep[p.l], p.b}
+		if i, ok := at[k]; ok {
+			out[i].t, out[i].s = out[i].t+p.t, out[i].s+p.s
+			n[i]++
+			continue
+		}
+		at[k] = len(out)
+		out = append(out, sample{l: k.l, b: p.b, t: p.t, s: p.s})
+		n = append(n, 1)
+	}
+	for i := range out {
+		out[i].t, out[i].s = out[i].t/n[i], out[i].s/n[i]
+	}
+	return out, reps
+}
+
+// snap is the row context a query context reads: a measured row's within
+// rowTolerance, else l itself.
+func (sf *surface) snap(l float64) float64 {
+	for _, r := range sf.rowKeys {
+		if math.Abs(l-r) <= rowTolerance*math.Max(l, r) {
+			return r
+		}
+	}
+	return l
+}
+
 func newSurface(samples []sample, ip interp) *surface {
-	sf := &surface{samples: samples, ip: ip}
+	samples, rowKeys := snapRows(samples)
+	sf := &surface{samples: samples, ip: ip, rowKeys: rowKeys}
 	var gb func(float64) float64
 	if ip.logB {
 		gb = math.Log2
@@ -312,6 +390,12 @@ func interpLine(lines []line, key, x float64) (t, s float64, ok bool) {
 	return lerp(t0, t1, f), lerp(s0, s1, f), true
 }
 
+// measuredColumn reports whether some row measured concurrency b.
+func (sf *surface) measuredColumn(b float64) bool {
+	_, found := slices.BinarySearchFunc(sf.cols, b, func(c line, b float64) int { return cmpF(c.key, b) })
+	return found
+}
+
 // jumpElasticity is how much faster throughput may grow with concurrency
 // (d log total / d log B) in one segment of a row than in the segment
 // before it before the row counts as jumping: a smooth decode curve
@@ -324,10 +408,8 @@ const jumpElasticity = 0.25
 // in no row: where between lo and hi the switch happens is unknown. at is
 // the context of the row that shows the jump.
 func (sf *surface) jump(b float64) (lo, hi, at float64, ok bool) {
-	for _, c := range sf.cols {
-		if c.key == b {
-			return 0, 0, 0, false
-		}
+	if sf.measuredColumn(b) {
+		return 0, 0, 0, false
 	}
 	for _, r := range sf.rows {
 		for i := 2; i < len(r.xs); i++ {
