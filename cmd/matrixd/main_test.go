@@ -326,3 +326,67 @@ func TestServeRefusesMalformedWriteOrigins(t *testing.T) {
 		}
 	}
 }
+
+// TestEvalCorpus imports every grid of the evaluation corpus through the
+// tool formats and holds each cell out: each family is reported, and what
+// the README states of the calculator holds: intervals cover at least 90 %
+// of held-out cells in every family, and at most 5 % are refused overall.
+func TestEvalCorpus(t *testing.T) {
+	dir := filepath.Join("..", "..", "ingest", "testdata", "corpus")
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"eval", "--corpus", dir, "--json"}, env(nil), nil, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var rows []struct {
+		Family   string  `json:"family"`
+		Split    string  `json:"split"`
+		Grids    int     `json:"grids"`
+		Coverage float64 `json:"coverage"`
+		Refusals float64 `json:"refusal_rate"`
+		Report   struct {
+			Cells int `json:"cells"`
+			Total struct {
+				N    int     `json:"n"`
+				Mean float64 `json:"mean"`
+			} `json:"total_tok_s"`
+		} `json:"report"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	families := map[string]bool{}
+	manifests, _ := filepath.Glob(filepath.Join(dir, "*", "manifest.json"))
+	for _, m := range manifests {
+		b, err := os.ReadFile(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.TrimSpace(string(b)) != "[]" {
+			families[filepath.Base(filepath.Dir(m))] = true
+		}
+	}
+	if len(families) < 3 {
+		t.Fatalf("the corpus has %d families with grids, want at least 3", len(families))
+	}
+	seen := map[string]bool{}
+	for _, r := range rows {
+		if r.Split != "all" {
+			continue
+		}
+		seen[r.Family] = true
+		if r.Report.Cells == 0 || r.Report.Total.N == 0 {
+			t.Errorf("%s: no cell answered", r.Family)
+		}
+		if r.Coverage < 0.9 {
+			t.Errorf("%s: intervals cover %.1f%% of held-out cells, want ≥ 90%%", r.Family, 100*r.Coverage)
+		}
+		if r.Family == "all families" && r.Refusals > 0.05 {
+			t.Errorf("%.1f%% of held-out cells refused, want ≤ 5%%", 100*r.Refusals)
+		}
+	}
+	for f := range families {
+		if !seen[f] {
+			t.Errorf("family %s is not reported", f)
+		}
+	}
+}
