@@ -134,6 +134,9 @@ func New(st *store.Store, cfg Config) (http.Handler, error) {
 	)
 	strict := api.NewStrictHandler(s, []api.StrictMiddlewareFunc{withAccept})
 	api.RegisterHandlers(e, rawBodies{ServerInterface: strict, ssi: s})
+	if err := registerPages(e, s); err != nil {
+		return nil, err
+	}
 	return headAsGet{e}, nil
 }
 

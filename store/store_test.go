@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -629,5 +630,50 @@ func TestModelFilterFollowsWrites(t *testing.T) {
 	}
 	if got := count(store.RunFilter{Model: "brand-new"}); got != 0 {
 		t.Errorf("after deleting its only run: %d listed, want 0", got)
+	}
+}
+
+func TestCellAxes(t *testing.T) {
+	st, _ := openTestDB(t)
+	ctx := context.Background()
+	contexts, _, _, err := st.CellAxes(ctx, 40000)
+	if err != nil || contexts != nil {
+		t.Fatalf("empty store: %v %v", contexts, err)
+	}
+	runs := storetest.Runs(5, 3)
+	wantL := map[int]bool{}
+	for _, r := range runs {
+		if _, _, err := st.CreateRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range r.Decode {
+			if c.Status == store.StatusValid {
+				wantL[c.ContextTokens] = true
+			}
+		}
+	}
+	contexts, nearest, concurrencies, err := st.CellAxes(ctx, 40000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := slices.Sorted(maps.Keys(wantL)); !slices.Equal(contexts, want) {
+		t.Errorf("contexts %v, want %v", contexts, want)
+	}
+	wantNear := contexts[0]
+	for _, l := range contexts {
+		if max(l-40000, 40000-l) < max(wantNear-40000, 40000-wantNear) {
+			wantNear = l
+		}
+	}
+	wantB := map[int]bool{}
+	for _, r := range runs {
+		for _, c := range r.Decode {
+			if c.Status == store.StatusValid && c.ContextTokens == wantNear {
+				wantB[c.Concurrency] = true
+			}
+		}
+	}
+	if nearest != wantNear || !slices.Equal(concurrencies, slices.Sorted(maps.Keys(wantB))) {
+		t.Errorf("nearest %d with %v, want %d with %v", nearest, concurrencies, wantNear, slices.Sorted(maps.Keys(wantB)))
 	}
 }

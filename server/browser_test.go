@@ -1,0 +1,357 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// browser starts Debian's Chromium for a test. Without one the test skips,
+// unless MATRIXD_REQUIRE_BROWSER is set (CI sets it), which makes a missing
+// browser a failure.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	bin := os.Getenv("MATRIXD_CHROMIUM")
+	if bin == "" {
+		for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+			if p, err := exec.LookPath(name); err == nil {
+				bin = p
+				break
+			}
+		}
+	}
+	if bin == "" {
+		if os.Getenv("MATRIXD_REQUIRE_BROWSER") != "" {
+			t.Fatal("no Chromium found and MATRIXD_REQUIRE_BROWSER is set: apt-get install -y chromium")
+		}
+		t.Skip("no Chromium found (apt-get install -y chromium); browser tests skipped")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(bin),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 1000),
+	)
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelB := chromedp.NewContext(actx)
+	ctx, cancelT := context.WithTimeout(ctx, 60*time.Second)
+	t.Cleanup(func() { cancelT(); cancelB(); cancelA() })
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start Chromium: %v", err)
+	}
+	return ctx
+}
+
+// screenshot writes a full-page PNG where a person can look at it:
+// MATRIXD_SCREENSHOTS, or a matrixd-screenshots folder in the temp dir.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	dir := os.Getenv("MATRIXD_SCREENSHOTS")
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "matrixd-screenshots")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100) /* 100: PNG */)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, name+".png")
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", path)
+}
+
+// textOf is the visible text of the first element sel matches.
+func textOf(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+	if err != nil {
+		t.Fatalf("text of %s: %v", sel, err)
+	}
+	return s
+}
+
+// fire dispatches a change event from an input, as a person's edit does.
+func fire(sel string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := chromedp.Evaluate[bool](`document.querySelector('`+sel+`').dispatchEvent(new Event('change', {bubbles: true}))`)(ctx, tg)
+		return err
+	})
+}
+
+// numberIn reads the first number of a widget output ("279.1 tok/s (…)").
+var firstNumber = regexp.MustCompile(`-?\d+(\.\d+)?`)
+
+func numbersIn(t *testing.T, s string) []float64 {
+	t.Helper()
+	var out []float64
+	for _, m := range firstNumber.FindAllString(s, -1) {
+		v, err := strconv.ParseFloat(m, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// TestWidgetOnAnotherOrigin embeds the calculator widget in a page served
+// from another origin, changes its inputs as a person would and checks
+// that the numbers it shows are the API's answer to the same query.
+func TestWidgetOnAnotherOrigin(t *testing.T) {
+	ctx := browser(t)
+	e := newEnv(t, 0)
+	fara := e.seed(t, "fara1.5-4b-autoround-rtx3060")
+	api := httptest.NewServer(e.h)
+	defer api.Close()
+	host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!doctype html><html lang="en"><head><title>A blog about GPUs</title></head><body>
+<h1>Will it fit on my card?</h1>
+<div data-matrixd-calculator data-run="%s" data-context="16384" data-concurrency="8"></div>
+<script src="%s/widget/calculator.js"></script>
+</body></html>`, fara.ID, api.URL)
+	}))
+	defer host.Close()
+	if host.URL == api.URL {
+		t.Fatal("the host page must be on another origin")
+	}
+
+	answer := func(q url.Values) (int, map[string]any) {
+		t.Helper()
+		q.Set("run_id", fara.ID)
+		resp, err := http.Get(api.URL + "/v1/calculator/decode?" + q.Encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, body
+	}
+	shown := func(key string) string {
+		return textOf(t, ctx, `[data-out="`+key+`"]`)
+	}
+	same := func(what string, got string, want map[string]any, digits int) {
+		t.Helper()
+		nums := numbersIn(t, got)
+		if want == nil {
+			if got != "—" {
+				t.Errorf("%s shows %q, the API gives none", what, got)
+			}
+			return
+		}
+		wantNums := []float64{want["value"].(float64), want["low"].(float64), want["high"].(float64)}
+		if len(nums) != 3 {
+			t.Fatalf("%s shows %q, want value (low–high)", what, got)
+		}
+		for i := range nums {
+			if math.Abs(nums[i]-wantNums[i]) > 0.51*math.Pow(10, -float64(digits)) {
+				t.Errorf("%s shows %q, the API says %v", what, got, wantNums)
+				break
+			}
+		}
+	}
+	obj := func(m map[string]any, k string) map[string]any {
+		v, _ := m[k].(map[string]any)
+		return v
+	}
+
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(host.URL),
+		chromedp.WaitVisible(chromedp.CSS(`.mxd[data-query="16384x8"]`)),
+	); err != nil {
+		t.Fatalf("the widget did not answer on the host page: %v", err)
+	}
+	for _, step := range []struct{ context, concurrency, vram, targetGPU string }{
+		{"16384", "8", "", ""},         // measured
+		{"49152", "6", "", ""},         // interpolated
+		{"16384", "24", "16", ""},      // extrapolated on another VRAM size
+		{"16384", "8", "", "RTX 3090"}, // scaled to another GPU
+	} {
+		name := strings.Join([]string{step.context, step.concurrency, step.vram, step.targetGPU}, "/")
+		if err := chromedp.Do(ctx,
+			chromedp.SetValue(chromedp.CSS(`[data-in="context"]`), step.context),
+			chromedp.SetValue(chromedp.CSS(`[data-in="concurrency"]`), step.concurrency),
+			chromedp.SetValue(chromedp.CSS(`[data-in="vram"]`), step.vram),
+			chromedp.SetValue(chromedp.CSS(`[data-in="target-gpu"]`), step.targetGPU),
+			fire(`[data-in="concurrency"]`),
+			chromedp.WaitVisible(chromedp.CSS(`.mxd[data-query="`+step.context+"x"+step.concurrency+`"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`rect[data-chosen="true"]`)),
+		); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		time.Sleep(200 * time.Millisecond) // the last answer's text is set with its state
+		q := url.Values{"context_tokens": {step.context}, "concurrency": {step.concurrency}}
+		if step.vram != "" {
+			q.Set("vram_gb", step.vram)
+		}
+		if step.targetGPU != "" {
+			q.Set("target_gpu", step.targetGPU)
+		}
+		code, want := answer(q)
+		if code != http.StatusOK {
+			t.Fatalf("%s: the API answered %d: %v", name, code, want)
+		}
+		same(name+" total", shown("total"), obj(want, "total_tok_s"), 1)
+		same(name+" per request", shown("per-request"), obj(want, "per_request_tok_s"), 1)
+		same(name+" TTFT", shown("ttft"), obj(want, "ttft_ms"), 0)
+		if got, want := shown("status"), strings.ReplaceAll(want["status"].(string), "_", " "); got != want {
+			t.Errorf("%s status %q, the API says %q", name, got, want)
+		}
+		if got, want := shown("basis"), obj(want, "basis")["method"].(string); !strings.HasPrefix(got, want) {
+			t.Errorf("%s basis %q, the API says %q", name, got, want)
+		}
+	}
+	screenshot(t, ctx, "widget-on-another-origin")
+
+	// A question the data does not support shows the API's reason.
+	if err := chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.CSS(`[data-in="target-gpu"]`), ""),
+		chromedp.SetValue(chromedp.CSS(`[data-in="vram"]`), ""),
+		chromedp.SetValue(chromedp.CSS(`[data-in="context"]`), "200000"),
+		chromedp.SetValue(chromedp.CSS(`[data-in="concurrency"]`), "1"),
+		fire(`[data-in="context"]`),
+		chromedp.WaitVisible(chromedp.CSS(`.mxd[data-state="refused"] [data-out="refusal"]`)),
+	); err != nil {
+		screenshot(t, ctx, "widget-refusal-failed")
+		t.Fatalf("refusal: %v", err)
+	}
+	code, want := answer(url.Values{"context_tokens": {"200000"}, "concurrency": {"1"}})
+	if code != http.StatusUnprocessableEntity {
+		t.Fatalf("the API answered %d to 200000 tokens", code)
+	}
+	if got := shown("refusal"); !strings.Contains(got, want["detail"].(string)) || !strings.Contains(got, want["supported"].(string)) {
+		t.Errorf("refusal shows %q, want the API's %q and %q", got, want["detail"], want["supported"])
+	}
+	screenshot(t, ctx, "widget-refusal")
+}
+
+// TestRunPagesShowEveryCell opens each seed run's page in the browser: every
+// decode and prefill value as published is on it, and the heatmap has a
+// cell per decode cell.
+func TestRunPagesShowEveryCell(t *testing.T) {
+	ctx := browser(t)
+	e := newEnv(t, 0)
+	srv := httptest.NewServer(e.h)
+	defer srv.Close()
+	for name, r := range e.seeds {
+		if err := chromedp.Do(ctx,
+			chromedp.Navigate(srv.URL+"/runs/"+r.ID),
+			chromedp.WaitVisible(chromedp.CSS(`svg[aria-labelledby="decode-title"]`)),
+		); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		text := textOf(t, ctx, `body`)
+		rects, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('svg[aria-labelledby="decode-title"] rect').length`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rects != len(r.Decode) {
+			t.Errorf("%s: %d heatmap cells, %d decode cells", name, rects, len(r.Decode))
+		}
+		for _, want := range []string{r.Title, r.Hardware.GPU, r.Launch.Command} {
+			if !strings.Contains(text, want) {
+				t.Errorf("%s: the page lacks %q", name, want)
+			}
+		}
+		values := func(vs ...*float64) {
+			for _, v := range vs {
+				if v != nil && !strings.Contains(text, strconv.FormatFloat(*v, 'f', -1, 64)) {
+					t.Errorf("%s: the page lacks the value %v", name, *v)
+				}
+			}
+		}
+		for _, c := range r.Decode {
+			values(c.TotalTokS, c.PerRequestTokS, c.TTFTMs, c.TBTMs, c.AvgActiveRequests, c.DurationS)
+			if c.OutputTokens != nil && !strings.Contains(text, strconv.Itoa(*c.OutputTokens)) {
+				t.Errorf("%s: the page lacks output tokens %d", name, *c.OutputTokens)
+			}
+		}
+		for _, c := range r.Prefill {
+			values(c.PromptTokS, c.TTFTMs)
+		}
+		screenshot(t, ctx, "run-"+name)
+	}
+}
+
+// TestPagesInBrowser renders the landing page and the leaderboard with a
+// hint, and follows a link from one to a run page.
+func TestPagesInBrowser(t *testing.T) {
+	ctx := browser(t)
+	e := newEnv(t, 0)
+	srv := httptest.NewServer(e.h)
+	defer srv.Close()
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(srv.URL+"/"),
+		chromedp.WaitVisible(chromedp.CSS(`table.runs`)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	text := textOf(t, ctx, `table.runs`)
+	for _, r := range e.seeds {
+		if !strings.Contains(text, r.Title) {
+			t.Errorf("landing page lacks %q", r.Title)
+		}
+	}
+	screenshot(t, ctx, "landing")
+	if err := chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`table.runs a`)),
+		chromedp.WaitVisible(chromedp.CSS(`svg[aria-labelledby="decode-title"]`)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	title, err := chromedp.Run(ctx, chromedp.Title())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(title, "· matrixd") {
+		t.Errorf("run page title %q", title)
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(srv.URL+"/leaderboard?context_tokens=20000&concurrency=3"),
+		chromedp.WaitVisible(chromedp.CSS(`.hint`)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	text = textOf(t, ctx, `.hint`)
+	if !strings.Contains(text, "Contexts measured: 0, 16K, 32K") || !strings.Contains(text, "At 16K, the nearest") {
+		t.Errorf("leaderboard hint %q", text)
+	}
+	screenshot(t, ctx, "leaderboard-hint")
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(srv.URL+"/leaderboard?context_tokens=16384&concurrency=8"),
+		chromedp.WaitVisible(chromedp.CSS(`table.runs`)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	text = textOf(t, ctx, `table.runs tbody`)
+	if strings.Count(text, "\n")+1 < 2 {
+		t.Errorf("leaderboard at 16K × 8 lists %q, want both seeds", text)
+	}
+	screenshot(t, ctx, "leaderboard")
+}

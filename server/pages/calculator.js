@@ -1,0 +1,216 @@
+// matrixd calculator widget. Renders into every element carrying
+// data-matrixd-calculator and talks only to the matrixd API it came from
+// (or data-api). Options, as attributes: data-run, data-model + data-gpu,
+// data-context, data-concurrency, data-theme (light or dark), data-api.
+(function () {
+  "use strict";
+  var script = document.currentScript;
+  var scriptOrigin = script && script.src ? new URL(script.src, document.baseURI).origin : window.location.origin;
+  var SVG = "http://www.w3.org/2000/svg";
+  var MAX_AXIS = 16;
+
+  function el(tag, attrs, children) {
+    var e = document.createElement(tag);
+    for (var k in attrs || {}) e.setAttribute(k, attrs[k]);
+    (children || []).forEach(function (c) { e.appendChild(typeof c === "string" ? document.createTextNode(c) : c); });
+    return e;
+  }
+  function svg(tag, attrs, text) {
+    var e = document.createElementNS(SVG, tag);
+    for (var k in attrs || {}) e.setAttribute(k, attrs[k]);
+    if (text != null) e.textContent = text;
+    return e;
+  }
+  function fmt(v, digits) { return v == null ? "—" : Number(v).toFixed(digits); }
+  function est(e, digits, unit) {
+    if (!e) return "—";
+    return fmt(e.value, digits) + " " + unit + " (" + fmt(e.low, digits) + "–" + fmt(e.high, digits) + ")";
+  }
+  function label(tokens) { return tokens > 0 && tokens % 1024 === 0 ? tokens / 1024 + "K" : String(tokens); }
+  function spread(xs, n) {
+    if (xs.length <= n) return xs.slice();
+    var out = [];
+    for (var i = 0; i < n; i++) out.push(xs[Math.floor(i * xs.length / n)]);
+    return out;
+  }
+  function axis(measured, chosen) {
+    var xs = measured.filter(function (x) { return x !== chosen; });
+    xs = spread(xs, MAX_AXIS - 1);
+    xs.push(chosen);
+    return xs.sort(function (a, b) { return a - b; });
+  }
+  function colour(f) {
+    f = Math.max(0, Math.min(1, f));
+    var a = [255, 247, 204], b = [8, 48, 107], c = [];
+    for (var i = 0; i < 3; i++) c.push(Math.round(a[i] + (b[i] - a[i]) * f));
+    return { fill: "rgb(" + c.join(",") + ")", ink: f > 0.5 ? "#fff" : "#111" };
+  }
+
+  function ensureStyles(api) {
+    if (document.querySelector("link[data-matrixd-css]")) return;
+    document.head.appendChild(el("link", { rel: "stylesheet", href: api + "/widget/calculator.css", "data-matrixd-css": "" }));
+  }
+
+  function getJSON(url) {
+    return fetch(url, { headers: { Accept: "application/json" } }).then(function (r) {
+      return r.json().then(function (body) { return { ok: r.ok, status: r.status, body: body }; });
+    });
+  }
+
+  function mount(root) {
+    var api = (root.getAttribute("data-api") || scriptOrigin).replace(/\/$/, "");
+    ensureStyles(api);
+    var theme = root.getAttribute("data-theme") === "dark" ? "dark" : "light";
+    var uid = "mxd" + Math.random().toString(36).slice(2, 8);
+    var box = el("section", { "class": "mxd mxd-" + theme, "aria-label": "Inference speed calculator" });
+    var runSel = el("select", { id: uid + "-run", "data-in": "run" });
+    var ctxIn = el("input", { id: uid + "-ctx", type: "number", min: "0", max: "16777216", step: "1", value: root.getAttribute("data-context") || "16384", "data-in": "context" });
+    var concIn = el("input", { id: uid + "-conc", type: "number", min: "1", max: "65536", step: "1", value: root.getAttribute("data-concurrency") || "8", "data-in": "concurrency" });
+    var vramIn = el("input", { id: uid + "-vram", type: "number", min: "1", max: "4096", step: "any", placeholder: "as measured", "data-in": "vram" });
+    var gpuSel = el("select", { id: uid + "-gpu", "data-in": "target-gpu" }, [el("option", { value: "" }, ["the measured GPU"])]);
+    var rough = el("input", { id: uid + "-rough", type: "checkbox", "data-in": "rough" });
+    var form = el("form", { "aria-label": "Query" }, [
+      el("label", { "for": uid + "-run" }, ["Run", runSel]),
+      el("label", { "for": uid + "-ctx" }, ["Context (tokens)", ctxIn]),
+      el("label", { "for": uid + "-conc" }, ["Concurrent requests", concIn]),
+      el("label", { "for": uid + "-vram" }, ["VRAM (GB)", vramIn]),
+      el("label", { "for": uid + "-gpu" }, ["Target GPU", gpuSel]),
+      el("label", { "for": uid + "-rough" }, ["Across generations", rough])
+    ]);
+    var out = {};
+    function row(name, key) { out[key] = el("dd", { "data-out": key }, ["—"]); return [el("dt", {}, [name]), out[key]]; }
+    var dl = el("dl", { "aria-live": "polite" }, [].concat(
+      row("Status", "status"), row("Total", "total"), row("Per request", "per-request"),
+      row("TTFT", "ttft"), row("Basis", "basis"), row("Error band", "band")));
+    var refusal = el("p", { "class": "mxd-refusal", role: "alert", "data-out": "refusal", hidden: "" });
+    var heat = el("div", { "data-out": "heatmap" });
+    box.appendChild(el("h2", {}, ["Decode speed calculator"]));
+    box.appendChild(form);
+    box.appendChild(refusal);
+    box.appendChild(dl);
+    box.appendChild(heat);
+    box.appendChild(el("p", { "class": "mxd-foot" }, ["Predictions from measured cells by ", el("a", { href: api + "/docs", target: "_blank", rel: "noopener" }, ["matrixd"]), "; intervals are held-out error bands."]));
+    root.textContent = "";
+    root.appendChild(box);
+
+    var axes = {};
+    var seq = 0;
+    function selection() {
+      var q = new URLSearchParams();
+      var v = runSel.value;
+      if (v.indexOf("model:") === 0) {
+        q.set("model", root.getAttribute("data-model"));
+        q.set("gpu", root.getAttribute("data-gpu"));
+      } else {
+        q.set("run_id", v);
+      }
+      if (vramIn.value) q.set("vram_gb", vramIn.value);
+      if (gpuSel.value) q.set("target_gpu", gpuSel.value);
+      if (gpuSel.value && rough.checked) q.set("rough", "true");
+      return q;
+    }
+    function showRefusal(body) {
+      refusal.hidden = false;
+      refusal.textContent = (body && body.detail ? body.detail : "the API did not answer") + (body && body.supported ? " (supported: " + body.supported + ")" : "");
+    }
+    function update() {
+      var my = ++seq;
+      var q = selection();
+      var l = parseInt(ctxIn.value, 10), b = parseInt(concIn.value, 10);
+      if (!(l >= 0) || !(b >= 1)) return;
+      q.set("context_tokens", String(l));
+      q.set("concurrency", String(b));
+      getJSON(api + "/v1/calculator/decode?" + q.toString()).then(function (r) {
+        if (my !== seq) return;
+        if (!r.ok) {
+          showRefusal(r.body);
+          Object.keys(out).forEach(function (k) { out[k].textContent = "—"; });
+          box.setAttribute("data-state", "refused");
+          return;
+        }
+        refusal.hidden = true;
+        var p = r.body;
+        out.status.textContent = p.status.replace(/_/g, " ");
+        out.total.textContent = est(p.total_tok_s, 1, "tok/s");
+        out["per-request"].textContent = est(p.per_request_tok_s, 1, "tok/s");
+        out.ttft.textContent = est(p.ttft_ms, 0, "ms");
+        out.basis.textContent = p.basis.method + (p.basis.speed_method !== p.basis.method && p.basis.speed_method !== "none" ? " (speed " + p.basis.speed_method + ")" : "");
+        out.band.textContent = p.basis.error_band_pct ? "±" + fmt(p.basis.error_band_pct.total_tok_s, 1) + " % total" : "measured";
+        box.setAttribute("data-state", "answered");
+        box.setAttribute("data-query", l + "x" + b);
+      });
+      drawGrid(my, q, l, b);
+    }
+    function drawGrid(my, base, l, b) {
+      var id = runSel.value;
+      var ax = axes[id];
+      if (!ax) return;
+      var q = new URLSearchParams(base.toString());
+      q.delete("context_tokens");
+      q.delete("concurrency");
+      var ls = axis(ax.contexts, l), bs = axis(ax.concurrencies, b);
+      q.set("contexts", ls.join(","));
+      q.set("concurrencies", bs.join(","));
+      getJSON(api + "/v1/calculator/grid?" + q.toString()).then(function (r) {
+        if (my !== seq) return;
+        heat.textContent = "";
+        if (!r.ok) return;
+        var peak = 0;
+        r.body.rows.forEach(function (row) { row.cells.forEach(function (c) { if (c.total_tok_s) peak = Math.max(peak, c.total_tok_s.value); }); });
+        var cw = 56, chh = 24, left = 52, top = 20;
+        var s = svg("svg", { role: "img", width: left + cw * bs.length, height: top + chh * ls.length + 4, "aria-label": "Predicted total tok/s by context and concurrency" });
+        bs.forEach(function (x, i) { s.appendChild(svg("text", { x: left + cw * i + cw / 2, y: 14, "text-anchor": "middle" }, String(x))); });
+        r.body.rows.forEach(function (row, j) {
+          s.appendChild(svg("text", { x: left - 6, y: top + chh * j + 16, "text-anchor": "end" }, label(row.context_tokens)));
+          row.cells.forEach(function (c, i) {
+            var g = svg("g", {});
+            var v = c.total_tok_s ? c.total_tok_s.value : null;
+            var col = v != null ? colour(v / (peak || 1)) : { fill: "#e6e6e6", ink: "#444" };
+            var chosen = row.context_tokens === l && c.concurrency === b;
+            g.appendChild(svg("title", {}, label(row.context_tokens) + " × " + c.concurrency + ": " + (v != null ? v.toFixed(1) + " tok/s (" + c.method + ")" : (c.refusal || c.status))));
+            g.appendChild(svg("rect", { x: left + cw * i, y: top + chh * j, width: cw - 2, height: chh - 2, rx: 2, fill: col.fill, stroke: chosen ? "#f0a500" : "none", "stroke-width": chosen ? 3 : 0, "data-chosen": chosen ? "true" : "false" }));
+            g.appendChild(svg("text", { x: left + cw * i + cw / 2 - 1, y: top + chh * j + 15, "text-anchor": "middle", fill: col.ink }, v != null ? (c.method === "measured" ? "" : "~") + v.toFixed(0) : (c.status === "refused" ? "?" : "–")));
+            s.appendChild(g);
+          });
+        });
+        heat.appendChild(s);
+      });
+    }
+    function loadAxes() {
+      var id = runSel.value;
+      if (axes[id] || id.indexOf("model:") === 0) { update(); return; }
+      getJSON(api + "/v1/runs/" + encodeURIComponent(id) + "/decode").then(function (r) {
+        if (r.ok) {
+          var ls = {}, bs = {};
+          (r.body.items || []).forEach(function (c) { ls[c.context_tokens] = 1; bs[c.concurrency] = 1; });
+          var num = function (o) { return Object.keys(o).map(Number).sort(function (a, b) { return a - b; }); };
+          axes[id] = { contexts: num(ls), concurrencies: num(bs) };
+        }
+        update();
+      });
+    }
+    form.addEventListener("change", function (e) { if (e.target === runSel) loadAxes(); else update(); });
+    form.addEventListener("submit", function (e) { e.preventDefault(); update(); });
+
+    var want = root.getAttribute("data-run");
+    Promise.all([getJSON(api + "/v1/runs?limit=100"), getJSON(api + "/v1/hardware")]).then(function (rs) {
+      var runs = rs[0].ok ? rs[0].body.items : [];
+      if (root.getAttribute("data-model") && root.getAttribute("data-gpu")) {
+        runSel.appendChild(el("option", { value: "model:" }, [root.getAttribute("data-model") + " on " + root.getAttribute("data-gpu")]));
+      }
+      runs.forEach(function (r) { runSel.appendChild(el("option", { value: r.id }, [r.title])); });
+      if (want && !runs.some(function (r) { return r.id === want; })) runSel.insertBefore(el("option", { value: want }, [want]), runSel.firstChild);
+      if (want) runSel.value = want;
+      (rs[1].ok ? rs[1].body.gpus : []).forEach(function (g) { gpuSel.appendChild(el("option", { value: g.name }, [g.name + " (" + g.memory_bandwidth_gbs + " GB/s)"])); });
+      box.setAttribute("data-ready", "true");
+      loadAxes();
+    });
+  }
+
+  function start() {
+    Array.prototype.forEach.call(document.querySelectorAll("[data-matrixd-calculator]"), function (root) {
+      if (!root.getAttribute("data-mounted")) { root.setAttribute("data-mounted", "true"); mount(root); }
+    });
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start); else start();
+})();
