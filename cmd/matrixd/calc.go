@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -16,16 +17,113 @@ import (
 	"github.com/matrixd/matrixd/store"
 )
 
-const calcUsage = `usage: matrixd calc decode|capacity|grid|prefill|plan [flags]
-  --run ID | --model M --gpu G [--engine-version V] [--kv-cache-dtype D]   which run
-  plan --context 16K --min-tok-s 30 [--max-ttft 2000] [--users 200]
-       [--model M] [--gpu G] [--engine E] [--include-scaled] [--limit 20]
-                                       which runs serve a target, at what concurrency
-  --context 48K --concurrency 8        the cell (K = 1024 tokens)
-  --contexts 0,16K,48K --concurrencies 1,4,8   grid axes (default: the run's)
-  --vram 16 --util 0.9 --max-output 8192       what-ifs
-  --target-gpu 'RTX 3090' [--rough]            on another GPU (by memory bandwidth)
-  --json                               the API's JSON instead of a table`
+const calcUsage = `usage: matrixd calc SUBCOMMAND [flags]
+
+The calculator over the stored runs, as a table (or the API's JSON with --json).
+Token counts take K = 1024: 48K = 49152.
+
+subcommands:
+  decode    one cell: speed, TTFT and status at --context × --concurrency
+  capacity  how many requests fit at a context, and the longest context at a concurrency
+  grid      predicted total tok/s over contexts × concurrencies (default: the run's axes)
+  prefill   cold time to first token at a context
+  plan      which runs serve a target, at what concurrency, best first
+
+Run "matrixd calc SUBCOMMAND --help" for its flags.`
+
+// calcFlags are the calculator's flags; each subcommand defines the ones
+// it uses.
+type calcFlags struct {
+	db                      *string
+	sel                     predict.Selection
+	q                       calculator.Query
+	context                 string
+	contexts, concurrencies string
+	asJSON                  bool
+	minTokS, maxTTFT        float64
+	users, limit            int
+	engine                  string
+	includeScaled           bool
+}
+
+// selection defines the flags that pick the run to model.
+func (f *calcFlags) selection(fs *flag.FlagSet) {
+	fs.StringVar(&f.sel.RunID, "run", "", "the run's `ID` (or --model and --gpu)")
+	fs.StringVar(&f.sel.Model, "model", "", "a model name substring, with --gpu")
+	fs.StringVar(&f.sel.GPU, "gpu", "", "a GPU name or catalog alias, with --model")
+	fs.StringVar(&f.sel.EngineVersion, "engine-version", "", "narrow --model/--gpu to an engine version")
+	fs.StringVar(&f.sel.KVCacheDtype, "kv-cache-dtype", "", "narrow --model/--gpu to a KV-cache dtype")
+}
+
+// whatIfs defines the flags that change the run's setup: VRAM, memory
+// utilization, output reservation and (with target) another GPU.
+func (f *calcFlags) whatIfs(fs *flag.FlagSet, target, rough bool) {
+	fs.Float64Var(&f.q.VRAMGB, "vram", 0, "another VRAM size, in `GB`")
+	fs.Float64Var(&f.q.GPUMemoryUtilization, "util", 0, "another --gpu-memory-utilization, 0–1")
+	fs.IntVar(&f.q.MaxOutputTokens, "max-output", 0, "`tokens` reserved per request for output")
+	if target {
+		fs.StringVar(&f.q.TargetGPU, "target-gpu", "", "move the answer to another `GPU` of the hardware catalog")
+	}
+	if rough {
+		fs.BoolVar(&f.q.Rough, "rough", false, "allow --target-gpu of another GPU generation (a rough estimate)")
+	}
+}
+
+// calcCLI is subcommand what's flags and help.
+func calcCLI(what string, getenv func(string) string) (*cli, *calcFlags) {
+	const pick = "(--run ID | --model M --gpu G)"
+	var c *cli
+	f := &calcFlags{}
+	contextFlag := func(usage string) { c.fs.StringVar(&f.context, "context", "", usage) }
+	switch what {
+	case "decode":
+		c = newCLI("calc decode", pick+" --context N --concurrency N [flags]",
+			"Predict one decode cell of a run: total and per-request tok/s, time between tokens,\nwarm TTFT and whether it fits, with the error band.")
+		f.selection(c.fs)
+		contextFlag("the cell's context length in `tokens` (48K = 49152); required")
+		c.fs.IntVar(&f.q.Concurrency, "concurrency", 0, "simultaneous `requests`; required")
+		f.whatIfs(c.fs, true, true)
+	case "capacity":
+		c = newCLI("calc capacity", pick+" --context N [--concurrency N] [flags]",
+			"How many requests fit in a run's KV cache at a context and, with --concurrency, the\nlongest context that fits at that many requests.")
+		f.selection(c.fs)
+		contextFlag("context length in `tokens` (48K = 49152); required")
+		c.fs.IntVar(&f.q.Concurrency, "concurrency", 0, "also the longest context that fits at this many `requests`")
+		f.whatIfs(c.fs, true, false)
+	case "grid":
+		c = newCLI("calc grid", pick+" [--contexts L,…] [--concurrencies B,…] [flags]",
+			"Predict total tok/s over a grid of contexts × concurrencies, each cell marked by how\nit was obtained (at most 16 × 16).")
+		f.selection(c.fs)
+		c.fs.StringVar(&f.contexts, "contexts", "", "context lengths in tokens, comma-separated (default: the run's)")
+		c.fs.StringVar(&f.concurrencies, "concurrencies", "", "concurrency levels, comma-separated (default: the run's)")
+		f.whatIfs(c.fs, true, true)
+	case "prefill":
+		c = newCLI("calc prefill", pick+" --context N [flags]",
+			"Predict cold prefill at a context: time to first token and prompt tok/s.")
+		f.selection(c.fs)
+		contextFlag("prompt length in `tokens` (48K = 49152); required")
+	case "plan":
+		c = newCLI("calc plan", "--context N --min-tok-s S [flags]",
+			"Which stored runs serve a target (each request's context and decode speed, a TTFT\nbound, a number of users), at what concurrency and how many instances, best first.")
+		contextFlag("each request's prompt length in `tokens` (48K = 49152); required")
+		c.fs.Float64Var(&f.minTokS, "min-tok-s", 0, "the decode speed each request needs, `tok/s`; required")
+		c.fs.Float64Var(&f.maxTTFT, "max-ttft", 0, "the longest acceptable time to first token, `ms`")
+		c.fs.IntVar(&f.users, "users", 0, "concurrent users to serve")
+		c.fs.StringVar(&f.sel.Model, "model", "", "only runs of models whose name contains this")
+		c.fs.StringVar(&f.sel.GPU, "gpu", "", "only runs on this GPU (a name or catalog alias)")
+		c.fs.StringVar(&f.engine, "engine", "", "only runs of this engine")
+		c.fs.StringVar(&f.sel.KVCacheDtype, "kv-cache-dtype", "", "only runs of this KV-cache dtype")
+		c.fs.Float64Var(&f.q.VRAMGB, "vram", 0, "another VRAM size, in `GB`")
+		c.fs.IntVar(&f.q.MaxOutputTokens, "max-output", 0, "`tokens` reserved per request for output")
+		c.fs.BoolVar(&f.includeScaled, "include-scaled", false, "add catalog GPUs without a run, scaled from the nearest measured one")
+		c.fs.IntVar(&f.limit, "limit", predict.DefaultPlanOptions, "how many options to show, best first")
+	default:
+		return nil, nil
+	}
+	c.fs.BoolVar(&f.asJSON, "json", false, "print the API's JSON instead of a table")
+	f.db = dbFlag(c.fs, getenv)
+	return c, f
+}
 
 // tokens reads a token count: "49152", "48K" or "48k" (K = 1024).
 func tokens(s string) (int, error) {
@@ -56,50 +154,65 @@ func tokenList(s string) ([]int, error) {
 	return out, nil
 }
 
-func calcCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return errors.New(calcUsage)
+func calcCmd(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return &usageError{"calc", errors.New("name a subcommand: decode, capacity, grid, prefill or plan")}
 	}
 	what, args := args[0], args[1:]
-	fs := newFlags("calc "+what, stderr)
-	db := dbFlag(fs, getenv)
-	var sel predict.Selection
-	fs.StringVar(&sel.RunID, "run", "", "run id")
-	fs.StringVar(&sel.Model, "model", "", "model name substring (with --gpu)")
-	fs.StringVar(&sel.GPU, "gpu", "", "GPU name (with --model)")
-	fs.StringVar(&sel.EngineVersion, "engine-version", "", "narrow --model/--gpu to an engine version")
-	fs.StringVar(&sel.KVCacheDtype, "kv-cache-dtype", "", "narrow --model/--gpu to a KV-cache dtype")
-	contextS := fs.String("context", "", "context length in tokens (48K = 49152)")
-	concurrency := fs.Int("concurrency", 0, "simultaneous requests")
-	contextsS := fs.String("contexts", "", "grid contexts, comma-separated")
-	concurrenciesS := fs.String("concurrencies", "", "grid concurrencies, comma-separated")
-	vram := fs.Float64("vram", 0, "another VRAM size in GB")
-	util := fs.Float64("util", 0, "another --gpu-memory-utilization")
-	maxOut := fs.Int("max-output", 0, "tokens reserved per request for output")
-	targetGPU := fs.String("target-gpu", "", "move the speed to another GPU by memory bandwidth")
-	rough := fs.Bool("rough", false, "allow --target-gpu of another GPU generation (rough estimate)")
-	asJSON := fs.Bool("json", false, "print the API's JSON")
-	minTokS := fs.Float64("min-tok-s", 0, "plan: the decode speed each request needs, tok/s")
-	maxTTFT := fs.Float64("max-ttft", 0, "plan: the longest acceptable TTFT, ms")
-	users := fs.Int("users", 0, "plan: concurrent users to serve")
-	engine := fs.String("engine", "", "plan: only runs of this engine")
-	includeScaled := fs.Bool("include-scaled", false, "plan: add catalog GPUs without a run, scaled from the nearest measured one")
-	limit := fs.Int("limit", predict.DefaultPlanOptions, "plan: options to show, best first")
-	if err := fs.Parse(args); err != nil {
+	if what == "help" && len(args) > 0 && !isHelp(args[0]) {
+		what, args = args[0], []string{"--help"}
+	} else if what == "help" || isHelp(what) {
+		fmt.Fprintln(stdout, calcUsage)
+		return nil
+	}
+	c, f := calcCLI(what, getenv)
+	if c == nil {
+		if strings.HasPrefix(what, "-") {
+			return &usageError{"calc", errors.New("name a subcommand before flags: decode, capacity, grid, prefill or plan")}
+		}
+		return &usageError{"calc", fmt.Errorf("unknown subcommand %q: decode, capacity, grid, prefill or plan", what)}
+	}
+	if err := c.parse(args, stdout); err != nil {
 		return err
 	}
-	q := calculator.Query{Concurrency: *concurrency, VRAMGB: *vram, GPUMemoryUtilization: *util, MaxOutputTokens: *maxOut,
-		TargetGPU: *targetGPU, Rough: *rough}
-	if *contextS != "" {
-		l, err := tokens(*contextS)
+	if c.fs.NArg() > 0 {
+		return c.usageErr("unexpected arguments %q: every value is a flag", c.fs.Args())
+	}
+	q := f.q
+	if what != "grid" {
+		if f.context == "" {
+			return c.usageErr("--context is required")
+		}
+		l, err := tokens(f.context)
 		if err != nil {
-			return fmt.Errorf("--context: %w", err)
+			return c.usageErr("--context: %w", err)
 		}
 		q.ContextTokens = l
-	} else if what != "grid" {
-		return errors.New("--context is required")
 	}
-	st, err := store.Open(ctx, *db, store.Options{})
+	var ls, bs []int
+	switch what {
+	case "decode":
+		if q.Concurrency < 1 {
+			return c.usageErr("--concurrency (at least 1) is required")
+		}
+	case "grid":
+		var err error
+		if ls, err = tokenList(f.contexts); err != nil {
+			return c.usageErr("--contexts: %w", err)
+		}
+		if bs, err = tokenList(f.concurrencies); err != nil {
+			return c.usageErr("--concurrencies: %w", err)
+		}
+		q.ContextTokens, q.Concurrency = 0, 1
+	case "plan":
+		if f.minTokS <= 0 {
+			return c.usageErr("--min-tok-s (the per-request decode speed needed) is required")
+		}
+		if f.limit < 1 || f.limit > predict.MaxPlanOptions {
+			return c.usageErr("--limit takes 1 to %d", predict.MaxPlanOptions)
+		}
+	}
+	st, err := store.Open(ctx, *f.db, store.Options{})
 	if err != nil {
 		return err
 	}
@@ -110,61 +223,41 @@ func calcCmd(ctx context.Context, args []string, getenv func(string) string, std
 	var table func(io.Writer)
 	switch what {
 	case "decode":
-		if q.Concurrency < 1 {
-			return errors.New("--concurrency (at least 1) is required")
-		}
-		a, err := calc.Decode(ctx, sel, q)
+		a, err := calc.Decode(ctx, f.sel, q)
 		if err != nil {
-			return err
+			return cliError(c.name, err)
 		}
 		out, table = server.ToAPIDecode(q, a), func(w io.Writer) { printDecode(w, q, a) }
 	case "capacity":
-		a, err := calc.Capacity(ctx, sel, q)
+		a, err := calc.Capacity(ctx, f.sel, q)
 		if err != nil {
-			return err
+			return cliError(c.name, err)
 		}
 		out, table = server.ToAPICapacity(q, a), func(w io.Writer) { printCapacity(w, q, a) }
 	case "grid":
-		ls, err := tokenList(*contextsS)
+		g, err := calc.Grid(ctx, f.sel, ls, bs, q)
 		if err != nil {
-			return fmt.Errorf("--contexts: %w", err)
-		}
-		bs, err := tokenList(*concurrenciesS)
-		if err != nil {
-			return fmt.Errorf("--concurrencies: %w", err)
-		}
-		q.ContextTokens, q.Concurrency = 0, 1
-		g, err := calc.Grid(ctx, sel, ls, bs, q)
-		if err != nil {
-			return err
+			return cliError(c.name, err)
 		}
 		out, table = server.ToAPIGrid(g), func(w io.Writer) { printGrid(w, g) }
 	case "plan":
-		if *minTokS <= 0 {
-			return errors.New("--min-tok-s (the per-request decode speed needed) is required")
-		}
-		if *limit < 1 || *limit > predict.MaxPlanOptions {
-			return fmt.Errorf("--limit takes 1 to %d", predict.MaxPlanOptions)
-		}
 		calc = predict.New(st, 64, nil)
-		pq := predict.PlanQuery{Model: sel.Model, GPU: sel.GPU, Engine: *engine, KVCacheDtype: sel.KVCacheDtype,
-			Target:        calculator.Target{ContextTokens: q.ContextTokens, MinPerRequestTokS: *minTokS, MaxTTFTMs: *maxTTFT, Users: *users, Base: q},
-			IncludeScaled: *includeScaled, Limit: *limit}
+		pq := predict.PlanQuery{Model: f.sel.Model, GPU: f.sel.GPU, Engine: f.engine, KVCacheDtype: f.sel.KVCacheDtype,
+			Target:        calculator.Target{ContextTokens: q.ContextTokens, MinPerRequestTokS: f.minTokS, MaxTTFTMs: f.maxTTFT, Users: f.users, Base: q},
+			IncludeScaled: f.includeScaled, Limit: f.limit}
 		pl, err := calc.Plan(ctx, pq)
 		if err != nil {
-			return err
+			return cliError(c.name, err)
 		}
 		out, table = server.ToAPIPlan(pq.Target, pl), func(w io.Writer) { printPlan(w, pq.Target, pl) }
 	case "prefill":
-		p, err := calc.Prefill(ctx, sel, q.ContextTokens)
+		p, err := calc.Prefill(ctx, f.sel, q.ContextTokens)
 		if err != nil {
-			return err
+			return cliError(c.name, err)
 		}
 		out, table = server.ToAPIPrefill(q.ContextTokens, p), func(w io.Writer) { printPrefill(w, q.ContextTokens, p) }
-	default:
-		return fmt.Errorf("unknown calc command %q\n%s", what, calcUsage)
 	}
-	if *asJSON {
+	if f.asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)

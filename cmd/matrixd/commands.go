@@ -38,22 +38,25 @@ func seedIfEmpty(ctx context.Context, st *store.Store) (int, error) {
 }
 
 func importCmd(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("import", stderr)
+	c := newCLI("import", "[--db PATH] FILE…\n       matrixd import --format FORMAT --meta META.json [--tg N] FILE…",
+		"Store runs from published matrix-run pages or run JSON, each file all-or-nothing;\nwith --format, build one run from a benchmark tool's output files.",
+		[2]string{"FILE…", "a published matrix-run page or run JSON, one run a file; with --format, the tool's\n        output files that together make one run. - reads stdin"})
+	fs := c.fs
 	db := dbFlag(fs, getenv)
 	format := fs.String("format", "", "a benchmark tool's output: "+strings.Join(ingest.Formats(), " or ")+"; all FILEs then make one run (default: each FILE is a published page or run JSON)")
 	meta := fs.String("meta", "", "with --format: run JSON without cells (title, model, hardware, engine …) for the rest of the run")
 	tg := fs.Int("tg", 0, "with --format llama-batched-bench: the text-generation length to import when the table measured several")
-	if err := fs.Parse(args); err != nil {
+	if err := c.parse(args, stdout); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
-		return fmt.Errorf("import: name at least one file (- for stdin): a published matrix-run page or run JSON, or with --format a tool's output")
+		return c.usageErr("name at least one file (- for stdin): a published matrix-run page or run JSON, or with --format a tool's output")
 	}
 	if *format != "" {
-		return importTool(ctx, *db, *format, *meta, *tg, fs.Args(), stdin, stdout)
+		return importTool(ctx, c, *db, *format, *meta, *tg, fs.Args(), stdin, stdout)
 	}
 	if *meta != "" || *tg != 0 {
-		return fmt.Errorf("import: --meta and --tg go with --format")
+		return c.usageErr("--meta and --tg go with --format")
 	}
 	// Parse every file before opening the store: a file that does not parse
 	// is reported with the others, and stores nothing.
@@ -100,12 +103,12 @@ func importCmd(ctx context.Context, args []string, getenv func(string) string, s
 
 // importTool builds one run from a tool's output files and the run's
 // metadata.
-func importTool(ctx context.Context, db, format, metaPath string, tg int, names []string, stdin io.Reader, stdout io.Writer) error {
+func importTool(ctx context.Context, c *cli, db, format, metaPath string, tg int, names []string, stdin io.Reader, stdout io.Writer) error {
 	if !slices.Contains(ingest.Formats(), format) {
-		return fmt.Errorf("import: --format takes a tool's output format: %s; published pages and run JSON are read without --format", strings.Join(ingest.Formats(), " or "))
+		return c.usageErr("--format takes a tool's output format: %s; published pages and run JSON are read without --format", strings.Join(ingest.Formats(), " or "))
 	}
 	if metaPath == "" {
-		return fmt.Errorf("import: --format %s needs --meta META.json: run JSON without cells giving the title, model, hardware and engine", format)
+		return c.usageErr("--format %s needs --meta META.json: run JSON without cells giving the title, model, hardware and engine", format)
 	}
 	meta, err := readInput(metaPath, stdin)
 	if err != nil {
@@ -181,14 +184,17 @@ func readInput(name string, stdin io.Reader) ([]byte, error) {
 	return b, nil
 }
 
-func exportCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := newFlags("export", stderr)
+func exportCmd(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	c := newCLI("export", "[--db PATH] RUN_ID",
+		"Print a stored run as run JSON, without what the server assigns: what import and\nPOST /v1/runs take, and an example to edit.",
+		[2]string{"RUN_ID", "the run's id, as import and GET /v1/runs show it"})
+	fs := c.fs
 	db := dbFlag(fs, getenv)
-	if err := fs.Parse(args); err != nil {
+	if err := c.parse(args, stdout); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return fmt.Errorf("export: name one run id")
+		return c.usageErr("name one run id")
 	}
 	st, err := store.Open(ctx, *db, store.Options{})
 	if err != nil {
@@ -206,16 +212,21 @@ func exportCmd(ctx context.Context, args []string, getenv func(string) string, s
 	return enc.Encode(r)
 }
 
-func generateCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := newFlags("generate", stderr)
+func generateCmd(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	c := newCLI("generate", "[--db PATH] [--runs N] [--seed S]",
+		"Add synthetic runs, for load tests and benchmarks. Give it a database of its own:\nits runs look like real ones in listings.")
+	fs := c.fs
 	db := dbFlag(fs, getenv)
 	n := fs.Int("runs", 10000, "how many synthetic runs to add")
 	seed := fs.Uint64("seed", 1, "random seed: the same seed gives the same runs")
-	if err := fs.Parse(args); err != nil {
+	if err := c.parse(args, stdout); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		return c.usageErr("takes no arguments, got %q", fs.Args())
+	}
 	if *n < 1 || *n > 1_000_000 {
-		return fmt.Errorf("generate: --runs must be 1…1000000")
+		return c.usageErr("--runs must be 1…1000000")
 	}
 	st, err := store.Open(ctx, *db, store.Options{})
 	if err != nil {

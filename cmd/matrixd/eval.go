@@ -16,14 +16,19 @@ import (
 // evalCmd recomputes the calculator's held-out accuracy over every stored
 // run: leave-one-out over valid cells, each context row and each
 // concurrency column held out in turn.
-func evalCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := newFlags("eval", stderr)
+func evalCmd(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	c := newCLI("eval", "[--db PATH] [--json]\n       matrixd eval --corpus DIR [--json] [-v]",
+		"Recompute the calculator's held-out accuracy over every stored run: each valid cell,\neach context row and each concurrency column left out in turn.")
+	fs := c.fs
 	db := dbFlag(fs, getenv)
 	asJSON := fs.Bool("json", false, "print the reports as JSON")
 	corpus := fs.String("corpus", "", "evaluate the grids of a corpus directory (DIR/<family>/manifest.json, e.g. ingest/testdata/corpus) instead of the stored runs, leaving one cell out at a time, per family")
 	verbose := fs.Bool("v", false, "with --corpus: also list each answer whose interval missed the measurement")
-	if err := fs.Parse(args); err != nil {
+	if err := c.parse(args, stdout); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return c.usageErr("takes no arguments, got %q", fs.Args())
 	}
 	if *corpus != "" {
 		return evalCorpus(ctx, *corpus, *asJSON, *verbose, stdout)

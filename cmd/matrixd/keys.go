@@ -2,40 +2,61 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/matrixd/matrixd/store"
 )
 
-const keysUsage = `usage:
-  matrixd keys create --name NAME [--admin] [--db PATH]  make a key; it is printed once, on the last line
-  matrixd keys list [--db PATH]                          name, admin, created, last used, revoked
-  matrixd keys revoke [--db PATH] NAME                   the key stops working; its runs stay`
+const keysUsage = `usage: matrixd keys SUBCOMMAND [flags]
 
-func keysCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+API keys for submissions over HTTP. Only a hash of each key is stored.
+
+subcommands:
+  create  make a key: --name NAME [--admin]; it is printed once, on the last line
+  list    name, admin, created, last used, revoked
+  revoke  the key NAME stops working; its runs stay
+
+Run "matrixd keys SUBCOMMAND --help" for its flags.`
+
+func keysCmd(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("keys: name a subcommand\n%s", keysUsage)
+		return &usageError{"keys", errors.New("name a subcommand: create, list or revoke")}
 	}
 	sub, args := args[0], args[1:]
-	fs := newFlags("keys "+sub, stderr)
-	db := dbFlag(fs, getenv)
+	if sub == "help" && len(args) > 0 && !isHelp(args[0]) {
+		sub, args = args[0], []string{"--help"}
+	} else if sub == "help" || isHelp(sub) {
+		fmt.Fprintln(stdout, keysUsage)
+		return nil
+	}
+	var c *cli
 	var name *string
 	var admin *bool
 	switch sub {
 	case "create":
-		name = fs.String("name", "", "the key's name, recorded as submitted_by on its runs: 1–64 letters, digits, '.', '_', '-' or '@'")
-		admin = fs.Bool("admin", false, "an admin key may edit and delete any run")
-	case "list", "revoke":
-	case "help", "-h", "--help":
-		fmt.Fprintln(stdout, keysUsage)
-		return nil
+		c = newCLI("keys create", "--name NAME [--admin] [--db PATH]",
+			"Make an API key. It is printed once, alone on the last line; only its hash is stored.")
+		name = c.fs.String("name", "", "the key's name, recorded as submitted_by on its runs: 1–64 letters, digits, '.', '_', '-' or '@'")
+		admin = c.fs.Bool("admin", false, "an admin key may edit and delete any run")
+	case "list":
+		c = newCLI("keys list", "[--db PATH]", "List the keys: name, admin, created, last used, revoked. Never the secret.")
+	case "revoke":
+		c = newCLI("keys revoke", "[--db PATH] NAME", "Revoke a key: it stops working; the runs it submitted stay.",
+			[2]string{"NAME", "the key's name, as keys list shows it"})
 	default:
-		return fmt.Errorf("keys: unknown subcommand %q\n%s", sub, keysUsage)
+		if strings.HasPrefix(sub, "-") {
+			return &usageError{"keys", fmt.Errorf("name a subcommand before flags: create, list or revoke")}
+		}
+		return &usageError{"keys", fmt.Errorf("unknown subcommand %q: create, list or revoke", sub)}
 	}
-	if err := fs.Parse(args); err != nil {
+	fs := c.fs
+	db := dbFlag(fs, getenv)
+	if err := c.parse(args, stdout); err != nil {
 		return err
 	}
 	wantArgs := 0
@@ -43,10 +64,13 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 		wantArgs = 1
 	}
 	if sub == "revoke" && fs.NArg() == 0 {
-		return fmt.Errorf("keys revoke: name the key to revoke\n%s", keysUsage)
+		return c.usageErr("name the key to revoke")
 	}
 	if fs.NArg() != wantArgs {
-		return fmt.Errorf("keys %s: unexpected arguments %q\n%s", sub, fs.Args(), keysUsage)
+		return c.usageErr("unexpected arguments %q", fs.Args()[wantArgs:])
+	}
+	if sub == "create" && *name == "" {
+		return c.usageErr("--name is required")
 	}
 	st, err := store.Open(ctx, *db, store.Options{})
 	if err != nil {
@@ -55,12 +79,9 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 	defer st.Close()
 	switch sub {
 	case "create":
-		if *name == "" {
-			return fmt.Errorf("keys create: --name is required")
-		}
 		k, token, err := st.CreateKey(ctx, *name, *admin)
 		if err != nil {
-			return fmt.Errorf("keys create: %w", err)
+			return cliError("keys create", err)
 		}
 		kind := "key"
 		if k.Admin {

@@ -8,8 +8,12 @@
 //	matrixd healthcheck [--addr :8080]
 //	matrixd export [--db PATH] RUN_ID
 //	matrixd generate [--db PATH] [--runs N] [--seed S]
-//	matrixd calc decode|capacity|grid|prefill [flags]
+//	matrixd calc decode|capacity|grid|prefill|plan [flags]
 //	matrixd eval [--db PATH] [--json]
+//	matrixd help [COMMAND]
+//
+// "matrixd COMMAND --help" prints a command's arguments and flags. A
+// command line that cannot be run as written exits 2, any other failure 1.
 package main
 
 import (
@@ -35,31 +39,30 @@ import (
 
 func main() {
 	err := run(context.Background(), os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return // the flag package has printed the usage
-	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "matrixd: %v\n", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }
 
-const usage = `usage:
-  matrixd [serve] [flags]           run the API server
-  matrixd import [--db PATH] FILE…  store runs from published pages or run JSON (- reads stdin)
-  matrixd import --format FORMAT --meta META.json FILE…  one run from a benchmark tool's output
-  matrixd keys create|list|revoke   API keys for submissions over HTTP
-  matrixd healthcheck [--addr :8080]  exit 0 when the local server answers /healthz (for container health checks)
-  matrixd export [--db PATH] RUN_ID print a run as importable JSON
-  matrixd generate [--db PATH] [--runs N] [--seed S]  add N synthetic runs (for load tests)
-  matrixd calc decode|capacity|grid|prefill [flags]   the decode calculator (-h for flags)
-  matrixd eval [--db PATH] [--json]  the calculator's held-out accuracy over every stored run
-Run "matrixd COMMAND -h" for a command's flags.`
-
 // run is main without the process: testable, with its environment passed in.
+// A request for help is answered on stdout and returns nil.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	err := dispatch(ctx, args, getenv, stdin, stdout, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	return err
+}
+
+func dispatch(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	// With no command, or only flags, matrixd serves: the set-up command
+	// is a bare "matrixd".
 	cmd := "serve"
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+	switch {
+	case len(args) > 0 && isHelp(args[0]):
+		cmd, args = "help", args[1:]
+	case len(args) > 0 && !strings.HasPrefix(args[0], "-"):
 		cmd, args = args[0], args[1:]
 	}
 	switch cmd {
@@ -68,22 +71,26 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	case "import":
 		return importCmd(ctx, args, getenv, stdin, stdout, stderr)
 	case "export":
-		return exportCmd(ctx, args, getenv, stdout, stderr)
+		return exportCmd(ctx, args, getenv, stdout)
 	case "generate":
-		return generateCmd(ctx, args, getenv, stdout, stderr)
+		return generateCmd(ctx, args, getenv, stdout)
 	case "calc":
-		return calcCmd(ctx, args, getenv, stdout, stderr)
+		return calcCmd(ctx, args, getenv, stdout)
 	case "eval":
-		return evalCmd(ctx, args, getenv, stdout, stderr)
+		return evalCmd(ctx, args, getenv, stdout)
 	case "keys":
-		return keysCmd(ctx, args, getenv, stdout, stderr)
+		return keysCmd(ctx, args, getenv, stdout)
 	case "healthcheck":
-		return healthcheck(ctx, args, getenv, stderr)
+		return healthcheck(ctx, args, getenv, stdout)
 	case "help":
-		fmt.Fprintln(stdout, usage)
-		return nil
+		if len(args) == 0 || isHelp(args[0]) || args[0] == "help" {
+			fmt.Fprintln(stdout, usage)
+			return nil
+		}
+		// matrixd help calc prefill = matrixd calc prefill --help
+		return dispatch(ctx, append(append([]string(nil), args...), "--help"), getenv, stdin, stdout, stderr)
 	}
-	return fmt.Errorf("unknown command %q\n%s", cmd, usage)
+	return &usageError{"", fmt.Errorf("unknown command %q", cmd)}
 }
 
 func rateLimits(reads, writes string) (server.RateLimit, error) {
@@ -143,15 +150,20 @@ func cidrs(s string) ([]*net.IPNet, error) {
 
 // healthcheck asks the server on this machine for /healthz: what a
 // container's HEALTHCHECK runs, as the image has no shell or curl.
-func healthcheck(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
-	fs := newFlags("healthcheck", stderr)
+func healthcheck(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	c := newCLI("healthcheck", "[--addr ADDR]",
+		"Ask the server on this machine for /healthz and exit 0 when it answers 200: what\na container's HEALTHCHECK runs, as the image has no shell or curl.")
+	fs := c.fs
 	addr := fs.String("addr", envOr(getenv, "MATRIXD_ADDR", ":8080"), "the server's listen address (env MATRIXD_ADDR)")
-	if err := fs.Parse(args); err != nil {
+	if err := c.parse(args, stdout); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return c.usageErr("takes no arguments, got %q", fs.Args())
 	}
 	host, port, err := net.SplitHostPort(*addr)
 	if err != nil {
-		return fmt.Errorf("healthcheck: --addr %q: %w", *addr, err)
+		return c.usageErr("--addr %q: %w", *addr, err)
 	}
 	if host == "" || host == "0.0.0.0" || host == "::" {
 		host = "127.0.0.1"
@@ -181,25 +193,23 @@ func envOr(getenv func(string) string, key, def string) string {
 	return def
 }
 
-func newFlags(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
-}
-
 func dbFlag(fs *flag.FlagSet, getenv func(string) string) *string {
-	return fs.String("db", envOr(getenv, "MATRIXD_DB", "./matrixd.db"), "SQLite database file (env MATRIXD_DB)")
+	return fs.String("db", envOr(getenv, "MATRIXD_DB", "./matrixd.db"), "the SQLite database file, created if missing (env MATRIXD_DB)")
 }
 
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := newFlags("serve", stderr)
+	c := newCLI("serve", "[flags]",
+		"Run the API server: the database is created, migrated and seeded with the bundled\nexample runs on first start. \"matrixd\" with no command, or with only flags, serves.")
+	fs := c.fs
 	addr := fs.String("addr", envOr(getenv, "MATRIXD_ADDR", ":8080"), "listen address (env MATRIXD_ADDR)")
 	db := dbFlag(fs, getenv)
-	noSeedDefault := false
+	// A bad MATRIXD_NO_SEED is reported after parsing, so that --help
+	// still answers.
+	noSeedDefault, noSeedErr := false, error(nil)
 	if v := getenv("MATRIXD_NO_SEED"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			return fmt.Errorf("MATRIXD_NO_SEED=%q: want true or false", v)
+			noSeedErr = fmt.Errorf("MATRIXD_NO_SEED=%q: want true or false", v)
 		}
 		noSeedDefault = b
 	}
@@ -211,25 +221,28 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	origins := fs.String("cors-write-origins", getenv("MATRIXD_CORS_WRITE_ORIGINS"), "comma-separated browser origins allowed to write, e.g. https://bench.example; reads are open to all (env MATRIXD_CORS_WRITE_ORIGINS)")
 	proxies := fs.String("trusted-proxies", getenv("MATRIXD_TRUSTED_PROXIES"), "comma-separated CIDRs of proxies whose X-Forwarded-For names the client (env MATRIXD_TRUSTED_PROXIES)")
 	cacheMB := fs.Int("cache-mb", 64, "memory for prepared GET answers, in MiB; 0 keeps none")
-	if err := fs.Parse(args); err != nil {
+	if err := c.parse(args, stdout); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("serve takes no arguments, got %q", fs.Args())
+		return c.usageErr("takes no arguments, got %q", fs.Args())
+	}
+	if noSeedErr != nil {
+		return c.usageErr("%w", noSeedErr)
 	}
 	limits, err := rateLimits(*readRate, *writeRate)
 	if err != nil {
-		return err
+		return c.usageErr("%w", err)
 	}
 	writeOrigins := list(*origins)
 	for _, o := range writeOrigins {
 		if err := checkOrigin(o); err != nil {
-			return fmt.Errorf("--cors-write-origins: %w", err)
+			return c.usageErr("--cors-write-origins: %w", err)
 		}
 	}
 	trusted, err := cidrs(*proxies)
 	if err != nil {
-		return fmt.Errorf("--trusted-proxies: %w", err)
+		return c.usageErr("--trusted-proxies: %w", err)
 	}
 	cacheBytes := int64(*cacheMB) << 20
 	if *cacheMB == 0 {
@@ -237,7 +250,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+		return c.usageErr("--log-level: %w", err)
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
 

@@ -1,0 +1,246 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/predict"
+	"github.com/matrixd/matrixd/store"
+)
+
+const usage = `matrixd serves the public API of LLM inference matrix runs from a SQLite
+database, and imports, exports and models the runs it holds.
+
+usage: matrixd [COMMAND] [flags] [arguments]
+
+commands:
+  serve        run the API server (what matrixd with no command does)
+  import       store runs from published pages, run JSON or a benchmark tool's output
+  export       print a stored run as importable run JSON
+  generate     add synthetic runs, for load tests
+  calc         the calculator: decode, capacity, grid, prefill, plan
+  eval         the calculator's held-out accuracy over every stored run
+  keys         API keys for submissions over HTTP: create, list, revoke
+  healthcheck  exit 0 when the local server answers /healthz (container health checks)
+  help         this list, or a command's help: matrixd help COMMAND
+
+Run "matrixd COMMAND --help" (or "matrixd help COMMAND") for a command's
+arguments and flags.`
+
+// isHelp reports whether arg asks for help rather than naming a command.
+func isHelp(arg string) bool {
+	return arg == "-h" || arg == "-help" || arg == "--help"
+}
+
+// usageError is a command line that cannot be run as written: main exits 2
+// for it, as the flag package does.
+type usageError struct {
+	cmd string // "calc prefill"; "" for matrixd itself
+	err error
+}
+
+func (e *usageError) Error() string {
+	if e.cmd == "" {
+		return fmt.Sprintf("%v\nrun \"matrixd help\" for the commands", e.err)
+	}
+	return fmt.Sprintf("%s: %v\nrun \"matrixd %s --help\" for its usage", e.cmd, e.err, e.cmd)
+}
+
+func (e *usageError) Unwrap() error { return e.err }
+
+// exitCode is the process's exit status for what run returned.
+func exitCode(err error) int {
+	var ue *usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ue):
+		return 2
+	}
+	return 1
+}
+
+// cli is one command's flags and the help that describes them.
+type cli struct {
+	fs       *flag.FlagSet
+	name     string      // as typed after matrixd: "calc prefill"
+	synopsis string      // what follows the name on the usage line
+	summary  string      // what the command does
+	args     [][2]string // positional arguments and what each is
+}
+
+func newCLI(name, synopsis, summary string, args ...[2]string) *cli {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	// parse reports errors and prints help itself: help to stdout, errors
+	// once, through run's caller.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return &cli{fs: fs, name: name, synopsis: synopsis, summary: summary, args: args}
+}
+
+// parse reads args into the flags. On -h or --help it prints the help to
+// stdout and returns flag.ErrHelp, which run turns into success.
+func (c *cli) parse(args []string, stdout io.Writer) error {
+	err := c.fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		c.help(stdout)
+		return flag.ErrHelp
+	}
+	if err != nil {
+		return &usageError{c.name, errors.New(flagMessage(err.Error()))}
+	}
+	return nil
+}
+
+// usageErr is a usage error of this command.
+func (c *cli) usageErr(format string, args ...any) error {
+	return &usageError{c.name, fmt.Errorf(format, args...)}
+}
+
+// help prints the usage line, the arguments and this command's flags.
+func (c *cli) help(w io.Writer) {
+	fmt.Fprintf(w, "usage: matrixd %s %s\n\n%s\n", c.name, c.synopsis, c.summary)
+	if len(c.args) > 0 {
+		fmt.Fprint(w, "\narguments:\n")
+		for _, a := range c.args {
+			fmt.Fprintf(w, "  %s\n        %s\n", a[0], a[1])
+		}
+	}
+	printFlags(w, c.fs)
+}
+
+// printFlags lists a flag set as the README writes flags: --name.
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	first := true
+	fs.VisitAll(func(f *flag.Flag) {
+		if first {
+			fmt.Fprint(w, "\nflags:\n")
+			first = false
+		}
+		kind, text := flag.UnquoteUsage(f)
+		fmt.Fprintf(w, "  --%s", f.Name)
+		if kind != "" {
+			fmt.Fprintf(w, " %s", kind)
+		}
+		fmt.Fprintf(w, "\n        %s", text)
+		if def := f.DefValue; def != "" && def != "0" && def != "false" {
+			if g, ok := f.Value.(flag.Getter); ok {
+				if _, ok := g.Get().(string); ok {
+					def = fmt.Sprintf("%q", def)
+				}
+			}
+			fmt.Fprintf(w, " (default %s)", def)
+		}
+		fmt.Fprintln(w)
+	})
+}
+
+// flagMessage writes the flag package's errors with the flags spelled as
+// the README and the help spell them.
+func flagMessage(msg string) string {
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		return "unknown flag --" + strings.TrimPrefix(name, "-")
+	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		return "flag --" + strings.TrimPrefix(name, "-") + " needs a value"
+	}
+	return strings.Replace(msg, " flag -", " flag --", 1)
+}
+
+// flagFor names the CLI flag for an API parameter, as the calculator and
+// the store name parameters in their errors.
+func flagFor(param string) (string, bool) {
+	switch param {
+	case "run_id":
+		return "--run", true
+	case "context_tokens":
+		return "--context", true
+	case "vram_gb":
+		return "--vram", true
+	case "gpu_memory_utilization":
+		return "--util", true
+	case "max_output_tokens":
+		return "--max-output", true
+	case "min_per_request_tok_s":
+		return "--min-tok-s", true
+	case "max_ttft_ms":
+		return "--max-ttft", true
+	case "model", "gpu", "engine", "engine_version", "kv_cache_dtype", "concurrency", "contexts",
+		"concurrencies", "target_gpu", "rough", "users", "include_scaled", "limit", "name":
+		return "--" + strings.ReplaceAll(param, "_", "-"), true
+	}
+	return "", false
+}
+
+// inFlags rewrites the API's parameter names in the calculator's
+// messages as the CLI's flags. Names that are also settings of a run
+// (gpu_memory_utilization, max_model_len) are left alone: in these
+// messages they name what the run says, not what the caller gave.
+func inFlags(msg string) string {
+	return strings.NewReplacer(
+		"run_id", "--run",
+		"model and gpu", "--model and --gpu",
+		"engine_version", "--engine-version",
+		"kv_cache_dtype", "--kv-cache-dtype",
+		"max_output_tokens", "--max-output",
+		"target_gpu", "--target-gpu",
+		"rough=true", "--rough",
+	).Replace(msg)
+}
+
+// renamed is an error with its text in the CLI's words.
+type renamed struct {
+	msg string
+	err error
+}
+
+func (e *renamed) Error() string { return e.msg }
+func (e *renamed) Unwrap() error { return e.err }
+
+// cliError shows an error of command cmd's calculator or store in the
+// CLI's terms, prefixed with cmd: a parameter becomes the flag that sets
+// it, and an invalid parameter or an ambiguous selection is a usage error.
+func cliError(cmd string, err error) error {
+	var (
+		fe  *store.FieldError
+		amb *predict.Ambiguous
+		ref *calculator.Refusal
+	)
+	switch {
+	case errors.As(err, &fe):
+		field := fe.Field
+		if f, ok := flagFor(field); ok {
+			field = f
+		}
+		msg := strings.Replace(err.Error(), fe.Error(), field+": "+inFlags(fe.Message), 1)
+		return &usageError{cmd, &renamed{msg, err}}
+	case errors.As(err, &amb):
+		return &usageError{cmd, &renamed{ambiguous(amb), err}}
+	case errors.As(err, &ref):
+		return &renamed{cmd + ": " + inFlags(err.Error()), err}
+	}
+	return fmt.Errorf("%s: %w", cmd, err)
+}
+
+// ambiguous says which runs a --model/--gpu selection matched and how to
+// pick one.
+func ambiguous(e *predict.Ambiguous) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d runs match --model %q on --gpu %q but differ in %s, which changes the answer; pick one with --run, or narrow with --engine-version or --kv-cache-dtype:",
+		len(e.Candidates), e.Selection.Model, e.Selection.GPU, strings.Join(e.Differ, ", "))
+	for _, c := range e.Candidates {
+		fmt.Fprintf(&b, "\n  --run %s  %s, %s %s, KV cache %s", c.ID, c.ModelName, c.EngineName, c.EngineVersion, orDash(c.KVCacheDtype))
+	}
+	return b.String()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
