@@ -843,7 +843,7 @@ type HardwareGPU struct {
 	Aliases      []string `json:"aliases"`
 	Architecture string   `json:"architecture"`
 
-	// Fp16Tflops Dense FP16/BF16 tensor TFLOPS
+	// Fp16Tflops Dense FP16/BF16 tensor TFLOPS, without sparsity.
 	Fp16Tflops *float64 `json:"fp16_tflops"`
 
 	// Generation Speed is scaled without `rough` only within one generation.
@@ -901,7 +901,7 @@ type KVCapacity struct {
 type Launch struct {
 	AttentionBackend *string `json:"attention_backend"`
 
-	// Command The launch command
+	// Command The launch command, verbatim.
 	Command             *string `json:"command"`
 	EnablePrefixCaching *bool   `json:"enable_prefix_caching"`
 
@@ -1011,7 +1011,7 @@ type PlanOption struct {
 	Model          string    `json:"model"`
 	PerRequestTokS *Estimate `json:"per_request_tok_s"`
 
-	// RunID The measured run; for a scaled option
+	// RunID The measured run; for a scaled option, the run it is scaled from.
 	RunID string `json:"run_id"`
 
 	// ScaledFrom For a scaled option: the measured run's GPU.
@@ -1201,7 +1201,7 @@ type RunInput struct {
 	Launch *struct {
 		AttentionBackend *Text200 `json:"attention_backend,omitempty"`
 
-		// Command The launch command
+		// Command The launch command, verbatim (newlines allowed).
 		Command              *string            `json:"command,omitempty"`
 		EnablePrefixCaching  *bool              `json:"enable_prefix_caching,omitempty"`
 		Flags                *map[string]string `json:"flags,omitempty"`
@@ -1392,6 +1392,18 @@ type Unprocessable = Problem
 // UnsupportedMediaType RFC 9457 problem details.
 type UnsupportedMediaType = Problem
 
+// GetDocsParams defines parameters for GetDocs.
+type GetDocsParams struct {
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// GetDocsAssetParams defines parameters for GetDocsAsset.
+type GetDocsAssetParams struct {
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
 // GetOpenAPIJSONParams defines parameters for GetOpenAPIJSON.
 type GetOpenAPIJSONParams struct {
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
@@ -1407,13 +1419,19 @@ type EstimateCapacityParams struct {
 	Model *CalcModel `form:"model,omitempty" json:"model,omitempty"`
 
 	// GPU With `model`, instead of `run_id`; the GPU name, case-insensitive, or any name or alias of a hardware-catalog GPU (`3090`).
-	GPU           *CalcGPU            `form:"gpu,omitempty" json:"gpu,omitempty"`
+	GPU *CalcGPU `form:"gpu,omitempty" json:"gpu,omitempty"`
+
+	// EngineVersion Engine version as published, case-insensitive (e.g. `0.32.0`).
 	EngineVersion *ParamEngineVersion `form:"engine_version,omitempty" json:"engine_version,omitempty"`
 
 	// KVCacheDtype The launch's `--kv-cache-dtype`, case-insensitive.
-	KVCacheDtype  *ParamKVCacheDtype `form:"kv_cache_dtype,omitempty" json:"kv_cache_dtype,omitempty"`
-	ContextTokens int                `form:"context_tokens" json:"context_tokens"`
-	Concurrency   *int               `form:"concurrency,omitempty" json:"concurrency,omitempty"`
+	KVCacheDtype *ParamKVCacheDtype `form:"kv_cache_dtype,omitempty" json:"kv_cache_dtype,omitempty"`
+
+	// ContextTokens Context length in tokens (16K = 16384; 0 is an empty prompt).
+	ContextTokens int `form:"context_tokens" json:"context_tokens"`
+
+	// Concurrency A concurrency; the answer then also gives the longest context that fits at it.
+	Concurrency *int `form:"concurrency,omitempty" json:"concurrency,omitempty"`
 
 	// VRAMGB Another VRAM size of the same GPU class; the KV capacity is scaled by the KV pool.
 	VRAMGB *CalcVRAMGB `form:"vram_gb,omitempty" json:"vram_gb,omitempty"`
@@ -1445,13 +1463,19 @@ type EstimateDecodeParams struct {
 	Model *CalcModel `form:"model,omitempty" json:"model,omitempty"`
 
 	// GPU With `model`, instead of `run_id`; the GPU name, case-insensitive, or any name or alias of a hardware-catalog GPU (`3090`).
-	GPU           *CalcGPU            `form:"gpu,omitempty" json:"gpu,omitempty"`
+	GPU *CalcGPU `form:"gpu,omitempty" json:"gpu,omitempty"`
+
+	// EngineVersion Engine version as published, case-insensitive (e.g. `0.32.0`).
 	EngineVersion *ParamEngineVersion `form:"engine_version,omitempty" json:"engine_version,omitempty"`
 
 	// KVCacheDtype The launch's `--kv-cache-dtype`, case-insensitive.
-	KVCacheDtype  *ParamKVCacheDtype `form:"kv_cache_dtype,omitempty" json:"kv_cache_dtype,omitempty"`
-	ContextTokens int                `form:"context_tokens" json:"context_tokens"`
-	Concurrency   int                `form:"concurrency" json:"concurrency"`
+	KVCacheDtype *ParamKVCacheDtype `form:"kv_cache_dtype,omitempty" json:"kv_cache_dtype,omitempty"`
+
+	// ContextTokens Context length in tokens (16K = 16384; 0 is an empty prompt).
+	ContextTokens int `form:"context_tokens" json:"context_tokens"`
+
+	// Concurrency Concurrent requests.
+	Concurrency int `form:"concurrency" json:"concurrency"`
 
 	// VRAMGB Another VRAM size of the same GPU class; the KV capacity is scaled by the KV pool.
 	VRAMGB *CalcVRAMGB `form:"vram_gb,omitempty" json:"vram_gb,omitempty"`
@@ -1486,7 +1510,9 @@ type EstimateGridParams struct {
 	Model *CalcModel `form:"model,omitempty" json:"model,omitempty"`
 
 	// GPU With `model`, instead of `run_id`; the GPU name, case-insensitive, or any name or alias of a hardware-catalog GPU (`3090`).
-	GPU           *CalcGPU            `form:"gpu,omitempty" json:"gpu,omitempty"`
+	GPU *CalcGPU `form:"gpu,omitempty" json:"gpu,omitempty"`
+
+	// EngineVersion Engine version as published, case-insensitive (e.g. `0.32.0`).
 	EngineVersion *ParamEngineVersion `form:"engine_version,omitempty" json:"engine_version,omitempty"`
 
 	// KVCacheDtype The launch's `--kv-cache-dtype`, case-insensitive.
@@ -1531,12 +1557,16 @@ type EstimatePrefillParams struct {
 	Model *CalcModel `form:"model,omitempty" json:"model,omitempty"`
 
 	// GPU With `model`, instead of `run_id`; the GPU name, case-insensitive, or any name or alias of a hardware-catalog GPU (`3090`).
-	GPU           *CalcGPU            `form:"gpu,omitempty" json:"gpu,omitempty"`
+	GPU *CalcGPU `form:"gpu,omitempty" json:"gpu,omitempty"`
+
+	// EngineVersion Engine version as published, case-insensitive (e.g. `0.32.0`).
 	EngineVersion *ParamEngineVersion `form:"engine_version,omitempty" json:"engine_version,omitempty"`
 
 	// KVCacheDtype The launch's `--kv-cache-dtype`, case-insensitive.
-	KVCacheDtype  *ParamKVCacheDtype `form:"kv_cache_dtype,omitempty" json:"kv_cache_dtype,omitempty"`
-	ContextTokens int                `form:"context_tokens" json:"context_tokens"`
+	KVCacheDtype *ParamKVCacheDtype `form:"kv_cache_dtype,omitempty" json:"kv_cache_dtype,omitempty"`
+
+	// ContextTokens Prompt length in tokens, at least 1.
+	ContextTokens int `form:"context_tokens" json:"context_tokens"`
 
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
@@ -1583,9 +1613,14 @@ type GetHardwareParams struct {
 
 // GetLeaderboardParams defines parameters for GetLeaderboard.
 type GetLeaderboardParams struct {
-	ContextTokens int                         `form:"context_tokens" json:"context_tokens"`
-	Concurrency   int                         `form:"concurrency" json:"concurrency"`
-	Metric        *GetLeaderboardParamsMetric `form:"metric,omitempty" json:"metric,omitempty"`
+	// ContextTokens Context length in tokens (16K = 16384; 0 is an empty prompt).
+	ContextTokens int `form:"context_tokens" json:"context_tokens"`
+
+	// Concurrency Concurrent requests of the cell.
+	Concurrency int `form:"concurrency" json:"concurrency"`
+
+	// Metric What to rank by: `total_tok_s`, `per_request_tok_s` (descending), `ttft_ms`, `tbt_ms` (ascending).
+	Metric *GetLeaderboardParamsMetric `form:"metric,omitempty" json:"metric,omitempty"`
 
 	// GPU GPU name, case-insensitive (e.g. `RTX 3090`).
 	GPU *ParamGPU `form:"gpu,omitempty" json:"gpu,omitempty"`
@@ -1597,7 +1632,9 @@ type GetLeaderboardParams struct {
 	Quantization *ParamQuantization `form:"quantization,omitempty" json:"quantization,omitempty"`
 
 	// Engine Engine name, case-insensitive (e.g. `vllm`).
-	Engine        *ParamEngine        `form:"engine,omitempty" json:"engine,omitempty"`
+	Engine *ParamEngine `form:"engine,omitempty" json:"engine,omitempty"`
+
+	// EngineVersion Engine version as published, case-insensitive (e.g. `0.32.0`).
 	EngineVersion *ParamEngineVersion `form:"engine_version,omitempty" json:"engine_version,omitempty"`
 
 	// KVCacheDtype The launch's `--kv-cache-dtype`, case-insensitive.
@@ -1608,9 +1645,15 @@ type GetLeaderboardParams struct {
 
 	// SubmittedBy The name of the API key that submitted the run, exactly.
 	SubmittedBy *ParamSubmittedBy `form:"submitted_by,omitempty" json:"submitted_by,omitempty"`
-	VRAMGBMin   *ParamVRAMGBMin   `form:"vram_gb_min,omitempty" json:"vram_gb_min,omitempty"`
-	VRAMGBMax   *ParamVRAMGBMax   `form:"vram_gb_max,omitempty" json:"vram_gb_max,omitempty"`
-	Limit       *ParamLimit       `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// VRAMGBMin Runs on GPUs with at least this much VRAM, GB.
+	VRAMGBMin *ParamVRAMGBMin `form:"vram_gb_min,omitempty" json:"vram_gb_min,omitempty"`
+
+	// VRAMGBMax Runs on GPUs with at most this much VRAM, GB.
+	VRAMGBMax *ParamVRAMGBMax `form:"vram_gb_max,omitempty" json:"vram_gb_max,omitempty"`
+
+	// Limit Items per page, 1–200.
+	Limit *ParamLimit `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// Cursor The `next_cursor` of the previous page, as given.
 	Cursor *ParamCursor `form:"cursor,omitempty" json:"cursor,omitempty"`
@@ -1682,7 +1725,9 @@ type ListRunsParams struct {
 	Quantization *ParamQuantization `form:"quantization,omitempty" json:"quantization,omitempty"`
 
 	// Engine Engine name, case-insensitive (e.g. `vllm`).
-	Engine        *ParamEngine        `form:"engine,omitempty" json:"engine,omitempty"`
+	Engine *ParamEngine `form:"engine,omitempty" json:"engine,omitempty"`
+
+	// EngineVersion Engine version as published, case-insensitive (e.g. `0.32.0`).
 	EngineVersion *ParamEngineVersion `form:"engine_version,omitempty" json:"engine_version,omitempty"`
 
 	// KVCacheDtype The launch's `--kv-cache-dtype`, case-insensitive.
@@ -1692,11 +1737,19 @@ type ListRunsParams struct {
 	Submitter *ParamSubmitter `form:"submitter,omitempty" json:"submitter,omitempty"`
 
 	// SubmittedBy The name of the API key that submitted the run, exactly.
-	SubmittedBy *ParamSubmittedBy   `form:"submitted_by,omitempty" json:"submitted_by,omitempty"`
-	VRAMGBMin   *ParamVRAMGBMin     `form:"vram_gb_min,omitempty" json:"vram_gb_min,omitempty"`
-	VRAMGBMax   *ParamVRAMGBMax     `form:"vram_gb_max,omitempty" json:"vram_gb_max,omitempty"`
-	Sort        *ListRunsParamsSort `form:"sort,omitempty" json:"sort,omitempty"`
-	Limit       *ParamLimit         `form:"limit,omitempty" json:"limit,omitempty"`
+	SubmittedBy *ParamSubmittedBy `form:"submitted_by,omitempty" json:"submitted_by,omitempty"`
+
+	// VRAMGBMin Runs on GPUs with at least this much VRAM, GB.
+	VRAMGBMin *ParamVRAMGBMin `form:"vram_gb_min,omitempty" json:"vram_gb_min,omitempty"`
+
+	// VRAMGBMax Runs on GPUs with at most this much VRAM, GB.
+	VRAMGBMax *ParamVRAMGBMax `form:"vram_gb_max,omitempty" json:"vram_gb_max,omitempty"`
+
+	// Sort Order: `-created_at` (newest first), `created_at`, `gpu`, `model`, or `-peak_total_tok_s` (fastest peak first).
+	Sort *ListRunsParamsSort `form:"sort,omitempty" json:"sort,omitempty"`
+
+	// Limit Items per page, 1–200.
+	Limit *ParamLimit `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// Cursor The `next_cursor` of the previous page, as given.
 	Cursor *ParamCursor `form:"cursor,omitempty" json:"cursor,omitempty"`
@@ -1754,10 +1807,17 @@ type UpdateRunApplicationMergePatchPlusJSONBody = json.RawMessage
 
 // ListDecodeCellsParams defines parameters for ListDecodeCells.
 type ListDecodeCellsParams struct {
-	ContextTokens *int                         `form:"context_tokens,omitempty" json:"context_tokens,omitempty"`
-	Concurrency   *int                         `form:"concurrency,omitempty" json:"concurrency,omitempty"`
-	Status        *CellStatus                  `form:"status,omitempty" json:"status,omitempty"`
-	Format        *ListDecodeCellsParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+	// ContextTokens Only cells at this context, in tokens.
+	ContextTokens *int `form:"context_tokens,omitempty" json:"context_tokens,omitempty"`
+
+	// Concurrency Only cells at this concurrency.
+	Concurrency *int `form:"concurrency,omitempty" json:"concurrency,omitempty"`
+
+	// Status Only cells of this status.
+	Status *CellStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// Format `csv` for CSV with a header row; wins over `Accept`. JSON by default.
+	Format *ListDecodeCellsParamsFormat `form:"format,omitempty" json:"format,omitempty"`
 
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
@@ -1774,9 +1834,14 @@ type GetMatrixParams struct {
 
 // ListPrefillCellsParams defines parameters for ListPrefillCells.
 type ListPrefillCellsParams struct {
-	ContextTokens *int                          `form:"context_tokens,omitempty" json:"context_tokens,omitempty"`
-	Status        *CellStatus                   `form:"status,omitempty" json:"status,omitempty"`
-	Format        *ListPrefillCellsParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+	// ContextTokens Only the row at this context, in tokens.
+	ContextTokens *int `form:"context_tokens,omitempty" json:"context_tokens,omitempty"`
+
+	// Status Only rows of this status.
+	Status *CellStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// Format `csv` for CSV with a header row; wins over `Accept`. JSON by default.
+	Format *ListPrefillCellsParamsFormat `form:"format,omitempty" json:"format,omitempty"`
 
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
@@ -1799,6 +1864,12 @@ type UpdateRunApplicationMergePatchPlusJSONRequestBody = UpdateRunApplicationMer
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
+	// GetDocs Interactive API reference
+	// (GET /docs)
+	GetDocs(ctx echo.Context, params GetDocsParams) error
+	// GetDocsAsset A script of the API reference
+	// (GET /docs/assets/{file})
+	GetDocsAsset(ctx echo.Context, file string, params GetDocsAssetParams) error
 	// GetHealth Liveness
 	// (GET /healthz)
 	GetHealth(ctx echo.Context) error
@@ -1882,6 +1953,71 @@ type ServerInterface interface {
 // ServerInterfaceWrapper converts echo contexts to parameters.
 type ServerInterfaceWrapper struct {
 	Handler ServerInterface
+}
+
+// GetDocs converts echo context to params.
+func (w *ServerInterfaceWrapper) GetDocs(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetDocsParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetDocs(ctx, params)
+	return err
+}
+
+// GetDocsAsset converts echo context to params.
+func (w *ServerInterfaceWrapper) GetDocsAsset(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "file" -------------
+	var file string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "file", ctx.Param("file"), &file, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter file: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetDocsAssetParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetDocsAsset(ctx, file, params)
+	return err
 }
 
 // GetHealth converts echo context to params.
@@ -3258,6 +3394,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/metrics", wrapper.GetMetrics, options.OperationMiddlewares["getMetrics"]...)
 	router.GET(options.BaseURL+"/openapi.yaml", wrapper.GetOpenAPIYAML, options.OperationMiddlewares["getOpenAPIYAML"]...)
 	router.GET(options.BaseURL+"/openapi.json", wrapper.GetOpenAPIJSON, options.OperationMiddlewares["getOpenAPIJSON"]...)
+	router.GET(options.BaseURL+"/docs", wrapper.GetDocs, options.OperationMiddlewares["getDocs"]...)
+	router.GET(options.BaseURL+"/docs/assets/:file", wrapper.GetDocsAsset, options.OperationMiddlewares["getDocsAsset"]...)
 	router.GET(options.BaseURL+"/v1/runs", wrapper.ListRuns, options.OperationMiddlewares["listRuns"]...)
 	router.POST(options.BaseURL+"/v1/runs", wrapper.CreateRun, options.OperationMiddlewares["createRun"]...)
 	router.POST(options.BaseURL+"/v1/runs/import", wrapper.ImportRun, options.OperationMiddlewares["importRun"]...)
@@ -3349,6 +3487,203 @@ type UnavailableApplicationProblemPlusJSONResponse Problem
 type UnprocessableApplicationProblemPlusJSONResponse Problem
 
 type UnsupportedMediaTypeApplicationProblemPlusJSONResponse Problem
+
+type GetDocsRequestObject struct {
+	Params GetDocsParams
+}
+
+type GetDocsResponseObject interface {
+	VisitGetDocsResponse(w http.ResponseWriter) error
+}
+
+type GetDocs200ResponseHeaders struct {
+	ContentSecurityPolicy *string
+}
+
+type GetDocs200TextHTMLResponse struct {
+	Body          io.Reader
+	Headers       GetDocs200ResponseHeaders
+	ContentLength int64
+}
+
+func (response GetDocs200TextHTMLResponse) VisitGetDocsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/html")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentSecurityPolicy != nil {
+		w.Header().Set("Content-Security-Policy", fmt.Sprint(*response.Headers.ContentSecurityPolicy))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetDocs304Response = NotModifiedResponse
+
+func (response GetDocs304Response) VisitGetDocsResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetDocs400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetDocs400ApplicationProblemPlusJSONResponse) VisitGetDocsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDocs429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetDocs429ApplicationProblemPlusJSONResponse) VisitGetDocsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDocsAssetRequestObject struct {
+	File   string `json:"file"`
+	Params GetDocsAssetParams
+}
+
+type GetDocsAssetResponseObject interface {
+	VisitGetDocsAssetResponse(w http.ResponseWriter) error
+}
+
+type GetDocsAsset200ResponseHeaders struct {
+	CacheControl *string
+}
+
+type GetDocsAsset200TextJavascriptResponse struct {
+	Body          io.Reader
+	Headers       GetDocsAsset200ResponseHeaders
+	ContentLength int64
+}
+
+func (response GetDocsAsset200TextJavascriptResponse) VisitGetDocsAssetResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/javascript")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.CacheControl != nil {
+		w.Header().Set("Cache-Control", fmt.Sprint(*response.Headers.CacheControl))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetDocsAsset304Response = NotModifiedResponse
+
+func (response GetDocsAsset304Response) VisitGetDocsAssetResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetDocsAsset400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetDocsAsset400ApplicationProblemPlusJSONResponse) VisitGetDocsAssetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDocsAsset404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetDocsAsset404ApplicationProblemPlusJSONResponse) VisitGetDocsAssetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDocsAsset429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetDocsAsset429ApplicationProblemPlusJSONResponse) VisitGetDocsAssetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
 
 type GetHealthRequestObject struct {
 }
@@ -5942,6 +6277,12 @@ func (response ListPrefillCells429ApplicationProblemPlusJSONResponse) VisitListP
 
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
+	// GetDocs Interactive API reference
+	// (GET /docs)
+	GetDocs(ctx context.Context, request GetDocsRequestObject) (GetDocsResponseObject, error)
+	// GetDocsAsset A script of the API reference
+	// (GET /docs/assets/{file})
+	GetDocsAsset(ctx context.Context, request GetDocsAssetRequestObject) (GetDocsAssetResponseObject, error)
 	// GetHealth Liveness
 	// (GET /healthz)
 	GetHealth(ctx context.Context, request GetHealthRequestObject) (GetHealthResponseObject, error)
@@ -6032,6 +6373,57 @@ func NewStrictHandler(ssi StrictServerInterface, middlewares []StrictMiddlewareF
 type strictHandler struct {
 	ssi         StrictServerInterface
 	middlewares []StrictMiddlewareFunc
+}
+
+// GetDocs operation middleware
+func (sh *strictHandler) GetDocs(ctx echo.Context, params GetDocsParams) error {
+	var request GetDocsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetDocs(ctx.Request().Context(), request.(GetDocsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetDocs")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetDocsResponseObject); ok {
+		return validResponse.VisitGetDocsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetDocsAsset operation middleware
+func (sh *strictHandler) GetDocsAsset(ctx echo.Context, file string, params GetDocsAssetParams) error {
+	var request GetDocsAssetRequestObject
+
+	request.File = file
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetDocsAsset(ctx.Request().Context(), request.(GetDocsAssetRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetDocsAsset")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetDocsAssetResponseObject); ok {
+		return validResponse.VisitGetDocsAssetResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
 }
 
 // GetHealth operation middleware
@@ -6747,242 +7139,329 @@ func (sh *strictHandler) ListPrefillCells(ctx echo.Context, runID ParamRunID, pa
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L1dcxs3mij8V1DcTZlKmhIly05M1dS+smJ7/MaKNbKc7G6YZYPdIIlRE+gAaFFMylVz9dZu1V6952Kq",
-	"zvU5ez/nZu8z/yS/5BQeAP1FNNmkZCeTSW5iSY2vBw+e748fOhGfp5wRpmRn8EMnxQLPiSICfjrDSfTi",
-	"4q3+Z0xkJGiqKGedQedrqmYonPOYJGGAKJOK4BjxCQpFxkY0Dk+QmhH04uItYnhOAhRhSXqUScIkVfSG",
-	"BIgLhNkS/gz/TiiWegaMZljECyxIL8IKJ3wK03TDh/0n/XBvvxN0qN7CdxkRy07Q0RN0Bp1pmnWCjoxm",
-	"ZI71fuf49hVhUzXrDI76/aAzp8z9fBh01DLVg6QSlE07794F7qjnZM7F8q2iCf0em8PWz37KuJoRgcJe",
-	"b5pmvTmM6GXFkPAEyQgnRAIMvvgKpZwnKKHXBIU3As9H03G45hgjM+OoNGPlZBMu5lh1Bp2YZ+OEdAJ9",
-	"VjrP5nCyOWXm3/39/qP8oCybj4nID3qOb19nKs3UFb8mTK6e0fweCSKJuCExSolAgnyXEanQhAvEYbS5",
-	"ZJGxBxKNlygmE5wlquloc3w7MuNGyixbuy97hseffvrp0eHj0lGKC6NMkWn5IBoDm9BzmmZNyIlXEBLJ",
-	"bGzQQX+pzwXYDfjZeCJY/a5Yd8mz6cyDZknCFyhUWEyJGumzwOuwyKefxJQwIgA/AoQlwijBY5IkJEZC",
-	"T4mIVHSOFUHdH/9y3EcfNb4d+LxyDnuVncEEJ5LkOx9znhDMiq1n7OXnHuwxWIEUR6kgMY0Umgg+30ev",
-	"BZpqWFvKgTCLzTU17gwurLK1FCtFhP7237457f0r7n3f7z0Z9b794TB4fPzuHztNYL4CQHqp2WkJqPby",
-	"HQ1CjgZ1wxfPrtDBzeGB+5NGo4KADRlQsACR/ek+MsRK07Xwy69efv7yFL0gz7mICLq8+mdkKNkAFloQ",
-	"Op2pnlSC4Dll0yFLsVBuG1KRFCk6J46iLDRmGwKBxpjFCxqrWWDeoX6cVKJrkqoh0wA3aEywzASJDRUd",
-	"Y0klCmG2eGReyI9/OdLYcYK+ujw9d69YIsWHTM2w0gMfyH30miVLWJ+ylYkfyAo2ZiwhUg5ZCJj1OyUy",
-	"Eu4PWcMlFyje9JYO274lfYIXT5tvGE4o6fckB7C+PQ2ZKMFSnjiKHeEUR1QtNTwNrDSBK5HzJoS19L0t",
-	"wT7uP/ETuhLBfhmTecoVYdHyC7L0nW2JCsp1+NOf/sfRo0coFZQpPE4IOn1z9vIlimZY4Egzdn099LuM",
-	"lIn6CRJkTvSSJAYCf3SMZjwTEj46vXiJrskyP/OM4JiI4tClHfb0Fpso4qNH9VssP+bh8PbosDcc3n76",
-	"7NtP/O/45eRLzsg5VpGHYD67wlOQICKeUst8o4QSptCMJ7E8QYsZYYgzom81yoTQf9JfYSYXROjfPuwf",
-	"myfGOBrzeM2RJz29lZ7ZSyMLOP7Md4wLLWSdZUJy4SeeISO3ahTBF6FD1VSQG8oziVI8JUDxNS1lTZho",
-	"Rjdt7dHh0eYXBft8xqaUEQ+44fcN4h3qGjJ4kyTzZpmNmKnvwkBLW/yKCGkFtubFRjf2q7tQGlj0uX3V",
-	"/tXsmy+vQph+4t90/ihh+UjedL5tnN3Lp5rFaQfvgru8LzkZdvfFV2c4mpHPzZ99GJzgjEWzB1JLydc3",
-	"vUh/3ov19+Hq7pv2en0zgoEjGHj3K3tF57TxxhL4o1cIetQvkWwHpXWiKazWIJue/SIET9jhHzLMVKOe",
-	"U/6rpjZpNk6onJG4Gf1Ov/4DOu6NqWrGv+/Ka975BLkACkulWM08sqPmcVSQuDPQgshdZUlY9002nlOl",
-	"SPx06cd/IxWa+7TsE4EwJd1IpzsFiNziSCXLJojlI0bjRtb6+LglwNzGPYwn/xOaYRYnBBghzxQK/58t",
-	"3qzMF7jz5Rph7hzfNj1ZK2yN5vi2tYbc1/+V1WSfyFVenrKNy1N2n8u/0xgrU84kAc38KY4vjZSmf4o4",
-	"U4TBP3GaJjSCl3SQCj5OyPwTYC6DH0q7+UdBJp1B5x8OCkPPgfmrPLgwo8yiNakS5aYgLRjNcaKPpR+/",
-	"Rgk+QQKzKVhuGFcgVGl8JixOOdViFb4m8gSFRAguZAjvQSKq9jtaUudsktDog55HP8qanIoWWKJMktiI",
-	"fE61tiIx7PQ5F2Max4R96K1qekElusEJjdE4U45awJ4LGlLZOIjoWkpmMOwy++C71huMMNMYMdbKKxck",
-	"HhRIkFCpJCI3RCyRXT9ABEczOMeQUSXR//vm9ZfoQuOQRjymeH7ybngQk4jH5ODhARzq1hmSwr0AUSWH",
-	"LNES6WJGhMFGytJMAcQwmtBEC80sRgtNhqlEC8HZVGul74LOuUPvDw0xrWTozWiQLUiS9Mw2UBfgABwj",
-	"5sT8PcVCwhlQxgTBMWh38yxRFEwGeqo9MKVWn+4Yx4AWX3L1nGfsgx7xS45kFs3M/XGBBM8U2XPbOecx",
-	"nVAD9FXQGN3tgdT63BJ1w4rKVVAUibTit1fS6U7K2ptR3ICQ6u+qp6ozHn2Ay4ydCYLVWlzYDkD6JXqA",
-	"8wbexwkKX3EzbagPUZhU316+qp0gJ2Cqd0nSBC99sAvB3GKUXTWj0qq3+v+IYJHQki0X6EduB6nRx32v",
-	"+qJn9ysu7hitYPzsVhOD9w3iK3c0u4ghnwB3hBP9iJYnBkgW8vZvImPtQP9+4HPF+SsspuTnokaJXlxo",
-	"8mNMfaAboe4hOqdPzeu94vwcs6UVTOSH3qi162B5TWI0wVK53Wp6YHerb9fYr9zXcSyIlMGQLQRVpGLb",
-	"2hug8JIoseydThQRIZJ4Ke0b4kiJJcJTTBlYWocsvMSKgDbZ+zhEFkuMaTsHV5AzmoRMlOU8RO8QUTlk",
-	"kyxJzJzGMFpCtWLyXGFdQZeytll8f0nmmDKNR9uMkaTFGgVsNnyrv37LcKZmXNDvyYdmN/Y+wb9opFJz",
-	"CZqBGmmqm7FrxhdMfyHIDb/WNHgxo9HMfScxjfdq7//rr7/unWZqRpjS2yebH/Fbhm8wTTSX/tDPI8YK",
-	"j7EkhexgeAA83bcsFTwiUv5cOyt2JbM05UIZCgyUhHI2QGFMFKZJ/giX+vUMWWg/J3Fo3pZRQajWMyLM",
-	"YhpjRXIxU2TMPWD9ZCVJSASmjLmWH0iMpBZEcYIo08fAimpxijMirUz4luXrnZOY4itr7PrQBPmBRGdm",
-	"yZ7egkNSp3Lx1Lpdcp3LQc/AQc3IfB/esF0TdErCotkci2uwggg9h6LEOoK1jD1SVt9kWWJR2BhPapge",
-	"eNy6zaNyKhF0UkEmNElGcx6TVusIckOdfXfjx5JEnMVylBIxsn6qub2zVe28YTankOvZxA2JR3Nn0Nu4",
-	"vOK8/Ye5SXrzgHdlY9Y3ZpnaJLXdluAWVK62dgPNIPPdcCHe8PEfSaQ61v32FEvqiSb4PV+U/SxaBuNj",
-	"hSkj8T5spIx/EUkS6dcIco8jfGPktZSQGCUEM4m48YUoMpebnt0ZSZJLMoErMAfBQuCl/hmU1dEYs3iU",
-	"GhMFTpLXk87gm/VTPtPjnmIWd959W8cp/UyImnGftM44M9K6VVqlwirTQgO+ASppj1j40vUhnbDpIALG",
-	"OEVEyhPQXIIOuVUCFz9ah++NwPPiJ+ML0BvwCKyBNaDKRv++LF9qpKXsieBz40OdUCGNtA14mJB4H13q",
-	"IXyiKdeQwa8DcL1q0ch4Z6zCSycTorl3skSUFb5YSZSibCqHrBtqnIQpRglhYQBRBJ7AmXAPyRkWQNcN",
-	"IIdMZmKCIzJAOEn0Xqmw+ESZpg0FWmkJjiak2ABwIXs/2F6XOahR2LoYLbDQ8pfhXJLvWa+3w8lVAlDD",
-	"Plh41IQs7iEZlCi/I9Q1UJNwByg0M4Tgyw1Ll29jLkr+/72d8KkBaWoEyp6jdqwCswL72pvoyRuAtefR",
-	"TKiS4cCFPRBxYzgglS5AwckH+yjkN0SM3B2GA4SVCdcYcyuuyzlOEq0Nl6cy1kxASkEmmdQIHI55xmKs",
-	"UYxFRGjIh4MhowyNiVoQwkDqHJMlZzHCbKl3MkV8bCjyPgqt2i1H32UkI3E4QHMuyJC53xcal1taPxm9",
-	"YRYR1DXXTiXcqppxaR+MyJhGtJDcRoTEclR9HANkrWXoEzTHtzZ2S0+jIVMoLHoGpSZq5KZZUBbzRThA",
-	"GtoBWCEZtwgPjABhIegNkaWokCEr8Q5kZjBvwKGYnqwTdCq30gk6q6C1npsSvAANPUfUPHB1416adubk",
-	"RGsdrfIerLSYRTkbjXF0TYytbCMTr3mW2wyhsZca1ByercQvJ5Ss/OW7mndvszBClVEIVv7iolp2EZ9q",
-	"JAE8cmalIPdjFlEzNffgitN+xSW8emV+YmIQ7ZkNiVu9+rETXdaKDbmM8y7QeoAxOEbLdiJv1WjtU57h",
-	"fObPoxk1UYGb5y3GJHzhn1Y/l9p+fT57MdVksPSh81kKkiyBDGhiBIE15iz7nWDzaqOUS0mtstm8LCw1",
-	"x7AO6o5J4phdQZ6BDpfJ9N4J0vAxep7mScAUHcFuRs7VzdZuxrNNzhx0gJj6IBOWTh22X35FfVr9TGpK",
-	"yCIySpxJaPPUVhaBGdtKILXXWgPMKiKtuezqC/ECuo67K/i/cvDAG0ZsHm/pxOtowEWCPaTfWgVGmuN6",
-	"fOO5WVg6PDVGBCMCJooI6X8L3HjqVqd8Df+QKMoUGi9RCOcLGyYx31Yucq1VIcHMzO+TMU28ZZs5TMzs",
-	"PeGSXbY4TVAFegGrTRdplbeVO6xRuF0o8Cb8Ly/RtLcmqRUM1yRJHkin5JWjaspiOBgqvfJPVWzySjh8",
-	"nmJBYr2TVRBp7d7Oqg81kjuaRFbmGYERasfZbKiOD6VkW2CC7B0yrpz1Ii60agrmQDTDRqHOohmM3QXk",
-	"WvUplvDegBqr0XxXwJrBd4Km4gond7rd0gx324mWyncHhRl9hx3UXnORTWCQqgoqD1J3iiPk1+qDTvN7",
-	"qJ+idsFeElJ6wJdGoLt3MgdPzvOqXjOteiqxNMHhGQuQjfbnIiailEQjw/bGtjJF2lriqAoRsO1mqFFr",
-	"fG8wKW69XQ1/Dwct9mRXqLPEEqA9Y/UBtx1WMsa1tya5S2517suMvcnmcyyWGy+psN9Yzp0fqg6bdRae",
-	"z8Ec7edT+GY6wpGiN8Q9q12piD5pQpSWMkoTtdLW7v7K4sz4ZnamxLt4Vu6JxRecd5Ml3Qo8d2Z9d+db",
-	"d+A329Ghu3EQH3Z7MbWOABWMWv+mXlHjwKu+q5wStCIJpRfaSJJ87u8GtmvWbN72hXFwUB8N38E+40S2",
-	"DYO++Mpphvf27L1PsKUbyVmovF6klm+yMJ1X3uR97KD2SO9lyuLV7jBdTS24en5VRLWlgs9ThcBiiBbY",
-	"xC9j6WQa4w9FkCa3aq15TxaU3elILn/mBKVsP29jAilyueqPq721e5zRpN2XJkz+hw65xZqwdQadmySZ",
-	"d4J7MFULknJJFRfLVp/v7GGHIxTjV+zTDnCVHTkYNd/AmUkqvit5rkz2UpH5RmxspsCrc61sjuTY43UV",
-	"RzwzERar9HBn+OcZgsUNFEt5j5F74f1ea5JgSFia4WTSg+Rp6dJ0wOF5gxMJOs9Hg1IkbsTBNYyTIXvS",
-	"Rx8hcFbpcVRJxNCMJHGPZwqZQHfrnnOu8QcSCTKlc4K64CD76T//vb//5Mf/7rJPDvd++s//6KlZbuPe",
-	"C9CCxoSZfOND9Ak6PPjp3/8ny6eckIVbBQ+ZM2pgFqNJwk1Yq0KH6KMTZAfICCeUTSFZvOINnqZZOGTd",
-	"oz76KEDH+lRANk3Kdmgd11UEWCfdbS/NrZe/qvTQruy98ZJLZyWFxQgUJEY3OMkIwElfmbvq1egT53Vp",
-	"cUDrbGnxJSy+CxDMQLNUYPbmA8FzSpIYMN+v0dvQNFNdxaW3oFqGjyZ1gHXhRE8HRTLcQMoQLmWdaLTT",
-	"H6YmTSNEXQgqSGg1kqWefrG3Cm5Yyv9Ui81hhSAR09VWWLGUF3RIL+OfLksTjmMSw05KU+onQecpFwoI",
-	"gQsK1F9J7xKJNxtaL3HYG2NJYgRZKFbEKICmZ2xwlxEp8dRPWC2IfchdyZTpXj4/Q4+f9A/3KkkzDmSN",
-	"mTMniMxTtczpi75auLDFjJv9Fty7aZLO5jAQc0Af7r64eHtP3LCY6Y6ssDbRyramabYTEyyc6Ku4kxem",
-	"yBNANNfQaKkF1oiwmLJpxeLWhgSvO78J/io87+v56gtBGzwKGxWmIpjpg0StvTfdC7zK2FdtaLYEumq8",
-	"0xFJEiB6kLLlGNAaZ7DP1/Hhg2Xs+Ta6NH6VOmRtulUV7t40tiIEzmJT02NbZwv5OczPfLEFJRY0brCc",
-	"72TGvgc1vBRx2GyqhkNuUKHd2e7oZMjpafMV3cVL3Whz/70tXuXZv+FqG4lUlGajiAvS0hodC6qJ1zbB",
-	"cZa/FoKHq2rS8X9cMN3N2+Gy1RbSiNZMFy8IO0a3h4/b0PGUL4gwASujxa4u8d0j7twvytv/nMpIEAW1",
-	"rtoc4R4j/mygnmHbxXWVZY8I/lZgVn58uLAVJKpD2N7XOny39XRqTqaEYkm2JEZYRDOqSKQy4RfZJ+nh",
-	"45GaJDz1OFg/J0wS9Pzi8PHB0+eHj5EiTHKBrp6/en3xphNsDeyg46p0yBQLSdVyvzPQQ/TTyCuyeQKa",
-	"XCixrW6W1/ow6r8JvrdhvZyRUnU3r1LkJLoW4VN5Ege36ckvLt426UUQzp+XuRtNx20lX2d6XLVJckVa",
-	"ZhBNXcaQE8YizmQ2N0Dn4loLAjavBivciwhTApR1nCqe9iSPvKKU5JmIGjTIG8JiLkySnJwRohAXWgmP",
-	"s0hB2S8bbzbNBJEo4jblwnslKk53Jj5mH5tCgav7f84FOk3ThBjDmYvqzBik+NsyqWBJ09vPUWlbk4i1",
-	"yLqnm++19jAr2F/cZpnoeNGr+nwdFPNbswhUR/h1lMfvh5umWXthoUzEWqh1DfshOFGz1Z2sKh38enNm",
-	"hx3lW6jkT1tZbDW82ZOv70vHsMqJL9y3XZztSpB0cyByNQ3E5JGgriWUE6hbXFST3GsXAo2Vi31tCMex",
-	"lXYbQ5DLQdl//TPq+nI69rxbWQ0drs58WSSfFHknmOVpJ1ihOZcKdWfLsaCxSeiSlcjrjMHc7UKu65J5",
-	"7eQtYoLXAHfluD4MfQXF6e4r/SPi83mjw8HUwUPum02SFzg6xljRecHGCdPfjyBd8xayH2yCf8NUeZHe",
-	"oDNJsNGacBxTvSucXFQt+vXD1Go8QqkePYtzktiDoK4TGBKCY8qmKMZyRuQe+un/+//BxA6m6xMUDqEg",
-	"xrBjUtEwGmNBYMbSuylupqH89W5cbJdsmoqlpJVGoYewbD6S5LuWKpFmIU0RrQa84HKaQwpVQhmRQSGf",
-	"/UM17m5bZ3SOhrCH+oGD5vrjlWO2ysNpwlyHlt6XCQUXxhyL+D3FPW5nUy7t5xlTvsg4MOkIGlVKwGwf",
-	"E+STFEtFYLf3nG6IO7CbdvCoLrbhZgwkvAaQ7QKKBGbXq+/gMHdGjKEysZ7fZvFizZiu/RxXmIS+9hGO",
-	"O3vlYNtB7pzTCxuTixdw51gJevu3Z8Qz+15rxtsi9GuT1a0Zci2Nbe2svmX885qRP6ApLq8PWz3aatRM",
-	"tMTsmi7ogSkl3/uSzLkSnPW+xIz3Do+e9m6Oeqdf/6F3PIYMqbuG1/g1rsokjee5J19eea47evNWplpN",
-	"/WqVQrt96HWzM7DuH7VpsNXlNrnkzmWrYqOrBUc3Ck4XBF87Z5/HSAFVlIybywXaacEccjg150OKXx9I",
-	"T2WP++Df9xpWsnV6VymxrjlC9X24OTeH5VFwEfu8k1ghqXgqwZA354IUGb4qrwTYNeL5nEpJYmRy9WwJ",
-	"swmmCaS3lnXQw0rdiFxFKylg0tV9sPJOxWqC2XSrc41MUaOWCtkOic5zQpTWYzQ2m9OfoH7J0BBz0pDh",
-	"uSYsbofKANb5sbrpFxdvjb3UpE/aMhD7G30iKyXkDR5QJhXW6n0mmw42TTM5YoTEvvRV02Ink0TIcJDP",
-	"JtFf/4zy5dtZZvKxmxaxfR1AE4WSxFqfsCUwwIZga121SrsmRPkM1XxOVtDClawFr3sJVCVFu5mFvL9w",
-	"hFwEW1MoSWTsxCre1n5lsEcfwkb7QD1C91djTQbLg890bSiT/shv/62tMqj2iTGxlNbcv9kAP+NCTbDh",
-	"Qu0Apqnzm3zYhgB6j/KNkyhLsOKilKFbS+pHXYivdHXlLKmACtlAOStU8YOWOtkMUKhV4D86bElCnxRX",
-	"4SEPh32AUiIlnVOpaISI/k5xjroJX6CUiJ7jILZmkhYF0NXV86s9/1NprjLyvsJCohmJrn007DlOJDF3",
-	"iWHLNrAXQhahtKipvF0QXZtBDN+meYQG6pbacjUd+z4DVO4xJMJTjWXVU5uHYXuaqBQkwVHVHNXqRoet",
-	"7CLlmytF3bg8ByfvrEgIZcpRZi5VfrYhyqNKSVY1htzkU6tLVSozxbjSfMO4T/PeeVRBtUpNEvCU2BJW",
-	"1aKYAiqiA9ZZ+fTENUzLY9JLVdbz+molwrMetCVS5DaS3763DhzBNq12FcHyUhK7eBmdAcYjsOaxqNGM",
-	"khuyKn7u7+As95QnM0YwZ8rJS1TYIzehxlV+7BUNZ6MCo8n53fLi55SNWiZ5rowFWaqNmXpjIRjvJqrH",
-	"c8t5wWiqTzbGlG7OsYPcrg+f4foeU0xzIlc5W7HmBjjeR8Zn+Vreb8qnXemecz53QJx2TLhy822HvI/8",
-	"weJx1bCkVQagqze86gV+foaeHD/6NM/5MOzUZ8bJSy37lYDjoyOUd58sZOqgCGzHDOH5mE4znkm0Upi5",
-	"fV2Jci0/D7IWJoNVxRxSqFq/ilKCjWcdJ2NsqF/j8cy7+tK7ABJqX+fSg53Kn7KyRuReCRTEY56pwTgx",
-	"Po4N9YeN68/Jj2tiQrzVFsflItTrwF9Uq9ZP3DTnGOGa2IEV6Sk6Jz4AmMSVe0p7L+w9m3Mz9fezUsht",
-	"myifoj5kPYhOs5YA8RR/l5EAvb181ZN4Qk5QTAS9sdp7NWvR9LywbQeK3hf+xKY8KmKtR9R8VbZ5bDTk",
-	"b3B65y3DHoAATGQr+4AtX31fnM0EeI0y0c7GWGnKdscOcDaSZsKFIY8mHc1FSBJj2xLtjCbN7d30nkxX",
-	"BkiBh4nhzLaTzgbb2WZqsq7Qpws3qHSHq/a1K73rym0Uemn+kEoKaUFDcgQuUCN/+A0k6SVLM9UcHmN7",
-	"X9f4ZMYg826AsEuWKy60G168fmO6ROubDAMUzsGJGdtLDfdMEWlya6+4m39gfuXaQoeXGQuLqA8a67kK",
-	"EIVDZuo4l2AYBraLRYEzCEtJp0zuo9OxhBYoepC+4RDNCWZD5nr/GH3VNJRFwO4sWmBBTINC1I2wJJpJ",
-	"KyIknAPN8XLIcJoSLCBW7AS53hqQ2GlG5+WTvzQTshiBho7AIQyfYDVkEGN21O9XOhW7XryalAmeQHll",
-	"GlNhJAYMj0bvCBpnFwP30VNThNlkQGsCENj70vo/aJMJwdJ0UYhIktgGYqYQ+DyToFrbPsnjZR5uF5SV",
-	"UAMDPBWE2AZm+g1Jkmh9tRuuaEch+uk//h0d9vt9dIBCE/gRuiDrR+ijYMjCSrkXMyAsmU1C9Nc/o7Co",
-	"AZMPPzLDPYVl9CT/q2rEDKpTDLN+/yEx3g5BbCzhkGl2YWKPSVwbAdtqaBgQBsi+P1dPem5HuJDFAxSW",
-	"Rdf8DIeP0Ed7RrrRrzW2wXNDZpEJrqUANwrN3/chnCg0zd1KZT2mgkKEu41fHLLHx24L4KYwP+YWhYTc",
-	"kET60t4rcspaUlGnnWs7a6xjVlfkVh31+40FYgsf7+NPP/306LDWRHz79hstN1NuwtFyyJpWHOQ2SjJJ",
-	"b8i527vZ7maf9pYO7XoDj5Zbd208tvi87OtrNeydhzV5xNW1aLdj6bQcqI8fPXr4eEuQ+suq7Rp70Fx3",
-	"rXGTh+1KbK97Kf1gh5JtK0fcEnArbzlfgjL1+NgfwLEDHL0WwrUoya/f3L3u21plQHrcPG221NL0ouff",
-	"qfySTz6c49uX5vUd9588boS4Ry3c4q2W4sxbEpm8/FLL7104WYvPLx3cPCFjrflDuS5Tpevz8WfBVoWa",
-	"2lLPlVA132WWdfAtrsfmxLY8fCUzdh3d2iVrtuUepq13XL7tSsBIvnOD99ttnMstNuuybNt+Xk+r3Vl+",
-	"2JJkFylvO614/NmjT7dlr84w1xI0N3faYu2i+9s6MjTS+V5dYVG6g9TsTcpp+yK3Ss0pkavDxw8/O26f",
-	"rIO6jCwgUwPhJOELiAP5EPk7pS2bS/RltJSHHD1qZmVt0nB2eQBbov5q2s4WmlIleefOWlI9t2fNo241",
-	"X24EzeX6Ms4BYfJdoJVDHh9vkkJ8ykSu9GzB9z6k0NCWheewW8H5nUzF20gBd1cqtvE53kkOvz9BuZVo",
-	"fNTvb5aMq6b1jUJhChZGTaX/baZUKv9pcHDQ2WTrbquiO9v1Vphdd3vV4qVW7dIN9ub7cNCvq9K+kjJW",
-	"ZXoXWELLkdB8EOZ5VnoUlBc4ccZh63lIsDR/aOEY8CZkbM4ru8zYBVYtpIRVBk5iCi4xNCcKgxfUFDjM",
-	"WGBq2EGFvDkRU4JSvca+iVspT364Qvp2JzPvCc9znK3MaGTYnHf4rsMHa4c7qyE3O7hV30vke9teeavt",
-	"pEYLqmbWVrox8B8s0VhZl4nk89xuDJktzvDtuiWaFVrGlq8JBsfXW4QzuzQcbwTo1jWTJWXThIykEgTP",
-	"PS3PNh+sOkPOzGpwLlKAnPvTZgwVlpfeoYGyDfTLKz5UeqvNMGQq7BTo18ZBu94pu7279RfcX7Fe67E5",
-	"nrdW37q1v9aDGRswzr6GjQ/ZxzQcR/cQxY23UOfu2xLWoAMC2ntJvTPukkxQtXyjiYDzP2FBxGmmPAVT",
-	"TlmOx3McO8eY8ylfk6VE5qJQrwcRCV+enj8LA2S8wRKFpxASYG98gJ7CWmh+G49++tN/Qa0BIEegmMLf",
-	"CkaguZZpXE/ZhHvkjWyc0Aj2pyWNV6/OEWUToimAa2GsufY+OkUff2y2rF/exx9Db1pmQ5uDITPuGzRe",
-	"wm9tiRJuIqttFlBQpJkA67civ6ntb/y0QyYzabol98ouwryUyl//XPHu7g/ZkJ1xdmPMD3Jg5ImSZ1sy",
-	"fE1G4BZ3mZBUoIxR5cr/apDvwyywAjWtBwDJURcKOiV4TBKJMknQF+h36LB/dDxAh4/h348ffna8p8Fj",
-	"qldD9XAbs5FHi0/pDdHzGsEtQIzcEIH6++iZrRIuCHKxfUMW4jRNaASXfWAj/T75o+QMyj1/lxGxLBde",
-	"ZoiwGEoQFwsqfE2CIeTEQbgAUgsaEcQFXIdp4O2+fXv5yoGa6ls57vcDJLnNM0xJoobMdE+0+5Y0IUxB",
-	"6bGY2EhBKKJuLsPYTgY2H+vFs6tygA0UQkdSCc6mKHx2hach6uYtjk0Mw3ipiNyzwRN6OtI7M6EF4QkK",
-	"X056X3JGeudaWAztyhI97B8HKPz9s9PPQwSFvzTuwRaG7MWzK+N4HvMYktP0eofoC/oUID/9nqaprRoU",
-	"JVSzdwMiHEUkVQi6LpvKTAESUEqFSBMjYYLTzQWGjPcgcisEOLyic6rkAOVto1Pipkc4joWbYiGoIuav",
-	"jkhAQAZWZOgq9qDu8dETSzYuiRLL3ukEanoDiC6xIrBa7+Nwbx9dEhxL6NGa1x7TsFyiseALSQTigk4p",
-	"Q92z15dv9k7cBqCYXB6cZr4xEUhaAsUK2nEnCV9Y93tCI8IkKSwRnfOXVyUO2rH0rdQXYNDp7x/u902z",
-	"TMJwSjuDzsP9/v7DDkjaM6CkBzMA9fdQgcsE8JsdUM5exlDlUdk6WVCSKeXM1ge03MaG1IEMV3pJf7T5",
-	"EUZy2xjoZ1YAyumpey54pC+QSpSl+/pAx2Zt35T5Hg+e4tgWcoIhR082D7ni/Byzpav/ZNiP0w86r/Tj",
-	"JhJCjsEKCfkSuPOt/uzAYmcJkA1FpcZLJHimDA12nRoTrCDmYkal4lOB5zIAVjDWpDTlPDFt9iHjTOqH",
-	"YbbcM41cZtBtVz8RKiWRQSk2FnoHa3VFBuaRayR7wTVb0b99YMZZED+QiC/YPnp2m3JJkB7J0ZJnAslI",
-	"4JQITeWSpUmNthGyWmSFuvi3S9siYQWBzi1oNmKQZgkHaYJpDXfqmpwXTRx5sIzmQvA5UTOSSQirsnFR",
-	"PyP6lDY0zwHiQST7WvfdE2p6lq9Twk4vXmoWDC/a8ijZqEUVnxy8nGiyDlQddKk7veyaMOq/HbtbFPMo",
-	"mxNmLuJh/3gzVL/k6pzHUDPx57u8K5d8JjTTxBJZsK+5vyWeJy3u719Oz19tR1vdxFu+D+8N/EKgaYHg",
-	"gaYWAZZr2ZNmwcufhzvB0ppGgjz+YQEadB71H24e95bhG0yNilW9hMtcuOq6pAngNlbI2/Pfx83hQcFc",
-	"Dsod5bxcb5su+mGtE4dpogIyfr0jvg2KrFuv4M/e1vNDBjH/IJ8XcZEmK+CLr5A7R0kZgSZCec73QGtL",
-	"YKGhVqTNh8DErYpRDplNUjdS7gqrdIlSZ0U66h3IerDx8zOcRJcZe/l5249d7kKrj01t1o2fXuh/mtyQ",
-	"r6zo2nbUF1+BwvI5kD89SMsNHdDZOi7OZ9WNU9iGjMWhIAJbOrHWrFgOqFqdvkXgXksYf3V5ev7i6RY3",
-	"cg4+7LclF3bbq8e3rwGLrwwcWw4zecGACt++RxLtXkyRaujnge7RflDpo+Uyz3nGzBpHR23oupXZDWW/",
-	"F7ZcJoQg1Rc1ZB0nKGi/lx8UcbpebmBTW2W5KlZQKZlhf6VVEzQmakFIQZBZDGUmhszHK/7651pZEtCu",
-	"sSXxuSkM0hmCIjkBffFVLz+zUcb20Wn1+9zsoRlLKWB7yLohpJjumx4mIQrzRvt7JwjqXyyoJKXOd2CX",
-	"Kpe+CoeMMkljUisMQ6aUswCF5bpYRWrDX/9cZn9DVmy3xIY0vA73jx65jzkDXln+FhI4hiwsldsKK/Wc",
-	"Q2shDwNUa5RX/mzIQlMnAP5ygkLGq33PbOmYhOAbsIMZW+c+eoajmTHlDVmEhaCkwnRRVxKCLIwhQRVq",
-	"k4/SSIV7eUbLwlVH0BLMkLm8zxrUj4+OAiTxkrIpWswMdGAklSjPOgVb0htIv83rLYyXrsG7AYL+2dSe",
-	"QJ+gEEDRNbVQcJIshyysehDCAIXV+J1wbx3vN5mWv3H+XwHnb7Hc36ck0BI/eTadvV+xYaXJdqMF0n3x",
-	"m+DgN20BfMDfUYoZaC83TIWJafBKDabmuuP4K7yeEhm6EAXX3BRLNNa02CuehKbH5YxgNcepdQzQeEqU",
-	"HOS1/Q8f62UOH+8P2dcu57TYgWaG1R0EJYWycLzdEhAn9O6MuFEtbGQZDzhqLI8MbXKocTdIvJSaXQVI",
-	"YMNp1QwzqD/pSjNq0K1jKC8EOMB/YyfbsJMqAjpnZQIu8JLHMjCx0j1J9Iy22wO5TRMQgm2Y1hrWJCv6",
-	"YTkEdrtgyiL80H7rfvKEHqolOIwmXMz9R63lf97ljJWq1usO2iqV7S6n/I2Dvh8OWmvMuJ5/kthQq994",
-	"qIeHnpoGwyVYGZ9ueyZaCur28tEznsRGs1YcTaiQNojPeQDnqdW/62VT8ux1W29lYuLCsAR9vPtqD/0O",
-	"pT/+9yv0Cfrux/9+9eP/2UfnNS1TOlUMIkJyjVWr0ScoS/WOjpoUVRe50jXq75BV0hr2bAcwlavp4Lov",
-	"qZHruONFXhjjNwb5C9G3fDrQ+yRhq2XXftMCdqJgQF/yMDNNZ7YxIvJ5atNRGx1JGaOcuQAnkTH5oFzZ",
-	"Qlp7EqgCCZV5lWogYhWSoycQBHVtqAAXMRF6XmvokaYoDdj7gGYg0z9+yAzVNFTRhKB1bX6AMXYRCmYz",
-	"8ydbApmyqdfic2ZOfJmZ0M87kZ8arBZmx4SZetbxqhB3YqmmPg41trIxliShjLSV74oGws3vPJf0SqH9",
-	"35z2/hX3vu/3nox63/5wGDw+fvePnbVpXof9srh3tEnce6+OBrg0KpuphK3nF9vYRzA4/8LpxZ1fvsZh",
-	"BFbs8RL+X3rsph2ke+bGOCob/fmvqFTP7Dc/a1DL5kp2rrGLBw+MxcKG5WpcsMbgIowfm4j6v6kYGHsv",
-	"5QNZYQvqL/OMKVmh8gCf0uW7Fp+NN//i4u0v+NpfXLzdeOemJ0X5kgP9JiDq+W/rtqEvxja3W64o4WXh",
-	"MGO1cie6ZnwhUdcwatPNCZWaBweo1FfYFIp7QZ5zERF0efXPAG1JWUTQ6Twl+vPT88/RSyYVZZFC5y+P",
-	"+v2D85cP+/3AdOIdsvOeJIISuTeAZqUBsm1486a3AYprHalNK2qjJfEFEcGQQUHyXEsyDXcfyHKb4m5o",
-	"4tLDvaBoCpTXFVyiKR+y8RJ1Q9u3V3+nV5jxBZpjtrR1KWsdovW6++hqRiSBwGUQSkDakKjsg7PR1NIn",
-	"d+iH9vsiQfM+BY/XLFmaOu05SODSoVBejzJJmKSK3hBoCeATKvLexRVdoUg73Jjj17ylov3xAIUY8CUM",
-	"UIhjrP8342lKhP7XOMHR9YJooa5bQsW98p96Qt2GqFvGxUd9uD/9z4vL1/rrKGb4KLT/eOj+caz/Idxv",
-	"NDUivflhiH7603/lPx6HTfCp9nDeDUbvk0ZWejw3BmEA6QgQZSBiG/G7a64e7OisdFn2F5J+r7Hmbyxo",
-	"lCBHFd2pW5HQgx+mafaukZCGD/tP+hp7NLLBv01ugqWfZay0f3V+eDyHtkkDpB9kgGSKI8qmAUozFqks",
-	"p7Ku7fqCC5vYQ6fMlcldzQ+4L2ICCJ9iyDVw+A55emsNCaVqEb8EzAdjjB/xodHPr1sTeM1MXy7XHNk9",
-	"dSsDIS4QMLy1zyCp9rz1p1NkzCYOFd429PHHkFj78cd5Mi0kOSVLX7zQkNVKgArMrk1SXWgC9MNBrdQo",
-	"CCC+MqZ6bwSargSoKPEJj9JVNcXui/0hu8LXRBYv0iR8mUoEL56VquU25FOUewLfy5v71QZO+NbKe5wU",
-	"08ZkgrNEdQa1hjz32r64ra11G2tuazMxfP2HcirzdgbjD21fbjPoTZ6Kve2I+Omy9RjjFjynbNsR+Lb1",
-	"CEgobP31makd8l65WZnEeLiZJvOQrOuMsZhda9L2tyWfAQ8pqD4kT5cDPxutWOB8Wm/KODef/GKNGZXe",
-	"xI3mDDjor8SgYW5kK5NGmmDGTC0LrxAy7LyE8ulF3jGfrIoaWKGf/uN/o9DbICq0xgTYFnTRg+LkpaZR",
-	"4aAwCkyoChBntkZLhEX8T8MOes7FkBkTSmE1MM1jXJSQEzG6Lr7JVDlaEKnQo75JpynSbNa3gTVFSnCe",
-	"dhPklpAhM64R6yCWmZjgyFhATTb7uBSyq1W/SqcWyEMaskrTSWjqkptQIGoc7DD1kPE8Oty4doIyVPVC",
-	"zhccOFcHlUUaECR+myONKYvlAEJ27fUNWdfEiSOTa7vgWRJD9Bb0hsw7CNvtaMU/7/cb2iNZS3AxVN9P",
-	"PhIraBUAI1NCoLGBvnuINx6ysNoj2CS8m5bL0nc7JhGdCqngpZZC7RFAHVw/DK7KSdBUSqQxK0q4NE35",
-	"YDSAsBYzrVFxggXik8mQdYedlX6XK33pEJXo4Wd5ZL/Z5KP+sLO3j76GOHzbz9YuaBtLQuhbjvhFO11I",
-	"Cntx8Vbu5S1uoVmC/qrUxRmmNAugkLIoyWIyMvHrv9NSZRgY05RhYENW19Md0bshiHFzXxOEi0dlKCO0",
-	"aohjEgdDVmoYmweP26phjGChAaQ1oy4gXyWWfoB+/MtRH300ZDbAH8OXZRvIj3857qOPEI4El3LvxDqX",
-	"AOGpiSXM40b0Vni1faf9BLgFia03c466YbmnZIjA2ef1VV4kmN1bVlo9JwQCT0xsnQYyIIFFqaCItWuy",
-	"iL1fZWVVibceZ4Pr5b2aRhpB0evdq3w0NAls3vS2pf9XCuh4UzJtjI0xE0NFGF9gUHeBxdyFBgH5gzpy",
-	"1m1e8r3vBWjefOZKA8RWJ/vs8XH9aIctjnZWe/95au5JhbQYg2IDfaGmoEvjaUwDRz9arVY4OmyDVqeo",
-	"bh9HMhsbvdFJ2IbeGLGrAcy2tJXXONamPN7qtjQVqpht3G5WqGXX2CTRRPNP47TgrNkiuQepNEWEmVso",
-	"WIFEoyEcDIN3OOt70H231WK3jzr1RY7WLi2O80vJXXg8U052r3Mpx5pyxccWmPPBvMpG/RYUGzBSr9y8",
-	"utHfu6fHrSijOBJEZUIrGLkQ0rQVENn8OzjqV0nkzxha5limZp9NRmF7/OqhP6Ri9TNFi30NKgxQCiPH",
-	"YSsbGrkcClFWRckNEWSgojdpaqbKJ9SjmpRdq4FTggzbGy+RxSOrclyTpSRqyFI8pcw6D1MsJQpLZVxD",
-	"NMbR9fpCsvtDdgVlaJytF4hnldblXa1t40+o3uUYgVXRIOHS2I5NvDB4f5v8vPcSXPab0fLvzmjpI7mS",
-	"iwaK2+lVSl86q3n1t5UfDPd2EksvJfh6VDay7249/+WZUl2Z6w1mVK0uSkel/sZMa/p81QOsmk6DTsql",
-	"jzJrYmxNi3kRTmF7SqJu6LpShnv7yBglXT9mKpEgJnEbagJwFpEBwtAl2Mb/VmxAMOEFB1MQ8BiIdkVn",
-	"5pKHDCdQbMixhy745kpRw7ZTI1FZeoKg8F5gurMav2BR7BrFHPRtsDDu5XkJR/1+EQpU8CBXoRIPWZwZ",
-	"JCPOcPEyJvOUQ2m43hdkGULPRqLE0gnisEerTA5ZngHhUuINVzO/ht6a+YSqd0nSBC9JPEBgD7F9OPNJ",
-	"r8nSZVKYWgBjHi9d0con++hLrsAQQl0LXQSxA8shg0x9b8QzkIDLjG3Pkgo4fEGW9r3CoZ/yeLnVU21X",
-	"aTrvhaqXuu1Nec/SIz3h/iVenGtpaOotNOIaogZFMik6p0/3V9T8d36qs/4lXmbs2S21JaCO+oetRhjI",
-	"t6cQ5zjR2rkbcdiqzpStm+sGHa+5lnKh1W0yNUyrdg/MTxmqvRVNGxK81FKSNMa4GZZoTAhDMYE+fSZ0",
-	"0FbtakEDzzibJNTUWz4+fNiKaL7SIq0Z8KgNEPNSFOckpvjKSBbthPSXDIIfbOv33am6LbcMT6RcaPmb",
-	"b/VbKIi+kUsM4S6ReyiKLSE4uCqbH5iGv5AN4OUETzOaxKbOsb6uglRqcpRiIV2MRK2D8GDIhqyHMEqz",
-	"cULlLE+d6+lpNH8doNBS+Z4G6QAVhSZt4jZwYSyHDBkHgaZ13dBYqELEbSV0LlCovwz3TsyKeSNUpDhP",
-	"Hkhb6WuA7NDfJQme497Y9PHvwedhoFdxH9wkydz+Hqa3v54KGvcieRPaUjWofoJ5liiaYqEO9IhejBUO",
-	"NfPTv9Kfa6EthkAWHIKnwnkJQNsvcmgq3NbZCiBpQc/StWzO1J3OzT6Bi23/6U//ZeNW9a1xYRwaeg/S",
-	"7MAclSYkt+4z109Xq0K5A1mDD3VDH7j0FKmgmv9CPWWtg56gUAPOwN/qj72exDekJ4jMEhUWlXYJnE3P",
-	"AgumRCAo4HyCwgLKwNfO3nxly2PzSbmOgTR8DdlTP9Byh15EoggzNCawliIalgMU/kMIyTZakoEGWJpn",
-	"z8Cdbu9F30TEk2zObKZl3WMYrDQnLkchwb04RmISlTwhSaU4pCAPQjKYV+2oXG1kbKMt4Q3yhSmjTJLE",
-	"lP7+eoYVceWjKwgP1QuIpyEx4N8+OrWCiX5htY7gJ4C0U1Mv27aWAMUfMy1DjQlUgbaCx9HRkFkIWq8m",
-	"KSQ5j8TxEijEfUgcK/arr52MBbRCvzB5YqmDKQloiUaTBctav/0KlZ6mpEnZHz2voxN0CgqiFSuL0Q0a",
-	"VPUIzzXB8T25ykXklkGp7x4nQDx7hXPKlUUwhBSeKLekuensatpkQPc0EfNb7JqEPw9drAoY1SYvGoMq",
-	"iWq5U2JMGYY9r0lMg95x9WQ0KJbpi1es0tjQFiOxD9ikTULc9/o2QjB9YDa+2gniXdBYRLkSKmvhvLFw",
-	"7GlZgkWUIZwkvwmyvwmyv0pBtpAfHUNqlPBaCbw/mBTZd4Ya6KvyCL1LIJvNbXdgGwzheE6Z/mw1BP9z",
-	"mHoXJgc2MFuXYNUEdry6W7NUHBRGlSK/dacI9Z0eZAuMfc7FmMYxYR84EL4tzhlAblCeguaa17tINDuY",
-	"9Rtx417No2tSqQtEq+seQa1dLfBREwSncfLvIdHCOICqGFRYW10PwbpTv94DEHUvn5+hTx8+ebwH4Yug",
-	"8mm1AGybVj4pjJtaiRhvS7TyNoqCzPkN0VqAnR3KihaT55VjjMHVWEajGWZTMO1GXAgSgcG3XM4BlANG",
-	"FpBUjRzqXBOSmqKt/gppb9MY3xPdbGOKBJD3AOSf3MEseZHHBm80S7YS0j7EI8YQVgNRaIv9Dyq7vX9W",
-	"8Zv89Cx2ZkCofWg6j24lIG2qG30GRhjIEzWh+nnksaoV398HI07XOC6s2QUJvtgbsknJvAY2H/3zKQTA",
-	"WYOg/u0Jyq1+C8psrX/7WdjkZjd1RGGXH5Itt03f+sVWuPe6mU2X5aBtiE2p23Nb8D03Ov4HKC2rd2ed",
-	"v1Yxj+TNLr2NXNjx30U5mas8LnClP2Fk35g/L6dKVGz9vOaGXLZ5SyzwwhALNcfpAIWCL+Q39Nt9WOyb",
-	"P34buhJJNqvUZI5CWbtv6LeeerR6jKmYXi4O5WQjrb4zPmQys9Wqmtpmufp/vwo5356mAcH/BupC3gta",
-	"l9tsYpk3rtEYV+u26VwELZF9tfjjKpuyle7+fvjUr4SXlO7tXpmJxrq/H17iKhPqU3seFUi84sa9BuhZ",
-	"Dw19BwcHCY9wMuNSDT7rf9aHy7bDfyhVw/OFY38NXsgTU/MHUgVx0Z+429Br+Itn/xIGG7oXh1BCx+F5",
-	"ScLWe3APzCU0Vn6XR86WfgtOhXffvvu/AQAA//8=",
+	"7L1bc9tImij4V/Kgp8NUFUjxLoqKjrOyy3b7lGWrZbnqzJg+QhJIkiiBmShkQhTL44h52piJOE+7Dx2x",
+	"z7PzPvsy793/pH7JRn6ZiRsBEpRkV1W3ZyK6LALIy5dffvfLB8tly5BRQgW3xh8scouXYUDg389whC9i",
+	"Kv/J4+USR2trbJ2iaUy9gHgoiilqiBVDYURmfhCgiK04wtRDYhERgjziMo8glwQBR2yGfMHRPPK9A8u2",
+	"bnAQEznwlFB3scTRtfxDfXElCBfW2Hrm3xIPeXGEhc+oZVtLfHvFYhHG4kqwa0K5NR51jru2pRdwtWQe",
+	"scbWGcE8jtS3Pp2bhaxwtGzGoWVbEbnxuRxzbC2xL4fmxGXU41chia6W6vMlocIa99ryYXRDPBg9sMZq",
+	"yZZtCcbkn0GwbPp0RiJCXdLMPry6IZGe5qbdGrXa1kfbciOCBfGusNxit90dNjudZq992e2OB93xoNfq",
+	"Hx93j7r/ZNkaHNb43QcL38yvsCv8G3IVkR9jwuVpdWw4vIDI8dKf2/Jn6saRXNFav0YFuU3B1rYtA9cr",
+	"rjZZAGy3D4AlkRlYPpHvjnqtvm1xgUXM5cZw4Htyv1NxtZRr6sq9Cxxk3u/YlhAz9Xw0+GhXbGdUbzuj",
+	"u2ynM+j1hqX7GfZbw237GbQGhR0NOp1WL7Ol3mD0CfbUGfZG/Z37GvWGo9Jt9WCNldvqFY+pe3ScO6dB",
+	"fzj4+N62CJ37VN1U7F4T6lljy409bNnWNPYD+edNECwP5f80WUgo9sc37Vav22o3b0fDq2Hfsi2Kl0S/",
+	"aNnWjzGmwv9J3eqxdRoLdsFi6qHv+6edIVzPkHFfMKA3c18s4mnLZXqOMGI/EFcc6sHSK6YmlVdsgSNv",
+	"hSNYtRvG1th6QQUJ0P8kjKKng2Z3OGqjG7kwN4yvXBZJcteRwI78GxJlru1g1G51jkattnx5DkNdXP5P",
+	"1GsP2+qHK5fFkkx0bItJOL+dxlTEqNtvtfutgWVboevLrT8ntIduYXchW5HoKvCXvrhaWePOUdu2Iry8",
+	"mk/1saxD+cU3PncjIgh6fv5W7tO80ul+tC1fwj1ad6/XP3o/Rdci/rG7llQnwLEkP+MPFhaCUECc9Nwu",
+	"L15cvn51dXp5+coCvFxiag4QAZFDLwn2SDRlOPLOJLnrHEom0GkNmv3HzeSkmnBSzYvLV6jZXOLbJpDG",
+	"ZkAo6g67nX4fNZvzMG4uyZJF62Ys/ECfN2q3jvv6Ixovm5z8yFGnO0LNJqF4GpAm0PLbpovdhaTdzaaI",
+	"Yi6aEVkyQZpAyJvNANN5jOdET8xosEbN5vUNfEaanoQh8qnoA0GHy3K1INhDzWYCmKYGDMqDRS3jSi3j",
+	"Si/DGosoJrY1C/Cc58DbrAJv6XassSUHUrhTAh5A42OJbPm9WGOrZDdw4BuASOfInYzkNnA2+oGBvjW2",
+	"Ot2RJA1FOJuBPipMV6u9yq1WLlauFeBErravVbJvWM4VLEetRv1M4+WVWkynO7ItyoS8ku+st1TElHiI",
+	"xaLJZk2xIM0pu0VTzEngU9JCb0Liav4+RpTJn779DsFqxqh8GZ1bZO4w6nSfP7YRF8y9Rp2jNvoewb20",
+	"0fmTFwSZS4v+GZUSENTpP0H/jHpd9Pwx+uabi36z22+30T+jPBWw0avvXnzz4hQp8oIyROX9R9vSYsUH",
+	"QyX3vYK7KerHBKI0DoJEXALBosh2jEDFlmHCS7q9/lEZL0kYYP+oKzlgBQvLD9Y5HmwdbNTtHUnGw1kc",
+	"ueQqjgKzbB5Pl76QjHS6Lv4WmR+ELwIJxR1ki9E8ElgfP360rRBHeEkEieCOP8GBK4kvCKbcjfxQw/d7",
+	"XyyQA+fm2MinXEjSwmbIiWJ65XvOCRILINxInqmNXMxJ06ecUO5LAcFGLEKYruEx/DvwMcjIGBnm1XSx",
+	"wAGbwzANp9c+bjsHLcu2fLmEH2MSrVPOKlmTbXF3QZZYrneJb18SOhcLa9xtt21r6VPzdyfhMFxI6diS",
+	"G9dbPYMr/jZ7w4t7P6VMLEiEnCoK75wg7uKAcIDBt9+hkLEABf41QY5mYs6WbZSRmezOZixagujssXga",
+	"aCrnL+Ml7GzpU/Xvdqs9SDZK4+WURMlGz/Dta5CiLjWeFveofkcRUYI/CkmEtHiFZixCSgZThxzF9BFH",
+	"0zXyyAzHgaja2qbuUjgvvYfh0dFRtzPMbCU9MJ8KMs9uxFCOMvSch3EVcuINhEQ8nip0kG/KfQF2A35W",
+	"7ghmvy/WXbB4vihBsyBgK+QIHM2JuJJ7gduhkU9eiTmhRInGNsIcYRTgKQlAL5VDIsKFv8SCoMZf/rPf",
+	"Rr+vvDvwem4f+iit8QwHnCQrnzIWEEzTpcf0xTcl2KOwAglQjD3fFWgWsWULvY7QXMJaUw7QlOGYKlcG",
+	"B5ZbWigFj0i++7/enTb/CTd/ajePr5rvP3TsYf/jP1hVYL4EQJZSs9MMUPXhGxqEDA1qOM+fXqLDm86h",
+	"eSTRKCVgEwoUzEakNW8hRawkXXM053tOnrHIJZrmSko2holWxJ8vRJOLiOClT+cTGuJImGVwQUIk/CUx",
+	"FGUlMVsRCDTF1Fv5nljY6h7Ky+lzdE1CMaES4AqNjSkAqOgUc58jB0bzrtQN+ct/diV2nKDvLk7PzC3m",
+	"SLAJFQss5IePeAu9liKmnN+nGwM/4jlsjGlAOJ9QBzDrD1KGcloTWnHIKYpX3aVO3bskd/D8cfUJww65",
+	"/xNJACxPT0LGDTDnJ4ZiuzjEri/WEp4KVpLAZch5FcIaJaUmwe63j8sJXYZgv/DIMmRCqsnfknXZ3tYo",
+	"pVydn//l/+4OBiiMfCqk/I1O3zx58QK5CxxhVzJ2eTz+jzHJEvUTFJElkVMSDwh8t48WLI44vHR6/gJd",
+	"k3Wy5wXIZ+mmMytsyiVWUcTBoHiK2cs8mdx2O83J5Pbo6fuvy+/xi9krRskZFm4JwXx6iecgQbgs9DXz",
+	"dQOfUIEWLPD4CVotCEWMEnmqyvIg4C1M+YpE8tdeu6+uGGVoyrwtW5415VKaai2VLKA/KtvGuRSynsQR",
+	"Z1E58XSoFCJdeMMxqBpG5MZnMUchnhOg+JKW0ipMVF9XLW3Q6e6+UbDOp4n5owBu+L1CvEMNRQalXl0t",
+	"s2nLyn0YaGaJ3xmbRcVKtU1DAi6Mp4HPF8SrXrmypexae2IouQ/hgj0800SiuHjH5TcOXMknb75TuImR",
+	"wkYUsdUJWvmUIya1KufUdUkonBb6H29ev6ohkWnClF07oZIOvbN+4LApl99Y7yvXXMpMq2V+A9qUBX4q",
+	"YR5W9+13T6QS/I16XHbNlK3oEZeifN7a4GyuvmqtBdX/3ojwUqrfm+t9IchSUWN1/YHOt9tVqwIlvlyk",
+	"G7QzDMiAc5ugDcuqkLSf/CrEaFjhn3ImgOJCs09rkoDT7/+E+s2pL6oRNWd2uPcOtovTjzjyPaD7gc+F",
+	"kkgSoTSKKXdQgwPLt5FHIl/qbSAF+oIjMExQkW4kxGJRImdLecCPiGfMffeTu2FXb4zR4vG6fG9KglbY",
+	"okUNBIJnYu4weqaNyC12RbCuOo+cgaTiPIb9msfxJrWsFJedPEILTL2AAGFmsUDO/7EH6UhNN/dGHSX4",
+	"nuHbzbVexJJBUCnlav0BC7RkXMo+PkfL2F2AXGyj5493iLVXS3xb2xbRlv+XNUiUCbfZxfu05uIDgu+2",
+	"ep8+5Oo/yuvCQ0a5chY/xt6FEqfB7aJuHJjKwzDwXSASh2HEpgFZfg0Mdvwhs5p/iMjMGlu/O0zd0Yfq",
+	"KT88V1+pSQviP0psdlKCXeJAbkvSNYmPbIYiTOdgYqNMgPQrLxOhXsh8Kf/ia8JPkEOiiEXcgcvIkS9a",
+	"llSpGJ0FvvtZ9yMpQkGhQCvMUcyJpzFAK3Nad4GVPmPR1Pc8Qj/3UiWx8jkCIy6axsKQKlhzSsByCwdd",
+	"SqozFD7TAQafc9VygS6mEiOmBHHBIuKNUySQDIYjckOiNdLz24hgdwH7mFDJUUDGPJc4JBGPCpbsvOEc",
+	"Kn/EYe8wbxB3DmzJjSY0kAL5akEihY0+DWMBEMNo5ksGhqmHVpIH+BytIkbnrQmVIDsz6P25ISa1QbkY",
+	"CbIVCYKmWgZqAByAXXmMqOchjjjsAcU0ItgDNXwZB8IH244c6gBs3vmrO8UeoMUrJp6xmH7WLb5iiEtS",
+	"CufHpGoRC3JglnPGPH/mK6BvgkYp2Y+kkBGuUcPJ6cYpReFIaugHGeX7JKtmK50GCKl8L7+rIteTG7iI",
+	"6RMVSbIFUAZA2aCeGY4qQWXeOzSRP3KmetBVb29A9g1crhPkvGRqTY6EQGo4f3vxsrD9hPqJ5gUJA7wu",
+	"A7wDRjVl0gBOqIwY8r+I4CjwMxZ7ID6JtatAXFul+h+4PUs1P7ONWgf09NbnKqrqV3s+lwYueoWKcMOh",
+	"IRzI67s+URDWx6afRTGtd26fBriXjL3E0Zz8UnQwkJNHkvApazAonKjRQWf+Y0U3Lhk7w3R9kYT8fN6F",
+	"atMf5tdSD8JcmNVKSqRXK09XKdXmbc+LCOf2hK4iX5Cc+fNgjJwLIqJ183QmSOQgjtdcX0CGRLRGeI59",
+	"Csb4CXUusCCgyze/crTBRlnsUnDZCYsLyExonkfkCpHPJ3QWB4EaU9nOM6iWDp6YCzbQJavCp+9fkCX2",
+	"KQRi7PENJzXmSGGz41359luKY7Fgkf8T+dyMTp8nuKCVPKwOQbJuJcc1YnpN2YrKNyJyw64lAV8tfHdh",
+	"3uPY9w4K9//7779vnsZiQaiQyye7L/Fbim+wH0j54HNfDw8LPMWcpFKLYiBwdd/SMGIu4fyXWlm6Kh6H",
+	"IYu0tgeUxGd0jByPCOwHySVcy9szoY5+nXiOultK+fGlhuNi6vkeFiQRcCOpXGoOSiaUk4C4YB9aSsmF",
+	"eIhLERgHyKdyG1j4UpBjlHAtjb6lyXxnxPPxpTY1fm6C/IijJ2rK5iXEffGcssdC7ZlLtD0DPQUHsSDL",
+	"VoaTKm02G5YcRnIM4RO+EaT8waJxoFFY2YwKmF4atVz5VUIlijHNNeZJg5prvFwZ71xmF6gYzZgCigHS",
+	"NaZXodM1X0zjMXd+8DFrw3unpikMUlhtBm527mgLJ1ANsrITTsUbNv2BuMLSHtrHmPslASd/ZKusK07K",
+	"YGwqsE+J14KFZPEP4unLdZHEKa1i7kFeCwnxUEAwWJLARiTIku+6dk9IEFyQGRyB2giOIryWf4OafDXF",
+	"1LsKlXEEB8HrGUSTbRvyqfzuMaae9fF9EafkNSFiwcpEfcqoEvW1uqxCx+SWboBK6i2m4RYtiL5UwqaB",
+	"CNjGBIlCFoDOZFvkVkQ4/VPHBNxEeJn+pTwxcgElAqut7ca80mbNs4fqSil7FrGlcrPP/IgraRvwMCBe",
+	"Cylz30xSrgmFn23wzkvRSHnctKrtz2ZEcu9gjXyauus5EcKncz6hDScXbOnYEGhSElvlHCC+wBHQdQXI",
+	"CeVxNMMuGSMcBHKtfqTxyaeSNqRoJSU4PyDpAoAL6fPB+rjURpW218BohSMpfynOxdmBDowwOLlJAArY",
+	"BxNfVSGLuUgKJbL3CDUU1LjyCjhqBOVbdDKHr8NyMiEiB3fCpwqkKRAovY/CtlLMsvVtr6Inb3QY5cal",
+	"mfmCO2MTGUOiG8UBfW5iWIx80EIOuyHRlTlDZ4ywUBE9U6bFdb7EQSBV6exQyo4KSBmRWcwlAjtTFlMP",
+	"SxSjLokk5J3xhPoUTYlYEUJB6pySNaMewnQtIMSbTRVFbiHHZEhc/RiTmHjOGC1ZRCbU/J5qXGZqeWXk",
+	"gqlLUEMdu8/hVMWCcX1hophKRHPIrUuIx6/yl2OMtJ0OfY2W+FaH98lhwLGcKCxyBAhTNcOsfOqxlTNG",
+	"Eto22D8p0wgPjADhKPJvCM8EDk1ohncgNYK6AwbF5GCWbeVOxbKtTdBqh1UGXoCGJVs08bX5hZfStCdG",
+	"TtR22TzvKckqqMHEC9ECdT7xvVJqUIw0ryN+GaFk48mPBZfpbmFExRaXDJVkZ9xBfCqQBBUNDTPZiXM4",
+	"Dawq+Fw3AjE2HPKbR1ZOTBSiPdVRk5tHPzWiy1axIZFxPhYynOqIvMX48Q8l71zf6MdXC18Fju4eN/0m",
+	"YKvyYeV1Kay3LGIimksymHnRuGojEqyBDEhiBLFXai8ty94921XIOPe1slk9LUy1xDAPakxJYJhdSp6B",
+	"DmfJ9MEJkvBRep7kScAUDcGuRs7NxRZOpmSZjBroADEtg4yT2bVTf/oN9WnzNS4pIXWJSqyqhxdaFoER",
+	"60oghdtaAMwmIm057PwNKQV0EXc38H9j43ZppLm6vJkdb6MB5wEuIf3aKnAlOW5JSEBiFuYGT5URQYmA",
+	"gSARL78LTPkIN4d8Df/gyI0FBHvA/pyKQdS7uYPcalUIMFXjl8mYKiS3zhgqrPqBcElPm+7GzgM9hdWu",
+	"g9TK28YZFijcXSjwLvzPTlG1tiqpFQzXJAgecaPkZUOVsmK4yRralH/yYlOphMOWIY6IJ1eyCaKSVNo7",
+	"mUQ2xrkCI9QdR9MRSmUoxesCE2RvhzJhrBdeqlX7YA5EC6wU6thdwLd3ATnkmiVTlJ6ASUK+EyjUx/eC",
+	"Zi7x+b4j3G8lJuvtPl/fYwWF25wmnCikyoOqLM883UJyrGXQqb4PxV0UDriUhGQu8IUS6B6czMGVK7lV",
+	"r6lUPUW0VvkDMbWRTghhkUeiTJ4Vd+ob27IUaW+JIy9EwLKroeZr43uFSXHv5Ur4l3DQdE16hiJLzAC6",
+	"5Fu5wX0/yxjj6luTzCHX2vdFTN/oMii7Dim132jOnWyqCJttFp5vwBxdzqdKq03ciYqU1aeoqa3d/5Zl",
+	"y1vcafV38aw8EItPOe8uS7oWeO7N+u7Pt+7Bb/ajQ/fjIGXYXYqpRQTIYdT2O/XSVw68/L1KKEEtkpC5",
+	"oZUkqcz9XcF21ZzVyz5XDg6/jIbfwT5jRLYdH337ndEMH+zal17Bmm4kY6Eq9SLVvJOp6Tx3Jx9iBYVL",
+	"+iBDprf2DsMV1ILLZ5dpSJwqzaDqZUB9LKJyLLRMowtnQVrFprXmE1lQ7k5HEvkzIShZ+3kdE0ia7le8",
+	"XPWt3bosUo03VYB+Ev6XVki6v6k6W0Kpxut39rDDFtLvN+zTBnC5FRkYVZ/AE5V3fl/ynBvshSDLndhY",
+	"TYE3x9pYXForq9RVrEtFldHDO8M/SSJNTyCdqnQbiRe+3GtNAgxZYAsczJqQX89NdhI4PG9wwEHn+f04",
+	"E8brMnAN42BCj9vo9wicVabmH0ULEnhNFgukQuy1e864xh9xFJG5vySoAQ6yn//3v7Zbx3/5rwb9unPw",
+	"8//+t6ZYJDbuAxutfI9QlQDWQV+jzuHP//r/0GTIGVmZWfCEGqMGph6aBUyFtQrUQb8/QfoD7uLAp3Oo",
+	"J5DzBs/D2JnQRreNfm+jvtwVkE2V1e9ox3UeAbZJd/tLc9vlrzw91DOXnnjGpbORPKMECuIhKMgIcJJH",
+	"Zo56M/rEeF1qbFA7W2q8mVSD3BcI6kM1la3WVgaCZz4JPMD8co1eh6apAjwmsQYVcoskqVNphzM5HNRR",
+	"MR/6FOFMvotEO/liqBJEHNSAoILAz0eyFBM/DjbBDVOVX9V0cVggyG415Tc2LOUpHZLTlA8XhwHDHvFg",
+	"JZkh5ZXwlyGLBBACExQo3+KlUwSlCfNyik5zijnxEOS/aBEjBZocscJdRjjH83LCqkFchty5HJ3GxbMn",
+	"aHjc7hzk0nUMyCpzdk4QWYZindAXebRwYKsFU+tNuXfVINbuMBC1wTLcfX7+9oG4YTrSPVlhYaCNZUGh",
+	"xDswwdSJvok7Se2SJHtEcg2JllJgdQn1fDrPWdzqkOBt+1fBX6nnfTtffR75FR6FnQpTGsz0WaLWPpnu",
+	"BV5lXFaQarEGuqq80y4JAiB6kCxmGNAWZ3CZr+PzB8vo/e10afxN6pCF4TZVuAfT2NIQOI1NVZdtmy3k",
+	"lzA/s9UelDjyvQrL+Z3M2A+ghmciDqtN1bDJHSq02ds9nQwJPa0+ovt4qStt7n/M1A4urF9xtZ1EKlNT",
+	"uI41ulhzuMYMmr+mgoepKWOVv5wy3d3LYbzWElRZ4+wanhPa1xWOd3+dL4F8N5f43SPuzA/Z5RfKLe+2",
+	"mDxcxJ8O1FNsOz2urOzhwrMUs5Ltw4FtIFERwvq8tuG7rmZUcDIFPuZkT2KEI3fhC+KKOCoX2WdhZ3gl",
+	"ZgELSxys3xDKCXp23hkePn7WGSJBKGcRunz28vX5GzupNMJDHHFfQP7uHc4/LddXEspkgoh16bukuIlS",
+	"/FXYvQ7oZZRkSv+VqkNGlqsROJWkbzCd1fz8/G2VRgSB/EkNxKv5tK7Ma4yOm9ZIJkjN3KG5yRUyYpjL",
+	"KI+XUMplxaJrKQLojBoscNMlVESgpuNQsLDJmVsqRKmSv+Xy/w2hHotUehxfECIQi6T67cWugKJQOtJs",
+	"HkeEI5fpZIvSIxFeeGeyo9axKwg4v/5nLEKnYRgQZTIz8ZwxhbICuoYu2NDk8hNU2tcYom2x5tImay1c",
+	"yRz2p6eZJTel6JW/uAaKyalpBCoi/DaaU+6Bm4dxfTEhS75qKHQV6yE4EIvNlWyqG+x6d06H/qpsoown",
+	"bWOyzcDmkkz9skQMrZaUBfrWi7DdCI+uDkHOJ4CoDBLU0IRyBkWt01KjB/WCn7EwUa8VgTi6DHNl8HE2",
+	"HPuvf0aNsmyOg9KlbAYNF+ovpWknacYJpknCiSkl1Visp5HvqVQunou5jimMXS/YuiiTF3ZeIxp4C3A3",
+	"tluGoS+TBhIPkfiRtJiorj+I9Ds2uiHRFAt/WcsSUNGloXJNSe3mbA8Hz/PlenBwnrfiFycrFNSEwkBy",
+	"FOMY0VtADSMqBAR70HgI8wXhB+jn//P/ArM6mKtPkDOBIhgTS6WfYTTFEYERMzcmPZOq5gt34l93yaDJ",
+	"9234UDNoP+3pUOcL3aCgNIpVgRfcTEtImwp8SngqDDq/y8fa7euAVkhq1lDcsF1dlj63zVq5N1WYa9Cy",
+	"9E6mDSE+UazjfnbkzHqeUlEWDQdmnMh3c2Vf9o8DKpMRM7WB9/eW7og10Is28MhPtuNkFCRKjR77BRFF",
+	"mF5v3oNO4oCYQsFqOb7O3MWSJV2X89pIJfHVj2q8sycOlm0nDjk5sTKzlALuDIvIv/3tGe7Uurea7vYI",
+	"99plaauGXE0DWz1Lbxb/Sk3Hn9H8lhTazW9tM1LGXWN67a/8Q9VhoPmKLJmIGG2+wpQ1O93HzZtu8/T7",
+	"PzX7U8iKum9ITbmulRukcj8P5L/LjnVPD97GUJvpXrXSZvcPt652ABZ9ojr1NT/dLjfcGa9V2nSzvOlO",
+	"wemc4Gvj4CsxT0DlJOXaMsF1UiSHvE3J+ZBg14e8pJrHQ/DvBw0l2TulK5NMVx2V+ilcm7tD8XxwC5d5",
+	"JLFAXLCQgwlvySKSZvWKpHRgQ4nnS59z4iGVn6fLls2wH0BKa1b77ORqRSTKWUb14qbWg5Z3cvYSTOd7",
+	"7etKFTKqqYrdIbl5SYiQeozEZrX7E9TOmBg8RiqyOreEwt2hGoB2eGwu+vn5W2UpVSmTuvRDa6cfZKNo",
+	"v8IDn3KBpWIf86qNzcOYX1FCvLKUVdV5KeYk4s44GY2jv/4ZJdPXs8kk3+6aRLf7AE0UCiBLfUKXvVAt",
+	"HVV9q1qp1oSIMhM1W5INtDAFcsHTngFVRtGuZiGfLgQhEcG2FEeKYnqiFW9tuVLYYycBPlCC0DysNCNr",
+	"miSfl9t8C+OP842DVOSkNvHvNrovWCRmWPGfeqCSdPlN8tmOcPkStRsHbhxgwaJMPm4hhR81IJrSVJHT",
+	"RAIqcQPNzNHDz1rYZDdAoTJB+dZhSRwa55h6Dknw6yMUEs79pc+F7yIi3xOMoUbAVigkUdPwDl0hSQoB",
+	"6PLy2eVB+SWprinyqYJA3AVxr8uo1zMccKLOEsOSdRgvBChCIVFV4TsltzpfGN4Nk3gM1Mj0aava9kOG",
+	"ozxgAERJ7ZVNv2wSdF3SBiclCYaeJqhWNDfsZRHJnlwmxsZkNRhJZ0M2yFKOLFvJc7IdMR15SrKpKyTG",
+	"nmL3nrSoFGVCcgzlMk2aKfoCalNKkoDnRBesypfAjKDyOmCdlkxPTAe9JAI9U809qaaWITzbQZshRWYh",
+	"yemXVn0jWCfRbiJYUjjiLp5FY3opEVWTyFN34ZMbsil43skPvlmMTJm/jBEnKUiht1yFGpfJtjd0m52q",
+	"iyTn98uCX/r0qmZK58a3IEXVMVDvLPtSuoj89sx0pWBUtSYrI0h3Z9Tlmux+vnzWT5hQmhC53N7SOXfA",
+	"8SHyO7PH8mkTPPVMD5zheQfEqceEcydf95NPkS2YXq4CltTK9zPVhTc9v8+eoOP+4CjJ8FDstMyAkxRW",
+	"LlcC+t0uStqRpjK1nYaxY4rwcurPYxZztFGGuX4ViWzlvhJkTY0Fmyo5JEzVvhWZdJqSeYyMsaNaTYk3",
+	"3lSTvgsgodJ1Ij3oocoTVLaI3BthgXjKYjGeBsq7saPasHL6GflxSxxIaW3Fabbk9Dbwp7Wp5RVXTUCu",
+	"cEHswII0hb8kZQBQaSoPlOSeWnp2Z2LK9xeZANs6kT1pNchi4Jxq9sZC/GNMbPT24mWT4xk5ybd/y+Uo",
+	"qg4XuslA2umiPI0piYTY6gtVb2WtHTtN+Dvc3UlftEcgABNeyz6Q9PR/GM6W7b5fJyQw15r/fm3udPTM",
+	"jEWKPKrkMxMVSZRVK6pnNKnuYSfXpHowQMI7DAx71h17dljNdlOTbWU9TaBBrgVevnlf5l7nTiPVS5OL",
+	"lFFIUxqSIHCKGsnFryBJL2gYi+rAGN0MfaNDHeTZjRE2qXHpgTac89dvMh0abeQswX3p6UN1DlTJaHKr",
+	"j7iRvKB+Mn3CnYuYOmm8h+/JsVIQOROqqjZnYOjYumdFijMIc+7PKW+h0ymHhifyI3nCDloSTCfUtAlS",
+	"+qrqMIyA3Wm0wBFRXRhRw8WcSCYtSMRhH2iJ1xOKw5DgCOLDTpDppAFpnOrrpFjyKzUg9RBo6AhcwfAK",
+	"FhMKcWXddjvXuto0Z5akLGIBFFP2PT9SEgOGSyNXBJ3U0w9b6LEquazynSUBsPV5Sf2fp10FpXLukiDQ",
+	"jcpU2e9lzEG11o2zp+skxM7OKqEKBngeEaIbpck7xEkg9dWGs6EdOejnf/tX1Gm32+gQOSrkwzGB1QP0",
+	"e3tCnVxxF/WBkzGbOOivf0ZOWvEl+byrPi8pIyMH+fe8EdPODzGJ2+0eUX6OiOj4wQmV7ELFGxOv8AUs",
+	"q6I9gGMjff9M9eil/sKEKR4iJyu6JnvoDNDvD5R0I2+rpwPmJlQjExxLCm7kqOctCCRyVBO5TBGPeeRD",
+	"VLuOWZzQYd8sARwU6s/EohCQGxLwsiT3nJyylVQUaefWPhrbmNUluRXddruyHGzq3R0eHR11O4Wu8vs3",
+	"26i5mGzLjZqfbGm8QW7dIOb+DTkza1fL3e3N3tOVXWzXUXPppmnHHq9nvXy1PvtYwppKxNWtaHfHQmkJ",
+	"UIeDQW+4J0jLi6jdNeqguspa5SI79Qpqb7spbfsOBdo2trgn4DbucjKFT8WwXx66cQc4lloIt6Iku35z",
+	"/ypvW5UBXuLmqbOkmqYXOf6dii2VyYdLfPtC3b5++3hYCfEStXCPu5qJLa9JZJJiSzXfN4FkNV6/MHAr",
+	"CRarzR+yVZhyra37I3uvskx1qedGkFrZYWZ18D2OR2fA1tx8Lg92G926S45szTXMa684e9q5UJFk5Qrv",
+	"91s443ss1uTU1n29mER7Z/lhT5Kdprndacb+aHC0L3s1hrmaoLm51xILB93e15Ehka7s1qUWpXtIzaWJ",
+	"OHVv5F3ScVCDkhUkXCAcBGylgzoyxKwz7I36v3DOTmY56vjKsliyn3QH1UysTurNXVB/T6TfTNXZQ0fK",
+	"JezcWz8q5vNsuc61xkvMn4lEn8UnIEllB6glkGF/l/xRpkYk6s4eHO9zigt1mXcCuw2cv5OReB/+f391",
+	"Yh9v470k8IcTkWsJxd12e7dMnDeq7xQHQ7AtSvr8vxZChPy/jw8PrV1W7rrKubFa74XZRYdXIVJq0yJd",
+	"YWl+CNf8tmrsG2lieXZ3jjm0FnHUC06SWyW/gmICJ8YsrH0OAebqQQ2XQGkSxu5csouYnmNRQz7YZN3E",
+	"88EZhpZEYPB/qkKGMbVVrTqohLck0ZygUM7RUhEr2cE7G6Tv7mTmE+F5grO5EZX0mvCOsuMog7XBnc1g",
+	"mzs4VD9JtHvdnnibbaOuVr5YaCvpzmB/sEFjoZ0lnC0TizFksxiTt+mKqGaoGU++JQAcX+8RyGxSb0pj",
+	"P/eujcx9Og/IFRcRwcuS1ma7N5YfIWFmBTinaT/G8amzhFKbS7OjoKxD/JL6DrkeagsM2Ql3LHWz2zW7",
+	"3R27v6P1V9xHsVjTsTqSt1DHurantgQzdmCcvg07L3IZ0zAcvYQo7jyFInffl7DaFghonyTdTjlK4sgX",
+	"6zeSCBjPE45IdBqLkvIopzTB4yX2jEvMeJOvyZojdVCo2YRYhFenZ08dGyk/MEfOKQQD6BMfo8cwF1re",
+	"elc//8t/QH0BIEegmMKzlBFIrqUa1Pt0xkrkjXga+C6sT0oaL1+eIZ/OiKQAplWx5NotdIq++kotWd68",
+	"r76CHrRUBzXbE6ocN2i6hl91QRKmYqp15o+dJpgA69civ6rhrzy0E8pjrroiN7POwaRwyl//nPPrtiZ0",
+	"Qp8weqMMD3ys5ImMT5tTfE2uwCFush/9CMXUF6bMrwR5C0aBGXzVYgCQHDWgfFOApyTgKOYEfYv+gDrt",
+	"bn+MOkP497A36h9I8Kgq1VAlXEdrJHHic/8GWv8rwc1GlNyQCLVb6KmuBh4RZKL6JtTBYRj4Lhz2oY7x",
+	"+/oHziiUdf4xJtE6W2CZIkI9KDWcTijwNbEnkAcHgQJIrHyXIBbBcahG3ebdtxcvDah9eSr9dttGnOnc",
+	"wpAEYkJVl0S9bu4HhAooNOYRHSMIxdLVYSjbyVjnYD1/epkNrYGC54iLiNE5cp5e4rmDGkkrYxW9MF0L",
+	"wg902IQcjjSfqKAC5wQ5L2bNV4yS5pkUFh09M0e9dt9Gzh+fnn7jICjzJXEPljChz59eKpfzlHmQkCbn",
+	"66Bv/ccA+flPfhjqGkFu4Ev2rkCEXZeEAkF3ZVWHyUYRlE8hXEVHqLB0dYAOZU2I2XIADi/9pS/4GCXt",
+	"oUNihkfY8yIzxCryBVFPDZGAUAwsyMTU50GNfvdYk40LIqJ183QGtbsBRBdYEJit+ZVz0EIXBHscerEm",
+	"lcYkLNdoGrEVJxFikT/3KWo8eX3x5uDELABKxyVhaeodFXskJVAsoO12ELCVdrwHvksoJ6klwjp7cWnZ",
+	"FkjWQHb4+PCQhUTfhhaL5of6I34o3025raVpYaZXwNhqtzqttmqgSSgOfWts9VrtVs8CqXwBVPfQY64q",
+	"zEVKpUmdmBFJtIoI9UhCewAYQHciYshd44J4zD2wVUiON5GSnq96xCq4+FxH66jIH0UbmAS3LzhSU2uA",
+	"O7C0Q8w5EfzQSSIekuWoVu+HenMtuN+2KXI/oc4TFRLYfKN5TfOcBb67dpSlE3KbVCKTOiq4sr5QuD+h",
+	"bDYLfErUUakD9Bl94UExTPGNhJoEoyYivFLMTV85fDGT9w6uHQi7EeEho7oEo2b0Oo4R5CdyKw4XYhnk",
+	"g1YhgsX9bx5zJYNC8gUV1DKh6hGghPrJcEh5L5JTUm8dZl4zX0by9CTPcptxFPxhYuWAO7H02+p7eDn/",
+	"vT4/Hrny2+zxwcstLjD1cCDFXc/Fs6PhsNOduv3WD7wwthrIDG64My4LxPtolza6MBhp1PoFFHMBSFfg",
+	"RUkQKvyb24iLdaCjuUABLyIzXP3W9mV+tK1eu19l90hQ4fAVE2fMg9qB8ur2FVps/+Yx9nQxM/ike7z7",
+	"k0vGzjBdmxpoSigzWrP1ggoSqbiKPO5A3tCc64QibL2X3+VO+sPMD8jHLRSFqO4CSN1vR11/yf7lz49U",
+	"JwZIzpREZoH5wnQa0VdDSkpwUSWBnhJ0LTmM5DxzxjzUyPO7MfKXyxjEI+dAMn8YHUQMUw4AaNCGoCG5",
+	"eH/L5T+Vu92kAOWb1btKYlFhSrN/OaMkf5AKIL+StNkyzmzV0yGr/CiROsW0jIHl3Wnzn3Dzp3bzuHXV",
+	"fP+hY3fa7Y//UBba/klo1Q/4Bqvt5ynW4Vf/DT1jEdK8S4rHoFP4jKIwIFKw5ERe2gKN+IG3Xr548vTV",
+	"m6ctcSvQV4d3IQXq7yIJyOJISWojtCV2bbTEt008J3/odQa9oVRzMuj0q7nuNad5xmLqPRB9ODWsOiOY",
+	"7qARCxD/ftpKGMKIuVKq8zmKQxU8S6Ibn85P5H1PZXMW68hfSY2nEn8aIG5KBeFQypfrn6Qc9wqEbfCy",
+	"eRVXWRcH3YnfWYXiB26chBrB01qiFrtWtQMMXmzNgVBzV+BtDhatX44VvJTaD+G8/FS1+F55qkmNzeka",
+	"RSwWSkk1LasDLCAcdeFzweYRXnI7PdKQsWBCodgwF77LpeagltxUHe0WkimADuFzTridSRtCM18g4S8J",
+	"t5UWJJHlOZN6t/z1kfpOg/gRR2xFW+jpbcgkdZIIhtYsjiSS45BEUg0M1qpejD50JJUbOcDt+qACtc40",
+	"aOrRzjDAfh6rrN+hPz59eY60DHclFYIk/vBKlR364+XleaofGRjbSPVZyMC6NaG/Q5f/eP5063AQFiP3",
+	"u+WlD2rsP0ys508vJ5YNM0pxT1/wiWWrKf8wkXudWB9R524DqotcPt7+fMAomtpkcR4xOS+JOYTm69j6",
+	"X/CeZRa0TDCn5MZlJfLtepvH3BgKarqM3hDIwBAMrDuq75NgLODGlGGy8T30j6dnL08S6UTpfFyp8GVo",
+	"/jok9PT8hRz2UytEO4iwMc/dSSX+WIJQxhJbjlB64wmYAXd+OyJ+XrXHHOkT3IJya6x00d0oZ4MJCrAM",
+	"/oE5GEkEoSfZZCw2K+rvyh6jcG87wkk03Y9vm+WnFFZPPUaAAxMqMWg8oQgBCo0NrZS/aBQaI8CguxCg",
+	"Unz5lZy9BmbJ2SsivFVqSzi2sSRqE+sYMpxMQqaU3mw0aPdyv0iyU0tQu5Dr+LXJabAoSVTBDPB5D9S2",
+	"Bu3e7u/eUnyDfeWNySPBRWKHbYiSUzwox4ebzmEqZh1mm0xX4kdZ7TntjVSmQZDjVO2pbHM+1VcRdHUz",
+	"BHy2xGudOVV0dMPj7HBJFtiEAtaBKT9NnlKpw99+h8w+Mn4L6CuaFIYaI6wS5sBpo7BVfwID16pSP6G6",
+	"klUFNzXVFJ6kNWvuwU936/hPcOBexPTFN3VfNgnOtV5WTRt2vnou/6kSyL/TbLruV99+B3r8N0B+5Ud5",
+	"3DPuqACcnFmXVMbxdILaYO6huhOkCmE7SIwxQMlSa8yGd7faLrNn9Nzm+k+zWHWSaakr/0kRDjjTxiO4",
+	"C4xW34WMdWlzQ9kUkc3V10hFqokQ312cnj1/vAf6nEFs7ttMaG5dPMW3r+HKXapjqvmZqnQEeHsvYVTF",
+	"meiSxcB2EqJrChkjRpHp6wU9i4ffWpkiUUkxGF31+d37tJFktshq0k/unRXxYP3TIghvh4KJox5EFID3",
+	"+Sr5ECqrFrPORpuJZDrku9izpNPrtI+67Y2WIp3O0fGwP9poT2GNS368ChnnPsQGDHplURHWuNPtjkbt",
+	"0mTQUee4u9nYY3iUrT7z7j1w6nq83ZDatJBNufBmqP1nFfL3N+x16wgE2uyhRIIHkSezHBQMI2lXEiNC",
+	"pEJDqSCRZoGWihG6cBLPVlu2cwUZ9U/CXxI0JWJFSMrJqQdFDCe0TMj4658LRS/BuYO1bJCEW8BFtNPU",
+	"d/Ttd81kz9rGgk7z7ycCsaTCmXTgCW04cMNb6mo6yDHfOQcnyim58jnJknyfIydbUtmR2gr3PVIoO0rm",
+	"UOvUydZbThPn//rnrNw0oelyM/KLhFen1R2YlzVjyb4L5QEm1MmUcXZyHYIcHYXl2KjQdD372oQ6qgod",
+	"PDlBjqRQ2R7aujBpQPAN6AoqnqaFnmJ3ocJFJtTFUeSTnLSGGpwQpGEM5Y+g29VV6ArnIKmXsDK196To",
+	"O6GmqlAB6v1u10Ycr306R6uFgs5KG5uTmkYQr/AGijsl1fyma+Qo+qyAIP9WlQ3R18gBUDRUpU0cBOsJ",
+	"dfJRao6NnHyOiHOwTWhUdXy+iIx/1yLjk40q57ye4FdjTX+fgmDNK8Hi+eIhpMZEtqslNeI8v7Ehou6v",
+	"f0ajrbLkh3oC4McHkTmTDz9marGWNMTbV7jMNZaTzzcayXWOh8P2qExarC8Cl9YVUAvuH7dGA9uCRfaP",
+	"W0eDBOTySSaxyVTGTssGqAG67VbHDNBtt9rpAPLJZu0APW33qDVI5u0etfqZieWzfHqU+qjXG/Vb5qNe",
+	"b9RrpR/JZx/vLD8rrpOpa1npzTRvfJGgy70/AB8ILs0kaNQXoOeRSiApFZ9VUzsj+m4IvT7hjskH0Q37",
+	"EeZoKoWSUjndUQ6kBcFiiUMdhel7cyL4OGmb2BnKaTrD1oR+b0p7pSuQUmF+BXbGJJdGOd8SkKvl6pTc",
+	"na8frSUwiIrVwqKja3ApXwLHay7lNhtFWImcYoEpNPgwvS8k6LZJVs8jyDb4Ilc9lFyVCQ+3VUp6kxM5",
+	"om6kSW7DALRBnRO3RariOaNVNt94v8zVNNdTv2v+KsnzFGtwHs1YtLS2iGBJma377DHXNmzbRmtVDLrP",
+	"Lr/IdZ/HGqiEOEm6el0lzCmFfJiV6Qqd9N6N7M7wfbZJ3jslwPS6R8PRe9MG7902GbBM1LuP+ANUGAfW",
+	"mMZB8NuShiRy5MADt2U/+PS6rWEyRxcWaabotob7w6fXBhir8dowthmv3Tqqgs+w3UvBKv/IwBWelcFn",
+	"2O/0EvgM+51uBj7y2ceP76tUBvsBMaw3gNNUOx60epkdD1r9O2DYCMZQGDZqdTMYNmr1qiDY640yB9kb",
+	"5U5SPiuD4GjUGSYQHI06gwwE5bMHwbBO5gZ2cjewc6cbOGinGx20s/uUTypv4KCTHpP8I3NO8KwMPp3h",
+	"0bCdAKgzPBocZyAET0uRDMgZUOPtOugdlRkp6NVWZYinBMcv6kxpfPBqwYIsrFQoTX19JlPMpFSlecIC",
+	"T1n7BUMzP+I6ed0Edi5D7RMoFgpP6rXqCuMzlQ+NOfgIGi8P0B9Q+Jf/eom+Rj/+5b9e/uX/a6GzguWb",
+	"Z/ywfpRY0ZeEihMUh3JF3SrjucnYbCiT/ITmyvkcwEczXySuA0hZy5i2tykq50kp6C+6yt11lXOFPEUT",
+	"sJ3WUe58YlNvmWX1/iJoriFnLfNit223222U7Ka2SbGzSbpHnePuJtfbJkfseFHxghovgmZUa2rwO+fM",
+	"noUmpnd2t+fm6aqE+WKxJCPntfut4aiTCCrHw9ZRu5PKKsdS2m73SgW343a/1W8Pjeg2HAxb3VH67fBo",
+	"1G71+r27m/s2+9h8sffdiUEC+0qy9yUb28dvzpahru9ZGXQXU19e6FnSiOZRtlQ41y5UMPoFPk8afgKP",
+	"zHE0OUBEUEPHzbPIIxEE7urLoKr8g4sbWJLkfhCzp5iyYroqs7+hyy4p/y7xwVOsHumekj6dlzo5n6gd",
+	"X8SU35u7FWC1UismVPUG9TbNNSeaKcvt+Mo9PMWcQHZwTUuOIRzbOEJi0ylN6FP5fMN+WTpfzrDTzhp2",
+	"ursMO/dnK5wQj+f5yTMcYYTn2KdcIMNcbF03QstqK6ZCKnJWjdrcpA20WL1boiKNeq0y580VYBQMaHp7",
+	"WdG6e73+0fspuhbxj931wsooSlDQJ6Mpdbrm35mRclrRqNfK/5R90ZBrqbXpP5LHEjFLNnLcb/W2baTV",
+	"6bWHx4N+vzfsD9qj3ii7syKH2razdmtY3Fu7NRr1cv9X2Oxxv9Ut32yr0+sNjvrt9lG32+52hkeZ3cs1",
+	"FnbfbvX7R+3BaNTtDbrH/U5n9PH9BsPu7o8FbXkYnwALpK66HQ86g+NWbyciHB/XR4T2doxudbqjwei4",
+	"O+z1u+2jbr97V0ToAAJvIMKouMER6O9Vh98edbu9/tHRUaef2aQ1HvZKDn/Yy/1//+N7rfvnTJwdu5u3",
+	"cLYLdoDNIyyT0RKEyVaCs7rt7rDZ6TR77ctudzzojge9Vv/4uHvU/ae0jtTYugmC5WY5qbHVbvW6rbau",
+	"QDW2lAw9lD9UYdeusm7KHZ4UWbNeQu7ylOHIA22qcyiJbKc1aPYfN09jwS6kSNP8vn/aGTYvLl9ZaRW2",
+	"3C0a9kuvUf5su0e9Vnej9pqVTINgml2Vr+S4paXUFJHMVy7TJqq00Jj6waRybd9sqrcM26jTff44UwVs",
+	"3FFqx6c+7eP0tDev287TNhGv+rTdNabX/so/fPXdi29enDYND22+wpQ1O93HzZtu8/T7PzX7U1/c66j7",
+	"w2Mw0RWP+vs/oX5TDX63Q1bMYcchW28w9aYkmlvpUdfZck5R7fbzB96VBGSPCGAQLX1ercvoNo6eFmBA",
+	"SvmVazX31k+kpI0gvHS6hv9mVBIgoYkyoq4H3xF7oKuZSSjqi5RWP5Tj6e5XoEXEVCUilykCL30unuoZ",
+	"f+FsUyVhv/uwQTAkU9INBrr53FOgG1K2qYmbaqdPsMABK80r3A1crKo8/qZSU/UBZzekDaEJbvCcigzw",
+	"yeDkPIx3IeTz87e7MTBJFPvu4vQMcf8nkglNYbQijUvi6PPzt78eBN2QSjIY2slQznedLsjdG3yt6v1u",
+	"//0e2Pz8/O1OVM4diy5yPF2rAoO/LSSWGLAX0mbbtpQiLoyYb4+LrilbcdRQxhvFOiFCqukSKiJiq2pm",
+	"QtXagW6Mz8kzFrkE+KeENvepS9DpMiTy9dOzb9ALyoVPXYHOXnTb7cOzF71220anYRiQCT1rchL5hB+M",
+	"4VLYSDVQQFNMvZXviYWNPCjy8+y8Mzx8/KwzRJfPXr4+f6McM2xFIntCoet/4pi5IdRj0SOuu/suCBGo",
+	"4agccefATqpOps0712jOJnS6Rg0HBz7mhMv35AwLtkJLTNe6+ati3smdlfO20OWCcAI1AsFQBfYHjrKp",
+	"CLpwIa+63n9Ma6E/pDHqNQ3Wqq5YAhI4dOhG2fQpJ5T7wr8hlcHm6rtiJl9a4XtnOe3qJc0J1WAYIwcD",
+	"vjg2crCH5X8WLAxJJP81DbB7vSJB4KBGBhUPso+akbh1UCOLi4M2nJ/85/nFa/m261HcdfQ/euYfffmP",
+	"yPwiaSBpLjsO+vlf/iP5s+9UwSfdxN1hdH+bGVPlxFNi8ZoSuIzaXquJQ9Y2pljauw+WxndJQzR1zkJR",
+	"/6QpwcaT97aFI3fhC+KKWJIaS118y7ZmYWd4JWYBC7k1PupI6T0DrLGFzYvmMl0pVbojf4EeKgkJuJpP",
+	"pQbQGyZgzyyNMkG0YP38tNPuopVcTohDEmlL9FFHk4wWEBEkCOUsUlTg2XmvKy9nvJQEkGhiY5uu0GP0",
+	"5oyjWzRljAvkBsy9Rrdo0OkiOeChG1yrZHc582125ggLcpLAC4hGYSoETClQByTX1cw8k58fnEBEahj5",
+	"NNPPWFVYT9sLcDJXHSElvvB4qWpOA6nLFP1crVYteuN7Pm65bHlIaDPmh3Myk6s7nEc4XPgub7o48vhh",
+	"r61J8mEkbpsSyvA/wocy+154BfEzbdvQBqNi3UNnMuQPOj1UZkwCDtvIpyBUKcdBQy3CVinMKYLpH6SI",
+	"dfCbK6RCkOHdmZu7m9EffpiHcXWlREeeoqRx5vLo4igVd9sxDA1aHEtqMkaSbdiIh9j16dxGYUxdESey",
+	"gGYyUkTQlZ79OTUd0zcrpX0alneqe4dHCAiboYDPz9/aiLTmLaTAUFEcUVV83+plz/Qd+qSEXTU8+EKb",
+	"v9Dmh6fN+9JliKEpJ8vPz9/+rduuyoWpRI9MaM1WIh2kBvfq4oYx1fXT0nwV9NVX4FP56quk9wfUZA/W",
+	"ZannE1roVR5heq16ADiqCpwzLvREByWurN+6XBuhHlD6tBc5sAzTfh2bN1oTeomvdeUQ4BeqPr1qnPT8",
+	"aaatf0U9poxD4oE5wt9gDm6CiiQIPnc+bn5x30POOwM8Q9N1AblsVIZYjRSzDjKoZad41UgQq/IEFDbn",
+	"lC6PzHAcSHKb9UnYFqFyO+8Kv246RVO/YuK/fH+XUscQFLhP2GHteEZ4+09Z18p+kY2fOxCyzkdvEvfN",
+	"vl94j9e1v1GpRGc+3fcLfFv7C+j4UPvtJ6q52wNo/5DYmVP/JWOextQLjMFKVQRS2T/TdbbqSXkW0NYk",
+	"5tQQbGYu7Zo/Ku9z366dLJ1tJt9rbzR/73RH3fKU6v5xa7QlJqHbbhXjKyC3JxtUopKYJVUzgR3Fbm9f",
+	"vL5/617fYubXL4zvo95wVIruvU6rtwXde93CcXWPjlvZsKFBfzhIkL37+ZD9S0DLryagJYkGl6ihI9al",
+	"eFUUpXKNUuUK9jDyZSX8EmVSalnQx8LEGEviRee/MeMdqHCp0gWt1rIlVSrDHgCPdzmZ4aU93MxZ/Ey9",
+	"VlVOqDO1hF+Ll/keNzu3bwnr4s18n/dBS9p+V665OVfC9Yqz1Hdtw0Z3OrcL6PCbdm8r5NvLwR0GmFLV",
+	"RLT0zkysF4gSKGKXqs0bRhMs0M//9v8iZ+nTq01lVbuWYVmXl88u0c//9u/IkczJqK3j1EU884UtSa1q",
+	"juviyPvvEws9Y9GEKod66kNGS3lfTMUQYyxpmFonqr30inCBBm1VnDgtWpytrbckRJhRlL9ZdYfFSeFW",
+	"O/GLT6hKntAZijyOZthVYT6qjeA0U8dOEhTlPjdl7Bqqy1ESK/AICN2cJA51UCrAK1+so5iUTFTJH3YW",
+	"qnIik4xom2QIn6dFlaHMktrS1KceH0MdO318E9pQxRNVtW+0YnHggW12wQJPt8OMiEGBAxs5pn4Td/SW",
+	"dLhT+qk8n+RLLOVEF9zNkI/laJMFFOGbUCc1kUtgqE6Dr0NDcTdOR3UA9CMONe2zmpiqqwvJIRSOytgC",
+	"fc6RxCw3YFyCVH8NICwUEpSoOMMRYrPZhDYmVvYkVOtQnMefDvI56o2ScpdqkYP2xDpooe+hOKUTcxJx",
+	"R0+oKgyqMjgJ4vuUCyxBqkpsPz9/yw9UDXPYwoTCW25qyIIh1QTI8akbxB65UkUd/yCimDi2ClRQssCE",
+	"Fv1hhujdEESZOq8ZwumlUpRRfoA9j3j2hKrBc8m7xmxPCY4kgJ6fv0UNQL5cgckx+st/dtvo9xOqq15i",
+	"eDPra/zLf/bb6PcIuxHj/OBEB3YCwvtcewp04rLqNobVwymwJP0KMEbVU0MsyBI1lGXMXRD3mngOgnSg",
+	"0mym8wDTB6vxvS15lc0UEmiUslNj6q/BUAq9A1ROmsL17FqBE0gMl4heaVQs4wFbF727mXHpLtLOxaUF",
+	"7nWStwoagpaYZZnpjRWOliY3HcgfNITTiXWZ7LwDGy2r95zyMqvmzkbDfnFrnRpbe1K4/0mjg5McaVGO",
+	"+wr64qtOupW7gYHLC493NltLd2qWTS9ESyEeT5U92Cgrit4osasCzLqneKkveXf77LJlSSpU6uzeoJYN",
+	"5fRGM8k/lUWQ0WrP/wHUl01LHJiJ7A1IVIZFgR/9Hnv9BDbtfa3T+1egKqsiVTg0z0sOJQnoZLEwsnuR",
+	"SxnWlAkSroR5no2We0Z0SqkG+JSxgGBahl1/NFePaVFGMBQREUdSwUiEkKqlqMqYpSvotvMk8pOXKSjJ",
+	"J+0Mv9Vkkxvxv9fWQpikRHYq6nfaKGciBwkjiYfo2hZTNhog7hpWwHV1SYNixr+UYCWSj1Vyf/rLlUcE",
+	"9qUCWiqzdUZaPp0S1D1uJQJbTD3dqbvXRphfw5D5bNejexmj52GcCdWehzG/kpxU7lhZoBLabH6QQi83",
+	"nPLutujqOk691rB/ZOoZHLfa7W5aQanT6gy6H3ckKyrZTl6yxK62YJGY4aCyuJFqLZNeoHuamcuLa/WG",
+	"rUFabaHdVvs0xRY6o9bgKCkPpcVCA+eN2g1HveGodZQUqBr0jrqtbvs4Ha531G71j7rF2g12irqZslF3",
+	"RdvjDNaOWkf1sXZ0L6PyAyHtnWzK1XjbSeuF9TrZemHyyccd2cP3wFmNIXe2FJciK1iKk/JnR8e5Cntg",
+	"Ra6JqIP+cJCU7hr0h/1M5S7tmcgh6HvbUlpqwgc2PSlZmVbJfXaFbA+OFiU0Knv2vTt/SGWsKlhKM4g8",
+	"C/2cZrpfqDrJ92AQA7lTWQWwtjQoKw8WyuaUD1nZVrFEsd8Ku98bmNcnIA9n0jZsY1JTStR0jbRUog1Y",
+	"12TNiZjQEM99qhMTQsw5cjJuDwdNsXsNYU3mh5kWluVbKvZvQi+hB6iJgQJRPC85nyTNG5RIwRFO1Qpt",
+	"8IOeFiqmSpU/g2tRZb5/kGImX0Jb/u5CWwpuuMgj0Rg5zdT966BG9uJAKk360Fa9R2yDz6pBSzMk+Poq",
+	"F2jYmGEu5CjykR6qSoHgLKrQH6zMwjKxXflfc38oXdTo3xsLu0eM1y8V8FOi0kjuIlYsF/WT1VsyMTtf",
+	"3Ppf6lR8iVj626xTcb8IjYuYVmVgZaMzopgibmSs35ibWe4vv4HNiAzbChkvkyulKKnd7IgTCp2O5b//",
+	"x5vXr1DDuYjpCxrG0BJMOejDiE0DskQ+RxFRnb2gaRyjLhkjjPrdrqmWl/OHwoDnDGxHICFDbTj0RLGI",
+	"CcUBtFE2wm0DIu4zNfaUw5UTEYcnqve0jSgTqgTChKoUlKs4CkyjdlCWD5IisdBn2SRJpxK0rf3EeEK9",
+	"WLEoYpx4LzyyDJmQV7D5LVk7toQTEdHaGKVhjVr5mtCkHK3pmaZkcvWz3FI6oGhekDDAa+KNEfgGD9Qu",
+	"kkGvydqUtVXN4qbMW0M0P+q3j1voFRPgFPS52Qvkq60nFFq5ldYHBLJ5EdP9BeoUDt+Steb2sOnHzFvX",
+	"YPTpVcVB8HpWOWfm0gLWwVS3zTlramlGDti6wKszqcvNSztRXmjktdMmK+jMf9zacHl9LJdZtt/Ei5g+",
+	"vfV1c+luu1PrCwX5+hTiDAczFi3NF51aHaxjsWCR/5P5qL/lWPQV/nrzeLbXNYWvymB+SlHhrkjaEOC1",
+	"1PG4ckwvMEdTQijyCISTqqIKuh94DRr4hNFZ4LuKaHZ6tYjmS6mQqw8GdYCY9Co8I56PL5VeVM/E8IJC",
+	"jKq8Xvei6sSNI2j/9e6DNSU4ItFpLBbGSpQSfaVVKcKdIffAkDlUg8lbFg79pdwa1M4s5QSPYz/wOMSI",
+	"yONKSaUkRyGOuMl80g3/kRrQGU/ohDYRRmE8DXy+SOqYN+Uwkr+OkaOpfFOCdIyk0HEYBtinuqERcGHM",
+	"JxSpYBlJ6xqO8tY6SLsjQAeTbzoHJ2rGKaHuYomjayQYCx5x3UN8jPSnfwgCvMTNqfJvNOF1x5azmBek",
+	"WKh/h+H1z/PI95ouv3F0L1NU3MEyDoQf4kgcyi+aHhbYkcxP/iRflyqfB+lp2IGoHRMxA56vtOJsjtsa",
+	"vxkUz5KjNDSbA1HSTlygtilm9PO//Ieu6CFPjUUquEeugasVqK36AUkiXeR7ACQkfzYrkeBDDacMXHII",
+	"SAlVqAGe+xPkSMAp+GvrV7PJ8Q1pRoTHgXDQKvIla5afyL3JUWDCkEQolELACXJSKANfe/LmOzW8XFWm",
+	"vxdXfA3pXT+ScoechCMXUzQlMJcgEpZj5PzOgdK0UpKRAgaXPHsBCpc+F3kSLgviJdVl74vRczYq5Bvm",
+	"0r/gXAwjUWV9S/LBSlPAFOblIuDl0zRE3tEZ/nAH2QqAJSFwAAFY3y+wAFHFnFiC8NDVi3C0jKW4MY8I",
+	"UddX4V8LnWrBRN4w5/z1m0zm4gkg7RywRw+mAu0wlTLUVGIs9rTg0e1OqIagjvAjqSRXInG8AArxEBJH",
+	"RY6eoRXyhvETTR3QCmCoiEaVMUZHgpSbY+QwGTuM/rPkdkhVJaEgUonUGF1hf8lv4ZkkOGVXLncQiZec",
+	"y7PHARDPZhqoZdqFKUIKV5Rp0ly1dzGvCibpjwZHtYrsVwl/JXQxL2CEkUQR4SuRS2JQrqxzEqAz9SmG",
+	"NW8p49wdDDdLN0uUL81CztNYRzfp0xdYFRmHCgob55YRG9+p4W218PSQ2fQHIiWTj7aV8rb8xnNVFjSc",
+	"i1NtylVZCRb5FGGVG/tFkP0iyP7NCbKp/GgYUqWEV0vg/aB8zx8VNZBHVSL0roFsSm0bqG1i40rjaSOE",
+	"KcLe0qfytc2yL9/A0HdhcmBB101iNg3o/c3Vqqm8THpMWmf1TnUn7nQha2DsMxZNfc8j9DOXt6iLcwqQ",
+	"O5Qnu7pxhPJcRjEdV8nmNgpwLKVj6JNAPeAzswDPwVFukJoTIXwqfyPatqaaXUjhT36gfs3IwhWFJu4k",
+	"Yt3BS1qJrPt6e2Y4qiTT5j3wigAZ2sfYu6VAcXptap2WAr4qR/G3XwwmQelS2zFgyXgzXBdkqiWJ5lLt",
+	"FO4CNS6ePUFHvePhASQmgQIrlRyw1GppKzXVSpVoui8JPkG6RUpEluyGSJ1Gjy4F6szgSVMyZT5Wdl53",
+	"gekcDNUuiyLigvk628oFVB1KVlATGBnUuSYk5CqvpzTX8G3o4QfiAnUMqwDyJoD863sYWc+TBMedRtZa",
+	"IuevngJgiLaH5JRV67OKsZ+ea34RJZ96xiIK7dEFBv1zH1lR926v7qgI9igo06iSoZOERDDcZOxGLbBn",
+	"NZQPR1ugJF8/mNBZxtII5i/59ynkxWjbqPz1BCUG0JVPOWKSeunXnKp4qW9g+U9006DPJhCUV8TVxjuh",
+	"SuMmkNo/v+oB86nKF5YcWq26Uw9VZyqzFrDD+qY9f2UEkQqGrR29SYLgjfqkdvjPM2WA+SQVfKDlVSa8",
+	"w07q95RH9fwNViR5vy0ieo+ohvSe6+AGbXhy+U2u9kABCHYGRrbaip1ZtL2xbVsv31bbtEuOxN48DjsH",
+	"UzuF+ISqQxjZAD5bwQggK8Fj97r2yG7bcAa99iRff3qntUwy+SRb9u+iA8llks7GYy6wT4nXzHpOKitz",
+	"5Jme7jtcWcIR4jIEQ16EV4qZiSUOx8iJ2Iq/89+3YLJ3P7x3TO8/XdZRlW6EZlTv/PeOvOtOrmeV/EYF",
+	"V2a7HhrBf4GloDahPNZtGCvU3zPTN/k3pAG7LNJ1Hrb3mLVVG0DTVPmvfzZ/p0CU3ENqJvMIKFJJ6TPT",
+	"HWxU6A5mw3WUm2GrtPrZFurbqUd9y7sR7qC8laXPVIO/XX35Srrupe305PE+MDvZvaHOUb9iR0fd1vG2",
+	"HfVaR4UdDUbtVrZJXGfUK2v+3jYVvT7JGdbjoN3BqHzXoyGEEW5pq1c8R/VFsumjQe8THOSvpDLf+6o+",
+	"z++3Zf7tITNoKlnBOH8DffofhF1mSgggnGglUjMD4pqtI6KjBGoy0V3N+M9T226ZBjnON+TH1JPz6woz",
+	"WKjwDf1upW6JPqFqqdf/K9EtQURgq1+jdqkO+G9PoVMywm55RYoiaQNj+Ko8aaOk+32x43tvMDoqo62G",
+	"cnZ7PdPfvoymFwbrHPW3DTbo9h6O2mauy34qmlbLsks3WtiEAoyU7gSgkfs3SpX+WW5S7uRe2pM8tb8f",
+	"5Snjdiuj9mCCjG4MqYujQHc6GB8eBszFwYJxMR61R21LZfLO1YslkfYmNlLnbmaaZQLFh7bztikTabiA",
+	"6b0JZCRtll5Wi+N7CLs7Ue2/oE4cpuj0/AW4VxrOqTZK60TQx2BLRd8+/UfHRkvsJWFjOsLzmqw5Utk2",
+	"zkFm8qwdtSI0KwmSSOKXGs/P33Idy8iN440fJCXRNgq8sBmUE8nMm5TLK6vpBLWooKwHRPUl8ypI53MR",
+	"VEEs5ehLCrXlJkrSc0vKiBAciIUNgXFyC3JTUFkUDlTzogi7Iu35T2ZEihQk6aKRFnzH1sf3H///AAAA",
+	"//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

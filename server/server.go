@@ -134,6 +134,7 @@ func New(st *store.Store, cfg Config) (http.Handler, error) {
 	)
 	strict := api.NewStrictHandler(s, []api.StrictMiddlewareFunc{withAccept})
 	api.RegisterHandlers(e, rawBodies{ServerInterface: strict, ssi: s})
+	registerDocs(e)
 	if err := registerPages(e, s); err != nil {
 		return nil, err
 	}
