@@ -20,9 +20,10 @@ import (
 // strong ETag over exactly those bytes.
 
 // cacheHeaders are the response headers a cached answer keeps: those the
-// handlers and the compressor set. Per-request ones (X-Request-ID) are not.
+// handlers and the compressor set (a page's own Content-Security-Policy
+// among them). Per-request ones (X-Request-ID) are not.
 func cacheHeaders() []string {
-	return []string{echo.HeaderContentType, echo.HeaderContentEncoding, echo.HeaderVary}
+	return []string{echo.HeaderContentType, echo.HeaderContentEncoding, echo.HeaderVary, echo.HeaderContentSecurityPolicy}
 }
 
 type cachedResponse struct {
