@@ -116,20 +116,36 @@ func (c *Catalog) Lookup(name string) (GPUSpec, bool) {
 	return c.gpus[i], true
 }
 
-// Suggest lists up to n catalog names that contain name's key, for a
-// message about a name that did not resolve.
+// Suggest lists up to n catalog names close to name, for a message about a
+// name that did not resolve: those that contain its key (or that it
+// contains), else those sharing its longest prefix ("RTX 3095" → RTX 3090,
+// RTX 3090 Ti).
 func (c *Catalog) Suggest(name string, n int) []string {
 	k := gpuKey(name)
-	var out []string
-	for _, g := range c.gpus {
-		if k != "" && (strings.Contains(gpuKey(g.Name), k) || strings.Contains(k, gpuKey(g.Name))) {
-			out = append(out, g.Name)
-			if len(out) == n {
-				break
+	match := func(f func(g string) bool) []string {
+		var out []string
+		for _, g := range c.gpus {
+			if f(gpuKey(g.Name)) {
+				out = append(out, g.Name)
+				if len(out) == n {
+					break
+				}
 			}
 		}
+		return out
 	}
-	return out
+	if k == "" {
+		return nil
+	}
+	if out := match(func(g string) bool { return strings.Contains(g, k) || strings.Contains(k, g) }); len(out) > 0 {
+		return out
+	}
+	for p := len(k) - 1; p >= 3; p-- {
+		if out := match(func(g string) bool { return strings.HasPrefix(g, k[:p]) }); len(out) > 0 {
+			return out
+		}
+	}
+	return nil
 }
 
 // LookupGPU finds a GPU of the embedded catalog by name or alias.

@@ -61,7 +61,7 @@ func (c *Service) Plan(ctx context.Context, pq PlanQuery) (Plan, error) {
 	f := store.RunFilter{Model: pq.Model, Engine: pq.Engine, KVCacheDtype: pq.KVCacheDtype}
 	if !pq.IncludeScaled {
 		var err error
-		if f, err = c.withGPU(ctx, f, pq.GPU); err != nil {
+		if f, err = c.WithGPU(ctx, f, pq.GPU); err != nil {
 			return Plan{}, err
 		}
 	}
@@ -112,27 +112,30 @@ func (c *Service) Plan(ctx context.Context, pq PlanQuery) (Plan, error) {
 	return out, nil
 }
 
-// compareOptions ranks options: those meeting the target by total tok/s at
-// it (measured before scaled on a tie), then those missing it by how far
-// off they are, then those that could not be modelled.
+// compareOptions ranks options: measured runs meeting the target, then
+// GPUs scaled from one that meet it (each by total tok/s at the target),
+// then those missing it by how far off they are, then those that could not
+// be modelled.
 func compareOptions(a, b PlanOption) int {
 	rank := func(o PlanOption) int {
 		switch {
 		case o.Err != "":
-			return 2
-		case o.Plan.Meets:
+			return 3
+		case o.Plan.Meets && !o.Scaled:
 			return 0
+		case o.Plan.Meets:
+			return 1
 		}
-		return 1
+		return 2
 	}
 	if r := cmp.Compare(rank(a), rank(b)); r != 0 {
 		return r
 	}
 	switch rank(a) {
-	case 0:
-		return cmp.Or(cmp.Compare(total(b), total(a)), cmp.Compare(boolInt(a.Scaled), boolInt(b.Scaled)))
-	case 1:
-		return cmp.Compare(a.Plan.Shortfall.Ratio(), b.Plan.Shortfall.Ratio())
+	case 0, 1:
+		return cmp.Compare(total(b), total(a))
+	case 2:
+		return cmp.Or(cmp.Compare(a.Plan.Shortfall.Ratio(), b.Plan.Shortfall.Ratio()), cmp.Compare(boolInt(a.Scaled), boolInt(b.Scaled)))
 	}
 	return 0
 }
@@ -170,9 +173,10 @@ func gpuMatches(filter, gpu string) bool {
 	return strings.EqualFold(filter, gpu)
 }
 
-// withGPU narrows f to runs on gpu: every stored name of the same catalog
-// GPU when the catalog knows it, else that name.
-func (c *Service) withGPU(ctx context.Context, f store.RunFilter, gpu string) (store.RunFilter, error) {
+// WithGPU narrows f to runs on gpu: every stored name of the same catalog
+// GPU when the catalog knows it ("3090" finds runs on "NVIDIA GeForce RTX
+// 3090"), else that name.
+func (c *Service) WithGPU(ctx context.Context, f store.RunFilter, gpu string) (store.RunFilter, error) {
 	f.GPU = gpu
 	if gpu == "" {
 		return f, nil

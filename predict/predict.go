@@ -152,7 +152,7 @@ func (c *Service) selectRun(ctx context.Context, sel Selection) (string, []strin
 		}
 		return "", nil, nil, invalidParam(field, "select a run with run_id, or with both model and gpu")
 	}
-	f, err := c.withGPU(ctx, store.RunFilter{Model: sel.Model, EngineVersion: sel.EngineVersion, KVCacheDtype: sel.KVCacheDtype}, sel.GPU)
+	f, err := c.WithGPU(ctx, store.RunFilter{Model: sel.Model, EngineVersion: sel.EngineVersion, KVCacheDtype: sel.KVCacheDtype}, sel.GPU)
 	if err != nil {
 		return "", nil, nil, err
 	}

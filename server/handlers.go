@@ -61,7 +61,10 @@ func (s *Server) ListRuns(ctx context.Context, req api.ListRunsRequestObject) (a
 	if p.VRAMGBMin != nil && p.VRAMGBMax != nil && *p.VRAMGBMin > *p.VRAMGBMax {
 		return nil, invalidParam("vram_gb_min", "must not exceed vram_gb_max")
 	}
-	f := runFilter(p.GPU, p.Model, p.Quantization, p.Engine, p.EngineVersion, p.KVCacheDtype, p.Submitter, p.SubmittedBy, p.VRAMGBMin, p.VRAMGBMax)
+	f, err := s.calc.WithGPU(ctx, runFilter(nil, p.Model, p.Quantization, p.Engine, p.EngineVersion, p.KVCacheDtype, p.Submitter, p.SubmittedBy, p.VRAMGBMin, p.VRAMGBMax), deref(p.GPU))
+	if err != nil {
+		return nil, err
+	}
 	sort := store.SortCreatedDesc
 	if p.Sort != nil {
 		sort = string(*p.Sort)
@@ -310,10 +313,13 @@ func (s *Server) GetLeaderboard(ctx context.Context, req api.GetLeaderboardReque
 	if p.Metric != nil {
 		metric = string(*p.Metric)
 	}
+	f, err := s.calc.WithGPU(ctx, runFilter(nil, p.Model, p.Quantization, p.Engine, p.EngineVersion, p.KVCacheDtype, p.Submitter, p.SubmittedBy, p.VRAMGBMin, p.VRAMGBMax), deref(p.GPU))
+	if err != nil {
+		return nil, err
+	}
 	entries, next, err := s.store.Leaderboard(ctx, store.LeaderboardQuery{
 		ContextTokens: p.ContextTokens, Concurrency: p.Concurrency, Metric: metric,
-		Filter: runFilter(p.GPU, p.Model, p.Quantization, p.Engine, p.EngineVersion, p.KVCacheDtype, p.Submitter, p.SubmittedBy, p.VRAMGBMin, p.VRAMGBMax),
-		Limit:  limitOr(p.Limit), Cursor: deref(p.Cursor),
+		Filter: f, Limit: limitOr(p.Limit), Cursor: deref(p.Cursor),
 	})
 	if err != nil {
 		return nil, err

@@ -129,6 +129,10 @@ func (p *pages) index(c echo.Context) error {
 	if !slices.Contains([]string{store.SortCreatedDesc, store.SortCreated, store.SortGPU, store.SortModel, store.SortPeakDesc}, sort) {
 		sort = store.SortCreatedDesc
 	}
+	f, err := p.s.calc.WithGPU(c.Request().Context(), f, f.GPU)
+	if err != nil {
+		return err
+	}
 	runs, next, err := p.s.store.ListRuns(c.Request().Context(), f, sort, 50, q.Get("cursor"))
 	if err != nil {
 		var de *store.Error
@@ -325,6 +329,10 @@ func (p *pages) leaderboard(c echo.Context) error {
 		metric = store.MetricTotalTokS
 	}
 	data["Context"], data["Concurrency"], data["Metric"] = l, b, metric
+	data["MetricLabel"] = map[string]string{
+		store.MetricTotalTokS: "total tok/s", store.MetricPerRequestTokS: "per-request tok/s",
+		store.MetricTTFTMs: "TTFT (lowest first)", store.MetricTBTMs: "time between tokens (lowest first)",
+	}[metric]
 	ctx := c.Request().Context()
 	entries, _, err := p.s.store.Leaderboard(ctx, store.LeaderboardQuery{ContextTokens: l, Concurrency: b, Metric: metric, Limit: 50})
 	if err != nil {

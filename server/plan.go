@@ -113,10 +113,10 @@ func (s *Server) ListHardware(ctx context.Context, req api.ListHardwareRequestOb
 		return nil, err
 	}
 	vendor, gen := strings.ToLower(str(req.Params.Vendor)), strings.ToLower(str(req.Params.Generation))
-	out := api.ListHardware200JSONResponse{Gpus: []api.HardwareGPU{}}
+	out := api.ListHardware200JSONResponse{Items: []api.HardwareGPU{}}
 	for _, g := range calculator.Hardware().GPUs() {
 		if (vendor == "" || strings.ToLower(g.Vendor) == vendor) && (gen == "" || strings.ToLower(g.Generation) == gen) {
-			out.Gpus = append(out.Gpus, toAPIHardware(g, counts[g.Name]))
+			out.Items = append(out.Items, toAPIHardware(g, counts[g.Name]))
 		}
 	}
 	return out, nil

@@ -81,6 +81,15 @@ func TestPlanner(t *testing.T) {
 			t.Errorf("the closer miss is not first: %.1f before %.1f", *p.Options[0].Shortfall.Value, *p.Options[1].Shortfall.Value)
 		}
 	})
+	t.Run("measured options first", func(t *testing.T) {
+		p := plan(t, e, url.Values{"context_tokens": {"0"}, "min_per_request_tok_s": {"50"}, "model": {"fara"}, "include_scaled": {"true"}, "limit": {"3"}})
+		if len(p.Options) != 3 || p.Options[0].ScaledFrom != nil || p.Options[0].RunID != fara.ID || !p.Options[0].Meets {
+			t.Fatalf("first option %+v, want the measured run, which meets the target", p.Options[0])
+		}
+		if p.Options[1].ScaledFrom == nil || p.Omitted == 0 {
+			t.Errorf("then scaled GPUs: %+v, %d omitted", p.Options[1], p.Omitted)
+		}
+	})
 	t.Run("scaled to a catalog GPU", func(t *testing.T) {
 		p := plan(t, e, url.Values{"context_tokens": {"0"}, "min_per_request_tok_s": {"50"}, "model": {"fara"}, "gpu": {"RTX 3090"}, "include_scaled": {"true"}, "max_ttft_ms": {"2000"}})
 		if p.MatchedRuns != 0 || len(p.Options) != 1 {
@@ -111,7 +120,7 @@ func TestHardwareCatalog(t *testing.T) {
 		t.Fatalf("%d %s", rec.Code, rec.Body)
 	}
 	measured := map[string]int{}
-	for _, g := range list.Gpus {
+	for _, g := range list.Items {
 		measured[g.Name] = g.MeasuredRuns
 		if g.Source == "" || g.MemoryBandwidthGbs <= 0 || g.VRAMGB <= 0 {
 			t.Errorf("%s: %+v", g.Name, g)
@@ -131,6 +140,9 @@ func TestHardwareCatalog(t *testing.T) {
 		}
 	}
 	runCases(t, e, []getCase{
+		{"runs by a GPU alias", "/v1/runs?gpu=3090", 200, []string{`"gpu":"RTX 3090"`}},
+		{"leaderboard by a GPU alias", "/v1/leaderboard?context_tokens=0&concurrency=1&gpu=GeForce%20RTX%203090", 200, []string{`"gpu":"RTX 3090"`, `"rank":1`}},
+		{"a GPU the catalog lacks is matched by name", "/v1/runs?gpu=Voodoo", 200, []string{`"items":[]`}},
 		{"unknown GPU", "/v1/hardware/Voodoo%205", 404, []string{`no GPU named \"Voodoo 5\"`}},
 		{"suggestions", "/v1/hardware/RTX%20309", 404, []string{"did you mean", "RTX 3090"}},
 		{"by vendor", "/v1/hardware?vendor=nvidia", 200, []string{`"name":"RTX 3090"`}},

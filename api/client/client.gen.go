@@ -866,7 +866,7 @@ type HardwareGPUSegment string
 
 // HardwareList defines model for HardwareList.
 type HardwareList struct {
-	Gpus []HardwareGPU `json:"gpus"`
+	Items []HardwareGPU `json:"items"`
 }
 
 // Health defines model for Health.
@@ -2113,7 +2113,8 @@ type ClientInterface interface {
 	// engine would not run one more at once), `speed`, `ttft`, or
 	// `measured_range`.
 	//
-	// Options meeting the target come first, by total tok/s at it; then
+	// Measured runs meeting the target come first, then catalog GPUs scaled
+	// from one that meet it, each by total tok/s at the target; then
 	// runs that miss it, closest first, each saying why and how far off
 	// ("per-request speed at concurrency 1 is 38 tok/s, target 50"). With
 	// `users`, each option says how many instances (and GPUs) serve that
@@ -2648,7 +2649,8 @@ func (c *Client) ListModels(ctx context.Context, params *ListModelsParams, reqEd
 // engine would not run one more at once), `speed`, `ttft`, or
 // `measured_range`.
 //
-// Options meeting the target come first, by total tok/s at it; then
+// Measured runs meeting the target come first, then catalog GPUs scaled
+// from one that meet it, each by total tok/s at the target; then
 // runs that miss it, closest first, each saying why and how far off
 // ("per-request speed at concurrency 1 is 38 tok/s, target 50"). With
 // `users`, each option says how many instances (and GPUs) serve that
@@ -5657,7 +5659,8 @@ type ClientWithResponsesInterface interface {
 	// engine would not run one more at once), `speed`, `ttft`, or
 	// `measured_range`.
 	//
-	// Options meeting the target come first, by total tok/s at it; then
+	// Measured runs meeting the target come first, then catalog GPUs scaled
+	// from one that meet it, each by total tok/s at the target; then
 	// runs that miss it, closest first, each saying why and how far off
 	// ("per-request speed at concurrency 1 is 38 tok/s, target 50"). With
 	// `users`, each option says how many instances (and GPUs) serve that
@@ -8456,7 +8459,8 @@ func (c *ClientWithResponses) ListModelsWithResponse(ctx context.Context, params
 // engine would not run one more at once), `speed`, `ttft`, or
 // `measured_range`.
 //
-// Options meeting the target come first, by total tok/s at it; then
+// Measured runs meeting the target come first, then catalog GPUs scaled
+// from one that meet it, each by total tok/s at the target; then
 // runs that miss it, closest first, each saying why and how far off
 // ("per-request speed at concurrency 1 is 38 tok/s, target 50"). With
 // `users`, each option says how many instances (and GPUs) serve that

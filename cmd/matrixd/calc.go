@@ -14,7 +14,6 @@ import (
 	"github.com/matrixd/matrixd/calculator"
 	"github.com/matrixd/matrixd/predict"
 	"github.com/matrixd/matrixd/server"
-	"github.com/matrixd/matrixd/store"
 )
 
 const calcUsage = `usage: matrixd calc SUBCOMMAND [flags]
@@ -212,7 +211,7 @@ func calcCmd(ctx context.Context, args []string, getenv func(string) string, std
 			return c.usageErr("--limit takes 1 to %d", predict.MaxPlanOptions)
 		}
 	}
-	st, err := store.Open(ctx, *f.db, store.Options{})
+	st, err := openExisting(ctx, *f.db)
 	if err != nil {
 		return err
 	}
@@ -283,7 +282,7 @@ func printBasis(w io.Writer, method, speed calculator.Basis, runIDs []string, ba
 	}
 	fmt.Fprintf(w, "\trun %s\n", strings.Join(runIDs, ", "))
 	if band != nil {
-		source := "the run's held-out p90"
+		source := "the run's conformal 90% bound of its held-out errors"
 		if method == calculator.ScaledGPU {
 			source = "scaling to another GPU"
 		}

@@ -196,7 +196,7 @@ func exportCmd(ctx context.Context, args []string, getenv func(string) string, s
 	if fs.NArg() != 1 {
 		return c.usageErr("name one run id")
 	}
-	st, err := store.Open(ctx, *db, store.Options{})
+	st, err := openExisting(ctx, *db)
 	if err != nil {
 		return err
 	}

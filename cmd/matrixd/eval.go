@@ -33,7 +33,7 @@ func evalCmd(ctx context.Context, args []string, getenv func(string) string, std
 	if *corpus != "" {
 		return evalCorpus(ctx, *corpus, *asJSON, *verbose, stdout)
 	}
-	st, err := store.Open(ctx, *db, store.Options{})
+	st, err := openExisting(ctx, *db)
 	if err != nil {
 		return err
 	}

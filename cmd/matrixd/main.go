@@ -22,6 +22,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -191,6 +192,16 @@ func envOr(getenv func(string) string, key, def string) string {
 		return v
 	}
 	return def
+}
+
+// openExisting opens a database that commands only read (calc, eval,
+// export): a missing file is an error naming it, not a new empty database
+// that answers "no such run".
+func openExisting(ctx context.Context, path string) (*store.Store, error) {
+	if _, err := os.Stat(path); errors.Is(err, iofs.ErrNotExist) {
+		return nil, fmt.Errorf("no database at %s: start the service once (it creates and seeds one), import runs into it, or point --db (MATRIXD_DB) at the one the service uses", path)
+	}
+	return store.Open(ctx, path, store.Options{})
 }
 
 func dbFlag(fs *flag.FlagSet, getenv func(string) string) *string {

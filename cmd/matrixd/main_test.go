@@ -390,3 +390,22 @@ func TestEvalCorpus(t *testing.T) {
 		}
 	}
 }
+
+// TestReadingCommandsRefuseAMissingDatabase: calc, eval and export pointed
+// at a file that is not there say so, and create nothing.
+func TestReadingCommandsRefuseAMissingDatabase(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "nowhere.db")
+	for _, args := range [][]string{
+		{"calc", "decode", "--db", db, "--model", "fara", "--gpu", "RTX 3060", "--context", "0", "--concurrency", "1"},
+		{"eval", "--db", db},
+		{"export", "--db", db, "rabc"},
+	} {
+		err := run(context.Background(), args, env(nil), nil, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "no database at "+db) {
+			t.Errorf("%v: %v", args[:2], err)
+		}
+		if _, err := os.Stat(db); err == nil {
+			t.Fatalf("%v created %s", args[:2], db)
+		}
+	}
+}

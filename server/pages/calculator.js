@@ -159,9 +159,9 @@
         r.body.rows.forEach(function (row) { row.cells.forEach(function (c) { if (c.total_tok_s) peak = Math.max(peak, c.total_tok_s.value); }); });
         var cw = 56, chh = 24, left = 52, top = 20;
         var s = svg("svg", { role: "img", width: left + cw * bs.length, height: top + chh * ls.length + 4, "aria-label": "Predicted total tok/s by context and concurrency" });
-        bs.forEach(function (x, i) { s.appendChild(svg("text", { x: left + cw * i + cw / 2, y: 14, "text-anchor": "middle" }, String(x))); });
+        bs.forEach(function (x, i) { s.appendChild(svg("text", { x: left + cw * i + cw / 2, y: 14, "text-anchor": "middle", "class": "mxd-axis" }, String(x))); });
         r.body.rows.forEach(function (row, j) {
-          s.appendChild(svg("text", { x: left - 6, y: top + chh * j + 16, "text-anchor": "end" }, label(row.context_tokens)));
+          s.appendChild(svg("text", { x: left - 6, y: top + chh * j + 16, "text-anchor": "end", "class": "mxd-axis" }, label(row.context_tokens)));
           row.cells.forEach(function (c, i) {
             var g = svg("g", {});
             var v = c.total_tok_s ? c.total_tok_s.value : null;
@@ -201,7 +201,7 @@
       runs.forEach(function (r) { runSel.appendChild(el("option", { value: r.id }, [r.title])); });
       if (want && !runs.some(function (r) { return r.id === want; })) runSel.insertBefore(el("option", { value: want }, [want]), runSel.firstChild);
       if (want) runSel.value = want;
-      (rs[1].ok ? rs[1].body.gpus : []).forEach(function (g) { gpuSel.appendChild(el("option", { value: g.name }, [g.name + " (" + g.memory_bandwidth_gbs + " GB/s)"])); });
+      (rs[1].ok ? rs[1].body.items : []).forEach(function (g) { gpuSel.appendChild(el("option", { value: g.name }, [g.name + " (" + g.memory_bandwidth_gbs + " GB/s)"])); });
       box.setAttribute("data-ready", "true");
       loadAxes();
     });
