@@ -57,7 +57,12 @@ func newEnv(t testing.TB, generated int) *env {
 func newEnvWith(t testing.TB, generated int, cfg server.Config) *env {
 	t.Helper()
 	ctx := context.Background()
+	// MATRIXD_TEST_API_STORE=postgres runs the API tests on PostgreSQL
+	// (the server MATRIXD_TEST_POSTGRES names), each in a schema of its own.
 	path := filepath.Join(t.TempDir(), "matrixd.db")
+	if os.Getenv("MATRIXD_TEST_API_STORE") == "postgres" {
+		path = storetest.PostgresSchema(t, os.Getenv("MATRIXD_TEST_POSTGRES"))
+	}
 	st, err := store.Open(ctx, path, store.Options{})
 	if err != nil {
 		t.Fatal(err)

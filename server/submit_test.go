@@ -42,12 +42,17 @@ func (e *env) keys(t testing.TB, names ...string) map[string]http.Header {
 // itself, so that a test can say a rejected write stored nothing anywhere.
 func (e *env) rows(t testing.TB) map[string]int {
 	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+e.path+"?mode=ro")
+	driver, dsn, list := "sqlite", "file:"+e.path+"?mode=ro", "SELECT name FROM sqlite_master WHERE type = 'table'"
+	if store.IsPostgres(e.path) {
+		driver, list = "pgx", "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+		dsn = e.path
+	}
+	db, err := sql.Open(driver, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	names, err := db.Query("SELECT name FROM sqlite_master WHERE type = 'table'")
+	names, err := db.Query(list)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // ErrUnauthorized is a missing, malformed, unknown or revoked API key. Its
@@ -73,12 +71,12 @@ func (s *Store) CreateKey(ctx context.Context, name string, admin bool) (Key, st
 	sec := strings.ToLower(keyEncoding.EncodeToString(secret[:]))
 	hash := sha256.Sum256([]byte(sec))
 	k := Key{ID: id, Name: name, Admin: admin, CreatedAt: s.now().UTC().Truncate(time.Microsecond)}
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *tx) error {
 		_, err := tx.ExecContext(ctx, "INSERT INTO api_keys (id, name, secret_hash, admin, created_at) VALUES (?, ?, ?, ?, ?)",
-			id, name, hash[:], admin, formatTime(k.CreatedAt))
+			id, name, hash[:], boolInt(admin), formatTime(k.CreatedAt))
 		return err
 	})
-	if isConstraint(err, sqlite3.SQLITE_CONSTRAINT_UNIQUE) {
+	if isUnique(err) {
 		return Key{}, "", newError(ErrConflict, "a key named %s exists already (names are never reused)", name)
 	}
 	if err != nil {
@@ -116,7 +114,7 @@ func (s *Store) Authenticate(ctx context.Context, token string) (Key, error) {
 	}
 	now := s.now().UTC()
 	if lastUsed == nil || *lastUsed < formatTime(now.Add(-time.Minute)) {
-		err := s.inTx(ctx, func(tx *sql.Tx) error {
+		err := s.inTx(ctx, func(tx *tx) error {
 			_, err := tx.ExecContext(ctx, "UPDATE api_keys SET last_used_at = ? WHERE id = ?", formatTime(now), k.ID)
 			return err
 		})
@@ -172,7 +170,7 @@ func optTime(s *string) (*time.Time, error) {
 // RevokeKey revokes the key named name; its runs stay. It reports whether
 // the key was live: revoking a revoked key changes nothing.
 func (s *Store) RevokeKey(ctx context.Context, name string) (revoked bool, err error) {
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *tx) error {
 		var was *string
 		err := tx.QueryRowContext(ctx, "SELECT revoked_at FROM api_keys WHERE name = ?", name).Scan(&was)
 		if errors.Is(err, sql.ErrNoRows) {

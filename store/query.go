@@ -41,7 +41,7 @@ func (s *Store) modelRuns(ctx context.Context, f RunFilter) (int, error) {
 		return -1, nil
 	}
 	var n int
-	err := s.reader.QueryRowContext(ctx, "SELECT coalesce(sum(runs), 0) FROM model_names WHERE instr(lower(name), lower(?)) > 0", f.Model).Scan(&n)
+	err := s.reader.QueryRowContext(ctx, "SELECT coalesce(sum(runs), 0) FROM model_names WHERE "+s.dialect.contains("name", "?"), f.Model).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("model filter: %w", err)
 	}
@@ -51,16 +51,16 @@ func (s *Store) modelRuns(ctx context.Context, f RunFilter) (int, error) {
 // where is the filter as SQL. modelRuns (from modelRuns) picks how a model
 // filter reads: few matching runs through the model index, many by walking
 // the listing's own order (the "+" keeps SQLite off the model index).
-func (f RunFilter) where(modelRuns int) ([]string, []any) {
+func (f RunFilter) where(d dialect, modelRuns int) ([]string, []any) {
 	var where []string
 	var args []any
 	eq := func(col, v string) {
 		if v != "" {
-			where, args = append(where, col+" = ? COLLATE NOCASE"), append(args, v)
+			where, args = append(where, d.eqNoCase(col)), append(args, v)
 		}
 	}
 	if len(f.GPUNames) > 0 {
-		where = append(where, "r.gpu COLLATE NOCASE IN ("+strings.TrimSuffix(strings.Repeat("?,", len(f.GPUNames)), ",")+")")
+		where = append(where, d.inNoCase("r.gpu", len(f.GPUNames)))
 		for _, n := range f.GPUNames {
 			args = append(args, n)
 		}
@@ -76,13 +76,13 @@ func (f RunFilter) where(modelRuns int) ([]string, []any) {
 	if f.Model != "" {
 		col := "r.model_name"
 		if modelRuns > manyModelRuns && f.GPU == "" && len(f.GPUNames) == 0 { // with a GPU, its index narrows first
-			col = "+r.model_name"
+			col = d.unindexed("r.model_name")
 		}
-		where = append(where, col+" IN (SELECT name FROM model_names WHERE instr(lower(name), lower(?)) > 0)")
+		where = append(where, col+" IN (SELECT name FROM model_names WHERE "+d.contains("name", "?")+")")
 		args = append(args, f.Model)
 	}
 	if f.Quantization != "" {
-		where = append(where, "(r.model_quantization = ? COLLATE NOCASE OR r.engine_quantization = ? COLLATE NOCASE)")
+		where = append(where, "("+d.eqNoCase("r.model_quantization")+" OR "+d.eqNoCase("r.engine_quantization")+")")
 		args = append(args, f.Quantization, f.Quantization)
 	}
 	if f.EngineVersion != "" {
@@ -108,16 +108,16 @@ const (
 
 // sortKey is the SQL expression a sort orders by (then by id, in the same
 // direction).
-func sortKey(sort string) (expr string, desc bool, ok bool) {
+func sortKey(d dialect, sort string) (expr string, desc bool, ok bool) {
 	switch sort {
 	case SortCreatedDesc:
 		return "r.created_at", true, true
 	case SortCreated:
 		return "r.created_at", false, true
 	case SortGPU:
-		return "r.gpu COLLATE NOCASE", false, true
+		return d.noCase("r.gpu"), false, true
 	case SortModel:
-		return "r.model_name COLLATE NOCASE", false, true
+		return d.noCase("r.model_name"), false, true
 	case SortPeakDesc:
 		return "coalesce(r.peak_total_tok_s, -1)", true, true
 	}
@@ -247,7 +247,7 @@ func (r *summaryRow) finish() (RunSummary, error) {
 // starting after pageCursor (empty for the first page), and the cursor of
 // the next page ("" on the last).
 func (s *Store) ListRuns(ctx context.Context, f RunFilter, sort string, limit int, pageCursor string) ([]RunSummary, string, error) {
-	expr, desc, ok := sortKey(sort)
+	expr, desc, ok := sortKey(s.dialect, sort)
 	if !ok {
 		return nil, "", &FieldError{Field: "sort", Message: fmt.Sprintf("unknown sort %q", sort)}
 	}
@@ -258,7 +258,7 @@ func (s *Store) ListRuns(ctx context.Context, f RunFilter, sort string, limit in
 	if err != nil || n == 0 {
 		return nil, "", err
 	}
-	where, args := f.where(n)
+	where, args := f.where(s.dialect, n)
 	qk := queryKey("runs", sort, f.key())
 	if pageCursor != "" {
 		c, err := s.decodeCursor(pageCursor, qk)
@@ -368,7 +368,7 @@ func (s *Store) Leaderboard(ctx context.Context, lq LeaderboardQuery) ([]Leaderb
 	if err != nil || n == 0 {
 		return nil, "", err
 	}
-	where, args := lq.Filter.where(n)
+	where, args := lq.Filter.where(s.dialect, n)
 	where = append(where, "d.context_tokens = ?", "d.concurrency = ?", "d.status = 'valid'", expr+" IS NOT NULL")
 	args = append(args, lq.ContextTokens, lq.Concurrency)
 	var c cursor
@@ -574,7 +574,7 @@ func (s *Store) RunConfigs(ctx context.Context, f RunFilter, limit int) ([]RunCo
 	if err != nil || n == 0 {
 		return nil, false, err
 	}
-	where, args := f.where(n)
+	where, args := f.where(s.dialect, n)
 	q := `SELECT r.id, r.title, r.model_name, r.gpu, r.gpu_count, r.vram_gb, r.engine_name, r.engine_version,
 		coalesce(r.model_quantization, r.engine_quantization), r.kv_cache_dtype, r.attention_backend,
 		r.max_model_len, r.gpu_memory_utilization FROM runs r`

@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // CreateRun stores run in one transaction and returns it with its id and
@@ -49,7 +47,7 @@ func (s *Store) CreateRuns(ctx context.Context, runs []Run) (stored []Run, creat
 		run.ID, run.CreatedAt = IDFromHash(hashes[i]), now
 		stored[i] = run
 	}
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *tx) error {
 		for i := range stored {
 			var existing string
 			err := tx.QueryRowContext(ctx, "SELECT id FROM runs WHERE content_hash = ?", hashes[i]).Scan(&existing)
@@ -68,7 +66,7 @@ func (s *Store) CreateRuns(ctx context.Context, runs []Run) (stored []Run, creat
 		return nil
 	})
 	if err != nil {
-		if isConstraint(err, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY) || isConstraint(err, sqlite3.SQLITE_CONSTRAINT_UNIQUE) {
+		if isUnique(err) {
 			return nil, nil, newError(ErrConflict, "a run with this content was stored at the same moment; send it again to get the stored run")
 		}
 		return nil, nil, fmt.Errorf("create runs: %w", err)
@@ -76,7 +74,7 @@ func (s *Store) CreateRuns(ctx context.Context, runs []Run) (stored []Run, creat
 	return stored, created, nil
 }
 
-func insertRun(ctx context.Context, tx *sql.Tx, r Run, hash string, sum RunSummary) error {
+func insertRun(ctx context.Context, tx *tx, r Run, hash string, sum RunSummary) error {
 	notes, err := json.Marshal(nonNil(r.Launch.Notes))
 	if err != nil {
 		return err
@@ -107,7 +105,7 @@ func insertRun(ctx context.Context, tx *sql.Tx, r Run, hash string, sum RunSumma
 		nullStr(r.Hardware.Type), r.Hardware.GPU, r.Hardware.GPUCount, r.Hardware.VRAMGB, nullStr(r.Hardware.CPU), r.Hardware.CPUCores, r.Hardware.RAMGB, nullStr(r.Hardware.OS), nullStr(r.Hardware.DriverVersion), r.Hardware.PowerLimitW, nullStr(r.Hardware.PCIe),
 		r.Engine.Name, nullStr(r.Engine.Version), nullStr(r.Engine.Quantization), nullStr(r.Engine.Backend), nullStr(r.Engine.Repository), nullStr(r.Engine.Build),
 		nullStr(r.Benchmark.Tool), nullStr(r.Benchmark.ToolVersion), nullStr(r.Benchmark.ServedModel), nullStr(r.Benchmark.Revision), nullStr(r.Benchmark.DecodeTest), nullStr(r.Benchmark.PrefillMode), r.Benchmark.SecondsPerMeasurement, r.Benchmark.MaxOutputTokens,
-		nullStr(r.Launch.Command), string(notes), r.Launch.MaxModelLen, r.Launch.GPUMemoryUtilization, r.Launch.MaxNumSeqs, nullStr(r.Launch.KVCacheDtype), nullStr(r.Launch.AttentionBackend), r.Launch.EnablePrefixCaching, string(flagsJSON),
+		nullStr(r.Launch.Command), string(notes), r.Launch.MaxModelLen, r.Launch.GPUMemoryUtilization, r.Launch.MaxNumSeqs, nullStr(r.Launch.KVCacheDtype), nullStr(r.Launch.AttentionBackend), nullBoolInt(r.Launch.EnablePrefixCaching), string(flagsJSON),
 		sum.SingleStreamTokS, sum.SingleStreamContextTokens, peakTok, peakL, peakB, sum.MaxContextTokensWithOutput,
 	)
 	if err != nil {
@@ -194,7 +192,7 @@ func scanRun(row interface{ Scan(...any) error }) (Run, error) {
 
 // Run returns the whole run with its cells.
 func (s *Store) Run(ctx context.Context, id string) (Run, error) {
-	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := s.reader.begin(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return Run{}, fmt.Errorf("run %s: %w", id, err)
 	}
@@ -240,19 +238,19 @@ type querier interface {
 // DecodeCells returns the run's decode cells that match f, ordered by
 // context then concurrency; ErrNotFound when the run does not exist.
 func (s *Store) DecodeCells(ctx context.Context, runID string, f DecodeFilter) ([]DecodeCell, error) {
-	return cellsOfRun(ctx, s, runID, func(tx *sql.Tx) ([]DecodeCell, error) { return queryDecodeCells(ctx, tx, runID, f) })
+	return cellsOfRun(ctx, s, runID, func(tx *tx) ([]DecodeCell, error) { return queryDecodeCells(ctx, tx, runID, f) })
 }
 
 // PrefillCells returns the run's prefill rows that match f, ordered by
 // context; ErrNotFound when the run does not exist.
 func (s *Store) PrefillCells(ctx context.Context, runID string, f PrefillFilter) ([]PrefillCell, error) {
-	return cellsOfRun(ctx, s, runID, func(tx *sql.Tx) ([]PrefillCell, error) { return queryPrefillCells(ctx, tx, runID, f) })
+	return cellsOfRun(ctx, s, runID, func(tx *tx) ([]PrefillCell, error) { return queryPrefillCells(ctx, tx, runID, f) })
 }
 
 // cellsOfRun runs query in one read transaction after checking the run
 // exists, so an empty answer means no matching cell, not no run.
-func cellsOfRun[T any](ctx context.Context, s *Store, runID string, query func(*sql.Tx) ([]T, error)) ([]T, error) {
-	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+func cellsOfRun[T any](ctx context.Context, s *Store, runID string, query func(*tx) ([]T, error)) ([]T, error) {
+	tx, err := s.reader.begin(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, err
 	}

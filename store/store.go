@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 //go:embed migrations/*.sql
@@ -26,8 +27,9 @@ var migrations embed.FS
 // one-connection pool, reads through a pool of read-only connections, so
 // readers never wait for the writer (WAL).
 type Store struct {
-	writer    *sql.DB
-	reader    *sql.DB
+	writer    db
+	reader    db
+	dialect   dialect
 	now       func() time.Time
 	cursorKey []byte // signs pagination cursors
 
@@ -56,9 +58,22 @@ type Options struct {
 	Synchronous string
 }
 
-// Open opens (creating if needed) the database at path and applies the
-// migrations the file lacks.
-func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+// Open opens the database dsn names and applies the migrations it lacks: a
+// file path is an SQLite file (created if needed), a postgres:// or
+// postgresql:// URL a PostgreSQL database.
+func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
+	if IsPostgres(dsn) {
+		return openPostgres(ctx, dsn, opts)
+	}
+	return openSQLite(ctx, dsn, opts)
+}
+
+// IsPostgres reports whether dsn names a PostgreSQL database.
+func IsPostgres(dsn string) bool {
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+}
+
+func openSQLite(ctx context.Context, path string, opts Options) (*Store, error) {
 	if path == "" || strings.HasPrefix(path, ":memory:") || strings.Contains(path, "mode=memory") {
 		return nil, fmt.Errorf("open store: a database file path is required (the two pools must share one file)")
 	}
@@ -72,13 +87,13 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if sync != "NORMAL" && sync != "FULL" {
 		return nil, fmt.Errorf("open store: synchronous must be NORMAL or FULL, not %q", opts.Synchronous)
 	}
-	writer, err := sql.Open("sqlite", dsn(path, false, sync))
+	writer, err := sql.Open("sqlite", sqliteDSN(path, false, sync))
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	writer.SetMaxOpenConns(1)
 	writer.SetConnMaxIdleTime(0)
-	s := &Store{writer: writer, now: opts.Now}
+	s := &Store{writer: db{writer, sqliteSQL}, dialect: sqliteSQL, now: opts.Now}
 	if err := s.migrate(ctx); err != nil {
 		writer.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
@@ -87,7 +102,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		writer.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	reader, err := sql.Open("sqlite", dsn(path, true, sync))
+	reader, err := sql.Open("sqlite", sqliteDSN(path, true, sync))
 	if err != nil {
 		writer.Close()
 		return nil, fmt.Errorf("open store: %w", err)
@@ -95,11 +110,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	n := max(4, runtime.NumCPU())
 	reader.SetMaxOpenConns(n)
 	reader.SetMaxIdleConns(n)
-	s.reader = reader
+	s.reader = db{reader, sqliteSQL}
 	return s, nil
 }
 
-func dsn(path string, readOnly bool, sync string) string {
+func sqliteDSN(path string, readOnly bool, sync string) string {
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(5000)") // first, so the others wait instead of failing
 	q.Add("_pragma", "journal_mode(WAL)")
@@ -115,6 +130,9 @@ func dsn(path string, readOnly bool, sync string) string {
 
 // Close closes both pools.
 func (s *Store) Close() error {
+	if s.reader.DB == s.writer.DB {
+		return s.writer.Close()
+	}
 	return errors.Join(s.reader.Close(), s.writer.Close())
 }
 
@@ -133,6 +151,9 @@ func (s *Store) Ping(ctx context.Context) error {
 }
 
 func (s *Store) migrate(ctx context.Context) error {
+	if s.dialect == postgresSQL {
+		return s.migratePostgres(ctx)
+	}
 	names, err := fs.Glob(migrations, "migrations/*.sql")
 	if err != nil {
 		return err
@@ -150,7 +171,7 @@ func (s *Store) migrate(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		err = s.inTx(ctx, func(tx *sql.Tx) error {
+		err = s.inTx(ctx, func(tx *tx) error {
 			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
 				return err
 			}
@@ -176,8 +197,9 @@ func (s *Store) secret(ctx context.Context, name string) ([]byte, error) {
 		return nil, err
 	}
 	var v []byte
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, "INSERT OR IGNORE INTO secrets (name, value) VALUES (?, ?)", name, fresh); err != nil {
+	insert, onConflict := s.dialect.insertIgnore("secrets")
+	err := s.inTx(ctx, func(tx *tx) error {
+		if _, err := tx.ExecContext(ctx, insert+" (name, value) VALUES (?, ?)"+onConflict, name, fresh); err != nil {
 			return err
 		}
 		return tx.QueryRowContext(ctx, "SELECT value FROM secrets WHERE name = ?", name).Scan(&v)
@@ -189,7 +211,7 @@ func (s *Store) secret(ctx context.Context, name string) ([]byte, error) {
 }
 
 // migrateData does, in migration n's transaction, what its SQL cannot.
-func migrateData(ctx context.Context, tx *sql.Tx, n int) error {
+func migrateData(ctx context.Context, tx *tx, n int) error {
 	if n == 2 {
 		return rehashRuns(ctx, tx)
 	}
@@ -199,7 +221,7 @@ func migrateData(ctx context.Context, tx *sql.Tx, n int) error {
 // rehashRuns recomputes content hashes after migration 2 took the editable
 // metadata out of them. Ids stay as they are. A run that now hashes like an
 // older one keeps its old hash (UPDATE OR IGNORE): both stay readable.
-func rehashRuns(ctx context.Context, tx *sql.Tx) error {
+func rehashRuns(ctx context.Context, tx *tx) error {
 	rows, err := tx.QueryContext(ctx, "SELECT id FROM runs ORDER BY created_at, id")
 	if err != nil {
 		return err
@@ -230,8 +252,8 @@ func rehashRuns(ctx context.Context, tx *sql.Tx) error {
 }
 
 // inTx runs fn in one write transaction, committed when fn returns nil.
-func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := s.writer.BeginTx(ctx, nil)
+func (s *Store) inTx(ctx context.Context, fn func(*tx) error) error {
+	tx, err := s.writer.begin(ctx, nil)
 	if err != nil {
 		return err
 	}
@@ -259,6 +281,12 @@ func (s *Store) DataVersion(ctx context.Context) (int64, error) {
 	s.checked.Store(&versionCheck{version: v, writes: writes, at: now})
 	return v, nil
 }
+
+// SQLite's extended constraint codes the store tells apart.
+const (
+	sqliteConstraintUnique     = sqlite3.SQLITE_CONSTRAINT_UNIQUE
+	sqliteConstraintPrimaryKey = sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+)
 
 // isConstraint reports whether err is an SQLite constraint violation with
 // the given extended code.

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -21,6 +22,34 @@ import (
 	"github.com/matrixd/matrixd/store"
 	"github.com/matrixd/matrixd/store/storetest"
 )
+
+// forEachStore runs a conformance test on every store: SQLite always, and
+// PostgreSQL when MATRIXD_TEST_POSTGRES names a server (each test in a
+// schema of its own, dropped after).
+func forEachStore(t *testing.T, test func(t *testing.T, st *store.Store)) {
+	t.Helper()
+	forEachBackend(t, func(t *testing.T, backend string) { test(t, openStore(t, backend, store.Options{})) })
+}
+
+// forEachBackend runs test once per backend: "sqlite", and "postgres" when
+// MATRIXD_TEST_POSTGRES is set.
+func forEachBackend(t *testing.T, test func(t *testing.T, backend string)) {
+	t.Helper()
+	t.Run("sqlite", func(t *testing.T) { test(t, "sqlite") })
+	if os.Getenv("MATRIXD_TEST_POSTGRES") != "" {
+		t.Run("postgres", func(t *testing.T) { test(t, "postgres") })
+	}
+}
+
+// openStore opens an empty store of a backend.
+func openStore(t *testing.T, backend string, opts store.Options) *store.Store {
+	t.Helper()
+	if backend == "postgres" {
+		return storetest.Postgres(t, os.Getenv("MATRIXD_TEST_POSTGRES"), opts)
+	}
+	st, _ := openTestDBWith(t, opts)
+	return st
+}
 
 func openTestDB(t testing.TB) (*store.Store, string) {
 	return openTestDBWith(t, store.Options{})
@@ -38,38 +67,39 @@ func openTestDBWith(t testing.TB, opts store.Options) (*store.Store, string) {
 }
 
 func TestCreateRunRoundTripsAndIsIdempotent(t *testing.T) {
-	st, _ := openTestDB(t)
-	ctx := context.Background()
-	in := storetest.Runs(7, 1)[0]
-	in.SourceURL = "https://example.org/run/1"
-	in.Launch.Notes = []string{"first note", "second note"}
-	in.Launch.EnablePrefixCaching = ptr(false)
+	forEachStore(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		in := storetest.Runs(7, 1)[0]
+		in.SourceURL = "https://example.org/run/1"
+		in.Launch.Notes = []string{"first note", "second note"}
+		in.Launch.EnablePrefixCaching = ptr(false)
 
-	got, created, err := st.CreateRun(ctx, in)
-	if err != nil || !created {
-		t.Fatalf("CreateRun = created %v, err %v", created, err)
-	}
-	if got.ID == "" || got.CreatedAt.IsZero() {
-		t.Fatalf("stored run lacks id or created_at: %q %v", got.ID, got.CreatedAt)
-	}
-	read, err := st.Run(ctx, got.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := in
-	want.Normalize()
-	want.ID, want.CreatedAt = got.ID, got.CreatedAt
-	if !reflect.DeepEqual(read, want) {
-		t.Errorf("read back differs:\n got %+v\nwant %+v", read, want)
-	}
+		got, created, err := st.CreateRun(ctx, in)
+		if err != nil || !created {
+			t.Fatalf("CreateRun = created %v, err %v", created, err)
+		}
+		if got.ID == "" || got.CreatedAt.IsZero() {
+			t.Fatalf("stored run lacks id or created_at: %q %v", got.ID, got.CreatedAt)
+		}
+		read, err := st.Run(ctx, got.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := in
+		want.Normalize()
+		want.ID, want.CreatedAt = got.ID, got.CreatedAt
+		if !reflect.DeepEqual(read, want) {
+			t.Errorf("read back differs:\n got %+v\nwant %+v", read, want)
+		}
 
-	again, created, err := st.CreateRun(ctx, in)
-	if err != nil || created || again.ID != got.ID {
-		t.Fatalf("second CreateRun = id %s created %v err %v; want id %s, not created", again.ID, created, err, got.ID)
-	}
-	if n, _ := st.CountRuns(ctx); n != 1 {
-		t.Errorf("CountRuns = %d after storing the same content twice, want 1", n)
-	}
+		again, created, err := st.CreateRun(ctx, in)
+		if err != nil || created || again.ID != got.ID {
+			t.Fatalf("second CreateRun = id %s created %v err %v; want id %s, not created", again.ID, created, err, got.ID)
+		}
+		if n, _ := st.CountRuns(ctx); n != 1 {
+			t.Errorf("CountRuns = %d after storing the same content twice, want 1", n)
+		}
+	})
 }
 
 func TestCreateRunsRejectsInvalidAndStoresNothing(t *testing.T) {
@@ -103,26 +133,27 @@ func TestCreateRunsRejectsInvalidAndStoresNothing(t *testing.T) {
 }
 
 func TestRunNotFound(t *testing.T) {
-	st, _ := openTestDB(t)
-	ctx := context.Background()
-	if _, err := st.Run(ctx, "rnope"); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("Run = %v, want ErrNotFound", err)
-	}
-	if _, err := st.DecodeCells(ctx, "rnope", store.DecodeFilter{}); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("DecodeCells = %v, want ErrNotFound", err)
-	}
-	if _, err := st.PrefillCells(ctx, "rnope", store.PrefillFilter{}); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("PrefillCells = %v, want ErrNotFound", err)
-	}
+	forEachStore(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		if _, err := st.Run(ctx, "rnope"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("Run = %v, want ErrNotFound", err)
+		}
+		if _, err := st.DecodeCells(ctx, "rnope", store.DecodeFilter{}); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("DecodeCells = %v, want ErrNotFound", err)
+		}
+		if _, err := st.PrefillCells(ctx, "rnope", store.PrefillFilter{}); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("PrefillCells = %v, want ErrNotFound", err)
+		}
+	})
 }
 
-func seeded(t testing.TB, n int) (*store.Store, []store.Run) {
+func seeded(t *testing.T, backend string, n int) (*store.Store, []store.Run) {
 	t.Helper()
 	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	// Every other run shares its predecessor's created_at, so ties are
 	// broken by id.
 	calls := 0
-	st, _ := openTestDBWith(t, store.Options{Now: func() time.Time {
+	st := openStore(t, backend, store.Options{Now: func() time.Time {
 		calls++
 		if calls%2 == 0 {
 			clock = clock.Add(time.Minute)
@@ -141,62 +172,64 @@ func seeded(t testing.TB, n int) (*store.Store, []store.Run) {
 }
 
 func TestListRunsPagesThroughEverySortOnce(t *testing.T) {
-	st, runs := seeded(t, 57)
-	ctx := context.Background()
-	for _, sort := range []string{store.SortCreatedDesc, store.SortCreated, store.SortGPU, store.SortModel, store.SortPeakDesc} {
-		t.Run(sort, func(t *testing.T) {
-			var all []store.RunSummary
-			cursor := ""
-			for page := 0; ; page++ {
-				got, next, err := st.ListRuns(ctx, store.RunFilter{}, sort, 10, cursor)
-				if err != nil {
-					t.Fatal(err)
+	forEachBackend(t, func(t *testing.T, backend string) {
+		st, runs := seeded(t, backend, 57)
+		ctx := context.Background()
+		for _, sort := range []string{store.SortCreatedDesc, store.SortCreated, store.SortGPU, store.SortModel, store.SortPeakDesc} {
+			t.Run(sort, func(t *testing.T) {
+				var all []store.RunSummary
+				cursor := ""
+				for page := 0; ; page++ {
+					got, next, err := st.ListRuns(ctx, store.RunFilter{}, sort, 10, cursor)
+					if err != nil {
+						t.Fatal(err)
+					}
+					all = append(all, got...)
+					if next == "" {
+						break
+					}
+					if page > 10 {
+						t.Fatal("pagination does not end")
+					}
+					cursor = next
 				}
-				all = append(all, got...)
-				if next == "" {
-					break
+				if len(all) != len(runs) {
+					t.Fatalf("paged through %d runs, want %d", len(all), len(runs))
 				}
-				if page > 10 {
-					t.Fatal("pagination does not end")
+				seen := map[string]bool{}
+				for i, s := range all {
+					if seen[s.ID] {
+						t.Fatalf("run %s listed twice", s.ID)
+					}
+					seen[s.ID] = true
+					if i == 0 {
+						continue
+					}
+					prev := all[i-1]
+					var c int
+					switch sort {
+					case store.SortCreatedDesc:
+						c = -prev.CreatedAt.Compare(s.CreatedAt)
+					case store.SortCreated:
+						c = prev.CreatedAt.Compare(s.CreatedAt)
+					case store.SortGPU:
+						c = strings.Compare(strings.ToLower(prev.GPU), strings.ToLower(s.GPU))
+					case store.SortModel:
+						c = strings.Compare(strings.ToLower(prev.ModelName), strings.ToLower(s.ModelName))
+					case store.SortPeakDesc:
+						c = -cmpPeak(prev, s)
+					}
+					idOrder := strings.Compare(prev.ID, s.ID)
+					if strings.HasPrefix(sort, "-") {
+						idOrder = -idOrder
+					}
+					if c > 0 || (c == 0 && idOrder > 0) {
+						t.Fatalf("%s: %s listed before %s", sort, prev.ID, s.ID)
+					}
 				}
-				cursor = next
-			}
-			if len(all) != len(runs) {
-				t.Fatalf("paged through %d runs, want %d", len(all), len(runs))
-			}
-			seen := map[string]bool{}
-			for i, s := range all {
-				if seen[s.ID] {
-					t.Fatalf("run %s listed twice", s.ID)
-				}
-				seen[s.ID] = true
-				if i == 0 {
-					continue
-				}
-				prev := all[i-1]
-				var c int
-				switch sort {
-				case store.SortCreatedDesc:
-					c = -prev.CreatedAt.Compare(s.CreatedAt)
-				case store.SortCreated:
-					c = prev.CreatedAt.Compare(s.CreatedAt)
-				case store.SortGPU:
-					c = strings.Compare(strings.ToLower(prev.GPU), strings.ToLower(s.GPU))
-				case store.SortModel:
-					c = strings.Compare(strings.ToLower(prev.ModelName), strings.ToLower(s.ModelName))
-				case store.SortPeakDesc:
-					c = -cmpPeak(prev, s)
-				}
-				idOrder := strings.Compare(prev.ID, s.ID)
-				if strings.HasPrefix(sort, "-") {
-					idOrder = -idOrder
-				}
-				if c > 0 || (c == 0 && idOrder > 0) {
-					t.Fatalf("%s: %s listed before %s", sort, prev.ID, s.ID)
-				}
-			}
-		})
-	}
+			})
+		}
+	})
 }
 
 func cmpPeak(a, b store.RunSummary) int {
@@ -217,166 +250,174 @@ func cmpPeak(a, b store.RunSummary) int {
 }
 
 func TestListRunsFilters(t *testing.T) {
-	st, runs := seeded(t, 80)
-	ctx := context.Background()
-	tests := []struct {
-		name string
-		f    store.RunFilter
-		keep func(store.Run) bool
-	}{
-		{"gpu any case", store.RunFilter{GPU: "rtx 3090"}, func(r store.Run) bool { return r.Hardware.GPU == "RTX 3090" }},
-		{"model substring", store.RunFilter{Model: "qwen3"}, func(r store.Run) bool { return strings.Contains(strings.ToLower(r.Model.Name), "qwen3") }},
-		{"quantization", store.RunFilter{Quantization: "awq 4-BIT"}, func(r store.Run) bool { return r.Model.Quantization == "AWQ 4-bit" }},
-		{"engine version", store.RunFilter{EngineVersion: "0.32.0"}, func(r store.Run) bool { return r.Engine.Version == "0.32.0" }},
-		{"kv dtype", store.RunFilter{KVCacheDtype: "FP8"}, func(r store.Run) bool { return r.Launch.KVCacheDtype == "fp8" }},
-		{"submitter", store.RunFilter{Submitter: "Alice"}, func(r store.Run) bool { return r.Submitter == "alice" }},
-		{"vram range", store.RunFilter{VRAMGBMin: ptr(20.0), VRAMGBMax: ptr(40.0)}, func(r store.Run) bool { return *r.Hardware.VRAMGB >= 20 && *r.Hardware.VRAMGB <= 40 }},
-		{"engine and gpu", store.RunFilter{Engine: "VLLM", GPU: "H100"}, func(r store.Run) bool { return r.Hardware.GPU == "H100" }},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, _, err := st.ListRuns(ctx, tt.f, store.SortCreated, 200, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			var want []string
-			for _, r := range runs {
-				if tt.keep(r) {
-					want = append(want, r.ID)
-				}
-			}
-			var ids []string
-			for _, s := range got {
-				ids = append(ids, s.ID)
-			}
-			if len(want) == 0 || len(want) == len(runs) {
-				t.Fatalf("filter keeps %d of %d generated runs: the test data does not exercise it", len(want), len(runs))
-			}
-			slices.Sort(ids)
-			slices.Sort(want)
-			if !slices.Equal(ids, want) {
-				t.Errorf("got %d runs %v, want %d %v", len(ids), ids, len(want), want)
-			}
-		})
-	}
-}
-
-func TestListRunsRejectsForeignCursor(t *testing.T) {
-	st, _ := seeded(t, 5)
-	ctx := context.Background()
-	_, next, err := st.ListRuns(ctx, store.RunFilter{}, store.SortGPU, 2, "")
-	if err != nil || next == "" {
-		t.Fatal(next, err)
-	}
-	for _, c := range []string{"garbage!", "e30", next} {
-		_, _, err := st.ListRuns(ctx, store.RunFilter{}, store.SortModel, 2, c)
-		var fe *store.FieldError
-		if !errors.Is(err, store.ErrInvalid) || !errors.As(err, &fe) || fe.Field != "cursor" {
-			t.Errorf("cursor %q with another sort: err = %v, want an invalid cursor", c, err)
+	forEachBackend(t, func(t *testing.T, backend string) {
+		st, runs := seeded(t, backend, 80)
+		ctx := context.Background()
+		tests := []struct {
+			name string
+			f    store.RunFilter
+			keep func(store.Run) bool
+		}{
+			{"gpu any case", store.RunFilter{GPU: "rtx 3090"}, func(r store.Run) bool { return r.Hardware.GPU == "RTX 3090" }},
+			{"model substring", store.RunFilter{Model: "qwen3"}, func(r store.Run) bool { return strings.Contains(strings.ToLower(r.Model.Name), "qwen3") }},
+			{"quantization", store.RunFilter{Quantization: "awq 4-BIT"}, func(r store.Run) bool { return r.Model.Quantization == "AWQ 4-bit" }},
+			{"engine version", store.RunFilter{EngineVersion: "0.32.0"}, func(r store.Run) bool { return r.Engine.Version == "0.32.0" }},
+			{"kv dtype", store.RunFilter{KVCacheDtype: "FP8"}, func(r store.Run) bool { return r.Launch.KVCacheDtype == "fp8" }},
+			{"submitter", store.RunFilter{Submitter: "Alice"}, func(r store.Run) bool { return r.Submitter == "alice" }},
+			{"vram range", store.RunFilter{VRAMGBMin: ptr(20.0), VRAMGBMax: ptr(40.0)}, func(r store.Run) bool { return *r.Hardware.VRAMGB >= 20 && *r.Hardware.VRAMGB <= 40 }},
+			{"engine and gpu", store.RunFilter{Engine: "VLLM", GPU: "H100"}, func(r store.Run) bool { return r.Hardware.GPU == "H100" }},
 		}
-	}
-	if _, _, err := st.ListRuns(ctx, store.RunFilter{GPU: "H100"}, store.SortGPU, 2, next); !errors.Is(err, store.ErrInvalid) {
-		t.Errorf("cursor with another filter: err = %v, want ErrInvalid", err)
-	}
-}
-
-func TestLeaderboardRanksValidCells(t *testing.T) {
-	st, runs := seeded(t, 60)
-	ctx := context.Background()
-	const l, b = 16 << 10, 4
-	for _, metric := range []string{store.MetricTotalTokS, store.MetricTBTMs} {
-		t.Run(metric, func(t *testing.T) {
-			var entries []store.LeaderboardEntry
-			cursor := ""
-			for {
-				got, next, err := st.Leaderboard(ctx, store.LeaderboardQuery{ContextTokens: l, Concurrency: b, Metric: metric, Limit: 7, Cursor: cursor})
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				got, _, err := st.ListRuns(ctx, tt.f, store.SortCreated, 200, "")
 				if err != nil {
 					t.Fatal(err)
 				}
-				entries = append(entries, got...)
-				if next == "" {
-					break
+				var want []string
+				for _, r := range runs {
+					if tt.keep(r) {
+						want = append(want, r.ID)
+					}
 				}
-				cursor = next
+				var ids []string
+				for _, s := range got {
+					ids = append(ids, s.ID)
+				}
+				if len(want) == 0 || len(want) == len(runs) {
+					t.Fatalf("filter keeps %d of %d generated runs: the test data does not exercise it", len(want), len(runs))
+				}
+				slices.Sort(ids)
+				slices.Sort(want)
+				if !slices.Equal(ids, want) {
+					t.Errorf("got %d runs %v, want %d %v", len(ids), ids, len(want), want)
+				}
+			})
+		}
+	})
+}
+
+func TestListRunsRejectsForeignCursor(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, backend string) {
+		st, _ := seeded(t, backend, 5)
+		ctx := context.Background()
+		_, next, err := st.ListRuns(ctx, store.RunFilter{}, store.SortGPU, 2, "")
+		if err != nil || next == "" {
+			t.Fatal(next, err)
+		}
+		for _, c := range []string{"garbage!", "e30", next} {
+			_, _, err := st.ListRuns(ctx, store.RunFilter{}, store.SortModel, 2, c)
+			var fe *store.FieldError
+			if !errors.Is(err, store.ErrInvalid) || !errors.As(err, &fe) || fe.Field != "cursor" {
+				t.Errorf("cursor %q with another sort: err = %v, want an invalid cursor", c, err)
 			}
-			var want []float64
-			for _, r := range runs {
-				for _, c := range r.Decode {
-					if c.ContextTokens == l && c.Concurrency == b && c.Status == store.StatusValid {
-						if metric == store.MetricTotalTokS {
-							want = append(want, *c.TotalTokS)
-						} else {
-							want = append(want, *c.TBTMs)
+		}
+		if _, _, err := st.ListRuns(ctx, store.RunFilter{GPU: "H100"}, store.SortGPU, 2, next); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("cursor with another filter: err = %v, want ErrInvalid", err)
+		}
+	})
+}
+
+func TestLeaderboardRanksValidCells(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, backend string) {
+		st, runs := seeded(t, backend, 60)
+		ctx := context.Background()
+		const l, b = 16 << 10, 4
+		for _, metric := range []string{store.MetricTotalTokS, store.MetricTBTMs} {
+			t.Run(metric, func(t *testing.T) {
+				var entries []store.LeaderboardEntry
+				cursor := ""
+				for {
+					got, next, err := st.Leaderboard(ctx, store.LeaderboardQuery{ContextTokens: l, Concurrency: b, Metric: metric, Limit: 7, Cursor: cursor})
+					if err != nil {
+						t.Fatal(err)
+					}
+					entries = append(entries, got...)
+					if next == "" {
+						break
+					}
+					cursor = next
+				}
+				var want []float64
+				for _, r := range runs {
+					for _, c := range r.Decode {
+						if c.ContextTokens == l && c.Concurrency == b && c.Status == store.StatusValid {
+							if metric == store.MetricTotalTokS {
+								want = append(want, *c.TotalTokS)
+							} else {
+								want = append(want, *c.TBTMs)
+							}
 						}
 					}
 				}
-			}
-			slices.Sort(want)
-			if metric == store.MetricTotalTokS {
-				slices.Reverse(want)
-			}
-			if len(entries) != len(want) || len(want) < 10 {
-				t.Fatalf("%d entries, want %d (≥ 10)", len(entries), len(want))
-			}
-			for i, e := range entries {
-				if e.Value != want[i] {
-					t.Fatalf("entry %d value %v, want %v", i, e.Value, want[i])
+				slices.Sort(want)
+				if metric == store.MetricTotalTokS {
+					slices.Reverse(want)
 				}
-				wantRank := i + 1
-				if i > 0 && e.Value == entries[i-1].Value {
-					wantRank = entries[i-1].Rank
+				if len(entries) != len(want) || len(want) < 10 {
+					t.Fatalf("%d entries, want %d (≥ 10)", len(entries), len(want))
 				}
-				if e.Rank != wantRank {
-					t.Fatalf("entry %d rank %d, want %d", i, e.Rank, wantRank)
+				for i, e := range entries {
+					if e.Value != want[i] {
+						t.Fatalf("entry %d value %v, want %v", i, e.Value, want[i])
+					}
+					wantRank := i + 1
+					if i > 0 && e.Value == entries[i-1].Value {
+						wantRank = entries[i-1].Rank
+					}
+					if e.Rank != wantRank {
+						t.Fatalf("entry %d rank %d, want %d", i, e.Rank, wantRank)
+					}
+					if e.Cell.Status != store.StatusValid || e.Cell.ContextTokens != l || e.Cell.Concurrency != b {
+						t.Fatalf("entry %d cell %+v is not the valid cell asked for", i, e.Cell)
+					}
 				}
-				if e.Cell.Status != store.StatusValid || e.Cell.ContextTokens != l || e.Cell.Concurrency != b {
-					t.Fatalf("entry %d cell %+v is not the valid cell asked for", i, e.Cell)
-				}
-			}
-		})
-	}
+			})
+		}
+	})
 }
 
 func TestCatalogsCountRuns(t *testing.T) {
-	st, runs := seeded(t, 40)
-	ctx := context.Background()
-	gpus, err := st.GPUs(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]int{}
-	for _, r := range runs {
-		want[r.Hardware.GPU]++
-	}
-	got := map[string]int{}
-	for _, g := range gpus {
-		got[g.GPU] = g.RunCount
-		if len(g.VRAMGB) == 0 {
-			t.Errorf("%s has no VRAM sizes", g.GPU)
+	forEachBackend(t, func(t *testing.T, backend string) {
+		st, runs := seeded(t, backend, 40)
+		ctx := context.Background()
+		gpus, err := st.GPUs(ctx)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("GPUs = %v, want %v", got, want)
-	}
-	engines, err := st.Engines(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	total := 0
-	for _, e := range engines {
-		total += e.RunCount
-	}
-	models, err := st.Models(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mtotal := 0
-	for _, m := range models {
-		mtotal += m.RunCount
-	}
-	if total != len(runs) || mtotal != len(runs) {
-		t.Errorf("engines count %d runs, models %d, want %d each", total, mtotal, len(runs))
-	}
+		want := map[string]int{}
+		for _, r := range runs {
+			want[r.Hardware.GPU]++
+		}
+		got := map[string]int{}
+		for _, g := range gpus {
+			got[g.GPU] = g.RunCount
+			if len(g.VRAMGB) == 0 {
+				t.Errorf("%s has no VRAM sizes", g.GPU)
+			}
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("GPUs = %v, want %v", got, want)
+		}
+		engines, err := st.Engines(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total := 0
+		for _, e := range engines {
+			total += e.RunCount
+		}
+		models, err := st.Models(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mtotal := 0
+		for _, m := range models {
+			mtotal += m.RunCount
+		}
+		if total != len(runs) || mtotal != len(runs) {
+			t.Errorf("engines count %d runs, models %d, want %d each", total, mtotal, len(runs))
+		}
+	})
 }
 
 func TestOpenRefusesNewerSchema(t *testing.T) {
@@ -404,51 +445,52 @@ func TestOpenRejectsMemory(t *testing.T) {
 // TestConcurrentWritersAndReaders runs with -race in CI: writers never fail
 // with SQLITE_BUSY and readers see only whole runs.
 func TestConcurrentWritersAndReaders(t *testing.T) {
-	st, _ := openTestDB(t)
-	ctx := context.Background()
-	runs := storetest.Runs(99, 40)
-	var wg sync.WaitGroup
-	errc := make(chan error, 100)
-	for w := range 4 {
-		wg.Go(func() {
-			for i := w; i < len(runs); i += 4 {
-				if _, _, err := st.CreateRun(ctx, runs[i]); err != nil {
-					errc <- fmt.Errorf("writer %d: %w", w, err)
-					return
+	forEachStore(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		runs := storetest.Runs(99, 40)
+		var wg sync.WaitGroup
+		errc := make(chan error, 100)
+		for w := range 4 {
+			wg.Go(func() {
+				for i := w; i < len(runs); i += 4 {
+					if _, _, err := st.CreateRun(ctx, runs[i]); err != nil {
+						errc <- fmt.Errorf("writer %d: %w", w, err)
+						return
+					}
 				}
-			}
-		})
-	}
-	for range 4 {
-		wg.Go(func() {
-			for range 10 {
-				list, _, err := st.ListRuns(ctx, store.RunFilter{}, store.SortCreatedDesc, 200, "")
-				if err != nil {
-					errc <- err
-					return
-				}
-				for _, s := range list {
-					r, err := st.Run(ctx, s.ID)
+			})
+		}
+		for range 4 {
+			wg.Go(func() {
+				for range 10 {
+					list, _, err := st.ListRuns(ctx, store.RunFilter{}, store.SortCreatedDesc, 200, "")
 					if err != nil {
 						errc <- err
 						return
 					}
-					if len(r.Decode) != 40 {
-						errc <- fmt.Errorf("run %s read with %d decode cells, want 40", s.ID, len(r.Decode))
-						return
+					for _, s := range list {
+						r, err := st.Run(ctx, s.ID)
+						if err != nil {
+							errc <- err
+							return
+						}
+						if len(r.Decode) != 40 {
+							errc <- fmt.Errorf("run %s read with %d decode cells, want 40", s.ID, len(r.Decode))
+							return
+						}
 					}
 				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errc)
-	for err := range errc {
-		t.Error(err)
-	}
-	if n, _ := st.CountRuns(ctx); n != len(runs) {
-		t.Errorf("CountRuns = %d, want %d", n, len(runs))
-	}
+			})
+		}
+		wg.Wait()
+		close(errc)
+		for err := range errc {
+			t.Error(err)
+		}
+		if n, _ := st.CountRuns(ctx); n != len(runs) {
+			t.Errorf("CountRuns = %d, want %d", n, len(runs))
+		}
+	})
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -533,147 +575,152 @@ func TestDataVersion(t *testing.T) {
 // TestForgedCursorsAreRefused: a cursor edited by a client (a rank of
 // -999), or issued by another database, is a 400 naming cursor.
 func TestForgedCursorsAreRefused(t *testing.T) {
-	ctx := context.Background()
-	st, _ := openTestDB(t)
-	if _, _, err := st.CreateRuns(ctx, storetest.Runs(13, 12)); err != nil {
-		t.Fatal(err)
-	}
-	lq := store.LeaderboardQuery{ContextTokens: 0, Concurrency: 1, Metric: "total_tok_s", Limit: 3}
-	_, next, err := st.Leaderboard(ctx, lq)
-	if err != nil || next == "" {
-		t.Fatalf("no next page: %v", err)
-	}
-	payload, mac, ok := strings.Cut(next, ".")
-	if !ok {
-		t.Fatalf("cursor %q has no signature", next)
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c map[string]any
-	if err := json.Unmarshal(raw, &c); err != nil {
-		t.Fatal(err)
-	}
-	c["r"] = -999
-	forged, _ := json.Marshal(c)
-	other, _ := openTestDB(t)
-	if _, _, err := other.CreateRuns(ctx, storetest.Runs(13, 12)); err != nil {
-		t.Fatal(err)
-	}
-	for name, cur := range map[string]string{
-		"forged rank":        base64.RawURLEncoding.EncodeToString(forged) + "." + mac,
-		"no signature":       payload,
-		"another database's": "",
-		"garbage":            "%%%.###",
-	} {
-		st := st
-		if name == "another database's" {
-			st, cur = other, next
+	forEachBackend(t, func(t *testing.T, backend string) {
+		ctx := context.Background()
+		st := openStore(t, backend, store.Options{})
+		if _, _, err := st.CreateRuns(ctx, storetest.Runs(13, 12)); err != nil {
+			t.Fatal(err)
 		}
-		lq := lq
-		lq.Cursor = cur
-		var fe *store.FieldError
-		if _, _, err := st.Leaderboard(ctx, lq); !errors.As(err, &fe) || fe.Field != "cursor" {
-			t.Errorf("%s cursor: %v, want a FieldError on cursor", name, err)
+		lq := store.LeaderboardQuery{ContextTokens: 0, Concurrency: 1, Metric: "total_tok_s", Limit: 3}
+		_, next, err := st.Leaderboard(ctx, lq)
+		if err != nil || next == "" {
+			t.Fatalf("no next page: %v", err)
 		}
-	}
-	lq.Cursor = next
-	if _, _, err := st.Leaderboard(ctx, lq); err != nil {
-		t.Errorf("the issued cursor is refused: %v", err)
-	}
+		payload, mac, ok := strings.Cut(next, ".")
+		if !ok {
+			t.Fatalf("cursor %q has no signature", next)
+		}
+		raw, err := base64.RawURLEncoding.DecodeString(payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c map[string]any
+		if err := json.Unmarshal(raw, &c); err != nil {
+			t.Fatal(err)
+		}
+		c["r"] = -999
+		forged, _ := json.Marshal(c)
+		other, _ := openTestDB(t)
+		if _, _, err := other.CreateRuns(ctx, storetest.Runs(13, 12)); err != nil {
+			t.Fatal(err)
+		}
+		for name, cur := range map[string]string{
+			"forged rank":        base64.RawURLEncoding.EncodeToString(forged) + "." + mac,
+			"no signature":       payload,
+			"another database's": "",
+			"garbage":            "%%%.###",
+		} {
+			st := st
+			if name == "another database's" {
+				st, cur = other, next
+			}
+			lq := lq
+			lq.Cursor = cur
+			var fe *store.FieldError
+			if _, _, err := st.Leaderboard(ctx, lq); !errors.As(err, &fe) || fe.Field != "cursor" {
+				t.Errorf("%s cursor: %v, want a FieldError on cursor", name, err)
+			}
+		}
+		lq.Cursor = next
+		if _, _, err := st.Leaderboard(ctx, lq); err != nil {
+			t.Errorf("the issued cursor is refused: %v", err)
+		}
+	})
 }
 
 // TestModelFilterFollowsWrites: the model substring filter reads the
 // distinct model names the triggers keep; it must see inserts and deletes,
 // agree with a plain substring test, and match nothing cheaply.
 func TestModelFilterFollowsWrites(t *testing.T) {
-	ctx := context.Background()
-	st, _ := openTestDB(t)
-	runs := storetest.Runs(14, 60)
-	if _, _, err := st.CreateRuns(ctx, runs); err != nil {
-		t.Fatal(err)
-	}
-	count := func(f store.RunFilter) int {
-		t.Helper()
-		got, _, err := st.ListRuns(ctx, f, store.SortCreatedDesc, 200, "")
+	forEachBackend(t, func(t *testing.T, backend string) {
+		ctx := context.Background()
+		st := openStore(t, backend, store.Options{})
+		runs := storetest.Runs(14, 60)
+		if _, _, err := st.CreateRuns(ctx, runs); err != nil {
+			t.Fatal(err)
+		}
+		count := func(f store.RunFilter) int {
+			t.Helper()
+			got, _, err := st.ListRuns(ctx, f, store.SortCreatedDesc, 200, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(got)
+		}
+		want := func(sub string) int {
+			n := 0
+			for _, r := range runs {
+				if strings.Contains(strings.ToLower(r.Model.Name), strings.ToLower(sub)) {
+					n++
+				}
+			}
+			return n
+		}
+		for _, sub := range []string{runs[0].Model.Name, strings.ToUpper(runs[0].Model.Name[:3]), "a", "no such model"} {
+			if got := count(store.RunFilter{Model: sub}); got != want(sub) {
+				t.Errorf("model=%q lists %d runs, want %d", sub, got, want(sub))
+			}
+		}
+		r := runs[0]
+		r.Model.Name = "A brand-new model"
+		stored, _, err := st.CreateRun(ctx, r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return len(got)
-	}
-	want := func(sub string) int {
-		n := 0
-		for _, r := range runs {
-			if strings.Contains(strings.ToLower(r.Model.Name), strings.ToLower(sub)) {
-				n++
-			}
+		if got := count(store.RunFilter{Model: "brand-new"}); got != 1 {
+			t.Errorf("a new model's run: %d listed, want 1", got)
 		}
-		return n
-	}
-	for _, sub := range []string{runs[0].Model.Name, strings.ToUpper(runs[0].Model.Name[:3]), "a", "no such model"} {
-		if got := count(store.RunFilter{Model: sub}); got != want(sub) {
-			t.Errorf("model=%q lists %d runs, want %d", sub, got, want(sub))
+		if err := st.DeleteRun(ctx, stored.ID, store.Key{Admin: true}); err != nil {
+			t.Fatal(err)
 		}
-	}
-	r := runs[0]
-	r.Model.Name = "A brand-new model"
-	stored, _, err := st.CreateRun(ctx, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := count(store.RunFilter{Model: "brand-new"}); got != 1 {
-		t.Errorf("a new model's run: %d listed, want 1", got)
-	}
-	if err := st.DeleteRun(ctx, stored.ID, store.Key{Admin: true}); err != nil {
-		t.Fatal(err)
-	}
-	if got := count(store.RunFilter{Model: "brand-new"}); got != 0 {
-		t.Errorf("after deleting its only run: %d listed, want 0", got)
-	}
+		if got := count(store.RunFilter{Model: "brand-new"}); got != 0 {
+			t.Errorf("after deleting its only run: %d listed, want 0", got)
+		}
+	})
 }
 
 func TestCellAxes(t *testing.T) {
-	st, _ := openTestDB(t)
-	ctx := context.Background()
-	contexts, _, _, err := st.CellAxes(ctx, 40000)
-	if err != nil || contexts != nil {
-		t.Fatalf("empty store: %v %v", contexts, err)
-	}
-	runs := storetest.Runs(5, 3)
-	wantL := map[int]bool{}
-	for _, r := range runs {
-		if _, _, err := st.CreateRun(ctx, r); err != nil {
+	forEachStore(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		contexts, _, _, err := st.CellAxes(ctx, 40000)
+		if err != nil || contexts != nil {
+			t.Fatalf("empty store: %v %v", contexts, err)
+		}
+		runs := storetest.Runs(5, 3)
+		wantL := map[int]bool{}
+		for _, r := range runs {
+			if _, _, err := st.CreateRun(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range r.Decode {
+				if c.Status == store.StatusValid {
+					wantL[c.ContextTokens] = true
+				}
+			}
+		}
+		contexts, nearest, concurrencies, err := st.CellAxes(ctx, 40000)
+		if err != nil {
 			t.Fatal(err)
 		}
-		for _, c := range r.Decode {
-			if c.Status == store.StatusValid {
-				wantL[c.ContextTokens] = true
+		if want := slices.Sorted(maps.Keys(wantL)); !slices.Equal(contexts, want) {
+			t.Errorf("contexts %v, want %v", contexts, want)
+		}
+		wantNear := contexts[0]
+		for _, l := range contexts {
+			if max(l-40000, 40000-l) < max(wantNear-40000, 40000-wantNear) {
+				wantNear = l
 			}
 		}
-	}
-	contexts, nearest, concurrencies, err := st.CellAxes(ctx, 40000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := slices.Sorted(maps.Keys(wantL)); !slices.Equal(contexts, want) {
-		t.Errorf("contexts %v, want %v", contexts, want)
-	}
-	wantNear := contexts[0]
-	for _, l := range contexts {
-		if max(l-40000, 40000-l) < max(wantNear-40000, 40000-wantNear) {
-			wantNear = l
-		}
-	}
-	wantB := map[int]bool{}
-	for _, r := range runs {
-		for _, c := range r.Decode {
-			if c.Status == store.StatusValid && c.ContextTokens == wantNear {
-				wantB[c.Concurrency] = true
+		wantB := map[int]bool{}
+		for _, r := range runs {
+			for _, c := range r.Decode {
+				if c.Status == store.StatusValid && c.ContextTokens == wantNear {
+					wantB[c.Concurrency] = true
+				}
 			}
 		}
-	}
-	if nearest != wantNear || !slices.Equal(concurrencies, slices.Sorted(maps.Keys(wantB))) {
-		t.Errorf("nearest %d with %v, want %d with %v", nearest, concurrencies, wantNear, slices.Sorted(maps.Keys(wantB)))
-	}
+		if nearest != wantNear || !slices.Equal(concurrencies, slices.Sorted(maps.Keys(wantB))) {
+			t.Errorf("nearest %d with %v, want %d with %v", nearest, concurrencies, wantNear, slices.Sorted(maps.Keys(wantB)))
+		}
+	})
 }

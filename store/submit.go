@@ -46,7 +46,7 @@ func (s *Store) SubmitRun(ctx context.Context, run Run, idem *Idempotency) (Run,
 		out Run
 		res SubmitResult
 	)
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *tx) error {
 		if idem != nil {
 			var reqHash, runID string
 			var status int
@@ -94,8 +94,11 @@ func (s *Store) SubmitRun(ctx context.Context, run Run, idem *Idempotency) (Run,
 		if res.Created {
 			status = 1
 		}
-		_, err = tx.ExecContext(ctx, `INSERT OR REPLACE INTO idempotency_keys (key_name, idempotency_key, request_hash, run_id, status, created_at)
-			VALUES (?, ?, ?, ?, ?, ?)`, idem.KeyName, idem.Key, idem.RequestHash, out.ID, status, formatTime(now))
+		_, err = tx.ExecContext(ctx, `INSERT INTO idempotency_keys (key_name, idempotency_key, request_hash, run_id, status, created_at)
+			VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT (key_name, idempotency_key) DO UPDATE SET request_hash = excluded.request_hash,
+				run_id = excluded.run_id, status = excluded.status, created_at = excluded.created_at`,
+			idem.KeyName, idem.Key, idem.RequestHash, out.ID, status, formatTime(now))
 		return err
 	})
 	if err != nil {
@@ -114,7 +117,7 @@ type MetaPatch struct {
 // admin. Measurements never change; a corrected measurement is a new run.
 func (s *Store) UpdateRunMeta(ctx context.Context, id string, p MetaPatch, by Key) (Run, error) {
 	var out Run
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *tx) error {
 		r, err := ownedRun(ctx, tx, id, by)
 		if err != nil {
 			return err
@@ -152,7 +155,7 @@ func (s *Store) UpdateRunMeta(ctx context.Context, id string, p MetaPatch, by Ke
 // DeleteRun deletes run id and its cells on behalf of key by: its owner or
 // an admin.
 func (s *Store) DeleteRun(ctx context.Context, id string, by Key) error {
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *tx) error {
 		if _, err := ownedRun(ctx, tx, id, by); err != nil {
 			return err
 		}
@@ -165,7 +168,7 @@ func (s *Store) DeleteRun(ctx context.Context, id string, by Key) error {
 	return nil
 }
 
-func ownedRun(ctx context.Context, tx *sql.Tx, id string, by Key) (Run, error) {
+func ownedRun(ctx context.Context, tx *tx, id string, by Key) (Run, error) {
 	r, err := readRun(ctx, tx, id)
 	if err != nil {
 		return Run{}, err

@@ -247,6 +247,6 @@ func generateCmd(ctx context.Context, args []string, getenv func(string) string,
 			}
 		}
 	}
-	fmt.Fprintf(stdout, "added %d synthetic runs (%d already stored) to %s\n", added, *n-added, *db)
+	fmt.Fprintf(stdout, "added %d synthetic runs (%d already stored) to %s\n", added, *n-added, store.Redact(*db))
 	return nil
 }

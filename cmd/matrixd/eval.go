@@ -63,7 +63,7 @@ func evalCmd(ctx context.Context, args []string, getenv func(string) string, std
 		cursor = next
 	}
 	if len(reports) == 0 {
-		return fmt.Errorf("eval: no runs in %s", *db)
+		return fmt.Errorf("eval: no runs in %s", store.Redact(*db))
 	}
 	pooled := calculator.Pool(reports)
 	if *asJSON {

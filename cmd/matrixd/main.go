@@ -198,14 +198,14 @@ func envOr(getenv func(string) string, key, def string) string {
 // export): a missing file is an error naming it, not a new empty database
 // that answers "no such run".
 func openExisting(ctx context.Context, path string) (*store.Store, error) {
-	if _, err := os.Stat(path); errors.Is(err, iofs.ErrNotExist) {
+	if _, err := os.Stat(path); !store.IsPostgres(path) && errors.Is(err, iofs.ErrNotExist) {
 		return nil, fmt.Errorf("no database at %s: start the service once (it creates and seeds one), import runs into it, or point --db (MATRIXD_DB) at the one the service uses", path)
 	}
 	return store.Open(ctx, path, store.Options{})
 }
 
 func dbFlag(fs *flag.FlagSet, getenv func(string) string) *string {
-	return fs.String("db", envOr(getenv, "MATRIXD_DB", "./matrixd.db"), "the SQLite database file, created if missing (env MATRIXD_DB)")
+	return fs.String("db", envOr(getenv, "MATRIXD_DB", "./matrixd.db"), "the database: an SQLite file (created if missing) or a postgres:// URL (env MATRIXD_DB)")
 }
 
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -285,7 +285,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			return err
 		}
 		if n > 0 {
-			logger.Info("seeded empty database with the bundled example runs", slog.Int("runs", n), slog.String("db", *db))
+			logger.Info("seeded empty database with the bundled example runs", slog.Int("runs", n), slog.String("db", store.Redact(*db)))
 		}
 	}
 	h, err := server.New(st, server.Config{Logger: logger, RateLimit: limits, WriteOrigins: writeOrigins,
@@ -295,7 +295,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	srv := server.NewHTTPServer(*addr, h)
 	fmt.Fprintf(stdout, "matrixd listening on http://%s\n", ln.Addr())
-	logger.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("db", *db))
+	logger.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("db", store.Redact(*db)))
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
