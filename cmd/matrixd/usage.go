@@ -12,8 +12,8 @@ import (
 	"github.com/matrixd/matrixd/store"
 )
 
-const usage = `matrixd serves the public API of LLM inference matrix runs from a SQLite
-database, and imports, exports and models the runs it holds.
+const usage = `matrixd serves the public API of LLM inference matrix runs from an SQLite
+file or a PostgreSQL database, and imports, exports and models the runs it holds.
 
 usage: matrixd [COMMAND] [flags] [arguments]
 
@@ -25,6 +25,7 @@ commands:
   calc         the calculator: decode, capacity, grid, prefill, plan
   eval         the calculator's held-out accuracy over every stored run
   keys         API keys for submissions over HTTP: create, list, revoke
+  copy         copy every run and key from one database to another
   healthcheck  exit 0 when the local server answers /healthz (container health checks)
   help         this list, or a command's help: matrixd help COMMAND
 

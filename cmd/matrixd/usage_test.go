@@ -30,7 +30,7 @@ func cliRun(t *testing.T, args ...string) (string, string, error) {
 // TestHelpListsEveryCommand: help, --help and -h list every command, one
 // a line, say how to get a command's help, and succeed.
 func TestHelpListsEveryCommand(t *testing.T) {
-	commands := []string{"serve", "import", "export", "generate", "calc", "eval", "keys", "healthcheck", "help"}
+	commands := []string{"serve", "import", "export", "generate", "calc", "eval", "keys", "copy", "healthcheck", "help"}
 	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}, {"-help"}, {"help", "help"}} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			out, errOut, err := cliRun(t, args...)
@@ -77,6 +77,7 @@ func TestCommandHelpShowsOnlyItsOwnFlags(t *testing.T) {
 		{"export", []string{"db"}, []string{"RUN_ID"}},
 		{"generate", []string{"db", "runs", "seed"}, nil},
 		{"eval", []string{"db", "json", "corpus", "v"}, nil},
+		{"copy", []string{"from", "to"}, nil},
 		{"healthcheck", []string{"addr"}, nil},
 		{"keys create", []string{"db", "name", "admin"}, nil},
 		{"keys list", []string{"db"}, nil},
