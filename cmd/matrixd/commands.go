@@ -31,10 +31,20 @@ func seedIfEmpty(ctx context.Context, st *store.Store) (int, error) {
 		}
 		runs = append(runs, r)
 	}
-	if _, _, err := st.CreateRuns(ctx, runs); err != nil {
+	_, created, err := st.CreateRuns(ctx, runs)
+	if errors.Is(err, store.ErrConflict) {
+		return 0, nil // another instance on the same database seeded it at the same moment
+	}
+	if err != nil {
 		return 0, fmt.Errorf("seed: %w", err)
 	}
-	return len(runs), nil
+	n = 0
+	for _, c := range created {
+		if c {
+			n++
+		}
+	}
+	return n, nil
 }
 
 func importCmd(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
