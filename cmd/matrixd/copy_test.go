@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/matrixd/matrixd/ingest"
 	"github.com/matrixd/matrixd/store"
 	"github.com/matrixd/matrixd/store/storetest"
 )
@@ -24,15 +23,7 @@ func TestCopyBetweenStores(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	src := filepath.Join(dir, "src.db")
-	var pages []string
-	for _, s := range ingest.Seeds() {
-		p := filepath.Join(dir, s.Name+".txt")
-		if err := os.WriteFile(p, s.Data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		pages = append(pages, p)
-	}
-	if err := run(ctx, append([]string{"import", "--db", src}, pages...), env(nil), nil, io.Discard, io.Discard); err != nil {
+	if err := run(ctx, append([]string{"import", "--db", src}, seedPages(t, dir)...), env(nil), nil, io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	if err := run(ctx, []string{"generate", "--db", src, "--runs", "150"}, env(nil), nil, io.Discard, io.Discard); err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"database/sql"
@@ -64,22 +63,8 @@ func TestCrashLosesNoAcknowledgedWrite(t *testing.T) {
 // after d, and returns the runs it acknowledged.
 func crashRound(t *testing.T, bin, db, token string, seed uint64, d time.Duration) (map[string]store.Run, int) {
 	t.Helper()
-	cmd := exec.Command(bin, "--addr", "127.0.0.1:0", "--db", db, "--no-seed", "--rate-limit", "0", "--write-rate-limit", "0")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		cmd.Process.Kill()
-		t.Fatalf("no listening line: %v", err)
-	}
-	base := strings.TrimSpace(strings.TrimPrefix(line, "matrixd listening on "))
-	go io.Copy(io.Discard, stdout)
+	in := startInstance(t, bin, db)
+	cmd, base := in.cmd, in.base
 
 	runs := storetest.Runs(seed, 400)
 	var (

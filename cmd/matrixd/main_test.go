@@ -203,15 +203,7 @@ func TestCalcAndEval(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "c.db")
 	ctx := context.Background()
-	var pages []string
-	for _, s := range ingest.Seeds() {
-		p := filepath.Join(dir, s.Name+".txt")
-		if err := os.WriteFile(p, s.Data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		pages = append(pages, p)
-	}
-	if err := run(ctx, append([]string{"import", "--db", db}, pages...), env(nil), nil, io.Discard, io.Discard); err != nil {
+	if err := run(ctx, append([]string{"import", "--db", db}, seedPages(t, dir)...), env(nil), nil, io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 
@@ -408,4 +400,19 @@ func TestReadingCommandsRefuseAMissingDatabase(t *testing.T) {
 			t.Fatalf("%v created %s", args[:2], db)
 		}
 	}
+}
+
+// seedPages writes the bundled published pages into dir and returns their
+// paths, for import.
+func seedPages(t *testing.T, dir string) []string {
+	t.Helper()
+	var pages []string
+	for _, s := range ingest.Seeds() {
+		p := filepath.Join(dir, s.Name+".txt")
+		if err := os.WriteFile(p, s.Data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		pages = append(pages, p)
+	}
+	return pages
 }
