@@ -5,7 +5,12 @@
 // connections, each as a ratio of /healthz in the same run. It also reports
 // the server's start-up time and resident memory.
 //
-//	go run ./cmd/loadbench [--runs 10000] [--conns 64] [--duration 5s] [--tool wrk|go]
+//	go run ./cmd/loadbench [--runs 10000] [--conns 64] [--duration 5s] [--tool wrk|go] [--db DB] [--instances N]
+//
+// --db may name a PostgreSQL database (postgres://…); --instances N starts N
+// servers on it and splits the connections between them, one load
+// generator per server, as a round-robin balancer would (req/s summed, the
+// worst instance's percentiles reported).
 //
 // wrk (apt-get install wrk) is used when it is on the PATH; otherwise a Go
 // client with the same number of keep-alive connections.
@@ -64,6 +69,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	dur := fs.Duration("duration", 5*time.Second, "load per endpoint")
 	tool := fs.String("tool", "", "wrk or go (default: wrk when on the PATH)")
 	only := fs.String("only", "", "run only the endpoints whose name contains this")
+	instances := fs.Int("instances", 1, "servers on the database, the connections split between them")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -72,6 +78,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if _, err := exec.LookPath("wrk"); err == nil {
 			*tool = "wrk"
 		}
+	}
+	if *instances < 1 || *instances > 16 || *conns < *instances {
+		return fmt.Errorf("--instances takes 1 to 16, and at most --conns")
 	}
 	if *db == "" {
 		*db = filepath.Join(os.TempDir(), fmt.Sprintf("matrixd-loadbench-%d.db", *runs))
@@ -90,24 +99,33 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("build matrixd: %w", err)
 	}
-	port, err := freePort()
-	if err != nil {
-		return err
-	}
-	base := "http://127.0.0.1:" + strconv.Itoa(port)
+	var (
+		bases []string
+		srvs  []*exec.Cmd
+	)
 	start := time.Now()
-	// One client asks for everything here, so the per-address limit is set
-	// out of reach rather than off: its cost is part of what is measured.
-	srv := exec.CommandContext(ctx, bin, "--addr", "127.0.0.1:"+strconv.Itoa(port), "--db", *db, "--no-seed", "--rate-limit", "100000000")
-	srv.Stdout, srv.Stderr = io.Discard, io.Discard // request logs cost as in production; nobody reads them here
-	if err := srv.Start(); err != nil {
-		return err
-	}
-	defer func() { srv.Process.Kill(); srv.Wait() }()
-	if err := waitReady(base, 30*time.Second); err != nil {
-		return err
+	for range *instances {
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		base := "http://127.0.0.1:" + strconv.Itoa(port)
+		// One client asks for everything here, so the per-address limit is
+		// set out of reach rather than off: its cost is part of what is
+		// measured.
+		srv := exec.CommandContext(ctx, bin, "--addr", "127.0.0.1:"+strconv.Itoa(port), "--db", *db, "--no-seed", "--rate-limit", "100000000")
+		srv.Stdout, srv.Stderr = io.Discard, io.Discard // request logs cost as in production; nobody reads them here
+		if err := srv.Start(); err != nil {
+			return err
+		}
+		defer func() { srv.Process.Kill(); srv.Wait() }()
+		if err := waitReady(base, 30*time.Second); err != nil {
+			return err
+		}
+		bases, srvs = append(bases, base), append(srvs, srv)
 	}
 	startup := time.Since(start)
+	base := bases[0]
 
 	targets, err := endpoints(base)
 	if err != nil {
@@ -122,12 +140,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", t.name, err)
 		}
-		var r result
-		if *tool == "wrk" {
-			r, err = loadWrk(ctx, t.url, *conns, *dur)
-		} else {
-			r, err = loadGo(t.url, *conns, *dur)
-		}
+		r, err := loadAll(ctx, *tool, bases, t.url, *conns, *dur)
 		if err != nil {
 			return fmt.Errorf("%s: %w", t.name, err)
 		}
@@ -135,9 +148,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		results = append(results, r)
 		fmt.Fprintf(stderr, "%-28s %9.0f req/s  p50 %s  p99 %s\n", r.name, r.rps, ms(r.p50), ms(r.p99))
 	}
-	rss, _ := residentMB(srv.Process.Pid)
+	rss := 0.0
+	for _, srv := range srvs {
+		m, _ := residentMB(srv.Process.Pid)
+		rss += m
+	}
 
-	fmt.Fprintf(stdout, "matrixd load: %d generated runs + %d seeds, %d connections, %v per endpoint, %s\n\n", *runs, len(ingest.Seeds()), *conns, *dur, *tool)
+	fmt.Fprintf(stdout, "matrixd load: %d generated runs + %d seeds on %s, %d instance(s), %d connections, %v per endpoint, %s\n\n",
+		*runs, len(ingest.Seeds()), map[bool]string{true: "PostgreSQL", false: "SQLite"}[store.IsPostgres(*db)], *instances, *conns, *dur, *tool)
 	fmt.Fprintf(stdout, "| request | cold | req/s | × healthz | p50 | p99 | errors |\n|---|---|---|---|---|---|---|\n")
 	base0 := results[0].rps
 	for _, r := range results {
@@ -145,6 +163,40 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "\nstart-up to /readyz: %s; resident memory after the load: %.0f MB\n", ms(startup), rss)
 	return nil
+}
+
+// loadAll loads u on every instance at once, the connections split between
+// them: req/s summed, the worst instance's percentiles kept.
+func loadAll(ctx context.Context, tool string, bases []string, u string, conns int, dur time.Duration) (result, error) {
+	results := make([]result, len(bases))
+	errs := make([]error, len(bases))
+	var wg sync.WaitGroup
+	for i, base := range bases {
+		target := base + strings.TrimPrefix(u, bases[0])
+		n := conns / len(bases)
+		if i < conns%len(bases) {
+			n++
+		}
+		wg.Go(func() {
+			if tool == "wrk" {
+				results[i], errs[i] = loadWrk(ctx, target, n, dur)
+			} else {
+				results[i], errs[i] = loadGo(target, n, dur)
+			}
+		})
+	}
+	wg.Wait()
+	var out result
+	for i, r := range results {
+		if errs[i] != nil {
+			return result{}, errs[i]
+		}
+		out.rps += r.rps
+		out.p50, out.p99 = max(out.p50, r.p50), max(out.p99, r.p99)
+		out.errors += r.errors
+		out.non += r.non
+	}
+	return out, nil
 }
 
 func ms(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', 2, 64) + " ms" }
