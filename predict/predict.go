@@ -144,6 +144,11 @@ func (c *Service) selectRun(ctx context.Context, sel Selection) (string, []strin
 	case sel.RunID != "" && byName:
 		return "", nil, nil, invalidParam("run_id", "give run_id, or model and gpu, not both")
 	case sel.RunID != "":
+		// The fit of a run is kept by its id; the run may have been deleted
+		// since, through this instance or another.
+		if err := c.store.RunExists(ctx, sel.RunID); err != nil {
+			return "", nil, nil, err
+		}
 		return sel.RunID, []string{sel.RunID}, nil, nil
 	case sel.Model == "" || sel.GPU == "":
 		field := "model"

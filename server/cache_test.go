@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/matrixd/matrixd/server"
 	"github.com/matrixd/matrixd/store"
 	"github.com/matrixd/matrixd/store/storetest"
 )
@@ -155,5 +156,41 @@ func TestHeadAndGzip(t *testing.T) {
 		if resp.Header.Get("ETag") == get.Header.Get("ETag") {
 			t.Error("the gzip answer has the plain answer's strong ETag")
 		}
+	}
+}
+
+// TestDeletedRunIsNotAnsweredFromAnotherInstancesFit: an instance that
+// fitted a run does not answer for it after another instance (another
+// process on the same database) deleted it.
+func TestDeletedRunIsNotAnsweredFromAnotherInstancesFit(t *testing.T) {
+	e := newEnv(t, 0)
+	keys := e.keys(t, "admin-ops")
+	stored, _, err := e.st.CreateRun(context.Background(), storetest.Runs(61, 1)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := store.Open(context.Background(), e.path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	h2, err := server.New(other, server.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask := func(h http.Handler) int {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/calculator/decode?run_id="+stored.ID+"&context_tokens="+itoa(stored.Decode[0].ContextTokens)+"&concurrency=1", nil))
+		return rec.Code
+	}
+	if code := ask(h2); code != 200 && code != 422 {
+		t.Fatalf("the second instance did not answer: %d", code)
+	}
+	if del := e.send(t, "DELETE", "/v1/runs/"+stored.ID, keys["admin-ops"], nil); del.Code != http.StatusNoContent {
+		t.Fatalf("delete: %d %s", del.Code, del.Body)
+	}
+	time.Sleep(store.VersionMaxAge + 50*time.Millisecond)
+	if code := ask(h2); code != http.StatusNotFound {
+		t.Errorf("the second instance answers %d for a deleted run, want 404", code)
 	}
 }

@@ -261,6 +261,12 @@ func cellsOfRun[T any](ctx context.Context, s *Store, runID string, query func(*
 	return query(tx)
 }
 
+// RunExists is nil when run id is stored, and a not-found error otherwise:
+// one primary-key lookup.
+func (s *Store) RunExists(ctx context.Context, id string) error {
+	return runExists(ctx, s.reader, id)
+}
+
 func runExists(ctx context.Context, q querier, id string) error {
 	var one int
 	err := q.QueryRowContext(ctx, "SELECT 1 FROM runs WHERE id = ?", id).Scan(&one)
