@@ -169,11 +169,12 @@
             var chosen = row.context_tokens === l && c.concurrency === b;
             g.appendChild(svg("title", {}, label(row.context_tokens) + " × " + c.concurrency + ": " + (v != null ? v.toFixed(1) + " tok/s (" + c.method + ")" : (c.refusal || c.status))));
             g.appendChild(svg("rect", { x: left + cw * i, y: top + chh * j, width: cw - 2, height: chh - 2, rx: 2, fill: col.fill, stroke: chosen ? "#f0a500" : "none", "stroke-width": chosen ? 3 : 0, "data-chosen": chosen ? "true" : "false" }));
-            g.appendChild(svg("text", { x: left + cw * i + cw / 2 - 1, y: top + chh * j + 15, "text-anchor": "middle", fill: col.ink }, v != null ? (c.method === "measured" ? "" : "~") + v.toFixed(0) : (c.status === "refused" ? "?" : "–")));
+            g.appendChild(svg("text", { x: left + cw * i + cw / 2 - 1, y: top + chh * j + 15, "text-anchor": "middle", fill: col.ink }, v != null ? (c.method === "measured" ? "" : "~") + v.toFixed(0) + (c.status === "requests_queued" ? "q" : "") : (c.status === "refused" ? "?" : "–")));
             s.appendChild(g);
           });
         });
         heat.appendChild(s);
+        heat.appendChild(el("p", { "class": "mxd-foot" }, ["Total tok/s; ~ predicted, q requests queued, ? refused, – no speed (over capacity). Hover a cell for its basis."]));
       });
     }
     function loadAxes() {
