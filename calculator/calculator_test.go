@@ -520,3 +520,27 @@ func TestJumpIsRefusedInside(t *testing.T) {
 		t.Errorf("B=12, below the jump: %v", err)
 	}
 }
+
+// TestPlateauIsAnswered: an engine that is saturated serves the same
+// total at 50, 100 and 200 requests (a published vLLM sweep on two L40S);
+// a level row is not a kernel switch, so cells on the plateau are answered.
+func TestPlateauIsAnswered(t *testing.T) {
+	r := calculator.Run{ID: "plateau", MaxOutputTokens: 128}
+	for _, c := range []struct {
+		l, b  int
+		total float64
+	}{
+		{128, 1, 25.7}, {128, 10, 207.6}, {128, 50, 662.0}, {128, 100, 856.0}, {128, 200, 854.7},
+		{4096, 1, 21.8}, {4096, 10, 91.1}, {4096, 50, 115.6}, {4096, 100, 115.6}, {4096, 200, 115.6},
+	} {
+		r.Decode = append(r.Decode, calculator.Cell{ContextTokens: c.l, Concurrency: c.b, Status: calculator.CellValid, TotalTokS: f(c.total)})
+	}
+	m := fit(t, r)
+	p, err := m.Decode(calculator.Query{ContextTokens: 4096, Concurrency: 150})
+	if err != nil || p.TotalTokS == nil {
+		t.Fatalf("150 requests on the plateau: %v", err)
+	}
+	if v := p.TotalTokS.Value; math.Abs(v-115.6) > 2 {
+		t.Errorf("150 requests on a plateau of 115.6 tok/s: %.1f", v)
+	}
+}

@@ -442,8 +442,11 @@ func (sf *surface) rough(l, b float64) (lo, hi float64, ok bool) {
 		n := len(r.xs)
 		flat := false // the previous segment did not rise
 		for i := 1; i < n; i++ {
-			// total = B·1000/S must grow with B.
-			rises := r.xs[i]/r.s[i] > r.xs[i-1]/r.s[i-1]
+			// total = B·1000/S must grow with B, or stay level where the
+			// engine is saturated (within saturatedBand): a plateau is not a
+			// switch, and predicting on it is safe.
+			t0, t1 := r.xs[i-1]/r.s[i-1], r.xs[i]/r.s[i]
+			rises := t1 > t0 || math.Abs(t1-t0) <= saturatedBand*t0
 			covers := b > r.xs[i-1] && b < r.xs[i] || (i == n-1 && b > r.xs[i])
 			if covers && (!rises || flat) {
 				return r.xs[i-1], r.xs[i], true
@@ -453,6 +456,9 @@ func (sf *surface) rough(l, b float64) (lo, hi float64, ok bool) {
 	}
 	return 0, 0, false
 }
+
+// saturatedBand is how level two totals are to count as one plateau.
+const saturatedBand = 0.01
 
 // limits returns the largest B the run supports at l (2× the largest
 // measured in the bracketing or nearest rows) and the context range it
