@@ -57,6 +57,10 @@ func openPostgres(ctx context.Context, dsn string, opts Options) (*Store, error)
 	pool.SetMaxIdleConns(maxConns)
 	pool.SetConnMaxIdleTime(5 * time.Minute)
 	s := &Store{writer: db{pool, postgresSQL}, reader: db{pool, postgresSQL}, dialect: postgresSQL, now: opts.Now}
+	if err := s.checkSchema(ctx, opts.Existing); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open store %s: %w", Redact(dsn), err)
+	}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open store %s: %w", Redact(dsn), err)
@@ -71,14 +75,42 @@ func openPostgres(ctx context.Context, dsn string, opts Options) (*Store, error)
 // Redact names a database for logs and messages: a file path as it is, a
 // URL without its password.
 func Redact(dsn string) string {
-	if !IsPostgres(dsn) {
+	if !IsPostgres(dsn) && !strings.Contains(dsn, "://") && !strings.Contains(dsn, "password=") {
 		return dsn
 	}
 	u, err := url.Parse(dsn)
-	if err != nil {
-		return "the PostgreSQL database"
+	if err != nil || u.Host == "" {
+		return "the database URL given"
+	}
+	q := u.Query()
+	if q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
 	}
 	return u.Redacted()
+}
+
+// checkSchema makes sure the URL's schema exists, and with existing that
+// matrixd has set it up.
+func (s *Store) checkSchema(ctx context.Context, existing bool) error {
+	var schema sql.NullString
+	if err := s.reader.QueryRowContext(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
+		return err
+	}
+	if !schema.Valid {
+		return errors.New("the schema the URL's search_path names does not exist: create it first (CREATE SCHEMA name), or leave search_path out to use public")
+	}
+	if !existing {
+		return nil
+	}
+	var table sql.NullString
+	if err := s.reader.QueryRowContext(ctx, "SELECT to_regclass('schema_migrations')::text").Scan(&table); err != nil {
+		return err
+	}
+	if !table.Valid {
+		return fmt.Errorf("no matrixd database in schema %s: start the service on it once (it creates and seeds one), copy runs into it, or check the URL's search_path", schema.String)
+	}
+	return nil
 }
 
 // migratePostgres applies the PostgreSQL migrations the database lacks,

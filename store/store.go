@@ -56,12 +56,19 @@ type Options struct {
 	// Synchronous is SQLite's synchronous pragma: NORMAL (the default)
 	// survives a crash of the process, FULL also a power loss.
 	Synchronous string
+	// Existing refuses a PostgreSQL database that matrixd has not set up
+	// (commands that only read must not create tables where a URL points
+	// by mistake); SQLite callers check the file.
+	Existing bool
 }
 
 // Open opens the database dsn names and applies the migrations it lacks: a
 // file path is an SQLite file (created if needed), a postgres:// or
 // postgresql:// URL a PostgreSQL database.
 func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
+	if err := checkDSN(dsn); err != nil {
+		return nil, err
+	}
 	if IsPostgres(dsn) {
 		return openPostgres(ctx, dsn, opts)
 	}
@@ -70,7 +77,22 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 
 // IsPostgres reports whether dsn names a PostgreSQL database.
 func IsPostgres(dsn string) bool {
-	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+	l := strings.ToLower(dsn)
+	return strings.HasPrefix(l, "postgres://") || strings.HasPrefix(l, "postgresql://")
+}
+
+// checkDSN refuses what is neither a file path nor a postgres:// URL, so
+// that a mistyped URL never becomes an SQLite file of that name.
+func checkDSN(dsn string) error {
+	switch {
+	case IsPostgres(dsn):
+		return nil
+	case strings.Contains(dsn, "://"):
+		return fmt.Errorf("open store: %s is not a database: give a file path or a postgres:// URL", Redact(dsn))
+	case strings.Contains(dsn, "host=") || strings.Contains(dsn, "dbname=") || strings.Contains(dsn, "password="):
+		return errors.New("open store: key=value connection strings are not taken: give a postgres:// URL (postgres://user@host:5432/db?sslmode=…)")
+	}
+	return nil
 }
 
 func openSQLite(ctx context.Context, path string, opts Options) (*Store, error) {
@@ -300,3 +322,23 @@ const timeFormat = "2006-01-02T15:04:05.000000Z" // fixed width: text order is t
 func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
 
 func parseTime(s string) (time.Time, error) { return time.Parse(time.RFC3339Nano, s) }
+
+// Seeded reports whether the database was ever given its first runs
+// (MarkSeeded): the bundled examples go into a new database once, and do
+// not come back after they are deleted.
+func (s *Store) Seeded(ctx context.Context) (bool, error) {
+	var n int
+	if err := s.reader.QueryRowContext(ctx, "SELECT count(*) FROM secrets WHERE name = 'seeded'").Scan(&n); err != nil {
+		return false, fmt.Errorf("seeded: %w", err)
+	}
+	return n > 0, nil
+}
+
+// MarkSeeded records that the database has had runs.
+func (s *Store) MarkSeeded(ctx context.Context) error {
+	insert, onConflict := s.dialect.insertIgnore("secrets")
+	return s.inTx(ctx, func(tx *tx) error {
+		_, err := tx.ExecContext(ctx, insert+" (name, value) VALUES (?, ?)"+onConflict, "seeded", []byte(formatTime(s.now())))
+		return err
+	})
+}

@@ -724,3 +724,32 @@ func TestCellAxes(t *testing.T) {
 		}
 	})
 }
+
+// TestPostgresSchemaChecks: a URL whose schema does not exist says so, and
+// Existing refuses a schema matrixd has not set up instead of creating
+// tables there.
+func TestPostgresSchemaChecks(t *testing.T) {
+	pg := os.Getenv("MATRIXD_TEST_POSTGRES")
+	if pg == "" {
+		t.Skip("MATRIXD_TEST_POSTGRES is not set")
+	}
+	ctx := context.Background()
+	dsn := storetest.PostgresSchema(t, pg)
+	if _, err := store.Open(ctx, dsn, store.Options{Existing: true}); err == nil || !strings.Contains(err.Error(), "no matrixd database in schema") {
+		t.Errorf("Existing on an empty schema: %v", err)
+	}
+	st, err := store.Open(ctx, dsn, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if st, err := store.Open(ctx, dsn, store.Options{Existing: true}); err != nil {
+		t.Errorf("Existing on a set-up schema: %v", err)
+	} else {
+		st.Close()
+	}
+	missing := strings.Replace(dsn, "search_path=", "search_path=nope_", 1)
+	if _, err := store.Open(ctx, missing, store.Options{}); err == nil || !strings.Contains(err.Error(), "does not exist: create it first") {
+		t.Errorf("a schema that does not exist: %v", err)
+	}
+}

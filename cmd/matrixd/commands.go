@@ -20,7 +20,14 @@ import (
 // and returns how many it stored.
 func seedIfEmpty(ctx context.Context, st *store.Store) (int, error) {
 	n, err := st.CountRuns(ctx)
-	if err != nil || n > 0 {
+	if err != nil {
+		return 0, err
+	}
+	// A database is seeded once: runs deleted later stay deleted.
+	if n > 0 {
+		return 0, st.MarkSeeded(ctx)
+	}
+	if seeded, err := st.Seeded(ctx); err != nil || seeded {
 		return 0, err
 	}
 	var runs []store.Run
@@ -33,7 +40,7 @@ func seedIfEmpty(ctx context.Context, st *store.Store) (int, error) {
 	}
 	_, created, err := st.CreateRuns(ctx, runs)
 	if errors.Is(err, store.ErrConflict) {
-		return 0, nil // another instance on the same database seeded it at the same moment
+		return 0, st.MarkSeeded(ctx) // another instance on the same database seeded it at the same moment
 	}
 	if err != nil {
 		return 0, fmt.Errorf("seed: %w", err)
@@ -44,7 +51,7 @@ func seedIfEmpty(ctx context.Context, st *store.Store) (int, error) {
 			n++
 		}
 	}
-	return n, nil
+	return n, st.MarkSeeded(ctx)
 }
 
 func importCmd(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {

@@ -72,7 +72,15 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 	if sub == "create" && *name == "" {
 		return c.usageErr("--name is required")
 	}
-	st, err := store.Open(ctx, *db, store.Options{})
+	// Creating a key may start a database (the service seeds it later);
+	// listing and revoking need the one the service uses.
+	open := openExisting
+	if sub == "create" {
+		open = func(ctx context.Context, db string) (*store.Store, error) {
+			return store.Open(ctx, db, store.Options{})
+		}
+	}
+	st, err := open(ctx, *db)
 	if err != nil {
 		return err
 	}

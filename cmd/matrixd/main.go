@@ -200,10 +200,10 @@ func envOr(getenv func(string) string, key, def string) string {
 // export): a missing file is an error naming it, not a new empty database
 // that answers "no such run".
 func openExisting(ctx context.Context, path string) (*store.Store, error) {
-	if _, err := os.Stat(path); !store.IsPostgres(path) && errors.Is(err, iofs.ErrNotExist) {
-		return nil, fmt.Errorf("no database at %s: start the service once (it creates and seeds one), import runs into it, or point --db (MATRIXD_DB) at the one the service uses", path)
+	if _, err := os.Stat(path); !store.IsPostgres(path) && !strings.Contains(path, "://") && errors.Is(err, iofs.ErrNotExist) {
+		return nil, fmt.Errorf("no database at %s: start the service once (it creates and seeds one), import runs into it, or point --db (MATRIXD_DB) at the one the service uses", store.Redact(path))
 	}
-	return store.Open(ctx, path, store.Options{})
+	return store.Open(ctx, path, store.Options{Existing: true})
 }
 
 func dbFlag(fs *flag.FlagSet, getenv func(string) string) *string {

@@ -416,3 +416,59 @@ func seedPages(t *testing.T, dir string) []string {
 	}
 	return pages
 }
+
+// TestDatabaseNamesAreChecked: a mistyped URL or a key=value string is an
+// error, not an SQLite file of that name, and no message repeats a
+// password.
+func TestDatabaseNamesAreChecked(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	for _, db := range []string{
+		"postgress://u:hunter2@h/db",
+		"host=127.0.0.1 user=postgres password=hunter2 dbname=test",
+	} {
+		for _, args := range [][]string{{"keys", "list", "--db", db}, {"keys", "create", "--db", db, "--name", "x"}, {"export", "--db", db, "rabc"}} {
+			err := run(context.Background(), args, env(nil), nil, io.Discard, io.Discard)
+			if err == nil || strings.Contains(err.Error(), "hunter2") {
+				t.Errorf("%v: %v", args[:2], err)
+			}
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("files were created: %v", entries)
+	}
+	if got := store.Redact("postgres://u@h/db?sslmode=disable&password=hunter2"); strings.Contains(got, "hunter2") {
+		t.Errorf("Redact left the password in %s", got)
+	}
+}
+
+// TestSeedOnce: a database is seeded with the bundled runs once; runs
+// deleted later are not put back by a restart.
+func TestSeedOnce(t *testing.T) {
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "s.db")
+	st, err := store.Open(ctx, db, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if n, err := seedIfEmpty(ctx, st); err != nil || n != 2 {
+		t.Fatalf("first start seeded %d: %v", n, err)
+	}
+	admin, _, err := st.CreateKey(ctx, "admin-x", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _, err := st.ListRuns(ctx, store.RunFilter{}, store.SortCreated, 10, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range page {
+		if err := st.DeleteRun(ctx, r.ID, admin); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := seedIfEmpty(ctx, st); err != nil || n != 0 {
+		t.Errorf("a restart after the examples were deleted seeded %d: %v", n, err)
+	}
+}
