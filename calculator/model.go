@@ -286,7 +286,7 @@ func (m *Model) speed(lTokens int, b float64) (t, s float64, basis Basis, used [
 		return 0, 0, "", nil, refuse(supported, "measured throughput is not smooth between concurrency %g and %g near context %d (it stops rising, a kernel or scheduler switch) and no column measured at this concurrency reaches this context, so nothing across it is predicted", lo, hi, lTokens)
 	}
 	if lo, hi, at, jump := m.sf.jump(b); jump {
-		return 0, 0, "", nil, refuse(supported+"; concurrencies this run measured", "measured throughput jumps between concurrency %g and %g (at context %d it rises much faster there than below: a kernel or scheduler switch), and where in between it happens is unknown, so concurrency %g is not predicted", lo, hi, int(math.Round(at*1024)), b)
+		return 0, 0, "", nil, refuse(supported+"; across a jump, only concurrencies some row measured", "measured throughput jumps between concurrency %g and %g (at context %d it rises much faster there than below: a kernel or scheduler switch), and where in between it happens is unknown, so concurrency %g is not predicted", lo, hi, int(math.Round(at*1024)), b)
 	}
 	if t, s, extended, ok := m.sf.interpolate(l, b); ok && t > 0 && s > 0 {
 		if extended {

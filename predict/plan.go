@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/matrixd/matrixd/calculator"
 	"github.com/matrixd/matrixd/store"
@@ -54,6 +55,10 @@ const (
 	maxScaledGroups    = 8
 	DefaultPlanOptions = 20
 	MaxPlanOptions     = 100
+	// planFitBudget is how long a plan waits for fits of runs not yet
+	// fitted (each at most about a second) before it lists the rest as
+	// being fitted.
+	planFitBudget = 3 * time.Second
 )
 
 // Plan answers a capacity-planning question over the stored runs.
@@ -74,12 +79,21 @@ func (c *Service) Plan(ctx context.Context, pq PlanQuery) (Plan, error) {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("more than %d runs match: only the newest %d were planned; narrow with model, gpu or engine", maxPlanRuns, maxPlanRuns))
 	}
 	models := map[string]*calculator.Model{}
+	start := time.Now()
 	for _, cfg := range configs {
 		if pq.GPU != "" && !gpuMatches(pq.GPU, cfg.GPU) {
 			continue
 		}
 		out.Matched++
 		opt := PlanOption{Run: cfg, GPU: cfg.GPU, GPUCount: gpuCount(cfg)}
+		if time.Since(start) > c.planBudget && !c.fitted(cfg.ID) {
+			// Runs not yet fitted are fitted in the background rather than
+			// making this answer wait for them all.
+			c.Warm(cfg.ID)
+			opt.Err = "this run's model is being fitted: ask again in a few seconds"
+			out.Options = append(out.Options, opt)
+			continue
+		}
 		m, err := c.model(ctx, cfg.ID)
 		var ref *calculator.Refusal
 		switch {
@@ -96,7 +110,7 @@ func (c *Service) Plan(ctx context.Context, pq PlanQuery) (Plan, error) {
 		out.Options = append(out.Options, opt)
 	}
 	if pq.IncludeScaled {
-		scaled, warn, err := c.planScaled(ctx, pq, configs, models)
+		scaled, warn, err := c.planScaled(ctx, pq, configs, models, start)
 		if err != nil {
 			return Plan{}, err
 		}
@@ -184,14 +198,14 @@ func (c *Service) WithGPU(ctx context.Context, f store.RunFilter, gpu string) (s
 	if _, ok := calculator.LookupGPU(gpu); !ok {
 		return f, nil
 	}
-	stored, err := c.store.GPUs(ctx)
+	stored, err := c.store.GPUNames(ctx)
 	if err != nil {
 		return f, err
 	}
 	f.GPUNames = []string{gpu}
-	for _, g := range stored {
-		if gpuMatches(gpu, g.GPU) {
-			f.GPUNames = append(f.GPUNames, g.GPU)
+	for _, name := range stored {
+		if gpuMatches(gpu, name) {
+			f.GPUNames = append(f.GPUNames, name)
 		}
 	}
 	return f, nil
@@ -201,7 +215,7 @@ func (c *Service) WithGPU(ctx context.Context, f store.RunFilter, gpu string) (s
 // first, at most maxScaledGroups), every catalog GPU that has no run of it,
 // scaled from the run on the nearest GPU: the same generation if there is
 // one (±20 %), else across generations (a rough ±40 %).
-func (c *Service) planScaled(ctx context.Context, pq PlanQuery, configs []store.RunConfig, models map[string]*calculator.Model) ([]PlanOption, []string, error) {
+func (c *Service) planScaled(ctx context.Context, pq PlanQuery, configs []store.RunConfig, models map[string]*calculator.Model, start time.Time) ([]PlanOption, []string, error) {
 	type group struct {
 		runs     []store.RunConfig
 		measured map[string]bool // catalog names with a run
@@ -241,6 +255,9 @@ func (c *Service) planScaled(ctx context.Context, pq PlanQuery, configs []store.
 			}
 			src, rough := nearestRun(g.runs, to)
 			m := models[src.ID]
+			if m == nil && time.Since(start) > c.planBudget && !c.fitted(src.ID) {
+				continue // being fitted in the background: scaled next time
+			}
 			if m == nil {
 				var err error
 				if m, err = c.model(ctx, src.ID); err != nil {

@@ -28,6 +28,8 @@ type Service struct {
 	fits  map[string]*fitCall
 	order []string // insertion order, for eviction
 	onFit func(time.Duration)
+	// planBudget bounds how long a plan waits for fits (planFitBudget).
+	planBudget time.Duration
 }
 
 // fitCall is one run's fit; done closes when model and err are set, so
@@ -48,6 +50,23 @@ func (c *Service) Warm(id string) {
 	go func() { _, _ = c.model(context.Background(), id) }() // a failed fit is retried by the first reader
 }
 
+// fitted reports whether run id's own fit is done and kept (a refusal to
+// fit is kept too, and answered at once).
+func (c *Service) fitted(id string) bool {
+	c.mu.Lock()
+	call, ok := c.fits[id]
+	c.mu.Unlock()
+	if !ok {
+		return false
+	}
+	select {
+	case <-call.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // Forget drops every fit run id is part of: the run was deleted.
 func (c *Service) Forget(id string) {
 	c.mu.Lock()
@@ -64,7 +83,7 @@ func (c *Service) Forget(id string) {
 // New returns a calculator over st that keeps up to maxFits fitted runs;
 // onFit, when not nil, is told how long each fit took.
 func New(st *store.Store, maxFits int, onFit func(time.Duration)) *Service {
-	return &Service{store: st, max: max(maxFits, 1), fits: map[string]*fitCall{}, onFit: onFit}
+	return &Service{store: st, max: max(maxFits, 1), fits: map[string]*fitCall{}, onFit: onFit, planBudget: planFitBudget}
 }
 
 // Selection names the run to model: RunID, or Model and GPU (optionally

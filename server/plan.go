@@ -58,7 +58,7 @@ func toAPIPlanOption(t calculator.Target, o predict.PlanOption) api.PlanOption {
 	pl := o.Plan
 	out := api.PlanOption{
 		RunID: o.Run.ID, Title: o.Run.Title, Model: o.Run.ModelName, GPU: o.GPU, GPUCount: o.GPUCount,
-		Engine: o.Run.EngineName, EngineVersion: nonEmpty(o.Run.EngineVersion),
+		Engine: o.Run.EngineName, EngineVersion: opt(o.Run.EngineVersion),
 		Meets: pl.Meets, Surely: pl.Surely, Concurrency: pl.Concurrency, TTFTChecked: pl.TTFTChecked,
 		Warnings: []string{},
 	}
@@ -97,13 +97,6 @@ func nonZeroF(v float64) *float64 {
 		return nil
 	}
 	return &v
-}
-
-func nonEmpty(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }
 
 // ListHardware implements GET /v1/hardware.
@@ -166,6 +159,6 @@ func toAPIHardware(g calculator.GPUSpec, runs int) api.HardwareGPU {
 	return api.HardwareGPU{
 		Name: g.Name, Aliases: aliases, Vendor: g.Vendor, Architecture: g.Architecture, Generation: g.Generation,
 		Segment: api.HardwareGPUSegment(g.Segment), VRAMGB: g.VRAMGB, MemoryBandwidthGbs: g.BandwidthGBs,
-		Fp16Tflops: g.FP16TFLOPS, TdpW: g.TDPW, Source: g.Source, Note: nonEmpty(g.Note), MeasuredRuns: runs,
+		Fp16Tflops: g.FP16TFLOPS, TdpW: g.TDPW, Source: g.Source, Note: opt(g.Note), MeasuredRuns: runs,
 	}
 }

@@ -63,3 +63,26 @@ func abs(n int) int {
 	}
 	return n
 }
+
+// maxGPUNames bounds the distinct GPU names GPUNames walks.
+const maxGPUNames = 512
+
+// GPUNames lists the distinct GPU names runs are stored under (at most
+// 512), one index seek each: a filter by a catalog GPU matches all of the
+// names that resolve to it without reading every run.
+func (s *Store) GPUNames(ctx context.Context) ([]string, error) {
+	var out []string
+	last := ""
+	for len(out) < maxGPUNames {
+		var v sql.NullString
+		if err := s.reader.QueryRowContext(ctx, "SELECT min(gpu) FROM runs WHERE gpu > ?", last).Scan(&v); err != nil {
+			return nil, fmt.Errorf("gpu names: %w", err)
+		}
+		if !v.Valid {
+			break
+		}
+		out = append(out, v.String)
+		last = v.String
+	}
+	return out, nil
+}

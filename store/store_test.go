@@ -753,3 +753,24 @@ func TestPostgresSchemaChecks(t *testing.T) {
 		t.Errorf("a schema that does not exist: %v", err)
 	}
 }
+
+func TestGPUNames(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		want := map[string]bool{}
+		for _, r := range storetest.Runs(9, 40) {
+			if _, _, err := st.CreateRun(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+			want[r.Hardware.GPU] = true
+		}
+		got, err := st.GPUNames(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(got) // the database's collation orders them
+		if !slices.Equal(got, slices.Sorted(maps.Keys(want))) {
+			t.Errorf("GPU names %v, want %v", got, slices.Sorted(maps.Keys(want)))
+		}
+	})
+}

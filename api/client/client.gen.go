@@ -2124,6 +2124,11 @@ type ClientInterface interface {
 	// within a GPU generation, ±40 % across); their TTFT is not predicted,
 	// so a TTFT bound is not applied to them (`ttft_checked` false).
 	//
+	// Fits are kept per run and made when a run is written; an answer
+	// waits at most about 3 s for runs not fitted yet (after a restart)
+	// and lists the rest with shortfall metric `model`, "being fitted: ask
+	// again in a few seconds", while they are fitted in the background.
+	//
 	// Corresponds with GET /v1/planner (the `PlanCapacity` operationId).
 	PlanCapacity(ctx context.Context, params *PlanCapacityParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -2659,6 +2664,11 @@ func (c *Client) ListModels(ctx context.Context, params *ListModelsParams, reqEd
 // scaled from the run on the nearest GPU (basis `scaled_gpu`: ±20 %
 // within a GPU generation, ±40 % across); their TTFT is not predicted,
 // so a TTFT bound is not applied to them (`ttft_checked` false).
+//
+// Fits are kept per run and made when a run is written; an answer
+// waits at most about 3 s for runs not fitted yet (after a restart)
+// and lists the rest with shortfall metric `model`, "being fitted: ask
+// again in a few seconds", while they are fitted in the background.
 //
 // Corresponds with GET /v1/planner (the `PlanCapacity` operationId).
 func (c *Client) PlanCapacity(ctx context.Context, params *PlanCapacityParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5670,6 +5680,11 @@ type ClientWithResponsesInterface interface {
 	// within a GPU generation, ±40 % across); their TTFT is not predicted,
 	// so a TTFT bound is not applied to them (`ttft_checked` false).
 	//
+	// Fits are kept per run and made when a run is written; an answer
+	// waits at most about 3 s for runs not fitted yet (after a restart)
+	// and lists the rest with shortfall metric `model`, "being fitted: ask
+	// again in a few seconds", while they are fitted in the background.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/planner (the `PlanCapacity` operationId).
@@ -8469,6 +8484,11 @@ func (c *ClientWithResponses) ListModelsWithResponse(ctx context.Context, params
 // scaled from the run on the nearest GPU (basis `scaled_gpu`: ±20 %
 // within a GPU generation, ±40 % across); their TTFT is not predicted,
 // so a TTFT bound is not applied to them (`ttft_checked` false).
+//
+// Fits are kept per run and made when a run is written; an answer
+// waits at most about 3 s for runs not fitted yet (after a restart)
+// and lists the rest with shortfall metric `model`, "being fitted: ask
+// again in a few seconds", while they are fitted in the background.
 //
 // Returns a wrapper object for the known response body format(s).
 //
