@@ -544,3 +544,38 @@ func TestPlateauIsAnswered(t *testing.T) {
 		t.Errorf("150 requests on a plateau of 115.6 tok/s: %.1f", v)
 	}
 }
+
+// TestShapeTransfer: rows of one run differ mostly by a factor, so a row's
+// missing concurrency is read from the shape of the rows around it, where a
+// curve through the row's own points and a line along context both miss
+// (step time rising steeply with B and then flattening, and growing faster
+// than linearly with context).
+func TestShapeTransfer(t *testing.T) {
+	step := func(l, b int) float64 {
+		g := 10 + 30*(1-math.Exp(-float64(b)/3)) + 0.4*float64(b)
+		return g * (1 + math.Pow(float64(l)/8192, 1.5))
+	}
+	r := calculator.Run{ID: "shape", MaxOutputTokens: 128}
+	for _, l := range []int{512, 4096, 8192, 16384} {
+		for _, b := range []int{1, 4, 16, 64} {
+			if l == 8192 && b == 16 {
+				continue // asked below
+			}
+			total := float64(b) * 1000 / step(l, b)
+			r.Decode = append(r.Decode, calculator.Cell{ContextTokens: l, Concurrency: b, Status: calculator.CellValid,
+				TotalTokS: f(math.Round(total*100) / 100), TBTMs: f(math.Round(step(l, b)*100) / 100)})
+		}
+	}
+	m := fit(t, r)
+	if got := m.Interpolant(); !strings.Contains(got, "from other rows' shape") {
+		t.Errorf("interpolant %q, want one that reads other rows' shape", got)
+	}
+	p, err := m.Decode(calculator.Query{ContextTokens: 8192, Concurrency: 16})
+	if err != nil || p.TotalTokS == nil {
+		t.Fatalf("8192×16: %v", err)
+	}
+	want := 16 * 1000 / step(8192, 16)
+	if got := p.TotalTokS.Value; math.Abs(got/want-1) > 0.005 {
+		t.Errorf("8192×16 predicted %.2f tok/s, truth %.2f (%.1f%% off)", got, want, 100*math.Abs(got/want-1))
+	}
+}

@@ -91,6 +91,9 @@ type interp struct {
 	// rowT and rowS weigh the estimates of T and of S along concurrency
 	// against those along context where both exist.
 	rowT, rowS float64
+	// shapeT and shapeS weigh the shape-transfer estimate (see
+	// surface.shape) against that of the rows and columns.
+	shapeT, shapeS float64
 }
 
 func (ip interp) String() string {
@@ -103,11 +106,19 @@ func (ip interp) String() string {
 	} else {
 		s += " in concurrency"
 	}
-	return fmt.Sprintf("%s, %.0f%%/%.0f%% row-wise (TBT/total)", s, 100*ip.rowT, 100*ip.rowS)
+	s = fmt.Sprintf("%s, %.0f%%/%.0f%% row-wise (TBT/total)", s, 100*ip.rowT, 100*ip.rowS)
+	if ip.shapeT > 0 || ip.shapeS > 0 {
+		s += fmt.Sprintf(", %.0f%%/%.0f%% from other rows' shape", 100*ip.shapeT, 100*ip.shapeS)
+	}
+	return s
 }
 
 // rowWeights are the weights of the row-first path a fit chooses among.
 func rowWeights() []float64 { return []float64{0, 0.25, 0.5, 0.75, 1} }
+
+// shapeWeights are the weights of the shape-transfer estimate a fit
+// chooses among.
+func shapeWeights() []float64 { return []float64{0, 0.5, 1} }
 
 // chooseInterpolant picks the interpolant with the least leave-one-out
 // error of interpolated cells on this run. Dense models are close to linear
@@ -116,7 +127,7 @@ func rowWeights() []float64 { return []float64{0, 0.25, 0.5, 0.75, 1} }
 // linear in B.
 func chooseInterpolant(ctx context.Context, r Run) (interp, error) {
 	best, bestErr := interp{rowT: 0.5, rowS: 0.5}, math.Inf(1)
-	ws := rowWeights()
+	ws, sws := rowWeights(), shapeWeights()
 	for _, ip := range []interp{{}, {logB: true}, {cubic: true}, {logB: true, cubic: true}} {
 		errT, errS, err := looInterpolatedError(ctx, r, ip)
 		if err != nil {
@@ -125,7 +136,8 @@ func chooseInterpolant(ctx context.Context, r Run) (interp, error) {
 		iT, iS := argmin(errT), argmin(errS)
 		if e := errT[iT] + errS[iS]; e < bestErr {
 			best, bestErr = ip, e
-			best.rowT, best.rowS = ws[iT], ws[iS]
+			best.rowT, best.shapeT = ws[iT/len(sws)], sws[iT%len(sws)]
+			best.rowS, best.shapeS = ws[iS/len(sws)], sws[iS%len(sws)]
 		}
 	}
 	return best, nil
@@ -143,10 +155,12 @@ func argmin(xs []float64) int {
 
 // looInterpolatedError is the mean leave-one-out error of time between
 // tokens and of total tok/s over the cells the rows and columns around them
-// estimate, for each of rowWeights.
+// estimate, for each pair of rowWeights and shapeWeights (at index
+// i·len(shapeWeights)+j).
 func looInterpolatedError(ctx context.Context, r Run, ip interp) (errT, errS []float64, err error) {
-	ws := rowWeights()
-	errT, errS = make([]float64, len(ws)), make([]float64, len(ws))
+	ws, sws := rowWeights(), shapeWeights()
+	nw := len(ws) * len(sws)
+	errT, errS = make([]float64, nw), make([]float64, nw)
 	n := 0
 	for _, c := range spread(filter(r.Decode, usable), chooseHoldoutCells) {
 		if err := ctx.Err(); err != nil {
@@ -161,22 +175,27 @@ func looInterpolatedError(ctx context.Context, r Run, ip interp) (errT, errS []f
 			continue
 		}
 		row, col := m.sf.paths(l, b)
+		sh := m.sf.shape(m.sf.snap(l), b)
 		tm := stepT(c)
 		counted := false
 		for i, w := range ws {
-			t, s, _, ok := combine(row, col, w, w)
-			if !ok || t <= 0 || s <= 0 {
+			t0, s0, _, ok := combine(row, col, w, w)
+			if !ok || t0 <= 0 || s0 <= 0 {
 				continue
 			}
-			errT[i] += math.Abs(t-tm) / tm
-			errS[i] += math.Abs(b*1000/s-*c.TotalTokS) / *c.TotalTokS
+			for j, v := range sws {
+				t, s := mixShape(t0, s0, sh, v, v)
+				k := i*len(sws) + j
+				errT[k] += math.Abs(t-tm) / tm
+				errS[k] += math.Abs(b*1000/s-*c.TotalTokS) / *c.TotalTokS
+			}
 			counted = true
 		}
 		if counted {
 			n++
 		}
 	}
-	for i := range ws {
+	for i := range nw {
 		errT[i], errS[i] = errT[i]/float64(n), errS[i]/float64(n)
 		if n == 0 {
 			errT[i], errS[i] = math.Inf(1), math.Inf(1)

@@ -374,8 +374,84 @@ func combine(row, col estimate, wT, wS float64) (t, s float64, extended, ok bool
 // (l, b), and whether it extended a column along context.
 func (sf *surface) interpolate(l, b float64) (t, s float64, extended, ok bool) {
 	row, col := sf.paths(l, b)
-	return combine(row, col, sf.ip.rowT, sf.ip.rowS)
+	t, s, extended, ok = combine(row, col, sf.ip.rowT, sf.ip.rowS)
+	if ok {
+		t, s = mixShape(t, s, sf.shape(l, b), sf.ip.shapeT, sf.ip.shapeS)
+	}
+	return t, s, extended, ok
 }
+
+// mixShape weighs an estimate from the rows and columns around a point
+// against the shape-transfer estimate, T by wT and S by wS.
+func mixShape(t, s float64, sh estimate, wT, wS float64) (float64, float64) {
+	if !sh.ok {
+		return t, s
+	}
+	return (1-wT)*t + wT*sh.t, (1-wS)*s + wS*sh.s
+}
+
+// shape estimates T and S at (l, b) on a measured row that did not measure
+// b by borrowing the shape of other rows: from each other row that measured
+// both b and a concurrency b' of this row, step(l, b) = step(l, b') ·
+// step(l', b) / step(l', b'). Rows of one run differ mostly by a factor
+// (context adds KV reads to every step), so their ratios carry the
+// curvature in B a line between this row's own points misses, and the
+// steps this row did not measure at its edges. The estimates are averaged,
+// weighted towards near concurrencies and near contexts.
+func (sf *surface) shape(l, b float64) estimate {
+	i, found := slices.BinarySearchFunc(sf.rows, l, func(ln line, k float64) int { return cmpF(ln.key, k) })
+	if !found {
+		return estimate{}
+	}
+	own := sf.rows[i]
+	at, measured := slices.BinarySearch(own.xs, b)
+	if measured {
+		return estimate{}
+	}
+	// The nearest shapeReach of this row's concurrencies on each side of b,
+	// and the nearest shapeReach rows on each side that measured b: the
+	// weights fall off fast, and the cost stays bounded on large grids.
+	first := max(0, at-shapeReach)
+	anchors := own.xs[first:min(len(own.xs), at+shapeReach)]
+	var st, ss, sw float64
+	add := func(r line) bool {
+		k, ok := slices.BinarySearch(r.xs, b)
+		if !ok {
+			return false
+		}
+		dl := 1 + math.Abs(math.Log((r.key+1)/(l+1)))
+		for a, ba := range anchors {
+			ka, ok := slices.BinarySearch(r.xs, ba)
+			if !ok || r.t[ka] <= 0 || r.s[ka] <= 0 {
+				continue
+			}
+			db := 1 + math.Abs(math.Log2(ba/b))
+			w := 1 / (db * db * dl)
+			st += w * own.t[first+a] * r.t[k] / r.t[ka]
+			ss += w * own.s[first+a] * r.s[k] / r.s[ka]
+			sw += w
+		}
+		return true
+	}
+	for j, n := i-1, 0; j >= 0 && n < shapeReach; j-- {
+		if add(sf.rows[j]) {
+			n++
+		}
+	}
+	for j, n := i+1, 0; j < len(sf.rows) && n < shapeReach; j++ {
+		if add(sf.rows[j]) {
+			n++
+		}
+	}
+	if sw == 0 {
+		return estimate{}
+	}
+	return estimate{t: st / sw, s: ss / sw, ok: true}
+}
+
+// shapeReach is how many rows, and concurrencies of a row, on each side of
+// a point the shape-transfer estimate reads.
+const shapeReach = 2
 
 func interpLine(lines []line, key, x float64) (t, s float64, ok bool) {
 	lo, hi, f, ok := bracket(lines, key)
