@@ -231,7 +231,7 @@ func without(r Run, held []Cell) Run {
 }
 
 func filter(cells []Cell, keep func(Cell) bool) []Cell {
-	var out []Cell
+	out := make([]Cell, 0, len(cells))
 	for _, c := range cells {
 		if keep(c) {
 			out = append(out, c)

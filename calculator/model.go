@@ -222,7 +222,7 @@ func (m *Model) Interpolant() string { return m.sf.ip.String() }
 
 // fitCore builds the model without calibrating bands.
 func fitCore(r Run, ip interp) (*Model, error) {
-	m := &Model{run: r, cells: map[CellRef]Cell{}, maxOut: r.MaxOutputTokens}
+	m := &Model{run: r, cells: make(map[CellRef]Cell, len(r.Decode)+len(r.SharedSpeed)), maxOut: r.MaxOutputTokens}
 	var samples []sample
 	for _, c := range r.Decode {
 		m.cells[CellRef{c.ContextTokens, c.Concurrency}] = c
