@@ -3,8 +3,8 @@ package calculator_test
 import (
 	"errors"
 	"math"
-	"slices"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
