@@ -4,7 +4,6 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"testing"
 
@@ -578,36 +577,5 @@ func TestShapeTransfer(t *testing.T) {
 	want := 16 * 1000 / step(8192, 16)
 	if got := p.TotalTokS.Value; math.Abs(got/want-1) > 0.005 {
 		t.Errorf("8192×16 predicted %.2f tok/s, truth %.2f (%.1f%% off)", got, want, 100*math.Abs(got/want-1))
-	}
-}
-
-// TestShapeBeyondRow: a row that stopped at B = 4 is not extended along B
-// to 32, but where another row measured 32, it is read from that row's
-// shape; a concurrency no row measured stays refused.
-func TestShapeBeyondRow(t *testing.T) {
-	step := func(l, b int) float64 {
-		return (10 + 30*(1-math.Exp(-float64(b)/3)) + 0.4*float64(b)) * (1 + math.Pow(float64(l)/8192, 1.5))
-	}
-	r := calculator.Run{ID: "short-row", MaxOutputTokens: 128}
-	for l, bs := range map[int][]int{512: {1, 2, 4}, 4096: {1, 2, 4, 8, 16, 32}} {
-		for _, b := range bs {
-			r.Decode = append(r.Decode, calculator.Cell{ContextTokens: l, Concurrency: b, Status: calculator.CellValid,
-				TotalTokS: f(float64(b) * 1000 / step(l, b)), TBTMs: f(step(l, b))})
-		}
-	}
-	m := fit(t, r)
-	p, err := m.Decode(calculator.Query{ContextTokens: 512, Concurrency: 32})
-	if err != nil || p.TotalTokS == nil {
-		t.Fatalf("512×32, measured at 4096: %v", err)
-	}
-	want := 32 * 1000 / step(512, 32)
-	if got := p.TotalTokS.Value; p.SpeedBasis != calculator.Extrapolated || math.Abs(got/want-1) > 0.005 {
-		t.Errorf("512×32: %.1f tok/s (%s), truth %.1f", got, p.SpeedBasis, want)
-	}
-	if !slices.Contains(p.Cells, calculator.CellRef{ContextTokens: 4096, Concurrency: 32}) {
-		t.Errorf("512×32 leans on %v, want 4096×32 among them", p.Cells)
-	}
-	if _, err := m.Decode(calculator.Query{ContextTokens: 512, Concurrency: 24}); !errors.Is(err, calculator.ErrRefused) || !strings.Contains(err.Error(), "no other row measured it") {
-		t.Errorf("512×24, measured in no row: %v, want a refusal", err)
 	}
 }

@@ -321,12 +321,7 @@ func (m *Model) speed(lTokens int, b float64) (t, s float64, basis Basis, used [
 		return 0, 0, "", nil, refuse(supported, "context %d tokens is below 0.8× the shortest context this run measured", lTokens)
 	}
 	if b > maxB {
-		// Not extended along B that far; but where other rows measured this
-		// concurrency, this row is read from their shape.
-		if sh := m.sf.shape(l, b); sh.ok && sh.t > 0 && sh.s > 0 && finite(sh.t, sh.s) {
-			return sh.t, sh.s, Extrapolated, m.shapeCells(l, b), nil
-		}
-		return 0, 0, "", nil, refuse(supported, "concurrency %g is beyond 2× the largest this run measured near context %d (%g), and no other row measured it", b, lTokens, maxB/2)
+		return 0, 0, "", nil, refuse(supported, "concurrency %g is beyond 2× the largest this run measured near context %d (%g)", b, lTokens, maxB/2)
 	}
 	t, s, anchor := m.sf.extrapolate(l, b)
 	if !finite(t, s) || t <= 0 || s <= 0 {
@@ -357,34 +352,13 @@ func (m *Model) neighbours(l, b float64) []CellRef {
 	return out
 }
 
-// shapeCells lists the cells a shape-transfer estimate at (l, b) leans on:
-// the row's nearest measured concurrency and the nearest rows' cells at b.
-func (m *Model) shapeCells(l, b float64) []CellRef {
-	var out []CellRef
-	ref := func(key, x float64) CellRef { return CellRef{int(math.Round(key * 1024)), int(x)} }
-	if i, ok := slices.BinarySearchFunc(m.sf.rows, l, func(ln line, k float64) int { return cmpF(ln.key, k) }); ok {
-		own := m.sf.rows[i]
-		at, _ := slices.BinarySearch(own.xs, b)
-		out = append(out, ref(own.key, own.xs[max(0, at-1)]))
-		for _, step := range []int{-1, 1} {
-			for j := i + step; j >= 0 && j < len(m.sf.rows); j += step {
-				if _, ok := slices.BinarySearch(m.sf.rows[j].xs, b); ok {
-					out = append(out, ref(m.sf.rows[j].key, b))
-					break
-				}
-			}
-		}
-	}
-	return out
-}
-
 func (m *Model) supportedRange() string {
 	maxB := 0.0
 	for _, r := range m.sf.rows {
 		maxB = max(maxB, r.xs[len(r.xs)-1])
 	}
 	_, minL, maxL := m.sf.limits(0)
-	return fmt.Sprintf("context %d–%d tokens, concurrency 1–%d (up to 2× the largest measured near the asked context, or one another row measured)",
+	return fmt.Sprintf("context %d–%d tokens, concurrency 1–%d (up to 2× the largest measured near the asked context)",
 		int(minL*1024), int(maxL*1024), int(2*maxB))
 }
 

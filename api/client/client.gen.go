@@ -2008,8 +2008,7 @@ type ClientInterface interface {
 	// the KV-capacity status. A measured cell answers its measurement
 	// (`basis.method` `measured`); otherwise the answer is `interpolated`
 	// inside the measured region, `extrapolated` within 2× the largest
-	// measured concurrency (or at a concurrency another context measured,
-	// from that row's shape) and 1.25× the longest measured context,
+	// measured concurrency and 1.25× the longest measured context,
 	// `scaled_vram` for another `vram_gb`, or `scaled_gpu` for another
 	// `target_gpu`; `none` where the status leaves no speed. Each value
 	// carries an interval (see `basis.error_band_pct`). Beyond what the data
@@ -2450,8 +2449,7 @@ func (c *Client) EstimateCapacity(ctx context.Context, params *EstimateCapacityP
 // the KV-capacity status. A measured cell answers its measurement
 // (`basis.method` `measured`); otherwise the answer is `interpolated`
 // inside the measured region, `extrapolated` within 2× the largest
-// measured concurrency (or at a concurrency another context measured,
-// from that row's shape) and 1.25× the longest measured context,
+// measured concurrency and 1.25× the longest measured context,
 // `scaled_vram` for another `vram_gb`, or `scaled_gpu` for another
 // `target_gpu`; `none` where the status leaves no speed. Each value
 // carries an interval (see `basis.error_band_pct`). Beyond what the data
@@ -5546,8 +5544,7 @@ type ClientWithResponsesInterface interface {
 	// the KV-capacity status. A measured cell answers its measurement
 	// (`basis.method` `measured`); otherwise the answer is `interpolated`
 	// inside the measured region, `extrapolated` within 2× the largest
-	// measured concurrency (or at a concurrency another context measured,
-	// from that row's shape) and 1.25× the longest measured context,
+	// measured concurrency and 1.25× the longest measured context,
 	// `scaled_vram` for another `vram_gb`, or `scaled_gpu` for another
 	// `target_gpu`; `none` where the status leaves no speed. Each value
 	// carries an interval (see `basis.error_band_pct`). Beyond what the data
@@ -8292,8 +8289,7 @@ func (c *ClientWithResponses) EstimateCapacityWithResponse(ctx context.Context, 
 // the KV-capacity status. A measured cell answers its measurement
 // (`basis.method` `measured`); otherwise the answer is `interpolated`
 // inside the measured region, `extrapolated` within 2× the largest
-// measured concurrency (or at a concurrency another context measured,
-// from that row's shape) and 1.25× the longest measured context,
+// measured concurrency and 1.25× the longest measured context,
 // `scaled_vram` for another `vram_gb`, or `scaled_gpu` for another
 // `target_gpu`; `none` where the status leaves no speed. Each value
 // carries an interval (see `basis.error_band_pct`). Beyond what the data
