@@ -578,4 +578,14 @@ func TestShapeTransfer(t *testing.T) {
 	if got := p.TotalTokS.Value; math.Abs(got/want-1) > 0.005 {
 		t.Errorf("8192×16 predicted %.2f tok/s, truth %.2f (%.1f%% off)", got, want, 100*math.Abs(got/want-1))
 	}
+	// The answer names the other rows' cells it read, not only its own row's.
+	for _, c := range []calculator.CellRef{{ContextTokens: 4096, Concurrency: 16}, {ContextTokens: 16384, Concurrency: 16}} {
+		found := false
+		for _, u := range p.Cells {
+			found = found || u == c
+		}
+		if !found {
+			t.Errorf("8192×16 leans on %v, want %v among them", p.Cells, c)
+		}
+	}
 }

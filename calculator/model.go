@@ -308,10 +308,18 @@ func (m *Model) speed(lTokens int, b float64) (t, s float64, basis Basis, used [
 		return 0, 0, "", nil, refuse(supported+"; across a jump, only concurrencies some row measured", "measured throughput jumps between concurrency %g and %g (at context %d it rises much faster there than below: a kernel or scheduler switch), and where in between it happens is unknown, so concurrency %g is not predicted", lo, hi, int(math.Round(at*1024)), b)
 	}
 	if t, s, extended, ok := m.sf.interpolate(l, b); ok && t > 0 && s > 0 {
-		if extended {
-			return t, s, Extrapolated, m.neighbours(l, b), nil
+		used := m.neighbours(l, b)
+		if m.sf.ip.shapeT > 0 || m.sf.ip.shapeS > 0 {
+			m.sf.shapeVisit(l, b, func(l, b float64) {
+				if ref := (CellRef{int(math.Round(l * 1024)), int(b)}); !slices.Contains(used, ref) {
+					used = append(used, ref)
+				}
+			})
 		}
-		return t, s, Interpolated, m.neighbours(l, b), nil
+		if extended {
+			return t, s, Extrapolated, used, nil
+		}
+		return t, s, Interpolated, used, nil
 	}
 	maxB, minL, maxL := m.sf.limits(l)
 	if l > maxL {

@@ -384,10 +384,16 @@ func (sf *surface) interpolate(l, b float64) (t, s float64, extended, ok bool) {
 // mixShape weighs an estimate from the rows and columns around a point
 // against the shape-transfer estimate, T by wT and S by wS.
 func mixShape(t, s float64, sh estimate, wT, wS float64) (float64, float64) {
-	if !sh.ok {
+	if !sh.ok || !finite(sh.t, sh.s) {
 		return t, s
 	}
-	return (1-wT)*t + wT*sh.t, (1-wS)*s + wS*sh.s
+	if wT > 0 {
+		t = (1-wT)*t + wT*sh.t
+	}
+	if wS > 0 {
+		s = (1-wS)*s + wS*sh.s
+	}
+	return t, s
 }
 
 // shape estimates T and S at (l, b) on a measured row that did not measure
@@ -398,7 +404,11 @@ func mixShape(t, s float64, sh estimate, wT, wS float64) (float64, float64) {
 // curvature in B a line between this row's own points misses, and the
 // steps this row did not measure at its edges. The estimates are averaged,
 // weighted towards near concurrencies and near contexts.
-func (sf *surface) shape(l, b float64) estimate {
+func (sf *surface) shape(l, b float64) estimate { return sf.shapeVisit(l, b, nil) }
+
+// shapeVisit is shape, calling visit (when not nil) with each measured
+// point, as (context in K tokens, concurrency), the estimate reads.
+func (sf *surface) shapeVisit(l, b float64, visit func(l, b float64)) estimate {
 	i, found := slices.BinarySearchFunc(sf.rows, l, func(ln line, k float64) int { return cmpF(ln.key, k) })
 	if !found {
 		return estimate{}
@@ -409,12 +419,13 @@ func (sf *surface) shape(l, b float64) estimate {
 		return estimate{}
 	}
 	// The nearest shapeReach of this row's concurrencies on each side of b,
-	// and the nearest shapeReach rows on each side that measured b: the
-	// weights fall off fast, and the cost stays bounded on large grids.
+	// and the nearest shapeReach rows on each side that measured b and one
+	// of them: the weights fall off fast, and the cost stays bounded on
+	// large grids.
 	first := max(0, at-shapeReach)
 	anchors := own.xs[first:min(len(own.xs), at+shapeReach)]
 	var st, ss, sw float64
-	add := func(r line) bool {
+	add := func(r line) (used bool) {
 		k, ok := slices.BinarySearch(r.xs, b)
 		if !ok {
 			return false
@@ -430,8 +441,16 @@ func (sf *surface) shape(l, b float64) estimate {
 			st += w * own.t[first+a] * r.t[k] / r.t[ka]
 			ss += w * own.s[first+a] * r.s[k] / r.s[ka]
 			sw += w
+			if visit != nil {
+				visit(own.key, ba)
+				visit(r.key, ba)
+			}
+			used = true
 		}
-		return true
+		if used && visit != nil {
+			visit(r.key, b)
+		}
+		return used
 	}
 	for j, n := i-1, 0; j >= 0 && n < shapeReach; j-- {
 		if add(sf.rows[j]) {
