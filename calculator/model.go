@@ -96,6 +96,9 @@ type interp struct {
 	shapeT, shapeS float64
 }
 
+// usesShape reports whether the shape-transfer estimate weighs in at all.
+func (ip interp) usesShape() bool { return ip.shapeT > 0 || ip.shapeS > 0 }
+
 func (ip interp) String() string {
 	s := "linear"
 	if ip.cubic {
@@ -107,7 +110,7 @@ func (ip interp) String() string {
 		s += " in concurrency"
 	}
 	s = fmt.Sprintf("%s, %.0f%%/%.0f%% row-wise (TBT/total)", s, 100*ip.rowT, 100*ip.rowS)
-	if ip.shapeT > 0 || ip.shapeS > 0 {
+	if ip.usesShape() {
 		s += fmt.Sprintf(", %.0f%%/%.0f%% from other rows' shape", 100*ip.shapeT, 100*ip.shapeS)
 	}
 	return s
@@ -307,14 +310,15 @@ func (m *Model) speed(lTokens int, b float64) (t, s float64, basis Basis, used [
 	if lo, hi, at, jump := m.sf.jump(b); jump {
 		return 0, 0, "", nil, refuse(supported+"; across a jump, only concurrencies some row measured", "measured throughput jumps between concurrency %g and %g (at context %d it rises much faster there than below: a kernel or scheduler switch), and where in between it happens is unknown, so concurrency %g is not predicted", lo, hi, int(math.Round(at*1024)), b)
 	}
-	if t, s, extended, ok := m.sf.interpolate(l, b); ok && t > 0 && s > 0 {
+	var read []CellRef // the other rows' cells a shape-transfer estimate read
+	if t, s, extended, ok := m.sf.interpolate(l, b, func(l, b float64) {
+		read = append(read, CellRef{int(math.Round(l * 1024)), int(b)})
+	}); ok && t > 0 && s > 0 {
 		used := m.neighbours(l, b)
-		if m.sf.ip.shapeT > 0 || m.sf.ip.shapeS > 0 {
-			m.sf.shapeVisit(l, b, func(l, b float64) {
-				if ref := (CellRef{int(math.Round(l * 1024)), int(b)}); !slices.Contains(used, ref) {
-					used = append(used, ref)
-				}
-			})
+		for _, ref := range read {
+			if !slices.Contains(used, ref) {
+				used = append(used, ref)
+			}
 		}
 		if extended {
 			return t, s, Extrapolated, used, nil

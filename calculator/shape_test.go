@@ -15,3 +15,24 @@ func TestMixShapeStaysFinite(t *testing.T) {
 		}
 	}
 }
+
+// TestShapeReadsPastRowsSharingNothing: rows that measured the asked
+// concurrency but none of the asked row's own do not use up the estimate's
+// reach; a farther row that shares them is still read.
+func TestShapeReadsPastRowsSharingNothing(t *testing.T) {
+	var samples []sample
+	add := func(l float64, bs ...float64) {
+		for _, b := range bs {
+			samples = append(samples, sample{l: l, b: b, t: 10 + b, s: 10 + b})
+		}
+	}
+	add(0.5, 1, 2, 4, 8, 16, 32, 64) // shares the asked row's concurrencies
+	add(1, 16, 128)                  // measured 16, shares nothing
+	add(2, 16, 128)                  // measured 16, shares nothing
+	add(4, 1, 2, 4, 8, 32, 64)       // the asked row: no 16
+	sf := newSurface(samples, interp{})
+	e := sf.shape(4, 16)
+	if !e.ok || math.Abs(e.s/26-1) > 1e-9 {
+		t.Errorf("shape at 4K × 16: %+v, want 26 from the 512-token row", e)
+	}
+}

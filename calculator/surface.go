@@ -372,11 +372,13 @@ func combine(row, col estimate, wT, wS float64) (t, s float64, extended, ok bool
 
 // interpolate returns T and S from the measured rows and columns around
 // (l, b), and whether it extended a column along context.
-func (sf *surface) interpolate(l, b float64) (t, s float64, extended, ok bool) {
+// Where the run weighs in the shape-transfer estimate, visit (when not nil)
+// is told each measured point it read.
+func (sf *surface) interpolate(l, b float64, visit func(l, b float64)) (t, s float64, extended, ok bool) {
 	row, col := sf.paths(l, b)
 	t, s, extended, ok = combine(row, col, sf.ip.rowT, sf.ip.rowS)
-	if ok {
-		t, s = mixShape(t, s, sf.shape(l, b), sf.ip.shapeT, sf.ip.shapeS)
+	if ok && sf.ip.usesShape() {
+		t, s = mixShape(t, s, sf.shapeVisit(l, b, visit), sf.ip.shapeT, sf.ip.shapeS)
 	}
 	return t, s, extended, ok
 }
