@@ -589,3 +589,72 @@ func TestShapeTransfer(t *testing.T) {
 		}
 	}
 }
+
+// TestSaturatedEngineIsHeldLevel: an engine whose KV cache is full runs no
+// more requests at once however many are sent, so a row's throughput levels
+// off; a cell on or past that level is answered on it (and says so), not
+// from a surface that assumes every request runs.
+func TestSaturatedEngineIsHeldLevel(t *testing.T) {
+	const kvTokens = 60000
+	total := func(l, b int) float64 {
+		n := min(float64(b), kvTokens/float64(l+128)) // requests running at once
+		return n * 1000 / (7 + 0.3*n + 0.0008*n*float64(l))
+	}
+	held := []calculator.CellRef{{ContextTokens: 1024, Concurrency: 100}, {ContextTokens: 4096, Concurrency: 200}}
+	for _, h := range held {
+		r := calculator.Run{ID: "saturated", MaxOutputTokens: 128}
+		for _, l := range []int{128, 1024, 4096} {
+			for _, b := range []int{1, 10, 50, 100, 200} {
+				if l == h.ContextTokens && b == h.Concurrency {
+					continue
+				}
+				r.Decode = append(r.Decode, calculator.Cell{ContextTokens: l, Concurrency: b, Status: calculator.CellValid, TotalTokS: f(math.Round(total(l, b)*10) / 10)})
+			}
+		}
+		p, err := fit(t, r).Decode(calculator.Query{ContextTokens: h.ContextTokens, Concurrency: h.Concurrency})
+		if err != nil || p.TotalTokS == nil {
+			t.Fatalf("%v: %v", h, err)
+		}
+		want := total(h.ContextTokens, h.Concurrency)
+		if got := p.TotalTokS.Value; math.Abs(got/want-1) > 0.005 {
+			t.Errorf("%v predicted %.1f tok/s, the level is %.1f (%.1f%% off)", h, got, want, 100*math.Abs(got/want-1))
+		}
+		said := false
+		for _, w := range p.Warnings {
+			said = said || strings.Contains(w, "level off")
+		}
+		if !said {
+			t.Errorf("%v: warnings %q do not say the rows level off", h, p.Warnings)
+		}
+	}
+}
+
+// TestSwitchIsNotALevel: a row that levels off and then rises again shows a
+// kernel switch, not a full engine; its level stretches are not held.
+func TestSwitchIsNotALevel(t *testing.T) {
+	r := calculator.Run{ID: "switch"}
+	for _, row := range []struct {
+		l      int
+		totals []float64
+	}{
+		{512, []float64{76.3, 111.4, 152.2, 192.5, 199.1, 393.3}},
+		{4096, []float64{67.6, 98.2, 129.2, 156.8, 161.7, 270.9}},
+		{8192, []float64{66.3, 88.6, 114.3, 136.7, 137.7}}, // 32 asked below
+	} {
+		for i, v := range row.totals {
+			r.Decode = append(r.Decode, calculator.Cell{ContextTokens: row.l, Concurrency: 1 << i, Status: calculator.CellValid, TotalTokS: f(v)})
+		}
+	}
+	p, err := fit(t, r).Decode(calculator.Query{ContextTokens: 8192, Concurrency: 32, MaxOutputTokens: 32})
+	if err != nil || p.TotalTokS == nil {
+		t.Fatalf("8192×32: %v", err)
+	}
+	if v := p.TotalTokS.Value; v < 1.3*137.7 {
+		t.Errorf("8192×32 predicted %.1f tok/s: held near the 16-request level (137.7) though the other rows jump at 32", v)
+	}
+	for _, w := range p.Warnings {
+		if strings.Contains(w, "level off") {
+			t.Errorf("warning %q on a run whose level stretch is a switch", w)
+		}
+	}
+}

@@ -294,6 +294,12 @@ func (m *Model) speed(lTokens int, b float64) (t, s float64, basis Basis, used [
 	}
 	l = m.sf.snap(l) // a context within 5 % of a measured row reads that row
 	supported := m.supportedRange()
+	if t, s, _, beyond, ok := m.sf.saturated(l, b); ok {
+		if beyond {
+			return t, s, Extrapolated, m.neighbours(l, b), nil
+		}
+		return t, s, Interpolated, m.neighbours(l, b), nil
+	}
 	if lo, hi, rough := m.sf.rough(l, b); rough {
 		// Along the row nothing is known across the break; where this
 		// concurrency was measured at other contexts, its column still says
@@ -448,6 +454,11 @@ func (m *Model) Decode(q Query) (Prediction, error) {
 	t, s, basis, used, err := m.speed(q.ContextTokens, b)
 	if err != nil {
 		return Prediction{}, err
+	}
+	if basis != Measured {
+		if _, _, at, _, ok := m.sf.saturated(m.sf.snap(float64(q.ContextTokens)/1024), b); ok {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("the measured rows around this context level off from concurrency %g (the engine is full: more requests wait rather than run), so the speed is held at that level", at))
+		}
 	}
 	t, s = gpu.apply(m, t, s)
 	p.Cells = used

@@ -102,6 +102,9 @@ type surface struct {
 	// curvature in B is mostly captured by the model, so its residual
 	// interpolates better than T itself.
 	resRows, resCols []line
+	// isSwitching marks a run whose rows show a kernel or scheduler switch
+	// (see switches).
+	isSwitching bool
 }
 
 // rowTolerance is how close, relatively, contexts must be to make one row:
@@ -205,6 +208,7 @@ func newSurface(samples []sample, ip interp) *surface {
 		sf.resRows = withCubic(sf.resRows)
 	}
 	sf.resCols = group(resid, func(p sample) (float64, float64) { return p.b, p.l }, gb, nil)
+	sf.isSwitching = sf.switches()
 	return sf
 }
 

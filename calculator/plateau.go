@@ -1,0 +1,115 @@
+package calculator
+
+import "math"
+
+// An engine whose KV cache or compute is full runs no more requests at once
+// however many are sent: the rest wait, and total throughput stays level
+// (or sags a little under preemption). A row that levels off so, and stays
+// level to its end or to the asked concurrency, is answered on that level
+// rather than along a surface fitted for requests that all run.
+const (
+	// plateauRise is how much a cell may rise over the best total at smaller
+	// concurrency of its row and still count as level.
+	plateauRise = 0.03
+	// plateauSag is how far below the knee's total a level cell may fall.
+	plateauSag = 0.05
+)
+
+// level is where a row levels off: knee is the index of its cell with the
+// largest total before the first level cell, last the index of the last
+// cell of the level stretch that follows (within plateauRise above and
+// plateauSag below the knee's total). ok is false for a row that keeps
+// rising.
+type level struct {
+	knee, last int
+	ok         bool
+}
+
+func rowTotal(r line, i int) float64 { return r.xs[i] / r.s[i] }
+
+func levelOf(r line) level {
+	best := -1
+	for k := range r.xs {
+		if best >= 0 && rowTotal(r, k) <= (1+plateauRise)*rowTotal(r, best) {
+			lv := level{knee: best, last: best}
+			kt := rowTotal(r, best)
+			for i := best + 1; i < len(r.xs); i++ {
+				if t := rowTotal(r, i); t > (1+plateauRise)*kt || t < (1-plateauSag)*kt {
+					break
+				}
+				lv.last = i
+			}
+			lv.ok = lv.last > lv.knee
+			return lv
+		}
+		if best < 0 || rowTotal(r, k) > rowTotal(r, best) {
+			best = k
+		}
+	}
+	return level{}
+}
+
+// onLevel returns the row's T and total (per millisecond) at b when b is
+// past the row's knee and on its level stretch (interpolated between its
+// cells, or held level beyond the row's last cell when the stretch runs to
+// it); beyond reports the latter.
+func onLevel(r line, b float64) (t, tot float64, beyond, ok bool) {
+	lv := levelOf(r)
+	if !lv.ok || b <= r.xs[lv.knee] {
+		return 0, 0, false, false
+	}
+	for i := lv.knee + 1; i <= lv.last; i++ {
+		if b <= r.xs[i] {
+			f := (b - r.xs[i-1]) / (r.xs[i] - r.xs[i-1])
+			return lerp(r.t[i-1], r.t[i], f), lerp(rowTotal(r, i-1), rowTotal(r, i), f), false, true
+		}
+	}
+	if lv.last == len(r.xs)-1 {
+		return r.t[lv.last], rowTotal(r, lv.last), true, true
+	}
+	return 0, 0, false, false
+}
+
+// switches reports a run in which some row's throughput rises much faster
+// over one step of concurrency than over the step before (see jump): its
+// level stretches are kernel or scheduler switches, not a full engine, and
+// are not answered as saturated.
+func (sf *surface) switches() bool {
+	for _, r := range sf.rows {
+		for i := 2; i < len(r.xs); i++ {
+			g := func(j int) float64 {
+				return math.Log(rowTotal(r, j)/rowTotal(r, j-1)) / math.Log(r.xs[j]/r.xs[j-1])
+			}
+			if g(i) > g(i-1)+jumpElasticity {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// saturated answers T and S at (l, b) where the measured rows around l both
+// level off before b: T and the total interpolated along each row's level
+// stretch (held level beyond its end), then linearly in context. at is
+// the smaller of the two rows' knees; beyond reports an answer held level
+// past some row's last cell.
+func (sf *surface) saturated(l, b float64) (t, s, at float64, beyond, ok bool) {
+	if sf.isSwitching {
+		return 0, 0, 0, false, false
+	}
+	lo, hi, f, in := bracket(sf.rows, l)
+	if !in {
+		return 0, 0, 0, false, false
+	}
+	t0, p0, b0, ok0 := onLevel(lo, b)
+	t1, p1, b1, ok1 := onLevel(hi, b)
+	if !ok0 || !ok1 {
+		return 0, 0, 0, false, false
+	}
+	tot := lerp(p0, p1, f)
+	if !(tot > 0) {
+		return 0, 0, 0, false, false
+	}
+	at = math.Min(lo.xs[levelOf(lo).knee], hi.xs[levelOf(hi).knee])
+	return lerp(t0, t1, f), b / tot, at, b0 || b1, true
+}
