@@ -124,10 +124,11 @@ func rowWeights() []float64 { return []float64{0, 0.25, 0.5, 0.75, 1} }
 func shapeWeights() []float64 { return []float64{0, 0.5, 1} }
 
 // chooseInterpolant picks the interpolant with the least leave-one-out
-// error of interpolated cells on this run. Dense models are close to linear
-// in B; mixture-of-experts models rise steeply and then flatten; smooth
-// curves gain from the cubic. Ties, and runs with nothing to hold out, stay
-// linear in B.
+// error of interpolated cells on this run, and within it the most even
+// weights whose error is close to the least (see chooseTolerance). Dense
+// models are close to linear in B; mixture-of-experts models rise steeply
+// and then flatten; smooth curves gain from the cubic. Ties, and runs with
+// nothing to hold out, stay linear in B.
 func chooseInterpolant(ctx context.Context, r Run) (interp, error) {
 	best, bestErr := interp{rowT: 0.5, rowS: 0.5}, math.Inf(1)
 	ws, sws := rowWeights(), shapeWeights()
@@ -136,14 +137,39 @@ func chooseInterpolant(ctx context.Context, r Run) (interp, error) {
 		if err != nil {
 			return interp{}, err
 		}
-		iT, iS := argmin(errT), argmin(errS)
-		if e := errT[iT] + errS[iS]; e < bestErr {
+		if e := errT[argmin(errT)] + errS[argmin(errS)]; e < bestErr {
+			iT, iS := mostBalanced(errT), mostBalanced(errS)
 			best, bestErr = ip, e
 			best.rowT, best.shapeT = ws[iT/len(sws)], sws[iT%len(sws)]
 			best.rowS, best.shapeS = ws[iS/len(sws)], sws[iS%len(sws)]
 		}
 	}
 	return best, nil
+}
+
+// chooseTolerance: weights whose held-out error is within this factor of
+// the least are told apart by a few held-out cells only, so the fit takes
+// the most even mix among them (the one nearest ½ row-wise and ½ from
+// other rows' shape) rather than the luckiest: a mix of estimates errs
+// less on cells the choice did not see.
+const chooseTolerance = 1.10
+
+// mostBalanced is the index (i·len(shapeWeights)+j, as looInterpolatedError
+// lays them out) of the most even pair of weights whose error is within
+// chooseTolerance of the least.
+func mostBalanced(errs []float64) int {
+	ws, sws := rowWeights(), shapeWeights()
+	least := errs[argmin(errs)]
+	pick, dist := argmin(errs), math.Inf(1)
+	for i, e := range errs {
+		if e > chooseTolerance*least {
+			continue
+		}
+		if d := math.Abs(ws[i/len(sws)]-0.5) + math.Abs(sws[i%len(sws)]-0.5); d < dist {
+			pick, dist = i, d
+		}
+	}
+	return pick
 }
 
 func argmin(xs []float64) int {

@@ -1,0 +1,35 @@
+package calculator
+
+import "testing"
+
+// TestMostBalancedWeights: among row/shape weights whose held-out error is
+// within chooseTolerance of the least, the most even mix is taken; a mix
+// further off than that is not.
+func TestMostBalancedWeights(t *testing.T) {
+	ws, sws := rowWeights(), shapeWeights()
+	idx := func(row, shape float64) int {
+		for i, w := range ws {
+			for j, v := range sws {
+				if w == row && v == shape {
+					return i*len(sws) + j
+				}
+			}
+		}
+		t.Fatalf("no weights %v/%v", row, shape)
+		return 0
+	}
+	errs := make([]float64, len(ws)*len(sws))
+	for i := range errs {
+		errs[i] = 0.10
+	}
+	errs[idx(1, 0)] = 0.050     // least: all row-wise, no shape
+	errs[idx(0.5, 0.5)] = 0.054 // even, within 10 %
+	if got := mostBalanced(errs); got != idx(0.5, 0.5) {
+		t.Errorf("picked %d, want the even mix %d within %.0f%% of the least", got, idx(0.5, 0.5), 100*(chooseTolerance-1))
+	}
+	errs[idx(0.5, 0.5)] = 0.056 // now 12 % worse: the least stands
+	errs[idx(0.75, 0)] = 0.0545 // the most even within 10 %
+	if got := mostBalanced(errs); got != idx(0.75, 0) {
+		t.Errorf("picked %d, want %d (the most even within tolerance)", got, idx(0.75, 0))
+	}
+}
