@@ -36,3 +36,31 @@ func TestShapeReadsPastRowsSharingNothing(t *testing.T) {
 		t.Errorf("shape at 4K × 16: %+v, want 26 from the 512-token row", e)
 	}
 }
+
+// TestColumnReach: a column measured at 128 and 1024 tokens is extended
+// along context (step time grows close to linearly with it) to a row 3.6
+// of its spans away, exactly for step times linear in context, and not to
+// one more than columnReach spans away.
+func TestColumnReach(t *testing.T) {
+	step := func(l, b float64) float64 { return (6 + 2*b) * (1 + l/2) } // l in K tokens
+	var samples []sample
+	add := func(l, b float64) {
+		samples = append(samples, sample{l: l, b: b, t: step(l, b), s: step(l, b)})
+	}
+	for _, l := range []float64{0.125, 1, 4, 16} {
+		for _, b := range []float64{1, 50} {
+			add(l, b)
+		}
+		if l <= 1 {
+			add(l, 10) // concurrency 10 only at short contexts
+		}
+	}
+	sf := newSurface(samples, interp{})
+	e := sf.columnFirst(sf.cols, 4, 10)
+	if !e.ok || !e.extended || math.Abs(e.s/step(4, 10)-1) > 1e-9 {
+		t.Errorf("4096×10 from the column at 128 and 1024: %+v, want extended to %.3f", e, step(4, 10))
+	}
+	if e := sf.columnFirst(sf.cols, 16, 10); e.ok {
+		t.Errorf("16384×10, %.0f spans from the column: %+v, want no estimate", (16-1)/0.875, e)
+	}
+}
