@@ -593,44 +593,108 @@ func TestShapeTransfer(t *testing.T) {
 // TestSaturatedEngineIsHeldLevel: an engine whose KV cache is full runs no
 // more requests at once however many are sent, so a row's throughput levels
 // off; a cell on or past that level is answered on it (and says so), not
-// from a surface that assumes every request runs.
+// from a surface fitted for a rising curve: the total held, the time
+// between tokens of the requests that run held too, and no further than
+// 2× the concurrency measured.
 func TestSaturatedEngineIsHeldLevel(t *testing.T) {
 	const kvTokens = 60000
-	total := func(l, b int) float64 {
-		n := min(float64(b), kvTokens/float64(l+128)) // requests running at once
-		return n * 1000 / (7 + 0.3*n + 0.0008*n*float64(l))
-	}
-	held := []calculator.CellRef{{ContextTokens: 1024, Concurrency: 100}, {ContextTokens: 4096, Concurrency: 200}}
-	for _, h := range held {
-		r := calculator.Run{ID: "saturated", MaxOutputTokens: 128}
+	running := func(l, b int) float64 { return min(float64(b), kvTokens/float64(l+128)) }
+	step := func(l int, n float64) float64 { return 7 + 0.3*n + 0.0008*n*float64(l) }
+	total := func(l, b int) float64 { return running(l, b) * 1000 / step(l, running(l, b)) }
+	run := func(skip calculator.CellRef) calculator.Run {
+		r := calculator.Run{ID: "saturated", MaxOutputTokens: 128, VRAMGB: 24, GPUMemoryUtilization: 0.9, ParamsB: 4, Quantization: "AWQ 4-bit"}
 		for _, l := range []int{128, 1024, 4096} {
 			for _, b := range []int{1, 10, 50, 100, 200} {
-				if l == h.ContextTokens && b == h.Concurrency {
+				if l == skip.ContextTokens && b == skip.Concurrency {
 					continue
 				}
-				r.Decode = append(r.Decode, calculator.Cell{ContextTokens: l, Concurrency: b, Status: calculator.CellValid, TotalTokS: f(math.Round(total(l, b)*10) / 10)})
+				r.Decode = append(r.Decode, calculator.Cell{ContextTokens: l, Concurrency: b, Status: calculator.CellValid,
+					TotalTokS: f(math.Round(total(l, b)*10) / 10), TBTMs: f(math.Round(step(l, running(l, b))*100) / 100)})
 			}
 		}
-		p, err := fit(t, r).Decode(calculator.Query{ContextTokens: h.ContextTokens, Concurrency: h.Concurrency})
-		if err != nil || p.TotalTokS == nil {
-			t.Fatalf("%v: %v", h, err)
+		return r
+	}
+	says := func(p calculator.Prediction) bool {
+		for _, w := range p.Warnings {
+			if strings.Contains(w, "stops rising") {
+				return true
+			}
+		}
+		return false
+	}
+	for _, h := range []struct {
+		calculator.CellRef
+		basis calculator.Basis
+	}{
+		{calculator.CellRef{ContextTokens: 1024, Concurrency: 100}, calculator.Interpolated}, // on the level
+		{calculator.CellRef{ContextTokens: 4096, Concurrency: 200}, calculator.Extrapolated}, // past the row's end
+	} {
+		p, err := fit(t, run(h.CellRef)).Decode(calculator.Query{ContextTokens: h.ContextTokens, Concurrency: h.Concurrency})
+		if err != nil || p.TotalTokS == nil || p.TBTMs == nil {
+			t.Fatalf("%v: %v", h.CellRef, err)
 		}
 		want := total(h.ContextTokens, h.Concurrency)
 		if got := p.TotalTokS.Value; math.Abs(got/want-1) > 0.005 {
-			t.Errorf("%v predicted %.1f tok/s, the level is %.1f (%.1f%% off)", h, got, want, 100*math.Abs(got/want-1))
+			t.Errorf("%v predicted %.1f tok/s, the level is %.1f (%.1f%% off)", h.CellRef, got, want, 100*math.Abs(got/want-1))
 		}
-		said := false
-		for _, w := range p.Warnings {
-			said = said || strings.Contains(w, "level off")
+		wantTBT := step(h.ContextTokens, running(h.ContextTokens, h.Concurrency))
+		if got := p.TBTMs.Value; math.Abs(got/wantTBT-1) > 0.03 {
+			t.Errorf("%v time between tokens %.2f ms, the running requests' is %.2f", h.CellRef, got, wantTBT)
 		}
-		if !said {
-			t.Errorf("%v: warnings %q do not say the rows level off", h, p.Warnings)
+		if p.SpeedBasis != h.basis {
+			t.Errorf("%v basis %s, want %s", h.CellRef, p.SpeedBasis, h.basis)
 		}
+		if !says(p) {
+			t.Errorf("%v: warnings %q do not say throughput stops rising", h.CellRef, p.Warnings)
+		}
+	}
+	m := fit(t, run(calculator.CellRef{}))
+	if _, err := m.Decode(calculator.Query{ContextTokens: 4096, Concurrency: 1000}); !errors.Is(err, calculator.ErrRefused) {
+		t.Errorf("4096×1000, 5× the largest concurrency measured: %v, want a refusal", err)
+	}
+	// Another VRAM size moves a level the KV cache set: it is not held.
+	p, err := m.Decode(calculator.Query{ContextTokens: 4096, Concurrency: 150, VRAMGB: 48})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if says(p) {
+		t.Errorf("4096×150 on 48 GB: %q, a level read from the 24 GB run's KV cache", p.Warnings)
 	}
 }
 
-// TestSwitchIsNotALevel: a row that levels off and then rises again shows a
-// kernel switch, not a full engine; its level stretches are not held.
+// TestBatchPastItsLevelTakesLongerSteps: in a batch whose requests all run
+// (a static-batch benchmark that publishes throughput only), a level total
+// means each step serves more requests more slowly: past the row's end the
+// time between tokens grows with the batch.
+func TestBatchPastItsLevelTakesLongerSteps(t *testing.T) {
+	r := calculator.Run{ID: "batch"}
+	for _, c := range []struct {
+		l, b  int
+		total float64
+	}{
+		{512, 1, 82.5}, {512, 16, 903.4}, {512, 32, 1381.6}, {512, 64, 1378.6},
+		{1024, 1, 80.1}, {1024, 16, 716.8}, {1024, 32, 729.2}, {1024, 64, 722.4},
+		{2048, 1, 75.8}, {2048, 16, 375.7}, {2048, 32, 371.5}, {2048, 64, 370.0},
+	} {
+		r.Decode = append(r.Decode, calculator.Cell{ContextTokens: c.l, Concurrency: c.b, Status: calculator.CellValid, TotalTokS: f(c.total)})
+	}
+	p, err := fit(t, r).Decode(calculator.Query{ContextTokens: 1024, Concurrency: 96, MaxOutputTokens: 1})
+	if err != nil || p.TotalTokS == nil || p.TBTMs == nil {
+		t.Fatalf("1024×96: %v", err)
+	}
+	if v := p.TotalTokS.Value; math.Abs(v/722.4-1) > 0.01 {
+		t.Errorf("1024×96 total %.1f tok/s, want the level 722.4", v)
+	}
+	// Every request of the batch runs: per-request speed × 96 is the total.
+	if v := 96 * 1000 / p.TBTMs.Value; math.Abs(v/p.TotalTokS.Value-1) > 0.02 {
+		t.Errorf("1024×96: TBT %.1f ms gives %.1f tok/s over 96 requests, but the total is %.1f", p.TBTMs.Value, v, p.TotalTokS.Value)
+	}
+}
+
+// TestSwitchIsNotALevel: where throughput rises much faster over one step
+// of concurrency than over the step before (a kernel switch, here at
+// B = 32 after a nearly level 8 → 16), a level stretch is not the engine's
+// last word and is not held.
 func TestSwitchIsNotALevel(t *testing.T) {
 	r := calculator.Run{ID: "switch"}
 	for _, row := range []struct {
@@ -653,8 +717,33 @@ func TestSwitchIsNotALevel(t *testing.T) {
 		t.Errorf("8192×32 predicted %.1f tok/s: held near the 16-request level (137.7) though the other rows jump at 32", v)
 	}
 	for _, w := range p.Warnings {
-		if strings.Contains(w, "level off") {
+		if strings.Contains(w, "stops rising") {
 			t.Errorf("warning %q on a run whose level stretch is a switch", w)
+		}
+	}
+}
+
+// TestSharedCellsSetNoLevel: cells shared from a run with other capacity
+// settings inform speed, never capacity; a level is a capacity effect, so
+// one they show is not this run's.
+func TestSharedCellsSetNoLevel(t *testing.T) {
+	r := calculator.Run{ID: "own", MaxOutputTokens: 128}
+	step := func(l, b int) float64 { return (7 + 0.3*float64(b)) * (1 + float64(l)/8192) }
+	for _, l := range []int{1024, 4096} {
+		for _, b := range []int{1, 2, 4, 8} {
+			r.Decode = append(r.Decode, calculator.Cell{ContextTokens: l, Concurrency: b, Status: calculator.CellValid, TotalTokS: f(float64(b) * 1000 / step(l, b))})
+		}
+		for _, b := range []int{16, 32, 64} { // a sibling with less KV cache levels off from 16
+			r.SharedSpeed = append(r.SharedSpeed, calculator.Cell{ContextTokens: l, Concurrency: b, Status: calculator.CellValid, TotalTokS: f(16 * 1000 / step(l, 16))})
+		}
+	}
+	p, err := fit(t, r).Decode(calculator.Query{ContextTokens: 1024, Concurrency: 48})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range p.Warnings {
+		if strings.Contains(w, "stops rising") {
+			t.Errorf("1024×48: %q, a level only the shared cells show", w)
 		}
 	}
 }

@@ -1,6 +1,9 @@
 package calculator
 
-import "testing"
+import (
+	"math"
+	"testing"
+)
 
 // TestMostBalancedWeights: among row/shape weights whose held-out error is
 // within chooseTolerance of the least, the most even mix is taken; a mix
@@ -31,5 +34,24 @@ func TestMostBalancedWeights(t *testing.T) {
 	errs[idx(0.75, 0)] = 0.0545 // the most even within 10 %
 	if got := mostBalanced(errs); got != idx(0.75, 0) {
 		t.Errorf("picked %d, want %d (the most even within tolerance)", got, idx(0.75, 0))
+	}
+}
+
+// TestMostBalancedWithoutEvidence: when every weight errs alike, the rows
+// and columns are weighed evenly and the shape estimate, which nothing
+// held out told apart, not at all; a NaN error never qualifies.
+func TestMostBalancedWithoutEvidence(t *testing.T) {
+	ws, sws := rowWeights(), shapeWeights()
+	errs := make([]float64, len(ws)*len(sws))
+	for i := range errs {
+		errs[i] = 0.02
+	}
+	got := mostBalanced(errs)
+	if row, shape := ws[got/len(sws)], sws[got%len(sws)]; row != 0.5 || shape != 0 {
+		t.Errorf("all tied: row %g, shape %g; want row 0.5, shape 0", row, shape)
+	}
+	errs[0] = math.NaN()
+	if got := mostBalanced(errs); math.IsNaN(errs[got]) {
+		t.Errorf("picked the NaN error at %d", got)
 	}
 }

@@ -133,7 +133,7 @@ func evaluate(ctx context.Context, r Run, ip interp, lim evalLimits) (Report, er
 		}
 		for _, c := range held {
 			b := float64(c.Concurrency)
-			t, s, basis, _, err := m.speed(c.ContextTokens, b)
+			t, s, basis, _, _, err := m.speed(c.ContextTokens, b, true)
 			if err != nil {
 				rep.Refused++
 				continue

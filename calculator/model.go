@@ -156,30 +156,38 @@ const chooseTolerance = 1.10
 
 // mostBalanced is the index (i·len(shapeWeights)+j, as looInterpolatedError
 // lays them out) of the most even pair of weights whose error is within
-// chooseTolerance of the least.
+// chooseTolerance of the least. The shape estimate is weighed in only where
+// the held-out cells saw it: when its weights all err alike (nothing to
+// tell them apart), it gets none.
 func mostBalanced(errs []float64) int {
 	ws, sws := rowWeights(), shapeWeights()
-	least := errs[argmin(errs)]
-	pick, dist := argmin(errs), math.Inf(1)
+	best := argmin(errs)
+	least := errs[best]
+	pick, dist := best, math.Inf(1)
 	for i, e := range errs {
-		if e > chooseTolerance*least {
-			continue
+		if !(e <= chooseTolerance*least) {
+			continue // NaN never qualifies
 		}
-		if d := math.Abs(ws[i/len(sws)]-0.5) + math.Abs(sws[i%len(sws)]-0.5); d < dist {
+		shape := sws[i%len(sws)]
+		if shape > 0 && e == errs[i-i%len(sws)] {
+			continue // no better than without the shape: not weighed in
+		}
+		if d := math.Abs(ws[i/len(sws)]-0.5) + math.Abs(shape-0.5); d < dist {
 			pick, dist = i, d
 		}
 	}
 	return pick
 }
 
+// argmin is the index of the least of xs, NaN ignored (0 when all are).
 func argmin(xs []float64) int {
-	best := 0
+	best := -1
 	for i, x := range xs {
-		if x < xs[best] {
+		if !math.IsNaN(x) && (best < 0 || x < xs[best]) {
 			best = i
 		}
 	}
-	return best
+	return max(best, 0)
 }
 
 // looInterpolatedError is the mean leave-one-out error of time between
@@ -261,6 +269,7 @@ func fitCore(r Run, ip interp) (*Model, error) {
 		b := float64(c.Concurrency)
 		samples = append(samples, sample{l: float64(c.ContextTokens) / 1024, b: b, t: stepT(c), s: b * 1000 / *c.TotalTokS})
 	}
+	own := len(samples)
 	for _, c := range r.SharedSpeed {
 		ref := CellRef{c.ContextTokens, c.Concurrency}
 		if _, own := m.cells[ref]; own || !usable(c) {
@@ -280,6 +289,9 @@ func fitCore(r Run, ip interp) (*Model, error) {
 		return nil, ErrNoData
 	}
 	m.sf = newSurface(samples, ip)
+	if own < len(samples) {
+		m.sf.ownLevels(samples[:own])
+	}
 	m.cap = newCapacity(r, m.maxOut)
 	m.ttft = fitDecodeTTFT(r.Decode)
 	m.prefill = fitPrefill(r.Prefill)
@@ -313,18 +325,28 @@ func stepT(c Cell) float64 {
 func (m *Model) Bands() Bands { return m.bands }
 
 // speed predicts the two step times at (L, B) with how they were obtained.
-func (m *Model) speed(lTokens int, b float64) (t, s float64, basis Basis, used []CellRef, err error) {
+//
+// Where the run's own rows around the context level off before b (see
+// saturated) and levels is true, the answer is read from the level, and
+// levelFrom is the concurrency from which they are level (0 otherwise).
+// Callers that move the KV pool (another VRAM size or GPU) pass levels
+// false: a level set by this run's KV cache would move with it.
+func (m *Model) speed(lTokens int, b float64, levels bool) (t, s float64, basis Basis, used []CellRef, levelFrom float64, err error) {
 	l := float64(lTokens) / 1024
 	if c, ok := m.cells[CellRef{lTokens, int(b)}]; ok && float64(int(b)) == b && usable(c) {
-		return stepT(c), b * 1000 / *c.TotalTokS, Measured, []CellRef{{lTokens, int(b)}}, nil
+		return stepT(c), b * 1000 / *c.TotalTokS, Measured, []CellRef{{lTokens, int(b)}}, 0, nil
 	}
 	l = m.sf.snap(l) // a context within 5 % of a measured row reads that row
 	supported := m.supportedRange()
-	if t, s, _, beyond, ok := m.sf.saturated(l, b); ok {
-		if beyond {
-			return t, s, Extrapolated, m.neighbours(l, b), nil
+	if t, s, from, beyond, ok := m.sf.saturated(l, b); levels && ok {
+		maxB, _, _ := m.sf.limits(l)
+		switch {
+		case !beyond:
+			return t, s, Interpolated, m.neighbours(l, b), from, nil
+		case b <= maxB:
+			return t, s, Extrapolated, m.neighbours(l, b), from, nil
 		}
-		return t, s, Interpolated, m.neighbours(l, b), nil
+		return 0, 0, "", nil, 0, refuse(supported, "concurrency %g is beyond 2× the largest this run measured near context %d (%g)", b, lTokens, maxB/2)
 	}
 	if lo, hi, rough := m.sf.rough(l, b); rough {
 		// Along the row nothing is known across the break; where this
@@ -335,12 +357,12 @@ func (m *Model) speed(lTokens int, b float64) (t, s float64, basis Basis, used [
 			if col.extended {
 				basis = Extrapolated
 			}
-			return col.t, col.s, basis, m.neighbours(l, b), nil
+			return col.t, col.s, basis, m.neighbours(l, b), 0, nil
 		}
-		return 0, 0, "", nil, refuse(supported, "measured throughput is not smooth between concurrency %g and %g near context %d (it stops rising, a kernel or scheduler switch) and no column measured at this concurrency reaches this context, so nothing across it is predicted", lo, hi, lTokens)
+		return 0, 0, "", nil, 0, refuse(supported, "measured throughput is not smooth between concurrency %g and %g near context %d (it stops rising, a kernel or scheduler switch) and no column measured at this concurrency reaches this context, so nothing across it is predicted", lo, hi, lTokens)
 	}
 	if lo, hi, at, jump := m.sf.jump(b); jump {
-		return 0, 0, "", nil, refuse(supported+"; across a jump, only concurrencies some row measured", "measured throughput jumps between concurrency %g and %g (at context %d it rises much faster there than below: a kernel or scheduler switch), and where in between it happens is unknown, so concurrency %g is not predicted", lo, hi, int(math.Round(at*1024)), b)
+		return 0, 0, "", nil, 0, refuse(supported+"; across a jump, only concurrencies some row measured", "measured throughput jumps between concurrency %g and %g (at context %d it rises much faster there than below: a kernel or scheduler switch), and where in between it happens is unknown, so concurrency %g is not predicted", lo, hi, int(math.Round(at*1024)), b)
 	}
 	var read []CellRef // the other rows' cells a shape-transfer estimate read
 	if t, s, extended, ok := m.sf.interpolate(l, b, func(l, b float64) {
@@ -353,25 +375,25 @@ func (m *Model) speed(lTokens int, b float64) (t, s float64, basis Basis, used [
 			}
 		}
 		if extended {
-			return t, s, Extrapolated, used, nil
+			return t, s, Extrapolated, used, 0, nil
 		}
-		return t, s, Interpolated, used, nil
+		return t, s, Interpolated, used, 0, nil
 	}
 	maxB, minL, maxL := m.sf.limits(l)
 	if l > maxL {
-		return 0, 0, "", nil, refuse(supported, "context %d tokens is beyond 1.25× the longest context this run measured", lTokens)
+		return 0, 0, "", nil, 0, refuse(supported, "context %d tokens is beyond 1.25× the longest context this run measured", lTokens)
 	}
 	if l < minL {
-		return 0, 0, "", nil, refuse(supported, "context %d tokens is below 0.8× the shortest context this run measured", lTokens)
+		return 0, 0, "", nil, 0, refuse(supported, "context %d tokens is below 0.8× the shortest context this run measured", lTokens)
 	}
 	if b > maxB {
-		return 0, 0, "", nil, refuse(supported, "concurrency %g is beyond 2× the largest this run measured near context %d (%g)", b, lTokens, maxB/2)
+		return 0, 0, "", nil, 0, refuse(supported, "concurrency %g is beyond 2× the largest this run measured near context %d (%g)", b, lTokens, maxB/2)
 	}
 	t, s, anchor := m.sf.extrapolate(l, b)
 	if !finite(t, s) || t <= 0 || s <= 0 {
-		return 0, 0, "", nil, refuse(supported, "the fit gives no usable step time at context %d × concurrency %g", lTokens, b)
+		return 0, 0, "", nil, 0, refuse(supported, "the fit gives no usable step time at context %d × concurrency %g", lTokens, b)
 	}
-	return t, s, Extrapolated, []CellRef{{int(anchor.l * 1024), int(anchor.b)}}, nil
+	return t, s, Extrapolated, []CellRef{{int(anchor.l * 1024), int(anchor.b)}}, 0, nil
 }
 
 // neighbours lists the measured cells an interpolation at (l, b) leans on.
@@ -477,14 +499,12 @@ func (m *Model) Decode(q Query) (Prediction, error) {
 		b = float64(cap.running(q.Concurrency))
 		p.Warnings = append(p.Warnings, fmt.Sprintf("speed is predicted for the %d requests that run at once; approximate", int(b)))
 	}
-	t, s, basis, used, err := m.speed(q.ContextTokens, b)
+	t, s, basis, used, levelFrom, err := m.speed(q.ContextTokens, b, !scale.scaled && !gpu.scaled)
 	if err != nil {
 		return Prediction{}, err
 	}
-	if basis != Measured {
-		if _, _, at, _, ok := m.sf.saturated(m.sf.snap(float64(q.ContextTokens)/1024), b); ok {
-			p.Warnings = append(p.Warnings, fmt.Sprintf("the measured rows around this context level off from concurrency %g (the engine is full: more requests wait rather than run), so the speed is held at that level", at))
-		}
+	if levelFrom > 0 {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("measured throughput stops rising from concurrency %g in the rows around this context (a full KV cache or a saturated engine), so the total is read from that level", levelFrom))
 	}
 	t, s = gpu.apply(m, t, s)
 	p.Cells = used

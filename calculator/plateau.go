@@ -2,11 +2,11 @@ package calculator
 
 import "math"
 
-// An engine whose KV cache or compute is full runs no more requests at once
-// however many are sent: the rest wait, and total throughput stays level
-// (or sags a little under preemption). A row that levels off so, and stays
-// level to its end or to the asked concurrency, is answered on that level
-// rather than along a surface fitted for requests that all run.
+// An engine whose KV cache or compute is full gains nothing from more
+// requests: they wait, or share the same steps, and total throughput stays
+// level (or sags a little under preemption). A row that levels off so, and
+// stays level to its end or to the asked concurrency, is answered on that
+// level rather than along a surface fitted for a rising curve.
 const (
 	// plateauRise is how much a cell may rise over the best total at smaller
 	// concurrency of its row and still count as level.
@@ -50,11 +50,13 @@ func levelOf(r line) level {
 }
 
 // onLevel returns the row's T and total (per millisecond) at b when b is
-// past the row's knee and on its level stretch (interpolated between its
-// cells, or held level beyond the row's last cell when the stretch runs to
-// it); beyond reports the latter.
-func onLevel(r line, b float64) (t, tot float64, beyond, ok bool) {
-	lv := levelOf(r)
+// past the row's knee and on its level stretch, interpolated between its
+// cells; or, when the stretch runs to the row's last cell, beyond it: the
+// total held level and T extended along the line through the stretch's
+// last two cells, never falling (a batch whose requests all run takes
+// longer steps as it grows; an engine whose extra requests wait does not).
+// beyond reports the latter.
+func onLevel(r line, lv level, b float64) (t, tot float64, beyond, ok bool) {
 	if !lv.ok || b <= r.xs[lv.knee] {
 		return 0, 0, false, false
 	}
@@ -64,18 +66,20 @@ func onLevel(r line, b float64) (t, tot float64, beyond, ok bool) {
 			return lerp(r.t[i-1], r.t[i], f), lerp(rowTotal(r, i-1), rowTotal(r, i), f), false, true
 		}
 	}
-	if lv.last == len(r.xs)-1 {
-		return r.t[lv.last], rowTotal(r, lv.last), true, true
+	n := lv.last
+	if n != len(r.xs)-1 {
+		return 0, 0, false, false
 	}
-	return 0, 0, false, false
+	t = math.Max(r.t[n], lerp(r.t[n-1], r.t[n], (b-r.xs[n-1])/(r.xs[n]-r.xs[n-1])))
+	return t, rowTotal(r, n), true, true
 }
 
-// switches reports a run in which some row's throughput rises much faster
-// over one step of concurrency than over the step before (see jump): its
-// level stretches are kernel or scheduler switches, not a full engine, and
-// are not answered as saturated.
-func (sf *surface) switches() bool {
-	for _, r := range sf.rows {
+// switches reports rows in which throughput rises much faster over one step
+// of concurrency than over the step before (see jump): a kernel or
+// scheduler switch, after which a level stretch is not the engine's last
+// word, so no level of such a run is answered on.
+func switches(rows []line) bool {
+	for _, r := range rows {
 		for i := 2; i < len(r.xs); i++ {
 			g := func(j int) float64 {
 				return math.Log(rowTotal(r, j)/rowTotal(r, j-1)) / math.Log(r.xs[j]/r.xs[j-1])
@@ -88,21 +92,31 @@ func (sf *surface) switches() bool {
 	return false
 }
 
-// saturated answers T and S at (l, b) where the measured rows around l both
-// level off before b: T and the total interpolated along each row's level
-// stretch (held level beyond its end), then linearly in context. at is
-// the smaller of the two rows' knees; beyond reports an answer held level
-// past some row's last cell.
-func (sf *surface) saturated(l, b float64) (t, s, at float64, beyond, ok bool) {
-	if sf.isSwitching {
+// ownLevels makes the run's own cells, without those shared from runs
+// with other capacity settings, the rows its levels are read from: a level
+// is a capacity effect.
+func (sf *surface) ownLevels(own []sample) {
+	own, _ = snapRows(own)
+	sf.levelRows = group(own, func(p sample) (float64, float64) { return p.l, p.b }, nil, nil)
+	sf.switching = switches(sf.levelRows)
+}
+
+// saturated answers T and S at (l, b) where the run's own rows around l
+// both level off before b: T and the total interpolated along each row's
+// level stretch (or carried past its end), then linearly in context. from
+// is the concurrency from which both rows are level; beyond reports an
+// answer carried past some row's last cell.
+func (sf *surface) saturated(l, b float64) (t, s, from float64, beyond, ok bool) {
+	if sf.switching {
 		return 0, 0, 0, false, false
 	}
-	lo, hi, f, in := bracket(sf.rows, l)
+	lo, hi, f, in := bracket(sf.levelRows, l)
 	if !in {
 		return 0, 0, 0, false, false
 	}
-	t0, p0, b0, ok0 := onLevel(lo, b)
-	t1, p1, b1, ok1 := onLevel(hi, b)
+	lvLo, lvHi := levelOf(lo), levelOf(hi)
+	t0, p0, b0, ok0 := onLevel(lo, lvLo, b)
+	t1, p1, b1, ok1 := onLevel(hi, lvHi, b)
 	if !ok0 || !ok1 {
 		return 0, 0, 0, false, false
 	}
@@ -110,6 +124,6 @@ func (sf *surface) saturated(l, b float64) (t, s, at float64, beyond, ok bool) {
 	if !(tot > 0) {
 		return 0, 0, 0, false, false
 	}
-	at = math.Min(lo.xs[levelOf(lo).knee], hi.xs[levelOf(hi).knee])
-	return lerp(t0, t1, f), b / tot, at, b0 || b1, true
+	from = math.Max(lo.xs[lvLo.knee], hi.xs[lvHi.knee])
+	return lerp(t0, t1, f), b / tot, from, b0 || b1, true
 }

@@ -37,10 +37,10 @@ func TestShapeReadsPastRowsSharingNothing(t *testing.T) {
 	}
 }
 
-// TestColumnReach: a column measured at 128 and 1024 tokens is extended
-// along context (step time grows close to linearly with it) to a row 3.6
-// of its spans away, exactly for step times linear in context, and not to
-// one more than columnReach spans away.
+// TestColumnReach: a column measured at 128 and 1024 tokens (a span of
+// 0.875K) is extended along context (step time grows close to linearly
+// with it), exactly for step times linear in context, up to columnReach
+// spans beyond its end (4.5K) and not further.
 func TestColumnReach(t *testing.T) {
 	step := func(l, b float64) float64 { return (6 + 2*b) * (1 + l/2) } // l in K tokens
 	var samples []sample
@@ -56,11 +56,13 @@ func TestColumnReach(t *testing.T) {
 		}
 	}
 	sf := newSurface(samples, interp{})
-	e := sf.columnFirst(sf.cols, 4, 10)
-	if !e.ok || !e.extended || math.Abs(e.s/step(4, 10)-1) > 1e-9 {
-		t.Errorf("4096×10 from the column at 128 and 1024: %+v, want extended to %.3f", e, step(4, 10))
+	for _, l := range []float64{2, 4, 4.5} {
+		e := sf.columnFirst(sf.cols, l, 10)
+		if !e.ok || !e.extended || math.Abs(e.s/step(l, 10)-1) > 1e-9 {
+			t.Errorf("%gK×10 from the column at 128 and 1024: %+v, want extended to %.3f", l, e, step(l, 10))
+		}
 	}
-	if e := sf.columnFirst(sf.cols, 16, 10); e.ok {
-		t.Errorf("16384×10, %.0f spans from the column: %+v, want no estimate", (16-1)/0.875, e)
+	if e := sf.columnFirst(sf.cols, 4.6, 10); e.ok {
+		t.Errorf("4.6K×10, %.2f spans beyond the column: %+v, want no estimate", (4.6-1)/0.875, e)
 	}
 }

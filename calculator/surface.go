@@ -102,9 +102,10 @@ type surface struct {
 	// curvature in B is mostly captured by the model, so its residual
 	// interpolates better than T itself.
 	resRows, resCols []line
-	// isSwitching marks a run whose rows show a kernel or scheduler switch
-	// (see switches).
-	isSwitching bool
+	// levelRows are the rows levels are read from (see ownLevels), and
+	// switching marks them showing a kernel or scheduler switch.
+	levelRows []line
+	switching bool
 }
 
 // rowTolerance is how close, relatively, contexts must be to make one row:
@@ -208,7 +209,8 @@ func newSurface(samples []sample, ip interp) *surface {
 		sf.resRows = withCubic(sf.resRows)
 	}
 	sf.resCols = group(resid, func(p sample) (float64, float64) { return p.b, p.l }, gb, nil)
-	sf.isSwitching = sf.switches()
+	sf.levelRows = sf.rows
+	sf.switching = switches(sf.rows)
 	return sf
 }
 
