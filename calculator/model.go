@@ -503,6 +503,7 @@ func (m *Model) Decode(q Query) (Prediction, error) {
 	if err != nil {
 		return Prediction{}, err
 	}
+	p.LevelFrom = levelFrom
 	if levelFrom > 0 {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("measured throughput stops rising from concurrency %g in the rows around this context (a full KV cache or a saturated engine), so the total is read from that level", levelFrom))
 	}

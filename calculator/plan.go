@@ -163,6 +163,9 @@ func (m *Model) planStep(t Target, b int) (planStep, error) {
 	case TTFTExceedsWindow:
 		s.fails, s.detail = BindTTFT, fmt.Sprintf("at context %d no first token arrived within the measurement window", t.ContextTokens)
 	}
+	if s.fails == "" && p.LevelFrom > 0 {
+		s.fails, s.detail = BindSequences, fmt.Sprintf("measured throughput stops rising from concurrency %g at this context: more requests would wait, not add throughput", p.LevelFrom)
+	}
 	if s.fails != "" {
 		return s, nil
 	}

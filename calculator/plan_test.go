@@ -159,3 +159,30 @@ func TestPlanOnAnotherGPU(t *testing.T) {
 		t.Errorf("TTFT is not predicted on another GPU, but the plan says it was checked (%v) or sure (%v)", there.TTFTChecked, there.Surely)
 	}
 }
+
+// TestPlanStopsAtALevel: where measured throughput stops rising (a full KV
+// cache: the requests that run keep their speed, the rest wait), more
+// concurrency adds only waiting, so the plan stops before the level.
+func TestPlanStopsAtALevel(t *testing.T) {
+	const kvTokens = 60000
+	running := func(l, b int) float64 { return min(float64(b), kvTokens/float64(l+128)) }
+	step := func(l int, n float64) float64 { return 7 + 0.3*n + 0.0008*n*float64(l) }
+	r := calculator.Run{ID: "saturated", MaxOutputTokens: 128}
+	for _, l := range []int{128, 1024, 4096} {
+		for _, b := range []int{1, 10, 50, 100, 200} {
+			n := running(l, b)
+			r.Decode = append(r.Decode, calculator.Cell{ContextTokens: l, Concurrency: b, Status: calculator.CellValid,
+				TotalTokS: f(n * 1000 / step(l, n)), TBTMs: f(step(l, n)), PerRequestTokS: f(1000 / step(l, n))})
+		}
+	}
+	pl, err := fit(t, r).Plan(calculator.Target{ContextTokens: 4096, MinPerRequestTokS: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pl.Meets || pl.Concurrency > 50 || pl.Concurrency < 10 {
+		t.Fatalf("plan %+v: want the largest concurrency before the level, from 50 on (17.4 ms steps, 57 tok/s each, meet 5 tok/s throughout)", pl)
+	}
+	if pl.Binding != calculator.BindSequences || !strings.Contains(pl.BindingDetail, "stops rising from concurrency 50") {
+		t.Errorf("binding %q (%s), want sequences at the level", pl.Binding, pl.BindingDetail)
+	}
+}

@@ -2110,8 +2110,8 @@ type ClientInterface interface {
 	// calculator's range), with total and per-request tok/s and TTFT there,
 	// each with its interval, the basis, and the limit that binds: `kv_tokens`
 	// (the KV cache would not hold one more request), `sequences` (the
-	// engine would not run one more at once), `speed`, `ttft`, or
-	// `measured_range`.
+	// engine would not run one more at once, or its measured throughput
+	// has stopped rising there), `speed`, `ttft`, or `measured_range`.
 	//
 	// Measured runs meeting the target come first, then catalog GPUs scaled
 	// from one that meet it, each by total tok/s at the target; then
@@ -2651,8 +2651,8 @@ func (c *Client) ListModels(ctx context.Context, params *ListModelsParams, reqEd
 // calculator's range), with total and per-request tok/s and TTFT there,
 // each with its interval, the basis, and the limit that binds: `kv_tokens`
 // (the KV cache would not hold one more request), `sequences` (the
-// engine would not run one more at once), `speed`, `ttft`, or
-// `measured_range`.
+// engine would not run one more at once, or its measured throughput
+// has stopped rising there), `speed`, `ttft`, or `measured_range`.
 //
 // Measured runs meeting the target come first, then catalog GPUs scaled
 // from one that meet it, each by total tok/s at the target; then
@@ -5666,8 +5666,8 @@ type ClientWithResponsesInterface interface {
 	// calculator's range), with total and per-request tok/s and TTFT there,
 	// each with its interval, the basis, and the limit that binds: `kv_tokens`
 	// (the KV cache would not hold one more request), `sequences` (the
-	// engine would not run one more at once), `speed`, `ttft`, or
-	// `measured_range`.
+	// engine would not run one more at once, or its measured throughput
+	// has stopped rising there), `speed`, `ttft`, or `measured_range`.
 	//
 	// Measured runs meeting the target come first, then catalog GPUs scaled
 	// from one that meet it, each by total tok/s at the target; then
@@ -8471,8 +8471,8 @@ func (c *ClientWithResponses) ListModelsWithResponse(ctx context.Context, params
 // calculator's range), with total and per-request tok/s and TTFT there,
 // each with its interval, the basis, and the limit that binds: `kv_tokens`
 // (the KV cache would not hold one more request), `sequences` (the
-// engine would not run one more at once), `speed`, `ttft`, or
-// `measured_range`.
+// engine would not run one more at once, or its measured throughput
+// has stopped rising there), `speed`, `ttft`, or `measured_range`.
 //
 // Measured runs meeting the target come first, then catalog GPUs scaled
 // from one that meet it, each by total tok/s at the target; then
