@@ -2,6 +2,7 @@ package calculator
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -53,5 +54,26 @@ func TestMostBalancedWithoutEvidence(t *testing.T) {
 	errs[0] = math.NaN()
 	if got := mostBalanced(errs); math.IsNaN(errs[got]) {
 		t.Errorf("picked the NaN error at %d", got)
+	}
+}
+
+// TestBestInHindsight: on a run whose step time is exactly linear in log2
+// of concurrency (and in context), the best fixed interpolant in hindsight
+// is one linear in log2 concurrency, and it errs by no more than rounding.
+func TestBestInHindsight(t *testing.T) {
+	r := Run{ID: "log"}
+	for _, l := range []int{1024, 4096, 16384} {
+		for _, b := range []int{1, 2, 4, 8, 16, 32} {
+			step := (10 + 4*math.Log2(float64(b))) * (1 + float64(l)/16384)
+			total := float64(b) * 1000 / step
+			r.Decode = append(r.Decode, Cell{ContextTokens: l, Concurrency: b, Status: CellValid, TotalTokS: &total})
+		}
+	}
+	h, err := BestInHindsight(t.Context(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(h.Interpolant, "linear in log2 concurrency") || h.Total.N == 0 || h.Total.Mean > 1e-9 {
+		t.Errorf("best in hindsight %q, mean error %g over %d cells; want linear in log2 concurrency, exact", h.Interpolant, h.Total.Mean, h.Total.N)
 	}
 }

@@ -118,3 +118,57 @@ func (r HoldoutReport) RefusalRate() float64 {
 	}
 	return float64(r.Refused) / float64(r.Cells)
 }
+
+// Hindsight is the least leave-one-cell-out error of total tok/s that any
+// one fixed interpolant of the calculator's (kind × row weight × shape
+// weight, the same for TBT and total) reaches on a run, picked with
+// hindsight on the very cells it is scored on: a bound on what choosing
+// among them from the other cells can be expected to do.
+type Hindsight struct {
+	Interpolant string     `json:"interpolant"`
+	Total       ErrorStats `json:"total_tok_s"`
+}
+
+// BestInHindsight holds every valid cell of r out in turn (at most 400,
+// spread over the grid) and scores each fixed interpolant on it, without
+// bands. Its cost is 60 fits per held-out cell.
+func BestInHindsight(ctx context.Context, r Run) (Hindsight, error) {
+	var ips []interp
+	for _, kind := range []interp{{}, {logB: true}, {cubic: true}, {logB: true, cubic: true}} {
+		for _, w := range rowWeights() {
+			for _, v := range shapeWeights() {
+				ip := kind
+				ip.rowT, ip.rowS, ip.shapeT, ip.shapeS = w, w, v, v
+				ips = append(ips, ip)
+			}
+		}
+	}
+	stats := make([]ErrorStats, len(ips))
+	for _, c := range spread(filter(r.Decode, usable), maxHoldoutCells) {
+		rest := without(r, []Cell{c})
+		for i, ip := range ips {
+			if err := ctx.Err(); err != nil {
+				return Hindsight{}, err
+			}
+			m, err := fitCore(rest, ip)
+			if err != nil {
+				continue
+			}
+			b := float64(c.Concurrency)
+			if _, s, _, _, _, err := m.speed(c.ContextTokens, b, true); err == nil {
+				stats[i].add(math.Abs(b*1000/s-*c.TotalTokS) / *c.TotalTokS)
+			}
+		}
+	}
+	best := -1
+	for i := range stats {
+		stats[i].finish()
+		if stats[i].N > 0 && (best < 0 || stats[i].Mean < stats[best].Mean) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return Hindsight{}, nil
+	}
+	return Hindsight{Interpolant: ips[best].String(), Total: stats[best]}, nil
+}

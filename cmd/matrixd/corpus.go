@@ -93,29 +93,62 @@ type familyRow struct {
 	Report   calculator.HoldoutReport `json:"report"`
 	Coverage float64                  `json:"coverage"`
 	Refusals float64                  `json:"refusal_rate"`
+	// Hindsight is the mean error over the rows' grids of each grid's best
+	// fixed interpolant picked with hindsight (with --hindsight).
+	Hindsight *float64 `json:"hindsight_total_mean,omitempty"`
+}
+
+// corpusOptions are evalCorpus's output switches.
+type corpusOptions struct {
+	json, verbose, hindsight bool
+}
+
+// pooledHindsight is the mean error over all the cells of hs.
+func pooledHindsight(hs []calculator.Hindsight) *float64 {
+	sum, n := 0.0, 0
+	for _, h := range hs {
+		sum += h.Total.Mean * float64(h.Total.N)
+		n += h.Total.N
+	}
+	if n == 0 {
+		return nil
+	}
+	mean := sum / float64(n)
+	return &mean
 }
 
 // evalCorpus holds every cell of every corpus grid out in turn and reports
 // per family and split, then over all families.
-func evalCorpus(ctx context.Context, dir string, asJSON, verbose bool, stdout io.Writer) error {
+func evalCorpus(ctx context.Context, dir string, opt corpusOptions, stdout io.Writer) error {
 	runs, err := loadCorpus(dir)
 	if err != nil {
 		return err
 	}
 	type key struct{ family, split string }
 	reports := map[key][]calculator.HoldoutReport{}
+	hindsights := map[key][]calculator.Hindsight{}
 	var keys []key
 	var all []calculator.HoldoutReport
+	var allHindsight []calculator.Hindsight
 	for _, cr := range runs {
-		rep, err := calculator.LeaveOneOut(ctx, predict.Run(cr.Run))
+		r := predict.Run(cr.Run)
+		rep, err := calculator.LeaveOneOut(ctx, r)
 		if err != nil {
 			return err
+		}
+		var h calculator.Hindsight
+		if opt.hindsight {
+			if h, err = calculator.BestInHindsight(ctx, r); err != nil {
+				return err
+			}
+			allHindsight = append(allHindsight, h)
 		}
 		for _, k := range []key{{cr.Family, cr.Entry.Split}, {cr.Family, "all"}, {"all families", cr.Entry.Split}} {
 			if _, ok := reports[k]; !ok {
 				keys = append(keys, k)
 			}
 			reports[k] = append(reports[k], rep)
+			hindsights[k] = append(hindsights[k], h)
 		}
 		all = append(all, rep)
 	}
@@ -134,26 +167,45 @@ func evalCorpus(ctx context.Context, dir string, asJSON, verbose bool, stdout io
 	var rows []familyRow
 	for _, k := range keys {
 		p := calculator.PoolHoldouts(k.family+" "+k.split, reports[k])
-		rows = append(rows, familyRow{Family: k.family, Split: k.split, Grids: len(reports[k]), Report: p, Coverage: p.Coverage(), Refusals: p.RefusalRate()})
+		row := familyRow{Family: k.family, Split: k.split, Grids: len(reports[k]), Report: p, Coverage: p.Coverage(), Refusals: p.RefusalRate()}
+		if opt.hindsight {
+			row.Hindsight = pooledHindsight(hindsights[k])
+		}
+		rows = append(rows, row)
 	}
 	total := calculator.PoolHoldouts("all", all)
-	rows = append(rows, familyRow{Family: "all families", Split: "all", Grids: len(all), Report: total, Coverage: total.Coverage(), Refusals: total.RefusalRate()})
-	if asJSON {
+	totalRow := familyRow{Family: "all families", Split: "all", Grids: len(all), Report: total, Coverage: total.Coverage(), Refusals: total.RefusalRate()}
+	if opt.hindsight {
+		totalRow.Hindsight = pooledHindsight(allHindsight)
+	}
+	rows = append(rows, totalRow)
+	if opt.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rows)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "family\tsplit\tgrids\tcells\ttotal tok/s mean\tp90\tmax\tinterval coverage\trefused\t")
+	head := "family\tsplit\tgrids\tcells\ttotal tok/s mean\tp90\tmax\tinterval coverage\trefused\t"
+	if opt.hindsight {
+		head += "best fixed, in hindsight\t"
+	}
+	fmt.Fprintln(tw, head)
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t\n", r.Family, r.Split, r.Grids, r.Report.Cells,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t", r.Family, r.Split, r.Grids, r.Report.Cells,
 			pct(r.Report.Total.Mean), pct(r.Report.Total.P90), pct(r.Report.Total.Max), pct(r.Coverage), pct(r.Refusals))
+		if r.Hindsight != nil {
+			fmt.Fprintf(tw, "%s\t", pct(*r.Hindsight))
+		}
+		fmt.Fprintln(tw)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, "\nleave-one-cell-out: each valid cell removed, the grid refitted (bands included) and the cell asked for; the total's interval is the one the API returns")
-	if verbose && len(total.Outside) > 0 {
+	if opt.hindsight {
+		fmt.Fprintln(stdout, "best fixed, in hindsight: each grid's one interpolant (kind × row weight × shape weight) with the least error over its own held-out cells, without bands; no choice made from the other cells can be expected to beat it")
+	}
+	if opt.verbose && len(total.Outside) > 0 {
 		fmt.Fprintln(stdout, "intervals that missed:")
 		for _, r := range total.Outside {
 			fmt.Fprintln(stdout, "  "+r)

@@ -17,21 +17,25 @@ import (
 // run: leave-one-out over valid cells, each context row and each
 // concurrency column held out in turn.
 func evalCmd(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	c := newCLI("eval", "[--db PATH] [--json]\n       matrixd eval --corpus DIR [--json] [-v]",
+	c := newCLI("eval", "[--db PATH] [--json]\n       matrixd eval --corpus DIR [--json] [-v] [--hindsight]",
 		"Recompute the calculator's held-out accuracy over every stored run: each valid cell,\neach context row and each concurrency column left out in turn.")
 	fs := c.fs
 	db := dbFlag(fs, getenv)
 	asJSON := fs.Bool("json", false, "print the reports as JSON")
 	corpus := fs.String("corpus", "", "evaluate the grids of a corpus directory (DIR/<family>/manifest.json, e.g. ingest/testdata/corpus) instead of the stored runs, leaving one cell out at a time, per family")
 	verbose := fs.Bool("v", false, "with --corpus: also list each answer whose interval missed the measurement")
+	hindsight := fs.Bool("hindsight", false, "with --corpus: also score every fixed interpolant on each grid and report the best one's error, picked with hindsight (a bound for the per-run choice; 60 fits per cell)")
 	if err := c.parse(args, stdout); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return c.usageErr("takes no arguments, got %q", fs.Args())
 	}
+	if *hindsight && *corpus == "" {
+		return c.usageErr("--hindsight needs --corpus")
+	}
 	if *corpus != "" {
-		return evalCorpus(ctx, *corpus, *asJSON, *verbose, stdout)
+		return evalCorpus(ctx, *corpus, corpusOptions{json: *asJSON, verbose: *verbose, hindsight: *hindsight}, stdout)
 	}
 	st, err := openExisting(ctx, *db)
 	if err != nil {

@@ -326,16 +326,17 @@ func TestServeRefusesMalformedWriteOrigins(t *testing.T) {
 func TestEvalCorpus(t *testing.T) {
 	dir := filepath.Join("..", "..", "ingest", "testdata", "corpus")
 	var out bytes.Buffer
-	if err := run(context.Background(), []string{"eval", "--corpus", dir, "--json"}, env(nil), nil, &out, io.Discard); err != nil {
+	if err := run(context.Background(), []string{"eval", "--corpus", dir, "--json", "--hindsight"}, env(nil), nil, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	var rows []struct {
-		Family   string  `json:"family"`
-		Split    string  `json:"split"`
-		Grids    int     `json:"grids"`
-		Coverage float64 `json:"coverage"`
-		Refusals float64 `json:"refusal_rate"`
-		Report   struct {
+		Family    string   `json:"family"`
+		Split     string   `json:"split"`
+		Grids     int      `json:"grids"`
+		Coverage  float64  `json:"coverage"`
+		Refusals  float64  `json:"refusal_rate"`
+		Hindsight *float64 `json:"hindsight_total_mean"`
+		Report    struct {
 			Cells int `json:"cells"`
 			Total struct {
 				N    int     `json:"n"`
@@ -374,6 +375,14 @@ func TestEvalCorpus(t *testing.T) {
 		}
 		if r.Family == "all families" && r.Refusals > 0.05 {
 			t.Errorf("%.1f%% of held-out cells refused, want ≤ 5%%", 100*r.Refusals)
+		}
+		// The best fixed interpolant per grid, picked with hindsight on the
+		// cells it is scored on, is a bound the per-run choice stays above.
+		switch {
+		case r.Hindsight == nil || *r.Hindsight <= 0:
+			t.Errorf("%s: no error of the best fixed interpolant in hindsight: %v", r.Family, r.Hindsight)
+		case r.Family == "all families" && *r.Hindsight > r.Report.Total.Mean:
+			t.Errorf("best fixed interpolant in hindsight errs %.2f%%, more than the chosen ones' %.2f%%", 100**r.Hindsight, 100*r.Report.Total.Mean)
 		}
 	}
 	for f := range families {
