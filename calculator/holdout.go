@@ -134,7 +134,7 @@ type Hindsight struct {
 // bands. Its cost is 60 fits per held-out cell.
 func BestInHindsight(ctx context.Context, r Run) (Hindsight, error) {
 	var ips []interp
-	for _, kind := range []interp{{}, {logB: true}, {cubic: true}, {logB: true, cubic: true}} {
+	for _, kind := range interpKinds() {
 		for _, w := range rowWeights() {
 			for _, v := range shapeWeights() {
 				ip := kind

@@ -119,6 +119,12 @@ func (ip interp) String() string {
 // rowWeights are the weights of the row-first path a fit chooses among.
 func rowWeights() []float64 { return []float64{0, 0.25, 0.5, 0.75, 1} }
 
+// interpKinds are the interpolants along concurrency a fit chooses among
+// (their weights unset): linear or monotone cubic, in B or in log2 B.
+func interpKinds() []interp {
+	return []interp{{}, {logB: true}, {cubic: true}, {logB: true, cubic: true}}
+}
+
 // shapeWeights are the weights of the shape-transfer estimate a fit
 // chooses among.
 func shapeWeights() []float64 { return []float64{0, 0.5, 1} }
@@ -132,7 +138,7 @@ func shapeWeights() []float64 { return []float64{0, 0.5, 1} }
 func chooseInterpolant(ctx context.Context, r Run) (interp, error) {
 	best, bestErr := interp{rowT: 0.5, rowS: 0.5}, math.Inf(1)
 	ws, sws := rowWeights(), shapeWeights()
-	for _, ip := range []interp{{}, {logB: true}, {cubic: true}, {logB: true, cubic: true}} {
+	for _, ip := range interpKinds() {
 		errT, errS, err := looInterpolatedError(ctx, r, ip)
 		if err != nil {
 			return interp{}, err

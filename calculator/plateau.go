@@ -81,10 +81,7 @@ func onLevel(r line, lv level, b float64) (t, tot float64, beyond, ok bool) {
 func switches(rows []line) bool {
 	for _, r := range rows {
 		for i := 2; i < len(r.xs); i++ {
-			g := func(j int) float64 {
-				return math.Log(rowTotal(r, j)/rowTotal(r, j-1)) / math.Log(r.xs[j]/r.xs[j-1])
-			}
-			if g(i) > g(i-1)+jumpElasticity {
+			if jumpsAt(r, i) {
 				return true
 			}
 		}

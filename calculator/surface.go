@@ -526,15 +526,22 @@ func (sf *surface) jump(b float64) (lo, hi, at float64, ok bool) {
 			if b <= r.xs[i-1] || b >= r.xs[i] {
 				continue
 			}
-			g := func(j int) float64 {
-				return math.Log((r.xs[j]/r.s[j])/(r.xs[j-1]/r.s[j-1])) / math.Log(r.xs[j]/r.xs[j-1])
-			}
-			if g(i) > g(i-1)+jumpElasticity {
+			if jumpsAt(r, i) {
 				return r.xs[i-1], r.xs[i], r.key, true
 			}
 		}
 	}
 	return 0, 0, 0, false
+}
+
+// jumpsAt reports whether row r's throughput rises faster over its
+// segment (i-1, i) than over the one before by more than jumpElasticity
+// (d log total / d log B).
+func jumpsAt(r line, i int) bool {
+	g := func(j int) float64 {
+		return math.Log(rowTotal(r, j)/rowTotal(r, j-1)) / math.Log(r.xs[j]/r.xs[j-1])
+	}
+	return g(i) > g(i-1)+jumpElasticity
 }
 
 // rough finds a segment of a bracketing row around (l, b) where the grid is
