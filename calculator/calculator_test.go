@@ -77,6 +77,18 @@ func TestStatusCalls(t *testing.T) {
 		if noSpeed && p.TotalTokS != nil {
 			t.Errorf("%s %d×%d: %s answer carries a speed %v", tt.run.ID, tt.l, tt.b, p.Status, p.TotalTokS.Value)
 		}
+		// The decode answer's capacity agrees with the capacity answer's
+		// (0 past max_model_len).
+		c, err := fit(t, tt.run).Capacity(calculator.Query{ContextTokens: tt.l})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Capacity.MaxConcurrencyAtContext != c.MaxConcurrency {
+			t.Errorf("%s %d×%d: decode says %d fit, capacity %d", tt.run.ID, tt.l, tt.b, p.Capacity.MaxConcurrencyAtContext, c.MaxConcurrency)
+		}
+		if tt.want == calculator.ExceedsMaxModelLen && p.Capacity.MaxConcurrencyAtContext != 0 {
+			t.Errorf("%s %d×%d: %d fit past max_model_len", tt.run.ID, tt.l, tt.b, p.Capacity.MaxConcurrencyAtContext)
+		}
 	}
 }
 

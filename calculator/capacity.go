@@ -147,8 +147,8 @@ func (c capacity) running(b int) int {
 // within cLo, within the sequence and max-num-seqs limits, and no more
 // requests than were ever seen running together.
 func (c capacity) maxConcurrency(l int) int {
-	if l+c.maxOut <= 0 {
-		return 0
+	if l+c.maxOut <= 0 || (c.maxModelLen > 0 && l+c.maxOut > c.maxModelLen) {
+		return 0 // nothing fits past max_model_len
 	}
 	b := c.running(c.cLo / (l + c.maxOut))
 	if c.maxActive > 0 {
