@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 )
 
 // Target is a capacity-planning question: serve requests of ContextTokens
@@ -174,11 +175,11 @@ func (m *Model) planStep(t Target, b int) (planStep, error) {
 		return s, nil
 	}
 	if v := p.PerRequestTokS.Value; v < t.MinPerRequestTokS {
-		s.fails, s.detail = BindSpeed, fmt.Sprintf("per-request speed at %d would be %.1f tok/s, under the %.4g asked", b, v, t.MinPerRequestTokS)
+		s.fails, s.detail = BindSpeed, fmt.Sprintf("per-request speed at %d would be %.1f tok/s, under the %s asked", b, v, num(t.MinPerRequestTokS))
 		return s, nil
 	}
 	if t.MaxTTFTMs > 0 && p.TTFTMs != nil && p.TTFTMs.Value > t.MaxTTFTMs {
-		s.fails, s.detail = BindTTFT, fmt.Sprintf("TTFT at %d would be %.0f ms, over the %.4g ms asked", b, p.TTFTMs.Value, t.MaxTTFTMs)
+		s.fails, s.detail = BindTTFT, fmt.Sprintf("TTFT at %d would be %.0f ms, over the %s ms asked", b, p.TTFTMs.Value, num(t.MaxTTFTMs))
 	}
 	return s, nil
 }
@@ -190,12 +191,12 @@ func (m *Model) planFailed(t Target, s planStep) Plan {
 	switch s.fails {
 	case BindSpeed:
 		sh.Metric, sh.Value, sh.Target = "per_request_tok_s", s.p.PerRequestTokS.Value, t.MinPerRequestTokS
-		sh.Reason = fmt.Sprintf("per-request speed at concurrency 1 is %.1f tok/s, target %.4g (%.0f%% short)", sh.Value, sh.Target, 100*(1-sh.Value/sh.Target))
+		sh.Reason = fmt.Sprintf("per-request speed at concurrency 1 is %.1f tok/s, target %s (%.0f%% short)", sh.Value, num(sh.Target), 100*(1-sh.Value/sh.Target))
 	case BindTTFT:
 		sh.Metric = "ttft_ms"
 		if s.p != nil && s.p.TTFTMs != nil && s.p.Status == Fits {
 			sh.Value, sh.Target = s.p.TTFTMs.Value, t.MaxTTFTMs
-			sh.Reason = fmt.Sprintf("TTFT at concurrency 1 is %.0f ms, target ≤ %.4g ms (%.0f%% over)", sh.Value, sh.Target, 100*(sh.Value/sh.Target-1))
+			sh.Reason = fmt.Sprintf("TTFT at concurrency 1 is %.0f ms, target ≤ %s ms (%.0f%% over)", sh.Value, num(sh.Target), 100*(sh.Value/sh.Target-1))
 		}
 	case BindKVTokens, BindSequences:
 		sh.Metric = "capacity"
@@ -235,3 +236,7 @@ func (s *Shortfall) Ratio() float64 {
 	}
 	return math.Inf(1)
 }
+
+// num prints a number a person gave as they would write it: 60000, not
+// 6e+04.
+func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }

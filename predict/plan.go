@@ -45,7 +45,11 @@ type Plan struct {
 	// Matched is how many runs matched the filters; Omitted how many
 	// options were cut by the limit.
 	Matched, Omitted int
-	Warnings         []string
+	// Pending counts the runs left out or listed as being fitted because
+	// their fits were not ready in time: the answer is partial, and asking
+	// again gives the whole one.
+	Pending  int
+	Warnings []string
 }
 
 // Bounds on one planner question: runs read, model groups scaled to other
@@ -79,6 +83,7 @@ func (c *Service) Plan(ctx context.Context, pq PlanQuery) (Plan, error) {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("more than %d runs match: only the newest %d were planned; narrow with model, gpu or engine", maxPlanRuns, maxPlanRuns))
 	}
 	models := map[string]*calculator.Model{}
+	pending := map[string]bool{} // runs being fitted in the background
 	start := time.Now()
 	for _, cfg := range configs {
 		if pq.GPU != "" && !gpuMatches(pq.GPU, cfg.GPU) {
@@ -86,12 +91,13 @@ func (c *Service) Plan(ctx context.Context, pq PlanQuery) (Plan, error) {
 		}
 		out.Matched++
 		opt := PlanOption{Run: cfg, GPU: cfg.GPU, GPUCount: gpuCount(cfg)}
-		if time.Since(start) > c.planBudget && !c.fitted(cfg.ID) {
+		if c.outOfTime(start) && !c.fitted(cfg.ID) {
 			// Runs not yet fitted are fitted in the background rather than
 			// making this answer wait for them all.
 			c.Warm(cfg.ID)
 			opt.Err = "this run's model is being fitted: ask again in a few seconds"
 			out.Options = append(out.Options, opt)
+			pending[cfg.ID] = true
 			continue
 		}
 		m, err := c.model(ctx, cfg.ID)
@@ -110,12 +116,18 @@ func (c *Service) Plan(ctx context.Context, pq PlanQuery) (Plan, error) {
 		out.Options = append(out.Options, opt)
 	}
 	if pq.IncludeScaled {
-		scaled, warn, err := c.planScaled(ctx, pq, configs, models, start)
+		scaled, warn, err := c.planScaled(ctx, pq, configs, models, pending, start)
 		if err != nil {
 			return Plan{}, err
 		}
 		out.Options = append(out.Options, scaled...)
 		out.Warnings = append(out.Warnings, warn...)
+	}
+	if pq.GPU != "" && len(out.Options) == 0 {
+		out.Warnings = append(out.Warnings, noRunOn(pq.GPU))
+	}
+	if out.Pending = len(pending); out.Pending > 0 {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("partial answer: %d %s being fitted (after a restart or a write, each fit takes up to about a second); ask again in a few seconds for the whole answer", out.Pending, plural(out.Pending, "run is", "runs are")))
 	}
 	slices.SortStableFunc(out.Options, compareOptions)
 	limit := cmp.Or(pq.Limit, DefaultPlanOptions)
@@ -124,6 +136,17 @@ func (c *Service) Plan(ctx context.Context, pq PlanQuery) (Plan, error) {
 		out.Options = out.Options[:limit]
 	}
 	return out, nil
+}
+
+// SetPlanFitBudget sets how long a plan waits for fits not yet made before
+// it lists the rest as being fitted (planFitBudget by default); a negative
+// budget waits for every fit, as a one-shot command does. Set it before the
+// first plan.
+func (c *Service) SetPlanFitBudget(d time.Duration) { c.planBudget = d }
+
+// outOfTime reports whether a plan begun at start has spent its fit budget.
+func (c *Service) outOfTime(start time.Time) bool {
+	return c.planBudget >= 0 && time.Since(start) > c.planBudget
 }
 
 // compareOptions ranks options: measured runs meeting the target, then
@@ -214,8 +237,10 @@ func (c *Service) WithGPU(ctx context.Context, f store.RunFilter, gpu string) (s
 // planScaled adds, for each model configuration among the runs (newest
 // first, at most maxScaledGroups), every catalog GPU that has no run of it,
 // scaled from the run on the nearest GPU: the same generation if there is
-// one (±20 %), else across generations (a rough ±40 %).
-func (c *Service) planScaled(ctx context.Context, pq PlanQuery, configs []store.RunConfig, models map[string]*calculator.Model, start time.Time) ([]PlanOption, []string, error) {
+// one (±20 %), else across generations (a rough ±40 %). A source run not
+// fitted when the budget is spent is added to pending and fitted in the
+// background.
+func (c *Service) planScaled(ctx context.Context, pq PlanQuery, configs []store.RunConfig, models map[string]*calculator.Model, pending map[string]bool, start time.Time) (out []PlanOption, warn []string, err error) {
 	type group struct {
 		runs     []store.RunConfig
 		measured map[string]bool // catalog names with a run
@@ -235,12 +260,10 @@ func (c *Service) planScaled(ctx context.Context, pq PlanQuery, configs []store.
 			g.measured[spec.Name] = true
 		}
 	}
-	var warn []string
 	if len(keys) > maxScaledGroups {
 		warn = append(warn, fmt.Sprintf("%d model configurations match: only the newest %d were scaled to other GPUs", len(keys), maxScaledGroups))
 		keys = keys[:maxScaledGroups]
 	}
-	var out []PlanOption
 	for _, k := range keys {
 		g := groups[k]
 		if len(g.runs) == 0 {
@@ -255,11 +278,15 @@ func (c *Service) planScaled(ctx context.Context, pq PlanQuery, configs []store.
 			}
 			src, rough := nearestRun(g.runs, to)
 			m := models[src.ID]
-			if m == nil && time.Since(start) > c.planBudget && !c.fitted(src.ID) {
-				continue // being fitted in the background: scaled next time
+			if m == nil && c.outOfTime(start) && !c.fitted(src.ID) {
+				// Being fitted in the background: scaled next time.
+				if !pending[src.ID] {
+					pending[src.ID] = true
+					c.Warm(src.ID)
+				}
+				continue
 			}
 			if m == nil {
-				var err error
 				if m, err = c.model(ctx, src.ID); err != nil {
 					if errors.Is(err, calculator.ErrRefused) {
 						continue
@@ -278,6 +305,27 @@ func (c *Service) planScaled(ctx context.Context, pq PlanQuery, configs []store.
 		}
 	}
 	return out, warn, nil
+}
+
+// noRunOn says why a plan on gpu found nothing: no run matched on it, and
+// when the catalog does not know the name either, which names are near.
+func noRunOn(gpu string) string {
+	msg := fmt.Sprintf("no stored run matching the filters is on GPU %q", gpu)
+	if _, ok := calculator.LookupGPU(gpu); ok {
+		return msg
+	}
+	msg += ", and the hardware catalog has no GPU of that name"
+	if sug := calculator.Hardware().Suggest(gpu, 6); len(sug) > 0 {
+		return msg + ": did you mean " + strings.Join(sug, ", ") + "?"
+	}
+	return msg + " (GET /v1/hardware lists them)"
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // nearestRun picks the run to scale to GPU to: one of its generation if

@@ -3,6 +3,7 @@ package predict
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +27,7 @@ func TestPlanDoesNotWaitForEveryFit(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := New(st, 64, nil)
-	c.planBudget = 0 // spent before the first fit
+	c.SetPlanFitBudget(0) // spent before the first fit
 	pq := PlanQuery{Target: calculator.Target{ContextTokens: 4096, MinPerRequestTokS: 1, Base: calculator.Query{MaxOutputTokens: 512}}}
 	first, err := c.Plan(ctx, pq)
 	if err != nil {
@@ -38,8 +39,11 @@ func TestPlanDoesNotWaitForEveryFit(t *testing.T) {
 			waiting++
 		}
 	}
-	if first.Matched != 6 || waiting != 6 {
-		t.Fatalf("%d matched, %d listed as being fitted; want all 6 waiting", first.Matched, waiting)
+	if first.Matched != 6 || waiting != 6 || first.Pending != 6 {
+		t.Fatalf("%d matched, %d listed as being fitted, %d pending; want all 6 waiting", first.Matched, waiting, first.Pending)
+	}
+	if !slices.ContainsFunc(first.Warnings, func(w string) bool { return strings.HasPrefix(w, "partial answer: 6 runs are being fitted") }) {
+		t.Errorf("warnings %q do not say the answer is partial", first.Warnings)
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -54,11 +58,59 @@ func TestPlanDoesNotWaitForEveryFit(t *testing.T) {
 			}
 		}
 		if waiting == 0 {
+			if again.Pending != 0 || len(again.Warnings) != 0 {
+				t.Fatalf("whole answer still says %d pending: %q", again.Pending, again.Warnings)
+			}
 			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%d runs still being fitted after 20 s", waiting)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestPlanWaitsForEveryFitWhenTold: with a negative budget (a one-shot
+// command, which keeps no fits for a next time) a plan fits every run
+// rather than listing some as being fitted; and runs being fitted count
+// once even when scaled options read them too.
+func TestPlanWaitsForEveryFitWhenTold(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "p.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, _, err := st.CreateRuns(ctx, storetest.Runs(3, 6)); err != nil {
+		t.Fatal(err)
+	}
+	pq := PlanQuery{Target: calculator.Target{ContextTokens: 4096, MinPerRequestTokS: 1, Base: calculator.Query{MaxOutputTokens: 512}}, IncludeScaled: true}
+
+	spent := New(st, 64, nil)
+	spent.SetPlanFitBudget(0)
+	partial, err := spent.Plan(ctx, pq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if partial.Pending != 6 {
+		t.Errorf("budget spent: %d pending, want each of the 6 runs once", partial.Pending)
+	}
+
+	patient := New(st, 64, nil)
+	patient.SetPlanFitBudget(-1)
+	whole, err := patient.Plan(ctx, pq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if whole.Pending != 0 || whole.Matched != 6 {
+		t.Fatalf("no budget: %d pending of %d matched, want 0 of 6", whole.Pending, whole.Matched)
+	}
+	if !slices.ContainsFunc(whole.Options, func(o PlanOption) bool { return o.Scaled }) {
+		t.Fatal("no scaled options: the runs' GPUs are not in the catalog")
+	}
+	for _, o := range whole.Options {
+		if o.Err != "" {
+			t.Errorf("%s on %s: %s", o.Run.ID, o.GPU, o.Err)
+		}
 	}
 }

@@ -201,6 +201,19 @@ func notModified(r *http.Request, etag string) bool {
 	return false
 }
 
+// noStoreKey holds, in a GET's context, the flag a handler sets (through
+// doNotStore) when its answer is partial: it is sent with no-store and not
+// cached, so that asking again computes it afresh.
+type noStoreKey struct{}
+
+// doNotStore marks the answer of the request ctx belongs to as not to be
+// cached, here or by clients.
+func doNotStore(ctx context.Context) {
+	if flag, ok := ctx.Value(noStoreKey{}).(*bool); ok {
+		*flag = true
+	}
+}
+
 // capture buffers an answer so that it can be cached and given an ETag
 // before it is sent.
 type capture struct {
@@ -253,12 +266,14 @@ func cached(rc *responseCache, skip func(path string) bool) echo.MiddlewareFunc 
 			real := w.Writer
 			cw := &capture{ResponseWriter: real}
 			w.Writer = cw
+			partial := false
+			c.SetRequest(r.WithContext(context.WithValue(r.Context(), noStoreKey{}, &partial)))
 			err := next(c)
 			if err != nil {
 				c.Error(err) // rendered into the capture, like any answer
 			}
 			w.Writer = real
-			if cw.status != http.StatusOK {
+			if cw.status != http.StatusOK || partial {
 				w.Header().Set(echo.HeaderCacheControl, "no-store")
 				real.WriteHeader(cw.status)
 				_, werr := real.Write(cw.buf.Bytes())

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/matrixd/matrixd/api"
@@ -34,6 +35,9 @@ func (s *Server) PlanCapacity(ctx context.Context, req api.PlanCapacityRequestOb
 	plan, err := s.calc.Plan(ctx, pq)
 	if err != nil {
 		return nil, err
+	}
+	if plan.Pending > 0 {
+		doNotStore(ctx) // partial: asking again must not replay it
 	}
 	return api.PlanCapacity200JSONResponse(ToAPIPlan(pq.Target, plan)), nil
 }
@@ -80,7 +84,11 @@ func toAPIPlanOption(t calculator.Target, o predict.PlanOption) api.PlanOption {
 		out.Binding, out.BindingDetail = &b, &pl.BindingDetail
 	}
 	if !pl.TTFTChecked {
-		out.Warnings = append(out.Warnings, fmt.Sprintf("the TTFT bound of %.4g ms was not applied: TTFT is not predicted on another GPU", t.MaxTTFTMs))
+		why := "TTFT is not predicted on another GPU"
+		if !o.Scaled {
+			why = "this run's TTFT is not predicted here"
+		}
+		out.Warnings = append(out.Warnings, fmt.Sprintf("the TTFT bound of %s ms was not applied: %s", strconv.FormatFloat(t.MaxTTFTMs, 'f', -1, 64), why))
 	}
 	if sh := pl.Shortfall; sh != nil {
 		out.Shortfall = &api.PlanShortfall{Metric: api.PlanShortfallMetric(sh.Metric), Reason: sh.Reason, Value: nonZeroF(sh.Value), Target: nonZeroF(sh.Target)}

@@ -4,10 +4,14 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/matrixd/matrixd/api"
+	"github.com/matrixd/matrixd/predict"
+	"github.com/matrixd/matrixd/server"
 )
 
 // plan asks the planner and decodes its answer (e.do validates it against
@@ -158,4 +162,68 @@ func contains(s string, subs ...string) bool {
 		}
 	}
 	return true
+}
+
+// TestPartialPlanIsNotCached: a plan that lists runs as being fitted (its
+// fit budget spent) is sent with no-store and kept by no cache, so that
+// asking again, once the fits are made, gives the whole answer.
+func TestPartialPlanIsNotCached(t *testing.T) {
+	e := newEnv(t, 0)
+	calc := predict.New(e.st, 64, nil)
+	calc.SetPlanFitBudget(0) // spent before the first fit
+	h, err := server.New(e.st, server.Config{Calc: calc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.h = h
+	target := "/v1/planner?context_tokens=0&min_per_request_tok_s=1"
+	rec := e.do(t, http.MethodGet, target, nil)
+	var p api.CapacityPlan
+	if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil || rec.Code != http.StatusOK {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	if !slices.ContainsFunc(p.Warnings, func(w string) bool { return strings.HasPrefix(w, "partial answer: 2 runs are being fitted") }) {
+		t.Errorf("warnings %q do not say the answer is partial", p.Warnings)
+	}
+	if cc, tag := rec.Header().Get("Cache-Control"), rec.Header().Get("ETag"); cc != "no-store" || tag != "" {
+		t.Errorf("partial answer sent with Cache-Control %q, ETag %q; want no-store and none", cc, tag)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		rec = e.do(t, http.MethodGet, target, nil)
+		p = api.CapacityPlan{}
+		if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Warnings) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 20 s still %q", p.Warnings)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, o := range p.Options {
+		if o.Shortfall != nil {
+			t.Errorf("%s: %s", o.RunID, o.Shortfall.Reason)
+		}
+	}
+	if rec.Header().Get("ETag") == "" || !strings.HasPrefix(rec.Header().Get("Cache-Control"), "public") {
+		t.Errorf("whole answer sent with Cache-Control %q, ETag %q; want it cached", rec.Header().Get("Cache-Control"), rec.Header().Get("ETag"))
+	}
+}
+
+// TestPlanOnAnUnknownGPUSaysSo: a gpu filter that matches no run, and names
+// no GPU of the catalog, gets an empty answer that says why and suggests
+// names, rather than a silent empty list.
+func TestPlanOnAnUnknownGPUSaysSo(t *testing.T) {
+	e := newEnv(t, 0)
+	p := plan(t, e, url.Values{"context_tokens": {"0"}, "min_per_request_tok_s": {"30"}, "gpu": {"RTX 3099"}})
+	if len(p.Options) != 0 || len(p.Warnings) != 1 || !contains(p.Warnings[0], `no stored run matching the filters is on GPU "RTX 3099"`, "did you mean", "RTX 3090") {
+		t.Fatalf("options %d, warnings %q", len(p.Options), p.Warnings)
+	}
+	p = plan(t, e, url.Values{"context_tokens": {"0"}, "min_per_request_tok_s": {"30"}, "gpu": {"H100"}})
+	if len(p.Options) != 0 || len(p.Warnings) != 1 || strings.Contains(p.Warnings[0], "catalog") {
+		t.Fatalf("a catalog GPU without runs: options %d, warnings %q", len(p.Options), p.Warnings)
+	}
 }

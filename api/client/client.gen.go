@@ -601,7 +601,7 @@ type CapacityEstimate struct {
 
 // CapacityPlan defines model for CapacityPlan.
 type CapacityPlan struct {
-	// MatchedRuns Stored runs that matched the filters.
+	// MatchedRuns Stored runs that matched the filters and were planned: at most the newest 50 (a warning says when more matched).
 	MatchedRuns int `json:"matched_runs"`
 
 	// Omitted Options cut by `limit`.
@@ -2127,7 +2127,14 @@ type ClientInterface interface {
 	// Fits are kept per run and made when a run is written; an answer
 	// waits at most about 3 s for runs not fitted yet (after a restart)
 	// and lists the rest with shortfall metric `model`, "being fitted: ask
-	// again in a few seconds", while they are fitted in the background.
+	// again in a few seconds", while they are fitted in the background
+	// (a catalog GPU scaled from such a run is left out). Such a partial
+	// answer says so in `warnings` ("partial answer: …") and is sent with
+	// `Cache-Control: no-store` and no ETag: asking again computes it
+	// afresh. `matched_runs` counts the runs planned: at most the newest
+	// 50 (a warning says when more matched). A `gpu` on which no run
+	// matches gets no options and a warning saying so, with the catalog's
+	// nearest names when the name is not a GPU of the catalog.
 	//
 	// Corresponds with GET /v1/planner (the `PlanCapacity` operationId).
 	PlanCapacity(ctx context.Context, params *PlanCapacityParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2668,7 +2675,14 @@ func (c *Client) ListModels(ctx context.Context, params *ListModelsParams, reqEd
 // Fits are kept per run and made when a run is written; an answer
 // waits at most about 3 s for runs not fitted yet (after a restart)
 // and lists the rest with shortfall metric `model`, "being fitted: ask
-// again in a few seconds", while they are fitted in the background.
+// again in a few seconds", while they are fitted in the background
+// (a catalog GPU scaled from such a run is left out). Such a partial
+// answer says so in `warnings` ("partial answer: …") and is sent with
+// `Cache-Control: no-store` and no ETag: asking again computes it
+// afresh. `matched_runs` counts the runs planned: at most the newest
+// 50 (a warning says when more matched). A `gpu` on which no run
+// matches gets no options and a warning saying so, with the catalog's
+// nearest names when the name is not a GPU of the catalog.
 //
 // Corresponds with GET /v1/planner (the `PlanCapacity` operationId).
 func (c *Client) PlanCapacity(ctx context.Context, params *PlanCapacityParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5683,7 +5697,14 @@ type ClientWithResponsesInterface interface {
 	// Fits are kept per run and made when a run is written; an answer
 	// waits at most about 3 s for runs not fitted yet (after a restart)
 	// and lists the rest with shortfall metric `model`, "being fitted: ask
-	// again in a few seconds", while they are fitted in the background.
+	// again in a few seconds", while they are fitted in the background
+	// (a catalog GPU scaled from such a run is left out). Such a partial
+	// answer says so in `warnings` ("partial answer: …") and is sent with
+	// `Cache-Control: no-store` and no ETag: asking again computes it
+	// afresh. `matched_runs` counts the runs planned: at most the newest
+	// 50 (a warning says when more matched). A `gpu` on which no run
+	// matches gets no options and a warning saying so, with the catalog's
+	// nearest names when the name is not a GPU of the catalog.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -8488,7 +8509,14 @@ func (c *ClientWithResponses) ListModelsWithResponse(ctx context.Context, params
 // Fits are kept per run and made when a run is written; an answer
 // waits at most about 3 s for runs not fitted yet (after a restart)
 // and lists the rest with shortfall metric `model`, "being fitted: ask
-// again in a few seconds", while they are fitted in the background.
+// again in a few seconds", while they are fitted in the background
+// (a catalog GPU scaled from such a run is left out). Such a partial
+// answer says so in `warnings` ("partial answer: …") and is sent with
+// `Cache-Control: no-store` and no ETag: asking again computes it
+// afresh. `matched_runs` counts the runs planned: at most the newest
+// 50 (a warning says when more matched). A `gpu` on which no run
+// matches gets no options and a warning saying so, with the catalog's
+// nearest names when the name is not a GPU of the catalog.
 //
 // Returns a wrapper object for the known response body format(s).
 //
