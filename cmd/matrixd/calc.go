@@ -124,6 +124,68 @@ func calcCLI(what string, getenv func(string) string) (*cli, *calcFlags) {
 	return c, f
 }
 
+// flagRange is the range of values a flag takes: that of the API parameter
+// it stands for (TestFlagRangesAreTheAPIs checks them against openapi.yaml),
+// so that the CLI refuses what the API would.
+type flagRange struct {
+	flag, param string
+	lo, hi      float64
+}
+
+// calcPaths are the API operations the calc subcommands stand for.
+func calcPaths() map[string]string {
+	return map[string]string{
+		"decode": "/v1/calculator/decode", "capacity": "/v1/calculator/capacity", "grid": "/v1/calculator/grid",
+		"prefill": "/v1/calculator/prefill", "plan": "/v1/planner",
+	}
+}
+
+// flagRanges are the ranges of subcommand what's flags (those it has).
+func flagRanges(what string) []flagRange {
+	minContext := 0.0
+	if what == "prefill" {
+		minContext = 1 // a prompt of at least a token
+	}
+	return []flagRange{
+		{"context", "context_tokens", minContext, 16777216},
+		{"concurrency", "concurrency", 1, 65536},
+		{"vram", "vram_gb", 1, 4096},
+		{"util", "gpu_memory_utilization", 0.05, 1},
+		{"max-output", "max_output_tokens", 1, 16777216},
+		{"min-tok-s", "min_per_request_tok_s", 0, 1e6},
+		{"max-ttft", "max_ttft_ms", 1, 86400000},
+		{"users", "users", 1, 1e7},
+		{"limit", "limit", 1, predict.MaxPlanOptions},
+	}
+}
+
+// checkRanges refuses, naming the flag, a value given on the command line
+// that is outside the API's range (NaN and infinities included); context is
+// the --context already read as tokens.
+func checkRanges(c *cli, what string, context int) error {
+	for _, r := range flagRanges(what) {
+		fl := c.fs.Lookup(r.flag)
+		if fl == nil || !flagSet(c.fs, r.flag) {
+			continue
+		}
+		v, err := strconv.ParseFloat(fl.Value.String(), 64)
+		if r.flag == "context" {
+			v, err = float64(context), nil
+		}
+		if err != nil || !(v >= r.lo && v <= r.hi) {
+			return c.usageErr("--%s takes %s to %s, not %s", r.flag, strconv.FormatFloat(r.lo, 'f', -1, 64), strconv.FormatFloat(r.hi, 'f', -1, 64), fl.Value.String())
+		}
+	}
+	return nil
+}
+
+// flagSet reports whether the command line gave flag name.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 // tokens reads a token count: "49152", "48K" or "48k" (K = 1024).
 func tokens(s string) (int, error) {
 	s = strings.TrimSpace(s)
@@ -132,7 +194,7 @@ func tokens(s string) (int, error) {
 		s, mult = s[:n-1], 1024
 	}
 	v, err := strconv.Atoi(s)
-	if err != nil || v < 0 {
+	if err != nil || v < 0 || v > 1<<40 {
 		return 0, fmt.Errorf("%q is not a token count (e.g. 49152 or 48K)", s)
 	}
 	return v * mult, nil
@@ -188,6 +250,9 @@ func calcCmd(ctx context.Context, args []string, getenv func(string) string, std
 		}
 		q.ContextTokens = l
 	}
+	if err := checkRanges(c, what, q.ContextTokens); err != nil {
+		return err
+	}
 	var ls, bs []int
 	switch what {
 	case "decode":
@@ -204,11 +269,8 @@ func calcCmd(ctx context.Context, args []string, getenv func(string) string, std
 		}
 		q.ContextTokens, q.Concurrency = 0, 1
 	case "plan":
-		if f.minTokS <= 0 {
+		if c.fs.Lookup("min-tok-s") != nil && !flagSet(c.fs, "min-tok-s") {
 			return c.usageErr("--min-tok-s (the per-request decode speed needed) is required")
-		}
-		if f.limit < 1 || f.limit > predict.MaxPlanOptions {
-			return c.usageErr("--limit takes 1 to %d", predict.MaxPlanOptions)
 		}
 	}
 	st, err := openExisting(ctx, *f.db)
@@ -241,6 +303,7 @@ func calcCmd(ctx context.Context, args []string, getenv func(string) string, std
 		out, table = server.ToAPIGrid(g), func(w io.Writer) { printGrid(w, g) }
 	case "plan":
 		calc = predict.New(st, 64, nil)
+		calc.SetPlanFitBudget(-1) // nothing keeps fits between runs of a command: wait for them all
 		pq := predict.PlanQuery{Model: f.sel.Model, GPU: f.sel.GPU, Engine: f.engine, KVCacheDtype: f.sel.KVCacheDtype,
 			Target:        calculator.Target{ContextTokens: q.ContextTokens, MinPerRequestTokS: f.minTokS, MaxTTFTMs: f.maxTTFT, Users: f.users, Base: q},
 			IncludeScaled: f.includeScaled, Limit: f.limit}
@@ -379,14 +442,19 @@ func printGrid(w io.Writer, a predict.Answer[predict.Grid]) {
 
 // printPlan lists the planner's options, best first.
 func printPlan(w io.Writer, t calculator.Target, pl predict.Plan) {
-	fmt.Fprintf(w, "target	%s context, ≥ %.4g tok/s per request", label(t.ContextTokens), t.MinPerRequestTokS)
+	num := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	fmt.Fprintf(w, "target	%s context, ≥ %s tok/s per request", label(t.ContextTokens), num(t.MinPerRequestTokS))
 	if t.MaxTTFTMs > 0 {
-		fmt.Fprintf(w, ", TTFT ≤ %.4g ms", t.MaxTTFTMs)
+		fmt.Fprintf(w, ", TTFT ≤ %s ms", num(t.MaxTTFTMs))
 	}
 	if t.Users > 0 {
 		fmt.Fprintf(w, ", %d users", t.Users)
 	}
-	fmt.Fprintf(w, "\n%d runs matched\n\n", pl.Matched)
+	runs := "runs"
+	if pl.Matched == 1 {
+		runs = "run"
+	}
+	fmt.Fprintf(w, "\n%d %s matched\n\n", pl.Matched, runs)
 	fmt.Fprint(w, "#\tGPU\tmodel\trun\tconcurrency\ttotal tok/s\tper request\tTTFT ms\tbasis\tlimit\n")
 	for i, o := range pl.Options {
 		gpu := o.GPU
@@ -408,7 +476,7 @@ func printPlan(w io.Writer, t calculator.Target, pl predict.Plan) {
 			if e == nil {
 				return "—"
 			}
-			return fmt.Sprintf("%.*f ±%.0f%%", digits, e.Value, 100*(e.High-e.Low)/2/max(e.Value, 1e-9))
+			return fmt.Sprintf("%.*f (%.*f–%.*f)", digits, e.Value, digits, e.Low, digits, e.High)
 		}
 		conc := strconv.Itoa(p.Concurrency)
 		if p.Instances > 0 {

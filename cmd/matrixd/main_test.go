@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/matrixd/matrixd/ingest"
 	"github.com/matrixd/matrixd/store"
 )
@@ -280,6 +282,70 @@ func TestCalcAndEval(t *testing.T) {
 	if err := run(ctx, []string{"calc", "plan", "--db", db, "--context", "0"}, env(nil), nil, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "--min-tok-s") {
 		t.Errorf("plan without a speed target: %v", err)
 	}
+	// Values the API refuses are refused here too, naming the flag.
+	for _, bad := range [][]string{
+		{"--users", "0"}, {"--max-ttft", "0"}, {"--vram", "-5"}, {"--vram", "0.5"}, {"--min-tok-s", "NaN"},
+		{"--min-tok-s", "Inf"}, {"--min-tok-s", "-1"}, {"--users", "99999999999"}, {"--context", "99999999999"},
+	} {
+		args := append([]string{"calc", "plan", "--db", db, "--context", "16K", "--min-tok-s", "30"}, bad...)
+		var usage *usageError
+		if err := run(ctx, args, env(nil), nil, io.Discard, io.Discard); !errors.As(err, &usage) || !strings.Contains(err.Error(), bad[0]+" takes") {
+			t.Errorf("calc plan %s %s: %v, want a usage error naming %s and its range", bad[0], bad[1], err, bad[0])
+		}
+	}
+	out.Reset()
+	if err := run(ctx, []string{"calc", "plan", "--db", db, "--context", "16K", "--min-tok-s", "0"}, env(nil), nil, &out, io.Discard); err != nil {
+		t.Errorf("--min-tok-s 0, which the API takes: %v", err)
+	}
+}
+
+// TestFlagRangesAreTheAPIs: each flag a calc subcommand range-checks takes
+// exactly the range of the parameter it stands for in the subcommand's API
+// operation in openapi.yaml.
+func TestFlagRangesAreTheAPIs(t *testing.T) {
+	doc, err := openapi3.NewLoader().LoadFromFile(filepath.Join("..", "..", "openapi.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, path := range calcPaths() {
+		item := doc.Paths.Find(path)
+		if item == nil || item.Get == nil {
+			t.Fatalf("no GET %s in openapi.yaml", path)
+		}
+		params := map[string]*openapi3.Parameter{}
+		for _, ref := range append(item.Parameters, item.Get.Parameters...) {
+			if ref.Value.In == "query" {
+				params[ref.Value.Name] = ref.Value
+			}
+		}
+		c, _ := calcCLI(what, env(nil))
+		checked := 0
+		for _, r := range flagRanges(what) {
+			if c.fs.Lookup(r.flag) == nil {
+				continue
+			}
+			checked++
+			p, ok := params[r.param]
+			if !ok {
+				t.Errorf("calc %s --%s: GET %s has no parameter %s", what, r.flag, path, r.param)
+				continue
+			}
+			s := p.Schema.Value
+			if s.Min == nil || s.Max == nil || *s.Min != r.lo || *s.Max != r.hi {
+				t.Errorf("calc %s --%s takes %v–%v, GET %s %s %v–%v", what, r.flag, r.lo, r.hi, path, r.param, deref(s.Min), deref(s.Max))
+			}
+		}
+		if checked == 0 {
+			t.Errorf("calc %s checks no flag's range", what)
+		}
+	}
+}
+
+func deref(p *float64) any {
+	if p == nil {
+		return "none"
+	}
+	return *p
 }
 
 func TestBadEnvironmentIsAnError(t *testing.T) {
