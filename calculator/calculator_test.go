@@ -759,3 +759,31 @@ func TestSharedCellsSetNoLevel(t *testing.T) {
 		}
 	}
 }
+
+// TestAnotherVRAMKeepsAMeasuredCell: asked at a measured cell with another
+// VRAM size under which it still fits, the answer keeps the cell's
+// published per-request speed and TTFT (the speed is the measured GPU's)
+// rather than refitted ones.
+func TestAnotherVRAMKeepsAMeasuredCell(t *testing.T) {
+	r := faraRun()
+	m := fit(t, r)
+	var cell calculator.Cell
+	for _, c := range r.Decode {
+		if c.ContextTokens == 16384 && c.Concurrency == 8 {
+			cell = c
+		}
+	}
+	if cell.Status != calculator.CellValid || cell.TTFTMs == nil || cell.PerRequestTokS == nil {
+		t.Fatalf("fara 16K×8 is %+v, want a valid measured cell", cell)
+	}
+	p, err := m.Decode(calculator.Query{ContextTokens: 16384, Concurrency: 8, VRAMGB: r.VRAMGB + 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Basis != calculator.ScaledVRAM || p.SpeedBasis != calculator.Measured || p.Status != calculator.Fits {
+		t.Fatalf("basis %s, speed %s, status %s", p.Basis, p.SpeedBasis, p.Status)
+	}
+	if p.PerRequestTokS.Value != *cell.PerRequestTokS || p.TTFTMs.Value != *cell.TTFTMs {
+		t.Errorf("per-request %v, TTFT %v; the cell published %v and %v", p.PerRequestTokS.Value, p.TTFTMs.Value, *cell.PerRequestTokS, *cell.TTFTMs)
+	}
+}

@@ -542,6 +542,17 @@ func (m *Model) Decode(q Query) (Prediction, error) {
 	} else {
 		p.TTFTMs = m.ttft.at(q.ContextTokens, q.Concurrency, m.bands.TTFT)
 	}
+	if c, ok := m.cells[CellRef{q.ContextTokens, q.Concurrency}]; ok && basis == Measured && !gpu.scaled && p.Status == Fits && c.Status == CellValid {
+		// Another VRAM size or output reservation under which the measured
+		// cell still fits: the speed is the measured GPU's, and its
+		// published per-request speed and TTFT stand (not refitted ones).
+		if c.PerRequestTokS != nil {
+			p.PerRequestTokS = exact(c.PerRequestTokS, 0.05)
+		}
+		if c.TTFTMs != nil {
+			p.TTFTMs = exact(c.TTFTMs, 0.5)
+		}
+	}
 	if !finite(t, s, total) || !finiteEstimates(p.TotalTokS, p.PerRequestTokS, p.TBTMs, p.TTFTMs) {
 		return Prediction{}, refuse(m.supportedRange(), "the fit gives no finite speed here")
 	}
@@ -587,12 +598,6 @@ func (m *Model) measuredAnswer(p Prediction, c Cell) Prediction {
 			p.Status = TTFTExceedsWindow
 		}
 	}
-	exact := func(v *float64, half float64) *Estimate {
-		if v == nil {
-			return nil
-		}
-		return &Estimate{Value: *v, Low: max(*v-half, 0), High: *v + half}
-	}
 	p.TotalTokS = exact(c.TotalTokS, 0.05)
 	p.PerRequestTokS = exact(c.PerRequestTokS, 0.05)
 	p.TBTMs = exact(c.TBTMs, 0.05)
@@ -601,6 +606,15 @@ func (m *Model) measuredAnswer(p Prediction, c Cell) Prediction {
 		p.Basis, p.SpeedBasis = NoSpeed, NoSpeed
 	}
 	return p
+}
+
+// exact is a published value with its rounding (half a unit of its last
+// digit either side); nil when not published.
+func exact(v *float64, half float64) *Estimate {
+	if v == nil {
+		return nil
+	}
+	return &Estimate{Value: *v, Low: max(*v-half, 0), High: *v + half}
 }
 
 // PrefillPrediction is a cold-prefill answer.
