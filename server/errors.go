@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -228,10 +229,24 @@ func validationErrors(err error) []api.FieldError {
 	return out
 }
 
+// schemaReason is a schema error's reason, with a bound written as in
+// openapi.yaml (16777216, not 1.6777216e+07).
+func schemaReason(se *openapi3.SchemaError) string {
+	num := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	switch s := se.Schema; {
+	case s == nil:
+	case se.SchemaField == "maximum" && s.Max != nil:
+		return "number must be at most " + num(*s.Max)
+	case se.SchemaField == "minimum" && s.Min != nil:
+		return "number must be at least " + num(*s.Min)
+	}
+	return se.Reason
+}
+
 func reason(re *openapi3filter.RequestError) string {
 	var se *openapi3.SchemaError
 	if errors.As(re.Err, &se) {
-		return se.Reason
+		return schemaReason(se)
 	}
 	var pe *openapi3filter.ParseError
 	if errors.As(re.Err, &pe) {
@@ -242,7 +257,7 @@ func reason(re *openapi3filter.RequestError) string {
 		var parts []string
 		for _, e := range me {
 			if errors.As(e, &se) {
-				parts = append(parts, se.Reason)
+				parts = append(parts, schemaReason(se))
 			} else {
 				parts = append(parts, e.Error())
 			}

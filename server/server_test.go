@@ -181,6 +181,7 @@ func TestAPI(t *testing.T) {
 		{"list runs headline figures", "GET", "/v1/runs?model=nemotron-nano&submitter=sandberg", nil, 200,
 			[]string{`"single_stream_tok_s":94.2`, `"single_stream_context_tokens":0`, `"max_context_tokens_with_output":122880`, `"submitter":"Sandberg"`}, nil},
 		{"list runs limit too big", "GET", "/v1/runs?limit=500", nil, 400, []string{`"field":"limit"`, "at most 200"}, nil},
+		{"bound written as in the spec", "GET", "/v1/planner?context_tokens=99999999&min_per_request_tok_s=2000000", nil, 400, []string{`"field":"context_tokens"`, "at most 16777216\"", "at most 1000000\""}, nil},
 		{"list runs limit not a number", "GET", "/v1/runs?limit=ten", nil, 400, []string{`"field":"limit"`}, nil},
 		{"list runs bad sort", "GET", "/v1/runs?sort=fastest", nil, 400, []string{`"field":"sort"`}, nil},
 		{"list runs several bad params", "GET", "/v1/runs?limit=0&vram_gb_min=-1", nil, 400, []string{`"field":"limit"`, `"field":"vram_gb_min"`}, nil},
