@@ -35,6 +35,9 @@ func errorHandler(logger *slog.Logger) echo.HTTPErrorHandler {
 		if p.Status == http.StatusUnauthorized {
 			c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="matrixd"`)
 		}
+		if p.Status == http.StatusMethodNotAllowed {
+			withHead(c.Response().Header())
+		}
 		if p.Status >= 500 && !errors.Is(err, errPanic) { // a panic was logged with its stack
 			logger.LogAttrs(c.Request().Context(), slog.LevelError, "request failed",
 				slog.String("method", c.Request().Method), slog.String("uri", clipLog(c.Request().RequestURI)),
@@ -49,6 +52,23 @@ func errorHandler(logger *slog.Logger) echo.HTTPErrorHandler {
 		if err := c.Blob(p.Status, problemJSON, body); err != nil {
 			logger.LogAttrs(c.Request().Context(), slog.LevelWarn, "write problem", slog.String("error", err.Error()))
 		}
+	}
+}
+
+// withHead adds HEAD to an Allow header that has GET: every GET route
+// answers HEAD too (see headAsGet), which the router does not know.
+func withHead(h http.Header) {
+	var methods []string
+	for m := range strings.SplitSeq(h.Get(echo.HeaderAllow), ",") {
+		if m = strings.TrimSpace(m); m != "" && m != http.MethodHead {
+			methods = append(methods, m)
+			if m == http.MethodGet {
+				methods = append(methods, http.MethodHead)
+			}
+		}
+	}
+	if len(methods) > 0 {
+		h.Set(echo.HeaderAllow, strings.Join(methods, ", "))
 	}
 }
 

@@ -234,8 +234,8 @@ func TestAPI(t *testing.T) {
 		{"compare unknown", "GET", "/v1/compare?run_ids=" + fara + ",rnope", nil, 404, []string{"rnope does not exist"}, nil},
 
 		{"unknown route", "GET", "/v2/nothing", nil, 404, []string{`"status":404`, "/v2/nothing"}, nil},
-		{"wrong method", "PUT", "/v1/runs", nil, 405, []string{`"status":405`}, map[string]string{"Allow": "GET, POST"}},
-		{"wrong method on run", "POST", "/v1/runs/" + fara, nil, 405, nil, map[string]string{"Allow": "DELETE, GET, PATCH"}},
+		{"wrong method", "PUT", "/v1/runs", nil, 405, []string{`"status":405`}, map[string]string{"Allow": "GET, HEAD, POST"}},
+		{"wrong method on run", "POST", "/v1/runs/" + fara, nil, 405, nil, map[string]string{"Allow": "DELETE, GET, HEAD, PATCH"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
