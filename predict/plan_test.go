@@ -13,19 +13,26 @@ import (
 	"github.com/matrixd/matrixd/store/storetest"
 )
 
+// sixRuns is a store of six generated runs, none fitted.
+func sixRuns(t *testing.T) *store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "p.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if _, _, err := st.CreateRuns(context.Background(), storetest.Runs(3, 6)); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
 // TestPlanDoesNotWaitForEveryFit: once a plan has spent its fit budget,
 // runs not yet fitted are listed as being fitted and are fitted in the
 // background; the next plan answers for them.
 func TestPlanDoesNotWaitForEveryFit(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "p.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if _, _, err := st.CreateRuns(ctx, storetest.Runs(3, 6)); err != nil {
-		t.Fatal(err)
-	}
+	st := sixRuns(t)
 	c := New(st, 64, nil)
 	c.SetPlanFitBudget(0) // spent before the first fit
 	pq := PlanQuery{Target: calculator.Target{ContextTokens: 4096, MinPerRequestTokS: 1, Base: calculator.Query{MaxOutputTokens: 512}}}
@@ -76,14 +83,7 @@ func TestPlanDoesNotWaitForEveryFit(t *testing.T) {
 // once even when scaled options read them too.
 func TestPlanWaitsForEveryFitWhenTold(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "p.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if _, _, err := st.CreateRuns(ctx, storetest.Runs(3, 6)); err != nil {
-		t.Fatal(err)
-	}
+	st := sixRuns(t)
 	pq := PlanQuery{Target: calculator.Target{ContextTokens: 4096, MinPerRequestTokS: 1, Base: calculator.Query{MaxOutputTokens: 512}}, IncludeScaled: true}
 
 	spent := New(st, 64, nil)
