@@ -787,3 +787,25 @@ func TestAnotherVRAMKeepsAMeasuredCell(t *testing.T) {
 		t.Errorf("per-request %v, TTFT %v; the cell published %v and %v", p.PerRequestTokS.Value, p.TTFTMs.Value, *cell.PerRequestTokS, *cell.TTFTMs)
 	}
 }
+
+// TestExtrapolationHasNoDip: past the end of fara's 16K row (measured to
+// 16 requests), the extrapolated total rises with concurrency up to the
+// capacity limit; a single nearest anchor made it fall 1 % where the
+// nearest measured cell changed (393.6 tok/s at 26 requests, 390.3 at 27).
+func TestExtrapolationHasNoDip(t *testing.T) {
+	m := fit(t, faraRun())
+	last := 0.0
+	for b := 17; b <= 30; b++ {
+		p, err := m.Decode(calculator.Query{ContextTokens: 16384, Concurrency: b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.TotalTokS == nil {
+			break // over capacity
+		}
+		if p.TotalTokS.Value < last {
+			t.Errorf("16K×%d: %.1f tok/s, below %.1f at %d", b, p.TotalTokS.Value, last, b-1)
+		}
+		last = p.TotalTokS.Value
+	}
+}

@@ -605,7 +605,7 @@ func (sf *surface) extrapolate(l, b float64) (t, s float64, anchor sample) {
 	if linT, ok := sf.residual(l, b, func(ln line) []float64 { return ln.t }, true); ok && linT > 0 {
 		t = pt * (flatT + linT) / 2
 	}
-	s = sf.physS.eval(l, b) * anchor.s / sf.physS.eval(anchor.l, anchor.b)
+	s = sf.physS.eval(l, b) * sf.anchorRatio(l, b)
 	if linS, ok := sf.extrapolateLin(sf.rows, l, b, func(ln line) []float64 { return ln.s }, true); ok && linS > 0 {
 		s = (s + linS) / 2
 	}
@@ -696,19 +696,43 @@ func rowAt(r line, b float64, field func(line) []float64, linear bool) (float64,
 	return lerp(ys[i], ys[j], frac(r.gx, r.xs[i], r.xs[j], b)), true
 }
 
-// nearest is the measured sample closest to (l, b), distance measured in
-// doublings of B and in fractions of the measured context span.
+// nearest is the measured sample closest to (l, b) (see distance).
 func (sf *surface) nearest(l, b float64) sample {
 	best, bestD := sample{}, math.Inf(1)
-	span := math.Max(sf.maxL, 1)
 	for _, p := range sf.samples {
-		d := math.Abs(math.Log2(b)-math.Log2(p.b)) + 4*math.Abs(l-p.l)/span
-		if d < bestD {
+		if d := sf.distance(p, l, b); d < bestD {
 			best, bestD = p, d
 		}
 	}
 	return best
 }
+
+// distance is how far a sample is from (l, b), in doublings of B and in
+// fractions of the measured context span.
+func (sf *surface) distance(p sample, l, b float64) float64 {
+	return math.Abs(math.Log2(b)-math.Log2(p.b)) + 4*math.Abs(l-p.l)/math.Max(sf.maxL, 1)
+}
+
+// anchorRatio is the measured/physical ratio of S the physical model is
+// scaled by when extrapolating to (l, b): that of the nearest samples,
+// weighted steeply by distance, so that it is the nearest one's where one
+// is clearly nearest and moves smoothly where two are about as near (a
+// single nearest anchor jumped there: total tok/s fell 1 % from one
+// concurrency to the next).
+func (sf *surface) anchorRatio(l, b float64) float64 {
+	var sum, wsum float64
+	for _, p := range sf.samples {
+		d := sf.distance(p, l, b) + anchorSoftness
+		w := 1 / (d * d * d * d)
+		sum += w * p.s / sf.physS.eval(p.l, p.b)
+		wsum += w
+	}
+	return sum / wsum
+}
+
+// anchorSoftness keeps anchorRatio's weights finite at a sample and sets
+// how quickly the nearest sample's ratio gives way to the next one's.
+const anchorSoftness = 0.03
 
 // physModel is T(L,B) = a + b·B + c·B·L + d·L + e·B²·L.
 type physModel [5]float64
