@@ -7,7 +7,7 @@
 // context L. Inside the measured region they are interpolated piecewise
 // bilinearly; outside (within limits) S is extrapolated linearly from the
 // nearest rows or columns and T by a physical model
-// T = a + b·B + c·B·L + d·L + e·B²·L anchored at the nearest measured cell.
+// T = a + b·B + c·B·L + d·L + e·B²·L anchored at the nearest measured cells.
 // Where a run's rows share one shape along B, a row's missing concurrency
 // is also read from the rows around it; how much each estimate counts is
 // chosen per run by its own held-out error.

@@ -595,8 +595,8 @@ func (sf *surface) limits(l float64) (maxB, minL, maxL float64) {
 // rows or columns. T uses continuous forms (its residual to the physical
 // model held flat from the region's edge, or extended along a line) so that
 // it never falls as context or concurrency grows; S, which only sets the
-// total, anchors the physical model at the nearest measured cell, which
-// held out better.
+// total, anchors the physical model at the nearest measured cells (see
+// anchorRatio), which held out better. anchor is the nearest one.
 func (sf *surface) extrapolate(l, b float64) (t, s float64, anchor sample) {
 	anchor = sf.nearest(l, b)
 	pt := sf.physT.eval(l, b)
