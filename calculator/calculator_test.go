@@ -809,3 +809,32 @@ func TestExtrapolationHasNoDip(t *testing.T) {
 		last = p.TotalTokS.Value
 	}
 }
+
+// TestLongerOutputReservesMoreOfTheSamePool: asking with another
+// max_output_tokens changes what each request reserves, not the KV pool the
+// run's cells showed: 8 × (1000 + 100,000) tokens is more than the largest
+// pool fara's grid allows (786,432), so it is over capacity.
+func TestLongerOutputReservesMoreOfTheSamePool(t *testing.T) {
+	m := fit(t, faraRun())
+	base, err := m.Decode(calculator.Query{ContextTokens: 1000, Concurrency: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	long, err := m.Decode(calculator.Query{ContextTokens: 1000, Concurrency: 8, MaxOutputTokens: 100000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if long.Capacity.KVTokensLow != base.Capacity.KVTokensLow || long.Capacity.KVTokensHigh != base.Capacity.KVTokensHigh {
+		t.Errorf("KV pool %d–%d with a longer reservation, %d–%d without", long.Capacity.KVTokensLow, long.Capacity.KVTokensHigh, base.Capacity.KVTokensLow, base.Capacity.KVTokensHigh)
+	}
+	if long.Status != calculator.OverCapacity || long.Capacity.ReservedTokens != 8*101000 {
+		t.Errorf("8 × (1000 + 100,000): status %s, reserved %d", long.Status, long.Capacity.ReservedTokens)
+	}
+	c, err := m.Capacity(calculator.Query{ContextTokens: 32768, MaxOutputTokens: 100000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := base.Capacity.KVTokensHigh / (32768 + 100000); c.MaxConcurrency > want {
+		t.Errorf("%d requests of 32K + 100,000 fit, more than the pool's %d", c.MaxConcurrency, want)
+	}
+}

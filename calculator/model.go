@@ -562,8 +562,17 @@ func (m *Model) Decode(q Query) (Prediction, error) {
 // capacityFor is the run's capacity for another max_output and KV pool.
 func (m *Model) capacityFor(maxOut int, scale vramScaling) capacity {
 	c := m.cap
-	if maxOut != m.maxOut {
+	switch {
+	case maxOut == m.maxOut:
+	case m.maxOut == 0:
+		// The run does not say what each request reserved: the asked
+		// reservation is taken as the one its cells ran with.
 		c = newCapacity(m.run, maxOut)
+	default:
+		// The KV pool is what the run's cells, with their own
+		// reservation, showed; the asked reservation only changes what
+		// each request takes of it.
+		c.maxOut = maxOut
 	}
 	return c.scale(scale.lo, scale.hi)
 }
