@@ -100,9 +100,13 @@ func (c *Service) Plan(ctx context.Context, pq PlanQuery) (Plan, error) {
 			pending[cfg.ID] = true
 			continue
 		}
-		m, err := c.model(ctx, cfg.ID)
+		m, err := c.modelWithin(ctx, c.remaining(start), cfg.ID)
 		var ref *calculator.Refusal
+		var fitting *Fitting
 		switch {
+		case errors.As(err, &fitting):
+			opt.Err = "this run's model is being fitted: ask again in a few seconds"
+			pending[cfg.ID] = true
 		case errors.As(err, &ref):
 			opt.Err = "this run cannot be modelled: " + ref.Error()
 		case err != nil:
@@ -143,6 +147,15 @@ func (c *Service) Plan(ctx context.Context, pq PlanQuery) (Plan, error) {
 // budget waits for every fit, as a one-shot command does. Set it before the
 // first plan.
 func (c *Service) SetPlanFitBudget(d time.Duration) { c.planBudget = d }
+
+// remaining is how long a plan begun at start may still wait for a fit
+// (negative: without limit).
+func (c *Service) remaining(start time.Time) time.Duration {
+	if c.planBudget < 0 {
+		return -1
+	}
+	return max(0, c.planBudget-time.Since(start))
+}
 
 // outOfTime reports whether a plan begun at start has spent its fit budget.
 func (c *Service) outOfTime(start time.Time) bool {
@@ -287,8 +300,13 @@ func (c *Service) planScaled(ctx context.Context, pq PlanQuery, configs []store.
 				continue
 			}
 			if m == nil {
-				if m, err = c.model(ctx, src.ID); err != nil {
-					if errors.Is(err, calculator.ErrRefused) {
+				var fitting *Fitting
+				if m, err = c.modelWithin(ctx, c.remaining(start), src.ID); err != nil {
+					switch {
+					case errors.As(err, &fitting):
+						pending[src.ID] = true
+						continue
+					case errors.Is(err, calculator.ErrRefused):
 						continue
 					}
 					return nil, nil, err

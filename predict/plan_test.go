@@ -2,9 +2,11 @@ package predict
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -112,5 +114,40 @@ func TestPlanWaitsForEveryFitWhenTold(t *testing.T) {
 		if o.Err != "" {
 			t.Errorf("%s on %s: %s", o.Run.ID, o.GPU, o.Err)
 		}
+	}
+}
+
+// TestAnswerWaitsForItsFitAWhileOnly: an answer whose run is not fitted
+// within the wait says the run is being fitted and when to ask again; the
+// fit goes on in the background, once, however often it is asked for.
+func TestAnswerWaitsForItsFitAWhileOnly(t *testing.T) {
+	ctx := context.Background()
+	st := sixRuns(t)
+	var fits atomic.Int32
+	c := New(st, 64, func(time.Duration) { fits.Add(1) })
+	c.SetFitWait(0)
+	configs, _, err := st.RunConfigs(ctx, store.RunFilter{}, 1)
+	if err != nil || len(configs) != 1 {
+		t.Fatal(configs, err)
+	}
+	q := calculator.Query{ContextTokens: 0, Concurrency: 1, MaxOutputTokens: 512}
+	_, err = c.Decode(ctx, Selection{RunID: configs[0].ID}, q)
+	var fitting *Fitting
+	if !errors.As(err, &fitting) || fitting.RunID != configs[0].ID || fitting.RetryAfter < time.Second || fitting.Queued < 1 {
+		t.Fatalf("first answer: %v, want the run being fitted", err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, err := c.Decode(ctx, Selection{RunID: configs[0].ID}, q)
+		if err == nil {
+			break
+		}
+		if !errors.As(err, &fitting) || time.Now().After(deadline) {
+			t.Fatalf("while fitting: %v", err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := fits.Load(); n != 1 {
+		t.Errorf("%d fits made for one run asked again and again, want 1", n)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -28,8 +29,28 @@ type Service struct {
 	fits  map[string]*fitCall
 	order []string // insertion order, for eviction
 	onFit func(time.Duration)
-	// planBudget bounds how long a plan waits for fits (planFitBudget).
-	planBudget time.Duration
+	// slots bounds the fits made at once (one per CPU): more would only
+	// share the CPUs, each taking longer, all past their deadline.
+	slots chan struct{}
+	// planBudget bounds how long a plan waits for fits (planFitBudget);
+	// fitWait how long any other answer waits for its run's fit
+	// (defaultFitWait). Negative: until it is made.
+	planBudget, fitWait time.Duration
+}
+
+// Fitting is an answer that waited for its run's fit as long as it may:
+// the fit goes on in the background, and asking again after RetryAfter
+// gets the answer.
+type Fitting struct {
+	RunID string
+	// Queued is how many fits were not yet done when the answer gave up.
+	Queued     int
+	RetryAfter time.Duration
+}
+
+func (e *Fitting) Error() string {
+	return fmt.Sprintf("run %s is being fitted (%d %s in progress or queued, each up to about a second per CPU): ask again in %d s",
+		e.RunID, e.Queued, plural(e.Queued, "fit", "fits"), int(e.RetryAfter.Round(time.Second)/time.Second))
 }
 
 // fitCall is one run's fit; done closes when model and err are set, so
@@ -40,15 +61,23 @@ type fitCall struct {
 	err   error
 }
 
-// maxFitTime bounds one fit; the largest grid a run may have fits in
-// about a second.
+// maxFitTime bounds one fit, from when it gets a CPU; the largest grid a
+// run may have fits in about a second.
 const maxFitTime = 20 * time.Second
+
+// defaultFitWait is how long an answer waits for its run's fit before it
+// says the run is being fitted: well within a client's patience and the
+// server's write timeout.
+const defaultFitWait = 10 * time.Second
 
 // Warm fits run id in the background, so that its first reader does not
 // wait for the fit.
-func (c *Service) Warm(id string) {
-	go func() { _, _ = c.model(context.Background(), id) }() // a failed fit is retried by the first reader
-}
+func (c *Service) Warm(id string) { c.start(id, nil) }
+
+// SetFitWait sets how long an answer waits for its run's fit
+// (defaultFitWait by default); negative waits until it is made, as a
+// one-shot command does. Set it before the first answer.
+func (c *Service) SetFitWait(d time.Duration) { c.fitWait = d }
 
 // fitted reports whether run id's own fit is done and kept (a refusal to
 // fit is kept too, and answered at once).
@@ -83,7 +112,8 @@ func (c *Service) Forget(id string) {
 // New returns a calculator over st that keeps up to maxFits fitted runs;
 // onFit, when not nil, is told how long each fit took.
 func New(st *store.Store, maxFits int, onFit func(time.Duration)) *Service {
-	return &Service{store: st, max: max(maxFits, 1), fits: map[string]*fitCall{}, onFit: onFit, planBudget: planFitBudget}
+	return &Service{store: st, max: max(maxFits, 1), fits: map[string]*fitCall{}, onFit: onFit,
+		slots: make(chan struct{}, runtime.GOMAXPROCS(0)), planBudget: planFitBudget, fitWait: defaultFitWait}
 }
 
 // Selection names the run to model: RunID, or Model and GPU (optionally
@@ -224,39 +254,84 @@ func (c *Service) selectRun(ctx context.Context, sel Selection) (string, []strin
 	return ids[0], ids, warn, nil
 }
 
-// model returns the run's fitted model, loading and fitting it on first
-// use; concurrent first requests share one fit. The cells of shared (runs
-// that differ from it only in capacity settings) inform its speed surface.
+// model returns the fit of run id (with the valid cells of shared informing
+// its speed), waiting for it at most c.fitWait: then *Fitting.
 func (c *Service) model(ctx context.Context, id string, shared ...string) (*calculator.Model, error) {
+	return c.modelWithin(ctx, c.fitWait, id, shared...)
+}
+
+// modelWithin is model waiting at most wait (negative: until it is made).
+// One fit per run is made, in the background, shared by every caller: a
+// caller going away or giving up does not stop it.
+func (c *Service) modelWithin(ctx context.Context, wait time.Duration, id string, shared ...string) (*calculator.Model, error) {
+	call := c.start(id, shared)
+	select {
+	case <-call.done: // made already: answered whatever the wait
+		return call.model, call.err
+	default:
+	}
+	var timeout <-chan time.Time
+	if wait >= 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-call.done:
+		return call.model, call.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-timeout:
+		return nil, &Fitting{RunID: id, Queued: c.pending(), RetryAfter: max(time.Second, wait/2)}
+	}
+}
+
+// start returns the fit of id with shared, beginning it when there is none.
+func (c *Service) start(id string, shared []string) *fitCall {
 	key := strings.Join(append([]string{id}, shared...), "+")
 	c.mu.Lock()
-	call, ok := c.fits[key]
-	if !ok {
-		call = &fitCall{done: make(chan struct{})}
-		c.fits[key] = call
-		c.order = append(c.order, key)
-		if len(c.order) > c.max {
-			delete(c.fits, c.order[0])
-			c.order = c.order[1:]
-		}
+	defer c.mu.Unlock()
+	if call, ok := c.fits[key]; ok {
+		return call
 	}
-	c.mu.Unlock()
-	if ok {
+	call := &fitCall{done: make(chan struct{})}
+	c.fits[key] = call
+	c.order = append(c.order, key)
+	if len(c.order) > c.max {
+		delete(c.fits, c.order[0])
+		c.order = c.order[1:]
+	}
+	go c.fit(call, key, id, shared)
+	return call
+}
+
+// pending counts the fits not yet done.
+func (c *Service) pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, call := range c.fits {
 		select {
 		case <-call.done:
-			return call.model, call.err
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		default:
+			n++
 		}
 	}
-	// The fit is shared by every caller waiting for it: the first caller
-	// going away does not stop it, a deadline does.
-	fitCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), maxFitTime)
+	return n
+}
+
+// fit makes call's fit once a CPU slot is free, within maxFitTime of
+// getting it. A failed one (not a refusal to fit) is not kept: the next
+// caller tries again.
+func (c *Service) fit(call *fitCall, key, id string, shared []string) {
+	c.slots <- struct{}{}
+	defer func() { <-c.slots }()
+	ctx, cancel := context.WithTimeout(context.Background(), maxFitTime)
 	defer cancel()
-	r, err := c.load(fitCtx, id, shared)
+	r, err := c.load(ctx, id, shared)
 	if err == nil {
 		start := time.Now()
-		call.model, call.err = calculator.FitContext(fitCtx, r)
+		call.model, call.err = calculator.FitContext(ctx, r)
 		err = call.err
 		if c.onFit != nil {
 			c.onFit(time.Since(start))
@@ -264,10 +339,7 @@ func (c *Service) model(ctx context.Context, id string, shared ...string) (*calc
 	} else {
 		call.err = err
 	}
-	close(call.done)
 	if err != nil && !errors.Is(err, calculator.ErrRefused) {
-		// A missing run, a failed read or a fit cut short is not a fit:
-		// do not keep it.
 		c.mu.Lock()
 		if c.fits[key] == call {
 			delete(c.fits, key)
@@ -275,7 +347,7 @@ func (c *Service) model(ctx context.Context, id string, shared ...string) (*calc
 		}
 		c.mu.Unlock()
 	}
-	return call.model, call.err
+	close(call.done)
 }
 
 // load reads run id, with the valid cells of shared as its shared speed

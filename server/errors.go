@@ -38,7 +38,10 @@ func errorHandler(logger *slog.Logger) echo.HTTPErrorHandler {
 		if p.Status == http.StatusMethodNotAllowed {
 			withHead(c.Response().Header())
 		}
-		if p.Status >= 500 && !errors.Is(err, errPanic) { // a panic was logged with its stack
+		var fitting *predict.Fitting
+		// A panic was logged with its stack; a run being fitted is not a
+		// failure (the request log has it).
+		if p.Status >= 500 && !errors.Is(err, errPanic) && !errors.As(err, &fitting) {
 			logger.LogAttrs(c.Request().Context(), slog.LevelError, "request failed",
 				slog.String("method", c.Request().Method), slog.String("uri", clipLog(c.Request().RequestURI)),
 				slog.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)),
@@ -94,7 +97,11 @@ func toProblem(err error, c echo.Context) api.Problem {
 	var mal malformed
 	var um unsupportedMedia
 	var tm tooMany
+	var fitting *predict.Fitting
 	switch {
+	case errors.As(err, &fitting):
+		c.Response().Header().Set("Retry-After", strconv.Itoa(retryAfter(fitting.RetryAfter)))
+		p = problem(http.StatusServiceUnavailable, fitting.Error())
 	case errors.As(err, &tm):
 		p = problem(http.StatusTooManyRequests, tm.Error())
 	case errors.As(err, &fs):

@@ -227,3 +227,30 @@ func TestPlanOnAnUnknownGPUSaysSo(t *testing.T) {
 		t.Fatalf("a catalog GPU without runs: options %d, warnings %q", len(p.Options), p.Warnings)
 	}
 }
+
+// TestAnswerBeingFittedIs503: a calculator answer whose run's fit is not
+// made within the wait is a 503 problem with Retry-After, never a 500;
+// asking again once the fit is made (in the background) gets the answer.
+func TestAnswerBeingFittedIs503(t *testing.T) {
+	e := newEnv(t, 0)
+	calc := predict.New(e.st, 64, nil)
+	calc.SetFitWait(0)
+	h, err := server.New(e.st, server.Config{Calc: calc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.h = h
+	target := "/v1/calculator/decode?run_id=" + e.seed(t, "fara1.5-4b-autoround-rtx3060").ID + "&context_tokens=16384&concurrency=8"
+	rec := e.do(t, http.MethodGet, target, nil)
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" || !contains(rec.Body.String(), "is being fitted", "ask again in") {
+		t.Fatalf("first answer %d (Retry-After %q): %s", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for rec.Code != http.StatusOK {
+		if time.Now().After(deadline) || rec.Code != http.StatusServiceUnavailable {
+			t.Fatalf("%d %s", rec.Code, rec.Body)
+		}
+		time.Sleep(5 * time.Millisecond)
+		rec = e.do(t, http.MethodGet, target, nil)
+	}
+}

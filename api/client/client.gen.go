@@ -1352,6 +1352,9 @@ type BadRequest = Problem
 // Conflict RFC 9457 problem details.
 type Conflict = Problem
 
+// Fitting RFC 9457 problem details.
+type Fitting = Problem
+
 // Forbidden RFC 9457 problem details.
 type Forbidden = Problem
 
@@ -6380,6 +6383,11 @@ type EstimateCapacityResponse429Headers struct {
 	RetryAfter         *int
 }
 
+// EstimateCapacityResponse503Headers the declared response headers of an HTTP 503 response for EstimateCapacity
+type EstimateCapacityResponse503Headers struct {
+	RetryAfter *int
+}
+
 type EstimateCapacityResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -6393,10 +6401,14 @@ type EstimateCapacityResponse struct {
 	ApplicationProblemJSON422 *Unprocessable
 	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Fitting
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *EstimateCapacityResponse304Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *EstimateCapacityResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *EstimateCapacityResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -6422,6 +6434,11 @@ func (r EstimateCapacityResponse) GetApplicationProblemJSON422() *Unprocessable 
 // GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
 func (r EstimateCapacityResponse) GetApplicationProblemJSON429() *TooManyRequests {
 	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r EstimateCapacityResponse) GetApplicationProblemJSON503() *Fitting {
+	return r.ApplicationProblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -6466,6 +6483,11 @@ type EstimateDecodeResponse429Headers struct {
 	RetryAfter         *int
 }
 
+// EstimateDecodeResponse503Headers the declared response headers of an HTTP 503 response for EstimateDecode
+type EstimateDecodeResponse503Headers struct {
+	RetryAfter *int
+}
+
 type EstimateDecodeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -6479,10 +6501,14 @@ type EstimateDecodeResponse struct {
 	ApplicationProblemJSON422 *Unprocessable
 	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Fitting
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *EstimateDecodeResponse304Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *EstimateDecodeResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *EstimateDecodeResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -6508,6 +6534,11 @@ func (r EstimateDecodeResponse) GetApplicationProblemJSON422() *Unprocessable {
 // GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
 func (r EstimateDecodeResponse) GetApplicationProblemJSON429() *TooManyRequests {
 	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r EstimateDecodeResponse) GetApplicationProblemJSON503() *Fitting {
+	return r.ApplicationProblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -6552,6 +6583,11 @@ type EstimateGridResponse429Headers struct {
 	RetryAfter         *int
 }
 
+// EstimateGridResponse503Headers the declared response headers of an HTTP 503 response for EstimateGrid
+type EstimateGridResponse503Headers struct {
+	RetryAfter *int
+}
+
 type EstimateGridResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -6565,10 +6601,14 @@ type EstimateGridResponse struct {
 	ApplicationProblemJSON422 *Unprocessable
 	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Fitting
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *EstimateGridResponse304Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *EstimateGridResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *EstimateGridResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -6594,6 +6634,11 @@ func (r EstimateGridResponse) GetApplicationProblemJSON422() *Unprocessable {
 // GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
 func (r EstimateGridResponse) GetApplicationProblemJSON429() *TooManyRequests {
 	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r EstimateGridResponse) GetApplicationProblemJSON503() *Fitting {
+	return r.ApplicationProblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -6638,6 +6683,11 @@ type EstimatePrefillResponse429Headers struct {
 	RetryAfter         *int
 }
 
+// EstimatePrefillResponse503Headers the declared response headers of an HTTP 503 response for EstimatePrefill
+type EstimatePrefillResponse503Headers struct {
+	RetryAfter *int
+}
+
 type EstimatePrefillResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -6651,10 +6701,14 @@ type EstimatePrefillResponse struct {
 	ApplicationProblemJSON422 *Unprocessable
 	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Fitting
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *EstimatePrefillResponse304Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *EstimatePrefillResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *EstimatePrefillResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -6680,6 +6734,11 @@ func (r EstimatePrefillResponse) GetApplicationProblemJSON422() *Unprocessable {
 // GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
 func (r EstimatePrefillResponse) GetApplicationProblemJSON429() *TooManyRequests {
 	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r EstimatePrefillResponse) GetApplicationProblemJSON503() *Fitting {
+	return r.ApplicationProblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -9395,6 +9454,13 @@ func ParseEstimateCapacityResponse(rsp *http.Response) (*EstimateCapacityRespons
 		}
 		response.ApplicationProblemJSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Fitting
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
 	}
 
 	switch {
@@ -9439,6 +9505,16 @@ func ParseEstimateCapacityResponse(rsp *http.Response) (*EstimateCapacityRespons
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers EstimateCapacityResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -9496,6 +9572,13 @@ func ParseEstimateDecodeResponse(rsp *http.Response) (*EstimateDecodeResponse, e
 		}
 		response.ApplicationProblemJSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Fitting
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
 	}
 
 	switch {
@@ -9540,6 +9623,16 @@ func ParseEstimateDecodeResponse(rsp *http.Response) (*EstimateDecodeResponse, e
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers EstimateDecodeResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -9597,6 +9690,13 @@ func ParseEstimateGridResponse(rsp *http.Response) (*EstimateGridResponse, error
 		}
 		response.ApplicationProblemJSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Fitting
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
 	}
 
 	switch {
@@ -9641,6 +9741,16 @@ func ParseEstimateGridResponse(rsp *http.Response) (*EstimateGridResponse, error
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers EstimateGridResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -9698,6 +9808,13 @@ func ParseEstimatePrefillResponse(rsp *http.Response) (*EstimatePrefillResponse,
 		}
 		response.ApplicationProblemJSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Fitting
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
 	}
 
 	switch {
@@ -9742,6 +9859,16 @@ func ParseEstimatePrefillResponse(rsp *http.Response) (*EstimatePrefillResponse,
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers EstimatePrefillResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
