@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -69,5 +70,38 @@ func BenchmarkFitGrid(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestDenseRowsStayApart: a dense grid's rows (every 2048 tokens, closer
+// than rowTolerance at long contexts) each measured every concurrency, so
+// they are rows of their own, and a context between two of them is
+// interpolated: total tok/s falls with context, with no step where an
+// averaged row used to stand.
+func TestDenseRowsStayApart(t *testing.T) {
+	m, err := calculator.Fit(bigRun(64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const b = 10
+	last := 1e18
+	for l := 94208; l <= 102400; l += 512 {
+		p, err := m.Decode(calculator.Query{ContextTokens: l, Concurrency: b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tbt := 10 + 0.05*b + 0.0004*b*float64(l)/1024
+		if want := b * 1000 / tbt; math.Abs(p.TotalTokS.Value-want) > 0.002*want {
+			t.Errorf("%d×%d: %.2f tok/s, the grid's law gives %.2f", l, b, p.TotalTokS.Value, want)
+		}
+		if p.TotalTokS.Value >= last {
+			t.Errorf("%d×%d: %.2f tok/s, not below %.2f at %d", l, b, p.TotalTokS.Value, last, l-512)
+		}
+		last = p.TotalTokS.Value
+		for _, c := range p.Cells {
+			if c.ContextTokens%2048 != 0 {
+				t.Errorf("%d×%d reads cell %v, which the grid did not measure", l, b, c)
+			}
+		}
 	}
 }

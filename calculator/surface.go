@@ -1,6 +1,7 @@
 package calculator
 
 import (
+	"cmp"
 	"math"
 	"slices"
 )
@@ -108,24 +109,57 @@ type surface struct {
 	switching bool
 }
 
+// physSamples bounds the samples the physical model is fitted on.
+const physSamples = 1024
+
 // rowTolerance is how close, relatively, contexts must be to make one row:
 // serving benchmarks draw prompt lengths at random, so the cells of one
 // nominal input length land a few percent apart.
 const rowTolerance = 0.05
 
 // rowContexts groups contexts (sorted, distinct) into rows of contexts
-// within rowTolerance of the row's first; each row is keyed by its cells'
-// mean context.
+// within rowTolerance of the row's first that measured no concurrency
+// twice: cells of one nominal input length each have their own
+// concurrency, while a grid that measured one concurrency at two close
+// contexts (a dense grid at long contexts: 94K and 98K) meant two rows.
+// Each row is keyed by its cells' mean context.
 func rowContexts(samples []sample) (reps []float64, rep map[float64]float64) {
 	ls := make([]float64, 0, len(samples))
 	for _, p := range samples {
 		ls = append(ls, p.l)
 	}
 	slices.Sort(ls)
+	var bs map[float64][]float64 // the concurrencies at each context, read when two are close
+	concurrencies := func(l float64) []float64 {
+		if bs == nil {
+			bs = map[float64][]float64{}
+			for _, p := range samples {
+				bs[p.l] = append(bs[p.l], p.b)
+			}
+		}
+		return bs[l]
+	}
 	rep = map[float64]float64{}
 	for i := 0; i < len(ls); {
 		j, sum := i, 0.0
+		var seen map[float64]bool // the row's concurrencies, once it spans two contexts
 		for j < len(ls) && ls[j]-ls[i] <= rowTolerance*ls[j] {
+			if ls[j] != ls[i] && ls[j] != ls[j-1] { // another context, within tolerance
+				if seen == nil {
+					seen = map[float64]bool{}
+					for _, b := range concurrencies(ls[i]) {
+						seen[b] = true
+					}
+				}
+				shared := false
+				for _, b := range concurrencies(ls[j]) {
+					shared = shared || seen[b]
+					seen[b] = true
+				}
+				if shared {
+					break // this context measured a concurrency the row has: a row of its own
+				}
+			}
 			sum += ls[j]
 			j++
 		}
@@ -173,10 +207,16 @@ func snapRows(samples []sample) ([]sample, []float64) {
 }
 
 // snap is the row context a query context reads: a measured row's within
-// rowTolerance, else l itself.
+// rowTolerance, else l itself. Where rows lie closer than twice that to
+// each other (a dense grid, not prompt lengths drawn at random), a context
+// between them is interpolated, not read off the nearest.
 func (sf *surface) snap(l float64) float64 {
-	for _, r := range sf.rowKeys {
-		if math.Abs(l-r) <= rowTolerance*math.Max(l, r) {
+	for i, r := range sf.rowKeys {
+		if math.Abs(l-r) > rowTolerance*math.Max(l, r) {
+			continue
+		}
+		dense := (i > 0 && r-sf.rowKeys[i-1] <= 2*rowTolerance*r) || (i+1 < len(sf.rowKeys) && sf.rowKeys[i+1]-r <= 2*rowTolerance*sf.rowKeys[i+1])
+		if !dense || l == r {
 			return r
 		}
 	}
@@ -193,8 +233,11 @@ func newSurface(samples []sample, ip interp) *surface {
 	for _, p := range samples {
 		sf.maxL = max(sf.maxL, p.l)
 	}
-	sf.physT = fitPhys(samples, func(p sample) float64 { return p.t })
-	sf.physS = fitPhys(samples, func(p sample) float64 { return p.s })
+	// Five coefficients need no more than physSamples points; an even
+	// spread of a large grid fits them as well, at a bounded cost.
+	phys := spread(samples, physSamples)
+	sf.physT = fitPhys(phys, func(p sample) float64 { return p.t })
+	sf.physS = fitPhys(phys, func(p sample) float64 { return p.s })
 	sf.rows = group(samples, func(p sample) (float64, float64) { return p.l, p.b }, nil, gb)
 	if ip.cubic {
 		sf.rows = withCubic(sf.rows)
@@ -226,6 +269,9 @@ func group(samples []sample, kx func(sample) (key, x float64), gk, gx func(float
 	}
 	sorted := samples
 	if !slices.IsSortedFunc(samples, order) { // rows of a run's cells come sorted
+		if lines := groupTransposed(samples, kx, gk, gx); lines != nil {
+			return lines
+		}
 		sorted = slices.Clone(samples)
 		slices.SortFunc(sorted, order)
 	}
@@ -237,6 +283,35 @@ func group(samples []sample, kx func(sample) (key, x float64), gk, gx func(float
 		ln := &lines[len(lines)-1]
 		ln.xs, ln.t, ln.s = append(ln.xs, x), append(ln.t, p.t), append(ln.s, p.s)
 	}
+	return lines
+}
+
+// groupTransposed groups samples sorted by x then key (a run's cells, in
+// rows, grouped into columns) without sorting them: each line gathers its
+// points in order, and only the lines are sorted. Nil when the samples are
+// not in that order.
+func groupTransposed(samples []sample, kx func(sample) (key, x float64), gk, gx func(float64) float64) []line {
+	if !slices.IsSortedFunc(samples, func(a, b sample) int {
+		ka, xa := kx(a)
+		kb, xb := kx(b)
+		return cmp.Or(cmpF(xa, xb), cmpF(ka, kb))
+	}) {
+		return nil
+	}
+	index := map[float64]int{}
+	var lines []line
+	for _, p := range samples {
+		k, x := kx(p)
+		i, ok := index[k]
+		if !ok {
+			i = len(lines)
+			index[k] = i
+			lines = append(lines, line{key: k, gx: gx, gk: gk})
+		}
+		ln := &lines[i]
+		ln.xs, ln.t, ln.s = append(ln.xs, x), append(ln.t, p.t), append(ln.s, p.s)
+	}
+	slices.SortFunc(lines, func(a, b line) int { return cmpF(a.key, b.key) })
 	return lines
 }
 
