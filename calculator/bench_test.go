@@ -49,7 +49,7 @@ func BenchmarkGrid6x8(b *testing.B) {
 	concurrencies := []int{1, 3, 6, 12, 24, 48, 96, 128}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := m.Grid(contexts, concurrencies, calculator.Query{}); err != nil {
+		if _, _, err := m.Grid(contexts, concurrencies, calculator.Query{}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -478,7 +478,7 @@ func (m *Model) Decode(q Query) (Prediction, error) {
 	p.Warnings = append(p.Warnings, gpu.warnings...)
 	p.Warnings = append(p.Warnings, scale.warnings...)
 	if scale.scaled && !gpu.scaled {
-		p.Warnings = append(p.Warnings, "speed is the measured GPU's: another VRAM size of the same GPU changes capacity, not speed")
+		p.Warnings = append(p.Warnings, sameSpeed)
 	}
 	if !m.bands.Calibrated {
 		p.Warnings = append(p.Warnings, "too few cells to calibrate error bands on this run: intervals are a wide default")
@@ -558,6 +558,9 @@ func (m *Model) Decode(q Query) (Prediction, error) {
 	}
 	return p, nil
 }
+
+// sameSpeed is said of answers for another VRAM size of the measured GPU.
+const sameSpeed = "speed is the measured GPU's: another VRAM size of the same GPU changes capacity, not speed"
 
 // capacityFor is the run's capacity for another max_output and KV pool.
 func (m *Model) capacityFor(maxOut int, scale vramScaling) capacity {
@@ -784,17 +787,24 @@ type GridCell struct {
 
 // Grid predicts every context × concurrency combination. Cells the data
 // does not support carry their refusal instead of failing the grid.
-func (m *Model) Grid(contexts, concurrencies []int, base Query) ([]GridCell, error) {
+func (m *Model) Grid(contexts, concurrencies []int, base Query) ([]GridCell, []string, error) {
 	gpu, err := m.gpuScale(base)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	vq := base
 	if gpu.scaled && vq.VRAMGB == 0 {
 		vq.VRAMGB = gpu.target.VRAMGB
 	}
-	if _, err := m.vramScale(vq); err != nil {
-		return nil, err
+	scale, err := m.vramScale(vq)
+	if err != nil {
+		return nil, nil, err
+	}
+	// What moving to another GPU or VRAM size says holds for every cell:
+	// the grid says it once.
+	warnings := append(slices.Clone(gpu.warnings), scale.warnings...)
+	if scale.scaled && !gpu.scaled {
+		warnings = append(warnings, sameSpeed)
 	}
 	out := make([]GridCell, 0, len(contexts)*len(concurrencies))
 	for _, l := range contexts {
@@ -806,14 +816,14 @@ func (m *Model) Grid(contexts, concurrencies []int, base Query) ([]GridCell, err
 			if err != nil {
 				var r *Refusal
 				if !errors.As(err, &r) {
-					return nil, err
+					return nil, nil, err
 				}
 				cell.Refusal = r
 			}
 			out = append(out, cell)
 		}
 	}
-	return out, nil
+	return out, warnings, nil
 }
 
 // MeasuredAxes returns the run's measured contexts and concurrencies,

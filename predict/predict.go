@@ -444,8 +444,8 @@ func (c *Service) Grid(ctx context.Context, sel Selection, contexts, concurrenci
 			return Answer[Grid]{}, invalidParam(axis.name, fmt.Sprintf("a grid has at most %d %s and this run measured %d; name the ones you want", MaxGridSide, axis.name, axis.n))
 		}
 	}
-	cells, err := m.Grid(contexts, concurrencies, base)
-	return Answer[Grid]{Result: Grid{Contexts: contexts, Concurrencies: concurrencies, Cells: cells}, RunIDs: ids, Warnings: warn}, err
+	cells, scaling, err := m.Grid(contexts, concurrencies, base)
+	return Answer[Grid]{Result: Grid{Contexts: contexts, Concurrencies: concurrencies, Cells: cells}, RunIDs: ids, Warnings: append(warn, scaling...)}, err
 }
 
 // Prefill predicts cold prefill at contextTokens.

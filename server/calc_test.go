@@ -78,6 +78,10 @@ func TestCalculatorAPI(t *testing.T) {
 		{"grid with refusals", "/v1/calculator/grid?run_id=" + fara.ID + "&contexts=49152,204800&concurrencies=1,6", 200,
 			[]string{`"status":"refused"`, `"refusal":"context 204800 tokens is beyond`, `"method":"interpolated"`}},
 		{"grid too big", "/v1/calculator/grid?run_id=" + fara.ID + "&contexts=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17", 400, []string{`"field":"contexts"`}},
+		{"grid on another VRAM size says so", "/v1/calculator/grid?run_id=" + fara.ID + "&contexts=20000&concurrencies=8&vram_gb=48", 200,
+			[]string{`"method":"scaled_vram"`, "low confidence: the KV pool differs", "another VRAM size of the same GPU changes capacity, not speed"}},
+		{"grid on a rough GPU says so", "/v1/calculator/grid?run_id=" + fara.ID + "&contexts=20000&concurrencies=8&target_gpu=H100&rough=true", 200,
+			[]string{`"method":"scaled_gpu"`, "rough"}},
 
 		{"prefill measured", "/v1/calculator/prefill?run_id=" + nemo + "&context_tokens=8192", 200, []string{`"method":"measured"`, `"value":2338`}},
 		{"prefill interpolated", "/v1/calculator/prefill?run_id=" + nemo + "&context_tokens=100000", 200, []string{`"method":"interpolated"`}},
