@@ -120,7 +120,7 @@ func calcCLI(what string, getenv func(string) string) (*cli, *calcFlags) {
 		return nil, nil
 	}
 	c.fs.BoolVar(&f.asJSON, "json", false, "print the API's JSON instead of a table")
-	f.db = dbFlag(c.fs, getenv)
+	f.db = dbFlag(c.fs, getenv, false)
 	return c, f
 }
 

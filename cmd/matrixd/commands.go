@@ -59,7 +59,7 @@ func importCmd(ctx context.Context, args []string, getenv func(string) string, s
 		"Store runs from published matrix-run pages or run JSON, each file all-or-nothing;\nwith --format, build one run from a benchmark tool's output files.",
 		[2]string{"FILE…", "a published matrix-run page or run JSON, one run a file; with --format, the tool's\n        output files that together make one run. - reads stdin"})
 	fs := c.fs
-	db := dbFlag(fs, getenv)
+	db := dbFlag(fs, getenv, true)
 	format := fs.String("format", "", "a benchmark tool's output: "+strings.Join(ingest.Formats(), " or ")+"; all FILEs then make one run (default: each FILE is a published page or run JSON)")
 	meta := fs.String("meta", "", "with --format: run JSON without cells (title, model, hardware, engine …) for the rest of the run")
 	tg := fs.Int("tg", 0, "with --format llama-batched-bench: the text-generation length to import when the table measured several")
@@ -173,7 +173,11 @@ func describeError(err error) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s", strings.TrimSuffix(err.Error(), ve.Error()))
-	fmt.Fprintf(&b, "the run cannot be stored (%d problems):", len(ve.Problems))
+	noun := "problems"
+	if len(ve.Problems) == 1 {
+		noun = "problem"
+	}
+	fmt.Fprintf(&b, "the run cannot be stored (%d %s):", len(ve.Problems), noun)
 	for _, p := range ve.Problems {
 		b.WriteString("\n  " + p.String())
 	}
@@ -206,7 +210,7 @@ func exportCmd(ctx context.Context, args []string, getenv func(string) string, s
 		"Print a stored run as run JSON, without what the server assigns: what import and\nPOST /v1/runs take, and an example to edit.",
 		[2]string{"RUN_ID", "the run's id, as import and GET /v1/runs show it"})
 	fs := c.fs
-	db := dbFlag(fs, getenv)
+	db := dbFlag(fs, getenv, false)
 	if err := c.parse(args, stdout); err != nil {
 		return err
 	}
@@ -233,7 +237,7 @@ func generateCmd(ctx context.Context, args []string, getenv func(string) string,
 	c := newCLI("generate", "[--db PATH] [--runs N] [--seed S]",
 		"Add synthetic runs, for load tests and benchmarks. Give it a database of its own:\nits runs look like real ones in listings.")
 	fs := c.fs
-	db := dbFlag(fs, getenv)
+	db := dbFlag(fs, getenv, true)
 	n := fs.Int("runs", 10000, "how many synthetic runs to add")
 	seed := fs.Uint64("seed", 1, "random seed: the same seed gives the same runs")
 	if err := c.parse(args, stdout); err != nil {

@@ -20,7 +20,7 @@ func evalCmd(ctx context.Context, args []string, getenv func(string) string, std
 	c := newCLI("eval", "[--db PATH] [--json]\n       matrixd eval --corpus DIR [--json] [-v] [--hindsight]",
 		"Recompute the calculator's held-out accuracy over every stored run: each valid cell,\neach context row and each concurrency column left out in turn.")
 	fs := c.fs
-	db := dbFlag(fs, getenv)
+	db := dbFlag(fs, getenv, false)
 	asJSON := fs.Bool("json", false, "print the reports as JSON")
 	corpus := fs.String("corpus", "", "evaluate the grids of a corpus directory (DIR/<family>/manifest.json, e.g. ingest/testdata/corpus) instead of the stored runs, leaving one cell out at a time, per family")
 	verbose := fs.Bool("v", false, "with --corpus: also list each answer whose interval missed the measurement")

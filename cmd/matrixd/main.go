@@ -206,8 +206,14 @@ func openExisting(ctx context.Context, path string) (*store.Store, error) {
 	return store.Open(ctx, path, store.Options{Existing: true})
 }
 
-func dbFlag(fs *flag.FlagSet, getenv func(string) string) *string {
-	return fs.String("db", envOr(getenv, "MATRIXD_DB", "./matrixd.db"), "the database: an SQLite file (created if missing) or a postgres:// URL (env MATRIXD_DB)")
+// dbFlag is --db; its help says whether the command creates a missing
+// SQLite file or needs an existing one (openExisting).
+func dbFlag(fs *flag.FlagSet, getenv func(string) string, creates bool) *string {
+	file := "an existing SQLite file"
+	if creates {
+		file = "an SQLite file (created if missing)"
+	}
+	return fs.String("db", envOr(getenv, "MATRIXD_DB", "./matrixd.db"), "the database: "+file+" or a postgres:// URL (env MATRIXD_DB)")
 }
 
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -215,7 +221,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		"Run the API server: the database is created, migrated and seeded with the bundled\nexample runs on first start. \"matrixd\" with no command, or with only flags, serves.")
 	fs := c.fs
 	addr := fs.String("addr", envOr(getenv, "MATRIXD_ADDR", ":8080"), "listen address (env MATRIXD_ADDR)")
-	db := dbFlag(fs, getenv)
+	db := dbFlag(fs, getenv, true)
 	// A bad MATRIXD_NO_SEED is reported after parsing, so that --help
 	// still answers.
 	noSeedDefault, noSeedErr := false, error(nil)

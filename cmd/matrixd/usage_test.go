@@ -301,3 +301,21 @@ func TestHelpDoesNotServe(t *testing.T) {
 		t.Errorf("serve --help with a bad MATRIXD_NO_SEED: %v, want the help", err)
 	}
 }
+
+// TestDBHelpSaysWhetherItCreates: --db's help says a command that needs an
+// existing database does not create one.
+func TestDBHelpSaysWhetherItCreates(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"eval", "--help"}, "an existing SQLite file"},
+		{[]string{"calc", "decode", "--help"}, "an existing SQLite file"},
+		{[]string{"import", "--help"}, "created if missing"},
+	} {
+		out, _, err := cliRun(t, tt.args...)
+		if err != nil || !strings.Contains(out, tt.want) {
+			t.Errorf("%v: %v, help lacks %q:\n%s", tt.args, err, tt.want, out)
+		}
+	}
+}
