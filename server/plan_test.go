@@ -254,3 +254,25 @@ func TestAnswerBeingFittedIs503(t *testing.T) {
 		rec = e.do(t, http.MethodGet, target, nil)
 	}
 }
+
+// TestTTFTBoundNotAppliedSaysWhy: where a measured run's TTFT is not
+// predicted, the bound not applied is said of this run, not of another
+// GPU, and in the number the caller gave.
+func TestTTFTBoundNotAppliedSaysWhy(t *testing.T) {
+	e := newEnv(t, 0)
+	p := plan(t, e, url.Values{"context_tokens": {"200000"}, "min_per_request_tok_s": {"10"}, "max_ttft_ms": {"60000"}})
+	said := false
+	for _, o := range p.Options {
+		for _, w := range o.Warnings {
+			if strings.Contains(w, "TTFT bound") {
+				said = true
+				if o.ScaledFrom == nil && (strings.Contains(w, "another GPU") || !strings.Contains(w, "60000 ms")) {
+					t.Errorf("%s: %q", o.RunID, w)
+				}
+			}
+		}
+	}
+	if !said {
+		t.Fatalf("no option says the TTFT bound was not applied: %+v", p.Options)
+	}
+}
