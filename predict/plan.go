@@ -91,15 +91,8 @@ func (c *Service) Plan(ctx context.Context, pq PlanQuery) (Plan, error) {
 		}
 		out.Matched++
 		opt := PlanOption{Run: cfg, GPU: cfg.GPU, GPUCount: gpuCount(cfg)}
-		if c.outOfTime(start) && !c.fitted(cfg.ID) {
-			// Runs not yet fitted are fitted in the background rather than
-			// making this answer wait for them all.
-			c.Warm(cfg.ID)
-			opt.Err = "this run's model is being fitted: ask again in a few seconds"
-			out.Options = append(out.Options, opt)
-			pending[cfg.ID] = true
-			continue
-		}
+		// Once the budget is spent, runs not yet fitted are fitted in the
+		// background rather than making this answer wait for them all.
 		m, err := c.modelWithin(ctx, c.remaining(start), cfg.ID)
 		var ref *calculator.Refusal
 		var fitting *Fitting
@@ -155,11 +148,6 @@ func (c *Service) remaining(start time.Time) time.Duration {
 		return -1
 	}
 	return max(0, c.planBudget-time.Since(start))
-}
-
-// outOfTime reports whether a plan begun at start has spent its fit budget.
-func (c *Service) outOfTime(start time.Time) bool {
-	return c.planBudget >= 0 && time.Since(start) > c.planBudget
 }
 
 // compareOptions ranks options: measured runs meeting the target, then
@@ -291,13 +279,8 @@ func (c *Service) planScaled(ctx context.Context, pq PlanQuery, configs []store.
 			}
 			src, rough := nearestRun(g.runs, to)
 			m := models[src.ID]
-			if m == nil && c.outOfTime(start) && !c.fitted(src.ID) {
-				// Being fitted in the background: scaled next time.
-				if !pending[src.ID] {
-					pending[src.ID] = true
-					c.Warm(src.ID)
-				}
-				continue
+			if pending[src.ID] {
+				continue // being fitted in the background: scaled next time
 			}
 			if m == nil {
 				var fitting *Fitting

@@ -79,23 +79,6 @@ func (c *Service) Warm(id string) { c.start(id, nil) }
 // one-shot command does. Set it before the first answer.
 func (c *Service) SetFitWait(d time.Duration) { c.fitWait = d }
 
-// fitted reports whether run id's own fit is done and kept (a refusal to
-// fit is kept too, and answered at once).
-func (c *Service) fitted(id string) bool {
-	c.mu.Lock()
-	call, ok := c.fits[id]
-	c.mu.Unlock()
-	if !ok {
-		return false
-	}
-	select {
-	case <-call.done:
-		return true
-	default:
-		return false
-	}
-}
-
 // Forget drops every fit run id is part of: the run was deleted.
 func (c *Service) Forget(id string) {
 	c.mu.Lock()
