@@ -98,10 +98,13 @@ func (s *Store) restoreRuns(ctx context.Context, runs []Run) (int, error) {
 			}
 			r.Normalize()
 			r.CreatedAt = r.CreatedAt.UTC().Truncate(time.Microsecond)
-			if err := insertRun(ctx, tx, r, hash, Summarize(r)); err != nil {
+			inserted, err := insertRun(ctx, tx, r, hash, Summarize(r))
+			if err != nil {
 				return fmt.Errorf("run %s: %w", r.ID, err)
 			}
-			added++
+			if inserted {
+				added++
+			}
 		}
 		return nil
 	})

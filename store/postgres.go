@@ -166,6 +166,13 @@ func (s *Store) migratePostgres(ctx context.Context) error {
 	return nil
 }
 
+// isRetryable reports a PostgreSQL transaction aborted for another's sake
+// (serialization failure, deadlock): the same transaction may succeed now.
+func isRetryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+}
+
 // isUniqueViolation reports a PostgreSQL unique or primary-key violation.
 func isUniqueViolation(err error) bool {
 	var pe *pgconn.PgError

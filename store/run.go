@@ -28,12 +28,18 @@ var (
 type Error struct {
 	Kind error
 	Msg  string
+	Err  error // the database's error behind it, if any
 }
 
 func (e *Error) Error() string { return e.Msg }
 
-// Unwrap makes errors.Is(err, e.Kind) true.
-func (e *Error) Unwrap() error { return e.Kind }
+// Unwrap makes errors.Is(err, e.Kind) true, and errors.As reach Err.
+func (e *Error) Unwrap() []error {
+	if e.Err == nil {
+		return []error{e.Kind}
+	}
+	return []error{e.Kind, e.Err}
+}
 
 func newError(kind error, format string, args ...any) error {
 	return &Error{Kind: kind, Msg: fmt.Sprintf(format, args...)}

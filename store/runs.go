@@ -49,35 +49,45 @@ func (s *Store) CreateRuns(ctx context.Context, runs []Run) (stored []Run, creat
 	}
 	err = s.inTx(ctx, func(tx *tx) error {
 		for i := range stored {
-			var existing string
-			err := tx.QueryRowContext(ctx, "SELECT id FROM runs WHERE content_hash = ?", hashes[i]).Scan(&existing)
-			if err == nil {
-				stored[i].ID = existing
-				continue
-			}
-			if !errors.Is(err, sql.ErrNoRows) {
+			stored[i].ID = IDFromHash(hashes[i]) // again, when a transaction is retried
+			id, inserted, err := storeRun(ctx, tx, stored[i], hashes[i])
+			if err != nil {
 				return err
 			}
-			if err := insertRun(ctx, tx, stored[i], hashes[i], Summarize(stored[i])); err != nil {
-				return err
-			}
-			created[i] = true
+			stored[i].ID, created[i] = id, inserted
 		}
 		return nil
 	})
 	if err != nil {
-		if isUnique(err) {
-			return nil, nil, newError(ErrConflict, "a run with this content was stored at the same moment; send it again to get the stored run")
-		}
 		return nil, nil, fmt.Errorf("create runs: %w", err)
 	}
 	return stored, created, nil
 }
 
-func insertRun(ctx context.Context, tx *tx, r Run, hash string, sum RunSummary) error {
+// storeRun inserts r unless a run with its content is stored already, and
+// returns the stored run's id. The database decides, not a read before
+// the write: a concurrent transaction storing the same content makes this
+// INSERT wait for it and then do nothing, so two writers racing with one
+// body store it once and neither fails.
+func storeRun(ctx context.Context, tx *tx, r Run, hash string) (id string, inserted bool, err error) {
+	inserted, err = insertRun(ctx, tx, r, hash, Summarize(r))
+	if err != nil || inserted {
+		return r.ID, inserted, err
+	}
+	err = tx.QueryRowContext(ctx, "SELECT id FROM runs WHERE content_hash = ?", hash).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		// The id (a prefix of the content hash) is another content's.
+		return "", false, newError(ErrConflict, "run id %s is taken by a run of other content; change any field (e.g. notes) and send it again", r.ID)
+	}
+	return id, false, err
+}
+
+// insertRun inserts r and its cells; inserted is false, and nothing is
+// written, when its id or content is stored already.
+func insertRun(ctx context.Context, tx *tx, r Run, hash string, sum RunSummary) (inserted bool, err error) {
 	notes, err := json.Marshal(nonNil(r.Launch.Notes))
 	if err != nil {
-		return err
+		return false, err
 	}
 	flags := r.Launch.Flags
 	if flags == nil {
@@ -85,13 +95,13 @@ func insertRun(ctx context.Context, tx *tx, r Run, hash string, sum RunSummary) 
 	}
 	flagsJSON, err := json.Marshal(flags)
 	if err != nil {
-		return err
+		return false, err
 	}
 	var peakTok, peakL, peakB any
 	if sum.Peak != nil {
 		peakTok, peakL, peakB = sum.Peak.TotalTokS, sum.Peak.ContextTokens, sum.Peak.Concurrency
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO runs (
+	res, err := tx.ExecContext(ctx, `INSERT INTO runs (
 		id, content_hash, created_at, submitted_by, title, notes, submitter, source_url,
 		model_name, model_quantization,
 		hardware_type, gpu, gpu_count, vram_gb, cpu, cpu_cores, ram_gb, os, driver_version, power_limit_w, pcie,
@@ -99,7 +109,7 @@ func insertRun(ctx context.Context, tx *tx, r Run, hash string, sum RunSummary) 
 		benchmark_tool, benchmark_tool_version, served_model, revision, decode_test, prefill_mode, seconds_per_measurement, max_output_tokens,
 		launch_command, launch_notes, max_model_len, gpu_memory_utilization, max_num_seqs, kv_cache_dtype, attention_backend, enable_prefix_caching, launch_flags,
 		single_stream_tok_s, single_stream_context_tokens, peak_total_tok_s, peak_context_tokens, peak_concurrency, max_context_tokens_with_output
-	) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 		r.ID, hash, formatTime(r.CreatedAt), nullStr(r.SubmittedBy), r.Title, nullStr(r.Notes), nullStr(r.Submitter), nullStr(r.SourceURL),
 		r.Model.Name, nullStr(r.Model.Quantization),
 		nullStr(r.Hardware.Type), r.Hardware.GPU, r.Hardware.GPUCount, r.Hardware.VRAMGB, nullStr(r.Hardware.CPU), r.Hardware.CPUCores, r.Hardware.RAMGB, nullStr(r.Hardware.OS), nullStr(r.Hardware.DriverVersion), r.Hardware.PowerLimitW, nullStr(r.Hardware.PCIe),
@@ -109,33 +119,36 @@ func insertRun(ctx context.Context, tx *tx, r Run, hash string, sum RunSummary) 
 		sum.SingleStreamTokS, sum.SingleStreamContextTokens, peakTok, peakL, peakB, sum.MaxContextTokensWithOutput,
 	)
 	if err != nil {
-		return err
+		return false, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return false, err
 	}
 	dstmt, err := tx.PrepareContext(ctx, `INSERT INTO decode_cells (
 		run_id, context_tokens, concurrency, status, total_tok_s, per_request_tok_s, ttft_ms, tbt_ms,
 		avg_active_requests, completed_requests, output_tokens, duration_s
 	) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer dstmt.Close()
 	for _, c := range r.Decode {
 		if _, err := dstmt.ExecContext(ctx, r.ID, c.ContextTokens, c.Concurrency, c.Status, c.TotalTokS, c.PerRequestTokS, c.TTFTMs, c.TBTMs,
 			c.AvgActiveRequests, c.CompletedRequests, c.OutputTokens, c.DurationS); err != nil {
-			return err
+			return false, err
 		}
 	}
 	pstmt, err := tx.PrepareContext(ctx, `INSERT INTO prefill_cells (run_id, context_tokens, status, prompt_tok_s, ttft_ms) VALUES (?, ?, ?, ?, ?)`)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer pstmt.Close()
 	for _, c := range r.Prefill {
 		if _, err := pstmt.ExecContext(ctx, r.ID, c.ContextTokens, c.Status, c.PromptTokS, c.TTFTMs); err != nil {
-			return err
+			return false, err
 		}
 	}
-	return nil
+	return true, nil
 }
 
 const runColumns = `id, created_at, submitted_by, title, notes, submitter, source_url,

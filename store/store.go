@@ -274,7 +274,28 @@ func rehashRuns(ctx context.Context, tx *tx) error {
 }
 
 // inTx runs fn in one write transaction, committed when fn returns nil.
+// A transaction the database aborted to keep concurrent ones consistent
+// (PostgreSQL's serialization failures and deadlocks) is run again, a few
+// times, so fn must set its results afresh on each call.
 func (s *Store) inTx(ctx context.Context, fn func(*tx) error) error {
+	for attempt := 1; ; attempt++ {
+		err := s.tryTx(ctx, fn)
+		if attempt < maxTxAttempts && isRetryable(err) && ctx.Err() == nil {
+			continue
+		}
+		if isRetryable(err) || isUnique(err) {
+			// Every write decides its conflicts in SQL; one left over is still
+			// the client's to retry, never a server error.
+			return &Error{Kind: ErrConflict, Msg: "another write changed the same data at the same moment; send the request again", Err: err}
+		}
+		return err
+	}
+}
+
+// maxTxAttempts bounds how often inTx runs a transaction.
+const maxTxAttempts = 4
+
+func (s *Store) tryTx(ctx context.Context, fn func(*tx) error) error {
 	tx, err := s.writer.begin(ctx, nil)
 	if err != nil {
 		return err

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -47,41 +46,24 @@ func (s *Store) SubmitRun(ctx context.Context, run Run, idem *Idempotency) (Run,
 		res SubmitResult
 	)
 	err := s.inTx(ctx, func(tx *tx) error {
+		out, res = Run{}, SubmitResult{}
 		if idem != nil {
-			var reqHash, runID string
-			var status int
-			err := tx.QueryRowContext(ctx, `SELECT request_hash, run_id, status FROM idempotency_keys
-				WHERE key_name = ? AND idempotency_key = ? AND created_at >= ?`,
-				idem.KeyName, idem.Key, formatTime(now.Add(-IdempotencyTTL))).Scan(&reqHash, &runID, &status)
-			switch {
-			case err == nil && reqHash != idem.RequestHash:
-				return newError(ErrConflict, "Idempotency-Key %q was used for another request in the last 24 hours; use a new key for a new request",
-					idem.Key)
-			case err == nil:
-				r, err := readRun(ctx, tx, runID)
-				if errors.Is(err, ErrNotFound) {
-					return newError(ErrNotFound, "run %s, which this Idempotency-Key answered, has been deleted since", runID)
+			replayed, err := claimIdempotencyKey(ctx, tx, idem, run.ID, now)
+			if err != nil || replayed != nil {
+				if replayed != nil {
+					out, res = replayed.run, SubmitResult{Created: replayed.created, Replayed: true}
 				}
-				out, res = r, SubmitResult{Created: status == 1, Replayed: true}
-				return err
-			case !errors.Is(err, sql.ErrNoRows):
 				return err
 			}
 		}
-		var existing string
-		err := tx.QueryRowContext(ctx, "SELECT id FROM runs WHERE content_hash = ?", hash).Scan(&existing)
-		switch {
-		case err == nil:
-			if out, err = readRun(ctx, tx, existing); err != nil {
-				return err
-			}
-		case errors.Is(err, sql.ErrNoRows):
-			if err := insertRun(ctx, tx, run, hash, Summarize(run)); err != nil {
-				return err
-			}
-			out, res.Created = run, true
-		default:
+		id, inserted, err := storeRun(ctx, tx, run, hash)
+		if err != nil {
 			return err
+		}
+		if out, res.Created = run, inserted; !inserted {
+			if out, err = readRun(ctx, tx, id); err != nil {
+				return err
+			}
 		}
 		if idem == nil {
 			return nil
@@ -90,21 +72,57 @@ func (s *Store) SubmitRun(ctx context.Context, run Run, idem *Idempotency) (Run,
 			(SELECT key_name, idempotency_key FROM idempotency_keys WHERE created_at < ? LIMIT 100)`, formatTime(now.Add(-IdempotencyTTL))); err != nil {
 			return err
 		}
-		status := 0
-		if res.Created {
-			status = 1
-		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO idempotency_keys (key_name, idempotency_key, request_hash, run_id, status, created_at)
-			VALUES (?, ?, ?, ?, ?, ?)
-			ON CONFLICT (key_name, idempotency_key) DO UPDATE SET request_hash = excluded.request_hash,
-				run_id = excluded.run_id, status = excluded.status, created_at = excluded.created_at`,
-			idem.KeyName, idem.Key, idem.RequestHash, out.ID, status, formatTime(now))
+		_, err = tx.ExecContext(ctx, "UPDATE idempotency_keys SET run_id = ?, status = ? WHERE key_name = ? AND idempotency_key = ?",
+			out.ID, boolInt(res.Created), idem.KeyName, idem.Key)
 		return err
 	})
 	if err != nil {
 		return Run{}, SubmitResult{}, fmt.Errorf("submit run: %w", err)
 	}
 	return out, res, nil
+}
+
+// replay is what an Idempotency-Key answered before.
+type replay struct {
+	run     Run
+	created bool
+}
+
+// claimIdempotencyKey records idem for this request, unless the key was
+// used in the last IdempotencyTTL: then it answers what the key answered
+// (the same request) or ErrConflict (another one). The record is written
+// first, so the database decides between requests racing with one key: a
+// second INSERT waits for the first transaction, then finds its record.
+func claimIdempotencyKey(ctx context.Context, tx *tx, idem *Idempotency, runID string, now time.Time) (*replay, error) {
+	res, err := tx.ExecContext(ctx, `INSERT INTO idempotency_keys (key_name, idempotency_key, request_hash, run_id, status, created_at)
+		VALUES (?, ?, ?, ?, 0, ?)
+		ON CONFLICT (key_name, idempotency_key) DO UPDATE SET request_hash = excluded.request_hash,
+			run_id = excluded.run_id, status = excluded.status, created_at = excluded.created_at
+		WHERE idempotency_keys.created_at < ?`,
+		idem.KeyName, idem.Key, idem.RequestHash, runID, formatTime(now), formatTime(now.Add(-IdempotencyTTL)))
+	if err != nil {
+		return nil, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n > 0 {
+		return nil, err
+	}
+	var reqHash, id string
+	var status int
+	if err := tx.QueryRowContext(ctx, "SELECT request_hash, run_id, status FROM idempotency_keys WHERE key_name = ? AND idempotency_key = ?",
+		idem.KeyName, idem.Key).Scan(&reqHash, &id, &status); err != nil {
+		return nil, err
+	}
+	if reqHash != idem.RequestHash {
+		return nil, newError(ErrConflict, "Idempotency-Key %q was used for another request in the last 24 hours; use a new key for a new request", idem.Key)
+	}
+	r, err := readRun(ctx, tx, id)
+	if errors.Is(err, ErrNotFound) {
+		return nil, newError(ErrNotFound, "run %s, which this Idempotency-Key answered, has been deleted since", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &replay{run: r, created: status == 1}, nil
 }
 
 // MetaPatch changes a run's editable metadata; nil leaves a field as it is
