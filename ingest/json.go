@@ -44,8 +44,10 @@ type decodedJSON struct {
 	bad   []store.Problem
 }
 
-func decodeRunJSON(b []byte) (decodedJSON, error) {
-	b = bytes.TrimPrefix(b, []byte(bom))
+// checkJSONText holds JSON text to what can be stored as it was sent:
+// valid UTF-8, and no \u escape of half a UTF-16 surrogate pair, which
+// encoding/json would silently turn into U+FFFD.
+func checkJSONText(b []byte) error {
 	if !utf8.Valid(b) {
 		at := 0
 		for at < len(b) {
@@ -55,7 +57,109 @@ func decodeRunJSON(b []byte) (decodedJSON, error) {
 			}
 			at += size
 		}
-		return decodedJSON{}, errorf(lineAt(b, at), "text is not valid UTF-8")
+		return errorf(lineAt(b, at), "text is not valid UTF-8")
+	}
+	if at := loneSurrogate(b); at >= 0 {
+		return errorf(lineAt(b, at), "%s is half a UTF-16 surrogate pair: escape a character outside the Basic Multilingual Plane as a pair (\\uD83D\\uDE00), or send it as UTF-8", b[at:at+6])
+	}
+	return nil
+}
+
+// loneSurrogate is the offset of the first \u escape in a JSON string
+// of a high surrogate not followed by a low one, or of a low one alone;
+// -1 when there is none.
+func loneSurrogate(b []byte) int {
+	inString := false
+	for i := 0; i < len(b); i++ {
+		switch {
+		case b[i] == '"':
+			inString = !inString
+		case inString && b[i] == '\\' && i+1 < len(b):
+			if b[i+1] != 'u' {
+				i++ // the escaped character, which may be a quote
+				continue
+			}
+			r, ok := hex4(b[i+2:])
+			switch {
+			case !ok:
+			case r >= 0xD800 && r <= 0xDBFF:
+				if len(b) < i+12 || b[i+6] != '\\' || b[i+7] != 'u' {
+					return i
+				}
+				if lo, ok := hex4(b[i+8:]); !ok || lo < 0xDC00 || lo > 0xDFFF {
+					return i
+				}
+				i += 11
+			case r >= 0xDC00 && r <= 0xDFFF:
+				return i
+			default:
+				i += 5
+			}
+		}
+	}
+	return -1
+}
+
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(b[:4]), 16, 16)
+	return rune(n), err == nil
+}
+
+// Member is one member of a JSON object, with the line it starts on.
+type Member struct {
+	Name  string
+	Value json.RawMessage
+	Line  int
+}
+
+// ParseObject decodes b as one JSON object, as strictly as run JSON: valid
+// UTF-8 with no lone surrogate escapes and nothing after it (else a
+// *ParseError naming the line). Members are in document order, a repeated
+// one each time it appears, for the caller to report as run JSON does.
+func ParseObject(b []byte) ([]Member, error) {
+	b = bytes.TrimPrefix(b, []byte(bom))
+	if err := checkJSONText(b); err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	w := &walker{dec: dec, src: b}
+	tok, err := w.token()
+	if err != nil {
+		return nil, err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, errorf(w.line(), "the body must be a JSON object, not %s", describeToken(tok))
+	}
+	var out []Member
+	for dec.More() {
+		k, err := w.token()
+		if err != nil {
+			return nil, err
+		}
+		name, _ := k.(string)
+		line := w.line()
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, errorf(w.syntaxLine(), "invalid JSON: %v", err)
+		}
+		out = append(out, Member{Name: name, Value: v, Line: line})
+	}
+	if _, err := w.token(); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errorf(w.line(), "unexpected data after the object")
+	}
+	return out, nil
+}
+
+func decodeRunJSON(b []byte) (decodedJSON, error) {
+	b = bytes.TrimPrefix(b, []byte(bom))
+	if err := checkJSONText(b); err != nil {
+		return decodedJSON{}, err
 	}
 	// encoding/json matches field names ignoring case and lets a repeated
 	// field overwrite the first, so a first pass over the tokens holds the

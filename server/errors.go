@@ -43,7 +43,7 @@ func errorHandler(logger *slog.Logger) echo.HTTPErrorHandler {
 		// failure (the request log has it).
 		if p.Status >= 500 && !errors.Is(err, errPanic) && !errors.As(err, &fitting) {
 			logger.LogAttrs(c.Request().Context(), slog.LevelError, "request failed",
-				slog.String("method", c.Request().Method), slog.String("uri", clipLog(c.Request().RequestURI)),
+				slog.String("method", c.Request().Method), slog.String("uri", logURI(c.Request().RequestURI)),
 				slog.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)),
 				slog.String("error", err.Error()))
 		}

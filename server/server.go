@@ -223,7 +223,7 @@ func recoverer(logger *slog.Logger) echo.MiddlewareFunc {
 		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
 			logger.LogAttrs(c.Request().Context(), slog.LevelError, "panic",
 				slog.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)),
-				slog.String("uri", clipLog(c.Request().RequestURI)), slog.String("error", err.Error()), slog.String("stack", string(stack)))
+				slog.String("uri", logURI(c.Request().RequestURI)), slog.String("error", err.Error()), slog.String("stack", string(stack)))
 			return errPanic
 		},
 	})
@@ -231,6 +231,38 @@ func recoverer(logger *slog.Logger) echo.MiddlewareFunc {
 
 // errPanic answers a recovered panic: a 500 that says nothing internal.
 var errPanic = errors.New("panic")
+
+// logURI is a request URI as log lines repeat it: the values of query
+// parameters that may carry a credential redacted, and bounded.
+func logURI(uri string) string {
+	path, query, ok := strings.Cut(uri, "?")
+	if !ok {
+		return clipLog(uri)
+	}
+	parts := strings.FieldsFunc(query, func(r rune) bool { return r == '&' || r == ';' })
+	for i, p := range parts {
+		name, _, _ := strings.Cut(p, "=")
+		if n, err := url.QueryUnescape(name); err == nil {
+			name = n
+		}
+		if secretParam(name) {
+			parts[i] = url.QueryEscape(name) + "=REDACTED"
+		}
+	}
+	return clipLog(path + "?" + strings.Join(parts, "&"))
+}
+
+// secretParam reports a query parameter name that may carry a credential:
+// matrixd takes none in the query, but clients send them anyway.
+func secretParam(name string) bool {
+	n := strings.ToLower(name)
+	for _, w := range []string{"key", "token", "secret", "password", "passwd", "auth", "credential", "session", "signature", "sig"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}
 
 // clipLog bounds what a log line repeats of a request.
 func clipLog(s string) string {
@@ -246,7 +278,7 @@ func requestLogger(logger *slog.Logger) echo.MiddlewareFunc {
 		// The error handler has already answered and logged the error.
 		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
 			logger.LogAttrs(c.Request().Context(), slog.LevelInfo, "request",
-				slog.String("method", v.Method), slog.String("uri", clipLog(v.URI)), slog.Int("status", v.Status),
+				slog.String("method", v.Method), slog.String("uri", logURI(v.URI)), slog.Int("status", v.Status),
 				slog.Float64("latency_ms", float64(v.Latency.Microseconds())/1000), slog.String("client", c.RealIP()),
 				slog.String("request_id", v.RequestID))
 			return nil
@@ -357,8 +389,13 @@ func mediaType(route *routers.Route, r *http.Request) error {
 		return nil
 	}
 	accepted := slices.Sorted(maps.Keys(rb.Value.Content))
-	mt, _, err := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType))
+	mt, params, err := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType))
 	if err == nil && slices.Contains(accepted, mt) {
+		// Bodies are read as UTF-8 (US-ASCII is a part of it); text said to
+		// be in another charset would be misread, not converted.
+		if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") && !strings.EqualFold(cs, "us-ascii") {
+			return unsupportedMedia(fmt.Sprintf("charset %s is not taken here: send the body as UTF-8 (charset=utf-8, or no charset)", clip(cs)))
+		}
 		return nil
 	}
 	got := r.Header.Get(echo.HeaderContentType)

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -221,16 +220,23 @@ func (s *Server) UpdateRun(ctx context.Context, req api.UpdateRunRequestObject) 
 	return api.UpdateRun200JSONResponse(toAPIRun(r)), nil
 }
 
-// parseMetaPatch reads a JSON merge patch of title, notes and source_url.
+// parseMetaPatch reads a JSON merge patch of title, notes and source_url,
+// decoded as strictly as a submitted run.
 func parseMetaPatch(raw []byte) (store.MetaPatch, error) {
-	var fields map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if err := dec.Decode(&fields); err != nil || dec.More() {
-		return store.MetaPatch{}, malformed{errors.New("the body must be one JSON object: a merge patch of title, notes and source_url")}
+	members, err := ingest.ParseObject(raw)
+	if err != nil {
+		return store.MetaPatch{}, malformed{fmt.Errorf("the body must be one JSON object, a merge patch of title, notes and source_url: %w", err)}
 	}
 	var p store.MetaPatch
 	var probs []store.Problem
-	for name, v := range fields {
+	seen := map[string]bool{}
+	for _, m := range members {
+		name, v := m.Name, m.Value
+		if seen[name] {
+			probs = append(probs, store.Problem{Pointer: "/" + clip(name), Line: m.Line, Message: "appears twice"})
+			continue
+		}
+		seen[name] = true
 		var dst **string
 		switch name {
 		case "title":
@@ -244,12 +250,12 @@ func parseMetaPatch(raw []byte) (store.MetaPatch, error) {
 			if name != "id" && name != "created_at" && name != "submitted_by" {
 				msg += "; a corrected measurement is a new run"
 			}
-			probs = append(probs, store.Problem{Pointer: "/" + clip(name), Message: msg})
+			probs = append(probs, store.Problem{Pointer: "/" + clip(name), Line: m.Line, Message: msg})
 			continue
 		}
 		if string(v) == "null" {
 			if name == "title" {
-				probs = append(probs, store.Problem{Pointer: "/title", Message: "cannot be removed"})
+				probs = append(probs, store.Problem{Pointer: "/title", Line: m.Line, Message: "cannot be removed"})
 			}
 			empty := ""
 			*dst = &empty
@@ -257,12 +263,12 @@ func parseMetaPatch(raw []byte) (store.MetaPatch, error) {
 		}
 		var sv string
 		if err := json.Unmarshal(v, &sv); err != nil {
-			probs = append(probs, store.Problem{Pointer: "/" + name, Message: "want a string or null"})
+			probs = append(probs, store.Problem{Pointer: "/" + name, Line: m.Line, Message: "want a string or null"})
 			continue
 		}
 		*dst = &sv
 	}
-	if len(fields) == 0 {
+	if len(members) == 0 {
 		probs = append(probs, store.Problem{Message: "the patch changes nothing: send title, notes or source_url"})
 	}
 	if len(probs) > 0 {
