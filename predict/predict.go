@@ -125,6 +125,14 @@ func (e *Ambiguous) Error() string {
 		len(e.Candidates), clip(e.Selection.Model), clip(e.Selection.GPU), strings.Join(e.Differ, ", "))
 }
 
+// orNone names a setting a run may not state.
+func orNone(v string) string {
+	if v == "" {
+		return "(not stated)"
+	}
+	return v
+}
+
 // clip shortens what a message repeats of the caller's input.
 func clip(s string) string {
 	if r := []rune(s); len(r) > 64 {
@@ -178,8 +186,19 @@ func (c *Service) selectRun(ctx context.Context, sel Selection) (string, []strin
 	case sel.RunID != "":
 		// The fit of a run is kept by its id; the run may have been deleted
 		// since, through this instance or another.
-		if err := c.store.RunExists(ctx, sel.RunID); err != nil {
+		cfg, err := c.store.RunConfigOf(ctx, sel.RunID)
+		if err != nil {
 			return "", nil, nil, err
+		}
+		// A filter beside run_id that the run does not match would be
+		// answered from a run it excludes: say so rather than ignore it.
+		if sel.EngineVersion != "" && !strings.EqualFold(sel.EngineVersion, cfg.EngineVersion) {
+			return "", nil, nil, invalidParam("engine_version", fmt.Sprintf("run %s is of engine version %s, not %q: leave engine_version out with run_id, or choose the run by model and gpu",
+				sel.RunID, orNone(cfg.EngineVersion), clip(sel.EngineVersion)))
+		}
+		if sel.KVCacheDtype != "" && !strings.EqualFold(sel.KVCacheDtype, cfg.KVCacheDtype) {
+			return "", nil, nil, invalidParam("kv_cache_dtype", fmt.Sprintf("run %s has KV cache dtype %s, not %q: leave kv_cache_dtype out with run_id, or choose the run by model and gpu",
+				sel.RunID, orNone(cfg.KVCacheDtype), clip(sel.KVCacheDtype)))
 		}
 		return sel.RunID, []string{sel.RunID}, nil, nil
 	case sel.Model == "" || sel.GPU == "":

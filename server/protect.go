@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"math"
 	"net/http"
 	"slices"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"golang.org/x/time/rate"
+
+	"github.com/matrixd/matrixd/store"
 )
 
 // validRequestID reports whether a client's X-Request-ID may be kept: it
@@ -34,6 +37,19 @@ func dropBadRequestID(next echo.HandlerFunc) echo.HandlerFunc {
 		h := c.Request().Header
 		if vs := h.Values(echo.HeaderXRequestID); len(vs) > 0 && (len(vs) > 1 || !validRequestID(vs[0])) {
 			h.Del(echo.HeaderXRequestID)
+		}
+		return next(c)
+	}
+}
+
+// noEncodedSlash refuses a path with an encoded slash (%2F) in a segment:
+// routed on the decoded path, /v1/runs/ID%2Fdecode would answer as
+// /v1/runs/ID/decode, a resource the client did not name.
+func noEncodedSlash(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if raw := c.Request().URL.RawPath; raw != "" && strings.Contains(strings.ToLower(raw), "%2f") {
+			return &store.Error{Kind: store.ErrNotFound, Msg: fmt.Sprintf("no resource at %s: a path segment holds an encoded slash (%%2F), which no name here contains; write / between segments",
+				clip(c.Request().URL.EscapedPath()))}
 		}
 		return next(c)
 	}

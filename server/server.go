@@ -123,6 +123,7 @@ func New(st *store.Store, cfg Config) (http.Handler, error) {
 		requestLogger(cfg.Logger),
 		m.observe,
 		recoverer(cfg.Logger),
+		noEncodedSlash,
 		securityHeaders,
 		cors(cfg.WriteOrigins),
 		limitReads(newLimiter(cfg.RateLimit.ReadsPerSecond)),

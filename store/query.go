@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"strconv"
@@ -567,6 +569,35 @@ type RunConfig struct {
 	GPUMemoryUtilization *float64
 }
 
+const runConfigColumns = `r.id, r.title, r.model_name, r.gpu, r.gpu_count, r.vram_gb, r.engine_name, r.engine_version,
+	coalesce(r.model_quantization, r.engine_quantization), r.kv_cache_dtype, r.attention_backend,
+	r.max_model_len, r.gpu_memory_utilization`
+
+func scanRunConfig(row interface{ Scan(...any) error }) (RunConfig, error) {
+	var (
+		c                           RunConfig
+		ver, quant, kv, attnBackend *string
+	)
+	if err := row.Scan(&c.ID, &c.Title, &c.ModelName, &c.GPU, &c.GPUCount, &c.VRAMGB, &c.EngineName, &ver, &quant, &kv, &attnBackend,
+		&c.MaxModelLen, &c.GPUMemoryUtilization); err != nil {
+		return RunConfig{}, err
+	}
+	c.EngineVersion, c.Quantization, c.KVCacheDtype, c.AttentionBackend = deref(ver), deref(quant), deref(kv), deref(attnBackend)
+	return c, nil
+}
+
+// RunConfigOf returns the configuration of run id: one primary-key lookup.
+func (s *Store) RunConfigOf(ctx context.Context, id string) (RunConfig, error) {
+	c, err := scanRunConfig(s.reader.QueryRowContext(ctx, "SELECT "+runConfigColumns+" FROM runs r WHERE r.id = ?", id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return RunConfig{}, newError(ErrNotFound, "run %s does not exist", id)
+	}
+	if err != nil {
+		return RunConfig{}, fmt.Errorf("run %s: %w", id, err)
+	}
+	return c, nil
+}
+
 // RunConfigs returns the configurations of up to limit runs matching f,
 // newest first, and whether more matched.
 func (s *Store) RunConfigs(ctx context.Context, f RunFilter, limit int) ([]RunConfig, bool, error) {
@@ -575,9 +606,7 @@ func (s *Store) RunConfigs(ctx context.Context, f RunFilter, limit int) ([]RunCo
 		return nil, false, err
 	}
 	where, args := f.where(s.dialect, n)
-	q := `SELECT r.id, r.title, r.model_name, r.gpu, r.gpu_count, r.vram_gb, r.engine_name, r.engine_version,
-		coalesce(r.model_quantization, r.engine_quantization), r.kv_cache_dtype, r.attention_backend,
-		r.max_model_len, r.gpu_memory_utilization FROM runs r`
+	q := "SELECT " + runConfigColumns + " FROM runs r"
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -589,15 +618,10 @@ func (s *Store) RunConfigs(ctx context.Context, f RunFilter, limit int) ([]RunCo
 	defer rows.Close()
 	var out []RunConfig
 	for rows.Next() {
-		var (
-			c                           RunConfig
-			ver, quant, kv, attnBackend *string
-		)
-		if err := rows.Scan(&c.ID, &c.Title, &c.ModelName, &c.GPU, &c.GPUCount, &c.VRAMGB, &c.EngineName, &ver, &quant, &kv, &attnBackend,
-			&c.MaxModelLen, &c.GPUMemoryUtilization); err != nil {
+		c, err := scanRunConfig(rows)
+		if err != nil {
 			return nil, false, fmt.Errorf("run configs: %w", err)
 		}
-		c.EngineVersion, c.Quantization, c.KVCacheDtype, c.AttentionBackend = deref(ver), deref(quant), deref(kv), deref(attnBackend)
 		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {

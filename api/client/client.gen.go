@@ -1411,7 +1411,10 @@ type GetOpenAPIJSONParams struct {
 
 // EstimateCapacityParams defines parameters for EstimateCapacity.
 type EstimateCapacityParams struct {
-	// RunID The run to predict from. Or give `model` and `gpu`.
+	// RunID The run to predict from. Or give `model` and `gpu`. With `run_id`,
+	// `engine_version` and `kv_cache_dtype` are checks, not choices: one
+	// the run does not match is a 400 naming it (nothing is answered from
+	// a run the question excludes).
 	RunID *CalcRunID `form:"run_id,omitempty" json:"run_id,omitempty"`
 
 	// Model With `gpu`, instead of `run_id`; a case-insensitive substring of the model name.
@@ -1455,7 +1458,10 @@ type EstimateCapacityParams struct {
 
 // EstimateDecodeParams defines parameters for EstimateDecode.
 type EstimateDecodeParams struct {
-	// RunID The run to predict from. Or give `model` and `gpu`.
+	// RunID The run to predict from. Or give `model` and `gpu`. With `run_id`,
+	// `engine_version` and `kv_cache_dtype` are checks, not choices: one
+	// the run does not match is a 400 naming it (nothing is answered from
+	// a run the question excludes).
 	RunID *CalcRunID `form:"run_id,omitempty" json:"run_id,omitempty"`
 
 	// Model With `gpu`, instead of `run_id`; a case-insensitive substring of the model name.
@@ -1502,7 +1508,10 @@ type EstimateDecodeParams struct {
 
 // EstimateGridParams defines parameters for EstimateGrid.
 type EstimateGridParams struct {
-	// RunID The run to predict from. Or give `model` and `gpu`.
+	// RunID The run to predict from. Or give `model` and `gpu`. With `run_id`,
+	// `engine_version` and `kv_cache_dtype` are checks, not choices: one
+	// the run does not match is a 400 naming it (nothing is answered from
+	// a run the question excludes).
 	RunID *CalcRunID `form:"run_id,omitempty" json:"run_id,omitempty"`
 
 	// Model With `gpu`, instead of `run_id`; a case-insensitive substring of the model name.
@@ -1549,7 +1558,10 @@ type EstimateGridParams struct {
 
 // EstimatePrefillParams defines parameters for EstimatePrefill.
 type EstimatePrefillParams struct {
-	// RunID The run to predict from. Or give `model` and `gpu`.
+	// RunID The run to predict from. Or give `model` and `gpu`. With `run_id`,
+	// `engine_version` and `kv_cache_dtype` are checks, not choices: one
+	// the run does not match is a 400 naming it (nothing is answered from
+	// a run the question excludes).
 	RunID *CalcRunID `form:"run_id,omitempty" json:"run_id,omitempty"`
 
 	// Model With `gpu`, instead of `run_id`; a case-insensitive substring of the model name.
