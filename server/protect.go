@@ -1,9 +1,12 @@
 package server
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"net/http"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -126,11 +129,17 @@ func cors(writeOrigins []string) echo.MiddlewareFunc {
 }
 
 // RateLimit bounds how fast one client may ask: reads per client IP,
-// writes per API key (each also counts as a read of its IP). Zero turns a
-// limit off.
+// writes per API key (each also counts as a read of its IP), and the
+// server time its uncached requests may take. Zero turns a limit off.
 type RateLimit struct {
 	ReadsPerSecond  float64
 	WritesPerSecond float64
+	// CostPerSecond is the handler time (seconds per second) one client
+	// address, and one API key, may take on average; CostBurst how much
+	// it may take at once (20 s of its rate when zero). Answers from the
+	// cache, health and metrics are not counted.
+	CostPerSecond float64
+	CostBurst     time.Duration
 }
 
 // limiter is a token bucket per client, forgotten after a while idle; the
@@ -191,14 +200,20 @@ func (l *limiter) allow(key string, now time.Time) (ok bool, remaining int, wait
 	return true, int(c.lim.TokensAt(now)), 0
 }
 
-// tooMany is a 429: the client asked faster than its limit.
+// tooMany is a 429: the client asked faster than its limit, or (cost) its
+// requests took more server time than its share.
 type tooMany struct {
 	limit int
 	wait  time.Duration
 	what  string
+	cost  *costLimiter
 }
 
 func (t tooMany) Error() string {
+	if t.cost != nil {
+		return fmt.Sprintf("this client's requests have taken more server time than its share (%s s a second on average, at most %d at once): retry after %d s; answers already cached cost nothing",
+			strconv.FormatFloat(t.cost.rate, 'f', -1, 64), t.cost.maxInFlight, retryAfter(t.wait))
+	}
 	return "too many " + t.what + ": at most " + strconv.Itoa(t.limit) + " a second on average; retry after " + strconv.Itoa(retryAfter(t.wait)) + " s"
 }
 
@@ -240,4 +255,142 @@ func limitWrite(l *limiter, c echo.Context, keyName string) error {
 		return tooMany{limit: max(1, int(l.rate)), wait: wait, what: "writes with this API key"}
 	}
 	return nil
+}
+
+// costLimiter charges each client the handler time its uncached requests
+// take, as a token bucket of seconds: what a client may spend refills at
+// rate per second up to burst. Time goes on the bill while a request
+// runs, so a client already over its share is refused before it starts
+// another, however many connections it opens.
+type costLimiter struct {
+	rate, burst float64 // seconds per second; seconds
+	maxInFlight int
+
+	mu      sync.Mutex
+	clients map[string]*costClient
+	swept   time.Time
+	base    time.Time // in-flight start times are seconds since base
+}
+
+type costClient struct {
+	tokens   float64 // seconds it may still spend; negative: in debt
+	at       time.Time
+	inFlight int
+	startSum float64 // the sum of its in-flight requests' start times
+	seen     time.Time
+}
+
+func newCostLimiter(rl RateLimit) *costLimiter {
+	if rl.CostPerSecond <= 0 {
+		return nil
+	}
+	burst := rl.CostBurst.Seconds()
+	if burst <= 0 {
+		burst = 20 * rl.CostPerSecond
+	}
+	return &costLimiter{rate: rl.CostPerSecond, burst: burst, maxInFlight: max(2, 2*runtime.GOMAXPROCS(0)),
+		clients: map[string]*costClient{}, base: time.Now()}
+}
+
+func (l *costLimiter) client(key string, now time.Time) *costClient {
+	if now.Sub(l.swept) > time.Minute || len(l.clients) >= maxClients {
+		for k, c := range l.clients {
+			if c.inFlight == 0 && c.tokens >= l.burst && now.Sub(c.seen) > idleAfter {
+				delete(l.clients, k)
+			}
+		}
+		l.swept = now
+		if len(l.clients) >= maxClients {
+			// Under a flood of new clients forget the full ones first; a
+			// client in debt is kept, or forgetting would forgive it.
+			for k, c := range l.clients {
+				if c.inFlight == 0 && c.tokens > 0 {
+					delete(l.clients, k)
+				}
+			}
+		}
+	}
+	c, ok := l.clients[key]
+	if !ok {
+		c = &costClient{tokens: l.burst, at: now}
+		l.clients[key] = c
+	}
+	c.tokens = min(l.burst, c.tokens+l.rate*now.Sub(c.at).Seconds())
+	c.at, c.seen = now, now
+	return c
+}
+
+// balance is what c may still spend at now: its tokens less the time its
+// requests in flight have taken so far.
+func (l *costLimiter) balance(c *costClient, now time.Time) float64 {
+	return c.tokens - (float64(c.inFlight)*now.Sub(l.base).Seconds() - c.startSum)
+}
+
+// admit starts a request charged to every key; when one of them may not
+// start another it says how long until it may. release ends the request.
+func (l *costLimiter) admit(keys []string, now time.Time) (release func(), wait time.Duration, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	cs := make([]*costClient, len(keys))
+	for i, k := range keys {
+		c := l.client(k, now)
+		if b := l.balance(c, now); b <= 0 {
+			return nil, time.Duration((-b + 0.001) / l.rate * float64(time.Second)), false
+		}
+		if c.inFlight >= l.maxInFlight {
+			return nil, time.Second, false
+		}
+		cs[i] = c
+	}
+	start := now.Sub(l.base).Seconds()
+	for _, c := range cs {
+		c.inFlight++
+		c.startSum += start
+	}
+	return func() {
+		end := time.Now()
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		spent := end.Sub(l.base).Seconds() - start
+		for _, c := range cs {
+			c.tokens = min(l.burst, c.tokens+l.rate*end.Sub(c.at).Seconds()) - spent
+			c.at = end
+			c.inFlight--
+			c.startSum -= start
+		}
+	}, 0, true
+}
+
+// costKeys are what a request is charged to: its address, and the API key
+// it presents (by a hash of it: a key that fails to authenticate is
+// charged all the same).
+func costKeys(c echo.Context) []string {
+	keys := []string{"ip " + c.RealIP()}
+	if auth := c.Request().Header.Get(echo.HeaderAuthorization); auth != "" {
+		sum := sha256.Sum256([]byte(auth))
+		keys = append(keys, "key "+hex.EncodeToString(sum[:12]))
+	}
+	return keys
+}
+
+// limitCost applies the cost limit to every request that reaches it (the
+// cache answers before it), except those of exempt paths.
+func limitCost(l *costLimiter, exempt func(path string) bool) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		if l == nil {
+			return next
+		}
+		return func(c echo.Context) error {
+			if exempt(c.Request().URL.Path) {
+				return next(c)
+			}
+			release, wait, ok := l.admit(costKeys(c), time.Now())
+			if !ok {
+				c.Response().Header().Set("Retry-After", strconv.Itoa(retryAfter(wait)))
+				return tooMany{what: "server time", wait: wait, cost: l}
+			}
+			defer release()
+			return next(c)
+		}
+	}
 }

@@ -130,6 +130,7 @@ func New(st *store.Store, cfg Config) (http.Handler, error) {
 		middleware.BodyLimit(fmt.Sprintf("%dB", cfg.MaxBodyBytes)),
 		acceptGzip,
 		cached(rc, uncached),
+		limitCost(newCostLimiter(cfg.RateLimit), uncached),
 		middleware.GzipWithConfig(middleware.GzipConfig{MinLength: 1024}),
 		validator(router, st.Authenticate, newLimiter(cfg.RateLimit.WritesPerSecond)),
 	)

@@ -24,6 +24,7 @@ import (
 	"io"
 	iofs "io/fs"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -96,7 +97,7 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, st
 	return &usageError{"", fmt.Errorf("unknown command %q", cmd)}
 }
 
-func rateLimits(reads, writes string) (server.RateLimit, error) {
+func rateLimits(reads, writes, cost string, costBurst time.Duration) (server.RateLimit, error) {
 	r, err := strconv.ParseFloat(reads, 64)
 	if err != nil || r < 0 {
 		return server.RateLimit{}, fmt.Errorf("--rate-limit %q: want requests per second, 0 or more", reads)
@@ -105,7 +106,14 @@ func rateLimits(reads, writes string) (server.RateLimit, error) {
 	if err != nil || w < 0 {
 		return server.RateLimit{}, fmt.Errorf("--write-rate-limit %q: want writes per second, 0 or more", writes)
 	}
-	return server.RateLimit{ReadsPerSecond: r, WritesPerSecond: w}, nil
+	c, err := strconv.ParseFloat(cost, 64)
+	if err != nil || c < 0 || math.IsInf(c, 0) {
+		return server.RateLimit{}, fmt.Errorf("--cost-limit %q: want seconds of server time per second, 0 or more", cost)
+	}
+	if costBurst < 0 {
+		return server.RateLimit{}, fmt.Errorf("--cost-burst %s: want a duration of 0 or more", costBurst)
+	}
+	return server.RateLimit{ReadsPerSecond: r, WritesPerSecond: w, CostPerSecond: c, CostBurst: costBurst}, nil
 }
 
 // checkOrigin holds an allowed origin to the form browsers send:
@@ -237,6 +245,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	sync := fs.String("synchronous", envOr(getenv, "MATRIXD_SYNCHRONOUS", "NORMAL"), "SQLite synchronous: NORMAL or FULL (env MATRIXD_SYNCHRONOUS)")
 	readRate := fs.String("rate-limit", envOr(getenv, "MATRIXD_RATE_LIMIT", "100"), "requests per second per client address, bursts of twice that; 0 turns it off (env MATRIXD_RATE_LIMIT)")
 	writeRate := fs.String("write-rate-limit", envOr(getenv, "MATRIXD_WRITE_RATE_LIMIT", "5"), "writes per second per API key, bursts of twice that; 0 turns it off (env MATRIXD_WRITE_RATE_LIMIT)")
+	costRate := fs.String("cost-limit", envOr(getenv, "MATRIXD_COST_LIMIT", "0.25"), "seconds of server time per second that one client address, or API key, may take with requests the cache does not answer; 0 turns it off (env MATRIXD_COST_LIMIT)")
+	costBurst := fs.Duration("cost-burst", 5*time.Second, "server time a client may take at once before --cost-limit applies")
 	origins := fs.String("cors-write-origins", getenv("MATRIXD_CORS_WRITE_ORIGINS"), "comma-separated browser origins allowed to write, e.g. https://bench.example; reads are open to all (env MATRIXD_CORS_WRITE_ORIGINS)")
 	proxies := fs.String("trusted-proxies", getenv("MATRIXD_TRUSTED_PROXIES"), "comma-separated CIDRs of proxies whose X-Forwarded-For names the client (env MATRIXD_TRUSTED_PROXIES)")
 	cacheMB := fs.Int("cache-mb", 64, "memory for prepared GET answers, in MiB; 0 keeps none")
@@ -249,7 +259,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if noSeedErr != nil {
 		return c.usageErr("%w", noSeedErr)
 	}
-	limits, err := rateLimits(*readRate, *writeRate)
+	limits, err := rateLimits(*readRate, *writeRate, *costRate, *costBurst)
 	if err != nil {
 		return c.usageErr("%w", err)
 	}
