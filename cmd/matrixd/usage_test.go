@@ -312,10 +312,38 @@ func TestDBHelpSaysWhetherItCreates(t *testing.T) {
 		{[]string{"eval", "--help"}, "an existing SQLite file"},
 		{[]string{"calc", "decode", "--help"}, "an existing SQLite file"},
 		{[]string{"import", "--help"}, "created if missing"},
+		{[]string{"keys", "create", "--help"}, "created if missing"},
+		{[]string{"keys", "list", "--help"}, "an existing SQLite file"},
+		{[]string{"keys", "revoke", "--help"}, "an existing SQLite file"},
 	} {
 		out, _, err := cliRun(t, tt.args...)
 		if err != nil || !strings.Contains(out, tt.want) {
 			t.Errorf("%v: %v, help lacks %q:\n%s", tt.args, err, tt.want, out)
+		}
+	}
+}
+
+// TestDBHelpIsTrue: what --db's help says of a missing database is what
+// the command does with one.
+func TestDBHelpIsTrue(t *testing.T) {
+	for _, tt := range []struct{ cmd, args []string }{
+		{[]string{"keys", "create"}, []string{"--name", "alice"}},
+		{[]string{"keys", "list"}, nil},
+		{[]string{"keys", "revoke"}, []string{"alice"}},
+		{[]string{"export"}, []string{"rnope"}},
+		{[]string{"eval"}, nil},
+		{[]string{"calc", "prefill"}, []string{"--run", "rnope", "--context", "1000"}},
+	} {
+		help, _, err := cliRun(t, append(slices.Clone(tt.cmd), "--help")...)
+		if err != nil {
+			t.Fatalf("%v --help: %v", tt.cmd, err)
+		}
+		says := strings.Contains(help, "created if missing")
+		db := filepath.Join(t.TempDir(), "missing.db")
+		cliRun(t, append(append(slices.Clone(tt.cmd), "--db", db), tt.args...)...)
+		_, statErr := os.Stat(db)
+		if created := statErr == nil; created != says {
+			t.Errorf("%v: the help says created if missing: %t; created: %t", tt.cmd, says, created)
 		}
 	}
 }
