@@ -347,3 +347,38 @@ func TestDBHelpIsTrue(t *testing.T) {
 		}
 	}
 }
+
+// TestCalcPlanNamesFlags: calc plan's table says what a run needs in the
+// CLI's flags: a run that does not publish its output reservation needs
+// --max-output, not the API's max_output_tokens.
+func TestCalcPlanNamesFlags(t *testing.T) {
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "plan.db")
+	st, err := store.Open(ctx, db, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range ingest.Seeds() {
+		r, err := ingest.Parse(s.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Benchmark.MaxOutputTokens = nil
+		if _, _, err := st.CreateRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+	out, _, err := cliRun(t, "calc", "plan", "--db", db, "--context", "16K", "--min-tok-s", "1", "--max-ttft", "60000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "--max-output") {
+		t.Errorf("the plan does not say to give --max-output:\n%s", out)
+	}
+	for _, param := range []string{"max_output_tokens", "max_ttft_ms", "min_per_request_tok_s", "run_id"} {
+		if strings.Contains(out, param) {
+			t.Errorf("the plan names the API's %s:\n%s", param, out)
+		}
+	}
+}
