@@ -1022,7 +1022,7 @@ type PlanOption struct {
 	Title     string    `json:"title"`
 	TotalTokS *Estimate `json:"total_tok_s"`
 
-	// TTFTChecked False when a TTFT bound was asked but this option has no TTFT prediction (another GPU).
+	// TTFTChecked False when this option has no TTFT prediction (another GPU, or a run whose TTFT is not predicted there), whether or not a TTFT bound was asked: a bound cannot be applied to it.
 	TTFTChecked bool      `json:"ttft_checked"`
 	TTFTMs      *Estimate `json:"ttft_ms"`
 	Warnings    []string  `json:"warnings"`
