@@ -382,3 +382,18 @@ func TestCalcPlanNamesFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestExamplesImport: the META.json files the README shows are shipped in
+// examples/ and import with the files it names.
+func TestExamplesImport(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "examples.db")
+	files, err := filepath.Glob("../../ingest/testdata/corpus/vllm/vllm-h100-tp4dp2-qwen3-14b-i*.json")
+	if err != nil || len(files) != 20 {
+		t.Fatalf("%d result files (%v), want 20", len(files), err)
+	}
+	args := append([]string{"import", "--db", db, "--format", "vllm-bench", "--meta", "../../examples/vllm-h100-qwen3-14b.META.json"}, files...)
+	out, errOut, err := cliRun(t, args...)
+	if err != nil || !strings.Contains(out, "stored") {
+		t.Fatalf("import: %v\n%s%s", err, out, errOut)
+	}
+}
