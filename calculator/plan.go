@@ -57,8 +57,8 @@ type Plan struct {
 	Surely bool
 	// Shortfall is set when the target is not met.
 	Shortfall *Shortfall
-	// TTFTChecked is false when a TTFT bound was asked but the answer has no
-	// TTFT (another GPU): the bound was not applied.
+	// TTFTChecked is false when the answer has no TTFT (another GPU): a
+	// TTFT bound, asked or not, could not be applied.
 	TTFTChecked bool
 	// Instances is how many copies of the run's machine serve Target.Users
 	// (0 when Users is 0 or the target is not met).
@@ -120,7 +120,7 @@ func (m *Model) Plan(t Target) (Plan, error) {
 			}
 		}
 	}
-	pl := Plan{Meets: true, Concurrency: good.b, At: good.p, TTFTChecked: t.MaxTTFTMs == 0 || good.p.TTFTMs != nil}
+	pl := Plan{Meets: true, Concurrency: good.b, At: good.p, TTFTChecked: good.p != nil && good.p.TTFTMs != nil}
 	if bad != nil {
 		pl.Binding, pl.BindingDetail = bad.fails, bad.detail
 	} else {
@@ -186,7 +186,7 @@ func (m *Model) planStep(t Target, b int) (planStep, error) {
 
 // planFailed explains a target not met even by one request.
 func (m *Model) planFailed(t Target, s planStep) Plan {
-	pl := Plan{At: s.p, TTFTChecked: t.MaxTTFTMs == 0 || (s.p != nil && s.p.TTFTMs != nil)}
+	pl := Plan{At: s.p, TTFTChecked: s.p != nil && s.p.TTFTMs != nil}
 	sh := &Shortfall{Reason: s.detail}
 	switch s.fails {
 	case BindSpeed:

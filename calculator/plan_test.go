@@ -158,6 +158,13 @@ func TestPlanOnAnotherGPU(t *testing.T) {
 	if there.TTFTChecked || there.Surely {
 		t.Errorf("TTFT is not predicted on another GPU, but the plan says it was checked (%v) or sure (%v)", there.TTFTChecked, there.Surely)
 	}
+	if !here.TTFTChecked {
+		t.Errorf("the measured GPU's TTFT is predicted, but the plan says it was not checked")
+	}
+	tg.MaxTTFTMs = 0
+	if unbounded, err := m.Plan(tg); err != nil || unbounded.TTFTChecked {
+		t.Errorf("with no TTFT bound asked, TTFT is still not predicted on another GPU: checked %v (%v)", unbounded.TTFTChecked, err)
+	}
 }
 
 // TestPlanStopsAtALevel: where measured throughput stops rising (a full KV

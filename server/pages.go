@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"context"
 	"embed"
-	"errors"
 	"fmt"
 	"html/template"
+	"maps"
 	"math"
 	"net/http"
 	"net/url"
@@ -14,8 +14,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/routers"
 	"github.com/labstack/echo/v4"
 
+	"github.com/matrixd/matrixd/api"
 	"github.com/matrixd/matrixd/store"
 )
 
@@ -33,24 +36,29 @@ const (
 )
 
 type pages struct {
-	s    *Server
-	tmpl *template.Template
+	s      *Server
+	tmpl   *template.Template
+	router routers.Router // the API's, to check a page's query as the API's
+	widget *routers.Route // the widget's query, as an operation
 }
 
-func registerPages(e *echo.Echo, s *Server) error {
+func registerPages(e *echo.Echo, s *Server, spec *openapi3.T, router routers.Router) error {
 	tmpl, err := template.New("").Funcs(template.FuncMap{
 		"num":    num,
 		"tokens": tokenLabel,
-		"query":  func(v url.Values) template.URL { return template.URL(v.Encode()) },
 	}).ParseFS(pageFiles, "pages/*.html")
 	if err != nil {
 		return fmt.Errorf("page templates: %w", err)
 	}
-	p := &pages{s: s, tmpl: tmpl}
+	widget, err := widgetRoute(spec)
+	if err != nil {
+		return err
+	}
+	p := &pages{s: s, tmpl: tmpl, router: router, widget: widget}
 	e.GET("/", p.index)
 	e.GET("/runs/:id", p.run)
 	e.GET("/leaderboard", p.leaderboard)
-	e.GET("/widget/calculator", p.widget)
+	e.GET("/widget/calculator", p.widgetPage)
 	e.GET("/assets/site.css", asset("pages/site.css", "text/css; charset=utf-8"))
 	e.GET("/widget/calculator.css", asset("pages/calculator.css", "text/css; charset=utf-8"))
 	e.GET("/widget/calculator.js", asset("pages/calculator.js", "text/javascript; charset=utf-8"))
@@ -77,11 +85,6 @@ func (p *pages) render(c echo.Context, status int, name, csp string, data any) e
 	c.Response().Header().Set("Content-Security-Policy", csp)
 	c.Response().Header().Set("Cache-Control", "public, max-age=10")
 	return c.HTMLBlob(status, buf.Bytes())
-}
-
-// pageError renders a problem as a page.
-func (p *pages) pageError(c echo.Context, status int, msg string) error {
-	return p.render(c, status, "error.html", pageCSP, map[string]any{"Title": http.StatusText(status), "Status": status, "Message": msg})
 }
 
 // num prints a published value as published: the shortest form that reads
@@ -114,45 +117,61 @@ func tokenLabel(n int) string {
 	return strconv.Itoa(n)
 }
 
-// listFilters are the filters the landing page passes to the store.
-var listFilters = []string{"model", "gpu", "engine", "quantization"}
+// indexShown are the parameters the landing page's form shows; the others
+// given ride along hidden, so that filtering again keeps them.
+var indexShown = []string{"model", "gpu", "engine", "quantization", "sort"}
 
+// index is GET /v1/runs as a page.
 func (p *pages) index(c echo.Context) error {
-	q := c.QueryParams()
-	f := store.RunFilter{Model: q.Get("model"), GPU: q.Get("gpu"), Engine: q.Get("engine"), Quantization: q.Get("quantization")}
-	for _, k := range listFilters {
-		if len(q.Get(k)) > 200 {
-			return p.pageError(c, http.StatusBadRequest, k+" is longer than 200 characters")
-		}
+	ac, err := p.asAPI(c, "/v1/runs")
+	if err != nil {
+		return p.problemPage(c, err, "/")
 	}
-	sort := q.Get("sort")
-	if !slices.Contains([]string{store.SortCreatedDesc, store.SortCreated, store.SortGPU, store.SortModel, store.SortPeakDesc}, sort) {
-		sort = store.SortCreatedDesc
+	var params api.ListRunsParams
+	if err := (&api.ServerInterfaceWrapper{Handler: bound{list: &params}}).ListRuns(ac); err != nil {
+		return p.problemPage(c, err, "/")
 	}
-	f, err := p.s.calc.WithGPU(c.Request().Context(), f, f.GPU)
+	resp, err := p.s.ListRuns(c.Request().Context(), api.ListRunsRequestObject{Params: params})
+	if err != nil {
+		return p.problemPage(c, err, "/")
+	}
+	list, ok := resp.(api.ListRuns200JSONResponse)
+	if !ok {
+		return fmt.Errorf("list runs answered %T", resp)
+	}
+	q, err := pageValues(c)
 	if err != nil {
 		return err
-	}
-	runs, next, err := p.s.store.ListRuns(c.Request().Context(), f, sort, 50, q.Get("cursor"))
-	if err != nil {
-		var de *store.Error
-		if errors.As(err, &de) {
-			return p.pageError(c, http.StatusBadRequest, de.Msg)
-		}
-		return err
-	}
-	nextQ := url.Values{}
-	for _, k := range append(listFilters, "sort") {
-		if v := q.Get(k); v != "" {
-			nextQ.Set(k, v)
-		}
-	}
-	if next != "" {
-		nextQ.Set("cursor", next)
 	}
 	return p.render(c, http.StatusOK, "index.html", pageCSP, map[string]any{
-		"Title": "LLM inference speed, measured", "Runs": runs, "Filter": f, "Sort": sort, "Next": next, "NextQuery": nextQ,
+		"Title": "LLM inference speed, measured", "Runs": list.Items, "Q": q, "Sort": q.Get("sort"),
+		"Hidden": hidden(q, indexShown...), "Filters": hidden(q, "sort", "limit"), "Next": nextPage("/", q, list.NextCursor),
 	})
+}
+
+// field is a query parameter a page shows or passes on.
+type field struct{ Name, Value string }
+
+// hidden are the parameters of q other than shown and the cursor, sorted.
+func hidden(q url.Values, shown ...string) []field {
+	var out []field
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		if k != "cursor" && !slices.Contains(shown, k) {
+			out = append(out, field{k, q.Get(k)})
+		}
+	}
+	return out
+}
+
+// nextPage links the next page of a listing: the same query, the next
+// cursor; none when the listing ends.
+func nextPage(path string, q url.Values, cursor *string) string {
+	if cursor == nil {
+		return ""
+	}
+	next := maps.Clone(q)
+	next.Set("cursor", *cursor)
+	return path + "?" + next.Encode()
 }
 
 // heatCell is one cell of a run page's decode heatmap.
@@ -284,93 +303,117 @@ func newPrefillChart(cells []store.PrefillCell) *prefillChart {
 	return ch
 }
 
+// run is GET /v1/runs/{run_id} as a page.
 func (p *pages) run(c echo.Context) error {
 	id := c.Param("id")
-	if len(id) > 64 {
-		return p.pageError(c, http.StatusNotFound, "no such run")
+	if _, err := p.asAPI(c, "/v1/runs/"+url.PathEscape(id)); err != nil {
+		return p.problemPage(c, err, "/")
 	}
 	r, err := p.s.store.Run(c.Request().Context(), id)
 	if err != nil {
-		var de *store.Error
-		if errors.As(err, &de) {
-			return p.pageError(c, domainStatus(de.Kind), de.Msg)
-		}
-		return err
+		return p.problemPage(c, err, "/")
 	}
 	return p.render(c, http.StatusOK, "run.html", pageCSP, map[string]any{
 		"Title": r.Title, "Run": r, "Heat": decodeHeatmap(r.Decode), "Prefill": newPrefillChart(r.Prefill),
 	})
 }
 
+// leaderboardShown are the parameters the leaderboard's form shows.
+var leaderboardShown = []string{"context_tokens", "concurrency", "metric"}
+
+var metricLabels = map[string]string{
+	store.MetricTotalTokS: "total tok/s", store.MetricPerRequestTokS: "per-request tok/s",
+	store.MetricTTFTMs: "TTFT (lowest first)", store.MetricTBTMs: "time between tokens (lowest first)",
+}
+
+// leaderboard is GET /v1/leaderboard as a page; with no query at all it
+// asks for the cell, listing those measured.
 func (p *pages) leaderboard(c echo.Context) error {
-	q := c.QueryParams()
-	data := map[string]any{"Title": "Leaderboard", "Metric": store.MetricTotalTokS, "Context": 0, "Concurrency": 1}
-	atoi := func(name string, def, lo, hi int) (int, error) {
-		s := q.Get(name)
-		if s == "" {
-			return def, nil
-		}
-		v, err := strconv.Atoi(s)
-		if err != nil || v < lo || v > hi {
-			return 0, fmt.Errorf("%s must be a whole number from %d to %d", name, lo, hi)
-		}
-		return v, nil
-	}
-	l, err := atoi("context_tokens", 0, 0, 16777216)
+	q, err := pageValues(c)
 	if err != nil {
-		return p.pageError(c, http.StatusBadRequest, err.Error())
+		return p.problemPage(c, err, "/leaderboard")
 	}
-	b, err := atoi("concurrency", 1, 1, 65536)
-	if err != nil {
-		return p.pageError(c, http.StatusBadRequest, err.Error())
-	}
-	metric := q.Get("metric")
-	if !slices.Contains([]string{store.MetricTotalTokS, store.MetricPerRequestTokS, store.MetricTTFTMs, store.MetricTBTMs}, metric) {
-		metric = store.MetricTotalTokS
-	}
-	data["Context"], data["Concurrency"], data["Metric"] = l, b, metric
-	data["MetricLabel"] = map[string]string{
-		store.MetricTotalTokS: "total tok/s", store.MetricPerRequestTokS: "per-request tok/s",
-		store.MetricTTFTMs: "TTFT (lowest first)", store.MetricTBTMs: "time between tokens (lowest first)",
-	}[metric]
 	ctx := c.Request().Context()
-	entries, _, err := p.s.store.Leaderboard(ctx, store.LeaderboardQuery{ContextTokens: l, Concurrency: b, Metric: metric, Limit: 50})
-	if err != nil {
-		return err
+	if len(q) == 0 {
+		data := map[string]any{"Title": "Leaderboard", "Context": 16384, "Concurrency": 8, "Metric": store.MetricTotalTokS}
+		if err := p.leaderboardHint(ctx, data, q, 16384); err != nil {
+			return err
+		}
+		return p.render(c, http.StatusOK, "leaderboard.html", pageCSP, data)
 	}
-	data["Entries"] = entries
-	if len(entries) == 0 {
-		if err := p.leaderboardHint(ctx, data, l); err != nil {
+	ac, err := p.asAPI(c, "/v1/leaderboard")
+	if err != nil {
+		return p.problemPage(c, err, "/leaderboard")
+	}
+	var params api.GetLeaderboardParams
+	if err := (&api.ServerInterfaceWrapper{Handler: bound{leaderboard: &params}}).GetLeaderboard(ac); err != nil {
+		return p.problemPage(c, err, "/leaderboard")
+	}
+	resp, err := p.s.GetLeaderboard(ctx, api.GetLeaderboardRequestObject{Params: params})
+	if err != nil {
+		return p.problemPage(c, err, "/leaderboard")
+	}
+	lb, ok := resp.(api.GetLeaderboard200JSONResponse)
+	if !ok {
+		return fmt.Errorf("leaderboard answered %T", resp)
+	}
+	metric := string(lb.Metric)
+	data := map[string]any{
+		"Title": "Leaderboard", "Asked": true, "Context": lb.ContextTokens, "Concurrency": lb.Concurrency, "Metric": metric,
+		"MetricLabel": metricLabels[metric], "Entries": lb.Items, "Hidden": hidden(q, leaderboardShown...),
+		"Filters": hidden(q, append(leaderboardShown, "limit")...), "Next": nextPage("/leaderboard", q, lb.NextCursor),
+	}
+	if len(lb.Items) == 0 && params.Cursor == nil {
+		if err := p.leaderboardHint(ctx, data, q, lb.ContextTokens); err != nil {
 			return err
 		}
 	}
 	return p.render(c, http.StatusOK, "leaderboard.html", pageCSP, data)
 }
 
-// leaderboardHint says which cells were measured when none was at the
-// asked one.
-func (p *pages) leaderboardHint(ctx context.Context, data map[string]any, l int) error {
+// cellLink is a link to the leaderboard at another cell.
+type cellLink struct {
+	Label, Href string
+}
+
+// leaderboardHint says which cells were measured, each a link that keeps
+// the page's other parameters.
+func (p *pages) leaderboardHint(ctx context.Context, data map[string]any, q url.Values, l int) error {
 	contexts, nearest, concurrencies, err := p.s.store.CellAxes(ctx, l)
 	if err != nil {
 		return err
 	}
-	data["Contexts"], data["Nearest"], data["Concurrencies"] = contexts, nearest, concurrencies
+	b, _ := data["Concurrency"].(int)
+	link := func(l, b int) string {
+		next := maps.Clone(q)
+		if next == nil {
+			next = url.Values{}
+		}
+		next.Del("cursor")
+		next.Set("context_tokens", strconv.Itoa(l))
+		next.Set("concurrency", strconv.Itoa(b))
+		return "/leaderboard?" + next.Encode()
+	}
+	var cs, bs []cellLink
+	for _, c := range contexts {
+		cs = append(cs, cellLink{tokenLabel(c), link(c, b)})
+	}
+	for _, c := range concurrencies {
+		bs = append(bs, cellLink{strconv.Itoa(c), link(nearest, c)})
+	}
+	data["Contexts"], data["Nearest"], data["Concurrencies"] = cs, nearest, bs
 	return nil
 }
 
-func (p *pages) widget(c echo.Context) error {
-	q := c.QueryParams()
-	theme := q.Get("theme")
-	if theme != "dark" {
-		theme = "light"
+// widgetPage is the calculator widget; its query is checked as the
+// calculator's parameters are.
+func (p *pages) widgetPage(c echo.Context) error {
+	ac, err := p.checkAs(c, "/widget/calculator", p.widget)
+	if err != nil {
+		return p.problemPage(c, err, "/widget/calculator")
 	}
-	clip := func(s string) string {
-		if len(s) > 200 {
-			return s[:200]
-		}
-		return s
-	}
+	q := ac.QueryParams()
 	return p.render(c, http.StatusOK, "widget.html", widgetCSP, map[string]any{
-		"Title": "matrixd calculator", "Run": clip(q.Get("run")), "Model": clip(q.Get("model")), "GPU": clip(q.Get("gpu")), "Theme": theme,
+		"Title": "matrixd calculator", "Run": q.Get("run"), "Model": q.Get("model"), "GPU": q.Get("gpu"), "Theme": q.Get("theme"),
 	})
 }

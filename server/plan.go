@@ -83,7 +83,7 @@ func toAPIPlanOption(t calculator.Target, o predict.PlanOption) api.PlanOption {
 		b := api.PlanOptionBinding(pl.Binding)
 		out.Binding, out.BindingDetail = &b, &pl.BindingDetail
 	}
-	if !pl.TTFTChecked {
+	if !pl.TTFTChecked && t.MaxTTFTMs > 0 {
 		why := "TTFT is not predicted on another GPU"
 		if !o.Scaled {
 			why = "this run's TTFT is not predicted here"

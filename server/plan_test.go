@@ -94,6 +94,21 @@ func TestPlanner(t *testing.T) {
 			t.Errorf("then scaled GPUs: %+v, %d omitted", p.Options[1], p.Omitted)
 		}
 	})
+	t.Run("ttft_checked says whether TTFT was predicted", func(t *testing.T) {
+		// With no TTFT bound asked, as with one: a scaled GPU has no TTFT
+		// prediction, so nothing could check one (README, openapi.yaml).
+		p := plan(t, e, url.Values{"context_tokens": {"0"}, "min_per_request_tok_s": {"50"}, "model": {"fara"}, "include_scaled": {"true"}, "limit": {"3"}})
+		for _, o := range p.Options {
+			if scaled := o.ScaledFrom != nil; o.TTFTChecked == scaled {
+				t.Errorf("%s (scaled %v): ttft_checked %v, ttft_ms %v", o.GPU, scaled, o.TTFTChecked, o.TTFTMs)
+			}
+			for _, w := range o.Warnings {
+				if contains(w, "was not applied") {
+					t.Errorf("%s: no bound was asked, yet %q", o.GPU, w)
+				}
+			}
+		}
+	})
 	t.Run("scaled to a catalog GPU", func(t *testing.T) {
 		p := plan(t, e, url.Values{"context_tokens": {"0"}, "min_per_request_tok_s": {"50"}, "model": {"fara"}, "gpu": {"RTX 3090"}, "include_scaled": {"true"}, "max_ttft_ms": {"2000"}})
 		if p.MatchedRuns != 0 || len(p.Options) != 1 {

@@ -137,7 +137,7 @@ func New(st *store.Store, cfg Config) (http.Handler, error) {
 	strict := api.NewStrictHandler(s, []api.StrictMiddlewareFunc{withAccept})
 	api.RegisterHandlers(e, rawBodies{ServerInterface: strict, ssi: s})
 	registerDocs(e)
-	if err := registerPages(e, s); err != nil {
+	if err := registerPages(e, s, spec, router); err != nil {
 		return nil, err
 	}
 	return headAsGet{e}, nil
@@ -297,7 +297,6 @@ func requestLogger(logger *slog.Logger) echo.MiddlewareFunc {
 // the spec does not route fall through to echo's router, which answers 404
 // or 405 with Allow.
 func validator(router routers.Router, authenticate func(context.Context, string) (store.Key, error), writes *limiter) echo.MiddlewareFunc {
-	opts := &openapi3filter.Options{MultiError: true, ExcludeRequestBody: true, AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			r := c.Request()
@@ -320,24 +319,8 @@ func validator(router routers.Router, authenticate func(context.Context, string)
 				r = r.WithContext(context.WithValue(r.Context(), keyCtx{}, key))
 				c.SetRequest(r)
 			}
-			query, err := parseQuery(r.URL.RawQuery)
-			if err != nil {
+			if err := checkRequest(r, route, params); err != nil {
 				return err
-			}
-			if err := unknownParams(route, query); err != nil {
-				return err
-			}
-			if err := mediaType(route, r); err != nil {
-				return err
-			}
-			err = openapi3filter.ValidateRequest(r.Context(), &openapi3filter.RequestValidationInput{
-				Request: r, PathParams: params, Route: route, Options: opts,
-			})
-			if tooLarge(err) {
-				return echo.ErrStatusRequestEntityTooLarge
-			}
-			if err != nil {
-				return &echo.HTTPError{Code: http.StatusBadRequest, Message: "invalid request", Internal: err}
 			}
 			err = next(c)
 			if tooLarge(err) {
@@ -346,6 +329,35 @@ func validator(router routers.Router, authenticate func(context.Context, string)
 			return err
 		}
 	}
+}
+
+// checkRequest holds a routed request to its operation in openapi.yaml:
+// a query that parses strictly, only the parameters the operation takes,
+// a body of a media type it takes, and every parameter valid by its
+// schema (defaults are filled in). The pages check their queries with it
+// too, as requests to the operations they mirror.
+func checkRequest(r *http.Request, route *routers.Route, params map[string]string) error {
+	query, err := parseQuery(r.URL.RawQuery)
+	if err != nil {
+		return err
+	}
+	if err := unknownParams(route, query); err != nil {
+		return err
+	}
+	if err := mediaType(route, r); err != nil {
+		return err
+	}
+	err = openapi3filter.ValidateRequest(r.Context(), &openapi3filter.RequestValidationInput{
+		Request: r, PathParams: params, Route: route,
+		Options: &openapi3filter.Options{MultiError: true, ExcludeRequestBody: true, AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
+	})
+	if tooLarge(err) {
+		return echo.ErrStatusRequestEntityTooLarge
+	}
+	if err != nil {
+		return &echo.HTTPError{Code: http.StatusBadRequest, Message: "invalid request", Internal: err}
+	}
+	return nil
 }
 
 // unknownParams rejects query parameters the operation does not declare:

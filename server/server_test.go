@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -472,5 +473,66 @@ func TestErrorsDoNotEchoUnboundedInput(t *testing.T) {
 		if rec.Code/100 != 4 || rec.Body.Len() > 4096 {
 			t.Errorf("%.40s…: %d with a %d-byte body; want a 4xx under 4 KiB", target, rec.Code, rec.Body.Len())
 		}
+	}
+}
+
+// problemKeys is the order of a problem body's members.
+func problemKeys(t *testing.T, body []byte) []string {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("not an object: %s", body)
+	}
+	var keys []string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, tok.(string))
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return keys
+}
+
+// TestProblemMembersInOrder: problems are sent in the order RFC 9457,
+// openapi.yaml and the README write them (type, title, status, detail,
+// instance, then the extensions), from the error handler and from typed
+// responses alike.
+func TestProblemMembersInOrder(t *testing.T) {
+	e := newEnv(t, 0)
+	order := []string{"type", "title", "status", "detail", "instance", "errors", "supported", "candidates"}
+	check := func(target string, rec *httptest.ResponseRecorder) {
+		t.Helper()
+		keys := problemKeys(t, rec.Body.Bytes())
+		if len(keys) < 4 {
+			t.Fatalf("%s: members %v", target, keys)
+		}
+		last := -1
+		for _, k := range keys {
+			i := slices.Index(order, k)
+			if i < last {
+				t.Errorf("%s: members in the order %v, want %v", target, keys, order)
+				return
+			}
+			last = i
+		}
+	}
+	for _, target := range []string{"/v1/runs?limit=500", "/v1/runs/rnope", "/v2/nothing", "/v1/calculator/decode?model=fara&gpu=RTX%203060&context_tokens=99999999&concurrency=8"} {
+		check(target, e.do(t, "GET", target, nil))
+	}
+	e.st.Close()
+	check("/readyz", e.do(t, "GET", "/readyz", nil))
+	// Each entry of errors as openapi.yaml lists its members.
+	s, n := "x", 1
+	b, err := json.Marshal(api.FieldError{Field: &s, Pointer: &s, File: &s, Line: &n, Message: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if keys := problemKeys(t, b); !slices.Equal(keys, []string{"field", "pointer", "file", "line", "message"}) {
+		t.Errorf("a field error's members in the order %v", keys)
 	}
 }

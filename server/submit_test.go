@@ -206,8 +206,8 @@ func TestSubmitRejectsAndStoresNothing(t *testing.T) {
 		{"wrong key", with(alice, "Authorization", "Bearer mxd_aaaaaaaaaaaaa_"+strings.Repeat("a", 52)), good, 401, []string{"needs a valid API key"}},
 		{"revoked key", k["gone"], good, 401, []string{"needs a valid API key"}},
 		{"several problems", alice, several, 422, []string{
-			`"line":49,"message":"is required","pointer":"/decode/3/concurrency"`,
-			`"message":"want a number, not a string","pointer":"/decode/0/total_tok_s"`,
+			`{"pointer":"/decode/3/concurrency","line":49,"message":"is required"}`,
+			`"pointer":"/decode/0/total_tok_s","line":20,"message":"want a number, not a string"`,
 			`"pointer":"/decode/1/per_request_tok_s"`, "1000 / tbt_ms"}},
 		{"unknown field", alice, bytes.Replace(good, []byte(`"title"`), []byte(`"colour": "red", "title"`), 1), 422, []string{`"pointer":"/colour"`, `"line":2`}},
 		{"server-assigned field", alice, bytes.Replace(good, []byte(`"title"`), []byte(`"submitted_by": "mallory", "title"`), 1), 422, []string{`"pointer":"/submitted_by"`, "assigned by the server"}},

@@ -751,17 +751,17 @@ type FieldError struct {
 	// Field The parameter at fault, e.g. `limit`.
 	Field *string `json:"field,omitempty"`
 
+	// Pointer A JSON Pointer (RFC 6901) into the run, e.g. `/decode/3/context_tokens`; empty for the run as a whole.
+	//
+	// Example: /decode/3/context_tokens
+	Pointer *string `json:"pointer,omitempty"`
+
 	// File The uploaded file at fault, for imports of several files.
 	File *string `json:"file,omitempty"`
 
 	// Line The 1-based line in the submitted file.
 	Line    *int   `json:"line,omitempty"`
 	Message string `json:"message"`
-
-	// Pointer A JSON Pointer (RFC 6901) into the run, e.g. `/decode/3/context_tokens`; empty for the run as a whole.
-	//
-	// Example: /decode/3/context_tokens
-	Pointer *string `json:"pointer,omitempty"`
 }
 
 // GPUCatalog defines model for GPUCatalog.
@@ -1022,7 +1022,7 @@ type PlanOption struct {
 	Title     string    `json:"title"`
 	TotalTokS *Estimate `json:"total_tok_s"`
 
-	// TTFTChecked False when a TTFT bound was asked but this option has no TTFT prediction (another GPU).
+	// TTFTChecked False when this option has no TTFT prediction (another GPU, or a run whose TTFT is not predicted there), whether or not a TTFT bound was asked: a bound cannot be applied to it.
 	TTFTChecked bool      `json:"ttft_checked"`
 	TTFTMs      *Estimate `json:"ttft_ms"`
 	Warnings    []string  `json:"warnings"`
@@ -1089,21 +1089,21 @@ type PrefillPrediction struct {
 	Warnings []string `json:"warnings"`
 }
 
-// Problem RFC 9457 problem details.
+// Problem RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions.
 type Problem struct {
-	// Candidates For 422 from the calculator, the runs an ambiguous selection matched.
-	Candidates *[]CandidateRun `json:"candidates,omitempty"`
-	Detail     *string         `json:"detail,omitempty"`
-	Errors     *[]FieldError   `json:"errors,omitempty"`
-	Instance   *string         `json:"instance,omitempty"`
-	Status     int             `json:"status"`
+	// Type Example: about:blank
+	Type     string        `json:"type"`
+	Title    string        `json:"title"`
+	Status   int           `json:"status"`
+	Detail   *string       `json:"detail,omitempty"`
+	Instance *string       `json:"instance,omitempty"`
+	Errors   *[]FieldError `json:"errors,omitempty"`
 
 	// Supported For 422 from the calculator, the range the data supports.
 	Supported *string `json:"supported,omitempty"`
-	Title     string  `json:"title"`
 
-	// Type Example: about:blank
-	Type string `json:"type"`
+	// Candidates For 422 from the calculator, the runs an ambiguous selection matched.
+	Candidates *[]CandidateRun `json:"candidates,omitempty"`
 }
 
 // Run defines model for Run.
@@ -1346,25 +1346,25 @@ type ParamVRAMGBMax = float64
 // ParamVRAMGBMin defines model for ParamVRAMGBMin.
 type ParamVRAMGBMin = float64
 
-// BadRequest RFC 9457 problem details.
+// BadRequest RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions.
 type BadRequest = Problem
 
-// Conflict RFC 9457 problem details.
+// Conflict RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions.
 type Conflict = Problem
 
-// Fitting RFC 9457 problem details.
+// Fitting RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions.
 type Fitting = Problem
 
-// Forbidden RFC 9457 problem details.
+// Forbidden RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions.
 type Forbidden = Problem
 
-// InvalidRun RFC 9457 problem details.
+// InvalidRun RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions.
 type InvalidRun = Problem
 
-// Malformed RFC 9457 problem details.
+// Malformed RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions.
 type Malformed = Problem
 
-// NotFound RFC 9457 problem details.
+// NotFound RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions.
 type NotFound = Problem
 
 // RunCreated defines model for RunCreated.
@@ -1373,22 +1373,22 @@ type RunCreated = Run
 // RunExists defines model for RunExists.
 type RunExists = Run
 
-// TooLarge RFC 9457 problem details.
+// TooLarge RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions.
 type TooLarge = Problem
 
-// TooManyRequests RFC 9457 problem details.
+// TooManyRequests RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions.
 type TooManyRequests = Problem
 
-// Unauthorized RFC 9457 problem details.
+// Unauthorized RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions.
 type Unauthorized = Problem
 
-// Unavailable RFC 9457 problem details.
+// Unavailable RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions.
 type Unavailable = Problem
 
-// Unprocessable RFC 9457 problem details.
+// Unprocessable RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions.
 type Unprocessable = Problem
 
-// UnsupportedMediaType RFC 9457 problem details.
+// UnsupportedMediaType RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions.
 type UnsupportedMediaType = Problem
 
 // GetDocsParams defines parameters for GetDocs.

@@ -355,7 +355,7 @@ func printBasis(w io.Writer, method, speed calculator.Basis, runIDs []string, ba
 	}
 	for _, ws := range warnings {
 		for _, warn := range ws {
-			fmt.Fprintf(w, "note\t%s\n", warn)
+			fmt.Fprintf(w, "note\t%s\n", inFlags(warn))
 		}
 	}
 }
@@ -438,7 +438,7 @@ func printGrid(w io.Writer, a predict.Answer[predict.Grid]) {
 	fmt.Fprintln(w, "\n~ interpolated, ^ extrapolated, v scaled VRAM, g scaled to another GPU, unmarked measured; q requests queued, ? capacity boundary uncertain")
 	fmt.Fprintf(w, "run\t%s\n", strings.Join(a.RunIDs, ", "))
 	for _, warn := range a.Warnings {
-		fmt.Fprintf(w, "note\t%s\n", warn)
+		fmt.Fprintf(w, "note\t%s\n", inFlags(warn))
 	}
 }
 
@@ -467,10 +467,10 @@ func printPlan(w io.Writer, t calculator.Target, pl predict.Plan) {
 		p := o.Plan
 		switch {
 		case o.Err != "":
-			fmt.Fprintf(w, "—\t\t\t\t\t%s\n", o.Err)
+			fmt.Fprintf(w, "—\t\t\t\t\t%s\n", inFlags(o.Err))
 			continue
 		case !p.Meets:
-			fmt.Fprintf(w, "misses\t\t\t\t\t%s\n", p.Shortfall.Reason)
+			fmt.Fprintf(w, "misses\t\t\t\t\t%s\n", inFlags(p.Shortfall.Reason))
 			continue
 		}
 		at := p.At
@@ -484,13 +484,13 @@ func printPlan(w io.Writer, t calculator.Target, pl predict.Plan) {
 		if p.Instances > 0 {
 			conc += fmt.Sprintf(" (×%d = %d GPUs)", p.Instances, p.Instances*o.GPUCount)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s: %s\n", conc, value(at.TotalTokS, 0), value(at.PerRequestTokS, 1), value(at.TTFTMs, 0), at.Basis, p.Binding, p.BindingDetail)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s: %s\n", conc, value(at.TotalTokS, 0), value(at.PerRequestTokS, 1), value(at.TTFTMs, 0), at.Basis, p.Binding, inFlags(p.BindingDetail))
 	}
 	if pl.Omitted > 0 {
 		fmt.Fprintf(w, "\n%d more options (--limit)\n", pl.Omitted)
 	}
 	for _, warn := range pl.Warnings {
-		fmt.Fprintf(w, "note\t%s\n", warn)
+		fmt.Fprintf(w, "note\t%s\n", inFlags(warn))
 	}
 }
 

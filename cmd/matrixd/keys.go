@@ -55,7 +55,7 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 		return &usageError{"keys", fmt.Errorf("unknown subcommand %q: create, list or revoke", sub)}
 	}
 	fs := c.fs
-	db := dbFlag(fs, getenv, true)
+	db := dbFlag(fs, getenv, sub == "create")
 	if err := c.parse(args, stdout); err != nil {
 		return err
 	}

@@ -177,8 +177,8 @@ func flagFor(param string) (string, bool) {
 	return "", false
 }
 
-// inFlags rewrites the API's parameter names in the calculator's
-// messages as the CLI's flags. Names that are also settings of a run
+// inFlags rewrites the API's parameter names in the calculator's and the
+// planner's messages (errors, reasons, notes) as the CLI's flags. Names that are also settings of a run
 // (gpu_memory_utilization, max_model_len) are left alone: in these
 // messages they name what the run says, not what the caller gave.
 func inFlags(msg string) string {
@@ -188,6 +188,9 @@ func inFlags(msg string) string {
 		"engine_version", "--engine-version",
 		"kv_cache_dtype", "--kv-cache-dtype",
 		"max_output_tokens", "--max-output",
+		"min_per_request_tok_s", "--min-tok-s",
+		"max_ttft_ms", "--max-ttft",
+		"include_scaled=true", "--include-scaled",
 		"target_gpu", "--target-gpu",
 		"rough=true", "--rough",
 	).Replace(msg)

@@ -312,10 +312,88 @@ func TestDBHelpSaysWhetherItCreates(t *testing.T) {
 		{[]string{"eval", "--help"}, "an existing SQLite file"},
 		{[]string{"calc", "decode", "--help"}, "an existing SQLite file"},
 		{[]string{"import", "--help"}, "created if missing"},
+		{[]string{"keys", "create", "--help"}, "created if missing"},
+		{[]string{"keys", "list", "--help"}, "an existing SQLite file"},
+		{[]string{"keys", "revoke", "--help"}, "an existing SQLite file"},
 	} {
 		out, _, err := cliRun(t, tt.args...)
 		if err != nil || !strings.Contains(out, tt.want) {
 			t.Errorf("%v: %v, help lacks %q:\n%s", tt.args, err, tt.want, out)
 		}
+	}
+}
+
+// TestDBHelpIsTrue: what --db's help says of a missing database is what
+// the command does with one.
+func TestDBHelpIsTrue(t *testing.T) {
+	for _, tt := range []struct{ cmd, args []string }{
+		{[]string{"keys", "create"}, []string{"--name", "alice"}},
+		{[]string{"keys", "list"}, nil},
+		{[]string{"keys", "revoke"}, []string{"alice"}},
+		{[]string{"export"}, []string{"rnope"}},
+		{[]string{"eval"}, nil},
+		{[]string{"calc", "prefill"}, []string{"--run", "rnope", "--context", "1000"}},
+	} {
+		help, _, err := cliRun(t, append(slices.Clone(tt.cmd), "--help")...)
+		if err != nil {
+			t.Fatalf("%v --help: %v", tt.cmd, err)
+		}
+		says := strings.Contains(help, "created if missing")
+		db := filepath.Join(t.TempDir(), "missing.db")
+		cliRun(t, append(append(slices.Clone(tt.cmd), "--db", db), tt.args...)...)
+		_, statErr := os.Stat(db)
+		if created := statErr == nil; created != says {
+			t.Errorf("%v: the help says created if missing: %t; created: %t", tt.cmd, says, created)
+		}
+	}
+}
+
+// TestCalcPlanNamesFlags: calc plan's table says what a run needs in the
+// CLI's flags: a run that does not publish its output reservation needs
+// --max-output, not the API's max_output_tokens.
+func TestCalcPlanNamesFlags(t *testing.T) {
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "plan.db")
+	st, err := store.Open(ctx, db, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range ingest.Seeds() {
+		r, err := ingest.Parse(s.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Benchmark.MaxOutputTokens = nil
+		if _, _, err := st.CreateRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+	out, _, err := cliRun(t, "calc", "plan", "--db", db, "--context", "16K", "--min-tok-s", "1", "--max-ttft", "60000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "--max-output") {
+		t.Errorf("the plan does not say to give --max-output:\n%s", out)
+	}
+	for _, param := range []string{"max_output_tokens", "max_ttft_ms", "min_per_request_tok_s", "run_id"} {
+		if strings.Contains(out, param) {
+			t.Errorf("the plan names the API's %s:\n%s", param, out)
+		}
+	}
+}
+
+// TestExamplesImport: the META.json files the README shows are shipped in
+// examples/ and import with the files it names.
+func TestExamplesImport(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "examples.db")
+	files, err := filepath.Glob("../../ingest/testdata/corpus/vllm/vllm-h100-tp4dp2-qwen3-14b-i*.json")
+	if err != nil || len(files) != 20 {
+		t.Fatalf("%d result files (%v), want 20", len(files), err)
+	}
+	args := append([]string{"import", "--db", db, "--format", "vllm-bench", "--meta", "../../examples/vllm-h100-qwen3-14b.META.json"}, files...)
+	out, errOut, err := cliRun(t, args...)
+	if err != nil || !strings.Contains(out, "stored") {
+		t.Fatalf("import: %v\n%s%s", err, out, errOut)
 	}
 }
