@@ -385,6 +385,15 @@ func TestServeRefusesMalformedWriteOrigins(t *testing.T) {
 	}
 }
 
+func TestServeRefusesBadCostLimits(t *testing.T) {
+	for _, args := range [][]string{{"--cost-limit", "-1"}, {"--cost-limit", "fast"}, {"--cost-limit", "+Inf"}, {"--cost-burst", "-2s"}} {
+		err := run(context.Background(), append([]string{"--addr", "127.0.0.1:0", "--db", filepath.Join(t.TempDir(), "m.db")}, args...), env(nil), nil, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), args[0]) {
+			t.Errorf("%v: %v, want a refusal naming %s", args, err, args[0])
+		}
+	}
+}
+
 // TestEvalCorpus imports every grid of the evaluation corpus through the
 // tool formats and holds each cell out: each family is reported, and what
 // the README states of the calculator holds: intervals cover at least 90 %
