@@ -6,6 +6,12 @@
 // the server's start-up time and resident memory.
 //
 //	go run ./cmd/loadbench [--runs 10000] [--conns 64] [--duration 5s] [--tool wrk|go] [--db DB] [--instances N]
+//	go run ./cmd/loadbench --hammer [--clients 4] [--duration 20s] [--runs 10000]
+//
+// --hammer measures the cost limit: a fifth client's /healthz latency,
+// idle and while --clients clients (each from its own loopback address)
+// ask distinct uncached planner questions, with the server's default
+// limits and again with the cost limit off.
 //
 // --db may name a PostgreSQL database (postgres://…); --instances N starts N
 // servers on it and splits the connections between them, one load
@@ -70,6 +76,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	tool := fs.String("tool", "", "wrk or go (default: wrk when on the PATH)")
 	only := fs.String("only", "", "run only the endpoints whose name contains this")
 	instances := fs.Int("instances", 1, "servers on the database, the connections split between them")
+	hammerMode := fs.Bool("hammer", false, "measure the cost limit instead: /healthz latency while --clients clients ask distinct uncached planner questions for --duration, with the default limits and with the cost limit off")
+	clients := fs.Int("clients", 4, "hammering clients, with --hammer (1 to 200)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -98,6 +106,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	build.Stdout, build.Stderr = stderr, stderr
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("build matrixd: %w", err)
+	}
+	if *hammerMode {
+		if *clients < 1 || *clients > 200 || *dur < 5*time.Second {
+			return fmt.Errorf("--hammer takes --clients 1 to 200 and a --duration of at least 5s")
+		}
+		return hammer(ctx, bin, *db, *clients, *dur, stdout, stderr)
 	}
 	var (
 		bases []string
