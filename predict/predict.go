@@ -77,8 +77,8 @@ type fitCall struct {
 const entryBytes = 256
 
 // DefaultCacheBytes is the bytes of fits a Service keeps unless told
-// otherwise: about 110 fits of the largest grid a run may have (64 × 64,
-// about 2.3 MB each) or thousands of published runs' (a few tens of KB).
+// otherwise: about 120 fits of the largest grid a run may have (64 × 64,
+// about 2.1 MB each) or thousands of published runs' (a few tens of KB).
 const DefaultCacheBytes = 256 << 20
 
 // maxFitTime bounds one fit, from when it gets a CPU; the largest grid a
