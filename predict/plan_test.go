@@ -35,7 +35,7 @@ func sixRuns(t *testing.T) *store.Store {
 func TestPlanDoesNotWaitForEveryFit(t *testing.T) {
 	ctx := context.Background()
 	st := sixRuns(t)
-	c := New(st, 64, nil)
+	c := New(st, DefaultCacheBytes, nil)
 	c.SetPlanFitBudget(0) // spent before the first fit
 	pq := PlanQuery{Target: calculator.Target{ContextTokens: 4096, MinPerRequestTokS: 1, Base: calculator.Query{MaxOutputTokens: 512}}}
 	first, err := c.Plan(ctx, pq)
@@ -88,7 +88,7 @@ func TestPlanWaitsForEveryFitWhenTold(t *testing.T) {
 	st := sixRuns(t)
 	pq := PlanQuery{Target: calculator.Target{ContextTokens: 4096, MinPerRequestTokS: 1, Base: calculator.Query{MaxOutputTokens: 512}}, IncludeScaled: true}
 
-	spent := New(st, 64, nil)
+	spent := New(st, DefaultCacheBytes, nil)
 	spent.SetPlanFitBudget(0)
 	partial, err := spent.Plan(ctx, pq)
 	if err != nil {
@@ -98,7 +98,7 @@ func TestPlanWaitsForEveryFitWhenTold(t *testing.T) {
 		t.Errorf("budget spent: %d pending, want each of the 6 runs once", partial.Pending)
 	}
 
-	patient := New(st, 64, nil)
+	patient := New(st, DefaultCacheBytes, nil)
 	patient.SetPlanFitBudget(-1)
 	whole, err := patient.Plan(ctx, pq)
 	if err != nil {
@@ -124,7 +124,7 @@ func TestAnswerWaitsForItsFitAWhileOnly(t *testing.T) {
 	ctx := context.Background()
 	st := sixRuns(t)
 	var fits atomic.Int32
-	c := New(st, 64, func(time.Duration) { fits.Add(1) })
+	c := New(st, DefaultCacheBytes, func(time.Duration) { fits.Add(1) })
 	c.SetFitWait(0)
 	configs, _, err := st.RunConfigs(ctx, store.RunFilter{}, 1)
 	if err != nil || len(configs) != 1 {

@@ -5,6 +5,7 @@
 package predict
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -19,15 +20,20 @@ import (
 )
 
 // Service answers calculator questions from stored runs. Each run is
-// fitted once and kept: run ids are derived from content, so a changed run
-// is a new id and a cached fit never goes stale.
+// fitted once and kept while the fits kept hold no more than a bound in
+// bytes, the least recently used dropped first: run ids are derived from
+// content, so a changed run is a new id and a cached fit never goes stale,
+// and a dropped one is fitted again when next asked for.
 type Service struct {
-	store *store.Store
-	max   int
+	store    *store.Store
+	maxBytes int64
 
-	mu    sync.Mutex
-	fits  map[string]*fitCall
-	order []string // insertion order, for eviction
+	mu   sync.Mutex
+	fits map[string]*fitCall
+	lru  *list.List // of *fitCall, the most recently used first
+	// bytes is what the fits done and kept hold; one being made counts
+	// nothing until it is done, and at most one per CPU is (slots).
+	bytes int64
 	onFit func(time.Duration)
 	// slots bounds the fits made at once (one per CPU): more would only
 	// share the CPUs, each taking longer, all past their deadline.
@@ -56,10 +62,24 @@ func (e *Fitting) Error() string {
 // fitCall is one run's fit; done closes when model and err are set, so
 // concurrent first requests wait for one fit instead of each fitting.
 type fitCall struct {
+	key   string
 	done  chan struct{}
 	model *calculator.Model
 	err   error
+	// elem is the call's place in the Service's lru; bytes what it holds
+	// once done and kept (0 while it is being made).
+	elem  *list.Element
+	bytes int64
 }
+
+// entryBytes is what keeping a fit costs beside the model: the call, its
+// key, its map slot and list element (a refusal holds only these).
+const entryBytes = 256
+
+// DefaultCacheBytes is the bytes of fits a Service keeps unless told
+// otherwise: about 120 fits of the largest grid a run may have (64 × 64,
+// about 2.1 MB each) or thousands of published runs' (a few tens of KB).
+const DefaultCacheBytes = 256 << 20
 
 // maxFitTime bounds one fit, from when it gets a CPU; the largest grid a
 // run may have fits in about a second.
@@ -83,20 +103,33 @@ func (c *Service) SetFitWait(d time.Duration) { c.fitWait = d }
 func (c *Service) Forget(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.order = slices.DeleteFunc(c.order, func(key string) bool {
+	for key, call := range c.fits {
 		if slices.Contains(strings.Split(key, "+"), id) {
-			delete(c.fits, key)
-			return true
+			c.drop(call)
 		}
-		return false
-	})
+	}
 }
 
-// New returns a calculator over st that keeps up to maxFits fitted runs;
-// onFit, when not nil, is told how long each fit took.
-func New(st *store.Store, maxFits int, onFit func(time.Duration)) *Service {
-	return &Service{store: st, max: max(maxFits, 1), fits: map[string]*fitCall{}, onFit: onFit,
+// New returns a calculator over st that keeps fitted runs holding up to
+// maxBytes (see calculator.Model.Bytes; none when it is 0 or less, so that
+// every answer fits its run); onFit, when not nil, is told how long each
+// fit took.
+func New(st *store.Store, maxBytes int64, onFit func(time.Duration)) *Service {
+	return &Service{store: st, maxBytes: maxBytes, fits: map[string]*fitCall{}, lru: list.New(), onFit: onFit,
 		slots: make(chan struct{}, runtime.GOMAXPROCS(0)), planBudget: planFitBudget, fitWait: defaultFitWait}
+}
+
+// CacheStats are the fits kept (done, not being made) and the bytes they
+// hold.
+func (c *Service) CacheStats() (fits int, bytes int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, call := range c.fits {
+		if call.bytes > 0 {
+			fits++
+		}
+	}
+	return fits, c.bytes
 }
 
 // Selection names the run to model: RunID, or Model and GPU (optionally
@@ -294,17 +327,49 @@ func (c *Service) start(id string, shared []string) *fitCall {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if call, ok := c.fits[key]; ok {
+		c.lru.MoveToFront(call.elem)
 		return call
 	}
-	call := &fitCall{done: make(chan struct{})}
+	call := &fitCall{key: key, done: make(chan struct{})}
+	call.elem = c.lru.PushFront(call)
 	c.fits[key] = call
-	c.order = append(c.order, key)
-	if len(c.order) > c.max {
-		delete(c.fits, c.order[0])
-		c.order = c.order[1:]
-	}
-	go c.fit(call, key, id, shared)
+	go c.fit(call, id, shared)
 	return call
+}
+
+// keep counts call, done, in the fits kept and drops the least recently
+// used done ones until they fit in c.maxBytes. A fit larger than the bound
+// by itself is not kept: its callers have it, the next one fits it again.
+// A call no longer in c.fits (forgotten while it was made) stays out.
+func (c *Service) keep(call *fitCall) {
+	if c.fits[call.key] != call {
+		return
+	}
+	size := int64(entryBytes + len(call.key))
+	if call.model != nil {
+		size += call.model.Bytes()
+	}
+	if size > c.maxBytes {
+		c.drop(call)
+		return
+	}
+	call.bytes = size
+	c.bytes += size
+	for e := c.lru.Back(); e != nil && c.bytes > c.maxBytes; {
+		old := e.Value.(*fitCall)
+		e = e.Prev()
+		if old.bytes > 0 { // one being made holds nothing yet and is waited for
+			c.drop(old)
+		}
+	}
+}
+
+// drop removes call from the fits kept or being made.
+func (c *Service) drop(call *fitCall) {
+	delete(c.fits, call.key)
+	c.lru.Remove(call.elem)
+	c.bytes -= call.bytes
+	call.bytes = 0
 }
 
 // pending counts the fits not yet done.
@@ -325,7 +390,7 @@ func (c *Service) pending() int {
 // fit makes call's fit once a CPU slot is free, within maxFitTime of
 // getting it. A failed one (not a refusal to fit) is not kept: the next
 // caller tries again.
-func (c *Service) fit(call *fitCall, key, id string, shared []string) {
+func (c *Service) fit(call *fitCall, id string, shared []string) {
 	c.slots <- struct{}{}
 	defer func() { <-c.slots }()
 	ctx, cancel := context.WithTimeout(context.Background(), maxFitTime)
@@ -341,14 +406,14 @@ func (c *Service) fit(call *fitCall, key, id string, shared []string) {
 	} else {
 		call.err = err
 	}
-	if err != nil && !errors.Is(err, calculator.ErrRefused) {
-		c.mu.Lock()
-		if c.fits[key] == call {
-			delete(c.fits, key)
-			c.order = slices.DeleteFunc(c.order, func(s string) bool { return s == key })
-		}
-		c.mu.Unlock()
+	c.mu.Lock()
+	switch {
+	case err == nil || errors.Is(err, calculator.ErrRefused):
+		c.keep(call)
+	case c.fits[call.key] == call:
+		c.drop(call)
 	}
+	c.mu.Unlock()
 	close(call.done)
 }
 

@@ -332,6 +332,11 @@ func (s *Server) GetLeaderboard(ctx context.Context, req api.GetLeaderboardReque
 	return out, nil
 }
 
+// maxComparedCells bounds a comparison's answer, in cells × runs: two of
+// the largest runs a store takes (64 × 64) compare in full, about 2 MB; ten
+// of them, 10 MB, do not.
+const maxComparedCells = 2 * store.MaxDecodeCells
+
 // CompareRuns implements GET /v1/compare.
 func (s *Server) CompareRuns(ctx context.Context, req api.CompareRunsRequestObject) (api.CompareRunsResponseObject, error) {
 	ids := req.Params.RunIDs
@@ -349,15 +354,25 @@ func (s *Server) CompareRuns(ctx context.Context, req api.CompareRunsRequestObje
 		}
 		runs[i] = r
 	}
+	wanted := func(only *[]int, v int) bool { return only == nil || slices.Contains(*only, v) }
 	type key struct{ l, b int }
 	byRun := make([]map[key]store.DecodeCell, len(runs))
 	var all []store.DecodeCell
+	union := map[key]bool{}
 	for i, r := range runs {
 		byRun[i] = make(map[key]store.DecodeCell, len(r.Decode))
 		for _, c := range r.Decode {
-			byRun[i][key{c.ContextTokens, c.Concurrency}] = c
+			if !wanted(req.Params.Contexts, c.ContextTokens) || !wanted(req.Params.Concurrencies, c.Concurrency) {
+				continue
+			}
+			k := key{c.ContextTokens, c.Concurrency}
+			byRun[i][k], union[k] = c, true
+			all = append(all, c)
 		}
-		all = append(all, r.Decode...)
+	}
+	if n := len(union) * len(runs); n > maxComparedCells {
+		return nil, invalidParam("run_ids", fmt.Sprintf("%d runs over %d cells are %d compared cells, more than the %d an answer holds; narrow it with contexts or concurrencies, or compare fewer runs",
+			len(runs), len(union), n, maxComparedCells))
 	}
 	contexts, concurrencies := gridAxes(all)
 	out := api.CompareRuns200JSONResponse{RunIDs: ids, Runs: make([]api.RunSummary, len(runs)),

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/matrixd/matrixd/api"
+	"github.com/matrixd/matrixd/predict"
 )
 
 // metrics are the server's Prometheus metrics, in a registry of its own.
@@ -46,6 +47,18 @@ func newMetrics(pools func() map[string]sql.DBStats) *metrics {
 	m.reg.MustRegister(m.requests, m.latency, m.cache, m.fit,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), newDBCollector(pools))
 	return m
+}
+
+// watchFits reports the fits calc keeps and the bytes they hold.
+func (m *metrics) watchFits(calc *predict.Service) {
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "matrixd_calculator_fit_cache_bytes", Help: "Bytes the calculator's kept fits hold, as they estimate it.",
+		}, func() float64 { _, b := calc.CacheStats(); return float64(b) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "matrixd_calculator_fit_cache_fits", Help: "Fits the calculator keeps.",
+		}, func() float64 { n, _ := calc.CacheStats(); return float64(n) }),
+	)
 }
 
 func (m *metrics) cacheResult(hit bool) {

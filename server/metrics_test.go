@@ -51,6 +51,9 @@ func TestMetrics(t *testing.T) {
 	if v := metricValue(t, body, `matrixd_calculator_fit_seconds_count`); v != 1 {
 		t.Errorf("fits counted %v, want 1", v)
 	}
+	if n, b := metricValue(t, body, "matrixd_calculator_fit_cache_fits"), metricValue(t, body, "matrixd_calculator_fit_cache_bytes"); n != 1 || b < 10e3 || b > 1e6 {
+		t.Errorf("the fit cache holds %v fits in %v bytes; want fara's, tens of KB", n, b)
+	}
 	for _, series := range []string{`matrixd_db_connections_open{pool="reader"}`, `matrixd_http_request_duration_seconds_count{method="GET",route="/v1/runs/:run_id"}`, "go_goroutines"} {
 		metricValue(t, body, series)
 	}

@@ -184,7 +184,7 @@ func contains(s string, subs ...string) bool {
 // asking again, once the fits are made, gives the whole answer.
 func TestPartialPlanIsNotCached(t *testing.T) {
 	e := newEnv(t, 0)
-	calc := predict.New(e.st, 64, nil)
+	calc := predict.New(e.st, predict.DefaultCacheBytes, nil)
 	calc.SetPlanFitBudget(0) // spent before the first fit
 	h, err := server.New(e.st, server.Config{Calc: calc})
 	if err != nil {
@@ -248,7 +248,7 @@ func TestPlanOnAnUnknownGPUSaysSo(t *testing.T) {
 // asking again once the fit is made (in the background) gets the answer.
 func TestAnswerBeingFittedIs503(t *testing.T) {
 	e := newEnv(t, 0)
-	calc := predict.New(e.st, 64, nil)
+	calc := predict.New(e.st, predict.DefaultCacheBytes, nil)
 	calc.SetFitWait(0)
 	h, err := server.New(e.st, server.Config{Calc: calc})
 	if err != nil {

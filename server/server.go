@@ -50,8 +50,12 @@ type Config struct {
 	// MaxBodyBytes bounds request bodies; 1 MiB when zero.
 	MaxBodyBytes int64
 	// Calc answers the calculator endpoints; a new one over the store
-	// keeping 1024 fits when nil.
+	// keeping FitCacheBytes of fits when nil.
 	Calc *predict.Service
+	// FitCacheBytes bounds the fits a new Calc keeps (see
+	// calculator.Model.Bytes); predict.DefaultCacheBytes when zero, none
+	// when negative.
+	FitCacheBytes int64
 	// CacheBytes bounds the cache of prepared GET answers; 64 MiB when
 	// zero, none when negative.
 	CacheBytes int64
@@ -90,8 +94,12 @@ func New(st *store.Store, cfg Config) (http.Handler, error) {
 	}
 	m := newMetrics(st.PoolStats)
 	if cfg.Calc == nil {
-		cfg.Calc = predict.New(st, 1024, func(d time.Duration) { m.fit.Observe(d.Seconds()) })
+		if cfg.FitCacheBytes == 0 {
+			cfg.FitCacheBytes = predict.DefaultCacheBytes
+		}
+		cfg.Calc = predict.New(st, cfg.FitCacheBytes, func(d time.Duration) { m.fit.Observe(d.Seconds()) })
 	}
+	m.watchFits(cfg.Calc)
 	s := &Server{store: st, calc: cfg.Calc, metrics: m, specJSON: specJSON, specYAML: specYAML}
 
 	// The validator must not check the Host header against servers.

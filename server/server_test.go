@@ -230,6 +230,10 @@ func TestAPI(t *testing.T) {
 		{"leaderboard skips queued cells", "GET", "/v1/leaderboard?context_tokens=131072&concurrency=1&gpu=RTX%203060&model=fara", nil, 200, []string{`"items":[]`}, nil},
 
 		{"compare", "GET", "/v1/compare?run_ids=" + fara + "," + nemo, nil, 200, []string{`"run_ids":["` + fara + `","` + nemo + `"]`, `"status":"not_measured"`}, nil},
+		{"compare narrowed", "GET", "/v1/compare?run_ids=" + fara + "," + nemo + "&contexts=0,16384&concurrencies=1,8", nil, 200,
+			[]string{`"contexts":[0,16384]`, `"concurrencies":[1,8]`, `"per_request_tok_s":49.8`}, nil},
+		{"compare narrowed to nothing", "GET", "/v1/compare?run_ids=" + fara + "," + nemo + "&contexts=5", nil, 200, []string{`"cells":[]`, `"contexts":[]`}, nil},
+		{"compare bad contexts", "GET", "/v1/compare?run_ids=" + fara + "," + nemo + "&contexts=-1", nil, 400, []string{`"field":"contexts"`}, nil},
 		{"compare needs two", "GET", "/v1/compare?run_ids=" + fara, nil, 400, []string{`"field":"run_ids"`}, nil},
 		{"compare repeated", "GET", "/v1/compare?run_ids=" + fara + "," + fara, nil, 400, []string{"listed twice"}, nil},
 		{"compare unknown", "GET", "/v1/compare?run_ids=" + fara + ",rnope", nil, 404, []string{"rnope does not exist"}, nil},
@@ -438,6 +442,46 @@ func TestCompareRatios(t *testing.T) {
 	}
 	if checked != 1 {
 		t.Fatalf("cell 0×1 found %d times", checked)
+	}
+}
+
+// TestCompareIsBounded: ten runs of 64 × 64 cells compared in full would
+// answer megabytes; they are refused, naming run_ids and how to narrow the
+// comparison, while two of them in full, and all ten narrowed, answer.
+func TestCompareIsBounded(t *testing.T) {
+	e := newEnv(t, 0)
+	stored, _, err := e.st.CreateRuns(context.Background(), storetest.Grids(21, 10, 64, 64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]string, len(stored))
+	for i, r := range stored {
+		ids[i] = r.ID
+	}
+	all := "/v1/compare?run_ids=" + strings.Join(ids, ",")
+	rec := e.do(t, "GET", all, nil)
+	if rec.Code != 400 {
+		t.Fatalf("ten 64 × 64 runs compared: %d, %d bytes; want 400", rec.Code, rec.Body.Len())
+	}
+	for _, want := range []string{`"field":"run_ids"`, "10 runs over 4096 cells are 40960 compared cells, more than the 8192", "narrow it with contexts or concurrencies, or compare fewer runs"} {
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("refusal lacks %s: %s", want, rec.Body)
+		}
+	}
+	for _, target := range []string{
+		"/v1/compare?run_ids=" + ids[0] + "," + ids[1],
+		all + "&contexts=0,1024,2048,4096,8192,16384,32768,64512",
+		all + "&concurrencies=1,2,4,8,16,32,64",
+	} {
+		rec := e.do(t, "GET", target, nil)
+		var cmp api.Comparison
+		if err := json.Unmarshal(rec.Body.Bytes(), &cmp); rec.Code != 200 || err != nil {
+			t.Fatalf("%s: %d %v: %.300s", target, rec.Code, err, rec.Body)
+		}
+		if n := len(cmp.Cells) * len(cmp.RunIDs); n > 8192 || n < 4096 {
+			t.Errorf("%s: %d compared cells", target, n)
+		}
+		t.Logf("%d runs, %d contexts × %d concurrencies: %d bytes", len(cmp.RunIDs), len(cmp.Contexts), len(cmp.Concurrencies), rec.Body.Len())
 	}
 }
 

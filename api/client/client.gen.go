@@ -650,6 +650,7 @@ type ComparedCellRow struct {
 
 // Comparison defines model for Comparison.
 type Comparison struct {
+	// Cells At most 8192 compared cells in all (cells × runs).
 	Cells         []ComparedCellRow `json:"cells"`
 	Concurrencies []int             `json:"concurrencies"`
 	Contexts      []int             `json:"contexts"`
@@ -1588,6 +1589,12 @@ type CompareRunsParams struct {
 	// RunIDs Two to ten run ids, comma-separated; the first is the baseline.
 	RunIDs []string `form:"run_ids" json:"run_ids"`
 
+	// Contexts Only cells at these contexts, in tokens, comma-separated.
+	Contexts *[]int `form:"contexts,omitempty" json:"contexts,omitempty"`
+
+	// Concurrencies Only cells at these concurrencies, comma-separated.
+	Concurrencies *[]int `form:"concurrencies,omitempty" json:"concurrencies,omitempty"`
+
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
@@ -2058,9 +2065,15 @@ type ClientInterface interface {
 
 	// CompareRuns Runs side by side
 	//
-	// The union of the runs' decode grids. Each cell lists every run's
+	// The union of the runs' decode grids, or of their cells at `contexts`
+	// and `concurrencies` where given. Each cell lists every run's
 	// measurement there (in the order of `run_ids`) and its ratio to the
 	// first run's value (`null` where either value is missing).
+	//
+	// An answer holds at most 8192 compared cells (cells × runs: two
+	// 64 × 64 runs in full, about 2 MB). A larger comparison is refused
+	// with 400 naming `run_ids`: narrow it with `contexts` or
+	// `concurrencies`, or compare fewer runs.
 	//
 	// Corresponds with GET /v1/compare (the `CompareRuns` operationId).
 	CompareRuns(ctx context.Context, params *CompareRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2536,9 +2549,15 @@ func (c *Client) EstimatePrefill(ctx context.Context, params *EstimatePrefillPar
 
 // CompareRuns Runs side by side
 //
-// The union of the runs' decode grids. Each cell lists every run's
+// The union of the runs' decode grids, or of their cells at `contexts`
+// and `concurrencies` where given. Each cell lists every run's
 // measurement there (in the order of `run_ids`) and its ratio to the
 // first run's value (`null` where either value is missing).
+//
+// An answer holds at most 8192 compared cells (cells × runs: two
+// 64 × 64 runs in full, about 2 MB). A larger comparison is refused
+// with 400 naming `run_ids`: narrow it with `contexts` or
+// `concurrencies`, or compare fewer runs.
 //
 // Corresponds with GET /v1/compare (the `CompareRuns` operationId).
 func (c *Client) CompareRuns(ctx context.Context, params *CompareRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3968,6 +3987,30 @@ func NewCompareRunsRequest(server string, params *CompareRunsParams) (*http.Requ
 		if params.RunIDs != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "run_ids", params.RunIDs, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Contexts != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "contexts", *params.Contexts, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Concurrencies != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "concurrencies", *params.Concurrencies, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -5614,9 +5657,15 @@ type ClientWithResponsesInterface interface {
 
 	// CompareRunsWithResponse Runs side by side
 	//
-	// The union of the runs' decode grids. Each cell lists every run's
+	// The union of the runs' decode grids, or of their cells at `contexts`
+	// and `concurrencies` where given. Each cell lists every run's
 	// measurement there (in the order of `run_ids`) and its ratio to the
 	// first run's value (`null` where either value is missing).
+	//
+	// An answer holds at most 8192 compared cells (cells × runs: two
+	// 64 × 64 runs in full, about 2 MB). A larger comparison is refused
+	// with 400 naming `run_ids`: narrow it with `contexts` or
+	// `concurrencies`, or compare fewer runs.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -8440,9 +8489,15 @@ func (c *ClientWithResponses) EstimatePrefillWithResponse(ctx context.Context, p
 
 // CompareRunsWithResponse Runs side by side
 //
-// The union of the runs' decode grids. Each cell lists every run's
+// The union of the runs' decode grids, or of their cells at `contexts`
+// and `concurrencies` where given. Each cell lists every run's
 // measurement there (in the order of `run_ids`) and its ratio to the
 // first run's value (`null` where either value is missing).
+//
+// An answer holds at most 8192 compared cells (cells × runs: two
+// 64 × 64 runs in full, about 2 MB). A larger comparison is refused
+// with 400 naming `run_ids`: narrow it with `contexts` or
+// `concurrencies`, or compare fewer runs.
 //
 // Returns a wrapper object for the known response body format(s).
 //

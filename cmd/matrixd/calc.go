@@ -278,7 +278,7 @@ func calcCmd(ctx context.Context, args []string, getenv func(string) string, std
 		return err
 	}
 	defer st.Close()
-	calc := predict.New(st, 1, nil)
+	calc := predict.New(st, predict.DefaultCacheBytes, nil)
 	calc.SetFitWait(-1) // a one-shot command waits for its fit
 
 	var out any
@@ -303,7 +303,7 @@ func calcCmd(ctx context.Context, args []string, getenv func(string) string, std
 		}
 		out, table = server.ToAPIGrid(g), func(w io.Writer) { printGrid(w, g) }
 	case "plan":
-		calc = predict.New(st, 64, nil)
+		calc = predict.New(st, predict.DefaultCacheBytes, nil)
 		calc.SetFitWait(-1)
 		calc.SetPlanFitBudget(-1) // nothing keeps fits between runs of a command: wait for them all
 		pq := predict.PlanQuery{Model: f.sel.Model, GPU: f.sel.GPU, Engine: f.engine, KVCacheDtype: f.sel.KVCacheDtype,

@@ -35,6 +35,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/matrixd/matrixd/predict"
 	"github.com/matrixd/matrixd/server"
 	"github.com/matrixd/matrixd/store"
 )
@@ -250,6 +251,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	origins := fs.String("cors-write-origins", getenv("MATRIXD_CORS_WRITE_ORIGINS"), "comma-separated browser origins allowed to write, e.g. https://bench.example; reads are open to all (env MATRIXD_CORS_WRITE_ORIGINS)")
 	proxies := fs.String("trusted-proxies", getenv("MATRIXD_TRUSTED_PROXIES"), "comma-separated CIDRs of proxies whose X-Forwarded-For names the client (env MATRIXD_TRUSTED_PROXIES)")
 	cacheMB := fs.Int("cache-mb", 64, "memory for prepared GET answers, in MiB; 0 keeps none")
+	fitCacheMB := fs.String("fit-cache-mb", envOr(getenv, "MATRIXD_FIT_CACHE_MB", strconv.Itoa(predict.DefaultCacheBytes>>20)),
+		"memory for the calculator's fitted runs, in MiB, the least recently used refitted when asked again; 0 keeps none (env MATRIXD_FIT_CACHE_MB)")
 	if err := c.parse(args, stdout); err != nil {
 		return err
 	}
@@ -272,6 +275,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	trusted, err := cidrs(*proxies)
 	if err != nil {
 		return c.usageErr("--trusted-proxies: %w", err)
+	}
+	fitMB, err := strconv.Atoi(*fitCacheMB)
+	if err != nil || fitMB < 0 || fitMB > 1<<20 {
+		return c.usageErr("--fit-cache-mb %q: want MiB, from 0 (keep no fit) to %d", *fitCacheMB, 1<<20)
+	}
+	fitBytes := int64(fitMB) << 20
+	if fitMB == 0 {
+		fitBytes = -1
 	}
 	cacheBytes := int64(*cacheMB) << 20
 	if *cacheMB == 0 {
@@ -307,7 +318,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		}
 	}
 	h, err := server.New(st, server.Config{Logger: logger, RateLimit: limits, WriteOrigins: writeOrigins,
-		TrustedProxies: trusted, CacheBytes: cacheBytes})
+		TrustedProxies: trusted, CacheBytes: cacheBytes, FitCacheBytes: fitBytes})
 	if err != nil {
 		return err
 	}

@@ -353,6 +353,13 @@ func TestBadEnvironmentIsAnError(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "MATRIXD_NO_SEED") {
 		t.Fatalf("MATRIXD_NO_SEED=yes: %v, want an error naming it", err)
 	}
+	for _, v := range []string{"lots", "-1", "0.5"} {
+		err := run(context.Background(), []string{"--addr", "127.0.0.1:0"}, env(map[string]string{"MATRIXD_FIT_CACHE_MB": v, "MATRIXD_DB": filepath.Join(t.TempDir(), "x.db")}), nil, io.Discard, io.Discard)
+		var usage *usageError
+		if !errors.As(err, &usage) || !strings.Contains(err.Error(), "--fit-cache-mb") {
+			t.Errorf("MATRIXD_FIT_CACHE_MB=%s: %v, want a usage error naming --fit-cache-mb", v, err)
+		}
+	}
 }
 
 // TestServeLeavesNoDatabaseWhenThePortIsTaken: a port that cannot be had

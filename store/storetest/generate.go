@@ -53,12 +53,32 @@ func Runs(seed uint64, n int) []store.Run {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	out := make([]store.Run, n)
 	for i := range out {
-		out[i] = run(rng, i)
+		out[i] = run(rng, i, contexts(), batches())
 	}
 	return out
 }
 
-func run(rng *rand.Rand, i int) store.Run {
+// Grids returns n synthetic runs drawn from seed, as Runs does, each with
+// a decode grid of contexts × concurrencies cells (up to the 64 × 64 a run
+// may have): contexts 2K apart from 0, concurrencies 2 apart from 1.
+func Grids(seed uint64, n, contexts, concurrencies int) []store.Run {
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	ls, bs := make([]int, contexts), make([]int, concurrencies)
+	for i := range ls {
+		ls[i] = i << 10
+	}
+	for i := range bs {
+		bs[i] = 1 + i
+	}
+	out := make([]store.Run, n)
+	for i := range out {
+		out[i] = run(rng, i, ls, bs)
+		out[i].Title += fmt.Sprintf(" (%d × %d)", contexts, concurrencies)
+	}
+	return out
+}
+
+func run(rng *rand.Rand, i int, ls, bs []int) store.Run {
 	g := pick(rng, gpus())
 	m := pick(rng, models())
 	q := pick(rng, quants())
@@ -96,8 +116,8 @@ func run(rng *rand.Rand, i int) store.Run {
 		r.Prefill = append(r.Prefill, store.PrefillCell{ContextTokens: l, Status: store.StatusValid,
 			PromptTokS: ptr(round1(float64(l) / ttft * 1000)), TTFTMs: ptr(math.Round(ttft))})
 	}
-	for _, l := range contexts() {
-		for _, bb := range batches() {
+	for _, l := range ls {
+		for _, bb := range bs {
 			cell := store.DecodeCell{ContextTokens: l, Concurrency: bb, Status: store.StatusOverCapacity}
 			if float64(bb)*float64(l+maxOut) <= capacity {
 				B, L := float64(bb), float64(l)/1024
