@@ -91,3 +91,31 @@ func TestCostLimitSlowsTheClientThatTakesTheServer(t *testing.T) {
 		t.Errorf("one API key from 200 addresses was never refused; want its server time charged to the key")
 	}
 }
+
+// TestCostLimitCountsAnIPv6NetworkAsOneClient: addresses of one /64 share
+// a bill, as one machine may use any of them.
+func TestCostLimitCountsAnIPv6NetworkAsOneClient(t *testing.T) {
+	e := newEnvWith(t, 40, server.Config{RateLimit: server.RateLimit{CostPerSecond: 0.001, CostBurst: 50 * time.Millisecond}})
+	var codes []int
+	for i := range 40 {
+		req := httptest.NewRequest("GET", fmt.Sprintf("/v1/planner?context_tokens=%d&min_per_request_tok_s=10&include_scaled=true", 2000+i), nil)
+		req.RemoteAddr = fmt.Sprintf("[2001:db8:1:2::%x]:4000", i+1)
+		rec := httptest.NewRecorder()
+		e.h.ServeHTTP(rec, req)
+		e.validate(t, req, rec)
+		codes = append(codes, rec.Code)
+		if rec.Code == 429 {
+			break
+		}
+	}
+	if codes[len(codes)-1] != 429 {
+		t.Errorf("40 addresses of one /64 were answered %v; want 429 once the network's share is spent", codes)
+	}
+	req := httptest.NewRequest("GET", "/v1/planner?context_tokens=2500&min_per_request_tok_s=10", nil)
+	req.RemoteAddr = "[2001:db8:1:3::1]:4000"
+	rec := httptest.NewRecorder()
+	e.h.ServeHTTP(rec, req)
+	if rec.Code == 429 {
+		t.Errorf("another /64 was refused: %s", rec.Body)
+	}
+}

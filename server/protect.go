@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"net"
 	"net/http"
 	"runtime"
 	"slices"
@@ -294,20 +295,26 @@ func newCostLimiter(rl RateLimit) *costLimiter {
 
 func (l *costLimiter) client(key string, now time.Time) *costClient {
 	if now.Sub(l.swept) > time.Minute || len(l.clients) >= maxClients {
+		// A client is forgotten once its bucket would be full again: it is
+		// then as good as new, and one in debt is not forgiven early.
+		full := func(c *costClient) bool {
+			return c.inFlight == 0 && c.tokens+l.rate*now.Sub(c.at).Seconds() >= l.burst
+		}
 		for k, c := range l.clients {
-			if c.inFlight == 0 && c.tokens >= l.burst && now.Sub(c.seen) > idleAfter {
+			if full(c) && now.Sub(c.seen) > idleAfter {
 				delete(l.clients, k)
 			}
 		}
 		l.swept = now
 		if len(l.clients) >= maxClients {
-			// Under a flood of new clients forget the full ones first; a
-			// client in debt is kept, or forgetting would forgive it.
 			for k, c := range l.clients {
-				if c.inFlight == 0 && c.tokens > 0 {
+				if full(c) {
 					delete(l.clients, k)
 				}
 			}
+		}
+		if len(l.clients) >= maxClients {
+			clear(l.clients) // a flood of clients in debt: start over rather than grow
 		}
 	}
 	c, ok := l.clients[key]
@@ -365,12 +372,23 @@ func (l *costLimiter) admit(keys []string, now time.Time) (release func(), wait 
 // it presents (by a hash of it: a key that fails to authenticate is
 // charged all the same).
 func costKeys(c echo.Context) []string {
-	keys := []string{"ip " + c.RealIP()}
+	keys := []string{"ip " + clientNet(c.RealIP())}
 	if auth := c.Request().Header.Get(echo.HeaderAuthorization); auth != "" {
 		sum := sha256.Sum256([]byte(auth))
 		keys = append(keys, "key "+hex.EncodeToString(sum[:12]))
 	}
 	return keys
+}
+
+// clientNet is the network a client address stands for: the address
+// itself for IPv4, its /64 for IPv6, where one machine may use any address
+// of its network.
+func clientNet(addr string) string {
+	ip := net.ParseIP(addr)
+	if ip == nil || ip.To4() != nil {
+		return addr
+	}
+	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
 
 // limitCost applies the cost limit to every request that reaches it (the
