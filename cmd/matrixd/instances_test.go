@@ -25,9 +25,11 @@ type instance struct {
 	base string
 }
 
+// startInstance starts bin on db with every limit off: the tests that use
+// it send one client's load on purpose (the limits have tests of their own).
 func startInstance(t *testing.T, bin, db string) *instance {
 	t.Helper()
-	cmd := exec.Command(bin, "--addr", "127.0.0.1:0", "--db", db, "--no-seed", "--rate-limit", "0", "--write-rate-limit", "0")
+	cmd := exec.Command(bin, "--addr", "127.0.0.1:0", "--db", db, "--no-seed", "--rate-limit", "0", "--write-rate-limit", "0", "--cost-limit", "0")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
