@@ -108,8 +108,9 @@ func insertRun(ctx context.Context, tx *tx, r Run, hash string, sum RunSummary) 
 		engine_name, engine_version, engine_quantization, engine_backend, engine_repository, engine_build,
 		benchmark_tool, benchmark_tool_version, served_model, revision, decode_test, prefill_mode, seconds_per_measurement, max_output_tokens,
 		launch_command, launch_notes, max_model_len, gpu_memory_utilization, max_num_seqs, kv_cache_dtype, attention_backend, enable_prefix_caching, launch_flags,
-		single_stream_tok_s, single_stream_context_tokens, peak_total_tok_s, peak_context_tokens, peak_concurrency, max_context_tokens_with_output
-	) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+		single_stream_tok_s, single_stream_context_tokens, peak_total_tok_s, peak_context_tokens, peak_concurrency, max_context_tokens_with_output,
+		series_key
+	) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 		r.ID, hash, formatTime(r.CreatedAt), nullStr(r.SubmittedBy), r.Title, nullStr(r.Notes), nullStr(r.Submitter), nullStr(r.SourceURL),
 		r.Model.Name, nullStr(r.Model.Quantization),
 		nullStr(r.Hardware.Type), r.Hardware.GPU, r.Hardware.GPUCount, r.Hardware.VRAMGB, nullStr(r.Hardware.CPU), r.Hardware.CPUCores, r.Hardware.RAMGB, nullStr(r.Hardware.OS), nullStr(r.Hardware.DriverVersion), r.Hardware.PowerLimitW, nullStr(r.Hardware.PCIe),
@@ -117,6 +118,7 @@ func insertRun(ctx context.Context, tx *tx, r Run, hash string, sum RunSummary) 
 		nullStr(r.Benchmark.Tool), nullStr(r.Benchmark.ToolVersion), nullStr(r.Benchmark.ServedModel), nullStr(r.Benchmark.Revision), nullStr(r.Benchmark.DecodeTest), nullStr(r.Benchmark.PrefillMode), r.Benchmark.SecondsPerMeasurement, r.Benchmark.MaxOutputTokens,
 		nullStr(r.Launch.Command), string(notes), r.Launch.MaxModelLen, r.Launch.GPUMemoryUtilization, r.Launch.MaxNumSeqs, nullStr(r.Launch.KVCacheDtype), nullStr(r.Launch.AttentionBackend), nullBoolInt(r.Launch.EnablePrefixCaching), string(flagsJSON),
 		sum.SingleStreamTokS, sum.SingleStreamContextTokens, peakTok, peakL, peakB, sum.MaxContextTokensWithOutput,
+		SeriesKey(r),
 	)
 	if err != nil {
 		return false, err

@@ -69,10 +69,19 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if err := checkDSN(dsn); err != nil {
 		return nil, err
 	}
+	open := openSQLite
 	if IsPostgres(dsn) {
-		return openPostgres(ctx, dsn, opts)
+		open = openPostgres
 	}
-	return openSQLite(ctx, dsn, opts)
+	s, err := open(ctx, dsn, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.fillSeriesKeys(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open store %s: %w", Redact(dsn), err)
+	}
+	return s, nil
 }
 
 // IsPostgres reports whether dsn names a PostgreSQL database.

@@ -512,6 +512,7 @@ func TestMigrationRehashesRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, q := range []string{
+		"DROP INDEX runs_by_series", "ALTER TABLE runs DROP COLUMN series_key",
 		"DROP INDEX runs_by_submitted_by", "ALTER TABLE runs DROP COLUMN submitted_by", "ALTER TABLE runs DROP COLUMN notes",
 		"DROP TABLE api_keys", "DROP TABLE idempotency_keys", "DROP TABLE data_version", "DROP TABLE secrets",
 		"DROP INDEX runs_catalog_gpu", "DROP TABLE model_names", "DROP INDEX runs_by_model_created", "DROP INDEX runs_by_gpu_model", "DROP TRIGGER model_names_inserted", "DROP TRIGGER model_names_deleted", "DROP TRIGGER model_names_renamed", "DROP INDEX runs_catalog_model", "DROP INDEX runs_catalog_engine", "DROP INDEX runs_by_gpu_peak", "DROP INDEX runs_by_gpu_created",

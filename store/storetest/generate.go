@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/matrixd/matrixd/store"
 )
@@ -141,3 +142,31 @@ func pick[T any](rng *rand.Rand, xs []T) T { return xs[rng.IntN(len(xs))] }
 func round1(v float64) float64 { return math.Round(v*10) / 10 }
 
 func ptr[T any](v T) *T { return &v }
+
+// Scaled is r with every decode cell's speed multiplied by f(context,
+// concurrency), consistently: total and per-request tok/s and output
+// tokens by it, time between tokens divided by it.
+func Scaled(r store.Run, f func(contextTokens, concurrency int) float64) store.Run {
+	r.Decode = slices.Clone(r.Decode)
+	for i, c := range r.Decode {
+		k := f(c.ContextTokens, c.Concurrency)
+		mul := func(p *float64) *float64 {
+			if p == nil {
+				return nil
+			}
+			v := *p * k
+			return &v
+		}
+		c.TotalTokS, c.PerRequestTokS = mul(c.TotalTokS), mul(c.PerRequestTokS)
+		if c.TBTMs != nil {
+			v := *c.TBTMs / k
+			c.TBTMs = &v
+		}
+		if c.OutputTokens != nil {
+			v := int(math.Round(float64(*c.OutputTokens) * k))
+			c.OutputTokens = &v
+		}
+		r.Decode[i] = c
+	}
+	return r
+}
