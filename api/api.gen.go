@@ -279,6 +279,24 @@ func (e LeaderboardMetric) Valid() bool {
 	}
 }
 
+// Defines values for NoiseFloorBasis.
+const (
+	RepeatedRuns NoiseFloorBasis = "repeated_runs"
+	RunScatter   NoiseFloorBasis = "run_scatter"
+)
+
+// Valid indicates whether the value is a known member of the NoiseFloorBasis enum.
+func (e NoiseFloorBasis) Valid() bool {
+	switch e {
+	case RepeatedRuns:
+		return true
+	case RunScatter:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PlanOptionBasis.
 const (
 	PlanOptionBasisExtrapolated PlanOptionBasis = "extrapolated"
@@ -387,6 +405,30 @@ func (e PlanShortfallMetric) Valid() bool {
 	case PlanShortfallMetricPerRequestTokS:
 		return true
 	case PlanShortfallMetricTTFTMs:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for Verdict.
+const (
+	Improved     Verdict = "improved"
+	Inconclusive Verdict = "inconclusive"
+	Regressed    Verdict = "regressed"
+	Unchanged    Verdict = "unchanged"
+)
+
+// Valid indicates whether the value is a known member of the Verdict enum.
+func (e Verdict) Valid() bool {
+	switch e {
+	case Improved:
+		return true
+	case Inconclusive:
+		return true
+	case Regressed:
+		return true
+	case Unchanged:
 		return true
 	default:
 		return false
@@ -660,6 +702,9 @@ type Comparison struct {
 	Contexts      []int             `json:"contexts"`
 	RunIDs        []string          `json:"run_ids"`
 	Runs          []RunSummary      `json:"runs"`
+
+	// Verdict With exactly two runs, the second against the first.
+	Verdict *SeriesStep `json:"verdict,omitempty"`
 }
 
 // DecodeCell defines model for DecodeCell.
@@ -975,6 +1020,27 @@ type ModelCatalogItem struct {
 // Ms defines model for Ms.
 type Ms = float64
 
+// NoiseFloor defines model for NoiseFloor.
+type NoiseFloor struct {
+	Alpha    float64         `json:"alpha"`
+	Basis    NoiseFloorBasis `json:"basis"`
+	Majority float64         `json:"majority"`
+	MaxFloor float64         `json:"max_floor"`
+	MinCells int             `json:"min_cells"`
+	MinFloor float64         `json:"min_floor"`
+
+	// RepeatedCells With `repeated_runs`: the cells of same-version runs that measured it.
+	RepeatedCells *int `json:"repeated_cells,omitempty"`
+
+	// SigmaFrom Relative standard deviation of one cell of the older run.
+	SigmaFrom float64 `json:"sigma_from"`
+	SigmaTo   float64 `json:"sigma_to"`
+	Z         float64 `json:"z"`
+}
+
+// NoiseFloorBasis defines model for NoiseFloor.Basis.
+type NoiseFloorBasis string
+
 // PeakCell The valid cell with the highest total tok/s.
 type PeakCell struct {
 	Concurrency   int     `json:"concurrency"`
@@ -1245,6 +1311,19 @@ type RunPatch struct {
 	Title     *string `json:"title,omitempty"`
 }
 
+// RunSeries defines model for RunSeries.
+type RunSeries struct {
+	// Runs In engine-version order, then date.
+	Runs []SeriesRun `json:"runs"`
+
+	// Steps One per two neighbouring runs.
+	Steps []SeriesStep `json:"steps"`
+
+	// Truncated The series has more runs than were lined up (the newest 20 are).
+	Truncated bool     `json:"truncated"`
+	Warnings  []string `json:"warnings"`
+}
+
 // RunSummary defines model for RunSummary.
 type RunSummary struct {
 	CreatedAt     time.Time `json:"created_at"`
@@ -1270,6 +1349,92 @@ type RunSummary struct {
 	VRAMGB      *float64 `json:"vram_gb"`
 }
 
+// SeriesList defines model for SeriesList.
+type SeriesList struct {
+	Series []SeriesSummary `json:"series"`
+
+	// Truncated More series match than `limit`.
+	Truncated bool `json:"truncated"`
+}
+
+// SeriesRun defines model for SeriesRun.
+type SeriesRun struct {
+	CreatedAt     time.Time `json:"created_at"`
+	EngineVersion *string   `json:"engine_version"`
+	ID            string    `json:"id"`
+	SubmittedBy   *string   `json:"submitted_by,omitempty"`
+	Title         string    `json:"title"`
+}
+
+// SeriesStep defines model for SeriesStep.
+type SeriesStep struct {
+	Cells []StepCell `json:"cells"`
+
+	// From The older run's id.
+	From         string `json:"from"`
+	ImprovedRows []int  `json:"improved_rows"`
+
+	// MeasuredCells Cells both runs measured; the rest of `cells` compare a measurement with a prediction.
+	MeasuredCells int        `json:"measured_cells"`
+	NoiseFloor    NoiseFloor `json:"noise_floor"`
+
+	// RegressedRows Contexts of the rows that regressed.
+	RegressedRows []int     `json:"regressed_rows"`
+	Rows          []StepRow `json:"rows"`
+
+	// SettingsDiffer Settings the two runs differ in besides the engine version (within a series, only capacity ones).
+	SettingsDiffer []string `json:"settings_differ"`
+
+	// To The newer run's id.
+	To      string  `json:"to"`
+	Verdict Verdict `json:"verdict"`
+
+	// Why What the verdict stands on, in a sentence.
+	Why string `json:"why"`
+}
+
+// SeriesSummary defines model for SeriesSummary.
+type SeriesSummary struct {
+	Engine   string    `json:"engine"`
+	GPU      string    `json:"gpu"`
+	LatestAt time.Time `json:"latest_at"`
+
+	// LatestRunID The newest run; `GET /v1/runs/{latest_run_id}/series` lines the series up.
+	LatestRunID  string  `json:"latest_run_id"`
+	Model        string  `json:"model"`
+	Quantization *string `json:"quantization,omitempty"`
+
+	// Runs How many runs the series has.
+	Runs int `json:"runs"`
+}
+
+// StepCell defines model for StepCell.
+type StepCell struct {
+	Concurrency   int `json:"concurrency"`
+	ContextTokens int `json:"context_tokens"`
+
+	// Floor The relative change this cell had to pass.
+	Floor         float64 `json:"floor"`
+	FromTotalTokS float64 `json:"from_total_tok_s"`
+
+	// Predicted One side is the calculator's interpolation, not a measurement.
+	Predicted   bool    `json:"predicted"`
+	Ratio       float64 `json:"ratio"`
+	ToTotalTokS float64 `json:"to_total_tok_s"`
+	Verdict     Verdict `json:"verdict"`
+}
+
+// StepRow defines model for StepRow.
+type StepRow struct {
+	Cells         int     `json:"cells"`
+	ContextTokens int     `json:"context_tokens"`
+	Down          int     `json:"down"`
+	MedianRatio   float64 `json:"median_ratio"`
+	SignP         float64 `json:"sign_p"`
+	Up            int     `json:"up"`
+	Verdict       Verdict `json:"verdict"`
+}
+
 // Text200 defines model for Text200.
 type Text200 = string
 
@@ -1278,6 +1443,9 @@ type Text200Required = string
 
 // TokS defines model for TokS.
 type TokS = float64
+
+// Verdict defines model for Verdict.
+type Verdict string
 
 // CalcGPU defines model for CalcGPU.
 type CalcGPU = string
@@ -1872,6 +2040,51 @@ type ListPrefillCellsParams struct {
 // ListPrefillCellsParamsFormat defines parameters for ListPrefillCells.
 type ListPrefillCellsParamsFormat string
 
+// GetRunSeriesParams defines parameters for GetRunSeries.
+type GetRunSeriesParams struct {
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// ListSeriesParams defines parameters for ListSeries.
+type ListSeriesParams struct {
+	// GPU GPU name, case-insensitive (e.g. `RTX 3090`).
+	GPU *ParamGPU `form:"gpu,omitempty" json:"gpu,omitempty"`
+
+	// Model Case-insensitive substring of the model name.
+	Model *ParamModel `form:"model,omitempty" json:"model,omitempty"`
+
+	// Quantization Quantization as published, case-insensitive (e.g. `AWQ 4-bit`).
+	Quantization *ParamQuantization `form:"quantization,omitempty" json:"quantization,omitempty"`
+
+	// Engine Engine name, case-insensitive (e.g. `vllm`).
+	Engine *ParamEngine `form:"engine,omitempty" json:"engine,omitempty"`
+
+	// EngineVersion Engine version as published, case-insensitive (e.g. `0.32.0`).
+	EngineVersion *ParamEngineVersion `form:"engine_version,omitempty" json:"engine_version,omitempty"`
+
+	// KVCacheDtype The launch's `--kv-cache-dtype`, case-insensitive.
+	KVCacheDtype *ParamKVCacheDtype `form:"kv_cache_dtype,omitempty" json:"kv_cache_dtype,omitempty"`
+
+	// Submitter Submitter handle without `@`, case-insensitive.
+	Submitter *ParamSubmitter `form:"submitter,omitempty" json:"submitter,omitempty"`
+
+	// SubmittedBy The name of the API key that submitted the run, exactly.
+	SubmittedBy *ParamSubmittedBy `form:"submitted_by,omitempty" json:"submitted_by,omitempty"`
+
+	// VRAMGBMin Runs on GPUs with at least this much VRAM, GB.
+	VRAMGBMin *ParamVRAMGBMin `form:"vram_gb_min,omitempty" json:"vram_gb_min,omitempty"`
+
+	// VRAMGBMax Runs on GPUs with at most this much VRAM, GB.
+	VRAMGBMax *ParamVRAMGBMax `form:"vram_gb_max,omitempty" json:"vram_gb_max,omitempty"`
+
+	// Limit How many series to list.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
 // CreateRunJSONRequestBody defines body for CreateRun for application/json ContentType.
 type CreateRunJSONRequestBody = CreateRunJSONBody
 
@@ -1970,6 +2183,12 @@ type ServerInterface interface {
 	// ListPrefillCells The run's prefill rows
 	// (GET /v1/runs/{run_id}/prefill)
 	ListPrefillCells(ctx echo.Context, runID ParamRunID, params ListPrefillCellsParams) error
+	// GetRunSeries A run's series, with a verdict per step
+	// (GET /v1/runs/{run_id}/series)
+	GetRunSeries(ctx echo.Context, runID ParamRunID, params GetRunSeriesParams) error
+	// ListSeries Series of runs across engine versions
+	// (GET /v1/series)
+	ListSeries(ctx echo.Context, params ListSeriesParams) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
@@ -3378,6 +3597,147 @@ func (w *ServerInterfaceWrapper) ListPrefillCells(ctx echo.Context) error {
 	return err
 }
 
+// GetRunSeries converts echo context to params.
+func (w *ServerInterfaceWrapper) GetRunSeries(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "run_id" -------------
+	var runID ParamRunID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "run_id", ctx.Param("run_id"), &runID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter run_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetRunSeriesParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetRunSeries(ctx, runID, params)
+	return err
+}
+
+// ListSeries converts echo context to params.
+func (w *ServerInterfaceWrapper) ListSeries(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListSeriesParams
+	// ------------- Optional query parameter "gpu" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "gpu", ctx.QueryParams(), &params.GPU, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter gpu: %s", err))
+	}
+
+	// ------------- Optional query parameter "model" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "model", ctx.QueryParams(), &params.Model, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter model: %s", err))
+	}
+
+	// ------------- Optional query parameter "quantization" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "quantization", ctx.QueryParams(), &params.Quantization, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter quantization: %s", err))
+	}
+
+	// ------------- Optional query parameter "engine" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "engine", ctx.QueryParams(), &params.Engine, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter engine: %s", err))
+	}
+
+	// ------------- Optional query parameter "engine_version" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "engine_version", ctx.QueryParams(), &params.EngineVersion, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter engine_version: %s", err))
+	}
+
+	// ------------- Optional query parameter "kv_cache_dtype" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "kv_cache_dtype", ctx.QueryParams(), &params.KVCacheDtype, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter kv_cache_dtype: %s", err))
+	}
+
+	// ------------- Optional query parameter "submitter" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "submitter", ctx.QueryParams(), &params.Submitter, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter submitter: %s", err))
+	}
+
+	// ------------- Optional query parameter "submitted_by" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "submitted_by", ctx.QueryParams(), &params.SubmittedBy, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter submitted_by: %s", err))
+	}
+
+	// ------------- Optional query parameter "vram_gb_min" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "vram_gb_min", ctx.QueryParams(), &params.VRAMGBMin, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter vram_gb_min: %s", err))
+	}
+
+	// ------------- Optional query parameter "vram_gb_max" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "vram_gb_max", ctx.QueryParams(), &params.VRAMGBMax, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter vram_gb_max: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListSeries(ctx, params)
+	return err
+}
+
 // This is a simple interface which specifies echo.Route addition functions which
 // are present on both echo.Echo and echo.Group, since we want to allow using
 // either of them for path registration
@@ -3445,6 +3805,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/v1/models", wrapper.ListModels, options.OperationMiddlewares["listModels"]...)
 	router.GET(options.BaseURL+"/v1/engines", wrapper.ListEngines, options.OperationMiddlewares["listEngines"]...)
 	router.GET(options.BaseURL+"/v1/leaderboard", wrapper.GetLeaderboard, options.OperationMiddlewares["getLeaderboard"]...)
+	router.GET(options.BaseURL+"/v1/series", wrapper.ListSeries, options.OperationMiddlewares["listSeries"]...)
+	router.GET(options.BaseURL+"/v1/runs/:run_id/series", wrapper.GetRunSeries, options.OperationMiddlewares["getRunSeries"]...)
 	router.GET(options.BaseURL+"/v1/compare", wrapper.CompareRuns, options.OperationMiddlewares["compareRuns"]...)
 	router.GET(options.BaseURL+"/v1/calculator/decode", wrapper.EstimateDecode, options.OperationMiddlewares["estimateDecode"]...)
 	router.GET(options.BaseURL+"/v1/calculator/capacity", wrapper.EstimateCapacity, options.OperationMiddlewares["estimateCapacity"]...)
@@ -4681,6 +5043,25 @@ func (response CompareRuns429ApplicationProblemPlusJSONResponse) VisitCompareRun
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CompareRuns503ApplicationProblemPlusJSONResponse struct {
+	FittingApplicationProblemPlusJSONResponse
+}
+
+func (response CompareRuns503ApplicationProblemPlusJSONResponse) VisitCompareRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6396,6 +6777,194 @@ func (response ListPrefillCells429ApplicationProblemPlusJSONResponse) VisitListP
 	return err
 }
 
+type GetRunSeriesRequestObject struct {
+	RunID  ParamRunID `json:"run_id"`
+	Params GetRunSeriesParams
+}
+
+type GetRunSeriesResponseObject interface {
+	VisitGetRunSeriesResponse(w http.ResponseWriter) error
+}
+
+type GetRunSeries200JSONResponse RunSeries
+
+func (response GetRunSeries200JSONResponse) VisitGetRunSeriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunSeries304Response = NotModifiedResponse
+
+func (response GetRunSeries304Response) VisitGetRunSeriesResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetRunSeries400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunSeries400ApplicationProblemPlusJSONResponse) VisitGetRunSeriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunSeries404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunSeries404ApplicationProblemPlusJSONResponse) VisitGetRunSeriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunSeries429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunSeries429ApplicationProblemPlusJSONResponse) VisitGetRunSeriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunSeries503ApplicationProblemPlusJSONResponse struct {
+	FittingApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunSeries503ApplicationProblemPlusJSONResponse) VisitGetRunSeriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSeriesRequestObject struct {
+	Params ListSeriesParams
+}
+
+type ListSeriesResponseObject interface {
+	VisitListSeriesResponse(w http.ResponseWriter) error
+}
+
+type ListSeries200JSONResponse SeriesList
+
+func (response ListSeries200JSONResponse) VisitListSeriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSeries304Response = NotModifiedResponse
+
+func (response ListSeries304Response) VisitListSeriesResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
+type ListSeries400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListSeries400ApplicationProblemPlusJSONResponse) VisitListSeriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSeries429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListSeries429ApplicationProblemPlusJSONResponse) VisitListSeriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
 	// GetDocs Interactive API reference
@@ -6482,6 +7051,12 @@ type StrictServerInterface interface {
 	// ListPrefillCells The run's prefill rows
 	// (GET /v1/runs/{run_id}/prefill)
 	ListPrefillCells(ctx context.Context, request ListPrefillCellsRequestObject) (ListPrefillCellsResponseObject, error)
+	// GetRunSeries A run's series, with a verdict per step
+	// (GET /v1/runs/{run_id}/series)
+	GetRunSeries(ctx context.Context, request GetRunSeriesRequestObject) (GetRunSeriesResponseObject, error)
+	// ListSeries Series of runs across engine versions
+	// (GET /v1/series)
+	ListSeries(ctx context.Context, request ListSeriesRequestObject) (ListSeriesResponseObject, error)
 }
 
 type StrictHandlerFunc func(ctx echo.Context, request any) (any, error)
@@ -7255,351 +7830,448 @@ func (sh *strictHandler) ListPrefillCells(ctx echo.Context, runID ParamRunID, pa
 	return nil
 }
 
+// GetRunSeries operation middleware
+func (sh *strictHandler) GetRunSeries(ctx echo.Context, runID ParamRunID, params GetRunSeriesParams) error {
+	var request GetRunSeriesRequestObject
+
+	request.RunID = runID
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRunSeries(ctx.Request().Context(), request.(GetRunSeriesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRunSeries")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetRunSeriesResponseObject); ok {
+		return validResponse.VisitGetRunSeriesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListSeries operation middleware
+func (sh *strictHandler) ListSeries(ctx echo.Context, params ListSeriesParams) error {
+	var request ListSeriesRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListSeries(ctx.Request().Context(), request.(ListSeriesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListSeries")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListSeriesResponseObject); ok {
+		return validResponse.VisitListSeriesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // Base64 encoded, compressed with deflate, json marshaled OpenAPI spec.
 // Stored as a slice of fixed-width chunks rather than one concatenated
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L1bc9tImij4V/KgT4epKpDiXRQVHWdll+32KctWy3LVmTF9hCSQJFECM1lIQBSrRhH9tDETcZ52Hzpi",
-	"n8/O++zLvHf/k/olG/l9mbiQAAlKsruqumYiuiwCyMuXX373y4+WK+YLwRmPpDX80WK3dL4IGPz7BQ3p",
-	"RczVP2U8n9NwZQ2tUzKOuRcwj4QxJ7VoKcgiZBM/CEgolpJQ7pFoFjJGPOYKjxGXBYEkYkL8SJJp6HsH",
-	"lm3d0CBmauAx4+5sTsNr9Qd+cRUxGVlD64V/yzzixSGNfMEt25rT2ysRR4s4uorENePSGg5ax23b0gu4",
-	"mguPWUPrjFEZh/itz6dmIUsazuvxwrKtkN34Uo05tObUV0NL5gruyasFC6/m+Pmc8cgadprqYXjDPBg9",
-	"sIa4ZMu2IiHUn0Ewr/t8wkLGXVbPPry6YaGe5qbZGDSa1p1tuSGjEfOuqNpiu9nu11uteqd52W4Pe+1h",
-	"r9PoHh+3j9r/bNkaHNbww48WvZleUTfyb9hVyL6PmVSn1bLh8AKmxkt/bqqfuRuHakUr/RqP2G0KtqZt",
-	"GbheSdzkGmDbXQAsC83A6ol6d9BpdG1LRjSKpdoYDXxP7XccXc3Vmtpq7xENMu+3bCuKJvh80LuzS7Yz",
-	"qLadwX220+p1Ov3C/fS7jf62/fQavbUd9VqtRiezpU5v8An21Op3Bt2d+xp0+oPCbXVgjaXb6qwfU/vo",
-	"OHdOvW6/d/fRthif+hxvKnWvGfesoeXGHrVsaxz7gfrzJgjmh+p/6mLBOPWHN81Gp91o1m8H/at+17It",
-	"TudMv2jZ1vcx5ZH/A97qoXUaR+JCxNwj33ZPW324ngsh/UgAvZn60SweN1yh51iE4jvmRod6sPSK4aTq",
-	"is1o6C1pCKt2F7E1tF7xiAXkfzDByfNevd0fNMmNWpi7iK9cESpy11LADv0bFmaubW/QbLSOBo2menkK",
-	"Q11c/g/Safab+MOVK2JFJlq2JRSc349jHsWk3W00u42eZVsL11dbf8l4h9zC7hZiycKrwJ/70dXSGraO",
-	"mrYV0vnVdKyPZbVQX3zlSzdkESMvz9+rfZpXWu072/IV3MNV+3r1vfdDeB3F37dXiuoENFbkZ/ijRaOI",
-	"cUCc9NwuL15dvn1zdXp5+cYCvJxTbg6QAJEjrxn1WDgWNPTOFLlrHSom0Gr06t2n9eSk6nBS9YvLN6Re",
-	"n9PbOpDGesA4affbrW6X1OvTRVyfs7kIV/U48gN93qTZOO7qj3g8r0v2vSSt9oDU64zTccDqQMtv6y51",
-	"Z4p21+tRGMuoHrK5iFgdCHm9HlA+jemU6YkFD1akXr++gc9Y3VMwJD6PukDQ4bJczRj1SL2eAKauAUPy",
-	"YMFlXOEyrvQyrGEUxsy2JgGdyhx462XgLdyONbTUQIg7BeABND5WyJbfizW0CnYDB74BiHSO3MkobgNn",
-	"ox8Y6FtDq9UeKNKwDmcz0B1iOq72KrdatVi1VoATu9q+VsW+YTlXsBxcDf7M4/kVLqbVHtgWF5G6kh+s",
-	"9zyKOfOIiKO6mNSjGauPxS0ZU8kCn7MGebdgrubvQ8KF+unrbwisZkiKl9G6JeYOk1b75VObyEi416R1",
-	"1CTfEriXNjl/9ooRc2nJv5BCAkJa3WfkX0inTV4+JV99ddGtt7vNJvkXkqcCNnnzzauvXp0SJC8kQ1Q+",
-	"3tmWFit+NFRy3yu4m6LeJRDlcRAk4hIIFutsxwhUYr5IeEm70z0q4iUJA+wetRUHLGFh+cFax72tgw3a",
-	"nSPFeKSIQ5ddxWFgli3j8dyPFCMdr9Z/C80PkR8FCoo7yJbgeSSw7u7ubGtBQzpnEQvhjj+jgauILwim",
-	"0g39hYbvt340Iw6cm2MTn8tIkRYxIU4Y8yvfc05INAPCTdSZ2sSlktV9LhmXvhIQbCJCQvkKHsO/A5+C",
-	"jEyJYV51l0Y0EFMYpuZ0msdN56Bh2ZavlvB9zMJVylkVa7It6c7YnKr1zunta8an0cwatptN25r73Pzd",
-	"SjiMjJR0bKmN662ewRV/n73h63s/5SKasZA4ZRTeOSHSpQGTAIOvvyELIQIS+NeMOJqJOVu2UURmsjub",
-	"iHAOorMn4nGgqZw/j+ews7nP8d/NRrOXbJTH8zELk42e0du3IEVdajxd3yP+TkKGgj9ZsJBo8YpMREhQ",
-	"BsNDDmP+RJLxinhsQuMgKtvapu6ydl56D/2jo6N2q5/ZSnpgPo/YNLsRQzmK0HO6iMuQk24gJJHxGNFB",
-	"van2BdgN+Fm6I5j9oVh3IeLprADNgkAsiRPRcMqiK7UXuB0a+dSVmDLOUDS2CZWEkoCOWQB6qRqSMBn5",
-	"cxoxUvvrf3Sb5Peldwdez+1DH6U1nNBAsmTlYyECRnm69Ji/+qoAexArSASKsee7EZmEYt4gb0MyVbDW",
-	"lAM0ZTimBsEj0wdkj7iDYreRRPW7eT7rEBoy4s6Yey1twkVE3JnwXSaHRHA24ho7iSeYhMdzGrkz4itY",
-	"KTbF6Vydtx+RmgIr/Fup73LJlO6s1jziFLcyYwTQX0lw7NYNYo/Jg8aIl4EUNpKD6UJJTKF6939+OK3/",
-	"M63/0KwfX9U//tiy+927/2qV4cclYEAhGT7NYIPGWkM8iSGeNefl80tyeNM6NI8U/qeUd8SB9NqENaYN",
-	"glRWEWRHs+yX7IUIXaaZhSLBQ5hoyfzpLKrLKGQAxhFf0DAyy5ARW5DInzNDCpfqfJGykTHl3tL3opmN",
-	"BERRFV+Sa7aIRlxBHe+fsWEA+R9T6UviwGjeFV7tv/5HW6H1Cfnm4vTMkB9JIqGOnkbqwyeyQd4q2VjN",
-	"7/ONgZ/I3DWKecCkHHEHrsQflPDnlB9yejfLiECrKhFQO3j5tPyEYYfS/4ElAFanpyDjBlTKE8NqXLqg",
-	"rh+tFDwRVooyZ/hQGQ0w2lVFTtNtHhdT6AyneeWx+UJESr//mq2K9rYiKclt/fTn/7vd65FF6PNIKQ7k",
-	"9N2zV6+IO6MhdZVEoo7H/z5mWW50QkI2Z2pKdWFFSNpdMhNxKOGl0/NX5Jqtkj3PQLBMN51ZYV0tsYyU",
-	"93rrp5i9zKPRbbtVH41uj55//LL4Hr+avBGcnSnyswmH55d0CqKPKxa+lhrcwGc8IjMRePKELGeMK5Km",
-	"ThVNJhG8haRK/dppdvGKcUHGwtuy5UldLaWOaynlXd1B0TbOlXT4LA6lCIupvsOV9OvCG45B1UXIbnwR",
-	"S7KgUwasSjEBXoaJ+HXZ0nqt9u4bBet8ntht1sANv5fIpaSGZPAmCOblwqY2CT2E82eW+I0xtpSsVLNA",
-	"BbhFPA58OWNe+crRCLRr7YmF5yGEC/bwQhOJ9cU7rrxx4Eo+e/cN4iYliI0kFMsTsvS5JEKpg86p67JF",
-	"5DTIf3/39k0FUVITpuzaGVd06IP1nYRNufLG+li65kJmWq6sGNCmLPBTaSGwuq+/eaZknK/wcdE1QyPX",
-	"E6l0kLyZxNlcfdla12wWD0aE1/7cL8CDVxGbIzXG6w90vtksWxVYH4pl0V4zw4AMOLdpCLCsEhXh2c9C",
-	"/ocV/ilnu1hfaPZpRRJw+u2fSLc+9qNyRM3ZSx68g+16wBNJfA/ofuDLCCWSRCgNYy4dUpPA8m3isdC/",
-	"0bI3uMvAosKjdCMLGs0K5GwlD/gh84yd8mFyN+zqnbG2PF0V7w0laMQWLWoQEDwTO41RkG3CbqkbBauy",
-	"88hZdkrOo9+teBzvUpPQ+rKTR2RGuRcwIMwijojzf+xBOlKb04NRBwXfM3q7udaLWDEIrqRcrT/QiMyF",
-	"VLKPL8k8dmcgF9vk5dMdYu3VnN5WNqI01f9lLSlFwm128T6vuPiA0fut3uePufo7dV3kQnCJXu6n1LtA",
-	"cRr8RXjjwMa/WAS+C0TicBGKccDmXwKDHf6YWc1/DdnEGlq/O0z96If4VB6e41c46Zr4TxJjo5Jg5zRQ",
-	"21J0TeGjmJCQ8inYBpXqrqRfdZkY9xbCV/IvvWbyhDgsDEUoHbiMkvhRw1IqleCTwHc/634URVhTKMiS",
-	"ShJL5mkM0Mqc1l1gpS/8KAK3yOddKJJlZHFKVYz8ICBjptjfBClXjU7UyVBQz2kYgcV2OfMDNuJzyldq",
-	"CAkGGP0BVYfksqH6Gx/Mqcfg4BT3f3b+Xr1CwSpwMOIYJZHYW8iS+pHW4fwImIXgU/VfPyJzuiI1OlZ4",
-	"0WoSedAglzM24hM/IlPB1D07Ic4Fi8JV/VSt2iGSriSqTZEgVF4TOqU+R1UehVDA/Mw3edBuSBMKjC9E",
-	"OPY9j/HPfVqKsfiSgKeAjOPIsBXAr5TZ5JAM9F6lenL4TEexfGYcIy7l6vaOGZGRCJk3TC+sEgYkYTcs",
-	"XBE9v00YdWewjxFXWAT6wLm674pI8EgkO685h+j0Ouwc5r0uzoGtJIcRD5TytJyxECmHzxdxBBCjZOIr",
-	"YUOh4FLxa1+SZSj4VOHHnW2dGVL0uSGmNHe1GAWyJQuCOi6D1AAOIFoktswFDSXsgcQ8ZNQDk8k8DiIf",
-	"7HBqqANwrOTJ7Jh6gBZvRPRCxPyzbvGNIFKxPTg/odTAOGIHZjlnwvMnPgJ9EzRoEHmiBMLFitScnB0j",
-	"pf6SPL+k04OMoeQkaxLJXH31XuGdTyQUtYGLmD/DcKUtgDIAykaOTWhYCirz3qEJL1MzVYMuvr0B2Xdw",
-	"uU6I81rgmhwFgdQ78/7i9dr2E04V1S/YIqCrIsA7YADVdDSl1eq/hNEw8DNuISA+iWVyjRE2CnV18K0X",
-	"aulmG5UO6PmtLzF072d7PpcGLnqFSLjh0AgN1PVdnSCE9bHpZ2HMq53bpwHupRCvaThlfy86GKjJQ0X4",
-	"0HIPxgFSa5Ez/ynSjUshzihfXSRxZZ93odpMS+W1El2ojMxqFSXSq1WniwYQ87bnhUxKe8SXoR+xnKn6",
-	"AMQs9bUJlUOyDzZh6s4Y8XwP6D9exRGPhLgmcxEyjF8K0euSLELOlCRW25weuN9CjaCnPiGOxyLqB4n0",
-	"5Luzg+E2wSoKVyMOkhV6cpwLGjGwA9W/cLSxD6292tGDpEJHmGjWO+IBm0SaGTO1anX0kzgIyoS2ZJLE",
-	"5LRFcLMz71+wOfW5FrcrfyNZhTn2EiTfcxpHMxH6P7DPzYD1YQOaoU6F8o9CKZQvazG/5mLJ1RshuxHX",
-	"irEAMpj3JPW9gzW69O2339ZP42jGeKSWz3YTl/ec3lA/UHLL5762Ho3omEqWSlN4m4CkvOeLULhMyr/X",
-	"ytJVyXixEKG2GBj383Djnq7U5RlxR7/OPAfvFirQvtKSXco936MRSwRvUN80Z2cjLlnAXLAxgpOceUQq",
-	"0ZwGxOdqGzTylYApOJNaSn7Pk/nOmOfTS22u/tyM4okkz3DK+iUEPcqcwUAstHcXLQaA+CgtUvAtShYR",
-	"1JiAZr6/fFEfkNpYeD5DLVbRb6WHwpODTSqpqLMgknElWCeCAhpWsqH9i1AtJfKZ3Aj0/9HicaBvApov",
-	"1y5MYeR/6VcJsVnPC6gwT5oYUOHl0pyBIhNVyWjGKrWeZFBhekw/qPhiGtO884O7rDn5A06zNsjaajNw",
-	"s3NHu3YC5SArOuFUehPj75gbWTpY4CmVfkHQ1h/FMusVViKmGEfU58xrwEKy+Ac5KcWqVhIfgXkrII4u",
-	"GPNIwCgYNcFcGbG53HV7n7EguGATOALcCA1DulJ/gxXgaky5d7VAOx0NgrcTiMjcNuRz9d1Tyj3r7uM6",
-	"TqlrwqKZKNJkuOCoyWhrAIZfqi3dALHVW0xDlhoQwYyytIEImGkjFi5EACqhbbHbKKTpnzo85Sak8/Qv",
-	"dAqqBRTI47Z2YchS94nMHqqrlIhJKOYY8THxQ4nKBOBhwLwGQcvzBEOg4GcbAkWUgIXOX21J8CcTpoSA",
-	"YEV8nkaOSAYWSTniNScXsOzYEKxVEJ/oHGg5UxFdAOSIyzicUJcNCQ0CtVY/1Pjkc0UbUrSy0aqYLgCY",
-	"mT4fqo8LN4rKbI2SJQ2VGIckWAoTiGVwcpMArGEfTHxVhizmIiFKZO8RqSHUJDqoHBwB3dxO5vB1uFom",
-	"WungXvhUgjRrBErvY21bKWbZ+raX0ZN3OhR549JM/Eg6QxOkxcIbZKS+NOFURsxoEEfcsPDKnKEzBHNw",
-	"OOJ0LLT0L+c0CJT4nx0KTfqAlCGbxFIhsDMWMfeoQjHuslBB3hmOuM/JmEVLxjjw8DFbCe4RylcYuSfG",
-	"SJEbxDGq09X3MYuZ5wxBPxrxrEqVnxpM2Wi/JjU8dqWDCCUUCKkvTBhzhWgOu3UZ8+RV/nIMiTZDki/J",
-	"nN7qEFk1DMQ4JOqrGgFCvc0wS597Yumg3dwG8y4XGuGBERAahv4Nk5kYthHP8A6CI+AdMCimBrNsK3cq",
-	"lm1tglb7TjPwAjQs2KKJUc8vvJCmPTPipjY753lPQWZOBSa+FrhS5RPfK6QG69kaVcQvI5RsPPl+zXu/",
-	"WxjB+PyCoZIMp3uIT2skATMKYCY7iVNIY/zW3P8bMUEbsSGbR1ZMTBDRnuvI482jHxvRZavYkMg4d2tZ",
-	"glVE3vUcjB8L3rm+0Y+vZj4GX+8eN/0mEMviYdV1WVtvUfBOOFVkMPOiiRoIWbDS7jNt8sG9NCx792xX",
-	"CyGlr3XW8mlhqjmFeUhtzALD7FLyDHQ4S6YPToiCD6qLiicBUzQEuxw5Nxe7djIFyxTcQAeIaRFknMyu",
-	"nerTb6hPm69JRQm5yzA5sRpeaFkERqwqgazd1jXAbCLSlsPO35BCQK/j7gb+b2zcLszWwMub2fE2GnAe",
-	"0ALSr40LV4rjFkSnJFZvafAUbREoAgYR+h48slRi/CKgnDNvmAkLYYSzpUKfXnNDTATkBUOpHvWg+FoJ",
-	"9KZuru4t/EMSN44ghAlA5ZQMgu/mcGKrnSOgHMcvElcx0LzKGJgs8EhoqadNd2Pnzy+F1S6c0HrgBjqs",
-	"Ecv7EPNdVyk7RdnaygRgMPGzIHgijb6YDcDLSvQmiW9TlMpLYIXCkpgvaMg8tZJNEBVktt/LurIxzhWY",
-	"xe45mo67K0IpWRWYIMY7XETGEOKlCroPBkoyo6ibx+4Mvr0PyCH1M5mi8ARMTYB7gQI/fhA0c3UIHjrC",
-	"w1ZiklAf8vUDVrB2m9M0KkSqPKiKyj6kW0iOtQg65fdhfRdrB1xIQjIX+AJlw0cnc3DlCm7VW6602Chc",
-	"YVZMzG2i05xE6LEwk/Yonep2uyxF2lt4ycsjsOxyqPnaHVDJOnmqGf2gddwmrl5kYlYCS1MN//rbX0CK",
-	"OLjXltUZosz4Cj/FbKd1rpzuU696nc1mDq/gWwW0fT/L2AqrG7sM4lSCw0XM3+lKR7sOPjUvaWkg2dQ6",
-	"bLYZoL4Ca3kx7yssKHMvylRUgqaiMvnwm5utYHOv1d/H8fNIYkPKzXcZ+rUQ9WB2+nBe+AAeth9texhX",
-	"KsLuQkxdR4AcRm2/U6999C/m71VCCSqRhMwNLSVJRU7+ElaOc5Yv+xz9L34RX7iH+ciIgTs++vobo7g+",
-	"2rUvvIIVvVzGgFbo5Kp4J1PLfu5OPsYK1i7powyZ3tp7DLemaly+uEwDErH6ig6fWlLMMaDSyEm6Nh4k",
-	"IG0akz6Rgef+dCSRaROCkjXvV7HQpImx65erujFeVz6r8CamsiTBl2kRtIdb0rNV0iq8fu8AANhC+v2G",
-	"+dwALrciA6PyE3iGFRoeSp5zgymBdSc2llPgzbE2FpeWwyv0ZOtqcEX08N7wT9Kt0xNIpyrcRhIkUOxU",
-	"ZwGFfMkZDSZ1qEQhTR4f+GNvaCBBj/r9MBNE7QrwXNNgxI+b5PcEfGmmrCcnMxZ4dRFHBBMctPfQeO6f",
-	"SBKyqT9npAb+u5/+1782G8d//c8a/7J18NP/+rd6NEtM8Ac2Wfoe45gq2SJfktbhT//6//BkyAlbmlno",
-	"iBtDCeUemQQCg4oj0iK/PyH6A+nSwOdTqLyRc1ZPF7Ez4rV2k/zeJl21qyUWYhHxdOZov3oeAbZJd/tL",
-	"c9vlrzw91DMXnnjG47SRZoYCBfMI1FwFOKkjM0e9GRxjnEIVNqh9QRXeTAq+7gsE/BCnsnFtRSB44bPA",
-	"A8wvthLoADyssWVS0MhaFp4idZigO1HDQakk86HSsDPZRgrt1IsLTM9xSA1iHgI/H2iznnZzsAlumKr4",
-	"qqaLoxGBPHBTqGbD+q6Jh23d1sH0YQ1bd7alpiweOl4EgnrMg1VlhocMtPlChBEQBRMGqd6SW6frKHQo",
-	"LDmhpmvVx1Qyj0BWkhY9UmCq0Qs8CZnRuxDdJCWdFhDfzHs9JXnikRRdhlxGVe3ixTPSP262DnLJVQbE",
-	"pRlWJ4TNF9EqoUcKFeCAlzOB+0i5fdkg2yDZ3oxwwY0X4f3L8/ePxEnTkR7IRtcG2lgW1FG9BwNN4wM2",
-	"8SupEJTk/SiOo9BYCbsu457PpzlzWBXyvW3/GNeWBhVs58kvQ7/Ew7FT2UrjtD5LQN4n09vAYU6L6tXN",
-	"VkCT0fHusiAAgglpfoZ5bfFzF/lePn8ckN7fThfLr1L/XBtuU/17NG0vje7T2FR22bbZUf4epmux3IMS",
-	"h76nrfCPYgJ/BBU+E0xZbuaGTe5Qv83eyp0elUFUZpN7BK95qb3+j5nS4mvrR662k0hlSo5XsWSvlySv",
-	"MIPmr6kQYio3WcUvp0x393KErLQErHqeXcNLxru6APrur/MV0u/nor9/MKH5Ibv8tWrsu60tjxfMqGMQ",
-	"kW2nx5WVPVx4lmJWsn04sA0kWoewPq9t+K5rhq05qAKfSrYnMaKhO/Mj5kZxWGxHmSxa/atoEohFgQ/0",
-	"K8YlIy/OW/3Dpy9afRIxLkVILl+8fnv+zk7q+cgFDaUfQeb1Pc4/LYpZEKVl4qN1gcmkhBAaDTCjQMcq",
-	"C84yBTYbRffPyHIVYsKSzBSh89Ffnr8viY3EHIWk0ujVdFxV5jUGy01LpohYxbSoqUmDMmKYK7iM56DR",
-	"LUV4rUQAnSxEI1p3GY9CUPHpIhKLuhRuoRCFFcGL5f8bxj0RYgKhnDEWEREq1d2L3QhKr+kgumkcMklc",
-	"ofNICo8k8hb3Jju4jl3xzfn1vxAhOV0sAobmNhOqGnMoCKFLbIP9TS0/QaV9DSnajmsubbLWtSuZw/70",
-	"NLPkphC98hfXQDE5NY1A6wi/jeY8hvcuS7/ur9H+kdEgmm2uZVPhENe7E1b0V0UTZfxwG5NtRm0XVFko",
-	"yjLRiklRFHO18OGN2O/y+Op8dgumx5CaJpUTqHqflvQ9qBbZTSMT0lsSGqTrtJdGVmdjzf/2F1IrSlU5",
-	"KFzKZkT0Wp2zNKcmTaehPMmmMbG5tdlqHPoe5qnJXEB5zGHsapHk61L52s4rhDpvAe7Gdosw9HXSYeYx",
-	"slqSHjTldT6JfscmNywc08ifV7IFlLRxKV1TUtw92+TF83y1Hhqc530A65OtFa6Fok5qFONW0VsgNSMs",
-	"BIx60JmMyhmTB+Sn//P/AqM8GLtPiDOCAiYjC3PrKBlDpbGATjM3Jj2Tsu4s9+Jg90kPyjd2+bFiRkLa",
-	"9KXKF7qDSWFcLYIXnFRzyAkLfM5kKg46v8tH/+3rvkYkNWtY37Bd3rcit81KiUVlmGvQsvBOph1jPlH0",
-	"5X5MN7Oe5zwqiqUDQ07ou7mSPftHERVJiZka3Pv7WndEKuhFG3jkJ9txMgiJQrPHfiFIIeXXm/eglbgj",
-	"xlAYXo2v05KpYknXxbw2xAzF6jGR9/bjwbLtxJ2nJkZDSyHgzmgU+re/PNMdrnur8W6PYLFdtrZyyFU0",
-	"sVWz9Wbxr9B4/BkNcElB6/zWNuNs3BXl1/7SP8ROHvU3bC6iUPD6G8pFvdV+Wr9p10+//VO9O4aUr4cG",
-	"5BRrW7lBSvfzSB687FgP9OFtDLWZy1YpJ3j/YO1yF+C6V1Tn9ean2+WIO5OVSghvlhHeKTidM3ptXHwF",
-	"BgqoLoXOLROap0RySEpVnI9E4vpQFpQqeQz+/aiBKHsnmWXS+8pjWj+Fc3N3IJ8PjuEinySNiIzEQoIR",
-	"DxInk21GSS23Gornc19K5hHMGNSl3SbUDyBfN6t9tnKFMBLlLKN6SVPIQss7OYsJ5dO99nWFxZoqqmL3",
-	"yNyeMxYpPUZhM+7+hDQzJgZP5KJGMhi5JZDuHqUOtMtjc9Evz9+jrRSTOHVdi8ZOT8hGcwzEA5/LiCrF",
-	"PpZlG5suYnnFGfOKkmixz1csWSidYTIaJOwk01ezySTf7ppEt9UBTRQKjSt9Qtf0wJ6v0YzNK+aRMxYV",
-	"GanFnG2ghSluDL72DKgyinY5C/l0QQiJCLal8lMY8xOteGvLFWKPnYT7YJVGY9YqMyRrmqSeF1t918Yf",
-	"5ht0YdylNvLvNrvPRBhNKPKfaqBSdPld8tmOYPsCtZsGbhzQSISZDOG1+gSkBrGYptKeJhJQ8R5oZo4e",
-	"ftaqLbsBCmUXircOS5LQoMoUq0hCZ5+QBZPSn/sy8l3C1HuREKQWiCVZsLBueIcu/6SEAHJ5+eLyoPiS",
-	"lBdM+VRhINBSsIh6vaCBZJl6yJqm6jRlSDtYJGEXpJbp1ogNT7FoO5QUgpf9tSAfBceQHSgGyuBL3f2A",
-	"4usYcQyxlPIaKh/on9Iy61ByEQuZ+VEJPB8z0uURYysKKtZsunyTWPCCPlYprTGEOsHhdTvGXqaWLEpk",
-	"wndMsoURoTaEjixJyvKrPIvcES6SJ1GbSkhiRVpvv5WW4lKowW50C7mkjasfQWFQRWvolOkyX/n6oyGU",
-	"4wdM1yLviendmQTGZ3AvqUGXoWjbQZuhcWYhyekX1spjVOcLbyJYUiPjPk5LY9MpkIGTAFd35rMbtinR",
-	"3svFvlnCDe1qxjqU1N7QWy5Djctk2xtK006dSPGJhyX8z31+VTHTdONbEM+qWL53FsspXER+e2a6QjBi",
-	"hc7S4NTdiX659t6fL832E+a5JkQut7d0zh1wfAzHdfZYPm3eqZ7pkRNP74E41Zhw7uSrfvIpkhjTy7WG",
-	"JZXSEE1p502X8otn5LjbO0oST5CdSptIxiPMnVCyF9S3qDk6awD6Eq8WzCYgRNhJkRn82k50TdBhdPnH",
-	"24hxJT4UWZ2SitnFmku33SZJr+JUEbDT6HvKCZ2P/WksYkk26mtXr0yRraW4fkaZpIkBuGGNtaM0t6Jr",
-	"iu9Wv4mZzKIt8/czOvnODJWU3pVnvHRABdElxu9zCFD+PJFq9FDbc3iOyvWNXH5KUYQkNKgajgN082zJ",
-	"SioObzSy75bgmMJqmuNskfFtx5hWI1fkCbvaXNE1kYlGrB75c1akzWMmzyPVDUjNX7uTW9X7s0zccZV4",
-	"p7T+53o8IXaaFAv6fcxs8v7idV3SCTvJ957MpX1iyxbdnCJt3VJo8giS8JCtDmJ8K2sC2unX2BEDkDRl",
-	"fALCO5OVjCa6PPljcWWMdbuKw2om11zbywf22NQhRRMRIvnFHD4TLGrao1SzJJU30FRrwuYdUEMABoY9",
-	"66YCO0yJu8vAbivkaqIvcv03851DM/c6dxqpTp1cpIwyndKQBIFT1EgufglJesUXcVQeLTShgWT2ZntM",
-	"SEUcaptIro9dzTl/+y7THtYmzhx8up4+VOcAi4SzW33EteQF/AmEAWhIE3MnDYLxPTVWCiIH2xA6WRg6",
-	"tm52kuIMoVL6Uy4b5HQMIgh8pE7YIXNG+Yibvleoa2N7cwJs0/SaCBm2gCU1l0ooQRmxUMI+yJyuRpwu",
-	"FoyGEDR3QkwLFsiMNW0odHnsNzgg9whYFwj4x+EVGo04BNu1m81c33zTGV6RslAEUD7b9/wQJRIKl0at",
-	"yOfTEU8/bJCnWGQbU8gVAbD1eXHGPJm2NBUca/vpzntYg2seSzAL6K7941USd2hnFWiEAZ2GjOnOf+oO",
-	"SRYoXbvmbGh2Dvnp3/6VtJrNJjkkDsbBOCbevEd+b4+4k6uXgx84GZOPQ/72F+KkRXSSz9v4eUFlHjXI",
-	"/85bdu38EKO42ewwdP6ETAdVjrhiFxiGzby1L2BZJQ0hHJvo+2fqhc/1FyZ285A4WbE72UOrR35/gBKQ",
-	"uq2ejiIccY1McCwpuImDzxsQXeVgV8RMXZRp6EOwvw7kHPF+1ywBvDb4Z2INCdgNC2RR3YCcnLKVVKzT",
-	"zq2dU7Yxq0t2G7WbzdICwKnLu390dNRu9fMtxfdvr1JxMdkmKxU/2dJqhd26QSz9G3Zm1o7L3e3i39O/",
-	"v96gpeLSTZuWPV7Puj4rfXZXwJoKxNWtaHfP2nMJUPu9Xqe/J0iL69LdNxSjvHBd6SJb1Uqob7spTfse",
-	"Ne82trgn4DbucjKFz6N+tzie5R5wLLRubkVJcf3u4YXztioDssD3VWVJFc1Gavx71a8qkg/Xi2iWQLxA",
-	"LdzjrmYC7isSmaR+VcX3TXRdhdcvDNwKIugq84dsYatcX/3uwN6r0lVV6rkRuVd0mFkdfI/j0YnBFTef",
-	"Sw/eRrfukzpccQ3TyivOnnYufiZZOeL9fgsXco/FmlTjqq+v5xbfW37Yk2Sn2X/3mrE76B3ty16Nka4i",
-	"aG4etMS1g27u64RRSFd061KL0gOk5sLspKo38j45SqTG2RKyUAgNArHUkS4ZYtbqdwbdv3MiU2Y5uSLP",
-	"udSe7CftXjkTq5KPdB/U3xPpN/OX9tCRcllMD9aP1pOctlznSuMl5s9Eos/iE5CkogPUEki/u0v+KFIj",
-	"EnVnD473OcWFqsw7gd0Gzt/LSLwP/3+4OrGPp/RBEvjjiciVhOJ2s7lbJs4b1XeKgwuwLSr6/D9nUbSQ",
-	"/214eGjtsnJXVc6N1XovzF53eK1FeW1apEsszY8RVrCtwP1G7lye3Z1TCR1gHHzBSRLO1FdQY+HEmIW1",
-	"zyGgEh9UcAkUZqbsTrC7iPk5jSrIB5usm3k+OMPInEUUfKRYGzLmNpbzg2KBcxZOGVmoORoYbZMdvLVB",
-	"+u5PZj4Rnic4mxsRpdeEdxQdRxGsDe5sBgrdw6H6SVIAqnZB3GwUdrX0o5m2ku7MgAAbNI20s0SKeWIx",
-	"hhQfY/I2fTBxhopB9lui4un1HtHdJh+pMG5173LT0ufTgF3JKGR0XtDMbvfG8iMkzGwNzmkulHF86tSp",
-	"1OZSbyGUdXhiUvQi1zVvRiFl454VgHa7Zre7Y/d3tP6MO2eul7osj0JeKw1e2VNbgBk7ME7fhp0XuYhp",
-	"GI5eQBR3nsI6d9+XsNoWCGifJAcRHSVx6Eerd4oIGM8TDVl4GkcFNWNOeYLHc+oZl5jxJl+zlSR4UKRe",
-	"h1iEN6dnzx0diqZkgVMIBtAnPiRPYS4yv/Wufvrzv0PRBSBHoJjCs5QRKK5l3d1B3NREFMgb8TjwXVif",
-	"kjRevz4jPp8wRQFMc2rFtRvklHzxBS5Z3bwvvoCuw1wHZNsjjo4bMl7Br7pKi8B4cJ0OZadZN8D6tciP",
-	"bRHQQzviMpbYB7uedQ4m1WT+9pecX7cx4iP+TPAbNDzIIcoTGZ+25PSaXYFD3KSE+iGJuR+ZCskK5A0Y",
-	"BWbwsWsDIDmpQVWrgI5ZIEksGfma/IG0mu3ukLT68O9+Z9A9UODBwt9QeF1HayQx7lP/hqlxUXCzCWc3",
-	"LCTNBnmuC6yHjJiIxBF3IL/ChcM+1PGJX34nBYdK2d/HLFxla1ZzwrgH1ZjTCSN6zewRJAdCoACJlr7L",
-	"iAjhOLA1u3n3/cVrA2pfnUq32bSJFDrhcsGCaMSxL6Zet/QDxiOov+YxHYMI9efxMNB2MtSJaS+fX2ZD",
-	"a6CGPJFRKPiUOM8v6dQhtaR5NUYvjFcRkwc6bEINx+rPMKjAOSHOq0n9jeCsfqaERUfPLEmn2bWJ88fn",
-	"p185BKqfKdyDJYz4y+eX6HIeCw+y9NR8LfK1/xQgP/3BXyx04SQ38BV7RxBR12WLiEA/bSxOZZMQasow",
-	"idERGFKPB+hwUYeYLQfg8Nqf+5EckqQh+IKZ4Qn1vNAMsQz9iOFTQyQgFINGbGSKFpFat32sycYFi8JV",
-	"/XQC5dABRBc0YjBb/QvnoEEuGPUkdN9NCrApWK7IOBRLCfk+/tTnpPbs7cW7gxOzAKiol4Sl4TsYe6Qk",
-	"UBpBo/UgEEvteA98l3HJUkuEdfbq0rItkKyB7Mjh4aFYMH0bGiKcHuqP5KF6N+W2lqaFmfYLQ6vZaDWa",
-	"2OeUcbrwraHVaTQbHQuk8hlQ3UNPuFjtmhVKkzqpJFRoFTLusYT2ADCA7oTMkLvaBfOEe2BjSI43UpKe",
-	"j12BES6+1NE6GPmDtEEocPuRJDi1BrgDSzukUrJIHjpJxEOyHGzuf6g314D7bZu+ASPuPMOQwPo7zWvq",
-	"5yLw3ZWDlk7IBRM6fUsdFVxZP0LcH3ExmQQ+Z3hUeIC+4K88qBEafaWgpsCoiYgsFXPTVw5fTdS9g2sH",
-	"wm7I5EJwXZlSM3odxwjyE7uNDmfRPMgHsEIEi/tfPOEqBkXUCxjUMuL4CFACfzIcUt2L5JTwrcPMa+bL",
-	"UJ2e4lluPQ6DP4ysHHBHln4bv4eX89/r85Ohq77NHh+83JAR5R4NlLjruXRy1O+32mO32/hOro2NA5nB",
-	"DXemRYF4d3Zh7xCDkUatn0GFG4B0CV4UBKHCv6VNZLQKdDQXKODryAxXv7F9mXe21Wl2y+weCSocvhHR",
-	"mfCgpKK6ul1Ei+3fPKWervAGn7SPd39yKcQZ5StTGA6FMqM1W694xEKMq8jjDuQ8TaVOhqLWR/Vd7qR/",
-	"nPgBu9tCURg2aSB4vx28/or9q5+fYHMLyFhVRGZG5cw0b9FXQ0lKcFEVgR4zcq04jOI8UyE8UsvzuyHx",
-	"5/MYxCPnQDF/GB1EDFMjAWjQhqChuHh3y+U/VbvdpADFm9W7SmJRYUqzfzWj1GmgvvpK0WbLOLOxNUZW",
-	"+UGROsW0jIHlw2n9n2n9h2b9uHFV//hjy241m3f/1SqwmnwSWvUdvaG4/TzFOvziv5AXIiSadynxGHQK",
-	"X3CyCJgSLCVTl3aNRnwnG69fPXv+5t3zRnQbkS8O70MK8O91EpDFkYK0TOge7dpkTm/rdMr+0Gn1On2l",
-	"5mTQ6Wdz3StO80LE3Hsk+nBqWHVGMN1BI2Yg/v2wlTAsQuEqqc6XJF5g8CwLb3w+PVH3PZXNRawjfxU1",
-	"Hiv8qYG4qRSEQyVfrn5QctwbELbBy+aVXGVdMXUnfmcViu+kcRJqBE8LrFriGgsqGLzYmgOBc5fgbQ4W",
-	"jb8fK3ittB8mZfGpavG99FSTwqPjFQlFHKGSapK+AhpBOOrMl5GYhnQu7fRIF0IEIw41mGXku1JpDrjk",
-	"OjYJnCmmADqELyWTdia1iEz8iET+nEkbtSCFLC+F0rvVr0/wOw3iJ5KIJW+Q57cLoaiTQjCyEnGokJwu",
-	"WKjUwGCFRXT0oROl3KgBblcHJah1pkFTjXYuAurnscr6Hfnj89fnRMtwV0ohSOIPr7AW0x8vL89T/cjA",
-	"2CbYfiID68aI/45c/tP5863DQViM2u+Wl37Esf8wsl4+vxxZNsyoxD19wUeWjVP+YaT2OrLuSOt+A+JF",
-	"Lh5vfz5gFE1tsjgPhZqXxRJC83Vs/d/xnmUWNE8wp+DGZSXy7XqbJ9wYqoy6gt8wyMCIBFh3sH1WJEQg",
-	"jSnDVBLwyD+dnr0+SaQT1PkkqvBFaP52wfjp+Ss17KdWiHYQYWOeu5dKfFeAUMYSW4xQeuMJmAF3fjki",
-	"fl61p5LoE9yCciuKuuhulLPBBAVYBv+gEowkEeMn2WQsMVnX39Eeg7i3HeEUmu7Ht83yUwqrpx4SwIER",
-	"Vxg0HHGCyclDQyvVLxqFhgQw6D4EqBBffiZnr4FZcPZIhLdKbQnHNpZEbWIdQoaTSchU0ptNes1O7hdF",
-	"dioJahdqHT83OQ0WpYgqmAE+74HaVq/Z2f3de05vqI/emDwSXCR22FpUcIoHxfhw0zpMxazDbN/uUvwo",
-	"KsinvZFoGgQ5DgtyZfsXYqtK0NXNEPDZnK505tS6oxseZ4dLssBGHLAOTPlp8hSmDn/9DTH7yPgtoFVr",
-	"Ui1rSCgmzIHTBrFVfwIDVyrdP+K6vFcJNzWVIJ6l9XYewE936/jPaOBexPzVV1VfNgnOlV7GVhY7Xz1X",
-	"/8QE8m80m6761dffgB7/FZBf9VEe94w7KgAnZ9YllXE8nZAmmHu4bpaJIWwHiTEGKFlqjdnw7pbbZfaM",
-	"nttc/2kWq04yXYqxNAYNpNDGI7gLgpffhYx1aXND2RSRzdVXSEWqiBDfXJyevXy6B/qcQWzu+0xoblU8",
-	"pbdv4cpd4jFV/AyrNAHePkgYxTgTXccZ2E5CdE11ZyI4Me3OoA10/2srU+AqKWSjS2F/+Jj218xWnk3a",
-	"7H2wQhmsfpgFi9t+JKKjDkQUgPf5KvkQys2uZ50NNhPJdMj3eiOXVqfVPGo3N/qstFpHx/3uYKNnhzUs",
-	"+PFqIaT0ITag1ymKirCGrXZ7MGgWJoMOWsftzW4n/aNs5ZwPH4FTV+PthtSmRXiKhTdD7T+rkL+/Ya9d",
-	"RSDQZg8UCT6x+PHCh3z1NdEjy3HBkJK2djEiRypkFAoeadZoodihi0TJbMlqO1fVUv8U+XNGxixaMpZy",
-	"fu5BIccRLxJK/vaXtcqh4AyiWpZIwjPg4tppqjz5+pt6smdtkyGn+fcTAVpR7Uz68IjXHKAIDbzKDnHM",
-	"d87BCToxl75kWRbhS+Jk61I7SruRvsfWareyKRSMdbJFq9NE+7/9JStnjXi63Iy8o+DVarR75mXNiLLv",
-	"QjmBEXcytbCdXJslR0dtOVCBM9v3PvvaiDtYcQ+enBBHUbRsG3Nd3TVg9AZ0C4y/aZDn1J1heMmIuzQM",
-	"fZaT7khNMkY0jKHsEjQNu1q4kXOQ1FdYmjqDSlQecVOpaA3q3XbbJpKufD4lyxlCZ6mN00mdJIhveAfF",
-	"ppLKheMVcZCeIxDU31jFkXxJHABFDSuZ0iBYjbiTj2pzbOLkc0qcg21CJtb9+U3E/IcWMZ9tlIqX1QTF",
-	"Cmv6xxQcK14JEU9njyFlJrJgJSmT5vmNDRF4f/sLGWyVPX+sJjDePYqMmnx4l6k7W9BVcF9hNNedTz3f",
-	"6MbXOu73m4Mi6bK6yFxYhwAX3D1uDHq2BYvsHjeOegnI1ZNMIpQpL56WGcAB2s1GywzQbjaa6QDqyWat",
-	"AT1t+6jRS+ZtHzW6mYnVs3w6FX7U6Qy6DfNRpzPoNNKP1LO7e8vbyHUyNTxLvZ/mjd8k7seQuDXEIXg1",
-	"kwBSXeCehpigUihuYydBIypvCMk+k47JNzEl1KkkYyXEFMr1DjqoZoxGc7rQUZ6+N2WRHCa9Klt9NU2r",
-	"3xjxb03psHQFSorMr8DOmPzSKOpbBnK4Wh3K6fna2lpig6hbLVw6usYX+iokXUkl59kkpCiiRjPKoauK",
-	"aTiiQLdNEnsZQjbDb3LYY8lhmfBzG1Pe65KpEXX3Una7CEB71Dl3W6QwmTOKZfOZ98uMTXNJ9bvmr4I8",
-	"0mgFzqmJCOfWFpEtKeP1kD3merVt22ilikQP2eVvcuDnsTai0KdIV6eNwh8q8P2sDLjWvvDDwG71P2Y7",
-	"E35AgafTPuoPPpregx+2yYxFouFDxCWgwjSwhjwOgl+W9KSQIwceuC37wafTbvSTOdqwSDNFu9HfHz6d",
-	"JsAYx2vC2Ga8ZuOoDD79ZicFq/ojA1d4VgSffrfVSeDT77baGfioZ3d3H8tUDPsRMazTg9PEHfcancyO",
-	"e43uPTBsAGMghg0a7QyGDRqdMgh2OoPMQXYGuZNUz4ogOBi0+gkEB4NWLwNB9exRMKyVuYGt3A1s3esG",
-	"9prpRnvN7D7Vk9Ib2Gulx6T+yJwTPCuCT6t/1G8mAGr1j3rHGQjB00IkA3IG1Hi7znpP5UcJepVVH+ah",
-	"4Pib+vMI6s8pWc5EkIUthvZU138yxVUKVaBnIvDQmxAJMvFDqZPpTaDpfKF9DuuFy5P6sbri+QTzs6kE",
-	"H0Tt9QH5A1n89T9fky/J93/9z9d//f8a5GzNsi4zfmE/TKz0c8ajExIv1IraZcZ5k0FaQ5P/iOfKCx3A",
-	"RxM/SlwTkEKXMZ1vU2zOk9LUv+k299dtzhF51k3MdlrXufWJTclFltuHi6y5rqmVzJftpt1sNkmym8om",
-	"y9YmqR+0jtubXHKb3LHjReQdFV4ETarS1OAHz5lV1zrN3tv9n5unjQn868WbjFzY7Db6g1Yi2Bz3G0fN",
-	"VirbHCvpvNkpFPSOm91Gt9k3ol6/12+0B+m3/aNBs9Hpdu5vTtzsCfSbPfGzMFRgd0n1AcX29vHji/lC",
-	"1yctDRqMua8IwCRp1PMkW+pcgocUn/ohOtuzIYTS9AxYM0Kip1hX/genMJglA18mfWCBK+d4KLZ7JDWd",
-	"OYAdjcTEeGsl9jkApz0wQcVvIWoRxQBk81jboKYLT+E6mA++b3ykW436fIolGU5NTQCTC6nNnopwEQ1B",
-	"HWZAavifv/0FIDUk0VJABXgs/I59NjiZKDGdQP8b0iZnT6HmArj2Qz2gL7H1sLZwjjhw+26zSTid+3ya",
-	"bnlIOA1DsYSEaciqz5peR3zD9irMHIxMmNqVWlWR8PAM37qIuXyw4LCGVks8GsaxN663aTk70fKOOjcf",
-	"PftjKhkkglc0qhmavI3ZJua1wtxNTN3sd4syN3M2tmbWxtbe25L4lger9OpEMyZZIlHaP2cTar/7MBNq",
-	"ycZTfP05WlT33PTD5TPJmCfzgtkLGlJCp9TnMiJGSrM1EdZKz1IgaHPmxMpiWROEGny3wDYx6DSKvKxX",
-	"QD9gQNNw0ApX7evV994P4XUUf99ezayMhQIqdWVMFK22+XdmpJw5YtBp5H/KvmjknkEv+SN5rLCvYCPH",
-	"3UZn20YarU6zf9zrdjv9bq856AyyO1sX9bbtrNnor++t2RgMOrn/W9vscbfRLt5so9Xp9I66zeZRu91s",
-	"t/pHmd2rNa7tvtnodo+avcGg3em1j7ut1uDu44bk294fC5rqMD4BFjR6u/Cg1TtudHYiwvFxdURobsfo",
-	"Rqs96A2O2/1Ot908anfb90WEFiDwBiIM1jc4AMNZ2eE3B+12p3t0dNTqZjZpDfudgsPvd3L/3737qI1u",
-	"Od9Cy27nXQvNNQPc5hEWKTsJwmRLPFrtZrtfb7XqneZluz3stYe9TqN7fNw+av9zWiBuaN0EwXyzTtzQ",
-	"ajY67UZTl5YbWqiM9tUPZdi1q14jxq0k1ROt11CUYCxo6IFZonWoiGyr0at3n9ZP40hcKN2g/m33tNWv",
-	"X1y+sdLyirlbpNhDwTXKn237qNNobxRVtJJpCEyzq6SdGrewRiISyXxJQm0bTisI4g8mR3P7ZlMDQL9J",
-	"Wu2XTzPl/YYt1N8/9Wkfp6e9ed12nrYJZden7a4ov/aX/uGbb1599eq0bnho/Q3lot5qP63ftOun3/6p",
-	"3h370YOOuts/Btv4+lF/+yfSrePg9ztkZA47Dtl6R7k3ZuHUSo+6ypZzFp92N3/gbUVA9gjtT1Sa0ipB",
-	"sY72zmiRP3PzwINTP5VeRSAOfLyC/2Z0dSChiZaO10PuCPrRZQoVFPVFSsuaqvF0WztQjmOOFQaK1L7X",
-	"voye6xn/zmnkKGF/+HGDYCimpDuHtPNJ5UA3lGxTETdxp89oRANRmDC8G7gUy7f+onLO9QFnN6Q9Cglu",
-	"yJztCOCTwcnpIt6FkC/P3+/GwCQD9JuL0zMi/R9YJiZM8JL8TIWjL8/f/3wQdEMqyWBoK0M5P7TaIHdv",
-	"8LWy99vdj3tg88vz9ztROXcsunr5eIWVQ39ZSKwwYC+kzfZjKkRcGDHfG5tcc7GUpIY2SWSdEJpYdxmP",
-	"QmZjmcIIi2hBm9WX7IUIXQb8U0Fb+txl5HS+YOr107OvyCsuI5+7ETl71W42D89edZpNm5wuFgEb8bO6",
-	"ZKHP5MEQLoVNsDMKGVPuLX0vmtnEg+pdL85b/cOnL1p9cvni9dvzd+jhFEsW2iPOqDtLPZw3jHsifCJ1",
-	"a+8ZYxGpOVj8wTmwk3KyaVfeFZmKER+vSM2hgU8lk+o9NcNMLMmc8pXu6ozMO7mzat4GuQRTDg11hTew",
-	"P0iSzRnSFUll2fX+Y9rk4DFNj2BxgoKBCUjg0KHNbN3nknHpR/4NK80Kwe/WU3TT0v076+SXL2nKuAbD",
-	"kDgU8MWxiUM9qv4zE4sFC9W/xgF1r5csCBxSy6DiQfZRPYxuHVLL4mKvCeen/nl+8Va97Xqcth39j475",
-	"R1f9IzS/KBrI6vOWQ376878nf3adMvikm7g/jB5uMxPYJyAlFm85g8uoHRmaOGRtYyk11wiviIgmz1kw",
-	"6p80Kdh48tG2aOjO/Ii5UaxojYU337KtyaLVv4omgVhIa3jUUuJ7BlpDi5oXzW26Ql26pX6B7kgJDbia",
-	"jpUK0OkncM8sjYuIacn65Wmr2SZLtZwFXbBQe1iOWppmNICKkIhxKUIkAy/OO211O+O5ooBMUxvb9Hsf",
-	"kndnktySsRAyIm4g3GtyS3qtNlEDHrrBNZaxUDPfZmcOacROEngB1VibigBXCvCE1LrqmWfq84MTiAVf",
-	"hD7PdCrH3glp4xDJptjrVSGMjOdYTR5oXaac73K5bPAb3/NpwxXzQ8brsTycsola3eE0pIuZ78q6S0NP",
-	"HnaamiYfhtFtXUEZ/ifyoYGGt7iCyLWmbYiD0bEeoDQZ+gc9XEpzoQGJwUWgpCp0iNVwETYWJ0gRTP+g",
-	"ZKyDX1yJJEYM885c3d2c/vDH6SIur4HqqFNURM5cHl32qORuO4ajQfNyRU6GRPENm8gFdX0+tcki5m4U",
-	"J8KA5jJKRtA13P0pV1yzUVgD8dPwvFOstSpCAoTNkMCX5+9twhrTBkEwlJQ9xV4OW+NVMh3FPillx1Ym",
-	"v9Hm32jz49PmfekyRKMVk+WX5+9/7carYmkqUSQTWrOVSAepxb28bGnMdWXENFOMfPEFOFW++CLp6gPd",
-	"FoJVUZGIXAjEyrFJSPk1dvdwsL6jMyROxmbroBbnbLiCHKLWxrgHlN7RXhbNMtCh4xBq3miM+CW91jWB",
-	"gF9g5wlsifby+SVRMFBXray+XsYj8cgc4VeYLZ+gIguCz505n1/ct1CdQgCekfFqDblsUoRYtRSzDjKo",
-	"Zad4VUsQq/QEEJtzWpfHJjQOFLnNOiVsi3G1nQ9rv256RVPHYuLA/HifIuYQXrtPAG/lyGB4+09Z38p+",
-	"McKfO6S4ykfvEv/Nvl94T1eVv8EkvjOf7/sFva38BfRyqfz2M2zb+AjqP6RU5/R/xZjHMfcCY7HCWl+Y",
-	"dzdeZesTFeffbS03kNoOzMz0ZnqFfRuSKst6ALXISMmPyc/NymUNvBhZxJW0hp2mba1V5Wq1B+3i4gfd",
-	"48ZgS1BCu9lYD7CArLpsVAmWG1BUzUR2rPdx/M3t+2t3+67nXP6d8X3Q6Q8K0b3TanS2oHunvXZc7aPj",
-	"RjZuqNft9xJkb38+ZP8touVnE9GS5FUo1NC5H0q8Whelci2Q1Qr2MPJlJfwCZVJpWdChxkTfK+LFp78w",
-	"4x2ocKnSBU0Us8WPSuMeAI93eZnhpT38zFn8TN1WZV6oM1zCz8XN/ICbndu3gvX6zfyYd0Ir2n5frrk5",
-	"V8L11mep7tuGje70bq+hwy/av43It5eHexFQzrE9cOGdGVmvCGdQbjJVmzeMJjQiP/3b/0ucuc+vNpVV",
-	"7VuGZV1evrgkP/3b/yaOYk5GbR2mPuKJH9mK1GLba5eG3n8bWeSFCEccPeqpE5nM1X0xtXqMsaRm0m2w",
-	"cfySyYj0mlh2PC1Hnq2COWcsMqOgwxmTC2hSktlOHOMjjklBOtdXxuGEuhjngw1Cx5mKk4qgoP/cFJys",
-	"Yf+yJFjgCRC6KUs86qBUgFt+veJpUtwUk5rsLFTVRCat1za5L75My6VDQTTc0tjnnhxCxUl9fCNewzKn",
-	"WMefLEUceGCbnYnA041uQ2ZQ4MAmjqm0Jh29JR3vlH6qzif5kio50WWQS5SpkKrWFop4OlvE0YhjoSYB",
-	"7UhDX+oTQS815EM62tChK42mdnUFQWw8muRX6xiDjYPFtqB+KCPt3dJXAp36WLx0xOG0k26xahii0BIA",
-	"nlf9TIdwHB6SkDjgiDFC+lLCt24gpDpLPTcMtVZrVN2BCQ2JmExGvDaysiiA3YhpHnFbxJekM0gq4uIW",
-	"e82RddAg30L9WieWLJSOnhCLkGLlq+TG+VxGVJ0lVu1XgDjAtgiwhRGHt9zUggZD4gTE8bkbxB67QtD9",
-	"IQpj5tgITRRC1MHmHXGG2t4wwgUiyoTQ9DYjSVYfUM9jnj3iOHgu/974CzijoQLQy/P3pAZYn6tBOyR/",
-	"/Y92k/weE+J8Tii8mXVy/vU/uk3ye0LdUEh5cKJDSuGm+VK7KHTtAWxgSPHhGHihfgU4MrbpiWZsTmpo",
-	"knNnzL1mnkMg8wjTA19AZfdQtz9cYEIddsOCBtlQIR7z3DK9V5JGwyO+pLo2PJA5zArsEAmF1wDz1II0",
-	"gVqxiNToBJolEwUoGka6vTA6jwCcCoBASORMhNGEBoHuZGTq2NpkZI2ZOhwcd0iovB5xSCgiANUJWxLJ",
-	"XME9ObJsRb4DhmFBkDiIq9F5mGPqXk9DBb4Rr9HsFSTZk5axO0shEbBJREQcHTTIO3ywoGHk00DtBrIt",
-	"Aa2lULM4JivZIeoi4YsagEPy05//fWTp1E+Jncax2vN6B8qkqzESeEGeX9Ip7F2BAnev+HQcQR/IEaeT",
-	"kMlZAxqcuzPt83M0I04SYglyXS+tiJfyqhHvNUmNEr0BU6WOcaSkelxIAMXKwgmvxLsEDbvcGZNkyiLs",
-	"lLtA0RV6jGfHhf+ITCyXPogncsTNtcLwLpjfRHslKF/g0CkSi88Dyh+tL8a2AgtiglRO08xMIuTPwQUB",
-	"/XYwDxqJeXatIGMpEq4oeam5vki62rpobI1mDS1PxGNoRppuo6j7/0a3/8KmMLoQCcbjQRvpouoptSUN",
-	"56Z+CggW0ERVk4BMRviBTeble06lRKvizgb97vrWWhW29myNwSXNgU5yvBNDYkoYqI/d50t3AwMXN+vQ",
-	"59Hc13l0StYDEYmMx+hpMZcTGSoqNCVgBsWtJEqj3dw/RvEUiENhGMmGOFDDcBIyUZIpEkjBy2NqDkD8",
-	"S8vwmInsDUiURhxChMoD9voJvEX7+n32r6pYVBlx7dA8Ly8PL3V1Vq0Vr4thhklk4u9LYZ6XE4t9jjo9",
-	"WwN8LETAKC/Crj+aq2d4WyRIyKI4VKp7ImWXLQWrQxeuoN3Mk8hPXkqnIFW71f9ak01pFOtOU2sbihLZ",
-	"qRLdapKc8ykrdYAZWqD1E4i7hhVwXV12Z70qjdINFZIPsQBN+suVxyLqB9awWClpDbTmN2akfdxINJKY",
-	"e1jbSu2AymsYMp9IfvQgN890EWeyIKaLWF4pTqp2jLbdhDabH5QyJw2nvL+Xp7w2YafR7x6ZmjvHjWaz",
-	"nVYFbDVavfbdjjxgVF7UJUss1kYqLyvYh+3Y0gv0QAdOccHITr/RSysCNZu4T1MQqDVo9I6Skoda7zFw",
-	"3qgvdNTpDxpHSdHFXueo3Wg3j9PhOkfNRveovV5fyE5RN1MK8b5oe5zB2kHjqDrWDh7krnkkpL2Xt6Yc",
-	"b1tpDcxOK1sDUz2525GY/wCc1Rhybx9MIbKCDyYp6Xl0nKsaC/6Zioja6/Z7STnKXrffzVSj1D6/HIJ+",
-	"tC00wyR8YNNHmZVpUe6zS2R7cGGi0Iieogd3y1LKWFkYomYQeRb6OQ3gn6+CVs5s/i2ozyB3otmLalMa",
-	"2k9phNbcfDDYtipZyH5LLOrvYF6fgTycyYiyjbEalajximipRCvo12wlWTTiCzr1uc75WVApiZNxKDpg",
-	"W4GAQfPDRAvL6i2Mqh3xS+ibbaILQRTPS84nSQMjY02gqVqhTenQ1wmNGliiE65FmWPsUapC/RY09g8X",
-	"NLbm4A49Fg6JU08DKxxSy14cyFJLH9poJbNTQ6YIiVNfMHp9lQvhrU2ojNQo6pEeqkyBkCIs0R+szMIy",
-	"UZP5X3N/oC5q9O+NhT0gevLvFUpXoNIo7hItRS6erjiT7reAmd9KwPwWC/grLQHzsNini5iX5TZm457C",
-	"mBNpZKxfWACH2l9+A5uxTra1ELJIrlSipA5gQZ8WRjeR//7u7RtScy5i/oovYmiLiaEvi1CMAzbHsqHY",
-	"3RIapwrusiGhpNtum/qquUgDGPBcgO2IoCeRswZ5hixixGkQQnd9LdzWIJclU5UVXVGSRfHihACC2YSL",
-	"CKuLjDgmd13FYUA8AZ4mUJYPkkLm7WYz9VmlErStIzDoiHsxsihmvNSvPDZfiEhdwfrXbOXY4A2NwpUx",
-	"SsMatfJlHIoy7RuKMjn+rLaUDhjVL9gioCvmDQk4vw9wF8mg12xlSq9jw9Sx8FaQJ0O6zeMGeSMi8Hr7",
-	"0uwFMkFXIw7tTAsLrQLZvIj5/gJ1Coev2Upze9j0U+GtKjD69KrSIHg7KZ0zc2kB62Cq2/pU1LU0owZs",
-	"XNDlmdLlpoXdmy808tpp4zBy5j9tbLi87opllu038SLmz299XU+53WxV+gIhX51CnNFgIsK5+aJVRcGl",
-	"cTQTof+D+ai75Vj0Ff5y83i2196Gr4pgfsrJ2l1RtCGgK6XjSYy8mFFJxoxx4jEI1MZ6JQ1cbQUa+Ezw",
-	"SeC7SDRbnUpE87VSyPGDXhUgJv16z5jn00vUi6qZGF5xiP5W1+tBVJ25cQgtMD/8aI0ZDVl4GkczYyVK",
-	"iT5qVUi4M+QeGLKEQkt5y8KhP1dbgyLEhZzgaewHnoT4JXVcKalU5GhBQ2lyCrGThkdwQGc44iNeJ5Qs",
-	"4nHgy1nSa6OuhlH8dUgcTeXrCqRDooSOw0VAfa6b9AEXpnLECUZ6KFpXc9Bb6xDtjgAdTL3pHJzgjGPG",
-	"3dmchtckEiJ4IgnKYEOiP/1DENA5rY/Rv1GH1x1bzWJeUGKh/h2G1z9PQ9+ru/LG0REeZH0H8ziI/AUN",
-	"o0P1Rd2jEXWGOrhEva5UPg8SP6kD8XAmoAw8X2mV8xy3NX4zqEunRqlpNgeipJ24QG1TJ+ynP/+7Lpaj",
-	"Tk2EGOyh1iBxBbhVP2BJKJd6D4BE1M9mJQp8pOYUgUsNAcnWiBrguT8hjgIcwl9bv+p1SW9YPWQyDiIH",
-	"IpAYfqL2pkaBCRcsJAslBJwQJ4Uy8LVn777B4dWqMj0rJfI1onf9RMkdahJJXMrJmJloJ0LlkDi/c6CW",
-	"s5JklIAhFc+egcKlz0WdhCuCeM51a5b1uFSbrGXy5hIr4VwMI8FooIJMy8LkSsS8XG6Jepomnzg6uhDu",
-	"oFgCsBQEMALs2xmNQFQxJ5YgPHSqZJLMYyVuTEPGdI12wL8GOdWCibphzvnbd5mc4BNA2ilgjx4MQ1gp",
-	"VzLUWGEs9bTg0W6PuIagjp1lqSRXIHG8AgrxGBJHSfaroRVQMf9EUweMO9JEo8wYoyNBis0xapiMHUb/",
-	"WXA7lKqSUBClRGqMLrG/5LfwQhGcoiuXO4jESy7V2dMAiGc9jUQ0LTCRkMIVFZo0l+09mpYFk3QHvaNK",
-	"jWDKhL8CupgXMBahQpHIR5FLYVCuWHoSoDP2OYU1b6mH3+71N6uiK5QvzO/P01hHN57VFxgbW0Btko1z",
-	"y4iNH3B4GxeeHrIYf8eUZHJnWylvy288V79Ew3l9qk25KivBQsQkZp3/Jsj+Jsj+6gTZVH40DKlUwqsk",
-	"8P6Ivuc7pAbqqAqE3hWQTaVtA7VNbFxpwHgIQdTe3Ofqtc2CSl/B0PdhcmBB143MNg3o3c3V4lReJvEs",
-	"LWF8r4ou97qQVXoIiXDsex7jn7lwTFWcQ0DuUJ7s8mZF6LkMYz4sk81tEtBYScfQWIR7wGcmAZ2Co9wg",
-	"tWTQa0nauheRabCkhD/1Af6akYVLSrjcS8S6h5e0FFn39fZMaFhKps174BUBMrSPsXdL7e/02lQ6LQQ+",
-	"Fnr59ZdZSlC60HYMWDLcDNcFmWrOwqlSOyN3RmoXL56Ro85x/wBS/kCBVUoOWGq1tJWaapVKNN6XBJ8Q",
-	"3VQrZHNxw5ROo0dXAnVm8KRxJpqP0c7rziifgqHaFWHIXDBfZ5t/garD2RLKbRODOteMLSRmzBVm8b5f",
-	"ePSRuEAVwyqAvA4g//IBRtbzJHV4p5G1ksj5s6cAFKLtIRVl2fisYuyn55q/iZLPPWMRfSKJ0tRA/9xH",
-	"VjxEXlve9RfsUVAAFcsMJKm+mBaa2o0aYM+qoQ9HW6AUXz8Y8UnG0gjmL/X3KeTFaNuo+vWEJAbQpc8l",
-	"EYp66decsnipr2D5z3Q/rs8mEOzsuObLFFL751c9Yj5V8cKSQ6tU0e2xKrhl1gJ2WPDl0SguBYwOhq0c",
-	"vcmC4B1+Ujn85wUaYD5JbSzoJpcJ77CTylgl9bF/fbV+Pm6LiN4jqiG95zq4QRueXHmTq+qxBgQ7AyMb",
-	"t2JnFm1vbNvWy7dxm3bBkdibx2HnYGqnEB9xPISBDeCzEUYAWQUeu9O2B3bThjPoNEf50u47rWWKySfp",
-	"4P8QzX0uk3Q2GcuI+px59aznpLTmTZ7p6d74pcVRIS4jEsQL6RKZWTSniyFxQrGUH/yPDZjsw3cfHdNE",
-	"VRdMxaKo0Oftg//RUXc93yhWfYPBldk+uUbwn1ElqI04pHRvUX/PTG//X5AG7IpQV1DZ3gfdxg6bpvH/",
-	"3/5i/k6BqLiH0kymIVCkgqKCpvHeYK3xng3XUW1GLNO6gluob6sa9S1u9LmD8pYWFcTembtaXhY0tEw7",
-	"VarjfWR2sntDraNuyY6O2o3jbTvqNI7WdtQbNBvZ/outQefuY8GiTK28T3KG1Thouzco3vWgD2GEWzpW",
-	"rp8jfpFs+qjX+QQH+TOpefmxZGV5mWE9HnUPmUFTyRLGqYjHPwK7zJQQIDTRSpRmBsQ1WyhHRwlUZKLa",
-	"dlvKRc9T226RBjk0RQ/Ssk2uCHTtJhph+IZ+t1S3JJ9QtdTr/5noliAiiOXPUbvEA/71KXQoI+yWV5Qo",
-	"kvYGh6+KkzbWqN2gddy2LbwFidLVGxwV0VZDOdsd5O0lNH1tsNZRd9tgvXbn8aht5rrsp6JptSy7dKOF",
-	"jTjACHUnAI3av1Gq9M9qk2onD9Ke1Kn94yhPGbdbEbUHE2R4Y0hdHAa6h8jw8DAQLg1mQkbDQXPQtDCT",
-	"d4ovFkTam9hInbuZ6UMLFF9xJWmbAqyGC5i2tkBGNOWAtRWERUHY3QmW0IIKjJST0/NX4F6pOafaKK0T",
-	"QZ+CLZV8/fyfHFuXEcOwMR3hec1WkmC2jXOQmTxrRy0JzUqCJJL4pdrL8/dSxzJK43iTB0mxwY0CL2IC",
-	"5UQy8yaFKItqOkGxNSjrAVF982xNP3stFwErvqGjLymBmJsoSc8tKCPCaBDNbAiMU1tQm4KyZ3CgmheF",
-	"1MVisFAelk2YEilY0p8mbaVArbuPd/9/AAAA//8=",
+	"7L1fc+NGlif6VXIx6zDlBinwrygqOvaqylXVta6y1SqVvTNmrZAEkiQsMJNGAqJoT0VMxETcmInYp3sf",
+	"OmKf9877zMu8d3+A+Q7+JDfynEz8IQESlFTVtsfdES6RBPLvyZPn7+/8aHlisRSc8Vhaox8tdkcXy5DB",
+	"389pRC8Trv6UyWJBo7U1ss7JJOF+yHwSJZw04pUgy4hNgzAkkVhJQrlP4nnEGPGZJ3xGPBaGkogpCWJJ",
+	"ZlHgH1m2dUvDhKmGJ4x78wWNbtQHfOM6ZjK2Rtbz4I75xE8iGgeCW7a1oHfXIomXSXwdixvGpTUatk87",
+	"tqUHcL0QPrNG1mtGZRLhuwGfmYGsaLRoJkvLtiJ2G0jV5sha0EA1LZknuC+vlyy6XuDrC8Zja9R11I/R",
+	"LfOh9dAa4ZAt24qFUB/DcNEM+JRFjHusmf/x+pZFuptbpzVsOdZ72/IiRmPmX1M1xY7TGTTb7WbXuep0",
+	"Rv3OqN9t9U5POyedv7NsvRzW6NsfLXo7u6ZeHNyy64h9nzCpdqttw+aFTLWXfe2or7mXRGpEa/0Yj9ld",
+	"tmyObZl1vZY4yY2F7fRgYVlkGla/qGeH3VbPtmRM40SqidEw8NV8J/H1Qo2po+Ye0zD3fNu24niKvw/7",
+	"7+2K6QzrTWd4n+m0+93uoHQ+g15rsGs+/VZ/Y0b9drvVzU2p2x9+gDm1B91hb++8ht3BsHRaXRhj5bS6",
+	"m9vUOTkt7FO/N+i/f2dbjM8CjieVejeM+9bI8hKfWrY1SYJQfbwNw8Wx+k9TLBmnwejWaXU7Lad5Nxxc",
+	"D3qWbXG6YPpBy7a+TyiPgx/wVI+s8yQWlyLhPvmmd94ewPFcChnEAvjNLIjnyaTlCd3HMhLfMS8+1o1l",
+	"Rww7VUdsTiN/RSMYtbdMrJH1kscsJP+DCU6e9ZudwdAht2pg3jK59kSk2F1bLXYU3LIod2z7Q6fVPhm2",
+	"HPXwDJq6vPofpOsMHPzi2hOJYhNt2xJqnd9OEh4npNNrOb1W37KtpReoqb9gvEvuYHZLsWLRdRgsgvh6",
+	"ZY3aJ45tRXRxPZvobVkv1RufB9KLWMzIi4u3ap7mkXbnvW0Fat2jdedm/b3/Q3QTJ9931orrhDRR7Gf0",
+	"o0XjmHEgnGzfri5fXn315fX51dWXFtDlgnKzgQSYHHnFqM+iiaCR/1qxu/axugTarX6z96SZ7lQTdqp5",
+	"efUlaTYX9K4JrLEZMk46g0671yPN5myZNBdsIaJ1M4mDUO83cVqnPf0STxZNyb6XpN0ZkmaTcToJWRN4",
+	"+V3To95c8e5mM44SGTcjthAxawIjbzZDymcJnTHdseDhmjSbN7fwGmv6ag1JwOMeMHQ4LNdzRn3SbKYL",
+	"09QLQ4rLgsO4xmFc62FYozhKmG1NQzqTheVtVi1v6XSskaUaQtopWR4g41NFbMW5WCOrZDaw4VsLkfVR",
+	"2Bl128De6B/M6lsjq90ZKtawuc6mofdI6Tja68Jo1WDVWGGd2PXusarrG4ZzDcPB0eDXPFlc42DanaFt",
+	"cRGrI/mt9ZbHCWc+EUncFNNmPGfNibgjEypZGHDWIm+WzNP3+4hwob764msCoxmR8mG074g5w6TdefHE",
+	"JjIW3g1pnzjkGwLn0iYXT18yYg4t+XtSykBIu/eU/D3pdsiLJ+Tzzy97zU7PccjfkyIXsMmXX7/8/OU5",
+	"QfZCckzl3Xvb0mLFj4ZLHnoE93PU9+mK8iQMU3EJBIvNa8cIVGKxTO+STrd3UnaXpBdg76SjbsCKK6zY",
+	"WPu0v7OxYad7oi4eKZLIY9dJFJphy2SyCGJ1kU7Wm99F5os4iEO1invYluBFIrDev39vW0sa0QWLWQRn",
+	"/CkNPcV8QTCVXhQs9fp+E8Rz4sK+uTYJuIwVaxFT4kYJvw5894zEc2DcRO2pTTwqWTPgknEZKAHBJiIi",
+	"lK/hZ/g7DCjIyJSYy6vp0ZiGYgbNNNyuc+q4Ry3LtgI1hO8TFq2zm1VdTbYlvTlbUDXeBb17xfgsnluj",
+	"juPY1iLg5nM7vWFkrKRjS01cT/U1HPG3+RO+OfdzLuI5i4hbxeHdMyI9GjIJa/DF12QpREjC4IYRV19i",
+	"7o5plLGZ/MymIlqA6OyLZBJqLhcskgXMbBFw/NtpOf10ojxZTFiUTvQ1vfsKpKgrTaebc8TvScRQ8CdL",
+	"FhEtXpGpiAjKYLjJUcI/lWSyJj6b0iSMq6a2rbts7Jeew+Dk5KTTHuSmkm1YwGM2y0/EcI4y8pwtkyri",
+	"pFsESWQyQXJQT6p5AXUDfVbOCHp/KNVdimQ2LyGzMBQr4sY0mrH4Ws0FTocmPnUkZowzFI1tQiWhJKQT",
+	"FoJeqpokTMbBgsaMNP78rz2HfFJ5duDxwjz0VlqjKQ0lS0c+ESJklGdDT/jLz0uoB6mCxKAY+4EXk2kk",
+	"Fi3yVURmaq015wBNGbapRXDL9AbZY+6i2G0kUf1s8Z51CY0Y8ebMu5E24SIm3lwEHpMjIjgbc02dxBdM",
+	"ws8LGntzEqi1UtcUpwu130FMGmpZ4W+lvssVU7qzGvOYU5zKnBEgfyXBsTsvTHwmj1pjXrWkMJHCmi6V",
+	"xBSpZ//nt+fNv6PNH5zm6XXz3Y9te9B7/1+tKvq4AgooZcPnOWrQVGuYJzHMs+G+eHZFjm/bx+YnRf8Z",
+	"5x1zYL02Ya1ZiyCXVQzZ1Vf2C/ZcRB7Tl4ViwSPoaMWC2TxuyjhisIxjvqRRbIYhY7YkcbBghhWu1P4i",
+	"ZyMTyv1V4MdzGxmI4iqBJDdsGY+5WnU8f8aGAex/QmUgiQut+dd4tP/8rx1F1mfk68vz14b9SBILtfU0",
+	"Vi9+KlvkKyUbq/4DvtXwp7JwjBIeMinH3IUj8Xsl/LnVm5ydzSom0K7LBNQMXjyp3mGYoQx+YOkCq91T",
+	"K+OFVMozc9V4dEm9IF6r9cS1Upw5dw9V8QCjXdW8aXrOaTmHzt00L322WIpY6fdfsHXZ3NYkY7ntn/7h",
+	"/+30+2QZBTxWigM5f/P05UvizWlEPSWRqO0Jvk9Y/jY6IxFbMNWlOrAiIp0emYskkvDQ+cVLcsPW6Zzn",
+	"IFhmk86NsKmGWMXK+/3NXcwf5vH4rtNujsd3J8/e/a78HL+cfik4e63Yz/Y6PLuiMxB9PLEMtNTghQHj",
+	"MZmL0JdnZDVnXLE0tatoMonhKWRV6tuu08MjxgWZCH/HlKdNNZQmjqXy7uoNy6ZxoaTDp0kkRVTO9V2u",
+	"pF8PnnANqS4jdhuIRJIlnTG4qtQlwKsoEd+uGlq/3dl/omCcz1K7zcZyw/cVcilpIBu8DcNFtbCpTUIP",
+	"uflzQ/zaGFsqRqqvQLVwy2QSBnLO/OqRoxFo39hTC89DGBfM4blmEpuDdz1568KRfPrma6RNSpAaSSRW",
+	"Z2QVcEmEUgfdc89jy9htkf/+5qsva4iSmjHlx8644kPfWt9JmJQnb613lWMuvUyrlRWztNkV+KG0EBjd",
+	"F18/VTLO5/hz2TFDI9enUukgRTOJuz36qrFu2CweTAivgkVQQgcvY7ZAbozHH/i841SNCqwP5bJo38ld",
+	"QGY5d2kIMKwKFeHpz0L+hxH+sWC72Bxo/teaLOD8mz+SXnMSxNWEWrCXPHgGu/WATyUJfOD7YSBjlEhS",
+	"oTRKuHRJQ8KVbxOfRcGtlr3BXQYWFR5nE1nSeF4iZyt5IIiYb+yUD5O7YVZvjLXlybp8bihBI7VoUYOA",
+	"4JnaaYyCbBN2R704XFftR8GyU7Efg17N7XiTmYQ2h53+ROaU+yEDxiySmLj/1wGsI7M5PZh0UPB9Te+2",
+	"x3qZqAuCKylX6w80JgshlewTSLJIvDnIxTZ58WSPWHu9oHe1jSiO+l/eklIm3OYHH/Cagw8Zvd/oA/6Y",
+	"o3+vjotcCi7Ry/2E+pcoToO/CE8c2PiXyzDwgEkcLyMxCdnid3DBjn7Mjea/Rmxqjay/Oc786Mf4qzy+",
+	"wLew0w3xn6TGRiXBLmiopqX4mqJHMSUR5TOwDSrVXUm/6jAx7i9FoORfesPkGXFZFIlIunAYJQnilqVU",
+	"KsGnYeB91PkojrChUJAVlSSRzNcUoJU5rbvASJ8HcQxukY87UGTLeMUpVTEOwpBMmLr+psi5GnSqdoaC",
+	"ek6jGCy2q3kQsjFfUL5WTUgwwOgXqNokj43UZ/xhQX0GG6du/6cXb9UjFKwCR2OOURKpvYWsaBBrHS6I",
+	"4bIQfKb+DWKyoGvSoBNFF22HyKMWuZqzMZ8GMZkJps7ZGXEvWRytm+dq1C6RdC1RbYoFofKG0BkNOKry",
+	"KIQC5efeKS7tljShlvG5iCaB7zP+sXdLXSyBJOApIJMkNtcK0Fd22RSIDPRepXpyeE1HsXxkGiMe5er0",
+	"ThiRsYiYP8oOrBIGJGG3LFoT3b9NGPXmMI8xV1QE+sCFOu+KSfBYpDNvuMfo9DruHhe9Lu6RrSSHMQ+V",
+	"8rSaswg5R8CXSQwrRsk0UMKGIsGVuq8DSVaR4DNFH+9t67VhRR97xZTmrgajlmzFwrCJwyANWAcQLVJb",
+	"5pJGEuZAEh4x6oPJZJGEcQB2ONXUEThWimx2Qn0giy9F/Fwk/KNO8UtBpLr2YP+EUgOTmB2Z4bwWfjAN",
+	"cNG3lwYNIp8qgXC5Jg23YMfIuL8kz67o7ChnKDnLm0RyR189V3rmUwlFTeAy4U8xXGnHQpkFykeOTWlU",
+	"uVTmuWMTXqZ6qre6+PTWyr6Bw3VG3FcCx+SqFci8M28vX21MP72p4uYlW4Z0XbbwLhhANR/NeLX6lzAa",
+	"hUHOLQTMJ7VMblyErVJdHXzrpVq6mUatDXp2F0gM3fvZ7s+VWRc9QmTcsGmEhur4rs9whfW26d+ihNfb",
+	"tw+zuFdCvKLRjP21+GCoOo8U40PLPRgHSKNNXgdPkG9cCfGa8vVlGlf2cQeqzbRU3ijRhcrYjFZxIj1a",
+	"tbtoADFP+37EpLTHfBUFMSuYqo9AzFJvm1A5ZPtgE6benBE/8IH/41Ec81iIG7IQEcP4pQi9Lukg5FxJ",
+	"Yo3t7uH2W6oWdNdnxPVZTIMwlZ4Cb3402iVYxdF6zEGyQk+Oe0ljBnag5meuNvahtVc7epBV6AgTffWO",
+	"ecimsb6MmRq12vppEoZVQlvaSWpy2iG42bnnL9mCBlyL27XfkaxGHwcJkm85TeK5iIIf2Me+gPVmA5mh",
+	"ToXyjyIplC8bCb/hYsXVExG7FTfqYgFiMM9JGvhHG3zpm2++aZ4n8ZzxWA2f7Wcubzm9pUGo5JaPfWx9",
+	"GtMJlSyTpvA0AUt5y5eR8JiUf62RZaOSyXIpIm0xMO7n0dY5XavDM+aufpz5Lp4tVKADpSV7lPuBT2OW",
+	"Ct6gvumbnY25ZCHzwMYITnLmE6lEcxqSgKtp0DhQAqbgTGop+S1P+3vN/IBeaXP1x74oPpXkKXbZvIKg",
+	"R1kwGIil9u6ixQAIH6VFCr5FyWKCGhPwzLdXz5tD0pgIP2CoxSr+rfRQ+OVom0sq7iyIZFwJ1qmggIaV",
+	"fGj/MlJDiQMmtwL9f7R4EuqTgObLjQNTGvlf+VbKbDbzAmr0kyUG1Hi4MmegzERV0ZqxSm0mGdToHtMP",
+	"aj6YxTTvfeF93pz8LXaz0cjGaHPrZhe2dmMHqpesbIcz6U1MvmNebOlggSdUBiVBW38Qq7xXWImYYhLT",
+	"gDO/BQPJ0x/kpJSrWml8BOatgDi6ZMwnIaNg1ARzZcwWct/pfcrC8JJNYQtwIjSK6Fp9BivA9YRy/3qJ",
+	"djoahl9NISJzV5PP1HtPKPet9+82aUodExbPRZkmwwVHTUZbAzD8Uk3pFpitnmIWstSCCGaUpc2KgJk2",
+	"ZtFShKAS2ha7iyOafdThKbcRXWSf0CmoBlAij9vahSEr3Scyv6meUiKmkVhgxMc0iCQqE0CHIfNbBC3P",
+	"UwyBgq9tCBRRAhY6f7UlIZhOmRICwjUJeBY5IhlYJOWYN9xCwLJrQ7BWSXyie6TlTMV0YSHHXCbRlHps",
+	"RGgYqrEGkaangCvekJGVjVbFbABwmen9oXq7cKKozDYoWdFIiXHIgqUwgViGJrcZwAb1QcfXVcRiDhKS",
+	"RP4ckQaumkQHlYstoJvbzW2+DlfLRSsd3YueKohmg0HpeWxMK6MsW5/2Kn7yRocibx2aaRBLd2SCtFh0",
+	"ixdpIE04lREzWsQVtyy6NnvojsAcHI05nQgt/csFDUMl/uebQpM+EGXEpolUBOxORMJ9qkiMeyxSK++O",
+	"xjzgZMLiFWMc7vAJWwvuE8rXGLknJsiRW8Q1qtP19wlLmO+OQD8a87xKVewaTNlovyYN3HalgwglFAip",
+	"D0yUcEVoLrvzGPPldfFwjIg2Q5LfkQW90yGyqhmIcUjVV9UChHqbZlYB98XKRbu5DeZdLjTBw0VAaBQF",
+	"t0zmYtjGPHd3EGwBz4AhMdWYZVuFXbFsa3tpte80t15AhiVTNDHqxYGX8rSnRtzUZufi3VOSmVPjEt8I",
+	"XKnzSuCXcoPNbI064pcRSrZ++X7De79fGMH4/JKm0gyne4hPGywBMwqgJzuNU8hi/Dbc/1sxQVuxIdtb",
+	"Vs5MkNCe6cjj7a2fGNFlp9iQyjjvN7IE64i8mzkYP5Y8c3Orf76eBxh8vb/d7J1QrMqbVcdlY7xlwTvR",
+	"TLHB3IMmaiBi4Vq7z7TJB+fSsuz9vV0vhZSB1lmru4WuFhT6IY0JC81ll7Fn4MN5Nn10RtT6oLqo7iS4",
+	"FA3DribO7cFu7EzJMAU3qwPMtGxl3Nys3frdb6lP249JxQm5xzA5sR5daFkEWqwrgWyc1o2F2SakHZtd",
+	"PCGlC71Ju1v0vzVxuzRbAw9vbsa7eMBFSEtYvzYuXKsbtyQ6JbV6S0OnaItAETCM0ffgk5US45ch5Zz5",
+	"o1xYCCOcrRT59J0tMRGIFwylutWj8mMl0Ju6Pbqv4A9JvCSGECZYKreiEXy2QBM77Rwh5dh+mbiKgeZ1",
+	"2sBkgUciS91tNhu7uH/ZWu2jCa0HbpHDBrO8DzPfd5TyXVSNrUoABhM/C8NPpdEX8wF4eYneJPFti1JF",
+	"CaxUWBKLJY2Yr0ayvUQlme33sq5stXMNZrF7tqbj7spIStZdTBDjXS5iYwjxMwU9AAMlmVPUzRNvDu/e",
+	"Z8kh9TPtonQHDCbAvZYCX37QahZwCB7awsNGYpJQH/L2A0awcZqzNCokquJSlcE+ZFNIt7VsdarPw+Ys",
+	"Nja4lIXkDvAlyoaPzubgyJWcqq+40mLjaI1ZMQm3iU5zEpHPolzao3Tr2+3yHOlg4aUoj8Cwq1ct0O6A",
+	"WtbJc33RD9unHeLpQaZmJbA0NfDTX/4EUsTRvaas9hBlxpf4KmY7bd7K2Tz1qDev2dzmlbyrFu3Q13K2",
+	"wvrGLkM4tdbhMuFvNNJRSVO3LPKDQ8y1b1gUMPkmZkuw15ak6erAaBKvBGwZepLRTI4OYC3ZgUVkW9ov",
+	"ZxnSUF5uqTd3bJdZ7HOw4ZffyKUwN/fil2XAODVV3Ifzkzyuzr1Gfx931CMJM5mMsc/9oEW7B1/yD7+h",
+	"H3CzHsZxH3ZXllF3KaVuEkCBonafqVcBej2L5yrlT7UYVe6EVjLKstCDCgED+6we9gV6hYKy2+oeRi0j",
+	"nO556YuvjTr9aMe+9AjW9L0Zs16p663mmcz8DYUz+Rgj2Dikj9Jkdmrv0dyGAnT1/CoLk0RMGB3UtaKY",
+	"+UClkd40Yh+kRZVceh/G7HR/PpJK2ilDyTsd6tiNsnTdzcNV30Wg8dhqPIkJNmlIaAbN9nD7fh67rcbj",
+	"9w5LgClk728Z9c3CFUZk1qh6B54ibsRD2XOhMSVG76XGag683dbW4DKQvlL/usaoK+OH917/NAk824Gs",
+	"q9JppKEL5a5+FlLI4pzTcNoEfAxpsgvBS3xLQwna3SejXGi3J8CfTsMxP3XIJwQ8fAZslJM5C/2mSGKC",
+	"aRfap2niCT6VJGKzYMFIA7yKP/2vf3Jap3/+9wb/Xfvop//1z814njoGjmyyCnzGMYGzTX5H2sc//dP/",
+	"5mmTU7YyvdAxN+Ybyn0yDQWGOsekTT45I/oF6dEw4DPAAym40GfLxB3zRschn9ikp2a1QngYkczmrvb2",
+	"Fwlgl3R3uDS3W/4q8kPdc+mO5/xgW8lvKFAwnwASLKyT2jKz1dshO8ZVVWOC2kNV48kUhvbQRcAXsSsb",
+	"x1a2BM8DFvpA+eW2Cx0WiMhfJjGObOQGKlaHacNT1RwAOJkXld6fy4FSZKceXGLSkEsaEIkRBsXwn81k",
+	"oKPt5Yauyo9qNjgaE8hON/A5Wz4BzTxs664JBhlr1H5vW6rL8qaTZSioz3wYVa55yItbLEUUA1MwwZnq",
+	"Kbmzu64ih1IgDNVduzmhkvkEcqW06JEtpmq9xL+Ra70HMVdS0lkJ880911eSJ25J2WEo5Hk1Lp8/JYNT",
+	"p31USPkyS1yZ93VG2GIZr1N+pEgBNng1FziP7LavamTXSna2425w4mV0/+Li7SPdpFlLD7xGNxraGhag",
+	"u97jAs2iFrbpK8UtSrOR1I2jyFgJux7jfsBnBSNdHfa9a/4YbZeFOuy+k19EQYXfZa+ylUWPfZQwwQ+m",
+	"t4Ebn5ah6M3XwJMxHMBjYQgME5IPzeW1w/te5hH6+NFJen57HT+/Sv1zt6X0MbW9LOZQU1PVYdtlR/lr",
+	"GNTF6gBOHAW+9g08imH+EVT4XIhntZkbJrlH/TZzq3bF1F6iKpvcI/jyK+31f8gBnm+MH2+1vUwqB4Re",
+	"x5K9CZReowd9v2ZCiMGTssofzi7d/cMRstYQEIs9P4YXjPc0LPv+t4u47fcLHLh/iKP5Ij/8DYz4/daW",
+	"xwux1JGReG1n25WXPTz4LaOsdPqwYVtEtLnCer920btGMttwUIUBlexAZkQjbx7EzIuTqNyOMl22B9fx",
+	"NBTLEs/s54xLRp5ftAfHT563ByRmXIqIXD1/9dXFGztFGZJLGskghnzwe+x/BtVZEjtmorY17GUKbIRG",
+	"A8xz0BHUgrMc7Ger7PwZWa5GpFqaLyN0lvyLi7cVEZuYOZHin17PJnVlXmOw3LZkipjVTNaameQsI4Z5",
+	"gstkARrdSkQ3SgTQKUw0pk2P8TgCFZ8uY7FsSuGVClGIU14u/98y7osI0xrlnLGYiEip7n7ixQAIp127",
+	"syRiknhCZ7eUbknsL+/NdnAc+6Kui+N/LiJyvlyGDM1tJoA24QBToYG/wf6mhp+S0qGGFG3HNYc2HevG",
+	"kSxQf7abeXZTSl7Fg2tWMd01TUCbBL+L5zyG9y7Pv+6v0f6B0TCeb49lW+EQN/vTaPRbZR3l/HBbnW3H",
+	"kpdgP5TlvmjFpCy2ul5Q81ZEenXUdzHnBpN2SEOzyilg8WdAw0f14s1pbAKNKwKWNHp8Zbx3PgL+L38i",
+	"jbIEmqPSoWzHaW+gr2WZPlmSD+Vpjo+JGG7M15Mo8DF7ThbC3BMObdeLb9+UyjdmXiMAe8fibk23jEJf",
+	"pXVvHiPXJq2MU40+SvQzNrll0YTGwaKWLaCiuEzlmFLI+XzpGd8P1HhoeFH0AWx2tgGnC1BTqhXjVtFT",
+	"IA0jLISM+lAvjco5k0fkp//7/wGjPBi7z4g7BliVsYUZf5RMAP8spLPcicn2pKpmzL1usPskLRXLzfxY",
+	"M08iK0VT5w1dV6U02heXF5xUC8hUCwPOZCYOun9TjEk81H2NRGrGsDlhu7qaRmGatdKdqijXkGXpmczq",
+	"2HygmNDDLt3ceJ7xuDzCb8HiKPAKQEKHRxGVSYk5ZPDDfa17IhX0oM16FDvbszO4EqVmj8NCkCLKb7bP",
+	"QTt1R0wArl61r5OlqbqSbsrv2gjzJutHat7bjwfDtlN3nuoYDS2lC/eaxlFw98sz3eG4dxrvDggW22dr",
+	"q165mia2erbePP2VGo8/ogEuhdkuTm07zsZbU34TrIJjrC/S/JItRBwJ3vySctFsd540bzvN82/+2OxN",
+	"IBHtoQE55dpWoZHK+TySBy/f1gN9eFtNbWfY1cpUPjyEvNoFuOkV1dnGxe72OeJey1rAxtvgxnsFpy9F",
+	"INnzUOC9s2kpW85pTQtMGuVpLsaILbGQrQ40VxOUHqCNl96AC/qdiLQKWaM/JaNMzbDrPB/w65STlEh2",
+	"AT+ouXR2FbkYumBTfg00VERa7ljSBWua6hW5pE5jLwsqEptlMFvQ62kkFmWanY6SkjHlPo184rPbABVb",
+	"BD1BT6WW8EXoY1pMLcuM6ToWNRfph/vcuCYcMjfNXMeq0fxu5QkhR0P5/bY1HZedqwtGb4yDu8Q8B4hv",
+	"6No1galKIYVEcSX3kVjcHMsS+KDHkF4fNQzr4MTPXMptdUT3h3Dt7w9jDSAsoswjT2MiY7GUQOiQzJxO",
+	"M07xFRuonC4CKZlPMItXwy1OaRBCDn3e9tIugNOkpomc4UEacBkt7RfshZTPDprXNQKo1TRE3ANNYcFY",
+	"rLR4Rc04+zPi5AxsvijETOUockcY6T3gR7TDb3vQLy7eoqcAE6s11kxrrx9wq2AN0kHAFTP0GElk1cRm",
+	"y0Rec8b8ssR2ZOWJZJFi4aY1SKJLu69nkUzf3deJLnUFXBrA/5U2rXF2sA5zPGeLmtgOjMVlLhqxYFtk",
+	"YQDHIdIkt1Q5M1O1APXhQnBSBWQHGluU8DNtdtJ2W6QeOw12Q+RUY9StcqNonlR+vT7fbn9ULJqHUcfa",
+	"xbXf6TQXUTyleP/UWyrFl9+kr+1JNSkxOtHQS0IaiyiXtb+BGUIaEIls0C81k4AqFMAzC/zwoyIp7V9Q",
+	"gEIpnzoMSULROAMgkwaOf0qWTMpgEcg48AhTz8VCkEYoVmTJoqa5OzQkmxICyNXV86uj8kNSDWL0oYKg",
+	"oMxnGfd6TkPJchjlmqdq6ABIulmmQUekkaugikWIsZACwHzBw8FGiJtax4gdqQuUwZu6IgnFxzHeHiKJ",
+	"5Q2gkeivstIHAIOK4IIFkTe/no8Z5/WIkUUlKFLbAQ9pJkRJbbmM1xhGndLwphXvIENjniRywWtGtjYi",
+	"1JbQkWdJ+fuqeEXuCZYqsqhtFTy1oW6WxMvg8RRpsFtd1jEtrRzEANareA2dMa1PFTGBIyiRAZSuRd4z",
+	"U083TQvJ0V6KC5njaLuXNsfjzEDS3S/Fr2RU5/BvE1iKW3Mfl72xaJbIwGl4tzcP2C3blmjvFWCyDauI",
+	"VmVjG03xcPSUq0jjKp32ltK0VydS98TDQDiUXlgzz3rrXRDP6vh99gJYlQ6iOD3TXekyImpuZWj2/jTX",
+	"Qsn9j5dk/gGzvFMmV5hb1ueedXyMsI38tnzYrGvd0yOnXd+DcOpdwoWdr/vKh0jhzQ7XBpXUSsI1cOvb",
+	"ZrfnT8lpr3+Spl3hdSptIhmPMXNIyV6AOdNwdc4M1ApfL5lNQIiwU+AnfNtOdU3QYTQk613MuBIfyqxO",
+	"KYp9uebS63RIWj88UwTsLPeEckIXk2CWiESSLcz7+mgxeXzTzT3KpQwNIQjBWDsqM4t6BhC7/knM5dXt",
+	"6H+Q08n35mdl/K4636sLKoiG/b/PJkBJglSq0U3tzmA7qdY3CtlZZfHBUDRuNAnRybkjJ688uNfIvjtC",
+	"w0oRbid54P9d25hVCFDsCStNXdMNkYnGrBkHC1amzWMe2yOhZmTmr/2p3er5eS7qvk60X4bJuxlNi9Vf",
+	"xZJ+nzCbvL181ZR0ys6K9WALSc9YRkkXjMnKKZWaPMI0OGpneAQ+lTcB7fXq7YmASQulfgrCO5O1jCa6",
+	"ZMBj3coY6XmdRPVMroVStA+se6sD6qYiQvaLGawmVNqULKpnSaouaqvGhAV1AEEDGoY560Ife0yJ+6GZ",
+	"d4Erm9ijQk3cYjXf3Lku7EamU6cHKadMZzwkJeCMNNKDX8GSXvJlElfHyk1pKJm9XbIWEnFH2iZSqC3Z",
+	"cC++epMr2WwTdwERDb7eVPcIgfvZnd7iRvoAfgXCABSJSribhYAFvmorWyIXS4O6+TV0bV2AKKMZQqUM",
+	"Zly2yPkERBB4Se2wSxaM8jE3tehQ154Ft4y3CFybpv5LxBB9jDQ8KgEWNmaRhHmQBV2POV0uGY0gZPSM",
+	"mLJIkBduSsNoyPovsUHuE7AuEIgOgUdoPOYQatpxHKg3Qz3VCcbAES6AlUUiBEj7wA8ilEgoHBo1ooDP",
+	"xjx7sUWeIPA9AigoBmDr/eKM+TIrM2xcoboaJnplF4kEs0DCg+8TRibrNOrWzivQuAZ0FjGmq3GqMyRZ",
+	"qHTthrul2bnkp3/+J9J2HIccExejwFyTbdEnn9hj7hbQovAFN2fycclf/kTcDEIqfb2Dr5fgUqlG/k/R",
+	"smsXmxgnjtNl6PyJmA4pHnN1XWASAvM33oBhVRRpcW2iz5/B8F/oN0zk8jFx82J3Ood2n3xyhBKQOq2+",
+	"jqEdc01MsC3ZchMXf29BbKGLlUpzqECzKIBUFx3GPOaDnhkCeG3wY2oNCdktC2UZakZBTtnJKjZ5585q",
+	"Rrsuqyt2F3ccpxKUOwv4GJycnHTag2KZ/8NLHtUcTL7wUc1XdpQ/YndemMjglr02Y8fh7g9wOTC6ZbNo",
+	"Us2hm9JJBzyed33Weu19ydVUIq7uJLt7Ii+mizro97uDA5e0HJXxvoFI1bCNlYNs1ytrsOukOPY9EB+3",
+	"pnjgwm2d5bSLgMeDXnk01z3WsdS6uZMkxc2bh8NG7lQGZInvq86QapqNVPv3Qm8rkw83gW0rVrxELTzg",
+	"rObSTWoymRS9rebzJra0xuOXZt1K4kdr3w95WLcFvXvF+CyeW6OO0xvaB+G81eWeW3GrZZuZ18EP2B6d",
+	"Fl9z8oXk+F186z6J8zXHMKs94vxuF+Jn0pEj3R82cCEPGKxJtK/7+GZm/b3lhwNZdpb7eq8ee8P+yaHX",
+	"qzHS1Vya2wcNcWOjnUOdMIroyk5dZlF6gNRcmptX90TeJ0OPNDhbQQ4WoWEoVjrSJcfM2oPusPdXTuPL",
+	"DacAvF5IbMu/0ulXX2J1svHuQ/oHEv129t4BOlIhh+/B+tFmit+O41yrvdT8mUr0eXoCllS2gVoCGfT2",
+	"yR9lakSq7hxw431McaHu5Z2u3RbN38tIfMj9/3B14hBP6YMk8McTkWsJxR3H2S8TF43qe8XBJdgWFX/+",
+	"n/M4Xsr/Njo+tvZZuesq58ZqfRBlbzq8NqK8ti3SFZbmxwgr2F10YiNztHjdXVAJVZlcfMBN0y3VW4Aw",
+	"cmbMwtrnEFKJP9RwCZTmZe1PL71M+AWNa8gH21c38wNwhpEFiyn4SBEZNeE2glkCVOaCRTNGlqqPFkbb",
+	"5Btvb7G++7OZD0TnKc0WWkTpNb07yrajbK2xyMg2EZZD97zkGhEiTU0CJ7AOQfBpzGqHAWDHZTEAwOrY",
+	"sqJgz5JFUO+Es2A2n4hEzQ4cZAf2jHVVSurFRQn3aKmH/go9KAGTECELKSQmNYtjXb0QKh0nS8CENgX1",
+	"Og6hEauIBn6ccFNk0AxRatIZ7IlYybGO7Tixe/jTP0gGSN3CtNu1G69XQTzXRvK9CTDggqCx9pVJsUgd",
+	"BpDhZTwepjQx9lAzx2JHUgS9OSC436SjlYYtH4y1LwM+C9m1jCNGFyX1RfdPrNhCKstsrHOWCmf83jpz",
+	"LjO5Ndu4yjo6NUX8KRQyVUdOcHZP+LP9nvnd3vjD/ew/42LGmzi/1UHoG3URajvqSyhjD8Xp07D3IJcx",
+	"MuTo5dKUTC+4Qy6Haolqx/3wWl0I+oKAqDi8GLaBzVP2v4mihWPNd1I93dLgqfuz7ccoDr55yD5I0MgW",
+	"jebmXL1acN0/EKBVtWEChTKVZ9g+7WyTSXmK2FU+rfpTSYLymKtgsYzELfOvt3A69kN7pLmlFbnnTyGW",
+	"YSLieRGB8Qw5nWK7YkpceNs1hQIJJcWi+fEcygiYAOPyxEkuAsmyxPldS5sDGoC9n0VMytwCbMzB+Ov1",
+	"haKe0tBs5s0ybKTHAkRRdFABhyIZRJ3Iaz+YTsvird7oBzCeQdftI/g0CTiZMBn4rAC+ZkTthg6IoJrH",
+	"2IjLaXJO1OW4UbRxLzYFJuuXRKmx1T4azZUz3LVWX+vHlKQ7X+9ISdHtITaBuultXZ6C8Zhxj5UMYoNL",
+	"6EwpwAEwo8Nei6S4dUYMNkuK9rxBf5sHcnubd/CdKgF7h7BcJfmGNGYyPoi361d2JclqJQUiDt0Xz7I4",
+	"teMfC2+/P0aycxGJzMSTqcsuWZbjwNaCU6lXGKpUHf2DWJEF5WujheXVszKWVK43Fdcov8ybEtMOa056",
+	"N3wYsLKUie6ofeTNdYB4IFGcnlPIm1xSKWtCeKgjdH0otATYUzHfs1xlVxyNBHIjqP1TXa8H8B8gFxsz",
+	"Q3MXTbnGvKNCckm1ontM51DWdlhwwdYab43STNFse56dZUtdRYW7YbLuWe9UrHhVJQ8/oPz6kD2RwYxf",
+	"L+tm1S0rS4897h7pGyBZWnq6G3NLx531XbYDxrZcYp7by+Q27cyHmvhsC1wFHwgL6utsxU0yrLkW81em",
+	"WkOOrAgRXxT1o4uwHEZYMi+Jgnj9Rm2ZCa2kEYvOk7gEEvicp5r6gvom5tOES9+wtSSoEJBmE4Ltvzx/",
+	"/czVuVZUEvccot315TMiT6Avsrjzr3/6h38BLQ2IB5gO/JaR5TyOl9b795AYNC0RnS6SSRh4ML6piMir",
+	"V69JwKdMnXyG6ACQutMi5+Szz3DI6ur67DPFHRGVxmehPeYYmUgmINQZOVBgwrPG+7AzWAmwbWufFla9",
+	"xBDkMZeJjGnAmd/MR7+mYMF/+VMhcLk15mP+VPBb9KzLERrMc0HbktMbdg0R3wbzKIhIwoPYFMBSS96C",
+	"VqCHAItywikjDQAtD+mEhZIkkpEvyO9J2+n0RqQ9gL8H3WHvSC0P1nWDuno6HSFN4p6puy6Q2jNhE85u",
+	"WUScFnmm6+dFjJiUuzF3AUDAg80+1gl4v/tOCg6F0L5PWLTOlyTjhHEfim1lHcb0htljQL+BSHgSrwKP",
+	"ERHBdoDakT779vKVWepA7UrPcWwihUYUWrIwHvNpEKq+cNwyCBmPAV7fZzrJDsoL4mZgcMBII68o6SyX",
+	"OwIlAomMI8FnxH12RWcuaQjVKiYDUi8mk3XM5JHOC1DNseZTjJp3z4j7ctr8UnDWfE1jb+7qniXpOj2b",
+	"uH94dv65SwDcXtEeDGHMXzy7wpjqifABhkb11yZfBE9g5Wc/BMulxsX2wkAxY1wi6nlsGZMgbo05Yo/b",
+	"JALIYCYx/B9zxnEDXS6akJTkwjq8ChZBLEcm2V+CFwCbJ9T3I9PEKgpihr8aJgG5BjRmY4NJTRq9zqlm",
+	"G5csjtbN8ylUu4MluqQxg96an7lHLXLJqC/Jgq4zfH21lmsyUZoAAFoEs4CTxtOvLt8cnZkBgGKW5l3h",
+	"Myj/qEtZST9jDlEkOrI8DDzGJctc7dbrl1eKk0ahZjtydHwslkyfhpaIZsf6JXmsns2MKZbmhbnqmiPL",
+	"abVb4PBUbdBlYI2sbstpdS1wO82B6x77wsNiZqzUXq5REyJFVhHjPkt5DywG8J2IGXbXuGS+8I5szDnx",
+	"x+peDiKWrUsgdToKprYgbxBquYNYEuxaL7gLQzumUrJYHrtpSH86HGjSPdaTa8H5tk1ZyDF3n2LOW/ON",
+	"vmuaFyIMvLWLoTwAdiI0PonaKjiyQYy0P+ZiOlUqD24VbmAg+EsfSsDEn6tVU8uomYisNORnjxy/nKpz",
+	"B8cOzPkRk0vBdeERLT/oRD2Qf9hdfDyPF2ExQxNSNLz/4gtPXVBEPYBZG2OOPwFJ4FfmhlTnIt0lfOo4",
+	"95h5M1K7p+4sr5lE4e/HVmFxx5Z+Gt+Hh4vv6/2TkafezW8fPNxCCMJQcNbyPTo9GQzanYnXa30nN9rG",
+	"hkzj5namZUbD93apemQo0vit5wBgDCtdQRclZhv4W9pExutQpyuBh3mTmOHot3YP871tdZ1eleiaksLx",
+	"lyJ+LXyomKGObg/JYvc7T6ivAfzhlc7p/leuhHhN+drg/qNQZswW1kulo2HiQJF2ANRjJjXaB7XeqfcK",
+	"O/3jNAjZ+x0chWENToLn28Xjr65/9fWnWLsUIJkUk5lTOTe1efXRUJISHFTFoCeM3KgbRt08MyF80ije",
+	"dyMSLBYJiEfukbr8oXUQMQwIIPCgLUFD3eK9HYf/XM12mwOUT1bPKk22hC7N/FWPUuMcBeotxZstE62N",
+	"lU/zegxK6hml5SIIvj1v/h1t/uA0T1vXzXc/tu2247z/r2U2tA/Cq76jtxSnX+RYx5/9F/JcRETfXUo8",
+	"BlUlEJwsQ6YES8nUod3gEd/J1quXT599+eZZK76LyWfH92EF+HmTBeRppAR3aAkyvU0W9K5JZ+z33Xa/",
+	"O1DaU46cfjbHvWY3z0XC/UfiD+fmqs4Jpnt4xBzEvx92MoZlJDwl1QWSJEvMDmXRbcBnZ+q8Z7K5SHRq",
+	"q+LGE0U/DRA3lYJwrOTL9Q9KjvsShG0II/UrjrIuiLOXvvMKxXfSRMFqAs/q51jiBhEDDV3sTPLHvivo",
+	"trAWrb/eVfBKaT9MyvJd1eJ75a6mdWUmaxKJJEYl1aCahDSGfMt5IGMxi+hC2tmWLoUIxxxKbMk48KTS",
+	"HHDITdhSMleXAugQgZRM2jkzI5kGMYmDBZM2akGKWF6A30V9+ym+p5f4U0nEirfIs7ulUNxJERhZiyRS",
+	"RE6XLFJqYLhGlFi96UQpN6qBu/VRBWm91ktTj3cuQxoUqcr6G/KHZ68uiJbhrpVCkCbYoemQ/OHq6iLT",
+	"j8wa2wSri+bWujXmf0Ou/vbi2c7mIO9DzXfHQz9i278fWy+eXY0tG3pU4p4+4GPLxi5/P1ZzHVvvSft+",
+	"DeJBLm/v8HvAKJraZHERCdUvSyTknuvk8b/iOcsNaJFSTsmJy0vku/U2X3gJeG49wW8ZQAzEAqw7WB09",
+	"FiKUxpRhoPJ88rfnr1+dpdIJ6nwSVfgyMv9qyfj5xUvV7IdWiPYwYWOeu5dK/L6EoIyBt5yg9MTTZQba",
+	"+eWI+EXVnkqid3AHya0p6qL7Sc4GExRQGfxBJRhJYsbP8mgjYrqpv6M9BmlvN8EpMj3s3jbDzzis7npE",
+	"gAbGXFHQaMwJom+NDK9U32gSGhGgoPswoFJ6+ZnsvV7Mkr1HJrxTaktvbGNJ1CbWEUB4GMQhJb3ZpO90",
+	"C98otlNLULtU4/i5yWkwKMVUwQzwcTfUtvpOd/97bzm9pQE6eYpEcJnaYRtxyS4eldPDbfs4E7OOvVyR",
+	"x0r6KEOc1/GWaBoEOQ4Rp3P+OZc0tOQ25qYJLIdB1xoaZDOUF37ON5fCnIw5UB2Y8jN0EIx1+eLrLJwm",
+	"81tQMMsbOOgRoYgIA04bpFb9CjRcqzLjmGv86orb1EAdPs0AZR9wn+7X8Z/S0LtM+MvP6z5sELxqPYyV",
+	"Svc+eqH+RIS0r/U1XfetL74GPf5zYL/qpdKAMRKC7zTvkso5ns6IA+YeTthiGa8J5mgdpcYY4GSZNWbL",
+	"hVxtlzkwPWx7/Od5qsJ7E88mJl7QUAptPIKzIHj1WchZl7YnlMdA2B59DayNmgTx9eX56xdPDiCf15B8",
+	"+jaXe1qXTundV3DkrnCbar6GMMRAtw8SRjGSXpfpgmsnZbqmeBcRnJhq9mqD2oMvrByCc4rUqkM4vn0H",
+	"NfvmQrGJXGkVDF8CHh3JcP3DPFzeDWIRn3QhUAG8z9fpi1BPZRNWZbgdDKJzmjfr9La7beek42yV0W23",
+	"T04HveFWSVZrVPLl9VJIGUDIQb9bFvdtjdqdznDolKIdYdjtZjHbwUk+o+bbd3BT17vbDavNUGbLhTfD",
+	"7T+qkH+4Ya9TRyDQZg8UCT6w+PE8gJjJDdEjf+OCISWr3GtEjkzIKBU8MlikUrFDoyDLfE0mu1C2QX8V",
+	"BwtGJixeMZbd/NyHSgVjXiaU/OVPG6UxwBlEtSyRhmfAwbUzLDjyxdfNdM7aJkPOi8+nArTi2rmIuDFv",
+	"uMARWniUXeKa99yjM3RirgLJ8ldEIImbL7zkKu0GYvKKxUnYDKLw3HxVpgxJ7i9/ystZY54NNyfvqPVq",
+	"tzp987C+iPLPAl7emLu5Yk9uoYq2q/NSXCgx4WZloAqPjbmLkPLwyxlxFUdzNVYd6JVYviRk9BZ0C4y/",
+	"aZFn1JtjeMmYezSCcNGcdEcakjGi1xhwhaEm/PXSi92jFEBwZaKWlag85gaKd2PVe52OTSRdB3xGVnNc",
+	"nZU2TqdAwBDf8AbQlFNo/smauMjPcRHUZyxTQH5HXFiKBpbqoGG4HnO3mBPh2sQtgia4R7uETAS2/U3E",
+	"/E8tYj7dqoUm6wmKNcb0n1NwrHkkRDKbP4aUmcqCtaRMWrxvbIjA+8ufyHCn7PljPYHx/aPIqOmL73OF",
+	"VUY/PlgYvaaxETRRLo2YRoJMJ3E6GDjDMumyvshcCrSHA+6dtoZ924JB9k5bJ/10ydUvOaQPUz8rw9HD",
+	"BjpOq20a6DgtJ2tA/bINpqe77Zy0+mm/nZNWL9ex+q2IF4IvdbvDXsu81O0Ou63sJfXb+3vL23jr5IpU",
+	"VHo/syyz3yTuh0vcesUheDWX4l5f4J5FmEpUKm4/g0BVIypvCcmQP6Qz6k2NMCrJRAkxpXK9iw6qOaPx",
+	"gi51lGfgz1gsRwbDl7QHqpv2oDXm3xhs7GwESoosjsDOmfyyKOo7BnK4Gh3K6cXiUVpig6hbLVy6GsQa",
+	"fRWSrqWS82wSURRRIf13SoPQVNRUS7dLEnsRQQbSb3LYY8lhufBzGzHdmpKpFmNd1utuGYL2qEFldkhh",
+	"smAUywN2HQb9lGUO62fNpzIYlDU4p6YiWlg7RLYUp/ohcyyU4t810VqQuw+Z5W9y4MexNqLQp1hXt4PC",
+	"Hyrwg7wMWKSM0bdDuz14Z2eHYvQtCjzdzslg+M5kUn+7S2YsEw0fIi4BF6ahNeJJGP6ypCdFHIXlgdNy",
+	"2Pp0O61B2kcHBmm66LQGh69P14E1xvYcaNu057ROqtZn4HSzZVUfcusKv5Wtz6DX7qbrM+i1O7n1Ub+9",
+	"f/+uSsWwH5HCun3YTZxxv9XNzbjf6t2DwobQBlLYsNXJUdiw1a1awW53mNvI7rCwk+q3shUcDtuDdAWH",
+	"w3Y/t4Lqt0ehsHbuBLYLJ7B9rxPYd7KJ9p38PNUvlSew3862SX3I7RP8VrY+7cHJwEkXqD046Z/mVgh+",
+	"LSUyYGfAjXfrrPdUfpSgV1v1YT4Kjr+pP4+g/pyT1VyE+bXF0J76+k8OPbRUBXoqQh+9CbEg0yCSGi7M",
+	"BJoultrnsFmZKy2Qokt6TRGBikrwQTReHZHfk+Wf//0V+R35/s///urP/9Yirzcs6zLnFw6i1Eq/YDw+",
+	"I8lSjahTZZw3GaQaZ2TMC/i5R/DSNIhT1wSiwGSm812KzUVae+k33eb+us0FEs+midnOChe1P7Apucxy",
+	"+3CRNe+dqme+7Di24zgknU1tk2V7m9UP26ed7Vtyl9yx50G8O2o8CJpUra7BD14wqxbW7AHu/0I/HcQF",
+	"2EQnNnKh02sNhu1UsDkdtE6cdibbnCrp3OmWCnqnTq/VcwZG1Bv0B63OMHt3cDJ0Wt1e9/7mxO2it7/Z",
+	"Ez/KhQrXXYo+oK69Q/z4iC+2M2gw4QA0O00r0X6ar+UlwUOKvwYROtvzIYTSFMXbMEKip1iXtgOnMJgl",
+	"w0DGUqfbw61cuENVJxEjDZ05gCV7xdR4ayUW8gOnPVyC6r6FqEUUA/CaR2yDhkZWxnGwAHzf+FMgIY8l",
+	"4DOEZDg3mAAmF1KbPRXjMghtOsyANPCfv/wJVmpE4pWAEmdY2QwLSXIyVWI6gQKvpENePwHMBXDtR7rB",
+	"QAquBqItnGMOt33PcQini4DPsimPCKdRJFaQMA1Z9XnT65hv2V5FlMLKTQ3OmISJfqNeB9yCcJ2Bo+Wc",
+	"6hDoZrz2rsZhcUdqEY3FlREsLaYGP6UyZpFNZChWkNxNTGFDk36J+zJJywKOOSCFEQDe0bEARUysTTAs",
+	"g5kdJSE7ykd5yBzS2zqH8KYu5FIj8FNclEtEpXqYnLRxilZIiYxDeAEcmg1D4VluOTRU04RKBnnvNW2I",
+	"5graJVuk1sTSVFXMVB30yhJVCyZFJ29S7BxsOP0KcPMMp4jnTLJUgLZ/zhbjQe9hFuOKiWfH8+doQD5w",
+	"0g8XRyVjvizKoc9pRAmd0YDLmBih1NZ3jtbxVoIYFKnMelpbCnUMyN23P5aZYobdVplT2QBvtY0EqM7h",
+	"unOz/t7/IbqJk+8767mVM8gA9HLOItPumL9zLRWsL8Nuq/hV/kEj5g376Yf0Z0V9JRM57bW6uybSaned",
+	"wWm/1+sOen1n2B3mZ7Yp2e6amdMabM7NaQ2H3cL/NiZ72mt1yifbane7/ZOe45x0Ok6nPTjJzV6NcWP2",
+	"TqvXO3H6w2Gn2++c9trt4ft3W4J+53AqcNRmfAAqaPX30UG7f9rq7iWE09P6hODspuhWuzPsD087g26v",
+	"45x0ep37EkIbCHiLEIabExyCnbBq851hp9PtnZyctHu5SVqjQbdk8wfdwv97799pG2PBldK2O0VPirNh",
+	"b9zewjLdLiWYPPiz1XE6g2a73ew6V53OqN8Z9but3ulp56TzdxmS5ci6DcPFNqjyyHJa3U7L0ciXIwt1",
+	"74H6ooq69gHwY5hOigpqvQIMhomgkQ9WmPaxYrLtVr/Ze9I8T2JxqVSh5je98/ageXn1pZXh5RdOkboe",
+	"So5RcW87J91WZwt41Eq7IdDNPoxy1W4p6D0yySL8tTaFZ5Dw+IVJSd092czeMXBIu/PiSQ6vfdRGc8WH",
+	"3u3TbLe3j9ve3TaR+3q3vTXlN8EqOP7y65efvzxvmju0+SXlotnuPGnedprn3/yx2ZsE8YO2ujc4BVfA",
+	"5lZ/80fSa2Lj99tkvBz2bLL1hnJ/wqKZlW11nSkXDFydXnHDO4qBHJDJkGpwlaBIiQ5uzynNP3NryEe3",
+	"ayg9DKFrJ2v4N2fKAJabGjHwOMk9MVEaxVGtukH0TutaqPZ0WXuwHSQcARjK1MRXgYyf6R7/yln2KJF/",
+	"++MWg1GXmK4c2inm3AOfUbJQTVrGmT6lMQ1FaT71/sWlWL/jF5WSrzc4PyHtcElpQxZMa7A+OZqcLZN9",
+	"BPni4u1+CkwTZL++PH9NZPADy4XMCV6Rvqpo9MXF258PgW5JMTkKbec47bftDsjpW/dg1fOd3rsDqPnF",
+	"xdu9pFzYFl29bLJGYNVfFhErCjiIaPP1mEsJF1oswoiTGy5WkjTQZItXLURuNj3G44jZiOIYI8YY5f6Y",
+	"v2DPReQxuG/VasuAe4ycL5ZMPX7++nPykss44F5MXr/sOM7x65ddx7HJ+XIZsjF/3UTb39EIDoVNsDIq",
+	"mVDurwI/ntvEB3Cz5xftwfGT5+0BuXr+6quLN+gAFisW2WPOqDfPHMC3jPsAiQ4xp3LOWEwaLmJjuNqs",
+	"mOLrapPiTIz5ZE0aLg0DKplUz6ke5gYVHwBU/WKZD6L6bZErMP3QSAPggb1CknxKlQZslVXH+w9ZkcPH",
+	"NFWChQrwFNMlgU1veFSyZsAl4zKIg1tWmTSD721mMGel+/bWyase0oxxvQwj4lKgF9cmLvWp+mculksW",
+	"qb8mIfVuViwMXdLIkeJR/qdmFN+5pJGnxb4D+6f+vLj8Sj3t+Zx2XP1H1/zRU39E5hvFA1lz0XbJT//w",
+	"L+nHnlu1Ptkk7r9GD7exCax9kTGLrziDw6j9PJo55G1pGTfXBK+YiGbP+WXUX2lWsPXLO9uikTcPYubF",
+	"ieI1Fp58y7amy/bgOp6GYimt0Ulbifu51RpZ1DyYFhBB3butvoHqyCkPuJ5NlMrQHaTrnhsaFzHTkviL",
+	"87bTISs1nCVdskg7oE7amme0gIuQmHEpImQDzy+6HXU6k4XigExzG/VPFNwyf0TevJbkjkyEkDHxQuHd",
+	"kDvSb3eIavDYC28Q5UP1fJfvOaIxO0vXC7jGRlcEbqUQd0iNq5n7Tb1+dAah8sso4DHKBzHi1/mJlxUO",
+	"lWy2ADJRBCOTBZYTA16XQzterVYtfhv4AW15YnHMeDORxzM2VaM7nkV0OQ882fRo5MvjrqN58nEU3zXV",
+	"KsN/4gAKaPrLawjsc2zDHIxO9gAly/A/qDpWmSoORAwuBSVVob+wgYPQRTMzAtNfKBnr6BeHIMWIubxz",
+	"R3f/TX/842yZVEPEumoXFZMzh0ejQlWcbdfcaOjje3HxdkTUvWETuaRewGc2WSbci5NUGNC3jJIRNMR9",
+	"MOPq1myVQkR+mDvvHKFoRUSAsRkW+OLirU1Ya9YiuAwVqLBYmmZnOE+uovgH5exYy/I33vwbb3583nwo",
+	"X4ZgvXK2/OLi7a/Q2FVgyOXSVKpIprxmJ5MOMwt9Naqrrn+ciyOl5LPPwAnz2WdpWVcT1FGCoVGIEFm7",
+	"Nokov8HiJy7CX7oj4uZsvC5qce6W68glamyM+8DpXe2V0VcGOoBcQs0TrTG/ojemkJlaFCzMgSXR80Ef",
+	"VfCDOQ/GI98Iv0IwgZQUWRh+bGCBspKDAuiMTNYbxGWTMsJqZJR1lCMtO6OrRkpYlTuA1FzQunw2pUmo",
+	"2G2xAJipsFT8dtuLmjkiU4fnu/tgvEP08SHxzbUDp+HpP+Z9MYeFUH/siOs6L71J/T2HvuE/Wdd+B3Mc",
+	"Xwf80DfoXe03oNRN7aefJpEU0WOE2Hi6VGJRhZgk3A+NxQqh0DAtcbLOwzeVpyfuRGPIbAemZ3o7u8ay",
+	"FikItW5ADTJW8mP6tVMb9cFP8Iq4ltao69jWBmhZuzPslGND9E5bwx1BDB2ntRmQAUmH+SgURGNQXM1E",
+	"gmxWhP7NTfxrdxNvpqT+lel92B0MS8m92251d5B7t7OxXZ2T01Y+zqjfG/RTYu98PGL/LQLmZxMBk6ad",
+	"KNLQqTFKvNoUpbgavoc3F4zgACNfXsIvUSaVlgUFfExygmJefPYLM96BCpcpXVBjMo8NVRn3AHS8z8sM",
+	"Dx3gZ87TZ+a2qvJCvcYh/FzczA842YV5q7XePJnvik5oxdvve2tu95Xeepu91Pdtw0T3erc3yOEX7d9G",
+	"4jvIw70MKecsqjwzY+sl4QzQODO1ectoQmPy0z//f8RdBPx6W1nVvmUY1tXV8yvy0z//H+Kqy8moraPM",
+	"RzwNYlux2tU88ObEo5H/38YWeS6iMUePeuZEJgt1XgyUkTGWNEw2UpzVku87iMqeobXnQUIXjMWmFXQ4",
+	"YzICTRGr7dQxPuaYM6VToWUSTamHcT5YP3WSA+RUDAX95waPs4Hl3fI1xyPKZyz1qINSAW75TUDYFPsV",
+	"c77s/KqqjkzWs21yZQKZockDXhxOaRJwX44AkFNv35g3EAUWyxyQlUhCH2yzcxH6ug5wxAwJHNnENUB0",
+	"0tVT0vFO2atqf9I3qZITPQapVjkAWTW2SCSz+TKJxxxxrARUa40CqXcEvdSQLupqQ4cGYs3s6moFsS5r",
+	"mn6uYwy2NharpgaRjLV3Sx8JdOojtuuYw26nxXRVM0SRJSx4UfXTaSu6eUha4kAjxggZSAnveqGQai91",
+	"39DUBhSrOgNTGhExnY55Y2zlSQCLNdMi4bZJIEl3mAIG4xT7ztg6apFvIPHLTSSLpKs7RIxWBAZLT1zA",
+	"ZUzVXmJRA7UQR1g1AqYw5vCUl1nQoEnsgLgB98LEZ9e4dL+Po4S5Nq4mCiFqY4uOOMNtbxnhAgllSmh2",
+	"mpElqxeo7zPfHnNsvABPYPwFnNFILdCLi7ekAVRfgOgdkT//a8chn2C+YMAJhSfzTs4//2vPIZ8Q6kVC",
+	"yqMzHYIKJy2Q2kWhoRmwviPFHydwF+pH4EbGKkbxnC1IA01y3px5N8x3CWQqYfbkcwC+j3R1yCXmG2Kx",
+	"MKgfDgD6mBeXK02T1mEe8xXV0PnA5jBpskskZP4B5akBaQa1ZjFp0CnUkiZqoWgU6+rL6DyC5VQLCIxE",
+	"zkUUT2kY6kJPBubXJmNrwtTmYLsjQuXNmEMCEoFVnbKVTnSUY8tW7DtkGBYEeZU4Gp2mOqHezSxSyzfm",
+	"DZo/giS/0zLx5tlKhGwaE5HERy3yBn9Y0igOaKhmA8mYQNZSqF5ck7TtEnWQ8EG9gCPy0z/8y9jSmbES",
+	"C7FjmuRmgc606DMyeEGeXdEZzF0tBc5e3dNJDGUyx5xOIybnLaj/7s21z8/VF3GaL0zw1vUzwMDsrhrz",
+	"vkMalOgJGBA/xpGT6nYhPxaBl9O7Es8S1DPz5kySGYuxkPASRVcowZ5vF/4RuVguvRGfyjE3xwrDu6B/",
+	"E+2VknyJQ6dMLL4IKX+0siG78CfEFLmc5pm5xMmfgwsCyhFhmjgy8/xYQcZSLFxx8kpzfZl0tXPQWDnO",
+	"Glm+SCZQqzWbhuMgtkLJLHiymFRPwuC0YDweVNkuA5dprGi0MPAyIFhAjVnNAnIJ80c2WVTPOZMSrZoz",
+	"Gw56m1Nr15ja040LLq2ddFa4OzEkpuICDbA4f+VsoOHyWiZ6P5xDnUfnZDMQkchkgp4WczjxQkWFpmKZ",
+	"QXGriNLoOIfHKJ4DcygNI9kSBxoYTkKmSjJFBil4dUzNkU3SFHeO4Zi6hPHmSlRGHEKEygPm+gG8RYf6",
+	"fQ4HnSwDjtzYNN8vysMrDV6rteJNMcxcErn4+8o1L8qJ5T5Hnc6tF3wiRMgoL6OuP5ijZ+62WJCIxUmk",
+	"VPdUyq4aCoJnl46g4xRZ5AdHGipJ7W4PvtBsUxrFuutobUNxIjtTotsOKTif8lIHmKEFWj+Bueu1gltX",
+	"oxJtgvYo3VAR+QjxebJvrn0W0yC0RuVKSXuoNb8JI53TVqqRJNxH6C81AypvoMli4vnJg9w8s2WSy4KY",
+	"LRN5rW5SNWO07aa82XyhlDlpbsr7e3mqoRu7rUHvxEASnbYcp5OBJrZb7X7n/Z68YVRe1CFLLdZGKq/C",
+	"M8RqddkBeqADpxxPszto9TPAJMfBeRq8pPaw1T9JESG13mPWeQt+6aQ7GLZOUkzKfvek0+o4p1lz3ROn",
+	"1TvpbMIv2Rnp5pAi70u2pzmqHbZO6lPt8EHumkci2nt5a6rptp1BhHbbeYhQ9cv7PYn8D6BZTSH39sGU",
+	"Eiv4YFLE05PTAqgu+GdqEmq/N+inaJ393qCXA+vUPr8Cgb6zLTTDpPfAto8yL9Oi3GdXyPbgwkShET1F",
+	"Dy4mppSxqjBEfUEUr9CPaQD/eABjBbP5N6A+g9yJZi+qTWloP6UxWnOLwWC7QMTw+q2wqL+BfgMG8nAu",
+	"I8o2xmoNAbUmWirRCvoNW0sWj/mSzgKuc36WVEri5hyKLthWIGDQfGHwoNRTGFU75ldQVtxEF4IoXpSc",
+	"z9L6TsaaQDO1QpvSoewVGjUQwRSORZVj7FFQpH4LGvtPFzS24eCOfBaNiNvMAitc0sgfHMhSy3600Upm",
+	"Z4ZMERG3uWT05roQwtsAbDYZE/WTbqpKgZAiqtAfrNzAclGTxW8LH1AXNfr31sAeED351wqlK1Fp1O0S",
+	"r0Qhnq48k+63gJnfIGN+iwX8lULGPCz26TLhVbmN+binKOFEGhnrFxbAoeZXnMB2rJNtLYUskyuVKKkD",
+	"WNCnhdFN5L+/+epL0nAvE/6SLxOoGoqhL8tITEK2QFRVLP4JdWUF99iIUNLrdAz8bCHSABq8EGA7IuhJ",
+	"5KxFnuIVMeY0jBj100iNBuSy5EBr0RUlWZwszwgQmE24iBFdZMwxues6iULiC/A0gbJ8lOK8dxwn81ll",
+	"ErStIzDomPsJXlHMeKlf+myxFLE6gs0v2Nq1wRsaR2tjlIYxauXLOBRlVlYVZXL8Wk0pazBuXrJlSNfM",
+	"HxFwfh/hLNJGb9jaINNjPdmJ8NeQJ0N6zmmLfCli8HoH0swFMkHXYw7VXkuBWYFtXib8cIE6W4cv2Frf",
+	"9jDpJ8Jf17jos6NKw/CraWWfuUMLVAdd3TVnoqmlGdVg65KuXitdblZa3PpSE6+d1VUjr4MnrS2X1/ty",
+	"mWX3SbxM+LO7QMMydZx2rTdw5etziNc0nIpoYd5o11FwaRLPRRT8YF7q7dgWfYR/t709u6HJ4a2yNT/n",
+	"ZOOsKN4Q0rXS8SRGXsypJBPGOPEZBGojXkkLR1uDBz4VfBoGHjLNdrcW03ylFHJ8oV9nEdNyxq+ZH9Ar",
+	"1IvqmRhecoj+VsfrQVydeUkEFUK//dGaMBqx6DyJ58ZKlDF91KqQcefYPVzIEoCWipaF42ChpgagxaU3",
+	"wZMkCH0J8UtquzJWqdjRkkbS5BRioRGfYIPuaMzHvEkoWSaTMJDztBRJUzWj7tcRcTWXb6olHREldBwv",
+	"QxpwXcMQbmEqx5xgpIfidQ0XvbUu0e4I0MHUk+7RGfY4YdybL2h0Q2Ihwk8lQRlsRPSrvw9DuqDNCfo3",
+	"mvC4a6tezANKLNTfQ/P661kU+E1P3ro6woNszmCRhHGwpFF8rN5o+jSm7kgHl6jHAR0bEj+pC/FwJqAM",
+	"PF8ZCHzhtjV+M8CxU6009DUHoqSdukBtgxP20z/8iwbLUbsmIgz2UGOQOAKcahCyNJRLPQeLRNTXZiRq",
+	"+UjDLVsu1QQkWyNpgOf+jLhq4XD9tfWr2ZT0ljUjJpMwdiECieEram6qFehwySKyVELAGXGzVYZ77emb",
+	"r7F5NapcSU+J9xrRs/5UyR2qE0k8ysmEmWgnQuWIuH/jAvazkmSUgCHVnT0HhUvvi9oJT4TJguvKNZtx",
+	"qTbZyOQtJFbCvpiLBKOBSjItS5MrkfIKuSXq1yz5xNXRhXAGxQoWS60ARoB9M6cxiCpmx1KCh0KeTJJF",
+	"osSNWcSYhrAH+muRcy2YqBPmXnz1JpcTfAZEOwPq0Y1hCCvlSoaaKIqlvhY8Op0x1yuoY2dZJsmVSBwv",
+	"gUM8hsRRkf1qeAUUFDjT3AHjjjTTqDLG6EiQcnOMaiZnh9EfS06HUlVSDqKUSE3RFfaX4hSeK4ZTduQK",
+	"G5F6yaXaexoC82xmkYimQigyUjiiQrPmqrnHs6pgkt6wf1KrTk6V8FfCF4sCxjJSJBIHKHIpCiqAq6cB",
+	"OpOAUxjzDvz8Tn+wjaKuSL40v7/IY11dl1cfYKz7AdgkW/uWExu/xeZtHHi2yWLyHVOSyXvbyu624sQL",
+	"+CV6nTe72par8hIsRExi1vlvguxvguyvTpDN5EdzIVVKeLUEXlPjBLmB2qoSoXcNbFNp28BtUxtXFjAe",
+	"QRC1vwi4emwbUOlzaPo+lxxY0HWdt20Dem97tNiVn0s8yyCP74Xocq8DWQeKWESTwPcZ/8jAMXVpDhdy",
+	"j/JkV9dyQs9llPBRlWxuk5AmSjqGQiTch3tmGtIZOMoNUZviOrYu1WTqTynhT72A3+Zk4QoIl3uJWPfw",
+	"klYS66HenimNKtm0eQ68IsCGDjH27sAKz45Nrd3CxUegl18/zFJK0qW2Y6CS0Xa4LshUCxbNlNoZe3PS",
+	"uHz+lJx0TwdHkPIHCqxScsBSq6WtzFSrVKLJoSz4jOiaYxFbiFumdBrduhKoc42ndUXRfIx2Xm9O+QwM",
+	"1Z6IIuaB+TpfGw1UHc5WALdNDOncMLaUmDFXmsX7dunTR7oF6hhWYcmbsOS/e4CR9SJNHd5rZK0lcv7s",
+	"OQCFaHtIRVm1PqoY++Fvzd9EyWe+sYh+KonS1ED/PERWPMa7trooMtijAAAVYQbSVF9MC83sRi2wZzXQ",
+	"h6MtUOpePxrzac7SCOYv9fkc8mK0bVR9e0ZSA+gq4JIIxb30Y25VvNTnMPynun7XRxMI9lZoC2S2Uofn",
+	"Vz1iPlX5wNJNq4Xo9lgIbrmxgB0WfHk0TioXRgfD1o7eZGH4Bl+pHf7zHA0wHwQbC6rP5cI77BQZqwIf",
+	"+9eH9fNuV0T0AVEN2TnXwQ3a8OTJ2wKqx8Yi2Lk1snEqdm7Q9ta0bT18G6dpl2yJvb0ddmFN7WzFxxw3",
+	"YWjD8tm4RrCyannsbsce2o4Ne9B1xkVo973WMnXJp+ngv9ZiQFuA1XjbyUTGNODMb+Y9J5WYN8VLD/11",
+	"1eCoEJcRC+JHdIWXWbygyxFxI7GS3wbvWtDZt9+9c03RVQ2YiqCoUBfu2+Cdq856sY6uegeDK/NlhI3g",
+	"P6dKUBtzSOneof6+xvH/ojRgT0QaQWV3mXgbK3LqVVQrqD9ni6huD6WZzCLgSCWggqZQ33CjUJ8Nx1FN",
+	"RqwyXMEd3Lddj/uWFwbdw3krQQWx1ua+EpklBTCzypZqex/5Otk/ofZJr2JGJ53W6a4ZdVsnGzPqD51W",
+	"vl5je9h9/65kUAYr74PsYb0btNMfls96OIAwwh0VLjf3Ed9IJ33S736AjfyZYF6+qxhZUWbYjEc9QGbQ",
+	"XLLi4lTM4z/DdZmDECA01UqUZgbMNQ+Uo6MEal6i2nZbeYteZLbdMg1yZEAPMtgmT4Qau4nGGL6hn63U",
+	"LckHVC31+H8muiWICGL1c9QucYN/fQodygj75RUlimS1xOGt8qSNDW43bJ92bAtPQap09YcnZbzVcM5O",
+	"F+/2Cp6+0Vj7pLersX6n+3jcNndcDlPRtFqWH7rRwsYc1gh1J1gaNX+jVOmv1STVTB6kPald+8+jPOXc",
+	"bnW5PdYCqWT2aXVawwe0lgZvZWCDHcfOgTgBRIm5F1JwPFMItIEgNBKgowDmTBL91Yg4rbZDELDLaZ2e",
+	"ETrmy4g1IxYyKhmZsKmIGEKV4ldnBCKPWt5ySSYY+TlZ6/YQ9ZCPuQ+1XxABSsZsSSYsXjHG8TJSp5uz",
+	"YDafiCSSEKL22Wc48ZC1PvuMPAO0OvWeHrLcxMDLXGxkIhB+UqbeGB+7RpWwAOdq8AkhMh5hFUkOk0KO",
+	"eSOkExaGDGN7EIbNBfgr1dmnUruBlLrq+uT3JOSNWJBjCAg8cs/USo35NBQigkd+cEmjcwSARVq/FYuJ",
+	"0rYJF4HMwiiVZobBmw1Xfh/Fjf/4R0hv//O/kd+R//jH61j8+d+OTIFDGhO1FTECYEJnLmm0ySdHLfIE",
+	"8CAxHwCHQXGZ1GiCxTISt8zH2z1is4hJCUCHGq0uUIp3wnGOPsT4YSOrADEKKEckTdNpp08+OSKBHHM3",
+	"4EoEChMZ3DIXFiyTkDJkSPQWKiHK1kvpawi6eMxxVl1jZo2Y2X/fziY9dMgnet0WaRMm3njMV3RtKE9w",
+	"1pSBD4E2M04w3TKJDVQiwAyiERUjJ6HYsRrHEtBOnJbTP9Nen9yi4HBhFGqEeuUQxQ+WxSYslGx7Ra4g",
+	"fYQtob1s8fX0Odz/pKHTpwGpaszTx2ySi58EQSHguVau1VfuGfSc2+cxLzSea5uYZ8w7uQmKaHPwimVk",
+	"b+aPLJIxzPuzz0jDhc+aPI4A/lIHy0ZsCSFgOe7GxqqPaTDTClTOiKP53Rz7XZAGSAS6LILaK+RxY26Y",
+	"nJxTgKBKyaSPezsi//GPxrYklxCSin0HUFQqEHLMQYr96Z/+d8cmLsB9jNLRIqDe0RlyjBXMVc0GwdSA",
+	"NYsVB8TIWPHQRtpAwq/1l+7RCENuaBhMIliDU0U9GeMJBB/zCYRjq6G0W4Ne39Ywe4FMgTrTuB0igxjH",
+	"YTKGgmjMM5ZqECRtgyMoFzQMzQHGycNGwUY+Q4FiRNI1zvhlGNwwMkli0A/+/K9t8onecRqxAqsAwi0S",
+	"zdGZzg5rq9lCvnOEjBv3GbmGIdUz2NYh+YTIUKxYpHZy0PsCZtDuDL8gQonIm0cHYRSLx2BEvkWvCsH8",
+	"2XdudfDLG6az3u7verc/Ito2itNmtkWZ+hyZS7Z6oYCAdWTCsHoNzVgnUeDPmH+UF68RRKI8JdppOu2r",
+	"dmfkOCPH+bvybNh2u5Ulv1LHO/VPbr5v33UWXd6zNnNALRoGHsvle/5xxXi3OXxiFIKec+qQxu2rV68J",
+	"Nn1kVSbw1hhbJze2yQnrT7vz7wY3w/B06Tx0bB0Y2zulHrDlpim0hm0TWKU1clpO++TUttSpvt5IxHZa",
+	"oJFoaSSFXQJitkbtluP0bCsW26+dQu159Zo1stKzamm9Z5+Rcu/Ihk5nx7ic1ulpf3tcJ6fDVrvmuMos",
+	"iTolfu/gBlAicdfoOtuD6w9a3fzYsqNWZ81qj63bdlr9gwfXGfZbJxWje4fdlJ89w2OvtbH+Xa5IpKbV",
+	"nm3lbm4MBVrOKUyib6cgWLlbDRLavxMYXuG0hpjfnk6900eQId1+Bz/lVsa2ZDBbUA3i5LQcZ5B+Fwv9",
+	"Tc+2frBGAGFWYPHW6FvN27c9EJ1yi7tYcfhjwfyA8usckSoqVQLi9VJ9PunbVrKERytptLIjQwHYW6ek",
+	"t06+r05ZX8VdNYGe134wnbIId0+tTxkjK2vEtlZzxdX0vaDx4uOi6EYy7Hl9aZJGRwlKPSNw4NsCMklC",
+	"ZHhxlHCP5sn3nmBR2T1cYV3Q0iAAKMcS7rlfo5HBtvq1or0CIIkNo8R5wVKgI70p0SQBGWFq3SqtFHvs",
+	"EudmE4IcrjSGXc6VGqSjmfMIEjaCpEN6OqbU2+Try/PXaRai2s8J9W4Y9/OxzeprbWyPAVcZWkCNX0fb",
+	"6lOhM87gaErE2bMJHhRIcedbakJDqWdahdDfgeXXpzFTUn8zjxtw1CJv9PFTCnXaFQpTIHpPFT02QCWG",
+	"FbgOGXftMXdny+Ra191N4iDUS+IeGYwBQEbX8aK4smfGVgIY2KDBLzKNaK3n1SKvUhx1vSNimmk9mZq0",
+	"EHyGZgC9VVnJCjDW2WhIipjHeByuCbuLGVe6MgKxVdjy7ykv/was9RuwVjmirqbhWAD0xy8BQldwVlS8",
+	"vuL5oxjPI8YIaAeawRS8GIbNfvvjFsRQBiTUQyAhMEnGddCK9JOZ/4F37nqeM3W+v+kuJifUylCFlDZz",
+	"bFQaawvz5/nF0LK1Mtgtu+UPuNeRWVSB6GQX+y8MNedNutfIaaGQByka3cu8ARCQHN0alplEoa4oPjo+",
+	"DoVHw7mQ8WjoDB0Ur/D1Utwdg5SgkRzRomNS3n0w00nblGMzPuHFkkaBFOjg1AcLxlaSJA1J+Gd48UA9",
+	"JsrJ+cVLSLZouOc6RF3DQj6ByGryxbO/dW1dVASTyDXeww1bS4Kqu3uU6zwfVV2RqJ2mTKYmqcaLi7dS",
+	"IxtII0rIo9TAvAX3LqYALp7rNy1LVVbhAVQyAPkGA9siX+HH3kAmwvovmPaTFkQqdJSCdZawQEbDeG5D",
+	"mryagpoUFEGBDdWe6Yh6cSr3RmzKlPbJ0mr1WWFlar1/9/7/DwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -53,16 +53,20 @@ type Rule struct {
 	Majority float64
 	// MinCells is the least number of compared cells a group needs.
 	MinCells int
-	// Alpha bounds the one-sided sign test of a group: under noise alone
-	// the chance that this many cells fall the same way.
-	Alpha float64
+	// Alpha bounds the one-sided sign test of a group of SignFrom cells or
+	// more: under noise alone the chance that this many cells fall the
+	// same way. (In a smaller group each cell's floor carries the test:
+	// two cells each beyond 2σ the same way happen by chance about once
+	// in 2,000.)
+	Alpha    float64
+	SignFrom int
 }
 
 // DefaultRule: a cell changes when the change is over twice its combined
-// noise and at least 1 %; a row (or the grid) changes when at least 3
-// cells are compared, 80 % of them changed the same way, and a one-sided
-// sign test puts that at p ≤ 0.05.
-var DefaultRule = Rule{Z: 2, MinFloor: 0.01, MaxFloor: 0.25, Majority: 0.8, MinCells: 3, Alpha: 0.05}
+// noise and at least 1 %; a row (or the grid) changes when at least 2
+// cells are compared and 80 % of them changed the same way, and, from 6
+// cells on, a one-sided sign test puts that at p ≤ 0.05.
+var DefaultRule = Rule{Z: 2, MinFloor: 0.01, MaxFloor: 0.25, Majority: 0.8, MinCells: 2, Alpha: 0.05, SignFrom: 6}
 
 // CellChange is one compared grid point.
 type CellChange struct {
@@ -206,11 +210,12 @@ func group(cells []CellChange, rule Rule) Group {
 		g.SignP = signTest(above, n)
 	}
 	need := int(math.Ceil(rule.Majority * float64(len(cells))))
+	signed := len(cells) < rule.SignFrom || g.SignP <= rule.Alpha
 	switch {
 	case len(cells) < rule.MinCells || decided < need:
-	case g.Down >= need && g.MedianRatio < 1 && g.SignP <= rule.Alpha:
+	case g.Down >= need && g.MedianRatio < 1 && signed:
 		g.Verdict = Regressed
-	case g.Up >= need && g.MedianRatio > 1 && g.SignP <= rule.Alpha:
+	case g.Up >= need && g.MedianRatio > 1 && signed:
 		g.Verdict = Improved
 	case unchanged >= need:
 		g.Verdict = Unchanged

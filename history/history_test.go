@@ -78,7 +78,7 @@ func TestCompareCellsAgainstPredictions(t *testing.T) {
 		t.Errorf("150 against a prediction of 190 ± 5 %%: %+v; want a regressed cell labelled predicted", c)
 	}
 	if st.Verdict != Inconclusive {
-		t.Errorf("two cells: %s; want inconclusive (the rule needs 3)", st.Verdict)
+		t.Errorf("two cells, one slower, one the same: %s; want inconclusive (80 %% must agree)", st.Verdict)
 	}
 }
 
@@ -90,5 +90,29 @@ func TestSignTest(t *testing.T) {
 		if got := signTest(c.k, c.n); got < c.want-1e-12 || got > c.want+1e-12 {
 			t.Errorf("signTest(%d, %d) = %g, want %g", c.k, c.n, got, c.want)
 		}
+	}
+}
+
+// TestCompareSmallRows: a row of two cells both 8 % slower is a
+// regression there; noise within the floors in rows that small is not.
+func TestCompareSmallRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	var a, b, n []Cell
+	for _, l := range []int{0, 1024, 2048, 4096} {
+		for _, c := range []int{1, 2} {
+			a = append(a, Cell{ContextTokens: l, Concurrency: c, Value: 100, Sigma: 0.006})
+			v := 100 * (1 + 0.005*(2*rng.Float64()-1))
+			n = append(n, Cell{ContextTokens: l, Concurrency: c, Value: v, Sigma: 0.006})
+			if l == 4096 {
+				v *= 0.92
+			}
+			b = append(b, Cell{ContextTokens: l, Concurrency: c, Value: v, Sigma: 0.006})
+		}
+	}
+	if st := Compare(a, b, DefaultRule); st.Verdict != Regressed || !slices.Equal(st.RegressedRows, []int{4096}) {
+		t.Errorf("−8 %% at the last two-cell row: %s, rows %v (%s); want regressed at 4096", st.Verdict, st.RegressedRows, st.Why)
+	}
+	if st := Compare(a, n, DefaultRule); st.Verdict != Unchanged {
+		t.Errorf("±0.5 %% noise in two-cell rows: %s (%s); want unchanged", st.Verdict, st.Why)
 	}
 }

@@ -380,6 +380,14 @@ func (s *Server) CompareRuns(ctx context.Context, req api.CompareRunsRequestObje
 	for i, r := range runs {
 		out.Runs[i] = toAPISummary(store.Summarize(r))
 	}
+	if len(runs) == 2 {
+		st, err := s.calc.CompareRuns(ctx, runs[0].ID, runs[1].ID)
+		if err != nil {
+			return nil, err
+		}
+		v := toAPIStep(st)
+		out.Verdict = &v
+	}
 	for _, l := range contexts {
 		for _, b := range concurrencies {
 			k := key{l, b}

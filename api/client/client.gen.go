@@ -275,6 +275,24 @@ func (e LeaderboardMetric) Valid() bool {
 	}
 }
 
+// Defines values for NoiseFloorBasis.
+const (
+	RepeatedRuns NoiseFloorBasis = "repeated_runs"
+	RunScatter   NoiseFloorBasis = "run_scatter"
+)
+
+// Valid indicates whether the value is a known member of the NoiseFloorBasis enum.
+func (e NoiseFloorBasis) Valid() bool {
+	switch e {
+	case RepeatedRuns:
+		return true
+	case RunScatter:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PlanOptionBasis.
 const (
 	PlanOptionBasisExtrapolated PlanOptionBasis = "extrapolated"
@@ -383,6 +401,30 @@ func (e PlanShortfallMetric) Valid() bool {
 	case PlanShortfallMetricPerRequestTokS:
 		return true
 	case PlanShortfallMetricTTFTMs:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for Verdict.
+const (
+	Improved     Verdict = "improved"
+	Inconclusive Verdict = "inconclusive"
+	Regressed    Verdict = "regressed"
+	Unchanged    Verdict = "unchanged"
+)
+
+// Valid indicates whether the value is a known member of the Verdict enum.
+func (e Verdict) Valid() bool {
+	switch e {
+	case Improved:
+		return true
+	case Inconclusive:
+		return true
+	case Regressed:
+		return true
+	case Unchanged:
 		return true
 	default:
 		return false
@@ -656,6 +698,9 @@ type Comparison struct {
 	Contexts      []int             `json:"contexts"`
 	RunIDs        []string          `json:"run_ids"`
 	Runs          []RunSummary      `json:"runs"`
+
+	// Verdict With exactly two runs, the second against the first.
+	Verdict *SeriesStep `json:"verdict,omitempty"`
 }
 
 // DecodeCell defines model for DecodeCell.
@@ -971,6 +1016,27 @@ type ModelCatalogItem struct {
 // Ms defines model for Ms.
 type Ms = float64
 
+// NoiseFloor defines model for NoiseFloor.
+type NoiseFloor struct {
+	Alpha    float64         `json:"alpha"`
+	Basis    NoiseFloorBasis `json:"basis"`
+	Majority float64         `json:"majority"`
+	MaxFloor float64         `json:"max_floor"`
+	MinCells int             `json:"min_cells"`
+	MinFloor float64         `json:"min_floor"`
+
+	// RepeatedCells With `repeated_runs`: the cells of same-version runs that measured it.
+	RepeatedCells *int `json:"repeated_cells,omitempty"`
+
+	// SigmaFrom Relative standard deviation of one cell of the older run.
+	SigmaFrom float64 `json:"sigma_from"`
+	SigmaTo   float64 `json:"sigma_to"`
+	Z         float64 `json:"z"`
+}
+
+// NoiseFloorBasis defines model for NoiseFloor.Basis.
+type NoiseFloorBasis string
+
 // PeakCell The valid cell with the highest total tok/s.
 type PeakCell struct {
 	Concurrency   int     `json:"concurrency"`
@@ -1241,6 +1307,19 @@ type RunPatch struct {
 	Title     *string `json:"title,omitempty"`
 }
 
+// RunSeries defines model for RunSeries.
+type RunSeries struct {
+	// Runs In engine-version order, then date.
+	Runs []SeriesRun `json:"runs"`
+
+	// Steps One per two neighbouring runs.
+	Steps []SeriesStep `json:"steps"`
+
+	// Truncated The series has more runs than were lined up (the newest 20 are).
+	Truncated bool     `json:"truncated"`
+	Warnings  []string `json:"warnings"`
+}
+
 // RunSummary defines model for RunSummary.
 type RunSummary struct {
 	CreatedAt     time.Time `json:"created_at"`
@@ -1266,6 +1345,92 @@ type RunSummary struct {
 	VRAMGB      *float64 `json:"vram_gb"`
 }
 
+// SeriesList defines model for SeriesList.
+type SeriesList struct {
+	Series []SeriesSummary `json:"series"`
+
+	// Truncated More series match than `limit`.
+	Truncated bool `json:"truncated"`
+}
+
+// SeriesRun defines model for SeriesRun.
+type SeriesRun struct {
+	CreatedAt     time.Time `json:"created_at"`
+	EngineVersion *string   `json:"engine_version"`
+	ID            string    `json:"id"`
+	SubmittedBy   *string   `json:"submitted_by,omitempty"`
+	Title         string    `json:"title"`
+}
+
+// SeriesStep defines model for SeriesStep.
+type SeriesStep struct {
+	Cells []StepCell `json:"cells"`
+
+	// From The older run's id.
+	From         string `json:"from"`
+	ImprovedRows []int  `json:"improved_rows"`
+
+	// MeasuredCells Cells both runs measured; the rest of `cells` compare a measurement with a prediction.
+	MeasuredCells int        `json:"measured_cells"`
+	NoiseFloor    NoiseFloor `json:"noise_floor"`
+
+	// RegressedRows Contexts of the rows that regressed.
+	RegressedRows []int     `json:"regressed_rows"`
+	Rows          []StepRow `json:"rows"`
+
+	// SettingsDiffer Settings the two runs differ in besides the engine version (within a series, only capacity ones).
+	SettingsDiffer []string `json:"settings_differ"`
+
+	// To The newer run's id.
+	To      string  `json:"to"`
+	Verdict Verdict `json:"verdict"`
+
+	// Why What the verdict stands on, in a sentence.
+	Why string `json:"why"`
+}
+
+// SeriesSummary defines model for SeriesSummary.
+type SeriesSummary struct {
+	Engine   string    `json:"engine"`
+	GPU      string    `json:"gpu"`
+	LatestAt time.Time `json:"latest_at"`
+
+	// LatestRunID The newest run; `GET /v1/runs/{latest_run_id}/series` lines the series up.
+	LatestRunID  string  `json:"latest_run_id"`
+	Model        string  `json:"model"`
+	Quantization *string `json:"quantization,omitempty"`
+
+	// Runs How many runs the series has.
+	Runs int `json:"runs"`
+}
+
+// StepCell defines model for StepCell.
+type StepCell struct {
+	Concurrency   int `json:"concurrency"`
+	ContextTokens int `json:"context_tokens"`
+
+	// Floor The relative change this cell had to pass.
+	Floor         float64 `json:"floor"`
+	FromTotalTokS float64 `json:"from_total_tok_s"`
+
+	// Predicted One side is the calculator's interpolation, not a measurement.
+	Predicted   bool    `json:"predicted"`
+	Ratio       float64 `json:"ratio"`
+	ToTotalTokS float64 `json:"to_total_tok_s"`
+	Verdict     Verdict `json:"verdict"`
+}
+
+// StepRow defines model for StepRow.
+type StepRow struct {
+	Cells         int     `json:"cells"`
+	ContextTokens int     `json:"context_tokens"`
+	Down          int     `json:"down"`
+	MedianRatio   float64 `json:"median_ratio"`
+	SignP         float64 `json:"sign_p"`
+	Up            int     `json:"up"`
+	Verdict       Verdict `json:"verdict"`
+}
+
 // Text200 defines model for Text200.
 type Text200 = string
 
@@ -1274,6 +1439,9 @@ type Text200Required = string
 
 // TokS defines model for TokS.
 type TokS = float64
+
+// Verdict defines model for Verdict.
+type Verdict string
 
 // CalcGPU defines model for CalcGPU.
 type CalcGPU = string
@@ -1868,6 +2036,51 @@ type ListPrefillCellsParams struct {
 // ListPrefillCellsParamsFormat defines parameters for ListPrefillCells.
 type ListPrefillCellsParamsFormat string
 
+// GetRunSeriesParams defines parameters for GetRunSeries.
+type GetRunSeriesParams struct {
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// ListSeriesParams defines parameters for ListSeries.
+type ListSeriesParams struct {
+	// GPU GPU name, case-insensitive (e.g. `RTX 3090`).
+	GPU *ParamGPU `form:"gpu,omitempty" json:"gpu,omitempty"`
+
+	// Model Case-insensitive substring of the model name.
+	Model *ParamModel `form:"model,omitempty" json:"model,omitempty"`
+
+	// Quantization Quantization as published, case-insensitive (e.g. `AWQ 4-bit`).
+	Quantization *ParamQuantization `form:"quantization,omitempty" json:"quantization,omitempty"`
+
+	// Engine Engine name, case-insensitive (e.g. `vllm`).
+	Engine *ParamEngine `form:"engine,omitempty" json:"engine,omitempty"`
+
+	// EngineVersion Engine version as published, case-insensitive (e.g. `0.32.0`).
+	EngineVersion *ParamEngineVersion `form:"engine_version,omitempty" json:"engine_version,omitempty"`
+
+	// KVCacheDtype The launch's `--kv-cache-dtype`, case-insensitive.
+	KVCacheDtype *ParamKVCacheDtype `form:"kv_cache_dtype,omitempty" json:"kv_cache_dtype,omitempty"`
+
+	// Submitter Submitter handle without `@`, case-insensitive.
+	Submitter *ParamSubmitter `form:"submitter,omitempty" json:"submitter,omitempty"`
+
+	// SubmittedBy The name of the API key that submitted the run, exactly.
+	SubmittedBy *ParamSubmittedBy `form:"submitted_by,omitempty" json:"submitted_by,omitempty"`
+
+	// VRAMGBMin Runs on GPUs with at least this much VRAM, GB.
+	VRAMGBMin *ParamVRAMGBMin `form:"vram_gb_min,omitempty" json:"vram_gb_min,omitempty"`
+
+	// VRAMGBMax Runs on GPUs with at most this much VRAM, GB.
+	VRAMGBMax *ParamVRAMGBMax `form:"vram_gb_max,omitempty" json:"vram_gb_max,omitempty"`
+
+	// Limit How many series to list.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
 // CreateRunJSONRequestBody defines body for CreateRun for application/json ContentType.
 type CreateRunJSONRequestBody = CreateRunJSONBody
 
@@ -2074,6 +2287,11 @@ type ClientInterface interface {
 	// 64 × 64 runs in full, about 2 MB). A larger comparison is refused
 	// with 400 naming `run_ids`: narrow it with `contexts` or
 	// `concurrencies`, or compare fewer runs.
+	//
+	// With exactly two runs the answer also carries `verdict`: whether
+	// the second is faster, slower or the same as the first beyond the
+	// noise floor (see `GET /v1/runs/{run_id}/series` for the rule), with
+	// the settings they differ in named.
 	//
 	// Corresponds with GET /v1/compare (the `CompareRuns` operationId).
 	CompareRuns(ctx context.Context, params *CompareRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2326,6 +2544,59 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/runs/{run_id}/prefill (the `ListPrefillCells` operationId).
 	ListPrefillCells(ctx context.Context, runID ParamRunID, params *ListPrefillCellsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetRunSeries A run's series, with a verdict per step
+	//
+	// The runs of this run's series (at most 20, the newest), ordered by
+	// engine version (numbers compare as numbers: 0.10 after 0.9; a
+	// pre-release before its release; llama.cpp builds by number), then
+	// date, and a step between each two neighbours.
+	//
+	// **The rule.** Each step compares total tok/s at every cell both runs
+	// measured, and where one measured and the other's fit interpolates
+	// (labelled `predicted`). A cell's change is `d = ln(to / from)`; its
+	// floor is `z` (2) times the combined noise of the two cells
+	// (`sqrt(σ_from² + σ_to²)`), and at least `min_floor` (1 %). Beyond
+	// the floor a cell is `improved` or `regressed`, within it
+	// `unchanged`; a floor wider than `max_floor` (25 %) is
+	// `inconclusive`. A context row, and the whole grid, changed when at
+	// least 3 cells are compared, at least 80 % of them changed the same
+	// way, and a one-sided sign test puts that many cells on one side at
+	// p ≤ 0.05; it is `unchanged` when 80 % are within their floor, else
+	// `inconclusive`. The step is `regressed` when any row (or the grid)
+	// regressed, naming the rows in `regressed_rows`; else `improved`
+	// when any row or the grid improved; else `unchanged` or
+	// `inconclusive` as the grid is.
+	//
+	// **The noise floor** (`noise_floor`) comes from repeated runs of the
+	// configuration where the series has them (two runs at one engine
+	// version sharing at least 5 cells: σ is the spread of their ratios
+	// over √2, `basis: repeated_runs`); otherwise from each run's own
+	// scatter (`basis: run_scatter`): its calibrated 90 % interpolation
+	// band over 1.645, which is how far its cells sit from what their
+	// neighbours predict, and no smaller than their noise.
+	//
+	// Example: two runs measured alike but for ±1 % noise are
+	// `unchanged` (or `inconclusive`); a run 10 % faster everywhere is
+	// `improved`; one 8 % slower at 64K and 128K only is `regressed` with
+	// `regressed_rows: [65536, 131072]`.
+	//
+	// Corresponds with GET /v1/runs/{run_id}/series (the `GetRunSeries` operationId).
+	GetRunSeries(ctx context.Context, runID ParamRunID, params *GetRunSeriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListSeries Series of runs across engine versions
+	//
+	// A series is the runs that share model, quantization, GPU (and
+	// count), VRAM, engine and backend, benchmark and decode test, and
+	// every launch setting that changes speed, differing in engine
+	// version (or, at one version, in date: re-measurements). Settings
+	// that change only what fits (`max_model_len`,
+	// `gpu_memory_utilization`) do not start a new series; a step names
+	// them where they differ. Lists the series of at least two runs among
+	// the runs the filters match, most recently extended first.
+	//
+	// Corresponds with GET /v1/series (the `ListSeries` operationId).
+	ListSeries(ctx context.Context, params *ListSeriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // GetDocs Interactive API reference
@@ -2558,6 +2829,11 @@ func (c *Client) EstimatePrefill(ctx context.Context, params *EstimatePrefillPar
 // 64 × 64 runs in full, about 2 MB). A larger comparison is refused
 // with 400 naming `run_ids`: narrow it with `contexts` or
 // `concurrencies`, or compare fewer runs.
+//
+// With exactly two runs the answer also carries `verdict`: whether
+// the second is faster, slower or the same as the first beyond the
+// noise floor (see `GET /v1/runs/{run_id}/series` for the rule), with
+// the settings they differ in named.
 //
 // Corresponds with GET /v1/compare (the `CompareRuns` operationId).
 func (c *Client) CompareRuns(ctx context.Context, params *CompareRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3001,6 +3277,79 @@ func (c *Client) GetMatrix(ctx context.Context, runID ParamRunID, params *GetMat
 // Corresponds with GET /v1/runs/{run_id}/prefill (the `ListPrefillCells` operationId).
 func (c *Client) ListPrefillCells(ctx context.Context, runID ParamRunID, params *ListPrefillCellsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListPrefillCellsRequest(c.Server, runID, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetRunSeries A run's series, with a verdict per step
+//
+// The runs of this run's series (at most 20, the newest), ordered by
+// engine version (numbers compare as numbers: 0.10 after 0.9; a
+// pre-release before its release; llama.cpp builds by number), then
+// date, and a step between each two neighbours.
+//
+// **The rule.** Each step compares total tok/s at every cell both runs
+// measured, and where one measured and the other's fit interpolates
+// (labelled `predicted`). A cell's change is `d = ln(to / from)`; its
+// floor is `z` (2) times the combined noise of the two cells
+// (`sqrt(σ_from² + σ_to²)`), and at least `min_floor` (1 %). Beyond
+// the floor a cell is `improved` or `regressed`, within it
+// `unchanged`; a floor wider than `max_floor` (25 %) is
+// `inconclusive`. A context row, and the whole grid, changed when at
+// least 3 cells are compared, at least 80 % of them changed the same
+// way, and a one-sided sign test puts that many cells on one side at
+// p ≤ 0.05; it is `unchanged` when 80 % are within their floor, else
+// `inconclusive`. The step is `regressed` when any row (or the grid)
+// regressed, naming the rows in `regressed_rows`; else `improved`
+// when any row or the grid improved; else `unchanged` or
+// `inconclusive` as the grid is.
+//
+// **The noise floor** (`noise_floor`) comes from repeated runs of the
+// configuration where the series has them (two runs at one engine
+// version sharing at least 5 cells: σ is the spread of their ratios
+// over √2, `basis: repeated_runs`); otherwise from each run's own
+// scatter (`basis: run_scatter`): its calibrated 90 % interpolation
+// band over 1.645, which is how far its cells sit from what their
+// neighbours predict, and no smaller than their noise.
+//
+// Example: two runs measured alike but for ±1 % noise are
+// `unchanged` (or `inconclusive`); a run 10 % faster everywhere is
+// `improved`; one 8 % slower at 64K and 128K only is `regressed` with
+// `regressed_rows: [65536, 131072]`.
+//
+// Corresponds with GET /v1/runs/{run_id}/series (the `GetRunSeries` operationId).
+func (c *Client) GetRunSeries(ctx context.Context, runID ParamRunID, params *GetRunSeriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRunSeriesRequest(c.Server, runID, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListSeries Series of runs across engine versions
+//
+// A series is the runs that share model, quantization, GPU (and
+// count), VRAM, engine and backend, benchmark and decode test, and
+// every launch setting that changes speed, differing in engine
+// version (or, at one version, in date: re-measurements). Settings
+// that change only what fits (`max_model_len`,
+// `gpu_memory_utilization`) do not start a new series; a step names
+// them where they differ. Lists the series of at least two runs among
+// the runs the filters match, most recently extended first.
+//
+// Corresponds with GET /v1/series (the `ListSeries` operationId).
+func (c *Client) ListSeries(ctx context.Context, params *ListSeriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListSeriesRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -5480,6 +5829,244 @@ func NewListPrefillCellsRequest(server string, runID ParamRunID, params *ListPre
 	return req, nil
 }
 
+// NewGetRunSeriesRequest constructs an http.Request for the GetRunSeries method
+func NewGetRunSeriesRequest(server string, runID ParamRunID, params *GetRunSeriesParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "run_id", runID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/series", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewListSeriesRequest constructs an http.Request for the ListSeries method
+func NewListSeriesRequest(server string, params *ListSeriesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/series")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.GPU != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "gpu", *params.GPU, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Model != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "model", *params.Model, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Quantization != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "quantization", *params.Quantization, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Engine != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "engine", *params.Engine, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.EngineVersion != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "engine_version", *params.EngineVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.KVCacheDtype != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "kv_cache_dtype", *params.KVCacheDtype, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Submitter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "submitter", *params.Submitter, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.SubmittedBy != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "submitted_by", *params.SubmittedBy, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.VRAMGBMin != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "vram_gb_min", *params.VRAMGBMin, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.VRAMGBMax != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "vram_gb_max", *params.VRAMGBMax, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -5666,6 +6253,11 @@ type ClientWithResponsesInterface interface {
 	// 64 × 64 runs in full, about 2 MB). A larger comparison is refused
 	// with 400 naming `run_ids`: narrow it with `contexts` or
 	// `concurrencies`, or compare fewer runs.
+	//
+	// With exactly two runs the answer also carries `verdict`: whether
+	// the second is faster, slower or the same as the first beyond the
+	// noise floor (see `GET /v1/runs/{run_id}/series` for the rule), with
+	// the settings they differ in named.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5946,6 +6538,63 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/runs/{run_id}/prefill (the `ListPrefillCells` operationId).
 	ListPrefillCellsWithResponse(ctx context.Context, runID ParamRunID, params *ListPrefillCellsParams, reqEditors ...RequestEditorFn) (*ListPrefillCellsResponse, error)
+
+	// GetRunSeriesWithResponse A run's series, with a verdict per step
+	//
+	// The runs of this run's series (at most 20, the newest), ordered by
+	// engine version (numbers compare as numbers: 0.10 after 0.9; a
+	// pre-release before its release; llama.cpp builds by number), then
+	// date, and a step between each two neighbours.
+	//
+	// **The rule.** Each step compares total tok/s at every cell both runs
+	// measured, and where one measured and the other's fit interpolates
+	// (labelled `predicted`). A cell's change is `d = ln(to / from)`; its
+	// floor is `z` (2) times the combined noise of the two cells
+	// (`sqrt(σ_from² + σ_to²)`), and at least `min_floor` (1 %). Beyond
+	// the floor a cell is `improved` or `regressed`, within it
+	// `unchanged`; a floor wider than `max_floor` (25 %) is
+	// `inconclusive`. A context row, and the whole grid, changed when at
+	// least 3 cells are compared, at least 80 % of them changed the same
+	// way, and a one-sided sign test puts that many cells on one side at
+	// p ≤ 0.05; it is `unchanged` when 80 % are within their floor, else
+	// `inconclusive`. The step is `regressed` when any row (or the grid)
+	// regressed, naming the rows in `regressed_rows`; else `improved`
+	// when any row or the grid improved; else `unchanged` or
+	// `inconclusive` as the grid is.
+	//
+	// **The noise floor** (`noise_floor`) comes from repeated runs of the
+	// configuration where the series has them (two runs at one engine
+	// version sharing at least 5 cells: σ is the spread of their ratios
+	// over √2, `basis: repeated_runs`); otherwise from each run's own
+	// scatter (`basis: run_scatter`): its calibrated 90 % interpolation
+	// band over 1.645, which is how far its cells sit from what their
+	// neighbours predict, and no smaller than their noise.
+	//
+	// Example: two runs measured alike but for ±1 % noise are
+	// `unchanged` (or `inconclusive`); a run 10 % faster everywhere is
+	// `improved`; one 8 % slower at 64K and 128K only is `regressed` with
+	// `regressed_rows: [65536, 131072]`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/runs/{run_id}/series (the `GetRunSeries` operationId).
+	GetRunSeriesWithResponse(ctx context.Context, runID ParamRunID, params *GetRunSeriesParams, reqEditors ...RequestEditorFn) (*GetRunSeriesResponse, error)
+
+	// ListSeriesWithResponse Series of runs across engine versions
+	//
+	// A series is the runs that share model, quantization, GPU (and
+	// count), VRAM, engine and backend, benchmark and decode test, and
+	// every launch setting that changes speed, differing in engine
+	// version (or, at one version, in date: re-measurements). Settings
+	// that change only what fits (`max_model_len`,
+	// `gpu_memory_utilization`) do not start a new series; a step names
+	// them where they differ. Lists the series of at least two runs among
+	// the runs the filters match, most recently extended first.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/series (the `ListSeries` operationId).
+	ListSeriesWithResponse(ctx context.Context, params *ListSeriesParams, reqEditors ...RequestEditorFn) (*ListSeriesResponse, error)
 }
 
 // GetDocsResponse200Headers the declared response headers of an HTTP 200 response for GetDocs
@@ -6844,6 +7493,11 @@ type CompareRunsResponse429Headers struct {
 	RetryAfter         *int
 }
 
+// CompareRunsResponse503Headers the declared response headers of an HTTP 503 response for CompareRuns
+type CompareRunsResponse503Headers struct {
+	RetryAfter *int
+}
+
 type CompareRunsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -6855,10 +7509,14 @@ type CompareRunsResponse struct {
 	ApplicationProblemJSON404 *NotFound
 	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Fitting
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *CompareRunsResponse304Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CompareRunsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CompareRunsResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -6879,6 +7537,11 @@ func (r CompareRunsResponse) GetApplicationProblemJSON404() *NotFound {
 // GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
 func (r CompareRunsResponse) GetApplicationProblemJSON429() *TooManyRequests {
 	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CompareRunsResponse) GetApplicationProblemJSON503() *Fitting {
+	return r.ApplicationProblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -8290,6 +8953,171 @@ func (r ListPrefillCellsResponse) ContentType() string {
 	return ""
 }
 
+// GetRunSeriesResponse304Headers the declared response headers of an HTTP 304 response for GetRunSeries
+type GetRunSeriesResponse304Headers struct {
+	ETag *string
+}
+
+// GetRunSeriesResponse429Headers the declared response headers of an HTTP 429 response for GetRunSeries
+type GetRunSeriesResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         *int
+}
+
+// GetRunSeriesResponse503Headers the declared response headers of an HTTP 503 response for GetRunSeries
+type GetRunSeriesResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetRunSeriesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RunSeries
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Fitting
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetRunSeriesResponse304Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetRunSeriesResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetRunSeriesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetRunSeriesResponse) GetJSON200() *RunSeries {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetRunSeriesResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetRunSeriesResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetRunSeriesResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetRunSeriesResponse) GetApplicationProblemJSON503() *Fitting {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetRunSeriesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetRunSeriesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetRunSeriesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetRunSeriesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListSeriesResponse304Headers the declared response headers of an HTTP 304 response for ListSeries
+type ListSeriesResponse304Headers struct {
+	ETag *string
+}
+
+// ListSeriesResponse429Headers the declared response headers of an HTTP 429 response for ListSeries
+type ListSeriesResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         *int
+}
+
+type ListSeriesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SeriesList
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *ListSeriesResponse304Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListSeriesResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListSeriesResponse) GetJSON200() *SeriesList {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListSeriesResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListSeriesResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r ListSeriesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListSeriesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListSeriesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListSeriesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetDocsWithResponse Interactive API reference
 //
 // This contract rendered as a browsable reference (Redoc), served
@@ -8498,6 +9326,11 @@ func (c *ClientWithResponses) EstimatePrefillWithResponse(ctx context.Context, p
 // 64 × 64 runs in full, about 2 MB). A larger comparison is refused
 // with 400 naming `run_ids`: narrow it with `contexts` or
 // `concurrencies`, or compare fewer runs.
+//
+// With exactly two runs the answer also carries `verdict`: whether
+// the second is faster, slower or the same as the first beyond the
+// noise floor (see `GET /v1/runs/{run_id}/series` for the rule), with
+// the settings they differ in named.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -8897,6 +9730,75 @@ func (c *ClientWithResponses) ListPrefillCellsWithResponse(ctx context.Context, 
 		return nil, err
 	}
 	return ParseListPrefillCellsResponse(rsp)
+}
+
+// GetRunSeriesWithResponse A run's series, with a verdict per step
+//
+// The runs of this run's series (at most 20, the newest), ordered by
+// engine version (numbers compare as numbers: 0.10 after 0.9; a
+// pre-release before its release; llama.cpp builds by number), then
+// date, and a step between each two neighbours.
+//
+// **The rule.** Each step compares total tok/s at every cell both runs
+// measured, and where one measured and the other's fit interpolates
+// (labelled `predicted`). A cell's change is `d = ln(to / from)`; its
+// floor is `z` (2) times the combined noise of the two cells
+// (`sqrt(σ_from² + σ_to²)`), and at least `min_floor` (1 %). Beyond
+// the floor a cell is `improved` or `regressed`, within it
+// `unchanged`; a floor wider than `max_floor` (25 %) is
+// `inconclusive`. A context row, and the whole grid, changed when at
+// least 3 cells are compared, at least 80 % of them changed the same
+// way, and a one-sided sign test puts that many cells on one side at
+// p ≤ 0.05; it is `unchanged` when 80 % are within their floor, else
+// `inconclusive`. The step is `regressed` when any row (or the grid)
+// regressed, naming the rows in `regressed_rows`; else `improved`
+// when any row or the grid improved; else `unchanged` or
+// `inconclusive` as the grid is.
+//
+// **The noise floor** (`noise_floor`) comes from repeated runs of the
+// configuration where the series has them (two runs at one engine
+// version sharing at least 5 cells: σ is the spread of their ratios
+// over √2, `basis: repeated_runs`); otherwise from each run's own
+// scatter (`basis: run_scatter`): its calibrated 90 % interpolation
+// band over 1.645, which is how far its cells sit from what their
+// neighbours predict, and no smaller than their noise.
+//
+// Example: two runs measured alike but for ±1 % noise are
+// `unchanged` (or `inconclusive`); a run 10 % faster everywhere is
+// `improved`; one 8 % slower at 64K and 128K only is `regressed` with
+// `regressed_rows: [65536, 131072]`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/runs/{run_id}/series (the `GetRunSeries` operationId).
+func (c *ClientWithResponses) GetRunSeriesWithResponse(ctx context.Context, runID ParamRunID, params *GetRunSeriesParams, reqEditors ...RequestEditorFn) (*GetRunSeriesResponse, error) {
+	rsp, err := c.GetRunSeries(ctx, runID, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetRunSeriesResponse(rsp)
+}
+
+// ListSeriesWithResponse Series of runs across engine versions
+//
+// A series is the runs that share model, quantization, GPU (and
+// count), VRAM, engine and backend, benchmark and decode test, and
+// every launch setting that changes speed, differing in engine
+// version (or, at one version, in date: re-measurements). Settings
+// that change only what fits (`max_model_len`,
+// `gpu_memory_utilization`) do not start a new series; a step names
+// them where they differ. Lists the series of at least two runs among
+// the runs the filters match, most recently extended first.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/series (the `ListSeries` operationId).
+func (c *ClientWithResponses) ListSeriesWithResponse(ctx context.Context, params *ListSeriesParams, reqEditors ...RequestEditorFn) (*ListSeriesResponse, error) {
+	rsp, err := c.ListSeries(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListSeriesResponse(rsp)
 }
 
 // ParseGetDocsResponse parses an HTTP response from a GetDocsWithResponse call
@@ -9986,6 +10888,13 @@ func ParseCompareRunsResponse(rsp *http.Response) (*CompareRunsResponse, error) 
 		}
 		response.ApplicationProblemJSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Fitting
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
 	}
 
 	switch {
@@ -10030,6 +10939,16 @@ func ParseCompareRunsResponse(rsp *http.Response) (*CompareRunsResponse, error) 
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CompareRunsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -11654,6 +12573,204 @@ func ParseListPrefillCellsResponse(rsp *http.Response) (*ListPrefillCellsRespons
 		response.Headers304 = &headers
 	case rsp.StatusCode == 429:
 		var headers ListPrefillCellsResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetRunSeriesResponse parses an HTTP response from a GetRunSeriesWithResponse call
+func ParseGetRunSeriesResponse(rsp *http.Response) (*GetRunSeriesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetRunSeriesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RunSeries
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Fitting
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 304:
+		var headers GetRunSeriesResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers304 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetRunSeriesResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetRunSeriesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListSeriesResponse parses an HTTP response from a ListSeriesWithResponse call
+func ParseListSeriesResponse(rsp *http.Response) (*ListSeriesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListSeriesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SeriesList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 304:
+		var headers ListSeriesResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers304 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListSeriesResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -1,0 +1,244 @@
+package predict
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/history"
+	"github.com/matrixd/matrixd/store"
+)
+
+// NoiseFloor says what a step's verdicts were measured against.
+type NoiseFloor struct {
+	// Basis is "repeated_runs" (runs of the series at one engine version
+	// measured the noise) or "run_scatter" (each run's own held-out error:
+	// how far a cell sits from what its neighbours predict, which is no
+	// smaller than the noise).
+	Basis string
+	// SigmaFrom and SigmaTo are the relative standard deviations of one
+	// cell of each run.
+	SigmaFrom, SigmaTo float64
+	// Pairs is how many cells of repeated runs measured the noise.
+	Pairs int
+	Rule  history.Rule
+}
+
+// Step is the comparison of two runs, older first.
+type Step struct {
+	From, To string
+	history.Step
+	Noise NoiseFloor
+	// Differ names the settings the two runs differ in other than the
+	// engine version: capacity-only ones within a series, anything for
+	// two runs compared at will.
+	Differ []string
+}
+
+// SeriesAnswer is a run's series: its runs in engine-version order (then
+// date), and a step between each two neighbours.
+type SeriesAnswer struct {
+	Runs     []store.SeriesMember
+	Steps    []Step
+	More     bool // the series has more runs than were lined up
+	Warnings []string
+}
+
+// sigmaOf is the relative standard deviation of one cell of a fitted
+// run: its calibrated 90 % interpolation band over 1.645.
+func sigmaOf(m *calculator.Model) float64 {
+	b := m.Bands()
+	return math.Max(b.InterpolatedTotal, 0.01) / 1.645
+}
+
+// cellsOf are run id's valid measured cells, and its fit.
+func (c *Service) cellsOf(ctx context.Context, id string) ([]history.Cell, *calculator.Model, error) {
+	m, err := c.model(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	cells, err := c.store.DecodeCells(ctx, id, store.DecodeFilter{Status: "valid"})
+	if err != nil {
+		return nil, nil, err
+	}
+	sigma := sigmaOf(m)
+	out := make([]history.Cell, 0, len(cells))
+	for _, dc := range cells {
+		if dc.TotalTokS != nil && *dc.TotalTokS > 0 {
+			out = append(out, history.Cell{ContextTokens: dc.ContextTokens, Concurrency: dc.Concurrency, Value: *dc.TotalTokS, Sigma: sigma})
+		}
+	}
+	return out, m, nil
+}
+
+// predictedAt adds to cells the model's interpolated answers at the points
+// of others that cells lack, labelled as predictions.
+func predictedAt(cells, others []history.Cell, m *calculator.Model) []history.Cell {
+	have := map[[2]int]bool{}
+	for _, c := range cells {
+		have[[2]int{c.ContextTokens, c.Concurrency}] = true
+	}
+	out := slices.Clone(cells)
+	for _, o := range others {
+		if have[[2]int{o.ContextTokens, o.Concurrency}] {
+			continue
+		}
+		p, err := m.Decode(calculator.Query{ContextTokens: o.ContextTokens, Concurrency: o.Concurrency})
+		if err != nil || p.Basis != calculator.Interpolated || p.TotalTokS == nil || p.BandTotal <= 0 {
+			continue
+		}
+		out = append(out, history.Cell{ContextTokens: o.ContextTokens, Concurrency: o.Concurrency, Value: p.TotalTokS.Value,
+			Sigma: p.BandTotal / 1.645, Predicted: true})
+	}
+	return out
+}
+
+// compare is the step from run a to run b, with the noise floor given
+// (repeated-runs sigma, or 0 for each run's own scatter).
+func (c *Service) compare(ctx context.Context, a, b string, repeated float64, pairs int) (Step, error) {
+	ca, ma, err := c.cellsOf(ctx, a)
+	if err != nil {
+		return Step{}, err
+	}
+	cb, mb, err := c.cellsOf(ctx, b)
+	if err != nil {
+		return Step{}, err
+	}
+	noise := NoiseFloor{Basis: "run_scatter", SigmaFrom: sigmaOf(ma), SigmaTo: sigmaOf(mb), Rule: history.DefaultRule}
+	if repeated > 0 {
+		noise = NoiseFloor{Basis: "repeated_runs", SigmaFrom: repeated, SigmaTo: repeated, Pairs: pairs, Rule: history.DefaultRule}
+		for _, cs := range [][]history.Cell{ca, cb} {
+			for i := range cs {
+				cs[i].Sigma = repeated
+			}
+		}
+	}
+	pa, pb := predictedAt(ca, cb, ma), predictedAt(cb, ca, mb)
+	return Step{From: a, To: b, Step: history.Compare(pa, pb, history.DefaultRule), Noise: noise}, nil
+}
+
+// CompareRuns compares run a (the older) with run b, whatever they are:
+// Differ names every setting they differ in.
+func (c *Service) CompareRuns(ctx context.Context, a, b string) (Step, error) {
+	ka, err := c.store.RunConfigOf(ctx, a)
+	if err != nil {
+		return Step{}, err
+	}
+	kb, err := c.store.RunConfigOf(ctx, b)
+	if err != nil {
+		return Step{}, err
+	}
+	st, err := c.compare(ctx, a, b, 0, 0)
+	if err != nil {
+		return Step{}, err
+	}
+	fa, fb := configFields(ka), configFields(kb)
+	for i := range fa {
+		if fa[i][1] != fb[i][1] {
+			st.Differ = append(st.Differ, fa[i][0])
+		}
+	}
+	if !strings.EqualFold(ka.GPU, kb.GPU) {
+		st.Differ = append(st.Differ, "gpu")
+	}
+	return st, nil
+}
+
+// minRepeatedPairs is how many cells of repeated runs it takes to measure
+// the noise from them rather than from each run's scatter.
+const minRepeatedPairs = 5
+
+// Series lines up run id's series by engine version, then date, and
+// compares each run with the one before it.
+func (c *Service) Series(ctx context.Context, id string) (SeriesAnswer, error) {
+	members, more, err := c.store.Series(ctx, id)
+	if err != nil {
+		return SeriesAnswer{}, err
+	}
+	slices.SortStableFunc(members, func(x, y store.SeriesMember) int {
+		if v := history.CompareVersions(x.EngineVersion, y.EngineVersion); v != 0 {
+			return v
+		}
+		return x.CreatedAt.Compare(y.CreatedAt)
+	})
+	ans := SeriesAnswer{Runs: members, More: more}
+	if more {
+		ans.Warnings = append(ans.Warnings, fmt.Sprintf("the series has more than %d runs: the newest %d are lined up", len(members), len(members)))
+	}
+	repeated, pairs, err := c.repeatedNoise(ctx, members)
+	if err != nil {
+		return SeriesAnswer{}, err
+	}
+	for i := 1; i < len(members); i++ {
+		st, err := c.compare(ctx, members[i-1].ID, members[i].ID, repeated, pairs)
+		if err != nil {
+			return SeriesAnswer{}, err
+		}
+		st.Differ = capacityDiffer(members[i-1], members[i])
+		ans.Steps = append(ans.Steps, st)
+	}
+	return ans, nil
+}
+
+// repeatedNoise measures the noise of one cell from runs of the series at
+// one engine version: the spread of ln(b/a) over their shared cells is
+// that of two cells' noise. Zero when fewer than minRepeatedPairs cells
+// are shared.
+func (c *Service) repeatedNoise(ctx context.Context, members []store.SeriesMember) (float64, int, error) {
+	var ds []float64
+	for i := 1; i < len(members); i++ {
+		a, b := members[i-1], members[i]
+		if a.EngineVersion == "" || history.CompareVersions(a.EngineVersion, b.EngineVersion) != 0 {
+			continue
+		}
+		ca, err := c.store.DecodeCells(ctx, a.ID, store.DecodeFilter{Status: "valid"})
+		if err != nil {
+			return 0, 0, err
+		}
+		cb, err := c.store.DecodeCells(ctx, b.ID, store.DecodeFilter{Status: "valid"})
+		if err != nil {
+			return 0, 0, err
+		}
+		at := map[[2]int]float64{}
+		for _, x := range ca {
+			if x.TotalTokS != nil && *x.TotalTokS > 0 {
+				at[[2]int{x.ContextTokens, x.Concurrency}] = *x.TotalTokS
+			}
+		}
+		for _, y := range cb {
+			if v, ok := at[[2]int{y.ContextTokens, y.Concurrency}]; ok && y.TotalTokS != nil && *y.TotalTokS > 0 {
+				ds = append(ds, math.Log(*y.TotalTokS/v))
+			}
+		}
+	}
+	if len(ds) < minRepeatedPairs {
+		return 0, 0, nil
+	}
+	mean := 0.0
+	for _, d := range ds {
+		mean += d
+	}
+	mean /= float64(len(ds))
+	ss := 0.0
+	for _, d := range ds {
+		ss += (d - mean) * (d - mean)
+	}
+	sd := math.Sqrt(ss / float64(len(ds)-1))
+	return math.Max(sd/math.Sqrt2, 0.001), len(ds), nil
+}
+
+// capacityDiffer names the capacity-only settings two runs of a series
+// differ in.
+func capacityDiffer(a, b store.SeriesMember) []string {
+	var out []string
+	fa, fb := configFields(a.RunConfig), configFields(b.RunConfig)
+	for i := range fa {
+		if capacityOnly(fa[i][0]) && fa[i][1] != fb[i][1] {
+			out = append(out, fa[i][0])
+		}
+	}
+	return out
+}
