@@ -153,6 +153,33 @@ func (e ComparedCellStatus) Valid() bool {
 	}
 }
 
+// Defines values for FlagReason.
+const (
+	Duplicate     FlagReason = "duplicate"
+	Implausible   FlagReason = "implausible"
+	Other         FlagReason = "other"
+	Spam          FlagReason = "spam"
+	WrongHardware FlagReason = "wrong_hardware"
+)
+
+// Valid indicates whether the value is a known member of the FlagReason enum.
+func (e FlagReason) Valid() bool {
+	switch e {
+	case Duplicate:
+		return true
+	case Implausible:
+		return true
+	case Other:
+		return true
+	case Spam:
+		return true
+	case WrongHardware:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GridCellMethod.
 const (
 	GridCellMethodExtrapolated GridCellMethod = "extrapolated"
@@ -393,6 +420,69 @@ func (e PlanShortfallMetric) Valid() bool {
 	}
 }
 
+// Defines values for ProvenanceSourceFormat.
+const (
+	ProvenanceSourceFormatGridCsv           ProvenanceSourceFormat = "grid-csv"
+	ProvenanceSourceFormatLlamaBatchedBench ProvenanceSourceFormat = "llama-batched-bench"
+	ProvenanceSourceFormatPage              ProvenanceSourceFormat = "page"
+	ProvenanceSourceFormatRunJSON           ProvenanceSourceFormat = "run-json"
+	ProvenanceSourceFormatVllmBench         ProvenanceSourceFormat = "vllm-bench"
+)
+
+// Valid indicates whether the value is a known member of the ProvenanceSourceFormat enum.
+func (e ProvenanceSourceFormat) Valid() bool {
+	switch e {
+	case ProvenanceSourceFormatGridCsv:
+		return true
+	case ProvenanceSourceFormatLlamaBatchedBench:
+		return true
+	case ProvenanceSourceFormatPage:
+		return true
+	case ProvenanceSourceFormatRunJSON:
+		return true
+	case ProvenanceSourceFormatVllmBench:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RunEventAction.
+const (
+	RunEventActionCreate  RunEventAction = "create"
+	RunEventActionDelete  RunEventAction = "delete"
+	RunEventActionFlag    RunEventAction = "flag"
+	RunEventActionHide    RunEventAction = "hide"
+	RunEventActionResolve RunEventAction = "resolve"
+	RunEventActionRestore RunEventAction = "restore"
+	RunEventActionSource  RunEventAction = "source"
+	RunEventActionUpdate  RunEventAction = "update"
+)
+
+// Valid indicates whether the value is a known member of the RunEventAction enum.
+func (e RunEventAction) Valid() bool {
+	switch e {
+	case RunEventActionCreate:
+		return true
+	case RunEventActionDelete:
+		return true
+	case RunEventActionFlag:
+		return true
+	case RunEventActionHide:
+		return true
+	case RunEventActionResolve:
+		return true
+	case RunEventActionRestore:
+		return true
+	case RunEventActionSource:
+		return true
+	case RunEventActionUpdate:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ParamFormat.
 const (
 	ParamFormatCsv  ParamFormat = "csv"
@@ -464,22 +554,22 @@ func (e ListRunsParamsSort) Valid() bool {
 
 // Defines values for ImportRunParamsFormat.
 const (
-	GridCsv           ImportRunParamsFormat = "grid-csv"
-	LlamaBatchedBench ImportRunParamsFormat = "llama-batched-bench"
-	Page              ImportRunParamsFormat = "page"
-	VllmBench         ImportRunParamsFormat = "vllm-bench"
+	ImportRunParamsFormatGridCsv           ImportRunParamsFormat = "grid-csv"
+	ImportRunParamsFormatLlamaBatchedBench ImportRunParamsFormat = "llama-batched-bench"
+	ImportRunParamsFormatPage              ImportRunParamsFormat = "page"
+	ImportRunParamsFormatVllmBench         ImportRunParamsFormat = "vllm-bench"
 )
 
 // Valid indicates whether the value is a known member of the ImportRunParamsFormat enum.
 func (e ImportRunParamsFormat) Valid() bool {
 	switch e {
-	case GridCsv:
+	case ImportRunParamsFormatGridCsv:
 		return true
-	case LlamaBatchedBench:
+	case ImportRunParamsFormatLlamaBatchedBench:
 		return true
-	case Page:
+	case ImportRunParamsFormatPage:
 		return true
-	case VllmBench:
+	case ImportRunParamsFormatVllmBench:
 		return true
 	default:
 		return false
@@ -769,6 +859,49 @@ type FieldError struct {
 	Message string `json:"message"`
 }
 
+// Flag defines model for Flag.
+type Flag struct {
+	CreatedAt time.Time `json:"created_at"`
+	ID        int64     `json:"id"`
+
+	// KeyName The API key that raised it.
+	KeyName string `json:"key_name"`
+
+	// Reason `implausible` numbers, `wrong_hardware` (or setup), a `duplicate` of another run, `spam`, or `other` (say what in `text`).
+	Reason FlagReason `json:"reason"`
+
+	// Resolution The admin's note.
+	Resolution *string    `json:"resolution"`
+	ResolvedAt *time.Time `json:"resolved_at"`
+	ResolvedBy *string    `json:"resolved_by"`
+	RunID      string     `json:"run_id"`
+	Text       string     `json:"text"`
+}
+
+// FlagInput defines model for FlagInput.
+type FlagInput struct {
+	// Reason `implausible` numbers, `wrong_hardware` (or setup), a `duplicate` of another run, `spam`, or `other` (say what in `text`).
+	Reason FlagReason `json:"reason"`
+
+	// Text What is wrong, so that others can check.
+	Text string `json:"text"`
+}
+
+// FlagList defines model for FlagList.
+type FlagList struct {
+	Items []Flag `json:"items"`
+	RunID string `json:"run_id"`
+}
+
+// FlagReason `implausible` numbers, `wrong_hardware` (or setup), a `duplicate` of another run, `spam`, or `other` (say what in `text`).
+type FlagReason string
+
+// FlagResolution defines model for FlagResolution.
+type FlagResolution struct {
+	// Note What was found, e.g. checked against the source: the numbers stand.
+	Note string `json:"note"`
+}
+
 // GPUCatalog defines model for GPUCatalog.
 type GPUCatalog struct {
 	Items []GPUCatalogItem `json:"items"`
@@ -882,6 +1015,12 @@ type Health struct {
 // HealthStatus defines model for Health.Status.
 type HealthStatus string
 
+// HideInput defines model for HideInput.
+type HideInput struct {
+	// Reason Why, shown to readers in the 410.
+	Reason string `json:"reason"`
+}
+
 // KVCapacity defines model for KVCapacity.
 type KVCapacity struct {
 	// KVTokensHigh The smallest reservation refused; null when none was.
@@ -970,6 +1109,20 @@ type ModelCatalogItem struct {
 	Model         string   `json:"model"`
 	Quantizations []string `json:"quantizations"`
 	RunCount      int      `json:"run_count"`
+}
+
+// Moderation defines model for Moderation.
+type Moderation struct {
+	// Hidden A visible run is never hidden; the hide and restore answers say what they did.
+	Hidden   bool       `json:"hidden"`
+	HiddenAt *time.Time `json:"hidden_at"`
+
+	// HiddenBy The admin key that hid it.
+	HiddenBy     *string `json:"hidden_by"`
+	HiddenReason *string `json:"hidden_reason"`
+
+	// OpenFlags Flags not yet resolved (`GET /v1/runs/{run_id}/flags`).
+	OpenFlags int `json:"open_flags"`
 }
 
 // Ms defines model for Ms.
@@ -1111,6 +1264,39 @@ type Problem struct {
 	Candidates *[]CandidateRun `json:"candidates,omitempty"`
 }
 
+// Provenance Where the run came from, so that anyone can check it: the exact
+// bytes it was made from (`GET /v1/runs/{run_id}/source`), their
+// SHA-256, and for a signed submission the signing key and the
+// signature over those bytes.
+type Provenance struct {
+	// Note Why the source is missing, when it is.
+	Note *string `json:"note"`
+
+	// Signature `ed25519=` and the base64 signature over the source bytes, as sent.
+	Signature *string `json:"signature"`
+
+	// SignedBy The fingerprint of the signing key whose signature verified on write (`GET /v1/signing-keys/{fingerprint}`); null when unsigned.
+	SignedBy *string `json:"signed_by"`
+
+	// SourceFormat How the bytes became the run (the import's `format`; `run-json` for `POST /v1/runs`).
+	SourceFormat *ProvenanceSourceFormat `json:"source_format"`
+
+	// SourceMediaType The media type the bytes were sent as.
+	SourceMediaType *string `json:"source_media_type"`
+
+	// SourceSha256 Lower-case hex SHA-256 of the source bytes; null when they were not kept.
+	SourceSha256 *string `json:"source_sha256"`
+
+	// SourceSize The bytes' length.
+	SourceSize *int64 `json:"source_size"`
+
+	// SourceURL `/v1/runs/{run_id}/source`, or null when the bytes were not kept.
+	SourceURL *string `json:"source_url"`
+}
+
+// ProvenanceSourceFormat How the bytes became the run (the import's `format`; `run-json` for `POST /v1/runs`).
+type ProvenanceSourceFormat string
+
 // Run defines model for Run.
 type Run struct {
 	Benchmark Benchmark    `json:"benchmark"`
@@ -1120,14 +1306,21 @@ type Run struct {
 	Hardware  Hardware     `json:"hardware"`
 
 	// ID Stable, opaque, URL-safe; derived from the run's content when it was stored.
-	ID     string `json:"id"`
-	Launch Launch `json:"launch"`
-	Model  Model  `json:"model"`
+	ID         string     `json:"id"`
+	Launch     Launch     `json:"launch"`
+	Model      Model      `json:"model"`
+	Moderation Moderation `json:"moderation"`
 
 	// Notes The submitter's notes.
-	Notes     *string       `json:"notes"`
-	Prefill   []PrefillCell `json:"prefill"`
-	SourceURL *string       `json:"source_url"`
+	Notes   *string       `json:"notes"`
+	Prefill []PrefillCell `json:"prefill"`
+
+	// Provenance Where the run came from, so that anyone can check it: the exact
+	// bytes it was made from (`GET /v1/runs/{run_id}/source`), their
+	// SHA-256, and for a signed submission the signing key and the
+	// signature over those bytes.
+	Provenance Provenance `json:"provenance"`
+	SourceURL  *string    `json:"source_url"`
 
 	// SubmittedBy The name of the API key that submitted the run; null for runs imported on the server.
 	SubmittedBy *string `json:"submitted_by"`
@@ -1135,6 +1328,33 @@ type Run struct {
 	// Submitter The author, as the source names them.
 	Submitter *string `json:"submitter"`
 	Title     string  `json:"title"`
+}
+
+// RunEvent defines model for RunEvent.
+type RunEvent struct {
+	Action RunEventAction `json:"action"`
+	At     time.Time      `json:"at"`
+
+	// Detail The change: `create` its `source_sha256` (and `signed_by`);
+	// `update` each field sent with its new value (null: removed);
+	// `flag` `flag_id` and `reason`; `resolve` `flag_id` and `note`;
+	// `hide` `reason`; `restore` `was_hidden_for`; `delete` `title`;
+	// `source` the `source_sha256` given to a run stored before
+	// sources were kept (a bundled seed).
+	Detail map[string]interface{} `json:"detail"`
+	ID     int64                  `json:"id"`
+
+	// KeyName The API key that made the change; null for the server itself.
+	KeyName *string `json:"key_name"`
+}
+
+// RunEventAction defines model for RunEvent.Action.
+type RunEventAction string
+
+// RunHistory defines model for RunHistory.
+type RunHistory struct {
+	Items []RunEvent `json:"items"`
+	RunID string     `json:"run_id"`
 }
 
 // RunInput Run JSON: a run as submitted (`POST /v1/runs`, `matrixd import`) and
@@ -1270,6 +1490,47 @@ type RunSummary struct {
 	VRAMGB      *float64 `json:"vram_gb"`
 }
 
+// SigningKey defines model for SigningKey.
+type SigningKey struct {
+	CreatedAt time.Time `json:"created_at"`
+
+	// Fingerprint Lower-case hex SHA-256 of the 32 raw public-key bytes.
+	Fingerprint string `json:"fingerprint"`
+
+	// KeyName The API key that registered it.
+	KeyName string `json:"key_name"`
+
+	// PublicKey Base64 of the 32 raw bytes.
+	PublicKey string `json:"public_key"`
+
+	// PublicKeyPem The same as a PEM `PUBLIC KEY`, for `openssl pkeyutl -verify`.
+	PublicKeyPem string `json:"public_key_pem"`
+}
+
+// SigningKeyInput defines model for SigningKeyInput.
+type SigningKeyInput struct {
+	// PublicKey The Ed25519 public key: base64 of its 32 raw bytes, or a PEM `PUBLIC KEY` (SubjectPublicKeyInfo, as `openssl pkey -pubout` writes).
+	PublicKey string `json:"public_key"`
+}
+
+// SubmitterProfile defines model for SubmitterProfile.
+type SubmitterProfile struct {
+	FirstRunAt  time.Time `json:"first_run_at"`
+	LatestRunAt time.Time `json:"latest_run_at"`
+
+	// Name As their newest run writes it.
+	Name string `json:"name"`
+
+	// RunCount Visible runs that name them.
+	RunCount int `json:"run_count"`
+
+	// Runs The newest 20.
+	Runs []RunSummary `json:"runs"`
+
+	// RunsURL `/v1/runs?submitter=…`: all of them, page by page.
+	RunsURL string `json:"runs_url"`
+}
+
 // Text200 defines model for Text200.
 type Text200 = string
 
@@ -1278,6 +1539,12 @@ type Text200Required = string
 
 // TokS defines model for TokS.
 type TokS = float64
+
+// BodySignature defines model for BodySignature.
+type BodySignature = string
+
+// BodySignatureKey defines model for BodySignatureKey.
+type BodySignatureKey = string
 
 // CalcGPU defines model for CalcGPU.
 type CalcGPU = string
@@ -1317,6 +1584,12 @@ type ParamEngine = string
 
 // ParamEngineVersion defines model for ParamEngineVersion.
 type ParamEngineVersion = string
+
+// ParamFingerprint defines model for ParamFingerprint.
+type ParamFingerprint = string
+
+// ParamFlagID defines model for ParamFlagID.
+type ParamFlagID = int64
 
 // ParamFormat defines model for ParamFormat.
 type ParamFormat string
@@ -1362,6 +1635,9 @@ type Fitting = Problem
 
 // Forbidden RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions.
 type Forbidden = Problem
+
+// Gone RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions.
+type Gone = Problem
 
 // InvalidRun RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions.
 type InvalidRun = Problem
@@ -1790,6 +2066,16 @@ type CreateRunJSONBody = json.RawMessage
 type CreateRunParams struct {
 	// IdempotencyKey Any string of 1–255 printable ASCII characters, unique per request; remembered for 24 hours per API key.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+
+	// BodySignature `ed25519=` and the base64 (RFC 4648, padded or not) of the 64-byte
+	// Ed25519 signature (RFC 8032, pure Ed25519) over the body's exact
+	// bytes, as sent. Needs `Body-Signature-Key`. A signature that does
+	// not verify is a 400 and nothing is stored; a verified one is kept
+	// with the run (`provenance.signature`, `provenance.signed_by`).
+	BodySignature *BodySignature `json:"Body-Signature,omitempty"`
+
+	// BodySignatureKey The fingerprint of the signing key (`POST /v1/signing-keys`) this API key registered.
+	BodySignatureKey *BodySignatureKey `json:"Body-Signature-Key,omitempty"`
 }
 
 // ImportRunMultipartBody defines parameters for ImportRun.
@@ -1813,6 +2099,16 @@ type ImportRunParams struct {
 
 	// IdempotencyKey Any string of 1–255 printable ASCII characters, unique per request; remembered for 24 hours per API key.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+
+	// BodySignature `ed25519=` and the base64 (RFC 4648, padded or not) of the 64-byte
+	// Ed25519 signature (RFC 8032, pure Ed25519) over the body's exact
+	// bytes, as sent. Needs `Body-Signature-Key`. A signature that does
+	// not verify is a 400 and nothing is stored; a verified one is kept
+	// with the run (`provenance.signature`, `provenance.signed_by`).
+	BodySignature *BodySignature `json:"Body-Signature,omitempty"`
+
+	// BodySignatureKey The fingerprint of the signing key (`POST /v1/signing-keys`) this API key registered.
+	BodySignatureKey *BodySignatureKey `json:"Body-Signature-Key,omitempty"`
 }
 
 // ImportRunParamsFormat defines parameters for ImportRun.
@@ -1848,6 +2144,18 @@ type ListDecodeCellsParams struct {
 // ListDecodeCellsParamsFormat defines parameters for ListDecodeCells.
 type ListDecodeCellsParamsFormat string
 
+// ListRunFlagsParams defines parameters for ListRunFlags.
+type ListRunFlagsParams struct {
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// GetRunHistoryParams defines parameters for GetRunHistory.
+type GetRunHistoryParams struct {
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
 // GetMatrixParams defines parameters for GetMatrix.
 type GetMatrixParams struct {
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
@@ -1872,6 +2180,24 @@ type ListPrefillCellsParams struct {
 // ListPrefillCellsParamsFormat defines parameters for ListPrefillCells.
 type ListPrefillCellsParamsFormat string
 
+// GetRunSourceParams defines parameters for GetRunSource.
+type GetRunSourceParams struct {
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// GetSigningKeyParams defines parameters for GetSigningKey.
+type GetSigningKeyParams struct {
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// GetSubmitterParams defines parameters for GetSubmitter.
+type GetSubmitterParams struct {
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
 // CreateRunJSONRequestBody defines body for CreateRun for application/json ContentType.
 type CreateRunJSONRequestBody = CreateRunJSONBody
 
@@ -1883,6 +2209,18 @@ type ImportRunTextRequestBody = ImportRunTextBody
 
 // UpdateRunApplicationMergePatchPlusJSONRequestBody defines body for UpdateRun for application/merge-patch+json ContentType.
 type UpdateRunApplicationMergePatchPlusJSONRequestBody = UpdateRunApplicationMergePatchPlusJSONBody
+
+// FlagRunJSONRequestBody defines body for FlagRun for application/json ContentType.
+type FlagRunJSONRequestBody = FlagInput
+
+// ResolveFlagJSONRequestBody defines body for ResolveFlag for application/json ContentType.
+type ResolveFlagJSONRequestBody = FlagResolution
+
+// HideRunJSONRequestBody defines body for HideRun for application/json ContentType.
+type HideRunJSONRequestBody = HideInput
+
+// RegisterSigningKeyJSONRequestBody defines body for RegisterSigningKey for application/json ContentType.
+type RegisterSigningKeyJSONRequestBody = SigningKeyInput
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
@@ -1964,12 +2302,42 @@ type ServerInterface interface {
 	// ListDecodeCells The run's sustained-decode cells
 	// (GET /v1/runs/{run_id}/decode)
 	ListDecodeCells(ctx echo.Context, runID ParamRunID, params ListDecodeCellsParams) error
+	// ListRunFlags The flags raised on a run
+	// (GET /v1/runs/{run_id}/flags)
+	ListRunFlags(ctx echo.Context, runID ParamRunID, params ListRunFlagsParams) error
+	// FlagRun Flag a run you believe is wrong
+	// (POST /v1/runs/{run_id}/flags)
+	FlagRun(ctx echo.Context, runID ParamRunID) error
+	// ResolveFlag Resolve a flag (admin)
+	// (POST /v1/runs/{run_id}/flags/{flag_id}/resolution)
+	ResolveFlag(ctx echo.Context, runID ParamRunID, flagID ParamFlagID) error
+	// RestoreRun Restore a hidden run (admin)
+	// (DELETE /v1/runs/{run_id}/hidden)
+	RestoreRun(ctx echo.Context, runID ParamRunID) error
+	// HideRun Hide a run (admin)
+	// (PUT /v1/runs/{run_id}/hidden)
+	HideRun(ctx echo.Context, runID ParamRunID) error
+	// GetRunHistory Every change to a run
+	// (GET /v1/runs/{run_id}/history)
+	GetRunHistory(ctx echo.Context, runID ParamRunID, params GetRunHistoryParams) error
 	// GetMatrix The decode grid as context rows × concurrency columns
 	// (GET /v1/runs/{run_id}/matrix)
 	GetMatrix(ctx echo.Context, runID ParamRunID, params GetMatrixParams) error
 	// ListPrefillCells The run's prefill rows
 	// (GET /v1/runs/{run_id}/prefill)
 	ListPrefillCells(ctx echo.Context, runID ParamRunID, params ListPrefillCellsParams) error
+	// GetRunSource The exact bytes the run was made from
+	// (GET /v1/runs/{run_id}/source)
+	GetRunSource(ctx echo.Context, runID ParamRunID, params GetRunSourceParams) error
+	// RegisterSigningKey Register an Ed25519 public key to sign submissions with
+	// (POST /v1/signing-keys)
+	RegisterSigningKey(ctx echo.Context) error
+	// GetSigningKey A registered signing key, to verify signed runs offline
+	// (GET /v1/signing-keys/{fingerprint})
+	GetSigningKey(ctx echo.Context, fingerprint ParamFingerprint, params GetSigningKeyParams) error
+	// GetSubmitter A submitter's profile and newest runs
+	// (GET /v1/submitters/{name})
+	GetSubmitter(ctx echo.Context, name string, params GetSubmitterParams) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
@@ -3107,6 +3475,36 @@ func (w *ServerInterfaceWrapper) CreateRun(ctx echo.Context) error {
 
 		params.IdempotencyKey = &IdempotencyKey
 	}
+	// ------------- Optional header parameter "Body-Signature" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Body-Signature")]; found {
+		var BodySignature BodySignature
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Body-Signature, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Body-Signature", valueList[0], &BodySignature, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Body-Signature: %s", err))
+		}
+
+		params.BodySignature = &BodySignature
+	}
+	// ------------- Optional header parameter "Body-Signature-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Body-Signature-Key")]; found {
+		var BodySignatureKey BodySignatureKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Body-Signature-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Body-Signature-Key", valueList[0], &BodySignatureKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Body-Signature-Key: %s", err))
+		}
+
+		params.BodySignatureKey = &BodySignatureKey
+	}
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.CreateRun(ctx, params)
@@ -3148,6 +3546,36 @@ func (w *ServerInterfaceWrapper) ImportRun(ctx echo.Context) error {
 		}
 
 		params.IdempotencyKey = &IdempotencyKey
+	}
+	// ------------- Optional header parameter "Body-Signature" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Body-Signature")]; found {
+		var BodySignature BodySignature
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Body-Signature, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Body-Signature", valueList[0], &BodySignature, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Body-Signature: %s", err))
+		}
+
+		params.BodySignature = &BodySignature
+	}
+	// ------------- Optional header parameter "Body-Signature-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Body-Signature-Key")]; found {
+		var BodySignatureKey BodySignatureKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Body-Signature-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Body-Signature-Key", valueList[0], &BodySignatureKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Body-Signature-Key: %s", err))
+		}
+
+		params.BodySignatureKey = &BodySignatureKey
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -3286,6 +3714,150 @@ func (w *ServerInterfaceWrapper) ListDecodeCells(ctx echo.Context) error {
 	return err
 }
 
+// ListRunFlags converts echo context to params.
+func (w *ServerInterfaceWrapper) ListRunFlags(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "run_id" -------------
+	var runID ParamRunID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "run_id", ctx.Param("run_id"), &runID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter run_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListRunFlagsParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListRunFlags(ctx, runID, params)
+	return err
+}
+
+// FlagRun converts echo context to params.
+func (w *ServerInterfaceWrapper) FlagRun(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "run_id" -------------
+	var runID ParamRunID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "run_id", ctx.Param("run_id"), &runID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter run_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.FlagRun(ctx, runID)
+	return err
+}
+
+// ResolveFlag converts echo context to params.
+func (w *ServerInterfaceWrapper) ResolveFlag(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "run_id" -------------
+	var runID ParamRunID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "run_id", ctx.Param("run_id"), &runID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter run_id: %s", err))
+	}
+
+	// ------------- Path parameter "flag_id" -------------
+	var flagID ParamFlagID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "flag_id", ctx.Param("flag_id"), &flagID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter flag_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ResolveFlag(ctx, runID, flagID)
+	return err
+}
+
+// RestoreRun converts echo context to params.
+func (w *ServerInterfaceWrapper) RestoreRun(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "run_id" -------------
+	var runID ParamRunID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "run_id", ctx.Param("run_id"), &runID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter run_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RestoreRun(ctx, runID)
+	return err
+}
+
+// HideRun converts echo context to params.
+func (w *ServerInterfaceWrapper) HideRun(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "run_id" -------------
+	var runID ParamRunID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "run_id", ctx.Param("run_id"), &runID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter run_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.HideRun(ctx, runID)
+	return err
+}
+
+// GetRunHistory converts echo context to params.
+func (w *ServerInterfaceWrapper) GetRunHistory(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "run_id" -------------
+	var runID ParamRunID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "run_id", ctx.Param("run_id"), &runID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter run_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetRunHistoryParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetRunHistory(ctx, runID, params)
+	return err
+}
+
 // GetMatrix converts echo context to params.
 func (w *ServerInterfaceWrapper) GetMatrix(ctx echo.Context) error {
 	var err error
@@ -3378,6 +3950,123 @@ func (w *ServerInterfaceWrapper) ListPrefillCells(ctx echo.Context) error {
 	return err
 }
 
+// GetRunSource converts echo context to params.
+func (w *ServerInterfaceWrapper) GetRunSource(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "run_id" -------------
+	var runID ParamRunID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "run_id", ctx.Param("run_id"), &runID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter run_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetRunSourceParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetRunSource(ctx, runID, params)
+	return err
+}
+
+// RegisterSigningKey converts echo context to params.
+func (w *ServerInterfaceWrapper) RegisterSigningKey(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RegisterSigningKey(ctx)
+	return err
+}
+
+// GetSigningKey converts echo context to params.
+func (w *ServerInterfaceWrapper) GetSigningKey(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "fingerprint" -------------
+	var fingerprint ParamFingerprint
+
+	err = runtime.BindStyledParameterWithOptions("simple", "fingerprint", ctx.Param("fingerprint"), &fingerprint, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter fingerprint: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetSigningKeyParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetSigningKey(ctx, fingerprint, params)
+	return err
+}
+
+// GetSubmitter converts echo context to params.
+func (w *ServerInterfaceWrapper) GetSubmitter(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "name" -------------
+	var name string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "name", ctx.Param("name"), &name, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter name: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetSubmitterParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetSubmitter(ctx, name, params)
+	return err
+}
+
 // This is a simple interface which specifies echo.Route addition functions which
 // are present on both echo.Echo and echo.Group, since we want to allow using
 // either of them for path registration
@@ -3441,6 +4130,16 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/v1/runs/:run_id/decode", wrapper.ListDecodeCells, options.OperationMiddlewares["listDecodeCells"]...)
 	router.GET(options.BaseURL+"/v1/runs/:run_id/prefill", wrapper.ListPrefillCells, options.OperationMiddlewares["listPrefillCells"]...)
 	router.GET(options.BaseURL+"/v1/runs/:run_id/matrix", wrapper.GetMatrix, options.OperationMiddlewares["getMatrix"]...)
+	router.GET(options.BaseURL+"/v1/runs/:run_id/source", wrapper.GetRunSource, options.OperationMiddlewares["getRunSource"]...)
+	router.GET(options.BaseURL+"/v1/runs/:run_id/flags", wrapper.ListRunFlags, options.OperationMiddlewares["listRunFlags"]...)
+	router.POST(options.BaseURL+"/v1/runs/:run_id/flags", wrapper.FlagRun, options.OperationMiddlewares["flagRun"]...)
+	router.POST(options.BaseURL+"/v1/runs/:run_id/flags/:flag_id/resolution", wrapper.ResolveFlag, options.OperationMiddlewares["resolveFlag"]...)
+	router.DELETE(options.BaseURL+"/v1/runs/:run_id/hidden", wrapper.RestoreRun, options.OperationMiddlewares["restoreRun"]...)
+	router.PUT(options.BaseURL+"/v1/runs/:run_id/hidden", wrapper.HideRun, options.OperationMiddlewares["hideRun"]...)
+	router.GET(options.BaseURL+"/v1/runs/:run_id/history", wrapper.GetRunHistory, options.OperationMiddlewares["getRunHistory"]...)
+	router.POST(options.BaseURL+"/v1/signing-keys", wrapper.RegisterSigningKey, options.OperationMiddlewares["registerSigningKey"]...)
+	router.GET(options.BaseURL+"/v1/signing-keys/:fingerprint", wrapper.GetSigningKey, options.OperationMiddlewares["getSigningKey"]...)
+	router.GET(options.BaseURL+"/v1/submitters/:name", wrapper.GetSubmitter, options.OperationMiddlewares["getSubmitter"]...)
 	router.GET(options.BaseURL+"/v1/gpus", wrapper.ListGPUs, options.OperationMiddlewares["listGPUs"]...)
 	router.GET(options.BaseURL+"/v1/models", wrapper.ListModels, options.OperationMiddlewares["listModels"]...)
 	router.GET(options.BaseURL+"/v1/engines", wrapper.ListEngines, options.OperationMiddlewares["listEngines"]...)
@@ -3470,6 +4169,8 @@ type FittingApplicationProblemPlusJSONResponse struct {
 }
 
 type ForbiddenApplicationProblemPlusJSONResponse Problem
+
+type GoneApplicationProblemPlusJSONResponse Problem
 
 type InvalidRunApplicationProblemPlusJSONResponse Problem
 
@@ -4149,6 +4850,22 @@ func (response EstimateCapacity404ApplicationProblemPlusJSONResponse) VisitEstim
 	return err
 }
 
+type EstimateCapacity410ApplicationProblemPlusJSONResponse struct {
+	GoneApplicationProblemPlusJSONResponse
+}
+
+func (response EstimateCapacity410ApplicationProblemPlusJSONResponse) VisitEstimateCapacityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type EstimateCapacity422ApplicationProblemPlusJSONResponse struct {
 	UnprocessableApplicationProblemPlusJSONResponse
 }
@@ -4272,6 +4989,22 @@ func (response EstimateDecode404ApplicationProblemPlusJSONResponse) VisitEstimat
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EstimateDecode410ApplicationProblemPlusJSONResponse struct {
+	GoneApplicationProblemPlusJSONResponse
+}
+
+func (response EstimateDecode410ApplicationProblemPlusJSONResponse) VisitEstimateDecodeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4403,6 +5136,22 @@ func (response EstimateGrid404ApplicationProblemPlusJSONResponse) VisitEstimateG
 	return err
 }
 
+type EstimateGrid410ApplicationProblemPlusJSONResponse struct {
+	GoneApplicationProblemPlusJSONResponse
+}
+
+func (response EstimateGrid410ApplicationProblemPlusJSONResponse) VisitEstimateGridResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type EstimateGrid422ApplicationProblemPlusJSONResponse struct {
 	UnprocessableApplicationProblemPlusJSONResponse
 }
@@ -4530,6 +5279,22 @@ func (response EstimatePrefill404ApplicationProblemPlusJSONResponse) VisitEstima
 	return err
 }
 
+type EstimatePrefill410ApplicationProblemPlusJSONResponse struct {
+	GoneApplicationProblemPlusJSONResponse
+}
+
+func (response EstimatePrefill410ApplicationProblemPlusJSONResponse) VisitEstimatePrefillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type EstimatePrefill422ApplicationProblemPlusJSONResponse struct {
 	UnprocessableApplicationProblemPlusJSONResponse
 }
@@ -4653,6 +5418,22 @@ func (response CompareRuns404ApplicationProblemPlusJSONResponse) VisitCompareRun
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CompareRuns410ApplicationProblemPlusJSONResponse struct {
+	GoneApplicationProblemPlusJSONResponse
+}
+
+func (response CompareRuns410ApplicationProblemPlusJSONResponse) VisitCompareRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5410,6 +6191,20 @@ func (response CreateRun401ApplicationProblemPlusJSONResponse) VisitCreateRunRes
 	return err
 }
 
+type CreateRun403ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateRun403ApplicationProblemPlusJSONResponse) VisitCreateRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateRun404ApplicationProblemPlusJSONResponse Problem
 
 func (response CreateRun404ApplicationProblemPlusJSONResponse) VisitCreateRunResponse(w http.ResponseWriter) error {
@@ -5436,6 +6231,22 @@ func (response CreateRun409ApplicationProblemPlusJSONResponse) VisitCreateRunRes
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRun410ApplicationProblemPlusJSONResponse struct {
+	GoneApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRun410ApplicationProblemPlusJSONResponse) VisitCreateRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5601,6 +6412,20 @@ func (response ImportRun401ApplicationProblemPlusJSONResponse) VisitImportRunRes
 	return err
 }
 
+type ImportRun403ApplicationProblemPlusJSONResponse Problem
+
+func (response ImportRun403ApplicationProblemPlusJSONResponse) VisitImportRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ImportRun404ApplicationProblemPlusJSONResponse Problem
 
 func (response ImportRun404ApplicationProblemPlusJSONResponse) VisitImportRunResponse(w http.ResponseWriter) error {
@@ -5627,6 +6452,22 @@ func (response ImportRun409ApplicationProblemPlusJSONResponse) VisitImportRunRes
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportRun410ApplicationProblemPlusJSONResponse struct {
+	GoneApplicationProblemPlusJSONResponse
+}
+
+func (response ImportRun410ApplicationProblemPlusJSONResponse) VisitImportRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5879,6 +6720,22 @@ func (response GetRun404ApplicationProblemPlusJSONResponse) VisitGetRunResponse(
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRun410ApplicationProblemPlusJSONResponse struct {
+	GoneApplicationProblemPlusJSONResponse
+}
+
+func (response GetRun410ApplicationProblemPlusJSONResponse) VisitGetRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6162,11 +7019,831 @@ func (response ListDecodeCells404ApplicationProblemPlusJSONResponse) VisitListDe
 	return err
 }
 
+type ListDecodeCells410ApplicationProblemPlusJSONResponse struct {
+	GoneApplicationProblemPlusJSONResponse
+}
+
+func (response ListDecodeCells410ApplicationProblemPlusJSONResponse) VisitListDecodeCellsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListDecodeCells429ApplicationProblemPlusJSONResponse struct {
 	TooManyRequestsApplicationProblemPlusJSONResponse
 }
 
 func (response ListDecodeCells429ApplicationProblemPlusJSONResponse) VisitListDecodeCellsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRunFlagsRequestObject struct {
+	RunID  ParamRunID `json:"run_id"`
+	Params ListRunFlagsParams
+}
+
+type ListRunFlagsResponseObject interface {
+	VisitListRunFlagsResponse(w http.ResponseWriter) error
+}
+
+type ListRunFlags200JSONResponse FlagList
+
+func (response ListRunFlags200JSONResponse) VisitListRunFlagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRunFlags304Response = NotModifiedResponse
+
+func (response ListRunFlags304Response) VisitListRunFlagsResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
+type ListRunFlags400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListRunFlags400ApplicationProblemPlusJSONResponse) VisitListRunFlagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRunFlags404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response ListRunFlags404ApplicationProblemPlusJSONResponse) VisitListRunFlagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRunFlags429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListRunFlags429ApplicationProblemPlusJSONResponse) VisitListRunFlagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FlagRunRequestObject struct {
+	RunID ParamRunID `json:"run_id"`
+	Body  *FlagRunJSONRequestBody
+}
+
+type FlagRunResponseObject interface {
+	VisitFlagRunResponse(w http.ResponseWriter) error
+}
+
+type FlagRun201JSONResponse Flag
+
+func (response FlagRun201JSONResponse) VisitFlagRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FlagRun400ApplicationProblemPlusJSONResponse struct {
+	MalformedApplicationProblemPlusJSONResponse
+}
+
+func (response FlagRun400ApplicationProblemPlusJSONResponse) VisitFlagRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FlagRun401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response FlagRun401ApplicationProblemPlusJSONResponse) VisitFlagRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FlagRun404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response FlagRun404ApplicationProblemPlusJSONResponse) VisitFlagRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FlagRun409ApplicationProblemPlusJSONResponse Problem
+
+func (response FlagRun409ApplicationProblemPlusJSONResponse) VisitFlagRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FlagRun410ApplicationProblemPlusJSONResponse struct {
+	GoneApplicationProblemPlusJSONResponse
+}
+
+func (response FlagRun410ApplicationProblemPlusJSONResponse) VisitFlagRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FlagRun413ApplicationProblemPlusJSONResponse struct {
+	TooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response FlagRun413ApplicationProblemPlusJSONResponse) VisitFlagRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FlagRun415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response FlagRun415ApplicationProblemPlusJSONResponse) VisitFlagRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FlagRun429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response FlagRun429ApplicationProblemPlusJSONResponse) VisitFlagRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveFlagRequestObject struct {
+	RunID  ParamRunID  `json:"run_id"`
+	FlagID ParamFlagID `json:"flag_id"`
+	Body   *ResolveFlagJSONRequestBody
+}
+
+type ResolveFlagResponseObject interface {
+	VisitResolveFlagResponse(w http.ResponseWriter) error
+}
+
+type ResolveFlag200JSONResponse Flag
+
+func (response ResolveFlag200JSONResponse) VisitResolveFlagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveFlag400ApplicationProblemPlusJSONResponse struct {
+	MalformedApplicationProblemPlusJSONResponse
+}
+
+func (response ResolveFlag400ApplicationProblemPlusJSONResponse) VisitResolveFlagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveFlag401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ResolveFlag401ApplicationProblemPlusJSONResponse) VisitResolveFlagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveFlag403ApplicationProblemPlusJSONResponse Problem
+
+func (response ResolveFlag403ApplicationProblemPlusJSONResponse) VisitResolveFlagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveFlag404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response ResolveFlag404ApplicationProblemPlusJSONResponse) VisitResolveFlagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveFlag409ApplicationProblemPlusJSONResponse Problem
+
+func (response ResolveFlag409ApplicationProblemPlusJSONResponse) VisitResolveFlagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveFlag413ApplicationProblemPlusJSONResponse struct {
+	TooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response ResolveFlag413ApplicationProblemPlusJSONResponse) VisitResolveFlagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveFlag415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response ResolveFlag415ApplicationProblemPlusJSONResponse) VisitResolveFlagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveFlag429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ResolveFlag429ApplicationProblemPlusJSONResponse) VisitResolveFlagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreRunRequestObject struct {
+	RunID ParamRunID `json:"run_id"`
+}
+
+type RestoreRunResponseObject interface {
+	VisitRestoreRunResponse(w http.ResponseWriter) error
+}
+
+type RestoreRun200JSONResponse Moderation
+
+func (response RestoreRun200JSONResponse) VisitRestoreRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreRun400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response RestoreRun400ApplicationProblemPlusJSONResponse) VisitRestoreRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreRun401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response RestoreRun401ApplicationProblemPlusJSONResponse) VisitRestoreRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreRun403ApplicationProblemPlusJSONResponse Problem
+
+func (response RestoreRun403ApplicationProblemPlusJSONResponse) VisitRestoreRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreRun404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response RestoreRun404ApplicationProblemPlusJSONResponse) VisitRestoreRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreRun409ApplicationProblemPlusJSONResponse Problem
+
+func (response RestoreRun409ApplicationProblemPlusJSONResponse) VisitRestoreRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreRun429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response RestoreRun429ApplicationProblemPlusJSONResponse) VisitRestoreRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HideRunRequestObject struct {
+	RunID ParamRunID `json:"run_id"`
+	Body  *HideRunJSONRequestBody
+}
+
+type HideRunResponseObject interface {
+	VisitHideRunResponse(w http.ResponseWriter) error
+}
+
+type HideRun200JSONResponse Moderation
+
+func (response HideRun200JSONResponse) VisitHideRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HideRun400ApplicationProblemPlusJSONResponse struct {
+	MalformedApplicationProblemPlusJSONResponse
+}
+
+func (response HideRun400ApplicationProblemPlusJSONResponse) VisitHideRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HideRun401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response HideRun401ApplicationProblemPlusJSONResponse) VisitHideRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HideRun403ApplicationProblemPlusJSONResponse Problem
+
+func (response HideRun403ApplicationProblemPlusJSONResponse) VisitHideRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HideRun404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response HideRun404ApplicationProblemPlusJSONResponse) VisitHideRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HideRun409ApplicationProblemPlusJSONResponse Problem
+
+func (response HideRun409ApplicationProblemPlusJSONResponse) VisitHideRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HideRun413ApplicationProblemPlusJSONResponse struct {
+	TooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response HideRun413ApplicationProblemPlusJSONResponse) VisitHideRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HideRun415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response HideRun415ApplicationProblemPlusJSONResponse) VisitHideRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HideRun429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response HideRun429ApplicationProblemPlusJSONResponse) VisitHideRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunHistoryRequestObject struct {
+	RunID  ParamRunID `json:"run_id"`
+	Params GetRunHistoryParams
+}
+
+type GetRunHistoryResponseObject interface {
+	VisitGetRunHistoryResponse(w http.ResponseWriter) error
+}
+
+type GetRunHistory200JSONResponse RunHistory
+
+func (response GetRunHistory200JSONResponse) VisitGetRunHistoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunHistory304Response = NotModifiedResponse
+
+func (response GetRunHistory304Response) VisitGetRunHistoryResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetRunHistory400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunHistory400ApplicationProblemPlusJSONResponse) VisitGetRunHistoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunHistory404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunHistory404ApplicationProblemPlusJSONResponse) VisitGetRunHistoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunHistory429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunHistory429ApplicationProblemPlusJSONResponse) VisitGetRunHistoryResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -6251,6 +7928,22 @@ func (response GetMatrix404ApplicationProblemPlusJSONResponse) VisitGetMatrixRes
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMatrix410ApplicationProblemPlusJSONResponse struct {
+	GoneApplicationProblemPlusJSONResponse
+}
+
+func (response GetMatrix410ApplicationProblemPlusJSONResponse) VisitGetMatrixResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6368,11 +8061,500 @@ func (response ListPrefillCells404ApplicationProblemPlusJSONResponse) VisitListP
 	return err
 }
 
+type ListPrefillCells410ApplicationProblemPlusJSONResponse struct {
+	GoneApplicationProblemPlusJSONResponse
+}
+
+func (response ListPrefillCells410ApplicationProblemPlusJSONResponse) VisitListPrefillCellsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListPrefillCells429ApplicationProblemPlusJSONResponse struct {
 	TooManyRequestsApplicationProblemPlusJSONResponse
 }
 
 func (response ListPrefillCells429ApplicationProblemPlusJSONResponse) VisitListPrefillCellsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunSourceRequestObject struct {
+	RunID  ParamRunID `json:"run_id"`
+	Params GetRunSourceParams
+}
+
+type GetRunSourceResponseObject interface {
+	VisitGetRunSourceResponse(w http.ResponseWriter) error
+}
+
+type GetRunSource200ResponseHeaders struct {
+	ReprDigest *string
+}
+
+type GetRunSource200AsteriskResponse struct {
+	Body          io.Reader
+	Headers       GetRunSource200ResponseHeaders
+	ContentType   string
+	ContentLength int64
+}
+
+func (response GetRunSource200AsteriskResponse) VisitGetRunSourceResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", response.ContentType)
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ReprDigest != nil {
+		w.Header().Set("Repr-Digest", fmt.Sprint(*response.Headers.ReprDigest))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetRunSource200MultipartResponse struct {
+	Body    func(writer *multipart.Writer) error
+	Headers GetRunSource200ResponseHeaders
+}
+
+func (response GetRunSource200MultipartResponse) VisitGetRunSourceResponse(w http.ResponseWriter) error {
+	writer := multipart.NewWriter(w)
+
+	w.Header().Set("Content-Type", writer.FormDataContentType())
+	if response.Headers.ReprDigest != nil {
+		w.Header().Set("Repr-Digest", fmt.Sprint(*response.Headers.ReprDigest))
+	}
+	w.WriteHeader(200)
+
+	defer writer.Close()
+	return response.Body(writer)
+}
+
+type GetRunSource304Response = NotModifiedResponse
+
+func (response GetRunSource304Response) VisitGetRunSourceResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetRunSource400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunSource400ApplicationProblemPlusJSONResponse) VisitGetRunSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunSource404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunSource404ApplicationProblemPlusJSONResponse) VisitGetRunSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunSource410ApplicationProblemPlusJSONResponse struct {
+	GoneApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunSource410ApplicationProblemPlusJSONResponse) VisitGetRunSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunSource429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunSource429ApplicationProblemPlusJSONResponse) VisitGetRunSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RegisterSigningKeyRequestObject struct {
+	Body *RegisterSigningKeyJSONRequestBody
+}
+
+type RegisterSigningKeyResponseObject interface {
+	VisitRegisterSigningKeyResponse(w http.ResponseWriter) error
+}
+
+type RegisterSigningKey200JSONResponse SigningKey
+
+func (response RegisterSigningKey200JSONResponse) VisitRegisterSigningKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RegisterSigningKey201JSONResponse SigningKey
+
+func (response RegisterSigningKey201JSONResponse) VisitRegisterSigningKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RegisterSigningKey400ApplicationProblemPlusJSONResponse struct {
+	MalformedApplicationProblemPlusJSONResponse
+}
+
+func (response RegisterSigningKey400ApplicationProblemPlusJSONResponse) VisitRegisterSigningKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RegisterSigningKey401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response RegisterSigningKey401ApplicationProblemPlusJSONResponse) VisitRegisterSigningKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RegisterSigningKey409ApplicationProblemPlusJSONResponse Problem
+
+func (response RegisterSigningKey409ApplicationProblemPlusJSONResponse) VisitRegisterSigningKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RegisterSigningKey413ApplicationProblemPlusJSONResponse struct {
+	TooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response RegisterSigningKey413ApplicationProblemPlusJSONResponse) VisitRegisterSigningKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RegisterSigningKey415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response RegisterSigningKey415ApplicationProblemPlusJSONResponse) VisitRegisterSigningKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RegisterSigningKey429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response RegisterSigningKey429ApplicationProblemPlusJSONResponse) VisitRegisterSigningKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSigningKeyRequestObject struct {
+	Fingerprint ParamFingerprint `json:"fingerprint"`
+	Params      GetSigningKeyParams
+}
+
+type GetSigningKeyResponseObject interface {
+	VisitGetSigningKeyResponse(w http.ResponseWriter) error
+}
+
+type GetSigningKey200JSONResponse SigningKey
+
+func (response GetSigningKey200JSONResponse) VisitGetSigningKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSigningKey304Response = NotModifiedResponse
+
+func (response GetSigningKey304Response) VisitGetSigningKeyResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetSigningKey400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetSigningKey400ApplicationProblemPlusJSONResponse) VisitGetSigningKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSigningKey404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetSigningKey404ApplicationProblemPlusJSONResponse) VisitGetSigningKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSigningKey429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetSigningKey429ApplicationProblemPlusJSONResponse) VisitGetSigningKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSubmitterRequestObject struct {
+	Name   string `json:"name"`
+	Params GetSubmitterParams
+}
+
+type GetSubmitterResponseObject interface {
+	VisitGetSubmitterResponse(w http.ResponseWriter) error
+}
+
+type GetSubmitter200JSONResponse SubmitterProfile
+
+func (response GetSubmitter200JSONResponse) VisitGetSubmitterResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSubmitter304Response = NotModifiedResponse
+
+func (response GetSubmitter304Response) VisitGetSubmitterResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetSubmitter400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetSubmitter400ApplicationProblemPlusJSONResponse) VisitGetSubmitterResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSubmitter404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetSubmitter404ApplicationProblemPlusJSONResponse) VisitGetSubmitterResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSubmitter429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetSubmitter429ApplicationProblemPlusJSONResponse) VisitGetSubmitterResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -6476,12 +8658,42 @@ type StrictServerInterface interface {
 	// ListDecodeCells The run's sustained-decode cells
 	// (GET /v1/runs/{run_id}/decode)
 	ListDecodeCells(ctx context.Context, request ListDecodeCellsRequestObject) (ListDecodeCellsResponseObject, error)
+	// ListRunFlags The flags raised on a run
+	// (GET /v1/runs/{run_id}/flags)
+	ListRunFlags(ctx context.Context, request ListRunFlagsRequestObject) (ListRunFlagsResponseObject, error)
+	// FlagRun Flag a run you believe is wrong
+	// (POST /v1/runs/{run_id}/flags)
+	FlagRun(ctx context.Context, request FlagRunRequestObject) (FlagRunResponseObject, error)
+	// ResolveFlag Resolve a flag (admin)
+	// (POST /v1/runs/{run_id}/flags/{flag_id}/resolution)
+	ResolveFlag(ctx context.Context, request ResolveFlagRequestObject) (ResolveFlagResponseObject, error)
+	// RestoreRun Restore a hidden run (admin)
+	// (DELETE /v1/runs/{run_id}/hidden)
+	RestoreRun(ctx context.Context, request RestoreRunRequestObject) (RestoreRunResponseObject, error)
+	// HideRun Hide a run (admin)
+	// (PUT /v1/runs/{run_id}/hidden)
+	HideRun(ctx context.Context, request HideRunRequestObject) (HideRunResponseObject, error)
+	// GetRunHistory Every change to a run
+	// (GET /v1/runs/{run_id}/history)
+	GetRunHistory(ctx context.Context, request GetRunHistoryRequestObject) (GetRunHistoryResponseObject, error)
 	// GetMatrix The decode grid as context rows × concurrency columns
 	// (GET /v1/runs/{run_id}/matrix)
 	GetMatrix(ctx context.Context, request GetMatrixRequestObject) (GetMatrixResponseObject, error)
 	// ListPrefillCells The run's prefill rows
 	// (GET /v1/runs/{run_id}/prefill)
 	ListPrefillCells(ctx context.Context, request ListPrefillCellsRequestObject) (ListPrefillCellsResponseObject, error)
+	// GetRunSource The exact bytes the run was made from
+	// (GET /v1/runs/{run_id}/source)
+	GetRunSource(ctx context.Context, request GetRunSourceRequestObject) (GetRunSourceResponseObject, error)
+	// RegisterSigningKey Register an Ed25519 public key to sign submissions with
+	// (POST /v1/signing-keys)
+	RegisterSigningKey(ctx context.Context, request RegisterSigningKeyRequestObject) (RegisterSigningKeyResponseObject, error)
+	// GetSigningKey A registered signing key, to verify signed runs offline
+	// (GET /v1/signing-keys/{fingerprint})
+	GetSigningKey(ctx context.Context, request GetSigningKeyRequestObject) (GetSigningKeyResponseObject, error)
+	// GetSubmitter A submitter's profile and newest runs
+	// (GET /v1/submitters/{name})
+	GetSubmitter(ctx context.Context, request GetSubmitterRequestObject) (GetSubmitterResponseObject, error)
 }
 
 type StrictHandlerFunc func(ctx echo.Context, request any) (any, error)
@@ -7203,6 +9415,228 @@ func (sh *strictHandler) ListDecodeCells(ctx echo.Context, runID ParamRunID, par
 	return nil
 }
 
+// ListRunFlags operation middleware
+func (sh *strictHandler) ListRunFlags(ctx echo.Context, runID ParamRunID, params ListRunFlagsParams) error {
+	var request ListRunFlagsRequestObject
+
+	request.RunID = runID
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRunFlags(ctx.Request().Context(), request.(ListRunFlagsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRunFlags")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListRunFlagsResponseObject); ok {
+		return validResponse.VisitListRunFlagsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// FlagRun operation middleware
+func (sh *strictHandler) FlagRun(ctx echo.Context, runID ParamRunID) error {
+	var request FlagRunRequestObject
+
+	request.RunID = runID
+
+	var body FlagRunJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.FlagRun(ctx.Request().Context(), request.(FlagRunRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "FlagRun")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(FlagRunResponseObject); ok {
+		return validResponse.VisitFlagRunResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ResolveFlag operation middleware
+func (sh *strictHandler) ResolveFlag(ctx echo.Context, runID ParamRunID, flagID ParamFlagID) error {
+	var request ResolveFlagRequestObject
+
+	request.RunID = runID
+	request.FlagID = flagID
+
+	var body ResolveFlagJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ResolveFlag(ctx.Request().Context(), request.(ResolveFlagRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ResolveFlag")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ResolveFlagResponseObject); ok {
+		return validResponse.VisitResolveFlagResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RestoreRun operation middleware
+func (sh *strictHandler) RestoreRun(ctx echo.Context, runID ParamRunID) error {
+	var request RestoreRunRequestObject
+
+	request.RunID = runID
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RestoreRun(ctx.Request().Context(), request.(RestoreRunRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RestoreRun")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RestoreRunResponseObject); ok {
+		return validResponse.VisitRestoreRunResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// HideRun operation middleware
+func (sh *strictHandler) HideRun(ctx echo.Context, runID ParamRunID) error {
+	var request HideRunRequestObject
+
+	request.RunID = runID
+
+	var body HideRunJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.HideRun(ctx.Request().Context(), request.(HideRunRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "HideRun")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(HideRunResponseObject); ok {
+		return validResponse.VisitHideRunResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetRunHistory operation middleware
+func (sh *strictHandler) GetRunHistory(ctx echo.Context, runID ParamRunID, params GetRunHistoryParams) error {
+	var request GetRunHistoryRequestObject
+
+	request.RunID = runID
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRunHistory(ctx.Request().Context(), request.(GetRunHistoryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRunHistory")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetRunHistoryResponseObject); ok {
+		return validResponse.VisitGetRunHistoryResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetMatrix operation middleware
 func (sh *strictHandler) GetMatrix(ctx echo.Context, runID ParamRunID, params GetMatrixParams) error {
 	var request GetMatrixRequestObject
@@ -7255,351 +9689,556 @@ func (sh *strictHandler) ListPrefillCells(ctx echo.Context, runID ParamRunID, pa
 	return nil
 }
 
+// GetRunSource operation middleware
+func (sh *strictHandler) GetRunSource(ctx echo.Context, runID ParamRunID, params GetRunSourceParams) error {
+	var request GetRunSourceRequestObject
+
+	request.RunID = runID
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRunSource(ctx.Request().Context(), request.(GetRunSourceRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRunSource")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetRunSourceResponseObject); ok {
+		return validResponse.VisitGetRunSourceResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RegisterSigningKey operation middleware
+func (sh *strictHandler) RegisterSigningKey(ctx echo.Context) error {
+	var request RegisterSigningKeyRequestObject
+
+	var body RegisterSigningKeyJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RegisterSigningKey(ctx.Request().Context(), request.(RegisterSigningKeyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RegisterSigningKey")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RegisterSigningKeyResponseObject); ok {
+		return validResponse.VisitRegisterSigningKeyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetSigningKey operation middleware
+func (sh *strictHandler) GetSigningKey(ctx echo.Context, fingerprint ParamFingerprint, params GetSigningKeyParams) error {
+	var request GetSigningKeyRequestObject
+
+	request.Fingerprint = fingerprint
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetSigningKey(ctx.Request().Context(), request.(GetSigningKeyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetSigningKey")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetSigningKeyResponseObject); ok {
+		return validResponse.VisitGetSigningKeyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetSubmitter operation middleware
+func (sh *strictHandler) GetSubmitter(ctx echo.Context, name string, params GetSubmitterParams) error {
+	var request GetSubmitterRequestObject
+
+	request.Name = name
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetSubmitter(ctx.Request().Context(), request.(GetSubmitterRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetSubmitter")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetSubmitterResponseObject); ok {
+		return validResponse.VisitGetSubmitterResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // Base64 encoded, compressed with deflate, json marshaled OpenAPI spec.
 // Stored as a slice of fixed-width chunks rather than one concatenated
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L1bc9tImij4V/KgT4epKpDiXRQVHWdll+32KctWy3LVmTF9hCSQJFECM1lIQBSrRhH9tDETcZ52Hzpi",
-	"n8/O++zLvHf/k/olG/l9mbiQAAlKsruqumYiuiwCyMuXX373y4+WK+YLwRmPpDX80WK3dL4IGPz7BQ3p",
-	"RczVP2U8n9NwZQ2tUzKOuRcwj4QxJ7VoKcgiZBM/CEgolpJQ7pFoFjJGPOYKjxGXBYEkYkL8SJJp6HsH",
-	"lm3d0CBmauAx4+5sTsNr9Qd+cRUxGVlD64V/yzzixSGNfMEt25rT2ysRR4s4uorENePSGg5ax23b0gu4",
-	"mguPWUPrjFEZh/itz6dmIUsazuvxwrKtkN34Uo05tObUV0NL5gruyasFC6/m+Pmc8cgadprqYXjDPBg9",
-	"sIa4ZMu2IiHUn0Ewr/t8wkLGXVbPPry6YaGe5qbZGDSa1p1tuSGjEfOuqNpiu9nu11uteqd52W4Pe+1h",
-	"r9PoHh+3j9r/bNkaHNbww48WvZleUTfyb9hVyL6PmVSn1bLh8AKmxkt/bqqfuRuHakUr/RqP2G0KtqZt",
-	"GbheSdzkGmDbXQAsC83A6ol6d9BpdG1LRjSKpdoYDXxP7XccXc3Vmtpq7xENMu+3bCuKJvh80LuzS7Yz",
-	"qLadwX220+p1Ov3C/fS7jf62/fQavbUd9VqtRiezpU5v8An21Op3Bt2d+xp0+oPCbXVgjaXb6qwfU/vo",
-	"OHdOvW6/d/fRthif+hxvKnWvGfesoeXGHrVsaxz7gfrzJgjmh+p/6mLBOPWHN81Gp91o1m8H/at+17It",
-	"TudMv2jZ1vcx5ZH/A97qoXUaR+JCxNwj33ZPW324ngsh/UgAvZn60SweN1yh51iE4jvmRod6sPSK4aTq",
-	"is1o6C1pCKt2F7E1tF7xiAXkfzDByfNevd0fNMmNWpi7iK9cESpy11LADv0bFmaubW/QbLSOBo2menkK",
-	"Q11c/g/Safab+MOVK2JFJlq2JRSc349jHsWk3W00u42eZVsL11dbf8l4h9zC7hZiycKrwJ/70dXSGraO",
-	"mrYV0vnVdKyPZbVQX3zlSzdkESMvz9+rfZpXWu072/IV3MNV+3r1vfdDeB3F37dXiuoENFbkZ/ijRaOI",
-	"cUCc9NwuL15dvn1zdXp5+cYCvJxTbg6QAJEjrxn1WDgWNPTOFLlrHSom0Gr06t2n9eSk6nBS9YvLN6Re",
-	"n9PbOpDGesA4affbrW6X1OvTRVyfs7kIV/U48gN93qTZOO7qj3g8r0v2vSSt9oDU64zTccDqQMtv6y51",
-	"Z4p21+tRGMuoHrK5iFgdCHm9HlA+jemU6YkFD1akXr++gc9Y3VMwJD6PukDQ4bJczRj1SL2eAKauAUPy",
-	"YMFlXOEyrvQyrGEUxsy2JgGdyhx462XgLdyONbTUQIg7BeABND5WyJbfizW0CnYDB74BiHSO3MkobgNn",
-	"ox8Y6FtDq9UeKNKwDmcz0B1iOq72KrdatVi1VoATu9q+VsW+YTlXsBxcDf7M4/kVLqbVHtgWF5G6kh+s",
-	"9zyKOfOIiKO6mNSjGauPxS0ZU8kCn7MGebdgrubvQ8KF+unrbwisZkiKl9G6JeYOk1b75VObyEi416R1",
-	"1CTfEriXNjl/9ooRc2nJv5BCAkJa3WfkX0inTV4+JV99ddGtt7vNJvkXkqcCNnnzzauvXp0SJC8kQ1Q+",
-	"3tmWFit+NFRy3yu4m6LeJRDlcRAk4hIIFutsxwhUYr5IeEm70z0q4iUJA+wetRUHLGFh+cFax72tgw3a",
-	"nSPFeKSIQ5ddxWFgli3j8dyPFCMdr9Z/C80PkR8FCoo7yJbgeSSw7u7ubGtBQzpnEQvhjj+jgauILwim",
-	"0g39hYbvt340Iw6cm2MTn8tIkRYxIU4Y8yvfc05INAPCTdSZ2sSlktV9LhmXvhIQbCJCQvkKHsO/A5+C",
-	"jEyJYV51l0Y0EFMYpuZ0msdN56Bh2ZavlvB9zMJVylkVa7It6c7YnKr1zunta8an0cwatptN25r73Pzd",
-	"SjiMjJR0bKmN662ewRV/n73h63s/5SKasZA4ZRTeOSHSpQGTAIOvvyELIQIS+NeMOJqJOVu2UURmsjub",
-	"iHAOorMn4nGgqZw/j+ews7nP8d/NRrOXbJTH8zELk42e0du3IEVdajxd3yP+TkKGgj9ZsJBo8YpMREhQ",
-	"BsNDDmP+RJLxinhsQuMgKtvapu6ydl56D/2jo6N2q5/ZSnpgPo/YNLsRQzmK0HO6iMuQk24gJJHxGNFB",
-	"van2BdgN+Fm6I5j9oVh3IeLprADNgkAsiRPRcMqiK7UXuB0a+dSVmDLOUDS2CZWEkoCOWQB6qRqSMBn5",
-	"cxoxUvvrf3Sb5Peldwdez+1DH6U1nNBAsmTlYyECRnm69Ji/+qoAexArSASKsee7EZmEYt4gb0MyVbDW",
-	"lAM0ZTimBsEj0wdkj7iDYreRRPW7eT7rEBoy4s6Yey1twkVE3JnwXSaHRHA24ho7iSeYhMdzGrkz4itY",
-	"KTbF6Vydtx+RmgIr/Fup73LJlO6s1jziFLcyYwTQX0lw7NYNYo/Jg8aIl4EUNpKD6UJJTKF6939+OK3/",
-	"M63/0KwfX9U//tiy+927/2qV4cclYEAhGT7NYIPGWkM8iSGeNefl80tyeNM6NI8U/qeUd8SB9NqENaYN",
-	"glRWEWRHs+yX7IUIXaaZhSLBQ5hoyfzpLKrLKGQAxhFf0DAyy5ARW5DInzNDCpfqfJGykTHl3tL3opmN",
-	"BERRFV+Sa7aIRlxBHe+fsWEA+R9T6UviwGjeFV7tv/5HW6H1Cfnm4vTMkB9JIqGOnkbqwyeyQd4q2VjN",
-	"7/ONgZ/I3DWKecCkHHEHrsQflPDnlB9yejfLiECrKhFQO3j5tPyEYYfS/4ElAFanpyDjBlTKE8NqXLqg",
-	"rh+tFDwRVooyZ/hQGQ0w2lVFTtNtHhdT6AyneeWx+UJESr//mq2K9rYiKclt/fTn/7vd65FF6PNIKQ7k",
-	"9N2zV6+IO6MhdZVEoo7H/z5mWW50QkI2Z2pKdWFFSNpdMhNxKOGl0/NX5Jqtkj3PQLBMN51ZYV0tsYyU",
-	"93rrp5i9zKPRbbtVH41uj55//LL4Hr+avBGcnSnyswmH55d0CqKPKxa+lhrcwGc8IjMRePKELGeMK5Km",
-	"ThVNJhG8haRK/dppdvGKcUHGwtuy5UldLaWOaynlXd1B0TbOlXT4LA6lCIupvsOV9OvCG45B1UXIbnwR",
-	"S7KgUwasSjEBXoaJ+HXZ0nqt9u4bBet8ntht1sANv5fIpaSGZPAmCOblwqY2CT2E82eW+I0xtpSsVLNA",
-	"BbhFPA58OWNe+crRCLRr7YmF5yGEC/bwQhOJ9cU7rrxx4Eo+e/cN4iYliI0kFMsTsvS5JEKpg86p67JF",
-	"5DTIf3/39k0FUVITpuzaGVd06IP1nYRNufLG+li65kJmWq6sGNCmLPBTaSGwuq+/eaZknK/wcdE1QyPX",
-	"E6l0kLyZxNlcfdla12wWD0aE1/7cL8CDVxGbIzXG6w90vtksWxVYH4pl0V4zw4AMOLdpCLCsEhXh2c9C",
-	"/ocV/ilnu1hfaPZpRRJw+u2fSLc+9qNyRM3ZSx68g+16wBNJfA/ofuDLCCWSRCgNYy4dUpPA8m3isdC/",
-	"0bI3uMvAosKjdCMLGs0K5GwlD/gh84yd8mFyN+zqnbG2PF0V7w0laMQWLWoQEDwTO41RkG3CbqkbBauy",
-	"88hZdkrOo9+teBzvUpPQ+rKTR2RGuRcwIMwijojzf+xBOlKb04NRBwXfM3q7udaLWDEIrqRcrT/QiMyF",
-	"VLKPL8k8dmcgF9vk5dMdYu3VnN5WNqI01f9lLSlFwm128T6vuPiA0fut3uePufo7dV3kQnCJXu6n1LtA",
-	"cRr8RXjjwMa/WAS+C0TicBGKccDmXwKDHf6YWc1/DdnEGlq/O0z96If4VB6e41c46Zr4TxJjo5Jg5zRQ",
-	"21J0TeGjmJCQ8inYBpXqrqRfdZkY9xbCV/IvvWbyhDgsDEUoHbiMkvhRw1IqleCTwHc/634URVhTKMiS",
-	"ShJL5mkM0Mqc1l1gpS/8KAK3yOddKJJlZHFKVYz8ICBjptjfBClXjU7UyVBQz2kYgcV2OfMDNuJzyldq",
-	"CAkGGP0BVYfksqH6Gx/Mqcfg4BT3f3b+Xr1CwSpwMOIYJZHYW8iS+pHW4fwImIXgU/VfPyJzuiI1OlZ4",
-	"0WoSedAglzM24hM/IlPB1D07Ic4Fi8JV/VSt2iGSriSqTZEgVF4TOqU+R1UehVDA/Mw3edBuSBMKjC9E",
-	"OPY9j/HPfVqKsfiSgKeAjOPIsBXAr5TZ5JAM9F6lenL4TEexfGYcIy7l6vaOGZGRCJk3TC+sEgYkYTcs",
-	"XBE9v00YdWewjxFXWAT6wLm674pI8EgkO685h+j0Ouwc5r0uzoGtJIcRD5TytJyxECmHzxdxBBCjZOIr",
-	"YUOh4FLxa1+SZSj4VOHHnW2dGVL0uSGmNHe1GAWyJQuCOi6D1AAOIFoktswFDSXsgcQ8ZNQDk8k8DiIf",
-	"7HBqqANwrOTJ7Jh6gBZvRPRCxPyzbvGNIFKxPTg/odTAOGIHZjlnwvMnPgJ9EzRoEHmiBMLFitScnB0j",
-	"pf6SPL+k04OMoeQkaxLJXH31XuGdTyQUtYGLmD/DcKUtgDIAykaOTWhYCirz3qEJL1MzVYMuvr0B2Xdw",
-	"uU6I81rgmhwFgdQ78/7i9dr2E04V1S/YIqCrIsA7YADVdDSl1eq/hNEw8DNuISA+iWVyjRE2CnV18K0X",
-	"aulmG5UO6PmtLzF072d7PpcGLnqFSLjh0AgN1PVdnSCE9bHpZ2HMq53bpwHupRCvaThlfy86GKjJQ0X4",
-	"0HIPxgFSa5Ez/ynSjUshzihfXSRxZZ93odpMS+W1El2ojMxqFSXSq1WniwYQ87bnhUxKe8SXoR+xnKn6",
-	"AMQs9bUJlUOyDzZh6s4Y8XwP6D9exRGPhLgmcxEyjF8K0euSLELOlCRW25weuN9CjaCnPiGOxyLqB4n0",
-	"5Luzg+E2wSoKVyMOkhV6cpwLGjGwA9W/cLSxD6292tGDpEJHmGjWO+IBm0SaGTO1anX0kzgIyoS2ZJLE",
-	"5LRFcLMz71+wOfW5FrcrfyNZhTn2EiTfcxpHMxH6P7DPzYD1YQOaoU6F8o9CKZQvazG/5mLJ1RshuxHX",
-	"irEAMpj3JPW9gzW69O2339ZP42jGeKSWz3YTl/ec3lA/UHLL5762Ho3omEqWSlN4m4CkvOeLULhMyr/X",
-	"ytJVyXixEKG2GBj383Djnq7U5RlxR7/OPAfvFirQvtKSXco936MRSwRvUN80Z2cjLlnAXLAxgpOceUQq",
-	"0ZwGxOdqGzTylYApOJNaSn7Pk/nOmOfTS22u/tyM4okkz3DK+iUEPcqcwUAstHcXLQaA+CgtUvAtShYR",
-	"1JiAZr6/fFEfkNpYeD5DLVbRb6WHwpODTSqpqLMgknElWCeCAhpWsqH9i1AtJfKZ3Aj0/9HicaBvApov",
-	"1y5MYeR/6VcJsVnPC6gwT5oYUOHl0pyBIhNVyWjGKrWeZFBhekw/qPhiGtO884O7rDn5A06zNsjaajNw",
-	"s3NHu3YC5SArOuFUehPj75gbWTpY4CmVfkHQ1h/FMusVViKmGEfU58xrwEKy+Ac5KcWqVhIfgXkrII4u",
-	"GPNIwCgYNcFcGbG53HV7n7EguGATOALcCA1DulJ/gxXgaky5d7VAOx0NgrcTiMjcNuRz9d1Tyj3r7uM6",
-	"TqlrwqKZKNJkuOCoyWhrAIZfqi3dALHVW0xDlhoQwYyytIEImGkjFi5EACqhbbHbKKTpnzo85Sak8/Qv",
-	"dAqqBRTI47Z2YchS94nMHqqrlIhJKOYY8THxQ4nKBOBhwLwGQcvzBEOg4GcbAkWUgIXOX21J8CcTpoSA",
-	"YEV8nkaOSAYWSTniNScXsOzYEKxVEJ/oHGg5UxFdAOSIyzicUJcNCQ0CtVY/1Pjkc0UbUrSy0aqYLgCY",
-	"mT4fqo8LN4rKbI2SJQ2VGIckWAoTiGVwcpMArGEfTHxVhizmIiFKZO8RqSHUJDqoHBwB3dxO5vB1uFom",
-	"WungXvhUgjRrBErvY21bKWbZ+raX0ZN3OhR549JM/Eg6QxOkxcIbZKS+NOFURsxoEEfcsPDKnKEzBHNw",
-	"OOJ0LLT0L+c0CJT4nx0KTfqAlCGbxFIhsDMWMfeoQjHuslBB3hmOuM/JmEVLxjjw8DFbCe4RylcYuSfG",
-	"SJEbxDGq09X3MYuZ5wxBPxrxrEqVnxpM2Wi/JjU8dqWDCCUUCKkvTBhzhWgOu3UZ8+RV/nIMiTZDki/J",
-	"nN7qEFk1DMQ4JOqrGgFCvc0wS597Yumg3dwG8y4XGuGBERAahv4Nk5kYthHP8A6CI+AdMCimBrNsK3cq",
-	"lm1tglb7TjPwAjQs2KKJUc8vvJCmPTPipjY753lPQWZOBSa+FrhS5RPfK6QG69kaVcQvI5RsPPl+zXu/",
-	"WxjB+PyCoZIMp3uIT2skATMKYCY7iVNIY/zW3P8bMUEbsSGbR1ZMTBDRnuvI482jHxvRZavYkMg4d2tZ",
-	"glVE3vUcjB8L3rm+0Y+vZj4GX+8eN/0mEMviYdV1WVtvUfBOOFVkMPOiiRoIWbDS7jNt8sG9NCx792xX",
-	"CyGlr3XW8mlhqjmFeUhtzALD7FLyDHQ4S6YPToiCD6qLiicBUzQEuxw5Nxe7djIFyxTcQAeIaRFknMyu",
-	"nerTb6hPm69JRQm5yzA5sRpeaFkERqwqgazd1jXAbCLSlsPO35BCQK/j7gb+b2zcLszWwMub2fE2GnAe",
-	"0ALSr40LV4rjFkSnJFZvafAUbREoAgYR+h48slRi/CKgnDNvmAkLYYSzpUKfXnNDTATkBUOpHvWg+FoJ",
-	"9KZuru4t/EMSN44ghAlA5ZQMgu/mcGKrnSOgHMcvElcx0LzKGJgs8EhoqadNd2Pnzy+F1S6c0HrgBjqs",
-	"Ecv7EPNdVyk7RdnaygRgMPGzIHgijb6YDcDLSvQmiW9TlMpLYIXCkpgvaMg8tZJNEBVktt/LurIxzhWY",
-	"xe45mo67K0IpWRWYIMY7XETGEOKlCroPBkoyo6ibx+4Mvr0PyCH1M5mi8ARMTYB7gQI/fhA0c3UIHjrC",
-	"w1ZiklAf8vUDVrB2m9M0KkSqPKiKyj6kW0iOtQg65fdhfRdrB1xIQjIX+AJlw0cnc3DlCm7VW6602Chc",
-	"YVZMzG2i05xE6LEwk/Yonep2uyxF2lt4ycsjsOxyqPnaHVDJOnmqGf2gddwmrl5kYlYCS1MN//rbX0CK",
-	"OLjXltUZosz4Cj/FbKd1rpzuU696nc1mDq/gWwW0fT/L2AqrG7sM4lSCw0XM3+lKR7sOPjUvaWkg2dQ6",
-	"bLYZoL4Ca3kx7yssKHMvylRUgqaiMvnwm5utYHOv1d/H8fNIYkPKzXcZ+rUQ9WB2+nBe+AAeth9texhX",
-	"KsLuQkxdR4AcRm2/U6999C/m71VCCSqRhMwNLSVJRU7+ElaOc5Yv+xz9L34RX7iH+ciIgTs++vobo7g+",
-	"2rUvvIIVvVzGgFbo5Kp4J1PLfu5OPsYK1i7powyZ3tp7DLemaly+uEwDErH6ig6fWlLMMaDSyEm6Nh4k",
-	"IG0akz6Rgef+dCSRaROCkjXvV7HQpImx65erujFeVz6r8CamsiTBl2kRtIdb0rNV0iq8fu8AANhC+v2G",
-	"+dwALrciA6PyE3iGFRoeSp5zgymBdSc2llPgzbE2FpeWwyv0ZOtqcEX08N7wT9Kt0xNIpyrcRhIkUOxU",
-	"ZwGFfMkZDSZ1qEQhTR4f+GNvaCBBj/r9MBNE7QrwXNNgxI+b5PcEfGmmrCcnMxZ4dRFHBBMctPfQeO6f",
-	"SBKyqT9npAb+u5/+1782G8d//c8a/7J18NP/+rd6NEtM8Ac2Wfoe45gq2SJfktbhT//6//BkyAlbmlno",
-	"iBtDCeUemQQCg4oj0iK/PyH6A+nSwOdTqLyRc1ZPF7Ez4rV2k/zeJl21qyUWYhHxdOZov3oeAbZJd/tL",
-	"c9vlrzw91DMXnnjG47SRZoYCBfMI1FwFOKkjM0e9GRxjnEIVNqh9QRXeTAq+7gsE/BCnsnFtRSB44bPA",
-	"A8wvthLoADyssWVS0MhaFp4idZigO1HDQakk86HSsDPZRgrt1IsLTM9xSA1iHgI/H2iznnZzsAlumKr4",
-	"qqaLoxGBPHBTqGbD+q6Jh23d1sH0YQ1bd7alpiweOl4EgnrMg1VlhocMtPlChBEQBRMGqd6SW6frKHQo",
-	"LDmhpmvVx1Qyj0BWkhY9UmCq0Qs8CZnRuxDdJCWdFhDfzHs9JXnikRRdhlxGVe3ixTPSP262DnLJVQbE",
-	"pRlWJ4TNF9EqoUcKFeCAlzOB+0i5fdkg2yDZ3oxwwY0X4f3L8/ePxEnTkR7IRtcG2lgW1FG9BwNN4wM2",
-	"8SupEJTk/SiOo9BYCbsu457PpzlzWBXyvW3/GNeWBhVs58kvQ7/Ew7FT2UrjtD5LQN4n09vAYU6L6tXN",
-	"VkCT0fHusiAAgglpfoZ5bfFzF/lePn8ckN7fThfLr1L/XBtuU/17NG0vje7T2FR22bbZUf4epmux3IMS",
-	"h76nrfCPYgJ/BBU+E0xZbuaGTe5Qv83eyp0elUFUZpN7BK95qb3+j5nS4mvrR662k0hlSo5XsWSvlySv",
-	"MIPmr6kQYio3WcUvp0x393KErLQErHqeXcNLxru6APrur/MV0u/nor9/MKH5Ibv8tWrsu60tjxfMqGMQ",
-	"kW2nx5WVPVx4lmJWsn04sA0kWoewPq9t+K5rhq05qAKfSrYnMaKhO/Mj5kZxWGxHmSxa/atoEohFgQ/0",
-	"K8YlIy/OW/3Dpy9afRIxLkVILl+8fnv+zk7q+cgFDaUfQeb1Pc4/LYpZEKVl4qN1gcmkhBAaDTCjQMcq",
-	"C84yBTYbRffPyHIVYsKSzBSh89Ffnr8viY3EHIWk0ujVdFxV5jUGy01LpohYxbSoqUmDMmKYK7iM56DR",
-	"LUV4rUQAnSxEI1p3GY9CUPHpIhKLuhRuoRCFFcGL5f8bxj0RYgKhnDEWEREq1d2L3QhKr+kgumkcMklc",
-	"ofNICo8k8hb3Jju4jl3xzfn1vxAhOV0sAobmNhOqGnMoCKFLbIP9TS0/QaV9DSnajmsubbLWtSuZw/70",
-	"NLPkphC98hfXQDE5NY1A6wi/jeY8hvcuS7/ur9H+kdEgmm2uZVPhENe7E1b0V0UTZfxwG5NtRm0XVFko",
-	"yjLRiklRFHO18OGN2O/y+Op8dgumx5CaJpUTqHqflvQ9qBbZTSMT0lsSGqTrtJdGVmdjzf/2F1IrSlU5",
-	"KFzKZkT0Wp2zNKcmTaehPMmmMbG5tdlqHPoe5qnJXEB5zGHsapHk61L52s4rhDpvAe7Gdosw9HXSYeYx",
-	"slqSHjTldT6JfscmNywc08ifV7IFlLRxKV1TUtw92+TF83y1Hhqc530A65OtFa6Fok5qFONW0VsgNSMs",
-	"BIx60JmMyhmTB+Sn//P/AqM8GLtPiDOCAiYjC3PrKBlDpbGATjM3Jj2Tsu4s9+Jg90kPyjd2+bFiRkLa",
-	"9KXKF7qDSWFcLYIXnFRzyAkLfM5kKg46v8tH/+3rvkYkNWtY37Bd3rcit81KiUVlmGvQsvBOph1jPlH0",
-	"5X5MN7Oe5zwqiqUDQ07ou7mSPftHERVJiZka3Pv7WndEKuhFG3jkJ9txMgiJQrPHfiFIIeXXm/eglbgj",
-	"xlAYXo2v05KpYknXxbw2xAzF6jGR9/bjwbLtxJ2nJkZDSyHgzmgU+re/PNMdrnur8W6PYLFdtrZyyFU0",
-	"sVWz9Wbxr9B4/BkNcElB6/zWNuNs3BXl1/7SP8ROHvU3bC6iUPD6G8pFvdV+Wr9p10+//VO9O4aUr4cG",
-	"5BRrW7lBSvfzSB687FgP9OFtDLWZy1YpJ3j/YO1yF+C6V1Tn9ean2+WIO5OVSghvlhHeKTidM3ptXHwF",
-	"BgqoLoXOLROap0RySEpVnI9E4vpQFpQqeQz+/aiBKHsnmWXS+8pjWj+Fc3N3IJ8PjuEinySNiIzEQoIR",
-	"DxInk21GSS23Gornc19K5hHMGNSl3SbUDyBfN6t9tnKFMBLlLKN6SVPIQss7OYsJ5dO99nWFxZoqqmL3",
-	"yNyeMxYpPUZhM+7+hDQzJgZP5KJGMhi5JZDuHqUOtMtjc9Evz9+jrRSTOHVdi8ZOT8hGcwzEA5/LiCrF",
-	"PpZlG5suYnnFGfOKkmixz1csWSidYTIaJOwk01ezySTf7ppEt9UBTRQKjSt9Qtf0wJ6v0YzNK+aRMxYV",
-	"GanFnG2ghSluDL72DKgyinY5C/l0QQiJCLal8lMY8xOteGvLFWKPnYT7YJVGY9YqMyRrmqSeF1t918Yf",
-	"5ht0YdylNvLvNrvPRBhNKPKfaqBSdPld8tmOYPsCtZsGbhzQSISZDOG1+gSkBrGYptKeJhJQ8R5oZo4e",
-	"ftaqLbsBCmUXircOS5LQoMoUq0hCZ5+QBZPSn/sy8l3C1HuREKQWiCVZsLBueIcu/6SEAHJ5+eLyoPiS",
-	"lBdM+VRhINBSsIh6vaCBZJl6yJqm6jRlSDtYJGEXpJbp1ogNT7FoO5QUgpf9tSAfBceQHSgGyuBL3f2A",
-	"4usYcQyxlPIaKh/on9Iy61ByEQuZ+VEJPB8z0uURYysKKtZsunyTWPCCPlYprTGEOsHhdTvGXqaWLEpk",
-	"wndMsoURoTaEjixJyvKrPIvcES6SJ1GbSkhiRVpvv5WW4lKowW50C7mkjasfQWFQRWvolOkyX/n6oyGU",
-	"4wdM1yLviendmQTGZ3AvqUGXoWjbQZuhcWYhyekX1spjVOcLbyJYUiPjPk5LY9MpkIGTAFd35rMbtinR",
-	"3svFvlnCDe1qxjqU1N7QWy5Djctk2xtK006dSPGJhyX8z31+VTHTdONbEM+qWL53FsspXER+e2a6QjBi",
-	"hc7S4NTdiX659t6fL832E+a5JkQut7d0zh1wfAzHdfZYPm3eqZ7pkRNP74E41Zhw7uSrfvIpkhjTy7WG",
-	"JZXSEE1p502X8otn5LjbO0oST5CdSptIxiPMnVCyF9S3qDk6awD6Eq8WzCYgRNhJkRn82k50TdBhdPnH",
-	"24hxJT4UWZ2SitnFmku33SZJr+JUEbDT6HvKCZ2P/WksYkk26mtXr0yRraW4fkaZpIkBuGGNtaM0t6Jr",
-	"iu9Wv4mZzKIt8/czOvnODJWU3pVnvHRABdElxu9zCFD+PJFq9FDbc3iOyvWNXH5KUYQkNKgajgN082zJ",
-	"SioObzSy75bgmMJqmuNskfFtx5hWI1fkCbvaXNE1kYlGrB75c1akzWMmzyPVDUjNX7uTW9X7s0zccZV4",
-	"p7T+53o8IXaaFAv6fcxs8v7idV3SCTvJ957MpX1iyxbdnCJt3VJo8giS8JCtDmJ8K2sC2unX2BEDkDRl",
-	"fALCO5OVjCa6PPljcWWMdbuKw2om11zbywf22NQhRRMRIvnFHD4TLGrao1SzJJU30FRrwuYdUEMABoY9",
-	"66YCO0yJu8vAbivkaqIvcv03851DM/c6dxqpTp1cpIwyndKQBIFT1EgufglJesUXcVQeLTShgWT2ZntM",
-	"SEUcaptIro9dzTl/+y7THtYmzhx8up4+VOcAi4SzW33EteQF/AmEAWhIE3MnDYLxPTVWCiIH2xA6WRg6",
-	"tm52kuIMoVL6Uy4b5HQMIgh8pE7YIXNG+Yibvleoa2N7cwJs0/SaCBm2gCU1l0ooQRmxUMI+yJyuRpwu",
-	"FoyGEDR3QkwLFsiMNW0odHnsNzgg9whYFwj4x+EVGo04BNu1m81c33zTGV6RslAEUD7b9/wQJRIKl0at",
-	"yOfTEU8/bJCnWGQbU8gVAbD1eXHGPJm2NBUca/vpzntYg2seSzAL6K7941USd2hnFWiEAZ2GjOnOf+oO",
-	"SRYoXbvmbGh2Dvnp3/6VtJrNJjkkDsbBOCbevEd+b4+4k6uXgx84GZOPQ/72F+KkRXSSz9v4eUFlHjXI",
-	"/85bdu38EKO42ewwdP6ETAdVjrhiFxiGzby1L2BZJQ0hHJvo+2fqhc/1FyZ285A4WbE72UOrR35/gBKQ",
-	"uq2ejiIccY1McCwpuImDzxsQXeVgV8RMXZRp6EOwvw7kHPF+1ywBvDb4Z2INCdgNC2RR3YCcnLKVVKzT",
-	"zq2dU7Yxq0t2G7WbzdICwKnLu390dNRu9fMtxfdvr1JxMdkmKxU/2dJqhd26QSz9G3Zm1o7L3e3i39O/",
-	"v96gpeLSTZuWPV7Puj4rfXZXwJoKxNWtaHfP2nMJUPu9Xqe/J0iL69LdNxSjvHBd6SJb1Uqob7spTfse",
-	"Ne82trgn4DbucjKFz6N+tzie5R5wLLRubkVJcf3u4YXztioDssD3VWVJFc1Gavx71a8qkg/Xi2iWQLxA",
-	"LdzjrmYC7isSmaR+VcX3TXRdhdcvDNwKIugq84dsYatcX/3uwN6r0lVV6rkRuVd0mFkdfI/j0YnBFTef",
-	"Sw/eRrfukzpccQ3TyivOnnYufiZZOeL9fgsXco/FmlTjqq+v5xbfW37Yk2Sn2X/3mrE76B3ty16Nka4i",
-	"aG4etMS1g27u64RRSFd061KL0gOk5sLspKo38j45SqTG2RKyUAgNArHUkS4ZYtbqdwbdv3MiU2Y5uSLP",
-	"udSe7CftXjkTq5KPdB/U3xPpN/OX9tCRcllMD9aP1pOctlznSuMl5s9Eos/iE5CkogPUEki/u0v+KFIj",
-	"EnVnD473OcWFqsw7gd0Gzt/LSLwP/3+4OrGPp/RBEvjjiciVhOJ2s7lbJs4b1XeKgwuwLSr6/D9nUbSQ",
-	"/214eGjtsnJXVc6N1XovzF53eK1FeW1apEsszY8RVrCtwP1G7lye3Z1TCR1gHHzBSRLO1FdQY+HEmIW1",
-	"zyGgEh9UcAkUZqbsTrC7iPk5jSrIB5usm3k+OMPInEUUfKRYGzLmNpbzg2KBcxZOGVmoORoYbZMdvLVB",
-	"+u5PZj4Rnic4mxsRpdeEdxQdRxGsDe5sBgrdw6H6SVIAqnZB3GwUdrX0o5m2ku7MgAAbNI20s0SKeWIx",
-	"hhQfY/I2fTBxhopB9lui4un1HtHdJh+pMG5173LT0ufTgF3JKGR0XtDMbvfG8iMkzGwNzmkulHF86tSp",
-	"1OZSbyGUdXhiUvQi1zVvRiFl454VgHa7Zre7Y/d3tP6MO2eul7osj0JeKw1e2VNbgBk7ME7fhp0XuYhp",
-	"GI5eQBR3nsI6d9+XsNoWCGifJAcRHSVx6Eerd4oIGM8TDVl4GkcFNWNOeYLHc+oZl5jxJl+zlSR4UKRe",
-	"h1iEN6dnzx0diqZkgVMIBtAnPiRPYS4yv/Wufvrzv0PRBSBHoJjCs5QRKK5l3d1B3NREFMgb8TjwXVif",
-	"kjRevz4jPp8wRQFMc2rFtRvklHzxBS5Z3bwvvoCuw1wHZNsjjo4bMl7Br7pKi8B4cJ0OZadZN8D6tciP",
-	"bRHQQzviMpbYB7uedQ4m1WT+9pecX7cx4iP+TPAbNDzIIcoTGZ+25PSaXYFD3KSE+iGJuR+ZCskK5A0Y",
-	"BWbwsWsDIDmpQVWrgI5ZIEksGfma/IG0mu3ukLT68O9+Z9A9UODBwt9QeF1HayQx7lP/hqlxUXCzCWc3",
-	"LCTNBnmuC6yHjJiIxBF3IL/ChcM+1PGJX34nBYdK2d/HLFxla1ZzwrgH1ZjTCSN6zewRJAdCoACJlr7L",
-	"iAjhOLA1u3n3/cVrA2pfnUq32bSJFDrhcsGCaMSxL6Zet/QDxiOov+YxHYMI9efxMNB2MtSJaS+fX2ZD",
-	"a6CGPJFRKPiUOM8v6dQhtaR5NUYvjFcRkwc6bEINx+rPMKjAOSHOq0n9jeCsfqaERUfPLEmn2bWJ88fn",
-	"p185BKqfKdyDJYz4y+eX6HIeCw+y9NR8LfK1/xQgP/3BXyx04SQ38BV7RxBR12WLiEA/bSxOZZMQasow",
-	"idERGFKPB+hwUYeYLQfg8Nqf+5EckqQh+IKZ4Qn1vNAMsQz9iOFTQyQgFINGbGSKFpFat32sycYFi8JV",
-	"/XQC5dABRBc0YjBb/QvnoEEuGPUkdN9NCrApWK7IOBRLCfk+/tTnpPbs7cW7gxOzAKiol4Sl4TsYe6Qk",
-	"UBpBo/UgEEvteA98l3HJUkuEdfbq0rItkKyB7Mjh4aFYMH0bGiKcHuqP5KF6N+W2lqaFmfYLQ6vZaDWa",
-	"2OeUcbrwraHVaTQbHQuk8hlQ3UNPuFjtmhVKkzqpJFRoFTLusYT2ADCA7oTMkLvaBfOEe2BjSI43UpKe",
-	"j12BES6+1NE6GPmDtEEocPuRJDi1BrgDSzukUrJIHjpJxEOyHGzuf6g314D7bZu+ASPuPMOQwPo7zWvq",
-	"5yLw3ZWDlk7IBRM6fUsdFVxZP0LcH3ExmQQ+Z3hUeIC+4K88qBEafaWgpsCoiYgsFXPTVw5fTdS9g2sH",
-	"wm7I5EJwXZlSM3odxwjyE7uNDmfRPMgHsEIEi/tfPOEqBkXUCxjUMuL4CFACfzIcUt2L5JTwrcPMa+bL",
-	"UJ2e4lluPQ6DP4ysHHBHln4bv4eX89/r85Ohq77NHh+83JAR5R4NlLjruXRy1O+32mO32/hOro2NA5nB",
-	"DXemRYF4d3Zh7xCDkUatn0GFG4B0CV4UBKHCv6VNZLQKdDQXKODryAxXv7F9mXe21Wl2y+weCSocvhHR",
-	"mfCgpKK6ul1Ei+3fPKWervAGn7SPd39yKcQZ5StTGA6FMqM1W694xEKMq8jjDuQ8TaVOhqLWR/Vd7qR/",
-	"nPgBu9tCURg2aSB4vx28/or9q5+fYHMLyFhVRGZG5cw0b9FXQ0lKcFEVgR4zcq04jOI8UyE8UsvzuyHx",
-	"5/MYxCPnQDF/GB1EDFMjAWjQhqChuHh3y+U/VbvdpADFm9W7SmJRYUqzfzWj1GmgvvpK0WbLOLOxNUZW",
-	"+UGROsW0jIHlw2n9n2n9h2b9uHFV//hjy241m3f/1SqwmnwSWvUdvaG4/TzFOvziv5AXIiSadynxGHQK",
-	"X3CyCJgSLCVTl3aNRnwnG69fPXv+5t3zRnQbkS8O70MK8O91EpDFkYK0TOge7dpkTm/rdMr+0Gn1On2l",
-	"5mTQ6Wdz3StO80LE3Hsk+nBqWHVGMN1BI2Yg/v2wlTAsQuEqqc6XJF5g8CwLb3w+PVH3PZXNRawjfxU1",
-	"Hiv8qYG4qRSEQyVfrn5QctwbELbBy+aVXGVdMXUnfmcViu+kcRJqBE8LrFriGgsqGLzYmgOBc5fgbQ4W",
-	"jb8fK3ittB8mZfGpavG99FSTwqPjFQlFHKGSapK+AhpBOOrMl5GYhnQu7fRIF0IEIw41mGXku1JpDrjk",
-	"OjYJnCmmADqELyWTdia1iEz8iET+nEkbtSCFLC+F0rvVr0/wOw3iJ5KIJW+Q57cLoaiTQjCyEnGokJwu",
-	"WKjUwGCFRXT0oROl3KgBblcHJah1pkFTjXYuAurnscr6Hfnj89fnRMtwV0ohSOIPr7AW0x8vL89T/cjA",
-	"2CbYfiID68aI/45c/tP5863DQViM2u+Wl37Esf8wsl4+vxxZNsyoxD19wUeWjVP+YaT2OrLuSOt+A+JF",
-	"Lh5vfz5gFE1tsjgPhZqXxRJC83Vs/d/xnmUWNE8wp+DGZSXy7XqbJ9wYqoy6gt8wyMCIBFh3sH1WJEQg",
-	"jSnDVBLwyD+dnr0+SaQT1PkkqvBFaP52wfjp+Ss17KdWiHYQYWOeu5dKfFeAUMYSW4xQeuMJmAF3fjki",
-	"fl61p5LoE9yCciuKuuhulLPBBAVYBv+gEowkEeMn2WQsMVnX39Eeg7i3HeEUmu7Ht83yUwqrpx4SwIER",
-	"Vxg0HHGCyclDQyvVLxqFhgQw6D4EqBBffiZnr4FZcPZIhLdKbQnHNpZEbWIdQoaTSchU0ptNes1O7hdF",
-	"dioJahdqHT83OQ0WpYgqmAE+74HaVq/Z2f3de05vqI/emDwSXCR22FpUcIoHxfhw0zpMxazDbN/uUvwo",
-	"KsinvZFoGgQ5DgtyZfsXYqtK0NXNEPDZnK505tS6oxseZ4dLssBGHLAOTPlp8hSmDn/9DTH7yPgtoFVr",
-	"Ui1rSCgmzIHTBrFVfwIDVyrdP+K6vFcJNzWVIJ6l9XYewE936/jPaOBexPzVV1VfNgnOlV7GVhY7Xz1X",
-	"/8QE8m80m6761dffgB7/FZBf9VEe94w7KgAnZ9YllXE8nZAmmHu4bpaJIWwHiTEGKFlqjdnw7pbbZfaM",
-	"nttc/2kWq04yXYqxNAYNpNDGI7gLgpffhYx1aXND2RSRzdVXSEWqiBDfXJyevXy6B/qcQWzu+0xoblU8",
-	"pbdv4cpd4jFV/AyrNAHePkgYxTgTXccZ2E5CdE11ZyI4Me3OoA10/2srU+AqKWSjS2F/+Jj218xWnk3a",
-	"7H2wQhmsfpgFi9t+JKKjDkQUgPf5KvkQys2uZ50NNhPJdMj3eiOXVqfVPGo3N/qstFpHx/3uYKNnhzUs",
-	"+PFqIaT0ITag1ymKirCGrXZ7MGgWJoMOWsftzW4n/aNs5ZwPH4FTV+PthtSmRXiKhTdD7T+rkL+/Ya9d",
-	"RSDQZg8UCT6x+PHCh3z1NdEjy3HBkJK2djEiRypkFAoeadZoodihi0TJbMlqO1fVUv8U+XNGxixaMpZy",
-	"fu5BIccRLxJK/vaXtcqh4AyiWpZIwjPg4tppqjz5+pt6smdtkyGn+fcTAVpR7Uz68IjXHKAIDbzKDnHM",
-	"d87BCToxl75kWRbhS+Jk61I7SruRvsfWareyKRSMdbJFq9NE+7/9JStnjXi63Iy8o+DVarR75mXNiLLv",
-	"QjmBEXcytbCdXJslR0dtOVCBM9v3PvvaiDtYcQ+enBBHUbRsG3Nd3TVg9AZ0C4y/aZDn1J1heMmIuzQM",
-	"fZaT7khNMkY0jKHsEjQNu1q4kXOQ1FdYmjqDSlQecVOpaA3q3XbbJpKufD4lyxlCZ6mN00mdJIhveAfF",
-	"ppLKheMVcZCeIxDU31jFkXxJHABFDSuZ0iBYjbiTj2pzbOLkc0qcg21CJtb9+U3E/IcWMZ9tlIqX1QTF",
-	"Cmv6xxQcK14JEU9njyFlJrJgJSmT5vmNDRF4f/sLGWyVPX+sJjDePYqMmnx4l6k7W9BVcF9hNNedTz3f",
-	"6MbXOu73m4Mi6bK6yFxYhwAX3D1uDHq2BYvsHjeOegnI1ZNMIpQpL56WGcAB2s1GywzQbjaa6QDqyWat",
-	"AT1t+6jRS+ZtHzW6mYnVs3w6FX7U6Qy6DfNRpzPoNNKP1LO7e8vbyHUyNTxLvZ/mjd8k7seQuDXEIXg1",
-	"kwBSXeCehpigUihuYydBIypvCMk+k47JNzEl1KkkYyXEFMr1DjqoZoxGc7rQUZ6+N2WRHCa9Klt9NU2r",
-	"3xjxb03psHQFSorMr8DOmPzSKOpbBnK4Wh3K6fna2lpig6hbLVw6usYX+iokXUkl59kkpCiiRjPKoauK",
-	"aTiiQLdNEnsZQjbDb3LYY8lhmfBzG1Pe65KpEXX3Una7CEB71Dl3W6QwmTOKZfOZ98uMTXNJ9bvmr4I8",
-	"0mgFzqmJCOfWFpEtKeP1kD3merVt22ilikQP2eVvcuDnsTai0KdIV6eNwh8q8P2sDLjWvvDDwG71P2Y7",
-	"E35AgafTPuoPPpregx+2yYxFouFDxCWgwjSwhjwOgl+W9KSQIwceuC37wafTbvSTOdqwSDNFu9HfHz6d",
-	"JsAYx2vC2Ga8ZuOoDD79ZicFq/ojA1d4VgSffrfVSeDT77baGfioZ3d3H8tUDPsRMazTg9PEHfcancyO",
-	"e43uPTBsAGMghg0a7QyGDRqdMgh2OoPMQXYGuZNUz4ogOBi0+gkEB4NWLwNB9exRMKyVuYGt3A1s3esG",
-	"9prpRnvN7D7Vk9Ib2Gulx6T+yJwTPCuCT6t/1G8mAGr1j3rHGQjB00IkA3IG1Hi7znpP5UcJepVVH+ah",
-	"4Pib+vMI6s8pWc5EkIUthvZU138yxVUKVaBnIvDQmxAJMvFDqZPpTaDpfKF9DuuFy5P6sbri+QTzs6kE",
-	"H0Tt9QH5A1n89T9fky/J93/9z9d//f8a5GzNsi4zfmE/TKz0c8ajExIv1IraZcZ5k0FaQ5P/iOfKCx3A",
-	"RxM/SlwTkEKXMZ1vU2zOk9LUv+k299dtzhF51k3MdlrXufWJTclFltuHi6y5rqmVzJftpt1sNkmym8om",
-	"y9YmqR+0jtubXHKb3LHjReQdFV4ETarS1OAHz5lV1zrN3tv9n5unjQn868WbjFzY7Db6g1Yi2Bz3G0fN",
-	"VirbHCvpvNkpFPSOm91Gt9k3ol6/12+0B+m3/aNBs9Hpdu5vTtzsCfSbPfGzMFRgd0n1AcX29vHji/lC",
-	"1yctDRqMua8IwCRp1PMkW+pcgocUn/ohOtuzIYTS9AxYM0Kip1hX/genMJglA18mfWCBK+d4KLZ7JDWd",
-	"OYAdjcTEeGsl9jkApz0wQcVvIWoRxQBk81jboKYLT+E6mA++b3ykW436fIolGU5NTQCTC6nNnopwEQ1B",
-	"HWZAavifv/0FIDUk0VJABXgs/I59NjiZKDGdQP8b0iZnT6HmArj2Qz2gL7H1sLZwjjhw+26zSTid+3ya",
-	"bnlIOA1DsYSEaciqz5peR3zD9irMHIxMmNqVWlWR8PAM37qIuXyw4LCGVks8GsaxN663aTk70fKOOjcf",
-	"PftjKhkkglc0qhmavI3ZJua1wtxNTN3sd4syN3M2tmbWxtbe25L4lger9OpEMyZZIlHaP2cTar/7MBNq",
-	"ycZTfP05WlT33PTD5TPJmCfzgtkLGlJCp9TnMiJGSrM1EdZKz1IgaHPmxMpiWROEGny3wDYx6DSKvKxX",
-	"QD9gQNNw0ApX7evV994P4XUUf99ezayMhQIqdWVMFK22+XdmpJw5YtBp5H/KvmjknkEv+SN5rLCvYCPH",
-	"3UZn20YarU6zf9zrdjv9bq856AyyO1sX9bbtrNnor++t2RgMOrn/W9vscbfRLt5so9Xp9I66zeZRu91s",
-	"t/pHmd2rNa7tvtnodo+avcGg3em1j7ut1uDu44bk294fC5rqMD4BFjR6u/Cg1TtudHYiwvFxdURobsfo",
-	"Rqs96A2O2/1Ot908anfb90WEFiDwBiIM1jc4AMNZ2eE3B+12p3t0dNTqZjZpDfudgsPvd3L/3737qI1u",
-	"Od9Cy27nXQvNNQPc5hEWKTsJwmRLPFrtZrtfb7XqneZluz3stYe9TqN7fNw+av9zWiBuaN0EwXyzTtzQ",
-	"ajY67UZTl5YbWqiM9tUPZdi1q14jxq0k1ROt11CUYCxo6IFZonWoiGyr0at3n9ZP40hcKN2g/m33tNWv",
-	"X1y+sdLyirlbpNhDwTXKn237qNNobxRVtJJpCEyzq6SdGrewRiISyXxJQm0bTisI4g8mR3P7ZlMDQL9J",
-	"Wu2XTzPl/YYt1N8/9Wkfp6e9ed12nrYJZden7a4ov/aX/uGbb1599eq0bnho/Q3lot5qP63ftOun3/6p",
-	"3h370YOOuts/Btv4+lF/+yfSrePg9ztkZA47Dtl6R7k3ZuHUSo+6ypZzFp92N3/gbUVA9gjtT1Sa0ipB",
-	"sY72zmiRP3PzwINTP5VeRSAOfLyC/2Z0dSChiZaO10PuCPrRZQoVFPVFSsuaqvF0WztQjmOOFQaK1L7X",
-	"voye6xn/zmnkKGF/+HGDYCimpDuHtPNJ5UA3lGxTETdxp89oRANRmDC8G7gUy7f+onLO9QFnN6Q9Cglu",
-	"yJztCOCTwcnpIt6FkC/P3+/GwCQD9JuL0zMi/R9YJiZM8JL8TIWjL8/f/3wQdEMqyWBoK0M5P7TaIHdv",
-	"8LWy99vdj3tg88vz9ztROXcsunr5eIWVQ39ZSKwwYC+kzfZjKkRcGDHfG5tcc7GUpIY2SWSdEJpYdxmP",
-	"QmZjmcIIi2hBm9WX7IUIXQb8U0Fb+txl5HS+YOr107OvyCsuI5+7ETl71W42D89edZpNm5wuFgEb8bO6",
-	"ZKHP5MEQLoVNsDMKGVPuLX0vmtnEg+pdL85b/cOnL1p9cvni9dvzd+jhFEsW2iPOqDtLPZw3jHsifCJ1",
-	"a+8ZYxGpOVj8wTmwk3KyaVfeFZmKER+vSM2hgU8lk+o9NcNMLMmc8pXu6ozMO7mzat4GuQRTDg11hTew",
-	"P0iSzRnSFUll2fX+Y9rk4DFNj2BxgoKBCUjg0KHNbN3nknHpR/4NK80Kwe/WU3TT0v076+SXL2nKuAbD",
-	"kDgU8MWxiUM9qv4zE4sFC9W/xgF1r5csCBxSy6DiQfZRPYxuHVLL4mKvCeen/nl+8Va97Xqcth39j475",
-	"R1f9IzS/KBrI6vOWQ376878nf3adMvikm7g/jB5uMxPYJyAlFm85g8uoHRmaOGRtYyk11wiviIgmz1kw",
-	"6p80Kdh48tG2aOjO/Ii5UaxojYU337KtyaLVv4omgVhIa3jUUuJ7BlpDi5oXzW26Ql26pX6B7kgJDbia",
-	"jpUK0OkncM8sjYuIacn65Wmr2SZLtZwFXbBQe1iOWppmNICKkIhxKUIkAy/OO211O+O5ooBMUxvb9Hsf",
-	"kndnktySsRAyIm4g3GtyS3qtNlEDHrrBNZaxUDPfZmcOacROEngB1VibigBXCvCE1LrqmWfq84MTiAVf",
-	"hD7PdCrH3glp4xDJptjrVSGMjOdYTR5oXaac73K5bPAb3/NpwxXzQ8brsTycsola3eE0pIuZ78q6S0NP",
-	"HnaamiYfhtFtXUEZ/ifyoYGGt7iCyLWmbYiD0bEeoDQZ+gc9XEpzoQGJwUWgpCp0iNVwETYWJ0gRTP+g",
-	"ZKyDX1yJJEYM885c3d2c/vDH6SIur4HqqFNURM5cHl32qORuO4ajQfNyRU6GRPENm8gFdX0+tcki5m4U",
-	"J8KA5jJKRtA13P0pV1yzUVgD8dPwvFOstSpCAoTNkMCX5+9twhrTBkEwlJQ9xV4OW+NVMh3FPillx1Ym",
-	"v9Hm32jz49PmfekyRKMVk+WX5+9/7carYmkqUSQTWrOVSAepxb28bGnMdWXENFOMfPEFOFW++CLp6gPd",
-	"FoJVUZGIXAjEyrFJSPk1dvdwsL6jMyROxmbroBbnbLiCHKLWxrgHlN7RXhbNMtCh4xBq3miM+CW91jWB",
-	"gF9g5wlsifby+SVRMFBXray+XsYj8cgc4VeYLZ+gIguCz505n1/ct1CdQgCekfFqDblsUoRYtRSzDjKo",
-	"Zad4VUsQq/QEEJtzWpfHJjQOFLnNOiVsi3G1nQ9rv256RVPHYuLA/HifIuYQXrtPAG/lyGB4+09Z38p+",
-	"McKfO6S4ykfvEv/Nvl94T1eVv8EkvjOf7/sFva38BfRyqfz2M2zb+AjqP6RU5/R/xZjHMfcCY7HCWl+Y",
-	"dzdeZesTFeffbS03kNoOzMz0ZnqFfRuSKst6ALXISMmPyc/NymUNvBhZxJW0hp2mba1V5Wq1B+3i4gfd",
-	"48ZgS1BCu9lYD7CArLpsVAmWG1BUzUR2rPdx/M3t+2t3+67nXP6d8X3Q6Q8K0b3TanS2oHunvXZc7aPj",
-	"RjZuqNft9xJkb38+ZP8touVnE9GS5FUo1NC5H0q8Whelci2Q1Qr2MPJlJfwCZVJpWdChxkTfK+LFp78w",
-	"4x2ocKnSBU0Us8WPSuMeAI93eZnhpT38zFn8TN1WZV6oM1zCz8XN/ICbndu3gvX6zfyYd0Ir2n5frrk5",
-	"V8L11mep7tuGje70bq+hwy/av43It5eHexFQzrE9cOGdGVmvCGdQbjJVmzeMJjQiP/3b/0ucuc+vNpVV",
-	"7VuGZV1evrgkP/3b/yaOYk5GbR2mPuKJH9mK1GLba5eG3n8bWeSFCEccPeqpE5nM1X0xtXqMsaRm0m2w",
-	"cfySyYj0mlh2PC1Hnq2COWcsMqOgwxmTC2hSktlOHOMjjklBOtdXxuGEuhjngw1Cx5mKk4qgoP/cFJys",
-	"Yf+yJFjgCRC6KUs86qBUgFt+veJpUtwUk5rsLFTVRCat1za5L75My6VDQTTc0tjnnhxCxUl9fCNewzKn",
-	"WMefLEUceGCbnYnA041uQ2ZQ4MAmjqm0Jh29JR3vlH6qzif5kio50WWQS5SpkKrWFop4OlvE0YhjoSYB",
-	"7UhDX+oTQS815EM62tChK42mdnUFQWw8muRX6xiDjYPFtqB+KCPt3dJXAp36WLx0xOG0k26xahii0BIA",
-	"nlf9TIdwHB6SkDjgiDFC+lLCt24gpDpLPTcMtVZrVN2BCQ2JmExGvDaysiiA3YhpHnFbxJekM0gq4uIW",
-	"e82RddAg30L9WieWLJSOnhCLkGLlq+TG+VxGVJ0lVu1XgDjAtgiwhRGHt9zUggZD4gTE8bkbxB67QtD9",
-	"IQpj5tgITRRC1MHmHXGG2t4wwgUiyoTQ9DYjSVYfUM9jnj3iOHgu/974CzijoQLQy/P3pAZYn6tBOyR/",
-	"/Y92k/weE+J8Tii8mXVy/vU/uk3ye0LdUEh5cKJDSuGm+VK7KHTtAWxgSPHhGHihfgU4MrbpiWZsTmpo",
-	"knNnzL1mnkMg8wjTA19AZfdQtz9cYEIddsOCBtlQIR7z3DK9V5JGwyO+pLo2PJA5zArsEAmF1wDz1II0",
-	"gVqxiNToBJolEwUoGka6vTA6jwCcCoBASORMhNGEBoHuZGTq2NpkZI2ZOhwcd0iovB5xSCgiANUJWxLJ",
-	"XME9ObJsRb4DhmFBkDiIq9F5mGPqXk9DBb4Rr9HsFSTZk5axO0shEbBJREQcHTTIO3ywoGHk00DtBrIt",
-	"Aa2lULM4JivZIeoi4YsagEPy05//fWTp1E+Jncax2vN6B8qkqzESeEGeX9Ip7F2BAnev+HQcQR/IEaeT",
-	"kMlZAxqcuzPt83M0I04SYglyXS+tiJfyqhHvNUmNEr0BU6WOcaSkelxIAMXKwgmvxLsEDbvcGZNkyiLs",
-	"lLtA0RV6jGfHhf+ITCyXPogncsTNtcLwLpjfRHslKF/g0CkSi88Dyh+tL8a2AgtiglRO08xMIuTPwQUB",
-	"/XYwDxqJeXatIGMpEq4oeam5vki62rpobI1mDS1PxGNoRppuo6j7/0a3/8KmMLoQCcbjQRvpouoptSUN",
-	"56Z+CggW0ERVk4BMRviBTeble06lRKvizgb97vrWWhW29myNwSXNgU5yvBNDYkoYqI/d50t3AwMXN+vQ",
-	"59Hc13l0StYDEYmMx+hpMZcTGSoqNCVgBsWtJEqj3dw/RvEUiENhGMmGOFDDcBIyUZIpEkjBy2NqDkD8",
-	"S8vwmInsDUiURhxChMoD9voJvEX7+n32r6pYVBlx7dA8Ly8PL3V1Vq0Vr4thhklk4u9LYZ6XE4t9jjo9",
-	"WwN8LETAKC/Crj+aq2d4WyRIyKI4VKp7ImWXLQWrQxeuoN3Mk8hPXkqnIFW71f9ak01pFOtOU2sbihLZ",
-	"qRLdapKc8ykrdYAZWqD1E4i7hhVwXV12Z70qjdINFZIPsQBN+suVxyLqB9awWClpDbTmN2akfdxINJKY",
-	"e1jbSu2AymsYMp9IfvQgN890EWeyIKaLWF4pTqp2jLbdhDabH5QyJw2nvL+Xp7w2YafR7x6ZmjvHjWaz",
-	"nVYFbDVavfbdjjxgVF7UJUss1kYqLyvYh+3Y0gv0QAdOccHITr/RSysCNZu4T1MQqDVo9I6Skoda7zFw",
-	"3qgvdNTpDxpHSdHFXueo3Wg3j9PhOkfNRveovV5fyE5RN1MK8b5oe5zB2kHjqDrWDh7krnkkpL2Xt6Yc",
-	"b1tpDcxOK1sDUz2525GY/wCc1Rhybx9MIbKCDyYp6Xl0nKsaC/6Zioja6/Z7STnKXrffzVSj1D6/HIJ+",
-	"tC00wyR8YNNHmZVpUe6zS2R7cGGi0Iieogd3y1LKWFkYomYQeRb6OQ3gn6+CVs5s/i2ozyB3otmLalMa",
-	"2k9phNbcfDDYtipZyH5LLOrvYF6fgTycyYiyjbEalajximipRCvo12wlWTTiCzr1uc75WVApiZNxKDpg",
-	"W4GAQfPDRAvL6i2Mqh3xS+ibbaILQRTPS84nSQMjY02gqVqhTenQ1wmNGliiE65FmWPsUapC/RY09g8X",
-	"NLbm4A49Fg6JU08DKxxSy14cyFJLH9poJbNTQ6YIiVNfMHp9lQvhrU2ojNQo6pEeqkyBkCIs0R+szMIy",
-	"UZP5X3N/oC5q9O+NhT0gevLvFUpXoNIo7hItRS6erjiT7reAmd9KwPwWC/grLQHzsNini5iX5TZm457C",
-	"mBNpZKxfWACH2l9+A5uxTra1ELJIrlSipA5gQZ8WRjeR//7u7RtScy5i/oovYmiLiaEvi1CMAzbHsqHY",
-	"3RIapwrusiGhpNtum/qquUgDGPBcgO2IoCeRswZ5hixixGkQQnd9LdzWIJclU5UVXVGSRfHihACC2YSL",
-	"CKuLjDgmd13FYUA8AZ4mUJYPkkLm7WYz9VmlErStIzDoiHsxsihmvNSvPDZfiEhdwfrXbOXY4A2NwpUx",
-	"SsMatfJlHIoy7RuKMjn+rLaUDhjVL9gioCvmDQk4vw9wF8mg12xlSq9jw9Sx8FaQJ0O6zeMGeSMi8Hr7",
-	"0uwFMkFXIw7tTAsLrQLZvIj5/gJ1Coev2Upze9j0U+GtKjD69KrSIHg7KZ0zc2kB62Cq2/pU1LU0owZs",
-	"XNDlmdLlpoXdmy808tpp4zBy5j9tbLi87opllu038SLmz299XU+53WxV+gIhX51CnNFgIsK5+aJVRcGl",
-	"cTQTof+D+ai75Vj0Ff5y83i2196Gr4pgfsrJ2l1RtCGgK6XjSYy8mFFJxoxx4jEI1MZ6JQ1cbQUa+Ezw",
-	"SeC7SDRbnUpE87VSyPGDXhUgJv16z5jn00vUi6qZGF5xiP5W1+tBVJ25cQgtMD/8aI0ZDVl4GkczYyVK",
-	"iT5qVUi4M+QeGLKEQkt5y8KhP1dbgyLEhZzgaewHnoT4JXVcKalU5GhBQ2lyCrGThkdwQGc44iNeJ5Qs",
-	"4nHgy1nSa6OuhlH8dUgcTeXrCqRDooSOw0VAfa6b9AEXpnLECUZ6KFpXc9Bb6xDtjgAdTL3pHJzgjGPG",
-	"3dmchtckEiJ4IgnKYEOiP/1DENA5rY/Rv1GH1x1bzWJeUGKh/h2G1z9PQ9+ru/LG0REeZH0H8ziI/AUN",
-	"o0P1Rd2jEXWGOrhEva5UPg8SP6kD8XAmoAw8X2mV8xy3NX4zqEunRqlpNgeipJ24QG1TJ+ynP/+7Lpaj",
-	"Tk2EGOyh1iBxBbhVP2BJKJd6D4BE1M9mJQp8pOYUgUsNAcnWiBrguT8hjgIcwl9bv+p1SW9YPWQyDiIH",
-	"IpAYfqL2pkaBCRcsJAslBJwQJ4Uy8LVn777B4dWqMj0rJfI1onf9RMkdahJJXMrJmJloJ0LlkDi/c6CW",
-	"s5JklIAhFc+egcKlz0WdhCuCeM51a5b1uFSbrGXy5hIr4VwMI8FooIJMy8LkSsS8XG6Jepomnzg6uhDu",
-	"oFgCsBQEMALs2xmNQFQxJ5YgPHSqZJLMYyVuTEPGdI12wL8GOdWCibphzvnbd5mc4BNA2ilgjx4MQ1gp",
-	"VzLUWGEs9bTg0W6PuIagjp1lqSRXIHG8AgrxGBJHSfaroRVQMf9EUweMO9JEo8wYoyNBis0xapiMHUb/",
-	"WXA7lKqSUBClRGqMLrG/5LfwQhGcoiuXO4jESy7V2dMAiGc9jUQ0LTCRkMIVFZo0l+09mpYFk3QHvaNK",
-	"jWDKhL8CupgXMBahQpHIR5FLYVCuWHoSoDP2OYU1b6mH3+71N6uiK5QvzO/P01hHN57VFxgbW0Btko1z",
-	"y4iNH3B4GxeeHrIYf8eUZHJnWylvy288V79Ew3l9qk25KivBQsQkZp3/Jsj+Jsj+6gTZVH40DKlUwqsk",
-	"8P6Ivuc7pAbqqAqE3hWQTaVtA7VNbFxpwHgIQdTe3Ofqtc2CSl/B0PdhcmBB143MNg3o3c3V4lReJvEs",
-	"LWF8r4ou97qQVXoIiXDsex7jn7lwTFWcQ0DuUJ7s8mZF6LkMYz4sk81tEtBYScfQWIR7wGcmAZ2Co9wg",
-	"tWTQa0nauheRabCkhD/1Af6akYVLSrjcS8S6h5e0FFn39fZMaFhKps174BUBMrSPsXdL7e/02lQ6LQQ+",
-	"Fnr59ZdZSlC60HYMWDLcDNcFmWrOwqlSOyN3RmoXL56Ro85x/wBS/kCBVUoOWGq1tJWaapVKNN6XBJ8Q",
-	"3VQrZHNxw5ROo0dXAnVm8KRxJpqP0c7rziifgqHaFWHIXDBfZ5t/garD2RLKbRODOteMLSRmzBVm8b5f",
-	"ePSRuEAVwyqAvA4g//IBRtbzJHV4p5G1ksj5s6cAFKLtIRVl2fisYuyn55q/iZLPPWMRfSKJ0tRA/9xH",
-	"VjxEXlve9RfsUVAAFcsMJKm+mBaa2o0aYM+qoQ9HW6AUXz8Y8UnG0gjmL/X3KeTFaNuo+vWEJAbQpc8l",
-	"EYp66decsnipr2D5z3Q/rs8mEOzsuObLFFL751c9Yj5V8cKSQ6tU0e2xKrhl1gJ2WPDl0SguBYwOhq0c",
-	"vcmC4B1+Ujn85wUaYD5JbSzoJpcJ77CTylgl9bF/fbV+Pm6LiN4jqiG95zq4QRueXHmTq+qxBgQ7AyMb",
-	"t2JnFm1vbNvWy7dxm3bBkdibx2HnYGqnEB9xPISBDeCzEUYAWQUeu9O2B3bThjPoNEf50u47rWWKySfp",
-	"4P8QzX0uk3Q2GcuI+px59aznpLTmTZ7p6d74pcVRIS4jEsQL6RKZWTSniyFxQrGUH/yPDZjsw3cfHdNE",
-	"VRdMxaKo0Oftg//RUXc93yhWfYPBldk+uUbwn1ElqI04pHRvUX/PTG//X5AG7IpQV1DZ3gfdxg6bpvH/",
-	"3/5i/k6BqLiH0kymIVCkgqKCpvHeYK3xng3XUW1GLNO6gluob6sa9S1u9LmD8pYWFcTembtaXhY0tEw7",
-	"VarjfWR2sntDraNuyY6O2o3jbTvqNI7WdtQbNBvZ/outQefuY8GiTK28T3KG1Thouzco3vWgD2GEWzpW",
-	"rp8jfpFs+qjX+QQH+TOpefmxZGV5mWE9HnUPmUFTyRLGqYjHPwK7zJQQIDTRSpRmBsQ1WyhHRwlUZKLa",
-	"dlvKRc9T226RBjk0RQ/Ssk2uCHTtJhph+IZ+t1S3JJ9QtdTr/5noliAiiOXPUbvEA/71KXQoI+yWV5Qo",
-	"kvYGh6+KkzbWqN2gddy2LbwFidLVGxwV0VZDOdsd5O0lNH1tsNZRd9tgvXbn8aht5rrsp6JptSy7dKOF",
-	"jTjACHUnAI3av1Gq9M9qk2onD9Ke1Kn94yhPGbdbEbUHE2R4Y0hdHAa6h8jw8DAQLg1mQkbDQXPQtDCT",
-	"d4ovFkTam9hInbuZ6UMLFF9xJWmbAqyGC5i2tkBGNOWAtRWERUHY3QmW0IIKjJST0/NX4F6pOafaKK0T",
-	"QZ+CLZV8/fyfHFuXEcOwMR3hec1WkmC2jXOQmTxrRy0JzUqCJJL4pdrL8/dSxzJK43iTB0mxwY0CL2IC",
-	"5UQy8yaFKItqOkGxNSjrAVF982xNP3stFwErvqGjLymBmJsoSc8tKCPCaBDNbAiMU1tQm4KyZ3CgmheF",
-	"1MVisFAelk2YEilY0p8mbaVArbuPd/9/AAAA//8=",
+	"7L1fjxvHlif4VWLYcyGWnWTxf7FYMGZLsiRrLMl1SyW7u01tZZAZJNOVjKQzIotFqwVcYIHd7kU/7fbi",
+	"YudtsTP9tg892EW7X+/9IoY/ySLOiciMJDPJZFVJ13brdsMqkpnx98SJ8/d33lbG4XwRcsalqAzeVtgN",
+	"nS8CBn8/oRE9j7n6U8TzOY1WlUHllIxi7gXMI1HMSVUuQ7KI2MQPAhKFS0Eo94icRYwRj41Dj5ExCwJB",
+	"wgnxpSDTyPcOKk7lmgYxUw2PGB/P5jS6Uh/wjUvJhKwMKk/8G+YRL46o9ENecSpzenMZxnIRy0sZXjEu",
+	"KoN+87jlVPQALuehxyqDygtGRRzhuz6fmoEsaTSvxYuKU4nYtS9Um4PKnPqqacHGIffE5YJFl3N8fc64",
+	"rAzaDfVjdM08aD2oDHDIFaciw1B9DIJ5zecTFjE+ZjX7x8trFulurhv1fr1ReedUxhGjknmXVE2x1Wj1",
+	"as1mrd24aLUG3dag2653jo9bR62/rTh6OSqDb99W6PX0ko6lf80uI/Z9zITaraYDmxcw1V76dUN9zcdx",
+	"pEa00o9xyW7SZWs4FbOulwInubawrQ4sLItMw+oX9Wy/Xe84FSGpjIWaGA18T813JC/nakwtNXdJA+v5",
+	"plORcoK/97vvnILp9MtNp3+b6TS77XYvdz69Tr23bT7dendtRt1ms962ptTu9t/DnJq9dr+zc179dq+f",
+	"O602jLFwWu31bWodHWf2qdvpdd+9cSqMT32OJ5WOrxj3KoPKOPZoxamMYj9QH6+DYH6o/lMLF4xTf3Dd",
+	"qLdb9Ubtpt+77HUqToXTOdMPVpzK9zHl0v8BT/WgchrL8DyMuUe+6Zw2e3A8F6HwZQj8ZurLWTyqj0Pd",
+	"xyIKv2NjeagbS48YdqqO2IxG3pJGMOrxIq4MKs+4ZAH5axZy8rhba/X6DXKtBjZexJfjMFLsrqkWO/Kv",
+	"WWQd226/UW8e9esN9fAUmjq/+GvSbvQa+MXlOIwVm2g6lVCt8+tRzGVMWp16o1PvVpzKYuyrqT9lvE1u",
+	"YHaLcMmiy8Cf+/JyWRk0jxpOJaLzy+lIb8tqod743BfjiElGnp69VvM0jzRb75yKr9Y9WrWuVt97P0RX",
+	"Mv6+tVJcJ6CxYj+DtxUqJeNAOOm+XZw/u/jq5eXpxcXLCtDlnHKzgQSYHHnOqMeiUUgj74Vid81DdQk0",
+	"691a52Et2aka7FTt/OIlqdXm9KYGrLEWME5avVaz0yG12nQR1+ZsHkarWiz9QO83adSPO/olHs9rgn0v",
+	"SLPVJ7Ua43QUsBrw8pvamI5ninfXajKKhaxFbB5KVgNGXqsFlE9jOmW645AHK1KrXV3Da6zmqTUkPpcd",
+	"YOhwWC5njHqkVksWpqYXhmSXBYdxicO41MOoDGQUM6cyCehUZJa3VrS8udOpDCqqIaSdnOUBMj5WxJad",
+	"S2VQyZkNbPjGQqR9ZHZG3TawN/oHs/qVQaXZ6ivWsL7OpqF3SOk42svMaNVg1Vhhndjl9rGq6xuGcwnD",
+	"wdHg1zyeX+Jgmq2+U+GhVEfy28prLmPOPBLGshZOanLGaqPwhoyoYIHPWZ28WrCxvt8HhIfqqy+/JjCa",
+	"AckfRvOGmDNMmq2nDx0iZDi+Is2jBvmGwLl0yNmjZ4yYQ0v+juQyENLsPCJ/R9ot8vQh+fzz806t1Wk0",
+	"yN+RLBdwyMuvn33+7JQgeyEWU3nzzqloseKt4ZL7HsHdHFV3ouWowdvKzPc8tQUTGgjm6I8gkfA4CJIv",
+	"Rqu1LyJGhWoBv1Tc/lKfiMa7ZNfwRy2SgfCyfrUZoS2cL5L7qtXuHOXdV8kl2zlqqVu24JrMNtY87m5t",
+	"rN9qH6nLbRGF14xTPoarQo3fDF/4U05lHGW+YJ61JCKMozG7nITRHES5BZ2qM6e/njPPp5f6OKgBHy4C",
+	"6vMTMp7RSDD5WSwntX76vJjRVrdXGVSO+5Nuy2t0GWsy1qLNZrPf99h4RNvNxthr9LyjVstjx9RrtI9H",
+	"Xts76nbGnaN+q3PUnrQ73ZHVpP8DU/LWUTf5Ko6UwHp43TyMYi4O1y+QQ3xM0Yv9gp5vPJr7UmbXQH8X",
+	"mS+kLwM14x2XRsizR7Dy7t07p7KgEZ0zySLgsA9Db/Uq3QWlHIhx5C80jbvMa3W7zePPXK1xMOAKvQ6p",
+	"nj95RDq9Tt8hC+p5intEhIfyQOkg6rlepzZaSTbkj7EJkmw2vttvtFsOWajP+okDEqqDC52E3uqBIOyG",
+	"juWQq3aEQ6gggnFZJy8Z8wRx1dhryeBrX7KVWyenVj9yRiXxQiaGnIeSXLPIn6yILwglioOoGfFQwgXo",
+	"C8WfIuadEIoP+mpKnKlfrthCDvnSlzMYHGhkbkrV9aRH1yHr38NOugf1odJ/fLWmM+A8qbyWnYairPGM",
+	"zanajDm9ec74VM4qg1ajofZOkYFq5H80G/Ptae1vae2HRu3408M3n372tuG03v3HSiLfCKl0s4ra+MxW",
+	"f8lWm7t9MWNk4vMpixaRz6XZSTUNtUZXbEWq7tlXry6IIm79de2KrYR7QOTMF+T07Bk8FrGpLySLmFcv",
+	"N221e5mpW1P9tlE7prXJm7e9TsHUHtFgrAS4jRl9o/bMBd7vOsTnQirxJJwQN4r5pe+5JzDDp2eviRqW",
+	"Q8ZUsJrPBePCV0qGo8ia8hX8DH8HPgU9mxIjANfGVNIgnEIzVbfdOG64B8m8v49ZtEqnrcTbbVs897n5",
+	"3Nwy1RcgJry2pYT1uZ8q2mYRcYukRPeEiDENmIA1+PJrsgjDgAT+FSOuFoTdLdPIE1XsmSU82wvjUaAl",
+	"JX8ez2Fmc5/j3416o5tMlMfzEYuSib6gN1+BJnah76ENioXvScTQeEAWLCJaRSOTMCKox52YY/tAkNGK",
+	"eGxC40AWTW3T/rG2X3oOvaOjo1azZ00l3TCfSza1J2KkjzzynC7iIuKkGwRJRDxCcjDHE6gb6LNwRtD7",
+	"XanuPIynsxwyC4JwSVxJoymTl2oucDo08akjMWVcS0XAwykJ6IgFYNtSTRImpD+nkpHqn/6l0yC/Kzw7",
+	"8HhmHnorExlLj3wUhgGjPB16zJ99ns/vFDOXYFzz/LEkkyic18lXEZmqtdacA24K2KY6wS3TG+QMuYuq",
+	"u9Fm9bNZWd0lNGJkPGPjK+GoK4eMZ6E/ZmKgbpghN5eKuqrg5zmV41l6UXE6hztKkqp1X1EulorDwpiH",
+	"nOJUZowA+SstkN2Mg9hjwr591pcUJlLIeZPL5bL25m3T2cqAL4ACctnwqUUNmmoN8ySGeVbdp4/xYjE/",
+	"KfpPOe+QA+t1CKtP6wS5rGLIrhb7n7InYTRmWuRRLHgAHS2ZP53JmpARg2Uc8gWN0rtNsgWR/pwZVgi3",
+	"PHI2MqLcW/qenDnIQBRXScQBtep4/owdFNj/iApfEBda8y7xaP/pX1qKrE/I1+enLwz7EUSGauupVC8+",
+	"EHXyldKvVf8+32j4gcgco5gHTIghd+FIfKYUSLd4k9OzWcQEmmWZgJrB04fFOwwzVDJxssBq99TKjAMq",
+	"xIm5asZ0Qce+BGkM10pxZuseKuIBxkJT8qbpNI7zObR10zzz2HwRSsbHq1yx6JSvSMpymz//4X9vdbsE",
+	"RCQ6Chg5ffXo2TNQOehYydVqe/zvY2bfRickYnOmulQHNoxIq0NmYRwJeEiLTYWykjXCDUHJZuXd7vou",
+	"2od5OLxpNWvD4c3R4zef5p/jZ5OXIWcvFPvZXIfHF3QKos84XPhaahgHPuOSzMLAEydkOWPcCM1odpXw",
+	"FLIq9W270cEjxkMQ8ounPKmpodRwLIV3V6efN40zpeM8iiMRRvlc3+VKux3DE64h1UXErv0wFkQpmXBV",
+	"qUuAF1Eivl00tG6ztftEwTgfJ7bfteWG7wvkUlJFNngdBPNiYVOble9y81tD/NoYbAtGqq9AtXCLeBT4",
+	"Ysa84pGjIXnX2BMr8V0YF8zhSarY5BxxW8l5IGwtCHl/EC5ZVFNzITN2Q159cVprdXvG39ZukYgucdZj",
+	"pRARUFmTqS2onKUzsxoHM/z3sR8xzxg/b6kC4RwDOi0SdCYBnT4QxPeAspPLFkwUb1EMeHcIdiaXBL6Q",
+	"gviyaAIBnaLUUDz4hCf7XIJ3YoeUjOPXL22YIcbi2gW2+ejV18g/KEGOQaJweUKWPhdoPXBPx2O2kG6d",
+	"/OdXX70sIe7rgdpjZ1yN89vKdwIIbyyuK28K1zxX4ClWKA35p2LK+9IUYXRffv1IyaGf4895dIHOjAdC",
+	"6YlZc7i7Ofqisa7Zpu98WJ/7cz+HDp5JNscbE1k03MWNRtGowMqcry90G5aQYJZzJ30WqHGPfhE6Gozw",
+	"9xkb9fpA7V9LsunTb35POrWRL4sJNWMXv/MMtutqKQdTPAqlxgwvc0lVgFjmEI9F/rXWj4BNg1Wby4MC",
+	"tpboQuVYclndCGb1yth1HxbY3VDLQWoxVjRQDhKLsDFiOGgWDVZF+5GxIRfsR69Tcjtepcbn9WEnP5EZ",
+	"5V7AgDGHsSTu/7AH60it23cmHVROXtCbzbGex+qC4EoT0ToelWQeCol2y3k8noHu4pCnD3eoHpdzelPa",
+	"0NVQ/7OtXXkKiD14n5ccfMDo7Ubv8/sc/Tt1XMQi5AKjmR5S7xxVHogLwBMHvtzFIvDHwCQOF1E4Ctj8",
+	"U7hgB2+t0fzHiE0qg8pfHabxUof4qzg8w7ew03X5LXFrKC1jTgM1LcXXFD2GExJRPmXaRQEaijpMjHuL",
+	"0Fc6Cr1i4oS4LIrCSLhwGFH+UWpvyCeBP/6g81EcYU3pI0sqSCyYpylAK9xav4SRPvGlBPf3hx0osmW8",
+	"4sCP4gcBGTF1/U2Qc1XpRO0MBRMKjSRY1ZczP2BDPqd8pZoQYCTTL1C1SWM2UJ/xhzn1GGycuv0fnb1W",
+	"j1Cw3BwMOfqmEpsYWVJfaj3bl3BZhHyq/vUlmdMVqdKRootmg4iDOrmYsSGf+JJMQ6bO2Qlxz5mMVrVT",
+	"NWqXCLoSqNrKkFBxReiU+hzNLSiEAuVb72SXdkOaUMv4JIxG2j/8YXdLXSy+IOCtJaNYJi4tRV/pZZMh",
+	"MrBNvHMqT0NUVD/csdYe9VDdMYKgg9yMeEBcj0nqB/YWKVJYzlak6ksx5KDPwHczX8gwWhEh6YpEjHpK",
+	"RgDD6Dun8ozDcugozA98dsiYgntyxLQLcpAyIlTE2DWLVkT37xBGxzPYnyFXpwP0nDPFxxTz4zK0nJSH",
+	"GLRx2D7MevTdA4fAAgVKcV/OWIQc0eeLWAIlUDLxlRCF60nB8LmMQj7VS/bCsNgPvWKj0AMCVku2ZEFQ",
+	"w2GQKqxD4vKF3xc0EjAHEnOz52QeB9IHG7Bq6gCcetnrY0Q9IPeXoXwSxvyDTvFlSIS6zmH/QqXexpId",
+	"mOG8CD3wTOfLkGiMe6AE3cWKVN2MDS291QR5fEGnB5aR7sQ2x1ksTT2Xy8sSyUtN4DzmjzDcdstCmQWy",
+	"I58nNCpcKvPcoQmPVj2VW118emNlX2n/vvs8xDG5agVSz+Dr8+dr009uYFk7Z4uArvIW3gXju74f0jtI",
+	"/UsYjQLfckkmIQRgFV+74Ou5NgiIDcu1PphplNqgxze+wNDzX+z+XJh10SPECwk2jdBAHd/VCa6w3jb9",
+	"WxTzcvv2fhb3Igyf02jK/lJ8MFCdR4rx4cUIRg9SbZIX/kPkGxdh+ILy1XkSF/1hB6pdBFRcKZGMCmlG",
+	"qziRHq3aXTTsmKc9L2JCOEO+jHzJMm6SAxAf1dsm1BvZPvgj6HjGiOdDZI8+ikMuw/CKzMOIYfxthB6/",
+	"ZBBipiTM6mb3cPstVAu665MNkcMfzw4G2wRGGa2GHCRGtCS751QysG/VPnG1ERM9DdrJiKxCR0jqq3fI",
+	"AzaR+jJmatRq6ydxEBQJo0kniSlti0DqWM+fszn1uVYjSr8jWIk+9hKQX3May1kY+T+wD30B680GMkNd",
+	"EeUfCCIDubka8yseLrl6ImLX4ZW6WIAYzHOC+t7BGl/65ptvaqexnDEu1fDZbubymtNr6gdKbvnQx9aj",
+	"ko6oYKk0hacJWMprvojCMRPiLzWydFQiXizCSFtCTOjDpmqwUodnyF39OPNcPFtoGPCV9j+m3PM9Klki",
+	"eINaqm92NuSCBWwMtlMI0GAeEUo0pwHxuZoGlb4SMEPOhJaSX/OkvxfM8+mFNsN/6IvigSCPsMvaBQTt",
+	"i4whJFzoyAK0hADho7RITSgtQU0QeObriye1PqmOQs9nqJ0r/q30a/jlYJNLKu4cEsG4EqwTQQENRnZq",
+	"2iJSQ5E+ExuJam8rPA70SUCz7NqByc1cK3wrYTbreW0l+kkT20o8XJjzlmd6K2jNWNvWk+RKdI/pcyUf",
+	"THNydr7wzjaTf4vdrDWyNlpr3ZzM1q7tQPGS5e1wKr2Fo+/YWFZ0oMpDKvycgMEvwqUdkaBEzHAkqc8x",
+	"UjVLf5BTma9qJbE5mHcJ4uiCMY8EjIKxFsywks3FrtP7iAXBOZvAFuBEaBTRlfoMVoDLEeXe5QLtjzQI",
+	"vppAtP+2Jh+r9x5S7lXevVmnKXVMmJyFeZoMDzlqMtoagKH9akrXwGz1FNNwuTpk4KAsbVYEzM+SRYsw",
+	"AJXQqbAbGdH0ow6Nuo7oPP2Ezk41gBx53NGuGVHoFhL2po6VEjGJwjlGG038SKAyAXQYMK9O0KI+wfA7",
+	"+NqBICUlYGHggbYk+JMJU0JAsCI+T6OWBANLqxjyqptJuHEdCBTMiY11D7ScqZguLOSQizia0DEbEBoE",
+	"aqx+pOnJ54o3pGTloLU0HQBcZnp/qN4unCgqs1VKljSCiAZgwSI0QYCGJjcZwBr1QceXRcRiDhKShH2O",
+	"SBVXTaDjzcUW0H3vWpuvQyWtSLmDW9FTAdGsMSg9j7VppZTl6NNexE9e6TSXjUMz8aVwByZAkEXXeJH6",
+	"woTyGTGjTtzwmkWXZg/dAZi5oyGno1BL/2JOg0CJ/3ZT6KoAoozYJBaKgN1RGHOPKhLjYxaplXcHQ+5z",
+	"MmJyyRiHO3zEViH3COUrjBoNR8iR68Q1qtPl9zGLmecOQD8aclulynYNJnq0y5MqbrvSQUIlFIRCH5go",
+	"5orQXHYzZswTl9nDMSDaDEk+JXN6o8OzVTNJ5gfoPaoFSCMyzSx97oVLF/0BDpiteagJHi4CQqPIv2bC",
+	"ip8ccuvuINgCngFDYqqxilPJ7ErFqWwurfYJW+sFZJgzRZP/lB14Lk97ZMRNbXbO3j05maUlLvG1oKky",
+	"r/heLjdYzzYsI34ZoWTjl+/XohJ2CyOY4ZTTVJKhewvxaY0lYLYa9OQk8RdpfOlaWMNGPNpGzMvmluUz",
+	"EyS0xzrqfXPrR0Z02So2JDLOu7Us9zIi73p+39ucZ66u9c+XMx8D/3e3m74ThMv8ZtVxWRtvXlBSNFVs",
+	"0HrQRENELFhpt6A2+eBc6hVnd2+Xi1AIX+usxd1CV3MK/ZDqiAXmskvZM/Bhm00fnBC1PqguqjsJLkXD",
+	"sIuJc3OwazuTM8yQm9UBZpq3Mq41a7d89xvq0+ZjQnFCPmaYXF+OLrQsAi2WlUDWTuvawmwS0pbNzp6Q",
+	"3IVep90N+t+YuJObKYSH15rxNh5wFtAc1q+NC5fqxs2Jukms3sLQKdoiUAQMJPoePLJUYvwioJwzb2CF",
+	"uzDC2VKRT7exISYC8YKhVLd6kH+sQvQSb47uK/hDkHEsITQLlsotaASfzdDEVjtHQDm2nyeuYpJDmTYw",
+	"UeWeyFJ3m87Gye5fula7aELrgRvksMYsb8PMdx0lu4uisRUJwGDiZ0HwQBh90Q4stCV6kyC+KUplJbBc",
+	"YSmcL2jEPDWSzSXKQWa5lXVlo51LMIvdsjUdT5hHUqLsYoIY7/JQGkOIlyroPhgoITCCa6+xevc2Sw6w",
+	"AkkXuTtgMG1utRT48p1WM4Ojc9cW7jYSA3Bwl7fvMIK105ym8CFRZZcqD7YonUKyrXmrU3we1mextsG5",
+	"LMQ6wOcoG947m4Mjl3OqvuJKi5XRCjOyYu4QnWIXRh6LrJRb4Za329kcaW/hJSuPwLCLV83X7oBS1slT",
+	"fdH3m8ctMtaDTMxKYGmq4qc//xGkiINbTVntIcqMz/BVzLRbv5XTeepRr1+z1ublvKsWbd/XLFtheWOX",
+	"IZxS63Ae81caqW/XxqfmJS0NJJNaX5ttBqjPwVqef/flAqLdijPlQaiVVCbvfnJtBLZbjf42jp97EhvS",
+	"23yXoV8LUXe+Tu9+F97hDtuPt93tVsqj7lxKXSeADEVtP1PPffQvZs9VwglKsQTrhBaypDwnf8FVjn0W",
+	"D/sM/S9+3r1wC/OREQN3vPTl10Zxvbdjn3sES3q5jAEt18lV8kymlv3MmbyPEawd0ntpMj21t2huTdW4",
+	"eHKRBiQispcOn1pSzJ2gwshJGtsVEqs2jUnvycBzez6SyLQJQ7HN+2UsNGlS9vrhKm+M18idJZ7EFJ0k",
+	"+DIF8by7Jd1G+Szx+K0DAGAK6fsb5nOzcJkRmTUq3oFHiA5yV/acaUwJrDupsZgDb7a1MbgUzjXXk63R",
+	"TPP44a3XP0n1T3cg7Sp3GkmQQL5TnQUU8kBnNJjUAAVFmPxE8Mde00CAHvW7gRVEPQ7Bc02DIT9ukN8R",
+	"8KWZNHlOZizwamEsCSY4aO+h8dw/EAAcNmekCv67n//x7xv14z/9a5V/2jz4+R//oSZniQn+wCFL32Mc",
+	"U0Cb5FPSPPz57/8LT5qcsKXphQ65MZRQ7pFJEGJQsSRN8rsTol8QYxr4fAqoLxln9XQRu0NebTXI7xzS",
+	"UbNaIghQGE9nBtotSwDbpLv9pbnt8leWH+qec3fc8jhtpM+hQME8ApjhsE5qy8xWbwbHGKdQiQlqX1CJ",
+	"JxPA8n0XAV/ErhwcW94SPPFZ4AHl51sJdAAe4ruZ1Dqyll2oWB0mHk9UcwDTZV5UGraVRaXITj24wPQc",
+	"l1Qh5iHws4E262k3B5vLDV3lH9V0cFQSyG83IEkb1nfNPJzKTQ1MH5VB851TUV3mNx0vgpB6zINRWc1D",
+	"Zt18EUYSmIIJg1RPia3dtRU55MKdqO6atREVzCOQlaRFj3QxVes5ngSr9Q5ENwlBpznM13quqyRP3JK8",
+	"w5DJqAKwyt5xo3mQSa4yS1yYYXVC2HwhVwk/UqQAG7ychTiP9LYvamTbSrY2I1xw4rl0H9CcO9QGybeP",
+	"HJWsJv05qxSGC2yge+S4gtnq0sg1mzudSXGPqK923Zf1Sq4EQ7X9a9sNr2Z4jk9iSnIYxPkgCKp76s19",
+	"dV3xULItzlF7ECIMrrevVflGRuWEsS0OBEUku/VJP41wqlg7kqypbidTLiE71+ygMwtbRGfPFDMDFcXz",
+	"fPUkDc4sstNIfVlKvM0emyVYg1S0cxUdIkIkMYheFmRMOeLw1dF9a2EMlAAZyKjqmRUsWov7MC3A2X2/",
+	"RgVrYTcD3Pz5IqAxONJdgtevcIgLC3yZYPVBsqJgMl4cOIQS14sxrJ1l4CCBcbpiQecuerbga5dUBV3p",
+	"XBdOXLWk2WBAawxKc8t0DaYe3RnE90FcKTSc68jCydr8YQ9CRfTqXKJT1/dEibv6agA6U2LmlPpce94R",
+	"8BkFZr2UREjKvTvTIwwsb2+fnr2+JyUqbemOGtRaQxvDghIQt9Cd0tCwTY6fABMmKZ9K2VASjEOoGDPu",
+	"+Xya8YSUkdy3zR9DmtN4su3q2NPIL3Bu77SzpSG6HyQW+72Z7CBWiubB5M5WII5jzNWYBQEcNsjwNnpL",
+	"qVs8NQp++BBQPb+d3vXfpOlxrblNy9+9GfrSwG5NTUWHbZsJ/S/htQyXe3DiyPe0A/ZevJ/3YL214uiL",
+	"PZwwyR2WVzO3Yn936SUqcsfcQ8BUoav2C6sq0tr48VbbyaSsakllnJjr1ZRK9KDv11T/NGCElfyH00t3",
+	"93BCUWoIWLDJHsNTxju6dtPut7PFnW4XnXX7OHLzhT38tUJSuw3t9xfHrsPP8dpOt8uWPcbwW0pZyfRh",
+	"wzaIaH2F9X5to3cNg7kWmxD4VLA9mRGNxjNfsrGpSLLxwmTR7F3KSRAucsJfPmdcMPLkrNk7fPik2SOS",
+	"cRFG5OLJ86/OXjkJRJ1Y0Ej4EkA3brH/KRZ3ToCuSY3RuNYJKh7aizGZTKephJxZuN655g8jy5UIB06S",
+	"EkMNRfL07HVBWDympyUA55fTUVmZ19h0Np1YWjUqkRE7NRmwRgwbh1zEczDmLcPoSokAOk+USlobMy5B",
+	"zwvoQoaLmgjHuUKULqyTK/9fM+6FEeaOixljUqmfiyj04rEENFEdPz2NIybIONQphLlbIr3FrdkOjmNX",
+	"akt2/E/CiJwuFoFWHE2WQswBC0hX9gDXixp+Qkr72tC1bcgc2mSsa0cyQ/3pbtrsJpe8sgfXrGKya5qA",
+	"1gl+G8+5D+uKzb9ur9F+wWggZ5tj2VQ4wqvduYr6rdyOfI/dzcC2oVo5RMzCJWCVRBqNRJveO83GfdnJ",
+	"8uZihZNsLNxm8lEOWFBesqRWsvKSccplwWykMBWnCWWTNDHLk1Q1259A4aC0KsJBuQQlKk1mSkGEqy51",
+	"U5ggZKdM/fmPpJqXcXmQO5TNxJ41GNI0NTTNCqU8SQo1KSbV2WoU+R6mW4tMXlTMoe1yCVEblJSdeYmM",
+	"nS2LuzHdPAp9nhT6vI/kzKQUaDEMN9HPOOSaRSMq/Xkpu0ZBNc3CMSX1cexam7nMJOeaWsP+B2xC1YqJ",
+	"DtBTIFUj+ASMelAgmooZEwfk5//5fwPfMvhsT4g7BByuYQVTxCkZARBoQKfWiUn3pKhI5q1u49tkuWbr",
+	"a74tmViX1t4s84Yu8pibHoLLC7EWc0htDnzORCraun+VDWLfNwoLidSMYX3CTnHpr8w0S+XHFlGuIcvc",
+	"M5kW7nxPSQT7CRDWeB5zmRcSDkapyB9nkOf2D4bNk3itMib7hwztCLjTgzbrke1sx87gSuSacPaLpI0o",
+	"v9o8B83Eqz6C2jqqfY2uQdWVdJV/10Yx3y+0/9bhKDBsJ4lKUR2j0Sh34V5QGfk3vz4zJI57qyFyD/fk",
+	"Lrth8cqVNBeWs1vb9JdrCP+AxsSk3sSaE3IjXHS8ovzKX/qHWAyt9pLNQxmFvPaS8rDWbD2sXbdqp9/8",
+	"vtYZQebyXeNK8zXHTCOF87knb6Td1h39kRtNbaZkl4K22D/nqNiduR7co+Epst3tciq+yNSjXo/fM+jj",
+	"6+FP1z442iFiyReEs2sWaehtRFSa+R5GCEYMMFgTyNvEiy9nbEU837P4sCVzWpWwbxtKY9XOLozvSQOM",
+	"Zr6JLirbcKov73zDLtC9YbkB/HEeSrJioC9CKI1V6zCv/FKuprhGD1anZswVe2HtFVqfVC6liFK1IDbr",
+	"QewUsc8YvTKO7RyzHMBpokvX5CIo5Q1QOJSMRGR4dShysNnuQ9K718jbvbPqLTyD4iSe9+HS35254EM4",
+	"REGgi5DhQoDpGpAikmnKBLy2iorc3BeCeQQhEjSW7YT6AQCU2HaKZibYJ1HjLSVdGOQuLRln7ISUT/ea",
+	"1yWiU5ZU2m8BVTNnTCqNV1Ezzv6ENCxjlBdmwmQtitySOXALbCft6Nsc9NOz1+ghQNQKDeRV3+n/26hy",
+	"hnTgcyEpHzMSi6KJTRexuOSMeXmoIVhUNxYsEu4gaQ0ylJPuy1nvknd3daJrWILNAirGKM1Tg5iBnUlt",
+	"3rwkcA5jMs81E87ZBlmYag4QYZJ/PRYLG+8v9CYR1rdAXUYxP9EmGm3jROpxkvhmhKU2BtAi94nmSer3",
+	"fF/HWvuDbDVcTDTRrq3dzqZZGMkJxfun3FIpvvwqeW1HdmGOgYYG4zigMowsSJQ1QCZSheQTAy2smQSU",
+	"LgKemeGHHxSmbveCAs5U/tRhSAKqwRp0riRX6AFZMCH8uS+kPyZMPSfDkFSDcEkWLKqZu0PjXSohgFxc",
+	"PLk4yD8kxQhx7yv4Scdz5pAsDQSzCkBonqpxWSDPcpEEG5GqVRrdweIjUH0HMBThYX8ttE2tY8QO1AXK",
+	"4E1dxori45hiBckj4gqgnvRXaV0ZwJhG5NZMkL29nvcZ33WPEUU5EH2bgQ5J8ltO0diU1xhGndDwusVr",
+	"L6OcTRJW0JrJLjUi1IbQYbMk+77KXpE7gqSyLGpTXU3sjet1VFPsUUUa7FrXazaHT7GaE8WqrllEp0zj",
+	"mmYB1yOoPwSUrkXeE1MoP8kEtGgvAd21ONr2pbV4nBlIsvtvtiaIbBJYAgp2G1e9sf7lyMBJRs945rNr",
+	"tinR3iqwZBOzFi2wxo6YgI1t0eQshLM8g+JOnUjdE3dDOJr7/LIktMbGuyCelfGR7EQHzB1Ednqmu9xl",
+	"REjywpDs3cgGkFH/4XFF3iOwR8LkMnNL+9yxjvcRrmFvy/vNidE93TPSxi0Ip9wlnNn5sq+8D9SG9HCt",
+	"UUkp3AVTy2Iz+ODJI3Lc6R4lmbZ4nQqHCMYlRqwo2QsAvaquTpN0DwZE9eEQECKcBFUP33YSXRN0GI13",
+	"fSMZV+JDntUpKRGSr7l0Wi1EPZcZRcBJc04oJ3Q+8qdxGAuyUVCkPBSXDR69vkdWlmgfHPbG2lGYTNox",
+	"1Qb2SEtLU6m39N+zdPKdKbkpvytO8W2DCqJrqtxmE6DeSyLV6Ka2Jy0fFesbmYTcvLhgqDQ6GAXoENyS",
+	"hp0f1Gtk3y0hYWdReM24WeB1WcWkmKNQpqMa07xIyldK/kvyIokvB/oU0LEc8tFKQs1ArJ9APXy/0ICN",
+	"sXzugYPVDIb81RentVa3h3Ukte3An3LmYV63EAbgXn3r8ynY7LGcKxty9SWVccQMPrzSkWBIeaALRbl5",
+	"Kyv1zqjYPp86VimtcqYEM5ocwZp5rW63efyZawZPRlSwXodsTCEZCcwDQHYUBys9giR9eFP9nvh8yqJF",
+	"5HNpgnHsZUUVMx3QNYsggJSEnECVNWtb9Xu1K7YSh2+tht+5awFdOKa84dvF0hu1Y1qbvHmbXyXdBIFe",
+	"GpGlqNoEkuOIASUnZU7BzgBoBA8EcbEN9wQwHWvfiZDr2hNnX72y6sRnTCzmSUVTqG4EAZ3T2gjZcm3E",
+	"+HimBPEgmCcfppHv1cbiupzZBCc4Z55PLw2byDO2eT6FK8uaLyA5CyyiV45OsDMxo61ub7Oj5+GSRbUx",
+	"FYzM2A3RZzQhGYs87a0Gnx4MRWl2V2wh72nThf9DwWrAGB6QAIJNMxqVwR3YbZzVncRRjgfKLeRgWALL",
+	"nru9F9sWYEdob2Zn8shi/SxklykzH5sh2OzJKc4Gzq01MbJLcG2789NaXe+cW6FHIM7FPaHqpb6S3dBP",
+	"4Nq1UrPKhISncBfrKRdqvx0SLuj3MXPI6/PnNUEn7IR4LPKvtek7C4qEBU31fZMWNs21jwdJ1OnWuDN8",
+	"yvYX7AyXME+nMQG7XtFPbg9JNBAtkUbUKMekdNGv+1L9FhkxaEe9PPPkBn8oYf7WcDSFtzBXd5PmpRmY",
+	"kxTJRpOG5q7qcgLdAO8wk79jipWW4/hmCwriIaCUJggbFovHEn87/Fy7i7JsK6tigkjT8a0t4Rr2SIa7",
+	"GYOvhfSQWHpTnpUcmJSkEkaTIYsM7Rcwx8fXOjNpLeA7sQAkGUsw6opTiRce/jEJ6DTFS8GoC8RagbMO",
+	"gwqYTHl4rjFzP25qFLv84G3cxxwP1UwpQQPi4iRciMZ2M1eTQapKLhj34GTIXZysiyXoAZIK5RKI3QCI",
+	"N7bUCGJVRU8DErF5eM08eFutkEvgn0vf0/W/0JQJ4hqu3MYTioZc9b5aUHftDbW0LnGXVFzqKJdJGLlQ",
+	"gVIttktcIEV4X9/tWIZ3bbpT/xrr9aI7RteWHrEJVMXCh/Xtr25+UqVkFHMvgCKgzNMocBsk9T7gkkAN",
+	"k8k+WlwkZRpqM1gw2V9AgdMLR9GCC9Lkn1BcweH5whcGaPIuNr7kGL5fA995zMtlUq0ZomIOAGEDTSnq",
+	"Lk8Ye3VNyXCIO4cQVU8zd/cAS/exG83qq8kD+BVYrKBMdMzdNKbf91RbKat0hxzPp8VLXUeXILbIgAp1",
+	"gkWdnI5QgYADFQeBS+aM8iE31ejRIQSnoE7AtmMqwEbaGECqoDHMQcAXMA8yp6shp4sFoxHkAJ0QUxgZ",
+	"mIMpDquL1r3EBrlHwAVGINwXHqFyyCF3qNVoQMVZOpYAMwSMhYcgQkVhAEXtfM+P0GxGgezViHw+HfL0",
+	"xTp5iKXvENhR0ZWj94sz5oG7JmBUYAncMQsCR52YIUdk/HkswHcVc//7WEn+SRqVY3t5cA3oNGIMBgqr",
+	"ORcsuGaCVN0N94NLfv6HvyfNRqNBDomLYf2uSQXukt85Q+5mUKzxBdfyS7rkz38kbgptnbzewtdz8LJV",
+	"I/81G37gZJsYxo1Gm2GEUsR0jtiQKzEVM2SZt/YGDKugTKvrEH0Pmyp+c/2GSUU7JK5tG07m0OyS36Hp",
+	"CDRgTydFDbkmJtiWdLmJi7/XMWzSSUwvGq1Y6efEFyYvbch7HTMECC3Cj4nLLmDXLMg1LGX0o62sYkMb",
+	"3lbPeBsPvGA3stVoFJblSuMye0dHR61mz4rKbDq3KHpccjB26eOSr2wpgMxuxkEs/Gv2wowdh7s7DnXP",
+	"INT1ssklh26KJ+/xuB2fV+q1dzlXU46avEeub+mKEMmi9rrddm/PJc2vFnHbeOHichKFg2yWK2y47aQ0",
+	"nFtUotiY4p4Lt3GWN6TDnEW8xTrmuuC3kmR49eru5Sy2WhREToBWmSGV9G2q9m+FKp8nH66XtilY8Rxz",
+	"1B5n1cofLslkElT5ks8bpaLE4+dm3XISgkrfDzbcfAY5oNN39sKfL8s9NxKR8jbTtv3tsT0as6nk5DPI",
+	"Tdv41m1QnUqOYVp6xPZuZ4K8k5Ej3e838FDsMViDAlX28XXYp1vLD3uy7BSY5VY9dvrdo32vV+MiKrk0",
+	"13ca4tpGN/aNFFJEl3fqUkv2HaTmXLCFsifyNpALpMrZEpLqCQ2CcKnDsS1m1uy1+52/MC6DNZxM6bUM",
+	"UoH9SqtbfImVgVe4DenvSfSbcAx76EgZUIY760frmA1bjnOp9hL3SSLR2/QELClvA7UE0uvskj/y1IhE",
+	"3dkH4PgDigtlL+9k7TZo/lZOpn3u/7urE/uE891JAr8/EbmUUNxqNHbLxFnn2k5x0AoemEm5EP9pcHhY",
+	"2eXtKqucG+/VXpS9HpW1loqw6ZkqsDTfR+zrtrKTG1Ag2evujAqoy+ziA27iLVBvAfzdiTELa99jQAX+",
+	"cAsXQkm8kPOYn1FZQj7YvLqZ54MTnsyZpBDIhxVbYu5gkQ0o4TFn0ZSRheqjjiHhduPNvPixW7KZ90Tn",
+	"Cc1mIdh2I7DlrbWhnXspA/Je8lQLio3kQjBlmdbl0pczbSXdmaYLNmgqtbNEhPPEYgx56Mbkre3gBHso",
+	"mQm6JXWTXu2RgmiS5nOTq/YuAid8Pg3YpZARo/PLzUutRBRVpoXkMltb5zRh3wRA6Pz+1OZSa+Iq6xya",
+	"BMPP7AviNVDIK74lOOvuEI3tYRn7B1zcOnTiXnGAtyTLpdCcxalyawX7Skds5FDGDorTp2HnQc67NF5h",
+	"YOqX7J4YmRXaum+gZLtFIroki3gU+OOaoicMTc7rZp9qSGzqC8mi4opI2OPlFcsh74cYdpwdYvG40qYu",
+	"F3lpFxfaPYy36tnjF8Q9e/3w+bNH5MvHf+NiITA3XDAuREAWV2wVy4DUILJ4lVN4bJ1k7dXPRBxYU9wY",
+	"ZIYAt9PIbaBSt62uWo7HGOqt913t28AEe+s6h/aq6xTf9ZUj1VcxjPcMWoGhTkIQXjLLSWqLeBTG0sUI",
+	"bbFhicjTHNcW2ZpQ7mqZg34WhaYS3HrtuUjIyyjme52sgEp2i9fyT8mpwIwCwtkSoFdjHbMuCsuG2ehK",
+	"2ca+TgGOBJ45ruPJ54XAcQWhj3o4rUbpzJ3tUrzqaUes8n9KOPNnP//hn90BlPTH8z53EMp6tEpE91LA",
+	"XelaOdnNXt/FpIx9Ms48ijJaV47guvOmXNfA9hV+nQoo0e8FzAid2XHky9UrtZsmOoBGLDqNZQ5M8SlP",
+	"eDtEbWHYgon4uWIrQZCXkVoNaPDl6YvHrmOC/Yl7CoGb+lYekIfQF5nfeJdq7+uQ4a5GUhnocaRbrjSL",
+	"yrt3kIA1CXN0QuRfanyKiz9//oL4fMKUlMYQhQFSpOrklHzyCQ5ZnZhPPiG+Qf/xWOAMOTrXFdGpbzUw",
+	"cIiJ5RpXxUnhO+Ai0WYZLCiNUTRDLmIhqc+ZV7MDOBIA4z//MRN7Ux/yIX8U8ms0DosB6nxW3JHg9Ipd",
+	"wu1tsKX8iMTclwbgWi15HVqBHnxEvgZBhFThJAV0xAJBYsHIl+Qz0my0OgPS7MHfvXa/c6CWBwMeMWMJ",
+	"I2uTZPmpfw05R6hcOxpMrVEnj3Vp2ogRk9o45C4ANYxhsw91ouOn32GwIyXfxyxa2dU+OWHcgzqWaYeS",
+	"XjFnCChDOqRx6Y+ZuoRCA2+TPPv6/LlZal/tSqfRgMwwRG5asEAO+cQPVF84buEHjEsoX+AxncwI0G+4",
+	"GWjfHmiEm6ePL+wwaKi+S4SMQj4l7uMLOnVJNcmJwggzuDEPdGibao7VHmHgl3tC3GeT2suQs9oLpdC7",
+	"Cehcu9FxiPvF49PPXQLFAxTtwRCG/OnjCwwLGoUewP2o/prkS/8hrPz0B3+x0Fjd48BXfFqnxY3HbCHV",
+	"1TLkiO3uADi6z5nACDbMzccNdHlYw0BUWIfn/tyXYmBAFQRZMNM8oZ4XmSb0/aV+NUwCwuWoZEODk02q",
+	"ndaxZhvnTEar2ukECsnCEp1TyaC32ifuQZ2cM+oJMqertH6BWssVGUXhUgBwiD/1Oak++ur81cGJGQAU",
+	"pEhSFvAZjBNXQgCVYTTk4AjRwVGBP2ZcsNRaXHnx7KLiVODaArYjBoeHIMXAaaiH0fRQvyQO1bOpRlTR",
+	"vNAqXD2oNOrNesNA69GFXxlU2vVGvQ3ZWXIGXPfQC8dYLI7lavwanSJSZBUx7rGE98BiAN+JmGF31XPm",
+	"heMDB8MmvaG6sv2IpeviCx1RidGZyBtCtdxK4MOu9YK7MLRDKgST4jBNCEyGA026h3pydTjfjqm4POTu",
+	"I0wXqb3Sd03tLAz88cpFbxSAyoQaB0ZtFRxZXyLtD3k4mQQ+Z7hVuIF+yJ95UGJHfq5WTS2jZiKi0BSR",
+	"PnL4bKLOHRw7MEhETCxCrgu76Ite57iAjstu5OFMzoNsJixEGY7/gxeOIb1NPYCBh0OOPwFJ4FfmhlTn",
+	"ItklfOrQesy8GandU3fWuBZHwWfDSmZxhxX9NL4PD2ff1/snorF6194+eLgOJRppEHJW98Z0ctTrNVuj",
+	"caf+nVhrGxsyjZvbmebFK79zcquuG4o08tsMSzKoFgroIidBCf4WDhFyFeiIWzCSrhMzHP369mG+cyrt",
+	"RqdIqk1I4fBlKF+EHiSUqqPbQbLY/s5D6umiAvBK63j3Kxdh+ILylalFgEKZsWxWnnHJIox9y9IOgKdM",
+	"hUZVoZU36r3MTr9Vus+7LRyFYXlrgufbxeOvrn/19QMsCw7QV4rJzKiYGXVQHw0lKcFBVQx6pNMI1M0z",
+	"DUOPVLP33YD483kM4pF7oC5/o6EME7BF4EEbgoa6xTtbDv+pmu0mB8ifrJ5VkjcEXZr5qx6N9uWrtxRv",
+	"rhgFDouK29oGitQppdmZoqe1v6W1Hxq14/pl7c3bptNsNPJSRt8574VXfUevKU4/y7EOP/kP5EkYEX13",
+	"KfEYdAo/5GQRMCVYCqYO7RqP+E7Unz979Pjlq8d1eSPJJ4e3YQX4eZ0F2DSSoyOiqu+QOb2p0Sn7rN3s",
+	"tntKzbHI6Rdz3Et28ySMuXdP/OHUXNWWYLqDR8xA/PthK2NYROFYSXW+IPECExxYdO3z6Yk676lsHsY6",
+	"O0Nx45Gin6rU9ardQyVfrn5QctxLELYhEsIrOMq64NBO+rYViu+ECeTQBJ7WJ6qEV4jMaOhia34s9l1A",
+	"t5m1qP/lroLnSvthQuTvqhbfC3c1qXUzWpEojCUqqQY9JqASUgZmvpDhNKJz4aRbugjDYMihhJmQ/lgo",
+	"zQGHXIMtJTN1KYAO4QvBhGNhlJCJL4n050w4qAUpYnkaKr1bffsA39NL/ECQcMnr5PHNIlTcSREYWYVx",
+	"pIicLlik1MBghWi8etOJUm5UAzergwLSeqGXphzvXATUz1JV5a/IF4+fnxEtw10qhSCJEb9EUOcvLi7O",
+	"Uv3IrLFDsHqrtdb1If8rcvE3Z4+3Nge2KzXfLQ+9xbY/G1aePr4YVhzoUYl7+oAPKw52+dlQzXVYeUea",
+	"t2sQD3J+e/vfA0bR1CaLsyhU/bJYQPqUzn/6C54za0DzhHJyTpwtkW/X27xwHENhm3HIrxlkyckQrDvo",
+	"b5BhGAhjyjCQhB75m9MXz08S6QR1PoEqfB6Zf7Vg/PTsmWr2fStEO5iwMc/dSiV+l0NQxhKbT1B64sky",
+	"A+38ekT8rGpPBdE7uIXkVhR10d0k54AJCqgM/qACjCTSVD7Q5r1wsq6/oz0GaW87wSky3e/eNsNPOazu",
+	"ekCABoZcUdBgyAminA0Mr1TfaBIaEKCg2zCgXHr5hey9XsycvUcmvFVqS25sY0nUJtYBZKEasA4lvTmk",
+	"22hnvlFsp5Sgdq7G8UuT02BQiqmCGeDDbqhT6Tbau997zek19dEbkyWC88QOW5U5u3iQTw/XzcNUzDoc",
+	"W4UnC+kjD9lfR4ygaRDkOET2tkIYNHQC6OqmCZ23v9LZrevBSPCz3VySqTvkQHVgyk8TXBFW5suviZmH",
+	"5begYJY3sNsDQjGpGZw2SK36FWi4VLXIIdc44QW3qYGUfJQC997hPt2t4z+iwfg85s8+L/uwAb8p9TBW",
+	"gt356Jn6E8GFvtbXdNm3vvwa9PjPgf2ql7K0Z9xRCHtlu6Qsx9MJaYC5hxM2X8gVwTDjg8QYA5wstcZs",
+	"ROAU22X2jHDeHP+pTVV4b+LZRIxNGohQG4/gLIS8+CxY1qXNCdlpfJujL5EuWpIgvj4/ffH04R7k8wLy",
+	"J15b6RNl6ZTefAVH7gK3qeRrCPcMdHsnYRRjAXXpMLh2EqZrCoqRkJPzi78m7cZxQ21Qs/dlxULKThBx",
+	"dfW1b99AHcFZqNiEVcIG4TmAR0ciWP0wCxY3PRnKozZE9ID3+TJ5EerWrGcG9zeTfXVaznrt4Ga72Thq",
+	"NTZK+zabR8e9Tn+jTGxlkPPl5SIUEDVSGXTbeZFrlUGz1er3G7kJ+/3mcWuzwG7vyIbg/fYN3NTl7nbD",
+	"alM033zhzXD7Dyrk723Ya5bo46kmgk6rVUZ60DYSlB/es6zyxAcAkjU5xb6eweqSlh428kkqkeRKKSkM",
+	"QK6MoqGphV0oy8nU0tBfSX/OyIjJJWOpmMA9KB8x5HkSzJ//uFavBDxHVAseSSwHnHInxT4hX35dS+as",
+	"DTjkNPt8Im0rFm/hQQx51QX2Ucdz7xLXvOcenKDHc+kLZt8nviCuXQ3LVaqQ8DU8Uloxhk2hTI1rl8pK",
+	"kVP+/EdbKBvydLiWcKTWq1lvdc3D+taynwV8mCF3rQpcbqYMuKvDcBFd0k1rc2UeG3IXcf7hlxPiKvbn",
+	"amwWUEKxpkzA6DUoIhisUyeP6XiGsShDPqZR5LOMKEiqgjGi1xjAnqFA/+ViLN2DBDDHlO8DuXrIDT7y",
+	"2qp3Wi2HCLry+ZQsZ7g6S23JTtCZIRjiFUBcJ1itoxXAsl4CnhFo2aZ2BPmUuLAUVayfQoNgNeRuNkzZ",
+	"dYibTRJ0D7ZJpJ8nMHAf5dF/t/Loo40CdaKcVFliTP8+pcySRyKMp7P7EEkTwbGUSEqz940D4Xp//iPp",
+	"bxVU35aTLt/di0CbvPjOqnYzeHtnyfWSSiOVohAbMY18lEziuNdr9PNE0fLydS6wDA64c1zvd50KDLJz",
+	"XD/qJkuufrEyW01RsxQ3BhtoNepN00CrUW+kDahfNsFjdLeto3o36bd1VO9YHavfsvmx+FK73e/UzUvt",
+	"dr9dT19Sv727tXCOt45VOaTQVWqe+Cief3DxXG8PhMVa6X/lpfNphOmJubL5YwiBNXL1hkTtM+GabENT",
+	"5Y0KMlIST64SoFNtZozKOV3o+FHfmzIpBgbgjjR7qptmrz7k3xjgyHQESuTMjsCxjIlpfPYNA6FdjQ6F",
+	"+mz5Ly3eQTyvlkRdjfCIXhBBV0IJhQ6JKMqzckY5FH41NVHV0m0T255GkMv2UWi7L6HNCmx3EPCkJphq",
+	"UerCbDeLAFRNnRG1RWQTGXObjWaxHy5CiiSgnzWfclAE5ArcXpMwmle2yHcJiONd5piejx0TLYVHd5dZ",
+	"fhQaP4wdEyVExbraLZQUUdvv2QJjljIG3/adZu+Nkx6KwbcoHbVbR72+Gn241GJloYCZJ0feRbYCLkyD",
+	"yoDHQfDrErUUcWSWB07LfuvTbtV7SR8tGKTpolXv7b8+7QasMbbXgLZNe436UdH69BrtdFnVB2td4be8",
+	"9el1mu1kfXqdZstaH/Xbu3dvivQR5x4prN2F3cQZd+tta8bdeucWFNaHNpDC+vWWRWH9ertoBdvtvrWR",
+	"7X5mJ9VveSvY7zd7yQr2+82utYLqt3uhsKZ1ApuZE9i81QnsNtKJdhv2PNUvhSew20y3SX2w9gl+y1uf",
+	"Zu+o10gWqNk76h5bKwS/5hIZsDPgxtsV3FtqSkrQK60nMQ8Fx4+60ofWlU7JchYG9kZghFF5ZcnC4crV",
+	"lx6FgYd+ChkSSEFGcdXEu84X2puxXlsngRrXRXkmCOVBBXg3qs8PyGdk8ad/fU4+Jd//6V+f/+m/18mL",
+	"NZu9sNzTfpTY/+eMyxMSL9SIWkVmf5PIWkVnwpBnkOgO4KWJLxOnB2TyWUb5bVrQWVLN5KMidHtF6AyJ",
+	"Z9147aQlAJrv2UidZxO+u3xr+73KGUZbDafRaJBkNqWNoc3Ne6HfPG5tXqnbhJQdD+JFU+JBULtKdQ3u",
+	"+IzBNrNmd4hCyPTTQhyBdZw/I0Q2OvVev5lIQce9+lGjmQpCx0qUb7RzpcLjRqfeafSMXNjr9uqtfvpu",
+	"76jfqLc77dsbKjdrHH+0VP7ybl+4GxPEBHVH7hNOEM4XGve6MNAx5r7iFpOkSvEDu4QGQtjgr36EPn87",
+	"7FGYWjRr5k10WOuKMuCbBoNn4AspNEQAXOGZC1d1EjFS1dkOWM45nBinscD6ORA7ADemupwh0hJlBpQJ",
+	"dAEqDWiI42A+uODxp7QILMJInBocA5O/qQ2qissRvYI62oFU8Z8//xFWakDkMoTKIlhQBOu4cTJRCgCB",
+	"4r+kRV48BJwIiDCIdIO+CLkaiLadDjmIBp1Gg3A69/k0nfKAcBpF4RKSvAEJwDbqDvmGVTc0fTAyYWpW",
+	"alR5ksYjfOocMV3uJmWskdUSt4ZxcPsDFa3Z5E60cKT2zRdJzVxIXi9prjMMfNvNnBjucvNNMd20qECp",
+	"Zb1r2Na71t42yq94sEqPjpwxwRLx0/klG2d7nbsZZwsmntLrL9FWu+ek7y7MCcY8kZXintCIEjqlPheS",
+	"GJFO19U2GtIyxKXNGCpLy3ANA2z17ds8q0e/Xc9z9l4C/4AGTTG2SrRqXa2+936IrmT8fWs1q1i2D0CA",
+	"tIwfzZb522opY+jot+vZr+wHjZDU7yYfkp8V9eVM5LhTb2+bSL3ZbvSOu51Ou9fpNvrtvj2zdblw28wa",
+	"9d763Br1fr+d+d/aZI879Vb+ZOvNdrt71Gk0jlqtRqvZO7Jmr8a4NvtGvdM5anT7/Va72zruNJv9d282",
+	"xOTW/lTQUJvxHqig3t1FB83ucb29kxCOj8sTQmM7RdebrX63f9zqtTutxlGr07otITSBgDcIob8+wT6Y",
+	"5Io2v9Fvtdqdo6OjZseaZGXQa+dsfq+d+b/OuzfanJfxWjSdVtZp0Vgz7W1uYZ5mlBCMjbhZaTVavVqz",
+	"WWs3LlqtQbc16LbrnePj1lHrb1Pg0QHUUN/EHx1UGvV2q97QkKWDCmquPfVFEXXtwgHG8JkElbfyHIAU",
+	"RiGNPLBhNA8Vk23Wu7XOw9ppLMNzpUjUvumcNnu184uXlRS2N3OK1PWQc4yye9s6atdbG2C9laQbAt3s",
+	"gkpV7eZi7yKTzELdaqtzikyLX5i80u2TTa0FvQZptp4+tGBjB01U9t/3bh+nu7153Hbutgm/17s9XlF+",
+	"5S/9w5dfP/v82WnN3KG1l5SHtWbrYe26VTv95ve1zsiXd9rqTu8YrO7rW/3N70mnho3fbpPxctixyZVX",
+	"lHsjFk0r6VaXmXLGPNTqZDe8pRjIHukIiUpTiGwU66BzS4v8LdkS7pzbqpQwArHroxX8ayn2wG8TlR7P",
+	"ktgRe6RxGNWS61OXYmur9py0aLPS0ABCIU9HfO4L+Vj3+BfOk0dx/Nu3G9zFwnptZbPmgckoQagkIeNM",
+	"H1FJgzA3I3r34lLEEP9VJdXrDbYnpH0VCW2IjKEJ1seiyeki3kWQT89e76bAJMX16/PTF0T4PzArNC3k",
+	"BQmoikafnr3+5RDohghjUWjTYrPfNlsgpG9cgkXPtzpv9qDmp2evd5JyZlt0CY3RCqFRf11ErChgL6K1",
+	"iwLmEi60CNiNKULPFQ+XglTRgIn3LERI1saMy4g5iMMoESUMan0/ZU/CaMzgslWrLXw+ZuR0vmDq8dMX",
+	"n5NnXEifjyV58azVaBy+eNZuNBxyulgEbMhf1ASLfCYOBnAoHILluciIcm/pe3LmEA/gyZ6cNXuHD580",
+	"e+TiyfOvzl6h7zRcssgZcqzYb3yn14x7YfRAYGynmDEmSdXUxz9wErxcXQNcztiKTMMhH61I1aWBTwUT",
+	"6jnVwyxckjnlK1MzH2765MyqfuvkAuw+NNIQdmCsEMTOc9KQq6LoeH+RVtq5TzslmKcAETFZEth0qHVe",
+	"87lgXPjSv2aFmSz43noOclo/ZmexluIhTRnXyzAgLgV6cR3iUo+qf2bhYsEi9dcooOOrJQsCl1QtUjyw",
+	"f6pF8sYlVZsWuw3YP/Xn2flX6umxx2nL1X+0zR8d9UdkvlE8kNXmTZf8/Id/Tj523KL1SSdx+zW6u4Et",
+	"xGI1KbP4ijM4jNrroZmDbUhLubkmeMVENHu2l1F/pVnBxi9vnAqNxjNfsrGMFa+p4MmvOJXJotm7lJMg",
+	"XIjK4KipZH1rtQYVah40p+kSFe+m+gZK9CU84HI6UvpCu5esuzU0HkqmxfCnp81GiyzVcBZ0wSLtjjlq",
+	"ap5RBy5CJOMijJANPDlrt9TpjOeKAzLNbdQ/kX/NvAF59UKQGzIKQyHJOAjHV+SGdJstoho8HAdXiNOh",
+	"er6xe46oZCfJegHXWOuKwK0U4A6pcdWs39TrBycQkg71I1A+kIhA58XjtHqVYFMsOK4IRsRzLGkCvM7C",
+	"K14ul3V+7Xs+rY/D+SHjtVgcTtlEje5wGtHFzB+L2phGnjhsNzRPPozkTU2tMvxH+lDFyVtcQgBdwzHM",
+	"wShkd9CwDP+DQmKFyd5AxOBPUFIVes+qOAgH0RdSAtNfKBnr4FeHAcWIubyto7v7pj98O13ExSCvrtpF",
+	"xeTM4dG4TgVn2zU3GpZIeXr2ekDUveEQsaBjn08dsoj5WMaJMKBvGSUjaJB6f8rVrVnPBXl8P3feKYLJ",
+	"hhEBxmZY4NOz1w5h9Wmd4DIU4LpiQaGtkTBWcZL3ytmxntZH3vyRN98/b96XL0OcWz5bfnr2+pdt6bo7",
+	"Q86XphJFMuE1W5l0kJrni3FZk5I9acIa+eQT8MB88klSWg7KSQSrPGCLTLzEynVIRPkVli9xEcDSHRDX",
+	"MvC6qMW5G34jl6ixMe4Bp3e1S0ZfGej9cQk1T9SH/IJeadAjuC+wtAbW5Xz6+IKYAj9FAIKW++Keb4Tf",
+	"YIZ/QoosCD50tn92cN8AokYIdEZGqzXickgeYVVTyjqwSMtJ6aqaEFbhDiA1Z7Quj01oHCh2a3swnArj",
+	"ajrfrn276UJNvZCJt/PNbVDaIXB3n9Dg0jHH8PTvbUfMftHHHzpYucxLSYW2vd/wHq5Kv4O5hC98vu8b",
+	"9Kb0G1CspvTTj7B28D2o/5DZndH/1cU8irkXGIsVgplh+t9oZWMq5acBboVISG0Hpmd6Pb3EwhQJjLRu",
+	"QA1SKvkx+bpRGorBi/GKuBSVQbvhVNZgx5qtfisfsKFzXO9viWBoNerr0RiQ3GeHoCBEguJqJgxkvQbn",
+	"Rx/xb91HvJ76+Rem9367188l93az3t5C7u3W2na1jo7rdpBRt9PrJsTe+nDE/jH85RcT/pJkbCjS0Fkl",
+	"SrxaF6UydfjVCPYw8tkSfo4yqbQsKMFjQvUV8+LTX5nxDlS4VOmCKpE2YFNh3APQ8S4vMzy0h5/Zps/U",
+	"bVXkhXqBQ/iluJnvcLIz81ZrvX4y32Sd0Iq33/bW3OwrufXWeynv24aJ7vRur5HDr9q/jcS3l4d7EVDO",
+	"sUZ97pkZVp4RzgAiM1WbN4wmVJKf/+G/EXfu88tNZVX7lmFYFxdPLsjP//BfiasuJ6O2DlIf8cSXjmK1",
+	"y5k/npExjbz/NKyQJ2E05OhRT53IZK7Oi4EMMsaSqsnNkWn15W4DcdVTvHUbuXPOmDStoMMZMxFogjnt",
+	"JI7xIccMIp1FLOJoQscY54MVUEcWSqZiKOg/NyCZVSzQlgQLPABGN2WJRx2UCnDLr6O0JoCsmAHl2Kuq",
+	"OjIJw45JlPFFigcPIG44pZHPPTEAlEy9fUNeRWhWLFRAlmEceGCbnYWBpyv5RsyQwIFDXIMOJ1w9JR3v",
+	"lL6q9id5kyo5ccwg8chCdVVji8J4OlvEcsgRLyqEequRL/SOoJcaMi1dbejQ6KipXV2tIFZWTTK3dYzB",
+	"xsZi3VM/ElJ7t/SRQKc+Aq4OOex2Ug5XNUMUWcKCZ1U/nbOim4eMJQ40YoyQvhDw7jgIhdpL3Tc0tYaP",
+	"qs7AhEYknEyGvDqs2CSA5ZZplnCbxBek3U9QfHGK3cawclAn3wDmrhsLFglXd4jAqQjAlZw4nwtJ1V5i",
+	"WQK1EAdY9wGmMOTw1Di1oEGT2AFxfT4OYo9d4tJ9JqOYuQ6uJgohamOzjjjDba8Z4SESyoTQ9DQjS1Yv",
+	"UM9jnjPk2Hgms9/4CzijkVqgp2evSRWoPoObOyB/+pdWg/wOs+d8Tig8aTs5//QvnQb5HaHjKBTi4ETH",
+	"n8JJ84V2UWhUA6zQSPHHEdyF+hG4kbEOkZyxOamiSW48Y+Mr5rkE0pQwl/AJQNdHur7jArPvsNwXVAAH",
+	"CHxMirOKyySVlId8STX4PbA5TCFsEwH4b0B5akCaQa2YJFU6gWrQRC0UjaSun4zOI1hOtYDASMQsjOSE",
+	"BoEu1WSwdx0yrIyY2hxsd0CouBpyyD4isKoTtiSCjUPuiWHFUew7YBgWBFmGOBqdtDmi46tppJZvyKvU",
+	"PoLE3mkRj2fpSgRsIkkYy4M6eYU/LGgkfRqo2UBqJpC1CFUvrsl3dok6SPigXsAB+fkP/zys6DxRgaXU",
+	"EaF6vcRmUrYZGXxIHl/QKcxdLQXOXt3TsYRCl0NOJxETszpUcB/PtM/P1Rdxkj1L8Nb1UmC+9K4a8m6D",
+	"VCnREzBgeYwjJ9XtQrYooiEndyWeJahINp4xQaZMYingBYquUETdbhf+Ca1YLr0RD8SQm2OF4V3Qv4n2",
+	"Skg+x6GTJxafBZTfW+GPbdAN4QS5nOaZVtbkL8EFAQWFMGkambk9VpCxFAtXnLzQXJ8nXW0dNNZ+qwwq",
+	"XhiPoNpqOo1GA2EJcmbB4/moeBIG4gTj8aBOdh4uS3VJo7lBZgHBAqrEahZgpY8fOGRePOdUSqyUnFm/",
+	"11mfWrPE1B6tXXBJ9aOTzN2JITEFF6iP5fULZwMN51cj0fvR2Nd5dErWAxGJiEfoaTGHEy9UVGgKlhkU",
+	"t4IojVZj/xjFU2AOuWEkG+JAFcNJyERJpsggQ14cU3MA4l8K8GM6cjZWojDiECJU7jDX9+At2tfvsz+4",
+	"Yx5A49qmeV5WHl5qkFitFa+LYeaSsOLvC9c8Kyfm+xx1Lrde8FEYBozyPOr6whw9c7fJkERMxpFS3RMp",
+	"u2goiGidO4JWI8si3ztIT05ed7P3pWabwijW7YbWNhQnclIlutkgGeeTLXWAGTpE6ycwd71WcOtqQJ91",
+	"vBulGyoiHyC0TfrNpcck9YPKIF8pafa15jdipHVcTzSSmHuImqVmQMUVNJnNOj+6k5tnuoitLIjpIhaX",
+	"6iZVM0bbbsKbzRdKmRPmpry9l6cYIrFd73WODJrPcb3RaKXghM16s9t6tyNpGJUXdcgSi7WRyotwA7He",
+	"XHqA7ujAycetbPfq3RRrqNHAeRqooWa/3j1KkBe13mPWeQO56Kjd69ePEuzHbvuoVW81jtPm2keNeueo",
+	"tY5c5KSkayEy3pZsjy2q7dePylNt/07umnsi2lt5a4rptplCcbabNhSn+uXdjiz+O9CsppBb+2ByiRV8",
+	"MAmy6NFxBrwW/DMlCbXb6XUTVMxup9exQDG1zy9DoG+cCpphkntg00dpy7Qo9zkFsj24MFFoRE/RncuB",
+	"KWWsKAxRXxDZK/RDGsA/HNxWxmz+DajPIHei2YtqUxraT6lEa242GGwbpBZevwUW9VfQr89AHrYyohxj",
+	"rEYlarQiWirRCvoVWwkmh3xBpz7XOT8LKgRxLYeiC7YVCBg0X0y0sKyewqjaIb+AwuAmuhBE8azkfJIU",
+	"XTLWBJqqFdqUDrWo0KiB4J9wLIocY/cCIfUxaOzfXdDYmoM78lg0IG4tDaxwSdU+OJCllv7ooJXMSQ2Z",
+	"YUTc2oLRq8tMCG91QoVUraifdFNFCoQIowL9oWINzIqazH6b+YC6qNG/NwZ2h+jJv1QoXY5Ko24XuQwz",
+	"8XT5mXQfA2Y+4sV8jAX8jeLF3C326TzmRbmNdtxTFHMijIz1KwvgUPPLTmAz1smpLEKRJ1cqUVIHsKBP",
+	"C6ObyH9+9dVLUnXPY/6ML2Io5YmhL4soHAVsjhijWJETir2GfMwGhJJOq2XAWDORBtDgWQi2I4KeRM7q",
+	"5BFeEUNOg4hRL4nUqEIuiwXhiq4owWS8OCFAYA7hoUR0kSHH5K7LOAqIF4KnCZTlgwQivdVopD6rVIJ2",
+	"dAQGHXIvxiuKGS/1M4/NF6FUR7D2JVu5DnhDZbQyRmkYo1a+jENRpLVOUSbHr9WU0gZl7ZwtArpi3oCA",
+	"8/sAZ5E0esVWBtQdi7yOQm8FeTKk0ziuk5ehBK+3L8xcIBN0NeRQgjUXlRXY5nnM9xeo03X4kpUS4h6G",
+	"3uqVP+UU8h/3fQE6eYMuKiak+q2ENJHyAxoEX00KJ2ZxBiBt6OqmNg1rWmRSDdbP6fKFUhinuTWwz/UJ",
+	"cdIiaeSF/7C+4Vd7ly8YbT/u5zF/fONrhOdWo1nqDdze8mzoBQ0mYTQ3bzTLaNE0lrMw8n8wL7W3bIvm",
+	"E59ubs926HB4K2/NXUUHtYRI4ERqTzMlwp+Cg1qdGwC5OD17Bh9mFP3OEZv6QjLIiU6zGT/U2E85WWMm",
+	"inkGdKWUYIGhKWqkI8Y48RhEsiOgix5tiUviUcgngT+W+6OMNdulrqDnNJrqF7plqCWp2PyCeT69QC2z",
+	"nMHmGYdYesWs7nRHsnEcQRHUb99WRoxGLDqN5czY3NIrFHVUvAatyxPEGwGwVVk7zaE/V1MD/Ofce/Vh",
+	"7AeegGgwtbfpxaOY+4JGwmRoYsUTj2CD7mDIh7xGKFnEo8AXs6QmSk01o6SVAXH1nVlTSzogSoQ7XATU",
+	"57ryIsg0VAw5wbgZdXNUXfR9u0Q7d0CjVU+6ByfY44jx8WxOoysiwzB4IAhKtAOiX/0sCOic1kboLarB",
+	"466jejEPKCFbfw/N66+nke/VxuLa1fEyZH0G8ziQ/oJG8lC9UfOopO5Ah+qox9Uh9yCNlroQXWjC88CP",
+	"mALMZ2QX44UESEDVSlULDSCYO4lD2TGoaz//4Z819JDatTDC0Bk1BoEjwKn6AUsC49RzsEhEfW1GopaP",
+	"VN285VJNQOo6kgbEQZwQVy0crr+2JdZqgl6zWsREHEgX4rkYvqLmplqBDhcsIgslUp0QN11lkBIevfoa",
+	"m1ejsgqRCpQSiJ71AyXFqU4EGVNORszEjhEqBsT9KxdgtJVcqMQ1oSSgGaivel/UTozDIJ5zXUJnPcrX",
+	"IWt50Zk0VdgXc2NibFVO3mpuqipSXiZTR/2apvK4OlYTzmC4hMVSK4DxdN/MqATBz+xYQvBQfpQJMo+V",
+	"8DaNGNPw+EB/dXKqxTx1wtyzr15ZGdYnQLRToB7dGAYEU67uoJGiWOppMa7VGnK9gjoSmaVycY789gw4",
+	"xK9GfitIWDYMCSoinGgWhKFimjMV2c908E6+BU01Y5nO9MecI6i0y4RNKb1fH5sCk1l2Ck8UV8s715nd",
+	"TgIbhCIwGgCHrqXBo6Z4KnJr4AOh5v9Fc5fTovifTr97VKoqUJEoncN8syLPIlJ0KH0UYBWZZsDwk5iq",
+	"kc8pjHlLvYNWt7eJeq/OVS4kQ5aRu7pkseYSWLgE4GQ29s0Swr/F5h0ceLrJ4eg7pmSld04lvUCzE89A",
+	"zuh1Xu9qU9Kz9QEIckWggI9qwUe14KNa8GtVC1Jp3FzvhfJyKfXhLcZFvEO2p/Y1R4VYwf2ApEslSeyv",
+	"aTJDBAH+3tzn6rFNsK/PoenbiAzg3dHl+zadO53N0WJXnpUUmWJx3wpt6PacZ0cxrDAa+Z7H+AcGNSpL",
+	"c7iQO1RRp7jqFnrVo5gPijQdhwQ0VroGVMjhHlyok4BOIYjDELVgUDRMOLqolqkUpkRp9QJ+a2kWBfBC",
+	"txJYb+HBLyTWfT2RExoV8nTzHHjsgA3t44jYAmKfHptSu4WLjyBEH8HuM3hhCf3nOkGApAabcecgac5Z",
+	"NFUavxzPSPX8ySNy1D7uHUDuKtgOlH4JLgctg6Y+B6WNjvbl1ydEl5KL2Dy8Zkqd1K0rNcNqPKkti34Q",
+	"dFiMZ5RPweMyDqOIjcEPY5e8Ay2TsyXgxhNDZ1eMLQSmfuamo79eePSerowyxntY8hos+ad3MOSfJTnw",
+	"Ow35pQTxXzy7oJA2AjlVy/qHF+7f6xX7Ue587Blj9ANBlP4KWvk+guUhXszFhbHBFAhIvoiXkeSsY35z",
+	"arKrgymxis5IbfxTQsDBkE8sIy9YHtXnU0jw0mZp9e0JSWzPS58LEirupR9ziwL/PofhP9JV6D6Y9LCz",
+	"zqAv0pXaP1HwHhMD8weWbFopaML7giK0xgImcHBKUxkXLoyO6i4dhsyC4BW+UjqO7Qmapd4LyBvUULTi",
+	"lJwE4q0A6P23B1r1Zlto/x7hOek511E62hw3FtcZeJq1RXCsNXJwKo41aGdj2o4evoPTdHK2xNncDiez",
+	"pk664kOOm9B3YPkcXCNYWbU8Trvl9J2GA3vQbgyzNQp22hDVJZ/gGnwsaZUH045Xo4iFpD5nXs32cBUi",
+	"PWVvSNB4d8A+qWccEgaeBcIRMREG15i3KIgMwxN1L4K8o4cFLSsWuAJ/Dx0FrF4U3v4ERvGrUpD5RtWL",
+	"U5BJeQieHTX7KWQ/bbDC++IaatG2VSywtuG3DpGtpov0FlFf6DiwNfV3HnoGYb44EvCUrxLr+JziNpoU",
+	"XhPbZyznJugJHOALxuHhIdeoJDoBRgN7JEFrJObSD1INWJ8jkYbK1YfcTIeIWbgUBgLI5P/jvrrpfOqq",
+	"90uYP+rkPh9ysKL4QobRKk+8VMTzwfTb/VwFamg6Jq2MqtrcV1UN6HTt4PJ0/zJ4tJsh1q1ao3nRbAwa",
+	"6v/rCDvwtzpOuulUrtjqUkt3o3AEDi8KQ6j480VAY+Ej4ALseow0hzHEhp9CZ2tfpZHG2xIJlWBQGVR6",
+	"nRRvTMPupshSE9Comi3y9CHggz0QCXTVvpyniOvgiTEBmR9WK9+X8aDn6EP5uS6USpAwD4vmDB4TmDQw",
+	"ALj+i3dUvW/t/0nCeckqjMmIBT67ZojrFPJpEWMvFnIO36p/4LN9/N4W3gSpjVIjkGU3TdsCeCjZicWX",
+	"4QGEwfSicIEB2xYzJhEbQ4EaX26KQ+d45J8gI7o9Zy6rHipO+34Z+Xm61O/H8PiRm79vbp4K+/XfbgDF",
+	"hXZaGICujEf5V3G56Kt3SUWqnGVvk9/WBaF5JaE47yrs18Fe9wLqq9vCDzK3wBxKzNhqLrn2gQkgnt1J",
+	"Lp9fzkK4A5YzxnM5vhKU7j86Ye/UU0kl20w91db3ZCkJD5c2VzVLiBgQ+GmTxTY3WKx+UjHDSrgQ6TcJ",
+	"j6UkSUWC3LTNJMRU7akMmnswvBcpYeScpK/tLf1LRG58ZHnlx68BLgFwF+in/sGYjwR0XpsZ7GBBTgVS",
+	"Y7eymJnvsQRJO8W4HRBfkoDRayZ01EPgC+kMuVXWy0nwx1IQdqu0smABGyNqq0E2BshLI56C0dABVEHM",
+	"MQTPu87bI52mlTeIR7ROnkkx5Gh2AQxezfiyJj/ifv74+eOLxy7kKUCeZX6d8S98j/1CLRJqaHtYJD6y",
+	"3luy3i+sI/xRyvxls1zN937LEqY69toEcTvpEvhhoXNFLSaNPcXZwzX/ygCkRoCW19boB5h+lURLTcJI",
+	"J0qz6JoBNDwLJgMiEAx3PaPuwAH509GSKJUae56Ok+q5lIg5DQIMAsPEgAShGKKsDurkMR3P1AXEpdIz",
+	"htykSWnLNOT1yYhyYdrFICt8v05OMx6iITc3BmTR433h6MsHDeYm2htZYVW1FVAh9RB8MeQuPuIeAMy3",
+	"72HUGQaHzVjgpSDYlHQaneLwzC/0bv2qnFBqt9edUBZQjLPNDfW2gptUGWjTSMWplAATMbCAb3Ul2Usx",
+	"o61urzKoHPcn3ZbX6DLWZKxFm81mv++x8Yi2m42x1+h5R62Wx46p12gfj7y2d9TtjDtH/VbnqD1pd7oj",
+	"dag3LC8I3WaNVZt1Slhx0pFqwx+WUsuz4eieWxs2n3tz8VsUttVdZ1w2v3GHHTqWkS8QGW531uVyV2Rw",
+	"xbVsAUZDhsSL6BJDtuScLgbEjcKl+NZ/UweB99vv3kCqqKlmSqjEGraS3Uj1mEv+/Ec7edNn8A5iYSEr",
+	"Xs6YrlRuMlV4OOSAwL8lIvwFjv9XxW7GYaQL3qQ7aWBtbAQbBxCrzCqqFdSf00VUV4ti50rfyK8BCal2",
+	"3zad/psk+Ed90XAg6ERNJlymZSC3xBg1y8UYNXPBhXbEFxXWgDzubI0vajbqvbUII8QXSktA9oHt3W/Q",
+	"1O4JNY86BTM6atWPt82oXT9am1G331CvpHid/fa7NzmDMqUN38selosTa3X7+bPu9wD1qXDWzY19xDeS",
+	"SR912+9hI38hJUrfFIwse22uq4/76IvIJQuuTMU8PgaFrZkNrPIQSv7W+0MUt1Sc2C6CpDELSoaK6dyn",
+	"wiv3LM2NyguqHpiCFmlJrnEY6LpcVCKYhH62MNyavMdoaz3+X0i4NcgT4fKXGHCNG/zbi3FGgWK3cKPk",
+	"Fl2uZRnCahQAcq6xxn7zuOVU8BQkccjd/lEeIzZsttVGQaDgAlhrrHnU2dZYt9W+P9ZsHZf9opZ1pLI9",
+	"dBOYPOSwRhhODEuj5m/ijPXXapJqJncKKFa79vHqyLU4WzmuZa8GNAVstXSNVoBSKLCw2ZJBUcQx86+T",
+	"dGkot8M8nxK1lelzQ64hGQc2JuP6YXYPnI0U9SGvuimuxYnSNyPB5GexnNT6uhgOXcO9oRYs95C7eahM",
+	"iN2iMW2iyGce8SVapzQ8EyRGAkjSkAN2kmPAGLiHxe9otCK6rot3AImJfkRefXFaa3V7RiHVVjJ3EYXX",
+	"jFM+ZvWMzcXNlGGjgrjnbBHVPvenTEgXkzePu+3GwcmQIwpEYkrLtGlQI1xyzSJF5PrCZDd0LPEqEmzI",
+	"YQfrBMOcNd7iiE3CiGlnkcBthdp8xuCWFksrNr29Qur5RanCnxx+sn49AJxOsbFNnRw6ZUgHeD0EPmcH",
+	"6d1Q+enf/vDTj//3Tz/+vz/929//9OP/9dOP/8dP//YPP/34f/70b//TTz/+r/D3//LTj/9dffPjf/vp",
+	"x//vpx//CV75p59+/H/Ui//2jz/9+F+sv//pcx3wn7j5fvr/2bu63bZtKPwqhK5cTHVkO/6Jg2CwE9dt",
+	"s3ROmm4tqiKmJcr2qlCepMUw0gDD3mV7h73OnmTgOSRNyVKTrE0vvOTGgWWRFEWejzw85/v+/kMULG/6",
+	"88d4SrkSBz4DotIEl9TAI/3P73/lkjFL5q2tPLxF81MNvyqUVcKkY3akmHAbMVvoqJaZfkA4plnIkOWL",
+	"AnG4hlmk4HlvfSKEkNGIwCc5H+I/ffLJ+qBIdaxrF8l4XatLXOt0yXidtPvktHPh2ASYjKreYkFOWEpD",
+	"+UWW2si1bvLQmM+dLrQi+FDYQfPUljxqGSNgWkSxivpyoqEyZqFNgqA8C1AhZMqDYJz9lm3hahwaY5ib",
+	"zS4ZJzMqrNlBt997PWjtdsfqOAGhYG2eqp/H8UeQzoA0WGXZh8rpuKQJKqCCjEwZZkseoKcf2SopD3w9",
+	"B0nKMBRWW6VCKIKgREGsB19LH1605PvEyMZ1+TwFuEnWwL6I51c0xdPPSo6taPwEhDQk+PhSGzURUwZP",
+	"g2bRUi66+ZTFQB0IcJcDMQiuFNu7M9lcxSqnyYRRdrSQDBnDtfYxv8PlinE43wPMN/iHezpPRF1WbGcu",
+	"rwjLtWAxuaRixcnkYoOzpSI7i6OUpiBsWxAVhsW9xjd2zFbWw0Q2rCt4wPiGj2yVx014GeHcY0bH3iVY",
+	"19nbOOYxBoXVtRpBzWsxx+vQZjDxmw2vxlp+J3BobVL3Gv4uawYtp13r1PcadHfS9Fp+m3WCPadWb+w2",
+	"W+2OlTkCgiYKowxj/gIexBq+DJ4dvf3l5Plxi7VfTn6OF73DHR426enJr1Pvu7fn7bNJY3jltHnnIHPv",
+	"xYJdWl3rqfjrD4YvXpHRm/4PLw7J8eAdfOnyk8No2T99d3Rc/2nZWw1696nL5VDI4NXRZrn32dgZg64s",
+	"i6FgVoAzwLANZmDA/ZN0HofMFg2Zszy93DcK7dn7tix2pYCRmxpbGo0tAZByMvDrzWZtz7QGaQQLAnOV",
+	"ANB7G52HuWTZuTbm7c1nnQ1GzZWYLsmEJqy1C4uJ0eDkiY6AVC8L9vImxKf7sgybJBFepnwlgNujnIDy",
+	"naYmKd5LV4s2uxk8f/jd7jPDzn0F/+ijUd4qHM9Mk9tnxLaHpPTMxzUoU21hvGBvsjJ8aAmJgiCcc1a+",
+	"21KqQMnOtRiGN7cEAgrsWtsUfbeica3kdQbDlS2dBy43f47ahMDXNhwYtNxPumvZdZW2Ag8iyodYwksM",
+	"EsyotvhSABFU4tDbA54/O3+t7uy7fCwKBLY2qX4jSiU0DG30jU1WSkax0DpqHaUvNY4FXgxVti358fG5",
+	"sYEVVp1WyVhpN43X6nULChglzQh85PdH/10N/SvE/ym1qY3gcTmeooBQ00mZ9aDFSXoR/8bvoiEW0pTd",
+	"/deyvwwxLHHjWrgXVT7fP6qY/e9UzJSBsLr6GOl7XfOBrvc+MKfuHsURuEvLwA4vbz+M6e6Es7xISypI",
+	"Qy0FJPOgBYv9+EoZXHxFszRddHd2wsij4SxK0m7H6TgWKjVP8YcFSmpKrUVq86ZwtqVkN3yITElsEou5",
+	"xKcqEuRyQeN5EmFYg7Qf0LYCDQUQAtlHvzkHQXKuFy6VcU9uA6XQbx92LWINNbbRSSqFLGSEvNhaELRD",
+	"aPhV6IKxHynRcdCs5FrsoDIcvUmkukqiyGuT9YZD8drqXK0oIOIWo155pajSUcz8OQRCS50RXS/2dFZr",
+	"DtTeMbSfE1Ccu6JhpiItv1wg8iDTurJ0OMCuY5PZHMRnRNGY1AUn6gJTKzqfJZEyMpiulgtu1m0w4nw3",
+	"2/Cc0TCd2ZAbILpRdCxL47kHg0rGxMTUSzXHQswCJswsyv+Y9bCUWjcfbv4NAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
