@@ -213,6 +213,11 @@ func TestModeration(t *testing.T) {
 	flag := []byte(`{"reason":"implausible","text":"64 requests at 16K cannot fit 12 GB"}`)
 
 	etag := e.do(t, "GET", run, nil).Header().Get("ETag")
+	page := httptest.NewRecorder()
+	e.h.ServeHTTP(page, httptest.NewRequest(http.MethodGet, "/runs/"+fara, nil))
+	if src := "/v1/runs/" + fara + "/source"; page.Code != 200 || !strings.Contains(page.Body.String(), src) || !strings.Contains(page.Body.String(), e.seed(t, "fara1.5-4b-autoround-rtx3060").Provenance.SourceSHA256) {
+		t.Errorf("the run's page does not show its source and hash: %d", page.Code)
+	}
 	rec := e.send(t, "POST", run+"/flags", k["bob"], flag)
 	if rec.Code != 201 {
 		t.Fatalf("flag: %d %s", rec.Code, rec.Body)
@@ -264,7 +269,7 @@ func TestModeration(t *testing.T) {
 			t.Errorf("%s of a hidden run: %d %.200s, want 410 with the reason", target, rec.Code, rec.Body)
 		}
 	}
-	page := httptest.NewRecorder()
+	page = httptest.NewRecorder()
 	e.h.ServeHTTP(page, httptest.NewRequest(http.MethodGet, "/runs/"+fara, nil))
 	if rec := page; rec.Code != 410 || !strings.Contains(rec.Body.String(), "contradicts its own TTFT") {
 		t.Errorf("the run's page: %d, want 410 saying why", rec.Code)
