@@ -153,6 +153,33 @@ func (e ComparedCellStatus) Valid() bool {
 	}
 }
 
+// Defines values for FlagReason.
+const (
+	Duplicate     FlagReason = "duplicate"
+	Implausible   FlagReason = "implausible"
+	Other         FlagReason = "other"
+	Spam          FlagReason = "spam"
+	WrongHardware FlagReason = "wrong_hardware"
+)
+
+// Valid indicates whether the value is a known member of the FlagReason enum.
+func (e FlagReason) Valid() bool {
+	switch e {
+	case Duplicate:
+		return true
+	case Implausible:
+		return true
+	case Other:
+		return true
+	case Spam:
+		return true
+	case WrongHardware:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GridCellMethod.
 const (
 	GridCellMethodExtrapolated GridCellMethod = "extrapolated"
@@ -411,6 +438,69 @@ func (e PlanShortfallMetric) Valid() bool {
 	}
 }
 
+// Defines values for ProvenanceSourceFormat.
+const (
+	ProvenanceSourceFormatGridCsv           ProvenanceSourceFormat = "grid-csv"
+	ProvenanceSourceFormatLlamaBatchedBench ProvenanceSourceFormat = "llama-batched-bench"
+	ProvenanceSourceFormatPage              ProvenanceSourceFormat = "page"
+	ProvenanceSourceFormatRunJSON           ProvenanceSourceFormat = "run-json"
+	ProvenanceSourceFormatVllmBench         ProvenanceSourceFormat = "vllm-bench"
+)
+
+// Valid indicates whether the value is a known member of the ProvenanceSourceFormat enum.
+func (e ProvenanceSourceFormat) Valid() bool {
+	switch e {
+	case ProvenanceSourceFormatGridCsv:
+		return true
+	case ProvenanceSourceFormatLlamaBatchedBench:
+		return true
+	case ProvenanceSourceFormatPage:
+		return true
+	case ProvenanceSourceFormatRunJSON:
+		return true
+	case ProvenanceSourceFormatVllmBench:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RunEventAction.
+const (
+	RunEventActionCreate  RunEventAction = "create"
+	RunEventActionDelete  RunEventAction = "delete"
+	RunEventActionFlag    RunEventAction = "flag"
+	RunEventActionHide    RunEventAction = "hide"
+	RunEventActionResolve RunEventAction = "resolve"
+	RunEventActionRestore RunEventAction = "restore"
+	RunEventActionSource  RunEventAction = "source"
+	RunEventActionUpdate  RunEventAction = "update"
+)
+
+// Valid indicates whether the value is a known member of the RunEventAction enum.
+func (e RunEventAction) Valid() bool {
+	switch e {
+	case RunEventActionCreate:
+		return true
+	case RunEventActionDelete:
+		return true
+	case RunEventActionFlag:
+		return true
+	case RunEventActionHide:
+		return true
+	case RunEventActionResolve:
+		return true
+	case RunEventActionRestore:
+		return true
+	case RunEventActionSource:
+		return true
+	case RunEventActionUpdate:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for Verdict.
 const (
 	Improved     Verdict = "improved"
@@ -506,22 +596,22 @@ func (e ListRunsParamsSort) Valid() bool {
 
 // Defines values for ImportRunParamsFormat.
 const (
-	GridCsv           ImportRunParamsFormat = "grid-csv"
-	LlamaBatchedBench ImportRunParamsFormat = "llama-batched-bench"
-	Page              ImportRunParamsFormat = "page"
-	VllmBench         ImportRunParamsFormat = "vllm-bench"
+	ImportRunParamsFormatGridCsv           ImportRunParamsFormat = "grid-csv"
+	ImportRunParamsFormatLlamaBatchedBench ImportRunParamsFormat = "llama-batched-bench"
+	ImportRunParamsFormatPage              ImportRunParamsFormat = "page"
+	ImportRunParamsFormatVllmBench         ImportRunParamsFormat = "vllm-bench"
 )
 
 // Valid indicates whether the value is a known member of the ImportRunParamsFormat enum.
 func (e ImportRunParamsFormat) Valid() bool {
 	switch e {
-	case GridCsv:
+	case ImportRunParamsFormatGridCsv:
 		return true
-	case LlamaBatchedBench:
+	case ImportRunParamsFormatLlamaBatchedBench:
 		return true
-	case Page:
+	case ImportRunParamsFormatPage:
 		return true
-	case VllmBench:
+	case ImportRunParamsFormatVllmBench:
 		return true
 	default:
 		return false
@@ -814,6 +904,49 @@ type FieldError struct {
 	Message string `json:"message"`
 }
 
+// Flag defines model for Flag.
+type Flag struct {
+	CreatedAt time.Time `json:"created_at"`
+	ID        int64     `json:"id"`
+
+	// KeyName The API key that raised it.
+	KeyName string `json:"key_name"`
+
+	// Reason `implausible` numbers, `wrong_hardware` (or setup), a `duplicate` of another run, `spam`, or `other` (say what in `text`).
+	Reason FlagReason `json:"reason"`
+
+	// Resolution The admin's note.
+	Resolution *string    `json:"resolution"`
+	ResolvedAt *time.Time `json:"resolved_at"`
+	ResolvedBy *string    `json:"resolved_by"`
+	RunID      string     `json:"run_id"`
+	Text       string     `json:"text"`
+}
+
+// FlagInput defines model for FlagInput.
+type FlagInput struct {
+	// Reason `implausible` numbers, `wrong_hardware` (or setup), a `duplicate` of another run, `spam`, or `other` (say what in `text`).
+	Reason FlagReason `json:"reason"`
+
+	// Text What is wrong, so that others can check.
+	Text string `json:"text"`
+}
+
+// FlagList defines model for FlagList.
+type FlagList struct {
+	Items []Flag `json:"items"`
+	RunID string `json:"run_id"`
+}
+
+// FlagReason `implausible` numbers, `wrong_hardware` (or setup), a `duplicate` of another run, `spam`, or `other` (say what in `text`).
+type FlagReason string
+
+// FlagResolution defines model for FlagResolution.
+type FlagResolution struct {
+	// Note What was found, e.g. checked against the source: the numbers stand.
+	Note string `json:"note"`
+}
+
 // GPUCatalog defines model for GPUCatalog.
 type GPUCatalog struct {
 	Items []GPUCatalogItem `json:"items"`
@@ -927,6 +1060,12 @@ type Health struct {
 // HealthStatus defines model for Health.Status.
 type HealthStatus string
 
+// HideInput defines model for HideInput.
+type HideInput struct {
+	// Reason Why, shown to readers in the 410.
+	Reason string `json:"reason"`
+}
+
 // KVCapacity defines model for KVCapacity.
 type KVCapacity struct {
 	// KVTokensHigh The smallest reservation refused; null when none was.
@@ -1015,6 +1154,20 @@ type ModelCatalogItem struct {
 	Model         string   `json:"model"`
 	Quantizations []string `json:"quantizations"`
 	RunCount      int      `json:"run_count"`
+}
+
+// Moderation defines model for Moderation.
+type Moderation struct {
+	// Hidden A visible run is never hidden; the hide and restore answers say what they did.
+	Hidden   bool       `json:"hidden"`
+	HiddenAt *time.Time `json:"hidden_at"`
+
+	// HiddenBy The admin key that hid it.
+	HiddenBy     *string `json:"hidden_by"`
+	HiddenReason *string `json:"hidden_reason"`
+
+	// OpenFlags Flags not yet resolved (`GET /v1/runs/{run_id}/flags`).
+	OpenFlags int `json:"open_flags"`
 }
 
 // Ms defines model for Ms.
@@ -1177,6 +1330,39 @@ type Problem struct {
 	Candidates *[]CandidateRun `json:"candidates,omitempty"`
 }
 
+// Provenance Where the run came from, so that anyone can check it: the exact
+// bytes it was made from (`GET /v1/runs/{run_id}/source`), their
+// SHA-256, and for a signed submission the signing key and the
+// signature over those bytes.
+type Provenance struct {
+	// Note Why the source is missing, when it is.
+	Note *string `json:"note"`
+
+	// Signature `ed25519=` and the base64 signature over the source bytes, as sent.
+	Signature *string `json:"signature"`
+
+	// SignedBy The fingerprint of the signing key whose signature verified on write (`GET /v1/signing-keys/{fingerprint}`); null when unsigned.
+	SignedBy *string `json:"signed_by"`
+
+	// SourceFormat How the bytes became the run (the import's `format`; `run-json` for `POST /v1/runs`).
+	SourceFormat *ProvenanceSourceFormat `json:"source_format"`
+
+	// SourceMediaType The media type the bytes were sent as.
+	SourceMediaType *string `json:"source_media_type"`
+
+	// SourceSha256 Lower-case hex SHA-256 of the source bytes; null when they were not kept.
+	SourceSha256 *string `json:"source_sha256"`
+
+	// SourceSize The bytes' length.
+	SourceSize *int64 `json:"source_size"`
+
+	// SourceURL `/v1/runs/{run_id}/source`, or null when the bytes were not kept.
+	SourceURL *string `json:"source_url"`
+}
+
+// ProvenanceSourceFormat How the bytes became the run (the import's `format`; `run-json` for `POST /v1/runs`).
+type ProvenanceSourceFormat string
+
 // Run defines model for Run.
 type Run struct {
 	Benchmark Benchmark    `json:"benchmark"`
@@ -1186,14 +1372,21 @@ type Run struct {
 	Hardware  Hardware     `json:"hardware"`
 
 	// ID Stable, opaque, URL-safe; derived from the run's content when it was stored.
-	ID     string `json:"id"`
-	Launch Launch `json:"launch"`
-	Model  Model  `json:"model"`
+	ID         string     `json:"id"`
+	Launch     Launch     `json:"launch"`
+	Model      Model      `json:"model"`
+	Moderation Moderation `json:"moderation"`
 
 	// Notes The submitter's notes.
-	Notes     *string       `json:"notes"`
-	Prefill   []PrefillCell `json:"prefill"`
-	SourceURL *string       `json:"source_url"`
+	Notes   *string       `json:"notes"`
+	Prefill []PrefillCell `json:"prefill"`
+
+	// Provenance Where the run came from, so that anyone can check it: the exact
+	// bytes it was made from (`GET /v1/runs/{run_id}/source`), their
+	// SHA-256, and for a signed submission the signing key and the
+	// signature over those bytes.
+	Provenance Provenance `json:"provenance"`
+	SourceURL  *string    `json:"source_url"`
 
 	// SubmittedBy The name of the API key that submitted the run; null for runs imported on the server.
 	SubmittedBy *string `json:"submitted_by"`
@@ -1201,6 +1394,33 @@ type Run struct {
 	// Submitter The author, as the source names them.
 	Submitter *string `json:"submitter"`
 	Title     string  `json:"title"`
+}
+
+// RunEvent defines model for RunEvent.
+type RunEvent struct {
+	Action RunEventAction `json:"action"`
+	At     time.Time      `json:"at"`
+
+	// Detail The change: `create` its `source_sha256` (and `signed_by`);
+	// `update` each field sent with its new value (null: removed);
+	// `flag` `flag_id` and `reason`; `resolve` `flag_id` and `note`;
+	// `hide` `reason`; `restore` `was_hidden_for`; `delete` `title`;
+	// `source` the `source_sha256` given to a run stored before
+	// sources were kept (a bundled seed).
+	Detail map[string]interface{} `json:"detail"`
+	ID     int64                  `json:"id"`
+
+	// KeyName The API key that made the change; null for the server itself.
+	KeyName *string `json:"key_name"`
+}
+
+// RunEventAction defines model for RunEvent.Action.
+type RunEventAction string
+
+// RunHistory defines model for RunHistory.
+type RunHistory struct {
+	Items []RunEvent `json:"items"`
+	RunID string     `json:"run_id"`
 }
 
 // RunInput Run JSON: a run as submitted (`POST /v1/runs`, `matrixd import`) and
@@ -1408,6 +1628,29 @@ type SeriesSummary struct {
 	Runs int `json:"runs"`
 }
 
+// SigningKey defines model for SigningKey.
+type SigningKey struct {
+	CreatedAt time.Time `json:"created_at"`
+
+	// Fingerprint Lower-case hex SHA-256 of the 32 raw public-key bytes.
+	Fingerprint string `json:"fingerprint"`
+
+	// KeyName The API key that registered it.
+	KeyName string `json:"key_name"`
+
+	// PublicKey Base64 of the 32 raw bytes.
+	PublicKey string `json:"public_key"`
+
+	// PublicKeyPem The same as a PEM `PUBLIC KEY`, for `openssl pkeyutl -verify`.
+	PublicKeyPem string `json:"public_key_pem"`
+}
+
+// SigningKeyInput defines model for SigningKeyInput.
+type SigningKeyInput struct {
+	// PublicKey The Ed25519 public key: base64 of its 32 raw bytes, or a PEM `PUBLIC KEY` (SubjectPublicKeyInfo, as `openssl pkey -pubout` writes).
+	PublicKey string `json:"public_key"`
+}
+
 // StepCell defines model for StepCell.
 type StepCell struct {
 	Concurrency   int `json:"concurrency"`
@@ -1435,6 +1678,24 @@ type StepRow struct {
 	Verdict       Verdict `json:"verdict"`
 }
 
+// SubmitterProfile defines model for SubmitterProfile.
+type SubmitterProfile struct {
+	FirstRunAt  time.Time `json:"first_run_at"`
+	LatestRunAt time.Time `json:"latest_run_at"`
+
+	// Name As their newest run writes it.
+	Name string `json:"name"`
+
+	// RunCount Visible runs that name them.
+	RunCount int `json:"run_count"`
+
+	// Runs The newest 20.
+	Runs []RunSummary `json:"runs"`
+
+	// RunsURL `/v1/runs?submitter=…`: all of them, page by page.
+	RunsURL string `json:"runs_url"`
+}
+
 // Text200 defines model for Text200.
 type Text200 = string
 
@@ -1446,6 +1707,12 @@ type TokS = float64
 
 // Verdict defines model for Verdict.
 type Verdict string
+
+// BodySignature defines model for BodySignature.
+type BodySignature = string
+
+// BodySignatureKey defines model for BodySignatureKey.
+type BodySignatureKey = string
 
 // CalcGPU defines model for CalcGPU.
 type CalcGPU = string
@@ -1485,6 +1752,12 @@ type ParamEngine = string
 
 // ParamEngineVersion defines model for ParamEngineVersion.
 type ParamEngineVersion = string
+
+// ParamFingerprint defines model for ParamFingerprint.
+type ParamFingerprint = string
+
+// ParamFlagID defines model for ParamFlagID.
+type ParamFlagID = int64
 
 // ParamFormat defines model for ParamFormat.
 type ParamFormat string
@@ -1530,6 +1803,9 @@ type Fitting = Problem
 
 // Forbidden RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions.
 type Forbidden = Problem
+
+// Gone RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions.
+type Gone = Problem
 
 // InvalidRun RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions.
 type InvalidRun = Problem
@@ -1958,6 +2234,16 @@ type CreateRunJSONBody = json.RawMessage
 type CreateRunParams struct {
 	// IdempotencyKey Any string of 1–255 printable ASCII characters, unique per request; remembered for 24 hours per API key.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+
+	// BodySignature `ed25519=` and the base64 (RFC 4648, padded or not) of the 64-byte
+	// Ed25519 signature (RFC 8032, pure Ed25519) over the body's exact
+	// bytes, as sent. Needs `Body-Signature-Key`. A signature that does
+	// not verify is a 400 and nothing is stored; a verified one is kept
+	// with the run (`provenance.signature`, `provenance.signed_by`).
+	BodySignature *BodySignature `json:"Body-Signature,omitempty"`
+
+	// BodySignatureKey The fingerprint of the signing key (`POST /v1/signing-keys`) this API key registered.
+	BodySignatureKey *BodySignatureKey `json:"Body-Signature-Key,omitempty"`
 }
 
 // ImportRunMultipartBody defines parameters for ImportRun.
@@ -1981,6 +2267,16 @@ type ImportRunParams struct {
 
 	// IdempotencyKey Any string of 1–255 printable ASCII characters, unique per request; remembered for 24 hours per API key.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+
+	// BodySignature `ed25519=` and the base64 (RFC 4648, padded or not) of the 64-byte
+	// Ed25519 signature (RFC 8032, pure Ed25519) over the body's exact
+	// bytes, as sent. Needs `Body-Signature-Key`. A signature that does
+	// not verify is a 400 and nothing is stored; a verified one is kept
+	// with the run (`provenance.signature`, `provenance.signed_by`).
+	BodySignature *BodySignature `json:"Body-Signature,omitempty"`
+
+	// BodySignatureKey The fingerprint of the signing key (`POST /v1/signing-keys`) this API key registered.
+	BodySignatureKey *BodySignatureKey `json:"Body-Signature-Key,omitempty"`
 }
 
 // ImportRunParamsFormat defines parameters for ImportRun.
@@ -2016,6 +2312,18 @@ type ListDecodeCellsParams struct {
 // ListDecodeCellsParamsFormat defines parameters for ListDecodeCells.
 type ListDecodeCellsParamsFormat string
 
+// ListRunFlagsParams defines parameters for ListRunFlags.
+type ListRunFlagsParams struct {
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// GetRunHistoryParams defines parameters for GetRunHistory.
+type GetRunHistoryParams struct {
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
 // GetMatrixParams defines parameters for GetMatrix.
 type GetMatrixParams struct {
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
@@ -2042,6 +2350,12 @@ type ListPrefillCellsParamsFormat string
 
 // GetRunSeriesParams defines parameters for GetRunSeries.
 type GetRunSeriesParams struct {
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// GetRunSourceParams defines parameters for GetRunSource.
+type GetRunSourceParams struct {
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
@@ -2085,6 +2399,18 @@ type ListSeriesParams struct {
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
+// GetSigningKeyParams defines parameters for GetSigningKey.
+type GetSigningKeyParams struct {
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// GetSubmitterParams defines parameters for GetSubmitter.
+type GetSubmitterParams struct {
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
 // CreateRunJSONRequestBody defines body for CreateRun for application/json ContentType.
 type CreateRunJSONRequestBody = CreateRunJSONBody
 
@@ -2096,6 +2422,18 @@ type ImportRunTextRequestBody = ImportRunTextBody
 
 // UpdateRunApplicationMergePatchPlusJSONRequestBody defines body for UpdateRun for application/merge-patch+json ContentType.
 type UpdateRunApplicationMergePatchPlusJSONRequestBody = UpdateRunApplicationMergePatchPlusJSONBody
+
+// FlagRunJSONRequestBody defines body for FlagRun for application/json ContentType.
+type FlagRunJSONRequestBody = FlagInput
+
+// ResolveFlagJSONRequestBody defines body for ResolveFlag for application/json ContentType.
+type ResolveFlagJSONRequestBody = FlagResolution
+
+// HideRunJSONRequestBody defines body for HideRun for application/json ContentType.
+type HideRunJSONRequestBody = HideInput
+
+// RegisterSigningKeyJSONRequestBody defines body for RegisterSigningKey for application/json ContentType.
+type RegisterSigningKeyJSONRequestBody = SigningKeyInput
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
@@ -2177,6 +2515,24 @@ type ServerInterface interface {
 	// ListDecodeCells The run's sustained-decode cells
 	// (GET /v1/runs/{run_id}/decode)
 	ListDecodeCells(ctx echo.Context, runID ParamRunID, params ListDecodeCellsParams) error
+	// ListRunFlags The flags raised on a run
+	// (GET /v1/runs/{run_id}/flags)
+	ListRunFlags(ctx echo.Context, runID ParamRunID, params ListRunFlagsParams) error
+	// FlagRun Flag a run you believe is wrong
+	// (POST /v1/runs/{run_id}/flags)
+	FlagRun(ctx echo.Context, runID ParamRunID) error
+	// ResolveFlag Resolve a flag (admin)
+	// (POST /v1/runs/{run_id}/flags/{flag_id}/resolution)
+	ResolveFlag(ctx echo.Context, runID ParamRunID, flagID ParamFlagID) error
+	// RestoreRun Restore a hidden run (admin)
+	// (DELETE /v1/runs/{run_id}/hidden)
+	RestoreRun(ctx echo.Context, runID ParamRunID) error
+	// HideRun Hide a run (admin)
+	// (PUT /v1/runs/{run_id}/hidden)
+	HideRun(ctx echo.Context, runID ParamRunID) error
+	// GetRunHistory Every change to a run
+	// (GET /v1/runs/{run_id}/history)
+	GetRunHistory(ctx echo.Context, runID ParamRunID, params GetRunHistoryParams) error
 	// GetMatrix The decode grid as context rows × concurrency columns
 	// (GET /v1/runs/{run_id}/matrix)
 	GetMatrix(ctx echo.Context, runID ParamRunID, params GetMatrixParams) error
@@ -2186,9 +2542,21 @@ type ServerInterface interface {
 	// GetRunSeries A run's series, with a verdict per step
 	// (GET /v1/runs/{run_id}/series)
 	GetRunSeries(ctx echo.Context, runID ParamRunID, params GetRunSeriesParams) error
+	// GetRunSource The exact bytes the run was made from
+	// (GET /v1/runs/{run_id}/source)
+	GetRunSource(ctx echo.Context, runID ParamRunID, params GetRunSourceParams) error
 	// ListSeries Series of runs across engine versions
 	// (GET /v1/series)
 	ListSeries(ctx echo.Context, params ListSeriesParams) error
+	// RegisterSigningKey Register an Ed25519 public key to sign submissions with
+	// (POST /v1/signing-keys)
+	RegisterSigningKey(ctx echo.Context) error
+	// GetSigningKey A registered signing key, to verify signed runs offline
+	// (GET /v1/signing-keys/{fingerprint})
+	GetSigningKey(ctx echo.Context, fingerprint ParamFingerprint, params GetSigningKeyParams) error
+	// GetSubmitter A submitter's profile and newest runs
+	// (GET /v1/submitters/{name})
+	GetSubmitter(ctx echo.Context, name string, params GetSubmitterParams) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
@@ -3326,6 +3694,36 @@ func (w *ServerInterfaceWrapper) CreateRun(ctx echo.Context) error {
 
 		params.IdempotencyKey = &IdempotencyKey
 	}
+	// ------------- Optional header parameter "Body-Signature" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Body-Signature")]; found {
+		var BodySignature BodySignature
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Body-Signature, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Body-Signature", valueList[0], &BodySignature, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Body-Signature: %s", err))
+		}
+
+		params.BodySignature = &BodySignature
+	}
+	// ------------- Optional header parameter "Body-Signature-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Body-Signature-Key")]; found {
+		var BodySignatureKey BodySignatureKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Body-Signature-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Body-Signature-Key", valueList[0], &BodySignatureKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Body-Signature-Key: %s", err))
+		}
+
+		params.BodySignatureKey = &BodySignatureKey
+	}
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.CreateRun(ctx, params)
@@ -3367,6 +3765,36 @@ func (w *ServerInterfaceWrapper) ImportRun(ctx echo.Context) error {
 		}
 
 		params.IdempotencyKey = &IdempotencyKey
+	}
+	// ------------- Optional header parameter "Body-Signature" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Body-Signature")]; found {
+		var BodySignature BodySignature
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Body-Signature, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Body-Signature", valueList[0], &BodySignature, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Body-Signature: %s", err))
+		}
+
+		params.BodySignature = &BodySignature
+	}
+	// ------------- Optional header parameter "Body-Signature-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Body-Signature-Key")]; found {
+		var BodySignatureKey BodySignatureKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Body-Signature-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Body-Signature-Key", valueList[0], &BodySignatureKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Body-Signature-Key: %s", err))
+		}
+
+		params.BodySignatureKey = &BodySignatureKey
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -3505,6 +3933,150 @@ func (w *ServerInterfaceWrapper) ListDecodeCells(ctx echo.Context) error {
 	return err
 }
 
+// ListRunFlags converts echo context to params.
+func (w *ServerInterfaceWrapper) ListRunFlags(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "run_id" -------------
+	var runID ParamRunID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "run_id", ctx.Param("run_id"), &runID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter run_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListRunFlagsParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListRunFlags(ctx, runID, params)
+	return err
+}
+
+// FlagRun converts echo context to params.
+func (w *ServerInterfaceWrapper) FlagRun(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "run_id" -------------
+	var runID ParamRunID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "run_id", ctx.Param("run_id"), &runID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter run_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.FlagRun(ctx, runID)
+	return err
+}
+
+// ResolveFlag converts echo context to params.
+func (w *ServerInterfaceWrapper) ResolveFlag(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "run_id" -------------
+	var runID ParamRunID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "run_id", ctx.Param("run_id"), &runID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter run_id: %s", err))
+	}
+
+	// ------------- Path parameter "flag_id" -------------
+	var flagID ParamFlagID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "flag_id", ctx.Param("flag_id"), &flagID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "integer", Format: "int64", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter flag_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ResolveFlag(ctx, runID, flagID)
+	return err
+}
+
+// RestoreRun converts echo context to params.
+func (w *ServerInterfaceWrapper) RestoreRun(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "run_id" -------------
+	var runID ParamRunID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "run_id", ctx.Param("run_id"), &runID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter run_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RestoreRun(ctx, runID)
+	return err
+}
+
+// HideRun converts echo context to params.
+func (w *ServerInterfaceWrapper) HideRun(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "run_id" -------------
+	var runID ParamRunID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "run_id", ctx.Param("run_id"), &runID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter run_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.HideRun(ctx, runID)
+	return err
+}
+
+// GetRunHistory converts echo context to params.
+func (w *ServerInterfaceWrapper) GetRunHistory(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "run_id" -------------
+	var runID ParamRunID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "run_id", ctx.Param("run_id"), &runID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter run_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetRunHistoryParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetRunHistory(ctx, runID, params)
+	return err
+}
+
 // GetMatrix converts echo context to params.
 func (w *ServerInterfaceWrapper) GetMatrix(ctx echo.Context) error {
 	var err error
@@ -3633,6 +4205,42 @@ func (w *ServerInterfaceWrapper) GetRunSeries(ctx echo.Context) error {
 	return err
 }
 
+// GetRunSource converts echo context to params.
+func (w *ServerInterfaceWrapper) GetRunSource(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "run_id" -------------
+	var runID ParamRunID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "run_id", ctx.Param("run_id"), &runID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter run_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetRunSourceParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetRunSource(ctx, runID, params)
+	return err
+}
+
 // ListSeries converts echo context to params.
 func (w *ServerInterfaceWrapper) ListSeries(ctx echo.Context) error {
 	var err error
@@ -3738,6 +4346,87 @@ func (w *ServerInterfaceWrapper) ListSeries(ctx echo.Context) error {
 	return err
 }
 
+// RegisterSigningKey converts echo context to params.
+func (w *ServerInterfaceWrapper) RegisterSigningKey(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RegisterSigningKey(ctx)
+	return err
+}
+
+// GetSigningKey converts echo context to params.
+func (w *ServerInterfaceWrapper) GetSigningKey(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "fingerprint" -------------
+	var fingerprint ParamFingerprint
+
+	err = runtime.BindStyledParameterWithOptions("simple", "fingerprint", ctx.Param("fingerprint"), &fingerprint, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter fingerprint: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetSigningKeyParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetSigningKey(ctx, fingerprint, params)
+	return err
+}
+
+// GetSubmitter converts echo context to params.
+func (w *ServerInterfaceWrapper) GetSubmitter(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "name" -------------
+	var name string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "name", ctx.Param("name"), &name, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter name: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetSubmitterParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetSubmitter(ctx, name, params)
+	return err
+}
+
 // This is a simple interface which specifies echo.Route addition functions which
 // are present on both echo.Echo and echo.Group, since we want to allow using
 // either of them for path registration
@@ -3801,6 +4490,16 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/v1/runs/:run_id/decode", wrapper.ListDecodeCells, options.OperationMiddlewares["listDecodeCells"]...)
 	router.GET(options.BaseURL+"/v1/runs/:run_id/prefill", wrapper.ListPrefillCells, options.OperationMiddlewares["listPrefillCells"]...)
 	router.GET(options.BaseURL+"/v1/runs/:run_id/matrix", wrapper.GetMatrix, options.OperationMiddlewares["getMatrix"]...)
+	router.GET(options.BaseURL+"/v1/runs/:run_id/source", wrapper.GetRunSource, options.OperationMiddlewares["getRunSource"]...)
+	router.GET(options.BaseURL+"/v1/runs/:run_id/flags", wrapper.ListRunFlags, options.OperationMiddlewares["listRunFlags"]...)
+	router.POST(options.BaseURL+"/v1/runs/:run_id/flags", wrapper.FlagRun, options.OperationMiddlewares["flagRun"]...)
+	router.POST(options.BaseURL+"/v1/runs/:run_id/flags/:flag_id/resolution", wrapper.ResolveFlag, options.OperationMiddlewares["resolveFlag"]...)
+	router.DELETE(options.BaseURL+"/v1/runs/:run_id/hidden", wrapper.RestoreRun, options.OperationMiddlewares["restoreRun"]...)
+	router.PUT(options.BaseURL+"/v1/runs/:run_id/hidden", wrapper.HideRun, options.OperationMiddlewares["hideRun"]...)
+	router.GET(options.BaseURL+"/v1/runs/:run_id/history", wrapper.GetRunHistory, options.OperationMiddlewares["getRunHistory"]...)
+	router.POST(options.BaseURL+"/v1/signing-keys", wrapper.RegisterSigningKey, options.OperationMiddlewares["registerSigningKey"]...)
+	router.GET(options.BaseURL+"/v1/signing-keys/:fingerprint", wrapper.GetSigningKey, options.OperationMiddlewares["getSigningKey"]...)
+	router.GET(options.BaseURL+"/v1/submitters/:name", wrapper.GetSubmitter, options.OperationMiddlewares["getSubmitter"]...)
 	router.GET(options.BaseURL+"/v1/gpus", wrapper.ListGPUs, options.OperationMiddlewares["listGPUs"]...)
 	router.GET(options.BaseURL+"/v1/models", wrapper.ListModels, options.OperationMiddlewares["listModels"]...)
 	router.GET(options.BaseURL+"/v1/engines", wrapper.ListEngines, options.OperationMiddlewares["listEngines"]...)
@@ -3832,6 +4531,8 @@ type FittingApplicationProblemPlusJSONResponse struct {
 }
 
 type ForbiddenApplicationProblemPlusJSONResponse Problem
+
+type GoneApplicationProblemPlusJSONResponse Problem
 
 type InvalidRunApplicationProblemPlusJSONResponse Problem
 
@@ -4511,6 +5212,22 @@ func (response EstimateCapacity404ApplicationProblemPlusJSONResponse) VisitEstim
 	return err
 }
 
+type EstimateCapacity410ApplicationProblemPlusJSONResponse struct {
+	GoneApplicationProblemPlusJSONResponse
+}
+
+func (response EstimateCapacity410ApplicationProblemPlusJSONResponse) VisitEstimateCapacityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type EstimateCapacity422ApplicationProblemPlusJSONResponse struct {
 	UnprocessableApplicationProblemPlusJSONResponse
 }
@@ -4634,6 +5351,22 @@ func (response EstimateDecode404ApplicationProblemPlusJSONResponse) VisitEstimat
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EstimateDecode410ApplicationProblemPlusJSONResponse struct {
+	GoneApplicationProblemPlusJSONResponse
+}
+
+func (response EstimateDecode410ApplicationProblemPlusJSONResponse) VisitEstimateDecodeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4765,6 +5498,22 @@ func (response EstimateGrid404ApplicationProblemPlusJSONResponse) VisitEstimateG
 	return err
 }
 
+type EstimateGrid410ApplicationProblemPlusJSONResponse struct {
+	GoneApplicationProblemPlusJSONResponse
+}
+
+func (response EstimateGrid410ApplicationProblemPlusJSONResponse) VisitEstimateGridResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type EstimateGrid422ApplicationProblemPlusJSONResponse struct {
 	UnprocessableApplicationProblemPlusJSONResponse
 }
@@ -4892,6 +5641,22 @@ func (response EstimatePrefill404ApplicationProblemPlusJSONResponse) VisitEstima
 	return err
 }
 
+type EstimatePrefill410ApplicationProblemPlusJSONResponse struct {
+	GoneApplicationProblemPlusJSONResponse
+}
+
+func (response EstimatePrefill410ApplicationProblemPlusJSONResponse) VisitEstimatePrefillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type EstimatePrefill422ApplicationProblemPlusJSONResponse struct {
 	UnprocessableApplicationProblemPlusJSONResponse
 }
@@ -5015,6 +5780,22 @@ func (response CompareRuns404ApplicationProblemPlusJSONResponse) VisitCompareRun
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CompareRuns410ApplicationProblemPlusJSONResponse struct {
+	GoneApplicationProblemPlusJSONResponse
+}
+
+func (response CompareRuns410ApplicationProblemPlusJSONResponse) VisitCompareRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5791,6 +6572,20 @@ func (response CreateRun401ApplicationProblemPlusJSONResponse) VisitCreateRunRes
 	return err
 }
 
+type CreateRun403ApplicationProblemPlusJSONResponse Problem
+
+func (response CreateRun403ApplicationProblemPlusJSONResponse) VisitCreateRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateRun404ApplicationProblemPlusJSONResponse Problem
 
 func (response CreateRun404ApplicationProblemPlusJSONResponse) VisitCreateRunResponse(w http.ResponseWriter) error {
@@ -5817,6 +6612,22 @@ func (response CreateRun409ApplicationProblemPlusJSONResponse) VisitCreateRunRes
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRun410ApplicationProblemPlusJSONResponse struct {
+	GoneApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRun410ApplicationProblemPlusJSONResponse) VisitCreateRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5982,6 +6793,20 @@ func (response ImportRun401ApplicationProblemPlusJSONResponse) VisitImportRunRes
 	return err
 }
 
+type ImportRun403ApplicationProblemPlusJSONResponse Problem
+
+func (response ImportRun403ApplicationProblemPlusJSONResponse) VisitImportRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ImportRun404ApplicationProblemPlusJSONResponse Problem
 
 func (response ImportRun404ApplicationProblemPlusJSONResponse) VisitImportRunResponse(w http.ResponseWriter) error {
@@ -6008,6 +6833,22 @@ func (response ImportRun409ApplicationProblemPlusJSONResponse) VisitImportRunRes
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ImportRun410ApplicationProblemPlusJSONResponse struct {
+	GoneApplicationProblemPlusJSONResponse
+}
+
+func (response ImportRun410ApplicationProblemPlusJSONResponse) VisitImportRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6260,6 +7101,22 @@ func (response GetRun404ApplicationProblemPlusJSONResponse) VisitGetRunResponse(
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRun410ApplicationProblemPlusJSONResponse struct {
+	GoneApplicationProblemPlusJSONResponse
+}
+
+func (response GetRun410ApplicationProblemPlusJSONResponse) VisitGetRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6543,11 +7400,831 @@ func (response ListDecodeCells404ApplicationProblemPlusJSONResponse) VisitListDe
 	return err
 }
 
+type ListDecodeCells410ApplicationProblemPlusJSONResponse struct {
+	GoneApplicationProblemPlusJSONResponse
+}
+
+func (response ListDecodeCells410ApplicationProblemPlusJSONResponse) VisitListDecodeCellsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListDecodeCells429ApplicationProblemPlusJSONResponse struct {
 	TooManyRequestsApplicationProblemPlusJSONResponse
 }
 
 func (response ListDecodeCells429ApplicationProblemPlusJSONResponse) VisitListDecodeCellsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRunFlagsRequestObject struct {
+	RunID  ParamRunID `json:"run_id"`
+	Params ListRunFlagsParams
+}
+
+type ListRunFlagsResponseObject interface {
+	VisitListRunFlagsResponse(w http.ResponseWriter) error
+}
+
+type ListRunFlags200JSONResponse FlagList
+
+func (response ListRunFlags200JSONResponse) VisitListRunFlagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRunFlags304Response = NotModifiedResponse
+
+func (response ListRunFlags304Response) VisitListRunFlagsResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
+type ListRunFlags400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListRunFlags400ApplicationProblemPlusJSONResponse) VisitListRunFlagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRunFlags404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response ListRunFlags404ApplicationProblemPlusJSONResponse) VisitListRunFlagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRunFlags429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListRunFlags429ApplicationProblemPlusJSONResponse) VisitListRunFlagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FlagRunRequestObject struct {
+	RunID ParamRunID `json:"run_id"`
+	Body  *FlagRunJSONRequestBody
+}
+
+type FlagRunResponseObject interface {
+	VisitFlagRunResponse(w http.ResponseWriter) error
+}
+
+type FlagRun201JSONResponse Flag
+
+func (response FlagRun201JSONResponse) VisitFlagRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FlagRun400ApplicationProblemPlusJSONResponse struct {
+	MalformedApplicationProblemPlusJSONResponse
+}
+
+func (response FlagRun400ApplicationProblemPlusJSONResponse) VisitFlagRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FlagRun401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response FlagRun401ApplicationProblemPlusJSONResponse) VisitFlagRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FlagRun404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response FlagRun404ApplicationProblemPlusJSONResponse) VisitFlagRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FlagRun409ApplicationProblemPlusJSONResponse Problem
+
+func (response FlagRun409ApplicationProblemPlusJSONResponse) VisitFlagRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FlagRun410ApplicationProblemPlusJSONResponse struct {
+	GoneApplicationProblemPlusJSONResponse
+}
+
+func (response FlagRun410ApplicationProblemPlusJSONResponse) VisitFlagRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FlagRun413ApplicationProblemPlusJSONResponse struct {
+	TooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response FlagRun413ApplicationProblemPlusJSONResponse) VisitFlagRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FlagRun415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response FlagRun415ApplicationProblemPlusJSONResponse) VisitFlagRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FlagRun429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response FlagRun429ApplicationProblemPlusJSONResponse) VisitFlagRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveFlagRequestObject struct {
+	RunID  ParamRunID  `json:"run_id"`
+	FlagID ParamFlagID `json:"flag_id"`
+	Body   *ResolveFlagJSONRequestBody
+}
+
+type ResolveFlagResponseObject interface {
+	VisitResolveFlagResponse(w http.ResponseWriter) error
+}
+
+type ResolveFlag200JSONResponse Flag
+
+func (response ResolveFlag200JSONResponse) VisitResolveFlagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveFlag400ApplicationProblemPlusJSONResponse struct {
+	MalformedApplicationProblemPlusJSONResponse
+}
+
+func (response ResolveFlag400ApplicationProblemPlusJSONResponse) VisitResolveFlagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveFlag401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ResolveFlag401ApplicationProblemPlusJSONResponse) VisitResolveFlagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveFlag403ApplicationProblemPlusJSONResponse Problem
+
+func (response ResolveFlag403ApplicationProblemPlusJSONResponse) VisitResolveFlagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveFlag404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response ResolveFlag404ApplicationProblemPlusJSONResponse) VisitResolveFlagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveFlag409ApplicationProblemPlusJSONResponse Problem
+
+func (response ResolveFlag409ApplicationProblemPlusJSONResponse) VisitResolveFlagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveFlag413ApplicationProblemPlusJSONResponse struct {
+	TooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response ResolveFlag413ApplicationProblemPlusJSONResponse) VisitResolveFlagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveFlag415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response ResolveFlag415ApplicationProblemPlusJSONResponse) VisitResolveFlagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveFlag429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ResolveFlag429ApplicationProblemPlusJSONResponse) VisitResolveFlagResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreRunRequestObject struct {
+	RunID ParamRunID `json:"run_id"`
+}
+
+type RestoreRunResponseObject interface {
+	VisitRestoreRunResponse(w http.ResponseWriter) error
+}
+
+type RestoreRun200JSONResponse Moderation
+
+func (response RestoreRun200JSONResponse) VisitRestoreRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreRun400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response RestoreRun400ApplicationProblemPlusJSONResponse) VisitRestoreRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreRun401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response RestoreRun401ApplicationProblemPlusJSONResponse) VisitRestoreRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreRun403ApplicationProblemPlusJSONResponse Problem
+
+func (response RestoreRun403ApplicationProblemPlusJSONResponse) VisitRestoreRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreRun404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response RestoreRun404ApplicationProblemPlusJSONResponse) VisitRestoreRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreRun409ApplicationProblemPlusJSONResponse Problem
+
+func (response RestoreRun409ApplicationProblemPlusJSONResponse) VisitRestoreRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RestoreRun429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response RestoreRun429ApplicationProblemPlusJSONResponse) VisitRestoreRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HideRunRequestObject struct {
+	RunID ParamRunID `json:"run_id"`
+	Body  *HideRunJSONRequestBody
+}
+
+type HideRunResponseObject interface {
+	VisitHideRunResponse(w http.ResponseWriter) error
+}
+
+type HideRun200JSONResponse Moderation
+
+func (response HideRun200JSONResponse) VisitHideRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HideRun400ApplicationProblemPlusJSONResponse struct {
+	MalformedApplicationProblemPlusJSONResponse
+}
+
+func (response HideRun400ApplicationProblemPlusJSONResponse) VisitHideRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HideRun401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response HideRun401ApplicationProblemPlusJSONResponse) VisitHideRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HideRun403ApplicationProblemPlusJSONResponse Problem
+
+func (response HideRun403ApplicationProblemPlusJSONResponse) VisitHideRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HideRun404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response HideRun404ApplicationProblemPlusJSONResponse) VisitHideRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HideRun409ApplicationProblemPlusJSONResponse Problem
+
+func (response HideRun409ApplicationProblemPlusJSONResponse) VisitHideRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HideRun413ApplicationProblemPlusJSONResponse struct {
+	TooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response HideRun413ApplicationProblemPlusJSONResponse) VisitHideRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HideRun415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response HideRun415ApplicationProblemPlusJSONResponse) VisitHideRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HideRun429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response HideRun429ApplicationProblemPlusJSONResponse) VisitHideRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunHistoryRequestObject struct {
+	RunID  ParamRunID `json:"run_id"`
+	Params GetRunHistoryParams
+}
+
+type GetRunHistoryResponseObject interface {
+	VisitGetRunHistoryResponse(w http.ResponseWriter) error
+}
+
+type GetRunHistory200JSONResponse RunHistory
+
+func (response GetRunHistory200JSONResponse) VisitGetRunHistoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunHistory304Response = NotModifiedResponse
+
+func (response GetRunHistory304Response) VisitGetRunHistoryResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetRunHistory400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunHistory400ApplicationProblemPlusJSONResponse) VisitGetRunHistoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunHistory404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunHistory404ApplicationProblemPlusJSONResponse) VisitGetRunHistoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunHistory429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunHistory429ApplicationProblemPlusJSONResponse) VisitGetRunHistoryResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -6632,6 +8309,22 @@ func (response GetMatrix404ApplicationProblemPlusJSONResponse) VisitGetMatrixRes
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMatrix410ApplicationProblemPlusJSONResponse struct {
+	GoneApplicationProblemPlusJSONResponse
+}
+
+func (response GetMatrix410ApplicationProblemPlusJSONResponse) VisitGetMatrixResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6745,6 +8438,22 @@ func (response ListPrefillCells404ApplicationProblemPlusJSONResponse) VisitListP
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPrefillCells410ApplicationProblemPlusJSONResponse struct {
+	GoneApplicationProblemPlusJSONResponse
+}
+
+func (response ListPrefillCells410ApplicationProblemPlusJSONResponse) VisitListPrefillCellsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6889,6 +8598,148 @@ func (response GetRunSeries503ApplicationProblemPlusJSONResponse) VisitGetRunSer
 	return err
 }
 
+type GetRunSourceRequestObject struct {
+	RunID  ParamRunID `json:"run_id"`
+	Params GetRunSourceParams
+}
+
+type GetRunSourceResponseObject interface {
+	VisitGetRunSourceResponse(w http.ResponseWriter) error
+}
+
+type GetRunSource200ResponseHeaders struct {
+	ReprDigest *string
+}
+
+type GetRunSource200AsteriskResponse struct {
+	Body          io.Reader
+	Headers       GetRunSource200ResponseHeaders
+	ContentType   string
+	ContentLength int64
+}
+
+func (response GetRunSource200AsteriskResponse) VisitGetRunSourceResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", response.ContentType)
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ReprDigest != nil {
+		w.Header().Set("Repr-Digest", fmt.Sprint(*response.Headers.ReprDigest))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetRunSource200MultipartResponse struct {
+	Body    func(writer *multipart.Writer) error
+	Headers GetRunSource200ResponseHeaders
+}
+
+func (response GetRunSource200MultipartResponse) VisitGetRunSourceResponse(w http.ResponseWriter) error {
+	writer := multipart.NewWriter(w)
+
+	w.Header().Set("Content-Type", writer.FormDataContentType())
+	if response.Headers.ReprDigest != nil {
+		w.Header().Set("Repr-Digest", fmt.Sprint(*response.Headers.ReprDigest))
+	}
+	w.WriteHeader(200)
+
+	defer writer.Close()
+	return response.Body(writer)
+}
+
+type GetRunSource304Response = NotModifiedResponse
+
+func (response GetRunSource304Response) VisitGetRunSourceResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetRunSource400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunSource400ApplicationProblemPlusJSONResponse) VisitGetRunSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunSource404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunSource404ApplicationProblemPlusJSONResponse) VisitGetRunSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunSource410ApplicationProblemPlusJSONResponse struct {
+	GoneApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunSource410ApplicationProblemPlusJSONResponse) VisitGetRunSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunSource429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunSource429ApplicationProblemPlusJSONResponse) VisitGetRunSourceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListSeriesRequestObject struct {
 	Params ListSeriesParams
 }
@@ -6942,6 +8793,337 @@ type ListSeries429ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response ListSeries429ApplicationProblemPlusJSONResponse) VisitListSeriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RegisterSigningKeyRequestObject struct {
+	Body *RegisterSigningKeyJSONRequestBody
+}
+
+type RegisterSigningKeyResponseObject interface {
+	VisitRegisterSigningKeyResponse(w http.ResponseWriter) error
+}
+
+type RegisterSigningKey200JSONResponse SigningKey
+
+func (response RegisterSigningKey200JSONResponse) VisitRegisterSigningKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RegisterSigningKey201JSONResponse SigningKey
+
+func (response RegisterSigningKey201JSONResponse) VisitRegisterSigningKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RegisterSigningKey400ApplicationProblemPlusJSONResponse struct {
+	MalformedApplicationProblemPlusJSONResponse
+}
+
+func (response RegisterSigningKey400ApplicationProblemPlusJSONResponse) VisitRegisterSigningKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RegisterSigningKey401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response RegisterSigningKey401ApplicationProblemPlusJSONResponse) VisitRegisterSigningKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RegisterSigningKey409ApplicationProblemPlusJSONResponse Problem
+
+func (response RegisterSigningKey409ApplicationProblemPlusJSONResponse) VisitRegisterSigningKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RegisterSigningKey413ApplicationProblemPlusJSONResponse struct {
+	TooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response RegisterSigningKey413ApplicationProblemPlusJSONResponse) VisitRegisterSigningKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RegisterSigningKey415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response RegisterSigningKey415ApplicationProblemPlusJSONResponse) VisitRegisterSigningKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RegisterSigningKey429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response RegisterSigningKey429ApplicationProblemPlusJSONResponse) VisitRegisterSigningKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSigningKeyRequestObject struct {
+	Fingerprint ParamFingerprint `json:"fingerprint"`
+	Params      GetSigningKeyParams
+}
+
+type GetSigningKeyResponseObject interface {
+	VisitGetSigningKeyResponse(w http.ResponseWriter) error
+}
+
+type GetSigningKey200JSONResponse SigningKey
+
+func (response GetSigningKey200JSONResponse) VisitGetSigningKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSigningKey304Response = NotModifiedResponse
+
+func (response GetSigningKey304Response) VisitGetSigningKeyResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetSigningKey400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetSigningKey400ApplicationProblemPlusJSONResponse) VisitGetSigningKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSigningKey404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetSigningKey404ApplicationProblemPlusJSONResponse) VisitGetSigningKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSigningKey429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetSigningKey429ApplicationProblemPlusJSONResponse) VisitGetSigningKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSubmitterRequestObject struct {
+	Name   string `json:"name"`
+	Params GetSubmitterParams
+}
+
+type GetSubmitterResponseObject interface {
+	VisitGetSubmitterResponse(w http.ResponseWriter) error
+}
+
+type GetSubmitter200JSONResponse SubmitterProfile
+
+func (response GetSubmitter200JSONResponse) VisitGetSubmitterResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSubmitter304Response = NotModifiedResponse
+
+func (response GetSubmitter304Response) VisitGetSubmitterResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetSubmitter400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetSubmitter400ApplicationProblemPlusJSONResponse) VisitGetSubmitterResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSubmitter404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetSubmitter404ApplicationProblemPlusJSONResponse) VisitGetSubmitterResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSubmitter429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetSubmitter429ApplicationProblemPlusJSONResponse) VisitGetSubmitterResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -7045,6 +9227,24 @@ type StrictServerInterface interface {
 	// ListDecodeCells The run's sustained-decode cells
 	// (GET /v1/runs/{run_id}/decode)
 	ListDecodeCells(ctx context.Context, request ListDecodeCellsRequestObject) (ListDecodeCellsResponseObject, error)
+	// ListRunFlags The flags raised on a run
+	// (GET /v1/runs/{run_id}/flags)
+	ListRunFlags(ctx context.Context, request ListRunFlagsRequestObject) (ListRunFlagsResponseObject, error)
+	// FlagRun Flag a run you believe is wrong
+	// (POST /v1/runs/{run_id}/flags)
+	FlagRun(ctx context.Context, request FlagRunRequestObject) (FlagRunResponseObject, error)
+	// ResolveFlag Resolve a flag (admin)
+	// (POST /v1/runs/{run_id}/flags/{flag_id}/resolution)
+	ResolveFlag(ctx context.Context, request ResolveFlagRequestObject) (ResolveFlagResponseObject, error)
+	// RestoreRun Restore a hidden run (admin)
+	// (DELETE /v1/runs/{run_id}/hidden)
+	RestoreRun(ctx context.Context, request RestoreRunRequestObject) (RestoreRunResponseObject, error)
+	// HideRun Hide a run (admin)
+	// (PUT /v1/runs/{run_id}/hidden)
+	HideRun(ctx context.Context, request HideRunRequestObject) (HideRunResponseObject, error)
+	// GetRunHistory Every change to a run
+	// (GET /v1/runs/{run_id}/history)
+	GetRunHistory(ctx context.Context, request GetRunHistoryRequestObject) (GetRunHistoryResponseObject, error)
 	// GetMatrix The decode grid as context rows × concurrency columns
 	// (GET /v1/runs/{run_id}/matrix)
 	GetMatrix(ctx context.Context, request GetMatrixRequestObject) (GetMatrixResponseObject, error)
@@ -7054,9 +9254,21 @@ type StrictServerInterface interface {
 	// GetRunSeries A run's series, with a verdict per step
 	// (GET /v1/runs/{run_id}/series)
 	GetRunSeries(ctx context.Context, request GetRunSeriesRequestObject) (GetRunSeriesResponseObject, error)
+	// GetRunSource The exact bytes the run was made from
+	// (GET /v1/runs/{run_id}/source)
+	GetRunSource(ctx context.Context, request GetRunSourceRequestObject) (GetRunSourceResponseObject, error)
 	// ListSeries Series of runs across engine versions
 	// (GET /v1/series)
 	ListSeries(ctx context.Context, request ListSeriesRequestObject) (ListSeriesResponseObject, error)
+	// RegisterSigningKey Register an Ed25519 public key to sign submissions with
+	// (POST /v1/signing-keys)
+	RegisterSigningKey(ctx context.Context, request RegisterSigningKeyRequestObject) (RegisterSigningKeyResponseObject, error)
+	// GetSigningKey A registered signing key, to verify signed runs offline
+	// (GET /v1/signing-keys/{fingerprint})
+	GetSigningKey(ctx context.Context, request GetSigningKeyRequestObject) (GetSigningKeyResponseObject, error)
+	// GetSubmitter A submitter's profile and newest runs
+	// (GET /v1/submitters/{name})
+	GetSubmitter(ctx context.Context, request GetSubmitterRequestObject) (GetSubmitterResponseObject, error)
 }
 
 type StrictHandlerFunc func(ctx echo.Context, request any) (any, error)
@@ -7778,6 +9990,228 @@ func (sh *strictHandler) ListDecodeCells(ctx echo.Context, runID ParamRunID, par
 	return nil
 }
 
+// ListRunFlags operation middleware
+func (sh *strictHandler) ListRunFlags(ctx echo.Context, runID ParamRunID, params ListRunFlagsParams) error {
+	var request ListRunFlagsRequestObject
+
+	request.RunID = runID
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRunFlags(ctx.Request().Context(), request.(ListRunFlagsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRunFlags")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListRunFlagsResponseObject); ok {
+		return validResponse.VisitListRunFlagsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// FlagRun operation middleware
+func (sh *strictHandler) FlagRun(ctx echo.Context, runID ParamRunID) error {
+	var request FlagRunRequestObject
+
+	request.RunID = runID
+
+	var body FlagRunJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.FlagRun(ctx.Request().Context(), request.(FlagRunRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "FlagRun")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(FlagRunResponseObject); ok {
+		return validResponse.VisitFlagRunResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ResolveFlag operation middleware
+func (sh *strictHandler) ResolveFlag(ctx echo.Context, runID ParamRunID, flagID ParamFlagID) error {
+	var request ResolveFlagRequestObject
+
+	request.RunID = runID
+	request.FlagID = flagID
+
+	var body ResolveFlagJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ResolveFlag(ctx.Request().Context(), request.(ResolveFlagRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ResolveFlag")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ResolveFlagResponseObject); ok {
+		return validResponse.VisitResolveFlagResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RestoreRun operation middleware
+func (sh *strictHandler) RestoreRun(ctx echo.Context, runID ParamRunID) error {
+	var request RestoreRunRequestObject
+
+	request.RunID = runID
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RestoreRun(ctx.Request().Context(), request.(RestoreRunRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RestoreRun")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RestoreRunResponseObject); ok {
+		return validResponse.VisitRestoreRunResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// HideRun operation middleware
+func (sh *strictHandler) HideRun(ctx echo.Context, runID ParamRunID) error {
+	var request HideRunRequestObject
+
+	request.RunID = runID
+
+	var body HideRunJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.HideRun(ctx.Request().Context(), request.(HideRunRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "HideRun")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(HideRunResponseObject); ok {
+		return validResponse.VisitHideRunResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetRunHistory operation middleware
+func (sh *strictHandler) GetRunHistory(ctx echo.Context, runID ParamRunID, params GetRunHistoryParams) error {
+	var request GetRunHistoryRequestObject
+
+	request.RunID = runID
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRunHistory(ctx.Request().Context(), request.(GetRunHistoryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRunHistory")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetRunHistoryResponseObject); ok {
+		return validResponse.VisitGetRunHistoryResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetMatrix operation middleware
 func (sh *strictHandler) GetMatrix(ctx echo.Context, runID ParamRunID, params GetMatrixParams) error {
 	var request GetMatrixRequestObject
@@ -7856,6 +10290,32 @@ func (sh *strictHandler) GetRunSeries(ctx echo.Context, runID ParamRunID, params
 	return nil
 }
 
+// GetRunSource operation middleware
+func (sh *strictHandler) GetRunSource(ctx echo.Context, runID ParamRunID, params GetRunSourceParams) error {
+	var request GetRunSourceRequestObject
+
+	request.RunID = runID
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRunSource(ctx.Request().Context(), request.(GetRunSourceRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRunSource")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetRunSourceResponseObject); ok {
+		return validResponse.VisitGetRunSourceResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListSeries operation middleware
 func (sh *strictHandler) ListSeries(ctx echo.Context, params ListSeriesParams) error {
 	var request ListSeriesRequestObject
@@ -7881,397 +10341,579 @@ func (sh *strictHandler) ListSeries(ctx echo.Context, params ListSeriesParams) e
 	return nil
 }
 
+// RegisterSigningKey operation middleware
+func (sh *strictHandler) RegisterSigningKey(ctx echo.Context) error {
+	var request RegisterSigningKeyRequestObject
+
+	var body RegisterSigningKeyJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RegisterSigningKey(ctx.Request().Context(), request.(RegisterSigningKeyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RegisterSigningKey")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RegisterSigningKeyResponseObject); ok {
+		return validResponse.VisitRegisterSigningKeyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetSigningKey operation middleware
+func (sh *strictHandler) GetSigningKey(ctx echo.Context, fingerprint ParamFingerprint, params GetSigningKeyParams) error {
+	var request GetSigningKeyRequestObject
+
+	request.Fingerprint = fingerprint
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetSigningKey(ctx.Request().Context(), request.(GetSigningKeyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetSigningKey")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetSigningKeyResponseObject); ok {
+		return validResponse.VisitGetSigningKeyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetSubmitter operation middleware
+func (sh *strictHandler) GetSubmitter(ctx echo.Context, name string, params GetSubmitterParams) error {
+	var request GetSubmitterRequestObject
+
+	request.Name = name
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetSubmitter(ctx.Request().Context(), request.(GetSubmitterRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetSubmitter")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetSubmitterResponseObject); ok {
+		return validResponse.VisitGetSubmitterResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // Base64 encoded, compressed with deflate, json marshaled OpenAPI spec.
 // Stored as a slice of fixed-width chunks rather than one concatenated
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L1fc+NGlif6VXIx6zDlBinwrygqOvaqylXVta6y1SqVvTNmrZAEkiQsMJNGAqJoT0VMxETcmInYp3sf",
-	"OmKf9877zMu8d3+A+Q7+JDfynEz8IQESlFTVtsfdES6RBPLvyZPn7+/8aHlisRSc8Vhaox8tdkcXy5DB",
-	"389pRC8Trv6UyWJBo7U1ss7JJOF+yHwSJZw04pUgy4hNgzAkkVhJQrlP4nnEGPGZJ3xGPBaGkogpCWJJ",
-	"ZlHgH1m2dUvDhKmGJ4x78wWNbtQHfOM6ZjK2Rtbz4I75xE8iGgeCW7a1oHfXIomXSXwdixvGpTUatk87",
-	"tqUHcL0QPrNG1mtGZRLhuwGfmYGsaLRoJkvLtiJ2G0jV5sha0EA1LZknuC+vlyy6XuDrC8Zja9R11I/R",
-	"LfOh9dAa4ZAt24qFUB/DcNEM+JRFjHusmf/x+pZFuptbpzVsOdZ72/IiRmPmX1M1xY7TGTTb7WbXuep0",
-	"Rv3OqN9t9U5POyedv7NsvRzW6NsfLXo7u6ZeHNyy64h9nzCpdqttw+aFTLWXfe2or7mXRGpEa/0Yj9ld",
-	"tmyObZl1vZY4yY2F7fRgYVlkGla/qGeH3VbPtmRM40SqidEw8NV8J/H1Qo2po+Ye0zD3fNu24niKvw/7",
-	"7+2K6QzrTWd4n+m0+93uoHQ+g15rsGs+/VZ/Y0b9drvVzU2p2x9+gDm1B91hb++8ht3BsHRaXRhj5bS6",
-	"m9vUOTkt7FO/N+i/f2dbjM8CjieVejeM+9bI8hKfWrY1SYJQfbwNw8Wx+k9TLBmnwejWaXU7Lad5Nxxc",
-	"D3qWbXG6YPpBy7a+TyiPgx/wVI+s8yQWlyLhPvmmd94ewPFcChnEAvjNLIjnyaTlCd3HMhLfMS8+1o1l",
-	"Rww7VUdsTiN/RSMYtbdMrJH1kscsJP+DCU6e9ZudwdAht2pg3jK59kSk2F1bLXYU3LIod2z7Q6fVPhm2",
-	"HPXwDJq6vPofpOsMHPzi2hOJYhNt2xJqnd9OEh4npNNrOb1W37KtpReoqb9gvEvuYHZLsWLRdRgsgvh6",
-	"ZY3aJ45tRXRxPZvobVkv1RufB9KLWMzIi4u3ap7mkXbnvW0Fat2jdedm/b3/Q3QTJ9931orrhDRR7Gf0",
-	"o0XjmHEgnGzfri5fXn315fX51dWXFtDlgnKzgQSYHHnFqM+iiaCR/1qxu/axugTarX6z96SZ7lQTdqp5",
-	"efUlaTYX9K4JrLEZMk46g0671yPN5myZNBdsIaJ1M4mDUO83cVqnPf0STxZNyb6XpN0ZkmaTcToJWRN4",
-	"+V3To95c8e5mM44SGTcjthAxawIjbzZDymcJnTHdseDhmjSbN7fwGmv6ag1JwOMeMHQ4LNdzRn3SbKYL",
-	"09QLQ4rLgsO4xmFc62FYozhKmG1NQzqTheVtVi1v6XSskaUaQtopWR4g41NFbMW5WCOrZDaw4VsLkfVR",
-	"2Bl128De6B/M6lsjq90ZKtawuc6mofdI6Tja68Jo1WDVWGGd2PXusarrG4ZzDcPB0eDXPFlc42DanaFt",
-	"cRGrI/mt9ZbHCWc+EUncFNNmPGfNibgjEypZGHDWIm+WzNP3+4hwob764msCoxmR8mG074g5w6TdefHE",
-	"JjIW3g1pnzjkGwLn0iYXT18yYg4t+XtSykBIu/eU/D3pdsiLJ+Tzzy97zU7PccjfkyIXsMmXX7/8/OU5",
-	"QfZCckzl3Xvb0mLFj4ZLHnoE93PU9+mK8iQMU3EJBIvNa8cIVGKxTO+STrd3UnaXpBdg76SjbsCKK6zY",
-	"WPu0v7OxYad7oi4eKZLIY9dJFJphy2SyCGJ1kU7Wm99F5os4iEO1invYluBFIrDev39vW0sa0QWLWQRn",
-	"/CkNPcV8QTCVXhQs9fp+E8Rz4sK+uTYJuIwVaxFT4kYJvw5894zEc2DcRO2pTTwqWTPgknEZKAHBJiIi",
-	"lK/hZ/g7DCjIyJSYy6vp0ZiGYgbNNNyuc+q4Ry3LtgI1hO8TFq2zm1VdTbYlvTlbUDXeBb17xfgsnluj",
-	"juPY1iLg5nM7vWFkrKRjS01cT/U1HPG3+RO+OfdzLuI5i4hbxeHdMyI9GjIJa/DF12QpREjC4IYRV19i",
-	"7o5plLGZ/MymIlqA6OyLZBJqLhcskgXMbBFw/NtpOf10ojxZTFiUTvQ1vfsKpKgrTaebc8TvScRQ8CdL",
-	"FhEtXpGpiAjKYLjJUcI/lWSyJj6b0iSMq6a2rbts7Jeew+Dk5KTTHuSmkm1YwGM2y0/EcI4y8pwtkyri",
-	"pFsESWQyQXJQT6p5AXUDfVbOCHp/KNVdimQ2LyGzMBQr4sY0mrH4Ws0FTocmPnUkZowzFI1tQiWhJKQT",
-	"FoJeqpokTMbBgsaMNP78rz2HfFJ5duDxwjz0VlqjKQ0lS0c+ESJklGdDT/jLz0uoB6mCxKAY+4EXk2kk",
-	"Fi3yVURmaq015wBNGbapRXDL9AbZY+6i2G0kUf1s8Z51CY0Y8ebMu5E24SIm3lwEHpMjIjgbc02dxBdM",
-	"ws8LGntzEqi1UtcUpwu130FMGmpZ4W+lvssVU7qzGvOYU5zKnBEgfyXBsTsvTHwmj1pjXrWkMJHCmi6V",
-	"xBSpZ//nt+fNv6PNH5zm6XXz3Y9te9B7/1+tKvq4AgooZcPnOWrQVGuYJzHMs+G+eHZFjm/bx+YnRf8Z",
-	"5x1zYL02Ya1ZiyCXVQzZ1Vf2C/ZcRB7Tl4ViwSPoaMWC2TxuyjhisIxjvqRRbIYhY7YkcbBghhWu1P4i",
-	"ZyMTyv1V4MdzGxmI4iqBJDdsGY+5WnU8f8aGAex/QmUgiQut+dd4tP/8rx1F1mfk68vz14b9SBILtfU0",
-	"Vi9+KlvkKyUbq/4DvtXwp7JwjBIeMinH3IUj8Xsl/LnVm5ydzSom0K7LBNQMXjyp3mGYoQx+YOkCq91T",
-	"K+OFVMozc9V4dEm9IF6r9cS1Upw5dw9V8QCjXdW8aXrOaTmHzt00L322WIpY6fdfsHXZ3NYkY7ntn/7h",
-	"/+30+2QZBTxWigM5f/P05UvizWlEPSWRqO0Jvk9Y/jY6IxFbMNWlOrAiIp0emYskkvDQ+cVLcsPW6Zzn",
-	"IFhmk86NsKmGWMXK+/3NXcwf5vH4rtNujsd3J8/e/a78HL+cfik4e63Yz/Y6PLuiMxB9PLEMtNTghQHj",
-	"MZmL0JdnZDVnXLE0tatoMonhKWRV6tuu08MjxgWZCH/HlKdNNZQmjqXy7uoNy6ZxoaTDp0kkRVTO9V2u",
-	"pF8PnnANqS4jdhuIRJIlnTG4qtQlwKsoEd+uGlq/3dl/omCcz1K7zcZyw/cVcilpIBu8DcNFtbCpTUIP",
-	"uflzQ/zaGFsqRqqvQLVwy2QSBnLO/OqRoxFo39hTC89DGBfM4blmEpuDdz1568KRfPrma6RNSpAaSSRW",
-	"Z2QVcEmEUgfdc89jy9htkf/+5qsva4iSmjHlx8644kPfWt9JmJQnb613lWMuvUyrlRWztNkV+KG0EBjd",
-	"F18/VTLO5/hz2TFDI9enUukgRTOJuz36qrFu2CweTAivgkVQQgcvY7ZAbozHH/i841SNCqwP5bJo38ld",
-	"QGY5d2kIMKwKFeHpz0L+hxH+sWC72Bxo/teaLOD8mz+SXnMSxNWEWrCXPHgGu/WATyUJfOD7YSBjlEhS",
-	"oTRKuHRJQ8KVbxOfRcGtlr3BXQYWFR5nE1nSeF4iZyt5IIiYb+yUD5O7YVZvjLXlybp8bihBI7VoUYOA",
-	"4JnaaYyCbBN2R704XFftR8GyU7Efg17N7XiTmYQ2h53+ROaU+yEDxiySmLj/1wGsI7M5PZh0UPB9Te+2",
-	"x3qZqAuCKylX6w80JgshlewTSLJIvDnIxTZ58WSPWHu9oHe1jSiO+l/eklIm3OYHH/Cagw8Zvd/oA/6Y",
-	"o3+vjotcCi7Ry/2E+pcoToO/CE8c2PiXyzDwgEkcLyMxCdnid3DBjn7Mjea/Rmxqjay/Oc786Mf4qzy+",
-	"wLew0w3xn6TGRiXBLmiopqX4mqJHMSUR5TOwDSrVXUm/6jAx7i9FoORfesPkGXFZFIlIunAYJQnilqVU",
-	"KsGnYeB91PkojrChUJAVlSSRzNcUoJU5rbvASJ8HcQxukY87UGTLeMUpVTEOwpBMmLr+psi5GnSqdoaC",
-	"ek6jGCy2q3kQsjFfUL5WTUgwwOgXqNokj43UZ/xhQX0GG6du/6cXb9UjFKwCR2OOURKpvYWsaBBrHS6I",
-	"4bIQfKb+DWKyoGvSoBNFF22HyKMWuZqzMZ8GMZkJps7ZGXEvWRytm+dq1C6RdC1RbYoFofKG0BkNOKry",
-	"KIQC5efeKS7tljShlvG5iCaB7zP+sXdLXSyBJOApIJMkNtcK0Fd22RSIDPRepXpyeE1HsXxkGiMe5er0",
-	"ThiRsYiYP8oOrBIGJGG3LFoT3b9NGPXmMI8xV1QE+sCFOu+KSfBYpDNvuMfo9DruHhe9Lu6RrSSHMQ+V",
-	"8rSaswg5R8CXSQwrRsk0UMKGIsGVuq8DSVaR4DNFH+9t67VhRR97xZTmrgajlmzFwrCJwyANWAcQLVJb",
-	"5pJGEuZAEh4x6oPJZJGEcQB2ONXUEThWimx2Qn0giy9F/Fwk/KNO8UtBpLr2YP+EUgOTmB2Z4bwWfjAN",
-	"cNG3lwYNIp8qgXC5Jg23YMfIuL8kz67o7ChnKDnLm0RyR189V3rmUwlFTeAy4U8xXGnHQpkFykeOTWlU",
-	"uVTmuWMTXqZ6qre6+PTWyr6Bw3VG3FcCx+SqFci8M28vX21MP72p4uYlW4Z0XbbwLhhANR/NeLX6lzAa",
-	"hUHOLQTMJ7VMblyErVJdHXzrpVq6mUatDXp2F0gM3fvZ7s+VWRc9QmTcsGmEhur4rs9whfW26d+ihNfb",
-	"tw+zuFdCvKLRjP21+GCoOo8U40PLPRgHSKNNXgdPkG9cCfGa8vVlGlf2cQeqzbRU3ijRhcrYjFZxIj1a",
-	"tbtoADFP+37EpLTHfBUFMSuYqo9AzFJvm1A5ZPtgE6benBE/8IH/41Ec81iIG7IQEcP4pQi9Lukg5FxJ",
-	"Yo3t7uH2W6oWdNdnxPVZTIMwlZ4Cb3402iVYxdF6zEGyQk+Oe0ljBnag5meuNvahtVc7epBV6AgTffWO",
-	"ecimsb6MmRq12vppEoZVQlvaSWpy2iG42bnnL9mCBlyL27XfkaxGHwcJkm85TeK5iIIf2Me+gPVmA5mh",
-	"ToXyjyIplC8bCb/hYsXVExG7FTfqYgFiMM9JGvhHG3zpm2++aZ4n8ZzxWA2f7Wcubzm9pUGo5JaPfWx9",
-	"GtMJlSyTpvA0AUt5y5eR8JiUf62RZaOSyXIpIm0xMO7n0dY5XavDM+aufpz5Lp4tVKADpSV7lPuBT2OW",
-	"Ct6gvumbnY25ZCHzwMYITnLmE6lEcxqSgKtp0DhQAqbgTGop+S1P+3vN/IBeaXP1x74oPpXkKXbZvIKg",
-	"R1kwGIil9u6ixQAIH6VFCr5FyWKCGhPwzLdXz5tD0pgIP2CoxSr+rfRQ+OVom0sq7iyIZFwJ1qmggIaV",
-	"fGj/MlJDiQMmtwL9f7R4EuqTgObLjQNTGvlf+VbKbDbzAmr0kyUG1Hi4MmegzERV0ZqxSm0mGdToHtMP",
-	"aj6YxTTvfeF93pz8LXaz0cjGaHPrZhe2dmMHqpesbIcz6U1MvmNebOlggSdUBiVBW38Qq7xXWImYYhLT",
-	"gDO/BQPJ0x/kpJSrWml8BOatgDi6ZMwnIaNg1ARzZcwWct/pfcrC8JJNYQtwIjSK6Fp9BivA9YRy/3qJ",
-	"djoahl9NISJzV5PP1HtPKPet9+82aUodExbPRZkmwwVHTUZbAzD8Uk3pFpitnmIWstSCCGaUpc2KgJk2",
-	"ZtFShKAS2ha7iyOafdThKbcRXWSf0CmoBlAij9vahSEr3Scyv6meUiKmkVhgxMc0iCQqE0CHIfNbBC3P",
-	"UwyBgq9tCBRRAhY6f7UlIZhOmRICwjUJeBY5IhlYJOWYN9xCwLJrQ7BWSXyie6TlTMV0YSHHXCbRlHps",
-	"RGgYqrEGkaangCvekJGVjVbFbABwmen9oXq7cKKozDYoWdFIiXHIgqUwgViGJrcZwAb1QcfXVcRiDhKS",
-	"RP4ckQaumkQHlYstoJvbzW2+DlfLRSsd3YueKohmg0HpeWxMK6MsW5/2Kn7yRocibx2aaRBLd2SCtFh0",
-	"ixdpIE04lREzWsQVtyy6NnvojsAcHI05nQgt/csFDUMl/uebQpM+EGXEpolUBOxORMJ9qkiMeyxSK++O",
-	"xjzgZMLiFWMc7vAJWwvuE8rXGLknJsiRW8Q1qtP19wlLmO+OQD8a87xKVewaTNlovyYN3HalgwglFAip",
-	"D0yUcEVoLrvzGPPldfFwjIg2Q5LfkQW90yGyqhmIcUjVV9UChHqbZlYB98XKRbu5DeZdLjTBw0VAaBQF",
-	"t0zmYtjGPHd3EGwBz4AhMdWYZVuFXbFsa3tpte80t15AhiVTNDHqxYGX8rSnRtzUZufi3VOSmVPjEt8I",
-	"XKnzSuCXcoPNbI064pcRSrZ++X7De79fGMH4/JKm0gyne4hPGywBMwqgJzuNU8hi/Dbc/1sxQVuxIdtb",
-	"Vs5MkNCe6cjj7a2fGNFlp9iQyjjvN7IE64i8mzkYP5Y8c3Orf76eBxh8vb/d7J1QrMqbVcdlY7xlwTvR",
-	"TLHB3IMmaiBi4Vq7z7TJB+fSsuz9vV0vhZSB1lmru4WuFhT6IY0JC81ll7Fn4MN5Nn10RtT6oLqo7iS4",
-	"FA3DribO7cFu7EzJMAU3qwPMtGxl3Nys3frdb6lP249JxQm5xzA5sR5daFkEWqwrgWyc1o2F2SakHZtd",
-	"PCGlC71Ju1v0vzVxuzRbAw9vbsa7eMBFSEtYvzYuXKsbtyQ6JbV6S0OnaItAETCM0ffgk5US45ch5Zz5",
-	"o1xYCCOcrRT59J0tMRGIFwylutWj8mMl0Ju6Pbqv4A9JvCSGECZYKreiEXy2QBM77Rwh5dh+mbiKgeZ1",
-	"2sBkgUciS91tNhu7uH/ZWu2jCa0HbpHDBrO8DzPfd5TyXVSNrUoABhM/C8NPpdEX8wF4eYneJPFti1JF",
-	"CaxUWBKLJY2Yr0ayvUQlme33sq5stXMNZrF7tqbj7spIStZdTBDjXS5iYwjxMwU9AAMlmVPUzRNvDu/e",
-	"Z8kh9TPtonQHDCbAvZYCX37QahZwCB7awsNGYpJQH/L2A0awcZqzNCokquJSlcE+ZFNIt7VsdarPw+Ys",
-	"Nja4lIXkDvAlyoaPzubgyJWcqq+40mLjaI1ZMQm3iU5zEpHPolzao3Tr2+3yHOlg4aUoj8Cwq1ct0O6A",
-	"WtbJc33RD9unHeLpQaZmJbA0NfDTX/4EUsTRvaas9hBlxpf4KmY7bd7K2Tz1qDev2dzmlbyrFu3Q13K2",
-	"wvrGLkM4tdbhMuFvNNJRSVO3LPKDQ8y1b1gUMPkmZkuw15ak6erAaBKvBGwZepLRTI4OYC3ZgUVkW9ov",
-	"ZxnSUF5uqTd3bJdZ7HOw4ZffyKUwN/fil2XAODVV3Ifzkzyuzr1Gfx931CMJM5mMsc/9oEW7B1/yD7+h",
-	"H3CzHsZxH3ZXllF3KaVuEkCBonafqVcBej2L5yrlT7UYVe6EVjLKstCDCgED+6we9gV6hYKy2+oeRi0j",
-	"nO556YuvjTr9aMe+9AjW9L0Zs16p663mmcz8DYUz+Rgj2Dikj9Jkdmrv0dyGAnT1/CoLk0RMGB3UtaKY",
-	"+UClkd40Yh+kRZVceh/G7HR/PpJK2ilDyTsd6tiNsnTdzcNV30Wg8dhqPIkJNmlIaAbN9nD7fh67rcbj",
-	"9w5LgClk728Z9c3CFUZk1qh6B54ibsRD2XOhMSVG76XGag683dbW4DKQvlL/usaoK+OH917/NAk824Gs",
-	"q9JppKEL5a5+FlLI4pzTcNoEfAxpsgvBS3xLQwna3SejXGi3J8CfTsMxP3XIJwQ8fAZslJM5C/2mSGKC",
-	"aRfap2niCT6VJGKzYMFIA7yKP/2vf3Jap3/+9wb/Xfvop//1z814njoGjmyyCnzGMYGzTX5H2sc//dP/",
-	"5mmTU7YyvdAxN+Ybyn0yDQWGOsekTT45I/oF6dEw4DPAAym40GfLxB3zRschn9ikp2a1QngYkczmrvb2",
-	"Fwlgl3R3uDS3W/4q8kPdc+mO5/xgW8lvKFAwnwASLKyT2jKz1dshO8ZVVWOC2kNV48kUhvbQRcAXsSsb",
-	"x1a2BM8DFvpA+eW2Cx0WiMhfJjGObOQGKlaHacNT1RwAOJkXld6fy4FSZKceXGLSkEsaEIkRBsXwn81k",
-	"oKPt5Yauyo9qNjgaE8hON/A5Wz4BzTxs664JBhlr1H5vW6rL8qaTZSioz3wYVa55yItbLEUUA1MwwZnq",
-	"Kbmzu64ih1IgDNVduzmhkvkEcqW06JEtpmq9xL+Ra70HMVdS0lkJ880911eSJ25J2WEo5Hk1Lp8/JYNT",
-	"p31USPkyS1yZ93VG2GIZr1N+pEgBNng1FziP7LavamTXSna2425w4mV0/+Li7SPdpFlLD7xGNxraGhag",
-	"u97jAs2iFrbpK8UtSrOR1I2jyFgJux7jfsBnBSNdHfa9a/4YbZeFOuy+k19EQYXfZa+ylUWPfZQwwQ+m",
-	"t4Ebn5ah6M3XwJMxHMBjYQgME5IPzeW1w/te5hH6+NFJen57HT+/Sv1zt6X0MbW9LOZQU1PVYdtlR/lr",
-	"GNTF6gBOHAW+9g08imH+EVT4XIhntZkbJrlH/TZzq3bF1F6iKpvcI/jyK+31f8gBnm+MH2+1vUwqB4Re",
-	"x5K9CZReowd9v2ZCiMGTssofzi7d/cMRstYQEIs9P4YXjPc0LPv+t4u47fcLHLh/iKP5Ij/8DYz4/daW",
-	"xwux1JGReG1n25WXPTz4LaOsdPqwYVtEtLnCer920btGMttwUIUBlexAZkQjbx7EzIuTqNyOMl22B9fx",
-	"NBTLEs/s54xLRp5ftAfHT563ByRmXIqIXD1/9dXFGztFGZJLGskghnzwe+x/BtVZEjtmorY17GUKbIRG",
-	"A8xz0BHUgrMc7Ger7PwZWa5GpFqaLyN0lvyLi7cVEZuYOZHin17PJnVlXmOw3LZkipjVTNaameQsI4Z5",
-	"gstkARrdSkQ3SgTQKUw0pk2P8TgCFZ8uY7FsSuGVClGIU14u/98y7osI0xrlnLGYiEip7n7ixQAIp127",
-	"syRiknhCZ7eUbknsL+/NdnAc+6Kui+N/LiJyvlyGDM1tJoA24QBToYG/wf6mhp+S0qGGFG3HNYc2HevG",
-	"kSxQf7abeXZTSl7Fg2tWMd01TUCbBL+L5zyG9y7Pv+6v0f6B0TCeb49lW+EQN/vTaPRbZR3l/HBbnW3H",
-	"kpdgP5TlvmjFpCy2ul5Q81ZEenXUdzHnBpN2SEOzyilg8WdAw0f14s1pbAKNKwKWNHp8Zbx3PgL+L38i",
-	"jbIEmqPSoWzHaW+gr2WZPlmSD+Vpjo+JGG7M15Mo8DF7ThbC3BMObdeLb9+UyjdmXiMAe8fibk23jEJf",
-	"pXVvHiPXJq2MU40+SvQzNrll0YTGwaKWLaCiuEzlmFLI+XzpGd8P1HhoeFH0AWx2tgGnC1BTqhXjVtFT",
-	"IA0jLISM+lAvjco5k0fkp//7/wGjPBi7z4g7BliVsYUZf5RMAP8spLPcicn2pKpmzL1usPskLRXLzfxY",
-	"M08iK0VT5w1dV6U02heXF5xUC8hUCwPOZCYOun9TjEk81H2NRGrGsDlhu7qaRmGatdKdqijXkGXpmczq",
-	"2HygmNDDLt3ceJ7xuDzCb8HiKPAKQEKHRxGVSYk5ZPDDfa17IhX0oM16FDvbszO4EqVmj8NCkCLKb7bP",
-	"QTt1R0wArl61r5OlqbqSbsrv2gjzJutHat7bjwfDtlN3nuoYDS2lC/eaxlFw98sz3eG4dxrvDggW22dr",
-	"q165mia2erbePP2VGo8/ogEuhdkuTm07zsZbU34TrIJjrC/S/JItRBwJ3vySctFsd540bzvN82/+2OxN",
-	"IBHtoQE55dpWoZHK+TySBy/f1gN9eFtNbWfY1cpUPjyEvNoFuOkV1dnGxe72OeJey1rAxtvgxnsFpy9F",
-	"INnzUOC9s2kpW85pTQtMGuVpLsaILbGQrQ40VxOUHqCNl96AC/qdiLQKWaM/JaNMzbDrPB/w65STlEh2",
-	"AT+ouXR2FbkYumBTfg00VERa7ljSBWua6hW5pE5jLwsqEptlMFvQ62kkFmWanY6SkjHlPo184rPbABVb",
-	"BD1BT6WW8EXoY1pMLcuM6ToWNRfph/vcuCYcMjfNXMeq0fxu5QkhR0P5/bY1HZedqwtGb4yDu8Q8B4hv",
-	"6No1galKIYVEcSX3kVjcHMsS+KDHkF4fNQzr4MTPXMptdUT3h3Dt7w9jDSAsoswjT2MiY7GUQOiQzJxO",
-	"M07xFRuonC4CKZlPMItXwy1OaRBCDn3e9tIugNOkpomc4UEacBkt7RfshZTPDprXNQKo1TRE3ANNYcFY",
-	"rLR4Rc04+zPi5AxsvijETOUockcY6T3gR7TDb3vQLy7eoqcAE6s11kxrrx9wq2AN0kHAFTP0GElk1cRm",
-	"y0Rec8b8ssR2ZOWJZJFi4aY1SKJLu69nkUzf3deJLnUFXBrA/5U2rXF2sA5zPGeLmtgOjMVlLhqxYFtk",
-	"YQDHIdIkt1Q5M1O1APXhQnBSBWQHGluU8DNtdtJ2W6QeOw12Q+RUY9StcqNonlR+vT7fbn9ULJqHUcfa",
-	"xbXf6TQXUTyleP/UWyrFl9+kr+1JNSkxOtHQS0IaiyiXtb+BGUIaEIls0C81k4AqFMAzC/zwoyIp7V9Q",
-	"gEIpnzoMSULROAMgkwaOf0qWTMpgEcg48AhTz8VCkEYoVmTJoqa5OzQkmxICyNXV86uj8kNSDWL0oYKg",
-	"oMxnGfd6TkPJchjlmqdq6ABIulmmQUekkaugikWIsZACwHzBw8FGiJtax4gdqQuUwZu6IgnFxzHeHiKJ",
-	"5Q2gkeivstIHAIOK4IIFkTe/no8Z5/WIkUUlKFLbAQ9pJkRJbbmM1xhGndLwphXvIENjniRywWtGtjYi",
-	"1JbQkWdJ+fuqeEXuCZYqsqhtFTy1oW6WxMvg8RRpsFtd1jEtrRzEANareA2dMa1PFTGBIyiRAZSuRd4z",
-	"U083TQvJ0V6KC5njaLuXNsfjzEDS3S/Fr2RU5/BvE1iKW3Mfl72xaJbIwGl4tzcP2C3blmjvFWCyDauI",
-	"VmVjG03xcPSUq0jjKp32ltK0VydS98TDQDiUXlgzz3rrXRDP6vh99gJYlQ6iOD3TXekyImpuZWj2/jTX",
-	"Qsn9j5dk/gGzvFMmV5hb1ueedXyMsI38tnzYrGvd0yOnXd+DcOpdwoWdr/vKh0jhzQ7XBpXUSsI1cOvb",
-	"ZrfnT8lpr3+Spl3hdSptIhmPMXNIyV6AOdNwdc4M1ApfL5lNQIiwU+AnfNtOdU3QYTQk613MuBIfyqxO",
-	"KYp9uebS63RIWj88UwTsLPeEckIXk2CWiESSLcz7+mgxeXzTzT3KpQwNIQjBWDsqM4t6BhC7/knM5dXt",
-	"6H+Q08n35mdl/K4636sLKoiG/b/PJkBJglSq0U3tzmA7qdY3CtlZZfHBUDRuNAnRybkjJ688uNfIvjtC",
-	"w0oRbid54P9d25hVCFDsCStNXdMNkYnGrBkHC1amzWMe2yOhZmTmr/2p3er5eS7qvk60X4bJuxlNi9Vf",
-	"xZJ+nzCbvL181ZR0ys6K9WALSc9YRkkXjMnKKZWaPMI0OGpneAQ+lTcB7fXq7YmASQulfgrCO5O1jCa6",
-	"ZMBj3coY6XmdRPVMroVStA+se6sD6qYiQvaLGawmVNqULKpnSaouaqvGhAV1AEEDGoY560Ife0yJ+6GZ",
-	"d4Erm9ijQk3cYjXf3Lku7EamU6cHKadMZzwkJeCMNNKDX8GSXvJlElfHyk1pKJm9XbIWEnFH2iZSqC3Z",
-	"cC++epMr2WwTdwERDb7eVPcIgfvZnd7iRvoAfgXCABSJSribhYAFvmorWyIXS4O6+TV0bV2AKKMZQqUM",
-	"Zly2yPkERBB4Se2wSxaM8jE3tehQ154Ft4y3CFybpv5LxBB9jDQ8KgEWNmaRhHmQBV2POV0uGY0gZPSM",
-	"mLJIkBduSsNoyPovsUHuE7AuEIgOgUdoPOYQatpxHKg3Qz3VCcbAES6AlUUiBEj7wA8ilEgoHBo1ooDP",
-	"xjx7sUWeIPA9AigoBmDr/eKM+TIrM2xcoboaJnplF4kEs0DCg+8TRibrNOrWzivQuAZ0FjGmq3GqMyRZ",
-	"qHTthrul2bnkp3/+J9J2HIccExejwFyTbdEnn9hj7hbQovAFN2fycclf/kTcDEIqfb2Dr5fgUqlG/k/R",
-	"smsXmxgnjtNl6PyJmA4pHnN1XWASAvM33oBhVRRpcW2iz5/B8F/oN0zk8jFx82J3Ood2n3xyhBKQOq2+",
-	"jqEdc01MsC3ZchMXf29BbKGLlUpzqECzKIBUFx3GPOaDnhkCeG3wY2oNCdktC2UZakZBTtnJKjZ5585q",
-	"Rrsuqyt2F3ccpxKUOwv4GJycnHTag2KZ/8NLHtUcTL7wUc1XdpQ/YndemMjglr02Y8fh7g9wOTC6ZbNo",
-	"Us2hm9JJBzyed33Weu19ydVUIq7uJLt7Ii+mizro97uDA5e0HJXxvoFI1bCNlYNs1ytrsOukOPY9EB+3",
-	"pnjgwm2d5bSLgMeDXnk01z3WsdS6uZMkxc2bh8NG7lQGZInvq86QapqNVPv3Qm8rkw83gW0rVrxELTzg",
-	"rObSTWoymRS9rebzJra0xuOXZt1K4kdr3w95WLcFvXvF+CyeW6OO0xvaB+G81eWeW3GrZZuZ18EP2B6d",
-	"Fl9z8oXk+F186z6J8zXHMKs94vxuF+Jn0pEj3R82cCEPGKxJtK/7+GZm/b3lhwNZdpb7eq8ee8P+yaHX",
-	"qzHS1Vya2wcNcWOjnUOdMIroyk5dZlF6gNRcmptX90TeJ0OPNDhbQQ4WoWEoVjrSJcfM2oPusPdXTuPL",
-	"DacAvF5IbMu/0ulXX2J1svHuQ/oHEv129t4BOlIhh+/B+tFmit+O41yrvdT8mUr0eXoCllS2gVoCGfT2",
-	"yR9lakSq7hxw431McaHu5Z2u3RbN38tIfMj9/3B14hBP6YMk8McTkWsJxR3H2S8TF43qe8XBJdgWFX/+",
-	"n/M4Xsr/Njo+tvZZuesq58ZqfRBlbzq8NqK8ti3SFZbmxwgr2F10YiNztHjdXVAJVZlcfMBN0y3VW4Aw",
-	"cmbMwtrnEFKJP9RwCZTmZe1PL71M+AWNa8gH21c38wNwhpEFiyn4SBEZNeE2glkCVOaCRTNGlqqPFkbb",
-	"5Btvb7G++7OZD0TnKc0WWkTpNb07yrajbK2xyMg2EZZD97zkGhEiTU0CJ7AOQfBpzGqHAWDHZTEAwOrY",
-	"sqJgz5JFUO+Es2A2n4hEzQ4cZAf2jHVVSurFRQn3aKmH/go9KAGTECELKSQmNYtjXb0QKh0nS8CENgX1",
-	"Og6hEauIBn6ccFNk0AxRatIZ7IlYybGO7Tixe/jTP0gGSN3CtNu1G69XQTzXRvK9CTDggqCx9pVJsUgd",
-	"BpDhZTwepjQx9lAzx2JHUgS9OSC436SjlYYtH4y1LwM+C9m1jCNGFyX1RfdPrNhCKstsrHOWCmf83jpz",
-	"LjO5Ndu4yjo6NUX8KRQyVUdOcHZP+LP9nvnd3vjD/ew/42LGmzi/1UHoG3URajvqSyhjD8Xp07D3IJcx",
-	"MuTo5dKUTC+4Qy6Haolqx/3wWl0I+oKAqDi8GLaBzVP2v4mihWPNd1I93dLgqfuz7ccoDr55yD5I0MgW",
-	"jebmXL1acN0/EKBVtWEChTKVZ9g+7WyTSXmK2FU+rfpTSYLymKtgsYzELfOvt3A69kN7pLmlFbnnTyGW",
-	"YSLieRGB8Qw5nWK7YkpceNs1hQIJJcWi+fEcygiYAOPyxEkuAsmyxPldS5sDGoC9n0VMytwCbMzB+Ov1",
-	"haKe0tBs5s0ybKTHAkRRdFABhyIZRJ3Iaz+YTsvird7oBzCeQdftI/g0CTiZMBn4rAC+ZkTthg6IoJrH",
-	"2IjLaXJO1OW4UbRxLzYFJuuXRKmx1T4azZUz3LVWX+vHlKQ7X+9ISdHtITaBuultXZ6C8Zhxj5UMYoNL",
-	"6EwpwAEwo8Nei6S4dUYMNkuK9rxBf5sHcnubd/CdKgF7h7BcJfmGNGYyPoi361d2JclqJQUiDt0Xz7I4",
-	"teMfC2+/P0aycxGJzMSTqcsuWZbjwNaCU6lXGKpUHf2DWJEF5WujheXVszKWVK43Fdcov8ybEtMOa056",
-	"N3wYsLKUie6ofeTNdYB4IFGcnlPIm1xSKWtCeKgjdH0otATYUzHfs1xlVxyNBHIjqP1TXa8H8B8gFxsz",
-	"Q3MXTbnGvKNCckm1ontM51DWdlhwwdYab43STNFse56dZUtdRYW7YbLuWe9UrHhVJQ8/oPz6kD2RwYxf",
-	"L+tm1S0rS4897h7pGyBZWnq6G3NLx531XbYDxrZcYp7by+Q27cyHmvhsC1wFHwgL6utsxU0yrLkW81em",
-	"WkOOrAgRXxT1o4uwHEZYMi+Jgnj9Rm2ZCa2kEYvOk7gEEvicp5r6gvom5tOES9+wtSSoEJBmE4Ltvzx/",
-	"/czVuVZUEvccot315TMiT6Avsrjzr3/6h38BLQ2IB5gO/JaR5TyOl9b795AYNC0RnS6SSRh4ML6piMir",
-	"V69JwKdMnXyG6ACQutMi5+Szz3DI6ur67DPFHRGVxmehPeYYmUgmINQZOVBgwrPG+7AzWAmwbWufFla9",
-	"xBDkMZeJjGnAmd/MR7+mYMF/+VMhcLk15mP+VPBb9KzLERrMc0HbktMbdg0R3wbzKIhIwoPYFMBSS96C",
-	"VqCHAItywikjDQAtD+mEhZIkkpEvyO9J2+n0RqQ9gL8H3WHvSC0P1nWDuno6HSFN4p6puy6Q2jNhE85u",
-	"WUScFnmm6+dFjJiUuzF3AUDAg80+1gl4v/tOCg6F0L5PWLTOlyTjhHEfim1lHcb0htljQL+BSHgSrwKP",
-	"ERHBdoDakT779vKVWepA7UrPcWwihUYUWrIwHvNpEKq+cNwyCBmPAV7fZzrJDsoL4mZgcMBII68o6SyX",
-	"OwIlAomMI8FnxH12RWcuaQjVKiYDUi8mk3XM5JHOC1DNseZTjJp3z4j7ctr8UnDWfE1jb+7qniXpOj2b",
-	"uH94dv65SwDcXtEeDGHMXzy7wpjqifABhkb11yZfBE9g5Wc/BMulxsX2wkAxY1wi6nlsGZMgbo05Yo/b",
-	"JALIYCYx/B9zxnEDXS6akJTkwjq8ChZBLEcm2V+CFwCbJ9T3I9PEKgpihr8aJgG5BjRmY4NJTRq9zqlm",
-	"G5csjtbN8ylUu4MluqQxg96an7lHLXLJqC/Jgq4zfH21lmsyUZoAAFoEs4CTxtOvLt8cnZkBgGKW5l3h",
-	"Myj/qEtZST9jDlEkOrI8DDzGJctc7dbrl1eKk0ahZjtydHwslkyfhpaIZsf6JXmsns2MKZbmhbnqmiPL",
-	"abVb4PBUbdBlYI2sbstpdS1wO82B6x77wsNiZqzUXq5REyJFVhHjPkt5DywG8J2IGXbXuGS+8I5szDnx",
-	"x+peDiKWrUsgdToKprYgbxBquYNYEuxaL7gLQzumUrJYHrtpSH86HGjSPdaTa8H5tk1ZyDF3n2LOW/ON",
-	"vmuaFyIMvLWLoTwAdiI0PonaKjiyQYy0P+ZiOlUqD24VbmAg+EsfSsDEn6tVU8uomYisNORnjxy/nKpz",
-	"B8cOzPkRk0vBdeERLT/oRD2Qf9hdfDyPF2ExQxNSNLz/4gtPXVBEPYBZG2OOPwFJ4FfmhlTnIt0lfOo4",
-	"95h5M1K7p+4sr5lE4e/HVmFxx5Z+Gt+Hh4vv6/2TkafezW8fPNxCCMJQcNbyPTo9GQzanYnXa30nN9rG",
-	"hkzj5namZUbD93apemQo0vit5wBgDCtdQRclZhv4W9pExutQpyuBh3mTmOHot3YP871tdZ1eleiaksLx",
-	"lyJ+LXyomKGObg/JYvc7T6ivAfzhlc7p/leuhHhN+drg/qNQZswW1kulo2HiQJF2ANRjJjXaB7XeqfcK",
-	"O/3jNAjZ+x0chWENToLn28Xjr65/9fWnWLsUIJkUk5lTOTe1efXRUJISHFTFoCeM3KgbRt08MyF80ije",
-	"dyMSLBYJiEfukbr8oXUQMQwIIPCgLUFD3eK9HYf/XM12mwOUT1bPKk22hC7N/FWPUuMcBeotxZstE62N",
-	"lU/zegxK6hml5SIIvj1v/h1t/uA0T1vXzXc/tu2247z/r2U2tA/Cq76jtxSnX+RYx5/9F/JcRETfXUo8",
-	"BlUlEJwsQ6YES8nUod3gEd/J1quXT599+eZZK76LyWfH92EF+HmTBeRppAR3aAkyvU0W9K5JZ+z33Xa/",
-	"O1DaU46cfjbHvWY3z0XC/UfiD+fmqs4Jpnt4xBzEvx92MoZlJDwl1QWSJEvMDmXRbcBnZ+q8Z7K5SHRq",
-	"q+LGE0U/DRA3lYJwrOTL9Q9KjvsShG0II/UrjrIuiLOXvvMKxXfSRMFqAs/q51jiBhEDDV3sTPLHvivo",
-	"trAWrb/eVfBKaT9MyvJd1eJ75a6mdWUmaxKJJEYl1aCahDSGfMt5IGMxi+hC2tmWLoUIxxxKbMk48KTS",
-	"HHDITdhSMleXAugQgZRM2jkzI5kGMYmDBZM2akGKWF6A30V9+ym+p5f4U0nEirfIs7ulUNxJERhZiyRS",
-	"RE6XLFJqYLhGlFi96UQpN6qBu/VRBWm91ktTj3cuQxoUqcr6G/KHZ68uiJbhrpVCkCbYoemQ/OHq6iLT",
-	"j8wa2wSri+bWujXmf0Ou/vbi2c7mIO9DzXfHQz9i278fWy+eXY0tG3pU4p4+4GPLxi5/P1ZzHVvvSft+",
-	"DeJBLm/v8HvAKJraZHERCdUvSyTknuvk8b/iOcsNaJFSTsmJy0vku/U2X3gJeG49wW8ZQAzEAqw7WB09",
-	"FiKUxpRhoPJ88rfnr1+dpdIJ6nwSVfgyMv9qyfj5xUvV7IdWiPYwYWOeu5dK/L6EoIyBt5yg9MTTZQba",
-	"+eWI+EXVnkqid3AHya0p6qL7Sc4GExRQGfxBJRhJYsbP8mgjYrqpv6M9BmlvN8EpMj3s3jbDzzis7npE",
-	"gAbGXFHQaMwJom+NDK9U32gSGhGgoPswoFJ6+ZnsvV7Mkr1HJrxTaktvbGNJ1CbWEUB4GMQhJb3ZpO90",
-	"C98otlNLULtU4/i5yWkwKMVUwQzwcTfUtvpOd/97bzm9pQE6eYpEcJnaYRtxyS4eldPDbfs4E7OOvVyR",
-	"x0r6KEOc1/GWaBoEOQ4Rp3P+OZc0tOQ25qYJLIdB1xoaZDOUF37ON5fCnIw5UB2Y8jN0EIx1+eLrLJwm",
-	"81tQMMsbOOgRoYgIA04bpFb9CjRcqzLjmGv86orb1EAdPs0AZR9wn+7X8Z/S0LtM+MvP6z5sELxqPYyV",
-	"Svc+eqH+RIS0r/U1XfetL74GPf5zYL/qpdKAMRKC7zTvkso5ns6IA+YeTthiGa8J5mgdpcYY4GSZNWbL",
-	"hVxtlzkwPWx7/Od5qsJ7E88mJl7QUAptPIKzIHj1WchZl7YnlMdA2B59DayNmgTx9eX56xdPDiCf15B8",
-	"+jaXe1qXTundV3DkrnCbar6GMMRAtw8SRjGSXpfpgmsnZbqmeBcRnJhq9mqD2oMvrByCc4rUqkM4vn0H",
-	"NfvmQrGJXGkVDF8CHh3JcP3DPFzeDWIRn3QhUAG8z9fpi1BPZRNWZbgdDKJzmjfr9La7beek42yV0W23",
-	"T04HveFWSVZrVPLl9VJIGUDIQb9bFvdtjdqdznDolKIdYdjtZjHbwUk+o+bbd3BT17vbDavNUGbLhTfD",
-	"7T+qkH+4Ya9TRyDQZg8UCT6w+PE8gJjJDdEjf+OCISWr3GtEjkzIKBU8MlikUrFDoyDLfE0mu1C2QX8V",
-	"BwtGJixeMZbd/NyHSgVjXiaU/OVPG6UxwBlEtSyRhmfAwbUzLDjyxdfNdM7aJkPOi8+nArTi2rmIuDFv",
-	"uMARWniUXeKa99yjM3RirgLJ8ldEIImbL7zkKu0GYvKKxUnYDKLw3HxVpgxJ7i9/ystZY54NNyfvqPVq",
-	"tzp987C+iPLPAl7emLu5Yk9uoYq2q/NSXCgx4WZloAqPjbmLkPLwyxlxFUdzNVYd6JVYviRk9BZ0C4y/",
-	"aZFn1JtjeMmYezSCcNGcdEcakjGi1xhwhaEm/PXSi92jFEBwZaKWlag85gaKd2PVe52OTSRdB3xGVnNc",
-	"nZU2TqdAwBDf8AbQlFNo/smauMjPcRHUZyxTQH5HXFiKBpbqoGG4HnO3mBPh2sQtgia4R7uETAS2/U3E",
-	"/E8tYj7dqoUm6wmKNcb0n1NwrHkkRDKbP4aUmcqCtaRMWrxvbIjA+8ufyHCn7PljPYHx/aPIqOmL73OF",
-	"VUY/PlgYvaaxETRRLo2YRoJMJ3E6GDjDMumyvshcCrSHA+6dtoZ924JB9k5bJ/10ydUvOaQPUz8rw9HD",
-	"BjpOq20a6DgtJ2tA/bINpqe77Zy0+mm/nZNWL9ex+q2IF4IvdbvDXsu81O0Ou63sJfXb+3vL23jr5IpU",
-	"VHo/syyz3yTuh0vcesUheDWX4l5f4J5FmEpUKm4/g0BVIypvCcmQP6Qz6k2NMCrJRAkxpXK9iw6qOaPx",
-	"gi51lGfgz1gsRwbDl7QHqpv2oDXm3xhs7GwESoosjsDOmfyyKOo7BnK4Gh3K6cXiUVpig6hbLVy6GsQa",
-	"fRWSrqWS82wSURRRIf13SoPQVNRUS7dLEnsRQQbSb3LYY8lhufBzGzHdmpKpFmNd1utuGYL2qEFldkhh",
-	"smAUywN2HQb9lGUO62fNpzIYlDU4p6YiWlg7RLYUp/ohcyyU4t810VqQuw+Z5W9y4MexNqLQp1hXt4PC",
-	"Hyrwg7wMWKSM0bdDuz14Z2eHYvQtCjzdzslg+M5kUn+7S2YsEw0fIi4BF6ahNeJJGP6ypCdFHIXlgdNy",
-	"2Pp0O61B2kcHBmm66LQGh69P14E1xvYcaNu057ROqtZn4HSzZVUfcusKv5Wtz6DX7qbrM+i1O7n1Ub+9",
-	"f/+uSsWwH5HCun3YTZxxv9XNzbjf6t2DwobQBlLYsNXJUdiw1a1awW53mNvI7rCwk+q3shUcDtuDdAWH",
-	"w3Y/t4Lqt0ehsHbuBLYLJ7B9rxPYd7KJ9p38PNUvlSew3862SX3I7RP8VrY+7cHJwEkXqD046Z/mVgh+",
-	"LSUyYGfAjXfrrPdUfpSgV1v1YT4Kjr+pP4+g/pyT1VyE+bXF0J76+k8OPbRUBXoqQh+9CbEg0yCSGi7M",
-	"BJoultrnsFmZKy2Qokt6TRGBikrwQTReHZHfk+Wf//0V+R35/s///urP/9Yirzcs6zLnFw6i1Eq/YDw+",
-	"I8lSjahTZZw3GaQaZ2TMC/i5R/DSNIhT1wSiwGSm812KzUVae+k33eb+us0FEs+midnOChe1P7Apucxy",
-	"+3CRNe+dqme+7Di24zgknU1tk2V7m9UP26ed7Vtyl9yx50G8O2o8CJpUra7BD14wqxbW7AHu/0I/HcQF",
-	"2EQnNnKh02sNhu1UsDkdtE6cdibbnCrp3OmWCnqnTq/VcwZG1Bv0B63OMHt3cDJ0Wt1e9/7mxO2it7/Z",
-	"Ez/KhQrXXYo+oK69Q/z4iC+2M2gw4QA0O00r0X6ar+UlwUOKvwYROtvzIYTSFMXbMEKip1iXtgOnMJgl",
-	"w0DGUqfbw61cuENVJxEjDZ05gCV7xdR4ayUW8gOnPVyC6r6FqEUUA/CaR2yDhkZWxnGwAHzf+FMgIY8l",
-	"4DOEZDg3mAAmF1KbPRXjMghtOsyANPCfv/wJVmpE4pWAEmdY2QwLSXIyVWI6gQKvpENePwHMBXDtR7rB",
-	"QAquBqItnGMOt33PcQini4DPsimPCKdRJFaQMA1Z9XnT65hv2V5FlMLKTQ3OmISJfqNeB9yCcJ2Bo+Wc",
-	"6hDoZrz2rsZhcUdqEY3FlREsLaYGP6UyZpFNZChWkNxNTGFDk36J+zJJywKOOSCFEQDe0bEARUysTTAs",
-	"g5kdJSE7ykd5yBzS2zqH8KYu5FIj8FNclEtEpXqYnLRxilZIiYxDeAEcmg1D4VluOTRU04RKBnnvNW2I",
-	"5graJVuk1sTSVFXMVB30yhJVCyZFJ29S7BxsOP0KcPMMp4jnTLJUgLZ/zhbjQe9hFuOKiWfH8+doQD5w",
-	"0g8XRyVjvizKoc9pRAmd0YDLmBih1NZ3jtbxVoIYFKnMelpbCnUMyN23P5aZYobdVplT2QBvtY0EqM7h",
-	"unOz/t7/IbqJk+8767mVM8gA9HLOItPumL9zLRWsL8Nuq/hV/kEj5g376Yf0Z0V9JRM57bW6uybSaned",
-	"wWm/1+sOen1n2B3mZ7Yp2e6amdMabM7NaQ2H3cL/NiZ72mt1yifbane7/ZOe45x0Ok6nPTjJzV6NcWP2",
-	"TqvXO3H6w2Gn2++c9trt4ft3W4J+53AqcNRmfAAqaPX30UG7f9rq7iWE09P6hODspuhWuzPsD087g26v",
-	"45x0ep37EkIbCHiLEIabExyCnbBq851hp9PtnZyctHu5SVqjQbdk8wfdwv97799pG2PBldK2O0VPirNh",
-	"b9zewjLdLiWYPPiz1XE6g2a73ew6V53OqN8Z9but3ulp56TzdxmS5ci6DcPFNqjyyHJa3U7L0ciXIwt1",
-	"74H6ooq69gHwY5hOigpqvQIMhomgkQ9WmPaxYrLtVr/Ze9I8T2JxqVSh5je98/ageXn1pZXh5RdOkboe",
-	"So5RcW87J91WZwt41Eq7IdDNPoxy1W4p6D0yySL8tTaFZ5Dw+IVJSd092czeMXBIu/PiSQ6vfdRGc8WH",
-	"3u3TbLe3j9ve3TaR+3q3vTXlN8EqOP7y65efvzxvmju0+SXlotnuPGnedprn3/yx2ZsE8YO2ujc4BVfA",
-	"5lZ/80fSa2Lj99tkvBz2bLL1hnJ/wqKZlW11nSkXDFydXnHDO4qBHJDJkGpwlaBIiQ5uzynNP3NryEe3",
-	"ayg9DKFrJ2v4N2fKAJabGjHwOMk9MVEaxVGtukH0TutaqPZ0WXuwHSQcARjK1MRXgYyf6R7/yln2KJF/",
-	"++MWg1GXmK4c2inm3AOfUbJQTVrGmT6lMQ1FaT71/sWlWL/jF5WSrzc4PyHtcElpQxZMa7A+OZqcLZN9",
-	"BPni4u1+CkwTZL++PH9NZPADy4XMCV6Rvqpo9MXF258PgW5JMTkKbec47bftDsjpW/dg1fOd3rsDqPnF",
-	"xdu9pFzYFl29bLJGYNVfFhErCjiIaPP1mEsJF1oswoiTGy5WkjTQZItXLURuNj3G44jZiOIYI8YY5f6Y",
-	"v2DPReQxuG/VasuAe4ycL5ZMPX7++nPykss44F5MXr/sOM7x65ddx7HJ+XIZsjF/3UTb39EIDoVNsDIq",
-	"mVDurwI/ntvEB3Cz5xftwfGT5+0BuXr+6quLN+gAFisW2WPOqDfPHMC3jPsAiQ4xp3LOWEwaLmJjuNqs",
-	"mOLrapPiTIz5ZE0aLg0DKplUz6ke5gYVHwBU/WKZD6L6bZErMP3QSAPggb1CknxKlQZslVXH+w9ZkcPH",
-	"NFWChQrwFNMlgU1veFSyZsAl4zKIg1tWmTSD721mMGel+/bWyase0oxxvQwj4lKgF9cmLvWp+mculksW",
-	"qb8mIfVuViwMXdLIkeJR/qdmFN+5pJGnxb4D+6f+vLj8Sj3t+Zx2XP1H1/zRU39E5hvFA1lz0XbJT//w",
-	"L+nHnlu1Ptkk7r9GD7exCax9kTGLrziDw6j9PJo55G1pGTfXBK+YiGbP+WXUX2lWsPXLO9uikTcPYubF",
-	"ieI1Fp58y7amy/bgOp6GYimt0Ulbifu51RpZ1DyYFhBB3butvoHqyCkPuJ5NlMrQHaTrnhsaFzHTkviL",
-	"87bTISs1nCVdskg7oE7amme0gIuQmHEpImQDzy+6HXU6k4XigExzG/VPFNwyf0TevJbkjkyEkDHxQuHd",
-	"kDvSb3eIavDYC28Q5UP1fJfvOaIxO0vXC7jGRlcEbqUQd0iNq5n7Tb1+dAah8sso4DHKBzHi1/mJlxUO",
-	"lWy2ADJRBCOTBZYTA16XQzterVYtfhv4AW15YnHMeDORxzM2VaM7nkV0OQ882fRo5MvjrqN58nEU3zXV",
-	"KsN/4gAKaPrLawjsc2zDHIxO9gAly/A/qDpWmSoORAwuBSVVob+wgYPQRTMzAtNfKBnr6BeHIMWIubxz",
-	"R3f/TX/842yZVEPEumoXFZMzh0ejQlWcbdfcaOjje3HxdkTUvWETuaRewGc2WSbci5NUGNC3jJIRNMR9",
-	"MOPq1myVQkR+mDvvHKFoRUSAsRkW+OLirU1Ya9YiuAwVqLBYmmZnOE+uovgH5exYy/I33vwbb3583nwo",
-	"X4ZgvXK2/OLi7a/Q2FVgyOXSVKpIprxmJ5MOMwt9Naqrrn+ciyOl5LPPwAnz2WdpWVcT1FGCoVGIEFm7",
-	"Nokov8HiJy7CX7oj4uZsvC5qce6W68glamyM+8DpXe2V0VcGOoBcQs0TrTG/ojemkJlaFCzMgSXR80Ef",
-	"VfCDOQ/GI98Iv0IwgZQUWRh+bGCBspKDAuiMTNYbxGWTMsJqZJR1lCMtO6OrRkpYlTuA1FzQunw2pUmo",
-	"2G2xAJipsFT8dtuLmjkiU4fnu/tgvEP08SHxzbUDp+HpP+Z9MYeFUH/siOs6L71J/T2HvuE/Wdd+B3Mc",
-	"Xwf80DfoXe03oNRN7aefJpEU0WOE2Hi6VGJRhZgk3A+NxQqh0DAtcbLOwzeVpyfuRGPIbAemZ3o7u8ay",
-	"FikItW5ADTJW8mP6tVMb9cFP8Iq4ltao69jWBmhZuzPslGND9E5bwx1BDB2ntRmQAUmH+SgURGNQXM1E",
-	"gmxWhP7NTfxrdxNvpqT+lel92B0MS8m92251d5B7t7OxXZ2T01Y+zqjfG/RTYu98PGL/LQLmZxMBk6ad",
-	"KNLQqTFKvNoUpbgavoc3F4zgACNfXsIvUSaVlgUFfExygmJefPYLM96BCpcpXVBjMo8NVRn3AHS8z8sM",
-	"Dx3gZ87TZ+a2qvJCvcYh/FzczA842YV5q7XePJnvik5oxdvve2tu95Xeepu91Pdtw0T3erc3yOEX7d9G",
-	"4jvIw70MKecsqjwzY+sl4QzQODO1ectoQmPy0z//f8RdBPx6W1nVvmUY1tXV8yvy0z//H+Kqy8moraPM",
-	"RzwNYlux2tU88ObEo5H/38YWeS6iMUePeuZEJgt1XgyUkTGWNEw2UpzVku87iMqeobXnQUIXjMWmFXQ4",
-	"YzICTRGr7dQxPuaYM6VToWUSTamHcT5YP3WSA+RUDAX95waPs4Hl3fI1xyPKZyz1qINSAW75TUDYFPsV",
-	"c77s/KqqjkzWs21yZQKZockDXhxOaRJwX44AkFNv35g3EAUWyxyQlUhCH2yzcxH6ug5wxAwJHNnENUB0",
-	"0tVT0vFO2atqf9I3qZITPQapVjkAWTW2SCSz+TKJxxxxrARUa40CqXcEvdSQLupqQ4cGYs3s6moFsS5r",
-	"mn6uYwy2NharpgaRjLV3Sx8JdOojtuuYw26nxXRVM0SRJSx4UfXTaSu6eUha4kAjxggZSAnveqGQai91",
-	"39DUBhSrOgNTGhExnY55Y2zlSQCLNdMi4bZJIEl3mAIG4xT7ztg6apFvIPHLTSSLpKs7RIxWBAZLT1zA",
-	"ZUzVXmJRA7UQR1g1AqYw5vCUl1nQoEnsgLgB98LEZ9e4dL+Po4S5Nq4mCiFqY4uOOMNtbxnhAgllSmh2",
-	"mpElqxeo7zPfHnNsvABPYPwFnNFILdCLi7ekAVRfgOgdkT//a8chn2C+YMAJhSfzTs4//2vPIZ8Q6kVC",
-	"yqMzHYIKJy2Q2kWhoRmwviPFHydwF+pH4EbGKkbxnC1IA01y3px5N8x3CWQqYfbkcwC+j3R1yCXmG2Kx",
-	"MKgfDgD6mBeXK02T1mEe8xXV0PnA5jBpskskZP4B5akBaQa1ZjFp0CnUkiZqoWgU6+rL6DyC5VQLCIxE",
-	"zkUUT2kY6kJPBubXJmNrwtTmYLsjQuXNmEMCEoFVnbKVTnSUY8tW7DtkGBYEeZU4Gp2mOqHezSxSyzfm",
-	"DZo/giS/0zLx5tlKhGwaE5HERy3yBn9Y0igOaKhmA8mYQNZSqF5ck7TtEnWQ8EG9gCPy0z/8y9jSmbES",
-	"C7FjmuRmgc606DMyeEGeXdEZzF0tBc5e3dNJDGUyx5xOIybnLaj/7s21z8/VF3GaL0zw1vUzwMDsrhrz",
-	"vkMalOgJGBA/xpGT6nYhPxaBl9O7Es8S1DPz5kySGYuxkPASRVcowZ5vF/4RuVguvRGfyjE3xwrDu6B/",
-	"E+2VknyJQ6dMLL4IKX+0siG78CfEFLmc5pm5xMmfgwsCyhFhmjgy8/xYQcZSLFxx8kpzfZl0tXPQWDnO",
-	"Glm+SCZQqzWbhuMgtkLJLHiymFRPwuC0YDweVNkuA5dprGi0MPAyIFhAjVnNAnIJ80c2WVTPOZMSrZoz",
-	"Gw56m1Nr15ja040LLq2ddFa4OzEkpuICDbA4f+VsoOHyWiZ6P5xDnUfnZDMQkchkgp4WczjxQkWFpmKZ",
-	"QXGriNLoOIfHKJ4DcygNI9kSBxoYTkKmSjJFBil4dUzNkU3SFHeO4Zi6hPHmSlRGHEKEygPm+gG8RYf6",
-	"fQ4HnSwDjtzYNN8vysMrDV6rteJNMcxcErn4+8o1L8qJ5T5Hnc6tF3wiRMgoL6OuP5ijZ+62WJCIxUmk",
-	"VPdUyq4aCoJnl46g4xRZ5AdHGipJ7W4PvtBsUxrFuutobUNxIjtTotsOKTif8lIHmKEFWj+Bueu1gltX",
-	"oxJtgvYo3VAR+QjxebJvrn0W0yC0RuVKSXuoNb8JI53TVqqRJNxH6C81AypvoMli4vnJg9w8s2WSy4KY",
-	"LRN5rW5SNWO07aa82XyhlDlpbsr7e3mqoRu7rUHvxEASnbYcp5OBJrZb7X7n/Z68YVRe1CFLLdZGKq/C",
-	"M8RqddkBeqADpxxPszto9TPAJMfBeRq8pPaw1T9JESG13mPWeQt+6aQ7GLZOUkzKfvek0+o4p1lz3ROn",
-	"1TvpbMIv2Rnp5pAi70u2pzmqHbZO6lPt8EHumkci2nt5a6rptp1BhHbbeYhQ9cv7PYn8D6BZTSH39sGU",
-	"Eiv4YFLE05PTAqgu+GdqEmq/N+inaJ393qCXA+vUPr8Cgb6zLTTDpPfAto8yL9Oi3GdXyPbgwkShET1F",
-	"Dy4mppSxqjBEfUEUr9CPaQD/eABjBbP5N6A+g9yJZi+qTWloP6UxWnOLwWC7QMTw+q2wqL+BfgMG8nAu",
-	"I8o2xmoNAbUmWirRCvoNW0sWj/mSzgKuc36WVEri5hyKLthWIGDQfGHwoNRTGFU75ldQVtxEF4IoXpSc",
-	"z9L6TsaaQDO1QpvSoewVGjUQwRSORZVj7FFQpH4LGvtPFzS24eCOfBaNiNvMAitc0sgfHMhSy3600Upm",
-	"Z4ZMERG3uWT05roQwtsAbDYZE/WTbqpKgZAiqtAfrNzAclGTxW8LH1AXNfr31sAeED351wqlK1Fp1O0S",
-	"r0Qhnq48k+63gJnfIGN+iwX8lULGPCz26TLhVbmN+binKOFEGhnrFxbAoeZXnMB2rJNtLYUskyuVKKkD",
-	"WNCnhdFN5L+/+epL0nAvE/6SLxOoGoqhL8tITEK2QFRVLP4JdWUF99iIUNLrdAz8bCHSABq8EGA7IuhJ",
-	"5KxFnuIVMeY0jBj100iNBuSy5EBr0RUlWZwszwgQmE24iBFdZMwxues6iULiC/A0gbJ8lOK8dxwn81ll",
-	"ErStIzDomPsJXlHMeKlf+myxFLE6gs0v2Nq1wRsaR2tjlIYxauXLOBRlVlYVZXL8Wk0pazBuXrJlSNfM",
-	"HxFwfh/hLNJGb9jaINNjPdmJ8NeQJ0N6zmmLfCli8HoH0swFMkHXYw7VXkuBWYFtXib8cIE6W4cv2Frf",
-	"9jDpJ8Jf17jos6NKw/CraWWfuUMLVAdd3TVnoqmlGdVg65KuXitdblZa3PpSE6+d1VUjr4MnrS2X1/ty",
-	"mWX3SbxM+LO7QMMydZx2rTdw5etziNc0nIpoYd5o11FwaRLPRRT8YF7q7dgWfYR/t709u6HJ4a2yNT/n",
-	"ZOOsKN4Q0rXS8SRGXsypJBPGOPEZBGojXkkLR1uDBz4VfBoGHjLNdrcW03ylFHJ8oV9nEdNyxq+ZH9Ar",
-	"1IvqmRhecoj+VsfrQVydeUkEFUK//dGaMBqx6DyJ58ZKlDF91KqQcefYPVzIEoCWipaF42ChpgagxaU3",
-	"wZMkCH0J8UtquzJWqdjRkkbS5BRioRGfYIPuaMzHvEkoWSaTMJDztBRJUzWj7tcRcTWXb6olHREldBwv",
-	"QxpwXcMQbmEqx5xgpIfidQ0XvbUu0e4I0MHUk+7RGfY4YdybL2h0Q2Ihwk8lQRlsRPSrvw9DuqDNCfo3",
-	"mvC4a6tezANKLNTfQ/P661kU+E1P3ro6woNszmCRhHGwpFF8rN5o+jSm7kgHl6jHAR0bEj+pC/FwJqAM",
-	"PF8ZCHzhtjV+M8CxU6009DUHoqSdukBtgxP20z/8iwbLUbsmIgz2UGOQOAKcahCyNJRLPQeLRNTXZiRq",
-	"+UjDLVsu1QQkWyNpgOf+jLhq4XD9tfWr2ZT0ljUjJpMwdiECieEram6qFehwySKyVELAGXGzVYZ77emb",
-	"r7F5NapcSU+J9xrRs/5UyR2qE0k8ysmEmWgnQuWIuH/jAvazkmSUgCHVnT0HhUvvi9oJT4TJguvKNZtx",
-	"qTbZyOQtJFbCvpiLBKOBSjItS5MrkfIKuSXq1yz5xNXRhXAGxQoWS60ARoB9M6cxiCpmx1KCh0KeTJJF",
-	"osSNWcSYhrAH+muRcy2YqBPmXnz1JpcTfAZEOwPq0Y1hCCvlSoaaKIqlvhY8Op0x1yuoY2dZJsmVSBwv",
-	"gUM8hsRRkf1qeAUUFDjT3AHjjjTTqDLG6EiQcnOMaiZnh9EfS06HUlVSDqKUSE3RFfaX4hSeK4ZTduQK",
-	"G5F6yaXaexoC82xmkYimQigyUjiiQrPmqrnHs6pgkt6wf1KrTk6V8FfCF4sCxjJSJBIHKHIpCiqAq6cB",
-	"OpOAUxjzDvz8Tn+wjaKuSL40v7/IY11dl1cfYKz7AdgkW/uWExu/xeZtHHi2yWLyHVOSyXvbyu624sQL",
-	"+CV6nTe72par8hIsRExi1vlvguxvguyvTpDN5EdzIVVKeLUEXlPjBLmB2qoSoXcNbFNp28BtUxtXFjAe",
-	"QRC1vwi4emwbUOlzaPo+lxxY0HWdt20Dem97tNiVn0s8yyCP74Xocq8DWQeKWESTwPcZ/8jAMXVpDhdy",
-	"j/JkV9dyQs9llPBRlWxuk5AmSjqGQiTch3tmGtIZOMoNUZviOrYu1WTqTynhT72A3+Zk4QoIl3uJWPfw",
-	"klYS66HenimNKtm0eQ68IsCGDjH27sAKz45Nrd3CxUegl18/zFJK0qW2Y6CS0Xa4LshUCxbNlNoZe3PS",
-	"uHz+lJx0TwdHkPIHCqxScsBSq6WtzFSrVKLJoSz4jOiaYxFbiFumdBrduhKoc42ndUXRfIx2Xm9O+QwM",
-	"1Z6IIuaB+TpfGw1UHc5WALdNDOncMLaUmDFXmsX7dunTR7oF6hhWYcmbsOS/e4CR9SJNHd5rZK0lcv7s",
-	"OQCFaHtIRVm1PqoY++Fvzd9EyWe+sYh+KonS1ED/PERWPMa7trooMtijAAAVYQbSVF9MC83sRi2wZzXQ",
-	"h6MtUOpePxrzac7SCOYv9fkc8mK0bVR9e0ZSA+gq4JIIxb30Y25VvNTnMPynun7XRxMI9lZoC2S2Uofn",
-	"Vz1iPlX5wNJNq4Xo9lgIbrmxgB0WfHk0TioXRgfD1o7eZGH4Bl+pHf7zHA0wHwQbC6rP5cI77BQZqwIf",
-	"+9eH9fNuV0T0AVEN2TnXwQ3a8OTJ2wKqx8Yi2Lk1snEqdm7Q9ta0bT18G6dpl2yJvb0ddmFN7WzFxxw3",
-	"YWjD8tm4RrCyannsbsce2o4Ne9B1xkVo973WMnXJp+ngv9ZiQFuA1XjbyUTGNODMb+Y9J5WYN8VLD/11",
-	"1eCoEJcRC+JHdIWXWbygyxFxI7GS3wbvWtDZt9+9c03RVQ2YiqCoUBfu2+Cdq856sY6uegeDK/NlhI3g",
-	"P6dKUBtzSOneof6+xvH/ojRgT0QaQWV3mXgbK3LqVVQrqD9ni6huD6WZzCLgSCWggqZQ33CjUJ8Nx1FN",
-	"RqwyXMEd3Lddj/uWFwbdw3krQQWx1ua+EpklBTCzypZqex/5Otk/ofZJr2JGJ53W6a4ZdVsnGzPqD51W",
-	"vl5je9h9/65kUAYr74PsYb0btNMfls96OIAwwh0VLjf3Ed9IJ33S736AjfyZYF6+qxhZUWbYjEc9QGbQ",
-	"XLLi4lTM4z/DdZmDECA01UqUZgbMNQ+Uo6MEal6i2nZbeYteZLbdMg1yZEAPMtgmT4Qau4nGGL6hn63U",
-	"LckHVC31+H8muiWICGL1c9QucYN/fQodygj75RUlimS1xOGt8qSNDW43bJ92bAtPQap09YcnZbzVcM5O",
-	"F+/2Cp6+0Vj7pLersX6n+3jcNndcDlPRtFqWH7rRwsYc1gh1J1gaNX+jVOmv1STVTB6kPald+8+jPOXc",
-	"bnW5PdYCqWT2aXVawwe0lgZvZWCDHcfOgTgBRIm5F1JwPFMItIEgNBKgowDmTBL91Yg4rbZDELDLaZ2e",
-	"ETrmy4g1IxYyKhmZsKmIGEKV4ldnBCKPWt5ySSYY+TlZ6/YQ9ZCPuQ+1XxABSsZsSSYsXjHG8TJSp5uz",
-	"YDafiCSSEKL22Wc48ZC1PvuMPAO0OvWeHrLcxMDLXGxkIhB+UqbeGB+7RpWwAOdq8AkhMh5hFUkOk0KO",
-	"eSOkExaGDGN7EIbNBfgr1dmnUruBlLrq+uT3JOSNWJBjCAg8cs/USo35NBQigkd+cEmjcwSARVq/FYuJ",
-	"0rYJF4HMwiiVZobBmw1Xfh/Fjf/4R0hv//O/kd+R//jH61j8+d+OTIFDGhO1FTECYEJnLmm0ySdHLfIE",
-	"8CAxHwCHQXGZ1GiCxTISt8zH2z1is4hJCUCHGq0uUIp3wnGOPsT4YSOrADEKKEckTdNpp08+OSKBHHM3",
-	"4EoEChMZ3DIXFiyTkDJkSPQWKiHK1kvpawi6eMxxVl1jZo2Y2X/fziY9dMgnet0WaRMm3njMV3RtKE9w",
-	"1pSBD4E2M04w3TKJDVQiwAyiERUjJ6HYsRrHEtBOnJbTP9Nen9yi4HBhFGqEeuUQxQ+WxSYslGx7Ra4g",
-	"fYQtob1s8fX0Odz/pKHTpwGpaszTx2ySi58EQSHguVau1VfuGfSc2+cxLzSea5uYZ8w7uQmKaHPwimVk",
-	"b+aPLJIxzPuzz0jDhc+aPI4A/lIHy0ZsCSFgOe7GxqqPaTDTClTOiKP53Rz7XZAGSAS6LILaK+RxY26Y",
-	"nJxTgKBKyaSPezsi//GPxrYklxCSin0HUFQqEHLMQYr96Z/+d8cmLsB9jNLRIqDe0RlyjBXMVc0GwdSA",
-	"NYsVB8TIWPHQRtpAwq/1l+7RCENuaBhMIliDU0U9GeMJBB/zCYRjq6G0W4Ne39Ywe4FMgTrTuB0igxjH",
-	"YTKGgmjMM5ZqECRtgyMoFzQMzQHGycNGwUY+Q4FiRNI1zvhlGNwwMkli0A/+/K9t8onecRqxAqsAwi0S",
-	"zdGZzg5rq9lCvnOEjBv3GbmGIdUz2NYh+YTIUKxYpHZy0PsCZtDuDL8gQonIm0cHYRSLx2BEvkWvCsH8",
-	"2XdudfDLG6az3u7verc/Ito2itNmtkWZ+hyZS7Z6oYCAdWTCsHoNzVgnUeDPmH+UF68RRKI8JdppOu2r",
-	"dmfkOCPH+bvybNh2u5Ulv1LHO/VPbr5v33UWXd6zNnNALRoGHsvle/5xxXi3OXxiFIKec+qQxu2rV68J",
-	"Nn1kVSbw1hhbJze2yQnrT7vz7wY3w/B06Tx0bB0Y2zulHrDlpim0hm0TWKU1clpO++TUttSpvt5IxHZa",
-	"oJFoaSSFXQJitkbtluP0bCsW26+dQu159Zo1stKzamm9Z5+Rcu/Ihk5nx7ic1ulpf3tcJ6fDVrvmuMos",
-	"iTolfu/gBlAicdfoOtuD6w9a3fzYsqNWZ81qj63bdlr9gwfXGfZbJxWje4fdlJ89w2OvtbH+Xa5IpKbV",
-	"nm3lbm4MBVrOKUyib6cgWLlbDRLavxMYXuG0hpjfnk6900eQId1+Bz/lVsa2ZDBbUA3i5LQcZ5B+Fwv9",
-	"Tc+2frBGAGFWYPHW6FvN27c9EJ1yi7tYcfhjwfyA8usckSoqVQLi9VJ9PunbVrKERytptLIjQwHYW6ek",
-	"t06+r05ZX8VdNYGe134wnbIId0+tTxkjK2vEtlZzxdX0vaDx4uOi6EYy7Hl9aZJGRwlKPSNw4NsCMklC",
-	"ZHhxlHCP5sn3nmBR2T1cYV3Q0iAAKMcS7rlfo5HBtvq1or0CIIkNo8R5wVKgI70p0SQBGWFq3SqtFHvs",
-	"EudmE4IcrjSGXc6VGqSjmfMIEjaCpEN6OqbU2+Try/PXaRai2s8J9W4Y9/OxzeprbWyPAVcZWkCNX0fb",
-	"6lOhM87gaErE2bMJHhRIcedbakJDqWdahdDfgeXXpzFTUn8zjxtw1CJv9PFTCnXaFQpTIHpPFT02QCWG",
-	"FbgOGXftMXdny+Ra191N4iDUS+IeGYwBQEbX8aK4smfGVgIY2KDBLzKNaK3n1SKvUhx1vSNimmk9mZq0",
-	"EHyGZgC9VVnJCjDW2WhIipjHeByuCbuLGVe6MgKxVdjy7ykv/was9RuwVjmirqbhWAD0xy8BQldwVlS8",
-	"vuL5oxjPI8YIaAeawRS8GIbNfvvjFsRQBiTUQyAhMEnGddCK9JOZ/4F37nqeM3W+v+kuJifUylCFlDZz",
-	"bFQaawvz5/nF0LK1Mtgtu+UPuNeRWVSB6GQX+y8MNedNutfIaaGQByka3cu8ARCQHN0alplEoa4oPjo+",
-	"DoVHw7mQ8WjoDB0Ur/D1Utwdg5SgkRzRomNS3n0w00nblGMzPuHFkkaBFOjg1AcLxlaSJA1J+Gd48UA9",
-	"JsrJ+cVLSLZouOc6RF3DQj6ByGryxbO/dW1dVASTyDXeww1bS4Kqu3uU6zwfVV2RqJ2mTKYmqcaLi7dS",
-	"IxtII0rIo9TAvAX3LqYALp7rNy1LVVbhAVQyAPkGA9siX+HH3kAmwvovmPaTFkQqdJSCdZawQEbDeG5D",
-	"mryagpoUFEGBDdWe6Yh6cSr3RmzKlPbJ0mr1WWFlar1/9/7/DwAA//8=",
+	"7L1fc9vGli/6Vfpwzi5TCUjxvySqUnNlx3Z8YjvaspzMTOgjNIEmiQhsMOiGKMbjqnm6NVN1nu592FX3",
+	"+dx5n/sy73t/k3ySW71WN9AgARKUZO9kj/dMxSIJ9N/Vq9ff33pf86L5IuKMS1Ebvq+xWzpfhAz+fkZj",
+	"epFw9adI5nMar2rD2hkZJ9wPmU/ihJO6XEZkEbNJEIYkjpaCUO4TOYsZIz7zIp8Rj4WhINGEBFKQaRz4",
+	"BzWndkPDhKmGx4x7szmNr9UHfONKMiFrw9qz4Jb5xE9iKoOI15zanN5eRYlcJPJKRteMi9rwuH3ScWp6",
+	"AFfzyGe1Ye0VoyKJ8d2AT81AljSeN5JFzanF7CYQqs1hbU4D1bRgXsR9cbVg8dUcX58zLmvDbkv9GN8w",
+	"H1oPa0Mccs2pyShSH8Nw3gj4hMWMe6xh/3h1w2LdzU2redxs1T44NS9mVDL/iqopdlqdQaPdbnRbl53O",
+	"sN8Z9rvN3slJ56jzTzVHL0dt+OP7Gr2ZXlFPBjfsKmY/J0yo3Wo7sHkhU+1lX7fU19xLYjWilX6MS3ab",
+	"LVvLqZl1vRI4ybWF7fRgYVlsGla/qGePu82eUxOSykSoidEw8NV8x/JqrsbUUXOXNLSebzs1KSf4+3H/",
+	"g1MyneNq0zm+y3Ta/W53UDifQa852DaffrO/NqN+u93sWlPq9o8/wpzag+5xb+e8jruD48JpdWGMpdPq",
+	"rm9T5+gkt0/93qD/4Z1TY3wacDyp1Ltm3K8Na17i05pTGydBqD7ehOH8UP2nES0Yp8HwptXsdpqtxu3x",
+	"4GrQqzk1TudMP1hzaj8nlMvgFzzVw9pZIqOLKOE++aF31h7A8VxEIpAR8JtpIGfJuOlFuo9FHP3EPHmo",
+	"G8uOGHaqjtiMxv6SxjBqb5HUhrUXXLKQ/AOLOHnab3QGxy1yowbmLZIrL4oVu2urxY6DGxZbx7Z/3Gq2",
+	"j46bLfXwFJq6uPwH0m0NWvjFlRclik20nVqk1vntOOEyIZ1es9Vr9mtObeEFaurPGe+SW5jdIlqy+CoM",
+	"5oG8WtaG7aOWU4vp/Go61tuyWqg3vg6EFzPJyPPzt2qe5pF254NTC9S6x6vO9epn/5f4WiY/d1aK64Q0",
+	"Uexn+L5GpWQcCCfbt8uLF5ffvb46u7x8XQO6nFNuNpAAkyMvGfVZPI5o7L9S7K59qC6BdrPf6D1upDvV",
+	"gJ1qXFy+Jo3GnN42gDU2QsZJZ9Bp93qk0ZguksaczaN41UhkEOr9Jq3mSU+/xJN5Q7CfBWl3jkmjwTgd",
+	"h6wBvPy24VFvpnh3oyHjRMhGzOaRZA1g5I1GSPk0oVOmO454uCKNxvUNvMYavlpDEnDZA4YOh+VqxqhP",
+	"Go10YRp6YUh+WXAYVziMKz2M2lDGCXNqk5BORW55G2XLWzid2rCmGkLaKVgeIOMTRWz5udSGtYLZwIZv",
+	"LETWR25n1G0De6N/MKtfG9banWPFGtbX2TT0ASkdR3uVG60arBorrBO72j5WdX3DcK5gODga/Jon8ysc",
+	"TLtz7NR4JNWR/LH2lsuEM59EiWxEk4acscY4uiVjKlgYcNYkbxbM0/f7kPBIffXt9wRGMyTFw2jfEnOG",
+	"Sbvz/LFDhIy8a9I+apEfCJxLh5w/ecGIObTkn0khAyHt3hPyz6TbIc8fk6+/vug1Or1Wi/wzyXMBh7z+",
+	"/sXXL84IshdiMZV3H5yaFiveGy657xHczVF1J1qOGr6vzQLfV1swoaFgjv4IEglPwjD9Yrxa+yJmVKgW",
+	"8EvF7a/0iWh9SHcNf9QiGQgv61ebEdqi+SK9rzrd3lHRfZVesr2jjrplS67JfGPtk/7Wxo473SN1uS3i",
+	"6IZxyj24KtT4zfBFMOVUJnHuC+ZbSyKiJPbY1SSK5yDKLehUnTn99Zz5Ab3Sx0EN+HAR0oCfEm9GY8Hk",
+	"V4mcNI6z58WMdvqD2rB2cjzpd/xWn7E2Yx3abrePj33mjWm33fL81sA/6nR8dkL9Vvdk7Hf9o37P6x0d",
+	"d3pH3Um31x9bTQa/MCVvHfXTr5JYCayHN+3DOOHicP0COcTHFL3YL+j5JuN5IGV+DfR3sflCBjJUM95x",
+	"aUQ8fwRrHz58cGoLGtM5kywGDvs48ldvsl1QyoHw4mChadxlfqffb5985WqNgwFXGPRI/eLZE9Ib9I4d",
+	"sqC+r7hHTHgkD5QOop4b9BrjlWQj/hSbIOlm47vHrW7HIQv1WT9xQCJ1cKGTyF89EoTdUk+OuGpHOIQK",
+	"IhiXTfKaMV8QV429kQ6+8S1buU1yZvUjZ1QSP2JixHkkyQ2Lg8mKBIJQojiImhGPJFyAgVD8KWb+KaH4",
+	"YKCmxJn65Zot5IgvAzmDwYFG5mZU3Ux7dB2y/j3spHvQHCn9J1BrOgPOk8lr+WkoyvJmbE7VZszp7UvG",
+	"p3JWG3ZaLbV3igxUI//TbMyPZ41/oo1fWo2TLw/fffnV+5bT+fDfa6l8I6TSzWpq43Nb/S1bbe725YyR",
+	"ScCnLF7EAZdmJ9U01BpdsxWpu+ffvbkkirj1141rthLuAZGzQJCz8xfwWMymgZAsZn6z2rTV7uWmbk31",
+	"x1bjhDYm794PeiVTe0JDTwlwGzP6Qe2ZC7zfdUjAhVTiSTQhbpzwq8B3T2GGz8/fEjUsh3hUsEbABeMi",
+	"UEqGo8ia8hX8DH+HAQU9mxIjADc8KmkYTaGZutttnbTcg3TePycsXmXTVuLtti2eB9x8bm+Z6isQE97a",
+	"UsL63M8UbbOYuGVSontKhEdDJmANvv2eLKIoJGFwzYirBWF3yzSKRBV7ZinP9qNkHGpJKZgnc5jZPOD4",
+	"d6vZ6qcT5cl8zOJ0oq/o7XegiV3qe2iDYuF7EjM0HpAFi4lW0cgkignqcafm2D4SZLwiPpvQJJRlU9u0",
+	"f6ztl57D4OjoqNMeWFPJNizgkk3tiRjpo4g8p4ukjDjpBkESkYyRHMzxBOoG+iydEfR+X6q7iJLprIDM",
+	"wjBaElfSeMrklZoLnA5NfOpITBnXUhHwcEpCOmYh2LZUk4QJGcypZKT+5//otcgfSs8OPJ6bh97KVMbS",
+	"Ix9HUcgoz4ae8BdfF/M7xcwlGNf8wJNkEkfzJvkuJlO11ppzwE0B29QkuGV6g5wRd1F1N9qsfjYvq7uE",
+	"xox4M+ZdC0ddOcSbRYHHxFDdMCNuLhV1VcHPcyq9WXZRcTqHO0qSunVfUS6WisPCmEec4lRmjAD5Ky2Q",
+	"3Xph4jNh3z7rSwoTKeW86eVy1Xj3vu1sZcCXQAGFbPjMogZNtYZ5EsM86+7zp3ixmJ8U/Wecd8SB9TqE",
+	"NadNglxWMWRXi/3P2bMo9pgWeRQLHkJHSxZMZ7IhZMxgGUd8QePsbpNsQWQwZ4YVwi2PnI2MKfeXgS9n",
+	"DjIQxVVScUCtOp4/YwcF9j+mIhDEhdb8Kzzaf/6PjiLrU/L9xdkrw34EkZHaeirVi49Ek3yn9GvVf8A3",
+	"Gn4kcsco4SETYsRdOBJfKQXSLd/k7GyWMYF2VSagZvD8cfkOwwyVTJwusNo9tTJeSIU4NVeNRxfUCyRI",
+	"Y7hWijNb91AZDzAWmoo3Ta91UsyhrZvmhc/mi0gy7q0KxaIzviIZy23/+i//d6ffJyAi0XHIyNmbJy9e",
+	"gMpBPSVXq+0Jfk6YfRudkpjNmepSHdgoJp0emUVJLOAhLTaVykrWCDcEJZuV9/vru2gf5tHottNujEa3",
+	"R0/ffVl8jl9MXkecvVLsZ3Mdnl7SKYg+XrQItNTghQHjksyi0BenZDlj3AjNaHaV8BSyKvVtt9XDI8Yj",
+	"EPLLpzxpqKE0cCyld1fvuGga50rHeZLEIoqLub7LlXbrwROuIdVFzG6CKBFEKZlwValLgJdRIr5dNrR+",
+	"u7P7RME4n6a237Xlhu9L5FJSRzZ4E4bzcmFTm5Xvc/NbQ/zeGGxLRqqvQLVwi2QcBmLG/PKRoyF519hT",
+	"K/F9GBfM4Vmm2BQccVvJeSRsLQh5fxgtWdxQcyEzdkvefHPW6PQHxt/W7ZCYLnHWnlKICKis6dQWVM6y",
+	"mVmNgxn+5ySImW+Mn3dUgXCOIZ2WCTqTkE4fCRL4QNnpZQsmivcoBnw4BDuTS8JASEECWTaBkE5Raigf",
+	"fMqTAy7BO7FDSsbx65c2zBCeuHGBbT558z3yD0qQY5A4Wp6SZcAFWg/cM89jC+k2yf94893rCuK+Hqg9",
+	"dsbVOH+s/SSA8DxxU3tXuuaFAk+5QmnIPxNTPpamCKP79vsnSg79Gn8uogt0ZjwSSk/Mm8PdzdGXjXXN",
+	"Nn3vw/oymAcFdPBCsjnemMii4S5utcpGBVbmYn2h37KEBLOcO+mzRI178pvQ0WCEf8zZqNcHav9akU2f",
+	"/fBH0muMA1lOqDm7+L1nsF1XyziY4lEoNeZ4mUvqAsQyh/gsDm60fgRsGqzaXB6UsLVUF6rGkqvqRjCr",
+	"N8au+7jE7oZaDlKLsaKBcpBahI0Rw0GzaLgq24+cDblkPwa9itvxJjM+rw87/YnMKPdDBow5SiRx/489",
+	"WEdm3b436aBy8orebo71IlEXBFeaiNbxqCTzSEi0W84Tbwa6i0OeP96helzN6W1lQ1dL/c+2dhUpIPbg",
+	"A15x8CGjdxt9wB9y9B/UcRGLiAuMZnpM/QtUeSAuAE8c+HIXizDwgEkcLuJoHLL5l3DBDt9bo/nvMZvU",
+	"hrW/O8zipQ7xV3F4jm9hp+vyW+rWUFrGnIZqWoqvKXqMJiSmfMq0iwI0FHWYGPcXUaB0FHrNxClxWRxH",
+	"sXDhMKL8o9TeiE/CwPuk81EcYU3pI0sqSCKYrylAK9xav4SRPgukBPf3px0osmW84sCPEoQhGTN1/U2Q",
+	"c9XpRO0MBRMKjSVY1ZezIGQjPqd8pZoQYCTTL1C1SR4bqs/4w5z6DDZO3f5Pzt+qRyhYbg5GHH1TqU2M",
+	"LGkgtZ4dSLgsIj5V/waSzOmK1OlY0UW7RcRBk1zO2IhPAkmmEVPn7JS4F0zGq8aZGrVLBF0JVG1lRKi4",
+	"JnRKA47mFhRCgfKtd/JLuyFNqGV8FsVj7R/+tLulLpZAEPDWknEiU5eWoq/ssskRGdgmPji15xEqqp/u",
+	"WGuPeqTuGEHQQW5GPCSuzyQNQnuLFCksZytSD6QYcdBn4LtZIGQUr4iQdEViRn0lI4Bh9INTe8FhOXQU",
+	"5ic+O8Sj4J4cM+2CHGaMCBUxdsPiFdH9O4RRbwb7M+LqdICec674mGJ+XEaWk/IQgzYOu4d5j7574BBY",
+	"oFAp7ssZi5EjBnyRSKAESiaBEqJwPSkYPpdxxKd6yV4ZFvupV2wc+UDAasmWLAwbOAxSh3VIXb7w+4LG",
+	"AuZAEm72nMyTUAZgA1ZNHYBTL399jKkP5P46ks+ihH/SKb6OiFDXOexfpNTbRLIDM5xXkQ+e6WIZEo1x",
+	"j5Sgu1iRupuzoWW3miBPL+n0wDLSndrmOIulqecKeVkqeakJXCT8CYbbblkos0B25POExqVLZZ47NOHR",
+	"qqdqq4tPb6zsG+3fd19GOCZXrUDmGXx78XJt+ukNLBsXbBHSVdHCu2B81/dDdgepfwmjcRhYLsk0hACs",
+	"4msXfLPQBgGxYYXWBzONShv09DYQGHr+m92fS7MueoR4IcGmERqq47s6xRXW26Z/ixNebd8+zuJeRtFL",
+	"Gk/ZX4sPhqrzWDE+vBjB6EHqbfIqeIx84zKKXlG+ukjjoj/tQLWLgIprJZJRIc1oFSfSo1W7i4Yd87Tv",
+	"x0wIZ8SXcSBZzk1yAOKjetuEeiPbB38E9WaM+AFE9uijOOIyiq7JPIoZxt/G6PFLByFmSsKsb3YPt99C",
+	"taC7Pt0QOQJvdjDcJjDKeDXiIDGiJdm9oJKBfavxhauNmOhp0E5GZBU6QlJfvSMesonUlzFTo1ZbP0nC",
+	"sEwYTTtJTWlbBFLHev6CzWnAtRpR+R3BKvSxl4D8ltNEzqI4+IV96gtYbzaQGeqKKP9AEBnIzfWEX/No",
+	"ydUTMbuJrtXFAsRgnhM08A/W+NIPP/zQOEvkjHGphs92M5e3nN7QIFRyy6c+tj6VdEwFy6QpPE3AUt7y",
+	"RRx5TIi/1siyUYlksYhibQkxoQ+bqsFKHZ4Rd/XjzHfxbKFhIFDav0e5H/hUslTwBrVU3+xsxAULmQe2",
+	"UwjQYD4RSjSnIQm4mgaVgRIwI86ElpLf8rS/V8wP6KU2w3/qi+KRIE+wy8YlBO2LnCEkWujIArSEAOGj",
+	"tEhNKC1BTRB45tvLZ41jUh9HfsBQO1f8W+nX8MvBJpdU3DkignElWKeCAhqM7NS0RayGIgMmNhLV3td4",
+	"EuqTgGbZtQNTmLlW+lbKbNbz2ir0kyW2VXi4NOetyPRW0pqxtq0nyVXoHtPnKj6Y5eTsfOGDbSb/EbtZ",
+	"a2RttNa6ObmtXduB8iUr2uFMeovGPzFP1nSgymMqgoKAwW+ipR2RoETMaCxpwDFSNU9/kFNZrGqlsTmY",
+	"dwni6IIxn4SMgrEWzLCSzcWu0/uEheEFm8AW4ERoHNOV+gxWgKsx5f7VAu2PNAy/m0C0/7Ymn6r3HlPu",
+	"1z68W6cpdUyYnEVFmgyPOGoy2hqAof1qSjfAbPUUs3C5JmTgoCxtVgTMz5LFiygEldCpsVsZ0+yjDo26",
+	"iek8+4TOTjWAAnnc0a4ZUeoWEvamekqJmMTRHKONJkEsUJkAOgyZ3yRoUZ9g+B187UCQkhKwMPBAWxKC",
+	"yYQpISBckYBnUUuCgaVVjHjdzSXcuA4EChbExroHWs5UTBcWcsRFEk+ox4aEhqEaaxBregq44g0ZWTlo",
+	"Lc0GAJeZ3h+qtwsnispsnZIljSGiAViwiEwQoKHJTQawRn3Q8VUZsZiDhCRhnyNSx1UT6HhzsQV037vW",
+	"5utQSStS7uBO9FRCNGsMSs9jbVoZZTn6tJfxkzc6zWXj0EwCKdyhCRBk8Q1epIEwoXxGzGgSN7ph8ZXZ",
+	"Q3cIZu54xOk40tK/mNMwVOK/3RS6KoAoYzZJhCJgdxwl3KeKxLjHYrXy7nDEA07GTC4Z43CHj9kq4j6h",
+	"fIVRo9EYOXKTuEZ1uvo5YQnz3SHoRyNuq1T5rsFEj3Z5UsdtVzpIpISCSOgDEydcEZrLbj3GfHGVPxxD",
+	"os2Q5Esyp7c6PFs1k2Z+gN6jWoA0ItPMMuB+tHTRH+CA2ZpHmuDhIiA0joMbJqz4yRG37g6CLeAZMCSm",
+	"Gqs5tdyu1Jza5tJqn7C1XkCGBVM0+U/5gRfytCdG3NRm5/zdU5BZWuESXwuaqvJK4Bdyg/VswyrilxFK",
+	"Nn75eS0qYbcwghlOBU2lGbp3EJ/WWAJmq0FPThp/kcWXroU1bMSjbcS8bG5ZMTNBQnuqo943t35sRJet",
+	"YkMq43xYy3KvIvKu5/e9L3jm+kb/fDULMPB/d7vZO2G0LG5WHZe18RYFJcVTxQatB000RMzClXYLapMP",
+	"zqVZc3b3drWIhAi0zlreLXQ1p9APqY9ZaC67jD0DH7bZ9MEpUeuD6qK6k+BSNAy7nDg3B7u2MwXDjLhZ",
+	"HWCmRSvjWrN2q3e/oT5tPiYUJ+Qew+T6anShZRFosaoEsnZa1xZmk5C2bHb+hBQu9DrtbtD/xsSdwkwh",
+	"PLzWjLfxgPOQFrB+bVy4UjduQdRNavUWhk7RFoEiYCjR9+CTpRLjFyHlnPlDK9yFEc6Winz6rQ0xEYgX",
+	"DKW61YPiYxWhl3hzdN/BH4J4iYTQLFgqt6QRfDZHE1vtHCHl2H6RuIpJDlXawESVByJL3W02Gye/f9la",
+	"7aIJrQdukMMas7wLM991lOwuysZWJgCDiZ+F4SNh9EU7sNCW6E2C+KYolZfACoWlaL6gMfPVSDaXqACZ",
+	"5U7WlY12rsAsdsfWdDxhEUmJqosJYrzLI2kMIX6moAdgoITACK69xurduyw5wAqkXRTugMG0udNS4Mv3",
+	"Ws0cjs59W7jfSAzAwX3evscI1k5zlsKHRJVfqiLYomwK6bYWrU75eVifxdoGF7IQ6wBfoGz44GwOjlzB",
+	"qfqOKy1WxivMyEq4Q3SKXRT7LLZSboVb3W5nc6S9hZe8PALDLl+1QLsDKlknz/RFf9w+6RBPDzI1K4Gl",
+	"qY6f/vInkCIO7jRltYcoM77AVzHTbv1WzuapR71+zVqbV/CuWrR9X7NshdWNXYZwKq3DRcLfaKS+gqZu",
+	"WOwH+5hr37A4YOKNZAuw1xakiOuAbyKXEWwZepLRTI4OYC3ZgUVkU9ovZhnCUJ611Os7ts0s9jXY8Itv",
+	"5EKYtjvxyyJgt4oq7v35iY0Ld6fR38Ud9UDCTCZj7HI/aNHu3pf8/W/oe9ys+3Hc+92VRdRdSKnrBJCj",
+	"qO1n6mWAXs/8uUr5UyVGZZ3QUkZZFHpQImBgn+XDPkevUFB0W93BqGWE0x0vffu9Uacf7NgXHsGKvjdj",
+	"1it0vVU8k5m/IXcmH2IEa4f0QZrMTu0dmltTgC6fXWZhkog3poO6lhQzOqgw0ptGnIV0r4JL7+OYne7O",
+	"R1JJO2UottOhit0oSxVfP1zVXQQaT7TCk5g4lIaEZtCi97fv29ijFR6/c1gCTCF7f8OobxYuNyKzRuU7",
+	"8AQxS+7LnnONKTF6JzWWc+DNtjYGl4HMFvrXNcZqET+88/qnAATZDmRdFU4jDV0odvWzkEJ26oyGkwZg",
+	"swiTNQle4hsaCtDu/jC0Qru9CPzpNBzxkxb5AwEPn0ne52TGQr8RJZJg2oX2aZp4gkcC4MzmjNTBq/jr",
+	"//rXVvPkz/9Z51+2D379X//WkLPUMXDgkGXgM46JqW3yJWkf/vqv/w9Pm5ywpemFjrgx31Duk0kYYaiz",
+	"JG3yh1OiXxAeDQM+BSyanAt9ukjcEa93WuQPDumpWS0RmihKpjMDOJcngG3S3f7S3Hb5K88Pdc+FO275",
+	"wTaS+lCgYD4BJHNYJ7VlZqs3Q3aMq6rCBLWHqsKTKYz6vouAL2JXDo6taAmeBSz0gfKLbRc6LBBR50zC",
+	"H1nLeVSsDtOhJ6o5AA8zLyq938rtUmSnHlxg0pBL6hCJEQb58J/1ZKCDzeWGroqPajY4Kglk3Rvopg2f",
+	"gGYeTu22AQaZ2rD9wampLoubThZhRH3mw6is5iHfb76IYglMwQRnqqfE1u66ihwKQVhUd+3GmArmE8iV",
+	"0qJHtpiq9QL/htV6D2KuhKDTAuZrPddXkiduSdFhyOV5AYTm4KTVPsilfJklLs37OiVsvpCrlB8pUoAN",
+	"Xs4inEd225c1sm0lO5txNzjxQroPacEdakP320eOStaQwZzVSoMYNjBHChzUbHVl5JrNnc4l3sc0ULse",
+	"yGatUIKh2iq37YZXM7zAJzFROgqTYmgG1T3154G6rngk2RaXrT0IEYU329eqeiPjasLYFreGIpLd+mSQ",
+	"xV3VrB1J11S3kyvikJ9rftC5hS2jsxeKmYGK4vuBepKG5xbZafzAPCXeZY/NEqxZ8ewMSoeICEkMYqoF",
+	"8ShHdMAmOpUt5IMK0Ac5VT23gmVr8RCmBTi7H9eoYC3sZthdMF+ENAH3vkvw+hUOcWGBr1IEQUihFEwm",
+	"iwOHUOL6CQbbsxxIJTBOVyzo3EV/G3ztkrqgK52Bw4mrljQfomiNQWluua7B1KM7g6hDiHaFhgvdazhZ",
+	"mz/sQaiIqV1IdOr6nihxV18NQGcsbzVGGGoUmPVSEiEp9+9NjzCwor19fv72gZSorKV7alBrDW0MCwpT",
+	"3EF3ygLWNjl+CpeYJqIqZUNJMA6hwmPcD/g055+pIrlvmz8GWmdRbtvVsedxUOJy32lnywKHP0mE+Ecz",
+	"2UEEFy0C752tQBzHSDCPhSEcNsg7N3pLpVs8Mwp++sBUPb+dPv+/SdPjdifZQxr6snBzTU1lh22bCf2v",
+	"4UuNlntw4jjwtVv4QXyyD2C9taL7yz2cMMkdllczt3IvfOUlKnPHPEAYV6mr9hurVtPa+PFW28mkrBpO",
+	"VZyY6zWeKvSg79dM/zQQibXih7NLd/dwIlFpCFhGyh7Dc8Z7uqLU7rfzJafuFjN29+h284U9/LXyVrsN",
+	"7Q8XXa+D4vHazrbLlj08+C2jrHT6sGEbRLS+wnq/ttG7Budci00IAyrYnsyIxt4skMwzdVI2Xpgs2oMr",
+	"OQmjRUFQzteMC0aenbcHh4+ftQdEMi6imFw+e/nd+RsnBc4TCxqLQAIUyB32P0MILwgbNgk7Gm07xepD",
+	"ezGmuOnkmYgzC2280PxhZLkKQcppqmSkAVKen78tCdbHpLkUdv1qOq4q8xqbzqYTS6tGFfJ0pyYv14hh",
+	"XsRFMgdj3jKKr5UIoLNXqaQNj3EJel5IFzJaNETkFQpRutxPofx/w7gfxZjRLmaMSaV+LuLITzwJGKc6",
+	"qmeaxEwQL9KJjYVbIv3FndkOjmNXwk1+/M+imJwtFqFWHE3uRMIBoUjXGwHXixp+Skr72tC1bcgc2nSs",
+	"a0cyR/3ZbtrsppC88gfXrGK6a5qA1gl+G895COuKzb/urtF+w2goZ5tj2VQ4ouvdGZT6rcKOAp/dz8C2",
+	"oVo5RMyiJSCoxBojRZvee+3WQ9nJiuZihZNsLNxmSlQBhFFRCqdWsopShKrl5mwkVpUnL+VTRzH3lNQ1",
+	"259AOaOsVsNBtbQpKk2+TEncrS7AU5q2ZCdy/eVPpF6UB3pQOJTNdKM1cNQsYTXLVaU8TVU1iS/12Woc",
+	"Bz4mgYtctlbCoe1qaVoblJSfeYU8oi2LuzHdIgp9mZYffYiU0bRAaTk4ONHPOOSGxWMqg3klu0ZJjc/S",
+	"MaVVe+wKoIXMpOCaWqtIAIiJqhUTHaCnQOpG8AkZ9aFsNRUzJg7Ir//n/wW+ZfDZnhJ3BOhgoxomrlMy",
+	"BnjSkE6tE5PtSVnpzjvdxnfJvc1X/XxfMd0vqwha5Q1derIwaQWXF2It5pBwHQaciUy0df8uH1q/bxQW",
+	"EqkZw/qEnfKCZLlpVsraLaNcQ5aFZzIrJ/qRUhv2EyCs8TzlsjhQfc5kHHg5PLz9g2GLJF6ruMr+IUM7",
+	"Au70oM165DvbsTO4EoUmnP0iaWPKrzfPQTv1qo+h4o9qX2N+UHUlXRfftXHC90s4uHM4CgzbSaNSVMdo",
+	"NCpcuFdUxsHt788MiePeaojcwz25y25YvnIVzYXV7NY2/RUawj+hMTGtgrHmhNwIF/VWlF8Hy+AQS7Q1",
+	"XrN5JOOIN15THjXanceNm07j7Ic/NnpjyKe+b1xpseaYa6R0Pg/kjbTbuqc/cqOpzUTxSoAb+2dClbsz",
+	"14N7NGhGvrtdTsVXuSrZ6/F7BhN9PfzpJgBHO0QsBYJwdsNiDQiOOE+zwMcIwZgBMmwKxJt68eWMrYgf",
+	"+BYftmROqz73XUNprIrepfE9WYDRLDDRRVUbzvTlnW/YZcM3LDeAis4jSVYM9EUIpbEqMBYVhSrUFNfo",
+	"werUjLlmL6y9QuuTKqQUUalCxWaVip0i9usoEOxZGKGEsm4fXsxoRbtjmtZiRKiYLTBoSWfWqUUUHpSN",
+	"KZSV5vSnKNbGhgr9KWl2YoZd5fmAX6V3ToEOEPC9mktnV5J8qquj2mugsbEw5TSaAMRzw5SKs1AsjJU4",
+	"KEFyEcF0Tq8mcTQvsgHosHCIWqGxT3x2E6AJBFHe0D+vdcEo9DHqp5I90nQto4qL9MtdZDOT/2FN0+pY",
+	"NWrvlk0IFg3Z++1oOi46V+eMXpuwjgKjNEDcYkCDycSZBdMZIOMoDYHI6PpQFOAlPoSe86Bx53sjXVgY",
+	"I+UpbB8joGV33k4AwUAlYV5CRgsBhA7oLek0ZQooXUczxjwQgvkEYUs0vvSEBiGABtlWunYu1C01Ylkm",
+	"KmHQ9LRemLOSUz7da15XiBhb0WR1B/ioOWMy4FOgZpz9KWlZplg/ygWJWxS5JW/mDnhr2s29Oejn52/R",
+	"P4ZIMhpcr7nT+71ReRDpIOCKGXqMJKJsYtNFIq44Y34Rkg+y8kSwWLFw0xqgBqTdV7Ndp+/u6kTXlQUu",
+	"DVWcvFmKxAlWVrV584pgVozJIsdkNGcbZGEqrEB8VbFwWC5qf7zAs1RV3QI/Gyf8VBsotYUfqcdJo/sR",
+	"Kt6Y/8uch5onFV+vzzbbH+YrVGOalXbs7na1zqJYTijeP9WWSvHlN+lrO3JrC8yTNPSSkMootmCK1kDS",
+	"SB1Srwzct2YSUE4MeGaOH35S6MjdCwrYb8VThyEJqNBsEPPSTLlHZMGECOaBkIFHmHpORhGph9GSLFjc",
+	"MHeHxqBVQgC5vHx2eVB8SMpRGz9W6J+OZi4gWRoKZhVl0TxVYyVBlvEiDbUjdZoVqHewIBBUxAJcU3g4",
+	"WAvsVOsYswN1gTJ4U5eWo/g4JhhC6pS4Bvg1/VVW6wlw3xFNOSfy2uv5kNGNDxhPVwCbuRnmk6Z+FhRy",
+	"zniNYdQpDa/be/cySdskYYVsGtnaiFAbQofNkuz7Kn9F7ggRzLOoTWNNam1fr22c4QEr0mA3uoa6OXyK",
+	"1ZwqVnXDYjplWp/KF0GIoSYYULoWeU+JC3vjpnmwFu2lQNgWR9u+tBaPMwNJd//d1vSoTQJLgfruEqhi",
+	"bN8FMnCaz+bNAnbDNiXaO4VVbeJIo//BWNFTAMAtdgwLdbDInL5TJ1L3xP1Qx5ReWBFYZuNdEM+qeAh3",
+	"InYWDiI/PdNd4TJimYDShITduB6AJ/HpUXU+IqxNyuRyc8v63LGODxGsZG/Lx80I0z09MM7MHQin2iWc",
+	"2/mqr3wMzJLscK1RSSXUEVNfZtPs9uwJOen1j9I8c7xOhUME4xLjtZTsBSB7dVcnCbsHQ6L6cAgIEU6K",
+	"dIlvO6muCTqMxqC/lYwr8aHI6pSW7SnWXHqdDlYikDlFwMkyrigndD4OpkmUCLJR5Kc6PJ4N6L6+R1aO",
+	"9DGEqxhrR2kqdc9UANkjKTMDEtjS/8DSyXcmpGf8rjzBvQsqiK5zdJdNgBpMqVSjm9qesn9Urm/k0tGL",
+	"ouKh+u9wHKI7fAsIQXFIu5F9twREnsfRDeNmgddlFQOwgEKZjunNsoIpX4HF2mQFk0AO9Smgnhzx8UpC",
+	"HU+saUJ9fL/UfYORrO6BgxVGRvzNN2eNTn+AtV217SCYcuYjqoEQpuiE+jbgU/BYYYllNuLqSyqTmJma",
+	"DUpHgiEVQY6UZaaurMRTo2IHfOpY5e2qmRLMaAoEa+Z3+v32yVeuGTwZU8EGPbIxhXQkMA+AmFIcrPII",
+	"0uT5TfV7EvApixdxwKVxP9jLiipmNqAbFkP4NIk4gcqH1rbq9xrXbCUO31sNf3DXwhlxTEXDX4AnSg3u",
+	"f/7YapzQxuTd+0Hvw3+vlQauXxmRpawCDJLjmAElp6WHwc4AWByPBHGxDfcUcFYbP4mI63ow59+9yWg2",
+	"n11tnlQ0hepGGNI5bYyRLTfGjHszJYiH4Tz9MI0Dv+GJm2pmE5zgnPkBvTJsosjY5gcUrixrvoCuLrCw",
+	"ZTU6wc7EjHb6g82OXkZLFjc8KhiZsVuiz2hKMhZ52lsNHm0YitLsrtlCPtCmi+CXktWAMTwiIYRa5zQq",
+	"g7qx2zirO0niAg+UW8rBsCydPXd7L7YtwI7A9tzOFJHF+lnIL1NuPjZDsNmTU54LX1j/ZWyXxdt252f1",
+	"8z44d8JOQZSXB8KUzHwlu4HPILDBSkyskhCRgb2sJxyp/XZItKA/J8whby9eNgSdsFPiszi40abvPCQY",
+	"FhnW901WbLjQPh6mMddboy7xKdtfsDNYyDydRcTsekU/uT0g1wAUxRpPphqT0oX4Hkr1W+TEoB01LM2T",
+	"G/yhgvlbgzGV3sJc3U2al+ZAfjIcJ00amruqywl0A7zDTPaaKSBcjeObLSiJBoLytiBsWCwey27u8HPt",
+	"LpS0rdSRCaHOxre2hGvIOznuZgy+Fs5JaunNeFZ6YDKSShlNjixytF/CHJ/e6Ly8tTCd1AKQ5uvBqGtO",
+	"LVn4+MckpNMMLQhjjhBpCM46DCpkMuPhhcbM/bipUeyKUxdwHws8VDOlBA2Ji5NwIRfBzV1NBqctvWDc",
+	"g9MRd3GyLgETMACyoVwCsRsAcMiWGj+vruhpSGI2j26YD2+rFXIJ/HMV+LomH5oyQVzDldt4QtGQq95X",
+	"C+quvaGW1iXukoorHeM1iWIXqsKqxXaJC6QI7+u7HUtjr013GtxgDW10x+h672M2gUp1+LC+/dXNT+qU",
+	"jBPuh1CYl/kaA3GDpD4GWBioYTLdR4uLZExDbQYLJ/sLKHB64ShaYFma/FOKKzk83wTCwKzex8aXHsOP",
+	"a+C7SHi1PMI1Q1TCAR5vqClF3eUpY6+vKRkOcecQoO1r5u4eYDlNdqtZfT19AL8CixWUbk+4m2W0BL5q",
+	"K2OV7ojj+bR4qevosuAWGVChTrBokrMxKhBwoJIwdMmcUT7i8CydM3QIwSloErDtmKrMsTYGkDpoDHMQ",
+	"8AXMg8zpasTpYsFoDBlwp8QUKwfmYAo260KSr7FB7hNwgREIdodHqBxxyJzrtFpQBZp6EkC2gLHwCESo",
+	"OAqh0GTgBzGazSiQvRpRwKcjnr3YJI+xHCXCmiq6cvR+ccZ8cNeEjAqZxus56sSMOIYOzhMBvquEBz8n",
+	"SvJPkwgd28uDa0CnMWMwUFjNuWDhDROk7m64H1zy67/9K2m3Wi1ySFxManFNInyf/MEZcTeH4Y4vuJZf",
+	"0iV/+RNxM2D39PUOvl6AFq8a+d/58AMn38QoabW6DCOUYqYzJEdciamYH878tTdgWCWlk12H6HvYVNac",
+	"6zdMIuYhcW3bcDqHdp/8AU1HoAH7OiVwxDUxwbZky01c/L2JQcNOanrRWN1KPyeBMFmZIz7omSFAaBF+",
+	"TF12IbthYaFhKacfbWUVG9rwthrj23jgJbuVnVartFReFpU8ODo66rQHVkxy27lDIfKKg7HLkVd8ZUtR",
+	"cnbrhYkIbtgrM3Yc7u4o7D1DsNdLmVccuilovsfjdnxepdc+FFxNBWryHpnuleuhpIs66Pe7gz2XtLhW",
+	"yl2j5cuLqZQOsl2t2Oi2k9Jy7lCHZWOKey7cxlnekA4LFvEO61jogt9KktH1m/sXc9lqURAFAVpVhlTR",
+	"t6nav1NNhSL5cL3cVMmKF5ij9jirVvZ8RSaT1lSo+LxRKio8fmHWrSAdrvL9YBdbyOFm9I6dvaovVOWe",
+	"G2l4RZtp2/722B6NWFZx8jncsm186y6YZhXHMK08Ynu3c0He6ciR7vcbeCT2GKzBQKv6+Dro2Z3lhz1Z",
+	"dgZLdKcee8f9o32vV+Miqrg0N/ca4tpGt/aNFFJEV3TqMkv2PaTmQqiRqifyLoAjpM7ZEiAlCA3DaKnD",
+	"sS1m1h50j3t/ZVQSazi5cog5nA77lU6//BKrAi5yF9Lfk+g3wUj20JFykCT31o/WEUu2HOdK7aXuk1Si",
+	"t+kJWFLRBmoJZNDbJX8UqRGpurMPvPcnFBeqXt7p2m3Q/J2cTPvc//dXJ/YJ57uXBP5wInIlobjTau2W",
+	"ifPOtZ3ioBU8MJNyIf5+eHhY2+XtqqqcG+/VXpS9HpW1loqw6ZkqsTQ/ROzr9lKwa0A4+evunAqole7i",
+	"A27qLVBvAfjjqTELa99jSAX+cAcXQkW0nIuEn1NZQT7YvLqZH4ATnsyZpBDIh/WKEu5giRkoYDNn8ZSR",
+	"heqjiSHhduPtovixO7KZj0TnKc3mAQh34w8WrTWW/t0kwmJU1RdcA9yl+fMQqajjZH2KVWMq0S12XBSo",
+	"CqyOLUrKaC9YDFWIOQums3GUqNmBo3zPnrHa8WbXMk64RwvDSC/RgxIwAWlckOds8AM4egGVgOiTZIHh",
+	"Z5wtGbgvCI1ZScraw+REIYNmCCCazmBHWLXFOh6kBtJHSVMuqbRUiD+Xv7OuloGcaSP5zixtcEFQqX1l",
+	"IpqnDgOAITAeD+0GIdhDxUTgLZm79HqPDFSDmVCYW7d3BUwR8GnIroSMGZ1fbco0FYLoci2ksszaOmd4",
+	"DSb+RcM7ZCa3RhtXWadQpQCmZl8QrIZCWvkdkal3R+hsj8rZP97mzpEzDwqCviVXMsMlLs+UXKtWWjlg",
+	"p4AydlCcPg07D3IRI0OOXixNifSC2+dyKJeottwPr6I4vSAgdQMvhs1ygyn7X48DxbHanZRPtzBo8+5s",
+	"ey/eXMKD1w/ZRwke26BRa87lqwXX/T1rZ6g2TKBhpvIct086m2RSjGNwaWP/PBIkKI71DOYQoOZfbcAO",
+	"7kYqTAFQSgCSnkAswziSszw4PkKYxYrtRhPiwtsuUauA8JGWkxb97NTKXy9G9+BRIFiG7rRtaS00LNj7",
+	"acyEsBZgbQ7GX68vFPWURpo2bxZBvT4UvqOigxJ0R8Eg6kRc+cFkUhR3+UY/gPEMywg3AZ8mASdjJgKf",
+	"5bCkjahd1wERVPMYB0smmMRodTmKg30gbp0aIkoVRKuy5S4avWGx2vxda/W9fkxJurPVlrxp3R4CaKmb",
+	"3tFFYxmXjHusYBBrXEKn8wNYlRkd9ponxY0zYqAm00I8a/S3fiA3t3kL3ykTsLcIy2WSb0glE3Iv3q5f",
+	"2YbkopUUiDxeS+DKvf3hEMnORWBlE0+mLrtkUVyioxI6ZNWSn6I4AWhO+cpoYbZ6VgEsUOtN+TWyl3ld",
+	"YtpizXmDqVHfsgfSpazkqn1TdbodEtMlWSTjMPAaSqTF5LiibvapRsumgZAsLq9Iiz1eXbOCc/4YE9/y",
+	"QywfV9bU1YKVXKSCzhnadc6fviLu+dvHL188Id8+/UcXCzG70YJxIUKyuGarRIakAbltK7cCK7FWPxfz",
+	"ak1xY5C7JZGURu5SqmLb6qrleIrJhnrf1b4NTbqhrjNvr7oGmVlfOVJ/k8B4z6EVGOokAvNZbjlJY5GM",
+	"o0S6mCMoNnxhRb6LtUW2JlS4Wkba+jho5qlYsqXGP4ZSa1QTpaDOKMDlLKgQFZEb1aV0tS+iIHgoEOan",
+	"2AimZAQSiLVc5ke6Lj3A/gEEFwICWaJbsQ0KQpsqV+W/w3T2FRb2C9fZWOONUZopmm23BYRsqcuocDuO",
+	"9t3Iz4+WvKxsqR9QfrXPnohgyq8WVcFUFiVlYh96j7RMlSxqerprc0vHnfVduAPG5nAeR6Yif34rJkGs",
+	"7+87ikb7vFZ8W54JzG23pCnNGUvLt9so1/nGvs+AprVaw3Vm87wUwF9sFe46rcrW8e3+JNXTjqzZv0+N",
+	"RF/9+i//7g4JTXFv5w6WFBuvUidSJQD1bK2c/Gav76JTy0CPcZxFFGX8fwUulJ2C6LovcF83jFMDd+5H",
+	"ApX+PjvDVolwUF1stUadSo6XG0LHKn6KYRzFVbgE85I4kKs3ikhM+DuNWXyWyIIqVGc8FR0hLQnj8k1K",
+	"yzVbCYKiEmk0gLRfn7166jomm524Z5CZqBWEIXkMfZH5rX+lSKoJEG5qJOoag98ySppJuah9+AAII5MC",
+	"9RYFGxifEhJfvnxFAj5h6i5hCDMIGCBNcka++AKHrA7iF1+o+xbhbX0WOiOO0eOKltW3WlePEDlNA4c6",
+	"GT4lyKk67oCglxLSREZcJELSgDO/YWcopPWp/vKnXHJJc8RH/EnEbzD6SQzRqWkl1ghOr9kVKAcGPDmI",
+	"ScIDaeqXqSVvQivQQ4CFzYBvkzoc0JCOWShIIhj5lnxF2q1Ob0jaA/h70D3uHajlwYw+hOTA1NEUDW6q",
+	"pKdAaO+xo7HyW00C0DA4ToPdM+IuIBF6sNmHGsnny58wm4+SnxMWK34R0zmTLCaUE8b9RRRwmXUo6TVz",
+	"RgCjq3P2loHHlIwbGfzW9Nm3Fy/NUgdqV3qtFkCfIDTxgoVyxCdBqPrCcYsgZFxCdUqfabQeQPbHzcAA",
+	"rqGGcFUatJXnO4ONFzKO+JS4Ty/p1CX1FPQDU6hAID/QuVuqOdZ4gplN7ilxX0waryPOGq+o9GZuWlOg",
+	"2+o5xP3m6dnXLoHakIr2YAgj/vzpJea9jCMf8GxVf23ybfAYVn76S7BY6FJsXhgo9q9xXzyPLaS6sUYc",
+	"S/c5UPtO6fuYooXgc7iBLo8amGkJ6/AymAdSDA1qoABPLTZPqO/Hpgl9LapfDZOAfDAq2ciUQSP1XudE",
+	"s40LJuNV42wiWaxTPy+oZNBb4wv3oEkuGPUFmdNVVp5SreWKjONoKQAZM5gGnNSffHfx5uDUDACMZ2lO",
+	"Pj6DErWSLZQ8PeIQ6aezf8LAY1ywLByq9urFpeKk6jYEtiOGh4egJMFpaEbx9FC/JA7Vs5nBu6Z5Yc2K",
+	"ba61mu1my1ROoIugNqx1m61mF+BH5Ay47qEfefCHRvJbv/E1/GKsyCpm3Gcp74HFAL4TM8Pu6hfMj7wD",
+	"B/MC/ZGSBIKYZesSCJ0yiOmHyBsitdxKn8Su9YK7MLRDKgST4jBDvEmHA026h3pyTTjfSKWQY+c+QTyE",
+	"xht91zTOozDwVi6GWwJqaqSBTtVWwZENJNL+iEeTSRhwhluFGxhE/IUPFZTl12rV1DJqJiJKna3ZI4cv",
+	"JurcwbEDl2vMxCLium6vlh80iANI1OxWHs7kPMxDPUEanfff/MgD/Bb1AGbWjTj+BCSBX5kbUp2LdJfw",
+	"qUPrMfNmrHZP3VleI4nDr0a13OKOavppfB8ezr+v90/EnnrX3j54uIm1DMKIs6bv0cnRYNDujL1e8yex",
+	"1jY2ZBo3tzMtcux8cAoVbkORRiycYcVN1UIJXRSY1uFv4RAhV6FOKYUooHVihqPf3D7MD06t2+qVCcsp",
+	"KRy+juSryAfEJHV0e0gW2995TH1dMxJe6ZzsfuUyil5RvjKlJlEoM6bl2gul9WNyV552AB10KjRsKK29",
+	"U+/ldvq9Uqk+bOEojKgnBMHz7eLxV9e/+vqRQNVkFoH0oW67mbE26aOhJCU4qIpBj3WevLp5plHkk3r+",
+	"vhuSYD5PQDxyD9TlbxSfUVpNAHjQhqChbvHelsN/pma7yQGKJ6tnlQJjQJdm/qpHo9QF6i3Fm2tGL6yB",
+	"hmorMSipZ5RmQyGdNf6JNn5pNU6aV41379tOu9UqwkT64HwUXvUTvaE4/TzHOvziv5FnUUz03aXEY1BV",
+	"goiTRciUYCmYOrRrPOIn0Xz54snT12+eNuWtJF8c3oUV4Od1FmDTSIHqiZZEh8zpbYNO2Vfddr87UNqT",
+	"RU6/meNesZtnUcL9B+IPZ+aqtgTTHTxiBuLfL1sZwyKOPCXVBYIkC8zgZ/FNwKen6rxnsnmUaPgBxY3H",
+	"in7qIG4qBeFQyZerX5Qc9xqEbQj190uOsq4nvZO+bYXiJ2EyFTSBZ+Wna9E1lh4wdLEVAAr7LqHb3Fo0",
+	"/3pXwUul/TAhindVi++lu5qWMh6vSBwlEpVUA48aUgk58bNAyGga07lwsi1dRFE44lChXsjAE0pzwCE3",
+	"YEvJTF0KoEMEQjDhWIZrMgkkkcGcCQe1IEUsz8E3rr59hO/pJX4kSLTkTfL0dhEp7qQIjKyiJFZEThcs",
+	"VmpguMJyM3rTiVJuVAO3q4MS0nqll6Ya71yENMhTVe3vyDdPX54TLcNdKYUgTYJGYzT55vLyPNOPzBo7",
+	"SquaRb611s0R/zty+Y/nT7c2ByYxNd8tD73Htr8a1Z4/vRzVHOhRiXv6gI9qDnb51UjNdVT7QNp3axAP",
+	"cnF7+98DRtHUJovzOFL9skQAPogG+PgrnjNrQPOUcgpOnC2Rb9fb/MhLILrGi/gNAxgYGYF1B92ZMopC",
+	"YUwZBnPfJ/949urlaSqdoM4nUIUvIvPvFoyfnb9QzX5shWgHEzbmuTupxB8KCMoYeIsJSk88XWagnd+P",
+	"iJ9X7akgege3kNyKoi66m+QcMEEBlcEfVICRRJrCltq8F03W9Xe0xyDtbSc4Rab73dtm+BmH1V0PCdDA",
+	"iCsKGo44QRjvoeGV6htNQkMCFHQXBlRIL7+RvdeLWbD3yIS3Sm3pjW0sidrEOgSYJYNGqaQ3h/Rb3dw3",
+	"iu1UEtQu1Dh+a3IaDEoxVTADfNoNdWr9Vnf3e285vaEBOnnyRHCR2mHrsmAXD4rp4aZ9mIlZh2kNlW30",
+	"UVS6TsfEo2kQ5DgsXWV5fDU2IOjqpgkNTLfS8E3r6Rbws91cCkU14kB1YMrPEJwwHvHb77OQx8xvQcEs",
+	"b+pKDQlF1C5w2iC16legYXtuf/lT5mz5UqmQOsfjYMR1IayS29TUTHiSVaa5x326W8d/QkPvIuEvvq76",
+	"sEF3rfTw8/O3VR49V38ieu73+pqu+ta334Me/zWwX/VSYVCvxnW2XVKW4+mUtMDcwwmbL+SKYB7tQWqM",
+	"AU6WWWM2ghLK7TJ7pvBujv/Mpiq8N/FsYnIcDUWkjUdwFiJefhYs69LmhGycms3RV8BDqkgQ31+cvXr+",
+	"eA/yeQUAAW8tfICqdEpvv4Mjd4nbVPE1rGcEdHsvYRSznXRleLh2UqZr6sWTiJOLy38g3dZJS21Qe/Bt",
+	"zSoFlZZ80UFBP75zaqgmKbk2q9GKIabAo2MRrn6ZhYvbgYzkURdCX8D7fJW+CIVZ16GvjjfDizTuRFog",
+	"9WoWTGe1Ybvbbh11WvYPYbSsDdvto5NB7zhNtMnaLvjyahEJCEapDfvdotyc2rDd6RwftwoR6TA1wlRr",
+	"RYyW2nBwZGc9/vgObupqd7thtVm5mmLhzXD7Tyrk723Ya1fo47kmgl6nU0V60DYSlB8+sqzyLIAg+DU5",
+	"xb6eweqi6cWSTzKJpFBKyXDuCmUUXXtJ2JWgnVyxSP2VDOaMjJlcMpaJCdyH+ogjXiTB/OVPawU5wXNE",
+	"teCRxnLAKXcycE/y7feNdM7agEPO8s+n0rZi8VZA5ojXXWAfTTz3LnHNe+7BKXo8l4Fg9n0SCOLa5Z5d",
+	"pQpBSGi+JCqbQhCoa9eCzqBB//InWygb8Wy4lnCk1qvd7PTNw/rWsp8FANQRd60S04gkYEpaujrREMsn",
+	"uFnx6dxjI+5iITv45ZS4iv25GnwUlFAsmhoyegOKCAbrNMlT6s0wFmXEPRpD/L8lCpK6YIzoNYZqRldj",
+	"yv2rhSfdgxQRdmnSUJRcPeKmANDaqvc6HYcIugr4lCxnuDpLbclOyw9BMMQbqOGUFiMZr6DuyBUA9oKW",
+	"bYojki+JC0tRxwKhNAxXI+7mk9xch7h5FBz3YJtE+nWKc/5ZHv0vK48+2ajALqpJlRXG9F9Tyqx4JKJk",
+	"OnsIkTQVHCuJpDR/3zgQrveXP5HjrYLq+2rS5YcHEWjTFz9Y5VyH7+8tuV5RaaRSFGJjpqF900mcDAat",
+	"4yJRtLp8XYicigPunTSP+04NBtk7aR710yVXv1jQTaZqdwaMig10Ws22aaDTarayBtQvm+ioutvOUbOf",
+	"9ts5avasjtVveQAofKnbPe41zUvd7nG3mb2kfvtwZ+Ecbx2rNGapqzRLG/4snn9i8VxvD4TFWgAn1aXz",
+	"aYyJpIWy+VMIgTVy9YZEDdmjGk/FlDGngoyVxFOoBOhMvhmjck4XOn408KdMiqFBcCftgeqmPWiO+A+m",
+	"MkI2AiVy5kfgWMbELD77loHQrkaHQn2+vrUW7yCeV0uiri5hgF4QQVdCCYUOiSnKswD+MKFBqMRF1aJa",
+	"um1i2/MY8k8/C20PJbRZge0OIno2BFMtSl15/HYRgqqpEy63iGwiZ26z4Rr3A/7LcCP0s+ZTEQjWCtxe",
+	"kyie17bId2mVgvvMMTsfOyZaCXD9PrP8LDR+GjsmSoiKdXU7KCmitj+wBcY8ZQx/PHbag3dOdiiGP6J0",
+	"1O0cDY7fGRyNH7cJmEVy5H1kK+DCNKwNeRKGvy9RSxFHbnngtOy3Pt1Oc5D20YFBmi46zcH+69NtwRpj",
+	"ey1o27TXah6Vrc+g1c2WVX2w1hV+K1qfQa/dTddn0Gt3rPVRv3348K5MH3EekMK6fdhNnHG/2bVm3G/2",
+	"7kBhx9AGUthxs2NR2HGzW7aC3e6xtZHd49xOqt+KVvD4uD1IV/D4uN23VlD99iAU1rZOYDt3Att3OoH9",
+	"VjbRfsuep/ql9AT229k2qQ/WPsFvRevTHhwNWukCtQdH/RNrheDXQiIDdgbceLuCe0dNSQl6lfUk5qPg",
+	"+FlX+tS60hlZzqLQ3giMMKquLFlA04X60pMo9NFPISMCmc0orpp41/lCezPWi8emtbR01dkJghVSAd6N",
+	"+ssD8hVZ/Pk/X5Ivyc9//s+Xf/7/muTVms1eWO7pIE7t/3PG5SlJFmpEnTKzv0lk1ZBUI56DWj+AlyaB",
+	"TJ0eCBiWGeW3aUHnabnOz4rQ3RWhcySedeO1k9W4a39kI3WRTfj+8q3t96pmGO20nFarRdLZVDaGtjfv",
+	"heP2SWfzSt0mpOx4EC+aCg+C2lWpa3DH5wy2uTW7RxRCrp8OwhOsA9kbIbLVaw6O26kUdDJoHrXamSB0",
+	"okT5VrdQKjxp9Zq91sDIhYP+oNk5zt4dHB23mt1e9+6GSs1hPlsqf9O3L9yNKWKCuiP3CSdA3MqtgY4J",
+	"BwDziblWxSO7RiQiZOGvQYw+fzvsUZhiq2vmTXRY65Kp4JsGg2cYCCk0RABc4bkLV3USM1LX2Q4Aqg7h",
+	"1vqsYoFYiB2AG1NdzhBpiTIDygS6wrJG7MdxsABc8PhTICD3JuBThJE4MzgGJn9TG1QVlzPInzragdTx",
+	"n7/8CVZqSOQygtKZWDETC5VzMlEKAKHjKJGkQ149BpwIiDCIdYOBiLgaiLadjjiIBr1Wi3A6D/g0m/KQ",
+	"cBrH0RKSvAEJwDbqjviGVTeKU7jSicGvFDDRH9TrgLUQrjLQTcu3D8F5JnjA1WhE7lAtorHlMoIlK9Xg",
+	"J1RIFjtEhNESEtKJtPDoUPiJoVisKTc74oBASQB+Sock5LEW10EWTS2GOAnZgR1sIiwE0ZWFHKpu70Lz",
+	"8hNclAtExrmfULV2ipZIiYxDlAMcmjUT5Km1HBqwbEwFg1z9itZJc19tE0RSO2Vhei1m1w56Rcm1OWNl",
+	"yzZWdvY2yX4HeKyGU8gZEyyVtp3fsi160LufLbpk4tnx/C2apvec9P1lV8GYL/JC6zMaU0KnNOBCEiPB",
+	"OvrO0QrhMiIGSy2zy1YWWVsGHuzH90VGnuNus8i3beDn2llx9Vq86lyvfvZ/ia9l8nNnNatZph6A9Lds",
+	"Pe2O+dtqKWfXOe4281/ZDxqZ8Liffkh/VtRXMJGTXrO7bSLNdrc1OOn3et1Br9867h7bM1sXg7fNrNUc",
+	"rM+t1Tw+7ub+tzbZk16zUzzZZrvb7R/1Wq2jTqfVaQ+OrNmrMa7NvtXs9Y5a/ePjTrffOem128cf3m1o",
+	"BZ39qaClNuMjUEGzv4sO2v2TZncnIZycVCeE1naKbrY7x/3jk86g2+u0jjq9zl0JoQ0EvEEIx+sTPAYL",
+	"ZNnmt447nW7v6Oio3bMmWRsOugWbP+jm/q/34Z22XuacNG2nk/fRtNYsmZtbWKQIpgRj4xfXOq3OoNFu",
+	"N7qty05n2O8M+91m7+Skc9T5pwwheVi7CcP5Jlj/sNZqdjvNlkZUHtZQUR+oL8qoa1dhF4wWStGmay8B",
+	"N2Ic0dgHk037UDHZdrPf6D1unCUyulB6U+OH3ll70Li4fF3L6rDkTpG6HgqOUX5vO0fdZmcD0LqWdkOg",
+	"m121L1S7hcVUkEnmyypoI3tWagS/MGm02yebGUcGLdLuPH9s1QEZttG28bF3+yTb7c3jtnO3TbaB3m1v",
+	"Rfl1sAwOX3//4usXZw1zhzZeUx412p3HjZtO4+yHPzZ640Dea6t7gxNwMqxv9Q9/JL0GNn63TcbLYccm",
+	"195Q7o9ZPK1lW11lyjlrWKeX3/COYiB7ZF+kGlwpkFOiY+wtpflvyXTyyY0gSmlDtOfxCv617B7An1OL",
+	"B549sSM0S8NUqi0yZSXS4kqqPVQ00dCQcESYKNIpXwZCPtU9/pVhBFB8//H9BjeyEHY7eVABYEpKcKpI",
+	"+DjTJ1TSMCpMGN+9uBSLSP2uMAf0BtsT0q6clDZEzg4H62PR5HSR7CLI5+dvd1NgmgH8/cXZKyKCX5gV",
+	"uRfxkvxcRaPPz9/+dgh0Q+SxKLRtseUf2x0Q6jcuzbLnO713e1Dz8/O3O0k5ty26hOZ4hcixvy8iVhSw",
+	"F9Gm1VvLCBdazCPvk2seLQWpo30X72UIIG14jMuYOQhTKRFEjXJ/xJ+zZ1HsMbic1WqLgHuMnM0XTD1+",
+	"9upr8oILGXBPklcvOq3W4asX3VbLIWeLRchG/FUDDYUHQzgUDsHy3GRMub8MfDlziA/obc/O24PDx8/a",
+	"A3L57OV352/QtRwtWeyMOKPeLHMt3zDuQxUBCH0VM8YkqbsI/uFqG2QKIKztj9NoxMcrUndpGFDBhHpO",
+	"9TAzpVkAIdbP15oiqt8muQQ7EY01wh8YNwSx08A0Iq0oO97fZJV2H9KuCeYsAIxMlwQ2ve5RwRoBF4yL",
+	"QAY3rDTRB99bT9HO6sfuLNZaPqQp43oZhsSlQC+uQ1zqU/XPLFosWKz+GofUu16yMHRJ3SLFA/unRixv",
+	"XVK3abHfgv1Tf55ffKee9nxOO67+o2v+6Kk/YvON4oGsMW+75Nd/+ff0Y88tW59sEndfo/sb5CIswJQx",
+	"i+84g8OonUKaOdiGt4yba4JXTESzZ3sZ9VeaFWz88s6p0dibBZJ5MlG8poYnv+bUJov24EpOwmghasOj",
+	"ttINrNUa1qh5MK1ihYp6W30DJfpTHnA1HSv9ojtI190aGo8k02L787N2q0OWajgLumCx9lYdtTXPaAIX",
+	"IZJxEcXIBp6ddzvqdCZzxQGZ5jbqnzi4Yf6QvHklyC0ZR5GQxAsj75rckn67Q1SDh154jTAmqudbu+eY",
+	"SnaarhdwjbWuCNxKIe6QGlfD+k29fnAKEftQvQflA4kAfX7iZdWrBZvOgUwUwYhkjjUtgddZcM7L5bLJ",
+	"bwI/oE0vmh8y3kjE4ZRN1OgOpzFdzAJPNDwa++Kw29I8+TCWtw21yvAfGUAVZ39xBfGFLccwB6PA3UMj",
+	"M/wPSl+W5sIDEYP/QUlV6Fys4yB05eaMwPQXSsY6+N1BZDFiLm/r6O6+6Q/fTxdJOQauq3ZRMTlzeDTs",
+	"VcnZds2Nhg7B5+dvh0TdGw4RC+oFfOqQRcI9maTCgL5llIygMfyDKVe3ZrMQA/Pj3HlniLUbxQQYm2GB",
+	"z8/fOoQ1p02Cy1ACe4v10bYGClmloT4qZ8eCyp9582fe/PC8eV++DGGAxWz5+fnb37Zl7P4MuViaShXJ",
+	"lNdsZdJhZs4vh61NCyVl+Xzkiy/AY/PFF2ltcRMBUoD7kQsnWbkOiSm/xuouLuJ7ukPiWgZhF7U4d8PP",
+	"5BI1NsZ94PSuduHoKwO9RS6h5onmiF/Sa1NNUy0KVh4BQLNchEgZvqLl7njgG+FvEAAhJUUWhp8aDKGo",
+	"7m0EdEbGqzXickgRYdUzyjqwSMvJ6KqeElbpDiA157Qun01oEip2m6+ZZ0pI5b/ddLlmXsvUO/ruLiD2",
+	"ENe8T+R05ZBsePqPtuNmv+DsTx3LXeWltC7e3m/4j1eV38FUy1cB3/cNelv5DajlU/npJ0ksovgh4nE8",
+	"XV00r0KME+6HxmKFWG+YHTle2ZBTxVmSWxEkMtuB6ZneTK+wbkeKsq0bUIOUSn5Mv25VRqrwE7wirkRt",
+	"2G05tTVUtnbnuFOMZ9E7aR5viXjotJrr0RuQ+2iHrCCChOJqJmxkvQLyZ5/y37pPeT0z9q9M78fdwXEh",
+	"uXfbze4Wcu921rarc3TStIOS+r1BPyX2zqcj9s/hMr+ZcJk0oUWRhk66UeLVuijF1fA9vLlgBHsY+WwJ",
+	"v0CZVFoWVCgymQyKefHp78x4BypcpnRBEU0bz6o07gHoeJeXGR7aw89s02fmtirzQr3CIfxW3Mz3ONm5",
+	"eau1Xj+Z7/JOaMXb73prbvaV3nrrvVT3bcNEd3q318jhd+3fRuLby8O9CCnnLC49M6PaC8IZIIhmavOG",
+	"0YRK8uu//b/EnQf8alNZ1b5lGNbl5bNL8uu//W/iqsvJqK3DzEc8CaSjWO1yFngz4tHY//tRjTyL4hFH",
+	"j3rmRCZzdV4MopIxltRN6pLMal73Wwg7n8HR28Cmc8akaQUdzpi5QFNIbid1jI84JljpJGuRxBPqYZwP",
+	"FogdWyCiiqGg/9xgiNaxfp1dpj+mfMpSjzooFeCWXwexTfFqMUHMsVdVdWTyqR2TWBOIDC4fMO5wSuOA",
+	"+2IIIKJ6+0a8jsi1WMeBLKMk9ME2O4tCXxc6jpkhgQOHuAY8T7h6SjreKXtV7U/6JlVyoscgL8sCvVVj",
+	"i6NkOlskcsQRTiuCcrRxIPSOoJcaElFdbejQ4LGZXV2tIBaeTRPbdYzBxsZiWdggFlJ7t/SRQKc+4tGO",
+	"OOx2Wi1YNUMUWcKC51U/neOim4cMJw40YoyQgRDwrhdGQu2l7huaWoOPVWdgQmMSTSYjXh/VbBLAatQ0",
+	"T7htEgjSPU5BjnGK/daodtAkP0CWmJsIFgtXd4i4sohPlp64gAtJ1V5i1Qa1EAdYFgOmMOLwlJdZ0KBJ",
+	"7IC4AffCxGdXuHRfyThhroOriUKI2ti8I85w2xtGeISEMiE0O83IktUL1PeZ74w4Np4DPjD+As5orBbo",
+	"+flbUgeqz8EKD8mf/6PTIn/A5MKAEwpP2k7OP/9Hr0X+QKgXR0IcnOp4VThpgdAuCg36gAUsKf44hrtQ",
+	"PwI3MpZpkjM2J3U0yXkz5l0z3yWQ1oSpls8A2T/W5S8XmJyI1dCgQDpUCMAkOqv2TlpoesSXVNcGADaH",
+	"GZZdIiBNEChPDUgzqBWTpE4nUCybqIWisdTlpdF5BMupFhAYiZhFsZzQMNSVrAw0sUNGtTFTm4PtDgkV",
+	"1yMO2UoEVnXCljorUoxqjmLfIcOwIEjCxNHonNYx9a6nsVq+Ea9T+wgSe6dF4s2ylQjZRJIokQdN8gZ/",
+	"WNBYBjRUs4HMTSBrEaleXJMO7hJ1kPBBvYBD8uu//PuoptNoBVaax5zK9QqkaVVrZPAReXpJpzB3tRQ4",
+	"e3VPJxLqgI44ncRMzJpQ4N6baZ+fqy/iNLmY4K3rZ7iF2V014v0WqVOiJ2CwBBlHTqrbhWRaBItO70o8",
+	"S1CwzZsxQaZMYqXkBYquUGPebhf+iaxYLr0Rj8SIm2OF4V3Qv4n2Skm+wKFTJBafh5Q/WF2UbcgW0QS5",
+	"nOaZVpblb8EFAfWWMKccmbk9VpCxFAtXnLzUXF8kXW0dNJbGqw1rfpSMoRhtNo1WC1EbCmbBk/m4fBIG",
+	"AQbj8aCMeBFsTX1J47kBrgHBAoroahZgZdcfOGRePudMSqxVnNnxoLc+tXaFqT1Zu+DS4lCnubsTQ2JK",
+	"LlAlY9FrVjobaLi4WIvej9a+zqMzsh6ISEQyRk+LOZx4oaJCU7LMoLiVRGl0WvvHKJ4BcygMI9kQB+oY",
+	"TkImSjJFBhnx8piaA4ek+fAcwzF1jeb1lSiNOIQIlXvM9SN4i/b1++yPfVmEX7m2ab6fl4eXGkNXa8Xr",
+	"Ypi5JKz4+9I1z8uJxT5HnfutF3wcRSGjvIi6vjFHz9xtMiIxk0msVPdUyi4bCgJ+F46g08qzyI+OYVSQ",
+	"B94efKvZpjCKdbeltQ3FiZxMiW63SM75ZEsdYIaO0PoJzF2vFdy6Gu9oHQ5I6YaKyIeI/JN9c+UzSYOw",
+	"NixWStrHWvMbM9I5aaYaScJ9BBVTM6DiGprMZ6kf3cvNM10kVhbEdJGIK3WTqhmjbTflzeYLpcwJc1Pe",
+	"3ctTjiDZbQ56Rwbs6KTZanUy7MZ2s93vfNiRZIzKizpkqcXaSOVlsIpYji87QPd04BTDenYHzX4GxdRq",
+	"4TwNElP7uNk/SoEptd5j1nkD2OmoOzhuHqXQmP3uUafZaZ1kzXWPWs3eUWcd2MnJSNcCrLwr2Z5YVHvc",
+	"PKpOtcf3ctc8ENHeyVtTTrftDKm027aRStUvH3Zk/d+DZjWF3NkHU0is4INJgVePTnLYvuCfqUio/d6g",
+	"n4KG9nuDnoUZqn1+OQJ959TQDJPeA5s+SlumRbnPKZHtwYWJQiN6iu5dLU0pY2VhiPqCyF+hn9IA/unQ",
+	"yHJm8x9AfQa5E81eVJvS0H5KJVpz88Fg2xDH8Potsai/gX4DBvKwlRHlGGO1xotaES2VaAX9mq0EkyO+",
+	"oNOA65yfBRWCuJZD0QXbCgQMmi8MeJR6CqNqR/wS6qab6EIQxfOS82lak8pYE2imVmhTOpTqQqMGYqPC",
+	"sShzjD0I5NTnoLH/ckFjaw7u2GfxkLiNLLDCJXX74ECWWvajg1YyJzNkRjFxGwtGr69yIbx1AHITkqif",
+	"dFNlCoSI4hL9oWYNzIqazH+b+4C6qNG/NwZ2j+jJv1YoXYFKo24XuYxy8XTFmXSfA2Y+48t8jgX8G8WX",
+	"uV/s00XCy3Ib7binOOFEGBnrdxbAoeaXn8BmrJNTW0SiSK5UoqQOYEGfFkY3kf/x5rvXpO5eJPwFXyRQ",
+	"6RRDXxZxNA7ZHCFYsWAp1MKNuMeGhJJep2OwanORBtDgeQS2I4KeRM6a5AleESNOw5hRP43UqEMui4Vw",
+	"i64owWSyOCVAYA7hkUR0kRHH5K6rJA6JH4GnCZTlgxRBvtNqZT6rTIJ2dAQGHXE/wSuKGS/1C5/NF5FU",
+	"R7DxLVu5DnhDZbwyRmkYo1a+jENRZKVgUSbHr9WUsgZl44ItQrpi/pCA8/sAZ5E2es1WBvMea+COI38F",
+	"eTKk1zppkteRBK93IMxcIBN0NeJQobYQxRXY5kXC9xeos3X4llUS4h5H/upNMOUU8h/3fQE6eYcuKiak",
+	"+q2CNJHxAxqG301KJ2ZxBiBt6Oq2MY0aWmRSDTYv6PKVUhinhSXCL/QJcbIacuRV8Li54Vf7UCwYbT/u",
+	"Fwl/ehto7KdOq13pDdze6mzoFQ0nUTw3b7SraNE0kbMoDn4xL3W3bIvmE19ubs92ZHV4q2jNXUUHjZRI",
+	"4ERqTzMlIpiCg1qdGwC5ODt/AR9mFP3OMZsGQjLIic6yGT/V2M84WWMminmGdKWUYIGhKWqkY8Y48RlE",
+	"siOgix5thUviScQnYeDJ/VHJ2t1KV9BLGk/1C/0q1JIWtH7F/IBeopZZzWDzgkMsvWJW97ojmZfEUCP2",
+	"x/e1MaMxi88SOTM2t+wKRR0Vr0Hr8gTxRgBsVd5OcxjM1dQAL7rwXn2cBKEvIBpM7W128SjmvqCxMBma",
+	"WBDGJ9igOxzxEW8QShbJOAzELC0Z01DNKGllSFx9ZzbUkg6JEuEOFyENuC5MCTINFSNOMG5G3Rx1F33f",
+	"LtHOHdBo1ZPuwSn2OGbcm81pfE1kFIWPBEGJdkj0q1+FIZ3Txhi9RQ143HVUL+YBJWTr76F5/fU0DvyG",
+	"J25cHS9D1mcwT0IZLGgsD9UbDZ9K6g51qI56HIDJIY2WuhBdaMLzwI+Y4e/nZBfjhQQIQdVKXQsNIJg7",
+	"qUPZMahrv/7Lv2voIbVrUYyhM2oMAkeAUw1ClgbGqedgkYj62oxELR+pu0XLpZqA1HUkDYiDOCWuWjhc",
+	"f21LbDQEvWGNmIkklC7EczF8Rc1NtQIdLlhMFkqkOiVutsogJTx58z02r0Zl1WkVKCUQPetHSopTnQji",
+	"UU7GzMSOESqGxP07F2C3lVyoxDWhJKAZqK96X9ROeFGYzLmuMLQe5euQtbzoXJoq7Iu5MTG2qiBvtTBV",
+	"FSkvl6mjfs1SeVwdqwlnMFrCYqkVwHi6H2ZUguBndiwleKjOygSZJ0p4m8aM6eoBQH9NcqbFPHXC3PPv",
+	"3lgZ1qdAtFOgHt0YBgRTru6gsaJY6msxrtMZcb2COhKZZXJxgfz2AjjE70Z+K0lYNgwJCkacahaEoWKa",
+	"M5XZz3TwTrEFTTVjmc70x4IjqLTLlE0pvV8fmxKTWX4KzxRXKzrXud1OAxuEIjAaAoduZMGjprYscmvg",
+	"A5Hm/2Vzl9Oy+J/ecf+oUtGkMlG6gPnmRZ5FrOhQBijAKjLNgeenMVXjgFMY85b6CJ3+YBMlX52rQkiG",
+	"PCN3dUVnzSWwrgvAyWzsmyWE/4jNOzjwbJOj8U9MyUofnFp2geYnnoOc0eu83tWmpGfrAxDkikABn9WC",
+	"z2rBZ7Xg96oWZNK4ud5L5eVK6oMp1oNsT+1rgQqxgvsBSZdKktpfs2SGGAL8/XnA1WObYF9fQ9N3ERnA",
+	"u6OrG246d3qbo8WufCspMsPuvhPa0N05zw6Y7CgeB77P+CcGNapKc7iQO1RRp7woGXrV44QPyzQdh4Q0",
+	"UboGVNThPlyok5BOIYjDELWpEuXommOmkJoSpdUL+K2lWZTAC91JYL2DB7+UWPf1RE5oXMrTzXPgsQM2",
+	"tI8jYgvofXZsKu0WLj6CEP3XBsffwAtL6b/QCQIkNdyMOwdJc87iqdL4pTcj9YtnT8hR92RwALmrYDtQ",
+	"+iW4HLQMmvkclDY63pdfnxJdaS9m8+iGKXVSt67UDKvxtPQu+kHQYeHNKJ+Cx8WL4ph54IexKwKClsnZ",
+	"EnDjiaGza8YWAlM/C9PR3y58+kBXRhXjPSx5A5b8y3sY8s/THPidhvxKgvhvnl1QSBuBnKpl89ML9x/1",
+	"iv0sdz71jTH6kSBKfwWtfB/B8hAv5vK64WAKBCRfxMtIc9Yxvzkz2TXBlFhHZ6Q2/ikh4GDEJ5aRFyyP",
+	"6vMZJHhps7T69pSktudlwAWJFPfSj7llgX9fw/Cf6Kp1n0x62FmXMBDZSu2fKPiAiYHFA0s3rRI04UNB",
+	"EVpjARM4OKWpTEoXRkd1Vw5DZmH4Bl+pHMf2DM1SHwXkDWouWnFKTgrxVgL0/rcHWvVuW2j/HuE52TnX",
+	"UTraHOeJmxw8zdoiONYaOTgVxxq0szFtRw/fwWk6BVvibG6Hk1tTJ1vxEcdNOHZg+RxcI1hZtTxOt+Mc",
+	"Oy0H9qDbGuVrFOy0IapLPsU1+FwCqwimHa9GkQhJA878hu3hKkV6yt+QoPHugH1SzzgkCn0LhCNmIgpv",
+	"MG9REBlFp+peBHlHDwtaVixwBf4eOg5Zsyy8/RmM4nelIPONqhdnIJPyCDw7avZTyH7aYIUPxTXUom2r",
+	"WGBtw986RLaaLtJbTAOh48DW1N955BuE+fJIwDO+Sq3jc4rbaFJ4TWyfsZyboCdwgC8Yh4dHXKOS6AQY",
+	"q9w5BK2RhMsgzDRgfY6scufNETfTIWIWLYWBADL5/7ivbjafpur9CuaPOnnARxysKIGQUbwqEi8V8Xwy",
+	"/XY/V4Eamo5Jq6KqtvdVVUM6XTu4PNu/HB7tZoh1p9FqX7Zbw5b6/ybCDvyTjpNuO7VrtrrS0t04GoPD",
+	"i8IQasF8EdJEBAi4ALueIM1hDLHhp9DZ2ldZpPG2REIlGNSGtUEvwxvTsLsZstQENKp2hzx/DPhgj0QK",
+	"XbUv5ynjOnhiTEDmp9XK92U86Dn6VH6uS6USpMzDojmDxwQmDQwAbv7mHVUfW/t/lnJesooSMmZhwG4Y",
+	"4jpFfFrG2MuFnMP36h/4bB+/96U3QWaj1Ahk+U3TtgAeSXZq8WV4AGEw/ThaYMC2xYxJzDwoUBPITXHo",
+	"Ao/8M2REd+fMVdVDxWk/LiO/yJb64xgeP3Pzj83NM2G/+bcbQHGpnRYGoCvnUf5dXC766l1SkSln+dvk",
+	"b+uC0LySUJx3HfbrYK97AfXVbeEHuVtgDiVmbDWX3ATABBDP7rSQzy9nEdwByxnjhRxfCUoPH52wd+qp",
+	"pJJtpp5q63u6lIRHS5urmiVEDAj8tMli2xssVj+pmGEtWojsm5THUpKmIkFu2mYSYqb21IbtPRjeq4ww",
+	"Ck7S9/aW/jUiNz6zvOrj1wCXALgL9NP8ZMxHAjqvzQx2sCCnBqmxW1nMLPBZiqSdYdwOSSBJyOgNEzrq",
+	"IQyEdEbcKuvlpPhjGQi7VVpZsJB5iNpqkI0B8tKIp2A0dABVEHMMwfOu8/ZIr23lDeIRbZIXUow4ml0A",
+	"g1czvrzJj7hfP3359PKpC3kKkGdZXGf8m8Bnv1GLhBraHhaJz6z3jqz3G+sIf5Yyf9ssV/O9v2UJUx17",
+	"bYK4m3QJ/LDUuaIWkya+4uzRmn9lCFIjQMtra/QjTL9Ko6UmUawTpVl8wwAanoWTIREIhrueUXfggPzp",
+	"aEmUSo09T720ei4lYk7DEIPAMDEgRSiGKKuDJnlKvZm6gLhUesaImzQpbZmGvD4ZUy5Muxhkhe83yVnO",
+	"QzTi5saALHq8Lxx9+aDB3ER7Iyusq7ZCKqQeQiBG3MVH3AOA+Q58jDrD4LAZC/0MBJuSXqtXHp75jd6t",
+	"35UTSu32uhPKAopxtrmh3tdwk2pDbRqpObUKYCIGFvC9riR7JWa00x/UhrWT40m/47f6jLUZ69B2u318",
+	"7DNv/P+zd3U7ciPX+VUKBAR3y2wOm/3fAyGYWc3Ka63WI2m9a0ccNKub1d3cYRd7Sc602msBRvYiTpDL",
+	"DYL4Lgicu1xkkQCj280D7CsM/CRGnVNFFtnkTI9XMtaCdKMZDln/der81ffRTtue+XbfHziOz0bUtzuj",
+	"qd/xB73urDsYOt1BZ97p9qZiU+94XhC6TWurdOvs4cXJWyodf0ilVuXDkTU7Oz6fNxbi11bYjeE6FbJ5",
+	"xwN2GFhGuUDS6OZgXaV0RQFXz2ULMBppRPyYbjBlK13R9Zh4cbRJXgRnFii8L744g6uiis2U0BQ5bFP2",
+	"MhWveeT//02/vBkw+AaxsFAUb5ZMMpWrmyo8cjkg8N+QEf4E2/83JW5mUSwJb/KZVLA2OoKNCYhVahTF",
+	"CMrf80EUR4sQ58LeqOaAhKt2L9rm8CxL/hEPbBOSTkRnok1OA3lDjlF7vxyjdiW40C35RbUckKPujflF",
+	"bdvqlzKMEF8op4Acgth7s0lTt3eoPejW9GjgWKObetSxBqUe9Ya2+CTH6xx2Xp1VNEpRG76VOdwvT8zp",
+	"Dat7PewD6lNtr9s784hfZJ0e9DpvYSJ/JBSlZzUtKx6bZfPxLvYiSsmaI1MIj/dJYSW3gUYPIfRvOT9E",
+	"SEshiXUSJIlZsGeqmLz7VHvknuZ3o6qSqseK0CKn5JpFoeTloimCSch3a9OtyVvMtpbt/5GkW4M+EW1+",
+	"jAnXOMHvXo4zKhS3KzdCb5F0LZsIRqMGkLMkGoftkWMauAuyPOTecFAliJWYdTqoCNQcAKXC2oPuTYX1",
+	"nM6bE83adrlb1rLMVNabrhKTXQ5jhOnEMDSi/yrPWD4WnRQ9+UEJxWLW3h8dlR5n7Y7rvkdDwmKJjFHr",
+	"6UJuGik0ZOIyfJWzTjq2qbF5AVeNOkQylkQJWkoayEaUAIcY8N0lRD4aE9tq2wSZ22xrdEioy9cxa8Us",
+	"ZDRhZMrmUcyQsxYfHRLAM7Fm6zWZImjVdCvLQ/pL7nKfpizL6kzZmkxZumGM48klRAFnwWI5jS7iBNB1",
+	"7t/HjofMun8ffWfwnWxyUiZDzO+zkmmEPKRJdpvRV747YWwWeH1VOAcgEpFfk2jkJInLGyGdsjBkiBiC",
+	"fHwe8KCJyn6iHHTCEPZ88oCEvJFG5ACwjJoehLVdPg+jKIZXfuORhtME5ippOUeracCZT3gUJDkClLD5",
+	"EHeq4SVfxmnj+6+B5+C7b8lPyfdfT9Lou2+bXjODihdTkSITKlTmkUab3Gta5BiIQdHfic2gOEyiNcFq",
+	"HUeXzEdVIGaLmCUJMF5K2sJAmPQXHPvoAzwRFrIJkKyCcqRUVZU6PXKvid7FgAt9KbxIgkvmwYDl6lQe",
+	"SMPbtkLjMuVQ+pKLMIUQXZKSjrqmFDM1/76Zd3pok3ty3FZZEcql6vIN3aqVF3HWSgIfIDAWnCDu9kWq",
+	"ODOBbxIvISHoUwJO7NTla6C9sS27dyhvTWqDgs2FVogWypFDOkcYFpOwMGG7I/Ip4IiyNZSXD77sPgdl",
+	"gTQkjj5Qlrk8e80kGvQTaBUB10qZiEfeIdSszbPLC4VrZRP1jvpG62AUlxsvREb+pb5lcRlDv+/fJw0P",
+	"fpfLowk8qBLnK2ZrSCrTpBtzRR3zYCFNM809JOXdEutdkQaoD+JLilnkKONcroRcsqTARZYtkx7O7Zh8",
+	"/7XyWiVrQNPCuoOYQK2Jy0Hl/dPv/+CYxAPel3HWWmRWbB6ixNhAX0VvkFUPsxg3HKhDUyFDG1kBF3wi",
+	"H3rNMbr2aRhMYxiDkVg9ueAJIu7yKSDJiaa0rX63Z0q+xSDJGFuz2DNJghTboaBjg9jluUhVVKKmIpSE",
+	"cIXawNh5mCiYyBPUPsYkG+NcXobBOSPTixSMie/+p03uyRmnMSuICli4xUXTPJQRhbboLQDfxyi4cZ5R",
+	"aqilegjTOiT3SBJGGxaLmex3H0MP2s7wMYmEPl3eOsinWdwGY/ICbyUSBFI/8+pDGc+ZhD9+mwmkb452",
+	"HXVv1dtyOAOESz56YQRYeyiEYfQaUrBO48BfML+p6+LIJlKNjW9D2MDBsMHfV8Oit9tWjoJO7dnIH5x/",
+	"2X7prDq8a5TBwA0aBjOmAX8/3TDeaQ2PlfXQtUc2aVx+/PETgkU3jVok9z3a5mhtmw5Yb95ZftE/H4aj",
+	"tf1D2+ZA286ELcHWZSfrHl5TEJXG2Lbs9mBkGmJXT0qI/LYF5ovURjL+LVjMxrht2XbXNNJo97ORaVyy",
+	"WHxmjI1srxrSSLrN/Xlry4a2c0O7bGs06u22azAaWu0921Xlo5TcCLc2rt+2bmmds9u4Xt/q6G3Lt9o+",
+	"Y7Z32zpt2+rduXHOsGcNalp3htVU7z0lYycyDHBmZrRmE7lWu6ahndwIpbFeUuhEz8zY0LRTDZgNvogw",
+	"O8C2hkh0kHXd6SHblCzfwd+0kTGNJFisqGTzsi3b7mfP0kg+6ZrGb4wxcNkVRLwxfiFl+25sw6n25Ucb",
+	"Dj+smB9QPtEWqVilQkGcrMXvg55pXKzh1do1WluRWgFYm1NRm6PX5VTVVZxVhao08YP5nMU4e2J8qgRZ",
+	"VSGmsVkKqSbPhSnYB2g75qqbpHyHkwL7QBqOUJS6SuHAryPApwxR4KXxBZ9Rffn+haxh+Tlc44qQ2qDK",
+	"vwNJ+w6GfU2jtxdaSgBLouSUOCp4Ckx150YuCQCzFeO2r5cCEhZu9FJMt8ClkCD9+kZodDGbseAyA3UD",
+	"UmCxAUi6XbP8PZdL4oixzhxRVnvA2i0B6QnzOEffPBTmX5yw9MFFOm8NJWUvLaHzUo08zOVeFXY0IsxK",
+	"5N04DphYZ5hDI0GkAb4JoJxdDgjPpoKM5D5S9NN4SyT7rN8EYy+IyfOfHbWcXl8ZIDKXxwNxzCmfMauQ",
+	"GeIVyOJpQrxnbB23HgYLlqQeQkyNeh27eehyxKrMEn4KZSpsS09Mv1j40q3PXtJZig5zYaDCDApLHbg8",
+	"kBVCOnywWQlO6zlbp1laUE7pfoNWjavnRxWwv39wv6xIA+hvfUrQTxIEb2zkTuww4EzTmo3r17+7vvrP",
+	"66v/vX79++ur/7i++tfr1/90ffXv16+/vr76Z/j5H6+vvhVPrv54ffV/11ffwCffXF/9t/jw9b9cX/1B",
+	"+/mbhxKWIEtGvn79D6Jg+dEffxEvKJdUPckzoFNJMPAHltuffvdfJciomn1rqjy0qv2plp8FZdXg/eoD",
+	"KTbczs0yTKeTeEQAi55hpSMWOQV6s8wAQaDgF8ZvCSHk9JTA/+TTR/jDMfmtcaagf42vXNTOXWNMXFDQ",
+	"HTI4Jk+HE9vU/JNPWEpD+aAIwOwar8oO/DLCW6UUwU7hAAWpKdHeC0JAl4iWYb4BOOQ6/ONdGOMyVnH1",
+	"aYrp6rj7DdPAmCE0RhM3u0PiJUsqpNmD8fHR85N+d+wp9yUeBbl4sm6ONrwPJRRCCSCV5Riq1KgNTciK",
+	"+uhtqj2zb4klHCnFKT9+pO8zWdKYKbhPnf7LBJ77BnALIR+SST57dvQkIz2ApU5n54z7OvineCyj6SlL",
+	"0PHkcnn/AuEopSYrj1lQpxMkSTYJKrfAT8R3XHuNKDaV208+A/Hl05SNScxaOulT0yLPpcrscq0qdICA",
+	"u2wu5HkD3NgwApOQcc90ubdYX0xWbBXF28lFGoRySLymIohKUhBigJGII3uo4hugDIDXfZV7MbeyXxb5",
+	"GPitNMdmNM89lblrcxXxBbru5VSxjD4VonEmBn+EmsXFOc5epoz7zM/QMCqD9X+hj+s9K+p7VtTilZNo",
+	"g0ETuYbTCK5W1eUzhEAMWsm+4NimTklg70NH8INcpjsARL/g+lZMlzFjBDx6UsAU0hSUmH3x1Q4/ZM4C",
+	"2UUWSAgjpvtQTco38wQD7rzszuy5/eV5ZzUdUCOnhBQKzoFyQxo7hI0fng4NUzpwO1WW+R1scRQWN2El",
+	"4Wj8jVEePs/mGiXtLI6ShBQD5fURfMkK0Dpn26QeBkMMzoyGoTjGFDCSogtIlCk7g8cyozfa8EOiYXO6",
+	"PEjBrEtyA3odB5c0xbtQjRJ3gdeEEKQ08nyXw0XcRKimeDdkGW1kCg5fsBiIhMCsLBmL4Pn2LJc/k81V",
+	"gcaMWhAKrqZGxMvbh4j25HLFP1geAeZrbIRHGWqU+rPiPnF5Q5zzaxaTFZ0tAc8ajHpx6ErqkzhKacqa",
+	"Veed6sBznLHHbGu8nXuOeQVv8bbjOduW7VOYjDCYMW1g94HusEc7lz60RWGMjc68PeszezakvfnU73Vm",
+	"bdb3h3ObtqfOrON3WW/etwftoTPq0O60N+v7Azacj+y20+n2+gMhgbQLISqGgmt+Ah0xHv18/uHDX33x",
+	"5GeP+2zw8+nn8frogwMe9ujTJ18uZj/91aeDZ9POo0t7wIcPCt9O1mxljI2W+Hd88uijT8jpL48//ugD",
+	"8vjk1/DQ5U8+iDbHT3/98LHz2eZoe3J0l7pcDoWcfPJwt9y7pHlpi64O06hiV0CWjyYb9GuCd4fser9k",
+	"3qEl86xMNvNXuug7+uty2tQeGKWt8Y5is8gDkHJy4ju9XnukS4M0wuQlTUuAo/c2cG9dZTn4Stu3r250",
+	"6ms1N2K6IVOasH4XlInTkyfNLI1LTRZY2PoRnx7KMkySRPhnyrfi4J5RTmZLNjvPgMqrfdZWlVO5cJ6/",
+	"fTv2Q03OvQHz471QfqfO8cI2uX1HvOsXVI/07moEaqYQXmCbbLVYlTDC5qEwomutLeUbSQ6+Esvw1S2w",
+	"AOLsymVK9rUidWvMaMJaAU8YT4I0uGTh1pROepfrr6OrDdhbHp1oJJ3NMWTggetDgVhBRzgknKZLtkLI",
+	"gAKHu6/lZ8uoCkTYzPLfHPvQ5Z4oELhbJBc+eBJpGJoYg5pu4f+akFvuTfqhwrHC3Fdlm5ItF/st0zKZ",
+	"tbCI95xyf8rihdfMnEFrCmeUFCPwX9k+MqupEx3pD8qoFHdJFN8AGoBs8S6UjFxP0ZxQPRhYjFTF0nFz",
+	"NzfPHm/L8VIDim6dCXji8Ur+DVl6dWWWfVYVCXIdTJDLvVkd9GZV33zBVJ9i7stEKCUTyWg3bjvOcGjn",
+	"DqzZlvLzYBMcfPLZRw8/Omqpy0KtTyiPWm3nuHXptI4+f9rqTsFnuGb0vHjFeWuM+93KzJ5i1lu3P7K6",
+	"r3ZcZEefPyXdFhaeBHwRskmSxoyuJhUlFl8o3DkupgoiNmW2Q4oTp9IH9+myfmmKON1Hx2K5xXQ1WUyN",
+	"saMuIoGAMMZZusbfZTU/yOq9yzGnvj6NIwhL1h12+Od3/xjLhhNu9kQZwbIU1LD3dg8tUPbjSyVwcYqW",
+	"aboeHxyE0YyGyyhJx0N7aGPWFH5eFrXPMf1ilcfyTZmorUi4fci+T0wSi73EF+pe6GpN4yCJ8JKjlB/Q",
+	"tgpGZaAFP8TYFGdwISZTXBrekTQDYdOMyTFYLUKH8kwMRkpaa4mXI0wLgnIIBb+6yKjZIzWszhlHaZZp",
+	"3nh0+stEcq0nKtqY5AaHYrnLkNuiORGfaPXKv1RVeoqZlmA9Qd58Vi+ONKTzZ4x6kO2Id0g4Zulf0rBQ",
+	"kcrOqKjqQwnyVgTHB6x9kywDoKIXRSPEG9yvE2dqI0O3SuQtHwyelqBOsjZoqB8VkRpGw3RpAlKQGEYx",
+	"sCyNgxksKnlDNqazNEupi9mcCTHLUM3Q6mEpNV6dvfpzAAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

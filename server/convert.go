@@ -46,8 +46,10 @@ func toAPIRun(r store.Run) api.Run {
 			KVCacheDtype: opt(r.Launch.KVCacheDtype), AttentionBackend: opt(r.Launch.AttentionBackend),
 			EnablePrefixCaching: r.Launch.EnablePrefixCaching, Flags: flags,
 		},
-		Prefill: make([]api.PrefillCell, len(r.Prefill)),
-		Decode:  make([]api.DecodeCell, len(r.Decode)),
+		Prefill:    make([]api.PrefillCell, len(r.Prefill)),
+		Decode:     make([]api.DecodeCell, len(r.Decode)),
+		Provenance: toAPIProvenance(r),
+		Moderation: toAPIModeration(r.Moderation),
 	}
 	for i, c := range r.Prefill {
 		out.Prefill[i] = toAPIPrefillCell(c)

@@ -153,6 +153,8 @@ func domainStatus(kind error) int {
 		return http.StatusUnauthorized
 	case store.ErrInvalid:
 		return http.StatusBadRequest
+	case store.ErrGone:
+		return http.StatusGone
 	}
 	return http.StatusInternalServerError
 }

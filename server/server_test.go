@@ -70,12 +70,12 @@ func newEnvWith(t testing.TB, generated int, cfg server.Config) *env {
 	}
 	t.Cleanup(func() { st.Close() })
 	e := &env{path: path, st: st, seeds: map[string]store.Run{}}
-	for _, s := range ingest.Seeds() {
-		r, err := ingest.Parse(s.Data)
-		if err != nil {
-			t.Fatalf("seed %s: %v", s.Name, err)
-		}
-		stored, _, err := st.CreateRun(ctx, r)
+	seedRuns, err := ingest.SeedRuns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range ingest.Seeds() {
+		stored, _, err := st.CreateRun(ctx, seedRuns[i])
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -46,6 +46,10 @@ func (s *Server) CreateRun(ctx context.Context, req api.CreateRunRequestObject) 
 	if err != nil {
 		return nil, err
 	}
+	if run.Provenance, err = s.signature(ctx, req.Params.BodySignature, req.Params.BodySignatureKey, raw); err != nil {
+		return nil, err
+	}
+	run.Source = sourceOf("application/json", store.FormatRunJSON, raw)
 	stored, res, err := s.submit(ctx, run, req.Params.IdempotencyKey, "run", raw)
 	if err != nil {
 		return nil, err
@@ -61,7 +65,7 @@ func (s *Server) CreateRun(ctx context.Context, req api.CreateRunRequestObject) 
 
 // ImportRun implements POST /v1/runs/import.
 func (s *Server) ImportRun(ctx context.Context, req api.ImportRunRequestObject) (api.ImportRunResponseObject, error) {
-	format := string(api.Page)
+	format := string(api.ImportRunParamsFormatPage)
 	if req.Params.Format != nil {
 		format = string(*req.Params.Format)
 	}
@@ -71,11 +75,11 @@ func (s *Server) ImportRun(ctx context.Context, req api.ImportRunRequestObject) 
 		parts [][]byte // what identifies the request, for Idempotency-Key
 	)
 	switch {
-	case format == string(api.Page) && req.TextBody != nil:
+	case format == string(api.ImportRunParamsFormatPage) && req.TextBody != nil:
 		page := []byte(*req.TextBody)
 		parts = [][]byte{page}
 		run, err = ingest.ParsePage(page)
-	case format == string(api.Page):
+	case format == string(api.ImportRunParamsFormatPage):
 		return nil, unsupportedMedia("a published page is sent as Content-Type: text/plain; a multipart body carries a tool's output: name it with format=llama-batched-bench, format=vllm-bench or format=grid-csv")
 	case req.MultipartBody == nil:
 		return nil, unsupportedMedia("the output of " + format + " is sent as Content-Type: multipart/form-data, with a part named meta (run JSON without cells) and parts named file")
@@ -102,6 +106,11 @@ func (s *Server) ImportRun(ctx context.Context, req api.ImportRunRequestObject) 
 	if err != nil {
 		return nil, err
 	}
+	body := rawBodyOf(ctx)
+	if run.Provenance, err = s.signature(ctx, req.Params.BodySignature, req.Params.BodySignatureKey, body.data); err != nil {
+		return nil, err
+	}
+	run.Source = sourceOf(body.contentType, format, body.data)
 	stored, res, err := s.submit(ctx, run, req.Params.IdempotencyKey, "import "+format, parts...)
 	if err != nil {
 		return nil, err

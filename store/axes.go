@@ -75,7 +75,7 @@ func (s *Store) GPUNames(ctx context.Context) ([]string, error) {
 	last := ""
 	for len(out) < maxGPUNames {
 		var v sql.NullString
-		if err := s.reader.QueryRowContext(ctx, "SELECT min(gpu) FROM runs WHERE gpu > ?", last).Scan(&v); err != nil {
+		if err := s.reader.QueryRowContext(ctx, "SELECT min(gpu) FROM runs WHERE gpu > ? AND hidden_at IS NULL", last).Scan(&v); err != nil {
 			return nil, fmt.Errorf("gpu names: %w", err)
 		}
 		if !v.Valid {

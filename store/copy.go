@@ -57,6 +57,13 @@ func (s *Store) CopyTo(ctx context.Context, dst *Store) (CopyResult, error) {
 			if err != nil {
 				return res, err
 			}
+			if r.Provenance.SourceSHA256 != "" {
+				src, _, err := s.RunSource(ctx, sum.ID)
+				if err != nil {
+					return res, err
+				}
+				r.Source = &src
+			}
 			runs = append(runs, r)
 		}
 		added, err := dst.restoreRuns(ctx, runs)

@@ -54,7 +54,7 @@ func (s *Store) modelRuns(ctx context.Context, f RunFilter) (int, error) {
 // filter reads: few matching runs through the model index, many by walking
 // the listing's own order (the "+" keeps SQLite off the model index).
 func (f RunFilter) where(d dialect, modelRuns int) ([]string, []any) {
-	var where []string
+	where := []string{"r.hidden_at IS NULL"} // hidden runs are in no list
 	var args []any
 	eq := func(col, v string) {
 		if v != "" {
@@ -455,7 +455,7 @@ type GPUCount struct {
 
 // GPUs lists every GPU that has a run, by name.
 func (s *Store) GPUs(ctx context.Context) ([]GPUCount, error) {
-	rows, err := s.reader.QueryContext(ctx, "SELECT gpu, vram_gb, count(*) FROM runs GROUP BY gpu, vram_gb ORDER BY gpu, vram_gb")
+	rows, err := s.reader.QueryContext(ctx, "SELECT gpu, vram_gb, count(*) FROM runs WHERE hidden_at IS NULL GROUP BY gpu, vram_gb ORDER BY gpu, vram_gb")
 	if err != nil {
 		return nil, fmt.Errorf("gpus: %w", err)
 	}
@@ -493,7 +493,7 @@ type ModelCount struct {
 // Models lists every model that has a run, by name.
 func (s *Store) Models(ctx context.Context) ([]ModelCount, error) {
 	rows, err := s.reader.QueryContext(ctx, `SELECT model_name, coalesce(model_quantization, engine_quantization) AS q, count(*)
-		FROM runs GROUP BY model_name, q ORDER BY model_name, q`)
+		FROM runs WHERE hidden_at IS NULL GROUP BY model_name, q ORDER BY model_name, q`)
 	if err != nil {
 		return nil, fmt.Errorf("models: %w", err)
 	}
@@ -530,7 +530,7 @@ type EngineCount struct {
 
 // Engines lists every engine and version that has a run.
 func (s *Store) Engines(ctx context.Context) ([]EngineCount, error) {
-	rows, err := s.reader.QueryContext(ctx, `SELECT engine_name, engine_version, count(*) FROM runs
+	rows, err := s.reader.QueryContext(ctx, `SELECT engine_name, engine_version, count(*) FROM runs WHERE hidden_at IS NULL
 		GROUP BY engine_name, engine_version ORDER BY engine_name, engine_version`)
 	if err != nil {
 		return nil, fmt.Errorf("engines: %w", err)
@@ -588,8 +588,11 @@ func scanRunConfig(row interface{ Scan(...any) error }) (RunConfig, error) {
 
 // RunConfigOf returns the configuration of run id: one primary-key lookup.
 func (s *Store) RunConfigOf(ctx context.Context, id string) (RunConfig, error) {
-	c, err := scanRunConfig(s.reader.QueryRowContext(ctx, "SELECT "+runConfigColumns+" FROM runs r WHERE r.id = ?", id))
+	c, err := scanRunConfig(s.reader.QueryRowContext(ctx, "SELECT "+runConfigColumns+" FROM runs r WHERE r.id = ? AND r.hidden_at IS NULL", id))
 	if errors.Is(err, sql.ErrNoRows) {
+		if err := visible(ctx, s.reader, id); err != nil {
+			return RunConfig{}, err
+		}
 		return RunConfig{}, newError(ErrNotFound, "run %s does not exist", id)
 	}
 	if err != nil {

@@ -20,6 +20,8 @@ var (
 	ErrNotFound = errors.New("not found")
 	ErrInvalid  = errors.New("invalid")
 	ErrConflict = errors.New("conflict")
+	// ErrGone is a run a moderator has hidden.
+	ErrGone = errors.New("gone")
 )
 
 // Error is a domain error whose text is fit for the client: it says what
@@ -86,6 +88,13 @@ type Run struct {
 	Launch      Launch        `json:"launch,omitzero"`
 	Prefill     []PrefillCell `json:"prefill,omitempty"`
 	Decode      []DecodeCell  `json:"decode,omitempty"`
+
+	// Source, on a run to store, is the exact bytes it was made from.
+	Source *Source `json:"-"`
+	// Provenance and Moderation are what the store knows of a stored run;
+	// on a run to store, Provenance's SignedBy and Signature are kept.
+	Provenance Provenance `json:"-"`
+	Moderation Moderation `json:"-"`
 }
 
 // Model is the model a run served.

@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,6 +45,7 @@ func (s *Store) CreateRuns(ctx context.Context, runs []Run) (stored []Run, creat
 		}
 		run.Prefill, run.Decode = slices.Clone(run.Prefill), slices.Clone(run.Decode)
 		run.Normalize()
+		run.stampSource()
 		hashes[i] = run.ContentHash()
 		run.ID, run.CreatedAt = IDFromHash(hashes[i]), now
 		stored[i] = run
@@ -71,8 +74,19 @@ func (s *Store) CreateRuns(ctx context.Context, runs []Run) (stored []Run, creat
 // body store it once and neither fails.
 func storeRun(ctx context.Context, tx *tx, r Run, hash string) (id string, inserted bool, err error) {
 	inserted, err = insertRun(ctx, tx, r, hash, Summarize(r))
-	if err != nil || inserted {
-		return r.ID, inserted, err
+	if err != nil {
+		return "", false, err
+	}
+	if inserted {
+		detail := map[string]any{"source_sha256": nil}
+		if r.Source != nil {
+			sum := sha256.Sum256(r.Source.Data)
+			detail["source_sha256"] = hex.EncodeToString(sum[:])
+		}
+		if r.Provenance.SignedBy != "" {
+			detail["signed_by"] = r.Provenance.SignedBy
+		}
+		return r.ID, true, logEvent(ctx, tx, r.ID, r.SubmittedBy, ActionCreate, detail, r.CreatedAt)
 	}
 	err = tx.QueryRowContext(ctx, "SELECT id FROM runs WHERE content_hash = ?", hash).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -97,6 +111,14 @@ func insertRun(ctx context.Context, tx *tx, r Run, hash string, sum RunSummary) 
 	if err != nil {
 		return false, err
 	}
+	var srcHash, srcType, srcFormat any
+	if r.Source != nil {
+		if len(r.Source.Data) > MaxSourceBytes {
+			return false, newError(ErrInvalid, "the source is %d bytes, more than the %d kept for one run", len(r.Source.Data), MaxSourceBytes)
+		}
+		sum := sha256.Sum256(r.Source.Data)
+		srcHash, srcType, srcFormat = hex.EncodeToString(sum[:]), r.Source.MediaType, nullStr(r.Source.Format)
+	}
 	var peakTok, peakL, peakB any
 	if sum.Peak != nil {
 		peakTok, peakL, peakB = sum.Peak.TotalTokS, sum.Peak.ContextTokens, sum.Peak.Concurrency
@@ -109,8 +131,8 @@ func insertRun(ctx context.Context, tx *tx, r Run, hash string, sum RunSummary) 
 		benchmark_tool, benchmark_tool_version, served_model, revision, decode_test, prefill_mode, seconds_per_measurement, max_output_tokens,
 		launch_command, launch_notes, max_model_len, gpu_memory_utilization, max_num_seqs, kv_cache_dtype, attention_backend, enable_prefix_caching, launch_flags,
 		single_stream_tok_s, single_stream_context_tokens, peak_total_tok_s, peak_context_tokens, peak_concurrency, max_context_tokens_with_output,
-		series_key
-	) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+		source_sha256, source_media_type, source_format, signed_by, signature, series_key
+	) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 		r.ID, hash, formatTime(r.CreatedAt), nullStr(r.SubmittedBy), r.Title, nullStr(r.Notes), nullStr(r.Submitter), nullStr(r.SourceURL),
 		r.Model.Name, nullStr(r.Model.Quantization),
 		nullStr(r.Hardware.Type), r.Hardware.GPU, r.Hardware.GPUCount, r.Hardware.VRAMGB, nullStr(r.Hardware.CPU), r.Hardware.CPUCores, r.Hardware.RAMGB, nullStr(r.Hardware.OS), nullStr(r.Hardware.DriverVersion), r.Hardware.PowerLimitW, nullStr(r.Hardware.PCIe),
@@ -118,13 +140,18 @@ func insertRun(ctx context.Context, tx *tx, r Run, hash string, sum RunSummary) 
 		nullStr(r.Benchmark.Tool), nullStr(r.Benchmark.ToolVersion), nullStr(r.Benchmark.ServedModel), nullStr(r.Benchmark.Revision), nullStr(r.Benchmark.DecodeTest), nullStr(r.Benchmark.PrefillMode), r.Benchmark.SecondsPerMeasurement, r.Benchmark.MaxOutputTokens,
 		nullStr(r.Launch.Command), string(notes), r.Launch.MaxModelLen, r.Launch.GPUMemoryUtilization, r.Launch.MaxNumSeqs, nullStr(r.Launch.KVCacheDtype), nullStr(r.Launch.AttentionBackend), nullBoolInt(r.Launch.EnablePrefixCaching), string(flagsJSON),
 		sum.SingleStreamTokS, sum.SingleStreamContextTokens, peakTok, peakL, peakB, sum.MaxContextTokensWithOutput,
-		SeriesKey(r),
+		srcHash, srcType, srcFormat, nullStr(r.Provenance.SignedBy), nullStr(r.Provenance.Signature), SeriesKey(r),
 	)
 	if err != nil {
 		return false, err
 	}
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
 		return false, err
+	}
+	if r.Source != nil {
+		if _, err := putSource(ctx, tx, r.Source.Data); err != nil {
+			return false, err
+		}
 	}
 	dstmt, err := tx.PrepareContext(ctx, `INSERT INTO decode_cells (
 		run_id, context_tokens, concurrency, status, total_tok_s, per_request_tok_s, ttft_ms, tbt_ms,
@@ -153,12 +180,21 @@ func insertRun(ctx context.Context, tx *tx, r Run, hash string, sum RunSummary) 
 	return true, nil
 }
 
-const runColumns = `id, created_at, submitted_by, title, notes, submitter, source_url,
+// runColumns are a run's columns; trustColumns those migration 7 added,
+// which a migration before it reads as NULL (legacyTrustColumns).
+const runColumns = baseRunColumns + ",\n\t" + trustColumns
+
+const baseRunColumns = `id, created_at, submitted_by, title, notes, submitter, source_url,
 	model_name, model_quantization,
 	hardware_type, gpu, gpu_count, vram_gb, cpu, cpu_cores, ram_gb, os, driver_version, power_limit_w, pcie,
 	engine_name, engine_version, engine_quantization, engine_backend, engine_repository, engine_build,
 	benchmark_tool, benchmark_tool_version, served_model, revision, decode_test, prefill_mode, seconds_per_measurement, max_output_tokens,
 	launch_command, launch_notes, max_model_len, gpu_memory_utilization, max_num_seqs, kv_cache_dtype, attention_backend, enable_prefix_caching, launch_flags`
+
+const trustColumns = `source_sha256, source_media_type, source_format, (SELECT size FROM sources WHERE sha256 = source_sha256), signed_by, signature,
+	hidden_at, hidden_by, hidden_reason`
+
+const legacyTrustColumns = "NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL"
 
 func scanRun(row interface{ Scan(...any) error }) (Run, error) {
 	var (
@@ -170,16 +206,30 @@ func scanRun(row interface{ Scan(...any) error }) (Run, error) {
 		ver, engQ, backend, repo, build    *string
 		tool, toolVer, served, rev, dt, pm *string
 		command, kvDtype, attnBackend      *string
+		srcHash, srcType, srcFormat        *string
+		srcSize                            *int64
+		signedBy, signature                *string
+		hiddenAt, hiddenBy, hiddenReason   *string
 	)
 	err := row.Scan(&r.ID, &created, &submittedBy, &r.Title, &runNotes, &submitter, &sourceURL,
 		&r.Model.Name, &modelQ,
 		&hwType, &r.Hardware.GPU, &r.Hardware.GPUCount, &r.Hardware.VRAMGB, &cpu, &r.Hardware.CPUCores, &r.Hardware.RAMGB, &osName, &driver, &r.Hardware.PowerLimitW, &pcie,
 		&r.Engine.Name, &ver, &engQ, &backend, &repo, &build,
 		&tool, &toolVer, &served, &rev, &dt, &pm, &r.Benchmark.SecondsPerMeasurement, &r.Benchmark.MaxOutputTokens,
-		&command, &notes, &r.Launch.MaxModelLen, &r.Launch.GPUMemoryUtilization, &r.Launch.MaxNumSeqs, &kvDtype, &attnBackend, &r.Launch.EnablePrefixCaching, &flags)
+		&command, &notes, &r.Launch.MaxModelLen, &r.Launch.GPUMemoryUtilization, &r.Launch.MaxNumSeqs, &kvDtype, &attnBackend, &r.Launch.EnablePrefixCaching, &flags,
+		&srcHash, &srcType, &srcFormat, &srcSize, &signedBy, &signature, &hiddenAt, &hiddenBy, &hiddenReason)
 	if err != nil {
 		return Run{}, err
 	}
+	r.Provenance = Provenance{SourceSHA256: deref(srcHash), SourceMediaType: deref(srcType), SourceFormat: deref(srcFormat),
+		SignedBy: deref(signedBy), Signature: deref(signature)}
+	if srcSize != nil {
+		r.Provenance.SourceSize = *srcSize
+	}
+	if r.Moderation.HiddenAt, err = optTime(hiddenAt); err != nil {
+		return Run{}, fmt.Errorf("run %s hidden_at: %w", r.ID, err)
+	}
+	r.Moderation.HiddenBy, r.Moderation.HiddenReason = deref(hiddenBy), deref(hiddenReason)
 	if r.CreatedAt, err = parseTime(created); err != nil {
 		return Run{}, fmt.Errorf("run %s created_at: %w", r.ID, err)
 	}
@@ -212,11 +262,25 @@ func (s *Store) Run(ctx context.Context, id string) (Run, error) {
 		return Run{}, fmt.Errorf("run %s: %w", id, err)
 	}
 	defer tx.Rollback()
-	return readRun(ctx, tx, id)
+	r, err := readRun(ctx, tx, id)
+	if err != nil {
+		return Run{}, err
+	}
+	return r, r.gone()
 }
 
 func readRun(ctx context.Context, q querier, id string) (Run, error) {
-	r, err := scanRun(q.QueryRowContext(ctx, "SELECT "+runColumns+" FROM runs WHERE id = ?", id))
+	return readRunColumns(ctx, q, id, false)
+}
+
+// readRunColumns reads run id; legacy is for migrations before the trust
+// columns existed.
+func readRunColumns(ctx context.Context, q querier, id string, legacy bool) (Run, error) {
+	cols := runColumns
+	if legacy {
+		cols = baseRunColumns + ", " + legacyTrustColumns
+	}
+	r, err := scanRun(q.QueryRowContext(ctx, "SELECT "+cols+" FROM runs WHERE id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Run{}, newError(ErrNotFound, "run %s does not exist", id)
 	}
@@ -227,6 +291,12 @@ func readRun(ctx context.Context, q querier, id string) (Run, error) {
 		return Run{}, fmt.Errorf("run %s: %w", id, err)
 	}
 	if r.Prefill, err = queryPrefillCells(ctx, q, id, PrefillFilter{}); err != nil {
+		return Run{}, fmt.Errorf("run %s: %w", id, err)
+	}
+	if legacy {
+		return r, nil
+	}
+	if err := q.QueryRowContext(ctx, "SELECT count(*) FROM run_flags WHERE run_id = ? AND resolved_at IS NULL", id).Scan(&r.Moderation.OpenFlags); err != nil {
 		return Run{}, fmt.Errorf("run %s: %w", id, err)
 	}
 	return r, nil
@@ -270,16 +340,16 @@ func cellsOfRun[T any](ctx context.Context, s *Store, runID string, query func(*
 		return nil, err
 	}
 	defer tx.Rollback()
-	if err := runExists(ctx, tx, runID); err != nil {
+	if err := visible(ctx, tx, runID); err != nil {
 		return nil, err
 	}
 	return query(tx)
 }
 
-// RunExists is nil when run id is stored, and a not-found error otherwise:
-// one primary-key lookup.
+// RunExists is nil when run id is stored and visible, a gone error when it
+// is hidden, and a not-found error otherwise: one primary-key lookup.
 func (s *Store) RunExists(ctx context.Context, id string) error {
-	return runExists(ctx, s.reader, id)
+	return visible(ctx, s.reader, id)
 }
 
 func runExists(ctx context.Context, q querier, id string) error {

@@ -271,7 +271,7 @@ func rehashRuns(ctx context.Context, tx *tx) error {
 		return err
 	}
 	for _, id := range ids {
-		r, err := readRun(ctx, tx, id)
+		r, err := readRunColumns(ctx, tx, id, true)
 		if err != nil {
 			return err
 		}

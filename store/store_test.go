@@ -512,6 +512,12 @@ func TestMigrationRehashesRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, q := range []string{
+		"DROP TABLE sources", "DROP TABLE signing_keys", "DROP TABLE run_flags", "DROP TABLE run_events", "DROP INDEX runs_by_source", "DROP INDEX runs_by_submitter",
+		"DROP INDEX runs_catalog_gpu", "DROP INDEX runs_catalog_model", "DROP INDEX runs_catalog_engine",
+		"ALTER TABLE runs DROP COLUMN source_sha256", "ALTER TABLE runs DROP COLUMN source_media_type", "ALTER TABLE runs DROP COLUMN source_format",
+		"ALTER TABLE runs DROP COLUMN signed_by", "ALTER TABLE runs DROP COLUMN signature", "ALTER TABLE runs DROP COLUMN hidden_at",
+		"ALTER TABLE runs DROP COLUMN hidden_by", "ALTER TABLE runs DROP COLUMN hidden_reason",
+		"CREATE INDEX runs_catalog_gpu ON runs (gpu, vram_gb)", "CREATE INDEX runs_catalog_model ON runs (model_name)", "CREATE INDEX runs_catalog_engine ON runs (engine_name)",
 		"DROP INDEX runs_by_series", "ALTER TABLE runs DROP COLUMN series_key",
 		"DROP INDEX runs_by_submitted_by", "ALTER TABLE runs DROP COLUMN submitted_by", "ALTER TABLE runs DROP COLUMN notes",
 		"DROP TABLE api_keys", "DROP TABLE idempotency_keys", "DROP TABLE data_version", "DROP TABLE secrets",

@@ -38,6 +38,7 @@ func (s *Store) SubmitRun(ctx context.Context, run Run, idem *Idempotency) (Run,
 	}
 	run.Prefill, run.Decode = slices.Clone(run.Prefill), slices.Clone(run.Decode)
 	run.Normalize()
+	run.stampSource()
 	hash := run.ContentHash()
 	now := s.now().UTC().Truncate(time.Microsecond)
 	run.ID, run.CreatedAt = IDFromHash(hash), now
@@ -63,6 +64,9 @@ func (s *Store) SubmitRun(ctx context.Context, run Run, idem *Idempotency) (Run,
 		if out, res.Created = run, inserted; !inserted {
 			if out, err = readRun(ctx, tx, id); err != nil {
 				return err
+			}
+			if err := out.gone(); err != nil {
+				return err // the same content, hidden: not stored again, not served
 			}
 		}
 		if idem == nil {
@@ -119,6 +123,9 @@ func claimIdempotencyKey(ctx context.Context, tx *tx, idem *Idempotency, runID s
 	if errors.Is(err, ErrNotFound) {
 		return nil, newError(ErrNotFound, "run %s, which this Idempotency-Key answered, has been deleted since", id)
 	}
+	if err == nil {
+		err = r.gone()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -129,6 +136,22 @@ func claimIdempotencyKey(ctx context.Context, tx *tx, idem *Idempotency, runID s
 // and "" removes it (a title cannot be removed).
 type MetaPatch struct {
 	Title, Notes, SourceURL *string
+}
+
+// changes is the patch as its audit event records it: each field sent,
+// with its new value (null when removed).
+func (p MetaPatch) changes() map[string]any {
+	out := map[string]any{}
+	for name, v := range map[string]*string{"title": p.Title, "notes": p.Notes, "source_url": p.SourceURL} {
+		switch {
+		case v == nil:
+		case *v == "":
+			out[name] = nil
+		default:
+			out[name] = *v
+		}
+	}
+	return out
 }
 
 // UpdateRunMeta applies p to run id on behalf of key by: its owner or an
@@ -162,7 +185,7 @@ func (s *Store) UpdateRunMeta(ctx context.Context, id string, p MetaPatch, by Ke
 			return err
 		}
 		out = r
-		return nil
+		return logEvent(ctx, tx, id, by.Name, ActionUpdate, p.changes(), s.now())
 	})
 	if err != nil {
 		return Run{}, fmt.Errorf("update run %s: %w", id, err)
@@ -174,11 +197,20 @@ func (s *Store) UpdateRunMeta(ctx context.Context, id string, p MetaPatch, by Ke
 // an admin.
 func (s *Store) DeleteRun(ctx context.Context, id string, by Key) error {
 	err := s.inTx(ctx, func(tx *tx) error {
-		if _, err := ownedRun(ctx, tx, id, by); err != nil {
+		r, err := ownedRun(ctx, tx, id, by)
+		if err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, "DELETE FROM runs WHERE id = ?", id)
-		return err
+		if _, err := tx.ExecContext(ctx, "DELETE FROM runs WHERE id = ?", id); err != nil {
+			return err
+		}
+		if h := r.Provenance.SourceSHA256; h != "" {
+			// The bytes go with the run, unless another run came from them too.
+			if _, err := tx.ExecContext(ctx, "DELETE FROM sources WHERE sha256 = ? AND NOT EXISTS (SELECT 1 FROM runs WHERE source_sha256 = ?)", h, h); err != nil {
+				return err
+			}
+		}
+		return logEvent(ctx, tx, id, by.Name, ActionDelete, map[string]any{"title": r.Title}, s.now())
 	})
 	if err != nil {
 		return fmt.Errorf("delete run %s: %w", id, err)

@@ -149,6 +149,33 @@ func (e ComparedCellStatus) Valid() bool {
 	}
 }
 
+// Defines values for FlagReason.
+const (
+	Duplicate     FlagReason = "duplicate"
+	Implausible   FlagReason = "implausible"
+	Other         FlagReason = "other"
+	Spam          FlagReason = "spam"
+	WrongHardware FlagReason = "wrong_hardware"
+)
+
+// Valid indicates whether the value is a known member of the FlagReason enum.
+func (e FlagReason) Valid() bool {
+	switch e {
+	case Duplicate:
+		return true
+	case Implausible:
+		return true
+	case Other:
+		return true
+	case Spam:
+		return true
+	case WrongHardware:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GridCellMethod.
 const (
 	GridCellMethodExtrapolated GridCellMethod = "extrapolated"
@@ -407,6 +434,69 @@ func (e PlanShortfallMetric) Valid() bool {
 	}
 }
 
+// Defines values for ProvenanceSourceFormat.
+const (
+	ProvenanceSourceFormatGridCsv           ProvenanceSourceFormat = "grid-csv"
+	ProvenanceSourceFormatLlamaBatchedBench ProvenanceSourceFormat = "llama-batched-bench"
+	ProvenanceSourceFormatPage              ProvenanceSourceFormat = "page"
+	ProvenanceSourceFormatRunJSON           ProvenanceSourceFormat = "run-json"
+	ProvenanceSourceFormatVllmBench         ProvenanceSourceFormat = "vllm-bench"
+)
+
+// Valid indicates whether the value is a known member of the ProvenanceSourceFormat enum.
+func (e ProvenanceSourceFormat) Valid() bool {
+	switch e {
+	case ProvenanceSourceFormatGridCsv:
+		return true
+	case ProvenanceSourceFormatLlamaBatchedBench:
+		return true
+	case ProvenanceSourceFormatPage:
+		return true
+	case ProvenanceSourceFormatRunJSON:
+		return true
+	case ProvenanceSourceFormatVllmBench:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RunEventAction.
+const (
+	RunEventActionCreate  RunEventAction = "create"
+	RunEventActionDelete  RunEventAction = "delete"
+	RunEventActionFlag    RunEventAction = "flag"
+	RunEventActionHide    RunEventAction = "hide"
+	RunEventActionResolve RunEventAction = "resolve"
+	RunEventActionRestore RunEventAction = "restore"
+	RunEventActionSource  RunEventAction = "source"
+	RunEventActionUpdate  RunEventAction = "update"
+)
+
+// Valid indicates whether the value is a known member of the RunEventAction enum.
+func (e RunEventAction) Valid() bool {
+	switch e {
+	case RunEventActionCreate:
+		return true
+	case RunEventActionDelete:
+		return true
+	case RunEventActionFlag:
+		return true
+	case RunEventActionHide:
+		return true
+	case RunEventActionResolve:
+		return true
+	case RunEventActionRestore:
+		return true
+	case RunEventActionSource:
+		return true
+	case RunEventActionUpdate:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for Verdict.
 const (
 	Improved     Verdict = "improved"
@@ -502,22 +592,22 @@ func (e ListRunsParamsSort) Valid() bool {
 
 // Defines values for ImportRunParamsFormat.
 const (
-	GridCsv           ImportRunParamsFormat = "grid-csv"
-	LlamaBatchedBench ImportRunParamsFormat = "llama-batched-bench"
-	Page              ImportRunParamsFormat = "page"
-	VllmBench         ImportRunParamsFormat = "vllm-bench"
+	ImportRunParamsFormatGridCsv           ImportRunParamsFormat = "grid-csv"
+	ImportRunParamsFormatLlamaBatchedBench ImportRunParamsFormat = "llama-batched-bench"
+	ImportRunParamsFormatPage              ImportRunParamsFormat = "page"
+	ImportRunParamsFormatVllmBench         ImportRunParamsFormat = "vllm-bench"
 )
 
 // Valid indicates whether the value is a known member of the ImportRunParamsFormat enum.
 func (e ImportRunParamsFormat) Valid() bool {
 	switch e {
-	case GridCsv:
+	case ImportRunParamsFormatGridCsv:
 		return true
-	case LlamaBatchedBench:
+	case ImportRunParamsFormatLlamaBatchedBench:
 		return true
-	case Page:
+	case ImportRunParamsFormatPage:
 		return true
-	case VllmBench:
+	case ImportRunParamsFormatVllmBench:
 		return true
 	default:
 		return false
@@ -810,6 +900,49 @@ type FieldError struct {
 	Message string `json:"message"`
 }
 
+// Flag defines model for Flag.
+type Flag struct {
+	CreatedAt time.Time `json:"created_at"`
+	ID        int64     `json:"id"`
+
+	// KeyName The API key that raised it.
+	KeyName string `json:"key_name"`
+
+	// Reason `implausible` numbers, `wrong_hardware` (or setup), a `duplicate` of another run, `spam`, or `other` (say what in `text`).
+	Reason FlagReason `json:"reason"`
+
+	// Resolution The admin's note.
+	Resolution *string    `json:"resolution"`
+	ResolvedAt *time.Time `json:"resolved_at"`
+	ResolvedBy *string    `json:"resolved_by"`
+	RunID      string     `json:"run_id"`
+	Text       string     `json:"text"`
+}
+
+// FlagInput defines model for FlagInput.
+type FlagInput struct {
+	// Reason `implausible` numbers, `wrong_hardware` (or setup), a `duplicate` of another run, `spam`, or `other` (say what in `text`).
+	Reason FlagReason `json:"reason"`
+
+	// Text What is wrong, so that others can check.
+	Text string `json:"text"`
+}
+
+// FlagList defines model for FlagList.
+type FlagList struct {
+	Items []Flag `json:"items"`
+	RunID string `json:"run_id"`
+}
+
+// FlagReason `implausible` numbers, `wrong_hardware` (or setup), a `duplicate` of another run, `spam`, or `other` (say what in `text`).
+type FlagReason string
+
+// FlagResolution defines model for FlagResolution.
+type FlagResolution struct {
+	// Note What was found, e.g. checked against the source: the numbers stand.
+	Note string `json:"note"`
+}
+
 // GPUCatalog defines model for GPUCatalog.
 type GPUCatalog struct {
 	Items []GPUCatalogItem `json:"items"`
@@ -923,6 +1056,12 @@ type Health struct {
 // HealthStatus defines model for Health.Status.
 type HealthStatus string
 
+// HideInput defines model for HideInput.
+type HideInput struct {
+	// Reason Why, shown to readers in the 410.
+	Reason string `json:"reason"`
+}
+
 // KVCapacity defines model for KVCapacity.
 type KVCapacity struct {
 	// KVTokensHigh The smallest reservation refused; null when none was.
@@ -1011,6 +1150,20 @@ type ModelCatalogItem struct {
 	Model         string   `json:"model"`
 	Quantizations []string `json:"quantizations"`
 	RunCount      int      `json:"run_count"`
+}
+
+// Moderation defines model for Moderation.
+type Moderation struct {
+	// Hidden A visible run is never hidden; the hide and restore answers say what they did.
+	Hidden   bool       `json:"hidden"`
+	HiddenAt *time.Time `json:"hidden_at"`
+
+	// HiddenBy The admin key that hid it.
+	HiddenBy     *string `json:"hidden_by"`
+	HiddenReason *string `json:"hidden_reason"`
+
+	// OpenFlags Flags not yet resolved (`GET /v1/runs/{run_id}/flags`).
+	OpenFlags int `json:"open_flags"`
 }
 
 // Ms defines model for Ms.
@@ -1173,6 +1326,39 @@ type Problem struct {
 	Candidates *[]CandidateRun `json:"candidates,omitempty"`
 }
 
+// Provenance Where the run came from, so that anyone can check it: the exact
+// bytes it was made from (`GET /v1/runs/{run_id}/source`), their
+// SHA-256, and for a signed submission the signing key and the
+// signature over those bytes.
+type Provenance struct {
+	// Note Why the source is missing, when it is.
+	Note *string `json:"note"`
+
+	// Signature `ed25519=` and the base64 signature over the source bytes, as sent.
+	Signature *string `json:"signature"`
+
+	// SignedBy The fingerprint of the signing key whose signature verified on write (`GET /v1/signing-keys/{fingerprint}`); null when unsigned.
+	SignedBy *string `json:"signed_by"`
+
+	// SourceFormat How the bytes became the run (the import's `format`; `run-json` for `POST /v1/runs`).
+	SourceFormat *ProvenanceSourceFormat `json:"source_format"`
+
+	// SourceMediaType The media type the bytes were sent as.
+	SourceMediaType *string `json:"source_media_type"`
+
+	// SourceSha256 Lower-case hex SHA-256 of the source bytes; null when they were not kept.
+	SourceSha256 *string `json:"source_sha256"`
+
+	// SourceSize The bytes' length.
+	SourceSize *int64 `json:"source_size"`
+
+	// SourceURL `/v1/runs/{run_id}/source`, or null when the bytes were not kept.
+	SourceURL *string `json:"source_url"`
+}
+
+// ProvenanceSourceFormat How the bytes became the run (the import's `format`; `run-json` for `POST /v1/runs`).
+type ProvenanceSourceFormat string
+
 // Run defines model for Run.
 type Run struct {
 	Benchmark Benchmark    `json:"benchmark"`
@@ -1182,14 +1368,21 @@ type Run struct {
 	Hardware  Hardware     `json:"hardware"`
 
 	// ID Stable, opaque, URL-safe; derived from the run's content when it was stored.
-	ID     string `json:"id"`
-	Launch Launch `json:"launch"`
-	Model  Model  `json:"model"`
+	ID         string     `json:"id"`
+	Launch     Launch     `json:"launch"`
+	Model      Model      `json:"model"`
+	Moderation Moderation `json:"moderation"`
 
 	// Notes The submitter's notes.
-	Notes     *string       `json:"notes"`
-	Prefill   []PrefillCell `json:"prefill"`
-	SourceURL *string       `json:"source_url"`
+	Notes   *string       `json:"notes"`
+	Prefill []PrefillCell `json:"prefill"`
+
+	// Provenance Where the run came from, so that anyone can check it: the exact
+	// bytes it was made from (`GET /v1/runs/{run_id}/source`), their
+	// SHA-256, and for a signed submission the signing key and the
+	// signature over those bytes.
+	Provenance Provenance `json:"provenance"`
+	SourceURL  *string    `json:"source_url"`
 
 	// SubmittedBy The name of the API key that submitted the run; null for runs imported on the server.
 	SubmittedBy *string `json:"submitted_by"`
@@ -1197,6 +1390,33 @@ type Run struct {
 	// Submitter The author, as the source names them.
 	Submitter *string `json:"submitter"`
 	Title     string  `json:"title"`
+}
+
+// RunEvent defines model for RunEvent.
+type RunEvent struct {
+	Action RunEventAction `json:"action"`
+	At     time.Time      `json:"at"`
+
+	// Detail The change: `create` its `source_sha256` (and `signed_by`);
+	// `update` each field sent with its new value (null: removed);
+	// `flag` `flag_id` and `reason`; `resolve` `flag_id` and `note`;
+	// `hide` `reason`; `restore` `was_hidden_for`; `delete` `title`;
+	// `source` the `source_sha256` given to a run stored before
+	// sources were kept (a bundled seed).
+	Detail map[string]interface{} `json:"detail"`
+	ID     int64                  `json:"id"`
+
+	// KeyName The API key that made the change; null for the server itself.
+	KeyName *string `json:"key_name"`
+}
+
+// RunEventAction defines model for RunEvent.Action.
+type RunEventAction string
+
+// RunHistory defines model for RunHistory.
+type RunHistory struct {
+	Items []RunEvent `json:"items"`
+	RunID string     `json:"run_id"`
 }
 
 // RunInput Run JSON: a run as submitted (`POST /v1/runs`, `matrixd import`) and
@@ -1404,6 +1624,29 @@ type SeriesSummary struct {
 	Runs int `json:"runs"`
 }
 
+// SigningKey defines model for SigningKey.
+type SigningKey struct {
+	CreatedAt time.Time `json:"created_at"`
+
+	// Fingerprint Lower-case hex SHA-256 of the 32 raw public-key bytes.
+	Fingerprint string `json:"fingerprint"`
+
+	// KeyName The API key that registered it.
+	KeyName string `json:"key_name"`
+
+	// PublicKey Base64 of the 32 raw bytes.
+	PublicKey string `json:"public_key"`
+
+	// PublicKeyPem The same as a PEM `PUBLIC KEY`, for `openssl pkeyutl -verify`.
+	PublicKeyPem string `json:"public_key_pem"`
+}
+
+// SigningKeyInput defines model for SigningKeyInput.
+type SigningKeyInput struct {
+	// PublicKey The Ed25519 public key: base64 of its 32 raw bytes, or a PEM `PUBLIC KEY` (SubjectPublicKeyInfo, as `openssl pkey -pubout` writes).
+	PublicKey string `json:"public_key"`
+}
+
 // StepCell defines model for StepCell.
 type StepCell struct {
 	Concurrency   int `json:"concurrency"`
@@ -1431,6 +1674,24 @@ type StepRow struct {
 	Verdict       Verdict `json:"verdict"`
 }
 
+// SubmitterProfile defines model for SubmitterProfile.
+type SubmitterProfile struct {
+	FirstRunAt  time.Time `json:"first_run_at"`
+	LatestRunAt time.Time `json:"latest_run_at"`
+
+	// Name As their newest run writes it.
+	Name string `json:"name"`
+
+	// RunCount Visible runs that name them.
+	RunCount int `json:"run_count"`
+
+	// Runs The newest 20.
+	Runs []RunSummary `json:"runs"`
+
+	// RunsURL `/v1/runs?submitter=…`: all of them, page by page.
+	RunsURL string `json:"runs_url"`
+}
+
 // Text200 defines model for Text200.
 type Text200 = string
 
@@ -1442,6 +1703,12 @@ type TokS = float64
 
 // Verdict defines model for Verdict.
 type Verdict string
+
+// BodySignature defines model for BodySignature.
+type BodySignature = string
+
+// BodySignatureKey defines model for BodySignatureKey.
+type BodySignatureKey = string
 
 // CalcGPU defines model for CalcGPU.
 type CalcGPU = string
@@ -1481,6 +1748,12 @@ type ParamEngine = string
 
 // ParamEngineVersion defines model for ParamEngineVersion.
 type ParamEngineVersion = string
+
+// ParamFingerprint defines model for ParamFingerprint.
+type ParamFingerprint = string
+
+// ParamFlagID defines model for ParamFlagID.
+type ParamFlagID = int64
 
 // ParamFormat defines model for ParamFormat.
 type ParamFormat string
@@ -1526,6 +1799,9 @@ type Fitting = Problem
 
 // Forbidden RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions.
 type Forbidden = Problem
+
+// Gone RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions.
+type Gone = Problem
 
 // InvalidRun RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions.
 type InvalidRun = Problem
@@ -1954,6 +2230,16 @@ type CreateRunJSONBody = json.RawMessage
 type CreateRunParams struct {
 	// IdempotencyKey Any string of 1–255 printable ASCII characters, unique per request; remembered for 24 hours per API key.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+
+	// BodySignature `ed25519=` and the base64 (RFC 4648, padded or not) of the 64-byte
+	// Ed25519 signature (RFC 8032, pure Ed25519) over the body's exact
+	// bytes, as sent. Needs `Body-Signature-Key`. A signature that does
+	// not verify is a 400 and nothing is stored; a verified one is kept
+	// with the run (`provenance.signature`, `provenance.signed_by`).
+	BodySignature *BodySignature `json:"Body-Signature,omitempty"`
+
+	// BodySignatureKey The fingerprint of the signing key (`POST /v1/signing-keys`) this API key registered.
+	BodySignatureKey *BodySignatureKey `json:"Body-Signature-Key,omitempty"`
 }
 
 // ImportRunMultipartBody defines parameters for ImportRun.
@@ -1977,6 +2263,16 @@ type ImportRunParams struct {
 
 	// IdempotencyKey Any string of 1–255 printable ASCII characters, unique per request; remembered for 24 hours per API key.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+
+	// BodySignature `ed25519=` and the base64 (RFC 4648, padded or not) of the 64-byte
+	// Ed25519 signature (RFC 8032, pure Ed25519) over the body's exact
+	// bytes, as sent. Needs `Body-Signature-Key`. A signature that does
+	// not verify is a 400 and nothing is stored; a verified one is kept
+	// with the run (`provenance.signature`, `provenance.signed_by`).
+	BodySignature *BodySignature `json:"Body-Signature,omitempty"`
+
+	// BodySignatureKey The fingerprint of the signing key (`POST /v1/signing-keys`) this API key registered.
+	BodySignatureKey *BodySignatureKey `json:"Body-Signature-Key,omitempty"`
 }
 
 // ImportRunParamsFormat defines parameters for ImportRun.
@@ -2012,6 +2308,18 @@ type ListDecodeCellsParams struct {
 // ListDecodeCellsParamsFormat defines parameters for ListDecodeCells.
 type ListDecodeCellsParamsFormat string
 
+// ListRunFlagsParams defines parameters for ListRunFlags.
+type ListRunFlagsParams struct {
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// GetRunHistoryParams defines parameters for GetRunHistory.
+type GetRunHistoryParams struct {
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
 // GetMatrixParams defines parameters for GetMatrix.
 type GetMatrixParams struct {
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
@@ -2038,6 +2346,12 @@ type ListPrefillCellsParamsFormat string
 
 // GetRunSeriesParams defines parameters for GetRunSeries.
 type GetRunSeriesParams struct {
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// GetRunSourceParams defines parameters for GetRunSource.
+type GetRunSourceParams struct {
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
@@ -2081,6 +2395,18 @@ type ListSeriesParams struct {
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
+// GetSigningKeyParams defines parameters for GetSigningKey.
+type GetSigningKeyParams struct {
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// GetSubmitterParams defines parameters for GetSubmitter.
+type GetSubmitterParams struct {
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
 // CreateRunJSONRequestBody defines body for CreateRun for application/json ContentType.
 type CreateRunJSONRequestBody = CreateRunJSONBody
 
@@ -2092,6 +2418,18 @@ type ImportRunTextRequestBody = ImportRunTextBody
 
 // UpdateRunApplicationMergePatchPlusJSONRequestBody defines body for UpdateRun for application/merge-patch+json ContentType.
 type UpdateRunApplicationMergePatchPlusJSONRequestBody = UpdateRunApplicationMergePatchPlusJSONBody
+
+// FlagRunJSONRequestBody defines body for FlagRun for application/json ContentType.
+type FlagRunJSONRequestBody = FlagInput
+
+// ResolveFlagJSONRequestBody defines body for ResolveFlag for application/json ContentType.
+type ResolveFlagJSONRequestBody = FlagResolution
+
+// HideRunJSONRequestBody defines body for HideRun for application/json ContentType.
+type HideRunJSONRequestBody = HideInput
+
+// RegisterSigningKeyJSONRequestBody defines body for RegisterSigningKey for application/json ContentType.
+type RegisterSigningKeyJSONRequestBody = SigningKeyInput
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -2529,6 +2867,98 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/runs/{run_id}/decode (the `ListDecodeCells` operationId).
 	ListDecodeCells(ctx context.Context, runID ParamRunID, params *ListDecodeCellsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListRunFlags The flags raised on a run
+	//
+	// Every flag, oldest first, resolved ones too; a hidden run's flags stay readable.
+	//
+	// Corresponds with GET /v1/runs/{run_id}/flags (the `ListRunFlags` operationId).
+	ListRunFlags(ctx context.Context, runID ParamRunID, params *ListRunFlagsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FlagRunWithBody Flag a run you believe is wrong
+	//
+	// Any API key may flag a run, once: a key has at most one open flag
+	// per run, and a second is a 409 until an admin resolves the first.
+	// The flag shows at once in the run's `moderation.open_flags` and in
+	// its history.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/runs/{run_id}/flags (the `FlagRun` operationId).
+	FlagRunWithBody(ctx context.Context, runID ParamRunID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FlagRun Flag a run you believe is wrong
+	//
+	// Any API key may flag a run, once: a key has at most one open flag
+	// per run, and a second is a 409 until an admin resolves the first.
+	// The flag shows at once in the run's `moderation.open_flags` and in
+	// its history.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/runs/{run_id}/flags (the `FlagRun` operationId).
+	FlagRun(ctx context.Context, runID ParamRunID, body FlagRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResolveFlagWithBody Resolve a flag (admin)
+	//
+	// An admin key closes an open flag with a note; the run's open count drops and its history records it.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/runs/{run_id}/flags/{flag_id}/resolution (the `ResolveFlag` operationId).
+	ResolveFlagWithBody(ctx context.Context, runID ParamRunID, flagID ParamFlagID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResolveFlag Resolve a flag (admin)
+	//
+	// An admin key closes an open flag with a note; the run's open count drops and its history records it.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/runs/{run_id}/flags/{flag_id}/resolution (the `ResolveFlag` operationId).
+	ResolveFlag(ctx context.Context, runID ParamRunID, flagID ParamFlagID, body ResolveFlagJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RestoreRun Restore a hidden run (admin)
+	//
+	// An admin key makes a hidden run visible again; its history records who and when.
+	//
+	// Corresponds with DELETE /v1/runs/{run_id}/hidden (the `RestoreRun` operationId).
+	RestoreRun(ctx context.Context, runID ParamRunID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// HideRunWithBody Hide a run (admin)
+	//
+	// An admin key hides a run, saying why: it leaves every list,
+	// leaderboard, catalog count and calculator selection, and the run
+	// and its cells, grid and source answer 410 with the reason. Its
+	// flags and history stay readable. `DELETE` restores it.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/runs/{run_id}/hidden (the `HideRun` operationId).
+	HideRunWithBody(ctx context.Context, runID ParamRunID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// HideRun Hide a run (admin)
+	//
+	// An admin key hides a run, saying why: it leaves every list,
+	// leaderboard, catalog count and calculator selection, and the run
+	// and its cells, grid and source answer 410 with the reason. Its
+	// flags and history stay readable. `DELETE` restores it.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/runs/{run_id}/hidden (the `HideRun` operationId).
+	HideRun(ctx context.Context, runID ParamRunID, body HideRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetRunHistory Every change to a run
+	//
+	// The audit log, oldest first: who (the API key's name; `null` for
+	// the server itself: seeds, `matrixd import`), when, and what (the
+	// action and a small JSON object of the change). Each event was
+	// written in the same transaction as its change. A hidden run's
+	// history is readable, and so is a deleted run's (its last event is
+	// `delete`); an id that never held a run is a 404.
+	//
+	// Corresponds with GET /v1/runs/{run_id}/history (the `GetRunHistory` operationId).
+	GetRunHistory(ctx context.Context, runID ParamRunID, params *GetRunHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetMatrix The decode grid as context rows × concurrency columns
 	//
 	// Ready to draw a heatmap: `rows[i].cells[j]` is the cell at
@@ -2584,6 +3014,20 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/runs/{run_id}/series (the `GetRunSeries` operationId).
 	GetRunSeries(ctx context.Context, runID ParamRunID, params *GetRunSeriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetRunSource The exact bytes the run was made from
+	//
+	// The bytes as they were received, with the media type they were
+	// sent as: run JSON (`application/json`), a published page
+	// (`text/plain; charset=utf-8`), or a tool's output as the whole
+	// `multipart/form-data` body that carried it (its `meta` and `file`
+	// parts, names and boundary included). Their SHA-256 is the run's
+	// `provenance.source_sha256` and is sent as `Repr-Digest` (RFC 9530);
+	// a signed run's `provenance.signature` verifies over exactly these
+	// bytes. A run stored before sources were kept is a 404 saying so.
+	//
+	// Corresponds with GET /v1/runs/{run_id}/source (the `GetRunSource` operationId).
+	GetRunSource(ctx context.Context, runID ParamRunID, params *GetRunSourceParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListSeries Series of runs across engine versions
 	//
 	// A series is the runs that share model, quantization, GPU (and
@@ -2597,6 +3041,51 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/series (the `ListSeries` operationId).
 	ListSeries(ctx context.Context, params *ListSeriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RegisterSigningKeyWithBody Register an Ed25519 public key to sign submissions with
+	//
+	// The calling API key registers a public key of its own; submissions
+	// it signs with the private key (`Body-Signature`) are verified
+	// against it and show its fingerprint as `provenance.signed_by`.
+	// Registering the same key again answers 200 with the record; a key
+	// another API key registered is a 409. A key may register several
+	// (one per machine, or a new one to rotate).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/signing-keys (the `RegisterSigningKey` operationId).
+	RegisterSigningKeyWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RegisterSigningKey Register an Ed25519 public key to sign submissions with
+	//
+	// The calling API key registers a public key of its own; submissions
+	// it signs with the private key (`Body-Signature`) are verified
+	// against it and show its fingerprint as `provenance.signed_by`.
+	// Registering the same key again answers 200 with the record; a key
+	// another API key registered is a 409. A key may register several
+	// (one per machine, or a new one to rotate).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/signing-keys (the `RegisterSigningKey` operationId).
+	RegisterSigningKey(ctx context.Context, body RegisterSigningKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetSigningKey A registered signing key, to verify signed runs offline
+	//
+	// The public key (raw base64 and PEM) and the API key that registered it; public, so that anyone can check a run's `provenance.signature`.
+	//
+	// Corresponds with GET /v1/signing-keys/{fingerprint} (the `GetSigningKey` operationId).
+	GetSigningKey(ctx context.Context, fingerprint ParamFingerprint, params *GetSigningKeyParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetSubmitter A submitter's profile and newest runs
+	//
+	// The author a run's `submitter` names (case-insensitively, as the
+	// `submitter` filter of `GET /v1/runs`): how many visible runs name
+	// them, when the first and the newest were stored, and the newest 20;
+	// `runs_url` lists them all, page by page.
+	//
+	// Corresponds with GET /v1/submitters/{name} (the `GetSubmitter` operationId).
+	GetSubmitter(ctx context.Context, name string, params *GetSubmitterParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // GetDocs Interactive API reference
@@ -3251,6 +3740,188 @@ func (c *Client) ListDecodeCells(ctx context.Context, runID ParamRunID, params *
 	return c.Client.Do(req)
 }
 
+// ListRunFlags The flags raised on a run
+//
+// Every flag, oldest first, resolved ones too; a hidden run's flags stay readable.
+//
+// Corresponds with GET /v1/runs/{run_id}/flags (the `ListRunFlags` operationId).
+func (c *Client) ListRunFlags(ctx context.Context, runID ParamRunID, params *ListRunFlagsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListRunFlagsRequest(c.Server, runID, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FlagRunWithBody Flag a run you believe is wrong
+//
+// Any API key may flag a run, once: a key has at most one open flag
+// per run, and a second is a 409 until an admin resolves the first.
+// The flag shows at once in the run's `moderation.open_flags` and in
+// its history.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/runs/{run_id}/flags (the `FlagRun` operationId).
+func (c *Client) FlagRunWithBody(ctx context.Context, runID ParamRunID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFlagRunRequestWithBody(c.Server, runID, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FlagRun Flag a run you believe is wrong
+//
+// Any API key may flag a run, once: a key has at most one open flag
+// per run, and a second is a 409 until an admin resolves the first.
+// The flag shows at once in the run's `moderation.open_flags` and in
+// its history.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/runs/{run_id}/flags (the `FlagRun` operationId).
+func (c *Client) FlagRun(ctx context.Context, runID ParamRunID, body FlagRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFlagRunRequest(c.Server, runID, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResolveFlagWithBody Resolve a flag (admin)
+//
+// An admin key closes an open flag with a note; the run's open count drops and its history records it.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/runs/{run_id}/flags/{flag_id}/resolution (the `ResolveFlag` operationId).
+func (c *Client) ResolveFlagWithBody(ctx context.Context, runID ParamRunID, flagID ParamFlagID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResolveFlagRequestWithBody(c.Server, runID, flagID, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResolveFlag Resolve a flag (admin)
+//
+// An admin key closes an open flag with a note; the run's open count drops and its history records it.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/runs/{run_id}/flags/{flag_id}/resolution (the `ResolveFlag` operationId).
+func (c *Client) ResolveFlag(ctx context.Context, runID ParamRunID, flagID ParamFlagID, body ResolveFlagJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResolveFlagRequest(c.Server, runID, flagID, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RestoreRun Restore a hidden run (admin)
+//
+// An admin key makes a hidden run visible again; its history records who and when.
+//
+// Corresponds with DELETE /v1/runs/{run_id}/hidden (the `RestoreRun` operationId).
+func (c *Client) RestoreRun(ctx context.Context, runID ParamRunID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRestoreRunRequest(c.Server, runID)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// HideRunWithBody Hide a run (admin)
+//
+// An admin key hides a run, saying why: it leaves every list,
+// leaderboard, catalog count and calculator selection, and the run
+// and its cells, grid and source answer 410 with the reason. Its
+// flags and history stay readable. `DELETE` restores it.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/runs/{run_id}/hidden (the `HideRun` operationId).
+func (c *Client) HideRunWithBody(ctx context.Context, runID ParamRunID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHideRunRequestWithBody(c.Server, runID, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// HideRun Hide a run (admin)
+//
+// An admin key hides a run, saying why: it leaves every list,
+// leaderboard, catalog count and calculator selection, and the run
+// and its cells, grid and source answer 410 with the reason. Its
+// flags and history stay readable. `DELETE` restores it.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/runs/{run_id}/hidden (the `HideRun` operationId).
+func (c *Client) HideRun(ctx context.Context, runID ParamRunID, body HideRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHideRunRequest(c.Server, runID, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetRunHistory Every change to a run
+//
+// The audit log, oldest first: who (the API key's name; `null` for
+// the server itself: seeds, `matrixd import`), when, and what (the
+// action and a small JSON object of the change). Each event was
+// written in the same transaction as its change. A hidden run's
+// history is readable, and so is a deleted run's (its last event is
+// `delete`); an id that never held a run is a 404.
+//
+// Corresponds with GET /v1/runs/{run_id}/history (the `GetRunHistory` operationId).
+func (c *Client) GetRunHistory(ctx context.Context, runID ParamRunID, params *GetRunHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRunHistoryRequest(c.Server, runID, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetMatrix The decode grid as context rows × concurrency columns
 //
 // Ready to draw a heatmap: `rows[i].cells[j]` is the cell at
@@ -3336,6 +4007,30 @@ func (c *Client) GetRunSeries(ctx context.Context, runID ParamRunID, params *Get
 	return c.Client.Do(req)
 }
 
+// GetRunSource The exact bytes the run was made from
+//
+// The bytes as they were received, with the media type they were
+// sent as: run JSON (`application/json`), a published page
+// (`text/plain; charset=utf-8`), or a tool's output as the whole
+// `multipart/form-data` body that carried it (its `meta` and `file`
+// parts, names and boundary included). Their SHA-256 is the run's
+// `provenance.source_sha256` and is sent as `Repr-Digest` (RFC 9530);
+// a signed run's `provenance.signature` verifies over exactly these
+// bytes. A run stored before sources were kept is a 404 saying so.
+//
+// Corresponds with GET /v1/runs/{run_id}/source (the `GetRunSource` operationId).
+func (c *Client) GetRunSource(ctx context.Context, runID ParamRunID, params *GetRunSourceParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRunSourceRequest(c.Server, runID, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListSeries Series of runs across engine versions
 //
 // A series is the runs that share model, quantization, GPU (and
@@ -3350,6 +4045,91 @@ func (c *Client) GetRunSeries(ctx context.Context, runID ParamRunID, params *Get
 // Corresponds with GET /v1/series (the `ListSeries` operationId).
 func (c *Client) ListSeries(ctx context.Context, params *ListSeriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListSeriesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RegisterSigningKeyWithBody Register an Ed25519 public key to sign submissions with
+//
+// The calling API key registers a public key of its own; submissions
+// it signs with the private key (`Body-Signature`) are verified
+// against it and show its fingerprint as `provenance.signed_by`.
+// Registering the same key again answers 200 with the record; a key
+// another API key registered is a 409. A key may register several
+// (one per machine, or a new one to rotate).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/signing-keys (the `RegisterSigningKey` operationId).
+func (c *Client) RegisterSigningKeyWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRegisterSigningKeyRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RegisterSigningKey Register an Ed25519 public key to sign submissions with
+//
+// The calling API key registers a public key of its own; submissions
+// it signs with the private key (`Body-Signature`) are verified
+// against it and show its fingerprint as `provenance.signed_by`.
+// Registering the same key again answers 200 with the record; a key
+// another API key registered is a 409. A key may register several
+// (one per machine, or a new one to rotate).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/signing-keys (the `RegisterSigningKey` operationId).
+func (c *Client) RegisterSigningKey(ctx context.Context, body RegisterSigningKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRegisterSigningKeyRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetSigningKey A registered signing key, to verify signed runs offline
+//
+// The public key (raw base64 and PEM) and the API key that registered it; public, so that anyone can check a run's `provenance.signature`.
+//
+// Corresponds with GET /v1/signing-keys/{fingerprint} (the `GetSigningKey` operationId).
+func (c *Client) GetSigningKey(ctx context.Context, fingerprint ParamFingerprint, params *GetSigningKeyParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSigningKeyRequest(c.Server, fingerprint, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetSubmitter A submitter's profile and newest runs
+//
+// The author a run's `submitter` names (case-insensitively, as the
+// `submitter` filter of `GET /v1/runs`): how many visible runs name
+// them, when the first and the newest were stored, and the newest 20;
+// `runs_url` lists them all, page by page.
+//
+// Corresponds with GET /v1/submitters/{name} (the `GetSubmitter` operationId).
+func (c *Client) GetSubmitter(ctx context.Context, name string, params *GetSubmitterParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSubmitterRequest(c.Server, name, params)
 	if err != nil {
 		return nil, err
 	}
@@ -5339,6 +6119,28 @@ func NewCreateRunRequestWithBody(server string, params *CreateRunParams, content
 			req.Header.Set("Idempotency-Key", headerParam0)
 		}
 
+		if params.BodySignature != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Body-Signature", *params.BodySignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Body-Signature", headerParam1)
+		}
+
+		if params.BodySignatureKey != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Body-Signature-Key", *params.BodySignatureKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Body-Signature-Key", headerParam2)
+		}
+
 	}
 
 	return req, nil
@@ -5431,6 +6233,28 @@ func NewImportRunRequestWithBody(server string, params *ImportRunParams, content
 			}
 
 			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+		if params.BodySignature != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Body-Signature", *params.BodySignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Body-Signature", headerParam1)
+		}
+
+		if params.BodySignatureKey != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Body-Signature-Key", *params.BodySignatureKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Body-Signature-Key", headerParam2)
 		}
 
 	}
@@ -5680,6 +6504,286 @@ func NewListDecodeCellsRequest(server string, runID ParamRunID, params *ListDeco
 	return req, nil
 }
 
+// NewListRunFlagsRequest constructs an http.Request for the ListRunFlags method
+func NewListRunFlagsRequest(server string, runID ParamRunID, params *ListRunFlagsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "run_id", runID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/flags", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewFlagRunRequest calls the generic FlagRun builder with application/json body
+func NewFlagRunRequest(server string, runID ParamRunID, body FlagRunJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewFlagRunRequestWithBody(server, runID, "application/json", bodyReader)
+}
+
+// NewFlagRunRequestWithBody constructs an http.Request for the FlagRun method, with any body, and a specified content type
+func NewFlagRunRequestWithBody(server string, runID ParamRunID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "run_id", runID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/flags", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewResolveFlagRequest calls the generic ResolveFlag builder with application/json body
+func NewResolveFlagRequest(server string, runID ParamRunID, flagID ParamFlagID, body ResolveFlagJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewResolveFlagRequestWithBody(server, runID, flagID, "application/json", bodyReader)
+}
+
+// NewResolveFlagRequestWithBody constructs an http.Request for the ResolveFlag method, with any body, and a specified content type
+func NewResolveFlagRequestWithBody(server string, runID ParamRunID, flagID ParamFlagID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "run_id", runID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "flag_id", flagID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int64"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/flags/%s/resolution", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRestoreRunRequest constructs an http.Request for the RestoreRun method
+func NewRestoreRunRequest(server string, runID ParamRunID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "run_id", runID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/hidden", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewHideRunRequest calls the generic HideRun builder with application/json body
+func NewHideRunRequest(server string, runID ParamRunID, body HideRunJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewHideRunRequestWithBody(server, runID, "application/json", bodyReader)
+}
+
+// NewHideRunRequestWithBody constructs an http.Request for the HideRun method, with any body, and a specified content type
+func NewHideRunRequestWithBody(server string, runID ParamRunID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "run_id", runID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/hidden", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetRunHistoryRequest constructs an http.Request for the GetRunHistory method
+func NewGetRunHistoryRequest(server string, runID ParamRunID, params *GetRunHistoryParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "run_id", runID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/history", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewGetMatrixRequest constructs an http.Request for the GetMatrix method
 func NewGetMatrixRequest(server string, runID ParamRunID, params *GetMatrixParams) (*http.Request, error) {
 	var err error
@@ -5878,6 +6982,55 @@ func NewGetRunSeriesRequest(server string, runID ParamRunID, params *GetRunSerie
 	return req, nil
 }
 
+// NewGetRunSourceRequest constructs an http.Request for the GetRunSource method
+func NewGetRunSourceRequest(server string, runID ParamRunID, params *GetRunSourceParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "run_id", runID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/source", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewListSeriesRequest constructs an http.Request for the ListSeries method
 func NewListSeriesRequest(server string, params *ListSeriesParams) (*http.Request, error) {
 	var err error
@@ -6042,6 +7195,144 @@ func NewListSeriesRequest(server string, params *ListSeriesParams) (*http.Reques
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
 		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewRegisterSigningKeyRequest calls the generic RegisterSigningKey builder with application/json body
+func NewRegisterSigningKeyRequest(server string, body RegisterSigningKeyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRegisterSigningKeyRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewRegisterSigningKeyRequestWithBody constructs an http.Request for the RegisterSigningKey method, with any body, and a specified content type
+func NewRegisterSigningKeyRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/signing-keys")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetSigningKeyRequest constructs an http.Request for the GetSigningKey method
+func NewGetSigningKeyRequest(server string, fingerprint ParamFingerprint, params *GetSigningKeyParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "fingerprint", fingerprint, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/signing-keys/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetSubmitterRequest constructs an http.Request for the GetSubmitter method
+func NewGetSubmitterRequest(server string, name string, params *GetSubmitterParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/submitters/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -6519,6 +7810,104 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/runs/{run_id}/decode (the `ListDecodeCells` operationId).
 	ListDecodeCellsWithResponse(ctx context.Context, runID ParamRunID, params *ListDecodeCellsParams, reqEditors ...RequestEditorFn) (*ListDecodeCellsResponse, error)
 
+	// ListRunFlagsWithResponse The flags raised on a run
+	//
+	// Every flag, oldest first, resolved ones too; a hidden run's flags stay readable.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/runs/{run_id}/flags (the `ListRunFlags` operationId).
+	ListRunFlagsWithResponse(ctx context.Context, runID ParamRunID, params *ListRunFlagsParams, reqEditors ...RequestEditorFn) (*ListRunFlagsResponse, error)
+
+	// FlagRunWithBodyWithResponse Flag a run you believe is wrong
+	//
+	// Any API key may flag a run, once: a key has at most one open flag
+	// per run, and a second is a 409 until an admin resolves the first.
+	// The flag shows at once in the run's `moderation.open_flags` and in
+	// its history.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/runs/{run_id}/flags (the `FlagRun` operationId).
+	FlagRunWithBodyWithResponse(ctx context.Context, runID ParamRunID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FlagRunResponse, error)
+
+	// FlagRunWithResponse Flag a run you believe is wrong
+	//
+	// Any API key may flag a run, once: a key has at most one open flag
+	// per run, and a second is a 409 until an admin resolves the first.
+	// The flag shows at once in the run's `moderation.open_flags` and in
+	// its history.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/runs/{run_id}/flags (the `FlagRun` operationId).
+	FlagRunWithResponse(ctx context.Context, runID ParamRunID, body FlagRunJSONRequestBody, reqEditors ...RequestEditorFn) (*FlagRunResponse, error)
+
+	// ResolveFlagWithBodyWithResponse Resolve a flag (admin)
+	//
+	// An admin key closes an open flag with a note; the run's open count drops and its history records it.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/runs/{run_id}/flags/{flag_id}/resolution (the `ResolveFlag` operationId).
+	ResolveFlagWithBodyWithResponse(ctx context.Context, runID ParamRunID, flagID ParamFlagID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResolveFlagResponse, error)
+
+	// ResolveFlagWithResponse Resolve a flag (admin)
+	//
+	// An admin key closes an open flag with a note; the run's open count drops and its history records it.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/runs/{run_id}/flags/{flag_id}/resolution (the `ResolveFlag` operationId).
+	ResolveFlagWithResponse(ctx context.Context, runID ParamRunID, flagID ParamFlagID, body ResolveFlagJSONRequestBody, reqEditors ...RequestEditorFn) (*ResolveFlagResponse, error)
+
+	// RestoreRunWithResponse Restore a hidden run (admin)
+	//
+	// An admin key makes a hidden run visible again; its history records who and when.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/runs/{run_id}/hidden (the `RestoreRun` operationId).
+	RestoreRunWithResponse(ctx context.Context, runID ParamRunID, reqEditors ...RequestEditorFn) (*RestoreRunResponse, error)
+
+	// HideRunWithBodyWithResponse Hide a run (admin)
+	//
+	// An admin key hides a run, saying why: it leaves every list,
+	// leaderboard, catalog count and calculator selection, and the run
+	// and its cells, grid and source answer 410 with the reason. Its
+	// flags and history stay readable. `DELETE` restores it.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/runs/{run_id}/hidden (the `HideRun` operationId).
+	HideRunWithBodyWithResponse(ctx context.Context, runID ParamRunID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HideRunResponse, error)
+
+	// HideRunWithResponse Hide a run (admin)
+	//
+	// An admin key hides a run, saying why: it leaves every list,
+	// leaderboard, catalog count and calculator selection, and the run
+	// and its cells, grid and source answer 410 with the reason. Its
+	// flags and history stay readable. `DELETE` restores it.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/runs/{run_id}/hidden (the `HideRun` operationId).
+	HideRunWithResponse(ctx context.Context, runID ParamRunID, body HideRunJSONRequestBody, reqEditors ...RequestEditorFn) (*HideRunResponse, error)
+
+	// GetRunHistoryWithResponse Every change to a run
+	//
+	// The audit log, oldest first: who (the API key's name; `null` for
+	// the server itself: seeds, `matrixd import`), when, and what (the
+	// action and a small JSON object of the change). Each event was
+	// written in the same transaction as its change. A hidden run's
+	// history is readable, and so is a deleted run's (its last event is
+	// `delete`); an id that never held a run is a 404.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/runs/{run_id}/history (the `GetRunHistory` operationId).
+	GetRunHistoryWithResponse(ctx context.Context, runID ParamRunID, params *GetRunHistoryParams, reqEditors ...RequestEditorFn) (*GetRunHistoryResponse, error)
+
 	// GetMatrixWithResponse The decode grid as context rows × concurrency columns
 	//
 	// Ready to draw a heatmap: `rows[i].cells[j]` is the cell at
@@ -6580,6 +7969,22 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/runs/{run_id}/series (the `GetRunSeries` operationId).
 	GetRunSeriesWithResponse(ctx context.Context, runID ParamRunID, params *GetRunSeriesParams, reqEditors ...RequestEditorFn) (*GetRunSeriesResponse, error)
 
+	// GetRunSourceWithResponse The exact bytes the run was made from
+	//
+	// The bytes as they were received, with the media type they were
+	// sent as: run JSON (`application/json`), a published page
+	// (`text/plain; charset=utf-8`), or a tool's output as the whole
+	// `multipart/form-data` body that carried it (its `meta` and `file`
+	// parts, names and boundary included). Their SHA-256 is the run's
+	// `provenance.source_sha256` and is sent as `Repr-Digest` (RFC 9530);
+	// a signed run's `provenance.signature` verifies over exactly these
+	// bytes. A run stored before sources were kept is a 404 saying so.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/runs/{run_id}/source (the `GetRunSource` operationId).
+	GetRunSourceWithResponse(ctx context.Context, runID ParamRunID, params *GetRunSourceParams, reqEditors ...RequestEditorFn) (*GetRunSourceResponse, error)
+
 	// ListSeriesWithResponse Series of runs across engine versions
 	//
 	// A series is the runs that share model, quantization, GPU (and
@@ -6595,6 +8000,55 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/series (the `ListSeries` operationId).
 	ListSeriesWithResponse(ctx context.Context, params *ListSeriesParams, reqEditors ...RequestEditorFn) (*ListSeriesResponse, error)
+
+	// RegisterSigningKeyWithBodyWithResponse Register an Ed25519 public key to sign submissions with
+	//
+	// The calling API key registers a public key of its own; submissions
+	// it signs with the private key (`Body-Signature`) are verified
+	// against it and show its fingerprint as `provenance.signed_by`.
+	// Registering the same key again answers 200 with the record; a key
+	// another API key registered is a 409. A key may register several
+	// (one per machine, or a new one to rotate).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/signing-keys (the `RegisterSigningKey` operationId).
+	RegisterSigningKeyWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RegisterSigningKeyResponse, error)
+
+	// RegisterSigningKeyWithResponse Register an Ed25519 public key to sign submissions with
+	//
+	// The calling API key registers a public key of its own; submissions
+	// it signs with the private key (`Body-Signature`) are verified
+	// against it and show its fingerprint as `provenance.signed_by`.
+	// Registering the same key again answers 200 with the record; a key
+	// another API key registered is a 409. A key may register several
+	// (one per machine, or a new one to rotate).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/signing-keys (the `RegisterSigningKey` operationId).
+	RegisterSigningKeyWithResponse(ctx context.Context, body RegisterSigningKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*RegisterSigningKeyResponse, error)
+
+	// GetSigningKeyWithResponse A registered signing key, to verify signed runs offline
+	//
+	// The public key (raw base64 and PEM) and the API key that registered it; public, so that anyone can check a run's `provenance.signature`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/signing-keys/{fingerprint} (the `GetSigningKey` operationId).
+	GetSigningKeyWithResponse(ctx context.Context, fingerprint ParamFingerprint, params *GetSigningKeyParams, reqEditors ...RequestEditorFn) (*GetSigningKeyResponse, error)
+
+	// GetSubmitterWithResponse A submitter's profile and newest runs
+	//
+	// The author a run's `submitter` names (case-insensitively, as the
+	// `submitter` filter of `GET /v1/runs`): how many visible runs name
+	// them, when the first and the newest were stored, and the newest 20;
+	// `runs_url` lists them all, page by page.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/submitters/{name} (the `GetSubmitter` operationId).
+	GetSubmitterWithResponse(ctx context.Context, name string, params *GetSubmitterParams, reqEditors ...RequestEditorFn) (*GetSubmitterResponse, error)
 }
 
 // GetDocsResponse200Headers the declared response headers of an HTTP 200 response for GetDocs
@@ -7107,6 +8561,8 @@ type EstimateCapacityResponse struct {
 	ApplicationProblemJSON400 *BadRequest
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON410 the response for an HTTP 410 `application/problem+json` response
+	ApplicationProblemJSON410 *Gone
 	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationProblemJSON422 *Unprocessable
 	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -7134,6 +8590,11 @@ func (r EstimateCapacityResponse) GetApplicationProblemJSON400() *BadRequest {
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r EstimateCapacityResponse) GetApplicationProblemJSON404() *NotFound {
 	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON410 returns the response for an HTTP 410 `application/problem+json` response
+func (r EstimateCapacityResponse) GetApplicationProblemJSON410() *Gone {
+	return r.ApplicationProblemJSON410
 }
 
 // GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -7207,6 +8668,8 @@ type EstimateDecodeResponse struct {
 	ApplicationProblemJSON400 *BadRequest
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON410 the response for an HTTP 410 `application/problem+json` response
+	ApplicationProblemJSON410 *Gone
 	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationProblemJSON422 *Unprocessable
 	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -7234,6 +8697,11 @@ func (r EstimateDecodeResponse) GetApplicationProblemJSON400() *BadRequest {
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r EstimateDecodeResponse) GetApplicationProblemJSON404() *NotFound {
 	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON410 returns the response for an HTTP 410 `application/problem+json` response
+func (r EstimateDecodeResponse) GetApplicationProblemJSON410() *Gone {
+	return r.ApplicationProblemJSON410
 }
 
 // GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -7307,6 +8775,8 @@ type EstimateGridResponse struct {
 	ApplicationProblemJSON400 *BadRequest
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON410 the response for an HTTP 410 `application/problem+json` response
+	ApplicationProblemJSON410 *Gone
 	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationProblemJSON422 *Unprocessable
 	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -7334,6 +8804,11 @@ func (r EstimateGridResponse) GetApplicationProblemJSON400() *BadRequest {
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r EstimateGridResponse) GetApplicationProblemJSON404() *NotFound {
 	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON410 returns the response for an HTTP 410 `application/problem+json` response
+func (r EstimateGridResponse) GetApplicationProblemJSON410() *Gone {
+	return r.ApplicationProblemJSON410
 }
 
 // GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -7407,6 +8882,8 @@ type EstimatePrefillResponse struct {
 	ApplicationProblemJSON400 *BadRequest
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON410 the response for an HTTP 410 `application/problem+json` response
+	ApplicationProblemJSON410 *Gone
 	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationProblemJSON422 *Unprocessable
 	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -7434,6 +8911,11 @@ func (r EstimatePrefillResponse) GetApplicationProblemJSON400() *BadRequest {
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r EstimatePrefillResponse) GetApplicationProblemJSON404() *NotFound {
 	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON410 returns the response for an HTTP 410 `application/problem+json` response
+func (r EstimatePrefillResponse) GetApplicationProblemJSON410() *Gone {
+	return r.ApplicationProblemJSON410
 }
 
 // GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -7507,6 +8989,8 @@ type CompareRunsResponse struct {
 	ApplicationProblemJSON400 *BadRequest
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON410 the response for an HTTP 410 `application/problem+json` response
+	ApplicationProblemJSON410 *Gone
 	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationProblemJSON429 *TooManyRequests
 	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -7532,6 +9016,11 @@ func (r CompareRunsResponse) GetApplicationProblemJSON400() *BadRequest {
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r CompareRunsResponse) GetApplicationProblemJSON404() *NotFound {
 	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON410 returns the response for an HTTP 410 `application/problem+json` response
+func (r CompareRunsResponse) GetApplicationProblemJSON410() *Gone {
+	return r.ApplicationProblemJSON410
 }
 
 // GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -8199,10 +9688,14 @@ type CreateRunResponse struct {
 	ApplicationProblemJSON400 *Malformed
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Problem
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *Problem
 	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationProblemJSON409 *Conflict
+	// ApplicationProblemJSON410 the response for an HTTP 410 `application/problem+json` response
+	ApplicationProblemJSON410 *Gone
 	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationProblemJSON413 *TooLarge
 	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -8241,6 +9734,11 @@ func (r CreateRunResponse) GetApplicationProblemJSON401() *Unauthorized {
 	return r.ApplicationProblemJSON401
 }
 
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CreateRunResponse) GetApplicationProblemJSON403() *Problem {
+	return r.ApplicationProblemJSON403
+}
+
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r CreateRunResponse) GetApplicationProblemJSON404() *Problem {
 	return r.ApplicationProblemJSON404
@@ -8249,6 +9747,11 @@ func (r CreateRunResponse) GetApplicationProblemJSON404() *Problem {
 // GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r CreateRunResponse) GetApplicationProblemJSON409() *Conflict {
 	return r.ApplicationProblemJSON409
+}
+
+// GetApplicationProblemJSON410 returns the response for an HTTP 410 `application/problem+json` response
+func (r CreateRunResponse) GetApplicationProblemJSON410() *Gone {
+	return r.ApplicationProblemJSON410
 }
 
 // GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -8336,10 +9839,14 @@ type ImportRunResponse struct {
 	ApplicationProblemJSON400 *Malformed
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Problem
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *Problem
 	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationProblemJSON409 *Conflict
+	// ApplicationProblemJSON410 the response for an HTTP 410 `application/problem+json` response
+	ApplicationProblemJSON410 *Gone
 	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationProblemJSON413 *TooLarge
 	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -8378,6 +9885,11 @@ func (r ImportRunResponse) GetApplicationProblemJSON401() *Unauthorized {
 	return r.ApplicationProblemJSON401
 }
 
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ImportRunResponse) GetApplicationProblemJSON403() *Problem {
+	return r.ApplicationProblemJSON403
+}
+
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r ImportRunResponse) GetApplicationProblemJSON404() *Problem {
 	return r.ApplicationProblemJSON404
@@ -8386,6 +9898,11 @@ func (r ImportRunResponse) GetApplicationProblemJSON404() *Problem {
 // GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r ImportRunResponse) GetApplicationProblemJSON409() *Conflict {
 	return r.ApplicationProblemJSON409
+}
+
+// GetApplicationProblemJSON410 returns the response for an HTTP 410 `application/problem+json` response
+func (r ImportRunResponse) GetApplicationProblemJSON410() *Gone {
+	return r.ApplicationProblemJSON410
 }
 
 // GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -8545,6 +10062,8 @@ type GetRunResponse struct {
 	ApplicationProblemJSON400 *BadRequest
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON410 the response for an HTTP 410 `application/problem+json` response
+	ApplicationProblemJSON410 *Gone
 	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationProblemJSON429 *TooManyRequests
 	// Headers304 the parsed response headers for an HTTP 304 response
@@ -8566,6 +10085,11 @@ func (r GetRunResponse) GetApplicationProblemJSON400() *BadRequest {
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r GetRunResponse) GetApplicationProblemJSON404() *NotFound {
 	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON410 returns the response for an HTTP 410 `application/problem+json` response
+func (r GetRunResponse) GetApplicationProblemJSON410() *Gone {
+	return r.ApplicationProblemJSON410
 }
 
 // GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -8738,6 +10262,8 @@ type ListDecodeCellsResponse struct {
 	ApplicationProblemJSON400 *BadRequest
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON410 the response for an HTTP 410 `application/problem+json` response
+	ApplicationProblemJSON410 *Gone
 	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationProblemJSON429 *TooManyRequests
 	// Headers304 the parsed response headers for an HTTP 304 response
@@ -8759,6 +10285,11 @@ func (r ListDecodeCellsResponse) GetApplicationProblemJSON400() *BadRequest {
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r ListDecodeCellsResponse) GetApplicationProblemJSON404() *NotFound {
 	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON410 returns the response for an HTTP 410 `application/problem+json` response
+func (r ListDecodeCellsResponse) GetApplicationProblemJSON410() *Gone {
+	return r.ApplicationProblemJSON410
 }
 
 // GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -8795,6 +10326,606 @@ func (r ListDecodeCellsResponse) ContentType() string {
 	return ""
 }
 
+// ListRunFlagsResponse304Headers the declared response headers of an HTTP 304 response for ListRunFlags
+type ListRunFlagsResponse304Headers struct {
+	ETag *string
+}
+
+// ListRunFlagsResponse429Headers the declared response headers of an HTTP 429 response for ListRunFlags
+type ListRunFlagsResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         *int
+}
+
+type ListRunFlagsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *FlagList
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *ListRunFlagsResponse304Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListRunFlagsResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListRunFlagsResponse) GetJSON200() *FlagList {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListRunFlagsResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ListRunFlagsResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListRunFlagsResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r ListRunFlagsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListRunFlagsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListRunFlagsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListRunFlagsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// FlagRunResponse401Headers the declared response headers of an HTTP 401 response for FlagRun
+type FlagRunResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// FlagRunResponse429Headers the declared response headers of an HTTP 429 response for FlagRun
+type FlagRunResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         *int
+}
+
+type FlagRunResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Flag
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *Malformed
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Problem
+	// ApplicationProblemJSON410 the response for an HTTP 410 `application/problem+json` response
+	ApplicationProblemJSON410 *Gone
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *TooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *FlagRunResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FlagRunResponse429Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r FlagRunResponse) GetJSON201() *Flag {
+	return r.JSON201
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r FlagRunResponse) GetApplicationProblemJSON400() *Malformed {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r FlagRunResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r FlagRunResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r FlagRunResponse) GetApplicationProblemJSON409() *Problem {
+	return r.ApplicationProblemJSON409
+}
+
+// GetApplicationProblemJSON410 returns the response for an HTTP 410 `application/problem+json` response
+func (r FlagRunResponse) GetApplicationProblemJSON410() *Gone {
+	return r.ApplicationProblemJSON410
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r FlagRunResponse) GetApplicationProblemJSON413() *TooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r FlagRunResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r FlagRunResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r FlagRunResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FlagRunResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FlagRunResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FlagRunResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ResolveFlagResponse401Headers the declared response headers of an HTTP 401 response for ResolveFlag
+type ResolveFlagResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ResolveFlagResponse429Headers the declared response headers of an HTTP 429 response for ResolveFlag
+type ResolveFlagResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         *int
+}
+
+type ResolveFlagResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Flag
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *Malformed
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Problem
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Problem
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *TooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ResolveFlagResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ResolveFlagResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ResolveFlagResponse) GetJSON200() *Flag {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ResolveFlagResponse) GetApplicationProblemJSON400() *Malformed {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ResolveFlagResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ResolveFlagResponse) GetApplicationProblemJSON403() *Problem {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ResolveFlagResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ResolveFlagResponse) GetApplicationProblemJSON409() *Problem {
+	return r.ApplicationProblemJSON409
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ResolveFlagResponse) GetApplicationProblemJSON413() *TooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r ResolveFlagResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ResolveFlagResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r ResolveFlagResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ResolveFlagResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ResolveFlagResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ResolveFlagResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RestoreRunResponse401Headers the declared response headers of an HTTP 401 response for RestoreRun
+type RestoreRunResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// RestoreRunResponse429Headers the declared response headers of an HTTP 429 response for RestoreRun
+type RestoreRunResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         *int
+}
+
+type RestoreRunResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Moderation
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Problem
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Problem
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RestoreRunResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RestoreRunResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RestoreRunResponse) GetJSON200() *Moderation {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RestoreRunResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RestoreRunResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RestoreRunResponse) GetApplicationProblemJSON403() *Problem {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r RestoreRunResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r RestoreRunResponse) GetApplicationProblemJSON409() *Problem {
+	return r.ApplicationProblemJSON409
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RestoreRunResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r RestoreRunResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RestoreRunResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RestoreRunResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RestoreRunResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// HideRunResponse401Headers the declared response headers of an HTTP 401 response for HideRun
+type HideRunResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// HideRunResponse429Headers the declared response headers of an HTTP 429 response for HideRun
+type HideRunResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         *int
+}
+
+type HideRunResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Moderation
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *Malformed
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Problem
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Problem
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *TooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *HideRunResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *HideRunResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r HideRunResponse) GetJSON200() *Moderation {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r HideRunResponse) GetApplicationProblemJSON400() *Malformed {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r HideRunResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r HideRunResponse) GetApplicationProblemJSON403() *Problem {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r HideRunResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r HideRunResponse) GetApplicationProblemJSON409() *Problem {
+	return r.ApplicationProblemJSON409
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r HideRunResponse) GetApplicationProblemJSON413() *TooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r HideRunResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r HideRunResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r HideRunResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r HideRunResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r HideRunResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r HideRunResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetRunHistoryResponse304Headers the declared response headers of an HTTP 304 response for GetRunHistory
+type GetRunHistoryResponse304Headers struct {
+	ETag *string
+}
+
+// GetRunHistoryResponse429Headers the declared response headers of an HTTP 429 response for GetRunHistory
+type GetRunHistoryResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         *int
+}
+
+type GetRunHistoryResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RunHistory
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetRunHistoryResponse304Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetRunHistoryResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetRunHistoryResponse) GetJSON200() *RunHistory {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetRunHistoryResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetRunHistoryResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetRunHistoryResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r GetRunHistoryResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetRunHistoryResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetRunHistoryResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetRunHistoryResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetMatrixResponse304Headers the declared response headers of an HTTP 304 response for GetMatrix
 type GetMatrixResponse304Headers struct {
 	ETag *string
@@ -8817,6 +10948,8 @@ type GetMatrixResponse struct {
 	ApplicationProblemJSON400 *BadRequest
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON410 the response for an HTTP 410 `application/problem+json` response
+	ApplicationProblemJSON410 *Gone
 	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationProblemJSON429 *TooManyRequests
 	// Headers304 the parsed response headers for an HTTP 304 response
@@ -8838,6 +10971,11 @@ func (r GetMatrixResponse) GetApplicationProblemJSON400() *BadRequest {
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r GetMatrixResponse) GetApplicationProblemJSON404() *NotFound {
 	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON410 returns the response for an HTTP 410 `application/problem+json` response
+func (r GetMatrixResponse) GetApplicationProblemJSON410() *Gone {
+	return r.ApplicationProblemJSON410
 }
 
 // GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -8896,6 +11034,8 @@ type ListPrefillCellsResponse struct {
 	ApplicationProblemJSON400 *BadRequest
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON410 the response for an HTTP 410 `application/problem+json` response
+	ApplicationProblemJSON410 *Gone
 	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationProblemJSON429 *TooManyRequests
 	// Headers304 the parsed response headers for an HTTP 304 response
@@ -8917,6 +11057,11 @@ func (r ListPrefillCellsResponse) GetApplicationProblemJSON400() *BadRequest {
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r ListPrefillCellsResponse) GetApplicationProblemJSON404() *NotFound {
 	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON410 returns the response for an HTTP 410 `application/problem+json` response
+func (r ListPrefillCellsResponse) GetApplicationProblemJSON410() *Gone {
+	return r.ApplicationProblemJSON410
 }
 
 // GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -9046,6 +11191,92 @@ func (r GetRunSeriesResponse) ContentType() string {
 	return ""
 }
 
+// GetRunSourceResponse200Headers the declared response headers of an HTTP 200 response for GetRunSource
+type GetRunSourceResponse200Headers struct {
+	ReprDigest *string
+}
+
+// GetRunSourceResponse304Headers the declared response headers of an HTTP 304 response for GetRunSource
+type GetRunSourceResponse304Headers struct {
+	ETag *string
+}
+
+// GetRunSourceResponse429Headers the declared response headers of an HTTP 429 response for GetRunSource
+type GetRunSourceResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         *int
+}
+
+type GetRunSourceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON410 the response for an HTTP 410 `application/problem+json` response
+	ApplicationProblemJSON410 *Gone
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetRunSourceResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetRunSourceResponse304Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetRunSourceResponse429Headers
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetRunSourceResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetRunSourceResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON410 returns the response for an HTTP 410 `application/problem+json` response
+func (r GetRunSourceResponse) GetApplicationProblemJSON410() *Gone {
+	return r.ApplicationProblemJSON410
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetRunSourceResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r GetRunSourceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetRunSourceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetRunSourceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetRunSourceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListSeriesResponse304Headers the declared response headers of an HTTP 304 response for ListSeries
 type ListSeriesResponse304Headers struct {
 	ETag *string
@@ -9112,6 +11343,271 @@ func (r ListSeriesResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ListSeriesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RegisterSigningKeyResponse401Headers the declared response headers of an HTTP 401 response for RegisterSigningKey
+type RegisterSigningKeyResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// RegisterSigningKeyResponse429Headers the declared response headers of an HTTP 429 response for RegisterSigningKey
+type RegisterSigningKeyResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         *int
+}
+
+type RegisterSigningKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SigningKey
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *SigningKey
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *Malformed
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Problem
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *TooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RegisterSigningKeyResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RegisterSigningKeyResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RegisterSigningKeyResponse) GetJSON200() *SigningKey {
+	return r.JSON200
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r RegisterSigningKeyResponse) GetJSON201() *SigningKey {
+	return r.JSON201
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RegisterSigningKeyResponse) GetApplicationProblemJSON400() *Malformed {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RegisterSigningKeyResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r RegisterSigningKeyResponse) GetApplicationProblemJSON409() *Problem {
+	return r.ApplicationProblemJSON409
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r RegisterSigningKeyResponse) GetApplicationProblemJSON413() *TooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r RegisterSigningKeyResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RegisterSigningKeyResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r RegisterSigningKeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RegisterSigningKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RegisterSigningKeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RegisterSigningKeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetSigningKeyResponse304Headers the declared response headers of an HTTP 304 response for GetSigningKey
+type GetSigningKeyResponse304Headers struct {
+	ETag *string
+}
+
+// GetSigningKeyResponse429Headers the declared response headers of an HTTP 429 response for GetSigningKey
+type GetSigningKeyResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         *int
+}
+
+type GetSigningKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SigningKey
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetSigningKeyResponse304Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetSigningKeyResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetSigningKeyResponse) GetJSON200() *SigningKey {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetSigningKeyResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetSigningKeyResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetSigningKeyResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r GetSigningKeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSigningKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSigningKeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetSigningKeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetSubmitterResponse304Headers the declared response headers of an HTTP 304 response for GetSubmitter
+type GetSubmitterResponse304Headers struct {
+	ETag *string
+}
+
+// GetSubmitterResponse429Headers the declared response headers of an HTTP 429 response for GetSubmitter
+type GetSubmitterResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         *int
+}
+
+type GetSubmitterResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SubmitterProfile
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetSubmitterResponse304Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetSubmitterResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetSubmitterResponse) GetJSON200() *SubmitterProfile {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetSubmitterResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetSubmitterResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetSubmitterResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r GetSubmitterResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSubmitterResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSubmitterResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetSubmitterResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -9700,6 +12196,158 @@ func (c *ClientWithResponses) ListDecodeCellsWithResponse(ctx context.Context, r
 	return ParseListDecodeCellsResponse(rsp)
 }
 
+// ListRunFlagsWithResponse The flags raised on a run
+//
+// Every flag, oldest first, resolved ones too; a hidden run's flags stay readable.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/runs/{run_id}/flags (the `ListRunFlags` operationId).
+func (c *ClientWithResponses) ListRunFlagsWithResponse(ctx context.Context, runID ParamRunID, params *ListRunFlagsParams, reqEditors ...RequestEditorFn) (*ListRunFlagsResponse, error) {
+	rsp, err := c.ListRunFlags(ctx, runID, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListRunFlagsResponse(rsp)
+}
+
+// FlagRunWithBodyWithResponse Flag a run you believe is wrong
+//
+// Any API key may flag a run, once: a key has at most one open flag
+// per run, and a second is a 409 until an admin resolves the first.
+// The flag shows at once in the run's `moderation.open_flags` and in
+// its history.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/runs/{run_id}/flags (the `FlagRun` operationId).
+func (c *ClientWithResponses) FlagRunWithBodyWithResponse(ctx context.Context, runID ParamRunID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FlagRunResponse, error) {
+	rsp, err := c.FlagRunWithBody(ctx, runID, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFlagRunResponse(rsp)
+}
+
+// FlagRunWithResponse Flag a run you believe is wrong
+//
+// Any API key may flag a run, once: a key has at most one open flag
+// per run, and a second is a 409 until an admin resolves the first.
+// The flag shows at once in the run's `moderation.open_flags` and in
+// its history.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/runs/{run_id}/flags (the `FlagRun` operationId).
+func (c *ClientWithResponses) FlagRunWithResponse(ctx context.Context, runID ParamRunID, body FlagRunJSONRequestBody, reqEditors ...RequestEditorFn) (*FlagRunResponse, error) {
+	rsp, err := c.FlagRun(ctx, runID, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFlagRunResponse(rsp)
+}
+
+// ResolveFlagWithBodyWithResponse Resolve a flag (admin)
+//
+// An admin key closes an open flag with a note; the run's open count drops and its history records it.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/runs/{run_id}/flags/{flag_id}/resolution (the `ResolveFlag` operationId).
+func (c *ClientWithResponses) ResolveFlagWithBodyWithResponse(ctx context.Context, runID ParamRunID, flagID ParamFlagID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResolveFlagResponse, error) {
+	rsp, err := c.ResolveFlagWithBody(ctx, runID, flagID, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResolveFlagResponse(rsp)
+}
+
+// ResolveFlagWithResponse Resolve a flag (admin)
+//
+// An admin key closes an open flag with a note; the run's open count drops and its history records it.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/runs/{run_id}/flags/{flag_id}/resolution (the `ResolveFlag` operationId).
+func (c *ClientWithResponses) ResolveFlagWithResponse(ctx context.Context, runID ParamRunID, flagID ParamFlagID, body ResolveFlagJSONRequestBody, reqEditors ...RequestEditorFn) (*ResolveFlagResponse, error) {
+	rsp, err := c.ResolveFlag(ctx, runID, flagID, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResolveFlagResponse(rsp)
+}
+
+// RestoreRunWithResponse Restore a hidden run (admin)
+//
+// An admin key makes a hidden run visible again; its history records who and when.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/runs/{run_id}/hidden (the `RestoreRun` operationId).
+func (c *ClientWithResponses) RestoreRunWithResponse(ctx context.Context, runID ParamRunID, reqEditors ...RequestEditorFn) (*RestoreRunResponse, error) {
+	rsp, err := c.RestoreRun(ctx, runID, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRestoreRunResponse(rsp)
+}
+
+// HideRunWithBodyWithResponse Hide a run (admin)
+//
+// An admin key hides a run, saying why: it leaves every list,
+// leaderboard, catalog count and calculator selection, and the run
+// and its cells, grid and source answer 410 with the reason. Its
+// flags and history stay readable. `DELETE` restores it.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/runs/{run_id}/hidden (the `HideRun` operationId).
+func (c *ClientWithResponses) HideRunWithBodyWithResponse(ctx context.Context, runID ParamRunID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HideRunResponse, error) {
+	rsp, err := c.HideRunWithBody(ctx, runID, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHideRunResponse(rsp)
+}
+
+// HideRunWithResponse Hide a run (admin)
+//
+// An admin key hides a run, saying why: it leaves every list,
+// leaderboard, catalog count and calculator selection, and the run
+// and its cells, grid and source answer 410 with the reason. Its
+// flags and history stay readable. `DELETE` restores it.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/runs/{run_id}/hidden (the `HideRun` operationId).
+func (c *ClientWithResponses) HideRunWithResponse(ctx context.Context, runID ParamRunID, body HideRunJSONRequestBody, reqEditors ...RequestEditorFn) (*HideRunResponse, error) {
+	rsp, err := c.HideRun(ctx, runID, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHideRunResponse(rsp)
+}
+
+// GetRunHistoryWithResponse Every change to a run
+//
+// The audit log, oldest first: who (the API key's name; `null` for
+// the server itself: seeds, `matrixd import`), when, and what (the
+// action and a small JSON object of the change). Each event was
+// written in the same transaction as its change. A hidden run's
+// history is readable, and so is a deleted run's (its last event is
+// `delete`); an id that never held a run is a 404.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/runs/{run_id}/history (the `GetRunHistory` operationId).
+func (c *ClientWithResponses) GetRunHistoryWithResponse(ctx context.Context, runID ParamRunID, params *GetRunHistoryParams, reqEditors ...RequestEditorFn) (*GetRunHistoryResponse, error) {
+	rsp, err := c.GetRunHistory(ctx, runID, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetRunHistoryResponse(rsp)
+}
+
 // GetMatrixWithResponse The decode grid as context rows × concurrency columns
 //
 // Ready to draw a heatmap: `rows[i].cells[j]` is the cell at
@@ -9779,6 +12427,28 @@ func (c *ClientWithResponses) GetRunSeriesWithResponse(ctx context.Context, runI
 	return ParseGetRunSeriesResponse(rsp)
 }
 
+// GetRunSourceWithResponse The exact bytes the run was made from
+//
+// The bytes as they were received, with the media type they were
+// sent as: run JSON (`application/json`), a published page
+// (`text/plain; charset=utf-8`), or a tool's output as the whole
+// `multipart/form-data` body that carried it (its `meta` and `file`
+// parts, names and boundary included). Their SHA-256 is the run's
+// `provenance.source_sha256` and is sent as `Repr-Digest` (RFC 9530);
+// a signed run's `provenance.signature` verifies over exactly these
+// bytes. A run stored before sources were kept is a 404 saying so.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/runs/{run_id}/source (the `GetRunSource` operationId).
+func (c *ClientWithResponses) GetRunSourceWithResponse(ctx context.Context, runID ParamRunID, params *GetRunSourceParams, reqEditors ...RequestEditorFn) (*GetRunSourceResponse, error) {
+	rsp, err := c.GetRunSource(ctx, runID, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetRunSourceResponse(rsp)
+}
+
 // ListSeriesWithResponse Series of runs across engine versions
 //
 // A series is the runs that share model, quantization, GPU (and
@@ -9799,6 +12469,79 @@ func (c *ClientWithResponses) ListSeriesWithResponse(ctx context.Context, params
 		return nil, err
 	}
 	return ParseListSeriesResponse(rsp)
+}
+
+// RegisterSigningKeyWithBodyWithResponse Register an Ed25519 public key to sign submissions with
+//
+// The calling API key registers a public key of its own; submissions
+// it signs with the private key (`Body-Signature`) are verified
+// against it and show its fingerprint as `provenance.signed_by`.
+// Registering the same key again answers 200 with the record; a key
+// another API key registered is a 409. A key may register several
+// (one per machine, or a new one to rotate).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/signing-keys (the `RegisterSigningKey` operationId).
+func (c *ClientWithResponses) RegisterSigningKeyWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RegisterSigningKeyResponse, error) {
+	rsp, err := c.RegisterSigningKeyWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRegisterSigningKeyResponse(rsp)
+}
+
+// RegisterSigningKeyWithResponse Register an Ed25519 public key to sign submissions with
+//
+// The calling API key registers a public key of its own; submissions
+// it signs with the private key (`Body-Signature`) are verified
+// against it and show its fingerprint as `provenance.signed_by`.
+// Registering the same key again answers 200 with the record; a key
+// another API key registered is a 409. A key may register several
+// (one per machine, or a new one to rotate).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/signing-keys (the `RegisterSigningKey` operationId).
+func (c *ClientWithResponses) RegisterSigningKeyWithResponse(ctx context.Context, body RegisterSigningKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*RegisterSigningKeyResponse, error) {
+	rsp, err := c.RegisterSigningKey(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRegisterSigningKeyResponse(rsp)
+}
+
+// GetSigningKeyWithResponse A registered signing key, to verify signed runs offline
+//
+// The public key (raw base64 and PEM) and the API key that registered it; public, so that anyone can check a run's `provenance.signature`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/signing-keys/{fingerprint} (the `GetSigningKey` operationId).
+func (c *ClientWithResponses) GetSigningKeyWithResponse(ctx context.Context, fingerprint ParamFingerprint, params *GetSigningKeyParams, reqEditors ...RequestEditorFn) (*GetSigningKeyResponse, error) {
+	rsp, err := c.GetSigningKey(ctx, fingerprint, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSigningKeyResponse(rsp)
+}
+
+// GetSubmitterWithResponse A submitter's profile and newest runs
+//
+// The author a run's `submitter` names (case-insensitively, as the
+// `submitter` filter of `GET /v1/runs`): how many visible runs name
+// them, when the first and the newest were stored, and the newest 20;
+// `runs_url` lists them all, page by page.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/submitters/{name} (the `GetSubmitter` operationId).
+func (c *ClientWithResponses) GetSubmitterWithResponse(ctx context.Context, name string, params *GetSubmitterParams, reqEditors ...RequestEditorFn) (*GetSubmitterResponse, error) {
+	rsp, err := c.GetSubmitter(ctx, name, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSubmitterResponse(rsp)
 }
 
 // ParseGetDocsResponse parses an HTTP response from a GetDocsWithResponse call
@@ -10409,6 +13152,13 @@ func ParseEstimateCapacityResponse(rsp *http.Response) (*EstimateCapacityRespons
 		}
 		response.ApplicationProblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Gone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON410 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest Unprocessable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10526,6 +13276,13 @@ func ParseEstimateDecodeResponse(rsp *http.Response) (*EstimateDecodeResponse, e
 			return nil, err
 		}
 		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Gone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON410 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest Unprocessable
@@ -10645,6 +13402,13 @@ func ParseEstimateGridResponse(rsp *http.Response) (*EstimateGridResponse, error
 		}
 		response.ApplicationProblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Gone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON410 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest Unprocessable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10763,6 +13527,13 @@ func ParseEstimatePrefillResponse(rsp *http.Response) (*EstimatePrefillResponse,
 		}
 		response.ApplicationProblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Gone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON410 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest Unprocessable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10880,6 +13651,13 @@ func ParseCompareRunsResponse(rsp *http.Response) (*CompareRunsResponse, error) 
 			return nil, err
 		}
 		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Gone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON410 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
@@ -11706,6 +14484,13 @@ func ParseCreateRunResponse(rsp *http.Response) (*CreateRunResponse, error) {
 		}
 		response.ApplicationProblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11719,6 +14504,13 @@ func ParseCreateRunResponse(rsp *http.Response) (*CreateRunResponse, error) {
 			return nil, err
 		}
 		response.ApplicationProblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Gone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON410 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest TooLarge
@@ -11873,6 +14665,13 @@ func ParseImportRunResponse(rsp *http.Response) (*ImportRunResponse, error) {
 		}
 		response.ApplicationProblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11886,6 +14685,13 @@ func ParseImportRunResponse(rsp *http.Response) (*ImportRunResponse, error) {
 			return nil, err
 		}
 		response.ApplicationProblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Gone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON410 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest TooLarge
@@ -12137,6 +14943,13 @@ func ParseGetRunResponse(rsp *http.Response) (*GetRunResponse, error) {
 		}
 		response.ApplicationProblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Gone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON410 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12357,6 +15170,13 @@ func ParseListDecodeCellsResponse(rsp *http.Response) (*ListDecodeCellsResponse,
 		}
 		response.ApplicationProblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Gone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON410 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12382,6 +15202,684 @@ func ParseListDecodeCellsResponse(rsp *http.Response) (*ListDecodeCellsResponse,
 		response.Headers304 = &headers
 	case rsp.StatusCode == 429:
 		var headers ListDecodeCellsResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListRunFlagsResponse parses an HTTP response from a ListRunFlagsWithResponse call
+func ParseListRunFlagsResponse(rsp *http.Response) (*ListRunFlagsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListRunFlagsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest FlagList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 304:
+		var headers ListRunFlagsResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers304 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListRunFlagsResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFlagRunResponse parses an HTTP response from a FlagRunWithResponse call
+func ParseFlagRunResponse(rsp *http.Response) (*FlagRunResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FlagRunResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Flag
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Malformed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Gone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON410 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers FlagRunResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers FlagRunResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseResolveFlagResponse parses an HTTP response from a ResolveFlagWithResponse call
+func ParseResolveFlagResponse(rsp *http.Response) (*ResolveFlagResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ResolveFlagResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Flag
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Malformed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ResolveFlagResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ResolveFlagResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRestoreRunResponse parses an HTTP response from a RestoreRunWithResponse call
+func ParseRestoreRunResponse(rsp *http.Response) (*RestoreRunResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RestoreRunResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Moderation
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers RestoreRunResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers RestoreRunResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseHideRunResponse parses an HTTP response from a HideRunWithResponse call
+func ParseHideRunResponse(rsp *http.Response) (*HideRunResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &HideRunResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Moderation
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Malformed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers HideRunResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers HideRunResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetRunHistoryResponse parses an HTTP response from a GetRunHistoryWithResponse call
+func ParseGetRunHistoryResponse(rsp *http.Response) (*GetRunHistoryResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetRunHistoryResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RunHistory
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 304:
+		var headers GetRunHistoryResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers304 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetRunHistoryResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -12453,6 +15951,13 @@ func ParseGetMatrixResponse(rsp *http.Response) (*GetMatrixResponse, error) {
 			return nil, err
 		}
 		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Gone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON410 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
@@ -12547,6 +16052,13 @@ func ParseListPrefillCellsResponse(rsp *http.Response) (*ListPrefillCellsRespons
 			return nil, err
 		}
 		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Gone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON410 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
@@ -12718,6 +16230,110 @@ func ParseGetRunSeriesResponse(rsp *http.Response) (*GetRunSeriesResponse, error
 	return response, nil
 }
 
+// ParseGetRunSourceResponse parses an HTTP response from a GetRunSourceWithResponse call
+func ParseGetRunSourceResponse(rsp *http.Response) (*GetRunSourceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetRunSourceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Gone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON410 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetRunSourceResponse200Headers
+		if values := rsp.Header.Values("Repr-Digest"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Repr-Digest", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ReprDigest = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers GetRunSourceResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers304 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetRunSourceResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListSeriesResponse parses an HTTP response from a ListSeriesWithResponse call
 func ParseListSeriesResponse(rsp *http.Response) (*ListSeriesResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -12771,6 +16387,313 @@ func ParseListSeriesResponse(rsp *http.Response) (*ListSeriesResponse, error) {
 		response.Headers304 = &headers
 	case rsp.StatusCode == 429:
 		var headers ListSeriesResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRegisterSigningKeyResponse parses an HTTP response from a RegisterSigningKeyWithResponse call
+func ParseRegisterSigningKeyResponse(rsp *http.Response) (*RegisterSigningKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RegisterSigningKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SigningKey
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest SigningKey
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Malformed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers RegisterSigningKeyResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers RegisterSigningKeyResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetSigningKeyResponse parses an HTTP response from a GetSigningKeyWithResponse call
+func ParseGetSigningKeyResponse(rsp *http.Response) (*GetSigningKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSigningKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SigningKey
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 304:
+		var headers GetSigningKeyResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers304 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetSigningKeyResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetSubmitterResponse parses an HTTP response from a GetSubmitterWithResponse call
+func ParseGetSubmitterResponse(rsp *http.Response) (*GetSubmitterResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSubmitterResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SubmitterProfile
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 304:
+		var headers GetSubmitterResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers304 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetSubmitterResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -23,20 +23,22 @@ func seedIfEmpty(ctx context.Context, st *store.Store) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	runs, err := ingest.SeedRuns()
+	if err != nil {
+		return 0, err
+	}
 	// A database is seeded once: runs deleted later stay deleted.
 	if n > 0 {
+		// Seeds stored before sources were kept get their pages now.
+		for _, r := range runs {
+			if _, err := st.AttachSource(ctx, r); err != nil {
+				return 0, err
+			}
+		}
 		return 0, st.MarkSeeded(ctx)
 	}
 	if seeded, err := st.Seeded(ctx); err != nil || seeded {
 		return 0, err
-	}
-	var runs []store.Run
-	for _, seed := range ingest.Seeds() {
-		r, err := ingest.Parse(seed.Data)
-		if err != nil {
-			return 0, fmt.Errorf("bundled example %s: %w", seed.Name, err)
-		}
-		runs = append(runs, r)
 	}
 	_, created, err := st.CreateRuns(ctx, runs)
 	if errors.Is(err, store.ErrConflict) {
@@ -90,6 +92,7 @@ func importCmd(ctx context.Context, args []string, getenv func(string) string, s
 		if err == nil {
 			var r store.Run
 			if r, err = ingest.Parse(b); err == nil {
+				r.Source = ingest.Source(b)
 				ok = append(ok, parsed{name, r})
 				continue
 			}
@@ -142,6 +145,9 @@ func importTool(ctx context.Context, c *cli, db, format, metaPath string, tg int
 	run, err := ingest.ParseToolRun(format, metaPath, meta, files, ingest.ToolOptions{TG: tg})
 	if err != nil {
 		return fmt.Errorf("import: %s", describeError(err))
+	}
+	if run.Source, err = ingest.ToolSource(format, meta, files); err != nil {
+		return fmt.Errorf("import: %w", err)
 	}
 	st, err := store.Open(ctx, db, store.Options{})
 	if err != nil {

@@ -18,7 +18,7 @@ API keys for submissions over HTTP. Only a hash of each key is stored.
 
 subcommands:
   create  make a key: --name NAME [--admin]; it is printed once, on the last line
-  list    name, admin, created, last used, revoked
+  list    name, admin, created, last used, revoked, signing-key fingerprints
   revoke  the key NAME stops working; its runs stay
 
 Run "matrixd keys SUBCOMMAND --help" for its flags.`
@@ -44,7 +44,7 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 		name = c.fs.String("name", "", "the key's name, recorded as submitted_by on its runs: 1–64 letters, digits, '.', '_', '-' or '@'")
 		admin = c.fs.Bool("admin", false, "an admin key may edit and delete any run")
 	case "list":
-		c = newCLI("keys list", "[--db PATH]", "List the keys: name, admin, created, last used, revoked. Never the secret.")
+		c = newCLI("keys list", "[--db PATH]", "List the keys: name, admin, created, last used, revoked, and the fingerprints of the\nEd25519 signing keys each registered (POST /v1/signing-keys). Never the secret.")
 	case "revoke":
 		c = newCLI("keys revoke", "[--db PATH] NAME", "Revoke a key: it stops working; the runs it submitted stay.",
 			[2]string{"NAME", "the key's name, as keys list shows it"})
@@ -101,10 +101,22 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 		if err != nil {
 			return err
 		}
+		signing, err := st.SigningKeys(ctx, "")
+		if err != nil {
+			return err
+		}
+		fps := map[string][]string{}
+		for _, sk := range signing {
+			fps[sk.KeyName] = append(fps[sk.KeyName], sk.Fingerprint)
+		}
 		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "NAME\tADMIN\tCREATED\tLAST USED\tREVOKED")
+		fmt.Fprintln(w, "NAME\tADMIN\tCREATED\tLAST USED\tREVOKED\tSIGNING KEYS")
 		for _, k := range keys {
-			fmt.Fprintf(w, "%s\t%t\t%s\t%s\t%s\n", k.Name, k.Admin, k.CreatedAt.Format(time.RFC3339), when(k.LastUsedAt), when(k.RevokedAt))
+			sks := strings.Join(fps[k.Name], ",")
+			if sks == "" {
+				sks = "-"
+			}
+			fmt.Fprintf(w, "%s\t%t\t%s\t%s\t%s\t%s\n", k.Name, k.Admin, k.CreatedAt.Format(time.RFC3339), when(k.LastUsedAt), when(k.RevokedAt), sks)
 		}
 		return w.Flush()
 	case "revoke":

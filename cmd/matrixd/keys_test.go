@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"io"
 	"path/filepath"
@@ -41,14 +42,21 @@ func TestKeysCreateListRevoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	k, err := st.Authenticate(ctx, token)
-	st.Close()
 	if err != nil || k.Name != "ci-bot" || k.Admin {
 		t.Fatalf("the printed key authenticates as %+v, %v; want ci-bot, not admin", k, err)
+	}
+	sk, _, err := st.RegisterSigningKey(ctx, "ci-bot", ed25519.PublicKey(bytes.Repeat([]byte{7}, ed25519.PublicKeySize)))
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
 	}
 
 	list, err := cli("list", "--db", db)
 	if err != nil || !strings.Contains(list, "ci-bot") || strings.Contains(list, token) || strings.Contains(list, token[len(token)-52:]) {
 		t.Fatalf("list = %q, %v; want the name and never the secret", list, err)
+	}
+	if !strings.Contains(list, sk.Fingerprint) {
+		t.Errorf("list = %q; want the signing key's fingerprint %s", list, sk.Fingerprint)
 	}
 	if _, err := cli("revoke", "--db", db, "ci-bot"); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,77 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/matrixd/matrixd/store"
+	"github.com/matrixd/matrixd/store/storetest"
+)
+
+// TestSourcesAndHiding: a run stored without its bytes gets them once
+// (seeds of an older database), identical bytes are kept once and go with
+// the last run that came from them, and a hidden run leaves every selection.
+func TestSourcesAndHiding(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		runs := storetest.Runs(91, 2)
+		if _, _, err := st.CreateRuns(ctx, runs[:1]); err != nil {
+			t.Fatal(err)
+		}
+		src := &store.Source{MediaType: "text/plain; charset=utf-8", Format: store.FormatPage, Data: []byte("the page")}
+		withSrc := runs[0]
+		withSrc.Source = src
+		for i, want := range []bool{true, false} {
+			if done, err := st.AttachSource(ctx, withSrc); err != nil || done != want {
+				t.Fatalf("AttachSource %d = %v, %v; want %v", i, done, err, want)
+			}
+		}
+		second := runs[1]
+		second.Source = src
+		stored, _, err := st.CreateRuns(ctx, []store.Run{second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, err := st.Run(ctx, store.IDFromHash(withSrc.ContentHash()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first.Provenance.SourceSHA256 == "" || first.Provenance.SourceSHA256 != stored[0].Provenance.SourceSHA256 {
+			t.Fatalf("hashes %q and %q, want one", first.Provenance.SourceSHA256, stored[0].Provenance.SourceSHA256)
+		}
+		admin := store.Key{Name: "ops", Admin: true}
+		if err := st.DeleteRun(ctx, first.ID, admin); err != nil {
+			t.Fatal(err)
+		}
+		if got, _, err := st.RunSource(ctx, stored[0].ID); err != nil || string(got.Data) != "the page" {
+			t.Fatalf("the other run's source after a delete: %q, %v", got.Data, err)
+		}
+
+		if _, err := st.HideRun(ctx, stored[0].ID, store.Key{Name: "alice"}, "spam"); !errors.Is(err, store.ErrForbidden) {
+			t.Errorf("hide by a non-admin: %v, want forbidden", err)
+		}
+		if _, err := st.HideRun(ctx, stored[0].ID, admin, "spam"); err != nil {
+			t.Fatal(err)
+		}
+		for name, err := range map[string]error{
+			"Run":         func() error { _, err := st.Run(ctx, stored[0].ID); return err }(),
+			"RunConfigOf": func() error { _, err := st.RunConfigOf(ctx, stored[0].ID); return err }(),
+			"DecodeCells": func() error { _, err := st.DecodeCells(ctx, stored[0].ID, store.DecodeFilter{}); return err }(),
+			"RunSource":   func() error { _, _, err := st.RunSource(ctx, stored[0].ID); return err }(),
+		} {
+			if !errors.Is(err, store.ErrGone) {
+				t.Errorf("%s of a hidden run: %v, want gone", name, err)
+			}
+		}
+		configs, _, err := st.RunConfigs(ctx, store.RunFilter{}, 10)
+		gpus, gerr := st.GPUs(ctx)
+		if err != nil || gerr != nil || len(configs) != 0 || len(gpus) != 0 {
+			t.Errorf("with the only run hidden: %d configs, %d GPUs (%v, %v); want none", len(configs), len(gpus), err, gerr)
+		}
+		h, err := st.History(ctx, first.ID)
+		if err != nil || len(h) != 3 || h[0].Action != store.ActionCreate || h[1].Action != store.ActionSource || h[2].Action != store.ActionDelete {
+			t.Errorf("history of the deleted run: %+v, %v; want create, source, delete", h, err)
+		}
+	})
+}
