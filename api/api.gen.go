@@ -279,6 +279,48 @@ func (e LeaderboardMetric) Valid() bool {
 	}
 }
 
+// Defines values for MethodPrefill.
+const (
+	MethodPrefillExcluded MethodPrefill = "excluded"
+	MethodPrefillIncluded MethodPrefill = "included"
+)
+
+// Valid indicates whether the value is a known member of the MethodPrefill enum.
+func (e MethodPrefill) Valid() bool {
+	switch e {
+	case MethodPrefillExcluded:
+		return true
+	case MethodPrefillIncluded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MethodClass.
+const (
+	BatchedBurst    MethodClass = "batched_burst"
+	ServingSweep    MethodClass = "serving_sweep"
+	StaticBatch     MethodClass = "static_batch"
+	SustainedDecode MethodClass = "sustained_decode"
+)
+
+// Valid indicates whether the value is a known member of the MethodClass enum.
+func (e MethodClass) Valid() bool {
+	switch e {
+	case BatchedBurst:
+		return true
+	case ServingSweep:
+		return true
+	case StaticBatch:
+		return true
+	case SustainedDecode:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PlanOptionBasis.
 const (
 	PlanOptionBasisExtrapolated PlanOptionBasis = "extrapolated"
@@ -387,6 +429,81 @@ func (e PlanShortfallMetric) Valid() bool {
 	case PlanShortfallMetricPerRequestTokS:
 		return true
 	case PlanShortfallMetricTTFTMs:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RunInputMethodPrefill.
+const (
+	RunInputMethodPrefillExcluded RunInputMethodPrefill = "excluded"
+	RunInputMethodPrefillIncluded RunInputMethodPrefill = "included"
+)
+
+// Valid indicates whether the value is a known member of the RunInputMethodPrefill enum.
+func (e RunInputMethodPrefill) Valid() bool {
+	switch e {
+	case RunInputMethodPrefillExcluded:
+		return true
+	case RunInputMethodPrefillIncluded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TrustCheckCode.
+const (
+	TrustCheckCodeBandwidth         TrustCheckCode = "bandwidth"
+	TrustCheckCodeTotalVsPerRequest TrustCheckCode = "total_vs_per_request"
+)
+
+// Valid indicates whether the value is a known member of the TrustCheckCode enum.
+func (e TrustCheckCode) Valid() bool {
+	switch e {
+	case TrustCheckCodeBandwidth:
+		return true
+	case TrustCheckCodeTotalVsPerRequest:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TrustCheckStatus.
+const (
+	Flagged    TrustCheckStatus = "flagged"
+	NotChecked TrustCheckStatus = "not_checked"
+	Passed     TrustCheckStatus = "passed"
+)
+
+// Valid indicates whether the value is a known member of the TrustCheckStatus enum.
+func (e TrustCheckStatus) Valid() bool {
+	switch e {
+	case Flagged:
+		return true
+	case NotChecked:
+		return true
+	case Passed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TrustFlagCode.
+const (
+	TrustFlagCodeBandwidth         TrustFlagCode = "bandwidth"
+	TrustFlagCodeTotalVsPerRequest TrustFlagCode = "total_vs_per_request"
+)
+
+// Valid indicates whether the value is a known member of the TrustFlagCode enum.
+func (e TrustFlagCode) Valid() bool {
+	switch e {
+	case TrustFlagCodeBandwidth:
+		return true
+	case TrustFlagCodeTotalVsPerRequest:
 		return true
 	default:
 		return false
@@ -660,6 +777,9 @@ type Comparison struct {
 	Contexts      []int             `json:"contexts"`
 	RunIDs        []string          `json:"run_ids"`
 	Runs          []RunSummary      `json:"runs"`
+
+	// Warnings What to know before reading the ratios: runs of different method classes measured different things, and runs the plausibility checks flagged.
+	Warnings []string `json:"warnings"`
 }
 
 // DecodeCell defines model for DecodeCell.
@@ -922,8 +1042,28 @@ type Leaderboard struct {
 	Concurrency   int                `json:"concurrency"`
 	ContextTokens int                `json:"context_tokens"`
 	Items         []LeaderboardEntry `json:"items"`
-	Metric        LeaderboardMetric  `json:"metric"`
-	NextCursor    *string            `json:"next_cursor"`
+
+	// MethodClass What kind of measurement a run's decode cells are. Numbers of
+	// different classes measure different things and are never ranked,
+	// pooled or planned together.
+	// - `sustained_decode`: decode held at a fixed concurrency for a fixed
+	//   duration (`measurement_s`), the prompts' prefill measured apart
+	//   (the bundled pages): steady-state tok/s at that many requests.
+	// - `batched_burst`: one batch of B sequences, each after a prompt of
+	//   the context's length (shared or per request), generating
+	//   `output_tokens_per_request` tokens; tok/s over the generation only
+	//   (llama.cpp's `llama-batched-bench`, often 32 tokens).
+	// - `serving_sweep`: a client sending requests to a server at a
+	//   maximum concurrency or request rate until a number of prompts is
+	//   done (`vllm bench serve`, SGLang's `bench_serving`); throughput
+	//   over the whole run, prefill and ramp included.
+	// - `static_batch`: a static batch of B requests of a prompt length
+	//   and an output length run to completion (LMDeploy's
+	//   `profile_generation`, TensorRT-LLM profiles); throughput includes
+	//   the batch's prefill.
+	MethodClass MethodClass       `json:"method_class"`
+	Metric      LeaderboardMetric `json:"metric"`
+	NextCursor  *string           `json:"next_cursor"`
 }
 
 // LeaderboardMetric defines model for Leaderboard.Metric.
@@ -952,6 +1092,61 @@ type MatrixRow struct {
 	Cells         []*DecodeCell `json:"cells"`
 	ContextTokens int           `json:"context_tokens"`
 }
+
+// Method How the decode cells were measured: the class and its parameters.
+type Method struct {
+	// Class What kind of measurement a run's decode cells are. Numbers of
+	// different classes measure different things and are never ranked,
+	// pooled or planned together.
+	// - `sustained_decode`: decode held at a fixed concurrency for a fixed
+	//   duration (`measurement_s`), the prompts' prefill measured apart
+	//   (the bundled pages): steady-state tok/s at that many requests.
+	// - `batched_burst`: one batch of B sequences, each after a prompt of
+	//   the context's length (shared or per request), generating
+	//   `output_tokens_per_request` tokens; tok/s over the generation only
+	//   (llama.cpp's `llama-batched-bench`, often 32 tokens).
+	// - `serving_sweep`: a client sending requests to a server at a
+	//   maximum concurrency or request rate until a number of prompts is
+	//   done (`vllm bench serve`, SGLang's `bench_serving`); throughput
+	//   over the whole run, prefill and ramp included.
+	// - `static_batch`: a static batch of B requests of a prompt length
+	//   and an output length run to completion (LMDeploy's
+	//   `profile_generation`, TensorRT-LLM profiles); throughput includes
+	//   the batch's prefill.
+	Class MethodClass `json:"class"`
+
+	// MeasurementS Seconds each cell was measured for (fixed-duration classes).
+	MeasurementS *float64 `json:"measurement_s"`
+
+	// OutputTokensPerRequest Tokens each request generated (fixed-output classes).
+	OutputTokensPerRequest *int `json:"output_tokens_per_request"`
+
+	// Prefill Whether the cells' tok/s include the time spent on prompts (`included`) or only generation (`excluded`).
+	Prefill *MethodPrefill `json:"prefill"`
+}
+
+// MethodPrefill Whether the cells' tok/s include the time spent on prompts (`included`) or only generation (`excluded`).
+type MethodPrefill string
+
+// MethodClass What kind of measurement a run's decode cells are. Numbers of
+// different classes measure different things and are never ranked,
+// pooled or planned together.
+//   - `sustained_decode`: decode held at a fixed concurrency for a fixed
+//     duration (`measurement_s`), the prompts' prefill measured apart
+//     (the bundled pages): steady-state tok/s at that many requests.
+//   - `batched_burst`: one batch of B sequences, each after a prompt of
+//     the context's length (shared or per request), generating
+//     `output_tokens_per_request` tokens; tok/s over the generation only
+//     (llama.cpp's `llama-batched-bench`, often 32 tokens).
+//   - `serving_sweep`: a client sending requests to a server at a
+//     maximum concurrency or request rate until a number of prompts is
+//     done (`vllm bench serve`, SGLang's `bench_serving`); throughput
+//     over the whole run, prefill and ramp included.
+//   - `static_batch`: a static batch of B requests of a prompt length
+//     and an output length run to completion (LMDeploy's
+//     `profile_generation`, TensorRT-LLM profiles); throughput includes
+//     the batch's prefill.
+type MethodClass string
 
 // Model defines model for Model.
 type Model struct {
@@ -1008,9 +1203,29 @@ type PlanOption struct {
 	Instances *int `json:"instances"`
 
 	// Meets Some concurrency meets every bound.
-	Meets          bool      `json:"meets"`
-	Model          string    `json:"model"`
-	PerRequestTokS *Estimate `json:"per_request_tok_s"`
+	Meets bool `json:"meets"`
+
+	// MethodClass What kind of measurement a run's decode cells are. Numbers of
+	// different classes measure different things and are never ranked,
+	// pooled or planned together.
+	// - `sustained_decode`: decode held at a fixed concurrency for a fixed
+	//   duration (`measurement_s`), the prompts' prefill measured apart
+	//   (the bundled pages): steady-state tok/s at that many requests.
+	// - `batched_burst`: one batch of B sequences, each after a prompt of
+	//   the context's length (shared or per request), generating
+	//   `output_tokens_per_request` tokens; tok/s over the generation only
+	//   (llama.cpp's `llama-batched-bench`, often 32 tokens).
+	// - `serving_sweep`: a client sending requests to a server at a
+	//   maximum concurrency or request rate until a number of prompts is
+	//   done (`vllm bench serve`, SGLang's `bench_serving`); throughput
+	//   over the whole run, prefill and ramp included.
+	// - `static_batch`: a static batch of B requests of a prompt length
+	//   and an output length run to completion (LMDeploy's
+	//   `profile_generation`, TensorRT-LLM profiles); throughput includes
+	//   the batch's prefill.
+	MethodClass    MethodClass `json:"method_class"`
+	Model          string      `json:"model"`
+	PerRequestTokS *Estimate   `json:"per_request_tok_s"`
 
 	// RunID The measured run; for a scaled option, the run it is scaled from.
 	RunID string `json:"run_id"`
@@ -1122,6 +1337,9 @@ type Run struct {
 	// ID Stable, opaque, URL-safe; derived from the run's content when it was stored.
 	ID     string `json:"id"`
 	Launch Launch `json:"launch"`
+
+	// Method How the decode cells were measured: the class and its parameters.
+	Method Method `json:"method"`
 	Model  Model  `json:"model"`
 
 	// Notes The submitter's notes.
@@ -1135,6 +1353,15 @@ type Run struct {
 	// Submitter The author, as the source names them.
 	Submitter *string `json:"submitter"`
 	Title     string  `json:"title"`
+
+	// Trust The plausibility checks of the run, computed when it was written
+	// (and again when the rules change: `rules_version`). A run that fails
+	// one is stored and shown, never refused, but flagged: it is left out
+	// of the leaderboard, the planner and the calculator's pooling unless
+	// asked for. Each check says whether it passed, flagged the run, or
+	// was not checked (and why: an unknown model size, GPU, quantization
+	// or speculative decoding).
+	Trust Trust `json:"trust"`
 }
 
 // RunInput Run JSON: a run as submitted (`POST /v1/runs`, `matrixd import`) and
@@ -1152,6 +1379,13 @@ type Run struct {
 // `ttft_ms` ≈ context / `prompt_tok_s` within 15 %), the typed launch
 // fields must agree with `launch.flags`, and the decode grid is at most
 // 64 contexts × 64 concurrency levels.
+//
+// `method` says what kind of measurement the decode cells are (see
+// `MethodClass`). It may be left out when `benchmark.tool` or
+// `benchmark.decode_test` says it (llama-batched-bench, vllm bench
+// serve, a fixed-duration test …); otherwise it is required, and its
+// absence is a 422 naming `/method` and the classes to choose from.
+// `trust` is assigned by the server and must not be sent.
 type RunInput struct {
 	Benchmark *struct {
 		DecodeTest            *Text200 `json:"decode_test,omitempty"`
@@ -1212,6 +1446,30 @@ type RunInput struct {
 		MaxNumSeqs           *int               `json:"max_num_seqs,omitempty"`
 		Notes                *[]string          `json:"notes,omitempty"`
 	} `json:"launch,omitempty"`
+	Method *struct {
+		// Class What kind of measurement a run's decode cells are. Numbers of
+		// different classes measure different things and are never ranked,
+		// pooled or planned together.
+		// - `sustained_decode`: decode held at a fixed concurrency for a fixed
+		//   duration (`measurement_s`), the prompts' prefill measured apart
+		//   (the bundled pages): steady-state tok/s at that many requests.
+		// - `batched_burst`: one batch of B sequences, each after a prompt of
+		//   the context's length (shared or per request), generating
+		//   `output_tokens_per_request` tokens; tok/s over the generation only
+		//   (llama.cpp's `llama-batched-bench`, often 32 tokens).
+		// - `serving_sweep`: a client sending requests to a server at a
+		//   maximum concurrency or request rate until a number of prompts is
+		//   done (`vllm bench serve`, SGLang's `bench_serving`); throughput
+		//   over the whole run, prefill and ramp included.
+		// - `static_batch`: a static batch of B requests of a prompt length
+		//   and an output length run to completion (LMDeploy's
+		//   `profile_generation`, TensorRT-LLM profiles); throughput includes
+		//   the batch's prefill.
+		Class                  MethodClass            `json:"class"`
+		MeasurementS           *float64               `json:"measurement_s,omitempty"`
+		OutputTokensPerRequest *int                   `json:"output_tokens_per_request,omitempty"`
+		Prefill                *RunInputMethodPrefill `json:"prefill,omitempty"`
+	} `json:"method,omitempty"`
 	Model struct {
 		Name         Text200Required `json:"name"`
 		Quantization *Text200        `json:"quantization,omitempty"`
@@ -1229,6 +1487,9 @@ type RunInput struct {
 	Submitter *Text200        `json:"submitter,omitempty"`
 	Title     Text200Required `json:"title"`
 }
+
+// RunInputMethodPrefill defines model for RunInput.Method.Prefill.
+type RunInputMethodPrefill string
 
 // RunList defines model for RunList.
 type RunList struct {
@@ -1250,15 +1511,38 @@ type RunSummary struct {
 	CreatedAt     time.Time `json:"created_at"`
 	Engine        string    `json:"engine"`
 	EngineVersion *string   `json:"engine_version"`
-	GPU           string    `json:"gpu"`
-	ID            string    `json:"id"`
+
+	// Flagged A plausibility check flagged the run (see the run's `trust`).
+	Flagged bool   `json:"flagged"`
+	GPU     string `json:"gpu"`
+	ID      string `json:"id"`
 
 	// MaxContextTokensWithOutput The largest context at which some decode cell produced output tokens.
-	MaxContextTokensWithOutput *int      `json:"max_context_tokens_with_output"`
-	Model                      string    `json:"model"`
-	Peak                       *PeakCell `json:"peak"`
-	Quantization               *string   `json:"quantization"`
-	SingleStreamContextTokens  *int      `json:"single_stream_context_tokens"`
+	MaxContextTokensWithOutput *int `json:"max_context_tokens_with_output"`
+
+	// MethodClass What kind of measurement a run's decode cells are. Numbers of
+	// different classes measure different things and are never ranked,
+	// pooled or planned together.
+	// - `sustained_decode`: decode held at a fixed concurrency for a fixed
+	//   duration (`measurement_s`), the prompts' prefill measured apart
+	//   (the bundled pages): steady-state tok/s at that many requests.
+	// - `batched_burst`: one batch of B sequences, each after a prompt of
+	//   the context's length (shared or per request), generating
+	//   `output_tokens_per_request` tokens; tok/s over the generation only
+	//   (llama.cpp's `llama-batched-bench`, often 32 tokens).
+	// - `serving_sweep`: a client sending requests to a server at a
+	//   maximum concurrency or request rate until a number of prompts is
+	//   done (`vllm bench serve`, SGLang's `bench_serving`); throughput
+	//   over the whole run, prefill and ramp included.
+	// - `static_batch`: a static batch of B requests of a prompt length
+	//   and an output length run to completion (LMDeploy's
+	//   `profile_generation`, TensorRT-LLM profiles); throughput includes
+	//   the batch's prefill.
+	MethodClass               MethodClass `json:"method_class"`
+	Model                     string      `json:"model"`
+	Peak                      *PeakCell   `json:"peak"`
+	Quantization              *string     `json:"quantization"`
+	SingleStreamContextTokens *int        `json:"single_stream_context_tokens"`
 
 	// SingleStreamTokS Total tok/s of the valid concurrency-1 cell at the smallest context that has one.
 	SingleStreamTokS *float64 `json:"single_stream_tok_s"`
@@ -1278,6 +1562,62 @@ type Text200Required = string
 
 // TokS defines model for TokS.
 type TokS = float64
+
+// Trust The plausibility checks of the run, computed when it was written
+// (and again when the rules change: `rules_version`). A run that fails
+// one is stored and shown, never refused, but flagged: it is left out
+// of the leaderboard, the planner and the calculator's pooling unless
+// asked for. Each check says whether it passed, flagged the run, or
+// was not checked (and why: an unknown model size, GPU, quantization
+// or speculative decoding).
+type Trust struct {
+	Checks       []TrustCheck `json:"checks"`
+	Flagged      bool         `json:"flagged"`
+	Flags        []TrustFlag  `json:"flags"`
+	RulesVersion int          `json:"rules_version"`
+}
+
+// TrustCheck defines model for TrustCheck.
+type TrustCheck struct {
+	// Code `bandwidth`: each valid cell's per-request speed (1000 / TBT) and
+	// total ÷ concurrency against memory bandwidth ÷ the bytes a decode
+	// step must read (the model's active weights at its quantization,
+	// plus each sequence's KV cache at the context where the model's
+	// attention geometry is known), × 1.5. `total_vs_per_request`: total
+	// tok/s against per-request tok/s × the requests active, × 1.5.
+	Code   TrustCheckCode   `json:"code"`
+	Detail string           `json:"detail"`
+	Status TrustCheckStatus `json:"status"`
+}
+
+// TrustCheckCode `bandwidth`: each valid cell's per-request speed (1000 / TBT) and
+// total ÷ concurrency against memory bandwidth ÷ the bytes a decode
+// step must read (the model's active weights at its quantization,
+// plus each sequence's KV cache at the context where the model's
+// attention geometry is known), × 1.5. `total_vs_per_request`: total
+// tok/s against per-request tok/s × the requests active, × 1.5.
+type TrustCheckCode string
+
+// TrustCheckStatus defines model for TrustCheck.Status.
+type TrustCheckStatus string
+
+// TrustFlag One cell that failed a check, with the numbers compared.
+type TrustFlag struct {
+	Code          TrustFlagCode `json:"code"`
+	Concurrency   int           `json:"concurrency"`
+	ContextTokens int           `json:"context_tokens"`
+
+	// Limit The most the check allows, margin included.
+	Limit float64 `json:"limit"`
+
+	// Measured The cell's value.
+	Measured float64 `json:"measured"`
+	Message  string  `json:"message"`
+	Unit     string  `json:"unit"`
+}
+
+// TrustFlagCode defines model for TrustFlag.Code.
+type TrustFlagCode string
 
 // CalcGPU defines model for CalcGPU.
 type CalcGPU = string
@@ -1308,6 +1648,9 @@ type IdempotencyKey = string
 
 // IfNoneMatch defines model for IfNoneMatch.
 type IfNoneMatch = string
+
+// IncludeFlagged defines model for IncludeFlagged.
+type IncludeFlagged = bool
 
 // ParamCursor defines model for ParamCursor.
 type ParamCursor = string
@@ -1644,6 +1987,12 @@ type GetLeaderboardParams struct {
 	// Metric What to rank by: `total_tok_s`, `per_request_tok_s` (descending), `ttft_ms`, `tbt_ms` (ascending).
 	Metric *GetLeaderboardParamsMetric `form:"metric,omitempty" json:"metric,omitempty"`
 
+	// MethodClass The method class ranked (see `MethodClass`): runs of other classes measured something else and are never ranked beside these. The answer names the class.
+	MethodClass *MethodClass `form:"method_class,omitempty" json:"method_class,omitempty"`
+
+	// IncludeFlagged Include runs the plausibility checks flagged (`trust.flagged`); left out by default.
+	IncludeFlagged *IncludeFlagged `form:"include_flagged,omitempty" json:"include_flagged,omitempty"`
+
 	// GPU GPU name, case-insensitive (e.g. `RTX 3090`).
 	GPU *ParamGPU `form:"gpu,omitempty" json:"gpu,omitempty"`
 
@@ -1724,6 +2073,12 @@ type PlanCapacityParams struct {
 
 	// MaxOutputTokens Tokens reserved per request for output; the run's by default.
 	MaxOutputTokens *CalcMaxOutputTokens `form:"max_output_tokens,omitempty" json:"max_output_tokens,omitempty"`
+
+	// MethodClass The method class planned from (see `MethodClass`); options of other classes are never ranked beside these.
+	MethodClass *MethodClass `form:"method_class,omitempty" json:"method_class,omitempty"`
+
+	// IncludeFlagged Include runs the plausibility checks flagged (`trust.flagged`); left out by default.
+	IncludeFlagged *IncludeFlagged `form:"include_flagged,omitempty" json:"include_flagged,omitempty"`
 
 	// IncludeScaled Add catalog GPUs without a run, scaled from the nearest measured one.
 	IncludeScaled *bool `form:"include_scaled,omitempty" json:"include_scaled,omitempty"`
@@ -2718,6 +3073,20 @@ func (w *ServerInterfaceWrapper) GetLeaderboard(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter metric: %s", err))
 	}
 
+	// ------------- Optional query parameter "method_class" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "method_class", ctx.QueryParams(), &params.MethodClass, runtime.BindQueryParameterOptions{Type: "", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter method_class: %s", err))
+	}
+
+	// ------------- Optional query parameter "include_flagged" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "include_flagged", ctx.QueryParams(), &params.IncludeFlagged, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter include_flagged: %s", err))
+	}
+
 	// ------------- Optional query parameter "gpu" -------------
 
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "gpu", ctx.QueryParams(), &params.GPU, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
@@ -2927,6 +3296,20 @@ func (w *ServerInterfaceWrapper) PlanCapacity(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "max_output_tokens", ctx.QueryParams(), &params.MaxOutputTokens, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter max_output_tokens: %s", err))
+	}
+
+	// ------------- Optional query parameter "method_class" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "method_class", ctx.QueryParams(), &params.MethodClass, runtime.BindQueryParameterOptions{Type: "", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter method_class: %s", err))
+	}
+
+	// ------------- Optional query parameter "include_flagged" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "include_flagged", ctx.QueryParams(), &params.IncludeFlagged, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter include_flagged: %s", err))
 	}
 
 	// ------------- Optional query parameter "include_scaled" -------------
@@ -7260,346 +7643,379 @@ func (sh *strictHandler) ListPrefillCells(ctx echo.Context, runID ParamRunID, pa
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L1bc9tImij4V/KgT4epKpDiXRQVHWdll+32KctWy3LVmTF9hCSQJFECM1lIQBSrRhH9tDETcZ52Hzpi",
-	"n8/O++zLvHf/k/olG/l9mbiQAAlKsruqumYiuiwCyMuXX373y4+WK+YLwRmPpDX80WK3dL4IGPz7BQ3p",
-	"RczVP2U8n9NwZQ2tUzKOuRcwj4QxJ7VoKcgiZBM/CEgolpJQ7pFoFjJGPOYKjxGXBYEkYkL8SJJp6HsH",
-	"lm3d0CBmauAx4+5sTsNr9Qd+cRUxGVlD64V/yzzixSGNfMEt25rT2ysRR4s4uorENePSGg5ax23b0gu4",
-	"mguPWUPrjFEZh/itz6dmIUsazuvxwrKtkN34Uo05tObUV0NL5gruyasFC6/m+Pmc8cgadprqYXjDPBg9",
-	"sIa4ZMu2IiHUn0Ewr/t8wkLGXVbPPry6YaGe5qbZGDSa1p1tuSGjEfOuqNpiu9nu11uteqd52W4Pe+1h",
-	"r9PoHh+3j9r/bNkaHNbww48WvZleUTfyb9hVyL6PmVSn1bLh8AKmxkt/bqqfuRuHakUr/RqP2G0KtqZt",
-	"GbheSdzkGmDbXQAsC83A6ol6d9BpdG1LRjSKpdoYDXxP7XccXc3Vmtpq7xENMu+3bCuKJvh80LuzS7Yz",
-	"qLadwX220+p1Ov3C/fS7jf62/fQavbUd9VqtRiezpU5v8An21Op3Bt2d+xp0+oPCbXVgjaXb6qwfU/vo",
-	"OHdOvW6/d/fRthif+hxvKnWvGfesoeXGHrVsaxz7gfrzJgjmh+p/6mLBOPWHN81Gp91o1m8H/at+17It",
-	"TudMv2jZ1vcx5ZH/A97qoXUaR+JCxNwj33ZPW324ngsh/UgAvZn60SweN1yh51iE4jvmRod6sPSK4aTq",
-	"is1o6C1pCKt2F7E1tF7xiAXkfzDByfNevd0fNMmNWpi7iK9cESpy11LADv0bFmaubW/QbLSOBo2menkK",
-	"Q11c/g/Safab+MOVK2JFJlq2JRSc349jHsWk3W00u42eZVsL11dbf8l4h9zC7hZiycKrwJ/70dXSGraO",
-	"mrYV0vnVdKyPZbVQX3zlSzdkESMvz9+rfZpXWu072/IV3MNV+3r1vfdDeB3F37dXiuoENFbkZ/ijRaOI",
-	"cUCc9NwuL15dvn1zdXp5+cYCvJxTbg6QAJEjrxn1WDgWNPTOFLlrHSom0Gr06t2n9eSk6nBS9YvLN6Re",
-	"n9PbOpDGesA4affbrW6X1OvTRVyfs7kIV/U48gN93qTZOO7qj3g8r0v2vSSt9oDU64zTccDqQMtv6y51",
-	"Z4p21+tRGMuoHrK5iFgdCHm9HlA+jemU6YkFD1akXr++gc9Y3VMwJD6PukDQ4bJczRj1SL2eAKauAUPy",
-	"YMFlXOEyrvQyrGEUxsy2JgGdyhx462XgLdyONbTUQIg7BeABND5WyJbfizW0CnYDB74BiHSO3MkobgNn",
-	"ox8Y6FtDq9UeKNKwDmcz0B1iOq72KrdatVi1VoATu9q+VsW+YTlXsBxcDf7M4/kVLqbVHtgWF5G6kh+s",
-	"9zyKOfOIiKO6mNSjGauPxS0ZU8kCn7MGebdgrubvQ8KF+unrbwisZkiKl9G6JeYOk1b75VObyEi416R1",
-	"1CTfEriXNjl/9ooRc2nJv5BCAkJa3WfkX0inTV4+JV99ddGtt7vNJvkXkqcCNnnzzauvXp0SJC8kQ1Q+",
-	"3tmWFit+NFRy3yu4m6LeJRDlcRAk4hIIFutsxwhUYr5IeEm70z0q4iUJA+wetRUHLGFh+cFax72tgw3a",
-	"nSPFeKSIQ5ddxWFgli3j8dyPFCMdr9Z/C80PkR8FCoo7yJbgeSSw7u7ubGtBQzpnEQvhjj+jgauILwim",
-	"0g39hYbvt340Iw6cm2MTn8tIkRYxIU4Y8yvfc05INAPCTdSZ2sSlktV9LhmXvhIQbCJCQvkKHsO/A5+C",
-	"jEyJYV51l0Y0EFMYpuZ0msdN56Bh2ZavlvB9zMJVylkVa7It6c7YnKr1zunta8an0cwatptN25r73Pzd",
-	"SjiMjJR0bKmN662ewRV/n73h63s/5SKasZA4ZRTeOSHSpQGTAIOvvyELIQIS+NeMOJqJOVu2UURmsjub",
-	"iHAOorMn4nGgqZw/j+ews7nP8d/NRrOXbJTH8zELk42e0du3IEVdajxd3yP+TkKGgj9ZsJBo8YpMREhQ",
-	"BsNDDmP+RJLxinhsQuMgKtvapu6ydl56D/2jo6N2q5/ZSnpgPo/YNLsRQzmK0HO6iMuQk24gJJHxGNFB",
-	"van2BdgN+Fm6I5j9oVh3IeLprADNgkAsiRPRcMqiK7UXuB0a+dSVmDLOUDS2CZWEkoCOWQB6qRqSMBn5",
-	"cxoxUvvrf3Sb5Peldwdez+1DH6U1nNBAsmTlYyECRnm69Ji/+qoAexArSASKsee7EZmEYt4gb0MyVbDW",
-	"lAM0ZTimBsEj0wdkj7iDYreRRPW7eT7rEBoy4s6Yey1twkVE3JnwXSaHRHA24ho7iSeYhMdzGrkz4itY",
-	"KTbF6Vydtx+RmgIr/Fup73LJlO6s1jziFLcyYwTQX0lw7NYNYo/Jg8aIl4EUNpKD6UJJTKF6939+OK3/",
-	"M63/0KwfX9U//tiy+927/2qV4cclYEAhGT7NYIPGWkM8iSGeNefl80tyeNM6NI8U/qeUd8SB9NqENaYN",
-	"glRWEWRHs+yX7IUIXaaZhSLBQ5hoyfzpLKrLKGQAxhFf0DAyy5ARW5DInzNDCpfqfJGykTHl3tL3opmN",
-	"BERRFV+Sa7aIRlxBHe+fsWEA+R9T6UviwGjeFV7tv/5HW6H1Cfnm4vTMkB9JIqGOnkbqwyeyQd4q2VjN",
-	"7/ONgZ/I3DWKecCkHHEHrsQflPDnlB9yejfLiECrKhFQO3j5tPyEYYfS/4ElAFanpyDjBlTKE8NqXLqg",
-	"rh+tFDwRVooyZ/hQGQ0w2lVFTtNtHhdT6AyneeWx+UJESr//mq2K9rYiKclt/fTn/7vd65FF6PNIKQ7k",
-	"9N2zV6+IO6MhdZVEoo7H/z5mWW50QkI2Z2pKdWFFSNpdMhNxKOGl0/NX5Jqtkj3PQLBMN51ZYV0tsYyU",
-	"93rrp5i9zKPRbbtVH41uj55//LL4Hr+avBGcnSnyswmH55d0CqKPKxa+lhrcwGc8IjMRePKELGeMK5Km",
-	"ThVNJhG8haRK/dppdvGKcUHGwtuy5UldLaWOaynlXd1B0TbOlXT4LA6lCIupvsOV9OvCG45B1UXIbnwR",
-	"S7KgUwasSjEBXoaJ+HXZ0nqt9u4bBet8ntht1sANv5fIpaSGZPAmCOblwqY2CT2E82eW+I0xtpSsVLNA",
-	"BbhFPA58OWNe+crRCLRr7YmF5yGEC/bwQhOJ9cU7rrxx4Eo+e/cN4iYliI0kFMsTsvS5JEKpg86p67JF",
-	"5DTIf3/39k0FUVITpuzaGVd06IP1nYRNufLG+li65kJmWq6sGNCmLPBTaSGwuq+/eaZknK/wcdE1QyPX",
-	"E6l0kLyZxNlcfdla12wWD0aE1/7cL8CDVxGbIzXG6w90vtksWxVYH4pl0V4zw4AMOLdpCLCsEhXh2c9C",
-	"/ocV/ilnu1hfaPZpRRJw+u2fSLc+9qNyRM3ZSx68g+16wBNJfA/ofuDLCCWSRCgNYy4dUpPA8m3isdC/",
-	"0bI3uMvAosKjdCMLGs0K5GwlD/gh84yd8mFyN+zqnbG2PF0V7w0laMQWLWoQEDwTO41RkG3CbqkbBauy",
-	"88hZdkrOo9+teBzvUpPQ+rKTR2RGuRcwIMwijojzf+xBOlKb04NRBwXfM3q7udaLWDEIrqRcrT/QiMyF",
-	"VLKPL8k8dmcgF9vk5dMdYu3VnN5WNqI01f9lLSlFwm128T6vuPiA0fut3uePufo7dV3kQnCJXu6n1LtA",
-	"cRr8RXjjwMa/WAS+C0TicBGKccDmXwKDHf6YWc1/DdnEGlq/O0z96If4VB6e41c46Zr4TxJjo5Jg5zRQ",
-	"21J0TeGjmJCQ8inYBpXqrqRfdZkY9xbCV/IvvWbyhDgsDEUoHbiMkvhRw1IqleCTwHc/634URVhTKMiS",
-	"ShJL5mkM0Mqc1l1gpS/8KAK3yOddKJJlZHFKVYz8ICBjptjfBClXjU7UyVBQz2kYgcV2OfMDNuJzyldq",
-	"CAkGGP0BVYfksqH6Gx/Mqcfg4BT3f3b+Xr1CwSpwMOIYJZHYW8iS+pHW4fwImIXgU/VfPyJzuiI1OlZ4",
-	"0WoSedAglzM24hM/IlPB1D07Ic4Fi8JV/VSt2iGSriSqTZEgVF4TOqU+R1UehVDA/Mw3edBuSBMKjC9E",
-	"OPY9j/HPfVqKsfiSgKeAjOPIsBXAr5TZ5JAM9F6lenL4TEexfGYcIy7l6vaOGZGRCJk3TC+sEgYkYTcs",
-	"XBE9v00YdWewjxFXWAT6wLm674pI8EgkO685h+j0Ouwc5r0uzoGtJIcRD5TytJyxECmHzxdxBBCjZOIr",
-	"YUOh4FLxa1+SZSj4VOHHnW2dGVL0uSGmNHe1GAWyJQuCOi6D1AAOIFoktswFDSXsgcQ8ZNQDk8k8DiIf",
-	"7HBqqANwrOTJ7Jh6gBZvRPRCxPyzbvGNIFKxPTg/odTAOGIHZjlnwvMnPgJ9EzRoEHmiBMLFitScnB0j",
-	"pf6SPL+k04OMoeQkaxLJXH31XuGdTyQUtYGLmD/DcKUtgDIAykaOTWhYCirz3qEJL1MzVYMuvr0B2Xdw",
-	"uU6I81rgmhwFgdQ78/7i9dr2E04V1S/YIqCrIsA7YADVdDSl1eq/hNEw8DNuISA+iWVyjRE2CnV18K0X",
-	"aulmG5UO6PmtLzF072d7PpcGLnqFSLjh0AgN1PVdnSCE9bHpZ2HMq53bpwHupRCvaThlfy86GKjJQ0X4",
-	"0HIPxgFSa5Ez/ynSjUshzihfXSRxZZ93odpMS+W1El2ojMxqFSXSq1WniwYQ87bnhUxKe8SXoR+xnKn6",
-	"AMQs9bUJlUOyDzZh6s4Y8XwP6D9exRGPhLgmcxEyjF8K0euSLELOlCRW25weuN9CjaCnPiGOxyLqB4n0",
-	"5Luzg+E2wSoKVyMOkhV6cpwLGjGwA9W/cLSxD6292tGDpEJHmGjWO+IBm0SaGTO1anX0kzgIyoS2ZJLE",
-	"5LRFcLMz71+wOfW5FrcrfyNZhTn2EiTfcxpHMxH6P7DPzYD1YQOaoU6F8o9CKZQvazG/5mLJ1RshuxHX",
-	"irEAMpj3JPW9gzW69O2339ZP42jGeKSWz3YTl/ec3lA/UHLL5762Ho3omEqWSlN4m4CkvOeLULhMyr/X",
-	"ytJVyXixEKG2GBj383Djnq7U5RlxR7/OPAfvFirQvtKSXco936MRSwRvUN80Z2cjLlnAXLAxgpOceUQq",
-	"0ZwGxOdqGzTylYApOJNaSn7Pk/nOmOfTS22u/tyM4okkz3DK+iUEPcqcwUAstHcXLQaA+CgtUvAtShYR",
-	"1JiAZr6/fFEfkNpYeD5DLVbRb6WHwpODTSqpqLMgknElWCeCAhpWsqH9i1AtJfKZ3Aj0/9HicaBvApov",
-	"1y5MYeR/6VcJsVnPC6gwT5oYUOHl0pyBIhNVyWjGKrWeZFBhekw/qPhiGtO884O7rDn5A06zNsjaajNw",
-	"s3NHu3YC5SArOuFUehPj75gbWTpY4CmVfkHQ1h/FMusVViKmGEfU58xrwEKy+Ac5KcWqVhIfgXkrII4u",
-	"GPNIwCgYNcFcGbG53HV7n7EguGATOALcCA1DulJ/gxXgaky5d7VAOx0NgrcTiMjcNuRz9d1Tyj3r7uM6",
-	"TqlrwqKZKNJkuOCoyWhrAIZfqi3dALHVW0xDlhoQwYyytIEImGkjFi5EACqhbbHbKKTpnzo85Sak8/Qv",
-	"dAqqBRTI47Z2YchS94nMHqqrlIhJKOYY8THxQ4nKBOBhwLwGQcvzBEOg4GcbAkWUgIXOX21J8CcTpoSA",
-	"YEV8nkaOSAYWSTniNScXsOzYEKxVEJ/oHGg5UxFdAOSIyzicUJcNCQ0CtVY/1Pjkc0UbUrSy0aqYLgCY",
-	"mT4fqo8LN4rKbI2SJQ2VGIckWAoTiGVwcpMArGEfTHxVhizmIiFKZO8RqSHUJDqoHBwB3dxO5vB1uFom",
-	"WungXvhUgjRrBErvY21bKWbZ+raX0ZN3OhR549JM/Eg6QxOkxcIbZKS+NOFURsxoEEfcsPDKnKEzBHNw",
-	"OOJ0LLT0L+c0CJT4nx0KTfqAlCGbxFIhsDMWMfeoQjHuslBB3hmOuM/JmEVLxjjw8DFbCe4RylcYuSfG",
-	"SJEbxDGq09X3MYuZ5wxBPxrxrEqVnxpM2Wi/JjU8dqWDCCUUCKkvTBhzhWgOu3UZ8+RV/nIMiTZDki/J",
-	"nN7qEFk1DMQ4JOqrGgFCvc0wS597Yumg3dwG8y4XGuGBERAahv4Nk5kYthHP8A6CI+AdMCimBrNsK3cq",
-	"lm1tglb7TjPwAjQs2KKJUc8vvJCmPTPipjY753lPQWZOBSa+FrhS5RPfK6QG69kaVcQvI5RsPPl+zXu/",
-	"WxjB+PyCoZIMp3uIT2skATMKYCY7iVNIY/zW3P8bMUEbsSGbR1ZMTBDRnuvI482jHxvRZavYkMg4d2tZ",
-	"glVE3vUcjB8L3rm+0Y+vZj4GX+8eN/0mEMviYdV1WVtvUfBOOFVkMPOiiRoIWbDS7jNt8sG9NCx792xX",
-	"CyGlr3XW8mlhqjmFeUhtzALD7FLyDHQ4S6YPToiCD6qLiicBUzQEuxw5Nxe7djIFyxTcQAeIaRFknMyu",
-	"nerTb6hPm69JRQm5yzA5sRpeaFkERqwqgazd1jXAbCLSlsPO35BCQK/j7gb+b2zcLszWwMub2fE2GnAe",
-	"0ALSr40LV4rjFkSnJFZvafAUbREoAgYR+h48slRi/CKgnDNvmAkLYYSzpUKfXnNDTATkBUOpHvWg+FoJ",
-	"9KZuru4t/EMSN44ghAlA5ZQMgu/mcGKrnSOgHMcvElcx0LzKGJgs8EhoqadNd2Pnzy+F1S6c0HrgBjqs",
-	"Ecv7EPNdVyk7RdnaygRgMPGzIHgijb6YDcDLSvQmiW9TlMpLYIXCkpgvaMg8tZJNEBVktt/LurIxzhWY",
-	"xe45mo67K0IpWRWYIMY7XETGEOKlCroPBkoyo6ibx+4Mvr0PyCH1M5mi8ARMTYB7gQI/fhA0c3UIHjrC",
-	"w1ZiklAf8vUDVrB2m9M0KkSqPKiKyj6kW0iOtQg65fdhfRdrB1xIQjIX+AJlw0cnc3DlCm7VW6602Chc",
-	"YVZMzG2i05xE6LEwk/Yonep2uyxF2lt4ycsjsOxyqPnaHVDJOnmqGf2gddwmrl5kYlYCS1MN//rbX0CK",
-	"OLjXltUZosz4Cj/FbKd1rpzuU696nc1mDq/gWwW0fT/L2AqrG7sM4lSCw0XM3+lKR7sOPjUvaWkg2dQ6",
-	"bLYZoL4Ca3kx7yssKHMvylRUgqaiMvnwm5utYHOv1d/H8fNIYkPKzXcZ+rUQ9WB2+nBe+AAeth9texhX",
-	"KsLuQkxdR4AcRm2/U6999C/m71VCCSqRhMwNLSVJRU7+ElaOc5Yv+xz9L34RX7iH+ciIgTs++vobo7g+",
-	"2rUvvIIVvVzGgFbo5Kp4J1PLfu5OPsYK1i7powyZ3tp7DLemaly+uEwDErH6ig6fWlLMMaDSyEm6Nh4k",
-	"IG0akz6Rgef+dCSRaROCkjXvV7HQpImx65erujFeVz6r8CamsiTBl2kRtIdb0rNV0iq8fu8AANhC+v2G",
-	"+dwALrciA6PyE3iGFRoeSp5zgymBdSc2llPgzbE2FpeWwyv0ZOtqcEX08N7wT9Kt0xNIpyrcRhIkUOxU",
-	"ZwGFfMkZDSZ1qEQhTR4f+GNvaCBBj/r9MBNE7QrwXNNgxI+b5PcEfGmmrCcnMxZ4dRFHBBMctPfQeO6f",
-	"SBKyqT9npAb+u5/+1782G8d//c8a/7J18NP/+rd6NEtM8Ac2Wfoe45gq2SJfktbhT//6//BkyAlbmlno",
-	"iBtDCeUemQQCg4oj0iK/PyH6A+nSwOdTqLyRc1ZPF7Ez4rV2k/zeJl21qyUWYhHxdOZov3oeAbZJd/tL",
-	"c9vlrzw91DMXnnjG47SRZoYCBfMI1FwFOKkjM0e9GRxjnEIVNqh9QRXeTAq+7gsE/BCnsnFtRSB44bPA",
-	"A8wvthLoADyssWVS0MhaFp4idZigO1HDQakk86HSsDPZRgrt1IsLTM9xSA1iHgI/H2iznnZzsAlumKr4",
-	"qqaLoxGBPHBTqGbD+q6Jh23d1sH0YQ1bd7alpiweOl4EgnrMg1VlhocMtPlChBEQBRMGqd6SW6frKHQo",
-	"LDmhpmvVx1Qyj0BWkhY9UmCq0Qs8CZnRuxDdJCWdFhDfzHs9JXnikRRdhlxGVe3ixTPSP262DnLJVQbE",
-	"pRlWJ4TNF9EqoUcKFeCAlzOB+0i5fdkg2yDZ3oxwwY0X4f3L8/ePxEnTkR7IRtcG2lgW1FG9BwNN4wM2",
-	"8SupEJTk/SiOo9BYCbsu457PpzlzWBXyvW3/GNeWBhVs58kvQ7/Ew7FT2UrjtD5LQN4n09vAYU6L6tXN",
-	"VkCT0fHusiAAgglpfoZ5bfFzF/lePn8ckN7fThfLr1L/XBtuU/17NG0vje7T2FR22bbZUf4epmux3IMS",
-	"h76nrfCPYgJ/BBU+E0xZbuaGTe5Qv83eyp0elUFUZpN7BK95qb3+j5nS4mvrR662k0hlSo5XsWSvlySv",
-	"MIPmr6kQYio3WcUvp0x393KErLQErHqeXcNLxru6APrur/MV0u/nor9/MKH5Ibv8tWrsu60tjxfMqGMQ",
-	"kW2nx5WVPVx4lmJWsn04sA0kWoewPq9t+K5rhq05qAKfSrYnMaKhO/Mj5kZxWGxHmSxa/atoEohFgQ/0",
-	"K8YlIy/OW/3Dpy9afRIxLkVILl+8fnv+zk7q+cgFDaUfQeb1Pc4/LYpZEKVl4qN1gcmkhBAaDTCjQMcq",
-	"C84yBTYbRffPyHIVYsKSzBSh89Ffnr8viY3EHIWk0ujVdFxV5jUGy01LpohYxbSoqUmDMmKYK7iM56DR",
-	"LUV4rUQAnSxEI1p3GY9CUPHpIhKLuhRuoRCFFcGL5f8bxj0RYgKhnDEWEREq1d2L3QhKr+kgumkcMklc",
-	"ofNICo8k8hb3Jju4jl3xzfn1vxAhOV0sAobmNhOqGnMoCKFLbIP9TS0/QaV9DSnajmsubbLWtSuZw/70",
-	"NLPkphC98hfXQDE5NY1A6wi/jeY8hvcuS7/ur9H+kdEgmm2uZVPhENe7E1b0V0UTZfxwG5NtRm0XVFko",
-	"yjLRiklRFHO18OGN2O/y+Op8dgumx5CaJpUTqHqflvQ9qBbZTSMT0lsSGqTrtJdGVmdjzf/2F1IrSlU5",
-	"KFzKZkT0Wp2zNKcmTaehPMmmMbG5tdlqHPoe5qnJXEB5zGHsapHk61L52s4rhDpvAe7Gdosw9HXSYeYx",
-	"slqSHjTldT6JfscmNywc08ifV7IFlLRxKV1TUtw92+TF83y1Hhqc530A65OtFa6Fok5qFONW0VsgNSMs",
-	"BIx60JmMyhmTB+Sn//P/AqM8GLtPiDOCAiYjC3PrKBlDpbGATjM3Jj2Tsu4s9+Jg90kPyjd2+bFiRkLa",
-	"9KXKF7qDSWFcLYIXnFRzyAkLfM5kKg46v8tH/+3rvkYkNWtY37Bd3rcit81KiUVlmGvQsvBOph1jPlH0",
-	"5X5MN7Oe5zwqiqUDQ07ou7mSPftHERVJiZka3Pv7WndEKuhFG3jkJ9txMgiJQrPHfiFIIeXXm/eglbgj",
-	"xlAYXo2v05KpYknXxbw2xAzF6jGR9/bjwbLtxJ2nJkZDSyHgzmgU+re/PNMdrnur8W6PYLFdtrZyyFU0",
-	"sVWz9Wbxr9B4/BkNcElB6/zWNuNs3BXl1/7SP8ROHvU3bC6iUPD6G8pFvdV+Wr9p10+//VO9O4aUr4cG",
-	"5BRrW7lBSvfzSB687FgP9OFtDLWZy1YpJ3j/YO1yF+C6V1Tn9ean2+WIO5OVSghvlhHeKTidM3ptXHwF",
-	"BgqoLoXOLROap0RySEpVnI9E4vpQFpQqeQz+/aiBKHsnmWXS+8pjWj+Fc3N3IJ8PjuEinySNiIzEQoIR",
-	"DxInk21GSS23Gornc19K5hHMGNSl3SbUDyBfN6t9tnKFMBLlLKN6SVPIQss7OYsJ5dO99nWFxZoqqmL3",
-	"yNyeMxYpPUZhM+7+hDQzJgZP5KJGMhi5JZDuHqUOtMtjc9Evz9+jrRSTOHVdi8ZOT8hGcwzEA5/LiCrF",
-	"PpZlG5suYnnFGfOKkmixz1csWSidYTIaJOwk01ezySTf7ppEt9UBTRQKjSt9Qtf0wJ6v0YzNK+aRMxYV",
-	"GanFnG2ghSluDL72DKgyinY5C/l0QQiJCLal8lMY8xOteGvLFWKPnYT7YJVGY9YqMyRrmqSeF1t918Yf",
-	"5ht0YdylNvLvNrvPRBhNKPKfaqBSdPld8tmOYPsCtZsGbhzQSISZDOG1+gSkBrGYptKeJhJQ8R5oZo4e",
-	"ftaqLbsBCmUXircOS5LQoMoUq0hCZ5+QBZPSn/sy8l3C1HuREKQWiCVZsLBueIcu/6SEAHJ5+eLyoPiS",
-	"lBdM+VRhINBSsIh6vaCBZJl6yJqm6jRlSDtYJGEXpJbp1ogNT7FoO5QUgpf9tSAfBceQHSgGyuBL3f2A",
-	"4usYcQyxlPIaKh/on9Iy61ByEQuZ+VEJPB8z0uURYysKKtZsunyTWPCCPlYprTGEOsHhdTvGXqaWLEpk",
-	"wndMsoURoTaEjixJyvKrPIvcES6SJ1GbSkhiRVpvv5WW4lKowW50C7mkjasfQWFQRWvolOkyX/n6oyGU",
-	"4wdM1yLviendmQTGZ3AvqUGXoWjbQZuhcWYhyekX1spjVOcLbyJYUiPjPk5LY9MpkIGTAFd35rMbtinR",
-	"3svFvlnCDe1qxjqU1N7QWy5Djctk2xtK006dSPGJhyX8z31+VTHTdONbEM+qWL53FsspXER+e2a6QjBi",
-	"hc7S4NTdiX659t6fL832E+a5JkQut7d0zh1wfAzHdfZYPm3eqZ7pkRNP74E41Zhw7uSrfvIpkhjTy7WG",
-	"JZXSEE1p502X8otn5LjbO0oST5CdSptIxiPMnVCyF9S3qDk6awD6Eq8WzCYgRNhJkRn82k50TdBhdPnH",
-	"24hxJT4UWZ2SitnFmku33SZJr+JUEbDT6HvKCZ2P/WksYkk26mtXr0yRraW4fkaZpIkBuGGNtaM0t6Jr",
-	"iu9Wv4mZzKIt8/czOvnODJWU3pVnvHRABdElxu9zCFD+PJFq9FDbc3iOyvWNXH5KUYQkNKgajgN082zJ",
-	"SioObzSy75bgmMJqmuNskfFtx5hWI1fkCbvaXNE1kYlGrB75c1akzWMmzyPVDUjNX7uTW9X7s0zccZV4",
-	"p7T+53o8IXaaFAv6fcxs8v7idV3SCTvJ957MpX1iyxbdnCJt3VJo8giS8JCtDmJ8K2sC2unX2BEDkDRl",
-	"fALCO5OVjCa6PPljcWWMdbuKw2om11zbywf22NQhRRMRIvnFHD4TLGrao1SzJJU30FRrwuYdUEMABoY9",
-	"66YCO0yJu8vAbivkaqIvcv03851DM/c6dxqpTp1cpIwyndKQBIFT1EgufglJesUXcVQeLTShgWT2ZntM",
-	"SEUcaptIro9dzTl/+y7THtYmzhx8up4+VOcAi4SzW33EteQF/AmEAWhIE3MnDYLxPTVWCiIH2xA6WRg6",
-	"tm52kuIMoVL6Uy4b5HQMIgh8pE7YIXNG+Yibvleoa2N7cwJs0/SaCBm2gCU1l0ooQRmxUMI+yJyuRpwu",
-	"FoyGEDR3QkwLFsiMNW0odHnsNzgg9whYFwj4x+EVGo04BNu1m81c33zTGV6RslAEUD7b9/wQJRIKl0at",
-	"yOfTEU8/bJCnWGQbU8gVAbD1eXHGPJm2NBUca/vpzntYg2seSzAL6K7941USd2hnFWiEAZ2GjOnOf+oO",
-	"SRYoXbvmbGh2Dvnp3/6VtJrNJjkkDsbBOCbevEd+b4+4k6uXgx84GZOPQ/72F+KkRXSSz9v4eUFlHjXI",
-	"/85bdu38EKO42ewwdP6ETAdVjrhiFxiGzby1L2BZJQ0hHJvo+2fqhc/1FyZ285A4WbE72UOrR35/gBKQ",
-	"uq2ejiIccY1McCwpuImDzxsQXeVgV8RMXZRp6EOwvw7kHPF+1ywBvDb4Z2INCdgNC2RR3YCcnLKVVKzT",
-	"zq2dU7Yxq0t2G7WbzdICwKnLu390dNRu9fMtxfdvr1JxMdkmKxU/2dJqhd26QSz9G3Zm1o7L3e3i39O/",
-	"v96gpeLSTZuWPV7Puj4rfXZXwJoKxNWtaHfP2nMJUPu9Xqe/J0iL69LdNxSjvHBd6SJb1Uqob7spTfse",
-	"Ne82trgn4DbucjKFz6N+tzie5R5wLLRubkVJcf3u4YXztioDssD3VWVJFc1Gavx71a8qkg/Xi2iWQLxA",
-	"LdzjrmYC7isSmaR+VcX3TXRdhdcvDNwKIugq84dsYatcX/3uwN6r0lVV6rkRuVd0mFkdfI/j0YnBFTef",
-	"Sw/eRrfukzpccQ3TyivOnnYufiZZOeL9fgsXco/FmlTjqq+v5xbfW37Yk2Sn2X/3mrE76B3ty16Nka4i",
-	"aG4etMS1g27u64RRSFd061KL0gOk5sLspKo38j45SqTG2RKyUAgNArHUkS4ZYtbqdwbdv3MiU2Y5uSLP",
-	"udSe7CftXjkTq5KPdB/U3xPpN/OX9tCRcllMD9aP1pOctlznSuMl5s9Eos/iE5CkogPUEki/u0v+KFIj",
-	"EnVnD473OcWFqsw7gd0Gzt/LSLwP/3+4OrGPp/RBEvjjiciVhOJ2s7lbJs4b1XeKgwuwLSr6/D9nUbSQ",
-	"/214eGjtsnJXVc6N1XovzF53eK1FeW1apEsszY8RVrCtwP1G7lye3Z1TCR1gHHzBSRLO1FdQY+HEmIW1",
-	"zyGgEh9UcAkUZqbsTrC7iPk5jSrIB5usm3k+OMPInEUUfKRYGzLmNpbzg2KBcxZOGVmoORoYbZMdvLVB",
-	"+u5PZj4Rnic4mxsRpdeEdxQdRxGsDe5sBgrdw6H6SVIAqnZB3GwUdrX0o5m2ku7MgAAbNI20s0SKeWIx",
-	"hhQfY/I2fTBxhopB9lui4un1HtHdJh+pMG5173LT0ufTgF3JKGR0XtDMbvfG8iMkzGwNzmkulHF86tSp",
-	"1OZSbyGUdXhiUvQi1zVvRiFl454VgHa7Zre7Y/d3tP6MO2eul7osj0JeKw1e2VNbgBk7ME7fhp0XuYhp",
-	"GI5eQBR3nsI6d9+XsNoWCGifJAcRHSVx6Eerd4oIGM8TDVl4GkcFNWNOeYLHc+oZl5jxJl+zlSR4UKRe",
-	"h1iEN6dnzx0diqZkgVMIBtAnPiRPYS4yv/Wufvrzv0PRBSBHoJjCs5QRKK5l3d1B3NREFMgb8TjwXVif",
-	"kjRevz4jPp8wRQFMc2rFtRvklHzxBS5Z3bwvvoCuw1wHZNsjjo4bMl7Br7pKi8B4cJ0OZadZN8D6tciP",
-	"bRHQQzviMpbYB7uedQ4m1WT+9pecX7cx4iP+TPAbNDzIIcoTGZ+25PSaXYFD3KSE+iGJuR+ZCskK5A0Y",
-	"BWbwsWsDIDmpQVWrgI5ZIEksGfma/IG0mu3ukLT68O9+Z9A9UODBwt9QeF1HayQx7lP/hqlxUXCzCWc3",
-	"LCTNBnmuC6yHjJiIxBF3IL/ChcM+1PGJX34nBYdK2d/HLFxla1ZzwrgH1ZjTCSN6zewRJAdCoACJlr7L",
-	"iAjhOLA1u3n3/cVrA2pfnUq32bSJFDrhcsGCaMSxL6Zet/QDxiOov+YxHYMI9efxMNB2MtSJaS+fX2ZD",
-	"a6CGPJFRKPiUOM8v6dQhtaR5NUYvjFcRkwc6bEINx+rPMKjAOSHOq0n9jeCsfqaERUfPLEmn2bWJ88fn",
-	"p185BKqfKdyDJYz4y+eX6HIeCw+y9NR8LfK1/xQgP/3BXyx04SQ38BV7RxBR12WLiEA/bSxOZZMQasow",
-	"idERGFKPB+hwUYeYLQfg8Nqf+5EckqQh+IKZ4Qn1vNAMsQz9iOFTQyQgFINGbGSKFpFat32sycYFi8JV",
-	"/XQC5dABRBc0YjBb/QvnoEEuGPUkdN9NCrApWK7IOBRLCfk+/tTnpPbs7cW7gxOzAKiol4Sl4TsYe6Qk",
-	"UBpBo/UgEEvteA98l3HJUkuEdfbq0rItkKyB7Mjh4aFYMH0bGiKcHuqP5KF6N+W2lqaFmfYLQ6vZaDWa",
-	"2OeUcbrwraHVaTQbHQuk8hlQ3UNPuFjtmhVKkzqpJFRoFTLusYT2ADCA7oTMkLvaBfOEe2BjSI43UpKe",
-	"j12BES6+1NE6GPmDtEEocPuRJDi1BrgDSzukUrJIHjpJxEOyHGzuf6g314D7bZu+ASPuPMOQwPo7zWvq",
-	"5yLw3ZWDlk7IBRM6fUsdFVxZP0LcH3ExmQQ+Z3hUeIC+4K88qBEafaWgpsCoiYgsFXPTVw5fTdS9g2sH",
-	"wm7I5EJwXZlSM3odxwjyE7uNDmfRPMgHsEIEi/tfPOEqBkXUCxjUMuL4CFACfzIcUt2L5JTwrcPMa+bL",
-	"UJ2e4lluPQ6DP4ysHHBHln4bv4eX89/r85Ohq77NHh+83JAR5R4NlLjruXRy1O+32mO32/hOro2NA5nB",
-	"DXemRYF4d3Zh7xCDkUatn0GFG4B0CV4UBKHCv6VNZLQKdDQXKODryAxXv7F9mXe21Wl2y+weCSocvhHR",
-	"mfCgpKK6ul1Ei+3fPKWervAGn7SPd39yKcQZ5StTGA6FMqM1W694xEKMq8jjDuQ8TaVOhqLWR/Vd7qR/",
-	"nPgBu9tCURg2aSB4vx28/or9q5+fYHMLyFhVRGZG5cw0b9FXQ0lKcFEVgR4zcq04jOI8UyE8UsvzuyHx",
-	"5/MYxCPnQDF/GB1EDFMjAWjQhqChuHh3y+U/VbvdpADFm9W7SmJRYUqzfzWj1GmgvvpK0WbLOLOxNUZW",
-	"+UGROsW0jIHlw2n9n2n9h2b9uHFV//hjy241m3f/1SqwmnwSWvUdvaG4/TzFOvziv5AXIiSadynxGHQK",
-	"X3CyCJgSLCVTl3aNRnwnG69fPXv+5t3zRnQbkS8O70MK8O91EpDFkYK0TOge7dpkTm/rdMr+0Gn1On2l",
-	"5mTQ6Wdz3StO80LE3Hsk+nBqWHVGMN1BI2Yg/v2wlTAsQuEqqc6XJF5g8CwLb3w+PVH3PZXNRawjfxU1",
-	"Hiv8qYG4qRSEQyVfrn5QctwbELbBy+aVXGVdMXUnfmcViu+kcRJqBE8LrFriGgsqGLzYmgOBc5fgbQ4W",
-	"jb8fK3ittB8mZfGpavG99FSTwqPjFQlFHKGSapK+AhpBOOrMl5GYhnQu7fRIF0IEIw41mGXku1JpDrjk",
-	"OjYJnCmmADqELyWTdia1iEz8iET+nEkbtSCFLC+F0rvVr0/wOw3iJ5KIJW+Q57cLoaiTQjCyEnGokJwu",
-	"WKjUwGCFRXT0oROl3KgBblcHJah1pkFTjXYuAurnscr6Hfnj89fnRMtwV0ohSOIPr7AW0x8vL89T/cjA",
-	"2CbYfiID68aI/45c/tP5863DQViM2u+Wl37Esf8wsl4+vxxZNsyoxD19wUeWjVP+YaT2OrLuSOt+A+JF",
-	"Lh5vfz5gFE1tsjgPhZqXxRJC83Vs/d/xnmUWNE8wp+DGZSXy7XqbJ9wYqoy6gt8wyMCIBFh3sH1WJEQg",
-	"jSnDVBLwyD+dnr0+SaQT1PkkqvBFaP52wfjp+Ss17KdWiHYQYWOeu5dKfFeAUMYSW4xQeuMJmAF3fjki",
-	"fl61p5LoE9yCciuKuuhulLPBBAVYBv+gEowkEeMn2WQsMVnX39Eeg7i3HeEUmu7Ht83yUwqrpx4SwIER",
-	"Vxg0HHGCyclDQyvVLxqFhgQw6D4EqBBffiZnr4FZcPZIhLdKbQnHNpZEbWIdQoaTSchU0ptNes1O7hdF",
-	"dioJahdqHT83OQ0WpYgqmAE+74HaVq/Z2f3de05vqI/emDwSXCR22FpUcIoHxfhw0zpMxazDbN/uUvwo",
-	"KsinvZFoGgQ5DgtyZfsXYqtK0NXNEPDZnK505tS6oxseZ4dLssBGHLAOTPlp8hSmDn/9DTH7yPgtoFVr",
-	"Ui1rSCgmzIHTBrFVfwIDVyrdP+K6vFcJNzWVIJ6l9XYewE936/jPaOBexPzVV1VfNgnOlV7GVhY7Xz1X",
-	"/8QE8m80m6761dffgB7/FZBf9VEe94w7KgAnZ9YllXE8nZAmmHu4bpaJIWwHiTEGKFlqjdnw7pbbZfaM",
-	"nttc/2kWq04yXYqxNAYNpNDGI7gLgpffhYx1aXND2RSRzdVXSEWqiBDfXJyevXy6B/qcQWzu+0xoblU8",
-	"pbdv4cpd4jFV/AyrNAHePkgYxTgTXccZ2E5CdE11ZyI4Me3OoA10/2srU+AqKWSjS2F/+Jj218xWnk3a",
-	"7H2wQhmsfpgFi9t+JKKjDkQUgPf5KvkQys2uZ50NNhPJdMj3eiOXVqfVPGo3N/qstFpHx/3uYKNnhzUs",
-	"+PFqIaT0ITag1ymKirCGrXZ7MGgWJoMOWsftzW4n/aNs5ZwPH4FTV+PthtSmRXiKhTdD7T+rkL+/Ya9d",
-	"RSDQZg8UCT6x+PHCh3z1NdEjy3HBkJK2djEiRypkFAoeadZoodihi0TJbMlqO1fVUv8U+XNGxixaMpZy",
-	"fu5BIccRLxJK/vaXtcqh4AyiWpZIwjPg4tppqjz5+pt6smdtkyGn+fcTAVpR7Uz68IjXHKAIDbzKDnHM",
-	"d87BCToxl75kWRbhS+Jk61I7SruRvsfWareyKRSMdbJFq9NE+7/9JStnjXi63Iy8o+DVarR75mXNiLLv",
-	"QjmBEXcytbCdXJslR0dtOVCBM9v3PvvaiDtYcQ+enBBHUbRsG3Nd3TVg9AZ0C4y/aZDn1J1heMmIuzQM",
-	"fZaT7khNMkY0jKHsEjQNu1q4kXOQ1FdYmjqDSlQecVOpaA3q3XbbJpKufD4lyxlCZ6mN00mdJIhveAfF",
-	"ppLKheMVcZCeIxDU31jFkXxJHABFDSuZ0iBYjbiTj2pzbOLkc0qcg21CJtb9+U3E/IcWMZ9tlIqX1QTF",
-	"Cmv6xxQcK14JEU9njyFlJrJgJSmT5vmNDRF4f/sLGWyVPX+sJjDePYqMmnx4l6k7W9BVcF9hNNedTz3f",
-	"6MbXOu73m4Mi6bK6yFxYhwAX3D1uDHq2BYvsHjeOegnI1ZNMIpQpL56WGcAB2s1GywzQbjaa6QDqyWat",
-	"AT1t+6jRS+ZtHzW6mYnVs3w6FX7U6Qy6DfNRpzPoNNKP1LO7e8vbyHUyNTxLvZ/mjd8k7seQuDXEIXg1",
-	"kwBSXeCehpigUihuYydBIypvCMk+k47JNzEl1KkkYyXEFMr1DjqoZoxGc7rQUZ6+N2WRHCa9Klt9NU2r",
-	"3xjxb03psHQFSorMr8DOmPzSKOpbBnK4Wh3K6fna2lpig6hbLVw6usYX+iokXUkl59kkpCiiRjPKoauK",
-	"aTiiQLdNEnsZQjbDb3LYY8lhmfBzG1Pe65KpEXX3Una7CEB71Dl3W6QwmTOKZfOZ98uMTXNJ9bvmr4I8",
-	"0mgFzqmJCOfWFpEtKeP1kD3merVt22ilikQP2eVvcuDnsTai0KdIV6eNwh8q8P2sDLjWvvDDwG71P2Y7",
-	"E35AgafTPuoPPpregx+2yYxFouFDxCWgwjSwhjwOgl+W9KSQIwceuC37wafTbvSTOdqwSDNFu9HfHz6d",
-	"JsAYx2vC2Ga8ZuOoDD79ZicFq/ojA1d4VgSffrfVSeDT77baGfioZ3d3H8tUDPsRMazTg9PEHfcancyO",
-	"e43uPTBsAGMghg0a7QyGDRqdMgh2OoPMQXYGuZNUz4ogOBi0+gkEB4NWLwNB9exRMKyVuYGt3A1s3esG",
-	"9prpRnvN7D7Vk9Ib2Gulx6T+yJwTPCuCT6t/1G8mAGr1j3rHGQjB00IkA3IG1Hi7znpP5UcJepVVH+ah",
-	"4Pib+vMI6s8pWc5EkIUthvZU138yxVUKVaBnIvDQmxAJMvFDqZPpTaDpfKF9DuuFy5P6sbri+QTzs6kE",
-	"H0Tt9QH5A1n89T9fky/J93/9z9d//f8a5GzNsi4zfmE/TKz0c8ajExIv1IraZcZ5k0FaQ5P/iOfKCx3A",
-	"RxM/SlwTkEKXMZ1vU2zOk9LUv+k299dtzhF51k3MdlrXufWJTclFltuHi6y5rqmVzJftpt1sNkmym8om",
-	"y9YmqR+0jtubXHKb3LHjReQdFV4ETarS1OAHz5lV1zrN3tv9n5unjQn868WbjFzY7Db6g1Yi2Bz3G0fN",
-	"VirbHCvpvNkpFPSOm91Gt9k3ol6/12+0B+m3/aNBs9Hpdu5vTtzsCfSbPfGzMFRgd0n1AcX29vHji/lC",
-	"1yctDRqMua8IwCRp1PMkW+pcgocUn/ohOtuzIYTS9AxYM0Kip1hX/genMJglA18mfWCBK+d4KLZ7JDWd",
-	"OYAdjcTEeGsl9jkApz0wQcVvIWoRxQBk81jboKYLT+E6mA++b3ykW436fIolGU5NTQCTC6nNnopwEQ1B",
-	"HWZAavifv/0FIDUk0VJABXgs/I59NjiZKDGdQP8b0iZnT6HmArj2Qz2gL7H1sLZwjjhw+26zSTid+3ya",
-	"bnlIOA1DsYSEaciqz5peR3zD9irMHIxMmNqVWlWR8PAM37qIuXyw4LCGVks8GsaxN663aTk70fKOOjcf",
-	"PftjKhkkglc0qhmavI3ZJua1wtxNTN3sd4syN3M2tmbWxtbe25L4lger9OpEMyZZIlHaP2cTar/7MBNq",
-	"ycZTfP05WlT33PTD5TPJmCfzgtkLGlJCp9TnMiJGSrM1EdZKz1IgaHPmxMpiWROEGny3wDYx6DSKvKxX",
-	"QD9gQNNw0ApX7evV994P4XUUf99ezayMhQIqdWVMFK22+XdmpJw5YtBp5H/KvmjknkEv+SN5rLCvYCPH",
-	"3UZn20YarU6zf9zrdjv9bq856AyyO1sX9bbtrNnor++t2RgMOrn/W9vscbfRLt5so9Xp9I66zeZRu91s",
-	"t/pHmd2rNa7tvtnodo+avcGg3em1j7ut1uDu44bk294fC5rqMD4BFjR6u/Cg1TtudHYiwvFxdURobsfo",
-	"Rqs96A2O2/1Ot908anfb90WEFiDwBiIM1jc4AMNZ2eE3B+12p3t0dNTqZjZpDfudgsPvd3L/3737qI1u",
-	"Od9Cy27nXQvNNQPc5hEWKTsJwmRLPFrtZrtfb7XqneZluz3stYe9TqN7fNw+av9zWiBuaN0EwXyzTtzQ",
-	"ajY67UZTl5YbWqiM9tUPZdi1q14jxq0k1ROt11CUYCxo6IFZonWoiGyr0at3n9ZP40hcKN2g/m33tNWv",
-	"X1y+sdLyirlbpNhDwTXKn237qNNobxRVtJJpCEyzq6SdGrewRiISyXxJQm0bTisI4g8mR3P7ZlMDQL9J",
-	"Wu2XTzPl/YYt1N8/9Wkfp6e9ed12nrYJZden7a4ov/aX/uGbb1599eq0bnho/Q3lot5qP63ftOun3/6p",
-	"3h370YOOuts/Btv4+lF/+yfSrePg9ztkZA47Dtl6R7k3ZuHUSo+6ypZzFp92N3/gbUVA9gjtT1Sa0ipB",
-	"sY72zmiRP3PzwINTP5VeRSAOfLyC/2Z0dSChiZaO10PuCPrRZQoVFPVFSsuaqvF0WztQjmOOFQaK1L7X",
-	"voye6xn/zmnkKGF/+HGDYCimpDuHtPNJ5UA3lGxTETdxp89oRANRmDC8G7gUy7f+onLO9QFnN6Q9Cglu",
-	"yJztCOCTwcnpIt6FkC/P3+/GwCQD9JuL0zMi/R9YJiZM8JL8TIWjL8/f/3wQdEMqyWBoK0M5P7TaIHdv",
-	"8LWy99vdj3tg88vz9ztROXcsunr5eIWVQ39ZSKwwYC+kzfZjKkRcGDHfG5tcc7GUpIY2SWSdEJpYdxmP",
-	"QmZjmcIIi2hBm9WX7IUIXQb8U0Fb+txl5HS+YOr107OvyCsuI5+7ETl71W42D89edZpNm5wuFgEb8bO6",
-	"ZKHP5MEQLoVNsDMKGVPuLX0vmtnEg+pdL85b/cOnL1p9cvni9dvzd+jhFEsW2iPOqDtLPZw3jHsifCJ1",
-	"a+8ZYxGpOVj8wTmwk3KyaVfeFZmKER+vSM2hgU8lk+o9NcNMLMmc8pXu6ozMO7mzat4GuQRTDg11hTew",
-	"P0iSzRnSFUll2fX+Y9rk4DFNj2BxgoKBCUjg0KHNbN3nknHpR/4NK80Kwe/WU3TT0v076+SXL2nKuAbD",
-	"kDgU8MWxiUM9qv4zE4sFC9W/xgF1r5csCBxSy6DiQfZRPYxuHVLL4mKvCeen/nl+8Va97Xqcth39j475",
-	"R1f9IzS/KBrI6vOWQ376878nf3adMvikm7g/jB5uMxPYJyAlFm85g8uoHRmaOGRtYyk11wiviIgmz1kw",
-	"6p80Kdh48tG2aOjO/Ii5UaxojYU337KtyaLVv4omgVhIa3jUUuJ7BlpDi5oXzW26Ql26pX6B7kgJDbia",
-	"jpUK0OkncM8sjYuIacn65Wmr2SZLtZwFXbBQe1iOWppmNICKkIhxKUIkAy/OO211O+O5ooBMUxvb9Hsf",
-	"kndnktySsRAyIm4g3GtyS3qtNlEDHrrBNZaxUDPfZmcOacROEngB1VibigBXCvCE1LrqmWfq84MTiAVf",
-	"hD7PdCrH3glp4xDJptjrVSGMjOdYTR5oXaac73K5bPAb3/NpwxXzQ8brsTycsola3eE0pIuZ78q6S0NP",
-	"HnaamiYfhtFtXUEZ/ifyoYGGt7iCyLWmbYiD0bEeoDQZ+gc9XEpzoQGJwUWgpCp0iNVwETYWJ0gRTP+g",
-	"ZKyDX1yJJEYM885c3d2c/vDH6SIur4HqqFNURM5cHl32qORuO4ajQfNyRU6GRPENm8gFdX0+tcki5m4U",
-	"J8KA5jJKRtA13P0pV1yzUVgD8dPwvFOstSpCAoTNkMCX5+9twhrTBkEwlJQ9xV4OW+NVMh3FPillx1Ym",
-	"v9Hm32jz49PmfekyRKMVk+WX5+9/7carYmkqUSQTWrOVSAepxb28bGnMdWXENFOMfPEFOFW++CLp6gPd",
-	"FoJVUZGIXAjEyrFJSPk1dvdwsL6jMyROxmbroBbnbLiCHKLWxrgHlN7RXhbNMtCh4xBq3miM+CW91jWB",
-	"gF9g5wlsifby+SVRMFBXray+XsYj8cgc4VeYLZ+gIguCz505n1/ct1CdQgCekfFqDblsUoRYtRSzDjKo",
-	"Zad4VUsQq/QEEJtzWpfHJjQOFLnNOiVsi3G1nQ9rv256RVPHYuLA/HifIuYQXrtPAG/lyGB4+09Z38p+",
-	"McKfO6S4ykfvEv/Nvl94T1eVv8EkvjOf7/sFva38BfRyqfz2M2zb+AjqP6RU5/R/xZjHMfcCY7HCWl+Y",
-	"dzdeZesTFeffbS03kNoOzMz0ZnqFfRuSKst6ALXISMmPyc/NymUNvBhZxJW0hp2mba1V5Wq1B+3i4gfd",
-	"48ZgS1BCu9lYD7CArLpsVAmWG1BUzUR2rPdx/M3t+2t3+67nXP6d8X3Q6Q8K0b3TanS2oHunvXZc7aPj",
-	"RjZuqNft9xJkb38+ZP8touVnE9GS5FUo1NC5H0q8Whelci2Q1Qr2MPJlJfwCZVJpWdChxkTfK+LFp78w",
-	"4x2ocKnSBU0Us8WPSuMeAI93eZnhpT38zFn8TN1WZV6oM1zCz8XN/ICbndu3gvX6zfyYd0Ir2n5frrk5",
-	"V8L11mep7tuGje70bq+hwy/av43It5eHexFQzrE9cOGdGVmvCGdQbjJVmzeMJjQiP/3b/0ucuc+vNpVV",
-	"7VuGZV1evrgkP/3b/yaOYk5GbR2mPuKJH9mK1GLba5eG3n8bWeSFCEccPeqpE5nM1X0xtXqMsaRm0m2w",
-	"cfySyYj0mlh2PC1Hnq2COWcsMqOgwxmTC2hSktlOHOMjjklBOtdXxuGEuhjngw1Cx5mKk4qgoP/cFJys",
-	"Yf+yJFjgCRC6KUs86qBUgFt+veJpUtwUk5rsLFTVRCat1za5L75My6VDQTTc0tjnnhxCxUl9fCNewzKn",
-	"WMefLEUceGCbnYnA041uQ2ZQ4MAmjqm0Jh29JR3vlH6qzif5kio50WWQS5SpkKrWFop4OlvE0YhjoSYB",
-	"7UhDX+oTQS815EM62tChK42mdnUFQWw8muRX6xiDjYPFtqB+KCPt3dJXAp36WLx0xOG0k26xahii0BIA",
-	"nlf9TIdwHB6SkDjgiDFC+lLCt24gpDpLPTcMtVZrVN2BCQ2JmExGvDaysiiA3YhpHnFbxJekM0gq4uIW",
-	"e82RddAg30L9WieWLJSOnhCLkGLlq+TG+VxGVJ0lVu1XgDjAtgiwhRGHt9zUggZD4gTE8bkbxB67QtD9",
-	"IQpj5tgITRRC1MHmHXGG2t4wwgUiyoTQ9DYjSVYfUM9jnj3iOHgu/974CzijoQLQy/P3pAZYn6tBOyR/",
-	"/Y92k/weE+J8Tii8mXVy/vU/uk3ye0LdUEh5cKJDSuGm+VK7KHTtAWxgSPHhGHihfgU4MrbpiWZsTmpo",
-	"knNnzL1mnkMg8wjTA19AZfdQtz9cYEIddsOCBtlQIR7z3DK9V5JGwyO+pLo2PJA5zArsEAmF1wDz1II0",
-	"gVqxiNToBJolEwUoGka6vTA6jwCcCoBASORMhNGEBoHuZGTq2NpkZI2ZOhwcd0iovB5xSCgiANUJWxLJ",
-	"XME9ObJsRb4DhmFBkDiIq9F5mGPqXk9DBb4Rr9HsFSTZk5axO0shEbBJREQcHTTIO3ywoGHk00DtBrIt",
-	"Aa2lULM4JivZIeoi4YsagEPy05//fWTp1E+Jncax2vN6B8qkqzESeEGeX9Ip7F2BAnev+HQcQR/IEaeT",
-	"kMlZAxqcuzPt83M0I04SYglyXS+tiJfyqhHvNUmNEr0BU6WOcaSkelxIAMXKwgmvxLsEDbvcGZNkyiLs",
-	"lLtA0RV6jGfHhf+ITCyXPogncsTNtcLwLpjfRHslKF/g0CkSi88Dyh+tL8a2AgtiglRO08xMIuTPwQUB",
-	"/XYwDxqJeXatIGMpEq4oeam5vki62rpobI1mDS1PxGNoRppuo6j7/0a3/8KmMLoQCcbjQRvpouoptSUN",
-	"56Z+CggW0ERVk4BMRviBTeble06lRKvizgb97vrWWhW29myNwSXNgU5yvBNDYkoYqI/d50t3AwMXN+vQ",
-	"59Hc13l0StYDEYmMx+hpMZcTGSoqNCVgBsWtJEqj3dw/RvEUiENhGMmGOFDDcBIyUZIpEkjBy2NqDkD8",
-	"S8vwmInsDUiURhxChMoD9voJvEX7+n32r6pYVBlx7dA8Ly8PL3V1Vq0Vr4thhklk4u9LYZ6XE4t9jjo9",
-	"WwN8LETAKC/Crj+aq2d4WyRIyKI4VKp7ImWXLQWrQxeuoN3Mk8hPXkqnIFW71f9ak01pFOtOU2sbihLZ",
-	"qRLdapKc8ykrdYAZWqD1E4i7hhVwXV12Z70qjdINFZIPsQBN+suVxyLqB9awWClpDbTmN2akfdxINJKY",
-	"e1jbSu2AymsYMp9IfvQgN890EWeyIKaLWF4pTqp2jLbdhDabH5QyJw2nvL+Xp7w2YafR7x6ZmjvHjWaz",
-	"nVYFbDVavfbdjjxgVF7UJUss1kYqLyvYh+3Y0gv0QAdOccHITr/RSysCNZu4T1MQqDVo9I6Skoda7zFw",
-	"3qgvdNTpDxpHSdHFXueo3Wg3j9PhOkfNRveovV5fyE5RN1MK8b5oe5zB2kHjqDrWDh7krnkkpL2Xt6Yc",
-	"b1tpDcxOK1sDUz2525GY/wCc1Rhybx9MIbKCDyYp6Xl0nKsaC/6Zioja6/Z7STnKXrffzVSj1D6/HIJ+",
-	"tC00wyR8YNNHmZVpUe6zS2R7cGGi0Iieogd3y1LKWFkYomYQeRb6OQ3gn6+CVs5s/i2ozyB3otmLalMa",
-	"2k9phNbcfDDYtipZyH5LLOrvYF6fgTycyYiyjbEalajximipRCvo12wlWTTiCzr1uc75WVApiZNxKDpg",
-	"W4GAQfPDRAvL6i2Mqh3xS+ibbaILQRTPS84nSQMjY02gqVqhTenQ1wmNGliiE65FmWPsUapC/RY09g8X",
-	"NLbm4A49Fg6JU08DKxxSy14cyFJLH9poJbNTQ6YIiVNfMHp9lQvhrU2ojNQo6pEeqkyBkCIs0R+szMIy",
-	"UZP5X3N/oC5q9O+NhT0gevLvFUpXoNIo7hItRS6erjiT7reAmd9KwPwWC/grLQHzsNini5iX5TZm457C",
-	"mBNpZKxfWACH2l9+A5uxTra1ELJIrlSipA5gQZ8WRjeR//7u7RtScy5i/oovYmiLiaEvi1CMAzbHsqHY",
-	"3RIapwrusiGhpNtum/qquUgDGPBcgO2IoCeRswZ5hixixGkQQnd9LdzWIJclU5UVXVGSRfHihACC2YSL",
-	"CKuLjDgmd13FYUA8AZ4mUJYPkkLm7WYz9VmlErStIzDoiHsxsihmvNSvPDZfiEhdwfrXbOXY4A2NwpUx",
-	"SsMatfJlHIoy7RuKMjn+rLaUDhjVL9gioCvmDQk4vw9wF8mg12xlSq9jw9Sx8FaQJ0O6zeMGeSMi8Hr7",
-	"0uwFMkFXIw7tTAsLrQLZvIj5/gJ1Coev2Upze9j0U+GtKjD69KrSIHg7KZ0zc2kB62Cq2/pU1LU0owZs",
-	"XNDlmdLlpoXdmy808tpp4zBy5j9tbLi87opllu038SLmz299XU+53WxV+gIhX51CnNFgIsK5+aJVRcGl",
-	"cTQTof+D+ai75Vj0Ff5y83i2196Gr4pgfsrJ2l1RtCGgK6XjSYy8mFFJxoxx4jEI1MZ6JQ1cbQUa+Ezw",
-	"SeC7SDRbnUpE87VSyPGDXhUgJv16z5jn00vUi6qZGF5xiP5W1+tBVJ25cQgtMD/8aI0ZDVl4GkczYyVK",
-	"iT5qVUi4M+QeGLKEQkt5y8KhP1dbgyLEhZzgaewHnoT4JXVcKalU5GhBQ2lyCrGThkdwQGc44iNeJ5Qs",
-	"4nHgy1nSa6OuhlH8dUgcTeXrCqRDooSOw0VAfa6b9AEXpnLECUZ6KFpXc9Bb6xDtjgAdTL3pHJzgjGPG",
-	"3dmchtckEiJ4IgnKYEOiP/1DENA5rY/Rv1GH1x1bzWJeUGKh/h2G1z9PQ9+ru/LG0REeZH0H8ziI/AUN",
-	"o0P1Rd2jEXWGOrhEva5UPg8SP6kD8XAmoAw8X2mV8xy3NX4zqEunRqlpNgeipJ24QG1TJ+ynP/+7Lpaj",
-	"Tk2EGOyh1iBxBbhVP2BJKJd6D4BE1M9mJQp8pOYUgUsNAcnWiBrguT8hjgIcwl9bv+p1SW9YPWQyDiIH",
-	"IpAYfqL2pkaBCRcsJAslBJwQJ4Uy8LVn777B4dWqMj0rJfI1onf9RMkdahJJXMrJmJloJ0LlkDi/c6CW",
-	"s5JklIAhFc+egcKlz0WdhCuCeM51a5b1uFSbrGXy5hIr4VwMI8FooIJMy8LkSsS8XG6Jepomnzg6uhDu",
-	"oFgCsBQEMALs2xmNQFQxJ5YgPHSqZJLMYyVuTEPGdI12wL8GOdWCibphzvnbd5mc4BNA2ilgjx4MQ1gp",
-	"VzLUWGEs9bTg0W6PuIagjp1lqSRXIHG8AgrxGBJHSfaroRVQMf9EUweMO9JEo8wYoyNBis0xapiMHUb/",
-	"WXA7lKqSUBClRGqMLrG/5LfwQhGcoiuXO4jESy7V2dMAiGc9jUQ0LTCRkMIVFZo0l+09mpYFk3QHvaNK",
-	"jWDKhL8CupgXMBahQpHIR5FLYVCuWHoSoDP2OYU1b6mH3+71N6uiK5QvzO/P01hHN57VFxgbW0Btko1z",
-	"y4iNH3B4GxeeHrIYf8eUZHJnWylvy288V79Ew3l9qk25KivBQsQkZp3/Jsj+Jsj+6gTZVH40DKlUwqsk",
-	"8P6Ivuc7pAbqqAqE3hWQTaVtA7VNbFxpwHgIQdTe3Ofqtc2CSl/B0PdhcmBB143MNg3o3c3V4lReJvEs",
-	"LWF8r4ou97qQVXoIiXDsex7jn7lwTFWcQ0DuUJ7s8mZF6LkMYz4sk81tEtBYScfQWIR7wGcmAZ2Co9wg",
-	"tWTQa0nauheRabCkhD/1Af6akYVLSrjcS8S6h5e0FFn39fZMaFhKps174BUBMrSPsXdL7e/02lQ6LQQ+",
-	"Fnr59ZdZSlC60HYMWDLcDNcFmWrOwqlSOyN3RmoXL56Ro85x/wBS/kCBVUoOWGq1tJWaapVKNN6XBJ8Q",
-	"3VQrZHNxw5ROo0dXAnVm8KRxJpqP0c7rziifgqHaFWHIXDBfZ5t/garD2RLKbRODOteMLSRmzBVm8b5f",
-	"ePSRuEAVwyqAvA4g//IBRtbzJHV4p5G1ksj5s6cAFKLtIRVl2fisYuyn55q/iZLPPWMRfSKJ0tRA/9xH",
-	"VjxEXlve9RfsUVAAFcsMJKm+mBaa2o0aYM+qoQ9HW6AUXz8Y8UnG0gjmL/X3KeTFaNuo+vWEJAbQpc8l",
-	"EYp66decsnipr2D5z3Q/rs8mEOzsuObLFFL751c9Yj5V8cKSQ6tU0e2xKrhl1gJ2WPDl0SguBYwOhq0c",
-	"vcmC4B1+Ujn85wUaYD5JbSzoJpcJ77CTylgl9bF/fbV+Pm6LiN4jqiG95zq4QRueXHmTq+qxBgQ7AyMb",
-	"t2JnFm1vbNvWy7dxm3bBkdibx2HnYGqnEB9xPISBDeCzEUYAWQUeu9O2B3bThjPoNEf50u47rWWKySfp",
-	"4P8QzX0uk3Q2GcuI+px59aznpLTmTZ7p6d74pcVRIS4jEsQL6RKZWTSniyFxQrGUH/yPDZjsw3cfHdNE",
-	"VRdMxaKo0Oftg//RUXc93yhWfYPBldk+uUbwn1ElqI04pHRvUX/PTG//X5AG7IpQV1DZ3gfdxg6bpvH/",
-	"3/5i/k6BqLiH0kymIVCkgqKCpvHeYK3xng3XUW1GLNO6gluob6sa9S1u9LmD8pYWFcTembtaXhY0tEw7",
-	"VarjfWR2sntDraNuyY6O2o3jbTvqNI7WdtQbNBvZ/outQefuY8GiTK28T3KG1Thouzco3vWgD2GEWzpW",
-	"rp8jfpFs+qjX+QQH+TOpefmxZGV5mWE9HnUPmUFTyRLGqYjHPwK7zJQQIDTRSpRmBsQ1WyhHRwlUZKLa",
-	"dlvKRc9T226RBjk0RQ/Ssk2uCHTtJhph+IZ+t1S3JJ9QtdTr/5noliAiiOXPUbvEA/71KXQoI+yWV5Qo",
-	"kvYGh6+KkzbWqN2gddy2LbwFidLVGxwV0VZDOdsd5O0lNH1tsNZRd9tgvXbn8aht5rrsp6JptSy7dKOF",
-	"jTjACHUnAI3av1Gq9M9qk2onD9Ke1Kn94yhPGbdbEbUHE2R4Y0hdHAa6h8jw8DAQLg1mQkbDQXPQtDCT",
-	"d4ovFkTam9hInbuZ6UMLFF9xJWmbAqyGC5i2tkBGNOWAtRWERUHY3QmW0IIKjJST0/NX4F6pOafaKK0T",
-	"QZ+CLZV8/fyfHFuXEcOwMR3hec1WkmC2jXOQmTxrRy0JzUqCJJL4pdrL8/dSxzJK43iTB0mxwY0CL2IC",
-	"5UQy8yaFKItqOkGxNSjrAVF982xNP3stFwErvqGjLymBmJsoSc8tKCPCaBDNbAiMU1tQm4KyZ3CgmheF",
-	"1MVisFAelk2YEilY0p8mbaVArbuPd/9/AAAA//8=",
+	"7L1bcxtHli76V3JjpkOguwDiRhAEo2MfSpbU2pZsNkXZM2NosxKoBFDNQiZcWUUQ9iiin07MROyncx46",
+	"4jzvM+9zXua9/U/8S06stTLrAlQBxYvUdre7IywCqMrrynXLtb71Q22iFkslhYx0bfhDTdzyxTIQ+PcL",
+	"HvKLWMKfOl4seLiuDWtnbBxLLxAeC2PJ6tFKsWUopn4QsFCtNOPSY9E8FIJ5YqI8wSYiCDRTU+ZHms1C",
+	"3zuoObUbHsQCGh4LOZkveHgNH+iNq0joqDasvfBvhce8OOSRr2TNqS347ZWKo2UcXUXqWkhdGw7aJx2n",
+	"ZgZwtVCeqA1rbwTXcUjv+nJmB7Li4aIRL2tOLRQ3voY2h7UF96FpLSZKevpqKcKrBb2+EDKqDbst+DG8",
+	"ER62HtSGNOSaU4uUgo9BsGj4cipCISeikf3x6kaEppubVnPQbNU+OLVJKHgkvCsOU+y0Ov1Gu93oti47",
+	"neFRZ3jUbfZOTjrHnX+pOWY5asNvf6jxm9kVn0T+jbgKxXex0LBbbQc3LxDQXvp1C76WkziEEa3NYzIS",
+	"t+mytZyaXdcrTZPcWNhODxdWhLZh+AWeHXSbPaemIx7FGibGA9+D+Y6jqwWMqQNzj3iQeb7t1KJoSr8P",
+	"jj44JdMZVJvO4D7TaR91u/3C+fR7zf6u+Rw1jzZmdNRuN7uZKXWPBh9hTu1+d9DbO69Btz8onFYXx1g6",
+	"re7mNnWOT3L7dNTrH31479SEnPmSTiqfXAvp1Ya1SezxmlMbx34AH2+CYHEI/2mopZDcH960mt1Os9W4",
+	"HfSv+r2aU5N8IcyDNaf2Xcxl5H9Pp3pYO4sjdaFi6bFvemftPh7PpdJ+pJDfzPxoHo+bE2X6WIbqj2IS",
+	"HZrG0iNGncIRm/PQW/EQRz1ZxrVh7ZWMRMD+SSjJnh81Ov1Bi93AwCbL+GqiQmB3bVjs0L8RYebYHg1a",
+	"zfbxoNmCh2fY1MXlP7Fuq9+iL64mKgY20XZqCtb53TiWUcw6vWar1zyqObXlxIepvxSyy25xdku1EuFV",
+	"4C/86GpVG7aPW04t5Iur2dhsy3oJb3zu60koIsFenr+DedpH2p0PTs2HdQ/Xnev1d9734XUUf9dZA9cJ",
+	"eAzsZ/hDjUeRkEg46b5dXry6/OrLq7PLyy9rSJcLLu0GMmRy7LXgngjHiofeG2B37UMQAu3mUaP3tJHs",
+	"VAN3qnFx+SVrNBb8toGssREIyTr9TrvXY43GbBk3FmKhwnUjjvzA7DdrNU965iUZLxpafKdZuzNgjYaQ",
+	"fByIBvLy28aET+bAuxuNKIx11AjFQkWigYy80Qi4nMV8JkzHSgZr1mhc3+BrouHBGjJfRj1k6HhYruaC",
+	"e6zRSBamYRaG5ZeFhnFFw7gyw6gNozAWTm0a8JnOLW+jbHkLp1Mb1qAhop2C5UEyPgFiy8+lNqwVzAY3",
+	"fGsh0j5yOwPSBvfG/GBXvzastTsDYA2b62wb+kCUTqO9yo0WBgtjxXUSV7vHCuIbh3OFw6HR0NcyXlzR",
+	"YNqdgVOTKoIj+W3tnYxiKTym4qihpo1oLhpjdcvGXIvAl6LJ3i7FxMj3IZMKvvria4ajGbLiYbRvmT3D",
+	"rN15+dRhOlKTa9Y+brFvGJ5Lh50/eyWYPbTsX1khA2Ht3jP2r6zbYS+fss8/v+g1Or1Wi/0ry3MBh335",
+	"9avPX50xYi8sw1Tef3BqCxHNlYe8KuAa9kPHOuK+FN6V0QDgoUQnKZQEVxkRUBvKOAgSrag2rInbSRB7",
+	"woOtNFrMD5Yp3/XE72fgH5IN3BjHtz9sSTmrv6nFMhFdnW7vuEh0JfK2d9wBgVsiMfONtU+OdjY26HSP",
+	"Qc5pFYcTcRWHgR22jscLPwK5PV5vfhfaLyI/CmAV93BJJfM0Z48b7vpcTK61WR08dWMuvZXvRXPUASPu",
+	"wx5Gc8GmXINujCo1m6oQVeoxLn3drAZrsR//zNoHoJ1rxiPWbbPfgPbdOW41WyxS14eaLUXIDLEMk4E9",
+	"0azbb7GXTw81NsEUEGun2YLvoIV0jmwl/Nk8wvZ7bAyjWAaxZgP2hY+PfvE19oE7A5/N4BxsGOVisiNL",
+	"rjVSZjJ90ktu8jSdWYlOx9gUoFnxUHinDBZn7s/msDj4OvM1GxzRzJcibJhmmF4K4cEoSFOzq6B3DOw9",
+	"sf2Z8GrDKQ90Kga+fe/UwjgQOtUY2h8+fPjg1JY85AsRiRCFxTMeTECKo4WjJ6G/NCfnGz+aMxdPpOsw",
+	"X+oIZJSaMjeM5ZXvuTSzl+fvGJxWh024Fg1faiG1D+N3mAoZl2v8Gf8OfI7GFmdWC2pMeMQDNcNm6m63",
+	"ddJyD5o1p+bDEL6LRbhOVTTQcZyanszFgsN4F/z2tZCzaF4bdlotp7bwpf3cTlQVHYGZVYOJm6m+QVnx",
+	"LisqNud+JlU0FyFzy1QF95TpCQ+ExjUAilIqYIF/LZhrtCF3xzSK5FV2ZlMVLtAG81Q8Doy49BfxAme2",
+	"8CX93Wq2jpKJyngxFmEy0Tf89itkwpeGA23Okb5noSALMnvu8PgSC6dNDmP5RLPxmnliyuMgKpvathG8",
+	"sV9mDv3j4+NOu5+ZSrphvozELDsRKxOKyHO2jMuIk28RJNPxmMgBnoR5IXUjfZbOCHt/KNVdqHg2LyCz",
+	"IFAr5kY8nInoCuaCp8MQHxyJmZCCbCyHcc04C/hYBOjggCaZ0JG/4JFg9b/8Z6/FflN6dvDx3DzMViZ8",
+	"w4x8rFQguEyHHstXnxdQD1EFi9DD4vmTiE1DtWiyr0I2g7U2nANdLrhNTUZbZjbIGUmX7DfLoMyzeYXN",
+	"ZTwUjMSQw6SK2GSu/InQQ6akGElDncxTQuPPCx5N5sBhOQN9R/IF7LcfsTosK/6tGZd6JULh4ZhHktNU",
+	"5oIh+YMpYLQSfdAcybIlxYnk1nQJqncIz/7Pb88a/8Ib37caJ1eN9z+0nX7vwz/WyujjEimgkA2fZajB",
+	"UK1lnswyz7r78vklO7xpH9qfgP5TzjuSyHodJpqzJiMuCwzZNbrfS/FChRNhpC2w4CF2RJK0oaNQ4DKO",
+	"5JKHkR2GjsSSRf5CWFa4gv0lzsYSNcEhBgJcxdfsWiyjkYRVp/NnnWHI/sdc+5q52Jp3RUf7L//ZAbI+",
+	"ZV9fnL2x7EezSMHW8whefKKb7CswsqB/X241/ETnjlEsA6H1SLp4JH4HVoRbvsnp2SxjAu2qTABm8PJp",
+	"+Q7jDLX/vUgWGHYPVgZ171MraiZ8ySd+tIb1pLUCzpyRQ2U8wJrpFSVNr3VSzKEzkuaVJxZLFQk5WX8h",
+	"1kVzW7OU5bZ/+tP/3Tk6YsvQlxFYoOzs7bNXr9hkzkM+AY0Etsf/LhZZaXTKwLaALuHAqpB1emyu4pBU",
+	"xbPzV+xarJM5z9FkSCedGWEDhljGyo+ONncxe5hHo9tOuzEa3R4/f//b4nP8avqlkuINsJ/tdXh+yWea",
+	"lM2lb7SGSeALGbG5Cjx9ylZz0EalgF0l31uETxGrgm+7rR4dManYWHk7pjxtwFAaNJZS2dUbFE5DIuN7",
+	"YbXKzZmY30mFhwEuAx5rf+wHQJLEqJnRSVndRUuiaT67B6csENMIdIsK2oRPXV1ZDfeO0usc9NxncahV",
+	"WCy/XAkW2gSfcO2hW4bixlexZks+Eyh0QZzJsjHS22WLfNTu7OcNOM7niStzg3Dw+xINm9WJod8EwaJc",
+	"bTZe0ofoMJkhfm2tiZKRGmEOC7eMx4Gv58IrHzn5RfeNPTFhHsKCcQ4vDLvbHLw70TcuMpdnb7+mU8YZ",
+	"nSsWqtUpW/lSk9Hpnk0mYhm5TfY/3n71ZQUyNiw2O3YhgaN+W/ujxklN9E3tfemYC9WCcrPLLm0qzD+W",
+	"PYWj++LrZ6CtfU4/Fx0z8vs+0WBN5T2H7vboy8a64cZ7MCG89hd+AR28isSC5Aodf5RYrVbZqNAhV8yX",
+	"jloZUWqXc5etg8MqMXae/SwsGRzhH3L+tc2BZn+tyALOvvkD6zXGflROqDmf3oNnsNuieaKZ7yHfD3wd",
+	"kW6VqNcg9FxW16i8OMwToX9jrAh0d6ErSUbpRJYcHWWbFgNoNn4I4pVc9w+zIHBWb61H8Om6eG5kCxC1",
+	"GKWJoQqd+BKtqe8wccsnUbAu24+c97FkP/q9itvxNnVbbg47+YnNufQCgYwZdAf3/7gD60j9og8mHVLh",
+	"3/Db7bFegD6kJOjrxhLiEVsoDVqcr9kinsxRw3fYy6d7FPSrBb+t7A5qwf+yPqEiNT07eF9WHHwg+P1G",
+	"78vHHP0HOC56qaSmwI+n3LuwdwnGzy7xT75cBv4EmcThMlTjQCx+iwJ2+ENmNP8YimltWPuHwzS05JB+",
+	"1Yfn9BZ1umHIsMRtCrr4ggcwLeBrQI9qykIuZ+jllCpCPR4Ok5DeUvmgyfNroU+ZK8JQhdrFw6iZHzVr",
+	"YBwqOQ38ySedD3CEDdOIrbhmsRaeoQBjlhorDEf6wo8ivCn8tAMltkwiDozeyA8CNhYg/qbEuep8CjvD",
+	"0dHAwwh9z6u5H4iRXHC5NjcOobAvcNikiRjCZ/phwT2BGwfS/9n5O3iEo3/jYCQpcCjxHLEV9yNjjfoR",
+	"CgslZ/CvH7EFX7M6HwNdtFtMHzTZ5VyM5NSP2EwJOGenzL0QUbhunMGoXab5WpMBGCnG9TXjM+5LckqQ",
+	"EoqUn3knv7Rb2gQs4wsVjn3PE/JT7xYIFl8zvM1i4ziyYgXpKxU2OSJDCx6tT3zNBHZ9YhpjEy7h9I4F",
+	"05EKhTdMDywoA5qJGxGumenfYYJP5jiPkQQqQnvgHM47MAkZqWTmdfeQbksPu4f5m0H3wAHNYSQDMJ5W",
+	"cxES5/DlMo5wxTib+qBsAAmuQF77mq1CJWdAHx+c2hvLij71io2VhxsNS7YSQdCgYbA6rgOqFolXdslD",
+	"jXNgsQwF99D5s4iDyEePIjR1gFdEeTY75h6SxZcqeqFi+Umn+KViGsQe7p8CMzCOxIEdzhvl+VO/yEFy",
+	"mbh2noBCuFyzupvzyKTcX7Pnl3x2kHH5nGadO5mjD88VnvlEQ4EJXMTyGUXw7Vgou0DZYMopD0uXyj53",
+	"aCMuoadqq0tPb63sWzxcp8x9rWhMLqxAes/07uL1xvQTSRU1LsQy4OuihXfRlWv4aMqr4V8meBj4mQsu",
+	"ZD6Jj3VDEDYLbXUMNym00u00Km3Q81tfUzTrz3Z/Lu26mBES48ZNYzyA47s+pRU222Z+C2NZbd8+zuJe",
+	"KvWahzPx1+KDAXQeAuOjOwh0DrB6m73xnxLfuFTqDZfriyTU8tMO1Dicub4G1YXryI4WOJEZLewuOUDs",
+	"054XCq2dkVyFfiRyTvcDVLPg7SRUAdk+erf5ZC6Y53vI/+kojmSk1DVbqFBQSF9I90fJIPQcNLH6dvco",
+	"/ZbQgun6lLkUc5FoT/5kfjDcpVhF4XokUbOiOyn3gkcC/UCNz1zj7CNvr7myIlZhgq6M6B1JdGCTMBYw",
+	"atj6aRwEZUpb0knictqhuDmZ5y/EgvvSqNuV39GiQh93UiTfSR5HcxX634tPLYDNZiOZkU1F+g+QFOmX",
+	"9VheS7WS8EQobtQ1CBYkBvuc5r53sMGXvvnmm8ZZHM2FjGD4Yj9zeSf5DfcD0Fs+9bH1eMTHXItUm6LT",
+	"hCzlnVyGaiK0/muNLB2VjpdLFRqPgb1IH26d0zUcnpF0zePCc+lskQHtg5U84dLzPR6JRPFG881IdjGS",
+	"WgRigj5GvO4XHtOgmvOA+RIDryIfFEwlhTZa8juZ9PdGeD6/NO7qTy0onmj2jLpsXGIcsM45DNTS3FOT",
+	"xwAJn7RFjrekWkSMLCbkme8uXzQGrD5Wni/IigX+DXYo/nKwzSWBOyumhQTFOlEUyLGSzXZZhjCUyBd6",
+	"K/flh5qMA3MSyH25cWAKk2FK30qYzWaqTIV+0lyZCg+XptEUuahKWrNeqc28mwrdU0ZOxQfToL29L3zI",
+	"upO/pW42GtkYbWbdnNzWbuxA+ZIV7XCqvanxH8Ukqpmwh6dc+wXhZ79Xq+z9NqiYakyRxU0cSJb+MKSy",
+	"2NRKIj0o7BLVUYyjDARHpya6KyOx0PtO7zMRBBdiiltAE+FhyNfwGb0AV2Muvasl+el4EHw1xbjYXU0+",
+	"h/eeckmRmvmNzEVXb1gyUkmyZIw3gOI+YUo3yGzNFNPgqyYG9ZMubVcE3bSRCJcqQJPQqYnbKOTpRxNo",
+	"cxPyRfqJLgVhAAX6uGOuMHTp9YnObuoEjIhpqBYUuzL1Q03GBNJhILwmI8/zlIK58GsHQ15AwaLLX+NJ",
+	"8KdTAUpAsGa+TGNgtECPpB7JupuL4XcdDDsriLR0D4yeCUwXF3IkdRxO+UQMGQ8CGKsfGnryJfCGlKwc",
+	"8iqmA0BhZvaHm+2iiZIxW+dsxUNQ44gFa2VDyixNbjOADerDjq/KiMUeJCKJ7DlidVo1TRdULrVA19xu",
+	"ZvNN4F0m7urgXvRUQjQbDMrMY2NaKWU55rSX8ZO3JgZ669BM/Ui7QxtuJsIbEqS+toFhVs1oMlfdiPDK",
+	"7qE7RHdwOJJ8rIz2rxc8CED9zzZFLn0kylBMYw0E7GKIOwcSkxMRwsq7w5H0JRuLaCWERBk+FmslPcbl",
+	"mmIQ1Zg4cpO51nS6+i4WsfDcIdpHI5k1qfJdm+B5JSeC1WnbwQZRoBQobQ5MGEsgNFfcToTw9FX+cAxt",
+	"1Dv7LVvwWxPsC81gjENivkILmI5gm1n50lMrl/zmDrp3pTIETxH1PAz9G6Ez0XgjmZEdjFqgM2BJDBqr",
+	"ObXcrtSc2vbSmrvTzHohGRZM0eZR5AdeyNOeWXXTuJ3zsqcgWa2CEN8IXKnyiu8VcoPNBKYq6pdVSrZ+",
+	"+W7j9n6/MkI5JAVNJUl/91CfNlgCZb1gT04Sp5BGK25c/2/FBG3FhmxvWTEzIUJ7bmKot7d+bFWXnWpD",
+	"ouN82EicraLybuYJ/VDwzPWNTaSa+xRGvr/d9J1ArYqbheOyMd6i4J1whlk96YM2aiAUwdpcnxmXD82l",
+	"WXP293a1VFr7xmYt7xa7WnDsh9XHIrDCLmXPyIezbPrglMH6kLkIMgmFomXY5cS5PdiNnSkYppJ2dZCZ",
+	"Fq2Mm5m1W737LfNp+zENnFBOBOXrVqMLo4tgi1U1kI3TurEw24S0Y7PzJ6RwoTdpd4v+tybuFOad0OHN",
+	"zHgXDzgPeAHrN86FK5C4BdEpiddbWzolXwSpgEFEdw8eW4Eavwy4lMIbZsJCBJNiBeRz1NpSE5F40VFq",
+	"Wj0oPlaKblO3R/cV/qHZhEJtXVwqt6QRejZHEzv9HAGX1H6Rukoh81XaoLSHRyJL0206Gye/f+la7aMJ",
+	"YwdukcMGs7wPM993lLJdlI2tTAFGF78Igifa2ovZALysRm8TTbdVqbwGVqgsmbxGGMn2EhWAPdzLu7LV",
+	"zhW6xe7Zmom7KyIpXXUxUY13pYqsI8RLDXQfHZRszsk2jydzfPc+S47pyUkXhTtgYTLutRT08oNWMwfN",
+	"8dAWHjYSmyj9kLcfMIKN05wmhBFR5ZeqCAklnUKyrUWrU34eNmexscGFLCRzgC9IN3x0NodHruBUfSXB",
+	"io3CNeX3xNJhJmFLhZ4IMwmc2q3ut8typDsrL3l9BIddvmq+uQ6o5J08M4J+0D7pJOngiVsJPU11+vTj",
+	"n1GLOLjXlGEPSWd8Ra9S3tamVE7naUa9KWYzm1fwLizaXV/L+AqrO7ss4VRah4tYvjXgXwVNZZWKjeRh",
+	"cw9yLdWKjcVUmZsTUL/QfwSnRw9Jt1NT430UMmLkrqKMPKFT73P6BDp4NMVrVUmSat7BF1jIcLSl28xG",
+	"be63dartUX0+x8uAYtFeCCF1L8ZbBDpV0VZ+OGPKYlbda/T3udd6JK0oVVb23WMYHfHB2sLDRf0DRPTd",
+	"WPfDhG4RdRdS6iYB5Chq95l67dP1af5cJWe/EsfLnNBSjlsUw1CiqVCf5cM+p+slv0js3cM7ZrXcPS99",
+	"8bW1yx/t2BcewYqXeNY/WHiHV/FMphcXuTP5GCPYOKSP0mR6au/R3IYldfniMo23JAAkEx224pRCwbVV",
+	"Aw0aJuZXbfvKPpL/6v58JFHZE4aSvb2o4oBK8343D1f1uwaDdVjhScrUSWJLU9jDh18UZHERKzx+7/gG",
+	"nEL6/tbtgF243IjsGpXvwDOC0ngoe841Bvr4Xmos58DbbW0NLgXALLyoN/iPRfzw3uufZJOnO5B2VTiN",
+	"JAaiOGZABBzTQec8mDYQMkTbNEW8br7hgUYz8TfDTIz4ROHFPA9G8qTFfmOAxgyQr2RzEXgNFUeM8jfM",
+	"5agNTHiiWShm/kKwOl5P/vS//q3VPPnLf9Xlb9sHP/2vf29E8+SG4cBhK98TkjJB2+y3rH3407/9PzJp",
+	"cipWthc+ktYPBNr/NFAUMx2xNvvNKTMv6AkPwNAY4zOZu/jZMnZHst5psd84rAezWhFijopnc9eEDeQJ",
+	"YJd2d3dtbrf+leeHpufCHc9cqG1l0ZFCITyGKMu4TrBldqu3Y3/snVeFCZqrrgpPJhDPd10EepG6cmhs",
+	"RUvwwheBh5Rf7AQx8YUEhmYz7NhGkiGwOso/nkJziGllX/Ql45lkKiA7eHBJ2Ucuq2NIR+Dn44g2s4oO",
+	"tpcbuyo+qungeMQwzd0iCm1dLhjm4dRuG+jZqQ3bH5wadFncdLwMFPeEh6PKNI8JdoulCiNkCjbKE57S",
+	"O7vrAjkUImpAd+3GmGvhMUy6MqpHupjQesFFSab1HgZvac1nBcw389wRaJ60JUWHIZcwVr948Yz1T1rt",
+	"g1zumF3i0gSyUyYWy2id8CMgBdzg1VzRPFJpX9bIrpXsbAfw0MSL6P7l+btHkqRpSw8UoxsNbQ0LkZPv",
+	"IUDT8Idt+kqgnJK0JpA4QMag7E6E9Hw5yzl+qrDvXfOnsL00ZmK3TH4Z+iUXOHuNrTQM7ZPEG340uw3j",
+	"AXgRsOB8jTyZ4goQzXTFTRajFV47rvGLrpY+fZiTmd/eG6S/Sftzo7lt8+/RrL00eNFQU9lh2+VH+Wt4",
+	"5tXqDpw49D1zyfAoHv5HMOEzsaLlHm+c5B7z286t/E6n8hKV+eQeISigNB7295liAhvjJ6m2l0lligxU",
+	"8WRvFiGo0IORr6kSYoGpasUPp0J3/3CUrjQEqnOQHcNLIXum5MH+t/M1Ee4XgXD/WEn7RXb4G/UX9ntb",
+	"Hi9W04RYkthOtyure0zwt5Sykunjhm0R0eYKm/3aRe8GEm3jgirwuRZ3ZEY8nMz9SEyiOCz2o0yX7f5V",
+	"NA3UsuAe8XMhtWAvztv9w6cv2n0WCalVyC5fvP7q/K2TwBXpJQ+1H2Fi+T32P0UvLQhCs+HfBgk0QUgi",
+	"pwElTJhQbCVFBgm1WXT+rC5XIeQtufpUJt3+5fm7ktBPSsFIIGGvZuOqOq91WG57MlUkKmZ9zWyWl1XD",
+	"JkrqeIEW3UqF16ACmFwoHvHGRMgoRBOfLyO1bGg1KVSiCJS/WP+/EdJTIeVH6rkQEVMhmO5ePIkQWc7E",
+	"CM7iUCBUPKXJFG5J5C3vzXZoHPvCt/Pjf6FCdrZcBoLcbTYSN5aId2Gw0NH/BsNPSOmujhTjx7WHNhnr",
+	"xpHMUX+6m1l2U0he+YNrVzHZNUNAmwS/i+c8xu1dln/d36L9veBBNN8ey7bBoa735+OYt4o6ytzDbXW2",
+	"HZReACJRlERjDJOiIO1q0dFboe3l4eP55B3K/mF1wyqnWJ4gxV4+qBa4ziMbsVwS+WQA9UsDx7Oh9D/+",
+	"OS2Okc3EOSgcynbA9waMW5oylGYLcZkkC9nQ4/p8PQ59j9LwdC5ePpbYdrVA+U2tfGPmFSK5dyzu1nSL",
+	"KPR1UlPqMZJ2kqpT5TCmzDzjsBsRjnnkLyr5AkoKN5WOKcExzpZ18jwfxsOD8/wdwGZnG7i8iFkFrdhr",
+	"FTMFVrfKQmBCnzyu50IfsJ/+z/8LnfLo7D5l7gjxWUY1Sh3kbIxAagGfZU5Muidl9ZjuJcHuk/2UL+X0",
+	"Q8WEi7TMU5U3TBGhwrBhWl68pFpgylvgS6FTddD9B/cBQV+WSO0YNifslBcYyU2zUt5UGeVasiw8k2nR",
+	"po8UXHo3oZsZz3MZFYcKkiPnyhS52t3eG3z2GT5Kr4b+JAdmdPcApCIFM4NOfvdr2j1BDmbQGxO3K5vv",
+	"e88e05oWOlDuFswUcnm9faLaycXGGGsBQPsmf5uDcLsultohpXJWDx69940gDttJLgahY3LZFC7cGx6F",
+	"/u0vzwlI497pBrxD2Nk+r135ylV01lXzGmfpr9AN/QldeW/2pPfnChZjRpk1XYammgQ3MFlY8Syp8VUA",
+	"pnEvJpcr8bflFyCcEALETK5MEg8BnOD61L8VXsMGS9oI6oN7+kR2FBgsKXSFY7OgXsaoFJ4dl0mAz46q",
+	"Ml5N0R2SMCA9ZseemOJ2pqQF/kClc5agIChpAuM0q7vmGc89INirYJ3x2rC6awsm5lEakjKKjq2bgXc/",
+	"d5QaRgzkt3vXaqeLUE7UzyzBFQThX/sUtpNFCOAmxidH8jwUTfYl7r9majqSacT9RjD+Viw+ngoQGFLc",
+	"iBCFhvCckVyCku2ha4aSM1mkZrhxzZFsMHez1KU7tEOai8AjfGCknlx2NKnI+P1IsqREOKu7uVV1D5xM",
+	"QKR+khQqT04NX/IwgibqKP1MYfMlnwl9MGRY8WzdAOtdGOLiSb60XCeIfDSVscmEHMehjlysncXwO1j7",
+	"p8xaWtpg2lo0ZROtCcvNsineTzQLECyd1VEU0yKm+JoHTkKycgbvuqUU5BJshD41k0jwJzI0D2cAFyII",
+	"+II3J8vlE81c/NAwM6Pa5q7D1DQSknU7ptkDs5UivPHl7EqvhFi6Q8YtvqCmu/gMgKFi3IITwg5Dvwav",
+	"PLfNKgUTBUbCYhn5AeOMWBSWdjQn2tdIB7DkdSzVwnCs1InrsLcvX3M5gxnh91dmrO7BKYvm6MZdxkgH",
+	"ydJgZAcFh1iqwWwTvlhaDuOZeUc88idXuEg4bfoiu/fJzDEWyew47S50imdHWoAQs+um8psJj0fqfv3m",
+	"c7EM1PoJztZdhmrqB+Iq3UXXYZfoHr+4bLx+/YaZJ3Rumnb42hIcDvSJtvPMw4YU1KLNEboBvko23tz3",
+	"2gUp1LqTChx5obkdOTtZc3ntr/xDKqLW+FIsVBQq2fiSS9Vod542bjqNs2/+0OiNMUf9oSG2xf7TXCOF",
+	"LBjm80gxOdm2HhiVs9XUdvJ9JRCTu2eXlQf1bMY5GSCSfHf7Qmve6Eo1D7brHuxVec4Fv7ZBOwVXDgiH",
+	"SbqXDbbPV51F/lqgDj6GRf6ooaV3zorP4BGUZ6l8jHCl/aH5PoqXEuVHR2qpURYj0kMyzSgRLXXSJha+",
+	"1qCeIMSBwaKdcj9AmZ+VSu2cTpi4WzPOVG2Rt4wbIncHwuXsTvO6snWPKzlX7wE1sxAiskmZNPtT1spc",
+	"GngqFweaocgdofH3wGYyQQzbg355/o5uPwl1wgBxNffGNmxV8yI68KWOuJwIFuuyic2Wsb6SQnhFqB9U",
+	"YjXWItTuMGkNM4yT7qvZNsm7+zoxFQ3Rt4yVUSbzBLUPVRzYvEVF4BshoiLzUi3EFlnYagwYPZdZqozr",
+	"/CFevVLp8/EiEhMvyg6UyzCWp8bEMNdYRHhOEvtLiNT2jqvsVtmwM/i9+Ap4o/1hvqwqGWjmxn//Hfxc",
+	"hdGUk+iqtlTA0t8mr+3JvCvwwfNgEgc8UmEGDWUDi4nVMTHDogob/oLVfZDd5ljpJ0Wo27+gCDFVPHUc",
+	"ksayohaYK8mjecKWQmt/4WswAgQ8FynF6oFabVeid1B/YJeXLy4Pis9XOTjcx4oJxdT5Isb3ggdaZGo/",
+	"GHZsIFkwB3GZxGCyeqbGNpWppwI1CJ+ID/sbEb+wjqE4ANlLrh1T6YnT45R+hIkV+hpRnsxXaUkZhJcm",
+	"0FY/KlnPxwx7fcRAywJ0vu34ryQxbAufb+OOIct6LMtPSHrzouJOdylZCsmE9tpETKuMbakvWQ6VlXx5",
+	"YbsnlDTPsbbNmeSaaLPyaIpCCpQibkwd4KQWvx8hJjqwHj4TBuE0D70eotcGCd8oz6e2AHuSNJchxQR+",
+	"N8Pgdi9thuXZgSTEUAgTLLiBStmmtwQe7D4BTfaWpgjPwya/TOa+uBHbuvG9XM3b6LV0cWbvexLYMTPl",
+	"MtK4TKa9ZX7tta5AbDwM62jhy6uKKBRb76KiV+VWfC9OYOEg8tOz3RUuI/mAShNX9oMAoHPr00NwfEQM",
+	"jITJ5eaW9rlnHR8jqC27LR8Xk8L09MigFPcgnGoyObfzVV/5GAAH6eHaoJJKEAW2qsV2uNmLZ+ykd3Sc",
+	"JKWSONUO00JGlFcJqhhCe9Vdk1HoHgwZ9OEw1CmcBF+P3nYSqxVNGoN8fRsJCdpEkf8qKRZSbMj0Oh3C",
+	"P49ydoGTZuZxyfhi7M9iFWu2VVqkOihXFkZ6c48yCZUDDNGyfpPSvMuerTtQ/SRmso539N/PWPd7s1dT",
+	"fleeDdtFi8RUV7nPJmDll0SrMU3tzu89Ljc/crmrRdkTWJtzOA4ocGNHxnJx6oNVhXcEzhYCiY+z9VV2",
+	"bWNaiAXYExX0u+IbKhOPRCPyF6LIuDe3IY+DKZQ60vYDX8Dz80xOUpVY6BT6fDPXgIpsqyX/LhYOe3fx",
+	"uqH5VJzmy27nICGoWp2py5VWrSv0gARJ6OjO4DF6Kpf4ut+NlPMg7b1R2RNPmNSvfoLKvtCVfC6Z2ITH",
+	"kOIUN38Vh9WcvbkK4Q8sR27Ck6cqJHZNeAA28cRWkqvmiCqvNQ5jojpniEeEDeOcTf2lPU7MKoj5URjr",
+	"vbjIl/jQToR8G/eZK2yeL8me4Rq5vUsN+OSYZiz3lENlUlvNOUkpKuEvdkYlHPCVXMZReeDylAdaONuF",
+	"yBEVYWg8MrmKwXX3/Ku3mUL8DnMXGBTmGZpwD6gci7g1FFJPHqCvUPfA0n+xdNN4XN+DttI1c6ngs5td",
+	"VNcxZeVSkmNca38mdZOdjVHjwZeAQFy2EFyOpK0wSqb9zL8RsslQStuqXqGgYvusPuEawb4jEWqcB1vw",
+	"9Ujy5VLwEOP3T5ktdocgHbbglylE8iU1KD2GzgyGAXb4CI9GEuP+O60WVhHjE+iEApKZVMg5QxVgoRLf",
+	"80NSgDieORgRBnGkLzbZUypnQmg2QLeO2S8phKfT4vFKUviOqXFMkTyLWKMXIpb+d7Fg43WSAuFk7XVa",
+	"Az4LhTA1luEIahGAaV93twxJl/307//G2q1Wix0yl+JqXZv6dsR+44xkPgqFXnAzHiaX/fhn5qZ4fsnr",
+	"HXq9ACQQGvnfeb+yk29iFLdaXUG3VqEwgRQjCdKJMsKEt/EGDquk9JabhHzYyiwL84ZNIznE4ItEy0/m",
+	"0D5ivzExR3BaPZPQMJKGmHBb0uVmLv3exEBvl/BMM4GIs9DHvEOTUzKS/Z4dAl430cfE+RKIGxHo5kiO",
+	"ZFKHKC1JVxQFthX0iKVBtRAj6WYua9yDJntFNSLGgmFxTjjTqAS4CUNrRkoFLtb4yXyZqX1mRuNHJsgo",
+	"H1fksDRuZyTx9Ds2yCsNaYR22E9/+o+DU6rRt/K1MNcxlpc7NkJzJDnwjAlWAOSoH0u+8OWMuYd2feyK",
+	"2/i2SLHJXCltkgWBAID/YvVkYkUEF5TlUMBGYGNtXXMhoyIcqZxuupNfb8q/nYUCdwo6cRt1Wq3Sehdp",
+	"wET/+Pi40+5nwiXazj2qCVYcTLamYMVXdlQWxLBM7d+IN3bsNNz9ASJ3jA7ZrEdYcei2KuEdHs9enFd6",
+	"7UOBflBgouwku3tiESeL2j866vbvuKTFOMX3DeQpBzIuHWS7WsWgXSel5dwDA3lrindcuK2znHThy6jf",
+	"K46Gusc6Fnq0d5Kkun77cCDlnQadLrj+rDKkiq5CaP9eeKZFSvomZnzJihe4Au5wVjMJmBWZTIJnWvF5",
+	"G5tZ4fELu24F8ZeV5UMW6HTBb19jTGxt2Gn1Bs6dkE+rcs+tuM+izcz6Xe6wPQYopuLkc3Axu/jWfaBk",
+	"Ko5hVnnE2d3ORV8lIye6v9vAlb7DYC30TNXHN7Fm7q0/3JFlp2gQ9+qxNzg6vqt4tY7Ziktz86Ahbmx0",
+	"664Xb0B0Racu9SI+QGsuzFaveiLvk7PO6lKsMCuZ8SBQKxPslGFm7X530PsrJ7ZnhpOraZJL9c6+0jkq",
+	"F2JV8tPvQ/p3JPrtfPY72Ei5rPYH20ebSe87jnOl9hIXdqLRZ+kJWVLRBhoNpN/bp38UmRGpU/4Bx+9R",
+	"EiI/maG3M/PxsYzmbMD8I2YWFiqh1mK9g9LyKTW+qvpXQv5bbOtedzV3UeEebhHeJcDhQUbU41k5leya",
+	"Tqu136zJ323t1eiX6KMHEfs/51G01P99eHhY23fZVNW/Yi+P7kTZm/fUG7Ga21c9JTc2jxENtLsk1wam",
+	"RV5jOccMds1cesBNkB/gLUx8PbXXK+bqL+CafqhwM1eYmrYf6eIilueYLHi3iyzQvoTn4x02W4iIY2gD",
+	"wb3H0iGEbsT/XohwJtgS+mhSkFy28fYW67s/m/lIdJ7QbK5FEmuJ+C/ajqK1trSzHd93jziIx80BMvXa",
+	"CqsabJV3s9XdkqjUuhYiE6xgXPclgfVlmOQlRUy3qyhfrfxobnzqe7Ot8NqIR+Z+U6tF7uIluaWyOcDU",
+	"Q9WEno+SgcOv75BJYtMmC2Pk71znRvtyFogrHYWCLwqKhO9fk3wLicjdBK1IUjZtlITJ8Eyde402bZCJ",
+	"fU7Q9nLVyOccM8vuCbOxP45jd+zG3aMyHhBf8YgotztyHlLgyfKMh42aRJUDNQooYw/FmdOwlwdsZWFY",
+	"blYk86xCUsDT927PpnJyV7ng1FC//Eg51Jc2BKeguklBiU5z8lBiA2uJgbSz8WWrEPZSjmSdghW4L9OE",
+	"sjAOhGaTOZczMWQufrRE4h402RnhKCTJvCNMafVt1JqN5VhJxyKXUKyHw8ZxZAXM0Nww25vvkTSDDlKI",
+	"LsfWIJXS3AlHmzlyS6WwKFEsA6H1SGIaE6aysucI6oNCzZamxwwoH1QvjePZEHYOXrTbqgkmI4dK0qzm",
+	"6yHjMolkwbOFpTIcSsbKHp2RVCHTS4HD9G+MWPLlrLAWEu1ZZUUVSeEZvFOkqGaE/Q7PVfWOXgS8BJAg",
+	"QxQVQAnsuDbftINy7DIUnut0ygX5E15BYo2boOq6Q4KGSXEGgGo2cwZZ3QTgXD69NMFYBD7w43/lwkHw",
+	"pOiIGTThpBd4DmE/1pEADZn0kJHUkVhSIEMouEeIOEg6TzSji2C2Ev5sHmFAih/pHB05I7kMYgMBZRPh",
+	"n2j2xdemEKGRoFZwpgWTTB8jmbho2UyohYjCNRw6pOEDh/34Z9ZuHjVtMNFNHuFmSAAMsBQI02Pmnl08",
+	"+uXHP9MJsogsNLOk+Rz2SbJkSZJcvtfCtKyysPPCaiV0uDOigmrT2wS79/shCD2RzVAxnZcSJh6RwmpZ",
+	"qOUkfBI4IzEVJ4W6kAYZytbZLsK5IAJ/0AI+ClhGCXov5nkrbUgR+S0657XDFjyc+TLF9qmCt53iOpSk",
+	"SNMRxjy2yg2WlLz64NRi6Uf7k3wMTdiGnP04lQlYB62a6WibiCgMJw79aP0WGK+Na+KhCM/iqACh+kwm",
+	"yuuCezbqzQaMXou1ZqSdsUYDo5W/PHvz3DXJLVwz9wzDhQ2PGbKn2Bdb3HpXP/3pPxDiFUUACg/8LV1T",
+	"MKhrHz5gJsZUFbhC4nHgT3B8UxWy16/fMF8iqNlEGE7r8YiDDvHZZzRkELyffQZciQBFPBE4JlYNo8KU",
+	"TDChFWWYGqgGJwM5phECiiClyHeBes1IJlBLjWz8X4Jd/eOfc6GbGOf3TMkb4pl6SK6OTNiqlvxaXGHM",
+	"qz3Dfshgb209NljyJraCPfhUI5aw/OqIoR/wsQg0i7VgX7DfsXar0xuydh//7ncHPVSxqMwglnk08dxJ",
+	"1uwMxIavjU/JKlmtJntuyjmGgtkcp5F0MYF7gpt9aDKefvtHrSTW5fsuFuE6WyFPMiE9rP2Wdhjxa+GQ",
+	"loexwCxa+RNBKH8GMSN59t3Fa7vUFCHYajlMKwMGsxRBNJJTP4C+aNzaD4SMsNqDJ0xWE1a7pM2gm7mh",
+	"Ac14+fwyG3yPFSuZjkIlZ8x9fslnLqsncGMUoIwi+cBERkNzovGM4obdU+a+mja+VFI03iDSmOlZs26r",
+	"5zD398/PPncZ1loA2sMhjOTL55cUDjlWHiKIQH9t9oX/FFd+9r2/XBrwSAJr07REfDIRSxDyzZEkKHzH",
+	"FO8XBgGTknRpA12pGqhPu7gOr4GL6GEqY5fCNs+454W2CVDsBf1qmQRGW/NIjCxEOqv3OieGbVyAStA4",
+	"m2LxRVyiCx4J7K3xGSj7F4J7GsNUk3IPsJZrNg7VSiOggA88vv7sq4u3B6d2AAj/mCS60DOUnQCyDZT3",
+	"kSQpQepB4E+E1CK9JKm9eXUJXDMMDNvRw8NDtRTmNDRVODs0L+lDeDY1sWuGF2aKvQ5rrWa7ia5qaIMv",
+	"/dqw1m22mt0aOgznyHUPPTWh2nqiUM6ZNPUQyCoU0hMJ78HFQL4TCsvu6hfCU5MDh2JavRFo134o0nUB",
+	"iwnDXSm4n3iDguUGRZC6Ngvu4tAOQbOJ9GEmxNYOB5t0D83kmni+M0G77jNKMmq8NbKmca4Cf7J2jahm",
+	"UlHsr9kqPLJgKwLtg2k2DXwpaKtoA30lX3lYkSj6HFYNltFit5b6ttJHDl9N4dzhsUMPVyj0UklTB8cY",
+	"8SYzCsWzuI0O59EiyKfEYZD65L95agICisEDFLc+kvQTkgR9ZSUknItkl+ipw8xj9s0Qdg+tuEYcBr8b",
+	"1XKLO6qZp+l9fDj/vtk/HU7g3ez24cNNHXHp8UBJ0fQmfHrc77c740mv+Ue90TY1ZBu30pkXKS0fnMJK",
+	"xZYi7Y3DHE1sXOkSuihIa8O/tcN0tA5MwgbeDWwSMx795u5hfnBq3VavzABNSOHwSxW9UR4WcIGj2yOy",
+	"2P3OU+6ZehL4Sudk/yuXSr3hcm3LUJBSZh36tVcyEqEx1nK0gygKYFAjvAKvvYf3cjv9w9QPxIcdHEVQ",
+	"SVhG59ul4w/iH75+QqV0ERIHmMyc67ktFW2OBmhKeFBNHsE1SBiQPDOlPFbPy7sh8xeLGNUj9wCEP7aO",
+	"KobFb0MetKVogBTv7Tj8ZzDbbQ5QPFkzqyRbDbu084cetcGZ8eEt4M01GypJhXizmjm5y1JKy9z9fHvW",
+	"+Bfe+L7VOGleNd7/0HbardaHf6wVWH8fhVf9kd9wmn6eYx1+9t/YCxUyI7tAPUYDBkz0ZSBAsdQCDu0G",
+	"j/ijbr5+9ez5l2+fN6PbiH12eB9WQJ83WUCWRgpcKUvU6cGYu23wmfhdt33U7bdArUvJ6Wdz3Ct280LF",
+	"0nsk/nBmRXVGMd3DI+ao/n2/kzEsQzUBrc7XLF6ST5UwYU/hvKe6uYpNch9w4zHQTx3VTTAQDkG/XH8P",
+	"etyXqGyj28grOcqmPtNe+s4aFH/UNgTNEHhazqmmrgmxzdLFzqxq6ruEbnNr0fzriYLXYP0IvIco2FWj",
+	"vpfualLmaLxmoYojMlItjETAI3Qxzn0dqVnIF9pJt3SpVDCSCAKsI3+iwXKgITfIEzgHoYA2hK+10E7G",
+	"S86mfoSg7dohKwiI5aUCuxu+fULvmSV+oplaySZ7frtUlAUWKbZWcQhEzpciBDMwWBPAp9l0QhRfhup2",
+	"fVBCWm/M0lTjncuA+3mqqv0D+/3z1+fM6HBXYBAk2S1X5Kr9/eXleWof2TV2GF0gZda6OZL/wC7/+fz5",
+	"zuYw6Brmu+OhH6jt341qL59fjmoO9gjqnjngo5pDXf5uBHMd1T6w9v0apINc3N7d5YA1NI3L4jxU0K+I",
+	"NWbfmvTZv+I5ywxokVBOwYnLauS77TZPTWJMz5woeSMwyTpS6N2hYv2RUoG2rgyLTeaxfz578/o00U7I",
+	"5tNkwheR+VdLIc/OX0GzH9sg2sOErXvuXibxhwKCSvyVhQRlJp4sM9LOL0fFz5v2XDOzgztIbs3JFt1P",
+	"cg66oJDK8I/0+vU0C9egppv2O/ljiPZ2ExyQ6d3kth1+ymFN10OGNDCSQEFDhLMHEhpaXgnfGBIaMqSg",
+	"+zCgQnr5mey9WcyCvScmvFNrSyS29SQaF+sQQQzsFTxobw47anVz3wDbqaSoXcA4fm56Gg4KmCq6AT7t",
+	"hjq1o1Z3/3vvJL/hPkVa5IngIvHD1qOCXTwopoeb9mGqZh1OMjVHS+mjCCzchCCRa9CPEsTfzAWTS1EI",
+	"aKvbJkzNlLUBR9gMjKN7x0xzCdDDSCLVoSs/xUeg+D68WqZ5ZO4tOLrlLRzvkHHCxMBLG6JW8wo2XKlQ",
+	"6Ega/OASaWqx5Z6lCJ4PkKf7bfxnPJhcxPLV51UfthBIlR6mwrl7Hz2HPwmS6msjpqu+9cXXaMd/juwX",
+	"XsrTnr2OMoVQMldSmYunU9ZCd49kYrGM1qaoykHijEFOlnpjtu5Ay/0ydwzs3x7/WZaqSG7S2SSwPR5o",
+	"ZZxHeBaULD8LGe/S9oSyCcjbo6+Q6F6RIL6+OHvz8ukdyOcNRpy8yyR+VaVTfvsVHjmqJ1b1NcJ9Rbp9",
+	"kDJKwaWmxgyKnYTp2sozTEl2cflPrNs6acEGtftf1DKQuQk0pimX9+37NH8qe9FOQJzIo0MdrL+fB8vb",
+	"fqSi4y7eu+Pt81XyIpbC2IyMGGwHQpiEws2y0e1uu3XcaW1VdW63j0/6vcFWheDasODLq6XS2se4v6Nu",
+	"UShkbdjudAaDViHUyKB90tmurdw/zmJxfvseJXU12W5ZbQrrWay8WW7/SZX8uzv2OlUUAuP2IJXgI6sf",
+	"L3yEpNpQPbISFx0paSFpq3KkSkah4pFikhSqHQZ2VmfL6TjbUVwOFfYbi2glRCr5pYdI8SNZpJT8+OeN",
+	"0gR4GWTr4CXhGXhwnRQNi33xdSOZs/HJsLP884kCDVw7k7U4knUXOULTwg3Z+nSemwMwyogIXzM3WzPH",
+	"BetG+6aeYVocQsywIoWbLaiTYmmZKDejZ41kOtxsgKD0WLvZObIPG0GUfRYRw0bSzdTpcXNF3V0Tqu0i",
+	"xL+bVvDJPTaSLmF44y+nzAWO5mZiAE35iEDwG7QtKP7GxMUidx3JCQ9DX+S0O8r4MGuMQK5XYy69q+Uk",
+	"cg8SCLWVRS4HVXkkLfbpxqr3Oh2Hab725Yyt5rQ6K+OcTpBXMb7hLcLXJlkn4zVziZ/TIsBnwoVnv2Uu",
+	"LkWdSiXwIFiPpJsPZXcd5uYzlt2DXUrm5xYY8FcV8+9XxXy2VcZKV1MUK4zp71NxrHgkVDybP4aWmY0b",
+	"3a9l8ry8cTAC78c/s8FO3fOHagrjh0fRUZMXP2QqWQx/eLAyesUjq2iSXhoKA8OWTOKk328NirTL6ipz",
+	"IcoVDbh30hwcOTUcZO+keXyULDn8konqtvWLUhAraqDTarZtA51Ws5U2AL9sI1mZbjvHzaOk385xs5fp",
+	"GH7LZ3rTS93uoNe0L3W7g24zfQl++3BvfZukTqYqQOntp33iV437MTRus+IYvJpJGK2ucM9CSmgtVLef",
+	"Y6CqVZW3lGRfaNfmp9oaTVyzMSgxhXq9SxdUc8GjBV+aKE/fm4lIDy2KKWv3Mdmi3xzJbyw6cDoC0CLz",
+	"I3AyLr80ivpWoB4OoyM9PV+tx2hsGHVrlEvXpHbRXYVJs1o7LOSkokZzLjH5wRZDhKXbpYm9DDGF8Vc9",
+	"7LH0sEz4uUOASg0toMXI1FG6XQZoPRo4gB1amM45xbJoOXcD7UhhLsyz9lMBxEW0xsupqQoXtR0qW4LU",
+	"+5A5pudjz0Qr4V0+ZJa/6oGfxttISh+wrm6HlD8y4PtZHTBPGcNvB067/95JD8XwW1J4up3j/gBGr1ZG",
+	"UyzVGYtUw4eoS8iFeVAbyjgIflnaExBHbnnwtNxtfbqdZj/po4ODtF10mv27r0+3hWtM7bWwbdteq3lc",
+	"tj79VjddVviQWVf8rWh9+r12N1mffq/dyawP/Pbhw/syE8N5RArrHuFu0oyPmt3MjI+avXtQ2ADbIAob",
+	"NDsZChs0u2Ur2O0OMhvZHeR2En4rWsHBoN1PVnAwaB9lVhB+exQKa2dOYDt3Atv3OoFHrXSiR63sPOGX",
+	"0hN41E63CT5k9gl/K1qfdv+430oWqN0/PjrJrBD+WkhkyM6QG++2We9p/ICiV9n0ER4pjr+aP49g/pyx",
+	"1VwF2bWl0J7q9k8G963QBHqmAo9uEyLFpn6oDfiODTRdLG3m+EYppKREhKmhNCVQFq7xDqL++oD9ji3/",
+	"8l+v2W/Zd3/5r9d/+f+a7M2GZ11n7oX9MPHSL4SMTlm8hBF1ypzzNoO0Ti7/kcyBVx7gS1M/Sq4mMIUu",
+	"4zrfZdicJ1VofrVt7m/bnBPxbLqYnbR0S/sju5KLPLcPV1mzt1PV3JedltNqtVgym8ouy/Y2qx+0Tzrb",
+	"UnKX3rHnQZIdFR5ES6pS13gPnnOr5tbsAdf/uX46BM6ziStp9cJWr9kftBPF5qTfPG61U93mBLTzVrdQ",
+	"0Ttp9Zq9Vt+qev2jfrMzSN/tHw9azW6ve3934naV0V/9iZ9EoKK4S9AHQOzd5R6fgD92Bg3G0gcGkIA6",
+	"6SfZakYab0jpVz+0RYeyDkCT/L7hhKSbYlPci8CSRBCwwNeRNun2KJVzMpTqybO6yRygGqlqam9rNZUy",
+	"w0t7FIIgbzFqkdQAEvOEbVA3mJg0DuHj3Tf95GvMYzGISSN5ZjEBbC6kcXsC40qgU8zM6/TPj3/GlRqy",
+	"aKWwyBPVdqJKfJJNQU1nWFGTddibp4i5gFf7oWnQ10pSCST0cI4kSvteq5UUPLJTHjLJw1CtMGEas+qz",
+	"rteR3PK9KtuHYFMBs4JRFSkPz+ipi1jqBysOG2S1oq0REu/bkYo2PGenRt+BffPpZn/MtcBE8IpONcuT",
+	"dwnbxL1WmLtJqZv9XlHmZs7H1sr62Dp39iR+JYN1enSiudAJrJJ2fs4u1H7vYS7Ukomn9Ppz9KjecdIP",
+	"18+0EJ7OK2YveMgTTCyrpTmGCRujZ6VoaXPuxMpqWQuVGnq2wDcx6DaLblmvkH9gg7aEeS1cd67X33nf",
+	"h9dR/F1nPa9lPBQIjJZxUbQ79u9MSzl3xKDbzH+VfdDqPYOj5EPyM1BfwUROes3urok0291W/+So1+v2",
+	"e0etQXeQndmmqrdrZq1mf3NureZg0M39b2OyJ71mp3iyzXa3e3Tca7WOO51Wp90/zswexrgx+1az1ztu",
+	"HQ0Gne5R56TXbg8+vN/SfDt3p4IWbMZHoILm0T46aB+dNLt7CeHkpDohtHZTdLPdGRwNTjr9bq/TOu70",
+	"OvclhDYS8BYhDDYnOEDHWdnmtwadTrd3fHzc7mUmWRv2uwWb3+/m/t/78N443XJ3C22nk79aaG044La3",
+	"sMjYSQgmiz5d67Q6/Ua73ei2Ljud4VFneNRt9k5OOsedf0lRYYe1myBYbIPDDmutZrfTbGVw9SzzR9Tn",
+	"GhmnfXigjNr24T1THMsm+nItwfC6Sgr4GpDl2usULBQdGe1DYMvt5lGj97RxFkfqAqyJxje9s3a/cXH5",
+	"ZS1FYc6dOxAoBQcvTw2d426zs4W9XEu6YdjNPuRbaLcQSpnYah652HiTU6Bh+sJmde6ebOoy6LdYu/Py",
+	"aQYFeNgmi/9T08dJSh/bB3Yvfdhg+Mr0MVlzee2v/MMvv371+auzhpXTjS+5VI1252njptM4++YPjd4Y",
+	"QfruTxy9/gn63zeJ45s/sF6DGr8fWZAA2kMWtbdcemMRzmopcVSZcs6r1OnlSaSDYWz3TSZIjKhSXKLY",
+	"xJdn7NafuUPiwcmmYMkxjDwfr/HfjHcAmXbiF6DjpfeEGRlgRFhFcxBT9HRozyCNojkeS8I0KDI0X/s6",
+	"em56/CsnrpNO/+0PWwwHxKCphNfJp7Ej3wFtqiJt0kyf8YgHqjBFef/ickKJ/0VluZsNzk7I3GEktKFz",
+	"3ipcnwxNzpbxPoJ8ef5uPwUmOadfX5y9QRDtTBSakiUZoUCjL8/f/XwIdEvvyVBoO8NHv213UNPfkoNl",
+	"z3d67+9AzS/P3+0l5dy2mFIu4zVhlf6yiBgo4E5Em60vWki42GIeWB4BsjWrkxeUBCkGQzYmQkahcAgY",
+	"MSLYLoQLfyleqHAiUJrCamtfTgQ7WywFPH725nP2SurIl5OIvXnVabUO37zqtloOO1suAzGSbxpahL7Q",
+	"B0M8FM4WwrjDPMQLe3He7h8+fdHus8sXr786f0t3qmolQmckESg8uVO9EdJDkHwM49RzISJWdwluwj3I",
+	"glDzBSXOrtlMjeR4zeouD3yuhYbnoIe5WrEFl2uL8Y/COzmz0G+TXaLziIcGUw49Hppls5QMBqouO96/",
+	"Tys+PaazE31cCFGYLAluen3CtWj4Ugup/ci/EaV5KPTeZlJwWsdob9Gg8iHNhDTLMGQuR3pxHeZyj8M/",
+	"c7VcihD+Ggd8cr0SQeCyeoYUD7I/NcLo1mX1LC0etXD/4M/zi6/g6Yknecc1f3TtHz34I7TfAA8UjUXb",
+	"ZT/96T+Sjz23bH3SSdx/jR7upVNUNCllFl9JgYfRXJ0Y5pD1xqXc3BA8MBHDnrPLaL4yrGDrl/dOjYeT",
+	"uR+JSRQDr6nRyQdraNnuX0XTQC11bXjcBmU+s1rDGrcP2tN0RdZ7G77Bap8JD7iajcEg6PaTdc8MTapI",
+	"GM365Vm71WErGM6SL0Vo7nSO24ZnNJGLsEhIrUJiAy/Oux04nfECOKAw3Ab+Cf0b4Q3Z2zea3bKxUjpi",
+	"k0BNrtktO2p3GDR4OAmuCTgDer7N9hzySJwm64VcY6MrhlIpoB2CcTUyv8HrB6cYfb4MfRmRfhARJJwX",
+	"T9IqalrMFkgmQDA6XlDRGuR1GQDh1WrVlDe+5/PmRC0OhWzE+nAmpjC6w1nIl3N/ohsTHnr6sNsyPPkw",
+	"jG4bsMr4n8jHamLe8gpj5VqOZQ7W4to0oe5gNFn+hwXtSrOvkYjxUgK0KrqCq9MgHIJDSAnMfAE61sEv",
+	"DpRJMCu8M0d3v6Q//GG2jMtRV13YRWBy9vAYoKWSs+1aicY0XyA7GTKQGw7TSz7x5cxhy1hOojhRBoyU",
+	"AR3BoMb7M6lMcYdt1MWPI/POCN1VhQwZm2WBWKtGNGdNRstQArRKJaN2RshkKuR+VM5OFdN+5c2/8ubH",
+	"58135csY/1bMll+ev/tbd14Va1OJIZnwmp1MOlPeqxwoNZYGizHNTWOffYbXOJ99lhQPxPoOwboIliIX",
+	"dLF2HRZyeU31RFxClHSHtuoR+lldsuLcrcsnl8HYhPSQ07vmXseIDLpCchm3TzRH8pJfGxQilBdU64Lq",
+	"w758fslgDeCouU2GNgAeOzWlwibo1x5JdGybug047LqbdXmD7Nr0ebswNU9MeRxEZLKNZBibkgtFJeJs",
+	"6TPoxdZgS6qouaZiz5V56nfA/8swCDN3MI8sw/4GEQWSwyOC4FOjC+QH9w0ieCgkMTZebxwHhxUdhXp6",
+	"Fg4yh8FJT0I9OQqlO0DnL2cnGsKtDXOXKmnRsPy32zfH6eVrcsn7voIRbqBw58pjdOTscUMElExdV/dg",
+	"mB5UjFPD57NuS42Itb6cMRFoU34oFLYAouE+woLOaIHuEhvVljhgqN0dK5cthZmuX7WKsrlCte+dzKpv",
+	"3aBVQsUnHvHC3PZVjfC+Swx55eB0fPoP2au3u4Wpf+qo9iovvU2u9+76hvd0XfkdyiN948u7vsFvK7+B",
+	"5YQqP/2Mipo/gj8Is/pzDiE4c+NYeoF1YRLcHKV+jtdZiKziFNCdiBepM8n2zG9mV1Q6JAH6Ng3AICMw",
+	"KJKvW5WRNbyYJPCVrg27Lae2AQzX7gw6xfgbvZPmYEdcTKfV3IzxwcTObGATIV4AQ7PBRZtVzn+NI/g1",
+	"juDplqGVTxT+K5+QQbc/KDwg3Xazu+OAdDsb29U5Pmlmg92Oev2j5Hh0/nrH49cwrF9QGFaSPgTElKY4",
+	"7Vx40qE39WUJE5yQ/MQx3sH3nDXjCnwcYPxjqSabhgIMUc5+YT5l9CykvgAyujMoYKXhOEjp+4IfqCh4",
+	"9fCHLAWnpkTZ5egbGsLPJfrhAWc/N29Y682z+z4fGwHy4r6SeLuvRJJu9lI95AInujfoYoMcftFhF0R8",
+	"dwq8MHX7S8/MqPaKSYG4q6lvZMuXxyP207//v8xd+PJq2yNhQh5wWJeXLy7ZT//+v5kLAs76JoZp6MLU",
+	"jxxgxqu5P5mzCQ+9/z6qsRcqHEkK9EhjG9gCzosFrbI+vLrNO8OgCbESOmJHLcLfT3H5s3CwCyEi2wrF",
+	"QVCWDU+wyZ0kXgMddk+0TXrXcTjlE/IkkBdhnIFeBYZCYR0WebVOhfySGJYnyOhmIgn0QNMGo0W2Crhb",
+	"lF/K7nOyqwod2fx2xyaB+TqtG4DIgDSlsS89PUToVbN9I1knvF9TsH6l4sDDK4O5CjxT8TlMSscfOMy1",
+	"kIPaNVMyYXjpq7A/yZscdM+JwKS6DFQwjC1U8Wy+jKORJMQyhXV5Q1+bHaHgCUwMdo03y0Duptc9sIJU",
+	"gTcBGjChL1sbS/Vx/VBH5tLVHAmKNSEU35HE3U7KJkMzDMgSFzxvgNrq/tQ8ZuPJxKkL7/pa47uTQGnY",
+	"S9M3NrUBugtnYMpDpqbTkayPalkSoLLcPE+4beZr1h0k0NA0xaPWqHbQZN8gkLMbaxFq13RIaLwEAZec",
+	"OF/qiMNeUvkKWIgDqg+CUxhJfGqSukmxSeqAJU5oWjryQTu0mqSEwMbm74ctt70RTCoilCnj6Wkmlgwv",
+	"cM8TnjOS1HgOiMJeY0nBQ1igl+fvWB2pPgfGPGR/+c9Oi/2GMkN9yTg+mb17/8t/9lrsN4xPQqX1wamJ",
+	"dMaT5mtzc2ZAOKiSJ6cfxygLzSMokaleVTQXC1Ynvyv68YXnMlT/KU/2BZY4CE0d0CVlllJZOKwUj6US",
+	"KOEzU4Qoqbg9kituiiQgm6P02C7TiECIlAcDMgxqLSJW51OsGs5goXgYmTrbdKeJywkLiIxEz1UYTXkQ",
+	"mJJeFtDZYaPaWMDmULtDxvX1SGJmHcNVnYoV02KipKdHNQfYdyAoWg0zaGk0JiF5zCfXsxCWbyTrPHsE",
+	"WXandTyZpyth7z8Omuwt/bDkYeTzAGaDDloka62gF9cGxLsMDhI9aBZwyH7603+MaiYHWlPJfYI93yzF",
+	"mpT3Jgav2PNLPsO5w1LQ7EFOxxEWRB1JPg2Fnjex0v9kbq6iXSOIk8xwRlLXS6EhU1k1kkctVufMTMDC",
+	"NQpJnNS0i5nQBLGdyEo6S1i5bjIXms1ERCWjl6S6orc72y7+ozIhhmYjnuiRtMeKnN7Yvw1CTEi+4J6x",
+	"SC0+D7h8tAIxu5BG1JS4nOGZmYzgn8M9ExaeIkAAYubZsaKOBSwcOHnpzUKRdrVz0FQjsDaseSoeY1Xe",
+	"dBqtFqFoFMxCxotx+SQsIg+FiWI99SIYofqKhwsLJISKBVYTNiwgA41w4LBF+ZxTLbFWcWaDfm9zau0K",
+	"U3u2IeCSKlmnOdlJkVolAhR0LH4tSmeDDRdXrTH70brrDeEZ24yPZToe03WaPZwkUMmgKVlmNNxKgoc6",
+	"rbuHzp4hcyiMbtpSB+oU5cSmoJmaKzxZHup1gOpfikdlO3K2VqI0EBYDpx4w149wZ3XX26e7w4sWQYTu",
+	"uWo1corEccGF62kiXLbuXHffq/5S7043iNzz8vbDysA6Gy/CptpqhWomjaZ0KfJ6dfFFvPEpGwIdKxUI",
+	"LotO4+8tq7LbFSkWiigOpQP7YqySsqEQrHzhCDqtvEj56BhcBRgP7f4XRsxo64jotox1BpzbSZ0O7RbL",
+	"XRlmtTS8ClDkT0ZhaNYKqc7gdW3CWYEtDUxhSMhV6TdXnoi4H9SGxUZce2As5bFgnZNmYsHF0iNQPJgB",
+	"19fYZB6B4vgutw9bl3GzZZxJZpotY30FmgfMmLzliSyzX4Dxq61m8THv4sphT7vNfu/YwnmdNFutTgo4",
+	"2m62jzof9kAMkDkIxzC5JbB2ThkWKFV6TI/YA6/ZirFou/3mUQo21mrRPC3WWHvQPDpO0FSNJWl3Ygu6",
+	"7LjbHzSPEzzXo+5xp9lpnaTNdY9bzd5xZxO6zEmJO4Oyel/CPsnQ9aB5XJ2uB/cl6/4nJet73aGVU3Y7",
+	"BeDttrMAvPDLhz2oIA+gakND974ZKyRnvBlL8ISPT3KQ1XhrVpGUj3r9owQL96jX72WgcM3dbY6E3zs1",
+	"cn0lsmT7rjlrR5Cu7ZTYU3gVTYo63c49uFQfGMBlEclGyOTF8Ke8dPh08H25q4pv0GWBuj65GrlxX5LP",
+	"mkfkQc9HWe6C6CMRXnKL8Rb79QXqqZnkSMdeEJDhmkbnGqfItVhrEY3kks98adL/lqAYu5lLXBf9WRg7",
+	"bL+YGgMFnqIA+5G8xKL9NtAYzZ+8tXKaVE+zHhyemnLm+gJ1bHIkET4wHouyy8hHgaT7NVzw7y5ccCOo",
+	"IPREOGRuIw2QcVk9e3AwYTX90SHPpJM6j1XI3MZS8OurXDR/fcp1BK3AT6apMiNEq7DEBqllBpYJR85/",
+	"m/tA9r/1eWwNrCQs+eccRFlgFoF0iVYqF0lZnFT7a+DTr4FPv+JP/Ro3+gD8qYfEtF3EsiyVOhvPFsaS",
+	"aavH/cICc2B++Qlsx7A5taXSRborqKsmMInuKilqjf2Pt199yeruRSxfyWWMdX8ppGkZqnEgFoSLTOV7",
+	"sTK0khMxZJz1Oh0LIJ2LIMEGzxX6uBjdEEvRZM9IDI0kD0LBvSQCp46pcxnYabpi1CKKl6cMCcxhUkUE",
+	"ZjSSlEt6FYcB8xTeIKLJfpBUaui0WuldZKqlO8aPzEfSi0kMCht98MoTi6WK4Ag2vhBr18Fb7ihc28sG",
+	"HKMx8OxFsU4LI5PeT19jCl/SYNS4EMuAr4U3ZBjUcECzSBq9FmtbW4I832PlrTHJjfVaJ032paJMI1/b",
+	"uWDi+XoksV5zIZI0MtqLWN5daU/X4QuxNhoFTvqp8tYVlIm7utot1WFXt42ZahiNCRpsXvDVG7AXZ4Xl",
+	"6S8M8TppZUT2xn/a3LrK/FCsF+0+iRexfH7rG8D4Tqtd6Q1a+eoc4g0Ppipc2DfaVYxoHkdzFfrf25d6",
+	"O7bFHOHfbm/P7uIC+FbRmp9JtnFWgDcEfA12pKaImjnXbCyEZJ7AoH6CR2rSaCvwwGdKTgN/Qkyz3a3E",
+	"NF+D0U8vHFVZxKQg+Rvh+fySbK9qboxXEjMF4Hg9iKuLSRxijd9vf6iNBQ9FeBZHc+uJSpk+WW7EuDPs",
+	"HgWyRly3vPfi0F/A1BBlvVASPI39wNMYlwbblbJKYEdLHmqbwkylgjxGDbrDkRzJBuNsGY8DX8+TYkIN",
+	"aAbk65C5hss3YEmHDJSOw2XAfWmqkKIU5nokGUXwAK+ru3QL7zJzbYJ2HjzpHpxSj2MhJ/MFD69ZpFTw",
+	"RDPS0obMvPq7IOAL3hjTPUwDH3cd6MU+AIqk+R6bN1/PQt9rTPSNayJ32OYMFnEQ+UseRofwRsPjEXeH",
+	"JmgIHgez0sM8c+5inKMNFMQburSMQ07a2vs9hMGEVupGzKEq6SRX246FJfzpT/9hsLlg11RIQTwwBk0j",
+	"oKn6gUhC9OA5XCQGX9uRwPKxulu0XNAEYjsQaWBExilzYeFo/Y2HrdHQ/EY0QqHjIHIxskzQKzA3aAU7",
+	"XIqQLUEJOGVuusoo1569/Zqah1FlivJqkmvMzPoJ6B3QiWYTLtlY2Cg2xvWQuf/gIlg9aDKgYGiQ2XM0",
+	"0cy+wE5MVBAvpKk9tRlv7LAN4IBcVjTuixUkFOVVkCZdmBlNlJfLQ4Jf00Ql10SN4hlUK1wsWAGK7Ptm",
+	"ziNUVeyOJQSPpXiFZosY1I1ZKIQpQoH012RnRjGBE+aef/U2A0FwikQ7Q+oxjVFoMpegQ42BYrlnFI9O",
+	"ZyTNCpqYaJFqcgUaxyvkEI+hcZSkrltegSVBTg13oHgywzTKHD4mwqfY5QPNZHw95mPB6QBTJeEgNadm",
+	"KbpS6vkLYDhFRy63EWl2Oew9D5B5NtIIU1vjlxgpHlFlWHPZ3KNZWZBQb3B0XKnSVZnyV8AX8wrGMgQS",
+	"iXxSuYCCctUgksCrsS85jnlHwY/OUX+77AOQfCGcSJ7HuhYzgw4wVe5BKKStfcuojd9S8w4NPN1kNf6j",
+	"AM3kg1NLZVt+4jm4JLPOm11t61VZDRYjYQky4ldF9ldF9m9OkU31RyuQSjW8SgrvD3S//YG4AWxVgdK7",
+	"RrYJ1jZy28THlSYChBgc7y18CY9t47d9jk3fR8ihl95Uatx20ve2R0tdeZmEwhQx/V4AUvc6kFWKpKlw",
+	"7HuekJ8Yp6oqzdFC7jGenPJqbHQ7GsZyWKabOyzgMWjHWDlJeihnpgGf4WW8JWotsJicdkyxNVtBDpQ/",
+	"eIG+zejCJfhL91Kx7nETW0qsd71RmvKwlE3b5/AeBdnQXZy9O0oNpMem0m7R4hNK098+qltC0oW+Y6SS",
+	"4XYYNupUCxHOwOyMJnNWv3jxjB13T/oHmMqJBiwYOeipNdpW6qoFk2h8VxZ8ykzVwFAs1I0Am8a0Dgp1",
+	"pvGkMjC5j8nPO5lzOUNH9USFoZig+zpb3RBNHSlWiO7PLOlcC7HUlAlZmJ39bunxR5ICVRyruOQNXPLf",
+	"PsDJep6khO91slZSOX/2HIBjFgWmGK2an1SN/fhS81dV8rlnPaJPNANLDe3Pu+iKh+b6trSsOfqjEG+Z",
+	"4COSFG5K9039Rk30Z9XpDsd4oECuH4zkNONpRPcXfD7DfCfjG4VvT1niAF35UjMF3Ms85pbFZH2Ow39m",
+	"Cg5+MoVgb0lJX6crdfe8uUfMkyseWLJpleAYHwt+MTMW9MPiXR6P4tKFMQG3lSNERRC8pVcqhxi9IAfM",
+	"R0Few3KZmYAQJ8FdK4Hj/9vDhXq/K+r6DlEN6Tk3wQ3G8TTRNzm0lo1FcDJr5NBUnMygna1pO2b4Dk3T",
+	"KdgSZ3s7nNyaOumKjyRtwsDB5XNojXBlYXmcbscZOC0H96DbGuUrSez1lmGCmU3z/7uoJXaZpCkmAUiN",
+	"7M1JKZZRXujRfV05FjPGZUSKeSFfkTCLFnw5ZG6oVvpb/30TO/v2j+9dWyXa4DMTBjMWsvzWf+/CWc9X",
+	"woZ3KIAzWwjcKv5zDoraSGKq/g7z9w2N/xdlAU9UaJBx0u20cVLZkCiHSgibVYQVNJ/TRQTpAZbJLESO",
+	"VABZaSuLDjYqizp4HGEyapWiVu7gvu1q3Le4kvEezlsKWUnFgffV9C2o2JuW4oXtfWRxsn9C7eNeyYyO",
+	"O82TXTPqNo83ZnQ0aDWzBWbbg+6H9wWDsriKH2UPq0nQztGgeNaDPoYR7ijJu7mP9EYy6eOj7kfYyJ8J",
+	"our7kpHldYbNiNU76AyGS5YITmAefw/iMgMNwXhilYBlhsw1C4BkogQqClHjuy2Vouepb7fIghxaMIsU",
+	"jmuiAoPJxSMK3zDPltqW7COalmb8PxPbElUEtfo5Wpe0wX97Bh3pCPv1FVBFDFTLSuFqlCSGbHC7Qfuk",
+	"49ToFCRG19HguIi3Ws7Z6ZJsL+HpG421j3u7GjvqdB+P22aOy91MNGOWZYdurbCRxDUi2wmXBuZvjSrz",
+	"NUwSZvIg6wl27e/HeMpcuxVxe3RBhjeW1cVhYEoWDQ8PAzXhwVzpaDhoDVo1yhae0YMFkfY2NtLkh2bK",
+	"XiPHB6mkHQusa6WAraKNbMRwDhxbQVgUht2dEjQaImtyyc7OX+H1St09M05pk2z6FH2p7Ivn/+w6Bh6O",
+	"wsZMhOe1WGtG+TnuQabzrB+1JDQrCZJI4pfqL8/faRPLqO3Fmz5IQCS3gHvUFGFPMv0mAKNFWF0Ioofw",
+	"IxjVt8hiNTobuQiE5EcXfQm0Za6jJAW4AO5E8CCaOxgYB1OASSGcHW6okUUhnxDIL8L+iqkAlUIk5bBS",
+	"RBpe+/D+w/8fAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

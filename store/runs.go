@@ -43,6 +43,8 @@ func (s *Store) CreateRuns(ctx context.Context, runs []Run) (stored []Run, creat
 		}
 		run.Prefill, run.Decode = slices.Clone(run.Prefill), slices.Clone(run.Decode)
 		run.Normalize()
+		m := run.MethodOf()
+		run.Method = &m
 		hashes[i] = run.ContentHash()
 		run.ID, run.CreatedAt = IDFromHash(hashes[i]), now
 		stored[i] = run
@@ -71,6 +73,9 @@ func (s *Store) CreateRuns(ctx context.Context, runs []Run) (stored []Run, creat
 // body store it once and neither fails.
 func storeRun(ctx context.Context, tx *tx, r Run, hash string) (id string, inserted bool, err error) {
 	inserted, err = insertRun(ctx, tx, r, hash, Summarize(r))
+	if err == nil && inserted {
+		err = writeMethodTrust(ctx, tx, r.ID, r.MethodOf(), r.Trust)
+	}
 	if err != nil || inserted {
 		return r.ID, inserted, err
 	}
@@ -214,6 +219,19 @@ func (s *Store) Run(ctx context.Context, id string) (Run, error) {
 }
 
 func readRun(ctx context.Context, q querier, id string) (Run, error) {
+	r, err := readRunCells(ctx, q, id)
+	if err != nil {
+		return Run{}, err
+	}
+	if err := readMethodTrust(ctx, q, &r); err != nil {
+		return Run{}, err
+	}
+	return r, nil
+}
+
+// readRunCells reads the run and its cells, without what migration 7 added
+// (earlier migrations read runs through it).
+func readRunCells(ctx context.Context, q querier, id string) (Run, error) {
 	r, err := scanRun(q.QueryRowContext(ctx, "SELECT "+runColumns+" FROM runs WHERE id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Run{}, newError(ErrNotFound, "run %s does not exist", id)

@@ -234,8 +234,20 @@ func (s *Store) secret(ctx context.Context, name string) ([]byte, error) {
 
 // migrateData does, in migration n's transaction, what its SQL cannot.
 func migrateData(ctx context.Context, tx *tx, n int) error {
-	if n == 2 {
+	switch n {
+	case 2:
 		return rehashRuns(ctx, tx)
+	case 7:
+		return classifyRuns(ctx, tx)
+	}
+	return nil
+}
+
+// migrateDataPostgres does, in PostgreSQL migration n's transaction, what
+// its SQL cannot.
+func migrateDataPostgres(ctx context.Context, tx *tx, n int) error {
+	if n == 2 {
+		return classifyRuns(ctx, tx)
 	}
 	return nil
 }
@@ -262,7 +274,7 @@ func rehashRuns(ctx context.Context, tx *tx) error {
 		return err
 	}
 	for _, id := range ids {
-		r, err := readRun(ctx, tx, id)
+		r, err := readRunCells(ctx, tx, id)
 		if err != nil {
 			return err
 		}

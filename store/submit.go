@@ -38,6 +38,8 @@ func (s *Store) SubmitRun(ctx context.Context, run Run, idem *Idempotency) (Run,
 	}
 	run.Prefill, run.Decode = slices.Clone(run.Prefill), slices.Clone(run.Decode)
 	run.Normalize()
+	m := run.MethodOf()
+	run.Method = &m
 	hash := run.ContentHash()
 	now := s.now().UTC().Truncate(time.Microsecond)
 	run.ID, run.CreatedAt = IDFromHash(hash), now
