@@ -306,6 +306,48 @@ func (e LeaderboardMetric) Valid() bool {
 	}
 }
 
+// Defines values for MethodPrefill.
+const (
+	MethodPrefillExcluded MethodPrefill = "excluded"
+	MethodPrefillIncluded MethodPrefill = "included"
+)
+
+// Valid indicates whether the value is a known member of the MethodPrefill enum.
+func (e MethodPrefill) Valid() bool {
+	switch e {
+	case MethodPrefillExcluded:
+		return true
+	case MethodPrefillIncluded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MethodClass.
+const (
+	BatchedBurst    MethodClass = "batched_burst"
+	ServingSweep    MethodClass = "serving_sweep"
+	StaticBatch     MethodClass = "static_batch"
+	SustainedDecode MethodClass = "sustained_decode"
+)
+
+// Valid indicates whether the value is a known member of the MethodClass enum.
+func (e MethodClass) Valid() bool {
+	switch e {
+	case BatchedBurst:
+		return true
+	case ServingSweep:
+		return true
+	case StaticBatch:
+		return true
+	case SustainedDecode:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for NoiseFloorBasis.
 const (
 	RepeatedRuns NoiseFloorBasis = "repeated_runs"
@@ -495,6 +537,81 @@ func (e RunEventAction) Valid() bool {
 	case RunEventActionSource:
 		return true
 	case RunEventActionUpdate:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RunInputMethodPrefill.
+const (
+	RunInputMethodPrefillExcluded RunInputMethodPrefill = "excluded"
+	RunInputMethodPrefillIncluded RunInputMethodPrefill = "included"
+)
+
+// Valid indicates whether the value is a known member of the RunInputMethodPrefill enum.
+func (e RunInputMethodPrefill) Valid() bool {
+	switch e {
+	case RunInputMethodPrefillExcluded:
+		return true
+	case RunInputMethodPrefillIncluded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TrustCheckCode.
+const (
+	TrustCheckCodeBandwidth         TrustCheckCode = "bandwidth"
+	TrustCheckCodeTotalVsPerRequest TrustCheckCode = "total_vs_per_request"
+)
+
+// Valid indicates whether the value is a known member of the TrustCheckCode enum.
+func (e TrustCheckCode) Valid() bool {
+	switch e {
+	case TrustCheckCodeBandwidth:
+		return true
+	case TrustCheckCodeTotalVsPerRequest:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TrustCheckStatus.
+const (
+	Flagged    TrustCheckStatus = "flagged"
+	NotChecked TrustCheckStatus = "not_checked"
+	Passed     TrustCheckStatus = "passed"
+)
+
+// Valid indicates whether the value is a known member of the TrustCheckStatus enum.
+func (e TrustCheckStatus) Valid() bool {
+	switch e {
+	case Flagged:
+		return true
+	case NotChecked:
+		return true
+	case Passed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TrustFlagCode.
+const (
+	TrustFlagCodeBandwidth         TrustFlagCode = "bandwidth"
+	TrustFlagCodeTotalVsPerRequest TrustFlagCode = "total_vs_per_request"
+)
+
+// Valid indicates whether the value is a known member of the TrustFlagCode enum.
+func (e TrustFlagCode) Valid() bool {
+	switch e {
+	case TrustFlagCodeBandwidth:
+		return true
+	case TrustFlagCodeTotalVsPerRequest:
 		return true
 	default:
 		return false
@@ -795,6 +912,9 @@ type Comparison struct {
 
 	// Verdict With exactly two runs, the second against the first.
 	Verdict *SeriesStep `json:"verdict,omitempty"`
+
+	// Warnings What to know before reading the ratios: runs of different method classes measured different things, and runs the plausibility checks flagged.
+	Warnings []string `json:"warnings"`
 }
 
 // DecodeCell defines model for DecodeCell.
@@ -1106,8 +1226,28 @@ type Leaderboard struct {
 	Concurrency   int                `json:"concurrency"`
 	ContextTokens int                `json:"context_tokens"`
 	Items         []LeaderboardEntry `json:"items"`
-	Metric        LeaderboardMetric  `json:"metric"`
-	NextCursor    *string            `json:"next_cursor"`
+
+	// MethodClass What kind of measurement a run's decode cells are. Numbers of
+	// different classes measure different things and are never ranked,
+	// pooled or planned together.
+	// - `sustained_decode`: decode held at a fixed concurrency for a fixed
+	//   duration (`measurement_s`), the prompts' prefill measured apart
+	//   (the bundled pages): steady-state tok/s at that many requests.
+	// - `batched_burst`: one batch of B sequences, each after a prompt of
+	//   the context's length (shared or per request), generating
+	//   `output_tokens_per_request` tokens; tok/s over the generation only
+	//   (llama.cpp's `llama-batched-bench`, often 32 tokens).
+	// - `serving_sweep`: a client sending requests to a server at a
+	//   maximum concurrency or request rate until a number of prompts is
+	//   done (`vllm bench serve`, SGLang's `bench_serving`); throughput
+	//   over the whole run, prefill and ramp included.
+	// - `static_batch`: a static batch of B requests of a prompt length
+	//   and an output length run to completion (LMDeploy's
+	//   `profile_generation`, TensorRT-LLM profiles); throughput includes
+	//   the batch's prefill.
+	MethodClass MethodClass       `json:"method_class"`
+	Metric      LeaderboardMetric `json:"metric"`
+	NextCursor  *string           `json:"next_cursor"`
 }
 
 // LeaderboardMetric defines model for Leaderboard.Metric.
@@ -1136,6 +1276,61 @@ type MatrixRow struct {
 	Cells         []*DecodeCell `json:"cells"`
 	ContextTokens int           `json:"context_tokens"`
 }
+
+// Method How the decode cells were measured: the class and its parameters.
+type Method struct {
+	// Class What kind of measurement a run's decode cells are. Numbers of
+	// different classes measure different things and are never ranked,
+	// pooled or planned together.
+	// - `sustained_decode`: decode held at a fixed concurrency for a fixed
+	//   duration (`measurement_s`), the prompts' prefill measured apart
+	//   (the bundled pages): steady-state tok/s at that many requests.
+	// - `batched_burst`: one batch of B sequences, each after a prompt of
+	//   the context's length (shared or per request), generating
+	//   `output_tokens_per_request` tokens; tok/s over the generation only
+	//   (llama.cpp's `llama-batched-bench`, often 32 tokens).
+	// - `serving_sweep`: a client sending requests to a server at a
+	//   maximum concurrency or request rate until a number of prompts is
+	//   done (`vllm bench serve`, SGLang's `bench_serving`); throughput
+	//   over the whole run, prefill and ramp included.
+	// - `static_batch`: a static batch of B requests of a prompt length
+	//   and an output length run to completion (LMDeploy's
+	//   `profile_generation`, TensorRT-LLM profiles); throughput includes
+	//   the batch's prefill.
+	Class MethodClass `json:"class"`
+
+	// MeasurementS Seconds each cell was measured for (fixed-duration classes).
+	MeasurementS *float64 `json:"measurement_s"`
+
+	// OutputTokensPerRequest Tokens each request generated (fixed-output classes).
+	OutputTokensPerRequest *int `json:"output_tokens_per_request"`
+
+	// Prefill Whether the cells' tok/s include the time spent on prompts (`included`) or only generation (`excluded`).
+	Prefill *MethodPrefill `json:"prefill"`
+}
+
+// MethodPrefill Whether the cells' tok/s include the time spent on prompts (`included`) or only generation (`excluded`).
+type MethodPrefill string
+
+// MethodClass What kind of measurement a run's decode cells are. Numbers of
+// different classes measure different things and are never ranked,
+// pooled or planned together.
+//   - `sustained_decode`: decode held at a fixed concurrency for a fixed
+//     duration (`measurement_s`), the prompts' prefill measured apart
+//     (the bundled pages): steady-state tok/s at that many requests.
+//   - `batched_burst`: one batch of B sequences, each after a prompt of
+//     the context's length (shared or per request), generating
+//     `output_tokens_per_request` tokens; tok/s over the generation only
+//     (llama.cpp's `llama-batched-bench`, often 32 tokens).
+//   - `serving_sweep`: a client sending requests to a server at a
+//     maximum concurrency or request rate until a number of prompts is
+//     done (`vllm bench serve`, SGLang's `bench_serving`); throughput
+//     over the whole run, prefill and ramp included.
+//   - `static_batch`: a static batch of B requests of a prompt length
+//     and an output length run to completion (LMDeploy's
+//     `profile_generation`, TensorRT-LLM profiles); throughput includes
+//     the batch's prefill.
+type MethodClass string
 
 // Model defines model for Model.
 type Model struct {
@@ -1227,9 +1422,29 @@ type PlanOption struct {
 	Instances *int `json:"instances"`
 
 	// Meets Some concurrency meets every bound.
-	Meets          bool      `json:"meets"`
-	Model          string    `json:"model"`
-	PerRequestTokS *Estimate `json:"per_request_tok_s"`
+	Meets bool `json:"meets"`
+
+	// MethodClass What kind of measurement a run's decode cells are. Numbers of
+	// different classes measure different things and are never ranked,
+	// pooled or planned together.
+	// - `sustained_decode`: decode held at a fixed concurrency for a fixed
+	//   duration (`measurement_s`), the prompts' prefill measured apart
+	//   (the bundled pages): steady-state tok/s at that many requests.
+	// - `batched_burst`: one batch of B sequences, each after a prompt of
+	//   the context's length (shared or per request), generating
+	//   `output_tokens_per_request` tokens; tok/s over the generation only
+	//   (llama.cpp's `llama-batched-bench`, often 32 tokens).
+	// - `serving_sweep`: a client sending requests to a server at a
+	//   maximum concurrency or request rate until a number of prompts is
+	//   done (`vllm bench serve`, SGLang's `bench_serving`); throughput
+	//   over the whole run, prefill and ramp included.
+	// - `static_batch`: a static batch of B requests of a prompt length
+	//   and an output length run to completion (LMDeploy's
+	//   `profile_generation`, TensorRT-LLM profiles); throughput includes
+	//   the batch's prefill.
+	MethodClass    MethodClass `json:"method_class"`
+	Model          string      `json:"model"`
+	PerRequestTokS *Estimate   `json:"per_request_tok_s"`
 
 	// RunID The measured run; for a scaled option, the run it is scaled from.
 	RunID string `json:"run_id"`
@@ -1372,8 +1587,11 @@ type Run struct {
 	Hardware  Hardware     `json:"hardware"`
 
 	// ID Stable, opaque, URL-safe; derived from the run's content when it was stored.
-	ID         string     `json:"id"`
-	Launch     Launch     `json:"launch"`
+	ID     string `json:"id"`
+	Launch Launch `json:"launch"`
+
+	// Method How the decode cells were measured: the class and its parameters.
+	Method     Method     `json:"method"`
 	Model      Model      `json:"model"`
 	Moderation Moderation `json:"moderation"`
 
@@ -1394,6 +1612,15 @@ type Run struct {
 	// Submitter The author, as the source names them.
 	Submitter *string `json:"submitter"`
 	Title     string  `json:"title"`
+
+	// Trust The plausibility checks of the run, computed when it was written
+	// (and again when the rules change: `rules_version`). A run that fails
+	// one is stored and shown, never refused, but flagged: it is left out
+	// of the leaderboard, the planner and the calculator's pooling unless
+	// asked for. Each check says whether it passed, flagged the run, or
+	// was not checked (and why: an unknown model size, GPU, quantization
+	// or speculative decoding).
+	Trust Trust `json:"trust"`
 }
 
 // RunEvent defines model for RunEvent.
@@ -1438,6 +1665,13 @@ type RunHistory struct {
 // `ttft_ms` ≈ context / `prompt_tok_s` within 15 %), the typed launch
 // fields must agree with `launch.flags`, and the decode grid is at most
 // 64 contexts × 64 concurrency levels.
+//
+// `method` says what kind of measurement the decode cells are (see
+// `MethodClass`). It may be left out when `benchmark.tool` or
+// `benchmark.decode_test` says it (llama-batched-bench, vllm bench
+// serve, a fixed-duration test …); otherwise it is required, and its
+// absence is a 422 naming `/method` and the classes to choose from.
+// `trust` is assigned by the server and must not be sent.
 type RunInput struct {
 	Benchmark *struct {
 		DecodeTest            *Text200 `json:"decode_test,omitempty"`
@@ -1498,6 +1732,30 @@ type RunInput struct {
 		MaxNumSeqs           *int               `json:"max_num_seqs,omitempty"`
 		Notes                *[]string          `json:"notes,omitempty"`
 	} `json:"launch,omitempty"`
+	Method *struct {
+		// Class What kind of measurement a run's decode cells are. Numbers of
+		// different classes measure different things and are never ranked,
+		// pooled or planned together.
+		// - `sustained_decode`: decode held at a fixed concurrency for a fixed
+		//   duration (`measurement_s`), the prompts' prefill measured apart
+		//   (the bundled pages): steady-state tok/s at that many requests.
+		// - `batched_burst`: one batch of B sequences, each after a prompt of
+		//   the context's length (shared or per request), generating
+		//   `output_tokens_per_request` tokens; tok/s over the generation only
+		//   (llama.cpp's `llama-batched-bench`, often 32 tokens).
+		// - `serving_sweep`: a client sending requests to a server at a
+		//   maximum concurrency or request rate until a number of prompts is
+		//   done (`vllm bench serve`, SGLang's `bench_serving`); throughput
+		//   over the whole run, prefill and ramp included.
+		// - `static_batch`: a static batch of B requests of a prompt length
+		//   and an output length run to completion (LMDeploy's
+		//   `profile_generation`, TensorRT-LLM profiles); throughput includes
+		//   the batch's prefill.
+		Class                  MethodClass            `json:"class"`
+		MeasurementS           *float64               `json:"measurement_s,omitempty"`
+		OutputTokensPerRequest *int                   `json:"output_tokens_per_request,omitempty"`
+		Prefill                *RunInputMethodPrefill `json:"prefill,omitempty"`
+	} `json:"method,omitempty"`
 	Model struct {
 		Name         Text200Required `json:"name"`
 		Quantization *Text200        `json:"quantization,omitempty"`
@@ -1515,6 +1773,9 @@ type RunInput struct {
 	Submitter *Text200        `json:"submitter,omitempty"`
 	Title     Text200Required `json:"title"`
 }
+
+// RunInputMethodPrefill defines model for RunInput.Method.Prefill.
+type RunInputMethodPrefill string
 
 // RunList defines model for RunList.
 type RunList struct {
@@ -1549,15 +1810,38 @@ type RunSummary struct {
 	CreatedAt     time.Time `json:"created_at"`
 	Engine        string    `json:"engine"`
 	EngineVersion *string   `json:"engine_version"`
-	GPU           string    `json:"gpu"`
-	ID            string    `json:"id"`
+
+	// Flagged A plausibility check flagged the run (see the run's `trust`).
+	Flagged bool   `json:"flagged"`
+	GPU     string `json:"gpu"`
+	ID      string `json:"id"`
 
 	// MaxContextTokensWithOutput The largest context at which some decode cell produced output tokens.
-	MaxContextTokensWithOutput *int      `json:"max_context_tokens_with_output"`
-	Model                      string    `json:"model"`
-	Peak                       *PeakCell `json:"peak"`
-	Quantization               *string   `json:"quantization"`
-	SingleStreamContextTokens  *int      `json:"single_stream_context_tokens"`
+	MaxContextTokensWithOutput *int `json:"max_context_tokens_with_output"`
+
+	// MethodClass What kind of measurement a run's decode cells are. Numbers of
+	// different classes measure different things and are never ranked,
+	// pooled or planned together.
+	// - `sustained_decode`: decode held at a fixed concurrency for a fixed
+	//   duration (`measurement_s`), the prompts' prefill measured apart
+	//   (the bundled pages): steady-state tok/s at that many requests.
+	// - `batched_burst`: one batch of B sequences, each after a prompt of
+	//   the context's length (shared or per request), generating
+	//   `output_tokens_per_request` tokens; tok/s over the generation only
+	//   (llama.cpp's `llama-batched-bench`, often 32 tokens).
+	// - `serving_sweep`: a client sending requests to a server at a
+	//   maximum concurrency or request rate until a number of prompts is
+	//   done (`vllm bench serve`, SGLang's `bench_serving`); throughput
+	//   over the whole run, prefill and ramp included.
+	// - `static_batch`: a static batch of B requests of a prompt length
+	//   and an output length run to completion (LMDeploy's
+	//   `profile_generation`, TensorRT-LLM profiles); throughput includes
+	//   the batch's prefill.
+	MethodClass               MethodClass `json:"method_class"`
+	Model                     string      `json:"model"`
+	Peak                      *PeakCell   `json:"peak"`
+	Quantization              *string     `json:"quantization"`
+	SingleStreamContextTokens *int        `json:"single_stream_context_tokens"`
 
 	// SingleStreamTokS Total tok/s of the valid concurrency-1 cell at the smallest context that has one.
 	SingleStreamTokS *float64 `json:"single_stream_tok_s"`
@@ -1705,6 +1989,62 @@ type Text200Required = string
 // TokS defines model for TokS.
 type TokS = float64
 
+// Trust The plausibility checks of the run, computed when it was written
+// (and again when the rules change: `rules_version`). A run that fails
+// one is stored and shown, never refused, but flagged: it is left out
+// of the leaderboard, the planner and the calculator's pooling unless
+// asked for. Each check says whether it passed, flagged the run, or
+// was not checked (and why: an unknown model size, GPU, quantization
+// or speculative decoding).
+type Trust struct {
+	Checks       []TrustCheck `json:"checks"`
+	Flagged      bool         `json:"flagged"`
+	Flags        []TrustFlag  `json:"flags"`
+	RulesVersion int          `json:"rules_version"`
+}
+
+// TrustCheck defines model for TrustCheck.
+type TrustCheck struct {
+	// Code `bandwidth`: each valid cell's per-request speed (1000 / TBT) and
+	// total ÷ concurrency against memory bandwidth ÷ the bytes a decode
+	// step must read (the model's active weights at its quantization,
+	// plus each sequence's KV cache at the context where the model's
+	// attention geometry is known), × 1.5. `total_vs_per_request`: total
+	// tok/s against per-request tok/s × the requests active, × 1.5.
+	Code   TrustCheckCode   `json:"code"`
+	Detail string           `json:"detail"`
+	Status TrustCheckStatus `json:"status"`
+}
+
+// TrustCheckCode `bandwidth`: each valid cell's per-request speed (1000 / TBT) and
+// total ÷ concurrency against memory bandwidth ÷ the bytes a decode
+// step must read (the model's active weights at its quantization,
+// plus each sequence's KV cache at the context where the model's
+// attention geometry is known), × 1.5. `total_vs_per_request`: total
+// tok/s against per-request tok/s × the requests active, × 1.5.
+type TrustCheckCode string
+
+// TrustCheckStatus defines model for TrustCheck.Status.
+type TrustCheckStatus string
+
+// TrustFlag One cell that failed a check, with the numbers compared.
+type TrustFlag struct {
+	Code          TrustFlagCode `json:"code"`
+	Concurrency   int           `json:"concurrency"`
+	ContextTokens int           `json:"context_tokens"`
+
+	// Limit The most the check allows, margin included.
+	Limit float64 `json:"limit"`
+
+	// Measured The cell's value.
+	Measured float64 `json:"measured"`
+	Message  string  `json:"message"`
+	Unit     string  `json:"unit"`
+}
+
+// TrustFlagCode defines model for TrustFlag.Code.
+type TrustFlagCode string
+
 // Verdict defines model for Verdict.
 type Verdict string
 
@@ -1743,6 +2083,9 @@ type IdempotencyKey = string
 
 // IfNoneMatch defines model for IfNoneMatch.
 type IfNoneMatch = string
+
+// IncludeFlagged defines model for IncludeFlagged.
+type IncludeFlagged = bool
 
 // ParamCursor defines model for ParamCursor.
 type ParamCursor = string
@@ -2088,6 +2431,12 @@ type GetLeaderboardParams struct {
 	// Metric What to rank by: `total_tok_s`, `per_request_tok_s` (descending), `ttft_ms`, `tbt_ms` (ascending).
 	Metric *GetLeaderboardParamsMetric `form:"metric,omitempty" json:"metric,omitempty"`
 
+	// MethodClass The method class ranked (see `MethodClass`): runs of other classes measured something else and are never ranked beside these. The answer names the class.
+	MethodClass *MethodClass `form:"method_class,omitempty" json:"method_class,omitempty"`
+
+	// IncludeFlagged Include runs the plausibility checks flagged (`trust.flagged`); left out by default.
+	IncludeFlagged *IncludeFlagged `form:"include_flagged,omitempty" json:"include_flagged,omitempty"`
+
 	// GPU GPU name, case-insensitive (e.g. `RTX 3090`).
 	GPU *ParamGPU `form:"gpu,omitempty" json:"gpu,omitempty"`
 
@@ -2168,6 +2517,12 @@ type PlanCapacityParams struct {
 
 	// MaxOutputTokens Tokens reserved per request for output; the run's by default.
 	MaxOutputTokens *CalcMaxOutputTokens `form:"max_output_tokens,omitempty" json:"max_output_tokens,omitempty"`
+
+	// MethodClass The method class planned from (see `MethodClass`); options of other classes are never ranked beside these.
+	MethodClass *MethodClass `form:"method_class,omitempty" json:"method_class,omitempty"`
+
+	// IncludeFlagged Include runs the plausibility checks flagged (`trust.flagged`); left out by default.
+	IncludeFlagged *IncludeFlagged `form:"include_flagged,omitempty" json:"include_flagged,omitempty"`
 
 	// IncludeScaled Add catalog GPUs without a run, scaled from the nearest measured one.
 	IncludeScaled *bool `form:"include_scaled,omitempty" json:"include_scaled,omitempty"`
@@ -3305,6 +3660,20 @@ func (w *ServerInterfaceWrapper) GetLeaderboard(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter metric: %s", err))
 	}
 
+	// ------------- Optional query parameter "method_class" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "method_class", ctx.QueryParams(), &params.MethodClass, runtime.BindQueryParameterOptions{Type: "", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter method_class: %s", err))
+	}
+
+	// ------------- Optional query parameter "include_flagged" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "include_flagged", ctx.QueryParams(), &params.IncludeFlagged, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter include_flagged: %s", err))
+	}
+
 	// ------------- Optional query parameter "gpu" -------------
 
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "gpu", ctx.QueryParams(), &params.GPU, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
@@ -3514,6 +3883,20 @@ func (w *ServerInterfaceWrapper) PlanCapacity(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "max_output_tokens", ctx.QueryParams(), &params.MaxOutputTokens, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter max_output_tokens: %s", err))
+	}
+
+	// ------------- Optional query parameter "method_class" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "method_class", ctx.QueryParams(), &params.MethodClass, runtime.BindQueryParameterOptions{Type: "", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter method_class: %s", err))
+	}
+
+	// ------------- Optional query parameter "include_flagged" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "include_flagged", ctx.QueryParams(), &params.IncludeFlagged, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter include_flagged: %s", err))
 	}
 
 	// ------------- Optional query parameter "include_scaled" -------------
@@ -10444,476 +10827,510 @@ func (sh *strictHandler) GetSubmitter(ctx echo.Context, name string, params GetS
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L1fc9vGli/6Vfpwzi5TCUjxvySqUnNlx3Z8YjvaspzMTOgjNIEmiQhsMOiGKMbjqnm6NVN1nu592FX3",
-	"+dx5n/sy73t/k3ySW71WN9AgARKUZO9kj/dMxSIJ9N/Vq9ff33pf86L5IuKMS1Ebvq+xWzpfhAz+fkZj",
-	"epFw9adI5nMar2rD2hkZJ9wPmU/ihJO6XEZkEbNJEIYkjpaCUO4TOYsZIz7zIp8Rj4WhINGEBFKQaRz4",
-	"BzWndkPDhKmGx4x7szmNr9UHfONKMiFrw9qz4Jb5xE9iKoOI15zanN5eRYlcJPJKRteMi9rwuH3ScWp6",
-	"AFfzyGe1Ye0VoyKJ8d2AT81AljSeN5JFzanF7CYQqs1hbU4D1bRgXsR9cbVg8dUcX58zLmvDbkv9GN8w",
-	"H1oPa0Mccs2pyShSH8Nw3gj4hMWMe6xh/3h1w2LdzU2redxs1T44NS9mVDL/iqopdlqdQaPdbnRbl53O",
-	"sN8Z9rvN3slJ56jzTzVHL0dt+OP7Gr2ZXlFPBjfsKmY/J0yo3Wo7sHkhU+1lX7fU19xLYjWilX6MS3ab",
-	"LVvLqZl1vRI4ybWF7fRgYVlsGla/qGePu82eUxOSykSoidEw8NV8x/JqrsbUUXOXNLSebzs1KSf4+3H/",
-	"g1MyneNq0zm+y3Ta/W53UDifQa852DaffrO/NqN+u93sWlPq9o8/wpzag+5xb+e8jruD48JpdWGMpdPq",
-	"rm9T5+gkt0/93qD/4Z1TY3wacDyp1Ltm3K8Na17i05pTGydBqD7ehOH8UP2nES0Yp8HwptXsdpqtxu3x",
-	"4GrQqzk1TudMP1hzaj8nlMvgFzzVw9pZIqOLKOE++aF31h7A8VxEIpAR8JtpIGfJuOlFuo9FHP3EPHmo",
-	"G8uOGHaqjtiMxv6SxjBqb5HUhrUXXLKQ/AOLOHnab3QGxy1yowbmLZIrL4oVu2urxY6DGxZbx7Z/3Gq2",
-	"j46bLfXwFJq6uPwH0m0NWvjFlRclik20nVqk1vntOOEyIZ1es9Vr9mtObeEFaurPGe+SW5jdIlqy+CoM",
-	"5oG8WtaG7aOWU4vp/Go61tuyWqg3vg6EFzPJyPPzt2qe5pF254NTC9S6x6vO9epn/5f4WiY/d1aK64Q0",
-	"Uexn+L5GpWQcCCfbt8uLF5ffvb46u7x8XQO6nFNuNpAAkyMvGfVZPI5o7L9S7K59qC6BdrPf6D1upDvV",
-	"gJ1qXFy+Jo3GnN42gDU2QsZJZ9Bp93qk0ZguksaczaN41UhkEOr9Jq3mSU+/xJN5Q7CfBWl3jkmjwTgd",
-	"h6wBvPy24VFvpnh3oyHjRMhGzOaRZA1g5I1GSPk0oVOmO454uCKNxvUNvMYavlpDEnDZA4YOh+VqxqhP",
-	"Go10YRp6YUh+WXAYVziMKz2M2lDGCXNqk5BORW55G2XLWzid2rCmGkLaKVgeIOMTRWz5udSGtYLZwIZv",
-	"LETWR25n1G0De6N/MKtfG9banWPFGtbX2TT0ASkdR3uVG60arBorrBO72j5WdX3DcK5gODga/Jon8ysc",
-	"TLtz7NR4JNWR/LH2lsuEM59EiWxEk4acscY4uiVjKlgYcNYkbxbM0/f7kPBIffXt9wRGMyTFw2jfEnOG",
-	"Sbvz/LFDhIy8a9I+apEfCJxLh5w/ecGIObTkn0khAyHt3hPyz6TbIc8fk6+/vug1Or1Wi/wzyXMBh7z+",
-	"/sXXL84IshdiMZV3H5yaFiveGy657xHczVF1J1qOGr6vzQLfV1swoaFgjv4IEglPwjD9Yrxa+yJmVKgW",
-	"8EvF7a/0iWh9SHcNf9QiGQgv61ebEdqi+SK9rzrd3lHRfZVesr2jjrplS67JfGPtk/7Wxo473SN1uS3i",
-	"6IZxyj24KtT4zfBFMOVUJnHuC+ZbSyKiJPbY1SSK5yDKLehUnTn99Zz5Ab3Sx0EN+HAR0oCfEm9GY8Hk",
-	"V4mcNI6z58WMdvqD2rB2cjzpd/xWn7E2Yx3abrePj33mjWm33fL81sA/6nR8dkL9Vvdk7Hf9o37P6x0d",
-	"d3pH3Um31x9bTQa/MCVvHfXTr5JYCayHN+3DOOHicP0COcTHFL3YL+j5JuN5IGV+DfR3sflCBjJUM95x",
-	"aUQ8fwRrHz58cGoLGtM5kywGDvs48ldvsl1QyoHw4mChadxlfqffb5985WqNgwFXGPRI/eLZE9Ib9I4d",
-	"sqC+r7hHTHgkD5QOop4b9BrjlWQj/hSbIOlm47vHrW7HIQv1WT9xQCJ1cKGTyF89EoTdUk+OuGpHOIQK",
-	"IhiXTfKaMV8QV429kQ6+8S1buU1yZvUjZ1QSP2JixHkkyQ2Lg8mKBIJQojiImhGPJFyAgVD8KWb+KaH4",
-	"YKCmxJn65Zot5IgvAzmDwYFG5mZU3Ux7dB2y/j3spHvQHCn9J1BrOgPOk8lr+WkoyvJmbE7VZszp7UvG",
-	"p3JWG3ZaLbV3igxUI//TbMyPZ41/oo1fWo2TLw/fffnV+5bT+fDfa6l8I6TSzWpq43Nb/S1bbe725YyR",
-	"ScCnLF7EAZdmJ9U01BpdsxWpu+ffvbkkirj1141rthLuAZGzQJCz8xfwWMymgZAsZn6z2rTV7uWmbk31",
-	"x1bjhDYm794PeiVTe0JDTwlwGzP6Qe2ZC7zfdUjAhVTiSTQhbpzwq8B3T2GGz8/fEjUsh3hUsEbABeMi",
-	"UEqGo8ia8hX8DH+HAQU9mxIjADc8KmkYTaGZutttnbTcg3TePycsXmXTVuLtti2eB9x8bm+Z6isQE97a",
-	"UsL63M8UbbOYuGVSontKhEdDJmANvv2eLKIoJGFwzYirBWF3yzSKRBV7ZinP9qNkHGpJKZgnc5jZPOD4",
-	"d6vZ6qcT5cl8zOJ0oq/o7XegiV3qe2iDYuF7EjM0HpAFi4lW0cgkignqcafm2D4SZLwiPpvQJJRlU9u0",
-	"f6ztl57D4OjoqNMeWFPJNizgkk3tiRjpo4g8p4ukjDjpBkESkYyRHMzxBOoG+iydEfR+X6q7iJLprIDM",
-	"wjBaElfSeMrklZoLnA5NfOpITBnXUhHwcEpCOmYh2LZUk4QJGcypZKT+5//otcgfSs8OPJ6bh97KVMbS",
-	"Ix9HUcgoz4ae8BdfF/M7xcwlGNf8wJNkEkfzJvkuJlO11ppzwE0B29QkuGV6g5wRd1F1N9qsfjYvq7uE",
-	"xox4M+ZdC0ddOcSbRYHHxFDdMCNuLhV1VcHPcyq9WXZRcTqHO0qSunVfUS6WisPCmEec4lRmjAD5Ky2Q",
-	"3Xph4jNh3z7rSwoTKeW86eVy1Xj3vu1sZcCXQAGFbPjMogZNtYZ5EsM86+7zp3ixmJ8U/Wecd8SB9TqE",
-	"NadNglxWMWRXi/3P2bMo9pgWeRQLHkJHSxZMZ7IhZMxgGUd8QePsbpNsQWQwZ4YVwi2PnI2MKfeXgS9n",
-	"DjIQxVVScUCtOp4/YwcF9j+mIhDEhdb8Kzzaf/6PjiLrU/L9xdkrw34EkZHaeirVi49Ek3yn9GvVf8A3",
-	"Gn4kcsco4SETYsRdOBJfKQXSLd/k7GyWMYF2VSagZvD8cfkOwwyVTJwusNo9tTJeSIU4NVeNRxfUCyRI",
-	"Y7hWijNb91AZDzAWmoo3Ta91UsyhrZvmhc/mi0gy7q0KxaIzviIZy23/+i//d6ffJyAi0XHIyNmbJy9e",
-	"gMpBPSVXq+0Jfk6YfRudkpjNmepSHdgoJp0emUVJLOAhLTaVykrWCDcEJZuV9/vru2gf5tHottNujEa3",
-	"R0/ffVl8jl9MXkecvVLsZ3Mdnl7SKYg+XrQItNTghQHjksyi0BenZDlj3AjNaHaV8BSyKvVtt9XDI8Yj",
-	"EPLLpzxpqKE0cCyld1fvuGga50rHeZLEIoqLub7LlXbrwROuIdVFzG6CKBFEKZlwValLgJdRIr5dNrR+",
-	"u7P7RME4n6a237Xlhu9L5FJSRzZ4E4bzcmFTm5Xvc/NbQ/zeGGxLRqqvQLVwi2QcBmLG/PKRoyF519hT",
-	"K/F9GBfM4Vmm2BQccVvJeSRsLQh5fxgtWdxQcyEzdkvefHPW6PQHxt/W7ZCYLnHWnlKICKis6dQWVM6y",
-	"mVmNgxn+5ySImW+Mn3dUgXCOIZ2WCTqTkE4fCRL4QNnpZQsmivcoBnw4BDuTS8JASEECWTaBkE5Raigf",
-	"fMqTAy7BO7FDSsbx65c2zBCeuHGBbT558z3yD0qQY5A4Wp6SZcAFWg/cM89jC+k2yf94893rCuK+Hqg9",
-	"dsbVOH+s/SSA8DxxU3tXuuaFAk+5QmnIPxNTPpamCKP79vsnSg79Gn8uogt0ZjwSSk/Mm8PdzdGXjXXN",
-	"Nn3vw/oymAcFdPBCsjnemMii4S5utcpGBVbmYn2h37KEBLOcO+mzRI178pvQ0WCEf8zZqNcHav9akU2f",
-	"/fBH0muMA1lOqDm7+L1nsF1XyziY4lEoNeZ4mUvqAsQyh/gsDm60fgRsGqzaXB6UsLVUF6rGkqvqRjCr",
-	"N8au+7jE7oZaDlKLsaKBcpBahI0Rw0GzaLgq24+cDblkPwa9itvxJjM+rw87/YnMKPdDBow5SiRx/489",
-	"WEdm3b436aBy8orebo71IlEXBFeaiNbxqCTzSEi0W84Tbwa6i0OeP96helzN6W1lQ1dL/c+2dhUpIPbg",
-	"A15x8CGjdxt9wB9y9B/UcRGLiAuMZnpM/QtUeSAuAE8c+HIXizDwgEkcLuJoHLL5l3DBDt9bo/nvMZvU",
-	"hrW/O8zipQ7xV3F4jm9hp+vyW+rWUFrGnIZqWoqvKXqMJiSmfMq0iwI0FHWYGPcXUaB0FHrNxClxWRxH",
-	"sXDhMKL8o9TeiE/CwPuk81EcYU3pI0sqSCKYrylAK9xav4SRPgukBPf3px0osmW84sCPEoQhGTN1/U2Q",
-	"c9XpRO0MBRMKjSVY1ZezIGQjPqd8pZoQYCTTL1C1SR4bqs/4w5z6DDZO3f5Pzt+qRyhYbg5GHH1TqU2M",
-	"LGkgtZ4dSLgsIj5V/waSzOmK1OlY0UW7RcRBk1zO2IhPAkmmEVPn7JS4F0zGq8aZGrVLBF0JVG1lRKi4",
-	"JnRKA47mFhRCgfKtd/JLuyFNqGV8FsVj7R/+tLulLpZAEPDWknEiU5eWoq/ssskRGdgmPji15xEqqp/u",
-	"WGuPeqTuGEHQQW5GPCSuzyQNQnuLFCksZytSD6QYcdBn4LtZIGQUr4iQdEViRn0lI4Bh9INTe8FhOXQU",
-	"5ic+O8Sj4J4cM+2CHGaMCBUxdsPiFdH9O4RRbwb7M+LqdICec674mGJ+XEaWk/IQgzYOu4d5j7574BBY",
-	"oFAp7ssZi5EjBnyRSKAESiaBEqJwPSkYPpdxxKd6yV4ZFvupV2wc+UDAasmWLAwbOAxSh3VIXb7w+4LG",
-	"AuZAEm72nMyTUAZgA1ZNHYBTL399jKkP5P46ks+ihH/SKb6OiFDXOexfpNTbRLIDM5xXkQ+e6WIZEo1x",
-	"j5Sgu1iRupuzoWW3miBPL+n0wDLSndrmOIulqecKeVkqeakJXCT8CYbbblkos0B25POExqVLZZ47NOHR",
-	"qqdqq4tPb6zsG+3fd19GOCZXrUDmGXx78XJt+ukNLBsXbBHSVdHCu2B81/dDdgepfwmjcRhYLsk0hACs",
-	"4msXfLPQBgGxYYXWBzONShv09DYQGHr+m92fS7MueoR4IcGmERqq47s6xRXW26Z/ixNebd8+zuJeRtFL",
-	"Gk/ZX4sPhqrzWDE+vBjB6EHqbfIqeIx84zKKXlG+ukjjoj/tQLWLgIprJZJRIc1oFSfSo1W7i4Yd87Tv",
-	"x0wIZ8SXcSBZzk1yAOKjetuEeiPbB38E9WaM+AFE9uijOOIyiq7JPIoZxt/G6PFLByFmSsKsb3YPt99C",
-	"taC7Pt0QOQJvdjDcJjDKeDXiIDGiJdm9oJKBfavxhauNmOhp0E5GZBU6QlJfvSMesonUlzFTo1ZbP0nC",
-	"sEwYTTtJTWlbBFLHev6CzWnAtRpR+R3BKvSxl4D8ltNEzqI4+IV96gtYbzaQGeqKKP9AEBnIzfWEX/No",
-	"ydUTMbuJrtXFAsRgnhM08A/W+NIPP/zQOEvkjHGphs92M5e3nN7QIFRyy6c+tj6VdEwFy6QpPE3AUt7y",
-	"RRx5TIi/1siyUYlksYhibQkxoQ+bqsFKHZ4Rd/XjzHfxbKFhIFDav0e5H/hUslTwBrVU3+xsxAULmQe2",
-	"UwjQYD4RSjSnIQm4mgaVgRIwI86ElpLf8rS/V8wP6KU2w3/qi+KRIE+wy8YlBO2LnCEkWujIArSEAOGj",
-	"tEhNKC1BTRB45tvLZ41jUh9HfsBQO1f8W+nX8MvBJpdU3DkignElWKeCAhqM7NS0RayGIgMmNhLV3td4",
-	"EuqTgGbZtQNTmLlW+lbKbNbz2ir0kyW2VXi4NOetyPRW0pqxtq0nyVXoHtPnKj6Y5eTsfOGDbSb/EbtZ",
-	"a2RttNa6ObmtXduB8iUr2uFMeovGPzFP1nSgymMqgoKAwW+ipR2RoETMaCxpwDFSNU9/kFNZrGqlsTmY",
-	"dwni6IIxn4SMgrEWzLCSzcWu0/uEheEFm8AW4ERoHNOV+gxWgKsx5f7VAu2PNAy/m0C0/7Ymn6r3HlPu",
-	"1z68W6cpdUyYnEVFmgyPOGoy2hqAof1qSjfAbPUUs3C5JmTgoCxtVgTMz5LFiygEldCpsVsZ0+yjDo26",
-	"iek8+4TOTjWAAnnc0a4ZUeoWEvamekqJmMTRHKONJkEsUJkAOgyZ3yRoUZ9g+B187UCQkhKwMPBAWxKC",
-	"yYQpISBckYBnUUuCgaVVjHjdzSXcuA4EChbExroHWs5UTBcWcsRFEk+ox4aEhqEaaxBregq44g0ZWTlo",
-	"Lc0GAJeZ3h+qtwsnispsnZIljSGiAViwiEwQoKHJTQawRn3Q8VUZsZiDhCRhnyNSx1UT6HhzsQV037vW",
-	"5utQSStS7uBO9FRCNGsMSs9jbVoZZTn6tJfxkzc6zWXj0EwCKdyhCRBk8Q1epIEwoXxGzGgSN7ph8ZXZ",
-	"Q3cIZu54xOk40tK/mNMwVOK/3RS6KoAoYzZJhCJgdxwl3KeKxLjHYrXy7nDEA07GTC4Z43CHj9kq4j6h",
-	"fIVRo9EYOXKTuEZ1uvo5YQnz3SHoRyNuq1T5rsFEj3Z5UsdtVzpIpISCSOgDEydcEZrLbj3GfHGVPxxD",
-	"os2Q5Esyp7c6PFs1k2Z+gN6jWoA0ItPMMuB+tHTRH+CA2ZpHmuDhIiA0joMbJqz4yRG37g6CLeAZMCSm",
-	"Gqs5tdyu1Jza5tJqn7C1XkCGBVM0+U/5gRfytCdG3NRm5/zdU5BZWuESXwuaqvJK4Bdyg/VswyrilxFK",
-	"Nn75eS0qYbcwghlOBU2lGbp3EJ/WWAJmq0FPThp/kcWXroU1bMSjbcS8bG5ZMTNBQnuqo943t35sRJet",
-	"YkMq43xYy3KvIvKu5/e9L3jm+kb/fDULMPB/d7vZO2G0LG5WHZe18RYFJcVTxQatB000RMzClXYLapMP",
-	"zqVZc3b3drWIhAi0zlreLXQ1p9APqY9ZaC67jD0DH7bZ9MEpUeuD6qK6k+BSNAy7nDg3B7u2MwXDjLhZ",
-	"HWCmRSvjWrN2q3e/oT5tPiYUJ+Qew+T6anShZRFosaoEsnZa1xZmk5C2bHb+hBQu9DrtbtD/xsSdwkwh",
-	"PLzWjLfxgPOQFrB+bVy4UjduQdRNavUWhk7RFoEiYCjR9+CTpRLjFyHlnPlDK9yFEc6Winz6rQ0xEYgX",
-	"DKW61YPiYxWhl3hzdN/BH4J4iYTQLFgqt6QRfDZHE1vtHCHl2H6RuIpJDlXawESVByJL3W02Gye/f9la",
-	"7aIJrQdukMMas7wLM991lOwuysZWJgCDiZ+F4SNh9EU7sNCW6E2C+KYolZfACoWlaL6gMfPVSDaXqACZ",
-	"5U7WlY12rsAsdsfWdDxhEUmJqosJYrzLI2kMIX6moAdgoITACK69xurduyw5wAqkXRTugMG0udNS4Mv3",
-	"Ws0cjs59W7jfSAzAwX3evscI1k5zlsKHRJVfqiLYomwK6bYWrU75eVifxdoGF7IQ6wBfoGz44GwOjlzB",
-	"qfqOKy1WxivMyEq4Q3SKXRT7LLZSboVb3W5nc6S9hZe8PALDLl+1QLsDKlknz/RFf9w+6RBPDzI1K4Gl",
-	"qY6f/vInkCIO7jRltYcoM77AVzHTbv1WzuapR71+zVqbV/CuWrR9X7NshdWNXYZwKq3DRcLfaKS+gqZu",
-	"WOwH+5hr37A4YOKNZAuw1xakiOuAbyKXEWwZepLRTI4OYC3ZgUVkU9ovZhnCUJ611Os7ts0s9jXY8Itv",
-	"5EKYtjvxyyJgt4oq7v35iY0Ld6fR38Ud9UDCTCZj7HI/aNHu3pf8/W/oe9ys+3Hc+92VRdRdSKnrBJCj",
-	"qO1n6mWAXs/8uUr5UyVGZZ3QUkZZFHpQImBgn+XDPkevUFB0W93BqGWE0x0vffu9Uacf7NgXHsGKvjdj",
-	"1it0vVU8k5m/IXcmH2IEa4f0QZrMTu0dmltTgC6fXWZhkog3poO6lhQzOqgw0ptGnIV0r4JL7+OYne7O",
-	"R1JJO2UottOhit0oSxVfP1zVXQQaT7TCk5g4lIaEZtCi97fv29ijFR6/c1gCTCF7f8OobxYuNyKzRuU7",
-	"8AQxS+7LnnONKTF6JzWWc+DNtjYGl4HMFvrXNcZqET+88/qnAATZDmRdFU4jDV0odvWzkEJ26oyGkwZg",
-	"swiTNQle4hsaCtDu/jC0Qru9CPzpNBzxkxb5AwEPn0ne52TGQr8RJZJg2oX2aZp4gkcC4MzmjNTBq/jr",
-	"//rXVvPkz/9Z51+2D379X//WkLPUMXDgkGXgM46JqW3yJWkf/vqv/w9Pm5ywpemFjrgx31Duk0kYYaiz",
-	"JG3yh1OiXxAeDQM+BSyanAt9ukjcEa93WuQPDumpWS0RmihKpjMDOJcngG3S3f7S3Hb5K88Pdc+FO275",
-	"wTaS+lCgYD4BJHNYJ7VlZqs3Q3aMq6rCBLWHqsKTKYz6vouAL2JXDo6taAmeBSz0gfKLbRc6LBBR50zC",
-	"H1nLeVSsDtOhJ6o5AA8zLyq938rtUmSnHlxg0pBL6hCJEQb58J/1ZKCDzeWGroqPajY4Kglk3Rvopg2f",
-	"gGYeTu22AQaZ2rD9wampLoubThZhRH3mw6is5iHfb76IYglMwQRnqqfE1u66ihwKQVhUd+3GmArmE8iV",
-	"0qJHtpiq9QL/htV6D2KuhKDTAuZrPddXkiduSdFhyOV5AYTm4KTVPsilfJklLs37OiVsvpCrlB8pUoAN",
-	"Xs4inEd225c1sm0lO5txNzjxQroPacEdakP320eOStaQwZzVSoMYNjBHChzUbHVl5JrNnc4l3sc0ULse",
-	"yGatUIKh2iq37YZXM7zAJzFROgqTYmgG1T3154G6rngk2RaXrT0IEYU329eqeiPjasLYFreGIpLd+mSQ",
-	"xV3VrB1J11S3kyvikJ9rftC5hS2jsxeKmYGK4vuBepKG5xbZafzAPCXeZY/NEqxZ8ewMSoeICEkMYqoF",
-	"8ShHdMAmOpUt5IMK0Ac5VT23gmVr8RCmBTi7H9eoYC3sZthdMF+ENAH3vkvw+hUOcWGBr1IEQUihFEwm",
-	"iwOHUOL6CQbbsxxIJTBOVyzo3EV/G3ztkrqgK52Bw4mrljQfomiNQWluua7B1KM7g6hDiHaFhgvdazhZ",
-	"mz/sQaiIqV1IdOr6nihxV18NQGcsbzVGGGoUmPVSEiEp9+9NjzCwor19fv72gZSorKV7alBrDW0MCwpT",
-	"3EF3ygLWNjl+CpeYJqIqZUNJMA6hwmPcD/g055+pIrlvmz8GWmdRbtvVsedxUOJy32lnywKHP0mE+Ecz",
-	"2UEEFy0C752tQBzHSDCPhSEcNsg7N3pLpVs8Mwp++sBUPb+dPv+/SdPjdifZQxr6snBzTU1lh22bCf2v",
-	"4UuNlntw4jjwtVv4QXyyD2C9taL7yz2cMMkdllczt3IvfOUlKnPHPEAYV6mr9hurVtPa+PFW28mkrBpO",
-	"VZyY6zWeKvSg79dM/zQQibXih7NLd/dwIlFpCFhGyh7Dc8Z7uqLU7rfzJafuFjN29+h284U9/LXyVrsN",
-	"7Q8XXa+D4vHazrbLlj08+C2jrHT6sGEbRLS+wnq/ttG7Budci00IAyrYnsyIxt4skMwzdVI2Xpgs2oMr",
-	"OQmjRUFQzteMC0aenbcHh4+ftQdEMi6imFw+e/nd+RsnBc4TCxqLQAIUyB32P0MILwgbNgk7Gm07xepD",
-	"ezGmuOnkmYgzC2280PxhZLkKQcppqmSkAVKen78tCdbHpLkUdv1qOq4q8xqbzqYTS6tGFfJ0pyYv14hh",
-	"XsRFMgdj3jKKr5UIoLNXqaQNj3EJel5IFzJaNETkFQpRutxPofx/w7gfxZjRLmaMSaV+LuLITzwJGKc6",
-	"qmeaxEwQL9KJjYVbIv3FndkOjmNXwk1+/M+imJwtFqFWHE3uRMIBoUjXGwHXixp+Skr72tC1bcgc2nSs",
-	"a0cyR/3ZbtrsppC88gfXrGK6a5qA1gl+G895COuKzb/urtF+w2goZ5tj2VQ4ouvdGZT6rcKOAp/dz8C2",
-	"oVo5RMyiJSCoxBojRZvee+3WQ9nJiuZihZNsLNxmSlQBhFFRCqdWsopShKrl5mwkVpUnL+VTRzH3lNQ1",
-	"259AOaOsVsNBtbQpKk2+TEncrS7AU5q2ZCdy/eVPpF6UB3pQOJTNdKM1cNQsYTXLVaU8TVU1iS/12Woc",
-	"Bz4mgYtctlbCoe1qaVoblJSfeYU8oi2LuzHdIgp9mZYffYiU0bRAaTk4ONHPOOSGxWMqg3klu0ZJjc/S",
-	"MaVVe+wKoIXMpOCaWqtIAIiJqhUTHaCnQOpG8AkZ9aFsNRUzJg7Ir//n/wW+ZfDZnhJ3BOhgoxomrlMy",
-	"BnjSkE6tE5PtSVnpzjvdxnfJvc1X/XxfMd0vqwha5Q1derIwaQWXF2It5pBwHQaciUy0df8uH1q/bxQW",
-	"EqkZw/qEnfKCZLlpVsraLaNcQ5aFZzIrJ/qRUhv2EyCs8TzlsjhQfc5kHHg5PLz9g2GLJF6ruMr+IUM7",
-	"Au70oM165DvbsTO4EoUmnP0iaWPKrzfPQTv1qo+h4o9qX2N+UHUlXRfftXHC90s4uHM4CgzbSaNSVMdo",
-	"NCpcuFdUxsHt788MiePeaojcwz25y25YvnIVzYXV7NY2/RUawj+hMTGtgrHmhNwIF/VWlF8Hy+AQS7Q1",
-	"XrN5JOOIN15THjXanceNm07j7Ic/NnpjyKe+b1xpseaYa6R0Pg/kjbTbuqc/cqOpzUTxSoAb+2dClbsz",
-	"14N7NGhGvrtdTsVXuSrZ6/F7BhN9PfzpJgBHO0QsBYJwdsNiDQiOOE+zwMcIwZgBMmwKxJt68eWMrYgf",
-	"+BYftmROqz73XUNprIrepfE9WYDRLDDRRVUbzvTlnW/YZcM3LDeAis4jSVYM9EUIpbEqMBYVhSrUFNfo",
-	"werUjLlmL6y9QuuTKqQUUalCxWaVip0i9usoEOxZGKGEsm4fXsxoRbtjmtZiRKiYLTBoSWfWqUUUHpSN",
-	"KZSV5vSnKNbGhgr9KWl2YoZd5fmAX6V3ToEOEPC9mktnV5J8qquj2mugsbEw5TSaAMRzw5SKs1AsjJU4",
-	"KEFyEcF0Tq8mcTQvsgHosHCIWqGxT3x2E6AJBFHe0D+vdcEo9DHqp5I90nQto4qL9MtdZDOT/2FN0+pY",
-	"NWrvlk0IFg3Z++1oOi46V+eMXpuwjgKjNEDcYkCDycSZBdMZIOMoDYHI6PpQFOAlPoSe86Bx53sjXVgY",
-	"I+UpbB8joGV33k4AwUAlYV5CRgsBhA7oLek0ZQooXUczxjwQgvkEYUs0vvSEBiGABtlWunYu1C01Ylkm",
-	"KmHQ9LRemLOSUz7da15XiBhb0WR1B/ioOWMy4FOgZpz9KWlZplg/ygWJWxS5JW/mDnhr2s29Oejn52/R",
-	"P4ZIMhpcr7nT+71ReRDpIOCKGXqMJKJsYtNFIq44Y34Rkg+y8kSwWLFw0xqgBqTdV7Ndp+/u6kTXlQUu",
-	"DVWcvFmKxAlWVrV584pgVozJIsdkNGcbZGEqrEB8VbFwWC5qf7zAs1RV3QI/Gyf8VBsotYUfqcdJo/sR",
-	"Kt6Y/8uch5onFV+vzzbbH+YrVGOalXbs7na1zqJYTijeP9WWSvHlN+lrO3JrC8yTNPSSkMootmCK1kDS",
-	"SB1Srwzct2YSUE4MeGaOH35S6MjdCwrYb8VThyEJqNBsEPPSTLlHZMGECOaBkIFHmHpORhGph9GSLFjc",
-	"MHeHxqBVQgC5vHx2eVB8SMpRGz9W6J+OZi4gWRoKZhVl0TxVYyVBlvEiDbUjdZoVqHewIBBUxAJcU3g4",
-	"WAvsVOsYswN1gTJ4U5eWo/g4JhhC6pS4Bvg1/VVW6wlw3xFNOSfy2uv5kNGNDxhPVwCbuRnmk6Z+FhRy",
-	"zniNYdQpDa/be/cySdskYYVsGtnaiFAbQofNkuz7Kn9F7ggRzLOoTWNNam1fr22c4QEr0mA3uoa6OXyK",
-	"1ZwqVnXDYjplWp/KF0GIoSYYULoWeU+JC3vjpnmwFu2lQNgWR9u+tBaPMwNJd//d1vSoTQJLgfruEqhi",
-	"bN8FMnCaz+bNAnbDNiXaO4VVbeJIo//BWNFTAMAtdgwLdbDInL5TJ1L3xP1Qx5ReWBFYZuNdEM+qeAh3",
-	"InYWDiI/PdNd4TJimYDShITduB6AJ/HpUXU+IqxNyuRyc8v63LGODxGsZG/Lx80I0z09MM7MHQin2iWc",
-	"2/mqr3wMzJLscK1RSSXUEVNfZtPs9uwJOen1j9I8c7xOhUME4xLjtZTsBSB7dVcnCbsHQ6L6cAgIEU6K",
-	"dIlvO6muCTqMxqC/lYwr8aHI6pSW7SnWXHqdDlYikDlFwMkyrigndD4OpkmUCLJR5Kc6PJ4N6L6+R1aO",
-	"9DGEqxhrR2kqdc9UANkjKTMDEtjS/8DSyXcmpGf8rjzBvQsqiK5zdJdNgBpMqVSjm9qesn9Urm/k0tGL",
-	"ouKh+u9wHKI7fAsIQXFIu5F9twREnsfRDeNmgddlFQOwgEKZjunNsoIpX4HF2mQFk0AO9Smgnhzx8UpC",
-	"HU+saUJ9fL/UfYORrO6BgxVGRvzNN2eNTn+AtV217SCYcuYjqoEQpuiE+jbgU/BYYYllNuLqSyqTmJma",
-	"DUpHgiEVQY6UZaaurMRTo2IHfOpY5e2qmRLMaAoEa+Z3+v32yVeuGTwZU8EGPbIxhXQkMA+AmFIcrPII",
-	"0uT5TfV7EvApixdxwKVxP9jLiipmNqAbFkP4NIk4gcqH1rbq9xrXbCUO31sNf3DXwhlxTEXDX4AnSg3u",
-	"f/7YapzQxuTd+0Hvw3+vlQauXxmRpawCDJLjmAElp6WHwc4AWByPBHGxDfcUcFYbP4mI63ow59+9yWg2",
-	"n11tnlQ0hepGGNI5bYyRLTfGjHszJYiH4Tz9MI0Dv+GJm2pmE5zgnPkBvTJsosjY5gcUrixrvoCuLrCw",
-	"ZTU6wc7EjHb6g82OXkZLFjc8KhiZsVuiz2hKMhZ52lsNHm0YitLsrtlCPtCmi+CXktWAMTwiIYRa5zQq",
-	"g7qx2zirO0niAg+UW8rBsCydPXd7L7YtwI7A9tzOFJHF+lnIL1NuPjZDsNmTU54LX1j/ZWyXxdt252f1",
-	"8z44d8JOQZSXB8KUzHwlu4HPILDBSkyskhCRgb2sJxyp/XZItKA/J8whby9eNgSdsFPiszi40abvPCQY",
-	"FhnW901WbLjQPh6mMddboy7xKdtfsDNYyDydRcTsekU/uT0g1wAUxRpPphqT0oX4Hkr1W+TEoB01LM2T",
-	"G/yhgvlbgzGV3sJc3U2al+ZAfjIcJ00amruqywl0A7zDTPaaKSBcjeObLSiJBoLytiBsWCwey27u8HPt",
-	"LpS0rdSRCaHOxre2hGvIOznuZgy+Fs5JaunNeFZ6YDKSShlNjixytF/CHJ/e6Ly8tTCd1AKQ5uvBqGtO",
-	"LVn4+MckpNMMLQhjjhBpCM46DCpkMuPhhcbM/bipUeyKUxdwHws8VDOlBA2Ji5NwIRfBzV1NBqctvWDc",
-	"g9MRd3GyLgETMACyoVwCsRsAcMiWGj+vruhpSGI2j26YD2+rFXIJ/HMV+LomH5oyQVzDldt4QtGQq95X",
-	"C+quvaGW1iXukoorHeM1iWIXqsKqxXaJC6QI7+u7HUtjr013GtxgDW10x+h672M2gUp1+LC+/dXNT+qU",
-	"jBPuh1CYl/kaA3GDpD4GWBioYTLdR4uLZExDbQYLJ/sLKHB64ShaYFma/FOKKzk83wTCwKzex8aXHsOP",
-	"a+C7SHi1PMI1Q1TCAR5vqClF3eUpY6+vKRkOcecQoO1r5u4eYDlNdqtZfT19AL8CixWUbk+4m2W0BL5q",
-	"K2OV7ojj+bR4qevosuAWGVChTrBokrMxKhBwoJIwdMmcUT7i8CydM3QIwSloErDtmKrMsTYGkDpoDHMQ",
-	"8AXMg8zpasTpYsFoDBlwp8QUKwfmYAo260KSr7FB7hNwgREIdodHqBxxyJzrtFpQBZp6EkC2gLHwCESo",
-	"OAqh0GTgBzGazSiQvRpRwKcjnr3YJI+xHCXCmiq6cvR+ccZ8cNeEjAqZxus56sSMOIYOzhMBvquEBz8n",
-	"SvJPkwgd28uDa0CnMWMwUFjNuWDhDROk7m64H1zy67/9K2m3Wi1ySFxManFNInyf/MEZcTeH4Y4vuJZf",
-	"0iV/+RNxM2D39PUOvl6AFq8a+d/58AMn38QoabW6DCOUYqYzJEdciamYH878tTdgWCWlk12H6HvYVNac",
-	"6zdMIuYhcW3bcDqHdp/8AU1HoAH7OiVwxDUxwbZky01c/L2JQcNOanrRWN1KPyeBMFmZIz7omSFAaBF+",
-	"TF12IbthYaFhKacfbWUVG9rwthrj23jgJbuVnVartFReFpU8ODo66rQHVkxy27lDIfKKg7HLkVd8ZUtR",
-	"cnbrhYkIbtgrM3Yc7u4o7D1DsNdLmVccuilovsfjdnxepdc+FFxNBWryHpnuleuhpIs66Pe7gz2XtLhW",
-	"yl2j5cuLqZQOsl2t2Oi2k9Jy7lCHZWOKey7cxlnekA4LFvEO61jogt9KktH1m/sXc9lqURAFAVpVhlTR",
-	"t6nav1NNhSL5cL3cVMmKF5ij9jirVvZ8RSaT1lSo+LxRKio8fmHWrSAdrvL9YBdbyOFm9I6dvaovVOWe",
-	"G2l4RZtp2/722B6NWFZx8jncsm186y6YZhXHMK08Ynu3c0He6ciR7vcbeCT2GKzBQKv6+Dro2Z3lhz1Z",
-	"dgZLdKcee8f9o32vV+Miqrg0N/ca4tpGt/aNFFJEV3TqMkv2PaTmQqiRqifyLoAjpM7ZEiAlCA3DaKnD",
-	"sS1m1h50j3t/ZVQSazi5cog5nA77lU6//BKrAi5yF9Lfk+g3wUj20JFykCT31o/WEUu2HOdK7aXuk1Si",
-	"t+kJWFLRBmoJZNDbJX8UqRGpurMPvPcnFBeqXt7p2m3Q/J2cTPvc//dXJ/YJ57uXBP5wInIlobjTau2W",
-	"ifPOtZ3ioBU8MJNyIf5+eHhY2+XtqqqcG+/VXpS9HpW1loqw6ZkqsTQ/ROzr9lKwa0A4+evunAqole7i",
-	"A27qLVBvAfjjqTELa99jSAX+cAcXQkW0nIuEn1NZQT7YvLqZH4ATnsyZpBDIh/WKEu5giRkoYDNn8ZSR",
-	"heqjiSHhduPtovixO7KZj0TnKc3mAQh34w8WrTWW/t0kwmJU1RdcA9yl+fMQqajjZH2KVWMq0S12XBSo",
-	"CqyOLUrKaC9YDFWIOQums3GUqNmBo3zPnrHa8WbXMk64RwvDSC/RgxIwAWlckOds8AM4egGVgOiTZIHh",
-	"Z5wtGbgvCI1ZScraw+REIYNmCCCazmBHWLXFOh6kBtJHSVMuqbRUiD+Xv7OuloGcaSP5zixtcEFQqX1l",
-	"IpqnDgOAITAeD+0GIdhDxUTgLZm79HqPDFSDmVCYW7d3BUwR8GnIroSMGZ1fbco0FYLoci2ksszaOmd4",
-	"DSb+RcM7ZCa3RhtXWadQpQCmZl8QrIZCWvkdkal3R+hsj8rZP97mzpEzDwqCviVXMsMlLs+UXKtWWjlg",
-	"p4AydlCcPg07D3IRI0OOXixNifSC2+dyKJeottwPr6I4vSAgdQMvhs1ygyn7X48DxbHanZRPtzBo8+5s",
-	"ey/eXMKD1w/ZRwke26BRa87lqwXX/T1rZ6g2TKBhpvIct086m2RSjGNwaWP/PBIkKI71DOYQoOZfbcAO",
-	"7kYqTAFQSgCSnkAswziSszw4PkKYxYrtRhPiwtsuUauA8JGWkxb97NTKXy9G9+BRIFiG7rRtaS00LNj7",
-	"acyEsBZgbQ7GX68vFPWURpo2bxZBvT4UvqOigxJ0R8Eg6kRc+cFkUhR3+UY/gPEMywg3AZ8mASdjJgKf",
-	"5bCkjahd1wERVPMYB0smmMRodTmKg30gbp0aIkoVRKuy5S4avWGx2vxda/W9fkxJurPVlrxp3R4CaKmb",
-	"3tFFYxmXjHusYBBrXEKn8wNYlRkd9ponxY0zYqAm00I8a/S3fiA3t3kL3ykTsLcIy2WSb0glE3Iv3q5f",
-	"2YbkopUUiDxeS+DKvf3hEMnORWBlE0+mLrtkUVyioxI6ZNWSn6I4AWhO+cpoYbZ6VgEsUOtN+TWyl3ld",
-	"YtpizXmDqVHfsgfSpazkqn1TdbodEtMlWSTjMPAaSqTF5LiibvapRsumgZAsLq9Iiz1eXbOCc/4YE9/y",
-	"QywfV9bU1YKVXKSCzhnadc6fviLu+dvHL188Id8+/UcXCzG70YJxIUKyuGarRIakAbltK7cCK7FWPxfz",
-	"ak1xY5C7JZGURu5SqmLb6qrleIrJhnrf1b4NTbqhrjNvr7oGmVlfOVJ/k8B4z6EVGOokAvNZbjlJY5GM",
-	"o0S6mCMoNnxhRb6LtUW2JlS4Wkba+jho5qlYsqXGP4ZSa1QTpaDOKMDlLKgQFZEb1aV0tS+iIHgoEOan",
-	"2AimZAQSiLVc5ke6Lj3A/gEEFwICWaJbsQ0KQpsqV+W/w3T2FRb2C9fZWOONUZopmm23BYRsqcuocDuO",
-	"9t3Iz4+WvKxsqR9QfrXPnohgyq8WVcFUFiVlYh96j7RMlSxqerprc0vHnfVduAPG5nAeR6Yif34rJkGs",
-	"7+87ikb7vFZ8W54JzG23pCnNGUvLt9so1/nGvs+AprVaw3Vm87wUwF9sFe46rcrW8e3+JNXTjqzZv0+N",
-	"RF/9+i//7g4JTXFv5w6WFBuvUidSJQD1bK2c/Gav76JTy0CPcZxFFGX8fwUulJ2C6LovcF83jFMDd+5H",
-	"ApX+PjvDVolwUF1stUadSo6XG0LHKn6KYRzFVbgE85I4kKs3ikhM+DuNWXyWyIIqVGc8FR0hLQnj8k1K",
-	"yzVbCYKiEmk0gLRfn7166jomm524Z5CZqBWEIXkMfZH5rX+lSKoJEG5qJOoag98ySppJuah9+AAII5MC",
-	"9RYFGxifEhJfvnxFAj5h6i5hCDMIGCBNcka++AKHrA7iF1+o+xbhbX0WOiOO0eOKltW3WlePEDlNA4c6",
-	"GT4lyKk67oCglxLSREZcJELSgDO/YWcopPWp/vKnXHJJc8RH/EnEbzD6SQzRqWkl1ghOr9kVKAcGPDmI",
-	"ScIDaeqXqSVvQivQQ4CFzYBvkzoc0JCOWShIIhj5lnxF2q1Ob0jaA/h70D3uHajlwYw+hOTA1NEUDW6q",
-	"pKdAaO+xo7HyW00C0DA4ToPdM+IuIBF6sNmHGsnny58wm4+SnxMWK34R0zmTLCaUE8b9RRRwmXUo6TVz",
-	"RgCjq3P2loHHlIwbGfzW9Nm3Fy/NUgdqV3qtFkCfIDTxgoVyxCdBqPrCcYsgZFxCdUqfabQeQPbHzcAA",
-	"rqGGcFUatJXnO4ONFzKO+JS4Ty/p1CX1FPQDU6hAID/QuVuqOdZ4gplN7ilxX0waryPOGq+o9GZuWlOg",
-	"2+o5xP3m6dnXLoHakIr2YAgj/vzpJea9jCMf8GxVf23ybfAYVn76S7BY6FJsXhgo9q9xXzyPLaS6sUYc",
-	"S/c5UPtO6fuYooXgc7iBLo8amGkJ6/AymAdSDA1qoABPLTZPqO/Hpgl9LapfDZOAfDAq2ciUQSP1XudE",
-	"s40LJuNV42wiWaxTPy+oZNBb4wv3oEkuGPUFmdNVVp5SreWKjONoKQAZM5gGnNSffHfx5uDUDACMZ2lO",
-	"Pj6DErWSLZQ8PeIQ6aezf8LAY1ywLByq9urFpeKk6jYEtiOGh4egJMFpaEbx9FC/JA7Vs5nBu6Z5Yc2K",
-	"ba61mu1my1ROoIugNqx1m61mF+BH5Ay47qEfefCHRvJbv/E1/GKsyCpm3Gcp74HFAL4TM8Pu6hfMj7wD",
-	"B/MC/ZGSBIKYZesSCJ0yiOmHyBsitdxKn8Su9YK7MLRDKgST4jBDvEmHA026h3pyTTjfSKWQY+c+QTyE",
-	"xht91zTOozDwVi6GWwJqaqSBTtVWwZENJNL+iEeTSRhwhluFGxhE/IUPFZTl12rV1DJqJiJKna3ZI4cv",
-	"JurcwbEDl2vMxCLium6vlh80iANI1OxWHs7kPMxDPUEanfff/MgD/Bb1AGbWjTj+BCSBX5kbUp2LdJfw",
-	"qUPrMfNmrHZP3VleI4nDr0a13OKOavppfB8ezr+v90/EnnrX3j54uIm1DMKIs6bv0cnRYNDujL1e8yex",
-	"1jY2ZBo3tzMtcux8cAoVbkORRiycYcVN1UIJXRSY1uFv4RAhV6FOKYUooHVihqPf3D7MD06t2+qVCcsp",
-	"KRy+juSryAfEJHV0e0gW2995TH1dMxJe6ZzsfuUyil5RvjKlJlEoM6bl2gul9WNyV552AB10KjRsKK29",
-	"U+/ldvq9Uqk+bOEojKgnBMHz7eLxV9e/+vqRQNVkFoH0oW67mbE26aOhJCU4qIpBj3WevLp5plHkk3r+",
-	"vhuSYD5PQDxyD9TlbxSfUVpNAHjQhqChbvHelsN/pma7yQGKJ6tnlQJjQJdm/qpHo9QF6i3Fm2tGL6yB",
-	"hmorMSipZ5RmQyGdNf6JNn5pNU6aV41379tOu9UqwkT64HwUXvUTvaE4/TzHOvziv5FnUUz03aXEY1BV",
-	"goiTRciUYCmYOrRrPOIn0Xz54snT12+eNuWtJF8c3oUV4Od1FmDTSIHqiZZEh8zpbYNO2Vfddr87UNqT",
-	"RU6/meNesZtnUcL9B+IPZ+aqtgTTHTxiBuLfL1sZwyKOPCXVBYIkC8zgZ/FNwKen6rxnsnmUaPgBxY3H",
-	"in7qIG4qBeFQyZerX5Qc9xqEbQj190uOsq4nvZO+bYXiJ2EyFTSBZ+Wna9E1lh4wdLEVAAr7LqHb3Fo0",
-	"/3pXwUul/TAhindVi++lu5qWMh6vSBwlEpVUA48aUgk58bNAyGga07lwsi1dRFE44lChXsjAE0pzwCE3",
-	"YEvJTF0KoEMEQjDhWIZrMgkkkcGcCQe1IEUsz8E3rr59hO/pJX4kSLTkTfL0dhEp7qQIjKyiJFZEThcs",
-	"VmpguMJyM3rTiVJuVAO3q4MS0nqll6Ya71yENMhTVe3vyDdPX54TLcNdKYUgTYJGYzT55vLyPNOPzBo7",
-	"SquaRb611s0R/zty+Y/nT7c2ByYxNd8tD73Htr8a1Z4/vRzVHOhRiXv6gI9qDnb51UjNdVT7QNp3axAP",
-	"cnF7+98DRtHUJovzOFL9skQAPogG+PgrnjNrQPOUcgpOnC2Rb9fb/MhLILrGi/gNAxgYGYF1B92ZMopC",
-	"YUwZBnPfJ/949urlaSqdoM4nUIUvIvPvFoyfnb9QzX5shWgHEzbmuTupxB8KCMoYeIsJSk88XWagnd+P",
-	"iJ9X7akgege3kNyKoi66m+QcMEEBlcEfVICRRJrCltq8F03W9Xe0xyDtbSc4Rab73dtm+BmH1V0PCdDA",
-	"iCsKGo44QRjvoeGV6htNQkMCFHQXBlRIL7+RvdeLWbD3yIS3Sm3pjW0sidrEOgSYJYNGqaQ3h/Rb3dw3",
-	"iu1UEtQu1Dh+a3IaDEoxVTADfNoNdWr9Vnf3e285vaEBOnnyRHCR2mHrsmAXD4rp4aZ9mIlZh2kNlW30",
-	"UVS6TsfEo2kQ5DgsXWV5fDU2IOjqpgkNTLfS8E3r6Rbws91cCkU14kB1YMrPEJwwHvHb77OQx8xvQcEs",
-	"b+pKDQlF1C5w2iC16legYXtuf/lT5mz5UqmQOsfjYMR1IayS29TUTHiSVaa5x326W8d/QkPvIuEvvq76",
-	"sEF3rfTw8/O3VR49V38ieu73+pqu+ta334Me/zWwX/VSYVCvxnW2XVKW4+mUtMDcwwmbL+SKYB7tQWqM",
-	"AU6WWWM2ghLK7TJ7pvBujv/Mpiq8N/FsYnIcDUWkjUdwFiJefhYs69LmhGycms3RV8BDqkgQ31+cvXr+",
-	"eA/yeQUAAW8tfICqdEpvv4Mjd4nbVPE1rGcEdHsvYRSznXRleLh2UqZr6sWTiJOLy38g3dZJS21Qe/Bt",
-	"zSoFlZZ80UFBP75zaqgmKbk2q9GKIabAo2MRrn6ZhYvbgYzkURdCX8D7fJW+CIVZ16GvjjfDizTuRFog",
-	"9WoWTGe1Ybvbbh11WvYPYbSsDdvto5NB7zhNtMnaLvjyahEJCEapDfvdotyc2rDd6RwftwoR6TA1wlRr",
-	"RYyW2nBwZGc9/vgObupqd7thtVm5mmLhzXD7Tyrk723Ya1fo47kmgl6nU0V60DYSlB8+sqzyLIAg+DU5",
-	"xb6eweqi6cWSTzKJpFBKyXDuCmUUXXtJ2JWgnVyxSP2VDOaMjJlcMpaJCdyH+ogjXiTB/OVPawU5wXNE",
-	"teCRxnLAKXcycE/y7feNdM7agEPO8s+n0rZi8VZA5ojXXWAfTTz3LnHNe+7BKXo8l4Fg9n0SCOLa5Z5d",
-	"pQpBSGi+JCqbQhCoa9eCzqBB//InWygb8Wy4lnCk1qvd7PTNw/rWsp8FANQRd60S04gkYEpaujrREMsn",
-	"uFnx6dxjI+5iITv45ZS4iv25GnwUlFAsmhoyegOKCAbrNMlT6s0wFmXEPRpD/L8lCpK6YIzoNYZqRldj",
-	"yv2rhSfdgxQRdmnSUJRcPeKmANDaqvc6HYcIugr4lCxnuDpLbclOyw9BMMQbqOGUFiMZr6DuyBUA9oKW",
-	"bYojki+JC0tRxwKhNAxXI+7mk9xch7h5FBz3YJtE+nWKc/5ZHv0vK48+2ajALqpJlRXG9F9Tyqx4JKJk",
-	"OnsIkTQVHCuJpDR/3zgQrveXP5HjrYLq+2rS5YcHEWjTFz9Y5VyH7+8tuV5RaaRSFGJjpqF900mcDAat",
-	"4yJRtLp8XYicigPunTSP+04NBtk7aR710yVXv1jQTaZqdwaMig10Ws22aaDTarayBtQvm+ioutvOUbOf",
-	"9ts5avasjtVveQAofKnbPe41zUvd7nG3mb2kfvtwZ+Ecbx2rNGapqzRLG/4snn9i8VxvD4TFWgAn1aXz",
-	"aYyJpIWy+VMIgTVy9YZEDdmjGk/FlDGngoyVxFOoBOhMvhmjck4XOn408KdMiqFBcCftgeqmPWiO+A+m",
-	"MkI2AiVy5kfgWMbELD77loHQrkaHQn2+vrUW7yCeV0uiri5hgF4QQVdCCYUOiSnKswD+MKFBqMRF1aJa",
-	"um1i2/MY8k8/C20PJbRZge0OIno2BFMtSl15/HYRgqqpEy63iGwiZ26z4Rr3A/7LcCP0s+ZTEQjWCtxe",
-	"kyie17bId2mVgvvMMTsfOyZaCXD9PrP8LDR+GjsmSoiKdXU7KCmitj+wBcY8ZQx/PHbag3dOdiiGP6J0",
-	"1O0cDY7fGRyNH7cJmEVy5H1kK+DCNKwNeRKGvy9RSxFHbnngtOy3Pt1Oc5D20YFBmi46zcH+69NtwRpj",
-	"ey1o27TXah6Vrc+g1c2WVX2w1hV+K1qfQa/dTddn0Gt3rPVRv3348K5MH3EekMK6fdhNnHG/2bVm3G/2",
-	"7kBhx9AGUthxs2NR2HGzW7aC3e6xtZHd49xOqt+KVvD4uD1IV/D4uN23VlD99iAU1rZOYDt3Att3OoH9",
-	"VjbRfsuep/ql9AT229k2qQ/WPsFvRevTHhwNWukCtQdH/RNrheDXQiIDdgbceLuCe0dNSQl6lfUk5qPg",
-	"+FlX+tS60hlZzqLQ3giMMKquLFlA04X60pMo9NFPISMCmc0orpp41/lCezPWi8emtbR01dkJghVSAd6N",
-	"+ssD8hVZ/Pk/X5Ivyc9//s+Xf/7/muTVms1eWO7pIE7t/3PG5SlJFmpEnTKzv0lk1ZBUI56DWj+AlyaB",
-	"TJ0eCBiWGeW3aUHnabnOz4rQ3RWhcySedeO1k9W4a39kI3WRTfj+8q3t96pmGO20nFarRdLZVDaGtjfv",
-	"heP2SWfzSt0mpOx4EC+aCg+C2lWpa3DH5wy2uTW7RxRCrp8OwhOsA9kbIbLVaw6O26kUdDJoHrXamSB0",
-	"okT5VrdQKjxp9Zq91sDIhYP+oNk5zt4dHB23mt1e9+6GSs1hPlsqf9O3L9yNKWKCuiP3CSdA3MqtgY4J",
-	"BwDziblWxSO7RiQiZOGvQYw+fzvsUZhiq2vmTXRY65Kp4JsGg2cYCCk0RABc4bkLV3USM1LX2Q4Aqg7h",
-	"1vqsYoFYiB2AG1NdzhBpiTIDygS6wrJG7MdxsABc8PhTICD3JuBThJE4MzgGJn9TG1QVlzPInzragdTx",
-	"n7/8CVZqSOQygtKZWDETC5VzMlEKAKHjKJGkQ149BpwIiDCIdYOBiLgaiLadjjiIBr1Wi3A6D/g0m/KQ",
-	"cBrH0RKSvAEJwDbqjviGVTeKU7jSicGvFDDRH9TrgLUQrjLQTcu3D8F5JnjA1WhE7lAtorHlMoIlK9Xg",
-	"J1RIFjtEhNESEtKJtPDoUPiJoVisKTc74oBASQB+Sock5LEW10EWTS2GOAnZgR1sIiwE0ZWFHKpu70Lz",
-	"8hNclAtExrmfULV2ipZIiYxDlAMcmjUT5Km1HBqwbEwFg1z9itZJc19tE0RSO2Vhei1m1w56Rcm1OWNl",
-	"yzZWdvY2yX4HeKyGU8gZEyyVtp3fsi160LufLbpk4tnx/C2apvec9P1lV8GYL/JC6zMaU0KnNOBCEiPB",
-	"OvrO0QrhMiIGSy2zy1YWWVsGHuzH90VGnuNus8i3beDn2llx9Vq86lyvfvZ/ia9l8nNnNatZph6A9Lds",
-	"Pe2O+dtqKWfXOe4281/ZDxqZ8Liffkh/VtRXMJGTXrO7bSLNdrc1OOn3et1Br9867h7bM1sXg7fNrNUc",
-	"rM+t1Tw+7ub+tzbZk16zUzzZZrvb7R/1Wq2jTqfVaQ+OrNmrMa7NvtXs9Y5a/ePjTrffOem128cf3m1o",
-	"BZ39qaClNuMjUEGzv4sO2v2TZncnIZycVCeE1naKbrY7x/3jk86g2+u0jjq9zl0JoQ0EvEEIx+sTPAYL",
-	"ZNnmt447nW7v6Oio3bMmWRsOugWbP+jm/q/34Z22XuacNG2nk/fRtNYsmZtbWKQIpgRj4xfXOq3OoNFu",
-	"N7qty05n2O8M+91m7+Skc9T5pwwheVi7CcP5Jlj/sNZqdjvNlkZUHtZQUR+oL8qoa1dhF4wWStGmay8B",
-	"N2Ic0dgHk037UDHZdrPf6D1unCUyulB6U+OH3ll70Li4fF3L6rDkTpG6HgqOUX5vO0fdZmcD0LqWdkOg",
-	"m121L1S7hcVUkEnmyypoI3tWagS/MGm02yebGUcGLdLuPH9s1QEZttG28bF3+yTb7c3jtnO3TbaB3m1v",
-	"Rfl1sAwOX3//4usXZw1zhzZeUx412p3HjZtO4+yHPzZ640Dea6t7gxNwMqxv9Q9/JL0GNn63TcbLYccm",
-	"195Q7o9ZPK1lW11lyjlrWKeX3/COYiB7ZF+kGlwpkFOiY+wtpflvyXTyyY0gSmlDtOfxCv617B7An1OL",
-	"B549sSM0S8NUqi0yZSXS4kqqPVQ00dCQcESYKNIpXwZCPtU9/pVhBFB8//H9BjeyEHY7eVABYEpKcKpI",
-	"+DjTJ1TSMCpMGN+9uBSLSP2uMAf0BtsT0q6clDZEzg4H62PR5HSR7CLI5+dvd1NgmgH8/cXZKyKCX5gV",
-	"uRfxkvxcRaPPz9/+dgh0Q+SxKLRtseUf2x0Q6jcuzbLnO713e1Dz8/O3O0k5ty26hOZ4hcixvy8iVhSw",
-	"F9Gm1VvLCBdazCPvk2seLQWpo30X72UIIG14jMuYOQhTKRFEjXJ/xJ+zZ1HsMbic1WqLgHuMnM0XTD1+",
-	"9upr8oILGXBPklcvOq3W4asX3VbLIWeLRchG/FUDDYUHQzgUDsHy3GRMub8MfDlziA/obc/O24PDx8/a",
-	"A3L57OV352/QtRwtWeyMOKPeLHMt3zDuQxUBCH0VM8YkqbsI/uFqG2QKIKztj9NoxMcrUndpGFDBhHpO",
-	"9TAzpVkAIdbP15oiqt8muQQ7EY01wh8YNwSx08A0Iq0oO97fZJV2H9KuCeYsAIxMlwQ2ve5RwRoBF4yL",
-	"QAY3rDTRB99bT9HO6sfuLNZaPqQp43oZhsSlQC+uQ1zqU/XPLFosWKz+GofUu16yMHRJ3SLFA/unRixv",
-	"XVK3abHfgv1Tf55ffKee9nxOO67+o2v+6Kk/YvON4oGsMW+75Nd/+ff0Y88tW59sEndfo/sb5CIswJQx",
-	"i+84g8OonUKaOdiGt4yba4JXTESzZ3sZ9VeaFWz88s6p0dibBZJ5MlG8poYnv+bUJov24EpOwmghasOj",
-	"ttINrNUa1qh5MK1ihYp6W30DJfpTHnA1HSv9ojtI190aGo8k02L787N2q0OWajgLumCx9lYdtTXPaAIX",
-	"IZJxEcXIBp6ddzvqdCZzxQGZ5jbqnzi4Yf6QvHklyC0ZR5GQxAsj75rckn67Q1SDh154jTAmqudbu+eY",
-	"SnaarhdwjbWuCNxKIe6QGlfD+k29fnAKEftQvQflA4kAfX7iZdWrBZvOgUwUwYhkjjUtgddZcM7L5bLJ",
-	"bwI/oE0vmh8y3kjE4ZRN1OgOpzFdzAJPNDwa++Kw29I8+TCWtw21yvAfGUAVZ39xBfGFLccwB6PA3UMj",
-	"M/wPSl+W5sIDEYP/QUlV6Fys4yB05eaMwPQXSsY6+N1BZDFiLm/r6O6+6Q/fTxdJOQauq3ZRMTlzeDTs",
-	"VcnZds2Nhg7B5+dvh0TdGw4RC+oFfOqQRcI9maTCgL5llIygMfyDKVe3ZrMQA/Pj3HlniLUbxQQYm2GB",
-	"z8/fOoQ1p02Cy1ACe4v10bYGClmloT4qZ8eCyp9582fe/PC8eV++DGGAxWz5+fnb37Zl7P4MuViaShXJ",
-	"lNdsZdJhZs4vh61NCyVl+Xzkiy/AY/PFF2ltcRMBUoD7kQsnWbkOiSm/xuouLuJ7ukPiWgZhF7U4d8PP",
-	"5BI1NsZ94PSuduHoKwO9RS6h5onmiF/Sa1NNUy0KVh4BQLNchEgZvqLl7njgG+FvEAAhJUUWhp8aDKGo",
-	"7m0EdEbGqzXickgRYdUzyjqwSMvJ6KqeElbpDiA157Qun01oEip2m6+ZZ0pI5b/ddLlmXsvUO/ruLiD2",
-	"ENe8T+R05ZBsePqPtuNmv+DsTx3LXeWltC7e3m/4j1eV38FUy1cB3/cNelv5DajlU/npJ0ksovgh4nE8",
-	"XV00r0KME+6HxmKFWG+YHTle2ZBTxVmSWxEkMtuB6ZneTK+wbkeKsq0bUIOUSn5Mv25VRqrwE7wirkRt",
-	"2G05tTVUtnbnuFOMZ9E7aR5viXjotJrr0RuQ+2iHrCCChOJqJmxkvQLyZ5/y37pPeT0z9q9M78fdwXEh",
-	"uXfbze4Wcu921rarc3TStIOS+r1BPyX2zqcj9s/hMr+ZcJk0oUWRhk66UeLVuijF1fA9vLlgBHsY+WwJ",
-	"v0CZVFoWVCgymQyKefHp78x4BypcpnRBEU0bz6o07gHoeJeXGR7aw89s02fmtirzQr3CIfxW3Mz3ONm5",
-	"eau1Xj+Z7/JOaMXb73prbvaV3nrrvVT3bcNEd3q318jhd+3fRuLby8O9CCnnLC49M6PaC8IZIIhmavOG",
-	"0YRK8uu//b/EnQf8alNZ1b5lGNbl5bNL8uu//W/iqsvJqK3DzEc8CaSjWO1yFngz4tHY//tRjTyL4hFH",
-	"j3rmRCZzdV4MopIxltRN6pLMal73Wwg7n8HR28Cmc8akaQUdzpi5QFNIbid1jI84JljpJGuRxBPqYZwP",
-	"FogdWyCiiqGg/9xgiNaxfp1dpj+mfMpSjzooFeCWXwexTfFqMUHMsVdVdWTyqR2TWBOIDC4fMO5wSuOA",
-	"+2IIIKJ6+0a8jsi1WMeBLKMk9ME2O4tCXxc6jpkhgQOHuAY8T7h6SjreKXtV7U/6JlVyoscgL8sCvVVj",
-	"i6NkOlskcsQRTiuCcrRxIPSOoJcaElFdbejQ4LGZXV2tIBaeTRPbdYzBxsZiWdggFlJ7t/SRQKc+4tGO",
-	"OOx2Wi1YNUMUWcKC51U/neOim4cMJw40YoyQgRDwrhdGQu2l7huaWoOPVWdgQmMSTSYjXh/VbBLAatQ0",
-	"T7htEgjSPU5BjnGK/daodtAkP0CWmJsIFgtXd4i4sohPlp64gAtJ1V5i1Qa1EAdYFgOmMOLwlJdZ0KBJ",
-	"7IC4AffCxGdXuHRfyThhroOriUKI2ti8I85w2xtGeISEMiE0O83IktUL1PeZ74w4Np4DPjD+As5orBbo",
-	"+flbUgeqz8EKD8mf/6PTIn/A5MKAEwpP2k7OP/9Hr0X+QKgXR0IcnOp4VThpgdAuCg36gAUsKf44hrtQ",
-	"PwI3MpZpkjM2J3U0yXkz5l0z3yWQ1oSpls8A2T/W5S8XmJyI1dCgQDpUCMAkOqv2TlpoesSXVNcGADaH",
-	"GZZdIiBNEChPDUgzqBWTpE4nUCybqIWisdTlpdF5BMupFhAYiZhFsZzQMNSVrAw0sUNGtTFTm4PtDgkV",
-	"1yMO2UoEVnXCljorUoxqjmLfIcOwIEjCxNHonNYx9a6nsVq+Ea9T+wgSe6dF4s2ylQjZRJIokQdN8gZ/",
-	"WNBYBjRUs4HMTSBrEaleXJMO7hJ1kPBBvYBD8uu//PuoptNoBVaax5zK9QqkaVVrZPAReXpJpzB3tRQ4",
-	"e3VPJxLqgI44ncRMzJpQ4N6baZ+fqy/iNLmY4K3rZ7iF2V014v0WqVOiJ2CwBBlHTqrbhWRaBItO70o8",
-	"S1CwzZsxQaZMYqXkBYquUGPebhf+iaxYLr0Rj8SIm2OF4V3Qv4n2Skm+wKFTJBafh5Q/WF2UbcgW0QS5",
-	"nOaZVpblb8EFAfWWMKccmbk9VpCxFAtXnLzUXF8kXW0dNJbGqw1rfpSMoRhtNo1WC1EbCmbBk/m4fBIG",
-	"AQbj8aCMeBFsTX1J47kBrgHBAoroahZgZdcfOGRePudMSqxVnNnxoLc+tXaFqT1Zu+DS4lCnubsTQ2JK",
-	"LlAlY9FrVjobaLi4WIvej9a+zqMzsh6ISEQyRk+LOZx4oaJCU7LMoLiVRGl0WvvHKJ4BcygMI9kQB+oY",
-	"TkImSjJFBhnx8piaA4ek+fAcwzF1jeb1lSiNOIQIlXvM9SN4i/b1++yPfVmEX7m2ab6fl4eXGkNXa8Xr",
-	"Ypi5JKz4+9I1z8uJxT5HnfutF3wcRSGjvIi6vjFHz9xtMiIxk0msVPdUyi4bCgJ+F46g08qzyI+OYVSQ",
-	"B94efKvZpjCKdbeltQ3FiZxMiW63SM75ZEsdYIaO0PoJzF2vFdy6Gu9oHQ5I6YaKyIeI/JN9c+UzSYOw",
-	"NixWStrHWvMbM9I5aaYaScJ9BBVTM6DiGprMZ6kf3cvNM10kVhbEdJGIK3WTqhmjbTflzeYLpcwJc1Pe",
-	"3ctTjiDZbQ56Rwbs6KTZanUy7MZ2s93vfNiRZIzKizpkqcXaSOVlsIpYji87QPd04BTDenYHzX4GxdRq",
-	"4TwNElP7uNk/SoEptd5j1nkD2OmoOzhuHqXQmP3uUafZaZ1kzXWPWs3eUWcd2MnJSNcCrLwr2Z5YVHvc",
-	"PKpOtcf3ctc8ENHeyVtTTrftDKm027aRStUvH3Zk/d+DZjWF3NkHU0is4INJgVePTnLYvuCfqUio/d6g",
-	"n4KG9nuDnoUZqn1+OQJ959TQDJPeA5s+SlumRbnPKZHtwYWJQiN6iu5dLU0pY2VhiPqCyF+hn9IA/unQ",
-	"yHJm8x9AfQa5E81eVJvS0H5KJVpz88Fg2xDH8Potsai/gX4DBvKwlRHlGGO1xotaES2VaAX9mq0EkyO+",
-	"oNOA65yfBRWCuJZD0QXbCgQMmi8MeJR6CqNqR/wS6qab6EIQxfOS82lak8pYE2imVmhTOpTqQqMGYqPC",
-	"sShzjD0I5NTnoLH/ckFjaw7u2GfxkLiNLLDCJXX74ECWWvajg1YyJzNkRjFxGwtGr69yIbx1AHITkqif",
-	"dFNlCoSI4hL9oWYNzIqazH+b+4C6qNG/NwZ2j+jJv1YoXYFKo24XuYxy8XTFmXSfA2Y+48t8jgX8G8WX",
-	"uV/s00XCy3Ib7binOOFEGBnrdxbAoeaXn8BmrJNTW0SiSK5UoqQOYEGfFkY3kf/x5rvXpO5eJPwFXyRQ",
-	"6RRDXxZxNA7ZHCFYsWAp1MKNuMeGhJJep2OwanORBtDgeQS2I4KeRM6a5AleESNOw5hRP43UqEMui4Vw",
-	"i64owWSyOCVAYA7hkUR0kRHH5K6rJA6JH4GnCZTlgxRBvtNqZT6rTIJ2dAQGHXE/wSuKGS/1C5/NF5FU",
-	"R7DxLVu5DnhDZbwyRmkYo1a+jENRZKVgUSbHr9WUsgZl44ItQrpi/pCA8/sAZ5E2es1WBvMea+COI38F",
-	"eTKk1zppkteRBK93IMxcIBN0NeJQobYQxRXY5kXC9xeos3X4llUS4h5H/upNMOUU8h/3fQE6eYcuKiak",
-	"+q2CNJHxAxqG301KJ2ZxBiBt6Oq2MY0aWmRSDTYv6PKVUhinhSXCL/QJcbIacuRV8Li54Vf7UCwYbT/u",
-	"Fwl/ehto7KdOq13pDdze6mzoFQ0nUTw3b7SraNE0kbMoDn4xL3W3bIvmE19ubs92ZHV4q2jNXUUHjZRI",
-	"4ERqTzMlIpiCg1qdGwC5ODt/AR9mFP3OMZsGQjLIic6yGT/V2M84WWMminmGdKWUYIGhKWqkY8Y48RlE",
-	"siOgix5thUviScQnYeDJ/VHJ2t1KV9BLGk/1C/0q1JIWtH7F/IBeopZZzWDzgkMsvWJW97ojmZfEUCP2",
-	"x/e1MaMxi88SOTM2t+wKRR0Vr0Hr8gTxRgBsVd5OcxjM1dQAL7rwXn2cBKEvIBpM7W128SjmvqCxMBma",
-	"WBDGJ9igOxzxEW8QShbJOAzELC0Z01DNKGllSFx9ZzbUkg6JEuEOFyENuC5MCTINFSNOMG5G3Rx1F33f",
-	"LtHOHdBo1ZPuwSn2OGbcm81pfE1kFIWPBEGJdkj0q1+FIZ3Txhi9RQ143HVUL+YBJWTr76F5/fU0DvyG",
-	"J25cHS9D1mcwT0IZLGgsD9UbDZ9K6g51qI56HIDJIY2WuhBdaMLzwI+Y4e/nZBfjhQQIQdVKXQsNIJg7",
-	"qUPZMahrv/7Lv2voIbVrUYyhM2oMAkeAUw1ClgbGqedgkYj62oxELR+pu0XLpZqA1HUkDYiDOCWuWjhc",
-	"f21LbDQEvWGNmIkklC7EczF8Rc1NtQIdLlhMFkqkOiVutsogJTx58z02r0Zl1WkVKCUQPetHSopTnQji",
-	"UU7GzMSOESqGxP07F2C3lVyoxDWhJKAZqK96X9ROeFGYzLmuMLQe5euQtbzoXJoq7Iu5MTG2qiBvtTBV",
-	"FSkvl6mjfs1SeVwdqwlnMFrCYqkVwHi6H2ZUguBndiwleKjOygSZJ0p4m8aM6eoBQH9NcqbFPHXC3PPv",
-	"3lgZ1qdAtFOgHt0YBgRTru6gsaJY6msxrtMZcb2COhKZZXJxgfz2AjjE70Z+K0lYNgwJCkacahaEoWKa",
-	"M5XZz3TwTrEFTTVjmc70x4IjqLTLlE0pvV8fmxKTWX4KzxRXKzrXud1OAxuEIjAaAoduZMGjprYscmvg",
-	"A5Hm/2Vzl9Oy+J/ecf+oUtGkMlG6gPnmRZ5FrOhQBijAKjLNgeenMVXjgFMY85b6CJ3+YBMlX52rQkiG",
-	"PCN3dUVnzSWwrgvAyWzsmyWE/4jNOzjwbJOj8U9MyUofnFp2geYnnoOc0eu83tWmpGfrAxDkikABn9WC",
-	"z2rBZ7Xg96oWZNK4ud5L5eVK6oMp1oNsT+1rgQqxgvsBSZdKktpfs2SGGAL8/XnA1WObYF9fQ9N3ERnA",
-	"u6OrG246d3qbo8WufCspMsPuvhPa0N05zw6Y7CgeB77P+CcGNapKc7iQO1RRp7woGXrV44QPyzQdh4Q0",
-	"UboGVNThPlyok5BOIYjDELWpEuXommOmkJoSpdUL+K2lWZTAC91JYL2DB7+UWPf1RE5oXMrTzXPgsQM2",
-	"tI8jYgvofXZsKu0WLj6CEP3XBsffwAtL6b/QCQIkNdyMOwdJc87iqdL4pTcj9YtnT8hR92RwALmrYDtQ",
-	"+iW4HLQMmvkclDY63pdfnxJdaS9m8+iGKXVSt67UDKvxtPQu+kHQYeHNKJ+Cx8WL4ph54IexKwKClsnZ",
-	"EnDjiaGza8YWAlM/C9PR3y58+kBXRhXjPSx5A5b8y3sY8s/THPidhvxKgvhvnl1QSBuBnKpl89ML9x/1",
-	"iv0sdz71jTH6kSBKfwWtfB/B8hAv5vK64WAKBCRfxMtIc9Yxvzkz2TXBlFhHZ6Q2/ikh4GDEJ5aRFyyP",
-	"6vMZJHhps7T69pSktudlwAWJFPfSj7llgX9fw/Cf6Kp1n0x62FmXMBDZSu2fKPiAiYHFA0s3rRI04UNB",
-	"EVpjARM4OKWpTEoXRkd1Vw5DZmH4Bl+pHMf2DM1SHwXkDWouWnFKTgrxVgL0/rcHWvVuW2j/HuE52TnX",
-	"UTraHOeJmxw8zdoiONYaOTgVxxq0szFtRw/fwWk6BVvibG6Hk1tTJ1vxEcdNOHZg+RxcI1hZtTxOt+Mc",
-	"Oy0H9qDbGuVrFOy0IapLPsU1+FwCqwimHa9GkQhJA878hu3hKkV6yt+QoPHugH1SzzgkCn0LhCNmIgpv",
-	"MG9REBlFp+peBHlHDwtaVixwBf4eOg5Zsyy8/RmM4nelIPONqhdnIJPyCDw7avZTyH7aYIUPxTXUom2r",
-	"WGBtw986RLaaLtJbTAOh48DW1N955BuE+fJIwDO+Sq3jc4rbaFJ4TWyfsZyboCdwgC8Yh4dHXKOS6AQY",
-	"q9w5BK2RhMsgzDRgfY6scufNETfTIWIWLYWBADL5/7ivbjafpur9CuaPOnnARxysKIGQUbwqEi8V8Xwy",
-	"/XY/V4Eamo5Jq6KqtvdVVUM6XTu4PNu/HB7tZoh1p9FqX7Zbw5b6/ybCDvyTjpNuO7VrtrrS0t04GoPD",
-	"i8IQasF8EdJEBAi4ALueIM1hDLHhp9DZ2ldZpPG2REIlGNSGtUEvwxvTsLsZstQENKp2hzx/DPhgj0QK",
-	"XbUv5ynjOnhiTEDmp9XK92U86Dn6VH6uS6USpMzDojmDxwQmDQwAbv7mHVUfW/t/lnJesooSMmZhwG4Y",
-	"4jpFfFrG2MuFnMP36h/4bB+/96U3QWaj1Ahk+U3TtgAeSXZq8WV4AGEw/ThaYMC2xYxJzDwoUBPITXHo",
-	"Ao/8M2REd+fMVdVDxWk/LiO/yJb64xgeP3Pzj83NM2G/+bcbQHGpnRYGoCvnUf5dXC766l1SkSln+dvk",
-	"b+uC0LySUJx3HfbrYK97AfXVbeEHuVtgDiVmbDWX3ATABBDP7rSQzy9nEdwByxnjhRxfCUoPH52wd+qp",
-	"pJJtpp5q63u6lIRHS5urmiVEDAj8tMli2xssVj+pmGEtWojsm5THUpKmIkFu2mYSYqb21IbtPRjeq4ww",
-	"Ck7S9/aW/jUiNz6zvOrj1wCXALgL9NP8ZMxHAjqvzQx2sCCnBqmxW1nMLPBZiqSdYdwOSSBJyOgNEzrq",
-	"IQyEdEbcKuvlpPhjGQi7VVpZsJB5iNpqkI0B8tKIp2A0dABVEHMMwfOu8/ZIr23lDeIRbZIXUow4ml0A",
-	"g1czvrzJj7hfP3359PKpC3kKkGdZXGf8m8Bnv1GLhBraHhaJz6z3jqz3G+sIf5Yyf9ssV/O9v2UJUx17",
-	"bYK4m3QJ/LDUuaIWkya+4uzRmn9lCFIjQMtra/QjTL9Ko6UmUawTpVl8wwAanoWTIREIhrueUXfggPzp",
-	"aEmUSo09T720ei4lYk7DEIPAMDEgRSiGKKuDJnlKvZm6gLhUesaImzQpbZmGvD4ZUy5Muxhkhe83yVnO",
-	"QzTi5saALHq8Lxx9+aDB3ER7Iyusq7ZCKqQeQiBG3MVH3AOA+Q58jDrD4LAZC/0MBJuSXqtXHp75jd6t",
-	"35UTSu32uhPKAopxtrmh3tdwk2pDbRqpObUKYCIGFvC9riR7JWa00x/UhrWT40m/47f6jLUZ69B2u318",
-	"7DNv/P+zd3U7ciPX+VUKBAR3y2wOm/3fAyGYWc3Ka63WI2m9a0ccNKub1d3cYRd7Sc602msBRvYiTpDL",
-	"DYL4Lgicu1xkkQCj280D7CsM/CRGnVNFFtnkTI9XMtaCdKMZDln/der81ffRTtue+XbfHziOz0bUtzuj",
-	"qd/xB73urDsYOt1BZ97p9qZiU+94XhC6TWurdOvs4cXJWyodf0ilVuXDkTU7Oz6fNxbi11bYjeE6FbJ5",
-	"xwN2GFhGuUDS6OZgXaV0RQFXz2ULMBppRPyYbjBlK13R9Zh4cbRJXgRnFii8L744g6uiis2U0BQ5bFP2",
-	"MhWveeT//02/vBkw+AaxsFAUb5ZMMpWrmyo8cjkg8N+QEf4E2/83JW5mUSwJb/KZVLA2OoKNCYhVahTF",
-	"CMrf80EUR4sQ58LeqOaAhKt2L9rm8CxL/hEPbBOSTkRnok1OA3lDjlF7vxyjdiW40C35RbUckKPujflF",
-	"bdvqlzKMEF8op4Acgth7s0lTt3eoPejW9GjgWKObetSxBqUe9Ya2+CTH6xx2Xp1VNEpRG76VOdwvT8zp",
-	"Dat7PewD6lNtr9s784hfZJ0e9DpvYSJ/JBSlZzUtKx6bZfPxLvYiSsmaI1MIj/dJYSW3gUYPIfRvOT9E",
-	"SEshiXUSJIlZsGeqmLz7VHvknuZ3o6qSqseK0CKn5JpFoeTloimCSch3a9OtyVvMtpbt/5GkW4M+EW1+",
-	"jAnXOMHvXo4zKhS3KzdCb5F0LZsIRqMGkLMkGoftkWMauAuyPOTecFAliJWYdTqoCNQcAKXC2oPuTYX1",
-	"nM6bE83adrlb1rLMVNabrhKTXQ5jhOnEMDSi/yrPWD4WnRQ9+UEJxWLW3h8dlR5n7Y7rvkdDwmKJjFHr",
-	"6UJuGik0ZOIyfJWzTjq2qbF5AVeNOkQylkQJWkoayEaUAIcY8N0lRD4aE9tq2wSZ22xrdEioy9cxa8Us",
-	"ZDRhZMrmUcyQsxYfHRLAM7Fm6zWZImjVdCvLQ/pL7nKfpizL6kzZmkxZumGM48klRAFnwWI5jS7iBNB1",
-	"7t/HjofMun8ffWfwnWxyUiZDzO+zkmmEPKRJdpvRV747YWwWeH1VOAcgEpFfk2jkJInLGyGdsjBkiBiC",
-	"fHwe8KCJyn6iHHTCEPZ88oCEvJFG5ACwjJoehLVdPg+jKIZXfuORhtME5ippOUeracCZT3gUJDkClLD5",
-	"EHeq4SVfxmnj+6+B5+C7b8lPyfdfT9Lou2+bXjODihdTkSITKlTmkUab3Gta5BiIQdHfic2gOEyiNcFq",
-	"HUeXzEdVIGaLmCUJMF5K2sJAmPQXHPvoAzwRFrIJkKyCcqRUVZU6PXKvid7FgAt9KbxIgkvmwYDl6lQe",
-	"SMPbtkLjMuVQ+pKLMIUQXZKSjrqmFDM1/76Zd3pok3ty3FZZEcql6vIN3aqVF3HWSgIfIDAWnCDu9kWq",
-	"ODOBbxIvISHoUwJO7NTla6C9sS27dyhvTWqDgs2FVogWypFDOkcYFpOwMGG7I/Ip4IiyNZSXD77sPgdl",
-	"gTQkjj5Qlrk8e80kGvQTaBUB10qZiEfeIdSszbPLC4VrZRP1jvpG62AUlxsvREb+pb5lcRlDv+/fJw0P",
-	"fpfLowk8qBLnK2ZrSCrTpBtzRR3zYCFNM809JOXdEutdkQaoD+JLilnkKONcroRcsqTARZYtkx7O7Zh8",
-	"/7XyWiVrQNPCuoOYQK2Jy0Hl/dPv/+CYxAPel3HWWmRWbB6ixNhAX0VvkFUPsxg3HKhDUyFDG1kBF3wi",
-	"H3rNMbr2aRhMYxiDkVg9ueAJIu7yKSDJiaa0rX63Z0q+xSDJGFuz2DNJghTboaBjg9jluUhVVKKmIpSE",
-	"cIXawNh5mCiYyBPUPsYkG+NcXobBOSPTixSMie/+p03uyRmnMSuICli4xUXTPJQRhbboLQDfxyi4cZ5R",
-	"aqilegjTOiT3SBJGGxaLmex3H0MP2s7wMYmEPl3eOsinWdwGY/ICbyUSBFI/8+pDGc+ZhD9+mwmkb452",
-	"HXVv1dtyOAOESz56YQRYeyiEYfQaUrBO48BfML+p6+LIJlKNjW9D2MDBsMHfV8Oit9tWjoJO7dnIH5x/",
-	"2X7prDq8a5TBwA0aBjOmAX8/3TDeaQ2PlfXQtUc2aVx+/PETgkU3jVok9z3a5mhtmw5Yb95ZftE/H4aj",
-	"tf1D2+ZA286ELcHWZSfrHl5TEJXG2Lbs9mBkGmJXT0qI/LYF5ovURjL+LVjMxrht2XbXNNJo97ORaVyy",
-	"WHxmjI1srxrSSLrN/Xlry4a2c0O7bGs06u22azAaWu0921Xlo5TcCLc2rt+2bmmds9u4Xt/q6G3Lt9o+",
-	"Y7Z32zpt2+rduXHOsGcNalp3htVU7z0lYycyDHBmZrRmE7lWu6ahndwIpbFeUuhEz8zY0LRTDZgNvogw",
-	"O8C2hkh0kHXd6SHblCzfwd+0kTGNJFisqGTzsi3b7mfP0kg+6ZrGb4wxcNkVRLwxfiFl+25sw6n25Ucb",
-	"Dj+smB9QPtEWqVilQkGcrMXvg55pXKzh1do1WluRWgFYm1NRm6PX5VTVVZxVhao08YP5nMU4e2J8qgRZ",
-	"VSGmsVkKqSbPhSnYB2g75qqbpHyHkwL7QBqOUJS6SuHAryPApwxR4KXxBZ9Rffn+haxh+Tlc44qQ2qDK",
-	"vwNJ+w6GfU2jtxdaSgBLouSUOCp4Ckx150YuCQCzFeO2r5cCEhZu9FJMt8ClkCD9+kZodDGbseAyA3UD",
-	"UmCxAUi6XbP8PZdL4oixzhxRVnvA2i0B6QnzOEffPBTmX5yw9MFFOm8NJWUvLaHzUo08zOVeFXY0IsxK",
-	"5N04DphYZ5hDI0GkAb4JoJxdDgjPpoKM5D5S9NN4SyT7rN8EYy+IyfOfHbWcXl8ZIDKXxwNxzCmfMauQ",
-	"GeIVyOJpQrxnbB23HgYLlqQeQkyNeh27eehyxKrMEn4KZSpsS09Mv1j40q3PXtJZig5zYaDCDApLHbg8",
-	"kBVCOnywWQlO6zlbp1laUE7pfoNWjavnRxWwv39wv6xIA+hvfUrQTxIEb2zkTuww4EzTmo3r17+7vvrP",
-	"66v/vX79++ur/7i++tfr1/90ffXv16+/vr76Z/j5H6+vvhVPrv54ffV/11ffwCffXF/9t/jw9b9cX/1B",
-	"+/mbhxKWIEtGvn79D6Jg+dEffxEvKJdUPckzoFNJMPAHltuffvdfJciomn1rqjy0qv2plp8FZdXg/eoD",
-	"KTbczs0yTKeTeEQAi55hpSMWOQV6s8wAQaDgF8ZvCSHk9JTA/+TTR/jDMfmtcaagf42vXNTOXWNMXFDQ",
-	"HTI4Jk+HE9vU/JNPWEpD+aAIwOwar8oO/DLCW6UUwU7hAAWpKdHeC0JAl4iWYb4BOOQ6/ONdGOMyVnH1",
-	"aYrp6rj7DdPAmCE0RhM3u0PiJUsqpNmD8fHR85N+d+wp9yUeBbl4sm6ONrwPJRRCCSCV5Riq1KgNTciK",
-	"+uhtqj2zb4klHCnFKT9+pO8zWdKYKbhPnf7LBJ77BnALIR+SST57dvQkIz2ApU5n54z7OvineCyj6SlL",
-	"0PHkcnn/AuEopSYrj1lQpxMkSTYJKrfAT8R3XHuNKDaV208+A/Hl05SNScxaOulT0yLPpcrscq0qdICA",
-	"u2wu5HkD3NgwApOQcc90ubdYX0xWbBXF28lFGoRySLymIohKUhBigJGII3uo4hugDIDXfZV7MbeyXxb5",
-	"GPitNMdmNM89lblrcxXxBbru5VSxjD4VonEmBn+EmsXFOc5epoz7zM/QMCqD9X+hj+s9K+p7VtTilZNo",
-	"g0ETuYbTCK5W1eUzhEAMWsm+4NimTklg70NH8INcpjsARL/g+lZMlzFjBDx6UsAU0hSUmH3x1Q4/ZM4C",
-	"2UUWSAgjpvtQTco38wQD7rzszuy5/eV5ZzUdUCOnhBQKzoFyQxo7hI0fng4NUzpwO1WW+R1scRQWN2El",
-	"4Wj8jVEePs/mGiXtLI6ShBQD5fURfMkK0Dpn26QeBkMMzoyGoTjGFDCSogtIlCk7g8cyozfa8EOiYXO6",
-	"PEjBrEtyA3odB5c0xbtQjRJ3gdeEEKQ08nyXw0XcRKimeDdkGW1kCg5fsBiIhMCsLBmL4Pn2LJc/k81V",
-	"gcaMWhAKrqZGxMvbh4j25HLFP1geAeZrbIRHGWqU+rPiPnF5Q5zzaxaTFZ0tAc8ajHpx6ErqkzhKacqa",
-	"Veed6sBznLHHbGu8nXuOeQVv8bbjOduW7VOYjDCYMW1g94HusEc7lz60RWGMjc68PeszezakvfnU73Vm",
-	"bdb3h3ObtqfOrON3WW/etwftoTPq0O60N+v7Azacj+y20+n2+gMhgbQLISqGgmt+Ah0xHv18/uHDX33x",
-	"5GeP+2zw8+nn8frogwMe9ujTJ18uZj/91aeDZ9POo0t7wIcPCt9O1mxljI2W+Hd88uijT8jpL48//ugD",
-	"8vjk1/DQ5U8+iDbHT3/98LHz2eZoe3J0l7pcDoWcfPJwt9y7pHlpi64O06hiV0CWjyYb9GuCd4fser9k",
-	"3qEl86xMNvNXuug7+uty2tQeGKWt8Y5is8gDkHJy4ju9XnukS4M0wuQlTUuAo/c2cG9dZTn4Stu3r250",
-	"6ms1N2K6IVOasH4XlInTkyfNLI1LTRZY2PoRnx7KMkySRPhnyrfi4J5RTmZLNjvPgMqrfdZWlVO5cJ6/",
-	"fTv2Q03OvQHz471QfqfO8cI2uX1HvOsXVI/07moEaqYQXmCbbLVYlTDC5qEwomutLeUbSQ6+Esvw1S2w",
-	"AOLsymVK9rUidWvMaMJaAU8YT4I0uGTh1pROepfrr6OrDdhbHp1oJJ3NMWTggetDgVhBRzgknKZLtkLI",
-	"gAKHu6/lZ8uoCkTYzPLfHPvQ5Z4oELhbJBc+eBJpGJoYg5pu4f+akFvuTfqhwrHC3Fdlm5ItF/st0zKZ",
-	"tbCI95xyf8rihdfMnEFrCmeUFCPwX9k+MqupEx3pD8qoFHdJFN8AGoBs8S6UjFxP0ZxQPRhYjFTF0nFz",
-	"NzfPHm/L8VIDim6dCXji8Ur+DVl6dWWWfVYVCXIdTJDLvVkd9GZV33zBVJ9i7stEKCUTyWg3bjvOcGjn",
-	"DqzZlvLzYBMcfPLZRw8/Omqpy0KtTyiPWm3nuHXptI4+f9rqTsFnuGb0vHjFeWuM+93KzJ5i1lu3P7K6",
-	"r3ZcZEefPyXdFhaeBHwRskmSxoyuJhUlFl8o3DkupgoiNmW2Q4oTp9IH9+myfmmKON1Hx2K5xXQ1WUyN",
-	"saMuIoGAMMZZusbfZTU/yOq9yzGnvj6NIwhL1h12+Od3/xjLhhNu9kQZwbIU1LD3dg8tUPbjSyVwcYqW",
-	"aboeHxyE0YyGyyhJx0N7aGPWFH5eFrXPMf1ilcfyTZmorUi4fci+T0wSi73EF+pe6GpN4yCJ8JKjlB/Q",
-	"tgpGZaAFP8TYFGdwISZTXBrekTQDYdOMyTFYLUKH8kwMRkpaa4mXI0wLgnIIBb+6yKjZIzWszhlHaZZp",
-	"3nh0+stEcq0nKtqY5AaHYrnLkNuiORGfaPXKv1RVeoqZlmA9Qd58Vi+ONKTzZ4x6kO2Id0g4Zulf0rBQ",
-	"kcrOqKjqQwnyVgTHB6x9kywDoKIXRSPEG9yvE2dqI0O3SuQtHwyelqBOsjZoqB8VkRpGw3RpAlKQGEYx",
-	"sCyNgxksKnlDNqazNEupi9mcCTHLUM3Q6mEpNV6dvfpzAAAA//8=",
+	"7L1fc+NGlif6VXI521GUDVL8J0qiwrFXVa4q17pUVqtU9u6YtUSSSJJogZkwEhBF11ZEP92Yidinex86",
+	"4j7vnfe5L/Pe/ib+JDfynEwgQQIkKKmq3TOeiWiXCCD/njx5/v7Oh9pELELBGY9lbfChxu7oIgwY/PsF",
+	"jehVwtU/ZbJY0GhVG9TOyTjhXsA8EiWc1OOlIGHEpn4QkEgsJaHcI/E8Yox4bCI8RiYsCCQRU+LHkswi",
+	"3zuoObVbGiRMNTxmfDJf0OhG/YFfjGIm49qg9sK/Yx7xkojGvuA1p7agdyORxGESj2Jxw7isDU7apx2n",
+	"pgcwWgiP1Qa1C0ZlEuG3Pp+ZgSxptGgkYc2pRezWl6rNQW1BfdW0ZBPBPTkKWTRa4OcLxuPaoNtSD6Nb",
+	"5kHrQW2AQ645tVgI9WcQLBo+n7KI8Qlr2A9HtyzS3dy2mifNVu2jU5tEjMbMG1E1xU6r02+0241u67rT",
+	"GRx1BkfdZu/0tHPc+ceao5ejNvjxQ43ezkZ0Evu3bBSxnxIm1W61Hdi8gKn2sp9b6mc+SSI1opV+jcfs",
+	"Llu2llMz6zqSOMm1he30YGFZZBpWT9S7J91mz6nJmMaJVBOjge+p+Y7j0UKNqaPmHtPAer/t1OJ4is9P",
+	"jj46JdM5qTadk/tMp33U7fYL59PvNfvb5nPUPFqb0VG73exaU+oenXyCObX73ZPeznmddPsnhdPqwhhL",
+	"p9Vd36bO8Wlun456/aOP750a4zOf40mlkxvGvdqgNkk8WnNq48QP1J+3QbA4VP/TECHj1B/ctprdTrPV",
+	"uDvpj/q9mlPjdMH0izWn9lNCeez/jKd6UDtPYnElEu6RH3rn7T4cz1BIPxbAb2Z+PE/GzYnQfYSR+BOb",
+	"xIe6seyIYafqiM1p5C1pBKOehEltUHvFYxaQ/8YEJ8+PGp3+SYvcqoFNwmQ0EZFid2212JF/yyLr2B6d",
+	"tJrt45NmS708g6aurv8b6bb6LfxhNBGJYhNtpybUOr8bJzxOSKfXbPWaRzWnFk58NfWXjHfJHcwuFEsW",
+	"jQJ/4cejZW3QPm45tYguRrOx3pZVqL742peTiMWMvLx8p+ZpXml3Pjo1X617tOrcrH7yfo5u4uSnzkpx",
+	"nYAmiv0MPtRoHDMOhJPt2/XVq+vv3ozOr6/f1IAuF5SbDSTA5MhrRj0WjQWNvAvF7tqH6hJoN48avaeN",
+	"dKcasFONq+s3pNFY0LsGsMZGwDjp9DvtXo80GrMwaSzYQkSrRhL7gd5v0mqe9vRHPFk0JPtJknbnhDQa",
+	"jNNxwBrAy+8aEzqZK97daMRRIuNGxBYiZg1g5I1GQPksoTOmOxY8WJFG4+YWPmMNT60h8XncA4YOh2U0",
+	"Z9QjjUa6MA29MCS/LDiMEQ5jpIdRG8RRwpzaNKAzmVveRtnyFk6nNqiphpB2CpYHyPhUEVt+LrVBrWA2",
+	"sOEbC5H1kdsZddvA3ugHZvVrg1q7c6JYw/o6m4Y+IqXjaEe50arBqrHCOrHR9rGq6xuGM4Lh4GjwZ54s",
+	"RjiYdufEqXERqyP5Y+0djxPOPCKSuCGmjXjOGmNxR8ZUssDnrEnehmyi7/cB4UL99O33BEYzIMXDaN8R",
+	"c4ZJu/PyqUNkLCY3pH3cIj8QOJcOuXz2ihFzaMn/JIUMhLR7z8j/JN0OefmUfP31Va/R6bVa5H+SPBdw",
+	"yJvvX3396pwgeyEWU3n/0aktWDwXHvCqgEq1HzKRMfU580ZaAlAvpTJJ4U0wsq6A2oAnQZBKRbVBjd1N",
+	"gsRjntpKLcV8MEx53xO/m4HrTrTYNvhQm/uep3Z8SgPJHP0nCEA4UP3DeLX2Q8SoVC3gj+pyGekD2PqY",
+	"EsnaXH/8sHGTGhlRLML0eux0e8dF12N6p/eOO+pSL7mV8421T4+2NnbS6R6ruzSMxC3jlE/gZlLjN8OX",
+	"/ozTOIlyPzDPWhIpkmjCRlMRLUByDOlM0YX+ecE8n4706VMDPgwD6vMzMpnTSLL4qySeNk6y9+Wcdo76",
+	"tUHt9GR61PFaR4y1GevQdrt9cuKxyZh2262J1+p7x52Ox06p1+qejr2ud3zUm/SOTzq94+602zsaW036",
+	"PzMl3h0fpT8lkSK+w9v2YZRwebh+Xx3ia4pe7A/0fJPxwo/j/Bro3yLzQ+zHgZrxjjtK8PyJN8wOztyc",
+	"TW6kphvgeWPKvaXvxXOQwGPqq0nEc0amVCrNBBQaMhURKDRjIPy6phPSIr/8hbQPlG4kCY1Jt03+oHSf",
+	"znGr2SKxuDmUJGQR0Ud1kA7siSTdfou8fHoooQkiFKvoNFvqN9VCNkeyZP5sHkP7PTJWowiDRJIT8q0P",
+	"r377PfQBNKv+1oNzoGGQSlJaDamUwBfS6aNUeJvnKNZKdDpao1NyLY2Yd0bU4sz92VwtDnxOfElOjnDm",
+	"IYsauhkiQ8Y8NQqUk80qyC0De4+X7ox5Kf/QPODH904tSgImM3mt/fHjx49OLaQRXbCYRXBVPxXe6m12",
+	"vpSWKSeRH2ru5TKvc3TUPv3K1aorg+ul3yP1qxfPSK/fO3FISD1PXUMR4SI+UNNS7/V7jfEqZkP+HJsg",
+	"6THGb09a3Y5DQvW3fuMAtxU6Ed7qiSTsjk7iIVftSIdQSSTjcZO8YcyTxFVjb6SDb3zLVm6TnFv9xHMa",
+	"E08wOeRcxOSWRf50pZafEnUVqRlxEYMk5Ut10cGGUXzRV1PiTD25YWE85Es/nsPgQLV3M37VTHt0HbL+",
+	"O5xR96A5VIq0r9Z0DndKJvjnp6G2eTJnC6o2Y0HvXjM+i+e1QafVUnunDrhq5H+YjfnxvPGPtPFzq3H6",
+	"5eH7L7/60HI6H/9zLRWUZayU/Jra+NxWf8tWm7t9rc6xz2csCiOfx2Yn1TTUGt2wFam7l9+9vSaKbemf",
+	"GzdsJd0DEs99Sc4vX8FrEZv5MmYR85rVpq12Lzd1a6o/thqntDF9/6HfK5naMxpMlCawMaMf1J65cKu7",
+	"DvG5jJWcK6bEjRI+8j0Xz+fLy3dEDcshEypZw+eScemrU+gosqZ8BY/h34FPwWBDidGkGhMa00DMoJm6",
+	"222dttyDdN4/JSxaZdNWetK2LV743Pzd3jLVC5A339ni5vrczxVts4i4ZeqGe0bkhAZMwhoovihEQAL/",
+	"hhFXa1TulmkUybz2zNLb2BPJONAit79IFjCzhc/x361m6yidKE8WYxalE72gd9+BIHetJYwNioXfScTQ",
+	"CmXfHnAJoRh4Zo7tE0nGK+KxKU2CuGxqm4a0tf3Sc+gfHx932n1rKtmG+TxmM3siRq4sIs9ZmJQRJ90g",
+	"SCKTMZKDOZ5A3UCfpTOC3h9KdVcimc0LyCwIxJK4MY1mLB6pucDp0MSnjsSMcS3vAg+nJKBjFoCRVDVJ",
+	"mIz9BY0Zqf/1X3st8ofSswOv5+ahtzK9/fTIx0IEjPJs6Al/9XUxv1PMPAYrredPYjKNxKJJvovITK21",
+	"5hxwU8A2NQlumd4gZ8hdtAGZa1a/m1f6XEIjRlCYctSVQyZz4U+YHKgbZsjNpaKuKni8oPFknl1UnC7g",
+	"jopJ3bqvKJdLxWFhzENOcSpzRoD8fcGJ1mykffusLylMpJTzppfLqPH+Q9vZyoCvgQIK2fC5RQ2aag3z",
+	"JIZ51t2Xz/FiMY8U/Wecd8iB9TqENWdNglxWMWRX648v2QsRTZiWGRULHkBHKA82ZBwxWMYhD2mU3W0x",
+	"C0nsL5hhhXDLI2cjqbDrIANRXCUVB9Sq4/kzBnVg/2MqfUlcaM0b4dH+6792FFmfke+vzi8M+5EkFmrr",
+	"aaw+fCKb5DserKB/n280/ETmjlHCAyblkLtwJL6Ko4S55Zucnc0yJtCuygTUDF4+Ld9hmKHSdtIFVrun",
+	"Vgb09zNz1UxoSCd+DNIYrpXizNY9VMYDjKmv4k3Ta50Wc2jrpnnlsUUoYsYnq0Kx6JyvSMZy27/++f/u",
+	"HB0REJHoOGDk/O2zV69AmaQTJVer7fF/Sph9G52RiC2Y6lIdWBGRTo/MRRKhwqPFplJZyRrhhqBks/Kj",
+	"o/VdtA/zcHjXaTeGw7vj5++/LD7Hr6ZvBGcXiv1srsPzazqTqDKFvpYaJoHPeEzmIvDkGVnOlU6FQjPa",
+	"72N4C1mV+rXb6uER4wKE/PIpTxtqKA0cS+nd1TspnAYHxvfC6EbrM9HPURFVAwwDmkh/7AeKJJFRE61Z",
+	"kboL+nBT/+0enJGATWMlW1SQJnzsamT0tD1vr0ulrT1LIimi4vvL5ewuHk3gDdccujBit75IJAnpjMGl",
+	"q64zXjZG/LpskY/and28Acb5PHWHrBEO/F4iYZM6MvTbIFiUi83a0/IQGcYa4vdGJy4Zqb7M1cKFyTjw",
+	"5Zx55SNH38qusaeK+ENYMMzhRaaiFTArW117Im19Dm+xQCxZ1FBzIXN2R95+c97oHPWNC7rbIRFd4qwn",
+	"SrUjoHynUwspmH70zKzGwTP1U+JH6ryhP+CeyhzOMaCzMpFNHaUnkvgeUHYqNoAZ7QMKNB8PwQ7iksCX",
+	"sSR+XDaBgM5Q/ikffHq7+DwGh90OeR/Hrz/aMKhM5K0LF8Czt98jJ6QEeR+JxPKMLH0u0Q7ink8mLIzd",
+	"Jvmvb797U4HV6IHaY2dcjfPH2p8kEN5E3tbel655oehWrhob8s8Erk+l88Lovv3+mZKov8bHRXSB/r0n",
+	"Umm8eQ+Ruzn6srGuuWsefFhf+wu/gA5exWyBdz+yaJAqWq2yUYHjpfjuOGpZ4o5Zzp30WaKQPvtNaJsw",
+	"wj/m/CjrA7WfVmTT5z/8kfQaYz8uJ9Sc7+bBM9iudWYcTPEolH9zvMwldQkCpkM8Fvm3WtMDNg1Gax4f",
+	"lLC1VKurxpKrankwq7fG9/C0xIKI+hpSi7EHgpqTei2MOcZBA2+wKtuPnJ+jZD/6vYrb8TZzkKwPO31E",
+	"5pR7AQPGrOQ79//Yg3VkHpgHkw6qWRf0bnOsV0pmFVzpVFpbpTFZCBmjBXaRTOaghTnk5dMdStRoQe8q",
+	"m+xa6v9su12RKmUP3ucVBx8wer/R+/wxR/9RHRcZCi4xwO8p9a6Mz1j7OlHgomEY+BNgEodhJMYBW3wJ",
+	"F+zggzWa/xyxaW1Q+4fDLITwEJ/Kw0v8Cjtdl99SB43SlxY0UNNSfE3Ro5iSiPIZ084W0LXUYWLcC4Wv",
+	"tC16w+QZcVkUiUi6cBhR/lEKvODTwJ981vkojrCmvpIllSSRzNMUoE0HWlOGkb7w4xgiQj7vQJEt4xUH",
+	"HiE/CMiYqetvipyrTqdqZygYg2gUg39gOfcDNuQLylfatxkx8wFVmzRhA/U3PlhQj8HGqdv/2eU79QoF",
+	"G9TBkKOXLbXukSX1Y20x8GO4LASfqf/6MVnQFanTsaKLdovIgya5nrMhn/oxmQmmztkZca9YHK0a52rU",
+	"LpF0JVFJjwWh8obQGfU5Go5QCAXKt77JL+2GNKGW8YWIxjqG4fPulrpYfEkgooCMkzh1zin6yi6bHJGB",
+	"leWjU3spUFH9fMdaR30IdcdIgkEcZsQD4qIL2d4iRQrL+YrU/VgOOegz8Nvcl7GIVkTGdEUiRj0lI4CJ",
+	"FywfsBw6MPkznx0yoeBoHTPtTB1kjAgVMXbLohXR/TuE0ckc9mfI1ekAPedS8THF/HgsLHfrIUb7HHYP",
+	"81En7oFDYIECpbgv5yxCjujzMImBEiiZ+kqIwvWkYMJdRoLP9JJdGBb7uVdsLDwgYLVkSxYEDRwGqcM6",
+	"pM5reB7SSMIcSMLNnpNFEsQ+WLNVUwfgnsxfH2PqAbm/EfELkfDPOsU3gkh1ncP+CaXeJjE7MMO5EB74",
+	"2ItlSDQrPlGCbrgidTdnDcxuNUmeX9PZgWVuPLMNixZLU+8V8rJU8lITuEr4M4xA37JQZoHsZIApjUqX",
+	"yrx3aDIGVE/VVhff3ljZtzpSwX0tcEyuWoHMx/nu6vXa9NMbOG5csTCgq6KFd8GNoO+H7A5S/yWMRoFv",
+	"OVfTYAiw769d8M1CGwSESxZaH8w0Km3Q8ztfYjbGb3Z/rs266BHihQSbRmigju/qDFdYb5t+FiW82r59",
+	"msW9FuI1jWbsb8UHA9V5pBgfXoxg9CD1NrnwnyLfuBbigvLVVZoq8HkHqp0dVN4okYzK2IxWcSI9WrW7",
+	"aNgxb3texKR0hnwZ+THLOXwOQHxUX6fBXsD2wbNCJ3NGPB9ilPRRHPJYiBuyEBHDkPQIfZfpIORcSZj1",
+	"ze7h9gtVC7rrsw2Rw5/MDwbbBMY4Wg05SIxoSXavaMzAvtX4wtVGTPQ0aHcpsgodNKyv3iEH5wlexkyN",
+	"Wm39NAmCMmE07SQ1pW0RSB3r/Su2oD7XakTlbySr0MdeAvI7TpN4LiL/Z/a5L2C92UBmqCui/APhcCA3",
+	"1xN+w8WSqzciditu1MUCxGDek9T3Dtb40g8//NA4T+I547EaPtvNXN5xekv9QMktn/vYejSmYypZJk3h",
+	"aQKW8o6HkZgwKf9WI8tGJZMwFJG2hJggjk3VYKUOz5C7+nXmuXi20DDgK+1/QrnnezRmqeANaqm+2dmQ",
+	"SxawCdhOIdSEeUQq0ZwGxOcQuhr7SsAUnEktJb/jaX8XzPPptTbDf+6L4okkz7DLxjXkscicIUSEOkYC",
+	"LSFA+CgtUhPuTVATBJ757vpF44TUx8LzGWrnin8r/RqeHGxyScWdBZGMK8E6FRTQYGRna4aRGkrsM7mR",
+	"u/mhxpNAnwQ0y64dmMJkztKvUmaznupZoZ8s17PCy6VpoEWmt5LWjLVtPW+0QveYUVrxxSzseecHH20z",
+	"+Y/YzVoja6O11s3Jbe3aDpQvWdEOZ9KbGP+JTeKaDrl5SqVfEPr4jVjasRVKxBRjzIxpwkBs+oOg9GJV",
+	"K40ywsB1EEchEj1gFIy1YIaN2ULuOr3PWBBcsSlsAU6ERhFdqb/BCjAaU+6NQrQ/0iD4bgqZBduafK6+",
+	"e0o5xrrnNzKXHbSmyXDBUZPR1gCMnFdTugVmq6eYBf41ISkNZWmzImB+jlkUigBUQqfG7uKIZn/qIK/b",
+	"iC6yv9DZqQZQII872jUjS91C0t7UiVIippFYYNzU1I8kKhNAhwHzmgQt6lMMJISfHQi3UgIWBh5oS4I/",
+	"nTIlBAQr4vMs/koysLTKIa+7uRw014GQx4IoX/dAy5mK6cJCDrlMoimdsAGhQaDG6keannyueENGVg5a",
+	"S7MBwGWm94fq7cKJojJbp2RJI4hoABYshQlnNDS5yQDWqA86HpURizlISBL2OSJ1XDWJjjcXW0D3vWtt",
+	"vg76tGL+Du5FTyVEs8ag9DzWppVRlqNPexk/eauzSDYOzdSPpTswoY4susWL1JcmKNGIGU3iilsWjcwe",
+	"ugMwc0dDTsdCS/9yQYNAif92U+iqAKKM2DSRioBdSBKiisT4hEVq5d3BkPucjFm8ZIzDHT5mK8E9QvkK",
+	"41/FGDlyk7hGdRr9lLCEee4A9KMht1WqfNc6/UjwCSN13HalgwglFAipD0yUcEVoLrubMObJUf5wDEze",
+	"EPmSLOidDjRXzaQ5LKD3qBYg1c00s/S5J5Yu+gMcMFtzoQkec5JoFPm3TFqRoENu3R0EW8AzYEhMNVZz",
+	"arldqTm1zaXVPmFrvYAMC6ZocvTyAy/kac+MuKnNzvm7pyDZusIlvhY0VeUT3yvkBusJuFXELyOUbDz5",
+	"aS0qYbcwgll4BU2lSev3EJ/WWAJmVEJPThp/kUXKroU1bMSjbcS8bG5ZMTNBQnuu4/c3t35sRJetYkMq",
+	"43xcA36oIvKu56B+KHjn5tYkAs99TGHY3W72TSCWxc2q47I23qKgpGgGeZHZiyYaImLBSrsFtckH59Ks",
+	"Obt7G4VCSl/rrOXdQlcLCv2Q+pgF5rLL2DPwYZtNH5wRtT6oLqo7CS5Fw7DLiXNzsGs7UzBMwc3qADMt",
+	"WhnXmrVbvfsN9WnzNak4IZ8wxJuoRhdaFoEWq0oga6d1bWE2CWnLZudPSOFCr9PuBv1vTNwpzHnCw2vN",
+	"eBsPuAxoAevXxoWRunELom5Sq7c0dIq2CBQBgxh9Dx5ZKjE+DCjnzBtY4S6McLZU5HPU2hATgXjBUKpb",
+	"PSg+VgK9xJuj+w7+IckEw7xdWCq3pBF8N0cTW+0cAeXYfpG4iukaVdrAlJtHIkvdbTYbJ79/2Vrtogmt",
+	"B26QwxqzvA8z33WU7C7KxlYmAIOJnwXBE2n0RTuw0JboDYjBpiiVl8AKhSWdGa5GsrlEBWBF97KubLQz",
+	"ArPYPVvT8YRFJCWrLiaI8S4XsTGEeJmC7oOBEgIjuPYaq2/vs+QAfZF2UbgDBubpXkuBHz9oNXPQUg9t",
+	"4WEjMSAcD/n6ASNYO81ZMiISVX6pipC8simk21q0OuXnYX0WaxtcyEKsA3yFsuGjszk4cgWn6juutNg4",
+	"WmFuWcIdopMFReSxyEoelm51u53NkfYWXvLyCAy7fNV87Q6oZJ081xf9Sfu0kwJqpGYlsDTV8a9f/gJS",
+	"xMG9pqz2EGXGV/gp5gyu38rZPPWo169Za/MKvlWLtu9nlq2wurHLEE6ldbhK+FsNXlnQ1C2LPH8fc+1b",
+	"FvlMvo1ZCPbagmR3HfBN4qWALUNPMprJ0QGsJTuwiGxK+2uizloP2jtzw8WSjNlUaH+OEgrBqqXOtByg",
+	"xCmm2ibKeEzQiIY5qkxmNvHsDTA7SYwiq5I22NzDQlnIBqU5TRb5rFOhMfXtEMi+BhdFscBRCMx4r+ug",
+	"CMqxogb/cHZpI0Hea/T38bY9kqyWiVC7vCtacn2wDPNwAeQBgsN+F8rDRIEi6i6k1HUCyFHU9jP12ken",
+	"bv5cpWe/Eh+2TmjpPVAUWVEiP2Gf5cO+RKeXX3QZ38NmZ2TvHR99+72xFjzasS88ghVdi8ZqWehZrHgm",
+	"M3dK7kw+xgjWDumjNJmd2ns0t6bfXb+4zqJAEfJPx6wtKSasUGmEU40xDdlsO+/0x7Kq3Z+PpIpEylBs",
+	"n0oVs1iWCb9+uKp7QDSCcIU3MS8qjXjNwIQf7r6w0YYrvH7vqAuYQvb9hs/CLFxuRGaNynfgGYLLPJQ9",
+	"5xpTWsJOaiznwJttbQwug5UuDB/QqMpF/PDe65/iK2Q7kHVVOI00MqM4koEFFJJv5zSYNgBER5qkUHCC",
+	"39JAgvL6h4EVuT4REC5AgyE/bZE/aABJjU3AyZwFXkMkMcGsEu2yNeESTyTgzi0YqYPT9Nf/9U+t5ulf",
+	"/63Ov2wf/Pq//rkRz1O/x4FDlr7HOObdtsmXpH346z/9PzxtcsqWphc65MY6paT/aSAwkjsmbfKHM6I/",
+	"kBMaKEVjDO9YEQKzMHGHvN5pkT84pKdmtUQMKZHM5gYZME8A26S7/aW57fJXnh/qngt33HLzbeQsokDB",
+	"PAK1C2Cd1JaZrd6MSDKeuAoT1A64Cm+mhRP2XQT8ELtycGxFS/DCZ4EHlF9smtFRjwgPaPIZyVpKp2J1",
+	"mO09Vc0Bypv50OeEWqlriuzUiyHmRLmkDoEmgZ+PblrPdTrYXG7oqvioZoOjMQFQAYOxteHy0MzDqd01",
+	"wN5UG7Q/OjXVZXHTSRgI6jEPRmU1D+mMi1BEMTAFE3uq3pJbu+sqcijEmFHdtRtjKplHIBVMix7ZYqrW",
+	"C9w3Vus9CCmTks4KmK/13pGSPHFLig5DLo0NsE77p632QS6jzSxxaVrbGWGLMF6l/EiRAmzwci5wHtlt",
+	"X9bItpXsbIYV4cQL6T6gBXeoXazDPnI0Zo3YX7BaaYzGBqRKgf+drUZGrtnc6RyuQER9tet+3KwVSjBU",
+	"Gx233fBqhlf4JuaBiyApRp5Q3VNv4avriouYbfFI24OQIrjdvlbVGxlXE8a2eG0UkezWJ/0srKxm7Ui6",
+	"prqdXNmW/Fzzg84tbBmdvVLMDFQUz/PVmzS4tMhOQ2XlKfE+e2yWoMCEaBJEHSIFkhiEjEsyoRzNfE30",
+	"mVvADhWQHXKqem4Fy9biMUwLcHY/rVHBWtjNqEJ/oa2kAXMJXr/SIS4s8CiFeoQMUcniJDxwCCWul2Au",
+	"AcuhiQLjdGVIFy66E+Fnl9QlXekEI05ctaT5CExrDEpzy3UNph7dGQRVQjAvNFzoPcTJ2vxhD0JFWPtC",
+	"olPX91SJu/pqADpjeaM4IsGjwKyXksiYcu/B9AgDK9rbl5fvHkmJylp6oAa11tDGsKAUzT10pyweb5Pj",
+	"p7iWaZ6tUjaUBOMQKieMez6f5Wz+VST3bfPHOPIsiG+7OvYy8ksiCnba2bK46M8SAP/JTHYQoEaLUJbn",
+	"KxDHMdANChQsqU6rN3pLpVs8Mwp+/rhbPb+dIQ3/Lk2Pa81tWv4ezdCXRdNraio7bNtM6H8LV7FY7sGJ",
+	"I9/TXu9HcTk/gvXWSl4od3bCJHdYXs3cyoMMKi9RmTvmEaLUShM0vrGqs62NH2+1nUzKqtpWxYm5XtWt",
+	"Qg/6fs30T4MAWSt+Obt0dw9HyEpDwMJx9hheMt7TNeR2f50vMne/kLj7B++bH+zhrxW0221of7zkAR3z",
+	"j9d2tl227DGBZxllpdOHDdsgovUV1vu1jd419uhabELgU8n2ZEY0msz9mE1MQZuND6Zhuz+Kp4EIC0JI",
+	"vmZcMvList0/fPqi3Scx41JE5PrF6+8u3zopLqAMaST9GJBO7rH/GZR7QVS0yUfSsOgpFCHaizGDT+cG",
+	"Cc4sWPhC84eR5SrEYKdRL0Ljv7y8fFeSi4A5gSk+/mg2rirzGpvOphNLq0YV0pBnJu3YiGETwWWyAGPe",
+	"UkQ3SgTQybk0po0J4zHoeQENYxE2pJgUClG64lah/H/LuCciTNiXc8ZipX6GkfCSSQwQrjpoaZZEDKo/",
+	"Yd5m4ZbEXnhvtoPj2JVPlB//CxGR8zAMtOJoUkMSDgBMujAMuF7U8FNS2teGrm1D5tCmY107kjnqz3bT",
+	"ZjeF5JU/uGYV013TBLRO8Nt4zmNYV2z+dX+N9htGg3i+OZZNhUPc7E4Q1V8VduR77GEGtg3VyiFyLpYA",
+	"EBNpCBhteu+1W49lJyuaixVOsrFwmxlfBQhNRRmqWskqyoCqlnq0kTdWnpuVz4zF1FpS12x/CnWnsqIa",
+	"B9Wywmhs0oFKwop1paTSrCw7T+2Xv2S1++w014PCoWxmU61hv2b5uFkqLuVpJq7J66nPV+PI9zDHXeaS",
+	"0RIObVfLQtugpPzMK6RJbVncjekWUejrtODwY2TEpiWJy7HPiX7HIbcsGtPYX1Sya5RU9S0dU1qgwq75",
+	"W8hMCq6ptYILAAipWjHRAXoKpG4En0BH8HpUzpk8IL/+n/8X+JbBZ3tG3CGAnw1rmJdPyRjQVwM6s05M",
+	"tidlxXrvdRvfJ7U4X+f3Q8VsxqwGcJUvdPXXwpwcXF6ItVhAPnngcyYz0db9B/cBscuGSM0Y1ifslFeO",
+	"y02zUlJyGeUasiw8k1lF30+UubGfAGGN5zmPi+Pw0Sg10hWQt7d3Ae8+g1fx08if5JAC94+jLRKWrbIz",
+	"+0cb7YjV04Nem7hZ2XzfO/YY17TQGLRfTG5E+c3miWqn/vkxFHlS7WtwFKout5viWztK+H6ZGfcObIFh",
+	"O2l8i+oYzU+FC3dB48i/+/szaOK4t5o093B07rJAlq9cRcNjNQu4TX+FJvXPaJa82IGdowN8MRsL0rWN",
+	"GjbQZcKoxqCEgsxpCeICpKp7Mblc/fcNGweCcCHadOr+Sa0d6gTXp/4d8xom5t8kAh3c076zpfp8SQVT",
+	"GJtBzNQKMvPMuDS6jD2qymBwRUob0wh4esee6NrbulYZPMCaiKESEATX8d2S1F39juceIKZksLIsUKTu",
+	"mmr6eQd8WmPfMQXRwI+1562hr4H8dm9b7WwRyon6mSG4Ap/8jY/Rpzb8DtWhqjmSpxFrkjfaIy+mQ54l",
+	"jq3llG2klMGpUBcGZ7csgkuDec6Qh0rIhqraGvmAxGIGG9cc8gZxZSIRpWqEI3EHZkhzFnhYVACoJwc9",
+	"giIy/D7khKQEX3dzq+oeOFZcv3xC9Dpmp4aGNIpVE3W4/RLuqdGGdMbkwYBAKdtVQ8Y0Zpq4aApGwlcp",
+	"3C1OZaxhBsZJJGMXiqIS+E2t/VNiNC2pAeNNCQaddKCWm9j4KU8kCcC+QOpwFeMiZuDVB05KsnymvnVL",
+	"KchFTCZ5pieRgjtZNK/OACxEENAFbU7C8IkkLvzR0DNrjBmfzF2HiGnMOOl2dLMHeitZdOvz2UguGQvd",
+	"AaEGvFdiXIGFDiwINci/aodVv7rISW6bRYbUrRgJSXjsB4TqoBGoPK9PtC+BDtSS16EGH4GxYieuQ96+",
+	"fE35TM0Ifh/psboHZySeg0k6TIAO0qWBAEUM1TFUA0mTdBEaDuPpecc09icjWCSYNv5g7306cwip1TuO",
+	"u6s6hbPDDfqW3nVd0ldneQF1v774moWBWD2B2bphJKZ+wEbZLroOuQZT/9V14/XrC6LfkLlpmuFLQ3Aw",
+	"0CfSzDOPybV+QCGLwSJ0jSqZbrz2XZsFKZS607Jda2FFGwkgkxXlN/7SP8TquI03bCHiSPDGG8pFo915",
+	"2rjtNM5/+GOjNwYAmIdmihTbgnONFLJgNZ9Hii+y23pghNFGU5vINpUQwvZP3S4PUFoP19UoX/nudoUJ",
+	"XWARksKohXlaxGU9oPnWh9A5OFi+1BcVvo7AlHPfw5j/iAGUfVo5II3Li+dsRTzfs/Qhy4qEbT0oOFY3",
+	"MV5tidjNQobnvokXrtpwZgHf+YUIGR+lhrE1XwyUceEiJisGFmAIjrWKXxdVsSy0/a7Rg9WpGXPNXlh7",
+	"hdYnVUgpslJJrc2yWjuF4zfCl+xFINBwsO7xDee0oicxTVQ1DDdiIYYh67R5tYhyAnXuCpnpgv5JRNp9",
+	"UKG/Bb0bTc2wq7zv81Gq+xVY9Xy+V3Pp7ErQMnRhensNNJgniqhiCjUpGqa2rQW7ZWQ6vwR6TvqzBR1N",
+	"I7EosurrRC+IQ6WRRzx262vJCGBpUeXS1l0ReBjHW8nDaLqORcVF+vk+NhKT0WlN0+pYNWrvlk0IFg3Z",
+	"++1oOi46V5eM3phAzQI3M2Dyo45qcmvn/mwOUH4ipgHKoQVq82NYLh81k2xvaC4LFK08Kf1ThKjuzsT1",
+	"QQwvURJlLEIJhA5wc+k041QEr6PWtfClVGoc4KzpghhT6gegG9nSezunO6duKcvpJA38rzbX5vzelM/2",
+	"mtcIIe4rOqHugXe5YCw2GCw4+zPSspyrnsilfVkUuSUT9h4AsTpwbXPQLy/fYcQLQt9pNODmzni2jVLJ",
+	"SAc+V8xwwkgiyyY2CxM54ox5RdCDyMoTySLFwk1rAHOUdl/NBpR+u6sTXdIfuDSUnZzMU+hwUAXV5i0q",
+	"om8yFheZ4cSCbZCFKQkHEdPFwuFDvB+lUvqni0JPrc1boPajhJ9pU4x29yPhOWmqH5bFMbEAZZFEmp0V",
+	"38wvNttHecAexpM0ymt33NVcRPGU4tVVbakUS3+bfrYDaKPAV0mDSRLQWEQWJOMaICypQx62KW2i+QuU",
+	"TgV2m2OlnxUme/eCAs5t8dRhSJLMBZrycmnzT0jIpPQXvoz9CWHqvVgIUg/EkoQsaphrR+PtK/mBXF+/",
+	"uD4oPl/lCNWfKg9ApzYVkCwNJLMK0Gl2rHEhAXIkTOPuSd3Ex7y8fOdg8UOo/gkY7vCyv5blodYxYgfq",
+	"7kUTuC6jS/F1RBuAPGp5A1Cz+qesriXUuMHKETlp2V7Px0x1eMTg+gKI8M2Y3xQHYgMkfM0Xa7Mew/JT",
+	"kl536O7lc7YpxErnMFK6EcY2xBebQ9k3X/6y3ZE+kOdYm2af1J2+luVolUJQlMJuGUbnmrOoOM+Z4ly3",
+	"LKIzpjWzfP2nCKzbQPhaeD4jLmyVm2JkWKSY1gCxGNz2pbVYnhlISgzvt6ZOb9JbilF8nyBW480ugu8z",
+	"ue6Tuc9u2aZsfC+X3GYJDQwwMH7xFPt4i0XEAlwucpDv1K7UtfEwwFWlYVYEndv4FgS9KtFDO8HKCweR",
+	"n57prnAZ0VZemqy4G/MLnACfH3HvE0LepUwuN7eszx3r+BiBzPa2fNpscd3TI2PQ3YNwqt3JuZ2v+smn",
+	"wDPLDtcalVRCJDOl9TYNeC+ekdPe0XGKQYPXqXSIZDzGWG4ligG+cN3VACLuwYCoPhwCMoWTgnzj106q",
+	"tYJKo8vv3MWMK2miyH6VViwsVmR6nQ4WYYpzeoGTZWNTTuhi7M8SkUiyUd+wOjKwXctmfY8s/JQTCGU1",
+	"dpNSmJWeKX62B2BDBjK0pf++pd3vBKvJ+F05+E0XNBJd4vE+mwDlJ1OpRje1Hc7nuFz9yEHVFGXM0bFI",
+	"4sE4wAC3LQBFxeluRhTekixxGYlbxs0Cb8TQaPAlFMp0vk+GGEL5CmzfBjGE+PFAnwI6iYd8vIqhhDnG",
+	"IlEPvy91BGGWiw7L8KMhf/vNeaNz1EdAYm1K8GeceYh4JKWpt6V+9fkMfF/qXaz/6c84jZOIGbe9Uplg",
+	"SEVwZGWoFSsLlMJo3D6fOVZl32qWBTOaAsGaeZ2jo/bpV64ZPBlTyfo9sjGFdCQwD4CfVBys8ghSYJ1N",
+	"bXzq8xmLwsjnsXFk2MuKGmc2oFsWQWoVEZxA0WdrW/V3jRu2kocfrIY/umupDjimouGH4NNSg/sfP7Ya",
+	"p7Qxff+h3/v4n2ulSW0jI7KUBfAhOY4ZULIhawjtQZyuJ5K42IZ7BhDzjT9JwXUpvMvv3mY0mw/8Mm8q",
+	"mkJ1oyAwRgniQbBI/5hFvteYyNtqVhSc4IJ5Ph0ZNlFke/N8CleWNV+IVJRY07sanWBnck47R/3Njl6L",
+	"JYsaEyoZmbM7os9oSjIWedpbDb5xGIrS7G5YGD/Spkv/55LVgDE80QEzOY3KIHLtNvPqTpKowJfllnIw",
+	"rMhrz93ei20LsCPpLbczRWSxfhbyy5Sbj80QbPbklOPkFJa+G9sVgbfd+Vnp4I/OvXDVdIjR4+BNZ16X",
+	"3aCoECJhgRZUSZbMgODWk5HVfjtEhPSnhDnk3dXrhqRTdkY8Fvm32hKehwuNoSSivm/UXQoBKF6huTxI",
+	"87G2ZmTgWzlknN0+h5y7YWeYknk7i8XZ9Yl+c3tyjwE7jDQ2XTWmZgUKP4aqGObEph3lvs2bG/ykgvVc",
+	"AzuW3tpc3WWa9+YAAzNMSE1Kmhurywx0CbzzTCY80xGX1W4IswUlcUhJPFcSM5X2lYAVynd42KrUlIyj",
+	"RO6sHHYNL22tIWmSt7LZrC34GuZfjnca67KFsJaalTOOaGHt6HOZUWLKz8yMclSVOzolvPj5rYYIWIsv",
+	"Sg0OKXQATKPm1JLQw39MAzrLgAsxWApBD4G1wOACFmdXRqHtdD/mbfTI4ixKJIMC/9hc6VwD4uIkXEiu",
+	"cHM3oYGMTe8z9+BsyF2crIvx1IANi2IQBJ0A1jJbaijfuiLHAYnYQtwyD75WK+QS+M/I93T1Y7ScgnSI",
+	"K7fxhiIqV32vFtRd+0ItrUvcJZUjHZw2FZEL9ffVYrvEBdqE77UoASdofboz/5ZxjJNWIizeBroYzJDj",
+	"y1rYUIIGqdM0eF0y5mk45g2S+hS4paD1xek+Wkwo4zlqM1gw3V8eguMMZ9PC7dTkn1JcyeH5xpcG8f0h",
+	"JsX0GH5ae+JVwqtBGqzZvRIOSL0DTSlKdEjvhfqaTuMQdwEZXp6+G9wDLFzO7vRNUU9fwJ/AQKbo8yrh",
+	"bpZc63uqrYx3ukOO59Niri7USJ/MbTKgUp1g2STnY9RX4EAlQeCSBaN8yOFdumDof4JT0CRgStK3C420",
+	"7YHUQUFZgD4hYR5kQVdDTsOQ0QiS8c9Iwm+4WHJkDvh1WrL7DTbIPQIeNwLZcvAKjYcckvg7rZYi64hO",
+	"YsD7BMbCBUhskQigpLfv+RFa6SiQvRoRZGRkHzbJUyz8jQjriq4cvV+cMQ+8QwGjMk4DDR11YoYcYx4X",
+	"iQRXWcL9nxKlaKR4Bo7tVMI1oLOIMRgorOZCsuCWSVJ3N7wdLvn1n/+JtFutFjkkLibJugaT54j8wRny",
+	"fEoJfuBablCX/PIX4mY1ZtLPO/h5QeEa1cj/zgc/OPkmhkmr1WUYWhUxnRUx5EoqRqga5q19AcPC6luY",
+	"92JlAblp/oapYb7QXxhMiEPIpEhN0ekc2kfkDzqBSJ1WT6MTDLkmJtiWbLmJi8+bGO3spJYenc80i3wA",
+	"RNIAEUPe75khQEwU/pl6CAN2ywLZHPIhTyv265KwJSldGxmMipTrkrEhd62IIvegSV5hNeUxIwGbxmqJ",
+	"UflwU8GmGQsRuFAN3/oRmx/FkFMEo/FjnTGUt4U4JEvCGXI4/Y7J2MryE1U75Nc//8vBGUITL33JdMyQ",
+	"4Z6OSbcccqp4BproKBhxOV34fEbcQ7M+ZsVNslosyGQuhNQoRooAlBzmQhNSGxrHqxyHUmxEbax2T4Pt",
+	"rcCYmNOJt/LrDQtIrh1rRXcKvOwu7rRapZWhs5j2/vHxcafdtyLa23ukWkJU0B6DiditLyvof9YnJWcV",
+	"TeOTIJH+LbswY8fh7o7h3zOAX+OoVNJ2raGrc7Hn63Z0Z6XPPhbIBwWmkT2QjyrXx0sXtX901O3vuaTF",
+	"tfPum2tRXlyvdJDtarX1t52UlnOPunwbU9xz4TbO8oaIXrCI91jHwrCLrSQpbt4+vLjfVquQLIjRqzKk",
+	"iv5s1f69amwVCenr1VVLVrzABLnHWbXQlCoymbTGVsX3jWZX4fUrs24FyZSV7we7+FYOR6134uxVjasq",
+	"99xI4izaTNveu8f2aATbipPP4dhu41v3wbitOIZZ5RHbu51LEUhHjnS/38CF3GOwBhO36uvrILj3lh/2",
+	"ZNkZTOW9euydHB3ve70at2DFpbl90BDXNrq1b3SYIrqiU5d5Lx4gNRdCz1U9kfcBoCN1zpYAMUZoEIil",
+	"jsi3mFm73z3p/Y1R6qzh5Kp/53Db7E86R+WXWBWwufuQ/p5EvwlOt4eOlIOoe7B+tI5gt+U4V2ovdYGl",
+	"Er1NT8CSijZQSyD93i75o0iNyJyBDzh+j4Ju9NkUva0wRo+lNNvOmEeECSoUQo3Guk/Fns8o8VWVv1Ly",
+	"32Bb9/L17iPCPVwj3CcK90FK1ONpOZX0mk6rtVutyfu4d0r0VszPPI5D+V8Gh4e1XU7nqvYV40Tei7LX",
+	"gynXEoo2Xb4lHpvHCFnPQySuL/UaQGVeYrkEODpJXHzBTb1u6itAsToz7hUdAhBQiQ/u4YqrCFt5lfBL",
+	"QP7Zz5GlpC/m+RA7QxYsphB/iyVIE+5g1UioSblg0YyRUPXRxEwOu/F2UdjnPdnMJ6LzlGbzmOK7IcWL",
+	"1voti/RE17DOCwslvOIaszoF0IAAYx3e7lEsBFmJbrHjovhyYHWsqC4FVJdlEYmXgnDmz+ZjkUQADZZg",
+	"OP0ePb+NWVjUdRwlfEILo7+v0c7vMwnJmAB0YABEOHrTlYzvkSTEqFHOlgzcgIRGrCTx9HEyG5FBM6wJ",
+	"kM5gRzaExToepazp4+IUKHVlVrQN50TXMfQDP17pwHL9dha1KxmzYuS056ZkD8pq5ZXUDdWI6Nb1OFr6",
+	"8Vy7VHYiQoDXkMbavS3FIud3S52UBs8Ne6gKOvBJUALozR7Z7gbapTCPd+/S+9Lns4CNZBwxuhhtSl4V",
+	"InRzLaQS1zoAaQorY4LlNApNZttttHGDdH5mWjnBbClialFAv7gnZOrucL7tIXz7B+c9IMzuEasvbcnL",
+	"zgqilGdl56hqj3i9AsrYQXH6NOzkARuZ4oabFfFhvJCKhUGZ3s/73G3lAuGW6+1CROn9BgljeK9tFkBP",
+	"Oed69DmO1e6kfLqFoeL3v3X2ulpK+Pr66bv32dhG3RvEa825fLVAWnlgNT/VhglXzjS2k/ZpZ5NMisFU",
+	"rm3ssieS+MUR5v4C4lS90QZ8+W7E8xTAqQTg7RmEpowFIpxmANYIwRgpfiymxIWvXUA/RRh6O9IFwm2o",
+	"BaJRjE7EhS9Zhk63bWktND/Y+1nEpLQWYG0OJmxH3zTqLV37xnxZVHzisXDiFR2UoMRLBsFncoT4zEUo",
+	"4vgChjUtBW4Cvk18TsZM+h7LVbcxmkJdx0VRzWMcxM02cAzq1kRQ7+pQoYiIVxDzzpa7aPSWRWrzd63V",
+	"9/o1JajPV1vQGnR7CACoRACH6LnymPEJKxjEGpfQICIAtmdGh73mSXHjjBjI+rQ06Br9rR/IzW3ewnfK",
+	"9IMtsn6ZNB3QmMl4L96uP9kGJ6V1LMhfWEsbzX398RDJzsVSLyZoS112SVhcNLASum2li6JYm/5GLDUQ",
+	"OCqRtnZZAexUq335NbKXeV2U2mKMeosJmd+yR1IFrZTOfRMEux0S0SUJk3HgTxpK1sWU3KJu9ogzj9jM",
+	"lzHbQPi09BzocXTDCs75U0y3zQ+xfFxZU6OQlVykki4YmqUun18Q9/Ld09evnpFvn/9318GEUhEyLmVA",
+	"whu2SuKANCCjduVWYCXW6udC360pbgxytySS0sh9iudtW121HM8xxVnvu9q3gUlyFlPIxrBXXSNdra8c",
+	"qb9NYLyX0AoMdSrA+pdbTtIIk7FIYhczk+WGN7bIe7a2yNaEClfLSFufpr5SKpZsrmRkwGgxo0JjKSnN",
+	"dU4BsyukUlZEnlWX0mhfRFRwsCDWWLENT8kIxJdrCArqsk5RTAEHEFHJLNGt2HwDwXUVRxaLe0xnX2Fh",
+	"v4CxjTXeGKWZotl2W0DIlrqMCrfX47kf+XliyUsAnpjnUz7aZ0+kP+OjsCqEU1jc76PvkZapkrCmp7s2",
+	"t3TcWd+FO2CMEZdYTGFzK6Z+pO/ve4pG+3xWfFueS0TUsKQpzRnLLsscSn++se8zoHyt1nCNp7AoLQQm",
+	"twp3nVZl4/52d5jqaUeu/n9JrUdf/frnf3EHhKa43QsHixyPV6kPrFIBiGytnPxmr++iU8tA23GcRRRl",
+	"3JcFHqCdgui6K3NfL5JTA2/0JwLFvzaJu5uUsGnyz9TnhDug6Scx83JZ8IqEY8aHvI6pTdTnGeBClARM",
+	"Ztmj8Kcxy7gHTXKOJVRSfOohoDT7JrfeZH4t1T2FRYswM8wh4yQ2/oiBzkcxeTJDrgcdZNX5dJEhqG8U",
+	"ZUko9r0YChH4fEYSHjAphxyQOQGdmTyHel7gA9H5PQjq6cdwz6vxrPlGHEjLWVLEW9Qgk5ghu5yvBoTy",
+	"NO8N9Aci/Z+Zg/iituYz5CIiMmQwTCVvgBfD57ODoowX3LPKRgoghWfqm6JzbPmGtsS5Ve/oRUBLapFY",
+	"RFGhHokZ1/qXZlCOWYbCc51NuUBm9IpwgdLi4O4As5gz6HxFNeswuKSu0/Wun17r1E3E0//l33LJY3BS",
+	"ZEx0UfS0F/VehlVCtdtqyGXMQkx7ihj10PcJpPNEEkwbIUvmz+YxpK8pWd6mI2fIwyDR1d8MtvsTSb79",
+	"nkDonnG4GD/LMkWd0n0MeRrQSWZMLFgcrdShAxo+cMgvfyHt5lHTpB7e5otbDbCmgFoKqNCl524vHj75",
+	"5S/axqiLMeHM0uZzZY/SJUtxX/O9FmbLlyGp5WJ/UpBTONyWZwEiolLM2Pe7q496zAZd3JIMnR2RQmke",
+	"VIuUTyrOiEzFyao3cF0UTttjvaLSDUjgD1rAR9GsSgp3A3ySkJoUgd9CKK90yIJGM59nZb2qqVZp8YZi",
+	"1G88woA+ULlBKems2CaXcD/e7ajQNGEacnaXqE3rT+Cq6Y6KiOj7TD43e2zMkrbJEprAS1kHQAquAz2L",
+	"aVqySRL58eqt4ucmuZJGLDpP4oKa9+c8NQsB8gCm3pqs9Ru2kgTNIKTRALH1zfnFc9cx+FjEPQfsEs26",
+	"BuQp9EUWd95IiYtNAIVWI1F3EjzLtmoex2Ht40fALJwWmK7RaAHjm4qIvH59QXwOZRInTDNwj8ZUiSZf",
+	"fIFDVvf5F18oZoelNzwWODphFlJT1a/aDi8Qi1kXNXCsIoYSnSFQpA4DqEBcGvK0eFvDTkJOq+H/8pdc",
+	"/jgkGz8T/BZZsRxgvJWVOy85vWEjMPwZ1uBHRJEMImwiBkwTWoEefAkPsDpoHYTvgI5ZIEkiGfmWfEXa",
+	"rU5vQNp9+He/e9IDyQ1BOxDkD8FlUnzpmbqNfKkD24zs1moSAJvEcRo00CF3Aep8Apt9qLFBv/wTAnZQ",
+	"8lPColVWyFVJTox7ofB5nHUY0xvmoPCoYTmW/oRh3VBdWyJ9993Va7PUmKbcagGYIpZNCVkQD/nUD1Rf",
+	"OG7pB4zHwYosfY9p/E+oOoabgekBA11e4uXzaxsJaA4bL+NI8Blxn1/TmUvqKYwgoiTATX+g4RlUc6zx",
+	"DMEL3DPivpo23gjOGhdQuzCtd9Zt9RzifvP8/GuXLEWkJHWOQxjyl8+vMSd7LDyotaH6a5Nv/aew8rOf",
+	"/TDU5Wix/KNWIelkwkIlOzSH/BtGg3jugLDhc6Zr6iKcNW6gy0UDwVRgHV4r5iQH2dUdMtM8oZ4XmSa0",
+	"yqueGiYBkA80ZkMOHE7JUL3OqWYbV0rSaJxPYxZpdJcrGjPorfGF0iGuGPUk5MpPhAbHVGu5IuNILCVA",
+	"7/vq6qg/++7q7cGZGQA4xlKUL3wHrWXqylQ6wZDj5YNSR+BPGJcsi9SuXby6VpxUabrAduTg8BAMoHAa",
+	"miKaHeqP5KF6N3Nm1zQvrFmZc7VWs91smapuNPRrg1q32Wp2AdAwngPXPfTEBP6hscHX7zQN6B4psooY",
+	"91jKe2AxgO9EzLC7+hXzxOTAwcR6b6iEdj9i2booRQxy7hFhBHmDUMut5EvsWi+4C0M7VAJTLA+tPH8z",
+	"HGjSPdSTa8L5tpAD3GeIsNZ4q++axqUI/MnK1RIA4QIBCPRWwZFVKqiifaXxTQOfM9wq3EBf8FdebVB7",
+	"yeKv1aqpZTTVoEsjrLJXDl9N1bmDYwdxVhGToVCbqRZe2wY0LBzc+uwuPpzHiyAPHgtIGZP/5IkJIEKq",
+	"FxA8Y8jxEZAE/mRuSHUu0l3Ctw6t18yXkdo9UA4bSRR8NazlFndY02/j9/By/nu9fzKaqG/t7YOXm1hn",
+	"LRCcNb0JnR73++3OeNJr/kmutY0NmcbN7UyLZKGPTqEx3VCkMfnMQXOHlS6hiwK3OfxbOkTGq0CjxkCA",
+	"8joxw9Fvbh/mR6fWbfXK9NqUFA7fiPhCeIDBqo5uD8li+zdPqXelBWz1Sed09yfXQlxQvroyKfsglBm3",
+	"ce0Vj1mkdcAc7UC9AaWnQyECWnuvvsvt9IepH7CPWzgKI1CdluD5dvH4q+tf/fxEotlxLkD6ULfd3HiS",
+	"9NFQkhIcVA1mAlBY6uaZCeGRev6+GxB/sUhAPHIP1OVvjJrDtNIZ8KANQUPd4r0th/9czXaTAxRPVs8q",
+	"hc6DLs38VY/GYOurrxRvrhmbbw2sz7bAj1a4jNJscNXzxj/Sxs+txmlz1Hj/oe20W60ilNWPzifhVX+i",
+	"txSnn+dYh1/8J/JCRETfXUo8Br1Iaf5hwJRgKZk6tGs84k+y+frVs+dv3j5vxncx+eLwPqwA/15nATaN",
+	"FFho0EuodMS7Bp2xr7rto26/pcS6jJx+M8e9YjcvRMK9R+IP5+aqtgTTHTxiDuLfz1sZQxiJiZLqfEmS",
+	"EE21WGX6TJ33TDYXiUYYU9x4rOinDuKmUhAOlXy5+lnJcW9A2AZrlFdylFEore2kb1uh+JM0ebCawD+k",
+	"hp6auMHaZoYutkLKYt8ldJtbi+bf7ip4rbQfBtGwBbuqxffSXTWNKq02EkmMSqopuBDQGCyXc1/GYhbR",
+	"hXSyLQ2FCIYcyorL2J9IpTngkBtoYJyrSwF0CF9KJh3L+E6mfkxif8Gkg1qQIpaXEPemfn2C3+klfiKJ",
+	"WPImeX4XCoSiigVZiSRSRE5DFik1MFhhKUy96VDBXjVwtzooIa0LvTTVeGcYUD9PVbV/IN88f31JtAw3",
+	"UgpBCrGDjmbyzfX1ZaYfmTV2CIYxW2vdHPJ/INf//fL51ubA3aXmu+WlD9j2V8Pay+fXw5oDPSpxTx/w",
+	"Yc3BLr8aqrkOax9J+34N4kEubm//e8AomtpkcRkJ1S9LJEAAagy/v+E5swa0SCmn4MTZEvl2vc0TkwQi",
+	"ZyeC3zJAeowFWHcwVCkWIpDGlGGqeHnkv59fvD5LpRPU+SSq8EVk/l3I+PnlK9Xsp1aIdjBhY567l0r8",
+	"sYCgjBm0mKD0xNNlBtr5+xHx86o9lUTv4BaSW1HURXeTnAMmKKAy+Efm1T2zsaPFdF1/R3sM0t52glNk",
+	"ut+9bYafcVjd9YAADQy5oqDBkBMsDDQwvFL9okloQICC7sOACunlN7L3ejEL9h6Z8FapLb2xjSVRm1gH",
+	"gKRqPPtKenPIUaub+0WxnUqC2pUax29NToNBKaYKZoDPu6FO7ajV3f3dO05vqY8BHHkiuErtsPW4YBcP",
+	"iunhtn2YiVmHaVXGbfRRVFZbJ8KhadCP09q4lt9Kw3+Drm6a0NjTK43Qup6eie5Mq7kUbXbIgerAlJ+B",
+	"tGKuAXisdTpD5regYJY3hWsHhCIwLzhtkFr1J9CwPbdf/pI5W75UKqTOCT0Ycl1pt+Q2NVXYnmW1Lh9w",
+	"n+7W8Z/RYHKV8FdfV33Z1H+o9PLLy3dVXr1U/8R6HN/ra7rqV99+D3r818B+1UeFCTu6UoztkrIcT2ek",
+	"BeYeTtgijFcEIT4OUmMMcLLMGrPhWi23y+yJLrI5/nObqvDexLOJefs0kEIbj+AsCF5+Fizr0uaEbBTE",
+	"zdFXQNusSBDfX51fvHy6B/lcQCDLOwt9qiqd0rvv4Mhd4zZV/AwrpALdPkgYxRRnthBxhL9nTPeN/pUI",
+	"Tq6u/xvptk5baoPa/W9rVnHZtIikDvj98X0G4mT77zF9BHh0JIPVz/MgvOvHIj7ugjsfvM+j9EMusOZN",
+	"LuDiZDO+QqOa3dyaHNm5P5vXBu1uu3XcadkPArGsDdrt49N+7yTNrs3aLvhxFAoJgaa1wVG3KCG3Nmh3",
+	"OicnrUK8Y0x7NNFGIx300T+2ARl+fA83dbW73bDarABmsfBmuP1nFfL3Nuy1K/TxUhNBr9OpIj1oGwnK",
+	"D59YVnnhQ4LbmpxiX89gddH0YsknmURSKKVkKMqFMoqu5ioxogzDxpzNSDIHDEpkzOIlY5mYwD0owD7k",
+	"RRLML39Zq/gPniOqBY80lgNOuZPh95Nvv2+kc9YGHHKefz+VthWLt5IthrzuAvtoGoB013zn5iDXrfvE",
+	"l8TNkjiY5ypVCNI9IF7PdBuxGSR4uOwujqh5N0X/15F2Wigb8my4dpAi90i72TkyL+tby34XahwMuavL",
+	"tN9GdIEgR6ZmvqvRBbAgm3lvFia514bcxdLY8OSMuIr9uVYcIi4sCRi9BUUEg3V0bC6w4iGf0Ahy+yxR",
+	"EEFK9BpDfdTRmHJvFE5i9yAt+rA0KaZKrh5yU1J0bdV7nY5DJF35fEaWc1ydpbZkpwVNIRjiLVSFTYFS",
+	"xiuoZDiCmhygZZty6+RL4sJS1EWISV7BasjdfAK76xA3j7HoHmyTSL82JY1+l0f/48qjz0TqMzUW3GpS",
+	"ZYUx/ceUMiseCZHM5o8hktqxq7tFUpq/bxwI1/vlL+Rkq6D6oZp0+fFRBNr0QyXUWqaIh0quIxobqRSF",
+	"2IjpwhHpJE77/dZJkShaXb4uxOXHAfdOmydHTg0G2TttHh+lS66eWJHlNaXh1WzYfWyg02q2TQOdVrOV",
+	"NaCebGLv6247x82jtN/OcbNndaye5bEp8aNu96TXNB91uyfdZvaRevbx3sI53jpWsf1SV2kGCfK7eP6Z",
+	"xXO9PRAWawGiVZfOZxGCRBTK5s8hBNbI1RsSNSBDaPw1nVBLqCRjJfEUKgE6S3/OaLygoY4f9b0Zi+XA",
+	"FGki7T5kh/SbQ/6DKX6WjUCJnPkROJYxMYvPvmMgtKvRoVAPoWNpEIMW7yCeV0uirs5FQy+IzgtbOSSi",
+	"KM8CsNOU+pBUplpUS7dNbHsZAbbE70LbYwltVmC7g3jxDclUizEmkLC7MABVU4MpbBHZZM7cZoOB74dJ",
+	"nGFC6XfNX0X4nCtwe01FtKhtke/SQmQPmWN2PnZMtFI5n4fM8neh8fPYMVFCVKyr20FJEbX9vi0w5ilj",
+	"8OOJ0+6/d7JDMfgRpaNu57h/8t5gZP24TcAskiMfIlsBF6ZBbcCTIPj7ErUUceSWB07LfuvT7TT7aR8d",
+	"GKTpotPs778+3RasMbbXgrZNe63mcdn69FvdbFnVH9a6wrOi9en32t10ffq9dsdaH/Xs48f3ZfqI84gU",
+	"1j2C3cQZHzW71oyPmr17UNgJtIEUdtLsWBR20uyWrWC3e2JtZPckt5PqWdEKnpy0++kKnpy0j6wVVM8e",
+	"hcLa1gls505g+14n8KiVTfSoZc9TPSk9gUftbJvUH9Y+wbOi9Wn3j/utdIHa/eOjU2uF4GkhkQE7A268",
+	"XcG9p6akBL3KehLzUHD8XVf63LrSOVnORWBvBEYYVVeWrBoYhfrSMxF46KeIBQHUEhRXTbzrIjR58Wmi",
+	"GuotablcCG53yBQRiqkE70b99QH5ioR//bfX5Evy01//7fVf/78muViz2UvLPe1Hqf1/wXh8RpJQjahT",
+	"ZvY3iawabnLIc4V8DuCjqR+nTg8EA82M8tu0oMu0Mv/vitD9FaFLJJ5147WTlbFuf2IjdZFN+OHyre33",
+	"qmYY7bScVqtF0tlUNoa2N++Fk/ZpZ/NK3Sak7HgRL5oKL4LaValrcMfnDLa5NXtAFEKunw5CD63X2DFC",
+	"ZKvX7J+0UynotN88brUzQehUifKtbqFUeNrqNXutvpEL+0f9Zuck+7Z/fNJqdnvd+xsqNYf53VL5m759",
+	"4W5MERPUHblPOAFioGwNdEw41FZJ8a3kE7sMPKJf4lM/MtXabdOiTthfM2+iwxoiFw1uFAsCEvgylhoi",
+	"AK7w3IWrOokYqetsB6j3AuHW+qy6ByZRmsCNqS5niLREmQFlAsRjqOtiQjgO5oMLHh/5EnJvNHjUkJ8b",
+	"HAOTv6kNqorLpSgyeuZ1/M8vf4GVGpB4KaA6PhbFBxQ6n5OpUgAIHYskJh1y8RRwIiDCININ+lJwrB0P",
+	"ttMhB9Gg12qlleLNlAeE0ygSS0jyBiQA26g75BtWXRGlUORTg02Nxfl/UJ8D1kKwygC1Ld8+BOeZ4AFX",
+	"Iw26A4PzhQZhLIiuBj+lMmaRQ2QglpCQjgEKGmsWhR+1L2MMLoCdAnRpAtCSOiQhj6O8DqBsykRFScAO",
+	"7GATaaGDryxUcHV7F5qXn+GiXCHq3cOEqrVTtERKZByiHODQrJkgz6zl0GCkYyoZ5OpXtE6a+2qbIJLa",
+	"KQvTazG7tt8rSq7NGStbtrGys7dJ9jvAWjecIp4zmQJqSee3bIvu9x5miy6ZeHY8f4um6T0n/XDZVTLm",
+	"ybzQ+oJGNEVDMxKso+8crRAuBTE4qZldtrLI2jLQnz9+KDLynHSbRb5tAy3bNuKiOoerzs3qJ+/n6CZO",
+	"fuqs5jXL1AOQeJatp90x/7Zaytl1TrrN/E/2i0YmPDlK/0gfK+ormMhpr9ndNpFmu9vqnx71et1+76h1",
+	"0j2xZ7YuBm+bWavZX59bq3ly0s3939pkT3vNTvFkm+1u9+i412oddzqtTrt/bM1ejXFt9q1mr3fcOjo5",
+	"6XSPOqe9dvvk4/sNraCzPxW01GZ8AipoHu2ig/bRabO7kxBOT6sTQms7RTfbnZOjk9NOv9vrtI47vc59",
+	"CaENBLxBCCfrEzwBC2TZ5rdOOp1u7/j4uN2zJlkb9LsFm9/v5v6/9/G9tl7mnDRtp5P30bTWLJmbW1ik",
+	"CKYEY9cmqHVanX6j3W50W9edzuCoMzjqNnunp53jzj9m1Q8GtdsgWGwW4hnUWs1up9myEBUN84eCFjVU",
+	"3PvqhTJq21UYDqOH1su01VKYtZFnoiN17Yna6wwmFow87UPFltvNo0bvaeM8icWV0rQaP/TO2/3G1fWb",
+	"WlauLXfu1IVScPDy1NA57jY7G+Utamk3BLrZVSJLtVtYcw3Zar7IkjbLZxXJ8AeTeLt9spk5pd8i7c7L",
+	"p1a5sEEbrSGfmz5OM/rYPLA76cPkK1Smj8mK8ht/6R+++f7V16/OG+aebryhXDTanaeN207j/Ic/Nnpj",
+	"gGe8P3H0+qfgyFgnjh/+SHoNbPx+ZIEX0A6yqL2l3BuzaFbLiKPKlHMWt04vTyIdCB68b75HqjOWQkcl",
+	"OqrfUtP/PRlrPrvZRamJWDtivIL/WpYWuBFSGwueXbkjGEwDY6otMkWq0hqOqj0NYAumjYQjpkWRFvva",
+	"l/Fz3ePfGLgAFYYfP2xwMwuvv5OHMQCmpkS1ioSPM31GYxqIwhT13YtLsVbl3xXKgd5ge0LaeZTShsxZ",
+	"/mB9LJqchckugnx5+W43BaY5x99fnV8ANrsVKyh4SUawotGXl+9+OwS6IVRZFNq2mPSP7Q6oERuXbNn7",
+	"nd77Paj55eW7naSc2xZdT3y8Qqzavy8iVhSwF9GmpezLCBdazNcrANx1SepoUcZbGkJWGxPG44g5CIwZ",
+	"I2wboNC/ZC9ENGFwVavVlj6fMHK+CJl6/fzia/KKy9jnk5hcvOq0WocXr7qtlkPOwzBgQ37RQNPkwQAO",
+	"hbMBXO8QD/DiXly2+4dPX7T75PrF6+8u36IzWyxZ5Aw54M+nzuxbxj2ovQDBtnLOWEzqLsKNuAc2tjld",
+	"MG3xnIkhH69I3aWBTyWT6j3Vw9wUetOlI3KVKwH3vkmuwTJFI40pCOYUSezEM42BK8uO9zdmrx7XkgoG",
+	"NICoTJcENr0+oZI1fC4Zl37s37LS1CL8bj0pPCumv7NyffmQZozrZRgQlwK9uA5xqUfVf+YiDFmk/jUO",
+	"6ORmyYLAJXWLFA/sR40ovnNJ3abFoxbsn/rn5dV36u2Jx2nH1f/omn/01D8i84vigayxaLvk1z//S/pn",
+	"zy1bn2wS91+jh5sABZZzzJjFd5zBYdRuKM0cbFNfxs01wSsmotmzvYz6J80KNp68d2o0msz9mE3iRPGa",
+	"Gp58pWqF7f4ongYilLXBcVtpCtZqDWrUvJjWxETTQFv9onjAKOUBo9lYaRvdfrru1tC4iJkW21+et1sd",
+	"slTDCWnIIu0fO25rntEELkJixqWIkA28uOx21OlMFooDMs1t1H8i/5Z5A/L2QpI7MhZCxmQSiMkNuSNH",
+	"7Q5RDR5OghsETlE939k9RzRmZ+l6AddY64rArRTgDqlxNaxn6vODM8gRgFqAKB/ECAnoJZM4xbSVbLYA",
+	"MlEEI5MFls4GXmcBSC+Xyya/9T2fNidicch4I5GHMzZVozucRTSc+xPZmNDIk4fdlubJh1F811CrDP8T",
+	"+4fqvvHCEUQ0thzDHIw6t66f7aGRGf4HhbRLs++BiMHjoaQqdGfWcRAOwmFkBKZ/UDLWwd8dKBcj5vK2",
+	"ju7um/7wwyxMylF3XbWLismZw6OBtkrOtmtuNHRBvrx8NyDq3nCIDOnE5zOHhAmfxEkqDOhbRskIumqA",
+	"P+NC1wzZRN38NHfeOaL7iogAYzMsEEogseasSXAZSoB2sdrq1tAkq9DkJ+Xs8Ph33vw7b/4EvHlfvgyB",
+	"h8Vs+eXlu9+2ZezhDLlYmkoVyZTXbGXSVtW4cqDctOxilkFIvvgCfERffKERP+I05qQAaSQXwLJyHRJR",
+	"foP1ZFxEFHUHppgWGHFd1OLcDc+WS9TYGPeA07vaaaSvDPRPuYSaN5pDfk1vTG1utShY6wQg1HIxKW6T",
+	"gA4Ax05MsbANGM2HHKzmum4HDLvu2vZ0dXetG9RdNTWPTWkSxKiyDXkah1NUedBU1FO9mNJ+aXE+VxeC",
+	"Gum3vlL8vwyD0nLwPPId9u8QJCI9PCwIPjdgRFHdfwEkRsartePgkKKjUM/OwoF1GJzsJNTTo1C6A3j+",
+	"cnqiJtzaoJavGWzKbOV/3XRLZ57d1IP8voISrqGQ58IjeOTMcYMIsgt48gxO3MEgO6gQ8wfv22ZLCYjF",
+	"Pp8RFkhdfipipq6m5j7M4AhJBuYSEyGXGmCw3S0rlznV7PWjQfDdtPS8mVvMmhDYQbNV33DPVaqKgDzi",
+	"hXYlVg2t3yd4v3JWALz9R9uvt19+wOdOJ6jyUVp2ee8vvKeryt9gtu+Fz/f9gt5V/gLKSVV++1kSSRE9",
+	"RkjYRBevz+uU44R7gTFhItwgJuiOVzbqWXGi7lYQk8yYZHqmt7MRlo5Jgd51A2qQsVIo0p9blcFSvARv",
+	"4JGsDbotp7YGDNjunHSKIVV6p82TLUE3nVZzPYAI0m/tqCkEMVEMzUQuwQL9HqTwe5DCliCF9XTuv/EJ",
+	"Oen2TwoPSLfd7G45IN3O2nZ1jk+bdiTdUa9/lB6Pzt/uePwe4/V3FOOV5m0pYspyy7YuPMrQ6/IyVxOc",
+	"4P0JY9zD9myrcQU2DqX8Q6kuk9KjGCKf/Z3ZlMGykNkCUOm2gN1Kw3GA0ncFP2Ct+erhDzYFZ6pEmXP0",
+	"AofwW4l+eMDZz81brfX62X2fj41Q98V9b+LNvtKbdL2X6iEXMNGdQRdr5PB3HXaBxLdX4EUYUM4Vsyw5",
+	"M8PaK8IZQOlmtpENWx6Nya///P8Sd+Hz0aZFQoc8wLCur19ck1//+X8TV11wxjYxyEIXpn7sKGa8nPuT",
+	"OZnQyPsvwxp5IaIhx0CPLLaBLNR5MdBixoZXNzl8EDTBlkzG5KiF9Reyugw2wu+Csdi0gnEQmMJDU2x6",
+	"J43XAIPdE2nQBmQSTekELQloRRhbaLqKoWBYhwHTrWMhxzSG5QkwuhlLAz1AtYFokXU05xS4GTMlHXtV",
+	"VUcGWMAxGWa+zOpGANgjTmnsc08OAE1Xb9+Q1xHCGQuakKVIAg9cBnMReLrid8QMCRw4xDUoktLVU9Jh",
+	"eNmnan/SL6mSPScMEhQt9Gc1tkgks3mYxEOOuHIC6jJHvtQ7gsETkJHtamuWRlHO3D1qBbECc4rwoENf",
+	"NjYW6yP7kYy101UfCYw1QWDmIYfdTstmq2aIIktY8LwCqpO9dPOQ6sdTo6761pcSvp0EQqq91H1DU2s4",
+	"yuoMTGlExHQ65PVhzSYBLMtO84TbJr4k3ZMU7RuneNQa1g6a5AdIl3QTySLp6g4RYBmB+tIT53MZU7WX",
+	"WL5ELcQB1oeBKQw5vDXJzKTQJHZAUiM0Lh3aoB1cTRRC1Mbm/cOG294ywgUSypTQ7DQjS1YfUM9jnjPk",
+	"2HgOAcS4sTijkVqgl5fvSB2oPoevPSB//ddOi/wBs2x9Tii8afve//qvvRb5A6GTSEh5cKbDqOGk+VJ7",
+	"zjT6CVZypfhwDHehfgVuZKxXFs/ZgtTR7gp2fOa5BMR/zDl+ASUuIl0HNsQsXSwLSD2G1VkoZpNaRajS",
+	"iutDvqS6SAawOUw17hIJ+bJAeWpAmkGtWEzqdApV44laKBrFus46+jRhOdUCAiORcxHFUxoEuqSbweh2",
+	"yLA2ZmpzsN0BofJmyCFtj8CqTtlSpwfLYc1R7DtgGK0G2cg4Gp3cPaaTm1mklm/I69Q+gsTeaZlM5tlK",
+	"GP/HQZO8xQchjWKfBmo2YKAFspZC9eKaaHuXqIOEL+oFHJBf//wvw5rOJ5dEKprG5OL1UrxpeXdk8II8",
+	"v6YzmLtaCpy9uqeTGAriDjmdRkzOm+p2iydz7Yp29UWcZtkTvHW9DMAzu6uG/KhF6pToCRhQTcaRk+p2",
+	"IascUdPTuxLPElQunMyZJDMWY8nwEEVXsHbb7cJ/hBViqDfiiRxyc6zQ6A39myDElOQL/IxFYvFlQPmj",
+	"FQjaBvEipsjlNM+00o1/C34mKDyG4ArIzO2xgoylWLji5KWehSLpauugsUZkbVDzRDKGqszZNFothC8p",
+	"mAVPFuPySRgoJAwThXr6RfhN9SWNFgbBCQQLqCatWYAFM3HgkEX5nDMpsVZxZif93vrU2hWm9mztgkur",
+	"pJ3l7k6M1Cq5QJWMRW9Y6Wyg4eKqRXo/Wvt6CM/JenwskckY3WnmcOKFigpNyTKD4lYSPNRp7R86ew7M",
+	"oTC6aUMcqGOUE5kqyVS78Hh5qNeBQ1JgCI5RwrpY+fpKlAbCQuDUA+b6CXxW+3qf9geBLQJy3eFq1fcU",
+	"XscFDtez9HLZ8Llu96v+vfpO14jc8/L6w1KDb2srwrrYai5VK42mdCnycnWxI17blDWBjoUIGOVFp/Eb",
+	"w6rMdsWCRCxOIu6ofdFaSdlQsFJA4Qg6rfyV8snBzwoAJNr9b/U1I40hotvS2pni3E5mdGi3SM5laEtp",
+	"4AoQaE+Gy1CvFVCdBkpbxxFTurRiCgOEDMt+GXkspn5QGxQrce0TrSmPGemcNlMNLuEeohGqGVB5A03m",
+	"4S2O9/E+bDjjZmFiJTPNwkSOlOShZozW8vQuMz8o5VcayeJT+uLKwWm7zX7v2OConTZbrU4GC9tuto86",
+	"H3fgF6A6qI5h6iUwek4ZYitW+syO2APdbMWIwd1+8yhDeWu1cJ4G5K190jw6TjFvtSZpdmIDM+642z9p",
+	"Hqeou0fd406z0zrNmuset5q94846ZpyTEbeFhXtfwj616PqkeVydrk/uS9b9z0rW9/KhlVN2O4NJ7rZt",
+	"mGT15OMOyJEHULWmoXt7xgrJGTxjKerz8WkOWBy8ZhVJ+ajXP0oRi496/Z4FWKx9tzkSfu/U0PSV3iWb",
+	"vmZbj0BZ2ynRp8AVjYI6euceXKpRKcBlEcn6kslfw5/T6fD5oBBzroofwGQBsj6aGqk2X6LNmsZoQc9H",
+	"WW6DO8QrvMSL8Rb69RnIqVZypGMcBBqsLo3O1UaRG7aSLB7ykM58rtP/QiUYu5YT1wV7FsQOmx8Mcp16",
+	"CwPsh/xa/TsNNAb1J6+tnKUF8YwFh2aqnHZfgIyNhiQEZoZjUeaMfBS8u9/DBf/DhQuuBRVEHosGxG1k",
+	"ATIuqdsHBxJWs4cOWiadzHgsIuI2QkZvRrlo/jqgSMqYqEe6qTIlRIqoRAepWQOzwpHzv+b+QP3f2Dw2",
+	"BlYSlvxbDqIsUIvU7RIvRS6Ssjip9vfAp98Dn34Ht/o9bvQB4FYPiWm7SnhZKrUdzxYlnEgjx/2dBeao",
+	"+eUnsBnD5tRCIYtkVyWu6sAk9FVi1Br5r2+/e0Pq7lXCX/EwgVLOGNIURmIcsAViTGNFZij2LfiEDQgl",
+	"vU7HgHHnIkigwUsBNi6CHmLOmuQZXkNDToOIUS+NwKlD6pwF4Y0uRsniJDwjQGAO4SJGMKMhx1zSURIF",
+	"xBPgQQSV/SAtkdFptTJfZCalO9qOTIfcS/AaZCb64JXHFqGI1RFsfMtWrgNe7jhaGWcDjFEreMZRLLNa",
+	"1yj348+Qwpc2GDeuWBjQFfMGBIIaDnAWaaM3bGWKeqDleyy8FSS5kV7rtEneCMw08qWZCySer4YcSnAX",
+	"wlQDo71K+P5Ce7YO37JKguJT4a3e+jNOId163w+gk/foemQyVs8qSCz72vMNaUNXd42ZaGixTDXYvKLL",
+	"C6WUzlgR67jSJ8TJimSSC/9pc8Nf+rFY+Np+3K8S/vzO11BznVa70he4vdXZ0AUNpiJamC/aVTR1msRz",
+	"Efk/m4+6W7ZF84kvN7dne+kI+KpozV1FB42USOBE6ggCSqQ/g8ADdW4AU+f88hX8MacYTxCxmS9jBhAM",
+	"WfL05xr7OSdrzEQxz4CulKItMeRIjXTMGCceg6wHxI/So61wSTwTfBr4k3h/EMR2t9IV9JpGM/3BURVq",
+	"SSv2XzDPp9eoyVYzCr3ikHehmNWD7kg2SSIogv3jh9qY0YhF50k8N3a97ApFPRivQevyBPFGAkpe3hZ0",
+	"6C/U1AAQv/BefZr4gSchyk/tbXbxKOYe0kiahHCseOURbNAdDPmQNwglYTIOfDlPa2I1VDNKWhkQV9+Z",
+	"DbWkA6JEuMMwoD7XlXdBpqFyyAnGQ6mbo+5iTINLtBMKtGb1pntwhj2OGZ/MFzS6IbEQwRNJUOYdEP3p",
+	"V0FAF7QxRq9WA153HdWLeUGJ5fp3aF7/PIt8rzGRt66OgyLrM1gkQeyHNIoP1RcNj8bUHegQLPU6VF6A",
+	"rH3qQtSoCbsEf2dWYCQnuxhvKSCWqlbqWmgAwdxJAwUcA/L465//RSOdqV0TEYZEqTFIHAFO1Q9YGvCo",
+	"3oNFIupnMxK1fKTuFi2XagKQMpA0IL7ljLhq4XD9tb2y0ZD0ljUiJpMgdiFOj+Enam6qFegwZBEJlUh1",
+	"RtxslUFKePb2e2xejcoqRC1RSiB61k+UFKc6kWRCORkzExNIqBwQ9x9cqCug5EIlrkklAc1B4dX7onZi",
+	"IoJkwXUJtfXobYeswTDkcsxhX8yNiTFzBUnnhXnmSHm5rC71NEv7cnUMLpxBsfz/2bu63sat9PxXDggE",
+	"kWZpDkV9ywgKe8YzmZ1M4vlIsrtDQzoSjyTG1KFC0la0swMsmotui16mKLp3RbG960WDFvDcpj8gf8HY",
+	"X1Kc9z2HPJRIW5rY0xnXQYCxaX6cz/e8n88DgyVGAPMkv57SBBQ/NWPpggf6aRaT2YlQ3iYRY5IeBdaf",
+	"Rfakmid22ODwi+caoMMuLNoJrB75Mkz0plycQUOxYqkn1TjHcbkcQZlhzjK9uEB/ewQS4oPR30rQBpRA",
+	"AkacXSmCMAVQSqYyH51Myir20onXaO45+WvBFhTWZSqmDNNQ22YjtIAHQqoV7evcbGeAAGKB0QAk9E6W",
+	"FKzIs1FagxwIpfwv63syKcvranSa7Y1Y4cpU6QLhm1d55pFYh4mPCqxYpjl2kDRXbuhzCm2+gADGabbW",
+	"aUDEvipEgMkL8oGCOUEpgcRVgF61Nm+aEv4SX29iw7NJDoffMKErvTaN7ADNdzyHcCXHefVT65qebg9A",
+	"8jKifNyaBbdmwa1Z8KGaBZk2ro73Un15I/NBsZGh2BPzWmBCLOF8wKVLE5L6X7MilQgKN7yZz8Vt69iC",
+	"9+HVb6MyQARJ0reuB5Aa663FT3lasWtGFfBW4GZvL3kuQeUPo6HveYy/Ywy1TdccDuQlpqhZzrqIkfvo",
+	"hPfKLB2TBPRE2BpAGcY9OFDHAZ1Aooha1IoGz5SkioopUqjS4gG8qlkWJdhgb6WwvkWWQOli3TbaOaZR",
+	"qUxX90GMD8TQNoGICzg2sm2z0Wzh4COC2P9vLo41eMJ0/RcGQWBJ9dbrCUDTnLFoIiz+ZDQllWcP7pF2",
+	"vduqQk0y+A6EfQkhB6mDZjEHYY0Ot5XXu0RSiUZsFp4yYU7KtwszQ3t5yi2OcRAMWIymlE8g4jIKo4iN",
+	"IA6jU56ClcnZAmgqiFpnx4zNYyzpLYQZ+HLu0Ss6MjZx3sOQ78CQ/+oXOPIPU2yDSx35Gyni7724oFAO",
+	"BLVyC+vdK/fXesTe6p0HnnJGfxwTYb+CVb6NYnlX5iGU5SzeA1cgAIcjDkqKRYB165nLzgJXYgWDkdL5",
+	"J5SAqsvHmpMXPI/i9z0o3JNuaXF1l6S+54XPYxIK6SVvG5QlF96H5t+TtJzvTHu4lHjVj7OR2r4A9AoL",
+	"Posblk7aRriiV4UjqrUFXOAQlKbJSenAyMzxjVOdWRA8x0c2zpV7gG6pa4EQBFJZLbPJTAEES3glbh7A",
+	"2dFF5QNbpOdk+1xm6Uh33Cg+zcEOrQyCqY2RiV0xtUaba902ZfNN7KZZMCXm+nSYuTE1sxF3OU5Cx4Th",
+	"M3GMYGTF8Jh1x+yYtglzULfdPCXKpT5EqJRUeBW3jHtFrBB4NKZpdzt6hKsUwSt/QoLFewmcl7jHJGHg",
+	"aeAqEYvD4BTrK2OShOGuOBdB35HNgjcLEbiEeA8dBswqS6F/AK34oAxkvkayswc6KQ8hsqNyLwtE4VVJ",
+	"DTFoFxGkaNNw0xH5RXdxvUXUj2Ue2Ir5Ows9RWhRngm4x5epd3xGcRpVqbHK7VOec5X0BAHwOeNws8sl",
+	"2owsspGALWnSGjnhiR9kFrDcR3GWKme5XHWHxNNwEStoJ4XrgPM6yPpjia8DRL20yX3ucvCi+HESRssi",
+	"9VIsnndm324XKhBNkzlpm5iqtW1N1YBOVjYuz+Yvh3a8npTt7Ni1FzW7Z4v/LYST+J3MpK6ZxjFb9qV2",
+	"NwyHEPCi0ATDn0nyAQDSgFk/wTWHOcRKnsLHVi5lmcYXFSsKxcDoGa1GhiMnQZ0zxLAxWFQ1hzzcB9y3",
+	"j+MUkmxbyVMmdXDHqITMd2uVbyt4MHL0ruJcL4RJkAoPbc0pnC1waWACsPXeB6qu2/p/kEpesgxPyJAF",
+	"PjtliNcV8kmZYC9Xcu6+Ev/A7/r2e1V6EmQ+Soksl5806QvgYcJ2NbkMNyC8qReFc0zY1oQxidgI+LD8",
+	"ZF0deoZb/gEKoreXzJuah0LSXq8gf5YN9fU4Hm+l+XVL80zZt25uAsULGbRQwGu5iPIHcbjIo3dB48w4",
+	"y58mN+uAkLKSUOx3BearutW5gPbqRekHuVNgBoxWuplLTn0QAohTuFso5xfTEM6AxZTxQokvFKWrz07Y",
+	"urw1oQlbL2+V3vd0KAkPF7pUVUOIOBP427qIra2JWHmnEIZGOI+zK6mMpSQtRYLatPUyxczsMXq1LQTe",
+	"k2xhFOykr/Qp/b/I3LgVeZu3XwKXApAyrB/rnQmfBFCXdWFwiQgyDSievVDETH2PpQjpGXZxj/gJCRg9",
+	"ZbHMegj8ODFdrrEImilOWgaurzG5xyxgI0TjVYjVAGWq1FNwGpqAFok1hhB5V8RcjZpWN4hb1CKPktjl",
+	"6HYBbGUp+PIuPzK4f/DZwYuDAdQpQJ2lnxR5JD71PfaeeiRE07bwSNyK3rcUvZ9qW/hWy3y/Ra6UezdZ",
+	"wxTbXrog3k67BHlYGlwB3sMTT0j2cCW+0gOtESgDpDf6Yyy/SrOlxmEkC6VZdMoA8p8F4x6JEeR4taKu",
+	"aoL+aUpNlCaSU4COUrJuSuIZDQJMAsPCgBR5GrKsqhY5oKOpOIB4IuwMl6syKemZhrq+JKI8Vu/FJCt8",
+	"3iJ7uQiRy9WJAVX0eF6Y8vBBh7nK9kZRWBHvCmicyCb4scsHeMugCvDtvodZZ5gcNmWBl4GbU9KwG+Xp",
+	"mZ/K2fqgglBitleDUBoYjXlRGOqVgZNk9KRrxDCNDeBHFDjhK0lc3Y+n1Gm2jJ7R7Yybjmc3Gasx5tBa",
+	"rdbpeGw0pPWaPfLsltd2HI91qWfXu0Ov7rWbjVGj3XEa7fq43mgOxaZe87wgPJzWVunW2cCLk7VUOv6Q",
+	"qK/IhyO/7Kz5fK4sxK+tsAvDdSpkc8MDdhhYRrlAkvDiYF2hdEUBV06dDTAaSUi8iC4wZSuZ0XmPDKJw",
+	"Eb/0jyxQeF9+cwSlooqKmNAEKbMT9l0ibhuQ//lnvXjTZ/AM4m2hKF5MWcRSBz7W1LgcmBUuyAh/gu3/",
+	"oMTNKIwkkVE2kwrWRkewMQEVS42iGEH5ezaI4mgR4lzYG8UMo1Bq97Jmdo7S5B9xwTYh6UR0JlxkJKMX",
+	"5BjVNssxqhWCC12SX1TKMNptXJhfVLOt1kqGEeILZQSjHRB7V5s0dXmHau1GSY/ajtW9qEd1q73So2bH",
+	"Fo9kmKCd+uujgkYpGsxrmcPN8sScZqe4150WoD6V9rq2No/4RNrpdrN+DRP5nhDgHpW0LH9srpqP29iL",
+	"KCVLjkwhPG6TwlbcBhrth9C/5fwQIS2FJNbJrSRmwYapYrL2qfTIPcxqo4qSqnuKqCSjWhuFgeRbowmC",
+	"Sch7S9OtyTVmW8v2vyfp1qBPhIv3MeEaJ/jm5TijQnG5ciP0FknDswhhNEpAP1dEY6fWdUwDd0Gah9zs",
+	"tIsEsRKzTh0VgZIDYOVltXbjopc1nfrViWZtu2yXtSwzlfWmq8Rkl8MYYToxDI3ov8ozlpdFJ0VPflFC",
+	"sZi126Oj0OOs1bhuejTELJLIGKWeLuQckkJDJi7DUxmbqGObGksbcBCpQyRlv5Qwp6SCLFMxcMMBj2FM",
+	"5KUesa2aTZCRz7a6u4S6fB6xnYgFjMaMDNk4jBhyEeOlXQJ4JtZoPidDBK0aLuX7kNaUu9yjCUuzOhM2",
+	"J0OWLBjjeHIJUcCZP5kOw5MoBnSdO3ew4wGz7txB3xk8J5scr5JcZvWsZBgiv2ycVjN6yncnjM0cX7MK",
+	"5wBEIvKmEo1EJXZ5JaBDFgQMEUOQZ3EA/HbiYx8rB50whAce+YQEvJKE5C5gGVUHENZ2+TgIwwhu+f2A",
+	"VJwqMJJJyzmcDX3OPMJDP84QoITNh7hTlUH8bZRUfv4euBR++pH8ivz8fT8Jf/qxOqimcPRiKhJkuIWP",
+	"DUilRj6qWmQfCF/R34nNoDhMojX+bB6Fp8xDVSBik4jFMTCZSjpKX5j0Jxz76AE8Eb5k4SNlBuVIlas+",
+	"6jTJR1X0Lvpc6EvBSeyfsgEMWKZOZYE0rLYVGpcph9KTHJMJhOjihNRVmVLE1Px7Ztbpjk0+kuM2S1+h",
+	"XKouX9ClWnkhZzux7wEExoQTxPY+SRQXKvCIYhESgj4BI5RoxxzoeWzLbu7KqkltULC50ArRQjlySNMJ",
+	"w2ISFsRsfUReAI4om8P7ssGX3eegLJCKxOoHKjqXp7eZRIN+Aq3C59pb+uLSYBe+rM2zy3Mv195N1D3q",
+	"Ga2DYbTaeCEysif1LYvLGPp95w6pDOB3uTyqwG8rcb4iNoekMk26MVd8Y+xPpGmmuYekvJvid2ekAuqD",
+	"eJJiFjnKOJcrIRdPKXDMpcukiXPbIz9/r7xW8RzQtPDbfkTgq7HLQeX965/+7JhkAOwzvbS1yJhZ3UWJ",
+	"sYC+it4gWyJmMS44UMImQoZW0hec8L68OKj20LVPA38YwRh0xerJBI8fcpcPAUlONKVmtRpNU/Jo+nHK",
+	"xJvGnknsJ9gOBR3rRy7PRKqiiDUVUSiEK9QGxs7DRMFEHqD20SPpGGfyMvCPGRmeJGBM/PSfNfKRnHEa",
+	"sZyogIWbXzTVXRlRqIneArh+hIIb5xmlhlqquzCtHfIRiYNwwSIxk63GY+hBzek8JqHQp1e3DvKk5rdB",
+	"j7zEqkSC4OxHg/JQxnMm4Y+vM4H06uj0UfdWvV0NZ4BwyUYvCAFrD4UwjF5FCtZh5HsT5lV1XRwZS4rx",
+	"920IGzgYNvhdMZB6rWZlOOnUHnW99vG3te+cWZ03jFUwcIMG/ohpwN9PF4zXdzr7ynpo2F2bVE4/++wJ",
+	"wVdXjVLs9w3a5mhtG7ZZc1yfftM67gTduf1L2+ZA246ELcHmq07WDbymICqNnm3ZtXbXNMSu7q9g+NsW",
+	"mC9SG0kx6mExG72aZdsN00jC9ce6pnHKIvGY0TPSvWpII+ky9+elLevYzgXtsq1ut7nerna3Y9U2bFeR",
+	"j1LyLVzauFbNuqR1znrjmi2rrrct22qbjNnGbavXbKu5deOcTtNql7TuCD9TvPeUjO3LMMCRmZKr9eVa",
+	"bZiGdnIjlMZ8SqETTTPlZNNONeA++CbE7ADb6iAVQtp1p4mMVvL9Dv6mjYxpxP5kRiVjmG3Zdiu9loTy",
+	"SsM0fm/0gFEvJ+KN3ksp29djG06xLz9ccPhhxjyf8r62SMUqFQpify5+bzdN42QOt5au0dIPqRWAX3MK",
+	"vubo33KKvpWfVYWq1Pf88ZhFOHtifIoEWdFLTGMxFVJNngtDsA/QdsxUN0nlDycF9oFUHKEoNZTCgU+H",
+	"gE8ZoMBLohM+ovryfUtmsuwcLnFFSG1Q5d+BpL2BYV/TaG6EluLDklhxSuzlPAWmqrmRSwLAbMW4beql",
+	"gISFC70UwyVwKcRIq78QGl3ERsw/TUHdgOxZbACSLOcsu8/lkjiipzNHrKo9YO2uAOkJ8zhD39wV5l8U",
+	"s+STk2S805FUzHQFnZdqBGUuHxRhRyPCrETejSKfiXWGOTQSRBrgmwDK2eWA8GwqyEjukaGYdhotiWTJ",
+	"9apg7PkRef7p3o7TbCkDRObyDEAcc8pHzMplhsiS1Dgl1hg8Y/No574/YXEyQIipbrNuV3ddjliVacJP",
+	"7p0K23Igpl8sfOnWZ9/RUYIOc2GgwgwKSx24PJAVQjp8sFkxTusxmydpWlBG1X+BVo2r570K2N+5e2dV",
+	"kQbQ3/KUoI9jBG+sZE7swOdM05qN8zd/PD/7t/Oz/zp/86fzs389P/un8zd/f372L+dvvj8/+wf4+e/O",
+	"z34UV87+cn723+dnP8AjP5yf/Yd48M0/np/9Wfv5h/sSliBNRj5/87fixfKhv3wRTSiXVD3xM6BTiTHw",
+	"B5bbX//47yuQUSX71lR5aEX7Uy0/C95VgverD6TYcGuVZZhOJ/GIABY9xUpHLHIKFGqpAYJAwS+NPxBC",
+	"yOEhgX/Ji4f4wz75g3GkoH+NVy5q567RIy4o6A5p75Onnb5tav7JJyyhgbyQB2B2jderDvxVhLdCKYKd",
+	"wgHyE1OiveeEgC4RLcO8AjjkMvzjdRjjVazi4tMU09Vx9xumgTFDaIwmbtaHZBBPqZBmn/T2954ftBq9",
+	"gXJf4lGQiSfr4mjDbSghF0oAqSzHUKVGLWhMZtRDb1PpmX1JLGFPKU7Z8SN9n/GURkzBfer0XyZ5ePgl",
+	"qQC3EPIhmeSrZ3tPUtIDWOp0dMy4p4N/issymp6wGB1PLpf1FwhHKTVZecyCOh0jVbNJULkFfiK+5tqr",
+	"hJGp3H7yGogvjyasRyK2o5M+VS3yXKrMLtc+hQ4QcJeNhTyvgBsbRqAfMD4wXT6YzE/6MzYLo2X/JPED",
+	"OSSDqiKIihMQYoCRiCO7q+IboAyA132WeTGXsl8W+Qz4rTTHZjjOPJWZa3MW8gm67uVUsZSiFaJxJgZ/",
+	"hJrFxTnOvksY95iXomEUBuvf0sd1y7x6y7yaLzkJFxg0kWs4CaG0qiyfIQDy0UL2Bcc2dUoCexM6gl/k",
+	"Ml0DIPqC61sxmUaMEfDoSQGTS1NQYvblqzVGyYwnsoE8kRBGTDYhp5R3ZgkG3PmuMbLH9rfH9dmwTTVK",
+	"SKHg3FVuSGONsPHBYccwpQO3XmSZb2GLo7C4CCsJR+MDozx8ns41StpRFMYxyQfKyyP4khVg55gt43IY",
+	"DDE4IxoE4hhTwEiKLiBWpuwILsuM3nDBd4mGzelyPwGzLs4M6Hnkn9IEa6EqK9wFgyqEIKWR57kcCnFj",
+	"oZpibcg0XMgUHD5hERAJgVm5YiyC53tgufyZbK4KNKbUgvDiYmpELN7eRbQnlyv+wdURYJ7GRriXokap",
+	"PyvuE5dXxDk/ZxGZ0dEU8KzBqBeHrqQ+icKEJqxadN6pDjzHGXvMlsb11DlmH7jGasdjtly1T2EyAn/E",
+	"tIHdBLrD7q4VfWiLwugZ9XFt1GL2qEOb46HXrI9qrOV1xjatDZ1R3Wuw5rhlt2sdp1unjWFz1PLarDPu",
+	"2jWn3mi22kICaQUhKoaCa74PHTEe/nr84P5vvnny6eMWa/96+HU037t3lwdN+vTJt5PRr37zov1sWH94",
+	"ard555Pcs/05mxk9Y0f8t3/w8NHn5PDL/c8e3SOPD34LF13+5F642H/62/uPna8We8uDvW2+5XJ4ycHn",
+	"99ffu02al7boyjCNCnYFZPloskEvE9wesut2ydygJfNslWzmHRX6dt8tp03pgbGyNW4oNos8ACknB57T",
+	"bNa6ujRIQkxe0rQEOHovA/fWVZa7r7R9+/pCp7725UpEF2RIY9ZqgDJxePCkmqZxqckCC1s/4pNd+Q6T",
+	"xCH+mfKlOLhHlJPRlI2OU6DyYp+1VeRUzp3n12/HPtDk3BWYH7dC+Uad47ltcvmOuOkFqnt6dzUCNVMI",
+	"L7BNllqsShhh40AY0aXWlvKNxHdfiWX4+hJYAHF2ZTIlfVqRulVGNGY7Po8Zj/3EP2XB0pROepfrt6Or",
+	"DdhbHh5oJJ3VHmTggetDgVhBRzgknCZTNkPIgByHu6flZ8uoCkTYzNW/OfauywfihcDdIrnwwZNIg8DE",
+	"GNRwCf+WhNwyb9IvFY4F5r56tynZcrHfMi2TWROLDJ5T7g1ZNBlUU2fQnMIZJcUI/LNqH5nF1ImO9Ael",
+	"VIrrJIpXgAYgW7wOJSPXUzgmVA8G5iNVkXTcbOfm2eBuOV5qQNGt0wdPPJbkX5ClV/bOVZ9VQYJcHRPk",
+	"FASCyufIvFt19G4VV8Jg6k8+F6YvlJS+ZLjr1Ryn04Hkm2Qaev1RQONYTKiCY+9L9pHM5TVaUn7sL/y7",
+	"n3/16P6jvR1VXrTzOeXhTs3Z3zl1dva+frrTGIKXcc7ocb4oemn0Wo3CXKB8nlyj1bUar9ecantfPyWN",
+	"HXx57PNJwPpxEjE66xe8MX9Drko5n1yIaJbpnspPtUo43KTLepkVcRoP98UCjeisPxkaPUeVLoFIMXpp",
+	"gsffpF/+JP3uNgejevowCiGQWXY84p9v/sGXDifUAoUpJbMU7bBb1485MA+iUyWicYqmSTLv3b0bhCMa",
+	"TMM46XXsjo15Vvj4qnB+jgkbsyz6b8rUbkXb7UG+fmySSOwlPlGVpLM5jfw4xLJIKXGgbQUczEAkvovR",
+	"LM6ghCZVdSqDPWk4wqbpkX2wc4TWNTAxfCmJsCXCjjBGCEouPCpU6aNmwZTwQKespmlueuXh4ZexZGeP",
+	"VXwyzkwUxYuXYr2FYyIe0b4r/1L00UPMzQR7CzLt0+/iSEMBQMrBB/mRWHXCMa//lAa5D6l8joJPPZCw",
+	"cHk4fUDnN8nUB/J68WoEhYOKPHEKV1I8rFjWBWG4dQUcJW2DhhNSENthNEimJmALiWEUA8uSyB/BopI1",
+	"tREdJWkSXsTGTIhZhoqJ9h2WUOP10ev/DQAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -102,6 +102,8 @@ func TestParsePageMinimal(t *testing.T) {
 		Model:    store.Model{Name: "M", Quantization: "Q"},
 		Hardware: store.Hardware{GPU: "G"},
 		Engine:   store.Engine{Name: "e", Version: "1", Quantization: "Q"},
+		// A page is a sustained-decode grid even when its Run section is cut.
+		Method: &store.Method{Class: store.MethodSustainedDecode, Prefill: store.PrefillExcluded},
 		Decode: []store.DecodeCell{
 			{Concurrency: 1, Status: store.StatusValid, TotalTokS: f64(30), OutputTokens: intp(30), DurationS: f64(1)},
 			{Concurrency: 2, Status: store.StatusOverCapacity, DurationS: f64(1)},

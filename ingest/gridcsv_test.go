@@ -17,11 +17,22 @@ concurrency, context_tokens ,total_tok_s,ttft_ms,tbt_ms,per_request_tok_s,output
 
 16,128,640.25,90,25,40,,
 `
-	r, err := FromTool(FormatGridCSV, toolMeta(), []ToolFile{{Name: "grid.csv", Data: []byte(src)}}, ToolOptions{})
+	meta := toolMeta()
+	meta.Method = &store.Method{Class: store.MethodStaticBatch, Prefill: store.PrefillIncluded}
+	r, err := FromTool(FormatGridCSV, meta, []ToolFile{{Name: "grid.csv", Data: []byte(src)}}, ToolOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkToolRun(t, r)
+	// Without a method or a tool that names one, the run says what to send.
+	bare, err := FromTool(FormatGridCSV, toolMeta(), []ToolFile{{Name: "grid.csv", Data: []byte(src)}}, ToolOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ve *store.ValidationError
+	if err := bare.Validate(); !errors.As(err, &ve) || ve.Problems[0].Pointer != "/method" || !strings.Contains(ve.Problems[0].Message, "static_batch") {
+		t.Errorf("grid-csv without a method: Validate = %v, want a problem at /method naming the classes", err)
+	}
 	if len(r.Decode) != 4 || len(r.Prefill) != 0 {
 		t.Fatalf("got %d decode and %d prefill cells, want 4 and 0", len(r.Decode), len(r.Prefill))
 	}

@@ -485,7 +485,9 @@ func (w *walker) skip() error {
 
 // assigned are the run's fields the server sets; run JSON must not send
 // them.
-func assigned(key string) bool { return key == "id" || key == "created_at" || key == "submitted_by" }
+func assigned(key string) bool {
+	return key == "id" || key == "created_at" || key == "submitted_by" || key == "trust"
+}
 
 // object reads the members of a struct-typed object, after its '{', and
 // notes required fields that are missing.

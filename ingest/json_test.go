@@ -32,12 +32,15 @@ func TestParseRunJSONRoundTrip(t *testing.T) {
 
 func TestParseRunJSONNulls(t *testing.T) {
 	r, err := ParseRunJSON([]byte(`{"title": "t", "model": {"name": "m"}, "hardware": {"gpu": "g", "vram_gb": null},
-		"engine": {"name": "e"}, "benchmark": {}, "launch": {"enable_prefix_caching": null},
+		"engine": {"name": "e"}, "benchmark": {}, "method": {"class": "sustained_decode", "measurement_s": null}, "launch": {"enable_prefix_caching": null},
 		"decode": [{"context_tokens": 0, "concurrency": 1, "status": "over_capacity", "total_tok_s": null, "avg_active_requests": 0.7}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := r.Decode[0]
+	if r.Method.MeasurementS != nil {
+		t.Errorf("method.measurement_s null became %v", *r.Method.MeasurementS)
+	}
 	if r.Hardware.VRAMGB != nil || r.Launch.EnablePrefixCaching != nil || c.TotalTokS != nil || c.TTFTMs != nil || *c.AvgActiveRequests != 0.7 {
 		t.Fatalf("absent or null values were not left nil: %+v", r)
 	}

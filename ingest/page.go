@@ -142,6 +142,12 @@ func (p *page) run() (store.Run, error) {
 			DurationS: m.duration,
 		})
 	}
+	// A published page is a sustained-decode grid (a fixed-duration test
+	// at each held concurrency, its prefill measured apart), whether or not
+	// its Run section says so.
+	if _, ok := store.InferMethod(r); !ok {
+		r.Method = &store.Method{Class: store.MethodSustainedDecode, MeasurementS: r.Benchmark.SecondsPerMeasurement, Prefill: store.PrefillExcluded}
+	}
 	return r, nil
 }
 

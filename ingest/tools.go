@@ -87,8 +87,41 @@ func FromTool(format string, meta store.Run, files []ToolFile, opts ToolOptions)
 	if err := parse(&r, files, opts); err != nil {
 		return store.Run{}, err
 	}
+	if err := claimMethod(&r, format); err != nil {
+		return store.Run{}, err
+	}
 	r.Normalize()
 	return r, nil
+}
+
+// toolClass is the method class each tool's output measures; grid-csv
+// holds any engine's results, so its class comes from meta.
+func toolClass(format string) string {
+	switch format {
+	case FormatLlamaBatchedBench:
+		return store.MethodBatchedBurst
+	case FormatVLLMBench:
+		return store.MethodServingSweep
+	}
+	return ""
+}
+
+// claimMethod sets the run's method to the one the tool measures (with its
+// parameters from the benchmark fields), or checks the one meta states.
+// A grid-csv run whose meta neither states a method nor names a tool
+// that says one is refused when it is validated, saying what to send.
+func claimMethod(r *store.Run, format string) error {
+	want := toolClass(format)
+	if r.Method != nil {
+		if want != "" && r.Method.Class != want {
+			return &ParseError{Msg: fmt.Sprintf("meta says method.class %q, but the output of %s is a %s: leave method out or set its class to %q", r.Method.Class, format, want, want)}
+		}
+		return nil
+	}
+	if m, ok := store.InferMethod(*r); ok && (want == "" || m.Class == want) {
+		r.Method = &m
+	}
+	return nil
 }
 
 // claimTool sets the run's benchmark tool, or checks the one meta names.

@@ -20,6 +20,11 @@ type PlanQuery struct {
 	Model, GPU, Engine, KVCacheDtype string
 	Target                           calculator.Target
 	IncludeScaled                    bool
+	// MethodClass is the one class planned from (runs of others measured
+	// something else); IncludeFlagged brings back runs a plausibility
+	// check flagged.
+	MethodClass    string
+	IncludeFlagged bool
 	// Limit bounds the options returned (best first); 0 means 20.
 	Limit int
 }
@@ -67,7 +72,7 @@ const (
 
 // Plan answers a capacity-planning question over the stored runs.
 func (c *Service) Plan(ctx context.Context, pq PlanQuery) (Plan, error) {
-	f := store.RunFilter{Model: pq.Model, Engine: pq.Engine, KVCacheDtype: pq.KVCacheDtype}
+	f := store.RunFilter{Model: pq.Model, Engine: pq.Engine, KVCacheDtype: pq.KVCacheDtype, MethodClass: pq.MethodClass, ExcludeFlagged: !pq.IncludeFlagged}
 	if !pq.IncludeScaled {
 		var err error
 		if f, err = c.WithGPU(ctx, f, pq.GPU); err != nil {

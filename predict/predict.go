@@ -241,7 +241,8 @@ func (c *Service) selectRun(ctx context.Context, sel Selection) (string, []strin
 		}
 		return "", nil, nil, invalidParam(field, "select a run with run_id, or with both model and gpu")
 	}
-	f, err := c.WithGPU(ctx, store.RunFilter{Model: sel.Model, EngineVersion: sel.EngineVersion, KVCacheDtype: sel.KVCacheDtype}, sel.GPU)
+	// Flagged runs failed a plausibility check: they inform no answer.
+	f, err := c.WithGPU(ctx, store.RunFilter{Model: sel.Model, EngineVersion: sel.EngineVersion, KVCacheDtype: sel.KVCacheDtype, ExcludeFlagged: true}, sel.GPU)
 	if err != nil {
 		return "", nil, nil, err
 	}
@@ -250,8 +251,21 @@ func (c *Service) selectRun(ctx context.Context, sel Selection) (string, []strin
 		return "", nil, nil, err
 	}
 	if len(configs) == 0 {
-		return "", nil, nil, &store.Error{Kind: store.ErrNotFound, Msg: fmt.Sprintf("no run of a model matching %q on GPU %q", clip(sel.Model), clip(sel.GPU))}
+		return "", nil, nil, &store.Error{Kind: store.ErrNotFound, Msg: fmt.Sprintf("no run of a model matching %q on GPU %q (runs a plausibility check flagged are left out)", clip(sel.Model), clip(sel.GPU))}
 	}
+	var warn []string
+	// Runs of another method class than the newest measured something
+	// else: they share no surface with it.
+	class, kept := configs[0].MethodClass, configs[:0:0]
+	for _, cfg := range configs {
+		if cfg.MethodClass == class {
+			kept = append(kept, cfg)
+		}
+	}
+	if n := len(configs) - len(kept); n > 0 {
+		warn = append(warn, fmt.Sprintf("%d %s of another method class than %s left out: they measured something else", n, plural(n, "run", "runs"), class))
+	}
+	configs = kept
 	first := configFields(configs[0])
 	var differ, capacity []string
 	for _, cfg := range configs[1:] {
@@ -274,7 +288,15 @@ func (c *Service) selectRun(ctx context.Context, sel Selection) (string, []strin
 	for i, cfg := range configs {
 		ids[i] = cfg.ID
 	}
-	var warn []string
+	if len(ids) > 1 {
+		var copies int
+		if ids, copies, err = c.independent(ctx, ids); err != nil {
+			return "", nil, nil, err
+		}
+		if copies > 0 {
+			warn = append(warn, fmt.Sprintf("%d %s of another (the same submitter, or cells within %.0f %%): each counts once, as its earliest run", copies, plural(copies, "run is a near-copy", "runs are near-copies"), 100*copyTolerance))
+		}
+	}
 	if len(ids) > 1 {
 		why := "the same settings"
 		if len(capacity) > 0 {

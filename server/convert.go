@@ -57,6 +57,33 @@ func toAPIRun(r store.Run) api.Run {
 	for i, c := range r.Decode {
 		out.Decode[i] = toAPIDecodeCell(c)
 	}
+	out.Method, out.Trust = toAPIMethod(r.MethodOf()), toAPITrust(r.Trust)
+	return out
+}
+
+func toAPIMethod(m store.Method) api.Method {
+	out := api.Method{Class: api.MethodClass(m.Class), MeasurementS: m.MeasurementS, OutputTokensPerRequest: m.OutputTokensPerRequest}
+	if m.Prefill != "" {
+		p := api.MethodPrefill(m.Prefill)
+		out.Prefill = &p
+	}
+	return out
+}
+
+// toAPITrust maps a run's checks; a run not checked yet (nil) has none.
+func toAPITrust(t *store.Trust) api.Trust {
+	out := api.Trust{Flags: []api.TrustFlag{}, Checks: []api.TrustCheck{}}
+	if t == nil {
+		return out
+	}
+	out.Flagged, out.RulesVersion = t.Flagged, t.RulesVersion
+	for _, f := range t.Flags {
+		out.Flags = append(out.Flags, api.TrustFlag{Code: api.TrustFlagCode(f.Code), Message: f.Message, ContextTokens: f.ContextTokens,
+			Concurrency: f.Concurrency, Measured: f.Measured, Limit: f.Limit, Unit: f.Unit})
+	}
+	for _, c := range t.Checks {
+		out.Checks = append(out.Checks, api.TrustCheck{Code: api.TrustCheckCode(c.Code), Status: api.TrustCheckStatus(c.Status), Detail: c.Detail})
+	}
 	return out
 }
 
@@ -80,6 +107,7 @@ func toAPISummary(s store.RunSummary) api.RunSummary {
 		Submitter: opt(s.Submitter), SubmittedBy: opt(s.SubmittedBy), CreatedAt: s.CreatedAt,
 		SingleStreamTokS: s.SingleStreamTokS, SingleStreamContextTokens: s.SingleStreamContextTokens,
 		MaxContextTokensWithOutput: s.MaxContextTokensWithOutput,
+		MethodClass:                api.MethodClass(s.MethodClass), Flagged: s.Flagged,
 	}
 	if s.Peak != nil {
 		out.Peak = &api.PeakCell{TotalTokS: s.Peak.TotalTokS, ContextTokens: s.Peak.ContextTokens, Concurrency: s.Peak.Concurrency}

@@ -317,6 +317,12 @@ func (s *Server) GetLeaderboard(ctx context.Context, req api.GetLeaderboardReque
 	if err != nil {
 		return nil, err
 	}
+	// One class at a time: other classes measured something else.
+	f.MethodClass = store.MethodSustainedDecode
+	if p.MethodClass != nil {
+		f.MethodClass = string(*p.MethodClass)
+	}
+	f.ExcludeFlagged = p.IncludeFlagged == nil || !*p.IncludeFlagged
 	entries, next, err := s.store.Leaderboard(ctx, store.LeaderboardQuery{
 		ContextTokens: p.ContextTokens, Concurrency: p.Concurrency, Metric: metric,
 		Filter: f, Limit: limitOr(p.Limit), Cursor: deref(p.Cursor),
@@ -325,11 +331,34 @@ func (s *Server) GetLeaderboard(ctx context.Context, req api.GetLeaderboardReque
 		return nil, err
 	}
 	out := api.GetLeaderboard200JSONResponse{ContextTokens: p.ContextTokens, Concurrency: p.Concurrency,
-		Metric: api.LeaderboardMetric(metric), NextCursor: opt(next), Items: make([]api.LeaderboardEntry, len(entries))}
+		Metric: api.LeaderboardMetric(metric), MethodClass: api.MethodClass(f.MethodClass), NextCursor: opt(next), Items: make([]api.LeaderboardEntry, len(entries))}
 	for i, e := range entries {
 		out.Items[i] = api.LeaderboardEntry{Rank: e.Rank, Value: e.Value, Run: toAPISummary(e.Run), Cell: toAPIDecodeCell(e.Cell)}
 	}
 	return out, nil
+}
+
+// compareWarnings says what to know before reading a comparison's ratios:
+// runs of other method classes than the first measured something else,
+// and flagged runs failed a plausibility check.
+func compareWarnings(runs []store.Run) []string {
+	warn := []string{}
+	base := runs[0].MethodOf().Class
+	var other []string
+	for _, r := range runs[1:] {
+		if c := r.MethodOf().Class; c != base {
+			other = append(other, r.ID+" is "+c)
+		}
+	}
+	if len(other) > 0 {
+		warn = append(warn, fmt.Sprintf("the runs were measured by different methods, so their ratios compare unlike things: %s is %s, %s", runs[0].ID, base, strings.Join(other, ", ")))
+	}
+	for _, r := range runs {
+		if r.Trust != nil && r.Trust.Flagged {
+			warn = append(warn, fmt.Sprintf("run %s is flagged by a plausibility check: %s", r.ID, r.Trust.Flags[0].Message))
+		}
+	}
+	return warn
 }
 
 // maxComparedCells bounds a comparison's answer, in cells × runs: two of
@@ -376,7 +405,7 @@ func (s *Server) CompareRuns(ctx context.Context, req api.CompareRunsRequestObje
 	}
 	contexts, concurrencies := gridAxes(all)
 	out := api.CompareRuns200JSONResponse{RunIDs: ids, Runs: make([]api.RunSummary, len(runs)),
-		Contexts: nonNilInts(contexts), Concurrencies: nonNilInts(concurrencies), Cells: []api.ComparedCellRow{}}
+		Contexts: nonNilInts(contexts), Concurrencies: nonNilInts(concurrencies), Cells: []api.ComparedCellRow{}, Warnings: compareWarnings(runs)}
 	for i, r := range runs {
 		out.Runs[i] = toAPISummary(store.Summarize(r))
 	}

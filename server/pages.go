@@ -315,11 +315,12 @@ func (p *pages) run(c echo.Context) error {
 	}
 	return p.render(c, http.StatusOK, "run.html", pageCSP, map[string]any{
 		"Title": r.Title, "Run": r, "Heat": decodeHeatmap(r.Decode), "Prefill": newPrefillChart(r.Prefill),
+		"Method": r.MethodOf(), "Trust": r.Trust,
 	})
 }
 
 // leaderboardShown are the parameters the leaderboard's form shows.
-var leaderboardShown = []string{"context_tokens", "concurrency", "metric"}
+var leaderboardShown = []string{"context_tokens", "concurrency", "metric", "method_class"}
 
 var metricLabels = map[string]string{
 	store.MetricTotalTokS: "total tok/s", store.MetricPerRequestTokS: "per-request tok/s",
@@ -335,7 +336,8 @@ func (p *pages) leaderboard(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	if len(q) == 0 {
-		data := map[string]any{"Title": "Leaderboard", "Context": 16384, "Concurrency": 8, "Metric": store.MetricTotalTokS}
+		data := map[string]any{"Title": "Leaderboard", "Context": 16384, "Concurrency": 8, "Metric": store.MetricTotalTokS,
+			"MethodClass": store.MethodSustainedDecode, "MethodClasses": store.MethodClasses()}
 		if err := p.leaderboardHint(ctx, data, q, 16384); err != nil {
 			return err
 		}
@@ -360,7 +362,8 @@ func (p *pages) leaderboard(c echo.Context) error {
 	metric := string(lb.Metric)
 	data := map[string]any{
 		"Title": "Leaderboard", "Asked": true, "Context": lb.ContextTokens, "Concurrency": lb.Concurrency, "Metric": metric,
-		"MetricLabel": metricLabels[metric], "Entries": lb.Items, "Hidden": hidden(q, leaderboardShown...),
+		"MetricLabel": metricLabels[metric], "Entries": lb.Items, "MethodClass": string(lb.MethodClass), "MethodClasses": store.MethodClasses(),
+		"IncludeFlagged": params.IncludeFlagged != nil && *params.IncludeFlagged, "Hidden": hidden(q, leaderboardShown...),
 		"Filters": hidden(q, append(leaderboardShown, "limit")...), "Next": nextPage("/leaderboard", q, lb.NextCursor),
 	}
 	if len(lb.Items) == 0 && params.Cursor == nil {

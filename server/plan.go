@@ -21,7 +21,12 @@ func (s *Server) PlanCapacity(ctx context.Context, req api.PlanCapacityRequestOb
 			ContextTokens: p.ContextTokens, MinPerRequestTokS: p.MinPerRequestTokS,
 			Base: query(p.ContextTokens, 1, p.VRAMGB, nil, p.MaxOutputTokens, nil, nil),
 		},
-		IncludeScaled: p.IncludeScaled != nil && *p.IncludeScaled,
+		IncludeScaled:  p.IncludeScaled != nil && *p.IncludeScaled,
+		MethodClass:    store.MethodSustainedDecode,
+		IncludeFlagged: p.IncludeFlagged != nil && *p.IncludeFlagged,
+	}
+	if p.MethodClass != nil {
+		pq.MethodClass = string(*p.MethodClass)
 	}
 	if p.MaxTTFTMs != nil {
 		pq.Target.MaxTTFTMs = *p.MaxTTFTMs
@@ -62,7 +67,7 @@ func toAPIPlanOption(t calculator.Target, o predict.PlanOption) api.PlanOption {
 	pl := o.Plan
 	out := api.PlanOption{
 		RunID: o.Run.ID, Title: o.Run.Title, Model: o.Run.ModelName, GPU: o.GPU, GPUCount: o.GPUCount,
-		Engine: o.Run.EngineName, EngineVersion: opt(o.Run.EngineVersion),
+		Engine: o.Run.EngineName, EngineVersion: opt(o.Run.EngineVersion), MethodClass: api.MethodClass(o.Run.MethodClass),
 		Meets: pl.Meets, Surely: pl.Surely, Concurrency: pl.Concurrency, TTFTChecked: pl.TTFTChecked,
 		Warnings: []string{},
 	}

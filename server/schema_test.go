@@ -203,6 +203,8 @@ func TestRunInputSchemaAndParserAgree(t *testing.T) {
 	// state: the base has no flags, so each field can move alone.
 	r.Launch.Flags = nil
 	r.Launch.Notes = []string{"a comment line of the launch command"}
+	m := r.MethodOf()
+	r.Method = &m
 	base := exported(t, r)
 	if probs := problemsAt(t, base); probs != nil {
 		t.Fatalf("the base document does not import: %v", probs)

@@ -29,6 +29,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/matrixd/matrixd/api"
+	"github.com/matrixd/matrixd/assess"
 	"github.com/matrixd/matrixd/predict"
 	"github.com/matrixd/matrixd/store"
 )
@@ -36,6 +37,7 @@ import (
 // Server implements the API over a store.
 type Server struct {
 	store    *store.Store
+	runs     *assess.Writer // every write goes through it: each run is checked
 	calc     *predict.Service
 	metrics  *metrics
 	specJSON []byte
@@ -100,7 +102,16 @@ func New(st *store.Store, cfg Config) (http.Handler, error) {
 		cfg.Calc = predict.New(st, cfg.FitCacheBytes, func(d time.Duration) { m.fit.Observe(d.Seconds()) })
 	}
 	m.watchFits(cfg.Calc)
-	s := &Server{store: st, calc: cfg.Calc, metrics: m, specJSON: specJSON, specYAML: specYAML}
+	runs, err := assess.New(st)
+	if err != nil {
+		return nil, err
+	}
+	// Runs stored before their checks existed, by older rules, or past
+	// this layer are checked before the first answer.
+	if _, err := runs.Recheck(context.Background()); err != nil {
+		return nil, fmt.Errorf("check stored runs: %w", err)
+	}
+	s := &Server{store: st, runs: runs, calc: cfg.Calc, metrics: m, specJSON: specJSON, specYAML: specYAML}
 
 	// The validator must not check the Host header against servers.
 	spec.Servers = nil

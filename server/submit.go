@@ -194,7 +194,7 @@ func (s *Server) submit(ctx context.Context, run store.Run, idemKey *string, op 
 		}
 		idem = &store.Idempotency{KeyName: key.Name, Key: *idemKey, RequestHash: hex.EncodeToString(h.Sum(nil))}
 	}
-	return s.store.SubmitRun(ctx, run, idem)
+	return s.runs.SubmitRun(ctx, run, idem)
 }
 
 type submitted struct {

@@ -91,7 +91,7 @@ func (e *env) sameRows(t testing.TB, before map[string]int) {
 
 func runJSON(t testing.TB, r store.Run) []byte {
 	t.Helper()
-	r.ID, r.SubmittedBy, r.CreatedAt = "", "", time.Time{}
+	r.ID, r.SubmittedBy, r.CreatedAt, r.Trust = "", "", time.Time{}, nil
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		t.Fatal(err)

@@ -106,6 +106,9 @@ func (s *Store) restoreRuns(ctx context.Context, runs []Run) (int, error) {
 			r.Normalize()
 			r.CreatedAt = r.CreatedAt.UTC().Truncate(time.Microsecond)
 			inserted, err := insertRun(ctx, tx, r, hash, Summarize(r))
+			if err == nil && inserted {
+				err = writeMethodTrust(ctx, tx, r.ID, r.MethodOf(), r.Trust)
+			}
 			if err != nil {
 				return fmt.Errorf("run %s: %w", r.ID, err)
 			}

@@ -152,6 +152,9 @@ func (s *Store) migratePostgres(ctx context.Context) error {
 		}
 		_, err = t.ExecContext(ctx, string(body))
 		if err == nil {
+			err = migrateData(ctx, &tx{Tx: t, d: postgresSQL}, names[i])
+		}
+		if err == nil {
 			_, err = t.ExecContext(ctx, "INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)", i+1, formatTime(time.Now()))
 		}
 		if err == nil {

@@ -30,6 +30,10 @@ type RunFilter struct {
 	SubmittedBy   string // the API key's name, exactly
 	VRAMGBMin     *float64
 	VRAMGBMax     *float64
+	// MethodClass, when set, matches runs of that method class only;
+	// ExcludeFlagged leaves out runs a plausibility check flagged.
+	MethodClass    string
+	ExcludeFlagged bool
 }
 
 // manyModelRuns is where a model filter stops reading the matching runs by
@@ -96,6 +100,12 @@ func (f RunFilter) where(d dialect, modelRuns int) ([]string, []any) {
 	if f.VRAMGBMax != nil {
 		where, args = append(where, "r.vram_gb <= ?"), append(args, *f.VRAMGBMax)
 	}
+	if f.MethodClass != "" {
+		where, args = append(where, "r.method_class = ?"), append(args, f.MethodClass)
+	}
+	if f.ExcludeFlagged {
+		where = append(where, "r.flagged = 0")
+	}
 	return where, args
 }
 
@@ -137,7 +147,7 @@ func (f RunFilter) key() string {
 	}
 	return strings.Join([]string{strings.ToLower(f.GPU), strings.ToLower(f.Model), strings.ToLower(f.Quantization),
 		strings.ToLower(f.Engine), f.EngineVersion, strings.ToLower(f.KVCacheDtype), strings.ToLower(f.Submitter),
-		f.SubmittedBy, fl(f.VRAMGBMin), fl(f.VRAMGBMax)}, "\x00")
+		f.SubmittedBy, fl(f.VRAMGBMin), fl(f.VRAMGBMax), f.MethodClass, strconv.FormatBool(f.ExcludeFlagged)}, "\x00")
 }
 
 // queryKey is a short hash of everything that shapes a listing.
@@ -211,7 +221,7 @@ func after(expr, idCol string, desc bool, c cursor) (string, []any) {
 const summaryColumns = `r.id, r.title, r.model_name, r.gpu, r.vram_gb, r.engine_name, r.engine_version,
 	coalesce(r.model_quantization, r.engine_quantization), r.submitter, r.submitted_by, r.created_at,
 	r.single_stream_tok_s, r.single_stream_context_tokens, r.peak_total_tok_s, r.peak_context_tokens, r.peak_concurrency,
-	r.max_context_tokens_with_output`
+	r.max_context_tokens_with_output, r.method_class, r.flagged`
 
 // summaryRow receives summaryColumns; finish turns it into a RunSummary.
 type summaryRow struct {
@@ -221,6 +231,7 @@ type summaryRow struct {
 	created                      string
 	peakTok                      *float64
 	peakContext, peakConcurrency *int
+	flagged                      int
 }
 
 func (r *summaryRow) dest() []any {
@@ -228,7 +239,7 @@ func (r *summaryRow) dest() []any {
 	return []any{&s.ID, &s.Title, &s.ModelName, &s.GPU, &s.VRAMGB, &s.EngineName, &r.version,
 		&r.quant, &r.submitter, &r.submittedBy, &r.created,
 		&s.SingleStreamTokS, &s.SingleStreamContextTokens, &r.peakTok, &r.peakContext, &r.peakConcurrency,
-		&s.MaxContextTokensWithOutput}
+		&s.MaxContextTokensWithOutput, &s.MethodClass, &r.flagged}
 }
 
 func (r *summaryRow) finish() (RunSummary, error) {
@@ -238,7 +249,7 @@ func (r *summaryRow) finish() (RunSummary, error) {
 	if err != nil {
 		return RunSummary{}, fmt.Errorf("run %s created_at: %w", s.ID, err)
 	}
-	s.CreatedAt = t
+	s.CreatedAt, s.Flagged = t, r.flagged == 1
 	if r.peakTok != nil && r.peakContext != nil && r.peakConcurrency != nil {
 		s.Peak = &PeakCell{TotalTokS: *r.peakTok, ContextTokens: *r.peakContext, Concurrency: *r.peakConcurrency}
 	}
@@ -567,21 +578,25 @@ type RunConfig struct {
 	AttentionBackend     string
 	MaxModelLen          *int
 	GPUMemoryUtilization *float64
+	MethodClass          string
+	Flagged              bool
 }
 
 const runConfigColumns = `r.id, r.title, r.model_name, r.gpu, r.gpu_count, r.vram_gb, r.engine_name, r.engine_version,
 	coalesce(r.model_quantization, r.engine_quantization), r.kv_cache_dtype, r.attention_backend,
-	r.max_model_len, r.gpu_memory_utilization`
+	r.max_model_len, r.gpu_memory_utilization, r.method_class, r.flagged`
 
 func scanRunConfig(row interface{ Scan(...any) error }) (RunConfig, error) {
 	var (
 		c                           RunConfig
 		ver, quant, kv, attnBackend *string
+		flagged                     int
 	)
 	if err := row.Scan(&c.ID, &c.Title, &c.ModelName, &c.GPU, &c.GPUCount, &c.VRAMGB, &c.EngineName, &ver, &quant, &kv, &attnBackend,
-		&c.MaxModelLen, &c.GPUMemoryUtilization); err != nil {
+		&c.MaxModelLen, &c.GPUMemoryUtilization, &c.MethodClass, &flagged); err != nil {
 		return RunConfig{}, err
 	}
+	c.Flagged = flagged == 1
 	c.EngineVersion, c.Quantization, c.KVCacheDtype, c.AttentionBackend = deref(ver), deref(quant), deref(kv), deref(attnBackend)
 	return c, nil
 }

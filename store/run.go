@@ -85,9 +85,13 @@ type Run struct {
 	Hardware    Hardware      `json:"hardware"`
 	Engine      Engine        `json:"engine"`
 	Benchmark   Benchmark     `json:"benchmark,omitzero"`
+	Method      *Method       `json:"method,omitempty"`
 	Launch      Launch        `json:"launch,omitzero"`
 	Prefill     []PrefillCell `json:"prefill,omitempty"`
 	Decode      []DecodeCell  `json:"decode,omitempty"`
+	// Trust is assigned by the server: the outcome of the plausibility
+	// checks when the run was written.
+	Trust *Trust `json:"trust,omitempty"`
 
 	// Source, on a run to store, is the exact bytes it was made from.
 	Source *Source `json:"-"`
@@ -192,12 +196,19 @@ func validStatus(s string) bool {
 
 // ContentHash identifies a run by what was measured and how: everything
 // but what the server assigns and the metadata its owner may edit (title,
-// notes, source_url). Importing the same content twice yields the same
-// hash, and editing the metadata keeps the run's identity.
+// notes, source_url) and the checks the server makes. Importing the same
+// content twice yields the same hash, and editing the metadata keeps the
+// run's identity. A method that is the run's default (the one its
+// benchmark text names) adds nothing to the hash, so runs stored before
+// methods were stated keep their ids, and stating the default changes none.
 func (r *Run) ContentHash() string {
 	c := *r
 	c.ID, c.CreatedAt, c.SubmittedBy = "", time.Time{}, ""
 	c.Title, c.Notes, c.SourceURL = "", "", ""
+	c.Trust = nil
+	if c.Method != nil && c.Method.equal(defaultMethod(c)) {
+		c.Method = nil
+	}
 	c.Prefill, c.Decode = slices.Clone(c.Prefill), slices.Clone(c.Decode)
 	c.Normalize()
 	b, _ := json.Marshal(c) // cannot fail: Validate rejects NaN and Inf

@@ -46,6 +46,8 @@ func (s *Store) CreateRuns(ctx context.Context, runs []Run) (stored []Run, creat
 		run.Prefill, run.Decode = slices.Clone(run.Prefill), slices.Clone(run.Decode)
 		run.Normalize()
 		run.stampSource()
+		m := run.MethodOf()
+		run.Method = &m
 		hashes[i] = run.ContentHash()
 		run.ID, run.CreatedAt = IDFromHash(hashes[i]), now
 		stored[i] = run
@@ -78,6 +80,9 @@ func storeRun(ctx context.Context, tx *tx, r Run, hash string) (id string, inser
 		return "", false, err
 	}
 	if inserted {
+		if err := writeMethodTrust(ctx, tx, r.ID, r.MethodOf(), r.Trust); err != nil {
+			return "", false, err
+		}
 		detail := map[string]any{"source_sha256": nil}
 		if r.Source != nil {
 			sum := sha256.Sum256(r.Source.Data)
@@ -270,8 +275,16 @@ func (s *Store) Run(ctx context.Context, id string) (Run, error) {
 }
 
 func readRun(ctx context.Context, q querier, id string) (Run, error) {
-	return readRunColumns(ctx, q, id, false)
+	r, err := readRunColumns(ctx, q, id, false)
+	if err != nil {
+		return Run{}, err
+	}
+	if err := readMethodTrust(ctx, q, &r); err != nil {
+		return Run{}, err
+	}
+	return r, nil
 }
+
 
 // readRunColumns reads run id; legacy is for migrations before the trust
 // columns existed.

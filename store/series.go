@@ -17,7 +17,7 @@ import (
 // seriesKeyVersion starts every series key: a change to what the key
 // covers bumps it, and keys of another version are computed again when
 // the database is opened.
-const seriesKeyVersion = "s1-"
+const seriesKeyVersion = "s2-"
 
 // notSpeed are launch flags that change what fits or how the server is
 // reached, not how fast it decodes: runs differing only in them are one
@@ -30,8 +30,8 @@ var notSpeed = map[string]bool{
 }
 
 // SeriesKey is what runs of one series share: model, quantization, GPU
-// and count, VRAM, engine and backend, the benchmark and its decode test,
-// and every launch setting that changes speed. Engine version, date and
+// and count, VRAM, engine and backend, the method class, the benchmark and
+// its decode test, and every launch setting that changes speed. Engine version, date and
 // capacity-only settings are left out.
 func SeriesKey(r Run) string {
 	quant := r.Model.Quantization
@@ -40,7 +40,7 @@ func SeriesKey(r Run) string {
 	}
 	parts := []string{
 		r.Model.Name, quant, r.Hardware.GPU, intStr(r.Hardware.GPUCount, 1), floatStr(r.Hardware.VRAMGB),
-		r.Engine.Name, r.Engine.Backend, r.Benchmark.Tool, r.Benchmark.DecodeTest,
+		r.Engine.Name, r.Engine.Backend, string(r.MethodOf().Class), r.Benchmark.Tool, r.Benchmark.DecodeTest,
 		r.Launch.KVCacheDtype, r.Launch.AttentionBackend, boolStr(r.Launch.EnablePrefixCaching), intStr(r.Launch.MaxNumSeqs, 0),
 	}
 	for _, k := range slices.Sorted(func(yield func(string) bool) {
@@ -114,6 +114,11 @@ func (s *Store) fillSeriesKeys(ctx context.Context) error {
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("series keys: %w", err)
 		}
+		for i := range batch {
+			if err := readMethodTrust(ctx, s.reader, &batch[i]); err != nil {
+				return fmt.Errorf("series keys: %w", err)
+			}
+		}
 		if len(batch) == 0 {
 			return nil
 		}
@@ -143,8 +148,12 @@ type SeriesMember struct {
 const maxSeriesRuns = 20
 
 // Series returns the runs of run id's series, newest first, at most
-// maxSeriesRuns, and whether there are more.
+// maxSeriesRuns, and whether there are more. Hidden and flagged runs are
+// in no series; a hidden run's series is ErrGone.
 func (s *Store) Series(ctx context.Context, id string) ([]SeriesMember, bool, error) {
+	if err := visible(ctx, s.reader, id); err != nil {
+		return nil, false, err
+	}
 	var key *string
 	err := s.reader.QueryRowContext(ctx, "SELECT series_key FROM runs WHERE id = ?", id).Scan(&key)
 	if err != nil {
@@ -156,8 +165,8 @@ func (s *Store) Series(ctx context.Context, id string) ([]SeriesMember, bool, er
 	if key == nil {
 		return nil, false, fmt.Errorf("series of %s: the run has no series key yet", id)
 	}
-	rows, err := s.reader.QueryContext(ctx, "SELECT "+runConfigColumns+", r.created_at, r.submitted_by, r.launch_flags FROM runs r WHERE r.series_key = ? ORDER BY r.created_at DESC, r.id DESC LIMIT ?",
-		*key, maxSeriesRuns+1)
+	rows, err := s.reader.QueryContext(ctx, "SELECT "+runConfigColumns+", r.created_at, r.submitted_by, r.launch_flags FROM runs r WHERE r.series_key = ? AND r.hidden_at IS NULL AND (r.flagged = 0 OR r.id = ?) ORDER BY r.created_at DESC, r.id DESC LIMIT ?",
+		*key, id, maxSeriesRuns+1)
 	if err != nil {
 		return nil, false, fmt.Errorf("series of %s: %w", id, err)
 	}
@@ -221,7 +230,7 @@ func (s *Store) ListSeries(ctx context.Context, f RunFilter, limit int) ([]Serie
 		return nil, false, err
 	}
 	where, args := f.where(s.dialect, n)
-	where = append(where, "r.series_key IS NOT NULL")
+	where = append(where, "r.series_key IS NOT NULL", "r.flagged = 0")
 	q := `SELECT r.series_key, count(*), max(r.created_at) FROM runs r WHERE ` + strings.Join(where, " AND ") +
 		` GROUP BY r.series_key HAVING count(*) > 1 ORDER BY max(r.created_at) DESC, r.series_key LIMIT ?`
 	rows, err := s.reader.QueryContext(ctx, q, append(args, limit+1)...)
@@ -254,7 +263,7 @@ func (s *Store) ListSeries(ctx context.Context, f RunFilter, limit int) ([]Serie
 	}
 	for i := range out {
 		var c RunConfig
-		err := s.reader.QueryRowContext(ctx, "SELECT id, model_name, gpu, engine_name, coalesce(model_quantization, engine_quantization, '') FROM runs WHERE series_key = ? ORDER BY created_at DESC, id DESC LIMIT 1",
+		err := s.reader.QueryRowContext(ctx, "SELECT id, model_name, gpu, engine_name, coalesce(model_quantization, engine_quantization, '') FROM runs WHERE series_key = ? AND hidden_at IS NULL AND flagged = 0 ORDER BY created_at DESC, id DESC LIMIT 1",
 			out[i].Key).Scan(&c.ID, &c.ModelName, &c.GPU, &c.EngineName, &c.Quantization)
 		if err != nil {
 			return nil, false, fmt.Errorf("list series: %w", err)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"path"
 	"runtime"
 	"sort"
 	"strconv"
@@ -206,7 +207,7 @@ func (s *Store) migrate(ctx context.Context) error {
 			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
 				return err
 			}
-			if err := migrateData(ctx, tx, i+1); err != nil {
+			if err := migrateData(ctx, tx, names[i]); err != nil {
 				return err
 			}
 			// PRAGMA takes no placeholders; i+1 is an integer we control.
@@ -241,10 +242,15 @@ func (s *Store) secret(ctx context.Context, name string) ([]byte, error) {
 	return v, nil
 }
 
-// migrateData does, in migration n's transaction, what its SQL cannot.
-func migrateData(ctx context.Context, tx *tx, n int) error {
-	if n == 2 {
+// migrateData does, in a migration's transaction, what its SQL cannot;
+// the migration is named by its file, so that numbering never shifts the
+// work to another migration.
+func migrateData(ctx context.Context, tx *tx, file string) error {
+	switch path.Base(file) {
+	case "0002_submissions.sql":
 		return rehashRuns(ctx, tx)
+	case "0009_method_trust.sql", "0004_method_trust.sql": // SQLite's, PostgreSQL's
+		return classifyRuns(ctx, tx)
 	}
 	return nil
 }

@@ -88,6 +88,8 @@ func TestCreateRunRoundTripsAndIsIdempotent(t *testing.T) {
 		want := in
 		want.Normalize()
 		want.ID, want.CreatedAt = got.ID, got.CreatedAt
+		m := in.MethodOf() // stored with every run: the one its benchmark text names
+		want.Method = &m
 		if !reflect.DeepEqual(read, want) {
 			t.Errorf("read back differs:\n got %+v\nwant %+v", read, want)
 		}
@@ -497,7 +499,8 @@ func ptr[T any](v T) *T { return &v }
 
 // TestMigrationRehashesRuns opens a database at schema version 1, whose
 // content hashes covered the title, and checks that after migrating the
-// same content is recognised as stored.
+// same content is recognised as stored, and that the run got the method
+// its benchmark text names and awaits its checks.
 func TestMigrationRehashesRuns(t *testing.T) {
 	ctx := context.Background()
 	st, path := openTestDB(t)
@@ -512,6 +515,9 @@ func TestMigrationRehashesRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, q := range []string{
+		"DROP INDEX runs_by_trust_version", "ALTER TABLE runs DROP COLUMN method_class", "ALTER TABLE runs DROP COLUMN method_measurement_s",
+		"ALTER TABLE runs DROP COLUMN method_output_tokens", "ALTER TABLE runs DROP COLUMN method_prefill", "ALTER TABLE runs DROP COLUMN trust_checks",
+		"ALTER TABLE runs DROP COLUMN flagged", "ALTER TABLE runs DROP COLUMN trust_version",
 		"DROP TABLE sources", "DROP TABLE signing_keys", "DROP TABLE run_flags", "DROP TABLE run_events", "DROP INDEX runs_by_source", "DROP INDEX runs_by_submitter",
 		"DROP INDEX runs_catalog_gpu", "DROP INDEX runs_catalog_model", "DROP INDEX runs_catalog_engine",
 		"ALTER TABLE runs DROP COLUMN source_sha256", "ALTER TABLE runs DROP COLUMN source_media_type", "ALTER TABLE runs DROP COLUMN source_format",
@@ -538,6 +544,23 @@ func TestMigrationRehashesRuns(t *testing.T) {
 	again, created, err := st.CreateRun(ctx, run)
 	if err != nil || created || again.ID != stored.ID {
 		t.Fatalf("after migration CreateRun = %s created %v err %v; want the stored %s", again.ID, created, err, stored.ID)
+	}
+	if again.Method == nil || again.Method.Class != store.MethodSustainedDecode || again.Method.MeasurementS == nil || *again.Method.MeasurementS != 30 {
+		t.Errorf("after migration the run's method is %+v, want sustained_decode measured for 30 s (its benchmark: fixed duration, 30 s)", again.Method)
+	}
+	if ids, err := st.RunsToCheck(ctx, 1, 10); err != nil || len(ids) != 1 || ids[0] != stored.ID {
+		t.Errorf("RunsToCheck = %v, %v; want the migrated run, not checked yet", ids, err)
+	}
+	// Stating the method its text names is the same content: no new run.
+	m := store.Method{Class: store.MethodSustainedDecode, MeasurementS: ptr(30.0), Prefill: store.PrefillExcluded}
+	stated := run
+	stated.Method = &m
+	if again, created, err := st.CreateRun(ctx, stated); err != nil || created || again.ID != stored.ID {
+		t.Errorf("the run with its default method stated = %s created %v err %v; want the stored %s", again.ID, created, err, stored.ID)
+	}
+	stated.Method = &store.Method{Class: store.MethodServingSweep}
+	if again, created, err := st.CreateRun(ctx, stated); err != nil || !created || again.ID == stored.ID {
+		t.Errorf("the run with another method = %s created %v err %v; want a new run", again.ID, created, err)
 	}
 }
 

@@ -39,6 +39,8 @@ func (s *Store) SubmitRun(ctx context.Context, run Run, idem *Idempotency) (Run,
 	run.Prefill, run.Decode = slices.Clone(run.Prefill), slices.Clone(run.Decode)
 	run.Normalize()
 	run.stampSource()
+	m := run.MethodOf()
+	run.Method = &m
 	hash := run.ContentHash()
 	now := s.now().UTC().Truncate(time.Microsecond)
 	run.ID, run.CreatedAt = IDFromHash(hash), now

@@ -24,6 +24,10 @@ type RunSummary struct {
 	// MaxContextTokensWithOutput is the largest context at which a decode
 	// cell produced output tokens.
 	MaxContextTokensWithOutput *int
+	// MethodClass is the class of the run's method; Flagged whether a
+	// plausibility check flagged it.
+	MethodClass string
+	Flagged     bool
 }
 
 // PeakCell locates a run's highest total tok/s.
@@ -39,6 +43,7 @@ func Summarize(r Run) RunSummary {
 		ID: r.ID, Title: r.Title, ModelName: r.Model.Name, GPU: r.Hardware.GPU, VRAMGB: r.Hardware.VRAMGB,
 		EngineName: r.Engine.Name, EngineVersion: r.Engine.Version, Quantization: r.Model.Quantization,
 		Submitter: r.Submitter, SubmittedBy: r.SubmittedBy, CreatedAt: r.CreatedAt,
+		MethodClass: r.MethodOf().Class, Flagged: r.Trust != nil && r.Trust.Flagged,
 	}
 	if s.Quantization == "" {
 		s.Quantization = r.Engine.Quantization

@@ -137,6 +137,7 @@ func (r *Run) Validate() error {
 	v.positive("/benchmark/seconds_per_measurement", b.SecondsPerMeasurement, MaxSecondsPerCell)
 	v.intRange("/benchmark/max_output_tokens", b.MaxOutputTokens, 1, MaxContextTokens)
 
+	v.method(*r)
 	v.launch(r.Launch)
 
 	if len(r.Decode) == 0 && len(r.Prefill) == 0 {

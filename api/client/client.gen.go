@@ -302,6 +302,48 @@ func (e LeaderboardMetric) Valid() bool {
 	}
 }
 
+// Defines values for MethodPrefill.
+const (
+	MethodPrefillExcluded MethodPrefill = "excluded"
+	MethodPrefillIncluded MethodPrefill = "included"
+)
+
+// Valid indicates whether the value is a known member of the MethodPrefill enum.
+func (e MethodPrefill) Valid() bool {
+	switch e {
+	case MethodPrefillExcluded:
+		return true
+	case MethodPrefillIncluded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MethodClass.
+const (
+	BatchedBurst    MethodClass = "batched_burst"
+	ServingSweep    MethodClass = "serving_sweep"
+	StaticBatch     MethodClass = "static_batch"
+	SustainedDecode MethodClass = "sustained_decode"
+)
+
+// Valid indicates whether the value is a known member of the MethodClass enum.
+func (e MethodClass) Valid() bool {
+	switch e {
+	case BatchedBurst:
+		return true
+	case ServingSweep:
+		return true
+	case StaticBatch:
+		return true
+	case SustainedDecode:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for NoiseFloorBasis.
 const (
 	RepeatedRuns NoiseFloorBasis = "repeated_runs"
@@ -491,6 +533,81 @@ func (e RunEventAction) Valid() bool {
 	case RunEventActionSource:
 		return true
 	case RunEventActionUpdate:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RunInputMethodPrefill.
+const (
+	RunInputMethodPrefillExcluded RunInputMethodPrefill = "excluded"
+	RunInputMethodPrefillIncluded RunInputMethodPrefill = "included"
+)
+
+// Valid indicates whether the value is a known member of the RunInputMethodPrefill enum.
+func (e RunInputMethodPrefill) Valid() bool {
+	switch e {
+	case RunInputMethodPrefillExcluded:
+		return true
+	case RunInputMethodPrefillIncluded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TrustCheckCode.
+const (
+	TrustCheckCodeBandwidth         TrustCheckCode = "bandwidth"
+	TrustCheckCodeTotalVsPerRequest TrustCheckCode = "total_vs_per_request"
+)
+
+// Valid indicates whether the value is a known member of the TrustCheckCode enum.
+func (e TrustCheckCode) Valid() bool {
+	switch e {
+	case TrustCheckCodeBandwidth:
+		return true
+	case TrustCheckCodeTotalVsPerRequest:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TrustCheckStatus.
+const (
+	Flagged    TrustCheckStatus = "flagged"
+	NotChecked TrustCheckStatus = "not_checked"
+	Passed     TrustCheckStatus = "passed"
+)
+
+// Valid indicates whether the value is a known member of the TrustCheckStatus enum.
+func (e TrustCheckStatus) Valid() bool {
+	switch e {
+	case Flagged:
+		return true
+	case NotChecked:
+		return true
+	case Passed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TrustFlagCode.
+const (
+	TrustFlagCodeBandwidth         TrustFlagCode = "bandwidth"
+	TrustFlagCodeTotalVsPerRequest TrustFlagCode = "total_vs_per_request"
+)
+
+// Valid indicates whether the value is a known member of the TrustFlagCode enum.
+func (e TrustFlagCode) Valid() bool {
+	switch e {
+	case TrustFlagCodeBandwidth:
+		return true
+	case TrustFlagCodeTotalVsPerRequest:
 		return true
 	default:
 		return false
@@ -791,6 +908,9 @@ type Comparison struct {
 
 	// Verdict With exactly two runs, the second against the first.
 	Verdict *SeriesStep `json:"verdict,omitempty"`
+
+	// Warnings What to know before reading the ratios: runs of different method classes measured different things, and runs the plausibility checks flagged.
+	Warnings []string `json:"warnings"`
 }
 
 // DecodeCell defines model for DecodeCell.
@@ -1102,8 +1222,28 @@ type Leaderboard struct {
 	Concurrency   int                `json:"concurrency"`
 	ContextTokens int                `json:"context_tokens"`
 	Items         []LeaderboardEntry `json:"items"`
-	Metric        LeaderboardMetric  `json:"metric"`
-	NextCursor    *string            `json:"next_cursor"`
+
+	// MethodClass What kind of measurement a run's decode cells are. Numbers of
+	// different classes measure different things and are never ranked,
+	// pooled or planned together.
+	// - `sustained_decode`: decode held at a fixed concurrency for a fixed
+	//   duration (`measurement_s`), the prompts' prefill measured apart
+	//   (the bundled pages): steady-state tok/s at that many requests.
+	// - `batched_burst`: one batch of B sequences, each after a prompt of
+	//   the context's length (shared or per request), generating
+	//   `output_tokens_per_request` tokens; tok/s over the generation only
+	//   (llama.cpp's `llama-batched-bench`, often 32 tokens).
+	// - `serving_sweep`: a client sending requests to a server at a
+	//   maximum concurrency or request rate until a number of prompts is
+	//   done (`vllm bench serve`, SGLang's `bench_serving`); throughput
+	//   over the whole run, prefill and ramp included.
+	// - `static_batch`: a static batch of B requests of a prompt length
+	//   and an output length run to completion (LMDeploy's
+	//   `profile_generation`, TensorRT-LLM profiles); throughput includes
+	//   the batch's prefill.
+	MethodClass MethodClass       `json:"method_class"`
+	Metric      LeaderboardMetric `json:"metric"`
+	NextCursor  *string           `json:"next_cursor"`
 }
 
 // LeaderboardMetric defines model for Leaderboard.Metric.
@@ -1132,6 +1272,61 @@ type MatrixRow struct {
 	Cells         []*DecodeCell `json:"cells"`
 	ContextTokens int           `json:"context_tokens"`
 }
+
+// Method How the decode cells were measured: the class and its parameters.
+type Method struct {
+	// Class What kind of measurement a run's decode cells are. Numbers of
+	// different classes measure different things and are never ranked,
+	// pooled or planned together.
+	// - `sustained_decode`: decode held at a fixed concurrency for a fixed
+	//   duration (`measurement_s`), the prompts' prefill measured apart
+	//   (the bundled pages): steady-state tok/s at that many requests.
+	// - `batched_burst`: one batch of B sequences, each after a prompt of
+	//   the context's length (shared or per request), generating
+	//   `output_tokens_per_request` tokens; tok/s over the generation only
+	//   (llama.cpp's `llama-batched-bench`, often 32 tokens).
+	// - `serving_sweep`: a client sending requests to a server at a
+	//   maximum concurrency or request rate until a number of prompts is
+	//   done (`vllm bench serve`, SGLang's `bench_serving`); throughput
+	//   over the whole run, prefill and ramp included.
+	// - `static_batch`: a static batch of B requests of a prompt length
+	//   and an output length run to completion (LMDeploy's
+	//   `profile_generation`, TensorRT-LLM profiles); throughput includes
+	//   the batch's prefill.
+	Class MethodClass `json:"class"`
+
+	// MeasurementS Seconds each cell was measured for (fixed-duration classes).
+	MeasurementS *float64 `json:"measurement_s"`
+
+	// OutputTokensPerRequest Tokens each request generated (fixed-output classes).
+	OutputTokensPerRequest *int `json:"output_tokens_per_request"`
+
+	// Prefill Whether the cells' tok/s include the time spent on prompts (`included`) or only generation (`excluded`).
+	Prefill *MethodPrefill `json:"prefill"`
+}
+
+// MethodPrefill Whether the cells' tok/s include the time spent on prompts (`included`) or only generation (`excluded`).
+type MethodPrefill string
+
+// MethodClass What kind of measurement a run's decode cells are. Numbers of
+// different classes measure different things and are never ranked,
+// pooled or planned together.
+//   - `sustained_decode`: decode held at a fixed concurrency for a fixed
+//     duration (`measurement_s`), the prompts' prefill measured apart
+//     (the bundled pages): steady-state tok/s at that many requests.
+//   - `batched_burst`: one batch of B sequences, each after a prompt of
+//     the context's length (shared or per request), generating
+//     `output_tokens_per_request` tokens; tok/s over the generation only
+//     (llama.cpp's `llama-batched-bench`, often 32 tokens).
+//   - `serving_sweep`: a client sending requests to a server at a
+//     maximum concurrency or request rate until a number of prompts is
+//     done (`vllm bench serve`, SGLang's `bench_serving`); throughput
+//     over the whole run, prefill and ramp included.
+//   - `static_batch`: a static batch of B requests of a prompt length
+//     and an output length run to completion (LMDeploy's
+//     `profile_generation`, TensorRT-LLM profiles); throughput includes
+//     the batch's prefill.
+type MethodClass string
 
 // Model defines model for Model.
 type Model struct {
@@ -1223,9 +1418,29 @@ type PlanOption struct {
 	Instances *int `json:"instances"`
 
 	// Meets Some concurrency meets every bound.
-	Meets          bool      `json:"meets"`
-	Model          string    `json:"model"`
-	PerRequestTokS *Estimate `json:"per_request_tok_s"`
+	Meets bool `json:"meets"`
+
+	// MethodClass What kind of measurement a run's decode cells are. Numbers of
+	// different classes measure different things and are never ranked,
+	// pooled or planned together.
+	// - `sustained_decode`: decode held at a fixed concurrency for a fixed
+	//   duration (`measurement_s`), the prompts' prefill measured apart
+	//   (the bundled pages): steady-state tok/s at that many requests.
+	// - `batched_burst`: one batch of B sequences, each after a prompt of
+	//   the context's length (shared or per request), generating
+	//   `output_tokens_per_request` tokens; tok/s over the generation only
+	//   (llama.cpp's `llama-batched-bench`, often 32 tokens).
+	// - `serving_sweep`: a client sending requests to a server at a
+	//   maximum concurrency or request rate until a number of prompts is
+	//   done (`vllm bench serve`, SGLang's `bench_serving`); throughput
+	//   over the whole run, prefill and ramp included.
+	// - `static_batch`: a static batch of B requests of a prompt length
+	//   and an output length run to completion (LMDeploy's
+	//   `profile_generation`, TensorRT-LLM profiles); throughput includes
+	//   the batch's prefill.
+	MethodClass    MethodClass `json:"method_class"`
+	Model          string      `json:"model"`
+	PerRequestTokS *Estimate   `json:"per_request_tok_s"`
 
 	// RunID The measured run; for a scaled option, the run it is scaled from.
 	RunID string `json:"run_id"`
@@ -1368,8 +1583,11 @@ type Run struct {
 	Hardware  Hardware     `json:"hardware"`
 
 	// ID Stable, opaque, URL-safe; derived from the run's content when it was stored.
-	ID         string     `json:"id"`
-	Launch     Launch     `json:"launch"`
+	ID     string `json:"id"`
+	Launch Launch `json:"launch"`
+
+	// Method How the decode cells were measured: the class and its parameters.
+	Method     Method     `json:"method"`
 	Model      Model      `json:"model"`
 	Moderation Moderation `json:"moderation"`
 
@@ -1390,6 +1608,15 @@ type Run struct {
 	// Submitter The author, as the source names them.
 	Submitter *string `json:"submitter"`
 	Title     string  `json:"title"`
+
+	// Trust The plausibility checks of the run, computed when it was written
+	// (and again when the rules change: `rules_version`). A run that fails
+	// one is stored and shown, never refused, but flagged: it is left out
+	// of the leaderboard, the planner and the calculator's pooling unless
+	// asked for. Each check says whether it passed, flagged the run, or
+	// was not checked (and why: an unknown model size, GPU, quantization
+	// or speculative decoding).
+	Trust Trust `json:"trust"`
 }
 
 // RunEvent defines model for RunEvent.
@@ -1434,6 +1661,13 @@ type RunHistory struct {
 // `ttft_ms` ≈ context / `prompt_tok_s` within 15 %), the typed launch
 // fields must agree with `launch.flags`, and the decode grid is at most
 // 64 contexts × 64 concurrency levels.
+//
+// `method` says what kind of measurement the decode cells are (see
+// `MethodClass`). It may be left out when `benchmark.tool` or
+// `benchmark.decode_test` says it (llama-batched-bench, vllm bench
+// serve, a fixed-duration test …); otherwise it is required, and its
+// absence is a 422 naming `/method` and the classes to choose from.
+// `trust` is assigned by the server and must not be sent.
 type RunInput struct {
 	Benchmark *struct {
 		DecodeTest            *Text200 `json:"decode_test,omitempty"`
@@ -1494,6 +1728,30 @@ type RunInput struct {
 		MaxNumSeqs           *int               `json:"max_num_seqs,omitempty"`
 		Notes                *[]string          `json:"notes,omitempty"`
 	} `json:"launch,omitempty"`
+	Method *struct {
+		// Class What kind of measurement a run's decode cells are. Numbers of
+		// different classes measure different things and are never ranked,
+		// pooled or planned together.
+		// - `sustained_decode`: decode held at a fixed concurrency for a fixed
+		//   duration (`measurement_s`), the prompts' prefill measured apart
+		//   (the bundled pages): steady-state tok/s at that many requests.
+		// - `batched_burst`: one batch of B sequences, each after a prompt of
+		//   the context's length (shared or per request), generating
+		//   `output_tokens_per_request` tokens; tok/s over the generation only
+		//   (llama.cpp's `llama-batched-bench`, often 32 tokens).
+		// - `serving_sweep`: a client sending requests to a server at a
+		//   maximum concurrency or request rate until a number of prompts is
+		//   done (`vllm bench serve`, SGLang's `bench_serving`); throughput
+		//   over the whole run, prefill and ramp included.
+		// - `static_batch`: a static batch of B requests of a prompt length
+		//   and an output length run to completion (LMDeploy's
+		//   `profile_generation`, TensorRT-LLM profiles); throughput includes
+		//   the batch's prefill.
+		Class                  MethodClass            `json:"class"`
+		MeasurementS           *float64               `json:"measurement_s,omitempty"`
+		OutputTokensPerRequest *int                   `json:"output_tokens_per_request,omitempty"`
+		Prefill                *RunInputMethodPrefill `json:"prefill,omitempty"`
+	} `json:"method,omitempty"`
 	Model struct {
 		Name         Text200Required `json:"name"`
 		Quantization *Text200        `json:"quantization,omitempty"`
@@ -1511,6 +1769,9 @@ type RunInput struct {
 	Submitter *Text200        `json:"submitter,omitempty"`
 	Title     Text200Required `json:"title"`
 }
+
+// RunInputMethodPrefill defines model for RunInput.Method.Prefill.
+type RunInputMethodPrefill string
 
 // RunList defines model for RunList.
 type RunList struct {
@@ -1545,15 +1806,38 @@ type RunSummary struct {
 	CreatedAt     time.Time `json:"created_at"`
 	Engine        string    `json:"engine"`
 	EngineVersion *string   `json:"engine_version"`
-	GPU           string    `json:"gpu"`
-	ID            string    `json:"id"`
+
+	// Flagged A plausibility check flagged the run (see the run's `trust`).
+	Flagged bool   `json:"flagged"`
+	GPU     string `json:"gpu"`
+	ID      string `json:"id"`
 
 	// MaxContextTokensWithOutput The largest context at which some decode cell produced output tokens.
-	MaxContextTokensWithOutput *int      `json:"max_context_tokens_with_output"`
-	Model                      string    `json:"model"`
-	Peak                       *PeakCell `json:"peak"`
-	Quantization               *string   `json:"quantization"`
-	SingleStreamContextTokens  *int      `json:"single_stream_context_tokens"`
+	MaxContextTokensWithOutput *int `json:"max_context_tokens_with_output"`
+
+	// MethodClass What kind of measurement a run's decode cells are. Numbers of
+	// different classes measure different things and are never ranked,
+	// pooled or planned together.
+	// - `sustained_decode`: decode held at a fixed concurrency for a fixed
+	//   duration (`measurement_s`), the prompts' prefill measured apart
+	//   (the bundled pages): steady-state tok/s at that many requests.
+	// - `batched_burst`: one batch of B sequences, each after a prompt of
+	//   the context's length (shared or per request), generating
+	//   `output_tokens_per_request` tokens; tok/s over the generation only
+	//   (llama.cpp's `llama-batched-bench`, often 32 tokens).
+	// - `serving_sweep`: a client sending requests to a server at a
+	//   maximum concurrency or request rate until a number of prompts is
+	//   done (`vllm bench serve`, SGLang's `bench_serving`); throughput
+	//   over the whole run, prefill and ramp included.
+	// - `static_batch`: a static batch of B requests of a prompt length
+	//   and an output length run to completion (LMDeploy's
+	//   `profile_generation`, TensorRT-LLM profiles); throughput includes
+	//   the batch's prefill.
+	MethodClass               MethodClass `json:"method_class"`
+	Model                     string      `json:"model"`
+	Peak                      *PeakCell   `json:"peak"`
+	Quantization              *string     `json:"quantization"`
+	SingleStreamContextTokens *int        `json:"single_stream_context_tokens"`
 
 	// SingleStreamTokS Total tok/s of the valid concurrency-1 cell at the smallest context that has one.
 	SingleStreamTokS *float64 `json:"single_stream_tok_s"`
@@ -1701,6 +1985,62 @@ type Text200Required = string
 // TokS defines model for TokS.
 type TokS = float64
 
+// Trust The plausibility checks of the run, computed when it was written
+// (and again when the rules change: `rules_version`). A run that fails
+// one is stored and shown, never refused, but flagged: it is left out
+// of the leaderboard, the planner and the calculator's pooling unless
+// asked for. Each check says whether it passed, flagged the run, or
+// was not checked (and why: an unknown model size, GPU, quantization
+// or speculative decoding).
+type Trust struct {
+	Checks       []TrustCheck `json:"checks"`
+	Flagged      bool         `json:"flagged"`
+	Flags        []TrustFlag  `json:"flags"`
+	RulesVersion int          `json:"rules_version"`
+}
+
+// TrustCheck defines model for TrustCheck.
+type TrustCheck struct {
+	// Code `bandwidth`: each valid cell's per-request speed (1000 / TBT) and
+	// total ÷ concurrency against memory bandwidth ÷ the bytes a decode
+	// step must read (the model's active weights at its quantization,
+	// plus each sequence's KV cache at the context where the model's
+	// attention geometry is known), × 1.5. `total_vs_per_request`: total
+	// tok/s against per-request tok/s × the requests active, × 1.5.
+	Code   TrustCheckCode   `json:"code"`
+	Detail string           `json:"detail"`
+	Status TrustCheckStatus `json:"status"`
+}
+
+// TrustCheckCode `bandwidth`: each valid cell's per-request speed (1000 / TBT) and
+// total ÷ concurrency against memory bandwidth ÷ the bytes a decode
+// step must read (the model's active weights at its quantization,
+// plus each sequence's KV cache at the context where the model's
+// attention geometry is known), × 1.5. `total_vs_per_request`: total
+// tok/s against per-request tok/s × the requests active, × 1.5.
+type TrustCheckCode string
+
+// TrustCheckStatus defines model for TrustCheck.Status.
+type TrustCheckStatus string
+
+// TrustFlag One cell that failed a check, with the numbers compared.
+type TrustFlag struct {
+	Code          TrustFlagCode `json:"code"`
+	Concurrency   int           `json:"concurrency"`
+	ContextTokens int           `json:"context_tokens"`
+
+	// Limit The most the check allows, margin included.
+	Limit float64 `json:"limit"`
+
+	// Measured The cell's value.
+	Measured float64 `json:"measured"`
+	Message  string  `json:"message"`
+	Unit     string  `json:"unit"`
+}
+
+// TrustFlagCode defines model for TrustFlag.Code.
+type TrustFlagCode string
+
 // Verdict defines model for Verdict.
 type Verdict string
 
@@ -1739,6 +2079,9 @@ type IdempotencyKey = string
 
 // IfNoneMatch defines model for IfNoneMatch.
 type IfNoneMatch = string
+
+// IncludeFlagged defines model for IncludeFlagged.
+type IncludeFlagged = bool
 
 // ParamCursor defines model for ParamCursor.
 type ParamCursor = string
@@ -2084,6 +2427,12 @@ type GetLeaderboardParams struct {
 	// Metric What to rank by: `total_tok_s`, `per_request_tok_s` (descending), `ttft_ms`, `tbt_ms` (ascending).
 	Metric *GetLeaderboardParamsMetric `form:"metric,omitempty" json:"metric,omitempty"`
 
+	// MethodClass The method class ranked (see `MethodClass`): runs of other classes measured something else and are never ranked beside these. The answer names the class.
+	MethodClass *MethodClass `form:"method_class,omitempty" json:"method_class,omitempty"`
+
+	// IncludeFlagged Include runs the plausibility checks flagged (`trust.flagged`); left out by default.
+	IncludeFlagged *IncludeFlagged `form:"include_flagged,omitempty" json:"include_flagged,omitempty"`
+
 	// GPU GPU name, case-insensitive (e.g. `RTX 3090`).
 	GPU *ParamGPU `form:"gpu,omitempty" json:"gpu,omitempty"`
 
@@ -2164,6 +2513,12 @@ type PlanCapacityParams struct {
 
 	// MaxOutputTokens Tokens reserved per request for output; the run's by default.
 	MaxOutputTokens *CalcMaxOutputTokens `form:"max_output_tokens,omitempty" json:"max_output_tokens,omitempty"`
+
+	// MethodClass The method class planned from (see `MethodClass`); options of other classes are never ranked beside these.
+	MethodClass *MethodClass `form:"method_class,omitempty" json:"method_class,omitempty"`
+
+	// IncludeFlagged Include runs the plausibility checks flagged (`trust.flagged`); left out by default.
+	IncludeFlagged *IncludeFlagged `form:"include_flagged,omitempty" json:"include_flagged,omitempty"`
 
 	// IncludeScaled Add catalog GPUs without a run, scaled from the nearest measured one.
 	IncludeScaled *bool `form:"include_scaled,omitempty" json:"include_scaled,omitempty"`
@@ -2672,7 +3027,10 @@ type ClientInterface interface {
 	// Runs that measured a **valid** cell at exactly `context_tokens` ×
 	// `concurrency`, ranked by `metric`: `total_tok_s` and
 	// `per_request_tok_s` descending, `ttft_ms` and `tbt_ms` ascending.
-	// Takes the same filters as `GET /v1/runs`.
+	// Takes the same filters as `GET /v1/runs`. Only runs of one method
+	// class are ranked (`method_class`, `sustained_decode` by default), and
+	// runs the plausibility checks flagged are left out unless
+	// `include_flagged=true`.
 	//
 	// Corresponds with GET /v1/leaderboard (the `GetLeaderboard` operationId).
 	GetLeaderboard(ctx context.Context, params *GetLeaderboardParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3415,7 +3773,10 @@ func (c *Client) GetHardware(ctx context.Context, gpu string, params *GetHardwar
 // Runs that measured a **valid** cell at exactly `context_tokens` ×
 // `concurrency`, ranked by `metric`: `total_tok_s` and
 // `per_request_tok_s` descending, `ttft_ms` and `tbt_ms` ascending.
-// Takes the same filters as `GET /v1/runs`.
+// Takes the same filters as `GET /v1/runs`. Only runs of one method
+// class are ranked (`method_class`, `sustained_decode` by default), and
+// runs the plausibility checks flagged are left out unless
+// `include_flagged=true`.
 //
 // Corresponds with GET /v1/leaderboard (the `GetLeaderboard` operationId).
 func (c *Client) GetLeaderboard(ctx context.Context, params *GetLeaderboardParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5448,6 +5809,30 @@ func NewGetLeaderboardRequest(server string, params *GetLeaderboardParams) (*htt
 
 		}
 
+		if params.MethodClass != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "method_class", *params.MethodClass, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.IncludeFlagged != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "include_flagged", *params.IncludeFlagged, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.GPU != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "gpu", *params.GPU, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
@@ -5794,6 +6179,30 @@ func NewPlanCapacityRequest(server string, params *PlanCapacityParams) (*http.Re
 		if params.MaxOutputTokens != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "max_output_tokens", *params.MaxOutputTokens, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.MethodClass != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "method_class", *params.MethodClass, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.IncludeFlagged != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "include_flagged", *params.IncludeFlagged, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -7601,7 +8010,10 @@ type ClientWithResponsesInterface interface {
 	// Runs that measured a **valid** cell at exactly `context_tokens` ×
 	// `concurrency`, ranked by `metric`: `total_tok_s` and
 	// `per_request_tok_s` descending, `ttft_ms` and `tbt_ms` ascending.
-	// Takes the same filters as `GET /v1/runs`.
+	// Takes the same filters as `GET /v1/runs`. Only runs of one method
+	// class are ranked (`method_class`, `sustained_decode` by default), and
+	// runs the plausibility checks flagged are left out unless
+	// `include_flagged=true`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -11909,7 +12321,10 @@ func (c *ClientWithResponses) GetHardwareWithResponse(ctx context.Context, gpu s
 // Runs that measured a **valid** cell at exactly `context_tokens` ×
 // `concurrency`, ranked by `metric`: `total_tok_s` and
 // `per_request_tok_s` descending, `ttft_ms` and `tbt_ms` ascending.
-// Takes the same filters as `GET /v1/runs`.
+// Takes the same filters as `GET /v1/runs`. Only runs of one method
+// class are ranked (`method_class`, `sustained_decode` by default), and
+// runs the plausibility checks flagged are left out unless
+// `include_flagged=true`.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -42,6 +42,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/matrixd/matrixd/assess"
 	"github.com/matrixd/matrixd/ingest"
 	"github.com/matrixd/matrixd/store"
 	"github.com/matrixd/matrixd/store/storetest"
@@ -227,18 +228,22 @@ func prepare(ctx context.Context, path string, n int, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stderr, "generating %d runs into %s (once; later runs reuse it)\n", n, path)
+	w, err := assess.New(st) // checked as they are written, so the server need not check them at start
+	if err != nil {
+		return err
+	}
 	for _, s := range ingest.Seeds() {
 		r, err := ingest.Parse(s.Data)
 		if err != nil {
 			return err
 		}
-		if _, _, err := st.CreateRun(ctx, r); err != nil {
+		if _, _, err := w.CreateRun(ctx, r); err != nil {
 			return err
 		}
 	}
 	runs := storetest.Runs(1, n)
 	for i := 0; i < len(runs); i += 500 {
-		if _, _, err := st.CreateRuns(ctx, runs[i:min(i+500, len(runs))]); err != nil {
+		if _, _, err := w.CreateRuns(ctx, runs[i:min(i+500, len(runs))]); err != nil {
 			return err
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/matrixd/matrixd/assess"
 	"github.com/matrixd/matrixd/ingest"
 	"github.com/matrixd/matrixd/store"
 	"github.com/matrixd/matrixd/store/storetest"
@@ -40,7 +41,11 @@ func seedIfEmpty(ctx context.Context, st *store.Store) (int, error) {
 	if seeded, err := st.Seeded(ctx); err != nil || seeded {
 		return 0, err
 	}
-	_, created, err := st.CreateRuns(ctx, runs)
+	w, err := assess.New(st)
+	if err != nil {
+		return 0, err
+	}
+	_, created, err := w.CreateRuns(ctx, runs)
 	if errors.Is(err, store.ErrConflict) {
 		return 0, st.MarkSeeded(ctx) // another instance on the same database seeded it at the same moment
 	}
@@ -104,8 +109,12 @@ func importCmd(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	defer st.Close()
+	w, err := assess.New(st)
+	if err != nil {
+		return err
+	}
 	for _, p := range ok {
-		r, created, err := st.CreateRun(ctx, p.run)
+		r, created, err := w.CreateRun(ctx, p.run)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", p.name, err))
 			continue
@@ -154,7 +163,11 @@ func importTool(ctx context.Context, c *cli, db, format, metaPath string, tg int
 		return err
 	}
 	defer st.Close()
-	r, created, err := st.CreateRun(ctx, run)
+	w, err := assess.New(st)
+	if err != nil {
+		return err
+	}
+	r, created, err := w.CreateRun(ctx, run)
 	if err != nil {
 		return fmt.Errorf("import: %w", err)
 	}
@@ -233,7 +246,7 @@ func exportCmd(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	// Run JSON is the run without what the server assigns.
-	r.ID, r.CreatedAt, r.SubmittedBy = "", time.Time{}, ""
+	r.ID, r.CreatedAt, r.SubmittedBy, r.Trust = "", time.Time{}, "", nil
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)
@@ -260,11 +273,15 @@ func generateCmd(ctx context.Context, args []string, getenv func(string) string,
 		return err
 	}
 	defer st.Close()
+	w, err := assess.New(st)
+	if err != nil {
+		return err
+	}
 	runs := storetest.Runs(*seed, *n)
 	const batch = 500
 	added := 0
 	for i := 0; i < len(runs); i += batch {
-		_, created, err := st.CreateRuns(ctx, runs[i:min(i+batch, len(runs))])
+		_, created, err := w.CreateRuns(ctx, runs[i:min(i+batch, len(runs))])
 		if err != nil {
 			return err
 		}

@@ -24,6 +24,7 @@ func evalCmd(ctx context.Context, args []string, getenv func(string) string, std
 	asJSON := fs.Bool("json", false, "print the reports as JSON")
 	corpus := fs.String("corpus", "", "evaluate the grids of a corpus directory (DIR/<family>/manifest.json, e.g. ingest/testdata/corpus) instead of the stored runs, leaving one cell out at a time, per family")
 	verbose := fs.Bool("v", false, "with --corpus: also list each answer whose interval missed the measurement")
+	trustFlag := fs.Bool("trust", false, "with --corpus: check the plausibility rules instead: how many real runs (the corpus and the bundled pages) they flag, and how many falsified copies they catch")
 	hindsight := fs.Bool("hindsight", false, "with --corpus: also score every fixed interpolant on each grid and report the best one's error, picked with hindsight (a bound for the per-run choice; 60 fits per cell)")
 	if err := c.parse(args, stdout); err != nil {
 		return err
@@ -33,6 +34,12 @@ func evalCmd(ctx context.Context, args []string, getenv func(string) string, std
 	}
 	if *hindsight && *corpus == "" {
 		return c.usageErr("--hindsight needs --corpus")
+	}
+	if *trustFlag && *corpus == "" {
+		return c.usageErr("--trust needs --corpus")
+	}
+	if *trustFlag {
+		return evalTrust(*corpus, *verbose, stdout)
 	}
 	if *corpus != "" {
 		return evalCorpus(ctx, *corpus, corpusOptions{json: *asJSON, verbose: *verbose, hindsight: *hindsight}, stdout)

@@ -76,7 +76,7 @@ func TestCommandHelpShowsOnlyItsOwnFlags(t *testing.T) {
 		{"import", []string{"db", "format", "meta", "tg"}, []string{"FILE…", "- reads stdin"}},
 		{"export", []string{"db"}, []string{"RUN_ID"}},
 		{"generate", []string{"db", "runs", "seed"}, nil},
-		{"eval", []string{"db", "json", "corpus", "v", "hindsight"}, nil},
+		{"eval", []string{"db", "json", "corpus", "v", "hindsight", "trust"}, nil},
 		{"copy", []string{"from", "to"}, nil},
 		{"healthcheck", []string{"addr"}, nil},
 		{"keys create", []string{"db", "name", "admin"}, nil},

@@ -1,0 +1,116 @@
+// Package assess is the use case of writing runs: every run written is
+// checked (package trust, against the hardware catalog and the model facts
+// table) and stored with its checks in the same transaction. The HTTP
+// layer and the CLI both write through it.
+package assess
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/store"
+	"github.com/matrixd/matrixd/trust"
+)
+
+// Writer writes runs with their checks.
+type Writer struct {
+	store  *store.Store
+	models *trust.Models
+}
+
+// New returns a Writer over st.
+func New(st *store.Store) (*Writer, error) {
+	models, err := trust.ModelFacts()
+	if err != nil {
+		return nil, err
+	}
+	return &Writer{store: st, models: models}, nil
+}
+
+// Check runs the plausibility checks of r.
+func (w *Writer) Check(r store.Run) store.Trust {
+	in := trust.Run{
+		Model: r.Model.Name, Quantization: r.Model.Quantization, KVCacheDtype: r.Launch.KVCacheDtype, GPU: r.Hardware.GPU,
+		SpecDecode: trust.SpecDecode(r.Launch.Command, r.Launch.Flags, r.Launch.Notes),
+	}
+	if in.Quantization == "" {
+		in.Quantization = r.Engine.Quantization
+	}
+	if r.Hardware.GPUCount != nil {
+		in.GPUCount = *r.Hardware.GPUCount
+	}
+	for _, c := range r.Decode {
+		if c.Status == store.StatusValid {
+			in.Cells = append(in.Cells, trust.Cell{ContextTokens: c.ContextTokens, Concurrency: c.Concurrency,
+				TotalTokS: c.TotalTokS, PerRequestTokS: c.PerRequestTokS, TBTMs: c.TBTMs, AvgActiveRequests: c.AvgActiveRequests})
+		}
+	}
+	var gpu *trust.GPU
+	if g, ok := calculator.LookupGPU(r.Hardware.GPU); ok && g.BandwidthGBs > 0 {
+		gpu = &trust.GPU{Name: g.Name, BandwidthGBs: g.BandwidthGBs}
+	}
+	var model *trust.Model
+	if m, ok := w.models.Lookup(r.Model.Name); ok {
+		model = &m
+	}
+	rep := trust.Assess(in, gpu, model)
+	out := store.Trust{Flagged: rep.Flagged, RulesVersion: trust.RulesVersion, Flags: []store.TrustFlag{}, Checks: []store.TrustCheck{}}
+	for _, f := range rep.Flags {
+		out.Flags = append(out.Flags, store.TrustFlag{Code: f.Code, Message: f.Message, ContextTokens: f.ContextTokens, Concurrency: f.Concurrency,
+			Measured: f.Measured, Limit: f.Limit, Unit: f.Unit})
+	}
+	for _, c := range rep.Checks {
+		out.Checks = append(out.Checks, store.TrustCheck{Code: c.Code, Status: c.Status, Detail: c.Detail})
+	}
+	return out
+}
+
+func (w *Writer) checked(r store.Run) store.Run {
+	t := w.Check(r)
+	r.Trust = &t
+	return r
+}
+
+// SubmitRun is store.SubmitRun with the run's checks.
+func (w *Writer) SubmitRun(ctx context.Context, r store.Run, idem *store.Idempotency) (store.Run, store.SubmitResult, error) {
+	return w.store.SubmitRun(ctx, w.checked(r), idem)
+}
+
+// CreateRun is store.CreateRun with the run's checks.
+func (w *Writer) CreateRun(ctx context.Context, r store.Run) (store.Run, bool, error) {
+	return w.store.CreateRun(ctx, w.checked(r))
+}
+
+// CreateRuns is store.CreateRuns with each run's checks.
+func (w *Writer) CreateRuns(ctx context.Context, runs []store.Run) ([]store.Run, []bool, error) {
+	checked := make([]store.Run, len(runs))
+	for i, r := range runs {
+		checked[i] = w.checked(r)
+	}
+	return w.store.CreateRuns(ctx, checked)
+}
+
+// Recheck checks every stored run whose checks were not made by the
+// current rules (runs stored before checks existed, or by other rules,
+// or through the store directly) and stores the outcome; it returns how
+// many it checked.
+func (w *Writer) Recheck(ctx context.Context) (int, error) {
+	n := 0
+	for {
+		ids, err := w.store.RunsToCheck(ctx, trust.RulesVersion, 200)
+		if err != nil || len(ids) == 0 {
+			return n, err
+		}
+		for _, id := range ids {
+			r, err := w.store.Run(ctx, id)
+			if err != nil {
+				return n, fmt.Errorf("recheck: %w", err)
+			}
+			if err := w.store.SetTrust(ctx, id, w.Check(r)); err != nil {
+				return n, err
+			}
+			n++
+		}
+	}
+}

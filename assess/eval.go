@@ -1,0 +1,280 @@
+package assess
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/store"
+	"github.com/matrixd/matrixd/trust"
+)
+
+// Named is a run with the name and family an evaluation reports it by.
+type Named struct {
+	Family, Name string
+	Run          store.Run
+}
+
+// Doctoring is a way to falsify a run that the checks must catch; Apply
+// reports false when it does not apply (the check it targets cannot run
+// on the run: an unknown model, GPU or quantization).
+type Doctoring struct {
+	Name  string
+	Apply func(w *Writer, r store.Run) (store.Run, bool)
+}
+
+// Doctorings are the falsified copies an evaluation makes of each real run.
+// The bandwidth ones apply to single-GPU runs whose bandwidth check runs:
+// a multi-GPU server's bound is its aggregate bandwidth, which tensor- and
+// expert-parallel serving stays far below (the corpus's reach 1 % of it),
+// so a copy 10× too fast still fits under it.
+func Doctorings() []Doctoring {
+	return []Doctoring{
+		{"10× speed", func(w *Writer, r store.Run) (store.Run, bool) {
+			if !physics(w, r) {
+				return r, false
+			}
+			return scaleSpeed(r, 10), true
+		}},
+		{"moved to the catalog's slowest GPU", slowerGPU},
+		{"impossible TBT (÷ 20)", func(w *Writer, r store.Run) (store.Run, bool) {
+			if !physics(w, r) || !statesTBT(r) {
+				return r, false
+			}
+			r = cloneCells(r)
+			for i := range r.Decode {
+				c := &r.Decode[i]
+				if c.TBTMs != nil {
+					c.TBTMs = ptr(*c.TBTMs / 20)
+				}
+				if c.PerRequestTokS != nil {
+					c.PerRequestTokS = ptr(*c.PerRequestTokS * 20)
+				}
+			}
+			return r, true
+		}},
+		{"totals over per-request × active", func(w *Writer, r store.Run) (store.Run, bool) {
+			if !checked(w, r, trust.CodeTotalVsPerRequest) {
+				return r, false
+			}
+			r = cloneCells(r)
+			for i := range r.Decode {
+				c := &r.Decode[i]
+				v := 0.0
+				if c.PerRequestTokS != nil {
+					v = *c.PerRequestTokS
+				} else if c.TBTMs != nil && *c.TBTMs > 0 {
+					v = 1000 / *c.TBTMs
+				}
+				if c.TotalTokS == nil || v == 0 {
+					continue
+				}
+				active := float64(c.Concurrency)
+				if c.AvgActiveRequests != nil && *c.AvgActiveRequests > 0 {
+					active = *c.AvgActiveRequests
+				}
+				c.TotalTokS = ptr(2 * v * active)
+				if c.OutputTokens != nil && c.DurationS != nil {
+					c.OutputTokens = ptr(int(math.Round(*c.TotalTokS * *c.DurationS)))
+				}
+			}
+			return r, true
+		}},
+	}
+}
+
+// TrustEval is how the checks fare on real runs and falsified copies.
+type TrustEval struct {
+	Families []FamilyTrust
+	// FalseFlags names the real runs flagged; Missed the falsified copies
+	// not flagged.
+	FalseFlags, Missed []string
+	Doctored           []DoctoredCount
+}
+
+// FamilyTrust counts one family's real runs and what the checks said.
+type FamilyTrust struct {
+	Family                            string
+	Runs, Flagged                     int
+	BandwidthChecked, TotalsChecked   int
+	WorstBandwidthPct, WorstTotalsPct float64
+}
+
+// DoctoredCount counts one doctoring's copies and how many were caught.
+type DoctoredCount struct {
+	Name            string
+	Copies, Caught  int
+	NotApplicableTo int
+}
+
+// EvalTrust checks every run of runs and each falsified copy of it.
+func (w *Writer) EvalTrust(runs []Named) TrustEval {
+	var out TrustEval
+	fams := map[string]*FamilyTrust{}
+	var order []string
+	for _, n := range runs {
+		f := fams[n.Family]
+		if f == nil {
+			f = &FamilyTrust{Family: n.Family}
+			fams[n.Family], order = f, append(order, n.Family)
+		}
+		f.Runs++
+		t := w.Check(n.Run)
+		if t.Flagged {
+			f.Flagged++
+			out.FalseFlags = append(out.FalseFlags, fmt.Sprintf("%s: %s", n.Name, t.Flags[0].Message))
+		}
+		for _, c := range t.Checks {
+			if c.Status == store.CheckNotChecked {
+				continue
+			}
+			switch c.Code {
+			case trust.CodeBandwidth:
+				f.BandwidthChecked++
+				f.WorstBandwidthPct = math.Max(f.WorstBandwidthPct, worstPct(w, n.Run, trust.CodeBandwidth))
+			case trust.CodeTotalVsPerRequest:
+				f.TotalsChecked++
+				f.WorstTotalsPct = math.Max(f.WorstTotalsPct, worstPct(w, n.Run, trust.CodeTotalVsPerRequest))
+			}
+		}
+	}
+	for _, name := range order {
+		out.Families = append(out.Families, *fams[name])
+	}
+	for _, d := range Doctorings() {
+		dc := DoctoredCount{Name: d.Name}
+		for _, n := range runs {
+			bad, ok := d.Apply(w, n.Run)
+			if !ok {
+				dc.NotApplicableTo++
+				continue
+			}
+			dc.Copies++
+			if w.Check(bad).Flagged {
+				dc.Caught++
+			} else {
+				out.Missed = append(out.Missed, n.Name+" with "+d.Name)
+			}
+		}
+		out.Doctored = append(out.Doctored, dc)
+	}
+	return out
+}
+
+// physics reports whether a bandwidth doctoring applies to r: one GPU,
+// and the check runs.
+func physics(w *Writer, r store.Run) bool {
+	return r.Hardware.GPUCount != nil && *r.Hardware.GPUCount == 1 && checked(w, r, trust.CodeBandwidth)
+}
+
+func statesTBT(r store.Run) bool {
+	for _, c := range r.Decode {
+		if c.TBTMs != nil || c.PerRequestTokS != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// checked reports whether check code runs on r (its inputs are known).
+func checked(w *Writer, r store.Run, code string) bool {
+	for _, c := range w.Check(r).Checks {
+		if c.Code == code {
+			return c.Status != store.CheckNotChecked
+		}
+	}
+	return false
+}
+
+// worstPct is how close r's worst cell comes to the check's limit, in
+// percent of it: the headroom a real run leaves.
+func worstPct(w *Writer, r store.Run, code string) float64 {
+	worst := 0.0
+	for f := 1.0; f < 1000; f *= 1.01 {
+		// The smallest factor that makes the run fail is 1 / (share of the limit).
+		var bad store.Run
+		if code == trust.CodeBandwidth {
+			bad = scaleSpeed(r, f)
+		} else {
+			bad = scaleTotals(r, f)
+		}
+		if hasFlag(w.Check(bad), code) {
+			worst = 100 / f
+			break
+		}
+	}
+	return worst
+}
+
+func hasFlag(t store.Trust, code string) bool {
+	for _, f := range t.Flags {
+		if f.Code == code {
+			return true
+		}
+	}
+	return false
+}
+
+// slowerGPU moves the run to the catalog's slowest GPU: its numbers
+// cannot come from there. (A swap to a GPU within about 3× of the real one
+// passes: real runs reach 30–55 % of their bound, less for MoE models,
+// and the margin is 1.5.)
+func slowerGPU(w *Writer, r store.Run) (store.Run, bool) {
+	if !physics(w, r) {
+		return r, false
+	}
+	g, ok := calculator.LookupGPU(r.Hardware.GPU)
+	if !ok {
+		return r, false
+	}
+	best := g
+	for _, c := range calculator.Hardware().GPUs() {
+		if c.BandwidthGBs > 0 && c.BandwidthGBs < best.BandwidthGBs {
+			best = c
+		}
+	}
+	if best.Name == g.Name {
+		return r, false
+	}
+	r.Hardware.GPU = best.Name
+	return r, true
+}
+
+// scaleSpeed multiplies every speed by f, keeping the cells consistent.
+func scaleSpeed(r store.Run, f float64) store.Run {
+	r = cloneCells(r)
+	for i := range r.Decode {
+		c := &r.Decode[i]
+		if c.TotalTokS != nil {
+			c.TotalTokS = ptr(*c.TotalTokS * f)
+		}
+		if c.PerRequestTokS != nil {
+			c.PerRequestTokS = ptr(*c.PerRequestTokS * f)
+		}
+		if c.TBTMs != nil {
+			c.TBTMs = ptr(*c.TBTMs / f)
+		}
+		if c.OutputTokens != nil {
+			c.OutputTokens = ptr(int(math.Round(float64(*c.OutputTokens) * f)))
+		}
+	}
+	return r
+}
+
+// scaleTotals multiplies every total by f, leaving per-request speeds.
+func scaleTotals(r store.Run, f float64) store.Run {
+	r = cloneCells(r)
+	for i := range r.Decode {
+		if c := &r.Decode[i]; c.TotalTokS != nil {
+			c.TotalTokS = ptr(*c.TotalTokS * f)
+		}
+	}
+	return r
+}
+
+func cloneCells(r store.Run) store.Run {
+	r.Decode = append([]store.DecodeCell(nil), r.Decode...)
+	return r
+}
+
+func ptr[T any](v T) *T { return &v }

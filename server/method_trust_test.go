@@ -1,0 +1,178 @@
+package server_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/matrixd/matrixd/api"
+	"github.com/matrixd/matrixd/store"
+)
+
+const faraAt48K8 = "/v1/calculator/decode?model=fara&gpu=RTX%203060&context_tokens=49152&concurrency=8"
+
+func decodeAnswer(t *testing.T, e *env, target string) api.DecodePrediction {
+	t.Helper()
+	rec := e.do(t, http.MethodGet, target, nil)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("%s: %d %s", target, rec.Code, rec.Body)
+	}
+	var p api.DecodePrediction
+	if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.TotalTokS == nil || p.TBTMs == nil {
+		t.Fatalf("%s: no speed: %s", target, rec.Body)
+	}
+	return p
+}
+
+// halfWidth is an estimate's band as a share of its value.
+func halfWidth(e *api.Estimate) float64 { return (e.High - e.Low) / 2 / e.Value }
+
+func postRun(t *testing.T, e *env, key http.Header, r store.Run, want int) api.Run {
+	t.Helper()
+	rec := e.send(t, http.MethodPost, "/v1/runs", key, runJSON(t, r))
+	if rec.Code != want {
+		t.Fatalf("POST: %d, want %d: %s", rec.Code, want, rec.Body)
+	}
+	var out api.Run
+	json.Unmarshal(rec.Body.Bytes(), &out)
+	return out
+}
+
+// TestCopyAddsNoCertainty: a copy of fara with one cell changed, posted by
+// another key, leaves the model+GPU answer's bands at least as wide and
+// its value where it was; a copy 10× too fast is flagged and moves nothing.
+func TestCopyAddsNoCertainty(t *testing.T) {
+	e := newEnv(t, 0)
+	k := e.keys(t, "mallory")
+	fara := e.seed(t, "fara1.5-4b-autoround-rtx3060")
+	before := decodeAnswer(t, e, faraAt48K8)
+
+	dup := fara
+	dup.Title = "fara again"
+	dup.Decode = slices.Clone(fara.Decode)
+	for i, c := range dup.Decode {
+		if c.ContextTokens == 0 && c.Concurrency == 1 {
+			v := *c.TotalTokS + 0.9
+			dup.Decode[i].TotalTokS = &v
+		}
+	}
+	copied := postRun(t, e, k["mallory"], dup, http.StatusCreated)
+	after := decodeAnswer(t, e, faraAt48K8)
+	for _, m := range []struct {
+		name          string
+		before, after *api.Estimate
+	}{{"total_tok_s", before.TotalTokS, after.TotalTokS}, {"tbt_ms", before.TBTMs, after.TBTMs}} {
+		if halfWidth(m.after) < halfWidth(m.before)-1e-9 {
+			t.Errorf("%s band narrowed by a copy: ±%.2f %% → ±%.2f %%", m.name, 100*halfWidth(m.before), 100*halfWidth(m.after))
+		}
+		if d := m.after.Value/m.before.Value - 1; d > 0.01 || d < -0.01 {
+			t.Errorf("%s moved %.1f %% with a copy: %v → %v", m.name, 100*d, m.before.Value, m.after.Value)
+		}
+	}
+	if slices.Contains(after.Basis.RunIDs, copied.ID) {
+		t.Errorf("the copy %s counts as a run of its own: run_ids %v", copied.ID, after.Basis.RunIDs)
+	}
+	if !strings.Contains(strings.Join(after.Warnings, " "), "near-copy") {
+		t.Errorf("no warning that a near-copy counts once: %v", after.Warnings)
+	}
+	t.Logf("fara at 48K × 8: total ±%.2f %% → ±%.2f %%, TBT ±%.2f %% → ±%.2f %%", 100*halfWidth(before.TotalTokS), 100*halfWidth(after.TotalTokS),
+		100*halfWidth(before.TBTMs), 100*halfWidth(after.TBTMs))
+
+	fast := fara
+	fast.Title = "fara, ten times"
+	fast.Decode = slices.Clone(fara.Decode)
+	for i, c := range fast.Decode {
+		if c.Status != store.StatusValid {
+			continue
+		}
+		tot, per, tbt, out := *c.TotalTokS*10, *c.PerRequestTokS*10, *c.TBTMs/10, *c.OutputTokens*10
+		fast.Decode[i].TotalTokS, fast.Decode[i].PerRequestTokS, fast.Decode[i].TBTMs, fast.Decode[i].OutputTokens = &tot, &per, &tbt, &out
+	}
+	flagged := postRun(t, e, k["mallory"], fast, http.StatusCreated) // accepted, never refused
+	if !flagged.Trust.Flagged || flagged.Trust.Flags[0].Code != api.TrustFlagCodeBandwidth || flagged.Trust.Flags[0].Measured <= flagged.Trust.Flags[0].Limit {
+		t.Fatalf("the 10× copy's trust: %+v, want a bandwidth flag with the numbers", flagged.Trust)
+	}
+	var got api.Run
+	rec := e.do(t, http.MethodGet, "/v1/runs/"+flagged.ID, nil)
+	json.Unmarshal(rec.Body.Bytes(), &got)
+	if !got.Trust.Flagged || !strings.Contains(got.Trust.Flags[0].Message, "RTX 3060") {
+		t.Errorf("GET of the flagged run: %+v", got.Trust)
+	}
+	again := decodeAnswer(t, e, faraAt48K8)
+	if again.TotalTokS.Value != after.TotalTokS.Value || slices.Contains(again.Basis.RunIDs, flagged.ID) {
+		t.Errorf("the flagged copy moved the answer: %v → %v, run_ids %v", after.TotalTokS.Value, again.TotalTokS.Value, again.Basis.RunIDs)
+	}
+	runCases(t, e, []getCase{
+		{"leaderboard leaves the flagged run out", "/v1/leaderboard?context_tokens=0&concurrency=1", 200, []string{`"method_class":"sustained_decode"`, fara.ID}},
+		{"include_flagged brings it back", "/v1/leaderboard?context_tokens=0&concurrency=1&include_flagged=true", 200, []string{`"rank":1`, flagged.ID, `"flagged":true`}},
+		{"lists show it, flagged", "/v1/runs?submitted_by=mallory", 200, []string{flagged.ID, `"flagged":true`, `"flagged":false`}},
+		{"the planner leaves it out", "/v1/planner?context_tokens=0&min_per_request_tok_s=1&model=fara", 200, []string{`"matched_runs":2`}},
+		{"the planner with include_flagged", "/v1/planner?context_tokens=0&min_per_request_tok_s=1&model=fara&include_flagged=true", 200, []string{`"matched_runs":3`, flagged.ID}},
+		{"compare warns", "/v1/compare?run_ids=" + fara.ID + "," + flagged.ID, 200, []string{"is flagged by a plausibility check"}},
+	})
+	for _, p := range []struct{ target, api, want string }{
+		{"/runs/" + flagged.ID, "/v1/runs/" + flagged.ID, `<span class="badge flagged">flagged</span>`},
+		{"/runs/" + flagged.ID, "/v1/runs/" + flagged.ID, "is more than RTX 3060"},
+		{"/runs/" + fara.ID, "/v1/runs/" + fara.ID, `<span class="badge">sustained_decode</span>`},
+		{"/", "/v1/runs", `<span class="badge flagged">flagged</span>`},
+	} {
+		if rec := e.page(t, p.target, p.api); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), p.want) {
+			t.Errorf("%s: %d, lacks %s", p.target, rec.Code, p.want)
+		}
+	}
+	rec = e.do(t, http.MethodGet, "/v1/leaderboard?context_tokens=0&concurrency=1", nil)
+	if strings.Contains(rec.Body.String(), flagged.ID) {
+		t.Errorf("the default leaderboard ranks the flagged run: %s", rec.Body)
+	}
+}
+
+// TestMethodClasses: a run says its method; unlike classes are never
+// ranked together, compare warns, and a run whose text names no method
+// must state one.
+func TestMethodClasses(t *testing.T) {
+	e := newEnv(t, 0)
+	k := e.keys(t, "alice")
+	fara := e.seed(t, "fara1.5-4b-autoround-rtx3060")
+	burst := fara
+	burst.Title = "fara as a burst"
+	burst.Method = &store.Method{Class: store.MethodBatchedBurst, OutputTokensPerRequest: new(32), Prefill: store.PrefillExcluded}
+	b := postRun(t, e, k["alice"], burst, http.StatusCreated)
+	if b.ID == fara.ID || b.Method.Class != api.BatchedBurst {
+		t.Fatalf("another method is another run: id %s (fara %s), method %+v", b.ID, fara.ID, b.Method)
+	}
+	runCases(t, e, []getCase{
+		{"a run states its method", "/v1/runs/" + fara.ID, 200, []string{`"method":{"class":"sustained_decode","measurement_s":30,"output_tokens_per_request":null,"prefill":"excluded"}`}},
+		{"sustained decode by default", "/v1/leaderboard?context_tokens=0&concurrency=1", 200, []string{`"method_class":"sustained_decode"`, fara.ID}},
+		{"one class at a time", "/v1/leaderboard?context_tokens=0&concurrency=1&method_class=batched_burst", 200, []string{`"method_class":"batched_burst"`, b.ID}},
+		{"compare warns of unlike methods", "/v1/compare?run_ids=" + fara.ID + "," + b.ID, 200, []string{"measured by different methods", b.ID + " is batched_burst"}},
+		{"lists say each run's class", "/v1/runs?model=fara", 200, []string{`"method_class":"batched_burst"`, `"method_class":"sustained_decode"`}},
+		{"an unknown class", "/v1/leaderboard?context_tokens=0&concurrency=1&method_class=vibes", 400, []string{"method_class"}},
+	})
+	page := e.page(t, "/leaderboard?context_tokens=0&concurrency=1&method_class=batched_burst", "/v1/leaderboard?context_tokens=0&concurrency=1&method_class=batched_burst")
+	if page.Code != http.StatusOK || !strings.Contains(page.Body.String(), "batched_burst runs ranked") || !strings.Contains(page.Body.String(), b.ID) {
+		t.Errorf("the leaderboard page of batched_burst: %d %.2000s", page.Code, page.Body)
+	}
+	rec := e.do(t, http.MethodGet, "/v1/leaderboard?context_tokens=0&concurrency=1", nil)
+	if strings.Contains(rec.Body.String(), b.ID) {
+		t.Errorf("a burst is ranked beside sustained decode: %s", rec.Body)
+	}
+	bare := fara
+	bare.Title, bare.Benchmark, bare.Method = "no method", store.Benchmark{}, nil
+	for i := range bare.Decode {
+		bare.Decode[i].DurationS = nil
+	}
+	rec = e.send(t, http.MethodPost, "/v1/runs", k["alice"], runJSON(t, bare))
+	if rec.Code != http.StatusUnprocessableEntity || !strings.Contains(rec.Body.String(), `"pointer":"/method"`) || !strings.Contains(rec.Body.String(), "serving_sweep") {
+		t.Errorf("a run whose text names no method: %d %s, want 422 at /method naming the classes", rec.Code, rec.Body)
+	}
+	trustSent := strings.Replace(string(runJSON(t, burst)), `"title"`, `"trust": {"flagged": false}, "title"`, 1)
+	rec = e.send(t, http.MethodPost, "/v1/runs", k["alice"], []byte(trustSent))
+	if rec.Code != http.StatusUnprocessableEntity || !strings.Contains(rec.Body.String(), "assigned by the server") {
+		t.Errorf("a run sending its own trust: %d %s", rec.Code, rec.Body)
+	}
+}

@@ -1,0 +1,85 @@
+package trust
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// modelsJSON is the model facts table; SOURCES.md names where each entry
+// was read.
+//
+//go:embed models.json
+var modelsJSON []byte
+
+// Model is what the checks need to know of a model, from its own
+// config.json or model card.
+type Model struct {
+	Name  string   `json:"name"`
+	Match []string `json:"match"` // lower-case substrings of the run's model name that mean this model
+	// ParamsB is the parameter count in billions; ActiveParamsB, for a
+	// mixture of experts, those one token reads.
+	ParamsB       float64  `json:"params_b"`
+	ActiveParamsB *float64 `json:"active_params_b,omitempty"`
+	Layers        int      `json:"layers,omitempty"`
+	// KVLayers are the layers whose KV cache grows with the whole context
+	// (full attention; a hybrid's linear or sliding layers do not count);
+	// 0 when unknown, and then KV is not counted (a generous bound).
+	KVLayers int `json:"kv_layers,omitempty"`
+	KVHeads  int `json:"kv_heads,omitempty"`
+	HeadDim  int `json:"head_dim,omitempty"`
+}
+
+// ActiveParams is the parameters one token reads, in billions.
+func (m Model) ActiveParams() float64 {
+	if m.ActiveParamsB != nil {
+		return *m.ActiveParamsB
+	}
+	return m.ParamsB
+}
+
+// KVBytesPerToken is the KV cache one token of context takes across the
+// full-attention layers (keys and values), at elem bytes an element; 0
+// when the table lacks the geometry.
+func (m Model) KVBytesPerToken(elem float64) float64 {
+	return float64(m.KVLayers*m.KVHeads*m.HeadDim) * 2 * elem
+}
+
+// Models is the model facts table.
+type Models struct{ models []Model }
+
+// ModelFacts parses the embedded model facts table.
+func ModelFacts() (*Models, error) { return ParseModels(modelsJSON) }
+
+// ParseModels parses a model facts table.
+func ParseModels(b []byte) (*Models, error) {
+	var ms []Model
+	if err := json.Unmarshal(b, &ms); err != nil {
+		return nil, fmt.Errorf("model facts: %w", err)
+	}
+	for _, m := range ms {
+		if m.Name == "" || len(m.Match) == 0 || m.ParamsB <= 0 {
+			return nil, fmt.Errorf("model facts: %q needs a name, match and params_b", m.Name)
+		}
+	}
+	return &Models{models: ms}, nil
+}
+
+// All returns every entry.
+func (t *Models) All() []Model { return append([]Model(nil), t.models...) }
+
+// Lookup finds the model a run's model name means: the entry whose match
+// is the longest substring of the name (lower case, "_" and " " as "-").
+func (t *Models) Lookup(name string) (Model, bool) {
+	s := strings.NewReplacer("_", "-", " ", "-").Replace(strings.ToLower(name))
+	best, bestLen := Model{}, 0
+	for _, m := range t.models {
+		for _, p := range m.Match {
+			if len(p) > bestLen && strings.Contains(s, p) {
+				best, bestLen = m, len(p)
+			}
+		}
+	}
+	return best, bestLen > 0
+}
