@@ -236,6 +236,9 @@ func overall(st Step, rule Rule) (Verdict, string) {
 		}
 		return Regressed, fmt.Sprintf("slower beyond the noise floor at %s (%d of %d cells slower overall)",
 			rowList(st.RegressedRows), st.Grid.Down, st.Grid.Cells)
+	case len(st.ImprovedRows) > 0 && st.Grid.Verdict != Improved:
+		return Improved, fmt.Sprintf("faster beyond the noise floor at %s (%d of %d cells faster overall)",
+			rowList(st.ImprovedRows), st.Grid.Up, st.Grid.Cells)
 	case len(st.ImprovedRows) > 0 || st.Grid.Verdict == Improved:
 		return Improved, fmt.Sprintf("%d of %d cells are faster beyond their noise floor (median ratio %.3f, sign test p = %.2g)",
 			st.Grid.Up, st.Grid.Cells, st.Grid.MedianRatio, st.Grid.SignP)
