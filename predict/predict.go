@@ -140,6 +140,9 @@ type Selection struct {
 	GPU           string
 	EngineVersion string
 	KVCacheDtype  string
+	// IncludeFlagged lets runs a plausibility check flagged be chosen and
+	// pooled by model and gpu; they are left out by default.
+	IncludeFlagged bool
 }
 
 // maxCandidates bounds how many runs a model+gpu selection considers.
@@ -233,7 +236,11 @@ func (c *Service) selectRun(ctx context.Context, sel Selection) (string, []strin
 			return "", nil, nil, invalidParam("kv_cache_dtype", fmt.Sprintf("run %s has KV cache dtype %s, not %q: leave kv_cache_dtype out with run_id, or choose the run by model and gpu",
 				sel.RunID, orNone(cfg.KVCacheDtype), clip(sel.KVCacheDtype)))
 		}
-		return sel.RunID, []string{sel.RunID}, nil, nil
+		var warn []string
+		if cfg.Flagged {
+			warn = append(warn, fmt.Sprintf("run %s failed a plausibility check (see its trust.flags): this answer is only as good as its numbers", sel.RunID))
+		}
+		return sel.RunID, []string{sel.RunID}, warn, nil
 	case sel.Model == "" || sel.GPU == "":
 		field := "model"
 		if sel.Model != "" {
@@ -241,8 +248,9 @@ func (c *Service) selectRun(ctx context.Context, sel Selection) (string, []strin
 		}
 		return "", nil, nil, invalidParam(field, "select a run with run_id, or with both model and gpu")
 	}
-	// Flagged runs failed a plausibility check: they inform no answer.
-	f, err := c.WithGPU(ctx, store.RunFilter{Model: sel.Model, EngineVersion: sel.EngineVersion, KVCacheDtype: sel.KVCacheDtype, ExcludeFlagged: true}, sel.GPU)
+	// Flagged runs failed a plausibility check: they inform no answer
+	// unless asked for.
+	f, err := c.WithGPU(ctx, store.RunFilter{Model: sel.Model, EngineVersion: sel.EngineVersion, KVCacheDtype: sel.KVCacheDtype, ExcludeFlagged: !sel.IncludeFlagged}, sel.GPU)
 	if err != nil {
 		return "", nil, nil, err
 	}
@@ -251,9 +259,24 @@ func (c *Service) selectRun(ctx context.Context, sel Selection) (string, []strin
 		return "", nil, nil, err
 	}
 	if len(configs) == 0 {
-		return "", nil, nil, &store.Error{Kind: store.ErrNotFound, Msg: fmt.Sprintf("no run of a model matching %q on GPU %q (runs a plausibility check flagged are left out)", clip(sel.Model), clip(sel.GPU))}
+		msg := fmt.Sprintf("no run of a model matching %q on GPU %q", clip(sel.Model), clip(sel.GPU))
+		if !sel.IncludeFlagged {
+			msg += " (runs a plausibility check flagged are left out; include_flagged=true brings them back)"
+		}
+		return "", nil, nil, &store.Error{Kind: store.ErrNotFound, Msg: msg}
 	}
 	var warn []string
+	if sel.IncludeFlagged {
+		n := 0
+		for _, cfg := range configs {
+			if cfg.Flagged {
+				n++
+			}
+		}
+		if n > 0 {
+			warn = append(warn, fmt.Sprintf("%d %s a plausibility check flagged %s included (include_flagged=true)", n, plural(n, "run", "runs"), plural(n, "is", "are")))
+		}
+	}
 	// Runs of another method class than the newest measured something
 	// else: they share no surface with it.
 	class, kept := configs[0].MethodClass, configs[:0:0]

@@ -29,10 +29,16 @@ func query(l, b int, vram, util *float64, maxOut *int, targetGPU *string, rough 
 	return q
 }
 
+// selection is the run a calculator question names.
+func selection(runID, model, gpu, engineVersion, kvCacheDtype *string, includeFlagged *bool) predict.Selection {
+	return predict.Selection{RunID: str(runID), Model: str(model), GPU: str(gpu), EngineVersion: str(engineVersion),
+		KVCacheDtype: str(kvCacheDtype), IncludeFlagged: includeFlagged != nil && *includeFlagged}
+}
+
 // EstimateDecode implements GET /v1/calculator/decode.
 func (s *Server) EstimateDecode(ctx context.Context, req api.EstimateDecodeRequestObject) (api.EstimateDecodeResponseObject, error) {
 	p := req.Params
-	sel := predict.Selection{RunID: str(p.RunID), Model: str(p.Model), GPU: str(p.GPU), EngineVersion: str(p.EngineVersion), KVCacheDtype: str(p.KVCacheDtype)}
+	sel := selection(p.RunID, p.Model, p.GPU, p.EngineVersion, p.KVCacheDtype, p.IncludeFlagged)
 	q := query(p.ContextTokens, p.Concurrency, p.VRAMGB, p.GPUMemoryUtilization, p.MaxOutputTokens, p.TargetGPU, p.Rough)
 	a, err := s.calc.Decode(ctx, sel, q)
 	if err != nil {
@@ -44,7 +50,7 @@ func (s *Server) EstimateDecode(ctx context.Context, req api.EstimateDecodeReque
 // EstimateCapacity implements GET /v1/calculator/capacity.
 func (s *Server) EstimateCapacity(ctx context.Context, req api.EstimateCapacityRequestObject) (api.EstimateCapacityResponseObject, error) {
 	p := req.Params
-	sel := predict.Selection{RunID: str(p.RunID), Model: str(p.Model), GPU: str(p.GPU), EngineVersion: str(p.EngineVersion), KVCacheDtype: str(p.KVCacheDtype)}
+	sel := selection(p.RunID, p.Model, p.GPU, p.EngineVersion, p.KVCacheDtype, p.IncludeFlagged)
 	b := 0
 	if p.Concurrency != nil {
 		b = *p.Concurrency
@@ -60,7 +66,7 @@ func (s *Server) EstimateCapacity(ctx context.Context, req api.EstimateCapacityR
 // EstimateGrid implements GET /v1/calculator/grid.
 func (s *Server) EstimateGrid(ctx context.Context, req api.EstimateGridRequestObject) (api.EstimateGridResponseObject, error) {
 	p := req.Params
-	sel := predict.Selection{RunID: str(p.RunID), Model: str(p.Model), GPU: str(p.GPU), EngineVersion: str(p.EngineVersion), KVCacheDtype: str(p.KVCacheDtype)}
+	sel := selection(p.RunID, p.Model, p.GPU, p.EngineVersion, p.KVCacheDtype, p.IncludeFlagged)
 	var contexts, concurrencies []int
 	if p.Contexts != nil {
 		contexts = *p.Contexts
@@ -78,7 +84,7 @@ func (s *Server) EstimateGrid(ctx context.Context, req api.EstimateGridRequestOb
 // EstimatePrefill implements GET /v1/calculator/prefill.
 func (s *Server) EstimatePrefill(ctx context.Context, req api.EstimatePrefillRequestObject) (api.EstimatePrefillResponseObject, error) {
 	p := req.Params
-	sel := predict.Selection{RunID: str(p.RunID), Model: str(p.Model), GPU: str(p.GPU), EngineVersion: str(p.EngineVersion), KVCacheDtype: str(p.KVCacheDtype)}
+	sel := selection(p.RunID, p.Model, p.GPU, p.EngineVersion, p.KVCacheDtype, p.IncludeFlagged)
 	a, err := s.calc.Prefill(ctx, sel, p.ContextTokens)
 	if err != nil {
 		return nil, err

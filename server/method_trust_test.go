@@ -107,6 +107,16 @@ func TestCopyAddsNoCertainty(t *testing.T) {
 	if again.TotalTokS.Value != after.TotalTokS.Value || slices.Contains(again.Basis.RunIDs, flagged.ID) {
 		t.Errorf("the flagged copy moved the answer: %v → %v, run_ids %v", after.TotalTokS.Value, again.TotalTokS.Value, again.Basis.RunIDs)
 	}
+	// include_flagged brings it into the calculator's pool too, and says so;
+	// asked by run_id, a flagged run is answered with a warning.
+	with := decodeAnswer(t, e, faraAt48K8+"&include_flagged=true")
+	if !strings.Contains(strings.Join(with.Warnings, " "), "1 run a plausibility check flagged is included") {
+		t.Errorf("include_flagged=true: warnings %v; want the flagged run counted in and said", with.Warnings)
+	}
+	byID := decodeAnswer(t, e, "/v1/calculator/decode?run_id="+flagged.ID+"&context_tokens=49152&concurrency=8")
+	if !strings.Contains(strings.Join(byID.Warnings, " "), "failed a plausibility check") {
+		t.Errorf("a flagged run by run_id: warnings %v; want it said", byID.Warnings)
+	}
 	runCases(t, e, []getCase{
 		{"leaderboard leaves the flagged run out", "/v1/leaderboard?context_tokens=0&concurrency=1", 200, []string{`"method_class":"sustained_decode"`, fara.ID}},
 		{"include_flagged brings it back", "/v1/leaderboard?context_tokens=0&concurrency=1&include_flagged=true", 200, []string{`"rank":1`, flagged.ID, `"flagged":true`}},

@@ -2205,6 +2205,9 @@ type EstimateCapacityParams struct {
 	// a run the question excludes).
 	RunID *CalcRunID `form:"run_id,omitempty" json:"run_id,omitempty"`
 
+	// IncludeFlagged Include runs the plausibility checks flagged (`trust.flagged`); left out by default.
+	IncludeFlagged *IncludeFlagged `form:"include_flagged,omitempty" json:"include_flagged,omitempty"`
+
 	// Model With `gpu`, instead of `run_id`; a case-insensitive substring of the model name.
 	Model *CalcModel `form:"model,omitempty" json:"model,omitempty"`
 
@@ -2251,6 +2254,9 @@ type EstimateDecodeParams struct {
 	// the run does not match is a 400 naming it (nothing is answered from
 	// a run the question excludes).
 	RunID *CalcRunID `form:"run_id,omitempty" json:"run_id,omitempty"`
+
+	// IncludeFlagged Include runs the plausibility checks flagged (`trust.flagged`); left out by default.
+	IncludeFlagged *IncludeFlagged `form:"include_flagged,omitempty" json:"include_flagged,omitempty"`
 
 	// Model With `gpu`, instead of `run_id`; a case-insensitive substring of the model name.
 	Model *CalcModel `form:"model,omitempty" json:"model,omitempty"`
@@ -2302,6 +2308,9 @@ type EstimateGridParams struct {
 	// a run the question excludes).
 	RunID *CalcRunID `form:"run_id,omitempty" json:"run_id,omitempty"`
 
+	// IncludeFlagged Include runs the plausibility checks flagged (`trust.flagged`); left out by default.
+	IncludeFlagged *IncludeFlagged `form:"include_flagged,omitempty" json:"include_flagged,omitempty"`
+
 	// Model With `gpu`, instead of `run_id`; a case-insensitive substring of the model name.
 	Model *CalcModel `form:"model,omitempty" json:"model,omitempty"`
 
@@ -2351,6 +2360,9 @@ type EstimatePrefillParams struct {
 	// the run does not match is a 400 naming it (nothing is answered from
 	// a run the question excludes).
 	RunID *CalcRunID `form:"run_id,omitempty" json:"run_id,omitempty"`
+
+	// IncludeFlagged Include runs the plausibility checks flagged (`trust.flagged`); left out by default.
+	IncludeFlagged *IncludeFlagged `form:"include_flagged,omitempty" json:"include_flagged,omitempty"`
 
 	// Model With `gpu`, instead of `run_id`; a case-insensitive substring of the model name.
 	Model *CalcModel `form:"model,omitempty" json:"model,omitempty"`
@@ -4782,6 +4794,18 @@ func NewEstimateCapacityRequest(server string, params *EstimateCapacityParams) (
 
 		}
 
+		if params.IncludeFlagged != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "include_flagged", *params.IncludeFlagged, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Model != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "model", *params.Model, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
@@ -4958,6 +4982,18 @@ func NewEstimateDecodeRequest(server string, params *EstimateDecodeParams) (*htt
 		if params.RunID != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "run_id", *params.RunID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.IncludeFlagged != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "include_flagged", *params.IncludeFlagged, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -5160,6 +5196,18 @@ func NewEstimateGridRequest(server string, params *EstimateGridParams) (*http.Re
 
 		}
 
+		if params.IncludeFlagged != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "include_flagged", *params.IncludeFlagged, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Model != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "model", *params.Model, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
@@ -5352,6 +5400,18 @@ func NewEstimatePrefillRequest(server string, params *EstimatePrefillParams) (*h
 		if params.RunID != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "run_id", *params.RunID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.IncludeFlagged != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "include_flagged", *params.IncludeFlagged, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
