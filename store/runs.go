@@ -285,7 +285,6 @@ func readRun(ctx context.Context, q querier, id string) (Run, error) {
 	return r, nil
 }
 
-
 // readRunColumns reads run id; legacy is for migrations before the trust
 // columns existed.
 func readRunColumns(ctx context.Context, q querier, id string, legacy bool) (Run, error) {
