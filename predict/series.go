@@ -15,14 +15,17 @@ import (
 // NoiseFloor says what a step's verdicts were measured against.
 type NoiseFloor struct {
 	// Basis is "repeated_runs" (runs of the series at one engine version
-	// measured the noise) or "run_scatter" (each run's own held-out error:
-	// how far a cell sits from what its neighbours predict, which is no
-	// smaller than the noise).
+	// measured the noise), "step_scatter" (the spread of the step's own
+	// ratios within each row, where it is the narrower bound) or
+	// "run_scatter" (each run's own held-out error: how far a cell sits
+	// from what its neighbours predict). The last two are never smaller
+	// than the noise.
 	Basis string
 	// SigmaFrom and SigmaTo are the relative standard deviations of one
 	// cell of each run.
 	SigmaFrom, SigmaTo float64
-	// Pairs is how many cells of repeated runs measured the noise.
+	// Pairs is how many cells of repeated runs, or of the step, measured
+	// the noise.
 	Pairs int
 	Rule  history.Rule
 }
@@ -108,6 +111,15 @@ func (c *Service) compare(ctx context.Context, a, b string, repeated float64, pa
 		return Step{}, err
 	}
 	noise := NoiseFloor{Basis: "run_scatter", SigmaFrom: sigmaOf(ma), SigmaTo: sigmaOf(mb), Rule: history.DefaultRule}
+	if sp, n := stepNoise(ca, cb); repeated == 0 && sp > 0 && sp < math.Hypot(noise.SigmaFrom, noise.SigmaTo) {
+		s := sp / math.Sqrt2
+		noise = NoiseFloor{Basis: "step_scatter", SigmaFrom: s, SigmaTo: s, Pairs: n, Rule: history.DefaultRule}
+		for _, cs := range [][]history.Cell{ca, cb} {
+			for i := range cs {
+				cs[i].Sigma = s
+			}
+		}
+	}
 	if repeated > 0 {
 		noise = NoiseFloor{Basis: "repeated_runs", SigmaFrom: repeated, SigmaTo: repeated, Pairs: pairs, Rule: history.DefaultRule}
 		for _, cs := range [][]history.Cell{ca, cb} {
@@ -118,6 +130,72 @@ func (c *Service) compare(ctx context.Context, a, b string, repeated float64, pa
 	}
 	pa, pb := predictedAt(ca, cb, ma), predictedAt(cb, ca, mb)
 	return Step{From: a, To: b, Step: history.Compare(pa, pb, history.DefaultRule), Noise: noise}, nil
+}
+
+// minStepDOF is the least number of degrees of freedom (shared cells
+// less the row and column effects) with which a step's own scatter
+// measures its noise.
+const minStepDOF = 5
+
+// stepNoise is the noise of ln(b/a) at one cell measured from the step
+// itself: the spread of the shared cells' log ratios about a row effect
+// plus a concurrency effect (an engine change that speeds up long
+// contexts, or some batch sizes, is a change, not noise), taken at its
+// one-sided 95 % upper confidence bound. A change of another shape widens
+// it, so like a run's own scatter it is never smaller than the noise. It
+// is zero with fewer than minStepDOF degrees of freedom; n is the cells
+// that measured it.
+func stepNoise(a, b []history.Cell) (sigma float64, n int) {
+	type pt struct {
+		l, c int
+		d    float64
+	}
+	at := map[[2]int]float64{}
+	for _, c := range a {
+		at[[2]int{c.ContextTokens, c.Concurrency}] = c.Value
+	}
+	var pts []pt
+	row, col := map[int]float64{}, map[int]float64{}
+	for _, c := range b {
+		if v, ok := at[[2]int{c.ContextTokens, c.Concurrency}]; ok {
+			pts = append(pts, pt{c.ContextTokens, c.Concurrency, math.Log(c.Value / v)})
+			row[c.ContextTokens], col[c.Concurrency] = 0, 0
+		}
+	}
+	n = len(pts)
+	dof := n - len(row) - len(col) + 1
+	if dof < minStepDOF {
+		return 0, 0
+	}
+	// The additive fit by alternating means; a few rounds settle it.
+	for range 25 {
+		for _, fx := range []struct {
+			eff  map[int]float64
+			key  func(pt) int
+			rest func(pt) float64
+		}{
+			{row, func(p pt) int { return p.l }, func(p pt) float64 { return col[p.c] }},
+			{col, func(p pt) int { return p.c }, func(p pt) float64 { return row[p.l] }},
+		} {
+			sum, cnt := map[int]float64{}, map[int]int{}
+			for _, p := range pts {
+				sum[fx.key(p)] += p.d - fx.rest(p)
+				cnt[fx.key(p)]++
+			}
+			for k := range fx.eff {
+				fx.eff[k] = sum[k] / float64(cnt[k])
+			}
+		}
+	}
+	ss := 0.0
+	for _, p := range pts {
+		e := p.d - row[p.l] - col[p.c]
+		ss += e * e
+	}
+	k := float64(dof)
+	// Wilson–Hilferty: the 5 % point of χ² with k degrees of freedom.
+	chi := k * math.Pow(1-2/(9*k)-1.645*math.Sqrt(2/(9*k)), 3)
+	return math.Sqrt(ss / chi), n
 }
 
 // CompareRuns compares run a (the older) with run b, whatever they are:

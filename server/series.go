@@ -58,7 +58,7 @@ func toAPIStep(st predict.Step) api.SeriesStep {
 			Z: r.Z, MinFloor: r.MinFloor, MaxFloor: r.MaxFloor, Majority: r.Majority, MinCells: r.MinCells, Alpha: r.Alpha},
 		Cells: make([]api.StepCell, len(st.Cells)), Rows: make([]api.StepRow, len(st.Rows)),
 		RegressedRows: nonNilInts(st.RegressedRows), ImprovedRows: nonNilInts(st.ImprovedRows), SettingsDiffer: nonNilStrings(st.Differ)}
-	if st.Noise.Pairs > 0 {
+	if st.Noise.Pairs > 0 { // repeated_runs and step_scatter say how many cells measured it
 		out.NoiseFloor.RepeatedCells = &st.Noise.Pairs
 	}
 	for i, c := range st.Cells {

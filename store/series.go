@@ -17,7 +17,7 @@ import (
 // seriesKeyVersion starts every series key: a change to what the key
 // covers bumps it, and keys of another version are computed again when
 // the database is opened.
-const seriesKeyVersion = "s2-"
+const seriesKeyVersion = "s3-"
 
 // notSpeed are launch flags that change what fits or how the server is
 // reached, not how fast it decodes: runs differing only in them are one
@@ -28,6 +28,13 @@ var notSpeed = map[string]bool{
 	"disable-log-requests": true, "disable-log-stats": true, "uvicorn-log-level": true, "trust-remote-code": true,
 	"seed": true, "model": true, "m": true, "c": true, "ctx-size": true, "n_ctx": true,
 }
+
+// sameAsAbsent are launch settings a tool began to print at the value
+// that was its only behaviour before: at that value a run is in the series
+// of runs whose output does not print it. (llama-batched-bench prints
+// is_tg_separate since build 7008; 0 is the decode pattern of every build
+// before it.)
+var sameAsAbsent = map[string]string{"is_tg_separate": "0"}
 
 // SeriesKey is what runs of one series share: model, quantization, GPU
 // and count, VRAM, engine and backend, the method class, the benchmark and
@@ -50,8 +57,12 @@ func SeriesKey(r Run) string {
 			}
 		}
 	}) {
+		v := r.Launch.Flags[k]
+		if d, ok := sameAsAbsent[strings.ToLower(k)]; ok && strings.TrimSpace(v) == d {
+			continue
+		}
 		if !notSpeed[strings.ToLower(k)] && !knownLaunchField(k) {
-			parts = append(parts, k+"="+r.Launch.Flags[k])
+			parts = append(parts, k+"="+v)
 		}
 	}
 	for i, p := range parts {

@@ -94,3 +94,24 @@ func TestSeriesKeysAreFilledIn(t *testing.T) {
 		t.Errorf("%d runs without a series key after opening (%v)", missing, err)
 	}
 }
+
+// TestSeriesKeyNewlyPrintedSetting: a setting a tool began to print at
+// its old behaviour (llama-batched-bench's is_tg_separate = 0) keeps a
+// run in the series of runs that do not print it; any other value starts
+// another series.
+func TestSeriesKeyNewlyPrintedSetting(t *testing.T) {
+	old := storetest.Runs(72, 1)[0]
+	old.Launch.Flags = map[string]string{"n_batch": "2048", "is_pp_shared": "0"}
+	printed := old
+	printed.Launch.Flags = maps.Clone(old.Launch.Flags)
+	printed.Launch.Flags["is_tg_separate"] = "0"
+	separate := old
+	separate.Launch.Flags = maps.Clone(printed.Launch.Flags)
+	separate.Launch.Flags["is_tg_separate"] = "1"
+	if store.SeriesKey(printed) != store.SeriesKey(old) {
+		t.Error("is_tg_separate = 0 starts a series of its own; want the series of runs that do not print it")
+	}
+	if store.SeriesKey(separate) == store.SeriesKey(old) {
+		t.Error("is_tg_separate = 1 (another decode pattern) is in the series of runs that decode together")
+	}
+}

@@ -348,6 +348,7 @@ func (e MethodClass) Valid() bool {
 const (
 	RepeatedRuns NoiseFloorBasis = "repeated_runs"
 	RunScatter   NoiseFloorBasis = "run_scatter"
+	StepScatter  NoiseFloorBasis = "step_scatter"
 )
 
 // Valid indicates whether the value is a known member of the NoiseFloorBasis enum.
@@ -356,6 +357,8 @@ func (e NoiseFloorBasis) Valid() bool {
 	case RepeatedRuns:
 		return true
 	case RunScatter:
+		return true
+	case StepScatter:
 		return true
 	default:
 		return false
@@ -1373,7 +1376,7 @@ type NoiseFloor struct {
 	MinCells int             `json:"min_cells"`
 	MinFloor float64         `json:"min_floor"`
 
-	// RepeatedCells With `repeated_runs`: the cells of same-version runs that measured it.
+	// RepeatedCells With `repeated_runs`: the cells of same-version runs that measured it; with `step_scatter`: the step's shared cells that did.
 	RepeatedCells *int `json:"repeated_cells,omitempty"`
 
 	// SigmaFrom Relative standard deviation of one cell of the older run.
@@ -3371,10 +3374,15 @@ type ClientInterface interface {
 	// **The noise floor** (`noise_floor`) comes from repeated runs of the
 	// configuration where the series has them (two runs at one engine
 	// version sharing at least 5 cells: σ is the spread of their ratios
-	// over √2, `basis: repeated_runs`); otherwise from each run's own
+	// over √2, `basis: repeated_runs`); otherwise it is the narrower of
+	// two bounds, each no smaller than the noise: the step's own scatter
+	// (`basis: step_scatter`: the spread of the shared cells' log ratios
+	// about their row's mean, at its one-sided 95 % upper confidence
+	// bound, from 5 degrees of freedom — shared cells less rows — on;
+	// a change alike across a row does not widen it) and each run's own
 	// scatter (`basis: run_scatter`): its calibrated 90 % interpolation
 	// band over 1.645, which is how far its cells sit from what their
-	// neighbours predict, and no smaller than their noise.
+	// neighbours predict.
 	//
 	// Example: two runs measured alike but for ±1 % noise are
 	// `unchanged` (or `inconclusive`); a run 10 % faster everywhere is
@@ -4357,10 +4365,15 @@ func (c *Client) ListPrefillCells(ctx context.Context, runID ParamRunID, params 
 // **The noise floor** (`noise_floor`) comes from repeated runs of the
 // configuration where the series has them (two runs at one engine
 // version sharing at least 5 cells: σ is the spread of their ratios
-// over √2, `basis: repeated_runs`); otherwise from each run's own
+// over √2, `basis: repeated_runs`); otherwise it is the narrower of
+// two bounds, each no smaller than the noise: the step's own scatter
+// (`basis: step_scatter`: the spread of the shared cells' log ratios
+// about their row's mean, at its one-sided 95 % upper confidence
+// bound, from 5 degrees of freedom — shared cells less rows — on;
+// a change alike across a row does not widen it) and each run's own
 // scatter (`basis: run_scatter`): its calibrated 90 % interpolation
 // band over 1.645, which is how far its cells sit from what their
-// neighbours predict, and no smaller than their noise.
+// neighbours predict.
 //
 // Example: two runs measured alike but for ±1 % noise are
 // `unchanged` (or `inconclusive`); a run 10 % faster everywhere is
@@ -8426,10 +8439,15 @@ type ClientWithResponsesInterface interface {
 	// **The noise floor** (`noise_floor`) comes from repeated runs of the
 	// configuration where the series has them (two runs at one engine
 	// version sharing at least 5 cells: σ is the spread of their ratios
-	// over √2, `basis: repeated_runs`); otherwise from each run's own
+	// over √2, `basis: repeated_runs`); otherwise it is the narrower of
+	// two bounds, each no smaller than the noise: the step's own scatter
+	// (`basis: step_scatter`: the spread of the shared cells' log ratios
+	// about their row's mean, at its one-sided 95 % upper confidence
+	// bound, from 5 degrees of freedom — shared cells less rows — on;
+	// a change alike across a row does not widen it) and each run's own
 	// scatter (`basis: run_scatter`): its calibrated 90 % interpolation
 	// band over 1.645, which is how far its cells sit from what their
-	// neighbours predict, and no smaller than their noise.
+	// neighbours predict.
 	//
 	// Example: two runs measured alike but for ±1 % noise are
 	// `unchanged` (or `inconclusive`); a run 10 % faster everywhere is
@@ -12881,10 +12899,15 @@ func (c *ClientWithResponses) ListPrefillCellsWithResponse(ctx context.Context, 
 // **The noise floor** (`noise_floor`) comes from repeated runs of the
 // configuration where the series has them (two runs at one engine
 // version sharing at least 5 cells: σ is the spread of their ratios
-// over √2, `basis: repeated_runs`); otherwise from each run's own
+// over √2, `basis: repeated_runs`); otherwise it is the narrower of
+// two bounds, each no smaller than the noise: the step's own scatter
+// (`basis: step_scatter`: the spread of the shared cells' log ratios
+// about their row's mean, at its one-sided 95 % upper confidence
+// bound, from 5 degrees of freedom — shared cells less rows — on;
+// a change alike across a row does not widen it) and each run's own
 // scatter (`basis: run_scatter`): its calibrated 90 % interpolation
 // band over 1.645, which is how far its cells sit from what their
-// neighbours predict, and no smaller than their noise.
+// neighbours predict.
 //
 // Example: two runs measured alike but for ±1 % noise are
 // `unchanged` (or `inconclusive`); a run 10 % faster everywhere is
