@@ -2198,6 +2198,78 @@ type GetDocsAssetParams struct {
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
+// GetRegressionsFeedParams defines parameters for GetRegressionsFeed.
+type GetRegressionsFeedParams struct {
+	// GPU GPU name, case-insensitive (e.g. `RTX 3090`).
+	GPU *ParamGPU `form:"gpu,omitempty" json:"gpu,omitempty"`
+
+	// Model Case-insensitive substring of the model name.
+	Model *ParamModel `form:"model,omitempty" json:"model,omitempty"`
+
+	// Quantization Quantization as published, case-insensitive (e.g. `AWQ 4-bit`).
+	Quantization *ParamQuantization `form:"quantization,omitempty" json:"quantization,omitempty"`
+
+	// Engine Engine name, case-insensitive (e.g. `vllm`).
+	Engine *ParamEngine `form:"engine,omitempty" json:"engine,omitempty"`
+
+	// EngineVersion Engine version as published, case-insensitive (e.g. `0.32.0`).
+	EngineVersion *ParamEngineVersion `form:"engine_version,omitempty" json:"engine_version,omitempty"`
+
+	// KVCacheDtype The launch's `--kv-cache-dtype`, case-insensitive.
+	KVCacheDtype *ParamKVCacheDtype `form:"kv_cache_dtype,omitempty" json:"kv_cache_dtype,omitempty"`
+
+	// Submitter Submitter handle without `@`, case-insensitive.
+	Submitter *ParamSubmitter `form:"submitter,omitempty" json:"submitter,omitempty"`
+
+	// SubmittedBy The name of the API key that submitted the run, exactly.
+	SubmittedBy *ParamSubmittedBy `form:"submitted_by,omitempty" json:"submitted_by,omitempty"`
+
+	// VRAMGBMin Runs on GPUs with at least this much VRAM, GB.
+	VRAMGBMin *ParamVRAMGBMin `form:"vram_gb_min,omitempty" json:"vram_gb_min,omitempty"`
+
+	// VRAMGBMax Runs on GPUs with at most this much VRAM, GB.
+	VRAMGBMax *ParamVRAMGBMax `form:"vram_gb_max,omitempty" json:"vram_gb_max,omitempty"`
+
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// GetRunsFeedParams defines parameters for GetRunsFeed.
+type GetRunsFeedParams struct {
+	// GPU GPU name, case-insensitive (e.g. `RTX 3090`).
+	GPU *ParamGPU `form:"gpu,omitempty" json:"gpu,omitempty"`
+
+	// Model Case-insensitive substring of the model name.
+	Model *ParamModel `form:"model,omitempty" json:"model,omitempty"`
+
+	// Quantization Quantization as published, case-insensitive (e.g. `AWQ 4-bit`).
+	Quantization *ParamQuantization `form:"quantization,omitempty" json:"quantization,omitempty"`
+
+	// Engine Engine name, case-insensitive (e.g. `vllm`).
+	Engine *ParamEngine `form:"engine,omitempty" json:"engine,omitempty"`
+
+	// EngineVersion Engine version as published, case-insensitive (e.g. `0.32.0`).
+	EngineVersion *ParamEngineVersion `form:"engine_version,omitempty" json:"engine_version,omitempty"`
+
+	// KVCacheDtype The launch's `--kv-cache-dtype`, case-insensitive.
+	KVCacheDtype *ParamKVCacheDtype `form:"kv_cache_dtype,omitempty" json:"kv_cache_dtype,omitempty"`
+
+	// Submitter Submitter handle without `@`, case-insensitive.
+	Submitter *ParamSubmitter `form:"submitter,omitempty" json:"submitter,omitempty"`
+
+	// SubmittedBy The name of the API key that submitted the run, exactly.
+	SubmittedBy *ParamSubmittedBy `form:"submitted_by,omitempty" json:"submitted_by,omitempty"`
+
+	// VRAMGBMin Runs on GPUs with at least this much VRAM, GB.
+	VRAMGBMin *ParamVRAMGBMin `form:"vram_gb_min,omitempty" json:"vram_gb_min,omitempty"`
+
+	// VRAMGBMax Runs on GPUs with at most this much VRAM, GB.
+	VRAMGBMax *ParamVRAMGBMax `form:"vram_gb_max,omitempty" json:"vram_gb_max,omitempty"`
+
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
 // GetOpenAPIJSONParams defines parameters for GetOpenAPIJSON.
 type GetOpenAPIJSONParams struct {
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
@@ -2813,6 +2885,12 @@ type ServerInterface interface {
 	// GetDocsAsset A script of the API reference
 	// (GET /docs/assets/{file})
 	GetDocsAsset(ctx echo.Context, file string, params GetDocsAssetParams) error
+	// GetRegressionsFeed Regressions, as an Atom feed
+	// (GET /feeds/regressions.atom)
+	GetRegressionsFeed(ctx echo.Context, params GetRegressionsFeedParams) error
+	// GetRunsFeed New runs, as an Atom feed
+	// (GET /feeds/runs.atom)
+	GetRunsFeed(ctx echo.Context, params GetRunsFeedParams) error
 	// GetHealth Liveness
 	// (GET /healthz)
 	GetHealth(ctx echo.Context) error
@@ -2996,6 +3074,202 @@ func (w *ServerInterfaceWrapper) GetDocsAsset(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetDocsAsset(ctx, file, params)
+	return err
+}
+
+// GetRegressionsFeed converts echo context to params.
+func (w *ServerInterfaceWrapper) GetRegressionsFeed(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetRegressionsFeedParams
+	// ------------- Optional query parameter "gpu" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "gpu", ctx.QueryParams(), &params.GPU, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter gpu: %s", err))
+	}
+
+	// ------------- Optional query parameter "model" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "model", ctx.QueryParams(), &params.Model, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter model: %s", err))
+	}
+
+	// ------------- Optional query parameter "quantization" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "quantization", ctx.QueryParams(), &params.Quantization, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter quantization: %s", err))
+	}
+
+	// ------------- Optional query parameter "engine" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "engine", ctx.QueryParams(), &params.Engine, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter engine: %s", err))
+	}
+
+	// ------------- Optional query parameter "engine_version" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "engine_version", ctx.QueryParams(), &params.EngineVersion, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter engine_version: %s", err))
+	}
+
+	// ------------- Optional query parameter "kv_cache_dtype" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "kv_cache_dtype", ctx.QueryParams(), &params.KVCacheDtype, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter kv_cache_dtype: %s", err))
+	}
+
+	// ------------- Optional query parameter "submitter" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "submitter", ctx.QueryParams(), &params.Submitter, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter submitter: %s", err))
+	}
+
+	// ------------- Optional query parameter "submitted_by" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "submitted_by", ctx.QueryParams(), &params.SubmittedBy, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter submitted_by: %s", err))
+	}
+
+	// ------------- Optional query parameter "vram_gb_min" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "vram_gb_min", ctx.QueryParams(), &params.VRAMGBMin, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter vram_gb_min: %s", err))
+	}
+
+	// ------------- Optional query parameter "vram_gb_max" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "vram_gb_max", ctx.QueryParams(), &params.VRAMGBMax, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter vram_gb_max: %s", err))
+	}
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetRegressionsFeed(ctx, params)
+	return err
+}
+
+// GetRunsFeed converts echo context to params.
+func (w *ServerInterfaceWrapper) GetRunsFeed(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetRunsFeedParams
+	// ------------- Optional query parameter "gpu" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "gpu", ctx.QueryParams(), &params.GPU, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter gpu: %s", err))
+	}
+
+	// ------------- Optional query parameter "model" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "model", ctx.QueryParams(), &params.Model, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter model: %s", err))
+	}
+
+	// ------------- Optional query parameter "quantization" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "quantization", ctx.QueryParams(), &params.Quantization, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter quantization: %s", err))
+	}
+
+	// ------------- Optional query parameter "engine" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "engine", ctx.QueryParams(), &params.Engine, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter engine: %s", err))
+	}
+
+	// ------------- Optional query parameter "engine_version" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "engine_version", ctx.QueryParams(), &params.EngineVersion, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter engine_version: %s", err))
+	}
+
+	// ------------- Optional query parameter "kv_cache_dtype" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "kv_cache_dtype", ctx.QueryParams(), &params.KVCacheDtype, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter kv_cache_dtype: %s", err))
+	}
+
+	// ------------- Optional query parameter "submitter" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "submitter", ctx.QueryParams(), &params.Submitter, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter submitter: %s", err))
+	}
+
+	// ------------- Optional query parameter "submitted_by" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "submitted_by", ctx.QueryParams(), &params.SubmittedBy, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter submitted_by: %s", err))
+	}
+
+	// ------------- Optional query parameter "vram_gb_min" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "vram_gb_min", ctx.QueryParams(), &params.VRAMGBMin, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter vram_gb_min: %s", err))
+	}
+
+	// ------------- Optional query parameter "vram_gb_max" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "vram_gb_max", ctx.QueryParams(), &params.VRAMGBMax, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter vram_gb_max: %s", err))
+	}
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetRunsFeed(ctx, params)
 	return err
 }
 
@@ -4933,6 +5207,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/v1/series", wrapper.ListSeries, options.OperationMiddlewares["listSeries"]...)
 	router.GET(options.BaseURL+"/v1/runs/:run_id/series", wrapper.GetRunSeries, options.OperationMiddlewares["getRunSeries"]...)
 	router.GET(options.BaseURL+"/v1/compare", wrapper.CompareRuns, options.OperationMiddlewares["compareRuns"]...)
+	router.GET(options.BaseURL+"/feeds/runs.atom", wrapper.GetRunsFeed, options.OperationMiddlewares["getRunsFeed"]...)
+	router.GET(options.BaseURL+"/feeds/regressions.atom", wrapper.GetRegressionsFeed, options.OperationMiddlewares["getRegressionsFeed"]...)
 	router.GET(options.BaseURL+"/v1/calculator/decode", wrapper.EstimateDecode, options.OperationMiddlewares["estimateDecode"]...)
 	router.GET(options.BaseURL+"/v1/calculator/capacity", wrapper.EstimateCapacity, options.OperationMiddlewares["estimateCapacity"]...)
 	router.GET(options.BaseURL+"/v1/calculator/grid", wrapper.EstimateGrid, options.OperationMiddlewares["estimateGrid"]...)
@@ -5196,6 +5472,189 @@ type GetDocsAsset429ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response GetDocsAsset429ApplicationProblemPlusJSONResponse) VisitGetDocsAssetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRegressionsFeedRequestObject struct {
+	Params GetRegressionsFeedParams
+}
+
+type GetRegressionsFeedResponseObject interface {
+	VisitGetRegressionsFeedResponse(w http.ResponseWriter) error
+}
+
+type GetRegressionsFeed200ApplicationAtomXMLResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetRegressionsFeed200ApplicationAtomXMLResponse) VisitGetRegressionsFeedResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/atom+xml")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetRegressionsFeed304Response = NotModifiedResponse
+
+func (response GetRegressionsFeed304Response) VisitGetRegressionsFeedResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetRegressionsFeed400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetRegressionsFeed400ApplicationProblemPlusJSONResponse) VisitGetRegressionsFeedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRegressionsFeed429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetRegressionsFeed429ApplicationProblemPlusJSONResponse) VisitGetRegressionsFeedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRegressionsFeed503ApplicationProblemPlusJSONResponse struct {
+	FittingApplicationProblemPlusJSONResponse
+}
+
+func (response GetRegressionsFeed503ApplicationProblemPlusJSONResponse) VisitGetRegressionsFeedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunsFeedRequestObject struct {
+	Params GetRunsFeedParams
+}
+
+type GetRunsFeedResponseObject interface {
+	VisitGetRunsFeedResponse(w http.ResponseWriter) error
+}
+
+type GetRunsFeed200ApplicationAtomXMLResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetRunsFeed200ApplicationAtomXMLResponse) VisitGetRunsFeedResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/atom+xml")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetRunsFeed304Response = NotModifiedResponse
+
+func (response GetRunsFeed304Response) VisitGetRunsFeedResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetRunsFeed400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunsFeed400ApplicationProblemPlusJSONResponse) VisitGetRunsFeedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunsFeed429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunsFeed429ApplicationProblemPlusJSONResponse) VisitGetRunsFeedResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -9581,6 +10040,12 @@ type StrictServerInterface interface {
 	// GetDocsAsset A script of the API reference
 	// (GET /docs/assets/{file})
 	GetDocsAsset(ctx context.Context, request GetDocsAssetRequestObject) (GetDocsAssetResponseObject, error)
+	// GetRegressionsFeed Regressions, as an Atom feed
+	// (GET /feeds/regressions.atom)
+	GetRegressionsFeed(ctx context.Context, request GetRegressionsFeedRequestObject) (GetRegressionsFeedResponseObject, error)
+	// GetRunsFeed New runs, as an Atom feed
+	// (GET /feeds/runs.atom)
+	GetRunsFeed(ctx context.Context, request GetRunsFeedRequestObject) (GetRunsFeedResponseObject, error)
 	// GetHealth Liveness
 	// (GET /healthz)
 	GetHealth(ctx context.Context, request GetHealthRequestObject) (GetHealthResponseObject, error)
@@ -9754,6 +10219,56 @@ func (sh *strictHandler) GetDocsAsset(ctx echo.Context, file string, params GetD
 		return err
 	} else if validResponse, ok := response.(GetDocsAssetResponseObject); ok {
 		return validResponse.VisitGetDocsAssetResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetRegressionsFeed operation middleware
+func (sh *strictHandler) GetRegressionsFeed(ctx echo.Context, params GetRegressionsFeedParams) error {
+	var request GetRegressionsFeedRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRegressionsFeed(ctx.Request().Context(), request.(GetRegressionsFeedRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRegressionsFeed")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetRegressionsFeedResponseObject); ok {
+		return validResponse.VisitGetRegressionsFeedResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetRunsFeed operation middleware
+func (sh *strictHandler) GetRunsFeed(ctx echo.Context, params GetRunsFeedParams) error {
+	var request GetRunsFeedRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRunsFeed(ctx.Request().Context(), request.(GetRunsFeedRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRunsFeed")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetRunsFeedResponseObject); ok {
+		return validResponse.VisitGetRunsFeedResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -10870,513 +11385,533 @@ func (sh *strictHandler) GetSubmitter(ctx echo.Context, name string, params GetS
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L1fc+NGlif6VXI521GUDVL8J0qiwrFXVa4q17pUVqtU9u6YtUSSSJJogQkYmRBF11REP92Yidinex86",
-	"4j7vnfe5L/Pe/ib+JDfynEwgQQIkKKmq3bOeiWiXQCD/njx5/v7Oh9okXEQhZ1yK2uBDjd3RRRQw+PcL",
-	"GtOrhKt/imSxoPGqNqidk3HCvYB5JE44qctlSKKYTf0gIHG4FIRyj8h5zBjx2CT0GJmwIBAknBJfCjKL",
-	"fe+g5tRuaZAw1fCY8cl8QeMb9Qd+MZJMyNqg9sK/Yx7xkphKP+Q1p7agd6MwkVEiRzK8YVzUBift045T",
-	"0wMYLUKP1Qa1C0ZFEuO3Pp+ZgSxpvGgkUc2pxezWF6rNQW1BfdW0YJOQe2IUsXi0wM8XjMvaoNtSP8a3",
-	"zIPWg9oAh1xzajIM1Z9BsGj4fMpixiesYf84umWx7ua21TxptmofndokZlQyb0TVFDutTr/Rbje6retO",
-	"Z3DUGRx1m73T085x5x9rjl6O2uDHDzV6OxvRifRv2ShmPyVMqN1qO7B5AVPtZY9b6jGfJLEa0Uq/xiW7",
-	"y5at5dTMuo4ETnJtYTs9WFgWm4bVL+rdk26z59SEpDIRamI08D0137EcLdSYOmrukgbW+22nJuUUfz85",
-	"+uiUTOek2nRO7jOd9lG32y+cT7/X7G+bz1HzaG1GR+12s2tNqXt08gnm1O53T3o753XS7Z8UTqsLYyyd",
-	"Vnd9mzrHp7l9Our1jz6+d2qMz3yOJ5VObhj3aoPaJPFozamNEz9Qf94GweJQ/U8jjBin/uC21ex2mq3G",
-	"3Ul/1O/VnBqnC6ZfrDm1nxLKpf8znupB7TyR4VWYcI/80Dtv9+F4RqHwZQj8ZubLeTJuTkLdRxSHf2IT",
-	"eagby44YdqqO2JzG3pLGMOpJlNQGtVdcsoD8NxZy8vyo0emftMitGtgkSkaTMFbsrq0WO/ZvWWwd26OT",
-	"VrN9fNJsqZdn0NTV9X8j3Va/hQ9GkzBRbKLt1EK1zu/GCZcJ6fSarV7zqObUoomvpv6S8S65g9lF4ZLF",
-	"o8Bf+HK0rA3axy2nFtPFaDbW27KK1Bdf+2ISM8nIy8t3ap7mlXbno1Pz1brHq87N6ifv5/hGJj91Vorr",
-	"BDRR7GfwoUalZBwIJ9u366tX19+9GZ1fX7+pAV0uKDcbSIDJkdeMeiwehzT2LhS7ax+qS6DdPGr0njbS",
-	"nWrATjWurt+QRmNB7xrAGhsB46TT77R7PdJozKKksWCLMF41EukHer9Jq3na0x/xZNEQ7CdB2p0T0mgw",
-	"TscBawAvv2tM6GSueHejIeNEyEbMFqFkDWDkjUZA+SyhM6Y7DnmwIo3GzS18xhqeWkPic9kDhg6HZTRn",
-	"1CONRrowDb0wJL8sOIwRDmOkh1EbyDhhTm0a0JnILW+jbHkLp1Mb1FRDSDsFywNkfKqILT+X2qBWMBvY",
-	"8I2FyPrI7Yy6bWBv9A9m9WuDWrtzoljD+jqbhj4ipeNoR7nRqsGqscI6sdH2sarrG4YzguHgaPAxTxYj",
-	"HEy7c+LUeCjVkfyx9o7LhDOPhIlshNOGnLPGOLwjYypY4HPWJG8jNtH3+4DwUD369nsCoxmQ4mG074g5",
-	"w6TdefnUIUKGkxvSPm6RHwicS4dcPnvFiDm05J9IIQMh7d4z8k+k2yEvn5Kvv77qNTq9Vov8E8lzAYe8",
-	"+f7V16/OCbIXYjGV9x+d2oLJeegBrwqoUPshEiGpz5k30hKAeimVSQpvgpF1BdQGPAmCVCqqDWrsbhIk",
-	"HvPUVmop5oNhyvue+N0MXHeixbbBh9rc9zy141MaCOboP0EAwoHqB+PV2oOYUaFawIfqchnpA9j6mBLJ",
-	"2lx//LBxkxoZMVxE6fXY6faOi67H9E7vHXfUpV5yK+cba58ebW3spNM9VndpFIe3jFM+gZtJjd8MX/gz",
-	"TmUS5x4wz1oSESbxhI2mYbwAyTGiM0UX+vGCeT4d6dOnBnwYBdTnZ2Qyp7Fg8qtEThsn2ftiTjtH/dqg",
-	"dnoyPep4rSPG2ox1aLvdPjnx2GRMu+3WxGv1veNOx2On1Gt1T8de1zs+6k16xyed3nF32u0dja0m/Z+Z",
-	"Eu+Oj9JHSayI7/C2fRgnXByu31eH+JqiF/sDPd9kvPClzK+BfhabB9KXgZrxjjsq5PkTb5gdnLk5m9wI",
-	"TTfA88aUe0vfk3OQwCX11STknJEpFUozAYWGTMMYFJoxEH5d0wlpkV/+QtoHSjcShErSbZM/KN2nc9xq",
-	"togMbw4FiVhM9FEdpAN7Iki33yIvnx4KaIKEilV0mi31TLWQzZEsmT+bS2i/R8ZqFFGQCHJCvvXh1W+/",
-	"hz6AZtXfenAONAxSSUqrERUC+EI6fZQKb/McxVqJTkdrdEqupTHzzohanLk/m6vFgc+JL8jJEc48YnFD",
-	"N0NExJinRoFyslkFsWVg7/HSnTEv5R+aB/z43qnFScBEJq+1P378+NGpRTSmCyZZDFf109Bbvc3Ol9Iy",
-	"xST2I829XOZ1jo7ap1+5WnVlcL30e6R+9eIZ6fV7Jw6JqOepaygmPJQHalrqvX6vMV5JNuTPsQmSHmP8",
-	"9qTV7TgkUn/rNw5wW6GT0Fs9EYTd0YkcctWOcAgVRDAum+QNY54grhp7Ix1841u2cpvk3OpHzqkkXsjE",
-	"kPNQklsW+9OVWn5K1FWkZsRDCZKUL9RFBxtG8UVfTYkz9csNi+SQL305h8GBau9m/KqZ9ug6ZP05nFH3",
-	"oDlUirSv1nQOd0om+OenobZ5MmcLqjZjQe9eMz6T89qg02qpvVMHXDXyP8zG/Hje+Efa+LnVOP3y8P2X",
-	"X31oOZ2P/7mWCspCKiW/pjY+t9XfstXmbl+rc+zzGYuj2OfS7KSahlqjG7Yidffyu7fXRLEt/bhxw1bC",
-	"PSBy7gtyfvkKXovZzBeSxcxrVpu22r3c1K2p/thqnNLG9P2Hfq9kas9oMFGawMaMflB75sKt7jrE50Iq",
-	"OTecEjdO+Mj3XDyfLy/fETUsh0yoYA2fC8aFr06ho8ia8hX8DP8OfAoGG0qMJtWYUEmDcAbN1N1u67Tl",
-	"HqTz/ilh8SqbttKTtm3xwufm7/aWqV6AvPnOFjfX536uaJvFxC1TN9wzIiY0YALWQPHFMAxI4N8w4mqN",
-	"yt0yjSKZ155Zeht7YTIOtMjtL5IFzGzhc/x3q9k6SifKk8WYxelEL+jddyDIXWsJY4Ni4TmJGVqh7NsD",
-	"LiEUA8/MsX0iyHhFPDalSSDLprZpSFvbLz2H/vHxcafdt6aSbZjPJZvZEzFyZRF5zqKkjDjpBkESkYyR",
-	"HMzxBOoG+iydEfT+UKq7CpPZvIDMgiBcElfSeMbkSM0FTocmPnUkZoxreRd4OCUBHbMAjKSqScKE9BdU",
-	"MlL/67/1WuQPpWcHXs/NQ29levvpkY/DMGCUZ0NP+Kuvi/mdYuYSrLSeP5FkGoeLJvkuJjO11ppzwE0B",
-	"29QkuGV6g5whd9EGZK5Z/W5e6XMJjRlBYcpRVw6ZzEN/wsRA3TBDbi4VdVXBzwsqJ/PsouJ0AXeUJHXr",
-	"vqJcLBWHhTEPOcWpzBkB8vdDTrRmI+zbZ31JYSKlnDe9XEaN9x/azlYGfA0UUMiGzy1q0FRrmCcxzLPu",
-	"vnyOF4v5SdF/xnmHHFivQ1hz1iTIZRVDdrX++JK9COMJ0zKjYsED6AjlwYaQMYNlHPKIxtndJllEpL9g",
-	"hhXCLY+cjaTCroMMRHGVVBxQq47nzxjUgf2PqfAFcaE1b4RH+6//1lFkfUa+vzq/MOxHEBmqradSffhE",
-	"NMl3PFhB/z7faPiJyB2jhAdMiCF34Uh8JeOEueWbnJ3NMibQrsoE1AxePi3fYZih0nbSBVa7p1YG9Pcz",
-	"c9VMaEQnvgRpDNdKcWbrHirjAcbUV/Gm6bVOizm0ddO88tgiCiXjk1WhWHTOVyRjue1f//x/d46OCIhI",
-	"dBwwcv722atXoEzSiZKr1fb4PyXMvo3OSMwWTHWpDmwYk06PzMMkRoVHi02lspI1wg1ByWblR0fru2gf",
-	"5uHwrtNuDId3x8/ff1l8jl9N34ScXSj2s7kOz6/pTKDKFPlaapgEPuOSzMPAE2dkOVc6FQrNaL+X8Bay",
-	"KvW02+rhEeMhCPnlU5421FAaOJbSu6t3UjgNDozvhdGN1meif0dFVA0wCmgi/LEfKJJERk20ZkXqLujD",
-	"Tf23e3BGAjaVSraoIE342NXI6Gl73l6XSlt7lsQijIvvL5ezOzmawBuuOXRRzG79MBEkojMGl666znjZ",
-	"GPHrskU+and28wYY5/PUHbJGOPC8RMImdWTot0GwKBebtaflITKMNcTvjU5cMlJ9mauFi5Jx4Is588pH",
-	"jr6VXWNPFfGHsGCYw4tMRStgVra69kTY+hzeYkG4ZHFDzYXM2R15+815o3PUNy7obofEdImznijVjoDy",
-	"nU4tomD60TOzGgfP1E+JH6vzhv6AeypzOMeAzspENnWUngjie0DZqdgAZrQPKNB8PAQ7iEsCX0hBfFk2",
-	"gYDOUP4pH3x6u/hcgsNuh7yP49cfbRhUJuLWhQvg2dvvkRNSgryPxOHyjCx9LtAO4p5PJiySbpP817ff",
-	"vanAavRA7bEzrsb5Y+1PAghvIm5r70vXvFB0K1eNDflnAten0nlhdN9+/0xJ1F/jz0V0gf69J0JpvHkP",
-	"kbs5+rKxrrlrHnxYX/sLv4AOXkm2wLsfWTRIFa1W2ajA8VJ8dxy1LHHHLOdO+ixRSJ/9JrRNGOEfc36U",
-	"9YHav1Zk0+c//JH0GmNflhNqznfz4Bls1zozDqZ4FMq/OV7mkroAAdMhHov9W63pAZsGozWXByVsLdXq",
-	"qrHkqloezOqt8T08LbEgor6G1GLsgaDmpF4LY45x0MAbrMr2I+fnKNmPfq/idrzNHCTrw05/InPKvYAB",
-	"Y1bynft/7ME6Mg/Mg0kH1awLerc51isls4Zc6VRaW6WSLEIh0QK7SCZz0MIc8vLpDiVqtKB3lU12LfV/",
-	"tt2uSJWyB+/zioMPGL3f6H3+mKP/qI6LiEIuMMDvKfWujM9Y+zpR4KJRFPgTYBKHURyOA7b4Ei7YwQdr",
-	"NP85ZtPaoPYPh1kI4SH+Kg4v8SvsdF1+Sx00Sl9a0EBNS/E1RY/hlMSUz5h2toCupQ4T414U+krbojdM",
-	"nBGXxXEYCxcOI8o/SoEP+TTwJ591PoojrKmvZEkFSQTzNAVo04HWlGGkL3wpISLk8w4U2TJeceAR8oOA",
-	"jJm6/qbIuep0qnaGgjGIxhL8A8u5H7AhX1C+0r7NmJkPqNqkCRuov/GHBfUYbJy6/Z9dvlOvULBBHQw5",
-	"etlS6x5ZUl9qi4Ev4bII+Uz915dkQVekTseKLtotIg6a5HrOhnzqSzILmTpnZ8S9YjJeNc7VqF0i6Eqg",
-	"ki5DQsUNoTPqczQcoRAKlG99k1/aDWlCLeOLMB7rGIbPu1vqYvEFgYgCMk5k6pxT9JVdNjkiAyvLR6f2",
-	"MkRF9fMdax31Eao7RhAM4jAjHhAXXcj2FilSWM5XpO5LMeSgz8CzuS9kGK+IkHRFYkY9JSOAiRcsH7Ac",
-	"OjD5M58dMqHgaB0z7UwdZIwIFTF2y+IV0f07hNHJHPZnyNXpAD3nUvExxfy4DC136yFG+xx2D/NRJ+6B",
-	"Q2CBAqW4L+csRo7o8yiRQAmUTH0lROF6UjDhLuOQz/SSXRgW+7lXbBx6QMBqyZYsCBo4DFKHdUid1/B7",
-	"RGMBcyAJN3tOFkkgfbBmq6YOwD2Zvz7G1ANyfxPKF2HCP+sU34REqOsc9i9U6m0i2YEZzkXogY+9WIZE",
-	"s+ITJehGK1J3c9bA7FYT5Pk1nR1Y5sYz27BosTT1XiEvSyUvNYGrhD/DCPQtC2UWyE4GmNK4dKnMe4cm",
-	"Y0D1VG118e2NlX2rIxXc1yGOyVUrkPk43129Xpt+egPLxhWLAroqWngX3Aj6fsjuIPVfwmgc+JZzNQ2G",
-	"APv+2gXfLLRBQLhkofXBTKPSBj2/8wVmY/xm9+farIseIV5IsGmEBur4rs5whfW26d/ihFfbt0+zuNdh",
-	"+JrGM/a34oOB6jxWjA8vRjB6kHqbXPhPkW9ch+EF5aurNFXg8w5UOzuouFEiGRXSjFZxIj1atbto2DFv",
-	"e17MhHCGfBn7kuUcPgcgPqqv02AvYPvgWaGTOSOeDzFK+igOuQzDG7IIY4Yh6TH6LtNBiLmSMOub3cPt",
-	"F6kWdNdnGyKHP5kfDLYJjDJeDTlIjGhJdq+oZGDfanzhaiMmehq0uxRZhQ4a1lfvkIPzBC9jpkattn6a",
-	"BEGZMJp2kprStgikjvX+FVtQn2s1ovI3glXoYy8B+R2niZyHsf8z+9wXsN5sIDPUFVH+gXA4kJvrCb/h",
-	"4ZKrN2J2G96oiwWIwbwnqO8drPGlH374oXGeyDnjUg2f7WYu7zi9pX6g5JbPfWw9KumYCpZJU3iagKW8",
-	"41EcTpgQf6uRZaMSSRSFsbaEmCCOTdVgpQ7PkLv6dea5eLbQMOAr7X9Cued7VLJU8Aa1VN/sbMgFC9gE",
-	"bKcQasI8IpRoTgPicwhdlb4SMEPOhJaS3/G0vwvm+fRam+E/90XxRJBn2GXjGvJYRM4QEkY6RgItIUD4",
-	"KC1SE+5NUBMEnvnu+kXjhNTHoecz1M4V/1b6NfxysMklFXcOiWBcCdapoIAGIztbM4rVUKTPxEbu5oca",
-	"TwJ9EtAsu3ZgCpM5S79Kmc16qmeFfrJczwovl6aBFpneSloz1rb1vNEK3WNGacUXs7DnnR98tM3kP2I3",
-	"a42sjdZaNye3tWs7UL5kRTucSW/h+E9sIms65OYpFX5B6OM34dKOrVAiZjjGzJgmDMSmPwhKL1a10igj",
-	"DFwHcRQi0QNGwVgLZljJFmLX6X3GguCKTWELcCI0julK/Q1WgNGYcm8Uof2RBsF3U8gs2Nbkc/XdU8ox",
-	"1j2/kbnsoDVNhoccNRltDcDIeTWlW2C2eopZ4F8TktJQljYrAuZnyeIoDEAldGrsTsY0+1MHed3GdJH9",
-	"hc5ONYACedzRrhlR6hYS9qZOlBIxjcMFxk1N/VigMgF0GDCvSdCiPsVAQnjsQLiVErAw8EBbEvzplCkh",
-	"IFgRn2fxV4KBpVUMed3N5aC5DoQ8FkT5ugdazlRMFxZyyEUST+mEDQgNAjVWP9b05HPFGzKyctBamg0A",
-	"LjO9P1RvF04Uldk6JUsaQ0QDsGARmnBGQ5ObDGCN+qDjURmxmIOEJGGfI1LHVRPoeHOxBXTfu9bm66BP",
-	"K+bv4F70VEI0awxKz2NtWhllOfq0l/GTtzqLZOPQTH0p3IEJdWTxLV6kvjBBiUbMaBI3vGXxyOyhOwAz",
-	"dzzkdBxq6V8saBAo8d9uCl0VQJQxmyZCEbALSUJUkRifsFitvDsYcp+TMZNLxjjc4WO2CrlHKF9h/Gs4",
-	"Ro7cJK5RnUY/JSxhnjsA/WjIbZUq37VOPwr5hJE6brvSQUIlFIRCH5g44YrQXHY3YcwTo/zhGJi8IfIl",
-	"WdA7HWiumklzWEDvUS1AqptpZulzL1y66A9wwGzNQ03wmJNE49i/ZcKKBB1y6+4g2AKeAUNiqrGaU8vt",
-	"Ss2pbS6t9glb6wVkWDBFk6OXH3ghT3tmxE1tds7fPQXJ1hUu8bWgqSqf+F4hN1hPwK0ifhmhZOOXn9ai",
-	"EnYLI5iFV9BUmrR+D/FpjSVgRiX05KTxF1mk7FpYw0Y82kbMy+aWFTMTJLTnOn5/c+vHRnTZKjakMs7H",
-	"NeCHKiLveg7qh4J3bm5NIvDcxxSG3e1m3wThsrhZdVzWxlsUlBTPIC8ye9FEQ8QsWGm3oDb54FyaNWd3",
-	"b6MoFMLXOmt5t9DVgkI/pD5mgbnsMvYMfNhm0wdnRK0PqovqToJL0TDscuLcHOzazhQMM+RmdYCZFq2M",
-	"a83ard79hvq0+ZpQnJBPGOJNVKMLLYtAi1UlkLXTurYwm4S0ZbPzJ6Rwoddpd4P+NybuFOY84eG1ZryN",
-	"B1wGtID1a+PCSN24BVE3qdVbGDpFWwSKgIFE34NHlkqMjwLKOfMGVrgLI5wtFfkctTbERCBeMJTqVg+K",
-	"j1WIXuLN0X0H/xBkgmHeLiyVW9IIvpujia12joBybL9IXMV0jSptYMrNI5Gl7jabjZPfv2ytdtGE1gM3",
-	"yGGNWd6Hme86SnYXZWMrE4DBxM+C4Ikw+qIdWGhL9AbEYFOUyktghcKSzgxXI9lcogKwontZVzbaGYFZ",
-	"7J6t6XjCIpISVRcTxHiXh9IYQrxMQffBQAmBEVx7jdW391lygL5IuyjcAQPzdK+lwI8ftJo5aKmHtvCw",
-	"kRgQjod8/YARrJ3mLBkRiSq/VEVIXtkU0m0tWp3y87A+i7UNLmQh1gG+Qtnw0dkcHLmCU/UdV1qsjFeY",
-	"W5Zwh+hkwTD2WGwlDwu3ut3O5kh7Cy95eQSGXb5qvnYHVLJOnuuL/qR92kkBNVKzElia6vjXL38BKeLg",
-	"XlNWe4gy4yv8FHMG12/lbJ561OvXrLV5Bd+qRdv3M8tWWN3YZQin0jpcJfytBq8saOqWxZ6/j7n2LYt9",
-	"Jt5KFoG9tiDZXQd8E7kMYcvQk4xmcnQAa8kOLCKb0v6aqLPWg/bO3PBwScZsGmp/jhIKwaqlzrQYoMQZ",
-	"TrVNlHFJ0IiGOapMZDbx7A0wOwmMIquSNtjcw0JZyAaFOU0W+axToTH17RDIvgYXRbHAUQjMeK/roAjK",
-	"saIG/3B2aSNB3mv09/G2PZKslolQu7wrWnJ9sAzzcAHkAYLDfhfKw0SBIuoupNR1AshR1PYz9dpHp27+",
-	"XKVnvxIftk5o6T1QFFlRIj9hn+XDvkSnl190Gd/DZmdk7x0fffu9sRY82rEvPIIVXYvGalnoWax4JjN3",
-	"Su5MPsYI1g7pozSZndp7NLem312/uM6iQBHyT8esLSkmrFBhhFONMQ3ZbDvv9Meyqt2fj6SKRMpQbJ9K",
-	"FbNYlgm/friqe0A0gnCFNzEvKo14zcCEH+6+sNGGK7x+76gLmEL2/YbPwixcbkRmjcp34BmCyzyUPeca",
-	"U1rCTmos58CbbW0MLoOVLgwf0KjKRfzw3uuf4itkO5B1VTiNNDKjOJKBBRSSb+c0mDYAREeYpFBwgt/S",
-	"QIDy+oeBFbk+CSFcgAZDftoif9AAkhqbgJM5C7xGmEiCWSXaZWvCJZ4IwJ1bMFIHp+mv//OfW83Tv/57",
-	"nX/ZPvj1f/5LQ85Tv8eBQ5a+xzjm3bbJl6R9+Os//z88bXLKlqYXOuTGOqWk/2kQYiS3JG3yhzOiPxAT",
-	"GihFYwzvWBECsyhxh7zeaZE/OKSnZrVEDKkwmc0NMmCeALZJd/tLc9vlrzw/1D0X7rjl5tvIWUSBgnkE",
-	"ahfAOqktM1u9GZFkPHEVJqgdcBXeTAsn7LsI+CF25eDYipbghc8CDyi/2DSjox4RHtDkM5K1lE7F6jDb",
-	"e6qaA5Q386HPCbVS1xTZqRcjzIlySR0CTQI/H920nut0sLnc0FXxUc0GRyUBUAGDsbXh8tDMw6ndNcDe",
-	"VBu0Pzo11WVx00kUhNRjHozKah7SGRdRGEtgCib2VL0ltnbXVeRQiDGjums3xlQwj0AqmBY9ssVUrRe4",
-	"b6zWexBSJgSdFTBf670jJXnilhQdhlwaG2Cd9k9b7YNcRptZ4tK0tjPCFpFcpfxIkQJs8HIe4jyy276s",
-	"kW0r2dkMK8KJF9J9QAvuULtYh33kqGQN6S9YrTRGYwNSpcD/zlYjI9ds7nQOVyCmvtp1XzZrhRIM1UbH",
-	"bTe8muEVvol54GGQFCNPqO6pt/DVdcVDybZ4pO1BiDC43b5W1RsZVxPGtnhtFJHs1if9LKysZu1Iuqa6",
-	"nVzZlvxc84POLWwZnb1SzAxUFM/z1Zs0uLTITkNl5SnxPntslqDAhGgSRB0iQiQxCBkXZEI5mvma6DO3",
-	"gB0qIDvkVPXcCpatxWOYFuDsflqjgrWwm1GF/kJbSQPmErx+hUNcWOBRCvUIGaKCySQ6cAglrpdgLgHL",
-	"oYkC43RFRBcuuhPhsUvqgq50ghEnrlrSfASmNQalueW6BlOP7gyCKiGYFxou9B7iZG3+sAehIqx9IdGp",
-	"63uqxF19NQCdsbxRHJHgUWDWS0mEpNx7MD3CwIr29uXlu0dSorKWHqhBrTW0MSwoRXMP3SmLx9vk+Cmu",
-	"ZZpnq5QNJcE4hIoJ457PZzmbfxXJfdv8MY48C+Lbro69jP2SiIKddrYsLvqzBMB/MpMdBKjRIpTl+QrE",
-	"cQx0gwIFS6rT6o3eUukWz4yCnz/uVs9vZ0jDf0jT41pzm5a/RzP0ZdH0mprKDts2E/rfwlUcLvfgxLHv",
-	"aa/3o7icH8F6ayUvlDs7YZI7LK9mbuVBBpWXqMwd8whRaqUJGt9Y1dnWxo+32k4mZVVtq+LEXK/qVqEH",
-	"fb9m+qdBgKwVv5xduruHE4pKQ8DCcfYYXjLe0zXkdn+dLzJ3v5C4+wfvmwf28NcK2u02tD9e8oCO+cdr",
-	"O9suW/aYwG8ZZaXThw3bIKL1Fdb7tY3eNfboWmxC4FPB9mRGNJ7MfckmpqDNxgfTqN0fyWkQRgUhJF8z",
-	"Lhh5cdnuHz590e4TybgIY3L94vV3l2+dFBdQRDQWvgSkk3vsfwblXhAVbfKRNCx6CkWI9mLM4NO5QSFn",
-	"Fix8ofnDyHIVYrDTqJdQ47+8vHxXkouAOYEpPv5oNq4q8xqbzqYTS6tGFdKQZybt2Ihhk5CLZAHGvGUY",
-	"3ygRQCfnUkkbE8Yl6HkBjWQYNUQ4KRSidMWtQvn/lnEvjDFhX8wZk0r9jOLQSyYSIFx10NIsiRlUf8K8",
-	"zcItkV50b7aD49iVT5Qf/4swJudRFGjF0aSGJBwAmHRhGHC9qOGnpLSvDV3bhsyhTce6diRz1J/tps1u",
-	"Cskrf3DNKqa7pgloneC38ZzHsK7Y/Ov+Gu03jAZyvjmWTYUjvNmdIKq/KuzI99jDDGwbqpVDxDxcAkBM",
-	"rCFgtOm91249lp2saC5WOMnGwm1mfBUgNBVlqGolqygDqlrq0UbeWHluVj4zFlNrSV2z/SnUncqKahxU",
-	"ywqj0qQDlYQV60pJpVlZdp7aL3/JavfZaa4HhUPZzKZaw37N8nGzVFzK00xck9dTn6/Gse9hjrvIJaMl",
-	"HNquloW2QUn5mVdIk9qyuBvTLaLQ12nB4cfIiE1LEpdjnxP9jkNuWTym0l9UsmuUVPUtHVNaoMKu+VvI",
-	"TAquqbWCCwAIqVox0QF6CqRuBJ9AR/B6VMyZOCC//p//F/iWwWd7RtwhgJ8Na5iXT8kY0FcDOrNOTLYn",
-	"ZcV673Ub3ye1OF/n90PFbMasBnCVL3T118KcHFxeiLVYQD554HMmMtHW/Qf3AbHLhkjNGNYn7JRXjstN",
-	"s1JSchnlGrIsPJNZRd9PlLmxnwBhjec5l8Vx+GiUGukKyNvbu4B3n8Gr+GnsT3JIgfvH0RYJy1bZmf2j",
-	"jXbE6ulBr03crGy+7x17jGtaaAzaLyY3pvxm80S1U//8GIo8qfY1OApVl9tN8a0dJ3y/zIx7B7bAsJ00",
-	"vkV1jOanwoW7oDL27/7+DJo47q0mzT0cnbsskOUrV9HwWM0CbtNfoUn9M5olL3Zg5+gAX8zGgnRto4YN",
-	"dJkwqjEooSBzWoK4AKnqXkwuV/99w8aBIFyINp26f1JrhzrB9al/x7yGifk3iUAH97TvbKk+X1LBFMZm",
-	"EDO1gsw8My6NLmOPqjIYXJHSxjQCnt6xJ7r2tq5VBj9gTcRICQgh1/HdgtRd/Y7nHiCmZLCyLFCk7ppq",
-	"+nkHfFpj3zEF0cCPteetoa+B/HZvW+1sEcqJ+pkhuAKf/I2P0ac2/A7Voao5kqcxa5I32iMfToc8Sxxb",
-	"yynbSCmDU6EuDM5uWQyXBvOcIY+UkA1VtTXyAZHhDDauOeQN4opEIErVCEfiDsyQ5izwsKgAUE8OegRF",
-	"ZHg+5ISkBF93c6vqHjhWXL94QvQ6ZqeGRjSWqok63H4J99RoIzpj4mBAoJTtqiEklUwTF03BSPgqhbvF",
-	"qYw1zMA4iYV0oSgqgWdq7Z8So2kJDRhvSjDopAO13MTGT3kiSAD2BVKHqxgXMQOvPnBSkuUz9a1bSkEu",
-	"YjKJMz2JFNzJonl1BmAhgoAuaHMSRU8EceGPhp5ZY8z4ZO46JJxKxkm3o5s90FvJ4lufz0ZiyVjkDgg1",
-	"4L0C4wosdOCQUIP8q3ZY9auLnOS2OcyQuhUjIQmXfkCoDhqByvP6RPsC6EAteR1q8BEYK3biOuTty9eU",
-	"z9SM4PlIj9U9OCNyDibpKAE6SJcGAhQxVMdQDSRN0kVkOIyn5y2p9CcjWCSYNj6w9z6dOYTU6h3H3VWd",
-	"wtnhBn1L77ou6auzvIC6X198zaIgXD2B2bpRHE79gI2yXXQdcg2m/qvrxuvXF0S/IXLTNMMXhuBgoE+E",
-	"mWcek2v9gEIWg0XoGlUy3XjtuzYLUih1p2W71sKKNhJAJivKb/ylf4jVcRtv2CKUccgbbygPG+3O08Zt",
-	"p3H+wx8bvTEAwDw0U6TYFpxrpJAFq/k8UnyR3dYDI4w2mtpEtqmEELZ/6nZ5gNJ6uK5G+cp3tytM6AKL",
-	"kBRGLczTIi7rAc23PoTOwcHyhb6o8HUEppz7Hsb8xwyg7NPKAWlcnpyzFfF8z9KHLCsStvWg4FjdxHi1",
-	"JWI3Cxme+yZeuGrDmQV85xdhxPgoNYyt+WKgjAsPJVkxsABDcKxV/LqoimWh7XeNHqxOzZhr9sLaK7Q+",
-	"qUJKEZVKam2W1dopHL8JfcFeBCEaDtY9vtGcVvQkpomqhuHGLMIwZJ02LySLRmJCdUk2tabmr/eFlrk/",
-	"hbH2JlTofkHvRlMziyrv+3yUqoIFRj6f79VcOtkS8Axdp95eEo3tiRJrOIUSFQ1T6tZC4TIini/PdKqS",
-	"vZK6FfXoibZ1ZNjBADTrFRs9hD9b0NE0DhdFvgGdLgbRrDT2iMdufS1fAbgtKm7aRhwGHkYDV/JTmq5l",
-	"WHFtf76PpcXkhVrTtDpWjdqbbNOPRXo2mTj6NBSdzktGb0y4Z4GzGpD9UdM1GbpzfzYHQMBQ0gCl2QLl",
-	"+zHsn4+aj7Y3wJcFrVae2v4pAl135/P6IMyXqJpChpEAQgfQunSaMhXk66i7LXwhlDIIaG26rMaU+gFo",
-	"WLYO0M5p4Klzy3JdCQMirI2+Oe855bO95jVCoPyKrqx7oGYuGJMGyQVnf0ZalovWC3PJYxZFbsmnvQfM",
-	"rA5/2xz0y8t3GDeDAHoaU7i5Mypuo+Ay0oHPFTOcMJKIsonNokSMOGNeEYAh3gCJYLHi/KY1AEtKu69m",
-	"SUq/3dXJJIx8pvN8oXjlZJ4CkINCqTZvURHDkzFZZMwLF2yDLExhOYi7LhYxH+JDKZX1P10se2qz3gLY",
-	"Hyf8TBt0dNAAEp6TJgxicR0TUVAWj6TZWfHN/GKzfRQA7GE8SWPFdkdvzcNYTileXdWWSrH0t+lnO+A6",
-	"CjyeNJgkAZVhbAE7rsHKkjpkc5sCKZq/QAFWYLc5VvpZwbZ3Lyig5RZPHYYkyDxEg2Au+f4JiZgQ/sIX",
-	"0p8Qpt6TYUjqQbgkEYsb5trRqP1KfiDX1y+uD4rPVznO9afKJtAJUgUkSwPBrDJ2mh1rdEkALonS6H1S",
-	"N1E2Ly/fOVhCEWqIAhI8vOyv5YqodYzZgbp70ZCui/FSfB0xCyAbW9wAYK1+lFXHhEo5WH8il7Vqr+dj",
-	"Jkw8Yoh+AdD4ZuRwiiaxATW+5tG1WY9h+SlJr7uF9/Jc2xRiJYUYKd0IYxvii82h7Jsvf9nuSELIc6xN",
-	"41HqlF/LlbQKKihKYbcMY3zNWVSc50xxrlsW0xnTqli+ilQMNnIgfC08nxEXtspNkTYsUkwriVgMbvvS",
-	"WizPDCQlhvdbE7A36S1FOr5PKKzxiReBAJqM+cncZ7dsUza+l2NvsxAHhikY73qKoLzFrmLBNhe52Xdq",
-	"V+raeBhsq9IwK0LXbXwLgl6VGKSdkOeFg8hPz3RXuIxocS9NedyNHAauhM+P2/cJgfNSJpebW9bnjnV8",
-	"jHBoe1s+bc657umRkezuQTjV7uTczlf95FOgomWHa41KKuGamQJ9mwa8F8/Iae/oOEWywetUOEQwLjEi",
-	"XIligFJcdzUMiXswIKoPh4BM4aRQ4fi1k2qtoNLoIj53knElTRTZr9K6h8WKTK/TwVJOMqcXOFlON+WE",
-	"Lsb+LAkTQTaqJFbHF7Yr4qzvkYXCcgIBscZuUgrW0jMl1PaAfcigirb037e0+52QNxm/K4fQ6YJGogtF",
-	"3mcToIhlKtXopraDAh2Xqx85wJuivDs6DhM5GAcYJrcF5qg4ac6IwltSLi7j8JZxs8AbkTgawgmFMp01",
-	"lOGOUL4C27fBHSG+HOhTQCdyyMcrCYXQMaKJevh9qTsJc2V0cIcfD/nbb84bnaM+whprU4I/48xD3CQh",
-	"TNUu9dTnM/CgqXexiqg/41QmMTPOf6UywZCKQM3KsC9WFrSF0bh9PnOs+sDVLAtmNAWCNfM6R0ft069c",
-	"M3gypoL1e2RjCulIYB4AYqk4WOURpPA8m9r41OczFkexz6VxZNjLihpnNqBbFkOCFgk5gdLR1rbq7xo3",
-	"bCUOP1gNf3TXEiZwTEXDj8Cdowb3P35sNU5pY/r+Q7/38T/XSlPjRkZkKQsDRHIcM6BkQ9YQIIRoX08E",
-	"cbEN9wyA6ht/EiHXBfUuv3ub0Ww+fMy8qWgK1Y2C8BoliAfBIv1jFvteYyJuq1lRcIIL5vl0ZNhEke3N",
-	"8ylcWdZ8Id5RYGXwanSCnYk57Rz1Nzt6HS5Z3JhQwcic3RF9RlOSscjT3mrwsMNQlGZ3wyL5SJsu/J9L",
-	"VgPG8ESH3eQ0KoPrtdvMqztJ4gJfllvKwbCurz13ey+2LcCO1LnczhSRxfpZyC9Tbj42Q7DZk1OOtlNY",
-	"QG9s1xXedudnBYg/OvdCZ9OBSo+DWp15XXZDq0KghQV9UCXlMoOTW09pVvvtkDCiPyXMIe+uXjcEnbIz",
-	"4rHYv9WW8DzoqITCivq+UXcphLF4hebyIM3q2prXgW/l8HV2+xxy7oadwU7m7SyiZ9cn+s3tKUIGMjHW",
-	"CHfVmJoVbvwYqmKUE5t2FA03b27wkwrWcw0PWXprc3WXad6bgx3MkCU1KWlurC4z0CXwzjP59EzHbVa7",
-	"IcwWlEQzJXKuJGYq7CsB65zv8LBVqUwp40TsrD92DS9trURpUsCy2awt+BpyYI53GuuyhdOWmpUzjmgh",
-	"9uhzmVFiys/MjHJUlTs6Jbz4+a0GGliLUkoNDikAAUyj5tSSyMN/TAM6y+APMeQKoROBtcDgAiazK6PQ",
-	"drof8zZ6ZHEuJpJBgX9srnSuAXFxEi6kaLi5m9AAz6b3mXtwNuQuTtbFqGxAmEUxCIJOALGZLTUgcF2R",
-	"44DEbBHeMg++VivkEvjPyPd0DWW0nIJ0iCu38YYiKld9rxbUXftCLa1L3CUVIx3iNg1jF6r4q8V2iQu0",
-	"Cd9rUQJO0Pp0Z/4t4xhtrURYvA10SZkhx5e1sKEEDVKnaQi8YMzToM4bJPUp0E9B65PpPlpMKOM5ajNY",
-	"MN1fHoLjDGfTQv/U5J9SXMnh+cYXBjf+ISbF9Bh+WnviVcKrASOs2b0SDni/A00pSnRI74X6mk7jEHcB",
-	"eWKevhvcAyx/zu70TVFPX8BHYCBT9HmVcDdL0fU91VbGO90hx/NpMVcXKq1P5jYZUKFOsGiS8zHqK3Cg",
-	"kiBwyYJRPuTwLl0w9D/BKWgSMCXp24XG2vZA6qCgLECfEDAPsqCrIadRxGgMKf1nJOE3PFxyZA74dVr4",
-	"+w02yD0CHjcCOXfwCpVDDlAAnVZLkXVMJxJQQ4Gx8BAktjgMoDC47/kxWukokL0aEeR1ZB82yVMsH444",
-	"7YquHL1fnDEPvEMBo0KmgYaOOjFDjmGNi0SAqyzh/k+JUjRSVATHdirhGtBZzBgMFFZzIVhwywSpuxve",
-	"Dpf8+i//TNqtVoscEhdTbV2D7HNE/uAMeT4xBT9wLTeoS375C3GzSjXp5x38vKD8jWrkf+WDH5x8E8Ok",
-	"1eoyDK2Kmc6tGHIlFSPgDfPWvoBhYQ0vzJ6xconcNAvEVEJf6C8MssQh5GOkpuh0Du0j8gedhqROq6cx",
-	"DoZcExNsS7bcxMXfmxgz7aSWHp0VNYt9gFXSMBND3u+ZIUBMFP6ZeggDdssC0RzyIU/r/uvCsiWJYRt5",
-	"kIqU64KxIXetiCL3oEleYU3mMSMBm0q1xKh8uKlg05RhGLhQU996iM2PJGQmwWh8qfOO8rYQh2SpPEMO",
-	"p98xeV9ZlqNqh/z65389OEOA46UvmI4ZMtzTMUmbQ04Vz0ATHQUjLqcLn8+Ie2jWx6y4SXmTIZnMw1Bo",
-	"LCRFAEoOc6EJoQ2N41WOQyk2ojZWu6fB9lZgTMzpxFv59YYFJNeOtaI7BV52JzutVml96Swyvn98fNxp",
-	"9624+PYeCZsQFbTHYGJ264sK+p/1SclZRdP4JEiEf8suzNhxuLszAfZMA9BoLJW0XWvo6lzs+bod3Vnp",
-	"s48F8kGBaWQP/KTKVfbSRe0fHXX7ey5pcQW++2ZslJfoKx1ku1qF/m0npeXco7rfxhT3XLiNs7whohcs",
-	"4j3WsTDsYitJhjdvH14icKtVSBTE6FUZUkV/tmr/XpW6ioT09RqtJSteYILc46xamEwVmUxaqavi+0az",
-	"q/D6lVm3gpTMyveDXcIrh8bWO3H2qulVlXtupIIWbaZt791jezQObsXJ59Bwt/Gt+yDlVhzDrPKI7d3O",
-	"pQikI0e632/godhjsAZZt+rr61C695Yf9mTZGdjlvXrsnRwd73u9GrdgxaW5fdAQ1za6tW90mCK6olOX",
-	"eS8eIDUXAthVPZH3gbEjdc6WAFRGaBCESx2RbzGzdr970vsbY91Zw8nVEM+hv9mfdI7KL7EqkHX3If09",
-	"iX4T4m4PHSkHdPdg/WgdB2/Lca7UXuoCSyV6m56AJRVtoJZA+r1d8keRGpE5Ax9w/B4FI+mzKXpbwZAe",
-	"S2m2nTGPCDZUKIQajXWfuj+fUeKrKn+l5L/Btu7l691HhHu4RrhPFO6DlKjH03Iq6TWdVmu3WpP3ce+U",
-	"6K2Yn7mUkfgvg8PD2i6nc1X7inEi70XZ68GUawlFmy7fEo/NY4Ss54EW15d6DeYyL7FcAqidIC6+4KZe",
-	"N/UVYGGdGfeKDgEIqMAf7uGKqwh+eZXwS8AP2s+RpaQv5vkQO0MWTFKIv8VCpgl3sPYkVLZcsHjGSKT6",
-	"aGImh914uyjs855s5hPReUqzeWTy3cDkRWv9lsV6omuI6YXlFl5xjXyd4m5AgLEOb/colpOsRLfYcVF8",
-	"+UeEPhElNWpZTOQyJJz5s/k4TGIAGEswnH6Pnt9KFhV1LeOET2hh9Pc12vl9JiAZE4AODO4IR2+6kvE9",
-	"kkQYNcrZkoEbkNCYlSSePk5mo8GLETV7BjuyISzW8SjFUR8Xp0CpK7OibTgnuhqiH/hypQPL9dtZ1K5g",
-	"zIqR056bkj0oq7hXUn1U46pb1+No6cu5dqnsRIQAryGV2r0twkXO75Y6KQ0qHPZQFXTgk6AE0Js9st0N",
-	"tEthHu/eBfyFz2cBGwkZM7oYbUpeFSJ0cy2kEtc6jGkKK2OC5TQKTWbbbbRxg3R+Zlp/wWwpInNRQL+4",
-	"J/Dq7nC+7SF8+wfnPSDM7hFrOG3Jy87KqpRnZeeoao94vQLK2EFx+jTs5AEbmeKGmxXxYbyQioVBkd7P",
-	"+9xt5QLhluvtIozT+w0SxvBe2yyjnnLO9ehzHKvdSfl0C0PF73/r7HW1lPD19dN377Oxjbo3iNeac/lq",
-	"gbTywJqAqg0TrpxpbCft084mmRSDqVzb2GVPBPGLI8z9BcSpeqMNEPTduOkpgFMJLtwzCE0Zh4iTmsFg",
-	"I5BjrPhxOCUufO0ChiqC2duRLhBuQy0QjWJ0Ih76gmWgdtuW1sIEhL2fxUwIawHW5mDCdvRNo97SFXTM",
-	"l0UlLB4LbV7RQQnWvGAQfCZGiPJchEWOL2BY0zLETcC3ic/JmAnfY7kaOUZTqOu4KKp5jIPo2waOQd2a",
-	"CA1eHXAUEfEKYt7ZcheN3rJYbf6utfpev6YE9flqC1qDbg8BAJUI4BA9Vy4Zn7CCQaxxCQ0iAmB7ZnTY",
-	"a54UN86IAb5PC4yu0d/6gdzc5i18p0w/2CLrl0nTAZVMyL14u/5kG5yU1rEgf2EtbTT39cdDJDsXC8aY",
-	"oC112SVRcenBShi5lS6KYm36m3Cp4cRRibS1ywqQqVrty6+RvczrotQWY9RbTMj8lj2SKmildO6bINjt",
-	"kJguSZSMA3/SULIupuQWdbNHnHnMZr6QDIFBCxvDHkc3rOCcP8V02/wQy8eVNTWKWMlFKuiCoVnq8vkF",
-	"cS/fPX396hn59vl/dx1MKA0jxoUISHTDVokMSAMyalduBVZirX4u9N2a4sYgd0siKY3cpwTfttVVy/Ec",
-	"U5z1vqt9G5gk53AK2Rj2qmukq/WVI/W3CYz3ElqBoU5DsP7llpM0omQcJtLFzGSx4Y0t8p6tLbI1ocLV",
-	"MtLWp6nSlIolmysZGzBazKjQWEpKc51TwOyKqBAVkWfVpTTaFxEVHCyINVZsw1MyAvHFGoKCuqxTFFPA",
-	"AURUMkt0KzbfQHBdxZHJ8B7T2VdY2C9gbGONN0Zppmi23RYQsqUuo8LtVX3uR35euOQlAE/M8ykf7bMn",
-	"wp/xUVQVwikq7vfR90jLVElU09Ndm1s67qzvwh0wxohLLMmwuRVTP9b39z1Fo30+K74tzwUialjSlOaM",
-	"ZZdlDus/39j3Gdy+Vmu4xlNYlJYTE1uFu06rsnF/uztM9bQjV/+/pNajr37987+6A0JT3O6Fg6WSx6vU",
-	"B1apjES2Vk5+s9d30TEyXTrOIooy7ssCD9BOQXTdlbmvF8mpgTf6E0HrX5vE3U1K2DT5Z+pzwh3Q9BPJ",
-	"vFwWvCJhyfiQ1zG1ifo8A1yIk4CJLHsU/jRmGfegSc6xEEuKTz0ElGbf5NabzK+luqew9BFmhjlknEjj",
-	"jxjofBSTJzPketBBVuNPlyqCKklxloRi34tRGAY+n5GEB0yIIQdkTkBnJs+hKhj4QHR+D4J6+hLueTWe",
-	"Nd+IA2k5S4p4ixpkEjNkl/PVgFCe5r2B/kCE/zNzEF/U1nyGPIyJiBgMU8kb4MXw+eygKOMF96yykQJI",
-	"4Zn6pugcW76hLXFu1Tt6EdCSiiYWUVSoamLGtf6lGZRjlqHwXGdTLpAZvSJcoLTEuDvALOYMOl9RzToM",
-	"LqnrdL3rp9c6dRPx9H/591zyGJwUIYkurZ72ot7LsEqodlsNuZAswrSnmFEPfZ9AOk8EwbQRsmT+bC4h",
-	"fU3J8jYdOUMeBYmuIWew3Z8I8u33BEL3jMPF+FmWKeqU7mPI04BOMmPhgsl4pQ4d0PCBQ375C2k3j5om",
-	"9fA2XyJrgDUF1FJAnS89d3vx8Jdf/qJtjLqkE84sbT5XPCldshT3Nd9rYbZ8GZJaLvYnBTmFw215FiAi",
-	"KsWMfb+7hqnHbNDFLcnQ2REplOZBtUj5pOKMyFScrHoD16XltD3WKyrdgAT+oAV8FM2qpPw3wCeFQpMi",
-	"8FsI5RUOWdB45vOsOFg11Sot3lCM+o1HGNAHKjcoBJ0V2+QS7svdjgpNE6YhZ3eh27T+BK6a7qiIiL7P",
-	"5HOzx8YsaZssoQm8lHUAZMh1oGcxTQs2SWJfrt4qfm6SK2nM4vNEFlTOP+epWQiQBzD11mSt37CVIGgG",
-	"IY0GiK1vzi+eu47BxyLuOWCXaNY1IE+hL7K480ZKXGwCKLQaibqT4Ldsq+ZSRrWPHwGzcFpgukajBYxv",
-	"Gsbk9esL4nMotjhhmoF7VFIlmnzxBQ5Z3edffKGYHZbe8Fjg6IRZSE1VT7UdPkQsZl3UwLFKIQp0hkCp",
-	"OwygAnFpyNMScA07CTmtqf/LX3L545Bs/Czkt8iKxQDjrazcecHpDRuB4c+wBj8mimQQYRMxYJrQCvTg",
-	"C/gBa4zWQfgO6JgFgiSCkW/JV6Td6vQGpN2Hf/e7Jz2Q3BC0A0H+EFwmxZeeqdvIFzqwzchurSYBsEkc",
-	"p0EDHXIXoM4nsNmHGhv0yz8hYAclPyUsXmXlYJXkxLgXhT6XWYeS3jAHhUcNy7H0Jwyrj+raEum7765e",
-	"m6XGNOVWC8AUsWxKxAI55FM/UH3huIUfMC6DFVn6HtP4n1C7DDcD0wMGurzEy+fXNhLQHDZeyDjkM+I+",
-	"v6Yzl9RTGEFESYCb/kDDM6jmWOMZghe4Z8R9NW28CTlrXEAFxLRqWrfVc4j7zfPzr12yDGMlqXMcwpC/",
-	"fH6NOdnj0INaG6q/NvnWfworP/vZjyJd1BaLSGoVkk4mLFKyQ3PIv2E0kHMHhA2fM12ZF+GscQNdHjYQ",
-	"TAXW4bViTmKQXd0RM80T6nmxaUKrvOpXwyQA8oFKNuTA4ZQM1eucarZxpSSNxvlUsliju1xRyaC3xhdK",
-	"h7hi1BOQKz8JNTimWssVGcfhUgD0vq+ujvqz767eHpyZAYBjLEX5wnfQWqauTKUTDDlePih1BP6EccGy",
-	"SO3axatrxUmVpgtsRwwOD8EACqehGcazQ/2ROFTvZs7smuaFNStzrtZqtpstUxuORn5tUOs2W80uABrK",
-	"OXDdQy+cwD80Nvj6naYB3WNFVjHjHkt5DywG8J2YGXZXv2JeODlwMLHeGyqh3Y9Zti5KEYOce0QYQd4Q",
-	"quVW8iV2rRfchaEdKoFJikMrz98MB5p0D/XkmnC+LeQA9xkirDXe6rumcRkG/mTlagmA8BABCPRWwZFV",
-	"KqiifaXxTQOfM9wq3EA/5K+82qD2ksmv1aqpZTQ1pUsjrLJXDl9N1bmDYwdxVjETUag2Uy28tg1oWDi4",
-	"9dmdPJzLRZAHjwWkjMl/8sIJIEKqFxA8Y8jxJyAJfGRuSHUu0l3Ctw6t18yXsdo9UA4bSRx8NazlFndY",
-	"02/j9/By/nu9fyKeqG/t7YOXm1hnLQg5a3oTOj3u99ud8aTX/JNYaxsbMo2b25kWyUIfnUJjuqFIY/KZ",
-	"g+YOK11CFwVuc/i3cIiQq0CjxkCA8joxw9Fvbh/mR6fWbfXK9NqUFA7fhPIi9ACDVR3dHpLF9m+eUu9K",
-	"C9jqk87p7k+uw/CC8tWVSdkHocy4jWuvuGSx1gFztAP1BpSeDoUIaO29+i630x+mfsA+buEojECNW4Ln",
-	"28Xjr65/9fiJQLPjPATpQ912c+NJ0kdDSUpwUDWYCUBhqZtnFoYeqefvuwHxF4sExCP3QF3+xqg5TCud",
-	"AQ/aEDTULd7bcvjP1Ww3OUDxZPWsUug86NLMX/VoDLa++krx5pqx+dbA+mwL/GiFyyjNBlc9b/wjbfzc",
-	"apw2R433H9pOu9UqQln96HwSXvUnektx+nmOdfjFfyIvwpjou0uJx6AXKc0/CpgSLAVTh3aNR/xJNF+/",
-	"evb8zdvnTXknyReH92EF+Pc6C7BppMBCg15CpSPeNeiMfdVtH3X7LSXWZeT0mznuFbt5ESbceyT+cG6u",
-	"aksw3cEj5iD+/byVMURxOFFSnS9IEqGpFmtVn6nznsnmYaIRxhQ3Hiv6qYO4qRSEQyVfrn5WctwbELbB",
-	"GuWVHGUUSms76dtWKP4kTB6sJvAPqaGnFt5gbTNDF1shZbHvErrNrUXzb3cVvFbaD4No2IJd1eJ76a6a",
-	"RpVWG4eJRCXVFFwIqATL5dwXMpzFdCGcbEujMAyGHIqTC+lPhNIccMgNNDDO1aUAOoQvBBOOZXwnU18S",
-	"6S+YcFALUsTyEuLe1NMn+J1e4ieChEveJM/vohChqGRIVmESKyKnEYuVGhissBSm3nSog68auFsdlJDW",
-	"hV6aarwzCqifp6raP5Bvnr++JFqGGymFIIXYQUcz+eb6+jLTj8waOwTDmK21bg75P5Dr/375fGtz4O5S",
-	"893y0gds+6th7eXz62HNgR6VuKcP+LDmYJdfDdVch7WPpH2/BvEgF7e3/z1gFE1tsriMQ9UvSwRAAGoM",
-	"v7/hObMGtEgpp+DE2RL5dr3NCycJRM5OQn7LAOlRhmDdwVAlGYZp+eTQVPHyyH8/v3h9lkonqPMJVOGL",
-	"yPy7iPHzy1eq2U+tEO1gwsY8dy+V+GMBQRkzaDFB6Ymnywy08/cj4udVeyqI3sEtJLeiqIvuJjkHTFBA",
-	"ZfCPzKt7ZmNHh9N1/R3tMUh72wlOkel+97YZfsZhddcDAjQw5IqCBkNOsDDQwPBK9UST0IAABd2HARXS",
-	"y29k7/ViFuw9MuGtUlt6YxtLojaxDgBJ1Xj2lfTmkKNWN/dEsZ1KgtqVGsdvTU6DQSmmCmaAz7uhTu2o",
-	"1d393TtOb6mPARx5IrhK7bB1WbCLB8X0cNs+zMSsw7Qq4zb6KCqrrRPh0DToy7Q2ruW30vDfoKubJjT2",
-	"9EojtK6nZ6I702ouRZsdcqA6MOVnIK2YawAea53OkPktKJjlTeHaAaEIzAtOG6RW/Qk0bM/tl79kzpYv",
-	"lQqpc0IPhlxX2i25TU0VtmdZrcsH3Ke7dfxnNJhcJfzV11VefoV+0hfab12xeVMxotLLLy/fVXn1Uv0T",
-	"K3h8ry/2ql99+z1o/l8Dw1YfFab46NoythPLclWdkRYYiDhhi0iuCIKCHKTmG+B9mf1mwxlbbsnZE49k",
-	"c/znNh3iTYunGTP9aSBCbW6C0xPy8tNj2aM2J2TjJm6OvgI+Z0WC+P7q/OLl0z3I5wJCX95ZeFVV6ZTe",
-	"fQeH9Bq3qeJnWFMV6PZB4ismRbNFKGN8nrHpN/opCTm5uv5vpNs6bakNave/rVnlaNOykzpE+Mf3GeyT",
-	"7fHHhBPg6rEIVj/Pg+iuL0N53IUAAPBXj9IPeYhVcnIhGiebERkaB+3m1mTVzv3ZvDZod9ut407L/iEI",
-	"l7VBu3182u+dpPm4WdsFD0dRKCA0tTY46hal8NYG7U7n5KRViJCMiZImPmmkw0T6xzaEw4/v4W6vJg0Y",
-	"5pyVzCwW98z98FnVgr1Nge0KfbzURNDrdKrIG9qqghLHJ5ZuXviQErcm2dgXOthpNL1YEk0mwxTKNRnu",
-	"cqFUo+u/CoxBw0AzZzP2zAETFBkzuWQsEyy4ByXbh7xI5vnlL3nBBX1NVIsqafQHnHInQ/wn337fSOes",
-	"TT7kPP9+Kp8rFm+lZwx53QX20TSQ6q75zs2BtFv3iS+Im6V9MM9VyhMkiECEn+k2ZjNICXHZnYypeTet",
-	"F6Bj87QYN+TZcO2wRu6RdrNzZF7Wt5b9LlRFGHJXF3a/jekCYZFMlX1X4xFgCTfz3ixKcq8NuYvFtOGX",
-	"M+Iq9udakYu4sCRg9BZUFwzv0dG8wIqHfEJjyAa0hEeENdFrDBVVR2PKvVE0ke5BWiZiaZJSlSQ+5KYI",
-	"6dqq9zodhwi68vmMLOe4Oktt+05LoEL4xFuoI5tCq4xXUPtwBFU8QC83BdrJl8SFpaiHEaaFBashd/Mp",
-	"765D3Dwqo3uwTYb92hRB+l2C/V2CrS7BPgtTv6yxEleTQyuM6X9PubTiIQqT2fwxhFg7Pna3EEvzN5QD",
-	"IYG//IWcbBVtP1STRz8+igicfqjEYMvc8VBZd0SlkWNR7I2ZLk6RTuK032+dFAmv1SXyQux/HHDvtHly",
-	"5NRgkL3T5vFRuuTqFyt6vaZ0wpoN7Y8NdFrNtmmg02q2sgbUL5v4/rrbznHzKO23c9zsWR2r3/L4l/hR",
-	"t3vSa5qPut2TbjP7SP328d7iPN5TVkH/UndsBjvyu0D/mQV6vT0QemuBrlWX52cxAlEUSvPPIczWSOIb",
-	"MjigT2iMN520S6ggYyUjFaoNGglgzqhc0EjHqPrejEkxMIWgSLsPGSj95pD/YAqsZSNQQmp+BI5lsMxi",
-	"wO8YiPlqdKgGQHhaGiihBUKIGdayq6vz3dDTonPPVg6JKUrAAB41pT4krqkW1dJtE/RexoBf8buY97cT",
-	"86xwewdR7BuCqRYlprWwuygAdVZDPGwR8kTOpGdDlO+HlJwhVel3zV9FqKErcMZNw3hR2yIRpuXRHjLH",
-	"7ETtmGilIkMPmeXvYubnsZWiTKmYXbeDsiVaFPq2iJmnjMGPJ067/97JDsXgR5Snup3j/sl7g9z14zaR",
-	"tEjyfIg0BnybBrUBT4Lg70s4U8SRWx44LfutT7fT7Kd9dGCQpotOs7//+nRbsMbYXgvaNu21msdl69Nv",
-	"dbNlVX9Y6wq/Fa1Pv9fupuvT77U71vqo3z5+fF+mwTiPSGHdI9hNnPFRs2vN+KjZuweFnUAbSGEnzY5F",
-	"YSfNbtkKdrsn1kZ2T3I7qX4rWsGTk3Y/XcGTk/aRtYLqt0ehsLZ1Atu5E9i+1wk8amUTPWrZ81S/lJ7A",
-	"o3a2TeoPa5/gt6L1afeP+610gdr946NTa4Xg10IiA3YG3Hi7SnxP3UqJhpU1K+ahqPm7dvW5tatzspyH",
-	"gb0RGPdUXb2yKnMUaljPwsBDX4gMCWCpoLhqonAXkcnWT9PnUNNJi/hCyL1DpoibTAV4UOqvD8hXJPrr",
-	"v78mX5Kf/vrvr//6/zXJxZpfQFgucD9OfQwLxuUZSSI1ok6Za8Gk12oQzCHPlRc6gI+mvkwdKwhRmhn+",
-	"t+lNl3rNfledPq/qdInktm4gd7Jy3O1PbAgvsjs/XCK2vXHVjK+dltNqtUg6m8oG1/bmTXLSPu1sXsLb",
-	"xJodL+LVVOFFUNQqdQ1BAjmjcG7NHhAbkeungxBK67WCjNjZ6jX7J+1UbjrtN49b7Ux0OlXCf6tbKEee",
-	"tnrNXqtvJMn+Ub/ZOcm+7R+ftJrdXvf+xlDNk363hv6m72u4TVPkB3Wr7hPkgFguWwM2Ew41YlKcLvHE",
-	"LmePKJ74qx+bqvO2+VIDD6yZUNGNDhGYBv+KBQEJfCGFhjqASz93RatOYkbqOmsD6tZA2Lg+q+6BSfgm",
-	"cMeq6xwiRlHKQCkCcSXquigSjoP5EBiAP/kCcog0CNaQnxs8BpOHqo22isulaDh65nX8zy9/gZUaELkM",
-	"oco/FvcHND2fk6lSGQgdh4kkHXLxFPAuIO4h1g36IuRYAx/ss0MOwkSv1Uor3pspDwincRwuIVkdEA1s",
-	"w/GQb1iOwziFVJ8ajG0BE/1BfQ6YEcEqAwa3Ig4gZNCENLgaMdEdGLwyNDpjYXc1+CkVksUOEUG4hMR6",
-	"DJvQmLkoLql9GWPIA+wUoGQTgMjUgRJ5POh1IGhT7ipOAnZgh8AIC+V8ZaGbq9u70IT9DBflCtH7HiaG",
-	"rZ2iJVIi4xB7AYdmzWh5Zi2HBlUdU8EAc6CiPdPcV9sEkdSyWZgmjFnC/V5RknDOvNmyzZudvY243wFm",
-	"vOEUcs5ECgwmnN+y9brfe5j1umTi2fH8LRqz95z0w2VXwZgn8kLrCxrTFNXNSLCOvnO0CrkMicF7zSy5",
-	"lUXWloEw/fFDkVnopNss8p8biNy2ERfVOVx1blY/eT/HNzL5qbOa1yzjEED7Wdahdsf822opZwk66Tbz",
-	"j+wXjUx4cpT+kf6sqK9gIqe9ZnfbRJrtbqt/etTrdfu9o9ZJ98Se2boYvG1mrWZ/fW6t5slJN/d/a5M9",
-	"7TU7xZNttrvdo+Neq3Xc6bQ67f6xNXs1xrXZt5q93nHr6OSk0z3qnPba7ZOP7ze0gs7+VNBSm/EJqKB5",
-	"tIsO2kenze5OQjg9rU4Ire0U3Wx3To5OTjv9bq/TOu70OvclhDYQ8AYhnKxP8ARslmWb3zrpdLq94+Pj",
-	"ds+aZG3Q7xZsfr+b+//ex/fa3plz67SdTt6r01qzfW5uYZEimBKMXWOh1ml1+o12u9FtXXc6g6PO4Kjb",
-	"7J2edo47/5hVcRjUboNgsVlQaFBrNbudZstChjTMHwpz1FBx76sXyqhtV4E7jFBaLzdXS+HiRp6J2dQ1",
-	"NGqvM7hbMPK0DxVbbjePGr2njfNEhldK02r80Dtv9xtX129qWdm53LlTF0rBwctTQ+e42+xslOmopd0Q",
-	"6GZXqS/VbmHtOGSr+WJR2pCfVVbDByaBePtkM3NKv0XanZdPrbJngzZaQz43fZxm9LF5YHfSh8miqEwf",
-	"kxXlN/7SP3zz/auvX503zD3deEN52Gh3njZuO43zH/7Y6I0BZvL+xNHrn4LrY504fvgj6TWw8fuRBV5A",
-	"O8ii9pZyb8ziWS0jjipTzlncOr08iXQgQPG+WSipzlgKgZXoXANLTf+PZKz57GYXpSZiDYzxCv5rWVrg",
-	"RkhtLHh2xY6AMw3wqbbIFNtKa1Gq9jQQL5g2Eo7YHEVa7GtfyOe6x78xAAMqDD9+2OBmVt2BTh6OAZia",
-	"EtUqEj7O9BmVNAgLU+13Ly7Fmpt/V2gNeoPtCWl3U0obImf5g/WxaHIWJbsI8uXlu90UmOZOf391fgEY",
-	"81Y8YshLMpsVjb68fPfbIdANocqi0LbFpH9sd0CN2Lhky97v9N7vQc0vL9/tJOXctui66OMVYu7+fRGx",
-	"ooC9iDYtyV9GuNBivu4C4McLUkeLMt7SEBbbmDAuY+YgwKdE+DlA03/JXoTxhMFVrVZb+HzCyPkiYur1",
-	"84uvySsupM8nkly86rRahxevuq2WQ86jKGBDftFA0+TBAA6FswHA7xAPcO9eXLb7h09ftPvk+sXr7y7f",
-	"ovs7XLLYGXLA0U/d37eMe1BDAgJ6xZwxSeouwqa4BzZGO10wbfGchUM+XpG6SwOfCibUe6qHuSlYp0tg",
-	"5CpwAn5/k1yDZYrGGhsRzCmC2OlwGstXlB3vb8xePa4lFQxoALWZLglsen1CBWv4XDAufOnfstL0Jfxu",
-	"PVXdFEvp7a7AXz6kGeN6GQbEpUAvrkNc6lH1n3kYRSxW/xoHdHKzZEHgkrpFigf2T41Y3rmkbtPiUQv2",
-	"T/3z8uo79fbE47Tj6n90zT966h+xeaJ4IGss2i759c//mv7Zc8vWJ5vE/dfo4SbAEMtSZsziO87gMGo3",
-	"lGYOtqkv4+aa4BUT0ezZXkb9SLOCjV/eOzUaT+a+ZBOZKF5Tw5OvVK2o3R/JaRBGojY4bitNwVqtQY2a",
-	"F9PanmgaaKsnigeMUh4wmo2VttHtp+tuDY2Hkmmx/eV5u9UhSzWciEYs1v6x47bmGU3gIkQyLsIY2cCL",
-	"y25Hnc5koTgg09xG/Sf2b5k3IG8vBLkj4zAUkkyCcHJD7shRu0NUg4eT4AYBYFTPd3bPMZXsLF0v4Bpr",
-	"XRG4lQLcITWuhvWb+vzgDPIQoKYhygcSoQ29ZCJTbF7BZgsgE0UwIllgCXDgdRYQ9nK5bPJb3/NpcxIu",
-	"DhlvJOJwxqZqdIezmEZzfyIaExp74rDb0jz5MJZ3DbXK8D/SP1T3jReNIAay5RjmYNS5df1sD43M8D8o",
-	"CF6KCQBEDB4PJVWhO7OOg3AQpCMjMP1AyVgHf3fgYoyYy9s6urtv+sMPsygpRw921S4qJmcOjwYMKznb",
-	"rrnR0AX58vLdgKh7wyEiohOfzxwSJXwik1QY0LeMkhF09QN/xkNd+2QTPfTT3HnniFIcxgQYm2GBUMqJ",
-	"NWdNgstQAhiMVWO3hiZZBTM/KWeHn3/nzb/z5k/Am/flyxB4WMyWX16++21bxh7OkIulqVSRTHnNViZt",
-	"Vb8rB/xNy0dmWYrkiy/AR/TFFxqHRKYxJwX4J7kAlpXrkJjyG6yL4yIyqjswRcHAiOuiFudueLZcosbG",
-	"uAec3tVOI31loH/KJdS80Rzya3pjaoyrRcGaLQAFl4tJcZsEdAA4duEUC/SA0XzIwWqu64/AsOuubU9X",
-	"d9e6Qd1VU/PYlCaBRJVtyNM4nKIKiqYyoOrFlChMiwy6uqDVSL/1leL/ZVialoPnke+w/4BAFOnhYUHw",
-	"uUEp8oP7AaBiQiAxMl6tHQeHFB2FenYWDqzD4GQnoZ4ehdIdwPOX0xM14dYGtXztY1MuLP900y2deXZT",
-	"D/L7Ckq4hnSehx7BI2eOG0SQXcAvz+DEHQyygwoxf/C+bbYUgLzs8xlhgdBltGJm6oNq7sMMupFgYC4x",
-	"EXKpAQbb3bJymVPNXj8aBN9NS8+bucWsCYEdNFv1Dffcx08S6A+h9fsE71fOCoC3/2j79fbLD/jc6QRV",
-	"PkrLR+/9hfd0VfkbzA++8Pm+X9C7yl9AWazKbz9LYhHGjxESNtFF+PM65TjhXmBMmAiCiCm945WNxVac",
-	"2rsVKCUzJpme6e1shCVwUsB63YAapFQKRfq4VRmQxUvwBh6J2qDbcmprcIXtzkmnGLald9o82RJ002k1",
-	"1wOIIGHXjppCoBTF0EzkEizQ70EKvwcpbAlSWE8A/xufkJNu/6TwgHTbze6WA9LtrG1X5/i0aUfSHfX6",
-	"R+nx6PztjsfvMV5/RzFead6WIqYst2zrwqMMvS4vczXBCd6fMMY9bM+2Gldg41DKP5QcMyk9iiHy2d+Z",
-	"TRksC5ktAJVuCzyuNBwHKH1X8APWzK8e/mBTcKZKlDlHL3AIv5Xohwec/dy81Vqvn933+dgIdV/c9ybe",
-	"7Cu9Sdd7qR5yARPdGXSxRg5/12EXSHx7BV5EAeVcMcuSMzOsvSKcAcBvZhvZsOVRSX79l/+XuAufjzYt",
-	"EjrkAYZ1ff3imvz6L/+LuOqCM7aJQRa6MPWlo5jxcu5P5mRCY++/DGvkRRgPOQZ6ZLENZKHOi4EvMza8",
-	"usnhg6AJtmRCkqMW1pHI6kvYuMMLxqRpBeMgMIWHpoj5ThqvAQa7J8LgE4gkntIJWhLQijC2MH4VQ8Gw",
-	"DgPxW8eClGkMyxNgdDOWBnqAagPRIusY0ymcNGZKOvaqqo4MFIFjMsx8kdW/AEBJnNLY554YAMav3r4h",
-	"ryOwNBZmIcswCTxwGczDwNOVy2NmSODAIa5BqhSunpIOw8s+VfuTfkmV7DlhkKBoYVKrscVhMptHiRxy",
-	"xK4Lob507Au9Ixg8ARnZrrZmaWznzN2jVhArSaeYEDr0ZWNjsc6zHwupna76SGCsCcJFDznsdlr+WzVD",
-	"FFnCgucVUJ3spZuHVD+eGnXVt74Q8O0kCIXaS903NLWG7qzOwJTGJJxOh7w+rNkkgOXlaZ5w28QXpHuS",
-	"YpDjFI9aw9pBk/wA6ZJuIlgsXN0hwj4jGGB64nwuJFV7iWVY1EIcYJ0bmMKQw1uTzEwKTWIHJDVC49Kh",
-	"DdrB1UQhRG1s3j9suO0tIzxEQpkSmp1mZMnqA+p5zHOGHBvPYYYYNxZnNFYL9PLyHakD1edQvwfkr//W",
-	"aZE/YJatzwmFN23f+1//rdcifyB0EodCHJzpMGo4ab7QnjONl4IVaSn+OIa7UL8CNzLWXZNztiB1tLuC",
-	"HZ95LgHxH3OOX0DhjVjXs40wSxfLG1KPYZUZitmkVjGttHL8kC+pLt0BbA5TjbtEQL4sUJ4akGZQKyZJ",
-	"nU6h+j1RC0VjqevFo08TllMtIDASMQ9jOaVBoEvTGeRwhwxrY6Y2B9sdECpuhhzS9gis6pQtdXqwGNYc",
-	"xb4DhtFqkI2Mo9HJ3WM6uZnFavmGvE7tI0jsnRbJZJ6thPF/HDTJW/whorH0aaBmAwZaIGsRql5cE23v",
-	"EnWQ8EW9gAPy65//dVjT+eSCCEXTmFy8XlI4LVOPDD4kz6/pDOaulgJnr+7pREJh3yGn05iJeVPdbnIy",
-	"165oV1/EaZY9wVvXy0BCs7tqyI9apE6JnoAB7mQcOaluF7LKEcs9vSvxLEEFxsmcCTJjEkufRyi6grXb",
-	"bhf+E1ohhnojnoghN8cKjd7QvwlCTEm+wM9YJBZfBpQ/WqGjbRAv4RS5nOaZVrrxb8HPBAXUEFwBmbk9",
-	"VpCxFAtXnLzUs1AkXW0dNNa6rA1qXpiMobp0No1WC+FLCmbBk8W4fBIGPAnDROlYnfMCxKf6ksYLg/kE",
-	"ggVUxdYswIKZOHDIonzOmZRYqzizk35vfWrtClN7tnbBpdXeznJ3J0ZqlVygSsaiN6x0NtBwcS0lvR+t",
-	"fT2E52Q9PpaIZIzuNHM48UJFhaZkmUFxKwke6rT2D509B+ZQGN20IQ7UMcqJTJVkql14vDzU68AhKTAE",
-	"xyhhXXR9fSVKA2EhcOoBc/0EPqt9vU/7w8YWQb/ucLXqewqv4wKH61l6uWz4XLf7Vf9efadrRO55ef1h",
-	"qQG+tRVhXWw1l6qVRlO6FHm5utgRr23KmkDHYRgwyotO4zeGVZntkiGJmUxi7qh90VpJ2VCwGkHhCDqt",
-	"/JXyycHPCgAk2v1v9TUjjCGi29LameLcTmZ0aLdIzmVoS2ngCgjRngyXoV4roDoNlLaOI6Z0acUUBggZ",
-	"lj0ZeUxSP6gNipW49onWlMeMdE6bqQaXcA/xC9UMqLiBJvPwFsf7eB82nHGzKLGSmWZRIkZK8lAzRmt5",
-	"epeZB0r5FUay+JS+uHI4226z3zs2OGqnzVarkwHJtpvto87HHfgFqA6qY5h6CYyeU4bxihVLsyP2QDdb",
-	"McZwt988ylDeWi2cpwF5a580j45TlFytSZqd2MCMO+72T5rHKU7vUfe40+y0TrPmusetZu+4s44Z52TE",
-	"baHn3pewTy26PmkeV6frk/uSdf+zkvW9fGjllN3OgJW7bRtYWf3ycQfkyAOoWtPQvT1jheQMnrEUJ/r4",
-	"NAdFDl6ziqR81OsfpRjHR71+z4I41r7bHAm/d2po+krvkk1fs61HoKztlOhT4IpGQR29cw8uIKkU4LKI",
-	"ZH3J5K/hz+l0+HxQiDlXxQ9gsgBZH02NVJsv0WZNJVrQ81GW2+AO8Qov8WK8hX59BnKqlRzpGAeBBqtL",
-	"o3O1UeSGrQSTQx7Rmc91+l+kBGPXcuK6YM+C2GHzwCDXqbcwwH7Ir9W/00BjUH/y2spZWqbPWHBopspp",
-	"9wXI2GhIQihnOBZlzshHwbv7PVzwf7twwbWggthj8YC4jSxAxiV1++BAwmr2o4OWSSczHocxcRsRozej",
-	"XDR/HVAkhSTqJ91UmRIiwrhEB6lZA7PCkfNPc3+g/m9sHhsDKwlL/i0HURaoRep2kcswF0lZnFT7e+DT",
-	"74FPv4Nb/R43+gBwq4fEtF0lvCyV2o5nixNOhJHj/s4Cc9T88hPYjGFzalEoimRXJa7qwCT0VWLUGvmv",
-	"b797Q+ruVcJf8SiBAtMY0hTF4ThgC8SYxjrRUII85BM2IJT0Oh0Dxp2LIIEGL0OwcRH0EHPWJM/wGhpy",
-	"GsSMemkETh1S5ywIb3QxCiaT6IwAgTmEhxLBjIYcc0lHSRwQLwQPIqjsB2lRjU6rlfkiMynd0XZkOuRe",
-	"gtcgM9EHrzy2iEKpjmDjW7ZyHfByy3hlnA0wRq3gGUexyCpwo9yPjyGFL21QNq5YFNAV8wYEghoOcBZp",
-	"ozdsZcqAoOV7HHorSHIjvdZpk7wJMdPIF2YukHi+GnIoDF4IUw2M9irh+wvt2Tp8yyoJik9Db/XWn3EK",
-	"6db7fgCdvEfXIxNS/VZBYtnXnm9IG7q6a8zChhbLVIPNK7q8UErpjBWxjit9QpysECe58J82N/ylH4uF",
-	"r+3H/Srhz+98DTXXabUrfYHbW50NXdBgGsYL80W7iqZOEzkPY/9n81F3y7ZoPvHl5vZsLx0BXxWtuavo",
-	"oJESCZxIHUFAifBnEHigzg1g6pxfvoI/5hTjCWI284VkAMGQJU9/rrGfc7LGTBTzDOhKKdoCQ47USMeM",
-	"ceIxyHpA/Cg92gqXxLOQTwN/IvcHQWx3K11Br2k80x8cVaEWHZfIvAvm+fQaNdlqRqFXHPIuFLN60B3J",
-	"JkkMhbZ//FAbMxqz+DyRc2PXy65Q1IPxGrQuTxBvBKDk5W1Bh/5CTQ0A8Qvv1aeJH3gCovzU3mYXj2Lu",
-	"EY2FSQjHGlkewQbdwZAPeYNQEiXjwBfztIpWQzWjpJUBcfWd2VBLOiBKhDuMAupzXd0XZBoqhpxgPJS6",
-	"OeouxjS4RDuhQGtWb7oHZ9jjmPHJfEHjGyLDMHgiCMq8A6I//SoI6II2xujVasDrrqN6MS8osVw/h+b1",
-	"41nse42JuHV1HBRZn8EiCaQf0Vgeqi8aHpXUHegQLPU6VF6ArH3qQtSoCbsEf2dWYCQnuxhvKSCWqlbq",
-	"WmgAwdxJAwUcA/L465//VSOdqV0LYwyJUmMQOAKcqh+wNOBRvQeLRNRjMxK1fKTuFi2XagKQMpA0IL7l",
-	"jLhq4XD9tb2y0RD0ljViJpJAuhCnx/ATNTfVCnQYsZhESqQ6I262yiAlPHv7PTavRmUVuxYoJRA96ydK",
-	"ilOdCDKhnIyZiQkkVAyI+w8u1BVQcqES18T/z97V9baNpee/ckAgiJSlGYr6ljEo7MTJZDOZdT5mZndD",
-	"QzoSjySOqUMNSVujzQZYdC66LXo5RdG9K4rtXS+6aAHndvsD9i8Y+0uK877nkIcSaUsZO01cDwaITfPj",
-	"fL7n/XweoQFNweCV8yJmYhQGJzMuSddWs7dNsgLDkKsxh3lRJybmzBUUnRfWmePKy1V1ib9mZV8DmYML",
-	"ezBcwGCJEcA8yW+mNAHFT81YuuCB4prFZHYilLdJxJikR4H1Z5E9qeaJHTY4/MVLDdBhFxbtBFaPfBkm",
-	"elMuzqChWLHUk2qc47hcjqDMMGeZXlygvz0BCfHJ6G8laANKIAEjzq4UQZgCKCVTmY9OJmUVe+nEazT3",
-	"nPy1YAsK6zIVU4ZpqG2zEVrAIyHVivZ1brYzQACxwGgAEnonSwpWdNsorUEOhFL+l/U9mZTldTU6zfZG",
-	"rHBlqnSB8M2rPPNIrMPERwVWLNMcO0iaKzf0OYU2X0AA4zRb6zQgYl8VIsDkBflAwZyglEDiKkCvWps3",
-	"TQl/ja83seHZJIfDb5nQld6aRnaA5jueQ7iS47z6qXVNT7cHIHkZUT5uzYJbs+DWLPhUzYJMG1fHe6m+",
-	"vJH5oNjIUOyJeS0wIZZwPuDSpQlJ/a9ZkUoEhRvezOfitnVswYfw6vdRGSCCJAlf1wNIjfXW4qc8rdg1",
-	"owp4L3Cz95c8l6Dyh9HQ9zzGPzCG2qZrDgfyElPULGddxMh9dMJ7ZZaOSQJ6ImwNoAzjHhyo44BOIFFE",
-	"LWpFg2dKUkXFFClUafEAXtUsixJssPdSWN8jS6B0sW4b7RzTqFSmq/sgxgdiaJtAxAUcG9m22Wi2cPAR",
-	"Qez/NxfHGjxhuv4LgyCwpHrr9QSgac5YNBEWfzKaksqLRw9Iu95tVaEmGXwHwr6EkIPUQbOYg7BGh9vK",
-	"610iqUQjNgtPmTAn5duFmaG9PGUjxzgIBixGU8onEHEZhVHERhCH0SlPwcrkbAE0FUSts2PG5jGW9BbC",
-	"DHw19+gVHRmbOO9hyHdgyH/2Exz5hym2waWO/I0U8Y9eXFAoB4JauYX14ZX7az1ib/XOA085o+/GRNiv",
-	"YJVvo1jel3kIZTmLD8AVCMDhiIOSYhFg3XrmsrPAlVjBYKR0/gkloOrysebkBc+j+H0PCvekW1pc3SWp",
-	"73nh85iEQnrJ2wZlyYUPofkPJC3nB9MeLiVe9eNspLYvAL3Cgs/ihqWTthGu6FXhiGptARc4BKVpclI6",
-	"MDJzfONUZxYEL/GRjXPlHqFb6logBIFUVstsMlMAwRJeiZsHcHZ0UfnAFuk52T6XWTrSHTeKT3OwQyuD",
-	"YGpjZGJXTK3R5lq3Tdl8E7tpFkyJuT4dZm5MzWzEXY6T0DFh+EwcIxhZMTxm3TE7pm3CHNRtN0+JcqkP",
-	"ESolFV7FLeNeESsEHo1p2t2OHuEqRfDKn5Bg8V4C5yXuMUkYeBq4SsTiMDjF+sqYJGG4K85F0Hdks+DN",
-	"QgQuId5DhwGzylLoH0ErPikDma+R7OyBTspDiOyo3MsCUXhVUkMM2kUEKdo03HREftFdXG8R9WOZB7Zi",
-	"/s5CTxFalGcC7vFl6h2fUZxGVWqscvuU51wlPUEAfM443OxyiTYji2wkYEuatEZOeOIHmQUs91GcpcpZ",
-	"LlfdIfE0XMQK2knhOuC8DrL+WOLrAFEvbXKfuxy8KH6chNGySL0Ui+eD2bfbhQpE02RO2iamam1bUzWg",
-	"k5WNy7P5y6EdrydlOzt27VXN7tnifwvhJH4tM6lrpnHMln2p3Q3DIQS8KDTB8GeSfACANGDWT3DNYQ6x",
-	"kqfwsZVLWabxRcWKQjEwekarkeHISVDnDDFsDBZVzSGP9wH37W6cQpJtK3nKpA7uGJWQ+WGt8m0FD0aO",
-	"PlSc65UwCVLhoa05hbMFLg1MALY++kDVdVv/j1LJS5bhCRmywGenDPG6Qj4pE+zlSs79N+If+F3ffm9K",
-	"T4LMRymR5fKTJn0BPEzYriaX4QaEN/WicI4J25owJhEbAR+Wn6yrQy9wyz9CQfT+knlT81BI2usV5C+y",
-	"ob4ex+OtNL9uaZ4p+9bNTaB4JYMWCngtF1H+JA4XefQuaJwZZ/nT5GYdEFJWEor9rsB8Vbc6F9BevSj9",
-	"IHcKzIDRSjdzyakPQgBxCncL5fxiGsIZsJgyXijxhaJ09dkJW5e3JjRh6+Wt0vueDiXh4UKXqmoIEWcC",
-	"f1sXsbU1ESvvFMLQCOdxdiWVsZSkpUhQm7ZeppiZPUavtoXAe5YtjIKd9LU+pf8XmRu3Im/z9kvgUgBS",
-	"hvVjfTDhkwDqsi4MLhFBpgHFsxeKmKnvsRQhPcMu7hE/IQGjpyyWWQ+BHyemyzUWQTPFScvA9TUm95gF",
-	"bIRovAqxGqBMlXoKTkMT0CKxxhAi74qYq1HT6gZxi1rkSRK7HN0ugK0sBV/e5UcGDw++OHh1MIA6Baiz",
-	"9JMij8Tnvsc+Uo+EaNoWHolb0fueovdzbQvfapkft8iVcu8ma5hi20sXxPtplyAPS4MrwHt44gnJHq7E",
-	"V3qgNQJlgPRG38XyqzRbahxGslCaRacMIP9ZMO6RGEGOVyvqqibon6bURGkiOQXoKCXrpiSe0SDAJDAs",
-	"DEiRpyHLqmqRAzqaigOIJ8LOcLkqk5KeaajrSyLKY/VeTLLC5y2yl4sQuVydGFBFj+eFKQ8fdJirbG8U",
-	"hRXxroDGiWyCH7t8gLcMqgDf7nuYdYbJYVMWeBm4OSUNu1Genvm5nK1PKgglZns1CKWB0ZgXhaHeGDhJ",
-	"Rk+6RgzT2AB+RIETvpHE1f14Sp1my+gZ3c646Xh2k7EaYw6t1WqdjsdGQ1qv2SPPbnltx/FYl3p2vTv0",
-	"6l672Rg12h2n0a6P643mUGzqNc8LwsNpbZVunQ28OFlLpeMPifqKfDjyy86az+fKQvzaCrswXKdCNjc8",
-	"YIeBZZQLJAkvDtYVSlcUcOXU2QCjkYTEi+gCU7aSGZ33yCAKF/Fr/8gChff1t0dQKqqoiAlNkDI7Yd8n",
-	"4rYB+Z9/1os3fQbPIN4WiuLFlEUsdeBjTY3LgVnhgozwZ9j+T0rcjMJIEhllM6lgbXQEGxNQsdQoihGU",
-	"v2eDKI4WIc6FvVHMMAqldq9rZucoTf4RF2wTkk5EZ8JFRjJ6QY5RbbMco1ohuNAl+UWlDKPdxoX5RTXb",
-	"aq1kGCG+UEYw2gGxd7VJU5d3qNZulPSo7Vjdi3pUt9orPWp2bPFIhgnaqb89KmiUosG8ljncLE/MaXaK",
-	"e91pAepTaa9ra/OIT6Sdbjfr1zCRHwkB7lFJy/LH5qr5uI29iFKy5MgUwuM2KWzFbaDRfgj9W84PEdJS",
-	"SGKd3EpiFmyYKiZrn0qP3MOsNqooqbqniEoyqrVRGEi+NZogmIS8tzTdmlxjtrVs/0eSbg36RLj4GBOu",
-	"cYJvXo4zKhSXKzdCb5E0PIsQRqME9HNFNHZqXcc0cBekecjNTrtIECsx69RRESg5AFZeVms3LnpZ06lf",
-	"nWjWtst2WcsyU1lvukpMdjmMEaYTw9CI/qs8Y3lZdFL05CclFItZuz06Cj3OWo3rpkdDzCKJjFHq6ULO",
-	"ISk0ZOIyPJWxiTq2qbG0AQeROkRS9ksJc0oqyDIVAzcc8BjGRF7qEduq2QQZ+Wyru0uoy+cR24lYwGjM",
-	"yJCNw4ghFzFe2iWAZ2KN5nMyRNCq4VK+D2lNucs9mrA0qzNhczJkyYIxjieXEAWc+ZPpMDyJYkDXuXcP",
-	"Ox4w69499J3Bc7LJ8SrJZVbPSoYh8svGaTWjp3x3wtjM8TWrcA5AJCJvKtFIVGKXVwI6ZEHAEDEEeRYH",
-	"wG8nPnZXOeiEITzwyGck4JUkJPcBy6g6gLC2y8dBGEZwy28GpOJUgZFMWs7hbOhz5hEe+nGGACVsPsSd",
-	"qgzi76Kk8pcfgEvhz38iPyN/+aGfhH/+U3VQTeHoxVQkyHALHxuQSo3cqVpkHwhf0d+JzaA4TKI1/mwe",
-	"hafMQ1UgYpOIxTEwmUo6Sl+Y9Ccc++gBPBG+ZOEjZQblSJWrPuo0yZ0qehd9LvSl4CT2T9kABixTp7JA",
-	"GlbbCo3LlEPpSY7JBEJ0cULqqkwpYmr+PTPrdMcmd+S4zdJXKJeqyxd0qVZeyNlO7HsAgTHhBLG9TxLF",
-	"hQo8oliEhKBPwAgl2jEHeh7bspu7smpSGxRsLrRCtFCOHNJ0wrCYhAUxWx+RV4AjyubwvmzwZfc5KAuk",
-	"IrH6gYrO5eltJtGgn0Cr8Ln2lr64NNiFL2vz7PLcy7V3E3WPekbrYBitNl6IjOxJfcviMoZ+37tHKgP4",
-	"XS6PKvDbSpyviM0hqUyTbswV3xj7E2maae4hKe+m+N0ZqYD6IJ6kmEWOMs7lSsjFUwocc+kyaeLc9shf",
-	"flBeq3gOaFr4bT8i8NXY5aDy/vX3f3BMMgD2mV7aWmTMrO6ixFiIvuKCQPrJKAoXLCLh2OUAbi5OpFiC",
-	"vfEQowRq3yRqtHoSUZbN78YkXHASj2iSsEjsffl58ce+vDzorTceuiv55+O7JAgnaWeQgFV2MFxAPSjl",
-	"sH98RJGTe6LbJHfIyRxQzsQseIyPmMuhD5Jhukk8scDQBTWOGPPCGfnr737MfZ4ELI5xSYo/hXzX5VSJ",
-	"SRr4x0yS2RIKi9ALGYb0hEwRIgdh3JB/EvNCFxxIdkXvSTom4gBVQ1LtYbCEBv4wglXVFfsxE+V+yF0+",
-	"BGw+Mbk1q9VompKZ1I9TbuM0mk9iP8E+KzBeP3J5dkgp0l1Y+QeorvVIuiizAwb6OzxJwPr683/WyB25",
-	"RWjEcrIVdnp+l1V3ZQimJjoDbAQRnnS4MVDMqr29C/ugQ+6QOIBVSBPSajyFwaw5nackFAbIqqxBYtm8",
-	"3OiR11jGSRDN/mhQHvt5ySRe9HVm3OYsxCswVlRvV+M/II2z0QtCACfEUwtGryJPomHkexPmVXXjBSle",
-	"igkLbIizOBhn+XUx8nytZmXA8tQedb328Xe1751ZnTeMVfR0gwb+iGlI6c8XjNd3OvvK3GrYXZtUTr/4",
-	"4hnBV1eNUrD8DdrmaG0btllzXJ9+2zruBN25/VPb5kDbjoTxxearXukN3Mxwthg927Jr7a5piE3bXyE9",
-	"sC2w96T6loL6w2I2ejXLthumkYTrj3VN45RF4jGjZ6R71ZBW5WX+4ktb1rGdC9plW91uc71d7W7Hqm3Y",
-	"riKnriSouLRxrZp1Seuc9cY1W1Zdb1u21TYZs43bVq/ZVnPrxjmdptUuad0RfqZ47ykZ25dxkyMzZaPr",
-	"y7XaMA1N1UHskfmUQieaZkpipx1aQBbxbYjpFLbVQe6ItOtOEynA5Psd/E0bGdOI/cmMSoo127LtVnot",
-	"CeWVhmn8xugBBWFOxBu911K2rweDnOLgR7jg8MOMeT7lfW2RilUqNOr+XPzebprGyRxuLV2jpR9SKwC/",
-	"5hR8zdG/5RR9Kz+rCoaq7/njMYtw9sT4FAmyopeYxmIqpJo8F4ZgUGXam7KqkvSkwD6QiiO0pIbSJ/Dp",
-	"EAA9AxR4SXTCR1Rfvu9J5ZadwyW+G6k+q4RFkLQ3ME5uGs2N4GV8WBIrXpy9nGvFVEVKckkA+q8Yt03d",
-	"OpDhcaFbZ7gE8gmwHZZkITS6iI2Yf5qi4AE7ttgAJFnOWXafyyXTRk+n2lhVe8A9sII8KGyKDK50V6jl",
-	"UcySz06S8U5HclfTFThjqjG6uXxQBLaNkLwSqjiKfCbWGSYdSdRtwLsC7GuXAyS2qTA2uYd2Eo2WRNIK",
-	"e1Wwjv2IvPx8b8dptpSFJZOfBiCOOeUjZuVSaWQNb5wykQxesHm089CfsDgZICZXt1m3q2CTCDmSZkjl",
-	"3qnAQAdi+sXCl3EQ9j0dJRhhEBY9zKBFsHpd0mhIDxk2K8ZpPWbzJM2jUrnJcXiBVo2r56PKcLh3/96q",
-	"Ig0oyeU5VHdjRLusZF7/wOdM05qN83e/Oz/7t/Oz/zp/9/vzs389P/un83d/f372L+fvfjg/+wf4+e/O",
-	"z/4krpz98fzsv8/PfoRHfjw/+w/x4Lt/PD/7g/bzjw8ljkOavX3+7m/Fi+VDf/xFNKFcchvFL4B/JsZI",
-	"KVhuf/3dv69gbJXsW1Ml7hXtT7X8LHhXCUCyPpBiw62V4mH+oQRwAhz5FFwewdspcM6lBggiK782fksI",
-	"IYeHBP4lrx7jD/vkt8aRwko23rionbtGj7igoDukvU+ed/q2qTl0n7GEBvJCHrHaNd6uRjxWIfEKpQh2",
-	"CgfIT0wJj58TArpEtAzzCvCjywCj13GfV8Gdi09TzO/H3W+YBgZZoTGauFkfkkE8pUKafdbb33t50Gr0",
-	"Bsp9g0dBJp6si8Mzt7GXXOwFpLIcQ5VLtqAxmVGPgROn9My+JPiypxSn7PiRzmJweCl8VJ0vzSSPD78i",
-	"FSBjQgIpk3z9Yu9ZyhIBS52Ojhn3dLRUcVmmHyQsRp5Zl8uCFcTvlJqsPGZBnY6R29okqNwCoRNf84VW",
-	"wshUflJ5DcSXRxPWIxHb0VmyqhZ5KVVml2ufQgcIeMPGQp5XwO8PI9APGB+YLh9M5if9GZuF0bJ/kviB",
-	"HJJBVTFqxQkIMQCVxJHdVQEhUAYgTDHL3L5L2S+LfAGEYJonOBxnrt3MFzwL+QRjHXKqWMppC+FLE6Nl",
-	"Qs3i4hxn3yeMe8xL4UMKsxve08d1S1V7S1Wbr9EJFxhlkms4CaEWrSwBJAC21kK6Csc2dQ4HexP+hp/k",
-	"Ml1DbPoF17diMo0YI+DRkwIml9ehxOzrN2sUnBmxZgOJNSHummzC5invzDIyuPN9Y2SP7e+O67Nhm2oc",
-	"mkLBua/ckMYaw+Wjw45hSgduvcgy38IWR2FxEbgUjsYnxhH5Mp1rlLQYwclnFpSnPEgahZ1jtozLcUPE",
-	"4IxoEIhjTCFJKX6FWJmyI7gsU6DDBd8lGpipy/0EzLo4M6DnkX9KEyweq6yQPQyqELOVRp7ncqhcjoVq",
-	"isU003Ahc5b4hEXAvARm5YqxCJ7vgeXyF7K5KjKbcjHCi4u5JLHafRfhsVyuCBtXR4B5Gn3jXgqzpf6s",
-	"yGJcXhHn/JxFZEZHUwAAB6NeHLqSKyYKE5qwatF5pzrwEmfsKVsa11MYmn3gGstDj9ly1T6FyQj8EdMG",
-	"dhOsE7u7ViWjLQqjZ9THtVGL2aMObY6HXrM+qrGW1xnbtDZ0RnWvwZrjlt2udZxunTaGzVHLa7POuGvX",
-	"nHqj2WoLCaRV0KgYCq75PnTEePzz8aOHv/z22edPW6z98+E30XzvwX0eNOnzZ99NRj/75av2i2H98and",
-	"5p3Pcs/252xm9Iwd8d/+weMnX5LDr/a/ePKAPD34FVx0+bMH4WL/+a8ePnW+XuwtD/a2+ZbL4SUHXz5c",
-	"f+82eXHaoisDgSrYFZAWpckGva5ye4yz2yVzg5bMi1V2ng9UGd39sCRApQfGyta4oWA28gCknBx4TrNZ",
-	"6+rSIAkx20vTEuDovQwNXVdZ7r/R9u3bC5362pcrEV2QIY1ZqwHKxOHBs2qa96YmCyxs/YhPduU7TBKH",
-	"+GfKl+LgHlFORlM2Ok6R3Yt91laRUzl3nl+/HftIk3NXYH7cCuUbdY7ntsnlO+KmV/Tu6d3VGOdMIbzA",
-	"NllqsSphhI0DYUSXWlvKNxLffyOW4dtLcBTE2ZXJlPRpxYJXGdGY7fg8Zjz2E/+UBUtTOuldrt+Orjag",
-	"u3l8oLGaVnuQYAeuD4X6BR3hkKGbTNkMMRZypPeeltAuoyoQYTNX/+bYuy4fiBcC2Q34VGSaKA0CE2NQ",
-	"wyX8WxJyy7xJP1U4Fpj76t2mpBfGfss8VmZNLDJ4Sbk3ZNFkUE2dQXMKZ5QUI/DPqn1kFnNNOtIflHJP",
-	"rrNOXgF8gmzxOvaOXE/hmFA9GJiPVEXScbOdm2eDu+V4qQFFt04fPPGIYXBBll7ZO1d9VgUJcnVMkFOY",
-	"ESqfI/Nu1dG7VVw6hKk/+VyYvlBS+pISsFdznE4Hkm+Saej1RwGNYzGhCr++L+laMpfXaEn5sb/w73/5",
-	"9ZOHT/Z2VD3WzpeUhzs1Z3/n1NnZ++b5TmMIXsY5o8f5KvKl0Ws1CnOB8nlyjVbXarxdc6rtffOcNHbw",
-	"5bHPJwHrx0nE6Kxf8Mb8Dbmy7nxyIcJ/pnsqP9Uq4XCTLut1acRpPN4XCzSis/5kaPQcVesFIsXopQke",
-	"f5N++bP0u9scjOrpwyiEQGbZ8Yh/vvkHXzqcUDwVphzWUrTDbl0/5sA8iE6ViMYpmibJvHf/fhCOaDAN",
-	"46TXsTs25lnh46vC+SUmbMyy6L8p8+QVz7kHBQ6xSSKxl/hEld7O5jTy4xDrSKXEgbYVkFYD8/ouRrM4",
-	"g5qjVNWpDPak4Qibpkf2wc4RWtfAxPClZA6XkETCGCEoufCoULWimgVTQpyd0sCmuemVx4dfxZLOPlbx",
-	"yTgzURSRYAqOF46JeET7rvxL0UcPMTcT7C1IpE+/iyMN+f0paSHkR2KZDse0/VMa5D6k8jkKPvVI4ujl",
-	"+QeAzsAkUx/Y/sWrEUUPShjFKVxJAcRiWUiF4dYVNJm0DRqwSkFsh9EgmZoAxiSGUQwsSyJ/BItKFiFH",
-	"dJSkSXgRGzMhZhkqJtp3WEKNt0dv/zcAAP//",
+	"7P1dc9vGli+Mf5U+nLPLVAJSfBdFVWr/Zcd2/I/taMtyMjOhD9EkmiS2wAaDbohiPK6aq1MzVefqPBep",
+	"eq7PM/fz3Mz9zjfJJ3mq1+oGGiRAgpLsJDOZqdqxQKBfV69er7/1vjIJF8uQMy5FZfC+wm7pYhkw+Pcz",
+	"GtHLmKt/inixoNG6Mqick3HMvYB5JIo5qcpVSJYRm/pBQKJwJQjlHpHziDHisUnoMTJhQSBIOCW+FGQW",
+	"+d5Rxanc0CBmquEx45P5gkbX6g/8YiSZkJVB5Zl/yzzixRGVfsgrTmVBb0dhLJexHMnwmnFRGfSbpy2n",
+	"ogcwWoQeqwwqrxgVcYTf+nxmBrKi0aIWLytOJWI3vlBtDioL6qumBZuE3BOjJYtGC/x8wbisDNoN9WN0",
+	"wzxoPagMcMgVpyLDUP0ZBIuaz6csYnzCavaPoxsW6W5uGvV+vVH54FQmEaOSeSOqpthqtHq1ZrPWbly1",
+	"WoNua9Bt1zunp62T1j9WHL0clcH37yv0ZjaiE+nfsFHEfoiZULvVdGDzAqbaSx831GM+iSM1orV+jUt2",
+	"my5bw6mYdR0JnOTGwrY6sLAsMg2rX9S7/Xa941SEpDIWamI08D0137EcLdSYWmrukgbW+02nIuUUf+93",
+	"PzgF0+mXm07/LtNpdtvtXu58ep16b9d8uvXuxoy6zWa9bU2p3e1/hDk1e+1+Z++8+u1eP3dabRhj4bTa",
+	"m9vUOjnN7FO30+t+eOdUGJ/5HE8qnVwz7lUGlUns0YpTGcd+oP68CYLFsfqfWrhknPqDm0a93ao3arf9",
+	"3qjXqTgVThdMv1hxKj/ElEv/RzzVg8p5LMPLMOYe+a5z3uzB8VyGwpch8JuZL+fxuD4JdR/LKPwrm8hj",
+	"3Vh6xLBTdcTmNPJWNIJRT5ZxZVB5wSULyN+zkJOn3Vqr12+QGzWwyTIeTcJIsbumWuzIv2GRdWy7/Ua9",
+	"edKvN9TLM2jq8urvSbvRa+CD0SSMFZtoOpVQrfPbccxlTFqdeqNT71acynLiq6k/Z7xNbmF2y3DFolHg",
+	"L3w5WlUGzZOGU4noYjQb621ZL9UXX/piEjHJyPOLt2qe5pVm64NT8dW6R+vW9foH78foWsY/tNaK6wQ0",
+	"Vuxn8L5CpWQcCCfdt6vLF1ffvB6dX129rgBdLig3G0iAyZGXjHosGoc08l4pdtc8VpdAs96tdR7Xkp2q",
+	"wU7VLq9ek1ptQW9rwBprAeOk1Ws1Ox1Sq82WcW3BFmG0rsXSD/R+k0b9tKM/4vGiJtgPgjRbfVKrMU7H",
+	"AasBL7+tTehkrnh3rSajWMhaxBahZDVg5LVaQPkspjOmOw55sCa12vUNfMZqnlpD4nPZAYYOh2U0Z9Qj",
+	"tVqyMDW9MCS7LDiMEQ5jpIdRGcgoZk5lGtCZyCxvrWh5c6dTGVRUQ0g7OcsDZHyqiC07l8qgkjMb2PCt",
+	"hUj7yOyMum1gb/QPZvUrg0qz1VesYXOdTUMfkNJxtKPMaNVg1Vhhndho91jV9Q3DGcFwcDT4mMeLEQ6m",
+	"2eo7FR5KdSS/r7zlMubMI2Esa+G0JuesNg5vyZgKFvic1cmbJZvo+31AeKgeff0tgdEMSP4wmrfEnGHS",
+	"bD1/7BAhw8k1aZ40yHcEzqVDLp68YMQcWvJPJJeBkGbnCfkn0m6R54/Jl19edmqtTqNB/olkuYBDXn/7",
+	"4ssX5wTZC7GYyrsPTmXB5Dz0gFcFVKj9ELGQ1OfMG2kJQL2UyCS5N8HIugIqAx4HQSIVVQYVdjsJYo95",
+	"aiu1FPPeMOVDT/x+Bq470WLb4H1l7nue2vEpDQRz9J8gAOFA9YPxeuNBxKhQLeBDdbmM9AFsfEiIZGOu",
+	"37/fukmNjBgulsn12Gp3TvKux+RO75y01KVecCtnG2uednc21m+1T9RduozCG8Ypn8DNpMZvhi/8Gacy",
+	"jjIPmGctiQjjaMJG0zBagOS4pDNFF/rxgnk+HenTpwZ8vAyoz8/IZE4jweQXsZzW+un7Yk5b3V5lUDnt",
+	"T7str9FlrMlYizabzX7fY5MxbTcbE6/R805aLY+dUq/RPh17be+k25l0Tvqtzkl72u50x1aT/o9MiXcn",
+	"3eRRHCniO75pHkcxF8eb99Uxvqboxf5AzzceL3wps2ugn0XmgfRloGa8544KefbEG2YHZ27OJtdC0w3w",
+	"vDHl3sr35BwkcEl9NQk5Z2RKhdJMQKEh0zAChWYMhF/VdEIa5OefSPNI6UaCUEnaTfInpfu0Thr1BpHh",
+	"9bEgSxYRfVQHycAeCdLuNcjzx8cCmiChYhWtekM9Uy2kcyQr5s/mEtrvkLEaxTKIBemTr3149etvoQ+g",
+	"WfW3HpwDDYNUktDqkgoBfCGZPkqFN1mOYq1Eq6U1OiXX0oh5Z0QtztyfzdXiwOfEF6TfxZkvWVTTzRCx",
+	"ZMxTo0A52ayC2DGwd3jpzpiX8A/NA75/51SiOGAildeaHz58+OBUljSiCyZZBFf149Bbv0nPl9IyxSTy",
+	"l5p7ucxrdbvN0y9crboyuF56HVK9fPaEdHqdvkOW1PPUNRQRHsojNS31Xq9TG68lG/Kn2ARJjjF+22+0",
+	"Ww5Zqr/1G0e4rdBJ6K0fCcJu6UQOuWpHOIQKIhiXdfKaMU8QV429lgy+9jVbu3VybvUj51QSL2RiyHko",
+	"yQ2L/OlaLT8l6ipSM+KhBEnKF+qigw2j+KKvpsSZ+uWaLeWQr3w5h8GBau+m/Kqe9Og6ZPM5nFH3qD5U",
+	"irSv1nQOd0oq+GenobZ5MmcLqjZjQW9fMj6T88qg1WiovVMHXDXyP8zGfH9e+0da+7FRO/38+N3nX7xv",
+	"OK0P/72SCMpCKiW/ojY+s9Vfs/X2bl+pc+zzGYuWkc+l2Uk1DbVG12xNqu7FN2+uiGJb+nHtmq2Fe0Tk",
+	"3Bfk/OIFvBaxmS8ki5hXLzdttXuZqVtT/b5RO6W16bv3vU7B1J7QYKI0ga0Zfaf2zIVb3XWIz4VUcm44",
+	"JW4U85HvuXg+n1+8JWpYDplQwWo+F4wLX51CR5E15Wv4Gf4d+BQMNpQYTao2oZIG4QyaqbrtxmnDPUrm",
+	"/UPMonU6baUn7drihc/N380dU30F8uZbW9zcnPu5om0WEbdI3XDPiJjQgAlYA8UXwzAggX/NiKs1KnfH",
+	"NPJkXntmyW3shfE40CK3v4gXMLOFz/HfjXqjm0yUx4sxi5KJvqK334Agd6UljC2KheckYmiFsm8PuIRQ",
+	"DDwzx/aRIOM18diUxoEsmtq2IW1jv/QceicnJ61mz5pKumE+l2xmT8TIlXnkOVvGRcRJtwiSiHiM5GCO",
+	"J1A30GfhjKD3+1LdZRjP5jlkFgThiriSRjMmR2oucDo08akjMWNcy7vAwykJ6JgFYCRVTRImpL+gkpHq",
+	"3/690yB/Kjw78HpmHnork9tPj3wchgGjPB16zF98mc/vFDOXYKX1/Ikk0yhc1Mk3EZmptdacA24K2KY6",
+	"wS3TG+QMuYs2IHPN6nezSp9LaMQIClOOunLIZB76EyYG6oYZcnOpqKsKfl5QOZmnFxWnC7ijJKla9xXl",
+	"YqU4LIx5yClOZc4IkL8fcqI1G2HfPptLChMp5LzJ5TKqvXvfdHYy4CuggFw2fG5Rg6ZawzyJYZ5V9/lT",
+	"vFjMT4r+U8475MB6HcLqszpBLqsYsqv1x+fsWRhNmJYZFQseQEcoD9aEjBgs45AvaZTebZItifQXzLBC",
+	"uOWRs5FE2HWQgSiukogDatXx/BmDOrD/MRW+IC605o3waP/t31uKrM/It5fnrwz7EUSGauupVB8+EnXy",
+	"DQ/W0L/Ptxp+JDLHKOYBE2LIXTgSX8goZm7xJqdns4gJNMsyATWD54+LdxhmqLSdZIHV7qmVAf39zFw1",
+	"E7qkE1+CNIZrpTizdQ8V8QBj6it503Qap/kc2rppXnhssQwl45N1rlh0ztckZbnNX/75/2p1uwREJDoO",
+	"GDl/8+TFC1Am6UTJ1Wp7/B9iZt9GZyRiC6a6VAc2jEirQ+ZhHKHCo8WmQlnJGuGWoGSz8m53cxftwzwc",
+	"3raateHw9uTpu8/zz/GL6euQs1eK/Wyvw9MrOhOoMi19LTVMAp9xSeZh4IkzspornQqFZrTfS3gLWZV6",
+	"2m508IjxEIT84ilPa2ooNRxL4d3V6edOgwPje2Z0o82Z6N9REVUDXAY0Fv7YDxRJIqMmWrMiVRf04br+",
+	"2z06IwGbSiVblJAmfOxqZPS0A2+vC6WtPYkjEUb595fL2a0cTeAN1xy6ZcRu/DAWZElnDC5ddZ3xojHi",
+	"10WL3G229vMGGOfTxB2yQTjwvEDCJlVk6DdBsCgWm7Wn5T4yjDXEb41OXDBSfZmrhVvG48AXc+YVjxx9",
+	"K/vGniji92HBMIdnqYqWw6xsde2RsPU5vMWCcMWimpoLmbNb8uar81qr2zMu6HaLRHSFs54o1Y6A8p1M",
+	"bUnB9KNnZjUOnqkfYj9S5w39AXdU5nCOAZ0ViWzqKD0SxPeAshOxAcxo71Gg+XAMdhCXBL6QgviyaAIB",
+	"naH8Uzz45HbxuQSH3R55H8evP9oyqEzEjQsXwJM33yInpAR5H4nC1RlZ+VygHcQ9n0zYUrp18v9/883r",
+	"EqxGD9QeO+NqnN9X/iqA8CbipvKucM1zRbdi1diQfypwfSydF0b39bdPlET9Jf6cRxfo33sklMab9RC5",
+	"26MvGuuGu+beh/Wlv/Bz6OCFZAu8+5FFg1TRaBSNChwv+XdHt2GJO2Y599JngUL65DehbcII/5Lxo2wO",
+	"1P61JJs+/+4vpFMb+7KYUDO+m3vPYLfWmXIwxaNQ/s3wMpdUBQiYDvFY5N9oTQ/YNBituTwqYGuJVleO",
+	"JZfV8mBWb4zv4XGBBRH1NaQWYw8ENSfxWhhzjIMG3mBdtB8ZP0fBfvQ6JbfjTeog2Rx28hOZU+4FDBiz",
+	"ku/c/98BrCP1wNybdFDNekVvt8d6qWTWkCudSmurVJJFKCRaYBfxZA5amEOeP96jRI0W9La0ya6h/s+2",
+	"2+WpUvbgfV5y8AGjdxu9zx9y9B/UcRHLkAsM8HtMvUvjM9a+ThS46HIZ+BNgEsfLKBwHbPE5XLCD99Zo",
+	"/nvEppVB5e+O0xDCY/xVHF/gV9jppvyWOGiUvrSggZqW4muKHsMpiSifMe1sAV1LHSbGvWXoK22LXjNx",
+	"RlwWRWEkXDiMKP8oBT7k08CffNL5KI6wob6SFRUkFszTFKBNB1pThpE+86WEiJBPO1Bky3jFgUfIDwIy",
+	"Zur6myLnqtKp2hkKxiAaSfAPrOZ+wIZ8Qfla+zYjZj6gapMmbKD+xh8W1GOwcer2f3LxVr1CwQZ1NOTo",
+	"ZUuse2RFfaktBr6EyyLkM/VfX5IFXZMqHSu6aDaIOKqTqzkb8qkvySxk6pydEfeSyWhdO1ejdomga4FK",
+	"ugwJFdeEzqjP0XCEQihQvvVNdmm3pAm1jM/CaKxjGD7tbqmLxRcEIgrIOJaJc07RV3rZZIgMrCwfnMrz",
+	"EBXVT3esddRHqO4YQTCIw4x4QFx0IdtbpEhhNV+Tqi/FkIM+A8/mvpBhtCZC0jWJGPWUjAAmXrB8wHLo",
+	"wORPfHbIhIKjdcy0M3WQMiJUxNgNi9ZE9+8QRidz2J8hV6cD9JwLxccU8+MytNytxxjtc9w+zkaduEcO",
+	"gQUKlOK+mrMIOaLPl7EESqBk6ishCteTggl3FYV8ppfslWGxn3rFxqEHBKyWbMWCoIbDIFVYh8R5Db8v",
+	"aSRgDiTmZs/JIg6kD9Zs1dQRuCez18eYekDur0P5LIz5J53i65AIdZ3D/oVKvY0lOzLDeRV64GPPlyHR",
+	"rPhICbrLNam6GWtgeqsJ8vSKzo4sc+OZbVi0WJp6L5eXJZKXmsBlzJ9gBPqOhTILZCcDTGlUuFTmvWOT",
+	"MaB6Kre6+PbWyr7RkQruyxDH5KoVSH2cby9fbkw/uYFl7ZItA7rOW3gX3Aj6fkjvIPVfwmgU+JZzNQmG",
+	"APv+xgVfz7VBQLhkrvXBTKPUBj299QVmY/xm9+fKrIseIV5IsGmEBur4rs9whfW26d+imJfbt4+zuFdh",
+	"+JJGM/Zr8cFAdR4pxocXIxg9SLVJXvmPkW9cheEryteXSarApx2odnZQca1EMiqkGa3iRHq0anfRsGPe",
+	"9ryICeEM+SryJcs4fI5AfFRfJ8FewPbBs0Inc0Y8H2KU9FEcchmG12QRRgxD0iP0XSaDEHMlYVa3u4fb",
+	"b6la0F2fbYkc/mR+NNglMMpoPeQgMaIl2b2kkoF9q/aZq42Y6GnQ7lJkFTpoWF+9Qw7OE7yMmRq12vpp",
+	"HARFwmjSSWJK2yGQOtb7l2xBfa7ViNLfCFaij4ME5LecxnIeRv6P7FNfwHqzgcxQV0T5B8LhQG6uxvya",
+	"hyuu3ojYTXitLhYgBvOeoL53tMGXvvvuu9p5LOeMSzV8tp+5vOX0hvqBkls+9bH1qKRjKlgqTeFpApby",
+	"li+jcMKE+LVGlo5KxMtlGGlLiAni2FYN1urwDLmrX2eei2cLDQO+0v4nlHu+RyVLBG9QS/XNzoZcsIBN",
+	"wHYKoSbMI0KJ5jQgPofQVekrATPkTGgp+S1P+nvFPJ9eaTP8p74oHgnyBLusXUEei8gYQsKljpFASwgQ",
+	"PkqL1IR7E9QEgWe+vXpW65PqOPR8htq54t9Kv4Zfjra5pOLOIRGMK8E6ERTQYGRnay4jNRTpM7GVu/m+",
+	"wuNAnwQ0y24cmNxkzsKvEmazmepZop8017PEy4VpoHmmt4LWjLVtM2+0RPeYUVryxTTsee8HH2wz+ffY",
+	"zUYjG6O11s3JbO3GDhQvWd4Op9JbOP4rm8iKDrl5TIWfE/r4VbiyYyuUiBmOMTOmDgOx6Q+C0vNVrSTK",
+	"CAPXQRyFSPSAUTDWghlWsoXYd3qfsCC4ZFPYApwIjSK6Vn+DFWA0ptwbLdH+SIPgmylkFuxq8qn67jHl",
+	"GOue3chMdtCGJsNDjpqMtgZg5Lya0g0wWz3FNPCvDklpKEubFQHzs2TRMgxAJXQq7FZGNP1TB3ndRHSR",
+	"/oXOTjWAHHnc0a4ZUegWEvamTpQSMY3CBcZNTf1IoDIBdBgwr07Qoj7FQEJ47EC4lRKwMPBAWxL86ZQp",
+	"ISBYE5+n8VeCgaVVDHnVzeSguQ6EPOZE+bpHWs5UTBcWcshFHE3phA0IDQI1Vj/S9ORzxRtSsnLQWpoO",
+	"AC4zvT9UbxdOFJXZKiUrGkFEA7BgEZpwRkOT2wxgg/qg41ERsZiDhCRhnyNSxVUT6HhzsQV037vW5uug",
+	"Tyvm7+hO9FRANBsMSs9jY1opZTn6tBfxkzc6i2Tr0Ex9KdyBCXVk0Q1epL4wQYlGzKgTN7xh0cjsoTsA",
+	"M3c05HQcaulfLGgQKPHfbgpdFUCUEZvGQhGwC0lCVJEYn7BIrbw7GHKfkzGTK8Y43OFjtg65RyhfY/xr",
+	"OEaOXCeuUZ1GP8QsZp47AP1oyG2VKtu1Tj8K+YSRKm670kFCJRSEQh+YKOaK0Fx2O2HME6Ps4RiYvCHy",
+	"OVnQWx1orppJclhA71EtQKqbaWblcy9cuegPcMBszUNN8JiTRKPIv2HCigQdcuvuINgCngFDYqqxilPJ",
+	"7ErFqWwvrfYJW+sFZJgzRZOjlx14Lk97YsRNbXbO3j05ydYlLvGNoKkyn/heLjfYTMAtI34ZoWTrlx82",
+	"ohL2CyOYhZfTVJK0fgfxaYMlYEYl9OQk8RdppOxGWMNWPNpWzMv2luUzEyS0pzp+f3vrx0Z02Sk2JDLO",
+	"hw3ghzIi72YO6vucd65vTCLw3McUhv3tpt8E4Sq/WXVcNsabF5QUzSAvMn3RRENELFhrt6A2+eBc6hVn",
+	"f2+jZSiEr3XW4m6hqwWFfkh1zAJz2aXsGfiwzaaPzohaH1QX1Z0El6Jh2MXEuT3YjZ3JGWbIzeoAM81b",
+	"GdeatVu++y31afs1oTghnzDEmyhHF1oWgRbLSiAbp3VjYbYJacdmZ09I7kJv0u4W/W9N3MnNecLDa814",
+	"Fw+4CGgO69fGhZG6cXOibhKrtzB0irYIFAEDib4Hj6yUGL8MKOfMG1jhLoxwtlLk021siYlAvGAo1a0e",
+	"5R+rEL3E26P7Bv4hyATDvF1YKregEXw3QxM77RwB5dh+nriK6Rpl2sCUmwciS91tOhsnu3/pWu2jCa0H",
+	"bpHDBrO8CzPfd5TsLorGViQAg4mfBcEjYfRFO7DQlugNiMG2KJWVwHKFJZ0ZrkayvUQ5YEV3sq5stTMC",
+	"s9gdW9PxhHkkJcouJojxLg+lMYR4qYLug4ESAiO49hqrb++y5AB9kXSRuwMG5ulOS4Ef32s1M9BS923h",
+	"fiMxIBz3+foeI9g4zWkyIhJVdqnykLzSKSTbmrc6xedhcxYbG5zLQqwDfImy4YOzOThyOafqG660WBmt",
+	"Mbcs5g7RyYJh5LHISh4Wbnm7nc2RDhZesvIIDLt41XztDihlnTzXF32/edpKADUSsxJYmqr4188/gRRx",
+	"dKcpqz1EmfEFfoo5g5u3cjpPPerNa9bavJxv1aId+pllKyxv7DKEU2odLmP+RoNX5jR1wyLPP8Rc+4ZF",
+	"PhNvJFuCvTYn2V0HfBO5CmHL0JOMZnJ0AGvJDiwi29L+hqiz0YP2zlzzcEXGbBpqf44SCsGqpc60GKDE",
+	"GU61TZRxSdCIhjmqTKQ28fQNMDsJjCIrkzZYP8BCmcsGhTlNFvlsUqEx9e0RyL4EF0W+wJELzHin6yAP",
+	"yrGkBn9/dmkjQd5p9Hfxtj2QrJaKUPu8K1pyvbcMc38B5B6Cw2EXyv1EgTzqzqXUTQLIUNTuM/XSR6du",
+	"9lwlZ78UH7ZOaOE9kBdZUSA/YZ/Fw75Ap5efdxnfwWZnZO89H339rbEWPNixzz2CJV2LxmqZ61kseSZT",
+	"d0rmTD7ECDYO6YM0mZ7aOzS3od9dPbtKo0AR8k/HrK0oJqxQYYRTjTEN2Wx77/SHsqrdnY8kikTCUGyf",
+	"ShmzWJoJv3m4yntANIJwiTcxLyqJeE3BhO/vvrDRhku8fueoC5hC+v2Wz8IsXGZEZo2Kd+AJgsvclz1n",
+	"GlNawl5qLObA221tDS6Flc4NH9Coynn88M7rn+ArpDuQdpU7jSQyIz+SgQUUkm/nNJjWAERHmKRQcILf",
+	"0ECA8vqngRW5PgkhXIAGQ37aIH/SAJIam4CTOQu8WhhLglkl2mVrwiUeCcCdWzBSBafpL//rXxr107/9",
+	"R5V/3jz65X/9a03OE7/HkUNWvsc45t02yeekefzLv/zfPGlyylamFzrkxjqlpP9pEGIktyRN8qczoj8Q",
+	"ExooRWMM71gRArNl7A55tdUgf3JIR81qhRhSYTybG2TALAHsku4Ol+Z2y19Zfqh7zt1xy823lbOIAgXz",
+	"CNQugHVSW2a2ejsiyXjiSkxQO+BKvJkUTjh0EfBD7MrBseUtwTOfBR5Qfr5pRkc9IjygyWckGymditVh",
+	"tvdUNQcob+ZDnxNqpa4pslMvLjEnyiVVCDQJ/Gx002au09H2ckNX+Uc1HRyVBEAFDMbWlstDMw+nclsD",
+	"e1Nl0PzgVFSX+U3HyyCkHvNgVFbzkM64WIaRBKZgYk/VW2Jnd21FDrkYM6q7Zm1MBfMIpIJp0SNdTNV6",
+	"jvvGar0DIWVC0FkO87Xe6yrJE7ck7zBk0tgA67R32mgeZTLazBIXprWdEbZYynXCjxQpwAav5iHOI73t",
+	"ixrZtZKt7bAinHgu3Qc05w61i3XYR45KVpP+glUKYzS2IFVy/O9sPTJyzfZOZ3AFIuqrXfdlvZIrwVBt",
+	"dNx1w6sZXuKbmAceBnE+8oTqnnoLX11XPJRsh0faHoQIg5vda1W+kXE5YWyH10YRyX590k/DyirWjiRr",
+	"qtvJlG3JzjU76MzCFtHZC8XMQEXxPF+9SYMLi+w0VFaWEu+yx2YJckyIJkHUISJEEoOQcUEmlKOZr44+",
+	"cwvYoQSyQ0ZVz6xg0Vo8hGkBzu7HNSpYC7sdVegvtJU0YC7B61c4xIUFHiVQj5AhKpiMl0cOocT1Yswl",
+	"YBk0UWCcrljShYvuRHjskqqga51gxImrljQbgWmNQWluma7B1KM7g6BKCOaFhnO9hzhZmz8cQKgIa59L",
+	"dOr6nipxV18NQGcsaxRHJHgUmPVSEiEp9+5NjzCwvL19fvH2gZSotKV7alAbDW0NC0rR3EF3SuPxtjl+",
+	"gmuZ5NkqZUNJMA6hYsK45/NZxuZfRnLfNX+MI0+D+HarY88jvyCiYK+dLY2L/iQB8B/NZAcBajQPZXm+",
+	"BnEcA92gQMGK6rR6o7eUusVTo+Cnj7vV89sb0vCf0vS40dy25e/BDH1pNL2mpqLDtsuE/mu4isPVAZw4",
+	"8j3t9X4Ql/MDWG+t5IViZydMco/l1cytOMig9BIVuWMeIEqtMEHjK6s628b48Vbby6Ssqm1lnJibVd1K",
+	"9KDv11T/NAiQlfyX00t3/3BCUWoIWDjOHsNzxju6htz+r7NF5u4WEnf34H3zwB7+RkG7/Yb2h0se0DH/",
+	"eG2n22XLHhP4LaWsZPqwYVtEtLnCer920bvGHt2ITQh8KtiBzIhGk7kv2cQUtNn6YLps9kZyGoTLnBCS",
+	"LxkXjDy7aPaOHz9r9ohkXIQRuXr28puLN06CCyiWNBK+BKSTO+x/CuWeExVt8pE0LHoCRYj2Yszg07lB",
+	"IWcWLHyu+cPIciVisJOol1Djvzy/eFuQi4A5gQk+/mg2LivzGpvOthNLq0Yl0pBnJu3YiGGTkIt4Aca8",
+	"VRhdKxFAJ+dSSWsTxiXoeQFdynBZE+EkV4jSFbdy5f8bxr0wwoR9MWdMKvVzGYVePJEA4aqDlmZxxKD6",
+	"E+Zt5m6J9JZ3Zjs4jn35RNnxPwsjcr5cBlpxNKkhMQcAJl0YBlwvavgJKR1qQ9e2IXNok7FuHMkM9ae7",
+	"abObXPLKHlyzismuaQLaJPhdPOchrCs2/7q7RvsVo4Gcb49lW+EIr/cniOqvcjvyPXY/A9uWauUQMQ9X",
+	"ABATaQgYbXrvNBsPZSfLm4sVTrK1cNsZXzkITXkZqlrJysuAKpd6tJU3Vpyblc2MxdRaUtVsfwp1p9Ki",
+	"GkflssKoNOlABWHFulJSYVaWnaf2809p7T47zfUodyjb2VQb2K9pPm6aikt5kolr8nqq8/U48j3McReZ",
+	"ZLSYQ9vlstC2KCk78xJpUjsWd2u6eRT6Mik4/BAZsUlJ4mLsc6LfccgNi8ZU+otSdo2Cqr6FY0oKVNg1",
+	"f3OZSc41tVFwAQAhVSsmOkBPgVSN4BPoCF6PijkTR+SX//m/wbcMPtsz4g4B/GxYwbx8SsaAvhrQmXVi",
+	"0j0pKtZ7p9v4LqnF2Tq/70tmM6Y1gMt8oau/5ubk4PJCrMUC8skDnzORirbu37n3iF02RGrGsDlhp7hy",
+	"XGaapZKSiyjXkGXumUwr+n6kzI3DBAhrPE+5zI/DR6PUSFdA3t3eK3j3CbyKn0b+JIMUeHgcbZ6wbJWd",
+	"OTzaaE+snh70xsTNymb73rPHuKa5xqDDYnIjyq+3T1Qz8c+PociTal+Do1B1uV3n39pRzA/LzLhzYAsM",
+	"20niW1THaH7KXbhXVEb+7e/PoInj3mnSPMDRuc8CWbxyJQ2P5SzgNv3lmtQ/oVny1R7sHB3gi9lYkK5t",
+	"1LCBLhNGNQYlFGROShDnIFXdicll6r9v2TgQhAvRphP3T2LtUCe4OvVvmVczMf8mEejojvadHdXnCyqY",
+	"wtgMYqZWkJlnxqXRZexRlQaDy1PamEbA0zv2SNfe1rXK4AesibhUAkLIdXy3IFVXv+O5R4gpGawtCxSp",
+	"uqaaftYBn9TYd0xBNPBjHXhr6Gsgu927VjtdhGKifmIILscnf+1j9KkNv0N1qGqG5GnE6uS19siH0yFP",
+	"E8c2csq2UsrgVKgLg7MbFsGlwTxnyJdKyIaq2hr5gMhwBhtXH/IacUUsEKVqhCNxB2ZIcxZ4WFQAqCcD",
+	"PYIiMjwfckISgq+6mVV1jxwrrl88Inod01NDlzSSqokq3H4x99Rol3TGxNGAQCnbdU1IKpkmLpqAkfB1",
+	"AneLUxlrmIFxHAnpQlFUAs/U2j8mRtMSGjDelGDQSQdquYmNn/JIkADsC6QKVzEuYgpefeQkJMtn6lu3",
+	"kIJcxGQSZ3oSCbiTRfPqDMBCBAFd0PpkuXwkiAt/1PTMamPGJ3PXIeFUMk7aLd3skd5KFt34fDYSK8aW",
+	"7oBQA94rMK7AQgcOCTXIv2qHVb+6yElmm8MUqVsxEhJz6QeE6qARqDyvT7QvgA7UklehBh+BsWInrkPe",
+	"PH9J+UzNCJ6P9FjdozMi52CSXsZAB8nSQIAihuoYqoGkSbpYGg7j6XlLKv3JCBYJpo0P7L1PZg4htXrH",
+	"cXdVp3B2uEHf0ruuS/rqLC+g7pevvmTLIFw/gtm6yyic+gEbpbvoOuQKTP2XV7WXL18R/YbITNMMXxiC",
+	"g4E+EmaeWUyuzQMKWQwWoWtUyWTjte/aLEiu1J2U7doIK9pKAJmsKb/2V/4xVsetvWaLUEYhr72mPKw1",
+	"W49rN63a+Xd/qXXGAABz30yRfFtwppFcFqzm80DxRXZb94ww2mpqG9mmFELY4anbxQFKm+G6GuUr292+",
+	"MKFXWIQkN2phnhRx2QxovvEhdA4Oli/0RYWvIzDl3Pcw5j9iAGWfVA5I4vLknK2J53uWPmRZkbCtewXH",
+	"6ibG6x0Ru2nI8Nw38cJlG04t4Hu/CJeMjxLD2IYvBsq48FCSNQMLMATHWsWv86pY5tp+N+jB6tSMuWIv",
+	"rL1Cm5PKpRRRqqTWdlmtvcLx69AX7FkQouFg0+O7nNOSnsQkUdUw3IgtMQxZp80LyZYjMaG6JJtaU/PX",
+	"u1zL3F/DSHsTSnS/oLejqZlFmfd9PkpUwRwjn88Pai6ZbAF4hq5Tby+JxvZEiTWcQomKmil1a6FwGRHP",
+	"l2c6VcleSd2KevRI2zpS7GAAmvXyjR7Cny3oaBqFizzfgE4Xg2hWGnnEYze+lq8A3BYVN20jDgMPo4FL",
+	"+SlN1zIsubY/3sXSYvJCrWlaHatG7U226cciPZtMHH0a8k7nBaPXJtwzx1kNyP6o6ZoM3bk/mwMgYChp",
+	"gNJsjvL9EPbPB81HOxjgy4JWK05t/xiBrvvzeX0Q5gtUTSHDpQBCB9C6ZJoyEeSrqLstfCGUMghobbqs",
+	"xpT6AWhYtg7QzGjgiXPLcl0JAyKsjb4Z7znls4PmNUKg/JKurDugZi4YkwbJBWd/RhqWi9YLM8ljFkXu",
+	"yKe9A8ysDn/bHvTzi7cYN4MAehpTuL43Km6r4DLSgc8VM5wwEouiic2WsRhxxrw8AEO8AWLBIsX5TWsA",
+	"lpR0X86SlHy7r5NJuPSZzvOF4pWTeQJADgql2rxFSQxPxmSeMS9csC2yMIXlIO46X8S8jw+lUNb/eLHs",
+	"ic16B2B/FPMzbdDRQQNIeE6SMIjFdUxEQVE8kmZn+Tfzs+32UQCwh/EoiRXbH701DyM5pXh1lVsqxdLf",
+	"JJ/tgevI8XjSYBIHVIaRBey4AStLqpDNbQqkaP4CBViB3WZY6ScF296/oICWmz91GJIg8xANgpnk+0dk",
+	"yYTwF76Q/oQw9Z4MQ1INwhVZsqhmrh2N2q/kB3J19ezqKP98FeNcf6xsAp0glUOyNBDMKmOn2bFGlwTg",
+	"kmUSvU+qJsrm+cVbB0soQg1RQIKHl/2NXBG1jhE7UncvGtJ1MV6KryNmAWRji2sArNWP0uqYUCkH609k",
+	"slbt9XzIhIkHDNHPARrfjhxO0CS2oMY3PLo26zEsPyHpTbfwQZ5rm0KspBAjpRthbEt8sTmUffNlL9s9",
+	"SQhZjrVtPEqc8hu5klZBBUUp7IZhjK85i4rznCnOdcMiOmNaFctWkYrARg6Er4XnM+LCVrkJ0oZFikkl",
+	"EYvB7V5ai+WZgSTE8G5nAvY2vSVIx3cJhTU+8TwQQJMxP5n77IZty8Z3cuxtF+LAMAXjXU8QlHfYVSzY",
+	"5jw3+17tSl0b94NtVRpmSei6rW9B0CsTg7QX8jx3ENnpme5ylxEt7oUpj/uRw8CV8Olx+z4icF7C5DJz",
+	"S/vcs44PEQ5tb8vHzTnXPT0wkt0dCKfcnZzZ+bKffAxUtPRwbVBJKVwzU6Bv24D37Ak57XRPEiQbvE6F",
+	"QwTjEiPClSgGKMVVV8OQuEcDovpwCMgUTgIVjl87idYKKo0u4nMrGVfSRJ79Kql7mK/IdFotLOUkM3qB",
+	"k+Z0U07oYuzP4jAWZKtKYnl8YbsizuYeWSgsfQiINXaTQrCWjimhdgDsQwpVtKP/nqXd74W8SfldMYRO",
+	"GzQSXSjyLpsARSwTqUY3tRsU6KRY/cgA3uTl3dFxGMvBOMAwuR0wR/lJc0YU3pFycRGFN4ybBd6KxNEQ",
+	"TiiU6ayhFHeE8jXYvg3uCPHlQJ8COpFDPl5LKISOEU3Uw+8L3UmYK6ODO/xoyN98dV5rdXsIa6xNCf6M",
+	"Mw9xk4QwVbvUU5/PwIOm3sUqov6MUxlHzDj/lcoEQ8oDNSvCvlhb0BZG4/b5zLHqA5ezLJjR5AjWzGt1",
+	"u83TL1wzeDKmgvU6ZGsKyUhgHgBiqThY6REk8Dzb2vjU5zMWLSOfS+PIsJcVNc50QDcsggQtEnICpaOt",
+	"bdXf1a7ZWhy/txr+4G4kTOCY8oa/BHeOGtz/+L5RO6W16bv3vc6H/14pTI0bGZGlKAwQyXHMgJINWUOA",
+	"EKJ9PRLExTbcMwCqr/1VhFwX1Lv45k1Ks9nwMfOmoilUN3LCa5QgHgSL5I9Z5Hu1ibgpZ0XBCS6Y59OR",
+	"YRN5tjfPp3BlWfOFeEeBlcHL0Ql2Jua01e1td/QyXLGoNqGCkTm7JfqMJiRjkae91eBhh6Eoze6aLeUD",
+	"bbrwfyxYDRjDIx12k9GoDK7XfjOv7iSOcnxZbiEHw7q+9tztvdi1AHtS5zI7k0cWm2chu0yZ+dgMwWZP",
+	"TjHaTm4BvbFdV3jXnZ8WIP7g3AmdTQcqPQxqdep12Q+tCoEWFvRBmZTLFE5uM6VZ7bdDwiX9IWYOeXv5",
+	"sibolJ0Rj0X+jbaEZ0FHJRRW1PeNukshjMXLNZcHSVbXzrwOfCuDr7Pf55BxN+wNdjJvpxE9+z7Rb+5O",
+	"ETKQiZFGuCvH1Kxw44dQFZcZsWlP0XDz5hY/KWE91/CQhbc2V3eZ5r0Z2MEUWVKTkubG6jIDXQLvPJNP",
+	"z3TcZrkbwmxBQTRTLOdKYqbCvhKwzvkeD1uZypQyisXe+mNX8NLOSpQmBSydzcaCbyAHZninsS5bOG2J",
+	"WTnliBZijz6XKSUm/MzMKENVmaNTwIuf3miggY0opcTgkAAQwDQqTiVeeviPaUBnKfwhhlwhdCKwFhhc",
+	"wGR6ZeTaTg9j3kaPzM/FRDLI8Y/Nlc41IC5OwoUUDTdzExrg2eQ+c4/OhtzFyboYlQ0IsygGQdAJIDaz",
+	"lQYEripyHJCILcIb5sHXaoVcAv8Z+Z6uoYyWU5AOceW23lBE5arv1YK6G1+opXWJu6JipEPcpmHkQhV/",
+	"tdgucYE24XstSsAJ2pzuzL9hHKOtlQiLt4EuKTPk+LIWNpSgQao0CYEXjHka1HmLpD4G+ilofTLZR4sJ",
+	"pTxHbQYLpofLQ3Cc4Wxa6J+a/BOKKzg8X/nC4Mbfx6SYHMOPa0+8jHk5YIQNu1fMAe93oClFiQ7JvVDd",
+	"0Gkc4i4gT8zTd4N7hOXP2a2+KarJC/gIDGSKPi9j7qYpur6n2kp5pzvkeD4t5upCpfXJ3CYDKtQJFnVy",
+	"PkZ9BQ5UHAQuWTDKhxzepQuG/ic4BXUCpiR9u9BI2x5IFRSUBegTAuZBFnQ95HS5ZDSClP4zEvNrHq44",
+	"Mgf8Oin8/Rob5B4BjxuBnDt4hcohByiAVqOhyDqiEwmoocBYeAgSWxQGUBjc9/wIrXQUyF6NCPI60g/r",
+	"5DGWD0ecdkVXjt4vzpgH3qGAUSGTQENHnZghx7DGRSzAVRZz/4dYKRoJKoJjO5VwDegsYgwGCqu5ECy4",
+	"YYJU3S1vh0t++dd/Ic1Go0GOiYuptq5B9umSPzlDnk1MwQ9cyw3qkp9/Im5aqSb5vIWf55S/UY38n2zw",
+	"g5NtYhg3Gm2GoVUR07kVQ66kYgS8Yd7GFzAsrOGF2TNWLpGbZIGYSugL/YVBljiGfIzEFJ3Modklf9Jp",
+	"SOq0ehrjYMg1McG2pMtNXPy9jjHTTmLp0VlRs8gHWCUNMzHkvY4ZAsRE4Z+JhzBgNywQ9SEf8qTuvy4s",
+	"W5AYtpUHqUi5KhgbcteKKHKP6uQF1mQeMxKwqVRLjMqHmwg2dRmGgQs19a2H2PxIQmYSjMaXOu8oawtx",
+	"SJrKM+Rw+h2T95VmOap2yC///G9HZwhwvPIF0zFDhns6JmlzyKniGWiio2DE5XTh8xlxj836mBU3KW8y",
+	"JJN5GAqNhaQIQMlhLjQhtKFxvM5wKMVG1MZq9zTY3nKMiRmdeCe/3rKAZNqxVnSvwMtuZavRKKwvnUbG",
+	"905OTlrNnhUX3zwgYROigg4YTMRufFFC/7M+KTiraBqfBLHwb9grM3Yc7v5MgAPTADQaSylt1xq6OhcH",
+	"vm5Hd5b67EOOfJBjGjkAP6l0lb1kUXvdbrt34JLmV+C7a8ZGcYm+wkE2y1Xo33VSGs4dqvttTfHAhds6",
+	"y1sies4i3mEdc8MudpJkeP3m/iUCd1qFRE6MXpkhlfRnq/bvVKkrT0jfrNFasOI5JsgDzqqFyVSSySSV",
+	"ukq+bzS7Eq9fmnXLScksfT/YJbwyaGydvnNQTa+y3HMrFTRvM2177wHbo3FwS04+g4a7i2/dBSm35Bhm",
+	"pUds73YmRSAZOdL9YQMPxQGDNci6ZV/fhNK9s/xwIMtOwS7v1GOn3z059Ho1bsGSS3NzryFubHTj0Ogw",
+	"RXR5py71XtxDas4FsCt7Iu8CY0eqnK0AqIzQIAhXOiLfYmbNXrvf+ZWx7qzhZGqIZ9Df7E9a3eJLrAxk",
+	"3V1I/0Ci34a4O0BHygDd3Vs/2sTB23GcS7WXuMASid6mJ2BJeRuoJZBeZ5/8kadGpM7Aexy/B8FI+mSK",
+	"3k4wpIdSmm1nzAOCDeUKoUZjPaTuzyeU+MrKXwn5b7GtO/l6DxHh7q8RHhKFey8l6uG0nFJ6TavR2K/W",
+	"ZH3ceyV6K+ZnLuVS/HlwfFzZ53Qua18xTuSDKHszmHIjoWjb5VvgsXmIkPUs0OLmUm/AXGYllgsAtRPE",
+	"xRfcxOumvgIsrDPjXtEhAAEV+MMdXHElwS8vY34B+EGHObKU9MU8H2JnyIJJCvG3WMg05g7WnoTKlgsW",
+	"zRhZqj7qmMlhN97MC/u8I5v5SHSe0GwWmXw/MHneWr9hkZ7oBmJ6brmFF1wjXye4GxBgrMPbPYrlJEvR",
+	"LXacF1/+AaFPREGNWhYRuQoJZ/5sPg7jCADGYgynP6DnN5It87qWUcwnNDf6+wrt/D4TkIwJQAcGd4Sj",
+	"N13J+B6Jlxg1ytmKgRuQ0IgVJJ4+TGajwYsRFXsGe7IhLNbxIMVRHxanQKkrs7xtOCe6GqIf+HKtA8v1",
+	"22nUrmDMipHTnpuCPSiquFdQfVTjqlvX42jly7l2qexFhACvIZXavS3CRcbvljgpDSoc9lAWdOCjoATQ",
+	"6wOy3Q20S24e78EF/IXPZwEbCRkxuhhtS14lInQzLSQS1yaMaQIrY4LlNApNatutNXGDdH5mUn/BbCki",
+	"c1FAv7gj8Or+cL7dIXyHB+fdI8zuAWs47cjLTsuqFGdlZ6jqgHi9HMrYQ3H6NOzlAVuZ4oab5fFhvJDy",
+	"hUGR3M+H3G3FAuGO6+1VGCX3GySM4b22XUY94Zyb0ec4VruT4unmhorf/dY56Gop4Oubp+/OZ2MXdW8R",
+	"rzXn4tUCaeWeNQFVGyZcOdXY+s3T1jaZ5IOpXNnYZY8E8fMjzP0FxKl6oy0Q9P246QmAUwEu3BMITRmH",
+	"iJOawmAjkGOk+HE4JS587QKGKoLZ25EuEG5DLRCNfHQiHvqCpaB2u5bWwgSEvZ9FTAhrATbmYMJ29E2j",
+	"3tIVdMyXeSUsHgptXtFBAda8YBB8JkaI8pyHRY4vYFjTKsRNwLeJz8mYCd9jmRo5RlOo6rgoqnmMg+jb",
+	"Bo5B3ZoIDV4ecBQR8XJi3tlqH43esEht/r61+la/pgT1+XoHWoNuDwEAlQjgED1XLhmfsJxBbHAJDSIC",
+	"YHtmdNhrlhS3zogBvk8KjG7Q3+aB3N7mHXynSD/YIesXSdMBlUzIg3i7/mQXnJTWsSB/YSNtNPP1h2Mk",
+	"OxcLxpigLXXZxcv80oOlMHJLXRT52vRX4UrDiaMSaWuXJSBTtdqXXSN7mTdFqR3GqDeYkPk1eyBV0Erp",
+	"PDRBsN0iEV2RZTwO/ElNybqYkpvXzQFx5hGb+UIyBAbNbQx7HF2znHP+GNNts0MsHlfa1GjJCi5SQRcM",
+	"zVIXT18R9+Lt45cvnpCvn/6D62BCabhkXIiALK/ZOpYBqUFG7dotwUqs1c+EvltT3BrkfkkkoZG7lODb",
+	"tbpqOZ5iirPed7VvA5PkHE4hG8NedY10tblypPomhvFeQCsw1GkI1r/McpLaMh6HsXQxM1lseWPzvGcb",
+	"i2xNKHe1jLT1cao0JWLJ9kpGBowWMyo0lpLSXOcUMLuWVIiSyLPqUhodiogKDhbEGsu34SkZgfhiA0FB",
+	"XdYJiingACIqmSW65ZtvILiu5MhkeIfpHCosHBYwtrXGW6M0UzTbbgsI6VIXUeHuqj53Iz8vXPECgCfm",
+	"+ZSPDtkT4c/4aFkWwmmZ3++D75GWqeJlRU93Y27JuNO+c3fAGCMusCTD9lZM/Ujf33cUjQ75LP+2PBeI",
+	"qGFJU5ozFl2WGaz/bGPfpnD7Wq3hGk9hUVhOTOwU7lqN0sb93e4w1dOeXP0/J9ajL375539zB4QmuN0L",
+	"B0slj9eJD6xUGYl0rZzsZm/uomNkumSceRRl3Jc5HqC9guimK/NQL5JTAW/0R4LWvzKJu9uUsG3yT9Xn",
+	"mDug6ceSeZkseEXCkvEhr2JqE/V5CrgQxQETafYo/GnMMu5RnZxjIZYEn3oIKM2+ya03mV8rdU9h6SPM",
+	"DHPIOJbGHzHQ+SgmT2bI9aCDtMafLlUEVZKiNAnFvheXYRj4fEZiHjAhhhyQOQGdmTyFqmDgA9H5PQjq",
+	"6Uu459V4NnwjDqTlrCjiLWqQScyQXc3XA0J5kvcG+gMR/o/MQXxRW/MZ8jAiYslgmEreAC+Gz2dHeRkv",
+	"uGeljRRACk/UN3nn2PIN7YhzK9/Rs4AWVDSxiKJEVRMzrs0vzaAcswy55zqdco7M6OXhAiUlxt0BZjGn",
+	"0PmKajZhcElVp+tdPb7SqZuIp//zf2SSx+CkCEl0afWkF/VeilVCtdtqyIVkS0x7ihj10PcJpPNIEEwb",
+	"ISvmz+YS0teULG/TkTPkyyDWNeQMtvsjQb7+lkDonnG4GD/LKkGd0n0MeRLQSWYsXDAZrdWhAxo+csjP",
+	"P5FmvVs3qYc32RJZA6wpoJYC6nzpuduLh7/8/JO2MeqSTjizpPlM8aRkyRLc12yvudnyRUhqmdifBOQU",
+	"DrflWYCIqAQz9t3+GqYes0EXdyRDp0ckV5oH1SLhk4ozIlNx0uoNXJeW0/ZYL690AxL4vRbwQTSrgvLf",
+	"AJ8UCk2KwG8hlFc4ZEGjmc/T4mDlVKukeEM+6jceYUAfKN2gEHSWb5OLuS/3Oyo0TZiGnP2FbpP6E7hq",
+	"uqM8Ivo2lc/NHhuzpG2yhCbwUtYBkCHXgZ75NC3YJI58uX6j+LlJrqQRi85jmVM5/5wnZiFAHsDUW5O1",
+	"fs3WgqAZhNRqILa+Pn/11HUMPhZxzwG7RLOuAXkMfZHFrTdS4mIdQKHVSNSdBL+lWzWXcln58AEwC6c5",
+	"pms0WsD4pmFEXr58RXwOxRYnTDNwj0qqRJPPPsMhq/v8s88Us8PSGx4LHJ0wC6mp6qm2w4eIxayLGjhW",
+	"KUSBzhAodYcBVCAuDXlSAq5mJyEnNfV//imTPw7Jxk9CfoOsWAww3srKnRecXrMRGP4Ma/AjokgGETYR",
+	"A6YOrUAPvoAfsMZoFYTvgI5ZIEgsGPmafEGajVZnQJo9+Hev3e+A5IagHQjyh+AyCb70TN1GvtCBbUZ2",
+	"a9QJgE3iOA0a6JC7AHU+gc0+1tign/8VATso+SFm0TotB6skJ8a9ZehzmXYo6TVzUHjUsBwrf8Kw+qiu",
+	"LZG8+/bypVlqTFNuNABMEcumLFkgh3zqB6ovHLfwA8ZlsCYr32Ma/xNql+FmYHrAQJeXeP70ykYCmsPG",
+	"CxmFfEbcp1d05pJqAiOIKAlw0x9peAbVHKs9QfAC94y4L6a11yFntVdQATGpmtZudBzifvX0/EuXrMJI",
+	"SeochzDkz59eYU72OPSg1obqr0m+9h/Dys9+9JdLXdQWi0hqFZJOJmypZIf6kH/FaCDnDggbPme6Mi/C",
+	"WeMGujysIZgKrMNLxZzEIL26l8w0T6jnRaYJrfKqXw2TAMgHKtmQA4dTMlSndarZxqWSNGrnU8kije5y",
+	"SSWD3mqfKR3iklFPQK78JNTgmGot12QchSsB0Pu+ujqqT765fHN0ZgYAjrEE5QvfQWuZujKVTjDkePmg",
+	"1BH4E8YFSyO1K69eXClOqjRdYDticHwMBlA4DfUwmh3rj8Sxejd1Zlc0L6xYmXOVRr1Zb5jacHTpVwaV",
+	"dr1RbwOgoZwD1z32wgn8Q2ODb95pGtA9UmQVMe6xhPfAYgDfiZhhd9VL5oWTIwcT672hEtr9iKXrohQx",
+	"yLlHhBHkDaFabiVfYtd6wV0Y2rESmKQ4tvL8zXCgSfdYT64O59tCDnCfIMJa7Y2+a2oXYeBP1q6WAAgP",
+	"EYBAbxUcWaWCKtpXGt808DnDrcIN9EP+wqsMKs+Z/FKtmlpGU1O6MMIqfeX4xVSdOzh2EGcVMbEM1Waq",
+	"hde2AQ0LB7c+u5XHc7kIsuCxgJQx+W9eOAFESPUCgmcMOf4EJIGPzA2pzkWyS/jWsfWa+TJSuwfKYS2O",
+	"gi+GlcziDiv6bfweXs5+r/dPRBP1rb198HId66wFIWd1b0KnJ71eszWedOp/FRttY0OmcXM70zxZ6IOT",
+	"a0w3FGlMPnPQ3GGlC+gix20O/xYOEXIdaNQYCFDeJGY4+vXdw/zgVNqNTpFem5DC8etQvgo9wGBVR7eD",
+	"ZLH7m8fUu9QCtvqkdbr/k6swfEX5+tKk7INQZtzGlRdcskjrgBnagXoDSk+HQgS08k59l9np91M/YB92",
+	"cBRGoMYtwfPt4vFX1796/Eig2XEegvShbru58STpo6EkJTioGswEoLDUzTMLQ49Us/fdgPiLRQzikXuk",
+	"Ln9j1Bwmlc6AB20JGuoW7+w4/OdqttscIH+yelYJdB50aeavejQGW199pXhzxdh8K2B9tgV+tMKllGaD",
+	"q57X/pHWfmzUTuuj2rv3TafZaOShrH5wPgqv+iu9oTj9LMc6/uy/kWdhRPTdpcRj0IuU5r8MmBIsBVOH",
+	"doNH/FXUX7548vT1m6d1eSvJZ8d3YQX49yYLsGkkx0KDXkKlI97W6Ix90W52272GEutScvrNHPeS3TwL",
+	"Y+49EH84N1e1JZju4RFTxjzVAWiMAKRPJUar5fKJN5Itdf1tHV6BSNUmYkfpAon66RrEowIAch1CYhJl",
+	"ojhgR45xU4BtH1NN+JCfy3BBpmB1U/pEp9U/OaoTfZDVyQDZEkHHw2k2dgXF1owHpJFGiZjvMUhTQ5ot",
+	"lJ52RnT1HB2JTIc8irkG/iOoZoF4hAtRHa83orSsTI4jqK1uLDZGYaMSTcigHgRrNdm0wUdQVpX4wjEa",
+	"ZLKw5hfUkWS0NvBLEPYShBCwpQRaWCF8I/C5kp9QVFPD8IU654rlVd2IKbGCqpXgSj6vuEeAegZK55Cn",
+	"WON6BohVR+RGeFimNfCcM0+1VScvlOinMbeIG0d8EMe+N3CR8W9h8epgOOJ7eg6oDQ05QrSZCg2PoAjS",
+	"gKzmfsAQ9FptINgi0puIkm6jrVHYMlpGwT1ymR6GZ1gP8x7y5H6WfqH++fzibel3Ddxvubf/YodXlf0o",
+	"AWI+5PVvtYZT9quvvwV+/yUw6bIfJR7gg7/wHq9Lf/Pt5fmr549f+fzQL+htmWvZtoModvv5bb428efb",
+	"RWCYyRfDSrPeGFYI4+gY+mJYeXv1rNYfVv6cFfeBTd4uAi6+GIK+Ojg+Xq1W9VUbVNVWo9E9Vvw0Ee45",
+	"QZy/ie/hk+R8tiYd1qP9ca3ptae1Lj2Z1E5ZY1xrT9W/T1lz3Pa0bmC+TVvbVngGxLpo8vQd8ymCyeoW",
+	"W41Wr9Zs1hrNq2Zr0GgMGo1/1B9n3ks/V7yOIBcSLJgOKwAaqDhczsIPK2QesalSjfIvww0lSDW+2SFi",
+	"MNuvKb6Wmbv+On2uH2Q+TRoEnp0+LNygE3o6aTK1N+MTr9adNmmtP2mxWof2Jn3WoGoDczYoZ4suzeUy",
+	"IH9ZMd6u9R+TkJPLq78nncZpQ4MINurNZr1Bfvmf/1v9s1Vv6GJqYGBstpuNk1b+vt57Z3P21rqvzAYn",
+	"yrm1q/rO+jPKHeKLiDYmp97J9Q/N29aizTtOND5h3Wl7/tfedT84XTZ2brgZh5a68Ad9545TZFEIMiYQ",
+	"YbS9RKTaUlJKR2ND6q+hfl4QHBll2+4gpYzjDGnoZ4pw766Wq6/rld+6JuxUuo32/u+e+RCOvSEZW3e6",
+	"lilJIlJagjFEjGQE43ifRGzJld0isTJXqE0HMOSpUEtkSEQ8Vj2MGZFhaSHXGXITfQBipInrkHO2wHyO",
+	"wBdqZR4BoHckXcdkI6HzOklcp7pqhqTXjJMqRbnbF5lJpFi96KqAyAlL0rTSRQtlTId8dfXq5Yakmfda",
+	"xnEABsWjxKKopeWBth6kom3iL90ptLuJSOsM+bbkmkS4REz7hRzCAsHsAPOQp5MdcrBskRfaSbMp6orc",
+	"uhPE90j17dsXXw65SfDoarRbCGw2Fn9t1zrTSwzJOGMRBrFkJOYeOhu0xypS+1yr6cjvOArcJJpHp1Xq",
+	"mSQRrjLEz9V2PxIkXHFjzy8SlOM/JOQ/JOT/2hJyb9qY9Gm3VWt7DVbrTprj2inttGtN1pr2vZNJb9yl",
+	"B0nInK3gFjlYPG43rlqtQbc16LY/rngc/w7k4sa4z7qTJq11pi2v1mXtca0/OaG1U6/HutMObY9bk3Jy",
+	"8TMa0Wa9W+s8rp3HMrwMY+7VvuucN3u1y6vXRkRuN3oN0mw9f3wH6bfMxt1d+gWbW7RuXa9/8H6MrmX8",
+	"Q2s9L7F1/2XlzIzc+FqfxpJC4xyc6T/uFBaXUThhQihxIl6iGMWiG5/PztTdnEY6hLGu1+BRScdUMFIF",
+	"i6EviHscMeqtf3SP6uQ1hC5AbJ9XcE+ji79yENP9qzCogprhvk/C5iohhJGmm7+zQBf2XUARmbWo/3rb",
+	"/NK/YZwBtkCOjVwHQxTuqmmUjNckCpUwBruqy9cqWZJP1mTuCxnOIroQTrqlyzAMhly9qoTziXCIGXIN",
+	"wzXnSliFiAxfCCYcK5SZTH1JpL9gwsGYEkUsz8Fwqp4+wu/0EqNAVydPb5chAvvLkKzDOCJiEtEli4Yc",
+	"AiWq0zAietOV4kpVA7frowLSeqWXppwnahlQP0tVlb8jXz19eUH0ZTBSl3ECWI5pO+Srq6uLNNrErLFD",
+	"EBTCWuv6kP8dufqHi6c7m4PkATXfHS+9x7a/GFaeP70aVhzoUXFTfcCHFQe7/GKo5jqsfCDNuzWIBzm/",
+	"vcM5rAnb0QFgF1Go+mWxgIIquiLKr3jOrAEtEsrJOXF2fMPuKBgvnMSAQzAJle4E8C0hKJOY+CnDMBAm",
+	"MAwYK0RV/8P5q5dnia8XI2gEBkTlkfk3S8bPL16oZj92eMkeJmyCHe8UYPQhh6BMUGk+QemJJ8v8O7u+",
+	"s4FSFK0Mu0luTVHT2E9yDgT0AZXBP9IcmTO7El843YyGwug2pL3dBKfI9LB72ww/5bC66wEBGhhyRUED",
+	"JecBCQ0Mr1RPNAkNCFDQXRhQLr38RvZeL2bO3iMT3im1JTe2icvUAasD8CYby4qS3hx0N1pPFNspJahd",
+	"qnH81uQ0GBSYJVl0w+q/RZvvW05vqI/pcJt2XxPVWpU5u3iUTw83zeNUzDo2oCo76cOCpEsyfzSsGAZa",
+	"+piv42azAHQxRbC7mSZ0Jb+1tgBugt1hcojVXFK7a8iB6iAwOi15hUZYyP/R4DBpFDgqNZAofkODAaFY",
+	"5gxMnUit+hNo2J7bzz+loeufkwW91Qh7R0PObifgpc+/TZ8K6S+oZE/Mqn5k4+ETGkwuY/7iyzIvv8Cs",
+	"k2c6C6hk86XNjerlQ+yYD2Q1zAVM0pW67ZQAK/D/jDRMfMliKdcEIZaPkmA44H1pNNxWaktxXNyB6M7b",
+	"4z+36RBvWjzNGG1DAxHq4D04PSEvPj1WdN/2hOwqNNujL1HtqCRBoF30APJ5BYmEby30/7J0Sm+/gUN6",
+	"hdtU8rMrxYAk0O29xFeEmGSLUEb43Daz4NPUnHYKnuVm72sl2dIgZliNR/g24ML371IQfTt/Snt6wTgj",
+	"gvWP82B525OhPGlDOhVk/4ySD3mINcczCW/97fw2XVXi+sZgFM792bwyQJduw/4hCFeVQbN5ctrr9BN0",
+	"w7TtnIejZSgg0b8y6LbzABErg2ar1e83cuvNIeycyfYc6aS73okNiPv9O7jby0kDhjkbZl0k7pn74ZOq",
+	"BQcHVjZL9PFcE0Gn1Sojb2irCkocv4pH277QwU6j6cWSaFIZJleuSavY5Uo1F4iFIjCjF9N2ne1MXgdM",
+	"UGTM5IqxVLDgHrm6enY15Hkyz88/ZQUXdIZSLaokuXRwyp20fir5+ttaMmdt8iHn2fcT+VyxeAvsZsir",
+	"LrCPuilQ6Zrv3EzJS+s+8QVxUxAd5rlKeQK4HciXNt1GbAbBni67lRE17ybVV3Wmsxbjhjwdrp0kzj3S",
+	"rLe65mV9a9nvQo3ZIXfFhAbMG91EdIGxs5Rjvoyr0V1dwHMy782Wcea1IXclMHT45Yy4iv25Vh44LiwJ",
+	"GL0B1QWTJTU2ArDiIZ/QCFzflvCIINF6jVkUhdFoTLk3Wk6ke5QU3V0ZiD8liQ+5iJfLMJJiY9U7rZZD",
+	"BF37fEZWc1ydlbZ9609AhxryNyxgE5m6+dfEReaPi6D+hjxOl3xOXFiKarhEkK1gPeRuFkDUdYibrXHj",
+	"Hu2SYb80JeX/kGD/kGDLS7BPwiTLxViJy8mhJcb0X1MuLXmIwng2fwgh1kYb2C/E0uwN5UCC9c8/kf5O",
+	"0fZ9OXn0w4OIwMmHSgy2zB33lXVHVBo5FsXeiOlSv8kkTnu9Rj9PeC0vkedWUsUBd07r/a5TgUF2Tusn",
+	"3WTJ1S8WFkhF6YQVu1AqNtBq1JumgVaj3kgbUL9sV0vV3bZO6t2k39ZJvWN1rH7LVhPCj9rtfqduPmq3",
+	"++16+pH67cOdxXm8py4SiOZid2wK4vyHQP+JBXq9PQBkYJWwKC/PzyKE9c2V5p9C/KCRxLdkcEjE0hUz",
+	"NAQioYKMlYyUqzZoXNU5o3JBlzrj3/dmTIqBKatPmj3A8+nVh/w7X87DWNojUEJqdgSOZbBMETVuGYj5",
+	"anSoBkCybxIooQVCiGrUsqur0cPQ06KRvNYOiShKwADFP6V+YHKm1NLtEvSeR773h5j3q4p5FniJgzVB",
+	"a4KpFiWCBLHbZQDqrAbM3SHkiYxJzy74eFjduRT3X79r/sqrwbQGZ9w0jBaVHRLhZE0CdsOCe80xPVF7",
+	"JlqqZPt9ZvmHmPlpbKUoUypm126hbIkWhZ4tYmYpY/B932n23jnpoRh8j/JUu3XS678zdRC+3yWS5kme",
+	"95HGgG/ToDLgcRD8voQzRRyZ5YHTctj6tFv1XtJHCwZpumjVe4evT7sBa4ztNaBt016jflK0Pr1GO11W",
+	"9Ye1rvBb3vr0Os12sj69TrNlrY/67cOHd0UajPOAFNbuwm7ijLv1tjXjbr1zBwrrQxtIYf16y6Kwfr1d",
+	"tILtdt/ayHY/s5Pqt7wV7PebvWQF+/1m11pB9duDUFjTOoHNzAls3ukEdhvpRLsNe57ql8IT2G2m26T+",
+	"sPYJfstbn2bvpNdIFqjZO+meWisEv+YSGbAz4Ma7VeI76lZKNCytWTEPRc0/tKtPrV2dk9U8DOyNwLin",
+	"8uqVVec4V8N6EgYe+kJkqHPkgARNFO5iabBP7dSvR8KgBQ45AJg4ZIpV6KgAD0r15RH5giz/9h8vyefk",
+	"h7/9x8u//b918mrDLyAsF7gfJT6GBePyjMRLNaJWkWvBgBXqkkJDninWfqSzGWXiWMGCT6nhf5fedKHX",
+	"7A/V6dOqThdIbpsGckdp5gGjSjX/yIbwPLvz/SVi2xtXzvjaajiNRoMksyltcG1u3yT95mlr+xLeJdbs",
+	"eRGvphIvgqJWqmsIEsgYhTNrdo/YiEw/LQSk36y8bsTORqfe6zcTuem0Vz9pNFPR6VQJ/412rhx52ujU",
+	"O42ekSR73V691U+/7Z30G/V2p313Y6jmSX9YQ3/T9zXcpgmOrrpVDwlywJTunQGbMYeK21MLTMjC5cWa",
+	"SPirH2mcBmqbLzWM64YJFd3oEIFpqgmwIIDUe6FzuHWeuF1DEfPLqzprA6qAQ9i4PqsabcmXgsAdm2Zq",
+	"g5SBUgSi9FZ1iXkcB/MhMAB/8gXkEOmSAkN+btBtDaqfNtoqLpdgi+uZV/E/P/8EKzUgchUOea+jHvQ6",
+	"CHrgczJVKgOh4zCWpEVePQb0YIh7iGzMKV+Y6g5DDsJEp9EwAFbJlAeE0ygKVwD9CfiwtuF4yLcsx2GU",
+	"FKicGkgqARP9Tn1uILaSMotWxAGEDJqQBldDmbkDU/0Bjc6CTUIOMAhTKiSLnAS2I0oT9akBf1D7kqKB",
+	"DLkNB4KBEgdhoqUhMMKqGbm2akWq2zvXhP0EF+USa6HcTwzbOEUrpETGDVbXltHyzFoOXaJqTAUDBNeS",
+	"9kxzX+0SRBLLZi7oImIu9jp5kIsZ82bDNm+2DjbifgMVOA2nkHMmkjILwvktW697nftZrwsmnh7P36Ix",
+	"+8BJ3192FYx5Iiu0PqMRTWpkGAnW0XeOViFXITHVs1JLbmmRtWEKQn3/Ps8s1G/X8/znpuBY04iL6hxu",
+	"pJBXLOMQFEqxrEPNlvm31VLGEtRv17OP7BeNTNjvJn8kPyvqy5nIaafe3jWRerPd6J12O512r9Nt9Nt9",
+	"e2abYvCumTXqvc25Ner9fjvzfxuTPe3UW/mTrTfb7e5Jp9E4abUarWbvxJq9GuPG7Bv1Tuek0e33W+1u",
+	"67TTbPY/vNvSClqHU0FDbcZHoIJ6dx8dNLun9fZeQjg9LU8Ijd0UXW+2+t3+aavX7rQaJ61O666E0AQC",
+	"3iKE/uYE+2CzLNr8Rr/VandOTk6aHWuSlUGvnbP5vXbm/zsf3ml7Z8at03RaWa9OY8P2ub2FeYpgQjB2",
+	"xdpKDmZFvXN62jpp/WNaE3dQuQmCxXZ59kGlUW+36g2rzo5h/lDmuGKQNCpYVT5vqNuR8SMlHOmIeBOh",
+	"ZNTf0SSgQm1fUnxj5JmYTV2RuPIyLR4GRp7m8W7IDzCw0+ut4qPqQsk5eFlqaJ20662toseVpBsC3UA5",
+	"RD4L2EjIiNHFKKfd7AsZtpotva8N+QkqkH5gEogPxDdR1xCGGavZAPP51PRxmtLH9oHdSx8mi6I0fUzW",
+	"lF/7K//49bcvvnxxXjP3dO015WGt2Xpcu2nVzr/7S60zhqI9dyeOTu8UXB+bxPHdX0inho3fjSzwAtpD",
+	"FpU3lHtjFs0qKXGUmXLG4tbqZEmkBQGKd81CSXTGwoICsc41sNT0/0zGmk+Pk6gWFFIcxmv4bz7OzU3z",
+	"GM+u2BNwpgGx1RYZZLsETxtxdUC5B9NGzBGbI0+LfekL+VT3+CsDMKDC8P37LW5mVXFtZeEYgKkpUa0k",
+	"4eNMn1BJgzA31X7/4kIyze8MrUFvsD0h7W5KaENkLH+wPhZNzpbxPoJ8fvF2PwUmudPfXp6/goqdVjxi",
+	"yAsymxWNPr94+9sh0C2hyqLQpsWkv2+2QI3YumSL3m913h1Azc8v3u4l5cy2UETFH6+xgtnvi4gVBRxE",
+	"tHMaeatd1mpoMVvFFqpxClJFizLe0hAWWwOEPOZguSSJxTwA3vU5exZGEwZXtVpt4fMJI+eLJVOvn7/6",
+	"krzgQvp8IsmrF61G4/jVi3aj4ZDz5TJgQ/6qhqbJowEcCmernKlDPKgi8uyi2Tt+/KzZI1fPXn5z8Qbd",
+	"3+GKRc6QQ0GFxP19w7gHFXkhoFfMGZOk6iJsintkV7wE5FSweM7CIR+vSdWlgU8FEwYJdh6uyILytSko",
+	"DJJBcmZVv4CkK5jG0GVDDuYUQex0OF0ZTRQd76/MXj2sJRUMaFC4KFkS2PTqhApW87lgXPjSv2GF6Uv4",
+	"3Waquik93dlXiXrXkGaM62UYEJcCvQAkr0fVf+bhcski9a9xQCfXKxYELqlapHhk/1SL5K1LqjYtdhuw",
+	"f+qfF5ffqLcnHqctV/+jbf7RUf+IzBPFA1lt0XTJL//8b8mfHbdofdJJ3H2N7m8CVHJdxgD4DWdwGLUb",
+	"SjMH29SXcnNN8IqJaPZsL6N+pFnB1i/vnAqNJnNfsomMFa+p4MlXqtay2RvJaRAuRWVw0lSagrVagwo1",
+	"L5rTNELTQFM9UTxglPCA0WystI12L1l3a2g8lEyL7c/Pm40WWanhLOmSRdo/dtLUPKMOXIRIxkUYIRt4",
+	"dtFuqdMZLxQHZJrbOAZOeUDevBLklozDUEgyCcLJNbkl3WaLqAaPJ8E1AsConm/tniMq2VmyXsA1Nroi",
+	"cCsFuENqXDXrN/X50RnkISwjn0uUDyRCG3rxRCaVzgSbLYBMFMGIeAG1TJHXWWUFV6tVnd/4nk/rk3Bx",
+	"zHgtFsczNlWjO55FdDn3J6I2oZEnjtsNzZOPI3lbU6sM/yP9Y3XfeMsRxEA2HMMcjDq3qZ8doJEZ/qd4",
+	"YTEmABCxY5C20Z1ZxUHokjgpgekHSsY6+t2BizFiLm/r6O6/6Y/fz5ZxcS02V+2iYnLm8GjAsIKz7Zob",
+	"DV2Qzy/eDoi6NxwilnTi85lDljGfyDgRBvQto2QEDVPuz3ioK0lvo4d+nDvvHEv/hBEBxmZYIBTGZ/VZ",
+	"neAyFJRfU6LqntCkhJM3Pi5nh5//4M1/8OaPwJsP5csQeJjPlp9fvP1tW8buz5DzpalEkUx4zU4mHaTu",
+	"gGLAXwwgoVYULSWffQY+os8+0zgkMok5ycE/yQSwrF2HRJRfY5VxF5FR3QFxLfOwKdKx5dlyiRob4x5w",
+	"elc7jfSVgf4pl1DzRn3Ir+i1xsaC+yIpLSI2q+YR0AHg2IVTLHcORvMhB6u5ruYMw666tj1d3V2bBnVX",
+	"Tc1jUxoHElU2qKanC28GNBb+2A98uTZ1S7QHAHoJ2FSSMJYk5gETYshdH4N4R/qtLxT/L8LStBw8D3yH",
+	"/ScEokgODwuCTw1KkR3cdwAVEwKJkfF64zg4JO8oVNOzcGQdBic9CdXkKBTuAJ6/jJ6oCbcyyHhsnArj",
+	"ajrfbzzddkunnt3Eg/yuhBKuIZ3noUfwyJnjBhFkr+CXJ3DijgbpQYWYP3jfNlsKQF72+QyrvkBJyYjp",
+	"yveG+zCDbiSYXXcxNcBguztWLnWq2etHg+CbaeF5M7eYNSGwg6arvuWe+/BRAv3/KDTzn6zQTMkvXgLm",
+	"SNm3n0CdrIcICQN8h4xBSJ25ccy9wJgwEQQRU3rHaxuLLT+1dydQSmpMMj3Tm9kIC4ongPW6ATVIqRSK",
+	"5HGjNCCLF+MNPBKVQbvhVDbgCputfisftqVzWu/vCLppNeqbAUSQsGtHTSFQimJoJnIJFuiPIIU/ghR2",
+	"BClsJoD/yiek3+71cw9Iu1lv7zgg7dbGdrVOTut2JF230+smx6P16x2PP2K8fkcxXkneliKmNLds58Kj",
+	"DL0pL3M1QawziWM8wPZsq3E5Ng6l/EOlSZPSoxgin/3ObMpgWUhtAah0W+BxheE4QOn7gh/gpQPCH2wK",
+	"TlWJIufoKxzCbyX64R5nPzNvtdabZ/ddNjZC3Rd3vYm3+0pu0s1eyodcwET3Bl1skMPvOuwCie+gwItl",
+	"QDlXzLLgzAwrLwhnAPCb2ka2bHlUkl/+9f8h7sLno22LhA55gGFdXT27Ir/86/8hrrrgjG1ikIYuTH3p",
+	"KGa8mvuTOZnQyPvzsEKehdGQ6/KvSWwD1hU28GXGhlc1OXzSLkqMdSTS+hI27vCCMWlawTgITOFJS1Y7",
+	"SbwGGOweCYNPIOJoSidoSUArwtjC+FUMBcM6DMRvFQv0JjEsj4DRzVgS6AGqDUSLbGJMJ3DSmCnp2Kuq",
+	"OjJQBI7JMPNFWv8CACVxSmOfe2IAGL96+4a8isDSWJiFrMI48MBlMA8DD/lvGDFDAkcOcQ1SpXD1lHQY",
+	"Xvqp2p/kS6pkzwmDBEULk1qNLQrj2XwZyyFH7LpwuVS76wu9Ixg8ARnZrrZmaWzn1N2jVtCFNMcEE0KH",
+	"vmxt7CRcMFOBGpyu+khgrAnCRQ857LYavbZvM7WXDkTQbCigOtlLNw+pfjwx6qpvfSHg20kQCqv6NTS1",
+	"ge6szsCURiScToe8OqzYJAALoIuoJ4TbJL4g7X6CQY5T7DaGlaM6+Q7SJd1YsEi4ukOEfUYwwOTE+VxI",
+	"qvYSy7CohTjCOjcwhSGHtyapmRSaxA5IYoTGpUMbtIOriUKI2tisf9hw2xtGeIiEMiU0Pc3IkqGws+cx",
+	"zxlybDxbLlq7sTijkVqg5xdvSRWoPoP6PSB/+/dWg/wJs2x9Tii8afve//bvnQb5E6GTKBTi6EyHUcNJ",
+	"84X2nGm8FDWUkFD8cQx3oX4FbmSsuybnbEGqaHfV1chdAuI/5hw/g8IbESPXbCnJErN0sbwh9RhWmaGY",
+	"TWoV06ImU3nIV1SX7gA2h6nGbSIgXxYoTw1IM6g1k6RKp5JFqk0mJI3kEaZto08TllMtIDASKGY+pUGg",
+	"S9MZ5HCHDCtjpjYH2x0QKq6HHNL2CKzqlK10erAYVhzFvgOG0WqQjYyj0cndYzq5nkVq+Ya8Su0jSOyd",
+	"FvFknq6E8X8c1ckb/GFJI+nTQM0GDLRA1iJUvbgm2t4l6iDhi3oBB+SXf/63YUXnkwsiFE1jcrELFsDa",
+	"k5DLKAwGhIc1uG7Qk8RD8vSKzmDuailw9uqejiVTp3zI6TRiYl5Xt5uczLUr2tUXcZJlT/DW9VKQ0PSu",
+	"GvJug1Qp0RMwwJ2MIyfV7UJWOWK5J3clniWowDiZM0FmTAJ0PR56vD8y7cJ/QivEUG/EIzHk5lih0dsU",
+	"gEcXoiH5HD9jnlh8EVD+YIWOdkG8hFPkcppnWunGvwU/ExRQQ3AFZOb2WEHGUixccfJCz0KedLVz0Fjr",
+	"sjKoeGE8DhiaFfQ0Gg2EL8mZBY8X4+JJGPAkDBOlY3XOcxCfqisaLQzmEwgWUD9YswALZuLIIYviOadS",
+	"YqXkzPq9zubUmiWm9mTjgkuqvZ1l7k6M1Cq4QJWMRa9Z4Wyg4fxaSno/God6CM/JZnwsEfEY3WnmcOKF",
+	"igpNwTKD4lYQPNRqHB46ew7MITe6aUscqGKUE5kqyVS78HhxqNeRQxJgCI5RwtCRs7UShYGwEDh1j7l+",
+	"BJ/Vod6nw2Fj86Bf97ha9T2F13GOw/UsuVy2fK67/aq/V9/pBpF7XlZ/WGmAb21F2BRbzaVqpdEULkVW",
+	"rs53xGubsibQcRgGjPK80/iVYVVmu2RIIibjiDtqX7RWUjQUrEaQO4JWI3ulfHTwsxwAiWbva33NCGOI",
+	"aDe0dqY4t5MaHZoNknEZ2lIauAJCtCfDZajXCqhOA6Vt4ogpXVoxhQFChqVPRh6T1A8qg3wlrtnXmvKY",
+	"kdZpPdHgYu4hfqGaARXX0GQW3uLkEO/DljNutoytZKbZMhYjJXmoGaO1PLnLzAOl/AojWXxMX1wxnG27",
+	"3uucGBy103qj0UqBZJv1Zrf1YQ9+AaqD6hgmXgKj5xRhvGLF0vSI3dPNlo8x3P7/2Pu6HreNNN2/UuBB",
+	"YMmhaIqSWh+N4KBttx2P48RpO8nMWEazJJYkpqmiwqJa0XgMBCcXZ87BXmax2LlbLGbu9mIHu4BzO/sD",
+	"5i808ksW9b5VZFEiu9X+WtvTgwHipvhRn2+9n8+z53RylDfXxX5qkLdmz+l0M5RcZUnqmdjCjOu29npO",
+	"N8Pp7bS6nuO5/fx1ra7rtLveJmacnS9uAz33ZRd231jXPae7+7ruveyy3nury/qlYmjVK7uZAyu3miaw",
+	"svzl+QWQI6+wqtUaeunIWOlyhshYhhPd7RegyCFqtuNS7rT3OhnGcae91zYgjlXstrCEn9oWur6ys2Q7",
+	"1mzaEahr2xX2FISiUVHH6NwrE0hKA7gqI1kdMsVj+G0GHd4eFGIhVPENuCxA10dXI1XuS/RZ0xQ96MUs",
+	"y/PgDvEIr4hiPILvhgz0VKM40tYBAgVWl2XnKqfICVsLlg75gk5Drsr/FlIx9o0grg/+LMgd1hc0cp28",
+	"CxPsh/yx/HeWaAzmT9Fa2c9o+rQHh+amnApfgI6NjiSEcoZtURWMfC14d1fpgn936YIbSQVJwJIB8Rt5",
+	"goxPaubGgYLV/EcbPZN27jyOE+I3FoyeHBey+WuAIilSIn9Sr6oyQkScVNggltEwIx25eLXwB9r/2uex",
+	"1bCKtOR3OYmyxCySp0u6iguZlOVFtVeJT1eJT1fgVld5o68AbvUqOW1HS15VSm3msyVLToTW496zxBzZ",
+	"v2IHtnPYbGsRizLdVaqrKjEJY5WYtUZ+9eiLz0nNP1rye3yxBIJpTGlaJPEoYnPEmEaeaKAgj/mYDQgl",
+	"bc/TYNyFDBJ44cMYfFwEI8ScOeQWHkNDTqOE0SDLwKlB6ZwB4Y0hRsHS5WKfwAKzCY9TBDMacqwlPV4m",
+	"EQliiCCCyV7PSDU8181jkbmWbis/Mh3yYInHINPZB/cCNl/EqdyCjfts7dsQ5U6TtQ42QBuVgacDxSJn",
+	"4Ea9Hy9DCV/2wrRxxBYRXbNgQCCpoY69yF56wtaaBgQ936M4WEORG2m7fYd8HmOlUSh0X6DwfD3kQAxe",
+	"ClMNgvZoyS+vtOfjcJ/tpCjejIP1o3DKKZRbX/YB+MhTDD0ykcrfdtBYLuvP10sbPvV9Yxo3lFomX+gc",
+	"0dUDaZROWZnoOFI7xM6JOMmD8KazFS99Xq58nb/dj5b88PtQQc15bnOnJ3B6dxdDD2g0iZO5fqK5i6VO",
+	"l+ksTsLf6Yda50yLkhMfb0/P+dQR8FTZmPtyHTSyRQI7UmUQUCLCKSQeyH0DmDoHD+/BHzOK+QQJm4Yi",
+	"ZQDBkBdPv622H3CyIUyk8IzoWhraAlOOZEtHjHESMKh6QPwo1dodDolbMZ9E4Ti9PAhis7XTEfQZTabq",
+	"gc4uq0XlJbLgAQtC+hgt2d2cQvc41F1IYfVKZyQbLxMg2n7yzBoxmrDkYJnOtF8vP0LRDsZj0Dg8Qb0R",
+	"gJJX9AXdCOeyawCIX3qu3lyGUSAgy0/ObX7wSOG+oInQBeHIkRUQfKE/GPIhbxBKFstRFIpZxqLVkK+R",
+	"2sqA+OrMbMghHRCpwt1YRDTkit0XdBoqhpxgPpQ8OWo+5jT4RAWhwGqWd/r1ffziiPHxbE6TE5LGcXRN",
+	"ENR5B0Q9+kkU0TltjDCq1YDbfVt+Rd8g1XJ1HV6vLk+TMGiMxamv8qDIZg/myygNFzRJb8gnGgFNqT9Q",
+	"KVjydmBegKp96kPWqE67hHhnTjBS0F10tBQQS+VbakppAMXczhIFbA3y+MsPf1ZIZ3LW4gRTomQbBLYA",
+	"uxpGLEt4lPfBIBF5WbdEDh+p+WXDJV8BSBm4NCC/ZZ/4cuBw/JW/stEQ9JQ1EiaWUepDnh7DR2Tf5Fvg",
+	"gwuWkIVUqfaJn48yaAm3Hn2Nr5etMsiuBWoJRPX6mtTi5EcEGVNORkznBBIqBsT/Xz7wCki9UKprQmpA",
+	"MzB41bzImRjH0XLOFenaZva2TTZgGAo15jAv+sTEnLmSovPSOnNceYWqLvlrXvblqxxc2IPxCgZLjgDm",
+	"SX4zoykofnrGsgUPFNdMkPlSKm/ThDFFjwLrzyEHSs2TO8x/+MUjA9BhHxbtFFaPehkmelMuz6CRXLE0",
+	"UGqc5w25GkGVYc5yvbhEf7sHEuK90d8q0Aa0QAJGnH0lgjAFUEmmKh+dSsoq99LJ1xjuOfVnyRaU1mUm",
+	"pizb0ttmJ7SAO1Kqle3rwmzngABygdEIJHQjTwrWdNsorUEOxEr+V/U9nVbldbV7ne5OrHBVqnSJ8C2q",
+	"PItErsM0RAVWLtMCO0iWKzcKOYU2n0MA43X2tmlA5L4qRYApCnJfw5yglEDiKkCv2po3Qwl/gq+3seH5",
+	"JMejb5nUlZ7bVn6AFjteQLhS47z5qW1Nz7QHIHkZUT6uzIIrs+DKLHhfzYJcG9fHe6W+vJP5oNnIUOzJ",
+	"eS0xIdZwPuDSpSnJ/K95kUoChRvBPOTytm1swdvw6pdRGSCCpAhftwNI7e3W4qcCo9g1pwp4KXCzl5c8",
+	"F6Dyx8koDALG3zKG2q5rDgfyAlPUrmZdxMh9suSDKkvHJhFdSlsDKMN4AAfqJKJTSBTRi1rT4NmKVFEz",
+	"RUpVWj6AVw3LogIb7KUU1pfIEqhcrJeNdk5oUinT9X0Q4wMxdJlAxDkcG/m22Wm2cPARQezvm4tjC54w",
+	"W/+lQRBYUoPtegLQNOcsmUqLPx3PSO3ozi3SbfX36lCTDL4DaV9CyEHpoHnMQVqjo8vK632iqEQTNo9P",
+	"mTQn1dulmWG8PGMjxzgIBizGM8qnEHEZx0nCxhCHMSlPwcrkbAU0FUSvsxPGFgJLekthBr5aBPQ1HRm7",
+	"OO9hyBsw5B+/giP/YYZtcKEjfydF/J0XFxTKgaBWbuW8feX+jR6xV3rnYaCd0dcEkfYrWOWXUSxvqDyE",
+	"qpzFW+AKBOBwxEHJsAiwbj132TngSqxhMFI5/6QSUB/yieHkBc+j/PsACveUW1pe3SeZ73kVckFiKb3U",
+	"bX5VcuFtaP4tRcv51rSHC4lXQ5GP1OULQF9jwWd5w7JJ2wlX9HXhiBptARc4BKVpuqwcGJU5vnOqM4ui",
+	"R/jIzrlyd9At9UYgBIFU1shssjMAwQpeiQ8P4OzpeeUDl0jPyfe5ytJR7rixOC3ADm0Mgm2MkY1dsY1G",
+	"21vdtlXzbeymXTIl9vZ02IUxtfMRH3KchJ4Nw2fjGMHIyuGxW57ds10b5qDlDouUKBf6EKFSUuNVXDHu",
+	"lbFC4NGYpd01zAhXJYJX8YQEi/cCOC95j03iKDDAVRIm4ugU6ysFSeN4X56LoO+oZsGbpQhcQ7yHjiLm",
+	"VKXQ34FWvFcGMt8i2TkAnZTHENnRuZclovB1SQ05aOcRpBjT8KEj8svu4npLaChUHtiG+TuPA01oUZ0J",
+	"eMDXmXd8TnEadamxzu3TnnOd9AQB8AXjcPOQK7QZVWSjAFuypDWy5GkY5Raw2kciT5Vzhlx3h4hZvBIa",
+	"2knjOuC8+nl/HPl1gKhXNnnIhxy8KKFI42Rdpl7KxfPW7NvLhQpk01RO2i6mavOypmpEpxsbl+fzV0A7",
+	"3k7K9hpu83HTHbjy/w7CSfxWZVI3beuErY+VdjeKRxDwotAEK5wr8gEA0oBZX+KawxxiLU/hYxuX8kzj",
+	"84oVpWJgDay9do4jp0Cdc8SwCVhUTY/cvQm4b9dEBkl2WclTJXVwx+iEzLdrlV9W8GDk6G3FuR5LkyAT",
+	"Hsaa0zhb4NLABGDnnQ9UvWnr/04meck6XpIRi0J2yhCvK+bTKsFereTceCb/A3+b2+9Z5UmQ+ygVslxx",
+	"0pQvgMcp2zfkMtyA8KZBEi8wYdsQxiRhY+DDCtNtdegIt/wdFEQvL5l3NQ+lpH2zgvwoH+o343i8kuZv",
+	"Wprnyr7z4SZQPFZBCw28VogovxeHizp6V1TkxlnxNPmwDgglKwnFftdgvuqXOhfQXj0v/aBwCsyB0co0",
+	"c8lpCEIAcQr3S+X8ahbDGbCaMV4q8aWi9PqzEy5d3prSlG2XtyrvezaUhMcrU6rqIUScCfxrW8Q2t0Ss",
+	"ulMKQyteiPxKJmMpyUqRoDZtu0wxN3usQfMSAu9BvjBKdtLX5pT+T2RuXIm83duvgEsBSBnWj/PWhE8K",
+	"qMumMLhABNkWFM+eK2JmYcAyhPQcu3hAwpREjJ4yobIeolCk9pAbLIJ2hpOWg+sbTO6CRWyMaLwasRqg",
+	"TLV6Ck5DG9AiscYQIu+amKvdNOoGcYs65F4qhhzdLoCtrARf0eVH/NuHnx0+PvShTgHqLMO0zCPxaRiw",
+	"d9QjIZt2CY/Eleh9SdH7qbGFr7TMd1vkKrn3IWuYctsrF8TLaZcgDyuDK8B7uAykZI834isD0BqBMkB5",
+	"o69h+VWWLTWJE1UozZJTBpD/LJoMiECQ482KuroN+qetNFGaKk4BOs7IuikRcxpFmASGhQEZ8jRkWdUd",
+	"ckjHM3kA8VTaGUOuy6SUZxrq+tKEcqHfi0lW+LxDDgoRoiHXJwZU0eN5YavDBx3mOtsbRWFNviuiIlVN",
+	"CMWQ+3iLXwf49jDArDNMDpuxKMjBzSlpu+3q9MxP1Wy9V0EoOdubQSgDjMY+Lwz1zMJJsgbKNWLZ1g7w",
+	"Ixqc8Jkirj4WM+p19qyB1e9NOl7gdhhrMubRZrPZ6wVsPKKtpjsO3L2g63kB69PAbfVHQSvodtrjdrfn",
+	"tbutSavdGclNveV5QXg4o63KrbODFydvqXL8IVFfmQ9Hfdnb8vm8thC/scLODdfpkM0HHrDDwDLKBZLG",
+	"5wfrSqUrCrhq6myA0UhjEiR0hSlb6ZwuBsRP4pV4Ej51QOF98u1TKBXVVMSEpkiZnbLvU3mbT/7rn8zi",
+	"zZDBM4i3haJ4NWMJyxz4WFMz5MCscE5G+ANs/3slbsZxooiM8pnUsDYmgo0NqFh6FOUIqr/zQZRHixTn",
+	"0t4oZxiFUrsnTbv3NEv+kRdcG5JOZGfiVU4yek6OUXO3HKNmKbjQBflFlQyj/fa5+UVN19nbyDBCfKGc",
+	"YLQHYu/1Jk1d3KFmt13Ro67n9M/rUcvpbvSo03PlIzkmaK/1/GlJozQN5huZw93yxLxOr7zXvT1Afars",
+	"dXNrHvGJrNPdTusNTOQ7QoD7tKJlxWNz03y8jL2IUrLiyJTC4yopbMNtYNB+SP1bzQ+R0lJKYpPcSmEW",
+	"7JgqpmqfKo/ch3ltVFlS9UATleRUa+M4UnxrNEUwCXVvZbo1eYPZ1qr970i6NegT8epdTLjGCf7wcpxR",
+	"obhYuZF6i6LhWcUwGhWgnxuisdfse7aFuyDLQ+70umWCWItZr4WKQMUBsPGyZrd93ss6Xuv1iWZju1wu",
+	"a1llKptN14nJQw5jhOnEMDSy/zrPWF2WnZQ9eaWEYjlrV0dHqcfZqHHd9WgQLFHIGJWeLuQcUkJDJS7D",
+	"UzmbqOfaBksbcBDpQyRjv1Qwp6SGLFMCuOGAx1AQdWlAXKfpEmTkc53+PqFDvkhYI2ERo4KREZvECUMu",
+	"Yry0TwDPxBkvFmSEoFWjtXof0pryIQ9oyrKszpQtyIilK8Y4nlxSFHAWTmejeJkIQNe5fh07HjHn+nX0",
+	"ncFzqslik+Qyr2cloxj5ZUVWzRho3500Ngt8zTqcAxCJyJtKDBIVMeS1iI5YFDFEDEGeRR/47eTHrmkH",
+	"nTSE/YB8QiJeS2NyA7CM6j6EtYd8EsVxArf8zic1rw6MZMpyjuejkLOA8DgUOQKUtPkQd6rmi++StPa3",
+	"H4FL4a9/IR+Tv/14nMZ//Uvdr2dw9HIqUmS4hY/5pNYkH9UdchMIX9Hfic2gOEyyNeF8kcSnLEBVIGHT",
+	"hAkBTKaKjjKUJv2SYx8DgCfCl6xCpMygHKly9Ue9Dvmojt7FkEt9KVqK8JT5MGC5OpUH0rDaVmpcthrK",
+	"QHFMphCiEylp6TKlhOn5D+y80z2XfKTGbZ69QrtUh3xF13rlxZw1RBgABMaUE8T2XqaaCxV4RLEICUGf",
+	"gBFKtmMB9Dyu43b2VdWkMSjYXGiFbKEaOaTphGGxCYsE2x6Rx4AjyhbwvnzwVfc5KAukprD6gYpuyLPb",
+	"bGJAP4FWEXLjLcfykr8PXzbmecgLLzfeTfQ9+hmjg3Gy2XgpMvInzS2Lyxj6ff06qfnwt1oedeC3VThf",
+	"CVtAUpkh3dhQfmMSTpVpZriHlLyb4XfnpAbqg3ySYhY5yrgh10JOzChwzGXLpINzOyB/+1F7rcQC0LTw",
+	"22FC4KtiyEHl/eUPf/Rs4gP7zCBrLTJm1vdRYqxkX3FBIP1kksQrlpB4MuQAbi5PJKHA3niMUQK9b1I9",
+	"WgOFKMsW1wSJV5yIMU1Tlsi9rz4vfzxWl/3BduOhu4p/XlwjUTzNOoMErKqD8QrqQSmH/RMiipzaE/0O",
+	"+YgsF4ByJmchYHzMhhz6oBimOySQCwxdUJOEsSCek19++KnweRIxIXBJyp9ivj/kVItJGoUnTJHZEgqL",
+	"MIgZhvSkTJEiB2HckH8S80JXHEh2Ze9JNibyANVDUh9gsIRG4SiBVdWX+zEX5WHMh3wE2HxycpvOXrtj",
+	"K2bSUGTcxlk0n4gwxT5rMN4wGfL8kNKku7DyD1FdG5BsUeYHDPR3tEzB+vrrvzfJR2qL0IQVZCvs9OIu",
+	"q++rEExTdgbYCBI86XBjoJjVe3sf9kGPfEREBKuQpmSvfR8Gs+n17pNYGiCbsgaJZYtyY0CeYBknQTT7",
+	"p3517OcRU3jRbzLjtmAhvgZjRfd2M/4D0jgfvSgGcEI8tWD0auokGiVhMGVB3TRekOKlnLDAhTiLh3GW",
+	"35YjzzebTg4sT91xP+iefNf83pu3eNvaRE+3aBSOmYGU/uWK8Vajd1ObW22375La6WefPSD46rpVCZa/",
+	"Q9s8o22jLutMWrNv9056UX/hvmrbPGjbU2l8scWmV3oHNzOcLdbAddxmt29bctMeb5AeuA7Ye0p9y0D9",
+	"YTFbg6bjum3bSuPtx/q2dcoS+Zg1sLK9aimr8iJ/8YUt67neOe1ynX6/s92ubr/nNHdsV5lTVxFUXNi4",
+	"vaZzQeu87cZ19pyW2bZ8q+0yZju3rdV0nc6lG+f1Ok63onVP8TPle0/L2GMVN3lqZ2x0x2qttm3LUHUQ",
+	"e2Qxo9CJjp2R2BmHFpBFfBtjOoXr9JA7Iuu610EKMPV+D/8yRsa2RDidU0Wx5jquu5ddS2N1pW1bv7MG",
+	"QEFYEPHW4ImS7dvBIK88+BGvOPxjzoKQ8mNjkcpVKjXq44X8u9uxreUCbq1co5Uf0isAv+aVfM0zv+WV",
+	"fas4qxqG6jgIJxOW4OzJ8SkTZGUvsa3VTEo1dS6MwKDKtTdtVaXZSYF9IDVPakltrU/g0zEAekYo8NJk",
+	"ycfUXL4vSeWWn8MVvhulPuuERZC0H2Cc3LY6O8HLhLAkNrw4BwXXiq2LlNSSAPRfOW67unUgw+Nct85o",
+	"DeQTYDusyUpqdAkbs/A0Q8EDdmy5AUi6XrD8viFXTBsDk2pjU+0B98AG8qC0KXK40n2plieCpZ8s00mj",
+	"p7ir6QacMTUY3YbcLwPbRkheBVWcJCGT6wyTjhTqNuBdAfb1kAMktq0xNnmAdhJN1kTRCgd1sI7DhDz6",
+	"9KDhdfa0haWSn3wQx5zyMXMKqTSqhldkTCT+EVskjdvhlInUR0yufqfl1sEmkXIky5AqvFODgfpy+uXC",
+	"V3EQ9j0dpxhhkBY9zKBDsHpd0WgoDxk2S+C0nrBFmuVR6dxkEZ+jVePqeacyHK7fuL6pSANKcnUO1TWB",
+	"aJe13OsfhZwZWrN19vMPZy/+9ezFf5z9/IezF/9y9uIfz37+f2cv/vns5x/PXvx/+Pf/PXvxF3nlxZ/O",
+	"Xvzn2Yuf4JGfzl78m3zw5384e/FH498/3VY4Dln29tnP/0e+WD30py+SKeWK20gcAf+MwEgpWG6//PDn",
+	"DYytin1r68S9sv2pl58D76oASDYHUm64rVI8zD9UAE6AI5+ByyN4OwXOucwAQWTlJ9bvCSHk4UMC/yWP",
+	"7+I/bpLfW081VrL1bIja+dAakCEo6B7p3iRf9o5d23DoPmApjdSFImL10Hq+GfHYhMQrlSLYKRygMLUV",
+	"PH5BCJgS0bHs14AfXQUYvY37vAnuXH6aYn4/7n7LtjDICo0xxM32kPhiRqU0+2Rw8+DR4V574Gv3DR4F",
+	"uXhyzg/PXMVeCrEXkMpqDHUu2YoKMqcBAydO5Zl9QfDlQCtO+fGjnMXg8NL4qCZfmk3uPvyK1ICMCQmk",
+	"bPL10cGDjCUCljodnzAemGip8rJKP0iZQJ7ZIVcFK4jfqTRZdcyCOi2Q29omqNwCoRPf8oXW4sTWflJ1",
+	"DcRXQFM2IAlrmCxZdYc8UirzkBufQgcIeMMmUp7XwO8PI3AcMe7bQ+5PF8vjOZvHyfp4mYaRGhK/rhm1",
+	"RApCDEAlcWT3dUAIlAEIU8xzt+9a9cshnwEhmOEJjie5azf3Bc9jPsVYh5oqlnHaQvjSxmiZVLO4PMfZ",
+	"9ynjAQsy+JDS7IaX9HFdUdVeUdUWa3TiFUaZ1BpOY6hFq0oAiYCttZSuwnNtk8PB3YW/4ZVcpluITV9w",
+	"cyums4QxAh49JWAKeR1azD55tkXBmRNrtpFYE+Ku6S5snurOPCODe9+3x+7E/e6kNR91qcGhKRWcG9oN",
+	"aW0xXN552LNs5cBtlVnml7DFUVicBy6Fo/GecUQ+yuYaJS1GcIqZBdUpD4pGoXHC1qIaN0QOzphGkTzG",
+	"NJKU5lcQ2pQdw2WVAh2v+D4xwEyHPEzBrBO5Ab1IwlOaYvFYbYPswa9DzFYZecGQQ+WykKopFtPM4pXK",
+	"WeJTlgDzEpiVG8YieL59Z8iPVHN1ZDbjYoQXl3NJYrX7PsJjDbkmbNwcARYY9I0HGcyW/lmTxQx5TZ7z",
+	"C5aQOR3PAAAcjHp56CqumCROacrqZeed7sAjnLH7bG29mcLQ/ANvsDz0hK037VOYjCgcM2Ngd8E6cftb",
+	"VTLGorAGVmvSHO8xd9yjncko6LTGTbYX9CYubY68cStos85kz+02e16/Rdujzngv6LLepO82vVa7s9eV",
+	"EsiooNExFFzzx9AR6+6vJndu//rbB5/e32PdX42+SRYHt27wqEO/fPDddPzxrx93j0atu6dul/c+KTx7",
+	"vGBza2A15P9uHt699zl5+NXNz+7dIvcPfwMXh/zBrXh188vf3L7vfb06WB8eXOZbQw4vOfz89vZ7L5MX",
+	"Zyy6KhCokl0BaVGGbDDrKi+PcXa1ZD6gJXO0yc7zliqj+2+XBKjywNjYGh8omI06ACknh4HX6TT7pjRI",
+	"Y8z2MrQEOHovQkM3VZYbz4x9+/xcp77x5VpCV2REBdtrgzLx8PBBPct705MFFrZ5xKf76h02ETH+TPla",
+	"Htxjysl4xsYnGbJ7uc/aKXMqF87zN2/H3jHk3GswP66E8gd1jhe2ycU74kOv6D0wu2swztlSeIFtsjZi",
+	"VdIIm0TSiK60trRvRNx4Jpfh8wtwFOTZlcuU7GnNglcbU8EaIReMizANT1m0tpWTfsjN29HVBnQ3dw8N",
+	"VtP6ABLswPWhUb+gIxwydNMZmyPGQoH0PjAS2lVUBSJs9uZvnrs/5L58IZDdgE9FpYnSKLIxBjVaw38r",
+	"Qm65N+lVhWOJua/fbSt6Yey3ymNlztQh/iPKgxFLpn49cwYtKJxRSozAfzbtI7uca9JT/qCMe3KbdfI1",
+	"wCeoFm9j76j1FE8INYOBxUhVohw3l3Pz7HC3Gi89oOjWOQZPPGIYnJOlV/XOTZ9VSYJcCxPkNGaEzufI",
+	"vVst9G6Vlw5h6k8xF+ZYKinHihJw0PS8Xg+Sb9JZHByPIyqEnFCNX3+s6Fpyl9d4TflJuApvfP71vdv3",
+	"Dhq6HqvxOeVxo+ndbJx6jYNvvmy0R+BlXDB6UqwiX1uDvXZpLlAxT66913faz7ecagfffEnaDXy5CPk0",
+	"YsciTRidH5e8sXhDoay7mFyI8J/ZnipOtU443KXLZl0a8dp3b8oFmtD58XRkDTxd6wUixRpkCR7/O/vy",
+	"J9l3L3Mw6qcfJjEEMquOR/z5wz/4suGE4qk447BWoh126/YxB+ZBcqpFNE7RLE0Xgxs3onhMo1ks0kHP",
+	"7bmYZ4WPbwrnR5iwMc+j/7bKk9c85wEUOAibJHIv8akuvZ0vaBKKGOtIlcSBtpWQVgPz+j5GsziDmqNM",
+	"1an5B8pwhE0zIDfBzpFal29j+FIxhytIImmMEJRceFToWlHDgqkgzs5oYLPc9Nrdh18JRWcvdHxS5CaK",
+	"JhLMwPHiCZGPGN9Vv5R99CHmZoK9BYn02XdxpCG/PyMthPxILNPhmLZ/SqPCh3Q+R8mn7igcvSL/ANAZ",
+	"2GQWAtu/fDWi6EEJozyFaxmAmFCFVBhu3UCTydpgAKuUxHYYjdKZDWBMchjlwLI0CcewqFQRckLHaZaE",
+	"l7AJk2KWoWJifIel1Hr+9Pl/BwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

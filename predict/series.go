@@ -2,6 +2,7 @@ package predict
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -232,16 +233,10 @@ const minRepeatedPairs = 5
 // Series lines up run id's series by engine version, then date, and
 // compares each run with the one before it.
 func (c *Service) Series(ctx context.Context, id string) (SeriesAnswer, error) {
-	members, more, err := c.store.Series(ctx, id)
+	members, more, err := c.lineUp(ctx, id)
 	if err != nil {
 		return SeriesAnswer{}, err
 	}
-	slices.SortStableFunc(members, func(x, y store.SeriesMember) int {
-		if v := history.CompareVersions(x.EngineVersion, y.EngineVersion); v != 0 {
-			return v
-		}
-		return x.CreatedAt.Compare(y.CreatedAt)
-	})
 	ans := SeriesAnswer{Runs: members, More: more}
 	if more {
 		ans.Warnings = append(ans.Warnings, fmt.Sprintf("the series has more than %d runs: the newest %d are lined up", len(members), len(members)))
@@ -259,6 +254,91 @@ func (c *Service) Series(ctx context.Context, id string) (SeriesAnswer, error) {
 		ans.Steps = append(ans.Steps, st)
 	}
 	return ans, nil
+}
+
+// lineUp is run id's series in engine-version order, then date.
+func (c *Service) lineUp(ctx context.Context, id string) ([]store.SeriesMember, bool, error) {
+	members, more, err := c.store.Series(ctx, id)
+	if err != nil {
+		return nil, false, err
+	}
+	slices.SortStableFunc(members, func(x, y store.SeriesMember) int {
+		if v := history.CompareVersions(x.EngineVersion, y.EngineVersion); v != 0 {
+			return v
+		}
+		return x.CreatedAt.Compare(y.CreatedAt)
+	})
+	return members, more, nil
+}
+
+// Into is the step into a run from the run before it in its series.
+type Into struct {
+	From, To store.SeriesMember
+	// Step is set by LatestSteps only: Predecessor needs no fit.
+	Step Step
+	// members is the series the step was lined up in, for its noise.
+	members []store.SeriesMember
+}
+
+// Predecessor finds the run before run id in its series (by engine
+// version, then date), reading no cells; ok is false when id is the first
+// (or its series has more runs than are lined up and id is not among them).
+func (c *Service) Predecessor(ctx context.Context, id string) (Into, bool, error) {
+	members, _, err := c.lineUp(ctx, id)
+	if err != nil {
+		return Into{}, false, err
+	}
+	i := slices.IndexFunc(members, func(m store.SeriesMember) bool { return m.ID == id })
+	if i < 1 {
+		return Into{}, false, nil
+	}
+	return Into{From: members[i-1], To: members[i], members: members}, true, nil
+}
+
+// LatestSteps examines the newest examine runs f matches (flagged ones
+// left out, as series leave them out) and compares each that has a run
+// before it in its series with that run, exactly as its series' step
+// does: the steps, newest run first, and how many runs were examined.
+// A step one of whose runs cannot be fitted (no valid cell) is left out.
+// Every fit the steps need is started before the first is waited for, so
+// that they are made side by side; an answer still waits for each at
+// most as long as any answer does (then *Fitting).
+func (c *Service) LatestSteps(ctx context.Context, f store.RunFilter, examine int) ([]Into, int, error) {
+	f.ExcludeFlagged = true
+	configs, _, err := c.store.RunConfigs(ctx, f, examine)
+	if err != nil {
+		return nil, 0, err
+	}
+	var out []Into
+	for _, rc := range configs {
+		in, ok, err := c.Predecessor(ctx, rc.ID)
+		if err != nil {
+			return nil, 0, err
+		}
+		if ok {
+			c.Warm(in.From.ID)
+			c.Warm(in.To.ID)
+			out = append(out, in)
+		}
+	}
+	kept := out[:0]
+	for _, in := range out {
+		repeated, pairs, err := c.repeatedNoise(ctx, in.members)
+		if err != nil {
+			return nil, 0, err
+		}
+		st, err := c.compare(ctx, in.From.ID, in.To.ID, repeated, pairs)
+		if errors.Is(err, calculator.ErrRefused) {
+			continue // a run with nothing to fit (no valid cell) has no verdict
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		st.Differ = capacityDiffer(in.From, in.To)
+		in.Step = st
+		kept = append(kept, in)
+	}
+	return kept, len(configs), nil
 }
 
 // repeatedNoise measures the noise of one cell from runs of the series at

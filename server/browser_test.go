@@ -12,8 +12,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -354,4 +356,104 @@ func TestPagesInBrowser(t *testing.T) {
 		t.Errorf("leaderboard at 16K × 8 lists %q, want both seeds", text)
 	}
 	screenshot(t, ctx, "leaderboard")
+}
+
+// consoleErrors collects the errors and uncaught exceptions the page
+// writes to its console (a blocked resource or stylesheet among them)
+// until the test ends; the returned func reads them.
+func consoleErrors(t *testing.T, ctx context.Context) func() []string {
+	t.Helper()
+	cctx, stop := context.WithCancel(ctx)
+	t.Cleanup(stop)
+	var (
+		mu   sync.Mutex
+		errs []string
+	)
+	messages := chromedp.Console(cctx)
+	go func() {
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			if m.Type == chromedp.ConsoleError || m.IsException() {
+				mu.Lock()
+				errs = append(errs, m.String()+" ("+m.URL+")")
+				mu.Unlock()
+			}
+		}
+	}()
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(errs)
+	}
+}
+
+// TestSeriesPagesInBrowser opens a run page with a series and the
+// comparison of its regressed step at 400 and 1280 px: the chart and the
+// heatmap are drawn, the page never scrolls sideways (the heatmap scrolls
+// in its own box), nothing is written to the console as an error, and the
+// chart's comparison link leads to the comparison.
+func TestSeriesPagesInBrowser(t *testing.T) {
+	ctx := browser(t)
+	e := newEnv(t, 0)
+	runs := e.regressedSeries(t)
+	srv := httptest.NewServer(e.h)
+	defer srv.Close()
+	errs := consoleErrors(t, ctx)
+	pageWidth := `[document.documentElement.scrollWidth, window.innerWidth]`
+	for _, width := range []int64{400, 1280} {
+		w := strconv.FormatInt(width, 10)
+		if err := chromedp.Do(ctx,
+			chromedp.EmulateViewport(width, 900),
+			chromedp.Navigate(srv.URL+"/runs/"+runs[2].ID),
+			chromedp.WaitVisible(chromedp.CSS(`svg[aria-labelledby="series-title series-desc"]`)),
+		); err != nil {
+			t.Fatalf("run page at %s px: %v", w, err)
+		}
+		lines, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('svg[aria-labelledby="series-title series-desc"] polyline').length`))
+		if err != nil || lines < 3 {
+			t.Errorf("run page at %s px: %d lines in the chart (%v)", w, lines, err)
+		}
+		if marked, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('svg[aria-labelledby="series-title series-desc"] g.regressed text').textContent`)); err != nil || !strings.Contains(marked, "regressed") {
+			t.Errorf("run page at %s px: the regressed step is not marked: %q (%v)", w, marked, err)
+		}
+		if dims, err := chromedp.Run(ctx, chromedp.Evaluate[[]int](pageWidth)); err != nil || dims[0] > dims[1] {
+			t.Errorf("run page at %s px scrolls sideways: %v wide (%v)", w, dims, err)
+		}
+		if box, err := chromedp.Run(ctx, chromedp.Evaluate[int](`Math.round(document.querySelector('.series-chart svg').getBoundingClientRect().width)`)); err != nil || box > int(width) {
+			t.Errorf("run page at %s px: the chart is %d px wide (%v)", w, box, err)
+		}
+		screenshot(t, ctx, "series-run-"+w)
+
+		if err := chromedp.Do(ctx,
+			chromedp.Click(chromedp.CSS(`table.steps tr.regressed a`)),
+			chromedp.WaitVisible(chromedp.CSS(`svg[aria-labelledby="ratio-title"]`)),
+		); err != nil {
+			t.Fatalf("compare page at %s px: %v", w, err)
+		}
+		if u, err := chromedp.Run(ctx, chromedp.Location()); err != nil || !strings.HasSuffix(u, "/compare?run_ids="+runs[1].ID+","+runs[2].ID) {
+			t.Errorf("the regressed step links %s (%v)", u, err)
+		}
+		cells, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('svg[aria-labelledby="ratio-title"] g.cell').length`))
+		if err != nil || cells == 0 {
+			t.Errorf("compare page at %s px: %d heatmap cells (%v)", w, cells, err)
+		}
+		if v := textOf(t, ctx, `#verdict`); !strings.Contains(v, "regressed") {
+			t.Errorf("compare page at %s px: verdict %q", w, v)
+		}
+		if dims, err := chromedp.Run(ctx, chromedp.Evaluate[[]int](pageWidth)); err != nil || dims[0] > dims[1] {
+			t.Errorf("compare page at %s px scrolls sideways: %v wide (%v)", w, dims, err)
+		}
+		if width == 400 {
+			inner, err := chromedp.Run(ctx, chromedp.Evaluate[[]int](`(b => [b.scrollWidth, b.clientWidth])(document.querySelector('.heatbox'))`))
+			if err != nil || inner[0] <= inner[1] {
+				t.Errorf("at 400 px the heatmap should scroll in its box: %v (%v)", inner, err)
+			}
+		}
+		screenshot(t, ctx, "series-compare-"+w)
+	}
+	if got := errs(); len(got) > 0 {
+		t.Errorf("console errors: %v", got)
+	}
 }

@@ -70,9 +70,11 @@ type bound struct {
 	api.ServerInterface // only the methods below are called
 	list                *api.ListRunsParams
 	leaderboard         *api.GetLeaderboardParams
+	compare             *api.CompareRunsParams
 }
 
-func (b bound) ListRuns(_ echo.Context, p api.ListRunsParams) error { *b.list = p; return nil }
+func (b bound) ListRuns(_ echo.Context, p api.ListRunsParams) error       { *b.list = p; return nil }
+func (b bound) CompareRuns(_ echo.Context, p api.CompareRunsParams) error { *b.compare = p; return nil }
 func (b bound) GetLeaderboard(_ echo.Context, p api.GetLeaderboardParams) error {
 	*b.leaderboard = p
 	return nil

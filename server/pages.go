@@ -58,6 +58,7 @@ func registerPages(e *echo.Echo, s *Server, spec *openapi3.T, router routers.Rou
 	e.GET("/", p.index)
 	e.GET("/runs/:id", p.run)
 	e.GET("/leaderboard", p.leaderboard)
+	e.GET("/compare", p.compare)
 	e.GET("/widget/calculator", p.widgetPage)
 	e.GET("/assets/site.css", asset("pages/site.css", "text/css; charset=utf-8"))
 	e.GET("/widget/calculator.css", asset("pages/calculator.css", "text/css; charset=utf-8"))
@@ -313,9 +314,13 @@ func (p *pages) run(c echo.Context) error {
 	if err != nil {
 		return p.problemPage(c, err, "/")
 	}
+	series, chart, note, err := p.runSeries(c.Request().Context(), id)
+	if err != nil {
+		return p.problemPage(c, err, "/")
+	}
 	return p.render(c, http.StatusOK, "run.html", pageCSP, map[string]any{
 		"Title": r.Title, "Run": r, "Heat": decodeHeatmap(r.Decode), "Prefill": newPrefillChart(r.Prefill),
-		"Method": r.MethodOf(), "Trust": r.Trust,
+		"Method": r.MethodOf(), "Trust": r.Trust, "Series": series, "Chart": chart, "SeriesNote": note,
 	})
 }
 

@@ -42,6 +42,8 @@ type Server struct {
 	metrics  *metrics
 	specJSON []byte
 	specYAML []byte
+	// publicURL is Config.PublicURL without its trailing slash.
+	publicURL string
 }
 
 var _ api.StrictServerInterface = (*Server)(nil)
@@ -70,6 +72,10 @@ type Config struct {
 	// TrustedProxies are the networks whose X-Forwarded-For names the
 	// client; with none the connection's address is the client.
 	TrustedProxies []*net.IPNet
+	// PublicURL is where clients reach the server (https://matrixd.example.org),
+	// for links that must be absolute (feeds); when empty they are
+	// relative to the answer's own address.
+	PublicURL string
 }
 
 // New returns the HTTP handler: request id → logger → recover → body limit
@@ -111,7 +117,11 @@ func New(st *store.Store, cfg Config) (http.Handler, error) {
 	if _, err := runs.Recheck(context.Background()); err != nil {
 		return nil, fmt.Errorf("check stored runs: %w", err)
 	}
-	s := &Server{store: st, runs: runs, calc: cfg.Calc, metrics: m, specJSON: specJSON, specYAML: specYAML}
+	public, err := publicURL(cfg.PublicURL)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{store: st, runs: runs, calc: cfg.Calc, metrics: m, specJSON: specJSON, specYAML: specYAML, publicURL: public}
 
 	// The validator must not check the Host header against servers.
 	spec.Servers = nil
@@ -160,6 +170,19 @@ func New(st *store.Store, cfg Config) (http.Handler, error) {
 		return nil, err
 	}
 	return headAsGet{e}, nil
+}
+
+// publicURL checks a public URL: absolute http or https, with nothing
+// after its path; returned without a trailing slash.
+func publicURL(raw string) (string, error) {
+	if raw == "" {
+		return "", nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("public URL %q: want an absolute http or https URL without credentials, query or fragment", raw)
+	}
+	return strings.TrimRight(u.String(), "/"), nil
 }
 
 // uncached are the GET paths answered afresh every time: health,

@@ -2194,6 +2194,78 @@ type GetDocsAssetParams struct {
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
+// GetRegressionsFeedParams defines parameters for GetRegressionsFeed.
+type GetRegressionsFeedParams struct {
+	// GPU GPU name, case-insensitive (e.g. `RTX 3090`).
+	GPU *ParamGPU `form:"gpu,omitempty" json:"gpu,omitempty"`
+
+	// Model Case-insensitive substring of the model name.
+	Model *ParamModel `form:"model,omitempty" json:"model,omitempty"`
+
+	// Quantization Quantization as published, case-insensitive (e.g. `AWQ 4-bit`).
+	Quantization *ParamQuantization `form:"quantization,omitempty" json:"quantization,omitempty"`
+
+	// Engine Engine name, case-insensitive (e.g. `vllm`).
+	Engine *ParamEngine `form:"engine,omitempty" json:"engine,omitempty"`
+
+	// EngineVersion Engine version as published, case-insensitive (e.g. `0.32.0`).
+	EngineVersion *ParamEngineVersion `form:"engine_version,omitempty" json:"engine_version,omitempty"`
+
+	// KVCacheDtype The launch's `--kv-cache-dtype`, case-insensitive.
+	KVCacheDtype *ParamKVCacheDtype `form:"kv_cache_dtype,omitempty" json:"kv_cache_dtype,omitempty"`
+
+	// Submitter Submitter handle without `@`, case-insensitive.
+	Submitter *ParamSubmitter `form:"submitter,omitempty" json:"submitter,omitempty"`
+
+	// SubmittedBy The name of the API key that submitted the run, exactly.
+	SubmittedBy *ParamSubmittedBy `form:"submitted_by,omitempty" json:"submitted_by,omitempty"`
+
+	// VRAMGBMin Runs on GPUs with at least this much VRAM, GB.
+	VRAMGBMin *ParamVRAMGBMin `form:"vram_gb_min,omitempty" json:"vram_gb_min,omitempty"`
+
+	// VRAMGBMax Runs on GPUs with at most this much VRAM, GB.
+	VRAMGBMax *ParamVRAMGBMax `form:"vram_gb_max,omitempty" json:"vram_gb_max,omitempty"`
+
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// GetRunsFeedParams defines parameters for GetRunsFeed.
+type GetRunsFeedParams struct {
+	// GPU GPU name, case-insensitive (e.g. `RTX 3090`).
+	GPU *ParamGPU `form:"gpu,omitempty" json:"gpu,omitempty"`
+
+	// Model Case-insensitive substring of the model name.
+	Model *ParamModel `form:"model,omitempty" json:"model,omitempty"`
+
+	// Quantization Quantization as published, case-insensitive (e.g. `AWQ 4-bit`).
+	Quantization *ParamQuantization `form:"quantization,omitempty" json:"quantization,omitempty"`
+
+	// Engine Engine name, case-insensitive (e.g. `vllm`).
+	Engine *ParamEngine `form:"engine,omitempty" json:"engine,omitempty"`
+
+	// EngineVersion Engine version as published, case-insensitive (e.g. `0.32.0`).
+	EngineVersion *ParamEngineVersion `form:"engine_version,omitempty" json:"engine_version,omitempty"`
+
+	// KVCacheDtype The launch's `--kv-cache-dtype`, case-insensitive.
+	KVCacheDtype *ParamKVCacheDtype `form:"kv_cache_dtype,omitempty" json:"kv_cache_dtype,omitempty"`
+
+	// Submitter Submitter handle without `@`, case-insensitive.
+	Submitter *ParamSubmitter `form:"submitter,omitempty" json:"submitter,omitempty"`
+
+	// SubmittedBy The name of the API key that submitted the run, exactly.
+	SubmittedBy *ParamSubmittedBy `form:"submitted_by,omitempty" json:"submitted_by,omitempty"`
+
+	// VRAMGBMin Runs on GPUs with at least this much VRAM, GB.
+	VRAMGBMin *ParamVRAMGBMin `form:"vram_gb_min,omitempty" json:"vram_gb_min,omitempty"`
+
+	// VRAMGBMax Runs on GPUs with at most this much VRAM, GB.
+	VRAMGBMax *ParamVRAMGBMax `form:"vram_gb_max,omitempty" json:"vram_gb_max,omitempty"`
+
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
 // GetOpenAPIJSONParams defines parameters for GetOpenAPIJSON.
 type GetOpenAPIJSONParams struct {
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
@@ -2895,6 +2967,44 @@ type ClientInterface interface {
 	// Corresponds with GET /docs/assets/{file} (the `GetDocsAsset` operationId).
 	GetDocsAsset(ctx context.Context, file string, params *GetDocsAssetParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetRegressionsFeed Regressions, as an Atom feed
+	//
+	// Steps of a series whose verdict is `regressed` (see
+	// `GET /v1/runs/{run_id}/series` for the rule), newest first, as an
+	// Atom feed (RFC 4287). The filters are those of `GET /v1/runs`.
+	//
+	// The newest 200 runs the filters match are examined; each that has a
+	// run before it in its series (by engine version, then date) is
+	// compared with that run, exactly as its series' step is, and a
+	// regressed step is an entry naming the slower rows. The entry links
+	// the comparison page (`rel="alternate"`), its JSON
+	// (`GET /v1/compare`) and the newer run's page (`rel="related"`). Its
+	// id is a `urn:uuid:` name derived from the two run ids. The answer
+	// needs the runs' fits: while they are made it may be a 503 with
+	// `Retry-After`.
+	//
+	// Corresponds with GET /feeds/regressions.atom (the `GetRegressionsFeed` operationId).
+	GetRegressionsFeed(ctx context.Context, params *GetRegressionsFeedParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetRunsFeed New runs, as an Atom feed
+	//
+	// The newest 50 runs the filters match, newest first, as an Atom feed
+	// (RFC 4287) to subscribe to. The filters are those of `GET /v1/runs`,
+	// checked as it checks them; the listing's `sort`, `limit` and
+	// `cursor` are not taken (a feed is newest first and short).
+	//
+	// Each entry links the run's page (`rel="alternate"`, HTML), its JSON
+	// (`rel="alternate"`, `application/json`), and its series: the
+	// comparison with the run before it in its series (`/compare`,
+	// `rel="related"`) when there is one, else the series on the run's
+	// page. Ids are `urn:uuid:` names derived from the run id (UUID
+	// version 5), the same on every server; links are absolute under the
+	// server's `--public-url` when it has one, else relative to the
+	// feed's own address.
+	//
+	// Corresponds with GET /feeds/runs.atom (the `GetRunsFeed` operationId).
+	GetRunsFeed(ctx context.Context, params *GetRunsFeedParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetHealth Liveness
 	//
 	// The process is up and serving; it does not touch the database (that is `/readyz`). Never cached.
@@ -3496,6 +3606,64 @@ func (c *Client) GetDocs(ctx context.Context, params *GetDocsParams, reqEditors 
 // Corresponds with GET /docs/assets/{file} (the `GetDocsAsset` operationId).
 func (c *Client) GetDocsAsset(ctx context.Context, file string, params *GetDocsAssetParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetDocsAssetRequest(c.Server, file, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetRegressionsFeed Regressions, as an Atom feed
+//
+// Steps of a series whose verdict is `regressed` (see
+// `GET /v1/runs/{run_id}/series` for the rule), newest first, as an
+// Atom feed (RFC 4287). The filters are those of `GET /v1/runs`.
+//
+// The newest 200 runs the filters match are examined; each that has a
+// run before it in its series (by engine version, then date) is
+// compared with that run, exactly as its series' step is, and a
+// regressed step is an entry naming the slower rows. The entry links
+// the comparison page (`rel="alternate"`), its JSON
+// (`GET /v1/compare`) and the newer run's page (`rel="related"`). Its
+// id is a `urn:uuid:` name derived from the two run ids. The answer
+// needs the runs' fits: while they are made it may be a 503 with
+// `Retry-After`.
+//
+// Corresponds with GET /feeds/regressions.atom (the `GetRegressionsFeed` operationId).
+func (c *Client) GetRegressionsFeed(ctx context.Context, params *GetRegressionsFeedParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRegressionsFeedRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetRunsFeed New runs, as an Atom feed
+//
+// The newest 50 runs the filters match, newest first, as an Atom feed
+// (RFC 4287) to subscribe to. The filters are those of `GET /v1/runs`,
+// checked as it checks them; the listing's `sort`, `limit` and
+// `cursor` are not taken (a feed is newest first and short).
+//
+// Each entry links the run's page (`rel="alternate"`, HTML), its JSON
+// (`rel="alternate"`, `application/json`), and its series: the
+// comparison with the run before it in its series (`/compare`,
+// `rel="related"`) when there is one, else the series on the run's
+// page. Ids are `urn:uuid:` names derived from the run id (UUID
+// version 5), the same on every server; links are absolute under the
+// server's `--public-url` when it has one, else relative to the
+// feed's own address.
+//
+// Corresponds with GET /feeds/runs.atom (the `GetRunsFeed` operationId).
+func (c *Client) GetRunsFeed(ctx context.Context, params *GetRunsFeedParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRunsFeedRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -4592,6 +4760,360 @@ func NewGetDocsAssetRequest(server string, file string, params *GetDocsAssetPara
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetRegressionsFeedRequest constructs an http.Request for the GetRegressionsFeed method
+func NewGetRegressionsFeedRequest(server string, params *GetRegressionsFeedParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/feeds/regressions.atom")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.GPU != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "gpu", *params.GPU, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Model != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "model", *params.Model, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Quantization != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "quantization", *params.Quantization, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Engine != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "engine", *params.Engine, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.EngineVersion != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "engine_version", *params.EngineVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.KVCacheDtype != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "kv_cache_dtype", *params.KVCacheDtype, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Submitter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "submitter", *params.Submitter, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.SubmittedBy != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "submitted_by", *params.SubmittedBy, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.VRAMGBMin != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "vram_gb_min", *params.VRAMGBMin, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.VRAMGBMax != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "vram_gb_max", *params.VRAMGBMax, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetRunsFeedRequest constructs an http.Request for the GetRunsFeed method
+func NewGetRunsFeedRequest(server string, params *GetRunsFeedParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/feeds/runs.atom")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.GPU != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "gpu", *params.GPU, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Model != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "model", *params.Model, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Quantization != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "quantization", *params.Quantization, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Engine != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "engine", *params.Engine, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.EngineVersion != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "engine_version", *params.EngineVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.KVCacheDtype != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "kv_cache_dtype", *params.KVCacheDtype, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Submitter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "submitter", *params.Submitter, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.SubmittedBy != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "submitted_by", *params.SubmittedBy, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.VRAMGBMin != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "vram_gb_min", *params.VRAMGBMin, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.VRAMGBMax != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "vram_gb_max", *params.VRAMGBMax, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -7908,6 +8430,48 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /docs/assets/{file} (the `GetDocsAsset` operationId).
 	GetDocsAssetWithResponse(ctx context.Context, file string, params *GetDocsAssetParams, reqEditors ...RequestEditorFn) (*GetDocsAssetResponse, error)
 
+	// GetRegressionsFeedWithResponse Regressions, as an Atom feed
+	//
+	// Steps of a series whose verdict is `regressed` (see
+	// `GET /v1/runs/{run_id}/series` for the rule), newest first, as an
+	// Atom feed (RFC 4287). The filters are those of `GET /v1/runs`.
+	//
+	// The newest 200 runs the filters match are examined; each that has a
+	// run before it in its series (by engine version, then date) is
+	// compared with that run, exactly as its series' step is, and a
+	// regressed step is an entry naming the slower rows. The entry links
+	// the comparison page (`rel="alternate"`), its JSON
+	// (`GET /v1/compare`) and the newer run's page (`rel="related"`). Its
+	// id is a `urn:uuid:` name derived from the two run ids. The answer
+	// needs the runs' fits: while they are made it may be a 503 with
+	// `Retry-After`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /feeds/regressions.atom (the `GetRegressionsFeed` operationId).
+	GetRegressionsFeedWithResponse(ctx context.Context, params *GetRegressionsFeedParams, reqEditors ...RequestEditorFn) (*GetRegressionsFeedResponse, error)
+
+	// GetRunsFeedWithResponse New runs, as an Atom feed
+	//
+	// The newest 50 runs the filters match, newest first, as an Atom feed
+	// (RFC 4287) to subscribe to. The filters are those of `GET /v1/runs`,
+	// checked as it checks them; the listing's `sort`, `limit` and
+	// `cursor` are not taken (a feed is newest first and short).
+	//
+	// Each entry links the run's page (`rel="alternate"`, HTML), its JSON
+	// (`rel="alternate"`, `application/json`), and its series: the
+	// comparison with the run before it in its series (`/compare`,
+	// `rel="related"`) when there is one, else the series on the run's
+	// page. Ids are `urn:uuid:` names derived from the run id (UUID
+	// version 5), the same on every server; links are absolute under the
+	// server's `--public-url` when it has one, else relative to the
+	// feed's own address.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /feeds/runs.atom (the `GetRunsFeed` operationId).
+	GetRunsFeedWithResponse(ctx context.Context, params *GetRunsFeedParams, reqEditors ...RequestEditorFn) (*GetRunsFeedResponse, error)
+
 	// GetHealthWithResponse Liveness
 	//
 	// The process is up and serving; it does not touch the database (that is `/readyz`). Never cached.
@@ -8686,6 +9250,150 @@ func (r GetDocsAssetResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetDocsAssetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetRegressionsFeedResponse304Headers the declared response headers of an HTTP 304 response for GetRegressionsFeed
+type GetRegressionsFeedResponse304Headers struct {
+	ETag *string
+}
+
+// GetRegressionsFeedResponse429Headers the declared response headers of an HTTP 429 response for GetRegressionsFeed
+type GetRegressionsFeedResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         *int
+}
+
+// GetRegressionsFeedResponse503Headers the declared response headers of an HTTP 503 response for GetRegressionsFeed
+type GetRegressionsFeedResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetRegressionsFeedResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Fitting
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetRegressionsFeedResponse304Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetRegressionsFeedResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetRegressionsFeedResponse503Headers
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetRegressionsFeedResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetRegressionsFeedResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetRegressionsFeedResponse) GetApplicationProblemJSON503() *Fitting {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetRegressionsFeedResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetRegressionsFeedResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetRegressionsFeedResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetRegressionsFeedResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetRunsFeedResponse304Headers the declared response headers of an HTTP 304 response for GetRunsFeed
+type GetRunsFeedResponse304Headers struct {
+	ETag *string
+}
+
+// GetRunsFeedResponse429Headers the declared response headers of an HTTP 429 response for GetRunsFeed
+type GetRunsFeedResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         *int
+}
+
+type GetRunsFeedResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetRunsFeedResponse304Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetRunsFeedResponse429Headers
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetRunsFeedResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetRunsFeedResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r GetRunsFeedResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetRunsFeedResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetRunsFeedResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetRunsFeedResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -12140,6 +12848,60 @@ func (c *ClientWithResponses) GetDocsAssetWithResponse(ctx context.Context, file
 	return ParseGetDocsAssetResponse(rsp)
 }
 
+// GetRegressionsFeedWithResponse Regressions, as an Atom feed
+//
+// Steps of a series whose verdict is `regressed` (see
+// `GET /v1/runs/{run_id}/series` for the rule), newest first, as an
+// Atom feed (RFC 4287). The filters are those of `GET /v1/runs`.
+//
+// The newest 200 runs the filters match are examined; each that has a
+// run before it in its series (by engine version, then date) is
+// compared with that run, exactly as its series' step is, and a
+// regressed step is an entry naming the slower rows. The entry links
+// the comparison page (`rel="alternate"`), its JSON
+// (`GET /v1/compare`) and the newer run's page (`rel="related"`). Its
+// id is a `urn:uuid:` name derived from the two run ids. The answer
+// needs the runs' fits: while they are made it may be a 503 with
+// `Retry-After`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /feeds/regressions.atom (the `GetRegressionsFeed` operationId).
+func (c *ClientWithResponses) GetRegressionsFeedWithResponse(ctx context.Context, params *GetRegressionsFeedParams, reqEditors ...RequestEditorFn) (*GetRegressionsFeedResponse, error) {
+	rsp, err := c.GetRegressionsFeed(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetRegressionsFeedResponse(rsp)
+}
+
+// GetRunsFeedWithResponse New runs, as an Atom feed
+//
+// The newest 50 runs the filters match, newest first, as an Atom feed
+// (RFC 4287) to subscribe to. The filters are those of `GET /v1/runs`,
+// checked as it checks them; the listing's `sort`, `limit` and
+// `cursor` are not taken (a feed is newest first and short).
+//
+// Each entry links the run's page (`rel="alternate"`, HTML), its JSON
+// (`rel="alternate"`, `application/json`), and its series: the
+// comparison with the run before it in its series (`/compare`,
+// `rel="related"`) when there is one, else the series on the run's
+// page. Ids are `urn:uuid:` names derived from the run id (UUID
+// version 5), the same on every server; links are absolute under the
+// server's `--public-url` when it has one, else relative to the
+// feed's own address.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /feeds/runs.atom (the `GetRunsFeed` operationId).
+func (c *ClientWithResponses) GetRunsFeedWithResponse(ctx context.Context, params *GetRunsFeedParams, reqEditors ...RequestEditorFn) (*GetRunsFeedResponse, error) {
+	rsp, err := c.GetRunsFeed(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetRunsFeedResponse(rsp)
+}
+
 // GetHealthWithResponse Liveness
 //
 // The process is up and serving; it does not touch the database (that is `/readyz`). Never cached.
@@ -13195,6 +13957,183 @@ func ParseGetDocsAssetResponse(rsp *http.Response) (*GetDocsAssetResponse, error
 		response.Headers304 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetDocsAssetResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetRegressionsFeedResponse parses an HTTP response from a GetRegressionsFeedWithResponse call
+func ParseGetRegressionsFeedResponse(rsp *http.Response) (*GetRegressionsFeedResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetRegressionsFeedResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Fitting
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 304:
+		var headers GetRegressionsFeedResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers304 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetRegressionsFeedResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetRegressionsFeedResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetRunsFeedResponse parses an HTTP response from a GetRunsFeedWithResponse call
+func ParseGetRunsFeedResponse(rsp *http.Response) (*GetRunsFeedResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetRunsFeedResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 304:
+		var headers GetRunsFeedResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers304 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetRunsFeedResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

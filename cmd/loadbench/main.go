@@ -25,6 +25,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -279,6 +280,23 @@ func endpoints(base string) ([]target, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A series of the generated runs, and its last step's older run.
+	var list struct {
+		Series []struct {
+			LatestRunID string `json:"latest_run_id"`
+		} `json:"series"`
+	}
+	if err := getJSON(base+"/v1/series?limit=1", &list); err != nil || len(list.Series) == 0 {
+		return nil, fmt.Errorf("no series among the runs (%v)", err)
+	}
+	series := list.Series[0].LatestRunID
+	var steps struct {
+		Steps []struct{ From, To string } `json:"steps"`
+	}
+	if err := getJSON(base+"/v1/runs/"+series+"/series", &steps); err != nil || len(steps.Steps) == 0 {
+		return nil, fmt.Errorf("series of %s: no steps (%v)", series, err)
+	}
+	last := steps.Steps[len(steps.Steps)-1]
 	q := url.QueryEscape
 	return []target{
 		{"healthz", base + "/healthz"},
@@ -289,26 +307,61 @@ func endpoints(base string) ([]target, error) {
 		{"GET /v1/gpus", base + "/v1/gpus"},
 		{"decode?format=csv", base + "/v1/runs/" + fara + "/decode?format=csv"},
 		{"compare", base + "/v1/compare?run_ids=" + fara + "," + nemo},
+		{"GET /v1/series", base + "/v1/series"},
+		{"GET /v1/runs/{id}/series", base + "/v1/runs/" + series + "/series"},
+		{"compare series step (verdict)", base + "/v1/compare?run_ids=" + last.From + "," + last.To},
+		{"feeds/runs.atom", base + "/feeds/runs.atom"},
+		{"feeds/regressions.atom", base + "/feeds/regressions.atom"},
+		{"feeds/runs.atom?gpu=RTX 3090", base + "/feeds/runs.atom?gpu=" + q("RTX 3090")},
 		{"calculator/decode", base + "/v1/calculator/decode?run_id=" + fara + "&context_tokens=49152&concurrency=8"},
 		{"calculator/grid", base + "/v1/calculator/grid?run_id=" + nemo + "&contexts=0,24576,49152,98304&concurrencies=1,3,6,12,24"},
 	}, nil
 }
 
+// getJSON decodes the answer to u, asking again while its fits are made.
+func getJSON(u string, v any) error {
+	for range 120 {
+		resp, err := http.Get(u)
+		if err != nil {
+			return err
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			time.Sleep(500 * time.Millisecond)
+			continue
+		}
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s: status %d", u, resp.StatusCode)
+		}
+		return json.Unmarshal(b, v)
+	}
+	return fmt.Errorf("%s: still fitting after a minute", u)
+}
+
 // once times one request, asking for the same representation as the load
-// (no compression).
+// (no compression): until its first 200, asking again after a 503 (fits
+// being made) as Retry-After says.
 func once(u string) (time.Duration, error) {
 	client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
 	t := time.Now()
-	resp, err := client.Get(u)
-	if err != nil {
-		return 0, err
+	for {
+		resp, err := client.Get(u)
+		if err != nil {
+			return 0, err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusServiceUnavailable && time.Since(t) < time.Minute {
+			wait, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+			time.Sleep(time.Duration(max(wait, 1)) * time.Second)
+			continue
+		}
+		if resp.StatusCode != 200 {
+			return 0, fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return time.Since(t), nil
 	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		return 0, fmt.Errorf("status %d", resp.StatusCode)
-	}
-	return time.Since(t), nil
 }
 
 var wrkLatency = regexp.MustCompile(`(?m)^\s+(50|99)%\s+([\d.]+)(us|ms|s)\s*$`)

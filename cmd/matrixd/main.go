@@ -250,6 +250,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	costBurst := fs.Duration("cost-burst", 5*time.Second, "server time a client may take at once before --cost-limit applies")
 	origins := fs.String("cors-write-origins", getenv("MATRIXD_CORS_WRITE_ORIGINS"), "comma-separated browser origins allowed to write, e.g. https://bench.example; reads are open to all (env MATRIXD_CORS_WRITE_ORIGINS)")
 	proxies := fs.String("trusted-proxies", getenv("MATRIXD_TRUSTED_PROXIES"), "comma-separated CIDRs of proxies whose X-Forwarded-For names the client (env MATRIXD_TRUSTED_PROXIES)")
+	public := fs.String("public-url", getenv("MATRIXD_PUBLIC_URL"), "where clients reach this server, e.g. https://matrixd.example.org: feeds' links are absolute under it, else relative (env MATRIXD_PUBLIC_URL)")
 	cacheMB := fs.Int("cache-mb", 64, "memory for prepared GET answers, in MiB; 0 keeps none")
 	fitCacheMB := fs.String("fit-cache-mb", envOr(getenv, "MATRIXD_FIT_CACHE_MB", strconv.Itoa(predict.DefaultCacheBytes>>20)),
 		"memory for the calculator's fitted runs, in MiB, the least recently used refitted when asked again; 0 keeps none (env MATRIXD_FIT_CACHE_MB)")
@@ -318,7 +319,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		}
 	}
 	h, err := server.New(st, server.Config{Logger: logger, RateLimit: limits, WriteOrigins: writeOrigins,
-		TrustedProxies: trusted, CacheBytes: cacheBytes, FitCacheBytes: fitBytes})
+		TrustedProxies: trusted, CacheBytes: cacheBytes, FitCacheBytes: fitBytes, PublicURL: *public})
 	if err != nil {
 		return err
 	}

@@ -72,7 +72,7 @@ func TestCommandHelpShowsOnlyItsOwnFlags(t *testing.T) {
 		flags []string
 		want  []string // also in the help: positional arguments
 	}{
-		{"serve", []string{"addr", "db", "no-seed", "log-level", "synchronous", "rate-limit", "write-rate-limit", "cors-write-origins", "trusted-proxies", "cache-mb", "fit-cache-mb", "cost-limit", "cost-burst"}, nil},
+		{"serve", []string{"addr", "db", "no-seed", "log-level", "synchronous", "rate-limit", "write-rate-limit", "cors-write-origins", "trusted-proxies", "cache-mb", "fit-cache-mb", "cost-limit", "cost-burst", "public-url"}, nil},
 		{"import", []string{"db", "format", "meta", "tg"}, []string{"FILE…", "- reads stdin"}},
 		{"export", []string{"db"}, []string{"RUN_ID"}},
 		{"generate", []string{"db", "runs", "seed"}, nil},
