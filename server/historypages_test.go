@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/matrixd/matrixd/api"
 	"github.com/matrixd/matrixd/store"
 	"github.com/matrixd/matrixd/store/storetest"
 )
@@ -89,14 +90,16 @@ func TestSeriesPages(t *testing.T) {
 	for i, l := range last.RegressedRows {
 		rows[i] = tokensOf(l)
 	}
+	basis := map[api.NoiseFloorBasis]string{api.RunScatter: "each run's own scatter", api.StepScatter: "this step's own scatter",
+		api.RepeatedRuns: "repeated runs of the configuration"}[last.NoiseFloor.Basis]
 	for _, want := range []string{
 		`<span class="badge verdict-regressed">regressed</span>`, html.EscapeString(last.Why),
-		"Regressed rows</dt><dd>context " + strings.Join(rows, ", "), "Noise floor and rule", "own scatter",
+		"Regressed rows</dt><dd>context " + strings.Join(rows, ", "), "Noise floor and rule", basis,
 		`aria-labelledby="ratio-title"`, `class="heatbox"`, `href="/v1/compare?run_ids=` + runs[1].ID + "%2C" + runs[2].ID + `"`,
 		">0.900</text>", ">1.000</text>", `id="ratio-scale"`,
 	} {
 		if !strings.Contains(body, want) {
-			t.Errorf("compare page lacks %s", want)
+			t.Errorf("compare page lacks %s (basis %s): %s", want, last.NoiseFloor.Basis, regexp.MustCompile(`Noise per cell[^<]*`).FindString(body))
 		}
 	}
 	if got := len(regexp.MustCompile(`<g class="cell">`).FindAllString(body, -1)); got != len(last.Cells) {
