@@ -491,7 +491,7 @@ func TestFromToolErrors(t *testing.T) {
 	}
 }
 
-// TestFromToolSampleMeta runs the sample META.json files the README shows
+// TestFromToolSampleMeta runs the sample META.json files docs/submitting.md shows
 // with their fixtures: the result must be a run the store accepts.
 func TestFromToolSampleMeta(t *testing.T) {
 	tests := []struct {

@@ -10,7 +10,7 @@ import (
 )
 
 // TestGoClient uses the generated Go client against the real server over
-// HTTP, as the README's example program does.
+// HTTP, as the example program of docs/api.md does.
 func TestGoClient(t *testing.T) {
 	e := newEnv(t, 0)
 	fara := e.seed(t, "fara1.5-4b-autoround-rtx3060")

@@ -96,7 +96,7 @@ func TestPlanner(t *testing.T) {
 	})
 	t.Run("ttft_checked says whether TTFT was predicted", func(t *testing.T) {
 		// With no TTFT bound asked, as with one: a scaled GPU has no TTFT
-		// prediction, so nothing could check one (README, openapi.yaml).
+		// prediction, so nothing could check one (docs/calculator.md, openapi.yaml).
 		p := plan(t, e, url.Values{"context_tokens": {"0"}, "min_per_request_tok_s": {"50"}, "model": {"fara"}, "include_scaled": {"true"}, "limit": {"3"}})
 		for _, o := range p.Options {
 			if scaled := o.ScaledFrom != nil; o.TTFTChecked == scaled {

@@ -543,7 +543,7 @@ func problemKeys(t *testing.T, body []byte) []string {
 }
 
 // TestProblemMembersInOrder: problems are sent in the order RFC 9457,
-// openapi.yaml and the README write them (type, title, status, detail,
+// openapi.yaml and docs/api.md write them (type, title, status, detail,
 // instance, then the extensions), from the error handler and from typed
 // responses alike.
 func TestProblemMembersInOrder(t *testing.T) {

@@ -403,7 +403,7 @@ func TestServeRefusesBadCostLimits(t *testing.T) {
 
 // TestEvalCorpus imports every grid of the evaluation corpus through the
 // tool formats and holds each cell out: each family is reported, and what
-// the README states of the calculator holds: intervals cover at least 90 %
+// docs/calculator.md states of the calculator holds: intervals cover at least 90 %
 // of held-out cells in every family, and at most 5 % are refused overall.
 func TestEvalCorpus(t *testing.T) {
 	dir := filepath.Join("..", "..", "ingest", "testdata", "corpus")

@@ -21,7 +21,7 @@ import (
 // ingest/testdata/series: each cell held out in turn is predicted (a) by
 // the calculator from the run's other cells and (b) as the neighbouring
 // build's measurement of that cell times the median ratio of the other
-// shared cells. The README reports the figures (go test ./cmd/matrixd
+// shared cells. docs/history.md reports the figures (go test ./cmd/matrixd
 // -run TestSeriesHoldout -v); the test fails if the conclusion there,
 // that the series does not beat the run alone, stops holding.
 func TestSeriesHoldout(t *testing.T) {
@@ -84,7 +84,7 @@ func TestSeriesHoldout(t *testing.T) {
 		t.Logf("%s: run alone %.2f %%, from the series %.2f %% (mean over %.0f run pairs of 18 cells)", g, 100*x.alone/x.n, 100*x.series/x.n, x.n)
 	}
 	if all := groups["all"]; all.series < all.alone {
-		t.Errorf("the series now beats the run alone (%.2f %% vs %.2f %%): the README says it does not; measure again and say which", 100*all.series/all.n, 100*all.alone/all.n)
+		t.Errorf("the series now beats the run alone (%.2f %% vs %.2f %%): docs/history.md says it does not; measure again and say which", 100*all.series/all.n, 100*all.alone/all.n)
 	}
 }
 

@@ -114,7 +114,7 @@ func (c *cli) help(w io.Writer) {
 	printFlags(w, c.fs)
 }
 
-// printFlags lists a flag set as the README writes flags: --name.
+// printFlags lists a flag set as the docs write flags: --name.
 func printFlags(w io.Writer, fs *flag.FlagSet) {
 	first := true
 	fs.VisitAll(func(f *flag.Flag) {
@@ -141,7 +141,7 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 }
 
 // flagMessage writes the flag package's errors with the flags spelled as
-// the README and the help spell them.
+// the docs and the help spell them.
 func flagMessage(msg string) string {
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
 		return "unknown flag --" + strings.TrimPrefix(name, "-")

@@ -383,7 +383,7 @@ func TestCalcPlanNamesFlags(t *testing.T) {
 	}
 }
 
-// TestExamplesImport: the META.json files the README shows are shipped in
+// TestExamplesImport: the META.json files docs/submitting.md shows are shipped in
 // examples/ and import with the files it names.
 func TestExamplesImport(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "examples.db")
