@@ -153,6 +153,45 @@ func (e ComparedCellStatus) Valid() bool {
 	}
 }
 
+// Defines values for CostPowerSource.
+const (
+	CostPowerSourceCatalogTdp CostPowerSource = "catalog_tdp"
+	CostPowerSourceMeasured   CostPowerSource = "measured"
+	CostPowerSourcePowerLimit CostPowerSource = "power_limit"
+)
+
+// Valid indicates whether the value is a known member of the CostPowerSource enum.
+func (e CostPowerSource) Valid() bool {
+	switch e {
+	case CostPowerSourceCatalogTdp:
+		return true
+	case CostPowerSourceMeasured:
+		return true
+	case CostPowerSourcePowerLimit:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CostPricing.
+const (
+	Owned  CostPricing = "owned"
+	Rented CostPricing = "rented"
+)
+
+// Valid indicates whether the value is a known member of the CostPricing enum.
+func (e CostPricing) Valid() bool {
+	switch e {
+	case Owned:
+		return true
+	case Rented:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for FlagReason.
 const (
 	Duplicate     FlagReason = "duplicate"
@@ -687,6 +726,24 @@ func (e GetLeaderboardParamsMetric) Valid() bool {
 	}
 }
 
+// Defines values for PlanCapacityParamsSort.
+const (
+	PlanCapacityParamsSortCost       PlanCapacityParamsSort = "cost"
+	PlanCapacityParamsSortThroughput PlanCapacityParamsSort = "throughput"
+)
+
+// Valid indicates whether the value is a known member of the PlanCapacityParamsSort enum.
+func (e PlanCapacityParamsSort) Valid() bool {
+	switch e {
+	case PlanCapacityParamsSortCost:
+		return true
+	case PlanCapacityParamsSortThroughput:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListRunsParamsSort.
 const (
 	ListRunsParamsSortCreatedAt          ListRunsParamsSort = "created_at"
@@ -920,6 +977,40 @@ type Comparison struct {
 	Warnings []string `json:"warnings"`
 }
 
+// Cost What one instance (`gpus` GPUs) costs at this answer's speed. Every
+// price and power is per GPU and multiplied by `gpus`. Rented:
+// `usd_per_hour` = `gpu_hour_usd` × gpus. Owned: gpus × `hardware_usd`
+// / (`amortization_years` × 8766 h) + gpus × `power_w` / 1000 ×
+// `electricity_usd_per_kwh`. `usd_per_million_output_tokens` =
+// `usd_per_hour` / (total tok/s × 3600) × 10⁶ and
+// `joules_per_output_token` = gpus × `power_w` / total tok/s, each
+// interval from the total tok/s interval (the low cost from the high
+// speed). Null where it cannot be had: no speed, a speed interval
+// reaching 0, or (owned, with electricity) no power figure — a
+// warning says which. Values are rounded to 6 significant digits.
+type Cost struct {
+	// Gpus GPUs one instance uses.
+	Gpus                 int       `json:"gpus"`
+	JoulesPerOutputToken *Estimate `json:"joules_per_output_token"`
+
+	// PowerSource Where `power_w` comes from: the run's measured average draw (`hardware.avg_power_w`, or the measured cell's `avg_power_w`), else the launch's `power_limit_w`, else the hardware catalog's `tdp_w` (always the catalog's for another `target_gpu`).
+	PowerSource *CostPowerSource `json:"power_source"`
+
+	// PowerW One GPU's power, W.
+	PowerW  *float64    `json:"power_w"`
+	Pricing CostPricing `json:"pricing"`
+
+	// USDPerHour One instance, USD an hour.
+	USDPerHour                *float64  `json:"usd_per_hour"`
+	USDPerMillionOutputTokens *Estimate `json:"usd_per_million_output_tokens"`
+}
+
+// CostPowerSource Where `power_w` comes from: the run's measured average draw (`hardware.avg_power_w`, or the measured cell's `avg_power_w`), else the launch's `power_limit_w`, else the hardware catalog's `tdp_w` (always the catalog's for another `target_gpu`).
+type CostPowerSource string
+
+// CostPricing defines model for Cost.Pricing.
+type CostPricing string
+
 // DecodeCell defines model for DecodeCell.
 type DecodeCell struct {
 	AvgActiveRequests *float64 `json:"avg_active_requests"`
@@ -946,11 +1037,14 @@ type DecodeCellList struct {
 // DecodePrediction defines model for DecodePrediction.
 type DecodePrediction struct {
 	// Basis How the answer was obtained.
-	Basis          CalcBasis  `json:"basis"`
-	Capacity       KVCapacity `json:"capacity"`
-	Concurrency    int        `json:"concurrency"`
-	ContextTokens  int        `json:"context_tokens"`
-	PerRequestTokS *Estimate  `json:"per_request_tok_s"`
+	Basis         CalcBasis  `json:"basis"`
+	Capacity      KVCapacity `json:"capacity"`
+	Concurrency   int        `json:"concurrency"`
+	ContextTokens int        `json:"context_tokens"`
+
+	// Cost With a price (`gpu_hour_usd`, or the owned-hardware parameters); null without one.
+	Cost           *Cost     `json:"cost"`
+	PerRequestTokS *Estimate `json:"per_request_tok_s"`
 
 	// Status `fits`: the reservation is within what ran. `over_capacity`: at or
 	// above the smallest reservation the engine refused. `boundary_uncertain`:
@@ -1408,9 +1502,15 @@ type PlanOption struct {
 	BindingDetail *string            `json:"binding_detail"`
 
 	// Concurrency The largest concurrency meeting the target; 0 when none does.
-	Concurrency   int     `json:"concurrency"`
+	Concurrency int `json:"concurrency"`
+
+	// Cost With a price, at `concurrency` (at 1 when the target is missed); null without one.
+	Cost          *Cost   `json:"cost"`
 	Engine        string  `json:"engine"`
 	EngineVersion *string `json:"engine_version"`
+
+	// FleetUSDPerHour With a price and `users`: instances × `cost.usd_per_hour`, what serving the users costs an hour.
+	FleetUSDPerHour *float64 `json:"fleet_usd_per_hour"`
 
 	// GPU The GPU this option is for.
 	GPU string `json:"gpu"`
@@ -2081,6 +2181,18 @@ type CalcTargetGPU = string
 // CalcVRAMGB defines model for CalcVRAMGB.
 type CalcVRAMGB = float64
 
+// CostAmortizationYears defines model for CostAmortizationYears.
+type CostAmortizationYears = float64
+
+// CostElectricityUSDPerKWh defines model for CostElectricityUSDPerKWh.
+type CostElectricityUSDPerKWh = float64
+
+// CostGPUHourUSD defines model for CostGPUHourUSD.
+type CostGPUHourUSD = float64
+
+// CostHardwareUSD defines model for CostHardwareUSD.
+type CostHardwareUSD = float64
+
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
@@ -2375,6 +2487,28 @@ type EstimateDecodeParams struct {
 	// Rough Allow `target_gpu` of another GPU generation, as a labelled rough estimate (±40 %).
 	Rough *CalcRough `form:"rough,omitempty" json:"rough,omitempty"`
 
+	// GPUHourUSD Rental price of one GPU for an hour, USD (power included). The answer
+	// then carries `cost`: `usd_per_hour` = `gpu_hour_usd` × GPUs and
+	// `usd_per_million_output_tokens` = `gpu_hour_usd` × GPUs / (total
+	// tok/s × 3600) × 10⁶. Not with the owned-hardware parameters.
+	GPUHourUSD *CostGPUHourUSD `form:"gpu_hour_usd,omitempty" json:"gpu_hour_usd,omitempty"`
+
+	// HardwareUSD Price of one owned GPU (its share of the machine), USD, paid off over
+	// `amortization_years` (both or neither; with `electricity_usd_per_kwh`):
+	// `usd_per_hour` = GPUs × `hardware_usd` / (`amortization_years` × 8766 h)
+	// + GPUs × W per GPU / 1000 × `electricity_usd_per_kwh`.
+	HardwareUSD *CostHardwareUSD `form:"hardware_usd,omitempty" json:"hardware_usd,omitempty"`
+
+	// AmortizationYears Years an owned GPU's `hardware_usd` is paid off over (8766 h each).
+	AmortizationYears *CostAmortizationYears `form:"amortization_years,omitempty" json:"amortization_years,omitempty"`
+
+	// ElectricityUSDPerKwh Price of electricity, USD per kWh, for owned GPUs (0 when it is
+	// free); alone, it prices the energy of hardware already paid for. The
+	// power is per GPU, measured (`hardware.avg_power_w`, or the cell's
+	// `avg_power_w`), else the launch's `power_limit_w`, else the hardware
+	// catalog's `tdp_w`: `cost.power_source` says which.
+	ElectricityUSDPerKwh *CostElectricityUSDPerKWh `form:"electricity_usd_per_kwh,omitempty" json:"electricity_usd_per_kwh,omitempty"`
+
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
@@ -2617,9 +2751,46 @@ type PlanCapacityParams struct {
 	// Limit How many options to return, best first.
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 
+	// Sort How options meeting the target are ordered: `throughput` (total
+	// tok/s at the target, highest first) or `cost` (cheapest first;
+	// needs a price: `gpu_hour_usd`, or `hardware_usd` with
+	// `amortization_years` and `electricity_usd_per_kwh`, or
+	// `electricity_usd_per_kwh` alone). Cheapest means, with `users`,
+	// the lowest `fleet_usd_per_hour` (instances × one instance's
+	// `usd_per_hour`: what serving that many users costs), else the
+	// lowest `usd_per_million_output_tokens` at the option's
+	// concurrency; ties, and options without a cost, by the other and
+	// then by throughput.
+	Sort *PlanCapacityParamsSort `form:"sort,omitempty" json:"sort,omitempty"`
+
+	// GPUHourUSD Rental price of one GPU for an hour, USD (power included). The answer
+	// then carries `cost`: `usd_per_hour` = `gpu_hour_usd` × GPUs and
+	// `usd_per_million_output_tokens` = `gpu_hour_usd` × GPUs / (total
+	// tok/s × 3600) × 10⁶. Not with the owned-hardware parameters.
+	GPUHourUSD *CostGPUHourUSD `form:"gpu_hour_usd,omitempty" json:"gpu_hour_usd,omitempty"`
+
+	// HardwareUSD Price of one owned GPU (its share of the machine), USD, paid off over
+	// `amortization_years` (both or neither; with `electricity_usd_per_kwh`):
+	// `usd_per_hour` = GPUs × `hardware_usd` / (`amortization_years` × 8766 h)
+	// + GPUs × W per GPU / 1000 × `electricity_usd_per_kwh`.
+	HardwareUSD *CostHardwareUSD `form:"hardware_usd,omitempty" json:"hardware_usd,omitempty"`
+
+	// AmortizationYears Years an owned GPU's `hardware_usd` is paid off over (8766 h each).
+	AmortizationYears *CostAmortizationYears `form:"amortization_years,omitempty" json:"amortization_years,omitempty"`
+
+	// ElectricityUSDPerKwh Price of electricity, USD per kWh, for owned GPUs (0 when it is
+	// free); alone, it prices the energy of hardware already paid for. The
+	// power is per GPU, measured (`hardware.avg_power_w`, or the cell's
+	// `avg_power_w`), else the launch's `power_limit_w`, else the hardware
+	// catalog's `tdp_w`: `cost.power_source` says which.
+	ElectricityUSDPerKwh *CostElectricityUSDPerKWh `form:"electricity_usd_per_kwh,omitempty" json:"electricity_usd_per_kwh,omitempty"`
+
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
+
+// PlanCapacityParamsSort defines parameters for PlanCapacity.
+type PlanCapacityParamsSort string
 
 // ListRunsParams defines parameters for ListRuns.
 type ListRunsParams struct {
@@ -3547,6 +3718,34 @@ func (w *ServerInterfaceWrapper) EstimateDecode(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter rough: %s", err))
 	}
 
+	// ------------- Optional query parameter "gpu_hour_usd" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "gpu_hour_usd", ctx.QueryParams(), &params.GPUHourUSD, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter gpu_hour_usd: %s", err))
+	}
+
+	// ------------- Optional query parameter "hardware_usd" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "hardware_usd", ctx.QueryParams(), &params.HardwareUSD, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter hardware_usd: %s", err))
+	}
+
+	// ------------- Optional query parameter "amortization_years" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "amortization_years", ctx.QueryParams(), &params.AmortizationYears, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter amortization_years: %s", err))
+	}
+
+	// ------------- Optional query parameter "electricity_usd_per_kwh" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "electricity_usd_per_kwh", ctx.QueryParams(), &params.ElectricityUSDPerKwh, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter electricity_usd_per_kwh: %s", err))
+	}
+
 	headers := ctx.Request().Header
 	// ------------- Optional header parameter "If-None-Match" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
@@ -4228,6 +4427,41 @@ func (w *ServerInterfaceWrapper) PlanCapacity(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "sort" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "sort", ctx.QueryParams(), &params.Sort, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sort: %s", err))
+	}
+
+	// ------------- Optional query parameter "gpu_hour_usd" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "gpu_hour_usd", ctx.QueryParams(), &params.GPUHourUSD, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter gpu_hour_usd: %s", err))
+	}
+
+	// ------------- Optional query parameter "hardware_usd" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "hardware_usd", ctx.QueryParams(), &params.HardwareUSD, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter hardware_usd: %s", err))
+	}
+
+	// ------------- Optional query parameter "amortization_years" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "amortization_years", ctx.QueryParams(), &params.AmortizationYears, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter amortization_years: %s", err))
+	}
+
+	// ------------- Optional query parameter "electricity_usd_per_kwh" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "electricity_usd_per_kwh", ctx.QueryParams(), &params.ElectricityUSDPerKwh, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter electricity_usd_per_kwh: %s", err))
 	}
 
 	headers := ctx.Request().Header
@@ -11385,533 +11619,555 @@ func (sh *strictHandler) GetSubmitter(ctx echo.Context, name string, params GetS
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P1dc9vGli+Mf5U+nLPLVAJSfBdFVWr/Zcd2/I/taMtyMjOhD9EkmiS2wAaDbohiPK6aq1MzVefqPBep",
-	"eq7PM/fz3Mz9zjfJJ3mq1+oGGiRAgpLsJDOZqdqxQKBfV69er7/1vjIJF8uQMy5FZfC+wm7pYhkw+Pcz",
-	"GtHLmKt/inixoNG6Mqick3HMvYB5JIo5qcpVSJYRm/pBQKJwJQjlHpHziDHisUnoMTJhQSBIOCW+FGQW",
-	"+d5Rxanc0CBmquEx45P5gkbX6g/8YiSZkJVB5Zl/yzzixRGVfsgrTmVBb0dhLJexHMnwmnFRGfSbpy2n",
-	"ogcwWoQeqwwqrxgVcYTf+nxmBrKi0aIWLytOJWI3vlBtDioL6qumBZuE3BOjJYtGC/x8wbisDNoN9WN0",
-	"wzxoPagMcMgVpyLDUP0ZBIuaz6csYnzCavaPoxsW6W5uGvV+vVH54FQmEaOSeSOqpthqtHq1ZrPWbly1",
-	"WoNua9Bt1zunp62T1j9WHL0clcH37yv0ZjaiE+nfsFHEfoiZULvVdGDzAqbaSx831GM+iSM1orV+jUt2",
-	"my5bw6mYdR0JnOTGwrY6sLAsMg2rX9S7/Xa941SEpDIWamI08D0137EcLdSYWmrukgbW+02nIuUUf+93",
-	"PzgF0+mXm07/LtNpdtvtXu58ep16b9d8uvXuxoy6zWa9bU2p3e1/hDk1e+1+Z++8+u1eP3dabRhj4bTa",
-	"m9vUOjnN7FO30+t+eOdUGJ/5HE8qnVwz7lUGlUns0YpTGcd+oP68CYLFsfqfWrhknPqDm0a93ao3arf9",
-	"3qjXqTgVThdMv1hxKj/ElEv/RzzVg8p5LMPLMOYe+a5z3uzB8VyGwpch8JuZL+fxuD4JdR/LKPwrm8hj",
-	"3Vh6xLBTdcTmNPJWNIJRT5ZxZVB5wSULyN+zkJOn3Vqr12+QGzWwyTIeTcJIsbumWuzIv2GRdWy7/Ua9",
-	"edKvN9TLM2jq8urvSbvRa+CD0SSMFZtoOpVQrfPbccxlTFqdeqNT71acynLiq6k/Z7xNbmF2y3DFolHg",
-	"L3w5WlUGzZOGU4noYjQb621ZL9UXX/piEjHJyPOLt2qe5pVm64NT8dW6R+vW9foH78foWsY/tNaK6wQ0",
-	"Vuxn8L5CpWQcCCfdt6vLF1ffvB6dX129rgBdLig3G0iAyZGXjHosGoc08l4pdtc8VpdAs96tdR7Xkp2q",
-	"wU7VLq9ek1ptQW9rwBprAeOk1Ws1Ox1Sq82WcW3BFmG0rsXSD/R+k0b9tKM/4vGiJtgPgjRbfVKrMU7H",
-	"AasBL7+tTehkrnh3rSajWMhaxBahZDVg5LVaQPkspjOmOw55sCa12vUNfMZqnlpD4nPZAYYOh2U0Z9Qj",
-	"tVqyMDW9MCS7LDiMEQ5jpIdRGcgoZk5lGtCZyCxvrWh5c6dTGVRUQ0g7OcsDZHyqiC07l8qgkjMb2PCt",
-	"hUj7yOyMum1gb/QPZvUrg0qz1VesYXOdTUMfkNJxtKPMaNVg1Vhhndho91jV9Q3DGcFwcDT4mMeLEQ6m",
-	"2eo7FR5KdSS/r7zlMubMI2Esa+G0JuesNg5vyZgKFvic1cmbJZvo+31AeKgeff0tgdEMSP4wmrfEnGHS",
-	"bD1/7BAhw8k1aZ40yHcEzqVDLp68YMQcWvJPJJeBkGbnCfkn0m6R54/Jl19edmqtTqNB/olkuYBDXn/7",
-	"4ssX5wTZC7GYyrsPTmXB5Dz0gFcFVKj9ELGQ1OfMG2kJQL2UyCS5N8HIugIqAx4HQSIVVQYVdjsJYo95",
-	"aiu1FPPeMOVDT/x+Bq470WLb4H1l7nue2vEpDQRz9J8gAOFA9YPxeuNBxKhQLeBDdbmM9AFsfEiIZGOu",
-	"37/fukmNjBgulsn12Gp3TvKux+RO75y01KVecCtnG2uednc21m+1T9RduozCG8Ypn8DNpMZvhi/8Gacy",
-	"jjIPmGctiQjjaMJG0zBagOS4pDNFF/rxgnk+HenTpwZ8vAyoz8/IZE4jweQXsZzW+un7Yk5b3V5lUDnt",
-	"T7str9FlrMlYizabzX7fY5MxbTcbE6/R805aLY+dUq/RPh17be+k25l0Tvqtzkl72u50x1aT/o9MiXcn",
-	"3eRRHCniO75pHkcxF8eb99Uxvqboxf5AzzceL3wps2ugn0XmgfRloGa8544KefbEG2YHZ27OJtdC0w3w",
-	"vDHl3sr35BwkcEl9NQk5Z2RKhdJMQKEh0zAChWYMhF/VdEIa5OefSPNI6UaCUEnaTfInpfu0Thr1BpHh",
-	"9bEgSxYRfVQHycAeCdLuNcjzx8cCmiChYhWtekM9Uy2kcyQr5s/mEtrvkLEaxTKIBemTr3149etvoQ+g",
-	"WfW3HpwDDYNUktDqkgoBfCGZPkqFN1mOYq1Eq6U1OiXX0oh5Z0QtztyfzdXiwOfEF6TfxZkvWVTTzRCx",
-	"ZMxTo0A52ayC2DGwd3jpzpiX8A/NA75/51SiOGAildeaHz58+OBUljSiCyZZBFf149Bbv0nPl9IyxSTy",
-	"l5p7ucxrdbvN0y9crboyuF56HVK9fPaEdHqdvkOW1PPUNRQRHsojNS31Xq9TG68lG/Kn2ARJjjF+22+0",
-	"Ww5Zqr/1G0e4rdBJ6K0fCcJu6UQOuWpHOIQKIhiXdfKaMU8QV429lgy+9jVbu3VybvUj51QSL2RiyHko",
-	"yQ2L/OlaLT8l6ipSM+KhBEnKF+qigw2j+KKvpsSZ+uWaLeWQr3w5h8GBau+m/Kqe9Og6ZPM5nFH3qD5U",
-	"irSv1nQOd0oq+GenobZ5MmcLqjZjQW9fMj6T88qg1WiovVMHXDXyP8zGfH9e+0da+7FRO/38+N3nX7xv",
-	"OK0P/72SCMpCKiW/ojY+s9Vfs/X2bl+pc+zzGYuWkc+l2Uk1DbVG12xNqu7FN2+uiGJb+nHtmq2Fe0Tk",
-	"3Bfk/OIFvBaxmS8ki5hXLzdttXuZqVtT/b5RO6W16bv3vU7B1J7QYKI0ga0Zfaf2zIVb3XWIz4VUcm44",
-	"JW4U85HvuXg+n1+8JWpYDplQwWo+F4wLX51CR5E15Wv4Gf4d+BQMNpQYTao2oZIG4QyaqbrtxmnDPUrm",
-	"/UPMonU6baUn7drihc/N380dU30F8uZbW9zcnPu5om0WEbdI3XDPiJjQgAlYA8UXwzAggX/NiKs1KnfH",
-	"NPJkXntmyW3shfE40CK3v4gXMLOFz/HfjXqjm0yUx4sxi5KJvqK334Agd6UljC2KheckYmiFsm8PuIRQ",
-	"DDwzx/aRIOM18diUxoEsmtq2IW1jv/QceicnJ61mz5pKumE+l2xmT8TIlXnkOVvGRcRJtwiSiHiM5GCO",
-	"J1A30GfhjKD3+1LdZRjP5jlkFgThiriSRjMmR2oucDo08akjMWNcy7vAwykJ6JgFYCRVTRImpL+gkpHq",
-	"3/690yB/Kjw78HpmHnork9tPj3wchgGjPB16zF98mc/vFDOXYKX1/Ikk0yhc1Mk3EZmptdacA24K2KY6",
-	"wS3TG+QMuYs2IHPN6nezSp9LaMQIClOOunLIZB76EyYG6oYZcnOpqKsKfl5QOZmnFxWnC7ijJKla9xXl",
-	"YqU4LIx5yClOZc4IkL8fcqI1G2HfPptLChMp5LzJ5TKqvXvfdHYy4CuggFw2fG5Rg6ZawzyJYZ5V9/lT",
-	"vFjMT4r+U8475MB6HcLqszpBLqsYsqv1x+fsWRhNmJYZFQseQEcoD9aEjBgs45AvaZTebZItifQXzLBC",
-	"uOWRs5FE2HWQgSiukogDatXx/BmDOrD/MRW+IC605o3waP/t31uKrM/It5fnrwz7EUSGauupVB8+EnXy",
-	"DQ/W0L/Ptxp+JDLHKOYBE2LIXTgSX8goZm7xJqdns4gJNMsyATWD54+LdxhmqLSdZIHV7qmVAf39zFw1",
-	"E7qkE1+CNIZrpTizdQ8V8QBj6it503Qap/kc2rppXnhssQwl45N1rlh0ztckZbnNX/75/2p1uwREJDoO",
-	"GDl/8+TFC1Am6UTJ1Wp7/B9iZt9GZyRiC6a6VAc2jEirQ+ZhHKHCo8WmQlnJGuGWoGSz8m53cxftwzwc",
-	"3raateHw9uTpu8/zz/GL6euQs1eK/Wyvw9MrOhOoMi19LTVMAp9xSeZh4IkzspornQqFZrTfS3gLWZV6",
-	"2m508IjxEIT84ilPa2ooNRxL4d3V6edOgwPje2Z0o82Z6N9REVUDXAY0Fv7YDxRJIqMmWrMiVRf04br+",
-	"2z06IwGbSiVblJAmfOxqZPS0A2+vC6WtPYkjEUb595fL2a0cTeAN1xy6ZcRu/DAWZElnDC5ddZ3xojHi",
-	"10WL3G229vMGGOfTxB2yQTjwvEDCJlVk6DdBsCgWm7Wn5T4yjDXEb41OXDBSfZmrhVvG48AXc+YVjxx9",
-	"K/vGniji92HBMIdnqYqWw6xsde2RsPU5vMWCcMWimpoLmbNb8uar81qr2zMu6HaLRHSFs54o1Y6A8p1M",
-	"bUnB9KNnZjUOnqkfYj9S5w39AXdU5nCOAZ0ViWzqKD0SxPeAshOxAcxo71Gg+XAMdhCXBL6QgviyaAIB",
-	"naH8Uzz45HbxuQSH3R55H8evP9oyqEzEjQsXwJM33yInpAR5H4nC1RlZ+VygHcQ9n0zYUrp18v9/883r",
-	"EqxGD9QeO+NqnN9X/iqA8CbipvKucM1zRbdi1diQfypwfSydF0b39bdPlET9Jf6cRxfo33sklMab9RC5",
-	"26MvGuuGu+beh/Wlv/Bz6OCFZAu8+5FFg1TRaBSNChwv+XdHt2GJO2Y599JngUL65DehbcII/5Lxo2wO",
-	"1P61JJs+/+4vpFMb+7KYUDO+m3vPYLfWmXIwxaNQ/s3wMpdUBQiYDvFY5N9oTQ/YNBituTwqYGuJVleO",
-	"JZfV8mBWb4zv4XGBBRH1NaQWYw8ENSfxWhhzjIMG3mBdtB8ZP0fBfvQ6JbfjTeog2Rx28hOZU+4FDBiz",
-	"ku/c/98BrCP1wNybdFDNekVvt8d6qWTWkCudSmurVJJFKCRaYBfxZA5amEOeP96jRI0W9La0ya6h/s+2",
-	"2+WpUvbgfV5y8AGjdxu9zx9y9B/UcRHLkAsM8HtMvUvjM9a+ThS46HIZ+BNgEsfLKBwHbPE5XLCD99Zo",
-	"/nvEppVB5e+O0xDCY/xVHF/gV9jppvyWOGiUvrSggZqW4muKHsMpiSifMe1sAV1LHSbGvWXoK22LXjNx",
-	"RlwWRWEkXDiMKP8oBT7k08CffNL5KI6wob6SFRUkFszTFKBNB1pThpE+86WEiJBPO1Bky3jFgUfIDwIy",
-	"Zur6myLnqtKp2hkKxiAaSfAPrOZ+wIZ8Qfla+zYjZj6gapMmbKD+xh8W1GOwcer2f3LxVr1CwQZ1NOTo",
-	"ZUuse2RFfaktBr6EyyLkM/VfX5IFXZMqHSu6aDaIOKqTqzkb8qkvySxk6pydEfeSyWhdO1ejdomga4FK",
-	"ugwJFdeEzqjP0XCEQihQvvVNdmm3pAm1jM/CaKxjGD7tbqmLxRcEIgrIOJaJc07RV3rZZIgMrCwfnMrz",
-	"EBXVT3esddRHqO4YQTCIw4x4QFx0IdtbpEhhNV+Tqi/FkIM+A8/mvpBhtCZC0jWJGPWUjAAmXrB8wHLo",
-	"wORPfHbIhIKjdcy0M3WQMiJUxNgNi9ZE9+8QRidz2J8hV6cD9JwLxccU8+MytNytxxjtc9w+zkaduEcO",
-	"gQUKlOK+mrMIOaLPl7EESqBk6ishCteTggl3FYV8ppfslWGxn3rFxqEHBKyWbMWCoIbDIFVYh8R5Db8v",
-	"aSRgDiTmZs/JIg6kD9Zs1dQRuCez18eYekDur0P5LIz5J53i65AIdZ3D/oVKvY0lOzLDeRV64GPPlyHR",
-	"rPhICbrLNam6GWtgeqsJ8vSKzo4sc+OZbVi0WJp6L5eXJZKXmsBlzJ9gBPqOhTILZCcDTGlUuFTmvWOT",
-	"MaB6Kre6+PbWyr7RkQruyxDH5KoVSH2cby9fbkw/uYFl7ZItA7rOW3gX3Aj6fkjvIPVfwmgU+JZzNQmG",
-	"APv+xgVfz7VBQLhkrvXBTKPUBj299QVmY/xm9+fKrIseIV5IsGmEBur4rs9whfW26d+imJfbt4+zuFdh",
-	"+JJGM/Zr8cFAdR4pxocXIxg9SLVJXvmPkW9cheEryteXSarApx2odnZQca1EMiqkGa3iRHq0anfRsGPe",
-	"9ryICeEM+SryJcs4fI5AfFRfJ8FewPbBs0Inc0Y8H2KU9FEcchmG12QRRgxD0iP0XSaDEHMlYVa3u4fb",
-	"b6la0F2fbYkc/mR+NNglMMpoPeQgMaIl2b2kkoF9q/aZq42Y6GnQ7lJkFTpoWF+9Qw7OE7yMmRq12vpp",
-	"HARFwmjSSWJK2yGQOtb7l2xBfa7ViNLfCFaij4ME5LecxnIeRv6P7FNfwHqzgcxQV0T5B8LhQG6uxvya",
-	"hyuu3ojYTXitLhYgBvOeoL53tMGXvvvuu9p5LOeMSzV8tp+5vOX0hvqBkls+9bH1qKRjKlgqTeFpApby",
-	"li+jcMKE+LVGlo5KxMtlGGlLiAni2FYN1urwDLmrX2eei2cLDQO+0v4nlHu+RyVLBG9QS/XNzoZcsIBN",
-	"wHYKoSbMI0KJ5jQgPofQVekrATPkTGgp+S1P+nvFPJ9eaTP8p74oHgnyBLusXUEei8gYQsKljpFASwgQ",
-	"PkqL1IR7E9QEgWe+vXpW65PqOPR8htq54t9Kv4Zfjra5pOLOIRGMK8E6ERTQYGRnay4jNRTpM7GVu/m+",
-	"wuNAnwQ0y24cmNxkzsKvEmazmepZop8017PEy4VpoHmmt4LWjLVtM2+0RPeYUVryxTTsee8HH2wz+ffY",
-	"zUYjG6O11s3JbO3GDhQvWd4Op9JbOP4rm8iKDrl5TIWfE/r4VbiyYyuUiBmOMTOmDgOx6Q+C0vNVrSTK",
-	"CAPXQRyFSPSAUTDWghlWsoXYd3qfsCC4ZFPYApwIjSK6Vn+DFWA0ptwbLdH+SIPgmylkFuxq8qn67jHl",
-	"GOue3chMdtCGJsNDjpqMtgZg5Lya0g0wWz3FNPCvDklpKEubFQHzs2TRMgxAJXQq7FZGNP1TB3ndRHSR",
-	"/oXOTjWAHHnc0a4ZUegWEvamTpQSMY3CBcZNTf1IoDIBdBgwr07Qoj7FQEJ47EC4lRKwMPBAWxL86ZQp",
-	"ISBYE5+n8VeCgaVVDHnVzeSguQ6EPOZE+bpHWs5UTBcWcshFHE3phA0IDQI1Vj/S9ORzxRtSsnLQWpoO",
-	"AC4zvT9UbxdOFJXZKiUrGkFEA7BgEZpwRkOT2wxgg/qg41ERsZiDhCRhnyNSxVUT6HhzsQV037vW5uug",
-	"Tyvm7+hO9FRANBsMSs9jY1opZTn6tBfxkzc6i2Tr0Ex9KdyBCXVk0Q1epL4wQYlGzKgTN7xh0cjsoTsA",
-	"M3c05HQcaulfLGgQKPHfbgpdFUCUEZvGQhGwC0lCVJEYn7BIrbw7GHKfkzGTK8Y43OFjtg65RyhfY/xr",
-	"OEaOXCeuUZ1GP8QsZp47AP1oyG2VKtu1Tj8K+YSRKm670kFCJRSEQh+YKOaK0Fx2O2HME6Ps4RiYvCHy",
-	"OVnQWx1orppJclhA71EtQKqbaWblcy9cuegPcMBszUNN8JiTRKPIv2HCigQdcuvuINgCngFDYqqxilPJ",
-	"7ErFqWwvrfYJW+sFZJgzRZOjlx14Lk97YsRNbXbO3j05ydYlLvGNoKkyn/heLjfYTMAtI34ZoWTrlx82",
-	"ohL2CyOYhZfTVJK0fgfxaYMlYEYl9OQk8RdppOxGWMNWPNpWzMv2luUzEyS0pzp+f3vrx0Z02Sk2JDLO",
-	"hw3ghzIi72YO6vucd65vTCLw3McUhv3tpt8E4Sq/WXVcNsabF5QUzSAvMn3RRENELFhrt6A2+eBc6hVn",
-	"f2+jZSiEr3XW4m6hqwWFfkh1zAJz2aXsGfiwzaaPzohaH1QX1Z0El6Jh2MXEuT3YjZ3JGWbIzeoAM81b",
-	"GdeatVu++y31afs1oTghnzDEmyhHF1oWgRbLSiAbp3VjYbYJacdmZ09I7kJv0u4W/W9N3MnNecLDa814",
-	"Fw+4CGgO69fGhZG6cXOibhKrtzB0irYIFAEDib4Hj6yUGL8MKOfMG1jhLoxwtlLk021siYlAvGAo1a0e",
-	"5R+rEL3E26P7Bv4hyATDvF1YKregEXw3QxM77RwB5dh+nriK6Rpl2sCUmwciS91tOhsnu3/pWu2jCa0H",
-	"bpHDBrO8CzPfd5TsLorGViQAg4mfBcEjYfRFO7DQlugNiMG2KJWVwHKFJZ0ZrkayvUQ5YEV3sq5stTMC",
-	"s9gdW9PxhHkkJcouJojxLg+lMYR4qYLug4ESAiO49hqrb++y5AB9kXSRuwMG5ulOS4Ef32s1M9BS923h",
-	"fiMxIBz3+foeI9g4zWkyIhJVdqnykLzSKSTbmrc6xedhcxYbG5zLQqwDfImy4YOzOThyOafqG660WBmt",
-	"Mbcs5g7RyYJh5LHISh4Wbnm7nc2RDhZesvIIDLt41XztDihlnTzXF32/edpKADUSsxJYmqr4188/gRRx",
-	"dKcpqz1EmfEFfoo5g5u3cjpPPerNa9bavJxv1aId+pllKyxv7DKEU2odLmP+RoNX5jR1wyLPP8Rc+4ZF",
-	"PhNvJFuCvTYn2V0HfBO5CmHL0JOMZnJ0AGvJDiwi29L+hqiz0YP2zlzzcEXGbBpqf44SCsGqpc60GKDE",
-	"GU61TZRxSdCIhjmqTKQ28fQNMDsJjCIrkzZYP8BCmcsGhTlNFvlsUqEx9e0RyL4EF0W+wJELzHin6yAP",
-	"yrGkBn9/dmkjQd5p9Hfxtj2QrJaKUPu8K1pyvbcMc38B5B6Cw2EXyv1EgTzqzqXUTQLIUNTuM/XSR6du",
-	"9lwlZ78UH7ZOaOE9kBdZUSA/YZ/Fw75Ap5efdxnfwWZnZO89H339rbEWPNixzz2CJV2LxmqZ61kseSZT",
-	"d0rmTD7ECDYO6YM0mZ7aOzS3od9dPbtKo0AR8k/HrK0oJqxQYYRTjTEN2Wx77/SHsqrdnY8kikTCUGyf",
-	"ShmzWJoJv3m4yntANIJwiTcxLyqJeE3BhO/vvrDRhku8fueoC5hC+v2Wz8IsXGZEZo2Kd+AJgsvclz1n",
-	"GlNawl5qLObA221tDS6Flc4NH9Coynn88M7rn+ArpDuQdpU7jSQyIz+SgQUUkm/nNJjWAERHmKRQcILf",
-	"0ECA8vqngRW5PgkhXIAGQ37aIH/SAJIam4CTOQu8WhhLglkl2mVrwiUeCcCdWzBSBafpL//rXxr107/9",
-	"R5V/3jz65X/9a03OE7/HkUNWvsc45t02yeekefzLv/zfPGlyylamFzrkxjqlpP9pEGIktyRN8qczoj8Q",
-	"ExooRWMM71gRArNl7A55tdUgf3JIR81qhRhSYTybG2TALAHsku4Ol+Z2y19Zfqh7zt1xy823lbOIAgXz",
-	"CNQugHVSW2a2ejsiyXjiSkxQO+BKvJkUTjh0EfBD7MrBseUtwTOfBR5Qfr5pRkc9IjygyWckGymditVh",
-	"tvdUNQcob+ZDnxNqpa4pslMvLjEnyiVVCDQJ/Gx002au09H2ckNX+Uc1HRyVBEAFDMbWlstDMw+nclsD",
-	"e1Nl0PzgVFSX+U3HyyCkHvNgVFbzkM64WIaRBKZgYk/VW2Jnd21FDrkYM6q7Zm1MBfMIpIJp0SNdTNV6",
-	"jvvGar0DIWVC0FkO87Xe6yrJE7ck7zBk0tgA67R32mgeZTLazBIXprWdEbZYynXCjxQpwAav5iHOI73t",
-	"ixrZtZKt7bAinHgu3Qc05w61i3XYR45KVpP+glUKYzS2IFVy/O9sPTJyzfZOZ3AFIuqrXfdlvZIrwVBt",
-	"dNx1w6sZXuKbmAceBnE+8oTqnnoLX11XPJRsh0faHoQIg5vda1W+kXE5YWyH10YRyX590k/DyirWjiRr",
-	"qtvJlG3JzjU76MzCFtHZC8XMQEXxPF+9SYMLi+w0VFaWEu+yx2YJckyIJkHUISJEEoOQcUEmlKOZr44+",
-	"cwvYoQSyQ0ZVz6xg0Vo8hGkBzu7HNSpYC7sdVegvtJU0YC7B61c4xIUFHiVQj5AhKpiMl0cOocT1Yswl",
-	"YBk0UWCcrljShYvuRHjskqqga51gxImrljQbgWmNQWluma7B1KM7g6BKCOaFhnO9hzhZmz8cQKgIa59L",
-	"dOr6nipxV18NQGcsaxRHJHgUmPVSEiEp9+5NjzCwvL19fvH2gZSotKV7alAbDW0NC0rR3EF3SuPxtjl+",
-	"gmuZ5NkqZUNJMA6hYsK45/NZxuZfRnLfNX+MI0+D+HarY88jvyCiYK+dLY2L/iQB8B/NZAcBajQPZXm+",
-	"BnEcA92gQMGK6rR6o7eUusVTo+Cnj7vV89sb0vCf0vS40dy25e/BDH1pNL2mpqLDtsuE/mu4isPVAZw4",
-	"8j3t9X4Ql/MDWG+t5IViZydMco/l1cytOMig9BIVuWMeIEqtMEHjK6s628b48Vbby6Ssqm1lnJibVd1K",
-	"9KDv11T/NAiQlfyX00t3/3BCUWoIWDjOHsNzxju6htz+r7NF5u4WEnf34H3zwB7+RkG7/Yb2h0se0DH/",
-	"eG2n22XLHhP4LaWsZPqwYVtEtLnCer920bvGHt2ITQh8KtiBzIhGk7kv2cQUtNn6YLps9kZyGoTLnBCS",
-	"LxkXjDy7aPaOHz9r9ohkXIQRuXr28puLN06CCyiWNBK+BKSTO+x/CuWeExVt8pE0LHoCRYj2Yszg07lB",
-	"IWcWLHyu+cPIciVisJOol1Djvzy/eFuQi4A5gQk+/mg2LivzGpvOthNLq0Yl0pBnJu3YiGGTkIt4Aca8",
-	"VRhdKxFAJ+dSSWsTxiXoeQFdynBZE+EkV4jSFbdy5f8bxr0wwoR9MWdMKvVzGYVePJEA4aqDlmZxxKD6",
-	"E+Zt5m6J9JZ3Zjs4jn35RNnxPwsjcr5cBlpxNKkhMQcAJl0YBlwvavgJKR1qQ9e2IXNok7FuHMkM9ae7",
-	"abObXPLKHlyzismuaQLaJPhdPOchrCs2/7q7RvsVo4Gcb49lW+EIr/cniOqvcjvyPXY/A9uWauUQMQ9X",
-	"ABATaQgYbXrvNBsPZSfLm4sVTrK1cNsZXzkITXkZqlrJysuAKpd6tJU3Vpyblc2MxdRaUtVsfwp1p9Ki",
-	"GkflssKoNOlABWHFulJSYVaWnaf2809p7T47zfUodyjb2VQb2K9pPm6aikt5kolr8nqq8/U48j3McReZ",
-	"ZLSYQ9vlstC2KCk78xJpUjsWd2u6eRT6Mik4/BAZsUlJ4mLsc6LfccgNi8ZU+otSdo2Cqr6FY0oKVNg1",
-	"f3OZSc41tVFwAQAhVSsmOkBPgVSN4BPoCF6PijkTR+SX//m/wbcMPtsz4g4B/GxYwbx8SsaAvhrQmXVi",
-	"0j0pKtZ7p9v4LqnF2Tq/70tmM6Y1gMt8oau/5ubk4PJCrMUC8skDnzORirbu37n3iF02RGrGsDlhp7hy",
-	"XGaapZKSiyjXkGXumUwr+n6kzI3DBAhrPE+5zI/DR6PUSFdA3t3eK3j3CbyKn0b+JIMUeHgcbZ6wbJWd",
-	"OTzaaE+snh70xsTNymb73rPHuKa5xqDDYnIjyq+3T1Qz8c+PociTal+Do1B1uV3n39pRzA/LzLhzYAsM",
-	"20niW1THaH7KXbhXVEb+7e/PoInj3mnSPMDRuc8CWbxyJQ2P5SzgNv3lmtQ/oVny1R7sHB3gi9lYkK5t",
-	"1LCBLhNGNQYlFGROShDnIFXdicll6r9v2TgQhAvRphP3T2LtUCe4OvVvmVczMf8mEejojvadHdXnCyqY",
-	"wtgMYqZWkJlnxqXRZexRlQaDy1PamEbA0zv2SNfe1rXK4AesibhUAkLIdXy3IFVXv+O5R4gpGawtCxSp",
-	"uqaaftYBn9TYd0xBNPBjHXhr6Gsgu927VjtdhGKifmIILscnf+1j9KkNv0N1qGqG5GnE6uS19siH0yFP",
-	"E8c2csq2UsrgVKgLg7MbFsGlwTxnyJdKyIaq2hr5gMhwBhtXH/IacUUsEKVqhCNxB2ZIcxZ4WFQAqCcD",
-	"PYIiMjwfckISgq+6mVV1jxwrrl88Inod01NDlzSSqokq3H4x99Rol3TGxNGAQCnbdU1IKpkmLpqAkfB1",
-	"AneLUxlrmIFxHAnpQlFUAs/U2j8mRtMSGjDelGDQSQdquYmNn/JIkADsC6QKVzEuYgpefeQkJMtn6lu3",
-	"kIJcxGQSZ3oSCbiTRfPqDMBCBAFd0PpkuXwkiAt/1PTMamPGJ3PXIeFUMk7aLd3skd5KFt34fDYSK8aW",
-	"7oBQA94rMK7AQgcOCTXIv2qHVb+6yElmm8MUqVsxEhJz6QeE6qARqDyvT7QvgA7UklehBh+BsWInrkPe",
-	"PH9J+UzNCJ6P9FjdozMi52CSXsZAB8nSQIAihuoYqoGkSbpYGg7j6XlLKv3JCBYJpo0P7L1PZg4htXrH",
-	"cXdVp3B2uEHf0ruuS/rqLC+g7pevvmTLIFw/gtm6yyic+gEbpbvoOuQKTP2XV7WXL18R/YbITNMMXxiC",
-	"g4E+EmaeWUyuzQMKWQwWoWtUyWTjte/aLEiu1J2U7doIK9pKAJmsKb/2V/4xVsetvWaLUEYhr72mPKw1",
-	"W49rN63a+Xd/qXXGAABz30yRfFtwppFcFqzm80DxRXZb94ww2mpqG9mmFELY4anbxQFKm+G6GuUr292+",
-	"MKFXWIQkN2phnhRx2QxovvEhdA4Oli/0RYWvIzDl3Pcw5j9iAGWfVA5I4vLknK2J53uWPmRZkbCtewXH",
-	"6ibG6x0Ru2nI8Nw38cJlG04t4Hu/CJeMjxLD2IYvBsq48FCSNQMLMATHWsWv86pY5tp+N+jB6tSMuWIv",
-	"rL1Cm5PKpRRRqqTWdlmtvcLx69AX7FkQouFg0+O7nNOSnsQkUdUw3IgtMQxZp80LyZYjMaG6JJtaU/PX",
-	"u1zL3F/DSHsTSnS/oLejqZlFmfd9PkpUwRwjn88Pai6ZbAF4hq5Tby+JxvZEiTWcQomKmil1a6FwGRHP",
-	"l2c6VcleSd2KevRI2zpS7GAAmvXyjR7Cny3oaBqFizzfgE4Xg2hWGnnEYze+lq8A3BYVN20jDgMPo4FL",
-	"+SlN1zIsubY/3sXSYvJCrWlaHatG7U226cciPZtMHH0a8k7nBaPXJtwzx1kNyP6o6ZoM3bk/mwMgYChp",
-	"gNJsjvL9EPbPB81HOxjgy4JWK05t/xiBrvvzeX0Q5gtUTSHDpQBCB9C6ZJoyEeSrqLstfCGUMghobbqs",
-	"xpT6AWhYtg7QzGjgiXPLcl0JAyKsjb4Z7znls4PmNUKg/JKurDugZi4YkwbJBWd/RhqWi9YLM8ljFkXu",
-	"yKe9A8ysDn/bHvTzi7cYN4MAehpTuL43Km6r4DLSgc8VM5wwEouiic2WsRhxxrw8AEO8AWLBIsX5TWsA",
-	"lpR0X86SlHy7r5NJuPSZzvOF4pWTeQJADgql2rxFSQxPxmSeMS9csC2yMIXlIO46X8S8jw+lUNb/eLHs",
-	"ic16B2B/FPMzbdDRQQNIeE6SMIjFdUxEQVE8kmZn+Tfzs+32UQCwh/EoiRXbH701DyM5pXh1lVsqxdLf",
-	"JJ/tgevI8XjSYBIHVIaRBey4AStLqpDNbQqkaP4CBViB3WZY6ScF296/oICWmz91GJIg8xANgpnk+0dk",
-	"yYTwF76Q/oQw9Z4MQ1INwhVZsqhmrh2N2q/kB3J19ezqKP98FeNcf6xsAp0glUOyNBDMKmOn2bFGlwTg",
-	"kmUSvU+qJsrm+cVbB0soQg1RQIKHl/2NXBG1jhE7UncvGtJ1MV6KryNmAWRji2sArNWP0uqYUCkH609k",
-	"slbt9XzIhIkHDNHPARrfjhxO0CS2oMY3PLo26zEsPyHpTbfwQZ5rm0KspBAjpRthbEt8sTmUffNlL9s9",
-	"SQhZjrVtPEqc8hu5klZBBUUp7IZhjK85i4rznCnOdcMiOmNaFctWkYrARg6Er4XnM+LCVrkJ0oZFikkl",
-	"EYvB7V5ai+WZgSTE8G5nAvY2vSVIx3cJhTU+8TwQQJMxP5n77IZty8Z3cuxtF+LAMAXjXU8QlHfYVSzY",
-	"5jw3+17tSl0b94NtVRpmSei6rW9B0CsTg7QX8jx3ENnpme5ylxEt7oUpj/uRw8CV8Olx+z4icF7C5DJz",
-	"S/vcs44PEQ5tb8vHzTnXPT0wkt0dCKfcnZzZ+bKffAxUtPRwbVBJKVwzU6Bv24D37Ak57XRPEiQbvE6F",
-	"QwTjEiPClSgGKMVVV8OQuEcDovpwCMgUTgIVjl87idYKKo0u4nMrGVfSRJ79Kql7mK/IdFotLOUkM3qB",
-	"k+Z0U07oYuzP4jAWZKtKYnl8YbsizuYeWSgsfQiINXaTQrCWjimhdgDsQwpVtKP/nqXd74W8SfldMYRO",
-	"GzQSXSjyLpsARSwTqUY3tRsU6KRY/cgA3uTl3dFxGMvBOMAwuR0wR/lJc0YU3pFycRGFN4ybBd6KxNEQ",
-	"TiiU6ayhFHeE8jXYvg3uCPHlQJ8COpFDPl5LKISOEU3Uw+8L3UmYK6ODO/xoyN98dV5rdXsIa6xNCf6M",
-	"Mw9xk4QwVbvUU5/PwIOm3sUqov6MUxlHzDj/lcoEQ8oDNSvCvlhb0BZG4/b5zLHqA5ezLJjR5AjWzGt1",
-	"u83TL1wzeDKmgvU6ZGsKyUhgHgBiqThY6REk8Dzb2vjU5zMWLSOfS+PIsJcVNc50QDcsggQtEnICpaOt",
-	"bdXf1a7ZWhy/txr+4G4kTOCY8oa/BHeOGtz/+L5RO6W16bv3vc6H/14pTI0bGZGlKAwQyXHMgJINWUOA",
-	"EKJ9PRLExTbcMwCqr/1VhFwX1Lv45k1Ks9nwMfOmoilUN3LCa5QgHgSL5I9Z5Hu1ibgpZ0XBCS6Y59OR",
-	"YRN5tjfPp3BlWfOFeEeBlcHL0Ql2Jua01e1td/QyXLGoNqGCkTm7JfqMJiRjkae91eBhh6Eoze6aLeUD",
-	"bbrwfyxYDRjDIx12k9GoDK7XfjOv7iSOcnxZbiEHw7q+9tztvdi1AHtS5zI7k0cWm2chu0yZ+dgMwWZP",
-	"TjHaTm4BvbFdV3jXnZ8WIP7g3AmdTQcqPQxqdep12Q+tCoEWFvRBmZTLFE5uM6VZ7bdDwiX9IWYOeXv5",
-	"sibolJ0Rj0X+jbaEZ0FHJRRW1PeNukshjMXLNZcHSVbXzrwOfCuDr7Pf55BxN+wNdjJvpxE9+z7Rb+5O",
-	"ETKQiZFGuCvH1Kxw44dQFZcZsWlP0XDz5hY/KWE91/CQhbc2V3eZ5r0Z2MEUWVKTkubG6jIDXQLvPJNP",
-	"z3TcZrkbwmxBQTRTLOdKYqbCvhKwzvkeD1uZypQyisXe+mNX8NLOSpQmBSydzcaCbyAHZninsS5bOG2J",
-	"WTnliBZijz6XKSUm/MzMKENVmaNTwIuf3miggY0opcTgkAAQwDQqTiVeeviPaUBnKfwhhlwhdCKwFhhc",
-	"wGR6ZeTaTg9j3kaPzM/FRDLI8Y/Nlc41IC5OwoUUDTdzExrg2eQ+c4/OhtzFyboYlQ0IsygGQdAJIDaz",
-	"lQYEripyHJCILcIb5sHXaoVcAv8Z+Z6uoYyWU5AOceW23lBE5arv1YK6G1+opXWJu6JipEPcpmHkQhV/",
-	"tdgucYE24XstSsAJ2pzuzL9hHKOtlQiLt4EuKTPk+LIWNpSgQao0CYEXjHka1HmLpD4G+ilofTLZR4sJ",
-	"pTxHbQYLpofLQ3Cc4Wxa6J+a/BOKKzg8X/nC4Mbfx6SYHMOPa0+8jHk5YIQNu1fMAe93oClFiQ7JvVDd",
-	"0Gkc4i4gT8zTd4N7hOXP2a2+KarJC/gIDGSKPi9j7qYpur6n2kp5pzvkeD4t5upCpfXJ3CYDKtQJFnVy",
-	"PkZ9BQ5UHAQuWTDKhxzepQuG/ic4BXUCpiR9u9BI2x5IFRSUBegTAuZBFnQ95HS5ZDSClP4zEvNrHq44",
-	"Mgf8Oin8/Rob5B4BjxuBnDt4hcohByiAVqOhyDqiEwmoocBYeAgSWxQGUBjc9/wIrXQUyF6NCPI60g/r",
-	"5DGWD0ecdkVXjt4vzpgH3qGAUSGTQENHnZghx7DGRSzAVRZz/4dYKRoJKoJjO5VwDegsYgwGCqu5ECy4",
-	"YYJU3S1vh0t++dd/Ic1Go0GOiYuptq5B9umSPzlDnk1MwQ9cyw3qkp9/Im5aqSb5vIWf55S/UY38n2zw",
-	"g5NtYhg3Gm2GoVUR07kVQ66kYgS8Yd7GFzAsrOGF2TNWLpGbZIGYSugL/YVBljiGfIzEFJ3Modklf9Jp",
-	"SOq0ehrjYMg1McG2pMtNXPy9jjHTTmLp0VlRs8gHWCUNMzHkvY4ZAsRE4Z+JhzBgNywQ9SEf8qTuvy4s",
-	"W5AYtpUHqUi5KhgbcteKKHKP6uQF1mQeMxKwqVRLjMqHmwg2dRmGgQs19a2H2PxIQmYSjMaXOu8oawtx",
-	"SJrKM+Rw+h2T95VmOap2yC///G9HZwhwvPIF0zFDhns6JmlzyKniGWiio2DE5XTh8xlxj836mBU3KW8y",
-	"JJN5GAqNhaQIQMlhLjQhtKFxvM5wKMVG1MZq9zTY3nKMiRmdeCe/3rKAZNqxVnSvwMtuZavRKKwvnUbG",
-	"905OTlrNnhUX3zwgYROigg4YTMRufFFC/7M+KTiraBqfBLHwb9grM3Yc7v5MgAPTADQaSylt1xq6OhcH",
-	"vm5Hd5b67EOOfJBjGjkAP6l0lb1kUXvdbrt34JLmV+C7a8ZGcYm+wkE2y1Xo33VSGs4dqvttTfHAhds6",
-	"y1sies4i3mEdc8MudpJkeP3m/iUCd1qFRE6MXpkhlfRnq/bvVKkrT0jfrNFasOI5JsgDzqqFyVSSySSV",
-	"ukq+bzS7Eq9fmnXLScksfT/YJbwyaGydvnNQTa+y3HMrFTRvM2177wHbo3FwS04+g4a7i2/dBSm35Bhm",
-	"pUds73YmRSAZOdL9YQMPxQGDNci6ZV/fhNK9s/xwIMtOwS7v1GOn3z059Ho1bsGSS3NzryFubHTj0Ogw",
-	"RXR5py71XtxDas4FsCt7Iu8CY0eqnK0AqIzQIAhXOiLfYmbNXrvf+ZWx7qzhZGqIZ9Df7E9a3eJLrAxk",
-	"3V1I/0Ci34a4O0BHygDd3Vs/2sTB23GcS7WXuMASid6mJ2BJeRuoJZBeZ5/8kadGpM7Aexy/B8FI+mSK",
-	"3k4wpIdSmm1nzAOCDeUKoUZjPaTuzyeU+MrKXwn5b7GtO/l6DxHh7q8RHhKFey8l6uG0nFJ6TavR2K/W",
-	"ZH3ceyV6K+ZnLuVS/HlwfFzZ53Qua18xTuSDKHszmHIjoWjb5VvgsXmIkPUs0OLmUm/AXGYllgsAtRPE",
-	"xRfcxOumvgIsrDPjXtEhAAEV+MMdXHElwS8vY34B+EGHObKU9MU8H2JnyIJJCvG3WMg05g7WnoTKlgsW",
-	"zRhZqj7qmMlhN97MC/u8I5v5SHSe0GwWmXw/MHneWr9hkZ7oBmJ6brmFF1wjXye4GxBgrMPbPYrlJEvR",
-	"LXacF1/+AaFPREGNWhYRuQoJZ/5sPg7jCADGYgynP6DnN5It87qWUcwnNDf6+wrt/D4TkIwJQAcGd4Sj",
-	"N13J+B6Jlxg1ytmKgRuQ0IgVJJ4+TGajwYsRFXsGe7IhLNbxIMVRHxanQKkrs7xtOCe6GqIf+HKtA8v1",
-	"22nUrmDMipHTnpuCPSiquFdQfVTjqlvX42jly7l2qexFhACvIZXavS3CRcbvljgpDSoc9lAWdOCjoATQ",
-	"6wOy3Q20S24e78EF/IXPZwEbCRkxuhhtS14lInQzLSQS1yaMaQIrY4LlNApNatutNXGDdH5mUn/BbCki",
-	"c1FAv7gj8Or+cL7dIXyHB+fdI8zuAWs47cjLTsuqFGdlZ6jqgHi9HMrYQ3H6NOzlAVuZ4oab5fFhvJDy",
-	"hUGR3M+H3G3FAuGO6+1VGCX3GySM4b22XUY94Zyb0ec4VruT4unmhorf/dY56Gop4Oubp+/OZ2MXdW8R",
-	"rzXn4tUCaeWeNQFVGyZcOdXY+s3T1jaZ5IOpXNnYZY8E8fMjzP0FxKl6oy0Q9P246QmAUwEu3BMITRmH",
-	"iJOawmAjkGOk+HE4JS587QKGKoLZ25EuEG5DLRCNfHQiHvqCpaB2u5bWwgSEvZ9FTAhrATbmYMJ29E2j",
-	"3tIVdMyXeSUsHgptXtFBAda8YBB8JkaI8pyHRY4vYFjTKsRNwLeJz8mYCd9jmRo5RlOo6rgoqnmMg+jb",
-	"Bo5B3ZoIDV4ecBQR8XJi3tlqH43esEht/r61+la/pgT1+XoHWoNuDwEAlQjgED1XLhmfsJxBbHAJDSIC",
-	"YHtmdNhrlhS3zogBvk8KjG7Q3+aB3N7mHXynSD/YIesXSdMBlUzIg3i7/mQXnJTWsSB/YSNtNPP1h2Mk",
-	"OxcLxpigLXXZxcv80oOlMHJLXRT52vRX4UrDiaMSaWuXJSBTtdqXXSN7mTdFqR3GqDeYkPk1eyBV0Erp",
-	"PDRBsN0iEV2RZTwO/ElNybqYkpvXzQFx5hGb+UIyBAbNbQx7HF2znHP+GNNts0MsHlfa1GjJCi5SQRcM",
-	"zVIXT18R9+Lt45cvnpCvn/6D62BCabhkXIiALK/ZOpYBqUFG7dotwUqs1c+EvltT3BrkfkkkoZG7lODb",
-	"tbpqOZ5iirPed7VvA5PkHE4hG8NedY10tblypPomhvFeQCsw1GkI1r/McpLaMh6HsXQxM1lseWPzvGcb",
-	"i2xNKHe1jLT1cao0JWLJ9kpGBowWMyo0lpLSXOcUMLuWVIiSyLPqUhodiogKDhbEGsu34SkZgfhiA0FB",
-	"XdYJiingACIqmSW65ZtvILiu5MhkeIfpHCosHBYwtrXGW6M0UzTbbgsI6VIXUeHuqj53Iz8vXPECgCfm",
-	"+ZSPDtkT4c/4aFkWwmmZ3++D75GWqeJlRU93Y27JuNO+c3fAGCMusCTD9lZM/Ujf33cUjQ75LP+2PBeI",
-	"qGFJU5ozFl2WGaz/bGPfpnD7Wq3hGk9hUVhOTOwU7lqN0sb93e4w1dOeXP0/J9ajL375539zB4QmuN0L",
-	"B0slj9eJD6xUGYl0rZzsZm/uomNkumSceRRl3Jc5HqC9guimK/NQL5JTAW/0R4LWvzKJu9uUsG3yT9Xn",
-	"mDug6ceSeZkseEXCkvEhr2JqE/V5CrgQxQETafYo/GnMMu5RnZxjIZYEn3oIKM2+ya03mV8rdU9h6SPM",
-	"DHPIOJbGHzHQ+SgmT2bI9aCDtMafLlUEVZKiNAnFvheXYRj4fEZiHjAhhhyQOQGdmTyFqmDgA9H5PQjq",
-	"6Uu459V4NnwjDqTlrCjiLWqQScyQXc3XA0J5kvcG+gMR/o/MQXxRW/MZ8jAiYslgmEreAC+Gz2dHeRkv",
-	"uGeljRRACk/UN3nn2PIN7YhzK9/Rs4AWVDSxiKJEVRMzrs0vzaAcswy55zqdco7M6OXhAiUlxt0BZjGn",
-	"0PmKajZhcElVp+tdPb7SqZuIp//zf2SSx+CkCEl0afWkF/VeilVCtdtqyIVkS0x7ihj10PcJpPNIEEwb",
-	"ISvmz+YS0teULG/TkTPkyyDWNeQMtvsjQb7+lkDonnG4GD/LKkGd0n0MeRLQSWYsXDAZrdWhAxo+csjP",
-	"P5FmvVs3qYc32RJZA6wpoJYC6nzpuduLh7/8/JO2MeqSTjizpPlM8aRkyRLc12yvudnyRUhqmdifBOQU",
-	"DrflWYCIqAQz9t3+GqYes0EXdyRDp0ckV5oH1SLhk4ozIlNx0uoNXJeW0/ZYL690AxL4vRbwQTSrgvLf",
-	"AJ8UCk2KwG8hlFc4ZEGjmc/T4mDlVKukeEM+6jceYUAfKN2gEHSWb5OLuS/3Oyo0TZiGnP2FbpP6E7hq",
-	"uqM8Ivo2lc/NHhuzpG2yhCbwUtYBkCHXgZ75NC3YJI58uX6j+LlJrqQRi85jmVM5/5wnZiFAHsDUW5O1",
-	"fs3WgqAZhNRqILa+Pn/11HUMPhZxzwG7RLOuAXkMfZHFrTdS4mIdQKHVSNSdBL+lWzWXcln58AEwC6c5",
-	"pms0WsD4pmFEXr58RXwOxRYnTDNwj0qqRJPPPsMhq/v8s88Us8PSGx4LHJ0wC6mp6qm2w4eIxayLGjhW",
-	"KUSBzhAodYcBVCAuDXlSAq5mJyEnNfV//imTPw7Jxk9CfoOsWAww3srKnRecXrMRGP4Ma/AjokgGETYR",
-	"A6YOrUAPvoAfsMZoFYTvgI5ZIEgsGPmafEGajVZnQJo9+Hev3e+A5IagHQjyh+AyCb70TN1GvtCBbUZ2",
-	"a9QJgE3iOA0a6JC7AHU+gc0+1tign/8VATso+SFm0TotB6skJ8a9ZehzmXYo6TVzUHjUsBwrf8Kw+qiu",
-	"LZG8+/bypVlqTFNuNABMEcumLFkgh3zqB6ovHLfwA8ZlsCYr32Ma/xNql+FmYHrAQJeXeP70ykYCmsPG",
-	"CxmFfEbcp1d05pJqAiOIKAlw0x9peAbVHKs9QfAC94y4L6a11yFntVdQATGpmtZudBzifvX0/EuXrMJI",
-	"SeochzDkz59eYU72OPSg1obqr0m+9h/Dys9+9JdLXdQWi0hqFZJOJmypZIf6kH/FaCDnDggbPme6Mi/C",
-	"WeMGujysIZgKrMNLxZzEIL26l8w0T6jnRaYJrfKqXw2TAMgHKtmQA4dTMlSndarZxqWSNGrnU8kije5y",
-	"SSWD3mqfKR3iklFPQK78JNTgmGot12QchSsB0Pu+ujqqT765fHN0ZgYAjrEE5QvfQWuZujKVTjDkePmg",
-	"1BH4E8YFSyO1K69eXClOqjRdYDticHwMBlA4DfUwmh3rj8Sxejd1Zlc0L6xYmXOVRr1Zb5jacHTpVwaV",
-	"dr1RbwOgoZwD1z32wgn8Q2ODb95pGtA9UmQVMe6xhPfAYgDfiZhhd9VL5oWTIwcT672hEtr9iKXrohQx",
-	"yLlHhBHkDaFabiVfYtd6wV0Y2rESmKQ4tvL8zXCgSfdYT64O59tCDnCfIMJa7Y2+a2oXYeBP1q6WAAgP",
-	"EYBAbxUcWaWCKtpXGt808DnDrcIN9EP+wqsMKs+Z/FKtmlpGU1O6MMIqfeX4xVSdOzh2EGcVMbEM1Waq",
-	"hde2AQ0LB7c+u5XHc7kIsuCxgJQx+W9eOAFESPUCgmcMOf4EJIGPzA2pzkWyS/jWsfWa+TJSuwfKYS2O",
-	"gi+GlcziDiv6bfweXs5+r/dPRBP1rb198HId66wFIWd1b0KnJ71eszWedOp/FRttY0OmcXM70zxZ6IOT",
-	"a0w3FGlMPnPQ3GGlC+gix20O/xYOEXIdaNQYCFDeJGY4+vXdw/zgVNqNTpFem5DC8etQvgo9wGBVR7eD",
-	"ZLH7m8fUu9QCtvqkdbr/k6swfEX5+tKk7INQZtzGlRdcskjrgBnagXoDSk+HQgS08k59l9np91M/YB92",
-	"cBRGoMYtwfPt4vFX1796/Eig2XEegvShbru58STpo6EkJTioGswEoLDUzTMLQ49Us/fdgPiLRQzikXuk",
-	"Ln9j1Bwmlc6AB20JGuoW7+w4/OdqttscIH+yelYJdB50aeavejQGW199pXhzxdh8K2B9tgV+tMKllGaD",
-	"q57X/pHWfmzUTuuj2rv3TafZaOShrH5wPgqv+iu9oTj9LMc6/uy/kWdhRPTdpcRj0IuU5r8MmBIsBVOH",
-	"doNH/FXUX7548vT1m6d1eSvJZ8d3YQX49yYLsGkkx0KDXkKlI97W6Ix90W52272GEutScvrNHPeS3TwL",
-	"Y+49EH84N1e1JZju4RFTxjzVAWiMAKRPJUar5fKJN5Itdf1tHV6BSNUmYkfpAon66RrEowIAch1CYhJl",
-	"ojhgR45xU4BtH1NN+JCfy3BBpmB1U/pEp9U/OaoTfZDVyQDZEkHHw2k2dgXF1owHpJFGiZjvMUhTQ5ot",
-	"lJ52RnT1HB2JTIc8irkG/iOoZoF4hAtRHa83orSsTI4jqK1uLDZGYaMSTcigHgRrNdm0wUdQVpX4wjEa",
-	"ZLKw5hfUkWS0NvBLEPYShBCwpQRaWCF8I/C5kp9QVFPD8IU654rlVd2IKbGCqpXgSj6vuEeAegZK55Cn",
-	"WON6BohVR+RGeFimNfCcM0+1VScvlOinMbeIG0d8EMe+N3CR8W9h8epgOOJ7eg6oDQ05QrSZCg2PoAjS",
-	"gKzmfsAQ9FptINgi0puIkm6jrVHYMlpGwT1ymR6GZ1gP8x7y5H6WfqH++fzibel3Ddxvubf/YodXlf0o",
-	"AWI+5PVvtYZT9quvvwV+/yUw6bIfJR7gg7/wHq9Lf/Pt5fmr549f+fzQL+htmWvZtoModvv5bb428efb",
-	"RWCYyRfDSrPeGFYI4+gY+mJYeXv1rNYfVv6cFfeBTd4uAi6+GIK+Ojg+Xq1W9VUbVNVWo9E9Vvw0Ee45",
-	"QZy/ie/hk+R8tiYd1qP9ca3ptae1Lj2Z1E5ZY1xrT9W/T1lz3Pa0bmC+TVvbVngGxLpo8vQd8ymCyeoW",
-	"W41Wr9Zs1hrNq2Zr0GgMGo1/1B9n3ks/V7yOIBcSLJgOKwAaqDhczsIPK2QesalSjfIvww0lSDW+2SFi",
-	"MNuvKb6Wmbv+On2uH2Q+TRoEnp0+LNygE3o6aTK1N+MTr9adNmmtP2mxWof2Jn3WoGoDczYoZ4suzeUy",
-	"IH9ZMd6u9R+TkJPLq78nncZpQ4MINurNZr1Bfvmf/1v9s1Vv6GJqYGBstpuNk1b+vt57Z3P21rqvzAYn",
-	"yrm1q/rO+jPKHeKLiDYmp97J9Q/N29aizTtOND5h3Wl7/tfedT84XTZ2brgZh5a68Ad9545TZFEIMiYQ",
-	"YbS9RKTaUlJKR2ND6q+hfl4QHBll2+4gpYzjDGnoZ4pw766Wq6/rld+6JuxUuo32/u+e+RCOvSEZW3e6",
-	"lilJIlJagjFEjGQE43ifRGzJld0isTJXqE0HMOSpUEtkSEQ8Vj2MGZFhaSHXGXITfQBipInrkHO2wHyO",
-	"wBdqZR4BoHckXcdkI6HzOklcp7pqhqTXjJMqRbnbF5lJpFi96KqAyAlL0rTSRQtlTId8dfXq5Yakmfda",
-	"xnEABsWjxKKopeWBth6kom3iL90ptLuJSOsM+bbkmkS4REz7hRzCAsHsAPOQp5MdcrBskRfaSbMp6orc",
-	"uhPE90j17dsXXw65SfDoarRbCGw2Fn9t1zrTSwzJOGMRBrFkJOYeOhu0xypS+1yr6cjvOArcJJpHp1Xq",
-	"mSQRrjLEz9V2PxIkXHFjzy8SlOM/JOQ/JOT/2hJyb9qY9Gm3VWt7DVbrTprj2inttGtN1pr2vZNJb9yl",
-	"B0nInK3gFjlYPG43rlqtQbc16LY/rngc/w7k4sa4z7qTJq11pi2v1mXtca0/OaG1U6/HutMObY9bk3Jy",
-	"8TMa0Wa9W+s8rp3HMrwMY+7VvuucN3u1y6vXRkRuN3oN0mw9f3wH6bfMxt1d+gWbW7RuXa9/8H6MrmX8",
-	"Q2s9L7F1/2XlzIzc+FqfxpJC4xyc6T/uFBaXUThhQihxIl6iGMWiG5/PztTdnEY6hLGu1+BRScdUMFIF",
-	"i6EviHscMeqtf3SP6uQ1hC5AbJ9XcE+ji79yENP9qzCogprhvk/C5iohhJGmm7+zQBf2XUARmbWo/3rb",
-	"/NK/YZwBtkCOjVwHQxTuqmmUjNckCpUwBruqy9cqWZJP1mTuCxnOIroQTrqlyzAMhly9qoTziXCIGXIN",
-	"wzXnSliFiAxfCCYcK5SZTH1JpL9gwsGYEkUsz8Fwqp4+wu/0EqNAVydPb5chAvvLkKzDOCJiEtEli4Yc",
-	"AiWq0zAietOV4kpVA7frowLSeqWXppwnahlQP0tVlb8jXz19eUH0ZTBSl3ECWI5pO+Srq6uLNNrErLFD",
-	"EBTCWuv6kP8dufqHi6c7m4PkATXfHS+9x7a/GFaeP70aVhzoUXFTfcCHFQe7/GKo5jqsfCDNuzWIBzm/",
-	"vcM5rAnb0QFgF1Go+mWxgIIquiLKr3jOrAEtEsrJOXF2fMPuKBgvnMSAQzAJle4E8C0hKJOY+CnDMBAm",
-	"MAwYK0RV/8P5q5dnia8XI2gEBkTlkfk3S8bPL16oZj92eMkeJmyCHe8UYPQhh6BMUGk+QemJJ8v8O7u+",
-	"s4FSFK0Mu0luTVHT2E9yDgT0AZXBP9IcmTO7El843YyGwug2pL3dBKfI9LB72ww/5bC66wEBGhhyRUED",
-	"JecBCQ0Mr1RPNAkNCFDQXRhQLr38RvZeL2bO3iMT3im1JTe2icvUAasD8CYby4qS3hx0N1pPFNspJahd",
-	"qnH81uQ0GBSYJVl0w+q/RZvvW05vqI/pcJt2XxPVWpU5u3iUTw83zeNUzDo2oCo76cOCpEsyfzSsGAZa",
-	"+piv42azAHQxRbC7mSZ0Jb+1tgBugt1hcojVXFK7a8iB6iAwOi15hUZYyP/R4DBpFDgqNZAofkODAaFY",
-	"5gxMnUit+hNo2J7bzz+loeufkwW91Qh7R0PObifgpc+/TZ8K6S+oZE/Mqn5k4+ETGkwuY/7iyzIvv8Cs",
-	"k2c6C6hk86XNjerlQ+yYD2Q1zAVM0pW67ZQAK/D/jDRMfMliKdcEIZaPkmA44H1pNNxWaktxXNyB6M7b",
-	"4z+36RBvWjzNGG1DAxHq4D04PSEvPj1WdN/2hOwqNNujL1HtqCRBoF30APJ5BYmEby30/7J0Sm+/gUN6",
-	"hdtU8rMrxYAk0O29xFeEmGSLUEb43Daz4NPUnHYKnuVm72sl2dIgZliNR/g24ML371IQfTt/Snt6wTgj",
-	"gvWP82B525OhPGlDOhVk/4ySD3mINcczCW/97fw2XVXi+sZgFM792bwyQJduw/4hCFeVQbN5ctrr9BN0",
-	"w7TtnIejZSgg0b8y6LbzABErg2ar1e83cuvNIeycyfYc6aS73okNiPv9O7jby0kDhjkbZl0k7pn74ZOq",
-	"BQcHVjZL9PFcE0Gn1Sojb2irCkocv4pH277QwU6j6cWSaFIZJleuSavY5Uo1F4iFIjCjF9N2ne1MXgdM",
-	"UGTM5IqxVLDgHrm6enY15Hkyz88/ZQUXdIZSLaokuXRwyp20fir5+ttaMmdt8iHn2fcT+VyxeAvsZsir",
-	"LrCPuilQ6Zrv3EzJS+s+8QVxUxAd5rlKeQK4HciXNt1GbAbBni67lRE17ybVV3Wmsxbjhjwdrp0kzj3S",
-	"rLe65mV9a9nvQo3ZIXfFhAbMG91EdIGxs5Rjvoyr0V1dwHMy782Wcea1IXclMHT45Yy4iv25Vh44LiwJ",
-	"GL0B1QWTJTU2ArDiIZ/QCFzflvCIINF6jVkUhdFoTLk3Wk6ke5QU3V0ZiD8liQ+5iJfLMJJiY9U7rZZD",
-	"BF37fEZWc1ydlbZ9609AhxryNyxgE5m6+dfEReaPi6D+hjxOl3xOXFiKarhEkK1gPeRuFkDUdYibrXHj",
-	"Hu2SYb80JeX/kGD/kGDLS7BPwiTLxViJy8mhJcb0X1MuLXmIwng2fwgh1kYb2C/E0uwN5UCC9c8/kf5O",
-	"0fZ9OXn0w4OIwMmHSgy2zB33lXVHVBo5FsXeiOlSv8kkTnu9Rj9PeC0vkedWUsUBd07r/a5TgUF2Tusn",
-	"3WTJ1S8WFkhF6YQVu1AqNtBq1JumgVaj3kgbUL9sV0vV3bZO6t2k39ZJvWN1rH7LVhPCj9rtfqduPmq3",
-	"++16+pH67cOdxXm8py4SiOZid2wK4vyHQP+JBXq9PQBkYJWwKC/PzyKE9c2V5p9C/KCRxLdkcEjE0hUz",
-	"NAQioYKMlYyUqzZoXNU5o3JBlzrj3/dmTIqBKatPmj3A8+nVh/w7X87DWNojUEJqdgSOZbBMETVuGYj5",
-	"anSoBkCybxIooQVCiGrUsqur0cPQ06KRvNYOiShKwADFP6V+YHKm1NLtEvSeR773h5j3q4p5FniJgzVB",
-	"a4KpFiWCBLHbZQDqrAbM3SHkiYxJzy74eFjduRT3X79r/sqrwbQGZ9w0jBaVHRLhZE0CdsOCe80xPVF7",
-	"JlqqZPt9ZvmHmPlpbKUoUypm126hbIkWhZ4tYmYpY/B932n23jnpoRh8j/JUu3XS678zdRC+3yWS5kme",
-	"95HGgG/ToDLgcRD8voQzRRyZ5YHTctj6tFv1XtJHCwZpumjVe4evT7sBa4ztNaBt016jflK0Pr1GO11W",
-	"9Ye1rvBb3vr0Os12sj69TrNlrY/67cOHd0UajPOAFNbuwm7ijLv1tjXjbr1zBwrrQxtIYf16y6Kwfr1d",
-	"tILtdt/ayHY/s5Pqt7wV7PebvWQF+/1m11pB9duDUFjTOoHNzAls3ukEdhvpRLsNe57ql8IT2G2m26T+",
-	"sPYJfstbn2bvpNdIFqjZO+meWisEv+YSGbAz4Ma7VeI76lZKNCytWTEPRc0/tKtPrV2dk9U8DOyNwLin",
-	"8uqVVec4V8N6EgYe+kJkqHPkgARNFO5iabBP7dSvR8KgBQ45AJg4ZIpV6KgAD0r15RH5giz/9h8vyefk",
-	"h7/9x8u//b918mrDLyAsF7gfJT6GBePyjMRLNaJWkWvBgBXqkkJDninWfqSzGWXiWMGCT6nhf5fedKHX",
-	"7A/V6dOqThdIbpsGckdp5gGjSjX/yIbwPLvz/SVi2xtXzvjaajiNRoMksyltcG1u3yT95mlr+xLeJdbs",
-	"eRGvphIvgqJWqmsIEsgYhTNrdo/YiEw/LQSk36y8bsTORqfe6zcTuem0Vz9pNFPR6VQJ/412rhx52ujU",
-	"O42ekSR73V691U+/7Z30G/V2p313Y6jmSX9YQ3/T9zXcpgmOrrpVDwlywJTunQGbMYeK21MLTMjC5cWa",
-	"SPirH2mcBmqbLzWM64YJFd3oEIFpqgmwIIDUe6FzuHWeuF1DEfPLqzprA6qAQ9i4PqsabcmXgsAdm2Zq",
-	"g5SBUgSi9FZ1iXkcB/MhMAB/8gXkEOmSAkN+btBtDaqfNtoqLpdgi+uZV/E/P/8EKzUgchUOea+jHvQ6",
-	"CHrgczJVKgOh4zCWpEVePQb0YIh7iGzMKV+Y6g5DDsJEp9EwAFbJlAeE0ygKVwD9CfiwtuF4yLcsx2GU",
-	"FKicGkgqARP9Tn1uILaSMotWxAGEDJqQBldDmbkDU/0Bjc6CTUIOMAhTKiSLnAS2I0oT9akBf1D7kqKB",
-	"DLkNB4KBEgdhoqUhMMKqGbm2akWq2zvXhP0EF+USa6HcTwzbOEUrpETGDVbXltHyzFoOXaJqTAUDBNeS",
-	"9kxzX+0SRBLLZi7oImIu9jp5kIsZ82bDNm+2DjbifgMVOA2nkHMmkjILwvktW697nftZrwsmnh7P36Ix",
-	"+8BJ3192FYx5Iiu0PqMRTWpkGAnW0XeOViFXITHVs1JLbmmRtWEKQn3/Ps8s1G/X8/znpuBY04iL6hxu",
-	"pJBXLOMQFEqxrEPNlvm31VLGEtRv17OP7BeNTNjvJn8kPyvqy5nIaafe3jWRerPd6J12O512r9Nt9Nt9",
-	"e2abYvCumTXqvc25Ner9fjvzfxuTPe3UW/mTrTfb7e5Jp9E4abUarWbvxJq9GuPG7Bv1Tuek0e33W+1u",
-	"67TTbPY/vNvSClqHU0FDbcZHoIJ6dx8dNLun9fZeQjg9LU8Ijd0UXW+2+t3+aavX7rQaJ61O666E0AQC",
-	"3iKE/uYE+2CzLNr8Rr/VandOTk6aHWuSlUGvnbP5vXbm/zsf3ml7Z8at03RaWa9OY8P2ub2FeYpgQjB2",
-	"xdpKDmZFvXN62jpp/WNaE3dQuQmCxXZ59kGlUW+36g2rzo5h/lDmuGKQNCpYVT5vqNuR8SMlHOmIeBOh",
-	"ZNTf0SSgQm1fUnxj5JmYTV2RuPIyLR4GRp7m8W7IDzCw0+ut4qPqQsk5eFlqaJ20662toseVpBsC3UA5",
-	"RD4L2EjIiNHFKKfd7AsZtpotva8N+QkqkH5gEogPxDdR1xCGGavZAPP51PRxmtLH9oHdSx8mi6I0fUzW",
-	"lF/7K//49bcvvnxxXjP3dO015WGt2Xpcu2nVzr/7S60zhqI9dyeOTu8UXB+bxPHdX0inho3fjSzwAtpD",
-	"FpU3lHtjFs0qKXGUmXLG4tbqZEmkBQGKd81CSXTGwoICsc41sNT0/0zGmk+Pk6gWFFIcxmv4bz7OzU3z",
-	"GM+u2BNwpgGx1RYZZLsETxtxdUC5B9NGzBGbI0+LfekL+VT3+CsDMKDC8P37LW5mVXFtZeEYgKkpUa0k",
-	"4eNMn1BJgzA31X7/4kIyze8MrUFvsD0h7W5KaENkLH+wPhZNzpbxPoJ8fvF2PwUmudPfXp6/goqdVjxi",
-	"yAsymxWNPr94+9sh0C2hyqLQpsWkv2+2QI3YumSL3m913h1Azc8v3u4l5cy2UETFH6+xgtnvi4gVBRxE",
-	"tHMaeatd1mpoMVvFFqpxClJFizLe0hAWWwOEPOZguSSJxTwA3vU5exZGEwZXtVpt4fMJI+eLJVOvn7/6",
-	"krzgQvp8IsmrF61G4/jVi3aj4ZDz5TJgQ/6qhqbJowEcCmernKlDPKgi8uyi2Tt+/KzZI1fPXn5z8Qbd",
-	"3+GKRc6QQ0GFxP19w7gHFXkhoFfMGZOk6iJsintkV7wE5FSweM7CIR+vSdWlgU8FEwYJdh6uyILytSko",
-	"DJJBcmZVv4CkK5jG0GVDDuYUQex0OF0ZTRQd76/MXj2sJRUMaFC4KFkS2PTqhApW87lgXPjSv2GF6Uv4",
-	"3Waquik93dlXiXrXkGaM62UYEJcCvQAkr0fVf+bhcski9a9xQCfXKxYELqlapHhk/1SL5K1LqjYtdhuw",
-	"f+qfF5ffqLcnHqctV/+jbf7RUf+IzBPFA1lt0XTJL//8b8mfHbdofdJJ3H2N7m8CVHJdxgD4DWdwGLUb",
-	"SjMH29SXcnNN8IqJaPZsL6N+pFnB1i/vnAqNJnNfsomMFa+p4MlXqtay2RvJaRAuRWVw0lSagrVagwo1",
-	"L5rTNELTQFM9UTxglPCA0WystI12L1l3a2g8lEyL7c/Pm40WWanhLOmSRdo/dtLUPKMOXIRIxkUYIRt4",
-	"dtFuqdMZLxQHZJrbOAZOeUDevBLklozDUEgyCcLJNbkl3WaLqAaPJ8E1AsConm/tniMq2VmyXsA1Nroi",
-	"cCsFuENqXDXrN/X50RnkISwjn0uUDyRCG3rxRCaVzgSbLYBMFMGIeAG1TJHXWWUFV6tVnd/4nk/rk3Bx",
-	"zHgtFsczNlWjO55FdDn3J6I2oZEnjtsNzZOPI3lbU6sM/yP9Y3XfeMsRxEA2HMMcjDq3qZ8doJEZ/qd4",
-	"YTEmABCxY5C20Z1ZxUHokjgpgekHSsY6+t2BizFiLm/r6O6/6Y/fz5ZxcS02V+2iYnLm8GjAsIKz7Zob",
-	"DV2Qzy/eDoi6NxwilnTi85lDljGfyDgRBvQto2QEDVPuz3ioK0lvo4d+nDvvHEv/hBEBxmZYIBTGZ/VZ",
-	"neAyFJRfU6LqntCkhJM3Pi5nh5//4M1/8OaPwJsP5csQeJjPlp9fvP1tW8buz5DzpalEkUx4zU4mHaTu",
-	"gGLAXwwgoVYULSWffQY+os8+0zgkMok5ycE/yQSwrF2HRJRfY5VxF5FR3QFxLfOwKdKx5dlyiRob4x5w",
-	"elc7jfSVgf4pl1DzRn3Ir+i1xsaC+yIpLSI2q+YR0AHg2IVTLHcORvMhB6u5ruYMw666tj1d3V2bBnVX",
-	"Tc1jUxoHElU2qKanC28GNBb+2A98uTZ1S7QHAHoJ2FSSMJYk5gETYshdH4N4R/qtLxT/L8LStBw8D3yH",
-	"/ScEokgODwuCTw1KkR3cdwAVEwKJkfF64zg4JO8oVNOzcGQdBic9CdXkKBTuAJ6/jJ6oCbcyyHhsnArj",
-	"ajrfbzzddkunnt3Eg/yuhBKuIZ3noUfwyJnjBhFkr+CXJ3DijgbpQYWYP3jfNlsKQF72+QyrvkBJyYjp",
-	"yveG+zCDbiSYXXcxNcBguztWLnWq2etHg+CbaeF5M7eYNSGwg6arvuWe+/BRAv3/KDTzn6zQTMkvXgLm",
-	"SNm3n0CdrIcICQN8h4xBSJ25ccy9wJgwEQQRU3rHaxuLLT+1dydQSmpMMj3Tm9kIC4ongPW6ATVIqRSK",
-	"5HGjNCCLF+MNPBKVQbvhVDbgCputfisftqVzWu/vCLppNeqbAUSQsGtHTSFQimJoJnIJFuiPIIU/ghR2",
-	"BClsJoD/yiek3+71cw9Iu1lv7zgg7dbGdrVOTut2JF230+smx6P16x2PP2K8fkcxXkneliKmNLds58Kj",
-	"DL0pL3M1QawziWM8wPZsq3E5Ng6l/EOlSZPSoxgin/3ObMpgWUhtAah0W+BxheE4QOn7gh/gpQPCH2wK",
-	"TlWJIufoKxzCbyX64R5nPzNvtdabZ/ddNjZC3Rd3vYm3+0pu0s1eyodcwET3Bl1skMPvOuwCie+gwItl",
-	"QDlXzLLgzAwrLwhnAPCb2ka2bHlUkl/+9f8h7sLno22LhA55gGFdXT27Ir/86/8hrrrgjG1ikIYuTH3p",
-	"KGa8mvuTOZnQyPvzsEKehdGQ6/KvSWwD1hU28GXGhlc1OXzSLkqMdSTS+hI27vCCMWlawTgITOFJS1Y7",
-	"SbwGGOweCYNPIOJoSidoSUArwtjC+FUMBcM6DMRvFQv0JjEsj4DRzVgS6AGqDUSLbGJMJ3DSmCnp2Kuq",
-	"OjJQBI7JMPNFWv8CACVxSmOfe2IAGL96+4a8isDSWJiFrMI48MBlMA8DD/lvGDFDAkcOcQ1SpXD1lHQY",
-	"Xvqp2p/kS6pkzwmDBEULk1qNLQrj2XwZyyFH7LpwuVS76wu9Ixg8ARnZrrZmaWzn1N2jVtCFNMcEE0KH",
-	"vmxt7CRcMFOBGpyu+khgrAnCRQ857LYavbZvM7WXDkTQbCigOtlLNw+pfjwx6qpvfSHg20kQCqv6NTS1",
-	"ge6szsCURiScToe8OqzYJAALoIuoJ4TbJL4g7X6CQY5T7DaGlaM6+Q7SJd1YsEi4ukOEfUYwwOTE+VxI",
-	"qvYSy7CohTjCOjcwhSGHtyapmRSaxA5IYoTGpUMbtIOriUKI2tisf9hw2xtGeIiEMiU0Pc3IkqGws+cx",
-	"zxlybDxbLlq7sTijkVqg5xdvSRWoPoP6PSB/+/dWg/wJs2x9Tii8afve//bvnQb5E6GTKBTi6EyHUcNJ",
-	"84X2nGm8FDWUkFD8cQx3oX4FbmSsuybnbEGqaHfV1chdAuI/5hw/g8IbESPXbCnJErN0sbwh9RhWmaGY",
-	"TWoV06ImU3nIV1SX7gA2h6nGbSIgXxYoTw1IM6g1k6RKp5JFqk0mJI3kEaZto08TllMtIDASKGY+pUGg",
-	"S9MZ5HCHDCtjpjYH2x0QKq6HHNL2CKzqlK10erAYVhzFvgOG0WqQjYyj0cndYzq5nkVq+Ya8Su0jSOyd",
-	"FvFknq6E8X8c1ckb/GFJI+nTQM0GDLRA1iJUvbgm2t4l6iDhi3oBB+SXf/63YUXnkwsiFE1jcrELFsDa",
-	"k5DLKAwGhIc1uG7Qk8RD8vSKzmDuailw9uqejiVTp3zI6TRiYl5Xt5uczLUr2tUXcZJlT/DW9VKQ0PSu",
-	"GvJug1Qp0RMwwJ2MIyfV7UJWOWK5J3clniWowDiZM0FmTAJ0PR56vD8y7cJ/QivEUG/EIzHk5lih0dsU",
-	"gEcXoiH5HD9jnlh8EVD+YIWOdkG8hFPkcppnWunGvwU/ExRQQ3AFZOb2WEHGUixccfJCz0KedLVz0Fjr",
-	"sjKoeGE8DhiaFfQ0Gg2EL8mZBY8X4+JJGPAkDBOlY3XOcxCfqisaLQzmEwgWUD9YswALZuLIIYviOadS",
-	"YqXkzPq9zubUmiWm9mTjgkuqvZ1l7k6M1Cq4QJWMRa9Z4Wyg4fxaSno/God6CM/JZnwsEfEY3WnmcOKF",
-	"igpNwTKD4lYQPNRqHB46ew7MITe6aUscqGKUE5kqyVS78HhxqNeRQxJgCI5RwtCRs7UShYGwEDh1j7l+",
-	"BJ/Vod6nw2Fj86Bf97ha9T2F13GOw/UsuVy2fK67/aq/V9/pBpF7XlZ/WGmAb21F2BRbzaVqpdEULkVW",
-	"rs53xGubsibQcRgGjPK80/iVYVVmu2RIIibjiDtqX7RWUjQUrEaQO4JWI3ulfHTwsxwAiWbva33NCGOI",
-	"aDe0dqY4t5MaHZoNknEZ2lIauAJCtCfDZajXCqhOA6Vt4ogpXVoxhQFChqVPRh6T1A8qg3wlrtnXmvKY",
-	"kdZpPdHgYu4hfqGaARXX0GQW3uLkEO/DljNutoytZKbZMhYjJXmoGaO1PLnLzAOl/AojWXxMX1wxnG27",
-	"3uucGBy103qj0UqBZJv1Zrf1YQ9+AaqD6hgmXgKj5xRhvGLF0vSI3dPNlo8x3P7/2Pu6HreNNN2/UuBB",
-	"YMmhaIqSWh+N4KBttx2P48RpO8nMWEazJJYkpqmiwqJa0XgMBCcXZ87BXmax2LlbLGbu9mIHu4BzO/sD",
-	"5i808ksW9b5VZFEiu9X+WtvTgwHipvhRn2+9n8+z53RylDfXxX5qkLdmz+l0M5RcZUnqmdjCjOu29npO",
-	"N8Pp7bS6nuO5/fx1ra7rtLveJmacnS9uAz33ZRd231jXPae7+7ruveyy3nury/qlYmjVK7uZAyu3miaw",
-	"svzl+QWQI6+wqtUaeunIWOlyhshYhhPd7RegyCFqtuNS7rT3OhnGcae91zYgjlXstrCEn9oWur6ys2Q7",
-	"1mzaEahr2xX2FISiUVHH6NwrE0hKA7gqI1kdMsVj+G0GHd4eFGIhVPENuCxA10dXI1XuS/RZ0xQ96MUs",
-	"y/PgDvEIr4hiPILvhgz0VKM40tYBAgVWl2XnKqfICVsLlg75gk5Drsr/FlIx9o0grg/+LMgd1hc0cp28",
-	"CxPsh/yx/HeWaAzmT9Fa2c9o+rQHh+amnApfgI6NjiSEcoZtURWMfC14d1fpgn936YIbSQVJwJIB8Rt5",
-	"goxPaubGgYLV/EcbPZN27jyOE+I3FoyeHBey+WuAIilSIn9Sr6oyQkScVNggltEwIx25eLXwB9r/2uex",
-	"1bCKtOR3OYmyxCySp0u6iguZlOVFtVeJT1eJT1fgVld5o68AbvUqOW1HS15VSm3msyVLToTW496zxBzZ",
-	"v2IHtnPYbGsRizLdVaqrKjEJY5WYtUZ+9eiLz0nNP1rye3yxBIJpTGlaJPEoYnPEmEaeaKAgj/mYDQgl",
-	"bc/TYNyFDBJ44cMYfFwEI8ScOeQWHkNDTqOE0SDLwKlB6ZwB4Y0hRsHS5WKfwAKzCY9TBDMacqwlPV4m",
-	"EQliiCCCyV7PSDU8181jkbmWbis/Mh3yYInHINPZB/cCNl/EqdyCjfts7dsQ5U6TtQ42QBuVgacDxSJn",
-	"4Ea9Hy9DCV/2wrRxxBYRXbNgQCCpoY69yF56wtaaBgQ936M4WEORG2m7fYd8HmOlUSh0X6DwfD3kQAxe",
-	"ClMNgvZoyS+vtOfjcJ/tpCjejIP1o3DKKZRbX/YB+MhTDD0ykcrfdtBYLuvP10sbPvV9Yxo3lFomX+gc",
-	"0dUDaZROWZnoOFI7xM6JOMmD8KazFS99Xq58nb/dj5b88PtQQc15bnOnJ3B6dxdDD2g0iZO5fqK5i6VO",
-	"l+ksTsLf6Yda50yLkhMfb0/P+dQR8FTZmPtyHTSyRQI7UmUQUCLCKSQeyH0DmDoHD+/BHzOK+QQJm4Yi",
-	"ZQDBkBdPv622H3CyIUyk8IzoWhraAlOOZEtHjHESMKh6QPwo1dodDolbMZ9E4Ti9PAhis7XTEfQZTabq",
-	"gc4uq0XlJbLgAQtC+hgt2d2cQvc41F1IYfVKZyQbLxMg2n7yzBoxmrDkYJnOtF8vP0LRDsZj0Dg8Qb0R",
-	"gJJX9AXdCOeyawCIX3qu3lyGUSAgy0/ObX7wSOG+oInQBeHIkRUQfKE/GPIhbxBKFstRFIpZxqLVkK+R",
-	"2sqA+OrMbMghHRCpwt1YRDTkit0XdBoqhpxgPpQ8OWo+5jT4RAWhwGqWd/r1ffziiPHxbE6TE5LGcXRN",
-	"ENR5B0Q9+kkU0TltjDCq1YDbfVt+Rd8g1XJ1HV6vLk+TMGiMxamv8qDIZg/myygNFzRJb8gnGgFNqT9Q",
-	"KVjydmBegKp96kPWqE67hHhnTjBS0F10tBQQS+VbakppAMXczhIFbA3y+MsPf1ZIZ3LW4gRTomQbBLYA",
-	"uxpGLEt4lPfBIBF5WbdEDh+p+WXDJV8BSBm4NCC/ZZ/4cuBw/JW/stEQ9JQ1EiaWUepDnh7DR2Tf5Fvg",
-	"gwuWkIVUqfaJn48yaAm3Hn2Nr5etMsiuBWoJRPX6mtTi5EcEGVNORkznBBIqBsT/Xz7wCki9UKprQmpA",
-	"MzB41bzImRjH0XLOFenaZva2TTZgGAo15jAv+sTEnLmSovPSOnNceYWqLvlrXvblqxxc2IPxCgZLjgDm",
-	"SX4zoykofnrGsgUPFNdMkPlSKm/ThDFFjwLrzyEHSs2TO8x/+MUjA9BhHxbtFFaPehkmelMuz6CRXLE0",
-	"UGqc5w25GkGVYc5yvbhEf7sHEuK90d8q0Aa0QAJGnH0lgjAFUEmmKh+dSsoq99LJ1xjuOfVnyRaU1mUm",
-	"pizb0ttmJ7SAO1Kqle3rwmzngABygdEIJHQjTwrWdNsorUEOxEr+V/U9nVbldbV7ne5OrHBVqnSJ8C2q",
-	"PItErsM0RAVWLtMCO0iWKzcKOYU2n0MA43X2tmlA5L4qRYApCnJfw5yglEDiKkCv2po3Qwl/gq+3seH5",
-	"JMejb5nUlZ7bVn6AFjteQLhS47z5qW1Nz7QHIHkZUT6uzIIrs+DKLHhfzYJcG9fHe6W+vJP5oNnIUOzJ",
-	"eS0xIdZwPuDSpSnJ/K95kUoChRvBPOTytm1swdvw6pdRGSCCpAhftwNI7e3W4qcCo9g1pwp4KXCzl5c8",
-	"F6Dyx8koDALG3zKG2q5rDgfyAlPUrmZdxMh9suSDKkvHJhFdSlsDKMN4AAfqJKJTSBTRi1rT4NmKVFEz",
-	"RUpVWj6AVw3LogIb7KUU1pfIEqhcrJeNdk5oUinT9X0Q4wMxdJlAxDkcG/m22Wm2cPARQezvm4tjC54w",
-	"W/+lQRBYUoPtegLQNOcsmUqLPx3PSO3ozi3SbfX36lCTDL4DaV9CyEHpoHnMQVqjo8vK632iqEQTNo9P",
-	"mTQn1dulmWG8PGMjxzgIBizGM8qnEHEZx0nCxhCHMSlPwcrkbAU0FUSvsxPGFgJLekthBr5aBPQ1HRm7",
-	"OO9hyBsw5B+/giP/YYZtcKEjfydF/J0XFxTKgaBWbuW8feX+jR6xV3rnYaCd0dcEkfYrWOWXUSxvqDyE",
-	"qpzFW+AKBOBwxEHJsAiwbj132TngSqxhMFI5/6QSUB/yieHkBc+j/PsACveUW1pe3SeZ73kVckFiKb3U",
-	"bX5VcuFtaP4tRcv51rSHC4lXQ5GP1OULQF9jwWd5w7JJ2wlX9HXhiBptARc4BKVpuqwcGJU5vnOqM4ui",
-	"R/jIzrlyd9At9UYgBIFU1shssjMAwQpeiQ8P4OzpeeUDl0jPyfe5ytJR7rixOC3ADm0Mgm2MkY1dsY1G",
-	"21vdtlXzbeymXTIl9vZ02IUxtfMRH3KchJ4Nw2fjGMHIyuGxW57ds10b5qDlDouUKBf6EKFSUuNVXDHu",
-	"lbFC4NGYpd01zAhXJYJX8YQEi/cCOC95j03iKDDAVRIm4ugU6ysFSeN4X56LoO+oZsGbpQhcQ7yHjiLm",
-	"VKXQ34FWvFcGMt8i2TkAnZTHENnRuZclovB1SQ05aOcRpBjT8KEj8svu4npLaChUHtiG+TuPA01oUZ0J",
-	"eMDXmXd8TnEadamxzu3TnnOd9AQB8AXjcPOQK7QZVWSjAFuypDWy5GkY5Raw2kciT5Vzhlx3h4hZvBIa",
-	"2knjOuC8+nl/HPl1gKhXNnnIhxy8KKFI42Rdpl7KxfPW7NvLhQpk01RO2i6mavOypmpEpxsbl+fzV0A7",
-	"3k7K9hpu83HTHbjy/w7CSfxWZVI3beuErY+VdjeKRxDwotAEK5wr8gEA0oBZX+KawxxiLU/hYxuX8kzj",
-	"84oVpWJgDay9do4jp0Cdc8SwCVhUTY/cvQm4b9dEBkl2WclTJXVwx+iEzLdrlV9W8GDk6G3FuR5LkyAT",
-	"Hsaa0zhb4NLABGDnnQ9UvWnr/04meck6XpIRi0J2yhCvK+bTKsFereTceCb/A3+b2+9Z5UmQ+ygVslxx",
-	"0pQvgMcp2zfkMtyA8KZBEi8wYdsQxiRhY+DDCtNtdegIt/wdFEQvL5l3NQ+lpH2zgvwoH+o343i8kuZv",
-	"Wprnyr7z4SZQPFZBCw28VogovxeHizp6V1TkxlnxNPmwDgglKwnFftdgvuqXOhfQXj0v/aBwCsyB0co0",
-	"c8lpCEIAcQr3S+X8ahbDGbCaMV4q8aWi9PqzEy5d3prSlG2XtyrvezaUhMcrU6rqIUScCfxrW8Q2t0Ss",
-	"ulMKQyteiPxKJmMpyUqRoDZtu0wxN3usQfMSAu9BvjBKdtLX5pT+T2RuXIm83duvgEsBSBnWj/PWhE8K",
-	"qMumMLhABNkWFM+eK2JmYcAyhPQcu3hAwpREjJ4yobIeolCk9pAbLIJ2hpOWg+sbTO6CRWyMaLwasRqg",
-	"TLV6Ck5DG9AiscYQIu+amKvdNOoGcYs65F4qhhzdLoCtrARf0eVH/NuHnx0+PvShTgHqLMO0zCPxaRiw",
-	"d9QjIZt2CY/Eleh9SdH7qbGFr7TMd1vkKrn3IWuYctsrF8TLaZcgDyuDK8B7uAykZI834isD0BqBMkB5",
-	"o69h+VWWLTWJE1UozZJTBpD/LJoMiECQ482KuroN+qetNFGaKk4BOs7IuikRcxpFmASGhQEZ8jRkWdUd",
-	"ckjHM3kA8VTaGUOuy6SUZxrq+tKEcqHfi0lW+LxDDgoRoiHXJwZU0eN5YavDBx3mOtsbRWFNviuiIlVN",
-	"CMWQ+3iLXwf49jDArDNMDpuxKMjBzSlpu+3q9MxP1Wy9V0EoOdubQSgDjMY+Lwz1zMJJsgbKNWLZ1g7w",
-	"Ixqc8Jkirj4WM+p19qyB1e9NOl7gdhhrMubRZrPZ6wVsPKKtpjsO3L2g63kB69PAbfVHQSvodtrjdrfn",
-	"tbutSavdGclNveV5QXg4o63KrbODFydvqXL8IVFfmQ9Hfdnb8vm8thC/scLODdfpkM0HHrDDwDLKBZLG",
-	"5wfrSqUrCrhq6myA0UhjEiR0hSlb6ZwuBsRP4pV4Ej51QOF98u1TKBXVVMSEpkiZnbLvU3mbT/7rn8zi",
-	"zZDBM4i3haJ4NWMJyxz4WFMz5MCscE5G+ANs/3slbsZxooiM8pnUsDYmgo0NqFh6FOUIqr/zQZRHixTn",
-	"0t4oZxiFUrsnTbv3NEv+kRdcG5JOZGfiVU4yek6OUXO3HKNmKbjQBflFlQyj/fa5+UVN19nbyDBCfKGc",
-	"YLQHYu/1Jk1d3KFmt13Ro67n9M/rUcvpbvSo03PlIzkmaK/1/GlJozQN5huZw93yxLxOr7zXvT1Afars",
-	"dXNrHvGJrNPdTusNTOQ7QoD7tKJlxWNz03y8jL2IUrLiyJTC4yopbMNtYNB+SP1bzQ+R0lJKYpPcSmEW",
-	"7JgqpmqfKo/ch3ltVFlS9UATleRUa+M4UnxrNEUwCXVvZbo1eYPZ1qr970i6NegT8epdTLjGCf7wcpxR",
-	"obhYuZF6i6LhWcUwGhWgnxuisdfse7aFuyDLQ+70umWCWItZr4WKQMUBsPGyZrd93ss6Xuv1iWZju1wu",
-	"a1llKptN14nJQw5jhOnEMDSy/zrPWF2WnZQ9eaWEYjlrV0dHqcfZqHHd9WgQLFHIGJWeLuQcUkJDJS7D",
-	"UzmbqOfaBksbcBDpQyRjv1Qwp6SGLFMCuOGAx1AQdWlAXKfpEmTkc53+PqFDvkhYI2ERo4KREZvECUMu",
-	"Yry0TwDPxBkvFmSEoFWjtXof0pryIQ9oyrKszpQtyIilK8Y4nlxSFHAWTmejeJkIQNe5fh07HjHn+nX0",
-	"ncFzqslik+Qyr2cloxj5ZUVWzRho3500Ngt8zTqcAxCJyJtKDBIVMeS1iI5YFDFEDEGeRR/47eTHrmkH",
-	"nTSE/YB8QiJeS2NyA7CM6j6EtYd8EsVxArf8zic1rw6MZMpyjuejkLOA8DgUOQKUtPkQd6rmi++StPa3",
-	"H4FL4a9/IR+Tv/14nMZ//Uvdr2dw9HIqUmS4hY/5pNYkH9UdchMIX9Hfic2gOEyyNeF8kcSnLEBVIGHT",
-	"hAkBTKaKjjKUJv2SYx8DgCfCl6xCpMygHKly9Ue9Dvmojt7FkEt9KVqK8JT5MGC5OpUH0rDaVmpcthrK",
-	"QHFMphCiEylp6TKlhOn5D+y80z2XfKTGbZ69QrtUh3xF13rlxZw1RBgABMaUE8T2XqaaCxV4RLEICUGf",
-	"gBFKtmMB9Dyu43b2VdWkMSjYXGiFbKEaOaTphGGxCYsE2x6Rx4AjyhbwvnzwVfc5KAukprD6gYpuyLPb",
-	"bGJAP4FWEXLjLcfykr8PXzbmecgLLzfeTfQ9+hmjg3Gy2XgpMvInzS2Lyxj6ff06qfnwt1oedeC3VThf",
-	"CVtAUpkh3dhQfmMSTpVpZriHlLyb4XfnpAbqg3ySYhY5yrgh10JOzChwzGXLpINzOyB/+1F7rcQC0LTw",
-	"22FC4KtiyEHl/eUPf/Rs4gP7zCBrLTJm1vdRYqxkX3FBIP1kksQrlpB4MuQAbi5PJKHA3niMUQK9b1I9",
-	"WgOFKMsW1wSJV5yIMU1Tlsi9rz4vfzxWl/3BduOhu4p/XlwjUTzNOoMErKqD8QrqQSmH/RMiipzaE/0O",
-	"+YgsF4ByJmchYHzMhhz6oBimOySQCwxdUJOEsSCek19++KnweRIxIXBJyp9ivj/kVItJGoUnTJHZEgqL",
-	"MIgZhvSkTJEiB2HckH8S80JXHEh2Ze9JNibyANVDUh9gsIRG4SiBVdWX+zEX5WHMh3wE2HxycpvOXrtj",
-	"K2bSUGTcxlk0n4gwxT5rMN4wGfL8kNKku7DyD1FdG5BsUeYHDPR3tEzB+vrrvzfJR2qL0IQVZCvs9OIu",
-	"q++rEExTdgbYCBI86XBjoJjVe3sf9kGPfEREBKuQpmSvfR8Gs+n17pNYGiCbsgaJZYtyY0CeYBknQTT7",
-	"p3517OcRU3jRbzLjtmAhvgZjRfd2M/4D0jgfvSgGcEI8tWD0auokGiVhMGVB3TRekOKlnLDAhTiLh3GW",
-	"35YjzzebTg4sT91xP+iefNf83pu3eNvaRE+3aBSOmYGU/uWK8Vajd1ObW22375La6WefPSD46rpVCZa/",
-	"Q9s8o22jLutMWrNv9056UX/hvmrbPGjbU2l8scWmV3oHNzOcLdbAddxmt29bctMeb5AeuA7Ye0p9y0D9",
-	"YTFbg6bjum3bSuPtx/q2dcoS+Zg1sLK9aimr8iJ/8YUt67neOe1ynX6/s92ubr/nNHdsV5lTVxFUXNi4",
-	"vaZzQeu87cZ19pyW2bZ8q+0yZju3rdV0nc6lG+f1Ok63onVP8TPle0/L2GMVN3lqZ2x0x2qttm3LUHUQ",
-	"e2Qxo9CJjp2R2BmHFpBFfBtjOoXr9JA7Iuu610EKMPV+D/8yRsa2RDidU0Wx5jquu5ddS2N1pW1bv7MG",
-	"QEFYEPHW4ImS7dvBIK88+BGvOPxjzoKQ8mNjkcpVKjXq44X8u9uxreUCbq1co5Uf0isAv+aVfM0zv+WV",
-	"fas4qxqG6jgIJxOW4OzJ8SkTZGUvsa3VTEo1dS6MwKDKtTdtVaXZSYF9IDVPakltrU/g0zEAekYo8NJk",
-	"ycfUXL4vSeWWn8MVvhulPuuERZC0H2Cc3LY6O8HLhLAkNrw4BwXXiq2LlNSSAPRfOW67unUgw+Nct85o",
-	"DeQTYDusyUpqdAkbs/A0Q8EDdmy5AUi6XrD8viFXTBsDk2pjU+0B98AG8qC0KXK40n2plieCpZ8s00mj",
-	"p7ir6QacMTUY3YbcLwPbRkheBVWcJCGT6wyTjhTqNuBdAfb1kAMktq0xNnmAdhJN1kTRCgd1sI7DhDz6",
-	"9KDhdfa0haWSn3wQx5zyMXMKqTSqhldkTCT+EVskjdvhlInUR0yufqfl1sEmkXIky5AqvFODgfpy+uXC",
-	"V3EQ9j0dpxhhkBY9zKBDsHpd0WgoDxk2S+C0nrBFmuVR6dxkEZ+jVePqeacyHK7fuL6pSANKcnUO1TWB",
-	"aJe13OsfhZwZWrN19vMPZy/+9ezFf5z9/IezF/9y9uIfz37+f2cv/vns5x/PXvx/+Pf/PXvxF3nlxZ/O",
-	"Xvzn2Yuf4JGfzl78m3zw5384e/FH498/3VY4Dln29tnP/0e+WD30py+SKeWK20gcAf+MwEgpWG6//PDn",
-	"DYytin1r68S9sv2pl58D76oASDYHUm64rVI8zD9UAE6AI5+ByyN4OwXOucwAQWTlJ9bvCSHk4UMC/yWP",
-	"7+I/bpLfW081VrL1bIja+dAakCEo6B7p3iRf9o5d23DoPmApjdSFImL10Hq+GfHYhMQrlSLYKRygMLUV",
-	"PH5BCJgS0bHs14AfXQUYvY37vAnuXH6aYn4/7n7LtjDICo0xxM32kPhiRqU0+2Rw8+DR4V574Gv3DR4F",
-	"uXhyzg/PXMVeCrEXkMpqDHUu2YoKMqcBAydO5Zl9QfDlQCtO+fGjnMXg8NL4qCZfmk3uPvyK1ICMCQmk",
-	"bPL10cGDjCUCljodnzAemGip8rJKP0iZQJ7ZIVcFK4jfqTRZdcyCOi2Q29omqNwCoRPf8oXW4sTWflJ1",
-	"DcRXQFM2IAlrmCxZdYc8UirzkBufQgcIeMMmUp7XwO8PI3AcMe7bQ+5PF8vjOZvHyfp4mYaRGhK/rhm1",
-	"RApCDEAlcWT3dUAIlAEIU8xzt+9a9cshnwEhmOEJjie5azf3Bc9jPsVYh5oqlnHaQvjSxmiZVLO4PMfZ",
-	"9ynjAQsy+JDS7IaX9HFdUdVeUdUWa3TiFUaZ1BpOY6hFq0oAiYCttZSuwnNtk8PB3YW/4ZVcpluITV9w",
-	"cyums4QxAh49JWAKeR1azD55tkXBmRNrtpFYE+Ku6S5snurOPCODe9+3x+7E/e6kNR91qcGhKRWcG9oN",
-	"aW0xXN552LNs5cBtlVnml7DFUVicBy6Fo/GecUQ+yuYaJS1GcIqZBdUpD4pGoXHC1qIaN0QOzphGkTzG",
-	"NJKU5lcQ2pQdw2WVAh2v+D4xwEyHPEzBrBO5Ab1IwlOaYvFYbYPswa9DzFYZecGQQ+WykKopFtPM4pXK",
-	"WeJTlgDzEpiVG8YieL59Z8iPVHN1ZDbjYoQXl3NJYrX7PsJjDbkmbNwcARYY9I0HGcyW/lmTxQx5TZ7z",
-	"C5aQOR3PAAAcjHp56CqumCROacrqZeed7sAjnLH7bG29mcLQ/ANvsDz0hK037VOYjCgcM2Ngd8E6cftb",
-	"VTLGorAGVmvSHO8xd9yjncko6LTGTbYX9CYubY68cStos85kz+02e16/Rdujzngv6LLepO82vVa7s9eV",
-	"EsiooNExFFzzx9AR6+6vJndu//rbB5/e32PdX42+SRYHt27wqEO/fPDddPzxrx93j0atu6dul/c+KTx7",
-	"vGBza2A15P9uHt699zl5+NXNz+7dIvcPfwMXh/zBrXh188vf3L7vfb06WB8eXOZbQw4vOfz89vZ7L5MX",
-	"Zyy6KhCokl0BaVGGbDDrKi+PcXa1ZD6gJXO0yc7zliqj+2+XBKjywNjYGh8omI06ACknh4HX6TT7pjRI",
-	"Y8z2MrQEOHovQkM3VZYbz4x9+/xcp77x5VpCV2REBdtrgzLx8PBBPct705MFFrZ5xKf76h02ETH+TPla",
-	"Htxjysl4xsYnGbJ7uc/aKXMqF87zN2/H3jHk3GswP66E8gd1jhe2ycU74kOv6D0wu2swztlSeIFtsjZi",
-	"VdIIm0TSiK60trRvRNx4Jpfh8wtwFOTZlcuU7GnNglcbU8EaIReMizANT1m0tpWTfsjN29HVBnQ3dw8N",
-	"VtP6ABLswPWhUb+gIxwydNMZmyPGQoH0PjAS2lVUBSJs9uZvnrs/5L58IZDdgE9FpYnSKLIxBjVaw38r",
-	"Qm65N+lVhWOJua/fbSt6Yey3ymNlztQh/iPKgxFLpn49cwYtKJxRSozAfzbtI7uca9JT/qCMe3KbdfI1",
-	"wCeoFm9j76j1FE8INYOBxUhVohw3l3Pz7HC3Gi89oOjWOQZPPGIYnJOlV/XOTZ9VSYJcCxPkNGaEzufI",
-	"vVst9G6Vlw5h6k8xF+ZYKinHihJw0PS8Xg+Sb9JZHByPIyqEnFCNX3+s6Fpyl9d4TflJuApvfP71vdv3",
-	"Dhq6HqvxOeVxo+ndbJx6jYNvvmy0R+BlXDB6UqwiX1uDvXZpLlAxT66913faz7ecagfffEnaDXy5CPk0",
-	"YsciTRidH5e8sXhDoay7mFyI8J/ZnipOtU443KXLZl0a8dp3b8oFmtD58XRkDTxd6wUixRpkCR7/O/vy",
-	"J9l3L3Mw6qcfJjEEMquOR/z5wz/4suGE4qk447BWoh126/YxB+ZBcqpFNE7RLE0Xgxs3onhMo1ks0kHP",
-	"7bmYZ4WPbwrnR5iwMc+j/7bKk9c85wEUOAibJHIv8akuvZ0vaBKKGOtIlcSBtpWQVgPz+j5GsziDmqNM",
-	"1an5B8pwhE0zIDfBzpFal29j+FIxhytIImmMEJRceFToWlHDgqkgzs5oYLPc9Nrdh18JRWcvdHxS5CaK",
-	"JhLMwPHiCZGPGN9Vv5R99CHmZoK9BYn02XdxpCG/PyMthPxILNPhmLZ/SqPCh3Q+R8mn7igcvSL/ANAZ",
-	"2GQWAtu/fDWi6EEJozyFaxmAmFCFVBhu3UCTydpgAKuUxHYYjdKZDWBMchjlwLI0CcewqFQRckLHaZaE",
-	"l7AJk2KWoWJifIel1Hr+9Pl/BwAA//8=",
+	"7L1fcxvHki/4Vepi7gmBdgPEP4IkGI6zlCzJWksyD0XZd8bQRRe6C0CbjWq4q5ogrFHE7MuNmYj7dHcj",
+	"HLHPd+f97sPO+/E38SfZqMyq7mqgG2iQlOwz45mIY7HRXX+ysrIyszJ/+b7mRfNFxBmXojZ4X2O3dL4I",
+	"Gfz7GY3pZcLVP0Uyn9N4VRvUzsk44X7IfBInnNTlMiKLmE2CMCRxtBSEcp/IWcwY8ZkX+Yx4LAwFiSYk",
+	"kIJM48A/qDm1GxomTDU8ZtybzWl8rf7AL0aSCVkb1J4Ft8wnfhJTGUS85tTm9HYUJXKRyJGMrhkXtcFJ",
+	"+7Tj1PQARvPIZ7VB7RWjIonx24BPzUCWNJ43kkXNqcXsJhCqzUFtTgPVtGBexH0xWrB4NMfP54zL2qDb",
+	"Uj/GN8yH1sPaAIdcc2oyitSfYThvBHzCYsY91rB/HN2wWHdz02qeNFu1D07NixmVzB9RNcVOq9NvtNuN",
+	"buuq0xkcdQZH3Wbv9LRz3PmHmqPJURt8/75Gb6Yj6sngho1i9mPChFqttgOLFzLVXva4pR5zL4nViFb6",
+	"NS7ZbUa2llMzdB0JnOQaYTs9ICyLTcPqF/XuSbfZc2pCUpkINTEaBr6a71iO5mpMHTV3SUPr/bZTk3KC",
+	"v58cfXBKpnNSbTond5lO+6jb7RfOp99r9rfN56h5tDajo3a72bWm1D06+Qhzave7J72d8zrp9k8Kp9WF",
+	"MZZOq7u+TJ3j09w6HfX6Rx/eOTXGpwHHnUq9a8b92qDmJT6tObVxEoTqz5swnB+q/2lEC8ZpMLhpNbud",
+	"Zqtxe9If9Xs1p8bpnOkXa07tx4RyGfyEu3pQO09kdBkl3Cff9c7bfdiei0gEMgJ5Mw3kLBk3vUj3sYij",
+	"H5gnD3Vj2RbDTtUWm9HYX9IYRu0tktqg9oJLFpL/wiJOnh41Ov2TFrlRA/MWyciLYiXu2orYcXDDYmvb",
+	"Hp20mu3jk2ZLvTyFpi6v/gvptvotfDDyokSJibZTixSd344TLhPS6TVbveZRzaktvEBN/TnjXXILs1tE",
+	"SxaPwmAeyNGyNmgft5xaTOej6Vgvy2qhvvgyEF7MJCPPL96qeZpX2p0PTi1QdI9XnevVj/5P8bVMfuys",
+	"lNQJaaLEz+B9jUrJODBOtm5Xly+uvnk9Or+6el0DvpxTbhaQgJAjLxn1WTyOaOy/UuKufagOgXbzqNF7",
+	"3EhXqgEr1bi8ek0ajTm9bYBobISMk06/0+71SKMxXSSNOZtH8aqRyCDU601azdOe/ogn84ZgPwrS7pyQ",
+	"RoNxOg5ZA2T5bcOj3kzJ7kZDxomQjZjNI8kaIMgbjZDyaUKnTHcc8XBFGo3rG/iMNXxFQxJw2QOBDptl",
+	"NGPUJ41GSpiGJgzJkwWHMcJhjPQwagMZJ8ypTUI6FTnyNsrIWzid2qCmGkLeKSAPsPGpYrb8XGqDWsFs",
+	"YME3CJH1kVsZddrA2ugfDPVrg1q7c6JEwzqdTUMfkNNxtKPcaNVg1ViBTmy0fazq+IbhjGA4OBp8zJP5",
+	"CAfT7pw4NR5JtSW/r73lMuHMJ1EiG9GkIWesMY5uyZgKFgacNcmbBfP0+T4gPFKPvv6WwGgGpHgY7Vti",
+	"9jBpd54/doiQkXdN2sct8h2BfemQiycvGDGblvwjKRQgpN17Qv6RdDvk+WPy5ZeXvUan12qRfyR5KeCQ",
+	"19+++PLFOUHxQiyh8u6DU5szOYt8kFUhFWo9RCIkDTjzR1oDUC+lOknhSTCyjoDagCdhmGpFtUGN3Xph",
+	"4jNfLaXWYt4bobzvjt8twHUnWm0bvK/NAt9XKz6hoWCO/hMUIByofjBerT2IGRWqBXyoDpeR3oCtDymT",
+	"rM31+/cbJ6nREaP5Ij0eO93ecdHxmJ7pveOOOtRLTuV8Y+3To62NnXS6x+osXcTRDeOUe3AyqfGb4Ytg",
+	"yqlM4twD5lskEVESe2w0ieI5aI4LOlV8oR/PmR/Qkd59asCHi5AG/Ix4MxoLJr9I5KRxkr0vZrRz1K8N",
+	"aqcnk6OO3zpirM1Yh7bb7ZMTn3lj2m23PL/V9487HZ+dUr/VPR37Xf/4qOf1jk86vePupNs7GltNBj8x",
+	"pd4dH6WPklgx3+FN+zBOuDhcP68O8TXFL/YHer7JeB5ImaeBfhabBzKQoZrxjjMq4vkdb4Qd7LkZ866F",
+	"5huQeWPK/WXgyxlo4JIGahJyxsiECmWZgEFDJlEMBs0YGL+u+YS0yC8/k/aBso0EoZJ02+RPyvbpHLea",
+	"LSKj60NBFiwmeqsO0oE9EqTbb5Hnjw8FNEEiJSo6zZZ6plrI5kiWLJjOJLTfI2M1ikWYCHJCvg7g1a+/",
+	"hT6AZ9XfenAONAxaScqrCyoEyIV0+qgV3uQlikWJTkdbdEqvpTHzz4giziyYzhRx4HMSCHJyhDNfsLih",
+	"myFiwZivRoF6sqGC2DKwd3joTpmfyg8tA75/59TiJGQi09faHz58+ODUFjSmcyZZDEf148hfvcn2l7Iy",
+	"hRcHCy29XOZ3jo7ap1+42nRlcLz0e6R++ewJ6fV7Jw5ZUN9Xx1BMeCQP1LTUe/1eY7ySbMifYhMk3cb4",
+	"7Umr23HIQv2t3zjAZYVOIn/1SBB2Sz055Kod4RAqiGBcNslrxnxBXDX2Rjr4xtds5TbJudWPnFFJ/IiJ",
+	"IeeRJDcsDiYrRX5K1FGkZsQjCZpUINRBBwtG8cVATYkz9cs1W8ghXwZyBoMD097N5FUz7dF1yPpz2KPu",
+	"QXOoDOlA0XQGZ0qm+OenoZbZm7E5VYsxp7cvGZ/KWW3QabXU2qkNrhr5r2Zhvj9v/ANt/NRqnH5++O7z",
+	"L963nM6H/1xLFWUhlZFfUwufW+qv2Wpzta/UPg74lMWLOODSrKSahqLRNVuRunvxzZsrosSWfty4Zivh",
+	"HhA5CwQ5v3gBr8VsGgjJYuY3q01brV5u6tZUv281Tmlj8u59v1cytSc09JQlsDGj79SauXCquw4JuJBK",
+	"z40mxI0TPgp8F/fn84u3RA3LIR4VrBFwwbgI1C50FFtTvoKf4d9hQMFhQ4mxpBoelTSMptBM3e22Tlvu",
+	"QTrvHxMWr7JpKztp2xLPA27+bm+Z6ivQN9/a6ub63M8Vb7OYuGXmhntGhEdDJoAGSi5GUUjC4JoRV1tU",
+	"7pZpFOm89szS09iPknGoVe5gnsxhZvOA479bzdZROlGezMcsTif6it5+A4rcldYwNjgWnpOYoRfKPj3g",
+	"EEI18Mxs20eCjFfEZxOahLJsapuOtLX10nPoHx8fd9p9ayrZggVcsqk9EaNXFrHndJGUMSfdYEgikjGy",
+	"g9mewN3An6Uzgt7vy3WXUTKdFbBZGEZL4koaT5kcqbnA7tDMp7bElHGt74IMpySkYxaCk1Q1SZiQwZxK",
+	"Rup//V+9FvlT6d6B13Pz0EuZnn565OMoChnl2dAT/uLLYnmnhLkEL60feJJM4mjeJN/EZKporSUHnBSw",
+	"TE2CS6YXyBlyF31A5pjV7+aNPpfQmBFUphx15BBvFgUeEwN1wgy5OVTUUQU/z6n0ZtlBxekczihJ6tZ5",
+	"RblYKgkLYx5yilOZMQLsH0ScaMtG2KfPOklhIqWSNz1cRo1379vOVgF8BRxQKIbPLW7QXGuEJzHCs+4+",
+	"f4oHi/lJ8X8meYccRK9DWHPaJChllUB2tf34nD2LYo9pnVGJ4AF0hPpgQ8iYARmHfEHj7GyTbEFkMGdG",
+	"FMIpj5KNpMqugwJESZVUHVBUx/1nHOog/sdUBIK40Jo/wq391//VUWx9Rr69PH9lxI8gMlJLT6X68JFo",
+	"km94uIL+A77R8COR20YJD5kQQ+7ClvhCxglzyxc525tlQqBdVQioGTx/XL7CMENl7aQEVqunKAP2+5k5",
+	"ajy6oF4gQRtDWinJbJ1DZTLAuPoqnjS91mmxhLZPmkjI83kUG6v97xmNC84aeEwoJ9GSp4viGmYdJcJ3",
+	"1WwWNFBCfILKbP3kuN8nM8KoNyuVa9TqfLSC3u3pwTYWwQ17Zaah/W3l0z5q2Sds2aSfhsyTcaDW4e2b",
+	"Ly9Y/PV3BQL+Ig48WE6Wve6Qt2++hNP2+ruZg0etoYog9RZZzhhXAisQaqcwdnBGaBhx5qiHC9Uiah2K",
+	"p6cr1XoqEGgYM+qvkJCTKG6SqxkbcvAMA4FRkDjZ/qinq9CkN9MR+pCXLuhuqhNlkj1Su8X+9cAhLBQM",
+	"XkDPsFrOnP/ZtV4xPQy5FljqbekvRkt3QFwvErKJ36K17hJBV4IsZ4E3K9+YFkUV/4BVeb2cVVajWpWW",
+	"+fnF26+iJH77puAIvGRcmaQLs8bK4lG7dQJqL5lFSYxrXdf05+gsO4BV0WcQnGCceDSOAyaQGooqZkqq",
+	"FZd8AUco/IGb5ZefkV0o94c8fXkehKHaBzkVbMvXh6QOZvWQowPhl59Jt99qHYDZ3Pr1//j/muR1JElq",
+	"vQGfNlJuy8zh8mWyO95jbSotzld6IIWrc2EvS7rBSD2QgoiZGr7RAcGDzg5grZy8DFJ8vyFgXFIfR3IG",
+	"RjsLlOg+QxK5JTzpHgysRTIrCivwy8/rYvCQ1Av7/OVngvLwYMg/Tz/+zmxpckgU2aDBsmGUr5I9hH1W",
+	"qVVhpV74bL6IJOPeqtByPucrkmnl7V//6f/sHB0RsKLpOGTk/M2TFy/A30g9xWvqBA9+TJhtsJyRmM2Z",
+	"6pKB3COdHuw/lHjasi41p60RbtjStrZ/dLR+0Nv63nB422k3hsPb46fvPi9W9V5MXkecvVIa6iYdnl7R",
+	"qUCv2iLQIt4LA8YlmUWhL87wYNB+FbzilfAWShL1tNvqISvyCPxA5VOeNNRQGjiWUvOmd1I4DRRkz4z7",
+	"bH0m+nf0VaoBLkKaiGAchEprQV2eaOcbqbvgMm3qv92DMxKyiVTmZwWDU8vUkXHl7WngXCgJ9iSJRRQX",
+	"mzguZ7dy5MEbrpEYi5jdBFGi9JUpA7tMWTy8bIz4dRmRj9qd3eojjPNpemO+xjjwvMQJQ+qo89+E4bzc",
+	"s6Iv4+9j5lpD/Na4TUtGqu09RbhFMg4DMWN++cjx+n3X2FNf7X20dJjDs8yLVyCsbI/eI2G7/NDQCdVR",
+	"31BzITN2S958dd7oHPVNlFK3Q2K6xFl7jWu2IuCfTae2oHA7oGdmNQ7BCz8mQaz2G6qwd/T34RxDOi2z",
+	"6tVWeiRI4ANnp5Yl3LS8R5v3wyG4yl0SBkIKEsiyCYR0iiZy+eDTEybgEmI6driEcPz6ow2fuyduXDgA",
+	"nrz5FiUhJSj7SBwt1TnNBVoX7rnnsYV0m+R/f/PN6wqiRg80Z11wNc7vaz8IYDxP3NTeldK80Lov954a",
+	"9s9s8o/lFoXRff3tE+rN2Jf4cxFfZIr+ekCEuzn6srGu3ejfe7O+VNZGwQkk2RzPfhTRoFW0WmWjApul",
+	"+OwAa9CoPJ2ctrOFP0t8lk9+Fw5JGOFfclft6wO1f60ops+/+wvpNcaBLGfU3PX+vWew3TGZSTAlo9BF",
+	"kpNlLqkLUDAd4rM4uNHOQBDTcK/J5UGJWEsdf9VEclVHIMzqjbmeflxyyYQuPeQWc2UEnrD0Ytt47B28",
+	"AwxXZeuRuwovWY9+r+JyvMnu0NeHnf5EZpT7IQPBrPQ793/bQ3Rkl/T3Zh30xL2itwVGvdJZI44GFh4g",
+	"kswjIfGSbp54M3DUOeT54x1+ttGc3u5nTO0ypezBB7zi4ENG7zb6gD/k6D+o7SIWERcYA/6Y+pcmrEiH",
+	"w6DCRReLMPBASBwu4mgcsvnncMAO3luj+c8xm9QGtb87zKLMD/FXcXiBX2Gn6/pb6rRQ9tKchmpaSq4p",
+	"fowmJKZ8yvR9PNha6GnzF1GgrC16zcQZcVkcR8ooVyRD/QdcEnwSBt4nnY+SCGvmK1lSQRLBfM0B2rus",
+	"LWUY6bNASgga/LQDRbGMRxwEDQRhSMZMHX8TlFx1OlErQ+G+gMYS3JDLWRCyIZ9TvtLhLzEzH1C1SB4b",
+	"qL/xhzn1GSycOv2fXLxVr1C4pjgYcgzESC+AyJIGUnsMAgmHRcSn6r+BJHO6InU6VnzRbhFxoH2pk0CS",
+	"acTUPjsj7iWT8apxrkadui0Z3IpRcU3olAYcvS6ohALnW9/kSbuhTSgyPovisQ5z+7SrpQ6WQBAIOiPj",
+	"RKbxG4q/ssMmx2TgZfng1J5HaKh+um2tAwMjdcYIgnF+ZsQD4mKUkb1EihWWsxU4BIcc7Bl4NguEjOIV",
+	"EZKuSMyor3QEuAUEzweQQ+eufOK9QzwKsThjpuNtBpkgQkOM3bB4RXT/DlycwPoMudodYOdcKDkGzmgZ",
+	"WRE5hxgQetg9zAcmugcOAQKFynBfzliMEjHgi0QCJ1AyCZQShfSkcMu3jCM+1SR7ZUTsp6bYOPKBgRXJ",
+	"liwMGzgMUgc6pPFN8PuCxgLmQBJu1pzMk1AGcOGpmjqACJb88TGmPrD760g+ixL+Saf4OiJCHeewfpEy",
+	"bxPJDsxwXkU+hGEV65DoVnykFN3FitTdnDcwO9UEeXpFpweWu/HMdixaIk29VyjLUs1LTeAy4U8wSWkL",
+	"oQyB7HyxCY1LSWXeOzRJZaqnatTFtzco+0YHs7kvIxwT3E1mYTBvL1+uTT89gWXjki1CuioivAs3zfp8",
+	"yM4guBZlNA4DK/4mvXGBK+C1A75Z6IOAiPpC74OZRqUFenobCEzY+92uz5Whix4hHkiwaOYC9AwprJdN",
+	"/xYnvNq6fRziXkXRSxpP2W8lB0PVeawEHx6M4PQg9TZ5FTxGuXEVRa8oX12m2WSfdqD6soOKa6WSUSHN",
+	"aJUk0qNVq4uOHfO278dMCGfIl3EgWe7C5wDUR/V1Gg8MYh9uVqg3Y8QPIIw1u4uNomsyj2KGWUsxhrek",
+	"g8B7w/pm93D6LVQLuuuzDZUj8GYHg20Ko4xXQw4aI3qS3UsqGfi3Gp+52omJNw06ogZFhc4r0UfvkMPl",
+	"CR7GJoyATJIwLFNG005SV9oWhdSx3r9kcxpwbUZU/kawCn3spSC/5TSRsygOfmKf+gDWiw1shrYi6j8Q",
+	"MQ16cz3h1zxacvVGzG6ia3WwADOY9wQN/IM1ufTdd981zhM5Y1yq4bPdwuUtpzc0CJXe8qm3rU8lHVPB",
+	"Mm0KdxOIlLd8EUceE+K3Glk2KpEsFlGsPSEmzm/TNFjpmAr9OvNd3FvoGAiU9e9R7gc+lSxVvMEs1Sc7",
+	"G3IBN/BBxDEakflEKNWchiTgkN0gA6VgRpwJrSW/5Wl/r5gf0Cvthv/UB8UjQZ5gl40rSHUUOUdItNBh",
+	"dOgJAcZHbZGajCCCliDIzLdXzxonpD6O/IChda7kt7Kv4ZeDTSmppHNEBONKsU4VBXQY2Qn9i1gNRQZM",
+	"bKT3v6/xJNQ7Ad2yaxumMN+/9KtU2KyjAVToJ4MDqPByKVJAkeutpDXjbVuHFqjQPYIOVHwxy4zZ+cEH",
+	"203+PXaz1sjaaC26ObmlXVuBcpIVrXCmvUXjH5gnazoq8zEVQUHE4lfR0o6tUCpmNMbkySYMxOY/yFsq",
+	"NrXSQDvMbQJ1FJKVQkbBWQtuWMnmYtfufcLC8JJNYAlwIjSO6Ur9DV6A0Zhyf7RA/yMNw28mkHy2rcmn",
+	"6rvHlGM6VH4hcwmka5YMjzhaMtobgMlVako3IGz1FLPY8CbkLaMubSgC7mfJ4kUUgkno1NitjGn2p44D",
+	"vonpPPsLLzvVAAr0cUdfzYjSayFhL6qnjIhJHM0xtHYSxAKNCeDDkPlNgh71Ccaaw2MHoq2UgoWBB9qT",
+	"EEwmTCkB4YoEPAvRFQw8rWLI624uTdl1MChvMxHEPTDxaVzzypCLJJ5Qjw0IDUM11iDW/BRwJRsytnLQ",
+	"W5oNAA4zvT5ULxdOFI3ZOiVLGkNEA4hgEZmId8OTmwJgjfug41EZs5iNhCxh7yNSR6oJvHhzsQW8vnet",
+	"xdd5AVZY+MGd+KmEadYElJ7H2rQyznL0bi+TJ290ouHGppkEUrgDEw3P4hs8SANh4taNmtEkbnTD4pFZ",
+	"Q3cAbu54yOk40tq/mNMwVOq/3RReVQBTxmySCMXALuSRUsVi3GOxorw7GPKAkzGTS8Y4nOFjtoq4Tyhf",
+	"YYpENEaJ3CSuMZ1GPyYsYb47APtoyG2TKt+1zlCNuMdIHZdd2SAQUBwJvWHihCtGc9mtx5gvRvnNMTCp",
+	"peRzMqe3OhdJNZOmOYLdo1qAbGjTzDLgfrR08T7AAbc1jzTDY9oqjePghgkrWWDIrbODYAu4BwyLqcZq",
+	"Ti23KjWntklafSds0QvYsGCKJo07P/BCmfbEqJva7Zw/ewrwOCoc4mtBU1U+CfxCabCO0VBF/TJKycYv",
+	"P65FJexWRjBRu6CpFNfkDurTmkjApHvoyUnjL7JkirWwho14tI2Yl80lKxYmyGhPdYrX5tKPjeqyVW1I",
+	"dZwPa9hAVVTedZiC9wXvXN8YrIhZgFluu9vNvgmjZXGzarusjbcoKCmeQup89qKJhohZuNLXgtrlg3Np",
+	"1pzdvY0WkRCBtlnLu4Wu5hT6IfUxC81hl4lnkMO2mD44I4o+aC6qMwkORSOwy5lzc7BrK1MwzIgb6oAw",
+	"LaKMa83ard79hvm0+ZpQkpB7DFNCqvGF1kWgxaoayNpuXSPMJiNtWez8Dikk9DrvbvD/xsSdwrRY3LzW",
+	"jLfJgIuQFoh+7VwYqRO3IOom9XoLw6foi0AVMJR49+CTpVLjFyHlnPkDK9yFEc6Win2OWhtqIjAvOEp1",
+	"qwfF2yrCW+LN0X0D/xDEwzBvF0jlljSC7+Z4YqufI6Qc2y9SVzGjr0obmJX5QGypu81m4+TXL6PVLp7Q",
+	"duAGO6wJy7sI811bye6ibGxlCvBVmk1m7EU7sNDW6A3OzaYqldfACpUlDR6iRrJJogI8uzt5VzbaGYFb",
+	"7I6t6XjCIpYSVYkJarzLI2kcIX5moAfgoITACK5vjdW3dyE5oCOlXRSugEECvBMp8ON7UTOHPnjfFu43",
+	"EoPTdJ+v7zGCtd2c5asjU+VJVQT2mE0hXdYi6pTvh/VZrC1woQixNvAl6oYPLuZgyxXsqm+4smJlvMLc",
+	"soQ7ROeTR7HPYgtfQrjV/Xa2RNpbecnrIzDscqoF+jqgknfyXB/0J+3TToq5lLqVwNNUx79++Rm0iIM7",
+	"TVmtIeqML/BTTCtfP5WzeepRrx+z1uIVfKuItu9nlq+wurPLME4lOlwm/I3GNy5o6obFfrCPu/YNiwMm",
+	"3ki2AH9tAR6KDvgmchnBkuFNMrrJ8QJYa3bgEdnU9tdUnbUe9O3MNY+WZMwmkb7PUUoheLXUnhYD1Dij",
+	"ifaJMi4JOtEQxoCJzCeevQFuJ4FRZFXSBpt7eCgLxaAwu8lin3UuNK6+XQpZJGQJtSBZkwtJwRfmTheJ",
+	"cCE6+4B4kTCmaRoLpE7zBWN+kzy9YfFqyDG3HIIL1lL44SFGqIWBTm+A5pvkknHJ/KKU4800cPVJk3yz",
+	"BNVf/bGZkTzku1OSyefZxwYkIMtIHvLylGSyM3l9Yx4ma52UJK3rC9wfIsBwU9/ZTSo6FI3VahIjJ4cc",
+	"3Mk3NCQpXondb/prXef9wZJm7ypjcMhhPQ+a5LU2+WNGAmlFcs6oP0hvTBxCtZ/cND7kMdOAtS1Q8eqQ",
+	"yu5ghJhF1QPVCDLJJJgmMSO//tP/ReiQr5ltgTdrkm9pmJgL2SjhPt7V9DG3cRJ4lEviB9NA6sT+/Hmi",
+	"qFeYySby/J4IzGzclMQlS7PHxZXxiRXeW9lgEkUbUy1CtvReNGd4BTGwgvxSGUVvWEynjPgxXe5Ey8jd",
+	"9j0S5CFQM8gGaAap03CplhMDmcyviDuhgcssTKmy2xKrZyXqsJ2R9Be1d85uz6ueVbEShQAv8IpDvlP9",
+	"38XIUpyN4UVm9DGINmWVqF1QaH7YsqJ4cIZBEZxDI3XccYxbhdfD8PPa8WWo4uA+XJvwrhFl67a2Tco3",
+	"ZdGR9yXcyhfb2IVw9XeygIoA7is6re9vIdj4+Hca/V0CTB7IPZF5DXYFFGhnzb3N9vvb3Pewlfezoe5n",
+	"/RZxdyGnrjNAjqO276mXASqU+X2VqruVTA9rh5aaPkXBhCUuA+yzfNgXGOcRFNmfd7imMu6mHR99/a1x",
+	"kD/Ytve0Ml9NboPqX2KLUY0MVc9r3amuUAqmlF4Q6SzZiLNCS61QWjyE/lRRfGTBDjnx8RAjWJMnD9Jk",
+	"JmDu0Nya9/Xq2VWWo4GY7TqifEkxnZQK4zrSRYIg13ynxf1Qd153F3mpmy+VfXbEg760gl2ywyzO4GrW",
+	"xUH1MAVdCabCm5i8nKalZEVh7h9jYFeNqfD6nUMjYQrZ9xuBBYZwuREZGpWvwBNU7O97oOQaeyHZfCdT",
+	"lp8Zm21tDC4rD1QY46er4xRJ8DvTPwVBylYg66pwGmn4ZHG4IQspIGTMaDhpABiqMMgNxr4X4GH+k215",
+	"ehHE9Cnb/7RF/qQLAWgAIU5mLPQb6ljA1E8dV8UyD1LMpsGcgVdiyH/97//cap7+9d/q/PP2wa///V8a",
+	"cpYGJxw4ZBn4jKP3qE0+J+3DX//5/+ZpkxO2NL3QITdXSJT7ZBJGmG4lSZv86cwcacKjYcCnAP6aC+NT",
+	"ZuiQ1zst8ieH9NSsEDAPIFgNwnueAbbpo/vrn9s1xrxY1D0XrrgVi7MBLIAqEPMJ1KADOqklM0u9GTZs",
+	"wmUqTFBHyVR4My2Aty8R8EPsysGxFZHgWcBCHzi/2LrWqQkI825AB8ga7oISdeiznKjmAK3bfBhwQq38",
+	"csV26sUFJi67pA7RoGGQD0FeT0g+2CQ3dFW8VbPBUUkA+cdgJW/EJWjh4dRuG3ApVBu0Pzg11WVx08ki",
+	"jKjPfBiV1TxgDswXUSxBKJgEEfWW2NpdV7FDIRCc6q7dGFPBfAL52loDyYipWi9wyVmt9yDuWwg6LRC+",
+	"1ntH4AKCJSnaDLlcc6hZ0T9ttQ9yaeeGxKW552eEzRdylcojxQqwwMtZhPPITvuyRrZRsrMZ+4sTL+T7",
+	"kBacoXbRRXvLUckaMpizWmkg5QbuWUGQHFuNjF6zudI58J+YBmrVA9msFWowVN8Mbjvh1Qwv8U0Ea4nC",
+	"pBgeCuBr/XmgjiseSbYlbMwehIjCm+20qt7IuJoytiW0QjHJbgs4yGK/a9aKpDTV7eTKb+bnmh90jrBl",
+	"fPZCCTOwVHw/UG/S8MJiO41nmefEu6yxIUHBzZVBcXCIiJDFwLEsiEc53sU1MbDNQl+qAL+Ucy7kKFhG",
+	"i4dwhsDe/bhuEIuwm6H/wVxfZYbMJXj8Coe4QOBRCtkPMA6CyWRx4BBKXD/BhD+WqwoBgtMVCzpHV4IL",
+	"j11SF3Sls4A5cRVJ845/awzKcst1Dc4p3RlkPkDGDTRc6GPHydryYQ9GxfJkhUynju+JUnf10QB8xvI3",
+	"1+ivRoVZk5IISbl/b36EgRWt7fOLtw9kRGUt3dOCWmtoY1hQUvQOtlMWNL8p8dP6BCkYhjI2lAbjECo8",
+	"xv2AT3MX81U0923zx2SvLNJ+uzn2PA5Kwv52egaz5KVPkqX20Tx3EEVOi6rlzFagjmM0OhSaW1KNfWPs",
+	"lkqneOYb/PTJMXp+O+MO/116ILffCj6kvy9LedPcVLbZtjn9f4t4rmi5hySOA1+Hpj1IXNgDOHGtDMPy",
+	"iCSY5A7Pq5lbeSRgZRKVXSA9QCh5aRblV1aV7bXx46m2U0hZ1berXLuuV+eu0IM+XzP708A014pfzg7d",
+	"3cOJRKUhYAFwewzPGe/pWuAVwzfSYuF3i1u/e4adeWAPf60w+W5H+8Nl+OnEPDy2s+WydQ8Pfss4K50+",
+	"LNgGE61TWK/XNn7XAOFr0RRhQAXbUxjR2JsFknmmMOnGB5NFuz+SkzBaFERyfcm4YOTZRbt/+PhZu08k",
+	"4yKKydWzl99cvHHSa0mxoLEI5OqOkTNZSa6C1CWTNKzLW6V4wegvxjR7ncAbcWaV9yp0fxhdrkKiVBrA",
+	"FWmQtucXb0sSBjFxP61zNpqOq+q8xqezeYmlTaMKWCFTgw1i1DAv4iKZgzNvGcXXSgXQCBpU0obHuAQ7",
+	"L6QLGS0aIvIKlaiyoDml/98w7kcxouqIGWNSmZ+LOPITTwLOuo4sniYxgyq+CK5QuCQQyHZHyYHj2JX0",
+	"mx//sygm54tFqA1Hk7+ZcEBJ1AU+4epFDT9lpX196No3ZDZtOta1LZnj/mw1bXFTyF75jWuomK6aZqB1",
+	"ht8mcx7Cu2LLr7tbtF8xGsrZ5lg2DY7oejeKg/6qsKPAZ/dzsG2YVg4Rs2gJKG6xxmnTrvdeu/VQfrKi",
+	"uVgBMBuE20zLLoBRLIKR0EZWUZpytfzgjeTu8gTqPHwF4l+Quhb7dkDrt5fnrw6qpW5TaXJ2S3J/dMXb",
+	"0tRpO5n8l5+zGuw2FsVB4VA2U57XS8aloBkZXgblKVyGSb6tz1bjOPARiEbkMsYTDm1XSxXf4KT8zCvk",
+	"Mm8h7sZ0izj0JQQ6PxRshRfN56X37RhTTfQ7Drlh8ZjKYF7Jr8G4+nkEAFO3gNegQ49LvkyrSKVl48uE",
+	"ScExtVYVCVCbVSsmOkBPgdSN4hPqNBufihkTB+TX//Y/4G4Z7mzPiDsEhNJhDcFzKBkDRHpIp9aOydak",
+	"pAD13U7ju+B/5Hw9lWwi9QlP5iPBfqxo1KmjsCxxFskLsRZzAH0JA85Eptq6f+feI8HIMKkZw/qEnfIK",
+	"4LlpVkIOKeNcw5aFexLOqHFEY/8jpVfup0BY43nKZXGyHDqlRpBCtqu9V/DuE3gVP40DLwfnu3/kb5Gy",
+	"bNWG2z/aaEfInh702sQNZfN971hjpGmhM2i/KOKY8uvNHdVO7+fHUIlRta8RzKg63K6LT+044fulT945",
+	"sAWG7aTxLapjdD8VEu4VlXFw+7fn0MRxb3Vp7nHRucsDWU65io7Hah5wm/8KXeqf0C35agfAnY7zxZRp",
+	"wFQxZthA1/KkGihandxW7dxNOMk7CbkUwmxU5ONApEwsCZFe/6TeDrWD65PglvkNk6VgsnUP7ujfyWU/",
+	"jCwZW3Amwzs4NgNrrQ1k5ptxaQg4e1SVEVsLkwA1TK1esUdpVifWLoVsT6htv1AKQsR1mLcgddcUcnYP",
+	"EPg5XFkeKFJ3oeg4/G5fwJuncKOo/7k70W6dX/UxkF/ubdTOiFDO1E8MwxXcyV8HGH1qY+RRHaqaY3ka",
+	"syZ5rW/ko8mQZ9nda4nfG3nfsCvUgcHZDYvh0GC+M+QLpWT74GZCeCIioyksXHPIG8QViUAoyRGOxB2Y",
+	"Ic1Y6GPlH+CeHD4YqsjwfMgJSRm+7uao6h44Vni/eEQ0Ha3U0AWNpWoCMoDHCffVaBd0ysTBgAjJqL9q",
+	"CEkl08xFU8Qwvkox6XEqY40FNE5iKACuDG54pmj/mBhLS+cmE1MnSeceKHITG+TskSAh+BdIHY5iJGJW",
+	"YeLASVmWT9W3bikHuQicKM70JFIERovn1R4AQoQhndOmt1g8EsSFPxp6Zo0x497MdUg0kYyTbkc3e6CX",
+	"ksU3AZ+OxJKxhTsg1CDsC4wrsCD8I0INPL9aYdWvrkSWW+YoK6ehBAlJuAxCQnXQiCKr2dGBAD5QJK9D",
+	"oVwCY8VOXIe8ef6Scsi/hecjPVb34IzIGbikFwnwQUoaCFDEUB3DNYBsQOeLtAy8nrekMvBGQCSYNj6w",
+	"1z6dOYTU6hXH1VWdwt7hBiJTr3qcgDdK56UBd7989SVbhNHqEczWXcTRJAjZKFtF1yFX4Oq/vGq8fPmK",
+	"6DdEbppm+MIwHAz0kTDzzANnrm9QyGKwGF1DP6cLr++uDUEKte60tuZaWNFGAoi3ovw6WAaHr7998eWL",
+	"88ZrNo9kHPHGa8qjRrvzuHHTaZx/95dGbwwZ0PfNFCn2BecaKRTBaj4PFF9kt3XPCKONpjbh5yrBeO6P",
+	"r1IeoLQerquhOPPd7QoTeoWVwgqjFmZppbX1gOabAELnYGMFQh9U+PqZhnvwMeY/ZlBvJi3vk8blyRlb",
+	"ET/wLXvI8iJhW/cKjtVNjFdbInazkOFZYOKFqzacecB3fhEtGB+ljrG1uxiotcYjSVYMPMAQHEvqW0tN",
+	"F/p+1/jB6tSMuWYT1qbQ+qQKOUVUqnu5Wftyp3L8OgoEexZG6DhYv/FdzGjFm8Q0tTYDSFhgGLLGthGS",
+	"LUbCo7puqqKp+etdoWfuhyjWtwkVup/T29HEzKLK+wEfpaZggZMv4Hs1l062BOHqO8wxskmiAbhRY40m",
+	"UEeqYerRW1CZRsUL5JlOVbIpqVtRjx5pX0cG8A9o8H6x00ME0zkdTeJoXnQ3oNPFIJqVxj7x2U2g9StA",
+	"oEfDTfuIo9DHaOBK95SmaxlVpO1Pd/G0mPRQa5pWx6pRe5Ft/rFYz2YTR++Got15wei1CfcsuKyG8jto",
+	"6ZpE3VkwnQFqb4biU2B8P4T/80Hz0fZG4bTwT8uT8T9GoOvufN4AlPkSU1PIaIEYQoAsm05Tpop8HW23",
+	"eSCEMgYB40bXvprQIAQLy7YB2jkLPL3csq6uhEH6107f3O055dO95jXCajYVr7LuAG09Z0wauDWc/Rlp",
+	"WVe0flQGufTguAbOBng0qUM6qCmDpAcIZZZhvariGmxJ/b0DbP0kZEyOtqMC5fAaIL0wESxWh4XBCkK4",
+	"MEXEZg6MTDOfNmJg2vCpgXe7F7iQDjLcZI3nF28xOgmxhHV5hebO2MO7I3ZNF4kYccb8IixnPGcLSZZ2",
+	"X81fl367qxMvWgRMZ1NDHW9vltZiAbNdLcW8Ipw5Y7LIZRrN2cbmMzV2Ibq9WJG/z01VqUX18TIG0puB",
+	"LbWL4oSfabeZDs1AxnPStEysM2jiNsqivvShUaz/PNtsf5AHVUOno47I2x0jN4tiOaGoIFQjlTo436Sf",
+	"7cBGKbhXpqGXhFRGsYVxva+QbP5WdUd2ExQKBxRPHYYkyCxCt2sO4uARWTAhgnkgZOARpt6TUUTqYbQk",
+	"CxY3zOGuIRCVlkaurp5dHRTvr/KSHx8rZ0OnoRWwLA0Fsyr6anGsgbYBJWaR5kiQuollen7x1sFq0lBO",
+	"HYriwMvBWkaOomPMDtQhg9cVUYwFFvF1RIaAnHdxDdj9+lEGLwlFAxHeMZcbbNPzIdNSHjARoqDmymZ8",
+	"dorZsVF1Ze3e3BY9RuSnLL1++b5XfIDNIVbqjbGFjMq7oSTaEso++fKHbYq1U6DH7EgDyUuzTfddGhax",
+	"lq1q1Z1SXMRuGEZZm32qpNKZkmqIjKmN4XyxTUAtxU2hzZcz4sIyuinWicWmacE1S/htJ7slDs1AUkZ5",
+	"tzUFfpMX04IQdwlGNlEJRVjJBrPAmwXshm1aJ3fSCzfrlWGgiIlvSAtNbPFsWdUtigIddtq36ki5H7q9",
+	"svErwh0WgG7qOrl7hj9uVoYpHER+eqa7QjLinUdp0ulOOuJlzqfHevyIYIupAMzNLetzBx0fIiDdXpaP",
+	"m/Wve3pg9MM7ME618zq38lU/+RjwdNnmWuOSSlWRTB3jTRfqsyfktHd0nGIJ4VErHCIYlxiTr9Q0KOZQ",
+	"dzUQjHswIKoPh4C+4aQVVfBrxwIMlkZtZ7eScaVpFHkQ0/LQxUZOr9PJUMIzm8HJsuopJ3Q+DqZJlAiy",
+	"UUy6ehkGu3Dg+hpZODgnEJJsPFelcDk9U2l2D+CNDCxqS/99y/LfCTqUybtyEKMuWCu6nvZdFgFqfada",
+	"jW5qOyzTcblpkoMcKsp8pOMokYNxiIGKW4CmitMWjZq8JenlIo5uGDcELgJEz5QynbeVIb9QvoLbB4P8",
+	"QgI50LuAenLIxyvJBAl07Vzq4/elF3qYraTDa4J4yN98dd7oHPWx+oN2MwRTznxErhLCFDcFfHo+hTtM",
+	"9S4WWw+mnMokZib8QplTMKQiWLky9JGVBS5irPGATx207sC9Uc3rYEZToFgzv3N01D79wjWDJ2MqWL9H",
+	"NqaQjgTmAWiiSoJVHkEKkLRpqU8CPmXxIg64NFdJNlnRGs0GdMNiSJEjESfLOJDMWlb9XeOarcThe6vh",
+	"D+5aygqOqWj4C7hQU4P7r9+3Gqe0MXn3vt/78J9rpcmJI6OylAViIjuOGXCyYWsI0UK8tUeCuNiGewb1",
+	"fBo/iIjrusMX37zJeDYfwGfeVDyF5kZBgJNSxMNwnv4xjQO/4Ymbah4WnOCc+QEdGTFR5JfzAwpHljVf",
+	"iDiFY45W5FTsTMxo56i/2dHLaMnihkcFIzN2S/QeTVnGYk97qSHGAYaiLLtrtpAPtOgi+KmEGjCGRzrw",
+	"KWdRGWS13S5g3UkSF9wmuqUSDJw4ubnba7GNADuSF3MrU8QW63shT6bcfGyBYIsnpxzvqLDOMDD0nMbX",
+	"u878x+mLH5w74ePpULGHQTrPLpN2g9tCqIsFPlEl6TUD9FtPKlfr7ZBoQX9MmEPeXr5sCDphZ8RncXCj",
+	"veR52FcJ9af1eaPOUggk8gtd6WGaV7c1swbfyiEc7b6PyF1F7Aw3M29nMVW7PtFvbk/SMqCVscYYrCbU",
+	"rIDvhzAVFzm1aXtD6Zsb8qSCZ10DdJae2lydZVr25oAfM2xPzUpaGqvDDGwJPPMMogHTkbPVTgizBCXx",
+	"ZImcKY2ZCvtIUCMVu27fqhTwlnEidpZpvYKXthbsNkl42WzWCL6G3ZiTncbzbCHlpS7nTCJamEl6X2ac",
+	"mMozM6McV+W2ToksfnqjoR7W4sRSh0MKAQHTqDm1ZOHjPyYhnWYAlBj0huCVIFpgcCGT2ZFR6DvdT3gb",
+	"O7I4GxbZoODubKZsrgFxcRIuJMm4uZPQQP+m55l7cDbkLk7Wxbh4wPhFNQjCfgAzmy01JHNdseOAxGwe",
+	"3TAfvlYUcgn8ZxT4qJm76DkF7RApt/GGYipXfa8I6q59oUjrEndJxUgHGU6iWP2GxHaJC7wJ32tVAnbQ",
+	"+nSnwQ3jGO+uVFg8DXTlvSHHl7WyoRQNUqdpEoKAqmNg/2yw1MfAnwWrT6braAmhTOaoxWDhZH99CLYz",
+	"7E0Lf1Wzf8pxJZvnq0AY5P77uBTTbfhx/YmXCa8GTbHm90o4IC4PNKco1SE9F+prNo1D3Dlk6vn6bHAP",
+	"sGIeu9UnRT19AR+Bg0zx52XC3SxJOvBVW5nsdIcc96clXCFAJvBmNhtQoXawaJLzMdorsKGSMHTJnFE+",
+	"5PAunTO8f4Jd0CTgStKnC42174HUwUCZgz0hDrAoIl0NOV0sGI0BVOGMJPyaR0uOwkGXvdPl9slrbJD7",
+	"BG7jCGQ9witUDjmAMXRaLcXWMfUk4LaCYOERaGxxFCojYBz4QYxeOgpsr0YEmTXZh03ymK0ibfgjXzl6",
+	"vThjPtwOhYwKmYZ6OmrHDDkGls4TAVdlCQ9+TJShkeJSOPalEtKATmPGYKBAzblg4Q0TpO5u3Ha45Nd/",
+	"+Wcs1HhIXEx2dg220hH5kzPk7lpFRvWBa12RQiFIN6tulH7ewc8LSiapRv5nPjDCyTcxTFqtLsPgtpjp",
+	"7JYhV1oxQg4xf+0LGBaWOsX8JSuby03zcIbc1c5n/MJgexxCRkzqik7n0D4if9KJYGq3+hplYsg1M8Gy",
+	"ZOQmLv7exKh1J/X06Ly0aRwAsJUG+hjyfs8MAeKl8M/0hjBkNywUzSEfchdVDNcUcixJzdvIRFWsXBeM",
+	"DblrRRu5B03yQontleKpkE2kIjEaH26q2DRlFIUuieIhtx5i8yMJuWEwmkDqzK+8L8QhWTLVkMPud0zm",
+	"XZZnqtohv/7Tvx6cIcT0MhBMxxMZ6emYtNkhp0pmoIuOghOX03nAp8Q9NPQxFDdJhzIi3iyKhEajUgyg",
+	"9DAXmhDa0The5SQU1FYVkujrafC9FTgTczbxVnm94QHJtWNRdKfCy25lp9Uyl7AbReay3IT+8fFxp923",
+	"MhPae6TMQsTQHoOJ2U0gKth/1iclexVd416YiOCGvTJjx+HuzsXYMxFD4+FUsnatoat9sefrdtBqpc8+",
+	"FOgHBa6RPRCsKldmTInaPzrq9vckaXHVxrvmzJSXdSwdZNupFLW/bae0nDtUhNyY4p6E29jLGyp6ARHv",
+	"QMfCsIutLBldv7l/WcmtXiFREL9XZUgV77NV+3cqmVakpK+Xsi+heIELco+9aqFiVRQyaa20iu8by67C",
+	"65eGbgVJsZXPB7uIWg4Pr3fi7FVVrar03EjGLVpM29+7x/JoJOKKk8/hEW+TW3fBKq44hmnlEdurnUsf",
+	"SEeOfL/fwCOxx2ANtnHV19fBjO+sP+wpsjO40Tv12Ds5Ot73eDXXghVJc3OvIa4tdGvf6DDFdEW7Lru9",
+	"uIfWXAghWHVH3gVIkNQ5WwJUHKFhGC11tL4lzNr97knvN0YbtIaDy1eEv2d/0jkqP8SqgAbehfX3ZPpN",
+	"kME9bKQc1OC97aN1JMIt27lSe+kVWKrR2/wEIqloAbUG0u/t0j+KzIjsMvAe2+9BUKo+maG3FY7qoYxm",
+	"+zLmAeGeCpVQY7HuU3npE2p8VfWvlP03xNad7nr3UeHubxHuE4V7LyPq4aycSnZNp9Xabdbk77h3avRW",
+	"zM9MyoX48+DwsLbr0rmqf8VcIu/F2evBlGvJRptXviU3Ng8Rsp6Hulwn9RrQaF5juQBYQUFcfMFNb93U",
+	"V4BGdmauV3QIQEgF/nCHq7iK8KOXCb8ABKf9LrKU9sX8AGJnyJxJCvG3WEo24Q5W/4TaonMWTxlZqD6a",
+	"mMlhN94uCvu8o5j5SHye8mweG343NHwRrd+wWE90DbO+sODFC66xx1PkEwgw1uHtPsWCnpX4Fjsuii//",
+	"gOAzoqRKMIuJXEaEs2A6G0dJDBBvCYbT79HzG8kWRV3LOOEeLYz+vkI/f8AEJGoC1IRBfuF4m650fJ8k",
+	"C4wa5WzJ4BqQ0JiVJKU+TNajQewRNXsGO7IhLNHxIOVpHxp+gU6nRctwTnQ9yiAM5EoHluu3s6hdwZgV",
+	"I6dvbkrWoKzmYUn9V41sbx2Po2UgZ/pKZScmB9waUqmvt0U0z927pZeUBpcPe6gKSPBREATo9R6Z8AZc",
+	"pzDHd09gPKcmAj4N2UjImNH5aFPzqhChm2sh1bjWgWRTYB8TLKdxgDLfbqONC6TzM9MKGGZJERuNCgNP",
+	"cpeUvJ3hfNtD+PYPzrtHmN0DVtHakrOdFbYpz9jOcdUe8XoFnLGD4/Ru2CkDNrLIjTQrksN4IBUrgyI9",
+	"n/c528oVwi3H26soTs83SBjDc22zkH0qOdejz3Gsdifl0y0MFb/7qbPX0VIi19d33533xjbu3mBea87l",
+	"1AJt5Z5VGVUbJlw5s9hO2qedTTYpBlq5stHjHgkSFEeYB3OIU/VHGzD0u5HrUwitEmS+JxCaMo4QqTYD",
+	"IkcozVjJ42hCXPjaBRRbLCdgR7osDWiTyb0tRi7iUSBYBiu4jbQWKiOs/TRmQlgEWJuDCdvRJ416S9cw",
+	"Ml8WFRF5KLx/xQclaP+CQfCZGCHOdhEaPL6AYU3LCBcB3yYBJ2MmAp/lqhQZS6Gu46KoljEO4p8bOAZ1",
+	"aiI4e3XIV8QkLIh5Z8tdPHrDYrX4u2j1rX5NKeqz1Ra0Bt0eQjAqFcAheq5cMu6xgkGsSQkNMAJwh2Z0",
+	"2GueFTf2iCk9kJZ4XeO/9Q25ucxb5E6ZfbBF1y/TpkMqmZB7yXb9yTaoKW1jQf7CWtpo7usPh8h2Lpbs",
+	"MUFb6rBLFsXFHyuhFFc6KIqt6a+ipQZ0RyPSti4rgNZqsy9PI5vM66rUFmfUG0zI/Jo9kClopXTumyDY",
+	"7ZCYLskiGYeB11C6LqbkFnWzR5x5zKaBkAyhWQsbwx5H16xgnz/GdNv8EMvHlTU1WrCSg1TQOUO31MXT",
+	"V8S9ePv45Ysn5Ounf+86mFAaLRgXIiSLa7ZKZEgakFG7ciuIEov6udB3a4obg9ytiaQ8cpciiNuoq8jx",
+	"FFOc9bqrdRuYJOdoAtkYNtU1CtY65Uj9TQLjvYBWYKiTCLx/OXKSxiIZR4l0MTNZbNzGFt2erRHZmlAh",
+	"tYy29XHqZKVqySYlYwMHjBkVGktJWa4zCnheCypERexfdSiN9sWkhQsWxCEr9uEpHYEEYg1BQR3WKY4s",
+	"YAQiYpmluhW7byC4ruLIZHSH6eyrLOwXMLZB441RmimaZbcVhIzUZVy4va7S3djPj5a8BOCJ+QHlo33W",
+	"RARTPlpUhXBaFPf74GukdapkUdPTXZtbOu6s78IVMM6ICyyKsbkUkyDW5/cdVaN9Pis+Lc8FImpY2pSW",
+	"jGWHZa7aQr6xb7OCB9qs4RpPYV5a0E1sVe46rcrO/e3XYaqnHbn6f069R1/8+k//6g4ITZHT5w4Wqx6v",
+	"0juwSoU8Mlo5+cVeX0XH6HTpOIs4ylxfFtwA7VRE168y971FcmpwG/2RihtcmcTdTU7YdPln5nPCHbD0",
+	"E8n8XBa8YmHJ+JDXMbWJBjwDXIiTkIksexT+NG4Z96BJzrEUTooQPgSc7MDk1pvMr6U6p7D4FGaGOWSc",
+	"SHMfMdD5KCZPZsj1oMOsyqIuFgV1quIsCcU+FxdRFAZ8ShIeMiGGHFA7AbmZPIW6bHAHovN7EPAzkHDO",
+	"q/Gs3Y04kJazpIi3qAEoMUN2OVsNCOVp3hvYD0QEPzEHsUdty2fIo5iIBYNhKn0DbjECPj0oynjBNavs",
+	"pABWeKK+KdrH1t3Qlji36h09C2lJTRmLKSrUlTHjWv/SDMoxZCjc19mUC3RGvwgXKC3y7g4wizkrXqC4",
+	"Zh0il9R1ut7V4yuduokVDX75t1zyGOwUIYkubp/2ot7LsEqovrYaciHZAtOeYkZ9vPsE1nkkCKaNkCUL",
+	"pjMJ6WtKl7f5yBnyRZjoKn4GXf+RIF9/SyB0z1y4mHuWZYo6pfsY8jSgk0xZNGcyXqlNBzx84JBffibt",
+	"5lHTpB7e5IuUDbCqgyIFVFrTc7eJh7/88rP2MeqiWjiztPlc+aqUZCkmbL7Xwmz5MiS1XOxPCnIKm9u6",
+	"WYCIqBRP9t3uKrI+s0EXtyRDZ1ukUJsH0yKVk0oyolBxsvoZXBf30/5Yv6h4BjL4vQj4IJZVSQF2gE+K",
+	"hGZFkLcQyiscMqfxNOBZebZqplVaPqMYERy3MKAPVG5QCDot9sklPJC7Lyo0T5iGnN2lhtMKIEg13VER",
+	"E32b6edmjY1b0nZZQhN4KOsAyIjrQM9inhbMS+JArt4oeW6SK2nM4vNEzgo0XZ66hQB5AFNvTdb6NVsJ",
+	"gm4Q0miA2vr6/NVT1zH4WMQ9B+wSLboG5DH0Rea3/kipi00AjFYjUWcS/JYt1UzKRe3DB8AsnBS4rtFp",
+	"AeObRDF5+fIVCTiUu/SYFuA+lVSpJp99hkNW5/lnnylhh8VPfBY6OmEWUlPVU+2HjxCLWRc8cKxilAIv",
+	"Q6DYIAZQgbo05GkRvoadhGyyx5Xgs/PHIdn4ScRvUBSLAcZbWbnzgtNrNgLHnxENQUwUyyDCJmLANKEV",
+	"6CEQ8ANWea2D8h3SMQsFSQQjX5MvSLvV6Q1Iuw//7ndPeqC5IWgHgvwhuEyKLz1Vp1EgdGCb0d1aTQJg",
+	"kzhOgwY65C7AoHuw2IcaG/TzHxCwg5IfExavsoK8SnNi3F9EAZdZh5JeMweVRw3LsQw8hvVfdd2J9N23",
+	"ly8NqTFNudUCMEUsXLNgoRzySRCqvnDcIggZl+GKLAOfafxPqB6Hi4HpAQNdeuL50ysbCWgGCy9kHPEp",
+	"cZ9e0alL6imMIKIkwEl/oOEZVHOs8QTBC9wz4r6YNF5HnDVeQQ3KtG5dt9VziPvV0/MvXbKMYqWpcxzC",
+	"kD9/eoU52ePIhzocqr82+Tp4DJSf/hQsFrqsMJbx1CYk9Ty2ULpDc8i/YjSUMweUjYAzXRsZ4axxAV0e",
+	"NRBMBejwUgknMciO7gUzzRPq+7FpQpu86lcjJADygUo25CDhlA7V65xqsXGpNI3G+USyWKO7XFLJoLfG",
+	"Z8qGuGTUF5Ar70UaHFPRckXGcbQUAMsfqKOj/uSbyzcHZ2YAcDGWonzhO+gtU0emsgmGHA8f1DrCwGNc",
+	"sCxSu/bqxZWSpMrSBbEjBoeH4ACF3dCM4umh/kgcqnezy+yaloU1K3Ou1mq2my1TnY8ugtqg1m22ml0A",
+	"NJQzkLqHfuTBPzQ2+PqZpgHdY8VWMeM+S2UPEAPkTsyMuKtfMj/yDhxMrPeHSmkPYpbRRRlikHOPCCMo",
+	"GyJFbqVfYtea4C4M7VApTFIcWnn+ZjjQpHuoJ9eE/W0hB7hPEGGt8UafNY2LKAy8las1AMIjBCDQSwVb",
+	"VpmgiveVxTcJA85wqXABg4i/8GuD2nMmv1RUU2Q0Vb1LI6yyVw5fTNS+g20HcVYxE4tILaYivPYNaFg4",
+	"OPXZrTycyXmYB48FpAzvP/mRB4iQ6gUEzxhy/AlYAh+ZE1Lti3SV8K1D6zXzZaxWD4zDRhKHXwxrOeIO",
+	"a/pt/B5ezn+v10/EnvrWXj54uYmV7sKIs6bv0clxv9/ujL1e8wex1jY2ZBo3pzMt0oU+OIXOdMORxuUz",
+	"A8sdKF3CFwXX5vBv4RAhV6FGjYEA5XVmhq3f3D7MD06t2+qV2bUpKxy+juSryAcMVrV1e8gW2795TP1L",
+	"rWCrTzqnuz+5iqJXlK8uTco+KGXm2rj2gksWaxswxztQb0DZ6VCIgNbeqe9yK/1+EoTswxaJwghUGSa4",
+	"v13c/ur4V48fCXQ7ziLQPtRpNzM3SXprKE0JNqoGMwEoLHXyTKPIJ/X8eTcgwXyegHrkHqjD3zg1h2mt",
+	"OZBBG4qGOsV7Wzb/uZrtpgQonqyeVQqdB12a+asejcM2UF8p2VwzPt8aeJ9thR+9cBmn2eCq541/oI2f",
+	"Wo3T5qjx7n3babdaRSirH5yPIqt+oDcUp5+XWIef/SfyLIqJPruUegx2kbL8FyFTiqVgatOuyYgfRPPl",
+	"iydPX7952pS3knx2eBdRgH+viwCbRwo8NHhLqGzE2wadsi+67aNuv6XUuoydfjfbvWI3z6KE+w8kH87N",
+	"UW0ppjtkxIQxX3UAFiMA6VOJ0WqFcuKNZAtdAV2HVyBStYnYUbZAan66BvGoBIBch5CYRJk4CdmBY64p",
+	"wLePqSZ8yM9lNCcT8Lope6LXOTk+aBK9kdXOAN0SQcejST52BdXW3A1IK4sSMd9jkKaGNJsrO+2M6Oo5",
+	"OhKZDnmccA38R9DMAvUICVEfr9aitKxMjgOobm88NsZgoxJdyGAehCs12azBR1DYlgTCMRZkSljzC9pI",
+	"Ml4Z+CUIewkjCNhSCi1QCN8IA670J1TV1DACofa5Enl1N2ZKraCKElzp5zX3AFDPwOgc8gxrXM8AseqI",
+	"XAsPy7UGN+fMV201yQul+mnMLeImMR8kSeAPXBT8G1i8OhiOBL6eA1pDQ44QbaZCwyMogjQgy1kQMgS9",
+	"VgsIvojsJKLkqNXVKGw5K6PkHLnMNsMzrEh6D31yt0i/UP98fvG28rsG7rfa23+xw6uqfpQCMe/z+rfa",
+	"wqn61dffgrz/EoR01Y/SG+C9v/Afryp/8+3l+avnj18FfN8v6G2VY9n2gyhx+/ltsTXx59t5aITJF8Na",
+	"u9ka1gjjeDH0xbD29upZ42RY+3Ne3QcxeTsPufhiCPbq4PBwuVw2l10wVTut1tGhkqepcs8J4vx5gY9P",
+	"0v3Z8XqsT0/GjbbfnTSO6LHXOGWtcaM7Uf8+Ze1x19e2gfk2a23T4BkQ66ApsnfMpwgmq1vstDr9Rrvd",
+	"aLWv2p1BqzVotf5Bf5x7L/tcyTqCUkiwcDKsAWigknAFhB/WyCxmE2UaFR+Ga0aQany9Q8Rgtl9Tci03",
+	"d/119lw/yH2aNggyO3tYukDH9NRrM7U242O/cTRp08aJ12GNHu17J6xF1QIWLFDBEl2aw2VA/rJkvNs4",
+	"eUwiTi6v/gvptU5bGkSw1Wy3my3y63/7H+qfnWZLF1MDB2O7224dd4rX9d4rW7C21nllFjg1zq1V1WfW",
+	"n1HvEF/EtOWd+sfXP7ZvO/Mu7znx+JgdTbqzH/rXJ+HporV1wc04tNaFP+gzd5whi0KQMYEIo00SkXpH",
+	"aSk9jQ2pv4b6eWF4YIxtu4OMMw5zrKGfKca9u1muvm7Wfu+WsFM7anV3f/csgHDsNc3YOtO1TklSldJS",
+	"jCFiJKcYJ7s0YkuvPCpTKwuV2mwAQ54ptURGRCRj1cOYERlVVnKdITfRB6BGmrgOOWNzzOcIA6Eo8wgA",
+	"vWPpOiYbCS+v08R1qqtmSHrNOKlT1LsDkZtEhtWLVxUQOWFpmla6aKmO6ZCvrl69XNM0i17LXRyAQ/Eg",
+	"9ShqbXmgvQeZapvel25V2t1UpXWGfFNzTSNcYqbvhRzCQsHsAPOIZ5MdcvBskRf6kmZd1RWFdSdI4JP6",
+	"27cvvhxyk+BxpNFuIbDZePy1X+tMkxiSccYiChPJSMJ9vGzQN1axWudGQ0d+J3HoptE8Oq1SzySNcJUR",
+	"fq6W+5Eg0ZIbf36Zopz8oSH/oSH/x9aQ+5OWd0KPOo2u32KNI689bpzSXrfRZp3JiX/s9cdHdC8NmbMl",
+	"nCJ7q8fd1lWnMzjqDI66H1c9Tv4G9OLW+IQdeW3a6E06fuOIdceNE++YNk79Pjua9Gh33PGq6cXPaEzb",
+	"zaNG73HjPJHRZZRwv/Fd77zdb1xevTYqcrfVb5F25/njO2i/VRbu7tov+NziVed69aP/U3wtkx87q1mF",
+	"pfsPq2fm9MbXejdWVBpncJn+01ZlcRFHHhNCqRPJAtUoFt8EfHqmzuYs0iFKdL0Gn0o6poKROngMA0Hc",
+	"w5hRf/WTe9AkryF0AWL7/JJzGq/4a3sJ3R+EQRXUAvd9GjZXiyCMNFv8rQW6sO8SjsjRovnbLfPL4IZx",
+	"BtgCBT5yHQxRuqqmUTJekThSyhisqi5fq3RJ7q3ILBAymsZ0LpxsSRdRFA65elUp555wiBlyA8M1Z0pZ",
+	"hYiMQAgmHCuUmUwCSWQwZ8LBmBLFLM/BcaqePsLvNIlRoWuSp7eLCIH9ZURWURIT4cV0weIhh0CJ+iSK",
+	"iV50ZbhS1cDt6qCEtV5p0lS7iVqENMhzVe3vyFdPX14QfRiM1GGcApZj2g756urqIos2MTR2CIJCWLRu",
+	"Dvnfkau/v3i6tTlIHlDz3fLSe2z7i2Ht+dOrYc2BHpU01Rt8WHOwyy+Gaq7D2gfSvluDuJGL29tfwpqw",
+	"HR0AdhFHql+WCCiooiui/Ib7zBrQPOWcgh1nxzdsj4LxIy8BHAIvUrYTwLdEYExi4qeMolCYwDAQrBBV",
+	"/ffnr16epXe9GEEjMCCqiM2/WTB+fvFCNfuxw0t2CGET7HinAKMPBQxlgkqLGUpPPCXz39jxnQ+Uouhl",
+	"2M5yK4qWxm6WcyCgD7gM/pHlyJzZlfiiyXo0FEa3Ie9tZzjFpvud22b4mYTVXQ8I8MCQKw4aKD0PWGhg",
+	"ZKV6olloQICD7iKACvnld7L2mpgFa49CeKvWlp7YJi5TB6wO4DbZeFaU9ubgdaP1RImdSorapRrH701P",
+	"g0GBW5LFN6z5e/T5vuX0hgaYDrfu9zVRrXVZsIoHxfxw0z7M1KxDA6qylT8sSLo080fDimGgZYD5Om4+",
+	"C0AXUwS/m2lCV/JbaQ/gOtgdJodYzaW1u4YcuA4Co7OSV+iEhfwfDQ6TRYGjUQOJ4jc0HBCKZc7A1Ync",
+	"qj+Bhu25/fJzFrr+OZnTW42wdzDk7NaDW/ri0/SpkMGcSvbEUPUjOw+f0NC7TPiLL6u8/AKzTp7pLKCK",
+	"zVd2N6qX9/FjPpDXsBAwSVfqtlMCrMD/M9Iy8SXzhVwRhFg+SIPhQPZl0XAbqS3lcXF7ojtvjv/c5kM8",
+	"aXE3Y7QNDUWkg/dg90S8fPdY0X2bE7Kr0GyOvkK1o4oMgX7RPdjnFSQSvrXQ/6vyKb39BjbpFS5Txc+u",
+	"lACSwLf3Ul8RYpLNIxnjc9vNgk8zd9op3Cy3+18rzZaGCcNqPCKwARe+f5eB6Nv5U/qmF5wzIlz9NAsX",
+	"t30ZyeMupFNB9s8o/ZBHWHM8l/B2spnfpqtKXN8YjMJZMJ3VBnil27J/CKNlbdBuH5/2eycpumHWdsHD",
+	"0SISkOhfGxx1iwARa4N2p3Ny0iqsN4ewcybbc6ST7vrHNiDu9+/gbK+mDRjhbIR1mbpnzodPahbsHVjZ",
+	"rtDHc80EvU6nir6hvSqocfwmN9r2gQ5+Gs0vlkaT6TCFek1Wxa5Qq7lALBSBGb2YtutsZvI64IIiYyaX",
+	"jGWKBffJ1dWzqyEv0nl++TmvuOBlKNWqSppLB7vcyeqnkq+/baRz1i4fcp5/P9XPlYi3wG6GvO6C+Gia",
+	"ApWu+c7Nlby0zpNAEDcD0WG+q4wngNuBfGnTbcymEOzpslsZU/NuWn1VZzprNW7Is+HaSeLcJ+1m58i8",
+	"rE8t+12oMTvkrvBoyPzRTUznGDtLOebLuBrd1QU8J/PedJHkXhtyV4JAh1/OiKvEn2vlgSNhScjoDZgu",
+	"mCypsRFAFA+5R2O4+raURwSJ1jRmcRzFozHl/mjhSfcgLbq7NBB/ShMfcpEsFlEsxRrVe52OQwRdBXxK",
+	"ljOkzlL7vvUnYEMN+RsWMk9m1/wr4qLwRyKovyGP0yWfExdIUY8WCLIVrobczQOIug5x8zVu3INtOuyX",
+	"pqT8HxrsHxpsdQ32SZRmuRgvcTU9tMKY/mPqpRU3UZRMq+24SKh2v4qS+O2bL6t+8ZWuVLLHJ+fzKDah",
+	"J3/PaCyqfvhUib04UCfh2zdfXrD46+9mD6Ge2zgKu9Vzmj97HUgd/+VncrJVaX9fTdP+8CDKffqhUvAt",
+	"R859tfgRlUZDR4U+ZrqIcTqJ036/dVKklle3NbxIyNqAJ2FYUi8WB987bZ4cOTUYcO+0eXyUkl/9YiGe",
+	"1JTlW7PLwWIDnVazbRrotJqtrAH1y2ZNWN1t57h5lPbbOW72rI7Vb/maSfhRt3vSa5qPut2TbjP7SP32",
+	"4c5GC57GFykQdfmlcwZV/YfZ8onNFr08ANdgFeqobrVMYwQvLrRZnkKUpLE3NiwNSDfTdUE00COhgoyV",
+	"JlhoHGn02Bmjck4XGtcg8KdMioESgIBh0+4DalG/OeTfBXIWJdIegVLF8yNwLLdshhtyy8CYUaNDYwdS",
+	"mtNwEK32Quym1tBdjZGG90kar2zlkJiing8FByY0CE1mmCLdNnX2eRz4fyizv6kya0G0OFj5tCGYalEi",
+	"FBK7XYRgtGtY4C2qrMg5Lu2ylvtV18uqG+h3zV9FlaZWcOU4ieJ5bYve661IyG5YeK85Zjtqx0QrFaa/",
+	"zyz/IyvTn9IjjPqlEnbdDuqZ6Dfp2+pmnjMG35847f47J9sUg+9Rt+p2jvsn70y1h++3qadFWuh9tDGQ",
+	"2zQ0it3fknKmmCNHHtgt+9Gn22n20z46MEjTRafZ358+3RbQGNtrQdumvVbzuIw+/VY3I6v6w6Ir/FZE",
+	"n36v3U3p0++1OxZ91G8fPrwrs2acB+Sw7hGsJs74qNm1ZnzU7N2Bw06gDeSwk2bH4rCTZreMgt3uibWQ",
+	"3ZPcSqrfiih4ctLupxQ8OWkfWRRUvz0Ih7WtHdjO7cD2nXbgUSub6FHLnqf6pXQHHrWzZVJ/WOsEvxXR",
+	"p90/7rdSArX7x0enFoXg10ImA3EG0ni7eXxH20qphpUtK+ajqvmHdfWpratzspxFob0QGN1V3byyqjkX",
+	"WlhPotDHGx8Z6UxAYEETazxfGIRXO8HtkTCYiEMOMC0OmWCtPSrgnqj+8oB8QRZ//beX5HPy41//7eVf",
+	"/98mebV2+yGsi/4gTm9S5ozLM5Is1Ig6ZRcoBpJRF04a8lxJ+gOdsynT6yMsa5Vdb2yzmy40zf4wnT6t",
+	"6XSB7LZ+DeAoyzxkVJnmH9ndX+Rdv79GbN85VnPEdlpOq9Ui6WwqO1/bmyfJSfu0s3kIb1NrdryIR1OF",
+	"F8FQq9Q1hELkHMQ5mt0jAiTXTwdh99fryxu1s9Vr9k/aqd502m8et9qZ6nSqlP9Wt1CPPG31mr1W32iS",
+	"/aN+s3OSfds/Pmk1u73u3Z2hWib94Q39XZ/XcJqmaMHqVN0nlAMT17eGpSYc6opPLMgkC30YKz/hr0Gs",
+	"0Sio7b7UYLVrLlQMFoA4U1MzgYUhAAwInamus+HtSpGYRV/XuSlQ6xyC4/Ve1ZhSgRQEztgsHx20DNQi",
+	"EIu4rgvp4zhYAOEP+FMgIFNKF04Y8nOD4WuwC7XTVkm5FEFdz7yO//nlZ6DUgMhlNOT9nnrQ7yG0Q8DJ",
+	"RJkMhI6jRJIOefUYMJIhuiO2kbUCYWpYDDkoE71Wy8B0pVMeEE7jOFoCwCmg4NqO4yHf8BxHcVqGc2KA",
+	"twRM9Dv1uQESS4tJWnEVEBhpAjdcDdjmDkyNC3Q6C+ZFHMAeJlRIFjspOEmcwRFQA3Gh1iXDPBlyG/QE",
+	"w0H2Qn7LAn2EVRlzZVXEVKd3oQv7CRLlEiu+3E8NW9tFS+RExg0i2YbT8swihy7ENaaCAU5tRX+mOa+2",
+	"KSKpZ7MQWhKRJfu9ImDJnHuzZbs3O3s7cb+BOqNGUsgZE2kxCeH8nr3X/d79vNclE8+25+/Rmb3npO+v",
+	"uwrGfJFXWp/RmKaVQIwG6+gzR5uQy4iYGmGZJ7eyytoyZa++f1/kFjrpNnsF/iJTVq1t1EW1D9cS5WuW",
+	"cwjKwVjeoXbH/NtqKecJOuk284/sF41OeHKU/pH+rLivYCKnvWZ320Sa7W6rf3rU63X7vaPWSffEntm6",
+	"GrxtZq1mf31urebJSTf3f2uTPe01O8WTbba73aPjXqt13Om0Ou3+sTV7Nca12beavd5x6+jkpNM96pz2",
+	"2u2TD+82rILO/lzQUovxEbigebSLD9pHp83uTkY4Pa3OCK3tHN1sd06OTk47/W6v0zru9Dp3ZYQ2MPAG",
+	"I5ysT/AEfJZli9866XS6vePj43bPmmRt0O8WLH6/m/v/3od32t+Zu9ZpO538rU5rzfe5uYRFhmDKMHZd",
+	"3loBMkezd3raOe78Q1b5d1C7CcP5ZhH6Qa3V7HaaLauakBH+UMy5ZvBCalg7v2iom/H/I6Uc6bh/E61k",
+	"zN+RF1Khli8tMTLyTWSqrrtce5mVSAMnT/twO7AJONjp9UaJ1X6vcOPluaFz3G12Nko719JuCHQDRR/5",
+	"NGQjIWNG56OCdvMv5MSqKS3oj8ar1JGfYh/pByZNek8UF3UMYTC1mg0In0/NH6cZf2xu2J38YXJFKvOH",
+	"t6L8OlgGh6+/ffHli/OGOacbrymPGu3O48ZNp3H+3V8avTGUJro7c/T6p3D1sc4c3/2F9BrY+N3YAg+g",
+	"HWxRe0O5P2bxtJYxR5Up5zxunV6eRToQrHjXXJvUZiwtm5DojArLTP/35Kz59GiQiqCQyDFewX+L0Xxu",
+	"2oe4d8WOgDMN+62WyOD3pajhiB4Exj24NhKOCCRFVuzLQMinusffGGYCDYbv329IM6tWbScPOgFCTalq",
+	"FRkfZ/qEShpGhYACu4kLKUN/Y5gUeoHtCenrppQ3RM7zB/SxeHK6SHYx5POLt7s5MM0Q//by/BXUJbXi",
+	"ESNekr+tePT5xdvfD4NuKFUWh7YtIf19uwNmxMYhW/Z+p/duD25+fvF2JyvnloUi9v94hXXa/raYWHHA",
+	"Xkw708kRpYwLLeZr9ULNUUHq6FHGUxrCYhuAA8gcLAolsWQJgNg+Z8+i2GNwVCtqi4B7jJzPF0y9fv7q",
+	"S/KCCxlwT5JXLzqt1uGrF91WyyHni0XIhvxVA12TBwPYFM5G0VaH+FAr5dlFu3/4+Fm7T66evfzm4g1e",
+	"f0dLFjtDDmUj0uvvG8Z9qDsMAb1ixpgkdRfBYdwDu64n4MOCx3MaDfl4ReouDQMqmDB4t7NoSeaUr0zZ",
+	"ZNAM0j2r+gW8YME0UjAbcnCnCGIn/en6b6Jse5tElgf2pIIDDcozpSSBRa97VLBGwAXjIpDBDStN0sLv",
+	"1hPyTYHt3q5629uGNGVck2FAXAr8AsDDPlX/mUWLBYvVv8Yh9a6XLAxdUrdY8cD+qRHLW5fUbV48asH6",
+	"qX9eXH6j3vZ8Tjuu/kfX/KOn/hGbJ0oGssa87ZJf/+lf0z97bhl9skncnUb3dwEqvS7nAPyGM9iM+hpK",
+	"Cwfb1ZdJc83wSoho8WyTUT/SomDjl3dOjcbeLJDMk4mSNTXc+crUWrT7IzkJo4WoDY7bylKwqDWoUfOi",
+	"2U0jdA201RMlA0apDBhNx8ra6PZTultD45FkWm1/ft5udchSDWdBFyzW92PHbS0zmiBFiGRcRDGKgWcX",
+	"3Y7anclcSUCmpY1jQKMH5M0rQW7JOIqEJF4Yedfklhy1O0Q1eOiF1whzo3q+tXuOqWRnKb1Aaqx1ReBU",
+	"CnGF1Lga1m/q84MzyENYxAGXqB9IBHD0E0+m9dwEm86BTRTDiGQOFVtR1lnFE5fLZZPfBH5Am140P2S8",
+	"kYjDKZuo0R1OY7qYBZ5oeDT2xWG3pWXyYSxvG4rK8D8yOFTnjb8YQQxkyzHCwZhz6/bZHhaZkX9KFpYj",
+	"HwATOwZPHK8z6zgIXfgnYzD9QOlYB39zEGqMmMPb2rq7T/rD99NFUl5xzlWrqISc2TwaFq1kb7vmRMMr",
+	"yOcXbwdEnRsOEQvqBXzqkEXCPZmkyoA+ZZSOoMHYgymPdL3sTYzUj3PmnWOBoygmINiMCITy/6w5bRIk",
+	"Q0mROaWq7ghNSiV56+NKdvj5D9n8h2z+CLJ5X7kMgYfFYvn5xdvft2fs/gK5WJtKDclU1mwV0mF2HVAO",
+	"a4wBJNSKoqXks8/gjuizzzTaikxjTgpQXnIBLCvXITHl11hL3UX8V3dAXMs9bEqRbNxsuUSNjXEfJL2r",
+	"L430kYH3Uy6h5o3mkF/Ra40ABudFWkBFrNcGJGADwLaLJljUHZzmQw5ec12zGoZdd21/ujq71h3qrpqa",
+	"zyY0CSWabFAzUJcXDWkignEQBnJlqrPoGwDoJWQTSaJEkoSHTIghdwMM4h3pt75Q8r8MMdS64HngM+zf",
+	"IdxGunlYGH5q6I384L4DQJwIWIyMV2vbwSFFW6Ge7YUDazM42U6op1uhdAVw/+XsRM24tUHuxsapMa6m",
+	"8/3a081r6exmN71BflfBCNfA1bPIJ7jlzHaDCLJX8MsT2HEHg2yjQswfvG+7LQXgSwd8irVtoHBmzHR9",
+	"fyN9mMFwEsyuLpk5YLDdLZTLLtVs+tEw/GZSut/MKWZNCPygGdU3ruc+fJRA/z/K6fw7K6dT8YuXgD9S",
+	"9e0nUA3sIULCAN8h5xBSe26ccD80LkyEesSU3vHKRpwrTu3dCpqSOZNMz/RmOsKy6Sksv25ADVIqgyJ9",
+	"3KoMzuIneAKPRG3QbTm1NVDGduek0ytMU+ydNk+2BN10Ws31ACJI2LWjphAoRQk0E7kEBPojSOGPIIUt",
+	"QQrrCeC/8Q456fZPCjdIt93sbtkg3c7acnWOT5t2JN1Rr3+Ubo/Ob7c9/ojx+huK8UrzthQzZbllWwmP",
+	"OvS6vszVBLGaJo5xD9+zbcYV+DiU8Q/1NE1KjxKIfPo35lMGz0LmC0Cj2wKSKw3HAU7fFfwAL+0R/mBz",
+	"cGZKlF2OvsIh/F6iH+6x93PzVrRe37vv8rER6ry460m82Vd6kq73Uj3kAia6M+hijR3+psMukPn2CrxY",
+	"hJRzJSxL9syw9oJwBjDGmW9kw5dHJfn1X/4f4s4DPtr0SOiQBxjW1dWzK/Lrv/xP4qoDzvgmBlnowiSQ",
+	"jhLGy1ngzYhHY//Pwxp5FsVDrovcprENWD3ZwJcZH17d5PBJu/QyVsvIqmjY6MpzxqRpBeMgMIUnK8zt",
+	"pPEa4LB7JAw+gUjiCfXQk4BehLGFZKwECoZ1GCDjOpYhTmNYHoGgm7I00ANMG4gWWUfSTkGzMVPSsamq",
+	"OjJQBI7JMAtEVuUDwCVxSuOA+2IASMZ6+Ya8jvDZWH6GLKMk9OHKYBaFPsrfKGaGBQ4c4hrUSuHqKekw",
+	"vOxTtT7pl1Tpnh6DBEULeVuNLY6S6WyRyCFH7LposVCrGwi9Ihg8ARnZrvZmaQTr7LpHUdCFNMcUE0KH",
+	"vmwsrBfNmamzDZeuektgrAmCYg85rLYavfZvM7WWDkTQrBmgOtlLNw+pfjx16v7/7H3bjttImuarBLgo",
+	"WKqmaIqSUkolCov0sdwuV2el3VUzYxrJkBiSWEkF1QwqVWqPgcL2xc4u9rIXg527xWL6bi+6sQu4bmse",
+	"oF/BqCcZxP9HkEGJzJR8GtudjQbKKYnBOP7xH79PPhsJAc+O40QYHN/Q1AaGtTwDE5qSZDLxecO3zC0A",
+	"E6Co4vON2yaRIJ1BjrSOQ+y5vtV0yHdQLhksBUtFoF6I4NYIBpifuIiLjMq1RLIZORFNZPOBIfgcfjUu",
+	"3KTQJL6A5E5onDr0Qds4m6iEyIUtx4e1tL1ghCe4USaEFqcZRTLQV4chC22fY+NlUmwVxuKMpnKC7p/8",
+	"ljRg15ewzYfk5z97LvkMq2wjTij80oy9//znrks+I3ScJkI0j1QaNZy0SKjImcJLkV1JCMUvR3AXqp/A",
+	"jYzsctmMzUkD/a6Kcz0goP5jzfE9oBdJGTlni4wssEoXSRxpyJBLh2I1qUEZRnWlss9XVBGUgJjDUuMO",
+	"EVAvCztPdkgJqDXLSINOMpbKNpnIaJo1sWwbY5ownXICQZAAZfuExrEi4NP46DbxrRGTi4PtDgkV5z6H",
+	"sj0CszphK1UeLHzLluI7ZpitBtXI2BtV3D2i4/NpKqfP5w1qHkFirrRYjmfFTOj4R9Mhj/GLBU2ziMZy",
+	"NOCghW0tEvmWQGfbB0QeJPyhmsAh+eXHP/mWqicXRMg9jcXFAXgAW7cTnqVJPCQ8acF1g5EknpC7T+gU",
+	"xi6nAkcv7+llxuQp9zmdpEzMHHm7ZeOZCkUH6iLOq+wJ3rphARJa3FU+77mkQYkagAbuZBwlqWoXqsoR",
+	"sT6/K/EsAc/keMYEmbIMAPrx0OP9UWoX/pMYKYZqIW4In+tjhU5vTXOPIUS95SvijFVq8UlM+Vujc7oM",
+	"4iWZoJRTMtMoN/4Q4kxAE4fgCijMzb6CjiVFuJTktZGFKu3q0k4jo6c1tMJkOYoZuhXUMFwX4UsqRsGX",
+	"81H9IDR4EqaJ0pE85xWIT40VTeca8wkUC2BJViLAgJlo2mReP+ZCS7R2HNngoLs5tPYOQ7u9ccHlnHZH",
+	"pbsTM7VqLlCpY9FzVjsaaLiaMUqth7tvhPCYbObHErEcYThNH068UNGgqZlmMNxqkoc8d//U2WMQDpXZ",
+	"TVvqQAOznMhEaqYqhMfrU72aNsmBIThmCcOL7K2ZqE2EhcSpNxjrO4hZ7Rt92h82tgr69YpQq7qn8Dqu",
+	"CLge5ZfLVsz18rjqxxo73djkYVi2H1YK4Ft5ETbVVn2pGmU0tVNR1qurA/HKp6w26ChJYkZ51Wn8Uosq",
+	"vVxZQlKWLVNuy3VRVkldV5CZoLIHnlu+UvaVXrJjuk9VZniqkICkrhQUxqK0OqUN5vMKI8wms2g6y0fV",
+	"VBjrQj41njG6yL86knoOCwXQmEdjNgSV6myWLNOzpVAkQYGWV/CRVhSpQc1xtmY01dlGrKDekA/AhX2+",
+	"mkFbPq/9mtA44azpkNu6h3NGc8+ktuIQ/iZOwKkRTGLGsrwV2euANIrL6N/+GUxY/YHU6oLSj4fopZCX",
+	"HM47EIvytbr/5JSJpo2pEug8US/WrcyjOJbjLwVuAr0auK7ytWVGRsBCkXOlF744NfKV4HyD50GeQJIU",
+	"XLrwsd4BqGhW7VaRpFld3kr+uJm2Yn4IjBrPXkfm/+2SwlRgurQPHirNT2jfYMdVDhOpTNmFH7DtklIU",
+	"3zScIDqXYIgH9FO1Y+AiUNiFm9B+owgSm+TiSS27+OQsZBmNYmtY7VdpD5TzasSId+jkTpUlDxFSVI6A",
+	"inNosow40y8zsewTHNw8wLqNrSi6lEtFFeJ0sRRnUnTJecEn8nOvP5DiVGiT4F0G0etxqDvOQbevARAP",
+	"Hdf1CgTottPueS+uAB5BP468P/PwnnZQ1IEzI6FycTe+YXy8Ghy8c+D0CnhG18VxanTG9sDp9XN4a+UC",
+	"0iuxBfbY7xwMnH4OsN3r9D3Hcw+L5jp91+n2vU2wR7s4Agbs9etu/0Nj9w+c/u67f/BuN//Be938rxUi",
+	"r9//7QI3vdM2cdPlNy+uQBR6g72vdtprB74rNz0EvnMY+P5hiWkAguI7bvhe96CXQ5j3ugddA8FcpWaU",
+	"Nrq8jkGxy++l7VQS002AprRd4y6BTBO0wzH4/sYsuCcxrcXmUBdWWct+nzHF94d0WopEfgceSTDlMZJA",
+	"c+Uc3JAZqp7lJOrL0ExRHagJUj6G90YMzFCj9tnW8T+FRZkn3yu1+pytBct8vqDTiKvq3oW0ewMjRyMA",
+	"dzWUBugPNDCl/BXWz/j8ifx3XkcA3o2yM+Io5xrVDlpaeGpUdBJUXvQTI1I7HIu6XIO3Amd5nQ38N5cN",
+	"vJEzJO3rIQlaRf5bQBrmwYF69OJLGwMPdhEbklZya8Ho+VmpWKcBILEiI/Ir1ZSzv9VmdMww28qflv5A",
+	"9552aW517PXsu//QHOkKE0veLtkqKSVKV9fMX+c1Xuc1XmPXXaeFvwF23ZukrJ4ueR1Sgpmumi45EVqP",
+	"+8jy7uT4ygPYTlG1rQWYyVu6q1RXVd4hpiJgUir59ePffE0awemSP+CLJbDkY8biIk1GMZsjhDyS3ftc",
+	"ZVgNCSVdz9NY+6UEMWjwJAF/GcEEEM4cchuvIZ/TOGU0zBPsGlAZayD0YwaBYNlycURgg9mEJxlilfkc",
+	"S8XPlmlMwgQSBMBkb+acOZ7rFqkGhZZuqzAR9Xm4xGuQ6eSiByGbL5JMHsHWQ7YObEhiydK1jiVCH5WB",
+	"p/NABNoWBeg6fgwVunmDWeuULWK6ZuGQQM5SM/c0Y6PnbK1ZftARPUrCNdSwkq576JCvEywkjIQeC+BK",
+	"rH3O0jRJK1HoQdCeLvn+SnsxDw/ZTorirSRcP46mnAKawr4PwEueYWYBE5n8bgeNZd9wnd7a8KofWtOk",
+	"pdQy2aBzSlePpFE6ZVWi41SdELvg2SWPolvOVjrEi2rl6/Ljfrrkd3+IFJKk57Z3egKXd3cx9IjGkySd",
+	"6yfau1jqdJnNkjT6vX6oc8myKDnxq+3luZwZBp6qmvNA7oNWvkngRKoEIUpENIW8InluADLr+OQB/DGj",
+	"mC6UsmkkMgYIKwU2wvvq+zEnG8JECs+YrqWhLTCjUPZ0xBgnIYOiJoSHU73d4ZK4nfBJHI2z/TFO252d",
+	"rqCvaDpVD/R22S0q7ZiFj1gY0Sdoye7mFHrAoaxKCqs3uiPZeJkCp/7T59aI0ZSlx8tspv16xRWKdjBe",
+	"g8blCeqNABDMsi/oZjSXQwO+i8p79dYyikMBEVC5tsXFI4X7gqZC4z0gBV5IsMFg6HOftwgli+UojsQs",
+	"J8lryWaktjIkgbozW3JKh0SqcDcXMY24Iu8GnYYKnxNMd5Q3RyPAlKWAqIAWWM3yl0HzCN84Ynw8m9P0",
+	"nGRJEt8QBHXeIVGPfhHHdE5bI4yQteDngS3fon8g1XL1OTSvPp6mUdgaiwsdvSabI5gv4yxa0DS7KZ9o",
+	"hTSjwVBlWMqfA7EKgHLQAJLCdZwe0hkK/qCS7qLDugBILFtpKKUBFHM7zwOyNYbrLz/+SQEZylVLUsx4",
+	"lH0Q2AMcahSzPJ9Z/g4miciPdU/k9JFGUDVdsgkAwsGtAelrRySQE4fzr/yVrZagF6yVMrGMswDScBk+",
+	"IscmW4EXLlhKFlKlOiJBMcugJdx+/C02L3tlcNkL1BKIGvUNqcXJlwgyppyMmE75JVQMSfCfAqANkXqh",
+	"VNeE1IBmYPCqdZErMU7i5ZwrTsXN4gybbKCslCAkYF30jYkpsRWYEpUwErjzyrF/mwRFVWegUuzhDCYr",
+	"mCw5A5gG/d2MZqD46RXLNzww2DNB5kupvE1TxlQWBOw/hxwrNU+esODkN48NvJYj2LRT2D2qMazjoFze",
+	"QSO5Y2mo1DjP87maQVVAwgq9uEJ/ewAS4qPR32rARLRAAsKrIyWCMMNXSaY6H53Kuaz20slmDPec+rPi",
+	"CErrMhdTlm3pY7MTGMg9KdWqznVptQu8D7nBaAwSulXk/Gs2fZTWIAcSJf/rxp5N69I2u4NefyfSxzpV",
+	"ukL4llWeRSr3YRahAiu3aYn8J0+FHUWcQp8v4XfyegfbLD/yXFUCPJUFeaBRjFBKIC8dgNNtrZuhhD/F",
+	"5m3seLHIyeh7JnWlF7ZVXKDlgZcA7NQ8b75qW9Mz7QGoTUAQn2uz4NosuDYLPlazoNDG9fVeqy/vZD5o",
+	"skEUe3JdK0wIzEPErUszkvtfixq0FOqywnnE5c+2oUPvQNOvozJABEnxOW8HkLrbvcVXhUYte8EE8lrY",
+	"ha8vea4g3UjSURSGjL9niMRd9xxO5BWmqF1PqoqR+3TJh3WWjk1iupS2BjAC8hAu1ElMp5Aooje1Zrm0",
+	"FWeqJoKVqrR8AD81LIsa6L/XUlhfI0ugdrPuG+2c0LRWpuvfQYwPxNA+gYhLKHSKY7PTauHkI0Dg3zbV",
+	"zhb6aL7/K4MgsKWG2+VCoGnOWTqVFn82npHG6b3bpN85PGgC5AD4DqR9CSEHpYMWMQdpjY72lddHRDEF",
+	"p2yeXDBpTqrWpZlhNO6QR2YcBAMW4xnlU4i4jJM0ZWOIw5iMxmBlcrYCFhqi99k5YwuBFfuVKCK/XYT0",
+	"LV0ZuzjvYcpbMOW/egNH/kkOXXKlI38nRfyDFxcUqv2gFHblvH/l/p1esdd6591QO6NvCCLtV7DK91Es",
+	"b6o8hLqcxdvgClTFTWS0LqBGEJaicNk54EpsYDBSOf+kEtD0+cRw8oLnUf59DHW5yi0tPz0iue95FXFB",
+	"Eim91M+CuuTCO9D924p1971pD1fyKkeimKn967vfYj13dcfyRdsJNvhtwQQbfQEXOASlabasnRiVOb5z",
+	"qjOL48f4yM65cvfQLfVOEEKBM9rIbLJzfNAa2phPD7/w2WXlA3uk5xTnXGXpKHfcWFyUUMU2JsE25sjG",
+	"odhGp+2tYduq+zYO065YEnt7OezSnNrFjPscF2Fgw/TZOEcws3J67I5nD2zXhjXouH6Z8ehKHyIUQms4",
+	"mmtCzSrSF7wa87S7lhnhqgXoK9+QYPFegdYnf2OTJA4N7KSUiSS+wPJpQbIkOZL3Iug7qlvQshSBa4j3",
+	"0FHMnLoU+nvQi4/KQOZbHFrHoJPyBCI7OveyQhS+LakhJ+0y/iNjGT51wg05XNxvKY2EygPbMH/nSaj5",
+	"auozAY/5OveOzykuo0YS0Ll92nOuk54gAL5gHH7scwUmpYpsFB5TnrRGljyL4sICVudIFKlyjs/1cIiY",
+	"JSuhkds0bAuua1CMx5FvBwYKZZNH3OfgRYlElqTrKvVSbp73Zt/uFyqQXVM5abuYqu19TdWYTjcOLi/W",
+	"rwRmvp2U7bXc9pO2O3Tl/x1Ei/kHlUndtq1ztj5T2t0oGUHAi0IXrGiuuEUAJwdWfYl7DnOItTyFl218",
+	"VGQaX1asKBUDa2gddAuYSIXZXgACTsCianvk/i2AdbwhcsTBfSVPndTBE6MTMt+vVb6v4MHI0fuKcz2R",
+	"JkEuPIw9p2H0wKWBCcDOBx+oetfW/71c8pJ1siQjFkfsgiEcX8KndYK9Xsm5+Vz+B/42j9/z2pug8FEq",
+	"4MjyoilfAE8ydmTIZfgBoheHabLAhG1DGJOUjYHuLsq21aFTPPL3UBC9vmTe1TyUkvbdCvLTYqrfjePx",
+	"Wpq/a2leKPvOp5tA8UQFLTSuYimi/FFcLurqXVFRGGfl2+TTuiCUrCQUx92A9WrudS+gvXpZ+kHpFpgD",
+	"YZ1p5pKLCIQAwpAeVcr51SyBO2A1Y7xS4ktF6e1nJ+xd3prRjG2Xtyrvez6VhCcrU6rqKUScCfxrW8S2",
+	"t0Ss+qUUhlayEMUnuYylJC9Fgtq07TLFwuyxhu09BN6jYmNUnKRvzSX9j8jcuBZ5u/df4RIDTjrsH+e9",
+	"CZ8MQNVNYXCFCLItKJ69VMTMopDlBAgFNPmQRBmJGb1gQmU9xJHIbJ8bJKF2DoNYcGcUKB5EAOodgG1r",
+	"QHpAKtbqKTgNbQCDxRpDiLxr3r1u26gbxCPqkAeZ8Dm6XQA6XQm+ssuPBHfufnX3yd0A6hSgzjLKqjwS",
+	"X0Yh+0A9ErJre3gkrkXva4reL40jfK1lftgiV8m9T1nDlMdeuSBeT7sEeVgbXAFa02UoJXuyEV8ZgtYI",
+	"jCDKG30Dy6/ybKlJkqpCaZZeMGD0YPFkSARimG9W1DVt0D9tpYnSTFGG0HHOxU+JmNM4xiQwLAzIgeUh",
+	"y6rpkLt0PJMXEM+kneFzXSalPNNQ15ellAvdLiZZ4fMOOS5FiHyubwyoosf7wlaXDzrMdbY3isKGbCum",
+	"IlNdiITPA/xJ0AR2hijErDNMDpuxOCy4Cyjput369Mwv1Wp9VEEoudqbQSgDjMa+LAz13MJFsobKNWLZ",
+	"1g7wIxrC8LnipT8TM+r1DqyhdTiY9LzQ7THWZsyj7XZ7MAjZeEQ7bXccugdh3/NCdkhDt3M4Cjthv9cd",
+	"d/sDr9vvTDrd3kge6i3PC8LDGX1Vbp0dvDhFT5XjD3k4q3w46s3els/nrYX4jR12abhOh2w+8YAdBpZR",
+	"LpAsuTxYVyldUcDVM+MDjEaWkDClK0zZyuZ0MSRBmqzE0+iZAwrv0++fQamoZhonNENG/Iz9kMmfBeTf",
+	"/tks3owYPIN4WyiKVzOWstyBjzU1PgfilEsywh9h/z8qcTNOUsVTVqykhrUxEWxsQMXSsyhnUP1dTKK8",
+	"WqQ4l/ZGNYEwlNo9bduDZ3nyj/zAtSHpRA4mWRUcwpfkGLV3yzFqV4ILXZFfVEsgfNi9NL+o7ToHGxlG",
+	"iC9U8AcPQOy93aSpqwfU7ndrRtT3nMPLRtRx+hsj6g1c+UiBCTrovHhW0SnNcvtO1nC3PDGvN6ge9eAA",
+	"UJ9qR93eWkd8Ih90v9d5Bwv5gfBbP6vpWfna3DQf97EXUUrWXJlSeFwnhW24DQxWH6l/q/UhUlpKSWxy",
+	"1ynMgh1TxVTtU+2Ve1LURlUlVQ81D1HBpDhOYkWnSDMEk1C/rU23Ju8w21r1/wNJtwZ9Ill9iAnXuMCf",
+	"Xo4zKhRXKzdSb1EsW6sEZqMG9HNDNA7ah55t4SnI85B7g36VINZi1uugIlBzAWw01u53L2us53Xenmg2",
+	"jst+WcsqU9nsuk5M9jnMEaYTw9TI8es8Y/WxHKQcyRslFMtVu746Kj3ORo3rrleDYKlCxqj1dCGlmBIa",
+	"KnEZnirIgj3XNkgYgWJMXyI5ua2COSUNJJETQP0INKWCqI+GxHXaLkHCTdc5PCLU54uUtVIWMyoYGbFJ",
+	"kjKkGsePjgjgmTjjxYKMELRqtFbtIWsx93lIM5ZndWZsQUYsWzHG8eaSooCzaDobJctUALrO55/jwGPm",
+	"fP45+s7gOdVlsclhW9SzklGC9NEir2YMte9OGpslOnYdzgGIRKRFJgYhi/B5I6YjFscMEUOQRjUA+kr5",
+	"shvaQScN4SAkX5CYN7KE3AQso2YAYW2fT+IkSeEnvw9Iw2sC4aCynJP5KOIsJDyJRIEAJW0+xJ1qBOJ3",
+	"adb46x+AS+Hnv5Bfkb/+4SxLfv5LM2jmcPRyKTIksIaXBaTRJp81HXIL+JzR34ndoDhNsjfRfJEmFyxE",
+	"VSBl05QJAUTFim02kib9kuMYQ4AnwkZWERJrUI5M2PqlXo981kTvYgS8SfFSRBcsgAkr1KkikIbVtlLj",
+	"stVUhopCNoMQnchIR5cppUyvf2gXgx645DM1b/O8Ce1S9fmKrvXOSzhriSgECIwpJ4jtvcyEQR2lipAQ",
+	"9AkI32Q/FkD14zpu70hVTRqTgt2FXsgeqplDFl6YFqSg2p6RJ4AjyhbQXjH5avgclAXSUFj9wDTp8/xn",
+	"NjGgn0CriLjRypn8KDhC8qtinX1eatxom+jf6GeMAQLzV6nzUmQUT5pHFrcxjPvzz0kjgL/V9mgCfbXC",
+	"+UrZApLKDOnGgGprEk2VaWa4h5S8m+F756QB6oN8kmIWOco4n2shJ2YUKCTzbdLDtR2Sv/5Be63EAtC0",
+	"8N1RSuCtwueg8v7yT//i2SQAjpph3lskxG0eocRYybHihkB22TRNViwlycTnAG4ubyShwN54glECfW4y",
+	"PVtDhSjLFjcESVaciDHNMpbKs69eL788Ux8Hw+3Ow3BZiEO8QeJkmg8G+ZXVAJMV1INSDucnQhQ5dSYO",
+	"e+QzslwAyplchZDxMfM5jEERyPdIKDcYuqAmKWNhMie//PjH0utJzITALSm/SviRz6kWkzSOzpniqiYU",
+	"NmGYMAzpSZkiRQ7CuCG9LOaFrjhwaMvRk3xO5AWqp6Q5xGAJjaNRCrvqUJ7HQpRHCff5CLD55OK2nYNu",
+	"z1bEw5HIqcvzaD4RUYZj1mC8Uerz4pLSnNqw8++iujYk+aYsLhgY72iZgfX185/b5DN1RGjKSrIVTnr5",
+	"lDWPVAimLQcDbAQp3nR4MFDM6rN9BOdgQD4jIoZdSDNy0H0Ik9n2Bg9JIg2QTVmDdIBluTEkT7GMkyCa",
+	"/bOgPvbzmCm86HeZcVuyEN+CsaJHuxn/AWlczF6cADgh3lowew11E43SKJyysGkaL0jxUk1Y4EKcxcM4",
+	"yz9UI8+3204BLE/d8WHYP/9d+wdv3uFdaxM93aJxNGYGUvo3K8Y7rcEtbW513UOXNC6++uoRwaabVi1Y",
+	"/g5984y+jfqsN+nMvj84H8SHC/dN++ZB355J44stNr3SO7iZ4W6xhq7jtvuHtiUP7dkG6YHrgL2n1Lcc",
+	"1B82szVsO67bta0s2X7s0LYuWCofs4ZWflYtZVVe5S++smcD17ukX65zeNjb7lf/cOC0d+xXlVNXEVRc",
+	"2bmDtnNF77ztzvUOnI7Zt+Ko7TJnO/et03ad3t6d8wY9p1/Tu2f4muqzp2XsmYqbPLNzzroztVe7tmWo",
+	"Oog9sphRGETPzqnujEsLyCK+TzCdwnUGyB2RD93rIQWYat/Dv4yZsS0RTedUUay5juse5J9lifqka1u/",
+	"t4ZAVFgS8dbwqZLt28Egrzr4kaw4/GPOwojyM2OTyl0qNeqzhfy737Ot5QJ+WrtHa1+kdwC+zat4m2e+",
+	"y6t6V3lVNQzVWRhNJizF1ZPzUyXIqhqxrdVMSjV1L4zAoCq0N21VZflNgWMgDU9qSV2tT+DTCQB6xijw",
+	"snTJx9Tcvq9J5VbcwzW+G6U+64RFkLSfYJzctno7wctEsCU2vDjHJdeKrYuU1JYA9F85b7u6dSDD41K3",
+	"zmgN5BNgO6zJSmp0KRuz6CJHwQPye3kASLZesOJ3PldMG0OTamNT7QH3wAbyoLQpCrjSI6mWp4JlXyyz",
+	"SWugqOnpBpwxNRjdfB5UgW0jJK+CKk7TiMl9hklHCnUb8K4A+9rnAIlta4xNHqKdRNM1UazhYROs4ygl",
+	"j788bnm9A21hqeSnAMQxp3zMnFIqjarhFTkTSXDKFmnrTjRlwJ99eu82Oex13CbYJFKO5BlSpTY1GGgg",
+	"l19ufBUHYT/QcYYRBmnRwwo6BKvXFY2G8pBhtwQu6zlbZHkelc5NFsklWjXung8qw+Hzm59vKtKAklyf",
+	"Q3VDINplo/D6xxFnhtZsvfrpx1cv/8+rl//v1U//9Orl/3718n+++um/vXr5v1799IdXL/87/Pu/vnr5",
+	"F/nJy3999fL/v3r5R3jkj69e/l/54E//49XLfzH+/cc7Cschz95+9dN/kQ2rh/71N+mUcsVtJE6Bf0Zg",
+	"pBQst19+/NMGxlbNubV14l7V+dTbz4G2agCSzYmUB26rFA/zDxWAE+DI5+DyCN5OgXMuN0AQWfmp9Y+E",
+	"EHJyQuC/5Ml9/Mct8o/WM42VbD33UTv3rSHxQUH3SP8W+WZw5tqGQ/cRy2isPigjVvvWi82IxyYkXqUU",
+	"wUHhBEWZreDxS0LAlIiOZb8F/Og6wOht3OdNcOfq2xTz+/H0W7aFQVbojCFutqckEDMqpdkXw1vHj+8e",
+	"dIeBdt/gVVCIJ+fy8Mx17KUUewGprOZQ55KtqCBzGjJw4tTe2VcEX4614lRcP8pZDA4vjY9q8qXZ5P7J",
+	"b0kDyJiQQMom354eP8pZImCr0/E546GJlio/VukHGRPIM+tzVbCC+J1Kk1XXLKjTAhmwbYLKLRA68S1f",
+	"aCNJbe0nVZ+B+AppxoYkZS2TJavpkMdKZfa58Sp0gIA3bCLleQP8/jADZzHjge3zYLpYns3ZPEnXZ8ss",
+	"itWUBE3NqCUyEGIAKokze6QDQqAMQJhiXrh912pcDvkKCMEMT3AyKVy7hS94nvApxjrUUrGc0xbClzZG",
+	"y6SaxeU9zn7IGA9ZmMOHVGY3vKaP65qq9pqqtlyjk6wwyqT2cJZALVpdAkgMbK2VdBWea5scDu4u/A1v",
+	"5DLdQmz6DTePYjZLGSPg0VMCppTXocXs0+dbFJwFsWYXiTUh7prtwuapfllkZHDvh+7Ynbi/O+/MR31q",
+	"cGhKBeemdkNaWwyX904Glq0cuJ0qy3wPWxyFxWXgUjgbHxlH5ON8rVHSYgSnnFlQn/KgaBRa52wt6nFD",
+	"5OSMaRzLa0wjSWl+BaFN2TF8rFKgkxU/IgaYqc+jDMw6URjQizS6oBkWjzU2yB6CJsRslZEX+hwql4VU",
+	"TbGYZpasVM4Sn7IUmJfArNwwFsHzHTg+P1Xd1ZHZnIsRGq7mksRq9yOEx/K5JmzcnAEWGvSNxznMlv5a",
+	"k8X4vCHv+QVLyZyOZwAADka9vHQVV0yaZDRjzar7Tg/gMa7YQ7a23k1haPGCd1gees7Wm/YpLEYcjZkx",
+	"sbtgnbiHW1UyxqawhlZn0h4fMHc8oL3JKOx1xm12EA4mLm2PvHEn7LLe5MDttwfeYYd2R73xQdhng8mh",
+	"2/Y63d5BX0ogo4JGx1Bwz5/BQKz7v57cu/N33z/68uEB6/969F26OL59k8c9+s2j303Hv/q7J/3TUef+",
+	"hdvngy9Kz54t2NwaWi35v1t37z/4mpz89tZXD26Th3f/Hj70+aPbyerWN39/56H37ep4ffd4n3f5HBq5",
+	"+/Wd7Xb3yYszNl0dCFTFqYC0KEM2mHWV+2OcXW+ZT2jLnG6y87ynyujD90sCVHthbByNTxTMRl2AlJO7",
+	"odfrtQ9NaZAlmO1laAlw9V6Fhm6qLDefG+f2xaVOfePNjZSuyIgKdtAFZeLk7qNmnvemFwssbPOKz45U",
+	"GzYRCX5N+Vpe3GPKyXjGxuc5snu1z9qpciqX7vN3b8feM+TcWzA/roXyJ3WPl47J1SfiU6/oPTaHazDO",
+	"2VJ4gW2yNmJV0gibxNKIrrW2tG9E3Hwut+GLK3AU5N1VyJT8ac2C1xhTwVoRF4yLKIsuWLy2lZPe5+bP",
+	"0dUGdDf37xqsps0hJNiB60OjfsFAOGToZjM2R4yFEul9aCS0q6gKRNjsze8898jngWwQyG7Ap6LSRGkc",
+	"2xiDGq3hvzUht8Kb9KbCscLc123bil4Yx63yWJkzdUjwmPJwxNJp0MydQQsKd5QSI/CfTfvIruaa9JQ/",
+	"KOee3GadfAvwCarH29g7aj8lE0LNYGA5UpUqx81+bp4dfq3mS08ounXOwBOPGAaXZOnVtbnps6pIkOtg",
+	"gpzGjND5HIV3q4PererSIUz9KefCnEkl5UxRAg7bnjcYQPJNNkvCs3FMhZALqvHrzxRdS+HyGq8pP49W",
+	"0c2vv31w58FxS9djtb6mPGm1vVutC691/N03re4IvIwLRs/LVeRra3jQrcwFKufJdQ8One6LLafa8Xff",
+	"kG4LGxcRn8bsTGQpo/OzihbLPyiVdZeTCxH+Mz9T5aXWCYe7DNmsSyNe9/4tuUFTOj+bjqyhp2u9QKRY",
+	"wzzB4z/nb/4if+8+F6N++iRNIJBZdz3i15/+xZdPJxRPJTmHtRLtcFq3rzkwD9ILLaJxiWZZthjevBkn",
+	"YxrPEpENB+7AxTwrfHxTOD/GhI15Ef23VZ685jkPocBB2CSVZ4lPdentfEHTSCRYR6okDvStgrQamNeP",
+	"MJrFGdQc5apOIzhWhiMcmiG5BXaO1LoCG8OXijlcQRJJY4Sg5MKrQteKGhZMDXF2TgOb56Y37p/8Vig6",
+	"e6Hjk6IwUTSRYA6Ol0yIfMR4r/qm6qUnmJsJ9hYk0ufvxZmG/P6ctBDyI7FMh2Pa/gWNSy/S+RwVr7qn",
+	"cPTK/ANAZ2CTWQRs/7JpRNGDEkZ5CzdyADGhCqkw3LqBJpP3wQBWqYjtMBpnMxvAmOQ0yollWRqNYVOp",
+	"IuSUjrM8CS9lEybFLEPFxHgPy6j14tmLfw8AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

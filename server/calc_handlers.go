@@ -40,11 +40,24 @@ func (s *Server) EstimateDecode(ctx context.Context, req api.EstimateDecodeReque
 	p := req.Params
 	sel := selection(p.RunID, p.Model, p.GPU, p.EngineVersion, p.KVCacheDtype, p.IncludeFlagged)
 	q := query(p.ContextTokens, p.Concurrency, p.VRAMGB, p.GPUMemoryUtilization, p.MaxOutputTokens, p.TargetGPU, p.Rough)
+	price := calculator.Price{GPUHourUSD: p.GPUHourUSD, HardwareUSD: p.HardwareUSD, AmortizationYears: p.AmortizationYears, ElectricityUSDPerKWh: p.ElectricityUSDPerKwh}
+	if err := predict.CheckPrice(price); err != nil {
+		return nil, err
+	}
 	a, err := s.calc.Decode(ctx, sel, q)
 	if err != nil {
 		return nil, err
 	}
-	return api.EstimateDecode200JSONResponse(ToAPIDecode(q, a)), nil
+	out := ToAPIDecode(q, a)
+	if price.Given() {
+		cost, warn, err := s.calc.DecodeCost(ctx, a, q, price)
+		if err != nil {
+			return nil, err
+		}
+		out.Cost = toAPICost(cost)
+		out.Warnings = append(out.Warnings, warn...)
+	}
+	return api.EstimateDecode200JSONResponse(out), nil
 }
 
 // EstimateCapacity implements GET /v1/calculator/capacity.

@@ -149,6 +149,45 @@ func (e ComparedCellStatus) Valid() bool {
 	}
 }
 
+// Defines values for CostPowerSource.
+const (
+	CostPowerSourceCatalogTdp CostPowerSource = "catalog_tdp"
+	CostPowerSourceMeasured   CostPowerSource = "measured"
+	CostPowerSourcePowerLimit CostPowerSource = "power_limit"
+)
+
+// Valid indicates whether the value is a known member of the CostPowerSource enum.
+func (e CostPowerSource) Valid() bool {
+	switch e {
+	case CostPowerSourceCatalogTdp:
+		return true
+	case CostPowerSourceMeasured:
+		return true
+	case CostPowerSourcePowerLimit:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CostPricing.
+const (
+	Owned  CostPricing = "owned"
+	Rented CostPricing = "rented"
+)
+
+// Valid indicates whether the value is a known member of the CostPricing enum.
+func (e CostPricing) Valid() bool {
+	switch e {
+	case Owned:
+		return true
+	case Rented:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for FlagReason.
 const (
 	Duplicate     FlagReason = "duplicate"
@@ -683,6 +722,24 @@ func (e GetLeaderboardParamsMetric) Valid() bool {
 	}
 }
 
+// Defines values for PlanCapacityParamsSort.
+const (
+	PlanCapacityParamsSortCost       PlanCapacityParamsSort = "cost"
+	PlanCapacityParamsSortThroughput PlanCapacityParamsSort = "throughput"
+)
+
+// Valid indicates whether the value is a known member of the PlanCapacityParamsSort enum.
+func (e PlanCapacityParamsSort) Valid() bool {
+	switch e {
+	case PlanCapacityParamsSortCost:
+		return true
+	case PlanCapacityParamsSortThroughput:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListRunsParamsSort.
 const (
 	ListRunsParamsSortCreatedAt          ListRunsParamsSort = "created_at"
@@ -916,6 +973,40 @@ type Comparison struct {
 	Warnings []string `json:"warnings"`
 }
 
+// Cost What one instance (`gpus` GPUs) costs at this answer's speed. Every
+// price and power is per GPU and multiplied by `gpus`. Rented:
+// `usd_per_hour` = `gpu_hour_usd` × gpus. Owned: gpus × `hardware_usd`
+// / (`amortization_years` × 8766 h) + gpus × `power_w` / 1000 ×
+// `electricity_usd_per_kwh`. `usd_per_million_output_tokens` =
+// `usd_per_hour` / (total tok/s × 3600) × 10⁶ and
+// `joules_per_output_token` = gpus × `power_w` / total tok/s, each
+// interval from the total tok/s interval (the low cost from the high
+// speed). Null where it cannot be had: no speed, a speed interval
+// reaching 0, or (owned, with electricity) no power figure — a
+// warning says which. Values are rounded to 6 significant digits.
+type Cost struct {
+	// Gpus GPUs one instance uses.
+	Gpus                 int       `json:"gpus"`
+	JoulesPerOutputToken *Estimate `json:"joules_per_output_token"`
+
+	// PowerSource Where `power_w` comes from: the run's measured average draw (`hardware.avg_power_w`, or the measured cell's `avg_power_w`), else the launch's `power_limit_w`, else the hardware catalog's `tdp_w` (always the catalog's for another `target_gpu`).
+	PowerSource *CostPowerSource `json:"power_source"`
+
+	// PowerW One GPU's power, W.
+	PowerW  *float64    `json:"power_w"`
+	Pricing CostPricing `json:"pricing"`
+
+	// UsdPerHour One instance, USD an hour.
+	UsdPerHour                *float64  `json:"usd_per_hour"`
+	UsdPerMillionOutputTokens *Estimate `json:"usd_per_million_output_tokens"`
+}
+
+// CostPowerSource Where `power_w` comes from: the run's measured average draw (`hardware.avg_power_w`, or the measured cell's `avg_power_w`), else the launch's `power_limit_w`, else the hardware catalog's `tdp_w` (always the catalog's for another `target_gpu`).
+type CostPowerSource string
+
+// CostPricing defines model for Cost.Pricing.
+type CostPricing string
+
 // DecodeCell defines model for DecodeCell.
 type DecodeCell struct {
 	AvgActiveRequests *float64 `json:"avg_active_requests"`
@@ -942,11 +1033,14 @@ type DecodeCellList struct {
 // DecodePrediction defines model for DecodePrediction.
 type DecodePrediction struct {
 	// Basis How the answer was obtained.
-	Basis          CalcBasis  `json:"basis"`
-	Capacity       KVCapacity `json:"capacity"`
-	Concurrency    int        `json:"concurrency"`
-	ContextTokens  int        `json:"context_tokens"`
-	PerRequestTokS *Estimate  `json:"per_request_tok_s"`
+	Basis         CalcBasis  `json:"basis"`
+	Capacity      KVCapacity `json:"capacity"`
+	Concurrency   int        `json:"concurrency"`
+	ContextTokens int        `json:"context_tokens"`
+
+	// Cost With a price (`gpu_hour_usd`, or the owned-hardware parameters); null without one.
+	Cost           *Cost     `json:"cost"`
+	PerRequestTokS *Estimate `json:"per_request_tok_s"`
 
 	// Status `fits`: the reservation is within what ran. `over_capacity`: at or
 	// above the smallest reservation the engine refused. `boundary_uncertain`:
@@ -1404,9 +1498,15 @@ type PlanOption struct {
 	BindingDetail *string            `json:"binding_detail"`
 
 	// Concurrency The largest concurrency meeting the target; 0 when none does.
-	Concurrency   int     `json:"concurrency"`
+	Concurrency int `json:"concurrency"`
+
+	// Cost With a price, at `concurrency` (at 1 when the target is missed); null without one.
+	Cost          *Cost   `json:"cost"`
 	Engine        string  `json:"engine"`
 	EngineVersion *string `json:"engine_version"`
+
+	// FleetUsdPerHour With a price and `users`: instances × `cost.usd_per_hour`, what serving the users costs an hour.
+	FleetUsdPerHour *float64 `json:"fleet_usd_per_hour"`
 
 	// GPU The GPU this option is for.
 	GPU string `json:"gpu"`
@@ -2077,6 +2177,18 @@ type CalcTargetGPU = string
 // CalcVRAMGB defines model for CalcVRAMGB.
 type CalcVRAMGB = float64
 
+// CostAmortizationYears defines model for CostAmortizationYears.
+type CostAmortizationYears = float64
+
+// CostElectricityUSDPerKWh defines model for CostElectricityUSDPerKWh.
+type CostElectricityUSDPerKWh = float64
+
+// CostGPUHourUSD defines model for CostGPUHourUSD.
+type CostGPUHourUSD = float64
+
+// CostHardwareUSD defines model for CostHardwareUSD.
+type CostHardwareUSD = float64
+
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
@@ -2371,6 +2483,28 @@ type EstimateDecodeParams struct {
 	// Rough Allow `target_gpu` of another GPU generation, as a labelled rough estimate (±40 %).
 	Rough *CalcRough `form:"rough,omitempty" json:"rough,omitempty"`
 
+	// GPUHourUsd Rental price of one GPU for an hour, USD (power included). The answer
+	// then carries `cost`: `usd_per_hour` = `gpu_hour_usd` × GPUs and
+	// `usd_per_million_output_tokens` = `gpu_hour_usd` × GPUs / (total
+	// tok/s × 3600) × 10⁶. Not with the owned-hardware parameters.
+	GPUHourUsd *CostGPUHourUSD `form:"gpu_hour_usd,omitempty" json:"gpu_hour_usd,omitempty"`
+
+	// HardwareUsd Price of one owned GPU (its share of the machine), USD, paid off over
+	// `amortization_years` (both or neither; with `electricity_usd_per_kwh`):
+	// `usd_per_hour` = GPUs × `hardware_usd` / (`amortization_years` × 8766 h)
+	// + GPUs × W per GPU / 1000 × `electricity_usd_per_kwh`.
+	HardwareUsd *CostHardwareUSD `form:"hardware_usd,omitempty" json:"hardware_usd,omitempty"`
+
+	// AmortizationYears Years an owned GPU's `hardware_usd` is paid off over (8766 h each).
+	AmortizationYears *CostAmortizationYears `form:"amortization_years,omitempty" json:"amortization_years,omitempty"`
+
+	// ElectricityUsdPerKwh Price of electricity, USD per kWh, for owned GPUs (0 when it is
+	// free); alone, it prices the energy of hardware already paid for. The
+	// power is per GPU, measured (`hardware.avg_power_w`, or the cell's
+	// `avg_power_w`), else the launch's `power_limit_w`, else the hardware
+	// catalog's `tdp_w`: `cost.power_source` says which.
+	ElectricityUsdPerKwh *CostElectricityUSDPerKWh `form:"electricity_usd_per_kwh,omitempty" json:"electricity_usd_per_kwh,omitempty"`
+
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
@@ -2613,9 +2747,46 @@ type PlanCapacityParams struct {
 	// Limit How many options to return, best first.
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 
+	// Sort How options meeting the target are ordered: `throughput` (total
+	// tok/s at the target, highest first) or `cost` (cheapest first;
+	// needs a price: `gpu_hour_usd`, or `hardware_usd` with
+	// `amortization_years` and `electricity_usd_per_kwh`, or
+	// `electricity_usd_per_kwh` alone). Cheapest means, with `users`,
+	// the lowest `fleet_usd_per_hour` (instances × one instance's
+	// `usd_per_hour`: what serving that many users costs), else the
+	// lowest `usd_per_million_output_tokens` at the option's
+	// concurrency; ties, and options without a cost, by the other and
+	// then by throughput.
+	Sort *PlanCapacityParamsSort `form:"sort,omitempty" json:"sort,omitempty"`
+
+	// GPUHourUsd Rental price of one GPU for an hour, USD (power included). The answer
+	// then carries `cost`: `usd_per_hour` = `gpu_hour_usd` × GPUs and
+	// `usd_per_million_output_tokens` = `gpu_hour_usd` × GPUs / (total
+	// tok/s × 3600) × 10⁶. Not with the owned-hardware parameters.
+	GPUHourUsd *CostGPUHourUSD `form:"gpu_hour_usd,omitempty" json:"gpu_hour_usd,omitempty"`
+
+	// HardwareUsd Price of one owned GPU (its share of the machine), USD, paid off over
+	// `amortization_years` (both or neither; with `electricity_usd_per_kwh`):
+	// `usd_per_hour` = GPUs × `hardware_usd` / (`amortization_years` × 8766 h)
+	// + GPUs × W per GPU / 1000 × `electricity_usd_per_kwh`.
+	HardwareUsd *CostHardwareUSD `form:"hardware_usd,omitempty" json:"hardware_usd,omitempty"`
+
+	// AmortizationYears Years an owned GPU's `hardware_usd` is paid off over (8766 h each).
+	AmortizationYears *CostAmortizationYears `form:"amortization_years,omitempty" json:"amortization_years,omitempty"`
+
+	// ElectricityUsdPerKwh Price of electricity, USD per kWh, for owned GPUs (0 when it is
+	// free); alone, it prices the energy of hardware already paid for. The
+	// power is per GPU, measured (`hardware.avg_power_w`, or the cell's
+	// `avg_power_w`), else the launch's `power_limit_w`, else the hardware
+	// catalog's `tdp_w`: `cost.power_source` says which.
+	ElectricityUsdPerKwh *CostElectricityUSDPerKWh `form:"electricity_usd_per_kwh,omitempty" json:"electricity_usd_per_kwh,omitempty"`
+
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
+
+// PlanCapacityParamsSort defines parameters for PlanCapacity.
+type PlanCapacityParamsSort string
 
 // ListRunsParams defines parameters for ListRuns.
 type ListRunsParams struct {
@@ -5662,6 +5833,54 @@ func NewEstimateDecodeRequest(server string, params *EstimateDecodeParams) (*htt
 
 		}
 
+		if params.GPUHourUsd != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "gpu_hour_usd", *params.GPUHourUsd, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.HardwareUsd != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "hardware_usd", *params.HardwareUsd, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.AmortizationYears != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "amortization_years", *params.AmortizationYears, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ElectricityUsdPerKwh != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "electricity_usd_per_kwh", *params.ElectricityUsdPerKwh, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -6822,6 +7041,66 @@ func NewPlanCapacityRequest(server string, params *PlanCapacityParams) (*http.Re
 		if params.Limit != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Sort != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sort", *params.Sort, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.GPUHourUsd != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "gpu_hour_usd", *params.GPUHourUsd, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.HardwareUsd != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "hardware_usd", *params.HardwareUsd, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.AmortizationYears != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "amortization_years", *params.AmortizationYears, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ElectricityUsdPerKwh != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "electricity_usd_per_kwh", *params.ElectricityUsdPerKwh, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {

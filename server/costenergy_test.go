@@ -1,0 +1,163 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/matrixd/matrixd/api"
+)
+
+// near allows the answer's rounding: costs to 6 significant digits, the
+// speeds they are checked against to 3 decimals.
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-5*math.Max(math.Abs(a), math.Abs(b)) }
+
+// decodeCost asks the calculator with extra parameters and decodes its
+// answer (e.do validates it against openapi.yaml).
+func decodeCost(t *testing.T, e *env, runID, extra string) api.DecodePrediction {
+	t.Helper()
+	rec := e.do(t, http.MethodGet, "/v1/calculator/decode?run_id="+runID+"&context_tokens=16384&concurrency=8&"+extra, nil)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("%s: %d %s", extra, rec.Code, rec.Body)
+	}
+	var p api.DecodePrediction
+	if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestDecodeCost(t *testing.T) {
+	e := newEnv(t, 0)
+	nemo := e.seed(t, "nemotron-nano-12b-v2-awq-rtx3090") // 1 × RTX 3090, 350 W limit
+
+	t.Run("without a price, no cost", func(t *testing.T) {
+		if p := decodeCost(t, e, nemo.ID, ""); p.Cost != nil {
+			t.Fatalf("cost %+v without a price", p.Cost)
+		}
+	})
+	t.Run("rented", func(t *testing.T) {
+		p := decodeCost(t, e, nemo.ID, "gpu_hour_usd=2")
+		c, tot := p.Cost, p.TotalTokS
+		if c == nil || c.Pricing != api.Rented || c.Gpus != 1 || *c.USDPerHour != 2 {
+			t.Fatalf("cost %+v", c)
+		}
+		// 2 $/h × 1 GPU / (total tok/s × 3600) × 10⁶, the interval from total's.
+		u := c.USDPerMillionOutputTokens
+		if !near(u.Value, 2/(tot.Value*3600)*1e6) || !near(u.Low, 2/(tot.High*3600)*1e6) || !near(u.High, 2/(tot.Low*3600)*1e6) {
+			t.Fatalf("usd_per_million_output_tokens %+v from total %+v", u, tot)
+		}
+		if *c.PowerSource != api.CostPowerSourcePowerLimit || *c.PowerW != 350 || !near(c.JoulesPerOutputToken.Value, 350/tot.Value) {
+			t.Fatalf("power %v %v, J/token %+v", *c.PowerSource, *c.PowerW, c.JoulesPerOutputToken)
+		}
+	})
+	t.Run("owned", func(t *testing.T) {
+		p := decodeCost(t, e, nemo.ID, "hardware_usd=1500&amortization_years=3&electricity_usd_per_kwh=0.3")
+		c := p.Cost
+		hourly := 1500/(3*8766.0) + 0.350*0.3
+		if c == nil || c.Pricing != api.Owned || !near(*c.USDPerHour, hourly) || !near(c.USDPerMillionOutputTokens.Value, hourly/(p.TotalTokS.Value*3600)*1e6) {
+			t.Fatalf("cost %+v, want %v $/h", c, hourly)
+		}
+	})
+	t.Run("catalog TDP without a power limit", func(t *testing.T) {
+		r := nemo
+		r.ID, r.Hardware.PowerLimitW = "", nil
+		r.Title += " (no power limit)"
+		stored, _, err := e.st.CreateRun(context.Background(), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := decodeCost(t, e, stored.ID, "electricity_usd_per_kwh=0.2").Cost
+		if *c.PowerSource != api.CostPowerSourceCatalogTdp || *c.PowerW != 350 || !near(*c.USDPerHour, 0.35*0.2) {
+			t.Fatalf("cost %+v", c)
+		}
+	})
+	t.Run("another GPU takes its TDP", func(t *testing.T) {
+		rec := e.do(t, http.MethodGet, "/v1/calculator/decode?run_id="+nemo.ID+"&context_tokens=16384&concurrency=8&target_gpu=RTX+3080&gpu_hour_usd=1", nil)
+		var p api.DecodePrediction
+		if rec.Code != 200 || json.Unmarshal(rec.Body.Bytes(), &p) != nil || p.Cost == nil {
+			t.Fatalf("%d %s", rec.Code, rec.Body)
+		}
+		if *p.Cost.PowerSource != api.CostPowerSourceCatalogTdp || *p.Cost.PowerW != 320 {
+			t.Fatalf("power %v %v: the RTX 3080's TDP is 320 W", *p.Cost.PowerSource, *p.Cost.PowerW)
+		}
+	})
+	base := "/v1/calculator/decode?run_id=" + nemo.ID + "&context_tokens=16384&concurrency=8&"
+	for _, c := range []struct{ name, q, field string }{
+		{"negative", "gpu_hour_usd=-1", "gpu_hour_usd"},
+		{"NaN", "gpu_hour_usd=NaN", "gpu_hour_usd"},
+		{"infinite", "electricity_usd_per_kwh=Inf", "electricity_usd_per_kwh"},
+		{"absurd", "gpu_hour_usd=1e9", "gpu_hour_usd"},
+		{"absurd years", "hardware_usd=1000&amortization_years=500&electricity_usd_per_kwh=0.1", "amortization_years"},
+		{"zero years", "hardware_usd=1000&amortization_years=0&electricity_usd_per_kwh=0.1", "amortization_years"},
+		{"rented and owned", "gpu_hour_usd=2&hardware_usd=1000", "hardware_usd"},
+		{"hardware without years", "hardware_usd=1000&electricity_usd_per_kwh=0.1", "amortization_years"},
+		{"owned without electricity", "hardware_usd=1000&amortization_years=3", "electricity_usd_per_kwh"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rec := e.do(t, http.MethodGet, base+c.q, nil)
+			if rec.Code != 400 || !strings.Contains(rec.Body.String(), `"field":"`+c.field+`"`) {
+				t.Fatalf("%s: %d %s; want a 400 naming %s", c.q, rec.Code, rec.Body, c.field)
+			}
+		})
+	}
+}
+
+func TestPlannerSortByCost(t *testing.T) {
+	e := newEnv(t, 0)
+	q := func(extra url.Values) url.Values {
+		v := url.Values{"context_tokens": {"0"}, "min_per_request_tok_s": {"40"}, "include_scaled": {"true"}}
+		for k, x := range extra {
+			v[k] = x
+		}
+		return v
+	}
+	t.Run("refused without a price", func(t *testing.T) {
+		rec := e.do(t, http.MethodGet, "/v1/planner?"+q(url.Values{"sort": {"cost"}}).Encode(), nil)
+		if rec.Code != 400 || !strings.Contains(rec.Body.String(), `"field":"sort"`) || !strings.Contains(rec.Body.String(), "gpu_hour_usd") {
+			t.Fatalf("%d %s", rec.Code, rec.Body)
+		}
+	})
+	t.Run("owned, cheapest per million tokens first", func(t *testing.T) {
+		p := plan(t, e, q(url.Values{"sort": {"cost"}, "hardware_usd": {"1500"}, "amortization_years": {"3"}, "electricity_usd_per_kwh": {"0.3"}}))
+		last, priced := 0.0, 0
+		for _, o := range p.Options {
+			if !o.Meets || o.Cost == nil || o.Cost.USDPerMillionOutputTokens == nil {
+				continue
+			}
+			priced++
+			u := o.Cost.USDPerMillionOutputTokens.Value
+			if u < last {
+				t.Errorf("%s: %v $/M after %v", o.GPU, u, last)
+			}
+			last = u
+			want := float64(o.GPUCount) * (1500/(3*8766.0) + *o.Cost.PowerW/1000*0.3)
+			if !near(*o.Cost.USDPerHour, want) || !near(u, want/(o.TotalTokS.Value*3600)*1e6) {
+				t.Errorf("%s: %v $/h %v $/M, want %v $/h", o.GPU, *o.Cost.USDPerHour, u, want)
+			}
+		}
+		if priced < 3 {
+			t.Fatalf("%d options priced", priced)
+		}
+	})
+	t.Run("with users, cheapest fleet first", func(t *testing.T) {
+		p := plan(t, e, q(url.Values{"sort": {"cost"}, "gpu_hour_usd": {"0.5"}, "users": {"100"}}))
+		last := 0.0
+		for _, o := range p.Options {
+			if !o.Meets {
+				continue
+			}
+			if o.FleetUSDPerHour == nil || !near(*o.FleetUSDPerHour, float64(*o.Instances)*0.5*float64(o.GPUCount)) {
+				t.Fatalf("%s: fleet %v, instances %v", o.GPU, o.FleetUSDPerHour, o.Instances)
+			}
+			if *o.FleetUSDPerHour < last {
+				t.Errorf("%s: fleet %v $/h after %v", o.GPU, *o.FleetUSDPerHour, last)
+			}
+			last = *o.FleetUSDPerHour
+		}
+	})
+}
