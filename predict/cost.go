@@ -66,7 +66,16 @@ func (c *Service) DecodeCost(ctx context.Context, a Answer[calculator.Prediction
 	if q.TargetGPU != "" {
 		gpu = q.TargetGPU
 	}
-	pw := power(nil, r.Hardware.PowerLimitW, gpu, q.TargetGPU != "")
+	// A measured answer is its cell's measurement, power included.
+	measured := r.Hardware.AvgPowerW
+	if res := a.Result; res.Basis == calculator.Measured && len(res.Cells) == 1 {
+		for _, c := range r.Decode {
+			if c.ContextTokens == res.Cells[0].ContextTokens && c.Concurrency == res.Cells[0].Concurrency && c.AvgPowerW != nil {
+				measured = c.AvgPowerW
+			}
+		}
+	}
+	pw := power(measured, r.Hardware.PowerLimitW, gpu, q.TargetGPU != "")
 	cost, warn := priced(p, gpu, gpus, pw, a.Result.TotalTokS)
 	return cost, warn, nil
 }

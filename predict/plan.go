@@ -151,7 +151,7 @@ func (c *Service) Plan(ctx context.Context, pq PlanQuery) (Plan, error) {
 			if o.Err != "" || o.Plan.At == nil {
 				continue
 			}
-			pw := power(nil, o.Run.PowerLimitW, o.GPU, o.Scaled)
+			pw := power(o.Run.AvgPowerW, o.Run.PowerLimitW, o.GPU, o.Scaled)
 			o.Cost, o.Warnings = priced(pq.Price, o.GPU, o.GPUCount, pw, o.Plan.At.TotalTokS)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/matrixd/matrixd/api"
+	"github.com/matrixd/matrixd/store"
 )
 
 // near allows the answer's rounding: costs to 6 significant digits, the
@@ -161,3 +162,90 @@ func TestPlannerSortByCost(t *testing.T) {
 		}
 	})
 }
+
+// TestMeasuredPower: a run's measured power is stored and read back, and
+// prices its answers before the power limit; a measured cell's own power
+// before the run's; bounds are 400s naming the field.
+func TestMeasuredPower(t *testing.T) {
+	e := newEnv(t, 0)
+	k := e.keys(t, "alice")
+	nemo := e.seed(t, "nemotron-nano-12b-v2-awq-rtx3090") // 350 W limit
+	r := nemo
+	r.Title += " (power measured)"
+	r.Hardware.AvgPowerW = ptrF(300)
+	r.Decode = append([]store.DecodeCell(nil), nemo.Decode...)
+	var cell int
+	for i, c := range r.Decode {
+		if c.ContextTokens == 16384 && c.Concurrency == 8 {
+			cell = i
+		}
+	}
+	r.Decode[cell].AvgPowerW = ptrF(310)
+	rec := e.send(t, "POST", "/v1/runs", k["alice"], runJSON(t, r))
+	if rec.Code != 201 {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	stored := decodeRun(t, rec.Body.Bytes())
+	if stored.Hardware.AvgPowerW == nil || *stored.Hardware.AvgPowerW != 300 || *stored.Decode[cell].AvgPowerW != 310 {
+		t.Fatalf("read back hardware %v, cell %v", stored.Hardware.AvgPowerW, stored.Decode[cell].AvgPowerW)
+	}
+
+	t.Run("a measured cell's power first", func(t *testing.T) {
+		p := decodeCost(t, e, stored.ID, "gpu_hour_usd=1")
+		c := p.Cost
+		if *c.PowerSource != api.CostPowerSourceMeasured || *c.PowerW != 310 || !near(c.JoulesPerOutputToken.Value, 310/p.TotalTokS.Value) {
+			t.Fatalf("power %v %v J/token %+v", *c.PowerSource, *c.PowerW, c.JoulesPerOutputToken)
+		}
+	})
+	t.Run("else the run's", func(t *testing.T) {
+		rec := e.do(t, http.MethodGet, "/v1/calculator/decode?run_id="+stored.ID+"&context_tokens=12000&concurrency=6&gpu_hour_usd=1", nil)
+		var p api.DecodePrediction
+		if rec.Code != 200 || json.Unmarshal(rec.Body.Bytes(), &p) != nil || p.Cost == nil {
+			t.Fatalf("%d %s", rec.Code, rec.Body)
+		}
+		if p.Basis.Method == api.CalcBasisMethodMeasured || *p.Cost.PowerSource != api.CostPowerSourceMeasured || *p.Cost.PowerW != 300 {
+			t.Fatalf("basis %s, power %v %v", p.Basis.Method, *p.Cost.PowerSource, *p.Cost.PowerW)
+		}
+	})
+	t.Run("the planner takes the run's", func(t *testing.T) {
+		p := plan(t, e, url.Values{"context_tokens": {"0"}, "min_per_request_tok_s": {"40"}, "gpu_hour_usd": {"1"}, "model": {"nemotron"}})
+		var seen int
+		for _, o := range p.Options {
+			switch o.RunID {
+			case stored.ID:
+				seen++
+				if *o.Cost.PowerSource != api.CostPowerSourceMeasured || *o.Cost.PowerW != 300 {
+					t.Errorf("measured run: %v %v", *o.Cost.PowerSource, *o.Cost.PowerW)
+				}
+			case nemo.ID:
+				seen++
+				if *o.Cost.PowerSource != api.CostPowerSourcePowerLimit || *o.Cost.PowerW != 350 {
+					t.Errorf("seed: %v %v", *o.Cost.PowerSource, *o.Cost.PowerW)
+				}
+			}
+		}
+		if seen != 2 {
+			t.Fatalf("%d of the two runs planned: %+v", seen, p.Options)
+		}
+	})
+	for _, c := range []struct {
+		name string
+		edit func(*store.Run)
+		ptr  string
+	}{
+		{"negative run power", func(r *store.Run) { r.Hardware.AvgPowerW = ptrF(-1) }, "/hardware/avg_power_w"},
+		{"absurd cell power", func(r *store.Run) { r.Decode[0].AvgPowerW = ptrF(1e9) }, "/decode/0/avg_power_w"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bad := nemo
+			bad.Decode = append([]store.DecodeCell(nil), nemo.Decode...)
+			c.edit(&bad)
+			rec := e.send(t, "POST", "/v1/runs", k["alice"], runJSON(t, bad))
+			if rec.Code != 400 && rec.Code != 422 || !strings.Contains(rec.Body.String(), c.ptr) {
+				t.Fatalf("%d %s; want a rejection naming %s", rec.Code, rec.Body, c.ptr)
+			}
+		})
+	}
+}
+
+func ptrF(v float64) *float64 { return &v }

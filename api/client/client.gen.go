@@ -1010,6 +1010,9 @@ type CostPricing string
 // DecodeCell defines model for DecodeCell.
 type DecodeCell struct {
 	AvgActiveRequests *float64 `json:"avg_active_requests"`
+
+	// AvgPowerW Measured average power of one GPU in this cell, W.
+	AvgPowerW         *float64 `json:"avg_power_w"`
 	CompletedRequests *int     `json:"completed_requests"`
 	Concurrency       int      `json:"concurrency"`
 	ContextTokens     int      `json:"context_tokens"`
@@ -1211,9 +1214,11 @@ type GridRow struct {
 
 // Hardware defines model for Hardware.
 type Hardware struct {
-	CPU           *string `json:"cpu"`
-	CPUCores      *int    `json:"cpu_cores"`
-	DriverVersion *string `json:"driver_version"`
+	// AvgPowerW Measured average power of one GPU over the run, W.
+	AvgPowerW     *float64 `json:"avg_power_w"`
+	CPU           *string  `json:"cpu"`
+	CPUCores      *int     `json:"cpu_cores"`
+	DriverVersion *string  `json:"driver_version"`
 
 	// GPU Example: RTX 3090
 	GPU      string  `json:"gpu"`
@@ -1221,7 +1226,9 @@ type Hardware struct {
 	OS       *string `json:"os"`
 
 	// Pcie Example: Gen4 x16
-	Pcie        *string  `json:"pcie"`
+	Pcie *string `json:"pcie"`
+
+	// PowerLimitW The launch's power limit per GPU, W.
 	PowerLimitW *float64 `json:"power_limit_w"`
 	RAMGB       *float64 `json:"ram_gb"`
 
@@ -1784,6 +1791,9 @@ type RunInput struct {
 	} `json:"benchmark,omitempty"`
 	Decode *[]struct {
 		AvgActiveRequests *float64 `json:"avg_active_requests,omitempty"`
+
+		// AvgPowerW Measured average power of one GPU in this cell, W; a measured answer at this cell takes it before the run's.
+		AvgPowerW         *float64 `json:"avg_power_w,omitempty"`
 		CompletedRequests *int     `json:"completed_requests,omitempty"`
 		Concurrency       int      `json:"concurrency"`
 		ContextTokens     int      `json:"context_tokens"`
@@ -1806,6 +1816,8 @@ type RunInput struct {
 		Version      *Text200        `json:"version,omitempty"`
 	} `json:"engine"`
 	Hardware struct {
+		// AvgPowerW Measured average power of one GPU over the run, W (prices the energy of answers from this run: see `Cost`).
+		AvgPowerW     *float64        `json:"avg_power_w,omitempty"`
 		CPU           *Text200        `json:"cpu,omitempty"`
 		CPUCores      *int            `json:"cpu_cores,omitempty"`
 		DriverVersion *Text200        `json:"driver_version,omitempty"`
