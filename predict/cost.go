@@ -54,7 +54,18 @@ func power(measured, limit *float64, gpu string, scaled bool) *calculator.Power 
 // DecodeCost prices a decode answer: the instance of the run it was
 // modelled from (its GPU count), at the answer's total tok/s.
 func (c *Service) DecodeCost(ctx context.Context, a Answer[calculator.Prediction], q calculator.Query, p calculator.Price) (*calculator.Cost, []string, error) {
-	r, err := c.store.Run(ctx, a.RunIDs[0])
+	costs, warn, err := c.Costs(ctx, a.RunIDs[0], q, p, []calculator.Prediction{a.Result})
+	if err != nil {
+		return nil, nil, err
+	}
+	return costs[0], warn, nil
+}
+
+// Costs prices predictions of run id asked with q (a grid's cells): each
+// at its total tok/s, with the power of its measured cell, else of the
+// run. The warnings are each said once.
+func (c *Service) Costs(ctx context.Context, id string, q calculator.Query, p calculator.Price, preds []calculator.Prediction) ([]*calculator.Cost, []string, error) {
+	r, err := c.store.Run(ctx, id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -66,18 +77,31 @@ func (c *Service) DecodeCost(ctx context.Context, a Answer[calculator.Prediction
 	if q.TargetGPU != "" {
 		gpu = q.TargetGPU
 	}
-	// A measured answer is its cell's measurement, power included.
-	measured := r.Hardware.AvgPowerW
-	if res := a.Result; res.Basis == calculator.Measured && len(res.Cells) == 1 {
-		for _, c := range r.Decode {
-			if c.ContextTokens == res.Cells[0].ContextTokens && c.Concurrency == res.Cells[0].Concurrency && c.AvgPowerW != nil {
-				measured = c.AvgPowerW
+	cellPower := map[calculator.CellRef]*float64{}
+	for _, cell := range r.Decode {
+		if cell.AvgPowerW != nil {
+			cellPower[calculator.CellRef{ContextTokens: cell.ContextTokens, Concurrency: cell.Concurrency}] = cell.AvgPowerW
+		}
+	}
+	out := make([]*calculator.Cost, len(preds))
+	var warn []string
+	said := map[string]bool{}
+	for i, pred := range preds {
+		// A measured answer is its cell's measurement, power included.
+		measured := r.Hardware.AvgPowerW
+		if pred.Basis == calculator.Measured && len(pred.Cells) == 1 && cellPower[pred.Cells[0]] != nil {
+			measured = cellPower[pred.Cells[0]]
+		}
+		var w []string
+		out[i], w = priced(p, gpu, gpus, power(measured, r.Hardware.PowerLimitW, gpu, q.TargetGPU != ""), pred.TotalTokS)
+		for _, x := range w {
+			if !said[x] {
+				said[x] = true
+				warn = append(warn, x)
 			}
 		}
 	}
-	pw := power(measured, r.Hardware.PowerLimitW, gpu, q.TargetGPU != "")
-	cost, warn := priced(p, gpu, gpus, pw, a.Result.TotalTokS)
-	return cost, warn, nil
+	return out, warn, nil
 }
 
 // costKey is what sort=cost orders by: with users, the fleet's USD an

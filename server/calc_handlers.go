@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"slices"
 
 	"github.com/matrixd/matrixd/api"
 	"github.com/matrixd/matrixd/calculator"
@@ -87,11 +88,36 @@ func (s *Server) EstimateGrid(ctx context.Context, req api.EstimateGridRequestOb
 	if p.Concurrencies != nil {
 		concurrencies = *p.Concurrencies
 	}
-	a, err := s.calc.Grid(ctx, sel, contexts, concurrencies, query(0, 1, p.VRAMGB, p.GPUMemoryUtilization, p.MaxOutputTokens, p.TargetGPU, p.Rough))
+	price := calculator.Price{GPUHourUSD: p.GPUHourUSD, HardwareUSD: p.HardwareUSD, AmortizationYears: p.AmortizationYears, ElectricityUSDPerKWh: p.ElectricityUSDPerKwh}
+	if err := predict.CheckPrice(price); err != nil {
+		return nil, err
+	}
+	q := query(0, 1, p.VRAMGB, p.GPUMemoryUtilization, p.MaxOutputTokens, p.TargetGPU, p.Rough)
+	a, err := s.calc.Grid(ctx, sel, contexts, concurrencies, q)
 	if err != nil {
 		return nil, err
 	}
-	return api.EstimateGrid200JSONResponse(ToAPIGrid(a)), nil
+	out := ToAPIGrid(a)
+	if price.Given() {
+		preds := make([]calculator.Prediction, len(a.Result.Cells))
+		for i, gc := range a.Result.Cells {
+			preds[i] = gc.Prediction
+		}
+		costs, warn, err := s.calc.Costs(ctx, a.RunIDs[0], q, price, preds)
+		if err != nil {
+			return nil, err
+		}
+		for i, gc := range a.Result.Cells {
+			if gc.Refusal != nil {
+				continue
+			}
+			row, _ := slices.BinarySearch(a.Result.Contexts, gc.ContextTokens)
+			col, _ := slices.BinarySearch(a.Result.Concurrencies, gc.Concurrency)
+			out.Rows[row].Cells[col].Cost = toAPICost(costs[i])
+		}
+		out.Warnings = append(out.Warnings, warn...)
+	}
+	return api.EstimateGrid200JSONResponse(out), nil
 }
 
 // EstimatePrefill implements GET /v1/calculator/prefill.

@@ -249,3 +249,32 @@ func TestMeasuredPower(t *testing.T) {
 }
 
 func ptrF(v float64) *float64 { return &v }
+
+// TestGridCost: each grid cell is priced from its own total tok/s.
+func TestGridCost(t *testing.T) {
+	e := newEnv(t, 0)
+	nemo := e.seed(t, "nemotron-nano-12b-v2-awq-rtx3090")
+	rec := e.do(t, http.MethodGet, "/v1/calculator/grid?run_id="+nemo.ID+"&contexts=0,16384&concurrencies=1,8,12&gpu_hour_usd=0.5", nil)
+	var g api.GridPrediction
+	if rec.Code != 200 || json.Unmarshal(rec.Body.Bytes(), &g) != nil {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	priced := 0
+	for _, row := range g.Rows {
+		for _, c := range row.Cells {
+			if c.TotalTokS == nil {
+				continue
+			}
+			priced++
+			if c.Cost == nil || !near(c.Cost.USDPerMillionOutputTokens.Value, 0.5/(c.TotalTokS.Value*3600)*1e6) {
+				t.Fatalf("%d × %d: cost %+v at %+v", row.ContextTokens, c.Concurrency, c.Cost, c.TotalTokS)
+			}
+		}
+	}
+	if priced < 4 {
+		t.Fatalf("%d cells priced", priced)
+	}
+	if rec := e.do(t, http.MethodGet, "/v1/calculator/grid?run_id="+nemo.ID+"&gpu_hour_usd=-2", nil); rec.Code != 400 || !strings.Contains(rec.Body.String(), `"field":"gpu_hour_usd"`) {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+}

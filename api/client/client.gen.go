@@ -1179,7 +1179,10 @@ type GPUCatalogItem struct {
 
 // GridCell defines model for GridCell.
 type GridCell struct {
-	Concurrency    int            `json:"concurrency"`
+	Concurrency int `json:"concurrency"`
+
+	// Cost With a price, as in `/v1/calculator/decode`; null without one or for a refused cell.
+	Cost           *Cost          `json:"cost"`
 	Method         GridCellMethod `json:"method"`
 	PerRequestTokS *Estimate      `json:"per_request_tok_s"`
 
@@ -2569,6 +2572,28 @@ type EstimateGridParams struct {
 
 	// Rough Allow `target_gpu` of another GPU generation, as a labelled rough estimate (±40 %).
 	Rough *CalcRough `form:"rough,omitempty" json:"rough,omitempty"`
+
+	// GPUHourUsd Rental price of one GPU for an hour, USD (power included). The answer
+	// then carries `cost`: `usd_per_hour` = `gpu_hour_usd` × GPUs and
+	// `usd_per_million_output_tokens` = `gpu_hour_usd` × GPUs / (total
+	// tok/s × 3600) × 10⁶. Not with the owned-hardware parameters.
+	GPUHourUsd *CostGPUHourUSD `form:"gpu_hour_usd,omitempty" json:"gpu_hour_usd,omitempty"`
+
+	// HardwareUsd Price of one owned GPU (its share of the machine), USD, paid off over
+	// `amortization_years` (both or neither; with `electricity_usd_per_kwh`):
+	// `usd_per_hour` = GPUs × `hardware_usd` / (`amortization_years` × 8766 h)
+	// + GPUs × W per GPU / 1000 × `electricity_usd_per_kwh`.
+	HardwareUsd *CostHardwareUSD `form:"hardware_usd,omitempty" json:"hardware_usd,omitempty"`
+
+	// AmortizationYears Years an owned GPU's `hardware_usd` is paid off over (8766 h each).
+	AmortizationYears *CostAmortizationYears `form:"amortization_years,omitempty" json:"amortization_years,omitempty"`
+
+	// ElectricityUsdPerKwh Price of electricity, USD per kWh, for owned GPUs (0 when it is
+	// free); alone, it prices the energy of hardware already paid for. The
+	// power is per GPU, measured (`hardware.avg_power_w`, or the cell's
+	// `avg_power_w`), else the launch's `power_limit_w`, else the hardware
+	// catalog's `tdp_w`: `cost.power_source` says which.
+	ElectricityUsdPerKwh *CostElectricityUSDPerKWh `form:"electricity_usd_per_kwh,omitempty" json:"electricity_usd_per_kwh,omitempty"`
 
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
@@ -6097,6 +6122,54 @@ func NewEstimateGridRequest(server string, params *EstimateGridParams) (*http.Re
 		if params.Rough != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "rough", *params.Rough, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.GPUHourUsd != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "gpu_hour_usd", *params.GPUHourUsd, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.HardwareUsd != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "hardware_usd", *params.HardwareUsd, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.AmortizationYears != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "amortization_years", *params.AmortizationYears, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ElectricityUsdPerKwh != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "electricity_usd_per_kwh", *params.ElectricityUsdPerKwh, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
