@@ -3473,7 +3473,7 @@ type ClientInterface interface {
 	//   engine's results can be written as: `#` comment lines, a header
 	//   naming columns from `context_tokens`, `concurrency`, `total_tok_s`
 	//   (required) and `per_request_tok_s`, `ttft_ms`, `tbt_ms`,
-	//   `output_tokens`, `duration_s`, then one row per cell).
+	//   `output_tokens`, `duration_s`, `avg_power_w`, then one row per cell).
 	//
 	// Whatever the tool's output states must agree with `meta`. Answers as
 	// `POST /v1/runs`; a page or output that cannot be read is a 422
@@ -3501,7 +3501,7 @@ type ClientInterface interface {
 	//   engine's results can be written as: `#` comment lines, a header
 	//   naming columns from `context_tokens`, `concurrency`, `total_tok_s`
 	//   (required) and `per_request_tok_s`, `ttft_ms`, `tbt_ms`,
-	//   `output_tokens`, `duration_s`, then one row per cell).
+	//   `output_tokens`, `duration_s`, `avg_power_w`, then one row per cell).
 	//
 	// Whatever the tool's output states must agree with `meta`. Answers as
 	// `POST /v1/runs`; a page or output that cannot be read is a 422
@@ -4342,7 +4342,7 @@ func (c *Client) CreateRun(ctx context.Context, params *CreateRunParams, body Cr
 //     engine's results can be written as: `#` comment lines, a header
 //     naming columns from `context_tokens`, `concurrency`, `total_tok_s`
 //     (required) and `per_request_tok_s`, `ttft_ms`, `tbt_ms`,
-//     `output_tokens`, `duration_s`, then one row per cell).
+//     `output_tokens`, `duration_s`, `avg_power_w`, then one row per cell).
 //
 // Whatever the tool's output states must agree with `meta`. Answers as
 // `POST /v1/runs`; a page or output that cannot be read is a 422
@@ -4380,7 +4380,7 @@ func (c *Client) ImportRunWithBody(ctx context.Context, params *ImportRunParams,
 //     engine's results can be written as: `#` comment lines, a header
 //     naming columns from `context_tokens`, `concurrency`, `total_tok_s`
 //     (required) and `per_request_tok_s`, `ttft_ms`, `tbt_ms`,
-//     `output_tokens`, `duration_s`, then one row per cell).
+//     `output_tokens`, `duration_s`, `avg_power_w`, then one row per cell).
 //
 // Whatever the tool's output states must agree with `meta`. Answers as
 // `POST /v1/runs`; a page or output that cannot be read is a 422
@@ -9132,7 +9132,7 @@ type ClientWithResponsesInterface interface {
 	//   engine's results can be written as: `#` comment lines, a header
 	//   naming columns from `context_tokens`, `concurrency`, `total_tok_s`
 	//   (required) and `per_request_tok_s`, `ttft_ms`, `tbt_ms`,
-	//   `output_tokens`, `duration_s`, then one row per cell).
+	//   `output_tokens`, `duration_s`, `avg_power_w`, then one row per cell).
 	//
 	// Whatever the tool's output states must agree with `meta`. Answers as
 	// `POST /v1/runs`; a page or output that cannot be read is a 422
@@ -9160,7 +9160,7 @@ type ClientWithResponsesInterface interface {
 	//   engine's results can be written as: `#` comment lines, a header
 	//   naming columns from `context_tokens`, `concurrency`, `total_tok_s`
 	//   (required) and `per_request_tok_s`, `ttft_ms`, `tbt_ms`,
-	//   `output_tokens`, `duration_s`, then one row per cell).
+	//   `output_tokens`, `duration_s`, `avg_power_w`, then one row per cell).
 	//
 	// Whatever the tool's output states must agree with `meta`. Answers as
 	// `POST /v1/runs`; a page or output that cannot be read is a 422
@@ -13682,7 +13682,7 @@ func (c *ClientWithResponses) CreateRunWithResponse(ctx context.Context, params 
 //     engine's results can be written as: `#` comment lines, a header
 //     naming columns from `context_tokens`, `concurrency`, `total_tok_s`
 //     (required) and `per_request_tok_s`, `ttft_ms`, `tbt_ms`,
-//     `output_tokens`, `duration_s`, then one row per cell).
+//     `output_tokens`, `duration_s`, `avg_power_w`, then one row per cell).
 //
 // Whatever the tool's output states must agree with `meta`. Answers as
 // `POST /v1/runs`; a page or output that cannot be read is a 422
@@ -13716,7 +13716,7 @@ func (c *ClientWithResponses) ImportRunWithBodyWithResponse(ctx context.Context,
 //     engine's results can be written as: `#` comment lines, a header
 //     naming columns from `context_tokens`, `concurrency`, `total_tok_s`
 //     (required) and `per_request_tok_s`, `ttft_ms`, `tbt_ms`,
-//     `output_tokens`, `duration_s`, then one row per cell).
+//     `output_tokens`, `duration_s`, `avg_power_w`, then one row per cell).
 //
 // Whatever the tool's output states must agree with `meta`. Answers as
 // `POST /v1/runs`; a page or output that cannot be read is a 422
