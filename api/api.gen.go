@@ -153,6 +153,45 @@ func (e ComparedCellStatus) Valid() bool {
 	}
 }
 
+// Defines values for CostPowerSource.
+const (
+	CostPowerSourceCatalogTdp CostPowerSource = "catalog_tdp"
+	CostPowerSourceMeasured   CostPowerSource = "measured"
+	CostPowerSourcePowerLimit CostPowerSource = "power_limit"
+)
+
+// Valid indicates whether the value is a known member of the CostPowerSource enum.
+func (e CostPowerSource) Valid() bool {
+	switch e {
+	case CostPowerSourceCatalogTdp:
+		return true
+	case CostPowerSourceMeasured:
+		return true
+	case CostPowerSourcePowerLimit:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CostPricing.
+const (
+	Owned  CostPricing = "owned"
+	Rented CostPricing = "rented"
+)
+
+// Valid indicates whether the value is a known member of the CostPricing enum.
+func (e CostPricing) Valid() bool {
+	switch e {
+	case Owned:
+		return true
+	case Rented:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for FlagReason.
 const (
 	Duplicate     FlagReason = "duplicate"
@@ -687,6 +726,24 @@ func (e GetLeaderboardParamsMetric) Valid() bool {
 	}
 }
 
+// Defines values for PlanCapacityParamsSort.
+const (
+	PlanCapacityParamsSortCost       PlanCapacityParamsSort = "cost"
+	PlanCapacityParamsSortThroughput PlanCapacityParamsSort = "throughput"
+)
+
+// Valid indicates whether the value is a known member of the PlanCapacityParamsSort enum.
+func (e PlanCapacityParamsSort) Valid() bool {
+	switch e {
+	case PlanCapacityParamsSortCost:
+		return true
+	case PlanCapacityParamsSortThroughput:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListRunsParamsSort.
 const (
 	ListRunsParamsSortCreatedAt          ListRunsParamsSort = "created_at"
@@ -920,9 +977,46 @@ type Comparison struct {
 	Warnings []string `json:"warnings"`
 }
 
+// Cost What one instance (`gpus` GPUs) costs at this answer's speed. Every
+// price and power is per GPU and multiplied by `gpus`. Rented:
+// `usd_per_hour` = `gpu_hour_usd` × gpus. Owned: gpus × `hardware_usd`
+// / (`amortization_years` × 8766 h) + gpus × `power_w` / 1000 ×
+// `electricity_usd_per_kwh`. `usd_per_million_output_tokens` =
+// `usd_per_hour` / (total tok/s × 3600) × 10⁶ and
+// `joules_per_output_token` = gpus × `power_w` / total tok/s, each
+// interval from the total tok/s interval (the low cost from the high
+// speed). Null where it cannot be had: no speed, a speed interval
+// reaching 0, or (owned, with electricity) no power figure — a
+// warning says which. Values are rounded to 6 significant digits.
+type Cost struct {
+	// Gpus GPUs one instance uses.
+	Gpus                 int       `json:"gpus"`
+	JoulesPerOutputToken *Estimate `json:"joules_per_output_token"`
+
+	// PowerSource Where `power_w` comes from: the run's measured average draw (`hardware.avg_power_w`, or the measured cell's `avg_power_w`), else the launch's `power_limit_w`, else the hardware catalog's `tdp_w` (always the catalog's for another `target_gpu`).
+	PowerSource *CostPowerSource `json:"power_source"`
+
+	// PowerW One GPU's power, W.
+	PowerW  *float64    `json:"power_w"`
+	Pricing CostPricing `json:"pricing"`
+
+	// USDPerHour One instance, USD an hour.
+	USDPerHour                *float64  `json:"usd_per_hour"`
+	USDPerMillionOutputTokens *Estimate `json:"usd_per_million_output_tokens"`
+}
+
+// CostPowerSource Where `power_w` comes from: the run's measured average draw (`hardware.avg_power_w`, or the measured cell's `avg_power_w`), else the launch's `power_limit_w`, else the hardware catalog's `tdp_w` (always the catalog's for another `target_gpu`).
+type CostPowerSource string
+
+// CostPricing defines model for Cost.Pricing.
+type CostPricing string
+
 // DecodeCell defines model for DecodeCell.
 type DecodeCell struct {
 	AvgActiveRequests *float64 `json:"avg_active_requests"`
+
+	// AvgPowerW Measured average power of one GPU in this cell, W.
+	AvgPowerW         *float64 `json:"avg_power_w"`
 	CompletedRequests *int     `json:"completed_requests"`
 	Concurrency       int      `json:"concurrency"`
 	ContextTokens     int      `json:"context_tokens"`
@@ -946,11 +1040,14 @@ type DecodeCellList struct {
 // DecodePrediction defines model for DecodePrediction.
 type DecodePrediction struct {
 	// Basis How the answer was obtained.
-	Basis          CalcBasis  `json:"basis"`
-	Capacity       KVCapacity `json:"capacity"`
-	Concurrency    int        `json:"concurrency"`
-	ContextTokens  int        `json:"context_tokens"`
-	PerRequestTokS *Estimate  `json:"per_request_tok_s"`
+	Basis         CalcBasis  `json:"basis"`
+	Capacity      KVCapacity `json:"capacity"`
+	Concurrency   int        `json:"concurrency"`
+	ContextTokens int        `json:"context_tokens"`
+
+	// Cost With a price (`gpu_hour_usd`, or the owned-hardware parameters); null without one.
+	Cost           *Cost     `json:"cost"`
+	PerRequestTokS *Estimate `json:"per_request_tok_s"`
 
 	// Status `fits`: the reservation is within what ran. `over_capacity`: at or
 	// above the smallest reservation the engine refused. `boundary_uncertain`:
@@ -1086,7 +1183,10 @@ type GPUCatalogItem struct {
 
 // GridCell defines model for GridCell.
 type GridCell struct {
-	Concurrency    int            `json:"concurrency"`
+	Concurrency int `json:"concurrency"`
+
+	// Cost With a price, as in `/v1/calculator/decode`; null without one or for a refused cell.
+	Cost           *Cost          `json:"cost"`
 	Method         GridCellMethod `json:"method"`
 	PerRequestTokS *Estimate      `json:"per_request_tok_s"`
 
@@ -1121,9 +1221,11 @@ type GridRow struct {
 
 // Hardware defines model for Hardware.
 type Hardware struct {
-	CPU           *string `json:"cpu"`
-	CPUCores      *int    `json:"cpu_cores"`
-	DriverVersion *string `json:"driver_version"`
+	// AvgPowerW Measured average power of one GPU over the run, W.
+	AvgPowerW     *float64 `json:"avg_power_w"`
+	CPU           *string  `json:"cpu"`
+	CPUCores      *int     `json:"cpu_cores"`
+	DriverVersion *string  `json:"driver_version"`
 
 	// GPU Example: RTX 3090
 	GPU      string  `json:"gpu"`
@@ -1131,7 +1233,9 @@ type Hardware struct {
 	OS       *string `json:"os"`
 
 	// Pcie Example: Gen4 x16
-	Pcie        *string  `json:"pcie"`
+	Pcie *string `json:"pcie"`
+
+	// PowerLimitW The launch's power limit per GPU, W.
 	PowerLimitW *float64 `json:"power_limit_w"`
 	RAMGB       *float64 `json:"ram_gb"`
 
@@ -1408,9 +1512,15 @@ type PlanOption struct {
 	BindingDetail *string            `json:"binding_detail"`
 
 	// Concurrency The largest concurrency meeting the target; 0 when none does.
-	Concurrency   int     `json:"concurrency"`
+	Concurrency int `json:"concurrency"`
+
+	// Cost With a price, at `concurrency` (at 1 when the target is missed); null without one.
+	Cost          *Cost   `json:"cost"`
 	Engine        string  `json:"engine"`
 	EngineVersion *string `json:"engine_version"`
+
+	// FleetUSDPerHour With a price and `users`: instances × `cost.usd_per_hour`, what serving the users costs an hour.
+	FleetUSDPerHour *float64 `json:"fleet_usd_per_hour"`
 
 	// GPU The GPU this option is for.
 	GPU string `json:"gpu"`
@@ -1688,6 +1798,9 @@ type RunInput struct {
 	} `json:"benchmark,omitempty"`
 	Decode *[]struct {
 		AvgActiveRequests *float64 `json:"avg_active_requests,omitempty"`
+
+		// AvgPowerW Measured average power of one GPU in this cell, W; a measured answer at this cell takes it before the run's.
+		AvgPowerW         *float64 `json:"avg_power_w,omitempty"`
 		CompletedRequests *int     `json:"completed_requests,omitempty"`
 		Concurrency       int      `json:"concurrency"`
 		ContextTokens     int      `json:"context_tokens"`
@@ -1710,6 +1823,8 @@ type RunInput struct {
 		Version      *Text200        `json:"version,omitempty"`
 	} `json:"engine"`
 	Hardware struct {
+		// AvgPowerW Measured average power of one GPU over the run, W (prices the energy of answers from this run: see `Cost`).
+		AvgPowerW     *float64        `json:"avg_power_w,omitempty"`
 		CPU           *Text200        `json:"cpu,omitempty"`
 		CPUCores      *int            `json:"cpu_cores,omitempty"`
 		DriverVersion *Text200        `json:"driver_version,omitempty"`
@@ -2081,6 +2196,18 @@ type CalcTargetGPU = string
 // CalcVRAMGB defines model for CalcVRAMGB.
 type CalcVRAMGB = float64
 
+// CostAmortizationYears defines model for CostAmortizationYears.
+type CostAmortizationYears = float64
+
+// CostElectricityUSDPerKWh defines model for CostElectricityUSDPerKWh.
+type CostElectricityUSDPerKWh = float64
+
+// CostGPUHourUSD defines model for CostGPUHourUSD.
+type CostGPUHourUSD = float64
+
+// CostHardwareUSD defines model for CostHardwareUSD.
+type CostHardwareUSD = float64
+
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
@@ -2375,6 +2502,28 @@ type EstimateDecodeParams struct {
 	// Rough Allow `target_gpu` of another GPU generation, as a labelled rough estimate (±40 %).
 	Rough *CalcRough `form:"rough,omitempty" json:"rough,omitempty"`
 
+	// GPUHourUSD Rental price of one GPU for an hour, USD (power included). The answer
+	// then carries `cost`: `usd_per_hour` = `gpu_hour_usd` × GPUs and
+	// `usd_per_million_output_tokens` = `gpu_hour_usd` × GPUs / (total
+	// tok/s × 3600) × 10⁶. Not with the owned-hardware parameters.
+	GPUHourUSD *CostGPUHourUSD `form:"gpu_hour_usd,omitempty" json:"gpu_hour_usd,omitempty"`
+
+	// HardwareUSD Price of one owned GPU (its share of the machine), USD, paid off over
+	// `amortization_years` (both or neither; with `electricity_usd_per_kwh`):
+	// `usd_per_hour` = GPUs × `hardware_usd` / (`amortization_years` × 8766 h)
+	// + GPUs × W per GPU / 1000 × `electricity_usd_per_kwh`.
+	HardwareUSD *CostHardwareUSD `form:"hardware_usd,omitempty" json:"hardware_usd,omitempty"`
+
+	// AmortizationYears Years an owned GPU's `hardware_usd` is paid off over (8766 h each).
+	AmortizationYears *CostAmortizationYears `form:"amortization_years,omitempty" json:"amortization_years,omitempty"`
+
+	// ElectricityUSDPerKwh Price of electricity, USD per kWh, for owned GPUs (0 when it is
+	// free); alone, it prices the energy of hardware already paid for. The
+	// power is per GPU, measured (`hardware.avg_power_w`, or the cell's
+	// `avg_power_w`), else the launch's `power_limit_w`, else the hardware
+	// catalog's `tdp_w`: `cost.power_source` says which.
+	ElectricityUSDPerKwh *CostElectricityUSDPerKWh `form:"electricity_usd_per_kwh,omitempty" json:"electricity_usd_per_kwh,omitempty"`
+
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
@@ -2427,6 +2576,28 @@ type EstimateGridParams struct {
 
 	// Rough Allow `target_gpu` of another GPU generation, as a labelled rough estimate (±40 %).
 	Rough *CalcRough `form:"rough,omitempty" json:"rough,omitempty"`
+
+	// GPUHourUSD Rental price of one GPU for an hour, USD (power included). The answer
+	// then carries `cost`: `usd_per_hour` = `gpu_hour_usd` × GPUs and
+	// `usd_per_million_output_tokens` = `gpu_hour_usd` × GPUs / (total
+	// tok/s × 3600) × 10⁶. Not with the owned-hardware parameters.
+	GPUHourUSD *CostGPUHourUSD `form:"gpu_hour_usd,omitempty" json:"gpu_hour_usd,omitempty"`
+
+	// HardwareUSD Price of one owned GPU (its share of the machine), USD, paid off over
+	// `amortization_years` (both or neither; with `electricity_usd_per_kwh`):
+	// `usd_per_hour` = GPUs × `hardware_usd` / (`amortization_years` × 8766 h)
+	// + GPUs × W per GPU / 1000 × `electricity_usd_per_kwh`.
+	HardwareUSD *CostHardwareUSD `form:"hardware_usd,omitempty" json:"hardware_usd,omitempty"`
+
+	// AmortizationYears Years an owned GPU's `hardware_usd` is paid off over (8766 h each).
+	AmortizationYears *CostAmortizationYears `form:"amortization_years,omitempty" json:"amortization_years,omitempty"`
+
+	// ElectricityUSDPerKwh Price of electricity, USD per kWh, for owned GPUs (0 when it is
+	// free); alone, it prices the energy of hardware already paid for. The
+	// power is per GPU, measured (`hardware.avg_power_w`, or the cell's
+	// `avg_power_w`), else the launch's `power_limit_w`, else the hardware
+	// catalog's `tdp_w`: `cost.power_source` says which.
+	ElectricityUSDPerKwh *CostElectricityUSDPerKWh `form:"electricity_usd_per_kwh,omitempty" json:"electricity_usd_per_kwh,omitempty"`
 
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
@@ -2617,9 +2788,46 @@ type PlanCapacityParams struct {
 	// Limit How many options to return, best first.
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 
+	// Sort How options meeting the target are ordered: `throughput` (total
+	// tok/s at the target, highest first) or `cost` (cheapest first;
+	// needs a price: `gpu_hour_usd`, or `hardware_usd` with
+	// `amortization_years` and `electricity_usd_per_kwh`, or
+	// `electricity_usd_per_kwh` alone). Cheapest means, with `users`,
+	// the lowest `fleet_usd_per_hour` (instances × one instance's
+	// `usd_per_hour`: what serving that many users costs), else the
+	// lowest `usd_per_million_output_tokens` at the option's
+	// concurrency; ties, and options without a cost, by the other and
+	// then by throughput.
+	Sort *PlanCapacityParamsSort `form:"sort,omitempty" json:"sort,omitempty"`
+
+	// GPUHourUSD Rental price of one GPU for an hour, USD (power included). The answer
+	// then carries `cost`: `usd_per_hour` = `gpu_hour_usd` × GPUs and
+	// `usd_per_million_output_tokens` = `gpu_hour_usd` × GPUs / (total
+	// tok/s × 3600) × 10⁶. Not with the owned-hardware parameters.
+	GPUHourUSD *CostGPUHourUSD `form:"gpu_hour_usd,omitempty" json:"gpu_hour_usd,omitempty"`
+
+	// HardwareUSD Price of one owned GPU (its share of the machine), USD, paid off over
+	// `amortization_years` (both or neither; with `electricity_usd_per_kwh`):
+	// `usd_per_hour` = GPUs × `hardware_usd` / (`amortization_years` × 8766 h)
+	// + GPUs × W per GPU / 1000 × `electricity_usd_per_kwh`.
+	HardwareUSD *CostHardwareUSD `form:"hardware_usd,omitempty" json:"hardware_usd,omitempty"`
+
+	// AmortizationYears Years an owned GPU's `hardware_usd` is paid off over (8766 h each).
+	AmortizationYears *CostAmortizationYears `form:"amortization_years,omitempty" json:"amortization_years,omitempty"`
+
+	// ElectricityUSDPerKwh Price of electricity, USD per kWh, for owned GPUs (0 when it is
+	// free); alone, it prices the energy of hardware already paid for. The
+	// power is per GPU, measured (`hardware.avg_power_w`, or the cell's
+	// `avg_power_w`), else the launch's `power_limit_w`, else the hardware
+	// catalog's `tdp_w`: `cost.power_source` says which.
+	ElectricityUSDPerKwh *CostElectricityUSDPerKWh `form:"electricity_usd_per_kwh,omitempty" json:"electricity_usd_per_kwh,omitempty"`
+
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
+
+// PlanCapacityParamsSort defines parameters for PlanCapacity.
+type PlanCapacityParamsSort string
 
 // ListRunsParams defines parameters for ListRuns.
 type ListRunsParams struct {
@@ -3547,6 +3755,34 @@ func (w *ServerInterfaceWrapper) EstimateDecode(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter rough: %s", err))
 	}
 
+	// ------------- Optional query parameter "gpu_hour_usd" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "gpu_hour_usd", ctx.QueryParams(), &params.GPUHourUSD, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter gpu_hour_usd: %s", err))
+	}
+
+	// ------------- Optional query parameter "hardware_usd" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "hardware_usd", ctx.QueryParams(), &params.HardwareUSD, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter hardware_usd: %s", err))
+	}
+
+	// ------------- Optional query parameter "amortization_years" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "amortization_years", ctx.QueryParams(), &params.AmortizationYears, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter amortization_years: %s", err))
+	}
+
+	// ------------- Optional query parameter "electricity_usd_per_kwh" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "electricity_usd_per_kwh", ctx.QueryParams(), &params.ElectricityUSDPerKwh, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter electricity_usd_per_kwh: %s", err))
+	}
+
 	headers := ctx.Request().Header
 	// ------------- Optional header parameter "If-None-Match" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
@@ -3664,6 +3900,34 @@ func (w *ServerInterfaceWrapper) EstimateGrid(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "rough", ctx.QueryParams(), &params.Rough, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter rough: %s", err))
+	}
+
+	// ------------- Optional query parameter "gpu_hour_usd" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "gpu_hour_usd", ctx.QueryParams(), &params.GPUHourUSD, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter gpu_hour_usd: %s", err))
+	}
+
+	// ------------- Optional query parameter "hardware_usd" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "hardware_usd", ctx.QueryParams(), &params.HardwareUSD, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter hardware_usd: %s", err))
+	}
+
+	// ------------- Optional query parameter "amortization_years" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "amortization_years", ctx.QueryParams(), &params.AmortizationYears, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter amortization_years: %s", err))
+	}
+
+	// ------------- Optional query parameter "electricity_usd_per_kwh" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "electricity_usd_per_kwh", ctx.QueryParams(), &params.ElectricityUSDPerKwh, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter electricity_usd_per_kwh: %s", err))
 	}
 
 	headers := ctx.Request().Header
@@ -4228,6 +4492,41 @@ func (w *ServerInterfaceWrapper) PlanCapacity(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "sort" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "sort", ctx.QueryParams(), &params.Sort, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sort: %s", err))
+	}
+
+	// ------------- Optional query parameter "gpu_hour_usd" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "gpu_hour_usd", ctx.QueryParams(), &params.GPUHourUSD, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter gpu_hour_usd: %s", err))
+	}
+
+	// ------------- Optional query parameter "hardware_usd" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "hardware_usd", ctx.QueryParams(), &params.HardwareUSD, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter hardware_usd: %s", err))
+	}
+
+	// ------------- Optional query parameter "amortization_years" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "amortization_years", ctx.QueryParams(), &params.AmortizationYears, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter amortization_years: %s", err))
+	}
+
+	// ------------- Optional query parameter "electricity_usd_per_kwh" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "electricity_usd_per_kwh", ctx.QueryParams(), &params.ElectricityUSDPerKwh, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter electricity_usd_per_kwh: %s", err))
 	}
 
 	headers := ctx.Request().Header
@@ -11385,533 +11684,558 @@ func (sh *strictHandler) GetSubmitter(ctx echo.Context, name string, params GetS
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P1dc9vGli+Mf5U+nLPLVAJSfBdFVWr/Zcd2/I/taMtyMjOhD9EkmiS2wAaDbohiPK6aq1MzVefqPBep",
-	"eq7PM/fz3Mz9zjfJJ3mq1+oGGiRAgpLsJDOZqdqxQKBfV69er7/1vjIJF8uQMy5FZfC+wm7pYhkw+Pcz",
-	"GtHLmKt/inixoNG6Mqick3HMvYB5JIo5qcpVSJYRm/pBQKJwJQjlHpHziDHisUnoMTJhQSBIOCW+FGQW",
-	"+d5Rxanc0CBmquEx45P5gkbX6g/8YiSZkJVB5Zl/yzzixRGVfsgrTmVBb0dhLJexHMnwmnFRGfSbpy2n",
-	"ogcwWoQeqwwqrxgVcYTf+nxmBrKi0aIWLytOJWI3vlBtDioL6qumBZuE3BOjJYtGC/x8wbisDNoN9WN0",
-	"wzxoPagMcMgVpyLDUP0ZBIuaz6csYnzCavaPoxsW6W5uGvV+vVH54FQmEaOSeSOqpthqtHq1ZrPWbly1",
-	"WoNua9Bt1zunp62T1j9WHL0clcH37yv0ZjaiE+nfsFHEfoiZULvVdGDzAqbaSx831GM+iSM1orV+jUt2",
-	"my5bw6mYdR0JnOTGwrY6sLAsMg2rX9S7/Xa941SEpDIWamI08D0137EcLdSYWmrukgbW+02nIuUUf+93",
-	"PzgF0+mXm07/LtNpdtvtXu58ep16b9d8uvXuxoy6zWa9bU2p3e1/hDk1e+1+Z++8+u1eP3dabRhj4bTa",
-	"m9vUOjnN7FO30+t+eOdUGJ/5HE8qnVwz7lUGlUns0YpTGcd+oP68CYLFsfqfWrhknPqDm0a93ao3arf9",
-	"3qjXqTgVThdMv1hxKj/ElEv/RzzVg8p5LMPLMOYe+a5z3uzB8VyGwpch8JuZL+fxuD4JdR/LKPwrm8hj",
-	"3Vh6xLBTdcTmNPJWNIJRT5ZxZVB5wSULyN+zkJOn3Vqr12+QGzWwyTIeTcJIsbumWuzIv2GRdWy7/Ua9",
-	"edKvN9TLM2jq8urvSbvRa+CD0SSMFZtoOpVQrfPbccxlTFqdeqNT71acynLiq6k/Z7xNbmF2y3DFolHg",
-	"L3w5WlUGzZOGU4noYjQb621ZL9UXX/piEjHJyPOLt2qe5pVm64NT8dW6R+vW9foH78foWsY/tNaK6wQ0",
-	"Vuxn8L5CpWQcCCfdt6vLF1ffvB6dX129rgBdLig3G0iAyZGXjHosGoc08l4pdtc8VpdAs96tdR7Xkp2q",
-	"wU7VLq9ek1ptQW9rwBprAeOk1Ws1Ox1Sq82WcW3BFmG0rsXSD/R+k0b9tKM/4vGiJtgPgjRbfVKrMU7H",
-	"AasBL7+tTehkrnh3rSajWMhaxBahZDVg5LVaQPkspjOmOw55sCa12vUNfMZqnlpD4nPZAYYOh2U0Z9Qj",
-	"tVqyMDW9MCS7LDiMEQ5jpIdRGcgoZk5lGtCZyCxvrWh5c6dTGVRUQ0g7OcsDZHyqiC07l8qgkjMb2PCt",
-	"hUj7yOyMum1gb/QPZvUrg0qz1VesYXOdTUMfkNJxtKPMaNVg1Vhhndho91jV9Q3DGcFwcDT4mMeLEQ6m",
-	"2eo7FR5KdSS/r7zlMubMI2Esa+G0JuesNg5vyZgKFvic1cmbJZvo+31AeKgeff0tgdEMSP4wmrfEnGHS",
-	"bD1/7BAhw8k1aZ40yHcEzqVDLp68YMQcWvJPJJeBkGbnCfkn0m6R54/Jl19edmqtTqNB/olkuYBDXn/7",
-	"4ssX5wTZC7GYyrsPTmXB5Dz0gFcFVKj9ELGQ1OfMG2kJQL2UyCS5N8HIugIqAx4HQSIVVQYVdjsJYo95",
-	"aiu1FPPeMOVDT/x+Bq470WLb4H1l7nue2vEpDQRz9J8gAOFA9YPxeuNBxKhQLeBDdbmM9AFsfEiIZGOu",
-	"37/fukmNjBgulsn12Gp3TvKux+RO75y01KVecCtnG2uednc21m+1T9RduozCG8Ypn8DNpMZvhi/8Gacy",
-	"jjIPmGctiQjjaMJG0zBagOS4pDNFF/rxgnk+HenTpwZ8vAyoz8/IZE4jweQXsZzW+un7Yk5b3V5lUDnt",
-	"T7str9FlrMlYizabzX7fY5MxbTcbE6/R805aLY+dUq/RPh17be+k25l0Tvqtzkl72u50x1aT/o9MiXcn",
-	"3eRRHCniO75pHkcxF8eb99Uxvqboxf5AzzceL3wps2ugn0XmgfRloGa8544KefbEG2YHZ27OJtdC0w3w",
-	"vDHl3sr35BwkcEl9NQk5Z2RKhdJMQKEh0zAChWYMhF/VdEIa5OefSPNI6UaCUEnaTfInpfu0Thr1BpHh",
-	"9bEgSxYRfVQHycAeCdLuNcjzx8cCmiChYhWtekM9Uy2kcyQr5s/mEtrvkLEaxTKIBemTr3149etvoQ+g",
-	"WfW3HpwDDYNUktDqkgoBfCGZPkqFN1mOYq1Eq6U1OiXX0oh5Z0QtztyfzdXiwOfEF6TfxZkvWVTTzRCx",
-	"ZMxTo0A52ayC2DGwd3jpzpiX8A/NA75/51SiOGAildeaHz58+OBUljSiCyZZBFf149Bbv0nPl9IyxSTy",
-	"l5p7ucxrdbvN0y9crboyuF56HVK9fPaEdHqdvkOW1PPUNRQRHsojNS31Xq9TG68lG/Kn2ARJjjF+22+0",
-	"Ww5Zqr/1G0e4rdBJ6K0fCcJu6UQOuWpHOIQKIhiXdfKaMU8QV429lgy+9jVbu3VybvUj51QSL2RiyHko",
-	"yQ2L/OlaLT8l6ipSM+KhBEnKF+qigw2j+KKvpsSZ+uWaLeWQr3w5h8GBau+m/Kqe9Og6ZPM5nFH3qD5U",
-	"irSv1nQOd0oq+GenobZ5MmcLqjZjQW9fMj6T88qg1WiovVMHXDXyP8zGfH9e+0da+7FRO/38+N3nX7xv",
-	"OK0P/72SCMpCKiW/ojY+s9Vfs/X2bl+pc+zzGYuWkc+l2Uk1DbVG12xNqu7FN2+uiGJb+nHtmq2Fe0Tk",
-	"3Bfk/OIFvBaxmS8ki5hXLzdttXuZqVtT/b5RO6W16bv3vU7B1J7QYKI0ga0Zfaf2zIVb3XWIz4VUcm44",
-	"JW4U85HvuXg+n1+8JWpYDplQwWo+F4wLX51CR5E15Wv4Gf4d+BQMNpQYTao2oZIG4QyaqbrtxmnDPUrm",
-	"/UPMonU6baUn7drihc/N380dU30F8uZbW9zcnPu5om0WEbdI3XDPiJjQgAlYA8UXwzAggX/NiKs1KnfH",
-	"NPJkXntmyW3shfE40CK3v4gXMLOFz/HfjXqjm0yUx4sxi5KJvqK334Agd6UljC2KheckYmiFsm8PuIRQ",
-	"DDwzx/aRIOM18diUxoEsmtq2IW1jv/QceicnJ61mz5pKumE+l2xmT8TIlXnkOVvGRcRJtwiSiHiM5GCO",
-	"J1A30GfhjKD3+1LdZRjP5jlkFgThiriSRjMmR2oucDo08akjMWNcy7vAwykJ6JgFYCRVTRImpL+gkpHq",
-	"3/690yB/Kjw78HpmHnork9tPj3wchgGjPB16zF98mc/vFDOXYKX1/Ikk0yhc1Mk3EZmptdacA24K2KY6",
-	"wS3TG+QMuYs2IHPN6nezSp9LaMQIClOOunLIZB76EyYG6oYZcnOpqKsKfl5QOZmnFxWnC7ijJKla9xXl",
-	"YqU4LIx5yClOZc4IkL8fcqI1G2HfPptLChMp5LzJ5TKqvXvfdHYy4CuggFw2fG5Rg6ZawzyJYZ5V9/lT",
-	"vFjMT4r+U8475MB6HcLqszpBLqsYsqv1x+fsWRhNmJYZFQseQEcoD9aEjBgs45AvaZTebZItifQXzLBC",
-	"uOWRs5FE2HWQgSiukogDatXx/BmDOrD/MRW+IC605o3waP/t31uKrM/It5fnrwz7EUSGauupVB8+EnXy",
-	"DQ/W0L/Ptxp+JDLHKOYBE2LIXTgSX8goZm7xJqdns4gJNMsyATWD54+LdxhmqLSdZIHV7qmVAf39zFw1",
-	"E7qkE1+CNIZrpTizdQ8V8QBj6it503Qap/kc2rppXnhssQwl45N1rlh0ztckZbnNX/75/2p1uwREJDoO",
-	"GDl/8+TFC1Am6UTJ1Wp7/B9iZt9GZyRiC6a6VAc2jEirQ+ZhHKHCo8WmQlnJGuGWoGSz8m53cxftwzwc",
-	"3raateHw9uTpu8/zz/GL6euQs1eK/Wyvw9MrOhOoMi19LTVMAp9xSeZh4IkzspornQqFZrTfS3gLWZV6",
-	"2m508IjxEIT84ilPa2ooNRxL4d3V6edOgwPje2Z0o82Z6N9REVUDXAY0Fv7YDxRJIqMmWrMiVRf04br+",
-	"2z06IwGbSiVblJAmfOxqZPS0A2+vC6WtPYkjEUb595fL2a0cTeAN1xy6ZcRu/DAWZElnDC5ddZ3xojHi",
-	"10WL3G229vMGGOfTxB2yQTjwvEDCJlVk6DdBsCgWm7Wn5T4yjDXEb41OXDBSfZmrhVvG48AXc+YVjxx9",
-	"K/vGniji92HBMIdnqYqWw6xsde2RsPU5vMWCcMWimpoLmbNb8uar81qr2zMu6HaLRHSFs54o1Y6A8p1M",
-	"bUnB9KNnZjUOnqkfYj9S5w39AXdU5nCOAZ0ViWzqKD0SxPeAshOxAcxo71Gg+XAMdhCXBL6QgviyaAIB",
-	"naH8Uzz45HbxuQSH3R55H8evP9oyqEzEjQsXwJM33yInpAR5H4nC1RlZ+VygHcQ9n0zYUrp18v9/883r",
-	"EqxGD9QeO+NqnN9X/iqA8CbipvKucM1zRbdi1diQfypwfSydF0b39bdPlET9Jf6cRxfo33sklMab9RC5",
-	"26MvGuuGu+beh/Wlv/Bz6OCFZAu8+5FFg1TRaBSNChwv+XdHt2GJO2Y599JngUL65DehbcII/5Lxo2wO",
-	"1P61JJs+/+4vpFMb+7KYUDO+m3vPYLfWmXIwxaNQ/s3wMpdUBQiYDvFY5N9oTQ/YNBituTwqYGuJVleO",
-	"JZfV8mBWb4zv4XGBBRH1NaQWYw8ENSfxWhhzjIMG3mBdtB8ZP0fBfvQ6JbfjTeog2Rx28hOZU+4FDBiz",
-	"ku/c/98BrCP1wNybdFDNekVvt8d6qWTWkCudSmurVJJFKCRaYBfxZA5amEOeP96jRI0W9La0ya6h/s+2",
-	"2+WpUvbgfV5y8AGjdxu9zx9y9B/UcRHLkAsM8HtMvUvjM9a+ThS46HIZ+BNgEsfLKBwHbPE5XLCD99Zo",
-	"/nvEppVB5e+O0xDCY/xVHF/gV9jppvyWOGiUvrSggZqW4muKHsMpiSifMe1sAV1LHSbGvWXoK22LXjNx",
-	"RlwWRWEkXDiMKP8oBT7k08CffNL5KI6wob6SFRUkFszTFKBNB1pThpE+86WEiJBPO1Bky3jFgUfIDwIy",
-	"Zur6myLnqtKp2hkKxiAaSfAPrOZ+wIZ8Qfla+zYjZj6gapMmbKD+xh8W1GOwcer2f3LxVr1CwQZ1NOTo",
-	"ZUuse2RFfaktBr6EyyLkM/VfX5IFXZMqHSu6aDaIOKqTqzkb8qkvySxk6pydEfeSyWhdO1ejdomga4FK",
-	"ugwJFdeEzqjP0XCEQihQvvVNdmm3pAm1jM/CaKxjGD7tbqmLxRcEIgrIOJaJc07RV3rZZIgMrCwfnMrz",
-	"EBXVT3esddRHqO4YQTCIw4x4QFx0IdtbpEhhNV+Tqi/FkIM+A8/mvpBhtCZC0jWJGPWUjAAmXrB8wHLo",
-	"wORPfHbIhIKjdcy0M3WQMiJUxNgNi9ZE9+8QRidz2J8hV6cD9JwLxccU8+MytNytxxjtc9w+zkaduEcO",
-	"gQUKlOK+mrMIOaLPl7EESqBk6ishCteTggl3FYV8ppfslWGxn3rFxqEHBKyWbMWCoIbDIFVYh8R5Db8v",
-	"aSRgDiTmZs/JIg6kD9Zs1dQRuCez18eYekDur0P5LIz5J53i65AIdZ3D/oVKvY0lOzLDeRV64GPPlyHR",
-	"rPhICbrLNam6GWtgeqsJ8vSKzo4sc+OZbVi0WJp6L5eXJZKXmsBlzJ9gBPqOhTILZCcDTGlUuFTmvWOT",
-	"MaB6Kre6+PbWyr7RkQruyxDH5KoVSH2cby9fbkw/uYFl7ZItA7rOW3gX3Aj6fkjvIPVfwmgU+JZzNQmG",
-	"APv+xgVfz7VBQLhkrvXBTKPUBj299QVmY/xm9+fKrIseIV5IsGmEBur4rs9whfW26d+imJfbt4+zuFdh",
-	"+JJGM/Zr8cFAdR4pxocXIxg9SLVJXvmPkW9cheEryteXSarApx2odnZQca1EMiqkGa3iRHq0anfRsGPe",
-	"9ryICeEM+SryJcs4fI5AfFRfJ8FewPbBs0Inc0Y8H2KU9FEcchmG12QRRgxD0iP0XSaDEHMlYVa3u4fb",
-	"b6la0F2fbYkc/mR+NNglMMpoPeQgMaIl2b2kkoF9q/aZq42Y6GnQ7lJkFTpoWF+9Qw7OE7yMmRq12vpp",
-	"HARFwmjSSWJK2yGQOtb7l2xBfa7ViNLfCFaij4ME5LecxnIeRv6P7FNfwHqzgcxQV0T5B8LhQG6uxvya",
-	"hyuu3ojYTXitLhYgBvOeoL53tMGXvvvuu9p5LOeMSzV8tp+5vOX0hvqBkls+9bH1qKRjKlgqTeFpApby",
-	"li+jcMKE+LVGlo5KxMtlGGlLiAni2FYN1urwDLmrX2eei2cLDQO+0v4nlHu+RyVLBG9QS/XNzoZcsIBN",
-	"wHYKoSbMI0KJ5jQgPofQVekrATPkTGgp+S1P+nvFPJ9eaTP8p74oHgnyBLusXUEei8gYQsKljpFASwgQ",
-	"PkqL1IR7E9QEgWe+vXpW65PqOPR8htq54t9Kv4Zfjra5pOLOIRGMK8E6ERTQYGRnay4jNRTpM7GVu/m+",
-	"wuNAnwQ0y24cmNxkzsKvEmazmepZop8017PEy4VpoHmmt4LWjLVtM2+0RPeYUVryxTTsee8HH2wz+ffY",
-	"zUYjG6O11s3JbO3GDhQvWd4Op9JbOP4rm8iKDrl5TIWfE/r4VbiyYyuUiBmOMTOmDgOx6Q+C0vNVrSTK",
-	"CAPXQRyFSPSAUTDWghlWsoXYd3qfsCC4ZFPYApwIjSK6Vn+DFWA0ptwbLdH+SIPgmylkFuxq8qn67jHl",
-	"GOue3chMdtCGJsNDjpqMtgZg5Lya0g0wWz3FNPCvDklpKEubFQHzs2TRMgxAJXQq7FZGNP1TB3ndRHSR",
-	"/oXOTjWAHHnc0a4ZUegWEvamTpQSMY3CBcZNTf1IoDIBdBgwr07Qoj7FQEJ47EC4lRKwMPBAWxL86ZQp",
-	"ISBYE5+n8VeCgaVVDHnVzeSguQ6EPOZE+bpHWs5UTBcWcshFHE3phA0IDQI1Vj/S9ORzxRtSsnLQWpoO",
-	"AC4zvT9UbxdOFJXZKiUrGkFEA7BgEZpwRkOT2wxgg/qg41ERsZiDhCRhnyNSxVUT6HhzsQV037vW5uug",
-	"Tyvm7+hO9FRANBsMSs9jY1opZTn6tBfxkzc6i2Tr0Ex9KdyBCXVk0Q1epL4wQYlGzKgTN7xh0cjsoTsA",
-	"M3c05HQcaulfLGgQKPHfbgpdFUCUEZvGQhGwC0lCVJEYn7BIrbw7GHKfkzGTK8Y43OFjtg65RyhfY/xr",
-	"OEaOXCeuUZ1GP8QsZp47AP1oyG2VKtu1Tj8K+YSRKm670kFCJRSEQh+YKOaK0Fx2O2HME6Ps4RiYvCHy",
-	"OVnQWx1orppJclhA71EtQKqbaWblcy9cuegPcMBszUNN8JiTRKPIv2HCigQdcuvuINgCngFDYqqxilPJ",
-	"7ErFqWwvrfYJW+sFZJgzRZOjlx14Lk97YsRNbXbO3j05ydYlLvGNoKkyn/heLjfYTMAtI34ZoWTrlx82",
-	"ohL2CyOYhZfTVJK0fgfxaYMlYEYl9OQk8RdppOxGWMNWPNpWzMv2luUzEyS0pzp+f3vrx0Z02Sk2JDLO",
-	"hw3ghzIi72YO6vucd65vTCLw3McUhv3tpt8E4Sq/WXVcNsabF5QUzSAvMn3RRENELFhrt6A2+eBc6hVn",
-	"f2+jZSiEr3XW4m6hqwWFfkh1zAJz2aXsGfiwzaaPzohaH1QX1Z0El6Jh2MXEuT3YjZ3JGWbIzeoAM81b",
-	"GdeatVu++y31afs1oTghnzDEmyhHF1oWgRbLSiAbp3VjYbYJacdmZ09I7kJv0u4W/W9N3MnNecLDa814",
-	"Fw+4CGgO69fGhZG6cXOibhKrtzB0irYIFAEDib4Hj6yUGL8MKOfMG1jhLoxwtlLk021siYlAvGAo1a0e",
-	"5R+rEL3E26P7Bv4hyATDvF1YKregEXw3QxM77RwB5dh+nriK6Rpl2sCUmwciS91tOhsnu3/pWu2jCa0H",
-	"bpHDBrO8CzPfd5TsLorGViQAg4mfBcEjYfRFO7DQlugNiMG2KJWVwHKFJZ0ZrkayvUQ5YEV3sq5stTMC",
-	"s9gdW9PxhHkkJcouJojxLg+lMYR4qYLug4ESAiO49hqrb++y5AB9kXSRuwMG5ulOS4Ef32s1M9BS923h",
-	"fiMxIBz3+foeI9g4zWkyIhJVdqnykLzSKSTbmrc6xedhcxYbG5zLQqwDfImy4YOzOThyOafqG660WBmt",
-	"Mbcs5g7RyYJh5LHISh4Wbnm7nc2RDhZesvIIDLt41XztDihlnTzXF32/edpKADUSsxJYmqr4188/gRRx",
-	"dKcpqz1EmfEFfoo5g5u3cjpPPerNa9bavJxv1aId+pllKyxv7DKEU2odLmP+RoNX5jR1wyLPP8Rc+4ZF",
-	"PhNvJFuCvTYn2V0HfBO5CmHL0JOMZnJ0AGvJDiwi29L+hqiz0YP2zlzzcEXGbBpqf44SCsGqpc60GKDE",
-	"GU61TZRxSdCIhjmqTKQ28fQNMDsJjCIrkzZYP8BCmcsGhTlNFvlsUqEx9e0RyL4EF0W+wJELzHin6yAP",
-	"yrGkBn9/dmkjQd5p9Hfxtj2QrJaKUPu8K1pyvbcMc38B5B6Cw2EXyv1EgTzqzqXUTQLIUNTuM/XSR6du",
-	"9lwlZ78UH7ZOaOE9kBdZUSA/YZ/Fw75Ap5efdxnfwWZnZO89H339rbEWPNixzz2CJV2LxmqZ61kseSZT",
-	"d0rmTD7ECDYO6YM0mZ7aOzS3od9dPbtKo0AR8k/HrK0oJqxQYYRTjTEN2Wx77/SHsqrdnY8kikTCUGyf",
-	"ShmzWJoJv3m4yntANIJwiTcxLyqJeE3BhO/vvrDRhku8fueoC5hC+v2Wz8IsXGZEZo2Kd+AJgsvclz1n",
-	"GlNawl5qLObA221tDS6Flc4NH9Coynn88M7rn+ArpDuQdpU7jSQyIz+SgQUUkm/nNJjWAERHmKRQcILf",
-	"0ECA8vqngRW5PgkhXIAGQ37aIH/SAJIam4CTOQu8WhhLglkl2mVrwiUeCcCdWzBSBafpL//rXxr107/9",
-	"R5V/3jz65X/9a03OE7/HkUNWvsc45t02yeekefzLv/zfPGlyylamFzrkxjqlpP9pEGIktyRN8qczoj8Q",
-	"ExooRWMM71gRArNl7A55tdUgf3JIR81qhRhSYTybG2TALAHsku4Ol+Z2y19Zfqh7zt1xy823lbOIAgXz",
-	"CNQugHVSW2a2ejsiyXjiSkxQO+BKvJkUTjh0EfBD7MrBseUtwTOfBR5Qfr5pRkc9IjygyWckGymditVh",
-	"tvdUNQcob+ZDnxNqpa4pslMvLjEnyiVVCDQJ/Gx002au09H2ckNX+Uc1HRyVBEAFDMbWlstDMw+nclsD",
-	"e1Nl0PzgVFSX+U3HyyCkHvNgVFbzkM64WIaRBKZgYk/VW2Jnd21FDrkYM6q7Zm1MBfMIpIJp0SNdTNV6",
-	"jvvGar0DIWVC0FkO87Xe6yrJE7ck7zBk0tgA67R32mgeZTLazBIXprWdEbZYynXCjxQpwAav5iHOI73t",
-	"ixrZtZKt7bAinHgu3Qc05w61i3XYR45KVpP+glUKYzS2IFVy/O9sPTJyzfZOZ3AFIuqrXfdlvZIrwVBt",
-	"dNx1w6sZXuKbmAceBnE+8oTqnnoLX11XPJRsh0faHoQIg5vda1W+kXE5YWyH10YRyX590k/DyirWjiRr",
-	"qtvJlG3JzjU76MzCFtHZC8XMQEXxPF+9SYMLi+w0VFaWEu+yx2YJckyIJkHUISJEEoOQcUEmlKOZr44+",
-	"cwvYoQSyQ0ZVz6xg0Vo8hGkBzu7HNSpYC7sdVegvtJU0YC7B61c4xIUFHiVQj5AhKpiMl0cOocT1Yswl",
-	"YBk0UWCcrljShYvuRHjskqqga51gxImrljQbgWmNQWluma7B1KM7g6BKCOaFhnO9hzhZmz8cQKgIa59L",
-	"dOr6nipxV18NQGcsaxRHJHgUmPVSEiEp9+5NjzCwvL19fvH2gZSotKV7alAbDW0NC0rR3EF3SuPxtjl+",
-	"gmuZ5NkqZUNJMA6hYsK45/NZxuZfRnLfNX+MI0+D+HarY88jvyCiYK+dLY2L/iQB8B/NZAcBajQPZXm+",
-	"BnEcA92gQMGK6rR6o7eUusVTo+Cnj7vV89sb0vCf0vS40dy25e/BDH1pNL2mpqLDtsuE/mu4isPVAZw4",
-	"8j3t9X4Ql/MDWG+t5IViZydMco/l1cytOMig9BIVuWMeIEqtMEHjK6s628b48Vbby6Ssqm1lnJibVd1K",
-	"9KDv11T/NAiQlfyX00t3/3BCUWoIWDjOHsNzxju6htz+r7NF5u4WEnf34H3zwB7+RkG7/Yb2h0se0DH/",
-	"eG2n22XLHhP4LaWsZPqwYVtEtLnCer920bvGHt2ITQh8KtiBzIhGk7kv2cQUtNn6YLps9kZyGoTLnBCS",
-	"LxkXjDy7aPaOHz9r9ohkXIQRuXr28puLN06CCyiWNBK+BKSTO+x/CuWeExVt8pE0LHoCRYj2Yszg07lB",
-	"IWcWLHyu+cPIciVisJOol1Djvzy/eFuQi4A5gQk+/mg2LivzGpvOthNLq0Yl0pBnJu3YiGGTkIt4Aca8",
-	"VRhdKxFAJ+dSSWsTxiXoeQFdynBZE+EkV4jSFbdy5f8bxr0wwoR9MWdMKvVzGYVePJEA4aqDlmZxxKD6",
-	"E+Zt5m6J9JZ3Zjs4jn35RNnxPwsjcr5cBlpxNKkhMQcAJl0YBlwvavgJKR1qQ9e2IXNok7FuHMkM9ae7",
-	"abObXPLKHlyzismuaQLaJPhdPOchrCs2/7q7RvsVo4Gcb49lW+EIr/cniOqvcjvyPXY/A9uWauUQMQ9X",
-	"ABATaQgYbXrvNBsPZSfLm4sVTrK1cNsZXzkITXkZqlrJysuAKpd6tJU3Vpyblc2MxdRaUtVsfwp1p9Ki",
-	"GkflssKoNOlABWHFulJSYVaWnaf2809p7T47zfUodyjb2VQb2K9pPm6aikt5kolr8nqq8/U48j3McReZ",
-	"ZLSYQ9vlstC2KCk78xJpUjsWd2u6eRT6Mik4/BAZsUlJ4mLsc6LfccgNi8ZU+otSdo2Cqr6FY0oKVNg1",
-	"f3OZSc41tVFwAQAhVSsmOkBPgVSN4BPoCF6PijkTR+SX//m/wbcMPtsz4g4B/GxYwbx8SsaAvhrQmXVi",
-	"0j0pKtZ7p9v4LqnF2Tq/70tmM6Y1gMt8oau/5ubk4PJCrMUC8skDnzORirbu37n3iF02RGrGsDlhp7hy",
-	"XGaapZKSiyjXkGXumUwr+n6kzI3DBAhrPE+5zI/DR6PUSFdA3t3eK3j3CbyKn0b+JIMUeHgcbZ6wbJWd",
-	"OTzaaE+snh70xsTNymb73rPHuKa5xqDDYnIjyq+3T1Qz8c+PociTal+Do1B1uV3n39pRzA/LzLhzYAsM",
-	"20niW1THaH7KXbhXVEb+7e/PoInj3mnSPMDRuc8CWbxyJQ2P5SzgNv3lmtQ/oVny1R7sHB3gi9lYkK5t",
-	"1LCBLhNGNQYlFGROShDnIFXdicll6r9v2TgQhAvRphP3T2LtUCe4OvVvmVczMf8mEejojvadHdXnCyqY",
-	"wtgMYqZWkJlnxqXRZexRlQaDy1PamEbA0zv2SNfe1rXK4AesibhUAkLIdXy3IFVXv+O5R4gpGawtCxSp",
-	"uqaaftYBn9TYd0xBNPBjHXhr6Gsgu927VjtdhGKifmIILscnf+1j9KkNv0N1qGqG5GnE6uS19siH0yFP",
-	"E8c2csq2UsrgVKgLg7MbFsGlwTxnyJdKyIaq2hr5gMhwBhtXH/IacUUsEKVqhCNxB2ZIcxZ4WFQAqCcD",
-	"PYIiMjwfckISgq+6mVV1jxwrrl88Inod01NDlzSSqokq3H4x99Rol3TGxNGAQCnbdU1IKpkmLpqAkfB1",
-	"AneLUxlrmIFxHAnpQlFUAs/U2j8mRtMSGjDelGDQSQdquYmNn/JIkADsC6QKVzEuYgpefeQkJMtn6lu3",
-	"kIJcxGQSZ3oSCbiTRfPqDMBCBAFd0PpkuXwkiAt/1PTMamPGJ3PXIeFUMk7aLd3skd5KFt34fDYSK8aW",
-	"7oBQA94rMK7AQgcOCTXIv2qHVb+6yElmm8MUqVsxEhJz6QeE6qARqDyvT7QvgA7UklehBh+BsWInrkPe",
-	"PH9J+UzNCJ6P9FjdozMi52CSXsZAB8nSQIAihuoYqoGkSbpYGg7j6XlLKv3JCBYJpo0P7L1PZg4htXrH",
-	"cXdVp3B2uEHf0ruuS/rqLC+g7pevvmTLIFw/gtm6yyic+gEbpbvoOuQKTP2XV7WXL18R/YbITNMMXxiC",
-	"g4E+EmaeWUyuzQMKWQwWoWtUyWTjte/aLEiu1J2U7doIK9pKAJmsKb/2V/4xVsetvWaLUEYhr72mPKw1",
-	"W49rN63a+Xd/qXXGAABz30yRfFtwppFcFqzm80DxRXZb94ww2mpqG9mmFELY4anbxQFKm+G6GuUr292+",
-	"MKFXWIQkN2phnhRx2QxovvEhdA4Oli/0RYWvIzDl3Pcw5j9iAGWfVA5I4vLknK2J53uWPmRZkbCtewXH",
-	"6ibG6x0Ru2nI8Nw38cJlG04t4Hu/CJeMjxLD2IYvBsq48FCSNQMLMATHWsWv86pY5tp+N+jB6tSMuWIv",
-	"rL1Cm5PKpRRRqqTWdlmtvcLx69AX7FkQouFg0+O7nNOSnsQkUdUw3IgtMQxZp80LyZYjMaG6JJtaU/PX",
-	"u1zL3F/DSHsTSnS/oLejqZlFmfd9PkpUwRwjn88Pai6ZbAF4hq5Tby+JxvZEiTWcQomKmil1a6FwGRHP",
-	"l2c6VcleSd2KevRI2zpS7GAAmvXyjR7Cny3oaBqFizzfgE4Xg2hWGnnEYze+lq8A3BYVN20jDgMPo4FL",
-	"+SlN1zIsubY/3sXSYvJCrWlaHatG7U226cciPZtMHH0a8k7nBaPXJtwzx1kNyP6o6ZoM3bk/mwMgYChp",
-	"gNJsjvL9EPbPB81HOxjgy4JWK05t/xiBrvvzeX0Q5gtUTSHDpQBCB9C6ZJoyEeSrqLstfCGUMghobbqs",
-	"xpT6AWhYtg7QzGjgiXPLcl0JAyKsjb4Z7znls4PmNUKg/JKurDugZi4YkwbJBWd/RhqWi9YLM8ljFkXu",
-	"yKe9A8ysDn/bHvTzi7cYN4MAehpTuL43Km6r4DLSgc8VM5wwEouiic2WsRhxxrw8AEO8AWLBIsX5TWsA",
-	"lpR0X86SlHy7r5NJuPSZzvOF4pWTeQJADgql2rxFSQxPxmSeMS9csC2yMIXlIO46X8S8jw+lUNb/eLHs",
-	"ic16B2B/FPMzbdDRQQNIeE6SMIjFdUxEQVE8kmZn+Tfzs+32UQCwh/EoiRXbH701DyM5pXh1lVsqxdLf",
-	"JJ/tgevI8XjSYBIHVIaRBey4AStLqpDNbQqkaP4CBViB3WZY6ScF296/oICWmz91GJIg8xANgpnk+0dk",
-	"yYTwF76Q/oQw9Z4MQ1INwhVZsqhmrh2N2q/kB3J19ezqKP98FeNcf6xsAp0glUOyNBDMKmOn2bFGlwTg",
-	"kmUSvU+qJsrm+cVbB0soQg1RQIKHl/2NXBG1jhE7UncvGtJ1MV6KryNmAWRji2sArNWP0uqYUCkH609k",
-	"slbt9XzIhIkHDNHPARrfjhxO0CS2oMY3PLo26zEsPyHpTbfwQZ5rm0KspBAjpRthbEt8sTmUffNlL9s9",
-	"SQhZjrVtPEqc8hu5klZBBUUp7IZhjK85i4rznCnOdcMiOmNaFctWkYrARg6Er4XnM+LCVrkJ0oZFikkl",
-	"EYvB7V5ai+WZgSTE8G5nAvY2vSVIx3cJhTU+8TwQQJMxP5n77IZty8Z3cuxtF+LAMAXjXU8QlHfYVSzY",
-	"5jw3+17tSl0b94NtVRpmSei6rW9B0CsTg7QX8jx3ENnpme5ylxEt7oUpj/uRw8CV8Olx+z4icF7C5DJz",
-	"S/vcs44PEQ5tb8vHzTnXPT0wkt0dCKfcnZzZ+bKffAxUtPRwbVBJKVwzU6Bv24D37Ak57XRPEiQbvE6F",
-	"QwTjEiPClSgGKMVVV8OQuEcDovpwCMgUTgIVjl87idYKKo0u4nMrGVfSRJ79Kql7mK/IdFotLOUkM3qB",
-	"k+Z0U07oYuzP4jAWZKtKYnl8YbsizuYeWSgsfQiINXaTQrCWjimhdgDsQwpVtKP/nqXd74W8SfldMYRO",
-	"GzQSXSjyLpsARSwTqUY3tRsU6KRY/cgA3uTl3dFxGMvBOMAwuR0wR/lJc0YU3pFycRGFN4ybBd6KxNEQ",
-	"TiiU6ayhFHeE8jXYvg3uCPHlQJ8COpFDPl5LKISOEU3Uw+8L3UmYK6ODO/xoyN98dV5rdXsIa6xNCf6M",
-	"Mw9xk4QwVbvUU5/PwIOm3sUqov6MUxlHzDj/lcoEQ8oDNSvCvlhb0BZG4/b5zLHqA5ezLJjR5AjWzGt1",
-	"u83TL1wzeDKmgvU6ZGsKyUhgHgBiqThY6REk8Dzb2vjU5zMWLSOfS+PIsJcVNc50QDcsggQtEnICpaOt",
-	"bdXf1a7ZWhy/txr+4G4kTOCY8oa/BHeOGtz/+L5RO6W16bv3vc6H/14pTI0bGZGlKAwQyXHMgJINWUOA",
-	"EKJ9PRLExTbcMwCqr/1VhFwX1Lv45k1Ks9nwMfOmoilUN3LCa5QgHgSL5I9Z5Hu1ibgpZ0XBCS6Y59OR",
-	"YRN5tjfPp3BlWfOFeEeBlcHL0Ql2Jua01e1td/QyXLGoNqGCkTm7JfqMJiRjkae91eBhh6Eoze6aLeUD",
-	"bbrwfyxYDRjDIx12k9GoDK7XfjOv7iSOcnxZbiEHw7q+9tztvdi1AHtS5zI7k0cWm2chu0yZ+dgMwWZP",
-	"TjHaTm4BvbFdV3jXnZ8WIP7g3AmdTQcqPQxqdep12Q+tCoEWFvRBmZTLFE5uM6VZ7bdDwiX9IWYOeXv5",
-	"sibolJ0Rj0X+jbaEZ0FHJRRW1PeNukshjMXLNZcHSVbXzrwOfCuDr7Pf55BxN+wNdjJvpxE9+z7Rb+5O",
-	"ETKQiZFGuCvH1Kxw44dQFZcZsWlP0XDz5hY/KWE91/CQhbc2V3eZ5r0Z2MEUWVKTkubG6jIDXQLvPJNP",
-	"z3TcZrkbwmxBQTRTLOdKYqbCvhKwzvkeD1uZypQyisXe+mNX8NLOSpQmBSydzcaCbyAHZninsS5bOG2J",
-	"WTnliBZijz6XKSUm/MzMKENVmaNTwIuf3miggY0opcTgkAAQwDQqTiVeeviPaUBnKfwhhlwhdCKwFhhc",
-	"wGR6ZeTaTg9j3kaPzM/FRDLI8Y/Nlc41IC5OwoUUDTdzExrg2eQ+c4/OhtzFyboYlQ0IsygGQdAJIDaz",
-	"lQYEripyHJCILcIb5sHXaoVcAv8Z+Z6uoYyWU5AOceW23lBE5arv1YK6G1+opXWJu6JipEPcpmHkQhV/",
-	"tdgucYE24XstSsAJ2pzuzL9hHKOtlQiLt4EuKTPk+LIWNpSgQao0CYEXjHka1HmLpD4G+ilofTLZR4sJ",
-	"pTxHbQYLpofLQ3Cc4Wxa6J+a/BOKKzg8X/nC4Mbfx6SYHMOPa0+8jHk5YIQNu1fMAe93oClFiQ7JvVDd",
-	"0Gkc4i4gT8zTd4N7hOXP2a2+KarJC/gIDGSKPi9j7qYpur6n2kp5pzvkeD4t5upCpfXJ3CYDKtQJFnVy",
-	"PkZ9BQ5UHAQuWTDKhxzepQuG/ic4BXUCpiR9u9BI2x5IFRSUBegTAuZBFnQ95HS5ZDSClP4zEvNrHq44",
-	"Mgf8Oin8/Rob5B4BjxuBnDt4hcohByiAVqOhyDqiEwmoocBYeAgSWxQGUBjc9/wIrXQUyF6NCPI60g/r",
-	"5DGWD0ecdkVXjt4vzpgH3qGAUSGTQENHnZghx7DGRSzAVRZz/4dYKRoJKoJjO5VwDegsYgwGCqu5ECy4",
-	"YYJU3S1vh0t++dd/Ic1Go0GOiYuptq5B9umSPzlDnk1MwQ9cyw3qkp9/Im5aqSb5vIWf55S/UY38n2zw",
-	"g5NtYhg3Gm2GoVUR07kVQ66kYgS8Yd7GFzAsrOGF2TNWLpGbZIGYSugL/YVBljiGfIzEFJ3Modklf9Jp",
-	"SOq0ehrjYMg1McG2pMtNXPy9jjHTTmLp0VlRs8gHWCUNMzHkvY4ZAsRE4Z+JhzBgNywQ9SEf8qTuvy4s",
-	"W5AYtpUHqUi5KhgbcteKKHKP6uQF1mQeMxKwqVRLjMqHmwg2dRmGgQs19a2H2PxIQmYSjMaXOu8oawtx",
-	"SJrKM+Rw+h2T95VmOap2yC///G9HZwhwvPIF0zFDhns6JmlzyKniGWiio2DE5XTh8xlxj836mBU3KW8y",
-	"JJN5GAqNhaQIQMlhLjQhtKFxvM5wKMVG1MZq9zTY3nKMiRmdeCe/3rKAZNqxVnSvwMtuZavRKKwvnUbG",
-	"905OTlrNnhUX3zwgYROigg4YTMRufFFC/7M+KTiraBqfBLHwb9grM3Yc7v5MgAPTADQaSylt1xq6OhcH",
-	"vm5Hd5b67EOOfJBjGjkAP6l0lb1kUXvdbrt34JLmV+C7a8ZGcYm+wkE2y1Xo33VSGs4dqvttTfHAhds6",
-	"y1sies4i3mEdc8MudpJkeP3m/iUCd1qFRE6MXpkhlfRnq/bvVKkrT0jfrNFasOI5JsgDzqqFyVSSySSV",
-	"ukq+bzS7Eq9fmnXLScksfT/YJbwyaGydvnNQTa+y3HMrFTRvM2177wHbo3FwS04+g4a7i2/dBSm35Bhm",
-	"pUds73YmRSAZOdL9YQMPxQGDNci6ZV/fhNK9s/xwIMtOwS7v1GOn3z059Ho1bsGSS3NzryFubHTj0Ogw",
-	"RXR5py71XtxDas4FsCt7Iu8CY0eqnK0AqIzQIAhXOiLfYmbNXrvf+ZWx7qzhZGqIZ9Df7E9a3eJLrAxk",
-	"3V1I/0Ci34a4O0BHygDd3Vs/2sTB23GcS7WXuMASid6mJ2BJeRuoJZBeZ5/8kadGpM7Aexy/B8FI+mSK",
-	"3k4wpIdSmm1nzAOCDeUKoUZjPaTuzyeU+MrKXwn5b7GtO/l6DxHh7q8RHhKFey8l6uG0nFJ6TavR2K/W",
-	"ZH3ceyV6K+ZnLuVS/HlwfFzZ53Qua18xTuSDKHszmHIjoWjb5VvgsXmIkPUs0OLmUm/AXGYllgsAtRPE",
-	"xRfcxOumvgIsrDPjXtEhAAEV+MMdXHElwS8vY34B+EGHObKU9MU8H2JnyIJJCvG3WMg05g7WnoTKlgsW",
-	"zRhZqj7qmMlhN97MC/u8I5v5SHSe0GwWmXw/MHneWr9hkZ7oBmJ6brmFF1wjXye4GxBgrMPbPYrlJEvR",
-	"LXacF1/+AaFPREGNWhYRuQoJZ/5sPg7jCADGYgynP6DnN5It87qWUcwnNDf6+wrt/D4TkIwJQAcGd4Sj",
-	"N13J+B6Jlxg1ytmKgRuQ0IgVJJ4+TGajwYsRFXsGe7IhLNbxIMVRHxanQKkrs7xtOCe6GqIf+HKtA8v1",
-	"22nUrmDMipHTnpuCPSiquFdQfVTjqlvX42jly7l2qexFhACvIZXavS3CRcbvljgpDSoc9lAWdOCjoATQ",
-	"6wOy3Q20S24e78EF/IXPZwEbCRkxuhhtS14lInQzLSQS1yaMaQIrY4LlNApNatutNXGDdH5mUn/BbCki",
-	"c1FAv7gj8Or+cL7dIXyHB+fdI8zuAWs47cjLTsuqFGdlZ6jqgHi9HMrYQ3H6NOzlAVuZ4oab5fFhvJDy",
-	"hUGR3M+H3G3FAuGO6+1VGCX3GySM4b22XUY94Zyb0ec4VruT4unmhorf/dY56Gop4Oubp+/OZ2MXdW8R",
-	"rzXn4tUCaeWeNQFVGyZcOdXY+s3T1jaZ5IOpXNnYZY8E8fMjzP0FxKl6oy0Q9P246QmAUwEu3BMITRmH",
-	"iJOawmAjkGOk+HE4JS587QKGKoLZ25EuEG5DLRCNfHQiHvqCpaB2u5bWwgSEvZ9FTAhrATbmYMJ29E2j",
-	"3tIVdMyXeSUsHgptXtFBAda8YBB8JkaI8pyHRY4vYFjTKsRNwLeJz8mYCd9jmRo5RlOo6rgoqnmMg+jb",
-	"Bo5B3ZoIDV4ecBQR8XJi3tlqH43esEht/r61+la/pgT1+XoHWoNuDwEAlQjgED1XLhmfsJxBbHAJDSIC",
-	"YHtmdNhrlhS3zogBvk8KjG7Q3+aB3N7mHXynSD/YIesXSdMBlUzIg3i7/mQXnJTWsSB/YSNtNPP1h2Mk",
-	"OxcLxpigLXXZxcv80oOlMHJLXRT52vRX4UrDiaMSaWuXJSBTtdqXXSN7mTdFqR3GqDeYkPk1eyBV0Erp",
-	"PDRBsN0iEV2RZTwO/ElNybqYkpvXzQFx5hGb+UIyBAbNbQx7HF2znHP+GNNts0MsHlfa1GjJCi5SQRcM",
-	"zVIXT18R9+Lt45cvnpCvn/6D62BCabhkXIiALK/ZOpYBqUFG7dotwUqs1c+EvltT3BrkfkkkoZG7lODb",
-	"tbpqOZ5iirPed7VvA5PkHE4hG8NedY10tblypPomhvFeQCsw1GkI1r/McpLaMh6HsXQxM1lseWPzvGcb",
-	"i2xNKHe1jLT1cao0JWLJ9kpGBowWMyo0lpLSXOcUMLuWVIiSyLPqUhodiogKDhbEGsu34SkZgfhiA0FB",
-	"XdYJiingACIqmSW65ZtvILiu5MhkeIfpHCosHBYwtrXGW6M0UzTbbgsI6VIXUeHuqj53Iz8vXPECgCfm",
-	"+ZSPDtkT4c/4aFkWwmmZ3++D75GWqeJlRU93Y27JuNO+c3fAGCMusCTD9lZM/Ujf33cUjQ75LP+2PBeI",
-	"qGFJU5ozFl2WGaz/bGPfpnD7Wq3hGk9hUVhOTOwU7lqN0sb93e4w1dOeXP0/J9ajL375539zB4QmuN0L",
-	"B0slj9eJD6xUGYl0rZzsZm/uomNkumSceRRl3Jc5HqC9guimK/NQL5JTAW/0R4LWvzKJu9uUsG3yT9Xn",
-	"mDug6ceSeZkseEXCkvEhr2JqE/V5CrgQxQETafYo/GnMMu5RnZxjIZYEn3oIKM2+ya03mV8rdU9h6SPM",
-	"DHPIOJbGHzHQ+SgmT2bI9aCDtMafLlUEVZKiNAnFvheXYRj4fEZiHjAhhhyQOQGdmTyFqmDgA9H5PQjq",
-	"6Uu459V4NnwjDqTlrCjiLWqQScyQXc3XA0J5kvcG+gMR/o/MQXxRW/MZ8jAiYslgmEreAC+Gz2dHeRkv",
-	"uGeljRRACk/UN3nn2PIN7YhzK9/Rs4AWVDSxiKJEVRMzrs0vzaAcswy55zqdco7M6OXhAiUlxt0BZjGn",
-	"0PmKajZhcElVp+tdPb7SqZuIp//zf2SSx+CkCEl0afWkF/VeilVCtdtqyIVkS0x7ihj10PcJpPNIEEwb",
-	"ISvmz+YS0teULG/TkTPkyyDWNeQMtvsjQb7+lkDonnG4GD/LKkGd0n0MeRLQSWYsXDAZrdWhAxo+csjP",
-	"P5FmvVs3qYc32RJZA6wpoJYC6nzpuduLh7/8/JO2MeqSTjizpPlM8aRkyRLc12yvudnyRUhqmdifBOQU",
-	"DrflWYCIqAQz9t3+GqYes0EXdyRDp0ckV5oH1SLhk4ozIlNx0uoNXJeW0/ZYL690AxL4vRbwQTSrgvLf",
-	"AJ8UCk2KwG8hlFc4ZEGjmc/T4mDlVKukeEM+6jceYUAfKN2gEHSWb5OLuS/3Oyo0TZiGnP2FbpP6E7hq",
-	"uqM8Ivo2lc/NHhuzpG2yhCbwUtYBkCHXgZ75NC3YJI58uX6j+LlJrqQRi85jmVM5/5wnZiFAHsDUW5O1",
-	"fs3WgqAZhNRqILa+Pn/11HUMPhZxzwG7RLOuAXkMfZHFrTdS4mIdQKHVSNSdBL+lWzWXcln58AEwC6c5",
-	"pms0WsD4pmFEXr58RXwOxRYnTDNwj0qqRJPPPsMhq/v8s88Us8PSGx4LHJ0wC6mp6qm2w4eIxayLGjhW",
-	"KUSBzhAodYcBVCAuDXlSAq5mJyEnNfV//imTPw7Jxk9CfoOsWAww3srKnRecXrMRGP4Ma/AjokgGETYR",
-	"A6YOrUAPvoAfsMZoFYTvgI5ZIEgsGPmafEGajVZnQJo9+Hev3e+A5IagHQjyh+AyCb70TN1GvtCBbUZ2",
-	"a9QJgE3iOA0a6JC7AHU+gc0+1tign/8VATso+SFm0TotB6skJ8a9ZehzmXYo6TVzUHjUsBwrf8Kw+qiu",
-	"LZG8+/bypVlqTFNuNABMEcumLFkgh3zqB6ovHLfwA8ZlsCYr32Ma/xNql+FmYHrAQJeXeP70ykYCmsPG",
-	"CxmFfEbcp1d05pJqAiOIKAlw0x9peAbVHKs9QfAC94y4L6a11yFntVdQATGpmtZudBzifvX0/EuXrMJI",
-	"SeochzDkz59eYU72OPSg1obqr0m+9h/Dys9+9JdLXdQWi0hqFZJOJmypZIf6kH/FaCDnDggbPme6Mi/C",
-	"WeMGujysIZgKrMNLxZzEIL26l8w0T6jnRaYJrfKqXw2TAMgHKtmQA4dTMlSndarZxqWSNGrnU8kije5y",
-	"SSWD3mqfKR3iklFPQK78JNTgmGot12QchSsB0Pu+ujqqT765fHN0ZgYAjrEE5QvfQWuZujKVTjDkePmg",
-	"1BH4E8YFSyO1K69eXClOqjRdYDticHwMBlA4DfUwmh3rj8Sxejd1Zlc0L6xYmXOVRr1Zb5jacHTpVwaV",
-	"dr1RbwOgoZwD1z32wgn8Q2ODb95pGtA9UmQVMe6xhPfAYgDfiZhhd9VL5oWTIwcT672hEtr9iKXrohQx",
-	"yLlHhBHkDaFabiVfYtd6wV0Y2rESmKQ4tvL8zXCgSfdYT64O59tCDnCfIMJa7Y2+a2oXYeBP1q6WAAgP",
-	"EYBAbxUcWaWCKtpXGt808DnDrcIN9EP+wqsMKs+Z/FKtmlpGU1O6MMIqfeX4xVSdOzh2EGcVMbEM1Waq",
-	"hde2AQ0LB7c+u5XHc7kIsuCxgJQx+W9eOAFESPUCgmcMOf4EJIGPzA2pzkWyS/jWsfWa+TJSuwfKYS2O",
-	"gi+GlcziDiv6bfweXs5+r/dPRBP1rb198HId66wFIWd1b0KnJ71eszWedOp/FRttY0OmcXM70zxZ6IOT",
-	"a0w3FGlMPnPQ3GGlC+gix20O/xYOEXIdaNQYCFDeJGY4+vXdw/zgVNqNTpFem5DC8etQvgo9wGBVR7eD",
-	"ZLH7m8fUu9QCtvqkdbr/k6swfEX5+tKk7INQZtzGlRdcskjrgBnagXoDSk+HQgS08k59l9np91M/YB92",
-	"cBRGoMYtwfPt4vFX1796/Eig2XEegvShbru58STpo6EkJTioGswEoLDUzTMLQ49Us/fdgPiLRQzikXuk",
-	"Ln9j1Bwmlc6AB20JGuoW7+w4/OdqttscIH+yelYJdB50aeavejQGW199pXhzxdh8K2B9tgV+tMKllGaD",
-	"q57X/pHWfmzUTuuj2rv3TafZaOShrH5wPgqv+iu9oTj9LMc6/uy/kWdhRPTdpcRj0IuU5r8MmBIsBVOH",
-	"doNH/FXUX7548vT1m6d1eSvJZ8d3YQX49yYLsGkkx0KDXkKlI97W6Ix90W52272GEutScvrNHPeS3TwL",
-	"Y+49EH84N1e1JZju4RFTxjzVAWiMAKRPJUar5fKJN5Itdf1tHV6BSNUmYkfpAon66RrEowIAch1CYhJl",
-	"ojhgR45xU4BtH1NN+JCfy3BBpmB1U/pEp9U/OaoTfZDVyQDZEkHHw2k2dgXF1owHpJFGiZjvMUhTQ5ot",
-	"lJ52RnT1HB2JTIc8irkG/iOoZoF4hAtRHa83orSsTI4jqK1uLDZGYaMSTcigHgRrNdm0wUdQVpX4wjEa",
-	"ZLKw5hfUkWS0NvBLEPYShBCwpQRaWCF8I/C5kp9QVFPD8IU654rlVd2IKbGCqpXgSj6vuEeAegZK55Cn",
-	"WON6BohVR+RGeFimNfCcM0+1VScvlOinMbeIG0d8EMe+N3CR8W9h8epgOOJ7eg6oDQ05QrSZCg2PoAjS",
-	"gKzmfsAQ9FptINgi0puIkm6jrVHYMlpGwT1ymR6GZ1gP8x7y5H6WfqH++fzibel3Ddxvubf/YodXlf0o",
-	"AWI+5PVvtYZT9quvvwV+/yUw6bIfJR7gg7/wHq9Lf/Pt5fmr549f+fzQL+htmWvZtoModvv5bb428efb",
-	"RWCYyRfDSrPeGFYI4+gY+mJYeXv1rNYfVv6cFfeBTd4uAi6+GIK+Ojg+Xq1W9VUbVNVWo9E9Vvw0Ee45",
-	"QZy/ie/hk+R8tiYd1qP9ca3ptae1Lj2Z1E5ZY1xrT9W/T1lz3Pa0bmC+TVvbVngGxLpo8vQd8ymCyeoW",
-	"W41Wr9Zs1hrNq2Zr0GgMGo1/1B9n3ks/V7yOIBcSLJgOKwAaqDhczsIPK2QesalSjfIvww0lSDW+2SFi",
-	"MNuvKb6Wmbv+On2uH2Q+TRoEnp0+LNygE3o6aTK1N+MTr9adNmmtP2mxWof2Jn3WoGoDczYoZ4suzeUy",
-	"IH9ZMd6u9R+TkJPLq78nncZpQ4MINurNZr1Bfvmf/1v9s1Vv6GJqYGBstpuNk1b+vt57Z3P21rqvzAYn",
-	"yrm1q/rO+jPKHeKLiDYmp97J9Q/N29aizTtOND5h3Wl7/tfedT84XTZ2brgZh5a68Ad9545TZFEIMiYQ",
-	"YbS9RKTaUlJKR2ND6q+hfl4QHBll2+4gpYzjDGnoZ4pw766Wq6/rld+6JuxUuo32/u+e+RCOvSEZW3e6",
-	"lilJIlJagjFEjGQE43ifRGzJld0isTJXqE0HMOSpUEtkSEQ8Vj2MGZFhaSHXGXITfQBipInrkHO2wHyO",
-	"wBdqZR4BoHckXcdkI6HzOklcp7pqhqTXjJMqRbnbF5lJpFi96KqAyAlL0rTSRQtlTId8dfXq5Yakmfda",
-	"xnEABsWjxKKopeWBth6kom3iL90ptLuJSOsM+bbkmkS4REz7hRzCAsHsAPOQp5MdcrBskRfaSbMp6orc",
-	"uhPE90j17dsXXw65SfDoarRbCGw2Fn9t1zrTSwzJOGMRBrFkJOYeOhu0xypS+1yr6cjvOArcJJpHp1Xq",
-	"mSQRrjLEz9V2PxIkXHFjzy8SlOM/JOQ/JOT/2hJyb9qY9Gm3VWt7DVbrTprj2inttGtN1pr2vZNJb9yl",
-	"B0nInK3gFjlYPG43rlqtQbc16LY/rngc/w7k4sa4z7qTJq11pi2v1mXtca0/OaG1U6/HutMObY9bk3Jy",
-	"8TMa0Wa9W+s8rp3HMrwMY+7VvuucN3u1y6vXRkRuN3oN0mw9f3wH6bfMxt1d+gWbW7RuXa9/8H6MrmX8",
-	"Q2s9L7F1/2XlzIzc+FqfxpJC4xyc6T/uFBaXUThhQihxIl6iGMWiG5/PztTdnEY6hLGu1+BRScdUMFIF",
-	"i6EviHscMeqtf3SP6uQ1hC5AbJ9XcE+ji79yENP9qzCogprhvk/C5iohhJGmm7+zQBf2XUARmbWo/3rb",
-	"/NK/YZwBtkCOjVwHQxTuqmmUjNckCpUwBruqy9cqWZJP1mTuCxnOIroQTrqlyzAMhly9qoTziXCIGXIN",
-	"wzXnSliFiAxfCCYcK5SZTH1JpL9gwsGYEkUsz8Fwqp4+wu/0EqNAVydPb5chAvvLkKzDOCJiEtEli4Yc",
-	"AiWq0zAietOV4kpVA7frowLSeqWXppwnahlQP0tVlb8jXz19eUH0ZTBSl3ECWI5pO+Srq6uLNNrErLFD",
-	"EBTCWuv6kP8dufqHi6c7m4PkATXfHS+9x7a/GFaeP70aVhzoUXFTfcCHFQe7/GKo5jqsfCDNuzWIBzm/",
-	"vcM5rAnb0QFgF1Go+mWxgIIquiLKr3jOrAEtEsrJOXF2fMPuKBgvnMSAQzAJle4E8C0hKJOY+CnDMBAm",
-	"MAwYK0RV/8P5q5dnia8XI2gEBkTlkfk3S8bPL16oZj92eMkeJmyCHe8UYPQhh6BMUGk+QemJJ8v8O7u+",
-	"s4FSFK0Mu0luTVHT2E9yDgT0AZXBP9IcmTO7El843YyGwug2pL3dBKfI9LB72ww/5bC66wEBGhhyRUED",
-	"JecBCQ0Mr1RPNAkNCFDQXRhQLr38RvZeL2bO3iMT3im1JTe2icvUAasD8CYby4qS3hx0N1pPFNspJahd",
-	"qnH81uQ0GBSYJVl0w+q/RZvvW05vqI/pcJt2XxPVWpU5u3iUTw83zeNUzDo2oCo76cOCpEsyfzSsGAZa",
-	"+piv42azAHQxRbC7mSZ0Jb+1tgBugt1hcojVXFK7a8iB6iAwOi15hUZYyP/R4DBpFDgqNZAofkODAaFY",
-	"5gxMnUit+hNo2J7bzz+loeufkwW91Qh7R0PObifgpc+/TZ8K6S+oZE/Mqn5k4+ETGkwuY/7iyzIvv8Cs",
-	"k2c6C6hk86XNjerlQ+yYD2Q1zAVM0pW67ZQAK/D/jDRMfMliKdcEIZaPkmA44H1pNNxWaktxXNyB6M7b",
-	"4z+36RBvWjzNGG1DAxHq4D04PSEvPj1WdN/2hOwqNNujL1HtqCRBoF30APJ5BYmEby30/7J0Sm+/gUN6",
-	"hdtU8rMrxYAk0O29xFeEmGSLUEb43Daz4NPUnHYKnuVm72sl2dIgZliNR/g24ML371IQfTt/Snt6wTgj",
-	"gvWP82B525OhPGlDOhVk/4ySD3mINcczCW/97fw2XVXi+sZgFM792bwyQJduw/4hCFeVQbN5ctrr9BN0",
-	"w7TtnIejZSgg0b8y6LbzABErg2ar1e83cuvNIeycyfYc6aS73okNiPv9O7jby0kDhjkbZl0k7pn74ZOq",
-	"BQcHVjZL9PFcE0Gn1Sojb2irCkocv4pH277QwU6j6cWSaFIZJleuSavY5Uo1F4iFIjCjF9N2ne1MXgdM",
-	"UGTM5IqxVLDgHrm6enY15Hkyz88/ZQUXdIZSLaokuXRwyp20fir5+ttaMmdt8iHn2fcT+VyxeAvsZsir",
-	"LrCPuilQ6Zrv3EzJS+s+8QVxUxAd5rlKeQK4HciXNt1GbAbBni67lRE17ybVV3Wmsxbjhjwdrp0kzj3S",
-	"rLe65mV9a9nvQo3ZIXfFhAbMG91EdIGxs5Rjvoyr0V1dwHMy782Wcea1IXclMHT45Yy4iv25Vh44LiwJ",
-	"GL0B1QWTJTU2ArDiIZ/QCFzflvCIINF6jVkUhdFoTLk3Wk6ke5QU3V0ZiD8liQ+5iJfLMJJiY9U7rZZD",
-	"BF37fEZWc1ydlbZ9609AhxryNyxgE5m6+dfEReaPi6D+hjxOl3xOXFiKarhEkK1gPeRuFkDUdYibrXHj",
-	"Hu2SYb80JeX/kGD/kGDLS7BPwiTLxViJy8mhJcb0X1MuLXmIwng2fwgh1kYb2C/E0uwN5UCC9c8/kf5O",
-	"0fZ9OXn0w4OIwMmHSgy2zB33lXVHVBo5FsXeiOlSv8kkTnu9Rj9PeC0vkedWUsUBd07r/a5TgUF2Tusn",
-	"3WTJ1S8WFkhF6YQVu1AqNtBq1JumgVaj3kgbUL9sV0vV3bZO6t2k39ZJvWN1rH7LVhPCj9rtfqduPmq3",
-	"++16+pH67cOdxXm8py4SiOZid2wK4vyHQP+JBXq9PQBkYJWwKC/PzyKE9c2V5p9C/KCRxLdkcEjE0hUz",
-	"NAQioYKMlYyUqzZoXNU5o3JBlzrj3/dmTIqBKatPmj3A8+nVh/w7X87DWNojUEJqdgSOZbBMETVuGYj5",
-	"anSoBkCybxIooQVCiGrUsqur0cPQ06KRvNYOiShKwADFP6V+YHKm1NLtEvSeR773h5j3q4p5FniJgzVB",
-	"a4KpFiWCBLHbZQDqrAbM3SHkiYxJzy74eFjduRT3X79r/sqrwbQGZ9w0jBaVHRLhZE0CdsOCe80xPVF7",
-	"JlqqZPt9ZvmHmPlpbKUoUypm126hbIkWhZ4tYmYpY/B932n23jnpoRh8j/JUu3XS678zdRC+3yWS5kme",
-	"95HGgG/ToDLgcRD8voQzRRyZ5YHTctj6tFv1XtJHCwZpumjVe4evT7sBa4ztNaBt016jflK0Pr1GO11W",
-	"9Ye1rvBb3vr0Os12sj69TrNlrY/67cOHd0UajPOAFNbuwm7ijLv1tjXjbr1zBwrrQxtIYf16y6Kwfr1d",
-	"tILtdt/ayHY/s5Pqt7wV7PebvWQF+/1m11pB9duDUFjTOoHNzAls3ukEdhvpRLsNe57ql8IT2G2m26T+",
-	"sPYJfstbn2bvpNdIFqjZO+meWisEv+YSGbAz4Ma7VeI76lZKNCytWTEPRc0/tKtPrV2dk9U8DOyNwLin",
-	"8uqVVec4V8N6EgYe+kJkqHPkgARNFO5iabBP7dSvR8KgBQ45AJg4ZIpV6KgAD0r15RH5giz/9h8vyefk",
-	"h7/9x8u//b918mrDLyAsF7gfJT6GBePyjMRLNaJWkWvBgBXqkkJDninWfqSzGWXiWMGCT6nhf5fedKHX",
-	"7A/V6dOqThdIbpsGckdp5gGjSjX/yIbwPLvz/SVi2xtXzvjaajiNRoMksyltcG1u3yT95mlr+xLeJdbs",
-	"eRGvphIvgqJWqmsIEsgYhTNrdo/YiEw/LQSk36y8bsTORqfe6zcTuem0Vz9pNFPR6VQJ/412rhx52ujU",
-	"O42ekSR73V691U+/7Z30G/V2p313Y6jmSX9YQ3/T9zXcpgmOrrpVDwlywJTunQGbMYeK21MLTMjC5cWa",
-	"SPirH2mcBmqbLzWM64YJFd3oEIFpqgmwIIDUe6FzuHWeuF1DEfPLqzprA6qAQ9i4PqsabcmXgsAdm2Zq",
-	"g5SBUgSi9FZ1iXkcB/MhMAB/8gXkEOmSAkN+btBtDaqfNtoqLpdgi+uZV/E/P/8EKzUgchUOea+jHvQ6",
-	"CHrgczJVKgOh4zCWpEVePQb0YIh7iGzMKV+Y6g5DDsJEp9EwAFbJlAeE0ygKVwD9CfiwtuF4yLcsx2GU",
-	"FKicGkgqARP9Tn1uILaSMotWxAGEDJqQBldDmbkDU/0Bjc6CTUIOMAhTKiSLnAS2I0oT9akBf1D7kqKB",
-	"DLkNB4KBEgdhoqUhMMKqGbm2akWq2zvXhP0EF+USa6HcTwzbOEUrpETGDVbXltHyzFoOXaJqTAUDBNeS",
-	"9kxzX+0SRBLLZi7oImIu9jp5kIsZ82bDNm+2DjbifgMVOA2nkHMmkjILwvktW697nftZrwsmnh7P36Ix",
-	"+8BJ3192FYx5Iiu0PqMRTWpkGAnW0XeOViFXITHVs1JLbmmRtWEKQn3/Ps8s1G/X8/znpuBY04iL6hxu",
-	"pJBXLOMQFEqxrEPNlvm31VLGEtRv17OP7BeNTNjvJn8kPyvqy5nIaafe3jWRerPd6J12O512r9Nt9Nt9",
-	"e2abYvCumTXqvc25Ner9fjvzfxuTPe3UW/mTrTfb7e5Jp9E4abUarWbvxJq9GuPG7Bv1Tuek0e33W+1u",
-	"67TTbPY/vNvSClqHU0FDbcZHoIJ6dx8dNLun9fZeQjg9LU8Ijd0UXW+2+t3+aavX7rQaJ61O666E0AQC",
-	"3iKE/uYE+2CzLNr8Rr/VandOTk6aHWuSlUGvnbP5vXbm/zsf3ml7Z8at03RaWa9OY8P2ub2FeYpgQjB2",
-	"xdpKDmZFvXN62jpp/WNaE3dQuQmCxXZ59kGlUW+36g2rzo5h/lDmuGKQNCpYVT5vqNuR8SMlHOmIeBOh",
-	"ZNTf0SSgQm1fUnxj5JmYTV2RuPIyLR4GRp7m8W7IDzCw0+ut4qPqQsk5eFlqaJ20662toseVpBsC3UA5",
-	"RD4L2EjIiNHFKKfd7AsZtpotva8N+QkqkH5gEogPxDdR1xCGGavZAPP51PRxmtLH9oHdSx8mi6I0fUzW",
-	"lF/7K//49bcvvnxxXjP3dO015WGt2Xpcu2nVzr/7S60zhqI9dyeOTu8UXB+bxPHdX0inho3fjSzwAtpD",
-	"FpU3lHtjFs0qKXGUmXLG4tbqZEmkBQGKd81CSXTGwoICsc41sNT0/0zGmk+Pk6gWFFIcxmv4bz7OzU3z",
-	"GM+u2BNwpgGx1RYZZLsETxtxdUC5B9NGzBGbI0+LfekL+VT3+CsDMKDC8P37LW5mVXFtZeEYgKkpUa0k",
-	"4eNMn1BJgzA31X7/4kIyze8MrUFvsD0h7W5KaENkLH+wPhZNzpbxPoJ8fvF2PwUmudPfXp6/goqdVjxi",
-	"yAsymxWNPr94+9sh0C2hyqLQpsWkv2+2QI3YumSL3m913h1Azc8v3u4l5cy2UETFH6+xgtnvi4gVBRxE",
-	"tHMaeatd1mpoMVvFFqpxClJFizLe0hAWWwOEPOZguSSJxTwA3vU5exZGEwZXtVpt4fMJI+eLJVOvn7/6",
-	"krzgQvp8IsmrF61G4/jVi3aj4ZDz5TJgQ/6qhqbJowEcCmernKlDPKgi8uyi2Tt+/KzZI1fPXn5z8Qbd",
-	"3+GKRc6QQ0GFxP19w7gHFXkhoFfMGZOk6iJsintkV7wE5FSweM7CIR+vSdWlgU8FEwYJdh6uyILytSko",
-	"DJJBcmZVv4CkK5jG0GVDDuYUQex0OF0ZTRQd76/MXj2sJRUMaFC4KFkS2PTqhApW87lgXPjSv2GF6Uv4",
-	"3Waquik93dlXiXrXkGaM62UYEJcCvQAkr0fVf+bhcski9a9xQCfXKxYELqlapHhk/1SL5K1LqjYtdhuw",
-	"f+qfF5ffqLcnHqctV/+jbf7RUf+IzBPFA1lt0XTJL//8b8mfHbdofdJJ3H2N7m8CVHJdxgD4DWdwGLUb",
-	"SjMH29SXcnNN8IqJaPZsL6N+pFnB1i/vnAqNJnNfsomMFa+p4MlXqtay2RvJaRAuRWVw0lSagrVagwo1",
-	"L5rTNELTQFM9UTxglPCA0WystI12L1l3a2g8lEyL7c/Pm40WWanhLOmSRdo/dtLUPKMOXIRIxkUYIRt4",
-	"dtFuqdMZLxQHZJrbOAZOeUDevBLklozDUEgyCcLJNbkl3WaLqAaPJ8E1AsConm/tniMq2VmyXsA1Nroi",
-	"cCsFuENqXDXrN/X50RnkISwjn0uUDyRCG3rxRCaVzgSbLYBMFMGIeAG1TJHXWWUFV6tVnd/4nk/rk3Bx",
-	"zHgtFsczNlWjO55FdDn3J6I2oZEnjtsNzZOPI3lbU6sM/yP9Y3XfeMsRxEA2HMMcjDq3qZ8doJEZ/qd4",
-	"YTEmABCxY5C20Z1ZxUHokjgpgekHSsY6+t2BizFiLm/r6O6/6Y/fz5ZxcS02V+2iYnLm8GjAsIKz7Zob",
-	"DV2Qzy/eDoi6NxwilnTi85lDljGfyDgRBvQto2QEDVPuz3ioK0lvo4d+nDvvHEv/hBEBxmZYIBTGZ/VZ",
-	"neAyFJRfU6LqntCkhJM3Pi5nh5//4M1/8OaPwJsP5csQeJjPlp9fvP1tW8buz5DzpalEkUx4zU4mHaTu",
-	"gGLAXwwgoVYULSWffQY+os8+0zgkMok5ycE/yQSwrF2HRJRfY5VxF5FR3QFxLfOwKdKx5dlyiRob4x5w",
-	"elc7jfSVgf4pl1DzRn3Ir+i1xsaC+yIpLSI2q+YR0AHg2IVTLHcORvMhB6u5ruYMw666tj1d3V2bBnVX",
-	"Tc1jUxoHElU2qKanC28GNBb+2A98uTZ1S7QHAHoJ2FSSMJYk5gETYshdH4N4R/qtLxT/L8LStBw8D3yH",
-	"/ScEokgODwuCTw1KkR3cdwAVEwKJkfF64zg4JO8oVNOzcGQdBic9CdXkKBTuAJ6/jJ6oCbcyyHhsnArj",
-	"ajrfbzzddkunnt3Eg/yuhBKuIZ3noUfwyJnjBhFkr+CXJ3DijgbpQYWYP3jfNlsKQF72+QyrvkBJyYjp",
-	"yveG+zCDbiSYXXcxNcBguztWLnWq2etHg+CbaeF5M7eYNSGwg6arvuWe+/BRAv3/KDTzn6zQTMkvXgLm",
-	"SNm3n0CdrIcICQN8h4xBSJ25ccy9wJgwEQQRU3rHaxuLLT+1dydQSmpMMj3Tm9kIC4ongPW6ATVIqRSK",
-	"5HGjNCCLF+MNPBKVQbvhVDbgCputfisftqVzWu/vCLppNeqbAUSQsGtHTSFQimJoJnIJFuiPIIU/ghR2",
-	"BClsJoD/yiek3+71cw9Iu1lv7zgg7dbGdrVOTut2JF230+smx6P16x2PP2K8fkcxXkneliKmNLds58Kj",
-	"DL0pL3M1QawziWM8wPZsq3E5Ng6l/EOlSZPSoxgin/3ObMpgWUhtAah0W+BxheE4QOn7gh/gpQPCH2wK",
-	"TlWJIufoKxzCbyX64R5nPzNvtdabZ/ddNjZC3Rd3vYm3+0pu0s1eyodcwET3Bl1skMPvOuwCie+gwItl",
-	"QDlXzLLgzAwrLwhnAPCb2ka2bHlUkl/+9f8h7sLno22LhA55gGFdXT27Ir/86/8hrrrgjG1ikIYuTH3p",
-	"KGa8mvuTOZnQyPvzsEKehdGQ6/KvSWwD1hU28GXGhlc1OXzSLkqMdSTS+hI27vCCMWlawTgITOFJS1Y7",
-	"SbwGGOweCYNPIOJoSidoSUArwtjC+FUMBcM6DMRvFQv0JjEsj4DRzVgS6AGqDUSLbGJMJ3DSmCnp2Kuq",
-	"OjJQBI7JMPNFWv8CACVxSmOfe2IAGL96+4a8isDSWJiFrMI48MBlMA8DD/lvGDFDAkcOcQ1SpXD1lHQY",
-	"Xvqp2p/kS6pkzwmDBEULk1qNLQrj2XwZyyFH7LpwuVS76wu9Ixg8ARnZrrZmaWzn1N2jVtCFNMcEE0KH",
-	"vmxt7CRcMFOBGpyu+khgrAnCRQ857LYavbZvM7WXDkTQbCigOtlLNw+pfjwx6qpvfSHg20kQCqv6NTS1",
-	"ge6szsCURiScToe8OqzYJAALoIuoJ4TbJL4g7X6CQY5T7DaGlaM6+Q7SJd1YsEi4ukOEfUYwwOTE+VxI",
-	"qvYSy7CohTjCOjcwhSGHtyapmRSaxA5IYoTGpUMbtIOriUKI2tisf9hw2xtGeIiEMiU0Pc3IkqGws+cx",
-	"zxlybDxbLlq7sTijkVqg5xdvSRWoPoP6PSB/+/dWg/wJs2x9Tii8afve//bvnQb5E6GTKBTi6EyHUcNJ",
-	"84X2nGm8FDWUkFD8cQx3oX4FbmSsuybnbEGqaHfV1chdAuI/5hw/g8IbESPXbCnJErN0sbwh9RhWmaGY",
-	"TWoV06ImU3nIV1SX7gA2h6nGbSIgXxYoTw1IM6g1k6RKp5JFqk0mJI3kEaZto08TllMtIDASKGY+pUGg",
-	"S9MZ5HCHDCtjpjYH2x0QKq6HHNL2CKzqlK10erAYVhzFvgOG0WqQjYyj0cndYzq5nkVq+Ya8Su0jSOyd",
-	"FvFknq6E8X8c1ckb/GFJI+nTQM0GDLRA1iJUvbgm2t4l6iDhi3oBB+SXf/63YUXnkwsiFE1jcrELFsDa",
-	"k5DLKAwGhIc1uG7Qk8RD8vSKzmDuailw9uqejiVTp3zI6TRiYl5Xt5uczLUr2tUXcZJlT/DW9VKQ0PSu",
-	"GvJug1Qp0RMwwJ2MIyfV7UJWOWK5J3clniWowDiZM0FmTAJ0PR56vD8y7cJ/QivEUG/EIzHk5lih0dsU",
-	"gEcXoiH5HD9jnlh8EVD+YIWOdkG8hFPkcppnWunGvwU/ExRQQ3AFZOb2WEHGUixccfJCz0KedLVz0Fjr",
-	"sjKoeGE8DhiaFfQ0Gg2EL8mZBY8X4+JJGPAkDBOlY3XOcxCfqisaLQzmEwgWUD9YswALZuLIIYviOadS",
-	"YqXkzPq9zubUmiWm9mTjgkuqvZ1l7k6M1Cq4QJWMRa9Z4Wyg4fxaSno/God6CM/JZnwsEfEY3WnmcOKF",
-	"igpNwTKD4lYQPNRqHB46ew7MITe6aUscqGKUE5kqyVS78HhxqNeRQxJgCI5RwtCRs7UShYGwEDh1j7l+",
-	"BJ/Vod6nw2Fj86Bf97ha9T2F13GOw/UsuVy2fK67/aq/V9/pBpF7XlZ/WGmAb21F2BRbzaVqpdEULkVW",
-	"rs53xGubsibQcRgGjPK80/iVYVVmu2RIIibjiDtqX7RWUjQUrEaQO4JWI3ulfHTwsxwAiWbva33NCGOI",
-	"aDe0dqY4t5MaHZoNknEZ2lIauAJCtCfDZajXCqhOA6Vt4ogpXVoxhQFChqVPRh6T1A8qg3wlrtnXmvKY",
-	"kdZpPdHgYu4hfqGaARXX0GQW3uLkEO/DljNutoytZKbZMhYjJXmoGaO1PLnLzAOl/AojWXxMX1wxnG27",
-	"3uucGBy103qj0UqBZJv1Zrf1YQ9+AaqD6hgmXgKj5xRhvGLF0vSI3dPNlo8x3P7/2Pu6HreNNN2/UuBB",
-	"YMmhaIqSWh+N4KBttx2P48RpO8nMWEazJJYkpqmiwqJa0XgMBCcXZ87BXmax2LlbLGbu9mIHu4BzO/sD",
-	"5i808ksW9b5VZFEiu9X+WtvTgwHipvhRn2+9n8+z53RylDfXxX5qkLdmz+l0M5RcZUnqmdjCjOu29npO",
-	"N8Pp7bS6nuO5/fx1ra7rtLveJmacnS9uAz33ZRd231jXPae7+7ruveyy3nury/qlYmjVK7uZAyu3miaw",
-	"svzl+QWQI6+wqtUaeunIWOlyhshYhhPd7RegyCFqtuNS7rT3OhnGcae91zYgjlXstrCEn9oWur6ys2Q7",
-	"1mzaEahr2xX2FISiUVHH6NwrE0hKA7gqI1kdMsVj+G0GHd4eFGIhVPENuCxA10dXI1XuS/RZ0xQ96MUs",
-	"y/PgDvEIr4hiPILvhgz0VKM40tYBAgVWl2XnKqfICVsLlg75gk5Drsr/FlIx9o0grg/+LMgd1hc0cp28",
-	"CxPsh/yx/HeWaAzmT9Fa2c9o+rQHh+amnApfgI6NjiSEcoZtURWMfC14d1fpgn936YIbSQVJwJIB8Rt5",
-	"goxPaubGgYLV/EcbPZN27jyOE+I3FoyeHBey+WuAIilSIn9Sr6oyQkScVNggltEwIx25eLXwB9r/2uex",
-	"1bCKtOR3OYmyxCySp0u6iguZlOVFtVeJT1eJT1fgVld5o68AbvUqOW1HS15VSm3msyVLToTW496zxBzZ",
-	"v2IHtnPYbGsRizLdVaqrKjEJY5WYtUZ+9eiLz0nNP1rye3yxBIJpTGlaJPEoYnPEmEaeaKAgj/mYDQgl",
-	"bc/TYNyFDBJ44cMYfFwEI8ScOeQWHkNDTqOE0SDLwKlB6ZwB4Y0hRsHS5WKfwAKzCY9TBDMacqwlPV4m",
-	"EQliiCCCyV7PSDU8181jkbmWbis/Mh3yYInHINPZB/cCNl/EqdyCjfts7dsQ5U6TtQ42QBuVgacDxSJn",
-	"4Ea9Hy9DCV/2wrRxxBYRXbNgQCCpoY69yF56wtaaBgQ936M4WEORG2m7fYd8HmOlUSh0X6DwfD3kQAxe",
-	"ClMNgvZoyS+vtOfjcJ/tpCjejIP1o3DKKZRbX/YB+MhTDD0ykcrfdtBYLuvP10sbPvV9Yxo3lFomX+gc",
-	"0dUDaZROWZnoOFI7xM6JOMmD8KazFS99Xq58nb/dj5b88PtQQc15bnOnJ3B6dxdDD2g0iZO5fqK5i6VO",
-	"l+ksTsLf6Yda50yLkhMfb0/P+dQR8FTZmPtyHTSyRQI7UmUQUCLCKSQeyH0DmDoHD+/BHzOK+QQJm4Yi",
-	"ZQDBkBdPv622H3CyIUyk8IzoWhraAlOOZEtHjHESMKh6QPwo1dodDolbMZ9E4Ti9PAhis7XTEfQZTabq",
-	"gc4uq0XlJbLgAQtC+hgt2d2cQvc41F1IYfVKZyQbLxMg2n7yzBoxmrDkYJnOtF8vP0LRDsZj0Dg8Qb0R",
-	"gJJX9AXdCOeyawCIX3qu3lyGUSAgy0/ObX7wSOG+oInQBeHIkRUQfKE/GPIhbxBKFstRFIpZxqLVkK+R",
-	"2sqA+OrMbMghHRCpwt1YRDTkit0XdBoqhpxgPpQ8OWo+5jT4RAWhwGqWd/r1ffziiPHxbE6TE5LGcXRN",
-	"ENR5B0Q9+kkU0TltjDCq1YDbfVt+Rd8g1XJ1HV6vLk+TMGiMxamv8qDIZg/myygNFzRJb8gnGgFNqT9Q",
-	"KVjydmBegKp96kPWqE67hHhnTjBS0F10tBQQS+VbakppAMXczhIFbA3y+MsPf1ZIZ3LW4gRTomQbBLYA",
-	"uxpGLEt4lPfBIBF5WbdEDh+p+WXDJV8BSBm4NCC/ZZ/4cuBw/JW/stEQ9JQ1EiaWUepDnh7DR2Tf5Fvg",
-	"gwuWkIVUqfaJn48yaAm3Hn2Nr5etMsiuBWoJRPX6mtTi5EcEGVNORkznBBIqBsT/Xz7wCki9UKprQmpA",
-	"MzB41bzImRjH0XLOFenaZva2TTZgGAo15jAv+sTEnLmSovPSOnNceYWqLvlrXvblqxxc2IPxCgZLjgDm",
-	"SX4zoykofnrGsgUPFNdMkPlSKm/ThDFFjwLrzyEHSs2TO8x/+MUjA9BhHxbtFFaPehkmelMuz6CRXLE0",
-	"UGqc5w25GkGVYc5yvbhEf7sHEuK90d8q0Aa0QAJGnH0lgjAFUEmmKh+dSsoq99LJ1xjuOfVnyRaU1mUm",
-	"pizb0ttmJ7SAO1Kqle3rwmzngABygdEIJHQjTwrWdNsorUEOxEr+V/U9nVbldbV7ne5OrHBVqnSJ8C2q",
-	"PItErsM0RAVWLtMCO0iWKzcKOYU2n0MA43X2tmlA5L4qRYApCnJfw5yglEDiKkCv2po3Qwl/gq+3seH5",
-	"JMejb5nUlZ7bVn6AFjteQLhS47z5qW1Nz7QHIHkZUT6uzIIrs+DKLHhfzYJcG9fHe6W+vJP5oNnIUOzJ",
-	"eS0xIdZwPuDSpSnJ/K95kUoChRvBPOTytm1swdvw6pdRGSCCpAhftwNI7e3W4qcCo9g1pwp4KXCzl5c8",
-	"F6Dyx8koDALG3zKG2q5rDgfyAlPUrmZdxMh9suSDKkvHJhFdSlsDKMN4AAfqJKJTSBTRi1rT4NmKVFEz",
-	"RUpVWj6AVw3LogIb7KUU1pfIEqhcrJeNdk5oUinT9X0Q4wMxdJlAxDkcG/m22Wm2cPARQezvm4tjC54w",
-	"W/+lQRBYUoPtegLQNOcsmUqLPx3PSO3ozi3SbfX36lCTDL4DaV9CyEHpoHnMQVqjo8vK632iqEQTNo9P",
-	"mTQn1dulmWG8PGMjxzgIBizGM8qnEHEZx0nCxhCHMSlPwcrkbAU0FUSvsxPGFgJLekthBr5aBPQ1HRm7",
-	"OO9hyBsw5B+/giP/YYZtcKEjfydF/J0XFxTKgaBWbuW8feX+jR6xV3rnYaCd0dcEkfYrWOWXUSxvqDyE",
-	"qpzFW+AKBOBwxEHJsAiwbj132TngSqxhMFI5/6QSUB/yieHkBc+j/PsACveUW1pe3SeZ73kVckFiKb3U",
-	"bX5VcuFtaP4tRcv51rSHC4lXQ5GP1OULQF9jwWd5w7JJ2wlX9HXhiBptARc4BKVpuqwcGJU5vnOqM4ui",
-	"R/jIzrlyd9At9UYgBIFU1shssjMAwQpeiQ8P4OzpeeUDl0jPyfe5ytJR7rixOC3ADm0Mgm2MkY1dsY1G",
-	"21vdtlXzbeymXTIl9vZ02IUxtfMRH3KchJ4Nw2fjGMHIyuGxW57ds10b5qDlDouUKBf6EKFSUuNVXDHu",
-	"lbFC4NGYpd01zAhXJYJX8YQEi/cCOC95j03iKDDAVRIm4ugU6ysFSeN4X56LoO+oZsGbpQhcQ7yHjiLm",
-	"VKXQ34FWvFcGMt8i2TkAnZTHENnRuZclovB1SQ05aOcRpBjT8KEj8svu4npLaChUHtiG+TuPA01oUZ0J",
-	"eMDXmXd8TnEadamxzu3TnnOd9AQB8AXjcPOQK7QZVWSjAFuypDWy5GkY5Raw2kciT5Vzhlx3h4hZvBIa",
-	"2knjOuC8+nl/HPl1gKhXNnnIhxy8KKFI42Rdpl7KxfPW7NvLhQpk01RO2i6mavOypmpEpxsbl+fzV0A7",
-	"3k7K9hpu83HTHbjy/w7CSfxWZVI3beuErY+VdjeKRxDwotAEK5wr8gEA0oBZX+KawxxiLU/hYxuX8kzj",
-	"84oVpWJgDay9do4jp0Cdc8SwCVhUTY/cvQm4b9dEBkl2WclTJXVwx+iEzLdrlV9W8GDk6G3FuR5LkyAT",
-	"Hsaa0zhb4NLABGDnnQ9UvWnr/04meck6XpIRi0J2yhCvK+bTKsFereTceCb/A3+b2+9Z5UmQ+ygVslxx",
-	"0pQvgMcp2zfkMtyA8KZBEi8wYdsQxiRhY+DDCtNtdegIt/wdFEQvL5l3NQ+lpH2zgvwoH+o343i8kuZv",
-	"Wprnyr7z4SZQPFZBCw28VogovxeHizp6V1TkxlnxNPmwDgglKwnFftdgvuqXOhfQXj0v/aBwCsyB0co0",
-	"c8lpCEIAcQr3S+X8ahbDGbCaMV4q8aWi9PqzEy5d3prSlG2XtyrvezaUhMcrU6rqIUScCfxrW8Q2t0Ss",
-	"ulMKQyteiPxKJmMpyUqRoDZtu0wxN3usQfMSAu9BvjBKdtLX5pT+T2RuXIm83duvgEsBSBnWj/PWhE8K",
-	"qMumMLhABNkWFM+eK2JmYcAyhPQcu3hAwpREjJ4yobIeolCk9pAbLIJ2hpOWg+sbTO6CRWyMaLwasRqg",
-	"TLV6Ck5DG9AiscYQIu+amKvdNOoGcYs65F4qhhzdLoCtrARf0eVH/NuHnx0+PvShTgHqLMO0zCPxaRiw",
-	"d9QjIZt2CY/Eleh9SdH7qbGFr7TMd1vkKrn3IWuYctsrF8TLaZcgDyuDK8B7uAykZI834isD0BqBMkB5",
-	"o69h+VWWLTWJE1UozZJTBpD/LJoMiECQ482KuroN+qetNFGaKk4BOs7IuikRcxpFmASGhQEZ8jRkWdUd",
-	"ckjHM3kA8VTaGUOuy6SUZxrq+tKEcqHfi0lW+LxDDgoRoiHXJwZU0eN5YavDBx3mOtsbRWFNviuiIlVN",
-	"CMWQ+3iLXwf49jDArDNMDpuxKMjBzSlpu+3q9MxP1Wy9V0EoOdubQSgDjMY+Lwz1zMJJsgbKNWLZ1g7w",
-	"Ixqc8Jkirj4WM+p19qyB1e9NOl7gdhhrMubRZrPZ6wVsPKKtpjsO3L2g63kB69PAbfVHQSvodtrjdrfn",
-	"tbutSavdGclNveV5QXg4o63KrbODFydvqXL8IVFfmQ9Hfdnb8vm8thC/scLODdfpkM0HHrDDwDLKBZLG",
-	"5wfrSqUrCrhq6myA0UhjEiR0hSlb6ZwuBsRP4pV4Ej51QOF98u1TKBXVVMSEpkiZnbLvU3mbT/7rn8zi",
-	"zZDBM4i3haJ4NWMJyxz4WFMz5MCscE5G+ANs/3slbsZxooiM8pnUsDYmgo0NqFh6FOUIqr/zQZRHixTn",
-	"0t4oZxiFUrsnTbv3NEv+kRdcG5JOZGfiVU4yek6OUXO3HKNmKbjQBflFlQyj/fa5+UVN19nbyDBCfKGc",
-	"YLQHYu/1Jk1d3KFmt13Ro67n9M/rUcvpbvSo03PlIzkmaK/1/GlJozQN5huZw93yxLxOr7zXvT1Afars",
-	"dXNrHvGJrNPdTusNTOQ7QoD7tKJlxWNz03y8jL2IUrLiyJTC4yopbMNtYNB+SP1bzQ+R0lJKYpPcSmEW",
-	"7JgqpmqfKo/ch3ltVFlS9UATleRUa+M4UnxrNEUwCXVvZbo1eYPZ1qr970i6NegT8epdTLjGCf7wcpxR",
-	"obhYuZF6i6LhWcUwGhWgnxuisdfse7aFuyDLQ+70umWCWItZr4WKQMUBsPGyZrd93ss6Xuv1iWZju1wu",
-	"a1llKptN14nJQw5jhOnEMDSy/zrPWF2WnZQ9eaWEYjlrV0dHqcfZqHHd9WgQLFHIGJWeLuQcUkJDJS7D",
-	"UzmbqOfaBksbcBDpQyRjv1Qwp6SGLFMCuOGAx1AQdWlAXKfpEmTkc53+PqFDvkhYI2ERo4KREZvECUMu",
-	"Yry0TwDPxBkvFmSEoFWjtXof0pryIQ9oyrKszpQtyIilK8Y4nlxSFHAWTmejeJkIQNe5fh07HjHn+nX0",
-	"ncFzqslik+Qyr2cloxj5ZUVWzRho3500Ngt8zTqcAxCJyJtKDBIVMeS1iI5YFDFEDEGeRR/47eTHrmkH",
-	"nTSE/YB8QiJeS2NyA7CM6j6EtYd8EsVxArf8zic1rw6MZMpyjuejkLOA8DgUOQKUtPkQd6rmi++StPa3",
-	"H4FL4a9/IR+Tv/14nMZ//Uvdr2dw9HIqUmS4hY/5pNYkH9UdchMIX9Hfic2gOEyyNeF8kcSnLEBVIGHT",
-	"hAkBTKaKjjKUJv2SYx8DgCfCl6xCpMygHKly9Ue9Dvmojt7FkEt9KVqK8JT5MGC5OpUH0rDaVmpcthrK",
-	"QHFMphCiEylp6TKlhOn5D+y80z2XfKTGbZ69QrtUh3xF13rlxZw1RBgABMaUE8T2XqaaCxV4RLEICUGf",
-	"gBFKtmMB9Dyu43b2VdWkMSjYXGiFbKEaOaTphGGxCYsE2x6Rx4AjyhbwvnzwVfc5KAukprD6gYpuyLPb",
-	"bGJAP4FWEXLjLcfykr8PXzbmecgLLzfeTfQ9+hmjg3Gy2XgpMvInzS2Lyxj6ff06qfnwt1oedeC3VThf",
-	"CVtAUpkh3dhQfmMSTpVpZriHlLyb4XfnpAbqg3ySYhY5yrgh10JOzChwzGXLpINzOyB/+1F7rcQC0LTw",
-	"22FC4KtiyEHl/eUPf/Rs4gP7zCBrLTJm1vdRYqxkX3FBIP1kksQrlpB4MuQAbi5PJKHA3niMUQK9b1I9",
-	"WgOFKMsW1wSJV5yIMU1Tlsi9rz4vfzxWl/3BduOhu4p/XlwjUTzNOoMErKqD8QrqQSmH/RMiipzaE/0O",
-	"+YgsF4ByJmchYHzMhhz6oBimOySQCwxdUJOEsSCek19++KnweRIxIXBJyp9ivj/kVItJGoUnTJHZEgqL",
-	"MIgZhvSkTJEiB2HckH8S80JXHEh2Ze9JNibyANVDUh9gsIRG4SiBVdWX+zEX5WHMh3wE2HxycpvOXrtj",
-	"K2bSUGTcxlk0n4gwxT5rMN4wGfL8kNKku7DyD1FdG5BsUeYHDPR3tEzB+vrrvzfJR2qL0IQVZCvs9OIu",
-	"q++rEExTdgbYCBI86XBjoJjVe3sf9kGPfEREBKuQpmSvfR8Gs+n17pNYGiCbsgaJZYtyY0CeYBknQTT7",
-	"p3517OcRU3jRbzLjtmAhvgZjRfd2M/4D0jgfvSgGcEI8tWD0auokGiVhMGVB3TRekOKlnLDAhTiLh3GW",
-	"35YjzzebTg4sT91xP+iefNf83pu3eNvaRE+3aBSOmYGU/uWK8Vajd1ObW22375La6WefPSD46rpVCZa/",
-	"Q9s8o22jLutMWrNv9056UX/hvmrbPGjbU2l8scWmV3oHNzOcLdbAddxmt29bctMeb5AeuA7Ye0p9y0D9",
-	"YTFbg6bjum3bSuPtx/q2dcoS+Zg1sLK9aimr8iJ/8YUt67neOe1ynX6/s92ubr/nNHdsV5lTVxFUXNi4",
-	"vaZzQeu87cZ19pyW2bZ8q+0yZju3rdV0nc6lG+f1Ok63onVP8TPle0/L2GMVN3lqZ2x0x2qttm3LUHUQ",
-	"e2Qxo9CJjp2R2BmHFpBFfBtjOoXr9JA7Iuu610EKMPV+D/8yRsa2RDidU0Wx5jquu5ddS2N1pW1bv7MG",
-	"QEFYEPHW4ImS7dvBIK88+BGvOPxjzoKQ8mNjkcpVKjXq44X8u9uxreUCbq1co5Uf0isAv+aVfM0zv+WV",
-	"fas4qxqG6jgIJxOW4OzJ8SkTZGUvsa3VTEo1dS6MwKDKtTdtVaXZSYF9IDVPakltrU/g0zEAekYo8NJk",
-	"ycfUXL4vSeWWn8MVvhulPuuERZC0H2Cc3LY6O8HLhLAkNrw4BwXXiq2LlNSSAPRfOW67unUgw+Nct85o",
-	"DeQTYDusyUpqdAkbs/A0Q8EDdmy5AUi6XrD8viFXTBsDk2pjU+0B98AG8qC0KXK40n2plieCpZ8s00mj",
-	"p7ir6QacMTUY3YbcLwPbRkheBVWcJCGT6wyTjhTqNuBdAfb1kAMktq0xNnmAdhJN1kTRCgd1sI7DhDz6",
-	"9KDhdfa0haWSn3wQx5zyMXMKqTSqhldkTCT+EVskjdvhlInUR0yufqfl1sEmkXIky5AqvFODgfpy+uXC",
-	"V3EQ9j0dpxhhkBY9zKBDsHpd0WgoDxk2S+C0nrBFmuVR6dxkEZ+jVePqeacyHK7fuL6pSANKcnUO1TWB",
-	"aJe13OsfhZwZWrN19vMPZy/+9ezFf5z9/IezF/9y9uIfz37+f2cv/vns5x/PXvx/+Pf/PXvxF3nlxZ/O",
-	"Xvzn2Yuf4JGfzl78m3zw5384e/FH498/3VY4Dln29tnP/0e+WD30py+SKeWK20gcAf+MwEgpWG6//PDn",
-	"DYytin1r68S9sv2pl58D76oASDYHUm64rVI8zD9UAE6AI5+ByyN4OwXOucwAQWTlJ9bvCSHk4UMC/yWP",
-	"7+I/bpLfW081VrL1bIja+dAakCEo6B7p3iRf9o5d23DoPmApjdSFImL10Hq+GfHYhMQrlSLYKRygMLUV",
-	"PH5BCJgS0bHs14AfXQUYvY37vAnuXH6aYn4/7n7LtjDICo0xxM32kPhiRqU0+2Rw8+DR4V574Gv3DR4F",
-	"uXhyzg/PXMVeCrEXkMpqDHUu2YoKMqcBAydO5Zl9QfDlQCtO+fGjnMXg8NL4qCZfmk3uPvyK1ICMCQmk",
-	"bPL10cGDjCUCljodnzAemGip8rJKP0iZQJ7ZIVcFK4jfqTRZdcyCOi2Q29omqNwCoRPf8oXW4sTWflJ1",
-	"DcRXQFM2IAlrmCxZdYc8UirzkBufQgcIeMMmUp7XwO8PI3AcMe7bQ+5PF8vjOZvHyfp4mYaRGhK/rhm1",
-	"RApCDEAlcWT3dUAIlAEIU8xzt+9a9cshnwEhmOEJjie5azf3Bc9jPsVYh5oqlnHaQvjSxmiZVLO4PMfZ",
-	"9ynjAQsy+JDS7IaX9HFdUdVeUdUWa3TiFUaZ1BpOY6hFq0oAiYCttZSuwnNtk8PB3YW/4ZVcpluITV9w",
-	"cyums4QxAh49JWAKeR1azD55tkXBmRNrtpFYE+Ku6S5snurOPCODe9+3x+7E/e6kNR91qcGhKRWcG9oN",
-	"aW0xXN552LNs5cBtlVnml7DFUVicBy6Fo/GecUQ+yuYaJS1GcIqZBdUpD4pGoXHC1qIaN0QOzphGkTzG",
-	"NJKU5lcQ2pQdw2WVAh2v+D4xwEyHPEzBrBO5Ab1IwlOaYvFYbYPswa9DzFYZecGQQ+WykKopFtPM4pXK",
-	"WeJTlgDzEpiVG8YieL59Z8iPVHN1ZDbjYoQXl3NJYrX7PsJjDbkmbNwcARYY9I0HGcyW/lmTxQx5TZ7z",
-	"C5aQOR3PAAAcjHp56CqumCROacrqZeed7sAjnLH7bG29mcLQ/ANvsDz0hK037VOYjCgcM2Ngd8E6cftb",
-	"VTLGorAGVmvSHO8xd9yjncko6LTGTbYX9CYubY68cStos85kz+02e16/Rdujzngv6LLepO82vVa7s9eV",
-	"EsiooNExFFzzx9AR6+6vJndu//rbB5/e32PdX42+SRYHt27wqEO/fPDddPzxrx93j0atu6dul/c+KTx7",
-	"vGBza2A15P9uHt699zl5+NXNz+7dIvcPfwMXh/zBrXh188vf3L7vfb06WB8eXOZbQw4vOfz89vZ7L5MX",
-	"Zyy6KhCokl0BaVGGbDDrKi+PcXa1ZD6gJXO0yc7zliqj+2+XBKjywNjYGh8omI06ACknh4HX6TT7pjRI",
-	"Y8z2MrQEOHovQkM3VZYbz4x9+/xcp77x5VpCV2REBdtrgzLx8PBBPct705MFFrZ5xKf76h02ETH+TPla",
-	"Htxjysl4xsYnGbJ7uc/aKXMqF87zN2/H3jHk3GswP66E8gd1jhe2ycU74kOv6D0wu2swztlSeIFtsjZi",
-	"VdIIm0TSiK60trRvRNx4Jpfh8wtwFOTZlcuU7GnNglcbU8EaIReMizANT1m0tpWTfsjN29HVBnQ3dw8N",
-	"VtP6ABLswPWhUb+gIxwydNMZmyPGQoH0PjAS2lVUBSJs9uZvnrs/5L58IZDdgE9FpYnSKLIxBjVaw38r",
-	"Qm65N+lVhWOJua/fbSt6Yey3ymNlztQh/iPKgxFLpn49cwYtKJxRSozAfzbtI7uca9JT/qCMe3KbdfI1",
-	"wCeoFm9j76j1FE8INYOBxUhVohw3l3Pz7HC3Gi89oOjWOQZPPGIYnJOlV/XOTZ9VSYJcCxPkNGaEzufI",
-	"vVst9G6Vlw5h6k8xF+ZYKinHihJw0PS8Xg+Sb9JZHByPIyqEnFCNX3+s6Fpyl9d4TflJuApvfP71vdv3",
-	"Dhq6HqvxOeVxo+ndbJx6jYNvvmy0R+BlXDB6UqwiX1uDvXZpLlAxT66913faz7ecagfffEnaDXy5CPk0",
-	"YsciTRidH5e8sXhDoay7mFyI8J/ZnipOtU443KXLZl0a8dp3b8oFmtD58XRkDTxd6wUixRpkCR7/O/vy",
-	"J9l3L3Mw6qcfJjEEMquOR/z5wz/4suGE4qk447BWoh126/YxB+ZBcqpFNE7RLE0Xgxs3onhMo1ks0kHP",
-	"7bmYZ4WPbwrnR5iwMc+j/7bKk9c85wEUOAibJHIv8akuvZ0vaBKKGOtIlcSBtpWQVgPz+j5GsziDmqNM",
-	"1an5B8pwhE0zIDfBzpFal29j+FIxhytIImmMEJRceFToWlHDgqkgzs5oYLPc9Nrdh18JRWcvdHxS5CaK",
-	"JhLMwPHiCZGPGN9Vv5R99CHmZoK9BYn02XdxpCG/PyMthPxILNPhmLZ/SqPCh3Q+R8mn7igcvSL/ANAZ",
-	"2GQWAtu/fDWi6EEJozyFaxmAmFCFVBhu3UCTydpgAKuUxHYYjdKZDWBMchjlwLI0CcewqFQRckLHaZaE",
-	"l7AJk2KWoWJifIel1Hr+9Pl/BwAA//8=",
+	"7L1fc+PGsif4VWp450RTNkjxnyiJCsdZdbu73etWW0ettudes4coAkUSFligUQVRtKcj7r5MzI2Yp9mN",
+	"cMQ+z8777MPe9+Nv4k+yUZlVQIEESFBS9/G543sjjlsgUH+ysrIyszJ/+XPNi+aLiDMuRW3wc43d0fki",
+	"ZPDvFzSmVwlX/xTJfE7jVW1QOyfjhPsh80mccFKXy4gsYjYJwpDE0VIQyn0iZzFjxGde5DPisTAUJJqQ",
+	"QAoyjQP/oObUbmmYMNXwmHFvNqfxjfoDvxhJJmRtUHsR3DGf+ElMZRDxmlOb07tRlMhFIkcyumFc1AYn",
+	"7dOOU9MDGM0jn9UGtQtGRRLjtwGfmoEsaTxvJIuaU4vZbSBUm4PanAaqacG8iPtitGDxaI6fzxmXtUG3",
+	"pX6Mb5kPrYe1AQ655tRkFKk/w3DeCPiExYx7rGH/OLplse7mttU8abZqH5yaFzMqmT+iaoqdVqffaLcb",
+	"3dZ1pzM46gyOus3e6WnnuPNPNUeTozb4/ucavZ2OqCeDWzaK2Y8JE2q12g48X0RLFo+WtQFPwtCB9QyZ",
+	"6iJ7s6Uecy+J1SBX8KUXccnuMkq2nJoh9UjgvNdo3ekBrVlsGla/qHdPus2eUxOSykSoudIw8BUJxnI0",
+	"V8PsKHJIGlrvt52alBP8/eTog1Myw5N7z/DkPjNsH3W7/cIp9nvN/rYpHjWP1iZ51G43u9Ysu0cnn2aa",
+	"7X73pLdzqifd/knhTLsw7NKZdtcXs3N8mlvNo17/6MN7p8b4NOC4xal3w7hfG9S8xKc1pzZOglD9eRuG",
+	"80P1P41owTgNBretZrfTbDXuTvqjfq/m1DidM/1izan9mFAug59QHAxq54mMrqKE++S73nm7D/t6EYlA",
+	"RiCopoGcJeOmF+k+FnH0A/PkoW4s25vYqdqbMxr7SxrDqIsWZJHUBrVXXLKQ/AcWcfL8qNHpn7TIrRqr",
+	"t0hGXhQr0dlW9I+DWxZbIuDopNVsH580W+rlKTR1df0fSLfVb+GDkRclSuS0nVqkSP9unHCZkE6v2eo1",
+	"j2pObeEFihovGe+SO5gwDjAM5oFUw2wft5xaTOej6Viv1GqhvvgyEF7MJCMvL9+pqZtX2p0PTi1QSxGv",
+	"OjerH/2f4huZ/NhZKQkW0kSJMkUKKRkHXsqW8vrq1fU3b0bn19dvasCqc8rNmhIQmOQ1oz6LxxGN/Qsl",
+	"OtuH6kBpN48avaeNdPEasHiNq+s3pNGY07sGiNlGyDjp9DvtXo80GtNF0pizeRSvGokMQs0CpNU87emP",
+	"eDJvCPajIO3OCWk0GKfjkDXgXLhreNSbqXOg0ZBxImQjZvNIsgYcCo1GSPk0oVOmO454uCKNxs0tfMYa",
+	"vqIhCbjsweEA+2c0Y9QnjUZKmIYmDMmTBYcxwmGM9DBqAxknzKlNQjoVOfI2yshbOJ3aoKYaQt4pIA9w",
+	"9qlitvxcaoNawWxgwTcIkfWRWxl1csHa6B8M9WuDWrtzoqTFOp1NQx+Q03G0o9xo1WDVWIFObLR9rEoV",
+	"gOGMYDg4GnzMk/kIB9PunDg1Hkm1Jb+vveMy4cwnUSIb0aQhZ6wxju7ImAoWBpw1ydsF87SuMCA8Uo++",
+	"/pbAaAakeBjtO2L2MGl3Xj51iJCRd0Paxy3yHYF96ZDLZ68YMZuW/CdSKEBIu/eM/CfS7ZCXT8mXX171",
+	"Gp1eq0X+E8lLAYe8+fbVl6/OCYoXYgmV9x+c2pzJWeQrpvJCKtR6iERIGnDmj7Q2oV5K9ZvCw2FknQpG",
+	"9GkNqzaosTsvTHzmq6XUGtHPRk7vu+N3y3TdiVYBBz/XZoHvqxWf0FAwR/8JyhQOVD8Yr9YexIwK1QI+",
+	"VOfNSG/A1oeUSdbm+v3PG4er0Tej+SI9MTvd3nHRiZme/L3jjjr6Sw7qfGPt06OtjZ10usfqeF3E0S3j",
+	"lHtwWKnxm+GLYMqpTOLcA+ZbJBFREntsNIniOWihCzpVfKEfz5kf0JHefWrAh4uQBvyMeDMaCya/SOSk",
+	"cZK9L2a0c9SvDWqnJ5Ojjt86YqzNWIe22+2TE595Y9pttzy/1fePOx2fnVK/1T0d+13/+Kjn9Y5POr3j",
+	"7qTbOxpbTQY/MaUXHh+lj5JYMd/hbfswTrg4XD+vDvE1xS/2B3q+yXgeSJmngX4WmwcykKGa8Y4zKuL5",
+	"HW+EHey5GfNuhOYbkHljyv1l4MsZaPOSBmoScsbIhApl5YBxRCZRDMbRGBi/rvmEtMivv5D2gbKzBKGS",
+	"dNvkT8qO6hy3mi0io5tDQRYsJnqrDtKBPRGk22+Rl08PBTRBIiUqOs2WeqZayOZIliyYziS03yNjNYpF",
+	"mAhyQr4O4NWvv4U+gGfV33pwDjQMWknKqwsqBMiFdPqoKN7mJYpFiU5HW4dK1aUx88+IIs4smM4UceBz",
+	"EghycoQzX7C4oZshYsGYr0aB2rShgtgysPd46E6Zn8oPLQO+f+/U4iRkItPX2h8+fPjg1BY0pnMmWQxH",
+	"9dPIX73N9peyWIUXBwstvVzmd46O2qdfuNoMZnC89HukfvXiGen1eycOWVDfV8dQTHgkD9S01Hv9XmO8",
+	"kmzIn2MTJN3G+O1Jq9txyEL9rd84wGWFTiJ/9UQQdkc9OeSqHeEQKohgXDbJG8Z8QVw19kY6+MbXbOU2",
+	"ybnVj5xRSfyIiSHnkSS3LA4mK0V+StRRpGbEIwmaVCDUQQcLRvHFQE2JM/XLDVvIIV8GcgaDAzeBm8mr",
+	"Ztqj65D157BH3YPmUBnlgaLpDM6UzBbIT0Mtszdjc6oWY07vXjM+lbPaoNNqqbVTG1w18h/Nwnx/3vgn",
+	"2vip1Tj9/PD951/83HI6H/59LVWUhYyVZqUWPrfUX7PV5mpfq30c8CmLF3HApVlJNQ1Foxu2InX38pu3",
+	"10SJLf24ccNWwj0gchYIcn75Cl6L2TQQksXMb1abtlq93NStqX7fapzSxuT9z/1eydSe0dBTlsDGjL5T",
+	"a+bCqe46JOBCKj03mhA3Tvgo8F3cny8v3xE1LId4VLBGwAXjIlC70FFsTfkKfoZ/hwEF5w8lxrhqeFTS",
+	"MJpCM3W32zptuQfpvH9MWLzKpq3spG1LPA+4+bu9ZaoXoG++s9XN9bmfK95mMXHLzA33jAiPhkwADZRc",
+	"jKKQhMENI662qNwt0yjSee2ZpaexHyXjUKvcwTyZw8zmAcd/t5qto3SiPJmPWZxO9ILefQOK3LXWMDY4",
+	"Fp6TmKFHyz494BBCNfDMbNsngoxXxGcTmoSybGqbTrm19dJz6B8fH3fafWsq2YIFXLKpPRGjVxax53SR",
+	"lDEn3WBIIpIxsoPZnsDdwJ+lM4LeH8p1V1EynRWwWRhGS+JKGk+ZHKm5wO7QzKe2xJRxre+CDKckpGMW",
+	"gsNVNUmYkMGcSkbqf/2fvRb5U+negddz89BLmZ5+euTjKAoZ5dnQE/7qy2J5p4S5BI+vH3iSTOJo3iTf",
+	"xGSqaK0lB5wUsExNgkumF8gZchfdQuaY1e/mjT6X0JgRVKYcdeQQbxYFHhMDdcIMuTlU1FEFP8+p9GbZ",
+	"QcXpHM4oSerWeUW5WCoJC2MecopTmTEC7B9EnGjLRtinzzpJYSKlkjc9XEaN9z+3na0C+Bo4oFAMn1vc",
+	"oLnWCE9ihGfdffkcDxbzk+L/TPIOOYheh7DmtElQyiqB7Gr78SV7EcUe0zqjEsED6Aj1wYaQMQMyDvmC",
+	"xtnZJtmCyGDOjCiEUx4lG0mVXQcFiJIqqTqgqI77zzjnQfyPqQgEcaE1f4Rb+6//s6PY+ox8e3V+YcSP",
+	"IDJSS0+l+vCJaJJveLiC/gO+0fATkdtGCQ+ZEEPuwpb4QsYJc8sXOdubZUKgXVUIqBm8fFq+wjBDZe2k",
+	"BFarpygD9vuZOWo8uqBeIEEbQ1opyWydQ2UywLj6Kp40vdZpsYS2T5pIyPN5FBur/R8ZjQvOGnhMKCfR",
+	"kqeL4hpmHSXCd9VsFjRQQnyCymz95LjfJzPCqDcrlWvU6ny0gt7t6cE2FsEtuzDT0P628mkftewTtmzS",
+	"z0PmyThQ6/Du7ZeXLP76uwIBfxkHHiwny153yLu3X8Jpe/PdzMGj1lBFkHqLLGeMK4EVCLVTGDs4IzSM",
+	"OHPUw4VqEbUOxdPTlWo9FQg0jBn1V0jISRQ3yfWMDTl4hoHAKEicbH/U01VoWk5uF3Q31YkyyZ6o3WL/",
+	"euAQFgoGL6BnWC1nzv/sWq+YHoZcCyz1tvQXo6U7IK4XCdnEb9Fad4mgK0GWs8CblW9Mi6KKf8CqvFnO",
+	"KqtRrUrL/PLy3VdREr97W3AEXjGuTNKFWWNl8ajdOgG1l8yiJMa1rmv6c3SWHcCq6DMITjBOPBrHARNI",
+	"DUUVMyXViku+gCMU/sDN8usvyC6U+0OevjwPwlDtg5wKtuXrQ1IHs3rI0YHw6y+k22+1DsBsbv32f/x/",
+	"TfImkiS13oBPGym3ZeZw+TLZHe+xNpUW5ys9kMLVubSXJd1gpB5IQcRMDd/ogOBBZwewVk5eBim+3xAw",
+	"LqmPIzkDo50FSnSfIYncEp50DwbWIpkVhRX49Zd1MXhI6oV9/voLQXl4MOSfpx9/Z7Y0OSSKbNBg2TDK",
+	"V8kewj6r1KqwUq98Nl9EknFvVWg5n/MVybTy9m///H92jo4IWNF0HDJy/vbZq1fgb6Se4jV1ggc/Jsw2",
+	"WM5IzOZMdclA7pFOD/YfSjxtWZea09YIN2xpW9s/Olo/6G19bzi867Qbw+Hd8fP3nxereq8mbyLOLpSG",
+	"ukmH59d0KtCrtgi0iPfCgHFJZlHoizM8GLRfBW99JbyFkkQ97bZ6yIo8Aj9Q+ZQnDTWUBo6l1LzpnRRO",
+	"AwXZC+M+W5+J/h19lWqAi5AmIhgHodJaUJcn2vlG6i64TJv6b/fgjIRsIpX5WcHg1DJ1ZFx5exo4l0qC",
+	"PUtiEcXFJo7L2Z0cefCGayTGIma3QZQofWXKwC5TFg8vGyN+XUbko3Znt/oI43yeXqKvMQ48L3HCkDrq",
+	"/LdhOC/3rOj7+YeYudYQvzVu05KRantPEW6RjMNAzJhfPnK8kd819tRX+xAtHebwIvPiFQgr26P3RNgu",
+	"PzR0QnXUN9RcyIzdkbdfnTc6R30T8dTtkJgucdZe44atCPhn06ktKNwO6JlZjUM8w49JEKv9hirsPf19",
+	"OMeQTsuserWVnggS+MDZqWUJNy0/o8374RBc5S4JAyEFCWTZBEI6RRO5fPDpCRNwCWEeO1xCOH790YbP",
+	"3RO3LhwAz95+i5KQEpR9JI6W6pzmAq0L99zz2EK6TfK/v/3mTQVRoweasy64Guf3tR8EMJ4nbmvvS2le",
+	"aN2Xe08N+2c2+cdyi8Lovv72GfVm7Ev8uYgvMkV/PSDC3Rx92VjXbvQfvFlfK2uj4ASSbI5nP4po0Cpa",
+	"rbJRgc1SfHaANWhUnk5O29nCnyU+y2e/C4ckjPAvuav29YHav1YU0+ff/YX0GuNAljNq7nr/wTPY7pjM",
+	"JJiSUegiyckyl9QFKJgO8Vkc3GpnIIhpuNfk8qBErKWOv2oiuaojEGb11lxPPy25ZEKXHnKLuTICT1h6",
+	"sW089g7eAYarsvXIXYWXrEe/V3E53mZ36OvDTn8iM8r9kIFgVvqd+7/tITqyS/oHsw564i7oXYFRr3TW",
+	"iKOBhQeIJPNISLykmyfeDBx1Dnn5dIefbTSnd/sZU7tMKXvwAa84+JDR+40+4I85+g9qu4hFxAXGkz+l",
+	"/pUJK9LhMKhw0cUiDDwQEoeLOBqHbP45HLCDn63R/PuYTWqD2j8cZhHrh/irOLzEr7DTdf0tdVooe2lO",
+	"QzUtJdcUP0YTElM+Zfo+Hmwt9LT5iyhQ1ha9YeKMuCyOI2WUK5Kh/gMuCT4JA++TzkdJhDXzlSypIIlg",
+	"vuYA7V3WljKM9EUgJQQNftqBoljGIw6CBoIwJGOmjr8JSq46naiVoXBfQGMJbsjlLAjZkM8pX+nwl5iZ",
+	"D6haJI8N1N/4w5z6DBZOnf7PLt+pVyhcUxwMOQZipBdAZEkDqT0GgYTDIuJT9d9AkjldkTodK75ot4g4",
+	"0L7USSDJNGJqn50R94rJeNU4V6NO3ZYMbsWouCF0SgOOXhdUQoHzrW/ypN3QJhQZX0TxWIe5fdrVUgdL",
+	"IAgEnZFxItP4DcVf2WGTYzLwsnxwai8jNFQ/3bbWgYGROmMEwTg/M+IBcTHKyF4ixQrL2QocgkMO9gw8",
+	"mwVCRvGKCElXJGbUVzoC3AKC5wPIofNgPvHeIR6FWJwx0/E2g0wQoSHGblm8Irp/By5OYH2GXO0OsHMu",
+	"lRwDZ7SMrIicQwwIPewe5gMT3QOHAIFCZbgvZyxGiRjwRSKBEyiZBEqJQnpSuOVbxhGfapJdGBH7qSk2",
+	"jnxgYEWyJQvDBg6D1IEOaXwT/L6gsYA5kISbNSfzJJQBXHiqpg4ggiV/fIypD+z+JpIvooR/0im+iYhQ",
+	"xzmsX6TM20SyAzOci8iHMKxiHRLdik+UortYkbqb8wZmp5ogz6/p9MByN57ZjkVLpKn3CmVZqnmpCVwl",
+	"/BkmPG0hlCGQnXs2oXEpqcx7hyZBTfVUjbr49gZl3+pgNvd1hGOCu8ksDObd1eu16acnsGxcsUVIV0WE",
+	"d+GmWZ8P2RkE16KMxmFgxd+kNy5wBbx2wDcLfRAQUV/ofTDTqLRAz+8Cgcl/v9v1uTZ00SPEAwkWzVyA",
+	"niGF9bLp3+KEV1u3j0Pc6yh6TeMp+1vJwVB1HivBhwcjOD1IvU0ugqcoN66j6ILy1VWaYPZpB6ovO6i4",
+	"USoZFdKMVkkiPVq1uujYMW/7fsyEcIZ8GQeS5S58DkB9VF+n8cAg9uFmhXozRvwAwlizu9gouiHzKGaY",
+	"tRRjeEs6CLw3rG92D6ffQrWguz7bUDkCb3Yw2KYwyng15KAxoifZvaKSgX+r8ZmrnZh406AjalBU6LwS",
+	"ffQOOVye4GFswgjIJAnDMmU07SR1pW1RSB3r/Ss2pwHXZkTlbwSr0MdeCvI7ThM5i+LgJ/apD2C92MBm",
+	"aCui/gMR06A31xN+w6MlV2/E7Da6UQcLMIN5T9DAP1iTS999913jPJEzxqUaPtstXN5xekuDUOktn3rb",
+	"+lTSMRUs06ZwN4FIeccXceQxIf5WI8tGJZLFIoq1J8TE+W2aBisdU6FfZ76LewsdA4Gy/j3K/cCnkqWK",
+	"N5il+mRnQy7gBj6IOEYjMp8IpZrTkAQcshtkoBTMiDOhteR3PO3vgvkBvdZu+E99UDwR5Bl22biGVEeR",
+	"c4RECx1Gh54QYHzUFqnJCCJoCYLMfHf9onFC6uPIDxha50p+K/safjnYlJJKOkdEMK4U61RRQIeRDQ6w",
+	"iNVQZMDEBlTAzzWehHonoFt2bcMUYgeUfpUKm3VkgQr9ZNACFV4uRR0ocr2VtGa8beswBRW6RwCDii9m",
+	"mTE7P/hgu8m/x27WGlkbrUU3J7e0aytQTrKiFc60t2j8A/NkTUdlPqUiKIhY/Cpa2rEVSsWMxpg82YSB",
+	"2PwHeUvFplYaaIe5TaCOQrJSyCg4a8ENK9lc7Nq9z1gYXrEJLAFOhMYxXam/wQswGlPujxbof6Rh+M0E",
+	"ks+2NflcffeUckyHyi9kLoF0zZLhEUdLRnsDMLlKTekWhK2eYhYb3oS8ZdSlDUXA/SxZvIhCMAmdGruT",
+	"Mc3+1HHAtzGdZ3/hZacaQIE+7uirGVF6LSTsRfWUETGJozmG1k6CWKAxAXwYMr9J0KM+wVhzeOxAtJVS",
+	"sDDwQHsSgsmEKSUgXJGAZyG6goGnVQx53c2lKbsOBuVtJoK4ByY+jWteGXKRxBPqsQGhYajGGsSanwKu",
+	"ZEPGVg56S7MBwGGm14fq5cKJojFbp2RJY4hoABEsIhPxbnhyUwCscR90PCpjFrORkCXsfUTqSDWBF28u",
+	"toDX9661+DovwAoLP7gXP5UwzZqA0vNYm1bGWY7e7WXy5K1ONNzYNJNACndgouFZfIsHaSBM3LpRM5rE",
+	"jW5ZPDJr6A7AzR0POR1HWvsXcxqGSv23m8KrCmDKmE0SoRjYhTxSqliMeyxWlHcHQx5wMmZyyRiHM3zM",
+	"VhH3CeUrTJGIxiiRm8Q1ptPox4QlzHcHYB8NuW1S5bvWGaoR9xip47IrGwQCiiOhN0yccMVoLrvzGPPF",
+	"KL85Bia1lHxO5vRO5yKpZtI0R7B7VAuQDW2aWQbcj5Yu3gc44LbmkWZ4TFulcRzcMmElCwy5dXYQbAH3",
+	"gGEx1VjNqeVWpebUNkmr74QtegEbFkzRpHHnB14o054ZdVO7nfNnTwEeR4VDfC1oqsongV8oDdYxGqqo",
+	"X0Yp2fjlx7WohN3KCCZqFzSV4prcQ31aEwmYdA89OWn8RZZMsRbWsBGPthHzsrlkxcIEGe25TvHaXPqx",
+	"UV22qg2pjvNhDS6oisq7DlPwc8E7N7cGK2IWYJbb7nazb8JoWdys2i5r4y0KSoqnkDqfvWiiIWIWrvS1",
+	"oHb54FyaNWd3b6NFJESgbdbybqGrOYV+SH3MQnPYZeIZ5LAtpg/OiKIPmovqTIJD0QjscubcHOzayhQM",
+	"M+KGOiBMiyjjWrN2q3e/YT5tviaUJOQew5SQanyhdRFosaoGsrZb1wizyUhbFju/QwoJvc67G/y/MXGn",
+	"MC0WN681420y4DKkBaJfOxdG6sQtiLpJvd7C8Cn6IlAFDCXePfhkqdT4RUg5Z/7ACndhhLOlYp+j1oaa",
+	"CMwLjlLd6kHxtorwlnhzdN/APwTxMMzbBVK5JY3guzme2OrnCCnH9ovUVczoq9IGZmU+ElvqbrPZOPn1",
+	"y2i1iye0HbjBDmvC8j7CfNdWsrsoG1uZAnydZpMZe9EOLLQ1eoNzs6lK5TWwQmVJg4eokWySqADi7l7e",
+	"lY12RuAWu2drOp6wiKVEVWKCGu/ySBpHiJ8Z6AE4KCEwgutbY/XtfUgO6EhpF4UrYMAB70UK/PhB1MwB",
+	"Ej60hYeNxOA0PeTrB4xgbTdn+erIVHlSFeE/ZlNIl7WIOuX7YX0WawtcKEKsDXyFuuGjiznYcgW76huu",
+	"rFgZrzC3LOEO0fnkUeyz2MKXEG51v50tkfZWXvL6CAy7nGqBvg6o5J081wf9Sfu0k2IupW4l8DTV8a9f",
+	"fwEt4uBeU1ZriDrjK/wU08rXT+VsnnrU68estXgF3yqi7fuZ5Sus7uwyjFOJDlcJf6uxkguaumWxH+zj",
+	"rn3L4oCJt5ItwF9bgIeiA76JXEawZHiTjG5yvADWmh14RDa1/TVVZ60HfTtzw6MlGbNJpO9zlFIIXi21",
+	"p8UANc5oon2ijEuCTjSEMWAi84lnb4DbSWAUWZW0weYeHspCMSjMbrLYZ50Ljatvl0IWCVlCLUjW5EJS",
+	"8IW500UiXIjOPiBeJIxpmsYCqdN8wZjfJM9vWbwacswth+CCtRR+eIgRamGg0xug+Sa5YlwyvyjleDMN",
+	"XH3SJN8sQfVXf2xmJA/57pRk8nn2sQEJyDKSh7w8JZnsTF7fmIfJWiclSev6AveHCDDc1Hd2k4oORWO1",
+	"msTIySEHd/ItDUmKV2L3m/5a13l/sKTZu8oYHHJYz4MmeaNN/piRQFqRnDPqD9IbE4dQ7Sc3jQ95zDRg",
+	"bQtUvDqksjsYIWZR9UA1gkwyCaZJzMhv//x/ETrka2Zb4M2a5FsaJuZCNkq4j3c1fcxtnAQe5ZL4wTSQ",
+	"OrE/f54o6hVmsok8vycCMxs3JXHJ0uxxcWV8YoX3VjaYRNHGVIuQLb0XzRleQQysIL9URtFbFtMpI35M",
+	"lzvRMnK3fU8EeQzUDLIBmkHqNFyq5cRAJvMr4k5o4DILU6rstsTqWYk6bGck/UXtvbPb85rCYRcpUQjw",
+	"Aq845DvV/32MLMXZGF5kRh+DaFNWidoFheaHLSuKB2cYFME5NFLHPce4VXg9Dj+vHV+GKg7uw7UJ7xpR",
+	"tm5r26R8UxYdeV/CrXyxjV0Ian8vCyiHur6+khfrGxSFn4XDEug4W7UX78+FRcD7FT3nDzdTbNz+e5Hw",
+	"PlEuj+QjyVwXu6IatMfowb6Dhxv+DzDY9zPkHmaCF22xQk5dZ4AcR+U32PZt/jpAHTe/1VMNvJI1ZAmN",
+	"UmusKL6xxIuBfZYP+xJDT4Iik/geN2fGA7bjo6+/NT77RxMCnrYvqh0lYI2UmIdUg1XV84ZAqr6U4jul",
+	"d1Y6cTfirNB4LJQdj6HSVRQmWfxFTpg8xgjWpMujNJmJm3s0t+YQvn5xnaWNIIy8DnJfUsxwpcJ4s3QN",
+	"JEh/3+kEeKxruPsLwNTzmEpCOwhD36PBLtlhqWcIOuvioHrkhK5XU+FNzKdOM2Wy0jUPD3uwa9tUeP3e",
+	"0Zowhez7jVgHQ7jciAyNylfgGdoaDz1Qco29kmy+kynLz4zNtjYGlxUxKgw71AV7iiT4vemf4jJlK5B1",
+	"VTiNNKKzOAKShRRAO2Y0nDQAn1UYMAnjchDg9P6TbQx7EYQZ0nDIT1vkT7o2gcY04mTGQr+hjgXMRtWh",
+	"XixzasVsGswZOEqG/Lf/+l9azdO//mudf94++O2//ktDztJ4iQOHLAOfcXRotcnnpH3423/5v3na5IQt",
+	"TS90yM2tFuU+mYQRZoBJ0iZ/OjNHmvBoGPAp4NHmIguVZTzk9U6L/MkhPTUrxPADVFgDOp9ngG3a6f7a",
+	"6Hb9MS8Wdc+FK26FB21gHaAKxHwCJfaATmrJzFJvRjKbCJ4KE9SBOxXeTOv77UsE/BC7cnBsRSR4EbDQ",
+	"B84vNvh1tgQizxscBLIGBaFEHbpRJ6o5ABA3HwacUCvlXbGdenGBudQuqUOAahjko6LXc6QPNskNXRVv",
+	"1WxwVBIAIzLwzRuhElp4OLW7BtxT1QbtD05NdVncdLIII+ozH0ZlNQ8wCPNFFEsQCiZnRb0ltnbXVexQ",
+	"iE2nums3xlQwn0AKudZAMmKq1gu8hFbrPQhFF4JOC4Sv9d4ReKVgSYo2Qy79Hcpo9E9b7YNcJrwhcWk6",
+	"/Blh84VcpfJIsQIs8HIW4Tyy076skW2U7GyGI+PEC/k+pAVnqF1T0t5yVLKGDOasVhrbuQHFVhC3x1Yj",
+	"o9dsrnQOjyimgVr1QDZrhRoM1ZeV2054NcMrfBPxY6IwKUasAkRdfx6o44pHkm2JZLMHIaLwdjutqjcy",
+	"rqaMbYn2UEyy2wIOsnD0mrUiKU11O7nqovm55gedI2wZn71SwgwsFd8P1Js0vLTYTkNs5jnxPmtsSFBw",
+	"mWaAJRwiImQx8HUL4lGO14NNjLWzAKEqIELlnAs5CpbR4jGcIbB3P64bxCLsZjZCMNe3qyFzCR6/wiEu",
+	"EHiUVhEAZAnBZLI4cAglrp9gDiLLFaoAwemKBZ2jK8GFxy6pC7rSicmcuIqk+bsIawzKcst1Da4q3Rkk",
+	"Y0ASEDRc6PbHydryYQ9GxYpphUynju+JUnf10QB8xvKX6ehCR4VZk5IISbn/YH6EgRWt7cvLd49kRGUt",
+	"PdCCWmtoY1hQ5fQetlMWx78p8dOSCSk+hzI2lAbjECo8xv2AT3OxAlU0923zx/yzLPh/uzn2Mg5KIhEr",
+	"eAYf2etnHEDu4W370KOhl4RURrHWUtxND5/aynCnmEaxm6jBLZmCnyTL76O5GWGitKja0Gy1RgeQDIAd",
+	"ZIysSipH5sj89MlFen474zb/TbpLt9+qPqZzMksZ1NykN3OZgNh2UfG3CIuLlnucHnHg6wi/RwmvewTH",
+	"s5WoWR7YBZPc4S02cysPqKxMorJLr0eIyC9NRv3Kql++eUP/gHv1NAUT9L5736ujOrBTYFqV1KvcXq9X",
+	"Wq/Qg1ZMMsPdQG7Xil/OtJXdw4lEpSFgMXd7DC8Z7+m67hVDcdLC71vBu3E1EU0prQZ03zV8QIqleWDP",
+	"ea0y/e5rjcdL8dSZmah3ZGtsa3oe/JaxYzp9WOUNzltflvxtu17ybftW48Wvbd0woILtKVRp7M0CyTxT",
+	"p3bjg8mi3R/JSRgtCgL7vmRcMPList0/fPqi3SeScRHF5PrF628u3zqpwigWNBaBXN2TlbIKbQWZbCaH",
+	"XFc7S+Gj0VePqAs6n1sJqaytQteTUU0r5M2l8XyRjiV6efmuJH8UcRzSsnej6biqvWH8aZsXiNosrQAd",
+	"MzVQMUar9CIukjk4UpdRfKM0Gg2oQiVteIxLsLFDupDRoiEir1AnLIuhVCLllnE/ihFkScwYk8peWMSR",
+	"n3gSYPd1oPk0iRkUdUasjcIlgbjGe8oRHMeuHPD8+F9EMTlfLEJttJt03oQDaKau9wrXXmr4KSvte3+h",
+	"/XJm06ZjXduSOe7PVtMWPoXsld+4horpqmkGWmf4bTLnMTxbtvy6vzfhK0ZDOdscy6b9FN3sBvXQXxV2",
+	"FPjsYc7NDUvRIWIWLQHUL9awffrao9duPZaPsmguVvDRBuE2s/QLUDWLUEW0zViUtV4tXXwj1788nz6P",
+	"ZoJwKKSuxb4d3/zt1fnFQbVMfipNCndJKpgugFyaSW9jC/z6S1aS34YmOSgcymYG/HoFwRRDJYNPoTxF",
+	"TzG52PXZahwHPuISiRyAQMKh7WrIARuclJ95hdT2LcTdmG4Rh74GPfSxUEy8aD4vjXVAlZfodxxyy+Ix",
+	"lcG8kpuGcfXzCPDG7gC+Q0eil3yZFhVzoOiRKBcmBcfUWpEsAPFWrZjIDD0FUjeKT6izrnwqZkwckN/+",
+	"83+De324Lz8j7hAAa4c1V/vvxoCYH9KptWOyNSmpR36/0/g+cDA511Uls0p9wpP5SLAfK9qF6igsy6NG",
+	"8kKcyxwwgMKAM5Gptu4/uA/INzNMasawPmGnvCB8bpqVgGTKONewZeGehDNqHNHY/0jZtvspENZ4nnNZ",
+	"nDuJPrYRZBTuau8C3n0Gr+KnceDl0J33j8EuUpatUoH7R3rtCJfUg16buKFsvu8da4w0LXRq7RfBHVN+",
+	"s7mj2mlsxBgKc6r2NaAdVYfbTfGpHSd8v2zaewcVwbCdNLZIdYxutELCXVAZB3d/f45ZHPdW1+wel8y7",
+	"PKnllKvoQK3m0Lf5r/CG4BO6Vy924B3qGGvMoAeIHWOGDXRpV6pxw9XJbZVS3kQXvZeQSxHtRkU+DgRO",
+	"xQoh6W1W6u1QO7g+Ce6Y3zD5IiZ5++Ce/p1cHsrIkrEFZzK8g2MzKOfaQGa+GZdGBLRHVRnAtzAnVKMW",
+	"6xV7kib5YilbSP4N5gBjyZV2rkPsBam7pq63e4A44OHK8kCRugs16OF3O/jBPIULUv3P3XmX6/yqj4H8",
+	"cm+jdkaEcqZ+ZhiuIB7iJsDIXxsykeow4RzL05g1yRsdDRFNhjxL9l/DAdiAAYBdoQ4Mzm5ZDIcG850h",
+	"Xygl2wc3E6JVERlNYeGaQ94grkgEIouO9J32wAxpxkIfC0EB9+Tg4lBFhudDTkjK8HU3R1X3wLFSK8QT",
+	"ouloZQovaCxVE5AQPk64r0a7oFMmDgZESEb9VUNIKplmLpoCyPFVWqIApzLW0FDjJIZ68MrghmeK9k+J",
+	"sbR0qjoxZbN03ociN7Ex754IEoJ/gdThKEYiZgVHDpyUZflUfeuWcpCLOJriTE8ivQ2yeF7tASBEGNI5",
+	"bXqLxRNBXPijoWfWGDPuzVyHRBPJOOl2dLMHeilZfBvw6UgsGVu4A0JNwQWBMR1WRYeIUFOtQa2w6lcX",
+	"psstc5RVV1GChCRcBiGhOmBHkdXs6EAAHyiS16FuMoGxYieuQ96+fE05pGPD85Eeq3twRuQMXNKLBPgg",
+	"JQ0Eh+J1meEaALqg84WRML6et6Qy8EZAJJg2PrDXPp05hDPrFcfVVZ3C3uEGMVWvepyAN0pnCAJ3v774",
+	"ki3CaPUEZusu4mgShGyUraLrkGtw9V9dN16/viD6DZGbphm+MAwHA30izDzzOKrrGxQySCxG10jg6cLr",
+	"q3hDkEKtOy21uhbStZF8460ovwmWweGbb199+eq88YbNIxlHvPGG8qjR7jxt3HYa59/9pdEbQ0L8Q7N0",
+	"in3BuUYKRbCazyPFdtltPTC6a6OpTTTCSqiu+8PtlAeHrYdKa2TWfHe7QrQusHBcYfTFLC28tx5MfhtA",
+	"2CJsrEDogwpfP9PoHz7mW8QMyg+l1Z7SmEg5YyviB75lD1leJGzrQYHJuonxaku0dBauPQtMrHbVhjMP",
+	"+M4vogXjo9QxtnYXA6X3eCTJioEHGAKTSX1r5fFC3+8aP1idmjHXbMLaFFqfVCGniEplUDdLoe5Ujt9E",
+	"gWAvwggdB+s3vosZrXiTmKY1Z3gZCwwB11BHQrLFSHhUl9FVNDV/vS/0zP0Qxfo2oUL3c3o3mphZVHk/",
+	"4KPUFCxw8gV8r+bSyZYAnn2H+V02STQeO2qs0QTKijX0Db6NnGpUvECe6TQxm5K6FfXoifZ1ZPUeoDiA",
+	"X+z0EMF0TkeTOJoX3Q3oVD2IJKaxT3x2G2j9CoNxwHDTPuIo9DESu9I9pelaRhVp+9N9PC0mNdeaptWx",
+	"atReZJt/LNaz2cTRu6Fod14yemNCbQsuq6EaE1q6Jkl6FkxnAOKcgToVGN+P4f981FzAvUFZLTjcciCE",
+	"jxG3uzuXOgBlvsTUFDJaIKQUAA2n05SpIl9H220eCKGMQYA80qXQJjQIwcKybYB2zgJPL7esqythCj9o",
+	"p2/u9pzy6V7zGmFxo4pXWfdAOp8zJg36Hs7+jLSsK1o/KkPg+hjR5WtY4qQOqbimKpYeIFTdhvWqiimx",
+	"Je36HlUMJiFjcrQdJCqHlQGpnYlgsTosDHQUoscpIjZz2HSa+bQRA9OGTw3a34OwpnSc4iZrvLx8h9FJ",
+	"CC2tq200d4Yv3h/AbbpIxIgz5hdBe+M5W0iytPtq/rr0212deNEiYDqTHcq6e7O0NA+Y7Wop5hXR7RmT",
+	"RS7TaM42Np8puQzB+sWK/ENuqkotqo+XAJHeDGwpZRUn/Ey7zXRoBjKek6bEYtlJE7dRFvWlD41i/efF",
+	"ZvuDPMYeOh11RN7uGLlZFMsJRQWhGqnUwfk2/WwHLk3BvXKaY2NBnu8rJJt/qzI0uwkKdSSKpw5DEmQW",
+	"ods1By/xhCyYEME8EDLwCFPvySgi9TBakgWLG+Zw14iYSksj19cvrg+K91d5BZiPlYKiUwALWJaGglkF",
+	"nrU41rjrgNCzSHM9SN3EMkEINuZZJZwsoUYSvBysJRgpOsbsQB0yeF0RxVhvE19HVA7AGxA3UMpBP8rQ",
+	"RqGGJKJ95vKybXo+ZpbNIyZ0FJTg2YzWTvFSNorwrN2b26LHiPyUpdcv3/eKD7A5xMokMraQUXk3lERb",
+	"QtknX/6wTXGOCvSYHekseWm26b5LwyLWMoWtMmSKi9gtwyhrs0+VVDpTUg3zRbQxnK+9CiC2Go0RzZcz",
+	"4sIyuinOjMWmaf09S/htJ7slDs1AUkZ5vxV+YJMX0/og9wlGNlEJRdDZBi/CmwXslm1aJ/fSCzfL12Gg",
+	"iIlvSOuObPFsWcVOigIddtq36kh5WLEDZeNXBJ4swGDVZZP3DH/cLBRUOIj89Ex3hWTEO4/ShN+ddMTL",
+	"nE+PuvkRYS9TAZibW9bnDjo+RkC6vSwfF3FB9/TIyJP3YJxq53Vu5at+8jGgAbPNtcYllYpkmbLWmy7U",
+	"F8/Iae/oOMVxwqNWOEQwLlN8YKztUXc1CI97MCCqD4eAvuGkBXbwa8fCj5ZGbWd3knGlaRR5ENNq4cVG",
+	"Tq/TyUDjM5vByRANKCd0Pg6mSZQIslFbvHpVDruO5PoaWRhEJxCSbDxXpVBFPVN4eA/Qkwyoa0v/fcvy",
+	"3wn4lMm7cgCpLlgrurz6fRYBSr+nWo1uajsk1nG5aZKDeyrKg6TjKJGDcYiBiltAvoqTGI2avCXp5TKO",
+	"bhk3BC7Cx8+UMp23laHuUL6C2weDukMCOdC7gHpyyMcryQQJdCll6uP3pRd6mK2kw2uCeMjffnXe6Bz1",
+	"sRiIdjMEU858RA0TwtS6hXIFfAp3mOpdrL0fTDmVScxM+IUyp2BIRZB+ZcgvKwvYxVjjAZ86aN2Be6Oa",
+	"18GMpkCxZn7n6Kh9+oVrBk/GVLB+j2xMIR0JzAOAPJQEqzyCFJxq01KfBHzK4kUccGmukmyyojWaDeiW",
+	"xZAiRyJOlnEgmbWs+rvGDVuJw5+thj+4aykrOKai4S/gQk0N7j9+32qc0sbk/c/93od/XytNThwZlaUs",
+	"EBPZccyAkw1bQ4gWYt09EcTFNtwzKO/U+EFEXJehvvzmbcaz+QA+86biKTQ3CgKclCIehvP0j2kc+A1P",
+	"3FbzsOAE58wP6MiIiSK/nB9QOLKs+ULEKRxztCKnYmdiRjtH/c2OXkdLFjc8KhiZsTui92jKMhZ72ksN",
+	"MQ4wFGXZ3bCFfKRFF8FPJdSAMTzRgU85i8qg2u12AetOkrjgNtEtlWDgxMnN3V6LbQTYkbyYW5kitljf",
+	"C3ky5eZjCwRbPDnlWFOFZaeBoec0vtl15j9NX/zg3AubUIeKPQ7KfHaZtBtYGEJdLBCNKkmvGZjielK5",
+	"Wm+HRAv6Y8Ic8u7qdUPQCTsjPouDW+0lz0PuSihHrs8bdZZCIJFf6EoP07y6rZk1+FYOsGn3fUTuKmJn",
+	"uJl5O4up2vWJfnN7kpYBDI01vmM1oWYFfD+GqbjIqU3bG0rf3JAnFTzrGhy19NTm6izTsjcHupnhqmpW",
+	"0tJYHWZgS+CZZxANmI6crXZCmCUoiSdL5ExpzFTYR4Iaqdh1+1alnruME7Gzau81vLS1frtJwstms0bw",
+	"NdzMnOw0nmcLpTB1OWcS0YKA0vsy48RUnpkZ5bgqt3VKZPHzWw31sBYnljocUggImEbNqSULH/8xCek0",
+	"A//EoDcEDgXRAoMLmcyOjELf6X7C29iRxdmwyAYFd2czZXMNiIuTcCFJxs2dhAZ2OT3P3IOzIXdxsi7G",
+	"xQO+MqpBEPYDeOVsqeGw64odByRm8+iW+fC1opBL4D+jwEfN3EXPKWiHSLmNNxRTuep7RVB37QtFWpe4",
+	"SypGOshwEsXqNyS2S1zgTfheqxKwg9anOw1uGcd4d6XC4mmgCzEOOb6slQ2laJA6TZMQBBShA/tng6U+",
+	"BvYvWH0yXUdLCGUyRy0GCyf760OwnWFvWti3mv1TjivZPF8FwlRNeIhLMd2GH9efeJXwatAUa36vhAPa",
+	"9UBzilId0nOhvmbTOMSdQ6aer88G9wALKLI7fVLU0xfwETjIFH9eJdzNkqQDX7WVyU53yHF/WsIVAmQC",
+	"b2azARVqB4smOR+jvQIbKglDl8wZ5UMO79I5w/sn2AVNAq4kfbrQWPseSB0MlDnYE+IAa2TS1ZDTxYLR",
+	"GEAVzkjCb3i05CgcdBVExLhokjfYIPcJ3MYRyHqEV6gccgBj6LRaiq1j6knAzAXBwiPQ2OIoVEbAOPCD",
+	"GL10FNhejQgya7IPm+QpW0Xa8Ee+cvR6ccZ8uB0KGRUyDfV01I4ZcgwsnScCrsoSHvyYKEMjxaVw7Esl",
+	"pAGdxozBQIGac8HCWyZI3d247XDJb//yX7Bu5yFxMdnZNdhKR+RPzpC7awU61QeudUUKdUHdrM5U+nkH",
+	"Py8oXqUa+e/5wAgn38QwabW6DIPbYqazW4ZcacUIOcT8tS9gWFj5FvOXrGwuN83DGXJXO5/xC4PtcQgZ",
+	"MakrOp1D+4j8SSeCqd3qa5SJIdfMBMuSkZu4+HsTo9ad1NOj89KmcQDAVhroY8j7PTMEiJfCP9MbwpDd",
+	"slA0h3zIXVQxXFPXsyQ1byMTVbFyXTA25K4VbeQeNMkrJbZXiqdCNpGKxGh8uKli05RRFLokiofceojN",
+	"jyTkhsFoAqkzv/K+EIdkyVRDDrvfMZl3WZ6paof89s//4+AM4b2XgWA6nshIT8ekzQ45VTIDXXQUnLic",
+	"zgM+Je6hoY+huEk6lBHxZlEkNBqVYgClh7nQhNCOxvEqJ6Gg1K6QRF9Pg++twJmYs4m3yusND0iuHYui",
+	"OxVedic7rZa5hN0o95flJvSPj4877b6VmdDeI2UWIob2GEzMbgNRwf6zPinZq+ga98JEBLfswowdh7s7",
+	"F2PPRAyNh1PJ2rWGrvbFnq/bQauVPvtQoB8UuEb2QLCqXKgzJWr/6Kjb35Okj1vE84xQK+EWUqrSGtoQ",
+	"3S/pDV4+6ALlqUcFa3Pck4/2nHNxzdD75gmVFxUtXZi2UylTYZt0aDn3qEe6McU9CbchvzbMkgIi3oOO",
+	"haEmW7dhdPP24UVNt3rCREHMYpUhVbzDV+3fq0RfkWEyp3evUOL0Wqf9UooXuF33kE8WElhFwZrW5qv4",
+	"vrFmK7x+ZehWkAhc+Uy0i/blMAB7J85eVfyqnhgbCchFi2n7uPc8Ph4PRZrUId3CQOGxeLrCEiOYNau9",
+	"40oJTPiACMaI+ywSpqDIp5LrmIFRcb1zyNXbRPV9UK0rjmFaecQ2g+eyRNKR41bfb+CR2GOwBgW76uvr",
+	"sNefig0yVNl79dg7OTreV4syt78VSXP7oCGuLXRr3yBAxXRFgia7pHqAcVSIFFl1R94HL5LUOVsCIiCh",
+	"YRgtdVKGJb/b/e5J728MKmkNB5evCGbR/qRzVH5uV8GGvA/r78n0m1iSe5jCOUTJB5vB64CTW7ZzpfbS",
+	"m87UcLP5CURS0QJqpavf26VyFVmL2Z3vA7bfo4CRfTJ7fivq2GP5Ruw7t0dE9SrUu41jYp/iZp9Qya2q",
+	"cqbsvyG27nWlvwc1HsEI3ifY+kF24+MZdpVMuU6rtduSy4cy7DRirNCumZQL8efB4WFtV2xBVTeaiRXY",
+	"i7PXY2bXcso2b/ZLLuYeIzMhj2i6Tuo1PNm8xnIJ6JGCuPiCm16uqq8AdO7M3KLpSI+QCvzhHjeuFVFm",
+	"rxJ+CUBd+91XKu2L+QGESJE5kxTCrLFaszIOocAulO+ds1jZkqqPJibs2I23i6J77ylmPhKfpzybLwGw",
+	"uwJAEa3fslhPdK00QWFdk1dcQ8ynADcQR66zGHyKNXMr8S12XJRG8AExhkRJIW5l8i8jwlkwnY2jJAYk",
+	"vwSzJvbo+a1ki6KuZZxwjxYG+V/jdU7ABOTjAqKIAfjhGDShdHyfJAsMDuZsyeC2l9CYleQeP05yqwFm",
+	"EjV7BjuSXizR8SgVoB8bZYNOp0XLcE50ydcgDORK5w/ot7PgbMEsxz3RF3Qla1BWVrSkxLIuYGAdj6Nl",
+	"IGf65mwn9ApcDlOpoxhENM9dr6Z30QZ+EXuoijvxUYAi6M0egAcGQ6kwlXtP/EOnJgI+DdlIyJjR+WhT",
+	"86oQiJ1rIdW41vGCU/wmExOp4Z4yd3ajjQuk03DTQidmSRECjwqDQnOfzMudUZvbIzX3j8F8QDTlI5ZO",
+	"25Kan9UvKk/Mz3HVHmGZBZyxg+P0btgpAzbAAow0K5LDeCAVK4MiPZ/3OdvKFcItx9tFFKfnG+QF4rnm",
+	"gnfULZKc60kGOFa7k/LpFmYE3P/U2etoKZHr67vv3ntjG3dvMK8153JqgbbywCKiqg0TlZ5ZbCft084m",
+	"mxTj6VzbIIFPBAmKEwmCOYQj+6ONagO7CxSkSGklAIzPIAJpHCEgcYY3j4ipsZLH0YS48LULYMVYNcIO",
+	"aFoabC6TYl0MUMWjQLAMPXIbaS3wTVj7acyEsAiwNgcTnaVPGvWWLlVlviyqFfNYZR0UH5QUdRAMYgzF",
+	"COHUi0D/8QWMXltGuAj4Ngk4GTMR+CxXjMpYCnUd/ka1jHEQ5t6gbqhTEzH4qyP7IvRkQWoDW+7i0VsW",
+	"q8XfRatv9WtKUZ+ttoBy6PYQaVOpAA7Rc+WScY8VDGJNSmgcGUC1NKPDXvOsuLFHTIWJtCLxGv+tb8jN",
+	"Zd4id8rsgy26fpk2HVLJhNxLtutPtiGKaRsL0lTWsoNzX384RLZzsTKTic1Th12yKK7xWQmMutJBUWxN",
+	"fxUtNW4/GpG2dVkBm1ibfXka2WReV6W2OKPeYt7t1+yRTEErc3ffPNBuh8R0SRbJOAy8htJ1MfO6qJs9",
+	"0gliNg2EZIjAW9gY9ji6YQX7/ClmVeeHWD6urKnRgpUcpILOGbqlLp9fEPfy3dPXr56Rr5//o+tg3nC0",
+	"YFyIkCxu2CqRIWlA4vTKrSBKLOrnMhysKW4McrcmkvLIfWpdbqOuIsdzzGTX667WbWBy2aMJJN3YVNdg",
+	"Z+uUI/W3CYz3ElqBoU4i8P7lyEkai2QcJdLFBHSxcRtbdHu2RmRrQoXUMtrWxymHlqolm5SMDeozJs5Y",
+	"gY0zCrBtCypERYhndSiN9oUehgsWhJsr9uEpHYEEYg0oQx3WKVwwQEEiMJ2luhW7byCesOLIZHSP6eyr",
+	"LOwXI7dB441RmimaZbcVhIzUZVy4vXzW/djPj5a8BMeL+QHlo33WRARTPlpURepaFPf76GukdapkUdPT",
+	"XZtbOu6s78IVMM6IS6x9srkUkyDW5/c9VaN9Pis+Lc8FAqdY2pSWjGWHZa6oRr6xb7O6Ftqs4Ro2Y15a",
+	"t09sVe46rcrO/e3XYaqnHZAMf069R1/89s//wx0QmgLkzx2sST5epXdgleq1ZLRy8ou9voqO0enScRZx",
+	"lLm+LLgB2qmIrl9l7nuL5NTgNvoj1bC4NvnZm5yw6fLPzOeEO2DpJ5L5ObADxcKS8SGvYwYbDXiGqxEn",
+	"IRNZkjD8adwy7kGTnGPFoxQIfghw6IGBUDAJfkt1TmGNMUwAdMg4keY+YqDTjkw61JDrQYdZMU1dEwzK",
+	"kcVZrpF9Li6iKAz4lCQ8ZEIMOYCzAkA3eQ7l9+AORKdxIa5rIOGcV+NZuxtxIPtqSRFWU+OMYiL0crYa",
+	"EMrT9EawH4gIfmIOQszals+QRzERCwbDVPoG3GIEfHpQlNiEa1bZSQGs8Ex9U7SPrbuhLXFu1Tt6EdKS",
+	"0kEWU1QoH2TGtf6lGZRjyFC4r7MpF+iMfhH8U1rL3x1gsnpWo0JxzToSMqnrrMzrp9c6QxcLV/z6r7kc",
+	"QdgpQhKM2iNpL+q9DJKG6murIReSLTC7LWbUx7tPYJ0ngmB2EFmyYDqTkKWodHmbj5whX4SJLtZoiig8",
+	"EeTrbwmE7pkLF3PPskzBxXQfQ54GdJIpi+ZMxiu16YCHDxzy6y+k3TxqmgzT23wtugEW71CkgIJ6eu42",
+	"8fCXX3/RPkZdOw1nljafq1KWkiyF/s33WgiKUAaYl4v9SbFsYXNbNwsQEZXCBr/fXSzYZza25pac92yL",
+	"FGrzmDNl5KSSjChUnKxMCtc1HLU/1i+qkYIM/iACPoplVVJnH1CyIqFZEeQthPIKh8xpPA14VoWvmmmV",
+	"VkkpBn7HLQwgE5UbFIJOi31yCQ/k7osKzROmIWd3Rem00AtSTXdUxETfZvq5WWPjlrRdltAEHso6ADLi",
+	"OtCzmKcF85I4kKu3Sp6bHFoas/g8kbMCTZenbiEAmMAMawNOcMNWgqAbhDQaoLa+Ob947joGBo245wBR",
+	"o0XXgDyFvsj8zh8pdbEJuOBqJOpMgt+ypZpJuah9+ADQlJMC1zU6LWB8kygmr19fkIBDVVOPaQHuU0mV",
+	"avLZZzhkdZ5/9pkSdljjxmeho/OiIQNZPdV++Aght3VdC8dKgRR4GQI1JTGACtSlIU9rLTbsXHMDEqAE",
+	"nw0TADnlzyJ+i6JYDDDeyoJIEJzesBE4/oxoCGKiWAZzNBHqpwmtQA+BgB+wmG8dlO+QjlkoSCIY+Zp8",
+	"QdqtTm9A2n34d7970gPNDbFZEMsRMYRSGPGpOo0CoQPbjO7WahLAFMVxGtDXIXcB7d6DxT7UELCf/4C4",
+	"LJT8mLB4ldVdVpoT4/4iCrjMOpT0hjmoPGr0lWXgMSzzq8uLpO++u3ptSI3Z6K0WYGZifaIFC+WQT4JQ",
+	"9YXjFkHIuAxXZBn4TMO8QroTLgamBwx0hZGXz69twKcZLLyQccSnxH1+TacuqacpVQiGASf9gUbhUM2x",
+	"xjPEqHDPiPtq0ngTcda4gFKjaaJVt9VziPvV8/MvXbKMYqWpcxzCkL98fo2p9+PIh3Irqr82+Tp4CpSf",
+	"/hQsFrp6NFZr1SYk9Ty2ULpDc8i/YjSUMweUjYAzXQIbUctxAV0eNRAzB+jwWgknMciO7gUzzRPq+7Fp",
+	"Qpu86lcjJADZg0o25CDhlA7V65xqsXGlNI3G+USyWIP4XFHJoLfGZ8qGuGLUFwCJ4EUaA1XRckXGcbQU",
+	"UH0hUEdH/dk3V28PzswA4GIsBXPDd9Bbpo5MZRMMOR4+qHWEgce4YFmkdu3i1bWSpMrSBbEjBoeH4ACF",
+	"3dCM4umh/kgcqnezy+yaloU1K1mw1mq2my1ThJEugtqg1m22ml3ArZQzkLqHfuTBPzQE/PqZpnH7Y8VW",
+	"MeM+S2UPEAPkTsyMuKtfMT/yDhzET/CHSmkPYpbRRRliAK2AQDIoGyJFbqVfYtea4C4M7VApTFIcWnAO",
+	"ZjjQpHuoJ9eE/W0BRLjPEEiv8VafNY3LKAy8las1AMIjxJnQSwVbVpmgiveVxTcJA85wqXABg4i/8muD",
+	"2ksmv1RUU2Q0xdtLI6yyVw5fTdS+g20HcVYxE4tILaYivPYNaPQ/OPXZnTycyXmYxwgGQBTv3/mRB8Cf",
+	"6gXESBly/AlYAh+ZE1Lti3SV8K1D6zXzZaxWD4zDRhKHXwxrOeIOa/pt/B5ezn+v10/EnvrWXj54uYkF",
+	"DcOIs6bv0clxv9/ujL1e8wex1jY2ZBo3pzMt0oU+OIXOdMORxuUzA8sdKF3CFwXX5vBv4RAhV6EGB4IA",
+	"5XVmhq3f3D7MD06t2+qV2bUpKxy+ieRF5APUrtq6PWSL7d88pf6VVrDVJ53T3Z9cR9EF5asrg1IASpm5",
+	"Nq694pLF2gbM8Q6UlVB2OtSboLX36rvcSv88CUL2YYtEYQSKSRPc3y5uf3X8q8dPBLodZxFoH+q0m5mb",
+	"JL01lKYEG1Vj1gDimTp5plHkk3r+vBuQYD5PQD1yD9Thb5yaw7SkIMigDUVDneK9LZv/XM12UwIUT1bP",
+	"KkVIhC7N/FWPxmEbqK+UbK4Zn28NvM+2wo9euIzTbAzd88Y/0cZPrcZpc9R4/3PbabdaRWC6H5yPIqt+",
+	"oLcUp5+XWIef/TvyIoqJPruUegx2kbL8FyFTiqVgatOuyYgfRPP1q2fP37x93pR3knx2eB9RgH+viwCb",
+	"Rwo8NHhLqGzEuwadsi+67aNuv6XUuoydfjfbvWI3L6KE+48kH87NUW0ppjtkxIQxX3UAFiPUS6ASo9UK",
+	"5cRbyRa60L0Or0BAchOxo2yB1Px0DbBVCc68DiExiTJxErIDx1xTgG8fU034kJ/LaE4m4HVT9kSvc3J8",
+	"0CR6I6udAbolYstHk3zsCqqtuRuQVhYlYr7HIE2NXDdXdtoZ0UWSdCQyHfI44QbHBs0sUI+QEPXxai1K",
+	"y8rkOCCBGHLjsTEGG5XoQgbzIFypyWYNPoH6xSQQjrEgU8KaX9BGkvHKoGxB2EsIyA5KDUQK4RthwJX+",
+	"hKqaGkYg1D5XIq/uxkypFVRRgiv9vOYeALgdGJ1DnkHK6xkgJCGRa+Fhudbg5pz5qq0meaVUPw2tRtwk",
+	"5oMkCfyBi4J/A3JZB8ORwNdzQGtoyBGJzxTieAK1rgZkOQtChtjmagHBF5GdRJQctboabC9nZZScI1fZ",
+	"ZniBhWcfoE/uFumX6p8vL99VftegOld7+y92eFXVj1K87X1e/1ZbOFW/+vpbkPdfgpCu+lF6A7z3F/7T",
+	"VeVvvr06v3j59CLg+35B76ocy7YfRInbz++KrYk/381DI0y+GNbazdawRhjHi6EvhrV31y8aJ8Pan/Pq",
+	"PojJu3nIxRdDsFcHh4fL5bK57IKp2mm1jg6VPE2Ve04QztELfHyS7s+O12N9ejJutP3upHFEj73GKWuN",
+	"G92J+vcpa4+7vrYNzLdZa5sGz4BYB02RvWM+Rcxg3WKn1ek32u1Gq33d7gxarUGr9U/649x72edK1hGU",
+	"QoKFk2ENsCGVhCsg/LBGZjGbKNOo+DBcM4JU4+sdItS2/ZqSa7m566+z5/pB7tO0QZDZ2cPSBTqmp16b",
+	"qbUZH/uNo0mbNk68Dmv0aN87YS2qFrBggQqW6MocLgPylyXj3cbJUxJxcnX9H0ivddrSWJGtZrvdbJHf",
+	"/vN/U//sNFu6Zh44GNvdduu4U7yuD17ZgrW1ziuzwKlxbq2qPrP+jHqH+CKmLe/UP775sX3XmXd5z4nH",
+	"x+xo0p390L85CU8Xra0LbsahtS78QZ+54wxAFoKMCUQYbZKI1DtKS+lpCFD9NZRJDMMDY2zbHWSccZhj",
+	"Df1MMe79zXL1dbP2e7eEndpRq7v7uxcBhGOvacbWma51SpKqlJZiDBEjOcU42aURW3rlUZlaWajUZgMY",
+	"8kypJTIiIhmrHsaMyKiykusMuYk+ADXSxHXIGZtjPkcYCEWZJ4DbHkvXMdlIeHmdJq5TXRxF0hvGSZ2i",
+	"3h2I3CQySGa8qoDICUvTtNJFS3VMh3x1ffF6TdMsei13cQAOxYPUo6i15YH2HmSqbXpfulVpd1OV1hny",
+	"Tc01jXCJmb4XcggLBbMDzCOeTXbIwbNFXulLmnVVVxSWFyGBT+rv3r36cshNgseRBjWGwGbj8dd+rTNN",
+	"YkjGGYsoTCQjCffxskHfWMVqnRsNHfmdxKGbRvPotEo9kzTCVUb4uVruJ4JES278+WWKcvKHhvyHhvy/",
+	"tobcn7S8E3rUaXT9Fmscee1x45T2uo0260xO/GOvPz6ie2nInC3hFNlbPe62rjudwVFncNT9uOpx8neg",
+	"F7fGJ+zIa9NGb9LxG0esO26ceMe0cer32dGkR7vjjldNL35BY9puHjV6TxvniYyuooT7je965+1+4+r6",
+	"jVGRu61+i7Q7L5/eQ/utsnD3137B5xavOjerH/2f4huZ/NhZzSos3f+yemZOb3yjd2NFpXEGl+k/bVUW",
+	"F3HkMSGUOpEsUI1i8W3Ap2fqbM4iHaJEl+XwqaRjKhipg8cwEMQ9jBn1Vz+5B03yBkIXILbPLzmn8Yq/",
+	"tpfQ/UEYVEEtcH9Ow+ZqEYSRZou/tQ4b9l3CETlaNP92y/w6uGWcAbZAgY9cB0OUrqpplIxXJI6UMgar",
+	"qqsUK12SeysyC4SMpjGdCydb0kUUhUOuXlXKuSccYobcwHDNmVJWISIjEIIJxwplJpNAEhnMmXAwpkQx",
+	"y0twnKqnT/A7TWJU6Jrk+d0iwvoNMiKrKImJ8GK6YPGQQ6BEfRLFRC+6MlypauBudVDCWheaNNVuohYh",
+	"DfJcVfsH8tXz15dEHwYjdRinGO2YtkO+ur6+zKJNDI0dgqAQFq2bQ/4P5PofL59vbQ6SB9R8t7z0M7b9",
+	"xbD28vn1sOZAj0qa6g0+rDnY5RdDNddh7QNp369B3MjF7e0vYU3Yjg4Au4wj1S9LBNTN0YVv/ob7zBrQ",
+	"POWcgh1nxzdsj4LxIy8BHAIvUrYTwLdEYExi4qeMolCYwDAQrBBV/Y/nF6/P0rtejKARGBBVxObfLBg/",
+	"v3ylmv3Y4SU7hLAJdrxXgNGHAoYyQaXFDKUnnpL57+z4zgdKUfQybGe5FUVLYzfLORDQB1wG/8hyZM7s",
+	"govRZD0aCqPbkPe2M5xi0/3ObTP8TMLqrgcEeGDIFQcNlJ4HLDQwslI90Sw0IMBB9xFAhfzyO1l7TcyC",
+	"tUchvFVrS09sE5epA1YHcJtsPCtKe3PwutF6osROJUXtSo3j96anwaDALcniW9b8Pfp833F6SwNMh1v3",
+	"+5qo1rosWMWDYn64bR9matahAVXZyh8WJF2a+aNhxTDQMsB8HTefBaBrZoLfzTShCzautAdwHewOk0Os",
+	"5tISbUMOXAeB0VllM3TCQv6PBofJosDRqIFE8VsaDgjFanbg6kRu1Z9Aw/bcfv0lC13/nMzpnUbYOxhy",
+	"dufBLX3xafpcyGBOJXtmqPqRnYfPaOhdJfzVl1VefoVZJy90FlDF5iu7G9XL+/gxH8lrWAiYpAuy2ykB",
+	"VuD/GWmZ+JL5Qq4IQiwfpMFwIPuyaLiN1JbyuLg90Z03x39u8yGetLruFETb0FBEOngPdk/Ey3ePFd23",
+	"OSG78M7m6CsUeKrIEOgX3YN9LiCR8J2F/l+VT+ndN7BJr3GZKn52rQSQBL59kPqKEJNsHskYn9tuFnya",
+	"udNO4Wa53f9aabY0TBgWIBKBDbjw/fsMRN/On9I3veCcEeHqp1m4uOvLSB53IZ0Ksn9G6Yc8wtLyuYS3",
+	"k838Nl1V4ubWYBTOgumsNsAr3Zb9Qxgta4N2+/i03ztJ0Q2ztgsejhaRgET/2uCoWwSIWBu0O52Tk1Zh",
+	"WUGEnTPZniOddNc/tgFxv38PZ3s1bcAIZyOsy9Q9cz58UrNg78DKdoU+Xmom6HU6VfQN7VVBjeNvcqNt",
+	"H+jgp9H8Ymk0mQ5TqNdkxQoLtZpLxEIRmNGLabvOZiavAy4oMmZyyVimWHCfXF+/uB7yIp3n11/yigte",
+	"hlKtqqS5dLDLnaxMLvn620Y6Z+3yIef591P9XIl4C+xmyOsuiI+mqUPqmu/cXGVT6zwJBHEzEB3mu8p4",
+	"ArgdyJc23cZsCsGeLruTMTXvpkV2daazVuOGPBuunSTOfdJudo7My/rUst+FUsJD7gqPhswf3cZ0jrGz",
+	"lGO+jKvRXV3AczLvTRdJ7rUhdyUIdPjljLhK/LlWHjgSloSM3oLpgsmSGhsBRPGQezSGq29LeUSQaE1j",
+	"FsdRPBpT7o8WnnQP0trKSwPxpzTxIRfJYhHFUqxRvdfpOETQVcCnZDlD6iy171t/AjbUkL9lIfNkds2/",
+	"Ii4KfySC+hvyOF3yOXGBFPVogSBb4WrI3TyAqOsQN1/jxj3YpsN+yXSS7x8a7B8abHUN9lmUZrkYL3E1",
+	"PbTCmP7X1EsrbqIomVbbcZFQ7X4VJfG7t19W/eIrXalkj0/O51FsQk/+kdFYVP3wuRJ7caBOwndvv7xk",
+	"8dffzR5DPbdxFHar5zR/9jqQOv7rL+Rkq9L+czVN+8OjKPfph0rBtxw5D9XiR1QaDR0V+pjpWtXpJE77",
+	"/dZJkVpe3dbwIiFrA56EYUmJXBx877R5cuTUYMC90+bxUUp+9YuFeFJTlm/NroCLDXRazbZpoNNqtrIG",
+	"1C+bZXB1t53j5lHab+e42bM6Vr/laybhR93uSa9pPup2T7rN7CP124d7Gy14Gl+mQNTll84ZVPUfZssn",
+	"Nlv08gBcg1Woo7rVMo0RvLjQZnkOUZLG3tiwNCDdTNcF0UCPhAoyVppgoXGk0WNnjMo5XWhcg8CfMikG",
+	"SgAChk27D6hF/eaQfxfIWZRIewRKFc+PwLHcshluyB0DY0aNDo0dSGlOw0G02guxm1pDdzVGGt4nabyy",
+	"lUNiino+FByY0CA0mWGKdNvU2Zdx4P+hzP5NlVkLosXByqcNwVSLEqGQ2N0iBKNdwwJvUWVFznFpl7Xc",
+	"r7peVt1Av2v+Kqo0tYIrx0kUz2tb9F5vRUJ2y8IHzTHbUTsmWqkW/0Nm+Ycy/Ycy/TBfN2rOSox3O6hB",
+	"o0eobyvSeZ4ffH/itPvvnWy7D75HrbHbOe6fvDd1LL7frnhn+mWRrv0QnRNOJxqa5v+eVFDFNzlSKZnw",
+	"AFp1O81+2l8HBmy66zT7+9Oq2wJ6Y3staNu012oel9Gq3+pmJFZ/WDSG34po1e+1uymt+r12x6KV+u3D",
+	"h/dl9pvzkTivewSrjLM/anat2R81e/fgvBNoAznvpNmxOO+k2S2jZrd7Yi1q9yS3quq3ImqenLT7KTVP",
+	"TtpHFjXVb4/OeW1rl7Zzu7R9r1161MomfdSy56x+Kd2lR+1sydQf1prBb0W0aveP+62UWO3+8dGpRS34",
+	"tZD5QPyB9N7uKLinlamU5Mo2JvNR6f7DzvzUduY5Wc6i0F4IjHOrbmhada0Lbc1nUejj3ZeMdE4ksKCJ",
+	"up4vDNatner3RBh0yCEHwBqHTLDqIBVwY1Z/fUC+IIu//utr8jn58a//+vqv/2+TXKzdAwkr5CGI0zul",
+	"OePyjCQLNaJO2VWSAafUJaSGPFec/0Bnr8r0Ig0LfGUXPdssyEtNsz+MyE9rRF4iu61fiDiEqodUSNL+",
+	"yBcfRfcMD9eg7dvXai7pTstptVoknU1lN3R78yQ5aZ92Ng/kberOjhfxaKrwIpislbqGoJCcqzxHswfE",
+	"wuT66WABgvVK+0YdbfWa/ZN2qkOd9pvHrXamRp0qA6HVLdQvT1u9Zq/VNxpm/6jf7Jxk3/aPT1rNbq97",
+	"f7ewlkl/+IV/1+c1nKYpbrI6VfcJasEU/q0BugmHCusTCzzKwmHGGlj4axBrXA5qO3I1bO+aMxnDJiDi",
+	"1lSPYGEIUAtC5+xrXAC7ZibiCdR1lg5UfYc0Ab1XNbpWIAWBMzbLzActA7UIRGWuI/KyHgcLIBAEfwoE",
+	"5IzpEhJDfm7QjA2Ko3ZfKymXYsnrmdfxP7/+ApQaELmMhrzfUw/6PQS5CDiZKJOB0HGUSNIhF08BLRri",
+	"XGIbYywQpprHkIMy0Wu1DGBZOuUB4TSOoyVAvQIesO1CH/INH3oUpwVJJwaCTMBEv1OfG0i1tKymFWEC",
+	"IaImhMXV0HXuwFT7QPe7YF7EAfZiQoVksZPCtMQZMAM1YB9qXTL0lyG34V8wMGYvDLws5ElYNUJXVm1Q",
+	"dXoXOvOfIVGusPbNw9SwtV20RE5k3GCzbbhvzyxy6JJkYyoYIPZW9Oya82qbIpL6eAtBNhFjs98rgtjM",
+	"OXpbtqO3s7c7+xuouGokhZwxkZbVEM7v2Y/f7z3Mj18y8Wx7/h7d+ntO+uG6q2DMF3ml9QWNaVoTxWiw",
+	"jj5ztAm5jIiplpZ5fiurrC1TAOz7n4vcQifdZq/AX2QKzLWNuqj24RpkQM1yDkFhHMs71O6Yf1st5TxB",
+	"J91m/pH9otEJT47SP9KfFfcVTOS01+xum0iz3W31T496vW6/d9Q66Z7YM1tXg7fNrNXsr8+t1Tw56eb+",
+	"b22yp71mp3iyzXa3e3Tca7WOO51Wp90/tmavxrg2+1az1ztuHZ2cdLpHndNeu33y4f2GVdDZnwtaajE+",
+	"Ahc0j3bxQfvotNndyQinp9UZobWdo5vtzsnRyWmn3+11WsedXue+jNAGBt5ghJP1CZ6Az7Js8VsnnU63",
+	"d3x83O5Zk6wN+t2Cxe93c//f+/Be+ztz10Btp5O/BWqt+T43l7DIEEwZxq5QXCvAKGn2Tk87x51/ymog",
+	"D2q3YTjfLMc/qLWa3U6zZdVVMsIfylrXDHJKzamVcdtmJsRIKUc6A8LEbRnzd+SFVKjlS4utjHwTo6sr",
+	"UNdeZ8XiwMnTPtwO8QIOdnqzUWy23yvceHlu6Bx3m52NIte1tBsC3UD5Sz4N2UjImNH5qKDd/As5sWqK",
+	"LPqj8Sp15KcoUPqBSRjfE89GHUMYVq5mA8LnU/PHacYfmxt2J3+YrJnK/OGtKL8JlsHhm29fffnqvGHO",
+	"6cYbyqNGu/O0cdtpnH/3l0ZvDEWa7s8cvf4pXH2sM8d3fyG9BjZ+P7bAA2gHW9TeUu6PWTytZcxRZco5",
+	"j1unl2eRDoRt3jfrKLUZSwtIJDq3xDLT/y05az49LqYiKKS0jFfw32Jco9v2Ie5dsSP0TgOgqyUySIYp",
+	"fjriKIFxD66NhCMWS5EV+zoQ8rnu8W8MuIEGw/c/b0gzq2pvJw+/AUJNqWoVGR9n+oxKGkaF0Aq7iQvJ",
+	"U39n6Bx6ge0J6eumlDdEzvMH9LF4crpIdjHky8t3uzkwzZX/9ur8Aiq0WpGZES/JZFc8+vLy3e+HQTeU",
+	"KotD25aQ/r7dATNi45Ate7/Te78HN7+8fLeTlXPLQrEKwniFFev+vphYccBeTDvTkW2ljAst5qsWQ/VV",
+	"QeroUcZTGgKEG4CIyBwsjyWxeAvA+b5kL6LYY3BUK2qLgHuMnM8XTL1+fvElecWFDLgnycWrTqt1ePGq",
+	"22o55HyxCNmQXzTQNXkwgE3hbJSvdYgPVWNeXLb7h09ftPvk+sXrby7f4vV3tGSxM+RQQCO9/r5l3IcK",
+	"zBDaLGaMSVJ3ESbHPbArnAJSLng8p9GQj1ek7tIwoIIJg/w7i5ZkTvnKFJAGzSDds6pfQE4WTGMmsyEH",
+	"d4ogdvqjroQnyra3iUJ8ZE8qONCgUFVKElj0ukcFawRcMC4CGdyy0nQ1/G4dmsCUGu/tqjy+bUhTxjUZ",
+	"BsSlwC8AwexT9Z9ZtFiwWP1rHFLvZsnC0CV1ixUP7J8asbxzSd3mxaMWrJ/65+XVN+ptz+e04+p/dM0/",
+	"euofsXmiZCBrzNsu+e2f/0f6Z88to082ifvT6OEuQKXX5RyA33AGm1FfQ2nhYLv6MmmuGV4JES2ebTLq",
+	"R1oUbPzy3qnR2JsFknkyUbKmhjtfmVqLdn8kJ2G0ELXBcVtZCha1BjVqXjS7aYSugbZ6omTAKJUBo+lY",
+	"WRvdfkp3a2g8kkyr7S/P260OWarhLOiCxfp+7LitZUYTpAiRjIsoRjHw4rLbUbszmSsJyLS0cQx89oC8",
+	"vRDkjoyjSEjihZF3Q+7IUbtDVIOHXniDgD+q5zu755hKdpbSC6TGWlcETqUQV0iNq2H9pj4/OIOMjEUc",
+	"cIn6gUQoSz/xZFrZTrDpHNhEMYxI5lC7FmWdVUZyuVw2+W3gB7TpRfNDxhuJOJyyiRrd4TSmi1ngiYZH",
+	"Y18cdltaJh/G8q6hqAz/I4NDdd74ixHEQ7YcIxyMObdun+1hkRn5p2RhOQYEMLFjkNXxOrOOg9AlkDIG",
+	"0w+UjnXwdwcmx4g5vK2tu/ukP/x5ukjKa++5ahWVkDObRwPElext15xoeAX58vLdgKhzwyFiQb2ATx2y",
+	"SLgnk1QZ0KeM0hE0LH0w5ZGuHL6JFvtxzrxzLPUUxQQEmxGBLy/fOYQ1p02CZCgpt6dU1R2hSakkb31c",
+	"yQ4//yGb/5DNH0E27yuXIfCwWCy/vHz3+/aMPVwgF2tTqSGZypqtQjrMrgPKAZ4xgIRaUbSUfPYZ3BF9",
+	"9pnGnZFpzEkB3k0ugGXlOiSm/AaryruIhOsOiGu5h01Rlo2bLZeosTHug6R39aWRPjLwfsol1LzRHPJr",
+	"eqOx0OC8SEvJiPUqiQRsANh20QTL24PTfMjBa66rd8Ow667tT1dn17pD3VVT89mEJqFEkw2qJ+pCqyFN",
+	"RDAOwkCuTJ0afQMAvYRsIkmUSJLwkAkx5G6AQbwj/dYXSv6XYadaFzyPfIb9GwQeSTcPC8NPDUKSH9x3",
+	"AA0UAYuR8WptOzikaCvUs71wYG0GJ9sJ9XQrlK4A7r+cnagZtzbI3dg4NcbVdL5fe7p5LZ3d7KY3yO8r",
+	"GOEawnsW+QS3nNluEEF2Ab88gx13MMg2KsT8wfu221IA0nbAp1jlB0qIxoxwQKE10ocZNCvB7DqbmQMG",
+	"291CuexSzaYfDcNvJqX7zZxi1oTAD5pRfeN67sNHCfT/o7DQv7HCQhW/eA1ILFXffgZ10R4jJAyQLnIO",
+	"IbXnxgn3Q+PCRNBLTAEer2zsveJU4K3wMZkzyfRMb6cjLCCfFiiABtRzcNoqRRWvihVFQiaVjZG+2aqM",
+	"XOMneCiPRG3QbTm1NcTKduek0yvMXOydNk+2xOF0Ws31mCLI87UDqRBFRsk4E8wENPsjbuGPuIUtcQvr",
+	"eeO/v01z0u2fFO6ZbrvZ3bJnup21FewcnzbteLujXv8o3TGdv92O+SMS7O8oEizN7lLMlGWgbSU8atrr",
+	"WjVXE8TqozjGPTzUtrFX4An5hjOsP2oSf5SM5NO/M88z+B8yjwGa5hbwXmnQDnD6rhAJeGmPIAmbgzOD",
+	"o+wK9QKH8HuJkXjA3s/NW9F6fe++z0dQqCPkvofzZl/p4breS/XADJjoztCMNXb4uw7OQObbKzxjEVLO",
+	"lbAs2TPD2ivCGcA+Zx6UDY8fleS3f/l/iDsP+GjTb6EDI2BY19cvrslv//LfiasOOOPBGGQBDpNAOkoY",
+	"L2eBNyMejf0/D2vkRRQPuS4KnEZAYLVpA/dmPH11k+kn7VLVWF0kqzpio1HPGZOmFYyWwESfrJC5k0Z1",
+	"gFvviTAoBiKJJ9RDfwP6GsYW8rMSKBj8YYCf61i2OY10eQKCbsrScBAwgCCmZB15PAUZx3xKx6aq6sgA",
+	"FjgmDy0QWVUUAOPEKY2D/5+9b+tx48jS/CsBLgyR7mQqeSuyWDAWpavVstzlkmzPjFOoDDKDZLqSkeyM",
+	"ZNFsjQBj+2FnF/vYi8HO22Ix/bYP3dgF5FfPD+i/IPiXDOKcE3khM6tI3UaSq9GAVSQzMq4nzvX7pK+G",
+	"gPxMy+fKOsKNI10PW0XL0IfAwiwKfZS/USzMFmhYzDMon8qjIVGyXvaoXp/0Sa7V0bGAMsYcUrnuWxwt",
+	"p7PFMnElYv1Fi4Ve3UDRimCKBdRte+TzIsTvLCikZ9CDYsgUOYISZLYWdhzNheElh9AsHQnMSEEQcVfC",
+	"auvekxdc6LW0IM9mw0ylkjBqHgoCZer61c8GSsGz4zBSOU50aGoD81ufgQmPWTSZuLLu1vJbACaAqPXT",
+	"jdtigWKdQYpMj0PsOW6tYbNvoajSWyoRK49eiGDgCJ6YnrhAqoTrtURyHj0RDWQ/giG4En41zpyp0CS+",
+	"gKWuapw69FRbOJuohOiFLUaRjbS9EExGuFEmjGenGUUy0H37vvAtV2LjRRJxCnZJwWM9QfdPvmZ12PUF",
+	"LPgh+/kvbYd9grW4gWQcfpmP0P/8l67DPmF8HEdKNY4o2RpOWqAovkaoKrorEeP45QjuQvoJ3MjIxpfM",
+	"xJzV0TtLHPUeA/UfK5PvAR1LLNi5WCRsgbW8SHrJfYHcQxxrTnMUa9zUM7tyxYnQBcQcFiR3mIKqWth5",
+	"ukMkoNYiYXU+SUSs2xQq4XHSwOJujHzCdOoJBEECFPcTHoZEWGjw5C3m1kZCLw62O2RcnbsSivsYzOpE",
+	"rKiIWLk1S4vvUGBOG9QsY2+oBHzEx+fTWE+fK+s8fwRZfqXVcjzLZsJESRo2e4xfLHicBDzUowE3Lmxr",
+	"Fem3eCYn32P6IOEPaQKH7Jcf/+zWqOpcMaX3NJYge+AnbN6OZBJH4ZDJqAnXDcabZMTuPuFTGLueChy9",
+	"vqeXidCn3JV8Egs1s/XtloxnFLD26CJOa/EZ3rp+Bqqa3VWu7DmszhkNwACdComSlNqF2nNE+E/vSjxL",
+	"wMs5ngnFpiIBQgM89Hh/FNqF/0S5RERaiBvKleZYoWsc3m9SFdMtXxKNLFOLT0Iu3xj91WVAMNEEpRzJ",
+	"zFxR8vsQjQJaPYRgQGGe7yvoWFqEa0leGX8o064u7TQyoNaGNT9ajkKBbgUahuMgyEnJKORyPqoehIFY",
+	"wmRSPtLnvAQXqr7i8dwgQ4FiAazSJAJyYBQNi82rx5xpibUdRzY46G4OrbXD0G5vXHApB+BR4e7EfK6K",
+	"C1TrWPxcVI4GGi5n2KL1cPaNIx6zzSxappYjDLqZw4kXKho0FdMMhltFilHb2T/B9hiEQ2kO1JY6UMdc",
+	"KDbRmikF+mR1QljDYil8hMRcYniRtTUTlemykF71GmN9C5GtfWNU+8PslkHlXhGQpXsKr+OSsOxRerls",
+	"RWYvj75+qBHWjU3u+0X7YUWA6ORF2FRbzaWaK7apnIqiXl0eriefMm3QURSFgsuy0/i5EVVmuZKIxSJZ",
+	"xtLS60JWSVVXkMmhtAdtp3il7Cu9dMdMn8rM8JjwgrSu5GXGorY6tQ3myhIjzGKzYDpLR9UgTHqlnxrP",
+	"BF+kXx1pPUf4Cmjfg7EYgkp1NouW8dlSEamSZ+QVfGQURZ5DXz5bCx6bnCSRoSvrB+DCPl/NoC1XVn7N",
+	"eBhJ0bDZbdPDueCpZ9JYcQiSE0bg1PAmoRBJ2orutcfq2WX0b/8MJqz5QGt1XuHHQ/RS6EsO5x2IWOWa",
+	"7j89ZaphYUIFOk/oxaaVeRCGevyFwI1nVgPXVb+2yGAJiCl6rszCZ6dGvxKcb/A8yBNIpYJLFz42OwAV",
+	"zbLdqqI4qcpuSR/PJ7fkPwTs2aevIvN/vbjfJcgvrYOHpPkp4xvsOOQw0cqUlfkBWw4rxPrzhhNE5yIM",
+	"8YB+SjsGLgJCONwEABwFkP6kF09r2dknZ75IeBDWhuV+ldaAnFcjwdqHdupUWUofgUf1CLg6hyaLuDT9",
+	"ImbxPsHBzQNs2tgKrGu5lNUqThdLdaZFl54XfCI99xl0skiUMQneZly9Grm6Yx90+wYm8dB2nHaGGd2y",
+	"W7328yvgSdCPo+/PNLxnHBRVEM5IQJ3dja8ZMi+HFu8c2L0MxNFxcJwGw7E1sHv9FBCbXEBmJbYgIfud",
+	"g4HdTyG5e51+2247h1lznb5jd/vtTUhIKzsCOXDsV93+h7ndP7D7u+/+wdvd/AfvdPO/Uoi8ev+3MqT1",
+	"TiuPtK6/eX4F7tBr7H3aaa8c+C7d9BD4ToHj+4cFzgIIiu+44Xvdg14KdN7rHnRzOOeUmlHY6Po6BsUu",
+	"vZe2U0nybgI0pa0KdwlkmqAdjsH312YNPgl5JYIHXVhFLftdxhTfHR5qIRL5LXgkwZTHSAJPlXNwQyao",
+	"ehZTrS/DPEV1oCJI+RjeGwgwQ3MV0paJ/xFiZZqiT2r1uVgrkbhywaeBpBrghbZ7vVyOhgfuaiggMB8Y",
+	"+Er9K6yyceUT/e+02gC8G0VnxFHKzWoctDzz1FB0ElRe9BMjnjsci6pcgzcCenmdM/yryxneyBnS9vWQ",
+	"ec0s/81j9fzBgar17EsLAw9WFhvSVnJzIfj5WaGkpw5Qsiph+itqyt7fast1LGe2FT8t/IHuPePS3OrY",
+	"q9l3/6GZ1CUmlr5dklVUSKcur6y/zmu8zmu8Rri7zhR/DYS710lZPV3KKjyFfLpqvJRMGT3uA8u70+Mr",
+	"DmA7RdWqLcBM3tJdtbpKeYeYioBJqey3j3/3Jat7p0v5QC6WidewGWYsLuJoFIo5As0vojgRvispw2rI",
+	"OOu22waRv5AgBg2eROAvY5gAIoXNbuM15EoexoL7aYJdHepnczj+mEGgRLJcHDHYYBaTUYKIZq7EgvKz",
+	"ZRwyP4IEATDZGymzTttxslSDTEu3KEzEXekv8RoUJrnogS/miyjRR7D5UKw9C5JYknhtYonQRzLwTB6I",
+	"Qtsig2bHj6GON20waZ6KRcjXwh8yyFlqpJ5mbPRcrA0XEDqiR5G/hkpX1nUObfZlhOWGgTJjAfSJtStF",
+	"HEdxKVY9CNrTpdxfac/m4aHYSVG8Ffnrx8FUcsBc2PcBeMlTzCwQKtHf7aCx7BuuM1sbXvVDcxo1SS3T",
+	"DdqnfPVIG6VTUSY6TumEWBkvMXsU3LK30iGelytflx/306W8+0NAeJNtp7XTE7i8u4uhRzycRPHcPNHa",
+	"xVLny2QWxcEfzEOdS5aF5MRvtpfncv4YeKpszj29D5rpJoETSQlCnKlgCnlF+twAsNbxyQP4Y8YxXSgW",
+	"00AlAnBYMgSFd9X3Y8k2hIkWniFfa0NbYUah7ulICMl8AUVNCCJHvd3hkrgdyUkYjJP9kVBbnZ2uoC94",
+	"PKUHervsFko7Fv4j4Qf8CVqyuzmFHkgoq9LC6rXuSDFexkGyxoiN4LGIj5fJzPj1sisU7WC8BnOXJ6g3",
+	"CqAyi76gm8FcDw1YMUrv1VvLIPQVRED12mYXjxbuCx4rgwqBRHk+wwa9oStd2WScLZajMFCzlEqvqZvR",
+	"2sqQeXRnNvWUDplW4W4uQh5IIjsHnYYrVzJMd9Q3R93DlCWPUUALrGb9S69xhG8cCTmezXl8zpIoCm8o",
+	"hjrvkNGjn4Uhn/PmCCNkTfi5Z+m3mB9otZw+h+bp42kc+M2xujDRa7Y5gvkyTIIFj5Ob+ommzxPuDSnD",
+	"Uv8c6FcAuoN7kBRu4vSQzpCxDBV0FxPWBdhi3UqdlAZQzK00D8gySK+//PhngjvUqxbFmPGo+6CwBzjU",
+	"IBRpPrP+HUwS0x+bnujpY3WvbLp0EwCXg1sD0teOmKcnDuef/JXNpuIXohkLtQwTD9JwBT6ix6ZbgRcu",
+	"RMwWWqU6Yl42y6Al3H78DTave5Xj/leoJTAa9Q2txemXKDbmko2ESfllXA2Z9588IBfReqFW15TWgGZg",
+	"8NK66JUYR+FyLol5cbM4w2IbWCwFoAlYF3NjYkpsCfJEKdgE7rxi7N9iXlbVCUiGWdGoRxn3cCSjFcyd",
+	"nhDMiv52xhPQA80CpvufqYTryZ8vtS43jYWgpAjYjjY7Jq1PHzjv5HePcyAvR7CHp7CZqDEs6+BSX0kj",
+	"vYG5T1pdu+1KmlCqJxGZmlyizj0AgfHBqHMVCCRGPgFL1hFJJEz4JUFV5bKjFMxyp51uJuetoz9LTqQ2",
+	"NlOpVbNq5hTthCByTwu5smNeWO0MJERvMB6CwG5mJQCUP6xQeINYiOg6qBp7Mq3K4uwOev2dmCKrNOsS",
+	"WVzUgBax3odJgPqs3qYFxqA0M3YUSA59voQUqt072KYG0ueqFBWqKNc9A32EQgPJ7ADRbmvdcjr5d9i8",
+	"hR3PFjkafS+06vTcqmX3aXHgBdQ7mufNV20rfnnzAEoVEPnn2kq4thKurYQP1UrIlHNzvVeqzztZE4ah",
+	"EMWeXtcSiwLTEnHr8oSl7tisJC2GMi1/Hkj9s2280TvQ9KuoDBBQIhLo7XhSd7u3+Co/V9qe0Ye8EuDh",
+	"q0ueK5g6ongU+L6Q7xhXcdc9hxN5hWVqVTOxYiA/XsphleFjsZAvtekBNILShwt1EvIp5I2YTW2oMS0i",
+	"WjXssVqV1g/gpzlDowIv8JUU1ldIGqjcrPsGPyc8rpTp5ncQ8gMxtE9c4hLenezY7LRaOPmIKvjr5ufZ",
+	"gixN939pTAS21HC7egg0zbmIp4LBb1j99N5t1u8cHjQAgQBcCdrAhAgE6aBZCEIbp6N95fURI3rhWMyj",
+	"C6HNSWpdmxm5xm32KB8WwfjFeMblFAIw4yiOxRjCMnkaZLAypVgBdQ0z++xciIXCAv5SUJGvFz5/Q1fG",
+	"Lr58mPImTPlvXsOvf5IimVzp199JEX/vxQWH4j+ojF3Z7165f6tX7LXeedc3vukbimn7FazyfRTLm5SW",
+	"UJXCeBs8g1TrxEbrDHkEUSoyD54NnsU6xibJF6iVgIYrJzmfLzgi9d/HUKZLXmr96RFLXdGrQCoWaelF",
+	"P/Oqcg3vQPdvE1XvO9MeriRjDlQ2U/uXe7/B8u7yjqWLthPW8JvCFs71BTziEKPmybJyYiiRfOfMZxGG",
+	"j/GRnVPn7qFb6q3AigLRdC7RyUpBRSu4Zn4VCIdPLysw2COBJzv6lMdDHrqxuijgjm1MgpWbIwuHYuU6",
+	"bW0N26LuWzhMq2SVrO3lsApzamUz7kpchIEF02fhHMHM6umxOm1rYDkWrEHHcYvMSVe6FaFU2gDWXBNz",
+	"lpHH4G2ZJuY18zGwSgi/4qUJRvAVeH76NxaLQj+HrhQLFYUXWGCtWBJFR/qqBBWIugUta6m4hhAQH4XC",
+	"rkqyvwe9+KBsZrnFxXUMaqqMINhjsjNLpOObkhp60i7jUcotw8dO3KGHi/st5oGiTLENi3ge+Yb3pjpX",
+	"8FiuU4f5nOMyGqwBk/1nnOkmLQpC5Ash4ceuJLgpKsMhxKY0rY0tZRKEmVFM50hlyXS2K81wmJpFK2Ww",
+	"3QywC66rl43H1m8HJgsy0wPpSnCsBCqJ4nWZxqk3zzszefeLHuiuUdbaLtZra1/rNeTTjYMrs/UrgKJv",
+	"p223m07rScsZOvr/NuLJ/APlWres2rlYn5HCN4pGEAPj0IVaMCeOEkDSgVVf4p5DLcjIU3jZxkdZLvJl",
+	"5YxaMagNawfdDEiSsN8zyMAJGFmtNrt/C4Afb6gUk3BfyVMldfDEmJTNd2uo7yt4MJj0rkJfT7SVkAqP",
+	"3J4zQHvg5cAUYfu9j129bYfAvVTysnW0ZCMRBuJCIGBfJKdVgr1aybn5TP8H/s4fv2eVN0HmtiRoyeKi",
+	"kXtARok4ysll+AHiG/txtMCU7pwwZrEYA21ekGyrQ6d45O+hIHp1ybyrxagl7dsV5KfZVL8dX+S1NH/b",
+	"0jxT9u2PN6fiCcUxDPJiIcj8QVwudPWuuMqMs+Jt8nFdECQrGcdx12G9GnvdC2ivXpaRULgF5kB8lzdz",
+	"2UUAQgCBSo9K5fxqFsEdsJoJWSrxtaL05hMW9i6ATXgitgtgySGfTiWT0SovVc0UIhIF/rUtYltbIpZ+",
+	"qYVhLVqo7JNUxnKWFitB9dp2IWNm9tSGrT0E3qNsY5ScpG/yS/ofkcxxLfJ27z8hFwOSOuwf+50JnwRg",
+	"1/PC4AoRZNWgvPZSETMLfJFSJGTg5UMWJCwU/EIoSoQIA5VYrsyRjVopUGLGrpHhfDAFuHgAx20g6wHL",
+	"2Kin4DS0AC4WqxAhGG/4+7qtXGUhHlGbPUiUK9HtAuDqJPiKLj/m3bn7xd0ndz2oZIBKzCAp80h8Hvji",
+	"PfVI6K7t4ZG4Fr2vKHo/zx3hay3z/Ra5JPc+Zg1TH3tyQbyadgnysDK4AvSoS19L9mgjvjIErRE4Q8gb",
+	"fQMLtNIEqkkUUym1iC8EcH6IcDJkClHON2vuGhbonxZpojwhUhE+Tjn9OVNzHoaYF4a1Ain0PCReNWx2",
+	"l49n+gKSibYzXGkKqcgzDZV/ScylMu1i3hU+b7PjQoTIlebGgDp7vC8sunzQYW4SwFEU1nVbIVcJdSFQ",
+	"rvTwJ14D+BsCHxPRMF9sJkI/YzfgrOt0qzM2P6fV+qCCUHq1N4NQObga67Iw1LMaLlJtSK6RmlXbAaDE",
+	"gBw+I377MzXj7d5BbVg7HEx6bd/pCdESos1brdZg4IvxiHdazth3Dvx+u+2LQ+47ncOR3/H7ve642x+0",
+	"u/3OpNPtjfSh3vK8IIBcrq/k1tnBi5P1lBx/SN5Z5sOhN7e3fD5vLMSf22GXhutMyOYjD9hhYBnlAkui",
+	"y4N1pdIVBVw1wz4AbSQR82O+wiyuZM4XQ+bF0Up9Fzy1QeH97vunUExqGMsZT5BZPxE/JPpnHvu3f86X",
+	"dwYCnkFELhTFq5mIRerAxzIbVwK1yiVJ4o+w/x+UuBlHMTGZZStpgG/yGDcW4GaZWdQzSH9nk6ivFi3O",
+	"tb1RTkQM1XfftazB0zT5R3/gWJB0ogcTrTIu4kvSjlqvnHbUKkUkuiLlqJKI+LB7acpRy7EPNpKOEJQo",
+	"4yEegCR866lVV4+x1e9WDLLftg8vG2TH7m8Msjdw9CMZtuig8/xpSacMge67WundEszavUH5RAwOAFCq",
+	"ciJaW6uNT6Tz0O913s1yvycE208rela8gjdN0X1sT5S4FdevFkTXCWYbLogch5DW5Wl9mJa8WqrnmfII",
+	"IWHHtDMqraq8vk+y0quynO2hYT3KeBvHUUjkjTxB6Ar6bWU2N3uLydzU//ckmxt0k2j1PuZz4wJ/fCnU",
+	"qJxcrShpHYg4vVYRzEYFxOiGaBy0DttWDU9BmtPcG/TLBLERs+0OahAVF8BGY61+97LGeu3OmxPNueOy",
+	"XwY0ZT3nu26SnF0Jc4SpyTA1evwmZ5k+1oPUI3mt5GS9atdXR6n3OldCu+vVoERMwBuVXjMkMCOhQUnQ",
+	"8FRGTdx2rBzlIxCamUskpdIlUFVWR8o6BUSTQIqqGH00ZI7dchjSezr24RHjrlzEohmLUHAl2EhMolgg",
+	"sTl+dMQALsUeLxZshBBZozW1hxzJ0pU+T0SaIZqIBRuJZCWExJtLiwIpgulsFC1jBeA9n36KAw+F/emn",
+	"6IeD56jLapMxNyuXZaMIyapVWizpGz+gNlwL5O8mNASAjEjCzHL0L8qV9ZCPRBgKBCRB0lYPyDL1y24Y",
+	"Z582qj2ffcZCWU8idhOQkxoehMhdOQmjKIaf/MFj9XYD6A3JCo/mo0AKn8koUBnelLYfEeWq7qnfx0n9",
+	"b38E5oaf/8p+w/72x7Mk+vmvDa+Rgt/rpUiQLhte5rF6i33SsNktYI9G3yl2g+M06d4E80UcXQgfVYFY",
+	"TGOhFNAiE7dtkLjSW0ocow/oR9jIKkAaDy6Rd9u8tN1jnzTQUxkAS1O4VMGF8GDCMnUqC8phMa/WuCya",
+	"Sp8IaxMI96mEdUwVVCzM+vtWNuiBwz6heZunTRj3rCtXfG12XiRFUwU+IGxMJUMk8WWickRVVOOEmFJA",
+	"L6f7sQBiIcd2ekdUlJmbFOwu9EL3kGYOOX9hWpDwantGngBqqVhAe9nk0/AlKAusTswAwGvpyvRnFssh",
+	"S4FWEchcK2f6I+8IqbaydXZlofFc28z8xjyTGyDwjBU6r0VG9mT+yOI2hnF/+imre/A3bY8GkGUTqlgs",
+	"FpCglpNuAoi9JsGUTLOcq4nk3QzfO2d1UB/0kxwz0lHGudIIOTXjQFiZbpMeru2Q/e2PxgOmFgDWhe8O",
+	"YgZvVa4ElfeXf/qXtsU8YMQZpr1F+t3GEUqMlR4rbgjkso1jbaKyaOJKgFLXN5IiaDkZYcTBnJvEzNaQ",
+	"8GvF4oZi0UoyNeZJImJ99un1+ssz+tgbbncehit8HOINFkbTdDDI5kwDjFZQbsolnJ8AMevoTBz22Cds",
+	"uQAQNb0KvpBj4UoYA9HV95ivNxi6syaxEH40Z7/8+KfC61kolMItqb+K5JEruRGTPAzOBTFjMw6b0I8E",
+	"hge1TNEiB0HjkMwWc0xXEhi79ehZOif6AjVT0hhi4IWHwSiGXXWoz2MmyoNIunIESIB6cVv2QbdnEc1x",
+	"oFKi9DQzgKkgwTEb6N8gdmV2SRkGb9j5d1FdG7J0U2YXDIx3tEzA+vr5Ly32CR0RHouCbIWTXjxljSMK",
+	"57T0YID7IMabDg8Gillzto/gHAzYJ0yFsAt5wg66D2EyW+3BQxZpA2RT1iD5YFFuDNl3WCXKEDv/qVcd",
+	"R3osCJ36bWbvFizEN2CsmNFuxpJAGmezF0YAhYi3FsxenW6iURz4U+E38sYLEsqU0yM4ELNpY8zmH8px",
+	"7lstO4Ox58740O+f/771Q3vekd3aJlZ7jYfBWORw2b9aCdlpDm4Zc6vrHDqsfvHFF48YNt2oVULz79C3",
+	"dq5vo77oTTqz7w/OB+HhwnndvrWhb0+18SUWmx7uHfzTcLfUho7ttPqHVk0f2rMNigXHBnuP1LeUQgA2",
+	"c23Ysh2na9WSaPuxQ6t2IWL9WG1YS89qjazKq7zKV/Zs4LQv6ZdjHx72tvvVPxzYrR37VebnJTqMKzt3",
+	"0LKv6F17u3O9A7uT71t21HaZs5371mk5dm/vzrUHPbtf0bun+Jrys2dk7BnFYJ5aKUPeGe3VrlXLqToI",
+	"bbKYcRhEz0qJ9XKXFlBTfB9haoZjD5CpIh16u4eEY9R+G//KzYxVU8F0zonQzbEd5yD9LInok65V+0Nt",
+	"CLSIBRFfG35Hsn07sNQuD5FEKwn/mAs/4PIst0n1LtUa9dlC/93vWbXlAn5auUcrX2R2AL6tXfK2dv5d",
+	"7bJ3FVfVoFyd+cFkImJcPT0/ZYKsrBGrtpppqUb3wggMqkx7M1ZVkt4UOAZWb2stqWv0CXw6ArzQEAVe",
+	"Ei/lmOe37ysSx2X3cIXvhtRnk/wIkvYjjLlbtd5O6DUBbIkNL85xwbVimYIn2hIALqznbVe3DmSLXOrW",
+	"Ga2B6gJshzVbaY0uFmMRXKQge0C1rw8AS9YLkf3OlcTrMcwTe2yqPeAe2AA21DZFhoZ6pNXyWInks2Uy",
+	"aQ6ICJ9voCXzHH+cK70yaG9E/CUk5DgOhN5nmMBEGN8ApwVI264EAG7LQHhKH+0kHq8ZcZT7DbCOg5g9",
+	"/vy42e4dGAuLEqk8EMeSy7GwC2k5VA+sUt4T71Qs4uadYCqArfv03m122Os4DbBJtBxJs60KbRqsUU8v",
+	"v974FAcRP/BxghEGbdHDCtoMK+GJtIM8ZNgthct6LhZJmpNl8pxVdIlWjbvnvcqW+PTmp5uKNIAwV+dj",
+	"3VAIplnPvP5hIEVOa669/OnHly/+z8sX/+/lT//08sX/fvnif7786b+9fPG/Xv70x5cv/jv8+7++fPFX",
+	"/cmLf3354v+/fPEneORPL1/8X/3gT//j5Yt/yf37T3cIEyLNBH/503/RDdND//q7eMolMSmpU2C7URgp",
+	"Bcvtlx//vAHhVXFuLZMEWHY+zfazoa0K/OX8ROoDt1XWh7mMhA8FqPUplD1CxXNguEsNEARu/q72j4wx",
+	"dnLC4L/syX38xy32j7WnBoq59sxF7dytDZkLCnqb9W+xrwZnjpVz6D4SCQ/pgyIgtlt7vhnx2ETcK5Ui",
+	"OCicoCCxCIy/IATyEtGuWW8AnroKj3obVnoTO7r8NsVaATz9NauGQVboTE7cbE+Jp2ZcS7PPhreOH989",
+	"6A49477BqyATT/bl4Znr2Esh9gJSmebQ5KWtuGJz7gtw4lTe2VcEX46N4pRdP+QsBoeXgV/Ns7NZ7P7J",
+	"16wO1E9IV2Wxb06PH6WcFLDV+fhcSD8Pxqo/pvSDRChktXUlFb8gPChpsnTNgjqtkG/bYqjcAn2U3PKF",
+	"1qPYMn5S+gzEl88TMWSxaOY5uRo2e0wqsytzr0IHCHjDJlqe18HvDzNwFgrpWa70povl2VzMo3h9tkyC",
+	"kKbEaxj+LpWAEAPMSpzZIxMQAmUAwhTzzO27pnHZ7AugH8t5gqNJ5trNfMHzSE4x1kFLJVIGXQhfWhgt",
+	"02qW1Pe4+CER0hd+CkVSmt3wij6ua2Lca2LcYr1PtMIoE+3hJIK6tqoEkBC4YUvZMNqOlaeIcHahh3gt",
+	"l+kW+tPvZP4oJrNYCAYePRIwhbwOI2a/e7ZF+JnReHaRxhPirsku3KH0yywjQ7Z/6I6difP788581Oc5",
+	"xk6t4Nw0bsjaFp/mvZNBzSIHbqfMMt/DFkdhcRlQFc7GB8ZI+Thda5S0GMEpZhZUpzwQS0PzXKxVNQaJ",
+	"npwxD0N9jRlUKkPfoIwpO4aPKZ06WskjlsNKdWWQgFmnMgN6EQcXPMFCtPoGl4TXgJgtGXm+K6EKWmnV",
+	"FAtzZtGKcpbkVMTA8wRm5YaxCJ5vz3blKXXXRGZT5kdouJy5EivnjxBqy5WGHnJzBoSfI4s8TiG7zNeG",
+	"i8aVdX3PL0TM5nw8A3xxMOr1pUtUNHGU8EQ0yu47M4DHuGIPxbr2dopMsxe8xVLTc7HetE9hMcJgLHIT",
+	"uwtuinO4VXGT2xS1Ya0zaY0PhDMe8N5k5Pc645Y48AcTh7dG7XHH74re5MDptwbtww7vjnrjA78vBpND",
+	"p9XudHsHfS2BctU4JoaCe/4MBlK7/9vJvTt/9/2jzx8eiP5vR9/Gi+PbN2XY4189+v10/Ju/e9I/HXXu",
+	"Xzh9Ofis8OzZQsxrw1pT/+/W3fsPvmQnX9/64sFt9vDu38OHrnx0O1rd+urv7zxsf7M6Xt893uddroRG",
+	"7n55Z7vdffLicpuuClCq5FRAWlRONuRrNPfHS7veMh/RljndJP95R1XWh++WY6jywtg4Gh8pMA5dgFyy",
+	"u36712sd5qVBEmG2V05LgKv3KrD1vMpy81nu3D6/1Kmfe3M95is24kocdEGZOLn7qJHmvZnFAgs7f8Un",
+	"R9SGxVSEX3O51hf3mEs2nonxeQocX+6ztsucyoX7/O3bsfdycu4NmB/XQvmjuscLx+TqE/GxVwcf54eb",
+	"I7SztPAC22Sdi1VpI2wSaiO60toyvhF185nehs+vwGTQd1cmU9KnDclefcyVaAZSCamCJLgQ4doiJ70r",
+	"8z9HVxuw6dy/myNNbQwhwQ5cHwZBDAYiIUM3mYk54jUUKPb9XEI7RVUgwmZtftd2jlzp6QaBSwd8KpQm",
+	"ysPQwhjUaA3/rQi5Zd6k1xWOJea+adsiMmMcN+WxCntqM+8xl/5IxFOvkTqDFhzuKBIj8J9N+8gqp7Js",
+	"kz8opbbcJrV8A1AM1ONtHB/aT9GE8XwwsBipislxs5+bZ4df03yZCUW3zhl44hEP4ZIsvao2N31WJQly",
+	"HUyQM/gTJp8j82510LtVXjqEqT/FXJgzraScEePgsNVuDwaQfJPMIv9sHHKl9IIaLPwzYoPJXF7jNZfn",
+	"wSq4+eU3D+48OG6aeqzml1xGzVb7VvOi3Tz+9qtmdwRexoXg58WK9HVteNAtzQUq5sl1Dw7t7vMtp9rx",
+	"t1+xbhMbV4GchuJMJbHg87OSFos/KNSDF5MLsfQ3PVPFpTYJh7sMOV+Xxtrd+7f0Bo35/Gw6qg3bptYL",
+	"REptmCZ4/Of0zZ+l793nYjRPn8QRBDKrrkf8+uO/+NLphOKpKKXIJtEOp3X7mgPzIL4wIhqXaJYki+HN",
+	"m2E05uEsUslw4AwczLPCxzeF82NM2Jhn0X+L8uQNq7oPBQ7KYrE+S3JqSm/nCx4HKsI6UpI40LcSTmzg",
+	"eT/CaJYUUHOUqjp175gMRzg0Q3YL7BytdXkWhi+JmJzgjbQxwlBy4VVhakVzFkwFL3fKMpvmptfvn3yt",
+	"iDxfmfikykwUw1OYAu1FE6Yfyb2Xvil76QnmZoK9BYn06XtxpiG/P+VEhPxILNORmLZ/wcPCi0w+R8mr",
+	"7hEmX5HLAKgRLDYLfKgDkT4h8kEJo76F6ykYmaJCKgy3biDTpH3IgbSUxHYED5OZBcBOehr1xIokDsaw",
+	"qagIOebjJE3Ci8VEaDErUDHJvUckvPb86fN/DwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

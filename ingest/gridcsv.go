@@ -15,7 +15,7 @@ import (
 // gridCSVColumns are the columns a grid-csv file may have, in the order
 // help text lists them; the first three are required.
 func gridCSVColumns() []string {
-	return []string{"context_tokens", "concurrency", "total_tok_s", "per_request_tok_s", "ttft_ms", "tbt_ms", "output_tokens", "duration_s"}
+	return []string{"context_tokens", "concurrency", "total_tok_s", "per_request_tok_s", "ttft_ms", "tbt_ms", "output_tokens", "duration_s", "avg_power_w"}
 }
 
 // parseGridCSV reads grid-csv files: a table any engine's results can be
@@ -166,6 +166,9 @@ func gridCSVCell(rec []string, cols map[string]int) (store.DecodeCell, error) {
 		return c, err
 	}
 	if c.DurationS, err = number("duration_s"); err != nil {
+		return c, err
+	}
+	if c.AvgPowerW, err = number("avg_power_w"); err != nil {
 		return c, err
 	}
 	return c, nil

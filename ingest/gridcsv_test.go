@@ -36,6 +36,13 @@ concurrency, context_tokens ,total_tok_s,ttft_ms,tbt_ms,per_request_tok_s,output
 	if len(r.Decode) != 4 || len(r.Prefill) != 0 {
 		t.Fatalf("got %d decode and %d prefill cells, want 4 and 0", len(r.Decode), len(r.Prefill))
 	}
+	powered, err := FromTool(FormatGridCSV, meta, []ToolFile{{Name: "grid.csv", Data: []byte("context_tokens,concurrency,total_tok_s,avg_power_w\n128,1,52,287.5\n128,4,190,\n")}}, ToolOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := toolDecode(t, powered, 128, 1).AvgPowerW; p == nil || *p != 287.5 || toolDecode(t, powered, 128, 4).AvgPowerW != nil {
+		t.Fatalf("avg_power_w read as %v", p)
+	}
 	c := toolDecode(t, r, 128, 1)
 	if c.Status != store.StatusValid {
 		t.Errorf("status %q", c.Status)

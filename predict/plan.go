@@ -27,6 +27,10 @@ type PlanQuery struct {
 	IncludeFlagged bool
 	// Limit bounds the options returned (best first); 0 means 20.
 	Limit int
+	// Price, when given, prices every option; SortByCost (which needs it)
+	// puts the cheapest meeting the target first.
+	Price      calculator.Price
+	SortByCost bool
 }
 
 // PlanOption is one way to serve the target: a measured run, or a catalog
@@ -42,6 +46,10 @@ type PlanOption struct {
 	// Err is why the run could not be modelled at all; Plan is then empty.
 	Err  string
 	Plan calculator.Plan
+	// Cost is the option's at Plan.At, with a price; Warnings say what of
+	// it could not be had.
+	Cost     *calculator.Cost
+	Warnings []string
 }
 
 // Plan is the planner's answer, best option first.
@@ -72,6 +80,12 @@ const (
 
 // Plan answers a capacity-planning question over the stored runs.
 func (c *Service) Plan(ctx context.Context, pq PlanQuery) (Plan, error) {
+	if err := CheckPrice(pq.Price); err != nil {
+		return Plan{}, err
+	}
+	if pq.SortByCost && !pq.Price.Given() {
+		return Plan{}, invalidParam("sort", "sort=cost needs a price: give gpu_hour_usd (renting), or hardware_usd with amortization_years and electricity_usd_per_kwh (owning), or electricity_usd_per_kwh alone (energy only)")
+	}
 	f := store.RunFilter{Model: pq.Model, Engine: pq.Engine, KVCacheDtype: pq.KVCacheDtype, MethodClass: pq.MethodClass, ExcludeFlagged: !pq.IncludeFlagged}
 	if !pq.IncludeScaled {
 		var err error
@@ -131,7 +145,22 @@ func (c *Service) Plan(ctx context.Context, pq PlanQuery) (Plan, error) {
 	if out.Pending = len(pending); out.Pending > 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("partial answer: %d %s being fitted (after a restart or a write, each fit takes up to about a second); ask again in a few seconds for the whole answer", out.Pending, plural(out.Pending, "run is", "runs are")))
 	}
-	slices.SortStableFunc(out.Options, compareOptions)
+	if pq.Price.Given() {
+		for i := range out.Options {
+			o := &out.Options[i]
+			if o.Err != "" || o.Plan.At == nil {
+				continue
+			}
+			pw := power(o.Run.AvgPowerW, o.Run.PowerLimitW, o.GPU, o.Scaled)
+			o.Cost, o.Warnings = priced(pq.Price, o.GPU, o.GPUCount, pw, o.Plan.At.TotalTokS)
+		}
+	}
+	if pq.SortByCost {
+		users := pq.Target.Users
+		slices.SortStableFunc(out.Options, func(a, b PlanOption) int { return compareCost(a, b, users) })
+	} else {
+		slices.SortStableFunc(out.Options, compareOptions)
+	}
 	limit := cmp.Or(pq.Limit, DefaultPlanOptions)
 	if len(out.Options) > limit {
 		out.Omitted = len(out.Options) - limit
@@ -181,6 +210,35 @@ func compareOptions(a, b PlanOption) int {
 		return cmp.Or(cmp.Compare(a.Plan.Shortfall.Ratio(), b.Plan.Shortfall.Ratio()), cmp.Compare(boolInt(a.Scaled), boolInt(b.Scaled)))
 	}
 	return 0
+}
+
+// compareCost ranks options by cost: those meeting the target (measured
+// or scaled) cheapest first, those without a cost after them, by
+// throughput; then the rest as compareOptions ranks them.
+func compareCost(a, b PlanOption, users int) int {
+	meets := func(o PlanOption) bool { return o.Err == "" && o.Plan.Meets }
+	if !meets(a) || !meets(b) {
+		if meets(a) != meets(b) {
+			return -cmp.Compare(boolInt(meets(a)), boolInt(meets(b)))
+		}
+		return compareOptions(a, b)
+	}
+	ka, oka := costKey(a, users)
+	kb, okb := costKey(b, users)
+	if oka != okb {
+		return -cmp.Compare(boolInt(oka), boolInt(okb))
+	}
+	if oka && ka != kb {
+		return cmp.Compare(ka, kb)
+	}
+	if users > 0 {
+		pa, _ := costKey(a, 0)
+		pb, _ := costKey(b, 0)
+		if r := cmp.Compare(pa, pb); r != 0 {
+			return r
+		}
+	}
+	return compareOptions(a, b)
 }
 
 func total(o PlanOption) float64 {

@@ -3,6 +3,7 @@ package server
 import (
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/matrixd/matrixd/api"
 	"github.com/matrixd/matrixd/calculator"
@@ -101,6 +102,45 @@ func toAPICandidates(amb *predict.Ambiguous) []api.CandidateRun {
 
 // estimate rounds to a thousandth: more digits than any measurement has,
 // without float noise (279.15000000000003) in the answer.
+// toAPICost is a cost as the calculator's answers carry it.
+func toAPICost(c *calculator.Cost) *api.Cost {
+	if c == nil {
+		return nil
+	}
+	out := &api.Cost{Pricing: api.Rented, Gpus: c.GPUs, USDPerHour: sig6p(c.USDPerHour),
+		USDPerMillionOutputTokens: sig6e(c.USDPerMillion), JoulesPerOutputToken: sig6e(c.JoulesPerToken)}
+	if c.Owned {
+		out.Pricing = api.Owned
+	}
+	if c.Power != nil {
+		src := api.CostPowerSource(c.Power.Source)
+		out.PowerW, out.PowerSource = &c.Power.WattsPerGPU, &src
+	}
+	return out
+}
+
+// sig6 rounds a cost to 6 significant digits: costs span cents to
+// thousands, so the speeds' 3 decimals would drop a cheap one's digits.
+func sig6(v float64) float64 {
+	f, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 6, 64), 64)
+	return f
+}
+
+func sig6p(v *float64) *float64 {
+	if v == nil {
+		return nil
+	}
+	r := sig6(*v)
+	return &r
+}
+
+func sig6e(e *calculator.Estimate) *api.Estimate {
+	if e == nil {
+		return nil
+	}
+	return &api.Estimate{Value: sig6(e.Value), Low: sig6(e.Low), High: sig6(e.High)}
+}
+
 func estimate(e *calculator.Estimate) *api.Estimate {
 	if e == nil {
 		return nil

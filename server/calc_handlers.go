@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"slices"
 
 	"github.com/matrixd/matrixd/api"
 	"github.com/matrixd/matrixd/calculator"
@@ -40,11 +41,24 @@ func (s *Server) EstimateDecode(ctx context.Context, req api.EstimateDecodeReque
 	p := req.Params
 	sel := selection(p.RunID, p.Model, p.GPU, p.EngineVersion, p.KVCacheDtype, p.IncludeFlagged)
 	q := query(p.ContextTokens, p.Concurrency, p.VRAMGB, p.GPUMemoryUtilization, p.MaxOutputTokens, p.TargetGPU, p.Rough)
+	price := calculator.Price{GPUHourUSD: p.GPUHourUSD, HardwareUSD: p.HardwareUSD, AmortizationYears: p.AmortizationYears, ElectricityUSDPerKWh: p.ElectricityUSDPerKwh}
+	if err := predict.CheckPrice(price); err != nil {
+		return nil, err
+	}
 	a, err := s.calc.Decode(ctx, sel, q)
 	if err != nil {
 		return nil, err
 	}
-	return api.EstimateDecode200JSONResponse(ToAPIDecode(q, a)), nil
+	out := ToAPIDecode(q, a)
+	if price.Given() {
+		cost, warn, err := s.calc.DecodeCost(ctx, a, q, price)
+		if err != nil {
+			return nil, err
+		}
+		out.Cost = toAPICost(cost)
+		out.Warnings = append(out.Warnings, warn...)
+	}
+	return api.EstimateDecode200JSONResponse(out), nil
 }
 
 // EstimateCapacity implements GET /v1/calculator/capacity.
@@ -74,11 +88,36 @@ func (s *Server) EstimateGrid(ctx context.Context, req api.EstimateGridRequestOb
 	if p.Concurrencies != nil {
 		concurrencies = *p.Concurrencies
 	}
-	a, err := s.calc.Grid(ctx, sel, contexts, concurrencies, query(0, 1, p.VRAMGB, p.GPUMemoryUtilization, p.MaxOutputTokens, p.TargetGPU, p.Rough))
+	price := calculator.Price{GPUHourUSD: p.GPUHourUSD, HardwareUSD: p.HardwareUSD, AmortizationYears: p.AmortizationYears, ElectricityUSDPerKWh: p.ElectricityUSDPerKwh}
+	if err := predict.CheckPrice(price); err != nil {
+		return nil, err
+	}
+	q := query(0, 1, p.VRAMGB, p.GPUMemoryUtilization, p.MaxOutputTokens, p.TargetGPU, p.Rough)
+	a, err := s.calc.Grid(ctx, sel, contexts, concurrencies, q)
 	if err != nil {
 		return nil, err
 	}
-	return api.EstimateGrid200JSONResponse(ToAPIGrid(a)), nil
+	out := ToAPIGrid(a)
+	if price.Given() {
+		preds := make([]calculator.Prediction, len(a.Result.Cells))
+		for i, gc := range a.Result.Cells {
+			preds[i] = gc.Prediction
+		}
+		costs, warn, err := s.calc.Costs(ctx, a.RunIDs[0], q, price, preds)
+		if err != nil {
+			return nil, err
+		}
+		for i, gc := range a.Result.Cells {
+			if gc.Refusal != nil {
+				continue
+			}
+			row, _ := slices.BinarySearch(a.Result.Contexts, gc.ContextTokens)
+			col, _ := slices.BinarySearch(a.Result.Concurrencies, gc.Concurrency)
+			out.Rows[row].Cells[col].Cost = toAPICost(costs[i])
+		}
+		out.Warnings = append(out.Warnings, warn...)
+	}
+	return api.EstimateGrid200JSONResponse(out), nil
 }
 
 // EstimatePrefill implements GET /v1/calculator/prefill.

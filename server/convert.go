@@ -29,7 +29,7 @@ func toAPIRun(r store.Run) api.Run {
 		Hardware: api.Hardware{
 			Type: opt(r.Hardware.Type), GPU: r.Hardware.GPU, GPUCount: r.Hardware.GPUCount, VRAMGB: r.Hardware.VRAMGB,
 			CPU: opt(r.Hardware.CPU), CPUCores: r.Hardware.CPUCores, RAMGB: r.Hardware.RAMGB, OS: opt(r.Hardware.OS),
-			DriverVersion: opt(r.Hardware.DriverVersion), PowerLimitW: r.Hardware.PowerLimitW, Pcie: opt(r.Hardware.PCIe),
+			DriverVersion: opt(r.Hardware.DriverVersion), PowerLimitW: r.Hardware.PowerLimitW, AvgPowerW: r.Hardware.AvgPowerW, Pcie: opt(r.Hardware.PCIe),
 		},
 		Engine: api.Engine{
 			Name: r.Engine.Name, Version: opt(r.Engine.Version), Quantization: opt(r.Engine.Quantization),
@@ -96,7 +96,7 @@ func toAPIDecodeCell(c store.DecodeCell) api.DecodeCell {
 		ContextTokens: c.ContextTokens, Concurrency: c.Concurrency, Status: api.CellStatus(c.Status),
 		TotalTokS: c.TotalTokS, PerRequestTokS: c.PerRequestTokS, TTFTMs: c.TTFTMs, TBTMs: c.TBTMs,
 		AvgActiveRequests: c.AvgActiveRequests, CompletedRequests: c.CompletedRequests,
-		OutputTokens: c.OutputTokens, DurationS: c.DurationS,
+		OutputTokens: c.OutputTokens, DurationS: c.DurationS, AvgPowerW: c.AvgPowerW,
 	}
 }
 

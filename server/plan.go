@@ -37,6 +37,8 @@ func (s *Server) PlanCapacity(ctx context.Context, req api.PlanCapacityRequestOb
 	if p.Limit != nil {
 		pq.Limit = *p.Limit
 	}
+	pq.Price = calculator.Price{GPUHourUSD: p.GPUHourUSD, HardwareUSD: p.HardwareUSD, AmortizationYears: p.AmortizationYears, ElectricityUSDPerKWh: p.ElectricityUSDPerKwh}
+	pq.SortByCost = p.Sort != nil && *p.Sort == api.PlanCapacityParamsSortCost
 	plan, err := s.calc.Plan(ctx, pq)
 	if err != nil {
 		return nil, err
@@ -102,6 +104,12 @@ func toAPIPlanOption(t calculator.Target, o predict.PlanOption) api.PlanOption {
 		gpus := pl.Instances * o.GPUCount
 		out.Instances, out.GpusNeeded = &pl.Instances, &gpus
 	}
+	out.Cost = toAPICost(o.Cost)
+	if o.Cost != nil && o.Cost.USDPerHour != nil && pl.Instances > 0 {
+		fleet := sig6(float64(pl.Instances) * *o.Cost.USDPerHour)
+		out.FleetUSDPerHour = &fleet
+	}
+	out.Warnings = append(out.Warnings, o.Warnings...)
 	return out
 }
 

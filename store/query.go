@@ -580,11 +580,16 @@ type RunConfig struct {
 	GPUMemoryUtilization *float64
 	MethodClass          string
 	Flagged              bool
+	// PowerLimitW is the launch's power limit per GPU (nil: not published).
+	PowerLimitW *float64
+	// AvgPowerW is the run's measured average power per GPU (nil: not
+	// measured).
+	AvgPowerW *float64
 }
 
 const runConfigColumns = `r.id, r.title, r.model_name, r.gpu, r.gpu_count, r.vram_gb, r.engine_name, r.engine_version,
 	coalesce(r.model_quantization, r.engine_quantization), r.kv_cache_dtype, r.attention_backend,
-	r.max_model_len, r.gpu_memory_utilization, r.method_class, r.flagged`
+	r.max_model_len, r.gpu_memory_utilization, r.method_class, r.flagged, r.power_limit_w, r.avg_power_w`
 
 func scanRunConfig(row interface{ Scan(...any) error }) (RunConfig, error) {
 	var (
@@ -593,7 +598,7 @@ func scanRunConfig(row interface{ Scan(...any) error }) (RunConfig, error) {
 		flagged                     int
 	)
 	if err := row.Scan(&c.ID, &c.Title, &c.ModelName, &c.GPU, &c.GPUCount, &c.VRAMGB, &c.EngineName, &ver, &quant, &kv, &attnBackend,
-		&c.MaxModelLen, &c.GPUMemoryUtilization, &c.MethodClass, &flagged); err != nil {
+		&c.MaxModelLen, &c.GPUMemoryUtilization, &c.MethodClass, &flagged, &c.PowerLimitW, &c.AvgPowerW); err != nil {
 		return RunConfig{}, err
 	}
 	c.Flagged = flagged == 1

@@ -119,7 +119,9 @@ type Hardware struct {
 	OS            string   `json:"os,omitempty"`
 	DriverVersion string   `json:"driver_version,omitempty"`
 	PowerLimitW   *float64 `json:"power_limit_w,omitempty"`
-	PCIe          string   `json:"pcie,omitempty"`
+	// AvgPowerW is the measured average draw of one GPU over the run, W.
+	AvgPowerW *float64 `json:"avg_power_w,omitempty"`
+	PCIe      string   `json:"pcie,omitempty"`
 }
 
 // Engine is the inference engine that served the model.
@@ -179,6 +181,8 @@ type DecodeCell struct {
 	CompletedRequests *int     `json:"completed_requests,omitempty"`
 	OutputTokens      *int     `json:"output_tokens,omitempty"`
 	DurationS         *float64 `json:"duration_s,omitempty"`
+	// AvgPowerW is the measured average draw of one GPU in this cell, W.
+	AvgPowerW *float64 `json:"avg_power_w,omitempty"`
 }
 
 // Normalize puts the cells in their canonical order: context, then

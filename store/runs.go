@@ -136,8 +136,8 @@ func insertRun(ctx context.Context, tx *tx, r Run, hash string, sum RunSummary) 
 		benchmark_tool, benchmark_tool_version, served_model, revision, decode_test, prefill_mode, seconds_per_measurement, max_output_tokens,
 		launch_command, launch_notes, max_model_len, gpu_memory_utilization, max_num_seqs, kv_cache_dtype, attention_backend, enable_prefix_caching, launch_flags,
 		single_stream_tok_s, single_stream_context_tokens, peak_total_tok_s, peak_context_tokens, peak_concurrency, max_context_tokens_with_output,
-		source_sha256, source_media_type, source_format, signed_by, signature, series_key
-	) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+		source_sha256, source_media_type, source_format, signed_by, signature, series_key, avg_power_w
+	) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 		r.ID, hash, formatTime(r.CreatedAt), nullStr(r.SubmittedBy), r.Title, nullStr(r.Notes), nullStr(r.Submitter), nullStr(r.SourceURL),
 		r.Model.Name, nullStr(r.Model.Quantization),
 		nullStr(r.Hardware.Type), r.Hardware.GPU, r.Hardware.GPUCount, r.Hardware.VRAMGB, nullStr(r.Hardware.CPU), r.Hardware.CPUCores, r.Hardware.RAMGB, nullStr(r.Hardware.OS), nullStr(r.Hardware.DriverVersion), r.Hardware.PowerLimitW, nullStr(r.Hardware.PCIe),
@@ -145,7 +145,7 @@ func insertRun(ctx context.Context, tx *tx, r Run, hash string, sum RunSummary) 
 		nullStr(r.Benchmark.Tool), nullStr(r.Benchmark.ToolVersion), nullStr(r.Benchmark.ServedModel), nullStr(r.Benchmark.Revision), nullStr(r.Benchmark.DecodeTest), nullStr(r.Benchmark.PrefillMode), r.Benchmark.SecondsPerMeasurement, r.Benchmark.MaxOutputTokens,
 		nullStr(r.Launch.Command), string(notes), r.Launch.MaxModelLen, r.Launch.GPUMemoryUtilization, r.Launch.MaxNumSeqs, nullStr(r.Launch.KVCacheDtype), nullStr(r.Launch.AttentionBackend), nullBoolInt(r.Launch.EnablePrefixCaching), string(flagsJSON),
 		sum.SingleStreamTokS, sum.SingleStreamContextTokens, peakTok, peakL, peakB, sum.MaxContextTokensWithOutput,
-		srcHash, srcType, srcFormat, nullStr(r.Provenance.SignedBy), nullStr(r.Provenance.Signature), SeriesKey(r),
+		srcHash, srcType, srcFormat, nullStr(r.Provenance.SignedBy), nullStr(r.Provenance.Signature), SeriesKey(r), r.Hardware.AvgPowerW,
 	)
 	if err != nil {
 		return false, err
@@ -160,15 +160,15 @@ func insertRun(ctx context.Context, tx *tx, r Run, hash string, sum RunSummary) 
 	}
 	dstmt, err := tx.PrepareContext(ctx, `INSERT INTO decode_cells (
 		run_id, context_tokens, concurrency, status, total_tok_s, per_request_tok_s, ttft_ms, tbt_ms,
-		avg_active_requests, completed_requests, output_tokens, duration_s
-	) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		avg_active_requests, completed_requests, output_tokens, duration_s, avg_power_w
+	) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return false, err
 	}
 	defer dstmt.Close()
 	for _, c := range r.Decode {
 		if _, err := dstmt.ExecContext(ctx, r.ID, c.ContextTokens, c.Concurrency, c.Status, c.TotalTokS, c.PerRequestTokS, c.TTFTMs, c.TBTMs,
-			c.AvgActiveRequests, c.CompletedRequests, c.OutputTokens, c.DurationS); err != nil {
+			c.AvgActiveRequests, c.CompletedRequests, c.OutputTokens, c.DurationS, c.AvgPowerW); err != nil {
 			return false, err
 		}
 	}
@@ -282,7 +282,39 @@ func readRun(ctx context.Context, q querier, id string) (Run, error) {
 	if err := readMethodTrust(ctx, q, &r); err != nil {
 		return Run{}, err
 	}
+	if err := readPower(ctx, q, &r); err != nil {
+		return Run{}, err
+	}
 	return r, nil
+}
+
+// readPower reads the measured power of run r and its decode cells, the
+// columns migration 10 (PostgreSQL's 5) added: apart from the run's other
+// columns, so that earlier migrations still read runs without them.
+func readPower(ctx context.Context, q querier, r *Run) error {
+	if err := q.QueryRowContext(ctx, "SELECT avg_power_w FROM runs WHERE id = ?", r.ID).Scan(&r.Hardware.AvgPowerW); err != nil {
+		return fmt.Errorf("run %s power: %w", r.ID, err)
+	}
+	rows, err := q.QueryContext(ctx, "SELECT context_tokens, concurrency, avg_power_w FROM decode_cells WHERE run_id = ? AND avg_power_w IS NOT NULL", r.ID)
+	if err != nil {
+		return fmt.Errorf("run %s power: %w", r.ID, err)
+	}
+	defer rows.Close()
+	at := make(map[[2]int]int, len(r.Decode))
+	for i, c := range r.Decode {
+		at[[2]int{c.ContextTokens, c.Concurrency}] = i
+	}
+	for rows.Next() {
+		var l, b int
+		var w float64
+		if err := rows.Scan(&l, &b, &w); err != nil {
+			return err
+		}
+		if i, ok := at[[2]int{l, b}]; ok {
+			r.Decode[i].AvgPowerW = &w
+		}
+	}
+	return rows.Err()
 }
 
 // readRunColumns reads run id; legacy is for migrations before the trust

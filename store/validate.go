@@ -117,6 +117,7 @@ func (r *Run) Validate() error {
 	v.text("/hardware/os", h.OS, MaxTextLen, false)
 	v.text("/hardware/driver_version", h.DriverVersion, MaxTextLen, false)
 	v.positive("/hardware/power_limit_w", h.PowerLimitW, MaxPowerLimitW)
+	v.positive("/hardware/avg_power_w", h.AvgPowerW, MaxPowerLimitW)
 	v.text("/hardware/pcie", h.PCIe, MaxTextLen, false)
 
 	e := r.Engine
@@ -368,6 +369,7 @@ func (v *validator) decode(cells []DecodeCell, secsPer *float64) {
 		ok = v.number(ptr+"/tbt_ms", c.TBTMs, MaxMs) && ok
 		ok = v.number(ptr+"/avg_active_requests", c.AvgActiveRequests, MaxConcurrency) && ok
 		ok = v.number(ptr+"/duration_s", c.DurationS, MaxDurationS) && ok
+		v.positive(ptr+"/avg_power_w", c.AvgPowerW, MaxPowerLimitW)
 		if c.CompletedRequests != nil && (*c.CompletedRequests < 0 || *c.CompletedRequests > MaxRequests) {
 			v.add(ptr+"/completed_requests", "is %d; it must be 0 to %d", *c.CompletedRequests, MaxRequests)
 			ok = false

@@ -149,6 +149,45 @@ func (e ComparedCellStatus) Valid() bool {
 	}
 }
 
+// Defines values for CostPowerSource.
+const (
+	CostPowerSourceCatalogTdp CostPowerSource = "catalog_tdp"
+	CostPowerSourceMeasured   CostPowerSource = "measured"
+	CostPowerSourcePowerLimit CostPowerSource = "power_limit"
+)
+
+// Valid indicates whether the value is a known member of the CostPowerSource enum.
+func (e CostPowerSource) Valid() bool {
+	switch e {
+	case CostPowerSourceCatalogTdp:
+		return true
+	case CostPowerSourceMeasured:
+		return true
+	case CostPowerSourcePowerLimit:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CostPricing.
+const (
+	Owned  CostPricing = "owned"
+	Rented CostPricing = "rented"
+)
+
+// Valid indicates whether the value is a known member of the CostPricing enum.
+func (e CostPricing) Valid() bool {
+	switch e {
+	case Owned:
+		return true
+	case Rented:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for FlagReason.
 const (
 	Duplicate     FlagReason = "duplicate"
@@ -683,6 +722,24 @@ func (e GetLeaderboardParamsMetric) Valid() bool {
 	}
 }
 
+// Defines values for PlanCapacityParamsSort.
+const (
+	PlanCapacityParamsSortCost       PlanCapacityParamsSort = "cost"
+	PlanCapacityParamsSortThroughput PlanCapacityParamsSort = "throughput"
+)
+
+// Valid indicates whether the value is a known member of the PlanCapacityParamsSort enum.
+func (e PlanCapacityParamsSort) Valid() bool {
+	switch e {
+	case PlanCapacityParamsSortCost:
+		return true
+	case PlanCapacityParamsSortThroughput:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListRunsParamsSort.
 const (
 	ListRunsParamsSortCreatedAt          ListRunsParamsSort = "created_at"
@@ -916,9 +973,46 @@ type Comparison struct {
 	Warnings []string `json:"warnings"`
 }
 
+// Cost What one instance (`gpus` GPUs) costs at this answer's speed. Every
+// price and power is per GPU and multiplied by `gpus`. Rented:
+// `usd_per_hour` = `gpu_hour_usd` × gpus. Owned: gpus × `hardware_usd`
+// / (`amortization_years` × 8766 h) + gpus × `power_w` / 1000 ×
+// `electricity_usd_per_kwh`. `usd_per_million_output_tokens` =
+// `usd_per_hour` / (total tok/s × 3600) × 10⁶ and
+// `joules_per_output_token` = gpus × `power_w` / total tok/s, each
+// interval from the total tok/s interval (the low cost from the high
+// speed). Null where it cannot be had: no speed, a speed interval
+// reaching 0, or (owned, with electricity) no power figure — a
+// warning says which. Values are rounded to 6 significant digits.
+type Cost struct {
+	// Gpus GPUs one instance uses.
+	Gpus                 int       `json:"gpus"`
+	JoulesPerOutputToken *Estimate `json:"joules_per_output_token"`
+
+	// PowerSource Where `power_w` comes from: the run's measured average draw (`hardware.avg_power_w`, or the measured cell's `avg_power_w`), else the launch's `power_limit_w`, else the hardware catalog's `tdp_w` (always the catalog's for another `target_gpu`).
+	PowerSource *CostPowerSource `json:"power_source"`
+
+	// PowerW One GPU's power, W.
+	PowerW  *float64    `json:"power_w"`
+	Pricing CostPricing `json:"pricing"`
+
+	// UsdPerHour One instance, USD an hour.
+	UsdPerHour                *float64  `json:"usd_per_hour"`
+	UsdPerMillionOutputTokens *Estimate `json:"usd_per_million_output_tokens"`
+}
+
+// CostPowerSource Where `power_w` comes from: the run's measured average draw (`hardware.avg_power_w`, or the measured cell's `avg_power_w`), else the launch's `power_limit_w`, else the hardware catalog's `tdp_w` (always the catalog's for another `target_gpu`).
+type CostPowerSource string
+
+// CostPricing defines model for Cost.Pricing.
+type CostPricing string
+
 // DecodeCell defines model for DecodeCell.
 type DecodeCell struct {
 	AvgActiveRequests *float64 `json:"avg_active_requests"`
+
+	// AvgPowerW Measured average power of one GPU in this cell, W.
+	AvgPowerW         *float64 `json:"avg_power_w"`
 	CompletedRequests *int     `json:"completed_requests"`
 	Concurrency       int      `json:"concurrency"`
 	ContextTokens     int      `json:"context_tokens"`
@@ -942,11 +1036,14 @@ type DecodeCellList struct {
 // DecodePrediction defines model for DecodePrediction.
 type DecodePrediction struct {
 	// Basis How the answer was obtained.
-	Basis          CalcBasis  `json:"basis"`
-	Capacity       KVCapacity `json:"capacity"`
-	Concurrency    int        `json:"concurrency"`
-	ContextTokens  int        `json:"context_tokens"`
-	PerRequestTokS *Estimate  `json:"per_request_tok_s"`
+	Basis         CalcBasis  `json:"basis"`
+	Capacity      KVCapacity `json:"capacity"`
+	Concurrency   int        `json:"concurrency"`
+	ContextTokens int        `json:"context_tokens"`
+
+	// Cost With a price (`gpu_hour_usd`, or the owned-hardware parameters); null without one.
+	Cost           *Cost     `json:"cost"`
+	PerRequestTokS *Estimate `json:"per_request_tok_s"`
 
 	// Status `fits`: the reservation is within what ran. `over_capacity`: at or
 	// above the smallest reservation the engine refused. `boundary_uncertain`:
@@ -1082,7 +1179,10 @@ type GPUCatalogItem struct {
 
 // GridCell defines model for GridCell.
 type GridCell struct {
-	Concurrency    int            `json:"concurrency"`
+	Concurrency int `json:"concurrency"`
+
+	// Cost With a price, as in `/v1/calculator/decode`; null without one or for a refused cell.
+	Cost           *Cost          `json:"cost"`
 	Method         GridCellMethod `json:"method"`
 	PerRequestTokS *Estimate      `json:"per_request_tok_s"`
 
@@ -1117,9 +1217,11 @@ type GridRow struct {
 
 // Hardware defines model for Hardware.
 type Hardware struct {
-	CPU           *string `json:"cpu"`
-	CPUCores      *int    `json:"cpu_cores"`
-	DriverVersion *string `json:"driver_version"`
+	// AvgPowerW Measured average power of one GPU over the run, W.
+	AvgPowerW     *float64 `json:"avg_power_w"`
+	CPU           *string  `json:"cpu"`
+	CPUCores      *int     `json:"cpu_cores"`
+	DriverVersion *string  `json:"driver_version"`
 
 	// GPU Example: RTX 3090
 	GPU      string  `json:"gpu"`
@@ -1127,7 +1229,9 @@ type Hardware struct {
 	OS       *string `json:"os"`
 
 	// Pcie Example: Gen4 x16
-	Pcie        *string  `json:"pcie"`
+	Pcie *string `json:"pcie"`
+
+	// PowerLimitW The launch's power limit per GPU, W.
 	PowerLimitW *float64 `json:"power_limit_w"`
 	RAMGB       *float64 `json:"ram_gb"`
 
@@ -1404,9 +1508,15 @@ type PlanOption struct {
 	BindingDetail *string            `json:"binding_detail"`
 
 	// Concurrency The largest concurrency meeting the target; 0 when none does.
-	Concurrency   int     `json:"concurrency"`
+	Concurrency int `json:"concurrency"`
+
+	// Cost With a price, at `concurrency` (at 1 when the target is missed); null without one.
+	Cost          *Cost   `json:"cost"`
 	Engine        string  `json:"engine"`
 	EngineVersion *string `json:"engine_version"`
+
+	// FleetUsdPerHour With a price and `users`: instances × `cost.usd_per_hour`, what serving the users costs an hour.
+	FleetUsdPerHour *float64 `json:"fleet_usd_per_hour"`
 
 	// GPU The GPU this option is for.
 	GPU string `json:"gpu"`
@@ -1684,6 +1794,9 @@ type RunInput struct {
 	} `json:"benchmark,omitempty"`
 	Decode *[]struct {
 		AvgActiveRequests *float64 `json:"avg_active_requests,omitempty"`
+
+		// AvgPowerW Measured average power of one GPU in this cell, W; a measured answer at this cell takes it before the run's.
+		AvgPowerW         *float64 `json:"avg_power_w,omitempty"`
 		CompletedRequests *int     `json:"completed_requests,omitempty"`
 		Concurrency       int      `json:"concurrency"`
 		ContextTokens     int      `json:"context_tokens"`
@@ -1706,6 +1819,8 @@ type RunInput struct {
 		Version      *Text200        `json:"version,omitempty"`
 	} `json:"engine"`
 	Hardware struct {
+		// AvgPowerW Measured average power of one GPU over the run, W (prices the energy of answers from this run: see `Cost`).
+		AvgPowerW     *float64        `json:"avg_power_w,omitempty"`
 		CPU           *Text200        `json:"cpu,omitempty"`
 		CPUCores      *int            `json:"cpu_cores,omitempty"`
 		DriverVersion *Text200        `json:"driver_version,omitempty"`
@@ -2077,6 +2192,18 @@ type CalcTargetGPU = string
 // CalcVRAMGB defines model for CalcVRAMGB.
 type CalcVRAMGB = float64
 
+// CostAmortizationYears defines model for CostAmortizationYears.
+type CostAmortizationYears = float64
+
+// CostElectricityUSDPerKWh defines model for CostElectricityUSDPerKWh.
+type CostElectricityUSDPerKWh = float64
+
+// CostGPUHourUSD defines model for CostGPUHourUSD.
+type CostGPUHourUSD = float64
+
+// CostHardwareUSD defines model for CostHardwareUSD.
+type CostHardwareUSD = float64
+
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
@@ -2371,6 +2498,28 @@ type EstimateDecodeParams struct {
 	// Rough Allow `target_gpu` of another GPU generation, as a labelled rough estimate (±40 %).
 	Rough *CalcRough `form:"rough,omitempty" json:"rough,omitempty"`
 
+	// GPUHourUsd Rental price of one GPU for an hour, USD (power included). The answer
+	// then carries `cost`: `usd_per_hour` = `gpu_hour_usd` × GPUs and
+	// `usd_per_million_output_tokens` = `gpu_hour_usd` × GPUs / (total
+	// tok/s × 3600) × 10⁶. Not with the owned-hardware parameters.
+	GPUHourUsd *CostGPUHourUSD `form:"gpu_hour_usd,omitempty" json:"gpu_hour_usd,omitempty"`
+
+	// HardwareUsd Price of one owned GPU (its share of the machine), USD, paid off over
+	// `amortization_years` (both or neither; with `electricity_usd_per_kwh`):
+	// `usd_per_hour` = GPUs × `hardware_usd` / (`amortization_years` × 8766 h)
+	// + GPUs × W per GPU / 1000 × `electricity_usd_per_kwh`.
+	HardwareUsd *CostHardwareUSD `form:"hardware_usd,omitempty" json:"hardware_usd,omitempty"`
+
+	// AmortizationYears Years an owned GPU's `hardware_usd` is paid off over (8766 h each).
+	AmortizationYears *CostAmortizationYears `form:"amortization_years,omitempty" json:"amortization_years,omitempty"`
+
+	// ElectricityUsdPerKwh Price of electricity, USD per kWh, for owned GPUs (0 when it is
+	// free); alone, it prices the energy of hardware already paid for. The
+	// power is per GPU, measured (`hardware.avg_power_w`, or the cell's
+	// `avg_power_w`), else the launch's `power_limit_w`, else the hardware
+	// catalog's `tdp_w`: `cost.power_source` says which.
+	ElectricityUsdPerKwh *CostElectricityUSDPerKWh `form:"electricity_usd_per_kwh,omitempty" json:"electricity_usd_per_kwh,omitempty"`
+
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
@@ -2423,6 +2572,28 @@ type EstimateGridParams struct {
 
 	// Rough Allow `target_gpu` of another GPU generation, as a labelled rough estimate (±40 %).
 	Rough *CalcRough `form:"rough,omitempty" json:"rough,omitempty"`
+
+	// GPUHourUsd Rental price of one GPU for an hour, USD (power included). The answer
+	// then carries `cost`: `usd_per_hour` = `gpu_hour_usd` × GPUs and
+	// `usd_per_million_output_tokens` = `gpu_hour_usd` × GPUs / (total
+	// tok/s × 3600) × 10⁶. Not with the owned-hardware parameters.
+	GPUHourUsd *CostGPUHourUSD `form:"gpu_hour_usd,omitempty" json:"gpu_hour_usd,omitempty"`
+
+	// HardwareUsd Price of one owned GPU (its share of the machine), USD, paid off over
+	// `amortization_years` (both or neither; with `electricity_usd_per_kwh`):
+	// `usd_per_hour` = GPUs × `hardware_usd` / (`amortization_years` × 8766 h)
+	// + GPUs × W per GPU / 1000 × `electricity_usd_per_kwh`.
+	HardwareUsd *CostHardwareUSD `form:"hardware_usd,omitempty" json:"hardware_usd,omitempty"`
+
+	// AmortizationYears Years an owned GPU's `hardware_usd` is paid off over (8766 h each).
+	AmortizationYears *CostAmortizationYears `form:"amortization_years,omitempty" json:"amortization_years,omitempty"`
+
+	// ElectricityUsdPerKwh Price of electricity, USD per kWh, for owned GPUs (0 when it is
+	// free); alone, it prices the energy of hardware already paid for. The
+	// power is per GPU, measured (`hardware.avg_power_w`, or the cell's
+	// `avg_power_w`), else the launch's `power_limit_w`, else the hardware
+	// catalog's `tdp_w`: `cost.power_source` says which.
+	ElectricityUsdPerKwh *CostElectricityUSDPerKWh `form:"electricity_usd_per_kwh,omitempty" json:"electricity_usd_per_kwh,omitempty"`
 
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
@@ -2613,9 +2784,46 @@ type PlanCapacityParams struct {
 	// Limit How many options to return, best first.
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 
+	// Sort How options meeting the target are ordered: `throughput` (total
+	// tok/s at the target, highest first) or `cost` (cheapest first;
+	// needs a price: `gpu_hour_usd`, or `hardware_usd` with
+	// `amortization_years` and `electricity_usd_per_kwh`, or
+	// `electricity_usd_per_kwh` alone). Cheapest means, with `users`,
+	// the lowest `fleet_usd_per_hour` (instances × one instance's
+	// `usd_per_hour`: what serving that many users costs), else the
+	// lowest `usd_per_million_output_tokens` at the option's
+	// concurrency; ties, and options without a cost, by the other and
+	// then by throughput.
+	Sort *PlanCapacityParamsSort `form:"sort,omitempty" json:"sort,omitempty"`
+
+	// GPUHourUsd Rental price of one GPU for an hour, USD (power included). The answer
+	// then carries `cost`: `usd_per_hour` = `gpu_hour_usd` × GPUs and
+	// `usd_per_million_output_tokens` = `gpu_hour_usd` × GPUs / (total
+	// tok/s × 3600) × 10⁶. Not with the owned-hardware parameters.
+	GPUHourUsd *CostGPUHourUSD `form:"gpu_hour_usd,omitempty" json:"gpu_hour_usd,omitempty"`
+
+	// HardwareUsd Price of one owned GPU (its share of the machine), USD, paid off over
+	// `amortization_years` (both or neither; with `electricity_usd_per_kwh`):
+	// `usd_per_hour` = GPUs × `hardware_usd` / (`amortization_years` × 8766 h)
+	// + GPUs × W per GPU / 1000 × `electricity_usd_per_kwh`.
+	HardwareUsd *CostHardwareUSD `form:"hardware_usd,omitempty" json:"hardware_usd,omitempty"`
+
+	// AmortizationYears Years an owned GPU's `hardware_usd` is paid off over (8766 h each).
+	AmortizationYears *CostAmortizationYears `form:"amortization_years,omitempty" json:"amortization_years,omitempty"`
+
+	// ElectricityUsdPerKwh Price of electricity, USD per kWh, for owned GPUs (0 when it is
+	// free); alone, it prices the energy of hardware already paid for. The
+	// power is per GPU, measured (`hardware.avg_power_w`, or the cell's
+	// `avg_power_w`), else the launch's `power_limit_w`, else the hardware
+	// catalog's `tdp_w`: `cost.power_source` says which.
+	ElectricityUsdPerKwh *CostElectricityUSDPerKWh `form:"electricity_usd_per_kwh,omitempty" json:"electricity_usd_per_kwh,omitempty"`
+
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
+
+// PlanCapacityParamsSort defines parameters for PlanCapacity.
+type PlanCapacityParamsSort string
 
 // ListRunsParams defines parameters for ListRuns.
 type ListRunsParams struct {
@@ -3265,7 +3473,7 @@ type ClientInterface interface {
 	//   engine's results can be written as: `#` comment lines, a header
 	//   naming columns from `context_tokens`, `concurrency`, `total_tok_s`
 	//   (required) and `per_request_tok_s`, `ttft_ms`, `tbt_ms`,
-	//   `output_tokens`, `duration_s`, then one row per cell).
+	//   `output_tokens`, `duration_s`, `avg_power_w`, then one row per cell).
 	//
 	// Whatever the tool's output states must agree with `meta`. Answers as
 	// `POST /v1/runs`; a page or output that cannot be read is a 422
@@ -3293,7 +3501,7 @@ type ClientInterface interface {
 	//   engine's results can be written as: `#` comment lines, a header
 	//   naming columns from `context_tokens`, `concurrency`, `total_tok_s`
 	//   (required) and `per_request_tok_s`, `ttft_ms`, `tbt_ms`,
-	//   `output_tokens`, `duration_s`, then one row per cell).
+	//   `output_tokens`, `duration_s`, `avg_power_w`, then one row per cell).
 	//
 	// Whatever the tool's output states must agree with `meta`. Answers as
 	// `POST /v1/runs`; a page or output that cannot be read is a 422
@@ -4134,7 +4342,7 @@ func (c *Client) CreateRun(ctx context.Context, params *CreateRunParams, body Cr
 //     engine's results can be written as: `#` comment lines, a header
 //     naming columns from `context_tokens`, `concurrency`, `total_tok_s`
 //     (required) and `per_request_tok_s`, `ttft_ms`, `tbt_ms`,
-//     `output_tokens`, `duration_s`, then one row per cell).
+//     `output_tokens`, `duration_s`, `avg_power_w`, then one row per cell).
 //
 // Whatever the tool's output states must agree with `meta`. Answers as
 // `POST /v1/runs`; a page or output that cannot be read is a 422
@@ -4172,7 +4380,7 @@ func (c *Client) ImportRunWithBody(ctx context.Context, params *ImportRunParams,
 //     engine's results can be written as: `#` comment lines, a header
 //     naming columns from `context_tokens`, `concurrency`, `total_tok_s`
 //     (required) and `per_request_tok_s`, `ttft_ms`, `tbt_ms`,
-//     `output_tokens`, `duration_s`, then one row per cell).
+//     `output_tokens`, `duration_s`, `avg_power_w`, then one row per cell).
 //
 // Whatever the tool's output states must agree with `meta`. Answers as
 // `POST /v1/runs`; a page or output that cannot be read is a 422
@@ -5662,6 +5870,54 @@ func NewEstimateDecodeRequest(server string, params *EstimateDecodeParams) (*htt
 
 		}
 
+		if params.GPUHourUsd != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "gpu_hour_usd", *params.GPUHourUsd, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.HardwareUsd != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "hardware_usd", *params.HardwareUsd, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.AmortizationYears != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "amortization_years", *params.AmortizationYears, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ElectricityUsdPerKwh != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "electricity_usd_per_kwh", *params.ElectricityUsdPerKwh, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -5866,6 +6122,54 @@ func NewEstimateGridRequest(server string, params *EstimateGridParams) (*http.Re
 		if params.Rough != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "rough", *params.Rough, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.GPUHourUsd != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "gpu_hour_usd", *params.GPUHourUsd, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.HardwareUsd != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "hardware_usd", *params.HardwareUsd, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.AmortizationYears != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "amortization_years", *params.AmortizationYears, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ElectricityUsdPerKwh != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "electricity_usd_per_kwh", *params.ElectricityUsdPerKwh, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -6822,6 +7126,66 @@ func NewPlanCapacityRequest(server string, params *PlanCapacityParams) (*http.Re
 		if params.Limit != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Sort != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sort", *params.Sort, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.GPUHourUsd != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "gpu_hour_usd", *params.GPUHourUsd, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.HardwareUsd != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "hardware_usd", *params.HardwareUsd, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.AmortizationYears != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "amortization_years", *params.AmortizationYears, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ElectricityUsdPerKwh != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "electricity_usd_per_kwh", *params.ElectricityUsdPerKwh, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -8768,7 +9132,7 @@ type ClientWithResponsesInterface interface {
 	//   engine's results can be written as: `#` comment lines, a header
 	//   naming columns from `context_tokens`, `concurrency`, `total_tok_s`
 	//   (required) and `per_request_tok_s`, `ttft_ms`, `tbt_ms`,
-	//   `output_tokens`, `duration_s`, then one row per cell).
+	//   `output_tokens`, `duration_s`, `avg_power_w`, then one row per cell).
 	//
 	// Whatever the tool's output states must agree with `meta`. Answers as
 	// `POST /v1/runs`; a page or output that cannot be read is a 422
@@ -8796,7 +9160,7 @@ type ClientWithResponsesInterface interface {
 	//   engine's results can be written as: `#` comment lines, a header
 	//   naming columns from `context_tokens`, `concurrency`, `total_tok_s`
 	//   (required) and `per_request_tok_s`, `ttft_ms`, `tbt_ms`,
-	//   `output_tokens`, `duration_s`, then one row per cell).
+	//   `output_tokens`, `duration_s`, `avg_power_w`, then one row per cell).
 	//
 	// Whatever the tool's output states must agree with `meta`. Answers as
 	// `POST /v1/runs`; a page or output that cannot be read is a 422
@@ -13318,7 +13682,7 @@ func (c *ClientWithResponses) CreateRunWithResponse(ctx context.Context, params 
 //     engine's results can be written as: `#` comment lines, a header
 //     naming columns from `context_tokens`, `concurrency`, `total_tok_s`
 //     (required) and `per_request_tok_s`, `ttft_ms`, `tbt_ms`,
-//     `output_tokens`, `duration_s`, then one row per cell).
+//     `output_tokens`, `duration_s`, `avg_power_w`, then one row per cell).
 //
 // Whatever the tool's output states must agree with `meta`. Answers as
 // `POST /v1/runs`; a page or output that cannot be read is a 422
@@ -13352,7 +13716,7 @@ func (c *ClientWithResponses) ImportRunWithBodyWithResponse(ctx context.Context,
 //     engine's results can be written as: `#` comment lines, a header
 //     naming columns from `context_tokens`, `concurrency`, `total_tok_s`
 //     (required) and `per_request_tok_s`, `ttft_ms`, `tbt_ms`,
-//     `output_tokens`, `duration_s`, then one row per cell).
+//     `output_tokens`, `duration_s`, `avg_power_w`, then one row per cell).
 //
 // Whatever the tool's output states must agree with `meta`. Answers as
 // `POST /v1/runs`; a page or output that cannot be read is a 422

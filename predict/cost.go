@@ -1,0 +1,123 @@
+package predict
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/matrixd/matrixd/calculator"
+)
+
+// CheckPrice is a 400 naming the parameter that makes p unusable.
+func CheckPrice(p calculator.Price) error {
+	if field, msg := p.Check(); field != "" {
+		return invalidParam(field, msg)
+	}
+	return nil
+}
+
+// tdp is the catalog's TDP of gpu (nil when unknown).
+func tdp(gpu string) *float64 {
+	if spec, ok := calculator.LookupGPU(gpu); ok {
+		return spec.TDPW
+	}
+	return nil
+}
+
+// priced prices gpus GPUs of gpu at total tok/s, saying in a warning what
+// could not be priced.
+func priced(p calculator.Price, gpu string, gpus int, power *calculator.Power, total *calculator.Estimate) (*calculator.Cost, []string) {
+	c, err := calculator.CostOf(p, gpus, power, total)
+	var warn []string
+	switch {
+	case errors.Is(err, calculator.ErrNoPower):
+		warn = append(warn, fmt.Sprintf("cost: %s has no power figure (no measured power, no power_limit_w, no TDP in the hardware catalog): its electricity cannot be priced", gpu))
+	case total != nil && c.USDPerMillion == nil && c.USDPerHour != nil:
+		warn = append(warn, "cost: the total tok/s interval reaches 0, so the cost per token has no upper bound")
+	}
+	return &c, warn
+}
+
+// power is one GPU's power: measured, else the launch's limit, else the
+// catalog's TDP of gpu; scaled to gpu from another GPU, only that TDP.
+func power(measured, limit *float64, gpu string, scaled bool) *calculator.Power {
+	if scaled {
+		measured, limit = nil, nil
+	}
+	pw, ok := calculator.PowerOf(measured, limit, tdp(gpu))
+	if !ok {
+		return nil
+	}
+	return &pw
+}
+
+// DecodeCost prices a decode answer: the instance of the run it was
+// modelled from (its GPU count), at the answer's total tok/s.
+func (c *Service) DecodeCost(ctx context.Context, a Answer[calculator.Prediction], q calculator.Query, p calculator.Price) (*calculator.Cost, []string, error) {
+	costs, warn, err := c.Costs(ctx, a.RunIDs[0], q, p, []calculator.Prediction{a.Result})
+	if err != nil {
+		return nil, nil, err
+	}
+	return costs[0], warn, nil
+}
+
+// Costs prices predictions of run id asked with q (a grid's cells): each
+// at its total tok/s, with the power of its measured cell, else of the
+// run. The warnings are each said once.
+func (c *Service) Costs(ctx context.Context, id string, q calculator.Query, p calculator.Price, preds []calculator.Prediction) ([]*calculator.Cost, []string, error) {
+	r, err := c.store.Run(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	gpus := 1
+	if r.Hardware.GPUCount != nil && *r.Hardware.GPUCount > 0 {
+		gpus = *r.Hardware.GPUCount
+	}
+	gpu := r.Hardware.GPU
+	if q.TargetGPU != "" {
+		gpu = q.TargetGPU
+	}
+	cellPower := map[calculator.CellRef]*float64{}
+	for _, cell := range r.Decode {
+		if cell.AvgPowerW != nil {
+			cellPower[calculator.CellRef{ContextTokens: cell.ContextTokens, Concurrency: cell.Concurrency}] = cell.AvgPowerW
+		}
+	}
+	out := make([]*calculator.Cost, len(preds))
+	var warn []string
+	said := map[string]bool{}
+	for i, pred := range preds {
+		// A measured answer is its cell's measurement, power included.
+		measured := r.Hardware.AvgPowerW
+		if pred.Basis == calculator.Measured && len(pred.Cells) == 1 && cellPower[pred.Cells[0]] != nil {
+			measured = cellPower[pred.Cells[0]]
+		}
+		var w []string
+		out[i], w = priced(p, gpu, gpus, power(measured, r.Hardware.PowerLimitW, gpu, q.TargetGPU != ""), pred.TotalTokS)
+		for _, x := range w {
+			if !said[x] {
+				said[x] = true
+				warn = append(warn, x)
+			}
+		}
+	}
+	return out, warn, nil
+}
+
+// costKey is what sort=cost orders by: with users, the fleet's USD an
+// hour; else USD per million output tokens (false: no cost).
+func costKey(o PlanOption, users int) (float64, bool) {
+	if o.Cost == nil {
+		return 0, false
+	}
+	if users > 0 {
+		if o.Cost.USDPerHour == nil || o.Plan.Instances == 0 {
+			return 0, false
+		}
+		return float64(o.Plan.Instances) * *o.Cost.USDPerHour, true
+	}
+	if o.Cost.USDPerMillion == nil {
+		return 0, false
+	}
+	return o.Cost.USDPerMillion.Value, true
+}
