@@ -99,7 +99,7 @@ func representative(cells []chartCell) []chartCell {
 
 // newSeriesChart draws total tok/s at a few cells every run of the series
 // measured, across its runs in version order, the regressed steps marked.
-func newSeriesChart(s api.RunSeries) *seriesChart {
+func newSeriesChart(lc numbers, s api.RunSeries) *seriesChart {
 	if len(s.Steps) == 0 {
 		return nil
 	}
@@ -158,7 +158,7 @@ func newSeriesChart(s api.RunSeries) *seriesChart {
 		ticks = slices.Compact(ticks)
 	}
 	for _, v := range ticks {
-		ch.YTicks = append(ch.YTicks, axisLabel{y(v), strconv.FormatFloat(v, 'f', -1, 64)})
+		ch.YTicks = append(ch.YTicks, axisLabel{y(v), lc.float(v)})
 	}
 	for i, r := range s.Runs {
 		ch.XLabels = append(ch.XLabels, axisLabel{x(i), cmp.Or(deref(r.EngineVersion), "?")})
@@ -168,7 +168,7 @@ func newSeriesChart(s api.RunSeries) *seriesChart {
 		line := chartLine{Label: "context " + k.label() + " requests", Colour: seriesColours[j], Dash: dashes[j]}
 		var pts []string
 		for i, m := range values {
-			p := chartPoint{X: x(i), Y: y(m[k]), Title: fmt.Sprintf("%s at context %s: %s tok/s total", cmp.Or(deref(s.Runs[i].EngineVersion), "no version"), k.label(), num(m[k]))}
+			p := chartPoint{X: x(i), Y: y(m[k]), Title: fmt.Sprintf("%s at context %s: %s tok/s total", cmp.Or(deref(s.Runs[i].EngineVersion), "no version"), k.label(), lc.num(m[k]))}
 			pts = append(pts, fmt.Sprintf("%d,%d", p.X, p.Y))
 			line.Dots = append(line.Dots, p)
 		}
@@ -251,7 +251,7 @@ func (p *pages) runSeries(ctx context.Context, id string) (*api.RunSeries, *seri
 		return nil, nil, "", fmt.Errorf("run series answered %T", resp)
 	}
 	rs := api.RunSeries(s)
-	return &rs, newSeriesChart(rs), "", nil
+	return &rs, newSeriesChart(p.lc, rs), "", nil
 }
 
 // ratioHeat is one cell of the comparison heatmap.
@@ -310,7 +310,7 @@ var verdictWords = map[api.Verdict]string{api.Improved: "faster", api.Regressed:
 
 // newRatioHeatmap lays out a step's cells: rows by context, columns by
 // concurrency, each the newer run's total tok/s over the older's.
-func newRatioHeatmap(st api.SeriesStep, contexts, concurrencies *[]int) ratioHeatmap {
+func newRatioHeatmap(lc numbers, st api.SeriesStep, contexts, concurrencies *[]int) ratioHeatmap {
 	var ls, bs []int
 	var cells []api.StepCell
 	for _, c := range st.Cells {
@@ -341,7 +341,7 @@ func newRatioHeatmap(st api.SeriesStep, contexts, concurrencies *[]int) ratioHea
 	}
 	for _, c := range cells {
 		rh := ratioHeat{X: ratioLeft + ratioW*slices.Index(bs, c.Concurrency), Y: ratioTop + ratioH*slices.Index(ls, c.ContextTokens),
-			Label: strconv.FormatFloat(c.Ratio, 'f', 3, 64), Note: verdictWords[c.Verdict]}
+			Label: lc.fixed(c.Ratio, 3), Note: verdictWords[c.Verdict]}
 		rh.Fill, rh.Ink = ratioColour(c.Ratio)
 		if c.Predicted {
 			rh.Note += " *"
@@ -353,12 +353,12 @@ func newRatioHeatmap(st api.SeriesStep, contexts, concurrencies *[]int) ratioHea
 			rh.Outline = "#053061"
 		}
 		rh.Title = fmt.Sprintf("context %s × %d: %s → %s tok/s total, ratio %.4f, floor ±%.1f %%, %s%s", tokenLabel(c.ContextTokens), c.Concurrency,
-			num(c.FromTotalTokS), num(c.ToTotalTokS), c.Ratio, 100*c.Floor, c.Verdict, map[bool]string{true: " (one side predicted)"}[c.Predicted])
+			lc.num(c.FromTotalTokS), lc.num(c.ToTotalTokS), c.Ratio, 100*c.Floor, c.Verdict, map[bool]string{true: " (one side predicted)"}[c.Predicted])
 		h.Cells = append(h.Cells, rh)
 	}
 	for i, r := range []float64{1 / ratioSpan, 1 / math.Sqrt(ratioSpan), 1, math.Sqrt(ratioSpan), ratioSpan} {
 		fill, _ := ratioColour(r)
-		h.Legend = append(h.Legend, legendStop{Offset: strconv.Itoa(25*i) + "%", Colour: fill, Label: strconv.FormatFloat(r, 'f', 2, 64), X: 50 * i})
+		h.Legend = append(h.Legend, legendStop{Offset: strconv.Itoa(25*i) + "%", Colour: fill, Label: lc.fixed(r, 2), X: 50 * i})
 	}
 	return h
 }
@@ -392,12 +392,12 @@ func (p *pages) compare(c echo.Context) error {
 	if v := cmpAns.Verdict; v != nil {
 		a, b := cmpAns.Runs[0], cmpAns.Runs[1]
 		data["Title"] = fmt.Sprintf("%s: %s against %s", a.Title, versionLabel(b.Engine, deref(b.EngineVersion)), versionLabel(a.Engine, deref(a.EngineVersion)))
-		data["Step"], data["Heat"] = v, newRatioHeatmap(*v, params.Contexts, params.Concurrencies)
+		data["Step"], data["Heat"] = v, newRatioHeatmap(p.lc, *v, params.Contexts, params.Concurrencies)
 		data["RegressedRows"], data["ImprovedRows"] = rowsText(v.RegressedRows), rowsText(v.ImprovedRows)
 		data["Differ"] = strings.Join(v.SettingsDiffer, ", ")
 		data["Predicted"] = len(v.Cells) - v.MeasuredCells
-		data["Pct"] = func(f float64) string { return strconv.FormatFloat(100*f, 'f', -1, 64) + " %" }
-		data["Sigma"] = func(f float64) string { return strconv.FormatFloat(100*f, 'f', 2, 64) + " %" }
+		data["Pct"] = func(f float64) string { return p.lc.float(100*f) + " %" }
+		data["Sigma"] = func(f float64) string { return p.lc.fixed(100*f, 2) + " %" }
 	} else {
 		var pairs []cellLink
 		for _, r := range cmpAns.Runs[1:] {

@@ -17,6 +17,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/labstack/echo/v4"
+	"golang.org/x/text/language"
 
 	"github.com/matrixd/matrixd/api"
 	"github.com/matrixd/matrixd/store"
@@ -40,11 +41,15 @@ type pages struct {
 	tmpl   *template.Template
 	router routers.Router // the API's, to check a page's query as the API's
 	widget *routers.Route // the widget's query, as an operation
+	lc     numbers
 }
 
 func registerPages(e *echo.Echo, s *Server, spec *openapi3.T, router routers.Router) error {
+	lc := newNumbers(language.English)
 	tmpl, err := template.New("").Funcs(template.FuncMap{
-		"num":    num,
+		"num":    lc.num,
+		"exact":  exact,
+		"fixed":  lc.fixed,
 		"tokens": tokenLabel,
 	}).ParseFS(pageFiles, "pages/*.html")
 	if err != nil {
@@ -54,7 +59,7 @@ func registerPages(e *echo.Echo, s *Server, spec *openapi3.T, router routers.Rou
 	if err != nil {
 		return err
 	}
-	p := &pages{s: s, tmpl: tmpl, router: router, widget: widget}
+	p := &pages{s: s, tmpl: tmpl, router: router, widget: widget, lc: lc}
 	e.GET("/", p.index)
 	e.GET("/runs/:id", p.run)
 	e.GET("/leaderboard", p.leaderboard)
@@ -86,28 +91,6 @@ func (p *pages) render(c echo.Context, status int, name, csp string, data any) e
 	c.Response().Header().Set("Content-Security-Policy", csp)
 	c.Response().Header().Set("Cache-Control", "public, max-age=10")
 	return c.HTMLBlob(status, buf.Bytes())
-}
-
-// num prints a published value as published: the shortest form that reads
-// back exactly.
-func num(v any) string {
-	switch x := v.(type) {
-	case *float64:
-		if x == nil {
-			return "—"
-		}
-		return strconv.FormatFloat(*x, 'f', -1, 64)
-	case float64:
-		return strconv.FormatFloat(x, 'f', -1, 64)
-	case *int:
-		if x == nil {
-			return "—"
-		}
-		return strconv.Itoa(*x)
-	case int:
-		return strconv.Itoa(x)
-	}
-	return fmt.Sprint(v)
 }
 
 // tokenLabel writes a context as pages do: 48K for 49152.
@@ -203,7 +186,7 @@ const (
 
 // decodeHeatmap lays out the decode grid: rows by context, columns by
 // concurrency, coloured by total tok/s relative to the run's best.
-func decodeHeatmap(cells []store.DecodeCell) heatmap {
+func decodeHeatmap(lc numbers, cells []store.DecodeCell) heatmap {
 	var ls, bs []int
 	peak := 0.0
 	for _, c := range cells {
@@ -232,8 +215,8 @@ func decodeHeatmap(cells []store.DecodeCell) heatmap {
 		switch {
 		case c.TotalTokS != nil && *c.TotalTokS > 0:
 			hc.Fill, hc.Ink = heatColour(*c.TotalTokS / math.Max(peak, 1e-9))
-			hc.Label = num(c.TotalTokS)
-			hc.Title = fmt.Sprintf("%s: %s tok/s total, %s per request", where, num(c.TotalTokS), num(c.PerRequestTokS))
+			hc.Label = lc.num(c.TotalTokS)
+			hc.Title = fmt.Sprintf("%s: %s tok/s total, %s per request", where, lc.num(c.TotalTokS), lc.num(c.PerRequestTokS))
 			if c.Status == store.StatusRequestsQueued {
 				hc.Note = "queued"
 				hc.Title += " (requests queued)"
@@ -278,7 +261,7 @@ type prefillChart struct {
 	YMax          string
 }
 
-func newPrefillChart(cells []store.PrefillCell) *prefillChart {
+func newPrefillChart(lc numbers, cells []store.PrefillCell) *prefillChart {
 	var pts []store.PrefillCell
 	maxL, maxT := 0, 0.0
 	for _, c := range cells {
@@ -291,13 +274,13 @@ func newPrefillChart(cells []store.PrefillCell) *prefillChart {
 		return nil
 	}
 	const w, h, left, bottom = 520, 220, 64, 30
-	ch := &prefillChart{Width: w, Height: h, YMax: strconv.FormatFloat(maxT/1000, 'f', 1, 64) + " s"}
+	ch := &prefillChart{Width: w, Height: h, YMax: lc.float(maxT/1000) + " s"}
 	var poly []string
 	for _, c := range pts {
 		x := left + int(float64(w-left-16)*float64(c.ContextTokens)/float64(maxL))
 		y := h - bottom - int(float64(h-bottom-16)**c.TTFTMs/maxT)
 		poly = append(poly, fmt.Sprintf("%d,%d", x, y))
-		ch.Dots = append(ch.Dots, heatCell{X: x, Y: y, Label: num(c.TTFTMs), Title: fmt.Sprintf("%s tokens: TTFT %s ms, %s prompt tok/s", tokenLabel(c.ContextTokens), num(c.TTFTMs), num(c.PromptTokS))})
+		ch.Dots = append(ch.Dots, heatCell{X: x, Y: y, Label: lc.num(c.TTFTMs), Title: fmt.Sprintf("%s tokens: TTFT %s ms, %s prompt tok/s", tokenLabel(c.ContextTokens), lc.num(c.TTFTMs), lc.num(c.PromptTokS))})
 		ch.XLabels = append(ch.XLabels, axisLabel{x, tokenLabel(c.ContextTokens)})
 	}
 	ch.Points = strings.Join(poly, " ")
@@ -319,7 +302,7 @@ func (p *pages) run(c echo.Context) error {
 		return p.problemPage(c, err, "/")
 	}
 	return p.render(c, http.StatusOK, "run.html", pageCSP, map[string]any{
-		"Title": r.Title, "Run": r, "Heat": decodeHeatmap(r.Decode), "Prefill": newPrefillChart(r.Prefill),
+		"Title": r.Title, "Run": r, "Heat": decodeHeatmap(p.lc, r.Decode), "Prefill": newPrefillChart(p.lc, r.Prefill),
 		"Method": r.MethodOf(), "Trust": r.Trust, "Series": series, "Chart": chart, "SeriesNote": note,
 	})
 }

@@ -21,10 +21,21 @@
     if (text != null) e.textContent = text;
     return e;
   }
-  function fmt(v, digits) { return v == null ? "—" : Number(v).toFixed(digits); }
-  function est(e, digits, unit) {
-    if (!e) return "—";
-    return fmt(e.value, digits) + " " + unit + " (" + fmt(e.low, digits) + "–" + fmt(e.high, digits) + ")";
+  // Numbers for people, as the pages write them: three significant digits
+  // below a hundred, whole numbers from there, grouped as lang groups them.
+  var formats = {};
+  function decimals(v) {
+    var a = Math.abs(v);
+    return a === 0 || a >= 100 ? 0 : Math.min(2 - Math.floor(Math.log10(a)), 8);
+  }
+  function people(lang, v) {
+    if (v == null || !isFinite(v)) return "—";
+    var d = decimals(v);
+    var r = Math.round(v * Math.pow(10, d)) / Math.pow(10, d);
+    d = Math.min(d, decimals(r)); // 99.96 is 100, not 100.0
+    var key = lang + "/" + d;
+    if (!formats[key]) formats[key] = new Intl.NumberFormat(lang, { maximumFractionDigits: d });
+    return formats[key].format(r);
   }
   function label(tokens) { return tokens > 0 && tokens % 1024 === 0 ? tokens / 1024 + "K" : String(tokens); }
   function spread(xs, n) {
@@ -59,6 +70,12 @@
 
   function mount(root) {
     var api = (root.getAttribute("data-api") || scriptOrigin).replace(/\/$/, "");
+    var lang = root.getAttribute("data-lang") || document.documentElement.lang || "en";
+    function fmt(v) { return people(lang, v); }
+    function est(e, unit) {
+      if (!e) return "—";
+      return fmt(e.value) + " " + unit + " (" + fmt(e.low) + "–" + fmt(e.high) + ")";
+    }
     ensureStyles(api);
     var theme = root.getAttribute("data-theme") === "dark" ? "dark" : "light";
     var uid = "mxd" + Math.random().toString(36).slice(2, 8);
@@ -131,11 +148,11 @@
         refusal.hidden = true;
         var p = r.body;
         out.status.textContent = p.status.replace(/_/g, " ");
-        out.total.textContent = est(p.total_tok_s, 1, "tok/s");
-        out["per-request"].textContent = est(p.per_request_tok_s, 1, "tok/s");
-        out.ttft.textContent = est(p.ttft_ms, 0, "ms");
+        out.total.textContent = est(p.total_tok_s, "tok/s");
+        out["per-request"].textContent = est(p.per_request_tok_s, "tok/s");
+        out.ttft.textContent = est(p.ttft_ms, "ms");
         out.basis.textContent = p.basis.method + (p.basis.speed_method !== p.basis.method && p.basis.speed_method !== "none" ? " (speed " + p.basis.speed_method + ")" : "");
-        out.band.textContent = p.basis.error_band_pct ? "±" + fmt(p.basis.error_band_pct.total_tok_s, 1) + " % total" : "measured";
+        out.band.textContent = p.basis.error_band_pct ? "±" + fmt(p.basis.error_band_pct.total_tok_s) + " % total" : "measured";
         box.setAttribute("data-state", "answered");
         box.setAttribute("data-query", l + "x" + b);
       });
@@ -167,9 +184,9 @@
             var v = c.total_tok_s ? c.total_tok_s.value : null;
             var col = v != null ? colour(v / (peak || 1)) : { fill: "#e6e6e6", ink: "#444" };
             var chosen = row.context_tokens === l && c.concurrency === b;
-            g.appendChild(svg("title", {}, label(row.context_tokens) + " × " + c.concurrency + ": " + (v != null ? v.toFixed(1) + " tok/s (" + c.method + ")" : (c.refusal || c.status))));
+            g.appendChild(svg("title", {}, label(row.context_tokens) + " × " + c.concurrency + ": " + (v != null ? fmt(v) + " tok/s (" + c.method + ")" : (c.refusal || c.status))));
             g.appendChild(svg("rect", { x: left + cw * i, y: top + chh * j, width: cw - 2, height: chh - 2, rx: 2, fill: col.fill, stroke: chosen ? "#f0a500" : "none", "stroke-width": chosen ? 3 : 0, "data-chosen": chosen ? "true" : "false" }));
-            g.appendChild(svg("text", { x: left + cw * i + cw / 2 - 1, y: top + chh * j + 15, "text-anchor": "middle", fill: col.ink }, v != null ? (c.method === "measured" ? "" : "~") + v.toFixed(0) + (c.status === "requests_queued" ? "q" : "") : (c.status === "refused" ? "?" : "–")));
+            g.appendChild(svg("text", { x: left + cw * i + cw / 2 - 1, y: top + chh * j + 15, "text-anchor": "middle", fill: col.ink }, v != null ? (c.method === "measured" ? "" : "~") + fmt(v) + (c.status === "requests_queued" ? "q" : "") : (c.status === "refused" ? "?" : "–")));
             s.appendChild(g);
           });
         });
@@ -202,7 +219,7 @@
       runs.forEach(function (r) { runSel.appendChild(el("option", { value: r.id }, [r.title])); });
       if (want && !runs.some(function (r) { return r.id === want; })) runSel.insertBefore(el("option", { value: want }, [want]), runSel.firstChild);
       if (want) runSel.value = want;
-      (rs[1].ok ? rs[1].body.items : []).forEach(function (g) { gpuSel.appendChild(el("option", { value: g.name }, [g.name + " (" + g.memory_bandwidth_gbs + " GB/s)"])); });
+      (rs[1].ok ? rs[1].body.items : []).forEach(function (g) { gpuSel.appendChild(el("option", { value: g.name }, [g.name + " (" + fmt(g.memory_bandwidth_gbs) + " GB/s)"])); });
       box.setAttribute("data-ready", "true");
       loadAxes();
     });
