@@ -475,3 +475,39 @@ func TestSeriesPagesInBrowser(t *testing.T) {
 		t.Errorf("console errors: %v", got)
 	}
 }
+
+// TestWidgetSpeaksItsLanguage: the widget in Traditional Chinese and in
+// Thai, by its page's lang and by data-lang on another site's page, labels
+// and numbers in that language.
+func TestWidgetSpeaksItsLanguage(t *testing.T) {
+	ctx := browser(t)
+	e := newEnv(t, 0)
+	fara := e.seed(t, "fara1.5-4b-autoround-rtx3060")
+	srv := httptest.NewServer(e.h)
+	defer srv.Close()
+	host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!doctype html><html lang="en"><head><title>บล็อก</title></head><body>
+<div data-matrixd-calculator data-run="%s" data-lang="th-TH"></div>
+<script src="%s/widget/calculator.js"></script></body></html>`, fara.ID, srv.URL)
+	}))
+	defer host.Close()
+	for _, c := range []struct{ url, title, status string }{
+		{srv.URL + "/widget/calculator?lang=zh-Hant&run=" + fara.ID, "解碼速度計算器", "狀態"},
+		{host.URL, "เครื่องคำนวณความเร็ว decode", "สถานะ"},
+	} {
+		if err := chromedp.Do(ctx, chromedp.Navigate(c.url), chromedp.WaitVisible(chromedp.CSS(`.mxd[data-state="answered"]`))); err != nil {
+			t.Fatalf("%s: %v", c.url, err)
+		}
+		if got := textOf(t, ctx, `.mxd h2`); got != c.title {
+			t.Errorf("%s: title %q, want %q", c.url, got, c.title)
+		}
+		if got := textOf(t, ctx, `.mxd dt`); got != c.status {
+			t.Errorf("%s: first output %q, want %q", c.url, got, c.status)
+		}
+		if raw := rawNumbers(textOf(t, ctx, `.mxd`)); len(raw) > 0 {
+			t.Errorf("%s: numbers not for people: %q", c.url, raw)
+		}
+		screenshot(t, ctx, "widget-"+map[bool]string{true: "zh-Hant", false: "th"}[c.url != host.URL])
+	}
+}
