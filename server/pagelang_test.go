@@ -85,6 +85,9 @@ func TestPagesSpeakTheReadersLanguage(t *testing.T) {
 			}
 			vary := strings.Join(rec.Header().Values("Vary"), ", ")
 			byURL := strings.Contains(c.target, "lang=")
+			if form := strings.Contains(body, `<form class="filters"`); form && byURL != strings.Contains(body, `<input type="hidden" name="lang" value="`+c.lang+`">`) {
+				t.Errorf("%s %s: the form does not keep (only) the URL's lang", c.name, c.target)
+			}
 			if got := strings.Contains(vary, "Accept-Language") && strings.Contains(vary, "Cookie"); got == byURL {
 				t.Errorf("%s %s: Vary %q", c.name, c.target, vary)
 			}

@@ -118,6 +118,9 @@ func blob(b []byte, contentType string) echo.HandlerFunc {
 func (p *pages) render(c echo.Context, status int, name, csp string, data map[string]any) error {
 	l := p.locale(c)
 	data["Lang"] = l
+	if _, byURL := p.langs.pick(c.Request()); byURL {
+		data["URLLang"] = l.Code // kept by the page's forms
+	}
 	data["Alternates"], data["Switch"] = p.alternates(c.Request(), l)
 	var buf bytes.Buffer
 	if err := p.tmpl[l.Code].ExecuteTemplate(&buf, name, data); err != nil {
