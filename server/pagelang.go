@@ -11,8 +11,12 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// localeKey holds a page request's language in its echo context.
-const localeKey = "matrixd.locale"
+// localeKey holds a page request's language in its echo context, and
+// byURLKey whether its URL chose it.
+const (
+	localeKey = "matrixd.locale"
+	byURLKey  = "matrixd.locale.by-url"
+)
 
 // localised answers a page in the reader's language (see languages.pick),
 // saying which and, when the URL did not choose it, that the answer
@@ -21,6 +25,7 @@ func (p *pages) localised(h echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		l, byURL := p.langs.pick(c.Request())
 		c.Set(localeKey, l)
+		c.Set(byURLKey, byURL)
 		hd := c.Response().Header()
 		hd.Set("Content-Language", l.Code)
 		if !byURL {

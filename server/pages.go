@@ -118,7 +118,7 @@ func blob(b []byte, contentType string) echo.HandlerFunc {
 func (p *pages) render(c echo.Context, status int, name, csp string, data map[string]any) error {
 	l := p.locale(c)
 	data["Lang"] = l
-	if _, byURL := p.langs.pick(c.Request()); byURL {
+	if byURL, _ := c.Get(byURLKey).(bool); byURL {
 		data["URLLang"] = l.Code // kept by the page's forms
 	}
 	data["Alternates"], data["Switch"] = p.alternates(c.Request(), l)
