@@ -98,7 +98,7 @@ func TestEveryMessageIsInTheCatalogs(t *testing.T) {
 	if n < 200 {
 		t.Errorf("only %d uses of messages found: the patterns miss some", n)
 	}
-	for _, prefix := range []string{"verdict.", "cell.verdict.", "status.", "metric.", "widget.status.", "widget.method."} {
+	for _, prefix := range []string{"verdict.", "cell.verdict.", "status.", "metric.", "widget.status.", "widget.method.", "prefill.", "check."} {
 		if !slices.ContainsFunc(slices.Collect(maps.Keys(en)), func(k string) bool { return strings.HasPrefix(k, prefix) }) {
 			t.Errorf("no message for the values of %s", prefix)
 		}
