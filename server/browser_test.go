@@ -103,14 +103,14 @@ func fire(sel string) chromedp.Action[chromedp.Void] {
 	})
 }
 
-// numberIn reads the first number of a widget output ("279.1 tok/s (…)").
-var firstNumber = regexp.MustCompile(`-?\d+(\.\d+)?`)
+// numbersIn reads the numbers of a widget output ("1,279 tok/s (…)").
+var firstNumber = regexp.MustCompile(`-?\d[\d,]*(\.\d+)?`)
 
 func numbersIn(t *testing.T, s string) []float64 {
 	t.Helper()
 	var out []float64
 	for _, m := range firstNumber.FindAllString(s, -1) {
-		v, err := strconv.ParseFloat(m, 64)
+		v, err := strconv.ParseFloat(strings.ReplaceAll(m, ",", ""), 64)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +158,9 @@ func TestWidgetOnAnotherOrigin(t *testing.T) {
 	shown := func(key string) string {
 		return textOf(t, ctx, `[data-out="`+key+`"]`)
 	}
-	same := func(what string, got string, want map[string]any, digits int) {
+	// same: the widget writes numbers for people, three significant
+	// digits below a hundred, whole numbers from there.
+	same := func(what string, got string, want map[string]any) {
 		t.Helper()
 		nums := numbersIn(t, got)
 		if want == nil {
@@ -172,7 +174,11 @@ func TestWidgetOnAnotherOrigin(t *testing.T) {
 			t.Fatalf("%s shows %q, want value (low–high)", what, got)
 		}
 		for i := range nums {
-			if math.Abs(nums[i]-wantNums[i]) > 0.51*math.Pow(10, -float64(digits)) {
+			digits := 0.0
+			if a := math.Abs(wantNums[i]); a > 0 && a < 100 {
+				digits = 2 - math.Floor(math.Log10(a))
+			}
+			if math.Abs(nums[i]-wantNums[i]) > 0.51*math.Pow(10, -digits) {
 				t.Errorf("%s shows %q, the API says %v", what, got, wantNums)
 				break
 			}
@@ -219,14 +225,17 @@ func TestWidgetOnAnotherOrigin(t *testing.T) {
 		if code != http.StatusOK {
 			t.Fatalf("%s: the API answered %d: %v", name, code, want)
 		}
-		same(name+" total", shown("total"), obj(want, "total_tok_s"), 1)
-		same(name+" per request", shown("per-request"), obj(want, "per_request_tok_s"), 1)
-		same(name+" TTFT", shown("ttft"), obj(want, "ttft_ms"), 0)
+		same(name+" total", shown("total"), obj(want, "total_tok_s"))
+		same(name+" per request", shown("per-request"), obj(want, "per_request_tok_s"))
+		same(name+" TTFT", shown("ttft"), obj(want, "ttft_ms"))
 		if got, want := shown("status"), strings.ReplaceAll(want["status"].(string), "_", " "); got != want {
 			t.Errorf("%s status %q, the API says %q", name, got, want)
 		}
 		if got, want := shown("basis"), obj(want, "basis")["method"].(string); !strings.HasPrefix(got, want) {
 			t.Errorf("%s basis %q, the API says %q", name, got, want)
+		}
+		if raw := rawNumbers(textOf(t, ctx, `.mxd`)); len(raw) > 0 {
+			t.Errorf("%s: the widget writes numbers not for people: %q", name, raw)
 		}
 	}
 	screenshot(t, ctx, "widget-on-another-origin")
@@ -281,21 +290,30 @@ func TestRunPagesShowEveryCell(t *testing.T) {
 				t.Errorf("%s: the page lacks %q", name, want)
 			}
 		}
+		// Each value is shown for people (93.7, 1,273) and kept exactly, as
+		// published, in its cell's <data value>.
+		kept, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('table.cells data')).map(d => d.value)`))
+		if err != nil {
+			t.Fatal(err)
+		}
 		values := func(vs ...*float64) {
 			for _, v := range vs {
-				if v != nil && !strings.Contains(text, strconv.FormatFloat(*v, 'f', -1, 64)) {
+				if v != nil && !slices.Contains(kept, strconv.FormatFloat(*v, 'f', -1, 64)) {
 					t.Errorf("%s: the page lacks the value %v", name, *v)
 				}
 			}
 		}
 		for _, c := range r.Decode {
 			values(c.TotalTokS, c.PerRequestTokS, c.TTFTMs, c.TBTMs, c.AvgActiveRequests, c.DurationS)
-			if c.OutputTokens != nil && !strings.Contains(text, strconv.Itoa(*c.OutputTokens)) {
+			if c.OutputTokens != nil && !slices.Contains(kept, strconv.Itoa(*c.OutputTokens)) {
 				t.Errorf("%s: the page lacks output tokens %d", name, *c.OutputTokens)
 			}
 		}
 		for _, c := range r.Prefill {
 			values(c.PromptTokS, c.TTFTMs)
+		}
+		if raw := rawNumbers(text); len(raw) > 0 {
+			t.Errorf("%s: numbers not written for people: %q", name, raw)
 		}
 		screenshot(t, ctx, "run-"+name)
 	}
@@ -455,5 +473,41 @@ func TestSeriesPagesInBrowser(t *testing.T) {
 	}
 	if got := errs(); len(got) > 0 {
 		t.Errorf("console errors: %v", got)
+	}
+}
+
+// TestWidgetSpeaksItsLanguage: the widget in Traditional Chinese and in
+// Thai, by its page's lang and by data-lang on another site's page, labels
+// and numbers in that language.
+func TestWidgetSpeaksItsLanguage(t *testing.T) {
+	ctx := browser(t)
+	e := newEnv(t, 0)
+	fara := e.seed(t, "fara1.5-4b-autoround-rtx3060")
+	srv := httptest.NewServer(e.h)
+	defer srv.Close()
+	host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!doctype html><html lang="en"><head><title>บล็อก</title></head><body>
+<div data-matrixd-calculator data-run="%s" data-lang="th-TH"></div>
+<script src="%s/widget/calculator.js"></script></body></html>`, fara.ID, srv.URL)
+	}))
+	defer host.Close()
+	for _, c := range []struct{ url, title, status string }{
+		{srv.URL + "/widget/calculator?lang=zh-Hant&run=" + fara.ID, "解碼速度計算器", "狀態"},
+		{host.URL, "เครื่องคำนวณความเร็ว decode", "สถานะ"},
+	} {
+		if err := chromedp.Do(ctx, chromedp.Navigate(c.url), chromedp.WaitVisible(chromedp.CSS(`.mxd[data-state="answered"]`))); err != nil {
+			t.Fatalf("%s: %v", c.url, err)
+		}
+		if got := textOf(t, ctx, `.mxd h2`); got != c.title {
+			t.Errorf("%s: title %q, want %q", c.url, got, c.title)
+		}
+		if got := textOf(t, ctx, `.mxd dt`); got != c.status {
+			t.Errorf("%s: first output %q, want %q", c.url, got, c.status)
+		}
+		if raw := rawNumbers(textOf(t, ctx, `.mxd`)); len(raw) > 0 {
+			t.Errorf("%s: numbers not for people: %q", c.url, raw)
+		}
+		screenshot(t, ctx, "widget-"+map[bool]string{true: "zh-Hant", false: "th"}[c.url != host.URL])
 	}
 }

@@ -23,7 +23,7 @@ import (
 // handlers and the compressor set (a page's own Content-Security-Policy
 // among them). Per-request ones (X-Request-ID) are not.
 func cacheHeaders() []string {
-	return []string{echo.HeaderContentType, echo.HeaderContentEncoding, echo.HeaderVary, echo.HeaderContentSecurityPolicy}
+	return []string{echo.HeaderContentType, echo.HeaderContentEncoding, echo.HeaderVary, echo.HeaderContentSecurityPolicy, "Content-Language"}
 }
 
 type cachedResponse struct {
@@ -119,10 +119,10 @@ func (rc *responseCache) put(v int64, e *cachedResponse) {
 }
 
 // cacheKey names a GET's answer: the path, the query in canonical order,
-// and what the answer is negotiated on. Empty when it cannot be cached:
-// a query that does not parse goes to the validator, which names the bad
-// parameter.
-func cacheKey(r *http.Request) string {
+// and what the answer is negotiated on (for a page, its language, however
+// chosen). Empty when it cannot be cached: a query that does not parse
+// goes to the validator, which names the bad parameter.
+func cacheKey(r *http.Request, langs *languages) string {
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	accept := r.Header.Get(echo.HeaderAccept)
 	if err != nil || len(accept) > 256 {
@@ -132,7 +132,12 @@ func cacheKey(r *http.Request) string {
 	if r.Header.Get(echo.HeaderAcceptEncoding) == "gzip" { // normalised by acceptGzip
 		gzip = "gzip"
 	}
-	return r.URL.Path + "?" + q.Encode() + "\x00" + accept + "\x00" + gzip
+	key := r.URL.Path + "?" + q.Encode() + "\x00" + accept + "\x00" + gzip
+	if isPage(r.URL.Path) {
+		l, _ := langs.pick(r)
+		key += "\x00" + l.Code
+	}
+	return key
 }
 
 // acceptGzip reduces Accept-Encoding to what matters here: "gzip" when
@@ -240,7 +245,7 @@ func (c *capture) Flush() {}
 
 // cached serves GETs of the API from the cache, computing and storing
 // those it lacks. skip names paths that must always be computed.
-func cached(rc *responseCache, skip func(path string) bool) echo.MiddlewareFunc {
+func cached(rc *responseCache, skip func(path string) bool, langs *languages) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			r := c.Request()
@@ -252,7 +257,7 @@ func cached(rc *responseCache, skip func(path string) bool) echo.MiddlewareFunc 
 				return next(c)
 			}
 			w := c.Response()
-			key := cacheKey(r)
+			key := cacheKey(r, langs)
 			v, verr := rc.version(r.Context())
 			if key != "" && verr == nil {
 				e, done := rc.get(r.Context(), v, key)

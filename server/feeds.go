@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"golang.org/x/text/language"
 
 	"github.com/matrixd/matrixd/api"
 	"github.com/matrixd/matrixd/store"
@@ -98,7 +99,7 @@ func feedFilters(p api.GetRunsFeedParams) url.Values {
 	}
 	for name, v := range map[string]*float64{"vram_gb_min": p.VRAMGBMin, "vram_gb_max": p.VRAMGBMax} {
 		if v != nil {
-			q.Set(name, num(*v))
+			q.Set(name, exact(*v))
 		}
 	}
 	return q
@@ -195,7 +196,7 @@ func (s *Server) GetRunsFeed(ctx context.Context, req api.GetRunsFeedRequestObje
 		}
 		summary := fmt.Sprintf("%s on %s, %s %s", r.Model, r.GPU, r.Engine, deref(r.EngineVersion))
 		if r.Peak != nil {
-			summary += fmt.Sprintf("; peak %s tok/s total at context %s × %d", num(r.Peak.TotalTokS), tokenLabel(r.Peak.ContextTokens), r.Peak.Concurrency)
+			summary += fmt.Sprintf("; peak %s tok/s total at context %s × %d", newNumbers(language.English).num(r.Peak.TotalTokS), tokenLabel(r.Peak.ContextTokens), r.Peak.Concurrency)
 		}
 		in, ok, err := s.calc.Predecessor(ctx, r.ID)
 		if err != nil {

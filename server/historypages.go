@@ -99,7 +99,7 @@ func representative(cells []chartCell) []chartCell {
 
 // newSeriesChart draws total tok/s at a few cells every run of the series
 // measured, across its runs in version order, the regressed steps marked.
-func newSeriesChart(s api.RunSeries) *seriesChart {
+func newSeriesChart(lc *locale, s api.RunSeries) *seriesChart {
 	if len(s.Steps) == 0 {
 		return nil
 	}
@@ -158,17 +158,17 @@ func newSeriesChart(s api.RunSeries) *seriesChart {
 		ticks = slices.Compact(ticks)
 	}
 	for _, v := range ticks {
-		ch.YTicks = append(ch.YTicks, axisLabel{y(v), strconv.FormatFloat(v, 'f', -1, 64)})
+		ch.YTicks = append(ch.YTicks, axisLabel{y(v), lc.float(v)})
 	}
 	for i, r := range s.Runs {
 		ch.XLabels = append(ch.XLabels, axisLabel{x(i), cmp.Or(deref(r.EngineVersion), "?")})
 	}
 	dashes := []string{"", "7 3", "2 3", "9 3 2 3"} // told apart without colour too
 	for j, k := range picked {
-		line := chartLine{Label: "context " + k.label() + " requests", Colour: seriesColours[j], Dash: dashes[j]}
+		line := chartLine{Label: lc.t("cell.where", tokenLabel(k.l), k.b), Colour: seriesColours[j], Dash: dashes[j]}
 		var pts []string
 		for i, m := range values {
-			p := chartPoint{X: x(i), Y: y(m[k]), Title: fmt.Sprintf("%s at context %s: %s tok/s total", cmp.Or(deref(s.Runs[i].EngineVersion), "no version"), k.label(), num(m[k]))}
+			p := chartPoint{X: x(i), Y: y(m[k]), Title: lc.t("series.point", cmp.Or(deref(s.Runs[i].EngineVersion), lc.t("series.no_version")), k.label(), lc.num(m[k]))}
 			pts = append(pts, fmt.Sprintf("%d,%d", p.X, p.Y))
 			line.Dots = append(line.Dots, p)
 		}
@@ -236,12 +236,12 @@ func roundNice(v float64) float64 {
 // runSeries is the series section of a run page; nil with a note when the
 // series cannot be drawn now (its fits are being made: the page is then
 // not cached, so that the next view draws it).
-func (p *pages) runSeries(ctx context.Context, id string) (*api.RunSeries, *seriesChart, string, error) {
+func (p *pages) runSeries(ctx context.Context, lc *locale, id string) (*api.RunSeries, *seriesChart, string, error) {
 	resp, err := p.s.GetRunSeries(ctx, api.GetRunSeriesRequestObject{RunID: id})
 	var fitting *predict.Fitting
 	if errors.As(err, &fitting) {
 		doNotStore(ctx)
-		return nil, nil, "The runs of this series are being fitted to compare them: reload in a few seconds.", nil
+		return nil, nil, lc.t("series.fitting"), nil
 	}
 	if err != nil {
 		return nil, nil, "", err
@@ -251,7 +251,7 @@ func (p *pages) runSeries(ctx context.Context, id string) (*api.RunSeries, *seri
 		return nil, nil, "", fmt.Errorf("run series answered %T", resp)
 	}
 	rs := api.RunSeries(s)
-	return &rs, newSeriesChart(rs), "", nil
+	return &rs, newSeriesChart(lc, rs), "", nil
 }
 
 // ratioHeat is one cell of the comparison heatmap.
@@ -306,11 +306,9 @@ func ratioColour(r float64) (fill, ink string) {
 	return fmt.Sprintf("#%02x%02x%02x", rgb[0], rgb[1], rgb[2]), ink
 }
 
-var verdictWords = map[api.Verdict]string{api.Improved: "faster", api.Regressed: "slower", api.Unchanged: "same", api.Inconclusive: "unsure"}
-
 // newRatioHeatmap lays out a step's cells: rows by context, columns by
 // concurrency, each the newer run's total tok/s over the older's.
-func newRatioHeatmap(st api.SeriesStep, contexts, concurrencies *[]int) ratioHeatmap {
+func newRatioHeatmap(lc *locale, st api.SeriesStep, contexts, concurrencies *[]int) ratioHeatmap {
 	var ls, bs []int
 	var cells []api.StepCell
 	for _, c := range st.Cells {
@@ -335,13 +333,13 @@ func newRatioHeatmap(st api.SeriesStep, contexts, concurrencies *[]int) ratioHea
 		h.Rows = append(h.Rows, axisLabel{ratioTop + ratioH*j + ratioH/2 + 4, tokenLabel(l)})
 		for _, g := range st.Rows {
 			if g.ContextTokens == l {
-				h.RowVerdicts = append(h.RowVerdicts, axisLabel{ratioTop + ratioH*j + ratioH/2 + 4, "row " + string(g.Verdict)})
+				h.RowVerdicts = append(h.RowVerdicts, axisLabel{ratioTop + ratioH*j + ratioH/2 + 4, lc.t("cmp.row_verdict", lc.enum("verdict", string(g.Verdict)))})
 			}
 		}
 	}
 	for _, c := range cells {
 		rh := ratioHeat{X: ratioLeft + ratioW*slices.Index(bs, c.Concurrency), Y: ratioTop + ratioH*slices.Index(ls, c.ContextTokens),
-			Label: strconv.FormatFloat(c.Ratio, 'f', 3, 64), Note: verdictWords[c.Verdict]}
+			Label: lc.fixed(c.Ratio, 3), Note: lc.enum("cell.verdict", string(c.Verdict))}
 		rh.Fill, rh.Ink = ratioColour(c.Ratio)
 		if c.Predicted {
 			rh.Note += " *"
@@ -352,13 +350,16 @@ func newRatioHeatmap(st api.SeriesStep, contexts, concurrencies *[]int) ratioHea
 		case api.Improved:
 			rh.Outline = "#053061"
 		}
-		rh.Title = fmt.Sprintf("context %s × %d: %s → %s tok/s total, ratio %.4f, floor ±%.1f %%, %s%s", tokenLabel(c.ContextTokens), c.Concurrency,
-			num(c.FromTotalTokS), num(c.ToTotalTokS), c.Ratio, 100*c.Floor, c.Verdict, map[bool]string{true: " (one side predicted)"}[c.Predicted])
+		rh.Title = lc.t("cmp.cell.title", lc.t("cell.where", tokenLabel(c.ContextTokens), c.Concurrency),
+			lc.num(c.FromTotalTokS), lc.num(c.ToTotalTokS), lc.fixed(c.Ratio, 4), lc.fixed(100*c.Floor, 1), lc.enum("verdict", string(c.Verdict)))
+		if c.Predicted {
+			rh.Title = lc.t("cmp.cell.predicted", rh.Title)
+		}
 		h.Cells = append(h.Cells, rh)
 	}
 	for i, r := range []float64{1 / ratioSpan, 1 / math.Sqrt(ratioSpan), 1, math.Sqrt(ratioSpan), ratioSpan} {
 		fill, _ := ratioColour(r)
-		h.Legend = append(h.Legend, legendStop{Offset: strconv.Itoa(25*i) + "%", Colour: fill, Label: strconv.FormatFloat(r, 'f', 2, 64), X: 50 * i})
+		h.Legend = append(h.Legend, legendStop{Offset: strconv.Itoa(25*i) + "%", Colour: fill, Label: lc.fixed(r, 2), X: 50 * i})
 	}
 	return h
 }
@@ -384,24 +385,25 @@ func (p *pages) compare(c echo.Context) error {
 	if !ok {
 		return fmt.Errorf("compare answered %T", resp)
 	}
-	q, err := pageValues(c)
+	q, err := p.values(c)
 	if err != nil {
 		return err
 	}
-	data := map[string]any{"Title": "Compare runs", "Runs": cmpAns.Runs, "JSON": "/v1/compare?" + q.Encode(), "Warnings": cmpAns.Warnings}
+	lc := p.locale(c)
+	data := map[string]any{"Title": lc.t("cmp.title"), "Runs": cmpAns.Runs, "JSON": "/v1/compare?" + q.Encode(), "Warnings": cmpAns.Warnings}
 	if v := cmpAns.Verdict; v != nil {
 		a, b := cmpAns.Runs[0], cmpAns.Runs[1]
-		data["Title"] = fmt.Sprintf("%s: %s against %s", a.Title, versionLabel(b.Engine, deref(b.EngineVersion)), versionLabel(a.Engine, deref(a.EngineVersion)))
-		data["Step"], data["Heat"] = v, newRatioHeatmap(*v, params.Contexts, params.Concurrencies)
+		data["Title"] = lc.t("cmp.title.pair", a.Title, versionLabel(b.Engine, deref(b.EngineVersion)), versionLabel(a.Engine, deref(a.EngineVersion)))
+		data["Step"], data["Heat"] = v, newRatioHeatmap(lc, *v, params.Contexts, params.Concurrencies)
 		data["RegressedRows"], data["ImprovedRows"] = rowsText(v.RegressedRows), rowsText(v.ImprovedRows)
 		data["Differ"] = strings.Join(v.SettingsDiffer, ", ")
 		data["Predicted"] = len(v.Cells) - v.MeasuredCells
-		data["Pct"] = func(f float64) string { return strconv.FormatFloat(100*f, 'f', -1, 64) + " %" }
-		data["Sigma"] = func(f float64) string { return strconv.FormatFloat(100*f, 'f', 2, 64) + " %" }
+		data["Pct"] = func(f float64) string { return lc.float(100*f) + " %" }
+		data["Sigma"] = func(f float64) string { return lc.fixed(100*f, 2) + " %" }
 	} else {
 		var pairs []cellLink
 		for _, r := range cmpAns.Runs[1:] {
-			pairs = append(pairs, cellLink{Label: cmpAns.Runs[0].Title + " against " + r.Title, Href: comparePath(cmpAns.Runs[0].ID, r.ID)})
+			pairs = append(pairs, cellLink{Label: lc.t("cmp.against", cmpAns.Runs[0].Title, r.Title), Href: comparePath(cmpAns.Runs[0].ID, r.ID)})
 		}
 		data["Pairs"] = pairs
 	}

@@ -94,7 +94,7 @@ func TestSeriesPages(t *testing.T) {
 		api.RepeatedRuns: "repeated runs of the configuration"}[last.NoiseFloor.Basis]
 	for _, want := range []string{
 		`<span class="badge verdict-regressed">regressed</span>`, html.EscapeString(last.Why),
-		"Regressed rows</dt><dd>context " + strings.Join(rows, ", "), "Noise floor and rule", basis,
+		"Regressed rows</dt><dd>context " + strings.Join(rows, ", "), "Noise floor and rule", html.EscapeString(basis),
 		`aria-labelledby="ratio-title"`, `class="heatbox"`, `href="/v1/compare?run_ids=` + runs[1].ID + "%2C" + runs[2].ID + `"`,
 		">0.900</text>", ">1.000</text>", `id="ratio-scale"`,
 	} {

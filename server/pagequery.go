@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -29,7 +30,7 @@ func (p *pages) asAPI(c echo.Context, apiPath string) (echo.Context, error) {
 
 // checkAs is asAPI against route, or the API's route of apiPath when nil.
 func (p *pages) checkAs(c echo.Context, apiPath string, route *routers.Route) (echo.Context, error) {
-	values, err := pageValues(c)
+	values, err := p.values(c)
 	if err != nil {
 		return nil, err
 	}
@@ -49,12 +50,19 @@ func (p *pages) checkAs(c echo.Context, apiPath string, route *routers.Route) (e
 	return c.Echo().NewContext(req, nil), nil
 }
 
-// pageValues is a page's query, parsed as strictly as the API's, without
-// the parameters given empty.
-func pageValues(c echo.Context) (url.Values, error) {
+// values is a page's query, parsed as strictly as the API's, without the
+// parameters given empty and without lang, which is the page's own: one
+// of the site's languages, or a 400 naming it.
+func (p *pages) values(c echo.Context) (url.Values, error) {
 	values, err := parseQuery(c.Request().URL.RawQuery)
 	if err != nil {
 		return nil, err
+	}
+	if v, ok := values["lang"]; ok {
+		if p.langs.named(v[0]) == nil {
+			return nil, fieldErrors{fieldError("lang", p.locale(c).t("error.lang", clip(v[0]), strings.Join(p.langs.codes(), ", ")))}
+		}
+		delete(values, "lang")
 	}
 	for k, vs := range values {
 		if vs[0] == "" {
@@ -126,7 +134,7 @@ func (p *pages) problemPage(c echo.Context, err error, start string) error {
 		}
 	}
 	return p.render(c, pr.Status, "error.html", pageCSP, map[string]any{
-		"Title": pr.Title, "Status": pr.Status, "Message": deref(pr.Detail), "Errors": list, "Without": without, "Start": start,
+		"Title": p.locale(c).or("error.status."+strconv.Itoa(pr.Status), pr.Title), "Status": pr.Status, "Message": deref(pr.Detail), "Errors": list, "Without": without, "Start": start,
 	})
 }
 

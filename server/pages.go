@@ -25,7 +25,7 @@ import (
 // The pages for people: server-rendered HTML with inline SVG, readable with
 // JavaScript off, and the embeddable calculator widget.
 
-//go:embed pages/*.html pages/*.css pages/*.js
+//go:embed pages/*.html pages/*.css pages/*.js pages/locales/*.json
 var pageFiles embed.FS
 
 // pageCSP lets a page load its own stylesheet and nothing else; pages are
@@ -37,32 +37,65 @@ const (
 
 type pages struct {
 	s      *Server
-	tmpl   *template.Template
-	router routers.Router // the API's, to check a page's query as the API's
-	widget *routers.Route // the widget's query, as an operation
+	langs  *languages
+	tmpl   map[string]*template.Template // by language
+	router routers.Router                // the API's, to check a page's query as the API's
+	widget *routers.Route                // the widget's query, as an operation
 }
 
-func registerPages(e *echo.Echo, s *Server, spec *openapi3.T, router routers.Router) error {
-	tmpl, err := template.New("").Funcs(template.FuncMap{
-		"num":    num,
+// pageTemplates are the pages in one language: its messages and its way
+// of writing numbers bound to the templates' functions.
+func pageTemplates(l *locale) (*template.Template, error) {
+	return template.New("").Funcs(template.FuncMap{
+		"t":      l.t,
+		"th":     l.html,
+		"enum":   l.enum,
+		"num":    l.num,
+		"exact":  exact,
+		"fixed":  l.fixed,
 		"tokens": tokenLabel,
+		"link":   link,
+		"code":   codeLink,
 	}).ParseFS(pageFiles, "pages/*.html")
-	if err != nil {
-		return fmt.Errorf("page templates: %w", err)
+}
+
+// link is an <a> for a message's argument.
+func link(href, text string) template.HTML {
+	return template.HTML(`<a href="` + template.HTMLEscapeString(href) + `">` + template.HTMLEscapeString(text) + `</a>`)
+}
+
+// codeLink is an <a> around <code>, for an identifier.
+func codeLink(href, text string) template.HTML {
+	return template.HTML(`<a href="` + template.HTMLEscapeString(href) + `"><code>` + template.HTMLEscapeString(text) + `</code></a>`)
+}
+
+func registerPages(e *echo.Echo, s *Server, spec *openapi3.T, router routers.Router, langs *languages) error {
+	p := &pages{s: s, langs: langs, tmpl: map[string]*template.Template{}, router: router}
+	for _, l := range langs.list {
+		tmpl, err := pageTemplates(l)
+		if err != nil {
+			return fmt.Errorf("page templates: %w", err)
+		}
+		p.tmpl[l.Code] = tmpl
 	}
 	widget, err := widgetRoute(spec)
 	if err != nil {
 		return err
 	}
-	p := &pages{s: s, tmpl: tmpl, router: router, widget: widget}
-	e.GET("/", p.index)
-	e.GET("/runs/:id", p.run)
-	e.GET("/leaderboard", p.leaderboard)
-	e.GET("/compare", p.compare)
-	e.GET("/widget/calculator", p.widgetPage)
+	p.widget = widget
+	js, err := widgetScript(langs)
+	if err != nil {
+		return err
+	}
+	e.GET("/", p.localised(p.index))
+	e.GET("/runs/:id", p.localised(p.run))
+	e.GET("/leaderboard", p.localised(p.leaderboard))
+	e.GET("/compare", p.localised(p.compare))
+	e.GET("/widget/calculator", p.localised(p.widgetPage))
+	e.GET("/language", p.localised(p.chooseLanguage))
 	e.GET("/assets/site.css", asset("pages/site.css", "text/css; charset=utf-8"))
 	e.GET("/widget/calculator.css", asset("pages/calculator.css", "text/css; charset=utf-8"))
-	e.GET("/widget/calculator.js", asset("pages/calculator.js", "text/javascript; charset=utf-8"))
+	e.GET("/widget/calculator.js", blob(js, "text/javascript; charset=utf-8"))
 	return nil
 }
 
@@ -72,42 +105,30 @@ func asset(name, contentType string) echo.HandlerFunc {
 	if err != nil {
 		panic(err) // embedded at build time: a missing file is a build mistake
 	}
+	return blob(b, contentType)
+}
+
+func blob(b []byte, contentType string) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		c.Response().Header().Set("Cache-Control", "public, max-age=300")
 		return c.Blob(http.StatusOK, contentType, b)
 	}
 }
 
-func (p *pages) render(c echo.Context, status int, name, csp string, data any) error {
+func (p *pages) render(c echo.Context, status int, name, csp string, data map[string]any) error {
+	l := p.locale(c)
+	data["Lang"] = l
+	if byURL, _ := c.Get(byURLKey).(bool); byURL {
+		data["URLLang"] = l.Code // kept by the page's forms
+	}
+	data["Alternates"], data["Switch"] = p.alternates(c.Request(), l)
 	var buf bytes.Buffer
-	if err := p.tmpl.ExecuteTemplate(&buf, name, data); err != nil {
+	if err := p.tmpl[l.Code].ExecuteTemplate(&buf, name, data); err != nil {
 		return err
 	}
 	c.Response().Header().Set("Content-Security-Policy", csp)
 	c.Response().Header().Set("Cache-Control", "public, max-age=10")
 	return c.HTMLBlob(status, buf.Bytes())
-}
-
-// num prints a published value as published: the shortest form that reads
-// back exactly.
-func num(v any) string {
-	switch x := v.(type) {
-	case *float64:
-		if x == nil {
-			return "—"
-		}
-		return strconv.FormatFloat(*x, 'f', -1, 64)
-	case float64:
-		return strconv.FormatFloat(x, 'f', -1, 64)
-	case *int:
-		if x == nil {
-			return "—"
-		}
-		return strconv.Itoa(*x)
-	case int:
-		return strconv.Itoa(x)
-	}
-	return fmt.Sprint(v)
 }
 
 // tokenLabel writes a context as pages do: 48K for 49152.
@@ -140,12 +161,12 @@ func (p *pages) index(c echo.Context) error {
 	if !ok {
 		return fmt.Errorf("list runs answered %T", resp)
 	}
-	q, err := pageValues(c)
+	q, err := p.values(c)
 	if err != nil {
 		return err
 	}
 	return p.render(c, http.StatusOK, "index.html", pageCSP, map[string]any{
-		"Title": "LLM inference speed, measured", "Runs": list.Items, "Q": q, "Sort": q.Get("sort"),
+		"Title": p.locale(c).t("index.title"), "Runs": list.Items, "Q": q, "Sort": q.Get("sort"),
 		"Hidden": hidden(q, indexShown...), "Filters": hidden(q, "sort", "limit"), "Next": nextPage("/", q, list.NextCursor),
 	})
 }
@@ -203,7 +224,7 @@ const (
 
 // decodeHeatmap lays out the decode grid: rows by context, columns by
 // concurrency, coloured by total tok/s relative to the run's best.
-func decodeHeatmap(cells []store.DecodeCell) heatmap {
+func decodeHeatmap(lc *locale, cells []store.DecodeCell) heatmap {
 	var ls, bs []int
 	peak := 0.0
 	for _, c := range cells {
@@ -228,25 +249,25 @@ func decodeHeatmap(cells []store.DecodeCell) heatmap {
 	}
 	for _, c := range cells {
 		hc := heatCell{X: heatLeft + heatW*slices.Index(bs, c.Concurrency), Y: heatTop + heatH*slices.Index(ls, c.ContextTokens)}
-		where := fmt.Sprintf("context %s × %d requests", tokenLabel(c.ContextTokens), c.Concurrency)
+		where := lc.t("cell.where", tokenLabel(c.ContextTokens), c.Concurrency)
 		switch {
 		case c.TotalTokS != nil && *c.TotalTokS > 0:
 			hc.Fill, hc.Ink = heatColour(*c.TotalTokS / math.Max(peak, 1e-9))
-			hc.Label = num(c.TotalTokS)
-			hc.Title = fmt.Sprintf("%s: %s tok/s total, %s per request", where, num(c.TotalTokS), num(c.PerRequestTokS))
+			hc.Label = lc.num(c.TotalTokS)
+			hc.Title = lc.t("cell.speed", where, lc.num(c.TotalTokS), lc.num(c.PerRequestTokS))
 			if c.Status == store.StatusRequestsQueued {
-				hc.Note = "queued"
-				hc.Title += " (requests queued)"
+				hc.Note = lc.t("cell.queued")
+				hc.Title = lc.t("cell.speed.queued", hc.Title)
 			}
 		case c.Status == store.StatusOverCapacity && c.DurationS != nil:
-			hc.Fill, hc.Ink, hc.Label, hc.Note = "#f3e8e8", "#6b2020", "no token", "ran"
-			hc.Title = where + ": ran a full window without a token"
+			hc.Fill, hc.Ink, hc.Label, hc.Note = "#f3e8e8", "#6b2020", lc.t("cell.no_token"), lc.t("cell.no_token.note")
+			hc.Title = lc.t("cell.no_token.title", where)
 		case c.Status == store.StatusOverCapacity:
-			hc.Fill, hc.Ink, hc.Label, hc.Note = "#eeeeee", "#555555", "over", "capacity"
-			hc.Title = where + ": over capacity"
+			hc.Fill, hc.Ink, hc.Label, hc.Note = "#eeeeee", "#555555", lc.t("cell.over"), lc.t("cell.over.note")
+			hc.Title = lc.t("cell.over.title", where)
 		default:
 			hc.Fill, hc.Ink, hc.Label = "#f4f4f4", "#555555", "—"
-			hc.Title = where + ": " + strings.ReplaceAll(c.Status, "_", " ")
+			hc.Title = lc.t("cell.other", where, lc.enum("status", c.Status))
 		}
 		h.Cells = append(h.Cells, hc)
 	}
@@ -278,7 +299,7 @@ type prefillChart struct {
 	YMax          string
 }
 
-func newPrefillChart(cells []store.PrefillCell) *prefillChart {
+func newPrefillChart(lc *locale, cells []store.PrefillCell) *prefillChart {
 	var pts []store.PrefillCell
 	maxL, maxT := 0, 0.0
 	for _, c := range cells {
@@ -291,13 +312,13 @@ func newPrefillChart(cells []store.PrefillCell) *prefillChart {
 		return nil
 	}
 	const w, h, left, bottom = 520, 220, 64, 30
-	ch := &prefillChart{Width: w, Height: h, YMax: strconv.FormatFloat(maxT/1000, 'f', 1, 64) + " s"}
+	ch := &prefillChart{Width: w, Height: h, YMax: lc.float(maxT/1000) + " s"}
 	var poly []string
 	for _, c := range pts {
 		x := left + int(float64(w-left-16)*float64(c.ContextTokens)/float64(maxL))
 		y := h - bottom - int(float64(h-bottom-16)**c.TTFTMs/maxT)
 		poly = append(poly, fmt.Sprintf("%d,%d", x, y))
-		ch.Dots = append(ch.Dots, heatCell{X: x, Y: y, Label: num(c.TTFTMs), Title: fmt.Sprintf("%s tokens: TTFT %s ms, %s prompt tok/s", tokenLabel(c.ContextTokens), num(c.TTFTMs), num(c.PromptTokS))})
+		ch.Dots = append(ch.Dots, heatCell{X: x, Y: y, Label: lc.num(c.TTFTMs), Title: lc.t("prefill.point", tokenLabel(c.ContextTokens), lc.num(c.TTFTMs), lc.num(c.PromptTokS))})
 		ch.XLabels = append(ch.XLabels, axisLabel{x, tokenLabel(c.ContextTokens)})
 	}
 	ch.Points = strings.Join(poly, " ")
@@ -314,12 +335,12 @@ func (p *pages) run(c echo.Context) error {
 	if err != nil {
 		return p.problemPage(c, err, "/")
 	}
-	series, chart, note, err := p.runSeries(c.Request().Context(), id)
+	series, chart, note, err := p.runSeries(c.Request().Context(), p.locale(c), id)
 	if err != nil {
 		return p.problemPage(c, err, "/")
 	}
 	return p.render(c, http.StatusOK, "run.html", pageCSP, map[string]any{
-		"Title": r.Title, "Run": r, "Heat": decodeHeatmap(r.Decode), "Prefill": newPrefillChart(r.Prefill),
+		"Title": r.Title, "Run": r, "Heat": decodeHeatmap(p.locale(c), r.Decode), "Prefill": newPrefillChart(p.locale(c), r.Prefill),
 		"Method": r.MethodOf(), "Trust": r.Trust, "Series": series, "Chart": chart, "SeriesNote": note,
 	})
 }
@@ -327,21 +348,16 @@ func (p *pages) run(c echo.Context) error {
 // leaderboardShown are the parameters the leaderboard's form shows.
 var leaderboardShown = []string{"context_tokens", "concurrency", "metric", "method_class"}
 
-var metricLabels = map[string]string{
-	store.MetricTotalTokS: "total tok/s", store.MetricPerRequestTokS: "per-request tok/s",
-	store.MetricTTFTMs: "TTFT (lowest first)", store.MetricTBTMs: "time between tokens (lowest first)",
-}
-
 // leaderboard is GET /v1/leaderboard as a page; with no query at all it
 // asks for the cell, listing those measured.
 func (p *pages) leaderboard(c echo.Context) error {
-	q, err := pageValues(c)
+	q, err := p.values(c)
 	if err != nil {
 		return p.problemPage(c, err, "/leaderboard")
 	}
 	ctx := c.Request().Context()
 	if len(q) == 0 {
-		data := map[string]any{"Title": "Leaderboard", "Context": 16384, "Concurrency": 8, "Metric": store.MetricTotalTokS,
+		data := map[string]any{"Title": p.locale(c).t("nav.leaderboard"), "Context": 16384, "Concurrency": 8, "Metric": store.MetricTotalTokS,
 			"MethodClass": store.MethodSustainedDecode, "MethodClasses": store.MethodClasses()}
 		if err := p.leaderboardHint(ctx, data, q, 16384); err != nil {
 			return err
@@ -366,8 +382,8 @@ func (p *pages) leaderboard(c echo.Context) error {
 	}
 	metric := string(lb.Metric)
 	data := map[string]any{
-		"Title": "Leaderboard", "Asked": true, "Context": lb.ContextTokens, "Concurrency": lb.Concurrency, "Metric": metric,
-		"MetricLabel": metricLabels[metric], "Entries": lb.Items, "MethodClass": string(lb.MethodClass), "MethodClasses": store.MethodClasses(),
+		"Title": p.locale(c).t("nav.leaderboard"), "Asked": true, "Context": lb.ContextTokens, "Concurrency": lb.Concurrency, "Metric": metric,
+		"Entries": lb.Items, "MethodClass": string(lb.MethodClass), "MethodClasses": store.MethodClasses(),
 		"IncludeFlagged": params.IncludeFlagged != nil && *params.IncludeFlagged, "Hidden": hidden(q, leaderboardShown...),
 		"Filters": hidden(q, append(leaderboardShown, "limit")...), "Next": nextPage("/leaderboard", q, lb.NextCursor),
 	}
@@ -422,6 +438,6 @@ func (p *pages) widgetPage(c echo.Context) error {
 	}
 	q := ac.QueryParams()
 	return p.render(c, http.StatusOK, "widget.html", widgetCSP, map[string]any{
-		"Title": "matrixd calculator", "Run": q.Get("run"), "Model": q.Get("model"), "GPU": q.Get("gpu"), "Theme": q.Get("theme"),
+		"Title": p.locale(c).t("widget.title"), "Run": q.Get("run"), "Model": q.Get("model"), "GPU": q.Get("gpu"), "Theme": q.Get("theme"),
 	})
 }

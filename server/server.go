@@ -133,6 +133,10 @@ func New(st *store.Store, cfg Config) (http.Handler, error) {
 	if cfg.CacheBytes == 0 {
 		cfg.CacheBytes = 64 << 20
 	}
+	langs, err := loadLanguages(pageFiles, "pages/locales")
+	if err != nil {
+		return nil, err
+	}
 	rc := newResponseCache(max(cfg.CacheBytes, 0), st.DataVersion, m.cacheResult)
 
 	e := echo.New()
@@ -158,7 +162,7 @@ func New(st *store.Store, cfg Config) (http.Handler, error) {
 		limitReads(newLimiter(cfg.RateLimit.ReadsPerSecond)),
 		middleware.BodyLimit(fmt.Sprintf("%dB", cfg.MaxBodyBytes)),
 		acceptGzip,
-		cached(rc, uncached),
+		cached(rc, uncached, langs),
 		limitCost(newCostLimiter(cfg.RateLimit), uncached),
 		middleware.GzipWithConfig(middleware.GzipConfig{MinLength: 1024}),
 		validator(router, st.Authenticate, newLimiter(cfg.RateLimit.WritesPerSecond)),
@@ -166,7 +170,7 @@ func New(st *store.Store, cfg Config) (http.Handler, error) {
 	strict := api.NewStrictHandler(s, []api.StrictMiddlewareFunc{withAccept})
 	api.RegisterHandlers(e, rawBodies{ServerInterface: strict, ssi: s})
 	registerDocs(e)
-	if err := registerPages(e, s, spec, router); err != nil {
+	if err := registerPages(e, s, spec, router, langs); err != nil {
 		return nil, err
 	}
 	return headAsGet{e}, nil
@@ -186,8 +190,11 @@ func publicURL(raw string) (string, error) {
 }
 
 // uncached are the GET paths answered afresh every time: health,
-// readiness and metrics must reflect the process and the database now.
-func uncached(path string) bool { return path == "/healthz" || path == "/readyz" || path == "/metrics" }
+// readiness and metrics must reflect the process and the database now;
+// the language switch sets a cookie.
+func uncached(path string) bool {
+	return path == "/healthz" || path == "/readyz" || path == "/metrics" || path == "/language"
+}
 
 // headAsGet answers HEAD on every GET route: as GET, with the headers
 // (Content-Length, ETag) and without the body.

@@ -8,6 +8,19 @@
   var scriptOrigin = script && script.src ? new URL(script.src, document.baseURI).origin : window.location.origin;
   var SVG = "http://www.w3.org/2000/svg";
   var MAX_AXIS = 16;
+  // The catalogs' widget messages by language, written in by the server.
+  var MESSAGES = {};
+
+  // catalog is the messages of the language closest to lang: the same
+  // tag, then its language (zh-TW and every other Chinese read zh-Hant),
+  // else English.
+  function catalog(lang) {
+    var want = String(lang || "").toLowerCase(), base = want.split("-")[0];
+    var codes = Object.keys(MESSAGES);
+    for (var i = 0; i < codes.length; i++) if (codes[i].toLowerCase() === want) return codes[i];
+    for (i = 0; i < codes.length; i++) if (codes[i].toLowerCase().split("-")[0] === base) return codes[i];
+    return "en";
+  }
 
   function el(tag, attrs, children) {
     var e = document.createElement(tag);
@@ -21,10 +34,21 @@
     if (text != null) e.textContent = text;
     return e;
   }
-  function fmt(v, digits) { return v == null ? "—" : Number(v).toFixed(digits); }
-  function est(e, digits, unit) {
-    if (!e) return "—";
-    return fmt(e.value, digits) + " " + unit + " (" + fmt(e.low, digits) + "–" + fmt(e.high, digits) + ")";
+  // Numbers for people, as the pages write them: three significant digits
+  // below a hundred, whole numbers from there, grouped as lang groups them.
+  var formats = {};
+  function decimals(v) {
+    var a = Math.abs(v);
+    return a === 0 || a >= 100 ? 0 : Math.min(2 - Math.floor(Math.log10(a)), 8);
+  }
+  function people(lang, v) {
+    if (v == null || !isFinite(v)) return "—";
+    var d = decimals(v);
+    var r = Math.round(v * Math.pow(10, d)) / Math.pow(10, d);
+    d = Math.min(d, decimals(r)); // 99.96 is 100, not 100.0
+    var key = lang + "/" + d;
+    if (!formats[key]) formats[key] = new Intl.NumberFormat(lang, { maximumFractionDigits: d });
+    return formats[key].format(r);
   }
   function label(tokens) { return tokens > 0 && tokens % 1024 === 0 ? tokens / 1024 + "K" : String(tokens); }
   function spread(xs, n) {
@@ -59,37 +83,49 @@
 
   function mount(root) {
     var api = (root.getAttribute("data-api") || scriptOrigin).replace(/\/$/, "");
+    var lang = catalog(root.getAttribute("data-lang") || document.documentElement.lang || "en");
+    var msgs = MESSAGES[lang] || {};
+    function t(key) {
+      var m = msgs[key] != null ? msgs[key] : key, args = arguments;
+      return m.replace(/\{(\d+)\}/g, function (_, i) { return args[+i + 1]; });
+    }
+    function fmt(v) { return people(lang, v); }
+    function enumText(kind, v) { var k = kind + "." + v; return msgs[k] != null ? msgs[k] : String(v).replace(/_/g, " "); }
+    function est(e, unit) {
+      if (!e) return "—";
+      return fmt(e.value) + " " + unit + " (" + fmt(e.low) + "–" + fmt(e.high) + ")";
+    }
     ensureStyles(api);
     var theme = root.getAttribute("data-theme") === "dark" ? "dark" : "light";
     var uid = "mxd" + Math.random().toString(36).slice(2, 8);
-    var box = el("section", { "class": "mxd mxd-" + theme, "aria-label": "Inference speed calculator" });
+    var box = el("section", { "class": "mxd mxd-" + theme, "aria-label": t("label"), lang: lang });
     var runSel = el("select", { id: uid + "-run", "data-in": "run" });
     var ctxIn = el("input", { id: uid + "-ctx", type: "number", min: "0", max: "16777216", step: "1", value: root.getAttribute("data-context") || "16384", "data-in": "context" });
     var concIn = el("input", { id: uid + "-conc", type: "number", min: "1", max: "65536", step: "1", value: root.getAttribute("data-concurrency") || "8", "data-in": "concurrency" });
-    var vramIn = el("input", { id: uid + "-vram", type: "number", min: "1", max: "4096", step: "any", placeholder: "as measured", "data-in": "vram" });
-    var gpuSel = el("select", { id: uid + "-gpu", "data-in": "target-gpu" }, [el("option", { value: "" }, ["the measured GPU"])]);
+    var vramIn = el("input", { id: uid + "-vram", type: "number", min: "1", max: "4096", step: "any", placeholder: t("vram.placeholder"), "data-in": "vram" });
+    var gpuSel = el("select", { id: uid + "-gpu", "data-in": "target-gpu" }, [el("option", { value: "" }, [t("gpu.measured")])]);
     var rough = el("input", { id: uid + "-rough", type: "checkbox", "data-in": "rough" });
-    var form = el("form", { "aria-label": "Query" }, [
-      el("label", { "for": uid + "-run" }, ["Run", runSel]),
-      el("label", { "for": uid + "-ctx" }, ["Context (tokens)", ctxIn]),
-      el("label", { "for": uid + "-conc" }, ["Concurrent requests", concIn]),
-      el("label", { "for": uid + "-vram" }, ["VRAM (GB)", vramIn]),
-      el("label", { "for": uid + "-gpu" }, ["Target GPU", gpuSel]),
-      el("label", { "for": uid + "-rough" }, ["Across generations", rough])
+    var form = el("form", { "aria-label": t("query") }, [
+      el("label", { "for": uid + "-run" }, [t("run"), runSel]),
+      el("label", { "for": uid + "-ctx" }, [t("context"), ctxIn]),
+      el("label", { "for": uid + "-conc" }, [t("concurrency"), concIn]),
+      el("label", { "for": uid + "-vram" }, [t("vram"), vramIn]),
+      el("label", { "for": uid + "-gpu" }, [t("target_gpu"), gpuSel]),
+      el("label", { "for": uid + "-rough" }, [t("rough"), rough])
     ]);
     var out = {};
     function row(name, key) { out[key] = el("dd", { "data-out": key }, ["—"]); return [el("dt", {}, [name]), out[key]]; }
     var dl = el("dl", { "aria-live": "polite" }, [].concat(
-      row("Status", "status"), row("Total", "total"), row("Per request", "per-request"),
-      row("TTFT", "ttft"), row("Basis", "basis"), row("Error band", "band")));
+      row(t("out.status"), "status"), row(t("out.total"), "total"), row(t("out.per_request"), "per-request"),
+      row("TTFT", "ttft"), row(t("out.basis"), "basis"), row(t("out.band"), "band")));
     var refusal = el("p", { "class": "mxd-refusal", role: "alert", "data-out": "refusal", hidden: "" });
     var heat = el("div", { "data-out": "heatmap" });
-    box.appendChild(el("h2", {}, ["Decode speed calculator"]));
+    box.appendChild(el("h2", {}, [t("title")]));
     box.appendChild(form);
     box.appendChild(refusal);
     box.appendChild(dl);
     box.appendChild(heat);
-    box.appendChild(el("p", { "class": "mxd-foot" }, ["Predictions from measured cells by ", el("a", { href: api + "/docs", target: "_blank", rel: "noopener" }, ["matrixd"]), "; intervals are held-out error bands."]));
+    box.appendChild(el("p", { "class": "mxd-foot" }, [t("foot.before"), el("a", { href: api + "/docs", target: "_blank", rel: "noopener" }, ["matrixd"]), t("foot.after")]));
     root.textContent = "";
     root.appendChild(box);
 
@@ -111,7 +147,7 @@
     }
     function showRefusal(body) {
       refusal.hidden = false;
-      refusal.textContent = (body && body.detail ? body.detail : "the API did not answer") + (body && body.supported ? " (supported: " + body.supported + ")" : "");
+      refusal.textContent = (body && body.detail ? body.detail : t("no_answer")) + (body && body.supported ? " " + t("supported", body.supported) : "");
     }
     function update() {
       var my = ++seq;
@@ -130,12 +166,12 @@
         }
         refusal.hidden = true;
         var p = r.body;
-        out.status.textContent = p.status.replace(/_/g, " ");
-        out.total.textContent = est(p.total_tok_s, 1, "tok/s");
-        out["per-request"].textContent = est(p.per_request_tok_s, 1, "tok/s");
-        out.ttft.textContent = est(p.ttft_ms, 0, "ms");
-        out.basis.textContent = p.basis.method + (p.basis.speed_method !== p.basis.method && p.basis.speed_method !== "none" ? " (speed " + p.basis.speed_method + ")" : "");
-        out.band.textContent = p.basis.error_band_pct ? "±" + fmt(p.basis.error_band_pct.total_tok_s, 1) + " % total" : "measured";
+        out.status.textContent = enumText("status", p.status);
+        out.total.textContent = est(p.total_tok_s, "tok/s");
+        out["per-request"].textContent = est(p.per_request_tok_s, "tok/s");
+        out.ttft.textContent = est(p.ttft_ms, "ms");
+        out.basis.textContent = enumText("method", p.basis.method) + (p.basis.speed_method !== p.basis.method && p.basis.speed_method !== "none" ? " " + t("speed_method", enumText("method", p.basis.speed_method)) : "");
+        out.band.textContent = p.basis.error_band_pct ? t("band.total", fmt(p.basis.error_band_pct.total_tok_s)) : enumText("method", "measured");
         box.setAttribute("data-state", "answered");
         box.setAttribute("data-query", l + "x" + b);
       });
@@ -158,7 +194,7 @@
         var peak = 0;
         r.body.rows.forEach(function (row) { row.cells.forEach(function (c) { if (c.total_tok_s) peak = Math.max(peak, c.total_tok_s.value); }); });
         var cw = 56, chh = 24, left = 52, top = 20;
-        var s = svg("svg", { role: "img", width: left + cw * bs.length, height: top + chh * ls.length + 4, "aria-label": "Predicted total tok/s by context and concurrency" });
+        var s = svg("svg", { role: "img", width: left + cw * bs.length, height: top + chh * ls.length + 4, "aria-label": t("grid.label") });
         bs.forEach(function (x, i) { s.appendChild(svg("text", { x: left + cw * i + cw / 2, y: 14, "text-anchor": "middle", "class": "mxd-axis" }, String(x))); });
         r.body.rows.forEach(function (row, j) {
           s.appendChild(svg("text", { x: left - 6, y: top + chh * j + 16, "text-anchor": "end", "class": "mxd-axis" }, label(row.context_tokens)));
@@ -167,14 +203,14 @@
             var v = c.total_tok_s ? c.total_tok_s.value : null;
             var col = v != null ? colour(v / (peak || 1)) : { fill: "#e6e6e6", ink: "#444" };
             var chosen = row.context_tokens === l && c.concurrency === b;
-            g.appendChild(svg("title", {}, label(row.context_tokens) + " × " + c.concurrency + ": " + (v != null ? v.toFixed(1) + " tok/s (" + c.method + ")" : (c.refusal || c.status))));
+            g.appendChild(svg("title", {}, label(row.context_tokens) + " × " + c.concurrency + ": " + (v != null ? fmt(v) + " tok/s (" + enumText("method", c.method) + ")" : (c.refusal || enumText("status", c.status)))));
             g.appendChild(svg("rect", { x: left + cw * i, y: top + chh * j, width: cw - 2, height: chh - 2, rx: 2, fill: col.fill, stroke: chosen ? "#f0a500" : "none", "stroke-width": chosen ? 3 : 0, "data-chosen": chosen ? "true" : "false" }));
-            g.appendChild(svg("text", { x: left + cw * i + cw / 2 - 1, y: top + chh * j + 15, "text-anchor": "middle", fill: col.ink }, v != null ? (c.method === "measured" ? "" : "~") + v.toFixed(0) + (c.status === "requests_queued" ? "q" : "") : (c.status === "refused" ? "?" : "–")));
+            g.appendChild(svg("text", { x: left + cw * i + cw / 2 - 1, y: top + chh * j + 15, "text-anchor": "middle", fill: col.ink }, v != null ? (c.method === "measured" ? "" : "~") + fmt(v) + (c.status === "requests_queued" ? "q" : "") : (c.status === "refused" ? "?" : "–")));
             s.appendChild(g);
           });
         });
         heat.appendChild(s);
-        heat.appendChild(el("p", { "class": "mxd-foot" }, ["Total tok/s; ~ predicted, q requests queued, ? refused, – no speed (over capacity). Hover a cell for its basis."]));
+        heat.appendChild(el("p", { "class": "mxd-foot" }, [t("grid.legend")]));
       });
     }
     function loadAxes() {
@@ -197,12 +233,12 @@
     Promise.all([getJSON(api + "/v1/runs?limit=100"), getJSON(api + "/v1/hardware")]).then(function (rs) {
       var runs = rs[0].ok ? rs[0].body.items : [];
       if (root.getAttribute("data-model") && root.getAttribute("data-gpu")) {
-        runSel.appendChild(el("option", { value: "model:" }, [root.getAttribute("data-model") + " on " + root.getAttribute("data-gpu")]));
+        runSel.appendChild(el("option", { value: "model:" }, [t("model_on_gpu", root.getAttribute("data-model"), root.getAttribute("data-gpu"))]));
       }
       runs.forEach(function (r) { runSel.appendChild(el("option", { value: r.id }, [r.title])); });
       if (want && !runs.some(function (r) { return r.id === want; })) runSel.insertBefore(el("option", { value: want }, [want]), runSel.firstChild);
       if (want) runSel.value = want;
-      (rs[1].ok ? rs[1].body.items : []).forEach(function (g) { gpuSel.appendChild(el("option", { value: g.name }, [g.name + " (" + g.memory_bandwidth_gbs + " GB/s)"])); });
+      (rs[1].ok ? rs[1].body.items : []).forEach(function (g) { gpuSel.appendChild(el("option", { value: g.name }, [g.name + " (" + fmt(g.memory_bandwidth_gbs) + " GB/s)"])); });
       box.setAttribute("data-ready", "true");
       loadAxes();
     });
