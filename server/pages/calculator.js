@@ -119,7 +119,7 @@
       row(t("out.status"), "status"), row(t("out.total"), "total"), row(t("out.per_request"), "per-request"),
       row("TTFT", "ttft"), row(t("out.basis"), "basis"), row(t("out.band"), "band")));
     var refusal = el("p", { "class": "mxd-refusal", role: "alert", "data-out": "refusal", hidden: "" });
-    var heat = el("div", { "data-out": "heatmap" });
+    var heat = el("div", { "data-out": "heatmap", tabindex: "0" });
     box.appendChild(el("h2", {}, [t("title")]));
     box.appendChild(form);
     box.appendChild(refusal);
