@@ -1,0 +1,98 @@
+package server_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+)
+
+// TestSitePages: the pages the site's navigation names, through the real
+// handler: each answers what its API operation answers, links its JSON
+// twin, refuses a query its operation refuses, and escapes what it repeats.
+func TestSitePages(t *testing.T) {
+	e := newEnv(t, 0)
+	fara := e.seed(t, "fara1.5-4b-autoround-rtx3060")
+	nemotron := e.seed(t, "nemotron-nano-12b-v2-awq-rtx3090")
+	for _, tt := range []struct {
+		name, target, api string
+		wantStatus        int
+		want, wantNot     []string
+	}{
+		{"models", "/models", "/v1/models", 200, []string{
+			`<a href="/models/` + fara.Model.Name + `">` + fara.Model.Name + `</a>`,
+			`<a href="/models/` + nemotron.Model.Name + `">`, `<a href="/v1/models">JSON</a>`, `<a href="/models">Models</a>`}, nil},
+		{"models refuse a query", "/models?sort=model", "/v1/models", 400, []string{"<code>sort</code>"}, nil},
+		{"model by its path, slashes and all", "/models/" + fara.Model.Name, "/v1/models", 200, []string{
+			"<h1>" + fara.Model.Name + "</h1>", `<a href="/runs/` + fara.ID + `">`, `<span class="badge">best</span>`,
+			`<a href="/v1/runs?model=LeaderboardModel1%2FFara1.5-4B-AutoRound-W4A16-RTN&amp;sort=-peak_total_tok_s">JSON</a>`,
+			`<div class="scroll">`}, []string{nemotron.ID}},
+		{"model in Thai", "/models/" + fara.Model.Name + "?lang=th", "/v1/models", 200, []string{"ดีที่สุด"}, nil},
+		{"model unknown", "/models/nobody/nothing", "", 404, []string{"nobody/nothing"}, nil},
+		{"model a substring only", "/models/LeaderboardModel1", "", 404, []string{"LeaderboardModel1"}, nil},
+		{"model escaped", "/models/%3Cscript%3Ex", "", 404, []string{"&lt;script&gt;x"}, []string{"<script>x"}},
+		{"model refuses a query", "/models/" + fara.Model.Name + "?limit=1", "/v1/models", 400, []string{"<code>limit</code>"}, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := e.page(t, tt.target, tt.api)
+			body := rec.Body.String()
+			if rec.Code != tt.wantStatus {
+				t.Fatalf("status %d, want %d; body %.1500s", rec.Code, tt.wantStatus, body)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(body, w) {
+					t.Errorf("body lacks %s\nbody: %.4000s", w, body)
+				}
+			}
+			for _, w := range tt.wantNot {
+				if strings.Contains(body, w) {
+					t.Errorf("body has %s", w)
+				}
+			}
+		})
+	}
+	// A name's slashes are real ones: an encoded slash is refused, as
+	// everywhere, never taken for one.
+	rec := httptest.NewRecorder()
+	e.h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/models/LeaderboardModel1%2FFara1.5-4B-AutoRound-W4A16-RTN", nil))
+	if rec.Code != http.StatusNotFound {
+		t.Errorf("an encoded slash in a model's path: %d, want 404", rec.Code)
+	}
+}
+
+// TestSitePagesInBrowser opens the navigation's pages at 400 and 1280 px:
+// none scrolls sideways (wide tables scroll in their own box) and none
+// writes an error to the console.
+func TestSitePagesInBrowser(t *testing.T) {
+	ctx := browser(t)
+	e := newEnv(t, 0)
+	fara := e.seed(t, "fara1.5-4b-autoround-rtx3060")
+	srv := httptest.NewServer(e.h)
+	defer srv.Close()
+	errs := consoleErrors(t, ctx)
+	for _, page := range []struct{ name, path string }{
+		{"models", "/models"},
+		{"model", "/models/" + fara.Model.Name},
+	} {
+		for _, width := range []int64{400, 1280} {
+			w := strconv.FormatInt(width, 10)
+			if err := chromedp.Do(ctx,
+				chromedp.EmulateViewport(width, 900),
+				chromedp.Navigate(srv.URL+page.path),
+				chromedp.WaitVisible(chromedp.CSS(`main h1`)),
+			); err != nil {
+				t.Fatalf("%s at %s px: %v", page.path, w, err)
+			}
+			if dims, err := chromedp.Run(ctx, chromedp.Evaluate[[]int](`[document.documentElement.scrollWidth, window.innerWidth]`)); err != nil || dims[0] > dims[1] {
+				t.Errorf("%s at %s px scrolls sideways: %v wide (%v)", page.path, w, dims, err)
+			}
+			screenshot(t, ctx, "site-"+page.name+"-"+w)
+		}
+	}
+	if got := errs(); len(got) > 0 {
+		t.Errorf("console errors: %v", got)
+	}
+}
