@@ -93,6 +93,8 @@ func registerPages(e *echo.Echo, s *Server, spec *openapi3.T, router routers.Rou
 	e.GET("/compare", p.localised(p.compare))
 	e.GET("/models", p.localised(p.models))
 	e.GET("/models/*", p.localised(p.model))
+	e.GET("/hardware", p.localised(p.hardware))
+	e.GET("/hardware/*", p.localised(p.gpu))
 	e.GET("/widget/calculator", p.localised(p.widgetPage))
 	e.GET("/language", p.localised(p.chooseLanguage))
 	e.GET("/assets/site.css", asset("pages/site.css", "text/css; charset=utf-8"))

@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/matrixd/matrixd/api"
+	"github.com/matrixd/matrixd/calculator"
 	"github.com/matrixd/matrixd/store"
 )
 
@@ -40,7 +41,17 @@ const modelRunsMax = 1000
 // its method class.
 type modelRun struct {
 	api.RunSummary
-	Best bool
+	Best         bool
+	HardwareHref string // the GPU's catalog page, when the catalog knows it
+}
+
+// hardwareHref is a GPU's catalog page, or "" when the catalog does not
+// know the name.
+func hardwareHref(gpu string) string {
+	if g, ok := calculator.LookupGPU(gpu); ok {
+		return "/hardware/" + url.PathEscape(g.Name)
+	}
+	return ""
 }
 
 // model is a model's page: its catalog entry (GET /v1/models) and its
@@ -87,7 +98,7 @@ func (p *pages) model(c echo.Context) error {
 			if r.Model != entry.Model {
 				continue // a substring match: another model whose name holds this one
 			}
-			mr := modelRun{RunSummary: r}
+			mr := modelRun{RunSummary: r, HardwareHref: hardwareHref(r.GPU)}
 			if r.Peak != nil && !best[r.MethodClass] {
 				mr.Best, best[r.MethodClass] = true, true
 			}
@@ -102,5 +113,76 @@ func (p *pages) model(c echo.Context) error {
 		"Title": entry.Model, "Model": entry, "Runs": runs,
 		"RunsHref": "/?" + url.Values{"model": {entry.Model}}.Encode(),
 		"JSON":     "/v1/runs?" + url.Values{"model": {entry.Model}, "sort": {store.SortPeakDesc}}.Encode(),
+	})
+}
+
+// hardwareShown are the parameters the hardware page's form shows.
+var hardwareShown = []string{"vendor", "generation"}
+
+// hardware is GET /v1/hardware as a page.
+func (p *pages) hardware(c echo.Context) error {
+	ac, err := p.asAPI(c, "/v1/hardware")
+	if err != nil {
+		return p.problemPage(c, err, "/hardware")
+	}
+	var params api.ListHardwareParams
+	if err := (&api.ServerInterfaceWrapper{Handler: bound{hardware: &params}}).ListHardware(ac); err != nil {
+		return p.problemPage(c, err, "/hardware")
+	}
+	resp, err := p.s.ListHardware(c.Request().Context(), api.ListHardwareRequestObject{Params: params})
+	if err != nil {
+		return p.problemPage(c, err, "/hardware")
+	}
+	list, ok := resp.(api.ListHardware200JSONResponse)
+	if !ok {
+		return fmt.Errorf("list hardware answered %T", resp)
+	}
+	q, err := p.values(c)
+	if err != nil {
+		return err
+	}
+	twin := "/v1/hardware"
+	if len(q) > 0 {
+		twin += "?" + q.Encode()
+	}
+	return p.render(c, http.StatusOK, "hardware.html", pageCSP, map[string]any{
+		"Title": p.locale(c).t("nav.hardware"), "GPUs": list.Items, "Q": q, "JSON": twin,
+		"Hidden": hidden(q, hardwareShown...), "Filters": hidden(q),
+	})
+}
+
+// gpuRunsMax bounds the runs a GPU's page lists; the run list has them all.
+const gpuRunsMax = 200
+
+// gpu is GET /v1/hardware/{gpu} as a page, with the GPU's runs (GET
+// /v1/runs?gpu=, every name the catalog knows it by) fastest peak first.
+func (p *pages) gpu(c echo.Context) error {
+	name := strings.TrimPrefix(c.Request().URL.Path, "/hardware/")
+	if _, err := p.asAPI(c, "/v1/hardware/"+url.PathEscape(name)); err != nil {
+		return p.problemPage(c, err, "/hardware")
+	}
+	ctx := c.Request().Context()
+	resp, err := p.s.GetHardware(ctx, api.GetHardwareRequestObject{GPU: name})
+	if err != nil {
+		return p.problemPage(c, err, "/hardware")
+	}
+	g, ok := resp.(api.GetHardware200JSONResponse)
+	if !ok {
+		return fmt.Errorf("get hardware answered %T", resp)
+	}
+	sort, limit := api.ListRunsParamsSort(store.SortPeakDesc), gpuRunsMax
+	runs, err := p.s.ListRuns(ctx, api.ListRunsRequestObject{Params: api.ListRunsParams{GPU: &g.Name, Sort: &sort, Limit: &limit}})
+	if err != nil {
+		return err
+	}
+	list, ok := runs.(api.ListRuns200JSONResponse)
+	if !ok {
+		return fmt.Errorf("list runs answered %T", runs)
+	}
+	return p.render(c, http.StatusOK, "gpu.html", pageCSP, map[string]any{
+		"Title": g.Name, "GPU": api.HardwareGPU(g), "Runs": list.Items, "More": list.NextCursor != nil,
+		"JSON":     "/v1/hardware/" + url.PathEscape(g.Name),
+		"RunsJSON": "/v1/runs?" + url.Values{"gpu": {g.Name}, "sort": {store.SortPeakDesc}}.Encode(),
+		"RunsHref": "/?" + url.Values{"gpu": {g.Name}}.Encode(),
 	})
 }

@@ -35,6 +35,19 @@ func TestSitePages(t *testing.T) {
 		{"model a substring only", "/models/LeaderboardModel1", "", 404, []string{"LeaderboardModel1"}, nil},
 		{"model escaped", "/models/%3Cscript%3Ex", "", 404, []string{"&lt;script&gt;x"}, []string{"<script>x"}},
 		{"model refuses a query", "/models/" + fara.Model.Name + "?limit=1", "/v1/models", 400, []string{"<code>limit</code>"}, nil},
+		{"hardware", "/hardware", "/v1/hardware", 200, []string{`<a href="/hardware/RTX%203090">RTX 3090</a>`, `<a href="/v1/hardware">JSON</a>`,
+			`<a href="/hardware">Hardware</a>`, `<div class="scroll">`}, nil},
+		{"hardware filtered", "/hardware?vendor=AMD&generation=", "/v1/hardware", 200, []string{`<a href="/v1/hardware?vendor=AMD">JSON</a>`, `value="AMD"`}, []string{"RTX 3090"}},
+		{"hardware none", "/hardware?vendor=nobody", "/v1/hardware", 200, []string{"No GPU of the catalog matches", `role="status"`}, nil},
+		{"hardware refuses", "/hardware?vendors=AMD", "/v1/hardware", 400, []string{"<code>vendors</code>"}, nil},
+		{"hardware vendor escaped", "/hardware?vendor=%3Cb%3E", "/v1/hardware", 200, []string{`value="&lt;b&gt;"`}, []string{"<b>"}},
+		{"gpu by alias", "/hardware/3090", "/v1/hardware/3090", 200, []string{"<h1>RTX 3090</h1>", `<a href="/runs/` + nemotron.ID + `">`,
+			`<a href="/models/` + nemotron.Model.Name + `">`, `<a href="/v1/hardware/RTX%203090">JSON</a>`, "GeForce RTX 3090"}, []string{fara.ID}},
+		{"gpu without runs", "/hardware/H100%20SXM", "/v1/hardware/H100", 200, []string{"No run has measured this GPU yet"}, nil},
+		{"gpu unknown", "/hardware/nothing-like-it", "/v1/hardware/x", 404, []string{"nothing-like-it"}, nil},
+		{"gpu name too long", "/hardware/" + strings.Repeat("g", 101), "/v1/hardware/x", 400, []string{"<code>gpu</code>"}, nil},
+		{"gpu refuses a query", "/hardware/3090?x=1", "/v1/hardware/x", 400, []string{"<code>x</code>"}, nil},
+		{"model links its GPU", "/models/" + fara.Model.Name, "/v1/models", 200, []string{`<a href="/hardware/RTX%203060">RTX 3060</a>`}, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := e.page(t, tt.target, tt.api)
@@ -76,6 +89,8 @@ func TestSitePagesInBrowser(t *testing.T) {
 	for _, page := range []struct{ name, path string }{
 		{"models", "/models"},
 		{"model", "/models/" + fara.Model.Name},
+		{"hardware", "/hardware"},
+		{"gpu", "/hardware/3060"},
 	} {
 		for _, width := range []int64{400, 1280} {
 			w := strconv.FormatInt(width, 10)
