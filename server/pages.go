@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/routers"
@@ -56,6 +57,7 @@ func pageTemplates(l *locale) (*template.Template, error) {
 		"tokens": tokenLabel,
 		"link":   link,
 		"code":   codeLink,
+		"day":    day,
 	}).ParseFS(pageFiles, "pages/*.html")
 }
 
@@ -63,6 +65,9 @@ func pageTemplates(l *locale) (*template.Template, error) {
 func link(href, text string) template.HTML {
 	return template.HTML(`<a href="` + template.HTMLEscapeString(href) + `">` + template.HTMLEscapeString(text) + `</a>`)
 }
+
+// day is a time's UTC date, as ISO 8601 writes it in every language.
+func day(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 
 // codeLink is an <a> around <code>, for an identifier.
 func codeLink(href, text string) template.HTML {
@@ -95,6 +100,7 @@ func registerPages(e *echo.Echo, s *Server, spec *openapi3.T, router routers.Rou
 	e.GET("/models/*", p.localised(p.model))
 	e.GET("/hardware", p.localised(p.hardware))
 	e.GET("/hardware/*", p.localised(p.gpu))
+	e.GET("/submitters/*", p.localised(p.submitter))
 	e.GET("/widget/calculator", p.localised(p.widgetPage))
 	e.GET("/language", p.localised(p.chooseLanguage))
 	e.GET("/assets/site.css", asset("pages/site.css", "text/css; charset=utf-8"))

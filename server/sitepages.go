@@ -186,3 +186,24 @@ func (p *pages) gpu(c echo.Context) error {
 		"RunsHref": "/?" + url.Values{"gpu": {g.Name}}.Encode(),
 	})
 }
+
+// submitter is GET /v1/submitters/{name} as a page: the profile and the
+// newest runs, linking the run list of them all.
+func (p *pages) submitter(c echo.Context) error {
+	name := strings.TrimPrefix(c.Request().URL.Path, "/submitters/")
+	if _, err := p.asAPI(c, "/v1/submitters/"+url.PathEscape(name)); err != nil {
+		return p.problemPage(c, err, "/")
+	}
+	resp, err := p.s.GetSubmitter(c.Request().Context(), api.GetSubmitterRequestObject{Name: name})
+	if err != nil {
+		return p.problemPage(c, err, "/")
+	}
+	sp, ok := resp.(api.GetSubmitter200JSONResponse)
+	if !ok {
+		return fmt.Errorf("get submitter answered %T", resp)
+	}
+	return p.render(c, http.StatusOK, "submitter.html", pageCSP, map[string]any{
+		"Title": sp.Name, "Profile": api.SubmitterProfile(sp), "JSON": "/v1/submitters/" + url.PathEscape(sp.Name),
+		"RunsHref": "/?" + url.Values{"submitter": {sp.Name}}.Encode(), "More": sp.RunCount > len(sp.Runs),
+	})
+}

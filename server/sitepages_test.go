@@ -48,6 +48,13 @@ func TestSitePages(t *testing.T) {
 		{"gpu name too long", "/hardware/" + strings.Repeat("g", 101), "/v1/hardware/x", 400, []string{"<code>gpu</code>"}, nil},
 		{"gpu refuses a query", "/hardware/3090?x=1", "/v1/hardware/x", 400, []string{"<code>x</code>"}, nil},
 		{"model links its GPU", "/models/" + fara.Model.Name, "/v1/models", 200, []string{`<a href="/hardware/RTX%203060">RTX 3060</a>`}, nil},
+		{"submitter", "/submitters/sandberg", "/v1/submitters/sandberg", 200, []string{"<h1>Sandberg</h1>", `<a href="/runs/` + nemotron.ID + `">`,
+			`<a href="/v1/submitters/Sandberg">JSON</a>`, `<a href="/?submitter=Sandberg">the run list</a>`, `<time datetime="`}, []string{fara.ID}},
+		{"submitter in Chinese", "/submitters/Sandberg?lang=zh-Hant", "/v1/submitters/Sandberg", 200, []string{"第一筆結果"}, nil},
+		{"submitter unknown", "/submitters/%3Cb%3Enobody", "/v1/submitters/x", 404, []string{"&lt;b&gt;nobody"}, []string{"<b>nobody"}},
+		{"submitter refuses a query", "/submitters/Sandberg?limit=5", "/v1/submitters/x", 400, []string{"<code>limit</code>"}, nil},
+		{"submitter name too long", "/submitters/" + strings.Repeat("s", 201), "/v1/submitters/x", 400, []string{"<code>name</code>"}, nil},
+		{"run links its submitter", "/runs/" + nemotron.ID, "/v1/runs/" + nemotron.ID, 200, []string{`<a href="/submitters/Sandberg">Sandberg</a>`}, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := e.page(t, tt.target, tt.api)
@@ -91,6 +98,7 @@ func TestSitePagesInBrowser(t *testing.T) {
 		{"model", "/models/" + fara.Model.Name},
 		{"hardware", "/hardware"},
 		{"gpu", "/hardware/3060"},
+		{"submitter", "/submitters/Sandberg"},
 	} {
 		for _, width := range []int64{400, 1280} {
 			w := strconv.FormatInt(width, 10)
