@@ -80,10 +80,17 @@ type bound struct {
 	leaderboard         *api.GetLeaderboardParams
 	compare             *api.CompareRunsParams
 	hardware            *api.ListHardwareParams
+	decode              *api.EstimateDecodeParams
+	plan                *api.PlanCapacityParams
 }
 
 func (b bound) ListRuns(_ echo.Context, p api.ListRunsParams) error       { *b.list = p; return nil }
 func (b bound) CompareRuns(_ echo.Context, p api.CompareRunsParams) error { *b.compare = p; return nil }
+func (b bound) EstimateDecode(_ echo.Context, p api.EstimateDecodeParams) error {
+	*b.decode = p
+	return nil
+}
+func (b bound) PlanCapacity(_ echo.Context, p api.PlanCapacityParams) error { *b.plan = p; return nil }
 func (b bound) ListHardware(_ echo.Context, p api.ListHardwareParams) error {
 	*b.hardware = p
 	return nil

@@ -58,6 +58,7 @@ func pageTemplates(l *locale) (*template.Template, error) {
 		"link":   link,
 		"code":   codeLink,
 		"day":    day,
+		"list":   func(v ...any) []any { return v },
 	}).ParseFS(pageFiles, "pages/*.html")
 }
 
@@ -101,6 +102,7 @@ func registerPages(e *echo.Echo, s *Server, spec *openapi3.T, router routers.Rou
 	e.GET("/hardware", p.localised(p.hardware))
 	e.GET("/hardware/*", p.localised(p.gpu))
 	e.GET("/submitters/*", p.localised(p.submitter))
+	e.GET("/calculator", p.localised(p.calculatorPage))
 	e.GET("/widget/calculator", p.localised(p.widgetPage))
 	e.GET("/language", p.localised(p.chooseLanguage))
 	e.GET("/assets/site.css", asset("pages/site.css", "text/css; charset=utf-8"))
