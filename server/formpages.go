@@ -88,3 +88,37 @@ func (p *pages) formChoices(ctx context.Context, data map[string]any) error {
 	data["Runs"], data["GPUs"] = choices, gpus
 	return nil
 }
+
+// plannerShown are the parameters the planner's form shows.
+var plannerShown = []string{"context_tokens", "min_per_request_tok_s", "max_ttft_ms", "users", "model", "gpu", "include_scaled", "gpu_hour_usd"}
+
+// planner is GET /v1/planner as a page; with no query it is the form alone.
+func (p *pages) planner(c echo.Context) error {
+	q, err := p.values(c)
+	if err != nil {
+		return p.problemPage(c, err, "/planner")
+	}
+	data := map[string]any{"Title": p.locale(c).t("plan.title"), "Q": q, "Hidden": hidden(q, plannerShown...)}
+	if len(q) == 0 {
+		return p.render(c, http.StatusOK, "planner.html", pageCSP, data)
+	}
+	ac, err := p.asAPI(c, "/v1/planner")
+	if err != nil {
+		return p.problemPage(c, err, "/planner")
+	}
+	var params api.PlanCapacityParams
+	if err := (&api.ServerInterfaceWrapper{Handler: bound{plan: &params}}).PlanCapacity(ac); err != nil {
+		return p.problemPage(c, err, "/planner")
+	}
+	data["JSON"] = "/v1/planner?" + q.Encode()
+	resp, err := p.s.PlanCapacity(c.Request().Context(), api.PlanCapacityRequestObject{Params: params})
+	if err != nil {
+		return p.refusedForm(c, err, "planner.html", data)
+	}
+	plan, ok := resp.(api.PlanCapacity200JSONResponse)
+	if !ok {
+		return fmt.Errorf("plan capacity answered %T", resp)
+	}
+	data["Plan"] = api.CapacityPlan(plan)
+	return p.render(c, http.StatusOK, "planner.html", pageCSP, data)
+}

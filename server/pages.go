@@ -103,6 +103,7 @@ func registerPages(e *echo.Echo, s *Server, spec *openapi3.T, router routers.Rou
 	e.GET("/hardware/*", p.localised(p.gpu))
 	e.GET("/submitters/*", p.localised(p.submitter))
 	e.GET("/calculator", p.localised(p.calculatorPage))
+	e.GET("/planner", p.localised(p.planner))
 	e.GET("/widget/calculator", p.localised(p.widgetPage))
 	e.GET("/language", p.localised(p.chooseLanguage))
 	e.GET("/assets/site.css", asset("pages/site.css", "text/css; charset=utf-8"))

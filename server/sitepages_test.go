@@ -69,6 +69,14 @@ func TestSitePages(t *testing.T) {
 		{"calculator without a cell", "/calculator?run_id=" + nemotron.ID, "/v1/calculator/decode", 400, []string{"<code>context_tokens</code>", "<code>concurrency</code>"}, nil},
 		{"calculator refuses", "/calculator?run_id=" + nemotron.ID + "&context_tokens=0&concurrency=1&theme=dark", "/v1/calculator/decode", 400, []string{"<code>theme</code>"}, nil},
 		{"calculator escapes", "/calculator?run_id=" + nemotron.ID + "&context_tokens=0&concurrency=1&target_gpu=%3Cb%3E", "/v1/calculator/decode", 0, []string{"&lt;b&gt;"}, []string{"<b>"}},
+		{"planner form", "/planner", "/v1/planner", 200, []string{`action="/planner"`, `<a href="/planner">Planner</a>`, "Give a context"}, nil},
+		{"planner options", "/planner?context_tokens=16384&min_per_request_tok_s=20&users=100", "/v1/planner", 200, []string{
+			`<a href="/runs/` + nemotron.ID + `">`, `<a href="/v1/planner?context_tokens=16384&amp;min_per_request_tok_s=20&amp;users=100">JSON</a>`,
+			"Instances", "<td>interpolated</td>", "not surely", "under the 20 asked", `<div class="scroll">`}, nil},
+		{"planner scaled", "/planner?context_tokens=0&min_per_request_tok_s=10&include_scaled=true", "/v1/planner", 200, []string{"(scaled from RTX 3", `name="include_scaled" value="true" checked`}, []string{"scaled from 0x"}},
+		{"planner none", "/planner?context_tokens=0&min_per_request_tok_s=10&model=nothing-like-it", "/v1/planner", 200, []string{"No run matches"}, nil},
+		{"planner refuses", "/planner?context_tokens=0", "/v1/planner", 400, []string{"<code>min_per_request_tok_s</code>"}, nil},
+		{"planner cost without a price", "/planner?context_tokens=0&min_per_request_tok_s=10&sort=cost", "/v1/planner", 0, []string{"<code>sort</code>"}, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := e.page(t, tt.target, tt.api)
@@ -113,6 +121,7 @@ func TestSitePagesInBrowser(t *testing.T) {
 		{"hardware", "/hardware"},
 		{"gpu", "/hardware/3060"},
 		{"submitter", "/submitters/Sandberg"},
+		{"planner", "/planner?context_tokens=16384&min_per_request_tok_s=20&users=100&include_scaled=true"},
 		{"calculator", "/calculator?run_id=" + fara.ID + "&context_tokens=16384&concurrency=8&gpu_hour_usd=0.4"},
 	} {
 		for _, width := range []int64{400, 1280} {
