@@ -122,3 +122,12 @@ func (p *pages) planner(c echo.Context) error {
 	data["Plan"] = api.CapacityPlan(plan)
 	return p.render(c, http.StatusOK, "planner.html", pageCSP, data)
 }
+
+// gettingStarted says how to read a matrix, submit runs and embed the
+// calculator; it takes no query.
+func (p *pages) gettingStarted(c echo.Context) error {
+	if _, err := p.checkAs(c, "/getting-started", p.bare); err != nil {
+		return p.problemPage(c, err, "/getting-started")
+	}
+	return p.render(c, http.StatusOK, "getting-started.html", pageCSP, map[string]any{"Title": p.locale(c).t("gs.title")})
+}

@@ -42,6 +42,7 @@ type pages struct {
 	tmpl   map[string]*template.Template // by language
 	router routers.Router                // the API's, to check a page's query as the API's
 	widget *routers.Route                // the widget's query, as an operation
+	bare   *routers.Route                // a page that takes no query, as an operation
 }
 
 // pageTemplates are the pages in one language: its messages and its way
@@ -89,6 +90,7 @@ func registerPages(e *echo.Echo, s *Server, spec *openapi3.T, router routers.Rou
 		return err
 	}
 	p.widget = widget
+	p.bare = &routers.Route{Spec: spec, Method: http.MethodGet, PathItem: &openapi3.PathItem{}, Operation: &openapi3.Operation{}}
 	js, err := widgetScript(langs)
 	if err != nil {
 		return err
@@ -104,6 +106,7 @@ func registerPages(e *echo.Echo, s *Server, spec *openapi3.T, router routers.Rou
 	e.GET("/submitters/*", p.localised(p.submitter))
 	e.GET("/calculator", p.localised(p.calculatorPage))
 	e.GET("/planner", p.localised(p.planner))
+	e.GET("/getting-started", p.localised(p.gettingStarted))
 	e.GET("/widget/calculator", p.localised(p.widgetPage))
 	e.GET("/language", p.localised(p.chooseLanguage))
 	e.GET("/assets/site.css", asset("pages/site.css", "text/css; charset=utf-8"))

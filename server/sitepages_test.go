@@ -77,6 +77,10 @@ func TestSitePages(t *testing.T) {
 		{"planner none", "/planner?context_tokens=0&min_per_request_tok_s=10&model=nothing-like-it", "/v1/planner", 200, []string{"No run matches"}, nil},
 		{"planner refuses", "/planner?context_tokens=0", "/v1/planner", 400, []string{"<code>min_per_request_tok_s</code>"}, nil},
 		{"planner cost without a price", "/planner?context_tokens=0&min_per_request_tok_s=10&sort=cost", "/v1/planner", 0, []string{"<code>sort</code>"}, nil},
+		{"getting started", "/getting-started", "", 200, []string{`<a href="/getting-started">Getting started</a>`, `id="read"`, `id="submit"`, `id="embed"`,
+			"llama-batched-bench", "vllm-bench", "grid-csv", "&lt;div data-matrixd-calculator", `<a href="/docs">API reference</a>`, `<a href="/openapi.yaml">openapi.yaml</a>`}, []string{"<div data-matrixd-calculator"}},
+		{"getting started in Thai", "/getting-started?lang=th", "", 200, []string{"การอ่านเมทริกซ์"}, nil},
+		{"getting started takes no query", "/getting-started?x=1", "", 400, []string{"<code>x</code>", "it takes none"}, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := e.page(t, tt.target, tt.api)
@@ -122,6 +126,7 @@ func TestSitePagesInBrowser(t *testing.T) {
 		{"gpu", "/hardware/3060"},
 		{"submitter", "/submitters/Sandberg"},
 		{"planner", "/planner?context_tokens=16384&min_per_request_tok_s=20&users=100&include_scaled=true"},
+		{"getting-started", "/getting-started"},
 		{"calculator", "/calculator?run_id=" + fara.ID + "&context_tokens=16384&concurrency=8&gpu_hour_usd=0.4"},
 	} {
 		for _, width := range []int64{400, 1280} {
