@@ -26,7 +26,7 @@ import (
 // The pages for people: server-rendered HTML with inline SVG, readable with
 // JavaScript off, and the embeddable calculator widget.
 
-//go:embed pages/*.html pages/*.css pages/*.js pages/locales/*.json
+//go:embed pages/*.html pages/*.css pages/*.js pages/*.svg pages/locales/*.json
 var pageFiles embed.FS
 
 // pageCSP lets a page load its own stylesheet and nothing else; pages are
@@ -110,6 +110,13 @@ func registerPages(e *echo.Echo, s *Server, spec *openapi3.T, router routers.Rou
 	e.GET("/widget/calculator", p.localised(p.widgetPage))
 	e.GET("/language", p.localised(p.chooseLanguage))
 	e.GET("/assets/site.css", asset("pages/site.css", "text/css; charset=utf-8"))
+	e.GET("/favicon.svg", asset("pages/favicon.svg", "image/svg+xml"))
+	// Browsers ask for /favicon.ico on their own (a JSON answer, the API
+	// docs); every one of them follows this to the SVG.
+	e.GET("/favicon.ico", func(c echo.Context) error {
+		c.Response().Header().Set("Cache-Control", "public, max-age=86400")
+		return c.Redirect(http.StatusMovedPermanently, "/favicon.svg")
+	})
 	e.GET("/widget/calculator.css", asset("pages/calculator.css", "text/css; charset=utf-8"))
 	e.GET("/widget/calculator.js", blob(js, "text/javascript; charset=utf-8"))
 	return nil

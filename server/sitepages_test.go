@@ -148,3 +148,24 @@ func TestSitePagesInBrowser(t *testing.T) {
 		t.Errorf("console errors: %v", got)
 	}
 }
+
+// TestFavicon: pages link an SVG icon, and the /favicon.ico browsers ask
+// for on their own leads to it instead of a 404.
+func TestFavicon(t *testing.T) {
+	e := newEnv(t, 0)
+	rec := httptest.NewRecorder()
+	e.h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/favicon.svg", nil))
+	if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "image/svg+xml" || !strings.HasPrefix(rec.Body.String(), "<svg ") {
+		t.Errorf("/favicon.svg: %d %q %.80s", rec.Code, rec.Header().Get("Content-Type"), rec.Body)
+	}
+	rec = httptest.NewRecorder()
+	e.h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/favicon.ico", nil))
+	if rec.Code != http.StatusMovedPermanently || rec.Header().Get("Location") != "/favicon.svg" {
+		t.Errorf("/favicon.ico: %d to %q", rec.Code, rec.Header().Get("Location"))
+	}
+	for _, path := range []string{"/", "/models", "/widget/calculator"} {
+		if body := e.page(t, path, "").Body.String(); !strings.Contains(body, `<link rel="icon" href="/favicon.svg" type="image/svg+xml">`) {
+			t.Errorf("%s does not link the icon", path)
+		}
+	}
+}
