@@ -60,6 +60,7 @@ func pageTemplates(l *locale) (*template.Template, error) {
 		"code":   codeLink,
 		"day":    day,
 		"list":   func(v ...any) []any { return v },
+		"model":  modelHref,
 	}).ParseFS(pageFiles, "pages/*.html")
 }
 

@@ -45,6 +45,16 @@ type modelRun struct {
 	HardwareHref string // the GPU's catalog page, when the catalog knows it
 }
 
+// modelHref is a model's page: each segment of its name escaped, the
+// slashes between them kept (an encoded one is refused as any is).
+func modelHref(name string) string {
+	segs := strings.Split(name, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	return "/models/" + strings.Join(segs, "/")
+}
+
 // hardwareHref is a GPU's catalog page, or "" when the catalog does not
 // know the name.
 func hardwareHref(gpu string) string {
