@@ -114,10 +114,7 @@ func registerPages(e *echo.Echo, s *Server, spec *openapi3.T, router routers.Rou
 	e.GET("/favicon.svg", asset("pages/favicon.svg", "image/svg+xml"))
 	// Browsers ask for /favicon.ico on their own (a JSON answer, the API
 	// docs); every one of them follows this to the SVG.
-	e.GET("/favicon.ico", func(c echo.Context) error {
-		c.Response().Header().Set("Cache-Control", "public, max-age=86400")
-		return c.Redirect(http.StatusMovedPermanently, "/favicon.svg")
-	})
+	e.GET("/favicon.ico", func(c echo.Context) error { return c.Redirect(http.StatusMovedPermanently, "/favicon.svg") })
 	e.GET("/widget/calculator.css", asset("pages/calculator.css", "text/css; charset=utf-8"))
 	e.GET("/widget/calculator.js", blob(js, "text/javascript; charset=utf-8"))
 	return nil
