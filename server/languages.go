@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -70,6 +71,10 @@ func (l *locale) fill(m string, args []any, escape func(string) string) string {
 			s = string(x)
 		case string:
 			s = escape(x)
+		case *string:
+			if x != nil {
+				s = escape(*x)
+			}
 		default:
 			s = escape(l.num(a))
 		}
@@ -81,6 +86,12 @@ func (l *locale) fill(m string, args []any, escape func(string) string) string {
 // enum is the message for one value of an enumeration (a status, a
 // verdict), the value itself when the catalogs have none.
 func (l *locale) enum(prefix string, value any) string {
+	if rv := reflect.ValueOf(value); rv.Kind() == reflect.Pointer { // an optional enum
+		if rv.IsNil() {
+			return ""
+		}
+		value = rv.Elem().Interface()
+	}
 	v := fmt.Sprint(value) // a string or a generated enum type
 	if m, ok := l.msgs[prefix+"."+v]; ok {
 		return m

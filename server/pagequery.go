@@ -79,10 +79,22 @@ type bound struct {
 	list                *api.ListRunsParams
 	leaderboard         *api.GetLeaderboardParams
 	compare             *api.CompareRunsParams
+	hardware            *api.ListHardwareParams
+	decode              *api.EstimateDecodeParams
+	plan                *api.PlanCapacityParams
 }
 
 func (b bound) ListRuns(_ echo.Context, p api.ListRunsParams) error       { *b.list = p; return nil }
 func (b bound) CompareRuns(_ echo.Context, p api.CompareRunsParams) error { *b.compare = p; return nil }
+func (b bound) EstimateDecode(_ echo.Context, p api.EstimateDecodeParams) error {
+	*b.decode = p
+	return nil
+}
+func (b bound) PlanCapacity(_ echo.Context, p api.PlanCapacityParams) error { *b.plan = p; return nil }
+func (b bound) ListHardware(_ echo.Context, p api.ListHardwareParams) error {
+	*b.hardware = p
+	return nil
+}
 func (b bound) GetLeaderboard(_ echo.Context, p api.GetLeaderboardParams) error {
 	*b.leaderboard = p
 	return nil

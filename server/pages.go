@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/routers"
@@ -25,7 +26,7 @@ import (
 // The pages for people: server-rendered HTML with inline SVG, readable with
 // JavaScript off, and the embeddable calculator widget.
 
-//go:embed pages/*.html pages/*.css pages/*.js pages/locales/*.json
+//go:embed pages/*.html pages/*.css pages/*.js pages/*.svg pages/locales/*.json
 var pageFiles embed.FS
 
 // pageCSP lets a page load its own stylesheet and nothing else; pages are
@@ -41,6 +42,7 @@ type pages struct {
 	tmpl   map[string]*template.Template // by language
 	router routers.Router                // the API's, to check a page's query as the API's
 	widget *routers.Route                // the widget's query, as an operation
+	bare   *routers.Route                // a page that takes no query, as an operation
 }
 
 // pageTemplates are the pages in one language: its messages and its way
@@ -56,6 +58,9 @@ func pageTemplates(l *locale) (*template.Template, error) {
 		"tokens": tokenLabel,
 		"link":   link,
 		"code":   codeLink,
+		"day":    day,
+		"list":   func(v ...any) []any { return v },
+		"model":  modelHref,
 	}).ParseFS(pageFiles, "pages/*.html")
 }
 
@@ -63,6 +68,9 @@ func pageTemplates(l *locale) (*template.Template, error) {
 func link(href, text string) template.HTML {
 	return template.HTML(`<a href="` + template.HTMLEscapeString(href) + `">` + template.HTMLEscapeString(text) + `</a>`)
 }
+
+// day is a time's UTC date, as ISO 8601 writes it in every language.
+func day(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 
 // codeLink is an <a> around <code>, for an identifier.
 func codeLink(href, text string) template.HTML {
@@ -83,6 +91,7 @@ func registerPages(e *echo.Echo, s *Server, spec *openapi3.T, router routers.Rou
 		return err
 	}
 	p.widget = widget
+	p.bare = &routers.Route{Spec: spec, Method: http.MethodGet, PathItem: &openapi3.PathItem{}, Operation: &openapi3.Operation{}}
 	js, err := widgetScript(langs)
 	if err != nil {
 		return err
@@ -91,9 +100,21 @@ func registerPages(e *echo.Echo, s *Server, spec *openapi3.T, router routers.Rou
 	e.GET("/runs/:id", p.localised(p.run))
 	e.GET("/leaderboard", p.localised(p.leaderboard))
 	e.GET("/compare", p.localised(p.compare))
+	e.GET("/models", p.localised(p.models))
+	e.GET("/models/*", p.localised(p.model))
+	e.GET("/hardware", p.localised(p.hardware))
+	e.GET("/hardware/*", p.localised(p.gpu))
+	e.GET("/submitters/*", p.localised(p.submitter))
+	e.GET("/calculator", p.localised(p.calculatorPage))
+	e.GET("/planner", p.localised(p.planner))
+	e.GET("/getting-started", p.localised(p.gettingStarted))
 	e.GET("/widget/calculator", p.localised(p.widgetPage))
 	e.GET("/language", p.localised(p.chooseLanguage))
 	e.GET("/assets/site.css", asset("pages/site.css", "text/css; charset=utf-8"))
+	e.GET("/favicon.svg", asset("pages/favicon.svg", "image/svg+xml"))
+	// Browsers ask for /favicon.ico on their own (a JSON answer, the API
+	// docs); every one of them follows this to the SVG.
+	e.GET("/favicon.ico", func(c echo.Context) error { return c.Redirect(http.StatusMovedPermanently, "/favicon.svg") })
 	e.GET("/widget/calculator.css", asset("pages/calculator.css", "text/css; charset=utf-8"))
 	e.GET("/widget/calculator.js", blob(js, "text/javascript; charset=utf-8"))
 	return nil

@@ -1,0 +1,133 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/matrixd/matrixd/api"
+	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/store"
+)
+
+// The form pages: the calculator and the planner inside the site, each a
+// GET form over its API operation, so that a result's URL is the question
+// and can be shared. A question the data does not answer (404, 422) shows
+// the form again with the API's reason.
+
+// calculatorShown are the parameters the calculator's form shows.
+var calculatorShown = []string{"run_id", "context_tokens", "concurrency", "vram_gb", "target_gpu", "gpu_hour_usd"}
+
+// calculatorPage is GET /v1/calculator/decode as a page; with no query it
+// is the form alone.
+func (p *pages) calculatorPage(c echo.Context) error {
+	q, err := p.values(c)
+	if err != nil {
+		return p.problemPage(c, err, "/calculator")
+	}
+	ctx := c.Request().Context()
+	data := map[string]any{"Title": p.locale(c).t("calc.title"), "Q": q, "Hidden": hidden(q, calculatorShown...)}
+	if err := p.formChoices(ctx, data); err != nil {
+		return err
+	}
+	if len(q) == 0 {
+		return p.render(c, http.StatusOK, "calculator.html", pageCSP, data)
+	}
+	ac, err := p.asAPI(c, "/v1/calculator/decode")
+	if err != nil {
+		return p.problemPage(c, err, "/calculator")
+	}
+	var params api.EstimateDecodeParams
+	if err := (&api.ServerInterfaceWrapper{Handler: bound{decode: &params}}).EstimateDecode(ac); err != nil {
+		return p.problemPage(c, err, "/calculator")
+	}
+	data["JSON"] = "/v1/calculator/decode?" + q.Encode()
+	data["Widget"] = "/widget/calculator?" + url.Values{"run": {q.Get("run_id")}}.Encode()
+	resp, err := p.s.EstimateDecode(ctx, api.EstimateDecodeRequestObject{Params: params})
+	if err != nil {
+		return p.refusedForm(c, err, "calculator.html", data)
+	}
+	out, ok := resp.(api.EstimateDecode200JSONResponse)
+	if !ok {
+		return fmt.Errorf("estimate decode answered %T", resp)
+	}
+	data["Answer"] = api.DecodePrediction(out)
+	return p.render(c, http.StatusOK, "calculator.html", pageCSP, data)
+}
+
+// refusedForm answers a form whose question the API refused as unanswerable
+// (404, 410, 422, 503) with the form again and the API's reason; other
+// refusals are the problem page.
+func (p *pages) refusedForm(c echo.Context, err error, name string, data map[string]any) error {
+	pr := toProblem(err, c)
+	switch pr.Status {
+	case http.StatusNotFound, http.StatusGone, http.StatusUnprocessableEntity, http.StatusServiceUnavailable:
+		data["Refused"] = deref(pr.Detail)
+		return p.render(c, pr.Status, name, pageCSP, data)
+	}
+	return p.problemPage(c, err, c.Request().URL.Path)
+}
+
+// formChoices are the runs and catalog GPUs a form offers.
+func (p *pages) formChoices(ctx context.Context, data map[string]any) error {
+	runs, _, err := p.s.store.ListRuns(ctx, store.RunFilter{}, store.SortModel, 200, "")
+	if err != nil {
+		return err
+	}
+	choices := make([]api.RunSummary, len(runs))
+	for i, r := range runs {
+		choices[i] = toAPISummary(r)
+	}
+	var gpus []string
+	for _, g := range calculator.Hardware().GPUs() {
+		gpus = append(gpus, g.Name)
+	}
+	data["Runs"], data["GPUs"] = choices, gpus
+	return nil
+}
+
+// plannerShown are the parameters the planner's form shows.
+var plannerShown = []string{"context_tokens", "min_per_request_tok_s", "max_ttft_ms", "users", "model", "gpu", "include_scaled", "gpu_hour_usd"}
+
+// planner is GET /v1/planner as a page; with no query it is the form alone.
+func (p *pages) planner(c echo.Context) error {
+	q, err := p.values(c)
+	if err != nil {
+		return p.problemPage(c, err, "/planner")
+	}
+	data := map[string]any{"Title": p.locale(c).t("plan.title"), "Q": q, "Hidden": hidden(q, plannerShown...)}
+	if len(q) == 0 {
+		return p.render(c, http.StatusOK, "planner.html", pageCSP, data)
+	}
+	ac, err := p.asAPI(c, "/v1/planner")
+	if err != nil {
+		return p.problemPage(c, err, "/planner")
+	}
+	var params api.PlanCapacityParams
+	if err := (&api.ServerInterfaceWrapper{Handler: bound{plan: &params}}).PlanCapacity(ac); err != nil {
+		return p.problemPage(c, err, "/planner")
+	}
+	data["JSON"] = "/v1/planner?" + q.Encode()
+	resp, err := p.s.PlanCapacity(c.Request().Context(), api.PlanCapacityRequestObject{Params: params})
+	if err != nil {
+		return p.refusedForm(c, err, "planner.html", data)
+	}
+	plan, ok := resp.(api.PlanCapacity200JSONResponse)
+	if !ok {
+		return fmt.Errorf("plan capacity answered %T", resp)
+	}
+	data["Plan"] = api.CapacityPlan(plan)
+	return p.render(c, http.StatusOK, "planner.html", pageCSP, data)
+}
+
+// gettingStarted says how to read a matrix, submit runs and embed the
+// calculator; it takes no query.
+func (p *pages) gettingStarted(c echo.Context) error {
+	if _, err := p.checkAs(c, "/getting-started", p.bare); err != nil {
+		return p.problemPage(c, err, "/getting-started")
+	}
+	return p.render(c, http.StatusOK, "getting-started.html", pageCSP, map[string]any{"Title": p.locale(c).t("gs.title")})
+}

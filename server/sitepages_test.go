@@ -1,0 +1,174 @@
+package server_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+)
+
+// TestSitePages: the pages the site's navigation names, through the real
+// handler: each answers what its API operation answers, links its JSON
+// twin, refuses a query its operation refuses, and escapes what it repeats.
+func TestSitePages(t *testing.T) {
+	e := newEnv(t, 0)
+	fara := e.seed(t, "fara1.5-4b-autoround-rtx3060")
+	nemotron := e.seed(t, "nemotron-nano-12b-v2-awq-rtx3090")
+	for _, tt := range []struct {
+		name, target, api string
+		wantStatus        int
+		want, wantNot     []string
+	}{
+		{"models", "/models", "/v1/models", 200, []string{
+			`<a href="/models/` + fara.Model.Name + `">` + fara.Model.Name + `</a>`,
+			`<a href="/models/` + nemotron.Model.Name + `">`, `<a href="/v1/models">JSON</a>`, `<a href="/models">Models</a>`}, nil},
+		{"models refuse a query", "/models?sort=model", "/v1/models", 400, []string{"<code>sort</code>"}, nil},
+		{"model by its path, slashes and all", "/models/" + fara.Model.Name, "/v1/models", 200, []string{
+			"<h1>" + fara.Model.Name + "</h1>", `<a href="/runs/` + fara.ID + `">`, `<span class="badge">best</span>`,
+			`<a href="/v1/runs?model=LeaderboardModel1%2FFara1.5-4B-AutoRound-W4A16-RTN&amp;sort=-peak_total_tok_s">JSON</a>`,
+			`<div class="scroll">`}, []string{nemotron.ID}},
+		{"model in Thai", "/models/" + fara.Model.Name + "?lang=th", "/v1/models", 200, []string{"ดีที่สุด"}, nil},
+		{"model with a hash and a space", "/models/org/a%23b%20c", "", 404, []string{"org/a#b c"}, nil},
+		{"model unknown", "/models/nobody/nothing", "", 404, []string{"nobody/nothing"}, nil},
+		{"model a substring only", "/models/LeaderboardModel1", "", 404, []string{"LeaderboardModel1"}, nil},
+		{"model escaped", "/models/%3Cscript%3Ex", "", 404, []string{"&lt;script&gt;x"}, []string{"<script>x"}},
+		{"model refuses a query", "/models/" + fara.Model.Name + "?limit=1", "/v1/models", 400, []string{"<code>limit</code>"}, nil},
+		{"hardware", "/hardware", "/v1/hardware", 200, []string{`<a href="/hardware/RTX%203090">RTX 3090</a>`, `<a href="/v1/hardware">JSON</a>`,
+			`<a href="/hardware">Hardware</a>`, `<div class="scroll">`}, nil},
+		{"hardware filtered", "/hardware?vendor=AMD&generation=", "/v1/hardware", 200, []string{`<a href="/v1/hardware?vendor=AMD">JSON</a>`, `value="AMD"`}, []string{"RTX 3090"}},
+		{"hardware none", "/hardware?vendor=nobody", "/v1/hardware", 200, []string{"No GPU of the catalog matches", `role="status"`}, nil},
+		{"hardware refuses", "/hardware?vendors=AMD", "/v1/hardware", 400, []string{"<code>vendors</code>"}, nil},
+		{"hardware vendor escaped", "/hardware?vendor=%3Cb%3E", "/v1/hardware", 200, []string{`value="&lt;b&gt;"`}, []string{"<b>"}},
+		{"gpu by alias", "/hardware/3090", "/v1/hardware/3090", 200, []string{"<h1>RTX 3090</h1>", `<a href="/runs/` + nemotron.ID + `">`,
+			`<a href="/models/` + nemotron.Model.Name + `">`, `<a href="/v1/hardware/RTX%203090">JSON</a>`, "GeForce RTX 3090"}, []string{fara.ID}},
+		{"gpu without runs", "/hardware/H100%20SXM", "/v1/hardware/H100", 200, []string{"No run has measured this GPU yet"}, nil},
+		{"gpu unknown", "/hardware/nothing-like-it", "/v1/hardware/x", 404, []string{"nothing-like-it"}, nil},
+		{"gpu name too long", "/hardware/" + strings.Repeat("g", 101), "/v1/hardware/x", 400, []string{"<code>gpu</code>"}, nil},
+		{"gpu refuses a query", "/hardware/3090?x=1", "/v1/hardware/x", 400, []string{"<code>x</code>"}, nil},
+		{"model links its GPU", "/models/" + fara.Model.Name, "/v1/models", 200, []string{`<a href="/hardware/RTX%203060">RTX 3060</a>`}, nil},
+		{"submitter", "/submitters/sandberg", "/v1/submitters/sandberg", 200, []string{"<h1>Sandberg</h1>", `<a href="/runs/` + nemotron.ID + `">`,
+			`<a href="/v1/submitters/Sandberg">JSON</a>`, `<a href="/?submitter=Sandberg">the run list</a>`, `<time datetime="`}, []string{fara.ID}},
+		{"submitter in Chinese", "/submitters/Sandberg?lang=zh-Hant", "/v1/submitters/Sandberg", 200, []string{"第一筆結果"}, nil},
+		{"submitter unknown", "/submitters/%3Cb%3Enobody", "/v1/submitters/x", 404, []string{"&lt;b&gt;nobody"}, []string{"<b>nobody"}},
+		{"submitter refuses a query", "/submitters/Sandberg?limit=5", "/v1/submitters/x", 400, []string{"<code>limit</code>"}, nil},
+		{"submitter name too long", "/submitters/" + strings.Repeat("s", 201), "/v1/submitters/x", 400, []string{"<code>name</code>"}, nil},
+		{"the run list links models", "/", "/v1/runs", 200, []string{`<a href="/models/` + fara.Model.Name + `">`}, nil},
+		{"a run links its model", "/runs/" + fara.ID, "/v1/runs/" + fara.ID, 200, []string{`<dd><a href="/models/` + fara.Model.Name + `">`}, nil},
+		{"run links its submitter", "/runs/" + nemotron.ID, "/v1/runs/" + nemotron.ID, 200, []string{`<a href="/submitters/Sandberg">Sandberg</a>`}, nil},
+		{"calculator form", "/calculator", "/v1/calculator/decode", 200, []string{`<form class="filters" method="get" action="/calculator"`,
+			`<option value="` + fara.ID + `">`, `<a href="/calculator">Calculator</a>`, "Choose a run, a context"}, nil},
+		{"calculator at a measured cell", "/calculator?run_id=" + nemotron.ID + "&context_tokens=16384&concurrency=8", "/v1/calculator/decode", 200, []string{
+			`<option value="` + nemotron.ID + `" selected>`, `<data value="427.5">428</data>`, "427 – 428", "measured",
+			`<a href="/v1/calculator/decode?concurrency=8&amp;context_tokens=16384&amp;run_id=` + nemotron.ID + `">JSON</a>`,
+			`<a href="/widget/calculator?run=` + nemotron.ID + `">`}, nil},
+		{"calculator with a price", "/calculator?run_id=" + nemotron.ID + "&context_tokens=16384&concurrency=8&gpu_hour_usd=0.5", "/v1/calculator/decode", 200, []string{"USD per million output tokens"}, nil},
+		{"calculator keeps what the form does not show", "/calculator?run_id=" + nemotron.ID + "&context_tokens=16384&concurrency=8&rough=true", "/v1/calculator/decode", 200,
+			[]string{`type="hidden" name="rough" value="true"`}, nil},
+		{"calculator beyond the data", "/calculator?run_id=" + nemotron.ID + "&context_tokens=32768&concurrency=4&target_gpu=H100", "/v1/calculator/decode", 422, []string{`role="alert"`, `<select name="run_id"`}, nil},
+		{"calculator unknown run", "/calculator?run_id=rnope&context_tokens=0&concurrency=1", "/v1/calculator/decode", 404, []string{`role="alert"`, "rnope"}, nil},
+		{"calculator without a cell", "/calculator?run_id=" + nemotron.ID, "/v1/calculator/decode", 400, []string{"<code>context_tokens</code>", "<code>concurrency</code>"}, nil},
+		{"calculator refuses", "/calculator?run_id=" + nemotron.ID + "&context_tokens=0&concurrency=1&theme=dark", "/v1/calculator/decode", 400, []string{"<code>theme</code>"}, nil},
+		{"calculator escapes", "/calculator?run_id=" + nemotron.ID + "&context_tokens=0&concurrency=1&target_gpu=%3Cb%3E", "/v1/calculator/decode", 0, []string{"&lt;b&gt;"}, []string{"<b>"}},
+		{"planner form", "/planner", "/v1/planner", 200, []string{`action="/planner"`, `<a href="/planner">Planner</a>`, "Give a context"}, nil},
+		{"planner options", "/planner?context_tokens=16384&min_per_request_tok_s=20&users=100", "/v1/planner", 200, []string{
+			`<a href="/runs/` + nemotron.ID + `">`, `<a href="/v1/planner?context_tokens=16384&amp;min_per_request_tok_s=20&amp;users=100">JSON</a>`,
+			"Instances", "<td>interpolated</td>", "not surely", "under the 20 asked", `<div class="scroll">`}, nil},
+		{"planner scaled", "/planner?context_tokens=0&min_per_request_tok_s=10&include_scaled=true", "/v1/planner", 200, []string{"(scaled from RTX 3", `name="include_scaled" value="true" checked`}, []string{"scaled from 0x"}},
+		{"planner none", "/planner?context_tokens=0&min_per_request_tok_s=10&model=nothing-like-it", "/v1/planner", 200, []string{"No run matches"}, nil},
+		{"planner refuses", "/planner?context_tokens=0", "/v1/planner", 400, []string{"<code>min_per_request_tok_s</code>"}, nil},
+		{"planner cost without a price", "/planner?context_tokens=0&min_per_request_tok_s=10&sort=cost", "/v1/planner", 0, []string{"<code>sort</code>"}, nil},
+		{"getting started", "/getting-started", "", 200, []string{`<a href="/getting-started">Getting started</a>`, `id="read"`, `id="submit"`, `id="embed"`,
+			"llama-batched-bench", "vllm-bench", "grid-csv", "&lt;div data-matrixd-calculator", `<a href="/docs">API reference</a>`, `<a href="/openapi.yaml">openapi.yaml</a>`}, []string{"<div data-matrixd-calculator"}},
+		{"getting started in Thai", "/getting-started?lang=th", "", 200, []string{"การอ่านเมทริกซ์"}, nil},
+		{"getting started takes no query", "/getting-started?x=1", "", 400, []string{"<code>x</code>", "it takes none"}, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := e.page(t, tt.target, tt.api)
+			body := rec.Body.String()
+			if tt.wantStatus != 0 && rec.Code != tt.wantStatus {
+				t.Fatalf("status %d, want %d; body %.1500s", rec.Code, tt.wantStatus, body)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(body, w) {
+					t.Errorf("body lacks %s\nbody: %.4000s", w, body)
+				}
+			}
+			for _, w := range tt.wantNot {
+				if strings.Contains(body, w) {
+					t.Errorf("body has %s", w)
+				}
+			}
+		})
+	}
+	// A name's slashes are real ones: an encoded slash is refused, as
+	// everywhere, never taken for one.
+	rec := httptest.NewRecorder()
+	e.h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/models/LeaderboardModel1%2FFara1.5-4B-AutoRound-W4A16-RTN", nil))
+	if rec.Code != http.StatusNotFound {
+		t.Errorf("an encoded slash in a model's path: %d, want 404", rec.Code)
+	}
+}
+
+// TestSitePagesInBrowser opens the navigation's pages at 400 and 1280 px:
+// none scrolls sideways (wide tables scroll in their own box) and none
+// writes an error to the console.
+func TestSitePagesInBrowser(t *testing.T) {
+	ctx := browser(t)
+	e := newEnv(t, 0)
+	fara := e.seed(t, "fara1.5-4b-autoround-rtx3060")
+	srv := httptest.NewServer(e.h)
+	defer srv.Close()
+	errs := consoleErrors(t, ctx)
+	for _, page := range []struct{ name, path string }{
+		{"models", "/models"},
+		{"model", "/models/" + fara.Model.Name},
+		{"hardware", "/hardware"},
+		{"gpu", "/hardware/3060"},
+		{"submitter", "/submitters/Sandberg"},
+		{"planner", "/planner?context_tokens=16384&min_per_request_tok_s=20&users=100&include_scaled=true"},
+		{"getting-started", "/getting-started"},
+		{"calculator", "/calculator?run_id=" + fara.ID + "&context_tokens=16384&concurrency=8&gpu_hour_usd=0.4"},
+	} {
+		for _, width := range []int64{400, 1280} {
+			w := strconv.FormatInt(width, 10)
+			if err := chromedp.Do(ctx,
+				chromedp.EmulateViewport(width, 900),
+				chromedp.Navigate(srv.URL+page.path),
+				chromedp.WaitVisible(chromedp.CSS(`main h1`)),
+			); err != nil {
+				t.Fatalf("%s at %s px: %v", page.path, w, err)
+			}
+			if dims, err := chromedp.Run(ctx, chromedp.Evaluate[[]int](`[document.documentElement.scrollWidth, window.innerWidth]`)); err != nil || dims[0] > dims[1] {
+				t.Errorf("%s at %s px scrolls sideways: %v wide (%v)", page.path, w, dims, err)
+			}
+			screenshot(t, ctx, "site-"+page.name+"-"+w)
+		}
+	}
+	if got := errs(); len(got) > 0 {
+		t.Errorf("console errors: %v", got)
+	}
+}
+
+// TestFavicon: pages link an SVG icon, and the /favicon.ico browsers ask
+// for on their own leads to it instead of a 404.
+func TestFavicon(t *testing.T) {
+	e := newEnv(t, 0)
+	rec := httptest.NewRecorder()
+	e.h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/favicon.svg", nil))
+	if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "image/svg+xml" || !strings.HasPrefix(rec.Body.String(), "<svg ") {
+		t.Errorf("/favicon.svg: %d %q %.80s", rec.Code, rec.Header().Get("Content-Type"), rec.Body)
+	}
+	rec = httptest.NewRecorder()
+	e.h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/favicon.ico", nil))
+	if rec.Code != http.StatusMovedPermanently || rec.Header().Get("Location") != "/favicon.svg" {
+		t.Errorf("/favicon.ico: %d to %q", rec.Code, rec.Header().Get("Location"))
+	}
+	for _, path := range []string{"/", "/models", "/widget/calculator"} {
+		if body := e.page(t, path, "").Body.String(); !strings.Contains(body, `<link rel="icon" href="/favicon.svg" type="image/svg+xml">`) {
+			t.Errorf("%s does not link the icon", path)
+		}
+	}
+}
