@@ -38,6 +38,14 @@ var a11yPages = []struct{ name, path, ready, except string }{
 	{"widget-dark", "/widget/calculator?run={fara}&theme=dark", `.mxd[data-state="answered"]`, ""},
 	{"widget-embedded", "{host}/", `.mxd[data-state="answered"]`, ""},
 	{"error-400", "/?gpu=%zz", "main", ""},
+	{"models", "/models", "main", ""},
+	{"model", "/models/LeaderboardModel1/Fara1.5-4B-AutoRound-W4A16-RTN", "main", ""},
+	{"hardware", "/hardware", "main", ""},
+	{"gpu", "/hardware/3090", "main", ""},
+	{"submitter", "/submitters/Sandberg", "main", ""},
+	{"calculator", "/calculator?run_id={fara}&context_tokens=16384&concurrency=8", "main", ""},
+	{"planner", "/planner?context_tokens=16384&min_per_request_tok_s=30&users=100", "main", ""},
+	{"getting-started", "/getting-started", "main", ""},
 }
 
 // axeSource is the pinned axe-core that testdata/axe/fetch.sh copies from
