@@ -321,12 +321,24 @@ func (c *Service) LatestSteps(ctx context.Context, f store.RunFilter, examine in
 			out = append(out, in)
 		}
 	}
+	// Runs of one series share its noise: measured once per series, not
+	// once per step (it reads the cells of its same-version runs).
+	type noise struct {
+		sigma float64
+		pairs int
+	}
+	bySeries := map[string]noise{}
 	kept := out[:0]
 	for _, in := range out {
-		repeated, pairs, err := c.repeatedNoise(ctx, in.members)
-		if err != nil {
-			return nil, 0, err
+		nz, seen := bySeries[in.members[0].ID]
+		if !seen {
+			var err error
+			if nz.sigma, nz.pairs, err = c.repeatedNoise(ctx, in.members); err != nil {
+				return nil, 0, err
+			}
+			bySeries[in.members[0].ID] = nz
 		}
+		repeated, pairs := nz.sigma, nz.pairs
 		st, err := c.compare(ctx, in.From.ID, in.To.ID, repeated, pairs)
 		if errors.Is(err, calculator.ErrRefused) {
 			continue // a run with nothing to fit (no valid cell) has no verdict
