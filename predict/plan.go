@@ -61,7 +61,10 @@ type Plan struct {
 	// Pending counts the runs left out or listed as being fitted because
 	// their fits were not ready in time: the answer is partial, and asking
 	// again gives the whole one.
-	Pending  int
+	Pending int
+	// Modelled is how many runs were modelled in full; the others were
+	// ranked out by their summaries' bounds.
+	Modelled int
 	Warnings []string
 }
 
@@ -86,6 +89,16 @@ func (c *Service) Plan(ctx context.Context, pq PlanQuery) (Plan, error) {
 	if pq.SortByCost && !pq.Price.Given() {
 		return Plan{}, invalidParam("sort", "sort=cost needs a price: give gpu_hour_usd (renting), or hardware_usd with amortization_years and electricity_usd_per_kwh (owning), or electricity_usd_per_kwh alone (energy only)")
 	}
+	if base := pq.Target.Base; base.TargetGPU == "" && base.VRAMGB == 0 && base.GPUMemoryUtilization == 0 && base.MaxOutputTokens == 0 {
+		return c.planAll(ctx, pq)
+	}
+	return c.planNewest(ctx, pq)
+}
+
+// planNewest plans a question with overrides (other VRAM, utilization or
+// output length), which the stored summaries do not bound: over the
+// newest maxPlanRuns matching runs, each modelled.
+func (c *Service) planNewest(ctx context.Context, pq PlanQuery) (Plan, error) {
 	f := store.RunFilter{Model: pq.Model, Engine: pq.Engine, KVCacheDtype: pq.KVCacheDtype, MethodClass: pq.MethodClass, ExcludeFlagged: !pq.IncludeFlagged}
 	if !pq.IncludeScaled {
 		var err error
@@ -99,7 +112,7 @@ func (c *Service) Plan(ctx context.Context, pq PlanQuery) (Plan, error) {
 	}
 	var out Plan
 	if more {
-		out.Warnings = append(out.Warnings, fmt.Sprintf("more than %d runs match: only the newest %d were planned; narrow with model, gpu or engine", maxPlanRuns, maxPlanRuns))
+		out.Warnings = append(out.Warnings, fmt.Sprintf("more than %d runs match: with vram_gb, gpu_memory_utilization or max_output_tokens only the newest %d are planned; narrow with model, gpu or engine", maxPlanRuns, maxPlanRuns))
 	}
 	models := map[string]*calculator.Model{}
 	pending := map[string]bool{} // runs being fitted in the background
@@ -139,6 +152,11 @@ func (c *Service) Plan(ctx context.Context, pq PlanQuery) (Plan, error) {
 		out.Options = append(out.Options, scaled...)
 		out.Warnings = append(out.Warnings, warn...)
 	}
+	return c.finish(pq, out, pending), nil
+}
+
+// finish prices, sorts and cuts a plan's options and says what it lacks.
+func (c *Service) finish(pq PlanQuery, out Plan, pending map[string]bool) Plan {
 	if pq.GPU != "" && len(out.Options) == 0 {
 		out.Warnings = append(out.Warnings, noRunOn(pq.GPU))
 	}
@@ -147,26 +165,34 @@ func (c *Service) Plan(ctx context.Context, pq PlanQuery) (Plan, error) {
 	}
 	if pq.Price.Given() {
 		for i := range out.Options {
-			o := &out.Options[i]
-			if o.Err != "" || o.Plan.At == nil {
-				continue
-			}
-			pw := power(o.Run.AvgPowerW, o.Run.PowerLimitW, o.GPU, o.Scaled)
-			o.Cost, o.Warnings = priced(pq.Price, o.GPU, o.GPUCount, pw, o.Plan.At.TotalTokS)
+			price(pq, &out.Options[i])
 		}
 	}
-	if pq.SortByCost {
-		users := pq.Target.Users
-		slices.SortStableFunc(out.Options, func(a, b PlanOption) int { return compareCost(a, b, users) })
-	} else {
-		slices.SortStableFunc(out.Options, compareOptions)
-	}
+	slices.SortStableFunc(out.Options, pq.compare())
 	limit := cmp.Or(pq.Limit, DefaultPlanOptions)
 	if len(out.Options) > limit {
-		out.Omitted = len(out.Options) - limit
+		out.Omitted += len(out.Options) - limit
 		out.Options = out.Options[:limit]
 	}
-	return out, nil
+	return out
+}
+
+// price sets o's cost at its plan, with pq's price.
+func price(pq PlanQuery, o *PlanOption) {
+	if o.Err != "" || o.Plan.At == nil || o.Plan.At.TotalTokS == nil {
+		return
+	}
+	pw := power(o.Run.AvgPowerW, o.Run.PowerLimitW, o.GPU, o.Scaled)
+	o.Cost, o.Warnings = priced(pq.Price, o.GPU, o.GPUCount, pw, o.Plan.At.TotalTokS)
+}
+
+// compare is the order pq asks options in, best first.
+func (pq PlanQuery) compare() func(a, b PlanOption) int {
+	if pq.SortByCost {
+		users := pq.Target.Users
+		return func(a, b PlanOption) int { return compareCost(a, b, users) }
+	}
+	return compareOptions
 }
 
 // SetPlanFitBudget sets how long a plan waits for fits not yet made before

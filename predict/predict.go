@@ -42,6 +42,9 @@ type Service struct {
 	// fitWait how long any other answer waits for its run's fit
 	// (defaultFitWait). Negative: until it is made.
 	planBudget, fitWait time.Duration
+	// onError, when set, is told of what went wrong in the background
+	// (a fit that could not be stored).
+	onError func(error)
 }
 
 // Fitting is an answer that waited for its run's fit as long as it may:
@@ -443,7 +446,7 @@ func (c *Service) fit(call *fitCall, id string, shared []string) {
 	r, err := c.load(ctx, id, shared)
 	if err == nil {
 		start := time.Now()
-		call.model, call.err = calculator.FitContext(ctx, r)
+		call.model, call.err = c.fitOrRebuild(ctx, id, shared, r)
 		err = call.err
 		if c.onFit != nil {
 			c.onFit(time.Since(start))

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/matrixd/matrixd/api"
+	"github.com/matrixd/matrixd/calculator"
 	"github.com/matrixd/matrixd/store"
 )
 
@@ -323,6 +324,9 @@ func (s *Server) GetLeaderboard(ctx context.Context, req api.GetLeaderboardReque
 		f.MethodClass = string(*p.MethodClass)
 	}
 	f.ExcludeFlagged = p.IncludeFlagged == nil || !*p.IncludeFlagged
+	if p.Predicted != nil && *p.Predicted {
+		return s.predictedLeaderboard(ctx, p, f, metric)
+	}
 	entries, next, err := s.store.Leaderboard(ctx, store.LeaderboardQuery{
 		ContextTokens: p.ContextTokens, Concurrency: p.Concurrency, Metric: metric,
 		Filter: f, Limit: limitOr(p.Limit), Cursor: deref(p.Cursor),
@@ -333,7 +337,8 @@ func (s *Server) GetLeaderboard(ctx context.Context, req api.GetLeaderboardReque
 	out := api.GetLeaderboard200JSONResponse{ContextTokens: p.ContextTokens, Concurrency: p.Concurrency,
 		Metric: api.LeaderboardMetric(metric), MethodClass: api.MethodClass(f.MethodClass), NextCursor: opt(next), Items: make([]api.LeaderboardEntry, len(entries))}
 	for i, e := range entries {
-		out.Items[i] = api.LeaderboardEntry{Rank: e.Rank, Value: e.Value, Run: toAPISummary(e.Run), Cell: toAPIDecodeCell(e.Cell)}
+		cell := toAPIDecodeCell(e.Cell)
+		out.Items[i] = api.LeaderboardEntry{Rank: e.Rank, Value: e.Value, Run: toAPISummary(e.Run), Cell: &cell}
 	}
 	return out, nil
 }
@@ -458,4 +463,56 @@ func ratio(v, base *float64) *float64 {
 	}
 	r := *v / *base
 	return &r
+}
+
+// predictedLeaderboard answers GET /v1/leaderboard?predicted=true: every
+// matching run ranked by its predicted cell. Its cursor is the place the
+// next page starts at.
+func (s *Server) predictedLeaderboard(ctx context.Context, p api.GetLeaderboardParams, f store.RunFilter, metric string) (api.GetLeaderboardResponseObject, error) {
+	offset := 0
+	if c := deref(p.Cursor); c != "" {
+		n, err := strconv.Atoi(strings.TrimPrefix(c, "place-"))
+		if !strings.HasPrefix(c, "place-") || err != nil || n < 1 {
+			return nil, invalidParam("cursor", "not one this API issued for a predicted ranking; pass next_cursor back unchanged, or drop cursor to start over")
+		}
+		offset = n
+	}
+	board, err := s.calc.PredictedLeaderboard(ctx, f, p.ContextTokens, p.Concurrency, metric, offset, limitOr(p.Limit))
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(board.Entries))
+	for i, e := range board.Entries {
+		ids[i] = e.Run.ID
+	}
+	sums, err := s.store.RunSummaries(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	predicted, warns := true, warnings(board.Warnings, nil)
+	out := api.GetLeaderboard200JSONResponse{ContextTokens: p.ContextTokens, Concurrency: p.Concurrency,
+		Metric: api.LeaderboardMetric(metric), MethodClass: api.MethodClass(f.MethodClass), Predicted: &predicted,
+		MatchedRuns: &board.Matched, Pending: &board.Pending, Warnings: &warns, Items: []api.LeaderboardEntry{}}
+	if board.More {
+		next := "place-" + strconv.Itoa(offset+len(board.Entries))
+		out.NextCursor = &next
+	}
+	q := calculator.Query{ContextTokens: p.ContextTokens, Concurrency: p.Concurrency}
+	for _, e := range board.Entries {
+		sum, ok := sums[e.Run.ID]
+		if !ok {
+			continue // deleted meanwhile
+		}
+		pred := ToAPIDecode(q, e.Answer)
+		value := e.Value // as the prediction shows it
+		if v := map[string]*api.Estimate{store.MetricTotalTokS: pred.TotalTokS, store.MetricPerRequestTokS: pred.PerRequestTokS,
+			store.MetricTTFTMs: pred.TTFTMs, store.MetricTBTMs: pred.TBTMs}[metric]; v != nil {
+			value = v.Value
+		}
+		out.Items = append(out.Items, api.LeaderboardEntry{Rank: e.Rank, Value: value, Run: toAPISummary(sum), Prediction: &pred})
+	}
+	if board.Pending > 0 {
+		doNotStore(ctx) // partial: asking again must not replay it
+	}
+	return out, nil
 }

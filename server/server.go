@@ -76,6 +76,10 @@ type Config struct {
 	// for links that must be absolute (feeds); when empty they are
 	// relative to the answer's own address.
 	PublicURL string
+	// Background, when set, runs the service's background work until it
+	// is done: fitting the stored runs the calculator's method has not
+	// fitted (after an upgrade, or written before fits were stored).
+	Background context.Context
 }
 
 // New returns the HTTP handler: request id → logger → recover → body limit
@@ -108,6 +112,11 @@ func New(st *store.Store, cfg Config) (http.Handler, error) {
 		cfg.Calc = predict.New(st, cfg.FitCacheBytes, func(d time.Duration) { m.fit.Observe(d.Seconds()) })
 	}
 	m.watchFits(cfg.Calc)
+	logger := cfg.Logger
+	cfg.Calc.SetErrorLog(func(err error) { logger.Error("calculator", slog.String("error", err.Error())) })
+	if cfg.Background != nil {
+		go backfill(cfg.Background, cfg.Calc, logger)
+	}
 	runs, err := assess.New(st)
 	if err != nil {
 		return nil, err
@@ -500,5 +509,19 @@ func NewHTTPServer(addr string, h http.Handler) *http.Server {
 		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
+	}
+}
+
+// backfill fits the stored runs with no fit of the current method, one at
+// a time, and says how many it fitted.
+func backfill(ctx context.Context, calc *predict.Service, logger *slog.Logger) {
+	start := time.Now()
+	n, err := calc.Backfill(ctx, 1)
+	if n > 0 || err != nil {
+		attrs := []slog.Attr{slog.Int("runs", n), slog.Float64("seconds", time.Since(start).Seconds())}
+		if err != nil && ctx.Err() == nil {
+			attrs = append(attrs, slog.String("error", err.Error()))
+		}
+		logger.LogAttrs(context.Background(), slog.LevelInfo, "fitted stored runs", attrs...)
 	}
 }

@@ -67,6 +67,9 @@ func (e *env) rows(t testing.TB) map[string]int {
 	names.Close()
 	out := map[string]int{}
 	for _, tbl := range tables {
+		if tbl == "run_fits" {
+			continue // fits of accepted runs, made in the background whenever they are done
+		}
 		var n int
 		if err := db.QueryRow(`SELECT count(*) FROM "` + tbl + `"`).Scan(&n); err != nil {
 			t.Fatal(err)

@@ -1330,6 +1330,9 @@ type Leaderboard struct {
 	ContextTokens int                `json:"context_tokens"`
 	Items         []LeaderboardEntry `json:"items"`
 
+	// MatchedRuns With `predicted=true`: the runs the filters select, ranked or not.
+	MatchedRuns *int `json:"matched_runs,omitempty"`
+
 	// MethodClass What kind of measurement a run's decode cells are. Numbers of
 	// different classes measure different things and are never ranked,
 	// pooled or planned together.
@@ -1351,6 +1354,15 @@ type Leaderboard struct {
 	MethodClass MethodClass       `json:"method_class"`
 	Metric      LeaderboardMetric `json:"metric"`
 	NextCursor  *string           `json:"next_cursor"`
+
+	// Pending With `predicted=true`: runs being fitted, not ranked yet; ask again in a few seconds.
+	Pending *int `json:"pending,omitempty"`
+
+	// Predicted The ranking is of predicted cells (`predicted=true`).
+	Predicted *bool `json:"predicted,omitempty"`
+
+	// Warnings With `predicted=true`: what the ranking could not include.
+	Warnings *[]string `json:"warnings,omitempty"`
 }
 
 // LeaderboardMetric defines model for Leaderboard.Metric.
@@ -1358,7 +1370,11 @@ type LeaderboardMetric string
 
 // LeaderboardEntry defines model for LeaderboardEntry.
 type LeaderboardEntry struct {
-	Cell DecodeCell `json:"cell"`
+	// Cell The measured cell ranked; null in a predicted ranking (`prediction` holds the answer).
+	Cell *DecodeCell `json:"cell"`
+
+	// Prediction With `predicted=true`: the calculator's answer for the run at the cell, with its basis and interval.
+	Prediction *DecodePrediction `json:"prediction,omitempty"`
 
 	// Rank 1 for the best; ties share a rank.
 	Rank  int        `json:"rank"`
@@ -2679,6 +2695,9 @@ type GetLeaderboardParams struct {
 	// ContextTokens Context length in tokens (16K = 16384; 0 is an empty prompt).
 	ContextTokens int `form:"context_tokens" json:"context_tokens"`
 
+	// Predicted Rank every run by the calculator's answer at the cell, measured or not (see above), instead of only the runs that measured it.
+	Predicted *bool `form:"predicted,omitempty" json:"predicted,omitempty"`
+
 	// Concurrency Concurrent requests of the cell.
 	Concurrency int `form:"concurrency" json:"concurrency"`
 
@@ -3364,6 +3383,16 @@ type ClientInterface interface {
 	// class are ranked (`method_class`, `sustained_decode` by default), and
 	// runs the plausibility checks flagged are left out unless
 	// `include_flagged=true`.
+	//
+	// With `predicted=true` every matching run is ranked at the cell,
+	// measured there or not: each entry carries the calculator's answer
+	// for its run (`prediction`, with its basis: measured, interpolated or
+	// extrapolated, and its interval), and `cell` is null. Runs whose
+	// requests would not all fit and run at the cell, or that the
+	// calculator refuses there, are not ranked. Each run's stored
+	// capability summary bounds what it can reach, so only the few runs
+	// whose bounds could make the page are modelled in full; a predicted
+	// ranking lists its first 200 places.
 	//
 	// Corresponds with GET /v1/leaderboard (the `GetLeaderboard` operationId).
 	GetLeaderboard(ctx context.Context, params *GetLeaderboardParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4173,6 +4202,16 @@ func (c *Client) GetHardware(ctx context.Context, gpu string, params *GetHardwar
 // class are ranked (`method_class`, `sustained_decode` by default), and
 // runs the plausibility checks flagged are left out unless
 // `include_flagged=true`.
+//
+// With `predicted=true` every matching run is ranked at the cell,
+// measured there or not: each entry carries the calculator's answer
+// for its run (`prediction`, with its basis: measured, interpolated or
+// extrapolated, and its interval), and `cell` is null. Runs whose
+// requests would not all fit and run at the cell, or that the
+// calculator refuses there, are not ranked. Each run's stored
+// capability summary bounds what it can reach, so only the few runs
+// whose bounds could make the page are modelled in full; a predicted
+// ranking lists its first 200 places.
 //
 // Corresponds with GET /v1/leaderboard (the `GetLeaderboard` operationId).
 func (c *Client) GetLeaderboard(ctx context.Context, params *GetLeaderboardParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6688,6 +6727,18 @@ func NewGetLeaderboardRequest(server string, params *GetLeaderboardParams) (*htt
 			}
 		}
 
+		if params.Predicted != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "predicted", *params.Predicted, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "concurrency", params.Concurrency, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
 			return nil, err
 		} else {
@@ -9015,6 +9066,16 @@ type ClientWithResponsesInterface interface {
 	// class are ranked (`method_class`, `sustained_decode` by default), and
 	// runs the plausibility checks flagged are left out unless
 	// `include_flagged=true`.
+	//
+	// With `predicted=true` every matching run is ranked at the cell,
+	// measured there or not: each entry carries the calculator's answer
+	// for its run (`prediction`, with its basis: measured, interpolated or
+	// extrapolated, and its interval), and `cell` is null. Runs whose
+	// requests would not all fit and run at the cell, or that the
+	// calculator refuses there, are not ranked. Each run's stored
+	// capability summary bounds what it can reach, so only the few runs
+	// whose bounds could make the page are modelled in full; a predicted
+	// ranking lists its first 200 places.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -13529,6 +13590,16 @@ func (c *ClientWithResponses) GetHardwareWithResponse(ctx context.Context, gpu s
 // class are ranked (`method_class`, `sustained_decode` by default), and
 // runs the plausibility checks flagged are left out unless
 // `include_flagged=true`.
+//
+// With `predicted=true` every matching run is ranked at the cell,
+// measured there or not: each entry carries the calculator's answer
+// for its run (`prediction`, with its basis: measured, interpolated or
+// extrapolated, and its interval), and `cell` is null. Runs whose
+// requests would not all fit and run at the cell, or that the
+// calculator refuses there, are not ranked. Each run's stored
+// capability summary bounds what it can reach, so only the few runs
+// whose bounds could make the page are modelled in full; a predicted
+// ranking lists its first 200 places.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -319,7 +319,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		}
 	}
 	h, err := server.New(st, server.Config{Logger: logger, RateLimit: limits, WriteOrigins: writeOrigins,
-		TrustedProxies: trusted, CacheBytes: cacheBytes, FitCacheBytes: fitBytes, PublicURL: *public})
+		TrustedProxies: trusted, CacheBytes: cacheBytes, FitCacheBytes: fitBytes, PublicURL: *public, Background: ctx})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/ingest"
+	"github.com/matrixd/matrixd/predict"
+)
+
+// realRuns are the corpus grids and the bundled seed pages, as the
+// calculator reads them.
+func realRuns(t *testing.T) []calculator.Run {
+	t.Helper()
+	corpus, err := loadCorpus("../../ingest/testdata/corpus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []calculator.Run
+	for _, c := range corpus {
+		out = append(out, predict.Run(c.Run))
+	}
+	for _, s := range ingest.Seeds() {
+		r, err := ingest.Parse(s.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.ID = s.Name
+		out = append(out, predict.Run(r))
+	}
+	return out
+}
+
+// TestRebuildAnswersAsTheFit: a model rebuilt from a fit's stored
+// parameters answers every question exactly as the fit does.
+func TestRebuildAnswersAsTheFit(t *testing.T) {
+	for _, r := range realRuns(t) {
+		m, err := calculator.Fit(r)
+		if err != nil {
+			continue
+		}
+		p, err := calculator.DecodeFitParams(m.Params().Encode())
+		if err != nil {
+			t.Fatalf("%s: %v", r.ID, err)
+		}
+		re, err := calculator.Rebuild(r, p)
+		if err != nil {
+			t.Fatalf("%s: rebuild: %v", r.ID, err)
+		}
+		if a, b := calculator.Summarize(m).Encode(), calculator.Summarize(re).Encode(); string(a) != string(b) {
+			t.Errorf("%s: the rebuilt model answers differently from the fit", r.ID)
+		}
+		if m.Bands() != re.Bands() || m.Interpolant() != re.Interpolant() {
+			t.Errorf("%s: rebuilt bands %+v / %s, fitted %+v / %s", r.ID, re.Bands(), re.Interpolant(), m.Bands(), m.Interpolant())
+		}
+	}
+}
+
+// TestSummaryBoundsHoldOnRealRuns: on every real grid, the bounds a
+// summary gives are never beaten by the plan or prediction they bound, at
+// the measured contexts and between them, for a ladder of targets. The
+// whole-store planner and the predicted leaderboard refine runs in bound
+// order and stop when no bound can beat what they hold, so a bound
+// beaten could leave a better run out.
+func TestSummaryBoundsHoldOnRealRuns(t *testing.T) {
+	checked, beaten := 0, 0
+	for _, r := range realRuns(t) {
+		m, err := calculator.Fit(r)
+		if err != nil {
+			continue
+		}
+		s, err := calculator.DecodeSummary(calculator.Summarize(m).Encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls, bs := m.MeasuredAxes()
+		var contexts []int
+		for i, l := range ls {
+			contexts = append(contexts, l)
+			if i+1 < len(ls) {
+				contexts = append(contexts, (l+ls[i+1])/2)
+			}
+		}
+		for _, l := range contexts {
+			for _, speed := range []float64{0, 5, 10, 20, 40, 80} {
+				for _, ttft := range []float64{0, 2000, 10000} {
+					tg := calculator.Target{ContextTokens: l, MinPerRequestTokS: speed, MaxTTFTMs: ttft, Users: 100}
+					pl, err := m.Plan(tg)
+					if err != nil {
+						t.Fatal(err)
+					}
+					bd := s.BoundPlan(tg)
+					checked++
+					switch {
+					case pl.Meets && !bd.Meets, pl.Meets && pl.Concurrency > bd.Concurrency,
+						pl.Meets && pl.At.TotalTokS != nil && pl.At.TotalTokS.Value > bd.TotalTokS,
+						!pl.Meets && !bd.Meets && pl.Shortfall.Ratio() < bd.ShortfallRatio:
+						beaten++
+						total := 0.0
+						if pl.At != nil && pl.At.TotalTokS != nil {
+							total = pl.At.TotalTokS.Value
+						}
+						t.Logf("%s plan %d tokens ≥%g tok/s TTFT ≤%g: bound %+v, plan meets %v at %d, total %.1f, shortfall %.3g", r.ID, l, speed, ttft, bd, pl.Meets, pl.Concurrency, total, pl.Shortfall.Ratio())
+					}
+				}
+			}
+			for _, b := range append(bs, 3, 5, 7, 12, 24, 48) {
+				p, err := m.Decode(calculator.Query{ContextTokens: l, Concurrency: b})
+				if err != nil || p.Status != calculator.Fits || p.TotalTokS == nil || p.PerRequestTokS == nil {
+					continue
+				}
+				bd := s.BoundCell(l, b)
+				checked++
+				if !bd.Fits || p.TotalTokS.Value > bd.TotalTokS || p.PerRequestTokS.Value > bd.PerRequestTokS ||
+					(p.TTFTMs != nil && p.TTFTMs.Value < bd.TTFTMs) || (p.TBTMs != nil && p.TBTMs.Value < bd.TBTMs) {
+					beaten++
+					t.Logf("%s cell %d×%d: bound %+v, predicted total %.1f per-request %.1f", r.ID, l, b, bd, p.TotalTokS.Value, p.PerRequestTokS.Value)
+				}
+			}
+		}
+	}
+	// The bounds allow a fitted surface 15 % of departure from the
+	// monotone shape they assume; one cell in the corpus departs further
+	// along context (a longer context predicted 0.1 % above that margin).
+	t.Logf("%d of %d bounds beaten", beaten, checked)
+	if beaten*1000 > checked {
+		t.Errorf("%d of %d bounds beaten, more than 1 in 1,000", beaten, checked)
+	}
+}

@@ -1,0 +1,199 @@
+package predict
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/store"
+)
+
+// MaxPredictedRank bounds how deep a predicted ranking is listed (offset +
+// limit): each place is a run modelled in full.
+const MaxPredictedRank = 200
+
+// PredictedEntry is one run ranked by its predicted cell.
+type PredictedEntry struct {
+	Rank  int
+	Value float64
+	Run   store.RunConfig
+	// Answer is the calculator's answer for the run at the cell.
+	Answer Answer[calculator.Prediction]
+}
+
+// PredictedBoard is a page of a predicted ranking.
+type PredictedBoard struct {
+	Entries []PredictedEntry
+	// Matched is how many runs the filters select; Pending how many of
+	// them were being fitted and are not ranked yet (ask again); More is
+	// true when places after this page exist.
+	Matched, Pending int
+	More             bool
+	// Modelled is how many runs were modelled in full; the others were
+	// ranked out by their summaries' bounds.
+	Modelled int
+	Warnings []string
+}
+
+// metricOf is a prediction's value of metric, and whether larger is
+// better.
+func metricOf(p calculator.Prediction, metric string) (float64, bool, bool) {
+	var e *calculator.Estimate
+	desc := true
+	switch metric {
+	case store.MetricTotalTokS:
+		e = p.TotalTokS
+	case store.MetricPerRequestTokS:
+		e = p.PerRequestTokS
+	case store.MetricTTFTMs:
+		e, desc = p.TTFTMs, false
+	case store.MetricTBTMs:
+		e, desc = p.TBTMs, false
+	}
+	if e == nil {
+		return 0, desc, false
+	}
+	return e.Value, desc, true
+}
+
+// boundOf is the best value a cell bound allows for metric.
+func boundOf(b calculator.CellBound, metric string) float64 {
+	switch metric {
+	case store.MetricPerRequestTokS:
+		return b.PerRequestTokS
+	case store.MetricTTFTMs:
+		return b.TTFTMs
+	case store.MetricTBTMs:
+		return b.TBTMs
+	}
+	return b.TotalTokS
+}
+
+// PredictedLeaderboard ranks every run f selects by its predicted value
+// of metric at contextTokens × concurrency, measured or not: the runs'
+// summaries bound what each can reach, the runs are modelled in the order
+// of their bounds, and modelling stops when the last place of the page is
+// at least as good as the next bound. Runs whose requests would not all
+// fit and run there, or that the calculator refuses there, are not
+// ranked. offset + limit is at most MaxPredictedRank.
+func (c *Service) PredictedLeaderboard(ctx context.Context, f store.RunFilter, contextTokens, concurrency int, metric string, offset, limit int) (PredictedBoard, error) {
+	if offset < 0 || limit < 1 || offset+limit > MaxPredictedRank {
+		return PredictedBoard{}, invalidParam("cursor", fmt.Sprintf("a predicted ranking lists its first %d places; narrow the filters to see others", MaxPredictedRank))
+	}
+	fitted, unfitted, err := c.store.FitSummaries(ctx, f, calculator.MethodVersion)
+	if err != nil {
+		return PredictedBoard{}, err
+	}
+	out := PredictedBoard{Matched: len(fitted) + len(unfitted)}
+	_, desc, _ := metricOf(calculator.Prediction{}, metric)
+	// better orders values best first.
+	better := func(a, b float64) int {
+		if desc {
+			return cmp.Compare(b, a)
+		}
+		return cmp.Compare(a, b)
+	}
+	type cand struct {
+		cfg   store.RunConfig
+		bound float64
+		model *calculator.Model
+	}
+	var cands []cand
+	start := time.Now()
+	for _, fs := range fitted {
+		if fs.Refusal != "" {
+			continue // cannot be modelled: never ranked
+		}
+		s, err := calculator.DecodeSummary(fs.Summary)
+		if err != nil {
+			return PredictedBoard{}, err
+		}
+		if b := s.BoundCell(contextTokens, concurrency); b.Fits {
+			cands = append(cands, cand{cfg: fs.Run, bound: boundOf(b, metric)})
+		}
+	}
+	for i, cfg := range unfitted {
+		if i >= maxPlanFits && c.planBudget >= 0 {
+			out.Pending++
+			continue
+		}
+		m, err := c.modelWithin(ctx, c.remaining(start), cfg.ID)
+		var fitting *Fitting
+		switch {
+		case errors.As(err, &fitting):
+			out.Pending++
+		case errors.Is(err, calculator.ErrRefused):
+		case err != nil:
+			return PredictedBoard{}, err
+		default:
+			if b := calculator.Summarize(m).BoundCell(contextTokens, concurrency); b.Fits {
+				cands = append(cands, cand{cfg: cfg, bound: boundOf(b, metric), model: m})
+			}
+		}
+	}
+	slices.SortStableFunc(cands, func(a, b cand) int { return cmp.Or(better(a.bound, b.bound), cmp.Compare(a.cfg.ID, b.cfg.ID)) })
+	want := offset + limit + 1 // one more tells whether a next page exists
+	var kept []PredictedEntry
+	q := calculator.Query{ContextTokens: contextTokens, Concurrency: concurrency}
+	for _, cd := range cands {
+		if len(kept) >= want && better(kept[want-1].Value, cd.bound) <= 0 {
+			break
+		}
+		if out.Modelled == maxRefine {
+			out.Warnings = append(out.Warnings, fmt.Sprintf("more runs than the %d modelled could rank here: the ranking lists what those give", maxRefine))
+			break
+		}
+		out.Modelled++
+		m, err := cd.model, error(nil)
+		if m == nil {
+			m, err = c.modelWithin(ctx, c.remaining(start), cd.cfg.ID)
+		}
+		var fitting *Fitting
+		switch {
+		case errors.As(err, &fitting):
+			out.Pending++
+			continue
+		case errors.Is(err, calculator.ErrRefused):
+			continue
+		case err != nil:
+			return PredictedBoard{}, err
+		}
+		p, err := m.Decode(q)
+		if errors.Is(err, calculator.ErrRefused) || (err == nil && p.Status != calculator.Fits) {
+			continue
+		}
+		if err != nil {
+			return PredictedBoard{}, err
+		}
+		v, _, ok := metricOf(p, metric)
+		if !ok || math.IsNaN(v) {
+			continue
+		}
+		e := PredictedEntry{Value: v, Run: cd.cfg, Answer: Answer[calculator.Prediction]{Result: p, RunIDs: []string{cd.cfg.ID}}}
+		i, _ := slices.BinarySearchFunc(kept, e, func(a, b PredictedEntry) int {
+			return cmp.Or(better(a.Value, b.Value), cmp.Compare(a.Run.ID, b.Run.ID))
+		})
+		kept = slices.Insert(kept, i, e)
+	}
+	for i := range kept {
+		kept[i].Rank = i + 1
+		if i > 0 && kept[i].Value == kept[i-1].Value {
+			kept[i].Rank = kept[i-1].Rank // ties share a rank
+		}
+	}
+	if len(kept) > offset+limit {
+		out.More, kept = true, kept[:offset+limit]
+	}
+	if offset < len(kept) {
+		out.Entries = kept[offset:]
+	}
+	if out.Pending > 0 {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("partial answer: %d %s being fitted (after a restart or a write, each fit takes up to about a second); ask again in a few seconds for the whole answer", out.Pending, plural(out.Pending, "run is", "runs are")))
+	}
+	return out, nil
+}

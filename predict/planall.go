@@ -1,0 +1,184 @@
+package predict
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/store"
+)
+
+// Bounds on a plan over every run.
+const (
+	// maxPlanFits is how many runs with no stored fit one plan fits (within
+	// its budget); the rest are fitted in the background and counted as
+	// pending.
+	maxPlanFits = 64
+	// maxRefine bounds the runs one answer models in full: each is rebuilt
+	// from its stored fit (about a millisecond), the rest are ranked by
+	// their bounds.
+	maxRefine = 400
+)
+
+// candidate is a run a plan over every run may choose: its best possible
+// option from the summary, and once refined its option from the model.
+type candidate struct {
+	cfg   store.RunConfig
+	bound PlanOption
+	model *calculator.Model
+}
+
+// planAll plans over every matching run: each run's stored summary bounds
+// what its plan can be, the runs are refined (modelled in full) in the
+// order of their bounds, and refining stops when the limit-th best option
+// found is at least as good as the next bound, so no run left unrefined
+// could have made the answer.
+func (c *Service) planAll(ctx context.Context, pq PlanQuery) (Plan, error) {
+	f := store.RunFilter{Model: pq.Model, Engine: pq.Engine, KVCacheDtype: pq.KVCacheDtype, MethodClass: pq.MethodClass, ExcludeFlagged: !pq.IncludeFlagged}
+	f, err := c.WithGPU(ctx, f, pq.GPU)
+	if err != nil {
+		return Plan{}, err
+	}
+	fitted, unfitted, err := c.store.FitSummaries(ctx, f, calculator.MethodVersion)
+	if err != nil {
+		return Plan{}, err
+	}
+	var out Plan
+	out.Matched = len(fitted) + len(unfitted)
+	pending := map[string]bool{}
+	start := time.Now()
+	var (
+		cands []*candidate
+		done  []PlanOption
+	) // options known without refining: runs that cannot be modelled, or are being fitted
+	for _, fs := range fitted {
+		opt := PlanOption{Run: fs.Run, GPU: fs.Run.GPU, GPUCount: gpuCount(fs.Run)}
+		if fs.Refusal != "" {
+			ref, err := refusalOf(fs.Refusal)
+			if err != nil {
+				return Plan{}, err
+			}
+			opt.Err = "this run cannot be modelled: " + ref.Error()
+			done = append(done, opt)
+			continue
+		}
+		s, err := calculator.DecodeSummary(fs.Summary)
+		if err != nil {
+			return Plan{}, err
+		}
+		cands = append(cands, &candidate{cfg: fs.Run, bound: pq.optimistic(opt, s.BoundPlan(pq.Target))})
+	}
+	for i, cfg := range unfitted {
+		opt := PlanOption{Run: cfg, GPU: cfg.GPU, GPUCount: gpuCount(cfg)}
+		if i >= maxPlanFits && c.planBudget >= 0 {
+			opt.Err = "this run's model is being fitted: ask again in a few seconds"
+			pending[cfg.ID] = true
+			done = append(done, opt)
+			continue
+		}
+		m, err := c.modelWithin(ctx, c.remaining(start), cfg.ID)
+		var ref *calculator.Refusal
+		var fitting *Fitting
+		switch {
+		case errors.As(err, &fitting):
+			opt.Err = "this run's model is being fitted: ask again in a few seconds"
+			pending[cfg.ID] = true
+			done = append(done, opt)
+		case errors.As(err, &ref):
+			opt.Err = "this run cannot be modelled: " + ref.Error()
+			done = append(done, opt)
+		case err != nil:
+			return Plan{}, err
+		default:
+			cands = append(cands, &candidate{cfg: cfg, model: m, bound: pq.optimistic(opt, calculator.Summarize(m).BoundPlan(pq.Target))})
+		}
+	}
+	better := pq.compare()
+	slices.SortStableFunc(cands, func(a, b *candidate) int { return better(a.bound, b.bound) })
+	limit := cmp.Or(pq.Limit, DefaultPlanOptions)
+	models := map[string]*calculator.Model{}
+	var kept []PlanOption // refined, best first
+	refined := 0
+	for _, cd := range cands {
+		if len(kept) >= limit && better(kept[limit-1], cd.bound) <= 0 {
+			break // no run left can beat what is kept
+		}
+		if refined == maxRefine {
+			out.Warnings = append(out.Warnings, fmt.Sprintf("%d runs could make the answer: the first %d by their bounds were modelled, the rest are not listed", len(cands)-refined+len(kept), maxRefine))
+			break
+		}
+		refined++
+		opt := PlanOption{Run: cd.cfg, GPU: cd.cfg.GPU, GPUCount: gpuCount(cd.cfg)}
+		m, err := cd.model, error(nil)
+		if m == nil {
+			m, err = c.modelWithin(ctx, c.remaining(start), cd.cfg.ID)
+		}
+		var ref *calculator.Refusal
+		var fitting *Fitting
+		switch {
+		case errors.As(err, &fitting):
+			opt.Err = "this run's model is being fitted: ask again in a few seconds"
+			pending[cd.cfg.ID] = true
+		case errors.As(err, &ref):
+			opt.Err = "this run cannot be modelled: " + ref.Error()
+		case err != nil:
+			return Plan{}, err
+		default:
+			models[cd.cfg.ID] = m
+			if opt.Plan, err = m.Plan(pq.Target); err != nil {
+				return Plan{}, err
+			}
+		}
+		if pq.Price.Given() {
+			price(pq, &opt)
+		}
+		i, _ := slices.BinarySearchFunc(kept, opt, func(a, b PlanOption) int { return cmp.Or(better(a, b), -1) })
+		kept = slices.Insert(kept, i, opt)
+	}
+	out.Options, out.Modelled = append(kept, done...), refined
+	// Every candidate not refined ranks after the kept ones.
+	out.Omitted = len(cands) - refined
+	if pq.IncludeScaled {
+		nf := f
+		nf.GPU, nf.GPUNames = "", nil
+		configs, _, err := c.store.RunConfigs(ctx, nf, maxPlanRuns)
+		if err != nil {
+			return Plan{}, err
+		}
+		scaled, warn, err := c.planScaled(ctx, pq, configs, models, pending, start)
+		if err != nil {
+			return Plan{}, err
+		}
+		out.Options = append(out.Options, scaled...)
+		out.Warnings = append(out.Warnings, warn...)
+	}
+	return c.finish(pq, out, pending), nil
+}
+
+// optimistic is opt as good as bound b allows: what a candidate is ranked
+// by until it is modelled.
+func (pq PlanQuery) optimistic(opt PlanOption, b calculator.PlanBound) PlanOption {
+	if !b.Meets {
+		sh := &calculator.Shortfall{Metric: "capacity"}
+		if !math.IsInf(b.ShortfallRatio, 1) {
+			sh.Metric, sh.Target, sh.Value = "per_request_tok_s", 1, 1/b.ShortfallRatio
+		}
+		opt.Plan = calculator.Plan{Shortfall: sh}
+		return opt
+	}
+	total := min(b.TotalTokS, math.MaxFloat64/1e6)
+	opt.Plan = calculator.Plan{Meets: true, Concurrency: b.Concurrency,
+		At: &calculator.Prediction{TotalTokS: &calculator.Estimate{Value: total, Low: total, High: total}}}
+	if u := pq.Target.Users; u > 0 {
+		opt.Plan.Instances = (u + b.Concurrency - 1) / b.Concurrency
+	}
+	if pq.Price.Given() {
+		price(pq, &opt)
+	}
+	return opt
+}

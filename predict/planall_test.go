@@ -1,0 +1,179 @@
+package predict
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/store"
+	"github.com/matrixd/matrixd/store/storetest"
+)
+
+// manyRuns is a store of n generated runs, none fitted.
+func manyRuns(t *testing.T, n int) (*store.Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "p.db")
+	st, err := store.Open(context.Background(), path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if _, _, err := st.CreateRuns(context.Background(), storetest.Runs(11, n)); err != nil {
+		t.Fatal(err)
+	}
+	return st, path
+}
+
+// bruteForce plans pq by modelling every matching run, as a planner
+// without summaries would.
+func bruteForce(t *testing.T, c *Service, pq PlanQuery) []PlanOption {
+	t.Helper()
+	ctx := context.Background()
+	configs, _, err := c.store.RunConfigs(ctx, store.RunFilter{ExcludeFlagged: true, MethodClass: pq.MethodClass}, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []PlanOption
+	for _, cfg := range configs {
+		opt := PlanOption{Run: cfg, GPU: cfg.GPU, GPUCount: gpuCount(cfg)}
+		m, err := c.modelWithin(ctx, -1, cfg.ID)
+		if err != nil {
+			opt.Err = err.Error()
+		} else if opt.Plan, err = m.Plan(pq.Target); err != nil {
+			t.Fatal(err)
+		}
+		if pq.Price.Given() {
+			price(pq, &opt)
+		}
+		out = append(out, opt)
+	}
+	slices.SortStableFunc(out, pq.compare())
+	return out
+}
+
+func optionKey(o PlanOption) string {
+	total := 0.0
+	if o.Plan.At != nil && o.Plan.At.TotalTokS != nil {
+		total = o.Plan.At.TotalTokS.Value
+	}
+	return fmt.Sprintf("%s meets=%v B=%d total=%.3f", o.Run.ID, o.Plan.Meets, o.Plan.Concurrency, total)
+}
+
+// TestPlanConsidersEveryRun: with more runs than the planner once read
+// (the newest 50), an unfiltered plan answers from every one of them: its
+// options are those a planner modelling every run would list, in the same
+// order, while it models only the few whose bounds could make the answer.
+func TestPlanConsidersEveryRun(t *testing.T) {
+	ctx := context.Background()
+	st, _ := manyRuns(t, 160)
+	c := New(st, DefaultCacheBytes, nil)
+	if n, err := c.Backfill(ctx, 1); err != nil || n != 160 {
+		t.Fatalf("backfill fitted %d runs (%v), want 160", n, err)
+	}
+	gpuHour := 2.0
+	for _, pq := range []PlanQuery{
+		{Target: calculator.Target{ContextTokens: 4096, MinPerRequestTokS: 20}, Limit: 10},
+		{Target: calculator.Target{ContextTokens: 30000, MinPerRequestTokS: 8, MaxTTFTMs: 20000, Users: 200}, Limit: 5},
+		{Target: calculator.Target{ContextTokens: 1000, MinPerRequestTokS: 5, Users: 500}, Limit: 10, Price: calculator.Price{GPUHourUSD: &gpuHour}, SortByCost: true},
+		{Target: calculator.Target{ContextTokens: 60000, MinPerRequestTokS: 400}, Limit: 10}, // nothing meets: ranked by shortfall
+	} {
+		pq.MethodClass = store.MethodSustainedDecode
+		got, err := c.Plan(ctx, pq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%+v: %d of %d runs modelled", pq.Target, got.Modelled, got.Matched)
+		if got.Modelled*2 > got.Matched {
+			t.Errorf("%+v: %d of %d runs modelled: the bounds should rule most out", pq.Target, got.Modelled, got.Matched)
+		}
+		want := bruteForce(t, c, pq)
+		if got.Matched != len(want) {
+			t.Errorf("%+v: %d matched, want %d", pq.Target, got.Matched, len(want))
+		}
+		if got.Omitted != len(want)-pq.Limit {
+			t.Errorf("%+v: %d omitted, want %d", pq.Target, got.Omitted, len(want)-pq.Limit)
+		}
+		for _, w := range got.Warnings {
+			if strings.Contains(w, "newest") {
+				t.Errorf("warning %q: the plan should read every run", w)
+			}
+		}
+		for i := range pq.Limit {
+			if i >= len(got.Options) || optionKey(got.Options[i]) != optionKey(want[i]) {
+				var g []string
+				for _, o := range got.Options {
+					g = append(g, optionKey(o))
+				}
+				t.Fatalf("%+v: option %d differs\n got %q\nwant %q", pq.Target, i, g, optionKey(want[i]))
+			}
+		}
+	}
+}
+
+// TestFitsAreStoredAndOutliveARestart: a fit is stored with the method
+// that made it; a new service on the reopened database answers the same
+// from the stored fit without fitting again, and a fit stored by another
+// method is made again.
+func TestFitsAreStoredAndOutliveARestart(t *testing.T) {
+	ctx := context.Background()
+	st, path := manyRuns(t, 8)
+	c := New(st, DefaultCacheBytes, nil)
+	if n, err := c.Backfill(ctx, 1); err != nil || n != 8 {
+		t.Fatalf("backfill fitted %d (%v), want 8", n, err)
+	}
+	configs, _, err := st.RunConfigs(ctx, store.RunFilter{}, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := configs[0].ID
+	sf, ok, err := st.Fit(ctx, id, calculator.MethodVersion)
+	if err != nil || !ok {
+		t.Fatalf("no stored fit of run %s (%v)", id, err)
+	}
+	if n := len(sf.Params) + len(sf.Summary); n > 2400 {
+		t.Errorf("a stored fit takes %d bytes; the documented bound is 2,400", n)
+	}
+	q := calculator.Query{ContextTokens: 12345, Concurrency: 3}
+	before, err := c.Decode(ctx, Selection{RunID: id}, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	st2, err := store.Open(ctx, path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st2.Close()
+	c2 := New(st2, DefaultCacheBytes, nil)
+	if n, err := c2.Backfill(ctx, 1); err != nil || n != 0 {
+		t.Fatalf("after a restart the backfill fitted %d runs (%v), want none", n, err)
+	}
+	after, err := c2.Decode(ctx, Selection{RunID: id}, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(after.Result, before.Result) {
+		t.Errorf("after a restart the answer is\n%v\nbefore it was\n%v", after.Result, before.Result)
+	}
+	again, _, _ := st2.Fit(ctx, id, calculator.MethodVersion)
+	if string(again.Params) != string(sf.Params) {
+		t.Error("the stored fit was replaced although its method is current")
+	}
+	// A fit of an earlier method is made again.
+	if err := st2.PutFit(ctx, store.StoredFit{RunID: id, Method: "an earlier method", Params: sf.Params, Summary: sf.Summary}); err != nil {
+		t.Fatal(err)
+	}
+	c3 := New(st2, DefaultCacheBytes, nil)
+	if n, err := c3.Backfill(ctx, 1); err != nil || n != 1 {
+		t.Fatalf("with one fit of an earlier method the backfill fitted %d (%v), want 1", n, err)
+	}
+	if _, ok, _ := st2.Fit(ctx, id, calculator.MethodVersion); !ok {
+		t.Error("the refit was not stored under the current method")
+	}
+}

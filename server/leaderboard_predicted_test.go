@@ -1,0 +1,99 @@
+package server_test
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"testing"
+
+	"github.com/matrixd/matrixd/api"
+	"github.com/matrixd/matrixd/store"
+)
+
+// TestPredictedLeaderboardRanksEveryRun: with predicted=true every run is
+// ranked at a cell none of them measured, by the calculator's own answer
+// for each (the same as GET /v1/calculator/decode gives), in the order a
+// ranking that asked the calculator for every run would give, page after
+// page.
+func TestPredictedLeaderboardRanksEveryRun(t *testing.T) {
+	e := newEnv(t, 40)
+	const cell = "context_tokens=20000&concurrency=5"
+	get := func(target string) api.Leaderboard {
+		t.Helper()
+		rec := e.do(t, http.MethodGet, target, nil)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("%s: %d %s", target, rec.Code, rec.Body)
+		}
+		var lb api.Leaderboard
+		if err := json.Unmarshal(rec.Body.Bytes(), &lb); err != nil {
+			t.Fatal(err)
+		}
+		return lb
+	}
+	// What asking the calculator for every run gives.
+	configs, _, err := e.st.RunConfigs(context.Background(), store.RunFilter{MethodClass: store.MethodSustainedDecode, ExcludeFlagged: true}, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type ranked struct {
+		id    string
+		value float64
+		basis api.CalcBasisMethod
+	}
+	var want []ranked
+	for _, c := range configs {
+		rec := e.do(t, http.MethodGet, "/v1/calculator/decode?run_id="+c.ID+"&"+cell, nil)
+		if rec.Code != http.StatusOK {
+			continue // refused here: not ranked
+		}
+		var p api.DecodePrediction
+		if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil {
+			t.Fatal(err)
+		}
+		if p.Status != api.CalcStatusFits || p.TotalTokS == nil {
+			continue
+		}
+		want = append(want, ranked{c.ID, p.TotalTokS.Value, p.Basis.Method})
+	}
+	slices.SortFunc(want, func(a, b ranked) int { return cmp.Or(cmp.Compare(b.value, a.value), cmp.Compare(a.id, b.id)) })
+	if len(want) < 15 {
+		t.Fatalf("only %d runs answer at the cell; the test needs more", len(want))
+	}
+
+	var got []api.LeaderboardEntry
+	target := "/v1/leaderboard?predicted=true&limit=6&" + cell
+	for page := 0; page < 3; page++ {
+		lb := get(target)
+		if lb.Predicted == nil || !*lb.Predicted || lb.MatchedRuns == nil || *lb.MatchedRuns != len(configs) {
+			t.Fatalf("page %d: predicted %v, matched %v; want true and %d", page, lb.Predicted, lb.MatchedRuns, len(configs))
+		}
+		got = append(got, lb.Items...)
+		if lb.NextCursor == nil {
+			t.Fatalf("page %d has no next cursor with %d runs ranked", page, len(want))
+		}
+		target = "/v1/leaderboard?predicted=true&limit=6&" + cell + "&cursor=" + *lb.NextCursor
+	}
+	if len(got) != 18 {
+		t.Fatalf("%d entries in 3 pages of 6", len(got))
+	}
+	for i, g := range got {
+		w := want[i]
+		if g.Run.ID != w.id || g.Value != w.value || g.Rank != i+1 {
+			t.Fatalf("place %d: %s at %v (rank %d), want %s at %v", i+1, g.Run.ID, g.Value, g.Rank, w.id, w.value)
+		}
+		if g.Cell != nil || g.Prediction == nil || g.Prediction.Basis.Method != w.basis || g.Prediction.TotalTokS == nil || g.Prediction.TotalTokS.Value != g.Value {
+			t.Fatalf("place %d: cell %v, prediction %+v; want the calculator's answer and no measured cell", i+1, g.Cell, g.Prediction)
+		}
+	}
+	rec := e.do(t, http.MethodGet, "/v1/leaderboard?predicted=true&"+cell+"&cursor=abc", nil)
+	if rec.Code != http.StatusBadRequest {
+		t.Errorf("a foreign cursor: %d, want 400", rec.Code)
+	}
+	rec = e.do(t, http.MethodGet, fmt.Sprintf("/v1/leaderboard?predicted=true&%s&limit=50&cursor=place-190", cell), nil)
+	if rec.Code != http.StatusBadRequest {
+		t.Errorf("a page past the first 200 places: %d, want 400", rec.Code)
+	}
+}
