@@ -315,6 +315,10 @@ func logURI(uri string) string {
 // secretParam reports a query parameter name that may carry a credential:
 // matrixd takes none in the query, but clients send them anyway.
 func secretParam(name string) bool {
+	switch name {
+	case "context_tokens", "max_output_tokens": // the API's own, which carry token counts
+		return false
+	}
 	n := strings.ToLower(name)
 	for _, w := range []string{"key", "token", "secret", "password", "passwd", "auth", "credential", "session", "signature", "sig"} {
 		if strings.Contains(n, w) {

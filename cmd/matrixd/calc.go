@@ -43,6 +43,43 @@ type calcFlags struct {
 	users, limit            int
 	engine                  string
 	includeScaled           bool
+	price                   calculator.Price
+	sort                    string
+}
+
+// priceFlags defines the flags that price an answer (as the API's
+// gpu_hour_usd, hardware_usd, amortization_years, electricity_usd_per_kwh).
+func (f *calcFlags) priceFlags(fs *flag.FlagSet) {
+	for _, p := range []struct {
+		name, usage string
+		v           **float64
+	}{
+		{"gpu-hour-usd", "rental price of one GPU for an hour, `USD`: prices each option", &f.price.GPUHourUSD},
+		{"hardware-usd", "price of one owned GPU, `USD`, with --amortization-years and --electricity-usd-per-kwh", &f.price.HardwareUSD},
+		{"amortization-years", "`years` an owned GPU is paid off over", &f.price.AmortizationYears},
+		{"electricity-usd-per-kwh", "electricity price, `USD` per kWh, for owned GPUs", &f.price.ElectricityUSDPerKWh},
+	} {
+		fs.Var(optFloat{p.v}, p.name, p.usage)
+	}
+}
+
+// optFloat is a float flag that is nil until given.
+type optFloat struct{ v **float64 }
+
+func (o optFloat) String() string {
+	if o.v == nil || *o.v == nil {
+		return ""
+	}
+	return strconv.FormatFloat(**o.v, 'f', -1, 64)
+}
+
+func (o optFloat) Set(s string) error {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return fmt.Errorf("%q is not a number", s)
+	}
+	*o.v = &v
+	return nil
 }
 
 // selection defines the flags that pick the run to model.
@@ -116,6 +153,8 @@ func calcCLI(what string, getenv func(string) string) (*cli, *calcFlags) {
 		c.fs.IntVar(&f.q.MaxOutputTokens, "max-output", 0, "`tokens` reserved per request for output")
 		c.fs.BoolVar(&f.includeScaled, "include-scaled", false, "add catalog GPUs without a run, scaled from the nearest measured one")
 		c.fs.IntVar(&f.limit, "limit", predict.DefaultPlanOptions, "how many options to show, best first")
+		f.priceFlags(c.fs)
+		c.fs.StringVar(&f.sort, "sort", "throughput", "order of the options meeting the target: throughput, or cost (cheapest first; needs a price)")
 	default:
 		return nil, nil
 	}
@@ -156,6 +195,10 @@ func flagRanges(what string) []flagRange {
 		{"max-ttft", "max_ttft_ms", 1, 86400000},
 		{"users", "users", 1, 1e7},
 		{"limit", "limit", 1, predict.MaxPlanOptions},
+		{"gpu-hour-usd", "gpu_hour_usd", 0, 1000},
+		{"hardware-usd", "hardware_usd", 0, 10000000},
+		{"amortization-years", "amortization_years", 0, 50},
+		{"electricity-usd-per-kwh", "electricity_usd_per_kwh", 0, 100},
 	}
 }
 
@@ -308,7 +351,10 @@ func calcCmd(ctx context.Context, args []string, getenv func(string) string, std
 		calc.SetPlanFitBudget(-1) // nothing keeps fits between runs of a command: wait for them all
 		pq := predict.PlanQuery{Model: f.sel.Model, GPU: f.sel.GPU, Engine: f.engine, KVCacheDtype: f.sel.KVCacheDtype,
 			Target:        calculator.Target{ContextTokens: q.ContextTokens, MinPerRequestTokS: f.minTokS, MaxTTFTMs: f.maxTTFT, Users: f.users, Base: q},
-			IncludeScaled: f.includeScaled, Limit: f.limit}
+			IncludeScaled: f.includeScaled, Limit: f.limit, Price: f.price, SortByCost: f.sort == "cost"}
+		if f.sort != "throughput" && f.sort != "cost" {
+			return c.usageErr("--sort takes throughput or cost, not %q", f.sort)
+		}
 		pl, err := calc.Plan(ctx, pq)
 		if err != nil {
 			return cliError(c.name, err)
@@ -484,7 +530,19 @@ func printPlan(w io.Writer, t calculator.Target, pl predict.Plan) {
 		if p.Instances > 0 {
 			conc += fmt.Sprintf(" (×%d = %d GPUs)", p.Instances, p.Instances*o.GPUCount)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s: %s\n", conc, value(at.TotalTokS, 0), value(at.PerRequestTokS, 1), value(at.TTFTMs, 0), at.Basis, p.Binding, inFlags(p.BindingDetail))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s: %s", conc, value(at.TotalTokS, 0), value(at.PerRequestTokS, 1), value(at.TTFTMs, 0), at.Basis, p.Binding, inFlags(p.BindingDetail))
+		if c := o.Cost; c != nil {
+			if c.USDPerHour != nil {
+				fmt.Fprintf(w, "; $%.2f/h an instance", *c.USDPerHour)
+				if p.Instances > 0 {
+					fmt.Fprintf(w, ", $%.2f/h for %d users", float64(p.Instances)**c.USDPerHour, t.Users)
+				}
+			}
+			if c.USDPerMillion != nil {
+				fmt.Fprintf(w, ", $%.3g per million output tokens", c.USDPerMillion.Value)
+			}
+		}
+		fmt.Fprintln(w)
 	}
 	if pl.Omitted > 0 {
 		fmt.Fprintf(w, "\n%d more options (--limit)\n", pl.Omitted)

@@ -297,6 +297,32 @@ func TestCalcAndEval(t *testing.T) {
 	if err := run(ctx, []string{"calc", "plan", "--db", db, "--context", "16K", "--min-tok-s", "0"}, env(nil), nil, &out, io.Discard); err != nil {
 		t.Errorf("--min-tok-s 0, which the API takes: %v", err)
 	}
+	// Priced: the options carry the API's cost, cheapest fleet first.
+	out.Reset()
+	if err := run(ctx, []string{"calc", "plan", "--db", db, "--context", "16K", "--min-tok-s", "20", "--users", "100", "--gpu-hour-usd", "0.4", "--sort", "cost", "--json"}, env(nil), nil, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var priced struct {
+		Options []struct {
+			Instances int `json:"instances"`
+			Cost      *struct {
+				USDPerHour float64 `json:"usd_per_hour"`
+			} `json:"cost"`
+		} `json:"options"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &priced); err != nil || len(priced.Options) != 2 {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	fleet := func(i int) float64 { return float64(priced.Options[i].Instances) * priced.Options[i].Cost.USDPerHour }
+	if priced.Options[0].Cost == nil || priced.Options[1].Cost == nil || fleet(0) > fleet(1) || priced.Options[0].Cost.USDPerHour != 0.4 {
+		t.Errorf("priced plan: %s; want each option's cost at $0.40 a GPU-hour, cheapest fleet first", out.String())
+	}
+	for _, bad := range [][]string{{"--sort", "cost"}, {"--sort", "speed"}, {"--gpu-hour-usd", "-1"}} {
+		args := append([]string{"calc", "plan", "--db", db, "--context", "16K", "--min-tok-s", "30"}, bad...)
+		if err := run(ctx, args, env(nil), nil, io.Discard, io.Discard); err == nil {
+			t.Errorf("calc plan %s %s: no error", bad[0], bad[1])
+		}
+	}
 }
 
 // TestFlagRangesAreTheAPIs: each flag a calc subcommand range-checks takes
