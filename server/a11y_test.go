@@ -21,6 +21,9 @@ import (
 // {new} two runs of a series, {host} another origin whose page embeds the
 // widget in a 320 px column. ready is what the page shows once drawn;
 // except names an axe rule the page may break, for a reason given here.
+// Every page loads with nothing written to the console as an error and no
+// resource failing to load, but for the page's own answer when it is an
+// error page (name error-…).
 var a11yPages = []struct{ name, path, ready, except string }{
 	{"landing", "/", "table.runs", ""},
 	{"landing-th", "/?lang=th", "table.runs", ""},
@@ -147,6 +150,7 @@ func TestPagesAccessible(t *testing.T) {
 		"{new}", series[2].ID,
 		"{host}", host.URL,
 	)
+	consoled := consoleErrors(t, ctx)
 	for _, p := range a11yPages {
 		u := ids.Replace(p.path)
 		if !strings.HasPrefix(u, host.URL) {
@@ -154,6 +158,15 @@ func TestPagesAccessible(t *testing.T) {
 		}
 		for _, width := range []int64{360, 400, 1280} {
 			at := p.name + " at " + strconv.FormatInt(width, 10) + " px"
+			before := len(consoled())
+			console := func() {
+				for _, m := range consoled()[before:] {
+					if strings.HasPrefix(p.name, "error-") && m.URL == u && strings.Contains(m.Text, "Failed to load resource") {
+						continue // the error page's own status
+					}
+					t.Errorf("%s: console: %s (%s)", at, m, m.URL)
+				}
+			}
 			if err := chromedp.Do(ctx,
 				chromedp.EmulateViewport(width, 900),
 				chromedp.Navigate(u),
@@ -178,6 +191,7 @@ func TestPagesAccessible(t *testing.T) {
 				}
 			}
 			if width == 360 {
+				console()
 				continue
 			}
 			if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](axe+";true")); err != nil {
@@ -200,6 +214,7 @@ func TestPagesAccessible(t *testing.T) {
 					t.Logf("%s: %s", at, v)
 				}
 			}
+			console()
 		}
 		screenshot(t, ctx, "a11y-"+p.name)
 	}

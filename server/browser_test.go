@@ -377,15 +377,15 @@ func TestPagesInBrowser(t *testing.T) {
 }
 
 // consoleErrors collects the errors and uncaught exceptions the page
-// writes to its console (a blocked resource or stylesheet among them)
-// until the test ends; the returned func reads them.
-func consoleErrors(t *testing.T, ctx context.Context) func() []string {
+// writes to its console (a blocked or failed resource among them) until
+// the test ends; the returned func reads them.
+func consoleErrors(t *testing.T, ctx context.Context) func() []chromedp.ConsoleMessage {
 	t.Helper()
 	cctx, stop := context.WithCancel(ctx)
 	t.Cleanup(stop)
 	var (
 		mu   sync.Mutex
-		errs []string
+		errs []chromedp.ConsoleMessage
 	)
 	messages := chromedp.Console(cctx)
 	go func() {
@@ -395,12 +395,12 @@ func consoleErrors(t *testing.T, ctx context.Context) func() []string {
 			}
 			if m.Type == chromedp.ConsoleError || m.IsException() {
 				mu.Lock()
-				errs = append(errs, m.String()+" ("+m.URL+")")
+				errs = append(errs, m)
 				mu.Unlock()
 			}
 		}
 	}()
-	return func() []string {
+	return func() []chromedp.ConsoleMessage {
 		mu.Lock()
 		defer mu.Unlock()
 		return slices.Clone(errs)
