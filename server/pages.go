@@ -186,9 +186,12 @@ func (p *pages) index(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	filters := hidden(q, "sort", "limit")
 	return p.render(c, http.StatusOK, "index.html", pageCSP, map[string]any{
 		"Title": p.locale(c).t("index.title"), "Runs": list.Items, "Q": q, "Sort": q.Get("sort"),
-		"Hidden": hidden(q, indexShown...), "Filters": hidden(q, "sort", "limit"), "Next": nextPage("/", q, list.NextCursor),
+		"Hidden": hidden(q, indexShown...), "Filters": filters, "Next": nextPage("/", q, list.NextCursor),
+		// No run at all, not none that matches: the store is empty.
+		"Empty": len(list.Items) == 0 && len(filters) == 0 && !q.Has("cursor"),
 	})
 }
 

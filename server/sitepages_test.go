@@ -172,3 +172,42 @@ func TestFavicon(t *testing.T) {
 		}
 	}
 }
+
+// TestEmptySite: on a store with no run, the run list says there are none
+// yet and links how to submit one; with a filter it says none matches, as
+// it does on a store with runs.
+func TestEmptySite(t *testing.T) {
+	empty, full := newEmptyEnv(t), newEnv(t, 0)
+	if rec := empty.do(t, "GET", "/v1/runs", nil); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"items":[]`) {
+		t.Fatalf("GET /v1/runs on an empty store: %d %s", rec.Code, rec.Body)
+	}
+	const none, yet = "No run matches these filters.", "No runs yet"
+	for _, tt := range []struct {
+		name      string
+		e         *env
+		target    string
+		want, not []string
+	}{
+		{"empty", empty, "/", []string{yet, `<a href="/getting-started#submit">`}, []string{none}},
+		{"empty, sorted", empty, "/?sort=gpu&limit=10", []string{yet}, []string{none}},
+		{"empty in Thai", empty, "/?lang=th", []string{"ยังไม่มีผลการวัด", `<a href="/getting-started#submit">`}, []string{none}},
+		{"empty, filtered", empty, "/?gpu=RTX%203090", []string{none}, []string{yet}},
+		{"empty, filtered by what the form hides", empty, "/?vram_gb_min=20", []string{none}, []string{yet}},
+		{"runs, filtered", full, "/?model=nothing-like-it", []string{none}, []string{yet}},
+	} {
+		rec := tt.e.page(t, tt.target, "/v1/runs")
+		if rec.Code != http.StatusOK {
+			t.Fatalf("%s: %d", tt.name, rec.Code)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(rec.Body.String(), w) {
+				t.Errorf("%s: %s lacks %q", tt.name, tt.target, w)
+			}
+		}
+		for _, w := range tt.not {
+			if strings.Contains(rec.Body.String(), w) {
+				t.Errorf("%s: %s says %q", tt.name, tt.target, w)
+			}
+		}
+	}
+}
