@@ -80,6 +80,13 @@ func TestSitePages(t *testing.T) {
 		{"planner none", "/planner?context_tokens=0&min_per_request_tok_s=10&model=nothing-like-it", "/v1/planner", 200, []string{"No run matches"}, nil},
 		{"planner refuses", "/planner?context_tokens=0", "/v1/planner", 400, []string{"<code>min_per_request_tok_s</code>"}, nil},
 		{"planner cost without a price", "/planner?context_tokens=0&min_per_request_tok_s=10&sort=cost", "/v1/planner", 0, []string{"<code>sort</code>"}, nil},
+		{"leaderboard names model, engine and method", "/leaderboard?context_tokens=16384&concurrency=8", "/v1/leaderboard", 200, []string{
+			`<th scope="col">Model</th><th scope="col">GPU</th><th scope="col">Engine</th><th scope="col">Method</th>`,
+			`<td><a href="/models/` + fara.Model.Name + `">` + fara.Model.Name + `</a>`,
+			`<td>` + fara.Engine.Name + ` ` + fara.Engine.Version + `</td><td><span class="badge">sustained_decode</span></td>`,
+			`<td><a href="/models/` + nemotron.Model.Name + `">`}, nil},
+		{"leaderboard in Chinese", "/leaderboard?context_tokens=16384&concurrency=8&lang=zh-Hant", "/v1/leaderboard", 200, []string{
+			`<th scope="col">模型</th><th scope="col">GPU</th><th scope="col">引擎</th><th scope="col">測量方法</th>`}, nil},
 		{"getting started", "/getting-started", "", 200, []string{`<a href="/getting-started">Getting started</a>`, `id="read"`, `id="submit"`, `id="embed"`,
 			"llama-batched-bench", "vllm-bench", "grid-csv", "&lt;div data-matrixd-calculator", `<a href="/docs">API reference</a>`, `<a href="/openapi.yaml">openapi.yaml</a>`}, []string{"<div data-matrixd-calculator"}},
 		{"getting started in Thai", "/getting-started?lang=th", "", 200, []string{"การอ่านเมทริกซ์"}, nil},
