@@ -499,7 +499,7 @@ func TestWidgetSpeaksItsLanguage(t *testing.T) {
 		if err := chromedp.Do(ctx, chromedp.Navigate(c.url), chromedp.WaitVisible(chromedp.CSS(`.mxd[data-state="answered"]`))); err != nil {
 			t.Fatalf("%s: %v", c.url, err)
 		}
-		if got := textOf(t, ctx, `.mxd h2`); got != c.title {
+		if got := textOf(t, ctx, `.mxd :is(h1, h2)`); got != c.title {
 			t.Errorf("%s: title %q, want %q", c.url, got, c.title)
 		}
 		if got := textOf(t, ctx, `.mxd dt`); got != c.status {

@@ -156,6 +156,9 @@ func TestWidgetRefusesWhatTheCalculatorRefuses(t *testing.T) {
 		want       string
 	}{
 		{"/widget/calculator?run=" + fara + "&theme=dark", 200, `data-theme="dark"`},
+		{"/widget/calculator?run=" + fara, 200, "<main>\n<div data-matrixd-calculator"},
+		{"/widget/calculator?run=" + fara, 200, "<h1>Decode speed calculator</h1>"},
+		{"/widget/calculator?lang=th", 200, "<h1>เครื่องคำนวณความเร็ว decode</h1>"},
 		{"/widget/calculator", 200, `data-theme="light"`},
 		{"/widget/calculator?run=&model=&gpu=", 200, `data-run=""`},
 		{"/widget/calculator?theme=blue", 400, "<code>theme</code>"},

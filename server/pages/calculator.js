@@ -1,7 +1,8 @@
 // matrixd calculator widget. Renders into every element carrying
 // data-matrixd-calculator and talks only to the matrixd API it came from
 // (or data-api). Options, as attributes: data-run, data-model + data-gpu,
-// data-context, data-concurrency, data-theme (light or dark), data-api.
+// data-context, data-concurrency, data-theme (light or dark), data-api,
+// data-heading (the level of its title: 2, or 1 on a page of its own).
 (function () {
   "use strict";
   var script = document.currentScript;
@@ -120,7 +121,7 @@
       row("TTFT", "ttft"), row(t("out.basis"), "basis"), row(t("out.band"), "band")));
     var refusal = el("p", { "class": "mxd-refusal", role: "alert", "data-out": "refusal", hidden: "" });
     var heat = el("div", { "data-out": "heatmap", tabindex: "0" });
-    box.appendChild(el("h2", {}, [t("title")]));
+    box.appendChild(el(root.getAttribute("data-heading") === "1" ? "h1" : "h2", {}, [t("title")]));
     box.appendChild(form);
     box.appendChild(refusal);
     box.appendChild(dl);
