@@ -511,3 +511,164 @@ func TestWidgetSpeaksItsLanguage(t *testing.T) {
 		screenshot(t, ctx, "widget-"+map[bool]string{true: "zh-Hant", false: "th"}[c.url != host.URL])
 	}
 }
+
+// TestWidgetAnswersWhatItAsks embeds the widget on another site's page in
+// a 320 px column and asks what the other widget tests do not: a model on
+// a GPU draws the heatmap of the run the answer names; an answer with no
+// speed shows no error band; a context of 1,000,000 has a row label that
+// fits; and each refusal's fix is written as the widget's own controls
+// (a max output tokens input, the "Across generations" box), which then
+// answer.
+func TestWidgetAnswersWhatItAsks(t *testing.T) {
+	ctx := browser(t)
+	e := newEnv(t, 0)
+	nemotron := e.seed(t, "nemotron-nano-12b-v2-awq-rtx3090")
+	noMaxOut := e.seed(t, "fara1.5-4b-autoround-rtx3060")
+	noMaxOut.Title, noMaxOut.Benchmark.MaxOutputTokens = "no max output", nil
+	stored, _, err := e.st.CreateRun(context.Background(), noMaxOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(e.h)
+	defer srv.Close()
+	attrs := map[string]string{
+		"/model":  fmt.Sprintf(`data-model="%s" data-gpu="RTX 3090"`, nemotron.Model.Name),
+		"/run":    fmt.Sprintf(`data-run="%s"`, nemotron.ID),
+		"/no-out": fmt.Sprintf(`data-run="%s" data-context="0" data-concurrency="3"`, stored.ID),
+	}
+	host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!doctype html><html lang="en"><head><meta name="viewport" content="width=device-width, initial-scale=1"><title>A blog about GPUs</title>
+<style>body { margin: 0; } .column { width: 320px; margin: 0 auto; }</style></head>
+<body><main class="column"><h1>Will it fit?</h1><div data-matrixd-calculator %s></div>
+<script src="%s/widget/calculator.js"></script></main></body></html>`, attrs[r.URL.Path], srv.URL)
+	}))
+	defer host.Close()
+	errs := consoleErrors(t, ctx)
+	ask := func(name, context, concurrency string) {
+		t.Helper()
+		q := context + "x" + concurrency
+		if err := chromedp.Do(ctx,
+			chromedp.SetValue(chromedp.CSS(`[data-in="context"]`), context),
+			chromedp.SetValue(chromedp.CSS(`[data-in="concurrency"]`), concurrency),
+			fire(`[data-in="context"]`),
+			chromedp.WaitVisible(chromedp.CSS(`.mxd[data-query="`+q+`"] [data-drawn="`+q+`"] rect[data-chosen="true"]`)),
+		); err != nil {
+			screenshot(t, ctx, "widget-"+name+"-failed")
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	fits := func(what string) {
+		t.Helper()
+		if bad, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](widgetOverflowsJS)); err != nil || len(bad) > 0 {
+			t.Errorf("%s: %v (%v)", what, bad, err)
+		}
+	}
+
+	// A model on a GPU: the heatmap of the run the answer names.
+	if err := chromedp.Do(ctx,
+		chromedp.EmulateViewport(360, 900),
+		chromedp.Navigate(host.URL+"/model"),
+		chromedp.WaitVisible(chromedp.CSS(`.mxd[data-state="answered"] [data-drawn="16384x8"] rect[data-chosen="true"]`)),
+	); err != nil {
+		screenshot(t, ctx, "widget-model-gpu-failed")
+		t.Fatalf("model on a GPU: no heatmap: %v", err)
+	}
+	if cells, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-out="heatmap"] rect').length`)); err != nil || cells < 16 {
+		t.Errorf("model on a GPU: %d heatmap cells (%v), want the run's grid", cells, err)
+	}
+	if got := textOf(t, ctx, `[data-out="band"]`); got != "measured" {
+		t.Errorf("a measured cell's band: %q", got)
+	}
+	fits("model on a GPU")
+	screenshot(t, ctx, "widget-model-gpu")
+
+	// Over capacity: no speed, so no error band.
+	ask("no-speed", "16384", "64")
+	if got := textOf(t, ctx, `[data-out="status"]`); got != "over capacity" {
+		t.Fatalf("16K × 64: status %q, want over capacity", got)
+	}
+	if shown, err := chromedp.Run(ctx, chromedp.Evaluate[[]bool](`['[data-out="band"]', '.mxd dt:nth-of-type(6)'].map(s => document.querySelector(s).offsetParent !== null)`)); err != nil || shown[0] || shown[1] {
+		t.Errorf("an answer without speed shows an error band: %v (%v): %q", shown, err, textOf(t, ctx, `.mxd dl`))
+	}
+	screenshot(t, ctx, "widget-no-speed")
+
+	// A context of 1,000,000: its row label is written for people and fits
+	// left of the cells.
+	ask("long-context", "1000000", "1")
+	labels, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => {
+		const svg = document.querySelector('[data-out="heatmap"] svg'), left = svg.querySelector('rect').getBBox().x;
+		return Array.from(svg.querySelectorAll('text[text-anchor="end"]')).map(el => {
+			const b = el.getBBox();
+			return el.textContent + (b.x >= 0 && b.x + b.width <= left ? "" : " clipped: " + Math.round(b.x) + "–" + Math.round(b.x + b.width) + " left of " + left);
+		});
+	})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(labels, "1,000,000") {
+		t.Errorf("row labels %q lack 1,000,000", labels)
+	}
+	for _, l := range labels {
+		if strings.Contains(l, "clipped") {
+			t.Errorf("row label %s", l)
+		}
+	}
+	fits("a context of 1,000,000")
+	screenshot(t, ctx, "widget-long-context")
+
+	// Another GPU generation: the fix is the "Across generations" box.
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(host.URL+"/run"),
+		chromedp.WaitVisible(chromedp.CSS(`.mxd[data-state="answered"]`)),
+		chromedp.SetValue(chromedp.CSS(`[data-in="target-gpu"]`), "H100 SXM"),
+		fire(`[data-in="target-gpu"]`),
+		chromedp.WaitVisible(chromedp.CSS(`.mxd[data-state="refused"] [data-out="refusal"]`)),
+	); err != nil {
+		screenshot(t, ctx, "widget-refusal-rough-failed")
+		t.Fatalf("another generation: %v", err)
+	}
+	if got := textOf(t, ctx, `[data-out="refusal"]`); !strings.Contains(got, "“Across generations” ticked") || strings.Contains(got, "rough=true") {
+		t.Errorf("another generation's refusal: %q, want its fix as the widget's box", got)
+	}
+	screenshot(t, ctx, "widget-refusal-rough")
+	if err := chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`[data-in="rough"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`.mxd[data-state="answered"]`)),
+	); err != nil {
+		t.Fatalf("ticked across generations: %v", err)
+	}
+	if got := textOf(t, ctx, `[data-out="basis"]`); !strings.Contains(got, "scaled_gpu") {
+		t.Errorf("across generations: basis %q", got)
+	}
+
+	// A run that does not say its output reservation: the fix is the max
+	// output tokens input.
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(host.URL+"/no-out"),
+		chromedp.WaitVisible(chromedp.CSS(`.mxd[data-state="refused"] [data-out="refusal"]`)),
+	); err != nil {
+		screenshot(t, ctx, "widget-refusal-max-output-failed")
+		t.Fatalf("no output reservation: %v", err)
+	}
+	if got := textOf(t, ctx, `[data-out="refusal"]`); !strings.Contains(got, "“Max output tokens”") || strings.Contains(got, "max_output_tokens") {
+		t.Errorf("no output reservation's refusal: %q, want its fix as the widget's input", got)
+	}
+	fits("a refusal")
+	screenshot(t, ctx, "widget-refusal-max-output")
+	if err := chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.CSS(`[data-in="max-output"]`), "8192"),
+		fire(`[data-in="max-output"]`),
+		chromedp.WaitVisible(chromedp.CSS(`.mxd[data-state="answered"]`)),
+	); err != nil {
+		t.Fatalf("max output tokens given: %v", err)
+	}
+	if got := textOf(t, ctx, `[data-out="status"]`); got != "fits" {
+		t.Errorf("with max output tokens: status %q", got)
+	}
+	for _, m := range errs() {
+		if !strings.Contains(m.Text, "status of 422") { // the refusals asked for
+			t.Errorf("console: %s (%s)", m, m.URL)
+		}
+	}
+}
