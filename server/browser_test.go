@@ -315,6 +315,39 @@ func TestRunPagesShowEveryCell(t *testing.T) {
 		if raw := rawNumbers(text); len(raw) > 0 {
 			t.Errorf("%s: numbers not written for people: %q", name, raw)
 		}
+		// The prefill chart's axis titles and labels are drawn inside it,
+		// none over another, with a scale of more than one label.
+		drawn, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => {
+			const svg = document.querySelector('svg[aria-labelledby="prefill-title"]'), box = svg.getBoundingClientRect();
+			const texts = Array.from(svg.querySelectorAll('text')), out = [];
+			texts.forEach((el, i) => {
+				const r = el.getBoundingClientRect();
+				if (r.left < box.left - 0.5 || r.right > box.right + 0.5 || r.top < box.top - 0.5 || r.bottom > box.bottom + 0.5) out.push(el.textContent + " outside the chart");
+				texts.slice(i + 1).forEach(o => {
+					const q = o.getBoundingClientRect();
+					if (r.left < q.right - 1 && q.left < r.right - 1 && r.top < q.bottom - 1 && q.top < r.bottom - 1) out.push(el.textContent + " over " + o.textContent);
+				});
+			});
+			return out.concat(texts.filter(el => el.classList.contains('axistitle')).map(el => "title " + el.textContent),
+				texts.filter(el => el.getAttribute('text-anchor') === 'end').map(el => "y " + el.textContent));
+		})()`))
+		if err != nil {
+			t.Fatalf("%s: prefill chart: %v", name, err)
+		}
+		titles, ys := 0, 0
+		for _, d := range drawn {
+			switch {
+			case strings.HasPrefix(d, "title "):
+				titles++
+			case strings.HasPrefix(d, "y "):
+				ys++
+			default:
+				t.Errorf("%s: prefill chart: %s", name, d)
+			}
+		}
+		if titles != 2 || ys < 3 {
+			t.Errorf("%s: prefill chart has %d axis titles and %d y labels: %q", name, titles, ys, drawn)
+		}
 		screenshot(t, ctx, "run-"+name)
 	}
 }

@@ -1,8 +1,10 @@
 package server_test
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -216,5 +218,54 @@ func TestEmptySite(t *testing.T) {
 				t.Errorf("%s: %s says %q", tt.name, tt.target, w)
 			}
 		}
+	}
+}
+
+// TestRunPagePrefill: a run page's prefill chart plots prompt tok/s by
+// context with axis titles and their units and a scale of several labels;
+// a run without prefill measurements says so instead of an empty table.
+func TestRunPagePrefill(t *testing.T) {
+	e := newEnv(t, 0)
+	fara := e.seed(t, "fara1.5-4b-autoround-rtx3060")
+	bare := fara
+	bare.Title, bare.Prefill = "no prefill", nil
+	stored, _, err := e.st.CreateRun(context.Background(), bare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := e.do(t, "GET", "/v1/runs/"+stored.ID+"/prefill", nil); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"items":[]`) {
+		t.Fatalf("the run's prefill: %d %s", rec.Code, rec.Body)
+	}
+	chart := regexp.MustCompile(`(?s)<svg role="img" aria-labelledby="prefill-title".*?</svg>`)
+	yLabel := regexp.MustCompile(`<text class="axis" x="\d+" dx="-6" y="\d+" dy="4" text-anchor="end">([^<]+)</text>`)
+	for _, lang := range []struct{ code, x, y string }{
+		{"en", "context (tokens)", "prompt tok/s"},
+		{"zh-Hant", "上下文（token）", "提示 tok/s"},
+		{"th", "บริบท (โทเค็น)", "tok/s ของพรอมต์"},
+	} {
+		rec := e.page(t, "/runs/"+fara.ID+"?lang="+lang.code, "/v1/runs/"+fara.ID)
+		svg := chart.FindString(rec.Body.String())
+		if svg == "" {
+			t.Fatalf("%s: no prefill chart", lang.code)
+		}
+		for _, title := range []string{lang.x, lang.y} {
+			if !strings.Contains(svg, `class="axistitle"`) || !strings.Contains(svg, ">"+title+"</text>") {
+				t.Errorf("%s: the prefill chart lacks the axis title %q", lang.code, title)
+			}
+		}
+		if ticks := yLabel.FindAllStringSubmatch(svg, -1); len(ticks) < 3 || ticks[0][1] != "0" {
+			t.Errorf("%s: the prefill chart's y labels are %q, want a scale from 0", lang.code, ticks)
+		}
+	}
+	body := e.page(t, "/runs/"+fara.ID, "/v1/runs/"+fara.ID).Body.String()
+	if !strings.Contains(body, `<data value="2347">2,347</data>`) {
+		t.Errorf("the prefill table lacks a prompt tok/s value")
+	}
+	body = e.page(t, "/runs/"+stored.ID, "/v1/runs/"+stored.ID).Body.String()
+	if !strings.Contains(body, `<p role="status" class="prefill-none">This run has no prefill measurements.</p>`) {
+		t.Errorf("a run without prefill does not say so")
+	}
+	if strings.Contains(body, `<caption>Prefill</caption>`) || strings.Contains(body, `aria-labelledby="prefill-title"`) {
+		t.Errorf("a run without prefill shows an empty prefill table or chart")
 	}
 }
