@@ -282,6 +282,24 @@ func (e GridCellStatus) Valid() bool {
 	}
 }
 
+// Defines values for GuideOperationMethod.
+const (
+	GET  GuideOperationMethod = "GET"
+	POST GuideOperationMethod = "POST"
+)
+
+// Valid indicates whether the value is a known member of the GuideOperationMethod enum.
+func (e GuideOperationMethod) Valid() bool {
+	switch e {
+	case GET:
+		return true
+	case POST:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for HardwareGPUSegment.
 const (
 	Consumer    HardwareGPUSegment = "consumer"
@@ -315,6 +333,48 @@ const (
 func (e HealthStatus) Valid() bool {
 	switch e {
 	case Ok:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ImportFormatContentType.
+const (
+	MultipartFormData ImportFormatContentType = "multipart/form-data"
+	TextPlain         ImportFormatContentType = "text/plain"
+)
+
+// Valid indicates whether the value is a known member of the ImportFormatContentType enum.
+func (e ImportFormatContentType) Valid() bool {
+	switch e {
+	case MultipartFormData:
+		return true
+	case TextPlain:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ImportFormatFormat.
+const (
+	ImportFormatFormatGridCsv           ImportFormatFormat = "grid-csv"
+	ImportFormatFormatLlamaBatchedBench ImportFormatFormat = "llama-batched-bench"
+	ImportFormatFormatPage              ImportFormatFormat = "page"
+	ImportFormatFormatVllmBench         ImportFormatFormat = "vllm-bench"
+)
+
+// Valid indicates whether the value is a known member of the ImportFormatFormat enum.
+func (e ImportFormatFormat) Valid() bool {
+	switch e {
+	case ImportFormatFormatGridCsv:
+		return true
+	case ImportFormatFormatLlamaBatchedBench:
+		return true
+	case ImportFormatFormatPage:
+		return true
+	case ImportFormatFormatVllmBench:
 		return true
 	default:
 		return false
@@ -1181,6 +1241,21 @@ type GPUCatalogItem struct {
 	VRAMGB []float64 `json:"vram_gb"`
 }
 
+// GettingStarted The page `/getting-started` as data.
+type GettingStarted struct {
+	Embed GuideEmbed `json:"embed"`
+
+	// Page The page for people.
+	Page string `json:"page"`
+
+	// Read The operations that read the runs and answer from them.
+	Read []GuideOperation `json:"read"`
+
+	// Reference The contract and its reference page.
+	Reference []GuideOperation `json:"reference"`
+	Submit    GuideSubmit      `json:"submit"`
+}
+
 // GridCell defines model for GridCell.
 type GridCell struct {
 	Concurrency int `json:"concurrency"`
@@ -1217,6 +1292,42 @@ type GridPrediction struct {
 type GridRow struct {
 	Cells         []GridCell `json:"cells"`
 	ContextTokens int        `json:"context_tokens"`
+}
+
+// GuideEmbed defines model for GuideEmbed.
+type GuideEmbed struct {
+	Attributes []WidgetAttribute `json:"attributes"`
+
+	// Page The widget's page, to frame (its query: run, model, gpu, theme).
+	Page string `json:"page"`
+
+	// Script The widget's script, to load from this server.
+	Script string `json:"script"`
+
+	// Snippet HTML that embeds the widget, as the page shows it: replace $MATRIXD with this server's address and RUN_ID with a run's id.
+	Snippet string `json:"snippet"`
+}
+
+// GuideOperation defines model for GuideOperation.
+type GuideOperation struct {
+	Method GuideOperationMethod `json:"method"`
+
+	// Path The operation's path as `openapi.yaml` writes it.
+	Path    string `json:"path"`
+	Summary string `json:"summary"`
+}
+
+// GuideOperationMethod defines model for GuideOperation.Method.
+type GuideOperationMethod string
+
+// GuideSubmit defines model for GuideSubmit.
+type GuideSubmit struct {
+	// Auth How a write authenticates.
+	Auth string `json:"auth"`
+
+	// Formats What `POST /v1/runs/import` reads, each its `format`.
+	Formats    []ImportFormat   `json:"formats"`
+	Operations []GuideOperation `json:"operations"`
 }
 
 // Hardware defines model for Hardware.
@@ -1292,6 +1403,19 @@ type HideInput struct {
 	// Reason Why, shown to readers in the 410.
 	Reason string `json:"reason"`
 }
+
+// ImportFormat defines model for ImportFormat.
+type ImportFormat struct {
+	ContentType ImportFormatContentType `json:"content_type"`
+	Format      ImportFormatFormat      `json:"format"`
+	Summary     string                  `json:"summary"`
+}
+
+// ImportFormatContentType defines model for ImportFormat.ContentType.
+type ImportFormatContentType string
+
+// ImportFormatFormat defines model for ImportFormat.Format.
+type ImportFormatFormat string
 
 // KVCapacity defines model for KVCapacity.
 type KVCapacity struct {
@@ -2166,6 +2290,13 @@ type TrustFlagCode string
 // Verdict defines model for Verdict.
 type Verdict string
 
+// WidgetAttribute defines model for WidgetAttribute.
+type WidgetAttribute struct {
+	// Name Example: data-run
+	Name    string `json:"name"`
+	Summary string `json:"summary"`
+}
+
 // BodySignature defines model for BodySignature.
 type BodySignature = string
 
@@ -2654,6 +2785,12 @@ type ListEnginesParams struct {
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
+// GetGettingStartedParams defines parameters for GetGettingStarted.
+type GetGettingStartedParams struct {
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
 // ListGPUsParams defines parameters for ListGPUs.
 type ListGPUsParams struct {
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
@@ -3132,6 +3269,9 @@ type ServerInterface interface {
 	// ListEngines Engines and versions with run counts
 	// (GET /v1/engines)
 	ListEngines(ctx echo.Context, params ListEnginesParams) error
+	// GetGettingStarted How to read, submit and embed, for programs
+	// (GET /v1/getting-started)
+	GetGettingStarted(ctx echo.Context, params GetGettingStartedParams) error
 	// ListGPUs GPUs with run counts
 	// (GET /v1/gpus)
 	ListGPUs(ctx echo.Context, params ListGPUsParams) error
@@ -4104,6 +4244,35 @@ func (w *ServerInterfaceWrapper) ListEngines(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ListEngines(ctx, params)
+	return err
+}
+
+// GetGettingStarted converts echo context to params.
+func (w *ServerInterfaceWrapper) GetGettingStarted(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetGettingStartedParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetGettingStarted(ctx, params)
 	return err
 }
 
@@ -5515,6 +5684,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/v1/planner", wrapper.PlanCapacity, options.OperationMiddlewares["planCapacity"]...)
 	router.GET(options.BaseURL+"/v1/hardware", wrapper.ListHardware, options.OperationMiddlewares["listHardware"]...)
 	router.GET(options.BaseURL+"/v1/hardware/:gpu", wrapper.GetHardware, options.OperationMiddlewares["getHardware"]...)
+	router.GET(options.BaseURL+"/v1/getting-started", wrapper.GetGettingStarted, options.OperationMiddlewares["getGettingStarted"]...)
 
 }
 
@@ -7084,6 +7254,82 @@ type ListEngines429ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response ListEngines429ApplicationProblemPlusJSONResponse) VisitListEnginesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGettingStartedRequestObject struct {
+	Params GetGettingStartedParams
+}
+
+type GetGettingStartedResponseObject interface {
+	VisitGetGettingStartedResponse(w http.ResponseWriter) error
+}
+
+type GetGettingStarted200JSONResponse GettingStarted
+
+func (response GetGettingStarted200JSONResponse) VisitGetGettingStartedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGettingStarted304Response = NotModifiedResponse
+
+func (response GetGettingStarted304Response) VisitGetGettingStartedResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetGettingStarted400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetGettingStarted400ApplicationProblemPlusJSONResponse) VisitGetGettingStartedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGettingStarted429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetGettingStarted429ApplicationProblemPlusJSONResponse) VisitGetGettingStartedResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -10378,6 +10624,9 @@ type StrictServerInterface interface {
 	// ListEngines Engines and versions with run counts
 	// (GET /v1/engines)
 	ListEngines(ctx context.Context, request ListEnginesRequestObject) (ListEnginesResponseObject, error)
+	// GetGettingStarted How to read, submit and embed, for programs
+	// (GET /v1/getting-started)
+	GetGettingStarted(ctx context.Context, request GetGettingStartedRequestObject) (GetGettingStartedResponseObject, error)
 	// ListGPUs GPUs with run counts
 	// (GET /v1/gpus)
 	ListGPUs(ctx context.Context, request ListGPUsRequestObject) (ListGPUsResponseObject, error)
@@ -10835,6 +11084,31 @@ func (sh *strictHandler) ListEngines(ctx echo.Context, params ListEnginesParams)
 		return err
 	} else if validResponse, ok := response.(ListEnginesResponseObject); ok {
 		return validResponse.VisitListEnginesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetGettingStarted operation middleware
+func (sh *strictHandler) GetGettingStarted(ctx echo.Context, params GetGettingStartedParams) error {
+	var request GetGettingStartedRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetGettingStarted(ctx.Request().Context(), request.(GetGettingStartedRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetGettingStarted")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetGettingStartedResponseObject); ok {
+		return validResponse.VisitGetGettingStartedResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -11684,558 +11958,575 @@ func (sh *strictHandler) GetSubmitter(ctx echo.Context, name string, params GetS
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L1fc+PGsif4VWp450RTNkjxnyiJCsdZdbu73etWW0ettudes4coAkUSFligUQVRtKcj7r5MzI2Yp9mN",
-	"cMQ+z8777MPe9+Nv4k+yUZlVQIEESFBS9/G543sjjlsgUH+ysrIyszJ/+XPNi+aLiDMuRW3wc43d0fki",
-	"ZPDvFzSmVwlX/xTJfE7jVW1QOyfjhPsh80mccFKXy4gsYjYJwpDE0VIQyn0iZzFjxGde5DPisTAUJJqQ",
-	"QAoyjQP/oObUbmmYMNXwmHFvNqfxjfoDvxhJJmRtUHsR3DGf+ElMZRDxmlOb07tRlMhFIkcyumFc1AYn",
-	"7dOOU9MDGM0jn9UGtQtGRRLjtwGfmoEsaTxvJIuaU4vZbSBUm4PanAaqacG8iPtitGDxaI6fzxmXtUG3",
-	"pX6Mb5kPrYe1AQ655tRkFKk/w3DeCPiExYx7rGH/OLplse7mttU8abZqH5yaFzMqmT+iaoqdVqffaLcb",
-	"3dZ1pzM46gyOus3e6WnnuPNPNUeTozb4/ucavZ2OqCeDWzaK2Y8JE2q12g48X0RLFo+WtQFPwtCB9QyZ",
-	"6iJ7s6Uecy+J1SBX8KUXccnuMkq2nJoh9UjgvNdo3ekBrVlsGla/qHdPus2eUxOSykSoudIw8BUJxnI0",
-	"V8PsKHJIGlrvt52alBP8/eTog1Myw5N7z/DkPjNsH3W7/cIp9nvN/rYpHjWP1iZ51G43u9Ysu0cnn2aa",
-	"7X73pLdzqifd/knhTLsw7NKZdtcXs3N8mlvNo17/6MN7p8b4NOC4xal3w7hfG9S8xKc1pzZOglD9eRuG",
-	"80P1P41owTgNBretZrfTbDXuTvqjfq/m1DidM/1izan9mFAug59QHAxq54mMrqKE++S73nm7D/t6EYlA",
-	"RiCopoGcJeOmF+k+FnH0A/PkoW4s25vYqdqbMxr7SxrDqIsWZJHUBrVXXLKQ/AcWcfL8qNHpn7TIrRqr",
-	"t0hGXhQr0dlW9I+DWxZbIuDopNVsH580W+rlKTR1df0fSLfVb+GDkRclSuS0nVqkSP9unHCZkE6v2eo1",
-	"j2pObeEFihovGe+SO5gwDjAM5oFUw2wft5xaTOej6Viv1GqhvvgyEF7MJCMvL9+pqZtX2p0PTi1QSxGv",
-	"OjerH/2f4huZ/NhZKQkW0kSJMkUKKRkHXsqW8vrq1fU3b0bn19dvasCqc8rNmhIQmOQ1oz6LxxGN/Qsl",
-	"OtuH6kBpN48avaeNdPEasHiNq+s3pNGY07sGiNlGyDjp9DvtXo80GtNF0pizeRSvGokMQs0CpNU87emP",
-	"eDJvCPajIO3OCWk0GKfjkDXgXLhreNSbqXOg0ZBxImQjZvNIsgYcCo1GSPk0oVOmO454uCKNxs0tfMYa",
-	"vqIhCbjsweEA+2c0Y9QnjUZKmIYmDMmTBYcxwmGM9DBqAxknzKlNQjoVOfI2yshbOJ3aoKYaQt4pIA9w",
-	"9qlitvxcaoNawWxgwTcIkfWRWxl1csHa6B8M9WuDWrtzoqTFOp1NQx+Q03G0o9xo1WDVWIFObLR9rEoV",
-	"gOGMYDg4GnzMk/kIB9PunDg1Hkm1Jb+vveMy4cwnUSIb0aQhZ6wxju7ImAoWBpw1ydsF87SuMCA8Uo++",
-	"/pbAaAakeBjtO2L2MGl3Xj51iJCRd0Paxy3yHYF96ZDLZ68YMZuW/CdSKEBIu/eM/CfS7ZCXT8mXX171",
-	"Gp1eq0X+E8lLAYe8+fbVl6/OCYoXYgmV9x+c2pzJWeQrpvJCKtR6iERIGnDmj7Q2oV5K9ZvCw2FknQpG",
-	"9GkNqzaosTsvTHzmq6XUGtHPRk7vu+N3y3TdiVYBBz/XZoHvqxWf0FAwR/8JyhQOVD8Yr9YexIwK1QI+",
-	"VOfNSG/A1oeUSdbm+v3PG4er0Tej+SI9MTvd3nHRiZme/L3jjjr6Sw7qfGPt06OtjZ10usfqeF3E0S3j",
-	"lHtwWKnxm+GLYMqpTOLcA+ZbJBFREntsNIniOWihCzpVfKEfz5kf0JHefWrAh4uQBvyMeDMaCya/SOSk",
-	"cZK9L2a0c9SvDWqnJ5Ojjt86YqzNWIe22+2TE595Y9pttzy/1fePOx2fnVK/1T0d+13/+Kjn9Y5POr3j",
-	"7qTbOxpbTQY/MaUXHh+lj5JYMd/hbfswTrg4XD+vDvE1xS/2B3q+yXgeSJmngX4WmwcykKGa8Y4zKuL5",
-	"HW+EHey5GfNuhOYbkHljyv1l4MsZaPOSBmoScsbIhApl5YBxRCZRDMbRGBi/rvmEtMivv5D2gbKzBKGS",
-	"dNvkT8qO6hy3mi0io5tDQRYsJnqrDtKBPRGk22+Rl08PBTRBIiUqOs2WeqZayOZIliyYziS03yNjNYpF",
-	"mAhyQr4O4NWvv4U+gGfV33pwDjQMWknKqwsqBMiFdPqoKN7mJYpFiU5HW4dK1aUx88+IIs4smM4UceBz",
-	"EghycoQzX7C4oZshYsGYr0aB2rShgtgysPd46E6Zn8oPLQO+f+/U4iRkItPX2h8+fPjg1BY0pnMmWQxH",
-	"9dPIX73N9peyWIUXBwstvVzmd46O2qdfuNoMZnC89HukfvXiGen1eycOWVDfV8dQTHgkD9S01Hv9XmO8",
-	"kmzIn2MTJN3G+O1Jq9txyEL9rd84wGWFTiJ/9UQQdkc9OeSqHeEQKohgXDbJG8Z8QVw19kY6+MbXbOU2",
-	"ybnVj5xRSfyIiSHnkSS3LA4mK0V+StRRpGbEIwmaVCDUQQcLRvHFQE2JM/XLDVvIIV8GcgaDAzeBm8mr",
-	"Ztqj65D157BH3YPmUBnlgaLpDM6UzBbIT0Mtszdjc6oWY07vXjM+lbPaoNNqqbVTG1w18h/Nwnx/3vgn",
-	"2vip1Tj9/PD951/83HI6H/59LVWUhYyVZqUWPrfUX7PV5mpfq30c8CmLF3HApVlJNQ1Foxu2InX38pu3",
-	"10SJLf24ccNWwj0gchYIcn75Cl6L2TQQksXMb1abtlq93NStqX7fapzSxuT9z/1eydSe0dBTlsDGjL5T",
-	"a+bCqe46JOBCKj03mhA3Tvgo8F3cny8v3xE1LId4VLBGwAXjIlC70FFsTfkKfoZ/hwEF5w8lxrhqeFTS",
-	"MJpCM3W32zptuQfpvH9MWLzKpq3spG1LPA+4+bu9ZaoXoG++s9XN9bmfK95mMXHLzA33jAiPhkwADZRc",
-	"jKKQhMENI662qNwt0yjSee2ZpaexHyXjUKvcwTyZw8zmAcd/t5qto3SiPJmPWZxO9ILefQOK3LXWMDY4",
-	"Fp6TmKFHyz494BBCNfDMbNsngoxXxGcTmoSybGqbTrm19dJz6B8fH3fafWsq2YIFXLKpPRGjVxax53SR",
-	"lDEn3WBIIpIxsoPZnsDdwJ+lM4LeH8p1V1EynRWwWRhGS+JKGk+ZHKm5wO7QzKe2xJRxre+CDKckpGMW",
-	"gsNVNUmYkMGcSkbqf/2fvRb5U+negddz89BLmZ5+euTjKAoZ5dnQE/7qy2J5p4S5BI+vH3iSTOJo3iTf",
-	"xGSqaK0lB5wUsExNgkumF8gZchfdQuaY1e/mjT6X0JgRVKYcdeQQbxYFHhMDdcIMuTlU1FEFP8+p9GbZ",
-	"QcXpHM4oSerWeUW5WCoJC2MecopTmTEC7B9EnGjLRtinzzpJYSKlkjc9XEaN9z+3na0C+Bo4oFAMn1vc",
-	"oLnWCE9ihGfdffkcDxbzk+L/TPIOOYheh7DmtElQyiqB7Gr78SV7EcUe0zqjEsED6Aj1wYaQMQMyDvmC",
-	"xtnZJtmCyGDOjCiEUx4lG0mVXQcFiJIqqTqgqI77zzjnQfyPqQgEcaE1f4Rb+6//s6PY+ox8e3V+YcSP",
-	"IDJSS0+l+vCJaJJveLiC/gO+0fATkdtGCQ+ZEEPuwpb4QsYJc8sXOdubZUKgXVUIqBm8fFq+wjBDZe2k",
-	"BFarpygD9vuZOWo8uqBeIEEbQ1opyWydQ2UywLj6Kp40vdZpsYS2T5pIyPN5FBur/R8ZjQvOGnhMKCfR",
-	"kqeL4hpmHSXCd9VsFjRQQnyCymz95LjfJzPCqDcrlWvU6ny0gt7t6cE2FsEtuzDT0P628mkftewTtmzS",
-	"z0PmyThQ6/Du7ZeXLP76uwIBfxkHHiwny153yLu3X8Jpe/PdzMGj1lBFkHqLLGeMK4EVCLVTGDs4IzSM",
-	"OHPUw4VqEbUOxdPTlWo9FQg0jBn1V0jISRQ3yfWMDTl4hoHAKEicbH/U01VoWk5uF3Q31YkyyZ6o3WL/",
-	"euAQFgoGL6BnWC1nzv/sWq+YHoZcCyz1tvQXo6U7IK4XCdnEb9Fad4mgK0GWs8CblW9Mi6KKf8CqvFnO",
-	"KqtRrUrL/PLy3VdREr97W3AEXjGuTNKFWWNl8ajdOgG1l8yiJMa1rmv6c3SWHcCq6DMITjBOPBrHARNI",
-	"DUUVMyXViku+gCMU/sDN8usvyC6U+0OevjwPwlDtg5wKtuXrQ1IHs3rI0YHw6y+k22+1DsBsbv32f/x/",
-	"TfImkiS13oBPGym3ZeZw+TLZHe+xNpUW5ys9kMLVubSXJd1gpB5IQcRMDd/ogOBBZwewVk5eBim+3xAw",
-	"LqmPIzkDo50FSnSfIYncEp50DwbWIpkVhRX49Zd1MXhI6oV9/voLQXl4MOSfpx9/Z7Y0OSSKbNBg2TDK",
-	"V8kewj6r1KqwUq98Nl9EknFvVWg5n/MVybTy9m///H92jo4IWNF0HDJy/vbZq1fgb6Se4jV1ggc/Jsw2",
-	"WM5IzOZMdclA7pFOD/YfSjxtWZea09YIN2xpW9s/Olo/6G19bzi867Qbw+Hd8fP3nxereq8mbyLOLpSG",
-	"ukmH59d0KtCrtgi0iPfCgHFJZlHoizM8GLRfBW99JbyFkkQ97bZ6yIo8Aj9Q+ZQnDTWUBo6l1LzpnRRO",
-	"AwXZC+M+W5+J/h19lWqAi5AmIhgHodJaUJcn2vlG6i64TJv6b/fgjIRsIpX5WcHg1DJ1ZFx5exo4l0qC",
-	"PUtiEcXFJo7L2Z0cefCGayTGIma3QZQofWXKwC5TFg8vGyN+XUbko3Znt/oI43yeXqKvMQ48L3HCkDrq",
-	"/LdhOC/3rOj7+YeYudYQvzVu05KRantPEW6RjMNAzJhfPnK8kd819tRX+xAtHebwIvPiFQgr26P3RNgu",
-	"PzR0QnXUN9RcyIzdkbdfnTc6R30T8dTtkJgucdZe44atCPhn06ktKNwO6JlZjUM8w49JEKv9hirsPf19",
-	"OMeQTsuserWVnggS+MDZqWUJNy0/o8374RBc5S4JAyEFCWTZBEI6RRO5fPDpCRNwCWEeO1xCOH790YbP",
-	"3RO3LhwAz95+i5KQEpR9JI6W6pzmAq0L99zz2EK6TfK/v/3mTQVRoweasy64Guf3tR8EMJ4nbmvvS2le",
-	"aN2Xe08N+2c2+cdyi8Lovv72GfVm7Ev8uYgvMkV/PSDC3Rx92VjXbvQfvFlfK2uj4ASSbI5nP4po0Cpa",
-	"rbJRgc1SfHaANWhUnk5O29nCnyU+y2e/C4ckjPAvuav29YHav1YU0+ff/YX0GuNAljNq7nr/wTPY7pjM",
-	"JJiSUegiyckyl9QFKJgO8Vkc3GpnIIhpuNfk8qBErKWOv2oiuaojEGb11lxPPy25ZEKXHnKLuTICT1h6",
-	"sW089g7eAYarsvXIXYWXrEe/V3E53mZ36OvDTn8iM8r9kIFgVvqd+7/tITqyS/oHsw564i7oXYFRr3TW",
-	"iKOBhQeIJPNISLykmyfeDBx1Dnn5dIefbTSnd/sZU7tMKXvwAa84+JDR+40+4I85+g9qu4hFxAXGkz+l",
-	"/pUJK9LhMKhw0cUiDDwQEoeLOBqHbP45HLCDn63R/PuYTWqD2j8cZhHrh/irOLzEr7DTdf0tdVooe2lO",
-	"QzUtJdcUP0YTElM+Zfo+Hmwt9LT5iyhQ1ha9YeKMuCyOI2WUK5Kh/gMuCT4JA++TzkdJhDXzlSypIIlg",
-	"vuYA7V3WljKM9EUgJQQNftqBoljGIw6CBoIwJGOmjr8JSq46naiVoXBfQGMJbsjlLAjZkM8pX+nwl5iZ",
-	"D6haJI8N1N/4w5z6DBZOnf7PLt+pVyhcUxwMOQZipBdAZEkDqT0GgYTDIuJT9d9AkjldkTodK75ot4g4",
-	"0L7USSDJNGJqn50R94rJeNU4V6NO3ZYMbsWouCF0SgOOXhdUQoHzrW/ypN3QJhQZX0TxWIe5fdrVUgdL",
-	"IAgEnZFxItP4DcVf2WGTYzLwsnxwai8jNFQ/3bbWgYGROmMEwTg/M+IBcTHKyF4ixQrL2QocgkMO9gw8",
-	"mwVCRvGKCElXJGbUVzoC3AKC5wPIofNgPvHeIR6FWJwx0/E2g0wQoSHGblm8Irp/By5OYH2GXO0OsHMu",
-	"lRwDZ7SMrIicQwwIPewe5gMT3QOHAIFCZbgvZyxGiRjwRSKBEyiZBEqJQnpSuOVbxhGfapJdGBH7qSk2",
-	"jnxgYEWyJQvDBg6D1IEOaXwT/L6gsYA5kISbNSfzJJQBXHiqpg4ggiV/fIypD+z+JpIvooR/0im+iYhQ",
-	"xzmsX6TM20SyAzOci8iHMKxiHRLdik+UortYkbqb8wZmp5ogz6/p9MByN57ZjkVLpKn3CmVZqnmpCVwl",
-	"/BkmPG0hlCGQnXs2oXEpqcx7hyZBTfVUjbr49gZl3+pgNvd1hGOCu8ksDObd1eu16acnsGxcsUVIV0WE",
-	"d+GmWZ8P2RkE16KMxmFgxd+kNy5wBbx2wDcLfRAQUV/ofTDTqLRAz+8Cgcl/v9v1uTZ00SPEAwkWzVyA",
-	"niGF9bLp3+KEV1u3j0Pc6yh6TeMp+1vJwVB1HivBhwcjOD1IvU0ugqcoN66j6ILy1VWaYPZpB6ovO6i4",
-	"USoZFdKMVkkiPVq1uujYMW/7fsyEcIZ8GQeS5S58DkB9VF+n8cAg9uFmhXozRvwAwlizu9gouiHzKGaY",
-	"tRRjeEs6CLw3rG92D6ffQrWguz7bUDkCb3Yw2KYwyng15KAxoifZvaKSgX+r8ZmrnZh406AjalBU6LwS",
-	"ffQOOVye4GFswgjIJAnDMmU07SR1pW1RSB3r/Ss2pwHXZkTlbwSr0MdeCvI7ThM5i+LgJ/apD2C92MBm",
-	"aCui/gMR06A31xN+w6MlV2/E7Da6UQcLMIN5T9DAP1iTS999913jPJEzxqUaPtstXN5xekuDUOktn3rb",
-	"+lTSMRUs06ZwN4FIeccXceQxIf5WI8tGJZLFIoq1J8TE+W2aBisdU6FfZ76LewsdA4Gy/j3K/cCnkqWK",
-	"N5il+mRnQy7gBj6IOEYjMp8IpZrTkAQcshtkoBTMiDOhteR3PO3vgvkBvdZu+E99UDwR5Bl22biGVEeR",
-	"c4RECx1Gh54QYHzUFqnJCCJoCYLMfHf9onFC6uPIDxha50p+K/safjnYlJJKOkdEMK4U61RRQIeRDQ6w",
-	"iNVQZMDEBlTAzzWehHonoFt2bcMUYgeUfpUKm3VkgQr9ZNACFV4uRR0ocr2VtGa8beswBRW6RwCDii9m",
-	"mTE7P/hgu8m/x27WGlkbrUU3J7e0aytQTrKiFc60t2j8A/NkTUdlPqUiKIhY/Cpa2rEVSsWMxpg82YSB",
-	"2PwHeUvFplYaaIe5TaCOQrJSyCg4a8ENK9lc7Nq9z1gYXrEJLAFOhMYxXam/wQswGlPujxbof6Rh+M0E",
-	"ks+2NflcffeUckyHyi9kLoF0zZLhEUdLRnsDMLlKTekWhK2eYhYb3oS8ZdSlDUXA/SxZvIhCMAmdGruT",
-	"Mc3+1HHAtzGdZ3/hZacaQIE+7uirGVF6LSTsRfWUETGJozmG1k6CWKAxAXwYMr9J0KM+wVhzeOxAtJVS",
-	"sDDwQHsSgsmEKSUgXJGAZyG6goGnVQx53c2lKbsOBuVtJoK4ByY+jWteGXKRxBPqsQGhYajGGsSanwKu",
-	"ZEPGVg56S7MBwGGm14fq5cKJojFbp2RJY4hoABEsIhPxbnhyUwCscR90PCpjFrORkCXsfUTqSDWBF28u",
-	"toDX9661+DovwAoLP7gXP5UwzZqA0vNYm1bGWY7e7WXy5K1ONNzYNJNACndgouFZfIsHaSBM3LpRM5rE",
-	"jW5ZPDJr6A7AzR0POR1HWvsXcxqGSv23m8KrCmDKmE0SoRjYhTxSqliMeyxWlHcHQx5wMmZyyRiHM3zM",
-	"VhH3CeUrTJGIxiiRm8Q1ptPox4QlzHcHYB8NuW1S5bvWGaoR9xip47IrGwQCiiOhN0yccMVoLrvzGPPF",
-	"KL85Bia1lHxO5vRO5yKpZtI0R7B7VAuQDW2aWQbcj5Yu3gc44LbmkWZ4TFulcRzcMmElCwy5dXYQbAH3",
-	"gGEx1VjNqeVWpebUNkmr74QtegEbFkzRpHHnB14o054ZdVO7nfNnTwEeR4VDfC1oqsongV8oDdYxGqqo",
-	"X0Yp2fjlx7WohN3KCCZqFzSV4prcQ31aEwmYdA89OWn8RZZMsRbWsBGPthHzsrlkxcIEGe25TvHaXPqx",
-	"UV22qg2pjvNhDS6oisq7DlPwc8E7N7cGK2IWYJbb7nazb8JoWdys2i5r4y0KSoqnkDqfvWiiIWIWrvS1",
-	"oHb54FyaNWd3b6NFJESgbdbybqGrOYV+SH3MQnPYZeIZ5LAtpg/OiKIPmovqTIJD0QjscubcHOzayhQM",
-	"M+KGOiBMiyjjWrN2q3e/YT5tviaUJOQew5SQanyhdRFosaoGsrZb1wizyUhbFju/QwoJvc67G/y/MXGn",
-	"MC0WN681420y4DKkBaJfOxdG6sQtiLpJvd7C8Cn6IlAFDCXePfhkqdT4RUg5Z/7ACndhhLOlYp+j1oaa",
-	"CMwLjlLd6kHxtorwlnhzdN/APwTxMMzbBVK5JY3guzme2OrnCCnH9ovUVczoq9IGZmU+ElvqbrPZOPn1",
-	"y2i1iye0HbjBDmvC8j7CfNdWsrsoG1uZAnydZpMZe9EOLLQ1eoNzs6lK5TWwQmVJg4eokWySqADi7l7e",
-	"lY12RuAWu2drOp6wiKVEVWKCGu/ySBpHiJ8Z6AE4KCEwgutbY/XtfUgO6EhpF4UrYMAB70UK/PhB1MwB",
-	"Ej60hYeNxOA0PeTrB4xgbTdn+erIVHlSFeE/ZlNIl7WIOuX7YX0WawtcKEKsDXyFuuGjiznYcgW76huu",
-	"rFgZrzC3LOEO0fnkUeyz2MKXEG51v50tkfZWXvL6CAy7nGqBvg6o5J081wf9Sfu0k2IupW4l8DTV8a9f",
-	"fwEt4uBeU1ZriDrjK/wU08rXT+VsnnrU68estXgF3yqi7fuZ5Sus7uwyjFOJDlcJf6uxkguaumWxH+zj",
-	"rn3L4oCJt5ItwF9bgIeiA76JXEawZHiTjG5yvADWmh14RDa1/TVVZ60HfTtzw6MlGbNJpO9zlFIIXi21",
-	"p8UANc5oon2ijEuCTjSEMWAi84lnb4DbSWAUWZW0weYeHspCMSjMbrLYZ50Ljatvl0IWCVlCLUjW5EJS",
-	"8IW500UiXIjOPiBeJIxpmsYCqdN8wZjfJM9vWbwacswth+CCtRR+eIgRamGg0xug+Sa5YlwyvyjleDMN",
-	"XH3SJN8sQfVXf2xmJA/57pRk8nn2sQEJyDKSh7w8JZnsTF7fmIfJWiclSev6AveHCDDc1Hd2k4oORWO1",
-	"msTIySEHd/ItDUmKV2L3m/5a13l/sKTZu8oYHHJYz4MmeaNN/piRQFqRnDPqD9IbE4dQ7Sc3jQ95zDRg",
-	"bQtUvDqksjsYIWZR9UA1gkwyCaZJzMhv//x/ETrka2Zb4M2a5FsaJuZCNkq4j3c1fcxtnAQe5ZL4wTSQ",
-	"OrE/f54o6hVmsok8vycCMxs3JXHJ0uxxcWV8YoX3VjaYRNHGVIuQLb0XzRleQQysIL9URtFbFtMpI35M",
-	"lzvRMnK3fU8EeQzUDLIBmkHqNFyq5cRAJvMr4k5o4DILU6rstsTqWYk6bGck/UXtvbPb85rCYRcpUQjw",
-	"Aq845DvV/32MLMXZGF5kRh+DaFNWidoFheaHLSuKB2cYFME5NFLHPce4VXg9Dj+vHV+GKg7uw7UJ7xpR",
-	"tm5r26R8UxYdeV/CrXyxjV0Ian8vCyiHur6+khfrGxSFn4XDEug4W7UX78+FRcD7FT3nDzdTbNz+e5Hw",
-	"PlEuj+QjyVwXu6IatMfowb6Dhxv+DzDY9zPkHmaCF22xQk5dZ4AcR+U32PZt/jpAHTe/1VMNvJI1ZAmN",
-	"UmusKL6xxIuBfZYP+xJDT4Iik/geN2fGA7bjo6+/NT77RxMCnrYvqh0lYI2UmIdUg1XV84ZAqr6U4jul",
-	"d1Y6cTfirNB4LJQdj6HSVRQmWfxFTpg8xgjWpMujNJmJm3s0t+YQvn5xnaWNIIy8DnJfUsxwpcJ4s3QN",
-	"JEh/3+kEeKxruPsLwNTzmEpCOwhD36PBLtlhqWcIOuvioHrkhK5XU+FNzKdOM2Wy0jUPD3uwa9tUeP3e",
-	"0Zowhez7jVgHQ7jciAyNylfgGdoaDz1Qco29kmy+kynLz4zNtjYGlxUxKgw71AV7iiT4vemf4jJlK5B1",
-	"VTiNNKKzOAKShRRAO2Y0nDQAn1UYMAnjchDg9P6TbQx7EYQZ0nDIT1vkT7o2gcY04mTGQr+hjgXMRtWh",
-	"XixzasVsGswZOEqG/Lf/+l9azdO//mudf94++O2//ktDztJ4iQOHLAOfcXRotcnnpH3423/5v3na5IQt",
-	"TS90yM2tFuU+mYQRZoBJ0iZ/OjNHmvBoGPAp4NHmIguVZTzk9U6L/MkhPTUrxPADVFgDOp9ngG3a6f7a",
-	"6Hb9MS8Wdc+FK26FB21gHaAKxHwCJfaATmrJzFJvRjKbCJ4KE9SBOxXeTOv77UsE/BC7cnBsRSR4EbDQ",
-	"B84vNvh1tgQizxscBLIGBaFEHbpRJ6o5ABA3HwacUCvlXbGdenGBudQuqUOAahjko6LXc6QPNskNXRVv",
-	"1WxwVBIAIzLwzRuhElp4OLW7BtxT1QbtD05NdVncdLIII+ozH0ZlNQ8wCPNFFEsQCiZnRb0ltnbXVexQ",
-	"iE2nums3xlQwn0AKudZAMmKq1gu8hFbrPQhFF4JOC4Sv9d4ReKVgSYo2Qy79Hcpo9E9b7YNcJrwhcWk6",
-	"/Blh84VcpfJIsQIs8HIW4Tyy076skW2U7GyGI+PEC/k+pAVnqF1T0t5yVLKGDOasVhrbuQHFVhC3x1Yj",
-	"o9dsrnQOjyimgVr1QDZrhRoM1ZeV2054NcMrfBPxY6IwKUasAkRdfx6o44pHkm2JZLMHIaLwdjutqjcy",
-	"rqaMbYn2UEyy2wIOsnD0mrUiKU11O7nqovm55gedI2wZn71SwgwsFd8P1Js0vLTYTkNs5jnxPmtsSFBw",
-	"mWaAJRwiImQx8HUL4lGO14NNjLWzAKEqIELlnAs5CpbR4jGcIbB3P64bxCLsZjZCMNe3qyFzCR6/wiEu",
-	"EHiUVhEAZAnBZLI4cAglrp9gDiLLFaoAwemKBZ2jK8GFxy6pC7rSicmcuIqk+bsIawzKcst1Da4q3Rkk",
-	"Y0ASEDRc6PbHydryYQ9GxYpphUynju+JUnf10QB8xvKX6ehCR4VZk5IISbn/YH6EgRWt7cvLd49kRGUt",
-	"PdCCWmtoY1hQ5fQetlMWx78p8dOSCSk+hzI2lAbjECo8xv2AT3OxAlU0923zx/yzLPh/uzn2Mg5KIhEr",
-	"eAYf2etnHEDu4W370KOhl4RURrHWUtxND5/aynCnmEaxm6jBLZmCnyTL76O5GWGitKja0Gy1RgeQDIAd",
-	"ZIysSipH5sj89MlFen474zb/TbpLt9+qPqZzMksZ1NykN3OZgNh2UfG3CIuLlnucHnHg6wi/RwmvewTH",
-	"s5WoWR7YBZPc4S02cysPqKxMorJLr0eIyC9NRv3Kql++eUP/gHv1NAUT9L5736ujOrBTYFqV1KvcXq9X",
-	"Wq/Qg1ZMMsPdQG7Xil/OtJXdw4lEpSFgMXd7DC8Z7+m67hVDcdLC71vBu3E1EU0prQZ03zV8QIqleWDP",
-	"ea0y/e5rjcdL8dSZmah3ZGtsa3oe/JaxYzp9WOUNzltflvxtu17ybftW48Wvbd0woILtKVRp7M0CyTxT",
-	"p3bjg8mi3R/JSRgtCgL7vmRcMPList0/fPqi3SeScRHF5PrF628u3zqpwigWNBaBXN2TlbIKbQWZbCaH",
-	"XFc7S+Gj0VePqAs6n1sJqaytQteTUU0r5M2l8XyRjiV6efmuJH8UcRzSsnej6biqvWH8aZsXiNosrQAd",
-	"MzVQMUar9CIukjk4UpdRfKM0Gg2oQiVteIxLsLFDupDRoiEir1AnLIuhVCLllnE/ihFkScwYk8peWMSR",
-	"n3gSYPd1oPk0iRkUdUasjcIlgbjGe8oRHMeuHPD8+F9EMTlfLEJttJt03oQDaKau9wrXXmr4KSvte3+h",
-	"/XJm06ZjXduSOe7PVtMWPoXsld+4horpqmkGWmf4bTLnMTxbtvy6vzfhK0ZDOdscy6b9FN3sBvXQXxV2",
-	"FPjsYc7NDUvRIWIWLQHUL9awffrao9duPZaPsmguVvDRBuE2s/QLUDWLUEW0zViUtV4tXXwj1788nz6P",
-	"ZoJwKKSuxb4d3/zt1fnFQbVMfipNCndJKpgugFyaSW9jC/z6S1aS34YmOSgcymYG/HoFwRRDJYNPoTxF",
-	"TzG52PXZahwHPuISiRyAQMKh7WrIARuclJ95hdT2LcTdmG4Rh74GPfSxUEy8aD4vjXVAlZfodxxyy+Ix",
-	"lcG8kpuGcfXzCPDG7gC+Q0eil3yZFhVzoOiRKBcmBcfUWpEsAPFWrZjIDD0FUjeKT6izrnwqZkwckN/+",
-	"83+De324Lz8j7hAAa4c1V/vvxoCYH9KptWOyNSmpR36/0/g+cDA511Uls0p9wpP5SLAfK9qF6igsy6NG",
-	"8kKcyxwwgMKAM5Gptu4/uA/INzNMasawPmGnvCB8bpqVgGTKONewZeGehDNqHNHY/0jZtvspENZ4nnNZ",
-	"nDuJPrYRZBTuau8C3n0Gr+KnceDl0J33j8EuUpatUoH7R3rtCJfUg16buKFsvu8da4w0LXRq7RfBHVN+",
-	"s7mj2mlsxBgKc6r2NaAdVYfbTfGpHSd8v2zaewcVwbCdNLZIdYxutELCXVAZB3d/f45ZHPdW1+wel8y7",
-	"PKnllKvoQK3m0Lf5r/CG4BO6Vy924B3qGGvMoAeIHWOGDXRpV6pxw9XJbZVS3kQXvZeQSxHtRkU+DgRO",
-	"xQoh6W1W6u1QO7g+Ce6Y3zD5IiZ5++Ce/p1cHsrIkrEFZzK8g2MzKOfaQGa+GZdGBLRHVRnAtzAnVKMW",
-	"6xV7kib5YilbSP4N5gBjyZV2rkPsBam7pq63e4A44OHK8kCRugs16OF3O/jBPIULUv3P3XmX6/yqj4H8",
-	"cm+jdkaEcqZ+ZhiuIB7iJsDIXxsykeow4RzL05g1yRsdDRFNhjxL9l/DAdiAAYBdoQ4Mzm5ZDIcG850h",
-	"Xygl2wc3E6JVERlNYeGaQ94grkgEIouO9J32wAxpxkIfC0EB9+Tg4lBFhudDTkjK8HU3R1X3wLFSK8QT",
-	"ouloZQovaCxVE5AQPk64r0a7oFMmDgZESEb9VUNIKplmLpoCyPFVWqIApzLW0FDjJIZ68MrghmeK9k+J",
-	"sbR0qjoxZbN03ociN7Ex754IEoJ/gdThKEYiZgVHDpyUZflUfeuWcpCLOJriTE8ivQ2yeF7tASBEGNI5",
-	"bXqLxRNBXPijoWfWGDPuzVyHRBPJOOl2dLMHeilZfBvw6UgsGVu4A0JNwQWBMR1WRYeIUFOtQa2w6lcX",
-	"psstc5RVV1GChCRcBiGhOmBHkdXs6EAAHyiS16FuMoGxYieuQ96+fE05pGPD85Eeq3twRuQMXNKLBPgg",
-	"JQ0Eh+J1meEaALqg84WRML6et6Qy8EZAJJg2PrDXPp05hDPrFcfVVZ3C3uEGMVWvepyAN0pnCAJ3v774",
-	"ki3CaPUEZusu4mgShGyUraLrkGtw9V9dN16/viD6DZGbphm+MAwHA30izDzzOKrrGxQySCxG10jg6cLr",
-	"q3hDkEKtOy21uhbStZF8460ovwmWweGbb199+eq88YbNIxlHvPGG8qjR7jxt3HYa59/9pdEbQ0L8Q7N0",
-	"in3BuUYKRbCazyPFdtltPTC6a6OpTTTCSqiu+8PtlAeHrYdKa2TWfHe7QrQusHBcYfTFLC28tx5MfhtA",
-	"2CJsrEDogwpfP9PoHz7mW8QMyg+l1Z7SmEg5YyviB75lD1leJGzrQYHJuonxaku0dBauPQtMrHbVhjMP",
-	"+M4vogXjo9QxtnYXA6X3eCTJioEHGAKTSX1r5fFC3+8aP1idmjHXbMLaFFqfVCGniEplUDdLoe5Ujt9E",
-	"gWAvwggdB+s3vosZrXiTmKY1Z3gZCwwB11BHQrLFSHhUl9FVNDV/vS/0zP0Qxfo2oUL3c3o3mphZVHk/",
-	"4KPUFCxw8gV8r+bSyZYAnn2H+V02STQeO2qs0QTKijX0Db6NnGpUvECe6TQxm5K6FfXoifZ1ZPUeoDiA",
-	"X+z0EMF0TkeTOJoX3Q3oVD2IJKaxT3x2G2j9CoNxwHDTPuIo9DESu9I9pelaRhVp+9N9PC0mNdeaptWx",
-	"atReZJt/LNaz2cTRu6Fod14yemNCbQsuq6EaE1q6Jkl6FkxnAOKcgToVGN+P4f981FzAvUFZLTjcciCE",
-	"jxG3uzuXOgBlvsTUFDJaIKQUAA2n05SpIl9H220eCKGMQYA80qXQJjQIwcKybYB2zgJPL7esqythCj9o",
-	"p2/u9pzy6V7zGmFxo4pXWfdAOp8zJg36Hs7+jLSsK1o/KkPg+hjR5WtY4qQOqbimKpYeIFTdhvWqiimx",
-	"Je36HlUMJiFjcrQdJCqHlQGpnYlgsTosDHQUoscpIjZz2HSa+bQRA9OGTw3a34OwpnSc4iZrvLx8h9FJ",
-	"CC2tq200d4Yv3h/AbbpIxIgz5hdBe+M5W0iytPtq/rr0212deNEiYDqTHcq6e7O0NA+Y7Wop5hXR7RmT",
-	"RS7TaM42Np8puQzB+sWK/ENuqkotqo+XAJHeDGwpZRUn/Ey7zXRoBjKek6bEYtlJE7dRFvWlD41i/efF",
-	"ZvuDPMYeOh11RN7uGLlZFMsJRQWhGqnUwfk2/WwHLk3BvXKaY2NBnu8rJJt/qzI0uwkKdSSKpw5DEmQW",
-	"ods1By/xhCyYEME8EDLwCFPvySgi9TBakgWLG+Zw14iYSksj19cvrg+K91d5BZiPlYKiUwALWJaGglkF",
-	"nrU41rjrgNCzSHM9SN3EMkEINuZZJZwsoUYSvBysJRgpOsbsQB0yeF0RxVhvE19HVA7AGxA3UMpBP8rQ",
-	"RqGGJKJ95vKybXo+ZpbNIyZ0FJTg2YzWTvFSNorwrN2b26LHiPyUpdcv3/eKD7A5xMokMraQUXk3lERb",
-	"QtknX/6wTXGOCvSYHekseWm26b5LwyLWMoWtMmSKi9gtwyhrs0+VVDpTUg3zRbQxnK+9CiC2Go0RzZcz",
-	"4sIyuinOjMWmaf09S/htJ7slDs1AUkZ5vxV+YJMX0/og9wlGNlEJRdDZBi/CmwXslm1aJ/fSCzfL12Gg",
-	"iIlvSOuObPFsWcVOigIddtq36kh5WLEDZeNXBJ4swGDVZZP3DH/cLBRUOIj89Ex3hWTEO4/ShN+ddMTL",
-	"nE+PuvkRYS9TAZibW9bnDjo+RkC6vSwfF3FB9/TIyJP3YJxq53Vu5at+8jGgAbPNtcYllYpkmbLWmy7U",
-	"F8/Iae/oOMVxwqNWOEQwLlN8YKztUXc1CI97MCCqD4eAvuGkBXbwa8fCj5ZGbWd3knGlaRR5ENNq4cVG",
-	"Tq/TyUDjM5vByRANKCd0Pg6mSZQIslFbvHpVDruO5PoaWRhEJxCSbDxXpVBFPVN4eA/Qkwyoa0v/fcvy",
-	"3wn4lMm7cgCpLlgrurz6fRYBSr+nWo1uajsk1nG5aZKDeyrKg6TjKJGDcYiBiltAvoqTGI2avCXp5TKO",
-	"bhk3BC7Cx8+UMp23laHuUL6C2weDukMCOdC7gHpyyMcryQQJdCll6uP3pRd6mK2kw2uCeMjffnXe6Bz1",
-	"sRiIdjMEU858RA0TwtS6hXIFfAp3mOpdrL0fTDmVScxM+IUyp2BIRZB+ZcgvKwvYxVjjAZ86aN2Be6Oa",
-	"18GMpkCxZn7n6Kh9+oVrBk/GVLB+j2xMIR0JzAOAPJQEqzyCFJxq01KfBHzK4kUccGmukmyyojWaDeiW",
-	"xZAiRyJOlnEgmbWs+rvGDVuJw5+thj+4aykrOKai4S/gQk0N7j9+32qc0sbk/c/93od/XytNThwZlaUs",
-	"EBPZccyAkw1bQ4gWYt09EcTFNtwzKO/U+EFEXJehvvzmbcaz+QA+86biKTQ3CgKclCIehvP0j2kc+A1P",
-	"3FbzsOAE58wP6MiIiSK/nB9QOLKs+ULEKRxztCKnYmdiRjtH/c2OXkdLFjc8KhiZsTui92jKMhZ72ksN",
-	"MQ4wFGXZ3bCFfKRFF8FPJdSAMTzRgU85i8qg2u12AetOkrjgNtEtlWDgxMnN3V6LbQTYkbyYW5kitljf",
-	"C3ky5eZjCwRbPDnlWFOFZaeBoec0vtl15j9NX/zg3AubUIeKPQ7KfHaZtBtYGEJdLBCNKkmvGZjielK5",
-	"Wm+HRAv6Y8Ic8u7qdUPQCTsjPouDW+0lz0PuSihHrs8bdZZCIJFf6EoP07y6rZk1+FYOsGn3fUTuKmJn",
-	"uJl5O4up2vWJfnN7kpYBDI01vmM1oWYFfD+GqbjIqU3bG0rf3JAnFTzrGhy19NTm6izTsjcHupnhqmpW",
-	"0tJYHWZgS+CZZxANmI6crXZCmCUoiSdL5ExpzFTYR4Iaqdh1+1alnruME7Gzau81vLS1frtJwstms0bw",
-	"NdzMnOw0nmcLpTB1OWcS0YKA0vsy48RUnpkZ5bgqt3VKZPHzWw31sBYnljocUggImEbNqSULH/8xCek0",
-	"A//EoDcEDgXRAoMLmcyOjELf6X7C29iRxdmwyAYFd2czZXMNiIuTcCFJxs2dhAZ2OT3P3IOzIXdxsi7G",
-	"xQO+MqpBEPYDeOVsqeGw64odByRm8+iW+fC1opBL4D+jwEfN3EXPKWiHSLmNNxRTuep7RVB37QtFWpe4",
-	"SypGOshwEsXqNyS2S1zgTfheqxKwg9anOw1uGcd4d6XC4mmgCzEOOb6slQ2laJA6TZMQBBShA/tng6U+",
-	"BvYvWH0yXUdLCGUyRy0GCyf760OwnWFvWti3mv1TjivZPF8FwlRNeIhLMd2GH9efeJXwatAUa36vhAPa",
-	"9UBzilId0nOhvmbTOMSdQ6aer88G9wALKLI7fVLU0xfwETjIFH9eJdzNkqQDX7WVyU53yHF/WsIVAmQC",
-	"b2azARVqB4smOR+jvQIbKglDl8wZ5UMO79I5w/sn2AVNAq4kfbrQWPseSB0MlDnYE+IAa2TS1ZDTxYLR",
-	"GEAVzkjCb3i05CgcdBVExLhokjfYIPcJ3MYRyHqEV6gccgBj6LRaiq1j6knAzAXBwiPQ2OIoVEbAOPCD",
-	"GL10FNhejQgya7IPm+QpW0Xa8Ee+cvR6ccZ8uB0KGRUyDfV01I4ZcgwsnScCrsoSHvyYKEMjxaVw7Esl",
-	"pAGdxozBQIGac8HCWyZI3d247XDJb//yX7Bu5yFxMdnZNdhKR+RPzpC7awU61QeudUUKdUHdrM5U+nkH",
-	"Py8oXqUa+e/5wAgn38QwabW6DIPbYqazW4ZcacUIOcT8tS9gWFj5FvOXrGwuN83DGXJXO5/xC4PtcQgZ",
-	"MakrOp1D+4j8SSeCqd3qa5SJIdfMBMuSkZu4+HsTo9ad1NOj89KmcQDAVhroY8j7PTMEiJfCP9MbwpDd",
-	"slA0h3zIXVQxXFPXsyQ1byMTVbFyXTA25K4VbeQeNMkrJbZXiqdCNpGKxGh8uKli05RRFLokiofceojN",
-	"jyTkhsFoAqkzv/K+EIdkyVRDDrvfMZl3WZ6paof89s//4+AM4b2XgWA6nshIT8ekzQ45VTIDXXQUnLic",
-	"zgM+Je6hoY+huEk6lBHxZlEkNBqVYgClh7nQhNCOxvEqJ6Gg1K6QRF9Pg++twJmYs4m3yusND0iuHYui",
-	"OxVedic7rZa5hN0o95flJvSPj4877b6VmdDeI2UWIob2GEzMbgNRwf6zPinZq+ga98JEBLfswowdh7s7",
-	"F2PPRAyNh1PJ2rWGrvbFnq/bQauVPvtQoB8UuEb2QLCqXKgzJWr/6Kjb35Okj1vE84xQK+EWUqrSGtoQ",
-	"3S/pDV4+6ALlqUcFa3Pck4/2nHNxzdD75gmVFxUtXZi2UylTYZt0aDn3qEe6McU9CbchvzbMkgIi3oOO",
-	"haEmW7dhdPP24UVNt3rCREHMYpUhVbzDV+3fq0RfkWEyp3evUOL0Wqf9UooXuF33kE8WElhFwZrW5qv4",
-	"vrFmK7x+ZehWkAhc+Uy0i/blMAB7J85eVfyqnhgbCchFi2n7uPc8Ph4PRZrUId3CQOGxeLrCEiOYNau9",
-	"40oJTPiACMaI+ywSpqDIp5LrmIFRcb1zyNXbRPV9UK0rjmFaecQ2g+eyRNKR41bfb+CR2GOwBgW76uvr",
-	"sNefig0yVNl79dg7OTreV4syt78VSXP7oCGuLXRr3yBAxXRFgia7pHqAcVSIFFl1R94HL5LUOVsCIiCh",
-	"YRgtdVKGJb/b/e5J728MKmkNB5evCGbR/qRzVH5uV8GGvA/r78n0m1iSe5jCOUTJB5vB64CTW7ZzpfbS",
-	"m87UcLP5CURS0QJqpavf26VyFVmL2Z3vA7bfo4CRfTJ7fivq2GP5Ruw7t0dE9SrUu41jYp/iZp9Qya2q",
-	"cqbsvyG27nWlvwc1HsEI3ifY+kF24+MZdpVMuU6rtduSy4cy7DRirNCumZQL8efB4WFtV2xBVTeaiRXY",
-	"i7PXY2bXcso2b/ZLLuYeIzMhj2i6Tuo1PNm8xnIJ6JGCuPiCm16uqq8AdO7M3KLpSI+QCvzhHjeuFVFm",
-	"rxJ+CUBd+91XKu2L+QGESJE5kxTCrLFaszIOocAulO+ds1jZkqqPJibs2I23i6J77ylmPhKfpzybLwGw",
-	"uwJAEa3fslhPdK00QWFdk1dcQ8ynADcQR66zGHyKNXMr8S12XJRG8AExhkRJIW5l8i8jwlkwnY2jJAYk",
-	"vwSzJvbo+a1ki6KuZZxwjxYG+V/jdU7ABOTjAqKIAfjhGDShdHyfJAsMDuZsyeC2l9CYleQeP05yqwFm",
-	"EjV7BjuSXizR8SgVoB8bZYNOp0XLcE50ydcgDORK5w/ot7PgbMEsxz3RF3Qla1BWVrSkxLIuYGAdj6Nl",
-	"IGf65mwn9ApcDlOpoxhENM9dr6Z30QZ+EXuoijvxUYAi6M0egAcGQ6kwlXtP/EOnJgI+DdlIyJjR+WhT",
-	"86oQiJ1rIdW41vGCU/wmExOp4Z4yd3ajjQuk03DTQidmSRECjwqDQnOfzMudUZvbIzX3j8F8QDTlI5ZO",
-	"25Kan9UvKk/Mz3HVHmGZBZyxg+P0btgpAzbAAow0K5LDeCAVK4MiPZ/3OdvKFcItx9tFFKfnG+QF4rnm",
-	"gnfULZKc60kGOFa7k/LpFmYE3P/U2etoKZHr67vv3ntjG3dvMK8153JqgbbywCKiqg0TlZ5ZbCft084m",
-	"mxTj6VzbIIFPBAmKEwmCOYQj+6ONagO7CxSkSGklAIzPIAJpHCEgcYY3j4ipsZLH0YS48LULYMVYNcIO",
-	"aFoabC6TYl0MUMWjQLAMPXIbaS3wTVj7acyEsAiwNgcTnaVPGvWWLlVlviyqFfNYZR0UH5QUdRAMYgzF",
-	"COHUi0D/8QWMXltGuAj4Ngk4GTMR+CxXjMpYCnUd/ka1jHEQ5t6gbqhTEzH4qyP7IvRkQWoDW+7i0VsW",
-	"q8XfRatv9WtKUZ+ttoBy6PYQaVOpAA7Rc+WScY8VDGJNSmgcGUC1NKPDXvOsuLFHTIWJtCLxGv+tb8jN",
-	"Zd4id8rsgy26fpk2HVLJhNxLtutPtiGKaRsL0lTWsoNzX384RLZzsTKTic1Th12yKK7xWQmMutJBUWxN",
-	"fxUtNW4/GpG2dVkBm1ibfXka2WReV6W2OKPeYt7t1+yRTEErc3ffPNBuh8R0SRbJOAy8htJ1MfO6qJs9",
-	"0gliNg2EZIjAW9gY9ji6YQX7/ClmVeeHWD6urKnRgpUcpILOGbqlLp9fEPfy3dPXr56Rr5//o+tg3nC0",
-	"YFyIkCxu2CqRIWlA4vTKrSBKLOrnMhysKW4McrcmkvLIfWpdbqOuIsdzzGTX667WbWBy2aMJJN3YVNdg",
-	"Z+uUI/W3CYz3ElqBoU4i8P7lyEkai2QcJdLFBHSxcRtbdHu2RmRrQoXUMtrWxymHlqolm5SMDeozJs5Y",
-	"gY0zCrBtCypERYhndSiN9oUehgsWhJsr9uEpHYEEYg0oQx3WKVwwQEEiMJ2luhW7byCesOLIZHSP6eyr",
-	"LOwXI7dB441RmimaZbcVhIzUZVy4vXzW/djPj5a8BMeL+QHlo33WRARTPlpURepaFPf76GukdapkUdPT",
-	"XZtbOu6s78IVMM6IS6x9srkUkyDW5/c9VaN9Pis+Lc8FAqdY2pSWjGWHZa6oRr6xb7O6Ftqs4Ro2Y15a",
-	"t09sVe46rcrO/e3XYaqnHZAMf069R1/89s//wx0QmgLkzx2sST5epXdgleq1ZLRy8ou9voqO0enScRZx",
-	"lLm+LLgB2qmIrl9l7nuL5NTgNvoj1bC4NvnZm5yw6fLPzOeEO2DpJ5L5ObADxcKS8SGvYwYbDXiGqxEn",
-	"IRNZkjD8adwy7kGTnGPFoxQIfghw6IGBUDAJfkt1TmGNMUwAdMg4keY+YqDTjkw61JDrQYdZMU1dEwzK",
-	"kcVZrpF9Li6iKAz4lCQ8ZEIMOYCzAkA3eQ7l9+AORKdxIa5rIOGcV+NZuxtxIPtqSRFWU+OMYiL0crYa",
-	"EMrT9EawH4gIfmIOQszals+QRzERCwbDVPoG3GIEfHpQlNiEa1bZSQGs8Ex9U7SPrbuhLXFu1Tt6EdKS",
-	"0kEWU1QoH2TGtf6lGZRjyFC4r7MpF+iMfhH8U1rL3x1gsnpWo0JxzToSMqnrrMzrp9c6QxcLV/z6r7kc",
-	"QdgpQhKM2iNpL+q9DJKG6murIReSLTC7LWbUx7tPYJ0ngmB2EFmyYDqTkKWodHmbj5whX4SJLtZoiig8",
-	"EeTrbwmE7pkLF3PPskzBxXQfQ54GdJIpi+ZMxiu16YCHDxzy6y+k3TxqmgzT23wtugEW71CkgIJ6eu42",
-	"8fCXX3/RPkZdOw1nljafq1KWkiyF/s33WgiKUAaYl4v9SbFsYXNbNwsQEZXCBr/fXSzYZza25pac92yL",
-	"FGrzmDNl5KSSjChUnKxMCtc1HLU/1i+qkYIM/iACPoplVVJnH1CyIqFZEeQthPIKh8xpPA14VoWvmmmV",
-	"VkkpBn7HLQwgE5UbFIJOi31yCQ/k7osKzROmIWd3Rem00AtSTXdUxETfZvq5WWPjlrRdltAEHso6ADLi",
-	"OtCzmKcF85I4kKu3Sp6bHFoas/g8kbMCTZenbiEAmMAMawNOcMNWgqAbhDQaoLa+Ob947joGBo245wBR",
-	"o0XXgDyFvsj8zh8pdbEJuOBqJOpMgt+ypZpJuah9+ADQlJMC1zU6LWB8kygmr19fkIBDVVOPaQHuU0mV",
-	"avLZZzhkdZ5/9pkSdljjxmeho/OiIQNZPdV++Aght3VdC8dKgRR4GQI1JTGACtSlIU9rLTbsXHMDEqAE",
-	"nw0TADnlzyJ+i6JYDDDeyoJIEJzesBE4/oxoCGKiWAZzNBHqpwmtQA+BgB+wmG8dlO+QjlkoSCIY+Zp8",
-	"QdqtTm9A2n34d7970gPNDbFZEMsRMYRSGPGpOo0CoQPbjO7WahLAFMVxGtDXIXcB7d6DxT7UELCf/4C4",
-	"LJT8mLB4ldVdVpoT4/4iCrjMOpT0hjmoPGr0lWXgMSzzq8uLpO++u3ptSI3Z6K0WYGZifaIFC+WQT4JQ",
-	"9YXjFkHIuAxXZBn4TMO8QroTLgamBwx0hZGXz69twKcZLLyQccSnxH1+TacuqacpVQiGASf9gUbhUM2x",
-	"xjPEqHDPiPtq0ngTcda4gFKjaaJVt9VziPvV8/MvXbKMYqWpcxzCkL98fo2p9+PIh3Irqr82+Tp4CpSf",
-	"/hQsFrp6NFZr1SYk9Ty2ULpDc8i/YjSUMweUjYAzXQIbUctxAV0eNRAzB+jwWgknMciO7gUzzRPq+7Fp",
-	"Qpu86lcjJADZg0o25CDhlA7V65xqsXGlNI3G+USyWIP4XFHJoLfGZ8qGuGLUFwCJ4EUaA1XRckXGcbQU",
-	"UH0hUEdH/dk3V28PzswA4GIsBXPDd9Bbpo5MZRMMOR4+qHWEgce4YFmkdu3i1bWSpMrSBbEjBoeH4ACF",
-	"3dCM4umh/kgcqnezy+yaloU1K1mw1mq2my1ThJEugtqg1m22ml3ArZQzkLqHfuTBPzQE/PqZpnH7Y8VW",
-	"MeM+S2UPEAPkTsyMuKtfMT/yDhzET/CHSmkPYpbRRRliAK2AQDIoGyJFbqVfYtea4C4M7VApTFIcWnAO",
-	"ZjjQpHuoJ9eE/W0BRLjPEEiv8VafNY3LKAy8las1AMIjxJnQSwVbVpmgiveVxTcJA85wqXABg4i/8muD",
-	"2ksmv1RUU2Q0xdtLI6yyVw5fTdS+g20HcVYxE4tILaYivPYNaPQ/OPXZnTycyXmYxwgGQBTv3/mRB8Cf",
-	"6gXESBly/AlYAh+ZE1Lti3SV8K1D6zXzZaxWD4zDRhKHXwxrOeIOa/pt/B5ezn+v10/EnvrWXj54uYkF",
-	"DcOIs6bv0clxv9/ujL1e8wex1jY2ZBo3pzMt0oU+OIXOdMORxuUzA8sdKF3CFwXX5vBv4RAhV6EGB4IA",
-	"5XVmhq3f3D7MD06t2+qV2bUpKxy+ieRF5APUrtq6PWSL7d88pf6VVrDVJ53T3Z9cR9EF5asrg1IASpm5",
-	"Nq694pLF2gbM8Q6UlVB2OtSboLX36rvcSv88CUL2YYtEYQSKSRPc3y5uf3X8q8dPBLodZxFoH+q0m5mb",
-	"JL01lKYEG1Vj1gDimTp5plHkk3r+vBuQYD5PQD1yD9Thb5yaw7SkIMigDUVDneK9LZv/XM12UwIUT1bP",
-	"KkVIhC7N/FWPxmEbqK+UbK4Zn28NvM+2wo9euIzTbAzd88Y/0cZPrcZpc9R4/3PbabdaRWC6H5yPIqt+",
-	"oLcUp5+XWIef/TvyIoqJPruUegx2kbL8FyFTiqVgatOuyYgfRPP1q2fP37x93pR3knx2eB9RgH+viwCb",
-	"Rwo8NHhLqGzEuwadsi+67aNuv6XUuoydfjfbvWI3L6KE+48kH87NUW0ppjtkxIQxX3UAFiPUS6ASo9UK",
-	"5cRbyRa60L0Or0BAchOxo2yB1Px0DbBVCc68DiExiTJxErIDx1xTgG8fU034kJ/LaE4m4HVT9kSvc3J8",
-	"0CR6I6udAbolYstHk3zsCqqtuRuQVhYlYr7HIE2NXDdXdtoZ0UWSdCQyHfI44QbHBs0sUI+QEPXxai1K",
-	"y8rkOCCBGHLjsTEGG5XoQgbzIFypyWYNPoH6xSQQjrEgU8KaX9BGkvHKoGxB2EsIyA5KDUQK4RthwJX+",
-	"hKqaGkYg1D5XIq/uxkypFVRRgiv9vOYeALgdGJ1DnkHK6xkgJCGRa+Fhudbg5pz5qq0meaVUPw2tRtwk",
-	"5oMkCfyBi4J/A3JZB8ORwNdzQGtoyBGJzxTieAK1rgZkOQtChtjmagHBF5GdRJQctboabC9nZZScI1fZ",
-	"ZniBhWcfoE/uFumX6p8vL99VftegOld7+y92eFXVj1K87X1e/1ZbOFW/+vpbkPdfgpCu+lF6A7z3F/7T",
-	"VeVvvr06v3j59CLg+35B76ocy7YfRInbz++KrYk/381DI0y+GNbazdawRhjHi6EvhrV31y8aJ8Pan/Pq",
-	"PojJu3nIxRdDsFcHh4fL5bK57IKp2mm1jg6VPE2Ve04QztELfHyS7s+O12N9ejJutP3upHFEj73GKWuN",
-	"G92J+vcpa4+7vrYNzLdZa5sGz4BYB02RvWM+Rcxg3WKn1ek32u1Gq33d7gxarUGr9U/649x72edK1hGU",
-	"QoKFk2ENsCGVhCsg/LBGZjGbKNOo+DBcM4JU4+sdItS2/ZqSa7m566+z5/pB7tO0QZDZ2cPSBTqmp16b",
-	"qbUZH/uNo0mbNk68Dmv0aN87YS2qFrBggQqW6MocLgPylyXj3cbJUxJxcnX9H0ivddrSWJGtZrvdbJHf",
-	"/vN/U//sNFu6Zh44GNvdduu4U7yuD17ZgrW1ziuzwKlxbq2qPrP+jHqH+CKmLe/UP775sX3XmXd5z4nH",
-	"x+xo0p390L85CU8Xra0LbsahtS78QZ+54wxAFoKMCUQYbZKI1DtKS+lpCFD9NZRJDMMDY2zbHWSccZhj",
-	"Df1MMe79zXL1dbP2e7eEndpRq7v7uxcBhGOvacbWma51SpKqlJZiDBEjOcU42aURW3rlUZlaWajUZgMY",
-	"8kypJTIiIhmrHsaMyKiykusMuYk+ADXSxHXIGZtjPkcYCEWZJ4DbHkvXMdlIeHmdJq5TXRxF0hvGSZ2i",
-	"3h2I3CQySGa8qoDICUvTtNJFS3VMh3x1ffF6TdMsei13cQAOxYPUo6i15YH2HmSqbXpfulVpd1OV1hny",
-	"Tc01jXCJmb4XcggLBbMDzCOeTXbIwbNFXulLmnVVVxSWFyGBT+rv3r36cshNgseRBjWGwGbj8dd+rTNN",
-	"YkjGGYsoTCQjCffxskHfWMVqnRsNHfmdxKGbRvPotEo9kzTCVUb4uVruJ4JES278+WWKcvKHhvyHhvy/",
-	"tobcn7S8E3rUaXT9Fmscee1x45T2uo0260xO/GOvPz6ie2nInC3hFNlbPe62rjudwVFncNT9uOpx8neg",
-	"F7fGJ+zIa9NGb9LxG0esO26ceMe0cer32dGkR7vjjldNL35BY9puHjV6TxvniYyuooT7je965+1+4+r6",
-	"jVGRu61+i7Q7L5/eQ/utsnD3137B5xavOjerH/2f4huZ/NhZzSos3f+yemZOb3yjd2NFpXEGl+k/bVUW",
-	"F3HkMSGUOpEsUI1i8W3Ap2fqbM4iHaJEl+XwqaRjKhipg8cwEMQ9jBn1Vz+5B03yBkIXILbPLzmn8Yq/",
-	"tpfQ/UEYVEEtcH9Ow+ZqEYSRZou/tQ4b9l3CETlaNP92y/w6uGWcAbZAgY9cB0OUrqpplIxXJI6UMgar",
-	"qqsUK12SeysyC4SMpjGdCydb0kUUhUOuXlXKuSccYobcwHDNmVJWISIjEIIJxwplJpNAEhnMmXAwpkQx",
-	"y0twnKqnT/A7TWJU6Jrk+d0iwvoNMiKrKImJ8GK6YPGQQ6BEfRLFRC+6MlypauBudVDCWheaNNVuohYh",
-	"DfJcVfsH8tXz15dEHwYjdRinGO2YtkO+ur6+zKJNDI0dgqAQFq2bQ/4P5PofL59vbQ6SB9R8t7z0M7b9",
-	"xbD28vn1sOZAj0qa6g0+rDnY5RdDNddh7QNp369B3MjF7e0vYU3Yjg4Au4wj1S9LBNTN0YVv/ob7zBrQ",
-	"POWcgh1nxzdsj4LxIy8BHAIvUrYTwLdEYExi4qeMolCYwDAQrBBV/Y/nF6/P0rtejKARGBBVxObfLBg/",
-	"v3ylmv3Y4SU7hLAJdrxXgNGHAoYyQaXFDKUnnpL57+z4zgdKUfQybGe5FUVLYzfLORDQB1wG/8hyZM7s",
-	"govRZD0aCqPbkPe2M5xi0/3ObTP8TMLqrgcEeGDIFQcNlJ4HLDQwslI90Sw0IMBB9xFAhfzyO1l7TcyC",
-	"tUchvFVrS09sE5epA1YHcJtsPCtKe3PwutF6osROJUXtSo3j96anwaDALcniW9b8Pfp833F6SwNMh1v3",
-	"+5qo1rosWMWDYn64bR9matahAVXZyh8WJF2a+aNhxTDQMsB8HTefBaBrZoLfzTShCzautAdwHewOk0Os",
-	"5tISbUMOXAeB0VllM3TCQv6PBofJosDRqIFE8VsaDgjFanbg6kRu1Z9Aw/bcfv0lC13/nMzpnUbYOxhy",
-	"dufBLX3xafpcyGBOJXtmqPqRnYfPaOhdJfzVl1VefoVZJy90FlDF5iu7G9XL+/gxH8lrWAiYpAuy2ykB",
-	"VuD/GWmZ+JL5Qq4IQiwfpMFwIPuyaLiN1JbyuLg90Z03x39u8yGetLruFETb0FBEOngPdk/Ey3ePFd23",
-	"OSG78M7m6CsUeKrIEOgX3YN9LiCR8J2F/l+VT+ndN7BJr3GZKn52rQSQBL59kPqKEJNsHskYn9tuFnya",
-	"udNO4Wa53f9aabY0TBgWIBKBDbjw/fsMRN/On9I3veCcEeHqp1m4uOvLSB53IZ0Ksn9G6Yc8wtLyuYS3",
-	"k838Nl1V4ubWYBTOgumsNsAr3Zb9Qxgta4N2+/i03ztJ0Q2ztgsejhaRgET/2uCoWwSIWBu0O52Tk1Zh",
-	"WUGEnTPZniOddNc/tgFxv38PZ3s1bcAIZyOsy9Q9cz58UrNg78DKdoU+Xmom6HU6VfQN7VVBjeNvcqNt",
-	"H+jgp9H8Ymk0mQ5TqNdkxQoLtZpLxEIRmNGLabvOZiavAy4oMmZyyVimWHCfXF+/uB7yIp3n11/yigte",
-	"hlKtqqS5dLDLnaxMLvn620Y6Z+3yIef591P9XIl4C+xmyOsuiI+mqUPqmu/cXGVT6zwJBHEzEB3mu8p4",
-	"ArgdyJc23cZsCsGeLruTMTXvpkV2daazVuOGPBuunSTOfdJudo7My/rUst+FUsJD7gqPhswf3cZ0jrGz",
-	"lGO+jKvRXV3AczLvTRdJ7rUhdyUIdPjljLhK/LlWHjgSloSM3oLpgsmSGhsBRPGQezSGq29LeUSQaE1j",
-	"FsdRPBpT7o8WnnQP0trKSwPxpzTxIRfJYhHFUqxRvdfpOETQVcCnZDlD6iy171t/AjbUkL9lIfNkds2/",
-	"Ii4KfySC+hvyOF3yOXGBFPVogSBb4WrI3TyAqOsQN1/jxj3YpsN+yXSS7x8a7B8abHUN9lmUZrkYL3E1",
-	"PbTCmP7X1EsrbqIomVbbcZFQ7X4VJfG7t19W/eIrXalkj0/O51FsQk/+kdFYVP3wuRJ7caBOwndvv7xk",
-	"8dffzR5DPbdxFHar5zR/9jqQOv7rL+Rkq9L+czVN+8OjKPfph0rBtxw5D9XiR1QaDR0V+pjpWtXpJE77",
-	"/dZJkVpe3dbwIiFrA56EYUmJXBx877R5cuTUYMC90+bxUUp+9YuFeFJTlm/NroCLDXRazbZpoNNqtrIG",
-	"1C+bZXB1t53j5lHab+e42bM6Vr/laybhR93uSa9pPup2T7rN7CP124d7Gy14Gl+mQNTll84ZVPUfZssn",
-	"Nlv08gBcg1Woo7rVMo0RvLjQZnkOUZLG3tiwNCDdTNcF0UCPhAoyVppgoXGk0WNnjMo5XWhcg8CfMikG",
-	"SgAChk27D6hF/eaQfxfIWZRIewRKFc+PwLHcshluyB0DY0aNDo0dSGlOw0G02guxm1pDdzVGGt4nabyy",
-	"lUNiino+FByY0CA0mWGKdNvU2Zdx4P+hzP5NlVkLosXByqcNwVSLEqGQ2N0iBKNdwwJvUWVFznFpl7Xc",
-	"r7peVt1Av2v+Kqo0tYIrx0kUz2tb9F5vRUJ2y8IHzTHbUTsmWqkW/0Nm+Ycy/Ycy/TBfN2rOSox3O6hB",
-	"o0eobyvSeZ4ffH/itPvvnWy7D75HrbHbOe6fvDd1LL7frnhn+mWRrv0QnRNOJxqa5v+eVFDFNzlSKZnw",
-	"AFp1O81+2l8HBmy66zT7+9Oq2wJ6Y3staNu012oel9Gq3+pmJFZ/WDSG34po1e+1uymt+r12x6KV+u3D",
-	"h/dl9pvzkTivewSrjLM/anat2R81e/fgvBNoAznvpNmxOO+k2S2jZrd7Yi1q9yS3quq3ImqenLT7KTVP",
-	"TtpHFjXVb4/OeW1rl7Zzu7R9r1161MomfdSy56x+Kd2lR+1sydQf1prBb0W0aveP+62UWO3+8dGpRS34",
-	"tZD5QPyB9N7uKLinlamU5Mo2JvNR6f7DzvzUduY5Wc6i0F4IjHOrbmhada0Lbc1nUejj3ZeMdE4ksKCJ",
-	"up4vDNatner3RBh0yCEHwBqHTLDqIBVwY1Z/fUC+IIu//utr8jn58a//+vqv/2+TXKzdAwkr5CGI0zul",
-	"OePyjCQLNaJO2VWSAafUJaSGPFec/0Bnr8r0Ig0LfGUXPdssyEtNsz+MyE9rRF4iu61fiDiEqodUSNL+",
-	"yBcfRfcMD9eg7dvXai7pTstptVoknU1lN3R78yQ5aZ92Ng/kberOjhfxaKrwIpislbqGoJCcqzxHswfE",
-	"wuT66WABgvVK+0YdbfWa/ZN2qkOd9pvHrXamRp0qA6HVLdQvT1u9Zq/VNxpm/6jf7Jxk3/aPT1rNbq97",
-	"f7ewlkl/+IV/1+c1nKYpbrI6VfcJasEU/q0BugmHCusTCzzKwmHGGlj4axBrXA5qO3I1bO+aMxnDJiDi",
-	"1lSPYGEIUAtC5+xrXAC7ZibiCdR1lg5UfYc0Ab1XNbpWIAWBMzbLzActA7UIRGWuI/KyHgcLIBAEfwoE",
-	"5IzpEhJDfm7QjA2Ko3ZfKymXYsnrmdfxP7/+ApQaELmMhrzfUw/6PQS5CDiZKJOB0HGUSNIhF08BLRri",
-	"XGIbYywQpprHkIMy0Wu1DGBZOuUB4TSOoyVAvQIesO1CH/INH3oUpwVJJwaCTMBEv1OfG0i1tKymFWEC",
-	"IaImhMXV0HXuwFT7QPe7YF7EAfZiQoVksZPCtMQZMAM1YB9qXTL0lyG34V8wMGYvDLws5ElYNUJXVm1Q",
-	"dXoXOvOfIVGusPbNw9SwtV20RE5k3GCzbbhvzyxy6JJkYyoYIPZW9Oya82qbIpL6eAtBNhFjs98rgtjM",
-	"OXpbtqO3s7c7+xuouGokhZwxkZbVEM7v2Y/f7z3Mj18y8Wx7/h7d+ntO+uG6q2DMF3ml9QWNaVoTxWiw",
-	"jj5ztAm5jIiplpZ5fiurrC1TAOz7n4vcQifdZq/AX2QKzLWNuqj24RpkQM1yDkFhHMs71O6Yf1st5TxB",
-	"J91m/pH9otEJT47SP9KfFfcVTOS01+xum0iz3W31T496vW6/d9Q66Z7YM1tXg7fNrNXsr8+t1Tw56eb+",
-	"b22yp71mp3iyzXa3e3Tca7WOO51Wp90/tmavxrg2+1az1ztuHZ2cdLpHndNeu33y4f2GVdDZnwtaajE+",
-	"Ahc0j3bxQfvotNndyQinp9UZobWdo5vtzsnRyWmn3+11WsedXue+jNAGBt5ghJP1CZ6Az7Js8VsnnU63",
-	"d3x83O5Zk6wN+t2Cxe93c//f+/Be+ztz10Btp5O/BWqt+T43l7DIEEwZxq5QXCvAKGn2Tk87x51/ymog",
-	"D2q3YTjfLMc/qLWa3U6zZdVVMsIfylrXDHJKzamVcdtmJsRIKUc6A8LEbRnzd+SFVKjlS4utjHwTo6sr",
-	"UNdeZ8XiwMnTPtwO8QIOdnqzUWy23yvceHlu6Bx3m52NIte1tBsC3UD5Sz4N2UjImNH5qKDd/As5sWqK",
-	"LPqj8Sp15KcoUPqBSRjfE89GHUMYVq5mA8LnU/PHacYfmxt2J3+YrJnK/OGtKL8JlsHhm29fffnqvGHO",
-	"6cYbyqNGu/O0cdtpnH/3l0ZvDEWa7s8cvf4pXH2sM8d3fyG9BjZ+P7bAA2gHW9TeUu6PWTytZcxRZco5",
-	"j1unl2eRDoRt3jfrKLUZSwtIJDq3xDLT/y05az49LqYiKKS0jFfw32Jco9v2Ie5dsSP0TgOgqyUySIYp",
-	"fjriKIFxD66NhCMWS5EV+zoQ8rnu8W8MuIEGw/c/b0gzq2pvJw+/AUJNqWoVGR9n+oxKGkaF0Aq7iQvJ",
-	"U39n6Bx6ge0J6eumlDdEzvMH9LF4crpIdjHky8t3uzkwzZX/9ur8Aiq0WpGZES/JZFc8+vLy3e+HQTeU",
-	"KotD25aQ/r7dATNi45Ate7/Te78HN7+8fLeTlXPLQrEKwniFFev+vphYccBeTDvTkW2ljAst5qsWQ/VV",
-	"QeroUcZTGgKEG4CIyBwsjyWxeAvA+b5kL6LYY3BUK2qLgHuMnM8XTL1+fvElecWFDLgnycWrTqt1ePGq",
-	"22o55HyxCNmQXzTQNXkwgE3hbJSvdYgPVWNeXLb7h09ftPvk+sXrby7f4vV3tGSxM+RQQCO9/r5l3IcK",
-	"zBDaLGaMSVJ3ESbHPbArnAJSLng8p9GQj1ek7tIwoIIJg/w7i5ZkTvnKFJAGzSDds6pfQE4WTGMmsyEH",
-	"d4ogdvqjroQnyra3iUJ8ZE8qONCgUFVKElj0ukcFawRcMC4CGdyy0nQ1/G4dmsCUGu/tqjy+bUhTxjUZ",
-	"BsSlwC8AwexT9Z9ZtFiwWP1rHFLvZsnC0CV1ixUP7J8asbxzSd3mxaMWrJ/65+XVN+ptz+e04+p/dM0/",
-	"euofsXmiZCBrzNsu+e2f/0f6Z88to082ifvT6OEuQKXX5RyA33AGm1FfQ2nhYLv6MmmuGV4JES2ebTLq",
-	"R1oUbPzy3qnR2JsFknkyUbKmhjtfmVqLdn8kJ2G0ELXBcVtZCha1BjVqXjS7aYSugbZ6omTAKJUBo+lY",
-	"WRvdfkp3a2g8kkyr7S/P260OWarhLOiCxfp+7LitZUYTpAiRjIsoRjHw4rLbUbszmSsJyLS0cQx89oC8",
-	"vRDkjoyjSEjihZF3Q+7IUbtDVIOHXniDgD+q5zu755hKdpbSC6TGWlcETqUQV0iNq2H9pj4/OIOMjEUc",
-	"cIn6gUQoSz/xZFrZTrDpHNhEMYxI5lC7FmWdVUZyuVw2+W3gB7TpRfNDxhuJOJyyiRrd4TSmi1ngiYZH",
-	"Y18cdltaJh/G8q6hqAz/I4NDdd74ixHEQ7YcIxyMObdun+1hkRn5p2RhOQYEMLFjkNXxOrOOg9AlkDIG",
-	"0w+UjnXwdwcmx4g5vK2tu/ukP/x5ukjKa++5ahWVkDObRwPElext15xoeAX58vLdgKhzwyFiQb2ATx2y",
-	"SLgnk1QZ0KeM0hE0LH0w5ZGuHL6JFvtxzrxzLPUUxQQEmxGBLy/fOYQ1p02CZCgpt6dU1R2hSakkb31c",
-	"yQ4//yGb/5DNH0E27yuXIfCwWCy/vHz3+/aMPVwgF2tTqSGZypqtQjrMrgPKAZ4xgIRaUbSUfPYZ3BF9",
-	"9pnGnZFpzEkB3k0ugGXlOiSm/AaryruIhOsOiGu5h01Rlo2bLZeosTHug6R39aWRPjLwfsol1LzRHPJr",
-	"eqOx0OC8SEvJiPUqiQRsANh20QTL24PTfMjBa66rd8Ow667tT1dn17pD3VVT89mEJqFEkw2qJ+pCqyFN",
-	"RDAOwkCuTJ0afQMAvYRsIkmUSJLwkAkx5G6AQbwj/dYXSv6XYadaFzyPfIb9GwQeSTcPC8NPDUKSH9x3",
-	"AA0UAYuR8WptOzikaCvUs71wYG0GJ9sJ9XQrlK4A7r+cnagZtzbI3dg4NcbVdL5fe7p5LZ3d7KY3yO8r",
-	"GOEawnsW+QS3nNluEEF2Ab88gx13MMg2KsT8wfu221IA0nbAp1jlB0qIxoxwQKE10ocZNCvB7DqbmQMG",
-	"291CuexSzaYfDcNvJqX7zZxi1oTAD5pRfeN67sNHCfT/o7DQv7HCQhW/eA1ILFXffgZ10R4jJAyQLnIO",
-	"IbXnxgn3Q+PCRNBLTAEer2zsveJU4K3wMZkzyfRMb6cjLCCfFiiABtRzcNoqRRWvihVFQiaVjZG+2aqM",
-	"XOMneCiPRG3QbTm1NcTKduek0yvMXOydNk+2xOF0Ws31mCLI87UDqRBFRsk4E8wENPsjbuGPuIUtcQvr",
-	"eeO/v01z0u2fFO6ZbrvZ3bJnup21FewcnzbteLujXv8o3TGdv92O+SMS7O8oEizN7lLMlGWgbSU8atrr",
-	"WjVXE8TqozjGPTzUtrFX4An5hjOsP2oSf5SM5NO/M88z+B8yjwGa5hbwXmnQDnD6rhAJeGmPIAmbgzOD",
-	"o+wK9QKH8HuJkXjA3s/NW9F6fe++z0dQqCPkvofzZl/p4breS/XADJjoztCMNXb4uw7OQObbKzxjEVLO",
-	"lbAs2TPD2ivCGcA+Zx6UDY8fleS3f/l/iDsP+GjTb6EDI2BY19cvrslv//LfiasOOOPBGGQBDpNAOkoY",
-	"L2eBNyMejf0/D2vkRRQPuS4KnEZAYLVpA/dmPH11k+kn7VLVWF0kqzpio1HPGZOmFYyWwESfrJC5k0Z1",
-	"gFvviTAoBiKJJ9RDfwP6GsYW8rMSKBj8YYCf61i2OY10eQKCbsrScBAwgCCmZB15PAUZx3xKx6aq6sgA",
-	"FjgmDy0QWVUUAOPEKY2D/5+9b+tx48jS/CsBLgyR7mQqeSuyWDAWpavVstzlkmzPjFOoDDKDZLqSkeyM",
-	"ZNFsjQBj+2FnF/vYi8HO22Ix/bYP3dgF5FfPD+i/IPiXDOKcE3khM6tI3UaSq9GAVSQzMq4nzvX7pK+G",
-	"gPxMy+fKOsKNI10PW0XL0IfAwiwKfZS/USzMFmhYzDMon8qjIVGyXvaoXp/0Sa7V0bGAMsYcUrnuWxwt",
-	"p7PFMnElYv1Fi4Ve3UDRimCKBdRte+TzIsTvLCikZ9CDYsgUOYISZLYWdhzNheElh9AsHQnMSEEQcVfC",
-	"auvekxdc6LW0IM9mw0ylkjBqHgoCZer61c8GSsGz4zBSOU50aGoD81ufgQmPWTSZuLLu1vJbACaAqPXT",
-	"jdtigWKdQYpMj0PsOW6tYbNvoajSWyoRK49eiGDgCJ6YnrhAqoTrtURyHj0RDWQ/giG4En41zpyp0CS+",
-	"gKWuapw69FRbOJuohOiFLUaRjbS9EExGuFEmjGenGUUy0H37vvAtV2LjRRJxCnZJwWM9QfdPvmZ12PUF",
-	"LPgh+/kvbYd9grW4gWQcfpmP0P/8l67DPmF8HEdKNY4o2RpOWqAovkaoKrorEeP45QjuQvoJ3MjIxpfM",
-	"xJzV0TtLHPUeA/UfK5PvAR1LLNi5WCRsgbW8SHrJfYHcQxxrTnMUa9zUM7tyxYnQBcQcFiR3mIKqWth5",
-	"ukMkoNYiYXU+SUSs2xQq4XHSwOJujHzCdOoJBEECFPcTHoZEWGjw5C3m1kZCLw62O2RcnbsSivsYzOpE",
-	"rKiIWLk1S4vvUGBOG9QsY2+oBHzEx+fTWE+fK+s8fwRZfqXVcjzLZsJESRo2e4xfLHicBDzUowE3Lmxr",
-	"Fem3eCYn32P6IOEPaQKH7Jcf/+zWqOpcMaX3NJYge+AnbN6OZBJH4ZDJqAnXDcabZMTuPuFTGLueChy9",
-	"vqeXidCn3JV8Egs1s/XtloxnFLD26CJOa/EZ3rp+Bqqa3VWu7DmszhkNwACdComSlNqF2nNE+E/vSjxL",
-	"wMs5ngnFpiIBQgM89Hh/FNqF/0S5RERaiBvKleZYoWsc3m9SFdMtXxKNLFOLT0Iu3xj91WVAMNEEpRzJ",
-	"zFxR8vsQjQJaPYRgQGGe7yvoWFqEa0leGX8o064u7TQyoNaGNT9ajkKBbgUahuMgyEnJKORyPqoehIFY",
-	"wmRSPtLnvAQXqr7i8dwgQ4FiAazSJAJyYBQNi82rx5xpibUdRzY46G4OrbXD0G5vXHApB+BR4e7EfK6K",
-	"C1TrWPxcVI4GGi5n2KL1cPaNIx6zzSxappYjDLqZw4kXKho0FdMMhltFilHb2T/B9hiEQ2kO1JY6UMdc",
-	"KDbRmikF+mR1QljDYil8hMRcYniRtTUTlemykF71GmN9C5GtfWNU+8PslkHlXhGQpXsKr+OSsOxRerls",
-	"RWYvj75+qBHWjU3u+0X7YUWA6ORF2FRbzaWaK7apnIqiXl0eriefMm3QURSFgsuy0/i5EVVmuZKIxSJZ",
-	"xtLS60JWSVVXkMmhtAdtp3il7Cu9dMdMn8rM8JjwgrSu5GXGorY6tQ3myhIjzGKzYDpLR9UgTHqlnxrP",
-	"BF+kXx1pPUf4Cmjfg7EYgkp1NouW8dlSEamSZ+QVfGQURZ5DXz5bCx6bnCSRoSvrB+DCPl/NoC1XVn7N",
-	"eBhJ0bDZbdPDueCpZ9JYcQiSE0bg1PAmoRBJ2orutcfq2WX0b/8MJqz5QGt1XuHHQ/RS6EsO5x2IWOWa",
-	"7j89ZaphYUIFOk/oxaaVeRCGevyFwI1nVgPXVb+2yGAJiCl6rszCZ6dGvxKcb/A8yBNIpYJLFz42OwAV",
-	"zbLdqqI4qcpuSR/PJ7fkPwTs2aevIvN/vbjfJcgvrYOHpPkp4xvsOOQw0cqUlfkBWw4rxPrzhhNE5yIM",
-	"8YB+SjsGLgJCONwEABwFkP6kF09r2dknZ75IeBDWhuV+ldaAnFcjwdqHdupUWUofgUf1CLg6hyaLuDT9",
-	"ImbxPsHBzQNs2tgKrGu5lNUqThdLdaZFl54XfCI99xl0skiUMQneZly9Grm6Yx90+wYm8dB2nHaGGd2y",
-	"W7328yvgSdCPo+/PNLxnHBRVEM5IQJ3dja8ZMi+HFu8c2L0MxNFxcJwGw7E1sHv9FBCbXEBmJbYgIfud",
-	"g4HdTyG5e51+2247h1lznb5jd/vtTUhIKzsCOXDsV93+h7ndP7D7u+/+wdvd/AfvdPO/Uoi8ev+3MqT1",
-	"TiuPtK6/eX4F7tBr7H3aaa8c+C7d9BD4ToHj+4cFzgIIiu+44Xvdg14KdN7rHnRzOOeUmlHY6Po6BsUu",
-	"vZe2U0nybgI0pa0KdwlkmqAdjsH312YNPgl5JYIHXVhFLftdxhTfHR5qIRL5LXgkwZTHSAJPlXNwQyao",
-	"ehZTrS/DPEV1oCJI+RjeGwgwQ3MV0paJ/xFiZZqiT2r1uVgrkbhywaeBpBrghbZ7vVyOhgfuaiggMB8Y",
-	"+Er9K6yyceUT/e+02gC8G0VnxFHKzWoctDzz1FB0ElRe9BMjnjsci6pcgzcCenmdM/yryxneyBnS9vWQ",
-	"ec0s/81j9fzBgar17EsLAw9WFhvSVnJzIfj5WaGkpw5Qsiph+itqyt7fast1LGe2FT8t/IHuPePS3OrY",
-	"q9l3/6GZ1CUmlr5dklVUSKcur6y/zmu8zmu8Rri7zhR/DYS710lZPV3KKjyFfLpqvJRMGT3uA8u70+Mr",
-	"DmA7RdWqLcBM3tJdtbpKeYeYioBJqey3j3/3Jat7p0v5QC6WidewGWYsLuJoFIo5As0vojgRvispw2rI",
-	"OOu22waRv5AgBg2eROAvY5gAIoXNbuM15EoexoL7aYJdHepnczj+mEGgRLJcHDHYYBaTUYKIZq7EgvKz",
-	"ZRwyP4IEATDZGymzTttxslSDTEu3KEzEXekv8RoUJrnogS/miyjRR7D5UKw9C5JYknhtYonQRzLwTB6I",
-	"Qtsig2bHj6GON20waZ6KRcjXwh8yyFlqpJ5mbPRcrA0XEDqiR5G/hkpX1nUObfZlhOWGgTJjAfSJtStF",
-	"HEdxKVY9CNrTpdxfac/m4aHYSVG8Ffnrx8FUcsBc2PcBeMlTzCwQKtHf7aCx7BuuM1sbXvVDcxo1SS3T",
-	"DdqnfPVIG6VTUSY6TumEWBkvMXsU3LK30iGelytflx/306W8+0NAeJNtp7XTE7i8u4uhRzycRPHcPNHa",
-	"xVLny2QWxcEfzEOdS5aF5MRvtpfncv4YeKpszj29D5rpJoETSQlCnKlgCnlF+twAsNbxyQP4Y8YxXSgW",
-	"00AlAnBYMgSFd9X3Y8k2hIkWniFfa0NbYUah7ulICMl8AUVNCCJHvd3hkrgdyUkYjJP9kVBbnZ2uoC94",
-	"PKUHervsFko7Fv4j4Qf8CVqyuzmFHkgoq9LC6rXuSDFexkGyxoiN4LGIj5fJzPj1sisU7WC8BnOXJ6g3",
-	"CqAyi76gm8FcDw1YMUrv1VvLIPQVRED12mYXjxbuCx4rgwqBRHk+wwa9oStd2WScLZajMFCzlEqvqZvR",
-	"2sqQeXRnNvWUDplW4W4uQh5IIjsHnYYrVzJMd9Q3R93DlCWPUUALrGb9S69xhG8cCTmezXl8zpIoCm8o",
-	"hjrvkNGjn4Uhn/PmCCNkTfi5Z+m3mB9otZw+h+bp42kc+M2xujDRa7Y5gvkyTIIFj5Ob+ommzxPuDSnD",
-	"Uv8c6FcAuoN7kBRu4vSQzpCxDBV0FxPWBdhi3UqdlAZQzK00D8gySK+//PhngjvUqxbFmPGo+6CwBzjU",
-	"IBRpPrP+HUwS0x+bnujpY3WvbLp0EwCXg1sD0teOmKcnDuef/JXNpuIXohkLtQwTD9JwBT6ix6ZbgRcu",
-	"RMwWWqU6Yl42y6Al3H78DTave5Xj/leoJTAa9Q2txemXKDbmko2ESfllXA2Z9588IBfReqFW15TWgGZg",
-	"8NK66JUYR+FyLol5cbM4w2IbWCwFoAlYF3NjYkpsCfJEKdgE7rxi7N9iXlbVCUiGWdGoRxn3cCSjFcyd",
-	"nhDMiv52xhPQA80CpvufqYTryZ8vtS43jYWgpAjYjjY7Jq1PHzjv5HePcyAvR7CHp7CZqDEs6+BSX0kj",
-	"vYG5T1pdu+1KmlCqJxGZmlyizj0AgfHBqHMVCCRGPgFL1hFJJEz4JUFV5bKjFMxyp51uJuetoz9LTqQ2",
-	"NlOpVbNq5hTthCByTwu5smNeWO0MJERvMB6CwG5mJQCUP6xQeINYiOg6qBp7Mq3K4uwOev2dmCKrNOsS",
-	"WVzUgBax3odJgPqs3qYFxqA0M3YUSA59voQUqt072KYG0ueqFBWqKNc9A32EQgPJ7ADRbmvdcjr5d9i8",
-	"hR3PFjkafS+06vTcqmX3aXHgBdQ7mufNV20rfnnzAEoVEPnn2kq4thKurYQP1UrIlHNzvVeqzztZE4ah",
-	"EMWeXtcSiwLTEnHr8oSl7tisJC2GMi1/Hkj9s2280TvQ9KuoDBBQIhLo7XhSd7u3+Co/V9qe0Ye8EuDh",
-	"q0ueK5g6ongU+L6Q7xhXcdc9hxN5hWVqVTOxYiA/XsphleFjsZAvtekBNILShwt1EvIp5I2YTW2oMS0i",
-	"WjXssVqV1g/gpzlDowIv8JUU1ldIGqjcrPsGPyc8rpTp5ncQ8gMxtE9c4hLenezY7LRaOPmIKvjr5ufZ",
-	"gixN939pTAS21HC7egg0zbmIp4LBb1j99N5t1u8cHjQAgQBcCdrAhAgE6aBZCEIbp6N95fURI3rhWMyj",
-	"C6HNSWpdmxm5xm32KB8WwfjFeMblFAIw4yiOxRjCMnkaZLAypVgBdQ0z++xciIXCAv5SUJGvFz5/Q1fG",
-	"Lr58mPImTPlvXsOvf5IimVzp199JEX/vxQWH4j+ojF3Z7165f6tX7LXeedc3vukbimn7FazyfRTLm5SW",
-	"UJXCeBs8g1TrxEbrDHkEUSoyD54NnsU6xibJF6iVgIYrJzmfLzgi9d/HUKZLXmr96RFLXdGrQCoWaelF",
-	"P/Oqcg3vQPdvE1XvO9MeriRjDlQ2U/uXe7/B8u7yjqWLthPW8JvCFs71BTziEKPmybJyYiiRfOfMZxGG",
-	"j/GRnVPn7qFb6q3AigLRdC7RyUpBRSu4Zn4VCIdPLysw2COBJzv6lMdDHrqxuijgjm1MgpWbIwuHYuU6",
-	"bW0N26LuWzhMq2SVrO3lsApzamUz7kpchIEF02fhHMHM6umxOm1rYDkWrEHHcYvMSVe6FaFU2gDWXBNz",
-	"lpHH4G2ZJuY18zGwSgi/4qUJRvAVeH76NxaLQj+HrhQLFYUXWGCtWBJFR/qqBBWIugUta6m4hhAQH4XC",
-	"rkqyvwe9+KBsZrnFxXUMaqqMINhjsjNLpOObkhp60i7jUcotw8dO3KGHi/st5oGiTLENi3ge+Yb3pjpX",
-	"8FiuU4f5nOMyGqwBk/1nnOkmLQpC5Ash4ceuJLgpKsMhxKY0rY0tZRKEmVFM50hlyXS2K81wmJpFK2Ww",
-	"3QywC66rl43H1m8HJgsy0wPpSnCsBCqJ4nWZxqk3zzszefeLHuiuUdbaLtZra1/rNeTTjYMrs/UrgKJv",
-	"p223m07rScsZOvr/NuLJ/APlWres2rlYn5HCN4pGEAPj0IVaMCeOEkDSgVVf4p5DLcjIU3jZxkdZLvJl",
-	"5YxaMagNawfdDEiSsN8zyMAJGFmtNrt/C4Afb6gUk3BfyVMldfDEmJTNd2uo7yt4MJj0rkJfT7SVkAqP",
-	"3J4zQHvg5cAUYfu9j129bYfAvVTysnW0ZCMRBuJCIGBfJKdVgr1aybn5TP8H/s4fv2eVN0HmtiRoyeKi",
-	"kXtARok4ysll+AHiG/txtMCU7pwwZrEYA21ekGyrQ6d45O+hIHp1ybyrxagl7dsV5KfZVL8dX+S1NH/b",
-	"0jxT9u2PN6fiCcUxDPJiIcj8QVwudPWuuMqMs+Jt8nFdECQrGcdx12G9GnvdC2ivXpaRULgF5kB8lzdz",
-	"2UUAQgCBSo9K5fxqFsEdsJoJWSrxtaL05hMW9i6ATXgitgtgySGfTiWT0SovVc0UIhIF/rUtYltbIpZ+",
-	"qYVhLVqo7JNUxnKWFitB9dp2IWNm9tSGrT0E3qNsY5ScpG/yS/ofkcxxLfJ27z8hFwOSOuwf+50JnwRg",
-	"1/PC4AoRZNWgvPZSETMLfJFSJGTg5UMWJCwU/EIoSoQIA5VYrsyRjVopUGLGrpHhfDAFuHgAx20g6wHL",
-	"2Kin4DS0AC4WqxAhGG/4+7qtXGUhHlGbPUiUK9HtAuDqJPiKLj/m3bn7xd0ndz2oZIBKzCAp80h8Hvji",
-	"PfVI6K7t4ZG4Fr2vKHo/zx3hay3z/Ra5JPc+Zg1TH3tyQbyadgnysDK4AvSoS19L9mgjvjIErRE4Q8gb",
-	"fQMLtNIEqkkUUym1iC8EcH6IcDJkClHON2vuGhbonxZpojwhUhE+Tjn9OVNzHoaYF4a1Ain0PCReNWx2",
-	"l49n+gKSibYzXGkKqcgzDZV/ScylMu1i3hU+b7PjQoTIlebGgDp7vC8sunzQYW4SwFEU1nVbIVcJdSFQ",
-	"rvTwJ14D+BsCHxPRMF9sJkI/YzfgrOt0qzM2P6fV+qCCUHq1N4NQObga67Iw1LMaLlJtSK6RmlXbAaDE",
-	"gBw+I377MzXj7d5BbVg7HEx6bd/pCdESos1brdZg4IvxiHdazth3Dvx+u+2LQ+47ncOR3/H7ve642x+0",
-	"u/3OpNPtjfSh3vK8IIBcrq/k1tnBi5P1lBx/SN5Z5sOhN7e3fD5vLMSf22GXhutMyOYjD9hhYBnlAkui",
-	"y4N1pdIVBVw1wz4AbSQR82O+wiyuZM4XQ+bF0Up9Fzy1QeH97vunUExqGMsZT5BZPxE/JPpnHvu3f86X",
-	"dwYCnkFELhTFq5mIRerAxzIbVwK1yiVJ4o+w/x+UuBlHMTGZZStpgG/yGDcW4GaZWdQzSH9nk6ivFi3O",
-	"tb1RTkQM1XfftazB0zT5R3/gWJB0ogcTrTIu4kvSjlqvnHbUKkUkuiLlqJKI+LB7acpRy7EPNpKOEJQo",
-	"4yEegCR866lVV4+x1e9WDLLftg8vG2TH7m8Msjdw9CMZtuig8/xpSacMge67WundEszavUH5RAwOAFCq",
-	"ciJaW6uNT6Tz0O913s1yvycE208rela8gjdN0X1sT5S4FdevFkTXCWYbLogch5DW5Wl9mJa8WqrnmfII",
-	"IWHHtDMqraq8vk+y0quynO2hYT3KeBvHUUjkjTxB6Ar6bWU2N3uLydzU//ckmxt0k2j1PuZz4wJ/fCnU",
-	"qJxcrShpHYg4vVYRzEYFxOiGaBy0DttWDU9BmtPcG/TLBLERs+0OahAVF8BGY61+97LGeu3OmxPNueOy",
-	"XwY0ZT3nu26SnF0Jc4SpyTA1evwmZ5k+1oPUI3mt5GS9atdXR6n3OldCu+vVoERMwBuVXjMkMCOhQUnQ",
-	"8FRGTdx2rBzlIxCamUskpdIlUFVWR8o6BUSTQIqqGH00ZI7dchjSezr24RHjrlzEohmLUHAl2EhMolgg",
-	"sTl+dMQALsUeLxZshBBZozW1hxzJ0pU+T0SaIZqIBRuJZCWExJtLiwIpgulsFC1jBeA9n36KAw+F/emn",
-	"6IeD56jLapMxNyuXZaMIyapVWizpGz+gNlwL5O8mNASAjEjCzHL0L8qV9ZCPRBgKBCRB0lYPyDL1y24Y",
-	"Z582qj2ffcZCWU8idhOQkxoehMhdOQmjKIaf/MFj9XYD6A3JCo/mo0AKn8koUBnelLYfEeWq7qnfx0n9",
-	"b38E5oaf/8p+w/72x7Mk+vmvDa+Rgt/rpUiQLhte5rF6i33SsNktYI9G3yl2g+M06d4E80UcXQgfVYFY",
-	"TGOhFNAiE7dtkLjSW0ocow/oR9jIKkAaDy6Rd9u8tN1jnzTQUxkAS1O4VMGF8GDCMnUqC8phMa/WuCya",
-	"Sp8IaxMI96mEdUwVVCzM+vtWNuiBwz6heZunTRj3rCtXfG12XiRFUwU+IGxMJUMk8WWickRVVOOEmFJA",
-	"L6f7sQBiIcd2ekdUlJmbFOwu9EL3kGYOOX9hWpDwantGngBqqVhAe9nk0/AlKAusTswAwGvpyvRnFssh",
-	"S4FWEchcK2f6I+8IqbaydXZlofFc28z8xjyTGyDwjBU6r0VG9mT+yOI2hnF/+imre/A3bY8GkGUTqlgs",
-	"FpCglpNuAoi9JsGUTLOcq4nk3QzfO2d1UB/0kxwz0lHGudIIOTXjQFiZbpMeru2Q/e2PxgOmFgDWhe8O",
-	"YgZvVa4ElfeXf/qXtsU8YMQZpr1F+t3GEUqMlR4rbgjkso1jbaKyaOJKgFLXN5IiaDkZYcTBnJvEzNaQ",
-	"8GvF4oZi0UoyNeZJImJ99un1+ssz+tgbbncehit8HOINFkbTdDDI5kwDjFZQbsolnJ8AMevoTBz22Cds",
-	"uQAQNb0KvpBj4UoYA9HV95ivNxi6syaxEH40Z7/8+KfC61kolMItqb+K5JEruRGTPAzOBTFjMw6b0I8E",
-	"hge1TNEiB0HjkMwWc0xXEhi79ehZOif6AjVT0hhi4IWHwSiGXXWoz2MmyoNIunIESIB6cVv2QbdnEc1x",
-	"oFKi9DQzgKkgwTEb6N8gdmV2SRkGb9j5d1FdG7J0U2YXDIx3tEzA+vr5Ly32CR0RHouCbIWTXjxljSMK",
-	"57T0YID7IMabDg8Gillzto/gHAzYJ0yFsAt5wg66D2EyW+3BQxZpA2RT1iD5YFFuDNl3WCXKEDv/qVcd",
-	"R3osCJ36bWbvFizEN2CsmNFuxpJAGmezF0YAhYi3FsxenW6iURz4U+E38sYLEsqU0yM4ELNpY8zmH8px",
-	"7lstO4Ox58740O+f/771Q3vekd3aJlZ7jYfBWORw2b9aCdlpDm4Zc6vrHDqsfvHFF48YNt2oVULz79C3",
-	"dq5vo77oTTqz7w/OB+HhwnndvrWhb0+18SUWmx7uHfzTcLfUho7ttPqHVk0f2rMNigXHBnuP1LeUQgA2",
-	"c23Ysh2na9WSaPuxQ6t2IWL9WG1YS89qjazKq7zKV/Zs4LQv6ZdjHx72tvvVPxzYrR37VebnJTqMKzt3",
-	"0LKv6F17u3O9A7uT71t21HaZs5371mk5dm/vzrUHPbtf0bun+Jrys2dk7BnFYJ5aKUPeGe3VrlXLqToI",
-	"bbKYcRhEz0qJ9XKXFlBTfB9haoZjD5CpIh16u4eEY9R+G//KzYxVU8F0zonQzbEd5yD9LInok65V+0Nt",
-	"CLSIBRFfG35Hsn07sNQuD5FEKwn/mAs/4PIst0n1LtUa9dlC/93vWbXlAn5auUcrX2R2AL6tXfK2dv5d",
-	"7bJ3FVfVoFyd+cFkImJcPT0/ZYKsrBGrtpppqUb3wggMqkx7M1ZVkt4UOAZWb2stqWv0CXw6ArzQEAVe",
-	"Ei/lmOe37ysSx2X3cIXvhtRnk/wIkvYjjLlbtd5O6DUBbIkNL85xwbVimYIn2hIALqznbVe3DmSLXOrW",
-	"Ga2B6gJshzVbaY0uFmMRXKQge0C1rw8AS9YLkf3OlcTrMcwTe2yqPeAe2AA21DZFhoZ6pNXyWInks2Uy",
-	"aQ6ICJ9voCXzHH+cK70yaG9E/CUk5DgOhN5nmMBEGN8ApwVI264EAG7LQHhKH+0kHq8ZcZT7DbCOg5g9",
-	"/vy42e4dGAuLEqk8EMeSy7GwC2k5VA+sUt4T71Qs4uadYCqArfv03m122Os4DbBJtBxJs60KbRqsUU8v",
-	"v974FAcRP/BxghEGbdHDCtoMK+GJtIM8ZNgthct6LhZJmpNl8pxVdIlWjbvnvcqW+PTmp5uKNIAwV+dj",
-	"3VAIplnPvP5hIEVOa669/OnHly/+z8sX/+/lT//08sX/fvnif7786b+9fPG/Xv70x5cv/jv8+7++fPFX",
-	"/cmLf3354v+/fPEneORPL1/8X/3gT//j5Yt/yf37T3cIEyLNBH/503/RDdND//q7eMolMSmpU2C7URgp",
-	"Bcvtlx//vAHhVXFuLZMEWHY+zfazoa0K/OX8ROoDt1XWh7mMhA8FqPUplD1CxXNguEsNEARu/q72j4wx",
-	"dnLC4L/syX38xy32j7WnBoq59sxF7dytDZkLCnqb9W+xrwZnjpVz6D4SCQ/pgyIgtlt7vhnx2ETcK5Ui",
-	"OCicoCCxCIy/IATyEtGuWW8AnroKj3obVnoTO7r8NsVaATz9NauGQVboTE7cbE+Jp2ZcS7PPhreOH989",
-	"6A49477BqyATT/bl4Znr2Esh9gJSmebQ5KWtuGJz7gtw4lTe2VcEX46N4pRdP+QsBoeXgV/Ns7NZ7P7J",
-	"16wO1E9IV2Wxb06PH6WcFLDV+fhcSD8Pxqo/pvSDRChktXUlFb8gPChpsnTNgjqtkG/bYqjcAn2U3PKF",
-	"1qPYMn5S+gzEl88TMWSxaOY5uRo2e0wqsytzr0IHCHjDJlqe18HvDzNwFgrpWa70povl2VzMo3h9tkyC",
-	"kKbEaxj+LpWAEAPMSpzZIxMQAmUAwhTzzO27pnHZ7AugH8t5gqNJ5trNfMHzSE4x1kFLJVIGXQhfWhgt",
-	"02qW1Pe4+CER0hd+CkVSmt3wij6ua2Lca2LcYr1PtMIoE+3hJIK6tqoEkBC4YUvZMNqOlaeIcHahh3gt",
-	"l+kW+tPvZP4oJrNYCAYePRIwhbwOI2a/e7ZF+JnReHaRxhPirsku3KH0yywjQ7Z/6I6difP788581Oc5",
-	"xk6t4Nw0bsjaFp/mvZNBzSIHbqfMMt/DFkdhcRlQFc7GB8ZI+Thda5S0GMEpZhZUpzwQS0PzXKxVNQaJ",
-	"npwxD0N9jRlUKkPfoIwpO4aPKZ06WskjlsNKdWWQgFmnMgN6EQcXPMFCtPoGl4TXgJgtGXm+K6EKWmnV",
-	"FAtzZtGKcpbkVMTA8wRm5YaxCJ5vz3blKXXXRGZT5kdouJy5EivnjxBqy5WGHnJzBoSfI4s8TiG7zNeG",
-	"i8aVdX3PL0TM5nw8A3xxMOr1pUtUNHGU8EQ0yu47M4DHuGIPxbr2dopMsxe8xVLTc7HetE9hMcJgLHIT",
-	"uwtuinO4VXGT2xS1Ya0zaY0PhDMe8N5k5Pc645Y48AcTh7dG7XHH74re5MDptwbtww7vjnrjA78vBpND",
-	"p9XudHsHfS2BctU4JoaCe/4MBlK7/9vJvTt/9/2jzx8eiP5vR9/Gi+PbN2XY4189+v10/Ju/e9I/HXXu",
-	"Xzh9Ofis8OzZQsxrw1pT/+/W3fsPvmQnX9/64sFt9vDu38OHrnx0O1rd+urv7zxsf7M6Xt893uddroRG",
-	"7n55Z7vdffLicpuuClCq5FRAWlRONuRrNPfHS7veMh/RljndJP95R1XWh++WY6jywtg4Gh8pMA5dgFyy",
-	"u36712sd5qVBEmG2V05LgKv3KrD1vMpy81nu3D6/1Kmfe3M95is24kocdEGZOLn7qJHmvZnFAgs7f8Un",
-	"R9SGxVSEX3O51hf3mEs2nonxeQocX+6ztsucyoX7/O3bsfdycu4NmB/XQvmjuscLx+TqE/GxVwcf54eb",
-	"I7SztPAC22Sdi1VpI2wSaiO60toyvhF185nehs+vwGTQd1cmU9KnDclefcyVaAZSCamCJLgQ4doiJ70r",
-	"8z9HVxuw6dy/myNNbQwhwQ5cHwZBDAYiIUM3mYk54jUUKPb9XEI7RVUgwmZtftd2jlzp6QaBSwd8KpQm",
-	"ysPQwhjUaA3/rQi5Zd6k1xWOJea+adsiMmMcN+WxCntqM+8xl/5IxFOvkTqDFhzuKBIj8J9N+8gqp7Js",
-	"kz8opbbcJrV8A1AM1ONtHB/aT9GE8XwwsBipislxs5+bZ4df03yZCUW3zhl44hEP4ZIsvao2N31WJQly",
-	"HUyQM/gTJp8j82510LtVXjqEqT/FXJgzraScEePgsNVuDwaQfJPMIv9sHHKl9IIaLPwzYoPJXF7jNZfn",
-	"wSq4+eU3D+48OG6aeqzml1xGzVb7VvOi3Tz+9qtmdwRexoXg58WK9HVteNAtzQUq5sl1Dw7t7vMtp9rx",
-	"t1+xbhMbV4GchuJMJbHg87OSFos/KNSDF5MLsfQ3PVPFpTYJh7sMOV+Xxtrd+7f0Bo35/Gw6qg3bptYL",
-	"REptmCZ4/Of0zZ+l793nYjRPn8QRBDKrrkf8+uO/+NLphOKpKKXIJtEOp3X7mgPzIL4wIhqXaJYki+HN",
-	"m2E05uEsUslw4AwczLPCxzeF82NM2Jhn0X+L8uQNq7oPBQ7KYrE+S3JqSm/nCx4HKsI6UpI40LcSTmzg",
-	"eT/CaJYUUHOUqjp175gMRzg0Q3YL7BytdXkWhi+JmJzgjbQxwlBy4VVhakVzFkwFL3fKMpvmptfvn3yt",
-	"iDxfmfikykwUw1OYAu1FE6Yfyb2Xvil76QnmZoK9BYn06XtxpiG/P+VEhPxILNORmLZ/wcPCi0w+R8mr",
-	"7hEmX5HLAKgRLDYLfKgDkT4h8kEJo76F6ykYmaJCKgy3biDTpH3IgbSUxHYED5OZBcBOehr1xIokDsaw",
-	"qagIOebjJE3Ci8VEaDErUDHJvUckvPb86fN/DwAA//8=",
+	"7L1fc+NIkif4VWI505ZUF0jxnyiJsrI55d/Kq1SWWqmsmpliLhEkgiRKYACFCIhi5abZ3Mvartk+7Z1Z",
+	"md3z2b7vPdy8T32T+iRn4R4BBEiABCVldvdOz5h1pUAg/nh4eLh7uP/8Y20SLqKQMy5FbfCxxu7oIgoY",
+	"/PsljelVwtU/RbJY0HhVG9TOyTjhXsA8Eiec1OUyJFHMpn4QkDhcCkK5R+Q8Zox4bBJ6jExYEAgSTokv",
+	"BZnFvndQc2q3NEiYanjM+GS+oPGN+gO/GEkmZG1Qe+nfMY94SUylH/KaU1vQu1GYyCiRIxneMC5qg5P2",
+	"acep6QGMFqHHaoPaBaMiifFbn8/MQJY0XjSSqObUYnbrC9XmoLagvmpasEnIPTGKWDxa4OcLxmVt0G2p",
+	"H+Nb5kHrQW2AQ645NRmG6s8gWDR8PmUx4xPWsH8c3bJYd3Pbap40W7VPTm0SMyqZN6Jqip1Wp99otxvd",
+	"1nWnMzjqDI66zd7paee48881R5OjNvjxY43ezkZ0Iv1bNorZzwkTarXaDjyPwiWLR8vagCdB4MB6Bkx1",
+	"kb3ZUo/5JInVIFfw5STkkt1llGw5NUPqkcB5r9G60wNas9g0rH5R7550mz2nJiSViVBzpYHvKRKM5Wih",
+	"htlR5JA0sN5vOzUpp/j7ydEnp2SGJ/ee4cl9Ztg+6nb7hVPs95r9bVM8ah6tTfKo3W52rVl2j06+zDTb",
+	"/e5Jb+dUT7r9k8KZdmHYpTPtri9m5/g0t5pHvf7Rpw9OjfGZz3GL08kN415tUJskHq05tXHiB+rP2yBY",
+	"HKr/aYQR49Qf3Laa3U6z1bg76Y/6vZpT43TB9Is1p/ZzQrn0f0FxMKidJzK8ChPukR965+0+7OsoFL4M",
+	"QVDNfDlPxs1JqPuI4vAnNpGHurFsb2Knam/OaewtaQyjLlqQKKkNaq+5ZAH5RxZy8uKo0emftMitGusk",
+	"SkaTMFais63oH/u3LLZEwNFJq9k+Pmm21MszaOrq+h9Jt9Vv4YPRJEyUyGk7tVCR/v044TIhnV6z1Wse",
+	"1ZxaNPEVNV4x3iV3MGEcYOAvfKmG2T5uObWYLkazsV6pVaS+eO6LScwkI68u36upm1fanU9OzVdLEa86",
+	"N6ufvV/iG5n83FkpCRbQRIkyRQopGQdeypby+ur19XdvR+fX129rwKoLys2aEhCY5A2jHovHIY29CyU6",
+	"24fqQGk3jxq9p4108RqweI2r67ek0VjQuwaI2UbAOOn0O+1ejzQasyhpLNgijFeNRPqBZgHSap729Ec8",
+	"WTQE+1mQdueENBqM03HAGnAu3DUmdDJX50CjIeNEyEbMFqFkDTgUGo2A8llCZ0x3HPJgRRqNm1v4jDU8",
+	"RUPic9mDwwH2z2jOqEcajZQwDU0YkicLDmOEwxjpYdQGMk6YU5sGdCZy5G2UkbdwOrVBTTWEvFNAHuDs",
+	"U8Vs+bnUBrWC2cCCbxAi6yO3MurkgrXRPxjq1wa1dudESYt1OpuGPiGn42hHudGqwaqxAp3YaPtYlSoA",
+	"wxnBcHA0+JgnixEOpt05cWo8lGpL/lh7z2XCmUfCRDbCaUPOWWMc3pExFSzwOWuSdxGbaF1hQHioHn37",
+	"PYHRDEjxMNp3xOxh0u68euoQIcPJDWkft8gPBPalQy6fvWbEbFryn0ihACHt3jPyn0i3Q149Jc+fX/Ua",
+	"nV6rRf4TyUsBh7z9/vXz1+cExQuxhMqHT05tweQ89BRTTQIq1HqIREjqc+aNtDahXkr1m8LDYWSdCkb0",
+	"aQ2rNqixu0mQeMxTS6k1oo9GTu+743fLdN2JVgEHH2tz3/PUik9pIJij/wRlCgeqH4xXaw9iRoVqAR+q",
+	"82akN2DrU8oka3P98ePG4Wr0zXARpSdmp9s7Ljox05O/d9xRR3/JQZ1vrH16tLWxk073WB2vURzeMk75",
+	"BA4rNX4zfOHPOJVJnHvAPIskIkziCRtNw3gBWmhEZ4ov9OMF83w60rtPDfgwCqjPz8hkTmPB5NeJnDZO",
+	"svfFnHaO+rVB7fRketTxWkeMtRnr0Ha7fXLiscmYdtutidfqe8edjsdOqdfqno69rnd81Jv0jk86vePu",
+	"tNs7GltN+r8wpRceH6WPklgx3+Ft+zBOuDhcP68O8TXFL/YHer7JeOFLmaeBfhabB9KXgZrxjjMq5Pkd",
+	"b4Qd7Lk5m9wIzTcg88aUe0vfk3PQ5iX11STknJEpFcrKAeOITMMYjKMxMH5d8wlpkd9+Je0DZWcJQiXp",
+	"tskflB3VOW41W0SGN4eCRCwmeqsO0oE9EaTbb5FXTw8FNEFCJSo6zZZ6plrI5kiWzJ/NJbTfI2M1iihI",
+	"BDkh3/rw6rffQx/As+pvPTgHGgatJOXViAoBciGdPiqKt3mJYlGi09HWoVJ1acy8M6KIM/dnc0Uc+Jz4",
+	"gpwc4cwjFjd0M0REjHlqFKhNGyqILQP7gIfujHmp/NAy4McPTi1OAiYyfa396dOnT04tojFdMMliOKqf",
+	"ht7qXba/lMUqJrEfaenlMq9zdNQ+/drVZjCD46XfI/Wrl89Ir987cUhEPU8dQzHhoTxQ01Lv9XuN8Uqy",
+	"IX+BTZB0G+O3J61uxyGR+lu/cYDLCp2E3uqJIOyOTuSQq3aEQ6gggnHZJG8Z8wRx1dgb6eAb37KV2yTn",
+	"Vj9yTiXxQiaGnIeS3LLYn64U+SlRR5GaEQ8laFK+UAcdLBjFF301Jc7ULzcskkO+9OUcBgduAjeTV820",
+	"R9ch689hj7oHzaEyyn1F0zmcKZktkJ+GWubJnC2oWowFvXvD+EzOa4NOq6XWTm1w1ch/NAvz43njn2nj",
+	"l1bj9KvDD199/bHldD79fS1VlIWMlWalFj631N+y1eZqX6t97PMZi6PY59KspJqGotENW5G6e/ndu2ui",
+	"xJZ+3LhhK+EeEDn3BTm/fA2vxWzmC8li5jWrTVutXm7q1lR/bDVOaWP64WO/VzK1ZzSYKEtgY0Y/qDVz",
+	"4VR3HeJzIZWeG06JGyd85Hsu7s9Xl++JGpZDJlSwhs8F48JXu9BRbE35Cn6Gfwc+BecPJca4akyopEE4",
+	"g2bqbrd12nIP0nn/nLB4lU1b2Unblnjhc/N3e8tUL0DffG+rm+tzP1e8zWLilpkb7hkRExowATRQcjEM",
+	"AxL4N4y42qJyt0yjSOe1Z5aexl6YjAOtcvuLZAEzW/gc/91qto7SifJkMWZxOtELevcdKHLXWsPY4Fh4",
+	"TmKGHi379IBDCNXAM7NtnwgyXhGPTWkSyLKpbTrl1tZLz6F/fHzcafetqWQL5nPJZvZEjF5ZxJ6zKClj",
+	"TrrBkEQkY2QHsz2Bu4E/S2cEvT+U667CZDYvYLMgCJfElTSeMTlSc4HdoZlPbYkZ41rfBRlOSUDHLACH",
+	"q2qSMCH9BZWM1P/tf/Za5A+lewdez81DL2V6+umRj8MwYJRnQ0/46+fF8k4JcwkeX8+fSDKNw0WTfBeT",
+	"maK1lhxwUsAyNQkumV4gZ8hddAuZY1a/mzf6XEJjRlCZctSRQybz0J8wMVAnzJCbQ0UdVfDzgsrJPDuo",
+	"OF3AGSVJ3TqvKBdLJWFhzENOcSpzRoD9/ZATbdkI+/RZJylMpFTypofLqPHhY9vZKoCvgQMKxfC5xQ2a",
+	"a43wJEZ41t1XL/BgMT8p/s8k75CD6HUIa86aBKWsEsiuth9fsZdhPGFaZ1QieAAdoT7YEDJmQMYhj2ic",
+	"nW2SRUT6C2ZEIZzyKNlIquw6KECUVEnVAUV13H/GOQ/if0yFL4gLrXkj3Nr/9j87iq3PyPdX5xdG/Agi",
+	"Q7X0VKoPn4gm+Y4HK+jf5xsNPxG5bZTwgAkx5C5sia9lnDC3fJGzvVkmBNpVhYCawaun5SsMM1TWTkpg",
+	"tXqKMmC/n5mjZkIjOvElaGNIKyWZrXOoTAYYV1/Fk6bXOi2W0PZJEwp5vghjY7X/E6NxwVkDjwnlJFzy",
+	"dFFcw6yjRHiumk1EfSXEp6jM1k+O+30yJ4xO5qVyjVqdj1bQuz092MbCv2UXZhra31Y+7aOWfcKWTfpF",
+	"wCYy9tU6vH/3/JLF3/5QIOAvY38Cy8my1x3y/t1zOG1vfpg7eNQaqghSb5HlnHElsHyhdgpjB2eEBiFn",
+	"jnoYqRZR61A8PVup1lOBQIOYUW+FhJyGcZNcz9mQg2cYCIyCxMn2Rz1dhabl5HZBd1OdKJPsidot9q8H",
+	"DmGBYPACeobVcub8z671iulhyLXAUm9LLxot3QFxJ6GQTfwWrXWXCLoSZDn3J/PyjWlRVPEPWJU3y3ll",
+	"NapVaZlfXb7/Jkzi9+8KjsArxpVJGpk1VhaP2q1TUHvJPExiXOu6pj9HZ9kBrIo+g+AE42RC49hnAqmh",
+	"qGKmpFpxyddwhMIfuFl++xXZhXJvyNOXF34QqH2QU8G2fH1I6mBWDzk6EH77lXT7rdYBmM2t3/+P/69J",
+	"3oaSpNYb8Gkj5bbMHC5fJrvjPdam0uJ8owdSuDqX9rKkG4zUfSmImKvhGx0QPOjsANbKycsgxfcbAsYl",
+	"9XEo52C0M1+J7jMkkVvCk+7BwFoks6KwAr/9ui4GD0m9sM/ffiUoDw+G/Kv04x/MliaHRJENGiwbRvkq",
+	"2UPYZ5VaFVbqtccWUSgZn6wKLedzviKZVt7+/V/+z87REQErmo4DRs7fPXv9GvyNdKJ4TZ3g/s8Jsw2W",
+	"MxKzBVNdMpB7pNOD/YcST1vWpea0NcINW9rW9o+O1g96W98bDu867cZweHf84sNXxare6+nbkLMLpaFu",
+	"0uHFNZ0J9KpFvhbxk8BnXJJ5GHjiDA8G7VfBW18Jb6EkUU+7rR6yIg/BD1Q+5WlDDaWBYyk1b3onhdNA",
+	"QfbSuM/WZ6J/R1+lGmAU0ET4Yz9QWgvq8kQ730jdBZdpU//tHpyRgE2lMj8rGJxapo6MK29PA+dSSbBn",
+	"SSzCuNjEcTm7k6MJvOEaiRHF7NYPE6WvzBjYZcri4WVjxK/LiHzU7uxWH2GcL9JL9DXGgeclThhSR53/",
+	"NggW5Z4VfT//EDPXGuL3xm1aMlJt7ynCRck48MWceeUjxxv5XWNPfbUP0dJhDi8zL16BsLI9ek+E7fJD",
+	"QydQR31DzYXM2R159815o3PUNxFP3Q6J6RJnPWncsBUB/2w6tYjC7YCemdU4xDP8nPix2m+owt7T34dz",
+	"DOiszKpXW+mJIL4HnJ1alnDT8hFt3k+H4Cp3SeALKYgvyyYQ0BmayOWDT08Yn0sI89jhEsLx6482fO4T",
+	"cevCAfDs3fcoCSlB2UficKnOaS7QunDPJxMWSbdJ/vd3372tIGr0QHPWBVfj/LH2kwDGm4jb2odSmhda",
+	"9+XeU8P+mU3+udyiMLpvv39GJ3P2HH8u4otM0V8PiHA3R1821rUb/Qdv1jfK2ig4gSRb4NmPIhq0ilar",
+	"bFRgsxSfHWANGpWnk9N2tvBnic/y2V+EQxJG+KfcVfv6QO1fK4rp8x/+RHqNsS/LGTV3vf/gGWx3TGYS",
+	"TMkodJHkZJlL6gIUTId4LPZvtTMQxDTca3J5UCLWUsdfNZFc1REIs3pnrqefllwyoUsPucVcGYEnLL3Y",
+	"Nh57B+8Ag1XZeuSuwkvWo9+ruBzvsjv09WGnP5E55V7AQDAr/c793/YQHdkl/YNZBz1xF/SuwKhXOmvI",
+	"0cDCA0SSRSgkXtItkskcHHUOefV0h59ttKB3+xlTu0wpe/A+rzj4gNH7jd7njzn6T2q7iCjkAuPJn1Lv",
+	"yoQV6XAYVLhoFAX+BITEYRSH44AtvoIDdvDRGs3fx2xaG9T+7jCLWD/EX8XhJX6Fna7rb6nTQtlLCxqo",
+	"aSm5pvgxnJKY8hnT9/Fga6GnzYtCX1lb9IaJM+KyOA6VUa5IhvoPuCT4NPAnX3Q+SiKsma9kSQVJBPM0",
+	"B2jvsraUYaQvfSkhaPDLDhTFMh5xEDTgBwEZM3X8TVFy1elUrQyF+wIaS3BDLud+wIZ8QflKh7/EzHxA",
+	"1SJN2ED9jT8sqMdg4dTp/+zyvXqFwjXFwZBjIEZ6AUSW1JfaY+BLOCxCPlP/9SVZ0BWp07Hii3aLiAPt",
+	"S536ksxCpvbZGXGvmIxXjXM16tRtyeBWjIobQmfU5+h1QSUUON/6Jk/aDW1CkfFlGI91mNuXXS11sPiC",
+	"QNAZGScyjd9Q/JUdNjkmAy/LJ6f2KkRD9cttax0YGKozRhCM8zMjHhAXo4zsJVKssJyvwCE45GDPwLO5",
+	"L2QYr4iQdEViRj2lI8AtIHg+gBw6D+YL7x0yoRCLM2Y63maQCSI0xNgti1dE9+/AxQmsz5Cr3QF2zqWS",
+	"Y+CMlqEVkXOIAaGH3cN8YKJ74BAgUKAM9+WcxSgRfR4lEjiBkqmvlCikJ4VbvmUc8pkm2YURsV+aYuPQ",
+	"AwZWJFuyIGjgMEgd6JDGN8HvEY0FzIEk3Kw5WSSB9OHCUzV1ABEs+eNjTD1g97ehfBkm/ItO8W1IhDrO",
+	"Yf1CZd4mkh2Y4VyEHoRhFeuQ6FZ8ohTdaEXqbs4bmJ1qgry4prMDy914ZjsWLZGm3iuUZanmpSZwlfBn",
+	"mPC0hVCGQHbu2ZTGpaQy7x2aBDXVUzXq4tsblH2ng9ncNyGOCe4mszCY91dv1qafnsCyccWigK6KCO/C",
+	"TbM+H7IzCK5FGY0D34q/SW9c4Ap47YBvFvogIKK+0PtgplFpgV7c+QKT//5i1+fa0EWPEA8kWDRzAXqG",
+	"FNbLpn+LE15t3T4Pca/D8A2NZ+zPJQcD1XmsBB8ejOD0IPU2ufCfoty4DsMLyldXaYLZlx2ovuyg4kap",
+	"ZFRIM1olifRo1eqiY8e87XkxE8IZ8mXsS5a78DkA9VF9ncYDg9iHmxU6mTPi+RDGmt3FhuENWYQxw6yl",
+	"GMNb0kHgvWF9s3s4/SLVgu76bEPl8Cfzg8E2hVHGqyEHjRE9ye4VlQz8W40/utqJiTcNOqIGRYXOK9FH",
+	"75DD5QkexiaMgEyTIChTRtNOUlfaFoXUsd6/Ygvqc21GVP5GsAp97KUgv+c0kfMw9n9hX/oA1osNbIa2",
+	"Iuo/EDENenM94Tc8XHL1Rsxuwxt1sAAzmPcE9b2DNbn0ww8/NM4TOWdcquGz3cLlPae31A+U3vKlt61H",
+	"JR1TwTJtCncTiJT3PIrDCRPizzWybFQiiaIw1p4QE+e3aRqsdEyFfp15Lu4tdAz4yvqfUO75HpUsVbzB",
+	"LNUnOxtyATfwfsgxGpF5RCjVnAbE55DdIH2lYIacCa0lv+dpfxfM8+m1dsN/6YPiiSDPsMvGNaQ6ipwj",
+	"JIx0GB16QoDxUVukJiOIoCUIMvP99cvGCamPQ89naJ0r+a3sa/jlYFNKKukcEsG4UqxTRQEdRjY4QBSr",
+	"oUifiQ2ogI81ngR6J6Bbdm3DFGIHlH6VCpt1ZIEK/WTQAhVeLkUdKHK9lbRmvG3rMAUVukcAg4ovZpkx",
+	"Oz/4ZLvJf8Ru1hpZG61FNye3tGsrUE6yohXOtLdw/BObyJqOynxKhV8QsfhNuLRjK5SKGY4xebIJA7H5",
+	"D/KWik2tNNAOc5tAHYVkpYBRcNaCG1ayhdi1e5+xILhiU1gCnAiNY7pSf4MXYDSm3BtF6H+kQfDdFJLP",
+	"tjX5Qn33lHJMh8ovZC6BdM2S4SFHS0Z7AzC5Sk3pFoStnmIWG96EvGXUpQ1FwP0sWRyFAZiETo3dyZhm",
+	"f+o44NuYLrK/8LJTDaBAH3f01YwovRYS9qJOlBExjcMFhtZO/VigMQF8GDCvSdCjPsVYc3jsQLSVUrAw",
+	"8EB7EvzplCklIFgRn2chuoKBp1UMed3NpSm7DgblbSaCuAcmPo1rXhlykcRTOmEDQoNAjdWPNT/5XMmG",
+	"jK0c9JZmA4DDTK8P1cuFE0Vjtk7JksYQ0QAiWIQm4t3w5KYAWOM+6HhUxixmIyFL2PuI1JFqAi/eXGwB",
+	"r+9da/F1XoAVFn5wL34qYZo1AaXnsTatjLMcvdvL5Mk7nWi4sWmmvhTuwETDs/gWD1JfmLh1o2Y0iRve",
+	"snhk1tAdgJs7HnI6DrX2LxY0CJT6bzeFVxXAlDGbJkIxsAt5pFSxGJ+wWFHeHQy5z8mYySVjHM7wMVuF",
+	"3COUrzBFIhyjRG4S15hOo58TljDPHYB9NOS2SZXvWmeohnzCSB2XXdkgEFAcCr1h4oQrRnPZ3YQxT4zy",
+	"m2NgUkvJV2RB73QukmomTXMEu0e1ANnQppmlz71w6eJ9gANuax5qhse0VRrH/i0TVrLAkFtnB8EWcA8Y",
+	"FlON1ZxablVqTm2TtPpO2KIXsGHBFE0ad37ghTLtmVE3tds5f/YU4HFUOMTXgqaqfOJ7hdJgHaOhivpl",
+	"lJKNX35ei0rYrYxgonZBUymuyT3UpzWRgEn30JOTxl9kyRRrYQ0b8WgbMS+bS1YsTJDRXugUr82lHxvV",
+	"ZavakOo4n9bggqqovOswBR8L3rm5NVgRcx+z3Ha3m30ThMviZtV2WRtvUVBSPIPU+exFEw0Rs2ClrwW1",
+	"ywfn0qw5u3sbRaEQvrZZy7uFrhYU+iH1MQvMYZeJZ5DDtpg+OCOKPmguqjMJDkUjsMuZc3OwaytTMMyQ",
+	"G+qAMC2ijGvN2q3e/Yb5tPmaUJKQTximhFTjC62LQItVNZC13bpGmE1G2rLY+R1SSOh13t3g/42JO4Vp",
+	"sbh5rRlvkwGXAS0Q/dq5MFInbkHUTer1FoZP0ReBKmAg8e7BI0ulxkcB5Zx5AyvchRHOlop9jlobaiIw",
+	"LzhKdasHxdsqxFvizdF9B/8QZIJh3i6Qyi1pBN/N8cRWP0dAObZfpK5iRl+VNjAr85HYUnebzcbJr19G",
+	"q108oe3ADXZYE5b3Eea7tpLdRdnYyhTg6zSbzNiLdmChrdEbnJtNVSqvgRUqSxo8RI1kk0QFEHf38q5s",
+	"tDMCt9g9W9PxhEUsJaoSE9R4l4fSOEK8zED3wUEJgRFc3xqrb+9DckBHSrsoXAEDDngvUuDHD6JmDpDw",
+	"oS08bCQGp+khXz9gBGu7OctXR6bKk6oI/zGbQrqsRdQp3w/rs1hb4EIRYm3gK9QNH13MwZYr2FXfcWXF",
+	"yniFuWUJd4jOJw9jj8UWvoRwq/vtbIm0t/KS10dg2OVU8/V1QCXv5Lk+6E/ap50Ucyl1K4GnqY5//fYr",
+	"aBEH95qyWkPUGV/jp5hWvn4qZ/PUo14/Zq3FK/hWEW3fzyxfYXVnl2GcSnS4Svg7jZVc0NQtiz1/H3ft",
+	"Oxb7TLyTLAJ/bQEeig74JnIZwpLhTTK6yfECWGt24BHZ1PbXVJ21HvTtzA0Pl2TMpqG+z1FKIXi11J4W",
+	"A9Q4w6n2iTIuCTrREMaAicwnnr0BbieBUWRV0gabe3goC8WgMLvJYp91LjSuvl0KWShkCbUgWZMLScEX",
+	"5s6iRLgQnX1AJqEwpmkaC6RO84gxr0le3LJ4NeSYWw7BBWsp/PAQI9QCX6c3QPNNcsW4ZF5RyvFmGrj6",
+	"pEm+W4Lqr/7YzEge8t0pyeSr7GMDEpBlJA95eUoy2Zm8vjEPk7VOSpLW9QXuTyFguKnv7CYVHYrGajWJ",
+	"kZNDDu7kWxqQFK/E7jf9ta7z/mBJs3eVMTjksJ4HTfJWm/wxI760Ijnn1BukNyYOodpPbhof8phpwNoW",
+	"qHh1SGV3MELMouqBagSZZOrPkpiR3//l/yJ0yNfMNn8yb5LvaZCYC9kw4R7e1fQxt3HqTyiXxPNnvtSJ",
+	"/fnzRFGvMJNN5Pk9EZjZuCmJS5Zmj4sr4xMrvLeywSSKNqZahGzpJ+GC4RXEwAryS2UUvWUxnTHixXS5",
+	"Ey0jd9v3RJDHQM0gG6AZpE6DpVpODGQyvyLuhAYuszClym5LrJ6VqMN2RtKLah+c3Z7XFA67SIlCgBd4",
+	"xSE/qP7vY2QpzsbwIjP6GESbskrULig0P2xZUTw4w6AIzqGROu45xq3C63H4ee34MlRxcB+uTXjXiLJ1",
+	"W9sm5Zuy6Mh7DrfyxTZ2Iaj9vSygHOr6+kperG9QFH4WDouv42zVXrw/FxYB71f0nD/cTLFx++9FwvtE",
+	"uTySjyRzXeyKatAeowf7Dh5u+D/AYN/PkHuYCV60xQo5dZ0BchyV32Dbt/kbH3Xc/FZPNfBK1pAlNEqt",
+	"saL4xhIvBvZZPuxLDD3xi0zie9ycGQ/Yjo++/d747B9NCEy0fVHtKAFrpMQ8pBqsqp43BFL1pRTfKb2z",
+	"0om7IWeFxmOh7HgMla6iMMniL3LC5DFGsCZdHqXJTNzco7k1h/D1y+ssbQRh5HWQ+5JihisVxpulayBB",
+	"+vtOJ8BjXcPdXwCmnsdUEtpBGPoeDXbJDks9Q9BZFwfVIyd0vZoKb2I+dZopk5WueXjYg13bpsLr947W",
+	"hClk32/EOhjC5UZkaFS+As/Q1njogZJr7LVki51MWX5mbLa1MbisiFFh2KEu2FMkwe9N/xSXKVuBrKvC",
+	"aaQRncURkCygANoxp8G0AfiswoBJGJeDAKf3H2xjeBJCmCENhvy0Rf6gaxNoTCNO5izwGupYwGxUHerF",
+	"MqdWzGb+goGjZMh//2//pdU8/bd/rfOv2ge//7f/2pDzNF7iwCFL32McHVpt8hVpH/7+X/5vnjY5ZUvT",
+	"Cx1yc6tFuUemQYgZYJK0yR/OzJEmJjTw+QzwaHORhcoyHvJ6p0X+4JCemhVi+AEqrAGdzzPANu10f210",
+	"u/6YF4u658IVt8KDNrAOUAViHoESe0AntWRmqTcjmU0ET4UJ6sCdCm+m9f32JQJ+iF05OLYiErz0WeAB",
+	"5xcb/DpbApHnDQ4CWYOCUKIO3ahT1RwAiJsPfU6olfKu2E69GGEutUvqEKAa+Pmo6PUc6YNNckNXxVs1",
+	"GxyVBMCIDHzzRqiEFh5O7a4B91S1QfuTU1NdFjedREFIPebBqKzmAQZhEYWxBKFgclbUW2Jrd13FDoXY",
+	"dKq7dmNMBfMIpJBrDSQjpmq9wEtotd6DUHQh6KxA+FrvHYFXCpakaDPk0t+hjEb/tNU+yGXCGxKXpsOf",
+	"EbaI5CqVR4oVYIGX8xDnkZ32ZY1so2RnMxwZJ17I9wEtOEPtmpL2lqOSNaS/YLXS2M4NKLaCuD22Ghm9",
+	"ZnOlc3hEMfXVqvuyWSvUYKi+rNx2wqsZXuGbiB8TBkkxYhUg6noLXx1XPJRsSySbPQgRBrfbaVW9kXE1",
+	"ZWxLtIdikt0WsJ+Fo9esFUlpqtvJVRfNzzU/6Bxhy/jstRJmYKl4nq/epMGlxXYaYjPPifdZY0OCgss0",
+	"AyzhEBEii4GvW5AJ5Xg92MRYOwsQqgIiVM65kKNgGS0ewxkCe/fzukEswm5mI/gLfbsaMJfg8Ssc4gKB",
+	"R2kVAUCWEEwm0YFDKHG9BHMQWa5QBQhOV0R0ga4EFx67pC7oSicmc+IqkubvIqwxKMst1zW4qnRnkIwB",
+	"SUDQcKHbHydry4c9GBUrphUynTq+p0rd1UcD8BnLX6ajCx0VZk1KIiTl3oP5EQZWtLavLt8/khGVtfRA",
+	"C2qtoY1hQZXTe9hOWRz/psRPSyak+BzK2FAajEOomDDu+XyWixWoorlvmz/mn2XB/9vNsVeY/vVO0liy",
+	"UkVvxoh7OMNXGwLfdZVa4VFJN5VGthhjW1uXNfE99gLehMJlM7ald6XNRCyMcppY7qwuGXuaD6xDjCG9",
+	"N10JCilFkGpnbsUXlWOIYALfmfYLRSXTdbZLwiNDLmM6kanVk74Pk37EgaAyW6kdhELc4CpddDHGQqK6",
+	"PUevtD3TQiaL/ZJw1wru50d2LRsvo3t42z6c0GCSBFSGsVaF3U03sjov4OI6TZUwoalb0lG/SCrpZ/Nl",
+	"w0RpUUmr+WqNDnD8AECVseQr6bWZt/zLZ7Dp+e0MDv5f0ie//er+MT3gWV6q5ia9mcsExLbbsD9H7GW4",
+	"3ENFiX1Ph5E+SgznI9xuWNnA5dGDMMkdVxJmbuVRu5VJVHaz+ghpH6UZz5aaUZSZGvvjRLLq0/jB92ZM",
+	"npsPi2ZTrsos4eMnpiyDDMk0pguGJV8A5HaAporO459FCcTHLthBodqD7e/oC3+A3oKQekbR8YVGkCpu",
+	"mftRxAqa/ub64g1qUnD0o1aLfcHJKo3GJubhUhBfDpS6G9AJI39/cX599fofn5tLwHQET0QOperq/dvR",
+	"6+cGG98gZTdru0wRTQ0nLRCt5+DY61zKIpn+tJnFtnGsv3pxXXNql9+9uy4+mKmc71BHgQnUBAVxw4hx",
+	"GvnNFV0ELtEoYSVeKaGjtXea36n41cjg5sNSArxLdcS1TZIUTeabcEkojpVQCwhKFI4abZqyiO2s6iyU",
+	"cEAHrwuquo50Be3YxVaq5zW8hoZ0JYaCjZrZBtWl2A5Ve20RgHa5jjJaFC2EqRdVHLP2gEizFJQAxMu9",
+	"I83QQN6p3U2iZDQJY1YxnsuLfaX17ZPqr031zJVtilDUil/O7PfdwwlFpSFEE3/t8vwV4z1y1+7XKgen",
+	"6qDaHeUscDURXzCtj3ffNXwA6IB5YM/5uS8mMZPAZVXm/YigBxqrAI2kbI1t38cEfsvYMZ0+rPIG560v",
+	"Sz7+TC/5tn2rK6isbd3Ap4LtqQHSeDL3JZuYyu2bIjVq90dyGoRRgVh9zrhg5OVlu3/49GW7TyTjIozJ",
+	"9cs3312+c1LrVkQ0Fr5c3ZOVspqlBbndBlVF1/9MCyrg7TXiEGmEEyWksrYKDxBjR1fIJE8j3EMdXfvq",
+	"8n0JogIiG6WFYEezcVUPnLlh2gyp0Y7aCmBqMwOeZrSKSchFsoCrxWUY3yjzS0OMUUkbE8YleJ0DGskw",
+	"aohwUqh8lGUVKJFyy7gXxgg7KOaMSRLGJIpDL5lIVNsw9WqWxExA3gHWTC5aEoj0v6ccwXHsQkXJj/9l",
+	"GJPzKAq0G9sAXCQcYKR1BXQIBFHDT1lp3xt9fVNlNm061rUtmeP+bDVt4VPIXvmNa6iYrppmoHWG3yZz",
+	"HuOux5Zf9/evf8NogLpifiybzp7wZjfMlf6qsCPfYw+77ttwazlgsADMbayBbHUgQK/deqxbu6K55JTU",
+	"IseHZFyO0oPXwD2zO3kYBegOS2HgDxWzN9TuLpQM07QT04y2lIKALmhjjGAPjTHjUHHxNggW6R+z2Pca",
+	"xeXD9jBK0gpluXltN06seOUN8mwC+xQAcRcBkWkPYBHQTTWEmQ14oHIInjwAGiKokbo+F+2UqO+vzi8O",
+	"qoH/UGlQX0qyx5kGrCwD37HhiH77ldSL0MwOCoeyCZqzXnQ4hV3LENcoTwHXDHxLfb4ax76Hvg6RwxxK",
+	"OLRdDWxoY6vlZ14BDWcLcTemW8Shb0BRfyzgs0m4WJSGR6JNQPQ7Drll8ZhKf1HJ6c64+nkEEKV3gPil",
+	"k9dKvkzrkDpQJ1GUS9uCc3ytribU/VCtmGBOPQVSN5phoBO1PSrmTByQ3//zfwezH0Lszog7BIz7Yc3V",
+	"tzFjKLIT0Jm1Y7I1KUauvKe6ch8EudxFRCW7U33Ck8VIsJ8rGs5KVyiDXkHyQmjsAmADA58zken+7t+5",
+	"D0hRN0xqxrA+4dIFWJtmJey5Ms41bFm4J+EQH4c09j4TQMd+GpY1nhdcFsMtoMtuBCAEu9q7gHefwav4",
+	"aexPchrC/mlbRUe7VV14/+DwHRkWetBrEzeUzfe9Y42RpoVXFPslfcWU32zuqHYaTjmGWt6qfY2BS9Xh",
+	"dlN8ascJ3w+A495xyDBsJw1HVh3jpUgh4S6ojP27v75rNhz31ou2PeLSdt2LlVOu4nVYtetZm/8K73u/",
+	"4GXZxQ6IZJ2WhaA7gMpn7NSBrgZP9SWOOrmz7LwCQPJ7CbkUBHdU5ARCrHW8MEhjE1J3kNrB9al/x7yG",
+	"STE1eC8H93SA5VJXR5aMLTiT4R0cmymMoj0IzDPj0iDC9qgqY/4XwkjoQgd6xZ6kuCBY/R7wQvwFIF9z",
+	"pZ3rrDxB6q5+x3MPsHRIsLJcdKTusjvzux0vaZ5CuIv+526ohnV+1cdAfrm3UTsjQjlTPzMMV3ABdeNj",
+	"spCNsmxuHnMsT2PWJG91AGU4HfIMH2gNOmgDOQhjzWJGOLtlMRwazHOGPFJKtgd+OAS4JDKcwcI1h7xB",
+	"XJEIBCMf6QilgRnSnAUe1o4E7skhzKKKDM+HnJCU4etujqrugWNlY4onRNPRAheJaCxVE4AhM064p0Yb",
+	"0RkTBwMiJKPeqiEklUwzF00xZ/kqrWqEU9EOhtE4iYV0B+D3hWeK9k+JsbTMnZ+ptKlTRRW5iQ2T+0SQ",
+	"ABwwpA5HMRIxq1F24KQsy2fqW7eUg1yE3hZnehLpdZnF82oPACHAW9KcRNETQdwC14nrkHAqGSfdjm72",
+	"QC8li299PhuJJWOROyDU1GgSGAZqFYEKCTUFntQKq351LdvcModZQTYlSEjCpR8QqmN8FVnNjvYF8IEi",
+	"ed29DYIFgbFiJ65D3r16QzkguMDzkR6re3BG5Bx89lECfJCSBvJJ8D7RcA1gY9FFZCSMp+ctqfQnIyAS",
+	"TBsf2GufzhwyoPSK4+qqTjFO04Cs61WPE3DXaVAB4O43F89ZFISrJzBbN4rDqR+wUbaKrkOu4S7k6rrx",
+	"5s0F0W+I3DTN8IVhOBjoE2HmmYdeX9+gkHRqMbouHpIuvA6sMgQp1LrT6uxrUeAb+bqTFeU3/tI/fPv9",
+	"6+evzxtv2SKUccgbbykPG+3O08Ztp3H+w58avTHEaz40sbfYWZ5rpFAEq/k8Uji43dYDA8I3mtoM/agE",
+	"BL8/Ql95PPl6GIcGc893tyuq+wJrzRZGs8zTWr3r+We3PmQ6wMbyhT6o8PUzDRjmYYpmzKBiYVogMk2j",
+	"kHO2Il4uWsfyImFbD8pl0k2MV1sSrLIMr7lv0ruqNpxdEez8IowYH6WOsbXLKqjWy0NJVgw8wJDLROq5",
+	"Av+HH9EW+XQIrbiFvt81frA6NWOu2YS1KbQ+qUJOEZUqp29WT9+pHL8NfcFeBiE6DtavxKM5rXjVmiKh",
+	"ZBBbEWaNaXREIVk0EhOqK+8rmpq/PhR65n4KY32bUKH7Bb0bTc0sqrzv81FqChY4+Xy+V3PpZEswUn/A",
+	"lHCbJLqEC2qs4RQqkTZ0iIMNtm5UPF+e6cxym5K6FfXoifZ1ZCWioJ6QV+z0EP5sQUfTOFwU3Q3o7H5I",
+	"PqKxRzx262v9CqOVwHDTPuIw8DB5q9JFrulahhVp+8t9PC0GzcOaptWxatReZJt/LNaz2cTRu6Fod14y",
+	"emMSJwpu86GAI1q6Bldl7s/mUPchw4EsML4fw//5qPABe+O4Wwj65dhJnyMLYzf8ig/KfImpKWQYIQol",
+	"1CZIpylTRb6OttvCF0IZg4CSqKunTqkfgIVl2wDtnAWeXm5ZV1fC1IrSTt9ceAHls73mNcJ6iBWvsu5R",
+	"HGXBmDSAvTj7M9Kyrmi9sAy083PkCq2VHyF1QO8whTT1AJW2hOtVFYZqC1LLPQofTQPG5Gg7rmQOXgvQ",
+	"IBLBYnVYGLRJBJxVRGzm4Gw182kjBqYNnxqA4AfBU+pAzk3WeHX5HsO3sBqFLtDV3BnfeX/M11mUiBFn",
+	"zCvKg8RztpBkaffV/HXpt7s6mYSRzzT4jWIwuPXSxcnAbE/TFSvcLTJWFH79Llywjc0nCIPbWki9Klbk",
+	"H3JTVWpRfb50tvRmYEv1yzjhZ9ptpkMzkPGcFEUDK1WbuI2ysDh9aBTrPy832x/kYXnR6ahDFncHEc7D",
+	"WE4pKgjVSKUOznfpZzug7AruldOMSatKyr5Csvnnqly3m6BQeqp46jAkQeYhul1ziFRPSMSE8Be+kP6E",
+	"MPWeDENSD8IliVjcMIe7BtFWWhq5vn55fVC8v8qLxn2uhEKNGlDAsjQQzKxlJo51qRYA9YvSzD1SN7FM",
+	"EKOOWbMJJ0soqwgv+2vpooqOMTtQhwxeV4QxlujG1xHICyCKxA1Uf9KPMoByKDuNAOG5pBmbno+ZM/mI",
+	"6XkFVfs2w9lTiLWNun1r9+a26DEiP2Xp9cv3veIDbA6x8kKNLWRU3g0l0ZZQ9smXP2xTaMQCPWZHcmJe",
+	"mhVlbumwiDVwEatyqeIidsswDN3sUyWVzpRUw4QabQzny7UD7r0GcEbz5Yy4sIxuCk1nsWlastcSftvJ",
+	"bolDM5CUUT5sRSza5MW0pNh9orVNVEJRtQ0DMTWZ++yWbVon99ILN3PZMFDExDekpcq2eLas+mjFYbU7",
+	"7Ft1pDysPpKy8StiVRfAtrO4UhTYztqChYPIT890V0hGvPMohW/YSUe8zPnyQN2fESk7FYC5uWV97qDj",
+	"Y0Ts28vyeUGadE+PDFZ9D8apdl7nVr7qJ58DTTjbXGtcUqmu5iUCOxa4UF8+I6e9o+MU+hGPWuEQwbhM",
+	"SwpgObC6q3H73IMBUX04BPQNJ63Jh187VskJadR2dicZV5pGkQfRVHwWxUZOr9PJ6sxkNoNjQ+8Quhj7",
+	"syRMBBFQJ0YpkLriZPVCXnbp6fU1smALTyAk2XiuStENe5+cGqK3VsdJy7A9t/Tftyz/nRiRmbwrx5zs",
+	"grUSRWExbtPuRaBcp3thNhg2tR1F87jcNMkhRBYlitJxmMjBOMBAxS24oMVZnkZN3pIVdBmHt4xTXl5S",
+	"J1PKdGJbBtRH+QpuHwxQHyAX4C6gEznk4xUm5WNMGfXw+9ILPUzn0uE1fjzk7745b3SO+lg/TLsZ/Bln",
+	"HgKNCmHK40OFIz6DO0z1LiASq4dUJjEz4RfKnIIhFaEAl4HFrSwsOGON+3zmoHUH7o1qXgczmgLFmnmd",
+	"o6P26deuGTwZU8H6PbIxhXQkMA8Aj1ASrPIIUjzLTUt96vMZi6PY59JcJdlkRWs0G9AtiyGHkIRcIxpk",
+	"y6q/a9ywlTj8aDX8yV1LWcExFQ0/ggs1Nbj/+GOrcUob0w8f+71Pf18rzd4cZalaxYGYyI5jBpxs2BpC",
+	"tBA94UkGl3AGFSEbP4mQY+pEHm4hH8Bn3sxQNPbMDdu9dDjBBfN8mqa1FfnlPJ/CkWXNFyJO4ZijFTkV",
+	"OxNz2jnqb3b0JlyyuDGhgpE5uyN6j6YsY7GnvdQQ4wBDUZbdDYvkIy268H8poQaM4YkOfMpZVAYId7cL",
+	"WHeSxAW3iW6pBAMnTm7u9lpsI8CO7M7cyhSxxfpeyJMpNx9bINjiySmHp7xKivRYxdALGt/sOvOfpi9+",
+	"cu4FZ6xDxR6nME12mbS7FgGEulgoI1WygjP85fWse7XeDgkj+nPCHPL+6k1D0Ck7Ix6L/VvmZdpHitIv",
+	"1e415406SyGQyCt0pQdpXt3WzBp8Kwe/t/s+IncVsTPczLydxVTt+iQDiNmSpGUwxmMNCV1NqFkB349h",
+	"KkY5tWl7Q+mbG/Kkgmdd46mXntpcnWVa9uZwujMods1KWhqrwwxsCTzzDOQDs4CtKg8rLoknS+Rcacwa",
+	"2UofCWqkYtftm2U3lnvz40TshOW8hpcKMbaNVmyS8LLZrBF8DWo7JzuN59kCNk5dzplEtAD99L7MODGV",
+	"Z2ZGOa7KbZ0SWfziVmNhrMWJpQ6HFCMDplFzaknk4T+mAZ1leOEY9IZQpSBaYHABk9mRUeg73U94Gzuy",
+	"OBsW2aDg7myubK4BcXESLqJa5U5CU6khPc/cg7Mhd3GyLsbFQ0kGVIMg7AdKnLClrqBRV+w4IDFbhLfM",
+	"g68VhVwC/xn5HmrmLnpOQTtEym28oZjKVd8rgrprXyjSusRdUjHSQYbTMFa/IbFd4gJvwvdalYAdtD7d",
+	"mX/LOMa7KxUWTwNdu3nI8WWtbChFg9RpmoQgoG4t2D8bLPU5ygWA1SfTdbSEUCZz1GKwYLq/PgTbGfam",
+	"BZev2T/luJLN840vTKGlh7gU0234ef2JVwmvht2x5vdKOBTIGGhOUapDei7U12wah7gLyNTz9NngHmDN",
+	"ZXanT4p6+gI+AgeZ4s+rhLtZkrTvqbYy2ekOOe5PS7hCgIw/mdtsQIXawaJJzsdor8CGSoLAJQtG+ZDD",
+	"u3TB8P4JdkGTgCtJny401r4HUgcDZQH2hDjAstp0NeQ0ihiNAVThjCT8hodLjsJBF05GjIsmeYsNco/A",
+	"bRyBrEd4hcohBzCGTqul2DqmEwkw+yBYeIgQ1WGgjICx7/kxeukosL0aEWTWZB82yVO2CrXhj3zl6PXi",
+	"jHlwOxQwKmQa6umoHTPkGFi6SARclSXc/zlRhkaKS+HYl0pIAzqLGYOBAjUXggW3TJC6u3Hb4ZLf/+t/",
+	"wVLfh8TFZGfXgE8dkT84Q+6u1fRWH7jWFSmUEnez0pTp5x38vKDepWrk/8kHRjj5JoZJq9VlGNwWM53d",
+	"MuRKK0ZMJuatfQHDwmL5mL9kZXO5aR7OkLva+YxfGGyPQ8iISV3R6RzaR+QPOhFM7VZPo0wMuWYmWJaM",
+	"3MTF35sYte6knh6dlzaLfUD+0kAfQ97vmSFAvBT+md4QBuyWBaI55EPuoorhmlLgJal5G5moipXrgrEh",
+	"d61oI/egSV4rsb1SPBWwqVQkRuPDTRWbpgzDwCVhPOTWQ2x+JCE3DEbjS535lfeFOCRLphpy2P2OybzL",
+	"8kxVO+T3f/kfB2dYEWTpC6bjiYz0dEza7JBTJTPQRUfBicvpwucz4h4a+hiKm6RDGZLJPAyFhutSDKD0",
+	"MBeaENrROF7lJBRU5xeS6Otp8L0VOBNzNvFWeb3hAcm1Y1F0p8LL7mSn1TKXsBsVgrPchP7x8XGn3bcy",
+	"E9p7pMxCxNAeg4nZrS8q2H/WJyV7FV3jkyAR/i27MGPH4e7OxdgzEUPj4VSydq2hq32x5+t20Gqlzz4V",
+	"6AcFrpE9IL4q1/ZOido/Our29yTp49b9PiPUSrjFchQQWqFfIZLe4OUD6sWZRwXLed2Tj/acc3GZ8fvm",
+	"CZXXIS9dmLZTKVNhm3RoOfcoYb4xxT0JtyG/NsySAiLeg46FoSZbt2F48+7hddC3esJEQcxilSFVvMNX",
+	"7d+rqm+RYbKgd69R4vRap/1Sihe4XfeQTxYSWEXBmpbzrfi+sWYrvH5l6FaQCFz5TLTr/OZAEnsnzl6F",
+	"f6ueGBsJyEWLafu49zw+Hg9mm9Qh3cJA4bF4tsKqZJg1myHxxwkfEMEYcZ+FwtQg+1JyHTMwKq53Dtp7",
+	"m6i+D+x3xTHMKo/YZvBclkg6ctzq+w08FHsM1sCEV319HRf8S7FBBrt7rx57J0fH+2pR5va3ImluHzTE",
+	"tYVu7RsEqJiuSNBkl1QPMI4KkSKr7sj74EWSOmdLQAQkNAjCpU7KsOR3u9896f2ZQSWt4eDyFcEs2p90",
+	"jsrP7SrYkPdh/T2ZfhNLcg9TOIco+WAzeB1wcst2rtReetOZGm42P4FIKlpArXT1e7tUriJrMbvzfcD2",
+	"exQwsi9mz29FHXss34h95/aIqF6FerdxTOxTD/ULKrlVVc6U/TfE1r2u9PegxiMYwfsEWz/Ibnw8w66S",
+	"KddptXZbcvlQhp1GjBXaNZcyEv8wODys7YotqOpGM7ECe3H2eszsWk7Z5s1+ycXcY2Qm5BFN10m9hieb",
+	"11guAT1SEBdfcNPLVfUVgM6dmVs0HekRUCHTYql73rhWRJm9SvglAHXtd1+ptC/m+RAiRRZMUgizBngz",
+	"MA6hJj9U/F+wWNmSqo8mJuzYjbeLonvvKWY+E5+nPJuvkbC7REIRrd+xWE90rXZDYeGX11xDzKcANxBH",
+	"rrMYPCqrV9HFjovSCD4hxlBB999xBoiDchkSzvzZfBwmMSD5JZg1sUfP7ySLirqWccIntLQ4s4CPIR8X",
+	"EEUMwA/HoAml43skiTA4mLMlg9teQmNWknv8OMmtBphJ1OwZ7Eh6sUTHZqrZPaIsHxtlg85mRctwTnSV",
+	"eD/w5UrnD+i3s+BswSzHPdEXdCVrUFaJvDAEIy1gYB2Po6Uv5/rmbCf0ClwOU6mjGES4yF2vpnfRBn4R",
+	"e6iKO/FZgCLozR6ABwZDqTCVe0/8Q6cmfD4L2EjImNHFaFPzqhCInWsh1bjW8YJT/CYTE6nhnjJ3dqON",
+	"C6TTcNNCJ2ZJEQKPCoNCc5/My51Rm9sjNfePwXxANOUj1pbbkpqfFXgqT8zPcdUeYZkFnLGD4/Ru2CkD",
+	"NsACjDQrksN4IBUrgyI9n/c528oVwi3H20UYp+cb5AXiueaCd9QtkpzrSQY4VruT8ukWZgTc/9TZ62gp",
+	"kevru+/ee2Mbd28wrzXncmqBtvLAktCqDROVnllsJ+3TziabFOPpXNsggWVlgp2av4BwZG+0UW1gd4GC",
+	"FCmtBIDxGUQgjUMEJM7w5hExNVbyOJwSF752AawYq0bYAU1Lg81lUqyLAap46AuWoUduI60FvglrP4uZ",
+	"EBYB1uZgorP0SaPe0qWqzJdFtWIeq6yD4oOSog6CQYyhGCGcehHoP76A0WvLEBcB3yY+J2MmfI/lilEZ",
+	"S6Guw9+oljEOwtwb1A11aiIGf3VkX4SeLEhtYMtdPHrLYrX4u2j1vX5NKerz1RZQDt0eIm0qFcAheq5c",
+	"Mj5hu+tpaxwZQLU0o8Ne86y4sUdMhYm0vvwa/61vyM1l3iJ3yuyDLbp+mTYdUMmE3Eu260+2IYppGwvS",
+	"VNayg3NffzpEtnOxMpOJzVOHXRIVF0GtBEZd6aAotqa/CZcatx+NSNu6rIBNrM2+PI1sMq+rUlucUe8w",
+	"7/Zb9kimoJW5u28eaLdDYrokUTIO/ElD6bqYeV3UzR7pBDGb+UIyROAtbAx7HN2wgn3+FLOq80MsH1fW",
+	"1ChiJQepoAuGbqnLFxfEvXz/9M3rZ+TbF//kOpg3HEaMCxGQ6IatEhmQBiROr9wKosSifi7DwZrixiB3",
+	"ayIpj9ynGOg26ipyvMBMdr3uat0GJpc9nELSjU11DXa2TjlSf5fAeC+hFRjqNHTSsv+GnKQRJeMwkab8",
+	"/8ZtbNHt2RqRrQkVUstoW5+nHFqqlmxSMjaoz5g4YwU2zinAtkVUiIoQz+pQGu0LPQwXLAg3V+zDUzoC",
+	"8cUaUIY6rFO4YICCRGA6S3Urdt9APGHFkcnwHtPZV1nYL0Zug8YbozRTNMtuKwgZqcu4cHv5rPuxnxcu",
+	"eQmOF/N8ykf7rInwZ3wUVUXqior7ffQ10jpVEtX0dNfmlo4767twBYwz4hJrn2wuxdSP9fl9T9Von8+K",
+	"T8tzgcApljalJWPZYZkrqpFv7PusroU2a7iGzViU1u0TW5W7Tquyc3/7dZjqaQckwz+k3qOvf/+X/+EO",
+	"CE0B8hcOFm0fr9I7sEr1WjJaOfnFXl9Fx+h06TiLOMpcXxbcAO1URNevMve9RXJqcBv9mWpYXJv87E1O",
+	"2HT5Z+Zzwh2w9BPJvBzYgWJhyfiQ1zGDjfo8w9WIk4CJLEkY/jRuGfegSc6x4lEKBD8EOHTfQCiYBL+l",
+	"OqewxhgmADpknEhzHzHQaUcmHWrI9aCDrJimrgkG5cjiLNfIPhejMAx8PiMJD5gQQw7grADQTV5A+T24",
+	"A9FpXIjr6ks459V41u5GHMi+WlKE1dQ4o5gIvZyvBoTyNL0R7Aci/F+YgxCztuUz5GFMRMRgmErfgFsM",
+	"n88OihKbcM0qOymAFZ6pb4r2sXU3tCXOrXpHLwNaUjrIYooK5YPMuNa/NINyDBkK93U25QKd0SuCfxpT",
+	"7i19T87dASarZzUqFNesIyGTus7KvH56rTN0sXDFb/+ayxGEnSIkwag9kvai3ssgaai+thpyIVmE2W0x",
+	"ox7efQLrPBEEs4PIkvmzuYQsRaXL23zkDHkUJLpYoymi8ESQb78nELpnLlzMPcsyBRfTfQx5GtBJZixc",
+	"MBmv1KYDHj5wyG+/knbzqGkyTG/ztegGWLxDkQIK6um528TDX377VfsYde00nFnafK5KWUqyFPo332sh",
+	"KEIZYF4u9ifFsoXNbd0sQERUChv8YXexYI/Z2Jpbct6zLVKozWPOlJGTSjKiUHGyMilc13DU/livqEYK",
+	"MviDCPgollVJnX1AyQqFZkWQtxDKKxyyoPHM51kVvmqmVVolpRj4HbcwgExUblAIOiv2ySXcl7svKjRP",
+	"mIac3RWl00IvSDXdURETfZ/p52aNjVvSdllCE3go6wDIkOtAz8Il/8H3ZkyeSxn740SyKkX8PCppA0s2",
+	"F1wBpf7OSqqdeX9zxpiNmsS+XL1TR41J76Uxi88TOS9QwnnqsQLsC0z+NrgJN2wlCHpoSKMBGvXb84sX",
+	"rmMQ2oh7Dug5WqoOyFPoiyzuvJHSZJsAWa5Goo5L+C2jwFzKqPbpE6BmTgu86uhPgfFNw5i8eXNBfA4F",
+	"VydMny2KrEpr+uMfcchK1fjjH5UcxvI7HgscnbINydHqqb4iCBENXJfccKzsTIH3NFDuEmO7QJMb8rQM",
+	"ZMNOgzf4BUom2wgGkO7+LOS3eEqIAYaCWegNgtMbNgKfpJFafkwUN2P6KKIQNaEV6MEX8APWGa6DXRDQ",
+	"MQsESQQj35KvSbvV6Q1Iuw//7ndPeqBUImwMwkwivFGKcD5TB6UvdMydUStbTQJwpzhOg0c75C4A8U9g",
+	"sQ81Ou1XPyFkDCU/JyxeZSWhlVLHuBeFPpdZh5LeMAf1Wg0Ms/QnDCsQ68on6bvvr94YUmOifKsFcJ5Y",
+	"OiligRzyqR+ovnDcwg8Yl8GKLH2PaQRayMTCxcDMhYEufvLqxbWNRTWHhRcyDvmMuC+u6cwl9TTbC3E6",
+	"QAk50AAhqjnWeIbwGe4ZcV9PG29DzhoXUAU1zQHrtnoOcb95cf7cJcswVkYExyEM+asX14gKMA49qASj",
+	"+muTb/2nQPnZL34U6cLWWEhWW7d0MmGRUmuaQ/4No4GcO6AH+Zzp6twIqI4L6PKwgXA+QIc3Sm6KQaZV",
+	"RMw0T6jnxaYJbY2rX42QANARKtmQg/BV6l2vc6rFxpVSghrnU8lijS90RSWD3hp/VObNFaOeALSGSajh",
+	"WRUtV2Qch0sBhSF8darVn3139e7gzAwA7uxSnDl8Bx15Sugqc2XI8VxEhSjwJ4wLlkni2sXrayXklREO",
+	"YkcMDg/BNwu7oRnGs0P9kThU72b37DUtC2tWHmOt1Ww3W6Y+JI382qDWbbaaXYDUlHOQuodeOIF/aHT6",
+	"9eNWlxSIFVvFjHsslT1ADJA7MTPirn7FvHBy4CC0gzdU9oQfs4wuykYE1AfEuEHZECpyK9UXu9YEd2Fo",
+	"h0qXk+LQQpoww4Em3UM9uSbsbwu7wn2GGH+Nd/qsaVyGgT9ZuVo5ITxECAy9VLBllXWseF8Zo9PA5wyX",
+	"ChfQD/lrrzaovWLyuaKaIqOpK18a/JW9cvh6qvYdbDsIAYuZiEK1mIrw2m2hgQnhlGV38nAuF0H+jAas",
+	"lsl/8MIJYJKqFxC+ZcjxJ2AJfGROSLUv0lXCtw6t18yXsVo9sFsbSRx8PazliDus6bfxe3g5/71ePxFP",
+	"1Lf28sHLTay1GIScNb0JnR73++3OeNJr/iTW2saGTOPmdKZFuscnp9DPbzjSeKPm4FQASpfwRcGNPvxb",
+	"OETIVaBxiyB2ep2ZYes3tw/zk1PrtnplJnfKCodvQ3kReoACrLZuD9li+zdPqXeldX/1Sed09yfXYXhB",
+	"+erKACh8sjW82msuWazN0xzvQMWLmdClMGjtg/out9Ifp37APm2RKIxAnWuC+9vF7a+Of/X4iUCP6DwE",
+	"7UOddnNzyaW3htKUYKNqOB0AY1MnzywMPVLPn3cD4i8WCahH7oE6/I2/dZhWOwQZtKFoqFO8t2Xzn6vZ",
+	"bkqA4snqWaXgjdClmb/q0fiSffWVks01446ugWPcVrDRQZhxmg3ve974Z9r4pdU4bY4aHz62nXarVYTz",
+	"+8n5LLLqJ3pLcfp5iXX4x/9AXoYx0WeXUo/BZPNDTqKAKcVSMLVp12TET6L55vWzF2/fvWjKO0n+eHgf",
+	"UYB/r4sAm0cKnEd4ganM17sGnbGvu+2jbr+l1LqMnf5itnvFbl6GCfceST6cm6PaUkx3yIgpY57qAIxZ",
+	"KOVAJQbSFcqJd5JFuga/jvxArHQTTKRsgdQydg3mVgkEvo5uMTk8cRKwA8fcoMC1A2bB8CE/l+GCTMEh",
+	"qOyJXufk+KBJ9EZWOwN0S4S9D6f5sBpUW3OXM60sgMV8j/GjGlRvoey0M6LrN+kgaTrkccINxA6aWaAe",
+	"ISHq49VaAJmVZHJAfDHkxplkDDYq0bsN5kGwUpPNGnwCpZWJLxxjQaaENb+gjSTjlQEAg4icAEAnlBqI",
+	"FMI3Ap8r/QlVNTUMX6h9rkRe3Y2ZUiuoogRX+nnNPQDcPTA6hzxDu9czQLREItci13KtwaU+81RbTfJa",
+	"qX4a9Y24ScwHSeJ7AxcF/wYatI7TI76n54DW0JAjSKCpEfIEynANyHLuBwxh19UCgi8iO4koOWp1NQ5g",
+	"zsooOUeuss3wEmviPkCf3C3SL9U/X12+r/yuAZyu9vaf7Mivqh+lUOD7vP69tnCqfvXt9yDvn4OQrvpR",
+	"ejm99xfe01Xlb76/Or949fTC5/t+Qe+qHMu2H0SJ26/uiq2Jf7hbBEaYfD2stZutYY0wjndWXw9r769f",
+	"Nk6GtX/Iq/sgJu8WARdfD8FeHRweLpfL5rILpmqn1To6VPI0Ve45QaTJie/hk3R/diY91qcn40bb604b",
+	"R/R40jhlrXGjO1X/PmXtcdfTtoH5Nmtt0+AZEOugKbJ3zKcIZ6xb7LQ6/Ua73Wi1r9udQas1aLX+WX+c",
+	"ey/7XMk6glJIsGA6rAFspZJwBYQf1sg8ZlNlGhUfhmtGkGp8vUNEAbdfU3ItN3f9dfZcP8h9mjYIMjt7",
+	"WLpAx/R00mZqbcbHXuNo2qaNk0mHNXq0PzlhLaoWsGCBCpboyhwuA/KnJePdxslTEnJydf2PpNc6bWkY",
+	"y1az3W62yO//+b+rf3aaLV3ODxyM7W67ddwpXtcHr2zB2lrnlVng1Di3VlWfWf+Aeof4Oqatyal3fPNz",
+	"+66z6PKeE4+P2dG0O/+pf3MSnEatrQtuxqG1LvxBn7njDNsW4p8JBD9tkojUO0pL6Wl0Uv01VHAMggNj",
+	"bNsdZJxxmGMN/Uwx7v3NcvV1s/aXbgk7taNWd/d3L32IFF/TjK0zXeuUJFUpLcUYgllyinGySyO29Mqj",
+	"MrWyUKnNBjDkmVJLZEhEMlY9jBmRYWUl1xlyExgBaqQJOZFztsBUk8AXijJPAFI+lq5jEqXwXj3Nqae6",
+	"boukN4yTOkW92xe5SWRo0XhVAUEdlqZpZbKW6pgO+eb64s2apln0Wu7iAByKB6lHUWvLA+09yFTb9Cp3",
+	"q9LupiqtM+SbmmsafBMzfS/kEBYIZse+hzyb7JCDZ4u81pc066quKKx8QnyP1N+/f/18yE3uyZHGW4aY",
+	"a+Px136tM01iyBMaizBIJCMJ9/CyQd9YxWqdGw0dlJ7EgZsGGumMTz2TNPhWhvi5Wu4ngoRLbvz5ZYpy",
+	"8jcN+W8a8r9vDbk/bU1O6FGn0fVarHE0aY8bp7TXbbRZZ3riHU/64yO6l4bM2RJOkb3V427rutMZHHUG",
+	"R93Pqx4nfwV6cWt8wo4mbdroTTte44h1x42TyTFtnHp9djTt0e64M6mmF7+kMW03jxq9p43zRIZXYcK9",
+	"xg+983a/cXX91qjI3Va/RdqdV0/vof1WWbj7a7/gc4tXnZvVz94v8Y1Mfu6s5hWW7t+tnpnTG9/q3VhR",
+	"aZzDZfovW5XFKA4nTAilTiQRqlEsvvX57EydzVmkQ5joiiEelXRMBSN18Bj6griHMaPe6hf3oEneQugC",
+	"hB16Jec0XvHX9hK6PwkDeKgF7sc0oq8WQoRrtvhbS8Rh3yUckaNF88+3zG/8W8YZwB4U+Mh1METpqppG",
+	"yXhF4lApY7CquoCy0iX5ZEXmvpDhLKYL4WRLGoVhMOTqVaWcT4RDzJAbGEk6V8oqRGT4QjDhWFHWZOpL",
+	"Iv0FEw7GlChmeQWOU/X0CX6nSYwKXZO8uItCLC0hQ7IKk5iISUwjFg85BErUp2FM9KIrw5WqBu5WByWs",
+	"daFJU+0mKgqon+eq2t+Rb168uST6MBipwziFj8eMIvLN9fVlFm1iaOwQxKuwaN0c8r8j1/90+WJrc5DX",
+	"oOa75aWP2PbXw9qrF9fDmgM9KmmqN/iw5mCXXw/VXIe1T6R9vwZxIxe3t7+ENWE7OgDsMg5VvywRUNJH",
+	"1+T5M+4za0CLlHMKdpwd37A9CsYLJwlAJExCZTsBskwIxiTmpMowDIQJDAPBCgHf/3R+8eYsvevFCBqB",
+	"AVFFbP5dxPj55WvV7OcOL9khhE2w470CjD4VMFQa/VnIUHriKZn/yo7vfKAURS/DdpZbUbQ0drOcAwF9",
+	"wGXwjyx958yuBRlO16OhMLoNeW87wyk23e/cNsPPJKzuekCAB4ZccdBA6XnAQgMjK9UTzUIDAhx0HwFU",
+	"yC9/IWuviVmw9iiEt2pt6Ylt4jJ1wOoAbpONZ0Vpbw5eN1pPlNippKhdqXH8pelpMChwS7L4ljX/En2+",
+	"7zm9pT5m6q37fU1Ua10WrOJBMT/ctg8zNevQ4L1s5Q8LLS9NStKIZxho6WMqkZtPUNDlPMHvZprQtSRX",
+	"2gO4jsOHeStWc2n1uCEHroPA6KzoGjphITVJ49ZkUeBo1EAO+y0NBoRioT1wdSK36k+gYXtuv/2aha5/",
+	"RRb0ToP/HQw5u5vALX3xafpCSH9BJXtmqPqZnYfPaDC5Svjr51Vefo0JMS91glLF5iu7G9XL+/gxH8lr",
+	"WIjlpGvF2ykBVuD/GWmZ+JJFJFcE0Z8P0mA4kH1ZNNxG1k15XNyewNOb4z+3+RBPWl0SC6JtaCBCHbwH",
+	"uyfk5bvHiu7bnJBdE2hz9BVqT1VkCPSL7sE+F5Dj+N4qTFCVT+ndd7BJr3GZKn52rQSQBL59kPqKyU1s",
+	"EcoYn9tuFnyaudNO4Wa53f9WabY0SBjWRhK+jQXx44cM399O7dI3veCcEcHql3kQ3fVlKI+7kOkF2T+j",
+	"9EMeYtX7XC7eyWbqnS54cXNr4BPn/mxeG+CVbsv+IQiXtUG7fXza752kwItZ2wUPR1EoAIOgNjjqFmE1",
+	"1gbtTufkpFVY8RAR8Uwi6kjnA/aPbazeHz/A2V5NGzDC2QjrMnXPnA9f1CzYO7CyXaGPV5oJep1OFX1D",
+	"e1VQ4/iz3GjbBzr4aTS/WBpNpsMU6jVZHcVCreYSYVoEJhtjRrGzmWTsgAuKjJlcMpYpFtwj19cvr4e8",
+	"SOf57de84oKXoVSrKmkuHexyJ6vgS779vpHOWbt8yHn+/VQ/VyLewuEZ8roL4qNpSqS65js3V3TVOk98",
+	"QdwM34d5rjKeAAkIUrlNtzGbQbCny+5kTM27af1fnYSt1bghz4Zr569zj7SbnSPzsj617HehyvGQu2JC",
+	"A+aNbmO6wNhZyjFfxtXAsy5ATZn3ZlGSe23IXQkCHX45I64Sf66Voo6EJQGjt2C6YLKkhm0AUTzkExrD",
+	"1belPCJ+taYxi+MwHo0p90bRRLoHadnnpUEfVJr4kIskisJYijWq9zodhwi68vmMLOdInaX2fetPwIYa",
+	"8ncsYBOZXfOviIvCH4mg/oY8Tpd8RVwgRT2MEP8rWA25m8c2dR3i5svvuAfbdNjnTOcf/02D/ZsGW12D",
+	"fRamWS7GS1xND60wpn+femnFTRQms2o7LhSq3W/CJH7/7nnVL77RRVT2+OR8EcYm9OSfGI1F1Q9fKLEX",
+	"++okfP/u+SWLv/1h/hjquQ3xsFs9p/mz14HU8d9+JSdblfaP1TTtT4+i3KcfKgXfcuQ8VIsfUWk0dFTo",
+	"Y6bLaKeTOO33WydFanl1W2MSClkb8CQISqr34uB7p82TI6cGA+6dNo+PUvKrXywwlpqyfGt2cV5soNNq",
+	"tk0DnVazlTWgftms0Ku77Rw3j9J+O8fNntWx+i1fzgk/6nZPek3zUbd70m1mH6nfPt3baMHT+DLFyC6/",
+	"dM5QtP9mtnxhs0UvD8A1WDVEqlstsxhxlQttlhcQJWnsjQ1LA9LNdMkSjUFJqCBjpQkWGkca2HbOqFzQ",
+	"SOMaAH6LGCgBCPA67T4AKvWbQ/6DL+dhIu0RKFU8PwLHcstmuCF3DIwZNTo0diClOQ0H0WovxG5qDd3V",
+	"8G14n6Sh1FYOiSnq+VALYUr9wGSGKdJtU2dfxb73N2X2z6rMWhAtDhZlbQimWpSI0sTuogCMdo1YvEWV",
+	"FTnHpV1xc7/Cf1nhBf2u+auoCNYKrhynYbyobdF7JysSsFsWPGiO2Y7aMdEKKvHDZvk3ZfpvyvTDfN2o",
+	"OSsx3u2gBo0eob6tSOd5fvDjidPuf3Cy7T74EbXGbue4f/LBlNj4cbvinemXRbr2Q3ROOJ1oYJr/a1JB",
+	"Fd/kSKVkwgNo1e00+2l/HRiw6a7T7O9Pq24L6I3ttaBt016reVxGq36rm5FY/WHRGH4rolW/1+6mtOr3",
+	"2h2LVuq3T58+lNlvzmfivO4RrDLO/qjZtWZ/1Ozdg/NOoA3kvJNmx+K8k2a3jJrd7om1qN2T3Kqq34qo",
+	"eXLS7qfUPDlpH1nUVL89Oue1rV3azu3S9r126VErm/RRy56z+qV0lx61syVTf1hrBr8V0ardP+63UmK1",
+	"+8dHpxa14NdC5gPxB9J7u6PgnlamUpIr25jMQ6X7b3bml7Yzz8lyHgb2QmCcW3VD0yq5XWhrPgsDD+++",
+	"ZKhzIoEFTdT1IjIwvHaq3xNh0CGHHABrHDLFgohUwI1Z/c0B+ZpE//avb8hX5Od/+9c3//b/NsnF2j2Q",
+	"sEIe/Di9U1owLs9IEqkRdcqukgw4pa5uNeQLejeCS5JRwPiBzl6V6UUa1h7LLnq2WZCXmmZ/MyK/rBF5",
+	"iey2fiHiEKoeUiFJ+zNffBTdMzxcg7ZvX6u5pDstp9VqkXQ2ld3Q7c2T5KR92tk8kLepOztexKOpwotg",
+	"slbqGoJCcq7yHM0eEAuT66eDtRFQrG2oQq1Wr9k/aac61Gm/edxqZ2rUqTIQWt1C/fK01Wv2Wn2jYfaP",
+	"+s3OSfZt//ik1ez2uvd3C2uZ9De/8F/0eQ2naYqbrE7VfYJaMIV/a4BuwqH4+9QCj7JwmLE8F/7qxxqX",
+	"g9qOXA3bu+ZMxrAJiLg1hS1YEADUgtA5+xoXwC7niXgCdZ2lAwXpIU1A71WNruVLQeCMzTLzQctALQJR",
+	"meuIvKzHwXwIBMGffAE5Y7q6xZCfGzRjg+Ko3ddKyqUw93rmdfzPb78CpQZELsMh7/fUg34PQS58TqbK",
+	"ZCB0HCaSdMjFU0CLhjiX2MYY84UpNDLkoEz0Wi0DWJZOeUA4jeNwCVCvgAdsu9CHfMOHHsZprdSpgSAT",
+	"MNEf1OcGUi2t+GlFmECIqAlhcTV0nTswhUjQ/S7YJOQAezGlQrLYSWFa4gyYgRqwD7UuGfrLkNvwLxgY",
+	"sxcGXhbyJKzypSurbKk6vQud+c+QKFdYludhatjaLloiJzJusNk23LdnFjl0tbQxFQwQeyt6ds15tU0R",
+	"SX28hSCbiLHZ7xVBbOYcvS3b0dvZ2539HRSDNZJCzplIK34I5y/Zj9/vPcyPXzLxbHv+Jbr195z0w3VX",
+	"wZgn8krrSxrTtFyL0WAdfeZoE3IZElPILfP8VlZZW6Y22Y8fi9xCJ91mr8BfZGrftY26qPbhGmRAzXIO",
+	"Qc0eyzvU7ph/Wy3lPEEn3Wb+kf2i0QlPjtI/0p8V9xVM5LTX7G6bSLPdbfVPj3q9br931DrpntgzW1eD",
+	"t82s1eyvz63VPDnp5v5vbbKnvWaneLLNdrd7dNxrtY47nVan3T+2Zq/GuDb7VrPXO24dnZx0uked0167",
+	"ffLpw4ZV0NmfC1pqMT4DFzSPdvFB++i02d3JCKen1RmhtZ2jm+3OydHJaaff7XVax51e576M0AYG3mCE",
+	"k/UJnoDPsmzxWyedTrd3fHzc7lmTrA363YLF73dz/9/79EH7O3PXQG2nk78Faq35PjeXsMgQTBnGLp5c",
+	"K8AoafZOTzvHnX/OyjMPardBsEj/HtmZyN1Os2WVfDLCHypu1wxySs2plXHbZibESClHOgPCxG0Z83c0",
+	"CahQy5cWWxl5JkZXF8euvcnq2IGTp324HeIFHOz0ZqMObr9XuPHy3NA57jY7G/W3a2k3BLqBypx8FrCR",
+	"kDGji1FBu/kXcmLV1H/0RuNV6shPUaD0A5MwvieejTqGMKxczQaEz5fmj9OMPzY37E7+MFkzlfljsqL8",
+	"xl/6h2+/f/389XnDnNONt5SHjXbnaeO20zj/4U+N3hjqR92fOXr9U7j6WGeOH/5Eeg1s/H5sgQfQDrao",
+	"vaPcG7N4VsuYo8qUcx63Ti/PIh0I27xv1lFqM5YWkEh0bollpv+v5Kz58riYiqCQ0jJewX+LcY1u24e4",
+	"d8WO0DsNgK6WyCAZpvjpiKMExj24NhKOWCxFVuwbX8gXusc/M+AGGgw/ftyQZlZB4U4efgOEmlLVKjI+",
+	"zvQZlTQIC6EVdhMXkqf+ytA59ALbE9LXTSlviJznD+hj8eQMnSMNIWmsbwgKefMHk3WkK3ysfedC8CRA",
+	"fHlU0oFVHAqGpIg85IAbkwog7UoyV3sLh8zDpQZvXfgSX6znG3LApePHhCZyzrjUXOdgnQF/AQGeiNGT",
+	"bROo4A0AbwfQx5DLkLDFmK0X3dWBqaSelWxCZFWYtAzJNMZiJ3zIv7m+eEME96OIydTXSE1JQqHRVbOc",
+	"sBRGwy/DAn2FJH2nV+LPu2eBPPBeOiUYhPYyWOUUbbgQDcUqCdT2IuoU+qDmMYNiKUhd64IY3BNYVaXg",
+	"1+ZP4L9AEqdwlZ5/CyzW0KArDWv5zKi+Htau3r8dvX6+BtLn+bdbyjr9/cX59dXrf3xeOJJhjVCx4pNt",
+	"xZw+ZVNd31ZqOagHFEwvil69uNb1ytQX2q9ZRFDhaPRiU4Aakvf0IpvSJFua9rCkV5UiSKpN3H6w9lCy",
+	"slZcYvLbF//kEApF6exKcGRBb5iWQQVlLNOqpqkzRjHkSHuSFkkg/YjG8lC91FDraZdBncW+15iI21o+",
+	"TOHZu+9JOLVj4YWj8zWNxIeJZWIkT63L797tWgmsC44nMCIgffqwR8BLfmeXaGazxPfYX9n58w1KbMXc",
+	"jpHbikVBfOAiRDFC9pXixMyiZJdO9Ory/W4lKIVr+f7q/ALql1vJASEvAVNRatKry/d/OTrShl1vKUlt",
+	"y074sd0BT9aGnVf2fqf3YQ+F6tXl+53aVG5ZKBbiGa+waOpfFx8rDthLb5rr4OpSxoUW19SLGx4uBanj",
+	"pSYainhmASgvc7BCo8T6YYAo/4q9DOMJA2tRUVv4fMLI+SJi6vXzi+fkNRfS5xNJLl53Wq3Di9fdVssh",
+	"51EUsCG/aODt2MEANoWzUdzdIR4ULnt52e4fPn3Z7pPrl2++u3yHEVjhksXOkINulUZg3TLuhfETVPSI",
+	"mDOlMLmI1OYe2PW/AawdLt1m4ZCPV6Tu0sCnggkDPq8UvoWS0lAcVeuG6Z5V/QJ4v2Aatp8NOXj0BbEz",
+	"8HUxVlG2vU0g/CNf5sEdDtRKTEkCi16fUMEaPheMC1+dsaUZ0/jdOjrOGwhBqg16eLlm/mwXFrsrG9KM",
+	"cU2GAXEp8AtUAfCo+s88jCIWq3+NAzq5WbIgcEndYsUD+6dGLO9cUrd58agF66f+eXn1nXp74nHacfU/",
+	"uuYfPfWP2DxRMpA1Fm2X/P4v/yP9s+eW0SebxP1p9PBbqJCz/B3Ud5zBZtSREFo42LdNmTTXDK+EiBbP",
+	"Nhn1Iy0KNn754NRoPJn7kk1komRNDXe+0omidn8kp0EYidrguN3sODa1BjVqXjS7aYTe6bZ6omTAKJUB",
+	"o9lY1Aan3X5Kd2toPJRM6yevztutDlmq4UQ0YrEO0Thua5nRBClCJOMCTCk5Jy8vux21O5OFkoBMSxvH",
+	"VHAYkHcXgtyRcRgKSSZBOLkhd+So3SGqwcNJcIP2n+r5zu45ppKdpfQCqbHWFYFTKcAVUuNqWL+pzw/O",
+	"ICkwin0uUT+QiKbsJROZFlcVbLYANlEMI5IFlE9HWWdVMl4ul03+/7P3bT1uHFmafyXAhSFSncxK3qpY",
+	"LBiD0tUaW91lSW7PjFNgBplBMl3JSHZGsmiOR4Cx/bDTi33sxWDnbbHb/bYP3dgF5FfPD+i/IPiXLOKc",
+	"E3khM6tISaWW1DUYtFXJvMT1xIlzvvi+i8APuD2O5gdCNpfqYComunQH05gvZsFYNcc89tVBxyGbfBAn",
+	"3zV1K8P/JMGBXm/8xRAg+Y5ljIOJKG6GCPcIChr7p21hNQ0RDGLLiHsgoqaOhSAVvmyA0QXtYzU+OD5T",
+	"wczinZu6V6/0B99PF8tq+VdP96I2cmbyEEdpxdz2zIqGKJiHZ18NmF43LKYWfBzIqcUWSzlOlqkzQKuM",
+	"9hFIGSWYSr1q2qWE5dez5p2i2qDeW2nDZkzgw7OvLCbsqc2wGSoUX7WregU6NrXkzvVadvj5xjbf2OZr",
+	"sM372mXAvpeb5YdnX73fyZk3N8jl3lS6kUxtzaVGOswy0tUaA0sKROcoA9jt2wBTuH2bqM+SFPZYQrlW",
+	"wFCuPYvFXJ4LHzmygIzdGzAvl6E0umBb4AqP6bIJ6YOl9wi3QEsGQiQ8xs0dtiufQVQtXS9SNTO1KdTL",
+	"YA8A0y6aAEcExrlcCYlbWDio2HUvn9LVa9dmTtfTVfPFhC/DBLdsIOBLWt8hX6pgFIRBsjZSaZSEhq+E",
+	"YpKwaJmwpQyFUq70AjxHMqS7PtX2v4q+O4cxeMtr2EfIfZVOHhGG75oHqyxPFMEQY6P1xnSwWNlUqGdz",
+	"oZGbDFY2E+rpVKjsAZx/hX0iDdzaoAAasGpC6up8s3F1GxmVgYtSENPzHTbhpCIxi3yGU85MNwAxP4Zf",
+	"7sKMawyyiQqwc7g/H7ZUIPYQyCkKzUHaLBZMAhG6sT7CECoqkZd6zgIw+N5LWi7DdeTbj4fhryaV882s",
+	"YrkKQRw0a/UthMiLazlrdqNt95Fp2+34xBdABrbr3XdBmvNtoJKBbKkQENJzbrSUfmhCmMi7jCwUo3We",
+	"/rWcjeJSBrMsmGS+zC+mQ0zfpRo58AJ9HYK22lFFtJJukVAkeo+R3unsTJ7mL3FRHqraoONYtQ3S5Fa7",
+	"3+6WHp7vHtv9S6CgbcfehLUC1UQey4tEZtrGGTwttNkNdO4GOncJdG6TuuT9mzT9zmG/dM50WnbnkjnT",
+	"aW/0YPvo2M5Dvnvdw146Y9p/vRlzA0b+gMDI6QFjPZiyQ9CXNjx62ptetdQVRAFsLOMeEer8Zq8kEvIr",
+	"Sbgzc/ZU20g5/cAizxB/yCIGuDXPcb9W4kZhpF8FkYCb9gBJ5EdwtuGoSqE+xiK8LxiJN5j7hXrrtt6c",
+	"u8+LCAq9hLzu4rz9rXRx3fzK7sAMqOiV0IyN4fBBgzNw8O0Fz1iEXEptLCvmjFt7xKQA5YEsgrIV8eMJ",
+	"+/l3f2DePJDD7bgFASOgWM+ePXjGfv7d/2aeXuBMBGOQARwmQWJpY7yaBeMZG/PY/zu3xh5EsStJlz5F",
+	"QLC5ni+GcdRE+urmsDlAK8RKqIT1HBS4yoSv8oIIcyES8xZES+BZU55K+VgpqgPCereUIdJRy3jCxxhv",
+	"wFjDKCc+oA0Kgj+M9kAdXpEhXW6BoZuKFA4CGyDAlGyKX6Q6F3ik38q3qv6Q4cyxzFHoQGXCXMAHjVUa",
+	"BdJXAxAfoO5zZR0VL1Axjq2iZehDYmEWhT7a3ygWZgg0LOYZomnlUZUIL549qvsnfZJrd3Qs4CR9TixD",
+	"ly2OltPZYpm4Eulmo8VC926gqEcQYgHUIR7FvEh0IksK6Rb04Dx+Sl5EAJmtjh1Hczo0TqlZmhKISEEd",
+	"C1dCb+vSUxRc6L4k7HRxm0qnkun1cCZdpqFf/WygFDw7DiOl+5K+Da/akJ3Qc2DCYxZNJq6su7X8EIAG",
+	"YLw4cFssUKzTT8VRsIo9x601bPY1nOv3lkrEyqMPoh4F8vemMy6QKuG6L1EfTjdEAwX4CI0Od42zYCq8",
+	"Ej/A0lA1Nh1Gqi1sTXRCdMcWs8jG2l4IJiMcKBPGs9mMJlk/wH1f+JYr8eUFciuT7JKCx7qBHp59xeow",
+	"6gtyJAP205/aDvsE6SACyTjcmc/Q//SnrsM+YXwcR0o1Tui8D8y0QFF+jYi9dFEixvHHEayFdAusyCgI",
+	"m8zEnNUxOgvRfuF7DNx/JMd4AAD4WLBzsUjYAukkUHeZ+wLl7zjiw3Mqn9xQarhyxUlTDMwccmJ0mAIQ",
+	"KYw8XSAyUGuRsDqfJCLW7xQAs24gvwhmPqE5dQOCIVGzKE4mPAxJM9dImljMrY2E7hx874Bxde5KOF/O",
+	"oFUnYkU8FsqtWdp8hwIxbUCbgaUhFpIRH59PY918rqzz/BRk+Z5Wy/EsawmTJWnY7Cn+sOBxEvBQ1wbC",
+	"uDCsVaS/4pljYR7TEwlvpAYcsJ9/+KNbI+ITxZQe08iC4UGcsHk3kkkchQMmoyYsN5hvkhG7/4xPoe66",
+	"KbD2ep1eJkLPclfySSzUzNarWzKeUcLao4U4pYNhuOr6Ga93tla5suewOmdUAcO1LSRaUnov0J+gyEy6",
+	"VuJcAmno8UwoNhUJaOrgpKejJPn3wn+iHBCROuKWcqWZVhgah+8bqGI65EuykWVu8VnI5VtTYLyMiyya",
+	"oJUjm5njxXgfslGg7IrIezTm+bKCj6VNuLbklfmHMu/q0kKnBwL8aDkKBYYVqBqOgzxbJbWQy/mouhKG",
+	"5Q/BpHyk53kJNWF9xeO5IScExwJOPZEJyPEhNSw2r65z5iXWdqxZ/7C7WbXWDlW7u7HApTK0J4W1E/Fc",
+	"FQuo9rH4uaisDby4XOSR+sPZN494yjZRtEwtR5h0M5MTF1Tc0FQ0M2zcKiBGbWd/gO0pGIdSDNSWO1BH",
+	"LBSbaM+UEn2yGhDWsFjKYCQRSwwfsrZaohIuC/CqN6jrNWS29s1R7c/0XsbWfkVCltYpXI5L0rIn6eKy",
+	"lZm9PPv6oWZYNwa57xf3DyvS5KAowqbbahbV3GGbyqYo+tXl6XqKKdMAHUVRKLgsm42fGVNluguOIiXL",
+	"WFq6X2hXUlUUFBMqLUHbKS4p+1ovXTBTprJteEyUddpX8rLNot516j2YK0s2YRabBdNZWqsGyaIo/dR4",
+	"Jvgi/elE+znCV9qXjIOxGIBLNZxFy3i4VKTr5xl7BZeMo8hzAgDDteCxwSSJjOBfPwAL9vlqBu9yZeXP",
+	"jIeRFA2b3TUlnAueRibNLg552sIIghreJBQiSd+iS+2xerYY/ce/wRbWXNBenVe4eYBRCr3IYbuDFrhc",
+	"0/qnm0w1LARUYPCEPmzeMg/CUNe/kLjxTG9gv+rPFkWUgbRLt5Xp+GzW6E9C8A2eB3sCUCpYdOGyGQHo",
+	"aJaNVhXFSRW6JX08D27JXwT68+evY/P/dqUnSsjHWoefk+enTGyw41DARDtTVhYHbDmskOvPb5wgOxdh",
+	"igf8UxoxsBAQye4mB+0oAPiT7jztZWdXhr5IeBDWBuVxlVafglcjwdrHdhpUWUofua91Dbg6h1cWqdGO",
+	"irT5+yQHNyewecdWYl3bpeys4nSxVENtunS74BPpvM/Y+0WizJbgOvPq1eIJHfuwe2SYeo9tx2lnsgUt",
+	"u9Vrv7iCIQvjOHr9TNN7JkBRpSKgF9Zwna2Nb5gyL1e36BzavYxH2HGwnoZGuNW3e0epJgOFgExPbLES",
+	"H3UO+/ZRqgrR6xy17bZznL2uc+TY3aP2JiuxlU2BnD7D6w7/49zo79tHu4/+/vUO/sN3OvhfK0VePf5b",
+	"mdhHp5UX+9C/vLiC+u4Nxj6NtNdOfJcOekh8p9olR8cF2RxIiu844Hvdw16qtdHrHnZzUhsEzSgMdL0c",
+	"g2OXrkvbUJJ8mAC30lZFuASQJrgPx+T7GwvXn4W8kkSKFqyil/0uc4rvjpK7kIn8GiKSsJXHTAJPnXMI",
+	"Qyboehah1pfRbqM7UJGkfArfDQRsQ3MnpC2T/yPS5BSiT271uVgrkbhywaeBpDPAC73v9XIYDQ/C1XCA",
+	"wFwwDMr6Ljxl48pn+t/paQOIbhSDESepPLgJ0PIsUkPZSXB5MU6MkiIwLaqwBm+Fd/kGM/w3hxnewAzp",
+	"/fWAec0M/+axen7iwKn17EcLEw9WlhvSu+TmQvDzYeFITx3YzFXC9E/0Knv/XVuuYLltW/Fq4Q8M75mQ",
+	"5lbBXm9/91dFUpdssfTqkqyiApy6/GT9Da7xBtd4Q7J6gxR/A5LVN4GsPlnKKj6FPFw1XkqmjB/3geHu",
+	"dP2KFdiGqFq1BWyTt3xX7a4S7hChCDnyNFb3nizlI7lYJl7DZohYXMTRKBRz1DpZAMWdKwlhNWCcddtt",
+	"IwpTAIjBC88iiJcxBIBIYbO7uAy5koex4H4KsKvD+dmclAwiCJRIlosTBgPMYjJKkFTTlXigfLiMQ+ZH",
+	"ABCALXsjFXdrO04GNci8dIvSRNyV/hKXQWHARY98MV9EiZ6Czc/F2rMAxJLEa5NLhDLSBs/gQBTuLTJ1",
+	"ELwM53jTFybNJ2IR8rXwBwwwS4000owvPRdrI0eHgehR5K/hpCvrOsc2+2WExw0DZeoC7BNrV4o4juJS",
+	"uRQwtE+ADHJPpz1rh8/FTo7inchfPw2mkgPnwr4PwEeeI7JAqET/toPHsm+6zgxt+NR3zWnUJLdMv9B+",
+	"wleP9aZ0KspMxxOaIVYmjc8eB3fsLTjEi3Ln6/Lp/mQp738XEOVx22nt9AR27+5m6DEPJ1E8N0+0dtmp",
+	"c2KYNA91LukWshO/2O6eyyXM4KmyNvf0OGimgwRmJAGEOFPBFHBFSHMZKODL1H/MOMKFYjENFHBz2jkG",
+	"hXdV9lPJNoyJNp4hX+uNtkJEoS7pSAjJfAGHmpBEjkq7wyJxN5KTMBgn+5Nxtzo7LUFf8HhKD/R2GS0E",
+	"Oxb+Y+EH/BnuZHcLCj2ScKxKG6s3WiPFeBkHyRozNsCHegpcqRjXy5bQp0SJyZAr1yye4N4oYGsuxoIO",
+	"kMIYhJlK19U7yyD0FWRAdd9mC4827gseK8MKYbhX8YXewJWubDLOFstRGKhZquba1K/R3sqAebRmNnWT",
+	"Dph24Q4WIQ+kZ2XUz1y5kiHcUa8cdQ8hSx6jhBbsmvWdXuMEvzgScjyb8/icJVEU3lIMfd4Bo0c/DUM+",
+	"580RZsiacLtn6a+YG7RbTtfh9XTZ0MGa7DXbrEEJnaw3IISlvh0UwIC6g3sACjd5eoAzZEJ3Bd/FpHWB",
+	"Z1a/pU5OAzjmVooDsgzZ+M8//JHoDnWvRTEiHnUZFJYAqxqEIsUz6/ugkZi+bEqim4/VvbLm0q8Auhwc",
+	"GgBfO2Gebjhsf4pXNpuKX4hmLNQyTDyA4Qp8RNdNvwU+uBAxW2iX6oR5WSuDl3D36a/x9ZuUu+glMKr1",
+	"Le3F6Y8oNuaSjYSB/DKuBsz7Tx7oW2m/ULtrSntAM9jwUr/onhhH4XIuSfx383CGxTa4WApEE9AvZsVE",
+	"SGwJ80Qp2QSOvGLu32JedqoTmAyzQ6MeIe5hSkYraDvdIIiK/nrGE/ADTQem45+phOvGny+1LzeNhSBQ",
+	"BAxHm52S16cnnHf2q6c5kpcTGMNTGEz0MjzWwaVekkYCCHnJq2u3XUkNSudJROYml7hzj8BgfDDunFXJ",
+	"VA/2CYQaT8giIeCXDFVVyI4gmOVBO+D3zqJ19GfJjNSbzdRq1ayMunoXBpEH2siVTfNCb2ckIXqA8RAM",
+	"djM7AkD4YYXGG8xCRMtBVd2TaRWKs9vvHe0kVlzlWZdRexc8oEWsx2ESoD+rh2lBtC5Fxo4CyaHMl+gS",
+	"tnuH2+p0wDpdxgpVtOueoT5Co4F6qsBot9VvOZ+cSK0tLHjWydHoW6FdpxdWLVtPixUvsN5RO29+atvx",
+	"y28P4KgCMv/c7BJudgk3u4QPdZeQOedmea90n3faTRiRXDR7ul9LdhQIS8ShyxOWhmOzI2kxHNPy54HU",
+	"t23zjd6DV7+OywAJpSdL+eheWT6pu11a/JSfO9qeKVi9FuHh61ueK8SiongU+L6Q75hXcdcxhw15xc7U",
+	"qhYDx0R+vJSDqo2PxUK+1FsPULKVqF0yCfkUcCNmUBt1Zou0vo2AuXalQUkCruY2GhV8ga/lsL4GaKBy",
+	"sO6b/JzwuNKmm/sg5QdmaJ+8xCXSb9m02am3sPGRVfBvWyJui7I0Hf+lOREYUoPt00Pgac5FPBUM7mH1",
+	"Jw/usqPO8WEDGAgglKA3mJCBIB80S0HozeloX3t9wkjhPhbz6ELo7SS9XW8zci+32eN8WgTzF+MZl1NI",
+	"wIyjOBZjSMvklfhhlynFCtTTmBln50IsFB7gLyUV+Wrh87e0ZOwSy4cmb0KT/+IN4vpnKZPJlXH9nRzx",
+	"995ccDj8BydjV/a7d+6vdYm98Tvv+yY2fUsxvX8lwa3dHcsDgiVUQRjvQmSQzjqx0TpjHkGWiiyCZ0Nk",
+	"sY65SYoFaieg4cpJLuYLgUj99ykc06Uotb56wtJQ9CqQikXaetFtXhXW8B4U/y6pxb8z76FcuIXCqAlu",
+	"IdOW2v+491s83l1esLTTduIaflvcwrmyQEQcctQ8WVY2DAHJd0Y+izB8io/sDJ17gGGpa6EV1dY8D3Sy",
+	"UlLRCq2ZvwmGw+eXHTDYA8CTTX3C8VCEbqwuCrxjG41g5drIwqpYuUJbW9W2qPgWVtMq6SVruzusQpta",
+	"WYu7Ejuhb0HzWdhG0LK6eaxO2+pbjgV90HHconLSlWFFOCptCGtutKHLxGNwtUyBec18DqySwq+4aMIm",
+	"+Ao+P32PxaLQz7ErxUJF4QUesFYsiaITvVSCC0TFgjdrq7iGFBAfhcKuAtk/gFJ8UHtmuaXFhcKcMoJk",
+	"j0FnlljHt2U1dKNdpqOU64aPXbhDVxfHW8wDRUixjR3xPPKN7k01VvBUrtOA+ZxjNxquAYP+M8F0A4uC",
+	"FPlCSLjZlUQ3RcdwiLEphbWxpUyCMNsU0zxSGZjOdqWpDlOzaKUMt5shdsF+9bL62PrroGRB2/RAuhIC",
+	"K4FKonhd5nHqwfPOtrz7ZQ900Qi1tsvutbXv7jXk042JK7P+K5Cib8O2202n9azlDBz9/zbyyfwTYa1b",
+	"Vu1crIfk8I2iEUotQxFqwZw0SoBJB3p9iWMOvSBjT+FjG5cyLPJlxxm1Y1Ab1A67GZEkcb9nlIET2GS1",
+	"2uzhHSB+vKVSTsJ9LU+V1cEZYyCb73ajvq/hwWTSu0p9PdO7hNR45MacIdqDKAdChO33Pnd13QGBB6nl",
+	"ZetoyUYiDMSFQMK+SE6rDHu1k3Pwvf4P/J2fft9XrgRZ2JKoJYudRuEBGSXiJGeX4QbkN/bjaKFSQX4y",
+	"xiwWY5DNC5Jtd+gJTvkHaIhe3zLvumPUlvZ6DfmTrKmvJxZ5Y82v25pnzr798WIqnlEewzAvFpLMH8Ti",
+	"Qkvviqtsc1ZcTT6uBYJsJeNY7zr0V2OvdQH3q5chEgqrwByE7/LbXHYRgBFAotKTUju/mkWwBqxmQpZa",
+	"fO0ovX3Awt4HYBOeiO0DsBSQT5uSyWiVt6qmCZGJAv/aNrGtLRNLd2pjWIsWKruS2ljO0sNKcHpt+yBj",
+	"tu2pDVp7GLzH2cAomUm/znfpXwPMcWPydi8/MRcDkzqMH/udGZ8EaNfzxuAKE2TV4HjtpSZmFvgilUjI",
+	"yMsHLEhYKPiFUASECAOVWK7MiY1aKVFipq6R8XwwBbx4QMdtKOuBy9i4pxA0tIAuFk8hQjLe6Pd1W7mT",
+	"hThFbfYoUa7EsAuQq5PhK4b8mHfv/hf3n9334CQDnMQMkrKIxGeBL97TiIQu2h4RiRvT+5qm97PcFL7x",
+	"Mt9vk0t272P2MPW0pxDE63mXYA8rkysgj7r0tWWPNvIrA/AaQTOEotG38IBWCqCaRDEdpRbxhQDNDxFO",
+	"Bkwhy/nmmbuGBf6nRZ4oT0hUhI9TTX/O1JyHIeLC8KxASj0PwKuGze7z8UwvQDLR+wxXmoNUFJmGk39J",
+	"zKUy70XcFT5vs9NChsiVZsWAc/a4Xli0+GDA3ADA0RTW9btCrhIqQqBc6eEtXgP0GwIfgWiIF5uJ0M/U",
+	"DTjrOt1qxOZn1FsfVBJK9/ZmEipHV2Ndlob6voadVBtQaKRm1XYgKDEkh9+Tvv1QzXi7d1gb1I77k17b",
+	"d3pCtIRo81ar1e/7YjzinZYz9p1D/6jd9sUx953O8cjv+Ee97rh71G93jzqTTrc30pN6K/KCBHK5slJY",
+	"Z4coTlZSCvyheGdZDIe+3N6K+by1FH9uhF2arjMpm488YYeJZbQLLIkuT9aVWlc0cNUK+0C0kUTMj/kK",
+	"UVzJnC8GzIujlfomeG6Dw/vNt8/hMKlRLGc8QWX9RHyX6Ns89h//lj/eGQh4Bhm50BSvZiIWaQAfj9m4",
+	"EqRVLgGJP8byf1DmZhzFpGSW9aQhvslz3FjAm2VaUbcg/Z01ol5atDnX+41yIWI4ffdNy+o/T8E/+oJj",
+	"AehEVyZaZVrEl8COWq8NO2qVMhJdATmqFCI+7l4KOWo59uEG6AhJiTId4j5YwmuHVl1dx9ZRt6KSR237",
+	"+LJKduyjjUr2+o5+JOMW7XdePC8plBHQfVc9vRvArN3rlzdE/xAIpSoborXV2/hE2g5Hvc676e73RGD7",
+	"eUXJikvw5lZ0n70nWtyK5VcbohuA2UYIIqchpH156h+mLa+26nmlPGJI2BF2RkerKpfvs+zoVRlme2BU",
+	"jzLdxnEUkngjT5C6gu6tRHOzawRzU/nfEzQ3+CbR6n3Ec2MHf3wQanROrnaUtA9Eml6rCFqjgmJ0wzT2",
+	"W8dtq4azIMU09/pHZYbYmNl2Bz2IigVg42Wto+5lL+u1O2/PNOemy34IaEI954tuQM6uhDZCaDI0ja6/",
+	"wSzTZV1JXZM3AifrXrtZOkqj17kjtLsuDUrERLxRGTVDATMyGgSChqcyaeK2Y+UkH0HQzCwiqZQukaqy",
+	"OkrWKRCaBFFUxejSgDl2y2Eo7+nYxyeMu3IRi2YsQsGVYCMxiWKBwuZ46YQBXYo9XizYCCmyRmt6H2ok",
+	"S1f6PBEpQjQRCzYSyUoIiSuXNgVSBNPZKFrGCsh7bt/GiofCvn0b43DwHBVZbSrmZsdl2ShCsWqVHpb0",
+	"TRxQb1wL4u8mNQSEjCjCzHLyL8qV9ZCPRBgKJCRB0VYPxDL1x26ZYJ/eVHs++5SFsp5E7ACYkxoepMhd",
+	"OQmjKIZb/tlj9XYD5A1pFx7NR4EUPpNRoDK+Kb1/RJaruqd+Eyf1v/wWlBt++jP7BfvLb4dJ9NOfG14j",
+	"Jb/XXZGgXDZ8zGP1FvukYbM7oB6NsVMsBsdm0qUJ5os4uhA+ugKxmMZCKZBFJm3bIHGlt5RYRx/Yj/Al",
+	"qwBlPLhE3W3z0XaPfdLASGUAKk3hUgUXwoMGy9ypLCmHh3m1x2VRU/okWJtAuk8lrGNOQcXC9L9vZZXu",
+	"O+wTard5+goTnnXliq/NyIukaKrAB4aNqWTIJL5MVE6ois44IacUyMvpcixAWMixnd4JHcrMNQoWF0qh",
+	"S0gth5q/0CwoeLXdIs+AtVQs4H1Z41P1JTgLrE7KAKBr6cr0NovlmKXAqwhk7i1Dfck7QamtrJ9dWXh5",
+	"7t3M3GOeyVUQdMYKhdcmI3syP2VxGEO9b99mdQ/+puHRALFsYhWLxQIAajnrJkDYaxJMaWuWCzWRvZvh",
+	"d+esDu6DfpIjIh1tnCuNkVMzDoKV6TDpYd8O2F9+ayJgagFkXfjtIGbwVeVKcHl//td/b1vMA0WcQVpa",
+	"lN9tnKDFWOm64oBALds41ltUFk1cCVTqekVSRC0nI8w4mHmTmNYaEH+tWNxSLFpJpsY8SUSs5z59Xv84",
+	"pMveYLvwUF3hYxVvsTCappVBNWeqYLSC46ZcwvwJkLOO5sRxj33ClgsgUdO94As5Fq6EOpBcfY/5eoBh",
+	"OGsSC+FHc/bzD78vfJ6FQikckvqnSJ64khszycPgXJAyNuMwCP1IYHpQ2xRtcpA0DsVsEWO6kqDYrWvP",
+	"0jbRC6hpksYAEy88DEYxjKpjPR8zUx5E0pUjYALUnduyD7s9i2SOA5UKpafIAKaCBOtsqH+D2JXZImUU",
+	"vGHk30d3bcDSQZktMFDf0TKB3ddPf2qxT2iK8FgUbCvM9OIsa5xQOqelKwPaBzGudDgx0MyauX0C86DP",
+	"PmEqhFHIE3bY/Rwas9Xuf84ivQHZtDUoPli0GwP2DZ4SZcid/9yrziM9FcROfZ3o3cIO8S1sVkxtN3NJ",
+	"YI2z1gsjoELEVQtar04r0SgO/KnwG/nNCwrKlMsjOJCzaWPO5p/Kee5bLTujsefO+Ng/Ov9N67v2vCO7",
+	"tU2u9hoPg7HI8bJ/uRKy0+zfMdutrnPssPrFF188ZvjqRq2Smn+HsrVzZRsdid6kM/v28LwfHi+cNy1b",
+	"G8r2XG++xGIzwr1DfBrWltrAsZ3W0bFV05N2uCGx4Niw3yP3LZUQgMFcG7Rsx+latSTafuzYql2IWD9W",
+	"G9TSuVqjXeVVUeUrS9Z32peUy7GPj3vb5To67tutHctVFuclOYwrC3fYsq8oXXu7cL1Du5MvWzbVdmmz",
+	"ncvWaTl2b+/Ctfs9+6iidM/xM+Vzz9jYIeVgnlupQt6QxmrXquVcHaQ2Wcw4VKJnpcJ6uUULpCm+jRCa",
+	"4dh9VKpIq97uoeAYvb+Nf+VaxqqpYDrnJOjm2I5zmF5LIrrStWr/XBuALGLBxNcG35Bt304stctTJNFK",
+	"wj/mwg+4HOYGqR6l2qMeLvTfRz2rtlzArZVjtPJDZgTg19olX2vnv9Uu+1axVw3L1dAPJhMRY+/p9ikz",
+	"ZGUvsWqrmbZqtC6MYEOVeW9mV5WkKwXWgdXb2kvqGn8Cn46ALzREg5fESznm+eH7msJx2TpcEbsh99mA",
+	"H8HSfoQ5d6vW24m9JoAhsRHFOS2EVixz4ImGBJAL63bbNawDaJFLwzqjNUhdwN5hzVbao4vFWAQXKcke",
+	"SO3rCcCS9UJk97mSdD0GeWGPTbcHwgMbxIZ6T5GxoZ5otzxWIvl0mUyafRLC5xtsyTynH+dKr4zaGxl/",
+	"iQk5jgOhxxkCmIjjG+i0gGnblUDAbRkKT+njPonHa0Ya5X4DdsdBzJ5+dtps9w7NDouAVB6YY8nlWNgF",
+	"WA6dB1ap7on3RCzi5r1gKkCt+8mDu+y413EasCfRdiRFWxXeabhGPd39euBTHkR8x8cJZhj0jh560GZ4",
+	"Ep5EOyhChsVS2K3nYpGkmCyDc1bRJV41jp73Ci1x++D2piMNJMzVeKxbCsk061nUPwykyHnNtVc//vDq",
+	"5f969fL/vvrxX1+9/J+vXv73Vz/+7tXL//Hqx9++evlf4d//5dXLP+srL//w6uX/e/Xy9/DI71+9/D/6",
+	"wR//26uX/5779+/vESdEigR/9eN/1i+mh/7wq3jKJSkpqSegdqMwUwo7t59/+OMGhVfFvLUMCLBsfprh",
+	"Z8O7KviX8w2pJ9zWsT7EMhI/FLDWp1T2SBXPQeEu3YAgcfM3tX9hjLGzMwb/Zc8e4j/usH+pPTdUzLXv",
+	"XfTO3dqAueCgt9nRHfZlf+hYuYDuY5HwkC4UCbHd2ovNjMcm416pFcFKYQMFiUVk/AUjkLeIds16C/TU",
+	"VXzU27TSm9zR5aspnhXA2V+zaphkhcLkzM12k3hqxrU1+3Rw5/Tp/cPuwDPhG1wKMvNkX56eucm9FHIv",
+	"YJWpDQ0ubcUVm3NfQBCncs2+IvlyahynbPmhYDEEvAz9al6dzWIPz75idZB+Qrkqi/36yenjVJMChjof",
+	"nwvp58lY9WWCHyRCoaqtK+nwC9KDkidLyyy40wr1ti2Gzi3IR8mtWGg9ii0TJ6VrYL58nogBi0Uzr8nV",
+	"sNlTcpldmfsUBkAgGjbR9rwOcX9ogWEopGe50psulsO5mEfxerhMgpCaxGsY/S6VgBEDzkps2ROTEAJn",
+	"ANIU8yzsu6Z62ewLkB/LRYKjSRbazWLB80hOMddBXSVSBV1IX1qYLdNultTruPguEdIXfkpFUopueM0Y",
+	"140w7o0wbvG8T7TCLBON4SSCc21VAJAQtGFL1TDajpWXiHB2kYd4o5DpFvvTr2R+KiazWAgGET0yMAVc",
+	"hzGz33y/JfiZyXh2UcYT8q7JLtqhdGeGyJDt77pjZ+L85rwzHx3xnGKndnAOTBiytqWn+eCsX7MogNsp",
+	"25nvsRdHY3EZURW2xgemSPk07Wu0tJjBKSILqiEPpNLQPBdrVc1BohtnzMNQL2OGlcrINyizlR3DZYJT",
+	"Ryt5wnJcqa4MEtjWqWwDvYiDC57gQbT6hpaE14CcLW3yfFfCKWilXVM8mDOLVoRZklMRg84TbCs3NosQ",
+	"+fZsVz6h4prMbKr8CC8uV67Ek/MnSLXlSiMPudkCws+JRZ6mlF3mZ6NF48q6XucXImZzPp4Bvzhs6vWi",
+	"S1I0cZTwRDTK1jtTgafYY5+Lde16DplmH7jGo6bnYr25P4XOCIOxyDXsLrwpzvHWiZvcoKgNap1Ja3wo",
+	"nHGf9yYjv9cZt8Sh3584vDVqjzt+V/Qmh85Rq98+7vDuqDc+9I9Ef3LstNqdbu/wSFug3Gkck0PBMT+E",
+	"itQe/v3kwb1/+PbxZ58fiqO/H30dL07vHsiwx798/Jvp+Bf/8Ozoyajz8MI5kv1PC88OF2JeG9Sa+v/u",
+	"3H/46Jfs7Ks7Xzy6yz6//49w0ZWP70arO1/+473P279ena7vn+7zLVfCS+7/8t72e/fBxeUGXRWhVMms",
+	"AFhUzjbkz2juz5d2M2Q+oiHzZFP85x2dsj5+txpDlQvGxtT4SIlxaAHkkt33271e6zhvDZII0V45LwGW",
+	"3qvI1vMuy8H3uXn74tKgfu7L9Ziv2IgrcdgFZ+Ls/uNGinsznQU77PwSn5zQOyymIvyZy7VeuMdcsvFM",
+	"jM9T4vjymLVdFlQurOfXv499kLNzb2H7cWOUP6p1vDBNrp4RH/vp4NN8dXOCdpY2XrA3WedyVXoTNgn1",
+	"Jrpyt2ViI+rgez0MX1zByaDXrsympE8bkb36mCvRDKQSUgVJcCHCtUVBelfmb8dQG6jpPLyfE01tDABg",
+	"B6EPwyAGFZGA0E1mYo58DQWJfT8HaKesCmTYrM3f2s6JKz39QtDSgZgKwUR5GFqYgxqt4b8VKbcsmvSm",
+	"xrFku2/ebZGYMdabcKzCntrMe8qlPxLx1GukwaAFhzWKzAj8Z3N/ZJVLWbYpHpRKW26LWr4FKgYq8TaP",
+	"D42naMJ4PhlYzFTFFLjZL8yzw93UXqZBMawzhEg88iFcgtKreudmzKoEINdBgJzhnzB4jiy61cHoVvnR",
+	"IYT+FLEwQ+2kDElxcNBqt/t9AN8ks8gfjkOulO5Qw4U/JDWYLOQ1XnN5HqyCg1/++tG9R6dNcx6r+Usu",
+	"o2arfad50W6efv1lszuCKONC8PPiifR1bXDYLcUCFXFy3cNju/tiK6h2+vWXrNvEl6tATkMxVEks+HxY",
+	"8sbiDYXz4EVwIR79TedUsasN4HCXKufPpbF29+EdPUBjPh9OR7VB25z1ApNSG6QAj79Lv/xp+t19Fkbz",
+	"9FkcQSKzannEnz/+hS9tTjg8FaUS2WTaYbZuL3OwPYgvjInGLpolyWJwcBBGYx7OIpUM+k7fQZwVPr5p",
+	"nJ8iYGOeZf8twskbVXUfDjgoi8V6LsmpOXo7X/A4UBGeIyWLA2Ur0cQGnfcTzGZJAWeOUlen7p3SxhEm",
+	"zYDdgX2O9ro8C9OXJExO9EZ6M8LQcuFSYc6K5nYwFbrcqcpsik2vPzz7SpF4vjL5SZVtUYxOYUq0F02Y",
+	"fiT3Xfql7KNniM2E/RYA6dPvYksDvj/VRAR8JB7TkQjbv+Bh4UMGz1HyqQfEyVfUMgBpBIvNAh/OgUif",
+	"GPngCKNehespGZmig1SYbt1gpknLkCNpKcntCB4mMwuInXQz6oYVSRyMYVDRIeSYj5MUhBeLidBmVqBj",
+	"kvuOSHjtxfMX/z8AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -42,7 +42,6 @@ type pages struct {
 	tmpl   map[string]*template.Template // by language
 	router routers.Router                // the API's, to check a page's query as the API's
 	widget *routers.Route                // the widget's query, as an operation
-	bare   *routers.Route                // a page that takes no query, as an operation
 }
 
 // pageTemplates are the pages in one language: its messages and its way
@@ -91,7 +90,6 @@ func registerPages(e *echo.Echo, s *Server, spec *openapi3.T, router routers.Rou
 		return err
 	}
 	p.widget = widget
-	p.bare = &routers.Route{Spec: spec, Method: http.MethodGet, PathItem: &openapi3.PathItem{}, Operation: &openapi3.Operation{}}
 	js, err := widgetScript(langs)
 	if err != nil {
 		return err

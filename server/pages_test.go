@@ -235,6 +235,7 @@ func TestPagesAndAPIAgree(t *testing.T) {
 		{"/submitters/Sandberg", "/v1/submitters/Sandberg", ""},
 		{"/calculator", "/v1/calculator/decode", "run_id=" + fara + "&context_tokens=16384&concurrency=8"},
 		{"/planner", "/v1/planner", "context_tokens=16384&min_per_request_tok_s=20"},
+		{"/getting-started", "/v1/getting-started", ""},
 	} {
 		route, _, err := e.router.FindRoute(httptest.NewRequest(http.MethodGet, pair.api, nil))
 		if err != nil {

@@ -2,14 +2,19 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
+	"html"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/matrixd/matrixd/api"
 )
 
 // TestSitePages: the pages the site's navigation names, through the real
@@ -89,10 +94,10 @@ func TestSitePages(t *testing.T) {
 			`<td><a href="/models/` + nemotron.Model.Name + `">`}, nil},
 		{"leaderboard in Chinese", "/leaderboard?context_tokens=16384&concurrency=8&lang=zh-Hant", "/v1/leaderboard", 200, []string{
 			`<th scope="col">模型</th><th scope="col">GPU</th><th scope="col">引擎</th><th scope="col">測量方法</th>`}, nil},
-		{"getting started", "/getting-started", "", 200, []string{`<a href="/getting-started">Getting started</a>`, `id="read"`, `id="submit"`, `id="embed"`,
+		{"getting started", "/getting-started", "/v1/getting-started", 200, []string{`<a href="/v1/getting-started">JSON</a>`, `<a href="/getting-started">Getting started</a>`, `id="read"`, `id="submit"`, `id="embed"`,
 			"llama-batched-bench", "vllm-bench", "grid-csv", "&lt;div data-matrixd-calculator", `<a href="/docs">API reference</a>`, `<a href="/openapi.yaml">openapi.yaml</a>`}, []string{"<div data-matrixd-calculator"}},
-		{"getting started in Thai", "/getting-started?lang=th", "", 200, []string{"การอ่านเมทริกซ์"}, nil},
-		{"getting started takes no query", "/getting-started?x=1", "", 400, []string{"<code>x</code>", "it takes none"}, nil},
+		{"getting started in Thai", "/getting-started?lang=th", "/v1/getting-started", 200, []string{"การอ่านเมทริกซ์"}, nil},
+		{"getting started takes no query", "/getting-started?x=1", "/v1/getting-started", 400, []string{"<code>x</code>", "it takes none"}, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := e.page(t, tt.target, tt.api)
@@ -267,5 +272,83 @@ func TestRunPagePrefill(t *testing.T) {
 	}
 	if strings.Contains(body, `<caption>Prefill</caption>`) || strings.Contains(body, `aria-labelledby="prefill-title"`) {
 		t.Errorf("a run without prefill shows an empty prefill table or chart")
+	}
+}
+
+// TestGettingStartedTwin: GET /v1/getting-started, the page's JSON twin,
+// answers as openapi.yaml says; it names every import format the import
+// operation takes, each as the page names it, and every attribute the
+// widget reads; each operation it names is the contract's, with its
+// summary.
+func TestGettingStartedTwin(t *testing.T) {
+	e := newEnv(t, 0)
+	if rec := e.do(t, "GET", "/v1/getting-started?x=1", nil); rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), `"field":"x"`) {
+		t.Errorf("a query: %d %s", rec.Code, rec.Body)
+	}
+	rec := e.do(t, "GET", "/v1/getting-started", nil)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	var g api.GettingStarted
+	if err := json.Unmarshal(rec.Body.Bytes(), &g); err != nil {
+		t.Fatal(err)
+	}
+	page := e.page(t, g.Page, "/v1/getting-started").Body.String()
+	var formats []string
+	for _, f := range g.Submit.Formats {
+		formats = append(formats, string(f.Format))
+		if f.Format != api.ImportFormatFormatPage && !strings.Contains(page, "<code>"+string(f.Format)+"</code>") {
+			t.Errorf("the page does not name the format %s", f.Format)
+		}
+	}
+	imp := e.spec.Paths.Find("/v1/runs/import").Post
+	for _, ref := range imp.Parameters {
+		if ref.Value.Name != "format" {
+			continue
+		}
+		var want []string
+		for _, v := range ref.Value.Schema.Value.Enum {
+			want = append(want, v.(string))
+		}
+		slices.Sort(want)
+		slices.Sort(formats)
+		if !slices.Equal(formats, want) {
+			t.Errorf("formats %v, the import operation takes %v", formats, want)
+		}
+	}
+	script := httptest.NewRecorder()
+	e.h.ServeHTTP(script, httptest.NewRequest(http.MethodGet, g.Embed.Script, nil))
+	js := script.Body.String()
+	read := regexp.MustCompile(`getAttribute\("(data-[a-z-]+)"\)`)
+	var attrs, named []string
+	for _, m := range read.FindAllStringSubmatch(js, -1) {
+		attrs = append(attrs, m[1])
+	}
+	for _, a := range g.Embed.Attributes {
+		named = append(named, a.Name)
+	}
+	for _, a := range attrs {
+		if !slices.Contains(named, a) && a != "data-mounted" {
+			t.Errorf("the widget reads %s, which the guide does not name", a)
+		}
+	}
+	for _, a := range named {
+		if !slices.Contains(attrs, a) {
+			t.Errorf("the guide names %s, which the widget does not read", a)
+		}
+	}
+	for _, op := range slices.Concat(g.Read, g.Submit.Operations, g.Reference) {
+		item := e.spec.Paths.Find(op.Path)
+		if item == nil || item.GetOperation(string(op.Method)) == nil || item.GetOperation(string(op.Method)).Summary != op.Summary {
+			t.Errorf("%s %s %q is not the contract's", op.Method, op.Path, op.Summary)
+		}
+	}
+	if script.Code != http.StatusOK || e.page(t, g.Embed.Page, "").Code != http.StatusOK {
+		t.Errorf("%s: %d; %s does not answer", g.Embed.Script, script.Code, g.Embed.Page)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(g.Embed.Snippet), "\n") {
+		if !strings.Contains(html.UnescapeString(page), line) {
+			t.Errorf("the page does not show the snippet's %s", line)
+		}
 	}
 }
