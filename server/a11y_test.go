@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"regexp"
 	"strconv"
@@ -17,7 +18,8 @@ import (
 )
 
 // a11yPages is every page the accessibility and phone checks open, one
-// line each. In a path, {fara} and {nemotron} are the seed runs, {old} and
+// line each. In a path, {fara} and {nemotron} are the seed runs
+// ({nemotron-model} the latter's model, query-escaped), {old} and
 // {new} two runs of a series, {host} another origin whose page embeds the
 // widget in a 320 px column. ready is what the page shows once drawn;
 // except names an axe rule the page may break, for a reason given here.
@@ -40,6 +42,7 @@ var a11yPages = []struct{ name, path, ready, except string }{
 	{"widget", "/widget/calculator?run={fara}", `.mxd[data-state="answered"]`, ""},
 	{"widget-dark", "/widget/calculator?run={fara}&theme=dark", `.mxd[data-state="answered"]`, ""},
 	{"widget-embedded", "{host}/", `.mxd[data-state="answered"]`, ""},
+	{"widget-model-gpu", "/widget/calculator?model={nemotron-model}&gpu=RTX%203090", `.mxd[data-state="answered"] [data-drawn] rect`, ""},
 	{"error-400", "/?gpu=%zz", "main", ""},
 	{"models", "/models", "main", ""},
 	{"model", "/models/LeaderboardModel1/Fara1.5-4B-AutoRound-W4A16-RTN", "main", ""},
@@ -152,6 +155,7 @@ func TestPagesAccessible(t *testing.T) {
 	ids := strings.NewReplacer(
 		"{fara}", fara.ID,
 		"{nemotron}", e.seed(t, "nemotron-nano-12b-v2-awq-rtx3090").ID,
+		"{nemotron-model}", url.QueryEscape(e.seed(t, "nemotron-nano-12b-v2-awq-rtx3090").Model.Name),
 		"{old}", series[1].ID,
 		"{new}", series[2].ID,
 		"{host}", host.URL,
