@@ -565,9 +565,10 @@ func TestWidgetAnswersWhatItAsks(t *testing.T) {
 	srv := httptest.NewServer(e.h)
 	defer srv.Close()
 	attrs := map[string]string{
-		"/model":  fmt.Sprintf(`data-model="%s" data-gpu="RTX 3090"`, nemotron.Model.Name),
-		"/run":    fmt.Sprintf(`data-run="%s"`, nemotron.ID),
-		"/no-out": fmt.Sprintf(`data-run="%s" data-context="0" data-concurrency="3"`, stored.ID),
+		"/model":     fmt.Sprintf(`data-model="%s" data-gpu="RTX 3090"`, nemotron.Model.Name),
+		"/run":       fmt.Sprintf(`data-run="%s"`, nemotron.ID),
+		"/no-out":    fmt.Sprintf(`data-run="%s" data-context="0" data-concurrency="3"`, stored.ID),
+		"/no-out-zh": fmt.Sprintf(`data-run="%s" data-context="0" data-concurrency="3" data-lang="zh-Hant"`, stored.ID),
 	}
 	host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -698,6 +699,19 @@ func TestWidgetAnswersWhatItAsks(t *testing.T) {
 	}
 	if got := textOf(t, ctx, `[data-out="status"]`); got != "fits" {
 		t.Errorf("with max output tokens: status %q", got)
+	}
+	// In Chinese, the controls are named as the widget labels them.
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(host.URL+"/no-out-zh"),
+		chromedp.WaitVisible(chromedp.CSS(`.mxd[data-state="refused"] [data-out="refusal"]`)),
+	); err != nil {
+		t.Fatalf("no output reservation, in Chinese: %v", err)
+	}
+	if got := textOf(t, ctx, `[data-out="refusal"]`); !strings.Contains(got, "「輸出 token 上限」") || strings.Contains(got, "max_output_tokens") {
+		t.Errorf("no output reservation's refusal in Chinese: %q", got)
+	}
+	if got := textOf(t, ctx, `label[for$="-out"]`); !strings.HasPrefix(got, "輸出 token 上限") {
+		t.Errorf("the max output tokens input in Chinese: %q", got)
 	}
 	for _, m := range errs() {
 		if !strings.Contains(m.Text, "status of 422") { // the refusals asked for
