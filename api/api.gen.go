@@ -282,6 +282,24 @@ func (e GridCellStatus) Valid() bool {
 	}
 }
 
+// Defines values for GuideOperationMethod.
+const (
+	GET  GuideOperationMethod = "GET"
+	POST GuideOperationMethod = "POST"
+)
+
+// Valid indicates whether the value is a known member of the GuideOperationMethod enum.
+func (e GuideOperationMethod) Valid() bool {
+	switch e {
+	case GET:
+		return true
+	case POST:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for HardwareGPUSegment.
 const (
 	Consumer    HardwareGPUSegment = "consumer"
@@ -315,6 +333,48 @@ const (
 func (e HealthStatus) Valid() bool {
 	switch e {
 	case Ok:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ImportFormatContentType.
+const (
+	MultipartFormData ImportFormatContentType = "multipart/form-data"
+	TextPlain         ImportFormatContentType = "text/plain"
+)
+
+// Valid indicates whether the value is a known member of the ImportFormatContentType enum.
+func (e ImportFormatContentType) Valid() bool {
+	switch e {
+	case MultipartFormData:
+		return true
+	case TextPlain:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ImportFormatFormat.
+const (
+	ImportFormatFormatGridCsv           ImportFormatFormat = "grid-csv"
+	ImportFormatFormatLlamaBatchedBench ImportFormatFormat = "llama-batched-bench"
+	ImportFormatFormatPage              ImportFormatFormat = "page"
+	ImportFormatFormatVllmBench         ImportFormatFormat = "vllm-bench"
+)
+
+// Valid indicates whether the value is a known member of the ImportFormatFormat enum.
+func (e ImportFormatFormat) Valid() bool {
+	switch e {
+	case ImportFormatFormatGridCsv:
+		return true
+	case ImportFormatFormatLlamaBatchedBench:
+		return true
+	case ImportFormatFormatPage:
+		return true
+	case ImportFormatFormatVllmBench:
 		return true
 	default:
 		return false
@@ -1181,6 +1241,21 @@ type GPUCatalogItem struct {
 	VRAMGB []float64 `json:"vram_gb"`
 }
 
+// GettingStarted The page `/getting-started` as data.
+type GettingStarted struct {
+	Embed GuideEmbed `json:"embed"`
+
+	// Page The page for people.
+	Page string `json:"page"`
+
+	// Read The operations that read the runs and answer from them.
+	Read []GuideOperation `json:"read"`
+
+	// Reference The contract and its reference page.
+	Reference []GuideOperation `json:"reference"`
+	Submit    GuideSubmit      `json:"submit"`
+}
+
 // GridCell defines model for GridCell.
 type GridCell struct {
 	Concurrency int `json:"concurrency"`
@@ -1217,6 +1292,42 @@ type GridPrediction struct {
 type GridRow struct {
 	Cells         []GridCell `json:"cells"`
 	ContextTokens int        `json:"context_tokens"`
+}
+
+// GuideEmbed defines model for GuideEmbed.
+type GuideEmbed struct {
+	Attributes []WidgetAttribute `json:"attributes"`
+
+	// Page The widget's page, to frame (its query: run, model, gpu, theme).
+	Page string `json:"page"`
+
+	// Script The widget's script, to load from this server.
+	Script string `json:"script"`
+
+	// Snippet HTML that embeds the widget, as the page shows it: replace $MATRIXD with this server's address and RUN_ID with a run's id.
+	Snippet string `json:"snippet"`
+}
+
+// GuideOperation defines model for GuideOperation.
+type GuideOperation struct {
+	Method GuideOperationMethod `json:"method"`
+
+	// Path The operation's path as `openapi.yaml` writes it.
+	Path    string `json:"path"`
+	Summary string `json:"summary"`
+}
+
+// GuideOperationMethod defines model for GuideOperation.Method.
+type GuideOperationMethod string
+
+// GuideSubmit defines model for GuideSubmit.
+type GuideSubmit struct {
+	// Auth How a write authenticates.
+	Auth string `json:"auth"`
+
+	// Formats What `POST /v1/runs/import` reads, each its `format`.
+	Formats    []ImportFormat   `json:"formats"`
+	Operations []GuideOperation `json:"operations"`
 }
 
 // Hardware defines model for Hardware.
@@ -1292,6 +1403,19 @@ type HideInput struct {
 	// Reason Why, shown to readers in the 410.
 	Reason string `json:"reason"`
 }
+
+// ImportFormat defines model for ImportFormat.
+type ImportFormat struct {
+	ContentType ImportFormatContentType `json:"content_type"`
+	Format      ImportFormatFormat      `json:"format"`
+	Summary     string                  `json:"summary"`
+}
+
+// ImportFormatContentType defines model for ImportFormat.ContentType.
+type ImportFormatContentType string
+
+// ImportFormatFormat defines model for ImportFormat.Format.
+type ImportFormatFormat string
 
 // KVCapacity defines model for KVCapacity.
 type KVCapacity struct {
@@ -2182,6 +2306,13 @@ type TrustFlagCode string
 // Verdict defines model for Verdict.
 type Verdict string
 
+// WidgetAttribute defines model for WidgetAttribute.
+type WidgetAttribute struct {
+	// Name Example: data-run
+	Name    string `json:"name"`
+	Summary string `json:"summary"`
+}
+
 // BodySignature defines model for BodySignature.
 type BodySignature = string
 
@@ -2670,6 +2801,12 @@ type ListEnginesParams struct {
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
+// GetGettingStartedParams defines parameters for GetGettingStarted.
+type GetGettingStartedParams struct {
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
 // ListGPUsParams defines parameters for ListGPUs.
 type ListGPUsParams struct {
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
@@ -3151,6 +3288,9 @@ type ServerInterface interface {
 	// ListEngines Engines and versions with run counts
 	// (GET /v1/engines)
 	ListEngines(ctx echo.Context, params ListEnginesParams) error
+	// GetGettingStarted How to read, submit and embed, for programs
+	// (GET /v1/getting-started)
+	GetGettingStarted(ctx echo.Context, params GetGettingStartedParams) error
 	// ListGPUs GPUs with run counts
 	// (GET /v1/gpus)
 	ListGPUs(ctx echo.Context, params ListGPUsParams) error
@@ -4123,6 +4263,35 @@ func (w *ServerInterfaceWrapper) ListEngines(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ListEngines(ctx, params)
+	return err
+}
+
+// GetGettingStarted converts echo context to params.
+func (w *ServerInterfaceWrapper) GetGettingStarted(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetGettingStartedParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetGettingStarted(ctx, params)
 	return err
 }
 
@@ -5541,6 +5710,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/v1/planner", wrapper.PlanCapacity, options.OperationMiddlewares["planCapacity"]...)
 	router.GET(options.BaseURL+"/v1/hardware", wrapper.ListHardware, options.OperationMiddlewares["listHardware"]...)
 	router.GET(options.BaseURL+"/v1/hardware/:gpu", wrapper.GetHardware, options.OperationMiddlewares["getHardware"]...)
+	router.GET(options.BaseURL+"/v1/getting-started", wrapper.GetGettingStarted, options.OperationMiddlewares["getGettingStarted"]...)
 
 }
 
@@ -7110,6 +7280,82 @@ type ListEngines429ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response ListEngines429ApplicationProblemPlusJSONResponse) VisitListEnginesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGettingStartedRequestObject struct {
+	Params GetGettingStartedParams
+}
+
+type GetGettingStartedResponseObject interface {
+	VisitGetGettingStartedResponse(w http.ResponseWriter) error
+}
+
+type GetGettingStarted200JSONResponse GettingStarted
+
+func (response GetGettingStarted200JSONResponse) VisitGetGettingStartedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGettingStarted304Response = NotModifiedResponse
+
+func (response GetGettingStarted304Response) VisitGetGettingStartedResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetGettingStarted400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetGettingStarted400ApplicationProblemPlusJSONResponse) VisitGetGettingStartedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetGettingStarted429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetGettingStarted429ApplicationProblemPlusJSONResponse) VisitGetGettingStartedResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -10404,6 +10650,9 @@ type StrictServerInterface interface {
 	// ListEngines Engines and versions with run counts
 	// (GET /v1/engines)
 	ListEngines(ctx context.Context, request ListEnginesRequestObject) (ListEnginesResponseObject, error)
+	// GetGettingStarted How to read, submit and embed, for programs
+	// (GET /v1/getting-started)
+	GetGettingStarted(ctx context.Context, request GetGettingStartedRequestObject) (GetGettingStartedResponseObject, error)
 	// ListGPUs GPUs with run counts
 	// (GET /v1/gpus)
 	ListGPUs(ctx context.Context, request ListGPUsRequestObject) (ListGPUsResponseObject, error)
@@ -10861,6 +11110,31 @@ func (sh *strictHandler) ListEngines(ctx echo.Context, params ListEnginesParams)
 		return err
 	} else if validResponse, ok := response.(ListEnginesResponseObject); ok {
 		return validResponse.VisitListEnginesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetGettingStarted operation middleware
+func (sh *strictHandler) GetGettingStarted(ctx echo.Context, params GetGettingStartedParams) error {
+	var request GetGettingStartedRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetGettingStarted(ctx.Request().Context(), request.(GetGettingStartedRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetGettingStarted")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetGettingStartedResponseObject); ok {
+		return validResponse.VisitGetGettingStartedResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -11710,565 +11984,582 @@ func (sh *strictHandler) GetSubmitter(ctx echo.Context, name string, params GetS
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L1fc+PGki/4Vepy7ommbJDiP1ESFY5Zdbu73etWW0ettu+M2ZcoAkUSFligUQVRtKcjZl9uzI24T3c3",
-	"whH7vDHvdx923o+/iT/JRmVWAQUSIEFJ3cdnxjMRxy0QqD9ZWVmZWZm//LnmRfNFxBmXojb4ucbu6HwR",
-	"Mvj3CxrTq4Srf4pkPqfxqjaonZNxwv2Q+SROOKnLZUQWMZsEYUjiaCkI5T6Rs5gx4jMv8hnxWBgKEk1I",
-	"IAWZxoF/UHNqtzRMmGp4zLg3m9P4Rv2BX4wkE7I2qL0I7phP/CSmMoh4zanN6d0oSuQikSMZ3TAuaoOT",
-	"9mnHqekBjOaRz2qD2gWjIonx24BPzUCWNJ43kkXNqcXsNhCqzUFtTgPVtGBexH0xWrB4NMfP54zL2qDb",
-	"Uj/Gt8yH1sPaAIdcc2oyitSfYThvBHzCYsY91rB/HN2yWHdz22qeNFu1D07NixmVzB9RNcVOq9NvtNuN",
-	"buu60xkcdQZH3Wbv9LRz3PnHmqPJURt8/3ON3k5H1JPBLRvF7MeECbVabQeeL6Ili0fL2oAnYejAeoZM",
-	"dZG92VKPuZfEapAr+NKLuGR3GSVbTs2QeiRw3mu07vSA1iw2Datf1Lsn3WbPqQlJZSLUXGkY+IoEYzma",
-	"q2F2FDkkDa33205Nygn+fnL0wSmZ4cm9Z3hynxm2j7rdfuEU+71mf9sUj5pHa5M8arebXWuW3aOTTzPN",
-	"dr970ts51ZNu/6Rwpl0YdulMu+uL2Tk+za3mUa9/9OG9U2N8GnDc4tS7YdyvDWpe4tOaUxsnQaj+vA3D",
-	"+aH6n0a0YJwGg9tWs9tpthp3J/1Rv1dzapzOmX6x5tR+TCiXwU8oDga180RGV1HCffJd77zdh329iEQg",
-	"IxBU00DOknHTi3Qfizj6gXnyUDeW7U3sVO3NGY39JY1h1EULskhqg9orLllI/guLOHl+1Oj0T1rkVo3V",
-	"WyQjL4qV6Gwr+sfBLYstEXB00mq2j0+aLfXyFJq6uv4vpNvqt/DByIsSJXLaTi1SpH83TrhMSKfXbPWa",
-	"RzWntvACRY2XjHfJHUwYBxgG80CqYbaPW04tpvPRdKxXarVQX3wZCC9mkpGXl+/U1M0r7c4HpxaopYhX",
-	"nZvVj/5P8Y1MfuyslAQLaaJEmSKFlIwDL2VLeX316vqbN6Pz6+s3NWDVOeVmTQkITPKaUZ/F44jG/oUS",
-	"ne1DdaC0m0eN3tNGungNWLzG1fUb0mjM6V0DxGwjZJx0+p12r0cajekiaczZPIpXjUQGoWYB0mqe9vRH",
-	"PJk3BPtRkHbnhDQajNNxyBpwLtw1POrN1DnQaMg4EbIRs3kkWQMOhUYjpHya0CnTHUc8XJFG4+YWPmMN",
-	"X9GQBFz24HCA/TOaMeqTRiMlTEMThuTJgsMY4TBGehi1gYwT5tQmIZ2KHHkbZeQtnE5tUFMNIe8UkAc4",
-	"+1QxW34utUGtYDaw4BuEyPrIrYw6uWBt9A+G+rVBrd05UdJinc6moQ/I6TjaUW60arBqrEAnNto+VqUK",
-	"wHBGMBwcDT7myXyEg2l3Tpwaj6Takt/X3nGZcOaTKJGNaNKQM9YYR3dkTAULA86a5O2CeVpXGBAeqUdf",
-	"f0tgNANSPIz2HTF7mLQ7L586RMjIuyHt4xb5jsC+dMjls1eMmE1L/okUChDS7j0j/0S6HfLyKfnyy6te",
-	"o9Nrtcg/kbwUcMibb199+eqcoHghllB5/8GpzZmcRb5iKi+kQq2HSISkAWf+SGsT6qVUvyk8HEbWqWBE",
-	"n9awaoMau/PCxGe+WkqtEf1s5PS+O363TNedaBVw8HNtFvi+WvEJDQVz9J+gTOFA9YPxau1BzKhQLeBD",
-	"dd6M9AZsfUiZZG2u3/+8cbgafTOaL9ITs9PtHRedmOnJ3zvuqKO/5KDON9Y+Pdra2Emne6yO10Uc3TJO",
-	"uQeHlRq/Gb4IppzKJM49YL5FEhElscdGkyiegxa6oFPFF/rxnPkBHendpwZ8uAhpwM+IN6OxYPKLRE4a",
-	"J9n7YkY7R/3aoHZ6Mjnq+K0jxtqMdWi73T458Zk3pt12y/Nbff+40/HZKfVb3dOx3/WPj3pe7/ik0zvu",
-	"Trq9o7HVZPATU3rh8VH6KIkV8x3etg/jhIvD9fPqEF9T/GJ/oOebjOeBlHka6GexeSADGaoZ7zijIp7f",
-	"8UbYwZ6bMe9GaL4BmTem3F8GvpyBNi9poCYhZ4xMqFBWDhhHZBLFYByNgfHrmk9Ii/z6C2kfKDtLECpJ",
-	"t03+pOyoznGr2SIyujkUZMFiorfqIB3YE0G6/RZ5+fRQQBMkUqKi02ypZ6qFbI5kyYLpTEL7PTJWo1iE",
-	"iSAn5OsAXv36W+gDeFb9rQfnQMOglaS8uqBCgFxIp4+K4m1eoliU6HS0dahUXRoz/4wo4syC6UwRBz4n",
-	"gSAnRzjzBYsbuhkiFoz5ahSoTRsqiC0De4+H7pT5qfzQMuD7904tTkImMn2t/eHDhw9ObUFjOmeSxXBU",
-	"P4381dtsfymLVXhxsNDSy2V+5+ioffqFq81gBsdLv0fqVy+ekV6/d+KQBfV9dQzFhEfyQE1LvdfvNcYr",
-	"yYb8OTZB0m2M3560uh2HLNTf+o0DXFboJPJXTwRhd9STQ67aEQ6hggjGZZO8YcwXxFVjb6SDb3zNVm6T",
-	"nFv9yBmVxI+YGHIeSXLL4mCyUuSnRB1FakY8kqBJBUIddLBgFF8M1JQ4U7/csIUc8mUgZzA4cBO4mbxq",
-	"pj26Dll/DnvUPWgOlVEeKJrO4EzJbIH8NNQyezM2p2ox5vTuNeNTOasNOq2WWju1wVUj/9UszPfnjX+k",
-	"jZ9ajdPPD99//sXPLafz4T/XUkVZyFhpVmrhc0v9NVttrva12scBn7J4EQdcmpVU01A0umErUncvv3l7",
-	"TZTY0o8bN2wl3AMiZ4Eg55ev4LWYTQMhWcz8ZrVpq9XLTd2a6vetxiltTN7/3O+VTO0ZDT1lCWzM6Du1",
-	"Zi6c6q5DAi6k0nOjCXHjhI8C38X9+fLyHVHDcohHBWsEXDAuArULHcXWlK/gZ/h3GFBw/lBijKuGRyUN",
-	"oyk0U3e7rdOWe5DO+8eExats2spO2rbE84Cbv9tbpnoB+uY7W91cn/u54m0WE7fM3HDPiPBoyATQQMnF",
-	"KApJGNww4mqLyt0yjSKd155Zehr7UTIOtcodzJM5zGwecPx3q9k6SifKk/mYxelEL+jdN6DIXWsNY4Nj",
-	"4TmJGXq07NMDDiFUA8/Mtn0iyHhFfDahSSjLprbplFtbLz2H/vHxcafdt6aSLVjAJZvaEzF6ZRF7ThdJ",
-	"GXPSDYYkIhkjO5jtCdwN/Fk6I+j9oVx3FSXTWQGbhWG0JK6k8ZTJkZoL7A7NfGpLTBnX+i7IcEpCOmYh",
-	"OFxVk4QJGcypZKT+l//Va5E/le4deD03D72U6emnRz6OopBRng094a++LJZ3SphL8Pj6gSfJJI7mTfJN",
-	"TKaK1lpywEkBy9QkuGR6gZwhd9EtZI5Z/W7e6HMJjRlBZcpRRw7xZlHgMTFQJ8yQm0NFHVXw85xKb5Yd",
-	"VJzO4YySpG6dV5SLpZKwMOYhpziVGSPA/kHEibZshH36rJMUJlIqedPDZdR4/3Pb2SqAr4EDCsXwucUN",
-	"mmuN8CRGeNbdl8/xYDE/Kf7PJO+Qg+h1CGtOmwSlrBLIrrYfX7IXUewxrTMqETyAjlAfbAgZMyDjkC9o",
-	"nJ1tki2IDObMiEI45VGykVTZdVCAKKmSqgOK6rj/jHMexP+YikAQF1rzR7i1//K/Ooqtz8i3V+cXRvwI",
-	"IiO19FSqD5+IJvmGhyvoP+AbDT8RuW2U8JAJMeQubIkvZJwwt3yRs71ZJgTaVYWAmsHLp+UrDDNU1k5K",
-	"YLV6ijJgv5+Zo8ajC+oFErQxpJWSzNY5VCYDjKuv4knTa50WS2j7pImEPJ9HsbHa/4HRuOCsgceEchIt",
-	"eboormHWUSJ8V81mQQMlxCeozNZPjvt9MiOMerNSuUatzkcr6N2eHmxjEdyyCzMN7W8rn/ZRyz5hyyb9",
-	"PGSejAO1Du/efnnJ4q+/KxDwl3HgwXKy7HWHvHv7JZy2N9/NHDxqDVUEqbfIcsa4EliBUDuFsYMzQsOI",
-	"M0c9XKgWUetQPD1dqdZTgUDDmFF/hYScRHGTXM/YkINnGAiMgsTJ9kc9XYWm5eR2QXdTnSiT7InaLfav",
-	"Bw5hoWDwAnqG1XLm/M+u9YrpYci1wFJvS38xWroD4nqRkE38Fq11lwi6EmQ5C7xZ+ca0KKr4B6zKm+Ws",
-	"shrVqrTMLy/ffRUl8bu3BUfgFePKJF2YNVYWj9qtE1B7ySxKYlzruqY/R2fZAayKPoPgBOPEo3EcMIHU",
-	"UFQxU1KtuOQLOELhD9wsv/6C7EK5P+Tpy/MgDNU+yKlgW74+JHUwq4ccHQi//kK6/VbrAMzm1m//x//X",
-	"JG8iSVLrDfi0kXJbZg6XL5Pd8R5rU2lxvtIDKVydS3tZ0g1G6oEURMzU8I0OCB50dgBr5eRlkOL7DQHj",
-	"kvo4kjMw2lmgRPcZksgt4Un3YGAtkllRWIFff1kXg4ekXtjnr78QlIcHQ/55+vF3ZkuTQ6LIBg2WDaN8",
-	"lewh7LNKrQor9cpn80UkGfdWhZbzOV+RTCtv//bP/2fn6IiAFU3HISPnb5+9egX+RuopXlMnePBjwmyD",
-	"5YzEbM5UlwzkHun0YP+hxNOWdak5bY1ww5a2tf2jo/WD3tb3hsO7TrsxHN4dP3//ebGq92ryJuLsQmmo",
-	"m3R4fk2nAr1qi0CLeC8MGJdkFoW+OMODQftV8NZXwlsoSdTTbquHrMgj8AOVT3nSUENp4FhKzZveSeE0",
-	"UJC9MO6z9Zno39FXqQa4CGkignEQKq0FdXminW+k7oLLtKn/dg/OSMgmUpmfFQxOLVNHxpW3p4FzqSTY",
-	"syQWUVxs4ric3cmRB2+4RmIsYnYbRInSV6YM7DJl8fCyMeLXZUQ+and2q48wzufpJfoa48DzEicMqaPO",
-	"fxuG83LPir6ff4iZaw3xW+M2LRmptvcU4RbJOAzEjPnlI8cb+V1jT321D9HSYQ4vMi9egbCyPXpPhO3y",
-	"Q0MnVEd9Q82FzNgdefvVeaNz1DcRT90OiekSZ+01btiKgH82ndqCwu2AnpnVOMQz/JgEsdpvqMLe09+H",
-	"cwzptMyqV1vpiSCBD5ydWpZw0/Iz2rwfDsFV7pIwEFKQQJZNIKRTNJHLB5+eMAGXEOaxwyWE49cfbfjc",
-	"PXHrwgHw7O23KAkpQdlH4mipzmku0Lpwzz2PLaTbJP/722/eVBA1eqA564KrcX5f+0EA43nitva+lOaF",
-	"1n2599Swf2aTfyy3KIzu62+fUW/GvsSfi/giU/TXAyLczdGXjXXtRv/Bm/W1sjYKTiDJ5nj2o4gGraLV",
-	"KhsV2CzFZwdYg0bl6eS0nS38WeKzfPa7cEjCCP+cu2pfH6j9a0Uxff7dn0mvMQ5kOaPmrvcfPIPtjslM",
-	"gikZhS6SnCxzSV2AgukQn8XBrXYGgpiGe00uD0rEWur4qyaSqzoCYVZvzfX005JLJnTpIbeYKyPwhKUX",
-	"28Zj7+AdYLgqW4/cVXjJevR7FZfjbXaHvj7s9Ccyo9wPGQhmpd+5/9seoiO7pH8w66An7oLeFRj1SmeN",
-	"OBpYeIBIMo+ExEu6eeLNwFHnkJdPd/jZRnN6t58xtcuUsgcf8IqDDxm93+gD/pij/6C2i1hEXGA8+VPq",
-	"X5mwIh0OgwoXXSzCwAMhcbiIo3HI5p/DATv42RrNf47ZpDao/d1hFrF+iL+Kw0v8Cjtd199Sp4Wyl+Y0",
-	"VNNSck3xYzQhMeVTpu/jwdZCT5u/iAJlbdEbJs6Iy+I4Uka5IhnqP+CS4JMw8D7pfJREWDNfyZIKkgjm",
-	"aw7Q3mVtKcNIXwRSQtDgpx0oimU84iBoIAhDMmbq+Jug5KrTiVoZCvcFNJbghlzOgpAN+ZzylQ5/iZn5",
-	"gKpF8thA/Y0/zKnPYOHU6f/s8p16hcI1xcGQYyBGegFEljSQ2mMQSDgsIj5V/w0kmdMVqdOx4ot2i4gD",
-	"7UudBJJMI6b22Rlxr5iMV41zNerUbcngVoyKG0KnNODodUElFDjf+iZP2g1tQpHxRRSPdZjbp10tdbAE",
-	"gkDQGRknMo3fUPyVHTY5JgMvywen9jJCQ/XTbWsdGBipM0YQjPMzIx4QF6OM7CVSrLCcrcAhOORgz8Cz",
-	"WSBkFK+IkHRFYkZ9pSPALSB4PoAcOg/mE+8d4lGIxRkzHW8zyAQRGmLslsUrovt34OIE1mfI1e4AO+dS",
-	"yTFwRsvIisg5xIDQw+5hPjDRPXAIEChUhvtyxmKUiAFfJBI4gZJJoJQopCeFW75lHPGpJtmFEbGfmmLj",
-	"yAcGViRbsjBs4DBIHeiQxjfB7wsaC5gDSbhZczJPQhnAhadq6gAiWPLHx5j6wO5vIvkiSvgnneKbiAh1",
-	"nMP6Rcq8TSQ7MMO5iHwIwyrWIdGt+EQpuosVqbs5b2B2qgny/JpODyx345ntWLREmnqvUJalmpeawFXC",
-	"n2HC0xZCGQLZuWcTGpeSyrx3aBLUVE/VqItvb1D2rQ5mc19HOCa4m8zCYN5dvV6bfnoCy8YVW4R0VUR4",
-	"F26a9fmQnUFwLcpoHAZW/E164wJXwGsHfLPQBwER9YXeBzONSgv0/C4QmPz3u12fa0MXPUI8kGDRzAXo",
-	"GVJYL5v+LU54tXX7OMS9jqLXNJ6yv5YcDFXnsRJ8eDCC04PU2+QieIpy4zqKLihfXaUJZp92oPqyg4ob",
-	"pZJRIc1olSTSo1Wri44d87bvx0wIZ8iXcSBZ7sLnANRH9XUaDwxiH25WqDdjxA8gjDW7i42iGzKPYoZZ",
-	"SzGGt6SDwHvD+mb3cPotVAu667MNlSPwZgeDbQqjjFdDDhojepLdKyoZ+Lcan7naiYk3DTqiBkWFzivR",
-	"R++Qw+UJHsYmjIBMkjAsU0bTTlJX2haF1LHev2JzGnBtRlT+RrAKfeylIL/jNJGzKA5+Yp/6ANaLDWyG",
-	"tiLqPxAxDXpzPeE3PFpy9UbMbqMbdbAAM5j3BA38gzW59N133zXOEzljXKrhs93C5R2ntzQIld7yqbet",
-	"TyUdU8EybQp3E4iUd3wRRx4T4q81smxUIlksolh7Qkyc36ZpsNIxFfp15ru4t9AxECjr36PcD3wqWap4",
-	"g1mqT3Y25AJu4IOIYzQi84lQqjkNScAhu0EGSsGMOBNaS37H0/4umB/Qa+2G/9QHxRNBnmGXjWtIdRQ5",
-	"R0i00GF06AkBxkdtkZqMIIKWIMjMd9cvGiekPo78gKF1ruS3sq/hl4NNKamkc0QE40qxThUFdBjZ4ACL",
-	"WA1FBkxsQAX8XONJqHcCumXXNkwhdkDpV6mwWUcWqNBPBi1Q4eVS1IEi11tJa8bbtg5TUKF7BDCo+GKW",
-	"GbPzgw+2m/x77GatkbXRWnRzcku7tgLlJCta4Ux7i8Y/ME/WdFTmUyqCgojFr6KlHVuhVMxojMmTTRiI",
-	"zX+Qt1RsaqWBdpjbBOooJCuFjIKzFtywks3Frt37jIXhFZvAEuBEaBzTlfobvACjMeX+aIH+RxqG30wg",
-	"+Wxbk8/Vd08px3So/ELmEkjXLBkecbRktDcAk6vUlG5B2OopZrHhTchbRl3aUATcz5LFiygEk9CpsTsZ",
-	"0+xPHQd8G9N59hdedqoBFOjjjr6aEaXXQsJeVE8ZEZM4mmNo7SSIBRoTwIch85sEPeoTjDWHxw5EWykF",
-	"CwMPtCchmEyYUgLCFQl4FqIrGHhaxZDX3VyasutgUN5mIoh7YOLTuOaVIRdJPKEeGxAahmqsQaz5KeBK",
-	"NmRs5aC3NBsAHGZ6faheLpwoGrN1SpY0hogGEMEiMhHvhic3BcAa90HHozJmMRsJWcLeR6SOVBN48eZi",
-	"C3h971qLr/MCrLDwg3vxUwnTrAkoPY+1aWWc5ejdXiZP3upEw41NMwmkcAcmGp7Ft3iQBsLErRs1o0nc",
-	"6JbFI7OG7gDc3PGQ03GktX8xp2Go1H+7KbyqAKaM2SQRioFdyCOlisW4x2JFeXcw5AEnYyaXjHE4w8ds",
-	"FXGfUL7CFIlojBK5SVxjOo1+TFjCfHcA9tGQ2yZVvmudoRpxj5E6LruyQSCgOBJ6w8QJV4zmsjuPMV+M",
-	"8ptjYFJLyedkTu90LpJqJk1zBLtHtQDZ0KaZZcD9aOnifYADbmseaYbHtFUax8EtE1aywJBbZwfBFnAP",
-	"GBZTjdWcWm5Vak5tk7T6TtiiF7BhwRRNGnd+4IUy7ZlRN7XbOX/2FOBxVDjE14KmqnwS+IXSYB2joYr6",
-	"ZZSSjV9+XItK2K2MYKJ2QVMprsk91Kc1kYBJ99CTk8ZfZMkUa2ENG/FoGzEvm0tWLEyQ0Z7rFK/NpR8b",
-	"1WWr2pDqOB/W4IKqqLzrMAU/F7xzc2uwImYBZrntbjf7JoyWxc2q7bI23qKgpHgKqfPZiyYaImbhSl8L",
-	"apcPzqVZc3b3NlpEQgTaZi3vFrqaU+iH1McsNIddJp5BDtti+uCMKPqguajOJDgUjcAuZ87Nwa6tTMEw",
-	"I26oA8K0iDKuNWu3evcb5tPma0JJQu4xTAmpxhdaF4EWq2oga7t1jTCbjLRlsfM7pJDQ67y7wf8bE3cK",
-	"02Jx81oz3iYDLkNaIPq1c2GkTtyCqJvU6y0Mn6IvAlXAUOLdg0+WSo1fhJRz5g+scBdGOFsq9jlqbaiJ",
-	"wLzgKNWtHhRvqwhviTdH9w38QxAPw7xdIJVb0gi+m+OJrX6OkHJsv0hdxYy+Km1gVuYjsaXuNpuNk1+/",
-	"jFa7eELbgRvssCYs7yPMd20lu4uysZUpwNdpNpmxF+3AQlujNzg3m6pUXgMrVJY0eIgaySaJCiDu7uVd",
-	"2WhnBG6xe7am4wmLWEpUJSao8S6PpHGE+JmBHoCDEgIjuL41Vt/eh+SAjpR2UbgCBhzwXqTAjx9EzRwg",
-	"4UNbeNhIDE7TQ75+wAjWdnOWr45MlSdVEf5jNoV0WYuoU74f1mextsCFIsTawFeoGz66mIMtV7CrvuHK",
-	"ipXxCnPLEu4QnU8exT6LLXwJ4Vb329kSaW/lJa+PwLDLqRbo64BK3slzfdCftE87KeZS6lYCT1Md//r1",
-	"F9AiDu41ZbWGqDO+wk8xrXz9VM7mqUe9fsxai1fwrSLavp9ZvsLqzi7DOJXocJXwtxoruaCpWxb7wT7u",
-	"2rcsDph4K9kC/LUFeCg64JvIZQRLhjfJ6CbHC2Ct2YFHZFPbX1N11nrQtzM3PFqSMZtE+j5HKYXg1VJ7",
-	"WgxQ44wm2ifKuCToREMYAyYyn3j2BridBEaRVUkbbO7hoSwUg8LsJot91rnQuPp2KWSRkCXUgmRNLiQF",
-	"X5g7XSTChejsA+JFwpimaSyQOs0XjPlN8vyWxashx9xyCC5YS+GHhxihFgY6vQGab5IrxiXzi1KON9PA",
-	"1SdN8s0SVH/1x2ZG8pDvTkkmn2cfG5CALCN5yMtTksnO5PWNeZisdVKStK4vcH+IAMNNfWc3qehQNFar",
-	"SYycHHJwJ9/SkKR4JXa/6a91nfcHS5q9q4zBIYf1PGiSN9rkjxkJpBXJOaP+IL0xcQjVfnLT+JDHTAPW",
-	"tkDFq0Mqu4MRYhZVD1QjyCSTYJrEjPz2z/8XoUO+ZrYF3qxJvqVhYi5ko4T7eFfTx9zGSeBRLokfTAOp",
-	"E/vz54miXmEmm8jzeyIws3FTEpcszR4XV8YnVnhvZYNJFG1MtQjZ0nvRnOEVxMAK8ktlFL1lMZ0y4sd0",
-	"uRMtI3fb90SQx0DNIBugGaROw6VaTgxkMr8i7oQGLrMwpcpuS6yelajDdkbSX9TeO7s9rykcdpEShQAv",
-	"8IpDvlP938fIUpyN4UVm9DGINmWVqF1QaH7YsqJ4cIZBEZxDI3Xcc4xbhdfj8PPa8WWo4uA+XJvwrhFl",
-	"67a2Tco3ZdGR9yXcyhfb2IWg9veygHKo6+srebG+QVH4WTgsgY6zVXvx/lxYBLxf0XP+cDPFxu2/Fwnv",
-	"E+XySD6SzHWxK6pBe4we7Dt4uOH/AIN9P0PuYSZ40RYr5NR1BshxVH6Dbd/mrwPUcfNbPdXAK1lDltAo",
-	"tcaK4htLvBjYZ/mwLzH0JCgyie9xc2Y8YDs++vpb47N/NCHgafui2lEC1kiJeUg1WFU9bwik6kspvlN6",
-	"Z6UTdyPOCo3HQtnxGCpdRWGSxV/khMljjGBNujxKk5m4uUdzaw7h6xfXWdoIwsjrIPclxQxXKow3S9dA",
-	"gvT3nU6Ax7qGu78ATD2PqSS0gzD0PRrskh2Weoagsy4OqkdO6Ho1Fd7EfOo0UyYrXfPwsAe7tk2F1+8d",
-	"rQlTyL7fiHUwhMuNyNCofAWeoa3x0AMl19gryeY7mbL8zNhsa2NwWRGjwrBDXbCnSILfm/4pLlO2AllX",
-	"hdNIIzqLIyBZSAG0Y0bDSQPwWYUBkzAuBwFO7z/ZxrAXQZghDYf8tEX+pGsTaEwjTmYs9BvqWMBsVB3q",
-	"xTKnVsymwZyBo2TIf/sf/9Jqnv7l3+r88/bBb//jvzfkLI2XOHDIMvAZR4dWm3xO2oe//cv/zdMmJ2xp",
-	"eqFDbm61KPfJJIwwA0ySNvnTmTnShEfDgE8BjzYXWags4yGvd1rkTw7pqVkhhh+gwhrQ+TwDbNNO99dG",
-	"t+uPebGoey5ccSs8aAPrAFUg5hMosQd0UktmlnozktlE8FSYoA7cqfBmWt9vXyLgh9iVg2MrIsGLgIU+",
-	"cH6xwa+zJRB53uAgkDUoCCXq0I06Uc0BgLj5MOCEWinviu3UiwvMpXZJHQJUwyAfFb2eI32wSW7oqnir",
-	"ZoOjkgAYkYFv3giV0MLDqd014J6qNmh/cGqqy+Kmk0UYUZ/5MCqreYBBmC+iWIJQMDkr6i2xtbuuYodC",
-	"bDrVXbsxpoL5BFLItQaSEVO1XuAltFrvQSi6EHRaIHyt947AKwVLUrQZcunvUEajf9pqH+Qy4Q2JS9Ph",
-	"zwibL+QqlUeKFWCBl7MI55Gd9mWNbKNkZzMcGSdeyPchLThD7ZqS9pajkjVkMGe10tjODSi2grg9thoZ",
-	"vWZzpXN4RDEN1KoHslkr1GCovqzcdsKrGV7hm4gfE4VJMWIVIOr680AdVzySbEskmz0IEYW322lVvZFx",
-	"NWVsS7SHYpLdFnCQhaPXrBVJaarbyVUXzc81P+gcYcv47JUSZmCp+H6g3qThpcV2GmIzz4n3WWNDgoLL",
-	"NAMs4RARIYuBr1sQj3K8HmxirJ0FCFUBESrnXMhRsIwWj+EMgb37cd0gFmE3sxGCub5dDZlL8PgVDnGB",
-	"wKO0igAgSwgmk8WBQyhx/QRzEFmuUAUITlcs6BxdCS48dkld0JVOTObEVSTN30VYY1CWW65rcFXpziAZ",
-	"A5KAoOFCtz9O1pYPezAqVkwrZDp1fE+UuquPBuAzlr9MRxc6KsyalERIyv0H8yMMrGhtX16+eyQjKmvp",
-	"gRbUWkMbw4Iqp/ewnbI4/k2Jn5ZMSPE5lLGhNBiHUOEx7gd8mosVqKK5b5s/5p9lwf/bzbGXcVASiVjB",
-	"M/jIXj/jAHIPb9uHHg29JKQyirWW4m56+NRWhjvFNIrdRA1uyRT8JFl+H83NCBOlRdWGZqs1OoBkAOwg",
-	"Y2RVUjkyR+anTy7S89sZt/nv0l26/Vb1MZ2TWcqg5ia9mcsExLaLir9GWFy03OP0iANfR/g9SnjdIzie",
-	"rUTN8sAumOQOb7GZW3lAZWUSlV16PUJEfmky6ldW/fLNG/oH3KunKZig9937Xh3VgZ0C06qkXuX2er3S",
-	"eoUetGKSGe4GcrtW/HKmreweTiQqDQGLudtjeMl4T9d1rxiKkxZ+3wrejauJaEppNaD7ruEDUizNA3vO",
-	"a5Xpd19rPF6Kp87MRL0jW2Nb0/Pgt4wd0+nDKm9w3vqy5G/b9ZJv27caL35t64YBFWxPoUpjbxZI5pk6",
-	"tRsfTBbt/khOwmhRENj3JeOCkReX7f7h0xftPpGMiygm1y9ef3P51kkVRrGgsQjk6p6slFVoK8hkMznk",
-	"utpZCh+NvnpEXdD53EpIZW0Vup6Malohby6N54t0LNHLy3cl+aOI45CWvRtNx1XtDeNP27xA1GZpBeiY",
-	"qYGKMVqlF3GRzMGRuoziG6XRaEAVKmnDY1yCjR3ShYwWDRF5hTphWQylEim3jPtRjCBLYsaYVPbCIo78",
-	"xJMAu68DzadJzKCoM2JtFC4JxDXeU47gOHblgOfH/yKKyfliEWqj3aTzJhxAM3W9V7j2UsNPWWnf+wvt",
-	"lzObNh3r2pbMcX+2mrbwKWSv/MY1VExXTTPQOsNvkzmP4dmy5df9vQlfMRrK2eZYNu2n6GY3qIf+qrCj",
-	"wGcPc25uWIoOEbNoCaB+sYbt09cevXbrsXyURXOxgo82CLeZpV+AqlmEKqJtxqKs9Wrp4hu5/uX59Hk0",
-	"E4RDIXUt9u345m+vzi8OqmXyU2lSuEtSwXQB5NJMehtb4NdfspL8NjTJQeFQNjPg1ysIphgqGXwK5Sl6",
-	"isnFrs9W4zjwEZdI5AAEEg5tV0MO2OCk/MwrpLZvIe7GdIs49DXooY+FYuJF83lprAOqvES/45BbFo+p",
-	"DOaV3DSMq59HgDd2B/AdOhK95Mu0qJgDRY9EuTApOKbWimQBiLdqxURm6CmQulF8Qp115VMxY+KA/Pbf",
-	"/ifc68N9+RlxhwBYO6y52n83BsT8kE6tHZOtSUk98vudxveBg8m5riqZVeoTnsxHgv1Y0S5UR2FZHjWS",
-	"F+Jc5oABFAaciUy1df/OfUC+mWFSM4b1CTvlBeFz06wEJFPGuYYtC/cknFHjiMb+R8q23U+BsMbznMvi",
-	"3Mnt0BdYaDx1zGKN50F2RWAjYCBWp6Pk7o1S9KHyR5mOL2eRP4I0xl2TuIB3n8Gr+GkceDlI6f0Dv4s0",
-	"dKs+YTVPA96JVKYZ0Muu0YFF2DW1VkyeZZUuME5mwpY647Qk+yvtoyRGjfIbXaY9mlghTJiLXF8foq0F",
-	"WFJ4Sxpr8USXBhna9O9FSYjo0LrI5INkwNZgWM0daxxmessv8o4djDum0GVZ3XFuR+q/d3ahWmpm0FoJ",
-	"8EC2aoaa6boBnj4UNLViBA+Ko8lzjvF9hm651EsuxYqlQ3Yt9iStEZML9ZFpUWydgqmOXaxbD8F1aWAd",
-	"eMf4zSb7tdMGx1C4Vq2QBnykQK3iTRMnfL9s83sH3cGwnTT2TnWMbuZC1rugMg7u/vYuLnDcW68u9gjC",
-	"2HXTUE65ihcM99q3mzdon/D64WIHHqjOQUCpDhBURqjorahkYBqxapUa30Tfvdd5nCI+jop8gHh+YQWd",
-	"9LY3lXpqB9cnwR3zGyafyoAbHNzT/5nL0xpZ6kDBIQnv4NhMFQDtQGK+GZdGzLRHVRngujBnWqN66xV7",
-	"kibBY6lnSI4P5gDzypX1qlNQ1IFt6t67B4iTH64sDy2pu+zO/G4HB5mnEECg/7k7L3mdX/VBml/ubdTO",
-	"iFDO1M8MwxXEC90EGBlvQ4pSHUafY3kasyZ5o6OFosmQZ2AYazgZGzAZsCvUgcHZLYv18esM+UKpP6DC",
-	"ajQ3IqMpLFxzyBvEFYlA5N2RjvkYmCHNWOhjoTTgnhycIpqQ8HzICUkZvu7mqOoeOFbqkXhCNB2tTPoF",
-	"jaVqAgATxgn31WgXdMrEwYAIyai/aghJJdPMRVOARb5KS3jgVMZa/x8nsZDuANz+8EzR/ikxnggN5UBM",
-	"WTmdF6XITWxMyCeChOB/I3U4ipGIWUGeAydlWT5V37qlHOQizqw405NIb0stnld7AAgRhnROm95i8UQQ",
-	"F/5o6Jk1xox7M9ch0UQyTrod3eyBXkoW3wZ8OhJLxhbugFBTkESgfm9VPIkINdVM1AqrfnXhxtwyR1n1",
-	"ISVISMJlEBKqA9pQFccdHQjgA0XyOtQVJzBW7MR1yNuXrykHuAJ4PtJjdQ/OiJzBlc0iAT5ISQPB03id",
-	"bLgGgGDofGEkjK/nLakMvBEQCaaND+y1T2cO4f56xXF1Vaewd7hBFNarrnQ7GRGdQQvc/friS7YIo9UT",
-	"mK27iKNJELJRtoquQ67hKuzquvH69QXRb4jcNM3whWE4GOgTYeaZxxle36CQYWUxukbKTxdeh6oYghQa",
-	"iGkp4rWQx43kNG+lVPVlcPjm21dfvjpvvGHzSMYRb7yhPGq0O08bt53G+Xd/bvTGABjx0Cy24ruSXCOF",
-	"IljN55FiH+22Hhj9uNHUJlpnJdTj/eGoyoMn11MJNHJxvrtdIYwXWFixMDpplhamXE+2uA0grBc2ViD0",
-	"QYWvn2l0HB/zkWIG5bnSamhpzLCcsRXxA7/Yvse2HhS4r5sYr7ZkE2TpDLPA5DJUbTi7Idr5RbRgfJQ6",
-	"jtfuKqE0JY8kWTG4IYHAfVLfWpm/8G5kjR+sTs2YazZhbQqtT6qQU0SlMsGbpYJ3KsdvokCwF2GEPq71",
-	"iIjFjFa8aU/T/jM8mQWmSGgoMCHZYiQ8qstMK5qav94Xeq5/iGJ921ah+zm9G03MLKq8H/BRagoWuCMD",
-	"vldz6WRLAAHRL5IjiXGLgMYaTaDsXkNHuNjIwkbFC+SZTqO0KalbUY+eaF9HVg8Fimf4xU4PEUzndDSJ",
-	"o3nR3ZlOZYVIexr7xGe3gdavMFgNDDd9hxKFPmYqVLrHN13LqCJtf7qPp8WkrlvTtDpWjdqLbPOPxXo2",
-	"mzh6NxTtzktGb0woekEwB1QrQ0vXgAjMgukMQM4z0LMC4/sx7gceNVd2b9BiCy66HCjkY8S178YaCMqc",
-	"9QDkLqMFQq4BEHc6TZkq8nW03eaBEMoYBEgwXSpwQoMQLCzbBmjnLPD08te62hWmMIq+n8hFl1A+3Wte",
-	"Iyz+VfGq9x6VAOaMSYNOibM/Iy0rhMGPyhDqPkb2xRrWPqlDqrqpGqcHCFXpYb2qYq5sgSW4R5WPSciY",
-	"HG0HUcthyUDqcyJYrA4LA62G6IqKiM0cdqNmPm3EwLThU4OG+SAsNh3Hu8kaLy/fYfQeQq/rajTNneG9",
-	"9wc4nC4SMeKM+UWXXHjOFpIs7b6avy79dlcnXrQImEZ6UAwGt8K6Eg+Y7Wop5hWrPzAmi1ym0ZxtbD5T",
-	"khySWYoV+YdcqpZaVB8vQSi9GdhyKRYn/Ey7zXToEjKek94jYVlWE9dUFhWpD41i/efFZvuDPAYlOh11",
-	"xOruGNJZFMsJ3eeaUB2cb9PPduA2FcRd2JdtpiTAvkKy+dcq07SboFBnpXjqMCQB16DmTjGFX3lCFkyI",
-	"YB4IGXiEqfdkFJF6GC3JgsUNc7hrxFilpZHr6xfXJRfh5RWSPlaKlk6RLWBZGgpmFUDX4ljXJQAEq+zK",
-	"l9RNrB+kKGAeYsLJEmqIwcvBWgKeomPMDtQhg9cVGMxBKL6OqDWAxyFuoNSJfpSh8UKNVUTDzeEW2PR8",
-	"zCy0R0x4KihRtZnNkOIJbRSpWos8sEWPEfkpS6+HL+wVymJziJVpZ2who/JuKIm2hLJPvvxhm+KAFegx",
-	"O9K98tJs032XRvCsZdJbZfoUF7FbhlkIZp8qqXSmpBrmU2ljOF+bGECeNVopmi9nxIVlzMKWLDZN61Na",
-	"wm872S1xaAaSMsr7rfAcm7yY1s+5T7C+iUoogpY3QRbeLGC3bNM6uZdeuFneEUNtTHxDWpdni2fLKgZU",
-	"FOiw075VR8rDioEoG78iMGsBRrEuK75nePBmIa3CQeSnZ7orJCPeeZQmxO+kI17mfHpU2o8IC5sKwNzc",
-	"sj530PExEjbsZfm4iCS6p0dGZr0H41Q7r3MrX/WTjwGdmW2uNS6pVETOlH3fdKG+eEZOe0fHKc4ZHrXC",
-	"IYJxmeJnY+2buqtBqtyDAVF9OAT0DSctQIVfOxa+ujRqO7uTjCtNo8iDmFbTLzZyep1OVlQhsxmcLJyX",
-	"ckLn42CaRImJ57Vq71evWmPXWV1fIwuj6wRC9o3nqhTKq2cKc+8BCpQB2W3pv29Z/jsB0TJ5Vw6w1gVr",
-	"ZbGI4sKg3N2LQLnO9sNkQGxqO2TccblpkoNDK8oTpuMokYNxiIGKW0DwipN8jZq8JSnsMo5uGTcELqof",
-	"kSllOq8xQ6WifAW3DwaVigRyoHcB9eSQj1eSCRLoUuPUx+9LL/Qwm0+H1wTxkL/96rzROepjsRztZgim",
-	"nPmIqieEqQUN5Tz4FO4w1bsAv6keUpnEzIRfKHMKhlQEeVmGjLSygI+MNR7wqYPWHbg3qnkdzGgKFGvm",
-	"d46O2qdfuGbwZEwF6/fIxhTSkcA8AOhGSbDKI0jB2zYt9UnApyxexAGX5irJJitao9mAblkMKaQk4mQZ",
-	"B5JZy6q/a9ywlTj82Wr4g7uW0oVjKhr+Ai7U1OD+6/etxiltTN7/3O99+M+10uTdkVFZygIxkR3HDDjZ",
-	"sDWEaCEW5BNBXGzDPYPyZ40fRMR1mfbLb95mPJsP4DNvKp5Cc6MgwEkp4mE4T/+YxoHf8MRtNQ8LTnDO",
-	"/ICOjJgo8sv5AYUjy5ovRJzCMUcrcip2Jma0c9Tf7Oh1tGRxw6OCkRm7I3qPpixjsae91BDjAENRlt0N",
-	"W8hHWnQR/FRCDRjDEx34lLOoDOrjbhew7iSJC24T3VIJBk6c3NzttdhGgB3JvbmVKWKL9b2QJ1NuPrZA",
-	"sMWTU47FVliWHRh6TuObXWf+0/TFD869sDt1qNjjVGHILpN2A29DqIsFMlMlKTwDG10HXVDr7ZBoQX9M",
-	"mEPeXb1uCDphZ8RncXCrveR5SGoJ5fr1eaPOUggk8gtd6WGad7o18wzfygGa7b6PyF1F7Aw3M29nMVW7",
-	"PtFvbk9iNIC6scY/rSbUrIDvxzAVFzm1aXtD6Zsb8qSCZ12DB5ee2lydZVr25kBpM9xhzUpaGqvDDGwJ",
-	"PPMM4gfTkbPVTgizBCXxZImcKY2ZCvtIUCMVu27fLLux3JsfJ2JnVetreKkQUNZoxSZJNZvNGsHXcGVz",
-	"stN4ni0Uz9TlnElECyJN78uME1N5ZmaU46rc1imRxc9vNRTKWpxY6nBIIVJgGjWnlix8/MckpNMMHBeD",
-	"3hBYF0QLDC5kMjsyCn2n+wlvY0cWZ4sjGxTcnc2UzTUgLk7ChSQZN3cSGljy9DxzD86G3MXJuhgXD/jj",
-	"qAal2WycLTVcfF2x44DEbB7dMh++VhRyCfxnFPiombvoOQXtECm38YZiKld9rwjqrn2hSOsSd0nFSAcZ",
-	"TqJY/YbEdokLvAnfa1UCdtD6dKfBLeMY765UWDwNdKHSIceXtbKhFA1Sp2kSgoAijWD/bLDUx8DGBqtP",
-	"putoCaFM5qjFYOFkf30ItjPsTQsbWrN/ynElm+erQJiqIg9xKabb8OP6E68SXg26Zc3vlXBAgx9oTlGq",
-	"Q3ou1NdsGoe4c8jU8/XZ4B5ggVF2p0+KevoCPgIHmeLPq4S7GYhA4Ku2MtnpDjnuT0u4QoBM4M1sNqBC",
-	"7WDRJOdjtFdgQyVh6JI5o3zI4V06Z3j/BLugScCVpE8XGmvfA6mDgTIHe0IcYA1ZuhpyulgwGgPoyBlJ",
-	"+A2PlhyFg64SihgwTfIGG+Q+gds4AlmP8AqVQw5gJZ1WS7F1TD0JmNIgWHgEGlschcoIGAd+EKOXjgLb",
-	"qxFBZk32YZM8ZatIG/7IV45eL86YD7dDIaNCpqGejtoxQ46BpfNEwFVZwoMfE2VopLgtjn2phDSg05gx",
-	"GChQcy5YeMsg13z9tsMlv/33f8G6tofExbx812CPHZE/OUPurhWwVR+41hUp1M11szps6ecd/LyguJtq",
-	"5P/JB0Y4+SaGSavVZRjcFjOd3TLkSitGSC7mr30Bw9J5+lgwMsvmctM8nCF3tfMZvzDYN4eQEZO6otM5",
-	"tI/In3QimNqtvkZhGXLNTLAsGbmJi783MWrdST09Oi9tGgcA/KaBcIa83zNDgHgp/DO9IQzZLQtFc8iH",
-	"3EUVwzV1b0tS8zYyURUr1wVjQ+5a0UbuQZO8UmJ7pXgqZBOpSIzGh5sqNk0ZRaFLonjIrYfY/EhCbhiM",
-	"JpA68yvvC3FIlkw15LD7HZN5l+WZqnbIb//8rwdnCH+/DATT8URGejombXbIqZIZ6KKj4MTldB7wKXEP",
-	"DX0MxU3SoYyIN4siodHaFAMoPcyFJoR2NI5XOQkFpaiFJPp6GnxvBc7EnE28VV5veEBy7VgU3anwsjvZ",
-	"abXMJexGOcwsN6F/fHzcafetzIT2HimzEDG0x2BidhuICvaf9UnJXkXXuBcmIrhlF2bsONzduRh7JmJo",
-	"vKhK1q41dLUv9nzdDlqt9NmHAv2gwDWyB8Jb5UK2KVH7R0fd/p4kfdwit2eEWgm3CGBhasxDdL+kN3j5",
-	"oAv4px4VrF1zTz7ac87FNXXvmydUXnS3dGHaTqVMhW3SoeXco17vxhT3JNyG/NowSwqIeA86FoaabN2G",
-	"0c3bhxf93eoJEwUxi1WGVPEOX7V/rxKWRYbJnN69QonTa532Syle4HbdQz5ZSHkVBWtau7Li+8aarfD6",
-	"laFbQSJw5TPRLmqZw8jsnTh7VbmsemJsJCAXLabt497z+Hg8lHVSh3QLAxXJ4ukKS/Bg1qz2jislMOED",
-	"Ihgj7rNImII7n0quYwZGxfXOIbtvE9X3QX2vOIZp5RHbDJ7LEklHjlt9v4FHYo/BGpT4qq+vw8J/KjbI",
-	"UJfv1WPv5Oh4Xy3K3P5WJM3tg4a4ttCtfYMAFdMVCZrskuoBxlEhkmrVHXkfPFVS52wJiJmEhmG01EkZ",
-	"lvxu97snvb8y6Ko1HFy+IhhS+5POUfm5XQU79T6svyfTb2Kt7mEK5xBXH2wGrwOybtnOldpLbzpTw83m",
-	"JxBJRQuola5+b5fKVWQtZne+D9h+jwJG9sns+a2oY4/lG7Hv3B4R1atQ7zaOiX2K/31CJbeqypmy/4bY",
-	"uteV/h7UeAQjeJ9g6wfZjY9n2FUy5Tqt1m5LLh/KsNOIsUK7ZlIuxN8PDg9ru2ILqrrRTKzAXpy9HjO7",
-	"llO2ebNfcjH3GJkJeUTTdVKvQR/nNZZLQI8UxMUX3PRyVX0FoHNn5hZNR3qEVOAP97hxrYjTe5XwSwDq",
-	"2u++UmlfzA8gRIrMmaQQZo3VzJVxCAWoobz1nMXKllR9NDFhx268XRTde08x85H4POXZfImM3RUyimj9",
-	"lsV6omulOwpBw19xXYIhBbiBOHKdxeBTySpnEmDHRWkEHxBjSJQUqlcm/zIinAXT2ThKYkDySzBrYo+e",
-	"30q2KOpaxgn3aCnytoCPIR8XEEUMwA/HoAml4/skWWBwMGdLBre9hMasAgj3/ZNbDTCTqNkz2JH0YomO",
-	"R6mQ/tgoG3Q6LVqGc6JLIgdhIFc6f0C/nQVnC2Y57om+oCtZg7KyuyUlyHWBD+t4HC0DOdM3ZzuhV+By",
-	"mEodxSCiee56Nb2LNvCL2ENV3ImPAhRBb/YAPDAYSoWp3HviHzo1EfBpyEZCxozOR5uaV4VA7FwLqca1",
-	"jhec4jeZmEgN95S5sxttXCCdhpsWAjJLihB4VBgUmvtkXu6M2tweqbl/DOYDoikfsbTgltT8rL5XeWJ+",
-	"jqv2CMss4IwdHKd3w04ZsAEWYKRZkRzGA6lYGRTp+bzP2VauEG453i6iOD3fIC8QzzUXvKNukeRcTzLA",
-	"sdqdlE+3MCPg/qfOXkdLiVxf33333hvbuHuDea05l1MLtJUHFtlVbZio9MxiO2mfdjbZpBhP59oGCXwi",
-	"SFCcSBDMIRzZH21UG9hdoCBFSisBYHwGEUjjCAGJM7x5REyNlTyOJsSFr10AK8aqEXZA09Jgc5kU62KA",
-	"Kh4FgmXokdtIa4FvwtpPYyaERYC1OZjoLH3SqLd0KTfzZVEdlccq66D4oKSog2AQYyhGCKdeBPqPL2D0",
-	"2jLCRcC3ScDJmInAZ7libcZSqOvwN6pljIMw9wZ1Q52aiMFfHdkXoScLUhvYcheP3rJYLf4uWn2rX1OK",
-	"+my1BZRDt4dIm0oFcIieK5eMe6xgEGtSQuPIAKqlGR32mmfFjT1iKkykFbvX+G99Q24u8xa5U2YfbNH1",
-	"y7TpkEom5F6yXX+yDVFM21iQprKWHZz7+sMhsp2LlctMbJ467JJFcQ3cSmDUlQ6KYmv6q2ipcftNwa3M",
-	"uqyATazNvjyNbDKvq1JbnFFvMe/2a/ZIpqCVubtvHmi3Q2K6JItkHAZeQ+m6mHld1M0e6QQxmwZCMkTg",
-	"LWwMexzdsIJ9/hSzqvNDLB9X1tRowUoOUkHnDN1Sl88viHv57unrV8/I18//wXUwbzhaMC5ESBY3bJXI",
-	"kDQgcXrlVhAlFvVzGQ7WFDcGuVsTSXnkPrVgt1FXkeM5ZrLrdVfrNjC57NEEkm5sqmuws3XKkfrbBMZ7",
-	"Ca3AUCcReP9y5CSNRTKOEuliArrYuI0tuj1bI7I1oUJqGW3r45QLTNWSguJwBvUZE2eswMYZBdi2BRWi",
-	"IsSzOpRG+0IPby1f9w1nROkIJBCb5cQyuGCAgkRgOkt1K3bfQDxhxZHJ6B7T2VdZ2C9GboPGG6M0UzTL",
-	"bisIGanLuHB7+az7sZ8fLXkJjhfzA8pH+6yJCKZ8tKiK1LUo7vfR10jrVMmipqe7Nrd03FnfhStgnBGX",
-	"WPtkcykmQazP73uqRvt8VnxangsETrG0KS0Zyw7LXFGNfGPfZnUttFnDNWzGvLRun9iq3HValZ3726/D",
-	"VE87IBn+PvUeffHbP/+rOyA0BcifO1izf7xK78Aq1WvJaOXkF3t9FR2j06XjLOIoc31ZcAO0UxFdv8rc",
-	"9xbJqcFt9EeqYXFt8rM3OWHT5Z+Zzwl3wNJPJPNzYAeKhSXjQ17HDDYa8AxXI05CJrIkYfjTuGXcgyY5",
-	"x4pHKRD8EODQAwOhYBL8luqcwhpjmADokHEizX3EQKcdmXSoIdeDDrNypLomGJQji7NcI/tcXERRGPAp",
-	"SXjIhBhyAGcFgG7yHMrvwR2ITuNCXNdAwjmvxrN2N+JA9tWSIqymxhnFROjlbDUglKfpjWA/EBH8xByE",
-	"mLUtnyGPYiIWDIap9A24xQj49KAosQnXrLKTAljhmfqmaB9bd0Nb4tyqd/QipCWlgyymqFA+yIxr/Usz",
-	"KMeQoXBfZ1Mu0Bn9IvinMeX+MvDlzB1gsnpWo0JxzToSMqnrrMzrp9c6QxcLV/z6b7kcQdgpQhKM2iNp",
-	"L+q9DJKG6murIReSLTC7LWbUx7tPYJ0ngmB2EFmyYDqTkKWodHmbj5whX4SJLtZoiig8EeTrbwmE7qUV",
-	"ZfU9yzIFF9N9DHka0EmmLJozGa/UpgMePnDIr7+QdvOoaTJMb/O16AZYvEORAgrq6bnbxMNffv1F+xh1",
-	"7TScWdp8rkpZSrIU+jffayEoQhlgXi72J8Wyhc1t3SxARFQKG/x+Z4AYAkik2Jpbct6zLVKozWPOlJGT",
-	"SjKiUHGyMilc13DU/li/qEYKMviDCPgolhVcd5SgZEVCsyLIWwjlFQ6Z03gKlb11Fb5qplVaJaUY+B23",
-	"MIBMVG5QCDot9sklPJC7Lyo0T5iGnN01udNCL0g13VERE32b6edmjY1b0nZZQhN4KOsAyIjrQM9inhbM",
-	"S+JArt4qeW5yaGnM4vNEzgo0XZ66hQBgAjOsDTjBDVsJgm4Q0miA2vrm/OK56xgYNOKeA0SNFl0D8hT6",
-	"IvM7f6TUxSbggquRqDMJfsuWaiblovbhA0BTTgpc1+i0gPFNopi8fn1BAg5VTT2mBbhPJVWqyWef4ZDV",
-	"ef7ZZ1AHnmt56Oi8aMhAVk+1Hz5CyG1d18KxUiAFXoZATUkMoAJ1acjTWosNO9fcgAQowWfDBEBO+bOI",
-	"36IoFgOMt7IgEgSnN2wEjj8jGoKYKJbBHE2E+mlCK9BDIOAHLOZbB+U7pGMWCpIIRr4mX5B2q9MbkHYf",
-	"/t3vnvRAc0NsFsRyRAyhFEZ8qk6jQOjANqO7tZoEMEVxnAb0dchdQLv3YLEPNQTs5z8gLgslPyYsXmV1",
-	"l5XmxLi/iAIusw4lvWEOKo8afWUZeAzL/OryIum7765eG1JjNnqrBZiZWJ9owUI55JMgVH3huEUQMi7D",
-	"FVkGPtMwr5DuhIuB6QEDXWHk5fNrG/BpBgsvZBzxKXGfX9OpS+ppShWCYcBJf6BROFRzrPEMMSrcM+K+",
-	"mjTeRJw1LqDUaJpo1W31HOJ+9fz8S5cso1hp6hyHMOQvn19j6v048qHciuqvTb4OngLlpz8Fi4WuHo3V",
-	"WrUJST2PLZTu0BzyrxgN5cwBZSPgTJfARtRyXECXRw3EzAE6vFbCSQyyo3vBTPOE+n5smtAmr/rVCAlA",
-	"9qCSDTlIOKVD9TqnWmxcKU2jcT6RLNYgPldUMuit8ZmyIa4Y9QVAIniRxkBVtFyRcRwtBVRfCNTRUX/2",
-	"zdXbgzMzALgYS8Hc8B30lqkjU9kEQ46HD2odYeAxLlgWqV27eHWtJKmydEHsiMHhIThAYTc0o3h6qD8S",
-	"h+rd7DK7pmVhzUoWrLWa7WbLFGGki6A2qHWbrWYXcCvlDKTuoR958A8NAb9+pmnc/lixVcy4z1LZA8QA",
-	"uRMzI+7qV8yPvAMH8RP8oVLag5hldFGGGEArIJAMyoZIkVvpl9i1JrgLQztUCpMUhxacgxkONOke6sk1",
-	"YX9bABHuMwTSa7zVZ03jMgoDb+VqDYDwCHEm9FLBllUmqOJ9ZfFNwoAzXCpcwCDir/zaoPaSyS8V1RQZ",
-	"TfH20gir7JXDVxO172DbQZxVzMQiUoupCK99Axr9D059dicPZ3Ie5jGCARDF+09+5AHwp3oBMVKGHH8C",
-	"lsBH5oRU+yJdJXzr0HrNfBmr1QPjsJHE4RfDWo64w5p+G7+Hl/Pf6/UTsae+tZcPXm5iQcMw4qzpe3Ry",
-	"3O+3O2Ov1/xBrLWNDZnGzelMi3ShD06hM91wpHH5zMByB0qX8EXBtTn8WzhEyFWowYEgQHmdmWHrN7cP",
-	"84NT67Z6ZXZtygqHbyJ5EfkAtau2bg/ZYvs3T6l/pRVs9UnndPcn11F0QfnqyqAUgFJmro1rr7hksbYB",
-	"c7wDZSWUnQ71Jmjtvfout9I/T4KQfdgiURiBYtIE97eL218d/+rxE4Fux1kE2oc67WbmJklvDaUpwUbV",
-	"mDWAeKZOnmkU+aSeP+8GJJjPE1CP3AN1+Bun5jAtKQgyaEPRUKd4b8vmP1ez3ZQAxZPVs0oREqFLM3/V",
-	"o3HYBuorJZtrxudbA++zrfCjFy7jNBtD97zxj7TxU6tx2hw13v/cdtqtVhGY7gfno8iqH+gtxennJdbh",
-	"Z/+JvIhios8upR6DXaQs/0XIlGIpmNq0azLiB9F8/erZ8zdvnzflnSSfHd5HFODf6yLA5pECDw3eEiob",
-	"8a5Bp+yLbvuo228ptS5jp9/Ndq/YzYso4f4jyYdzc1RbiukOGTFhzFcdgMUI9RKoxGi1QjnxVrKFLnSv",
-	"wysQkNxE7ChbIDU/XQNsVYIzr0NITKJMnITswDHXFODbx1QTPuTnMpqTCXjdlD3R65wcHzSJ3shqZ4Bu",
-	"idjy0SQfu4Jqa+4GpJVFiZjvMUhTI9fNlZ12RnSRJB2JTIc8TrjBsUEzC9QjJER9vFqL0rIyOQ5IIIbc",
-	"eGyMwUYlupDBPAhXarJZg0+gfjEJhGMsyJSw5he0kWS8MihbEPYSArKDUgORQvhGGHClP6GqpoYRCLXP",
-	"lciruzFTagVVlOBKP6+5BwBuB0bnkGeQ8noGCElI5Fp4WK41uDlnvmqrSV4p1U9DqxE3ifkgSQJ/4KLg",
-	"34Bc1sFwJPD1HNAaGnJE4jOFOJ5ArasBWc6CkCG2uVpA8EVkJxElR62uBtvLWRkl58hVthleYOHZB+iT",
-	"u0X6pfrny8t3ld81qM7V3v6zHV5V9aMUb3uf17/VFk7Vr77+FuT9lyCkq36U3gDv/YX/dFX5m2+vzi9e",
-	"Pr0I+L5f0Lsqx7LtB1Hi9vO7Ymvi7+/moREmXwxr7WZrWCOM48XQF8Pau+sXjZNh7e/z6j6Iybt5yMUX",
-	"Q7BXB4eHy+WyueyCqdpptY4OlTxNlXtOEM7RC3x8ku7PjtdjfXoybrT97qRxRI+9xilrjRvdifr3KWuP",
-	"u762Dcy3WWubBs+AWAdNkb1jPkXMYN1ip9XpN9rtRqt93e4MWq1Bq/WP+uPce9nnStYRlEKChZNhDbAh",
-	"lYQrIPywRmYxmyjTqPgwXDOCVOPrHSLUtv2akmu5ueuvs+f6Qe7TtEGQ2dnD0gU6pqdem6m1GR/7jaNJ",
-	"mzZOvA5r9GjfO2EtqhawYIEKlujKHC4D8ucl493GyVMScXJ1/V9Ir3Xa0liRrWa73WyR3/7b/1T/7DRb",
-	"umYeOBjb3XbruFO8rg9e2YK1tc4rs8CpcW6tqj6z/h71DvFFTFveqX9882P7rjPv8p4Tj4/Z0aQ7+6F/",
-	"cxKeLlpbF9yMQ2td+IM+c8cZgCwEGROIMNokEal3lJbS0xCg+msokxiGB8bYtjvIOOMwxxr6mWLc+5vl",
-	"6utm7fduCTu1o1Z393cvAgjHXtOMrTNd65QkVSktxRgiRnKKcbJLI7b0yqMytbJQqc0GMOSZUktkREQy",
-	"Vj2MGZFRZSXXGXITfQBqpInrkDM2x3yOMBCKMk8Atz2WrmOykfDyOk1cp7o4iqQ3jJM6Rb07ELlJZJDM",
-	"eFUBkROWpmmli5bqmA756vri9ZqmWfRa7uIAHIoHqUdRa8sD7T3IVNv0vnSr0u6mKq0z5JuaaxrhEjN9",
-	"L+QQFgpmB5hHPJvskINni7zSlzTrqq4oLC9CAp/U37179eWQmwSPIw1qDIHNxuOv/VpnmsSQjDMWUZhI",
-	"RhLu42WDvrGK1To3GjryO4lDN43m0WmVeiZphKuM8HO13E8EiZbc+PPLFOXkDw35Dw35P7aG3J+0vBN6",
-	"1Gl0/RZrHHntceOU9rqNNutMTvxjrz8+ontpyJwt4RTZWz3utq47ncFRZ3DU/bjqcfI3oBe3xifsyGvT",
-	"Rm/S8RtHrDtunHjHtHHq99nRpEe7445XTS9+QWPabh41ek8b54mMrqKE+43veuftfuPq+o1Rkbutfou0",
-	"Oy+f3kP7rbJw99d+wecWrzo3qx/9n+IbmfzYWc0qLN1/WD0zpze+0buxotI4g8v0n7Yqi4s48pgQSp1I",
-	"FqhGsfg24NMzdTZnkQ5Rosty+FTSMRWM1MFjGAjiHsaM+quf3IMmeQOhCxDb55ec03jFX9tL6P4gDKqg",
-	"Frg/p2FztQjCSLPF31qHDfsu4YgcLZp/vWV+HdwyzgBboMBHroMhSlfVNErGKxJHShmDVdVVipUuyb0V",
-	"mQVCRtOYzoWTLekiisIhV68q5dwTDjFDbmC45kwpqxCREQjBhGOFMpNJIIkM5kw4GFOimOUlOE7V0yf4",
-	"nSYxKnRN8vxuEWH9BhmRVZTERHgxXbB4yCFQoj6JYqIXXRmuVDVwtzooYa0LTZpqN1GLkAZ5rqr9Hfnq",
-	"+etLog+DkTqMU4x2TNshX11fX2bRJobGDkFQCIvWzSH/O3L9D5fPtzYHyQNqvlte+hnb/mJYe/n8elhz",
-	"oEclTfUGH9Yc7PKLoZrrsPaBtO/XIG7k4vb2l7AmbEcHgF3GkeqXJQLq5ujCN3/FfWYNaJ5yTsGOs+Mb",
-	"tkfB+JGXAA6BFynbCeBbIjAmMfFTRlEoTGAYCFaIqv6H84vXZ+ldL0bQCAyIKmLzbxaMn1++Us1+7PCS",
-	"HULYBDveK8DoQwFDmaDSYobSE0/J/Dd2fOcDpSh6Gbaz3IqipbGb5RwI6AMug39kOTJndsHFaLIeDYXR",
-	"bch72xlOsel+57YZfiZhddcDAjww5IqDBkrPAxYaGFmpnmgWGhDgoPsIoEJ++Z2svSZmwdqjEN6qtaUn",
-	"tonL1AGrA7hNNp4Vpb05eN1oPVFip5KidqXG8XvT02BQ4JZk8S1r/h59vu84vaUBpsOt+31NVGtdFqzi",
-	"QTE/3LYPMzXr0ICqbOUPC5IuzfzRsGIYaBlgvo6bzwLQNTPB72aa0AUbV9oDuA52h8khVnNpibYhB66D",
-	"wOisshk6YSH/R4PDZFHgaNRAovgtDQeEYjU7cHUit+pPoGF7br/+koWuf07m9E4j7B0MObvz4Ja++DR9",
-	"LmQwp5I9M1T9yM7DZzT0rhL+6ssqL7/CrJMXOguoYvOV3Y3q5X38mI/kNSwETNIF2e2UACvw/4y0THzJ",
-	"fCFXBCGWD9JgOJB9WTTcRmpLeVzcnujOm+M/t/kQT1pddwqibWgoIh28B7sn4uW7x4ru25yQXXhnc/QV",
-	"CjxVZAj0i+7BPheQSPjOQv+vyqf07hvYpNe4TBU/u1YCSALfPkh9RYhJNo9kjM9tNws+zdxpp3Cz3O5/",
-	"rTRbGiYMCxCJwAZc+P59BqJv50/pm15wzohw9dMsXNz1ZSSPu5BOBdk/o/RDHmFp+VzC28lmfpuuKnFz",
-	"azAKZ8F0VhvglW7L/iGMlrVBu3182u+dpOiGWdsFD0eLSECif21w1C0CRKwN2p3OyUmrsKwgws6ZbM+R",
-	"TrrrH9uAuN+/h7O9mjZghLMR1mXqnjkfPqlZsHdgZbtCHy81E/Q6nSr6hvaqoMbxV7nRtg908NNofrE0",
-	"mkyHKdRrsmKFhVrNJWKhCMzoxbRdZzOT1wEXFBkzuWQsUyy4T66vX1wPeZHO8+svecUFL0OpVlXSXDrY",
-	"5U5WJpd8/W0jnbN2+ZDz/Pupfq5EvAV2M+R1F8RH09Qhdc13bq6yqXWeBIK4GYgO811lPAHcDuRLm25j",
-	"NoVgT5fdyZiad9MiuzrTWatxQ54N104S5z5pNztH5mV9atnvQinhIXeFR0Pmj25jOsfYWcoxX8bV6K4u",
-	"4DmZ96aLJPfakLsSBDr8ckZcJf5cKw8cCUtCRm/BdMFkSY2NAKJ4yD0aw9W3pTwiSLSmMYvjKB6NKfdH",
-	"C0+6B2lt5aWB+FOa+JCLZLGIYinWqN7rdBwi6CrgU7KcIXWW2vetPwEbasjfspB5MrvmXxEXhT8SQf0N",
-	"eZwu+Zy4QIp6tECQrXA15G4eQNR1iJuvceMebNNhv2Q6yfcPDfYPDba6BvssSrNcjJe4mh5aYUz/MfXS",
-	"ipsoSqbVdlwkVLtfRUn87u2XVb/4Slcq2eOT83kUm9CTf2A0FlU/fK7EXhyok/Dd2y8vWfz1d7PHUM9t",
-	"HIXd6jnNn70OpI7/+gs52aq0/1xN0/7wKMp9+qFS8C1HzkO1+BGVRkNHhT5mulZ1OonTfr91UqSWV7c1",
-	"vEjI2oAnYVhSIhcH3zttnhw5NRhw77R5fJSSX/1iIZ7UlOVbsyvgYgOdVrNtGui0mq2sAfXLZhlc3W3n",
-	"uHmU9ts5bvasjtVv+ZpJ+FG3e9Jrmo+63ZNuM/tI/fbh3kYLnsaXKRB1+aVzBlX9h9nyic0WvTwA12AV",
-	"6qhutUxjBC8utFmeQ5SksTc2LA1IN9N1QTTQI6GCjJUmWGgcafTYGaNyThca1yDwp0yKgRKAgGHT7gNq",
-	"Ub855N8FchYl0h6BUsXzI3Ast2yGG3LHwJhRo0NjB1Ka03AQrfZC7KbW0F2NkYb3SRqvbOWQmKKeDwUH",
-	"JjQITWaYIt02dfZlHPh/KLN/VWXWgmhxsPJpQzDVokQoJHa3CMFo17DAW1RZkXNc2mUt96uul1U30O+a",
-	"v4oqTa3gynESxfPaFr3XW5GQ3bLwQXPMdtSOiVaqxf+QWf6hTP+hTD/M142asxLj3Q5q0OgR6tuKdJ7n",
-	"B9+fOO3+eyfb7oPvUWvsdo77J+9NHYvvtyvemX5ZpGs/ROeE04mGpvm/JRVU8U2OVEomPIBW3U6zn/bX",
-	"gQGb7jrN/v606raA3theC9o27bWax2W06re6GYnVHxaN4bciWvV77W5Kq36v3bFopX778OF9mf3mfCTO",
-	"6x7BKuPsj5pda/ZHzd49OO8E2kDOO2l2LM47aXbLqNntnliL2j3Jrar6rYiaJyftfkrNk5P2kUVN9duj",
-	"c17b2qXt3C5t32uXHrWySR+17DmrX0p36VE7WzL1h7Vm8FsRrdr9434rJVa7f3x0alELfi1kPhB/IL23",
-	"OwruaWUqJbmyjcl8VLr/sDM/tZ15TpazKLQXAuPcqhuaVl3rQlvzWRT6ePclI50TCSxooq7nC4N1a6f6",
-	"PREGHXLIAbDGIROsOkgF3JjVXx+QL8jiL//2mnxOfvzLv73+y//bJBdr90DCCnkI4vROac64PCPJQo2o",
-	"U3aVZMApdQmpIc8V5z/Q2asyvUjDAl/ZRc82C/JS0+wPI/LTGpGXyG7rFyIOoeohFZK0P/LFR9E9w8M1",
-	"aPv2tZpLutNyWq0WSWdT2Q3d3jxJTtqnnc0DeZu6s+NFPJoqvAgma6WuISgk5yrP0ewBsTC5fjpYgGC9",
-	"0r5RR1u9Zv+knepQp/3mcaudqVGnykBodQv1y9NWr9lr9Y2G2T/qNzsn2bf945NWs9vr3t8trGXSH37h",
-	"3/V5DadpipusTtV9glowhX9rgG7CocL6xAKPsnCYsQYW/hrEGpeD2o5cDdu75kzGsAmIuDXVI1gYAtSC",
-	"0Dn7GhfArpmJeAJ1naUDVd8hTUDvVY2uFUhB4IzNMvNBy0AtAlGZ64i8rMfBAggEwZ8CATljuoTEkJ8b",
-	"NGOD4qjd10rKpVjyeuZ1/M+vvwClBkQuoyHv99SDfg9BLgJOJspkIHQcJZJ0yMVTQIuGOJfYxhgLhKnm",
-	"MeSgTPRaLQNYlk55QDiN42gJUK+AB2y70Id8w4cexWlB0omBIBMw0e/U5wZSLS2raUWYQIioCWFxNXSd",
-	"OzDVPtD9LpgXcYC9mFAhWeykMC1xBsxADdiHWpcM/WXIbfgXDIzZCwMvC3kSVo3QlVUbVJ3ehc78Z0iU",
-	"K6x98zA1bG0XLZETGTfYbBvu2zOLHLok2ZgKBoi9FT275rzapoikPt5CkE3E2Oz3iiA2c47elu3o7ezt",
-	"zv4GKq4aSSFnTKRlNYTze/bj93sP8+OXTDzbnr9Ht/6ek3647ioY80VeaX1BY5rWRDEarKPPHG1CLiNi",
-	"qqVlnt/KKmvLFAD7/ucit9BJt9kr8BeZAnNtoy6qfbgGGVCznENQGMfyDrU75t9WSzlP0Em3mX9kv2h0",
-	"wpOj9I/0Z8V9BRM57TW72ybSbHdb/dOjXq/b7x21Tron9szW1eBtM2s1++tzazVPTrq5/1ub7Gmv2Sme",
-	"bLPd7R4d91qt406n1Wn3j63ZqzGuzb7V7PWOW0cnJ53uUee0126ffHi/YRV09ueCllqMj8AFzaNdfNA+",
-	"Om12dzLC6Wl1Rmht5+hmu3NydHLa6Xd7ndZxp9e5LyO0gYE3GOFkfYIn4LMsW/zWSafT7R0fH7d71iRr",
-	"g363YPH73dz/9z681/7O3DVQ2+nkb4Faa77PzSUsMgRThrErFNcKMEqavdPTznHnH7MayIPabRjON8vx",
-	"D2qtZrfTbFl1lYzwh7LWNYOcUnNqZdy2mQkxUsqRzoAwcVvG/B15IRVq+dJiKyPfxOjqCtS111mxOHDy",
-	"tA+3Q7yAg53ebBSb7fcKN16eGzrH3WZno8h1Le2GQDdQ/pJPQzYSMmZ0PipoN/9CTqyaIov+aLxKHfkp",
-	"CpR+YBLG98SzUccQhpWr2YDw+dT8cZrxx+aG3ckfJmumMn94K8pvgmVw+ObbV1++Om+Yc7rxhvKo0e48",
-	"bdx2Guff/bnRG0ORpvszR69/Clcf68zx3Z9Jr4GN348t8ADawRa1t5T7YxZPaxlzVJlyzuPW6eVZpANh",
-	"m/fNOkptxtICEonOLbHM9H9PzppPj4upCAopLeMV/LcY1+i2fYh7V+wIvdMA6GqJDJJhip+OOEpg3INr",
-	"I+GIxVJkxb4OhHyue/wrA26gwfD9zxvSzKra28nDb4BQU6paRcbHmT6jkoZRIbTCbuJC8tTfGDqHXmB7",
-	"Qvq6KeUNkfP8AX0snpwukl0M+fLy3W4OTHPlv706v4AKrVZkZsRLMtkVj768fPf7YdANpcri0LYlpL9v",
-	"d8CM2Dhky97v9N7vwc0vL9/tZOXcslCsgjBeYcW6vy0mVhywF9POdGRbKeNCi/mqxVB9VZA6epTxlIYA",
-	"4QYgIjIHy2NJLN4CcL4v2Yso9hgc1YraIuAeI+fzBVOvn198SV5xIQPuSXLxqtNqHV686rZaDjlfLEI2",
-	"5BcNdE0eDGBTOBvlax3iQ9WYF5ft/uHTF+0+uX7x+pvLt3j9HS1Z7Aw5FNBIr79vGfehAjOENosZY5LU",
-	"XYTJcQ/sCqeAlAsez2k05OMVqbs0DKhgwiD/zqIlmVO+MgWkQTNI96zqF5CTBdOYyWzIwZ0iiJ3+qCvh",
-	"ibLtbaIQH9mTCg40KFSVkgQWve5RwRoBF4yLQAa3rDRdDb9bhyYwpcZ7uyqPbxvSlHFNhgFxKfALQDD7",
-	"VP1nFi0WLFb/GofUu1myMHRJ3WLFA/unRizvXFK3efGoBeun/nl59Y162/M57bj6H13zj576R2yeKBnI",
-	"GvO2S377539N/+y5ZfTJJnF/Gj3cBaj0upwD8BvOYDPqaygtHGxXXybNNcMrIaLFs01G/UiLgo1f3js1",
-	"GnuzQDJPJkrW1HDnK1Nr0e6P5CSMFqI2OG4rS8Gi1qBGzYtmN43QNdBWT5QMGKUyYDQdK2uj20/pbg2N",
-	"R5Jptf3lebvVIUs1nAVdsFjfjx23tcxoghQhknERxSgGXlx2O2p3JnMlAZmWNo6Bzx6QtxeC3JFxFAlJ",
-	"vDDybsgdOWp3iGrw0AtvEPBH9Xxn9xxTyc5SeoHUWOuKwKkU4gqpcTWs39TnB2eQkbGIAy5RP5AIZekn",
-	"nkwr2wk2nQObKIYRyRxq16Kss8pILpfLJr8N/IA2vWh+yHgjEYdTNlGjO5zGdDELPNHwaOyLw25Ly+TD",
-	"WN41FJXhf2RwqM4bfzGCeMiWY4SDMefW7bM9LDIj/5QsLMeAACZ2DLI6XmfWcRC6BFLGYPqB0rEO/ubA",
-	"5Bgxh7e1dXef9Ic/TxdJee09V62iEnJm82iAuJK97ZoTDa8gX16+GxB1bjhELKgX8KlDFgn3ZJIqA/qU",
-	"UTqChqUPpjzSlcM30WI/zpl3jqWeopiAYDMi8OXlO4ew5rRJkAwl5faUqrojNCmV5K2PK9nh5z9k8x+y",
-	"+SPI5n3lMgQeFovll5fvft+esYcL5GJtKjUkU1mzVUiH2XVAOcAzBpBQK4qWks8+gzuizz7TuDMyjTkp",
-	"wLvJBbCsXIfElN9gVXkXkXDdAXEt97ApyrJxs+USNTbGfZD0rr400kcG3k+5hJo3mkN+TW80FhqcF2kp",
-	"GbFeJZGADQDbLppgeXtwmg85eM119W4Ydt21/enq7Fp3qLtqaj6b0CSUaLJB9URdaDWkiQjGQRjIlalT",
-	"o28AoJeQTSSJEkkSHjIhhtwNMIh3pN/6Qsl/N4v2cdMwb/xFh15B8Z2ATzFeRZjRawgagCyw8HgwKiuK",
-	"lQQZYO1HLGhjQoXyNvkTkVYlnERx6lCqu1kcoWs5myD+dJAykEPsOE0IcbLhg7LyNibsWtu9rgcWVyAI",
-	"T8KwSYA1oQbnkKcY2csoCX0QhDQMdTA3mMi5qWMkEz4ZcsvZgNFaAgnipPWAkHo6zA2D0ND4Vh8vqF5O",
-	"vT3JWG10oWF7JPEoJ7GiKdTzjtDahNAtrHbBsY6o/sqDCczpDcsK80Jlx8hnYch8E312BvjkeumHXI1Q",
-	"LTceYYp6GFTRabUUz3msrJKNdSf4yGrP3zpWzRXlN1kgo9rUJbsgz1qZ9xS2E8bA0XF0yw4U5wvJqI9S",
-	"RjNCvCliy9EZ0yXPGfda2qR3iHpy4ygKGeUVgXjSw4SF4acG5ckP7jvYmhFsOzJerR0PDik6GurZ2XBg",
-	"HQ5OdjLU06OhlL3wPCombe4G06kxrqbz/drTzTCNLNIhjah4X8EppSHtZ5FP8Agyxw9EVF7AL8/gBDoY",
-	"ZAcXxMDC+7YbXwDyvJIOUPUKSuoqwQaozOY0ZgbdTTC77mzmkMR2t1Auu2S26UfD8JtJqTAxWp01IbgX",
-	"yKi+cV394aMkvvxRaOvfWaGtil+8BmSiqm8/gzqBjxEiCcgvOQep2nPjhPuhcekjCCymxKvDJ8OiLE6N",
-	"3wqnlDlXTc/0djqingxuWVqwAxpQz+ESQxluGDqhKPL/s/d1PW4b6Zp/pcBFYClD0RQltdRqBAftz3gc",
-	"J07bSc45odEsiSWJaaqoYVGtaHIMBDsXe2axl7M42HO32J2524sZ7ALObc4PmL9g5Jcs6n2ryKJEdkvt",
-	"j7E9PRggboof9fnW+/k8McukzZ3f6e6M5BQuUeM4Fdaw49rWBoJr2xt43cpK3u6hM7ggL81znc0cO6h7",
-	"NxMLEVVJyjid3Adjdp3Hc53Hc0EezyaOwru3aQadg0Hlnum0nc4Fe6bjbcyg1z90zPzTXvegl+8Y72+3",
-	"Y64zI9+jzMi82lEupqIi88KBR017U6vmsoPIxott3CNiY1qyFZ7BL7iypnUhHFrM71kkBpwehQcNXVUG",
-	"EGVtEhus9MtShuCmPZKGzBVcGBx1KQWPsAnvSs7QK+z9Ur/lWG/u3WfljCJ5hFz1cN7+Vn64bn5l90Ql",
-	"6OilqUoby+G9TlbCxbdXutIippxLYVmzZ3zrAeEMYNALD8qWB5xm5Jff/5EE84ifbvstVKIQNOvp03tP",
-	"yS+//98kkAec9mAMi4SfSZTZUhivZtF4RsY0Df/Bt8g98KAiSXaeEVQ4gE1K9oaufM1M6nZk2ylYeEx0",
-	"9jljmX4LZg+ht6sg9rfzLCdwc98QGtVDLNMJHaO/AX0NIwMJXQoUTIbSQOiNDWfsDRB0U5anR4EBBDlW",
-	"m0j8Oei+ctyao2p6km1dlxmJgiUIwGmxS6OIh2IISOhq+nzeQPh9pK8y/MuzJA5R/iYp00ugaZNAo96K",
-	"QHVJJa8Wj8r5yZ+kUh0dM/BJG8j9sm1pspzOFsvM54h9mSwWcnYjoWYEU44AxyBQPi+FgF8ESeUIYrgg",
-	"R1JRCWNbEztO5kzz9EOqgtoSmKGFoPo+h9mWrVcuSybn0sagQdlM1X5RfD0UyPI8FCKfjYSAZ8dxInJ6",
-	"ffWqDQx8uQcmNCXJZOLzhm+ZSwAGgNDywm2TSJDOIGdqwC72XN9qOuQbKDIOloKlIlAfRHB8BBPNd1zE",
-	"RUblXCJZlRyIJrKBQRd8DneNC2cqvBI/QPLQDQ4dxmdsHE1UQuTElrMqtLQ9Z4QnuFAmhBa7GUUy0N+H",
-	"IQttn+PLy6T6KvjLGU3lAN1//BVpwKovcSMMyc9/9lzyEdamR5xQuNPMWPn5z12XfEToOE2EaB6p4gPY",
-	"aZFQ8WblkJZNSQjFHyGYoW+BExnZKbMZm5MGemch+sXCgID6j5X694CeKGXkjC0yssDadiSBpSFDLi6q",
-	"Y1o55SDleTxqRRXBEYg5LNDvEAFV5rDyZIOUgFqzjDToJGOpfCcTGU2zJoIdYBgFhlMOIAgSMUvSbELj",
-	"WBF4an4Fm/jWiMnJwfcOCRVnPodiVwKjOmErVVQvfMuW4jtmmOMJNfzYGgWJMKLjs2kqh8/nDWpuQWLO",
-	"tFiOZ8VI6Khh0yFP8IcFTbOIxrI34MaFZS0S+ZVA16gERG4kvFEN4JD88uOffEuhMAgi5JrGkvwA/ISt",
-	"2wnP0iQeEp604LjB+CtPyN2ndAp9l0OBvZfn9DJjcpf7nE5SJmaOPN2y8UwlcATqIC4iIXjqhgXIcHFW",
-	"+bznkgYlqgMa+JdxlKTqvYDFgIwX+VmJewl4asczJsiUZUDwgZsez4/Se+E/iZGYqybihvC53lboGofv",
-	"69TdfMlXROer1OLHMeWvjQ7uImCkZIJSTslMo0j/XQi1Ac0kQpKgMDfbCjqWFOFSktfGH6q0qwsbjYzA",
-	"1tAKk+UoZuhWUN1wXQT9qegFX85H9Z3QkGOYXE1Hcp9X4KQ1VjSda6Q0UCyAZV2JAAOcpWmTeX2fCy3R",
-	"2rFng4PuZtfaO3Tt9sYBl3NiHpXOTsxvrDlApY5Fz1htb+DF1Yxzaj7cfeOIx2Qzq5yI5QiDbnpz4oGK",
-	"Bk3NMIPhVpNy57n7J5wfg3CozAncUgcamBtIJlIzVYE+Xp8g2bRJDqfCMbcePmRvjURt+jikG75CX99A",
-	"ZGvfGNX+sNNV0NGXBGTVOYXHcUVY9ig/XLYisxdHX9/XCOvGIg/Dsv2wUgQByouwqbbqQ9UoPqsdirJe",
-	"/YqZEJ9qUaWnK0tIyrJlym05L8oqqWsKMptUtsBzy0fKvtJLNky3qcoMTxV+ltSVgsJYlFantMF8XmGE",
-	"2WQWTWd5r5qKo0HIp8YzRhf5T0dSz2GhgDSjaMyGoFKdzpJleroUimQs0PIKLmlFkRpo5KdrRlOdo8cK",
-	"tHH5ABzYZ6sZvMvntT8TGiecNR1yW7dwzmjumdRWHIJGxQk4NYJJzFiWv0W2OiCN4jD6j38DE1ZfkFpd",
-	"ULp5iF4KecjhuAMxMV+r808OmWjamFCBzhP1Yf2WeRTHsv+lwE2gZwPnVX62zOgKCEJyrPTEF7tGftLW",
-	"WUgoTyC1EA5duKxXACqaVatVJGlWl92SP24mt5gXAYv52VVk/t8vDn4FElL74KHS/IT2DXZc5TDBLMHc",
-	"D9h2SSnWbxpOEJ1LMMQD+qlaMXAQKMTPTUDMUQTpT3LypJZdXDkNWUaj2BpW+1XaA+W8GjHiHTq5U2XJ",
-	"QwTilT2g4gxeWcZp6pcxvPcJDm5uYP2OrcC6lEtF7e50sRSnUnTJccEn8n1fQImzTGiT4E3G1euR3DvO",
-	"QbevYUMPHdf1Cgz1ttPuec8vgetBP448P/PwnnZQ1EGaIyF7cTa+Ysi8Gmq/c+D0ClBT18V+akzT9sDp",
-	"9XOAeOUC0jOxBZHa7xwMnH4OUd/r9D3Hcw+L13X6rtPte5sQqXaxBQyw+Ksu/0Nj9Q+c/u6rf/BmF//B",
-	"W138VwqR16//dsE80GmbzAPyl+eX4HC9wtpXK+3Kge/KRQ+B75xIoX9Y4vCAoPiOC77XPejlwP+97kHX",
-	"wP1XqRmlhS6PY1Ds8nNpO5XEdBOgKW3XuEsg0wTtcAy+vzKL9uOY1iLaqAOrrGW/zZji28MHLkUivwGP",
-	"JJjyGEmguXIObsgMVc9yqvVFGMCoDtQEKZ/AdyMGZqiBGGDr+J9CcM1LVpRafcbWgmU+X9BpxFVN/ELa",
-	"vYGRoxGAuxoKavQFDecq78KqM58/lf/Oq2/Au1F2RhzlXMXaQUsLT42KToLKi35i5DeAbVGXa/BaQGCv",
-	"c4b/7nKGN3KGpH09JEGryH8LSMPcOIDiUPxoY+DBLmJD0kpuLRg9Oy2VuDUAWllkRP6kXuXsb7UZDTPM",
-	"tvLV0h/o3tMuza2GXc2++5tmUleYWPJ0yVZJKZ26GmniOq/xOq/xGvHxOlP8FRAfXyVl9WTJ6/BFzHTV",
-	"dMlVcWnExHuWdyf7V+7AdoqqbS3ATN7SXaW6qvIOMRUBk1LJr5988TlpBCdL/oAvllnQdAhmLC7SZBSz",
-	"ORIvLJIUamNVhtWQUNL1PM1QUUoQgxc+TsBfRjABhDOH3MZjyOc0ThkN8wS7BtSTG7wWmEEgWLZcHBFY",
-	"YDbhSYYIfz5HgIXTZRqTMIEEATDZmznTlOe6RapBoaXbKkxEfR4u8RhkOrnoQcjmiySTW7D1kK0DG5JY",
-	"snStY4nQRmXg6TwQVZVcUBXgZahrz1+YtU7YIqZrFg4J5Cw1c08zvvSMrTU3FjqiR0m4hjJe0nUPHfJ5",
-	"guWGkS6TJoDGsvY5S9MkreRuAEF7suT7K+3FODxkOymKt5Jw/SSacgoYJPs+AB95hpkFTGTytx00ln3D",
-	"dXppw6e+b02TllLL5AudE7p6JI3SKasSHSdqh9gFTzd5FN1yttIhnlcrXxdv95Mlv/t9pPBXPbe90xM4",
-	"vbuLoUc0niTpXD/R3sVSp8tslqTRb/VDnQumRcmJX21Pz8V8SvBU1ZgHch208kUCO1IlCFEioinkFcl9",
-	"A0Bzx48fwB8ziulCKZtGImOAS1Qgirytth9zsiFMpPCM6RrRFUDiypaOGOMkZFDUhKCKqrU7HBK3Ez6J",
-	"o3G2PzJwu7PTEfQZTafqgd4uq0WlHbPwEQsj+hQt2d2cQg84lFVJYfVKZyQbL9MoW2PEhtGUpcfLbKb9",
-	"esURinYwHoPG4QnqjQDo2LIv6GY0l10DlpjKc/XWMopDARFQObfFwSOF+4KmQqOkIHFkSPCFwdDnPm8R",
-	"ShbLURyJWU4t2ZKvkdrKkATqzGzJIR0SqcLdXMQ04or8HwEthM8JpjvKk6MRYMpSQFRAC6xmeWfQPMIv",
-	"jhgfz+Y0PSNZksQ3BEGdd0jUo5/EMZ3T1ggjZC24PbDlV/QNUi1X1+H16vI0jcLWWJzr6DXZ7MF8GWfR",
-	"gqbZTflEK6QZDYYqw1LeDnREAGVDA0gK13F6SGcoWLdKuosO6wKMt3xLQykNoJjbeR6QrZGPf/nxTwoG",
-	"Rc5akmLGo2yDwBZgV6OY5fnM8j4YJCIv65bI4SONoGq45CsAPgqXBqSvHZFADhyOv/JXtlqCnrNWysQy",
-	"zgJIw2X4iOybfAt8cMFSspAq1REJilEGLeH2k6/x9bJVKt1NsepILYGoXt+QWpz8iAAQlRHTKb+EiiEJ",
-	"/lMAZDtSL5TqmpAa0AwMXjUvcibGSbycc8VEulmcYZMNbKIS0ATMiz4xMSW2AnmiEmwCV1459m+ToKjq",
-	"BGTPomg0UBn3sCWTFYydHBDMiv5mRjPQA/UE5uufiIzKwZ8vpS43TRlTSRGwHB1yrLQ+ueGCx188MUCP",
-	"AEAGDIxUvwzLOiiXR9JILmAaKq3O83yuBlTVk7BCTa5Q5x6AwHhv1LkaBBItn4A17khJJEz4VYKqzmWn",
-	"UjCrnXbyNYa3Tv1ZsSOlsZlLLcu29C7aCUHknhRyVdu8NNsFSIhcYDQGgd0qSgBU/rBA4Q1iIVHHQV3f",
-	"s2ldFmd30OvvxJxap1lXyOKyBrRI5TrMItRn5TItMWjlmbGjiFNo8wUkaV7vYJsqS+6rSpS0slwPNBQY",
-	"Cg0kdwSEx615M3Tyb/H1Nja8mORk9B2TqtNz2yrO03LHSyiQapw3P7Wt+JnmAZQqIPLPtZVwbSVcWwnv",
-	"q5VQKOf6eK9Vn3eyJjRjJ4o9Oa8VFgWmJeLSpRnJ3bFFSVoKZVrhPOLytm383Tvw6quoDBBQUqTo2/Gk",
-	"7nZr8VOhUdpe0OlcCQD06pLnEuaaJB1FYcj4W8YZ3XXN4UBeYpna9czEGMhPl3xYZ/jYJKZLaXoArSYP",
-	"4UCdxHQKeSN6UWuqWFvh9Wk2ZalKywfwqmFo1IAhXklhvULSQO1i3Tf4OaFprUzX90HID8TQPnGJC3io",
-	"im2z02zh4COq4N83X9UWhG++/itjIrCkhtvVQ6Bpzlk6ZQTuIY2Te7dJv3N40AQEAnAlSAMTIhBKBy1C",
-	"ENI4He0rr4+IottO2Tw5Z9KcVG+XZobxcoc8MsMiGL8YzyifQgBmnKQpQ8hSkxYcrEyOiKgIPyjbcMbY",
-	"AsFMo0pQka8WIX1NR8YuvnwY8hYM+a9ewa//OEcyudSvv5Mi/s6LCwrFf1AZu3LevnL/Ro/Ya73zbqh9",
-	"0zcEkfYrWOX7KJY3VVpCXQrjbfAMqlonMloXyCOIUlF48BzwLDYwNql8gVIJaCJQtfb5giNS/n0MZbrK",
-	"Sy2vHpHcFb2KuCCJlF7qtqAu1/AONP+2oq5+a9rDpeTkkShGav9y79dY3l3dsHzSdsIafl3YwkZbwCMO",
-	"MWqaLWsHRiWS75z5zOL4CT6yc+rcPXRLvRFYUSBeNxKd7BxUtIZ76e8C4fDZRQUGeyTwFFtf5fEoD91Y",
-	"nJdwxzYGwTbGyMau2Eaj7a1u26r5NnbTrpgle3s67NKY2sWI+xwnYWDD8Nk4RjCycnjsjmcPbNeGOei4",
-	"fplJ7FK3IpRKa8Caa6LaKjIlxSGgE/NaZgysFsKvfGiCEXwJnp+8xyZJHBroSikTSXyOBdaCZElyJI9K",
-	"UIFUs+DNUiquIQRERzFz6pLs70Er3iubmW9x0x2DmsoTCPbo7MwK6fi6pIYctIt4xYxp+NCJbGR3cb2l",
-	"NBIqU2zDIp4noeaBqs8VPObr3GE+pziNGmtAZ/9pZ7pOi4IQ+YJxuNnnCm5KleEoxKY8rY0seRbFhVGs",
-	"9pEokukcn+vuEDFLVkJju2lgF5zXoOiPI78OzC7KTI+4z8GxEoksSddVGqdcPG/N5N0veiCbprLWdrFe",
-	"2/tarzGdbmxcXsxfCRR9O23ba7ntp2136Mr/O4gn888q17ptW2dsfaoUvlEyghgYhSZY0Vxx9gCSDsz6",
-	"EtccakFansLHNi4VucgXlTNKxcAaWgfdAkhSYb8XkIHAZEPaHrl/C4Afb4gck3BfyVMndXDH6JTNt2uo",
-	"7yt4MJj0tkJfT6WVkAsPY81poD3wcmCKsPPOx67etEPgXi55yTpZkhGLI3bOELAv4dM6wV6v5Nz8Qf4H",
-	"/ja33w+1J0HhtlTQkuVJU+4BnmTsyJDLcAPiG4dpshA5D5USxiRlY6CRRHaeslQ+wS1/DwXR1SXzrhaj",
-	"lLRvVpCfFEP9ZnyR19L8TUvzQtl3PtyciqcqjqGRF0tB5vficFFH74qKwjgrnyYf1gGhZCWh2O8GzFdz",
-	"r3MB7dWLMhJKp8AciCBNM5ecRyAEEKj0qFLOr2YJnAGrGeOVEl8qSq8/YWHvAtiMZmy7AFY55POhJDxZ",
-	"mVJVDyEiUeBf2yK2vSVi1Z1SGFrJQhRXchlLSV6sBNVr24WMhdljDdt7CLxHxcKo2Elfm1P6t0jmuBZ5",
-	"u7dfIRcDkjqsH+etCZ8MYNdNYXCJCLItKK+9UMTMopDlFAkFePmQRBmJGT1nQiVCxJHIbJ8b5Lt2DpRY",
-	"sGsYnKQCcPEAjltD1gOWsVZPwWloA1wsViFCMF7z93XbRmUhblGHPMiEz9HtAuDqSvCVXX4kuHP3s7tP",
-	"7wZQyQCVmFFW5ZH4NArZO+qRkE3bwyNxLXqvKHo/NbbwtZb5botcJfc+ZA1TbnvlgriadgnysDa4AvSo",
-	"y1BK9mQjvjIErRE4Q5Q3+gYWaOUJVJMkVaXULD1nwPnB4smQCEQ536y5a9qgf9pKE6WZIhWhcCRoV/Wc",
-	"xjHmhWGtQA49D4lXTcVczc4Bzp8Kn+tCKuWZhsq/LKVc6Pdi3hU+75DjUoTI5/rEgDp7PC9sdfigw1wn",
-	"gKMobMh3xVRkqgmR8HmAtwRN4G+IQkxEw3yxGYvDgt2Akq7brc/Y/FTN1nsVhJKzvRmEMuBq7IvCUD9Y",
-	"OEnWULlGLNvaAaBEgxz+YKl0PTGjXu/AGlqHg0nPC90eY23GPNputweDkI1HtNN2x6F7EPY9L2SHNHQ7",
-	"h6OwE/Z73XG3P/C6/c6k0+2N5Kbe8rwggJzRVuXW2cGLU7RUOf6QvLPKh6O+7G35fF5biN9YYReG63TI",
-	"5gMP2GFgGeUCyZKLg3WV0hUFXK1wPQGgjSwhYUpXmMWVzeliSII0WYlvo2cOKLzffvcMikk1Yzmhmc91",
-	"fae8LSD/8W9meWfE4BlE5EJRvJqxlOUOfCyz8TlQq1yQJP4I2/9eiZtxkioms2ImNfCNiXFjA26WHkU5",
-	"gurvYhDl0SLFubQ3qomIofru27Y9eJYn/8gLrg1JJ7IzyargIr4g7ah95bSjdiUi0SUpR7VExIfdC1OO",
-	"2q5zsJF0hKBEBQ/xACThG0+turyP7X63ppN9zzm8qJMdp7/Ryd7AlY8U2KKDzvNnFY3SBLpva6Z3SzDz",
-	"eoPqgRgcAKBU7UC0t2Ybn8jHod/rvJ3pfkcItp/VtKx8BG+aovvYnihxa45fKYiuE8w2XBAGh5DU5dX8",
-	"ECl5pVQ3mfIUQsKOaWeqtKr2+H5clF5V5WwPNetRwds4TmJF3kgzhK5Q99Zmc5M3mMyt2v+OZHODbpKs",
-	"3sV8bpzgDy+FGpWTyxUlqQMpTq9VAqNRAzG6IRoH7UPPtnAX5DnNvUG/ShBrMet1UIOoOQA2Xtbudy96",
-	"Wc/rvD7RbGyX/TKgVdaz2XSd5OxzGCNMTYahkf3XOcvqsuyk7MkrJSfLWbs+Oiq910YJ7a5Hg2CpAt6o",
-	"9ZohgZkSGioJGp4qqIk91zYoH4HQTB8iOZWuAlUlDaSsE0A0CaSogqhLQ+I6bZcgvafrHB4R6vNFylop",
-	"ixkVjIzYJEkZEpvjpSMCcCnOeLEgI4TIGq3V+5Ajmfs8pBnLM0QztiAjlq0Y43hySVHAWTSdjZJlKgC8",
-	"5+OPseMxcz7+GP1w8JxqsthkzC3KZckoQbJqkRdLhtoPKA3XEvm7Dg0BICOSMBOD/kX4vBHTEYtjhoAk",
-	"SNoaAFmm/NgN7eyTRnUQkk9IzBtZQm4CclIzgBC5zydxkqRwy28D0vCaQG+orPBkPoo4CwlPIlHgTUn7",
-	"EVGuGoH4TZo1/vo7YG74+S/kV+SvvzvNkp//0gyaOfi9nIoM6bLhYwFptMlHTYfcAvZo9J1iMygOk2xN",
-	"NF+kyTkLURVI2TRlQgAtsuK2jTKfB0uOfQwB/QhfsoqQxoNy5N3WH/V65KMmeiojYGmKlyI6ZwEMWKFO",
-	"FUE5LOaVGpethjJUhLUZhPtERjq6Ciplev5Du+j0wCUfqXGb56/Q7lmfr+har7yEs5aIQkDYmHKCSOLL",
-	"TBhEVarGCTGlgF5OtmMBxEKu4/aOVFGmMSjYXGiFbKEaOeT8hWFBwqvtEXkKqKVsAe8rBl91n4OyQBqK",
-	"GQB4LX2e32YTA1kKtIqIG285lZeCI6TaKubZ56WXG+8m+h79jNFB4BkrNV6KjOJJc8viMoZ+f/wxaQTw",
-	"t1oeTSDLVqhiKVtAgpoh3RgQe02iqTLNDFeTkncz/O6cNEB9kE9SzEhHGedzLeTEjAJhZb5Meji3Q/LX",
-	"32kPmFgAWBd+O0oJfFX4HFTeX/713z2bBMCIM8xbi/S7zSOUGCvZV1wQyGWbptJEJcnE5wClLk8koaDl",
-	"eIIRB71vMj1aQ4VfyxY3BElWnIgxzTKWyr2vPi9/PFWXg+F246G7LMQu3iBxMs07g2zOqoPJCspNKYf9",
-	"EyFmndoThz3yEVkuAERNzkLI+Jj5HPqg6Op7JJQLDN1Zk5SxMJmTX378Q+nzJGZC4JKUPyX8yOdUi0ka",
-	"R2dMMWMTCoswTBiGB6VMkSIHQeOQzBZzTFccGLtl70k+JvIA1UPSHGLghcbRKIVVdSj3YyHKo4T7fARI",
-	"gHJy285Bt2crmuNI5ETpeWYAEVGGfdbQv1Hq8+KQ0gzesPLvoro2JPmiLA4Y6O9omYH19fOf2+QjtUVo",
-	"ykqyFXZ6eZc1j1Q4py07A9wHKZ50uDFQzOq9fQT7YEA+IiKGVUgzctB9CIPZ9gYPSSINkE1Zg+SDZbkx",
-	"JN9ilShB7PxnQX0c6QlT6NRvMnu3ZCG+BmNF93YzlgTSuBi9OAEoRDy1YPQa6iQapVE4ZWHTNF6QUKaa",
-	"HsGFmI2HMZt/rsa5b7edAsaeuuPDsH/2m/b33rzDu9YmVrtF42jMDFz2L1eMd1qDW9rc6rqHLmmcf/bZ",
-	"I4Kvblq10Pw7tM0z2jbqs96kM/vu4GwQHy7cV22bB217Jo0vttj0cO/gn4azxRq6jtvuH9qW3LSnGxQL",
-	"rgP2nlLfcgoBWMzWsO24bte2smT7sUPbOmepfMwaWvletZRVeZlX+dKWDVzvgna5zuFhb7td/cOB096x",
-	"XVV+XkWHcWnjDtrOJa3zthvXO3A6ZtuKrbbLmO3ctk7bdXp7N84b9Jx+Teue4Weq956WsacqBvPMzhny",
-	"TtVa7dqWoeogtMliRqETPTsn1jMOLaCm+C7B1AzXGSBTRd51r4eEY+r9Hv5ljIxtiWg6p4rQzXVc9yC/",
-	"liXqSte2fmsNgRaxJOKt4bdKtm8HlrzqEEmy4vCPOQsjyk+NRSpXqdSoTxfy737PtpYLuLV2jdZ+SK8A",
-	"/JpX8TXP/JZX9a3yrGqUq9MwmkxYirMnx6dKkFW9xLZWMynV1LkwAoOq0N60VZXlJwX2gTQ8qSV1tT6B",
-	"TyeAFxqjwMvSJR9Tc/lekTiuOIdrfDdKfdbJjyBpP8CYu231dkKviWBJbHhxjkuuFVsXPKklAeDCctx2",
-	"detAtsiFbp3RGqguwHZYk5XU6FI2ZtF5DrIHVPtyA5BsvWDFfT5XvB5Dk9hjU+0B98AGsKG0KQo01COp",
-	"lqeCZZ8ss0lroIjw6QZaMjX443weVEF7I+KvQkJO04jJdYYJTArjG+C0AGnb5wDAbWsITx6inUTTNVEc",
-	"5WETrOMoJU8+PW55vQNtYalEqgDEMad8zJxSWo6qBxY570lwwhZp6040ZcDWfXLvNjnsddwm2CRSjuTZ",
-	"VqV3aqzRQE6/XPgqDsK+p+MMIwzSoocZdAhWwivSDuUhw2YJnNYztsjynCyd5yySC7RqXD3vVLbExzc/",
-	"3lSkAYS5Ph/rhkAwzUbh9Y8jzgyt2Xr5048vX/yvly/+78uf/vXli//58sV/f/nT71+++B8vf/rdyxf/",
-	"Ff79X16++Iu88uKPL1/8v5cv/gCP/OHli/8jH/zpv7188e/Gv/9wR2FC5JngL3/6z/LF6qE/fpFOKVdM",
-	"SuIE2G4ERkrBcvvlxz9tQHjV7FtbJwFW7U+9/Bx4Vw3+sjmQcsNtlfVhLqPChwLU+hzKHqHiKTDc5QYI",
-	"Ajd/a/0LIYQ8fkzgv+TpffzHLfIv1jMNxWz94KN27ltD4oOC7pH+LfLl4NS1DYfuI5bRWF0oA2L71vPN",
-	"iMcm4l6lFMFO4QBFma3A+EtCwJSIjmW/BnjqOjzqbVjpTezo6tMUawVw91u2hUFWaIwhbraHJBAzKqXZ",
-	"J8Nbx0/uHnSHgXbf4FFQiCfn4vDMdeylFHsBqazGUOelraggcxoycOLUntmXBF+OteJUHD/KWQwOLw2/",
-	"arKz2eT+469IA6ifkK7KJl+fHD/KOSlgqdPxGeOhCcYqL6v0g4wJZLX1uSp+QXhQpcmqYxbUaYF82zZB",
-	"5Rboo/iWL7SRpLb2k6prIL5CmrEhSVnL5ORqOuSJUpl9bnwKHSDgDZtIed4Avz+MwGnMeGD7PJgulqdz",
-	"Nk/S9ekyi2I1JEFT83eJDIQYYFbiyB7pgBAoAxCmmBdu37Xql0M+A/oxwxOcTArXbuELnid8irEONVUs",
-	"Z9CF8KWN0TKpZnF5jrPvM8ZDFuZQJJXZDVf0cV0T414T45brfZIVRpnUGs4SqGurSwCJgRu2kg3Dc22T",
-	"IsLdhR7ilVymW+hPX3BzK2azlDECHj0lYEp5HVrMfvvDFuFnQePZRRpPiLtmu3CHqjuLjAzufd8duxP3",
-	"N2ed+ahPDcZOqeDc1G5Ia4tP897jgWUrB26nyjLfwxZHYXERUBWOxnvGSPkkn2uUtBjBKWcW1Kc8KJaG",
-	"1hlbi3oMEjk4YxrH8hjTqFSavkFoU3YMl1U6dbLiR8TASvV5lIFZJwoDepFG5zTDQrTGBpdE0ISYrTLy",
-	"Qp9DFbSQqikW5sySlcpZ4lOWAs8TmJUbxiJ4vgPH5yequToymzM/wourmSuxcv4IobZ8rukhN0eAhQZZ",
-	"5HEO2aV/1lw0Pm/Ic37BUjKn4xngi4NRLw9dRUWTJhnNWLPqvNMdeIIz9pCtrTdTZFp84A2Wmp6x9aZ9",
-	"CpMRR2NmDOwuuCnu4VbFjbEorKHVmbTHB8wdD2hvMgp7nXGbHYSDiUvbI2/cCbusNzlw++2Bd9ih3VFv",
-	"fBD22WBy6La9Trd30JcSyKjG0TEUXPOn0BHr/q8n9+7843ePPn14wPq/Hn2TLo5v3+Rxj3756DfT8a/+",
-	"8Wn/ZNS5f+72+eCT0rOnCza3hlZL/u/W3fsPPiePv7r12YPb5OHdf4KLPn90O1nd+vKf7jz0vl4dr+8e",
-	"7/Mtn8NL7n5+Z/u9++TFGYuuDlCqYldAWpQhG8wazf3x0q6XzAe0ZE42yX/eUpX14dvlGKo9MDa2xgcK",
-	"jKMOQMrJ3dDr9dqHpjTIEsz2MrQEOHovA1s3VZabPxj79vmFTn3jy42UrsiICnbQBWXi8d1HzTzvTU8W",
-	"WNjmEZ8dqXfYRCT4M+VreXCPKSfjGRuf5cDx1T5rp8qpXDrP37wde8+Qc6/B/LgWyh/UOV7aJpfviA+9",
-	"OvjY7K5BaGdL4QW2ydqIVUkjbBJLI7rW2tK+EXHzB7kMn1+CySDPrkKm5E9rkr3GmArWirhgXERZdM7i",
-	"ta2c9D43b0dXG7Dp3L9rkKY2h5BgB64PjSAGHeGQoZvN2BzxGkoU+6GR0K6iKhBhszd/89wjnwfyhcCl",
-	"Az4VlSZK49jGGNRoDf+tCbkV3qRXFY4V5r5+t63IjLHfKo+VOVOHBE8oD0csnQbN3Bm0oHBGKTEC/9m0",
-	"j+xqKktP+YNyasttUsvXAMWgWryN46PWUzIh1AwGliNVqXLc7Ofm2eFuNV56QNGtcwqeeMRDuCBLr+6d",
-	"mz6rigS5DibIafwJnc9ReLc66N2qLh3C1J9yLsypVFJOFePgsO15gwEk32SzJDwdx1QIOaEaC/9UscEU",
-	"Lq/xmvKzaBXd/PzrB3ceHLd0PVbrc8qTVtu71Tr3WsfffNnqjsDLuGD0rFyRvraGB93KXKBynlz34NDp",
-	"Pt9yqh1/8yXptvDlIuLTmJ2KLGV0flrxxvINpXrwcnIhlv7me6o81TrhcJcum3VpxOvevyUXaErnp9OR",
-	"NfR0rReIFGuYJ3j8Q/7lT/Lv7nMw6qcfpwkEMuuOR/z5wz/48uGE4qkkp8hWoh126/YxB+ZBeq5FNE7R",
-	"LMsWw5s342RM41kisuHAHbiYZ4WPbwrnJ5iwMS+i/7bKk9es6iEUOAibpHIv8akuvZ0vaBqJBOtIlcSB",
-	"tlVwYgPP+xFGsziDmqNc1WkEx8pwhE0zJLfAzpFaV2Bj+FIRkyt4I2mMEJRceFToWlHDgqnh5c5ZZvPc",
-	"9Mb9x18JRZ4vdHxSFCaK5inMgfaSCZGPGN9Vv1R99DHmZoK9BYn0+XdxpCG/P+dEhPxILNPhmLZ/TuPS",
-	"h3Q+R8Wn7ilMvjKXAVAj2GQWhVAHwkOFyAcljPIUbuRgZEIVUmG4dQOZJm+DAdJSEdthNM5mNgA7yWGU",
-	"A8uyNBrDolJFyCkdZ3kSXsomTIpZhoqJ8R2WUev5s+f/PwAA//8=",
+	"7L1fc+NIkif4VWI505ZUF0jxnyiJsrI55d/Kq1SWWqmsmpliLhEkgiRKYACFCIhi5abZ3Mvartk+7Z1Z",
+	"md3z2b7vPdy8T32T+iRn4R4BBEiABCVldvdO95hNpUAg/nh4eLh7uP/8Y20SLqKQMy5FbfCxxu7oIgoY",
+	"/PsljelVwtU/RbJY0HhVG9TOyTjhXsA8Eiec1OUyJFHMpn4QkDhcCkK5R+Q8Zox4bBJ6jExYEAgSTokv",
+	"BZnFvndQc2q3NEiYanjM+GS+oPGN+gO/GEkmZG1Qe+nfMY94SUylH/KaU1vQu1GYyCiRIxneMC5qg5P2",
+	"acep6QGMFqHHaoPaBaMiifFbn8/MQJY0XjSSqObUYnbrC9XmoLagvmpasEnIPTGKWDxa4OcLxmVt0G2p",
+	"H+Nb5kHrQW2AQ645NRmG6s8gWDR8PmUx4xPWsH8c3bJYd3Pbap40W7VPTm0SMyqZN6Jqip1Wp99otxvd",
+	"1nWnMzjqDI66zd7paee48881R5OjNvjxY43ezkZ0Iv1bNorZzwkTarXaDjyPwiWLR8vagCdB4MB6Bkx1",
+	"kb3ZUo/5JInVIFfw5STkkt1llGw5NUPqkcB5r9G60wNas9g0rH5R7550mz2nJiSViVBzpYHvKRKM5Wih",
+	"htlR5JA0sN5vOzUpp/j7ydEnp2SGJ/ee4cl9Ztg+6nb7hVPs95r9bVM8ah6tTfKo3W52rVl2j06+zDTb",
+	"/e5Jb+dUT7r9k8KZdmHYpTPtri9m5/g0t5pHvf7Rpw9OjfGZz3GL08kN415tUJskHq05tXHiB+rP2yBY",
+	"HKr/1wgjxqk/uG01u51mq3F30h/1ezWnxumC6RdrTu3nhHLp/4LiYFA7T2R4FSbcIz/0ztt92NdRKHwZ",
+	"gqCa+XKejJuTUPcRxeFPbCIPdWPZ3sRO1d6c09hb0hhGXbQgUVIb1F5zyQLyjyzk5MVRo9M/aZFbNdZJ",
+	"lIwmYaxEZ1vRP/ZvWWyJgKOTVrN9fNJsqZdn0NTV9T+SbqvfwgejSZgokdN2aqEi/ftxwmVCOr1mq9c8",
+	"qjm1aOIrarxivEvuYMI4wMBf+FINs33ccmoxXYxmY71Sq0h98dwXk5hJRl5dvldTN6+0O5+cmq+WIl51",
+	"blY/e7/ENzL5ubNSEiygiRJlihRSMg68lC3l9dXr6+/ejs6vr9/WgFUXlJs1JSAwyRtGPRaPQxp7F0p0",
+	"tg/VgdJuHjV6Txvp4jVg8RpX129Jo7Ggdw0Qs42AcdLpd9q9Hmk0ZlHSWLBFGK8aifQDzQKk1Tzt6Y94",
+	"smgI9rMg7c4JaTQYp+OANeBcuGtM6GSuzoFGQ8aJkI2YLULJGnAoNBoB5bOEzpjuOOTBijQaN7fwGWt4",
+	"iobE57IHhwPsn9GcUY80GilhGpowJE8WHMYIhzHSw6gNZJwwpzYN6EzkyNsoI2/hdGqDmmoIeaeAPMDZ",
+	"p4rZ8nOpDWoFs4EF3yBE1kduZdTJBWujfzDUrw1q7c6JkhbrdDYNfUJOx9GOcqNVg1VjBTqx0faxKlUA",
+	"hjOC4eBo8DFPFiMcTLtz4tR4KNWW/LH2nsuEM4+EiWyE04acs8Y4vCNjKljgc9Yk7yI20brCgPBQPfr2",
+	"ewKjGZDiYbTviNnDpN159dQhQoaTG9I+bpEfCOxLh1w+e82I2bTkP5FCAULavWfkP5Fuh7x6Sp4/v+o1",
+	"Or1Wi/wnkpcCDnn7/evnr88JihdiCZUPn5zagsl56CmmmgRUqPUQiZDU58wbaW1CvZTqN4WHw8g6FYzo",
+	"0xpWbVBjd5Mg8ZinllJrRB+NnN53x++W6boTrQIOPtbmvuepFZ/SQDBH/wnKFA5UPxiv1h7EjArVAj5U",
+	"581Ib8DWp5RJ1ub648eNw9Xom+EiSk/MTrd3XHRipid/77ijjv6SgzrfWPv0aGtjJ53usTpeozi8ZZzy",
+	"CRxWavxm+MKfcSqTOPeAeRZJRJjEEzaahvECtNCIzhRf6McL5vl0pHefGvBhFFCfn5HJnMaCya8TOW2c",
+	"ZO+LOe0c9WuD2unJ9KjjtY4YazPWoe12++TEY5Mx7bZbE6/V9447HY+dUq/VPR17Xe/4qDfpHZ90esfd",
+	"abd3NLaa9H9hSi88PkofJbFivsPb9mGccHG4fl4d4muKX+wP9HyT8cKXMk8D/Sw2D6QvAzXjHWdUyPM7",
+	"3gg72HNzNrkRmm9A5o0p95a+J+egzUvqq0nIOSNTKpSVA8YRmYYxGEdjYPy65hPSIr/9StoHys4ShErS",
+	"bZM/KDuqc9xqtogMbw4FiVhM9FYdpAN7Iki33yKvnh4KaIKESlR0mi31TLWQzZEsmT+bS2i/R8ZqFFGQ",
+	"CHJCvvXh1W+/hz6AZ9XfenAONAxaScqrERUC5EI6fVQUb/MSxaJEp6OtQ6Xq0ph5Z0QRZ+7P5oo48Dnx",
+	"BTk5wplHLG7oZoiIGPPUKFCbNlQQWwb2AQ/dGfNS+aFlwI8fnFqcBExk+lr706dPn5xaRGO6YJLFcFQ/",
+	"Db3Vu2x/KYtVTGI/0tLLZV7n6Kh9+rWrzWAGx0u/R+pXL5+RXr934pCIep46hmLCQ3mgpqXe6/ca45Vk",
+	"Q/4CmyDpNsZvT1rdjkMi9bd+4wCXFToJvdUTQdgdncghV+0Ih1BBBOOySd4y5gniqrE30sE3vmUrt0nO",
+	"rX7knErihUwMOQ8luWWxP10p8lOijiI1Ix5K0KR8oQ46WDCKL/pqSpypX25YJId86cs5DA7cBG4mr5pp",
+	"j65D1p/DHnUPmkNllPuKpnM4UzJbID8NtcyTOVtQtRgLeveG8Zmc1wadVkutndrgqpH/aBbmx/PGP9PG",
+	"L63G6VeHH776+mPL6Xz6+1qqKAsZK81KLXxuqb9lq83Vvlb72OczFkexz6VZSTUNRaMbtiJ19/K7d9dE",
+	"iS39uHHDVsI9IHLuC3J++Rpei9nMF5LFzGtWm7ZavdzUran+2Gqc0sb0w8d+r2Rqz2gwUZbAxox+UGvm",
+	"wqnuOsTnQio9N5wSN074yPdc3J+vLt8TNSyHTKhgDZ8LxoWvdqGj2JryFfwM/w58Cs4fSoxx1ZhQSYNw",
+	"Bs3U3W7rtOUepPP+OWHxKpu2spO2LfHC5+bv9papXoC++d5WN9fnfq54m8XELTM33DMiJjRgAmig5GIY",
+	"BiTwbxhxtUXlbplGkc5rzyw9jb0wGQda5fYXyQJmtvA5/rvVbB2lE+XJYszidKIX9O47UOSutYaxwbHw",
+	"nMQMPVr26QGHEKqBZ2bbPhFkvCIem9IkkGVT23TKra2XnkP/+Pi40+5bU8kWzOeSzeyJGL2yiD1nUVLG",
+	"nHSDIYlIxsgOZnsCdwN/ls4Ien8o112FyWxewGZBEC6JK2k8Y3Kk5gK7QzOf2hIzxrW+CzKckoCOWQAO",
+	"V9UkYUL6CyoZqf/b/+y1yB9K9w68npuHXsr09NMjH4dhwCjPhp7w18+L5Z0S5hI8vp4/kWQah4sm+S4m",
+	"M0VrLTngpIBlahJcMr1AzpC76BYyx6x+N2/0uYTGjKAy5agjh0zmoT9hYqBOmCE3h4o6quDnBZWTeXZQ",
+	"cbqAM0qSunVeUS6WSsLCmIec4lTmjAD7+yEn2rIR9umzTlKYSKnkTQ+XUePDx7azVQBfAwcUiuFzixs0",
+	"1xrhSYzwrLuvXuDBYn5S/J9J3iEH0esQ1pw1CUpZJZBdbT++Yi/DeMK0zqhE8AA6Qn2wIWTMgIxDHtE4",
+	"O9ski4j0F8yIQjjlUbKRVNl1UIAoqZKqA4rquP+Mcx7E/5gKXxAXWvNGuLX/7X92FFufke+vzi+M+BFE",
+	"hmrpqVQfPhFN8h0PVtC/zzcafiJy2yjhARNiyF3YEl/LOGFu+SJne7NMCLSrCgE1g1dPy1cYZqisnZTA",
+	"avUUZcB+PzNHzYRGdOJL0MaQVkoyW+dQmQwwrr6KJ02vdVosoe2TJhTyfBHGxmr/J0bjgrMGHhPKSbjk",
+	"6aK4hllHifBcNZuI+kqIT1GZrZ8c9/tkThidzEvlGrU6H62gd3t6sI2Ff8suzDS0v6182kct+4Qtm/SL",
+	"gE1k7Kt1eP/u+SWLv/2hQMBfxv4ElpNlrzvk/bvncNre/DB38Kg1VBGk3iLLOeNKYPlC7RTGDs4IDULO",
+	"HPUwUi2i1qF4erZSracCgQYxo94KCTkN4ya5nrMhB88wEBgFiZPtj3q6Ck3Lye2C7qY6USbZE7Vb7F8P",
+	"HMICweAF9Ayr5cz5n13rFdPDkGuBpd6WXjRaugPiTkIhm/gtWusuEXQlyHLuT+blG9OiqOIfsCpvlvPK",
+	"alSr0jK/unz/TZjE798VHIFXjCuTNDJrrCwetVunoPaSeZjEuNZ1TX+OzrIDWBV9BsEJxsmExrHPBFJD",
+	"UcVMSbXikq/hCIU/cLP89iuyC+XekKcvL/wgUPsgp4Jt+fqQ1MGsHnJ0IPz2K+n2W60DMJtbv/8f/1+T",
+	"vA0lSa034NNGym2ZOVy+THbHe6xNpcX5Rg+kcHUu7WVJNxip+1IQMVfDNzogeNDZAayVk5dBiu83BIxL",
+	"6uNQzsFoZ74S3WdIIreEJ92DgbVIZkVhBX77dV0MHpJ6YZ+//UpQHh4M+Vfpxz+YLU0OiSIbNFg2jPJV",
+	"soewzyq1KqzUa48tolAyPlkVWs7nfEUyrbz9+7/8n52jIwJWNB0HjJy/e/b6Nfgb6UTxmjrB/Z8TZhss",
+	"ZyRmC6a6ZCD3SKcH+w8lnrasS81pa4QbtrSt7R8drR/0tr43HN512o3h8O74xYevilW919O3IWcXSkPd",
+	"pMOLazoT6FWLfC3iJ4HPuCTzMPDEGR4M2q+Ct74S3kJJop52Wz1kRR6CH6h8ytOGGkoDx1Jq3vROCqeB",
+	"guylcZ+tz0T/jr5KNcAooInwx36gtBbU5Yl2vpG6Cy7Tpv7bPTgjAZtKZX5WMDi1TB0ZV96eBs6lkmDP",
+	"kliEcbGJ43J2J0cTeMM1EiOK2a0fJkpfmTGwy5TFw8vGiF+XEfmo3dmtPsI4X6SX6GuMA89LnDCkjjr/",
+	"bRAsyj0r+n7+IWauNcTvjdu0ZKTa3lOEi5Jx4Is588pHjjfyu8ae+mofoqXDHF5mXrwCYWV79J4I2+WH",
+	"hk6gjvqGmguZszvy7pvzRueobyKeuh0S0yXOetK4YSsC/tl0ahGF2wE9M6txiGf4OfFjtd9Qhb2nvw/n",
+	"GNBZmVWvttITQXwPODu1LOGm5SPavJ8OwVXuksAXUhBflk0goDM0kcsHn54wPpcQ5rHDJYTj1x9t+Nwn",
+	"4taFA+DZu+9RElKCso/E4VKd01ygdeGeTyYskm6T/O/vvntbQdTogeasC67G+WPtJwGMNxG3tQ+lNC+0",
+	"7su9p4b9M5v8c7lFYXTffv+MTubsOf5cxBeZor8eEOFujr5srGs3+g/erG+UtVFwAkm2wLMfRTRoFa1W",
+	"2ajAZik+O8AaNCpPJ6ftbOHPEp/ls78IhySM8E+5q/b1gdq/VhTT5z/8ifQaY1+WM2ruev/BM9jumMwk",
+	"mJJR6CLJyTKX1AUomA7xWOzfamcgiGm41+TyoESspY6/aiK5qiMQZvXOXE8/LblkQpcecou5MgJPWHqx",
+	"bTz2Dt4BBquy9chdhZesR79XcTneZXfo68NOfyJzyr2AgWBW+p37v+0hOrJL+gezDnriLuhdgVGvdNaQ",
+	"o4GFB4gki1BIvKRbJJM5OOoc8urpDj/baEHv9jOmdplS9uB9XnHwAaP3G73PH3P0n9R2EVHIBcaTP6Xe",
+	"lQkr0uEwqHDRKAr8CQiJwygOxwFbfAUH7OCjNZq/j9m0Nqj93WEWsX6Iv4rDS/wKO13X31KnhbKXFjRQ",
+	"01JyTfFjOCUx5TOm7+PB1kJPmxeFvrK26A0TZ8RlcRwqo1yRDPUfcEnwaeBPvuh8lERYM1/JkgqSCOZp",
+	"DtDeZW0pw0hf+lJC0OCXHSiKZTziIGjADwIyZur4m6LkqtOpWhkK9wU0luCGXM79gA35gvKVDn+JmfmA",
+	"qkWasIH6G39YUI/BwqnT/9nle/UKhWuKgyHHQIz0AogsqS+1x8CXcFiEfKb+60uyoCtSp2PFF+0WEQfa",
+	"lzr1JZmFTO2zM+JeMRmvGudq1KnbksGtGBU3hM6oz9HrgkoocL71TZ60G9qEIuPLMB7rMLcvu1rqYPEF",
+	"gaAzMk5kGr+h+Cs7bHJMBl6WT07tVYiG6pfb1jowMFRnjCAY52dGPCAuRhnZS6RYYTlfgUNwyMGegWdz",
+	"X8gwXhEh6YrEjHpKR4BbQPB8ADl0HswX3jtkQiEWZ8x0vM0gE0RoiLFbFq+I7t+BixNYnyFXuwPsnEsl",
+	"x8AZLUMrIucQA0IPu4f5wET3wCFAoEAZ7ss5i1Ei+jxKJHACJVNfKVFITwq3fMs45DNNsgsjYr80xcah",
+	"BwysSLZkQdDAYZA60CGNb4LfIxoLmANJuFlzskgC6cOFp2rqACJY8sfHmHrA7m9D+TJM+Bed4tuQCHWc",
+	"w/qFyrxNJDsww7kIPQjDKtYh0a34RCm60YrU3Zw3MDvVBHlxTWcHlrvxzHYsWiJNvVcoy1LNS03gKuHP",
+	"MOFpC6EMgezcsymNS0ll3js0CWqqp2rUxbc3KPtOB7O5b0IcE9xNZmEw76/erE0/PYFl44pFAV0VEd6F",
+	"m2Z9PmRnEFyLMhoHvhV/k964wBXw2gHfLPRBQER9offBTKPSAr248wUm//3Frs+1oYseIR5IsGjmAvQM",
+	"KayXTf8WJ7zaun0e4l6H4Rsaz9ifSw4GqvNYCT48GMHpQeptcuE/RblxHYYXlK+u0gSzLztQfdlBxY1S",
+	"yaiQZrRKEunRqtVFx4552/NiJoQz5MvYlyx34XMA6qP6Oo0HBrEPNyt0MmfE8yGMNbuLDcMbsghjhllL",
+	"MYa3pIPAe8P6Zvdw+kWqBd312YbK4U/mB4NtCqOMV0MOGiN6kt0rKhn4txp/dLUTE28adEQNigqdV6KP",
+	"3iGHyxM8jE0YAZkmQVCmjKadpK60LQqpY71/xRbU59qMqPyNYBX62EtBfs9pIudh7P/CvvQBrBcb2Axt",
+	"RdR/IGIa9OZ6wm94uOTqjZjdhjfqYAFmMO8J6nsHa3Lphx9+aJwncs64VMNnu4XLe05vqR8oveVLb1uP",
+	"SjqmgmXaFO4mECnveRSHEybEn2tk2ahEEkVhrD0hJs5v0zRY6ZgK/TrzXNxb6BjwlfU/odzzPSpZqniD",
+	"WapPdjbkAm7g/ZBjNCLziFCqOQ2IzyG7QfpKwQw5E1pLfs/T/i6Y59Nr7Yb/0gfFE0GeYZeNa0h1FDlH",
+	"SBjpMDr0hADjo7ZITUYQQUsQZOb765eNE1Ifh57P0DpX8lvZ1/DLwaaUVNI5JIJxpVinigI6jGxwgChW",
+	"Q5E+ExtQAR9rPAn0TkC37NqGKcQOKP0qFTbryAIV+smgBSq8XIo6UOR6K2nNeNvWYQoqdI8ABhVfzDJj",
+	"dn7wyXaT/4jdrDWyNlqLbk5uaddWoJxkRSucaW/h+Cc2kTUdlfmUCr8gYvGbcGnHVigVMxxj8mQTBmLz",
+	"H+QtFZtaaaAd5jaBOgrJSgGj4KwFN6xkC7Fr9z5jQXDFprAEOBEax3Sl/gYvwGhMuTeK0P9Ig+C7KSSf",
+	"bWvyhfruKeWYDpVfyFwC6Zolw0OOloz2BmBylZrSLQhbPcUsNrwJecuoSxuKgPtZsjgKAzAJnRq7kzHN",
+	"/tRxwLcxXWR/4WWnGkCBPu7oqxlRei0k7EWdKCNiGocLDK2d+rFAYwL4MGBek6BHfYqx5vDYgWgrpWBh",
+	"4IH2JPjTKVNKQLAiPs9CdAUDT6sY8rqbS1N2HQzK20wEcQ9MfBrXvDLkIomndMIGhAaBGqsfa37yuZIN",
+	"GVs56C3NBgCHmV4fqpcLJ4rGbJ2SJY0hogFEsAhNxLvhyU0BsMZ90PGojFnMRkKWsPcRqSPVBF68udgC",
+	"Xt+71uLrvAArLPzgXvxUwjRrAkrPY21aGWc5ereXyZN3OtFwY9NMfSncgYmGZ/EtHqS+MHHrRs1oEje8",
+	"ZfHIrKE7ADd3POR0HGrtXyxoECj1324KryqAKWM2TYRiYBfySKliMT5hsaK8Oxhyn5Mxk0vGOJzhY7YK",
+	"uUcoX2GKRDhGidwkrjGdRj8nLGGeOwD7aMhtkyrftc5QDfmEkTouu7JBIKA4FHrDxAlXjOayuwljnhjl",
+	"N8fApJaSr8iC3ulcJNVMmuYIdo9qAbKhTTNLn3vh0sX7AAfc1jzUDI9pqzSO/VsmrGSBIbfODoIt4B4w",
+	"LKYaqzm13KrUnNomafWdsEUvYMOCKZo07vzAC2XaM6Nuardz/uwpwOOocIivBU1V+cT3CqXBOkZDFfXL",
+	"KCUbv/y8FpWwWxnBRO2CplJck3uoT2siAZPuoScnjb/IkinWwho24tE2Yl42l6xYmCCjvdApXptLPzaq",
+	"y1a1IdVxPq3BBVVReddhCj4WvHNza7Ai5j5mue1uN/smCJfFzartsjbeoqCkeAap89mLJhoiZsFKXwtq",
+	"lw/OpVlzdvc2ikIhfG2zlncLXS0o9EPqYxaYwy4TzyCHbTF9cEYUfdBcVGcSHIpGYJcz5+Zg11amYJgh",
+	"N9QBYVpEGdeatVu9+w3zafM1oSQhnzBMCanGF1oXgRaraiBru3WNMJuMtGWx8zukkNDrvLvB/xsTdwrT",
+	"YnHzWjPeJgMuA1og+rVzYaRO3IKom9TrLQyfoi8CVcBA4t2DR5ZKjY8CyjnzBla4CyOcLRX7HLU21ERg",
+	"XnCU6lYPirdViLfEm6P7Dv4hyATDvF0glVvSCL6b44mtfo6Acmy/SF3FjL4qbWBW5iOxpe42m42TX7+M",
+	"Vrt4QtuBG+ywJizvI8x3bSW7i7KxlSnA12k2mbEX7cBCW6M3ODebqlReAytUljR4iBrJJokKIO7u5V3Z",
+	"aGcEbrF7tqbjCYtYSlQlJqjxLg+lcYR4mYHug4MSAiO4vjVW396H5ICOlHZRuAIGHPBepMCPH0TNHCDh",
+	"Q1t42EgMTtNDvn7ACNZ2c5avjkyVJ1UR/mM2hXRZi6hTvh/WZ7G2wIUixNrAV6gbPrqYgy1XsKu+48qK",
+	"lfEKc8sS7hCdTx7GHostfAnhVvfb2RJpb+Ulr4/AsMup5uvrgEreyXN90J+0Tzsp5lLqVgJPUx3/+u1X",
+	"0CIO7jVltYaoM77GTzGtfP1UzuapR71+zFqLV/CtItq+n1m+wurOLsM4lehwlfB3Giu5oKlbFnv+Pu7a",
+	"dyz2mXgnWQT+2gI8FB3wTeQyhCXDm2R0k+MFsNbswCOyqe2vqTprPejbmRseLsmYTUN9n6OUQvBqqT0t",
+	"BqhxhlPtE2VcEnSiIYwBE5lPPHsD3E4Co8iqpA029/BQFopBYXaTxT7rXGhcfbsUslDIEmpBsiYXkoIv",
+	"zJ1FiXAhOvuATEJhTNM0Fkid5hFjXpO8uGXxasgxtxyCC9ZS+OEhRqgFvk5vgOab5IpxybyilOPNNHD1",
+	"SZN8twTVX/2xmZE85LtTkslX2ccGJCDLSB7y8pRksjN5fWMeJmudlCSt6wvcn0LAcFPf2U0qOhSN1WoS",
+	"IyeHHNzJtzQgKV6J3W/6a13n/cGSZu8qY3DIYT0PmuStNvljRnxpRXLOqTdIb0wcQrWf3DQ+5DHTgLUt",
+	"UPHqkMruYISYRdUD1QgyydSfJTEjv//L/0XokK+Zbf5k3iTf0yAxF7Jhwj28q+ljbuPUn1AuiefPfKkT",
+	"+/PniaJeYSabyPN7IjCzcVMSlyzNHhdXxidWeG9lg0kUbUy1CNnST8IFwyuIgRXkl8ooestiOmPEi+ly",
+	"J1pG7rbviSCPgZpBNkAzSJ0GS7WcGMhkfkXcCQ1cZmFKld2WWD0rUYftjKQX1T44uz2vKRx2kRKFAC/w",
+	"ikN+UP3fx8hSnI3hRWb0MYg2ZZWoXVBoftiyonhwhkERnEMjddxzjFuF1+Pw89rxZaji4D5cm/CuEWXr",
+	"trZNyjdl0ZH3HG7li23sQlD7e1lAOdT19ZW8WN+gKPwsHBZfx9mqvXh/LiwC3q/oOX+4mWLj9t+LhPeJ",
+	"cnkkH0nmutgV1aA9Rg/2HTzc8H+Awb6fIfcwE7xoixVy6joD5Dgqv8G2b/M3Puq4+a2eauCVrCFLaJRa",
+	"Y0XxjSVeDOyzfNiXGHriF5nE97g5Mx6wHR99+73x2T+aEJho+6LaUQLWSIl5SDVYVT1vCKTqSym+U3pn",
+	"pRN3Q84KjcdC2fEYKl1FYZLFX+SEyWOMYE26PEqTmbi5R3NrDuHrl9dZ2gjCyOsg9yXFDFcqjDdL10CC",
+	"9PedToDHuoa7vwBMPY+pJLSDMPQ9GuySHZZ6hqCzLg6qR07oejUV3sR86jRTJitd8/CwB7u2TYXX7x2t",
+	"CVPIvt+IdTCEy43I0Kh8BZ6hrfHQAyXX2GvJFjuZsvzM2GxrY3BZEaPCsENdsKdIgt+b/ikuU7YCWVeF",
+	"00gjOosjIFlAAbRjToNpA/BZhQGTMC4HAU7vP9jG8CSEMEMaDPlpi/xB1ybQmEaczFngNdSxgNmoOtSL",
+	"ZU6tmM38BQNHyZD//t/+S6t5+m//WudftQ9+/2//tSHnabzEgUOWvsc4OrTa5CvSPvz9v/zfPG1yypam",
+	"Fzrk5laLco9MgxAzwCRpkz+cmSNNTGjg8xng0eYiC5VlPOT1Tov8wSE9NSvE8ANUWAM6n2eAbdrp/tro",
+	"dv0xLxZ1z4UrboUHbWAdoArEPAIl9oBOasnMUm9GMpsIngoT1IE7Fd5M6/vtSwT8ELtycGxFJHjps8AD",
+	"zi82+HW2BCLPGxwEsgYFoUQdulGnqjkAEDcf+pxQK+VdsZ16McJcapfUIUA18PNR0es50geb5Iauirdq",
+	"NjgqCYARGfjmjVAJLTyc2l0D7qlqg/Ynp6a6LG46iYKQesyDUVnNAwzCIgpjCULB5Kyot8TW7rqKHQqx",
+	"6VR37caYCuYRSCHXGkhGTNV6gZfQar0HoehC0FmB8LXeOwKvFCxJ0WbIpb9DGY3+aat9kMuENyQuTYc/",
+	"I2wRyVUqjxQrwAIv5yHOIzvtyxrZRsnOZjgyTryQ7wNacIbaNSXtLUcla0h/wWqlsZ0bUGwFcXtsNTJ6",
+	"zeZK5/CIYuqrVfdls1aowVB9WbnthFczvMI3ET8mDJJixCpA1PUWvjqueCjZlkg2exAiDG6306p6I+Nq",
+	"ytiWaA/FJLstYD8LR69ZK5LSVLeTqy6an2t+0DnClvHZayXMwFLxPF+9SYNLi+00xGaeE++zxoYEBZdp",
+	"BljCISJEFgNftyATyvF6sImxdhYgVAVEqJxzIUfBMlo8hjME9u7ndYNYhN3MRvAX+nY1YC7B41c4xAUC",
+	"j9IqAoAsIZhMogOHUOJ6CeYgslyhChCcrojoAl0JLjx2SV3QlU5M5sRVJM3fRVhjUJZbrmtwVenOIBkD",
+	"koCg4UK3P07Wlg97MCpWTCtkOnV8T5W6q48G4DOWv0xHFzoqzJqUREjKvQfzIwysaG1fXb5/JCMqa+mB",
+	"FtRaQxvDgiqn97Cdsjj+TYmflkxI8TmUsaE0GIdQMWHc8/ksFytQRXPfNn/MP8uC/7ebY68w/eudpLFk",
+	"pYrejBH3cIavNgS+6yq1wqOSbiqNbDHGtrYua+J77AW8CYXLZmxL70qbiVgY5TSx3FldMvY0H1iHGEN6",
+	"b7oSFFKKINXO3IovKscQwQS+M+0Xikqm62yXhEeGXMZ0IlOrJ30fJv2IA0FltlI7CIW4wVW66GKMhUR1",
+	"e45eaXumhUwW+yXhrhXcz4/sWjZeRvfwtn04ocEkCagMY60Ku5tuZHVewMV1miphQlO3pKN+kVTSz+bL",
+	"honSopJW89UaHeD4AYAqY8lX0mszb/mXz2DT89sZHPy/pE9++9X9Y3rAs7xUzU16M5cJiG23YX+O2Mtw",
+	"uYeKEvueDiN9lBjOR7jdsLKBy6MHYZI7riTM3MqjdiuTqOxm9RHSPkozni01oygzNfbHiWTVp/GD782Y",
+	"PDcfFs2mXJVZwsdPTFkGGZJpTBcMS74AyO0ATRWdxz+LEoiPXbCDQrUH29/RF/4AvQUh9Yyi4wuNIFXc",
+	"MvejiBU0/c31xRvUpODoR60W+4KTVRqNTczDpSC+HCh1N6ATRv7+4vz66vU/PjeXgOkInogcStXV+7ej",
+	"188NNr5Bym7WdpkimhpOWiBaz8Gx17mURTL9aTOLbeNYf/XiuubULr97d118MFM536GOAhOoCQrihhHj",
+	"NPKbK7oIXKJRwkq8UkJHa+80v1Pxq5HBzYelBHiX6ohrmyQpmsw34ZJQHCuhFhCUKBw12jRlEdtZ1Vko",
+	"4YAOXhdUdR3pCtqxi61Uz2t4DQ3pSgwFGzWzDapLsR2q9toiAO1yHWW0KFoIUy+qOGbtAZFmKSgBiJd7",
+	"R5qhgbxTu5tEyWgSxqxiPJcX+0rr2yfVX5vqmSvbFKGoFb+c2e+7hxOKSkOIJv7a5fkrxnvkrt2vVQ5O",
+	"1UG1O8pZ4GoivmBaH+++a/gA0AHzwJ7zc19MYiaBy6rM+xFBDzRWARpJ2Rrbvo8J/JaxYzp9WOUNzltf",
+	"lnz8mV7ybftWV1BZ27qBTwXbUwOk8WTuSzYxlds3RWrU7o/kNAijArH6nHHByMvLdv/w6ct2n0jGRRiT",
+	"65dvvrt856TWrYhoLHy5uicrZTVLC3K7DaqKrv+ZFlTA22vEIdIIJ0pIZW0VHiDGjq6QSZ5GuIc6uvbV",
+	"5fsSRAVENkoLwY5m46oeOHPDtBlSox21FcDUZgY8zWgVk5CLZAFXi8swvlHml4YYo5I2JoxL8DoHNJJh",
+	"1BDhpFD5KMsqUCLllnEvjBF2UMwZkySMSRSHXjKRqLZh6tUsiZmAvAOsmVy0JBDpf085guPYhYqSH//L",
+	"MCbnURRoN7YBuEg4wEjrCugQCKKGn7LSvjf6+qbKbNp0rGtbMsf92WrawqeQvfIb11AxXTXNQOsMv03m",
+	"PMZdjy2/7u9f/4bRAHXF/Fg2nT3hzW6YK/1VYUe+xx523bfh1nLAYAGY21gD2epAgF679Vi3dkVzySmp",
+	"RY4PybgcpQevgXtmd/IwCtAdlsLAHypmb6jdXSgZpmknphltKQUBXdDGGMEeGmPGoeLibRAs0j9mse81",
+	"isuH7WGUpBXKcvPabpxY8cob5NkE9ikA4i4CItMewCKgm2oIMxvwQOUQPHkANERQI3V9LtopUd9fnV8c",
+	"VAP/odKgvpRkjzMNWFkGvmPDEf32K6kXoZkdFA5lEzRnvehwCruWIa5RngKuGfiW+nw1jn0PfR0ihzmU",
+	"cGi7GtjQxlbLz7wCGs4W4m5Mt4hD34Ci/ljAZ5NwsSgNj0SbgOh3HHLL4jGV/qKS051x9fMIIErvAPFL",
+	"J6+VfJnWIXWgTqIol7YF5/haXU2o+6FaMcGcegqkbjTDQCdqe1TMmTggv//n/w5mP4TYnRF3CBj3w5qr",
+	"b2PGUGQnoDNrx2RrUoxceU915T4IcrmLiEp2p/qEJ4uRYD9XNJyVrlAGvYLkhdDYBcAGBj5nItP93b9z",
+	"H5CibpjUjGF9wqULsDbNSthzZZxr2LJwT8IhPg5p7H0mgI79NCxrPC+4LIZb2I6WBZeYbnrN9jUU6xhk",
+	"d9k2aBbCeztK7t4oSwiKhZUZQXIeeiNAPtg1iQt49xm8ip/G/iSnluyfK1akT1gljau5YjCMojLNgF52",
+	"WS8HrjA1tVZMnmXFsTC0dsqWGqSiJGE87aMkrJ3yG9WdD3GrWdQzwpfU14doawGWFN6CfFE80aUpJmH6",
+	"n4RJgAUldF3qB8mArfkzmjvWOMz0ll/kHTsYd0zhBVT1a1A7ue+DswsIWzOD1kqAB7JVM9RM1w1K8EAN",
+	"dCut4KA4AS13zbnP0K0L0pIQh2LpkAU5PEnLyuWigzX4JCQhw62LOnYhawkjU9JYfHAf8ptN9munDY6h",
+	"1r1aIY0RTYFaxZsmTvh+ADX3jtOHYTtpuL7qGC8NC1nvgsrYv/vru4bGcW+9iN4jbnPXvXE55SpeF99r",
+	"327GQ3zBy+SLHRDiOm0RpTqgVhqhoreikoFpuFeWvVoA2H+v8zgFiR4VOUnx/MILtTR2J5V6agfXp/4d",
+	"8xomBdvgIR3c00GcS+0eWepAwSEJ7+DYTOEg7WFjnhmXBtm2R1W5JkYhzIouBKJX7EmKmwNHI+Lp+AtA",
+	"hufKetVZq+rA1u947gGW1glWlgub1F12Z36344nNUwgH0//cDWWyzq/6IM0v9zZqZ0QoZ+pnhuEKLmhv",
+	"fEyms1HIzc18juVpzJrkrQ4wDqdDnuFnrUFrbSBrYSxmzAhntyzWx68z5JFSf0CF1QCwRIYzWLjmkDeI",
+	"KxKBYP0jHcE3MEOas8DD2qrAPTkEZjQh4fmQE5IyfN3NUdU9cKxsZfGEaDpa4DsRjaVqAjCWxgn31Ggj",
+	"OmPiYECEZNRbNYSkkmnmoikmM1+lVb9wKtoBNxonsZDuAO5F4Jmi/VNiPBHmTtxUotWp1IrcxIaRfiJI",
+	"AA5KUoejGImY1fA7cFKW5TP1rVvKQS5C04szPYn0OtniebUHgBDgTWxOouiJIG6Ba9F1SDiVjJNuRzd7",
+	"oJeSxbc+n43EkrHIHRBqapgJ1O+tImkhoaYAmlph1a+u9Zxb5jArWKgECUm49ANCdQw8quK4o30BfKBI",
+	"Xndvg2BBYKzYieuQd6/eUA4IR/B8pMfqHpwROYc7rSgBPkhJA/lWeN9uuAaw4+giMhLG0/OWVPqTERAJ",
+	"po0P7LVPZw4ZgnrFcXVVpxjHbIoQ6FVXup0MiQbdAO5+c/GcRUG4egKzdaM4nPoBG2Wr6DrkGu4Kr64b",
+	"b95cEP2GyE3TDF8YhoOBPhFmnvnSBOsbFJKyLUbXxXXShdeBh4YghQbihcHnX8uS2Mhnn6yUqr70D99+",
+	"//r56/PGW7YIZRzyxlvKw0a787Rx22mc//CnRm8M8cwPTXwvvkzKNVIogtV8Hildwm7rgQkTG01thkZV",
+	"KpSwP4Jleb7FepiTLnaQ725X1sMF1mIujPaap7Ws1/Mzb33IBIKN5Qt9UOHrZxpQz8MU5phBRc+0gGqa",
+	"ZiTnbEW8XDSbZd9jWw/K9dNNjFdbEhCzDMi5b9IfqzacXaHt/CKMGB+ljuO1y1yoZs1DSVYMbkgg14/U",
+	"3VcvrEiwj2iLfDqEVtzCu5E1frA6NWOu2YS1KbQ+qUJOKYkI0KdNbdBumf/BlSA+bFVQjt+GvmAvgxB9",
+	"XOshI9GcVgxFSJGCMgi6CLMqNXqokCwaiQmVEkILFE3NXx8KPdc/hbG+bavQ/YLejaZmFlXe9/koNQUL",
+	"3JE+36u5dLIlGMLoF8mRxLhFQGMNp1Cpt6FDgOxiBEbF8+WZRl6wKalbUY+eaF9HVkIN6m15xU4P4c8W",
+	"dDSNw0XR3ZlGv4DkPBp7xGO3vtavMJoPDDd9hxIGHiY3Vgp0MF3LsCJtf7mPp8Wg3VjTtDpWjdqLbPOP",
+	"xXo2mzh6NxTtzktGb0xiUUG0CxQ4RUvX4A7N/dkc6qJkOKkFxvdj3A88KrzG3nUOrAoT5dhinyNLaTc8",
+	"kV/mrIfaLzKMEKUVanek05SpIl9H223hC6GMQUAR1dWFp9QPwMKybYB2zgJPL3+tq11haqnp+4lc+A3l",
+	"s73mNcJ6oRWveu9RPGjBmDSA1jj7M9KyQhi8sAzU9nPk0q2V5yF1QLcxhWb1AJW2hOtVFaZtC5LRPQqD",
+	"TQPG5Gg77moOfg7QUhLBYnVYGDRWBGRWRGzm4J4182kjBqYNnxoA7QfBt+pA503WeHX5HsMbsVqLLmDX",
+	"3Bn/fH9M5FmUiBFnzCu65MJztpBkaffV/HXpt7s6mYSRzzQ4lGIwuBXWxfvAbE/TeSvcvTNWlJ7wLlyw",
+	"jc0nCINoBkhNLFbkH3KpWmpRfb50z/RmYMulWJzwM+0206FLyHhOeo+EldxNXFNZ2Kg+NIr1n5eb7Q/y",
+	"sNXodNQhvbuDbOdhLKd0n2tCdXC+Sz/bAfVYEHdhX7aZKkL7Csnmn6uy426CQmm24qnDkARcg5o7xRSx",
+	"7QmJmBD+whfSnxCm3pNhSOpBuCQRixvmcNcg80pLI9fXL69LLsLLiyp+roRbjapRwLI0EMysZSaOdSkj",
+	"AL3MrnxJ3cT6QQ4HZpUnnCyh7Ci87K+lUys6xuxAHTJ4XYHBHITi6wh0BxBe4gaqo+lHGYA/lGVHAP1c",
+	"UplNz8fMKX7E9NWCqpab6R4pBOFGXcu1yANb9BiRn7L0evjCXqEsNodYedPGFjIq74aSaEso++TLH7Yp",
+	"dGiBHrMjeTcvzYoyG3UEzxr4jlXZV3ERu2WYpmH2qZJKZ0qqYcKZNoYhr0DpnxhOA7cUCHCO5ssZcWEZ",
+	"s7Ali03TktaW8NtOdkscmoGkjPJhK6LXJi+mJffuk81gohKKqtGYIIvJ3Ge3bNM6uZdeuJnriaE2Jr4h",
+	"LeW3xbNl1Q8sDjvfYd+qI+Vh9cOUjV8Ry72grAGLK0VJ7qy9WTiI/PRMd4VkxDuPUniTnXTEy5wvD2T/",
+	"GZHkUwGYm1vW5w46PkZGi70snxfETPf0yGDu92Ccaud1buWrfvI50LazzbXGJZXqzl4i8GmBC/XlM3La",
+	"OzpOoVHxqBUOEYzLtOQGlsuruxrX0j0YENWHQ0DfcNKalfi1Y5VkkUZtZ3eScaVpFHkQTUV0UWzk9Dqd",
+	"rA5TZjM4NjQVoYuxP0vCxMTzKgVSxwhXL3Rnl2ZfXyML1vMEQvaN56oU/bP3yakhunF1HMEM+3ZL/33L",
+	"8t+JoZrJu3JM1i5YK1EUFuOa7V4EynU6JGZLYlPbUWaPy02THIJqUSI1HYeJHIwDDFTcgptbnAVt1OQt",
+	"WXOXcXjLOOXlJacypUwnfmZAlpSv4PbBAFkCsgfuAjqRQz5eIWgFxpRRD78vvdDDdEcdXuPHQ/7um/NG",
+	"56iP9fW0m8GfceYhEK8QmD3FsAIYn8EdpnoXELvVQyqTmJnwC2VOwZCKULLLwBRXFlaiscZ9PnPQugP3",
+	"RjWvgxlNgWLNvM7RUfv0a9cMnoypYP0e2ZhCOhKYB4CrKAlWeQQp3uumpT71+YzFUexzaa6SbLKiNZoN",
+	"6JbFkGNLQq4RP7Jl1d81bthKHH60Gv7krqV04ZiKhh/BhZoa3H/8sdU4pY3ph4/93qe/r5VmN4+yVMbi",
+	"QExkxzEDTjZsDSFaiC7yJIMTOYOKqY2fRMgxtSgPR5IP4DNvZigze+ZO7l46nOCCeT5N0z6L/HKeT+HI",
+	"suYLEadwzNGKnIqdiTntHPU3O3oTLlncmFDByJzdEb1HU5ax2NNeaohxgKEoy+6GRfKRFl34v5RQA8bw",
+	"RAc+5SwqAxS92wWsO0nigttEt1SCgRMnN3d7LbYRYEf2c25lithifS/kyZSbjy0QbPHklMO3XiVFeqxi",
+	"6AWNb3ad+U/TFz8594L71qFij1O4KbtM2l2rA0JdLBSeKlnzGT75OiqFWm+HhBH9OWEOeX/1piHolJ0R",
+	"j8X+LfMy7SOtYiHV7jXnjTpLIZDIK3SlB2ne6dbMM3wrB0+5+z4idxWxM9zMvJ3FVO36JANQ2pLEaDD4",
+	"Yw2ZXk2oWQHfj2EqRjm1aXtD6Zsb8qSCZ13XGyg9tbk6y7TszeHYZ6UKNCtpaawOM7Al8MwzkCjMAn6r",
+	"PKy4JJ4skXOlMWvkN30kqJGKXbdvlt1Y7s2PE7ETtvYaXirEoDdasUlSzWazRvA1KPqc7DSeZwv4O3U5",
+	"ZxLRArzU+zLjxFSemRnluCq3dUpk8YtbjRWzFieWOhxSDBmYRs2pJZGH/5gGdJbh6WPQG0L5gmiBwQVM",
+	"ZkdGoe90P+Ft7MjibHFkg4K7s7myuQbExUm4iPqWOwlNJZP0PHMPzobcxcm6GBcPJUtQDUqz2Thb6goz",
+	"dcWOAxKzRXjLPPhaUcgl8J+R76Fm7qLnFLRDpNzGG4qpXPW9Iqi79oUirUvcJRUjHWQ4DWP1GxLbJS7w",
+	"JnyvVQnYQevTnfm3jGO8u1Jh8TTQtc2HHF/WyoZSNEidpkkIAuo6g/2zwVKfo5wGWH0yXUdLCGUyRy0G",
+	"C6b760OwnWFvWuUkNPunHFeyeb7xhSlE9hCXYroNP68/8Srh1bBt1vxeCYcCMgPNKUp1SM+F+ppN4xB3",
+	"AZl6nj4b3AOsSc7u9ElRT1/AR+AgU/x5lXA3AxHwPdVWJjvdIcf9aQlXCJDxJ3ObDahQO1g0yfkY7RXY",
+	"UEkQuGTBKB9yeJcuGN4/wS5oEnAl6dOFxtr3QOpgoCzAnhAHWHaeroacRhGjMYCOnJGE3/BwyVE46MLi",
+	"iAHTJG+xQe4RuI0jkPUIr1A55ABW0mm1FFvHdCKhDAUIFh4ihHsYKCNg7Ht+jF46CmyvRgSZNdmHTfKU",
+	"rUJt+CNfOXq9OGMe3A4FjAqZhno6ascMOQaWLhIBV2UJ939OlKGR4rY49qUS0oDOYsZgoEDNhWDBLYNc",
+	"8/XbDpf8/l//C5bCPyQu5uW7BpztiPzBGXJ3rea9+sC1rkih1L6blW5NP+/g5wX1YFUj/08+MMLJNzFM",
+	"Wq0uw+C2mOnsliFXWjFiljFv7QsYls7TxxrTWTaXm+bhDLmrnc/4hcG+OYSMmNQVnc6hfUT+oBPB1G71",
+	"NArLkGtmgmXJyE1c/L2JUetO6unReWmz2AdkPA2EM+T9nhkCxEvhn+kNYcBuWSCaQz7kLqoYrimVX5Ka",
+	"t5GJqli5LhgbcteKNnIPmuS1EtsrxVMBm0pFYjQ+3FSxacowDFwSxkNuPcTmRxJyw2A0vtSZX3lfiEOy",
+	"ZKohh93vmMy7LM9UtUN+/5f/cXCGFXOWvmA6nshIT8ekzQ45VTIDXXQUnLicLnw+I+6hoY+huEk6lCGZ",
+	"zMNQaDg7xQBKD3OhCaEdjeNVTkIpMaIWVl9Pg++twJmYs4m3yusND0iuHYuiOxVedic7rZa5hN2ooJ3l",
+	"JvSPj4877b6VmdDeI2UWIob2GEzMbn1Rwf6zPinZq+ganwSJ8G/ZhRk7Dnd3LsaeiRgaL6qStWsNXe2L",
+	"PV+3g1YrffapQD8ocI3sAYFXufZ9StT+0VG3vydJH7cu/hmhVsItAlhAaIV+hUh6g5cPqBdnHhUsd3dP",
+	"PtpzzsVl+O+bJ1Rep790YdpOpUyFbdKh5dyjxP/GFPck3Ib82jBLCoh4DzoWhpps3Ybhzbt7h1eMq9yx",
+	"X4iCmMUqQ6p4h6/av1fV6yLDZEHvXqPE6bVO+6UUL3C77iGfLKS8ioI1LXdd8X1jzVZ4/crQrSARuPKZ",
+	"aNfBzoGI9k6cvQpjVz0xNhKQixbT9nHveXw8Hgw9qUO6hYGKZPFshVX7MGs2q1QRJ3xABGPEfRYKU6Pv",
+	"S8l1zMCouN456Pttovo+sPgVxzCrPGKbwXNZIunIcavvN/BQ7DFYA6Nf9fV13PwvxQYZLPW9euydHB3v",
+	"q0WZ29+KpLl90BDXFrq1bxCgYroiQZNdUj3AOCpEUq26I++Dp0rqnC0BMZPQIAiXOinDkt/tfvek92cG",
+	"XbWGg8tXBENqf9I5Kj+3q2Cn3of192T6TazVPUzhHOLqg83gdUDWLdu5UnvpTWdquNn8BCKpaAG10tXv",
+	"7VK5iqzF7M73AdvvUcDIvpg9vxV17LF8I/ad2yOiehXq3cYxsU+94C+o5FZVOVP23xBb97rS34Maj2AE",
+	"7xNs/SC78fEMu0qmXKfV2m3J5UMZdhoxVmjXXMpI/MPg8LC2K7agqhvNxArsxdnrMbNrOWWbN/slF3OP",
+	"kZmQRzRdJ/Ua9HFeY7kE9EhBXHzBTS9X1VcAOndmbtF0pEdAhUyLCe9541oRp/cq4ZcA1LXffaXSvpjn",
+	"Q4gUWTBJIcwa4M3AOKSCULjQJAsWK1tS9dHEhB278XZRdO89xcxn4vOUZ/M1RHaXECmi9TsW64mu1TYp",
+	"BA1/zXUJhhTgBuLIdRaDR2X1KtPYcVEawSfEGCro/jvOAHFQLkPCmT+bj8MkBiS/BLMm9uj5nWRRUdcy",
+	"TviEliJvC/gY8nEBUcQA/HAMmlA6vkeSCIODOVsyuO0lNGYVQLjvn9xqgJlEzZ7BjqQXS3RspprdI8ry",
+	"sVE26GxWtAznJApoIvyxH/hypfMH9NtZcLZgluOe6Au6kjUoq9RfGIKRFviwjsfR0pdzfXO2E3oFLoep",
+	"1FEMIlzkrlfTu2gDv4g9VMWd+CxAEfRmD8ADg6FUmMq9J/6hUxM+nwVsJGTM6GK0qXlVCMTOtZBqXOt4",
+	"wSl+k4mJ1HBPmTu70cYF0mm4aSEgs6QIgUeFQaG5T+blzqjN7ZGa+8dgPiCa8hFrL25Jzc8KoJUn5ue4",
+	"ao+wzALO2MFxejfslAEbYAFGmhXJYTyQipVBkZ7P+5xt5QrhluPtIozT8w3yAvFcc8E76hZJzvUkAxyr",
+	"3Un5dAszAu5/6ux1tJTI9fXdd++9sY27N5jXmnM5tUBbeWDJdNWGiUrPLLaT9mlnk02K8XSubZDAsjLa",
+	"Ts1fQDiyN9qoNrC7QEGKlFYCwPgMIpDGIQISZ3jziJgaK3kcTokLX7sAVoxVI+yApqXB5jIp1sUAVTz0",
+	"BcvQI7eR1gLfhLWfxUwIiwBrczDRWfqkUW/pUm7my6I6Ko9V1kHxQUlRB8EgxlCMEE69CPQfX8DotWWI",
+	"i4BvE5+TMRO+x3LF2oylUNfhb1TLGAdh7g3qhjo1EYO/OrIvQk8WpDaw5S4evWWxWvxdtPpev6YU9flq",
+	"CyiHbg+RNpUK4BA9Vy4Zn7Dd9eY1jgygWprRYa95VtzYI6bChGaDDf5b35Cby7xF7pTZB1t0/TJtOqCS",
+	"CbmXbNefbEMU0zYWpKmsZQfnvv50iGznYuUyE5unDrskKi4SXAmMutJBUWxNfxMuNW6/KbiVWZcVsIm1",
+	"2ZenkU3mdVVqizPqHebdfsseyRS0Mnf3zQPtdkhMlyRKxoE/aShdFzOvi7rZI50gZjNfSIYIvIWNYY+j",
+	"G1awz59iVnV+iOXjypoaRazkIBV0wdAtdfnigriX75++ef2MfPvin1wH84bDiHEhAhLdsFUiA9KAxOmV",
+	"W0GUWNTPZThYU9wY5G5NJOWR+xTL3UZdRY4XmMmu112t28DksodTSLqxqa7BztYpR+rvEhjvJbQCQ52G",
+	"4P3LkZM0omQcJtLFBHSxcRtbdHu2RmRrQoXUMtrW5ykXmKolBcXhDOozJs5YgY1zCrBtERWiIsSzOpRG",
+	"+0IPby1f9x1nROkIxBeb5cQyuGCAgkRgOkt1K3bfQDxhxZHJ8B7T2VdZ2C9GboPGG6M0UzTLbisIGanL",
+	"uHB7+az7sZ8XLnkJjhfzfMpH+6yJ8Gd8FFVF6oqK+330NdI6VRLV9HTX5paOO+u7cAWMM+ISa59sLsXU",
+	"j/X5fU/VaJ/Pik/Lc4HAKZY2pSVj2WGZK6qRb+z7rK6FNmu4hs1YlNbtE1uVu06rsnN/+3WY6mkHJMM/",
+	"pN6jr3//l//hDghNAfIXDtx9kfEqvQOrVK8lo5WTX+z1VXSMTpeOs4ijzPVlwQ3QTkV0/Spz31skpwa3",
+	"0Z+phsW1yc/e5IRNl39mPifcAUs/kczLgR0oFpaMD3kdM9iozzNcjTgJmMiShOFP45ZxD5rkHCsepUDw",
+	"Q4BD9w2EgknwW6pzCmuMYQKgQ8aJNPcRA512ZNKhhlwPOsjKkeqaYFCOLM5yjexzMQrDwOczkvCACTHk",
+	"AM4KAN3kBZTfgzsQncaFuK6+hHNejWftbsSB7KslRVhNjTOKidDL+WpAKE/TG8F+IML/hTkIMWtbPkMe",
+	"xkREDIap9A24xfD57KAosQnXrLKTAljhmfqmaB9bd0Nb4tyqd/QyoCWlgyymqFA+yIxr/UszKMeQoXBf",
+	"Z1Mu0Bm9IvinMeXe0vfk3B1gsnpWo0JxzToSMqnrrMzrp9c6QxcLV/z2r7kcQdgpQhKM2iNpL+q9DJKG",
+	"6murIReSRZjdFjPq4d0nsM4TQTA7iCyZP5tLyFJUurzNR86QR0GiizWaIgpPBPn2ewKhe2lFWX3PskzB",
+	"xXQfQ54GdJIZCxdMxiu16YCHDxzy26+k3TxqmgzT23wtugEW71CkgIJ6eu428fCX337VPkZdOw1nljaf",
+	"q1KWkiyF/s33WgiKUAaYl4v9SbFsYXNbNwsQEZXCBn/YGSCGABIptuaWnPdsixRq85gzZeSkkowoVJys",
+	"TArXNRy1P9YrqpGCDP4gAj6KZQXXHSUoWaHQrAjyFkJ5hUMWNJ5BZW9dha+aaZVWSSkGfsctDCATlRsU",
+	"gs6KfXIJ9+XuiwrNE6YhZ3dN7rTQC1JNd1TERN9n+rlZY+OWtF2W0AQeyjoAMuQ60LNwyX/wvRmT51LG",
+	"/jiRrEoRP49K2sCSzQVXQKm/s5JqZ97fnDFmoyaxL1fv1FFj0ntpzOLzRM4LlHCeeqwA+wKTvw1uwg1b",
+	"CYIeGtJogEb99vzihesYhDbingN6jpaqA/IU+iKLO2+kNNkmQJarkajjEn7LKDCXMqp9+gSomdMCrzr6",
+	"U2B80zAmb95cEJ9DwdUJ02eLIqvSmv74RxyyUjX++EcoUc+1qHZ0yjYkR6un+oogRDRwXXLDsbIzBd7T",
+	"QLlLjO0CTW7I0zKQDTsN3uAXKJlsIxhAuvuzkN/iKSEGGApmoTcITm/YCHySRmr5MVHcjOmjiELUhFag",
+	"B1/AD1hnuA52QUDHLBAkEYx8S74m7VanNyDtPvy73z3pgVKJsDEIM4nwRinC+UwdlL7QMXdGrWw1CcCd",
+	"4jgNHu2QuwDEP4HFPtTotF/9hJAxlPycsHiVlYRWSh3jXhT6XGYdSnrDHNRrNTDM0p8wrECsK5+k776/",
+	"emNIjYnyrRbAeWLppIgFcsinfqD6wnELP2BcBiuy9D2mEWghEwsXAzMXBrr4yasX1zYW1RwWXsg45DPi",
+	"vrimM5fU02wvxOkAJeRAA4So5ljjGcJnuGfEfT1tvA05a1xAFdQ0B6zb6jnE/ebF+XOXLMNYGREchzDk",
+	"r15cIyrAOPSgEozqr02+9Z8C5We/+FGkC1tjIVlt3dLJhEVKrWkO+TeMBnLugB7kc6arcyOgOi6gy8MG",
+	"wvkAHd4ouSkGmVYRMdM8oZ4Xmya0Na5+NUICQEeoZEMOwlepd73OqRYbV0oJapxPJYs1vtAVlQx6a/xR",
+	"mTdXjHoC0BomoYZnVbRckXEcLgUUhvDVqVZ/9t3Vu4MzMwC4s0tx5vAddOQpoavMlSHHcxEVosCfMC5Y",
+	"JolrF6+vlZBXRjiIHTE4PATfLOyGZhjPDvVH4lC9m92z17QsrFl5jLVWs91smfqQNPJrg1q32Wp2AVJT",
+	"zkHqHnrhBP6h0enXj1tdUiBWbBUz7rFU9gAxQO7EzIi7+hXzwsmBg9AO3lDZE37MMrooGxFQHxDjBmVD",
+	"qMitVF/sWhPchaEdKl1OikMLacIMB5p0D/XkmrC/LewK9xli/DXe6bOmcRkG/mTlauWE8BAhMPRSwZZV",
+	"1rHifWWMTgOfM1wqXEA/5K+92qD2isnnimqKjKaufGnwV/bK4eup2new7SAELGYiCtViKsJrt4UGJoRT",
+	"lt3Jw7lcBPkzGrBaJv/BCyeASapeQPiWIcefgCXwkTkh1b5IVwnfOrReM1/GavXAbm0kcfD1sJYj7rCm",
+	"38bv4eX893r9RDxR39rLBy83sdZiEHLW9CZ0etzvtzvjSa/5k1hrGxsyjZvTmRbpHp+cQj+/4UjjjZqD",
+	"UwEoXcIXBTf68G/hECFXgcYtgtjpdWaGrd/cPsxPTq3b6pWZ3CkrHL4N5UXoAQqw2ro9ZIvt3zyl3pXW",
+	"/dUnndPdn1yH4QXlqysDoPDJ1vBqr7lksTZPc7wDFS9mQpfCoLUP6rvcSn+c+gH7tEWiMAJ1rgnubxe3",
+	"vzr+1eMnAj2i8xC0D3Xazc0ll94aSlOCjarhdACMTZ08szD0SD1/3g2Iv1gkoB65B+rwN/7WYVrtEGTQ",
+	"hqKhTvHels1/rma7KQGKJ6tnlYI3Qpdm/qpH40v21VdKNteMO7oGjnFbwUYHYcZpNrzveeOfaeOXVuO0",
+	"OWp8+Nh22q1WEc7vJ+ezyKqf6C3F6ecl1uEf/wN5GcZEn11KPQaTzQ85iQKmFEvB1KZdkxE/ieab189e",
+	"vH33oinvJPnj4X1EAf69LgJsHilwHuEFpjJf7xp0xr7uto+6/ZZS6zJ2+ovZ7hW7eRkm3Hsk+XBujmpL",
+	"Md0hI6aMeaoDMGahlAOVGEhXKCfeSRbpGvw68gOx0k0wkbIFUsvYNZhbJRD4OrrF5PDEScAOHHODAtcO",
+	"mAXDh/xchgsyBYegsid6nZPjgybRG1ntDNAtEfY+nObDalBtzV3OtLIAFvM9xo9qUL2FstPOiK7fpIOk",
+	"6ZDHCTcQO2hmgXqEhKiPV2sBZFaSyQHxxZAbZ5Ix2KhE7zaYB8FKTTZr8AmUVia+cIwFmRLW/II2koxX",
+	"BgAMInICAJ1QaiBSCN8IfK70J1TV1DB8ofa5Enl1N2ZKraCKElzp5zX3AHD3wOgc8gztXs8A0RKJXItc",
+	"y7UGl/rMU201yWul+mnUN+ImMR8kie8NXBT8G2jQOk6P+J6eA1pDQ44ggaZGyBMowzUgy7kfMIRdVwsI",
+	"vojsJKLkqNXVOIA5K6PkHLnKNsNLrIn7AH1yt0i/VP98dfm+8rsGcLra23+yI7+qfpRCge/z+vfawqn6",
+	"1bffg7x/DkK66kfp5fTeX3hPV5W/+f7q/OLV0wuf7/sFvatyLNt+ECVuv7ortib+4W4RGGHy9bDWbraG",
+	"NcI43ll9Pay9v37ZOBnW/iGv7oOYvFsEXHw9BHt1cHi4XC6byy6Yqp1W6+hQydNUuecEkSYnvodP0v3Z",
+	"mfRYn56MG22vO20c0eNJ45S1xo3uVP37lLXHXU/bBubbrLVNg2dArIOmyN4xnyKcsW6x0+r0G+12o9W+",
+	"bncGrdag1fpn/XHuvexzJesISiHBgumwBrCVSsIVEH5YI/OYTZVpVHwYrhlBqvH1DhEF3H5NybXc3PXX",
+	"2XP9IPdp2iDI7Oxh6QId09NJm6m1GR97jaNpmzZOJh3W6NH+5IS1qFrAggUqWKIrc7gMyJ+WjHcbJ09J",
+	"yMnV9T+SXuu0pWEsW812u9kiv//n/67+2Wm2dDk/cDC2u+3Wcad4XR+8sgVra51XZoFT49xaVX1m/QPq",
+	"HeLrmLYmp97xzc/tu86iy3tOPD5mR9Pu/Kf+zUlwGrW2LrgZh9a68Ad95o4zbFuIfyYQ/LRJIlLvKC2l",
+	"p9FJ9ddQwTEIDoyxbXeQccZhjjX0M8W49zfL1dfN2l+6JezUjlrd3d+99CFSfE0zts50rVOSVKW0FGMI",
+	"ZskpxskujdjSK4/K1MpCpTYbwJBnSi2RIRHJWPUwZkSGlZVcZ8hNYASokSbkRM7ZAlNNAl8oyjwBSPlY",
+	"uo5JlMJ79TSnnuq6LZLeME7qFPVuX+QmkaFF41UFBHVYmqaVyVqqYzrkm+uLN2uaZtFruYsDcCgepB5F",
+	"rS0PtPcgU23Tq9ytSrubqrTOkG9qrmnwTcz0vZBDWCCYHfse8myyQw6eLfJaX9Ksq7qisPIJ8T1Sf//+",
+	"9fMhN7knRxpvGWKujcdf+7XONIkhT2gswiCRjCTcw8sGfWMVq3VuNHRQehIHbhpopDM+9UzS4FsZ4udq",
+	"uZ8IEi658eeXKcrJ3zTkv2nI/7415P60NTmhR51G12uxxtGkPW6c0l630Wad6Yl3POmPj+heGjJnSzhF",
+	"9laPu63rTmdw1BkcdT+vepz8FejFrfEJO5q0aaM37XiNI9YdN04mx7Rx6vXZ0bRHu+POpJpe/JLGtN08",
+	"avSeNs4TGV6FCfcaP/TO2/3G1fVboyJ3W/0WaXdePb2H9ltl4e6v/YLPLV51blY/e7/ENzL5ubOaV1i6",
+	"f7d6Zk5vfKt3Y0WlcQ6X6b9sVRajOJwwIZQ6kUSoRrH41uezM3U2Z5EOYaIrhnhU0jEVjNTBY+gL4h7G",
+	"jHqrX9yDJnkLoQsQduiVnNN4xV/bS+j+JAzgoRa4H9OIvloIEa7Z4m8tEYd9l3BEjhbNP98yv/FvGWcA",
+	"e1DgI9fBEKWrahol4xWJQ6WMwarqAspKl+STFZn7QoazmC6Eky1pFIbBkKtXlXI+EQ4xQ25gJOlcKasQ",
+	"keELwYRjRVmTqS+J9BdMOBhTopjlFThO1dMn+J0mMSp0TfLiLgqxtIQMySpMYiImMY1YPOQQKFGfhjHR",
+	"i64MV6oauFsdlLDWhSZNtZuoKKB+nqtqf0e+efHmkujDYKQO4xQ+HjOKyDfX15dZtImhsUMQr8KidXPI",
+	"/45c/9Pli63NQV6Dmu+Wlz5i218Pa69eXA9rDvSopKne4MOag11+PVRzHdY+kfb9GsSNXNze/hLWhO3o",
+	"ALDLOFT9skRASR9dk+fPuM+sAS1SzinYcXZ8w/YoGC+cJACRMAmV7QTIMiEYk5iTKsMwECYwDAQrBHz/",
+	"0/nFm7P0rhcjaAQGRBWx+XcR4+eXr1Wznzu8ZIcQNsGO9wow+lTAUGn0ZyFD6YmnZP4rO77zgVIUvQzb",
+	"WW5F0dLYzXIOBPQBl8E/svSdM7sWZDhdj4bC6Dbkve0Mp9h0v3PbDD+TsLrrAQEeGHLFQQOl5wELDYys",
+	"VE80Cw0IcNB9BFAhv/yFrL0mZsHaoxDeqrWlJ7aJy9QBqwO4TTaeFaW9OXjdaD1RYqeSonalxvGXpqfB",
+	"oMAtyeJb1vxL9Pm+5/SW+pipt+73NVGtdVmwigfF/HDbPszUrEOD97KVPyy0vDQpSSOeYaClj6lEbj5B",
+	"QZfzBL+baULXklxpD+A6Dh/mrVjNpdXjhhy4DgKjs6Jr6ISF1CSNW5NFgaNRAznstzQYEIqF9sDVidyq",
+	"P4GG7bn99msWuv4VWdA7Df53MOTsbgK39MWn6Qsh/QWV7Jmh6md2Hj6jweQq4a+fV3n5NSbEvNQJShWb",
+	"r+xuVC/v48d8JK9hIZaTrhVvpwRYgf9npGXiSxaRXBFEfz5Ig+FA9mXRcBtZN+VxcXsCT2+O/9zmQzxp",
+	"dUksiLahgQh18B7snpCX7x4rum9zQnZNoM3RV6g9VZEh0C+6B/tcQI7je6swQVU+pXffwSa9xmWq+Nm1",
+	"EkAS+PZB6ismN7FFKGN8brtZ8GnmTjuFm+V2/1ul2dIgYVgbSfg2FsSPHzJ8fzu1S9/0gnNGBKtf5kF0",
+	"15ehPO5Cphdk/4zSD3mIVe9zuXgnm6l3uuDFza2BT5z7s3ltgFe6LfuHIFzWBu328Wm/d5ICL2ZtFzwc",
+	"RaEADILa4KhbhNVYG7Q7nZOTVmHFQ0TEM4moI50P2D+2sXp//ABnezVtwAhnI6zL1D1zPnxRs2DvwMp2",
+	"hT5eaSbodTpV9A3tVUGN489yo20f6OCn0fxiaTSZDlOo12R1FAu1mkuEaRGYbIwZxc5mkrEDLigyZnLJ",
+	"WKZYcI9cX7+8HvIinee3X/OKC16GUq2qpLl0sMudrIIv+fb7Rjpn7fIh5/n3U/1ciXgLh2fI6y6Ij6Yp",
+	"keqa79xc0VXrPPEFcTN8H+a5yngCJCBI5TbdxmwGwZ4uu5MxNe+m9X91ErZW44Y8G66dv8490m52jszL",
+	"+tSy34Uqx0PuigkNmDe6jekCY2cpx3wZVwPPugA1Zd6bRUnutSF3JQh0+OWMuEr8uVaKOhKWBIzegumC",
+	"yZIatgFE8ZBPaAxX35byiPjVmsYsjsN4NKbcG0UT6R6kZZ+XBn1QaeJDLpIoCmMp1qje63QcIujK5zOy",
+	"nCN1ltr3rT8BG2rI37GATWR2zb8iLgp/JIL6G/I4XfIVcYEU9TBC/K9gNeRuHtvUdYibL7/jHmzTYZ8z",
+	"nX/8Nw32bxpsdQ32WZhmuRgvcTU9tMKY/n3qpRU3UZjMqu24UKh2vwmT+P2751W/+EYXUdnjk/NFGJvQ",
+	"k39iNBZVP3yhxF7sq5Pw/bvnlyz+9of5Y6jnNsTDbvWc5s9eB1LHf/uVnGxV2j9W07Q/PYpyn36oFHzL",
+	"kfNQLX5EpdHQUaGPmS6jnU7itN9vnRSp5dVtjUkoZG3AkyAoqd6Lg++dNk+OnBoMuHfaPD5Kya9+scBY",
+	"asryrdnFebGBTqvZNg10Ws1W1oD6ZbNCr+62c9w8SvvtHDd7Vsfqt3w5J/yo2z3pNc1H3e5Jt5l9pH77",
+	"dG+jBU/jyxQju/zSOUPR/pvZ8oXNFr08ANdg1RCpbrXMYsRVLrRZXkCUpLE3NiwNSDfTJUs0BiWhgoyV",
+	"JlhoHGlg2zmjckEjjWsA+C1ioAQgwOu0+wCo1G8O+Q++nIeJtEegVPH8CBzLLZvhhtwxMGbU6NDYgZTm",
+	"NBxEq70Qu6k1dFfDt+F9koZSWzkkpqjnQy2EKfUDkxmmSLdNnX0V+97flNk/qzJrQbQ4WJS1IZhqUSJK",
+	"E7uLAjDaNWLxFlVW5ByXdsXN/Qr/ZYUX9Lvmr6IiWCu4cpyG8aK2Re+drEjAblnwoDlmO2rHRCuoxA+b",
+	"5d+U6b8p0w/zdaPmrMR4t4MaNHqE+rYinef5wY8nTrv/wcm2++BH1Bq7neP+yQdTYuPH7Yp3pl8W6doP",
+	"0TnhdKKBaf6vSQVVfJMjlZIJD6BVt9Psp/11YMCmu06zvz+tui2gN7bXgrZNe63mcRmt+q1uRmL1h0Vj",
+	"+K2IVv1eu5vSqt9rdyxaqd8+ffpQZr85n4nzukewyjj7o2bXmv1Rs3cPzjuBNpDzTpodi/NOmt0yana7",
+	"J9aidk9yq6p+K6LmyUm7n1Lz5KR9ZFFT/fbonNe2dmk7t0vb99qlR61s0kcte87ql9JdetTOlkz9Ya0Z",
+	"/FZEq3b/uN9KidXuHx+dWtSCXwuZD8QfSO/tjoJ7WplKSa5sYzIPle6/2Zlf2s48J8t5GNgLgXFu1Q1N",
+	"q+R2oa35LAw8vPuSoc6JBBY0UdeLyMDw2ql+T4RBhxxyAKxxyBQLIlIBN2b1NwfkaxL927++IV+Rn//t",
+	"X9/82//bJBdr90DCCnnw4/ROacG4PCNJpEbUKbtKMuCUurrVkC/o3QguSUYB4wc6e1WmF2lYeyy76Nlm",
+	"QV5qmv3NiPyyRuQlstv6hYhDqHpIhSTtz3zxUXTP8HAN2r59reaS7rScVqtF0tlUdkO3N0+Sk/ZpZ/NA",
+	"3qbu7HgRj6YKL4LJWqlrCArJucpzNHtALEyunw7WRkCxtqEKtVq9Zv+knepQp/3mcaudqVGnykBodQv1",
+	"y9NWr9lr9Y2G2T/qNzsn2bf945NWs9vr3t8trGXS3/zCf9HnNZymKW6yOlX3CWrBFP6tAboJh+LvUws8",
+	"ysJhxvJc+Ksfa1wOajtyNWzvmjMZwyYg4tYUtmBBAFALQufsa1wAu5wn4gnUdZYOFKSHNAG9VzW6li8F",
+	"gTM2y8wHLQO1CERlriPysh4H8yEQBH/yBeSM6eoWQ35u0IwNiqN2Xyspl8Lc65nX8T+//QqUGhC5DIe8",
+	"31MP+j0EufA5mSqTgdBxmEjSIRdPAS0a4lxiG2PMF6bQyJCDMtFrtQxgWTrlAeE0jsMlQL0CHrDtQh/y",
+	"DR96GKe1UqcGgkzARH9QnxtItbTipxVhAiGiJoTF1dB17sAUIkH3u2CTkAPsxZQKyWInhWmJM2AGasA+",
+	"1Lpk6C9DbsO/YGDMXhh4WciTsMqXrqyyper0LnTmP0OiXGFZnoepYWu7aImcyLjBZttw355Z5NDV0sZU",
+	"MEDsrejZNefVNkUk9fEWgmwixma/VwSxmXP0tmxHb2dvd/Z3UAzWSAo5ZyKt+CGcv2Q/fr/3MD9+ycSz",
+	"7fmX6Nbfc9IP110FY57IK60vaUzTci1Gg3X0maNNyGVITCG3zPNbWWVtmdpkP34scguddJu9An+RqX3X",
+	"Nuqi2odrkAE1yzkENXss71C7Y/5ttZTzBJ10m/lH9otGJzw5Sv9If1bcVzCR016zu20izXa31T896vW6",
+	"/d5R66R7Ys9sXQ3eNrNWs78+t1bz5KSb+9/aZE97zU7xZJvtbvfouNdqHXc6rU67f2zNXo1xbfatZq93",
+	"3Do6Oel0jzqnvXb75NOHDaugsz8XtNRifAYuaB7t4oP20Wmzu5MRTk+rM0JrO0c3252To5PTTr/b67SO",
+	"O73OfRmhDQy8wQgn6xM8AZ9l2eK3Tjqdbu/4+LjdsyZZG/S7BYvf7+b+r/fpg/Z35q6B2k4nfwvUWvN9",
+	"bi5hkSGYMoxdPLlWgFHS7J2edo47/5yVZx7UboNgkf49sjORu51myyr5ZIQ/VNyuGeSUmlMr47bNTIiR",
+	"Uo50BoSJ2zLm72gSUKGWLy22MvJMjK4ujl17k9WxAydP+3A7xAs42OnNRh3cfq9w4+W5oXPcbXY26m/X",
+	"0m4IdAOVOfksYCMhY0YXo4J28y/kxKqp/+iNxqvUkZ+iQOkHJmF8TzwbdQxhWLmaDQifL80fpxl/bG7Y",
+	"nfxhsmYq88dkRfmNv/QP337/+vnr84Y5pxtvKQ8b7c7Txm2ncf7Dnxq9MdSPuj9z9PqncPWxzhw//In0",
+	"Gtj4/dgCD6AdbFF7R7k3ZvGsljFHlSnnPG6dXp5FOhC2ed+so9RmLC0gkejcEstM/1/JWfPlcTEVQSGl",
+	"ZbyC/xbjGt22D3Hvih2hdxoAXS2RQTJM8dMRRwmMe3BtJByxWIqs2De+kC90j39mwA00GH78uCHNrILC",
+	"nTz8Bgg1papVZHyc6TMqaRAWQivsJi4kT/2VoXPoBbYnpK+bUt4QOc8f0MfiyRk6RxpC0ljfEBTy5g8m",
+	"60hX+Fj7zoXgSYD48qikA6s4FAxJEXnIATcmFUDalWSu9hYOmYdLDd668CW+WM835IBLx48JTeSccam5",
+	"zsE6A/4CAjwRoyfbJlDBGwDeDqCPIZchYYsxWy+6qwNTST0r2YTIqjBpGZJpjMVO+JB/c33xhgjuRxGT",
+	"qa+RmpKEQqOrZjlhKYyGX4YF+gpJ+k6vxJ93zwJ54L10SjAI7WWwyinacCEailUSqO1F1Cn0Qc1jBsVS",
+	"kLrWBTG4J7CqSsGvzZ/Af4EkTuEqPf8WWKyhQVca1vKZUX09rF29fzt6/XwNpM/zb7eUdfr7i/Prq9f/",
+	"+LxwJMMaoWLFJ9uKOX3Kprq+rdRyUA8omF4UvXpxreuVqS+0X7OIoMLR6MWmADUk7+lFNqVJtjTtYUmv",
+	"KkWQVJu4/WDtoWRlrbjE5Lcv/skhFIrS2ZXgyILeMC2DCspYplVNU2eMYsiR9iQtkkD6EY3loXqpodbT",
+	"LoM6i32vMRG3tXyYwrN335NwasfCC0fnaxqJDxPLxEieWpffvdu1ElgXHE9gRED69GGPgJf8zi7RzGaJ",
+	"77G/svPnG5TYirkdI7cVi4L4wEWIYoTsK8WJmUXJLp3o1eX73UpQCtfy/dX5BdQvt5IDQl4CpqLUpFeX",
+	"7/9ydKQNu95SktqWnfBjuwOerA07r+z9Tu/DHgrVq8v3O7Wp3LJQLMQzXmHR1L8uPlYcsJfeNNfB1aWM",
+	"Cy2uqRc3PFwKUsdLTTQU8cwCUF7mYIVGifXDAFH+FXsZxhMG1qKitvD5hJHzRcTU6+cXz8lrLqTPJ5Jc",
+	"vO60WocXr7utlkPOoyhgQ37RwNuxgwFsCmejuLtDPChc9vKy3T98+rLdJ9cv33x3+Q4jsMIli50hB90q",
+	"jcC6ZdwL4yeo6BExZ0phchGpzT2w638DWDtcus3CIR+vSN2lgU8FEwZ8Xil8CyWloTiq1g3TPav6BfB+",
+	"wTRsPxty8OgLYmfg62Ksomx7m0D4R77MgzscqJWYkgQWvT6hgjV8LhgXvjpjSzOm8bt1dJw3EIJUG/Tw",
+	"cs382S4sdlc2pBnjmgwD4lLgF6gC4FH1n3kYRSxW/xoHdHKzZEHgkrrFigf2T41Y3rmkbvPiUQvWT/3z",
+	"8uo79fbE47Tj6n90zT966h+xeaJkIGss2i75/V/+R/pnzy2jTzaJ+9Po4bdQIWf5O6jvOIPNqCMhtHCw",
+	"b5syaa4ZXgkRLZ5tMupHWhRs/PLBqdF4Mvclm8hEyZoa7nylE0Xt/khOgzAStcFxu9lxbGoNatS8aHbT",
+	"CL3TbfVEyYBRKgNGs7GoDU67/ZTu1tB4KJnWT16dt1sdslTDiWjEYh2icdzWMqMJUoRIxgWYUnJOXl52",
+	"O2p3Jv8/e9/W48aRpflXAlwYItVJVvJWxWLBGJSu1thqyyXZnhmnUBlkBsl0JSPZGcmiOB4BxvbDTi/2",
+	"sReDnbfFbvfbPnRjF5BfPT+g/4LgX7KIc05kRpKZVSzdWlLXYNBWJfMS1xMnzvni++baAgqyNo5RcBiy",
+	"xw8Ve8ZGcaxSNo7i8Rl7xvrtDtMv3BtHZ7j/019+Zn854ak4ytoLrMbGpxisShH2kC5X0/pNP944gkOB",
+	"iySUKfoHKbIpB8txmomrKjGdwzDRA0Yt5yCfjrbOUjJerVYteR4GIW+N4/mekM2l2puKiS7d3jThi1k4",
+	"Vs0xTwK113XJJu8l6bOmbmX4nzTc0+tNsDgFSL7rGONgIoqbIcIrBAWN/dO2sJqGCAaxY8Q9EFFTx0KQ",
+	"Cl8+wOiC9rEaHxyfqWBm8bam7uUr/d4P08WyWv7V172ojZyZPMRRWjG3fbOiIQrm/qOvh0yvGw5TCz4O",
+	"5dRhi6Ucp8vMGaBVRvsIpIwSTqVeNVulhOVvZ807RrVBvbfShs2YwPuPvnaYaE1bDJuhQvFVu6qXoGMz",
+	"S+6+XcsOP1/b5mvb/BZs81XtMmDfy83y/Udfv9/Jmdc3yOXeVLaRzGzNhUY6yjPS1RoDSwpEW5QB7OZN",
+	"gCncvEnUZ2kGeyyhXCtgKNe+wxIuz0SAHFlAxu4PmW9lKI0u2Ba4wme6bEIGYOl9wi3QkoEQCZ9xc0fL",
+	"k08gqpatF5mamdoU6mWwB4BpF0+AIwLjXJ6ExC0sHFTsum+ndPXatZnT9XXVAjHhyyjFLRsI+JLWd8SX",
+	"KhyFUZiujVQaJaHhK5GYpCxepmwpI6GUJ/0Qz5Gc0l2favvv54BTPztphL8Q+hf030I5xdiyMqWnfASw",
+	"5liUcAgMjhNtQYaYFkBNNYNWLe7Jb6hMGHcSJ1lAqe7nUHbfCjbBEYhhNoAcZh8VAJStzWCXK6yZkz+0",
+	"7/XHsOMKFZPLKGoxGJogA+3JTKZhFS+jAAwhjyI6TxRgHNKqOoJp8YonrWADAoYVNoiTSdJh6xHSGnHQ",
+	"uPnWDy84dSdNTzbSE10Rc1zKxlyyRLepw1TMYtxtAnoYBZckSlnTU2OowJyfiTxzBOLCcSCiSAQGAH0E",
+	"EhnU9Z7UJdTdjUuYbj3E9XVcV4+5sahKoFiwlDfs9nzodGknXJ7lWHo9qStmQXFo5dFTmE4Iw+aj+Fw0",
+	"9MhXqeABWhkaCMm2ia0mCM66vLC5J2uTwViocqM4jgSXO3LBZYuJiKJ3zQtXljeNYdqx0XpjeXBY2dJQ",
+	"z9eGhrU4OPnKUM+WhsrhhetRedMWQDROTUhdne82rm4jBXOwXQbqe7pDUIpUVWZxwHAJMssPgPofwi+3",
+	"YQVqDPOFC45hwP12GF+B+Im2DiC8CGlkbdhAGMCsxsIQjCphS5/nAUl87wUtl+Oc7PbjUfTlpNKYGK/O",
+	"qhDkBfJW30JMPX8rZy+vtR4/Mq3HHZ/4Asjxdr37NkjVvgmUPpCPFQKkes6NljKITEgfeciRlUUvPjkd",
+	"cjk7y4WMfnlw1XyZn09PMZ2daUbBC/R1SGLojRui93SLRCLVe+7sTndnMsFgiR7HqaoNu65T2yARb3cG",
+	"nV4pmUTvsDW4ABrdcVubMG+gXrGx7Ujsp22cwZdDm11DSa+hpBdASTepfN6/STPo7g9K50y33epeMGe6",
+	"nY0e7BwctuwjEP3efj+bMZ2/3oy5Bud/QOD87MC9Hkw5KcCFDY+e9qZXLXUFURAey3iFjI29ky2JDH4p",
+	"aTdtzmLjjvkDy8RA0COPoGGoyuJCrsRRw0i/DDIEN10BNGSP4HzDUQUpeIhFeF8wQ68x9wv11m29OXef",
+	"FhFFegl51cV5+1vZ4rr5ld2BSlDRS6FKG8PhgwYr4eC7ElxpEXEptbGsmDNe7QGTApQ48gjKVgScp+yX",
+	"3/2B+fNQnm7HLQgoBMV68uTeE/bL7/438/UCZyIYwxzwMwlTRxvj1Swcz9iYJ8HfeTV2DyKo0GE5IigP",
+	"AOPJeIx81w35AkCNxEqolPVdFHzLheBsgZC5EKl5C6KHMNrFM2krJ0M5QZj7hjLEUmqZTPgY4w0YaxhZ",
+	"YhzaoCAYymhx1DeCsTfA0E1FBo+CDRBgrDbFYDLdFwrc2q1qR5IdQw0QqlyoDvjRsUqjUAZqCGIc1H2e",
+	"rKMCDCooWvHlWRwFaH/jRJgh0HCYb4jXlU9VovMT+aO6f7InuXZHxwJi0pZ4jC5bEi+ns8Uy9STSL8eL",
+	"he7dUFGPIOQIqHR8inmRCEueJNUtiOmCjMyLAGNbHTuO50SiQFAFmhKI0EJdF09Cb+vSU8hS6L6kswTF",
+	"baqJi+LrgaNBZqkQ/WyoFDw7jmKl+5K+Da/akGHRc2DCExZPJp6sezV7CEADMF4cuG0WKtYdZGJBWMW+",
+	"69UaLfYt8Fz4SyUS5dMHUZ8F+ayzGRdKlXLdl6iXqBuigYKUdDoD7hrnwVR4JX6AZakbbDrMzzjYmuiE",
+	"6I4toiqMtT0XTMY4UCaM57MZTbJ+gAeBCBxP4ssLZG8m+SsFT3QD3X/0NavDqC/I8wzZz3/quOwTpEcJ",
+	"JeNwp41Y+flPPZd9wvg4iZVqHNH5N5hpoaJ8MwWkdVFixvFHSGaYW2BFRoHkdCbmrI7RWch+icBn4P4j",
+	"Wcw9OBCSCHYmFilbIL0K6pDzQKAcJDc5rUz1lsssH7XipLEHZg45YrpMAagaRp4uEBmotUhZnU9Skeh3",
+	"Cjh20EC+HUyjQHPqBgRDomZxkk54FJGGtJH4cZhXGwndOfjeIePqzJPAt8CgVSdiRbwuyqs52nxHAjGe",
+	"QCODpSFWnhEfn00T3XyerHN7CjK7p9VyPMtbwmQNGy32GH9Y8CQNeaRrA2FcGNYq1l/xzTFJn+mJhDdS",
+	"Aw7ZLz/+0asREZBiSo9pZIXxIU7YvB3LNImjIZNxE5YbzL/KmN19wqdQd90UWHu9Ti9ToWe5J/kkEWrW",
+	"0qtbOp4RgMOnhTjPhOCqG+Q89/la5cm+y+qcUQUM97yQaEnpvUAHhKJL2VqJcwmk0sczodhUpKAxhZOe",
+	"jlbZ74X/xBYwlzrihvKkmVYYGofvG+huNuRLsvNlbvGjiMs3pkh6ETdfPEErRzbT4ol5H1JtoHSMJ1HQ",
+	"mNtlBR9Lm3BtySvzD2Xe1YWFzg7IBPFyFAkMK1A1XBd550pqIZfzUXUlDOslgqv5SM/zEqrO+oonc0PW",
+	"CY4FnAIkE2DxgzUcNq+uc+4l1nas2WC/t1m19g5Vu72xwGWyzEeFtRPxjRULqPax+JmorA28uFz0lPrD",
+	"vWoe8ZhtosqZWo4w6WYmJy6ouKGpaGbYuFVA7jru1QHnx2AcSjGBW+5AHbGBbKI9U0r0yWqAZMNhGaOX",
+	"RGw9fMjZaolK+DjADV+jrm8hs3XVHNXVlQ/K1AsuScjSOoXLcUla9ihbXLYysxdnXz/UDOvGIA+C4v5h",
+	"RRo1FEXYdFvNomodPqtsiqJf/ZpIiM+MqTLdBUfz0mUiHd0vtCupKgqKa5WWoOMWl5SrWi9dMFOmsm14",
+	"QhSO2lfy882i3nXqPZgnSzZhDpuF01lWqwbJBCn91Hgm+CL76Uj7OSJQADMKx2IILtXpLF4mp0tFOpe+",
+	"sVdwyTiK3BLEOF0LnhiMnsgFL/QDsGCfrWbwLk9W/sx4FEvRaLHbpoRzwbPIpNnFIW9hFENQw59EQqTZ",
+	"W3SpfVbPF6P/+DfYwpoL2qvzCzcPMUqhFzlsd9DGl2ta/3STqYaDgAoMntCHzVvmYRTp+hcSN77pDexX",
+	"/dmiqDiQ2Om2Mh2fzxr9ScegkNCeALQQFl24bEYAOpplo1XFSVqFbsket8Et9kWQA3j6Kjb/b1eKpYSM",
+	"r73/OXl+ysQGuy4FTBAlmMUB2y4r5PrtjRNk52JM8YB/SiMGFgIind7kZB6FAH/Snae97PzKaSBSHka1",
+	"YXlcpT2g4NVIsM5hKwuqLGWAXPC6BlydwSuLVIEHRRmJqyQHNyewecdWYl3bpfzs7nSxVKfadOl2wSey",
+	"eZ+rWYhUmS3B28yrV4uJdFv7vQPDXH3Yct1OLuPRbrX7neeXMMZhHEevn1l6zwQoqlQ19MIarfO18TVT",
+	"5uVqL939Vj/n1XZdrKeh1W4PWv2DTKOEQkCmJ7ZYug+6+4PWQaaS0u8edFod9zB/XffAbfUOOpss3U4+",
+	"BSy9klcd/ofW6B+0DnYf/YO3O/j33+ngf6UUefX4b+fiN922LX6jf3l+CRXka4x9GmmvnPguHfSQ+M60",
+	"fA4OCzJSkBTfccD3e/v9THum39vvWdIzBM0oDHS9HINjl61L21ASO0yAW2mnIlwCSBPch2Py/dUp1Sim",
+	"9SjilaRqtGAVvex3mVN8dxT1hUzktxCRhK08ZhJ45pxDGDJF17MItb6Ihh7dgYok5WP4bihgG2oxBjgm",
+	"/0ck4tmRFXKrz8RaidSTCz4NJZ2JX+h9r29hNHwIV8OBGnPBMIrru/DUmSef6H9np28gulEMRhxlcvkm",
+	"QMvzSA1lJ8HlxTgxSuzAtKjCGrwRHvJrzPDfHGZ4AzOk99dD5jdz/JvP6vbEARaH/EcHEw9OnhvSu+Tm",
+	"QvCz08IRtzqw+6uU6Z/oVa2r79qsglnbtuLVwh8Y3jMhza2Cvdr+7q+KpC7ZYunVJV3FBTh1OdPENa7x",
+	"Gtd4TTp8jRR/DdLh14GsnixlFb+IDVdNlpIOl4ZCfWC4O12/YgW2IapObQHb5C3fVburhDtEKIJFJsjq",
+	"/slSPpCLZeo3WgwRi4skHkVijto/C6B89CQhrIaMs16nY0SSCgAxeOGjGOJlDAEgUrTYbVyGPMmjRPAg",
+	"A9jV4Ty5Ja2ECAIl0uXiiMEAc5iMUySZ9SQSLJwuk4gFMQAEYMveyMQOO66bQw1yL92hNBH3ZLDEZVAY",
+	"cNGDQMwXcaqnYPNzsfYdALGkydrkEqGMtMEzOBA6lZyr5eBlONeevTBtnohFxNciGDLALDWySDO+9Eys",
+	"jTwjBqJHcbCGY7ys5x622K9jPG4YmmPSDNhY1p4USRInpfJBYGhPgBz1ik573g6fi50cxVtxsH4cTiUH",
+	"DpKrPgAfeYrIAqFS/dsOHstV03VmaMOnnjWncZPcMv3C1glfPdSb0qkoMx0nNEOcDELTZg/DW60tOMTz",
+	"cufr4ul+spR3n4VEAd5x2zs9gd27uxl6yKNJnMzNE+1dduqcGFfNQ90LuoXsxK+2u+diST94qqzNfT0O",
+	"mtkggRlJACHOVDgFXBHSvoYK+GP1HzOOcKFETEMFXLUti1HkXZX9WLINY6KNZ8TXyK4AFleXdCSEZIGA",
+	"Q01Iqkil3WGRuB3LSRSO06uT07e7Oy1BX/BkSg/0dxktBDsWwUMRhPwJ7mR3Cwo9kHCsShur11ojxXiZ",
+	"hOkaMzbAD3wM3MEY18uX0MdEEcuQO9osnuDeKGAvL8aC9pDSG4TKStfVW8swChRkQHXf5guPNu4LnijD",
+	"kmK4iPGF/tCTnmwyzhbLURSqWaZu3NSv0d7KkPm0ZjZ1kw6ZduH2FhEPpe9YhBbKkwzhjnrlqPsIWfIZ",
+	"JbRg16zv9BtH+MWRkOPZnCdnLI3j6IZi6PMOGT36aRTxOW+OMEPWhNt9R3/F3KDdcroOr6fLhh7ZZK/Z",
+	"Zg1K6JX9ISEs9e2giAdUNtwHULjJ0wOcIRd+LPguJq0LvMv6LXVyGsAxdzIckGPI93/58Y9Eg6J7LU4Q",
+	"8ajLoLAEWNUwEhmeWd8HjcT0ZVMS3Xys7pc1l34F0Efh0AD42hHzdcNh+1O8stlU/Fw0E6GWUeoDDFfg",
+	"I7pu+i3wwYVI2EK7VEfMz1sZvITbj7/B129SUKOXwKjWN7QXpz+igERlJAzkl3E1ZP5/8kHvTfuF2l1T",
+	"2gOawYaX+kX3xDiOlnNJYtibhzMctsFNVCCagH4xKyZCYkuYJ0rJJnDkFXP/DvPzU53A7JkfGvUJcQ9T",
+	"Ml5B2+kGQVT0tzOegh9oOjAb/0ylXDf+fKl9uWkiBIEiYDi22DF5fXrC+Y++fGyRHgGBDGwwEvMyPNbB",
+	"pV6SRgIIqsmr63Q8SQ1K50lE7iaXuHMPwGB8MO6cU6ncAPYJhEuPyCIh4JcMVVXIjiCY5UE74LvPo3X0",
+	"Z8mM1JvNzGrVnJzKfRcGkXvayJVN80Jv5yQheoDxCAx2Mz8CQPhhhcYbzEJMy0FV3dNpFYqzN+gf7CTe",
+	"XeVZl1HdFzygRaLHYRqiP6uHaUHEMUPGjkLJocwX6HR2+vvbao3Awl7Gkla0676hAkOjgfrCwPC41W+W",
+	"T04k7w4WPO/kePS90K7Tc6eWr6fFihdYIKmdNz+17fjZ2wM4qoDMP9e7hOtdwvUu4UPdJeTOuVneK93n",
+	"nXYTRjQazZ7u15IdBcIScejylGXh2PxIWgLHtIJ5KPVt2/y7d+DVr+IyQELpZCkf3CnLJ/W2S4ufCqyj",
+	"7bmi2ysRgL665blEPC1ORmEQCPmOeUZ3HXPYkJfsTJ1qcXxM5CdLOaza+Dgs4ku99QBlZ4laPpOITwE3",
+	"Yga1USt3iK/PCPprVxqUVeCqtdGoIEN8JYf1FUADlYP1qsnPCU8qbbq5D1J+YIaukpe4QAoxnzY79RY2",
+	"PrIK/m1LJm5R+GbjvzQnAkNquH16CDzNuUimgsE9rH5y7zY76B7uN4CBAEIJeoMJGQjyQfMUhN6cjq5q",
+	"r4+YL5dR5LNEzONzobeT9Ha9zbBe3mIP7bQI5i/GMy6nkIAZx0kikLLUSp/gLlMiIyrSD+oynAmxQDLT",
+	"sJRU5OtFwN/QkrFLLB+avAlN/qvXiOs/yphMLo3r7+SIv/fmgsPhPzgZu2q9e+f+rS6x137n3cDEpm8o",
+	"pvevJEC3u2O5R7CEKgjjbYgM0lknNlrnzCPIUpFH8FoQWaxjbpJigdoJaCBRtYn5QiBS/30Mx3QpSq2v",
+	"HrEsFL0KpWKxtl50m1+FNbwDxYdSvkvvoVzIiMKoKW4hs5a6+nHvN3i8u7xgWaftxDX8priFrbJARBxy",
+	"1DxdVjYMAcl3Rj6LKHqMj+wMnbuHYam3QiuqrbkNdHIyUtEK7aW/CYbDpxcdMLgCgCef+oTjoQjdWJ0X",
+	"eMc2GsGx2sjBqjhWoZ2tajtUfAer6ZT0krPdHU6hTZ28xT2JnTBwoPkcbCNoWd08TrfjDBzXgT7oul5R",
+	"SezSsCIclTaENdda6WViSqQhYIB5TTsHVknhV1w0YRN8CZ+fvsdhcRRY7EqJUHF0jgesFUvj+EgvleAC",
+	"UbHgzdoqriEFxEeRaFWB7O9BKT6oPbPc0qZDoVoZQ7LHoDNLrOObshq60S7SFbO64WMXstHVxfGW8FAR",
+	"UmxjRzyPA6MDVY0VPJbrLGA+59iNhmvAoP9MMN3AoiBFvhASbvYk0U3RMRxibMpgbWwp0zDKN8U0j1QO",
+	"pmt50lSHqVm8UobbzRC7YL/6eX1a+uug7ELb9FB6EgIroUrjZF3mcerB8862vFfLHuiiEWptl91r+6q7",
+	"14hPNyauzPuvQIq+DdvuNN32k7Y7dPX/t5BP5p8Ia912amdifUoO3ygeofQ4FKEWzkmzB5h0oNeXOObQ",
+	"CzL2FD62cSnHIl90nFE7BrVhbb+XE0kS93tOGQhKNqzdYfdvAfHjDZVxEl7V8lRZHZwxBrL5bjfqVzU8",
+	"mEx6V6mvJ3qXkBkPa8wZoj2IciBEuPXe567edkDgXmZ52TpespGIQnEukLAvltMqw17t5Oz9oP8Df9vT",
+	"74fKlSAPWxK1ZLHTKDwg41QcWXYZbkB+4yCJFyrToSJjzBIxBhlJVOcpWuUTnPL30BC9umXedceoLe3b",
+	"NeQneVO/nVjktTV/29Y8d/ZbHy+m4gnlMQzzYiHJ/EEsLrT0rrjKN2fF1eTjWiDIVjKO9a5DfzWutC7g",
+	"fvUiREJhFZiDEKS9zWXnIRgBJCo9KrXzq1kMa8BqJmSpxdeO0psHLFz5AGzKU7F9AJYC8llTMhmvbKtq",
+	"mhCZKPCvbRPb3jKxdKc2hrV4ofIrmY3lLDusBKfXtg8y5tue2rB9BYP3MB8YJTPpG7tL/xpgjmuTt3v5",
+	"ibkYmNRh/LTemfFJgXbdNgaXmCCnBsdrLzQxszAQmURCTl4+ZGHKIsHPhSIgRBSq1PGkJb7rZESJubqG",
+	"pUmqgBcP6LgNZT1wGRv3FIKGDtDF4ilESMYb/b5e2zpZiFO0xR6kypMYdgFydTJ8xZAf8+/c/eLuk7s+",
+	"nGSAk5hhWhaR+CwMxHsakdBFu0JE4tr0vqLp/cyawtde5vttcsnufcwepp72FIJ4Ne8S7GFlcgXkUZeB",
+	"tuzxRn5lCF4jaIZQNPoGHtDKAFSTOKGj1CI5F6D5IaLJkClkOd88c9dwwP90yBPlKYmKcFgSTKh6zqMI",
+	"cWF4ViCjngfgVYOUq8U50Plz5UlzkIoi03DyL024VOa9iLvC51vsuJAh8qRZMeCcPa4XDi0+GDA3AHA0",
+	"hXX9roirlIoQKk/6eIvfAP2GMEAgGuLFZiIKcnUDznpurxqx+Rn11geVhNK9vZmEsuhqnIvSUD/UsJNq",
+	"QwqN1JzaDgQlhuTwhxrB9dSMd/r7tWHtcDDpdwK3L0RbiA5vt9uDQSDGI95tu+PA3Q8OOp1AHPLA7R6O",
+	"gm5w0O+NeweDTu+gO+n2+iM9qbciL0ggZ5WVwjo7RHHyklLgD8U7y2I49OXOVsznjaX4rRF2YbrOpGw+",
+	"8oQdJpbRLrA0vjhZV2pd0cBVGtcTINpIYxYkfIUornTOF0PmJ/FKfRc+bYHD+933T+EwqVEsZzz1pDnf",
+	"qW/z2X/8m328MxTwDDJyoSlezUQisgA+HrPxJEirXAASf4jl/6DMzThOSMks70lDfGNz3DjAm2VaUbcg",
+	"/Z03ol5atDnX+41yIWI4ffdd2xk8zcA/+oLrAOhEVyZe5VrEF8CO2q8MO2qXMhJdAjmqFCI+7F0IOWq7",
+	"rf0N0BGSEuU6xAOwhG8dWnV5HdsHvYpKHnRahxdVsts62Khkf+DqR3Ju0UH3+dOSQhkB3XfV07sBzDr9",
+	"QXlDDPaBUKqyIdpbvY1PZO1w0O++m+5+TwS2n1aUrLgEb25Fr7L3RItbsfxqQ3QNMNsIQVgaQtqXp/5h",
+	"2vJqq24r5RFDwo6wMzpaVbl8P8qPXpVhtodG9SjXbRzHEYk38hSpK+jeSjQ3e4tgbir/e4LmBt8kXr2P",
+	"eG7s4I8PQo3OyeWOkvaBSNNrFUNrVFCMbpjGQfuw49RwFmSY5v7goMwQGzPb6aIHUbEAbLysfdC76GX9",
+	"TvfNmWZrulwNAU2oZ7voBuTsSWgjhCZD0+j6G8wyXdaV1DV5LXCy7rXrpaM0em0dod11aVAiIeKNyqgZ",
+	"CpiR0SAQNDyVSxN3XMeSfARBM7OIZFK6RKrK6ihZp0BoEkRRFaNLQ+a22i5DeU+3dXjEuCcXiWgmIhJc",
+	"CTYSkzgRKGyOl44Y0KW0xosFGyFF1mhN70ONZOnJgKciQ4imYsFGIl0JIXHl0qZAinA6G8XLRAF5z82b",
+	"WPFItG7exDgcPEdFVpuKuflxWTaKUaxaZYclAxMH1BvXgvi7SQ0BISOKMDNL/kV5sh7xkYgigYQkKNrq",
+	"g1im/tgNE+zTm2o/YJ+ySNbTmO0Bc1LDhxS5JydRHCdwyz/7rN5pgLwh7cLj+SiUImAyDlXON6X3j8hy",
+	"VffVb5K0/pffgnLDz39mv2J/+e1pGv/854bfyMjvdVekKJcNH/NZvc0+abTYLVCPxtgpFoNjM+nShPNF",
+	"Ep+LAF2BREwToRTIIpO2bZh60l9KrGMA7Ef4klWIMh5cou62+Winzz5pYKQyBJWmaKnCc+FDg+XuVJ6U",
+	"w8O82uNyqCkDEqxNId2nUtY1p6ASYfo/cPJKD1z2CbXbPHuFCc96csXXZuTFUjRVGADDxlQyZBJfpsoS",
+	"qqIzTsgpBfJyuhwLEBZyW27/iA5lWo2CxYVS6BJSy6HmLzQLCl5tt8gTYC0VC3hf3vhUfQnOAquTMgDo",
+	"Wnoyu81hFrMUeBWhtN5yqi/5Ryi1lfezJwsvt97NzD3mGauCoDNWKLw2GfmT9pTFYQz1vnmT1X34m4ZH",
+	"A8SyiVUsEQsAqFnWTYCw1ySc0tbMCjWRvZvhd+esDu6DfpIjIh1tnCeNkVMzDoKV2TDpY98O2V9+ayJg",
+	"agFkXfjtMGHwVeVJcHl/+dd/7zjMB0WcYVZalN9tHKHFWOm64oBALdsk0VtUFk88CVTqekVSRC0nY8w4",
+	"mHmTmtYaEn+tWNxQLF5JpsY8TUWi5z59Xv94Spf94XbhoboiwCreYFE8zSqDas5UwXgFx025hPkTImcd",
+	"zYnDPvuELRdAoqZ7IRByLDwJdSC5+j4L9ADDcNYkESKI5+yXH39f+DyLhFI4JPVPsTzyJDdmkkfhmSBl",
+	"bMZhEAaxwPSgtina5CBpHIrZIsZ0JUGxW9eeZW2iF1DTJI0hJl54FI4SGFWHej7mpjyMpSdHwASoO7fd",
+	"2u/1HZI5DlUmlJ4hA5gKU6yzof4NE0/mi5RR8IaRfxfdtSHLBmW+wEB9R8sUdl8//6nNPqEpwhNRsK0w",
+	"04uzrHFE6Zy2rgxoHyS40uHEQDNr5vYRzIMB+4SpCEYhT9l+73NozHZn8DmL9QZk09ag+GDRbgzZd3hK",
+	"lCF3/lO/Oo/0WBA79dtE7xZ2iG9gs2Jqu5lLAmuct14UAxUirlrQenVaiUZJGExF0LA3LygoUy6P4ELO",
+	"poM5m38q57lvt1s5jT13x4fBwdlv2s86867s1Ta52ms8CsfC4mX/aiVktzm4ZbZbPffQZfXzL754yPDV",
+	"jVolNf8OZetYZRsdiP6kO/t+/2wQHS7c1y1bB8r2VG++xGIzwr1DfBrWltrQbbntg0Onpift6YbEgtuC",
+	"/R65b5mEAAzm2rDdct2eU0vj7ccOndq5SPRjtWEtm6s12lVeFlW+tGQDt3NBudzW4WF/u1wHh4NWe8dy",
+	"lcV5SQ7j0sLtt1uXlK6zXbj+fqtrly2faru02c5l67bdVv/KhesM+q2DitI9xc+Uzz1jY08pB/PUyRTy",
+	"Tmms9pya5eogtclixqESfScT1rMWLZCm+D5GaIbbGqBSRVb1Th8Fx+j9HfzLahmnpsLpnJOgm9ty3f3s",
+	"WhrTlZ5T++faEGQRCya+NvyObPt2YqlTniKJVxL+MRdByOWpNUj1KNUe9elC/33Qd2rLBdxaOUYrP2RG",
+	"AH6tU/K1jv2tTtm3ir1qWK5Og3AyEQn2nm6fMkNW9hKntpppq0brwgg2VLn3ZnZVabZSYB1YvaO9pJ7x",
+	"J/DpGPhCIzR4abKUY24P31cUjsvX4YrYDbnPBvwIlvYjzLk7tf5O7DUhDImNKM5xIbTimANPNCSAXFi3",
+	"265hHUCLXBjWGa1B6gL2Dmu20h5dIsYiPM9I9kBqX08Alq4XIr/Pk6TrMbSFPTbdHggPbBAb6j1FzoZ6",
+	"pN3yRIn002U6aQ5ICJ9vsCVzSz/Ok34ZtTcy/hITcpKEQo8zBDARxzfQaQHTtieBgNsxFJ4ywH0ST9aM",
+	"NMqDBuyOw4Q9/uy42envmx0WAal8MMeSy7FoFWA5dB5YZbon/olYJM074VSAWvfJvdvssN91G7An0XYk",
+	"Q1sV3mm4Rn3d/XrgUx5EPOPjFDMMekcPPdhieBKeRDsoQobFUtitZ2KRZpgsg3NW8QVeNY6e9wotcXPv",
+	"5qYjDSTM1XisGwrJNOt51D8KpbC85trLn358+eJ/vXzxf1/+9K8vX/zPly/++8uffvfyxf94+dNvX774",
+	"r/Dv//LyxZ/1lRd/ePni/7188Xt45PcvX/wf/eBP/+3li3+3/v37O8QJkSHBX/70n/WL6aE/fJlMuSQl",
+	"JXUCajcKM6Wwc/vlxz9uUHhVzFvHgADL5qcZfi14VwX/st2QesJtHetDLCPxQwFrfUZlj1TxHBTusg0I",
+	"Ejd/V/sXxhh79IjBf9mT+/iPW+xfak8NFXPtBw+9c682ZB446B12cIt9NTh1HSug+1CkPKILRUJsr/Z8",
+	"M+OxybhXakWwUthAYeoQGX/BCNgWsVVz3gA9dRUf9Tat9CZ3dPlqimcFcPbXnBomWaEwlrnZbhJfzbi2",
+	"Zp8Obx0/vrvfG/omfINLQW6eWhenZ65zL4XcC1hlakODS1txxeY8EBDEqVyzL0m+HBvHKV9+KFgMAS9D",
+	"v2qrszns/qOvWR2kn1CuymHfnBw/zDQpYKjz8ZmQgU3Gqi8T/CAVClVtPUmHX5AelDxZWmbBnVaot+0w",
+	"dG5BPkpuxULrceKYOCldA/MV8FQMWSKatiZXo8Uek8vsSetTGACBaNhE2/M6xP2hBU4jIX3Hk/50sTyd",
+	"i3mcrE+XaRhRk/gNo9+lUjBiwFmJLXtkEkLgDECaYp6HfddUrxb7AuTHrEhwPMlDu3kseB7LKeY6qKtE",
+	"pqAL6UsHs2XazZJ6HRfPUiEDEWRUJKXohleMcV0L414L4xbP+8QrzDLRGE5jONdWBQCJQBu2VA2j4zq2",
+	"RIS7izzEa4VMt9ifvpT2VExniRAMInpkYAq4DmNmv/thS/Azl/HsoYwn5F3TXbRD6c4ckSE7z3pjd+L+",
+	"5qw7Hx1wS7FTOzh7JgxZ29LTvPdoUHMogNst25lfYS+OxuIioipsjQ9MkfJx1tdoaTGDU0QWVEMeSKWh",
+	"eSbWqpqDRDfOmEeRXsYMK5WRb1BmKzuGywSnjlfyiFlcqZ4MU9jWqXwDvUjCc57iQbT6hpaE34CcLW3y",
+	"Ak/CKWilXVM8mDOLV4RZklORgM4TbCs3NosQ+fZbnjyh4prMbKb8CC8uV67Ek/NHSLXlSSMPudkCIrDE",
+	"Io8zyi7zs9Gi8WRdr/MLkbA5H8+AXxw29XrRJSmaJE55Khpl652pwGPssc/FuvZ2DpnmH3iLR03PxHpz",
+	"fwqdEYVjYTXsLrwp7uHWiRtrUNSGte6kPd4X7njA+5NR0O+O22I/GExc3h51xt2gJ/qTffegPegcdnlv",
+	"1B/vBwdiMDl0251ur79/oC2QdRrH5FBwzJ9CRWr3/35y784/fP/ws8/3xcHfj75NFse392TU5189/M10",
+	"/Kt/eHJwMureP3cP5ODTwrOnCzGvDWtN/X+37t5/8Gv26OtbXzy4zT6/+49w0ZMPb8erW1/9453PO9+s",
+	"jtd3j6/yLU/CS+7++s72e6+Ci7MGXRWhVMmsAFiUZRvsM5pX50u7HjIf0ZA52RT/eUenrA/frcZQ5YKx",
+	"MTU+UmIcWgC5ZHeDTr/fPrStQRoj2svyEmDpvYxs3XZZ9n6w5u3zC4P61pfrCV+xEVdivwfOxKO7DxsZ",
+	"7s10Fuyw7SU+PaJ3OEzF+DOXa71wj7lk45kYn2XE8eUx61ZZULmwnr/9few9y869ge3HtVH+qNbxwjS5",
+	"fEZ87KeDj+3qWoJ2jjZesDdZW7kqvQmbRHoTXbnbMrERtfeDHobPL+Fk0GtXblOyp43IXn3MlWiGUgmp",
+	"wjQ8F9HaoSC9J+3bMdQGajr371qiqY0hAOwg9GEYxKAiEhC66UzMka+hILEfWIB2yqpAhs3Z/K3jHnnS",
+	"1y8ELR2IqRBMlEeRgzmo0Rr+W5Fyy6NJr2scS7b75t0OiRljvQnHKlrTFvMfcxmMRDL1G1kwaMFhjSIz",
+	"Av/Z3B855VKWHYoHZdKW26KWb4CKgUq8zeND4ymeMG4nA4uZqoQCN1cL8+xwN7WXaVAM65xCJB75EC5A",
+	"6VW9czNmVQKQ6yJAzvBPGDxHHt3qYnSr/OgQQn+KWJhT7aSckuLgsN3pDAYAvklncXA6jrhSukMNF/4p",
+	"qcHkIa/xmsuzcBXu/fqbB3ceHDfNeazmr7mMm+3OreZ5p3n87VfN3giijAvBz4on0te14X6vFAtUxMn1",
+	"9g9bvedbQbXjb79ivSa+XIVyGolTlSaCz09L3li8oXAevAguxKO/2ZwqdrUBHO5SZftcGuv07t/SAzTh",
+	"89PpqDbsmLNeYFJqwwzg8XfZlz/NvnuVhdE8/SiJIZFZtTzizx//wpc1JxyeijOJbDLtMFu3lznYHiTn",
+	"xkRjF83SdDHc24viMY9msUqHA3fgIs4KH980zo8RsDHPs/8O4eSNqnoABxyUwxI9l+TUHL2dL3gSqhjP",
+	"kZLFgbKVaGKDzvsRZrOkgDNHmatT949p4wiTZshuwT5He12+g+lLEiYneiO9GWFouXCpMGdFrR1MhS53",
+	"pjKbYdPr9x99rUg8X5n8pMq3KEanMCPaiydMP2J9l34p++gjxGbCfguA9Nl3saUB359pIgI+Eo/pSITt",
+	"n/Oo8CGD5yj51D3i5CtqGYA0gsNmYQDnQGRAjHxwhFGvwvWMjEzRQSpMt24w02RlsEhaSnI7gkfpzAFi",
+	"J92MumFFmoRjGFR0CDnh4zQD4SViIrSZFeiYWN8RKa89f/r8/wcAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -315,6 +315,39 @@ func TestRunPagesShowEveryCell(t *testing.T) {
 		if raw := rawNumbers(text); len(raw) > 0 {
 			t.Errorf("%s: numbers not written for people: %q", name, raw)
 		}
+		// The prefill chart's axis titles and labels are drawn inside it,
+		// none over another, with a scale of more than one label.
+		drawn, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => {
+			const svg = document.querySelector('svg[aria-labelledby="prefill-title"]'), box = svg.getBoundingClientRect();
+			const texts = Array.from(svg.querySelectorAll('text')), out = [];
+			texts.forEach((el, i) => {
+				const r = el.getBoundingClientRect();
+				if (r.left < box.left - 0.5 || r.right > box.right + 0.5 || r.top < box.top - 0.5 || r.bottom > box.bottom + 0.5) out.push(el.textContent + " outside the chart");
+				texts.slice(i + 1).forEach(o => {
+					const q = o.getBoundingClientRect();
+					if (r.left < q.right - 1 && q.left < r.right - 1 && r.top < q.bottom - 1 && q.top < r.bottom - 1) out.push(el.textContent + " over " + o.textContent);
+				});
+			});
+			return out.concat(texts.filter(el => el.classList.contains('axistitle')).map(el => "title " + el.textContent),
+				texts.filter(el => el.getAttribute('text-anchor') === 'end').map(el => "y " + el.textContent));
+		})()`))
+		if err != nil {
+			t.Fatalf("%s: prefill chart: %v", name, err)
+		}
+		titles, ys := 0, 0
+		for _, d := range drawn {
+			switch {
+			case strings.HasPrefix(d, "title "):
+				titles++
+			case strings.HasPrefix(d, "y "):
+				ys++
+			default:
+				t.Errorf("%s: prefill chart: %s", name, d)
+			}
+		}
+		if titles != 2 || ys < 3 {
+			t.Errorf("%s: prefill chart has %d axis titles and %d y labels: %q", name, titles, ys, drawn)
+		}
 		screenshot(t, ctx, "run-"+name)
 	}
 }
@@ -377,15 +410,15 @@ func TestPagesInBrowser(t *testing.T) {
 }
 
 // consoleErrors collects the errors and uncaught exceptions the page
-// writes to its console (a blocked resource or stylesheet among them)
-// until the test ends; the returned func reads them.
-func consoleErrors(t *testing.T, ctx context.Context) func() []string {
+// writes to its console (a blocked or failed resource among them) until
+// the test ends; the returned func reads them.
+func consoleErrors(t *testing.T, ctx context.Context) func() []chromedp.ConsoleMessage {
 	t.Helper()
 	cctx, stop := context.WithCancel(ctx)
 	t.Cleanup(stop)
 	var (
 		mu   sync.Mutex
-		errs []string
+		errs []chromedp.ConsoleMessage
 	)
 	messages := chromedp.Console(cctx)
 	go func() {
@@ -395,12 +428,12 @@ func consoleErrors(t *testing.T, ctx context.Context) func() []string {
 			}
 			if m.Type == chromedp.ConsoleError || m.IsException() {
 				mu.Lock()
-				errs = append(errs, m.String()+" ("+m.URL+")")
+				errs = append(errs, m)
 				mu.Unlock()
 			}
 		}
 	}()
-	return func() []string {
+	return func() []chromedp.ConsoleMessage {
 		mu.Lock()
 		defer mu.Unlock()
 		return slices.Clone(errs)
@@ -499,7 +532,7 @@ func TestWidgetSpeaksItsLanguage(t *testing.T) {
 		if err := chromedp.Do(ctx, chromedp.Navigate(c.url), chromedp.WaitVisible(chromedp.CSS(`.mxd[data-state="answered"]`))); err != nil {
 			t.Fatalf("%s: %v", c.url, err)
 		}
-		if got := textOf(t, ctx, `.mxd h2`); got != c.title {
+		if got := textOf(t, ctx, `.mxd :is(h1, h2)`); got != c.title {
 			t.Errorf("%s: title %q, want %q", c.url, got, c.title)
 		}
 		if got := textOf(t, ctx, `.mxd dt`); got != c.status {
@@ -509,5 +542,180 @@ func TestWidgetSpeaksItsLanguage(t *testing.T) {
 			t.Errorf("%s: numbers not for people: %q", c.url, raw)
 		}
 		screenshot(t, ctx, "widget-"+map[bool]string{true: "zh-Hant", false: "th"}[c.url != host.URL])
+	}
+}
+
+// TestWidgetAnswersWhatItAsks embeds the widget on another site's page in
+// a 320 px column and asks what the other widget tests do not: a model on
+// a GPU draws the heatmap of the run the answer names; an answer with no
+// speed shows no error band; a context of 1,000,000 has a row label that
+// fits; and each refusal's fix is written as the widget's own controls
+// (a max output tokens input, the "Across generations" box), which then
+// answer.
+func TestWidgetAnswersWhatItAsks(t *testing.T) {
+	ctx := browser(t)
+	e := newEnv(t, 0)
+	nemotron := e.seed(t, "nemotron-nano-12b-v2-awq-rtx3090")
+	noMaxOut := e.seed(t, "fara1.5-4b-autoround-rtx3060")
+	noMaxOut.Title, noMaxOut.Benchmark.MaxOutputTokens = "no max output", nil
+	stored, _, err := e.st.CreateRun(context.Background(), noMaxOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(e.h)
+	defer srv.Close()
+	attrs := map[string]string{
+		"/model":     fmt.Sprintf(`data-model="%s" data-gpu="RTX 3090"`, nemotron.Model.Name),
+		"/run":       fmt.Sprintf(`data-run="%s"`, nemotron.ID),
+		"/no-out":    fmt.Sprintf(`data-run="%s" data-context="0" data-concurrency="3"`, stored.ID),
+		"/no-out-zh": fmt.Sprintf(`data-run="%s" data-context="0" data-concurrency="3" data-lang="zh-Hant"`, stored.ID),
+	}
+	host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!doctype html><html lang="en"><head><meta name="viewport" content="width=device-width, initial-scale=1"><title>A blog about GPUs</title>
+<style>body { margin: 0; } .column { width: 320px; margin: 0 auto; }</style></head>
+<body><main class="column"><h1>Will it fit?</h1><div data-matrixd-calculator %s></div>
+<script src="%s/widget/calculator.js"></script></main></body></html>`, attrs[r.URL.Path], srv.URL)
+	}))
+	defer host.Close()
+	errs := consoleErrors(t, ctx)
+	ask := func(name, context, concurrency string) {
+		t.Helper()
+		q := context + "x" + concurrency
+		if err := chromedp.Do(ctx,
+			chromedp.SetValue(chromedp.CSS(`[data-in="context"]`), context),
+			chromedp.SetValue(chromedp.CSS(`[data-in="concurrency"]`), concurrency),
+			fire(`[data-in="context"]`),
+			chromedp.WaitVisible(chromedp.CSS(`.mxd[data-query="`+q+`"] [data-drawn="`+q+`"] rect[data-chosen="true"]`)),
+		); err != nil {
+			screenshot(t, ctx, "widget-"+name+"-failed")
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	fits := func(what string) {
+		t.Helper()
+		if bad, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](widgetOverflowsJS)); err != nil || len(bad) > 0 {
+			t.Errorf("%s: %v (%v)", what, bad, err)
+		}
+	}
+
+	// A model on a GPU: the heatmap of the run the answer names.
+	if err := chromedp.Do(ctx,
+		chromedp.EmulateViewport(360, 900),
+		chromedp.Navigate(host.URL+"/model"),
+		chromedp.WaitVisible(chromedp.CSS(`.mxd[data-state="answered"] [data-drawn="16384x8"] rect[data-chosen="true"]`)),
+	); err != nil {
+		screenshot(t, ctx, "widget-model-gpu-failed")
+		t.Fatalf("model on a GPU: no heatmap: %v", err)
+	}
+	if cells, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-out="heatmap"] rect').length`)); err != nil || cells < 16 {
+		t.Errorf("model on a GPU: %d heatmap cells (%v), want the run's grid", cells, err)
+	}
+	if got := textOf(t, ctx, `[data-out="band"]`); got != "measured" {
+		t.Errorf("a measured cell's band: %q", got)
+	}
+	fits("model on a GPU")
+	screenshot(t, ctx, "widget-model-gpu")
+
+	// Over capacity: no speed, so no error band.
+	ask("no-speed", "16384", "64")
+	if got := textOf(t, ctx, `[data-out="status"]`); got != "over capacity" {
+		t.Fatalf("16K × 64: status %q, want over capacity", got)
+	}
+	if shown, err := chromedp.Run(ctx, chromedp.Evaluate[[]bool](`['[data-out="band"]', '.mxd dt:nth-of-type(6)'].map(s => document.querySelector(s).offsetParent !== null)`)); err != nil || shown[0] || shown[1] {
+		t.Errorf("an answer without speed shows an error band: %v (%v): %q", shown, err, textOf(t, ctx, `.mxd dl`))
+	}
+	screenshot(t, ctx, "widget-no-speed")
+
+	// A context of 1,000,000: its row label is written for people and fits
+	// left of the cells.
+	ask("long-context", "1000000", "1")
+	labels, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => {
+		const svg = document.querySelector('[data-out="heatmap"] svg'), left = svg.querySelector('rect').getBBox().x;
+		return Array.from(svg.querySelectorAll('text[text-anchor="end"]')).map(el => {
+			const b = el.getBBox();
+			return el.textContent + (b.x >= 0 && b.x + b.width <= left ? "" : " clipped: " + Math.round(b.x) + "–" + Math.round(b.x + b.width) + " left of " + left);
+		});
+	})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(labels, "1,000,000") {
+		t.Errorf("row labels %q lack 1,000,000", labels)
+	}
+	for _, l := range labels {
+		if strings.Contains(l, "clipped") {
+			t.Errorf("row label %s", l)
+		}
+	}
+	fits("a context of 1,000,000")
+	screenshot(t, ctx, "widget-long-context")
+
+	// Another GPU generation: the fix is the "Across generations" box.
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(host.URL+"/run"),
+		chromedp.WaitVisible(chromedp.CSS(`.mxd[data-state="answered"]`)),
+		chromedp.SetValue(chromedp.CSS(`[data-in="target-gpu"]`), "H100 SXM"),
+		fire(`[data-in="target-gpu"]`),
+		chromedp.WaitVisible(chromedp.CSS(`.mxd[data-state="refused"] [data-out="refusal"]`)),
+	); err != nil {
+		screenshot(t, ctx, "widget-refusal-rough-failed")
+		t.Fatalf("another generation: %v", err)
+	}
+	if got := textOf(t, ctx, `[data-out="refusal"]`); !strings.Contains(got, "“Across generations” ticked") || strings.Contains(got, "rough=true") {
+		t.Errorf("another generation's refusal: %q, want its fix as the widget's box", got)
+	}
+	screenshot(t, ctx, "widget-refusal-rough")
+	if err := chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`[data-in="rough"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`.mxd[data-state="answered"]`)),
+	); err != nil {
+		t.Fatalf("ticked across generations: %v", err)
+	}
+	if got := textOf(t, ctx, `[data-out="basis"]`); !strings.Contains(got, "scaled_gpu") {
+		t.Errorf("across generations: basis %q", got)
+	}
+
+	// A run that does not say its output reservation: the fix is the max
+	// output tokens input.
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(host.URL+"/no-out"),
+		chromedp.WaitVisible(chromedp.CSS(`.mxd[data-state="refused"] [data-out="refusal"]`)),
+	); err != nil {
+		screenshot(t, ctx, "widget-refusal-max-output-failed")
+		t.Fatalf("no output reservation: %v", err)
+	}
+	if got := textOf(t, ctx, `[data-out="refusal"]`); !strings.Contains(got, "“Max output tokens”") || strings.Contains(got, "max_output_tokens") {
+		t.Errorf("no output reservation's refusal: %q, want its fix as the widget's input", got)
+	}
+	fits("a refusal")
+	screenshot(t, ctx, "widget-refusal-max-output")
+	if err := chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.CSS(`[data-in="max-output"]`), "8192"),
+		fire(`[data-in="max-output"]`),
+		chromedp.WaitVisible(chromedp.CSS(`.mxd[data-state="answered"]`)),
+	); err != nil {
+		t.Fatalf("max output tokens given: %v", err)
+	}
+	if got := textOf(t, ctx, `[data-out="status"]`); got != "fits" {
+		t.Errorf("with max output tokens: status %q", got)
+	}
+	// In Chinese, the controls are named as the widget labels them.
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(host.URL+"/no-out-zh"),
+		chromedp.WaitVisible(chromedp.CSS(`.mxd[data-state="refused"] [data-out="refusal"]`)),
+	); err != nil {
+		t.Fatalf("no output reservation, in Chinese: %v", err)
+	}
+	if got := textOf(t, ctx, `[data-out="refusal"]`); !strings.Contains(got, "「輸出 token 上限」") || strings.Contains(got, "max_output_tokens") {
+		t.Errorf("no output reservation's refusal in Chinese: %q", got)
+	}
+	if got := textOf(t, ctx, `label[for$="-out"]`); !strings.HasPrefix(got, "輸出 token 上限") {
+		t.Errorf("the max output tokens input in Chinese: %q", got)
+	}
+	for _, m := range errs() {
+		if !strings.Contains(m.Text, "status of 422") { // the refusals asked for
+			t.Errorf("console: %s (%s)", m, m.URL)
+		}
 	}
 }

@@ -78,6 +78,9 @@ func TestDocs(t *testing.T) {
 	if h.Get("Content-Encoding") != "gzip" {
 		t.Errorf("GET %s: not gzipped for a client that takes gzip", script)
 	}
+	if plain := e.do(t, "GET", script, nil).Body.String(); strings.Contains(plain, "https://cdn.redoc.ly/") {
+		t.Errorf("GET %s: the script loads an image from Redocly's CDN, which the policy blocks", script)
+	}
 	if n, _ := strconv.Atoi(h.Get("Content-Length")); n < 100_000 || n > 1_000_000 {
 		t.Errorf("GET %s: %d bytes gzipped; is it Redoc's bundle?", script, n)
 	}

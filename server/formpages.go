@@ -124,10 +124,10 @@ func (p *pages) planner(c echo.Context) error {
 }
 
 // gettingStarted says how to read a matrix, submit runs and embed the
-// calculator; it takes no query.
+// calculator; it takes no query, as its twin GET /v1/getting-started.
 func (p *pages) gettingStarted(c echo.Context) error {
-	if _, err := p.checkAs(c, "/getting-started", p.bare); err != nil {
+	if _, err := p.asAPI(c, "/v1/getting-started"); err != nil {
 		return p.problemPage(c, err, "/getting-started")
 	}
-	return p.render(c, http.StatusOK, "getting-started.html", pageCSP, map[string]any{"Title": p.locale(c).t("gs.title")})
+	return p.render(c, http.StatusOK, "getting-started.html", pageCSP, map[string]any{"Title": p.locale(c).t("gs.title"), "JSON": "/v1/getting-started"})
 }

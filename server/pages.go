@@ -42,7 +42,6 @@ type pages struct {
 	tmpl   map[string]*template.Template // by language
 	router routers.Router                // the API's, to check a page's query as the API's
 	widget *routers.Route                // the widget's query, as an operation
-	bare   *routers.Route                // a page that takes no query, as an operation
 }
 
 // pageTemplates are the pages in one language: its messages and its way
@@ -91,7 +90,6 @@ func registerPages(e *echo.Echo, s *Server, spec *openapi3.T, router routers.Rou
 		return err
 	}
 	p.widget = widget
-	p.bare = &routers.Route{Spec: spec, Method: http.MethodGet, PathItem: &openapi3.PathItem{}, Operation: &openapi3.Operation{}}
 	js, err := widgetScript(langs)
 	if err != nil {
 		return err
@@ -186,9 +184,12 @@ func (p *pages) index(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	filters := hidden(q, "sort", "limit")
 	return p.render(c, http.StatusOK, "index.html", pageCSP, map[string]any{
 		"Title": p.locale(c).t("index.title"), "Runs": list.Items, "Q": q, "Sort": q.Get("sort"),
-		"Hidden": hidden(q, indexShown...), "Filters": hidden(q, "sort", "limit"), "Next": nextPage("/", q, list.NextCursor),
+		"Hidden": hidden(q, indexShown...), "Filters": filters, "Next": nextPage("/", q, list.NextCursor),
+		// No run at all, not none that matches: the store is empty.
+		"Empty": len(list.Items) == 0 && len(filters) == 0 && !q.Has("cursor"),
 	})
 }
 
@@ -311,39 +312,64 @@ func heatColour(f float64) (fill, ink string) {
 	return fmt.Sprintf("#%02x%02x%02x", rgb[0], rgb[1], rgb[2]), ink
 }
 
-// prefillChart is a run page's prefill TTFT chart.
+// prefillChart is a run page's prefill chart: prompt tok/s by context,
+// each point's TTFT in its tooltip.
 type prefillChart struct {
-	Width, Height int
-	Points        string
-	Dots          []heatCell
-	XLabels       []axisLabel
-	YMax          string
+	Width, Height, Left, Top int
+	// AxisY and AxisX are the plot's bottom and right edges; MidX and
+	// MidY where the axis titles go; XLabelY and XTitleY the x labels' and
+	// title's baselines.
+	AxisY, AxisX, MidX, MidY, XLabelY, XTitleY int
+	Points                                     string
+	Dots                                       []heatCell
+	XLabels                                    []axisLabel
+	YTicks                                     []axisLabel
 }
 
 func newPrefillChart(lc *locale, cells []store.PrefillCell) *prefillChart {
 	var pts []store.PrefillCell
-	maxL, maxT := 0, 0.0
+	maxL, maxS := 0, 0.0
 	for _, c := range cells {
-		if c.TTFTMs != nil {
+		if c.PromptTokS != nil && *c.PromptTokS > 0 {
 			pts = append(pts, c)
-			maxL, maxT = max(maxL, c.ContextTokens), math.Max(maxT, *c.TTFTMs)
+			maxL, maxS = max(maxL, c.ContextTokens), math.Max(maxS, *c.PromptTokS)
 		}
 	}
-	if len(pts) == 0 || maxL == 0 || maxT == 0 {
+	if len(pts) == 0 || maxL == 0 {
 		return nil
 	}
-	const w, h, left, bottom = 520, 220, 64, 30
-	ch := &prefillChart{Width: w, Height: h, YMax: lc.float(maxT/1000) + " s"}
+	ch := &prefillChart{Width: 520, Height: 250, Left: 72, Top: 16}
+	ch.AxisY, ch.AxisX = ch.Height-52, ch.Width-24
+	ch.MidX, ch.MidY, ch.XLabelY, ch.XTitleY = (ch.Left+ch.AxisX)/2, (ch.Top+ch.AxisY)/2, ch.AxisY+18, ch.Height-8
+	// A linear scale from zero, so that a halving looks like one.
+	step := linearStep(maxS)
+	top := math.Ceil(maxS/step) * step
+	y := func(v float64) int { return ch.AxisY - int(math.Round(float64(ch.AxisY-ch.Top)*v/top)) }
+	for v := 0.0; v <= top*1.0001; v += step {
+		ch.YTicks = append(ch.YTicks, axisLabel{y(v), lc.float(v)})
+	}
 	var poly []string
 	for _, c := range pts {
-		x := left + int(float64(w-left-16)*float64(c.ContextTokens)/float64(maxL))
-		y := h - bottom - int(float64(h-bottom-16)**c.TTFTMs/maxT)
-		poly = append(poly, fmt.Sprintf("%d,%d", x, y))
-		ch.Dots = append(ch.Dots, heatCell{X: x, Y: y, Label: lc.num(c.TTFTMs), Title: lc.t("prefill.point", tokenLabel(c.ContextTokens), lc.num(c.TTFTMs), lc.num(c.PromptTokS))})
+		x := ch.Left + 8 + int(float64(ch.AxisX-ch.Left-16)*float64(c.ContextTokens)/float64(maxL))
+		py := y(*c.PromptTokS)
+		poly = append(poly, fmt.Sprintf("%d,%d", x, py))
+		ch.Dots = append(ch.Dots, heatCell{X: x, Y: py, Label: lc.num(c.PromptTokS), Title: lc.t("prefill.point", tokenLabel(c.ContextTokens), lc.num(c.TTFTMs), lc.num(c.PromptTokS))})
 		ch.XLabels = append(ch.XLabels, axisLabel{x, tokenLabel(c.ContextTokens)})
 	}
 	ch.Points = strings.Join(poly, " ")
 	return ch
+}
+
+// linearStep is the step, 1, 2 or 5 times a power of ten, that divides 0
+// to hi in three to six.
+func linearStep(hi float64) float64 {
+	p := math.Pow(10, math.Floor(math.Log10(hi)))
+	for _, m := range []float64{0.1, 0.2, 0.5, 1, 2, 5} {
+		if hi/(m*p) <= 6 {
+			return m * p
+		}
+	}
+	return 10 * p
 }
 
 // run is GET /v1/runs/{run_id} as a page.

@@ -156,6 +156,9 @@ func TestWidgetRefusesWhatTheCalculatorRefuses(t *testing.T) {
 		want       string
 	}{
 		{"/widget/calculator?run=" + fara + "&theme=dark", 200, `data-theme="dark"`},
+		{"/widget/calculator?run=" + fara, 200, "<main>\n<div data-matrixd-calculator"},
+		{"/widget/calculator?run=" + fara, 200, "<h1>Decode speed calculator</h1>"},
+		{"/widget/calculator?lang=th", 200, "<h1>เครื่องคำนวณความเร็ว decode</h1>"},
 		{"/widget/calculator", 200, `data-theme="light"`},
 		{"/widget/calculator?run=&model=&gpu=", 200, `data-run=""`},
 		{"/widget/calculator?theme=blue", 400, "<code>theme</code>"},
@@ -232,6 +235,7 @@ func TestPagesAndAPIAgree(t *testing.T) {
 		{"/submitters/Sandberg", "/v1/submitters/Sandberg", ""},
 		{"/calculator", "/v1/calculator/decode", "run_id=" + fara + "&context_tokens=16384&concurrency=8"},
 		{"/planner", "/v1/planner", "context_tokens=16384&min_per_request_tok_s=20"},
+		{"/getting-started", "/v1/getting-started", ""},
 	} {
 		route, _, err := e.router.FindRoute(httptest.NewRequest(http.MethodGet, pair.api, nil))
 		if err != nil {

@@ -44,6 +44,7 @@ type Server struct {
 	specYAML []byte
 	// publicURL is Config.PublicURL without its trailing slash.
 	publicURL string
+	guide     api.GettingStarted // GET /v1/getting-started, built from the contract
 }
 
 var _ api.StrictServerInterface = (*Server)(nil)
@@ -130,7 +131,11 @@ func New(st *store.Store, cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{store: st, runs: runs, calc: cfg.Calc, metrics: m, specJSON: specJSON, specYAML: specYAML, publicURL: public}
+	guide, err := newGuide(spec)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{store: st, runs: runs, calc: cfg.Calc, metrics: m, specJSON: specJSON, specYAML: specYAML, publicURL: public, guide: guide}
 
 	// The validator must not check the Host header against servers.
 	spec.Servers = nil

@@ -57,6 +57,17 @@ func newEnv(t testing.TB, generated int) *env {
 // newEnvWith is newEnv with a server configuration.
 func newEnvWith(t testing.TB, generated int, cfg server.Config) *env {
 	t.Helper()
+	return buildEnv(t, true, generated, cfg)
+}
+
+// newEmptyEnv is a real server over an empty database: no run stored yet.
+func newEmptyEnv(t testing.TB) *env {
+	t.Helper()
+	return buildEnv(t, false, 0, server.Config{})
+}
+
+func buildEnv(t testing.TB, seeded bool, generated int, cfg server.Config) *env {
+	t.Helper()
 	ctx := context.Background()
 	// MATRIXD_TEST_API_STORE=postgres runs the API tests on PostgreSQL
 	// (the server MATRIXD_TEST_POSTGRES names), each in a schema of its own.
@@ -75,6 +86,9 @@ func newEnvWith(t testing.TB, generated int, cfg server.Config) *env {
 		t.Fatal(err)
 	}
 	for i, s := range ingest.Seeds() {
+		if !seeded {
+			break
+		}
 		stored, _, err := st.CreateRun(ctx, seedRuns[i])
 		if err != nil {
 			t.Fatal(err)

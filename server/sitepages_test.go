@@ -1,13 +1,20 @@
 package server_test
 
 import (
+	"context"
+	"encoding/json"
+	"html"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/matrixd/matrixd/api"
 )
 
 // TestSitePages: the pages the site's navigation names, through the real
@@ -80,10 +87,17 @@ func TestSitePages(t *testing.T) {
 		{"planner none", "/planner?context_tokens=0&min_per_request_tok_s=10&model=nothing-like-it", "/v1/planner", 200, []string{"No run matches"}, nil},
 		{"planner refuses", "/planner?context_tokens=0", "/v1/planner", 400, []string{"<code>min_per_request_tok_s</code>"}, nil},
 		{"planner cost without a price", "/planner?context_tokens=0&min_per_request_tok_s=10&sort=cost", "/v1/planner", 0, []string{"<code>sort</code>"}, nil},
-		{"getting started", "/getting-started", "", 200, []string{`<a href="/getting-started">Getting started</a>`, `id="read"`, `id="submit"`, `id="embed"`,
+		{"leaderboard names model, engine and method", "/leaderboard?context_tokens=16384&concurrency=8", "/v1/leaderboard", 200, []string{
+			`<th scope="col">Model</th><th scope="col">GPU</th><th scope="col">Engine</th><th scope="col">Method</th>`,
+			`<td><a href="/models/` + fara.Model.Name + `">` + fara.Model.Name + `</a>`,
+			`<td>` + fara.Engine.Name + ` ` + fara.Engine.Version + `</td><td><span class="badge">sustained_decode</span></td>`,
+			`<td><a href="/models/` + nemotron.Model.Name + `">`}, nil},
+		{"leaderboard in Chinese", "/leaderboard?context_tokens=16384&concurrency=8&lang=zh-Hant", "/v1/leaderboard", 200, []string{
+			`<th scope="col">模型</th><th scope="col">GPU</th><th scope="col">引擎</th><th scope="col">測量方法</th>`}, nil},
+		{"getting started", "/getting-started", "/v1/getting-started", 200, []string{`<a href="/v1/getting-started">JSON</a>`, `<a href="/getting-started">Getting started</a>`, `id="read"`, `id="submit"`, `id="embed"`,
 			"llama-batched-bench", "vllm-bench", "grid-csv", "&lt;div data-matrixd-calculator", `<a href="/docs">API reference</a>`, `<a href="/openapi.yaml">openapi.yaml</a>`}, []string{"<div data-matrixd-calculator"}},
-		{"getting started in Thai", "/getting-started?lang=th", "", 200, []string{"การอ่านเมทริกซ์"}, nil},
-		{"getting started takes no query", "/getting-started?x=1", "", 400, []string{"<code>x</code>", "it takes none"}, nil},
+		{"getting started in Thai", "/getting-started?lang=th", "/v1/getting-started", 200, []string{"การอ่านเมทริกซ์"}, nil},
+		{"getting started takes no query", "/getting-started?x=1", "/v1/getting-started", 400, []string{"<code>x</code>", "it takes none"}, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := e.page(t, tt.target, tt.api)
@@ -169,6 +183,172 @@ func TestFavicon(t *testing.T) {
 	for _, path := range []string{"/", "/models", "/widget/calculator"} {
 		if body := e.page(t, path, "").Body.String(); !strings.Contains(body, `<link rel="icon" href="/favicon.svg" type="image/svg+xml">`) {
 			t.Errorf("%s does not link the icon", path)
+		}
+	}
+}
+
+// TestEmptySite: on a store with no run, the run list says there are none
+// yet and links how to submit one; with a filter it says none matches, as
+// it does on a store with runs.
+func TestEmptySite(t *testing.T) {
+	empty, full := newEmptyEnv(t), newEnv(t, 0)
+	if rec := empty.do(t, "GET", "/v1/runs", nil); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"items":[]`) {
+		t.Fatalf("GET /v1/runs on an empty store: %d %s", rec.Code, rec.Body)
+	}
+	const none, yet = "No run matches these filters.", "No runs yet"
+	for _, tt := range []struct {
+		name      string
+		e         *env
+		target    string
+		want, not []string
+	}{
+		{"empty", empty, "/", []string{yet, `<a href="/getting-started#submit">`}, []string{none}},
+		{"empty, sorted", empty, "/?sort=gpu&limit=10", []string{yet}, []string{none}},
+		{"empty in Thai", empty, "/?lang=th", []string{"ยังไม่มีผลการวัด", `<a href="/getting-started#submit">`}, []string{none}},
+		{"empty, filtered", empty, "/?gpu=RTX%203090", []string{none}, []string{yet}},
+		{"empty, filtered by what the form hides", empty, "/?vram_gb_min=20", []string{none}, []string{yet}},
+		{"runs, filtered", full, "/?model=nothing-like-it", []string{none}, []string{yet}},
+	} {
+		rec := tt.e.page(t, tt.target, "/v1/runs")
+		if rec.Code != http.StatusOK {
+			t.Fatalf("%s: %d", tt.name, rec.Code)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(rec.Body.String(), w) {
+				t.Errorf("%s: %s lacks %q", tt.name, tt.target, w)
+			}
+		}
+		for _, w := range tt.not {
+			if strings.Contains(rec.Body.String(), w) {
+				t.Errorf("%s: %s says %q", tt.name, tt.target, w)
+			}
+		}
+	}
+}
+
+// TestRunPagePrefill: a run page's prefill chart plots prompt tok/s by
+// context with axis titles and their units and a scale of several labels;
+// a run without prefill measurements says so instead of an empty table.
+func TestRunPagePrefill(t *testing.T) {
+	e := newEnv(t, 0)
+	fara := e.seed(t, "fara1.5-4b-autoround-rtx3060")
+	bare := fara
+	bare.Title, bare.Prefill = "no prefill", nil
+	stored, _, err := e.st.CreateRun(context.Background(), bare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := e.do(t, "GET", "/v1/runs/"+stored.ID+"/prefill", nil); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"items":[]`) {
+		t.Fatalf("the run's prefill: %d %s", rec.Code, rec.Body)
+	}
+	chart := regexp.MustCompile(`(?s)<svg role="img" aria-labelledby="prefill-title".*?</svg>`)
+	yLabel := regexp.MustCompile(`<text class="axis" x="\d+" dx="-6" y="\d+" dy="4" text-anchor="end">([^<]+)</text>`)
+	for _, lang := range []struct{ code, x, y string }{
+		{"en", "context (tokens)", "prompt tok/s"},
+		{"zh-Hant", "上下文（token）", "提示 tok/s"},
+		{"th", "บริบท (โทเค็น)", "tok/s ของพรอมต์"},
+	} {
+		rec := e.page(t, "/runs/"+fara.ID+"?lang="+lang.code, "/v1/runs/"+fara.ID)
+		svg := chart.FindString(rec.Body.String())
+		if svg == "" {
+			t.Fatalf("%s: no prefill chart", lang.code)
+		}
+		for _, title := range []string{lang.x, lang.y} {
+			if !strings.Contains(svg, `class="axistitle"`) || !strings.Contains(svg, ">"+title+"</text>") {
+				t.Errorf("%s: the prefill chart lacks the axis title %q", lang.code, title)
+			}
+		}
+		if ticks := yLabel.FindAllStringSubmatch(svg, -1); len(ticks) < 3 || ticks[0][1] != "0" {
+			t.Errorf("%s: the prefill chart's y labels are %q, want a scale from 0", lang.code, ticks)
+		}
+	}
+	body := e.page(t, "/runs/"+fara.ID, "/v1/runs/"+fara.ID).Body.String()
+	if !strings.Contains(body, `<data value="2347">2,347</data>`) {
+		t.Errorf("the prefill table lacks a prompt tok/s value")
+	}
+	body = e.page(t, "/runs/"+stored.ID, "/v1/runs/"+stored.ID).Body.String()
+	if !strings.Contains(body, `<p role="status" class="prefill-none">This run has no prefill measurements.</p>`) {
+		t.Errorf("a run without prefill does not say so")
+	}
+	if strings.Contains(body, `<caption>Prefill</caption>`) || strings.Contains(body, `aria-labelledby="prefill-title"`) {
+		t.Errorf("a run without prefill shows an empty prefill table or chart")
+	}
+}
+
+// TestGettingStartedTwin: GET /v1/getting-started, the page's JSON twin,
+// answers as openapi.yaml says; it names every import format the import
+// operation takes, each as the page names it, and every attribute the
+// widget reads; each operation it names is the contract's, with its
+// summary.
+func TestGettingStartedTwin(t *testing.T) {
+	e := newEnv(t, 0)
+	if rec := e.do(t, "GET", "/v1/getting-started?x=1", nil); rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), `"field":"x"`) {
+		t.Errorf("a query: %d %s", rec.Code, rec.Body)
+	}
+	rec := e.do(t, "GET", "/v1/getting-started", nil)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	var g api.GettingStarted
+	if err := json.Unmarshal(rec.Body.Bytes(), &g); err != nil {
+		t.Fatal(err)
+	}
+	page := e.page(t, g.Page, "/v1/getting-started").Body.String()
+	var formats []string
+	for _, f := range g.Submit.Formats {
+		formats = append(formats, string(f.Format))
+		if f.Format != api.ImportFormatFormatPage && !strings.Contains(page, "<code>"+string(f.Format)+"</code>") {
+			t.Errorf("the page does not name the format %s", f.Format)
+		}
+	}
+	imp := e.spec.Paths.Find("/v1/runs/import").Post
+	for _, ref := range imp.Parameters {
+		if ref.Value.Name != "format" {
+			continue
+		}
+		var want []string
+		for _, v := range ref.Value.Schema.Value.Enum {
+			want = append(want, v.(string))
+		}
+		slices.Sort(want)
+		slices.Sort(formats)
+		if !slices.Equal(formats, want) {
+			t.Errorf("formats %v, the import operation takes %v", formats, want)
+		}
+	}
+	script := httptest.NewRecorder()
+	e.h.ServeHTTP(script, httptest.NewRequest(http.MethodGet, g.Embed.Script, nil))
+	js := script.Body.String()
+	read := regexp.MustCompile(`getAttribute\("(data-[a-z-]+)"\)`)
+	var attrs, named []string
+	for _, m := range read.FindAllStringSubmatch(js, -1) {
+		attrs = append(attrs, m[1])
+	}
+	for _, a := range g.Embed.Attributes {
+		named = append(named, a.Name)
+	}
+	for _, a := range attrs {
+		if !slices.Contains(named, a) && a != "data-mounted" {
+			t.Errorf("the widget reads %s, which the guide does not name", a)
+		}
+	}
+	for _, a := range named {
+		if !slices.Contains(attrs, a) {
+			t.Errorf("the guide names %s, which the widget does not read", a)
+		}
+	}
+	for _, op := range slices.Concat(g.Read, g.Submit.Operations, g.Reference) {
+		item := e.spec.Paths.Find(op.Path)
+		if item == nil || item.GetOperation(string(op.Method)) == nil || item.GetOperation(string(op.Method)).Summary != op.Summary {
+			t.Errorf("%s %s %q is not the contract's", op.Method, op.Path, op.Summary)
+		}
+	}
+	if script.Code != http.StatusOK || e.page(t, g.Embed.Page, "").Code != http.StatusOK {
+		t.Errorf("%s: %d; %s does not answer", g.Embed.Script, script.Code, g.Embed.Page)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(g.Embed.Snippet), "\n") {
+		if !strings.Contains(html.UnescapeString(page), line) {
+			t.Errorf("the page does not show the snippet's %s", line)
 		}
 	}
 }

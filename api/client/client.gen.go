@@ -278,6 +278,24 @@ func (e GridCellStatus) Valid() bool {
 	}
 }
 
+// Defines values for GuideOperationMethod.
+const (
+	GET  GuideOperationMethod = "GET"
+	POST GuideOperationMethod = "POST"
+)
+
+// Valid indicates whether the value is a known member of the GuideOperationMethod enum.
+func (e GuideOperationMethod) Valid() bool {
+	switch e {
+	case GET:
+		return true
+	case POST:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for HardwareGPUSegment.
 const (
 	Consumer    HardwareGPUSegment = "consumer"
@@ -311,6 +329,48 @@ const (
 func (e HealthStatus) Valid() bool {
 	switch e {
 	case Ok:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ImportFormatContentType.
+const (
+	MultipartFormData ImportFormatContentType = "multipart/form-data"
+	TextPlain         ImportFormatContentType = "text/plain"
+)
+
+// Valid indicates whether the value is a known member of the ImportFormatContentType enum.
+func (e ImportFormatContentType) Valid() bool {
+	switch e {
+	case MultipartFormData:
+		return true
+	case TextPlain:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ImportFormatFormat.
+const (
+	ImportFormatFormatGridCsv           ImportFormatFormat = "grid-csv"
+	ImportFormatFormatLlamaBatchedBench ImportFormatFormat = "llama-batched-bench"
+	ImportFormatFormatPage              ImportFormatFormat = "page"
+	ImportFormatFormatVllmBench         ImportFormatFormat = "vllm-bench"
+)
+
+// Valid indicates whether the value is a known member of the ImportFormatFormat enum.
+func (e ImportFormatFormat) Valid() bool {
+	switch e {
+	case ImportFormatFormatGridCsv:
+		return true
+	case ImportFormatFormatLlamaBatchedBench:
+		return true
+	case ImportFormatFormatPage:
+		return true
+	case ImportFormatFormatVllmBench:
 		return true
 	default:
 		return false
@@ -1177,6 +1237,21 @@ type GPUCatalogItem struct {
 	VRAMGB []float64 `json:"vram_gb"`
 }
 
+// GettingStarted The page `/getting-started` as data.
+type GettingStarted struct {
+	Embed GuideEmbed `json:"embed"`
+
+	// Page The page for people.
+	Page string `json:"page"`
+
+	// Read The operations that read the runs and answer from them.
+	Read []GuideOperation `json:"read"`
+
+	// Reference The contract and its reference page.
+	Reference []GuideOperation `json:"reference"`
+	Submit    GuideSubmit      `json:"submit"`
+}
+
 // GridCell defines model for GridCell.
 type GridCell struct {
 	Concurrency int `json:"concurrency"`
@@ -1213,6 +1288,42 @@ type GridPrediction struct {
 type GridRow struct {
 	Cells         []GridCell `json:"cells"`
 	ContextTokens int        `json:"context_tokens"`
+}
+
+// GuideEmbed defines model for GuideEmbed.
+type GuideEmbed struct {
+	Attributes []WidgetAttribute `json:"attributes"`
+
+	// Page The widget's page, to frame (its query: run, model, gpu, theme).
+	Page string `json:"page"`
+
+	// Script The widget's script, to load from this server.
+	Script string `json:"script"`
+
+	// Snippet HTML that embeds the widget, as the page shows it: replace $MATRIXD with this server's address and RUN_ID with a run's id.
+	Snippet string `json:"snippet"`
+}
+
+// GuideOperation defines model for GuideOperation.
+type GuideOperation struct {
+	Method GuideOperationMethod `json:"method"`
+
+	// Path The operation's path as `openapi.yaml` writes it.
+	Path    string `json:"path"`
+	Summary string `json:"summary"`
+}
+
+// GuideOperationMethod defines model for GuideOperation.Method.
+type GuideOperationMethod string
+
+// GuideSubmit defines model for GuideSubmit.
+type GuideSubmit struct {
+	// Auth How a write authenticates.
+	Auth string `json:"auth"`
+
+	// Formats What `POST /v1/runs/import` reads, each its `format`.
+	Formats    []ImportFormat   `json:"formats"`
+	Operations []GuideOperation `json:"operations"`
 }
 
 // Hardware defines model for Hardware.
@@ -1288,6 +1399,19 @@ type HideInput struct {
 	// Reason Why, shown to readers in the 410.
 	Reason string `json:"reason"`
 }
+
+// ImportFormat defines model for ImportFormat.
+type ImportFormat struct {
+	ContentType ImportFormatContentType `json:"content_type"`
+	Format      ImportFormatFormat      `json:"format"`
+	Summary     string                  `json:"summary"`
+}
+
+// ImportFormatContentType defines model for ImportFormat.ContentType.
+type ImportFormatContentType string
+
+// ImportFormatFormat defines model for ImportFormat.Format.
+type ImportFormatFormat string
 
 // KVCapacity defines model for KVCapacity.
 type KVCapacity struct {
@@ -2178,6 +2302,13 @@ type TrustFlagCode string
 // Verdict defines model for Verdict.
 type Verdict string
 
+// WidgetAttribute defines model for WidgetAttribute.
+type WidgetAttribute struct {
+	// Name Example: data-run
+	Name    string `json:"name"`
+	Summary string `json:"summary"`
+}
+
 // BodySignature defines model for BodySignature.
 type BodySignature = string
 
@@ -2662,6 +2793,12 @@ type CompareRunsParams struct {
 
 // ListEnginesParams defines parameters for ListEngines.
 type ListEnginesParams struct {
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// GetGettingStartedParams defines parameters for GetGettingStarted.
+type GetGettingStartedParams struct {
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
@@ -3347,6 +3484,17 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/engines (the `ListEngines` operationId).
 	ListEngines(ctx context.Context, params *ListEnginesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetGettingStarted How to read, submit and embed, for programs
+	//
+	// What the page `/getting-started` says, as data: the operations that
+	// read runs and answer from them, how to submit runs (the operations,
+	// their authentication, each import format with its media type), how
+	// to embed the calculator widget (its script, its page to frame, an
+	// HTML snippet and its attributes), and where the contract is.
+	//
+	// Corresponds with GET /v1/getting-started (the `GetGettingStarted` operationId).
+	GetGettingStarted(ctx context.Context, params *GetGettingStartedParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListGPUs GPUs with run counts
 	//
@@ -4127,6 +4275,27 @@ func (c *Client) CompareRuns(ctx context.Context, params *CompareRunsParams, req
 // Corresponds with GET /v1/engines (the `ListEngines` operationId).
 func (c *Client) ListEngines(ctx context.Context, params *ListEnginesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListEnginesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetGettingStarted How to read, submit and embed, for programs
+//
+// What the page `/getting-started` says, as data: the operations that
+// read runs and answer from them, how to submit runs (the operations,
+// their authentication, each import format with its media type), how
+// to embed the calculator widget (its script, its page to frame, an
+// HTML snippet and its attributes), and where the contract is.
+//
+// Corresponds with GET /v1/getting-started (the `GetGettingStarted` operationId).
+func (c *Client) GetGettingStarted(ctx context.Context, params *GetGettingStartedParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetGettingStartedRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -6487,6 +6656,48 @@ func NewListEnginesRequest(server string, params *ListEnginesParams) (*http.Requ
 	}
 
 	operationPath := fmt.Sprintf("/v1/engines")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetGettingStartedRequest constructs an http.Request for the GetGettingStarted method
+func NewGetGettingStartedRequest(server string, params *GetGettingStartedParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/getting-started")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -9025,6 +9236,19 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/engines (the `ListEngines` operationId).
 	ListEnginesWithResponse(ctx context.Context, params *ListEnginesParams, reqEditors ...RequestEditorFn) (*ListEnginesResponse, error)
 
+	// GetGettingStartedWithResponse How to read, submit and embed, for programs
+	//
+	// What the page `/getting-started` says, as data: the operations that
+	// read runs and answer from them, how to submit runs (the operations,
+	// their authentication, each import format with its media type), how
+	// to embed the calculator widget (its script, its page to frame, an
+	// HTML snippet and its attributes), and where the contract is.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/getting-started (the `GetGettingStarted` operationId).
+	GetGettingStartedWithResponse(ctx context.Context, params *GetGettingStartedParams, reqEditors ...RequestEditorFn) (*GetGettingStartedResponse, error)
+
 	// ListGPUsWithResponse GPUs with run counts
 	//
 	// Every GPU that has runs, with its run count and the VRAM sizes measured on it.
@@ -10751,6 +10975,78 @@ func (r ListEnginesResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ListEnginesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetGettingStartedResponse304Headers the declared response headers of an HTTP 304 response for GetGettingStarted
+type GetGettingStartedResponse304Headers struct {
+	ETag *string
+}
+
+// GetGettingStartedResponse429Headers the declared response headers of an HTTP 429 response for GetGettingStarted
+type GetGettingStartedResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         *int
+}
+
+type GetGettingStartedResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *GettingStarted
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetGettingStartedResponse304Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetGettingStartedResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetGettingStartedResponse) GetJSON200() *GettingStarted {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetGettingStartedResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetGettingStartedResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r GetGettingStartedResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetGettingStartedResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetGettingStartedResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetGettingStartedResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -13531,6 +13827,25 @@ func (c *ClientWithResponses) ListEnginesWithResponse(ctx context.Context, param
 	return ParseListEnginesResponse(rsp)
 }
 
+// GetGettingStartedWithResponse How to read, submit and embed, for programs
+//
+// What the page `/getting-started` says, as data: the operations that
+// read runs and answer from them, how to submit runs (the operations,
+// their authentication, each import format with its media type), how
+// to embed the calculator widget (its script, its page to frame, an
+// HTML snippet and its attributes), and where the contract is.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/getting-started (the `GetGettingStarted` operationId).
+func (c *ClientWithResponses) GetGettingStartedWithResponse(ctx context.Context, params *GetGettingStartedParams, reqEditors ...RequestEditorFn) (*GetGettingStartedResponse, error) {
+	rsp, err := c.GetGettingStarted(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetGettingStartedResponse(rsp)
+}
+
 // ListGPUsWithResponse GPUs with run counts
 //
 // Every GPU that has runs, with its run count and the VRAM sizes measured on it.
@@ -15657,6 +15972,93 @@ func ParseListEnginesResponse(rsp *http.Response) (*ListEnginesResponse, error) 
 		response.Headers304 = &headers
 	case rsp.StatusCode == 429:
 		var headers ListEnginesResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetGettingStartedResponse parses an HTTP response from a GetGettingStartedWithResponse call
+func ParseGetGettingStartedResponse(rsp *http.Response) (*GetGettingStartedResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetGettingStartedResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest GettingStarted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 304:
+		var headers GetGettingStartedResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers304 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetGettingStartedResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

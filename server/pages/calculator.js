@@ -1,7 +1,8 @@
 // matrixd calculator widget. Renders into every element carrying
 // data-matrixd-calculator and talks only to the matrixd API it came from
 // (or data-api). Options, as attributes: data-run, data-model + data-gpu,
-// data-context, data-concurrency, data-theme (light or dark), data-api.
+// data-context, data-concurrency, data-theme (light or dark), data-api,
+// data-heading (the level of its title: 2, or 1 on a page of its own).
 (function () {
   "use strict";
   var script = document.currentScript;
@@ -50,7 +51,9 @@
     if (!formats[key]) formats[key] = new Intl.NumberFormat(lang, { maximumFractionDigits: d });
     return formats[key].format(r);
   }
-  function label(tokens) { return tokens > 0 && tokens % 1024 === 0 ? tokens / 1024 + "K" : String(tokens); }
+  // label writes a context as the pages do: 48K for 49152, else the
+  // number for people (1,000,000).
+  function label(lang, tokens) { return tokens > 0 && tokens % 1024 === 0 ? tokens / 1024 + "K" : people(lang, tokens); }
   function spread(xs, n) {
     if (xs.length <= n) return xs.slice();
     var out = [];
@@ -104,23 +107,25 @@
     var concIn = el("input", { id: uid + "-conc", type: "number", min: "1", max: "65536", step: "1", value: root.getAttribute("data-concurrency") || "8", "data-in": "concurrency" });
     var vramIn = el("input", { id: uid + "-vram", type: "number", min: "1", max: "4096", step: "any", placeholder: t("vram.placeholder"), "data-in": "vram" });
     var gpuSel = el("select", { id: uid + "-gpu", "data-in": "target-gpu" }, [el("option", { value: "" }, [t("gpu.measured")])]);
+    var outIn = el("input", { id: uid + "-out", type: "number", min: "1", max: "16777216", step: "1", placeholder: t("max_output.placeholder"), "data-in": "max-output" });
     var rough = el("input", { id: uid + "-rough", type: "checkbox", "data-in": "rough" });
     var form = el("form", { "aria-label": t("query") }, [
       el("label", { "for": uid + "-run" }, [t("run"), runSel]),
       el("label", { "for": uid + "-ctx" }, [t("context"), ctxIn]),
       el("label", { "for": uid + "-conc" }, [t("concurrency"), concIn]),
       el("label", { "for": uid + "-vram" }, [t("vram"), vramIn]),
+      el("label", { "for": uid + "-out" }, [t("max_output"), outIn]),
       el("label", { "for": uid + "-gpu" }, [t("target_gpu"), gpuSel]),
       el("label", { "for": uid + "-rough" }, [t("rough"), rough])
     ]);
-    var out = {};
-    function row(name, key) { out[key] = el("dd", { "data-out": key }, ["—"]); return [el("dt", {}, [name]), out[key]]; }
+    var out = {}, terms = {};
+    function row(name, key) { out[key] = el("dd", { "data-out": key }, ["—"]); terms[key] = el("dt", {}, [name]); return [terms[key], out[key]]; }
     var dl = el("dl", { "aria-live": "polite" }, [].concat(
       row(t("out.status"), "status"), row(t("out.total"), "total"), row(t("out.per_request"), "per-request"),
       row("TTFT", "ttft"), row(t("out.basis"), "basis"), row(t("out.band"), "band")));
     var refusal = el("p", { "class": "mxd-refusal", role: "alert", "data-out": "refusal", hidden: "" });
     var heat = el("div", { "data-out": "heatmap", tabindex: "0" });
-    box.appendChild(el("h2", {}, [t("title")]));
+    box.appendChild(el(root.getAttribute("data-heading") === "1" ? "h1" : "h2", {}, [t("title")]));
     box.appendChild(form);
     box.appendChild(refusal);
     box.appendChild(dl);
@@ -141,13 +146,35 @@
         q.set("run_id", v);
       }
       if (vramIn.value) q.set("vram_gb", vramIn.value);
+      if (outIn.value) q.set("max_output_tokens", outIn.value);
       if (gpuSel.value) q.set("target_gpu", gpuSel.value);
       if (gpuSel.value && rough.checked) q.set("rough", "true");
       return q;
     }
+    // inControls writes the API's parameter names in a refusal's text as
+    // the widget's controls that set them, so that its fix can be done here.
+    var controls = [
+      ["rough=true", t("control.on", t("rough"))],
+      ["max_output_tokens", t("control", t("max_output"))],
+      ["target_gpu", t("control", t("target_gpu"))],
+      ["vram_gb", t("control", t("vram"))],
+      ["context_tokens", t("control", t("context"))]
+    ];
+    function inControls(text) {
+      controls.forEach(function (c) { text = text.split(c[0]).join(c[1]); });
+      return text;
+    }
     function showRefusal(body) {
       refusal.hidden = false;
-      refusal.textContent = (body && body.detail ? body.detail : t("no_answer")) + (body && body.supported ? " " + t("supported", body.supported) : "");
+      refusal.textContent = inControls((body && body.detail ? body.detail : t("no_answer")) + (body && body.supported ? " " + t("supported", body.supported) : ""));
+    }
+    // showBand shows the error band of an answer with a speed; one without
+    // (over capacity, beyond max_model_len) has no band to show.
+    function showBand(p) {
+      var band = p.basis.error_band_pct ? t("band.total", fmt(p.basis.error_band_pct.total_tok_s)) :
+        p.total_tok_s && p.basis.speed_method === "measured" ? enumText("method", "measured") : "";
+      out.band.textContent = band || "—";
+      out.band.hidden = terms.band.hidden = !band;
     }
     function update() {
       var my = ++seq;
@@ -171,9 +198,18 @@
         out["per-request"].textContent = est(p.per_request_tok_s, "tok/s");
         out.ttft.textContent = est(p.ttft_ms, "ms");
         out.basis.textContent = enumText("method", p.basis.method) + (p.basis.speed_method !== p.basis.method && p.basis.speed_method !== "none" ? " " + t("speed_method", enumText("method", p.basis.speed_method)) : "");
-        out.band.textContent = p.basis.error_band_pct ? t("band.total", fmt(p.basis.error_band_pct.total_tok_s)) : enumText("method", "measured");
+        showBand(p);
         box.setAttribute("data-state", "answered");
         box.setAttribute("data-query", l + "x" + b);
+        // A model on a GPU is the run (or the runs, pooled) the answer
+        // names: the grid is drawn on their measured axes.
+        var id = runSel.value;
+        if (!axes[id] && p.basis.run_ids && p.basis.run_ids.length) {
+          fetchAxes(p.basis.run_ids).then(function (ax) {
+            if (ax) axes[id] = ax;
+            drawGrid(my, q, l, b);
+          });
+        }
       });
       drawGrid(my, q, l, b);
     }
@@ -193,17 +229,19 @@
         if (!r.ok) return;
         var peak = 0;
         r.body.rows.forEach(function (row) { row.cells.forEach(function (c) { if (c.total_tok_s) peak = Math.max(peak, c.total_tok_s.value); }); });
-        var cw = 56, chh = 24, left = 52, top = 20;
+        // The label column fits the longest context written (1,000,000).
+        var longest = Math.max.apply(null, r.body.rows.map(function (row) { return label(lang, row.context_tokens).length; }));
+        var cw = 56, chh = 24, left = Math.max(52, 7 * longest + 12), top = 20;
         var s = svg("svg", { role: "img", width: left + cw * bs.length, height: top + chh * ls.length + 4, "aria-label": t("grid.label") });
         bs.forEach(function (x, i) { s.appendChild(svg("text", { x: left + cw * i + cw / 2, y: 14, "text-anchor": "middle", "class": "mxd-axis" }, String(x))); });
         r.body.rows.forEach(function (row, j) {
-          s.appendChild(svg("text", { x: left - 6, y: top + chh * j + 16, "text-anchor": "end", "class": "mxd-axis" }, label(row.context_tokens)));
+          s.appendChild(svg("text", { x: left - 6, y: top + chh * j + 16, "text-anchor": "end", "class": "mxd-axis" }, label(lang, row.context_tokens)));
           row.cells.forEach(function (c, i) {
             var g = svg("g", {});
             var v = c.total_tok_s ? c.total_tok_s.value : null;
             var col = v != null ? colour(v / (peak || 1)) : { fill: "#e6e6e6", ink: "#444" };
             var chosen = row.context_tokens === l && c.concurrency === b;
-            g.appendChild(svg("title", {}, label(row.context_tokens) + " × " + c.concurrency + ": " + (v != null ? fmt(v) + " tok/s (" + enumText("method", c.method) + ")" : (c.refusal || enumText("status", c.status)))));
+            g.appendChild(svg("title", {}, label(lang, row.context_tokens) + " × " + c.concurrency + ": " + (v != null ? fmt(v) + " tok/s (" + enumText("method", c.method) + ")" : (c.refusal || enumText("status", c.status)))));
             g.appendChild(svg("rect", { x: left + cw * i, y: top + chh * j, width: cw - 2, height: chh - 2, rx: 2, fill: col.fill, stroke: chosen ? "#f0a500" : "none", "stroke-width": chosen ? 3 : 0, "data-chosen": chosen ? "true" : "false" }));
             g.appendChild(svg("text", { x: left + cw * i + cw / 2 - 1, y: top + chh * j + 15, "text-anchor": "middle", fill: col.ink }, v != null ? (c.method === "measured" ? "" : "~") + fmt(v) + (c.status === "requests_queued" ? "q" : "") : (c.status === "refused" ? "?" : "–")));
             s.appendChild(g);
@@ -211,18 +249,28 @@
         });
         heat.appendChild(s);
         heat.appendChild(el("p", { "class": "mxd-foot" }, [t("grid.legend")]));
+        heat.setAttribute("data-drawn", l + "x" + b);
+      });
+    }
+    // fetchAxes is the contexts and concurrencies the runs measured, all
+    // of them together; null when none answers.
+    function fetchAxes(ids) {
+      return Promise.all(ids.map(function (id) { return getJSON(api + "/v1/runs/" + encodeURIComponent(id) + "/decode"); })).then(function (rs) {
+        var ls = {}, bs = {}, any = false;
+        rs.forEach(function (r) {
+          if (!r.ok) return;
+          any = true;
+          (r.body.items || []).forEach(function (c) { ls[c.context_tokens] = 1; bs[c.concurrency] = 1; });
+        });
+        var num = function (o) { return Object.keys(o).map(Number).sort(function (a, b) { return a - b; }); };
+        return any ? { contexts: num(ls), concurrencies: num(bs) } : null;
       });
     }
     function loadAxes() {
       var id = runSel.value;
       if (axes[id] || id.indexOf("model:") === 0) { update(); return; }
-      getJSON(api + "/v1/runs/" + encodeURIComponent(id) + "/decode").then(function (r) {
-        if (r.ok) {
-          var ls = {}, bs = {};
-          (r.body.items || []).forEach(function (c) { ls[c.context_tokens] = 1; bs[c.concurrency] = 1; });
-          var num = function (o) { return Object.keys(o).map(Number).sort(function (a, b) { return a - b; }); };
-          axes[id] = { contexts: num(ls), concurrencies: num(bs) };
-        }
+      fetchAxes([id]).then(function (ax) {
+        if (ax) axes[id] = ax;
         update();
       });
     }
