@@ -63,6 +63,9 @@ const (
 	PowerMeasured   = "measured"    // the run's (or its cell's) measured average draw
 	PowerLimit      = "power_limit" // the launch's power limit
 	PowerCatalogTDP = "catalog_tdp" // the hardware catalog's TDP
+	// PowerSystemMax is the catalog's maximum power of the whole system a
+	// GPU without a TDP ships in (an Apple Mac): more than the GPU draws.
+	PowerSystemMax = "system_max_power"
 )
 
 // Power is one GPU's draw in watts and where the figure comes from.
@@ -72,12 +75,13 @@ type Power struct {
 }
 
 // PowerOf picks the best power figure there is, per GPU: measured, else
-// the power limit, else the catalog's TDP (nil or non-positive: absent).
-func PowerOf(measuredW, limitW, tdpW *float64) (Power, bool) {
+// the power limit, else the catalog's TDP, else the catalog's system
+// maximum (nil or non-positive: absent).
+func PowerOf(measuredW, limitW, tdpW, systemMaxW *float64) (Power, bool) {
 	for _, c := range []struct {
 		w      *float64
 		source string
-	}{{measuredW, PowerMeasured}, {limitW, PowerLimit}, {tdpW, PowerCatalogTDP}} {
+	}{{measuredW, PowerMeasured}, {limitW, PowerLimit}, {tdpW, PowerCatalogTDP}, {systemMaxW, PowerSystemMax}} {
 		if c.w != nil && *c.w > 0 && !math.IsInf(*c.w, 0) {
 			return Power{WattsPerGPU: *c.w, Source: c.source}, true
 		}
@@ -87,7 +91,7 @@ func PowerOf(measuredW, limitW, tdpW *float64) (Power, bool) {
 
 // ErrNoPower: an owned GPU's electricity cannot be priced without its
 // power.
-var ErrNoPower = errors.New("no power figure for this GPU (measured, power limit or catalog TDP)")
+var ErrNoPower = errors.New("no power figure for this GPU (measured, power limit, catalog TDP or system maximum)")
 
 // HourlyUSD is what gpus GPUs cost an hour: gpus × gpu_hour_usd rented;
 // owned, gpus × hardware_usd / (amortization_years × 8766 h) plus

@@ -84,16 +84,19 @@ func TestCostOfInterval(t *testing.T) {
 
 func TestPowerOfPrecedence(t *testing.T) {
 	for _, c := range []struct {
-		measured, limit, tdp *float64
-		want                 Power
-		ok                   bool
+		measured, limit, tdp, system *float64
+		want                         Power
+		ok                           bool
 	}{
-		{f(280), f(350), f(400), Power{280, PowerMeasured}, true},
-		{nil, f(350), f(400), Power{350, PowerLimit}, true},
-		{f(0), nil, f(400), Power{400, PowerCatalogTDP}, true},
-		{nil, nil, nil, Power{}, false},
+		{f(280), f(350), f(400), f(500), Power{280, PowerMeasured}, true},
+		{nil, f(350), f(400), f(500), Power{350, PowerLimit}, true},
+		{f(0), nil, f(400), f(500), Power{400, PowerCatalogTDP}, true},
+		{nil, nil, nil, f(295), Power{295, PowerSystemMax}, true},
+		{nil, f(150), nil, f(295), Power{150, PowerLimit}, true},
+		{nil, nil, f(0), f(0), Power{}, false},
+		{nil, nil, nil, nil, Power{}, false},
 	} {
-		got, ok := PowerOf(c.measured, c.limit, c.tdp)
+		got, ok := PowerOf(c.measured, c.limit, c.tdp, c.system)
 		if got != c.want || ok != c.ok {
 			t.Errorf("PowerOf = %+v %v, want %+v %v", got, ok, c.want, c.ok)
 		}

@@ -3,10 +3,13 @@ package calculator
 import (
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 	"unicode"
 )
 
@@ -25,8 +28,15 @@ type GPUSpec struct {
 	BandwidthGBs float64  `json:"memory_bandwidth_gbs"`
 	FP16TFLOPS   *float64 `json:"fp16_tflops"`
 	TDPW         *float64 `json:"tdp_w"`
-	Source       string   `json:"source"`
-	Note         string   `json:"note"`
+	// SystemMaxPowerW is the vendor's maximum wall power of the whole
+	// system the GPU ships in (an Apple Mac, a DGX Spark), for a GPU whose
+	// vendor publishes no TDP of its own: an upper bound, never a GPU TDP.
+	// Its page and the date it was read are required with it.
+	SystemMaxPowerW      *float64 `json:"system_max_power_w"`
+	SystemMaxPowerSource string   `json:"system_max_power_source"`
+	SystemMaxPowerRead   string   `json:"system_max_power_read"`
+	Source               string   `json:"source"`
+	Note                 string   `json:"note"`
 }
 
 // hardwareJSON is the catalog: GPUs with their vendors' data-sheet figures.
@@ -70,8 +80,11 @@ func ParseCatalog(data []byte) (*Catalog, error) {
 			return nil, fmt.Errorf("GPU %d (%q): name, vendor, generation and source are required", i, g.Name)
 		case !(g.VRAMGB > 0) || !(g.BandwidthGBs > 0):
 			return nil, fmt.Errorf("GPU %q: vram_gb and memory_bandwidth_gbs must be positive", g.Name)
-		case g.FP16TFLOPS != nil && !(*g.FP16TFLOPS > 0), g.TDPW != nil && !(*g.TDPW > 0):
-			return nil, fmt.Errorf("GPU %q: fp16_tflops and tdp_w are positive or null", g.Name)
+		case g.FP16TFLOPS != nil && !(*g.FP16TFLOPS > 0), g.TDPW != nil && !(*g.TDPW > 0), g.SystemMaxPowerW != nil && !(*g.SystemMaxPowerW > 0):
+			return nil, fmt.Errorf("GPU %q: fp16_tflops, tdp_w and system_max_power_w are positive or null", g.Name)
+		}
+		if err := checkSystemPower(g); err != nil {
+			return nil, fmt.Errorf("GPU %q: %w", g.Name, err)
 		}
 		for _, name := range append([]string{g.Name}, g.Aliases...) {
 			k := gpuKey(name)
@@ -86,6 +99,31 @@ func ParseCatalog(data []byte) (*Catalog, error) {
 		c.gpus = append(c.gpus, g)
 	}
 	return c, nil
+}
+
+// checkSystemPower holds a system power figure to its provenance: the
+// vendor page (https) it was read from and the date it was read, which
+// come with the figure and never without it.
+func checkSystemPower(g GPUSpec) error {
+	if g.SystemMaxPowerW == nil {
+		if g.SystemMaxPowerSource != "" || g.SystemMaxPowerRead != "" {
+			return errors.New("system_max_power_source and system_max_power_read come only with system_max_power_w")
+		}
+		return nil
+	}
+	if !isHTTPS(g.SystemMaxPowerSource) {
+		return errors.New("system_max_power_w needs system_max_power_source, the https page it was read from")
+	}
+	if _, err := time.Parse(time.DateOnly, g.SystemMaxPowerRead); err != nil {
+		return errors.New("system_max_power_w needs system_max_power_read, the date (YYYY-MM-DD) it was read")
+	}
+	return nil
+}
+
+// isHTTPS reports whether s is an absolute https URL with a host.
+func isHTTPS(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && u.Scheme == "https" && u.Host != ""
 }
 
 // gpuKey is what a GPU name is matched by: its letters and digits, lower

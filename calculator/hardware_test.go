@@ -64,14 +64,49 @@ func TestParseCatalogRejects(t *testing.T) {
 	entry := func(name, alias string) string {
 		return `{"name":"` + name + `","aliases":["` + alias + `"],"vendor":"NVIDIA","generation":"ampere","vram_gb":24,"memory_bandwidth_gbs":936,"source":"https://example.com"}`
 	}
+	sys := func(power string) string {
+		return `{"gpus":[{"name":"M1 Max","vendor":"Apple","generation":"apple-m1","vram_gb":64,"memory_bandwidth_gbs":400,"source":"https://example.com",` + power + `}]}`
+	}
 	for _, c := range []struct{ name, doc, want string }{
 		{"alias names two GPUs", `{"gpus":[` + entry("RTX 3090", "3090") + `,` + entry("RTX 3090 Ti", "GeForce RTX 3090") + `]}`, `names both "RTX 3090" and "RTX 3090 Ti"`},
 		{"no source", `{"gpus":[{"name":"X","vendor":"NVIDIA","generation":"ampere","vram_gb":1,"memory_bandwidth_gbs":1}]}`, "source are required"},
 		{"no bandwidth", `{"gpus":[{"name":"X","vendor":"NVIDIA","generation":"ampere","vram_gb":1,"source":"https://x"}]}`, "must be positive"},
 		{"not JSON", `{"gpus":`, "unexpected end"},
+		{"system power without source", sys(`"system_max_power_w":115,"system_max_power_read":"2026-12-01"`), "needs system_max_power_source"},
+		{"system power from a bare name", sys(`"system_max_power_w":115,"system_max_power_source":"support.apple.com/102027","system_max_power_read":"2026-12-01"`), "needs system_max_power_source"},
+		{"system power without date", sys(`"system_max_power_w":115,"system_max_power_source":"https://support.apple.com/102027"`), "needs system_max_power_read"},
+		{"system power with a bad date", sys(`"system_max_power_w":115,"system_max_power_source":"https://support.apple.com/102027","system_max_power_read":"1 Dec 2026"`), "needs system_max_power_read"},
+		{"source without system power", sys(`"system_max_power_source":"https://support.apple.com/102027"`), "come only with system_max_power_w"},
+		{"system power not positive", sys(`"system_max_power_w":0,"system_max_power_source":"https://support.apple.com/102027","system_max_power_read":"2026-12-01"`), "positive or null"},
 	} {
 		if _, err := calculator.ParseCatalog([]byte(c.doc)); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
+// TestHardwarePowerHasSource fails when a catalog power figure has no
+// vendor page behind it: a TDP comes from the GPU's source, a system
+// maximum from its own page, read on a stated date.
+func TestHardwarePowerHasSource(t *testing.T) {
+	for _, g := range calculator.Hardware().GPUs() {
+		if g.TDPW != nil && !strings.HasPrefix(g.Source, "https://") {
+			t.Errorf("%s: tdp_w %v without a source page", g.Name, *g.TDPW)
+		}
+		if g.SystemMaxPowerW == nil {
+			continue
+		}
+		if !strings.HasPrefix(g.SystemMaxPowerSource, "https://") {
+			t.Errorf("%s: system_max_power_w %v without a source page", g.Name, *g.SystemMaxPowerW)
+		}
+		if g.SystemMaxPowerRead == "" {
+			t.Errorf("%s: system_max_power_w %v without the date it was read", g.Name, *g.SystemMaxPowerW)
+		}
+		if g.TDPW != nil {
+			t.Errorf("%s: a system maximum is for a GPU without a TDP, and this one has tdp_w %v", g.Name, *g.TDPW)
+		}
+		if !strings.Contains(g.Note, "system") {
+			t.Errorf("%s: the note does not say which system the %v W is", g.Name, *g.SystemMaxPowerW)
 		}
 	}
 }

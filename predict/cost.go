@@ -16,12 +16,13 @@ func CheckPrice(p calculator.Price) error {
 	return nil
 }
 
-// tdp is the catalog's TDP of gpu (nil when unknown).
-func tdp(gpu string) *float64 {
+// catalogPower is the catalog's TDP of gpu and its system's maximum power
+// (each nil when unknown).
+func catalogPower(gpu string) (tdp, systemMax *float64) {
 	if spec, ok := calculator.LookupGPU(gpu); ok {
-		return spec.TDPW
+		return spec.TDPW, spec.SystemMaxPowerW
 	}
-	return nil
+	return nil, nil
 }
 
 // priced prices gpus GPUs of gpu at total tok/s, saying in a warning what
@@ -31,7 +32,7 @@ func priced(p calculator.Price, gpu string, gpus int, power *calculator.Power, t
 	var warn []string
 	switch {
 	case errors.Is(err, calculator.ErrNoPower):
-		warn = append(warn, fmt.Sprintf("cost: %s has no power figure (no measured power, no power_limit_w, no TDP in the hardware catalog): its electricity cannot be priced", gpu))
+		warn = append(warn, fmt.Sprintf("cost: %s has no power figure (no measured power, no power_limit_w, no TDP or system maximum power in the hardware catalog): its electricity cannot be priced", gpu))
 	case total != nil && c.USDPerMillion == nil && c.USDPerHour != nil:
 		warn = append(warn, "cost: the total tok/s interval reaches 0, so the cost per token has no upper bound")
 	}
@@ -39,12 +40,14 @@ func priced(p calculator.Price, gpu string, gpus int, power *calculator.Power, t
 }
 
 // power is one GPU's power: measured, else the launch's limit, else the
-// catalog's TDP of gpu; scaled to gpu from another GPU, only that TDP.
+// catalog's TDP of gpu, else its system's maximum; scaled to gpu from
+// another GPU, only the catalog's figures.
 func power(measured, limit *float64, gpu string, scaled bool) *calculator.Power {
 	if scaled {
 		measured, limit = nil, nil
 	}
-	pw, ok := calculator.PowerOf(measured, limit, tdp(gpu))
+	tdp, systemMax := catalogPower(gpu)
+	pw, ok := calculator.PowerOf(measured, limit, tdp, systemMax)
 	if !ok {
 		return nil
 	}

@@ -77,6 +77,20 @@ func TestDecodeCost(t *testing.T) {
 			t.Fatalf("cost %+v", c)
 		}
 	})
+	t.Run("a GPU without a TDP takes its system's maximum, named so", func(t *testing.T) {
+		r := nemo
+		r.ID, r.Hardware.GPU, r.Hardware.PowerLimitW, r.Hardware.AvgPowerW = "", "M2 Ultra", nil, nil
+		r.Title += " (on a Mac Studio)"
+		stored, _, err := e.st.CreateRun(context.Background(), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Apple's Mac Studio (2023) M2 Ultra maximum: 295 W at the wall.
+		c := decodeCost(t, e, stored.ID, "electricity_usd_per_kwh=0.2").Cost
+		if *c.PowerSource != api.CostPowerSourceSystemMaxPower || *c.PowerW != 295 || !near(*c.USDPerHour, 0.295*0.2) {
+			t.Fatalf("power %v %v, cost %+v", *c.PowerSource, *c.PowerW, c)
+		}
+	})
 	t.Run("another GPU takes its TDP", func(t *testing.T) {
 		rec := e.do(t, http.MethodGet, "/v1/calculator/decode?run_id="+nemo.ID+"&context_tokens=16384&concurrency=8&target_gpu=RTX+3080&gpu_hour_usd=1", nil)
 		var p api.DecodePrediction

@@ -180,6 +180,8 @@ func toAPIHardware(g calculator.GPUSpec, runs int) api.HardwareGPU {
 	return api.HardwareGPU{
 		Name: g.Name, Aliases: aliases, Vendor: g.Vendor, Architecture: g.Architecture, Generation: g.Generation,
 		Segment: api.HardwareGPUSegment(g.Segment), VRAMGB: g.VRAMGB, MemoryBandwidthGbs: g.BandwidthGBs,
-		Fp16Tflops: g.FP16TFLOPS, TdpW: g.TDPW, Source: g.Source, Note: opt(g.Note), MeasuredRuns: runs,
+		Fp16Tflops: g.FP16TFLOPS, TdpW: g.TDPW, SystemMaxPowerW: g.SystemMaxPowerW,
+		SystemMaxPowerSource: opt(g.SystemMaxPowerSource), SystemMaxPowerRead: opt(g.SystemMaxPowerRead),
+		Source: g.Source, Note: opt(g.Note), MeasuredRuns: runs,
 	}
 }

@@ -151,9 +151,10 @@ func (e ComparedCellStatus) Valid() bool {
 
 // Defines values for CostPowerSource.
 const (
-	CostPowerSourceCatalogTdp CostPowerSource = "catalog_tdp"
-	CostPowerSourceMeasured   CostPowerSource = "measured"
-	CostPowerSourcePowerLimit CostPowerSource = "power_limit"
+	CostPowerSourceCatalogTdp     CostPowerSource = "catalog_tdp"
+	CostPowerSourceMeasured       CostPowerSource = "measured"
+	CostPowerSourcePowerLimit     CostPowerSource = "power_limit"
+	CostPowerSourceSystemMaxPower CostPowerSource = "system_max_power"
 )
 
 // Valid indicates whether the value is a known member of the CostPowerSource enum.
@@ -164,6 +165,8 @@ func (e CostPowerSource) Valid() bool {
 	case CostPowerSourceMeasured:
 		return true
 	case CostPowerSourcePowerLimit:
+		return true
+	case CostPowerSourceSystemMaxPower:
 		return true
 	default:
 		return false
@@ -1049,7 +1052,7 @@ type Cost struct {
 	Gpus                 int       `json:"gpus"`
 	JoulesPerOutputToken *Estimate `json:"joules_per_output_token"`
 
-	// PowerSource Where `power_w` comes from: the run's measured average draw (`hardware.avg_power_w`, or the measured cell's `avg_power_w`), else the launch's `power_limit_w`, else the hardware catalog's `tdp_w` (always the catalog's for another `target_gpu`).
+	// PowerSource Where `power_w` comes from: the run's measured average draw (`hardware.avg_power_w`, or the measured cell's `avg_power_w`), else the launch's `power_limit_w`, else the hardware catalog's `tdp_w`, else the catalog's `system_max_power_w` (`system_max_power`: a whole system's maximum wall power, not the GPU's; always the catalog's for another `target_gpu`).
 	PowerSource *CostPowerSource `json:"power_source"`
 
 	// PowerW One GPU's power, W.
@@ -1061,7 +1064,7 @@ type Cost struct {
 	UsdPerMillionOutputTokens *Estimate `json:"usd_per_million_output_tokens"`
 }
 
-// CostPowerSource Where `power_w` comes from: the run's measured average draw (`hardware.avg_power_w`, or the measured cell's `avg_power_w`), else the launch's `power_limit_w`, else the hardware catalog's `tdp_w` (always the catalog's for another `target_gpu`).
+// CostPowerSource Where `power_w` comes from: the run's measured average draw (`hardware.avg_power_w`, or the measured cell's `avg_power_w`), else the launch's `power_limit_w`, else the hardware catalog's `tdp_w`, else the catalog's `system_max_power_w` (`system_max_power`: a whole system's maximum wall power, not the GPU's; always the catalog's for another `target_gpu`).
 type CostPowerSource string
 
 // CostPricing defines model for Cost.Pricing.
@@ -1370,7 +1373,18 @@ type HardwareGPU struct {
 	Segment            HardwareGPUSegment `json:"segment"`
 
 	// Source The vendor data sheet or product page the figures come from.
-	Source string   `json:"source"`
+	Source string `json:"source"`
+
+	// SystemMaxPowerRead The date (YYYY-MM-DD) `system_max_power_w` was read from its source.
+	SystemMaxPowerRead *string `json:"system_max_power_read"`
+
+	// SystemMaxPowerSource The vendor page `system_max_power_w` was read from.
+	SystemMaxPowerSource *string `json:"system_max_power_source"`
+
+	// SystemMaxPowerW The vendor's maximum power of the whole system the GPU ships in (CPU, memory, storage, fans, power-supply losses: not a GPU TDP), for a GPU without a published TDP; `note` says which system configuration it is.
+	SystemMaxPowerW *float64 `json:"system_max_power_w"`
+
+	// TdpW The GPU's own TDP (board power), from `source`.
 	TdpW   *float64 `json:"tdp_w"`
 	Vendor string   `json:"vendor"`
 
@@ -2664,7 +2678,9 @@ type EstimateDecodeParams struct {
 	// free); alone, it prices the energy of hardware already paid for. The
 	// power is per GPU, measured (`hardware.avg_power_w`, or the cell's
 	// `avg_power_w`), else the launch's `power_limit_w`, else the hardware
-	// catalog's `tdp_w`: `cost.power_source` says which.
+	// catalog's `tdp_w`, else the catalog's `system_max_power_w` (a whole
+	// system's maximum wall power, for GPUs whose vendor publishes no GPU
+	// TDP): `cost.power_source` says which.
 	ElectricityUsdPerKwh *CostElectricityUSDPerKWh `form:"electricity_usd_per_kwh,omitempty" json:"electricity_usd_per_kwh,omitempty"`
 
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
@@ -2739,7 +2755,9 @@ type EstimateGridParams struct {
 	// free); alone, it prices the energy of hardware already paid for. The
 	// power is per GPU, measured (`hardware.avg_power_w`, or the cell's
 	// `avg_power_w`), else the launch's `power_limit_w`, else the hardware
-	// catalog's `tdp_w`: `cost.power_source` says which.
+	// catalog's `tdp_w`, else the catalog's `system_max_power_w` (a whole
+	// system's maximum wall power, for GPUs whose vendor publishes no GPU
+	// TDP): `cost.power_source` says which.
 	ElectricityUsdPerKwh *CostElectricityUSDPerKWh `form:"electricity_usd_per_kwh,omitempty" json:"electricity_usd_per_kwh,omitempty"`
 
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
@@ -2971,7 +2989,9 @@ type PlanCapacityParams struct {
 	// free); alone, it prices the energy of hardware already paid for. The
 	// power is per GPU, measured (`hardware.avg_power_w`, or the cell's
 	// `avg_power_w`), else the launch's `power_limit_w`, else the hardware
-	// catalog's `tdp_w`: `cost.power_source` says which.
+	// catalog's `tdp_w`, else the catalog's `system_max_power_w` (a whole
+	// system's maximum wall power, for GPUs whose vendor publishes no GPU
+	// TDP): `cost.power_source` says which.
 	ElectricityUsdPerKwh *CostElectricityUSDPerKWh `form:"electricity_usd_per_kwh,omitempty" json:"electricity_usd_per_kwh,omitempty"`
 
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
