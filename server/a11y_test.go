@@ -35,6 +35,7 @@ var a11yPages = []struct{ name, path, ready, except string }{
 	{"leaderboard", "/leaderboard", "main", ""},
 	{"leaderboard-cell", "/leaderboard?context_tokens=16384&concurrency=8", "table.runs", ""},
 	{"leaderboard-hint", "/leaderboard?context_tokens=20000&concurrency=3", ".hint", ""},
+	{"leaderboard-predicted", "/leaderboard?context_tokens=20000&concurrency=6&predicted=true", "table.runs", ""},
 	{"compare", "/compare?run_ids={old},{new}", `svg[aria-labelledby="ratio-title"]`, ""},
 	// Redoc's code samples are <pre> boxes that scroll and that Redoc does
 	// not make focusable (Chromium lets the keyboard scroll them anyway).

@@ -393,7 +393,44 @@ func (p *pages) run(c echo.Context) error {
 }
 
 // leaderboardShown are the parameters the leaderboard's form shows.
-var leaderboardShown = []string{"context_tokens", "concurrency", "metric", "method_class"}
+var leaderboardShown = []string{"context_tokens", "concurrency", "metric", "method_class", "predicted"}
+
+// boardRow is one ranked run as the leaderboard page shows it: the
+// measured cell's values, or with predicted=true the calculator's answer
+// and its basis.
+type boardRow struct {
+	Rank                         int
+	Run                          api.RunSummary
+	Total, PerRequest, TTFT, TBT *float64
+	Basis                        string
+	BandPct                      *float64
+}
+
+func boardRows(items []api.LeaderboardEntry) []boardRow {
+	out := make([]boardRow, len(items))
+	for i, e := range items {
+		r := boardRow{Rank: e.Rank, Run: e.Run}
+		switch {
+		case e.Cell != nil:
+			r.Total, r.PerRequest, r.TTFT, r.TBT = e.Cell.TotalTokS, e.Cell.PerRequestTokS, e.Cell.TTFTMs, e.Cell.TBTMs
+		case e.Prediction != nil:
+			v := func(est *api.Estimate) *float64 {
+				if est == nil {
+					return nil
+				}
+				return &est.Value
+			}
+			pr := e.Prediction
+			r.Total, r.PerRequest, r.TTFT, r.TBT = v(pr.TotalTokS), v(pr.PerRequestTokS), v(pr.TTFTMs), v(pr.TBTMs)
+			r.Basis = string(pr.Basis.Method)
+			if b := pr.Basis.ErrorBandPct; b != nil {
+				r.BandPct = &b.TotalTokS
+			}
+		}
+		out[i] = r
+	}
+	return out
+}
 
 // leaderboard is GET /v1/leaderboard as a page; with no query at all it
 // asks for the cell, listing those measured.
@@ -430,7 +467,7 @@ func (p *pages) leaderboard(c echo.Context) error {
 	metric := string(lb.Metric)
 	data := map[string]any{
 		"Title": p.locale(c).t("nav.leaderboard"), "Asked": true, "Context": lb.ContextTokens, "Concurrency": lb.Concurrency, "Metric": metric,
-		"Entries": lb.Items, "MethodClass": string(lb.MethodClass), "MethodClasses": store.MethodClasses(),
+		"Entries": boardRows(lb.Items), "Predicted": lb.Predicted != nil && *lb.Predicted, "MethodClass": string(lb.MethodClass), "MethodClasses": store.MethodClasses(),
 		"IncludeFlagged": params.IncludeFlagged != nil && *params.IncludeFlagged, "Hidden": hidden(q, leaderboardShown...),
 		"Filters": hidden(q, append(leaderboardShown, "limit")...), "Next": nextPage("/leaderboard", q, lb.NextCursor),
 	}

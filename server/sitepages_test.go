@@ -92,6 +92,9 @@ func TestSitePages(t *testing.T) {
 			`<td><a href="/models/` + fara.Model.Name + `">` + fara.Model.Name + `</a>`,
 			`<td>` + fara.Engine.Name + ` ` + fara.Engine.Version + `</td><td><span class="badge">sustained_decode</span></td>`,
 			`<td><a href="/models/` + nemotron.Model.Name + `">`}, nil},
+		{"leaderboard predicted", "/leaderboard?context_tokens=20000&concurrency=6&predicted=true", "/v1/leaderboard", 200, []string{
+			`name="predicted" value="true" checked`, `<th scope="col">Basis</th>`, "<td>interpolated ±", "(predicted: every run at this cell, by the calculator)",
+			`<a href="/runs/` + nemotron.ID + `">`, `<a href="/runs/` + fara.ID + `">`}, []string{"No run measured"}},
 		{"leaderboard in Chinese", "/leaderboard?context_tokens=16384&concurrency=8&lang=zh-Hant", "/v1/leaderboard", 200, []string{
 			`<th scope="col">模型</th><th scope="col">GPU</th><th scope="col">引擎</th><th scope="col">測量方法</th>`}, nil},
 		{"getting started", "/getting-started", "/v1/getting-started", 200, []string{`<a href="/v1/getting-started">JSON</a>`, `<a href="/getting-started">Getting started</a>`, `id="read"`, `id="submit"`, `id="embed"`,
