@@ -85,11 +85,6 @@ func (c *Service) PredictedLeaderboard(ctx context.Context, f store.RunFilter, c
 	if offset < 0 || limit < 1 || offset+limit > MaxPredictedRank {
 		return PredictedBoard{}, invalidParam("cursor", fmt.Sprintf("a predicted ranking lists its first %d places; narrow the filters to see others", MaxPredictedRank))
 	}
-	fitted, unfitted, err := c.store.FitSummaries(ctx, f, calculator.MethodVersion)
-	if err != nil {
-		return PredictedBoard{}, err
-	}
-	out := PredictedBoard{Matched: len(fitted) + len(unfitted)}
 	_, desc, _ := metricOf(calculator.Prediction{}, metric)
 	// better orders values best first.
 	better := func(a, b float64) int {
@@ -103,20 +98,29 @@ func (c *Service) PredictedLeaderboard(ctx context.Context, f store.RunFilter, c
 		bound float64
 		model *calculator.Model
 	}
-	var cands []cand
-	start := time.Now()
-	for _, fs := range fitted {
+	var (
+		out   PredictedBoard
+		cands []cand
+	)
+	unfitted, err := c.store.EachFitSummary(ctx, f, calculator.MethodVersion, func(fs store.FitSummary) error {
+		out.Matched++
 		if fs.Refusal != "" {
-			continue // cannot be modelled: never ranked
+			return nil // cannot be modelled: never ranked
 		}
 		s, err := calculator.DecodeSummary(fs.Summary)
 		if err != nil {
-			return PredictedBoard{}, err
+			return err
 		}
 		if b := s.BoundCell(contextTokens, concurrency); b.Fits {
 			cands = append(cands, cand{cfg: fs.Run, bound: boundOf(b, metric)})
 		}
+		return nil
+	})
+	if err != nil {
+		return PredictedBoard{}, err
 	}
+	out.Matched += len(unfitted)
+	start := time.Now()
 	for i, cfg := range unfitted {
 		if i >= maxPlanFits && c.planBudget >= 0 {
 			out.Pending++

@@ -28,8 +28,7 @@ const (
 // candidate is a run a plan over every run may choose: its best possible
 // option from the summary, and once refined its option from the model.
 type candidate struct {
-	cfg   store.RunConfig
-	bound PlanOption
+	bound PlanOption // its Run is the candidate's
 	model *calculator.Model
 }
 
@@ -44,35 +43,36 @@ func (c *Service) planAll(ctx context.Context, pq PlanQuery) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
-	fitted, unfitted, err := c.store.FitSummaries(ctx, f, calculator.MethodVersion)
-	if err != nil {
-		return Plan{}, err
-	}
-	var out Plan
-	out.Matched = len(fitted) + len(unfitted)
-	pending := map[string]bool{}
-	start := time.Now()
 	var (
+		out   Plan
 		cands []*candidate
-		done  []PlanOption
-	) // options known without refining: runs that cannot be modelled, or are being fitted
-	for _, fs := range fitted {
+		done  []PlanOption // options known without refining: runs that cannot be modelled, or are being fitted
+	)
+	unfitted, err := c.store.EachFitSummary(ctx, f, calculator.MethodVersion, func(fs store.FitSummary) error {
+		out.Matched++
 		opt := PlanOption{Run: fs.Run, GPU: fs.Run.GPU, GPUCount: gpuCount(fs.Run)}
 		if fs.Refusal != "" {
 			ref, err := refusalOf(fs.Refusal)
 			if err != nil {
-				return Plan{}, err
+				return err
 			}
 			opt.Err = "this run cannot be modelled: " + ref.Error()
 			done = append(done, opt)
-			continue
+			return nil
 		}
 		s, err := calculator.DecodeSummary(fs.Summary)
 		if err != nil {
-			return Plan{}, err
+			return err
 		}
-		cands = append(cands, &candidate{cfg: fs.Run, bound: pq.optimistic(opt, s.BoundPlan(pq.Target))})
+		cands = append(cands, &candidate{bound: pq.optimistic(opt, s.BoundPlan(pq.Target))})
+		return nil
+	})
+	if err != nil {
+		return Plan{}, err
 	}
+	out.Matched += len(unfitted)
+	pending := map[string]bool{}
+	start := time.Now()
 	for i, cfg := range unfitted {
 		opt := PlanOption{Run: cfg, GPU: cfg.GPU, GPUCount: gpuCount(cfg)}
 		if i >= maxPlanFits && c.planBudget >= 0 {
@@ -95,7 +95,7 @@ func (c *Service) planAll(ctx context.Context, pq PlanQuery) (Plan, error) {
 		case err != nil:
 			return Plan{}, err
 		default:
-			cands = append(cands, &candidate{cfg: cfg, model: m, bound: pq.optimistic(opt, calculator.Summarize(m).BoundPlan(pq.Target))})
+			cands = append(cands, &candidate{model: m, bound: pq.optimistic(opt, calculator.Summarize(m).BoundPlan(pq.Target))})
 		}
 	}
 	better := pq.compare()
@@ -113,23 +113,23 @@ func (c *Service) planAll(ctx context.Context, pq PlanQuery) (Plan, error) {
 			break
 		}
 		refined++
-		opt := PlanOption{Run: cd.cfg, GPU: cd.cfg.GPU, GPUCount: gpuCount(cd.cfg)}
+		opt := PlanOption{Run: cd.bound.Run, GPU: cd.bound.Run.GPU, GPUCount: gpuCount(cd.bound.Run)}
 		m, err := cd.model, error(nil)
 		if m == nil {
-			m, err = c.modelWithin(ctx, c.remaining(start), cd.cfg.ID)
+			m, err = c.modelWithin(ctx, c.remaining(start), cd.bound.Run.ID)
 		}
 		var ref *calculator.Refusal
 		var fitting *Fitting
 		switch {
 		case errors.As(err, &fitting):
 			opt.Err = "this run's model is being fitted: ask again in a few seconds"
-			pending[cd.cfg.ID] = true
+			pending[cd.bound.Run.ID] = true
 		case errors.As(err, &ref):
 			opt.Err = "this run cannot be modelled: " + ref.Error()
 		case err != nil:
 			return Plan{}, err
 		default:
-			models[cd.cfg.ID] = m
+			models[cd.bound.Run.ID] = m
 			if opt.Plan, err = m.Plan(pq.Target); err != nil {
 				return Plan{}, err
 			}

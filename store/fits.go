@@ -81,17 +81,15 @@ type FitSummary struct {
 	Refusal string
 }
 
-// FitSummaries returns the summary of every listed run matching f that
-// method has fitted, and the configurations of those it has not (fitted by another
-// method, or not yet): one read over the runs the filters select, in no
-// particular order.
-func (s *Store) FitSummaries(ctx context.Context, f RunFilter, method string) (fitted []FitSummary, unfitted []RunConfig, err error) {
+// EachFitSummary calls fn with the summary of every listed run matching
+// f that method has fitted, and returns the configurations of those it
+// has not (fitted by another method, or not yet): one read over the runs
+// the filters select, in no particular order, each summary handed over as
+// it is read (fn must not keep Summary: its bytes are reused).
+func (s *Store) EachFitSummary(ctx context.Context, f RunFilter, method string, fn func(FitSummary) error) (unfitted []RunConfig, err error) {
 	n, err := s.modelRuns(ctx, f)
-	if err != nil {
-		return nil, nil, err
-	}
-	if n == 0 {
-		return nil, nil, nil
+	if err != nil || n == 0 {
+		return nil, err
 	}
 	where, args := f.where(s.dialect, n)
 	q := "SELECT " + runConfigColumns + ", ft.method, ft.summary, ft.refusal FROM runs r LEFT JOIN run_fits ft ON ft.run_id = r.id"
@@ -100,28 +98,30 @@ func (s *Store) FitSummaries(ctx context.Context, f RunFilter, method string) (f
 	}
 	rows, err := s.reader.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("fit summaries: %w", err)
+		return nil, fmt.Errorf("fit summaries: %w", err)
 	}
 	defer rows.Close()
+	var (
+		m, refusal sql.NullString
+		summary    sql.RawBytes
+	)
 	for rows.Next() {
-		var (
-			m, refusal sql.NullString
-			summary    []byte
-		)
 		c, err := scanRunConfig(fitRow{rows, []any{&m, &summary, &refusal}})
 		if err != nil {
-			return nil, nil, fmt.Errorf("fit summaries: %w", err)
+			return nil, fmt.Errorf("fit summaries: %w", err)
 		}
 		if m.String != method {
 			unfitted = append(unfitted, c)
 			continue
 		}
-		fitted = append(fitted, FitSummary{Run: c, Summary: summary, Refusal: refusal.String})
+		if err := fn(FitSummary{Run: c, Summary: summary, Refusal: refusal.String}); err != nil {
+			return nil, err
+		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("fit summaries: %w", err)
+		return nil, fmt.Errorf("fit summaries: %w", err)
 	}
-	return fitted, unfitted, nil
+	return unfitted, nil
 }
 
 // RunsToFit returns up to limit ids, in id order after after, of runs
