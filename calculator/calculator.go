@@ -76,9 +76,13 @@ type PrefillPoint struct {
 type Run struct {
 	ID string
 	// GPU is the measured GPU's name (for scaling to another GPU).
-	GPU     string
-	Decode  []Cell
-	Prefill []PrefillPoint
+	GPU string
+	// Engine is the inference engine's name as published; its family
+	// and its method class (how the cells were measured) pick the
+	// calibration of the run's error bands (BandFamily).
+	Engine, Method string
+	Decode         []Cell
+	Prefill        []PrefillPoint
 	// Launch limits; zero when unknown.
 	MaxModelLen          int
 	MaxNumSeqs           int

@@ -374,11 +374,21 @@ func TestBandsComeFromHeldOutErrors(t *testing.T) {
 	rep := calculator.Evaluate(r)
 	// The band is an order statistic of the held-out errors at or above
 	// their p90 (the conformal 90 % bound), widened by 1 + 1/√n for the
-	// few errors a run has.
+	// few errors a run has, then scaled by the pooled calibration (the run
+	// names no engine).
 	e := rep.Interpolated.Total
-	widen := 1 + 1/math.Sqrt(float64(e.N))
-	if !b.Calibrated || b.InterpolatedTotal < math.Max(e.P90*widen, 0.01) || b.InterpolatedTotal > math.Max(e.Max*widen, 0.01) {
-		t.Errorf("interpolated total band %v, want between the run's held-out p90 %v and max %v, × %.3f", b.InterpolatedTotal, e.P90, e.Max, widen)
+	var k calculator.Factor
+	for _, f := range calculator.Calibration().Families {
+		if f.Family == "" {
+			k = f.InterpolatedTotal
+		}
+	}
+	if k.Power != 1 || !(k.Scale > 0) {
+		t.Fatalf("pooled calibration %+v, want a scale of the run's own band (power 1)", k)
+	}
+	widen := k.Scale * (1 + 1/math.Sqrt(float64(e.N)))
+	if !b.Calibrated || b.Family != "" || b.InterpolatedTotal < math.Max(e.P90*widen, 0.01) || b.InterpolatedTotal > math.Max(e.Max*widen, 0.01) {
+		t.Errorf("interpolated total band %v (family %q), want between the run's held-out p90 %v and max %v, × %.3f", b.InterpolatedTotal, b.Family, e.P90, e.Max, widen)
 	}
 	// A run too small to hold anything out gets the wide, flagged default.
 	tiny := calculator.Run{ID: "tiny", MaxOutputTokens: 100, Decode: r.Decode[:2]}

@@ -20,6 +20,9 @@ type Model struct {
 	ttft    decodeTTFT
 	prefill prefillModel
 	bands   Bands
+	// raw are the bands before the family calibration (see calibrated),
+	// kept for evaluation only.
+	raw Bands
 }
 
 // Bands are the relative error bands (p90 of held-out absolute error) a
@@ -34,6 +37,9 @@ type Bands struct {
 	// Calibrated is false when the run had too few cells to hold any out;
 	// the bands are then the wide fallbacks.
 	Calibrated bool
+	// Family is the engine family whose calibration factors scaled the
+	// bands ("" for the pooled ones; see BandFamily).
+	Family string
 }
 
 // Band floors and fallbacks. The floor is the noise of published values
@@ -79,7 +85,8 @@ func FitContext(ctx context.Context, r Run) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.bands = rep.bands()
+	m.raw = rep.bands()
+	m.bands = calibrated(m.raw, BandFamily(r.Engine, r.Method))
 	return m, nil
 }
 
@@ -301,7 +308,7 @@ func fitCore(r Run, ip interp) (*Model, error) {
 	m.cap = newCapacity(r, m.maxOut)
 	m.ttft = fitDecodeTTFT(r.Decode)
 	m.prefill = fitPrefill(r.Prefill)
-	m.bands = Bands{bandFallback, bandFallback, bandFallback, bandFallback, bandFallback, bandFallback, false}
+	m.bands = Bands{bandFallback, bandFallback, bandFallback, bandFallback, bandFallback, bandFallback, false, ""}
 	return m, nil
 }
 
