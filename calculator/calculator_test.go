@@ -448,6 +448,32 @@ func TestGPUScaling(t *testing.T) {
 	}
 }
 
+// TestGPUMoveWithoutSourceVRAM: a run that does not say its VRAM (or its
+// memory utilization) still moves to another GPU, whose speed does not
+// depend on them; only its capacity is not moved, and the answer says so.
+func TestGPUMoveWithoutSourceVRAM(t *testing.T) {
+	for _, unset := range []func(*calculator.Run){
+		func(r *calculator.Run) { r.VRAMGB = 0 },
+		func(r *calculator.Run) { r.GPUMemoryUtilization = 0 },
+	} {
+		r := faraRun()
+		r.GPU = "RTX 3060"
+		unset(&r)
+		m := fit(t, r)
+		p, err := m.Decode(calculator.Query{ContextTokens: 16384, Concurrency: 8, TargetGPU: "RTX 3090"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Basis != calculator.ScaledGPU || p.TotalTokS == nil || !strings.Contains(strings.Join(p.Warnings, " "), "KV capacity is not moved") {
+			t.Errorf("basis %s, total %v, warnings %v; want scaled_gpu with a speed and the capacity warning", p.Basis, p.TotalTokS, p.Warnings)
+		}
+		// A VRAM size asked for explicitly still needs the run's own.
+		if _, err := m.Decode(calculator.Query{ContextTokens: 16384, Concurrency: 8, TargetGPU: "RTX 3090", VRAMGB: 24}); !errors.Is(err, calculator.ErrRefused) {
+			t.Errorf("explicit VRAM from a run without its own: %v, want a refusal", err)
+		}
+	}
+}
+
 // TestRoughGridIsNotBridged: throughput that does not rise from B = 8 to 16
 // and then doubles at 32 is a kernel switch; nothing across it is
 // interpolated.

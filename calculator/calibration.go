@@ -101,6 +101,27 @@ type BandCalibration struct {
 	// intervals hold.
 	Coverage float64       `json:"coverage"`
 	Families []BandFactors `json:"families"`
+	// GPU are the moves to another GPU per engine family (EngineFamily;
+	// "" pooled), from the corpus's grids of one model and engine on
+	// several GPUs.
+	GPU []GPUMove `json:"gpu,omitempty"`
+}
+
+// GPUMoveFor is the move of an engine family (EngineFamily), else the
+// pooled one, else BandwidthMove.
+func (c BandCalibration) GPUMoveFor(family string) GPUMove {
+	mv := BandwidthMove
+	for _, g := range c.GPU {
+		if g.Family == "" {
+			mv = g
+		}
+	}
+	for _, g := range c.GPU {
+		if g.Family == family && family != "" {
+			return g
+		}
+	}
+	return mv
 }
 
 // minCalibrationAnswers: a family's factor for a basis needs this many
@@ -145,7 +166,7 @@ func (c BandCalibration) factors(family string) BandFactors {
 // (fallback) bands are kept as they are.
 func calibrated(raw Bands, family string) Bands {
 	b := raw
-	b.Family = family
+	b.Family, b.OwnInterpolatedTotal = family, raw.InterpolatedTotal
 	if !raw.Calibrated {
 		return b
 	}

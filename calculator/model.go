@@ -40,6 +40,10 @@ type Bands struct {
 	// Family is the engine family whose calibration factors scaled the
 	// bands ("" for the pooled ones; see BandFamily).
 	Family string
+	// OwnInterpolatedTotal is the run's own interpolated total band
+	// before the family calibration: its own held-out scatter, a measure
+	// of the run's noise rather than an interval.
+	OwnInterpolatedTotal float64
 }
 
 // Band floors and fallbacks. The floor is the noise of published values
@@ -308,7 +312,7 @@ func fitCore(r Run, ip interp) (*Model, error) {
 	m.cap = newCapacity(r, m.maxOut)
 	m.ttft = fitDecodeTTFT(r.Decode)
 	m.prefill = fitPrefill(r.Prefill)
-	m.bands = Bands{bandFallback, bandFallback, bandFallback, bandFallback, bandFallback, bandFallback, false, ""}
+	m.bands = Bands{bandFallback, bandFallback, bandFallback, bandFallback, bandFallback, bandFallback, false, "", bandFallback}
 	return m, nil
 }
 
@@ -454,7 +458,10 @@ func (m *Model) maxOutput(q Query) (int, error) {
 }
 
 // Decode predicts one cell.
-func (m *Model) Decode(q Query) (Prediction, error) {
+func (m *Model) Decode(q Query) (Prediction, error) { return m.decode(q, m.gpuMove()) }
+
+// decode is Decode moving speed to another GPU by mv.
+func (m *Model) decode(q Query, mv GPUMove) (Prediction, error) {
 	if q.ContextTokens < 0 || q.Concurrency < 1 {
 		return Prediction{}, refuse("context ≥ 0 and concurrency ≥ 1", "context %d and concurrency %d are not a cell", q.ContextTokens, q.Concurrency)
 	}
@@ -463,13 +470,11 @@ func (m *Model) Decode(q Query) (Prediction, error) {
 		return Prediction{}, err
 	}
 	var p Prediction
-	gpu, err := m.gpuScale(q)
+	gpu, err := m.gpuScale(q, mv)
 	if err != nil {
 		return Prediction{}, err
 	}
-	if gpu.scaled && q.VRAMGB == 0 {
-		q.VRAMGB = gpu.target.VRAMGB
-	}
+	m.targetVRAM(&q, &gpu)
 	scale, err := m.vramScale(q)
 	if err != nil {
 		return Prediction{}, err
@@ -564,6 +569,27 @@ func (m *Model) Decode(q Query) (Prediction, error) {
 		return Prediction{}, refuse(m.supportedRange(), "the fit gives no finite speed here")
 	}
 	return p, nil
+}
+
+// targetVRAM sets an answer on another GPU to that GPU's VRAM unless the
+// query names one. Where the run's KV pool cannot be scaled to it (the
+// run does not say its VRAM, memory utilization or model size), its
+// capacity is kept, with a warning, rather than the answer refused: the
+// other GPU's speed does not depend on them.
+func (m *Model) targetVRAM(q *Query, gpu *gpuScaling) {
+	if !gpu.scaled || q.VRAMGB != 0 {
+		return
+	}
+	moved := *q
+	moved.VRAMGB = gpu.target.VRAMGB
+	_, err := m.vramScale(moved)
+	var r *Refusal
+	switch {
+	case err == nil:
+		*q = moved
+	case errors.As(err, &r):
+		gpu.warnings = append(gpu.warnings, "KV capacity is not moved to "+gpu.target.Name+" ("+r.Reason+"): statuses are the measured GPU's")
+	}
 }
 
 // sameSpeed is said of answers for another VRAM size of the measured GPU.
@@ -795,14 +821,12 @@ type GridCell struct {
 // Grid predicts every context × concurrency combination. Cells the data
 // does not support carry their refusal instead of failing the grid.
 func (m *Model) Grid(contexts, concurrencies []int, base Query) ([]GridCell, []string, error) {
-	gpu, err := m.gpuScale(base)
+	gpu, err := m.gpuScale(base, m.gpuMove())
 	if err != nil {
 		return nil, nil, err
 	}
 	vq := base
-	if gpu.scaled && vq.VRAMGB == 0 {
-		vq.VRAMGB = gpu.target.VRAMGB
-	}
+	m.targetVRAM(&vq, &gpu)
 	scale, err := m.vramScale(vq)
 	if err != nil {
 		return nil, nil, err

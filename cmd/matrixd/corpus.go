@@ -169,6 +169,14 @@ func meanP90(xs []float64) (float64, float64) {
 	return sum / float64(len(s)), p90
 }
 
+// corpusReport is evalCorpus's JSON: the leave-one-cell-out rows per
+// family and split, and the leave-one-GPU-out pairs and their summary.
+type corpusReport struct {
+	Families   []familyRow  `json:"families"`
+	GPU        []gpuRow     `json:"cross_gpu"`
+	GPUSummary []gpuSummary `json:"cross_gpu_summary"`
+}
+
 // corpusOptions are evalCorpus's output switches.
 type corpusOptions struct {
 	json, verbose, hindsight, calibrate bool
@@ -228,11 +236,23 @@ func evalCorpus(ctx context.Context, dir string, opt corpusOptions, stdout io.Wr
 			tune[f] = append(tune[f], rep.Answers...)
 		}
 	}
+	pairs, gpuRows, err := gpuPairs(ctx, runs)
+	if err != nil {
+		return err
+	}
 	if opt.calibrate {
+		cal := calculator.Calibrate(tune, bandCoverage)
+		if cal.GPU, err = calculator.CalibrateGPU(ctx, pairs, bandCoverage); err != nil {
+			return err
+		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(calculator.Calibrate(tune, bandCoverage))
+		return enc.Encode(cal)
 	}
+	if err := crossGPU(ctx, pairs, gpuRows); err != nil {
+		return err
+	}
+	gpuSums := summariseGPU(gpuRows)
 	slices.SortStableFunc(keys, func(a, b key) int {
 		if (a.family == "all families") != (b.family == "all families") {
 			if a.family == "all families" {
@@ -263,7 +283,7 @@ func evalCorpus(ctx context.Context, dir string, opt corpusOptions, stdout io.Wr
 	if opt.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(rows)
+		return enc.Encode(corpusReport{Families: rows, GPU: gpuRows, GPUSummary: gpuSums})
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	head := "family\tsplit\tgrids\tcells\ttotal tok/s mean\tp90\tmax\tinterval coverage\tmean half-width\trefused\t"
@@ -295,6 +315,9 @@ func evalCorpus(ctx context.Context, dir string, opt corpusOptions, stdout io.Wr
 		}
 	}
 	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := printGPU(stdout, gpuRows, gpuSums); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, "\nleave-one-cell-out: each valid cell removed, the grid refitted (bands included) and the cell asked for; the total's interval is the one the API returns")

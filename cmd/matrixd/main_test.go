@@ -419,31 +419,53 @@ func TestEvalCorpus(t *testing.T) {
 	if err := run(context.Background(), []string{"eval", "--corpus", dir, "--json", "--hindsight"}, env(nil), nil, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	var rows []struct {
-		Family    string   `json:"family"`
-		Split     string   `json:"split"`
-		Grids     int      `json:"grids"`
-		Coverage  float64  `json:"coverage"`
-		Refusals  float64  `json:"refusal_rate"`
-		Hindsight *float64 `json:"hindsight_total_mean"`
-		Bands     []struct {
-			Basis     string  `json:"basis"`
-			Answers   int     `json:"answers"`
-			Coverage  float64 `json:"coverage"`
-			HalfWidth float64 `json:"mean_half_width"`
-			P90       float64 `json:"error_p90"`
-		} `json:"bands"`
-		Report struct {
-			Cells int `json:"cells"`
-			Total struct {
-				N    int     `json:"n"`
-				Mean float64 `json:"mean"`
-			} `json:"total_tok_s"`
-		} `json:"report"`
+	var rep struct {
+		Families []struct {
+			Family    string   `json:"family"`
+			Split     string   `json:"split"`
+			Grids     int      `json:"grids"`
+			Coverage  float64  `json:"coverage"`
+			Refusals  float64  `json:"refusal_rate"`
+			Hindsight *float64 `json:"hindsight_total_mean"`
+			Bands     []struct {
+				Basis     string  `json:"basis"`
+				Answers   int     `json:"answers"`
+				Coverage  float64 `json:"coverage"`
+				HalfWidth float64 `json:"mean_half_width"`
+				P90       float64 `json:"error_p90"`
+			} `json:"bands"`
+			Report struct {
+				Cells int `json:"cells"`
+				Total struct {
+					N    int     `json:"n"`
+					Mean float64 `json:"mean"`
+				} `json:"total_tok_s"`
+			} `json:"report"`
+		} `json:"families"`
+		GPU []struct {
+			Family, Model, From, To string
+			Calibrated              struct {
+				Answers int `json:"answers"`
+				Refused int `json:"refused"`
+			} `json:"calibrated"`
+		} `json:"cross_gpu"`
+		GPUSummary []struct {
+			Family    string `json:"family"`
+			Split     string `json:"split"`
+			Bandwidth struct {
+				Mean float64 `json:"error_mean"`
+			} `json:"bandwidth_ratio"`
+			Calibrated struct {
+				Answers  int     `json:"answers"`
+				Mean     float64 `json:"error_mean"`
+				Coverage float64 `json:"coverage"`
+			} `json:"calibrated"`
+		} `json:"cross_gpu_summary"`
 	}
-	if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatalf("%v: %s", err, out.String())
 	}
+	rows := rep.Families
 	families := map[string]bool{}
 	manifests, _ := filepath.Glob(filepath.Join(dir, "*", "manifest.json"))
 	for _, m := range manifests {
@@ -498,6 +520,33 @@ func TestEvalCorpus(t *testing.T) {
 		if !seen[f] {
 			t.Errorf("family %s is not reported", f)
 		}
+	}
+
+	// Moving a grid to another GPU: the calibrated move errs less than
+	// bandwidth scaling and its bands hold ≥ 85 % in the families with
+	// pairs; a source run that does not say its VRAM is still moved.
+	for _, g := range rep.GPUSummary {
+		if g.Split != "all" || g.Calibrated.Answers == 0 {
+			continue
+		}
+		if g.Calibrated.Coverage < 0.85 {
+			t.Errorf("cross-GPU %s: calibrated bands hold %.1f%%, want ≥ 85%%", g.Family, 100*g.Calibrated.Coverage)
+		}
+		if g.Calibrated.Mean >= g.Bandwidth.Mean {
+			t.Errorf("cross-GPU %s: calibrated move errs %.2f%%, no less than bandwidth scaling's %.2f%%", g.Family, 100*g.Calibrated.Mean, 100*g.Bandwidth.Mean)
+		}
+	}
+	m2 := false
+	for _, g := range rep.GPU {
+		if g.From == "M2 Ultra" && g.To == "DGX Spark" {
+			m2 = true
+			if g.Calibrated.Refused > 0 || g.Calibrated.Answers == 0 {
+				t.Errorf("%s from M2 Ultra to DGX Spark: %d answered, %d refused", g.Model, g.Calibrated.Answers, g.Calibrated.Refused)
+			}
+		}
+	}
+	if !m2 {
+		t.Error("no M2 Ultra → DGX Spark pair in the cross-GPU table")
 	}
 
 	// The embedded band calibration is what the tune split derives.
