@@ -105,6 +105,10 @@ type BandCalibration struct {
 	// "" pooled), from the corpus's grids of one model and engine on
 	// several GPUs.
 	GPU []GPUMove `json:"gpu,omitempty"`
+	// Model are the moves to another model on the same GPU and engine,
+	// per engine family ("" pooled), from the corpus's grids of several
+	// models on one GPU.
+	Model []ModelMove `json:"model,omitempty"`
 }
 
 // GPUMoveFor is the move of an engine family (EngineFamily), else the

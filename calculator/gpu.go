@@ -166,8 +166,8 @@ func steps(lo, hi, d float64) []float64 {
 	return out
 }
 
-// CalibrateGPU derives a move per engine family (and a pooled one, "")
-// from the tune pairs: the exponents with the least mean error of total
+// CalibrateGPU derives a move per engine family with enough tune pairs
+// (and a pooled one, "", from all) from the tune pairs: the exponents with the least mean error of total
 // tok/s over the pairs' cells, then the bands that hold ⌈coverage·(n+1)⌉
 // of the n answers within a generation and across (a family without
 // answers of a kind takes the pooled band; the pooled one, without any,
@@ -188,6 +188,7 @@ func CalibrateGPU(ctx context.Context, pairs []GPUPair, coverage float64) ([]GPU
 		}
 	}
 	slices.Sort(fams)
+	fams = slices.DeleteFunc(fams, func(f string) bool { return !enoughForMove(len(byFamily[f]), answersOf(ctx, byFamily[f])) })
 	var out []GPUMove
 	var pooled *GPUMove
 	for _, f := range append([]string{""}, fams...) {
@@ -249,6 +250,33 @@ func CalibrateGPU(ctx context.Context, pairs []GPUPair, coverage float64) ([]GPU
 		out = append(out, best)
 	}
 	return out, nil
+}
+
+// A family's own move needs this many tune pairs and cells, else it takes
+// the pooled one: a move fitted to one or two pairs fits their quirks.
+const (
+	minMovePairs   = 4
+	minMoveAnswers = 60
+)
+
+func enoughForMove(pairs, answers int) bool {
+	return pairs >= minMovePairs && answers >= minMoveAnswers
+}
+
+// answersOf counts the cells pairs answer under the uncalibrated move.
+func answersOf[P GPUPair | ModelPair](ctx context.Context, pairs []P) int {
+	n := 0
+	for _, p := range pairs {
+		var rep GPUReport
+		switch p := any(p).(type) {
+		case GPUPair:
+			rep, _ = MoveToGPU(ctx, p.From, p.To, BandwidthMove)
+		case ModelPair:
+			rep, _ = MoveToModel(ctx, p.From, p.To, p.Ratios, PhysicalModelMove)
+		}
+		n += len(rep.Answers)
+	}
+	return n
 }
 
 // conformalAt is the ⌈q·(n+1)⌉-th smallest of xs (the largest when n is

@@ -175,6 +175,10 @@ type corpusReport struct {
 	Families   []familyRow  `json:"families"`
 	GPU        []gpuRow     `json:"cross_gpu"`
 	GPUSummary []gpuSummary `json:"cross_gpu_summary"`
+	// Model and ModelSummary are the leave-one-model-out pairs; the
+	// summary's bandwidth_ratio is the physical (uncalibrated) move.
+	Model        []modelRow   `json:"cross_model"`
+	ModelSummary []gpuSummary `json:"cross_model_summary"`
 }
 
 // corpusOptions are evalCorpus's output switches.
@@ -240,9 +244,16 @@ func evalCorpus(ctx context.Context, dir string, opt corpusOptions, stdout io.Wr
 	if err != nil {
 		return err
 	}
+	mPairs, modelRows, err := modelPairs(ctx, runs)
+	if err != nil {
+		return err
+	}
 	if opt.calibrate {
 		cal := calculator.Calibrate(tune, bandCoverage)
 		if cal.GPU, err = calculator.CalibrateGPU(ctx, pairs, bandCoverage); err != nil {
+			return err
+		}
+		if cal.Model, err = calculator.CalibrateModelMoves(ctx, mPairs, bandCoverage); err != nil {
 			return err
 		}
 		enc := json.NewEncoder(stdout)
@@ -253,6 +264,10 @@ func evalCorpus(ctx context.Context, dir string, opt corpusOptions, stdout io.Wr
 		return err
 	}
 	gpuSums := summariseGPU(gpuRows)
+	if err := crossModel(ctx, mPairs, modelRows); err != nil {
+		return err
+	}
+	modelSums := summariseModels(modelRows)
 	slices.SortStableFunc(keys, func(a, b key) int {
 		if (a.family == "all families") != (b.family == "all families") {
 			if a.family == "all families" {
@@ -283,7 +298,7 @@ func evalCorpus(ctx context.Context, dir string, opt corpusOptions, stdout io.Wr
 	if opt.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(corpusReport{Families: rows, GPU: gpuRows, GPUSummary: gpuSums})
+		return enc.Encode(corpusReport{Families: rows, GPU: gpuRows, GPUSummary: gpuSums, Model: modelRows, ModelSummary: modelSums})
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	head := "family\tsplit\tgrids\tcells\ttotal tok/s mean\tp90\tmax\tinterval coverage\tmean half-width\trefused\t"
@@ -318,6 +333,9 @@ func evalCorpus(ctx context.Context, dir string, opt corpusOptions, stdout io.Wr
 		return err
 	}
 	if err := printGPU(stdout, gpuRows, gpuSums); err != nil {
+		return err
+	}
+	if err := printModels(stdout, modelRows, modelSums); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, "\nleave-one-cell-out: each valid cell removed, the grid refitted (bands included) and the cell asked for; the total's interval is the one the API returns")

@@ -60,8 +60,8 @@ type gpuRow struct {
 }
 
 // gpuPairs are the ordered pairs of corpus grids of one model (as the
-// model facts name it) and engine family on two GPUs of the catalog, each
-// source fitted once.
+// model facts name it) and engine family on two GPUs of the catalog, as
+// many of each, each source fitted once.
 func gpuPairs(ctx context.Context, runs []corpusRun) ([]calculator.GPUPair, []gpuRow, error) {
 	facts, err := trust.ModelFacts()
 	if err != nil {
@@ -84,7 +84,8 @@ func gpuPairs(ctx context.Context, runs []corpusRun) ([]calculator.GPUPair, []gp
 		for _, src := range runs {
 			from, ok := calculator.LookupGPU(src.Run.Hardware.GPU)
 			fam := calculator.EngineFamily(src.Run.Engine.Name)
-			if !ok || from.Name == to.Name || fam != calculator.EngineFamily(dst.Run.Engine.Name) || modelOf(src) != modelOf(dst) {
+			if !ok || from.Name == to.Name || fam != calculator.EngineFamily(dst.Run.Engine.Name) || modelOf(src) != modelOf(dst) ||
+				!sameCount(src.Run.Hardware.GPUCount, dst.Run.Hardware.GPUCount) {
 				continue
 			}
 			m, ok := fits[src.Run.ID]
@@ -100,6 +101,10 @@ func gpuPairs(ctx context.Context, runs []corpusRun) ([]calculator.GPUPair, []gp
 	}
 	return pairs, rows, nil
 }
+
+// sameCount reports whether two GPU counts may be the same (nil: not
+// stated).
+func sameCount(a, b *int) bool { return a == nil || b == nil || *a == *b }
 
 // crossGPU scores every pair with the bandwidth-ratio move and with the
 // calibrated one.
