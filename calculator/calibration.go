@@ -166,6 +166,17 @@ func (c BandCalibration) factors(family string) BandFactors {
 	return pooled
 }
 
+// Calibrated reports whether the table has factors of family's own (else
+// its runs take the pooled ones).
+func (c BandCalibration) Calibrated(family string) bool {
+	for _, f := range c.Families {
+		if f.Family == family && family != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // calibrated applies family's factors to a run's own bands; uncalibrated
 // (fallback) bands are kept as they are.
 func calibrated(raw Bands, family string) Bands {

@@ -141,8 +141,11 @@ func evalCmd(ctx context.Context, args []string, getenv func(string) string, std
 	}
 	for _, r := range runs {
 		f := families[r.ID]
-		if f == "" {
-			f = "pooled (no corpus family)"
+		switch {
+		case f == "":
+			f = "pooled (engine or method not known)"
+		case !calculator.Calibration().Calibrated(f):
+			f += ": pooled (the corpus has no such grids)"
 		}
 		fmt.Fprintf(stdout, "  bands of %s calibrated as %s\n", r.ID, f)
 	}
