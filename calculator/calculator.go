@@ -49,6 +49,7 @@ const (
 	Extrapolated Basis = "extrapolated"
 	ScaledVRAM   Basis = "scaled_vram"
 	ScaledGPU    Basis = "scaled_gpu"
+	ScaledModel  Basis = "scaled_model"
 	NoSpeed      Basis = "none"
 )
 
@@ -183,6 +184,10 @@ type Query struct {
 	// VRAM defaults to that GPU's. Rough allows crossing GPU generations.
 	TargetGPU string
 	Rough     bool
+	// OtherModel, when its ratios are set, asks for another model on the
+	// run's GPU and engine: its weight and KV bytes per token over the run's
+	// model's (see ModelRatios; basis scaled_model).
+	OtherModel ModelRatios
 }
 
 // Prediction answers a Query.

@@ -474,6 +474,39 @@ func TestGPUMoveWithoutSourceVRAM(t *testing.T) {
 	}
 }
 
+// TestOtherModel: another model on the run's GPU is the run's surface with
+// its weight and KV terms scaled, labelled scaled_model, with at least the
+// band measured across models, and no TTFT.
+func TestOtherModel(t *testing.T) {
+	m := fit(t, faraRun())
+	q := calculator.Query{ContextTokens: 16384, Concurrency: 8}
+	base, err := m.Decode(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.OtherModel = calculator.ModelRatios{Weights: 2, KV: 1.5}
+	p, err := m.Decode(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	band := calculator.Calibration().ModelMoveFor("").Band
+	if p.Basis != calculator.ScaledModel || p.TTFTMs != nil || p.BandTotal < band || p.TBTMs.Value <= base.TBTMs.Value || p.TotalTokS.Value >= base.TotalTokS.Value {
+		t.Errorf("basis %s, TTFT %v, band %v (want ≥ %v), TBT %v vs %v, total %v vs %v", p.Basis, p.TTFTMs, p.BandTotal, band, p.TBTMs.Value, base.TBTMs.Value, p.TotalTokS.Value, base.TotalTokS.Value)
+	}
+	if p.Capacity.KVTokensLow >= base.Capacity.KVTokensLow {
+		t.Errorf("KV capacity %d for 1.5× the KV bytes per token, want less than the run's %d", p.Capacity.KVTokensLow, base.Capacity.KVTokensLow)
+	}
+	for _, bad := range []calculator.Query{
+		{ContextTokens: 16384, Concurrency: 8, OtherModel: calculator.ModelRatios{Weights: -1, KV: 1}},
+		{ContextTokens: 16384, Concurrency: 8, OtherModel: calculator.ModelRatios{Weights: 2, KV: 1}, TargetGPU: "RTX 3090"},
+		{ContextTokens: 16384, Concurrency: 8, OtherModel: calculator.ModelRatios{Weights: 2, KV: 1}, VRAMGB: 48},
+	} {
+		if _, err := m.Decode(bad); !errors.Is(err, calculator.ErrRefused) {
+			t.Errorf("%+v: %v, want a refusal", bad, err)
+		}
+	}
+}
+
 // TestRoughGridIsNotBridged: throughput that does not rise from B = 8 to 16
 // and then doubles at 32 is a kernel switch; nothing across it is
 // interpolated.

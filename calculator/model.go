@@ -474,10 +474,27 @@ func (m *Model) decode(q Query, mv GPUMove) (Prediction, error) {
 	if err != nil {
 		return Prediction{}, err
 	}
+	other := q.OtherModel != (ModelRatios{})
+	if other {
+		switch {
+		case !(q.OtherModel.Weights > 0) || !(q.OtherModel.KV > 0) || !finite(q.OtherModel.Weights, q.OtherModel.KV):
+			return Prediction{}, refuse("positive weight and KV byte ratios", "the other model's ratios %+v are not positive numbers", q.OtherModel)
+		case gpu.scaled:
+			return Prediction{}, refuse("another model on the run's GPU, or the run's model on another GPU", "another model and another GPU at once are not predicted: each move was measured alone")
+		case q.VRAMGB > 0 || q.GPUMemoryUtilization > 0:
+			return Prediction{}, refuse("another model at the run's VRAM and memory utilization", "another model's KV pool depends on its weights, which the ratios do not give, so another VRAM size is not scaled for it")
+		}
+	}
 	m.targetVRAM(&q, &gpu)
 	scale, err := m.vramScale(q)
 	if err != nil {
 		return Prediction{}, err
+	}
+	if other {
+		// Tokens of KV cache scale with the pool over bytes per token; the
+		// other model's weights change the pool too, which is not counted.
+		scale = vramScaling{lo: 1 / q.OtherModel.KV, hi: 1 / q.OtherModel.KV}
+		scale.warnings = append(scale.warnings, fmt.Sprintf("KV capacity scaled by the other model's KV bytes per token (×%.2f of the run's): the difference in weights' memory is not counted, so statuses near the capacity are approximate", q.OtherModel.KV))
 	}
 	cap := m.capacityFor(maxOut, scale)
 	p.Capacity = Capacity{
@@ -492,12 +509,18 @@ func (m *Model) decode(q Query, mv GPUMove) (Prediction, error) {
 	if scale.scaled && !gpu.scaled {
 		p.Warnings = append(p.Warnings, sameSpeed)
 	}
+	var modelMove ModelMove
+	if other {
+		modelMove = calibration().ModelMoveFor(EngineFamily(m.run.Engine))
+		p.Warnings = append(p.Warnings, fmt.Sprintf("another model: speed scaled from the run's model by weight bytes per token ×%.2f (power %.2f) and KV bytes per token ×%.2f (power %.2f), measured across models on published grids; ±%.0f%%; TTFT is not predicted",
+			q.OtherModel.Weights, modelMove.WeightPower, q.OtherModel.KV, modelMove.KVPower, 100*modelMove.Band))
+	}
 	if !m.bands.Calibrated {
 		p.Warnings = append(p.Warnings, "too few cells to calibrate error bands on this run: intervals are a wide default")
 	}
 
 	measured, isMeasured := m.cells[CellRef{q.ContextTokens, q.Concurrency}]
-	if isMeasured && !scale.scaled && !gpu.scaled && maxOut == m.maxOut {
+	if isMeasured && !scale.scaled && !gpu.scaled && !other && maxOut == m.maxOut {
 		return m.measuredAnswer(p, measured), nil
 	}
 	switch p.Status {
@@ -509,6 +532,9 @@ func (m *Model) decode(q Query, mv GPUMove) (Prediction, error) {
 		if gpu.scaled {
 			p.Basis = ScaledGPU
 		}
+		if other {
+			p.Basis = ScaledModel
+		}
 		p.SpeedBasis = NoSpeed
 		return p, nil
 	}
@@ -517,7 +543,7 @@ func (m *Model) decode(q Query, mv GPUMove) (Prediction, error) {
 		b = float64(cap.running(q.Concurrency))
 		p.Warnings = append(p.Warnings, fmt.Sprintf("speed is predicted for the %d requests that run at once; approximate", int(b)))
 	}
-	t, s, basis, used, levelFrom, err := m.speed(q.ContextTokens, b, !scale.scaled && !gpu.scaled)
+	t, s, basis, used, levelFrom, err := m.speed(q.ContextTokens, b, !scale.scaled && !gpu.scaled && !other)
 	if err != nil {
 		return Prediction{}, err
 	}
@@ -526,6 +552,9 @@ func (m *Model) decode(q Query, mv GPUMove) (Prediction, error) {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("measured throughput stops rising from concurrency %g in the rows around this context (a full KV cache or a saturated engine), so the total is read from that level", levelFrom))
 	}
 	t, s = gpu.apply(m, t, s)
+	if other {
+		t, s = m.moveToModel(float64(q.ContextTokens)/1024, b, t, s, q.OtherModel, modelMove)
+	}
 	p.Cells = used
 	p.Basis, p.SpeedBasis = basis, basis
 	if scale.scaled {
@@ -533,6 +562,9 @@ func (m *Model) decode(q Query, mv GPUMove) (Prediction, error) {
 	}
 	if gpu.scaled {
 		p.Basis = ScaledGPU
+	}
+	if other {
+		p.Basis = ScaledModel
 	}
 	tb, sb := m.bands.InterpolatedTBT, m.bands.InterpolatedTotal
 	switch basis {
@@ -544,17 +576,22 @@ func (m *Model) decode(q Query, mv GPUMove) (Prediction, error) {
 	if gpu.scaled {
 		tb, sb = max(tb, gpu.band), max(sb, gpu.band)
 	}
+	if other {
+		tb, sb = max(tb, modelMove.Band), max(sb, modelMove.Band)
+	}
 	total := b * 1000 / s
 	p.TBTMs = band(t, tb)
 	p.PerRequestTokS = invBand(1000/t, tb)
 	p.TotalTokS = band(total, sb) // sb is total tok/s's own held-out error
 	p.BandTotal, p.BandTBT = sb, tb
-	if gpu.scaled {
+	switch {
+	case gpu.scaled:
 		p.Warnings = append(p.Warnings, "TTFT is not predicted on another GPU: prefill is bound by compute, not bandwidth")
-	} else {
+	case other:
+	default:
 		p.TTFTMs = m.ttft.at(q.ContextTokens, q.Concurrency, m.bands.TTFT)
 	}
-	if c, ok := m.cells[CellRef{q.ContextTokens, q.Concurrency}]; ok && basis == Measured && !gpu.scaled && p.Status == Fits && c.Status == CellValid {
+	if c, ok := m.cells[CellRef{q.ContextTokens, q.Concurrency}]; ok && basis == Measured && !gpu.scaled && !other && p.Status == Fits && c.Status == CellValid {
 		// Another VRAM size or output reservation under which the measured
 		// cell still fits: the speed is the measured GPU's, and its
 		// published per-request speed and TTFT stand (not refitted ones).

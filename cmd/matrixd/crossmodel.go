@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -26,19 +27,6 @@ type modelRow struct {
 	refused    [2]int
 }
 
-// modelBytes are the bytes of weights one token reads and the KV bytes
-// per token of context (per element, as both runs' engines store it) of
-// a corpus run's model; ok is false where the model facts or the
-// quantization do not tell.
-func modelBytes(facts *trust.Models, cr corpusRun) (name string, moe bool, weights, kv float64, ok bool) {
-	m, found := facts.Lookup(cr.Run.Model.Name)
-	perParam := predict.Run(cr.Run).WeightBytesPerParam()
-	if !found || perParam <= 0 || m.KVBytesPerToken(1) <= 0 {
-		return "", false, 0, 0, false
-	}
-	return m.Name, m.ActiveParams() < m.ParamsB, m.ActiveParams() * perParam, m.KVBytesPerToken(1), true
-}
-
 // modelPairs are the ordered pairs of corpus grids of two models of one
 // kind (dense, or mixture of experts: a batch of B requests reads more
 // experts than one does, so the weights read per step grow with B in one
@@ -49,22 +37,33 @@ func modelPairs(ctx context.Context, runs []corpusRun) ([]calculator.ModelPair, 
 	if err != nil {
 		return nil, nil, err
 	}
+	name := func(cr corpusRun) string {
+		if m, ok := facts.Lookup(cr.Run.Model.Name); ok {
+			return m.Name
+		}
+		return cr.Run.Model.Name
+	}
 	fits := map[string]*calculator.Model{}
 	var pairs []calculator.ModelPair
 	var rows []modelRow
 	for _, dst := range runs {
 		gpu, ok := calculator.LookupGPU(dst.Run.Hardware.GPU)
-		to, moe, wt, kt, known := modelBytes(facts, dst)
-		if !ok || !known {
+		if !ok {
 			continue
 		}
-		fam := calculator.EngineFamily(dst.Run.Engine.Name)
+		fam, to := calculator.EngineFamily(dst.Run.Engine.Name), name(dst)
 		for _, src := range runs {
-			from, srcMoE, ws, ks, known := modelBytes(facts, src)
 			g, ok := calculator.LookupGPU(src.Run.Hardware.GPU)
-			if !known || !ok || g.Name != gpu.Name || from == to || srcMoE != moe || calculator.EngineFamily(src.Run.Engine.Name) != fam ||
+			if !ok || g.Name != gpu.Name || name(src) == to || calculator.EngineFamily(src.Run.Engine.Name) != fam ||
 				!sameCount(src.Run.Hardware.GPUCount, dst.Run.Hardware.GPUCount) || !sameCount(src.Run.Benchmark.MaxOutputTokens, dst.Run.Benchmark.MaxOutputTokens) {
 				continue
+			}
+			r, err := predict.ModelRatios(facts, src.Run, dst.Run.Model.Name, predict.Run(dst.Run).Quantization)
+			if errors.Is(err, calculator.ErrRefused) {
+				continue
+			}
+			if err != nil {
+				return nil, nil, err
 			}
 			m, ok := fits[src.Run.ID]
 			if !ok {
@@ -73,9 +72,8 @@ func modelPairs(ctx context.Context, runs []corpusRun) ([]calculator.ModelPair, 
 				}
 				fits[src.Run.ID] = m
 			}
-			r := calculator.ModelRatios{Weights: wt / ws, KV: kt / ks}
 			pairs = append(pairs, calculator.ModelPair{Family: fam, Tune: dst.Entry.Split == "tune", From: m, To: predict.Run(dst.Run), Ratios: r})
-			rows = append(rows, modelRow{Family: fam, GPU: gpu.Name, From: from, To: to, Split: dst.Entry.Split, Ratios: r})
+			rows = append(rows, modelRow{Family: fam, GPU: gpu.Name, From: name(src), To: to, Split: dst.Entry.Split, Ratios: r})
 		}
 	}
 	return pairs, rows, nil
