@@ -239,7 +239,7 @@ func calibrateOne(family string, hs []HeldOut, coverage float64, pooled *BandFac
 	pick := func(hs []HeldOut, get func(HeldOut) (float64, float64, float64), fallback func(BandFactors) Factor) Factor {
 		powers, mixes := calibrationPowers(), calibrationMixes()
 		if pooled == nil {
-			powers, mixes = []float64{1}, []float64{0}
+			powers = []float64{1}
 		}
 		k, n := leastFactor(hs, get, coverage, powers, mixes)
 		if pooled != nil && n < minCalibrationAnswers {
