@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -113,6 +114,11 @@ type bandRow struct {
 	// Mean and P90 are the answers' absolute relative errors.
 	Mean float64 `json:"error_mean"`
 	P90  float64 `json:"error_p90"`
+	// TBTAnswers, TBTCoverage and TBTHalfWidth are the same of the time
+	// between tokens, over the answers whose cell publishes it.
+	TBTAnswers   int     `json:"tbt_answers"`
+	TBTCoverage  float64 `json:"tbt_coverage"`
+	TBTHalfWidth float64 `json:"tbt_mean_half_width"`
 }
 
 // bandRows summarises answers' intervals: all, then per basis present.
@@ -121,6 +127,7 @@ func bandRows(hs []calculator.HeldOut) []bandRow {
 		r := bandRow{Basis: basis}
 		var errs []float64
 		covered, width := 0, 0.0
+		tCovered := 0
 		for _, h := range hs {
 			if !keep(h) {
 				continue
@@ -130,6 +137,16 @@ func bandRows(hs []calculator.HeldOut) []bandRow {
 			if h.Covered() {
 				covered++
 			}
+			if !math.IsNaN(h.TBTNeed) {
+				r.TBTAnswers++
+				r.TBTHalfWidth += h.TBTBand
+				if h.TBTNeed <= h.TBTBand {
+					tCovered++
+				}
+			}
+		}
+		if r.TBTAnswers > 0 {
+			r.TBTCoverage, r.TBTHalfWidth = float64(tCovered)/float64(r.TBTAnswers), r.TBTHalfWidth/float64(r.TBTAnswers)
 		}
 		if len(errs) == 0 {
 			return r, false
@@ -323,10 +340,11 @@ func evalCorpus(ctx context.Context, dir string, opt corpusOptions, stdout io.Wr
 	}
 	fmt.Fprintln(stdout, "\nintervals per speed basis (total tok/s, held out):")
 	tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "family\tsplit\tbasis\tanswers\tcoverage\tmean half-width\terror mean\tp90\twidth / p90\t")
+	fmt.Fprintln(tw, "family\tsplit\tbasis\tanswers\tcoverage\tmean half-width\terror mean\tp90\twidth / p90\tTBT answers\tTBT coverage\tTBT half-width\t")
 	for _, r := range rows {
 		for _, b := range r.Bands[min(1, len(r.Bands)):] {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%.2f\t\n", r.Family, r.Split, b.Basis, b.Answers, pct(b.Coverage), pct(b.HalfWidth), pct(b.Mean), pct(b.P90), b.HalfWidth/b.P90)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%.2f\t%d\t%s\t%s\t\n", r.Family, r.Split, b.Basis, b.Answers, pct(b.Coverage), pct(b.HalfWidth), pct(b.Mean), pct(b.P90), b.HalfWidth/b.P90,
+				b.TBTAnswers, pct(b.TBTCoverage), pct(b.TBTHalfWidth))
 		}
 	}
 	if err := tw.Flush(); err != nil {
