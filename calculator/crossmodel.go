@@ -118,7 +118,7 @@ func CalibrateModelMoves(ctx context.Context, pairs []ModelPair, coverage float6
 		}
 	}
 	slices.Sort(fams)
-	fams = slices.DeleteFunc(fams, func(f string) bool { return !enoughForMove(len(byFamily[f]), answersOf(ctx, byFamily[f])) })
+	fams = slices.DeleteFunc(fams, func(f string) bool { return !enoughForMove(len(byFamily[f]), modelAnswers(ctx, byFamily[f])) })
 	var out []ModelMove
 	for _, f := range append([]string{""}, fams...) {
 		ps := byFamily[f]
@@ -164,6 +164,16 @@ func CalibrateModelMoves(ctx context.Context, pairs []ModelPair, coverage float6
 		out = append(out, best)
 	}
 	return out, nil
+}
+
+// modelAnswers counts the cells pairs answer under PhysicalModelMove.
+func modelAnswers(ctx context.Context, pairs []ModelPair) int {
+	n := 0
+	for _, p := range pairs {
+		rep, _ := MoveToModel(ctx, p.From, p.To, p.Ratios, PhysicalModelMove)
+		n += len(rep.Answers)
+	}
+	return n
 }
 
 // ModelMoveFor is the move of an engine family, else the pooled one,

@@ -188,7 +188,7 @@ func CalibrateGPU(ctx context.Context, pairs []GPUPair, coverage float64) ([]GPU
 		}
 	}
 	slices.Sort(fams)
-	fams = slices.DeleteFunc(fams, func(f string) bool { return !enoughForMove(len(byFamily[f]), answersOf(ctx, byFamily[f])) })
+	fams = slices.DeleteFunc(fams, func(f string) bool { return !enoughForMove(len(byFamily[f]), gpuAnswers(ctx, byFamily[f])) })
 	var out []GPUMove
 	var pooled *GPUMove
 	for _, f := range append([]string{""}, fams...) {
@@ -263,17 +263,11 @@ func enoughForMove(pairs, answers int) bool {
 	return pairs >= minMovePairs && answers >= minMoveAnswers
 }
 
-// answersOf counts the cells pairs answer under the uncalibrated move.
-func answersOf[P GPUPair | ModelPair](ctx context.Context, pairs []P) int {
+// gpuAnswers counts the cells pairs answer under BandwidthMove.
+func gpuAnswers(ctx context.Context, pairs []GPUPair) int {
 	n := 0
 	for _, p := range pairs {
-		var rep GPUReport
-		switch p := any(p).(type) {
-		case GPUPair:
-			rep, _ = MoveToGPU(ctx, p.From, p.To, BandwidthMove)
-		case ModelPair:
-			rep, _ = MoveToModel(ctx, p.From, p.To, p.Ratios, PhysicalModelMove)
-		}
+		rep, _ := MoveToGPU(ctx, p.From, p.To, BandwidthMove)
 		n += len(rep.Answers)
 	}
 	return n
