@@ -49,6 +49,7 @@ const (
 	Extrapolated Basis = "extrapolated"
 	ScaledVRAM   Basis = "scaled_vram"
 	ScaledGPU    Basis = "scaled_gpu"
+	ScaledModel  Basis = "scaled_model"
 	NoSpeed      Basis = "none"
 )
 
@@ -76,9 +77,13 @@ type PrefillPoint struct {
 type Run struct {
 	ID string
 	// GPU is the measured GPU's name (for scaling to another GPU).
-	GPU     string
-	Decode  []Cell
-	Prefill []PrefillPoint
+	GPU string
+	// Engine is the inference engine's name as published; its family
+	// and its method class (how the cells were measured) pick the
+	// calibration of the run's error bands (BandFamily).
+	Engine, Method string
+	Decode         []Cell
+	Prefill        []PrefillPoint
 	// Launch limits; zero when unknown.
 	MaxModelLen          int
 	MaxNumSeqs           int
@@ -179,6 +184,10 @@ type Query struct {
 	// VRAM defaults to that GPU's. Rough allows crossing GPU generations.
 	TargetGPU string
 	Rough     bool
+	// OtherModel, when its ratios are set, asks for another model on the
+	// run's GPU and engine: its weight and KV bytes per token over the run's
+	// model's (see ModelRatios; basis scaled_model).
+	OtherModel ModelRatios
 }
 
 // Prediction answers a Query.

@@ -374,11 +374,21 @@ func TestBandsComeFromHeldOutErrors(t *testing.T) {
 	rep := calculator.Evaluate(r)
 	// The band is an order statistic of the held-out errors at or above
 	// their p90 (the conformal 90 % bound), widened by 1 + 1/√n for the
-	// few errors a run has.
+	// few errors a run has, then scaled by the pooled calibration (the run
+	// names no engine).
 	e := rep.Interpolated.Total
-	widen := 1 + 1/math.Sqrt(float64(e.N))
-	if !b.Calibrated || b.InterpolatedTotal < math.Max(e.P90*widen, 0.01) || b.InterpolatedTotal > math.Max(e.Max*widen, 0.01) {
-		t.Errorf("interpolated total band %v, want between the run's held-out p90 %v and max %v, × %.3f", b.InterpolatedTotal, e.P90, e.Max, widen)
+	var k calculator.Factor
+	for _, f := range calculator.Calibration().Families {
+		if f.Family == "" {
+			k = f.InterpolatedTotal
+		}
+	}
+	if k.Power != 1 || !(k.Scale > 0) {
+		t.Fatalf("pooled calibration %+v, want a scale of the run's own band (power 1)", k)
+	}
+	widen := k.Scale * (1 + 1/math.Sqrt(float64(e.N)))
+	if !b.Calibrated || b.Family != "" || b.InterpolatedTotal < math.Max(e.P90*widen, 0.01) || b.InterpolatedTotal > math.Max(e.Max*widen, 0.01) {
+		t.Errorf("interpolated total band %v (family %q), want between the run's held-out p90 %v and max %v, × %.3f", b.InterpolatedTotal, b.Family, e.P90, e.Max, widen)
 	}
 	// A run too small to hold anything out gets the wide, flagged default.
 	tiny := calculator.Run{ID: "tiny", MaxOutputTokens: 100, Decode: r.Decode[:2]}
@@ -435,6 +445,65 @@ func TestGPUScaling(t *testing.T) {
 	same, err := m.Decode(calculator.Query{ContextTokens: 16384, Concurrency: 8, TargetGPU: "rtx 3060"})
 	if err != nil || same.Basis != calculator.Measured {
 		t.Errorf("target = the measured GPU: basis %s err %v, want measured", same.Basis, err)
+	}
+}
+
+// TestGPUMoveWithoutSourceVRAM: a run that does not say its VRAM (or its
+// memory utilization) still moves to another GPU, whose speed does not
+// depend on them; only its capacity is not moved, and the answer says so.
+func TestGPUMoveWithoutSourceVRAM(t *testing.T) {
+	for _, unset := range []func(*calculator.Run){
+		func(r *calculator.Run) { r.VRAMGB = 0 },
+		func(r *calculator.Run) { r.GPUMemoryUtilization = 0 },
+	} {
+		r := faraRun()
+		r.GPU = "RTX 3060"
+		unset(&r)
+		m := fit(t, r)
+		p, err := m.Decode(calculator.Query{ContextTokens: 16384, Concurrency: 8, TargetGPU: "RTX 3090"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Basis != calculator.ScaledGPU || p.TotalTokS == nil || !strings.Contains(strings.Join(p.Warnings, " "), "KV capacity is not moved") {
+			t.Errorf("basis %s, total %v, warnings %v; want scaled_gpu with a speed and the capacity warning", p.Basis, p.TotalTokS, p.Warnings)
+		}
+		// A VRAM size asked for explicitly still needs the run's own.
+		if _, err := m.Decode(calculator.Query{ContextTokens: 16384, Concurrency: 8, TargetGPU: "RTX 3090", VRAMGB: 24}); !errors.Is(err, calculator.ErrRefused) {
+			t.Errorf("explicit VRAM from a run without its own: %v, want a refusal", err)
+		}
+	}
+}
+
+// TestOtherModel: another model on the run's GPU is the run's surface with
+// its weight and KV terms scaled, labelled scaled_model, with at least the
+// band measured across models, and no TTFT.
+func TestOtherModel(t *testing.T) {
+	m := fit(t, faraRun())
+	q := calculator.Query{ContextTokens: 16384, Concurrency: 8}
+	base, err := m.Decode(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.OtherModel = calculator.ModelRatios{Weights: 2, KV: 1.5}
+	p, err := m.Decode(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	band := calculator.Calibration().ModelMoveFor("").Band
+	if p.Basis != calculator.ScaledModel || p.TTFTMs != nil || p.BandTotal < band || p.TBTMs.Value <= base.TBTMs.Value || p.TotalTokS.Value >= base.TotalTokS.Value {
+		t.Errorf("basis %s, TTFT %v, band %v (want ≥ %v), TBT %v vs %v, total %v vs %v", p.Basis, p.TTFTMs, p.BandTotal, band, p.TBTMs.Value, base.TBTMs.Value, p.TotalTokS.Value, base.TotalTokS.Value)
+	}
+	if p.Capacity.KVTokensLow >= base.Capacity.KVTokensLow {
+		t.Errorf("KV capacity %d for 1.5× the KV bytes per token, want less than the run's %d", p.Capacity.KVTokensLow, base.Capacity.KVTokensLow)
+	}
+	for _, bad := range []calculator.Query{
+		{ContextTokens: 16384, Concurrency: 8, OtherModel: calculator.ModelRatios{Weights: -1, KV: 1}},
+		{ContextTokens: 16384, Concurrency: 8, OtherModel: calculator.ModelRatios{Weights: 2, KV: 1}, TargetGPU: "RTX 3090"},
+		{ContextTokens: 16384, Concurrency: 8, OtherModel: calculator.ModelRatios{Weights: 2, KV: 1}, VRAMGB: 48},
+	} {
+		if _, err := m.Decode(bad); !errors.Is(err, calculator.ErrRefused) {
+			t.Errorf("%+v: %v, want a refusal", bad, err)
+		}
 	}
 }
 

@@ -1,28 +1,54 @@
 package calculator
 
 import (
+	"context"
 	"fmt"
+	"math"
+	"slices"
 )
 
-// Bands of a cross-GPU answer: memory bandwidth explains the weight-streaming
-// term to within a few percent, but not the KV term, which is kept from the
-// measured GPU; rough estimates across generations get twice that.
-const (
-	gpuBand      = 0.20
-	gpuRoughBand = 0.40
-)
+// GPUMove is how step times move to another GPU. With ρ the measured GPU's
+// memory bandwidth over the target's, the weight-streaming intercept of the
+// physical model (a, the time to read the weights once per step) scales by
+// ρ^Alpha and the rest of the step (KV reads, per-sequence work) by
+// ρ^Gamma: Alpha 1 is streaming at the same share of peak bandwidth on
+// both GPUs, Gamma 0 a rest bound by something that does not change with
+// bandwidth, 1 a rest bound by it too. Band and RoughBand are the relative
+// half-widths of answers within a GPU generation and across generations.
+type GPUMove struct {
+	Family    string  `json:"family"`
+	Alpha     float64 `json:"alpha"`
+	Gamma     float64 `json:"gamma"`
+	Band      float64 `json:"band"`
+	RoughBand float64 `json:"rough_band"`
+	// Pairs and Answers are the grid pairs and held-out cells the move
+	// was derived from (0: a default).
+	Pairs   int `json:"pairs,omitempty"`
+	Answers int `json:"answers,omitempty"`
+}
 
-// gpuScaling says how to move step times to another GPU: the physical
-// model's intercept (weight streaming per step) scales with bandwidth.
+// BandwidthMove is the move before calibration: the intercept scales with
+// bandwidth, the rest is kept from the measured GPU, ±20 % within a
+// generation and ±40 % across.
+var BandwidthMove = GPUMove{Alpha: 1, Gamma: 0, Band: 0.20, RoughBand: 0.40}
+
+// gpuScaling says how to move step times to another GPU.
 type gpuScaling struct {
 	scaled   bool
 	ratio    float64 // measured bandwidth / target bandwidth
 	band     float64
+	move     GPUMove
 	target   GPUSpec
 	warnings []string
 }
 
-func (m *Model) gpuScale(q Query) (gpuScaling, error) {
+// gpuMove is the calibrated move of the run's family (BandFamily's engine
+// part), else the pooled one, else BandwidthMove.
+func (m *Model) gpuMove() GPUMove {
+	return calibration().GPUMoveFor(EngineFamily(m.run.Engine))
+}
+
+func (m *Model) gpuScale(q Query, mv GPUMove) (gpuScaling, error) {
 	if q.TargetGPU == "" || gpuKey(q.TargetGPU) == gpuKey(m.run.GPU) {
 		return gpuScaling{ratio: 1}, nil
 	}
@@ -37,18 +63,18 @@ func (m *Model) gpuScale(q Query) (gpuScaling, error) {
 	if to.Name == from.Name {
 		return gpuScaling{ratio: 1}, nil
 	}
-	s := gpuScaling{scaled: true, ratio: from.BandwidthGBs / to.BandwidthGBs, band: gpuBand, target: to}
+	s := gpuScaling{scaled: true, ratio: from.BandwidthGBs / to.BandwidthGBs, band: mv.Band, move: mv, target: to}
 	if from.Generation != to.Generation {
 		if !q.Rough {
 			return gpuScaling{}, refuse("a GPU of the measured one's generation ("+from.Generation+"), or rough=true for a labelled rough estimate",
 				"%s (%s) and %s (%s) are different GPU generations: kernels and KV-read efficiency change, so the measured speed does not carry over",
 				from.Name, from.Generation, to.Name, to.Generation)
 		}
-		s.band = gpuRoughBand
-		s.warnings = append(s.warnings, fmt.Sprintf("rough estimate across GPU generations (%s → %s): ±%.0f%%", from.Generation, to.Generation, 100*gpuRoughBand))
+		s.band = mv.RoughBand
+		s.warnings = append(s.warnings, fmt.Sprintf("rough estimate across GPU generations (%s → %s): ±%.0f%%", from.Generation, to.Generation, 100*s.band))
 	}
-	s.warnings = append(s.warnings, fmt.Sprintf("speed moved from %s (%.0f GB/s) to %s (%.0f GB/s): the weight-streaming term scales with memory bandwidth, the per-sequence and KV-read terms are kept from the measured GPU; ±%.0f%%",
-		from.Name, from.BandwidthGBs, to.Name, to.BandwidthGBs, 100*s.band))
+	s.warnings = append(s.warnings, fmt.Sprintf("speed moved from %s (%.0f GB/s) to %s (%.0f GB/s): the weight-streaming term scales as bandwidth^%.2f, the rest of the step as bandwidth^%.2f (measured across GPUs on published grids); ±%.0f%%",
+		from.Name, from.BandwidthGBs, to.Name, to.BandwidthGBs, mv.Alpha, mv.Gamma, 100*s.band))
 	return s, nil
 }
 
@@ -61,5 +87,197 @@ func (g gpuScaling) apply(m *Model, t, s float64) (float64, float64) {
 	// The intercept can exceed a small step time only by fit error; keep at
 	// least the part that does not scale.
 	aT, aS = min(aT, 0.95*t), min(aS, 0.95*s)
-	return t - aT*(1-g.ratio), s - aS*(1-g.ratio)
+	ka, kr := math.Pow(g.ratio, g.move.Alpha), math.Pow(g.ratio, g.move.Gamma)
+	return aT*ka + (t-aT)*kr, aS*ka + (s-aS)*kr
+}
+
+// GPUReport is the record of moving one run's speed to another GPU and
+// comparing it with a run of the same model and engine measured there.
+type GPUReport struct {
+	From, To string
+	// Rough is true across GPU generations.
+	Rough   bool
+	Cells   int
+	Refused int
+	Answers []HeldOut
+	// Refusals says why, per refused cell.
+	Refusals []string
+}
+
+// MoveToGPU predicts every valid cell of dst from m (fitted on a run of the
+// same model and engine on another GPU) moved to dst's GPU by mv, as a
+// user asking for dst's GPU would get it (rough across generations).
+func MoveToGPU(ctx context.Context, m *Model, dst Run, mv GPUMove) (GPUReport, error) {
+	rep := GPUReport{From: m.run.GPU, To: dst.GPU}
+	if f, ok := LookupGPU(m.run.GPU); ok {
+		if t, ok := LookupGPU(dst.GPU); ok {
+			rep.Rough = f.Generation != t.Generation
+		}
+	}
+	for _, c := range dst.Decode {
+		if !usable(c) {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		rep.Cells++
+		q := Query{ContextTokens: c.ContextTokens, Concurrency: c.Concurrency, TargetGPU: dst.GPU, Rough: true, MaxOutputTokens: 1}
+		p, err := m.decode(q, mv)
+		if err == nil && p.TotalTokS == nil {
+			err = fmt.Errorf("no speed: status %s", p.Status)
+		}
+		if err != nil {
+			rep.Refused++
+			rep.Refusals = append(rep.Refusals, fmt.Sprintf("%s: %v", cellName(c), err))
+			continue
+		}
+		truth, v := *c.TotalTokS, p.TotalTokS.Value
+		h := HeldOut{Cell: CellRef{c.ContextTokens, c.Concurrency}, Basis: ScaledGPU, Err: math.Abs(v-truth) / truth,
+			Need: math.Abs(v-truth) / v, Band: p.BandTotal, TBTNeed: math.NaN(), TBTBand: p.BandTBT}
+		if c.TBTMs != nil && p.TBTMs != nil {
+			h.TBTNeed = math.Abs(p.TBTMs.Value-*c.TBTMs) / p.TBTMs.Value
+		}
+		rep.Answers = append(rep.Answers, h)
+	}
+	return rep, nil
+}
+
+// GPUPair is a run fitted on one GPU and a run of the same model and
+// engine measured on another, for calibrating and scoring moves.
+type GPUPair struct {
+	Family string // EngineFamily of the runs' engine
+	// Tune says the pair may calibrate (its target grid is in the tune
+	// split); the others only score.
+	Tune bool
+	From *Model
+	To   Run
+}
+
+// gpuAlphas and gpuGammas are the exponents CalibrateGPU chooses among.
+func gpuAlphas() []float64 { return steps(0.5, 1.5, 0.05) }
+func gpuGammas() []float64 { return steps(0, 3, 0.05) }
+
+func steps(lo, hi, d float64) []float64 {
+	var out []float64
+	for i := 0; lo+float64(i)*d <= hi+1e-9; i++ {
+		out = append(out, math.Round((lo+float64(i)*d)*100)/100)
+	}
+	return out
+}
+
+// CalibrateGPU derives a move per engine family with enough tune pairs
+// (and a pooled one, "", from all) from the tune pairs: the exponents with the least mean error of total
+// tok/s over the pairs' cells, then the bands that hold ⌈coverage·(n+1)⌉
+// of the n answers within a generation and across (a family without
+// answers of a kind takes the pooled band; the pooled one, without any,
+// BandwidthMove's).
+func CalibrateGPU(ctx context.Context, pairs []GPUPair, coverage float64) ([]GPUMove, error) {
+	byFamily := map[string][]GPUPair{}
+	var fams []string
+	for _, p := range pairs {
+		if !p.Tune {
+			continue
+		}
+		if _, ok := byFamily[p.Family]; !ok && p.Family != "" {
+			fams = append(fams, p.Family)
+		}
+		byFamily[p.Family] = append(byFamily[p.Family], p)
+		if p.Family != "" {
+			byFamily[""] = append(byFamily[""], p)
+		}
+	}
+	slices.Sort(fams)
+	fams = slices.DeleteFunc(fams, func(f string) bool { return !enoughForMove(len(byFamily[f]), gpuAnswers(ctx, byFamily[f])) })
+	var out []GPUMove
+	var pooled *GPUMove
+	for _, f := range append([]string{""}, fams...) {
+		ps := byFamily[f]
+		if len(ps) == 0 {
+			continue
+		}
+		best, bestErr := GPUMove{}, math.Inf(1)
+		for _, a := range gpuAlphas() {
+			for _, g := range gpuGammas() {
+				mv := GPUMove{Alpha: a, Gamma: g, Band: BandwidthMove.Band, RoughBand: BandwidthMove.RoughBand}
+				sum, n := 0.0, 0
+				for _, p := range ps {
+					rep, err := MoveToGPU(ctx, p.From, p.To, mv)
+					if err != nil {
+						return nil, err
+					}
+					for _, h := range rep.Answers {
+						sum += h.Err
+						n++
+					}
+				}
+				if n > 0 && sum/float64(n) < bestErr-1e-12 {
+					best, bestErr = mv, sum/float64(n)
+				}
+			}
+		}
+		best.Family = f
+		var same, rough []float64
+		for _, p := range ps {
+			rep, err := MoveToGPU(ctx, p.From, p.To, best)
+			if err != nil {
+				return nil, err
+			}
+			best.Pairs++
+			for _, h := range rep.Answers {
+				best.Answers++
+				if rep.Rough {
+					rough = append(rough, h.Need)
+				} else {
+					same = append(same, h.Need)
+				}
+			}
+		}
+		best.Band, best.RoughBand = BandwidthMove.Band, BandwidthMove.RoughBand
+		if pooled != nil {
+			best.Band, best.RoughBand = pooled.Band, pooled.RoughBand
+		}
+		if len(same) > 0 {
+			best.Band = roundUp4(conformalAt(same, coverage))
+		}
+		if len(rough) > 0 {
+			best.RoughBand = roundUp4(conformalAt(rough, coverage))
+		}
+		if pooled == nil {
+			p := best
+			pooled = &p
+		}
+		out = append(out, best)
+	}
+	return out, nil
+}
+
+// A family's own move needs this many tune pairs and cells, else it takes
+// the pooled one: a move fitted to one or two pairs fits their quirks.
+const (
+	minMovePairs   = 4
+	minMoveAnswers = 60
+)
+
+func enoughForMove(pairs, answers int) bool {
+	return pairs >= minMovePairs && answers >= minMoveAnswers
+}
+
+// gpuAnswers counts the cells pairs answer under BandwidthMove.
+func gpuAnswers(ctx context.Context, pairs []GPUPair) int {
+	n := 0
+	for _, p := range pairs {
+		rep, _ := MoveToGPU(ctx, p.From, p.To, BandwidthMove)
+		n += len(rep.Answers)
+	}
+	return n
+}
+
+// conformalAt is the ⌈q·(n+1)⌉-th smallest of xs (the largest when n is
+// too small), at least bandFloor.
+func conformalAt(xs []float64, q float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	k := min(int(math.Ceil(q*float64(len(s)+1))), len(s))
+	return math.Max(s[k-1], bandFloor)
 }

@@ -24,7 +24,27 @@ type HoldoutReport struct {
 	Refusals []string `json:"refusals,omitempty"`
 	// Outside names the answers whose interval missed the truth.
 	Outside []string `json:"outside,omitempty"`
+	// Answers are the held-out answers, one per cell answered.
+	Answers []HeldOut `json:"-"`
 }
+
+// HeldOut is one held-out answer: its speed basis, the half-width of its
+// total tok/s interval relative to the answer (Band, and RawBand before the
+// family calibration), and Need, the half-width that would just have held
+// the measurement (|answer − measured| / answer); TBT likewise, NaN where
+// the cell publishes none.
+type HeldOut struct {
+	Cell                     CellRef
+	Basis                    Basis
+	Err, Need, Band, RawBand float64
+	TBTNeed, TBTBand, TBTRaw float64
+	// RawInterpolated and TBTRawInterpolated are the run's own
+	// interpolated bands, whatever the answer's basis.
+	RawInterpolated, TBTRawInterpolated float64
+}
+
+// Covered reports whether the total's interval held the measurement.
+func (h HeldOut) Covered() bool { return h.Need <= h.Band }
 
 // maxHoldoutCells bounds a leave-one-cell-out evaluation: each held-out
 // cell is a full fit.
@@ -74,6 +94,18 @@ func LeaveOneOut(ctx context.Context, r Run) (HoldoutReport, error) {
 		}
 		truth := *c.TotalTokS
 		rep.Total.add(math.Abs(p.TotalTokS.Value-truth) / truth)
+		h := HeldOut{Cell: CellRef{c.ContextTokens, c.Concurrency}, Basis: p.SpeedBasis, Err: math.Abs(p.TotalTokS.Value-truth) / truth,
+			Need: math.Abs(p.TotalTokS.Value-truth) / p.TotalTokS.Value, Band: p.BandTotal,
+			TBTNeed: math.NaN(), TBTBand: p.BandTBT}
+		h.RawBand, h.TBTRaw = m.raw.InterpolatedTotal, m.raw.InterpolatedTBT
+		h.RawInterpolated, h.TBTRawInterpolated = m.raw.InterpolatedTotal, m.raw.InterpolatedTBT
+		if p.SpeedBasis == Extrapolated {
+			h.RawBand, h.TBTRaw = m.raw.ExtrapolatedTotal, m.raw.ExtrapolatedTBT
+		}
+		if c.TBTMs != nil && p.TBTMs != nil {
+			h.TBTNeed = math.Abs(p.TBTMs.Value-*c.TBTMs) / p.TBTMs.Value
+		}
+		rep.Answers = append(rep.Answers, h)
 		if p.TotalTokS.Low <= truth && truth <= p.TotalTokS.High {
 			rep.Covered++
 		} else {
@@ -92,6 +124,7 @@ func PoolHoldouts(id string, reports []HoldoutReport) HoldoutReport {
 		p.Covered += r.Covered
 		p.Refused += r.Refused
 		p.Total.errs = append(p.Total.errs, r.Total.errs...)
+		p.Answers = append(p.Answers, r.Answers...)
 		for _, s := range r.Refusals {
 			p.Refusals = append(p.Refusals, r.RunID+" "+s)
 		}

@@ -20,6 +20,9 @@ type Model struct {
 	ttft    decodeTTFT
 	prefill prefillModel
 	bands   Bands
+	// raw are the bands before the family calibration (see calibrated),
+	// kept for evaluation only.
+	raw Bands
 }
 
 // Bands are the relative error bands (p90 of held-out absolute error) a
@@ -34,6 +37,13 @@ type Bands struct {
 	// Calibrated is false when the run had too few cells to hold any out;
 	// the bands are then the wide fallbacks.
 	Calibrated bool
+	// Family is the engine family whose calibration factors scaled the
+	// bands ("" for the pooled ones; see BandFamily).
+	Family string
+	// OwnInterpolatedTotal is the run's own interpolated total band
+	// before the family calibration: its own held-out scatter, a measure
+	// of the run's noise rather than an interval.
+	OwnInterpolatedTotal float64
 }
 
 // Band floors and fallbacks. The floor is the noise of published values
@@ -79,7 +89,8 @@ func FitContext(ctx context.Context, r Run) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.bands = rep.bands()
+	m.raw = rep.bands()
+	m.bands = calibrated(m.raw, BandFamily(r.Engine, r.Method))
 	return m, nil
 }
 
@@ -301,7 +312,7 @@ func fitCore(r Run, ip interp) (*Model, error) {
 	m.cap = newCapacity(r, m.maxOut)
 	m.ttft = fitDecodeTTFT(r.Decode)
 	m.prefill = fitPrefill(r.Prefill)
-	m.bands = Bands{bandFallback, bandFallback, bandFallback, bandFallback, bandFallback, bandFallback, false}
+	m.bands = Bands{bandFallback, bandFallback, bandFallback, bandFallback, bandFallback, bandFallback, false, "", bandFallback}
 	return m, nil
 }
 
@@ -447,7 +458,10 @@ func (m *Model) maxOutput(q Query) (int, error) {
 }
 
 // Decode predicts one cell.
-func (m *Model) Decode(q Query) (Prediction, error) {
+func (m *Model) Decode(q Query) (Prediction, error) { return m.decode(q, m.gpuMove()) }
+
+// decode is Decode moving speed to another GPU by mv.
+func (m *Model) decode(q Query, mv GPUMove) (Prediction, error) {
 	if q.ContextTokens < 0 || q.Concurrency < 1 {
 		return Prediction{}, refuse("context ≥ 0 and concurrency ≥ 1", "context %d and concurrency %d are not a cell", q.ContextTokens, q.Concurrency)
 	}
@@ -456,16 +470,31 @@ func (m *Model) Decode(q Query) (Prediction, error) {
 		return Prediction{}, err
 	}
 	var p Prediction
-	gpu, err := m.gpuScale(q)
+	gpu, err := m.gpuScale(q, mv)
 	if err != nil {
 		return Prediction{}, err
 	}
-	if gpu.scaled && q.VRAMGB == 0 {
-		q.VRAMGB = gpu.target.VRAMGB
+	other := q.OtherModel != (ModelRatios{})
+	if other {
+		switch {
+		case !(q.OtherModel.Weights > 0) || !(q.OtherModel.KV > 0) || !finite(q.OtherModel.Weights, q.OtherModel.KV):
+			return Prediction{}, refuse("positive weight and KV byte ratios", "the other model's ratios %+v are not positive numbers", q.OtherModel)
+		case gpu.scaled:
+			return Prediction{}, refuse("another model on the run's GPU, or the run's model on another GPU", "another model and another GPU at once are not predicted: each move was measured alone")
+		case q.VRAMGB > 0 || q.GPUMemoryUtilization > 0:
+			return Prediction{}, refuse("another model at the run's VRAM and memory utilization", "another model's KV pool depends on its weights, which the ratios do not give, so another VRAM size is not scaled for it")
+		}
 	}
+	m.targetVRAM(&q, &gpu)
 	scale, err := m.vramScale(q)
 	if err != nil {
 		return Prediction{}, err
+	}
+	if other {
+		// Tokens of KV cache scale with the pool over bytes per token; the
+		// other model's weights change the pool too, which is not counted.
+		scale = vramScaling{lo: 1 / q.OtherModel.KV, hi: 1 / q.OtherModel.KV}
+		scale.warnings = append(scale.warnings, fmt.Sprintf("KV capacity scaled by the other model's KV bytes per token (×%.2f of the run's): the difference in weights' memory is not counted, so statuses near the capacity are approximate", q.OtherModel.KV))
 	}
 	cap := m.capacityFor(maxOut, scale)
 	p.Capacity = Capacity{
@@ -480,12 +509,18 @@ func (m *Model) Decode(q Query) (Prediction, error) {
 	if scale.scaled && !gpu.scaled {
 		p.Warnings = append(p.Warnings, sameSpeed)
 	}
+	var modelMove ModelMove
+	if other {
+		modelMove = calibration().ModelMoveFor(EngineFamily(m.run.Engine))
+		p.Warnings = append(p.Warnings, fmt.Sprintf("another model: speed scaled from the run's model by weight bytes per token ×%.2f (power %.2f) and KV bytes per token ×%.2f (power %.2f), measured across models on published grids; ±%.0f%%; TTFT is not predicted",
+			q.OtherModel.Weights, modelMove.WeightPower, q.OtherModel.KV, modelMove.KVPower, 100*modelMove.Band))
+	}
 	if !m.bands.Calibrated {
 		p.Warnings = append(p.Warnings, "too few cells to calibrate error bands on this run: intervals are a wide default")
 	}
 
 	measured, isMeasured := m.cells[CellRef{q.ContextTokens, q.Concurrency}]
-	if isMeasured && !scale.scaled && !gpu.scaled && maxOut == m.maxOut {
+	if isMeasured && !scale.scaled && !gpu.scaled && !other && maxOut == m.maxOut {
 		return m.measuredAnswer(p, measured), nil
 	}
 	switch p.Status {
@@ -497,6 +532,9 @@ func (m *Model) Decode(q Query) (Prediction, error) {
 		if gpu.scaled {
 			p.Basis = ScaledGPU
 		}
+		if other {
+			p.Basis = ScaledModel
+		}
 		p.SpeedBasis = NoSpeed
 		return p, nil
 	}
@@ -505,7 +543,7 @@ func (m *Model) Decode(q Query) (Prediction, error) {
 		b = float64(cap.running(q.Concurrency))
 		p.Warnings = append(p.Warnings, fmt.Sprintf("speed is predicted for the %d requests that run at once; approximate", int(b)))
 	}
-	t, s, basis, used, levelFrom, err := m.speed(q.ContextTokens, b, !scale.scaled && !gpu.scaled)
+	t, s, basis, used, levelFrom, err := m.speed(q.ContextTokens, b, !scale.scaled && !gpu.scaled && !other)
 	if err != nil {
 		return Prediction{}, err
 	}
@@ -514,6 +552,9 @@ func (m *Model) Decode(q Query) (Prediction, error) {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("measured throughput stops rising from concurrency %g in the rows around this context (a full KV cache or a saturated engine), so the total is read from that level", levelFrom))
 	}
 	t, s = gpu.apply(m, t, s)
+	if other {
+		t, s = m.moveToModel(float64(q.ContextTokens)/1024, b, t, s, q.OtherModel, modelMove)
+	}
 	p.Cells = used
 	p.Basis, p.SpeedBasis = basis, basis
 	if scale.scaled {
@@ -521,6 +562,9 @@ func (m *Model) Decode(q Query) (Prediction, error) {
 	}
 	if gpu.scaled {
 		p.Basis = ScaledGPU
+	}
+	if other {
+		p.Basis = ScaledModel
 	}
 	tb, sb := m.bands.InterpolatedTBT, m.bands.InterpolatedTotal
 	switch basis {
@@ -532,17 +576,22 @@ func (m *Model) Decode(q Query) (Prediction, error) {
 	if gpu.scaled {
 		tb, sb = max(tb, gpu.band), max(sb, gpu.band)
 	}
+	if other {
+		tb, sb = max(tb, modelMove.Band), max(sb, modelMove.Band)
+	}
 	total := b * 1000 / s
 	p.TBTMs = band(t, tb)
 	p.PerRequestTokS = invBand(1000/t, tb)
 	p.TotalTokS = band(total, sb) // sb is total tok/s's own held-out error
 	p.BandTotal, p.BandTBT = sb, tb
-	if gpu.scaled {
+	switch {
+	case gpu.scaled:
 		p.Warnings = append(p.Warnings, "TTFT is not predicted on another GPU: prefill is bound by compute, not bandwidth")
-	} else {
+	case other:
+	default:
 		p.TTFTMs = m.ttft.at(q.ContextTokens, q.Concurrency, m.bands.TTFT)
 	}
-	if c, ok := m.cells[CellRef{q.ContextTokens, q.Concurrency}]; ok && basis == Measured && !gpu.scaled && p.Status == Fits && c.Status == CellValid {
+	if c, ok := m.cells[CellRef{q.ContextTokens, q.Concurrency}]; ok && basis == Measured && !gpu.scaled && !other && p.Status == Fits && c.Status == CellValid {
 		// Another VRAM size or output reservation under which the measured
 		// cell still fits: the speed is the measured GPU's, and its
 		// published per-request speed and TTFT stand (not refitted ones).
@@ -557,6 +606,27 @@ func (m *Model) Decode(q Query) (Prediction, error) {
 		return Prediction{}, refuse(m.supportedRange(), "the fit gives no finite speed here")
 	}
 	return p, nil
+}
+
+// targetVRAM sets an answer on another GPU to that GPU's VRAM unless the
+// query names one. Where the run's KV pool cannot be scaled to it (the
+// run does not say its VRAM, memory utilization or model size), its
+// capacity is kept, with a warning, rather than the answer refused: the
+// other GPU's speed does not depend on them.
+func (m *Model) targetVRAM(q *Query, gpu *gpuScaling) {
+	if !gpu.scaled || q.VRAMGB != 0 {
+		return
+	}
+	moved := *q
+	moved.VRAMGB = gpu.target.VRAMGB
+	_, err := m.vramScale(moved)
+	var r *Refusal
+	switch {
+	case err == nil:
+		*q = moved
+	case errors.As(err, &r):
+		gpu.warnings = append(gpu.warnings, "KV capacity is not moved to "+gpu.target.Name+" ("+r.Reason+"): statuses are the measured GPU's")
+	}
 }
 
 // sameSpeed is said of answers for another VRAM size of the measured GPU.
@@ -788,14 +858,12 @@ type GridCell struct {
 // Grid predicts every context × concurrency combination. Cells the data
 // does not support carry their refusal instead of failing the grid.
 func (m *Model) Grid(contexts, concurrencies []int, base Query) ([]GridCell, []string, error) {
-	gpu, err := m.gpuScale(base)
+	gpu, err := m.gpuScale(base, m.gpuMove())
 	if err != nil {
 		return nil, nil, err
 	}
 	vq := base
-	if gpu.scaled && vq.VRAMGB == 0 {
-		vq.VRAMGB = gpu.target.VRAMGB
-	}
+	m.targetVRAM(&vq, &gpu)
 	scale, err := m.vramScale(vq)
 	if err != nil {
 		return nil, nil, err

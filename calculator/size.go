@@ -8,7 +8,7 @@ import "unsafe"
 // counted. A cache of fits bounds itself by it.
 func (m *Model) Bytes() int64 {
 	n := int64(unsafe.Sizeof(*m))
-	n += int64(len(m.run.ID) + len(m.run.GPU) + len(m.run.Quantization))
+	n += int64(len(m.run.ID) + len(m.run.GPU) + len(m.run.Quantization) + len(m.run.Engine) + len(m.run.Method) + len(m.bands.Family))
 	n += cellsBytes(m.run.Decode) + cellsBytes(m.run.SharedSpeed) + sliceBytes(m.run.Prefill)
 	// fitCore sizes the index for every cell, own and shared; its values
 	// point where the run's cells do.

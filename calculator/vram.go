@@ -80,7 +80,7 @@ func (r Run) WeightBytesPerParam() float64 {
 	case q == "":
 		return 0
 	case strings.Contains(q, "4-bit") || strings.Contains(q, "w4") || strings.Contains(q, "int4") ||
-		strings.Contains(q, "awq") || strings.Contains(q, "4bit") || strings.Contains(q, "nf4") || strings.Contains(q, "q4"):
+		strings.Contains(q, "awq") || strings.Contains(q, "4bit") || strings.Contains(q, "nf4") || strings.Contains(q, "q4") || strings.Contains(q, "fp4"):
 		return 0.52
 	case strings.Contains(q, "fp8") || strings.Contains(q, "int8") || strings.Contains(q, "w8") || strings.Contains(q, "8-bit") || strings.Contains(q, "q8"):
 		return 1.05

@@ -13,6 +13,8 @@ func Run(r store.Run) calculator.Run {
 	out := calculator.Run{
 		ID:           r.ID,
 		GPU:          r.Hardware.GPU,
+		Engine:       r.Engine.Name,
+		Method:       r.MethodOf().Class,
 		Quantization: r.Model.Quantization,
 		ParamsB:      calculator.ParamsFromName(r.Model.Name),
 	}

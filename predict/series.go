@@ -52,10 +52,11 @@ type SeriesAnswer struct {
 }
 
 // sigmaOf is the relative standard deviation of one cell of a fitted
-// run: its calibrated 90 % interpolation band over 1.645.
+// run: its own 90 % interpolation band (before the engine family's
+// calibration, which sizes intervals, not this run's scatter) over 1.645.
 func sigmaOf(m *calculator.Model) float64 {
 	b := m.Bands()
-	return math.Max(b.InterpolatedTotal, 0.01) / 1.645
+	return math.Max(b.OwnInterpolatedTotal, 0.01) / 1.645
 }
 
 // cellsOf are run id's valid measured cells, and its fit.

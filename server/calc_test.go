@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/matrixd/matrixd/api"
+	"github.com/matrixd/matrixd/calculator"
 	"github.com/matrixd/matrixd/store"
 )
 
@@ -48,7 +49,7 @@ func TestCalculatorAPI(t *testing.T) {
 		{"another generation refused", "/v1/calculator/decode?run_id=" + nemo + "&context_tokens=32768&concurrency=4&target_gpu=H100", 422,
 			[]string{"different GPU generations", "rough=true"}},
 		{"another generation rough", "/v1/calculator/decode?run_id=" + nemo + "&context_tokens=32768&concurrency=4&target_gpu=H100&rough=true", 200,
-			[]string{`"method":"scaled_gpu"`, `"error_band_pct":{"tbt_ms":40`}},
+			[]string{`"method":"scaled_gpu"`, `"error_band_pct":{"tbt_ms":` + strconv.FormatFloat(100*calculator.Calibration().GPUMoveFor("vllm").RoughBand, 'f', -1, 64)}},
 		{"by model and gpu", "/v1/calculator/decode?model=nemotron&gpu=RTX%203090&context_tokens=32768&concurrency=4", 200,
 			[]string{`"run_ids":["` + nemo + `"]`, `"method":"measured"`}},
 		{"max_num_seqs queues", "/v1/calculator/decode?run_id=" + fara.ID + "&context_tokens=0&concurrency=200&vram_gb=48", 200,

@@ -1151,8 +1151,11 @@ type EngineCatalogItem struct {
 // ErrorBand The relative half-widths of the intervals, in %: the run's conformal
 // 90 % bound of its n held-out errors for the answer's regime (the
 // ⌈0.9·(n+1)⌉-th smallest), widened by 1 + 1/√n for the few errors a
-// run has and floored at 1 %; or the scaling band for `scaled_gpu`
-// (20 %, 40 % with `rough`).
+// run has, then calibrated for the run's engine family and method
+// class (scale·bound^power, derived on published grids so that 90 % of
+// held-out answers fall inside) and floored at 1 %; for `scaled_gpu`
+// at least the band measured moving grids between GPUs (within a
+// generation, or across with `rough`).
 type ErrorBand struct {
 	TBTMs     float64 `json:"tbt_ms"`
 	TotalTokS float64 `json:"total_tok_s"`
@@ -2656,7 +2659,7 @@ type EstimateDecodeParams struct {
 	// `rough=true`.
 	TargetGPU *CalcTargetGPU `form:"target_gpu,omitempty" json:"target_gpu,omitempty"`
 
-	// Rough Allow `target_gpu` of another GPU generation, as a labelled rough estimate (±40 %).
+	// Rough Allow `target_gpu` of another GPU generation, as a labelled rough estimate (with the band measured across generations for the run's engine family).
 	Rough *CalcRough `form:"rough,omitempty" json:"rough,omitempty"`
 
 	// GPUHourUsd Rental price of one GPU for an hour, USD (power included). The answer
@@ -2733,7 +2736,7 @@ type EstimateGridParams struct {
 	// `rough=true`.
 	TargetGPU *CalcTargetGPU `form:"target_gpu,omitempty" json:"target_gpu,omitempty"`
 
-	// Rough Allow `target_gpu` of another GPU generation, as a labelled rough estimate (±40 %).
+	// Rough Allow `target_gpu` of another GPU generation, as a labelled rough estimate (with the band measured across generations for the run's engine family).
 	Rough *CalcRough `form:"rough,omitempty" json:"rough,omitempty"`
 
 	// GPUHourUsd Rental price of one GPU for an hour, USD (power included). The answer
@@ -3592,8 +3595,9 @@ type ClientInterface interface {
 	// `users`, each option says how many instances (and GPUs) serve that
 	// many concurrent users. With `include_scaled=true`, GPUs of the
 	// hardware catalog that have no run of a matching model are added,
-	// scaled from the run on the nearest GPU (basis `scaled_gpu`: ±20 %
-	// within a GPU generation, ±40 % across); their TTFT is not predicted,
+	// scaled from the run on the nearest GPU (basis `scaled_gpu`, with the
+	// band measured moving published grids between GPUs for the run's
+	// engine family, within a generation or across); their TTFT is not predicted,
 	// so a TTFT bound is not applied to them (`ttft_checked` false).
 	//
 	// Fits are kept per run and made when a run is written; an answer
@@ -4452,8 +4456,9 @@ func (c *Client) ListModels(ctx context.Context, params *ListModelsParams, reqEd
 // `users`, each option says how many instances (and GPUs) serve that
 // many concurrent users. With `include_scaled=true`, GPUs of the
 // hardware catalog that have no run of a matching model are added,
-// scaled from the run on the nearest GPU (basis `scaled_gpu`: ±20 %
-// within a GPU generation, ±40 % across); their TTFT is not predicted,
+// scaled from the run on the nearest GPU (basis `scaled_gpu`, with the
+// band measured moving published grids between GPUs for the run's
+// engine family, within a generation or across); their TTFT is not predicted,
 // so a TTFT bound is not applied to them (`ttft_checked` false).
 //
 // Fits are kept per run and made when a run is written; an answer
@@ -9355,8 +9360,9 @@ type ClientWithResponsesInterface interface {
 	// `users`, each option says how many instances (and GPUs) serve that
 	// many concurrent users. With `include_scaled=true`, GPUs of the
 	// hardware catalog that have no run of a matching model are added,
-	// scaled from the run on the nearest GPU (basis `scaled_gpu`: ±20 %
-	// within a GPU generation, ±40 % across); their TTFT is not predicted,
+	// scaled from the run on the nearest GPU (basis `scaled_gpu`, with the
+	// band measured moving published grids between GPUs for the run's
+	// engine family, within a generation or across); their TTFT is not predicted,
 	// so a TTFT bound is not applied to them (`ttft_checked` false).
 	//
 	// Fits are kept per run and made when a run is written; an answer
@@ -13982,8 +13988,9 @@ func (c *ClientWithResponses) ListModelsWithResponse(ctx context.Context, params
 // `users`, each option says how many instances (and GPUs) serve that
 // many concurrent users. With `include_scaled=true`, GPUs of the
 // hardware catalog that have no run of a matching model are added,
-// scaled from the run on the nearest GPU (basis `scaled_gpu`: ±20 %
-// within a GPU generation, ±40 % across); their TTFT is not predicted,
+// scaled from the run on the nearest GPU (basis `scaled_gpu`, with the
+// band measured moving published grids between GPUs for the run's
+// engine family, within a generation or across); their TTFT is not predicted,
 // so a TTFT bound is not applied to them (`ttft_checked` false).
 //
 // Fits are kept per run and made when a run is written; an answer

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -96,11 +97,110 @@ type familyRow struct {
 	// Hindsight is the mean error over the rows' grids of each grid's best
 	// fixed interpolant picked with hindsight (with --hindsight).
 	Hindsight *float64 `json:"hindsight_total_mean,omitempty"`
+	// Bands are the intervals' coverage and width, over all answers and
+	// per speed basis.
+	Bands []bandRow `json:"bands"`
+}
+
+// bandRow is the coverage and width of the total tok/s intervals of some
+// held-out answers.
+type bandRow struct {
+	Basis   string `json:"basis"`
+	Answers int    `json:"answers"`
+	// Coverage is the share whose interval held the measurement.
+	Coverage float64 `json:"coverage"`
+	// HalfWidth is the mean relative half-width of the intervals.
+	HalfWidth float64 `json:"mean_half_width"`
+	// Mean and P90 are the answers' absolute relative errors.
+	Mean float64 `json:"error_mean"`
+	P90  float64 `json:"error_p90"`
+	// TBTAnswers, TBTCoverage and TBTHalfWidth are the same of the time
+	// between tokens, over the answers whose cell publishes it.
+	TBTAnswers   int     `json:"tbt_answers"`
+	TBTCoverage  float64 `json:"tbt_coverage"`
+	TBTHalfWidth float64 `json:"tbt_mean_half_width"`
+}
+
+// bandRows summarises answers' intervals: all, then per basis present.
+func bandRows(hs []calculator.HeldOut) []bandRow {
+	one := func(basis string, keep func(calculator.HeldOut) bool) (bandRow, bool) {
+		r := bandRow{Basis: basis}
+		var errs []float64
+		covered, width := 0, 0.0
+		tCovered := 0
+		for _, h := range hs {
+			if !keep(h) {
+				continue
+			}
+			errs = append(errs, h.Err)
+			width += h.Band
+			if h.Covered() {
+				covered++
+			}
+			if !math.IsNaN(h.TBTNeed) {
+				r.TBTAnswers++
+				r.TBTHalfWidth += h.TBTBand
+				if h.TBTNeed <= h.TBTBand {
+					tCovered++
+				}
+			}
+		}
+		if r.TBTAnswers > 0 {
+			r.TBTCoverage, r.TBTHalfWidth = float64(tCovered)/float64(r.TBTAnswers), r.TBTHalfWidth/float64(r.TBTAnswers)
+		}
+		if len(errs) == 0 {
+			return r, false
+		}
+		n := float64(len(errs))
+		r.Answers, r.Coverage, r.HalfWidth = len(errs), float64(covered)/n, width/n
+		r.Mean, r.P90 = meanP90(errs)
+		return r, true
+	}
+	var out []bandRow
+	if r, ok := one("all", func(calculator.HeldOut) bool { return true }); ok {
+		out = append(out, r)
+	}
+	for _, b := range []calculator.Basis{calculator.Interpolated, calculator.Extrapolated} {
+		if r, ok := one(string(b), func(h calculator.HeldOut) bool { return h.Basis == b }); ok {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// meanP90 is the mean and the 90th percentile (interpolated between order
+// statistics) of xs.
+func meanP90(xs []float64) (float64, float64) {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	sum := 0.0
+	for _, x := range s {
+		sum += x
+	}
+	pos := 0.9 * float64(len(s)-1)
+	i := int(pos)
+	p90 := s[len(s)-1]
+	if i < len(s)-1 {
+		p90 = s[i] + (s[i+1]-s[i])*(pos-float64(i))
+	}
+	return sum / float64(len(s)), p90
+}
+
+// corpusReport is evalCorpus's JSON: the leave-one-cell-out rows per
+// family and split, and the leave-one-GPU-out pairs and their summary.
+type corpusReport struct {
+	Families   []familyRow  `json:"families"`
+	GPU        []gpuRow     `json:"cross_gpu"`
+	GPUSummary []gpuSummary `json:"cross_gpu_summary"`
+	// Model and ModelSummary are the leave-one-model-out pairs; the
+	// summary's bandwidth_ratio is the physical (uncalibrated) move.
+	Model        []modelRow   `json:"cross_model"`
+	ModelSummary []gpuSummary `json:"cross_model_summary"`
 }
 
 // corpusOptions are evalCorpus's output switches.
 type corpusOptions struct {
-	json, verbose, hindsight bool
+	json, verbose, hindsight, calibrate bool
 }
 
 // pooledHindsight is the mean error over all the cells of hs.
@@ -129,6 +229,7 @@ func evalCorpus(ctx context.Context, dir string, opt corpusOptions, stdout io.Wr
 	hindsights := map[key][]calculator.Hindsight{}
 	var keys []key
 	var all []calculator.HoldoutReport
+	tune := map[string][]calculator.HeldOut{} // per calculator.BandFamily of the run
 	var allHindsight []calculator.Hindsight
 	for _, cr := range runs {
 		r := predict.Run(cr.Run)
@@ -151,7 +252,39 @@ func evalCorpus(ctx context.Context, dir string, opt corpusOptions, stdout io.Wr
 			hindsights[k] = append(hindsights[k], h)
 		}
 		all = append(all, rep)
+		if cr.Entry.Split == "tune" {
+			f := calculator.BandFamily(cr.Run.Engine.Name, cr.Run.MethodOf().Class)
+			tune[f] = append(tune[f], rep.Answers...)
+		}
 	}
+	pairs, gpuRows, err := gpuPairs(ctx, runs)
+	if err != nil {
+		return err
+	}
+	mPairs, modelRows, err := modelPairs(ctx, runs)
+	if err != nil {
+		return err
+	}
+	if opt.calibrate {
+		cal := calculator.Calibrate(tune, bandCoverage)
+		if cal.GPU, err = calculator.CalibrateGPU(ctx, pairs, bandCoverage); err != nil {
+			return err
+		}
+		if cal.Model, err = calculator.CalibrateModelMoves(ctx, mPairs, bandCoverage); err != nil {
+			return err
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(cal)
+	}
+	if err := crossGPU(ctx, pairs, gpuRows); err != nil {
+		return err
+	}
+	gpuSums := summariseGPU(gpuRows)
+	if err := crossModel(ctx, mPairs, modelRows); err != nil {
+		return err
+	}
+	modelSums := summariseModels(modelRows)
 	slices.SortStableFunc(keys, func(a, b key) int {
 		if (a.family == "all families") != (b.family == "all families") {
 			if a.family == "all families" {
@@ -167,14 +300,14 @@ func evalCorpus(ctx context.Context, dir string, opt corpusOptions, stdout io.Wr
 	var rows []familyRow
 	for _, k := range keys {
 		p := calculator.PoolHoldouts(k.family+" "+k.split, reports[k])
-		row := familyRow{Family: k.family, Split: k.split, Grids: len(reports[k]), Report: p, Coverage: p.Coverage(), Refusals: p.RefusalRate()}
+		row := familyRow{Family: k.family, Split: k.split, Grids: len(reports[k]), Report: p, Coverage: p.Coverage(), Refusals: p.RefusalRate(), Bands: bandRows(p.Answers)}
 		if opt.hindsight {
 			row.Hindsight = pooledHindsight(hindsights[k])
 		}
 		rows = append(rows, row)
 	}
 	total := calculator.PoolHoldouts("all", all)
-	totalRow := familyRow{Family: "all families", Split: "all", Grids: len(all), Report: total, Coverage: total.Coverage(), Refusals: total.RefusalRate()}
+	totalRow := familyRow{Family: "all families", Split: "all", Grids: len(all), Report: total, Coverage: total.Coverage(), Refusals: total.RefusalRate(), Bands: bandRows(total.Answers)}
 	if opt.hindsight {
 		totalRow.Hindsight = pooledHindsight(allHindsight)
 	}
@@ -182,23 +315,45 @@ func evalCorpus(ctx context.Context, dir string, opt corpusOptions, stdout io.Wr
 	if opt.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(rows)
+		return enc.Encode(corpusReport{Families: rows, GPU: gpuRows, GPUSummary: gpuSums, Model: modelRows, ModelSummary: modelSums})
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	head := "family\tsplit\tgrids\tcells\ttotal tok/s mean\tp90\tmax\tinterval coverage\trefused\t"
+	head := "family\tsplit\tgrids\tcells\ttotal tok/s mean\tp90\tmax\tinterval coverage\tmean half-width\trefused\t"
 	if opt.hindsight {
 		head += "best fixed, in hindsight\t"
 	}
 	fmt.Fprintln(tw, head)
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t", r.Family, r.Split, r.Grids, r.Report.Cells,
-			pct(r.Report.Total.Mean), pct(r.Report.Total.P90), pct(r.Report.Total.Max), pct(r.Coverage), pct(r.Refusals))
+		width := 0.0
+		if len(r.Bands) > 0 {
+			width = r.Bands[0].HalfWidth
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t", r.Family, r.Split, r.Grids, r.Report.Cells,
+			pct(r.Report.Total.Mean), pct(r.Report.Total.P90), pct(r.Report.Total.Max), pct(r.Coverage), pct(width), pct(r.Refusals))
 		if r.Hindsight != nil {
 			fmt.Fprintf(tw, "%s\t", pct(*r.Hindsight))
 		}
 		fmt.Fprintln(tw)
 	}
 	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "\nintervals per speed basis (total tok/s, held out):")
+	tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "family\tsplit\tbasis\tanswers\tcoverage\tmean half-width\terror mean\tp90\twidth / p90\tTBT answers\tTBT coverage\tTBT half-width\t")
+	for _, r := range rows {
+		for _, b := range r.Bands[min(1, len(r.Bands)):] {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%.2f\t%d\t%s\t%s\t\n", r.Family, r.Split, b.Basis, b.Answers, pct(b.Coverage), pct(b.HalfWidth), pct(b.Mean), pct(b.P90), b.HalfWidth/b.P90,
+				b.TBTAnswers, pct(b.TBTCoverage), pct(b.TBTHalfWidth))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := printGPU(stdout, gpuRows, gpuSums); err != nil {
+		return err
+	}
+	if err := printModels(stdout, modelRows, modelSums); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, "\nleave-one-cell-out: each valid cell removed, the grid refitted (bands included) and the cell asked for; the total's interval is the one the API returns")
@@ -219,6 +374,10 @@ func evalCorpus(ctx context.Context, dir string, opt corpusOptions, stdout io.Wr
 	}
 	return nil
 }
+
+// bandCoverage is the share of held-out answers the calibrated intervals
+// are to hold.
+const bandCoverage = 0.90
 
 func splitOrder(s string) string {
 	return map[string]string{"tune": "0", "holdout": "1", "all": "2"}[s]

@@ -76,7 +76,7 @@ func TestCommandHelpShowsOnlyItsOwnFlags(t *testing.T) {
 		{"import", []string{"db", "format", "meta", "tg"}, []string{"FILE…", "- reads stdin"}},
 		{"export", []string{"db"}, []string{"RUN_ID"}},
 		{"generate", []string{"db", "runs", "seed"}, nil},
-		{"eval", []string{"db", "json", "corpus", "v", "hindsight", "trust"}, nil},
+		{"eval", []string{"db", "json", "corpus", "v", "hindsight", "trust", "calibrate"}, nil},
 		{"copy", []string{"from", "to"}, nil},
 		{"healthcheck", []string{"addr"}, nil},
 		{"keys create", []string{"db", "name", "admin"}, nil},
@@ -168,6 +168,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"keys", "revoke", "--db", db}, []string{"keys revoke: name the key"}},
 		{[]string{"keys", "create", "--db", db}, []string{"--name is required"}},
 		{[]string{"eval", "--db", db, "--hindsight"}, []string{"eval: --hindsight needs --corpus"}},
+		{[]string{"eval", "--db", db, "--calibrate"}, []string{"eval: --calibrate needs --corpus"}},
 		{[]string{"serve", "extra"}, []string{"serve: takes no arguments"}},
 		{[]string{"--no-such-flag"}, []string{"serve: unknown flag --no-such-flag"}},
 	}

@@ -1,0 +1,194 @@
+package calculator
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// ModelRatios compare the model asked for with the measured one (target
+// over measured): Weights the bytes of weights one token reads (active
+// parameters × bytes per parameter), KV the bytes of KV cache one token of
+// context takes (full-attention layers × KV heads × head dimension).
+type ModelRatios struct {
+	Weights, KV float64
+}
+
+// ModelMove is how step times move to another model on the same GPU and
+// engine: the physical model's weight-streaming and per-sequence terms
+// (a + b·B) scale by Weights^WeightPower, its context terms (c·B·L + d·L +
+// e·B²·L, KV reads) by KV^KVPower; Band is the relative half-width of the
+// answers, measured on grids of other models.
+type ModelMove struct {
+	Family      string  `json:"family"`
+	WeightPower float64 `json:"weight_power"`
+	KVPower     float64 `json:"kv_power"`
+	Band        float64 `json:"band"`
+	Pairs       int     `json:"pairs,omitempty"`
+	Answers     int     `json:"answers,omitempty"`
+}
+
+// PhysicalModelMove scales each term by its bytes, uncalibrated.
+var PhysicalModelMove = ModelMove{WeightPower: 1, KVPower: 1, Band: 0.25}
+
+// moveToModel scales step times t, s at (l K tokens, b) by ratios r.
+func (m *Model) moveToModel(l, b, t, s float64, r ModelRatios, mv ModelMove) (float64, float64) {
+	kw, kkv := math.Pow(r.Weights, mv.WeightPower), math.Pow(r.KV, mv.KVPower)
+	f := physTerms(l, b)
+	scale := func(p physModel) float64 {
+		w := p[0]*f[0] + p[1]*f[1]
+		kv := p[2]*f[2] + p[3]*f[3] + p[4]*f[4]
+		if !(w+kv > 0) {
+			return kw
+		}
+		return (w*kw + kv*kkv) / (w + kv)
+	}
+	return t * scale(m.sf.physT), s * scale(m.sf.physS)
+}
+
+// MoveToModel predicts every valid cell of dst (another model's run on the
+// same GPU and engine) from m, scaled by the models' ratios r as mv says,
+// and compares each with its measurement.
+func MoveToModel(ctx context.Context, m *Model, dst Run, r ModelRatios, mv ModelMove) (GPUReport, error) {
+	rep := GPUReport{From: m.run.ID, To: dst.ID}
+	if !(r.Weights > 0) || !(r.KV > 0) {
+		return rep, fmt.Errorf("model ratios %+v: want positive", r)
+	}
+	for _, c := range dst.Decode {
+		if !usable(c) {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		rep.Cells++
+		b := float64(c.Concurrency)
+		t, s, basis, _, _, err := m.speed(c.ContextTokens, b, false)
+		if err != nil {
+			rep.Refused++
+			rep.Refusals = append(rep.Refusals, fmt.Sprintf("%s: %v", cellName(c), err))
+			continue
+		}
+		t, s = m.moveToModel(float64(c.ContextTokens)/1024, b, t, s, r, mv)
+		band := mv.Band
+		switch basis {
+		case Interpolated:
+			band = max(band, m.bands.InterpolatedTotal)
+		case Extrapolated:
+			band = max(band, m.bands.ExtrapolatedTotal)
+		}
+		v, truth := b*1000/s, *c.TotalTokS
+		h := HeldOut{Cell: CellRef{c.ContextTokens, c.Concurrency}, Basis: basis, Err: math.Abs(v-truth) / truth,
+			Need: math.Abs(v-truth) / v, Band: band, TBTNeed: math.NaN()}
+		if c.TBTMs != nil {
+			h.TBTNeed = math.Abs(t-*c.TBTMs) / t
+		}
+		rep.Answers = append(rep.Answers, h)
+	}
+	return rep, nil
+}
+
+// ModelPair is a run fitted on one model and a run of another model on the
+// same GPU and engine, with their ratios.
+type ModelPair struct {
+	Family string
+	Tune   bool
+	From   *Model
+	To     Run
+	Ratios ModelRatios
+}
+
+// CalibrateModelMoves derives a move per engine family with enough tune
+// pairs (and a pooled one, "", from all) from the tune pairs: the powers with the least mean error of total
+// tok/s, then the band that holds ⌈coverage·(n+1)⌉ of the n answers.
+func CalibrateModelMoves(ctx context.Context, pairs []ModelPair, coverage float64) ([]ModelMove, error) {
+	byFamily := map[string][]ModelPair{}
+	var fams []string
+	for _, p := range pairs {
+		if !p.Tune {
+			continue
+		}
+		if _, ok := byFamily[p.Family]; !ok && p.Family != "" {
+			fams = append(fams, p.Family)
+		}
+		byFamily[p.Family] = append(byFamily[p.Family], p)
+		if p.Family != "" {
+			byFamily[""] = append(byFamily[""], p)
+		}
+	}
+	slices.Sort(fams)
+	fams = slices.DeleteFunc(fams, func(f string) bool { return !enoughForMove(len(byFamily[f]), modelAnswers(ctx, byFamily[f])) })
+	var out []ModelMove
+	for _, f := range append([]string{""}, fams...) {
+		ps := byFamily[f]
+		if len(ps) == 0 {
+			continue
+		}
+		best, bestErr := PhysicalModelMove, math.Inf(1)
+		for _, wp := range steps(0, 1.5, 0.05) {
+			for _, kp := range steps(0, 1.5, 0.05) {
+				mv := ModelMove{WeightPower: wp, KVPower: kp, Band: PhysicalModelMove.Band}
+				sum, n := 0.0, 0
+				for _, p := range ps {
+					rep, err := MoveToModel(ctx, p.From, p.To, p.Ratios, mv)
+					if err != nil {
+						return nil, err
+					}
+					for _, h := range rep.Answers {
+						sum += h.Err
+						n++
+					}
+				}
+				if n > 0 && sum/float64(n) < bestErr-1e-12 {
+					best, bestErr = mv, sum/float64(n)
+				}
+			}
+		}
+		best.Family = f
+		var needs []float64
+		for _, p := range ps {
+			rep, err := MoveToModel(ctx, p.From, p.To, p.Ratios, best)
+			if err != nil {
+				return nil, err
+			}
+			best.Pairs++
+			for _, h := range rep.Answers {
+				needs = append(needs, h.Need)
+			}
+		}
+		best.Answers = len(needs)
+		if len(needs) > 0 {
+			best.Band = roundUp4(conformalAt(needs, coverage))
+		}
+		out = append(out, best)
+	}
+	return out, nil
+}
+
+// modelAnswers counts the cells pairs answer under PhysicalModelMove.
+func modelAnswers(ctx context.Context, pairs []ModelPair) int {
+	n := 0
+	for _, p := range pairs {
+		rep, _ := MoveToModel(ctx, p.From, p.To, p.Ratios, PhysicalModelMove)
+		n += len(rep.Answers)
+	}
+	return n
+}
+
+// ModelMoveFor is the move of an engine family, else the pooled one,
+// else PhysicalModelMove.
+func (c BandCalibration) ModelMoveFor(family string) ModelMove {
+	mv := PhysicalModelMove
+	for _, g := range c.Model {
+		if g.Family == "" {
+			mv = g
+		}
+	}
+	for _, g := range c.Model {
+		if g.Family == family && family != "" {
+			return g
+		}
+	}
+	return mv
+}
