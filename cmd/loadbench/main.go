@@ -37,7 +37,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,7 +45,6 @@ import (
 
 	"github.com/matrixd/matrixd/assess"
 	"github.com/matrixd/matrixd/ingest"
-	"github.com/matrixd/matrixd/predict"
 	"github.com/matrixd/matrixd/store"
 	"github.com/matrixd/matrixd/store/storetest"
 )
@@ -100,9 +98,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := prepare(ctx, *db, *runs, stderr); err != nil {
 		return err
 	}
-	if err := fitAll(ctx, *db, stderr); err != nil {
-		return err
-	}
 	tmp, err := os.MkdirTemp("", "matrixd-loadbench-")
 	if err != nil {
 		return err
@@ -113,6 +108,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	build.Stdout, build.Stderr = stderr, stderr
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("build matrixd: %w", err)
+	}
+	if err := fitAll(ctx, bin, *db, stderr); err != nil {
+		return err
 	}
 	if *hammerMode {
 		if *clients < 1 || *clients > 200 || *dur < 5*time.Second {
@@ -256,22 +254,17 @@ func prepare(ctx context.Context, path string, n int, stderr io.Writer) error {
 	return nil
 }
 
-// fitAll stores the fit of every run not yet fitted, as the server does in
-// the background after each write, so that the server measured starts on
-// a database whose fits are stored, as one that has run a while does.
-func fitAll(ctx context.Context, path string, stderr io.Writer) error {
-	st, err := store.Open(ctx, path, store.Options{})
-	if err != nil {
-		return err
+// fitAll has the server binary store the fit of every run its method has
+// not fitted (matrixd fit), as the server does in the background after
+// each write, so that the server measured starts on a database whose fits
+// are stored, as one that has run a while does.
+func fitAll(ctx context.Context, bin, path string, stderr io.Writer) error {
+	fit := exec.CommandContext(ctx, bin, "fit", "--db", path)
+	fit.Stdout, fit.Stderr = stderr, stderr
+	if err := fit.Run(); err != nil {
+		return fmt.Errorf("matrixd fit: %w", err)
 	}
-	defer st.Close()
-	start := time.Now()
-	calc := predict.New(st, 0, nil)
-	total, err := calc.Backfill(ctx, runtime.GOMAXPROCS(0))
-	if total > 0 {
-		fmt.Fprintf(stderr, "fitted and stored %d runs in %s\n", total, time.Since(start).Round(time.Second))
-	}
-	return err
+	return nil
 }
 
 type target struct{ name, url string }

@@ -7,12 +7,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/matrixd/matrixd/assess"
+	"github.com/matrixd/matrixd/calculator"
 	"github.com/matrixd/matrixd/ingest"
+	"github.com/matrixd/matrixd/predict"
 	"github.com/matrixd/matrixd/store"
 	"github.com/matrixd/matrixd/store/storetest"
 )
@@ -292,5 +295,40 @@ func generateCmd(ctx context.Context, args []string, getenv func(string) string,
 		}
 	}
 	fmt.Fprintf(stdout, "added %d synthetic runs (%d already stored) to %s\n", added, *n-added, store.Redact(*db))
+	return nil
+}
+
+func fitCmd(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	c := newCLI("fit", "[--db PATH] [--workers N]",
+		"Fit and store every stored run the calculator's current method has not fitted (after an\nupgrade, or on a database copied or generated offline), so that a server started on it\nanswers without fitting. The server does the same in the background, one at a time.")
+	fs := c.fs
+	db := dbFlag(fs, getenv, false)
+	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "fits made at once (1 to 256)")
+	if err := c.parse(args, stdout); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return c.usageErr("takes no arguments, got %q", fs.Args())
+	}
+	if *workers < 1 || *workers > 256 {
+		return c.usageErr("--workers takes 1 to 256, not %d", *workers)
+	}
+	st, err := openExisting(ctx, *db)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	start := time.Now()
+	calc := predict.New(st, 0, nil) // keeps no model: each is stored and dropped
+	var failed []error
+	calc.SetErrorLog(func(err error) { failed = append(failed, err) })
+	n, err := calc.Backfill(ctx, *workers)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "fitted and stored %d runs in %s (method %s)\n", n, time.Since(start).Round(time.Millisecond), calculator.MethodVersion)
+	if len(failed) > 0 {
+		return fmt.Errorf("%d fits could not be made or stored; the first: %w", len(failed), failed[0])
+	}
 	return nil
 }

@@ -81,6 +81,8 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, st
 		return calcCmd(ctx, args, getenv, stdout)
 	case "eval":
 		return evalCmd(ctx, args, getenv, stdout)
+	case "fit":
+		return fitCmd(ctx, args, getenv, stdout)
 	case "copy":
 		return copyCmd(ctx, args, stdout)
 	case "keys":

@@ -197,6 +197,34 @@ func TestGenerateAddsRuns(t *testing.T) {
 	}
 }
 
+// TestFitStoresEveryRunsFit: matrixd fit fits and stores every run not
+// fitted by the current method, once: a second fit finds none left.
+func TestFitStoresEveryRunsFit(t *testing.T) {
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "f.db")
+	if err := run(ctx, []string{"generate", "--db", db, "--runs", "12"}, env(nil), nil, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := run(ctx, []string{"fit", "--db", db, "--workers", "2"}, env(nil), nil, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out.String(), "fitted and stored 12 runs") {
+		t.Errorf("first fit: %s", out.String())
+	}
+	out.Reset()
+	if err := run(ctx, []string{"fit", "--db", db}, env(nil), nil, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out.String(), "fitted and stored 0 runs") {
+		t.Errorf("second fit: %s", out.String())
+	}
+	var usage *usageError
+	if err := run(ctx, []string{"fit", "--db", db, "--workers", "0"}, env(nil), nil, io.Discard, io.Discard); !errors.As(err, &usage) {
+		t.Errorf("--workers 0: %v, want a usage error", err)
+	}
+}
+
 func TestUnknownCommand(t *testing.T) {
 	err := run(context.Background(), []string{"frobnicate"}, env(nil), nil, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "unknown command") {

@@ -24,6 +24,7 @@ commands:
   generate     add synthetic runs, for load tests
   calc         the calculator: decode, capacity, grid, prefill, plan
   eval         the calculator's held-out accuracy over every stored run
+  fit          fit and store the runs the calculator's current method has not fitted
   keys         API keys for submissions over HTTP: create, list, revoke
   copy         copy every run and key from one database to another
   healthcheck  exit 0 when the local server answers /healthz (container health checks)
