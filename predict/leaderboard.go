@@ -102,7 +102,7 @@ func (c *Service) PredictedLeaderboard(ctx context.Context, f store.RunFilter, c
 		out   PredictedBoard
 		cands []cand
 	)
-	unfitted, err := c.store.EachFitSummary(ctx, f, calculator.MethodVersion, func(fs store.FitSummary) error {
+	unfitted, more, err := c.store.EachFitSummary(ctx, f, calculator.MethodVersion, maxPlanFits, func(fs store.FitSummary) error {
 		out.Matched++
 		if fs.Refusal != "" {
 			return nil // cannot be modelled: never ranked
@@ -119,13 +119,16 @@ func (c *Service) PredictedLeaderboard(ctx context.Context, f store.RunFilter, c
 	if err != nil {
 		return PredictedBoard{}, err
 	}
-	out.Matched += len(unfitted)
-	start := time.Now()
-	for i, cfg := range unfitted {
-		if i >= maxPlanFits && c.planBudget >= 0 {
-			out.Pending++
-			continue
+	out.Matched += len(unfitted) + more
+	out.Pending += more // fitted in the background
+	if more > 0 && c.planBudget < 0 {
+		if unfitted, _, err = c.store.EachFitSummary(ctx, f, calculator.MethodVersion, math.MaxInt, func(store.FitSummary) error { return nil }); err != nil {
+			return PredictedBoard{}, err
 		}
+		out.Pending -= more
+	}
+	start := time.Now()
+	for _, cfg := range unfitted {
 		m, err := c.modelWithin(ctx, c.remaining(start), cfg.ID)
 		var fitting *Fitting
 		switch {

@@ -48,7 +48,7 @@ func (c *Service) planAll(ctx context.Context, pq PlanQuery) (Plan, error) {
 		cands []*candidate
 		done  []PlanOption // options known without refining: runs that cannot be modelled, or are being fitted
 	)
-	unfitted, err := c.store.EachFitSummary(ctx, f, calculator.MethodVersion, func(fs store.FitSummary) error {
+	unfitted, more, err := c.store.EachFitSummary(ctx, f, calculator.MethodVersion, maxPlanFits, func(fs store.FitSummary) error {
 		out.Matched++
 		opt := PlanOption{Run: fs.Run, GPU: fs.Run.GPU, GPUCount: gpuCount(fs.Run)}
 		if fs.Refusal != "" {
@@ -70,17 +70,19 @@ func (c *Service) planAll(ctx context.Context, pq PlanQuery) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
-	out.Matched += len(unfitted)
+	// Runs beyond maxPlanFits with no fit are fitted in the background and
+	// counted as pending, not listed.
+	out.Matched += len(unfitted) + more
 	pending := map[string]bool{}
 	start := time.Now()
-	for i, cfg := range unfitted {
-		opt := PlanOption{Run: cfg, GPU: cfg.GPU, GPUCount: gpuCount(cfg)}
-		if i >= maxPlanFits && c.planBudget >= 0 {
-			opt.Err = "this run's model is being fitted: ask again in a few seconds"
-			pending[cfg.ID] = true
-			done = append(done, opt)
-			continue
+	if more > 0 && c.planBudget < 0 {
+		// A one-shot command waits for every fit: all of them now.
+		if unfitted, more, err = c.store.EachFitSummary(ctx, f, calculator.MethodVersion, math.MaxInt, func(store.FitSummary) error { return nil }); err != nil {
+			return Plan{}, err
 		}
+	}
+	for _, cfg := range unfitted {
+		opt := PlanOption{Run: cfg, GPU: cfg.GPU, GPUCount: gpuCount(cfg)}
 		m, err := c.modelWithin(ctx, c.remaining(start), cfg.ID)
 		var ref *calculator.Refusal
 		var fitting *Fitting
@@ -157,7 +159,12 @@ func (c *Service) planAll(ctx context.Context, pq PlanQuery) (Plan, error) {
 		out.Options = append(out.Options, scaled...)
 		out.Warnings = append(out.Warnings, warn...)
 	}
-	return c.finish(pq, out, pending), nil
+	out = c.finish(pq, out, pending)
+	if more > 0 {
+		out.Pending += more
+		out.Warnings = append(out.Warnings, fmt.Sprintf("%d more matching runs have no fit yet and are not planned: they are being fitted in the background (after an upgrade, matrixd fit makes them all before the server starts)", more))
+	}
+	return out, nil
 }
 
 // optimistic is opt as good as bound b allows: what a candidate is ranked

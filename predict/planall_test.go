@@ -177,3 +177,35 @@ func TestFitsAreStoredAndOutliveARestart(t *testing.T) {
 		t.Error("the refit was not stored under the current method")
 	}
 }
+
+// TestPlanOverUnfittedRunsIsPartial: on a store whose runs have no fit
+// (after an upgrade), a plan over every run says how many are pending,
+// lists at most maxPlanFits of them, and once they are fitted answers in
+// full.
+func TestPlanOverUnfittedRunsIsPartial(t *testing.T) {
+	ctx := context.Background()
+	st, _ := manyRuns(t, maxPlanFits+30)
+	c := New(st, DefaultCacheBytes, nil)
+	c.SetPlanFitBudget(0) // spent before the first fit
+	pq := PlanQuery{Target: calculator.Target{ContextTokens: 4096, MinPerRequestTokS: 10}, Limit: 100}
+	first, err := c.Plan(ctx, pq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Matched != maxPlanFits+30 || first.Pending != maxPlanFits+30 || len(first.Options) > maxPlanFits {
+		t.Fatalf("first plan: %d matched, %d pending, %d options; want all %d pending and at most %d listed", first.Matched, first.Pending, len(first.Options), maxPlanFits+30, maxPlanFits)
+	}
+	if !slices.ContainsFunc(first.Warnings, func(w string) bool { return strings.HasPrefix(w, "30 more matching runs have no fit yet") }) {
+		t.Errorf("warnings %q do not count the runs not listed", first.Warnings)
+	}
+	if _, err := c.Backfill(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	again, err := c.Plan(ctx, pq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Pending != 0 || len(again.Warnings) != 0 || len(again.Options) == 0 {
+		t.Errorf("after the backfill: %d pending, warnings %q, %d options", again.Pending, again.Warnings, len(again.Options))
+	}
+}

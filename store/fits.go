@@ -82,23 +82,25 @@ type FitSummary struct {
 }
 
 // EachFitSummary calls fn with the summary of every listed run matching
-// f that method has fitted, and returns the configurations of those it
-// has not (fitted by another method, or not yet): one read over the runs
-// the filters select, in no particular order, each summary handed over as
-// it is read (fn must not keep Summary: its bytes are reused).
-func (s *Store) EachFitSummary(ctx context.Context, f RunFilter, method string, fn func(FitSummary) error) (unfitted []RunConfig, err error) {
+// f that method has fitted, and returns the configurations of up to
+// maxUnfitted of those it has not (fitted by another method, or not yet)
+// and how many more there are: one read over the runs the filters select,
+// in no particular order, each summary handed over as it is read (fn must
+// not keep Summary: its bytes are reused).
+func (s *Store) EachFitSummary(ctx context.Context, f RunFilter, method string, maxUnfitted int, fn func(FitSummary) error) (unfitted []RunConfig, more int, err error) {
 	n, err := s.modelRuns(ctx, f)
 	if err != nil || n == 0 {
-		return nil, err
+		return nil, 0, err
 	}
 	where, args := f.where(s.dialect, n)
-	q := "SELECT " + runConfigColumns + ", ft.method, ft.summary, ft.refusal FROM runs r LEFT JOIN run_fits ft ON ft.run_id = r.id"
+	// A fit of another method is not read at all.
+	q := "SELECT " + runConfigColumns + ", ft.method, ft.summary, ft.refusal FROM runs r LEFT JOIN run_fits ft ON ft.run_id = r.id AND ft.method = ?"
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
-	rows, err := s.reader.QueryContext(ctx, q, args...)
+	rows, err := s.reader.QueryContext(ctx, q, append([]any{method}, args...)...)
 	if err != nil {
-		return nil, fmt.Errorf("fit summaries: %w", err)
+		return nil, 0, fmt.Errorf("fit summaries: %w", err)
 	}
 	defer rows.Close()
 	var (
@@ -108,20 +110,24 @@ func (s *Store) EachFitSummary(ctx context.Context, f RunFilter, method string, 
 	for rows.Next() {
 		c, err := scanRunConfig(fitRow{rows, []any{&m, &summary, &refusal}})
 		if err != nil {
-			return nil, fmt.Errorf("fit summaries: %w", err)
+			return nil, 0, fmt.Errorf("fit summaries: %w", err)
 		}
-		if m.String != method {
-			unfitted = append(unfitted, c)
+		if !m.Valid {
+			if len(unfitted) < maxUnfitted {
+				unfitted = append(unfitted, c)
+			} else {
+				more++
+			}
 			continue
 		}
 		if err := fn(FitSummary{Run: c, Summary: summary, Refusal: refusal.String}); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("fit summaries: %w", err)
+		return nil, 0, fmt.Errorf("fit summaries: %w", err)
 	}
-	return unfitted, nil
+	return unfitted, more, nil
 }
 
 // RunsToFit returns up to limit ids, in id order after after, of runs
