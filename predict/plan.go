@@ -125,18 +125,11 @@ func (c *Service) planNewest(ctx context.Context, pq PlanQuery) (Plan, error) {
 		opt := PlanOption{Run: cfg, GPU: cfg.GPU, GPUCount: gpuCount(cfg)}
 		// Once the budget is spent, runs not yet fitted are fitted in the
 		// background rather than making this answer wait for them all.
-		m, err := c.modelWithin(ctx, c.remaining(start), cfg.ID)
-		var ref *calculator.Refusal
-		var fitting *Fitting
+		m, err := c.planModel(ctx, start, &opt, pending)
 		switch {
-		case errors.As(err, &fitting):
-			opt.Err = "this run's model is being fitted: ask again in a few seconds"
-			pending[cfg.ID] = true
-		case errors.As(err, &ref):
-			opt.Err = "this run cannot be modelled: " + ref.Error()
 		case err != nil:
 			return Plan{}, err
-		default:
+		case m != nil:
 			models[cfg.ID] = m
 			if opt.Plan, err = m.Plan(pq.Target); err != nil {
 				return Plan{}, err
@@ -193,6 +186,25 @@ func (pq PlanQuery) compare() func(a, b PlanOption) int {
 		return func(a, b PlanOption) int { return compareCost(a, b, users) }
 	}
 	return compareOptions
+}
+
+// planModel is the model of opt's run, waiting for its fit as long as a
+// plan begun at start may; nil, with opt.Err saying why, when the run is
+// being fitted (it is then added to pending) or cannot be modelled.
+func (c *Service) planModel(ctx context.Context, start time.Time, opt *PlanOption, pending map[string]bool) (*calculator.Model, error) {
+	m, err := c.modelWithin(ctx, c.remaining(start), opt.Run.ID)
+	var ref *calculator.Refusal
+	var fitting *Fitting
+	switch {
+	case errors.As(err, &fitting):
+		opt.Err = "this run's model is being fitted: ask again in a few seconds"
+		pending[opt.Run.ID] = true
+		return nil, nil
+	case errors.As(err, &ref):
+		opt.Err = "this run cannot be modelled: " + ref.Error()
+		return nil, nil
+	}
+	return m, err
 }
 
 // SetPlanFitBudget sets how long a plan waits for fits not yet made before

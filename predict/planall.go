@@ -3,7 +3,6 @@ package predict
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -83,19 +82,12 @@ func (c *Service) planAll(ctx context.Context, pq PlanQuery) (Plan, error) {
 	}
 	for _, cfg := range unfitted {
 		opt := PlanOption{Run: cfg, GPU: cfg.GPU, GPUCount: gpuCount(cfg)}
-		m, err := c.modelWithin(ctx, c.remaining(start), cfg.ID)
-		var ref *calculator.Refusal
-		var fitting *Fitting
+		m, err := c.planModel(ctx, start, &opt, pending)
 		switch {
-		case errors.As(err, &fitting):
-			opt.Err = "this run's model is being fitted: ask again in a few seconds"
-			pending[cfg.ID] = true
-			done = append(done, opt)
-		case errors.As(err, &ref):
-			opt.Err = "this run cannot be modelled: " + ref.Error()
-			done = append(done, opt)
 		case err != nil:
 			return Plan{}, err
+		case m == nil:
+			done = append(done, opt)
 		default:
 			cands = append(cands, &candidate{model: m, bound: pq.optimistic(opt, calculator.Summarize(m).BoundPlan(pq.Target))})
 		}
@@ -118,19 +110,12 @@ func (c *Service) planAll(ctx context.Context, pq PlanQuery) (Plan, error) {
 		opt := PlanOption{Run: cd.bound.Run, GPU: cd.bound.Run.GPU, GPUCount: gpuCount(cd.bound.Run)}
 		m, err := cd.model, error(nil)
 		if m == nil {
-			m, err = c.modelWithin(ctx, c.remaining(start), cd.bound.Run.ID)
+			m, err = c.planModel(ctx, start, &opt, pending)
 		}
-		var ref *calculator.Refusal
-		var fitting *Fitting
 		switch {
-		case errors.As(err, &fitting):
-			opt.Err = "this run's model is being fitted: ask again in a few seconds"
-			pending[cd.bound.Run.ID] = true
-		case errors.As(err, &ref):
-			opt.Err = "this run cannot be modelled: " + ref.Error()
 		case err != nil:
 			return Plan{}, err
-		default:
+		case m != nil:
 			models[cd.bound.Run.ID] = m
 			if opt.Plan, err = m.Plan(pq.Target); err != nil {
 				return Plan{}, err
