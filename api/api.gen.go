@@ -450,6 +450,24 @@ func (e MethodClass) Valid() bool {
 	}
 }
 
+// Defines values for ModelFactsKind.
+const (
+	Dense ModelFactsKind = "dense"
+	Moe   ModelFactsKind = "moe"
+)
+
+// Valid indicates whether the value is a known member of the ModelFactsKind enum.
+func (e ModelFactsKind) Valid() bool {
+	switch e {
+	case Dense:
+		return true
+	case Moe:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for NoiseFloorBasis.
 const (
 	RepeatedRuns NoiseFloorBasis = "repeated_runs"
@@ -1613,6 +1631,45 @@ type ModelCatalogItem struct {
 	Model         string   `json:"model"`
 	Quantizations []string `json:"quantizations"`
 	RunCount      int      `json:"run_count"`
+}
+
+// ModelFacts defines model for ModelFacts.
+type ModelFacts struct {
+	// ActiveParamsB Parameters one token reads, in billions (`params_b` for a dense model).
+	ActiveParamsB float64 `json:"active_params_b"`
+	HeadDim       *int    `json:"head_dim"`
+
+	// Kind `moe`: a mixture of experts (fewer parameters read per token than stored).
+	Kind ModelFactsKind `json:"kind"`
+
+	// KVBytesPerToken16Bit KV cache one token of context takes at 16 bits an element (kv_layers × kv_heads × head_dim × 2 × 2 bytes); null where the geometry is not known.
+	KVBytesPerToken16Bit *float64 `json:"kv_bytes_per_token_16bit"`
+	KVHeads              *int     `json:"kv_heads"`
+
+	// KVLayers Layers whose KV cache grows with the whole context (full attention; a hybrid's linear, Mamba or sliding-window layers are not counted).
+	KVLayers *int `json:"kv_layers"`
+	Layers   *int `json:"layers"`
+
+	// Match Lower-case substrings of a run's model name that mean this model.
+	Match []string `json:"match"`
+
+	// MeasuredRuns Stored runs whose model name means this entry.
+	MeasuredRuns int    `json:"measured_runs"`
+	Name         string `json:"name"`
+
+	// ParamsB Parameters in billions.
+	ParamsB float64 `json:"params_b"`
+
+	// Source Where the figures were read (trust/SOURCES.md says more).
+	Source string `json:"source"`
+}
+
+// ModelFactsKind `moe`: a mixture of experts (fewer parameters read per token than stored).
+type ModelFactsKind string
+
+// ModelFactsList defines model for ModelFactsList.
+type ModelFactsList struct {
+	Items []ModelFacts `json:"items"`
 }
 
 // Moderation defines model for Moderation.
@@ -2915,6 +2972,18 @@ type GetLeaderboardParams struct {
 // GetLeaderboardParamsMetric defines parameters for GetLeaderboard.
 type GetLeaderboardParamsMetric string
 
+// ListModelFactsParams defines parameters for ListModelFacts.
+type ListModelFactsParams struct {
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// GetModelFactsParams defines parameters for GetModelFacts.
+type GetModelFactsParams struct {
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
 // ListModelsParams defines parameters for ListModels.
 type ListModelsParams struct {
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
@@ -3326,6 +3395,12 @@ type ServerInterface interface {
 	// GetLeaderboard Runs ranked by one measured cell
 	// (GET /v1/leaderboard)
 	GetLeaderboard(ctx echo.Context, params GetLeaderboardParams) error
+	// ListModelFacts The model facts table
+	// (GET /v1/model-facts)
+	ListModelFacts(ctx echo.Context, params ListModelFactsParams) error
+	// GetModelFacts The model facts entry a model name means
+	// (GET /v1/model-facts/{model})
+	GetModelFacts(ctx echo.Context, model string, params GetModelFactsParams) error
 	// ListModels Models with run counts
 	// (GET /v1/models)
 	ListModels(ctx echo.Context, params ListModelsParams) error
@@ -4579,6 +4654,71 @@ func (w *ServerInterfaceWrapper) GetLeaderboard(ctx echo.Context) error {
 	return err
 }
 
+// ListModelFacts converts echo context to params.
+func (w *ServerInterfaceWrapper) ListModelFacts(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListModelFactsParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListModelFacts(ctx, params)
+	return err
+}
+
+// GetModelFacts converts echo context to params.
+func (w *ServerInterfaceWrapper) GetModelFacts(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "model" -------------
+	var model string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "model", ctx.Param("model"), &model, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter model: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetModelFactsParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetModelFacts(ctx, model, params)
+	return err
+}
+
 // ListModels converts echo context to params.
 func (w *ServerInterfaceWrapper) ListModels(ctx echo.Context) error {
 	var err error
@@ -5733,6 +5873,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/v1/planner", wrapper.PlanCapacity, options.OperationMiddlewares["planCapacity"]...)
 	router.GET(options.BaseURL+"/v1/hardware", wrapper.ListHardware, options.OperationMiddlewares["listHardware"]...)
 	router.GET(options.BaseURL+"/v1/hardware/:gpu", wrapper.GetHardware, options.OperationMiddlewares["getHardware"]...)
+	router.GET(options.BaseURL+"/v1/model-facts", wrapper.ListModelFacts, options.OperationMiddlewares["listModelFacts"]...)
+	router.GET(options.BaseURL+"/v1/model-facts/:model", wrapper.GetModelFacts, options.OperationMiddlewares["getModelFacts"]...)
 	router.GET(options.BaseURL+"/v1/getting-started", wrapper.GetGettingStarted, options.OperationMiddlewares["getGettingStarted"]...)
 
 }
@@ -7700,6 +7842,175 @@ type GetLeaderboard429ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response GetLeaderboard429ApplicationProblemPlusJSONResponse) VisitGetLeaderboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListModelFactsRequestObject struct {
+	Params ListModelFactsParams
+}
+
+type ListModelFactsResponseObject interface {
+	VisitListModelFactsResponse(w http.ResponseWriter) error
+}
+
+type ListModelFacts200JSONResponse ModelFactsList
+
+func (response ListModelFacts200JSONResponse) VisitListModelFactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListModelFacts304Response = NotModifiedResponse
+
+func (response ListModelFacts304Response) VisitListModelFactsResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
+type ListModelFacts400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListModelFacts400ApplicationProblemPlusJSONResponse) VisitListModelFactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListModelFacts429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListModelFacts429ApplicationProblemPlusJSONResponse) VisitListModelFactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelFactsRequestObject struct {
+	Model  string `json:"model"`
+	Params GetModelFactsParams
+}
+
+type GetModelFactsResponseObject interface {
+	VisitGetModelFactsResponse(w http.ResponseWriter) error
+}
+
+type GetModelFacts200JSONResponse ModelFacts
+
+func (response GetModelFacts200JSONResponse) VisitGetModelFactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelFacts304Response = NotModifiedResponse
+
+func (response GetModelFacts304Response) VisitGetModelFactsResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetModelFacts400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetModelFacts400ApplicationProblemPlusJSONResponse) VisitGetModelFactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelFacts404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetModelFacts404ApplicationProblemPlusJSONResponse) VisitGetModelFactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelFacts429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetModelFacts429ApplicationProblemPlusJSONResponse) VisitGetModelFactsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -10688,6 +10999,12 @@ type StrictServerInterface interface {
 	// GetLeaderboard Runs ranked by one measured cell
 	// (GET /v1/leaderboard)
 	GetLeaderboard(ctx context.Context, request GetLeaderboardRequestObject) (GetLeaderboardResponseObject, error)
+	// ListModelFacts The model facts table
+	// (GET /v1/model-facts)
+	ListModelFacts(ctx context.Context, request ListModelFactsRequestObject) (ListModelFactsResponseObject, error)
+	// GetModelFacts The model facts entry a model name means
+	// (GET /v1/model-facts/{model})
+	GetModelFacts(ctx context.Context, request GetModelFactsRequestObject) (GetModelFactsResponseObject, error)
 	// ListModels Models with run counts
 	// (GET /v1/models)
 	ListModels(ctx context.Context, request ListModelsRequestObject) (ListModelsResponseObject, error)
@@ -11259,6 +11576,57 @@ func (sh *strictHandler) GetLeaderboard(ctx echo.Context, params GetLeaderboardP
 		return err
 	} else if validResponse, ok := response.(GetLeaderboardResponseObject); ok {
 		return validResponse.VisitGetLeaderboardResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListModelFacts operation middleware
+func (sh *strictHandler) ListModelFacts(ctx echo.Context, params ListModelFactsParams) error {
+	var request ListModelFactsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListModelFacts(ctx.Request().Context(), request.(ListModelFactsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListModelFacts")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListModelFactsResponseObject); ok {
+		return validResponse.VisitListModelFactsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetModelFacts operation middleware
+func (sh *strictHandler) GetModelFacts(ctx echo.Context, model string, params GetModelFactsParams) error {
+	var request GetModelFactsRequestObject
+
+	request.Model = model
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetModelFacts(ctx.Request().Context(), request.(GetModelFactsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetModelFacts")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetModelFactsResponseObject); ok {
+		return validResponse.VisitGetModelFactsResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -12007,589 +12375,608 @@ func (sh *strictHandler) GetSubmitter(ctx echo.Context, name string, params GetS
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P3fc+NIkieI/yuxnGlLqguk+EuURFnZfJU/K7+VylIrlVXTU8wlgkSQRAkMoBABUazcNJt7WZs126e9",
-	"Myuzez7b97uHm/eu/6T/krNwjwACJECCkjK7e6d7zKZSBBA/PDw83D3cP/6xNgkXUcgZl6I2+Fhjd3QR",
-	"BQz+/ZLG9Crh6p8iWSxovKoNaudknHAvYB6JE07qchmSKGZTPwhIHC4Fodwjch4zRjw2CT1GJiwIBAmn",
-	"xJeCzGLfO6g5tVsaJEw1PGZ8Ml/Q+Eb9gV+MJBOyNqi99O+YR7wkptIPec2pLejdKExklMiRDG8YF7XB",
-	"Sfu049T0AEaL0GO1Qe2CUZHE+K3PZ2YgSxovGklUc2oxu/WFanNQW1BfNS3YJOSeGEUsHi3w8wXjsjbo",
-	"ttTD+JZ50HpQG+CQa05NhqH6MwgWDZ9PWcz4hDXsh6NbFutublvNk2ar9smpTWJGJfNGVE2x0+r0G+12",
-	"o9u67nQGR53BUbfZOz3tHHf+peZoctQGP36s0dvZiE6kf8tGMfs5YUKtVtuB36NwyeLRsjbgSRA4sJ4B",
-	"U11kb7bUz3ySxGqQK/hyEnLJ7jJKtpyaIfVI4LzXaN3pAa1ZbBpWT9S7J91mz6kJSWUi1Fxp4HuKBGM5",
-	"WqhhdhQ5JA2s99tOTcopPj85+uSUzPDk3jM8uc8M20fdbr9wiv1es79tikfNo7VJHrXbza41y+7RyZeZ",
-	"ZrvfPentnOpJt39SONMuDLt0pt31xewcn+ZW86jXP/r0wakxPvM5bnE6uWHcqw1qk8SjNac2TvxA/Xkb",
-	"BItD9f8aYcQ49Qe3rWa302w17k76o36v5tQ4XTD9Ys2p/ZxQLv1fUBwMaueJDK/ChHvkh955uw/7OgqF",
-	"L0MQVDNfzpNxcxLqPqI4/IlN5KFuLNub2Knam3Mae0saw6iLFiRKaoPaay5ZQP6ZhZy8OGp0+ictcqvG",
-	"OomS0SSMlehsK/rH/i2LLRFwdNJqto9Pmi318gyaurr+Z9Jt9Vv4w2gSJkrktJ1aqEj/fpxwmZBOr9nq",
-	"NY9qTi2a+IoarxjvkjuYMA4w8Be+VMNsH7ecWkwXo9lYr9QqUl8898UkZpKRV5fv1dTNK+3OJ6fmq6WI",
-	"V52b1c/eL/GNTH7urJQEC2iiRJkihZSMAy9lS3l99fr6u7ej8+vrtzVg1QXlZk0JCEzyhlGPxeOQxt6F",
-	"Ep3tQ3WgtJtHjd7TRrp4DVi8xtX1W9JoLOhdA8RsI2CcdPqddq9HGo1ZlDQWbBHGq0Yi/UCzAGk1T3v6",
-	"I54sGoL9LEi7c0IaDcbpOGANOBfuGhM6matzoNGQcSJkI2aLULIGHAqNRkD5LKEzpjsOebAijcbNLXzG",
-	"Gp6iIfG57MHhAPtnNGfUI41GSpiGJgzJkwWHMcJhjPQwagMZJ8ypTQM6EznyNsrIWzid2qCmGkLeKSAP",
-	"cPapYrb8XGqDWsFsYME3CJH1kVsZdXLB2ugHhvq1Qa3dOVHSYp3OpqFPyOk42lFutGqwaqxAJzbaPlal",
-	"CsBwRjAcHA3+zJPFCAfT7pw4NR5KtSV/rL3nMuHMI2EiG+G0IeesMQ7vyJgKFvicNcm7iE20rjAgPFQ/",
-	"ffs9gdEMSPEw2nfE7GHS7rx66hAhw8kNaR+3yA8E9qVDLp+9ZsRsWvJfSKEAIe3eM/JfSLdDXj0lz59f",
-	"9RqdXqtF/gvJSwGHvP3+9fPX5wTFC7GEyodPTm3B5Dz0FFNNAirUeohESOpz5o20NqFeSvWbwsNhZJ0K",
-	"RvRpDas2qLG7SZB4zFNLqTWij0ZO77vjd8t03YlWAQcfa3Pf89SKT2kgmKP/BGUKB6p/GK/WfogZFaoF",
-	"/FGdNyO9AVufUiZZm+uPHzcOV6NvhosoPTE73d5x0YmZnvy94446+ksO6nxj7dOjrY2ddLrH6niN4vCW",
-	"cconcFip8ZvhC3/GqUzi3A/Ms0giwiSesNE0jBeghUZ0pvhC/7xgnk9HevepAR9GAfX5GZnMaSyY/DqR",
-	"08ZJ9r6Y085RvzaonZ5Mjzpe64ixNmMd2m63T048NhnTbrs18Vp977jT8dgp9Vrd07HX9Y6PepPe8Umn",
-	"d9yddntHY6tJ/xem9MLjo/SnJFbMd3jbPowTLg7Xz6tDfE3xi/2Bnm8yXvhS5mmgf4vND9KXgZrxjjMq",
-	"5Pkdb4Qd7Lk5m9wIzTcg88aUe0vfk3PQ5iX11STknJEpFcrKAeOITMMYjKMxMH5d8wlpkd9+Je0DZWcJ",
-	"QiXptsnvlB3VOW41W0SGN4eCRCwmeqsO0oE9EaTbb5FXTw8FNEFCJSo6zZb6TbWQzZEsmT+bS2i/R8Zq",
-	"FFGQCHJCvvXh1W+/hz6AZ9XfenAONAxaScqrERUC5EI6fVQUb/MSxaJEp6OtQ6Xq0ph5Z0QRZ+7P5oo4",
-	"8DnxBTk5wplHLG7oZoiIGPPUKFCbNlQQWwb2AQ/dGfNS+aFlwI8fnFqcBExk+lr706dPn5xaRGO6YJLF",
-	"cFQ/Db3Vu2x/KYtVTGI/0tLLZV7n6Kh9+rWrzWAGx0u/R+pXL5+RXr934pCIep46hmLCQ3mgpqXe6/ca",
-	"45VkQ/4CmyDpNsZvT1rdjkMi9bd+4wCXFToJvdUTQdgdncghV+0Ih1BBBOOySd4y5gniqrE30sE3vmUr",
-	"t0nOrX7knErihUwMOQ8luWWxP10p8lOijiI1Ix5K0KR8oQ46WDCKL/pqSpypJzcskkO+9OUcBgduAjeT",
-	"V820R9ch67/DHnUPmkNllPuKpnM4UzJbID8NtcyTOVtQtRgLeveG8Zmc1wadVkutndrgqpH/bBbmx/PG",
-	"v9DGL63G6VeHH776+mPL6Xz6x1qqKAsZK81KLXxuqb9lq83Vvlb72OczFkexz6VZSTUNRaMbtiJ19/K7",
-	"d9dEiS39c+OGrYR7QOTcF+T88jW8FrOZLySLmdesNm21ermpW1P9sdU4pY3ph4/9XsnUntFgoiyBjRn9",
-	"oNbMhVPddYjPhVR6bjglbpzwke+5uD9fXb4nalgOmVDBGj4XjAtf7UJHsTXlK3gM/w58Cs4fSoxx1ZhQ",
-	"SYNwBs3U3W7rtOUepPP+OWHxKpu2spO2LfHC5+bv9papXoC++d5WN9fnfq54m8XELTM33DMiJjRgAmig",
-	"5GIYBiTwbxhxtUXlbplGkc5rzyw9jb0wGQda5fYXyQJmtvA5/rvVbB2lE+XJYszidKIX9O47UOSutYax",
-	"wbHwO4kZerTs0wMOIVQDz8y2fSLIeEU8NqVJIMumtumUW1svPYf+8fFxp923ppItmM8lm9kTMXplEXvO",
-	"oqSMOekGQxKRjJEdzPYE7gb+LJ0R9P5QrrsKk9m8gM2CIFwSV9J4xuRIzQV2h2Y+tSVmjGt9F2Q4JQEd",
-	"swAcrqpJwoT0F1QyUk9FrFIzyMJ4PekkDoWw2hGwuNmiomuGTOnCD1alWw96y5FBc0J6eOqJj8MwYJRn",
-	"M0/46+fF4lKdBRIcxp4/kWQah4sm+S4mM7VUWvDAQQOr3CS44np9nSF3cejmlNbv5m1Gl9CYEdTFHHVi",
-	"kck89CdMDNQBNeTmTFInHTxeUDmZZ+ccpws44iSpW8cd5WKpBDSMecgpTmXOCOweP+REG0bCPrzWSQoT",
-	"KRXc6dk0anz42Ha2yu9rYKBCKX5uMZNmeiN7iZG9dffVCzyXzCO1fTLBPeQguR3CmrMmQSGt5Lmrzc9X",
-	"7GUYT5hWOZUEH0BHqE42hIwZkHHIIxpnR6NkEZH+ghlJChyMgpGkurKDrKqEUqpNKKrj9jVcDqfHmApf",
-	"EBda80YoGf70f3da5HcHZ+T7q/MLI70EkaFaeirVh09Ek3zHgxX07/ONhp+I3C5MeMCEGHIXtsTXMk6Y",
-	"W77I2dYukyHtqjJEzeDV0/IVhhkqYyklsFo9RRkw/8/MSTWhEZ34EpQ5pJUS7NYxViYDjKew4kHVa50W",
-	"C3j7oAqFPF+EsTH6/8hoXHBUwc+EchIueboormHWUSI8V80mor46A6aoC9dPjvt9MieMTualco1anY9W",
-	"0Ls9PdjGwr9lF2Ya2l1XPu2jln1Al036RcAmMvbVOrx/9/ySxd/+UHA+XMb+BJaTZa875P2753BY3/ww",
-	"d/CkNlQRpN4iyznjSmD5Qu0Uxg7OCA1Czhz1Y6RaRKVF8fRspVpPBQINYka9FRJyGsZNcj1nQw6OZSAw",
-	"ChIn2x/1dBWalo/cBdVPdaIsuidqt9hPDxzCAsHgBXQsq+XMua9d6xXTw5BrgaXell6Uf8t6JlZCssVI",
-	"KSOmS1KnZDkPAzbk+PSJIHrJyJIGAYEXkZxAyOU8FIzcMu6FMYmSceCLORwR6vGQXz+/PBgQdxIK2cQ+",
-	"0NPgEkFX6mt/Mi+XCtZyKuYFi/hmOa+sArYq8diry/ffhEn8/l3B+XvFuDKnI8NgylpTomIKKjuZh0mM",
-	"jFbXi8/R0XcALKEPQDg+OZnQOPaZQGq4A+KaKalWXPI1nN/wB+7U335FElPuDXn68sIPArUJc+rjlq8P",
-	"SR1cAkOOzo/ffiXdfqt1ACZ/68//2//bJG9DSVK1CDZJI2X1zJQvXya74z3WptLifKMHUrg6l/aypLub",
-	"1H0piJir4Rv9Fbz/7ADWyskLQLXpNqSbS+rjUM7B4cB8dW6cIYncEp50DwbWIpkVhRX47dd1GXxI6oV9",
-	"/vYrQWF8MORfpR//YOQJOSSKbNBg2TDKV8kewj6r1KqwUq89tohCyfhkVWj1n/MVySyK9p//9X/vHB0R",
-	"8ADQccDI+btnr1+Dr5ROFK8p9cH/OWG2sXVGYrZgqksGQpd0erD/UNxqr0CpK8Aa4YYfwLZUjo7WtQxb",
-	"2RwO7zrtxnB4d/ziw1fFeubr6duQswulHm/S4cU1nQn0CEa+Pl8mgc+4JPMw8MQZnkraJ4Q31hLeQkmi",
-	"fu22esiKPAQfVvmUpw01lAaOpdQ0650UTgMF2Uvj+lufiX6OflY1wCigifDHfqBUJjQkiHYckroL7t6m",
-	"/ts9OCMBm0plOlcwlrVMHRk35J7W1aWSYM+SWIRxsX3lcnYnRxN4wzUSI4rZrR8mSlmaMbAplbnFy8aI",
-	"X5cR+ajd2a27wjhfpAEAa4yD1mexA4nU0eC4DYJFuVdIxxY8xES3hvi9cfmWjFQbm4pwRivwykeO0QS7",
-	"xp76mR9iIsAcXmYeyAJhZXsjnwjbXYlWVqCO+oaaC5mzO/Lum/NG56hvorW6HRLTJc560rhhKwK+5XRq",
-	"EYWbDT0zq3GIxfg58WO131B/vqevEucY0FmZS0FtpSeC+B5wdmrWwi3RRzS4Px2Cm98lgS+kIL4sm0BA",
-	"Z2iflw8+PWF8LiFEZYc7C8evP9q4L5iIWxcOgGfvvkdJSAnKPhKHS3VOc4GmjXs+mbBIuk3y/3/33dsK",
-	"okYPNGfacDXOH2s/CWC8ibitfSileaFrodzza9g/cwh8LpcujO7b75/RyZw9x8dFfJFZGevBHO7m6MvG",
-	"uhaN8ODN+kaZOgUnkGQLPPtRRINW0WqVjQoMpuKzA0xRo/J0ctrOFv4s8bc++6twpsII/5ALE1gfqP20",
-	"opg+/+EPpNcY+7KcUXOhCQ+ewXavaCbBlIxC/0xOlrmkLkDBdIjHYv9WeyJBTMOdLJcHJWIt9TpWE8lV",
-	"vZAwq3fmav1pyQUZ+hORW8x1F7jh0kt545h28P4yWJWtR+4av2Q9+r2Ky/Euu/9fH3b6iMwp9wIGglnp",
-	"d+7/bw/RkQUYPJh10A14Qe8KjHqls4ZcOzDgAJFkEQqJF4yLZDIHL6FDXj3d4eQbLejdfsbULlPKHrzP",
-	"Kw4+YPR+o/f5Y47+k9ouIgq5wFj4p9S7MiFROpQHFS4aRYE/ASFxGMXhOGCLr+CAHXy0RvOPMZvWBrV/",
-	"OMyi7Q/xqTi8xK+w03X9LXVaKHtpQQM1LSXXFD+GUxJTPmM6lgBsLXTzeVHoK2uL3jBxRlwWx6EyyhXJ",
-	"UP8BlwSfBv7ki85HSYQ185UsqSCJYJ7mAO3a1pYyjPSlLyUEPH7ZgaJYxiMOAh78ICBjpo6/KUquOp2q",
-	"laFwWUFjCT7Q5dwP2JAvKF/p0J2YmQ+oWqQJG6i/8cGCegwWTp3+zy7fq1co3JEcDDkGkaS3T2RJfak9",
-	"Br6EwyLkM/VfX5IFXZE6HSu+aLeIONCO3KkvySxkap+dEfeKyXjVOFejTt2WDK7kqLghdEZ9jl4XVEKB",
-	"861v8qTd0CYUGV+G8ViH6H3Z1VIHiy8IBMyRcSLT2BPFX9lhk2My8LJ8cmqvQjRUv9y21kGNoTpjBMEY",
-	"RTPiAXExQspeIsUKy/kKHIJDDvYM/Db3hQzjFRGSrkjMqKd0BLiCBM8HkEPn8HzhvUMmFOKIxkzHCg0y",
-	"QYSGGLtl8Yro/h24tYH1GXK1O8DOuVRyDJzRMrSiiQ4xmPWwe5gPqnQPHAIECpThvpyzGCWiz6NEAidQ",
-	"MvWVEoX0pHDFuIxDPtMkuzAi9ktTbBx6wMCKZEsWBA0cBqkDHdLYLHge0VjAHEjCzZqTRRJIH25bVVMH",
-	"EH2TPz7G1AN2fxvKl2HCv+gU34ZEqOMc1i9U5m0i2YEZzkXoQQhZsQ6JbsUnStGNVqTu5ryB2akmyItr",
-	"Ojuw3I1ntmPREmnqvUJZlmpeagJXCX+GyVpbCGUIZOfNTWlcSirz3qFJrlM9VaMuvr1B2Xc6EM99E+KY",
-	"4GI0i/Z4f/VmbfrpCSwbVywK6KqI8C5cc+vzITuD4E6W0Tjwrdih9MYF7p/XDvhmoQ8CsgEKvQ9mGpUW",
-	"6MWdLzBx8a92fa4NXfQI8UCCRTO3r2dIYb1s+lmc8Grr9nmIex2Gb2g8Y38pORiozmMl+PBgBKcHqbfJ",
-	"hf8U5cZ1GF5QvrpKk+O+7ED1ZQcVN0olo0Ka0SpJpEerVhcdO+Ztz4uZEM6QL2NfstyFzwGoj+rrNJYZ",
-	"xD5edU/mjHg+hOBmd7FheEMWYcww4yrG2Jp0EHhvWN/sHk6/SLWguz7bUDn8yfxgsE1hlPFqyEFjRE+y",
-	"e0UlA/9W4/eudmLiTYMO50FRoXNi9NE75HB5goexiWEg0yQIypTRtJPUlbZFIXWs96/YgvpcmxGVvxGs",
-	"Qh97KcjvOU3kPIz9X9iXPoD1YgOboa2I+g9Ee4PeXE/4DQ+XXL0Rs9vwRh0swAzmPUF972BNLv3www+N",
-	"80TOGZdq+Gy3cHnP6S31A6W3fOlt61FJx1SwTJvC3QQi5T2P4nDChPhLjSwblUiiKIy1J8QEGW6aBisd",
-	"U6FfZ56LewsdA76y/ieUe75HJUsVbzBL9cnOhlzADbwfcgyFZB4RSjWnAfE5ZGZIXymYIWdCa8nvedrf",
-	"BfN8eq3d8F/6oHgiyDPssnENaZoi5wgJIx3Dh54QYHzUFqnJZiJoCYLMfH/9snFC6uPQ8xla50p+K/sa",
-	"nhxsSkklnUMiGFeKdaoooMPIBjaIYjUU6TOxAXPwscaTQO8EdMuubZhC3IPSr1Jhs46KUKGfDBahwsul",
-	"iAlFrreS1oy3bR1ioUL3CL5Q8cUsq2fnB59sN/mP2M1aI2ujtejm5JZ2bQXKSVa0wpn2Fo5/YhNZ0yGh",
-	"T6nwC8IlvwmXdmyFUjHDMSZ+NmEgNv9BzlWxqZVG+WFeFqijkGgVMArOWnDDSrYQu3bvMxYEV2wKS4AT",
-	"oXFMV+pv8AKMxpR7owj9jzQIvptC4ty2Jl+o755Sjqlc+YXMJb+uWTI85GjJaG8AJoapKd1ifB9OMQtM",
-	"b0LONerShiLgfpYsjsIATEKnxu5kTLM/dRDybUwX2V942akGUKCPO/pqRpReCwl7USfKiJjG4QLjeqd+",
-	"LNCYAD4MmNck6FGfYqA7/OxAtJVSsHTUP3oS/OmUKSUgWBGfZ/HBgoGnVQx53c2lWLsOBuVtJrG4ByY+",
-	"jWteGXKRxFM6YQNCg0CN1Y81P/lcyYaMrRz0lmYDgMNMrw/Vy4UTRWO2TsmSxhDRACJYhCbc3vDkpgBY",
-	"4z7oeFTGLGYjIUvY+4jUkWoCL95cbAGv711r8XVSghWTfnAvfiphmjUBpeexNq2Msxy928vkyTudJLmx",
-	"aaa+FO7AhOKz+BYPUl+YoHmjZjSJG96yeGTW0B2AmzsecjoOtfYvFjQIlPpvN4VXFcCUMZsmQjGwCzmw",
-	"VLEYn7BYUd4dDLnPyZjJJWMczvAxW4XcI5SvMD8jHKNEbhLXmE6jnxOWMM8dgH005LZJle9aZ9eGfMJI",
-	"HZfdNxkzodAbJk64YjSX3U0Y88QovzkGJi2WfEUW9E7nUalm0hRNsHtUC5DJbZpZ+twLly7eBzjgtuah",
-	"ZnhMuaVx7N8yYWUqDLl1dhBsAfeAYTHVWM2p5Val5tQ2SavvhC16ARsWTNGkoOcHXijTnhl1U7ud82dP",
-	"AZZIhUN8LWiqyie+VygN1vElqqhfRinZePLzWlTCbmUEk8wLmkoxWe6hPq2JBAQMgJ6cNP4iy+RYC2vY",
-	"iEfbiHnZXLJiYYKM9kKnp20u/dioLlvVhlTH+bQGdVRF5V2HWPhY8M7NrcG5mPuYobe73eybIFwWN6u2",
-	"y9p4i4KS4hmk/WcvmmiImAUrfS2oXT44l2bN2d3bKAqF8LXNWt4tdLWg0A+pj1lgDrtMPIMctsX0wRlR",
-	"9EFzUZ1JcCgagV3OnJuDXVuZgmGG3FAHhGkRZVxr1m717jfMp83XhJKEfMIwH6UaX2hdBFqsqoGs7dY1",
-	"wmwy0pbFzu+QQkKv8+4G/29M3ClM6cXNa814mwy4DGiB6NfOhZE6cQuiblKvtzB8ir4IVAEDiXcPHlkq",
-	"NT4KKOfMG1jhLoxwtlTsc9TaUBOBecFRqls9KN5WId4Sb47uuwgTaScY5u0CqdySRvDdHE9s9XMElGP7",
-	"ReoqphNWaQNTQh+JLXW32Wyc/PpltNrFE9oO3GCHNWF5H2G+ayvZXZSNrUwBvk5T2Yy9aAcW2hq9wejZ",
-	"VKXyGlihsqSBT9RINklUAM93L+/KRjsjcIvdszUdT1jEUqIqMUGNd3kojSPEywx0HxyUEBjB9a2x+vY+",
-	"JAdkp7SLwhUwwIb3IgV+/CBq5sAUH9rCw0ZiMKYe8vUDRrC2m7NkeWSqPKmKsCuzKaTLWkSd8v2wPou1",
-	"BS4UIdYGvkLd8NHFHGy5gl31HVdWrIxXmFuWcIfoZPYw9lhsYWMIt7rfzpZIeysveX0Ehl1ONV9fB1Ty",
-	"Tp7rg/6kfdpJ8aJStxJ4mur412+/ghZxcK8pqzVEnfE1foo57euncjZPPer1Y9ZavIJvFdH2/czyFVZ3",
-	"dhnGqUSHq4S/0zjPBU3dstjz93HXvmOxz8Q7ySLw1xZgueiAbyKXISwZ3iSjmxwvgLVmBx6RTW1/TdVZ",
-	"60HfztzwcEnGbBrq+xylFIJXS+1pMUCNM5xqnyjjkqATDTEUmMh84tkb4HYSGEVWJW2wuYeHslAMCrOb",
-	"LPZZ50Lj6tulkIVCllALkjW5kBR8Ye4sSoQL0dkHZBIKY5qmsUDqNI8Y85rkxS2LV0OOueUQXLCGHwA/",
-	"YoRa4Ov0Bmi+Sa4Yl8wrSjneTANXnzTJd0tQ/dUfmxnJQ747JZl8lX2cwgWkGclDXp6STHYmr2/Mw2St",
-	"k5KkdX2B+1MI+HPqO7tJRYeisVpNYuTkkIM7+ZYGJAVLsftNn9Z13h8safauMgaHHNbzoEneapM/ZsSX",
-	"ViTnnHqD9MbEIVT7yU3jQx4zDbbbAhWvDqnsDkaIWVQ9UI0gk0z9WRIz8ud//T8IHfI1s82fzJvkexok",
-	"5kI2TLiHdzV9zG2c+hPKJfH8mS91Yn/+PFHUK8xkE3l+TwRmNm5K4pKl2ePiyvjECu+tbDCJoo2pFiFb",
-	"+km4YHgFMbCC/DLwp1sW0xkjXkyXO6E6crd9TwR5DMgO8hDEjo1f3QHRKB5kK4iHYk8NTfdEnBEaLBX/",
-	"5LtEoAuN8mYBcJVdz1hTVbIV2xlJL1I66do4ax+c3d7fFE68SJFDhBs9nR/UkO5j6KndhSFOZkIxiFdl",
-	"GamdWGgC2fKqeHBmkyBAiEYLuecYtwrQx9lTa0eooYqDsmBtwrtGlK3b2lYtFwxFx+5ziAwotvMLiwLc",
-	"ywrLodavr+TFupBAAWxhwfg61lfJg/tzYVHhgore+4ebSnbdg3uR8D6RNo/kp8ncJ7siK7TX6sH+i4c7",
-	"Hx7gNNjPmHyYG6BoixVy6joD5Dgqv8G2b/M3PurZ+a2eWgGVLDJLaJRahEUxliWeFOyzfNiXGP7iF5nl",
-	"97i9M164HR99+725N3g0ITDRNk61owQsohITlWrArHreGElVqFKMqfTeTCcPh5wVGrCFsuMx1MqKwiSL",
-	"AckJk8cYwZp0eZQmM3Fzj+bWnNLXL6+z1BWE4deB9kuKWbZUGI+ariEFKfg7HRGPdRV4fwGYej9TSWgH",
-	"gui7PNglO7wFGYrPujioHr2h6/1UeBNzutNsnaz0z8NDL+zaQBVev3fEKEwh+34j3sIQLjciQ6PyFXiG",
-	"5sdDD5RcY68lW+xkyvIzY7OtjcFlRaAKQx91waMiCX5v+qfYUNkKZF0VTiONKi2OwmQBBeCQOQ2mDQCo",
-	"FQbQwrg9BDjef2cb5JMQQh1pMOSnLfI7XdtB4ypxMmeB11DHAmbEpgDNqWMtZjN/wcBZM+R//u//1mqe",
-	"/unf6/yr9sGf//t/a8h5GrNx4JCl7zGOTrU2+Yq0D//8b/8nT5ucsqXphQ65vlkDTysnExr445iapPIS",
-	"iGh03oFTdMjBK0rqEN74p3+Haf1nbbUaYJKQZxelUPFPEBHipT7QIpwOeUoAk1Y4Vda8z4XvsQPocBqE",
-	"mCMnSZv87iwXZ6nM9iG30CLWMbAX4a3PZ7pzHTqo4VJ1JB0dchvjN4wNbjZiIwLUrylEkGfqbRr3/hr2",
-	"dp04L+p1z4VcbIVdbWBIoFrHPAJlF4G6ig0N+25GiJvIqAoT1AFRFd5Maz7uSwT8ELtycGxFJHjps8CD",
-	"3VzsxNBZKFiNwOBLkDWIDSW+0T09Vc0BqLz5UHGNBSWgtpJ6McIcdZfUIfA38PPR5uu55web5IauisVP",
-	"NjgqCYA8GUzujRAULRCd2l0D7v9qg/Ynp6a6LG46iYKQemrr+wGzmgd4iUUUxhIEnckFUm+Jrd11FTsU",
-	"Yv6p7tqNMRXMI5Car7WqjJiq9QLvq9V6D0L8haCzggPFeu8IPG2wJEWbIQcrAKVV+qet9kEOYcCQuBRm",
-	"4IywRSRXttBErH5wVYI/MdVgyhrZRsnOZpg3TryQ7wNaoBfYdUbtLUcla0h/wWqlMbMbEHcF8ZBsNTK6",
-	"2uZK53CeYuqrVfdls1aolVF9CbxNa1EzvMI3EZcnDJJiJDBAKvYWvjrDeCjZlghBexAiDG6306p6I+Nq",
-	"CuaWKBrFJLutej8L869ZK5LSVLeTqzibn2t+0DnClvHZayXMwPryPF+9SYNLi+00dGmeE++zxoYEBZeU",
-	"BrDDSZUKcOkLMqEcr12bGMNoAW1VQNrKOUxyFCyjxWM4eGDvfl7XjkXYzSwPf6FvrQPmEjx+hUNcIPAo",
-	"LQ0BiB2CySQ6cAglrpdgbifLFS8BwemKiC7QPeLCzy6pC7rSCd+cuIqk+SsXawzKGs11De433RkkuUBy",
-	"FTRceJWBk7Xlwx6MilX0CplOHd9TpevqowH4jOWDFPBaAI0ATUoiJOXeg/kRBla0tq8u3z+SYZi19ECr",
-	"cK2hjWFB5dt72INZfsSmxE/rYKS4J8qAUhqMQ6iYMO75fJaLwaiiuW+bP+b1ZUkV203MV5hW907SWLJS",
-	"RW/GiHs4w1cbAt91lVrhUUk3lUa2GGNbW5c18T32At6EYnYztqV3pc1ELIxymljurC4Ze5pnrUO3IW06",
-	"XQkKqVqQwmiiDRaVY7NgAt+Z9gtFJdO110vCTkMuYzqRqdWTvg+TfsSBoDJbqR2EmNzgKl2IM8bisro9",
-	"R6+0PdNCJov9kjDiCi71R3aXG8+pe3jbPpzQYJIEVIaxVoXdTde4Oi/gfj5NQTEhv1vSfL9Iiu5n88/D",
-	"RGlRmbP5ao0OcPwA8Jex5CvptdkNwJfPDNTz2xl0/b/kPcP2cITH9Opn+b6am/RmLhMQ2274/hIxreFy",
-	"DxUl9j0dnvsosbGPcGNjZVmXR2XCJHdcs5i5lUdDVyZR2W3xI6TTlGaSW2pGUcZv7I8TyapP4wffmzF5",
-	"bj4smk25KrOEj5+YchcyJNOYLhiW0gHw4AGaKhofYRYl4A1fsINCtQfb39EXPoDegpB6RtHxhUbmKm6Z",
-	"+1HECpr+5vriDWpScPSjVot9wckqjcYm5uFSEF8OlLob0Akj/3hxfn31+p+fm4vNdARPRA796+r929Hr",
-	"56bmgEEgb9Z2mSKaGk5aNFzPwbHXuZRFMv1pMztw41h/9eK65tQuv3t3XXwwUznfoY4CE6gJCuKGEeM0",
-	"8psrughcotHXSrxSQkfB7zS/U/GrEdfNh6UEeJfqiGubJCmazDfhklAcK6EWwJYoHDXaNGWR8FklYiiN",
-	"gQ5eF1R1HUEM2rGLrVTPF3kNDekKFwUbNbMNqkuxHar22iIA7XIdZbQoWghTh6s4Du8B0XMp2AOIl3tH",
-	"z6GBvFO7m0TJaBLGrGKMmhf7SuvbB0JBm+qZK9sU96gVv5zZ77uHE4pKQ4gm/lpAwCvGe+Su3a9VDrjV",
-	"wco7yoTgaiJuY1r08L5r+AAwB/ODPefnvpjETAKXVZn3I4JJaAwINJKyNbZ9HxN4lrFjOn1Y5Q3OW1+W",
-	"fEydXvJt+1ZXplnbuoFPBdtTA6TxZO5LNjHV/DdFatTuj+Q0CKMCsfqcccHIy8t2//Dpy3afSMZFGJPr",
-	"l2++u3znpNatiGgsfLm6Jytll9QFOfMGrUYXdU0LVeDtNeI76ftuJaSytgoPEGNHV8jQTy/aQx0x/Ory",
-	"fQlSBSJGpdV9R7NxVQ+cuWHaDBPSjtoKIHUzA0pntIpJyEWygKvFZRjfKPNLQ7dRSRsTxiV4nQMayTBq",
-	"iHBSqHyUZWsokaIriAKco5gzJkkYkygOvWQiUW3DlLZZEjMB+RxYCLtQE1nPkih3wnlQE/yPf/zjHxsX",
-	"F43nzw+KcywQvYNa5WNwLkUehbVKXR8+9j418B+d7B//WGncFQiGHtCdY67m+thoZVvXVlJJeqiDym0l",
-	"npj0EiLmfgTOrfozrIur+NsB1GYwOKaUCwfbaYgkioIVCUIhmBgg2ig0cv388sDRHi/1t9m51IqcuX5+",
-	"eQY58rkSs2Y4k5ADC2lYLkl8cU8JA1k6xeTBpJRwydVgSH0c0ljn9qnRAwyaLoJ7z76R/rsQkfIDexnG",
-	"5DyKAn3VYsBtEg4Q8g1dTjxHn+LRbT/59G2qOVjSsa4dGzkJnUkc+4AsFIH5w8WsQiHnlm+nMgGRCigt",
-	"K9dl+7bj9TGuNe2j+v5XSd8wGqBZlB/Lpl8zvNmNlKe/KuzI99jDbrY3PLgO2OaAlB1rLGwd89Jrtx7r",
-	"grpoLjl7rMjHJxmXo1THNIjx7E4eRgF6ftNKEodqzzTUQVZ4CE7TTkwz2ikQBHRBG2PEi2mMGYeirbdB",
-	"sEj/mMW+1yiuQLiH/Z0WOczNa7sdbqUbbJBnExusAMu/CMtQO7uLsLKqgVRtIIyVo3jlMRQRhFEHZHq5",
-	"JMfvr84vDqrhh1FpgKNKACiYxrwtw++yEc1++5XUiwARDwqHsom7tV63PEVuzEAbKU8xGw0CVH2+Gse+",
-	"h249kYMtSzi0XQ2vbGOr5WdeAVBrC3E3plvEoW/AJn0s7MRJuFiURjej+Uv0Ow65ZfGYSr+aksW4ejwC",
-	"lOM7AA3UuaclX6aljB0otSrKpW2BOrBWmhdKB6lWjK6mp4DxvUqVCjTWg0fFnIkD8uf/+j9A3YVo0jPi",
-	"DqFMxrDmajVsDHW6Ajqzdky2JsXgt/e08O8DQpm7c6vkYlGf8GQxEuznij4ipSuUoTcheSGyfQHIo4HP",
-	"mcjMXPcf3AegXBgmNWNYn3DpAqxNsxJ8ZRnnGrYs3JNwiIMC/JkwfvbTsKzxvOCyGLFlO+Ae3Ne76Y3y",
-	"11DvZ5CFbdi4e1ghwFFy90YZ/VBvsMzel/PQG0GawK5JXMC7z+BV/DT2Jzm1ZP9UzyJ9wqqKXs3riBFD",
-	"lWkG9LIrAyIggabWismzrL4eRpFP2VLj3JRgTqR9lGSlUH6juvMhRDsL8EcEpPr6EG0twJLCW8Bziie6",
-	"NPVoTP+TMAmwJo0ubf8gGbA1/U1zxxqHmd7yi7xjB+OOKbxrrX7jb+fmfnB2YelrZtBaCfBAtmqGmum6",
-	"QRWveRh4NgD8QXH+aO5Gf5+hW7EAJdE8xdIhi+d5klamzAXCa/xawBCAC0Z17ELSIQZhpWkn4CnnN5vs",
-	"104bHDMhz4haIQ0zT4FaxZsmTvh+GFf3TkmBYTtpZorqGO/HC1nvgsrYv/vbi7jAcW+NudgjRHlXiEQ5",
-	"5SpGRtxr326G/nzBuImLHVUIdNYxSnUAvjVCRW9FSMYzkY1Z8nlBzY97nccpzvyo6D4Azy+8O07D1FKp",
-	"p3ZwferfMa9hEBQMpNrBPb2FOWSGkaUOFByS8A6OzdQe04465plxaZx+e1SVy+oUIjXpWkJ6xZ6k0Ftw",
-	"NCIkl7+A4hJcQpokJJ2rA1u/47kHWJ0rWFm3NaTusjvz3A6dN79C5KP+524konV+1Qdpfrm3UTsjQjlT",
-	"PzMMVxCLcONjLqxdyMAEoeRYnsasSd7qWPpwOuQZBN8aOt8GOB+GHceMcHbLYn38OkMeKfUHVFiNIU1k",
-	"OIOFaw55g7giEVjvY6SDVQdmSHMWeFieGbgnB+KOJiT8PuSEpAxfd3NUdQ8cC2xAPCGajhZ+V0RjqZoA",
-	"mLZxwj012ojOmDgYECEZ9VYNIalkmrloCuvOV2nhQJyKdsCNxkkspDuAK0D4TdH+KTGeCBP+YYpZayQE",
-	"RW5iI9E/ESQAByWpw1GMRMzKgB44KcvymfrWLeUgF6tbiDM9iTRywuJ5tQeAEOBNbE6i6IkgboFr0XVI",
-	"OJWMk25HN3ugl5LFtz6fjcSSsQiQxHQZRIH6vVVnMSTU1FBUK6z6NTdC9jKHWc1TJUhIwqUfEKrTPVAV",
-	"xx3tC+ADRfK6exsECwJjxU5ch7x79YZyAEKD30d6rO7BGZFzuL6NEuCDlDR4GQWhJYZrAH6SLiIjYTw9",
-	"b0mlPxkBkWDa+IO99unMIRlWrziuruoUQ/ZNHRO96kq3kyHRmDnA3W8unrMoCFdPYLZuFIdTP2CjbBVd",
-	"h1zDtfjVdePNmwui3xC5aZrhC8NwMNAnwswzX91kfYMCpoLF6Lo+V7rwOsbWEKTQQLwwJT7WEoI24Cgm",
-	"K6WqL/3Dt9+/fv76vPGWLUIZh7zxlvKw0e48bdx2Guc//KHRG0Po/kNxK4rvpHKNFIpgNZ9Hygyy23pg",
-	"btBGU5tRgJVqrewPglueWrQe0afrpeS725Xgc4Hl3AsDG+dpOfz1VORbH5LeYGP5Qh9U+PqZxuT0MFs/",
-	"ZlAUOAVLSDPq5JytiJcL3LTse2zrQWmtuonxakuubZbsO/dNpm/VhrMrtJ1fhBHjo9RxvHYnDAXxeSjJ",
-	"isENCaS1krr76oUV9PgRbZFPh9CKW3g3ssYPVqdmzDWbsDaF1idVyCklwS/6tKkN2i3zP7gSxB9bFZTj",
-	"t6Ev2MsgRB/XenRUNKcVo25SoK8MQTLCBGINQCwki0ZiArEhemeYvz4Ueq5/CmN921ah+wW9G03NLKq8",
-	"7/NRagoWuCN9vldz6WRLYMjRL5IjiXGLgMYaTqHYd0NHu9n1TIyK58szDTJiU1K3on56on0dWRVGKNnn",
-	"FTs9hD9b0NE0DhdFd2cavAbyUGnsEY/d+lq/wsBVMNz0HUoYeJjHWylewnQtw4q0/eU+nhYDVmVN0+pY",
-	"NWovss0/FuvZbOLo3VC0Oy8ZvTE5dAXBQlAjGS1dAxs292dzKK2UQS0XGN+PcT/wqEgye5dKsYrUlEMD",
-	"fo6EvN3oYn6Zsx7KR8kwQqBnKP+TTlOminwdbbeFL4QyBgEXWBcon1I/AAvLtgHaOQs8vfy1rnaFKceo",
-	"7ydy4TeUz/aa1whLDle86r1H/bEFY9Jg4uPsz0jLCmHwwjJc7M+RNrpW4YvUAf7J1KrWA1TaEq5XVZTF",
-	"LUBk96gtOA0Yk6PtsMk59EgABkoEi9VhYcCUEdNdEbGZQ4zXzKeNGJg2fGow+B+Evqxj+gtD/TCSFws+",
-	"6RqYzZ2h/veHVZ9FiRhxxryiSy48ZwtJlnZfzV+Xfrurk0kY+UxjuykGg1thXf8TzPY0c73C3TtjRZk4",
-	"78IF29h8gjCIZoAs3GJF/iGXqqUW1efLbE5vBrZcisUJP9NuMx26hIznpPdIENNqHpZHSOOhUaz/vNxs",
-	"f5BHvkeno45e3x1WPA9jOaX7XBOqg/Nd+tkOpNaCuAv7ss0UIttXSDb/UsVhdxMUqjsWTx2GJOAa1Nwp",
-	"poCLT0jEhPAXvpD+hDD1ngxDUg/CJYlY3DCHu65TobQ0cn398rrkIry8Luvnyi3XADIFLEsDwcxaZuJY",
-	"V0MDzNrsypfUTawfpCshgELCyRIqF8PL/hpygKJjzA7UIYPXFRjMQSi+jjiVgFYnbqDAov4pqwFCI6zh",
-	"IsN8/qRNz8dMn3/ETO2CwribmU0pguhGady1yANb9BiRn7L0evjCXqEsNodYEAHGFjIq74aSaEso++TL",
-	"H7Yp8m+BHrMjTz0vzYqSeHUEzxrOlFUcXHERu2WYkWT2qZJKZ0qqYW6lNoYhhUbpnxhOA7cUWJ8AzZcz",
-	"4sIyZmFLFpumVfEt4bed7JY4NANJGeXDVvC6TV5Mq3beJynCRCUUFbQyQRaTuc9u2aZ1ci+9cDOtGUNt",
-	"THxDWg10i2fLKkFaHHa+w75VR8rDShAqG79iKYaCqiQsrhQlubN8b+Eg8tMz3RWSEe88SpF8dtIRL3O+",
-	"fB2Kz1gIIhWAubllfe6g42NktNjL8nnx+nRPj1yL4R6MU+28zq181U8+B1h+trnWuKRS6epLxPgtcKG+",
-	"fEZOe0fHKQowHrXCIYJxmVbMwYqbdVdDuLoHA6L6cAjoG05a9ha/dqyKStKo7exOMq40jSIPIuWe79HC",
-	"8Gxl5PQ6nayUW2YzODYKG6GLsT9LwsTE8yoFUscIV6+VaQZylWwiM1gIticQsm88V6VAt71PTg3ByatD",
-	"ZmYwz1v671uW/0644EzelcMPd8FaiaKwGMJv9yJQrjN/MTEYm9oOqHxcbprkwIKLMAPoOEzkYBxgoOIW",
-	"iOjihH+jJm/JmruMw1vGKS+vWpcpZTrHOcNspXwFtw8GsxVAbHAX0Ikc8vEK8Vkwpox6+H3phZ7OQsXw",
-	"Gj8e8nffnDc6R30s0andDP6MMw8xp4XA7CmGRQT5DO4w1bsAuK9+pDKJmQm/UOYUDKkIEL4MN3RlwYIa",
-	"a9znMwetuzRld7eRbEZToFgzr3N01D792jWDJ2MqWL9HNqaQjgTmAThCSoJVHkEKbbxpqU99PmNxFPtc",
-	"mqskm6xojWYDumUxpOqSkGtwm2xZ9XeNG7YShx+thj+5ayldOKYKaeu0Mf3wsd8rSVQHmoyyVMbiQExk",
-	"xzEDTjZsDSFaCKTzJEPOOYOiy42fRMgxtSiPvJMP4DNvZoBKe+ZO7l46nOCCeT5N0z6L/HKeT+HIsuYL",
-	"EadwzNGKnIqdiTntHPU3O3oDSfETKhiZszui92jKMhZ72ksNMQ4wFGXZ3bBIPtKiC/+XEmrAGJ7owKec",
-	"RWUw0Xe7gHUnSVxwm+iWSjBw4uTmbq/FNgLsyH7OrUwRW6zvhTyZcvOxBYItnpxypOKrpEiPVQy9oPHN",
-	"rjP/afriJ+deyPY6VOxx6q5ll0m7S+1AqIsFOFUlaz6D4l8HYFHr7ZAwoj8nzCHvr940BJ2ys7TySqp9",
-	"pEVopNq95rxRZykEEnmFrvQgzTvdmnmGb+WQWHffR+SuInaGm5m3s5iqXZ9kWGFbkhhNuYlYVweoJtSs",
-	"gO/HMBWjnNq0vaH0zQ15UsGzrktrlJ7aXJ1lWvbmSjZkVTk0K2lprA4zsCXwzDPoP8zCOKw8rLgkniyR",
-	"c6Uxa5BDfSSokYpdt2+W3VjuzY8TsROh+RpeKiy3YLRik6SazWaN4GtVF3Ky03ieLYz71OWcSUQL21Xv",
-	"y4wTU3lmZpTjqtzWKZHFL241LNJanFjqcEjhkmAaNaeWRB7+YxrQWVY6AoPeELUaRAsMLmAyOzIKfaf7",
-	"CW9jRxZniyMbFNydzZXNNSAuTsJFgMPcSWiK9qTnmXtwNuQuTtbFuHiozoNqUJrNxtlSF1OqK3YckJgt",
-	"wlvmwdeKQi6B/4x8DzVzFz2noB0i5TbeAKQf9b0iqLv2hSKtS9wlFSMdZDgNY/UMie0SF3gTvteqBOyg",
-	"9enO/FvGMd5dqbB4GpAxm4axsnvgZa1sKEWD1GmahCCgNDzYPxss9Tkqx4DVJ9N1tIRQJnPUYrBgur8+",
-	"BNsZ9qZVOUWzf8pxJZvnG1+YOoIPcSmm2/Dz+hOvEl4N22bN75VwqJU00JyiVIf0XKiv2TQOcReQqefp",
-	"s8GFGm5Dzu70SVFPX8CfwEGm+PMq4W4GIuB7qq1MdrpDjvvTEq4QIONP5jYbUKF2sGiS8zHaK7ChkiBw",
-	"yYJRPuTwLl0wvH+CXdAk4ErSpwuNte+B1MFAWYA9IbAW3YKuhpxGEaMxgI6ckYTf8HDJUTjg1xoDpkne",
-	"YoPcI3AbRyDrEV6hcsgBrKTTaim2julEQsUVECw8xGoFYaCMgLHv+TF66SiwvRoRZNZkHzbJU7YKteGP",
-	"fOXo9eKMeXA7hCXyTKino3bMkGNg6SIRcFWWcP/nRBkaKW6LY18qIQ3oLGYMBgrUXAgW3DLINV+/7XDJ",
-	"n//bv5F2q9Uih8TFvHzX4BAekd85Q55PDcIPXOuK1IXYqKzycvp5Bz8vKOesGvm/8oERTr6JYdJqdRkG",
-	"t8VMZ7cMudKKEZ6PeWtfwLB0nj6WiM+yudw0D2fIXe18xi8M9s0hZMSkruh0Du0j8judCKZ2q6dRWIZc",
-	"MxMsS0Zu4uLzJkatO6mnR+elzWIfQCA1EM6Q93tmCBAvhX+mN4QBu2WBaA75kLuoYqTwciWpeRuZqIqV",
-	"64KxIXetaCP3oEleK7G9UjwVsKlUJEbjw00Vm6YMw8AlYTzk1o/Y/EhCbhiMxpc68yvvC3FIlkw15LD7",
-	"HZN5l+WZqnbIn//1fx6cYXGopS+Yjicy0tMxabNDTpXMQBcdBScupwufz4h7aOhjKG6SDmVIJvMwFBq5",
-	"UTGA0sNcaEJoR+N4lZNQSoyohdXX0+B7K3Am5mzirfJ6wwOSa8ei6E6Fl93JTqtlLmE3CuBnuQn94+Pj",
-	"TrtvZSa090iZhYihPQYTs1tfVLD/rE9K9iq6xidBIvxbdmHGjsPdnYuxZyKGxouqZO1aQ1f7Ys/X7aDV",
-	"Sp99KtAPClwje0DgFdXV357g0j866vb3JOkDgbnNJR0egD+cEWol3CKABYRW6FeIpDd4+YB6ceZRwcqO",
-	"9+SjPees8yyZlyPsffOE8skGdpR46cK0nUqZCtukQ6sQiTw9YCumQu1JuA35tWGWFBDxHnQsDDXZug3D",
-	"m3f3Dq8YV7ljvxAFMYtVhlTxDl+1f6+i9UWGyYLevUaJ02ud9kspXuB23UM+WUh5FQVrWq2+4vvGmq3w",
-	"+pWhW0EicOUz0S5jnwMR7Z04e9W1r3pibCQgFy2m7ePe8/h4vIoLpA7pFgYqksWzFRao1CXG06IsccIH",
-	"RDBG3GehMOUov5RcxwyMiuudq/KwTVTfpwJExTHMKo/YZvBclkg6ctzq+w08FHsM1lSMqPr6eomIL8UG",
-	"Gbr1vXrsnRwd76tFmdvfiqS5fdAQ1xa6tW8QoGK6IkGTXVI9wDgqRFKtuiPvg6dK6pwtATGT0CAIlzop",
-	"w5Lf7X73pPcXBl21hoPLVwRDan/SOSo/t6tgp96H9fdk+k2s1T1M4Rzi6oPN4HVA1i3buVJ76U1narjZ",
-	"/AQiqWgBtdLV7+1SuYqsxezO9wHb71HAyL6YPb8VdeyxfCP2ndsjonoV6t3GMbFPaewvqORWVTlT9t8Q",
-	"W/e60t+DGo9gBO8TbP0gu/HxDLtKplyn1dptyeVDGXYaMVZo11zKSPzT4PCwtiu2oKobzcQK7MXZ6zGz",
-	"azllmzf7JRdzj5GZkEc0XSf1GvRxXmO5BPRIQVx8wU0vV9VXADp3Zm7RdKRHQIVM62bveeNaEaf3KuGX",
-	"ANS1332l0r6Y50OIFFkwSSHMGuDNwDikglC40CQLFitbUvXRxIQdu/F2UXTvPcXMZ+LzlGfzNUR2lxAp",
-	"ovU7FuuJrtU2KQQNf811CYYU4AbiyHUWg0dl9YLq2HFRGsEnxBgq6P47zgBxUC5Dwpk/m4/DJAYkvwSz",
-	"Jvbo+Z1kUVHXMk74hJYibwv4GPJxAVHEAPxwDJpQOr5HkgiDgzlbMrjtJTRmFUC475/caoCZRM2ewY6k",
-	"F0t0bKaa3SPK8rFRNuhsVrQM5yQKaCL8sR/4cqXzB/TbWXC2YJbjnugLupI10B6OjSEUhmCkBT6s43G0",
-	"9OVc35zthF6By2EqTT2vcJG7Xk3vog38IvZQFXfiswBF0Js9AA8MhlJhKvee+IdOTfh8FrCRkDGji9Gm",
-	"5lUhEDvXQqpxreMFp/hNJiZSwz1l7uxGGxdIp+GmhYDMkiIEHhUGheY+mZc7oza3R2ruH4P5gGjKRywz",
-	"uiU1P6ujVp6Yn+OqPcIyCzhjB8fp3bBTBmyABRhpViSH8UAqVgZFej7vc7aVK4RbjreLME7PN8gLxHPN",
-	"Be+oWyQ515MMcKx2J+XTLcwIuP+ps9fRUiLX13ffvffGNu7eYF5rzuXUAm2lAgb+Vt6QLDJR6ZnFdtI+",
-	"7WyySTGezrUNElhWMd6p+QsIR/ZGG9UGdhcoSJHSSgAYn0EE0jhEQOIMbx4RU2Mlj8MpceFrF8CKsWqE",
-	"HdC0NNhcJsW6GKCKh75gGXrkNtJa4Juw9rOYCWERYG0OJjpLnzTqLV3KzXxZVEflsco6KD4oKeogGMQY",
-	"ihHCqReB/uMLGL22DHER8G3iczJmwvdYrlibsRTqOvyNahnjIMy9Qd1QpyZi8FdH9kXoyYLUBrbcxaO3",
-	"LFaLv4tW3+vXlKI+X20B5dDtIdKmUgEcoufKJeNYX3dHMUPEkQFUSzM67DXPiht7xFSY0GywwX/rG3Jz",
-	"mbfInTL7YIuuX6ZNB1QyIfeS7fqTbYhi2saCNJW17ODc158Oke1crFxmYvPUYZdExfWwK4FRVzooiq3p",
-	"b8Klxu03Bbcy67ICNrE2+/I0ssm8rkptcUa9w7zbb9kjmYJW5u6+eaDdDonpEgshTxpK18XM66Ju9kgn",
-	"iNnMF5IhAm9hY9jj6IYV7POnmFWdH2L5uLKmRhErOUgFXTB0S12+uCDu5funb14/I9+++KOLlaHdMGJc",
-	"iIBEN2yVyIA0IHF65VYQJRb1cxkO1hQ3BrlbE0l55D7FcrdRV5HjBWay63VX6zYwuezhFJJubKprsLN1",
-	"ypH6uwTGewmtwFCnIXj/cuQkjSgZh4l0MQFdbNzGFt2erRHZmlAhtYy29XnKBaZqSUFxOIP6jIkzVmDj",
-	"nAJsW0SFqAjxrA6l0b7Qw1vL133HGVE6AvHFZjmxDC4YoCARmM5S3YrdNxBPWHFkMrzHdPZVFvaLkdug",
-	"8cYozRTNstsKQkbqMi7cXj7rfuznhUteguPFPJ/y0T5rIvwZH0VVkbqi4n4ffY20TpVENT3dtbml4876",
-	"LlwB44y4xNonm0sx9WN9ft9TNdrns+LT8lwgcIqlTWnJWHZY5opq5Bv7Pqtroc0armEzFqV1+8RW5a7T",
-	"quzc334dpnraAcnwT6n36Os//+v/dAeEpgD5Cwfuvsh4ld6BVarXktHKyS/2+io6RqdLx1nEUeb6suAG",
-	"aKciun6Vue8tklOD2+jPVMPi2uRnb3LCpss/M58T7oCln0jm5cAOFAtLxoe8jhls1OcZrkacBExkScLw",
-	"p3HLuAdNco4Vj1Ig+CHAofsGQsEk+C3VOYU1xjAB0CHjRJr7iIFOOzLpUEOuBx1k5Uh1TTAoRxZnuUb2",
-	"uRiFYeDzGUl4wIQYcgBnBYBu8gLK78EdiE7jQlxXX8I5r8azdjfiQPbVkiKspsYZxUTo5Xw1IJSn6Y1g",
-	"PxDh/8IchJi1LZ8hD2MiIgbDVPoG3GL4fHZQlNiEa1bZSQGs8Ex9U7SPrbuhLXFu1Tt6GdCS0kEWU1Qo",
-	"H2TGtf6lGZRjyFC4r7MpF+iMXhH805hyb+l7cu4OMFk9q1GhuGYdCZnUdVbm9dNrnaGLhSt++/dcjiDs",
-	"FCEJRu2RtBf1XgZJQ/W11ZALySLMbosZ9fDuE1jniSCYHUSWzJ/NJWQpKl3e5iNnyKMg0cUaTRGFJ4J8",
-	"+z2B0L20oqy+Z1mm4GK6jyFPAzrJjIULJuOV2nTAwwcO+e1X0m4eNU2G6W2+Ft0Ai3coUkBBPT13m3j4",
-	"5LdftY9R107DmaXN56qUpSRLoX/zvRaCIpQB5uVif1IsW9jc1s0CRESlsMEfdgaIIYBEiq25Jec92yKF",
-	"2jzmTBk5qSQjChUnK5PCdQ1H7Y/1imqkIIM/iICPYlnBdUcJSlYoNCuCvIVQXuGQBY1nUNlbV+GrZlql",
-	"VVKKgd9xCwPIROUGhaCzYp9cwn25+6JC84RpyNldkzst9IJU0x0VMdH3mX5u1ti4JW2XJTSBh7IOgAy5",
-	"DvQsXPIffG/G5LmUsT9OJKtSxM+jkjawZHPBFVDq76yk2pn3N2eM2ahJ7MvVO3XUmPReGrP4PJHzAiWc",
-	"px4rwL7A5G+Dm3DDVoKgh4Y0GqBRvz2/eOE6BqGNuOeAnqOl6oA8hb7I4s4bKU22CZDlaiTquIRnGQXm",
-	"Uka1T58ANXNa4FVHfwqMbxrG5M2bC+JzKLg6YfpsUWRVWtPvf49DVqrG738PJeq5FtWOTtmG5Gj1q74i",
-	"CBENXJfccKzsTIH3NFDuEmO7QJMb8rQMZMNOgzf4BUom2wgGkO7+LOS3eEqIAYaCWegNgtMbNgKfpJFa",
-	"fkwUN2P6KKIQNaEV6MEX8ADrDNfBLgjomAWCJIKRb8nXpN3q9Aak3Yd/97snPVAqETYGYSYR3ihFOJ+p",
-	"g9IXOubOqJWtJgG4UxynwaMdcheA+Cew2IcanfarnxAyhpKfExavspLQSqlj3ItCn8usQ0lvmIN6rQaG",
-	"WfoThhWIdeWT9N33V28MqTFRvtUCOE8snRSxQA751A9UXzhu4QeMy2BFlr7HNAItZGLhYmDmwkAXP3n1",
-	"4trGoprDwgsZh3xG3BfXdOaSeprthTgdoIQcaIAQ1RxrPEP4DPeMuK+njbchZ40LqIKa5oB1Wz2HuN+8",
-	"OH/ukmUYKyOC4xCG/NWLa0QFGIceVIJR/bXJt/5ToPzsFz+KdGFrLCSrrVs6mbBIqTXNIf+G0UDOHdCD",
-	"fM50dW4EVMcFdHnYQDgfoMMbJTfFINMqImaaJ9TzYtOEtsbVUyMkAHSESjbkIHyVetfrnGqxcaWUoMb5",
-	"VLJY4wtdUcmgt8bvlXlzxagnAK1hEmp4VkXLFRnH4VJAYQhfnWr1Z99dvTs4MwOAO7sUZw7fQUeeErrK",
-	"XBlyPBdRIQr8CeOCZZK4dvH6Wgl5ZYSD2BGDw0PwzcJuaIbx7FB/JA7Vu9k9e03LwpqVx1hrNdvNlqkP",
-	"SSO/Nqh1m61mFyA15Ryk7qEXTuAfGp1+/bjVJQVixVYx4x5LZQ8QA+ROzIy4q18xL5wcOAjt4A2VPeHH",
-	"LKOLshEB9QExblA2hIrcSvXFrjXBXRjaodLlpDi0kCbMcKBJ91BPrgn728KucJ8hxl/jnT5rGpdh4E9W",
-	"rlZOCA8RAkMvFWxZZR0r3lfG6DTwOcOlwgX0Q/7aqw1qr5h8rqimyGjqypcGf2WvHL6eqn0H2w5CwGIm",
-	"olAtpiK8dltoYEI4ZdmdPJzLRZA/owGrZfKfvHACmKTqBYRvGXJ8BCyBP5kTUu2LdJXwrUPrNfNlrFYP",
-	"7NZGEgdfD2s54g5r+m38Hl7Of6/XT8QT9a29fPByE2stBiFnTW9Cp8f9frsznvSaP4m1trEh07g5nWmR",
-	"7vHJKfTzG4403qg5OBWA0iV8UXCjD/8WDhFyFWjcIoidXmdm2PrN7cP85NS6rV6ZyZ2ywuHbUF6EHqAA",
-	"q63bQ7bY/s1T6l1p3V990jnd/cl1GF5QvroyAAqfbA2v9ppLFmvzNMc7UPFiJnQpDFr7oL7LrfTHqR+w",
-	"T1skCiNQ55rg/nZx+6vjX/38RKBHdB6C9qFOu7m55NJbQ2lKsFE1nA6AsamTZxaGHqnnz7sB8ReLBNQj",
-	"90Ad/sbfOkyrHYIM2lA01Cne27L5z9VsNyVA8WT1rFLwRujSzF/1aHzJvvpKyeaacUfXwDFuK9joIMw4",
-	"zYb3PW/8C2380mqcNkeNDx/bTrvVKsL5/eR8Fln1E72lOP28xDr8/X8iL8OY6LNLqcdgsvkhJ1HAlGIp",
-	"mNq0azLiJ9F88/rZi7fvXjTlnSS/P7yPKMC/10WAzSMFziO8wFTm612DztjX3fZRt99Sal3GTn81271i",
-	"Ny/DhHuPJB/OzVFtKaY7ZMSUMU91AMYslHKgEgPpCuXEO8kiXYNfR34gVroJJlK2QGoZuwZzqwQCX0e3",
-	"mByeOAnYgWNuUODaAbNg+JCfy3BBpuAQVPZEr3NyfNAkeiOrnQG6JcLeh9N8WA2qrbnLmVYWwGK+x/hR",
-	"Daq3UHbaGdH1m3SQNB3yOOEGYgfNLFCPkBD18WotgMxKMjkgvhhy40wyBhuV6N0G8yBYqclmDT6B0srE",
-	"F46xIFPCmidoI8l4ZQDAICInANAJpQYihfCNwOdKf0JVTQ3DF2qfK5FXd2Om1AqqKMGVfl5zDwB3D4zO",
-	"Ic/Q7vUMEC2RyLXItVxrcKnPPNVWk7xWqp9GfSNuEvNBkvjewEXBv4EGreP0iO/pOaA1NOQIEmhqhDyB",
-	"MlwDspz7AUPYdbWA4IvITiJKjlpdjQOYszJKzpGrbDO8xJq4D9And4v0S/XPV5fvK79rAKervf0HO/Kr",
-	"6kcpFPg+r3+vLZyqX337Pcj75yCkq36UXk7v/YX3dFX5m++vzi9ePb3w+b5f0Lsqx7LtB1Hi9qu7Ymvi",
-	"n+4WgREmXw9r7WZrWCOM453V18Pa++uXjZNh7Z/y6j6IybtFwMXXQ7BXB4eHy+WyueyCqdpptY4OlTxN",
-	"lXtOEGly4nv4S7o/O5Me69OTcaPtdaeNI3o8aZyy1rjRnap/n7L2uOtp28B8m7W2afAMiHXQFNk75lOE",
-	"M9YtdlqdfqPdbrTa1+3OoNUatFr/oj/OvZd9rmQdQSkkWDAd1gC2Ukm4AsIPa2Qes6kyjYoPwzUjSDW+",
-	"3iGigNuvKbmWm7v+Ovtd/5D7NG0QZHb2Y+kCHdPTSZuptRkfe42jaZs2TiYd1ujR/uSEtahawIIFKlii",
-	"K3O4DMgflox3GydPScjJ1fU/k17rtKVhLFvNdrvZIn/+r/9D/bPTbOlyfuBgbHfbreNO8bo+eGUL1tY6",
-	"r8wCp8a5tar6zPon1DvE1zFtTU6945uf23edRZf3nHh8zI6m3flP/ZuT4DRqbV1wMw6tdeEDfeaOM2xb",
-	"iH8mEPy0SSJS7ygtpafRSfXXUMExCA6MsW13kHHGYY419G+Kce9vlquvm7W/dkvYqR21uru/e+lDpPia",
-	"Zmyd6VqnJKlKaSnGEMySU4yTXRqxpVcelamVhUptNoAhz5RaIkMikrHqYcyIDCsruc6Qm8AIUCNNyImc",
-	"swWmmgS+UJR5ApDysXQdkyiF9+ppTj3VdVskvWGc1Cnq3b7ITSJDi8arCgjqsDRNK5O1VMd0yDfXF2/W",
-	"NM2i13IXB+BQPEg9ilpbHmjvQabaple5W5V2N1VpnSHf1FzT4JuY6Xshh7BAMDv2PeTZZIccPFvktb6k",
-	"WVd1RWHlE+J7pP7+/evnQ25yT4403jLEXBuPv/ZrnWkSQ57QWIRBIhlJuIeXDfrGKlbr3GjooPQkDtw0",
-	"0EhnfOqZpMG3MsTP1XI/ESRccuPPL1OUk79ryH/XkP9ja8j9aWtyQo86ja7XYo2jSXvcOKW9bqPNOtMT",
-	"73jSHx/RvTRkzpZwiuytHndb153O4KgzOOp+XvU4+RvQi1vjE3Y0adNGb9rxGkesO26cTI5p49Trs6Np",
-	"j3bHnUk1vfgljWm7edToPW2cJzK8ChPuNX7onbf7javrt0ZF7rb6LdLuvHp6D+23ysLdX/sFn1u86tys",
-	"fvZ+iW9k8nNnNa+wdP9h9cyc3vhW78aKSuMcLtN/2aosRnE4YUIodSKJUI1i8a3PZ2fqbM4iHcJEVwzx",
-	"qKRjKhipg8fQF8Q9jBn1Vr+4B03yFkIXIOzQKzmn8Yq/tpfQ/UkYwEMtcD+mEX21ECJcs8XfWiIO+y7h",
-	"iBwtmn+5ZX7j3zLOAPagwEeugyFKV9U0SsYrEodKGYNV1QWUlS7JJysy94UMZzFdCCdb0igMgyFXryrl",
-	"fCIcYobcwEjSuVJWISLDF4IJx4qyJlNfEukvmHAwpkQxyytwnKpfn+B3msSo0DXJi7soxNISMiSrMImJ",
-	"mMQ0YvGQQ6BEfRrGRC+6MlypauBudVDCWheaNNVuoqKA+nmuqv0D+ebFm0uiD4OROoxT+HjMKCLfXF9f",
-	"ZtEmhsYOQbwKi9bNIf8Hcv3Hyxdbm4O8BjXfLS99xLa/HtZevbge1hzoUUlTvcGHNQe7/Hqo5jqsfSLt",
-	"+zWIG7m4vf0lrAnb0QFgl3Go+mWJgJI+uibPX3CfWQNapJxTsOPs+IbtUTBeOEkAImESKtsJkGVCMCYx",
-	"J1WGYSBMYBgIVgj4/uP5xZuz9K4XI2gEBkQVsfl3EePnl69Vs587vGSHEDbBjvcKMPpUwFBp9GchQ+mJ",
-	"p2T+Gzu+84FSFL0M21luRdHS2M1yDgT0AZfBP7L0nTO7FmQ4XY+Gwug25L3tDKfYdL9z2ww/k7C66wEB",
-	"HhhyxUEDpecBCw2MrFS/aBYaEOCg+wigQn75K1l7TcyCtUchvFVrS09sE5epA1YHcJtsPCtKe3PwutH6",
-	"RYmdSoralRrHX5ueBoMCtySLb1nzr9Hn+57TW+pjpt6639dEtdZlwSoeFPPDbfswU7MODd7LVv6w0PLS",
-	"pCSNeIaBlj6mErn5BAVdzhP8bqYJXUtypT2A6zh8mLdiNZdWjxty4DoIjM6KrqETFlKTNG5NFgWORg3k",
-	"sN/SYEAoFtoDVydyq/4EGrbn9tuvWej6V2RB7zT438GQs7sJ3NIXn6YvhPQXVLJnhqqf2Xn4jAaTq4S/",
-	"fl7l5deYEPNSJyhVbL6yu1G9vI8f85G8hoVYTrpWvJ0SYAX+n5GWiS9ZRHJFEP35IA2GA9mXRcNtZN2U",
-	"x8XtCTy9Of5zmw/xpNUlsSDahgYi1MF7sHtCXr57rOi+zQnZNYE2R1+h9lRFhkC/6B7scwE5ju+twgRV",
-	"+ZTefQeb9BqXqeJn10oASeDbB6mvmNzEFqGM8XfbzYK/Zu60U7hZbve/VZotDRKGtZGEb2NB/Pghw/e3",
-	"U7v0TS84Z0Sw+mUeRHd9GcrjLmR6QfbPKP2Qh1j1PpeLd7KZeqcLXtzcGvjEuT+b1wZ4pduyHwThsjZo",
-	"t49P+72TFHgxa7vgx1EUCsAgqA2OukVYjbVBu9M5OWkVVjxERDyTiDrS+YD9Yxur98cPcLZX0waMcDbC",
-	"ukzdM+fDFzUL9g6sbFfo45Vmgl6nU0Xf0F4V1Dj+Ijfa9oEOfhrNL5ZGk+kwhXpNVkexUKu5RJgWgcnG",
-	"mFHsbCYZO+CCImMml4xligX3yPX1y+shL9J5fvs1r7jgZSjVqkqaSwe73Mkq+JJvv2+kc9YuH3Kefz/V",
-	"z5WIt3B4hrzugvhomhKprvnOzRVdtc4TXxA3w/dhnquMJ0ACglRu023MZhDs6bI7GVPzblr/VydhazVu",
-	"yLPh2vnr3CPtZufIvKxPLftdqHI85K6Y0IB5o9uYLjB2lnLMl3E18KwLUFPmvVmU5F4bcleCQIcnZ8RV",
-	"4s+1UtSRsCRg9BZMF0yW1LANIIqHfEJjuPq2lEfEr9Y0ZnEcxqMx5d4omkj3IC37vDTog0oTH3KRRFEY",
-	"S7FG9V6n4xBBVz6fkeUcqbPUvm/9CdhQQ/6OBWwis2v+FXFR+CMR1N+Qx+mSr4gLpKiHEeJ/Bashd/PY",
-	"pq5D3Hz5Hfdgmw77nOn8479rsH/XYKtrsM/CNMvFeImr6aEVxvQfUy+tuInCZFZtx4VCtftNmMTv3z2v",
-	"+sU3uojKHp+cL8LYhJ78kdFYVP3whRJ7sa9Owvfvnl+y+Nsf5o+hntsQD7vVc5o/ex1IHf/tV3KyVWn/",
-	"WE3T/vQoyn36oVLwLUfOQ7X4EZVGQ0eFPma6jHY6idN+v3VSpJZXtzUmoZC1AU+CoKR6Lw6+d9o8OXJq",
-	"MODeafP4KCW/emKBsdSU5Vuzi/NiA51Ws20a6LSarawB9WSzQq/utnPcPEr77Rw3e1bH6lm+nBN+1O2e",
-	"9Jrmo273pNvMPlLPPt3baMHT+DLFyC6/dM5QtP9utnxhs0UvD8A1WDVEqlstsxhxlQttlhcQJWnsjQ1L",
-	"A9LNdMkSjUFJqCBjpQkWGkca2HbOqFzQSOMaAH6LGCgBCPA67T4AKvWbQ/6DL+dhIu0RKFU8PwLHcstm",
-	"uCF3DIwZNTo0diClOQ0H0WovxG5qDd3V8G14n6Sh1FYOiSnq+VALYUr9wGSGKdJtU2dfxb73d2X2L6rM",
-	"WhAtDhZlbQimWpSI0sTuogCMdo1YvEWVFTnHpV1xc7/Cf1nhBf2u+auoCNYKrhynYbyobdF7JysSsFsW",
-	"PGiO2Y7aMdEKKvHDZvl3ZfrvyvTDfN2oOSsx3u2gBo0eob6tSOd5fvDjidPuf3Cy7T74EbXGbue4f/LB",
-	"lNj4cbvinemXRbr2Q3ROOJ1oYJr/W1JBFd/kSKVkwgNo1e00+2l/HRiw6a7T7O9Pq24L6I3ttaBt016r",
-	"eVxGq36rm5FY/WHRGJ4V0arfa3dTWvV77Y5FK/Xs06cPZfab85k4r3sEq4yzP2p2rdkfNXv34LwTaAM5",
-	"76TZsTjvpNkto2a3e2Itavckt6rqWRE1T07a/ZSaJyftI4ua6tmjc17b2qXt3C5t32uXHrWySR+17Dmr",
-	"J6W79KidLZn6w1ozeFZEq3b/uN9KidXuHx+dWtSCp4XMB+IPpPd2R8E9rUylJFe2MZmHSvff7cwvbWee",
-	"k+U8DOyFwDi36oamVXK70NZ8FgYe3n3JUOdEAguaqOtFZGB47VS/J8KgQw45ANY4ZIoFEamAG7P6mwPy",
-	"NYn+9O9vyFfk5z/9+5s//T9NcrF2DySskAc/Tu+UFozLM5JEakSdsqskA06pq1sN+YLejeCSZBQwfqCz",
-	"V2V6kYa1x7KLnm0W5KWm2d+NyC9rRF4iu61fiDiEqh+pkKT9mS8+iu4ZHq5B27ev1VzSnZbTarVIOpvK",
-	"buj25kly0j7tbB7I29SdHS/i0VThRTBZK3UNQSE5V3mOZg+Ihcn108HaCCjWNlShVqvX7J+0Ux3qtN88",
-	"brUzNepUGQitbqF+edrqNXutvtEw+0f9Zuck+7Z/fNJqdnvd+7uFtUz6u1/4r/q8htM0xU1Wp+o+QS2Y",
-	"wr81QDfhUPx9aoFHWTjMWJ4Ln/qxxuWgtiNXw/auOZMxbAIibk1hCxYEALUgdM6+xgWwy3kinkBdZ+lA",
-	"QXpIE9B7VaNr+VIQOGOzzHzQMlCLQFTmOiIv63EwHwJB8JEvIGdMV7cY8nODZmxQHLX7Wkm5FOZez7yO",
-	"//ntV6DUgMhlOOT9nvqh30OQC5+TqTIZCB2HiSQdcvEU0KIhziW2McZ8YQqNDDkoE71WywCWpVMeEE7j",
-	"OFwC1CvgAdsu9CHf8KGHcVordWogyARM9Af1uYFUSyt+WhEmECJqQlhcDV3nDkwhEnS/CzYJOcBeTKmQ",
-	"LHZSmJY4A2agBuxDrUuG/jLkNvwLBsbshYGXhTwJq3zpyipbqk7vQmf+MyTKFZbleZgatraLlsiJjBts",
-	"tg337ZlFDl0tbUwFA8Teip5dc15tU0RSH28hyCZibPZ7RRCbOUdvy3b0dvZ2Z38HxWCNpJBzJtKKH8L5",
-	"a/bj93sP8+OXTDzbnn+Nbv09J/1w3VUw5om80vqSxjQt12I0WEefOdqEXIbEFHLLPL+VVdaWqU3248ci",
-	"t9BJt9kr8BeZ2ndtoy6qfbgGGVCznENQs8fyDrU75t9WSzlP0Em3mf/JftHohCdH6R/pY8V9BRM57TW7",
-	"2ybSbHdb/dOjXq/b7x21Tron9szW1eBtM2s1++tzazVPTrq5/61N9rTX7BRPttnudo+Oe63WcafT6rT7",
-	"x9bs1RjXZt9q9nrHraOTk073qHPaa7dPPn3YsAo6+3NBSy3GZ+CC5tEuPmgfnTa7Oxnh9LQ6I7S2c3Sz",
-	"3Tk5Ojnt9Lu9Tuu40+vclxHawMAbjHCyPsET8FmWLX7rpNPp9o6Pj9s9a5K1Qb9bsPj9bu7/ep8+aH9n",
-	"7hqo7XTyt0CtNd/n5hIWGYIpw9jFk2sFGCXN3ulp57jzL1l55kHtNggW6d8jOxO522m2rJJPRvhDxe2a",
-	"QU6pObUybtvMhBgp5UhnQJi4LWP+jiYBFWr50mIrI8/E6Ori2LU3WR07cPK0D7dDvICDnd5s1MHt9wo3",
-	"Xp4bOsfdZmej/nYt7YZAN1CZk88CNhIyZnQxKmg3/0JOrJr6j95ovEod+SkKlP7BJIzviWejjiEMK1ez",
-	"AeHzpfnjNOOPzQ27kz9M1kxl/pisKL/xl/7h2+9fP3993jDndOMt5WGj3XnauO00zn/4Q6M3hvpR92eO",
-	"Xv8Urj7WmeOHP5BeAxu/H1vgAbSDLWrvKPfGLJ7VMuaoMuWcx63Ty7NIB8I275t1lNqMpQUkEp1bYpnp",
-	"/ys5a748LqYiKKS0jFfw32Jco9v2Ie5dsSP0TgOgqyUySIYpfjriKIFxD66NhCMWS5EV+8YX8oXu8S8M",
-	"uIEGw48fN6SZVVC4k4ffAKGmVLWKjI8zfUYlDcJCaIXdxIXkqb8xdA69wPaE9HVTyhsi5/kD+lg8OUPn",
-	"SENIGusbgkLe/MFkHekKH2vfuRA8CRBfHpV0YBWHgiEpIg854MakAki7kszV3sIh83CpwVsXvsQX6/mG",
-	"HHDp+DGhiZwzLjXXOVhnwF9AgCdi9GTbBCp4A8DbAfQx5DIkbDFm60V3dWAqqWclmxBZFSYtQzKNsdgJ",
-	"H/Jvri/eEMH9KGIy9TVSU5JQaHTVLCcshdHwy7BAXyFJ3+mV+MvuWSAPvJdOCQahvQxWOUUbLkRDsUoC",
-	"tb2IOoU+qHnMoFgKUte6IAb3BFZVKXja/An8F0jiFK7S82+BxRoadKVhLZ8Z1dfD2tX7t6PXz9dA+jz/",
-	"dktZp3+8OL++ev3PzwtHMqwRKlZ8sq2Y06dsquvbSi0H9YCC6UXRqxfXul6Z+kL7NYsIKhyNXmwKUEPy",
-	"nl5kU5pkS9MelvSqUgRJtYnbD9YeSlbWiktMfvvijw6hUJTOrgRHFvSGaRlUUMYyrWqaOmMUQ460J2mR",
-	"BNKPaCwP1UsNtZ52GdRZ7HuNibit5cMUnr37noRTOxZeODpf00h8mFgmRvLUuvzu3a6VwLrgeAIjAtKn",
-	"D3sEvOR3dolmNkt8j/2NnT/foMRWzO0Yua1YFMQHLkIUI2RfKU7MLEp26USvLt/vVoJSuJbvr84voH65",
-	"lRwQ8hIwFaUmvbp8/9ejI23Y9ZaS1LbshB/bHfBkbdh5Ze93eh/2UKheXb7fqU3lloViIZ7xCoum/m3x",
-	"seKAvfSmuQ6uLmVcaHFNvbjh4VKQOl5qoqGIZxaA8jIHKzRKrB8GiPKv2MswnjCwFhW1hc8njJwvIqZe",
-	"P794Tl5zIX0+keTidafVOrx43W21HHIeRQEb8osG3o4dDGBTOBvF3R3iQeGyl5ft/uHTl+0+uX755rvL",
-	"dxiBFS5Z7Aw56FZpBNYt414YP0FFj4g5UwqTi0ht7oFd/xvA2uHSbRYO+XhF6i4NfCqYMODzSuFbKCkN",
-	"xVG1bpjuWdUvgPcLpmH72ZCDR18QOwNfF2MVZdvbBMI/8mXe/8fe2/W4cWRpwn8lwBeGSHWSSn5VsVgw",
-	"BiVZkj222uWS3J4Zp8AMMoNkdiUj2RnJojgeAcbbFzu92MteDHbuFrvdd3uxjV1Avu35Af0XBP+SRZxz",
-	"IjOSzKxi6asldQ0GbVUyP+LzxIlznngeyOGAVmLWJNDp9QlXohlKJaQK9RpbeWIan9tmx/kKIEi1YQ+T",
-	"a+bPdqnYXVWRZkJSMwyZz2G8gApAwPV/5vFyKRL9r3HEJ+drEUU+q1tDsWH/1EzSZz6r22Ox70L/6X+e",
-	"nn2t754Eknd8+kfX/KOn/5GYK9oGiuai7bOff/xj9mfPr2qfvBKv3kavn4WKpSjmoL6WAiYjISHIONjZ",
-	"ptya04DXRoTMs92MdIlMwc4vT50aTybzMBWTdKVtTQ1nvvaJlu2DUTqN4qWqDQ/brY5jt9awxs2NZjaN",
-	"MDrd1le0DRhlNmA0G6va8Kh7kLW7VTQZp4L8k4cnbbfD1ro4S74UCUE0DttkM1pgRVgqpIKtVDpnD067",
-	"HT07VwttAQVZG8coOAzZ40eKPWPjOFYpm0Tx5Jw9Y/12h+kX3plE57j/019+Zn854ak4ztoLrMbWpxis",
-	"ShH2kC5X0/pNP944hkOByySUKfoHKbIpB6tJmomrKjFbwDDRA0atFiCfjrbOUjJer9cteREGIW9N4sUd",
-	"IZsrdWcmprp0d2YJX87DiWpOeBKoO12XbPKdJH3W1K0M/5OGd/SbNyoVi9GCPxuB8R3hroECj9s/mnJU",
-	"/LzO4tbBcgRAf9cxJsfEKbcDj9cINRqrqi1sNbkRTA3HSIYgTqeOhSBtv3zY0gXtuTU+OJZUwYxLYBmE",
-	"q/2HOz/MlqtqUVlfjw1tOs2UJObTCovhm3USsTUPT78dMr0aOUwt+SSUM4ctV3KSrjIXg9Yu7XmQ3ko4",
-	"k3otbpXSoL+dlfQENQz1jk2bS2NYH55+6zDRmrUYNkOFjqx2gK/A3Gbrg/t21wv4+cbi31j8D8biX9fa",
-	"A06/3Ng/PP32/U4kvb6ZL/f8sk1vZsEuNf1Rnj2v1kNYUdDcojdgt28DpOL2baJpSzOIZgk9XAHvufEd",
-	"lnB5LgLk8wLieH/IfCubajTMdoAgPtNlEzKA9cMnjAUtRAjn8Bk3d7Q8+QQigNkqlCmvqW1RYQb7FZjM",
-	"8RT4LDAm50lIMsNyRMWu+3b6Wa+I2/lnX1ctEFO+ilLcXoLYMOmSR3ylwnEYhenGyLpRwhy+EolpyuJV",
-	"ylYyEkp50g/xzMuI7vpUryp+Do71s1NR+AshlUGrLpQzjIMrU3rKnQDDj0VfhyDmONF2aYgpDNR/M8ja",
-	"YvzglspEfKdxkgW/6n4Ou/etwBgc1xhmA8hh9rEGQATbbHu5Gpw5pUR7dH8Cu8NQMW1bWgyGJkhWezKT",
-	"lFjHqygA88qjiM4+BRgztaqOwF+84kkrMILgZoUN4mTyedh6hApHzDYGCvTDS07dSdOTjfVEV8Ryl7IJ",
-	"lyzRbeowFbMYd8aAdEZxKImy2/TUBCqw4Ociz3KBEHIciCgSgQFrH4OcB3W9J3UJdXfjwqhbDzGIHdfV",
-	"Y24iqpI9FoTmDTtTHzq12xmX5znuX0/qillQHFp5pBemE0LG+Ti+EA098lUqeIBWhgZCsmtiq8mMsy4v",
-	"BCLI2mSQG6rcOI4jweWevHXZYiKi6F1z2JXleGOYdmy82VoeHFa2NNTztaFhLQ5OvjLUs6WhcnjhelTe",
-	"tAXAj1MTUlfn+62ru6jGHBiYARCf7hFAIwWYeRwwXILM8gMHEB7BL/dgBWoM84ULjozA/XbKQYFQi7YO",
-	"IBIJKW9t2EDEwKzGwpChKmHLtOfBU3zvJS2XY7Ls9uNR9PW00pgYr86qEOQw8lbfQXc9fyvnRG90KT8y",
-	"Xco9n/gKiPz2vfseyOq+iRMFQJRWCObqOTdeySAy6QfkTEcGGb345NTN5Uwyl7IP5oFg82V+MRth6j3T",
-	"t4IX6OtbuzjdIpFI9U4+u9Pdm/gwWKHHMVK1Ydd1aluE5+3OoNMrJb7oHbUGl8C4O25rG5IONDE2Dh9J",
-	"CLWNM1h4aLMb2OsN7PUS2Os27dD7N2kG3YNB6ZzptlvdS+ZMt7PVg53Do5Z9XKPfO+hnM6bz15sxNwcJ",
-	"PqCDBBk5gB5MOYHBpQ2Pnva2Vy11BVG8Hst4jTyQvZMtiQx+LWk3bc6N4475A8vvQNAjj6BhqMriba7E",
-	"fMNIvwreBDddA+Bkj+B8w1EFf3iERXhf8E2vMfcL9dZtvT13nxbRT3oJedXFefdb2eK6/ZX9QVVQ0Sth",
-	"VVvD4YMGVuHguxa0ahlxKbWxrJgzXu0LJgWohuQRlJ0IOE/Zz7/7A/MXoRztxi0I1ATFevLkwRP28+/+",
-	"J/P1AmciGMMcnDQNU0cb4/U8nMzZhCfB33k19gAiqNBhOXopDwDjKX6MfNcNUQTAosRaqJT1XRSny0Xr",
-	"bDGThRCpeQsinTDaxTMZLidDZEGY+5YyJFhqlUz5BOMNGGsYW8Ih2qAgcMvohtS3grG3wNDNRAblgg0Q",
-	"4MG2hWsyjRoK3NqtakeSHUNjEKpcVA+43LFK41AGagjCIdR9nqyjWg2qPVrx5XkcBWh/40SYIdBwmG9I",
-	"4pVPVaKzHvmjun+yJ7l2RycCYtKW0I0uWxKvZvPlKvUkUkXHy6Xu3VBRjyA8Cmh/fIp5kWBMnnrVLYjp",
-	"gox4jMBtOx07iRdE+EAACJoSiCZDDRpPQm/r0lPIUui+pHMPxW2qiYvi64FPQmapEP1sqBQ8O4lipfuS",
-	"vg2v2pKM0XNgyhMWT6eerHs1ewhAAzBeHLhtFirWHWTCRljFvuvVGi32HXBy+CslEuXTB1FLBrm3sxkX",
-	"SpVy3Zeo7agbooHimXSSBO6a5MFUeCV+gGWpG2w6zM842JrohOiOLWI1jLW9EEzGOFCmjOezGU2yfoAH",
-	"gQgcT+LLC8R0JqUsBU90Az08/ZbVYdQXpIRyiKQnx6BLbkbIIr7QH1uuxlGo5sR8qDJhKKhBTnMCnDg0",
-	"yKd8EUYbxygmcQtVA0nJSRIr1TimQ38wZUNF6XCKbOs6xYzjj5AVMbfA0o6q0OlcLFgdw7yQRhOBz2Af",
-	"gQw5D+AUTCLYuVimbImcMii+zgOBGpjcJMcyqV8us8TWmpOwINhLJMbpMqw2DGFdILJ0G5GyOp+mItHv",
-	"FHDWooEkQ5iPgXbSPQENruZxkk55FJFwttE1cphXGwvd8PjeIePq3JNAMsGgMadiTWQ2yqs5eh2IBAJb",
-	"gTsHS0NURGM+OZ8luvk8Wef2XGb2kFGryTxvCZN+bLTYY/xhyZM05JGuDcSDYX6oWH/FN2dDfaZnJN5I",
-	"DThkP//4R69G7EeKKT05kArHh4Bj814s0ySOhkzGTVi3MJErY3b/CZ9B3XVTYO31gr9KhTYXnuTTRKh5",
-	"Sy+T6WRO+BKfVvQ8pYLLd5CT++eLnif7LqtzRhUwhPtCokmm9wIHEipNZYsuTkrQh5/MhWIzkYKwFloP",
-	"Ok9mvxf+E1toZOoIPWfM/MQYO3zf4JWzIV+S5i/zr08jLt+YDOtlhITxFM0lGV+LHOd9yNmBvDMev8FV",
-	"wS4rOGt6LdBLQmUio8xNu7TQ2amgIF6NI4HxCaqG6yLZXkkt5Goxrq6EofpERDkf63lewk9aX/NkYRhK",
-	"wUOBo49kAixStIbDFtV1zt3N2p41Gxz0tqvW3qNq97ZWykyL+riwCCP8smIl1s4aPxeVtYEXlyu9Un+4",
-	"101InrBtKD1TqzFm78zkxJUZd0YVzQw7wApEYMe9Psr+BIxDKWRxx6+oI3SRTbWLSxlDWY3fbDjMXt+z",
-	"Dzk7LVGJmQc05GvU9S2kyK6b7Lq+3EOZZMMVmV1ap3A5LsnvHmeLy06K9/I07oeaqt0a5EFQ3IisSZiH",
-	"whHb/q9ZVK0Td5VNUXTQXxNS8bkxVaa74Dxiukqko/uFtjdVRUFFsdISdNziknJd66ULZspUtp9PiLdS",
-	"+0p+vuvU21e9mfNkyW7OYfNwNs9q1SBtJKWfmswFX2Y/HWs/RwQK8ErhRAzBpRrN41UyWikS9/SNvYJL",
-	"xlHklgrIaCN4YsB+Ilf50A/Agn2+nsO7PFn5M+NRLEWjxe6ZEi4Ez0KcZjuIZI1RDNERfxoJkWZv0aX2",
-	"WT1fjP7j32AvbC5or84v3DzEcIde5LDdtTeqRwmuf7rJVMNBZAZGYejD5i2LMIp0/QsZIN/0Bvar/mxR",
-	"SR2Y+3RbmY7PZ43+pGPgTGhPAKMIiy5cNiMAHc2y0ariJK2CyWSP2ygZ+yJoIDx9FZv/t6s/U8JA2D74",
-	"kjw/ZYKMXZciLwg3zAKKbZcVQAP2xgnSfDHmisA/pREDCwExbW8TUY9DwFHpztNedn5lFIiUh1FtWB6g",
-	"aQ8oCjYWrHPUyqIzKxkgAb6uAVfn8MoiP+JhUTvjOlnG7Qls3rGTodd2KT+wPFuu1EibLpHh4LN5n0t4",
-	"iFSZLcHbTNBXK6h0Wwe9Q0PXfdRy3U6uXdJutfud51fQ5GFASK+fWZ7QBCiqpET0whpt8rXxNXPv5RI3",
-	"3YNWPycTd12sp+ESbw9a/cNMmIVCQKYndqjJD7sHg9ZhJg3T7x52Wh33KH9d99Bt9Q4729TkTj4FLJGW",
-	"Vx3+R9boH7QO9x/9g7c7+A/e6eB/pVx79fhv54o/3bat+KN/eX4F/+VrjH0aaa+cQS8d9JBBzwSMDo8K",
-	"2lmQXd9zwPd7B/1McKffO+hZejuE8SgMdL0cg2OXrUu7mBQ7TIBbaaciXAKQFdyHYxb/1XnkKKZ1GvFK",
-	"JjlasIpe9rtMTr47Xv5CSvM7iEjCVh5TEjxzziEMmaLrWcRsX8a9j+5ARbbzMXw3FLANtWgSHJNIJOb0",
-	"7OwLudXnYqNE6skln4WSiACWet/rW2APH8LVcDLHXDD5BX0XHorz5BP97+wYD0Q3isGIYxNLZyZAy/NI",
-	"DaU5weXFODHqCsG0qAItvBHy9Rvw8d8c+HgLfKT310PmN3Mgnc/q9sQB6or8RwcTD06eG9K75OZS8PNR",
-	"4axcHSQNVMr0T/Sq1vV3bVbBrG1b8WrhDwzvmZDmTsFebX/3V4Vkl2yx9OqSruMCLrucXuMGIHkDkLxh",
-	"Wr6BnL8G0/LrYF/PVrKK/sTGvSYrSadUQ6E+MACfrl+xArtYV6e2hG3yju+q3VUCMCIUwWJQZHX/bCW/",
-	"kMtV6jdaDKGPyyQeR2KBgkdL4Ln0JEG1hoyzXqdjlKEKSDN44WkM8TKGABApWuweLkOe5FEieJAh9epw",
-	"MN3Sk0IEgRLpannMYIA5TMYpMut6EnkXRqskYkEMAAHYsjcyhceO6+ZQg9xLdyhNxD0ZrHAZFAal9EUg",
-	"Fss41VOw+aXY+A6AWNJkY3KJUEba4BkcCB1vziWC8DIckM9emDbPxDLiGxEMGYCfGlmkGV96LjZGkxID",
-	"0eM42MB5YNZzj1rslzGeWwzNeWsGZDEbT4okiZNSzSQwtGfACHtNpz1vhy/FXo7i3TjYPA5nkgNFynUf",
-	"gI88RWSBUKn+bQ+P5brpOjO04VPPmrO4SW6ZfmHrjK8f6U3pTJSZjjOaIU4GoWmzR+Hd1g4c4nm583X5",
-	"dD9byfvPQuI977jtvZ7A7t3fDD3i0TROFuaJ9j47dU40s+ah7iXdQnbiF7vdc7mOITxV1ua+HgfNbJDA",
-	"jCSAEGcqnAGuCLluQwWkufqPOUe4UCJmoQKC3pZFTfKuyn4i2ZYx0cYz4hukaQCLq0s6FkKyQMDpKGSS",
-	"pNLusUjci+U0Cifp9Rn52929lqCveDKjB/r7jBbCL4vgkQhC/gR3svsFhb6QcD5LG6vXWiPFZJWE6QYz",
-	"NkCKfAKEyRjXy5fQx8SLy5Aw2yye4N4ooGwvxoLuII85qLOVrqt3V2EUKMiA6r7NFx5t3Jc8UYZuxRAw",
-	"4wv9oSc92WTcQpjiHU39Gu2tDJlPa2ZTN+mQaRfuzjLiofQdixlDeZIh3FGvHHUfIUs+o4QW7Jr1nX7j",
-	"GL84FnIyX/DknKVxHN1SDH3eIaNHP40ivuDNMWbImnC77+ivmBu0W07X4fV02XBCm+w1265BCae0PySE",
-	"pb4dZACBE4f7gC43eXqAM+RqlwXfxaR1gWxav6VOTgM45k6GA3KM4sDPP/6R+FR0r8UJIh51GRSWAKsa",
-	"RiIDRuv7oJGYvmxKopuP1f2y5tKvAHYrHBoAXztmvm44bH+KVzabil+IZiLUKkp9gOEKfETXTb8FPrgU",
-	"CVtql+qY+Xkrg5dw7/Gv8PXbvNvoJTCq9S3txemPKGBjGQsD+WVcDZn///kgcqf9Qu2uKe0BzWHDS/2i",
-	"e2ISR6uFJAXw7VMeDtsiOSowVkC/mBUTIbElFBalrBU48oq5f4f5+fFQoDPNT5/6BN2HKRmvoe10gyAq",
-	"+rs5T8EPNB2YjX+mUq4bf7HSvtwsEYJAETAcW+yEvD494fzTrx9b7EnARAMbjMS8DM+HcKmXpLEAVm7y",
-	"6jodT1KD0sEUkbvJJe7cF2AwPhh3zqmUqwD7BGqtx2SREPBLhqoqZEcQzPKgHZD859E6+rNkRurNZma1",
-	"ak7OX78PFckDbeTKpnmht3O2ET3AeAQGu2mh/xE/rNB4g1mIaTmoqns6q0Jx9gb9w70Uy6s86zJ+/4IH",
-	"tEz0OExD9Gf1MC0oV2bI2HEoOZT5EnHSTv9gV6ISqOfL6NaKdt03nGJoNFBUGQgod/rN8smJ2d7Bgued",
-	"HI9/LbTr9Nyp5etpseIFkkpq5+1P7Tp+9vYAjioghdDNLuFml3CzS/hQdwm5c26W90r3ea/dhFHKRrOn",
-	"+7VkR4GwRBy6PGVZODY/25bAMa1gEUp92y498Gfw6ldxGSChdLaSX3xWlk/q7ZYWPxVYZ+RzGbtXYhJ9",
-	"dctzhWJcnIzDIBDyHROW7jvmsCGv2Jk65cCEJ1kiP1nJYdXGx2ERX+mtB8hZSxQwmkZ8BrgRM6iNRLtD",
-	"xH+04IIrDXIycNXaaFSwKr6Sw/oKoIHKwXrd5OeUJ5U23dwHKT8wQ9fJS1yi/5hPm716Cxsf6Qn/tnUi",
-	"d7iAs/FfmhOBITXcPT0EnuZCJDPB4B5WP3twjx12jw4aQGUAoQS9wYQMBPmgeQpCb07H17XXx8yXqyjy",
-	"WSIW8YXQ20l6u95mWC9vsUd2WgTzF5M5lzNIwEziJBHIfWqlT3CXKZFaFXkMdRnOhVgiK2pYyk7y7TLg",
-	"b2jJ2CeWD03ehCb/xWvE9U8zSpQr4/p7OeLvvbngcPgPTsauW+/euX+rS+yN33k/MLHpW4rp/Sup7u3v",
-	"WN4hWEIVhPEeRAbprBMbb3IKE6S7yCN4LYgs1jE3SbFA7QQ0kPHaxHwhEKn/PoFjuhSl1lePWRaKXodS",
-	"sVhbL7rNr8IafgbFh1K+S++hXL2JwqgpbiGzlrr+ce83eLy7vGBZp+1FWvymSIqtskBEHHLUPF1VNgwB",
-	"yfdGPosoeoyP7A2de4BhqbfCT6qtuQ10cjJ20grBqb8JqsSnlx0wuAaAJ5/6hOOhCN1EXRQIzLYawbHa",
-	"yMGqOFahnZ1qO1R8B6vplPSSs9sdTqFNnbzFPYmdMHCg+RxsI2hZ3TxOt+MMHNeBPui6XlE+7cqwIhyV",
-	"Nsw3NwLxZVpPJEZggHlNOwdWyQVYXDRhE3wFMaC+x2FxFFg0TYlQcXSBB6wVS+P4WC+V4AJRseDN2ipu",
-	"IAXEx5FoVYHsH0ApPqg9s9wR5EN1XhlDssegM0us45uyGrrRLpM9s7rhY1fE0dXF8ZbwUBFSbGtHvIgD",
-	"I1NVjRU8kZssYL7g2I2Ga8Cg/0ww3cCiIEW+FBJu9iTRTdExHGJsymBtbCXTMMo3xTSPVA6ma3nSVIep",
-	"ebxWhiTOELtgv/p5fVr66yARQ9v0UHoSAiuhSuNkU+Zx6sHzzra818se6KIRam2f3Wv7urvXiM+2Jq7M",
-	"+6/Arr4L2+403faTtjt09f+3kE/mnwhr3XZq52IzIodvHI9Rbx2KUAsXJP4DTDrQ6yscc+gFGXsKH9u6",
-	"lGORLzvOqB2D2rB20MsZKYlEPuceBEkc1u6wh3eBQfKWysgNr2t5qqwOzhgD2Xy3G/XrGh5MJr2r1NcT",
-	"vUvIjIc15gxjH0Q5ECLceu9zV287IPAgs7xsE6/YWEShuBBI2BfLWZVhr3Zy7vyg/wN/29Pvh8qVIA9b",
-	"EkdlsdMoPCDjVBxbdhluQKLkIImXKhO0ImPMEjEBlUuU+Sla5TOc8g/QEL26Zd53x6gt7ds15Gd5U7+d",
-	"WOSNNX/b1jx39lsfL6biCeUxDPNiIcn8QSwutPSuuco3Z8XV5ONaIMhWMo71rkN/Na61LuB+9TJEQmEV",
-	"WICipL3NZRchGAEkKj0utfPreQxrwHouZKnF147SmwcsXPsAbMpTsXsAlgLyWVMyGa9tq2qaEJko8K9d",
-	"E9veMbF0pzaGtXip8iuZjeUsO6wEp9d2DzLm257asH0Ng/coHxglM+lXdpf+NcAcNyZv//ITczFQssP4",
-	"ab0z45MCf7ttDK4wQU4NjtdeamLmYSAyrYWcBX3IwpRFgl8IRUCIKFSp40lLxdfJiBJzmQ5L3FQBLx7o",
-	"2xvue+AyNu4pBA0doIvFU4iQjDdCgL22dbIQp2iLfZEqT2LYBVjayfAVQ37M/+z+V/ef3PfhJAOcxAzT",
-	"sojE52Eg3tOIhC7aNSISN6b3FU3v59YUvvEy32+TS3bvY/Yw9bSnEMSreZdgDyuTK6Czugq0ZY+38itD",
-	"8BpBfISi0bfwgFYGoJrGCR2lFsmFAPEQEU2HTCHL+faZu4YD/qdDnihPSZ2Ew5JgQtULHkWIC8OzAhn1",
-	"PACvGiSBLS6Azp8rT5qDVBSZhpN/acKlMu9F3BU+32InhQyRJ82KAefscb1waPHBgLkBgKMprOt3RVyl",
-	"VIRQedLHW/wG6DeEAQLREC82F1GQqxtw1nN71YjNz6m3PqgklO7t7SSURVfjXJaG+qGGnVQbUmik5tT2",
-	"ICgxJIc/1Aiup+a80z+oDWtHg2m/E7h9IdpCdHi73R4MAjEZ827bnQTuQXDY6QTiiAdu92gcdIPDfm/S",
-	"Oxx0eofdabfXH+tJvRN5QQI5q6wU1tkjipOXlAJ/qAJaFsOhL3d2Yj5vLMVvjbBL03UmZfORJ+wwsYx2",
-	"gaXx5cm6UuuKBq7SuJ4B0UYasyDha0RxpQu+HDI/idfq+/BpCxze73/9FA6TGulzxlNPmvOd+jaf/ce/",
-	"2cc7QwHPICMXmuL1XCQiC+DjMRtPgrTKJSDxR1j+D8rcTOKEJNHynjTENzbHjQO8WaYVdQvS33kj6qVF",
-	"m3O93yhXNIbTd9+3ncHTDPyjL7gOgE50ZeJ1Lmp8Ceyo/cqwo3YpI9EVkKNKReOj3qWQo7bbOtgCHSEp",
-	"US5oPABL+NahVVfXsX3Yq6jkYad1dFklu63DrUr2B65+JOcWHXSfPy0plFHifVc9vR/ArNMflDfE4AAI",
-	"pSobor3T2/hE1g6H/e676e73RKn7aUXJikvw9lb0OntPtLgVy682RDcAs60QhKUhpH156h+mLa+26rbk",
-	"HjEk7Ak7o6NVlcv3aX70qgyzPTSqR7kA5CSOSAWSp0hdQfdWornZWwRzU/nfEzQ3+Cbx+n3Ec2MHf3wQ",
-	"anROrnaUtA9Eml7rGFqjgmJ0yzQO2kcdp4azIMM09weHZYbYmNlOFz2IigVg62Xtw95lL+t3um/ONFvT",
-	"5XoIaEI920U3IGdPQhshNBmaRtffYJbpsq6krslrgZN1r90sHaXRa+sI7b5LgxIJEW9URs1QwIyMBoGg",
-	"4alc47jjOpbkIwiamUUkkyslUlVWR8k6BUKToK6qGF0aMrfVdhnKe7qto2PGPblMRDMRkeBKsLGYxolA",
-	"hXS8dMyALqU1WS7ZGCmyxht6H4otS08GPBUZQjQVy0xdFVYubQqkCGfzcbxKFJD33L6NFY9E6/ZtjMPB",
-	"c1RktS29mx+XZeMYVa9VdlgyMHFAvXEtqMib1BAQMqKaM7PkX5Qn6xEfiygSSEiCoq0+iGXqj90ywT69",
-	"qfYD9imLZD2N2R1gTmr4kCL35DSK4wRu+Wef1TsNkDekXXi8GIdSBEzGocr5pvT+EVmu6r76TZLW//Jb",
-	"UG7485/YL9hffjtK4z//qeE3MvJ73RUp6m7Dx3xWb7NPGi12F2SoMXaKxeDYTLo04WKZxBciQFcgEbNE",
-	"KAX6yiRpG6ae9FcS6xgA+xG+ZB2ijAeXKOBtPtrps08aGKkMQaUpWqnwQvjQYLk7lSfl8DCv9rgcasqA",
-	"BGtTSPeplHXNKahEmP4PnLzSA5d9Qu22yF5hwrOeXPONGXmxFE0VBsCwMZMMmcRXqbKEquiME3JKgbyc",
-	"LscShIXclts/pkOZVqNgcaEUuoTUcqj5C82Cgle7LfIEWEvFEt6XNz5VX4KzwOqkDAC6lp7MbnOYxSwF",
-	"XkUorbeM9CX/GKW28n72ZOHl1ruZucc8Y1UQdMYKhdcmI3/SnrI4jKHet2+zug9/0/BogOo2sYolYgkA",
-	"Ncu6CRD2moYz2ppZoSayd3P87oLVwX3QT3JEpKON86QxcmrOQbAyGyZ97Nsh+8tvTQRMLYGsC78dJgy+",
-	"qjwJLu/P//rvHYf5oIgzzEqL8ruNY7QYa11XHBCoZZskeovK4qkngUpdr0iKqOVkjBkHM29S01pD4q8V",
-	"y1uKxWvJ1ISnqUj03KfP6x9HdNkf7hYeqisCrOItFsWzrDKo5kwVjNdw3JRLmD8hctbRnDjqs0/Yagkk",
-	"aroXAiEnwpNQB9K977NADzAMZ00TIYJ4wX7+8feFz7NIKIVDUv8Uy2NPcmMmeRSeC1LGZhwGYRALTA9q",
-	"m6JNDpLGoZgtYkzXEqS/de1Z1iZ6ATVN0hhi4oVH4TiBUXWk52NuysNYku43dG67ddDrOyRzHKpMcT1D",
-	"BjAVplhnQ/0bJp7MFymj4A0j/z66a0OWDcp8gYH6jlcp7L7+/L/b7BOaIjwRBdsKM704yxrHlM5p68qA",
-	"9kGCKx1ODDSzZm4fwzwYsE+YimAU8pQd9L6Exmx3Bl+yWG9Atm0Nig8W7caQfY+nRBly5z/1q/NIjwWx",
-	"U79N9G5hh/gGNiumttu5JLDGeetFMVAh4qoFrVenlWichMFMBA1784KCMuXyCC7kbDqYs/mncp77druV",
-	"09hzd3IUHJ7/pv2ss+jKXm2bq73Go3AiLF72b9ZCdpuDu2a71XOPXFa/+OqrRwxf3ahVUvPvUbaOVbbx",
-	"oehPu/NfH5wPoqOl+7pl60DZnurNl1huR7j3iE/D2lIbui23fXjk1PSkHW1JLLgt2O+R+5ZJCMBgrg3b",
-	"LdftObU03n3syKldiEQ/VhvWsrlao13lVVHlK0s2cDuXlMttHR31d8t1eDRotfcsV1mcl+QwrizcQbt1",
-	"Rek6u4XrH7S6dtnyqbZPm+1dtm7bbfWvXbjOoN86rCjdU/xM+dwzNnZEOZinTqaQN6Kx2nNqlquD1CbL",
-	"OYdK9J1MWM9atECa4tcxQjPc1gCVKrKqd/ooOEbv7+BfVss4NRXOFpwE3dyW6x5k19KYrvSc2j/XhiCL",
-	"WDDxteH3ZNt3E0ud8hRJvJbwj4UIQi5H1iDVo1R71KOl/vuw79RWS7i1coxWfsiMAPxap+RrHftbnbJv",
-	"FXvVsFyNgnA6FQn2nm6fMkNW9hKntp5rq0brwhg2VLn3ZnZVabZSYB1YvaO9pJ7xJ/DpGPhCIzR4abKS",
-	"E24P31cUjsvX4YrYDbnPBvwIlvYjzLk7tf5e7DUhDImtKM5JIbTimANPNCSAXFi3275hHUCLXBrWGW9A",
-	"6gL2Dhu21h5dIiYivMhI9kBqX08Alm6WIr/Pk6TrMbSFPbbdHggPbBEb6j1FzoZ6rN3yRIn001U6bQ5I",
-	"CJ9vsSVzSz/Ok34ZtTcy/hITcpKEQo8zBDARxzfQaQHTtieBgNsxFJ4ywH0STzaMNMqDBuyOw4Q9/vyk",
-	"2ekfmB0WAal8MMeSy4loFWA5dB5YZbon/plYJs3PwpkAte6zB/fYUb/rNmBPou1IhrYqvNNwjfq6+/XA",
-	"pzyIeMYnKWYY9I4eerDF8CQ8iXZQhAyLpbBbz8UyzTBZBues4ku8ahw97xVa4vad29uONJAwV+Oxbikk",
-	"06znUf8olMLymmsvf/rx5Yv/8fLF/3n507++fPHfX774ry9/+t3LF//t5U+/ffniP8O//9PLF3/SV178",
-	"4eWL//vyxe/hkd+/fPG/9IM//ZeXL/7d+vfvPyNOiAwJ/vKn/1+/mB76w9fJjEtSUlJnoHajMFMKO7ef",
-	"f/zjFoVXxbx1DAiwbH6a4deCd1XwL9sNqSfczrE+xDISPxSw1mdU9kgVz0HhLtuAIHHz97V/YYyx01MG",
-	"/2VPHuI/7rJ/qT01VMy1Hzz0zr3akHngoHfY4V32zWDkOlZA95FIeUQXioTYXu35dsZjm3Gv1IpgpbCB",
-	"wtQhMv6CEbAtYqvmvAF66io+6l1a6W3u6PLVFM8K4OyvOTVMskJhLHOz2yS+mnNtzT4d3j15fP+gN/RN",
-	"+AaXgtw8tS5Pz9zkXgq5F7DK1IYGl7bmii14ICCIU7lmX5F8OTGOU778ULAYAl6GftVWZ3PYw9NvWR2k",
-	"n1CuymG/Ojt5lGlSwFDnk3MhA5uMVV8m+EEqFKraepIOvyA9KHmytMyCO61Qb9th6NyCfJTciYXW48Qx",
-	"cVK6BuYr4KkYskQ0bU2uRos9JpfZk9anMAAC0bCptud1iPtDC4wiIX3Hk/5suRotxCJONqNVGkbUJH7D",
-	"6HepFIwYcFZiyx6bhBA4A5CmWORh3w3Vq8W+AvkxKxIcT/PQbh4LXsRyhrkO6iqRKehC+tLBbJl2s6Re",
-	"x8WzVMhABBkVSSm64RVjXDfCuDfCuMXzPvEas0w0htMYzrVVAUAi0IYtVcPouI4tEeHuIw/xWiHTHfan",
-	"r6U9FdN5IgSDiB4ZmAKuw5jZ73/YEfzMZTx7KOMJedd0H+1QujNHZMjOs97Enbq/Oe8uxofcUuzUDs4d",
-	"E4as7ehpPjgd1BwK4HbLdubX2IujsbiMqApb4wNTpHyc9TVaWszgFJEF1ZAHUmlonouNquYg0Y0z4VGk",
-	"lzHDSmXkG5TZyk7gMsGp47U8ZhZXqifDFLZ1Kt9AL5Pwgqd4EK2+pSXhNyBnS5u8wJNwClpp1xQP5szj",
-	"NWGW5EwkoPME28qtzSJEvv2WJ8+ouCYzmyk/wovLlSvx5PwxUm150shDbreACCyxyJOMssv8bLRoPFnX",
-	"6/xSJGzBJ3PgF4dNvV50SYomiVOeikbZemcq8Bh77Euxqb2dQ6b5B97iUdNzsdnen0JnROFEWA27D2+K",
-	"e7Rz4sYaFLVhrTttTw6EOxnw/nQc9LuTtjgIBlOXt8edSTfoif70wD1sDzpHXd4b9ycHwaEYTI/cdqfb",
-	"6x8cagtkncYxORQc8yOoSO3h308ffPYPv370+ZcH4vDvx98ly5N7d2TU5988+s1s8ot/eHJ4Nu4+vHAP",
-	"5eDTwrOjpVjUhrWm/r+79x9+8Ut2+u3dr764x768/49w0ZOP7sXru9/842dfdn61PtncP7nOtzwJL7n/",
-	"y89233sdXJw16KoIpUpmBcCiLNtgn9G8Pl/azZD5iIbM2bb4zzs6ZX30bjWGKheMranxkRLj0ALIJbsf",
-	"dPr99pFtDdIY0V6WlwBL71Vk67bLcucHa94+vzSob325nvA1G3MlDnrgTJzef9TIcG+ms2CHbS/x6TG9",
-	"w2Eqxp+53OiFe8Ilm8zF5Dwjji+PWbfKgsqF9fzt72MfWHbuDWw/bozyR7WOF6bJ1TPiYz8dfGJX1xK0",
-	"c7Txgr3JxspV6U3YNNKb6MrdlomNqDs/6GH4/ApOBr125TYle9qI7NUnXIlmKJWQKkzDCxFtHArSe9K+",
-	"HUNtoKbz8L4lmtoYAsAOQh+GQQwqIgGhm87FAvkaChL7gQVop6wKZNic7d867rEnff1C0NKBmArBRHkU",
-	"OZiDGm/gvxUptzya9LrGsWS7b97tkJgx1ptwrKI1azH/MZfBWCQzv5EFg5Yc1igyI/Cf7f2RUy5l2aF4",
-	"UCZtuStq+QaoGKjEuzw+NJ7iKeN2MrCYqUoocHO9MM8ed1N7mQbFsM4IIvHIh3AJSq/qndsxqxKAXBcB",
-	"coZ/wuA58uhWF6Nb5UeHEPpTxMKMtJMyIsXBYbvTGQwAfJPO42A0ibhSukMNF/6I1GDykNdkw+V5uA7v",
-	"/PJXX3z2xUnTnMdq/pLLuNnu3G1edJon333T7I0hyrgU/Lx4In1TGx70SrFARZxc7+Co1Xu+E1Q7+e4b",
-	"1mviy1UoZ5EYqTQRfDEqeWPxhsJ58CK4EI/+ZnOq2NUGcLhPle1zaazTe3hXD9CEL0azcW3YMWe9wKTU",
-	"hhnA4++yL3+affc6C6N5+jSJIZFZtTzizx//wpc1JxyeijOJbDLtMFt3lznYHiQXxkRjF83TdDm8cyeK",
-	"JzyaxyodDtyBizgrfHzbOD9GwMYiz/47hJM3quoBHHBQDkv0XJIzc/R2seRJqGI8R0oWB8pWookNOu/H",
-	"mM2SAs4cZa5O3T+hjSNMmiG7C/sc7XX5DqYvSZic6I30ZoSh5cKlwpwVtXYwFbrcmcpshk2vPzz9VpF4",
-	"vjL5SZVvUYxOYUa0F0+ZfsT6Lv1S9tFTxGbCfguA9Nl3saUB359pIgI+Eo/pSITtX/Co8CGD5yj51APi",
-	"5CtqGYA0gsPmYQDnQGRAjHxwhFGvwvWMjEzRQSpMt24x02RlsEhaSnI7gkfp3AFiJ92MumFFmoQTGFR0",
-	"CDnhkzQD4SViKrSZFeiYWN8RKa89f/r8/wUAAP//",
+	"7P3fc+NIkieI/yuxnGlLqQuk+EuURFnZfJU/K7+VmZWtVFZNTzGXCBJBEiUwgoUIiGLlptncy9qs2T7t",
+	"nVmZ3fPZvt893Lx3/Sf9l5yFewQQIAESlJTZ3Ts9Y9aVIoD44eHh4e7h/vGPtbGYLwRnXMla/2ON3dL5",
+	"ImLw7+c0ppcJ1/+UyXxO41WtX7sgo4QHEQtInHByoJaCLGI2CaOIxGIpCeUBUbOYMRKwsQgYGbMokkRM",
+	"SKgkmcZhcFjzajc0SphueMT4eDan8bX+A78YKiZVrV97Ht6ygARJTFUoeM2rzentUCRqkaihEteMy1r/",
+	"tHXW9mpmAMO5CFitX3vNqExi/DbkUzuQJY3n9WRR82oxuwmlbrNfm9NQNy3ZWPBADhcsHs7x8znjqtbv",
+	"NPXD+IYF0HpU6+OQa15NCaH/jKJ5PeQTFjM+ZnX34fCGxaabm2bjtNGsffJq45hRxYIh1VNsN9u9eqtV",
+	"7zSv2u3+cbt/3Gl0z87aJ+1/qXmGHLX+jx9r9GY6pGMV3rBhzH5OmNSr1fLg94VYsni4rPV5EkUerGfE",
+	"dBfZm039Mx8nsR7kCr4cC67YbUbJplezpB5KnPcardtdoDWLbcP6iX73tNPoejWpqEqkniuNwkCTYKSG",
+	"cz3MtiaHopHzfsurKTXB56fHn7ySGZ7eeYand5lh67jT6RVOsddt9LZN8bhxvDbJ41ar0XFm2Tk+/TLT",
+	"bPU6p92dUz3t9E4LZ9qBYZfOtLO+mO2Ts9xqHnd7x58+eDXGpyHHLU7H14wHtX5tnAS05tVGSRjpP2+i",
+	"aH6k/6cuFozTsH/TbHTajWb99rQ37HVrXo3TOTMv1rzazwnlKvwFxUG/dpEocSkSHpAfuhetHuzrhZCh",
+	"EiCopqGaJaPGWJg+FrH4iY3VkWks25vYqd6bMxoHSxrDqIsWZJHU+rWXXLGI/DMTnDw7rrd7p01yo8c6",
+	"XiTDsYi16Gxp+sfhDYsdEXB82my0Tk4bTf3yFJq6vPpn0mn2mvjDcCwSLXJaXk1o0r8fJVwlpN1tNLuN",
+	"45pXW4xDTY0XjHfILUwYBxiF81DpYbZOml4tpvPhdGRWarXQXzwN5ThmipEXb9/rqdtXWu1PXi3USxGv",
+	"2tern4Nf4muV/NxeaQkW0USLMk0KpRgHXsqW8ury5dV3b4YXV1dvasCqc8rtmhIQmOQVowGLR4LGwWst",
+	"OltH+kBpNY7r3cf1dPHqsHj1y6s3pF6f09s6iNl6xDhp99qtbpfU69NFUp+zuYhX9USFkWEB0mycdc1H",
+	"PJnXJftZklb7lNTrjNNRxOpwLtzWx3Q80+dAva7iRKp6zOZCsTocCvV6RPk0oVNmOhY8WpF6/foGPmP1",
+	"QNOQhFx14XCA/TOcMRqQej0lTN0QhuTJgsMY4jCGZhi1vooT5tUmEZ3KHHnrZeQtnE6tX9MNIe8UkAc4",
+	"+0wzW34utX6tYDaw4BuEyPrIrYw+uWBtzANL/Vq/1mqfammxTmfb0CfkdBztMDdaPVg9VqATG24fq1YF",
+	"YDhDGA6OBn/myXyIg2m1T70aF0pvyR9r77lKOAuISFRdTOpqxuojcUtGVLIo5KxB3i3Y2OgKfcKF/unb",
+	"7wmMpk+Kh9G6JXYPk1b7xWOPSCXG16R10iQ/ENiXHnn75CUjdtOS/0IKBQhpdZ+Q/0I6bfLiMXn69LJb",
+	"b3ebTfJfSF4KeOTN9y+fvrwgKF6II1Q+fPJqc6ZmItBMNY6o1OshE6loyFkwNNqEfinVbwoPh6FzKljR",
+	"ZzSsWr/GbsdRErBAL6XRiD5aOb3vjt8t000nRgXsf6zNwiDQKz6hkWSe+ROUKRyo+WG0WvshZlTqFvBH",
+	"fd4MzQZsfkqZZG2uP37cOFytvinmi/TEbHe6J0UnZnryd0/a+ugvOajzjbXOjrc2dtrunOjjdRGLG8Yp",
+	"H8Nhpcdvhy/DKacqiXM/sMAhiRRJPGbDiYjnoIUu6FTzhfl5zoKQDs3u0wM+WkQ05OdkPKOxZOrrRE3q",
+	"p9n7ckbbx71av3Z2OjluB81jxlqMtWmr1To9Ddh4RDut5jho9oKTdjtgZzRods5GQSc4Oe6Ouyen7e5J",
+	"Z9LpHo+cJsNfmNYLT47Tn5JYM9/RTesoTrg8Wj+vjvA1zS/uB2a+yWgeKpWngfkttj+oUEV6xjvOKMHz",
+	"O94KO9hzMza+loZvQOaNKA+WYaBmoM0rGupJqBkjEyq1lQPGEZmIGIyjETD+geET0iS//Upah9rOkoQq",
+	"0mmR32k7qn3SbDSJEtdHkixYTMxW7acDeyRJp9ckLx4fSWiCCC0q2o2m/k23kM2RLFk4nSlov0tGehSL",
+	"KJHklHwbwqvffg99AM/qv83gPGgYtJKUVxdUSpAL6fRRUbzJSxSHEu22sQ61qktjFpwTTZxZOJ1p4sDn",
+	"JJTk9BhnvmBx3TRD5IKxQI8CtWlLBbllYB/w0J2yIJUfRgb8+MGrxUnEZKavtT59+vTJqy1oTOdMsRiO",
+	"6sciWL3L9pe2WOU4DhdGevksaB8ft86+9o0ZzOB46XXJweXzJ6Tb6556ZEGDQB9DMeFCHepp6fd63fpo",
+	"pdiAP8MmSLqN8dvTZqftkYX+27xxiMsKnYhg9UgSdkvHasB1O9IjVBLJuGqQN4wFkvh67PV08PVv2cpv",
+	"kAunHzWjigSCyQHnQpEbFoeTlSY/Jfoo0jPiQoEmFUp90MGCUXwx1FPiTD+5Zgs14MtQzWBw4CbwM3nV",
+	"SHv0PbL+O+xR/7Ax0EZ5qGk6gzMlswXy09DLPJ6xOdWLMae3rxifqlmt32429drpDa4b+c92YX68qP8L",
+	"rf/SrJ99dfThq68/Nr32p3+spYqyVLHWrPTC55b6W7baXO0rvY9DPmXxIg65siupp6FpdM1W5MB/+927",
+	"K6LFlvm5fs1W0j8kahZKcvH2JbwWs2koFYtZ0Kg2bb16uak7U/2xWT+j9cmHj71uydSe0GisLYGNGf2g",
+	"18yHU933SMil0nqumBA/TvgwDHzcny/evid6WB4ZU8nqIZeMy1DvQk+zNeUreAz/jkIKzh9KrHFVH1NF",
+	"IzGFZg78TvOs6R+m8/45YfEqm7a2k7Yt8Tzk9u/Wlqm+Bn3zvaturs/9QvM2i4lfZm7450SOacQk0EDL",
+	"RSEiEoXXjPjGovK3TKNI53Vnlp7GgUhGkVG5w3kyh5nNQ47/bjaax+lEeTIfsTid6Gt6+x0ocldGw9jg",
+	"WPidxAw9Wu7pAYcQqoHndts+kmS0IgGb0CRSZVPbdMqtrZeZQ+/k5KTd6jlTyRYs5IpN3YlYvbKIPaeL",
+	"pIw56QZDEpmMkB3s9gTuBv4snRH0fl+uuxTJdFbAZlEklsRXNJ4yNdRzgd1hmE9viSnjRt8FGU5JREcs",
+	"AoerbpIwqcI5VYwcpCJWqxlkbr2edBwLKZ12JCxutqjomiETOg+jVenWg95yZDCckB6eZuIjISJGeTbz",
+	"hL98Wiwu9VmgwGEchGNFJrGYN8h3MZnqpTKCBw4aWOUGwRU36+sNuI9Dt6e0eTdvM/qExoygLubpE4uM",
+	"ZyIcM9nXB9SA2zNJn3TweE7VeJadc5zO4YhT5MA57iiXSy2gYcwDTnEqM0Zg94SCE2MYSffwWicpTKRU",
+	"cKdn07D+4WPL2yq/r4CBCqX4hcNMhumt7CVW9h74L57huWQf6e2TCe4BB8ntEdaYNggKaS3PfWN+vmDP",
+	"RTxmRuXUErwPHaE6WZcqZkDGAV/QODsaFVsQFc6ZlaTAwSgYSaore8iqWiil2oSmOm5fy+VweoyoDCXx",
+	"obVgiJLhT/93u0l+d3hOvr+8eG2llyRK6KWnSn/4SDbIdzxaQf8h32j4kcztwoRHTMoB92FLfK3ihPnl",
+	"i5xt7TIZ0qoqQ/QMXjwuX2GYoTaWUgLr1dOUAfP/3J5UY7qg41CBMoe00oLdOcbKZID1FFY8qLrNs2IB",
+	"7x5UQqqLuYit0f9HRuOCowp+JpQTseTpoviWWYeJDHw9mwUN9RkwQV344PSk1yMzwuh4VirXqNP5cAW9",
+	"u9ODbSzDG/baTsO468qnfdx0D+iyST+L2FjFoV6H9++evmXxtz8UnA9v43AMy8my1z3y/t1TOKyvf5h5",
+	"eFJbqkhy0CTLGeNaYIVS7xTGDs8JjQRnnv5xoVtEpUXz9HSlW08FAo1iRoMVEnIi4ga5mrEBB8cyEBgF",
+	"iZftj4N0FRqOj9wH1U93oi26R3q3uE8PPcIiyeAFdCzr5cy5r33nFdvDgBuBpd9WwSL/lvNMrqRi86FW",
+	"RmyX5ICS5UxEbMDx6SNJzJKRJY0iAi8iOYGQy5mQjNwwHoiYLJJRFMoZHBH68YBfPX172Cf+WEjVwD7Q",
+	"0+ATSVf663A8K5cKznJq5gWL+Ho5q6wCNivx2Iu3778RSfz+XcH5e8m4NqcXlsG0taZFxQRUdjITSYyM",
+	"dmAWn6Oj7xBYwhyAcHxyMqZxHDKJ1PD7xLdT0q345Gs4v+EP3Km//YokpjwY8PTleRhFehPm1MctXx+R",
+	"A3AJDDg6P377lXR6zeYhmPzNP/9v/2+DvBGKpGoRbJJ6yuqZKV++TG7He6xNpcX5xgykcHXeusuS7m5y",
+	"ECpJ5EwP3+qv4P1nh7BWXl4A6k23Id18cjASagYOBxbqc+McSeSX8KR/2HcWya4orMBvv67L4CNyUNjn",
+	"b78SFMaHA/5V+vEPVp6QI6LJBg2WDaN8ldwh7LNKzQor9TJg84VQjI9XhVb/BV+RzKJo/flf//f28TEB",
+	"DwAdRYxcvHvy8iX4SulY85pWH8KfE+YaW+ckZnOmu2QgdEm7C/sPxa3xCpS6ApwRbvgBXEvl+Hhdy3CV",
+	"zcHgtt2qDwa3J88+fFWsZ76cvBGcvdbq8SYdnl3RqUSP4CI058s4ChlXZCaiQJ7jqWR8QnhjreAtlCT6",
+	"106zi6zIBfiwyqc8qeuh1HEspaZZ97RwGijInlvX3/pMzHP0s+oBLiKayHAURlplQkOCGMchOfDB3dsw",
+	"f/uH5yRiE6VN5wrGspGpQ+uG3NO6eqsl2JMkliIutq98zm7VcAxv+FZiLGJ2E4pEK0tTBjalNrd42Rjx",
+	"6zIiH7fau3VXGOezNABgjXHQ+ix2IJEDNDhuomhe7hUysQX3MdGdIX5vXb4lIzXGpiac1QqC8pFjNMGu",
+	"sad+5vuYCDCH55kHskBYud7IR9J1V6KVFemjvq7nQmbslrz75qLePu7ZaK1Om8R0ibMe16/ZioBvOZ3a",
+	"gsLNhpmZ0zjEYvychLHeb6g/39FXiXOM6LTMpaC30iNJwgA4OzVr4ZboIxrcn47Aze+TKJRKklCVTSCi",
+	"U7TPywefnjAhVxCissOdheM3H23cF4zljQ8HwJN336MkpARlH4nFUp/TXKJp41+Mx2yh/Ab5/7/77k0F",
+	"UWMGmjNtuB7nj7WfJDDeWN7UPpTSvNC1UO75teyfOQQ+l0sXRvft90/oeMae4uMivsisjPVgDn9z9GVj",
+	"XYtGuPdmfaVNnYITSLE5nv0ookGraDbLRgUGU/HZAaaoVXnaOW1nC3+W+Fuf/FU4U2GEf8iFCawP1H1a",
+	"UUxf/PAH0q2PQlXOqLnQhHvPYLtXNJNgWkahfyYny3xyIEHB9EjA4vDGeCJBTMOdLFeHJWIt9TpWE8lV",
+	"vZAwq3f2av1xyQUZ+hORW+x1F7jh0kt565j28P4yWpWtR+4av2Q9et2Ky/Euu/9fH3b6iMwoDyIGglnr",
+	"d/7/bw/RkQUY3Jt10A34mt4WGPVaZxXcODDgAFFkLqTCC8Z5Mp6Bl9AjLx7vcPIN5/R2P2NqlynlDj7k",
+	"FQcfMXq30Yf8IUf/SW8XuRBcYiz8Yxpc2pAoE8qDChddLKJwDELiaBGLUcTmX8EB2//ojOYfYzap9Wv/",
+	"cJRF2x/hU3n0Fr/CTtf1t9Rpoe2lOY30tLRc0/woJiSmfMpMLAHYWujmCxYi1NYWvWbynPgsjoU2yjXJ",
+	"UP8BlwSfROH4i85HS4Q185UsqSSJZIHhAOPaNpYyjPR5qBQEPH7ZgaJYxiMOAh7CKCIjpo+/CUquAzrR",
+	"K0PhsoLGCnygy1kYsQGfU74yoTsxsx9QvUhj1td/44M5DRgsnD79n7x9r1+hcEdyOOAYRJLePpElDZXx",
+	"GIQKDgvBp/q/oSJzuiIHdKT5otUk8tA4ciehIlPB9D47J/4lU/GqfqFHnbotGVzJUXlN6JSGHL0uqIQC",
+	"5zvf5Em7oU1oMj4X8ciE6H3Z1dIHSygJBMyRUaLS2BPNX9lhk2My8LJ88movBBqqX25bm6BGoc8YSTBG",
+	"0Y64T3yMkHKXSLPCcrYCh+CAgz0Dv81CqUS8IlLRFYkZDbSOAFeQ4PkAcpgcni+8d8iYQhzRiJlYoX4m",
+	"iNAQYzcsXhHTvwe3NrA+A653B9g5b7UcA2e0Ek400REGsx51jvJBlf6hR4BAkTbclzMWo0QM+SJRwAmU",
+	"TEKtRCE9KVwxLmPBp4Zkr62I/dIUG4kAGFiTbMmiqI7DIAdAhzQ2C54vaCxhDiThds3JPIlUCLetuqlD",
+	"iL7JHx8jGgC7vxHquUj4F53iG0GkPs5h/YQ2bxPFDu1wXosAQsiKdUh0Kz7Siu5iRQ78nDcwO9UkeXZF",
+	"p4eOu/HcdSw6Ik2/VyjLUs1LT+Ay4U8wWWsLoSyB3Ly5CY1LSWXfO7LJdbqnatTFtzco+84E4vmvBI4J",
+	"LkazaI/3l6/Wpp+ewKp+yRYRXRUR3odrbnM+ZGcQ3MkyGkehEzuU3rjA/fPaAd8o9EFANkCh98FOo9IC",
+	"PbsNJSYu/tWuz5WlixkhHkiwaPb29RwpbJbNPIsTXm3dPg9xr4R4ReMp+0vJwUh3HmvBhwcjOD3IQYu8",
+	"Dh+j3LgS4jXlq8s0Oe7LDtRcdlB5rVUyKpUdrZZEZrR6ddGxY98OgphJ6Q34Mg4Vy134HIL6qL9OY5lB",
+	"7ONV93jGSBBCCG52FyvENZmLmGHGVYyxNekg8N7wYLN7OP0WugXT9fmGyhGOZ4f9bQqjilcDDhojepL9",
+	"S6oY+Lfqv/eNExNvGkw4D4oKkxNjjt4Bh8sTPIxtDAOZJFFUpoymnaSutC0Kqee8f8nmNOTGjKj8jWQV",
+	"+thLQX7PaaJmIg5/YV/6ADaLDWyGtiLqPxDtDXrzQcKvuVhy/UbMbsS1PliAGex7kobB4Zpc+uGHH+oX",
+	"iZoxrvTw2W7h8p7TGxpGWm/50ts2oIqOqGSZNoW7CUTKe76IxZhJ+ZcaWTYqmSwWIjaeEBtkuGkarExM",
+	"hXmdBT7uLXQMhNr6H1MehAFVLFW8wSw1JzsbcAk38KHgGArJAiK1ak4jEnLIzFChVjAFZ9Joye952t9r",
+	"FoT0yrjhv/RB8UiSJ9hl/QrSNGXOESIWJoYPPSHA+KgtUpvNRNASBJn5/up5/ZQcjEQQMrTOtfzW9jU8",
+	"OdyUklo6CyIZ14p1qiigw8gFNljEeigqZHID5uBjjSeR2Qnoll3bMIW4B6VfpcJmHRWhQj8ZLEKFl0sR",
+	"E4pcbyWtWW/bOsRChe4RfKHii1lWz84PPrlu8h+xm7VG1kbr0M3LLe3aCpSTrGiFM+1NjH5iY1UzIaGP",
+	"qQwLwiW/EUs3tkKrmGKEiZ8NGIjLf5BzVWxqpVF+mJcF6igkWkWMgrMW3LCKzeWu3fuERdElm8AS4ERo",
+	"HNOV/hu8AMMR5cFwgf5HGkXfTSBxbluTz/R3jynHVK78QuaSX9csGS44WjLGG4CJYXpKNxjfh1PMAtMb",
+	"kHONurSlCLifFYsXIgKT0KuxWxXT7E8ThHwT03n2F1526gEU6OOeuZqRpddC0l3UsTYiJrGYY1zvJIwl",
+	"GhPAhxELGgQ96hMMdIefPYi20gqWifpHT0I4mTCtBEQrEvIsPlgy8LTKAT/wcynWvodBeZtJLP6hjU/j",
+	"hlcGXCbxhI5Zn9Ao0mMNY8NPIdeyIWMrD72l2QDgMDPrQ81y4UTRmD2gZEljiGgAESyFDbe3PLkpANa4",
+	"DzoeljGL3UjIEu4+IgdINYkXbz62gNf3vrP4JinBiUk/vBM/lTDNmoAy81ibVsZZntntZfLknUmS3Ng0",
+	"k1BJv29D8Vl8gwdpKG3QvFUzGsQXNywe2jX0++DmjgecjoTR/uWcRpFW/92m8KoCmDJmk0RqBvYhB5Zq",
+	"FuNjFmvK+/0BDzkZMbVkjMMZPmIrwQNC+QrzM8QIJXKD+NZ0Gv6csIQFfh/sowF3Tap81ya7VvAxIwe4",
+	"7KHNmBHSbJg44ZrRfHY7ZiyQw/zm6Nu0WPIVmdNbk0elm0lTNMHu0S1AJrdtZhnyQCx9vA/wwG3NhWF4",
+	"TLmlcRzeMOlkKgy4c3YQbAH3gGUx3VjNq+VWpebVNklr7oQdegEbFkzRpqDnB14o055YddO4nfNnTwGW",
+	"SIVDfC1oqsonYVAoDdbxJaqoX1Yp2Xjy81pUwm5lBJPMC5pKMVnuoD6tiQQEDICevDT+IsvkWAtr2IhH",
+	"24h52VyyYmGCjPbMpKdtLv3Iqi5b1YZUx/m0BnVUReVdh1j4WPDO9Y3FuZiFmKG3u93sm0gsi5vV22Vt",
+	"vEVBSfEU0v6zF200RMyilbkWNC4fnEuj5u3ubbgQUobGZi3vFrqaU+iHHIxYZA+7TDyDHHbF9OE50fRB",
+	"c1GfSXAoWoFdzpybg11bmYJhCm6pA8K0iDK+M2u/evcb5tPma1JLQj5mmI9SjS+MLgItVtVA1nbrGmE2",
+	"GWnLYud3SCGh13l3g/83Ju4VpvTi5nVmvE0GvI1ogeg3zoWhPnELom5Sr7e0fIq+CFQBI4V3DwFZajV+",
+	"EVHOWdB3wl0Y4Wyp2ee4uaEmAvOCo9S0eli8rQTeEm+O7rsFJtKOMczbB1L5JY3guzme2OrniCjH9ovU",
+	"VUwnrNIGpoQ+EFuabrPZePn1y2i1iyeMHbjBDmvC8i7CfNdWcrsoG1uZAnyVprJZe9ENLHQ1eovRs6lK",
+	"5TWwQmXJAJ/okWySqACe707elY12huAWu2NrJp6wiKVkVWKCGu9zoawjJMgM9BAclBAYwc2tsf72LiQH",
+	"ZKe0i8IVsMCGdyIFfnwvaubAFO/bwv1GYjGm7vP1PUawtpuzZHlkqjypirArsymky1pEnfL9sD6LtQUu",
+	"FCHOBr5E3fDBxRxsuYJd9R3XVqyKV5hblnCPmGR2EQcsdrAxpF/db+dKpL2Vl7w+AsMup1porgMqeScv",
+	"zEF/2jprp3hRqVsJPE0H+Ndvv4IWcXinKes1RJ3xJX6KOe3rp3I2TzPq9WPWWbyCbzXR9v3M8RVWd3ZZ",
+	"xqlEh8uEvzM4zwVN3bA4CPdx175jccjkO8UW4K8twHIxAd9ELQUsGd4ko5scL4CNZgcekU1tf03VWevB",
+	"3M5cc7EkIzYR5j5HK4Xg1dJ7WvZR4xQT4xNlXBF0oiGGApOZTzx7A9xOEqPIqqQNNvbwUBaKQWl3k8M+",
+	"61xoXX27FDIhVQm1IFmTS0XBF+ZPF4n0ITr7kIyFtKZpGgukT/MFY0GDPLth8WrAMbccggvW8APgR4xQ",
+	"i0KT3gDNN8gl44oFRSnHm2ng+pMG+W4Jqr/+YzMjecB3pySTr7KPU7iANCN5wMtTksnO5PWNedisdVKS",
+	"tG4ucH8SgD+nv3Ob1HQoGqvTJEZODji4k29oRFKwFLff9OmByfuDJc3e1cbggMN6HjbIG2Pyx4yEyonk",
+	"nNGgn96YeIQaP7ltfMBjZsB2m6DiHUAqu4cRYg5VD3UjyCSTcJrEjPz5X/8PQgd8zWwLx7MG+Z5Gib2Q",
+	"FQkP8K6mh7mNk3BMuSJBOA2VSezPnyeaeoWZbDLP74nEzMZNSVyyNHtcXFmfWOG9lQsmUbQx9SJkSz8W",
+	"c4ZXEH0nyC8Df7phMZ0yEsR0uROqI3fb90iSh4DsIPdB7Nj41e8Tg+JBtoJ4aPY00HSP5Dmh0VLzT75L",
+	"BLowKG8OAFfZ9YwzVS1bsZ2hChZaJ10bZ+2Dt9v7m8KJFylyiHBjpvODHtJdDD29uzDEyU4oBvGqLSO9",
+	"EwtNIFdeFQ/ObhIECDFoIXcc41YB+jB7au0ItVTxUBasTXjXiLJ1W9uq5YKh6Nh9CpEBxXZ+YVGAO1lh",
+	"OdT69ZV8vS4kUAA7WDChifXV8uDuXFhUuKCi9/7+ppJb9+BOJLxLpM0D+Wky98muyArjtbq3/+L+zod7",
+	"OA32Mybv5wYo2mKFnLrOADmOym+w7dv8VYh6dn6rp1ZAJYvMERqlFmFRjGWJJwX7LB/2Wwx/CYvM8jvc",
+	"3lkv3I6Pvv3e3hs8mBAYGxun2lECFlGJiUoNYNZB3hhJVahSjKn03swkDwvOCg3YQtnxEGplRWGSxYDk",
+	"hMlDjGBNujxIk5m4uUNza07pq+dXWeoKwvCbQPslxSxbKq1HzdSQghT8nY6Ih7oKvLsATL2fqSR0A0HM",
+	"XR7skh3eggzFZ10cVI/eMPV+KryJOd1ptk5W+uf+oRdubaAKr985YhSmkH2/EW9hCZcbkaVR+Qo8QfPj",
+	"vgdKrrGXis13MmX5mbHZ1sbgsiJQhaGPpuBRkQS/M/1TbKhsBbKuCqeRRpUWR2GyiAJwyIxGkzoA1EoL",
+	"aGHdHhIc779zDfKxgFBHGg34WZP8ztR2MLhKnMxYFNT1sYAZsSlAc+pYi9k0nDNw1gz4n//7vzUbZ3/6",
+	"9wP+Vevwz//9v9XVLI3ZOPTIMgwYR6dai3xFWkd//rf/k6dNTtjS9kIH3NysgaeVkzGNwlFMbVJ5CUQ0",
+	"Ou/AKTrg4BUlBxDe+Kd/h2n9Z2O1WmASwbOLUqj4J4kUeKkPtBCTAU8JYNMKJ9qaD7kMA3YIHU4igTly",
+	"irTI785zcZbabB9wBy1iHQN7Lm5CPjWdm9BBA5dqIunogLsYvyK2uNmIjQhQv7YQQZ6pt2nc+2vY23Xi",
+	"vKg3PRdysRN2tYEhgWodCwiUXQTqaja07LsZIW4joypM0AREVXgzrfm4LxHwQ+zKw7EVkeB5yKIAdnOx",
+	"E8NkoWA1AosvQdYgNrT4Rvf0RDcHoPL2Q801DpSA3kr6xQXmqPvkAAJ/ozAfbb6ee364SW7oqlj8ZIOj",
+	"igDIk8Xk3ghBMQLRq93W4f6v1m998mq6y+Kmk0UkaKC3fhgxp3mAl5gvRKxA0NlcIP2W3NpdR7NDIeaf",
+	"7q5VH1HJAgKp+UaryoipWy/wvjqtdyHEX0o6LThQnPeOwdMGS1K0GXKwAlBapXfWbB3mEAYsiUthBs4J",
+	"my/UyhWaiNUPrkrwJ6YaTFkj2yjZ3gzzxokX8n1EC/QCt86ou+WoYnUVzlmtNGZ2A+KuIB6SrYZWV9tc",
+	"6RzOU0xDveqhatQKtTJqLoG3aS16hpf4JuLyiCgpRgIDpOJgHuozjAvFtkQIuoOQIrrZTqvqjYyqKZhb",
+	"omg0k+y26sMszL/mrEhKU9NOruJsfq75QecIW8ZnL7UwA+srCEL9Jo3eOmxnoEvznHiXNbYkKLiktIAd",
+	"XqpUgEtfkjHleO3awBhGB2irAtJWzmGSo2AZLR7CwQN79/O6dhzCbmZ5hHNzax0xn+DxKz3iA4GHaWkI",
+	"QOyQTCWLQ49Q4gcJ5nayXPESEJy+XNA5ukd8+NknB5KuTMI3J74maf7KxRmDtkZzXYP7zXQGSS6QXAUN",
+	"F15l4GRd+bAHo2IVvUKm08f3ROu65mgAPmP5IAW8FkAjwJCSSEV5cG9+hIEVre2Lt+8fyDDMWrqnVbjW",
+	"0MawoPLtHezBLD9iU+KndTBS3BNtQGkNxiNUjhkPQj7NxWBU0dy3zR/z+rKkiu0m5gtMq3unaKxYqaI3",
+	"ZcQ/muKrdYnv+lqtCKiim0ojm4+wra3LmoQBewZvQjG7KdvSu9ZmFkwscppY7qwuGXuaZ21CtyFtOl0J",
+	"CqlakMJoow3mlWOzYALf2fYLRSUztddLwk4FVzEdq9TqSd+HST/gQFCZrdQOQkxucJUpxBljcVnTnmdW",
+	"2p1pIZPFYUkYcQWX+gO7y63n1D+6aR2NaTROIqpEbFRhf9M1rs8LuJ9PU1BsyO+WNN8vkqL72fzzMFFa",
+	"VOZstlqjAxw/APxlLflKem12A/DlMwPN/HYGXf8vec+wPRzhIb36Wb6v4SazmcsExLYbvr9ETKtY7qGi",
+	"xGFgwnMfJDb2AW5snCzr8qhMmOSOaxY7t/Jo6MokKrstfoB0mtJMckfNKMr4jcNRolj1afwQBlOmLuyH",
+	"RbMpV2WW8PEjW+5CCTKJ6ZxhKR0AD+6jqWLwEaaLBLzhc3ZYqPZg+zv6wgfQWyRoYBWdUBpkruKWebhY",
+	"sIKmv7l6/Qo1KTj6UavFvuBkVVZjkzOxlCRUfa3uRnTMyD++vri6fPnPT+3FZjqCRzKH/nX5/s3w5VNb",
+	"c8AikDdqu0wRQw0vLRpu5uC561zKIpn+tJkduHGsv3h2VfNqb797d1V8MFM126GOAhPoCUriiwXjdBE2",
+	"VnQe+cSgr5V4paSJgt9pfqfi1yCu2w9LCfAu1RHXNklSNJlvxJJQHCuhDsCWLBw12jRlkfBZJWIojYEO",
+	"Xh9UdRNBDNqxj61Uzxd5CQ2ZChcFGzWzDapLsR2q9toiAO1yHWW0KFoIW4erOA7vHtFzKdgDiJc7R8+h",
+	"gbxTuxsvkuFYxKxijFoQh1rr2wdCwZjqmSvbFveoFb+c2e+7hyNkpSEsxuFaQMALxrvkttWrVQ64NcHK",
+	"O8qE4GoibmNa9PCua3gPMAf7gzvnp6Ecx0wBl1WZ9wOCSRgMCDSSsjV2fR9jeJaxYzp9WOUNzltflnxM",
+	"nVnybfvWVKZZ27pRSCXbUwOk8XgWKja21fw3Reqi1RuqSSQWBWL1KeOSkedvW72jx89bPaIYlyImV89f",
+	"fff2nZdat3JBYxmq1R1ZKbukLsiZt2g1pqhrWqgCb68R38ncd2shlbVVeIBYO7pChn560S5MxPCLt+9L",
+	"kCoQMSqt7jucjqp64OwN02aYkHHUVgCpm1pQOqtVjAWXyRyuFpcivtbml4Fuo4rWx4wr8DpHdKHEoi7F",
+	"uFD5KMvW0CLFVBAFOEc5Y0wREZNFLIJkrFBtw5S2aRIzCfkcWAi7UBNZz5Iod8IFUBP8j3/84x/rr1/X",
+	"nz49LM6xQPQO6pSPwbkUeRTWKnV9+Nj9VMd/tLN//GOlcVcgGHpAd465mutjo5VtXTtJJemhDiq3k3hi",
+	"00uInIULcG4dPMG6uJq/PUBtBoNjQrn0sJ26TBaLaEUiISWTfUQbhUaunr499IzHS/9tdy51Imeunr49",
+	"hxz5XIlZO5yx4MBCBpZLkVDeUcJAlk4xeTApRSy5Hgw5GAkam9w+PXqAQTNFcO/YN9J/FyJSfmDPRUwu",
+	"FovIXLVYcJuEA4R83ZQTz9GneHTbTz5zm2oPlnSsa8dGTkJnEsc9IAtFYP5wsatQyLnl26lMQKQCysjK",
+	"ddm+7Xh9iGtN96i++1XSN4xGaBblx7Lp1xTXu5HyzFeFHYUBu9/N9oYH1wPbHJCyY4OFbWJeuq3mQ11Q",
+	"F80lZ48V+fgU42qY6pgWMZ7dqqNFhJ7ftJLEkd4zdX2QFR6Ck7QT24xxCkQRndP6CPFi6iPGoWjrTRTN",
+	"0z+mcRjUiysQ7mF/p0UOc/Paboc76QYb5NnEBivA8i/CMjTO7iKsrGogVRsIY+UoXnkMRQRhNAGZQS7J",
+	"8fvLi9eH1fDDqLLAUSUAFMxg3pbhd7mIZr/9Sg6KABEPC4eyibu1Xrc8RW7MQBspTzEbLQLUwWw1isMA",
+	"3XoyB1uWcGi7Gl7ZxlbLz7wCoNYW4m5Mt4hDX4FN+lDYiWMxn5dGN6P5S8w7Hrlh8YiqsJqSxbh+PASU",
+	"41sADTS5pyVfpqWMPSi1KsulbYE6sFaaF0oH6VasrmamgPG9WpWKDNZDQOWMyUPy5//6P0DdhWjSc+IP",
+	"oEzGoOYbNWwEdboiOnV2TLYmxeC3d7Tw7wJCmbtzq+Ri0Z/wZD6U7OeKPiKtK5ShNyF5IbJ9DsijUciZ",
+	"zMxc/x/8e6BcWCa1Y1ifcOkCrE2zEnxlGedatizck3CIgwL8mTB+9tOwnPE846oYsWU74B7c1/vpjfLX",
+	"UO+nn4VtuLh7WCHA03L3Whv9UG+wzN5XMxEMIU1g1yRew7tP4FX8NA7HObVk/1TPIn3CqYpezeuIEUOV",
+	"aQb0cisDIiCBodaKqfOsvh5GkU/Y0uDclGBOpH2UZKVQfq27CyFEOwvwRwSkg/UhulqAI4W3gOcUT3Rp",
+	"69HY/sciibAmjSltfy8ZsDX9zXDHGofZ3vKLvGMH444pvGutfuPv5uZ+8HZh6RtmMFoJ8EC2apaa6bpB",
+	"Fa+ZiAIXAP6wOH80d6O/z9CdWICSaJ5i6ZDF8zxKK1PmAuENfi1gCMAFoz52IekQg7DStBPwlPPrTfZr",
+	"pQ2OmFTnRK+QgZmnQK3iTRMnfD+MqzunpMCwvTQzRXeM9+OFrPeaqji8/duLuMBxb4252CNEeVeIRDnl",
+	"KkZG3Gnfbob+fMG4idc7qhCYrGOU6gB8a4WK2YqQjGcjG7Pk84KaH3c6j1Oc+WHRfQCeX3h3nIappVJP",
+	"7+CDSXjLgrpFULCQaod39BbmkBmGjjpQcEjCOzg2W3vMOOpYYMdlcPrdUVUuq1OI1GRqCZkVe5RCb8HR",
+	"iJBc4RyKS3AFaZKQdK4PbPNO4B9ida5o5dzWkAOf3drnbui8/RUiH80/dyMRrfOrOUjzy72N2hkRypn6",
+	"iWW4gliE6xBzYd1CBjYIJcfyNGYN8sbE0ovJgGcQfGvofBvgfBh2HDPC2Q2LzfHrDfhCqz+gwhoMaaLE",
+	"FBauMeB14stEYr2PoQlW7dshzVgUYHlm4J4ciDuakPD7gBOSMvyBn6Oqf+g5YAPyETF0dPC7FjRWugmA",
+	"aRslPNCjXdApk4d9IhWjwaouFVXMMBdNYd35Ki0ciFMxDrjhKIml8vtwBQi/ado/JtYTYcM/bDFrg4Sg",
+	"yU1cJPpHkkTgoCQHcBQjEbMyoIdeyrJ8qr/1SznIx+oW8txMIo2ccHhe7wEgBHgTG+PF4pEkfoFr0feI",
+	"mCjGSadtmj00S8nim5BPh3LJ2AKQxEwZRIn6vVNnURBqayjqFdb92hshd5lFVvNUCxKScBVGhJp0D1TF",
+	"cUeHEvhAk/zAv4miOYGxYie+R969eEU5AKHB70MzVv/wnKgZXN8uEuCDlDR4GQWhJZZrAH6SzhdWwgRm",
+	"3oqqcDwEIsG08Qd37dOZQzKsWXFcXd0phuzbOiZm1bVupwQxmDnA3a9eP2WLSKwewWz9RSwmYcSG2Sr6",
+	"HrmCa/HLq/qrV6+JeUPmpmmHLy3DwUAfSTvPfHWT9Q0KmAoOo5v6XOnCmxhbS5BCA/G1LfGxlhC0AUcx",
+	"XmlVfRkevfn+5dOXF/U3bC5ULHj9DeWi3mo/rt+06xc//KHeHUHo/n1xK4rvpHKNFIpgPZ8Hygxy27pn",
+	"btBGU5tRgJVqrewPglueWrQe0WfqpeS725XgAxN7Tseojq95bRF1CpQzOSy4z3ybqm1YuBDq/pi4vJCT",
+	"EaLSgVVv2rAuywAiUGDIh5WuOLFs5zAI5xXrnoRFjmN/LhjIlXl4q/TZKyaE3eopS3IwYdoezFRRvLjX",
+	"xwRODOovYYnjnCoDc4GCNcV5GNc3w9FKGbQ9aGrY6o2KLgy+/d6g+GTUFJOsqAi9ZnBqtnpkBEVFOGER",
+	"6iAH1zfDiK70qH/7lVzfDGdQv/e3X4klm/53G/8HRuNcM5h0/ykTc6bitJY71FO9o75rR1C5SA0OfpMk",
+	"r3BSSyholdJnqs2uDAEJDxhLpwOswmudp+eEErxg0WpAyBmNPfKazkdUH4oyCvWBWsfkD2JoCNqXUAT2",
+	"jVnu3dPI5lDFxa3GBdd0ryD4YkwlIAwgD5mjzsCl6i0DWA9GeWLUxDHBk8ZeBeX2CJvCBXB6n0NZRegZ",
+	"kNyL/RqlgVCVhIojQyoKie1YtG70EtiksMMPVJxIdfTuu/eXT569a8wDjFmZi7gwrr74YMP1NHLHmZ63",
+	"IUVTPnH53tkxjqTbIjucOIndARKZkH+IEAnnyLjfgVoWUD8Lg4DxIgiMmxCSrUGh01IKDCR8/dxgQQeI",
+	"EhMzkNQpSE+aya1mbEWCXMKA41fGtu4Fp2CaGK22YDxkIBOz0CJMVG04C93Y+YVYMD5MLyzXYpH0zyDk",
+	"Vgxu5gFOgRz4L545wfYf0Qf26Qha8Qvv5NfW3OnUjrnmEtal0PqkCjmlJOjSWDm1fqtp/w9CUfDHZoVD",
+	"6o0IJXseCbxbWY/KXcxoxWjPFGAyQy5eIHCFAb6Xii2GcgwxiUYjs399KLwx/UnEJsqjQvdzejuc2FlU",
+	"eT/kw9QFWXAyhXyv5tLJlpS/QH98jiTWHQ+eEjEhks5Z3URZu3W0rGshVOcG3MqlpGlF//TI+Niz6r9Q",
+	"KjYoPpRkOJ3T4SQW86KYDQOaBvgHNA5IwG5CY9djwgQ4DM3dvYgCxI+oej5B10pUpO0vd/HwW5BEZ5pO",
+	"x7pRd5Fd/nFYz2UTz+yGot35ltFrm7tdEKQKtfnRw2qVtVk4nUFJvwziv8Dp+xD30g+KYLZ3iS6nOFo5",
+	"JO3nSATfjWoZll0SQ9lCJRZoz0HZuXSaKnUgHaANNw+lZAFBPHoPT9cJDSOwUVzfUytnLqVBR05IkbRl",
+	"gM29eE6roXy617yGWOq+YojRHepezhlTthYLzv6cNJ3QuUCU1WP4HHAFa5UlyQHADsJosgFqbQnXqyq6",
+	"7xYAzDvUtJ1EjKnhdrj+HGoxANIlksX6sLAg/lhLRBOxkatUYpjPOM9g2vCprf1yL9R/k0tWGGKO9g8W",
+	"GjS1lxs7U8zuXs5jukjkkDMWFAVX4DlbSLK0+2p2bPrtrk7GYhEygymqGQyikYxhCu7iFDGlgkHMWFEG",
+	"6DsxZxubTxIGUXSA/lCsyN8nmKfUk/f5EDXSG+ktwRhxws+N+8yEzCLjeWn8AuRS2IflmTl4aBTrP883",
+	"2+/nK66gH8JkTe1OZ5mJWE3oPuEp+uB8l362AyG8IN7PDfKwBTD3FZKNv1RR8t0EharCxVOHIUkIv7Gx",
+	"LCnQ7yOyYFKG81CqcEyYfk8JQQ4isSQLFtft4W7qI2ktjVxdPb8qCcAqrwf+uTBNDHBZAcvSSDK7lpk4",
+	"NlU4ASs9CzUiBzbGHNJkEbgn4ca/BS+Ha4g1mo4xO9SHDF6TYxAhofg64iMDSqq8hsK+5qes9hRdYO0w",
+	"JfJ5+y49HxK25QERQgoKsm9m1KbI1Rsl2dci3lzRY0V+ytLrYXN7hVC6HOJA01hbyKq8G0qiK6Hcky9/",
+	"2KaI8wV6zA58lLw0KwKPMJGjazcVVtL4mHzHbhhmwtp9qqXSuZZqmNNvjGFI3dT6J4Zxwu041sVB8+Wc",
+	"+LCMWbisw6bwJMqXCN5Odkcc2oGkjPJhK2jqJi+m1aLvkoxno+GKCina4L7xLGQ3bNM6uZNeuAmngSGe",
+	"Nq4urUK9xbPllL4uTnfaYd/qI+V+pW+1jV+xBFBBNayKlx07y8YXDiI/PdtdIRnxrr0UQW4nHTGI4MvX",
+	"P/qMBYhSAZibW9bnDjo+xDWBuyyfFyfW9PTANYDuwDjVzuvcylf95HMUack21xqX2FNz+8GG2PIFLtTn",
+	"T8hZ9/gkRZ/Ho1Z6RDKu0kptWOn5wDfQ4f5hn+g+PAL6hpeWW8evPaeSn7JqO7tVjEt7Pbi28SkPwoAW",
+	"pgVpI6fbbmclRDObwXPRPwmdj8JpIhKbR6IVSJObUr1Gsx3IZbKJCOQgp59Cqpj1XJUCrHc/eTUsilEd",
+	"qjkrL7Cl/55j+e+Eqc/kXTnsfQeslcVCFEPH7l4Eyg3iBAJSYFPbgfxPyk2THEh9EVYNHYlE9UcRBshv",
+	"KU1QDDRj1eQt2dpvY3HDOOXbb6hRKTPYGhlWOOUruH2wWOEAnoa7gI7VgMM9MQkR8XlOA/y+9ELPoB9g",
+	"WGcYD/i7by7q7eMeloY2boZwylmAtQ6kxKxdhsVr+RTuMPW7UOhF/0gxpAbD/rQ5BUMqKkRShle9cuCo",
+	"rTUe8qmH1l0KFbHbSLajKVCsWdA+Pm6dfe3bwZMRlazXJRtTSEcC8wD8Oi3BKo8ghdTftNQnIZ+yeBGH",
+	"XNmrJJesaI1mA7phMUBEEMENqFq2rOa7+jVbyaOPTsOf/LVUYhxTBbgUWp98+NjrlgCkAE2GWQp9cQIA",
+	"suOIjTFUBdkaQoMRwO1Rhth2DsX+6z9JwTE+LI/4lg8ct29mQH575uzvXjqc4JwFIU3hBor8ckFI4chy",
+	"5gtRJXDM0Yqcip3JGW0f97bGA83YLTF7NGUZhz3dpYYYBxgKxHGxhXqgRZfhLyXUgDE8MgG3OYvK1uLY",
+	"7QI2nSRxwW2iXyrBwImTm7u7FtsIsAN1I7cyRWyxvhfyZMrNxxUIrnjyyhHyL5MiPVYz9JzG17vO/Mfp",
+	"i5+8O1VUMSHKD1PvM7tM2l3iDUJdHKDDKmgtWQmY9Qg2vd4eEQv6c8I88v7yVV3SCTtPK36l2kda/Ezp",
+	"3WvPG32WYshnoSs9SvEOtmY841s5BPDd9xG5q4id8Vj27SymatcnGUblluR5W+YoNlVpqgk1J9HoIUzF",
+	"RU5t2t5Q+uaGPKngWTclnUpPbQh8NLI3VyooqwZlWMlIY32YgS2BZ55FnWMOtm7lYcUl8WSJmmmN2YDr",
+	"miNBj1Tuun1z7MZyb36cyJ2VAa7gpcIyP1YrtuAI2WzWCL5W7ScnO63n2amtkrqcM4noYIqbfZlxYirP",
+	"7IxyXJXbOiWy+NmNgePbjJHH/ZbC9ME0al4tWQT4j0lEp1nJIgx6w2oJIFpgcBFT2ZFR6DvdT3hbO7IY",
+	"pQTZoODubKZtrj7xcRI+AuvmTkJbLC49z/zD8wH3cbI+5mNBVThUg9Isas6WpojfgWbHPonZXNywAL7W",
+	"FPIJ/GcYBqiZ++g5Be0QKbfxBiDM6e81Qf21LzRpfeIvqRyaIMOJiPUzJLZPfOBN+N6oErCD1qc7DW8Y",
+	"xzwrrcLiaUBGbCJibffAy0bZ0IoGOaBp8ptkLDCFGDdY6nNULAOrT6Xr6AihTOboxWDRZH99CLYz7E2n",
+	"Ypdh/5TjSjbPN6G09Wvv41JMt+Hn9SdeJrwaptqa3yvhUKOvbzhFqw7puXCwZtN4xJ9DhnhgzgYfaocO",
+	"OLs1J8VB+gL+BA4yzZ+XCfcz8Jow0G1lstMfcNyfjnCFAJlwPHPZgEq9g2WDXIzQXoENlUSRD6H9Aw7v",
+	"0jnD+yfYBQ0CriRzutDY+B7IARgoc7AnJNZAndPVgNPFgtEYwK7OScIhoQSFA35tsMca5A02yAMCt3EE",
+	"su3hFaoGHECy2s2mZuuYjhVU+gLBwgVWyRGRNgJGYRDG6KWjwPZ6RJDRmX3YII/ZShjDH/nKM+vFGQvg",
+	"dghLs9pQT0/vmAHHwNJ5IuGqLOHhz4k2NFK8MM+9VEIa0GnMGAwUqDmXLLphkA21ftvhkz//t38jrWaz",
+	"SY6Ij3gwvsW/PSa/8wY8n5KKH/jOFakPsVFZxf/08zZ+Tm+mQ5OKYIMUdCP/Vz4wwss3MUiazQ7D4LaY",
+	"mazKAddaMcLCsmDtCxiWwYeBWx0ni9hP8z8H3DfOZ/zCpu4cQSZm6opO59A6Jr8zCch6twYG/WvADTPB",
+	"smTkJj4+b2DUupd6ekw+9DQOAXzYALANeK9rhwDxUvhnekMYsRsWycaAD7iPKkYKa1qSEr6BgKBZ+UAy",
+	"NuC+E23kHzbISy22V5qnIjZRmsRofPipYtNQQkQ+EfGAOz9i80MFOckwmlCZjOO8L8QjWRLvgMPu92zG",
+	"d4ZvoNshf/7X/3l4jkUJl6FkJp7ISk/PwjUMONUyA110FJy4nM5DPiX+kaWPpbhNdleCjGdCSIMYrBlA",
+	"62E+NCGNo3G0ykkoLUb0wprrafC9FTgTczbxVnm94QHJteNQdKfCy25Vu9m0l7C5rQm3+mluQu/k5KTd",
+	"6jmZCa09oBogYmiPwcTsJpQV7D/nk5K9iq7xcZTI8Ia9tmPH4e7OxdgzEcPgFFaydp2h632x5+tu0Gql",
+	"zz4V6AcFrpE9oFcLBPGOBJfe8XGntydJ71kQwl7S4QH4wzmhDtADAidBaIV5xeSmhsroxZlHBSsK35GP",
+	"9pyzye9nQY6wd80TyicbuFHipQvT8iplKmyTDs3CChjpAVsxFWpPwm3Irw2zpICId6BjYajJ1m0ort/d",
+	"ObxiVOWO/bUsiFmsMqSKd/i6/f3Q4rbcH87p7UuUON3mWa+U4gVu1z3kk4PQWlGwjpIw2ud9a81WeP3S",
+	"0q0AgKLymbgQMrTmZw68untapSTJ/ifGRn5w0WK6Pu49j4+Hq/RDDiDdwkIUs3i6wsLImDWbFQOLE94n",
+	"kjHiPxHSlkH+UnIdMzAqrneuutA2UX2XykMVxzCtPGKXwXNZIunIcavvN3Ah9xisrVRU9fX10kRfig2y",
+	"qgp36rF7enyyrxZlb38rkubmXkNcW+jmvkGAmumKBE12SXUP46gQwbvqjrwLjjc54GwJSM2ERpFYmqQM",
+	"R363ep3T7l8Y7NsZDi5fEfy1+0n7uPzcroLZfRfW35PpNzG+9zCFc0jf9zaD14HAt2znSu2lN52p4eby",
+	"E4ikogU0Slevu0vlKrIWszvfe2y/BwHB/GL2/Fa0y4fyjbh3bg+IJlmod1vHxB562pdUcquqnCn7b4it",
+	"O13p70GNBzCC9wm2vpfd+HCGXSVTrt1s7rbk8qEMO40YJ7RrptRC/lP/6Ki2K7agqhvNxgrsxdnrMbNr",
+	"OWWbN/slF3MPkZmQR9JeJ/Ua5P46OJWUUJQXX/DTy1X9FYCdnttbNBPpEVGJD+5w41oRH/4y4W8tnNge",
+	"95Va+2JBCCFSZM4UhTBrizUGESUULjTJnMXaltR9NDBhx228VRTde0cx85n4POXZfO2q3aWrimj9jsVm",
+	"oms1tQpB1F5yU/onBbiBOHKTxRBQxSpnEmDHRWkEnxBjqKD77zhDCMOlIJyF09lIJDEgyCaYNbFHz+8U",
+	"WxR1reKEj2lpxQcJH0M+LiCKWIAfjkETWscPSLLA4GDOlgxuewnNw6+VFH+4e3KrBWaSNXcGO5JeHNGx",
+	"mWp2hyjLh0bZoNNp0TJckEVEExmOwihUK5M/YN7OgrMlcxz3xFzQlayB8XBsDKEwBCMtLOUcj8NlqGbm",
+	"5mwn9ApcDlNl60iKee56Nb2LtrC/2ENV3InPAhRBr/cAPLAYSoWp3Hvi7no1GfJpxIZSxYzOh5uaV4VA",
+	"7FwLqca1jlOf4jfZmEgD95S5s+stXCCThpsWoEshTQECj0qLQnOXzMudUZvbIzX3j8G8RzTlA5a33pKa",
+	"n9XvLE/Mz3HVHmGZBZyxg+PMbtgpAzbAAqw0K5LDeCAVK4MyPZ/3OdvKFcItx9trEafnG+QF4rnmg3fU",
+	"L5Kc60kGOFa3k/LpFmYE3P3U2etoKZHr67vvzntjG3dvMK8z53JqgbZSofbKVt5QbGGj0jOL7bR11t5k",
+	"k2I8nSsXJPCRJGFxIkE4h3DkYLhR5WZ3YZwUKa0EgPEJRCCNBALhZ3VOEDE11vJYTIgPX/sAko/VityA",
+	"pqXF5rIp1iVwvyKULEOP3EZaB3wT1n4aMykdAqzNwUZnmZMG8J+xhKj9sgj6+KHKCWk+KCkmJBnEGMoh",
+	"lvEoKjaDL2D02lLgIuDbgHDMZBiwXJFQaykcmPA3amSMh+VVLOqGPjWx9kt1yGeEnixIbQDw8608esNi",
+	"vfi7aPW9eU0r6rPVFlAO0x4ibWoVwCNmrlwxjnXddxTRRRwZQLW0o8Ne86y4sUdsZSPDBhv8t74hN5d5",
+	"i9wpsw+26Ppl2nREFZNqL9luPtmGKGZsLEhTWcsOzn396QjZzseKmTY2Tx92yaKQRaoVQah0UBRb09+I",
+	"pakXYws9ZtZlBWxiY/blaeSSeV2V2uKMeod5t9+yBzIFnczdffNAO20S0yUW4B/Xta6LmddF3eyRThCz",
+	"aSgVQwTewsawx+E1K9jnjzGrOj/E8nFlTQ0XrOQglXTO0C319tlr4r99//jVyyfk22d/9D3MGxYLxqWM",
+	"yOKarRIVkTokTq/8CqLEoX4uw8GZ4sYgd2siKY/cpUj7NupqcjzDTHaz7nrd+jaXXUwg6calugE7W6cc",
+	"OXiXwHjfQisw1IkA71+OnKS+SEYiUT4moMuN29ii27M1IjsTKqSW1bY+T5naVC0pKEpqUZ8xccYJbJxR",
+	"gG1bUFm1BIE+lIb7Qg9vLZv6HWdE6wgklJtlLDO4YICCRGA6R3Urdt9APGHFkSlxh+nsqyzsFyO3QeON",
+	"Udop2mV3FYSM1GVcuL1s493YLxBLXoLjxYKQ8uE+ayLDKR8uqiJ1LYr7ffA1MjpVsqiZ6a7NLR131nfh",
+	"ClhnxFusubW5FJMwNuf3HVWjfT4rPi0vJAKnONqUkYxlh2WumFO+se+zuhbGrDEVXti8tF6s3KrctZuV",
+	"nfvbr8N0TzsgGf4p9R59/ed//Z9+n9AUIH/uwd0XGa3SO7BK5VQyWnn5xV5fRc/qdOk4izjKXl8W3ADt",
+	"VETXrzL3vUXyanAb/ZlqWFzZ/OxNTth0+Wfmc8I9sPQTxYIc2IFmYcX4gB9gBhsNeYarEScRk1mSMPxp",
+	"3TL+YYNcYKW9FAh+AHDooYVQsAl+S31OYW1LTAD0yChR9j6ib9KObDrUgJtBR1kZbFOLEspgxlmukXsu",
+	"LoSIQj4lCY+YlAMO4KwA0E2eQdlXuAMxaVyI6xoqOOf1eNbuRjzIvlpShNU0OKOYCL2crfqE8jS9EUsk",
+	"yfAX5iHErGv5DLiIiVwwGKbWN+AWI+TTw6LEJlyzyk4KYIUn+puifezcDW2Jc6ve0fOIlpSsc5iiQtk6",
+	"O671L+2gPEuGwn2dTblAZwyK4J9GlAfLMFAzv4/J6lmNCs0160jI5MBkZV49vjIZuli44rd/z+UIwk6R",
+	"imDUHkl70e9lkDTUXFsNuFRsgdltpgbVzOCvPpIEs4PIkoXTmYIsRa3Lu3zkDfgiSkyRYFtE4ZHMCqTZ",
+	"SubmniUr8mb6GPA0oDNX9w14+NAjv/1KWo3jhs0wvcnXQO1j8Q5NCijkaubuEg+f/Par8TGamp04s7T5",
+	"XHXMlGQp9G++10JQhDLAvFzsT4plC5vbuVmAiKgUNvjDzgAxBJBIsTW35LxnW6RQm8ecKSsntWREoeJl",
+	"ZVK4qR1s/LFBUY0UZPB7EfBBLCu47ihByRLSsCLIWwjllR6Z03ga8qz6azXTKq2SUgz8jlsYQCYqNygl",
+	"nRb75BIeqt0XFYYnbEPeLsvFKfSCVDMdFTHR95l+btfYuiVdlyU0gYeyCYAU3AR6Fi75D2EwZepCqTgc",
+	"JYpVKR4bUEXrccKLY8hSf2cl1c6+vzljzEZN4lCt3umjxqb30pjFF4kqKJd4wVOPFWBfYPK3xU24ZitJ",
+	"0END6nXQqN9cvH7mexahjfgXgJ5jpGqfPIa+yPw2GGpNtgGQ5Xok+riEZxkFZkotap8+AWrmpMCrjv4U",
+	"GN9ExOTVq9ck5FDoe8zM2aLJqrWm3/8eh6xVjd//XsthLL8TsMgzKduQHK1/NVcEAtHATckNz8nOlHhP",
+	"A2WWMbYLNLkBT8sP1900eItfoGWyi2AA6e5PBL/BU0L2MRTMQW+QnF6zIfgkrdQKY6K5GdNHEYWoAa1A",
+	"DyFUdMSNQQ7ALojoiEWSJJKRb8nXpNVsd/uk1YN/9zqnXVAqETYGYSYR3ihFOJ/qgzKUJubOqpXNBgG4",
+	"UxynxaMdcB+A+Mew2EcGnfarnxAyhpKfExavsvqvUF6VBwsRcpV1qOg181CvNcAwy3DMsPK9qXySvvv+",
+	"8pUlNSbKN5sA54mlkxYsUgM+CSPdF45bhhHjKlqRZRgwg0ALmVi4GJi50DfFT148u3KxqGaw8FLFgk+J",
+	"/+yKTn1ykGZ7IU4HFn41ACG6OVZ/gvAZ/jnxX07qbwRn9ddQfTvNAes0ux7xv3l28dQnSxFrI4LjEAb8",
+	"xbMrRAUYiQAqwej+WuTb8DFQfvpLuFig1m0KmBvrlo7HbKHVmsaAf8NopGYe6EEhZxJxQBBQHRfQ56KO",
+	"cD5Ah1dabsp+plUsmG2e0CCIbRPGGtdPrZAA0BGq2ICD8NXqXbd9ZsTGpVaC6hcTxWKDL3RJFYPe6r/X",
+	"5s0l1NSd05U+lBHIQNNyRUaxWEooDBHqU+3gyXeX7w7P7QDgzi7FmcN30JGnha42VwYcz0VUiKJwDBWF",
+	"U0lce/3ySgt5bYSD2JH9oyPwzcJuaIh4emQ+kkf63eyevWZkYc3JY6w1G61G09aHpIuw1q91Gs1GByA1",
+	"1Qyk7lEgxvAPg06/ftyakgKxZquY8YClsgeIAXInZlbcHVyyQIwPPYR2CAbanghjltFF24iA+oAYNygb",
+	"hCa3Vn2xa0NwH4Z2pHU5JY8cpAk7HGjSPzKTa8D+drAr/CeI8Vd/Z86a+lsRheOVb5QTwgVCYJilgi2r",
+	"rWPN+9oYnUQhZ7hUuICh4C+DWr/2gqmnmmqm/CvUsC0N/speOXo50fsOth2EgMVMLoReTE1447YwwIRw",
+	"yrJbdTRT8yh/RgNWy/g/BWIMmKT6BYRvGXB8BCyBP9kTUu+LdJXwrSPnNftlrFcP7NZ6EkdfD2o54g5q",
+	"5m38Hl7Of2/WT8Zj/a27fPByA2stRoKzRjCmk5Ner9UejbuNn+Ra29iQbdyezrRI9/jkFfr5LUdab9QM",
+	"nApA6RK+KLjRh39Lj0i1igxuEcROrzMzbP3G9mF+8mqdZrfM5E5Z4eiNUK9FACjAeut2kS22f/OYBpdG",
+	"99eftM92f3IlxGvKV5cWQOGTq+HVXnLFYmOe5ngHKl5MpSmFQWsf9He5lf44CSP2aYtEYUS/IQnubx+3",
+	"vz7+9c+PJHpEZwK0D33azewll9kaWlOCjWrgdACMTZ88UyECcpA/7/oknM8TUI/8Q334W3/rIK12CDJo",
+	"Q9HQp3h3y+a/0LPdlADFkzWzSsEboUs7f92j9SWH+istm2vWHV0Dx7irYKODMOM0F973ov4vtP5Ls37W",
+	"GNY/fGx5rWazCOf3k/dZZNVP9Ibi9PMS6+j3/4k8FzExZ5dWj8FkCwUni4hBEXSmN+2ajPhJNl69fPLs",
+	"zbtnDXWryO+P7iIK8O91EeDySIHzCC8wtfl6W6dT9nWnddzpNbVal7HTX812r9jNc5Hw4IHkw4U9qh3F",
+	"dIeMmDAW6A7AmIVSDlRhIF2hnHin2MIUxDeRH4iVboOJtC2QWsa+xdwqgcA30S02hydOInbo2RsUuHbA",
+	"LBg+4BdKzMkEHILanui2T08OG8RsZChWT8HDpsciJvmwGlRbc5czzSyAxX6P8aMGVG+u7bRzYuo3mSBp",
+	"OuBxwi3EDppZoB4hIQ5Gq7UAMifJ5JCEcsCtM8kabFShdxvMg2ilJ5s1+AhKK5NQetaCTAlrn6CNpOKV",
+	"BQCDiJwIQCe0GogUwjeikGv9CVU1PYxQ6n2uRd6BHzOtVlBNCa7185p/CLh7YHQOeIZ2b2aAaIlErUWu",
+	"5VqDS30W6LYa5KVW/QzqG/GTmPeTJAz6Pgr+DTRoE6dHwsDMAa2hAUeQQFsj5BGU4eqT5SyMGMKu6wUE",
+	"X0R2ElFy3OwYHMCclVFyjlxmm+E51sS9hz65W6S/1f988fZ95Xct4HS1t//gRn5V/SiFAt/n9e+NhVP1",
+	"q2+/B3n/FIR01Y/Sy+m9vwgeryp/8/3lxesXj1+HfN8v6G2VY9n1g2hx+9VtsTXxT7fzyAqTrwe1VqM5",
+	"qBHG8c7q60Ht/dXz+umg9k95dR/E5O084vLrAdir/aOj5XLZWHbAVG03m8dHWp6myj0niDQ5DgP8Jd2f",
+	"7XGX9ejpqN4KOpP6MT0Z189Yc1TvTPS/z1hr1AmMbWC/zVrbNHj6xDloiuwd+ynCGZsW2812r95q1Zut",
+	"q1a732z2m81/MR/n3ss+17KOoBSSLJoMagBbqSVcAeEHNTKL2USbRsWH4ZoRpBtf7xBRwN3XtFzLzd18",
+	"nf1ufsh9mjYIMjv7sXSBTujZuMX02oxOgvrxpEXrp+M2q3dpb3zKmlQvYMECFSzRpT1c+uQPS8Y79dPH",
+	"RHByefXPpNs8axoYy2aj1Wo0yZ//6//Q/2w3mqacHzgYW51W86RdvK73XtmCtXXOK7vAqXHurKo5s/4J",
+	"9Q75dUyb47Pg5Prn1m173uFdLx6dsONJZ/ZT7/o0Ols0ty64HYfRuvCBOXNHGbYtxD8TCH7aJBE5aGst",
+	"pWvQSc3XUMExig6tse12kHHGUY41zG+ace9uluuvG7W/dkvYqx03O7u/ex5CpPiaZuyc6UanJKlK6SjG",
+	"EMySU4yTXRqxo1cel6mVhUptNoABz5RaogSRyUj3MGJEicpKrjfgNjAC1EgbcqJmbI6pJlEoNWUeAaR8",
+	"rHzPJkrhvXqaU09N3RZFrxknBxT17lDmJpGhReNVBQR1OJqmk8laqmN65Jur16/WNM2i13IXB+BQPEw9",
+	"ikZb7hvvQabaple5W5V2P1VpvQHf1FzT4JuYmXshj7BIMjf2XfBssgMOni3y0lzSrKu6srDyCQkDcvD+",
+	"/cunA25zT44N3jLEXFuPv/FrnRsSQ57QSIooUYwkPMDLBnNjFet1rtdNUHoSR34aaGQyPs1M0uBbJfBz",
+	"vdyPJBFLbv35ZYpy8ncN+e8a8n9sDbk3aY5P6XG73gmarH48bo3qZ7TbqbdYe3IanIx7o2O6l4bM2RJO",
+	"kb3V407zqt3uH7f7x53Pqx4nfwN6cXN0yo7HLVrvTtpB/Zh1RvXT8QmtnwU9djzp0s6oPa6mFz+nMW01",
+	"juvdx/WLRIlLkfCg/kP3otWrX169sSpyp9lrklb7xeM7aL9VFu7u2i/43OJV+3r1c/BLfK2Sn9urWYWl",
+	"+w+rZ+b0xjdmN1ZUGmdwmf7LVmVxEYsxk1KrE8kC1SgW34R8eq7P5izSQSSmYkhAFR1RycgBeAxDSfyj",
+	"mNFg9Yt/2CBvIHQBwg6DknMar/hrewndn6QFPDQC92Ma0VcTEOGaLf7WEnHYdwlH5GjR+Mst86vwhnEG",
+	"sAcFPnITDFG6qrZRMlqRWGhlDFbVFFDWuiQfr8gslEpMYzqXXrakCyGiAdevauV8LD1ih1zHSNKZVlYh",
+	"IiOUkknPibImk1ARFc6Z9DCmRDPLC3Cc6l8f4XeGxKjQNciz24XA0hJKkJVIYiLHMV2weMAhUOJgImJi",
+	"Fl0brlQ3cLs6LGGt14Y01W6iFhEN81xV+wfyzbNXb4k5DIb6ME7h4zGjiHxzdfU2izaxNPYI4lU4tG4M",
+	"+D+Qqz++fba1Ochr0PPd8tJHbPvrQe3Fs6tBzYMetTQ1G3xQ87DLrwd6roPaJ9K6W4O4kYvb21/C2rAd",
+	"EwD2Nha6X5ZIKOljavL8BfeZM6B5yjkFO86Nb9geBROIcQIQCWOhbSdAlhFgTGJOqhIikjYwDAQrBHz/",
+	"8eL1q/P0rhcjaCQGRBWx+XcLxi/evtTNfu7wkh1C2AY73inA6FMBQ6XRn4UMZSaekvlv7PjOB0pR9DJs",
+	"Z7kVRUtjN8t5ENAHXAb/yNJ3zt1akGKyHg2F0W3Ie9sZTrPpfue2HX4mYU3XfQI8MOCag/pazwMW6ltZ",
+	"qX8xLNQnwEF3EUCF/PJXsvaGmAVrj0J4q9aWntg2LtMErPbhNtl6VrT25uF1o/OLFjuVFLVLPY6/Nj0N",
+	"BgVuSRbfsMZfo8/3Pac3NMRMvXW/r41qPVAFq3hYzA83raNMzTqyeC9b+cNBy0uTkgziGQZahphK5OcT",
+	"FEw5T/C72SZMLcmV8QCu4/Bh3orTXFo9bsCB6yAwOiu6hk5YSE0yuDVZFDgaNZDDfkOjPqFYaA9cncit",
+	"5hNo2J3bb79moetfkTm9NeB/hwPObsdwS198mj6TKpxTxZ5Yqn5m5+ETGo0vE/7yaZWXX2JCzHOToFSx",
+	"+cruRv3yPn7MB/IaFmI5mVrxbkqAE/h/Tpo2vmS+UCuC6M+HaTAcyL4sGm4j66Y8Lm5P4OnN8V+4fIgn",
+	"rSmJBdE2NJLCBO/B7hG8fPc40X2bE3JrAm2OvkLtqYoMgX7RPdjnNeQ4vncKE1TlU3r7HWzSK1ymip9d",
+	"aQGkgG/vpb5ichObCxXj766bBX/N3GlncLPc6n2rNVsaJQxrI8nQxYL48UOG7++mdpmbXnDOyGj1yyxa",
+	"3PaUUCcdyPSC7J9h+iEXWPU+l4t3upl6ZwpeXN9Y+MRZOJ3V+nil23QfRGJZ67daJ2e97mkKvJi1XfDj",
+	"cCEkYBDU+sedIqzGWr/Vbp+eNgsrHiIink1EHZp8wN6Ji9X74wc426tpA1Y4W2Fdpu7Z8+GLmgV7B1a2",
+	"KvTxwjBBt92uom8YrwpqHH+RG233QAc/jeEXR6PJdJhCvSaro1io1bxFmBaJycaYUextJhl74IIiI6aW",
+	"jGWKBQ/I1dXzqwEv0nl++zWvuOBlKDWqSppLB7vcyyr4km+/r6dzNi4fcpF/P9XPtYh3cHgG/MAH8dGw",
+	"JVJ9+52fK7rqnCehJH6G78MCXxtPgAQEqdy225hNIdjTZ7cqpvbdtP6vScI2atyAZ8N189d5QFqN9rF9",
+	"2Zxa7rtQ5XjAfTmmEQuGNzGdY+ws5Zgv4xvgWR+gpux700WSe23AfQUCHZ6cE1+LP99JUUfCkojRGzBd",
+	"MFnSwDaAKB7wMY3h6ttRHhG/2tCYxbGIhyPKg+FirPzDtOzz0qIPak18wGWyWIhYyTWqd9ttj0i6CvmU",
+	"LGdInaXxfZtPwIYa8HcsYmOVXfOviI/CH4mg/4Y8Tp98RXwgxYFYIP5XtBpwP49t6nvEz5ff8Q+36bBP",
+	"mck//rsG+3cNtroG+0SkWS7WS1xND60wpv+YemnFTSSSabUdJ6Ru9xuRxO/fPa36xTemiMoen1zMRWxD",
+	"T/7IaCyrfvhMi7041Cfh+3dP37L42x9mD6GeuxAPu9Vzmj97PUgd/+1XcrpVaf9YTdP+9CDKffqhVvAd",
+	"R859tfghVVZDR4U+ZqaMdjqJs16veVqklle3NcZCqlqfJ1FUUr0XB989a5weezUYcPescXKckl8/ccBY",
+	"atryrbnFebGBdrPRsg20m41m1oB+slmh13TbPmkcp/22Txpdp2P9LF/OCT/qdE67DftRp3PaaWQf6Wef",
+	"7my04Gn8NsXILr90zlC0/262fGGzxSwPwDU4NUSqWy3TGHGVC22WZxAlae2NDUsD0s1MyRKDQUmoJCOt",
+	"CRYaRwbYdsaomtOFwTUA/BbZ1wIQ4HVaPQBU6jUG/IdQzUSi3BFoVTw/As9xy2a4IbcMjBk9OjR2IKU5",
+	"DQcxai/EbhoN3TfwbXifZKDUVh6JKer5UAthQsPIZoZp0m1TZ1/EYfB3ZfYvqsw6EC0eFmWtS6ZbVIjS",
+	"xG4XERjtBrF4iyorc45Lt+LmfoX/ssIL5l37V1ERrBVcOU5EPK9t0XvHKxKxGxbda47Zjtox0Qoq8f1m",
+	"+Xdl+u/K9P183ag5azHeaaMGjR6hnqtI53m+/+Op1+p98LLt3v8RtcZO+6R3+sGW2Phxu+Kd6ZdFuvZ9",
+	"dE44nWhkm/9bUkE13+RIpWXCPWjVaTd6aX9tGLDtrt3o7U+rThPoje01oW3bXrNxUkarXrOTkVj/4dAY",
+	"nhXRqtdtdVJa9bqttkMr/ezTpw9l9pv3mTivcwyrjLM/bnSc2R83unfgvFNoAznvtNF2OO+00SmjZqdz",
+	"6ixq5zS3qvpZETVPT1u9lJqnp61jh5r62YNzXsvZpa3cLm3daZceN7NJHzfdOesnpbv0uJUtmf7DWTN4",
+	"VkSrVu+k10yJ1eqdHJ851IKnhcwH4g+k93ZHwR2tTK0kV7YxWYBK99/tzC9tZ16Q5UxE7kJgnFt1Q9Mp",
+	"uV1oaz4RUYB3X0qYnEhgQRt1PV9YGF431e+RtOiQAw6ANR6ZYEFEKuHG7ODVIfmaLP7076/IV+TnP/37",
+	"qz/9Pw3yeu0eSDohD2Gc3inNGVfnJFnoEbXLrpIsOKWpbjXgc3o7hEuSYcT4ocleVelFGtYeyy56tlmQ",
+	"bw3N/m5Eflkj8i2y2/qFiEeo/pFKRVqf+eKj6J7h/hq0e/tazSXdbnrNZpOks6nshm5tniSnrbP25oG8",
+	"Td3Z8SIeTRVeBJO1UtcQFJJzledodo9YmFw/bayNgGJtQxVqNruN3mkr1aHOeo2TZitTo860gdDsFOqX",
+	"Z81uo9vsWQ2zd9xrtE+zb3snp81Gp9u5u1vYyKS/+4X/qs9rOE1T3GR9qu4T1IIp/FsDdBMOxd8nDniU",
+	"g8OM5bnwaRgbXA7qOnINbO+aMxnDJiDi1ha2YFEEUAvS5OwbXAC3nCfiCRyYLB0oSA9pAmavGnStUEkC",
+	"Z2yWmQ9aBmoRiMp8gMjLZhwshEAQfBRKyBkz1S0G/MKiGVsUR+O+1lIuhbk3Mz/A//z2K1CqT9RSDHiv",
+	"q3/odRHkIuRkok0GQkciUaRNXj8GtGiIc4ldjLFQ2kIjAw7KRLfZtIBl6ZT7hNM4FkuAegU8YNeFPuAb",
+	"PnQRp7VSJxaCTMJEf9CfW0i1tOKnE2ECIaI2hMU30HV+3xYiQfe7ZGPBAfZiQqVisZfCtMQZMAO1YB96",
+	"XTL0lwF34V8wMGYvDLws5Ek65UtXTtlSfXoXOvOfIFEusSzP/dSwtV20RE5k3GKzbbhvzx1ymGppIyoZ",
+	"IPZW9Oza82qbIpL6eAtBNhFjs9ctgtjMOXqbrqO3vbc7+zsoBmslhZoxmVb8kN5fsx+/172fH79k4tn2",
+	"/Gt06+856fvrrpKxQOaV1uc0pmm5FqvBeubMMSbkUhBbyC3z/FZWWZu2NtmPH4vcQqedRrfAX2Rr37Ws",
+	"uqj34RpkQM1xDkHNHsc71Grbfzst5TxBp51G/if3RasTnh6nf6SPNfcVTOSs2+hsm0ij1Wn2zo673U6v",
+	"e9w87Zy6M1tXg7fNrNnorc+t2Tg97eT+b22yZ91Gu3iyjVanc3zSbTZP2u1mu9U7cWavx7g2+2aj2z1p",
+	"Hp+etjvH7bNuq3X66cOGVdDenwuaejE+Axc0jnfxQev4rNHZyQhnZ9UZobmdoxut9unx6Vm71+m2myft",
+	"bvuujNACBt5ghNP1CZ6Cz7Js8Zun7Xane3Jy0uo6k6z1e52Cxe91cv/f/fTB+Dtz10Atr52/BWqu+T43",
+	"l7DIEEwZxi2eXCvAKGl0z87aJ+1/ycoz92s3UTRP/x66mciddqPplHyywh8qbtcsckrNq5Vx22YmxFAr",
+	"RyYDwsZtWfN3OI6o1MuXFlsZBjZG1xTHrr3K6tiBk6d1tB3iBRzs9HqjDm6vW7jx8tzQPuk02hv1t2tp",
+	"NwS6gcqcfBqxoVQxo/NhQbv5F3Ji1dZ/DIajVerIT1GgzA82YXxPPBt9DGFYuZ4NCJ8vzR9nGX9sbtid",
+	"/GGzZirzx3hF+XW4DI/efP/y6cuLuj2n628oF/VW+3H9pl2/+OEP9e4I6kfdnTm6vTO4+lhnjh/+QLp1",
+	"bPxubIEH0A62qL2jPBixeFrLmKPKlHMet3Y3zyJtCNu8a9ZRajOWFpBITG6JY6b/r+Ss+fK4mJqgkNIy",
+	"WsF/i3GNblpHuHfljtA7A4Cul8giGab46YijBMY9uDYSjlgsRVbsq1CqZ6bHvzDgBhoMP37ckGZOQeF2",
+	"Hn4DhJpW1SoyPs70CVU0EoXQCruJC8lTf2PoHGaB3QmZ66aUN2TO8wf0cXhyis6RulQ0NjcEhbz5g806",
+	"MhU+1r7zIXgSIL4CqmjfKQ4FQ9JEHnDAjUkFkHEl2au9uUdmYmnAW+ehwhcP8g154NIJY0ITNWNcGa7z",
+	"sM5AOIcAT8ToybYJVPAGgLdD6GPAlSBsPmLrRXdNYCo5yEo2IbIqTFoJMomx2Akf8G+uXr8ikoeLBVOp",
+	"r5HakoTSoKtmOWEpjEZYhgX6Akn6zqzEX3bPAnngvXRKMAjjZXDKKbpwIQaKVRGo7UX0KfRBz2MKxVKQ",
+	"us4FMbgnsKpKwdPGT+C/QBKncJVBeAMsVjegK3Vn+eyovh7ULt+/Gb58ugbSF4Q3W8o6/ePri6vLl//8",
+	"tHAkgxqhcsXH24o5fcqmur6t9HLQACiYXhS9eHZl6pXpL4xfs4ig0jPoxbYANSTvmUW2pUm2NB1gSa8q",
+	"RZB0m7j9YO2hZGWtuMTkt8/+6BEKRencSnBkTq+ZkUEFZSzTqqapM0Yz5NB4kuZJpMIFjdWRfqmu19Mt",
+	"gzqNw6A+lje1fJjCk3ffEzFxY+GlZ/I1rcSHiWViJE+tt9+927USWBccT2BEQPr0YY+Al/zOLtHMpkkY",
+	"sL+x8+f/Y+/tetw4sjThvxLgC0OkOsniZxWLBWNQkiVZY6tdLkn2zDgFZpAZJLMrGcnOSBbF8Qgw3r7Y",
+	"mcVe9mKwc7fYnb7bi23sAvJtzw/ovyD4lyzOORGZkWQmi6WvltTVaFhFMj/i88SJE895ni/JYsPgdozd",
+	"hiGK5oM6YRETZV8pT8x0sbzKJ3pw9vRqJyila/nu/PQR6pdbyQGRLCFTATfpwdnTD8dH2trXW05Sy9on",
+	"/NBqYyRra59Xdn27++waDtWDs6dXelO5buEkxDNak2jqxzWOYQRcy2+aaXB16cDFJ264FxcyWilWpUNN",
+	"2ijSmoWkvMIhhcaE9MOQUf6BuB/FY4G7RWhtFcixYKfzhYDLTx99wR5KlQRynLBHD9vN5sGjh51m02Gn",
+	"i0UoXPmoTqdjtQFOCmdL3N1hPgqX3T9rHR7cud86ZE/uf/3N2WNCYEUrETuuRN8qRWBdCulH8S1y9Jia",
+	"CXCYPGJq82q2/jeSteOh2zRy5WjNqh4PA66EMuTz4PDNwUqjOKr2DdM5C+9F8n4lNG2/cCVG9BWzM/C1",
+	"GKsqm94GCP+WD/PwDAe1EtMmwU6vjrkS9UAqIVUAa2xpxjTdt8mO8zVCkCqDLh2umY+tQrG7siJNhdTN",
+	"MGAex/GCKgA+h39m0WIhYvhrFPLxxUqEoceq1lCs2T/V4+S5x6r2WOw1sf/gz7Pzb+DqsS9529N/dMwf",
+	"XfgjNt+ADRT1ectjv/z0h/Rj1ytrn6wSr99Gb34KFUmRP4P6RgqcjBoJoY2DfdqUWXM94MGIaPNsN6P+",
+	"SpuCrV+eORUej2dBIsbJEmxNhWY++ESL1uEwmYTRQlUGR61G27Fba1Dh5kIzm4YUnW7BN2ADhqkNGE5H",
+	"qjI47hym7W4VTUaJ0P7Jg9NWs81WUJwFX4hYQzSOWtpmNNCKsERIhVupZMbun3XaMDuXc7CAQlsbxyg4",
+	"DNjjR4o9Z6MoUgkbh9H4gj1nvVabwQMPxuEF7f/gzc/tN8c8ESdpe6HV2HgVw1UppB6CctWt3+D22gkm",
+	"BS7iQCbkHyTEpuwvx0kqrqrEdI7DBAaMWs5RPp1snaVkvFqtGvIy8APeGEfzAyHrS3UwFRMo3cE05otZ",
+	"MFb1MY99ddBpapt8ECfP69DK+J8kOIAnr1Ui5sM5fz5E4zukXYMOPG7+aMpR8vMqjVv7iyEC/ZuOMTkm",
+	"TrkZeLxGqNFYVbCw5eRGODUcIxlCOJ0qFUJr+2XDVn8Bnlvto2NJFcy4BJZBuNp/OPhxuliWi8p6MDbA",
+	"dJopqZlPSyyGZ9ZJwtY8OHs6YLAaOUwt+DiQU4ctlnKcLFMXQ69d4HlovZVgKmEtbhTSoL+blfSUNAxh",
+	"xwbm0hjWB2dPHSYa0wajZijRkQUH+ArMbbo+NN/teoE/31j8G4v/0Vj861p7xOkXG/sHZ08/7IOkNzfz",
+	"xZ5fuulNLdhO0x9mp+fleghLHTS36A3Y7dsIqbh9W9O0JSlEs4AeLof3XHsOi7m8ED7xeSFxvDdgnnWa",
+	"ajTMtoAgHoOyCenj+uFpjIVeiAjO4TFurmi48glGANNVKFVeU5uiwgz3KziZownyWVBMzpV4yIzLkS52",
+	"1bOPn2FF3Dx/9qBqvpjwZZjQ9hLFhrUueciXKhgFYZCsjaybPjDHt4RikrBombClDIVSrvQCynkZ6qs+",
+	"h1XFy8CxXpoVRb9opDJq1QVySnFwZUqvz06Q4ceiryMQcxSDXRrQEQbpvxlkbT5+cEulIr6TKE6DX1Uv",
+	"g917VmAM0zUG6QBymJ3WgIhgm20vU4MzWUp6j+6NcXcYKAa2pcFwaKJktStTSYlVtAx9NK88DHXuk08x",
+	"U6vqBPylb1xpBUYI3KyoQZxUPo9aT6PCCbNNgQK4ecF1d+rpyUYw0ZVmuUvYmEsWQ5s6TEUsop0xIp1J",
+	"HEqS7La+a4wVmPMLkZ1yoRBy5IswFL4Ba5+gnIfueldCCaG7aWGE1iMMYrvZhDE3FmWHPRaE5i07Ux87",
+	"tds5lxcZ7h8mdcksyA+tLNKL04kg43wUXYoajHyVCO6TldEDId42seVkxmmX5wIR2tqkkBtduVEUhYLL",
+	"PXnr0sVEhOH75rArOuONcNqx0XpjeXBY0dJQzdaGmrU4ONnKUE2XhtLhRetRcdPmAD9ORUiozg8b326j",
+	"GjNgYApAfLZHAE0rwMwin9ESZJYfTEB4hL/cxRWoNsgWLkwZwevtIweFQi1gHVAkEo+8wbChiIFZjYUh",
+	"Q1XClmnPgqf03B0tl2Gy7PbjYfjNpNSYGK/OqhCeYWStvoXuevFO8kRvdCk/MV3KPe/4Gon89r36Lsrq",
+	"vo2MAiRKywVzYc6NltIPzfEDcaYTgwwsPhl1czGTzE72wSwQbN7ML6dDOnpP9a3wAfD9xi4OWiQUCezk",
+	"0yubexMf+kvyOIaqMug0ncoG4Xmr3W93C4kvuseN/g4Yd7vZ2ISkI02MjcMnEkKwcQYLj212A3u9gb3u",
+	"gL1u0g59eJOm3znsF86ZTqvR2TFnOu2NHmwfHTfsdI1e97CXzpj2X27G3CQSfESJBCk5AAymjMBgZ8OT",
+	"p73pVUuoIInXUxmvcQ5k72QLIoPfSL2bNnnjtGP+yM53MOiRRdAoVGXxNpdivnGk1yd8nKidufV4nY6r",
+	"MPsIwMjkXwZjQQASR2s9SEJZ+cLXPDis6iXxUiX0UkVKeY4VV7qlmAFqZFGOIFGunATTZSwUW4lYkLwj",
+	"vKM2YJkrpiF1bB48x3JFEyaeL4SWHnBldiU2DxH5wKNQwHWNEUAN0EIRivFMsKmAPVK8dmV1sgzDOk/A",
+	"kQsiqe9w2FffsRk9A/5hfjAXEgxajXZLdlzPlTqwB68Zx5FSdWwIG4FjGHk2lCwyTQiSOqhRGwTJSSap",
+	"gY/CKO9ccB1WpGgdVDeamICShzFAj+nEaoWxqEjCTNRwZs0nhLn+1PAYsYDOla7UgTZHbxSnS6GU8E+w",
+	"v/F1K82QSy2ZtiFG6KKEEUsA9JXdBrriZRAZtL73cZT+5XBw5WgL3c5kQXCsl6AtyEfA0qkhmklYl2Ho",
+	"DP1gjl6vU7kIJNQbT6YqSFc+WidCDWFdx2E7bB2CEzVod3tHh3gBjkF0HC4uhzQ2K4NDp5L+CcseNsHg",
+	"h5S0si7JCRrVL9uVZ0UHc3oXv8N5Mt1h1WbrMGq2nE4DOZ3wsWiMowM6l9rlhMJ4nARTNBCI2f/tMkoo",
+	"xgkN/EhMOd5yJw78qWB+NFasCv/VluUgDOcHppazxtyvVa4FHchG2y7wgOb2sqEDHyEqgKYfLgDpyC0/",
+	"G7KWi4Mf8UM5NuDUtkkGgKl124LEYaFQCiHQXrSSIj7wiBzmOat6+3jrXg3j9cbskPo1vmywZftYiekz",
+	"MMDUADoIRzAYA4d5Q029veBjocjqcsW8uleIP3hbZsrZ1ZYGc/B1yOe83q63OnfKoAfkx+4JPmi/D/DB",
+	"lgF8A/PXbx1jmTP7123mDCB8tP9OLWCYNt2o4tAn+rBtBZtpY1rtnbd6e9i8uUh4Hd9zkD1mVJ9NbFNX",
+	"eQ0DVWaccPR/6sfdm/aLpjzf8oWuNmlXAfzpiftD/O09XBZy3+ndfDgI/zfY/ebqDe29uXt9lsf/g6V7",
+	"3fDU9rvS8NLmW55db2ZdmViwMRw+6tSCR3pnd43kgkXIpRRx6ZxxKw+ZFKibl50hbmFAeMJ++Zd/Z948",
+	"kMPtkzsN68diPXly/wn75V/+Jyzgz4fmDG+QwfMn4E9Ekq1mwXjGxjz2/8atsPuIIcAOy/D7GQSCeKwI",
+	"+1E1VGnoEYiVUAnrNUmeOZNttuX85kIk5imE9afzXp4K0TppTgICPW4pQwOrljGsC2gsaBM1sqTzwKBQ",
+	"6oJRzqtuwBFu4VZ/KtJkBjwCwIyITenGVKVRQxfsVrWxFI4h8gpUJiuNakZUpVEgfTVA6Tzdfa6s6g0e",
+	"bZUzhMUsCn2KQES4Wcfi1BzmGZkk5ekq6Wzn7Fbon/ROnrBIjgV6eZbUI5QtjpbT2WKZuJLEUqLFAno3",
+	"ULpHKEEAiS89feqrJROz1R1akAAzKfWuTu/Y6thxNNeUZxoCrKcE5VPQztyV2NsYWqBDe5Ggm4sNnj+o",
+	"McgAejwyqskUDAT3Bopc5HEYKehL/W581IZoIsyBCY9ZNJm4supW7CGADcB4fuC2YCPe6afSnlTFXtOt",
+	"1Brse2Sl85ZKxMqEZkhNkdRn0hkXSJVw6EtSN4eGqJF8vM6lxqvGGZwAH0kvYCl4iZqOEEoOtSZtoqFj",
+	"82hlY20vBZMRDZQJLPVmNuswAowb3xe+40p6eI6a2YAqpeAxNNCDs6esiqM+J6aZJQm5cgTVS4fePLqE",
+	"ly2WozBQM839rVJpVKxBRvSHrJB6kE/4PAjXjtEM5RauHLcxGAypnWjaC5yyOmCSYjugThHj9CPigswl",
+	"uLTDzEAWyTmrEtAB403C9xhG0okj8j7mgceCXYhFwhbEqogjac59QSrw3MDDVjFYLInBHQPtWnEtrY32",
+	"kqghO4yqjUMYCqQt3VokrMoniYjhmQKzjWtEs0mIJGwn6AlscDWL4mTCw5BRHNgoezrMrYwENDw9d8C4",
+	"unAl0qwxbMyJWGk6R+VWHFgHQkGpXcgeSaXR4YMRH19MY2g+V1a5PZeZPWTUcjzLWsIA8GoN9ph+WPA4",
+	"CXgItUFEBM4PFcFbPMOO4jGYkXShbsAB++WnP7gVzf+pmILJQWSQHh651+9GMomjcMBkVMd1i7agMmL3",
+	"nvAp1h2agmoPC/4ywR21K/kkFmrW0PtcvYXx9IqegYpo+fYzeats0XNlr8mqnOkKGMkpIckk6+diZJC0",
+	"VtNFlyYlzHu4RLGpSFBalqyHZlSwn4v/RFY+nu4ImDNmfhLKBN+fbtXNkC8Auhb512chl0br+i1vyvOU",
+	"3NGEzKU2vhY95IeAWoOtkk5Ap1XBLis6a7AWwJJQCuUpctN2FjrNi/ejJQWWsmo0m0Q3XVALuZyPyith",
+	"yO4ppxKPFYoY+qsrHs8NRz96KBhI1CbAogWuOWxeXufM3azsWbP+YXezaq09qnZ3Y6VEnhFYTk9yizAl",
+	"IJWsxOCs8QtRWht8cKV4WDWb5aXeMaxO2WYyKVPLEcWLzOTMduOlzazDVK8bliooFhiHwqSdLb+iSsk7",
+	"bAIursbMyfIMpprD7PU9fZGz1RKlWaOYD/QGdX0HILHrwr2uL3hWJFp2BbZRr1O0HBcgHE/SxWUL5Lgb",
+	"yPixghU3Brnv5zci5uBNhyM2/V+zqFqcE6VNkXfQ3xBU/KUxVaa7kJEjWcbSgX7R25uyopCmbmEJ2s38",
+	"knJd6wUFM2Uq2s/HmrkdfCUv23XC9hU2c64s2M05bBZMZ2mtalodVMFd45ngi/SnE/BzhK8QsR+MxQBd",
+	"quEsWsbDpdLy9p6xV/iVcRS5pYM3XAsem3QXkencwQ24YF+sZvgsV5b+zHgYSVFrsLumhBg31c6Z2Q4S",
+	"XXkYYXTEm4RCJOlToNQeq2aL0X/8K+6FzRfg1Xm5iwcU7kDogNTbOxwltP5Bk6maQ9hkisLoF5unzIMw",
+	"hPrnMFCe6Q3qV3ittfk9YQlyV0NbmY7PZg280jGAfrInmKWDiy5+bUYAOZpFo1VFcVIGFE9vt3Hi9peo",
+	"AvbsdWz+X68CYwEHd+vwK+35KRNk7DR15IUSbtKAYqvJcrBZe+OEQLeI0FLon+oRgwuB1prZlGIZBZhJ",
+	"AJ0HXnb2zdAXCQ/CyqA4QNPq6yjYSLD2cSONziylTxJQUAOuLvCReYbwo7x63HVwdpsT2DxjC6MKdimj",
+	"7JkulmoIpkukmaDpvM9E7ESizJbgXUJUyzUEO43D7pERrDluNJvtTL2v1Wj12i+uIIqmgBCsnylSzgQo",
+	"ysT0YGEN19na+Ibo02KRx85ho5fJ6TSbVE+jptPqN3pHqTShDgGZntgS5znqHPYbR6k4Yq9z1G60m8fZ",
+	"4zpHzUb3qL0pzuNkU8CSKXzd4X9sjf5+42j/0d9/t4P/8L0O/tdCm5aP/1amedlp2ZqX8MuLKxjg32Ds",
+	"65H22hjSwkGPGNJUwvPoOKcei/jSPQd8r3vYSyUne93DrqU4qVHOuYEOyzE6dum6tI3KtsMEtJV2SsIl",
+	"CNqmfTjhWF+fSVnHtM5CXsqlrBesvJf9Pg8n358yVe5I83uMSOJWno4keOqcYxgyIdczn7W4S32K3IGS",
+	"087H+N5A4DbUIgpzzEGi1g5Ks7+1W30h1kokrlzwaSA1FdYC9r2eBXf2MFyNmCPzhTlfgKuIFsKVT+Dv",
+	"NJEdoxv5YMSJiaUzE6DlWaRGH3Oiy0txYlLWxGlRBlp4K/JDN+l3f3Xpdxvwe9hfD5hXz1JJPFa1Jw6S",
+	"t2U/OnTw4GRnQ7BLri8Evxjm2CKqKOqlEgY/6Uc1rr9rswpmbdvy3+Y+UHjPhDS3CvZ6+7u/aFJiwRYL",
+	"8a+rKJeZWAx5vkkRukkRutEauUm6fAOtkTfJ/jpfyjIMv535FS+l5mkJhPrIAHxQv3wFtrO9nMoCt8lb",
+	"viu4qwaaj1AEi0OcVb3zpXwoF8vEqzUYQR8XcTQKxZwkPxfI9O5KDdUaMM667bbRRs0hzfCBZxHGyxgB",
+	"QKRosLu0DLmSh7HgforUqyqN3jWKqoQgUCJZLk4YDjCHySghbQlXEgB7uIxD5kcIEMAtey3NqGo3mxnU",
+	"IPPSTRoTd6W/pGVQGJTSQ1/MF1ECU7D+lVh7DoJYrEwfLKPe4BkciCb4yUQy6WukiEofmNTPxSLka+EP",
+	"GIKfammkmR56IdZGlZ0C0aPIxwwqzrrN4wb7dUTMHYFhHGJIl7h2pYjjKC5UDUVDe46aCNd02rN2+Ers",
+	"5Sjeifz142AqOZIEXvcGfMkzQhYIlcBve3gs1z2uM0MbX/W8Po3q2i2DBzbO+eoRbEqnosh0nOsZ4qQQ",
+	"mhZ7FNxpbMEhXhQ7X7un+/lS3nseaOWfdrO11x3UvfuboUc8nETx3NzR2menzrXQgrmps6NbtJ341Xb3",
+	"7FbyxruK2tyDcVBPBwnOSA0Q4kwFU8QVkdpDoFA2Aj7MOMGFYjENFEpUNKxshfdV9lPJNowJGM+Qr3Vi",
+	"ElhcKOlICMl8gfwAxKWuS7vHInE3kpMwGCfX16RqdfZagr7m8VTf0NtntGj8svAfCT/gT2gnu19Q6KFE",
+	"hgIwVm+0RorxMg6SNZ3YoCzIKUqGUFwvW0Ifa2UIRpIxZvFE90ahaFE+FnRASj6oT1y4rt5ZBqFPicbQ",
+	"t9nCA8Z9wWNlCAeNBAk90Bu40pV1xi2EKV1Rh8eAtzJgnl4z69CkAwYu3MEi5IH0HIsbTrmSEdwRVo6q",
+	"R5Alj+kDLdw1w5Ve7YTeOBJyPJvz+IIlURTeUox83gHTt35OSVMjOiGr4+WeA28xF4Bbrr/Hx+uvjSqK",
+	"Ob1mmzUoUFXxBhphCZejEDayQnIP0eXmnB7hDJnee853Mce6KLcCT6lqpwEdcyfFATlGc+uXn/6gGQUx",
+	"ZzAmxCOUQVEJqKpBKFJgNFyHjcTg6zT/N4pCVvWKmgsegfyuOgedj0JxwjxoOGp/Ha+s1xW/FPVYqGWY",
+	"eAjDFXQL1A2egi9ciJgtwKU6YV7Wyugl3H38HT1+U3mGvASma30LvDh4iUI+wpEwkF/G1YB5/5+HMs/g",
+	"F4K7psADmuGGV/cL9MQ4CpdzqQhospnl4bANms8cZxv2i1kxCRJbQOJWyNtGIy9/9u8wLyNIQUL/jH/F",
+	"09B9nJLRCtsOGoRQ0d/PeIJ+oOnAdPwzlXBo/PkSfLlpLIQGReBwbLBT7fXBhPPOvnls8YciFyNuMGLz",
+	"MMoP4RKWpJFmMiCvrt12pW5QnZgiMje5wJ17iAbjo3HnnFLBNrRPMKvVibZIBPjVhqosZKchmMVBO5S5",
+	"yqJ1+mPBjITNZmq1Kk6m4LQPGd99MHJF0zzX2xnfHgwwHqLBrlvof8IPKzLeRE2hl4OyuifTMhRnt4+M",
+	"ADthUDs96yKFq5wHtIhhHCYB+bMwTHPa7SkydhRIjmXeIc/f7h1ui7Sj+FIR4XDernuGVZeMRiwmQRhi",
+	"HvRWv1k+udZ2cqjgWSdHo98IcJ1eOJVsPc1XPEfTrtt581Xbjp+9PcBUBSLRvNkl3OwSbnYJH+suIXPO",
+	"zfJe6j7vtZv4kaAYL8jsQb8W7CgIlkhDlycsDcdmuW1IhsH9eSDhsm2Cii/w0a/jMuCB0vlSPvyi6Dyp",
+	"u11aepVv5chnQs6vRS7w+pbnCs3kKB4Fvi/ke+Yw2HfMUUNesTN1ynm76CA/XspB2cbHYSFfwtYDPH3S",
+	"vfWRex5xI2ZQK5KIVI6mvtYLLrrSKKiI31objRJe8ddyWF8DNFA6WK97+DnhcalNN9fhkR+aoeucS+xQ",
+	"QM+mzV69RY1PBN1/3UrpW2oY6fgvPBMhPpjt7CH0NOcingqG17Dq+f277KhzfFhDKgMMJcAGE08gtA+a",
+	"HUHA5nR0XXt9wjy5DEOPxWIeXQrYTuqnwzbDeniDPbKPRej8YjzjcooHMOMojgWx/1vHJ7TLlCQuQNx0",
+	"UIYLIRakCxAUspM8Xfj8LS0Z+8Tyscnr2OS/eoO4/llKiXJlXH8vR/yDNxcck/8wM3bVeP/O/TtdYm/8",
+	"znu+iU3fUgz2r1p3en/H8kDDEsogjHcxMqhzndhonVGYEN1FFsFrYGSxSmeTOhYITkCNKB1NzBcDkfD5",
+	"FNN0dZQavj1haSh6FUjFIrBe+jKvDGv4BRYfS/k+vYdi/VIdRk1oC5m21PXTvd9iendxwdJO20u2423J",
+	"dFhlwYg4nlHzZFnaMBpIvjfyWYThY7plb+jcfQpLvROGfrDmNtDJSfn5S0hA/yrIwp/tSjC4BoAnm/oa",
+	"x6MjdGN1mSMw22gEx2ojh6riWIV2tqrt6OI7VE2noJec7e5wcm3qZC3uSuqEvoPN51AbYctC8zidttN3",
+	"mg72Qafp5gWErwwrYqq0Yb7JdtY3jn+GTtVyXAaYV7fPwErZsPOLJm6CryAGhGscFoW+RdMUCxWFl5Rg",
+	"rVgSRSewVKILpIuFTwaruMYjID4KRaMMZH8fS/FR7ZnlFknyKbqpMsLDHoPOLLCOb8tqQKPt4u61uuGv",
+	"gSSTxlvMA6WRYhs74nnkG6HWcqzgqVynAfM5p240XAMG/WeC6QYWhUfkCyHxYldquimdhqMZm1JYG1vK",
+	"JAizTbGeRyoD0zVcaarD1CxaKUMSZ4hdqF+9rD4NeDuKJOpteiBdiYGVQCVRvC7yOGHwvLct7/VOD6Bo",
+	"GrW2z+61dd3da8inGxNXZv2X0xfahm23683Wk1Zz0IT/N4hP5h801rrlVC7EeqgdvlE0wjMwjkWoBHNN",
+	"k49MOtjrSxpz5AUZe4ov2/gqwyLvSmcEx6AyqBx2M0ZKLaOUcQ+iKCRrtdmDO8ggeUul5IbXtTxlVodm",
+	"jIFsvt+N+nUNDx0mva+jryewS0iNhzXmDGMfRjkIItz44M+u3nVA4H5qedk6WrKRCANxKYiwL5LTMsNe",
+	"7uQc/Aj/4Gd7+v1YuhJkYUvNUZnvNB0ekFEiTiy7jBcQUbIfRwuVSrpqY8xiMUaddxK6zFvlc5ry98kQ",
+	"vb5l3nfHCJb23Rry86yp300s8saav2trnjn7jU8XU/FEn2MY5sXcIfNHsbjopXfFVbY5y68mn9YCoW0l",
+	"41TvKvZX7VrrAu1XdyEScqvAHDXV7W0uuwzQCBBR6UmhnV/NIlwDVjMhCy0+OEpvH7Bw7QTYhCdiOwE2",
+	"E17SSD4ZrWyrapqQmCjo07aJbW2ZWH0lGMNKtFDZN6mN5SxNVsLste1ExmzbUxm0ril9owdGwUz6zu7S",
+	"vwSY48bk7V9+zVyMlOw4fhrvzfgkyN9uG4MrTJBTwfTanSZmFvgi1VrIWNAHLEhYKPilUBoIEQYqcVwZ",
+	"ZpnZTkqUmMl0WKprCnnxgkhm3PfIZWzcUwwaOkgXS1mIeBhvpLC7LSuzkKZogz1E1ToMuyBLuzZ8+ZAf",
+	"87649/W9J/c8zGTATMwgKYpIfBn44gONSEDRrhGRuDG9r2l6v7Sm8I2X+WGbXG33PmUPE6a9DkG8nneJ",
+	"9nCn5Chf+mDZo43zlQF6jSg+oqPRtyhBKwVQTaJYp1KL+FKgeIgIJwOmiOV8M+eu5qD/6WhPlCdanYTj",
+	"kmBC1XMehoQLo1yBlHoegVe1BruHMqaXSOfPlStNIpWOTGPmXxJzqcxzCXdF9zfYae6EyJVmxQhUul44",
+	"evGhgLkBgJMprMKzQq4SXYRAudKjS7wa6jcEPgHRCC82E6GfqRtw1m12yxGbX+re+qgOoaC3Nw+hLLoa",
+	"Z9cxFAnV4Uik0EjFqexBUGJIDn/UenBDNePt3mFlUDnuT3ptv9kToiVEm7darX7fF+MR77SaY7956B+1",
+	"27445n6zczzyO/5RrzvuHvXb3aPOpNPtjWBSb0VeiEDOKqsO6+wRxclKqgN/pINfFMPRb25vxXze2hG/",
+	"NcJ2HteZI5tP/MCODpbJLrAk2n1YV2hdycCVGtdzJNpIIubHfEUormTOFwPmxdFK/RA8a6DD+8NvnmEy",
+	"KVo5EYaMJ640+Z1wmcf+41/t9M5A4D3EyEWmeDUTWiLaJK/IyJUorbIDJP6Iyv9RmZtxFGtJtKwnDfGN",
+	"zXHjIG+WaUVoQf05a0RYWsCcw34jF6W1L6oMfmg5/Wcp+Ae+aDoIOoHKRCtNv4V4h1LYUeu1YUetQkai",
+	"KyBH7X67Wwg5Ou7uhBy1mo3DDdARkRKlmKNOHy3hO4dWXV3H1lG3pJJH7cbxrkp2Gkcblez1m3BLxi3a",
+	"77x4VlAoJNJ6jz29H8Cs3esXN0T/EAmlShuitdXbdEfaDke9zvvp7v0q2iod193jRn9HTdtNBM7ZNe22",
+	"jxo9e2B3+t2iPseS5Zfgza3odfaeZHFLll8wRDcAs40QhKUhBL687h8Glhesui25pxkS9oSd6dSq0uX7",
+	"LEu9KsJsD4zqUSYAOY5CrQLJE6Ku0NeWornZOwRz6/J/IGhu9E2i1YeI56YO/vQg1OScXO0ogQ+kNb1W",
+	"EbZGCcXohmnst47bToVmQYpp7vWPigyxMbPtDnkQJQvAxsNaR91dD+u1O2/PNFvT5XoIaI16totuQM6u",
+	"xDYiaDI2DdTfYJb111BJqMkbgZOh126WjsLotZVCu+/SoESsiTdKo2YkYKaNhgZB412ZxnG76ViSjyho",
+	"ZhaRVK5Uk6qyKknWKRSaRHVVxfRXA9ZstJqM5D2bjeMTxl25iEU9FqHgSrCRmESxIIV0+uqEIV1KY7xY",
+	"sBFRZI3W+nkktixd6fNEpAjRRCxSdVVcucAUSBFMZ6NoGSsk77l9myoeisbt2xSHw/t0kdWm9G6WLstG",
+	"EaleqzRZ0jdxQNi4ohax4W8xR0NIyEhqzsySf1GurIZ8JMJQECEJibZ6KJYJL7tlgn2wqfZ89jkLZTWJ",
+	"2AEyJ9U8PCJ35SSMohgv+UePVds1lDfUu/BoPgqk8JmMApXxTcH+kViuqp76bZxU//w7VG740x/Zr9if",
+	"fzdMoj/9sebVUvJ76IqEdLfxZR6rtthntQa7gzLUFDulYnBqJihNMF/E0aXwyRWIxTQWSqG+spa0DRJX",
+	"ektJdfSR/YgesgpIxoNLEvA2L2332Gc1ilQGqNIULlVwKTxssMydyg7lKJkXPC5HN6WvBWsTPO5TCeuY",
+	"LKhYmP73nazS/Sb7TLfbPH2ECc+6csXXZuRFUtRV4CPDxlQyYhJfJsoSqtI5TsQphfJyUI4FCgs1G83e",
+	"iU7KtBqFioulgBLqliPNX2wWErzabpEnyFoqFvi8rPF19SU6C6yqlQFQ19KV6WUOs5il0KsIpPWUIXzl",
+	"nZDUVtbPrsw93Ho2M9eYe6wKos5YrvBgMrI77SlLwxjrffs2q3r4WQ+PGqpua1axWCwQoGZZN4HCXpNg",
+	"qrdmVqhJ27sZvXfOqug+wJ2cEOlk41xpjJyacRSsTIdJj/p2wP78OxMBUwsk66J3BzHDtypXosv7yz//",
+	"W9thHiriDNLSkvxu7YQsxgrqSgOCtGzjGLaoLJq4EqnUYUVSmlpORnTiYOZNYlproPlrxeKWYtFKMjXm",
+	"SSJimPv69fDjUH/tDbYLj9UVPlXxFgujaVoZUnPWFYxWmG7KJc6fgDjr9Jw47rHP2HKBJGrQC76QY+FK",
+	"rIPWve8xHwYYhbMmsRB+NGe//PT73OtZKJSiIQk/RfLEldyYSR4GF0IrYzOOg9CPBB0Pgk0Bk0OkcSRm",
+	"SxjTlUTpb6g9S9sEFlDTJLUBHbzwMBjFOKqOYT5mpjyIpNb9xs5tNQ67PUfLHAcqVVxPkQFMBQnV2VD/",
+	"BrErs0XKKHjjyL9H7tqApYMyW2CwvqNlgruvP/3vFvtMTxEei5xtxZmen2W1E32c04LKoPZBTCsdTQwy",
+	"s2Zun+A86LPPmApxFPKEHXa/wsZstftfsQg2IJu2hsQH83ZjwH6gLFFG3PnPvPJzpMdCs1O/S/Rubof4",
+	"FjYrprabZ0lojbPWCyOkQqRVC1uvqleiURz4U+HX7M0LCcoUyyM08cymTWc2/1DMc99qNTIae94cH/tH",
+	"F79tPW/PO7Jb2eRqr/AwGAuLl/3blZCdev+O2W51m8dNVr38+utHjB5dq5RS8+9RtrZVttGR6E06s98c",
+	"XvTD40XzTcvWxrI9g82XWGxGuPeIT+PaUhk0G83W0bFTgUk73JBYaDZwv6fdt1RCAAdzZdBqNJtdp5JE",
+	"27cdO5VLEcNtlUElnasVvau8Kqp8Zcn6zfaOcjUbx8e97XIdHfcbrT3LVRTn1XIYVxbusNW4onTt7cL1",
+	"Dhsdu2zZVNunzfYuW6fVbPSuXbh2v9c4KindM3pN8dwzNnaoz2CeOalC3lCP1a5TsVwdojZZzDhWouek",
+	"wnrWooXSFL+JCJrRbPRJqSKtertHgmP6+W36ZLWMU1HBdM61oFuz0Wwept8lkf6m61T+sTJAWcScia8M",
+	"ftC2fftgqV18RBKtJP4xF37A5dAapDBKwaMeLuDzUc+pLBd4aekYLX2RGQH0tnbB29r2u9pF78r3qmG5",
+	"GvrBZCJi6j1onyJDVvQQp7KagVXT68IIN1SZ92Z2VUm6UlAdWLUNXlLX+BN0d4R8oSEZvCReyjG3h+9r",
+	"Csdl63BJ7Ea7zwb8iJb2Ezxzdyq9vdhrAhwSG1Gc01xoxTEJT3pIILkwtNu+YR1Ei+wM64zWKHWBe4c1",
+	"W4FHF4uxCC5Tkj2U2ocJwJL1QmTXuVLregxsYY9NtwfDAxvEhrCnyNhQT8Atj5VIPl8mk3pfC+HzDbZk",
+	"bunHudIrovYmxl/NhBzHgYBxRgAmzfGNdFrItO1KJOB2DIWn9GmfxOM10xrlfg13x0HMHn95Wm/3Ds0O",
+	"SwOpPDTHksuxaORgOTofWKW6J965WMT1L4KpQLXu8/t32XGv06zhngTsSIq2yj3TcI160P0w8PU5iHjO",
+	"xwmdMMCOHnuwwSgTXot26AgZFUtRt16IRZJisgzOWUU7vGoaPR8UWuL2we1NRxpJmMvxWLcUkWlWs6h/",
+	"GEhhec2VVz//9Orl/3j18v+8+vmfX738769e/tdXP//Lq5f/7dXPv3v18j/j3//p1cs/wjcv//3Vy//7",
+	"6uXv8Zbfv3r5v+DGn//Lq5f/Zv39+y80J0SKBH/18/8PD9Y3/fs38ZRLraSkzlHtRtFJKe7cfvnpDxsU",
+	"XiXz1jEgwKL5aYZfA59Vwr9sNyRMuK20PsIyan4oZK1PqeyJKp6jwl26ASHi5h8q/8QYY2dnDP9lTx7Q",
+	"H3fYP1WeGSrmyo8ueeduZcBcdNDb7OgO+7Y/bDpWQPeRSHiov8gTYruVF5snHpuMe4VWhCpFDRQkjibj",
+	"zxkB2yI2Ks5boKcu46PeppXe5I4uXk0pV4Bmf8Wp0CErFsYyN9tN4qkZB2v2+eDO6eN7h92BZ8I3tBRk",
+	"5qmx+3jm5uwld/aCVlm3ocGlrbhic+4LDOKUrtlXHL6cGscpW350sBgDXoZ+1VZnc9iDs6esitJPJFfl",
+	"sO/OTx+lmhQ41Pn4QkjfJmOFrzX8IBGKVG1dqZNfiB5Ue7J6mUV3WpHetsPIuUX5KLkVC61GsWPipPo7",
+	"NF8+T8SAxaJua3LVGuyxdpldab2KAiAYDZuAPa9i3B9bYBgK6Tmu9KaL5XAu5lG8Hi6TINRN4tWMfpdK",
+	"0IghZyW17Ik5EEJnAI8p5lnYd63r1WBfo/yYFQmOJlloN4sFzyM5pbMO3VUiVdDF40uHTsvAzZKwjovn",
+	"iZC+8FMqkkJ0w2vGuG6EcW+EcfP5PtGKTpn0GE4izGsrA4CEqA1bqIbRbjq2RERzH3mINwqZbrE/fSPt",
+	"qZjMYiEYRvS0gcnhOoyZ/eHHLcHPTMazSzKeeO6a7KMdqq/MEBmy/bw7bk6av73ozEdH3FLsBAfnwIQh",
+	"K1t6mvfP+hVHB3A7RTvza+zFyVjsIqqi1vjIFCkfp31NlpZOcPLIgnLIg1ZpqF+ItSrnIIHGGfMwhGXM",
+	"sFIZ+QZltrJj/FrDqaOVPGEWV6orgwS3dSrbQC/i4JInlIhW3dCS8Gp4Zqs3eb4rMQtagWtKiTmzaKUx",
+	"S3IqYtR5wm3lxmYRI99ew5XnurjmZDZVfsQHFytXUub8CVFtudLIQ262gPAtscjTlLLL/Gy0aFxZhXV+",
+	"IWI25+MZ8ovjph4WXS1FE0cJT0StaL0zFXhMPfaVWFfeTZJp9oJ3mGp6Idab+1PsjDAYC6th9+FNaR5v",
+	"ZdxYg6IyqHQmrfGhaI77vDcZ+b3OuCUO/f6kyVuj9rjjd0Vvctg8avXbxx3eHfXGh/6R6E+Om612p9s7",
+	"PAILZGXjmDMUGvNDrEjlwd9O7n/xd7959OVXh+Lob0ffx4vTuwcy7PFvH/12Ov7V3z05Oh91Hlw2j2T/",
+	"89y9w4WYVwaVOvzvzr0HD3/Nzp7e+frhXfbVvb/HL1356G60uvPt33/xVfu71en63ul13uVKfMi9X3+x",
+	"/dzr4OKsQVdGKFUwKxAWZdkGO0fz+nxpN0PmExoy55viP+8py/r4/WoMlS4YG1PjEyXG0Qsgl+ye3+71",
+	"Wse2NUgiQntZXgIuvVeRrdsuy8GP1rx9sTOob725GvMVG3ElDrvoTJzde1RLcW+ms3CHbS/xyYl+hsNU",
+	"RD9zuYaFe8wlG8/E+CIlji+OWTeKgsq59fzd72PvW3buLWw/bozyJ7WO56bJ1TPiU88OPrWrawnaOWC8",
+	"cG+yts6qYBM2CWETXbrbMrERdfAjDMMXV3AywNqV2ZT0biOyVx1zJeqBVEKqIAkuRbh2dJDelfblFGpD",
+	"NZ0H9yzR1NoAAXYY+jAMYlgRiQjdZCbmxNeQk9j3LUC7PlXBEzZn87d288SVHjwQtXQwpqJhojwMHTqD",
+	"Gq3x35Ijtyya9KbGsWC7b57taDFjqrfGsYrGtMG8x1z6IxFPvVoaDFpwXKO0GcF/NvdHTrGUZVvHg1Jp",
+	"y21Ry7dAxaBLvM3jo8dTNGHcPgzMn1TFOnBzvTDPHlfr9jINSmGdIUbiiQ9hB0qv7JmbMasCgFyHAHKG",
+	"f8LgObLoVoeiW8WpQwT9yWNhhuCkDLXi4KDVbvf7CL5JZpE/HIdcKehQw4U/1GowWchrvObyIlgFB7/+",
+	"7uEXD0/rJh+r/msuo3qrfad+2a6ffv9tvTvCKONC8It8Rvq6MjjsFmKB8ji57uFxo/tiK6h2+v23rFun",
+	"h6tATkMxVEks+HxY8MT8Bbl88Dy4kFJ/0zmV72oDONynynZeGmt3H9yBARrz+XA6qgzaJtcLTUplkAI8",
+	"/iZ98+fpe6+zMJq7z+IIDzLLlkf6+dNf+NLmxOSpKJXI1qYdZ+v2Mofbg/jSmGjqolmSLAYHB2E05uEs",
+	"Usmg3+w3CWdFt28a58cE2Jhnp/+OxskbVXUfExyUw2KYS3JqUm/nCx4HKqI8Um1xsGwFmtio835Cp1lS",
+	"YM5R6upUvVO9ccRJM2B3cJ8DXpfn0PGlFibX9EawGWFkuWipMLmi1g6mRJc7VZlNsenVB2dPlRbPV+Z8",
+	"UlHOVipSmLLsRRMG16eLL97GJnwMa61RuzBptHRPUVnOCLKJ2zDE16fFoQ5A2H8qlYiwScrekYTmv+Rh",
+	"7kUG5lHwqvuaqi8vcYCKCQ6bBT6mh0hfE/VhZiMsztWUo0zp/Co6hd0grEnLYHG3FBz5CB4mMwf5nqB1",
+	"ob1FEgdjHGs6Nznm4yTF5sViIsD6CvJXrPeIhFdePHvx/wIAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -26,7 +26,7 @@ func ModelRatios(facts *trust.Models, from store.Run, model, quantization string
 	if !ok || dst.KVBytesPerToken(1) <= 0 {
 		return calculator.ModelRatios{}, &calculator.Refusal{Reason: fmt.Sprintf("the model facts do not describe %q (KV geometry)", model), Supported: supported}
 	}
-	if moe(src) != moe(dst) {
+	if src.MixtureOfExperts() != dst.MixtureOfExperts() {
 		return calculator.ModelRatios{}, &calculator.Refusal{Reason: fmt.Sprintf("%s and %s are not of one kind (dense, mixture of experts): their speed does not scale from one to the other", src.Name, dst.Name), Supported: supported}
 	}
 	srcBytes := Run(from).WeightBytesPerParam()
@@ -39,5 +39,3 @@ func ModelRatios(facts *trust.Models, from store.Run, model, quantization string
 		KV:      dst.KVBytesPerToken(1) / src.KVBytesPerToken(1),
 	}, nil
 }
-
-func moe(m trust.Model) bool { return m.ActiveParams() < m.ParamsB }

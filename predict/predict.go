@@ -17,6 +17,7 @@ import (
 
 	"github.com/matrixd/matrixd/calculator"
 	"github.com/matrixd/matrixd/store"
+	"github.com/matrixd/matrixd/trust"
 )
 
 // Service answers calculator questions from stored runs. Each run is
@@ -45,6 +46,10 @@ type Service struct {
 	// onError, when set, is told of what went wrong in the background
 	// (a fit that could not be stored).
 	onError func(error)
+	// facts is the model facts table cross-model answers read; factsErr
+	// why it could not be read (then they are not made).
+	facts    *trust.Models
+	factsErr error
 }
 
 // Fitting is an answer that waited for its run's fit as long as it may:
@@ -118,9 +123,15 @@ func (c *Service) Forget(id string) {
 // every answer fits its run); onFit, when not nil, is told how long each
 // fit took.
 func New(st *store.Store, maxBytes int64, onFit func(time.Duration)) *Service {
+	facts, err := trust.ModelFacts()
 	return &Service{store: st, maxBytes: maxBytes, fits: map[string]*fitCall{}, lru: list.New(), onFit: onFit,
-		slots: make(chan struct{}, runtime.GOMAXPROCS(0)), planBudget: planFitBudget, fitWait: defaultFitWait}
+		slots: make(chan struct{}, runtime.GOMAXPROCS(0)), planBudget: planFitBudget, fitWait: defaultFitWait,
+		facts: facts, factsErr: err}
 }
+
+// ModelFacts is the model facts table the Service's cross-model answers
+// read.
+func (c *Service) ModelFacts() (*trust.Models, error) { return c.facts, c.factsErr }
 
 // CacheStats are the fits kept (done, not being made) and the bytes they
 // hold.
