@@ -510,6 +510,35 @@ func (c *Service) selectModel(ctx context.Context, sel Selection) (*calculator.M
 	return m, ids, warn, nil
 }
 
+// selectSpeedModel is selectModel for questions of speed (decode, grid):
+// a model and GPU with no run of the model there are answered from the
+// nearest run of another model on the GPU (see otherModelRun), with the
+// ratios to set as the query's OtherModel.
+func (c *Service) selectSpeedModel(ctx context.Context, sel Selection) (*calculator.Model, []string, []string, calculator.ModelRatios, error) {
+	var none calculator.ModelRatios
+	id, ids, warn, err := c.selectRun(ctx, sel)
+	if err == nil {
+		m, err := c.model(ctx, id, ids[1:min(len(ids), maxShared+1)]...)
+		return m, ids, warn, none, err
+	}
+	var se *store.Error
+	if sel.RunID != "" || !errors.As(err, &se) || se.Kind != store.ErrNotFound {
+		return nil, nil, nil, none, err
+	}
+	src, ratios, why, oerr := c.otherModelRun(ctx, sel)
+	if errors.Is(oerr, errNoOtherModel) {
+		return nil, nil, nil, none, err
+	}
+	if oerr != nil {
+		return nil, nil, nil, none, oerr
+	}
+	m, err := c.model(ctx, src)
+	if err != nil {
+		return nil, nil, nil, none, err
+	}
+	return m, []string{src}, []string{why}, ratios, nil
+}
+
 // Answer is a calculator answer with the runs it stands on (the modelled
 // one first) and what the caller should know about the selection.
 type Answer[T any] struct {
@@ -518,12 +547,14 @@ type Answer[T any] struct {
 	Warnings []string
 }
 
-// Decode predicts one decode cell.
+// Decode predicts one decode cell; a model with no run on the GPU, from
+// another model's run there (basis scaled_model).
 func (c *Service) Decode(ctx context.Context, sel Selection, q calculator.Query) (Answer[calculator.Prediction], error) {
-	m, ids, warn, err := c.selectModel(ctx, sel)
+	m, ids, warn, ratios, err := c.selectSpeedModel(ctx, sel)
 	if err != nil {
 		return Answer[calculator.Prediction]{}, err
 	}
+	q.OtherModel = ratios
 	p, err := m.Decode(q)
 	return Answer[calculator.Prediction]{Result: p, RunIDs: ids, Warnings: warn}, err
 }
@@ -549,10 +580,11 @@ type Grid struct {
 
 // Grid predicts a grid; nil axes take the run's measured ones.
 func (c *Service) Grid(ctx context.Context, sel Selection, contexts, concurrencies []int, base calculator.Query) (Answer[Grid], error) {
-	m, ids, warn, err := c.selectModel(ctx, sel)
+	m, ids, warn, ratios, err := c.selectSpeedModel(ctx, sel)
 	if err != nil {
 		return Answer[Grid]{}, err
 	}
+	base.OtherModel = ratios
 	measuredL, measuredB := m.MeasuredAxes()
 	if contexts == nil {
 		contexts = measuredL

@@ -27,6 +27,7 @@ const (
 	CalcBasisMethodMeasured     CalcBasisMethod = "measured"
 	CalcBasisMethodNone         CalcBasisMethod = "none"
 	CalcBasisMethodScaledGPU    CalcBasisMethod = "scaled_gpu"
+	CalcBasisMethodScaledModel  CalcBasisMethod = "scaled_model"
 	CalcBasisMethodScaledVRAM   CalcBasisMethod = "scaled_vram"
 )
 
@@ -42,6 +43,8 @@ func (e CalcBasisMethod) Valid() bool {
 	case CalcBasisMethodNone:
 		return true
 	case CalcBasisMethodScaledGPU:
+		return true
+	case CalcBasisMethodScaledModel:
 		return true
 	case CalcBasisMethodScaledVRAM:
 		return true
@@ -225,6 +228,7 @@ const (
 	GridCellMethodMeasured     GridCellMethod = "measured"
 	GridCellMethodNone         GridCellMethod = "none"
 	GridCellMethodScaledGPU    GridCellMethod = "scaled_gpu"
+	GridCellMethodScaledModel  GridCellMethod = "scaled_model"
 	GridCellMethodScaledVRAM   GridCellMethod = "scaled_vram"
 )
 
@@ -240,6 +244,8 @@ func (e GridCellMethod) Valid() bool {
 	case GridCellMethodNone:
 		return true
 	case GridCellMethodScaledGPU:
+		return true
+	case GridCellMethodScaledModel:
 		return true
 	case GridCellMethodScaledVRAM:
 		return true
@@ -926,7 +932,7 @@ type CalcBasis struct {
 	Cells        []CellRef  `json:"cells"`
 	ErrorBandPct *ErrorBand `json:"error_band_pct,omitempty"`
 
-	// Method `none` where the status leaves no speed to predict.
+	// Method `none` where the status leaves no speed to predict; `scaled_model` for a model with no run on the GPU, answered from another model's run there (`run_ids`).
 	Method CalcBasisMethod `json:"method"`
 
 	// RunIDs The runs the answer came from; the first was modelled. Runs of one
@@ -936,14 +942,14 @@ type CalcBasis struct {
 	// status are the first run's (a warning says so).
 	RunIDs []string `json:"run_ids"`
 
-	// SpeedMethod How the speed was obtained (differs from `method` for `scaled_vram` and `scaled_gpu`).
+	// SpeedMethod How the speed was obtained (differs from `method` for `scaled_vram`, `scaled_gpu` and `scaled_model`; for `scaled_model`, how the source run's speed was read before it was moved to the other model).
 	SpeedMethod CalcBasisSpeedMethod `json:"speed_method"`
 }
 
-// CalcBasisMethod `none` where the status leaves no speed to predict.
+// CalcBasisMethod `none` where the status leaves no speed to predict; `scaled_model` for a model with no run on the GPU, answered from another model's run there (`run_ids`).
 type CalcBasisMethod string
 
-// CalcBasisSpeedMethod How the speed was obtained (differs from `method` for `scaled_vram` and `scaled_gpu`).
+// CalcBasisSpeedMethod How the speed was obtained (differs from `method` for `scaled_vram`, `scaled_gpu` and `scaled_model`; for `scaled_model`, how the source run's speed was read before it was moved to the other model).
 type CalcBasisSpeedMethod string
 
 // CalcStatus `fits`: the reservation is within what ran. `over_capacity`: at or
@@ -1173,7 +1179,9 @@ type EngineCatalogItem struct {
 // class (scale·bound^power, derived on published grids so that 90 % of
 // held-out answers fall inside) and floored at 1 %; for `scaled_gpu`
 // at least the band measured moving grids between GPUs (within a
-// generation, or across with `rough`).
+// generation, or across with `rough`); for `scaled_model` at least the
+// band measured moving grids between models of one kind on one GPU and
+// engine (leave-one-model-out, per engine family).
 type ErrorBand struct {
 	TBTMs     float64 `json:"tbt_ms"`
 	TotalTokS float64 `json:"total_tok_s"`
@@ -3518,13 +3526,22 @@ type ClientInterface interface {
 	// (`basis.method` `measured`); otherwise the answer is `interpolated`
 	// inside the measured region, `extrapolated` within 2× the largest
 	// measured concurrency and 1.25× the longest measured context,
-	// `scaled_vram` for another `vram_gb`, or `scaled_gpu` for another
-	// `target_gpu`; `none` where the status leaves no speed. Each value
-	// carries an interval (see `basis.error_band_pct`). Beyond what the data
-	// supports the answer is 422, saying why and what is supported.
+	// `scaled_vram` for another `vram_gb`, `scaled_gpu` for another
+	// `target_gpu`, or `scaled_model` for a model with no run on the GPU;
+	// `none` where the status leaves no speed. Each value carries an
+	// interval (see `basis.error_band_pct`). Beyond what the data supports
+	// the answer is 422, saying why and what is supported.
 	//
 	// Select the run by `run_id`, or by `model` + `gpu` (optionally
-	// `engine_version`, `kv_cache_dtype`).
+	// `engine_version`, `kv_cache_dtype`). When no run of `model` is stored
+	// on `gpu` but runs of other models are, the answer is made from the
+	// one of those whose model is of the same kind (dense, or mixture of
+	// experts) and closest in active parameters, both models described by
+	// the model facts table (`/v1/model-facts`): its speed moved by the
+	// models' weight and KV bytes per token as measured across models
+	// (`basis.method` `scaled_model`, `basis.run_ids` the source run, a
+	// warning naming both models, no TTFT). Where the facts do not
+	// describe a model the answer is 422 saying which.
 	//
 	// Corresponds with GET /v1/calculator/decode (the `EstimateDecode` operationId).
 	EstimateDecode(ctx context.Context, params *EstimateDecodeParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4292,13 +4309,22 @@ func (c *Client) EstimateCapacity(ctx context.Context, params *EstimateCapacityP
 // (`basis.method` `measured`); otherwise the answer is `interpolated`
 // inside the measured region, `extrapolated` within 2× the largest
 // measured concurrency and 1.25× the longest measured context,
-// `scaled_vram` for another `vram_gb`, or `scaled_gpu` for another
-// `target_gpu`; `none` where the status leaves no speed. Each value
-// carries an interval (see `basis.error_band_pct`). Beyond what the data
-// supports the answer is 422, saying why and what is supported.
+// `scaled_vram` for another `vram_gb`, `scaled_gpu` for another
+// `target_gpu`, or `scaled_model` for a model with no run on the GPU;
+// `none` where the status leaves no speed. Each value carries an
+// interval (see `basis.error_band_pct`). Beyond what the data supports
+// the answer is 422, saying why and what is supported.
 //
 // Select the run by `run_id`, or by `model` + `gpu` (optionally
-// `engine_version`, `kv_cache_dtype`).
+// `engine_version`, `kv_cache_dtype`). When no run of `model` is stored
+// on `gpu` but runs of other models are, the answer is made from the
+// one of those whose model is of the same kind (dense, or mixture of
+// experts) and closest in active parameters, both models described by
+// the model facts table (`/v1/model-facts`): its speed moved by the
+// models' weight and KV bytes per token as measured across models
+// (`basis.method` `scaled_model`, `basis.run_ids` the source run, a
+// warning naming both models, no TTFT). Where the facts do not
+// describe a model the answer is 422 saying which.
 //
 // Corresponds with GET /v1/calculator/decode (the `EstimateDecode` operationId).
 func (c *Client) EstimateDecode(ctx context.Context, params *EstimateDecodeParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -9418,13 +9444,22 @@ type ClientWithResponsesInterface interface {
 	// (`basis.method` `measured`); otherwise the answer is `interpolated`
 	// inside the measured region, `extrapolated` within 2× the largest
 	// measured concurrency and 1.25× the longest measured context,
-	// `scaled_vram` for another `vram_gb`, or `scaled_gpu` for another
-	// `target_gpu`; `none` where the status leaves no speed. Each value
-	// carries an interval (see `basis.error_band_pct`). Beyond what the data
-	// supports the answer is 422, saying why and what is supported.
+	// `scaled_vram` for another `vram_gb`, `scaled_gpu` for another
+	// `target_gpu`, or `scaled_model` for a model with no run on the GPU;
+	// `none` where the status leaves no speed. Each value carries an
+	// interval (see `basis.error_band_pct`). Beyond what the data supports
+	// the answer is 422, saying why and what is supported.
 	//
 	// Select the run by `run_id`, or by `model` + `gpu` (optionally
-	// `engine_version`, `kv_cache_dtype`).
+	// `engine_version`, `kv_cache_dtype`). When no run of `model` is stored
+	// on `gpu` but runs of other models are, the answer is made from the
+	// one of those whose model is of the same kind (dense, or mixture of
+	// experts) and closest in active parameters, both models described by
+	// the model facts table (`/v1/model-facts`): its speed moved by the
+	// models' weight and KV bytes per token as measured across models
+	// (`basis.method` `scaled_model`, `basis.run_ids` the source run, a
+	// warning naming both models, no TTFT). Where the facts do not
+	// describe a model the answer is 422 saying which.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -14158,13 +14193,22 @@ func (c *ClientWithResponses) EstimateCapacityWithResponse(ctx context.Context, 
 // (`basis.method` `measured`); otherwise the answer is `interpolated`
 // inside the measured region, `extrapolated` within 2× the largest
 // measured concurrency and 1.25× the longest measured context,
-// `scaled_vram` for another `vram_gb`, or `scaled_gpu` for another
-// `target_gpu`; `none` where the status leaves no speed. Each value
-// carries an interval (see `basis.error_band_pct`). Beyond what the data
-// supports the answer is 422, saying why and what is supported.
+// `scaled_vram` for another `vram_gb`, `scaled_gpu` for another
+// `target_gpu`, or `scaled_model` for a model with no run on the GPU;
+// `none` where the status leaves no speed. Each value carries an
+// interval (see `basis.error_band_pct`). Beyond what the data supports
+// the answer is 422, saying why and what is supported.
 //
 // Select the run by `run_id`, or by `model` + `gpu` (optionally
-// `engine_version`, `kv_cache_dtype`).
+// `engine_version`, `kv_cache_dtype`). When no run of `model` is stored
+// on `gpu` but runs of other models are, the answer is made from the
+// one of those whose model is of the same kind (dense, or mixture of
+// experts) and closest in active parameters, both models described by
+// the model facts table (`/v1/model-facts`): its speed moved by the
+// models' weight and KV bytes per token as measured across models
+// (`basis.method` `scaled_model`, `basis.run_ids` the source run, a
+// warning naming both models, no TTFT). Where the facts do not
+// describe a model the answer is 422 saying which.
 //
 // Returns a wrapper object for the known response body format(s).
 //
