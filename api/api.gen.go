@@ -31,6 +31,7 @@ const (
 	CalcBasisMethodMeasured     CalcBasisMethod = "measured"
 	CalcBasisMethodNone         CalcBasisMethod = "none"
 	CalcBasisMethodScaledGPU    CalcBasisMethod = "scaled_gpu"
+	CalcBasisMethodScaledModel  CalcBasisMethod = "scaled_model"
 	CalcBasisMethodScaledVRAM   CalcBasisMethod = "scaled_vram"
 )
 
@@ -46,6 +47,8 @@ func (e CalcBasisMethod) Valid() bool {
 	case CalcBasisMethodNone:
 		return true
 	case CalcBasisMethodScaledGPU:
+		return true
+	case CalcBasisMethodScaledModel:
 		return true
 	case CalcBasisMethodScaledVRAM:
 		return true
@@ -229,6 +232,7 @@ const (
 	GridCellMethodMeasured     GridCellMethod = "measured"
 	GridCellMethodNone         GridCellMethod = "none"
 	GridCellMethodScaledGPU    GridCellMethod = "scaled_gpu"
+	GridCellMethodScaledModel  GridCellMethod = "scaled_model"
 	GridCellMethodScaledVRAM   GridCellMethod = "scaled_vram"
 )
 
@@ -244,6 +248,8 @@ func (e GridCellMethod) Valid() bool {
 	case GridCellMethodNone:
 		return true
 	case GridCellMethodScaledGPU:
+		return true
+	case GridCellMethodScaledModel:
 		return true
 	case GridCellMethodScaledVRAM:
 		return true
@@ -444,6 +450,24 @@ func (e MethodClass) Valid() bool {
 	case StaticBatch:
 		return true
 	case SustainedDecode:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ModelFactsKind.
+const (
+	Dense ModelFactsKind = "dense"
+	Moe   ModelFactsKind = "moe"
+)
+
+// Valid indicates whether the value is a known member of the ModelFactsKind enum.
+func (e ModelFactsKind) Valid() bool {
+	switch e {
+	case Dense:
+		return true
+	case Moe:
 		return true
 	default:
 		return false
@@ -912,7 +936,7 @@ type CalcBasis struct {
 	Cells        []CellRef  `json:"cells"`
 	ErrorBandPct *ErrorBand `json:"error_band_pct,omitempty"`
 
-	// Method `none` where the status leaves no speed to predict.
+	// Method `none` where the status leaves no speed to predict; `scaled_model` for a model with no run on the GPU, answered from another model's run there (`run_ids`).
 	Method CalcBasisMethod `json:"method"`
 
 	// RunIDs The runs the answer came from; the first was modelled. Runs of one
@@ -922,14 +946,14 @@ type CalcBasis struct {
 	// status are the first run's (a warning says so).
 	RunIDs []string `json:"run_ids"`
 
-	// SpeedMethod How the speed was obtained (differs from `method` for `scaled_vram` and `scaled_gpu`).
+	// SpeedMethod How the speed was obtained (differs from `method` for `scaled_vram`, `scaled_gpu` and `scaled_model`; for `scaled_model`, how the source run's speed was read before it was moved to the other model).
 	SpeedMethod CalcBasisSpeedMethod `json:"speed_method"`
 }
 
-// CalcBasisMethod `none` where the status leaves no speed to predict.
+// CalcBasisMethod `none` where the status leaves no speed to predict; `scaled_model` for a model with no run on the GPU, answered from another model's run there (`run_ids`).
 type CalcBasisMethod string
 
-// CalcBasisSpeedMethod How the speed was obtained (differs from `method` for `scaled_vram` and `scaled_gpu`).
+// CalcBasisSpeedMethod How the speed was obtained (differs from `method` for `scaled_vram`, `scaled_gpu` and `scaled_model`; for `scaled_model`, how the source run's speed was read before it was moved to the other model).
 type CalcBasisSpeedMethod string
 
 // CalcStatus `fits`: the reservation is within what ran. `over_capacity`: at or
@@ -1159,7 +1183,9 @@ type EngineCatalogItem struct {
 // class (scale·bound^power, derived on published grids so that 90 % of
 // held-out answers fall inside) and floored at 1 %; for `scaled_gpu`
 // at least the band measured moving grids between GPUs (within a
-// generation, or across with `rough`).
+// generation, or across with `rough`); for `scaled_model` at least the
+// band measured moving grids between models of one kind on one GPU and
+// engine (leave-one-model-out, per engine family).
 type ErrorBand struct {
 	TBTMs     float64 `json:"tbt_ms"`
 	TotalTokS float64 `json:"total_tok_s"`
@@ -1613,6 +1639,45 @@ type ModelCatalogItem struct {
 	Model         string   `json:"model"`
 	Quantizations []string `json:"quantizations"`
 	RunCount      int      `json:"run_count"`
+}
+
+// ModelFacts defines model for ModelFacts.
+type ModelFacts struct {
+	// ActiveParamsB Parameters one token reads, in billions (`params_b` for a dense model).
+	ActiveParamsB float64 `json:"active_params_b"`
+	HeadDim       *int    `json:"head_dim"`
+
+	// Kind `moe`: a mixture of experts (fewer parameters read per token than stored).
+	Kind ModelFactsKind `json:"kind"`
+
+	// KVBytesPerToken16Bit KV cache one token of context takes at 16 bits an element (kv_layers × kv_heads × head_dim × 2 × 2 bytes); null where the geometry is not known.
+	KVBytesPerToken16Bit *float64 `json:"kv_bytes_per_token_16bit"`
+	KVHeads              *int     `json:"kv_heads"`
+
+	// KVLayers Layers whose KV cache grows with the whole context (full attention; a hybrid's linear, Mamba or sliding-window layers are not counted).
+	KVLayers *int `json:"kv_layers"`
+	Layers   *int `json:"layers"`
+
+	// Match Lower-case substrings of a run's model name that mean this model.
+	Match []string `json:"match"`
+
+	// MeasuredRuns Stored runs whose model name means this entry.
+	MeasuredRuns int    `json:"measured_runs"`
+	Name         string `json:"name"`
+
+	// ParamsB Parameters in billions.
+	ParamsB float64 `json:"params_b"`
+
+	// Source Where the figures were read (trust/SOURCES.md says more).
+	Source string `json:"source"`
+}
+
+// ModelFactsKind `moe`: a mixture of experts (fewer parameters read per token than stored).
+type ModelFactsKind string
+
+// ModelFactsList defines model for ModelFactsList.
+type ModelFactsList struct {
+	Items []ModelFacts `json:"items"`
 }
 
 // Moderation defines model for Moderation.
@@ -2915,6 +2980,18 @@ type GetLeaderboardParams struct {
 // GetLeaderboardParamsMetric defines parameters for GetLeaderboard.
 type GetLeaderboardParamsMetric string
 
+// ListModelFactsParams defines parameters for ListModelFacts.
+type ListModelFactsParams struct {
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// GetModelFactsParams defines parameters for GetModelFacts.
+type GetModelFactsParams struct {
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
 // ListModelsParams defines parameters for ListModels.
 type ListModelsParams struct {
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
@@ -3326,6 +3403,12 @@ type ServerInterface interface {
 	// GetLeaderboard Runs ranked by one measured cell
 	// (GET /v1/leaderboard)
 	GetLeaderboard(ctx echo.Context, params GetLeaderboardParams) error
+	// ListModelFacts The model facts table
+	// (GET /v1/model-facts)
+	ListModelFacts(ctx echo.Context, params ListModelFactsParams) error
+	// GetModelFacts The model facts entry a model name means
+	// (GET /v1/model-facts/{model})
+	GetModelFacts(ctx echo.Context, model string, params GetModelFactsParams) error
 	// ListModels Models with run counts
 	// (GET /v1/models)
 	ListModels(ctx echo.Context, params ListModelsParams) error
@@ -4579,6 +4662,71 @@ func (w *ServerInterfaceWrapper) GetLeaderboard(ctx echo.Context) error {
 	return err
 }
 
+// ListModelFacts converts echo context to params.
+func (w *ServerInterfaceWrapper) ListModelFacts(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListModelFactsParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListModelFacts(ctx, params)
+	return err
+}
+
+// GetModelFacts converts echo context to params.
+func (w *ServerInterfaceWrapper) GetModelFacts(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "model" -------------
+	var model string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "model", ctx.Param("model"), &model, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter model: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetModelFactsParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetModelFacts(ctx, model, params)
+	return err
+}
+
 // ListModels converts echo context to params.
 func (w *ServerInterfaceWrapper) ListModels(ctx echo.Context) error {
 	var err error
@@ -5733,6 +5881,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/v1/planner", wrapper.PlanCapacity, options.OperationMiddlewares["planCapacity"]...)
 	router.GET(options.BaseURL+"/v1/hardware", wrapper.ListHardware, options.OperationMiddlewares["listHardware"]...)
 	router.GET(options.BaseURL+"/v1/hardware/:gpu", wrapper.GetHardware, options.OperationMiddlewares["getHardware"]...)
+	router.GET(options.BaseURL+"/v1/model-facts", wrapper.ListModelFacts, options.OperationMiddlewares["listModelFacts"]...)
+	router.GET(options.BaseURL+"/v1/model-facts/:model", wrapper.GetModelFacts, options.OperationMiddlewares["getModelFacts"]...)
 	router.GET(options.BaseURL+"/v1/getting-started", wrapper.GetGettingStarted, options.OperationMiddlewares["getGettingStarted"]...)
 
 }
@@ -7700,6 +7850,175 @@ type GetLeaderboard429ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response GetLeaderboard429ApplicationProblemPlusJSONResponse) VisitGetLeaderboardResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListModelFactsRequestObject struct {
+	Params ListModelFactsParams
+}
+
+type ListModelFactsResponseObject interface {
+	VisitListModelFactsResponse(w http.ResponseWriter) error
+}
+
+type ListModelFacts200JSONResponse ModelFactsList
+
+func (response ListModelFacts200JSONResponse) VisitListModelFactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListModelFacts304Response = NotModifiedResponse
+
+func (response ListModelFacts304Response) VisitListModelFactsResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
+type ListModelFacts400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListModelFacts400ApplicationProblemPlusJSONResponse) VisitListModelFactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListModelFacts429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListModelFacts429ApplicationProblemPlusJSONResponse) VisitListModelFactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelFactsRequestObject struct {
+	Model  string `json:"model"`
+	Params GetModelFactsParams
+}
+
+type GetModelFactsResponseObject interface {
+	VisitGetModelFactsResponse(w http.ResponseWriter) error
+}
+
+type GetModelFacts200JSONResponse ModelFacts
+
+func (response GetModelFacts200JSONResponse) VisitGetModelFactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelFacts304Response = NotModifiedResponse
+
+func (response GetModelFacts304Response) VisitGetModelFactsResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetModelFacts400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetModelFacts400ApplicationProblemPlusJSONResponse) VisitGetModelFactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelFacts404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetModelFacts404ApplicationProblemPlusJSONResponse) VisitGetModelFactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetModelFacts429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetModelFacts429ApplicationProblemPlusJSONResponse) VisitGetModelFactsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -10688,6 +11007,12 @@ type StrictServerInterface interface {
 	// GetLeaderboard Runs ranked by one measured cell
 	// (GET /v1/leaderboard)
 	GetLeaderboard(ctx context.Context, request GetLeaderboardRequestObject) (GetLeaderboardResponseObject, error)
+	// ListModelFacts The model facts table
+	// (GET /v1/model-facts)
+	ListModelFacts(ctx context.Context, request ListModelFactsRequestObject) (ListModelFactsResponseObject, error)
+	// GetModelFacts The model facts entry a model name means
+	// (GET /v1/model-facts/{model})
+	GetModelFacts(ctx context.Context, request GetModelFactsRequestObject) (GetModelFactsResponseObject, error)
 	// ListModels Models with run counts
 	// (GET /v1/models)
 	ListModels(ctx context.Context, request ListModelsRequestObject) (ListModelsResponseObject, error)
@@ -11259,6 +11584,57 @@ func (sh *strictHandler) GetLeaderboard(ctx echo.Context, params GetLeaderboardP
 		return err
 	} else if validResponse, ok := response.(GetLeaderboardResponseObject); ok {
 		return validResponse.VisitGetLeaderboardResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListModelFacts operation middleware
+func (sh *strictHandler) ListModelFacts(ctx echo.Context, params ListModelFactsParams) error {
+	var request ListModelFactsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListModelFacts(ctx.Request().Context(), request.(ListModelFactsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListModelFacts")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListModelFactsResponseObject); ok {
+		return validResponse.VisitListModelFactsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetModelFacts operation middleware
+func (sh *strictHandler) GetModelFacts(ctx echo.Context, model string, params GetModelFactsParams) error {
+	var request GetModelFactsRequestObject
+
+	request.Model = model
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetModelFacts(ctx.Request().Context(), request.(GetModelFactsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetModelFacts")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetModelFactsResponseObject); ok {
+		return validResponse.VisitGetModelFactsResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -12007,589 +12383,614 @@ func (sh *strictHandler) GetSubmitter(ctx echo.Context, name string, params GetS
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P3fc+NIkieI/yuxnGlLqguk+EuURFnZfJU/K7+VylIrlVXTU8wlgkSQRAkMoBABUazcNJt7WZs126e9",
-	"Myuzez7b97uHm/eu/6T/krNwjwACJECCkjK7e6d7zKZSBBA/PDw83D3cP/6xNgkXUcgZl6I2+Fhjd3QR",
-	"BQz+/ZLG9Crh6p8iWSxovKoNaudknHAvYB6JE07qchmSKGZTPwhIHC4Fodwjch4zRjw2CT1GJiwIBAmn",
-	"xJeCzGLfO6g5tVsaJEw1PGZ8Ml/Q+Eb9gV+MJBOyNqi99O+YR7wkptIPec2pLejdKExklMiRDG8YF7XB",
-	"Sfu049T0AEaL0GO1Qe2CUZHE+K3PZ2YgSxovGklUc2oxu/WFanNQW1BfNS3YJOSeGEUsHi3w8wXjsjbo",
-	"ttTD+JZ50HpQG+CQa05NhqH6MwgWDZ9PWcz4hDXsh6NbFutublvNk2ar9smpTWJGJfNGVE2x0+r0G+12",
-	"o9u67nQGR53BUbfZOz3tHHf+peZoctQGP36s0dvZiE6kf8tGMfs5YUKtVtuB36NwyeLRsjbgSRA4sJ4B",
-	"U11kb7bUz3ySxGqQK/hyEnLJ7jJKtpyaIfVI4LzXaN3pAa1ZbBpWT9S7J91mz6kJSWUi1Fxp4HuKBGM5",
-	"WqhhdhQ5JA2s99tOTcopPj85+uSUzPDk3jM8uc8M20fdbr9wiv1es79tikfNo7VJHrXbza41y+7RyZeZ",
-	"ZrvfPentnOpJt39SONMuDLt0pt31xewcn+ZW86jXP/r0wakxPvM5bnE6uWHcqw1qk8SjNac2TvxA/Xkb",
-	"BItD9f8aYcQ49Qe3rWa302w17k76o36v5tQ4XTD9Ys2p/ZxQLv1fUBwMaueJDK/ChHvkh955uw/7OgqF",
-	"L0MQVDNfzpNxcxLqPqI4/IlN5KFuLNub2Knam3Mae0saw6iLFiRKaoPaay5ZQP6ZhZy8OGp0+ictcqvG",
-	"OomS0SSMlehsK/rH/i2LLRFwdNJqto9Pmi318gyaurr+Z9Jt9Vv4w2gSJkrktJ1aqEj/fpxwmZBOr9nq",
-	"NY9qTi2a+IoarxjvkjuYMA4w8Be+VMNsH7ecWkwXo9lYr9QqUl8898UkZpKRV5fv1dTNK+3OJ6fmq6WI",
-	"V52b1c/eL/GNTH7urJQEC2iiRJkihZSMAy9lS3l99fr6u7ej8+vrtzVg1QXlZk0JCEzyhlGPxeOQxt6F",
-	"Ep3tQ3WgtJtHjd7TRrp4DVi8xtX1W9JoLOhdA8RsI2CcdPqddq9HGo1ZlDQWbBHGq0Yi/UCzAGk1T3v6",
-	"I54sGoL9LEi7c0IaDcbpOGANOBfuGhM6matzoNGQcSJkI2aLULIGHAqNRkD5LKEzpjsOebAijcbNLXzG",
-	"Gp6iIfG57MHhAPtnNGfUI41GSpiGJgzJkwWHMcJhjPQwagMZJ8ypTQM6EznyNsrIWzid2qCmGkLeKSAP",
-	"cPapYrb8XGqDWsFsYME3CJH1kVsZdXLB2ugHhvq1Qa3dOVHSYp3OpqFPyOk42lFutGqwaqxAJzbaPlal",
-	"CsBwRjAcHA3+zJPFCAfT7pw4NR5KtSV/rL3nMuHMI2EiG+G0IeesMQ7vyJgKFvicNcm7iE20rjAgPFQ/",
-	"ffs9gdEMSPEw2nfE7GHS7rx66hAhw8kNaR+3yA8E9qVDLp+9ZsRsWvJfSKEAIe3eM/JfSLdDXj0lz59f",
-	"9RqdXqtF/gvJSwGHvP3+9fPX5wTFC7GEyodPTm3B5Dz0FFNNAirUeohESOpz5o20NqFeSvWbwsNhZJ0K",
-	"RvRpDas2qLG7SZB4zFNLqTWij0ZO77vjd8t03YlWAQcfa3Pf89SKT2kgmKP/BGUKB6p/GK/WfogZFaoF",
-	"/FGdNyO9AVufUiZZm+uPHzcOV6NvhosoPTE73d5x0YmZnvy94446+ksO6nxj7dOjrY2ddLrH6niN4vCW",
-	"cconcFip8ZvhC3/GqUzi3A/Ms0giwiSesNE0jBeghUZ0pvhC/7xgnk9HevepAR9GAfX5GZnMaSyY/DqR",
-	"08ZJ9r6Y085RvzaonZ5Mjzpe64ixNmMd2m63T048NhnTbrs18Vp977jT8dgp9Vrd07HX9Y6PepPe8Umn",
-	"d9yddntHY6tJ/xem9MLjo/SnJFbMd3jbPowTLg7Xz6tDfE3xi/2Bnm8yXvhS5mmgf4vND9KXgZrxjjMq",
-	"5Pkdb4Qd7Lk5m9wIzTcg88aUe0vfk3PQ5iX11STknJEpFcrKAeOITMMYjKMxMH5d8wlpkd9+Je0DZWcJ",
-	"QiXptsnvlB3VOW41W0SGN4eCRCwmeqsO0oE9EaTbb5FXTw8FNEFCJSo6zZb6TbWQzZEsmT+bS2i/R8Zq",
-	"FFGQCHJCvvXh1W+/hz6AZ9XfenAONAxaScqrERUC5EI6fVQUb/MSxaJEp6OtQ6Xq0ph5Z0QRZ+7P5oo4",
-	"8DnxBTk5wplHLG7oZoiIGPPUKFCbNlQQWwb2AQ/dGfNS+aFlwI8fnFqcBExk+lr706dPn5xaRGO6YJLF",
-	"cFQ/Db3Vu2x/KYtVTGI/0tLLZV7n6Kh9+rWrzWAGx0u/R+pXL5+RXr934pCIep46hmLCQ3mgpqXe6/ca",
-	"45VkQ/4CmyDpNsZvT1rdjkMi9bd+4wCXFToJvdUTQdgdncghV+0Ih1BBBOOySd4y5gniqrE30sE3vmUr",
-	"t0nOrX7knErihUwMOQ8luWWxP10p8lOijiI1Ix5K0KR8oQ46WDCKL/pqSpypJzcskkO+9OUcBgduAjeT",
-	"V820R9ch67/DHnUPmkNllPuKpnM4UzJbID8NtcyTOVtQtRgLeveG8Zmc1wadVkutndrgqpH/bBbmx/PG",
-	"v9DGL63G6VeHH776+mPL6Xz6x1qqKAsZK81KLXxuqb9lq83Vvlb72OczFkexz6VZSTUNRaMbtiJ19/K7",
-	"d9dEiS39c+OGrYR7QOTcF+T88jW8FrOZLySLmdesNm21ermpW1P9sdU4pY3ph4/9XsnUntFgoiyBjRn9",
-	"oNbMhVPddYjPhVR6bjglbpzwke+5uD9fXb4nalgOmVDBGj4XjAtf7UJHsTXlK3gM/w58Cs4fSoxx1ZhQ",
-	"SYNwBs3U3W7rtOUepPP+OWHxKpu2spO2LfHC5+bv9papXoC++d5WN9fnfq54m8XELTM33DMiJjRgAmig",
-	"5GIYBiTwbxhxtUXlbplGkc5rzyw9jb0wGQda5fYXyQJmtvA5/rvVbB2lE+XJYszidKIX9O47UOSutYax",
-	"wbHwO4kZerTs0wMOIVQDz8y2fSLIeEU8NqVJIMumtumUW1svPYf+8fFxp923ppItmM8lm9kTMXplEXvO",
-	"oqSMOekGQxKRjJEdzPYE7gb+LJ0R9P5QrrsKk9m8gM2CIFwSV9J4xuRIzQV2h2Y+tSVmjGt9F2Q4JQEd",
-	"swAcrqpJwoT0F1QyUk9FrFIzyMJ4PekkDoWw2hGwuNmiomuGTOnCD1alWw96y5FBc0J6eOqJj8MwYJRn",
-	"M0/46+fF4lKdBRIcxp4/kWQah4sm+S4mM7VUWvDAQQOr3CS44np9nSF3cejmlNbv5m1Gl9CYEdTFHHVi",
-	"kck89CdMDNQBNeTmTFInHTxeUDmZZ+ccpws44iSpW8cd5WKpBDSMecgpTmXOCOweP+REG0bCPrzWSQoT",
-	"KRXc6dk0anz42Ha2yu9rYKBCKX5uMZNmeiN7iZG9dffVCzyXzCO1fTLBPeQguR3CmrMmQSGt5Lmrzc9X",
-	"7GUYT5hWOZUEH0BHqE42hIwZkHHIIxpnR6NkEZH+ghlJChyMgpGkurKDrKqEUqpNKKrj9jVcDqfHmApf",
-	"EBda80YoGf70f3da5HcHZ+T7q/MLI70EkaFaeirVh09Ek3zHgxX07/ONhp+I3C5MeMCEGHIXtsTXMk6Y",
-	"W77I2dYukyHtqjJEzeDV0/IVhhkqYyklsFo9RRkw/8/MSTWhEZ34EpQ5pJUS7NYxViYDjKew4kHVa50W",
-	"C3j7oAqFPF+EsTH6/8hoXHBUwc+EchIueboormHWUSI8V80mor46A6aoC9dPjvt9MieMTualco1anY9W",
-	"0Ls9PdjGwr9lF2Ya2l1XPu2jln1Al036RcAmMvbVOrx/9/ySxd/+UHA+XMb+BJaTZa875P2753BY3/ww",
-	"d/CkNlQRpN4iyznjSmD5Qu0Uxg7OCA1Czhz1Y6RaRKVF8fRspVpPBQINYka9FRJyGsZNcj1nQw6OZSAw",
-	"ChIn2x/1dBWalo/cBdVPdaIsuidqt9hPDxzCAsHgBXQsq+XMua9d6xXTw5BrgaXell6Uf8t6JlZCssVI",
-	"KSOmS1KnZDkPAzbk+PSJIHrJyJIGAYEXkZxAyOU8FIzcMu6FMYmSceCLORwR6vGQXz+/PBgQdxIK2cQ+",
-	"0NPgEkFX6mt/Mi+XCtZyKuYFi/hmOa+sArYq8diry/ffhEn8/l3B+XvFuDKnI8NgylpTomIKKjuZh0mM",
-	"jFbXi8/R0XcALKEPQDg+OZnQOPaZQGq4A+KaKalWXPI1nN/wB+7U335FElPuDXn68sIPArUJc+rjlq8P",
-	"SR1cAkOOzo/ffiXdfqt1ACZ/68//2//bJG9DSVK1CDZJI2X1zJQvXya74z3WptLifKMHUrg6l/aypLub",
-	"1H0piJir4Rv9Fbz/7ADWyskLQLXpNqSbS+rjUM7B4cB8dW6cIYncEp50DwbWIpkVhRX47dd1GXxI6oV9",
-	"/vYrQWF8MORfpR//YOQJOSSKbNBg2TDKV8kewj6r1KqwUq89tohCyfhkVWj1n/MVySyK9p//9X/vHB0R",
-	"8ADQccDI+btnr1+Dr5ROFK8p9cH/OWG2sXVGYrZgqksGQpd0erD/UNxqr0CpK8Aa4YYfwLZUjo7WtQxb",
-	"2RwO7zrtxnB4d/ziw1fFeubr6duQswulHm/S4cU1nQn0CEa+Pl8mgc+4JPMw8MQZnkraJ4Q31hLeQkmi",
-	"fu22esiKPAQfVvmUpw01lAaOpdQ0650UTgMF2Uvj+lufiX6OflY1wCigifDHfqBUJjQkiHYckroL7t6m",
-	"/ts9OCMBm0plOlcwlrVMHRk35J7W1aWSYM+SWIRxsX3lcnYnRxN4wzUSI4rZrR8mSlmaMbAplbnFy8aI",
-	"X5cR+ajd2a27wjhfpAEAa4yD1mexA4nU0eC4DYJFuVdIxxY8xES3hvi9cfmWjFQbm4pwRivwykeO0QS7",
-	"xp76mR9iIsAcXmYeyAJhZXsjnwjbXYlWVqCO+oaaC5mzO/Lum/NG56hvorW6HRLTJc560rhhKwK+5XRq",
-	"EYWbDT0zq3GIxfg58WO131B/vqevEucY0FmZS0FtpSeC+B5wdmrWwi3RRzS4Px2Cm98lgS+kIL4sm0BA",
-	"Z2iflw8+PWF8LiFEZYc7C8evP9q4L5iIWxcOgGfvvkdJSAnKPhKHS3VOc4GmjXs+mbBIuk3y/3/33dsK",
-	"okYPNGfacDXOH2s/CWC8ibitfSileaFrodzza9g/cwh8LpcujO7b75/RyZw9x8dFfJFZGevBHO7m6MvG",
-	"uhaN8ODN+kaZOgUnkGQLPPtRRINW0WqVjQoMpuKzA0xRo/J0ctrOFv4s8bc++6twpsII/5ALE1gfqP20",
-	"opg+/+EPpNcY+7KcUXOhCQ+ewXavaCbBlIxC/0xOlrmkLkDBdIjHYv9WeyJBTMOdLJcHJWIt9TpWE8lV",
-	"vZAwq3fmav1pyQUZ+hORW8x1F7jh0kt545h28P4yWJWtR+4av2Q9+r2Ky/Euu/9fH3b6iMwp9wIGglnp",
-	"d+7/bw/RkQUYPJh10A14Qe8KjHqls4ZcOzDgAJFkEQqJF4yLZDIHL6FDXj3d4eQbLejdfsbULlPKHrzP",
-	"Kw4+YPR+o/f5Y47+k9ouIgq5wFj4p9S7MiFROpQHFS4aRYE/ASFxGMXhOGCLr+CAHXy0RvOPMZvWBrV/",
-	"OMyi7Q/xqTi8xK+w03X9LXVaKHtpQQM1LSXXFD+GUxJTPmM6lgBsLXTzeVHoK2uL3jBxRlwWx6EyyhXJ",
-	"UP8BlwSfBv7ki85HSYQ185UsqSCJYJ7mAO3a1pYyjPSlLyUEPH7ZgaJYxiMOAh78ICBjpo6/KUquOp2q",
-	"laFwWUFjCT7Q5dwP2JAvKF/p0J2YmQ+oWqQJG6i/8cGCegwWTp3+zy7fq1co3JEcDDkGkaS3T2RJfak9",
-	"Br6EwyLkM/VfX5IFXZE6HSu+aLeIONCO3KkvySxkap+dEfeKyXjVOFejTt2WDK7kqLghdEZ9jl4XVEKB",
-	"861v8qTd0CYUGV+G8ViH6H3Z1VIHiy8IBMyRcSLT2BPFX9lhk2My8LJ8cmqvQjRUv9y21kGNoTpjBMEY",
-	"RTPiAXExQspeIsUKy/kKHIJDDvYM/Db3hQzjFRGSrkjMqKd0BLiCBM8HkEPn8HzhvUMmFOKIxkzHCg0y",
-	"QYSGGLtl8Yro/h24tYH1GXK1O8DOuVRyDJzRMrSiiQ4xmPWwe5gPqnQPHAIECpThvpyzGCWiz6NEAidQ",
-	"MvWVEoX0pHDFuIxDPtMkuzAi9ktTbBx6wMCKZEsWBA0cBqkDHdLYLHge0VjAHEjCzZqTRRJIH25bVVMH",
-	"EH2TPz7G1AN2fxvKl2HCv+gU34ZEqOMc1i9U5m0i2YEZzkXoQQhZsQ6JbsUnStGNVqTu5ryB2akmyItr",
-	"Ojuw3I1ntmPREmnqvUJZlmpeagJXCX+GyVpbCGUIZOfNTWlcSirz3qFJrlM9VaMuvr1B2Xc6EM99E+KY",
-	"4GI0i/Z4f/VmbfrpCSwbVywK6KqI8C5cc+vzITuD4E6W0Tjwrdih9MYF7p/XDvhmoQ8CsgEKvQ9mGpUW",
-	"6MWdLzBx8a92fa4NXfQI8UCCRTO3r2dIYb1s+lmc8Grr9nmIex2Gb2g8Y38pORiozmMl+PBgBKcHqbfJ",
-	"hf8U5cZ1GF5QvrpKk+O+7ED1ZQcVN0olo0Ka0SpJpEerVhcdO+Ztz4uZEM6QL2NfstyFzwGoj+rrNJYZ",
-	"xD5edU/mjHg+hOBmd7FheEMWYcww4yrG2Jp0EHhvWN/sHk6/SLWguz7bUDn8yfxgsE1hlPFqyEFjRE+y",
-	"e0UlA/9W4/eudmLiTYMO50FRoXNi9NE75HB5goexiWEg0yQIypTRtJPUlbZFIXWs96/YgvpcmxGVvxGs",
-	"Qh97KcjvOU3kPIz9X9iXPoD1YgOboa2I+g9Ee4PeXE/4DQ+XXL0Rs9vwRh0swAzmPUF972BNLv3www+N",
-	"80TOGZdq+Gy3cHnP6S31A6W3fOlt61FJx1SwTJvC3QQi5T2P4nDChPhLjSwblUiiKIy1J8QEGW6aBisd",
-	"U6FfZ56LewsdA76y/ieUe75HJUsVbzBL9cnOhlzADbwfcgyFZB4RSjWnAfE5ZGZIXymYIWdCa8nvedrf",
-	"BfN8eq3d8F/6oHgiyDPssnENaZoi5wgJIx3Dh54QYHzUFqnJZiJoCYLMfH/9snFC6uPQ8xla50p+K/sa",
-	"nhxsSkklnUMiGFeKdaoooMPIBjaIYjUU6TOxAXPwscaTQO8EdMuubZhC3IPSr1Jhs46KUKGfDBahwsul",
-	"iAlFrreS1oy3bR1ioUL3CL5Q8cUsq2fnB59sN/mP2M1aI2ujtejm5JZ2bQXKSVa0wpn2Fo5/YhNZ0yGh",
-	"T6nwC8IlvwmXdmyFUjHDMSZ+NmEgNv9BzlWxqZVG+WFeFqijkGgVMArOWnDDSrYQu3bvMxYEV2wKS4AT",
-	"oXFMV+pv8AKMxpR7owj9jzQIvptC4ty2Jl+o755Sjqlc+YXMJb+uWTI85GjJaG8AJoapKd1ifB9OMQtM",
-	"b0LONerShiLgfpYsjsIATEKnxu5kTLM/dRDybUwX2V942akGUKCPO/pqRpReCwl7USfKiJjG4QLjeqd+",
-	"LNCYAD4MmNck6FGfYqA7/OxAtJVSsHTUP3oS/OmUKSUgWBGfZ/HBgoGnVQx53c2lWLsOBuVtJrG4ByY+",
-	"jWteGXKRxFM6YQNCg0CN1Y81P/lcyYaMrRz0lmYDgMNMrw/Vy4UTRWO2TsmSxhDRACJYhCbc3vDkpgBY",
-	"4z7oeFTGLGYjIUvY+4jUkWoCL95cbAGv711r8XVSghWTfnAvfiphmjUBpeexNq2Msxy928vkyTudJLmx",
-	"aaa+FO7AhOKz+BYPUl+YoHmjZjSJG96yeGTW0B2AmzsecjoOtfYvFjQIlPpvN4VXFcCUMZsmQjGwCzmw",
-	"VLEYn7BYUd4dDLnPyZjJJWMczvAxW4XcI5SvMD8jHKNEbhLXmE6jnxOWMM8dgH005LZJle9aZ9eGfMJI",
-	"HZfdNxkzodAbJk64YjSX3U0Y88QovzkGJi2WfEUW9E7nUalm0hRNsHtUC5DJbZpZ+twLly7eBzjgtuah",
-	"ZnhMuaVx7N8yYWUqDLl1dhBsAfeAYTHVWM2p5Val5tQ2SavvhC16ARsWTNGkoOcHXijTnhl1U7ud82dP",
-	"AZZIhUN8LWiqyie+VygN1vElqqhfRinZePLzWlTCbmUEk8wLmkoxWe6hPq2JBAQMgJ6cNP4iy+RYC2vY",
-	"iEfbiHnZXLJiYYKM9kKnp20u/dioLlvVhlTH+bQGdVRF5V2HWPhY8M7NrcG5mPuYobe73eybIFwWN6u2",
-	"y9p4i4KS4hmk/WcvmmiImAUrfS2oXT44l2bN2d3bKAqF8LXNWt4tdLWg0A+pj1lgDrtMPIMctsX0wRlR",
-	"9EFzUZ1JcCgagV3OnJuDXVuZgmGG3FAHhGkRZVxr1m717jfMp83XhJKEfMIwH6UaX2hdBFqsqoGs7dY1",
-	"wmwy0pbFzu+QQkKv8+4G/29M3ClM6cXNa814mwy4DGiB6NfOhZE6cQuiblKvtzB8ir4IVAEDiXcPHlkq",
-	"NT4KKOfMG1jhLoxwtlTsc9TaUBOBecFRqls9KN5WId4Sb47uuwgTaScY5u0CqdySRvDdHE9s9XMElGP7",
-	"ReoqphNWaQNTQh+JLXW32Wyc/PpltNrFE9oO3GCHNWF5H2G+ayvZXZSNrUwBvk5T2Yy9aAcW2hq9wejZ",
-	"VKXyGlihsqSBT9RINklUAM93L+/KRjsjcIvdszUdT1jEUqIqMUGNd3kojSPEywx0HxyUEBjB9a2x+vY+",
-	"JAdkp7SLwhUwwIb3IgV+/CBq5sAUH9rCw0ZiMKYe8vUDRrC2m7NkeWSqPKmKsCuzKaTLWkSd8v2wPou1",
-	"BS4UIdYGvkLd8NHFHGy5gl31HVdWrIxXmFuWcIfoZPYw9lhsYWMIt7rfzpZIeysveX0Ehl1ONV9fB1Ty",
-	"Tp7rg/6kfdpJ8aJStxJ4mur412+/ghZxcK8pqzVEnfE1foo57euncjZPPer1Y9ZavIJvFdH2/czyFVZ3",
-	"dhnGqUSHq4S/0zjPBU3dstjz93HXvmOxz8Q7ySLw1xZgueiAbyKXISwZ3iSjmxwvgLVmBx6RTW1/TdVZ",
-	"60HfztzwcEnGbBrq+xylFIJXS+1pMUCNM5xqnyjjkqATDTEUmMh84tkb4HYSGEVWJW2wuYeHslAMCrOb",
-	"LPZZ50Lj6tulkIVCllALkjW5kBR8Ye4sSoQL0dkHZBIKY5qmsUDqNI8Y85rkxS2LV0OOueUQXLCGHwA/",
-	"YoRa4Ov0Bmi+Sa4Yl8wrSjneTANXnzTJd0tQ/dUfmxnJQ747JZl8lX2cwgWkGclDXp6STHYmr2/Mw2St",
-	"k5KkdX2B+1MI+HPqO7tJRYeisVpNYuTkkIM7+ZYGJAVLsftNn9Z13h8safauMgaHHNbzoEneapM/ZsSX",
-	"ViTnnHqD9MbEIVT7yU3jQx4zDbbbAhWvDqnsDkaIWVQ9UI0gk0z9WRIz8ud//T8IHfI1s82fzJvkexok",
-	"5kI2TLiHdzV9zG2c+hPKJfH8mS91Yn/+PFHUK8xkE3l+TwRmNm5K4pKl2ePiyvjECu+tbDCJoo2pFiFb",
-	"+km4YHgFMbCC/DLwp1sW0xkjXkyXO6E6crd9TwR5DMgO8hDEjo1f3QHRKB5kK4iHYk8NTfdEnBEaLBX/",
-	"5LtEoAuN8mYBcJVdz1hTVbIV2xlJL1I66do4ax+c3d7fFE68SJFDhBs9nR/UkO5j6KndhSFOZkIxiFdl",
-	"GamdWGgC2fKqeHBmkyBAiEYLuecYtwrQx9lTa0eooYqDsmBtwrtGlK3b2lYtFwxFx+5ziAwotvMLiwLc",
-	"ywrLodavr+TFupBAAWxhwfg61lfJg/tzYVHhgore+4ebSnbdg3uR8D6RNo/kp8ncJ7siK7TX6sH+i4c7",
-	"Hx7gNNjPmHyYG6BoixVy6joD5Dgqv8G2b/M3PurZ+a2eWgGVLDJLaJRahEUxliWeFOyzfNiXGP7iF5nl",
-	"97i9M164HR99+725N3g0ITDRNk61owQsohITlWrArHreGElVqFKMqfTeTCcPh5wVGrCFsuMx1MqKwiSL",
-	"AckJk8cYwZp0eZQmM3Fzj+bWnNLXL6+z1BWE4deB9kuKWbZUGI+ariEFKfg7HRGPdRV4fwGYej9TSWgH",
-	"gui7PNglO7wFGYrPujioHr2h6/1UeBNzutNsnaz0z8NDL+zaQBVev3fEKEwh+34j3sIQLjciQ6PyFXiG",
-	"5sdDD5RcY68lW+xkyvIzY7OtjcFlRaAKQx91waMiCX5v+qfYUNkKZF0VTiONKi2OwmQBBeCQOQ2mDQCo",
-	"FQbQwrg9BDjef2cb5JMQQh1pMOSnLfI7XdtB4ypxMmeB11DHAmbEpgDNqWMtZjN/wcBZM+R//u//1mqe",
-	"/unf6/yr9sGf//t/a8h5GrNx4JCl7zGOTrU2+Yq0D//8b/8nT5ucsqXphQ65vlkDTysnExr445iapPIS",
-	"iGh03oFTdMjBK0rqEN74p3+Haf1nbbUaYJKQZxelUPFPEBHipT7QIpwOeUoAk1Y4Vda8z4XvsQPocBqE",
-	"mCMnSZv87iwXZ6nM9iG30CLWMbAX4a3PZ7pzHTqo4VJ1JB0dchvjN4wNbjZiIwLUrylEkGfqbRr3/hr2",
-	"dp04L+p1z4VcbIVdbWBIoFrHPAJlF4G6ig0N+25GiJvIqAoT1AFRFd5Maz7uSwT8ELtycGxFJHjps8CD",
-	"3VzsxNBZKFiNwOBLkDWIDSW+0T09Vc0BqLz5UHGNBSWgtpJ6McIcdZfUIfA38PPR5uu55web5IauisVP",
-	"NjgqCYA8GUzujRAULRCd2l0D7v9qg/Ynp6a6LG46iYKQemrr+wGzmgd4iUUUxhIEnckFUm+Jrd11FTsU",
-	"Yv6p7tqNMRXMI5Car7WqjJiq9QLvq9V6D0L8haCzggPFeu8IPG2wJEWbIQcrAKVV+qet9kEOYcCQuBRm",
-	"4IywRSRXttBErH5wVYI/MdVgyhrZRsnOZpg3TryQ7wNaoBfYdUbtLUcla0h/wWqlMbMbEHcF8ZBsNTK6",
-	"2uZK53CeYuqrVfdls1aolVF9CbxNa1EzvMI3EZcnDJJiJDBAKvYWvjrDeCjZlghBexAiDG6306p6I+Nq",
-	"CuaWKBrFJLutej8L869ZK5LSVLeTqzibn2t+0DnClvHZayXMwPryPF+9SYNLi+00dGmeE++zxoYEBZeU",
-	"BrDDSZUKcOkLMqEcr12bGMNoAW1VQNrKOUxyFCyjxWM4eGDvfl7XjkXYzSwPf6FvrQPmEjx+hUNcIPAo",
-	"LQ0BiB2CySQ6cAglrpdgbifLFS8BwemKiC7QPeLCzy6pC7rSCd+cuIqk+SsXawzKGs11De433RkkuUBy",
-	"FTRceJWBk7Xlwx6MilX0CplOHd9TpevqowH4jOWDFPBaAI0ATUoiJOXeg/kRBla0tq8u3z+SYZi19ECr",
-	"cK2hjWFB5dt72INZfsSmxE/rYKS4J8qAUhqMQ6iYMO75fJaLwaiiuW+bP+b1ZUkV203MV5hW907SWLJS",
-	"RW/GiHs4w1cbAt91lVrhUUk3lUa2GGNbW5c18T32At6EYnYztqV3pc1ELIxymljurC4Ze5pnrUO3IW06",
-	"XQkKqVqQwmiiDRaVY7NgAt+Z9gtFJdO110vCTkMuYzqRqdWTvg+TfsSBoDJbqR2EmNzgKl2IM8bisro9",
-	"R6+0PdNCJov9kjDiCi71R3aXG8+pe3jbPpzQYJIEVIaxVoXdTde4Oi/gfj5NQTEhv1vSfL9Iiu5n88/D",
-	"RGlRmbP5ao0OcPwA8Jex5CvptdkNwJfPDNTz2xl0/b/kPcP2cITH9Opn+b6am/RmLhMQ2274/hIxreFy",
-	"DxUl9j0dnvsosbGPcGNjZVmXR2XCJHdcs5i5lUdDVyZR2W3xI6TTlGaSW2pGUcZv7I8TyapP4wffmzF5",
-	"bj4smk25KrOEj5+YchcyJNOYLhiW0gHw4AGaKhofYRYl4A1fsINCtQfb39EXPoDegpB6RtHxhUbmKm6Z",
-	"+1HECpr+5vriDWpScPSjVot9wckqjcYm5uFSEF8OlLob0Akj/3hxfn31+p+fm4vNdARPRA796+r929Hr",
-	"56bmgEEgb9Z2mSKaGk5aNFzPwbHXuZRFMv1pMztw41h/9eK65tQuv3t3XXwwUznfoY4CE6gJCuKGEeM0",
-	"8psrughcotHXSrxSQkfB7zS/U/GrEdfNh6UEeJfqiGubJCmazDfhklAcK6EWwJYoHDXaNGWR8FklYiiN",
-	"gQ5eF1R1HUEM2rGLrVTPF3kNDekKFwUbNbMNqkuxHar22iIA7XIdZbQoWghTh6s4Du8B0XMp2AOIl3tH",
-	"z6GBvFO7m0TJaBLGrGKMmhf7SuvbB0JBm+qZK9sU96gVv5zZ77uHE4pKQ4gm/lpAwCvGe+Su3a9VDrjV",
-	"wco7yoTgaiJuY1r08L5r+AAwB/ODPefnvpjETAKXVZn3I4JJaAwINJKyNbZ9HxN4lrFjOn1Y5Q3OW1+W",
-	"fEydXvJt+1ZXplnbuoFPBdtTA6TxZO5LNjHV/DdFatTuj+Q0CKMCsfqcccHIy8t2//Dpy3afSMZFGJPr",
-	"l2++u3znpNatiGgsfLm6Jytll9QFOfMGrUYXdU0LVeDtNeI76ftuJaSytgoPEGNHV8jQTy/aQx0x/Ory",
-	"fQlSBSJGpdV9R7NxVQ+cuWHaDBPSjtoKIHUzA0pntIpJyEWygKvFZRjfKPNLQ7dRSRsTxiV4nQMayTBq",
-	"iHBSqHyUZWsokaIriAKco5gzJkkYkygOvWQiUW3DlLZZEjMB+RxYCLtQE1nPkih3wnlQE/yPf/zjHxsX",
-	"F43nzw+KcywQvYNa5WNwLkUehbVKXR8+9j418B+d7B//WGncFQiGHtCdY67m+thoZVvXVlJJeqiDym0l",
-	"npj0EiLmfgTOrfozrIur+NsB1GYwOKaUCwfbaYgkioIVCUIhmBgg2ig0cv388sDRHi/1t9m51IqcuX5+",
-	"eQY58rkSs2Y4k5ADC2lYLkl8cU8JA1k6xeTBpJRwydVgSH0c0ljn9qnRAwyaLoJ7z76R/rsQkfIDexnG",
-	"5DyKAn3VYsBtEg4Q8g1dTjxHn+LRbT/59G2qOVjSsa4dGzkJnUkc+4AsFIH5w8WsQiHnlm+nMgGRCigt",
-	"K9dl+7bj9TGuNe2j+v5XSd8wGqBZlB/Lpl8zvNmNlKe/KuzI99jDbrY3PLgO2OaAlB1rLGwd89Jrtx7r",
-	"grpoLjl7rMjHJxmXo1THNIjx7E4eRgF6ftNKEodqzzTUQVZ4CE7TTkwz2ikQBHRBG2PEi2mMGYeirbdB",
-	"sEj/mMW+1yiuQLiH/Z0WOczNa7sdbqUbbJBnExusAMu/CMtQO7uLsLKqgVRtIIyVo3jlMRQRhFEHZHq5",
-	"JMfvr84vDqrhh1FpgKNKACiYxrwtw++yEc1++5XUiwARDwqHsom7tV63PEVuzEAbKU8xGw0CVH2+Gse+",
-	"h249kYMtSzi0XQ2vbGOr5WdeAVBrC3E3plvEoW/AJn0s7MRJuFiURjej+Uv0Ow65ZfGYSr+aksW4ejwC",
-	"lOM7AA3UuaclX6aljB0otSrKpW2BOrBWmhdKB6lWjK6mp4DxvUqVCjTWg0fFnIkD8uf/+j9A3YVo0jPi",
-	"DqFMxrDmajVsDHW6Ajqzdky2JsXgt/e08O8DQpm7c6vkYlGf8GQxEuznij4ipSuUoTcheSGyfQHIo4HP",
-	"mcjMXPcf3AegXBgmNWNYn3DpAqxNsxJ8ZRnnGrYs3JNwiIMC/JkwfvbTsKzxvOCyGLFlO+Ae3Ne76Y3y",
-	"11DvZ5CFbdi4e1ghwFFy90YZ/VBvsMzel/PQG0GawK5JXMC7z+BV/DT2Jzm1ZP9UzyJ9wqqKXs3riBFD",
-	"lWkG9LIrAyIggabWismzrL4eRpFP2VLj3JRgTqR9lGSlUH6juvMhRDsL8EcEpPr6EG0twJLCW8Bziie6",
-	"NPVoTP+TMAmwJo0ubf8gGbA1/U1zxxqHmd7yi7xjB+OOKbxrrX7jb+fmfnB2YelrZtBaCfBAtmqGmum6",
-	"QRWveRh4NgD8QXH+aO5Gf5+hW7EAJdE8xdIhi+d5klamzAXCa/xawBCAC0Z17ELSIQZhpWkn4CnnN5vs",
-	"104bHDMhz4haIQ0zT4FaxZsmTvh+GFf3TkmBYTtpZorqGO/HC1nvgsrYv/vbi7jAcW+NudgjRHlXiEQ5",
-	"5SpGRtxr326G/nzBuImLHVUIdNYxSnUAvjVCRW9FSMYzkY1Z8nlBzY97nccpzvyo6D4Azy+8O07D1FKp",
-	"p3ZwferfMa9hEBQMpNrBPb2FOWSGkaUOFByS8A6OzdQe04465plxaZx+e1SVy+oUIjXpWkJ6xZ6k0Ftw",
-	"NCIkl7+A4hJcQpokJJ2rA1u/47kHWJ0rWFm3NaTusjvz3A6dN79C5KP+524konV+1Qdpfrm3UTsjQjlT",
-	"PzMMVxCLcONjLqxdyMAEoeRYnsasSd7qWPpwOuQZBN8aOt8GOB+GHceMcHbLYn38OkMeKfUHVFiNIU1k",
-	"OIOFaw55g7giEVjvY6SDVQdmSHMWeFieGbgnB+KOJiT8PuSEpAxfd3NUdQ8cC2xAPCGajhZ+V0RjqZoA",
-	"mLZxwj012ojOmDgYECEZ9VYNIalkmrloCuvOV2nhQJyKdsCNxkkspDuAK0D4TdH+KTGeCBP+YYpZayQE",
-	"RW5iI9E/ESQAByWpw1GMRMzKgB44KcvymfrWLeUgF6tbiDM9iTRywuJ5tQeAEOBNbE6i6IkgboFr0XVI",
-	"OJWMk25HN3ugl5LFtz6fjcSSsQiQxHQZRIH6vVVnMSTU1FBUK6z6NTdC9jKHWc1TJUhIwqUfEKrTPVAV",
-	"xx3tC+ADRfK6exsECwJjxU5ch7x79YZyAEKD30d6rO7BGZFzuL6NEuCDlDR4GQWhJYZrAH6SLiIjYTw9",
-	"b0mlPxkBkWDa+IO99unMIRlWrziuruoUQ/ZNHRO96kq3kyHRmDnA3W8unrMoCFdPYLZuFIdTP2CjbBVd",
-	"h1zDtfjVdePNmwui3xC5aZrhC8NwMNAnwswzX91kfYMCpoLF6Lo+V7rwOsbWEKTQQLwwJT7WEoI24Cgm",
-	"K6WqL/3Dt9+/fv76vPGWLUIZh7zxlvKw0e48bdx2Guc//KHRG0Po/kNxK4rvpHKNFIpgNZ9Hygyy23pg",
-	"btBGU5tRgJVqrewPglueWrQe0afrpeS725Xgc4Hl3AsDG+dpOfz1VORbH5LeYGP5Qh9U+PqZxuT0MFs/",
-	"ZlAUOAVLSDPq5JytiJcL3LTse2zrQWmtuonxakuubZbsO/dNpm/VhrMrtJ1fhBHjo9RxvHYnDAXxeSjJ",
-	"isENCaS1krr76oUV9PgRbZFPh9CKW3g3ssYPVqdmzDWbsDaF1idVyCklwS/6tKkN2i3zP7gSxB9bFZTj",
-	"t6Ev2MsgRB/XenRUNKcVo25SoK8MQTLCBGINQCwki0ZiArEhemeYvz4Ueq5/CmN921ah+wW9G03NLKq8",
-	"7/NRagoWuCN9vldz6WRLYMjRL5IjiXGLgMYaTqHYd0NHu9n1TIyK58szDTJiU1K3on56on0dWRVGKNnn",
-	"FTs9hD9b0NE0DhdFd2cavAbyUGnsEY/d+lq/wsBVMNz0HUoYeJjHWylewnQtw4q0/eU+nhYDVmVN0+pY",
-	"NWovss0/FuvZbOLo3VC0Oy8ZvTE5dAXBQlAjGS1dAxs292dzKK2UQS0XGN+PcT/wqEgye5dKsYrUlEMD",
-	"fo6EvN3oYn6Zsx7KR8kwQqBnKP+TTlOminwdbbeFL4QyBgEXWBcon1I/AAvLtgHaOQs8vfy1rnaFKceo",
-	"7ydy4TeUz/aa1whLDle86r1H/bEFY9Jg4uPsz0jLCmHwwjJc7M+RNrpW4YvUAf7J1KrWA1TaEq5XVZTF",
-	"LUBk96gtOA0Yk6PtsMk59EgABkoEi9VhYcCUEdNdEbGZQ4zXzKeNGJg2fGow+B+Evqxj+gtD/TCSFws+",
-	"6RqYzZ2h/veHVZ9FiRhxxryiSy48ZwtJlnZfzV+Xfrurk0kY+UxjuykGg1thXf8TzPY0c73C3TtjRZk4",
-	"78IF29h8gjCIZoAs3GJF/iGXqqUW1efLbE5vBrZcisUJP9NuMx26hIznpPdIENNqHpZHSOOhUaz/vNxs",
-	"f5BHvkeno45e3x1WPA9jOaX7XBOqg/Nd+tkOpNaCuAv7ss0UIttXSDb/UsVhdxMUqjsWTx2GJOAa1Nwp",
-	"poCLT0jEhPAXvpD+hDD1ngxDUg/CJYlY3DCHu65TobQ0cn398rrkIry8Luvnyi3XADIFLEsDwcxaZuJY",
-	"V0MDzNrsypfUTawfpCshgELCyRIqF8PL/hpygKJjzA7UIYPXFRjMQSi+jjiVgFYnbqDAov4pqwFCI6zh",
-	"IsN8/qRNz8dMn3/ETO2CwribmU0pguhGady1yANb9BiRn7L0evjCXqEsNodYEAHGFjIq74aSaEso++TL",
-	"H7Yp8m+BHrMjTz0vzYqSeHUEzxrOlFUcXHERu2WYkWT2qZJKZ0qqYW6lNoYhhUbpnxhOA7cUWJ8AzZcz",
-	"4sIyZmFLFpumVfEt4bed7JY4NANJGeXDVvC6TV5Mq3beJynCRCUUFbQyQRaTuc9u2aZ1ci+9cDOtGUNt",
-	"THxDWg10i2fLKkFaHHa+w75VR8rDShAqG79iKYaCqiQsrhQlubN8b+Eg8tMz3RWSEe88SpF8dtIRL3O+",
-	"fB2Kz1gIIhWAubllfe6g42NktNjL8nnx+nRPj1yL4R6MU+28zq181U8+B1h+trnWuKRS6epLxPgtcKG+",
-	"fEZOe0fHKQowHrXCIYJxmVbMwYqbdVdDuLoHA6L6cAjoG05a9ha/dqyKStKo7exOMq40jSIPIuWe79HC",
-	"8Gxl5PQ6nayUW2YzODYKG6GLsT9LwsTE8yoFUscIV6+VaQZylWwiM1gIticQsm88V6VAt71PTg3ByatD",
-	"ZmYwz1v671uW/0644EzelcMPd8FaiaKwGMJv9yJQrjN/MTEYm9oOqHxcbprkwIKLMAPoOEzkYBxgoOIW",
-	"iOjihH+jJm/JmruMw1vGKS+vWpcpZTrHOcNspXwFtw8GsxVAbHAX0Ikc8vEK8Vkwpox6+H3phZ7OQsXw",
-	"Gj8e8nffnDc6R30s0andDP6MMw8xp4XA7CmGRQT5DO4w1bsAuK9+pDKJmQm/UOYUDKkIEL4MN3RlwYIa",
-	"a9znMwetuzRld7eRbEZToFgzr3N01D792jWDJ2MqWL9HNqaQjgTmAThCSoJVHkEKbbxpqU99PmNxFPtc",
-	"mqskm6xojWYDumUxpOqSkGtwm2xZ9XeNG7YShx+thj+5ayldOKYKaeu0Mf3wsd8rSVQHmoyyVMbiQExk",
-	"xzEDTjZsDSFaCKTzJEPOOYOiy42fRMgxtSiPvJMP4DNvZoBKe+ZO7l46nOCCeT5N0z6L/HKeT+HIsuYL",
-	"EadwzNGKnIqdiTntHPU3O3oDSfETKhiZszui92jKMhZ72ksNMQ4wFGXZ3bBIPtKiC/+XEmrAGJ7owKec",
-	"RWUw0Xe7gHUnSVxwm+iWSjBw4uTmbq/FNgLsyH7OrUwRW6zvhTyZcvOxBYItnpxypOKrpEiPVQy9oPHN",
-	"rjP/afriJ+deyPY6VOxx6q5ll0m7S+1AqIsFOFUlaz6D4l8HYFHr7ZAwoj8nzCHvr940BJ2ys7TySqp9",
-	"pEVopNq95rxRZykEEnmFrvQgzTvdmnmGb+WQWHffR+SuInaGm5m3s5iqXZ9kWGFbkhhNuYlYVweoJtSs",
-	"gO/HMBWjnNq0vaH0zQ15UsGzrktrlJ7aXJ1lWvbmSjZkVTk0K2lprA4zsCXwzDPoP8zCOKw8rLgkniyR",
-	"c6Uxa5BDfSSokYpdt2+W3VjuzY8TsROh+RpeKiy3YLRik6SazWaN4GtVF3Ky03ieLYz71OWcSUQL21Xv",
-	"y4wTU3lmZpTjqtzWKZHFL241LNJanFjqcEjhkmAaNaeWRB7+YxrQWVY6AoPeELUaRAsMLmAyOzIKfaf7",
-	"CW9jRxZniyMbFNydzZXNNSAuTsJFgMPcSWiK9qTnmXtwNuQuTtbFuHiozoNqUJrNxtlSF1OqK3YckJgt",
-	"wlvmwdeKQi6B/4x8DzVzFz2noB0i5TbeAKQf9b0iqLv2hSKtS9wlFSMdZDgNY/UMie0SF3gTvteqBOyg",
-	"9enO/FvGMd5dqbB4GpAxm4axsnvgZa1sKEWD1GmahCCgNDzYPxss9Tkqx4DVJ9N1tIRQJnPUYrBgur8+",
-	"BNsZ9qZVOUWzf8pxJZvnG1+YOoIPcSmm2/Dz+hOvEl4N22bN75VwqJU00JyiVIf0XKiv2TQOcReQqefp",
-	"s8GFGm5Dzu70SVFPX8CfwEGm+PMq4W4GIuB7qq1MdrpDjvvTEq4QIONP5jYbUKF2sGiS8zHaK7ChkiBw",
-	"yYJRPuTwLl0wvH+CXdAk4ErSpwuNte+B1MFAWYA9IbAW3YKuhpxGEaMxgI6ckYTf8HDJUTjg1xoDpkne",
-	"YoPcI3AbRyDrEV6hcsgBrKTTaim2julEQsUVECw8xGoFYaCMgLHv+TF66SiwvRoRZNZkHzbJU7YKteGP",
-	"fOXo9eKMeXA7hCXyTKino3bMkGNg6SIRcFWWcP/nRBkaKW6LY18qIQ3oLGYMBgrUXAgW3DLINV+/7XDJ",
-	"n//bv5F2q9Uih8TFvHzX4BAekd85Q55PDcIPXOuK1IXYqKzycvp5Bz8vKOesGvm/8oERTr6JYdJqdRkG",
-	"t8VMZ7cMudKKEZ6PeWtfwLB0nj6WiM+yudw0D2fIXe18xi8M9s0hZMSkruh0Du0j8judCKZ2q6dRWIZc",
-	"MxMsS0Zu4uLzJkatO6mnR+elzWIfQCA1EM6Q93tmCBAvhX+mN4QBu2WBaA75kLuoYqTwciWpeRuZqIqV",
-	"64KxIXetaCP3oEleK7G9UjwVsKlUJEbjw00Vm6YMw8AlYTzk1o/Y/EhCbhiMxpc68yvvC3FIlkw15LD7",
-	"HZN5l+WZqnbIn//1fx6cYXGopS+Yjicy0tMxabNDTpXMQBcdBScupwufz4h7aOhjKG6SDmVIJvMwFBq5",
-	"UTGA0sNcaEJoR+N4lZNQSoyohdXX0+B7K3Am5mzirfJ6wwOSa8ei6E6Fl93JTqtlLmE3CuBnuQn94+Pj",
-	"TrtvZSa090iZhYihPQYTs1tfVLD/rE9K9iq6xidBIvxbdmHGjsPdnYuxZyKGxouqZO1aQ1f7Ys/X7aDV",
-	"Sp99KtAPClwje0DgFdXV357g0j866vb3JOkDgbnNJR0egD+cEWol3CKABYRW6FeIpDd4+YB6ceZRwcqO",
-	"9+SjPees8yyZlyPsffOE8skGdpR46cK0nUqZCtukQ6sQiTw9YCumQu1JuA35tWGWFBDxHnQsDDXZug3D",
-	"m3f3Dq8YV7ljvxAFMYtVhlTxDl+1f6+i9UWGyYLevUaJ02ud9kspXuB23UM+WUh5FQVrWq2+4vvGmq3w",
-	"+pWhW0EicOUz0S5jnwMR7Z04e9W1r3pibCQgFy2m7ePe8/h4vIoLpA7pFgYqksWzFRao1CXG06IsccIH",
-	"RDBG3GehMOUov5RcxwyMiuudq/KwTVTfpwJExTHMKo/YZvBclkg6ctzq+w08FHsM1lSMqPr6eomIL8UG",
-	"Gbr1vXrsnRwd76tFmdvfiqS5fdAQ1xa6tW8QoGK6IkGTXVI9wDgqRFKtuiPvg6dK6pwtATGT0CAIlzop",
-	"w5Lf7X73pPcXBl21hoPLVwRDan/SOSo/t6tgp96H9fdk+k2s1T1M4Rzi6oPN4HVA1i3buVJ76U1narjZ",
-	"/AQiqWgBtdLV7+1SuYqsxezO9wHb71HAyL6YPb8VdeyxfCP2ndsjonoV6t3GMbFPaewvqORWVTlT9t8Q",
-	"W/e60t+DGo9gBO8TbP0gu/HxDLtKplyn1dptyeVDGXYaMVZo11zKSPzT4PCwtiu2oKobzcQK7MXZ6zGz",
-	"azllmzf7JRdzj5GZkEc0XSf1GvRxXmO5BPRIQVx8wU0vV9VXADp3Zm7RdKRHQIVM62bveeNaEaf3KuGX",
-	"ANS1332l0r6Y50OIFFkwSSHMGuDNwDikglC40CQLFitbUvXRxIQdu/F2UXTvPcXMZ+LzlGfzNUR2lxAp",
-	"ovU7FuuJrtU2KQQNf811CYYU4AbiyHUWg0dl9YLq2HFRGsEnxBgq6P47zgBxUC5Dwpk/m4/DJAYkvwSz",
-	"Jvbo+Z1kUVHXMk74hJYibwv4GPJxAVHEAPxwDJpQOr5HkgiDgzlbMrjtJTRmFUC475/caoCZRM2ewY6k",
-	"F0t0bKaa3SPK8rFRNuhsVrQM5yQKaCL8sR/4cqXzB/TbWXC2YJbjnugLupI10B6OjSEUhmCkBT6s43G0",
-	"9OVc35zthF6By2EqTT2vcJG7Xk3vog38IvZQFXfiswBF0Js9AA8MhlJhKvee+IdOTfh8FrCRkDGji9Gm",
-	"5lUhEDvXQqpxreMFp/hNJiZSwz1l7uxGGxdIp+GmhYDMkiIEHhUGheY+mZc7oza3R2ruH4P5gGjKRywz",
-	"uiU1P6ujVp6Yn+OqPcIyCzhjB8fp3bBTBmyABRhpViSH8UAqVgZFej7vc7aVK4RbjreLME7PN8gLxHPN",
-	"Be+oWyQ515MMcKx2J+XTLcwIuP+ps9fRUiLX13ffvffGNu7eYF5rzuXUAm2lAgb+Vt6QLDJR6ZnFdtI+",
-	"7WyySTGezrUNElhWMd6p+QsIR/ZGG9UGdhcoSJHSSgAYn0EE0jhEQOIMbx4RU2Mlj8MpceFrF8CKsWqE",
-	"HdC0NNhcJsW6GKCKh75gGXrkNtJa4Juw9rOYCWERYG0OJjpLnzTqLV3KzXxZVEflsco6KD4oKeogGMQY",
-	"ihHCqReB/uMLGL22DHER8G3iczJmwvdYrlibsRTqOvyNahnjIMy9Qd1QpyZi8FdH9kXoyYLUBrbcxaO3",
-	"LFaLv4tW3+vXlKI+X20B5dDtIdKmUgEcoufKJeNYX3dHMUPEkQFUSzM67DXPiht7xFSY0GywwX/rG3Jz",
-	"mbfInTL7YIuuX6ZNB1QyIfeS7fqTbYhi2saCNJW17ODc158Oke1crFxmYvPUYZdExfWwK4FRVzooiq3p",
-	"b8Klxu03Bbcy67ICNrE2+/I0ssm8rkptcUa9w7zbb9kjmYJW5u6+eaDdDonpEgshTxpK18XM66Ju9kgn",
-	"iNnMF5IhAm9hY9jj6IYV7POnmFWdH2L5uLKmRhErOUgFXTB0S12+uCDu5funb14/I9+++KOLlaHdMGJc",
-	"iIBEN2yVyIA0IHF65VYQJRb1cxkO1hQ3BrlbE0l55D7FcrdRV5HjBWay63VX6zYwuezhFJJubKprsLN1",
-	"ypH6uwTGewmtwFCnIXj/cuQkjSgZh4l0MQFdbNzGFt2erRHZmlAhtYy29XnKBaZqSUFxOIP6jIkzVmDj",
-	"nAJsW0SFqAjxrA6l0b7Qw1vL133HGVE6AvHFZjmxDC4YoCARmM5S3YrdNxBPWHFkMrzHdPZVFvaLkdug",
-	"8cYozRTNstsKQkbqMi7cXj7rfuznhUteguPFPJ/y0T5rIvwZH0VVkbqi4n4ffY20TpVENT3dtbml4876",
-	"LlwB44y4xNonm0sx9WN9ft9TNdrns+LT8lwgcIqlTWnJWHZY5opq5Bv7Pqtroc0armEzFqV1+8RW5a7T",
-	"quzc334dpnraAcnwT6n36Os//+v/dAeEpgD5Cwfuvsh4ld6BVarXktHKyS/2+io6RqdLx1nEUeb6suAG",
-	"aKciun6Vue8tklOD2+jPVMPi2uRnb3LCpss/M58T7oCln0jm5cAOFAtLxoe8jhls1OcZrkacBExkScLw",
-	"p3HLuAdNco4Vj1Ig+CHAofsGQsEk+C3VOYU1xjAB0CHjRJr7iIFOOzLpUEOuBx1k5Uh1TTAoRxZnuUb2",
-	"uRiFYeDzGUl4wIQYcgBnBYBu8gLK78EdiE7jQlxXX8I5r8azdjfiQPbVkiKspsYZxUTo5Xw1IJSn6Y1g",
-	"PxDh/8IchJi1LZ8hD2MiIgbDVPoG3GL4fHZQlNiEa1bZSQGs8Ex9U7SPrbuhLXFu1Tt6GdCS0kEWU1Qo",
-	"H2TGtf6lGZRjyFC4r7MpF+iMXhH805hyb+l7cu4OMFk9q1GhuGYdCZnUdVbm9dNrnaGLhSt++/dcjiDs",
-	"FCEJRu2RtBf1XgZJQ/W11ZALySLMbosZ9fDuE1jniSCYHUSWzJ/NJWQpKl3e5iNnyKMg0cUaTRGFJ4J8",
-	"+z2B0L20oqy+Z1mm4GK6jyFPAzrJjIULJuOV2nTAwwcO+e1X0m4eNU2G6W2+Ft0Ai3coUkBBPT13m3j4",
-	"5LdftY9R107DmaXN56qUpSRLoX/zvRaCIpQB5uVif1IsW9jc1s0CRESlsMEfdgaIIYBEiq25Jec92yKF",
-	"2jzmTBk5qSQjChUnK5PCdQ1H7Y/1imqkIIM/iICPYlnBdUcJSlYoNCuCvIVQXuGQBY1nUNlbV+GrZlql",
-	"VVKKgd9xCwPIROUGhaCzYp9cwn25+6JC84RpyNldkzst9IJU0x0VMdH3mX5u1ti4JW2XJTSBh7IOgAy5",
-	"DvQsXPIffG/G5LmUsT9OJKtSxM+jkjawZHPBFVDq76yk2pn3N2eM2ahJ7MvVO3XUmPReGrP4PJHzAiWc",
-	"px4rwL7A5G+Dm3DDVoKgh4Y0GqBRvz2/eOE6BqGNuOeAnqOl6oA8hb7I4s4bKU22CZDlaiTquIRnGQXm",
-	"Uka1T58ANXNa4FVHfwqMbxrG5M2bC+JzKLg6YfpsUWRVWtPvf49DVqrG738PJeq5FtWOTtmG5Gj1q74i",
-	"CBENXJfccKzsTIH3NFDuEmO7QJMb8rQMZMNOgzf4BUom2wgGkO7+LOS3eEqIAYaCWegNgtMbNgKfpJFa",
-	"fkwUN2P6KKIQNaEV6MEX8ADrDNfBLgjomAWCJIKRb8nXpN3q9Aak3Yd/97snPVAqETYGYSYR3ihFOJ+p",
-	"g9IXOubOqJWtJgG4UxynwaMdcheA+Cew2IcanfarnxAyhpKfExavspLQSqlj3ItCn8usQ0lvmIN6rQaG",
-	"WfoThhWIdeWT9N33V28MqTFRvtUCOE8snRSxQA751A9UXzhu4QeMy2BFlr7HNAItZGLhYmDmwkAXP3n1",
-	"4trGoprDwgsZh3xG3BfXdOaSeprthTgdoIQcaIAQ1RxrPEP4DPeMuK+njbchZ40LqIKa5oB1Wz2HuN+8",
-	"OH/ukmUYKyOC4xCG/NWLa0QFGIceVIJR/bXJt/5ToPzsFz+KdGFrLCSrrVs6mbBIqTXNIf+G0UDOHdCD",
-	"fM50dW4EVMcFdHnYQDgfoMMbJTfFINMqImaaJ9TzYtOEtsbVUyMkAHSESjbkIHyVetfrnGqxcaWUoMb5",
-	"VLJY4wtdUcmgt8bvlXlzxagnAK1hEmp4VkXLFRnH4VJAYQhfnWr1Z99dvTs4MwOAO7sUZw7fQUeeErrK",
-	"XBlyPBdRIQr8CeOCZZK4dvH6Wgl5ZYSD2BGDw0PwzcJuaIbx7FB/JA7Vu9k9e03LwpqVx1hrNdvNlqkP",
-	"SSO/Nqh1m61mFyA15Ryk7qEXTuAfGp1+/bjVJQVixVYx4x5LZQ8QA+ROzIy4q18xL5wcOAjt4A2VPeHH",
-	"LKOLshEB9QExblA2hIrcSvXFrjXBXRjaodLlpDi0kCbMcKBJ91BPrgn728KucJ8hxl/jnT5rGpdh4E9W",
-	"rlZOCA8RAkMvFWxZZR0r3lfG6DTwOcOlwgX0Q/7aqw1qr5h8rqimyGjqypcGf2WvHL6eqn0H2w5CwGIm",
-	"olAtpiK8dltoYEI4ZdmdPJzLRZA/owGrZfKfvHACmKTqBYRvGXJ8BCyBP5kTUu2LdJXwrUPrNfNlrFYP",
-	"7NZGEgdfD2s54g5r+m38Hl7Of6/XT8QT9a29fPByE2stBiFnTW9Cp8f9frsznvSaP4m1trEh07g5nWmR",
-	"7vHJKfTzG4403qg5OBWA0iV8UXCjD/8WDhFyFWjcIoidXmdm2PrN7cP85NS6rV6ZyZ2ywuHbUF6EHqAA",
-	"q63bQ7bY/s1T6l1p3V990jnd/cl1GF5QvroyAAqfbA2v9ppLFmvzNMc7UPFiJnQpDFr7oL7LrfTHqR+w",
-	"T1skCiNQ55rg/nZx+6vjX/38RKBHdB6C9qFOu7m55NJbQ2lKsFE1nA6AsamTZxaGHqnnz7sB8ReLBNQj",
-	"90Ad/sbfOkyrHYIM2lA01Cne27L5z9VsNyVA8WT1rFLwRujSzF/1aHzJvvpKyeaacUfXwDFuK9joIMw4",
-	"zYb3PW/8C2380mqcNkeNDx/bTrvVKsL5/eR8Fln1E72lOP28xDr8/X8iL8OY6LNLqcdgsvkhJ1HAlGIp",
-	"mNq0azLiJ9F88/rZi7fvXjTlnSS/P7yPKMC/10WAzSMFziO8wFTm612DztjX3fZRt99Sal3GTn81271i",
-	"Ny/DhHuPJB/OzVFtKaY7ZMSUMU91AMYslHKgEgPpCuXEO8kiXYNfR34gVroJJlK2QGoZuwZzqwQCX0e3",
-	"mByeOAnYgWNuUODaAbNg+JCfy3BBpuAQVPZEr3NyfNAkeiOrnQG6JcLeh9N8WA2qrbnLmVYWwGK+x/hR",
-	"Daq3UHbaGdH1m3SQNB3yOOEGYgfNLFCPkBD18WotgMxKMjkgvhhy40wyBhuV6N0G8yBYqclmDT6B0srE",
-	"F46xIFPCmidoI8l4ZQDAICInANAJpQYihfCNwOdKf0JVTQ3DF2qfK5FXd2Om1AqqKMGVfl5zDwB3D4zO",
-	"Ic/Q7vUMEC2RyLXItVxrcKnPPNVWk7xWqp9GfSNuEvNBkvjewEXBv4EGreP0iO/pOaA1NOQIEmhqhDyB",
-	"MlwDspz7AUPYdbWA4IvITiJKjlpdjQOYszJKzpGrbDO8xJq4D9And4v0S/XPV5fvK79rAKervf0HO/Kr",
-	"6kcpFPg+r3+vLZyqX337Pcj75yCkq36UXk7v/YX3dFX5m++vzi9ePb3w+b5f0Lsqx7LtB1Hi9qu7Ymvi",
-	"n+4WgREmXw9r7WZrWCOM453V18Pa++uXjZNh7Z/y6j6IybtFwMXXQ7BXB4eHy+WyueyCqdpptY4OlTxN",
-	"lXtOEGly4nv4S7o/O5Me69OTcaPtdaeNI3o8aZyy1rjRnap/n7L2uOtp28B8m7W2afAMiHXQFNk75lOE",
-	"M9YtdlqdfqPdbrTa1+3OoNUatFr/oj/OvZd9rmQdQSkkWDAd1gC2Ukm4AsIPa2Qes6kyjYoPwzUjSDW+",
-	"3iGigNuvKbmWm7v+Ovtd/5D7NG0QZHb2Y+kCHdPTSZuptRkfe42jaZs2TiYd1ujR/uSEtahawIIFKlii",
-	"K3O4DMgflox3GydPScjJ1fU/k17rtKVhLFvNdrvZIn/+r/9D/bPTbOlyfuBgbHfbreNO8bo+eGUL1tY6",
-	"r8wCp8a5tar6zPon1DvE1zFtTU6945uf23edRZf3nHh8zI6m3flP/ZuT4DRqbV1wMw6tdeEDfeaOM2xb",
-	"iH8mEPy0SSJS7ygtpafRSfXXUMExCA6MsW13kHHGYY419G+Kce9vlquvm7W/dkvYqR21uru/e+lDpPia",
-	"Zmyd6VqnJKlKaSnGEMySU4yTXRqxpVcelamVhUptNoAhz5RaIkMikrHqYcyIDCsruc6Qm8AIUCNNyImc",
-	"swWmmgS+UJR5ApDysXQdkyiF9+ppTj3VdVskvWGc1Cnq3b7ITSJDi8arCgjqsDRNK5O1VMd0yDfXF2/W",
-	"NM2i13IXB+BQPEg9ilpbHmjvQabaple5W5V2N1VpnSHf1FzT4JuY6Xshh7BAMDv2PeTZZIccPFvktb6k",
-	"WVd1RWHlE+J7pP7+/evnQ25yT4403jLEXBuPv/ZrnWkSQ57QWIRBIhlJuIeXDfrGKlbr3GjooPQkDtw0",
-	"0EhnfOqZpMG3MsTP1XI/ESRccuPPL1OUk79ryH/XkP9ja8j9aWtyQo86ja7XYo2jSXvcOKW9bqPNOtMT",
-	"73jSHx/RvTRkzpZwiuytHndb153O4KgzOOp+XvU4+RvQi1vjE3Y0adNGb9rxGkesO26cTI5p49Trs6Np",
-	"j3bHnUk1vfgljWm7edToPW2cJzK8ChPuNX7onbf7javrt0ZF7rb6LdLuvHp6D+23ysLdX/sFn1u86tys",
-	"fvZ+iW9k8nNnNa+wdP9h9cyc3vhW78aKSuMcLtN/2aosRnE4YUIodSKJUI1i8a3PZ2fqbM4iHcJEVwzx",
-	"qKRjKhipg8fQF8Q9jBn1Vr+4B03yFkIXIOzQKzmn8Yq/tpfQ/UkYwEMtcD+mEX21ECJcs8XfWiIO+y7h",
-	"iBwtmn+5ZX7j3zLOAPagwEeugyFKV9U0SsYrEodKGYNV1QWUlS7JJysy94UMZzFdCCdb0igMgyFXryrl",
-	"fCIcYobcwEjSuVJWISLDF4IJx4qyJlNfEukvmHAwpkQxyytwnKpfn+B3msSo0DXJi7soxNISMiSrMImJ",
-	"mMQ0YvGQQ6BEfRrGRC+6MlypauBudVDCWheaNNVuoqKA+nmuqv0D+ebFm0uiD4OROoxT+HjMKCLfXF9f",
-	"ZtEmhsYOQbwKi9bNIf8Hcv3Hyxdbm4O8BjXfLS99xLa/HtZevbge1hzoUUlTvcGHNQe7/Hqo5jqsfSLt",
-	"+zWIG7m4vf0lrAnb0QFgl3Go+mWJgJI+uibPX3CfWQNapJxTsOPs+IbtUTBeOEkAImESKtsJkGVCMCYx",
-	"J1WGYSBMYBgIVgj4/uP5xZuz9K4XI2gEBkQVsfl3EePnl69Vs587vGSHEDbBjvcKMPpUwFBp9GchQ+mJ",
-	"p2T+Gzu+84FSFL0M21luRdHS2M1yDgT0AZfBP7L0nTO7FmQ4XY+Gwug25L3tDKfYdL9z2ww/k7C66wEB",
-	"HhhyxUEDpecBCw2MrFS/aBYaEOCg+wigQn75K1l7TcyCtUchvFVrS09sE5epA1YHcJtsPCtKe3PwutH6",
-	"RYmdSoralRrHX5ueBoMCtySLb1nzr9Hn+57TW+pjpt6639dEtdZlwSoeFPPDbfswU7MODd7LVv6w0PLS",
-	"pCSNeIaBlj6mErn5BAVdzhP8bqYJXUtypT2A6zh8mLdiNZdWjxty4DoIjM6KrqETFlKTNG5NFgWORg3k",
-	"sN/SYEAoFtoDVydyq/4EGrbn9tuvWej6V2RB7zT438GQs7sJ3NIXn6YvhPQXVLJnhqqf2Xn4jAaTq4S/",
-	"fl7l5deYEPNSJyhVbL6yu1G9vI8f85G8hoVYTrpWvJ0SYAX+n5GWiS9ZRHJFEP35IA2GA9mXRcNtZN2U",
-	"x8XtCTy9Of5zmw/xpNUlsSDahgYi1MF7sHtCXr57rOi+zQnZNYE2R1+h9lRFhkC/6B7scwE5ju+twgRV",
-	"+ZTefQeb9BqXqeJn10oASeDbB6mvmNzEFqGM8XfbzYK/Zu60U7hZbve/VZotDRKGtZGEb2NB/Pghw/e3",
-	"U7v0TS84Z0Sw+mUeRHd9GcrjLmR6QfbPKP2Qh1j1PpeLd7KZeqcLXtzcGvjEuT+b1wZ4pduyHwThsjZo",
-	"t49P+72TFHgxa7vgx1EUCsAgqA2OukVYjbVBu9M5OWkVVjxERDyTiDrS+YD9Yxur98cPcLZX0waMcDbC",
-	"ukzdM+fDFzUL9g6sbFfo45Vmgl6nU0Xf0F4V1Dj+Ijfa9oEOfhrNL5ZGk+kwhXpNVkexUKu5RJgWgcnG",
-	"mFHsbCYZO+CCImMml4xligX3yPX1y+shL9J5fvs1r7jgZSjVqkqaSwe73Mkq+JJvv2+kc9YuH3Kefz/V",
-	"z5WIt3B4hrzugvhomhKprvnOzRVdtc4TXxA3w/dhnquMJ0ACglRu023MZhDs6bI7GVPzblr/VydhazVu",
-	"yLPh2vnr3CPtZufIvKxPLftdqHI85K6Y0IB5o9uYLjB2lnLMl3E18KwLUFPmvVmU5F4bcleCQIcnZ8RV",
-	"4s+1UtSRsCRg9BZMF0yW1LANIIqHfEJjuPq2lEfEr9Y0ZnEcxqMx5d4omkj3IC37vDTog0oTH3KRRFEY",
-	"S7FG9V6n4xBBVz6fkeUcqbPUvm/9CdhQQ/6OBWwis2v+FXFR+CMR1N+Qx+mSr4gLpKiHEeJ/Bashd/PY",
-	"pq5D3Hz5Hfdgmw77nOn8479rsH/XYKtrsM/CNMvFeImr6aEVxvQfUy+tuInCZFZtx4VCtftNmMTv3z2v",
-	"+sU3uojKHp+cL8LYhJ78kdFYVP3whRJ7sa9Owvfvnl+y+Nsf5o+hntsQD7vVc5o/ex1IHf/tV3KyVWn/",
-	"WE3T/vQoyn36oVLwLUfOQ7X4EZVGQ0eFPma6jHY6idN+v3VSpJZXtzUmoZC1AU+CoKR6Lw6+d9o8OXJq",
-	"MODeafP4KCW/emKBsdSU5Vuzi/NiA51Ws20a6LSarawB9WSzQq/utnPcPEr77Rw3e1bH6lm+nBN+1O2e",
-	"9Jrmo273pNvMPlLPPt3baMHT+DLFyC6/dM5QtP9utnxhs0UvD8A1WDVEqlstsxhxlQttlhcQJWnsjQ1L",
-	"A9LNdMkSjUFJqCBjpQkWGkca2HbOqFzQSOMaAH6LGCgBCPA67T4AKvWbQ/6DL+dhIu0RKFU8PwLHcstm",
-	"uCF3DIwZNTo0diClOQ0H0WovxG5qDd3V8G14n6Sh1FYOiSnq+VALYUr9wGSGKdJtU2dfxb73d2X2L6rM",
-	"WhAtDhZlbQimWpSI0sTuogCMdo1YvEWVFTnHpV1xc7/Cf1nhBf2u+auoCNYKrhynYbyobdF7JysSsFsW",
-	"PGiO2Y7aMdEKKvHDZvl3ZfrvyvTDfN2oOSsx3u2gBo0eob6tSOd5fvDjidPuf3Cy7T74EbXGbue4f/LB",
-	"lNj4cbvinemXRbr2Q3ROOJ1oYJr/W1JBFd/kSKVkwgNo1e00+2l/HRiw6a7T7O9Pq24L6I3ttaBt016r",
-	"eVxGq36rm5FY/WHRGJ4V0arfa3dTWvV77Y5FK/Xs06cPZfab85k4r3sEq4yzP2p2rdkfNXv34LwTaAM5",
-	"76TZsTjvpNkto2a3e2Itavckt6rqWRE1T07a/ZSaJyftI4ua6tmjc17b2qXt3C5t32uXHrWySR+17Dmr",
-	"J6W79KidLZn6w1ozeFZEq3b/uN9KidXuHx+dWtSCp4XMB+IPpPd2R8E9rUylJFe2MZmHSvff7cwvbWee",
-	"k+U8DOyFwDi36oamVXK70NZ8FgYe3n3JUOdEAguaqOtFZGB47VS/J8KgQw45ANY4ZIoFEamAG7P6mwPy",
-	"NYn+9O9vyFfk5z/9+5s//T9NcrF2DySskAc/Tu+UFozLM5JEakSdsqskA06pq1sN+YLejeCSZBQwfqCz",
-	"V2V6kYa1x7KLnm0W5KWm2d+NyC9rRF4iu61fiDiEqh+pkKT9mS8+iu4ZHq5B27ev1VzSnZbTarVIOpvK",
-	"buj25kly0j7tbB7I29SdHS/i0VThRTBZK3UNQSE5V3mOZg+Ihcn108HaCCjWNlShVqvX7J+0Ux3qtN88",
-	"brUzNepUGQitbqF+edrqNXutvtEw+0f9Zuck+7Z/fNJqdnvd+7uFtUz6u1/4r/q8htM0xU1Wp+o+QS2Y",
-	"wr81QDfhUPx9aoFHWTjMWJ4Ln/qxxuWgtiNXw/auOZMxbAIibk1hCxYEALUgdM6+xgWwy3kinkBdZ+lA",
-	"QXpIE9B7VaNr+VIQOGOzzHzQMlCLQFTmOiIv63EwHwJB8JEvIGdMV7cY8nODZmxQHLX7Wkm5FOZez7yO",
-	"//ntV6DUgMhlOOT9nvqh30OQC5+TqTIZCB2HiSQdcvEU0KIhziW2McZ8YQqNDDkoE71WywCWpVMeEE7j",
-	"OFwC1CvgAdsu9CHf8KGHcVordWogyARM9Af1uYFUSyt+WhEmECJqQlhcDV3nDkwhEnS/CzYJOcBeTKmQ",
-	"LHZSmJY4A2agBuxDrUuG/jLkNvwLBsbshYGXhTwJq3zpyipbqk7vQmf+MyTKFZbleZgatraLlsiJjBts",
-	"tg337ZlFDl0tbUwFA8Teip5dc15tU0RSH28hyCZibPZ7RRCbOUdvy3b0dvZ2Z38HxWCNpJBzJtKKH8L5",
-	"a/bj93sP8+OXTDzbnn+Nbv09J/1w3VUw5om80vqSxjQt12I0WEefOdqEXIbEFHLLPL+VVdaWqU3248ci",
-	"t9BJt9kr8BeZ2ndtoy6qfbgGGVCznENQs8fyDrU75t9WSzlP0Em3mf/JftHohCdH6R/pY8V9BRM57TW7",
-	"2ybSbHdb/dOjXq/b7x21Tron9szW1eBtM2s1++tzazVPTrq5/61N9rTX7BRPttnudo+Oe63WcafT6rT7",
-	"x9bs1RjXZt9q9nrHraOTk073qHPaa7dPPn3YsAo6+3NBSy3GZ+CC5tEuPmgfnTa7Oxnh9LQ6I7S2c3Sz",
-	"3Tk5Ojnt9Lu9Tuu40+vclxHawMAbjHCyPsET8FmWLX7rpNPp9o6Pj9s9a5K1Qb9bsPj9bu7/ep8+aH9n",
-	"7hqo7XTyt0CtNd/n5hIWGYIpw9jFk2sFGCXN3ulp57jzL1l55kHtNggW6d8jOxO522m2rJJPRvhDxe2a",
-	"QU6pObUybtvMhBgp5UhnQJi4LWP+jiYBFWr50mIrI8/E6Ori2LU3WR07cPK0D7dDvICDnd5s1MHt9wo3",
-	"Xp4bOsfdZmej/nYt7YZAN1CZk88CNhIyZnQxKmg3/0JOrJr6j95ovEod+SkKlP7BJIzviWejjiEMK1ez",
-	"AeHzpfnjNOOPzQ27kz9M1kxl/pisKL/xl/7h2+9fP3993jDndOMt5WGj3XnauO00zn/4Q6M3hvpR92eO",
-	"Xv8Urj7WmeOHP5BeAxu/H1vgAbSDLWrvKPfGLJ7VMuaoMuWcx63Ty7NIB8I275t1lNqMpQUkEp1bYpnp",
-	"/ys5a748LqYiKKS0jFfw32Jco9v2Ie5dsSP0TgOgqyUySIYpfjriKIFxD66NhCMWS5EV+8YX8oXu8S8M",
-	"uIEGw48fN6SZVVC4k4ffAKGmVLWKjI8zfUYlDcJCaIXdxIXkqb8xdA69wPaE9HVTyhsi5/kD+lg8OUPn",
-	"SENIGusbgkLe/MFkHekKH2vfuRA8CRBfHpV0YBWHgiEpIg854MakAki7kszV3sIh83CpwVsXvsQX6/mG",
-	"HHDp+DGhiZwzLjXXOVhnwF9AgCdi9GTbBCp4A8DbAfQx5DIkbDFm60V3dWAqqWclmxBZFSYtQzKNsdgJ",
-	"H/Jvri/eEMH9KGIy9TVSU5JQaHTVLCcshdHwy7BAXyFJ3+mV+MvuWSAPvJdOCQahvQxWOUUbLkRDsUoC",
-	"tb2IOoU+qHnMoFgKUte6IAb3BFZVKXja/An8F0jiFK7S82+BxRoadKVhLZ8Z1dfD2tX7t6PXz9dA+jz/",
-	"dktZp3+8OL++ev3PzwtHMqwRKlZ8sq2Y06dsquvbSi0H9YCC6UXRqxfXul6Z+kL7NYsIKhyNXmwKUEPy",
-	"nl5kU5pkS9MelvSqUgRJtYnbD9YeSlbWiktMfvvijw6hUJTOrgRHFvSGaRlUUMYyrWqaOmMUQ460J2mR",
-	"BNKPaCwP1UsNtZ52GdRZ7HuNibit5cMUnr37noRTOxZeODpf00h8mFgmRvLUuvzu3a6VwLrgeAIjAtKn",
-	"D3sEvOR3dolmNkt8j/2NnT/foMRWzO0Yua1YFMQHLkIUI2RfKU7MLEp26USvLt/vVoJSuJbvr84voH65",
-	"lRwQ8hIwFaUmvbp8/9ejI23Y9ZaS1LbshB/bHfBkbdh5Ze93eh/2UKheXb7fqU3lloViIZ7xCoum/m3x",
-	"seKAvfSmuQ6uLmVcaHFNvbjh4VKQOl5qoqGIZxaA8jIHKzRKrB8GiPKv2MswnjCwFhW1hc8njJwvIqZe",
-	"P794Tl5zIX0+keTidafVOrx43W21HHIeRQEb8osG3o4dDGBTOBvF3R3iQeGyl5ft/uHTl+0+uX755rvL",
-	"dxiBFS5Z7Aw56FZpBNYt414YP0FFj4g5UwqTi0ht7oFd/xvA2uHSbRYO+XhF6i4NfCqYMODzSuFbKCkN",
-	"xVG1bpjuWdUvgPcLpmH72ZCDR18QOwNfF2MVZdvbBMI/8mXe/8fe2/W4cWRpwn8lwBeGSHWSSn5VsVgw",
-	"BiVZkj222uWS3J4Zp8AMMoNkdiUj2RnJojgeAcbbFzu92MteDHbuFrvdd3uxjV1Avu35Af0XBP+SRZxz",
-	"IjOSzKxi6asldQ0GbVUyP+LzxIlznngeyOGAVmLWJNDp9QlXohlKJaQK9RpbeWIan9tmx/kKIEi1YQ+T",
-	"a+bPdqnYXVWRZkJSMwyZz2G8gApAwPV/5vFyKRL9r3HEJ+drEUU+q1tDsWH/1EzSZz6r22Ox70L/6X+e",
-	"nn2t754Eknd8+kfX/KOn/5GYK9oGiuai7bOff/xj9mfPr2qfvBKv3kavn4WKpSjmoL6WAiYjISHIONjZ",
-	"ptya04DXRoTMs92MdIlMwc4vT50aTybzMBWTdKVtTQ1nvvaJlu2DUTqN4qWqDQ/brY5jt9awxs2NZjaN",
-	"MDrd1le0DRhlNmA0G6va8Kh7kLW7VTQZp4L8k4cnbbfD1ro4S74UCUE0DttkM1pgRVgqpIKtVDpnD067",
-	"HT07VwttAQVZG8coOAzZ40eKPWPjOFYpm0Tx5Jw9Y/12h+kX3plE57j/019+Zn854ak4ztoLrMbWpxis",
-	"ShH2kC5X0/pNP944hkOByySUKfoHKbIpB6tJmomrKjFbwDDRA0atFiCfjrbOUjJer9cteREGIW9N4sUd",
-	"IZsrdWcmprp0d2YJX87DiWpOeBKoO12XbPKdJH3W1K0M/5OGd/SbNyoVi9GCPxuB8R3hroECj9s/mnJU",
-	"/LzO4tbBcgRAf9cxJsfEKbcDj9cINRqrqi1sNbkRTA3HSIYgTqeOhSBtv3zY0gXtuTU+OJZUwYxLYBmE",
-	"q/2HOz/MlqtqUVlfjw1tOs2UJObTCovhm3USsTUPT78dMr0aOUwt+SSUM4ctV3KSrjIXg9Yu7XmQ3ko4",
-	"k3otbpXSoL+dlfQENQz1jk2bS2NYH55+6zDRmrUYNkOFjqx2gK/A3Gbrg/t21wv4+cbi31j8D8biX9fa",
-	"A06/3Ng/PP32/U4kvb6ZL/f8sk1vZsEuNf1Rnj2v1kNYUdDcojdgt28DpOL2baJpSzOIZgk9XAHvufEd",
-	"lnB5LgLk8wLieH/IfCubajTMdoAgPtNlEzKA9cMnjAUtRAjn8Bk3d7Q8+QQigNkqlCmvqW1RYQb7FZjM",
-	"8RT4LDAm50lIMsNyRMWu+3b6Wa+I2/lnX1ctEFO+ilLcXoLYMOmSR3ylwnEYhenGyLpRwhy+EolpyuJV",
-	"ylYyEkp50g/xzMuI7vpUryp+Do71s1NR+AshlUGrLpQzjIMrU3rKnQDDj0VfhyDmONF2aYgpDNR/M8ja",
-	"YvzglspEfKdxkgW/6n4Ou/etwBgc1xhmA8hh9rEGQATbbHu5Gpw5pUR7dH8Cu8NQMW1bWgyGJkhWezKT",
-	"lFjHqygA88qjiM4+BRgztaqOwF+84kkrMILgZoUN4mTyedh6hApHzDYGCvTDS07dSdOTjfVEV8Ryl7IJ",
-	"lyzRbeowFbMYd8aAdEZxKImy2/TUBCqw4Ociz3KBEHIciCgSgQFrH4OcB3W9J3UJdXfjwqhbDzGIHdfV",
-	"Y24iqpI9FoTmDTtTHzq12xmX5znuX0/qillQHFp5pBemE0LG+Ti+EA098lUqeIBWhgZCsmtiq8mMsy4v",
-	"BCLI2mSQG6rcOI4jweWevHXZYiKi6F1z2JXleGOYdmy82VoeHFa2NNTztaFhLQ5OvjLUs6WhcnjhelTe",
-	"tAXAj1MTUlfn+62ru6jGHBiYARCf7hFAIwWYeRwwXILM8gMHEB7BL/dgBWoM84ULjozA/XbKQYFQi7YO",
-	"IBIJKW9t2EDEwKzGwpChKmHLtOfBU3zvJS2XY7Ls9uNR9PW00pgYr86qEOQw8lbfQXc9fyvnRG90KT8y",
-	"Xco9n/gKiPz2vfseyOq+iRMFQJRWCObqOTdeySAy6QfkTEcGGb345NTN5Uwyl7IP5oFg82V+MRth6j3T",
-	"t4IX6OtbuzjdIpFI9U4+u9Pdm/gwWKHHMVK1Ydd1aluE5+3OoNMrJb7oHbUGl8C4O25rG5IONDE2Dh9J",
-	"CLWNM1h4aLMb2OsN7PUS2Os27dD7N2kG3YNB6ZzptlvdS+ZMt7PVg53Do5Z9XKPfO+hnM6bz15sxNwcJ",
-	"PqCDBBk5gB5MOYHBpQ2Pnva2Vy11BVG8Hst4jTyQvZMtiQx+LWk3bc6N4475A8vvQNAjj6BhqMriba7E",
-	"fMNIvwreBDddA+Bkj+B8w1EFf3iERXhf8E2vMfcL9dZtvT13nxbRT3oJedXFefdb2eK6/ZX9QVVQ0Sth",
-	"VVvD4YMGVuHguxa0ahlxKbWxrJgzXu0LJgWohuQRlJ0IOE/Zz7/7A/MXoRztxi0I1ATFevLkwRP28+/+",
-	"J/P1AmciGMMcnDQNU0cb4/U8nMzZhCfB33k19gAiqNBhOXopDwDjKX6MfNcNUQTAosRaqJT1XRSny0Xr",
-	"bDGThRCpeQsinTDaxTMZLidDZEGY+5YyJFhqlUz5BOMNGGsYW8Ih2qAgcMvohtS3grG3wNDNRAblgg0Q",
-	"4MG2hWsyjRoK3NqtakeSHUNjEKpcVA+43LFK41AGagjCIdR9nqyjWg2qPVrx5XkcBWh/40SYIdBwmG9I",
-	"4pVPVaKzHvmjun+yJ7l2RycCYtKW0I0uWxKvZvPlKvUkUkXHy6Xu3VBRjyA8Cmh/fIp5kWBMnnrVLYjp",
-	"gox4jMBtOx07iRdE+EAACJoSiCZDDRpPQm/r0lPIUui+pHMPxW2qiYvi64FPQmapEP1sqBQ8O4lipfuS",
-	"vg2v2pKM0XNgyhMWT6eerHs1ewhAAzBeHLhtFirWHWTCRljFvuvVGi32HXBy+CslEuXTB1FLBrm3sxkX",
-	"SpVy3Zeo7agbooHimXSSBO6a5MFUeCV+gGWpG2w6zM842JrohOiOLWI1jLW9EEzGOFCmjOezGU2yfoAH",
-	"gQgcT+LLC8R0JqUsBU90Az08/ZbVYdQXpIRyiKQnx6BLbkbIIr7QH1uuxlGo5sR8qDJhKKhBTnMCnDg0",
-	"yKd8EUYbxygmcQtVA0nJSRIr1TimQ38wZUNF6XCKbOs6xYzjj5AVMbfA0o6q0OlcLFgdw7yQRhOBz2Af",
-	"gQw5D+AUTCLYuVimbImcMii+zgOBGpjcJMcyqV8us8TWmpOwINhLJMbpMqw2DGFdILJ0G5GyOp+mItHv",
-	"FHDWooEkQ5iPgXbSPQENruZxkk55FJFwttE1cphXGwvd8PjeIePq3JNAMsGgMadiTWQ2yqs5eh2IBAJb",
-	"gTsHS0NURGM+OZ8luvk8Wef2XGb2kFGryTxvCZN+bLTYY/xhyZM05JGuDcSDYX6oWH/FN2dDfaZnJN5I",
-	"DThkP//4R69G7EeKKT05kArHh4Bj814s0ySOhkzGTVi3MJErY3b/CZ9B3XVTYO31gr9KhTYXnuTTRKh5",
-	"Sy+T6WRO+BKfVvQ8pYLLd5CT++eLnif7LqtzRhUwhPtCokmm9wIHEipNZYsuTkrQh5/MhWIzkYKwFloP",
-	"Ok9mvxf+E1toZOoIPWfM/MQYO3zf4JWzIV+S5i/zr08jLt+YDOtlhITxFM0lGV+LHOd9yNmBvDMev8FV",
-	"wS4rOGt6LdBLQmUio8xNu7TQ2amgIF6NI4HxCaqG6yLZXkkt5Goxrq6EofpERDkf63lewk9aX/NkYRhK",
-	"wUOBo49kAixStIbDFtV1zt3N2p41Gxz0tqvW3qNq97ZWykyL+riwCCP8smIl1s4aPxeVtYEXlyu9Un+4",
-	"101InrBtKD1TqzFm78zkxJUZd0YVzQw7wApEYMe9Psr+BIxDKWRxx6+oI3SRTbWLSxlDWY3fbDjMXt+z",
-	"Dzk7LVGJmQc05GvU9S2kyK6b7Lq+3EOZZMMVmV1ap3A5LsnvHmeLy06K9/I07oeaqt0a5EFQ3IisSZiH",
-	"whHb/q9ZVK0Td5VNUXTQXxNS8bkxVaa74Dxiukqko/uFtjdVRUFFsdISdNziknJd66ULZspUtp9PiLdS",
-	"+0p+vuvU21e9mfNkyW7OYfNwNs9q1SBtJKWfmswFX2Y/HWs/RwQK8ErhRAzBpRrN41UyWikS9/SNvYJL",
-	"xlHklgrIaCN4YsB+Ilf50A/Agn2+nsO7PFn5M+NRLEWjxe6ZEi4Ez0KcZjuIZI1RDNERfxoJkWZv0aX2",
-	"WT1fjP7j32AvbC5or84v3DzEcIde5LDdtTeqRwmuf7rJVMNBZAZGYejD5i2LMIp0/QsZIN/0Bvar/mxR",
-	"SR2Y+3RbmY7PZ43+pGPgTGhPAKMIiy5cNiMAHc2y0ariJK2CyWSP2ygZ+yJoIDx9FZv/t6s/U8JA2D74",
-	"kjw/ZYKMXZciLwg3zAKKbZcVQAP2xgnSfDHmisA/pREDCwExbW8TUY9DwFHpztNedn5lFIiUh1FtWB6g",
-	"aQ8oCjYWrHPUyqIzKxkgAb6uAVfn8MoiP+JhUTvjOlnG7Qls3rGTodd2KT+wPFuu1EibLpHh4LN5n0t4",
-	"iFSZLcHbTNBXK6h0Wwe9Q0PXfdRy3U6uXdJutfud51fQ5GFASK+fWZ7QBCiqpET0whpt8rXxNXPv5RI3",
-	"3YNWPycTd12sp+ESbw9a/cNMmIVCQKYndqjJD7sHg9ZhJg3T7x52Wh33KH9d99Bt9Q4729TkTj4FLJGW",
-	"Vx3+R9boH7QO9x/9g7c7+A/e6eB/pVx79fhv54o/3bat+KN/eX4F/+VrjH0aaa+cQS8d9JBBzwSMDo8K",
-	"2lmQXd9zwPd7B/1McKffO+hZejuE8SgMdL0cg2OXrUu7mBQ7TIBbaaciXAKQFdyHYxb/1XnkKKZ1GvFK",
-	"JjlasIpe9rtMTr47Xv5CSvM7iEjCVh5TEjxzziEMmaLrWcRsX8a9j+5ARbbzMXw3FLANtWgSHJNIJOb0",
-	"7OwLudXnYqNE6skln4WSiACWet/rW2APH8LVcDLHXDD5BX0XHorz5BP97+wYD0Q3isGIYxNLZyZAy/NI",
-	"DaU5weXFODHqCsG0qAItvBHy9Rvw8d8c+HgLfKT310PmN3Mgnc/q9sQB6or8RwcTD06eG9K75OZS8PNR",
-	"4axcHSQNVMr0T/Sq1vV3bVbBrG1b8WrhDwzvmZDmTsFebX/3V4Vkl2yx9OqSruMCLrucXuMGIHkDkLxh",
-	"Wr6BnL8G0/LrYF/PVrKK/sTGvSYrSadUQ6E+MACfrl+xArtYV6e2hG3yju+q3VUCMCIUwWJQZHX/bCW/",
-	"kMtV6jdaDKGPyyQeR2KBgkdL4Ln0JEG1hoyzXqdjlKEKSDN44WkM8TKGABApWuweLkOe5FEieJAh9epw",
-	"MN3Sk0IEgRLpannMYIA5TMYpMut6EnkXRqskYkEMAAHYsjcyhceO6+ZQg9xLdyhNxD0ZrHAZFAal9EUg",
-	"Fss41VOw+aXY+A6AWNJkY3KJUEba4BkcCB1vziWC8DIckM9emDbPxDLiGxEMGYCfGlmkGV96LjZGkxID",
-	"0eM42MB5YNZzj1rslzGeWwzNeWsGZDEbT4okiZNSzSQwtGfACHtNpz1vhy/FXo7i3TjYPA5nkgNFynUf",
-	"gI88RWSBUKn+bQ+P5brpOjO04VPPmrO4SW6ZfmHrjK8f6U3pTJSZjjOaIU4GoWmzR+Hd1g4c4nm583X5",
-	"dD9byfvPQuI977jtvZ7A7t3fDD3i0TROFuaJ9j47dU40s+ah7iXdQnbiF7vdc7mOITxV1ua+HgfNbJDA",
-	"jCSAEGcqnAGuCLluQwWkufqPOUe4UCJmoQKC3pZFTfKuyn4i2ZYx0cYz4hukaQCLq0s6FkKyQMDpKGSS",
-	"pNLusUjci+U0Cifp9Rn52929lqCveDKjB/r7jBbCL4vgkQhC/gR3svsFhb6QcD5LG6vXWiPFZJWE6QYz",
-	"NkCKfAKEyRjXy5fQx8SLy5Aw2yye4N4ooGwvxoLuII85qLOVrqt3V2EUKMiA6r7NFx5t3Jc8UYZuxRAw",
-	"4wv9oSc92WTcQpjiHU39Gu2tDJlPa2ZTN+mQaRfuzjLiofQdixlDeZIh3FGvHHUfIUs+o4QW7Jr1nX7j",
-	"GL84FnIyX/DknKVxHN1SDH3eIaNHP40ivuDNMWbImnC77+ivmBu0W07X4fV02XBCm+w1265BCae0PySE",
-	"pb4dZACBE4f7gC43eXqAM+RqlwXfxaR1gWxav6VOTgM45k6GA3KM4sDPP/6R+FR0r8UJIh51GRSWAKsa",
-	"RiIDRuv7oJGYvmxKopuP1f2y5tKvAHYrHBoAXztmvm44bH+KVzabil+IZiLUKkp9gOEKfETXTb8FPrgU",
-	"CVtql+qY+Xkrg5dw7/Gv8PXbvNvoJTCq9S3txemPKGBjGQsD+WVcDZn///kgcqf9Qu2uKe0BzWHDS/2i",
-	"e2ISR6uFJAXw7VMeDtsiOSowVkC/mBUTIbElFBalrBU48oq5f4f5+fFQoDPNT5/6BN2HKRmvoe10gyAq",
-	"+rs5T8EPNB2YjX+mUq4bf7HSvtwsEYJAETAcW+yEvD494fzTrx9b7EnARAMbjMS8DM+HcKmXpLEAVm7y",
-	"6jodT1KD0sEUkbvJJe7cF2AwPhh3zqmUqwD7BGqtx2SREPBLhqoqZEcQzPKgHZD859E6+rNkRurNZma1",
-	"ak7OX78PFckDbeTKpnmht3O2ET3AeAQGu2mh/xE/rNB4g1mIaTmoqns6q0Jx9gb9w70Uy6s86zJ+/4IH",
-	"tEz0OExD9Gf1MC0oV2bI2HEoOZT5EnHSTv9gV6ISqOfL6NaKdt03nGJoNFBUGQgod/rN8smJ2d7Bgued",
-	"HI9/LbTr9Nyp5etpseIFkkpq5+1P7Tp+9vYAjioghdDNLuFml3CzS/hQdwm5c26W90r3ea/dhFHKRrOn",
-	"+7VkR4GwRBy6PGVZODY/25bAMa1gEUp92y498Gfw6ldxGSChdLaSX3xWlk/q7ZYWPxVYZ+RzGbtXYhJ9",
-	"dctzhWJcnIzDIBDyHROW7jvmsCGv2Jk65cCEJ1kiP1nJYdXGx2ERX+mtB8hZSxQwmkZ8BrgRM6iNRLtD",
-	"xH+04IIrDXIycNXaaFSwKr6Sw/oKoIHKwXrd5OeUJ5U23dwHKT8wQ9fJS1yi/5hPm716Cxsf6Qn/tnUi",
-	"d7iAs/FfmhOBITXcPT0EnuZCJDPB4B5WP3twjx12jw4aQGUAoQS9wYQMBPmgeQpCb07H17XXx8yXqyjy",
-	"WSIW8YXQ20l6u95mWC9vsUd2WgTzF5M5lzNIwEziJBHIfWqlT3CXKZFaFXkMdRnOhVgiK2pYyk7y7TLg",
-	"b2jJ2CeWD03ehCb/xWvE9U8zSpQr4/p7OeLvvbngcPgPTsauW+/euX+rS+yN33k/MLHpW4rp/Sup7u3v",
-	"WN4hWEIVhPEeRAbprBMbb3IKE6S7yCN4LYgs1jE3SbFA7QQ0kPHaxHwhEKn/PoFjuhSl1lePWRaKXodS",
-	"sVhbL7rNr8IafgbFh1K+S++hXL2JwqgpbiGzlrr+ce83eLy7vGBZp+1FWvymSIqtskBEHHLUPF1VNgwB",
-	"yfdGPosoeoyP7A2de4BhqbfCT6qtuQ10cjJ20grBqb8JqsSnlx0wuAaAJ5/6hOOhCN1EXRQIzLYawbHa",
-	"yMGqOFahnZ1qO1R8B6vplPSSs9sdTqFNnbzFPYmdMHCg+RxsI2hZ3TxOt+MMHNeBPui6XlE+7cqwIhyV",
-	"Nsw3NwLxZVpPJEZggHlNOwdWyQVYXDRhE3wFMaC+x2FxFFg0TYlQcXSBB6wVS+P4WC+V4AJRseDN2ipu",
-	"IAXEx5FoVYHsH0ApPqg9s9wR5EN1XhlDssegM0us45uyGrrRLpM9s7rhY1fE0dXF8ZbwUBFSbGtHvIgD",
-	"I1NVjRU8kZssYL7g2I2Ga8Cg/0ww3cCiIEW+FBJu9iTRTdExHGJsymBtbCXTMMo3xTSPVA6ma3nSVIep",
-	"ebxWhiTOELtgv/p5fVr66yARQ9v0UHoSAiuhSuNkU+Zx6sHzzra818se6KIRam2f3Wv7urvXiM+2Jq7M",
-	"+6/Arr4L2+403faTtjt09f+3kE/mnwhr3XZq52IzIodvHI9Rbx2KUAsXJP4DTDrQ6yscc+gFGXsKH9u6",
-	"lGORLzvOqB2D2rB20MsZKYlEPuceBEkc1u6wh3eBQfKWysgNr2t5qqwOzhgD2Xy3G/XrGh5MJr2r1NcT",
-	"vUvIjIc15gxjH0Q5ECLceu9zV287IPAgs7xsE6/YWEShuBBI2BfLWZVhr3Zy7vyg/wN/29Pvh8qVIA9b",
-	"EkdlsdMoPCDjVBxbdhluQKLkIImXKhO0ImPMEjEBlUuU+Sla5TOc8g/QEL26Zd53x6gt7ds15Gd5U7+d",
-	"WOSNNX/b1jx39lsfL6biCeUxDPNiIcn8QSwutPSuuco3Z8XV5ONaIMhWMo71rkN/Na61LuB+9TJEQmEV",
-	"WICipL3NZRchGAEkKj0utfPreQxrwHouZKnF147SmwcsXPsAbMpTsXsAlgLyWVMyGa9tq2qaEJko8K9d",
-	"E9veMbF0pzaGtXip8iuZjeUsO6wEp9d2DzLm257asH0Ng/coHxglM+lXdpf+NcAcNyZv//ITczFQssP4",
-	"ab0z45MCf7ttDK4wQU4NjtdeamLmYSAyrYWcBX3IwpRFgl8IRUCIKFSp40lLxdfJiBJzmQ5L3FQBLx7o",
-	"2xvue+AyNu4pBA0doIvFU4iQjDdCgL22dbIQp2iLfZEqT2LYBVjayfAVQ37M/+z+V/ef3PfhJAOcxAzT",
-	"sojE52Eg3tOIhC7aNSISN6b3FU3v59YUvvEy32+TS3bvY/Yw9bSnEMSreZdgDyuTK6Czugq0ZY+38itD",
-	"8BpBfISi0bfwgFYGoJrGCR2lFsmFAPEQEU2HTCHL+faZu4YD/qdDnihPSZ2Ew5JgQtULHkWIC8OzAhn1",
-	"PACvGiSBLS6Azp8rT5qDVBSZhpN/acKlMu9F3BU+32InhQyRJ82KAefscb1waPHBgLkBgKMprOt3RVyl",
-	"VIRQedLHW/wG6DeEAQLREC82F1GQqxtw1nN71YjNz6m3PqgklO7t7SSURVfjXJaG+qGGnVQbUmik5tT2",
-	"ICgxJIc/1Aiup+a80z+oDWtHg2m/E7h9IdpCdHi73R4MAjEZ827bnQTuQXDY6QTiiAdu92gcdIPDfm/S",
-	"Oxx0eofdabfXH+tJvRN5QQI5q6wU1tkjipOXlAJ/qAJaFsOhL3d2Yj5vLMVvjbBL03UmZfORJ+wwsYx2",
-	"gaXx5cm6UuuKBq7SuJ4B0UYasyDha0RxpQu+HDI/idfq+/BpCxze73/9FA6TGulzxlNPmvOd+jaf/ce/",
-	"2cc7QwHPICMXmuL1XCQiC+DjMRtPgrTKJSDxR1j+D8rcTOKEJNHynjTENzbHjQO8WaYVdQvS33kj6qVF",
-	"m3O93yhXNIbTd9+3ncHTDPyjL7gOgE50ZeJ1Lmp8Ceyo/cqwo3YpI9EVkKNKReOj3qWQo7bbOtgCHSEp",
-	"US5oPABL+NahVVfXsX3Yq6jkYad1dFklu63DrUr2B65+JOcWHXSfPy0plFHifVc9vR/ArNMflDfE4AAI",
-	"pSobor3T2/hE1g6H/e676e73RKn7aUXJikvw9lb0OntPtLgVy682RDcAs60QhKUhpH156h+mLa+26rbk",
-	"HjEk7Ak7o6NVlcv3aX70qgyzPTSqR7kA5CSOSAWSp0hdQfdWornZWwRzU/nfEzQ3+Cbx+n3Ec2MHf3wQ",
-	"anROrnaUtA9Eml7rGFqjgmJ0yzQO2kcdp4azIMM09weHZYbYmNlOFz2IigVg62Xtw95lL+t3um/ONFvT",
-	"5XoIaEI920U3IGdPQhshNBmaRtffYJbpsq6krslrgZN1r90sHaXRa+sI7b5LgxIJEW9URs1QwIyMBoGg",
-	"4alc47jjOpbkIwiamUUkkyslUlVWR8k6BUKToK6qGF0aMrfVdhnKe7qto2PGPblMRDMRkeBKsLGYxolA",
-	"hXS8dMyALqU1WS7ZGCmyxht6H4otS08GPBUZQjQVy0xdFVYubQqkCGfzcbxKFJD33L6NFY9E6/ZtjMPB",
-	"c1RktS29mx+XZeMYVa9VdlgyMHFAvXEtqMib1BAQMqKaM7PkX5Qn6xEfiygSSEiCoq0+iGXqj90ywT69",
-	"qfYD9imLZD2N2R1gTmr4kCL35DSK4wRu+Wef1TsNkDekXXi8GIdSBEzGocr5pvT+EVmu6r76TZLW//Jb",
-	"UG7485/YL9hffjtK4z//qeE3MvJ73RUp6m7Dx3xWb7NPGi12F2SoMXaKxeDYTLo04WKZxBciQFcgEbNE",
-	"KAX6yiRpG6ae9FcS6xgA+xG+ZB2ijAeXKOBtPtrps08aGKkMQaUpWqnwQvjQYLk7lSfl8DCv9rgcasqA",
-	"BGtTSPeplHXNKahEmP4PnLzSA5d9Qu22yF5hwrOeXPONGXmxFE0VBsCwMZMMmcRXqbKEquiME3JKgbyc",
-	"LscShIXclts/pkOZVqNgcaEUuoTUcqj5C82Cgle7LfIEWEvFEt6XNz5VX4KzwOqkDAC6lp7MbnOYxSwF",
-	"XkUorbeM9CX/GKW28n72ZOHl1ruZucc8Y1UQdMYKhdcmI3/SnrI4jKHet2+zug9/0/BogOo2sYolYgkA",
-	"Ncu6CRD2moYz2ppZoSayd3P87oLVwX3QT3JEpKON86QxcmrOQbAyGyZ97Nsh+8tvTQRMLYGsC78dJgy+",
-	"qjwJLu/P//rvHYf5oIgzzEqL8ruNY7QYa11XHBCoZZskeovK4qkngUpdr0iKqOVkjBkHM29S01pD4q8V",
-	"y1uKxWvJ1ISnqUj03KfP6x9HdNkf7hYeqisCrOItFsWzrDKo5kwVjNdw3JRLmD8hctbRnDjqs0/Yagkk",
-	"aroXAiEnwpNQB9K977NADzAMZ00TIYJ4wX7+8feFz7NIKIVDUv8Uy2NPcmMmeRSeC1LGZhwGYRALTA9q",
-	"m6JNDpLGoZgtYkzXEqS/de1Z1iZ6ATVN0hhi4oVH4TiBUXWk52NuysNYku43dG67ddDrOyRzHKpMcT1D",
-	"BjAVplhnQ/0bJp7MFymj4A0j/z66a0OWDcp8gYH6jlcp7L7+/L/b7BOaIjwRBdsKM704yxrHlM5p68qA",
-	"9kGCKx1ODDSzZm4fwzwYsE+YimAU8pQd9L6Exmx3Bl+yWG9Atm0Nig8W7caQfY+nRBly5z/1q/NIjwWx",
-	"U79N9G5hh/gGNiumttu5JLDGeetFMVAh4qoFrVenlWichMFMBA1784KCMuXyCC7kbDqYs/mncp77druV",
-	"09hzd3IUHJ7/pv2ss+jKXm2bq73Go3AiLF72b9ZCdpuDu2a71XOPXFa/+OqrRwxf3ahVUvPvUbaOVbbx",
-	"oehPu/NfH5wPoqOl+7pl60DZnurNl1huR7j3iE/D2lIbui23fXjk1PSkHW1JLLgt2O+R+5ZJCMBgrg3b",
-	"LdftObU03n3syKldiEQ/VhvWsrlao13lVVHlK0s2cDuXlMttHR31d8t1eDRotfcsV1mcl+QwrizcQbt1",
-	"Rek6u4XrH7S6dtnyqbZPm+1dtm7bbfWvXbjOoN86rCjdU/xM+dwzNnZEOZinTqaQN6Kx2nNqlquD1CbL",
-	"OYdK9J1MWM9atECa4tcxQjPc1gCVKrKqd/ooOEbv7+BfVss4NRXOFpwE3dyW6x5k19KYrvSc2j/XhiCL",
-	"WDDxteH3ZNt3E0ud8hRJvJbwj4UIQi5H1iDVo1R71KOl/vuw79RWS7i1coxWfsiMAPxap+RrHftbnbJv",
-	"FXvVsFyNgnA6FQn2nm6fMkNW9hKntp5rq0brwhg2VLn3ZnZVabZSYB1YvaO9pJ7xJ/DpGPhCIzR4abKS",
-	"E24P31cUjsvX4YrYDbnPBvwIlvYjzLk7tf5e7DUhDImtKM5JIbTimANPNCSAXFi3275hHUCLXBrWGW9A",
-	"6gL2Dhu21h5dIiYivMhI9kBqX08Alm6WIr/Pk6TrMbSFPbbdHggPbBEb6j1FzoZ6rN3yRIn001U6bQ5I",
-	"CJ9vsSVzSz/Ok34ZtTcy/hITcpKEQo8zBDARxzfQaQHTtieBgNsxFJ4ywH0STzaMNMqDBuyOw4Q9/vyk",
-	"2ekfmB0WAal8MMeSy4loFWA5dB5YZbon/plYJs3PwpkAte6zB/fYUb/rNmBPou1IhrYqvNNwjfq6+/XA",
-	"pzyIeMYnKWYY9I4eerDF8CQ8iXZQhAyLpbBbz8UyzTBZBues4ku8ahw97xVa4vad29uONJAwV+Oxbikk",
-	"06znUf8olMLymmsvf/rx5Yv/8fLF/3n507++fPHfX774ry9/+t3LF//t5U+/ffniP8O//9PLF3/SV178",
-	"4eWL//vyxe/hkd+/fPG/9IM//ZeXL/7d+vfvPyNOiAwJ/vKn/1+/mB76w9fJjEtSUlJnoHajMFMKO7ef",
-	"f/zjFoVXxbx1DAiwbH6a4deCd1XwL9sNqSfczrE+xDISPxSw1mdU9kgVz0HhLtuAIHHz97V/YYyx01MG",
-	"/2VPHuI/7rJ/qT01VMy1Hzz0zr3akHngoHfY4V32zWDkOlZA95FIeUQXioTYXu35dsZjm3Gv1IpgpbCB",
-	"wtQhMv6CEbAtYqvmvAF66io+6l1a6W3u6PLVFM8K4OyvOTVMskJhLHOz2yS+mnNtzT4d3j15fP+gN/RN",
-	"+AaXgtw8tS5Pz9zkXgq5F7DK1IYGl7bmii14ICCIU7lmX5F8OTGOU778ULAYAl6GftVWZ3PYw9NvWR2k",
-	"n1CuymG/Ojt5lGlSwFDnk3MhA5uMVV8m+EEqFKraepIOvyA9KHmytMyCO61Qb9th6NyCfJTciYXW48Qx",
-	"cVK6BuYr4KkYskQ0bU2uRos9JpfZk9anMAAC0bCptud1iPtDC4wiIX3Hk/5suRotxCJONqNVGkbUJH7D",
-	"6HepFIwYcFZiyx6bhBA4A5CmWORh3w3Vq8W+AvkxKxIcT/PQbh4LXsRyhrkO6iqRKehC+tLBbJl2s6Re",
-	"x8WzVMhABBkVSSm64RVjXDfCuDfCuMXzPvEas0w0htMYzrVVAUAi0IYtVcPouI4tEeHuIw/xWiHTHfan",
-	"r6U9FdN5IgSDiB4ZmAKuw5jZ73/YEfzMZTx7KOMJedd0H+1QujNHZMjOs97Enbq/Oe8uxofcUuzUDs4d",
-	"E4as7ehpPjgd1BwK4HbLdubX2IujsbiMqApb4wNTpHyc9TVaWszgFJEF1ZAHUmlonouNquYg0Y0z4VGk",
-	"lzHDSmXkG5TZyk7gMsGp47U8ZhZXqifDFLZ1Kt9AL5Pwgqd4EK2+pSXhNyBnS5u8wJNwClpp1xQP5szj",
-	"NWGW5EwkoPME28qtzSJEvv2WJ8+ouCYzmyk/wovLlSvx5PwxUm150shDbreACCyxyJOMssv8bLRoPFnX",
-	"6/xSJGzBJ3PgF4dNvV50SYomiVOeikbZemcq8Bh77Euxqb2dQ6b5B97iUdNzsdnen0JnROFEWA27D2+K",
-	"e7Rz4sYaFLVhrTttTw6EOxnw/nQc9LuTtjgIBlOXt8edSTfoif70wD1sDzpHXd4b9ycHwaEYTI/cdqfb",
-	"6x8cagtkncYxORQc8yOoSO3h308ffPYPv370+ZcH4vDvx98ly5N7d2TU5988+s1s8ot/eHJ4Nu4+vHAP",
-	"5eDTwrOjpVjUhrWm/r+79x9+8Ut2+u3dr764x768/49w0ZOP7sXru9/842dfdn61PtncP7nOtzwJL7n/",
-	"y89233sdXJw16KoIpUpmBcCiLNtgn9G8Pl/azZD5iIbM2bb4zzs6ZX30bjWGKheMranxkRLj0ALIJbsf",
-	"dPr99pFtDdIY0V6WlwBL71Vk67bLcucHa94+vzSob325nvA1G3MlDnrgTJzef9TIcG+ms2CHbS/x6TG9",
-	"w2Eqxp+53OiFe8Ilm8zF5Dwjji+PWbfKgsqF9fzt72MfWHbuDWw/bozyR7WOF6bJ1TPiYz8dfGJX1xK0",
-	"c7Txgr3JxspV6U3YNNKb6MrdlomNqDs/6GH4/ApOBr125TYle9qI7NUnXIlmKJWQKkzDCxFtHArSe9K+",
-	"HUNtoKbz8L4lmtoYAsAOQh+GQQwqIgGhm87FAvkaChL7gQVop6wKZNic7d867rEnff1C0NKBmArBRHkU",
-	"OZiDGm/gvxUptzya9LrGsWS7b97tkJgx1ptwrKI1azH/MZfBWCQzv5EFg5Yc1igyI/Cf7f2RUy5l2aF4",
-	"UCZtuStq+QaoGKjEuzw+NJ7iKeN2MrCYqUoocHO9MM8ed1N7mQbFsM4IIvHIh3AJSq/qndsxqxKAXBcB",
-	"coZ/wuA58uhWF6Nb5UeHEPpTxMKMtJMyIsXBYbvTGQwAfJPO42A0ibhSukMNF/6I1GDykNdkw+V5uA7v",
-	"/PJXX3z2xUnTnMdq/pLLuNnu3G1edJon333T7I0hyrgU/Lx4In1TGx70SrFARZxc7+Co1Xu+E1Q7+e4b",
-	"1mviy1UoZ5EYqTQRfDEqeWPxhsJ58CK4EI/+ZnOq2NUGcLhPle1zaazTe3hXD9CEL0azcW3YMWe9wKTU",
-	"hhnA4++yL3+affc6C6N5+jSJIZFZtTzizx//wpc1JxyeijOJbDLtMFt3lznYHiQXxkRjF83TdDm8cyeK",
-	"JzyaxyodDtyBizgrfHzbOD9GwMYiz/47hJM3quoBHHBQDkv0XJIzc/R2seRJqGI8R0oWB8pWookNOu/H",
-	"mM2SAs4cZa5O3T+hjSNMmiG7C/sc7XX5DqYvSZic6I30ZoSh5cKlwpwVtXYwFbrcmcpshk2vPzz9VpF4",
-	"vjL5SZVvUYxOYUa0F0+ZfsT6Lv1S9tFTxGbCfguA9Nl3saUB359pIgI+Eo/pSITtX/Co8CGD5yj51APi",
-	"5CtqGYA0gsPmYQDnQGRAjHxwhFGvwvWMjEzRQSpMt24x02RlsEhaSnI7gkfp3AFiJ92MumFFmoQTGFR0",
-	"CDnhkzQD4SViKrSZFeiYWN8RKa89f/r8/wUAAP//",
+	"7L1fc+NIkif4VWI505ZSF0jxnyiJsrI55d/Kq8ysbKWyanqKuUSQCJIogREsREAUKyfN5l7WZs32ae/M",
+	"yuyez/b97uHmveub9CdZC/cIIEACJCgps3t2esasKwUC8cfDw8Pdw/3nH2tjMV8IzriStf7HGrul80XE",
+	"4N/PaUwvE67/KZP5nMarWr92QUYJDyIWkDjh5EAtBVnEbBJGEYnFUhLKA6JmMWMkYGMRMDJmUSSJmJBQ",
+	"STKNw+Cw5tVuaJQw3fCI8fFsTuNr/Qd+MVRMqlq/9jy8ZQEJkpiqUPCaV5vT26FI1CJRQyWuGZe1/mnr",
+	"rO3VzACGcxGwWr/2mlGZxPhtyKd2IEsaz+vJoubVYnYTSt1mvzanoW5asrHggRwuWDyc4+dzxlWt32nq",
+	"H+MbFkDrUa2PQ655NSWE/jOK5vWQT1jM+JjV3R+HNyw23dw0G6eNZu2TVxvHjCoWDKmeYrvZ7tVbrXqn",
+	"edVu94/b/eNOo3t21j5p/1PNM+So9X/8WKM30yEdq/CGDWP2c8KkXq2WB88XYsni4bLW50kUebCeEdNd",
+	"ZG829WM+TmI9yBV8ORZcsduMkk2vZkk9lDjvNVq3u0BrFtuG9S/63dNOo+vVpKIqkXquNAoDTYKRGs71",
+	"MNuaHIpGzvstr6bUBH8/Pf7klczw9M4zPL3LDFvHnU6vcIq9bqO3bYrHjeO1SR63Wo2OM8vO8emXmWar",
+	"1znt7pzqaad3WjjTDgy7dKad9cVsn5zlVvO42zv+9MGrMT4NOW5xOr5mPKj1a+MkoDWvNkrCSP95E0Xz",
+	"I/0/dbFgnIb9m2aj024067envWGvW/NqnM6ZebHm1X5OKFfhLygO+rWLRIlLkfCA/NC9aPVgXy+EDJUA",
+	"QTUN1SwZNcbC9LGIxU9srI5MY9nexE713pzROFjSGEZdtCCLpNavveSKReQfmeDk2XG93Tttkhs91vEi",
+	"GY5FrEVnS9M/Dm9Y7IiA49Nmo3Vy2mjql6fQ1OXVP5JOs9fEB8OxSLTIaXk1oUn/fpRwlZB2t9HsNo5r",
+	"Xm0xDjU1XjDeIbcwYRxgFM5DpYfZOml6tZjOh9ORWanVQn/xNJTjmClGXrx9r6duX2m1P3m1UC9FvGpf",
+	"r34OfomvVfJze6UlWEQTLco0KZRiHHgpW8qry5dX370ZXlxdvakBq84pt2tKQGCSV4wGLB4JGgevtehs",
+	"HekDpdU4rncf19PFq8Pi1S+v3pB6fU5v6yBm6xHjpN1rt7pdUq9PF0l9zuYiXtUTFUaGBUizcdY1H/Fk",
+	"XpfsZ0la7VNSrzNORxGrw7lwWx/T8UyfA/W6ihOp6jGbC8XqcCjU6xHl04ROmelY8GhF6vXrG/iM1QNN",
+	"QxJy1YXDAfbPcMZoQOr1lDB1QxiSJwsOY4jDGJph1PoqTphXm0R0KnPkrZeRt3A6tX5NN4S8U0Ae4Owz",
+	"zWz5udT6tYLZwIJvECLrI7cy+uSCtTE/WOrX+rVW+1RLi3U624Y+IafjaIe50erB6rECndhw+1i1KgDD",
+	"GcJwcDT4mCfzIQ6m1T71alwovSV/rL3nKuEsICJRdTGpqxmrj8QtGVHJopCzBnm3YGOjK/QJF/rRt98T",
+	"GE2fFA+jdUvsHiat9ovHHpFKjK9J66RJfiCwLz3y9slLRuymJf9MCgUIaXWfkH8mnTZ58Zg8fXrZrbe7",
+	"zSb5Z5KXAh558/3Lpy8vCIoX4giVD5+82pypmQg0U40jKvV6yEQqGnIWDI02oV9K9ZvCw2HonApW9BkN",
+	"q9avsdtxlAQs0EtpNKKPVk7vu+N3y3TTiVEB+x9rszAI9IpPaCSZZ/4EZQoHah6MVmsPYkalbgEf6vNm",
+	"aDZg81PKJGtz/fHjxuFq9U0xX6QnZrvTPSk6MdOTv3vS1kd/yUGdb6x1dry1sdN250Qfr4tY3DBO+RgO",
+	"Kz1+O3wZTjlVSZx7wAKHJFIk8ZgNJyKegxa6oFPNF+bxnAUhHZrdpwd8tIhoyM/JeEZjydTXiZrUT7P3",
+	"5Yy2j3u1fu3sdHLcDprHjLUYa9NWq3V6GrDxiHZazXHQ7AUn7XbAzmjQ7JyNgk5wctwdd09O292TzqTT",
+	"PR45TYa/MK0Xnhynj5JYM9/RTesoTrg8Wj+vjvA1zS/uB2a+yWgeKpWngXkW2wcqVJGe8Y4zSvD8jrfC",
+	"DvbcjI2vpeEbkHkjyoNlGKgZaPOKhnoSasbIhEpt5YBxRCYiBuNoBIx/YPiENMlvv5LWobazJKGKdFrk",
+	"d9qOap80G02ixPWRJAsWE7NV++nAHknS6TXJi8dHEpogQouKdqOpn+kWsjmSJQunMwXtd8lIj2IRJZKc",
+	"km9DePXb76EP4Fn9txmcBw2DVpLy6oJKCXIhnT4qijd5ieJQot021qFWdWnMgnOiiTMLpzNNHPichJKc",
+	"HuPMFyyum2aIXDAW6FGgNm2pILcM7AMeulMWpPLDyIAfP3i1OImYzPS11qdPnz55tQWN6ZwpFsNR/VgE",
+	"q3fZ/tIWqxzH4cJIL58F7ePj1tnXvjGDGRwvvS45uHz+hHR73VOPLGgQ6GMoJlyoQz0t/V6vWx+tFBvw",
+	"Z9gESbcxfnva7LQ9stB/mzcOcVmhExGsHknCbulYDbhuR3qESiIZVw3yhrFAEl+PvZ4Ovv4tW/kNcuH0",
+	"o2ZUkUAwOeBcKHLD4nCy0uSnRB9FekZcKNCkQqkPOlgwii+Gekqc6V+u2UIN+DJUMxgcuAn8TF410h59",
+	"j6w/hz3qHzYG2igPNU1ncKZktkB+GnqZxzM2p3ox5vT2FeNTNav1282mXju9wXUj/9kuzI8X9X+i9V+a",
+	"9bOvjj589fXHptf+9Pe1VFGWKtaalV743FJ/y1abq32l93HIpyxexCFXdiX1NDSNrtmKHPhvv3t3RbTY",
+	"Mo/r12wl/UOiZqEkF29fwmsxm4ZSsZgFjWrT1quXm7oz1R+b9TNan3z42OuWTO0JjcbaEtiY0Q96zXw4",
+	"1X2PhFwqreeKCfHjhA/DwMf9+eLte6KH5ZExlawecsm4DPUu9DRbU76Cn+HfUUjB+UOJNa7qY6poJKbQ",
+	"zIHfaZ41/cN03j8nLF5l09Z20rYlnofc/t3aMtXXoG++d9XN9blfaN5mMfHLzA3/nMgxjZgEGmi5KERE",
+	"ovCaEd9YVP6WaRTpvO7M0tM4EMkoMip3OE/mMLN5yPHfzUbzOJ0oT+YjFqcTfU1vvwNF7spoGBscC89J",
+	"zNCj5Z4ecAihGnhut+0jSUYrErAJTSJVNrVNp9zaepk59E5OTtqtnjOVbMFCrtjUnYjVK4vYc7pIypiT",
+	"bjAkkckI2cFuT+Bu4M/SGUHv9+W6S5FMZwVsFkViSXxF4ylTQz0X2B2G+fSWmDJu9F2Q4ZREdMQicLjq",
+	"JgmTKpxTxchBKmK1mkHm1utJx7GQ0mlHwuJmi4quGTKh8zBalW496C1HBsMJ6eFpJj4SImKUZzNP+Mun",
+	"xeJSnwUKHMZBOFZkEot5g3wXk6leKiN44KCBVW4QXHGzvt6A+zh0e0qbd/M2o09ozAjqYp4+sch4JsIx",
+	"k319QA24PZP0SQc/z6kaz7JzjtM5HHGKHDjHHeVyqQU0jHnAKU5lxgjsnlBwYgwj6R5e6ySFiZQK7vRs",
+	"GtY/fGx5W+X3FTBQoRS/cJjJML2VvcTK3gP/xTM8l+xPevtkgnvAQXJ7hDWmDYJCWstz35ifL9hzEY+Z",
+	"UTm1BO9DR6hO1qWKGZBxwBc0zo5GxRZEhXNmJSlwMApGkurKHrKqFkqpNqGpjtvXcjmcHiMqQ0l8aC0Y",
+	"omT40//bbpLfHZ6T7y8vXlvpJYkSeump0h8+kg3yHY9W0H/INxp+JHO7MOERk3LAfdgSX6s4YX75Imdb",
+	"u0yGtKrKED2DF4/LVxhmqI2llMB69TRlwPw/tyfVmC7oOFSgzCGttGB3jrEyGWA9hRUPqm7zrFjAuweV",
+	"kOpiLmJr9P+R0bjgqILHhHIiljxdFN8y6zCRga9ns6ChPgMmqAsfnJ70emRGGB3PSuUadTofrqB3d3qw",
+	"jWV4w17baRh3Xfm0j5vuAV026WcRG6s41Ovw/t3Ttyz+9oeC8+FtHI5hOVn2ukfev3sKh/X1DzMPT2pL",
+	"FUkOmmQ5Y1wLrFDqncLY4TmhkeDM0w8XukVUWjRPT1e69VQg0ChmNFghIScibpCrGRtwcCwDgVGQeNn+",
+	"OEhXoeH4yH1Q/XQn2qJ7pHeL++uhR1gkGbyAjmW9nDn3te+8YnsYcCOw9NsqWOTfcn6TK6nYfKiVEdsl",
+	"OaBkORMRG3D89ZEkZsnIkkYRgReRnEDI5UxIRm4YD0RMFskoCuUMjgj984BfPX172Cf+WEjVwD7Q0+AT",
+	"SVf663A8K5cKznJq5gWL+Ho5q6wCNivx2Iu3778RSfz+XcH5e8m4NqcXlsG0taZFxQRUdjITSYyMdmAW",
+	"n6Oj7xBYwhyAcHxyMqZxHDKJ1PD7xLdT0q345Gs4v+EP3Km//YokpjwY8PTleRhFehPm1MctXx+RA3AJ",
+	"DDg6P377lXR6zeYhmPzNP/8f/3+DvBGKpGoRbJJ6yuqZKV++TG7He6xNpcX5xgykcHXeusuS7m5yECpJ",
+	"5EwP3+qv4P1nh7BWXl4A6k23Id18cjASagYOBxbqc+McSeSX8KR/2HcWya4orMBvv67L4CNyUNjnb78S",
+	"FMaHA/5V+vEPVp6QI6LJBg2WDaN8ldwh7LNKzQor9TJg84VQjI9XhVb/BV+RzKJo/flf/s/28TEBDwAd",
+	"RYxcvHvy8iX4SulY85pWH8KfE+YaW+ckZnOmu2QgdEm7C/sPxa3xCpS6ApwRbvgBXEvl+Hhdy3CVzcHg",
+	"tt2qDwa3J88+fFWsZ76cvBGcvdbq8SYdnl3RqUSP4CI058s4ChlXZCaiQJ7jqWR8QnhjreAtlCT6aafZ",
+	"RVbkAnxY5VOe1PVQ6jiWUtOse1o4DRRkz63rb30m5nf0s+oBLiKayHAURlplQkOCGMchOfDB3dswf/uH",
+	"5yRiE6VN5wrGspGpQ+uG3NO6eqsl2JMkliIutq98zm7VcAxv+FZiLGJ2E4pEK0tTBjalNrd42Rjx6zIi",
+	"H7fau3VXGOezNABgjXHQ+ix2IJEDNDhuomhe7hUysQX3MdGdIX5vXb4lIzXGpiac1QqC8pFjNMGusad+",
+	"5vuYCDCH55kHskBYud7IR9J1V6KVFemjvq7nQmbslrz75qLePu7ZaK1Om8R0ibMe16/ZioBvOZ3agsLN",
+	"hpmZ0zjEYvychLHeb6g/39FXiXOM6LTMpaC30iNJwgA4OzVr4ZboIxrcn47Aze+TKJRKklCVTSCiU7TP",
+	"ywefnjAhVxCissOdheM3H23cF4zljQ8HwJN336MkpARlH4nFUp/TXKJp41+Mx2yh/Ab5399996aCqDED",
+	"zZk2XI/zx9pPEhhvLG9qH0ppXuhaKPf8WvbPHAKfy6ULo/v2+yd0PGNP8ecivsisjPVgDn9z9GVjXYtG",
+	"uPdmfaVNnYITSLE5nv0ookGraDbLRgUGU/HZAaaoVXnaOW1nC3+W+Fuf/FU4U2GEf8iFCawP1P21opi+",
+	"+OEPpFsfhaqcUXOhCfeewXavaCbBtIxC/0xOlvnkQIKC6ZGAxeGN8USCmIY7Wa4OS8Ra6nWsJpKreiFh",
+	"Vu/s1frjkgsy9Ccit9jrLnDDpZfy1jHt4f1ltCpbj9w1fsl69LoVl+Nddv+/Puz0JzKjPIgYCGat3/n/",
+	"2x6iIwswuDfroBvwNb0tMOq1ziq4cWDAAaLIXEiFF4zzZDwDL6FHXjze4eQbzuntfsbULlPKHXzIKw4+",
+	"YvRuow/5Q47+k94uciG4xFj4xzS4tCFRJpQHFS66WEThGITE0SIWo4jNv4IDtv/RGc3fx2xS69f+7iiL",
+	"tj/CX+XRW/wKO13X31KnhbaX5jTS09JyTfOjmJCY8ikzsQRga6GbL1iIUFtb9JrJc+KzOBbaKNckQ/0H",
+	"XBJ8EoXjLzofLRHWzFeypJIkkgWGA4xr21jKMNLnoVIQ8PhlB4piGY84CHgIo4iMmD7+Jii5DuhErwyF",
+	"ywoaK/CBLmdhxAZ8TvnKhO7EzH5A9SKNWV//jT/MacBg4fTp/+Tte/0KhTuSwwHHIJL09oksaaiMxyBU",
+	"cFgIPtX/DRWZ0xU5oCPNF60mkYfGkTsJFZkKpvfZOfEvmYpX9Qs96tRtyeBKjsprQqc05Oh1QSUUON/5",
+	"Jk/aDW1Ck/G5iEcmRO/LrpY+WEJJIGCOjBKVxp5o/soOmxyTgZflk1d7IdBQ/XLb2gQ1Cn3GSIIxinbE",
+	"feJjhJS7RJoVlrMVOAQHHOwZeDYLpRLxikhFVyRmNNA6AlxBgucDyGFyeL7w3iFjCnFEI2ZihfqZIEJD",
+	"jN2weEVM/x7c2sD6DLjeHWDnvNVyDJzRSjjRREcYzHrUOcoHVfqHHgECRdpwX85YjBIx5ItEASdQMgm1",
+	"EoX0pHDFuIwFnxqSvbYi9ktTbCQCYGBNsiWLojoOgxwAHdLYLPh9QWMJcyAJt2tO5kmkQrht1U0dQvRN",
+	"/vgY0QDY/Y1Qz0XCv+gU3wgi9XEO6ye0eZsodmiH81oEEEJWrEOiW/GRVnQXK3Lg57yB2akmybMrOj10",
+	"3I3nrmPREWn6vUJZlmpeegKXCX+CyVpbCGUJ5ObNTWhcSir73pFNrtM9VaMuvr1B2XcmEM9/JXBMcDGa",
+	"RXu8v3y1Nv30BFb1S7aI6KqI8D5cc5vzITuD4E6W0TgKndih9MYF7p/XDvhGoQ8CsgEKvQ92GpUW6Nlt",
+	"KDFx8a92fa4sXcwI8UCCRbO3r+dIYbNs5rc44dXW7fMQ90qIVzSesr+UHIx057EWfHgwgtODHLTI6/Ax",
+	"yo0rIV5TvrpMk+O+7EDNZQeV11olo1LZ0WpJZEarVxcdO/btIIiZlN6AL+NQsdyFzyGoj/rrNJYZxD5e",
+	"dY9njAQhhOBmd7FCXJO5iBlmXMUYW5MOAu8NDza7h9NvoVswXZ9vqBzheHbY36Ywqng14KAxoifZv6SK",
+	"gX+r/nvfODHxpsGE86CoMDkx5ugdcLg8wcPYxjCQSRJFZcpo2knqStuikHrO+5dsTkNuzIjK30hWoY+9",
+	"FOT3nCZqJuLwF/alD2Cz2MBmaCui/gPR3qA3HyT8mosl12/E7EZc64MFmMG+J2kYHK7JpR9++KF+kagZ",
+	"40oPn+0WLu85vaFhpPWWL71tA6roiEqWaVO4m0CkvOeLWIyZlH+pkWWjksliIWLjCbFBhpumwcrEVJjX",
+	"WeDj3kLHQKit/zHlQRhQxVLFG8xSc7KzAZdwAx8KjqGQLCBSq+Y0IiGHzAwVagVTcCaNlvyep/29ZkFI",
+	"r4wb/ksfFI8keYJd1q8gTVPmHCFiYWL40BMCjI/aIrXZTAQtQZCZ76+e10/JwUgEIUPrXMtvbV/DL4eb",
+	"UlJLZ0Ek41qxThUFdBi5wAaLWA9FhUxuwBx8rPEkMjsB3bJrG6YQ96D0q1TYrKMiVOgng0Wo8HIpYkKR",
+	"662kNettW4dYqNA9gi9UfDHL6tn5wSfXTf4jdrPWyNpoHbp5uaVdW4FykhWtcKa9idFPbKxqJiT0MZVh",
+	"QbjkN2LpxlZoFVOMMPGzAQNx+Q9yropNrTTKD/OyQB2FRKuIUXDWghtWsbnctXufsCi6ZBNYApwIjWO6",
+	"0n+DF2A4ojwYLtD/SKPouwkkzm1r8pn+7jHlmMqVX8hc8uuaJcMFR0vGeAMwMUxP6Qbj+3CKWWD6eRpS",
+	"bELSIUbOuAJtwIq2ZAW3CTFePkI8dTHBN4+kDRfX+piJZ5d482R1dkt5cHMrFi9EBKanV2O3KqbZn2Zk",
+	"NzGdZ3/ZS9Vs0HrXCV5kBnjmRkiW3kZJl5fG2nbRc8Jw4kkYS7RhoJuIBQ2CjvwJxtfDYw+CvLReZ5IN",
+	"0IERTiZM6x7RioQ8C0uWDBy8csAP/Fxmt+9hLOBm7ox/aMPiuGHRAZdJPKFj1ic0ivRYw9iwcci1SMq4",
+	"2UMnbTYAOEMNW1DDJThRtKEPKFnSGAIpQPJLYaP87VbYlDtrTA8dD8t41O5f5ER3+5IDpJpEvvKxBWRJ",
+	"3+EFTSonDh4zI3JcfJ77xmZ5zWzPEMxq5psNA07AEZtoIyO0636DuwWO2IzL78bOJUy6JocN3dbImHGy",
+	"Z4Ramdh8Z3JBN2TDJFTS79uMAxbfoL4QSpsbYLWpBvHFDYuHlmf8Pnjz4wGnI2GMHDmnUaStHLcpvJGB",
+	"TRCzSSL1hvEh1ZdqluZjFuuV9vsDHnIyYmrJGAdVZcRWggeE8hWmoYgRHjwN4lsLcfhzwhIW+H0wAwfc",
+	"tRzzXZskYsHHjBzg+oY2MUhIs0HjhGvG9tntmLFADvObsW+zf8lXZE5vTbqYbibNRAXzTrcACeu2mWXI",
+	"A7H08drDA+88F2aDYWYxjePwhkknIWPAnSOSYAu45yyL6cZqXi23KjWvtklac/Xt0AvYsGCKNtM+P/BC",
+	"GfrEatXGu54/YgsgUyroKmuxYVU+CYNC6bMOo1FFy7S618YvP68FX+zWuTCXvqCpFHrmDlrimkhAXATo",
+	"yUvDTLKElbXojY2wu43Qns0lKxYmyGjPTBbe5tKPrIa2VTtKVblPa4hOVTT7dSSJjwXvXN9YOI9ZiImI",
+	"u9vNvonEsrhZvV3WxlsUexVPAd0ge9EGfcQsWpnbT+PZwrk0at7u3oYLIWVoTPPybqGrOYV+yMGIRfaI",
+	"y8QzyGFXTB+eE00ftIr1mWROPxTY5cy5Odi1lSkYpuCWOiBMiyjjO7P2q3e/YSVuvia1JORjhmk31fjC",
+	"6D7QYlWNZ223rhFmk5G2LHZ+hxQSep13N/h/Y+JeYeYybl5nxttkwNuIFoh+40MZ6hO3ILgode5Ly6fo",
+	"ckGVM1J4xRIQbUuQRUQ5Z0HfiephhLOlZp/j5oZaCswL/mDT6mHxthJ4Gb45uu8WmC88xmh2H0jllzSC",
+	"7+Z4Yqs7J6Ic2y9SjzFrskobmPn6QGxpus1m4+XXL6PVLp4w5u4GO6wJy7sI811bye2ibGxlCvBVmrFn",
+	"zWI3ftLV6C0U0aYqldfACpUlg++iR7JJogIUwjs5kTbaGYL3746tmbDJIpaSVYkJarzPhbL+niDzQ4To",
+	"FJhRdEEk4xl8exeSA4BV2kXhClj8xjuRAj++FzVzmJH3beF+I7FQWvf5+h4jWNvNGSYAMlWeVEUQndkU",
+	"0mUtok75flifxdoCF4oQZwNfom744GIOtlzBrvqOaytWxStMoUu4R0zOvogDFjsQINKv7p50JdLeykte",
+	"H4Fhl1MtNLcelZywF+agP22dtVNYrNSNBZ6tA/zrt19Bizi805T1GqLO+BI/xdT99VM5m6cZ9fox6yxe",
+	"wbeaaPt+5vgmqzvXLONUosNlwt8ZOOuCpm5YHIT7eKXfsThk8p1iC3BLF0DWmLh2opbgNZZ4YY63AXjP",
+	"bTQ78Ihsavtrqs5aD+YS6pqLpXXUxYwGWikEr5be07KPGqeYGB8s44qgEw2hIpjMXP/ZG+B2khgsVyU7",
+	"srGHR7RQDEq7mxz2WedC6+rbpZAJqUqoBTmpXCoKvjB/ukikD0Hoh2QspDVN05An6w9tkGc3LF4NOKbQ",
+	"QwzFGkwCPMRAvCg0WRzQfINcMq5YUJRZvZntrj9pkO+WoPrrPzYTrwd8d+Y1+Sr7OEVFSBOvB7w885rs",
+	"zNHfmIdNziclufnmnvonATB7+ju3SU2HorE6TWKA6ICDO/mGRiTFhHH7TX89MOmNsKTZu9oYHHBYz8MG",
+	"eWNMfnRuZwGrMxr004shj1DjELeND3jMDKZwE1S8A8jY9/BuyKHqoW4EmWQSTpOYkT//y/9F6ICvmW3h",
+	"eNYg39MosffOIuEBOtl7mMI5CceUKxKE01AZ/IL8eaKpV5iwJ/P8nkhM4NyUxCVLs8f9nPWJFV7PuZgZ",
+	"RRtTL0K29GMxZ3jl0XdiGTOMqxsW0ykjQUyXOxFJcpeajyR5CGQSch9gko2nfp8YsBKyFatEs6e5cHwk",
+	"zwmNlpp/8l0inocBs3NwxsquZ5ypatmK7QxVsNA66do4ax+83d7fFDW9SJFDIB8znR/0kO5i6OndhZFc",
+	"dkIxiFdtGemdWGgCufKqeHB2kyAOigFFueMYtwrQh9lTa0eopYqHsmBtwrtGlK3b2lYtFwxFx+5TCIAo",
+	"tvMLax/cyQrLgfOvr+TrdSGBAtiBvAlNSLOWB3fnwqL6DBW99/c3ldzyDnci4V0Cih7IT5O5T3YFkBiv",
+	"1b39F/d3PtzDabCfMXk/N0DRFivk1HUGyHFUfoNt3+avQtSz81s9tQIqWWSO0Ci1CItCSUs8Kdhn+bDf",
+	"YpRPWGSW3+H2znrhdnz07ff23uDBhMDY2DjVjhKwiEpMVGpwwQ7yxkiqQpVCaaX3ZiZHWnBWaMAWyo6H",
+	"UCsrCpMsBiQnTB5iBGvS5UGazMTNHZpbc0pfPb/KMnSw2oDJJ1hSTCam0nrUTKksQBrY6Yh4qKvAuwvA",
+	"1PuZSkI3EMTc5cEu2eEtyMCK1sVB9egNU9aowpuYup4mJWUVju4feuGWQKrw+p0DY2EK2fcb8RaWcLkR",
+	"WRqVr8ATND/ue6DkGnup2HwnU5afGZttbQwuq3VVGGpp6joVSfA70z+FwMpWIOuqcBpp8Gxx1CeLKOCj",
+	"zGg0qQMOr7S4HdbtIcHx/jvXIB8LCK2k0YCfNcnvTAkLAx/FyYxFQV0fC5j4m+JQp461mE3DOQNnzYD/",
+	"+b/9a7Nx9qd/O+BftQ7//N/+a13N0piNQ48sw4BxdKq1yFekdfTnf/2/edrkhC1tL3TAzc0aeFo5GdMo",
+	"HMXU5s6XIGGj8w6cogMOXlFyAMGSf/o3mNZ/NlarxV8RPLsohcKGkkiBl/pACzEZ8JQANntyoq35kMsw",
+	"YIfQ4SQSmAqoSIv8Lh+jqc32AXdAMdahvufiJuRT07kJHTSosCaSjg64C2UsYgsPjhCQgGjsHxaFhrpg",
+	"HGzAK3QM39lAYHIdcqCRNbrA/2cIfgCx13XB02JTifLAibqGTV7g6NpmCeyv+W/X1fNHkOm5cHc54WAb",
+	"EB6obrKAQNVLWHW9Pey22gzQtxFbFSZoArUqvJmW3NyXCPghduXh2IpI8DxkUQBSpti5YpKAsBiEhfcg",
+	"awgn+lhBt/lENweY/vZDzc0OkoPe4vrFBUIE+OQAQp6jMB/sv576f7hJbuiqWCxmg6OKAMaWhUTfCI0x",
+	"gtqr3dbhXrLWb33yarrL4qaTRSRooEVSGDGneUD3mC9ErGAr2VQs/Zbc2l1Hs0Mh5KLurlUfUckCAsgI",
+	"RtvLiKlbL/AKO613IcNCSjotOOic947BAwhLUrQZcqgOUNmmd9ZsHeYAHiyJS1EezgmbL9TKFeZYKgFc",
+	"qODnTDWrska2UbK9GX6OEy/k+4gW6CtumVd3y1HF6iqcs1ppLO8GwmBBnCZbDa0OubnSOZitmIZ61UPV",
+	"qBVqi9RcTm/TpvQML/FNhEUSUVIMxAZA0cE81GcrF4ptiVx0ByFFdLOdVtUbGVVTfLdE92gm2e1tCLP0",
+	"g5qzIilNTTu5gr/5ueYHnSNsGZ+91MIMrMIgCPWbNHrrsJ1Bjs1z4l3W2JKg4PLU4qV4qbIDVw2SjCnH",
+	"6+AGxlY6OGcVgM5yjpwcBcto8RCOJ9i7n9fl5BB2M/sknJvb9Ij5BI9f6REfCDxMK3MAYIpkKlkceoQS",
+	"P0gwtZblaseA4PTlAlKBtDYHj31yIOnK5Ntz4muS5q+CnDFoKznXNbgFTWeQfAM5Z9Bw4RULTtaVD3sw",
+	"KhYxLGQ6fXxPtA5ujgbgM5YPnsDrCjRODCmJVJQH9+ZHGFjR2r54+/6BDNaspXtaq2sNbQwLCg/fwU7N",
+	"8jY2JX5ahiSFndGGndZgPELlmPEg5NNcbEgVzX3b/DHdMUv22G76vsD0wneKxoqVKnpTRvyjKb5al/iu",
+	"r9WKgCq6qTSy+Qjb2rqsSRiwZ/Am1BKcsi29a21mwcQip4nlzuqSsadp7iakHHL20pWgkEIGqZw2CmJe",
+	"OWYMJvCdbb9QVDJT+r4kHFZwFdOxSq2e9H2Y9AMOBJXZSu0gwucGV5k6qDHW9jXteWal3ZkWMlkcloQ3",
+	"V3D1P7Ab33p0/aOb1tGYRuMkokrERhX2N132+rzAHGebGmNDkbdkWf8lMpc/2zUCzJsWFZ2brdbIAqcR",
+	"wLBZw76SmptdVHz5BEYzv52x4f9LXodsj5p4yMuHLC3ZcJPZ22XyYttF5F8i9FYs99BY4jAwUcQPEsL7",
+	"ABdLTjJ4efAoTHLHbZCdW3nQdmUSlV1qP0DWT2nCu6N1FCUmx+EoUaz6NH4IgylTF/bDotmUazZL+PiR",
+	"LT6iBJnEdM6wsBFAOffRcjGwEdNFAk77OTss1IKw/R194Q/QWyRoYPWeUBqctOKWebhYsIKmv7l6/QoV",
+	"K9AEUMnFvuCgVVaBkzOxlCRUfa39RnTMyN+/vri6fPmPT+39azqCRzKHxXb5/s3w5VNbAcLiwTdquywT",
+	"Qw0vLeFu5uC561zKIpk6tZnEuHHKv3h2VfNqb797d1V8MFM126GdAhPoCUriiwXjdBE2VnQe+cRg4ZU4",
+	"qaQJ1t9pjafi1+Df2w9LCfAuVRnXNklSNJlvxJJQHCuhDtyZLBw1mjhlAftZXWgoVIL+Xh80dxPoDMqy",
+	"j61UT2t5CQ2ZeiMFGzUzFapLsR2a99oiAO1yHWW0KFoIWxWtOFzwHkF+KSYFiJc7B/mhvbxTuxsvkuFY",
+	"xKxiKF0Qh1rr2wfpwVjumWfbllqpFb+cmfO7hyNkpSEsxuFa3MILxrvkttWrVY4LNjHVO4q24GoiimZa",
+	"gvKua3gPzAn7wJ3z01COY6aAy6rM+wExLwxUBdpM2Rq7rpAx/JaxYzp9WOUNzltflnzon1nybfvW1Ala",
+	"27pRSCXbUwOk8XgWKjaGuv5FH0wWrd5QTSKxKBCrTxmXjDx/2+odPX7e6hHFuBQxuXr+6ru377zU2JUL",
+	"GstQre7IStldekFqvwXVMSV207IheMmOsFfmWl4LqaytwgPEmtUVgATSa3lhAptfvH1fAqiBQFppreXh",
+	"dFTVIWcvnDajmYzftgJk4NRCBFqtYiy4TOZw07gU8bU2vwyQHlW0PmZcgRM6ogslFnUpxoXKR1lSiRYp",
+	"pp4rgGvKGWOKiJgsYhEkY4VqG2beTZOYSUg7wbLkhZrIejJHuU8ugArtf/zjH/9Yf/26/vTpYXEqSAqx",
+	"lRbzwbkUeRTW6qZ9+Nj9VMd/tLN//H2lcVcgGDpEd465mutjo5VtXTu5L+mhDiq3kx9js2CInIUL8HUd",
+	"PMEqxZq/PcDQBoNjQrn0sJ26TBaLaEUiISWTfcR+hUaunr499IwDTP9tdy51Anyunr49h1T+XMFfO5yx",
+	"4MBCBj1MkVDeUcJAMlExeTB3Riy5Hgw5GAkamxREPXpAhzMlie/YN9J/F3BTfmDPRUwuFovI3LxYDJ6E",
+	"A6B/3RR3z9GneHTbTz5zuWoPlnSsa8dGTkJnEsc9IAtFYP5wsatQyLnl26lMQKQCysjKddm+7Xh9iFtO",
+	"96i++83SN4xGaBblx7Lp1xTXuwH9zFeFHYUBu99F94YH1wPbHHDLY4NMbkJguq3mQ91XF80lZ48V+fgU",
+	"42qY6pgWv5/dqqNFhJ7ftK7Hkd4zdX2QFR6Ck7QT24xxCkQRndP6CGFt6iPGoYTuTRTN0z+mcRjUi+tB",
+	"7mF/pyUnc/Paboc7WREb5NmEMCuorFAEuWic3UWQXtWwtDaA0MrBxvJQj4gVaeJGg1wu5veXF68Pq8Gc",
+	"UWXxrUpwMphBIC6DGXOB1377lRwU4TYeFg5lEx5svYp8CjCZYUtSnkJLWqCqg9lqFIeBiQnNoaslHNqu",
+	"Bqu2sdXyM6+A+7WFuBvTLeLQV2CTPhTE41jM56VB2Gj+EvOOR25YPKIqrKZkMa5/HgLm9C1gG5oU2ZIv",
+	"08LSHhS+leXStkAdWCuUDIWcdCtWVzNTwDBkrUpFBpIioHLG5CH583/576DuQnDpOfEHULRkULNYyyOo",
+	"mhbRqbNjsjUpxgS+o4V/F6zM3J1bJReL/oQn86FkP1f0EWldoQxkCskLAfhzAEiNQs5kZub6f+ffA4zD",
+	"Mqkdw/qESxdgbZqVUDbLONeyZeGehEMcFODPBEW0n4bljOcZV8XAMttxAeH63k9vlL+G6kv9LIrDhQfE",
+	"eg2elrvX2uiH6o9l9r6aiWAI2Qy7JvEa3n0Cr+KncTjOqSX7Z6QW6RNOjfpqXkcMIKpMM6CXW6cRcRMM",
+	"tVZMnWfVDjGofMKWBo6nBBoj7aMkeYbya91dCBHbWbw/AjUdrA/R1QIcKbwF46d4oktbHcj2PxZJhBWC",
+	"Qj6OkoDdSwZszdIz3LHGYba3/CLv2MG4YwrvWqvf+LspxB+8XZUNDDMYrQR4IFs1S8103aCm2kxEgYuL",
+	"f1ic5pq70d9n6E4sQElwT7F0yMJ7HqV1QnNx8QZmF6AO4IJRH7uQG4kxWWkWCnjK+fUm+7XSBkdMqnOi",
+	"V8ig71OgVvGmiRO+HxTXnTNUYNhemqiiO8b78ULWe01VHN7++4u4wHFvjbnYI2J5V4hEOeUqRkbcad9u",
+	"hv58wbiJ1zuKM5jkaJTqgM9rhYrZipAzaAMdsxz5ggosdzqPUzj8YdF9AJ5feHechqmlUk/v4INJeMuC",
+	"ugV6sMhvh3f0FuYAJIaOOlBwSMI7ODZbCc446lhgx2XKCbijqlzkqBBQylR2Miv2KEUIg6MRkcPCOdTc",
+	"4AqyOSE3Xh/Y5p3AP8RaadHKua0hBz67tb+7kfT2KQRCmn/uBkxa51dzkOaXexu1MyKUM/UTy3AFsQiY",
+	"qDkhbr0FG4SSY3kaswZ5Y0LrxWTAM6TANRDBDQxBjEKOGeHshsXm+PUGfKHVH1BhDdQ1UWIKC9cY8Drx",
+	"ZSKxDMrQxK727ZBmLAqwWDZwTw5rHk1IeD7ghKQMf+DnqOofeg4mgnxEDB0dmLEFjZVuAtDkRgkP9GgX",
+	"dMrkYZ9IxWiwqktFFTPMRVP0eb5KyzjiVIwDbjhKYqn8PlwBwjNN+8fEeiJs+IctLW4AGzS5iQuY/0iS",
+	"CByU5ACOYiRiVpT10EtZlk/1t34pB/lYhEOem0mkkRMOz+s9AIQAb2JjvFg8ksQvcC36HhETxTjptE2z",
+	"h2YpWXwT8ulQLhlbAOCZKUopUb93ql4KQm1FS73Cul97I+Qus8gq0GpBQhKuwohQk/2Bqjju6FACH2iS",
+	"H/g3UTQnMFbsxPfIuxevKAe8Nng+NGP1D8+JmsH17SIBPkhJg5dREFpiuQZQMul8YSVMYOatqArHQyAS",
+	"TBsfuGufzhxyY82K4+rqTjGC35ZbMasOBaUEMdA+wN2vXj9li0isHsFs/UUsJmHEhtkq+h65gmvxy6v6",
+	"q1eviXlD5qZphy8tw8FAH0k7z3wRlvUNCtAPDqObamnpwpsYW0uQQgPxta1EspYftIGaMV5pVX0ZHr35",
+	"/uXTlxf1N2wuVCx4/Q3lot5qP67ftOsXP/yh3h1BJP994TWK76RyjRSKYD2fB0oUctu6Z6rQRlObUYCV",
+	"SsLsj9Vbnmm0HtFn8gHy3e3K94GJPadjVMfXvLYIjgXKmRwW3Ge+TdU2LCMJ5YlMXF7IyQjB88CqN21Y",
+	"l2UAEShZKawKMRUzRoNhEM4rlmcJixzH/lwwkCvz8Fbps1dMCLvVU5bkYMK0PZiponhxr48JnBiUicKC",
+	"0zlVBuYCdXWK8zCub4ajlTKggNDUsNUbFV0YfPu9ARvKqCkmWe0Tes3g1Gz1yAhqn3DCItRBDq5vhhFd",
+	"6VH/9iu5vhnOoJryb78SSzb97zb+D4zGuWYw2f9TJuZMxWllfahue0d9146gci0dHPwmSV7hpJZQdyul",
+	"z1SbXRlQEx4wlk4HWBPZOk/PCSV4waLVgJAzGnvkNZ2PqD4UZRTqA7WOyR/E0BC0L6EI7Buz3Lunkc2h",
+	"iotbjQuu6V5B8MWYSgAcQB4yR51BdYW6ilqaGuWJURPHBL809qqzt0fYFC6A0/scilxCzwA4X+zXKA2E",
+	"qiRUHBlSUUhsh8x1o5fAJoUdfqDiRKqjd9+9v3zy7F1jHmDMylzEhXH1xQcbrqeRO870vA0pmvKJy/fO",
+	"jnEk3RbZ4cRJ7A6QyIT8Q4RIOEfG/Q7UsoD6WRgEjBchYtyEkHsNCp2WUmAg4evnBrI6QNCYmIGkTrGE",
+	"0sRuNWMrEuQSBhy/MrZ1L3QF08RotQXyIcOcmIUWcKJqw1noxs4vxILxYXphuRaLpB+DkFsxuJkHdAVy",
+	"4L945gTbf0Qf2KcjaMUvvJNfW3OnUzvmmktYl0LrkyrklJKgS2Pl1Pqtpv0/CEXBh80Kh9QbEUr2PBJ4",
+	"t7IelbuY0YrRnikOZgawvEAcC4PPLxVbDOUYYhKNRmb/+lB4Y/qTiE2UR4Xu5/R2OLGzqPJ+yIepC7Lg",
+	"ZAr5Xs2lky2p0oH++BxJrDsePCViQiSds7qJsnbLfVnXQqjODQaXS0nTin70yPjYs1rMUEE3KD6UZDid",
+	"0+EkFvOimA2D7QZwCDQOSMBuQmPXY8IEOAzN3b2IAoSTqHo+QddKVKTtL3fx8FssR2eaTse6UXeRXf5x",
+	"WM9lE8/shqLd+ZbRa5vKXRCkSqPQJgJbZW0WTmdQeTCrRFDg9H2Ie+kHBTTbu5KYU8OtHDn3IfPCbSL4",
+	"bvDNsOySGKorKrFAew6q46XTVKkD6cCU+A6lZAFB2HwPT9cJDSOwUVzfUytnLqVBR05IkbTVis29eE6r",
+	"oXy617yGAVM0jCqGGN2hPOecMWVLxuDsz0nTCZ0LRFnZiM+BXrBWAJMcADoijCYboNaWcL2qghBvwem8",
+	"Q+ndScSYGm6vKpADVwZ8ukSyWB8WttYAljzRRGzkCqoY5jPOM5g2fGpL1NyrOIHJJSsMMUf7B+shmhLR",
+	"jZ0pZnevOjJdJHLIGQuKgivwnC0kWdp9NTs2/XZXJ2OxCJmBPtUMBtFIxjAFd3EKoFLBIGasKAP0nZiz",
+	"jc0nCYMoOkB/KFbk7xPMU+rJ+3yIGumN9JZgjDjh58Z9ZkJmkfG8NH4Bcinsj+WZOXhoFOs/zzfb7+cL",
+	"w6AfwmRN7U5nmYlYTeg+4Sn64HyXfrYDyLwg3s8N8rB1OvcVko2/VO303QSF4sfFU4chSQi/sbEsKR7x",
+	"I7JgUobzUKpwTJh+TwlBDiKxJAsW1+3hbso4aS2NXF09vyoJwCovW/65ME0MjlkBy9JIMruWmTg2xUIB",
+	"0j0LNSIHNsYc0mQRxyfhxr8FL4driDWajjE71IcMXpNjECGh+DrCOANoqryG+sPmUVYiiy6wxJkS+bx9",
+	"l54PCdvygAghBXXjNzNqU4DtjcrxaxFvruixIj9l6fWwub1CKF0OcaBprC1kVd4NJdGVUO7Jlz9sU2D8",
+	"Aj1mBz5KXpoVgUeYyNG1mworaXxMvmM3DDNh7T7VUulcSzXM6TfGMKRuav0TwzjhdhzL96D5ck58RKxO",
+	"w2UdNoVfonwl4+1kd8ShHUjKKB+2Yqhu8mJa1PouyXg2Gq6o3qMN7hvPQnbDNq2TO+mFm3AaGOJp4+rS",
+	"YtlbPFtOhe7idKcd9q0+Uu5XoVfb+BUrFRUU7ap42bGzun3hIPLTs90VkhHv2ksB5XbSEYMIvnyZps9Y",
+	"JykVgLm5ZX3uoONDXBO4y/J5YWNNTw9cqugOjFPtvM6tfNVPPkctmWxzrXGJPTW3H2wINV/gQn3+hJx1",
+	"j09SMHo8aqVHJOMqLSiHBakPfIMk7h/2ie7DI6BveGlVePzacwoOKqu2s1vFuLTXg2sbn/IgDGhhWpA2",
+	"crrtdlbpNLMZPBcMlND5KJwmIrF5JFqBNLkp1UtJ24FcJpuIQA6Q+imkilnPVSneeveTV8PaHdWRm7Nq",
+	"A1v67zmW/07U+kzelaPgd8BaWSxEMZLs7kWg3CBOICAFNrUd1/+k3DTJYdYXYdXQkUhUfxRhgPyWSgXF",
+	"QDNWTd6Srf02FjeMU779hhqVMoOtkUGHU76C2wcLHQ7gabgL6FgNONwTkxABoOc0wO9LL/QM+gGGdYbx",
+	"gL/75qLePu5hBWvjZginnAVY+kBKzNplWGOXT+EOU78LJU/0Q4ohNRj2p80pGFJRXZIy+OqVg05trfGQ",
+	"Tz207lKoiN1Gsh1NgWLNgvbxcevsa98OnoyoZL0u2ZhCOhKYB+DXaQlWeQQpwv6mpT4J+ZTFizjkyl4l",
+	"uWRFazQb0A2LASKCCG5A1bJlNd/Vr9lKHn10Gv7kr6US45gqwKXQ+uTDx163BCAFaDLMUuiLEwCQHUds",
+	"jKEqyNYQGowAbo8yxLZz4scJr/8kBcf4sDziWz5w3L6ZAfntmbO/e+lwgnMWhDSFGyjyywUhhSPLmS9E",
+	"lcAxRytyKnYmZ7R93NsaDzRjt8Ts0ZRlHPZ0lxpiHGAoEMfFFuqBFl2Gv5RQA8bwyATc5iwqW5pjtwvY",
+	"dJLEBbeJfqkEAydObu7uWmwjwA7UjdzKFLHF+l7Ikyk3H1cguOLJKwfMv0yK9FjN0HMaX+868x+nL37y",
+	"7lRgxYQoP0xZ0uwyaXclOgh1cYAOq6C1ZBVh1iPY9Hp7RCzozwnzyPvLV3VJJ+w8LUyWah9pjTald689",
+	"b/RZiiGfha70KMU72JrxjG/lAMF330fkriJ2xmPZt7OYql2fZBiVW5LnbdWj2BSpqSbUnESjhzAVFzm1",
+	"aXtD6Zsb8qSCZ91UeCo9tSHw0cjeXOWgrDiUYSUjjfVhBrYEnnkWdY452LqVhxWXxJMlaqY1ZgOua44E",
+	"PVK56/bNsRvLvflxIncWCriClwqr/lit2IIjZLNZI/ha8Z+c7LSeZ6fUSupyziSigylu9mXGiak8szPK",
+	"cVVu65TI4mc3Bo5vM0Ye91sK0wfTqHm1ZBHgPyYRnWYVjDDoDYsngGiBwUVMZUdGoe90P+Ft7chilBJk",
+	"g4K7s5m2ufrEx0n4CKybOwlt7bj0PPMPzwfcx8n6mI8FReJQDUqzqDlbmpp+B5od+yRmc3HDAvhaU8gn",
+	"8J9hGKBm7qPnFLRDpNzGG4Awp7/XBPXXvtCk9Ym/pHJoggwnIta/IbF94gNvwvdGlYAdtD7daXjDOOZZ",
+	"aRUWTwMyYhMRa7sHXjbKhlY0yAFNk98kY4Gpy7jBUp+jgBlYfSpdR0cIZTJHLwaLJvvrQ7CdYW86BbwM",
+	"+6ccV7J5vgmlLbN7H5diug0/rz/xMuHVMNXW/F4Jh5J9fcMpWnVIz4WDNZvGI/4cMsQDczb4h6bq5605",
+	"KQ7SF/AROMg0f14m3M/Aa8JAt5XJTn/AcX86whUCZMLxzGUDKvUOlg1yMUJ7BTZUEkU+hPYPOLxL5wzv",
+	"n2AXNAi4kszpQmPjeyAHYKDMwZ6QWKp1TlcDThcLRmMAuzonCYeEEhQO+LXBHmuQN9ggDwjcxhHItodX",
+	"qBpwAMlqN5uarWM6VlD4CwQLF1g0R0TaCBiFQRijl44C2+sRQUZn9mGDPGYrYQx/5CvPrBdnLJBZJVcb",
+	"6unpHTPgGFg6TyRclSU8/DnRhkaKF+a5l0pIAzqNGYOBAjXnkkU3DLKh1m87fPLn//qvpNVsNskR8REP",
+	"xrf4t8fkd96A51NS8QPfuSL1ITbKpu8Os8/b+Dm9mQ5NKoINUtCN/D/5wAgv38QgaTY7DIPbYmayKgdc",
+	"a8UIC8uCtS9gWAYfBm51nCxiP83/HHDfOJ/xC5u6cwSZmKkrOp1D65j8ziQg690aGPSvATfMBMuSkZv4",
+	"+HsDo9a91NNj8qGncQjgwwaAbcB7XTsEiJfCP9MbwojdsEg2BnzAfVQxUljTkpTwDQQEzcoHkrEB951o",
+	"I/+wQV5qsb3SPBWxidIkRuPDTxWbhhIi8omIB9x5iM0PFeQkw2hCZTKO874Qj2RJvAMOu9+zGd8ZvoFu",
+	"h/z5X/7H4TnWKFyGkpl4Iis9PQvXMOBUywx00VFw4nI6D/mU+EeWPpbiNtldCTKeCSENYrBmAK2H+dCE",
+	"NI7G0SonobQY0QtrrqfB91bgTMzZxFvl9YYHJNeOQ9GdCi+7Ve1m017C5rYm3OqnuQm9k5OTdqvnZCa0",
+	"9oBqgIihPQYTs5tQVrD/nE9K9iq6xsdRIsMb9tqOHYe7Oxdjz0QMg1NYydp1hq73xZ6vu0GrlT77VKAf",
+	"FLhG9oBeLRDEOxJcesfHnd6eJL1nQQh7SYcH4A/nhDpADwicBKEV5hWTmxoqoxdnHhUsMHxHPtpzzia/",
+	"nwU5wt41TyifbOBGiZcuTMurlKmwTTo0CytgpAdsxVSoPQm3Ib82zJICIt6BjoWhJlu3obh+d+fwilGV",
+	"O/bXsiBmscqQKt7h6/b3Q4vbcn84p7cvUeJ0m2e9UooXuF33kE8OQmtFwTpKwmif9601W+H1S0u3AgCK",
+	"ymfiQsjQmp858OruaZWSJPufGBv5wUWL6fq49zw+Hq7SDzmAdAsLUczi6QrrJGPWbFYMLE54n0jGiP9E",
+	"SFsV+UvJdczAqLjeuepC20T1XSoPVRzDtPKIXQbPZYmkI8etvt/AhdxjsLZSUdXX10sTfSk2yKoq3KnH",
+	"7unxyb5alL39rUiam3sNcW2hm/sGAWqmKxI02SXVPYyjQgTvqjvyLjje5ICzJSA1ExpFYmmSMhz53ep1",
+	"Trt/YbBvZzi4fEXw1+4n7ePyc7sKZvddWH9Ppt/E+N7DFM4hfd/bDF4HAt+ynSu1l950poaby08gkooW",
+	"0Chdve4ulavIWszufO+x/R4EBPOL2fNb0S4fyjfi3rk9IJpkod5tHRN76GlfUsmtqnKm7L8htu50pb8H",
+	"NR7ACN4n2PpeduPDGXaVTLl2s7nbksuHMuw0YpzQrplSC/kP/aOj2q7YgqpuNBsrsBdnr8fMruWUbd7s",
+	"l1zMPURmQh5Je53Ua5D76+BUUkJRXnzBTy9X9VcAdnpub9FMpEdEJf5whxvXivjwlwl/a+HE9riv1NoX",
+	"C0IIkSJzpiiEWVusMYgooXChSeYs1rak7qOBCTtu462i6N47ipnPxOcpz+ZrV+0uXVVE63csNhNdq6lV",
+	"CKL2kpvSPynADcSRmyyGgCpWOZMAOy5KI/iEGEMF3X/HGUIYLgXhLJzORiKJAUE2wayJPXp+p9iiqGsV",
+	"J3xMSys+SPgY8nEBUcQC/HAMmtA6fkCSBQYHc7ZkcNtLaB5+raT4w92TWy0wk6y5M9iR9OKIjs1UsztE",
+	"WT40ygadTouW4YIsIprIcBRGoVqZ/AHzdhacLZnjuCfmgq5kDYyHY2MIhSEYaWEp53gcLkM1MzdnO6FX",
+	"4HKYKltHUsxz16vpXbSF/cUequJOfBagCHq9B+CBxVAqTOXeE3fXq8mQTyM2lCpmdD7c1LwqBGLnWkg1",
+	"rnWc+hS/ycZEGrinzJ1db+ECmTTctABdCmkKEHhUWhSau2Re7oza3B6puX8M5j2iKR+wvPWW1Pysfmd5",
+	"Yn6Oq/YIyyzgjB0cZ3bDThmwARZgpVmRHMYDqVgZlOn5vM/ZVq4QbjneXos4Pd8gLxDPNR+8o36R5FxP",
+	"MsCxup2UT7cwI+Dup85eR0uJXF/ffXfeG9u4e4N5nTmXUwu0lQq1V7byhmILG5WeWWynrbP2JpsU4+lc",
+	"uSCBjyQJixMJwjmEIwfDjSo3uwvjpEhpJQCMTyACaSQQCD+rc4KIqbGWx2JCfPjaB5B8rFbkBjQtLTaX",
+	"TbEugfsVoWQZeuQ20jrgm7D205hJ6RBgbQ42OsucNID/jCVE7ZdF0McPVU5I80FJMSHJIMZQDrGMR1Gx",
+	"GXwBo9eWAhcB3waEYybDgOWKhFpL4cCEv1EjYzwsr2JRN/SpibVfqkM+I/RkQWoDgJ9v5dEbFuvF30Wr",
+	"781rWlGfrbaAcpj2EGlTqwAeMXPlinGs676jiC7iyACqpR0d9ppnxY09YisbGTbY4L/1Dbm5zFvkTpl9",
+	"sEXXL9OmI6qYVHvJdvPJNkQxY2NBmspadnDu609HyHY+Vsy0sXn6sEsWhSxSrQhCpYOi2Jr+RixNvRhb",
+	"6DGzLitgExuzL08jl8zrqtQWZ9Q7zLv9lj2QKehk7u6bB9ppk5gusQD/uK51Xcy8Lupmj3SCmE1DqRgi",
+	"8BY2hj0Or1nBPn+MWdX5IZaPK2tquGAlB6mkc4ZuqbfPXhP/7fvHr14+Id8++6PvYd6wWDAuZUQW12yV",
+	"qIjUIXF65VcQJQ71cxkOzhQ3BrlbE0l55C5F2rdRV5PjGWaym3XX69a3uexiAkk3LtUN2Nk65cjBuwTG",
+	"+xZagaFOBHj/cuQk9UUyEonyMQFdbtzGFt2erRHZmVAhtay29XnK1KZqSUFRUov6jIkzTmDjjAJs24LK",
+	"qiUI9KE03Bd6eGvZ1O84I1pHIKHcLGOZwQUDFCQC0zmqW7H7BuIJK45MiTtMZ19lYb8YuQ0ab4zSTtEu",
+	"u6sgZKQu48LtZRvvxn6BWPISHC8WhJQP91kTGU75cFEVqWtR3O+Dr5HRqZJFzUx3bW7puLO+C1fAOiPe",
+	"Ys2tzaWYhLE5v++oGu3zWfFpeSEROMXRpoxkLDssc8Wc8o19n9W1MGaNqfDC5qX1YuVW5a7drOzc334d",
+	"pnvaAcnwD6n36Os//8v/8PuEpgD5cw/uvshold6BVSqnktHKyy/2+ip6VqdLx1nEUfb6suAGaKciun6V",
+	"ue8tkleD2+jPVMPiyuZnb3LCpss/M58T7oGlnygW5MAONAsrxgf8ADPYaMgzXI04iZjMkoThT+uW8Q8b",
+	"5AIr7aVA8AOAQw8thIJN8FvqcwprW2ICoEdGibL3EX2TdmTToQbcDDrKymCbWpRQBjPOco3cc3EhRBTy",
+	"KUl4xKQccABnBYBu8gzKvsIdiEnjQlzXUME5r8ezdjfiQfbVkiKspsEZxUTo5WzVJ5Sn6Y1YIkmGvzAP",
+	"IWZdy2fARUzkgsEwtb4Btxghnx4WJTbhmlV2UgArPNHfFO1j525oS5xb9Y6eR7SkZJ3DFBXK1tlxrX9p",
+	"B+VZMhTu62zKBTpjUAT/NKI8WIaBmvl9TFbPalRorllHQiYHJivz6vGVydDFwhW//VsuRxB2ilQEo/ZI",
+	"2ot+L4OkoebaasClYgvMbjM1qGYGf/WRJJgdRJYsnM4UZClqXd7lI2/AF1FiigTbIgqPZFYgzVYyN/cs",
+	"WZE308eApwGdubpvwMOHHvntV9JqHDdshulNvgZqH4t3aFJAIVczd5d4+Mtvvxofo6nZiTNLm89Vx0xJ",
+	"lkL/5nstBEUoA8zLxf6kWLawuZ2bBYiISmGDP+wMEEMAiRRbc0vOe7ZFCrV5zJmyclJLRhQqXlYmhZva",
+	"wcYfGxTVSEEGvxcBH8SyguuOEpQsIQ0rgryFUF7pkTmNpyHPqr9WM63SKinFwO+4hQFkonKDUtJpsU8u",
+	"4aHafVFheMI25O2yXJxCL0g101ERE32f6ed2ja1b0nVZQhN4KJsASMFNoGfhkv8QBlOmLpSKw1GiWJXi",
+	"sQFVtB4nvDiGLPV3VlLt7PubM8Zs1CQO1eqdPmpsei+NWXyRqIJyiRc89VgB9gUmf1vchGu2kgQ9NKRe",
+	"B436zcXrZ75nEdqIfwHoOUaq9slj6IvMb4Oh1mQbAFmuR6KPS/gto8BMqUXt0ydAzZwUeNXRnwLjm4iY",
+	"vHr1moQcCn2PmTlbNFm11vT73+OQtarx+99rOYzldwIWeSZlG5Kj9VNzRSAQDdyU3PCc7EyJ9zRQZhlj",
+	"u0CTG/C0/HDdTYO3+AVaJrsIBpDu/kTwGzwlZB9DwRz0BsnpNRuCT9JKrTAmmpsxfRRRiBrQCvQQQkVH",
+	"3BjkAOyCiI5YJEkiGfmWfE1azXa3T1o9+Hevc9oFpRJhYxBmEuGNUoTzqT4oQ2li7qxa2WwQgDvFcVo8",
+	"2gH3AYh/DIt9ZNBpv/oJIWMo+Tlh8Sqr/wrlVXmwECFXWYeKXjMP9VoDDLMMxwwr35vKJ+m77y9fWVJj",
+	"onyzCXCeWDppwSI14JMw0n3huGUYMa6iFVmGATMItJCJhYuBmQt9U/zkxbMrF4tqBgsvVSz4lPjPrujU",
+	"JwdpthfidGDhVwMQoptj9ScIn+GfE//lpP5GcFZ/DdW30xywTrPrEf+bZxdPfbIUsTYiOA5hwF88u0JU",
+	"gJEIoBKM7q9Fvg0fA+Wnv4SLBWrdpoC5sW7peMwWWq1pDPg3jEZq5oEeFHImEQcEAdVxAX0u6gjnA3R4",
+	"peWm7GdaxYLZ5gkNgtg2Yaxx/asVEgA6QhUbcBC+Wr3rts+M2LjUSlD9YqJYbPCFLqli0Fv999q8uYSa",
+	"unO60ocyAhloWq7IKBZLCYUhQn2qHTz57vLd4bkdANzZpThz+A468rTQ1ebKgOO5iApRFI6honAqiWuv",
+	"X15pIa+NcBA7sn90BL5Z2A0NEU+PzEfySL+b3bPXjCysOXmMtWaj1Wja+pB0Edb6tU6j2egApKaagdQ9",
+	"CsQY/mHQ6dePW1NSINZsFTMesFT2ADFA7sTMiruDSxaI8aGH0A7BQNsTYcwyumgbEVAfEOMGZYPQ5Naq",
+	"L3ZtCO7D0I60LqfkkYM0YYcDTfpHZnIN2N8OdoX/BDH+6u/MWVN/K6JwvPKNckK4QAgMs1SwZbV1rHlf",
+	"G6OTKOQMlwoXMBT8ZVDr114w9VRTzZR/hRq2pcFf2StHLyd638G2gxCwmMmF0IupCW/cFgaYEE5ZdquO",
+	"Zmoe5c9owGoZ/6dAjAGTVL+A8C0Djj8BS+Aje0LqfZGuEr515Lxmv4z16oHdWk/i6OtBLUfcQc28jd/D",
+	"y/nvzfrJeKy/dZcPXm5grcVIcNYIxnRy0uu12qNxt/GTXGsbG7KN29OZFuken7xCP7/lSOuNmoFTAShd",
+	"whcFN/rwb+kRqVaRwS2C2Ol1Zoat39g+zE9erdPslpncKSscvRHqtQgABVhv3S6yxfZvHtPg0uj++pP2",
+	"2e5ProR4Tfnq0gIofHI1vNpLrlhszNMc70DFi6k0pTBo7YP+LrfSHydhxD5tkSiM6Dckwf3t4/bXx79+",
+	"/EiiR3QmQPvQp93MXnKZraE1JdioBk4HwNj0yTMVIiAH+fOuT8L5PAH1yD/Uh7/1tw7SaocggzYUDX2K",
+	"d7ds/gs9200JUDxZM6sUvBG6tPPXPVpfcqi/0rK5Zt3RNXCMuwo2OggzTnPhfS/q/0TrvzTrZ41h/cPH",
+	"ltdqNotwfj95n0VW/URvKE4/L7GOfv+fyHMRE3N2afUYTLZQcLKIGBRBZ3rTrsmIn2Tj1csnz968e9ZQ",
+	"t4r8/uguogD/XhcBLo8UOI/wAlObr7d1OmVfd1rHnV5Tq3UZO/3VbPeK3TwXCQ8eSD5c2KPaUUx3yIgJ",
+	"Y4HuAIxZKOVAFQbSFcqJd4otTEF8E/mBWOk2mEjbAqll7FvMrRIIfBPdYnN44iRih569QYFrB8yC4QN+",
+	"ocScTMAhqO2Jbvv05LBBzEaGYvUUPGx6LGKSD6tBtTV3OdPMAljs9xg/akD15tpOOyemfpMJkqYDHifc",
+	"QuygmQXqERLiYLRaCyBzkkwOSSgH3DqTrMFGFXq3wTyIVnqyWYOPoLQyCaVnLciUsPYXtJFUvLIAYBCR",
+	"EwHohFYDkUL4RhRyrT+hqqaHEUq9z7XIO/BjptUKqinBtX5e8w8Bdw+MzgHP0O7NDBAtkai1yLVca3Cp",
+	"zwLdVoO81KqfQX0jfhLzfpKEQd9Hwb+BBm3i9EgYmDmgNTTgCBJoa4Q8gjJcfbKchRFD2HW9gOCLyE4i",
+	"So6bHYMDmLMySs6Ry2wzPMeauPfQJ3eL9Lf6ny/evq/8rgWcrvb2H9zIr6ofpVDg+7z+vbFwqn717fcg",
+	"75+CkK76UXo5vfcXweNV5W++v7x4/eLx65Dv+wW9rXIsu34QLW6/ui22Jv7hdh5ZYfL1oNZqNAc1wjje",
+	"WX09qL2/el4/HdT+Ia/ug5i8nUdcfj0Ae7V/dLRcLhvLDpiq7Wbz+EjL01S55wSRJsdhgE/S/dked1mP",
+	"no7qraAzqR/Tk3H9jDVH9c5E//uMtUadwNgG9tustU2Dp0+cg6bI3rGfIpyxabHdbPfqrVa92bpqtfvN",
+	"Zr/Z/Cfzce697HMt6whKIcmiyaAGsJVawhUQflAjs5hNtGlUfBiuGUG68fUOEQXcfU3LtdzczdfZc/Mg",
+	"92naIMjs7GHpAp3Qs3GL6bUZnQT140mL1k/HbVbv0t74lDWpXsCCBSpYokt7uPTJH5aMd+qnj4ng5PLq",
+	"H0m3edY0MJbNRqvVaJI//5f/rv/ZbjRNOT9wMLY6reZJu3hd772yBWvrnFd2gVPj3FlVc2b9A+od8uuY",
+	"Nsdnwcn1z63b9rzDu148OmHHk87sp971aXS2aG5dcDsOo3XhD+bMHWXYthD/TCD4aZNE5KCttZSuQSc1",
+	"X0MFxyg6tMa220HGGUc51jDPNOPe3SzXXzdqf+2WsFc7bnZ2f/c8hEjxNc3YOdONTklSldJRjCGYJacY",
+	"J7s0YkevPC5TKwuV2mwAA54ptUQJIpOR7mHEiBKVlVxvwG1gBKiRNuREzdgcU02iUGrKPAJI+Vj5nk2U",
+	"wnv1NKeemrotil4zTg4o6t2hzE0iQ4vGqwoI6nA0TSeTtVTH9Mg3V69frWmaRa/lLg7AoXiYehSNttw3",
+	"3oNMtU2vcrcq7X6q0noDvqm5psE3MTP3Qh5hkWRu7Lvg2WQHHDxb5KW5pFlXdWVh5RMSBuTg/fuXTwfc",
+	"5p4cG7xliLm2Hn/j1zo3JIY8oZEUUaIYSXiAlw3mxirW61yvm6D0JI78NNDIZHyamaTBt0rg53q5H0ki",
+	"ltz688sU5eRvGvLfNOT/2Bpyb9Icn9Ljdr0TNFn9eNwa1c9ot1NvsfbkNDgZ90bHdC8NmbMlnCJ7q8ed",
+	"5lW73T9u9487n1c9Tv4d6MXN0Sk7HrdovTtpB/Vj1hnVT8cntH4W9NjxpEs7o/a4ml78nMa01Tiudx/X",
+	"LxIlLkXCg/oP3YtWr3559caqyJ1mr0la7ReP76D9Vlm4u2u/4HOLV+3r1c/BL/G1Sn5ur2YVlu4/rJ6Z",
+	"0xvfmN1YUWmcwWX6L1uVxUUsxkxKrU4kC1SjWHwT8um5PpuzSAeRmIohAVV0RCUjB+AxDCXxj2JGg9Uv",
+	"/mGDvIHQBQg7DErOabzir+0ldH+SFvDQCNyPaURfTUCEa7b4W0vEYd8lHJGjReMvt8yvwhvGGcAeFPjI",
+	"TTBE6araRsloRWKhlTFYVVNAWeuSfLwis1AqMY3pXHrZki6EiAZcv6qV87H0iB1yHSNJZ1pZhYiMUEom",
+	"PSfKmkxCRVQ4Z9LDmBLNLC/AcaqfPsLvDIlRoWuQZ7cLgaUllCArkcREjmO6YPGAQ6DEwUTExCy6Nlyp",
+	"buB2dVjCWq8NaardRC0iGua5qvZ35Jtnr94ScxgM9WGcwsdjRhH55urqbRZtYmnsEcSrcGjdGPC/I1d/",
+	"fPtsa3OQ16Dnu+Wlj9j214Pai2dXg5oHPWppajb4oOZhl18P9FwHtU+kdbcGcSMXt7e/hLVhOyYA7G0s",
+	"dL8skVDSx9Tk+QvuM2dA85RzCnacG9+wPQomEOMEIBLGQttOgCwjwJjEnFQlRCRtYBgIVgj4/uPF61fn",
+	"6V0vRtBIDIgqYvPvFoxfvH2pm/3c4SU7hLANdrxTgNGnAoZKoz8LGcpMPCXzv7PjOx8oRdHLsJ3lVhQt",
+	"jd0s50FAH3AZ/CNL3zl3a0GKyXo0FEa3Ie9tZzjNpvud23b4mYQ1XfcJ8MCAaw7qaz0PWKhvZaV+Ylio",
+	"T4CD7iKACvnlr2TtDTEL1h6F8FatLT2xbVymCVjtw22y9axo7c3D60bniRY7lRS1Sz2OvzY9DQYFbkkW",
+	"37DGX6PP9z2nNzTETL11v6+Naj1QBat4WMwPN62jTM06sngvW/nDQctLk5IM4hkGWoaYSuTnExRMOU/w",
+	"u9kmTC3JlfEAruPwYd6K01xaPW7AgesgMDoruoZOWEhNMrg1WRQ4GjWQw35Doz6hWGgPXJ3IreYTaNid",
+	"22+/ZqHrX5E5vTXgf4cDzm7HcEtffJo+kyqcU8WeWKp+ZufhExqNLxP+8mmVl19iQsxzk6BUsfnK7kb9",
+	"8j5+zAfyGhZiOZla8W5KgBP4f06aNr5kvlArgujPh2kwHMi+LBpuI+umPC5uT+DpzfFfuHyIJ60piQXR",
+	"NjSSwgTvwe4RvHz3ONF9mxNyawJtjr5C7amKDIF+0T3Y5zXkOL53ChNU5VN6+x1s0itcpoqfXWkBpIBv",
+	"76W+YnITmwsV43PXzYJPM3faGdwst3rfas2WRgnD2kgydLEgfvyQ4fu7qV3mphecMzJa/TKLFrc9JdRJ",
+	"BzK9IPtnmH7IBVa9z+XinW6m3pmCF9c3Fj5xFk5ntT5e6TbdHyKxrPVbrZOzXvc0BV7M2i54OFwICRgE",
+	"tf5xpwirsdZvtdunp83CioeIiGcTUYcmH7B34mL1/vgBzvZq2oAVzlZYl6l79nz4ombB3oGVrQp9vDBM",
+	"0G23q+gbxquCGsdf5EbbPdDBT2P4xdFoMh2mUK/J6igWajVvEaZFYrIxZhR7m0nGHrigyIipJWOZYsED",
+	"cnX1/GrAi3Se337NKy54GUqNqpLm0sEu97IKvuTb7+vpnI3Lh1zk30/1cy3iHRyeAT/wQXw0bIlU337n",
+	"54quOudJKImf4fuwwNfGEyABQSq37TZmUwj29Nmtiql9N63/a5KwjRo34Nlw3fx1HpBWo31sXzanlvsu",
+	"VDkecF+OacSC4U1M5xg7Sznmy/gGeNb3iH1pukhy7wy4r0Cawy8ASWVfhXRH87JBUbA1nuOE20vuF2/f",
+	"nw+4r0Wm76S142KQiNEbMHcwwdJAPWD+4JjGcFtOuaYiKpyIeW3WhcWxiIcjyoPhYqz8w7RU9NIiFkKS",
+	"h0wWCxErE8qarVS33faIpKuQT8lyhhRdGn+5+QbsrgF/xyI2VllowIr4eGAgQfTfhhhfER8oeCAWiBkW",
+	"rQbcz+OhamrnS/boof+gVRFLuknaYIrFMeCCm8ZHicKwETExiU/wMlzve2vsCJGtNnIA0yAh1FtIZgKx",
+	"ceXCFGoE4gegRvJBwLhkMMV5eKuSWH8LBc9ZrEzZ8HEkpOa7kFsUhEwX8BDD1AwOZcUIEmNxKbDnCQWR",
+	"AQloBwBRA8/r8Nw/7GPwBaTfzsVNWnR4wLHdRwZ2AUbz7fcGtwEQ9LXs0AZLlmo7joWUZkAF+zvH2J5l",
+	"M6Mb+K6LBustDLg5LW00tTNfTy+mFmi4tobtcbLoVxxwS5J0/2wwaMaf4Xi2zTh6ykxi+99Mo7+ZRtVN",
+	"oyciTZ+y1w/VDJwKY/qPafBU3EQimVbbcULqdr8RSfz+3dOqX3xjqvPs8cnFXMQ2pumPjMay6ofP9NkY",
+	"h1rFev/u6VsWf/vD7CHsPhc7ZLfdR/NKnQeYBL/9Sk63WoMfq5lwnx7Eakw/1Jaj4yG8r3k4pMqafmgp",
+	"xszUZ08ncdbrNU+L7L3qRuxYSFXr8ySKSspC4+C7Z43TY68GA+6eNU6OU/LrXxyUn9okVHCXl1Z9xgba",
+	"zUbLNtBuNppZA/qXzdLPptv2SeM47bd90ug6Hevf8nXC8KNO57TbsB91OqedRvaR/u3Tna1hPI3fpuDr",
+	"5dEMGTz73+zhL2wPm+UBHBCnOE11c3gaI2B3oTH8DMJvrSG7YcJCHqOphWPATbWqqlVjv9DqNojJM0bV",
+	"nC4MYAYAA8m+FoCA29TqAVJXrzHgP4RqJhLljkDbbvkReI6/P9OSbxlYyXp0qKiDGZXGGRnbCIKCjRnn",
+	"G1xAvKg0GH0rj8QUbUgosjGhYWRTDjXptqmzL+Iw+Jsy+xdVZh3sHw+r/dYl0y0qhP9it4sIvEEGCnuL",
+	"KitzHnG3lOt+FSWzih7mXftXUXW1FdxlT0Q8r23Re8crErEbsNfuPsdsR+2YaAWV+H6z/Jsy/Tdl+n6X",
+	"KKg5azHeaaMGja7GnqtI53m+/+Op1+p98LLt3v8RtcZO+6R3+sHWbvlxu+Kd6ZdFuvZ9dE44nWhkm//3",
+	"pIJqvsmRSsuEe9Cq02700v7aMGDbXbvR259WnSbQG9trQtu2vWbjpIxWvWYnI7H+w6Ex/FZEq1631Ulp",
+	"1eu22g6t9G+fPn0os9+8z8R5nWNYZZz9caPjzP640b0D551CG8h5p422w3mnjU4ZNTudU2dRO6e5VdW/",
+	"FVHz9LTVS6l5eto6dqipf3twzms5u7SV26WtO+3S42Y26eOmO2f9S+kuPW5lS6b/cNYMfiuiVat30mum",
+	"xGr1To7PHGrBr4XMB+IPpPd2R8EdrUytJFe2MVmASvff7MwvbWdekOVMRO5CYABldUPTqeVeaGs+EVGA",
+	"l6pKmGRbc/mB4fzzhcV3dnNIH0kLOzrgcP3ikQlW2qQSbi4OXh2Sr8niT//2inxFfv7Tv7360//XIK/X",
+	"LhilE0sTxull5ZxxdU6ShR5Ru+yO0qKemrJpAz6nt3j7MowYPzRp0Sq9ocWidln42TYL8q2h2d+MyC9r",
+	"RL5Fdlu/EPEI1Q+pVKT1mS8+iu4Z7q9Bu9f61VzS7abXbDZJOpvKbujW5kly2jprbx7I29SdHS/i0VTh",
+	"RTBZK3UN0UY5V3mOZvcIssr108aiGyjWNlShZrPb6J22Uh3qrNc4abYyNepMGwjNTqF+edbsNrrNntUw",
+	"e8e9Rvs0+7Z3ctpsdLqdu7uFjUz6m1/4r/q8htM0BeTWp+o+0VKIDbE18jvhoeBOZRf5iDgA31j3DX8N",
+	"YwP4Ql1HrsGDXnMmY2wNhHLbiiksigDDQxowCAM44daJRaCKA5P+JeKAQd++DXo4TFEz4IzNIB9Ay0At",
+	"AsN1DhDS24yDhRCYgj+FEpIRTdmUAb+wMNkWHtS4r7WUS+snmJkf4H9++xUo1SdqKQa819UPel0Mgwk5",
+	"mWiTgdCRSBRpk9ePAYYcAqhiF7wulLaCzYCDMtFtNm3sRjrlPuE0jsUSMIQBaNp1oQ/4hg9dxGkR3onF",
+	"tpMw0R/05xarLy0l60R5QOyxDXTyDSai37cVbtD9LtlYcMBTmVCpWOyl+D9xFrFDLYqMXpcMVmjAXVwh",
+	"jJ7aC1wxi6WTTl3clVMPV5/ehc78J0iUS6z3dD81bG0XLZETGbegfxvu23OHHKYM34hKBlDQFT279rza",
+	"poikPt5C9FYEb+11i7Bbc47epuvobe/tzv4OqgxbSaFmTKalZKT31+zH73Xv58cvmXi2Pf8a3fp7Tvr+",
+	"uqtkLJB5pfU5jWlaB8hqsJ45c4wJuRTEVgjMPL+VVdamLXr348cit9Bpp9Et8BfZoootqy7qfbiGRVFz",
+	"nENQDMrxDrXa9t9OSzlP0GmnkX/kvmh1wtPj9I/0Z819BRM56zY62ybSaHWavbPjbrfT6x43Tzun7szW",
+	"1eBtM2s2eutzazZOTzu5/1ub7Fm30S6ebKPV6RyfdJvNk3a72W71TpzZ6zGuzb7Z6HZPmsenp+3Ocfus",
+	"22qdfvqwYRW09+eCpl6Mz8AFjeNdfNA6Pmt0djLC2Vl1Rmhu5+hGq316fHrW7nW67eZJu9u+KyO0gIE3",
+	"GOF0fYKn4LMsW/zmabvd6Z6cnLS6ziRr/V6nYPF7ndz/dz99MP7O3DVQy2vnb4Gaa77PzSUsMgRThnGr",
+	"ctcKwG8a3bOz9kn7n7K63/3aTRTN07+Hbop7p91oOrXErPCHUu41C8lT82pl3LaZYjPUypFJrbFxW9b8",
+	"HY4jKvXypVV8hoGN0TVV12uvsgKJ4ORpHW3HDgIHO73eKLDc6xZuvDw3tE86jfZGYfda2g2BbqDkK59G",
+	"bChVzOh8WNBu/oWcWLWFRYPhaJU68lN4MfPAIhHsCZSkjyHMV9CzAeHzpfnjLOOPzQ27kz9sOlZl/hiv",
+	"KL8Ol+HRm+9fPn15UbfndP0N5aLeaj+u37TrFz/8od4dQWGyuzNHt3cGVx/rzPHDH0i3jo3fjS3wANrB",
+	"FrV3lAcjFk9rGXNUmXLO49bu5lmkDWGbd01nS23G0sokiUlacsz0/5WcNV8ecFUTFHKlRiv4bzFg1k3r",
+	"CPeu3BF6Z5D19RJZiMwUmB8BusC4B9dGwhHkp8iKfRVK9cz0+BdGckGD4cePG9LMqVTdzuO6gFDTqlpF",
+	"xseZPqGKRqIQs2M3cSEr798Z7ItZYHdC5rop5Q2Z8/wBfRyenKJzpC4Vjc0NQSFv/mBT00zpmLXvfAie",
+	"BOy4gCrad6qOwZA0kQccAIlSAWRcSfZqb+6RmVgaVOB5aFLFDvINeeDSCWNCEzVjXBmu87CARTiHAE8E",
+	"f8q2CZSGB+TAQ+hjwJUgbD76n+x9W48bR5bmXwlw1xCpTrJ4rWKxYAxKV2vsssslyZ4Zp8AMMoNkupKR",
+	"7IxkUTUeAcb2w84s9rEXg523xe702z7sYBeQX3t+QP8Fwb9kEeecyIwkM1ks3VpSV6NhFcm8xPXEiRPf",
+	"+T6xruZMwFRWzbTAkLIXKp1EbBKjio505RdPTr5iSgaLhUjSWCM3WpeKaHuzxMGUnyUoI5l9iE36mHri",
+	"zztnoXngurRKUAiKMlg6nTYPDXH8JgxE45hehZ7pekxBhQdb1zoghvAEyvUU/Nr4EeIX2MQpD6ofXMAQ",
+	"qxObT93qPlOqz93K2dOvh4/urbE/+sHFFr2w/3hy/OTs0d/cKyyJW2FcXcrxNpWwF1lV16eV7g7uQwum",
+	"B0UP7z8hITx9B8U1ixpUOUSLbZTNIcOTOtlo3mx5tI9acbuoa+ln4vSDvgct1EqxdumX9//WYRzUDm2J",
+	"QTbn54JsUIE+aiqXmwZj9IAcUiRpvgyTYMHjZE9fVNf9aevrTuPAr4/VRSUPU7j7+DsWTWwsvHIoF9hY",
+	"fKhYZkbyrXX6zeOregIF53EFRmqtF8+uAXjJz+wSz2y6DHzxka0/X6DF1oPbMXZbD1EwH9gJixi5IEsJ",
+	"iKaL5VU+0cPTp1c7QSkP0HdnxycgjG8lB0SyhKVHu0kPT59+OD7Sxr7ecpJa1j7hh1YbIlkb+7yy69vd",
+	"Z9dwqB6ePr3Sm8p1C8fk4tElqvF+XONYj4Br+U0zAleXDlx44pp7cS6jlWJVPNTEjSKuWcD2LByU/kxQ",
+	"mA6kCh6KB1E8FrBb1K2tAjkW7Hi+EPry45N77JFUSSDHCTt51G42904edZpNhx0vFqFw5UkdT8dqA5gU",
+	"DpsDJp6lCu4Og1x59uC0tb9350Frnz158NU3p48RgRWtROy4EnyrFIF1IaQfxbcUkRTMhHaYPMwv92q2",
+	"sDyoAMCh2zRy5eiSVT0eBlwJZVQNtMM311YauQLQ5UvnrH4vqEIoQXoQwpUQ0VfMZncglV9VNr0NEP4t",
+	"H+bBGQ6IcKZNAp1eHXMl6oFUQqpAr7GlGdN43zrt0lcAQaoMuni4Zj62ClUUy4o0FZKaYcA8DuMF5CV8",
+	"rv+ZRYuFiIEqIOTj85UIQ49VraFYs3+qx8lzj1XtsdhrQv/pP0/PvtFXj33J2x790TF/dPUfsflG20BR",
+	"n7c89uvPf0g/dr2y9skq8fpt9OanUJEU+TOobyTQgxgkBBkH+7Qps+Y04LURIfNsNyN9RaZg45dnToXH",
+	"41mQiHGy1LamgjNf+0SL1v4wmYTRQlUGB61G27Fba1Dh5kIzm4YYnW7pb7QNGKY2YDgdqcrgsLOftrtV",
+	"NBklgvyTh8etZputdHEWfCFigmgctMhmNMCKsERIBVupZMYenHbaenYu59oCCrI2jpEGGbDHJ4o9Z6Mo",
+	"Ugkbh9H4nD1nvVab6QfujcNz3P/pNz+33xzzRByl7QVWY+1VDFalEHtIl6tu/aZvrx1BUuAiDmSC/kGC",
+	"NN3+cpykqr1KTOcwTPSAUcs56PKjrbMkslerVUNeBH7AG+Novidkfan2pmKiS7c3jfliFoxVfcxjX+11",
+	"mmST9+LkeV23MvwnCfb0ky9VIubDOX8+BOM7xF0DBR7XfzTlKPl5lcat/cUQgP5Nx5gcE6dcDzxeI9Ro",
+	"rKq2sOWsWTA1HKNFgzidKhaCRCOzYUtfaM+t9tHR7wpmXALLIFztP+z9NF0sy9WKPT02tOk0U5IodUss",
+	"hmfWScTWPDx9OmB6NXKYWvBxIKcOWyzlOFmmLgatXdrzICGfYCr1Wtwo5Nd/NyvpMYpj6h2bNpfGsD48",
+	"feow0Zg2GDZDiUCxdoCvwNym60Pz3a4X8PONxb+x+B+Nxb+utQecfrGxf3j69MM+SHpzM1/s+aWb3tSC",
+	"bTX9YXZ6Xi60saSguUVvwG7fBkjF7dvE/5ekEM0C3sEc3vPSc1jM5TmykHmoSOANmGedphpxvA0giAcU",
+	"aEL6sH54hLGghQjhHB7j5oqGK59ABDBdhVJJP7WuVs1gv5JSwklBSheuhENmWI6o2FXPPn4G4r+182dP",
+	"V80XE74ME9xegoo1Cd6HfKmCURAGyaXRC6QDc3hLKCYJi5YJW8pQKOVKL8CclyFd9bleVbwMHOulWVH4",
+	"CyGVQQQxkFOMgytTejo7AYYfixcRQcxRrO3SAI8wUFjQIGvz8YNbKlWHnkRxGvyqehns3rMCY5CuMUgH",
+	"kMPstAZABNs0jpnMoMlSoj26N4bdYaCYti0NBkMTKPhcmWqVrKJl6IN55WFIuU8+xkytqiPwF79xpRUY",
+	"QXCzwgZxUl1GbD1ChSNm25AKjvmCU3fS9GQjPdEVUSEmbMwli3WbOkxFLMKdMSCdUXVMIo0g3TWGCsz5",
+	"uchOuUBhO/JFGArfgLWPQCeGut6VuoS6u3Fh1K2HGMR2s6nH3FiUHfZYEJq37Ex97NRuZ1yeZ7h/Yk0s",
+	"mgX5oZVFemE6IWScj6ILUdMjXyWC+2hlaCDEmya2nCU77fJcIIKsTQq5ocqNoigUXO7IW5cuJiIM3zeH",
+	"XdEZbwTTjo0u15YHhxUtDdVsbahZi4OTrQzVdGkoHV64HhU3bQ7w41SE1NX5Ye3bTVRjBgxMAYjPdgig",
+	"kbTQLPIZLkFm+YEEhBP45S6sQLXBGpcpXG8fOShQANLWAdRH4chbGzZQxzCrsTAsu0rY+v9Z8BSfu6Xl",
+	"MkyW3X48DL+ZlBoT49VZFYIzjKzVN9BdL95JnuiN4OknJni64x1fAZHfrlffBb3mt5FRAERpuWCunnOj",
+	"pfRDc/yAZPzIIKMXn4wTvJhJZiv7YBYINm/mF9MhHr2nwmnwAP392i5Ot0goEr2TT69s7kx86C/R4xiq",
+	"yqDTdCprTPqtdr/dLSS+6B42+ltg3O1mYx2SDjQxNg4fSQi1jTNYeGizG9jrDex1C+x1nXbow5s0/c5+",
+	"v3DOdFqNzpY502mv9WD74LBhp2v0uvu9dMa0/3wz5iaR4CNKJEjJAfRgyggMtjY8etrrXrXUFRzjKgtl",
+	"vMY5kL2TLYgMfiNpN23yxnHH/JGd70DQI4ugYajK4m0uxXxbmgBbc+tJbABjEvYRAMbRRHwRjAUCSBwS",
+	"EZGIsvKFTzw4rOol8VIl+FKFEoyOFVe6pZgBamRRjiBRrpwE02UsFFuJWKBuqH5HbZBTRSDFjFRSgZGi",
+	"AoZzsiuheZDIRz8KlIEvIQJIAC1QNxnPBJsKvUeKL11ZnSzDsM4T7cgFkaQ7HPbld2yGz9D/MD+YC6kN",
+	"Wg13S3Zcz5UU2AN9hzhSqo7qBFagyTDyrEkoZGIjqKFQwzYIkqNMqwUeBVHeueAUVsRoHYpTmICSBzFA",
+	"j1FitYJYVCT1TCQ4M/EJQa4/NjxELHTnSldSoM2hjeJ0KZQS/hH0N7xuRQy52JJpG0KELkoYsgTovrLb",
+	"gCpeBpEB6/sARumfDwdXjragdkYLAmO9BG2BPgKUTg3BTOp1WQ+doR/Mwet1KueB1PWGk6kK0JWD+MZQ",
+	"r+swbIetfe1EDdrd3sE+XABjEByH84shjs3KYN+ppH/qZQ+aYPBDSlpZl+gEjeoX7cqzooM52sVvcZ5M",
+	"d1i12TiMmi2n00BOJ3wsGuNoD8+ltjmhejxOgikYCMDs/3YZJRjj1A18IqYcbrkTB/5UMD8aK1bV/yXL",
+	"sheG8z1Ty1lj7tcq14IOZKNtG3iAuL1s6MBHiArYEIvZejZkLRd7P8GHcmzAsW2TDACTBAGDxGGhUAog",
+	"0F60kiLe85Ac5jmrert4614N4vXG7KCsOrxssGH7WInpMzDA1AA6AEcwGAOHeUOi3l7wsVBodbliXt0r",
+	"xB+8LTPlbGtLgzn4KuRzXm/XW507ZdAD9GN3BB+03wf4YMMAvoH567cOocyZ/es2cwZQf7T/Ti1gmDbd",
+	"qOLgJ/ywaQWbaWNa7Z23ejvYvLlIeB3es5c9ZlSfTWxTV3kNA1VmnGD0f+rH3ev2C6c83/CFrjZpVwH8",
+	"jYzUrhB/ew+Xhdy3ejcfDsL/DXa/uXrr9l7fvT7L4/+1pXvd8NTmu9Lw0vpbnl1vZl2ZWLA2HD7q1IIT",
+	"2tldI7lgEXIpRVw6Z9zKIyYFCDJmZ4gbGBCesF//6V+ZNw/kcPPkjmD9UKwnTx48Yb/+0//SC/jzoTnD",
+	"G2Tw/In2JyKJcm5szGP/r9wKewAYAuiwDL+fQSCQxwqxH1VDlQYegVgJlbBeE3W/Mz1wWydyLkRinoJY",
+	"fzzv5anCsWPpA+IejWhg1TLW6wIYC9xEjSx9RW1QcvqKsCmz4Qi3YKs/FWkyAxwBQEbEuiZoKv9J0AW7",
+	"VW0shWOIvAKV6ZWDmhFWaRRIXw1AX5G6z5VV2uDhVjlDWMyi0McIRASbdShOzWGekUlSHlWJsp2zW1Hf",
+	"ku7kCYvkGHUSLQ1RXbY4Wk5ni2XiShRLiRYL3buBoh7BBAEgvvTo1Jc0NrPVXbcgAmZS6l1K79jo2HE0",
+	"J8ozggDTlMB8CtyZuxJ6G0ILeGgvEnBzocHzBzUGGYCPB0Y1mYKB9L2BQhfZqEDSu+FRa8qaeg5MeMyi",
+	"ycSVVbdiDwFUd+T5gdvSG/FOP9WMxSr2mm6l1mDfAyudt1QiViY0g5KbqD6TzrhAqoTrvkTZfN0QNQgD",
+	"CcqlhqvGGZwAHokvYCl4CZsOEUoOtiZuonXH5tHKxtpeCEvNk2ezmcIIetz4vvAdV+LDc9TMBlQpBY91",
+	"Az08fcqqMOpzQq1ZkpArR7p66dCbRxf6ZYvlKAzUjLi/Vaq5CzXIiP6AFZIG+YTPg/DSMWK03MKVwzYG",
+	"giG1I6K9gClLAZMU26HrFDGOPwIuyFwCS7ueGcAiOWdVBDpAvEn4HoNIOnJEPoA88Fiwc7FIQM8TUFC6",
+	"ktwXbAXK7QYetoq1xZIQ3DHQrhUnzXawl0gN2WFYbRjCukBk6S5Fwqp8kohYP1NAtnENaTYRkQTtpHsC",
+	"GlzNojiZ8DBkGAc2aq0OcysjoRsenztgXJ27EmjWQCEVUFNI56jciqPXgVBgahewR2JpKHww4uPzaayb",
+	"z5VVbs9lZg8ZtRzPspYwALxagz3GHxY8TgIe6toAIgLmh4r0WzzDjuIxPSPxQmrAAfv15z+4FeL/VEzp",
+	"yYFkkB4cudfvRjKJo3DAZFSHdQu3oDJi95/wKdRdNwXWXi/4ywR21K7kk1ioWYP2ubSF8WhFz0BFuHz7",
+	"mbxVtui5stdkVc6M/ipJTgmJJpmeC5FB1MxNF12clHre60sUm4oE9IfRehCjgv1c+Cey8vGoI/ScMfMT",
+	"USbw/nSrboZ8AdC1yL8+Dbk0IupveVOep+SOJmguyfha9JAfAmpNb5UoAR1XBbus4KzptUAvCaVQniI3",
+	"bWuh07x4P1piYCmrRrOJdNMFtZDL+ai8EobsHnMq4VihiKG/uuLx3HD0g4cCgUQyARYtcM1h8/I6Z+5m",
+	"Zcea9fe761Vr7VC1u2srJfCM6OX0KLcIYwJSyUqsnTV+LkprAw+uFA+rZrO81FuG1TFbTyZlajnCeJGZ",
+	"nNluvLSZKUz1umGpgmJp41CYtLPhV1QxeYdNtItLmDlZnsFUc5i9vqcvcjZaojRrFPKB3qCu7wAkdl24",
+	"1/UFz4pEy67ANtI6hctxAcLxKF1cNkCO24GMHytYcW2Q+35+I2IO3igcse7/mkXV4pwobYq8g/6GoOIv",
+	"jKky3QWMHMkylo7uF9relBUFNXULS9Bu5peU61ovXTBTpqL9fEzM7dpX8rJdp96+6s2cKwt2cw6bBdNZ",
+	"WqsaqYMqfdd4Jvgi/elI+znCV4DYD8ZiAC7VcBYt4+FS+bRhNfYKvjKOIrd08IaXgscm3UVkOnf6Bliw",
+	"z1czeJYrS39mPIykqDXYXVNCiJuSc2a2g0hXHkYQHfEmoRBJ+hRdao9Vs8Xo3/8Z9sLmC+3VebmLBxju",
+	"AOiApO0djBJc/3STqZqD2GSMwtCLzVPmQRjq+ucwUJ7pDexX/Vpr83vEEuCu1m1lOj6bNfqVjgH0oz2B",
+	"LB1YdOFrMwLQ0SwarSqKkzKgeHq7jRO3vwQVsGevY/P/chUYCzi4W/tfkuenTJCx06TICybcpAHFVpPl",
+	"YLP2xgmAbhGipcA/pREDCwFpzaxLsYwCyCTQnae97OyboS8SHoSVQXGAptWnKNhIsPZhI43OLKWPElC6",
+	"BlydwyPzDOEHefW46+Ds1iewecYGRlXbpYyyZ7pYqqE2XSLNBE3nfSZiJxJltgTvEqJariHYaex3D4xg",
+	"zWGj2Wxn6n2tRqvXfnEFUTQGhPT6mSLlTICiTExPL6zhZbY2viH6tFjksbPf6GVyOs0m1tOo6bT6jd5B",
+	"Kk1IISDTExviPAed/X7jIBVH7HUO2o128zB7XOeg2egetNfFeZxsClgyha87/A+t0d9vHOw++vvvdvDv",
+	"v9fB/1po0/Lx38o0LzstW/NS//LiCgb4Nxj7NNJeG0NaOOgBQ5pKeB4c5tRjAV+644Dvdfd7qeRkr7vf",
+	"tRQnCeWcG+h6OQbHLl2XNlHZdpgAt9JOSbgEQNu4D0cc6+szKVNM6zTkpVzKtGDlvez3eTj5/pSpckea",
+	"30NEErbyeCTBU+ccwpAJup75rMVt6lPoDpScdj6G9wYCtqEWUZhjDhJJOyjN/ia3+lxcKpG4csGngSQq",
+	"rIXe93oW3NmDcDVgjswX5nxBX4W0EK58ov9OE9khupEPRhyZWDozAVqeRWromBNcXowTo7ImTIsy0MJb",
+	"kR+6Sb/7i0u/W4Pf6/31gHn1LJXEY1V74gB5W/ajgwcPTnY2pHfJ9YXg58McW0QVRL1UwvRP9KjG9Xdt",
+	"VsGsbVv+29wHDO+ZkOZGwV5vf/dnTUos2GIB/nUV5TITiyHPNylCNylCN1ojN0mXb6A18ibZX2dLWYbh",
+	"tzO/4qUknpZAqI8MwKfrl6/AZraXU1nANnnDd9XuqoHmAxTB4hBnVe9sKR/JxTLxag2G0MdFHI1CMUfJ",
+	"zwUwvbuSoFoDxlm33TbaqDmkGTzwNIJ4GUMAiBQNdheXIVfyMBbcT5F6VUXoXaOoiggCJZLl4ojBAHOY",
+	"jBLUlnAlArCHyzhkfgQAAdiy19KMqnazmUENMi/dpDFxV/pLXAaFQSk98sV8ESV6Cta/FJeeAyAWK9MH",
+	"ykgbPIMDIYKfTCQTvwaKqPSBSf1MLEJ+KfwBA/BTLY0040PPxaVRZcdA9CjyIYOKs27zsMG+jpC5IzCM",
+	"QwzoEi9dKeI4igtVQ8HQnoEmwjWd9qwdvhQ7OYp3Iv/ycTCVHEgCr3sDvOQZIguESvRvO3gs1z2uM0Mb",
+	"XvW8Po3q5JbpBzbO+OpEb0qnosh0nNEMcVIITYudBHcaG3CIF8XO1/bpfraU958HpPzTbrZ2ugO7d3cz",
+	"dMLDSRTPzR2tXXbqnIQWzE2dLd1CduI3m92zXckb7ipqc0+Pg3o6SGBGEkCIMxVMAVeEag+BAtkI/WHG",
+	"ES4Ui2mgQKKiYWUrvK+yH0u2Zky08Qz5JSUmaYurSzoSQjJfAD8AcqlTaXdYJO5GchIG4+T6mlStzk5L",
+	"0Fc8ntINvV1GC+GXhX8i/IA/wZ3sbkGhRxIYCrSxeqM1UoyXcZBc4okNyIIcg2QIxvWyJfQxKUMwlIwx",
+	"iye4NwpEi/KxoD1U8gF94sJ19c4yCH1MNNZ9my082rgveKwM4aCRIMEHegNXurLOuIUwxSvq+jHaWxkw",
+	"j9bMum7SAdMu3N4i5IH0HIsbTrmSIdxRrxxVDyFLHqMDLdg16yu92hG+cSTkeDbn8TlLoii8pRj6vANG",
+	"t36OSVMjPCGrw+Weo99iLtBuOX0Pj6evjSqKOb1m6zUoUFXxBoSw1JeDEDawQnIP0OXmnB7gDJnee853",
+	"Mce6ILein1IlpwEccyfFATlGc+vXn/9AjIKQMxgj4lGXQWEJsKpBKFJgtL4OGonpr9P83ygKWdUrai79",
+	"COB3pRx0PgrFEfN0w2H7U7yyXlf8QtRjoZZh4gEMV+Atum76KfDChYjZQrtUR8zLWhm8hLuPv8PHryvP",
+	"oJfAqNa3tBenX6KAj3AkDOSXcTVg3n/wQOZZ+4XaXVPaA5rBhpf6RffEOAqXc6kQaLKe5eGwNZrPHGcb",
+	"9ItZMRESW0DiVsjbhiMvf/bvMC8jSAFC/4x/xSPoPkzJaAVtpxsEUdHfz3gCfqDpwHT8M5Vw3fjzpfbl",
+	"prEQBIqA4dhgx+T16QnnnX7z2OIPBS5G2GDE5mGYH8KlXpJGxGSAXl277UpqUEpMEZmbXODOPQKD8dG4",
+	"c06pYBvYJz2r1RFZJAT8kqEqC9kRBLM4aAcyV1m0jj4WzEi92UytVsXJFJx2IeN7oI1c0TTP9XbGt6cH",
+	"GA/BYNct9D/ihxUab6SmoOWgrO7JtAzF2e0DI8BWGNRWz7pI4SrnAS1iPQ6TAP1ZPUxz2u0pMnYUSA5l",
+	"3iLP3+7tb4q0g/hSEeFw3q57hlUXjUYsJkEYQh70Rr9ZPjlpOzlY8KyTo9GPQrtOL5xKtp7mK56jaad2",
+	"Xn/VpuNnbw8gVQFJNG92CTe7hJtdwse6S8icc7O8l7rPO+0mfkIoxgs0e7pfC3YUCEvEocsTloZjs9w2",
+	"IMPg/jyQ+rJNgop78OjXcRngQOlsKR/dKzpP6m6WFl/lWznymZDza5ELvL7luUIzOYpHge8L+Z45DHYd",
+	"c9iQV+xMnXLeLjzIj5dyULbxcVjIl3rroT191L31gXsecCNmUCuUiFQOUV/TgguuNAgqwrfWRqOEV/y1",
+	"HNbXAA2UDtbrHn5OeFxq0811cOQHZug65xJbFNCzabNTb2HjI0H3X7ZS+oYaRjr+C89EkA9mM3sIPM25",
+	"iKeCwTWsevbgLjvoHO7XgMoAQgl6gwknEOSDZkcQenM6uq69PmKeXIahx2Ixjy6E3k7S0/U2w3p4g53Y",
+	"xyJ4fjGecTmFA5hxFMcC2f+t4xPcZUoUF0BuOl2GcyEWqAsQFLKTPF34/C0tGbvE8qHJ69Dkv3mDuP5p",
+	"SolyZVx/J0f8gzcXHJL/IDN21Xj/zv07XWJv/M77volN31JM719Jd3p3x3KPYAllEMa7EBmkXCc2uswo",
+	"TJDuIovgNSCyWMWzSYoFaieghpSOJuYLgUj9+RjSdClKrb89YmkoehVIxSJtvegyrwxreA+KD6V8n95D",
+	"sX4phVET3EKmLXX9dO+3mN5dXLC003aS7XhbMh1WWSAiDmfUPFmWNgwByXdGPoswfIy37Ayde4BhqXfC",
+	"0K+tuQ10clJ+/hIS0L8IsvBn2xIMrgHgyaY+4XgoQjdWFzkCs7VGcKw2crAqjlVoZ6PaDhXfwWo6Bb3k",
+	"bHaHk2tTJ2txV2In9B1oPgfbCFpWN4/TaTt9p+lAH3Sabl5A+MqwIqRKG+abbGd94/hn6FSS4zLAvLp9",
+	"BlbKhp1fNGETfAUxoL7GYVHoWzRNsVBReIEJ1oolUXSkl0pwgahY8GRtFS/hCIiPQtEoA9k/gFJ8VHtm",
+	"uUGSfAxuqozgsMegMwus49uyGrrRtnH3Wt3wl0CSieMt5oEipNjajnge+UaotRwreCwv04D5nGM3Gq4B",
+	"g/4zwXQDi4Ij8oWQcLEriW6K0nCIsSmFtbGlTIIw2xTTPFIZmK7hSlMdpmbRShmSOEPsgv3qZfVp6LeD",
+	"SCJt0wPpSgisBCqJ4ssij1MPnve25b3e6YEuGqHWdtm9tq67ew35dG3iyqz/cvpCm7Dtdr3ZetJqDpr6",
+	"/w3kk/k7wlq3nMq5uBySwzeKRnAGxqEIlWBONPnApAO9vsQxh16QsafwsrWvMizytnRG7RhUBpX9bsZI",
+	"STJKGfcgiEKyVps9vAMMkrdUSm54XctTZnVwxhjI5vvdqF/X8OBh0vs6+nqidwmp8bDGnGHsgygHQoQb",
+	"H/zZ1bsOCDxILS+7jJZsJMJAXAgk7IvktMywlzs5ez/pf+CzPf1+Kl0JsrAlcVTmO43CAzJKxJFll+EC",
+	"JEr242ihUklXMsYsFmPQeUehy7xVPsMp/wAN0etb5l13jNrSvltDfpY19buJRd5Y83dtzTNnv/HpYiqe",
+	"0DmGYV7MHTJ/FIsLLb0rrrLNWX41+bQWCLKVjGO9q9BftWutC7hf3YZIyK0Cc9BUt7e57CIAI4BEpUeF",
+	"dn41i2ANWM2ELLT42lF6+4CFayfAJjwRmwmwmfASIflktLKtqmlCZKLAT5smtrVhYulKbQwr0UJl36Q2",
+	"lrM0WQmy1zYTGbNtT2XQuqb0DQ2Mgpn0nd2lfw4wx43J2738xFwMlOwwfhrvzfgkwN9uG4MrTJBTgfTa",
+	"rSZmFvgi1VrIWNAHLEhYKPiFUASECAOVOK4Ms8xsJyVKzGQ6LNU1Bbx4QSQz7nvgMjbuKQQNHaCLxSxE",
+	"OIw3UtjdlpVZiFO0wR6Bah2EXYClnQxfPuTHvHv3v7r/5L4HmQyQiRkkRRGJLwJffKARCV20a0Qkbkzv",
+	"a5reL6wpfONlftgml+zep+xh6mlPIYjX8y7BHm6VHOVLX1v2aO18ZQBeI4iPUDT6FiZopQCqSRRTKrWI",
+	"LwSIh4hwMmAKWc7Xc+5qDvifDnmiPCF1Eg5LgglVz3kYIi4McwVS6nkAXtUa7D7ImF4AnT9XrjSJVBSZ",
+	"hsy/JOZSmeci7grvb7Dj3AmRK82KEah0vXBo8cGAuQGAoyms6meFXCVUhEC50sNLvBroNwQ+AtEQLzYT",
+	"oZ+pG3DWbXbLEZtfUG99VIdQurfXD6Esuhpn2zEUCtXBSMTQSMWp7EBQYkgOfyI9uKGa8XZvvzKoHPYn",
+	"vbbf7AnREqLNW61Wv++L8Yh3Ws2x39z3D9ptXxxyv9k5HPkd/6DXHXcP+u3uQWfS6fZGelJvRF6QQM4q",
+	"K4V1dojiZCWlwB/q4BfFcOjN7Y2Yz1s74rdG2NbjOnNk84kf2OHBMtoFlkTbD+sKrSsauFLjegZEG0nE",
+	"/JivEMWVzPliwLw4WqkfgmcNcHh/+PEZJJOClRNhyHjiSpPfqS/z2L//s53eGQi4Bxm50BSvZoIkok3y",
+	"ioxcCdIqW0DiJ1j+j8rcjKOYJNGynjTENzbHjQO8WaYVdQvS56wR9dKizbneb+SitPZFlcEPLaf/LAX/",
+	"6C+aDoBOdGWiFdFvAd6hFHbUem3YUauQkegKyFG73+4WQo4Ou1shR61mY38NdISkRCnmqNMHS/jOoVVX",
+	"17F10C2p5EG7cbitkp3GwVole/2mviXjFu13XjwrKBQQab3Hnt4NYNbu9Ysbor8PhFKlDdHa6G28I22H",
+	"g17n/XT3bhVtlY7r7mGjv6Wm7SYA5+yadtsHjZ49sDv9blGfQ8nyS/D6VvQ6e0+0uCXLrzZENwCztRCE",
+	"pSGkfXnqH6Ytr7bqtuQeMSTsCDuj1KrS5fs0S70qwmwPjOpRJgA5jkJSgeQJUlfQtaVobvYOwdxU/g8E",
+	"zQ2+SbT6EPHc2MGfHoQanZOrHSXtA5Gm1yqC1iihGF0zjf3WYdup4CxIMc29/kGRITZmtt1BD6JkAVh7",
+	"WOugu+1hvXbn7Zlma7pcDwFNqGe76Abk7EpoI4QmQ9Po+hvMMn2tK6lr8kbgZN1rN0tHYfTaSqHddWlQ",
+	"IibijdKoGQqYkdEgEDTclWkct5uOJfkIgmZmEUnlSolUlVVRsk6B0CSoqypGXw1Ys9FqMpT3bDYOjxh3",
+	"5SIW9ViEgivBRmISxQIV0vGrIwZ0KY3xYsFGSJE1uqTnodiydKXPE5EiRBOxSNVVYeXSpkCKYDobRctY",
+	"AXnP7dtY8VA0bt/GOBzcR0VW69K7WbosG0Woeq3SZEnfxAH1xhW0iA1/izkaAkJGVHNmlvyLcmU15CMR",
+	"hgIJSVC01QOxTP2yWybYpzfVns8+Z6GsJhHbA+akmgdH5K6chFEUwyV/77FquwbyhrQLj+ajQAqfyShQ",
+	"Gd+U3j8iy1XVU7+Nk+qffgfKDX/8N/Yb9qffDZPoj/9W82op+b3uigR1t+FlHqu22Ge1BrsDMtQYO8Vi",
+	"cGwmXZpgvoijC+GjKxCLaSyUAn1lkrQNEld6S4l19IH9CB+yClDGg0sU8DYvbffYZzWMVAag0hQuVXAh",
+	"PGiwzJ3KDuUwmVd7XA41pU+CtQkc96mEdUwWVCxM//tOVul+k31G7TZPH2HCs65c8Usz8iIp6irwgWFj",
+	"KhkyiS8TZQlVUY4TckqBvJwuxwKEhZqNZu+IkjKtRsHiQil0CanlUPMXmgUFrzZb5AmwlooFPC9rfKq+",
+	"BGeBVUkZAHQtXZle5jCLWQq8ikBaTxnqr7wjlNrK+tmVuYdbz2bmGnOPVUHQGcsVXpuM7E57yuIwhnrf",
+	"vs2qHnym4VED1W1iFYvFAgBqlnUTIOw1Caa0NbNCTWTvZvjeOauC+6Dv5IhIRxvnSmPk1IyDYGU6THrY",
+	"twP2p9+ZCJhaAFkXvjuIGbxVuRJc3l//8V/aDvNAEWeQlhbld2tHaDFWuq44IFDLNo71FpVFE1cClbpe",
+	"kRRRy8kITxzMvElMaw2Iv1YsbikWrSRTY54kItZzn16vfxzS195gs/BQXeFjFW+xMJqmlUE1Z6pgtIJ0",
+	"Uy5h/gTIWUdz4rDHPmPLBZCo6V7whRwLV0IdSPe+x3w9wDCcNYmF8KM5+/Xn3+dez0KhFA5J/VMkj1zJ",
+	"jZnkYXAuSBmbcRiEfiTweFDbFG1ykDQOxWwRY7qSIP2ta8/SNtELqGmS2gAPXngYjGIYVYd6PmamPIgk",
+	"6X5D57Ya+92eQzLHgUoV11NkAFNBgnU21L9B7MpskTIK3jDy76O7NmDpoMwWGKjvaJnA7uuP/6fFPqMp",
+	"wmORs60w0/OzrHZExzktXRnQPohxpcOJgWbWzO0jmAd99hlTIYxCnrD97pfQmK12/0sW6Q3Iuq1B8cG8",
+	"3RiwHzBLlCF3/jOv/BzpsSB26neJ3s3tEN/CZsXUdv0sCaxx1nphBFSIuGpB61VpJRrFgT8Vfs3evKCg",
+	"TLE8QhPObNp4ZvN3xTz3rVYjo7HnzfGhf3D+29bz9rwju5V1rvYKD4OxsHjZv10J2an375jtVrd52GTV",
+	"i6++OmH46FqllJp/h7K1rbKNDkRv0pn9uH/eDw8XzTctWxvK9kxvvsRiPcK9Q3wa1pbKoNlotg4OnYqe",
+	"tMM1iYVmA/Z75L6lEgIwmCuDVqPZ7DqVJNq87dCpXIhY31YZVNK5WqFd5VVR5StL1m+2t5Sr2Tg87G2W",
+	"6+Cw32jtWK6iOC/JYVxZuP1W44rStTcL19tvdOyyZVNtlzbbuWydVrPRu3bh2v1e46CkdM/wNcVzz9jY",
+	"IZ3BPHNShbwhjdWuU7FcHaQ2Wcw4VKLnpMJ61qIF0hQ/RgjNaDb6qFSRVr3dQ8Exen4bP1kt41RUMJ1z",
+	"EnRrNprN/fS7JKJvuk7l7ysDkEXMmfjK4Aey7ZsHS+3iI5JoJeGPufADLofWINWjVHvUw4X+fNBzKssF",
+	"XFo6RktfZEYAvq1d8La2/a520bvyvWpYroZ+MJmIGHtPt0+RISt6iFNZzbRVo3VhBBuqzHszu6okXSmw",
+	"Dqza1l5S1/gTeHcEfKEhGrwkXsoxt4fvawrHZetwSeyG3GcDfgRL+wmeuTuV3k7sNQEMibUoznEutOKY",
+	"hCcaEkAurNtt17AOoEW2hnVGlyB1AXuHS7bSHl0sxiK4SEn2QGpfTwCWXC5Edp0rSddjYAt7rLs9EB5Y",
+	"IzbUe4qMDfVIu+WxEsnny2RS75MQPl9jS+aWfpwrvSJqb2T8JSbkOA6EHmcIYCKOb6DTAqZtVwIBt2Mo",
+	"PKWP+yQeXzLSKPdrsDsOYvb4i+N6u7dvdlgEpPLAHEsux6KRg+VQPrBKdU+8M7GI6/eCqQC17rMHd9lh",
+	"r9OswZ5E25EUbZV7puEa9XT364FP5yDiOR8neMKgd/TQgw2GmfAk2kERMiyWwm49F4skxWQZnLOKtnjV",
+	"OHo+KLTE7b3b6440kDCX47FuKSTTrGZR/zCQwvKaK69++fnVy//56uX/ffXLP756+T9evfxvr375p1cv",
+	"//urX3736uV/gb//86uX/6a/efmvr17+v1cvfw+3/P7Vy/+tb/zlv756+S/W37+/R5wQKRL81S//ST+Y",
+	"bvrXb+Ipl6SkpM5A7UbhSSns3H79+Q9rFF4l89YxIMCi+WmGXwOeVcK/bDeknnAbaX2IZSR+KGCtT6ns",
+	"kSqeg8JdugFB4uYfKv/AGGOnpwz+ZU8e4h932D9Unhkq5spPLnrnbmXAXHDQ2+zgDvu2P2w6VkD3RCQ8",
+	"pC/yhNhu5cX6icc6416hFcFKYQMFiUNk/DkjYFvERsV5C/TUZXzUm7TS69zRxasp5grg7K84FTxkhcJY",
+	"5mazSTw149qafT64c/z4/n534JnwDS4FmXlqbD+euTl7yZ29gFWmNjS4tBVXbM59AUGc0jX7isOXY+M4",
+	"ZcsPBYsh4GXoV211Noc9PH3KqiD9hHJVDvvu7Pgk1aSAoc7H50L6Nhmr/prgB4lQqGrrSkp+QXpQ8mRp",
+	"mQV3WqHetsPQuQX5KLkRC61GsWPipPQdmC+fJ2LAYlG3NblqDfaYXGZXWq/CAAhEwybanlch7g8tMAyF",
+	"9BxXetPFcjgX8yi+HC6TIKQm8WpGv0slYMSAsxJb9sgcCIEzAMcU8yzse0n1arCvQH7MigRHkyy0m8WC",
+	"55Gc4lkHdZVIFXTh+NLB0zLtZkm9jovniZC+8FMqkkJ0w2vGuG6EcW+EcfP5PtEKT5loDCcR5LWVAUBC",
+	"0IYtVMNoNx1bIqK5izzEG4VMN9ifvpH2VExmsRAMInpkYHK4DmNmf/hpQ/Azk/HsoownnLsmu2iH0pUZ",
+	"IkO2n3fHzUnzt+ed+eiAW4qd2sHZM2HIyoae5oPTfsWhAG6naGd+jb04GottRFXYGh+ZIuXjtK/R0uIJ",
+	"Th5ZUA55IJWG+rm4VOUcJLpxxjwM9TJmWKmMfIMyW9kxfE1w6mglj5jFlerKIIFtnco20Is4uOAJJqJV",
+	"17QkvBqc2dImz3clZEEr7ZpiYs4sWhFmSU5FDDpPsK1c2yxC5NtruPKMimtOZlPlR3hwsXIlZs4fIdWW",
+	"K4085HoLCN8SizxOKbvMz0aLxpVVvc4vRMzmfDwDfnHY1OtFl6Ro4ijhiagVrXemAo+xx74Ul5V3k2Sa",
+	"veAdppqei8v1/Sl0RhiMhdWwu/CmNA83Mm6sQVEZVDqT1nhfNMd93puM/F5n3BL7fn/S5K1Re9zxu6I3",
+	"2W8etPrtww7vjnrjff9A9CeHzVa70+3tH2gLZGXjmDMUHPNDqEjl4V9PHtz7mx9PvvhyXxz89ej7eHF8",
+	"d0+GPf7tyW+n49/8zZODs1Hn4UXzQPY/z907XIh5ZVCp6//duf/w0dfs9Omdrx7dZV/e/1v40pUnd6PV",
+	"nW//9t6X7e9Wx5f3j6/zLlfCQ+5/fW/zudfBxVmDroxQqmBWACzKsg12jub1+dJuhswnNGTO1sV/3lOW",
+	"9eH71RgqXTDWpsYnSoxDCyCX7L7f7vVah7Y1SCJEe1leAiy9V5Gt2y7L3k/WvH2xNahvvbka8xUbcSX2",
+	"u+BMnN4/qaW4N9NZsMO2l/jkiJ7hMBXhz1xe6oV7zCUbz8T4PCWOL45ZN4qCyrn1/N3vYx9Ydu4tbD9u",
+	"jPIntY7npsnVM+JTzw4+tqtrCdo52njB3uTSOqvSm7BJqDfRpbstExtRez/pYfjiCk4GvXZlNiW924js",
+	"VcdciXoglZAqSIILEV46FKR3pX05htpATefhfUs0tTYAgB2EPgyDGFREAkI3mYk58jXkJPZ9C9BOpypw",
+	"wuas/9ZuHrnS0w8ELR2IqRBMlIehg2dQo0v4t+TILYsmvalxLNjum2c7JGaM9SYcq2hMG8x7zKU/EvHU",
+	"q6XBoAWHNYrMCPyzvj9yiqUs2xQPSqUtN0Ut3wIVA5V4k8eHxlM0Ydw+DMyfVMUUuLlemGeHq6m9TINi",
+	"WGcIkXjkQ9iC0it75nrMqgAg10GAnOGfMHiOLLrVwehWceoQQn/yWJihdlKGpDg4aLXb/T6Ab5JZ5A/H",
+	"IVdKd6jhwh+SGkwW8hpfcnkerIK9r797dO/Rcd3kY9W/5jKqt9p36hft+vH339a7I4gyLgQ/z2ekX1YG",
+	"+91CLFAeJ9fdP2x0X2wE1Y6//5Z16/hwFchpKIYqiQWfDwuemL8glw+eBxdi6m86p/JdbQCHu1TZzktj",
+	"7e7DO3qAxnw+nI4qg7bJ9QKTUhmkAI+/St/8efre6yyM5u7TOIKDzLLlEX/+9Be+tDkheSpKJbLJtMNs",
+	"3VzmYHsQXxgTjV00S5LFYG8vjMY8nEUqGfSb/SbirPD2deP8GAEb8+z03yGcvFFV9yHBQTks1nNJTk3q",
+	"7XzB40BFmEdKFgfKVqCJDTrvR3iaJQXkHKWuTtU7po0jTJoBuwP7HO11eQ4eX5IwOdEb6c0IQ8uFS4XJ",
+	"FbV2MCW63KnKbIpNrz48fapIPF+Z80mFOVupSGHKshdNmL4+XXzhNjbhY73WGrULk0aL9xSV5RQhm7AN",
+	"A3x9WhzsAID9p1KJAJvE7B2JaP4LHuZeZGAeBa96QFR9eYkDUExw2CzwIT1E+kTUB5mNenGuphxlivKr",
+	"8BR2jbAmLYPF3VJw5CN4mMwc4HvSravbWyRxMIaxRrnJMR8nKTYvFhOhra9Af8V6j0h45cWzF/8/AAD/",
+	"/w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -494,7 +494,6 @@ func (m *Model) decode(q Query, mv GPUMove) (Prediction, error) {
 		// Tokens of KV cache scale with the pool over bytes per token; the
 		// other model's weights change the pool too, which is not counted.
 		scale = vramScaling{lo: 1 / q.OtherModel.KV, hi: 1 / q.OtherModel.KV}
-		scale.warnings = append(scale.warnings, fmt.Sprintf("KV capacity scaled by the other model's KV bytes per token (×%.2f of the run's): the difference in weights' memory is not counted, so statuses near the capacity are approximate", q.OtherModel.KV))
 	}
 	cap := m.capacityFor(maxOut, scale)
 	p.Capacity = Capacity{
@@ -511,9 +510,8 @@ func (m *Model) decode(q Query, mv GPUMove) (Prediction, error) {
 	}
 	var modelMove ModelMove
 	if other {
-		modelMove = calibration().ModelMoveFor(EngineFamily(m.run.Engine))
-		p.Warnings = append(p.Warnings, fmt.Sprintf("another model: speed scaled from the run's model by weight bytes per token ×%.2f (power %.2f) and KV bytes per token ×%.2f (power %.2f), measured across models on published grids; ±%.0f%%; TTFT is not predicted",
-			q.OtherModel.Weights, modelMove.WeightPower, q.OtherModel.KV, modelMove.KVPower, 100*modelMove.Band))
+		modelMove = m.modelMove()
+		p.Warnings = append(p.Warnings, otherModelWarnings(q.OtherModel, modelMove)...)
 	}
 	if !m.bands.Calibrated {
 		p.Warnings = append(p.Warnings, "too few cells to calibrate error bands on this run: intervals are a wide default")
@@ -606,6 +604,19 @@ func (m *Model) decode(q Query, mv GPUMove) (Prediction, error) {
 		return Prediction{}, refuse(m.supportedRange(), "the fit gives no finite speed here")
 	}
 	return p, nil
+}
+
+// modelMove is how the run's speed moves to another model: its engine
+// family's calibrated move.
+func (m *Model) modelMove() ModelMove { return calibration().ModelMoveFor(EngineFamily(m.run.Engine)) }
+
+// otherModelWarnings say how an answer for another model was made.
+func otherModelWarnings(r ModelRatios, mv ModelMove) []string {
+	return []string{
+		fmt.Sprintf("KV capacity scaled by the other model's KV bytes per token (×%.2f of the run's): the difference in weights' memory is not counted, so statuses near the capacity are approximate", r.KV),
+		fmt.Sprintf("another model: speed scaled from the run's model by weight bytes per token ×%.2f (power %.2f) and KV bytes per token ×%.2f (power %.2f), measured across models on published grids; ±%.0f%%; TTFT is not predicted",
+			r.Weights, mv.WeightPower, r.KV, mv.KVPower, 100*mv.Band),
+	}
 }
 
 // targetVRAM sets an answer on another GPU to that GPU's VRAM unless the
@@ -873,6 +884,9 @@ func (m *Model) Grid(contexts, concurrencies []int, base Query) ([]GridCell, []s
 	warnings := append(slices.Clone(gpu.warnings), scale.warnings...)
 	if scale.scaled && !gpu.scaled {
 		warnings = append(warnings, sameSpeed)
+	}
+	if base.OtherModel != (ModelRatios{}) {
+		warnings = append(warnings, otherModelWarnings(base.OtherModel, m.modelMove())...)
 	}
 	out := make([]GridCell, 0, len(contexts)*len(concurrencies))
 	for _, l := range contexts {

@@ -1,7 +1,13 @@
 package predict
 
 import (
+	"cmp"
+	"context"
+	"errors"
 	"fmt"
+	"math"
+	"slices"
+	"strings"
 
 	"github.com/matrixd/matrixd/calculator"
 	"github.com/matrixd/matrixd/store"
@@ -26,7 +32,7 @@ func ModelRatios(facts *trust.Models, from store.Run, model, quantization string
 	if !ok || dst.KVBytesPerToken(1) <= 0 {
 		return calculator.ModelRatios{}, &calculator.Refusal{Reason: fmt.Sprintf("the model facts do not describe %q (KV geometry)", model), Supported: supported}
 	}
-	if moe(src) != moe(dst) {
+	if src.MixtureOfExperts() != dst.MixtureOfExperts() {
 		return calculator.ModelRatios{}, &calculator.Refusal{Reason: fmt.Sprintf("%s and %s are not of one kind (dense, mixture of experts): their speed does not scale from one to the other", src.Name, dst.Name), Supported: supported}
 	}
 	srcBytes := Run(from).WeightBytesPerParam()
@@ -40,4 +46,121 @@ func ModelRatios(facts *trust.Models, from store.Run, model, quantization string
 	}, nil
 }
 
-func moe(m trust.Model) bool { return m.ActiveParams() < m.ParamsB }
+// errNoOtherModel says no run of another model stands in: the selection's
+// own answer (no run) stands.
+var errNoOtherModel = errors.New("no run of another model on the GPU")
+
+// otherModelRun chooses, for a model and GPU selection that matched no
+// run, the run of another model on that GPU to answer from: of the same
+// kind (dense, or mixture of experts), both models described by the model
+// facts, the closest in active parameters (the newest of equals). It
+// returns the run's id, the ratios of the asked model to its model, and a
+// warning naming both. errNoOtherModel: no such question to answer (no
+// run on the GPU, or only flagged runs of the model there); a
+// *calculator.Refusal: runs of other models are there, but the facts do
+// not let them stand in, saying which facts are missing.
+func (c *Service) otherModelRun(ctx context.Context, sel Selection) (string, calculator.ModelRatios, string, error) {
+	var none calculator.ModelRatios
+	if c.factsErr != nil {
+		return "", none, "", c.factsErr
+	}
+	if !sel.IncludeFlagged {
+		// Flagged runs of the model itself are there: the answer is theirs
+		// to give (include_flagged), not another model's.
+		f, err := c.WithGPU(ctx, store.RunFilter{Model: sel.Model, EngineVersion: sel.EngineVersion, KVCacheDtype: sel.KVCacheDtype}, sel.GPU)
+		if err != nil {
+			return "", none, "", err
+		}
+		if flagged, _, err := c.store.RunConfigs(ctx, f, 1); err != nil || len(flagged) > 0 {
+			return "", none, "", cmp.Or(err, errNoOtherModel)
+		}
+	}
+	f, err := c.WithGPU(ctx, store.RunFilter{EngineVersion: sel.EngineVersion, KVCacheDtype: sel.KVCacheDtype, ExcludeFlagged: !sel.IncludeFlagged}, sel.GPU)
+	if err != nil {
+		return "", none, "", err
+	}
+	candidates, _, err := c.store.RunConfigs(ctx, f, maxCandidates)
+	if err != nil || len(candidates) == 0 {
+		return "", none, "", cmp.Or(err, errNoOtherModel)
+	}
+	var others []string
+	for _, cfg := range candidates {
+		if !slices.Contains(others, cfg.ModelName) {
+			others = append(others, cfg.ModelName)
+		}
+	}
+	// The asked model as a stored run of it elsewhere names it (and its
+	// quantization), else as asked.
+	name, quant, quantFrom := sel.Model, "", ""
+	elsewhere, _, err := c.store.RunConfigs(ctx, store.RunFilter{Model: sel.Model, ExcludeFlagged: !sel.IncludeFlagged}, 1)
+	if err != nil {
+		return "", none, "", err
+	}
+	if len(elsewhere) > 0 {
+		name, quant, quantFrom = elsewhere[0].ModelName, elsewhere[0].Quantization, elsewhere[0].ID
+	}
+	supported := "a model the model facts table describes (GET /v1/model-facts), answered from a run of another model of its kind (dense or mixture of experts) on the GPU that the table describes too"
+	howToAdd := "add it to trust/models.json (name, match, params_b, active_params_b for a mixture of experts, kv_layers, kv_heads, head_dim, source) with its row in trust/SOURCES.md"
+	dst, ok := c.facts.Lookup(name)
+	if !ok || dst.KVBytesPerToken(1) <= 0 {
+		what := fmt.Sprintf("has no entry matching %q", clip(name))
+		if ok {
+			what = fmt.Sprintf("lacks the KV geometry (kv_layers, kv_heads, head_dim) of %s", dst.Name)
+		}
+		return "", none, "", &calculator.Refusal{Reason: fmt.Sprintf("no run of a model matching %q is stored on GPU %q, and runs of other models there (%s) cannot be scaled to it: the model facts table %s; name the model as the table does (GET /v1/model-facts lists each entry's match patterns) or %s",
+			clip(sel.Model), clip(sel.GPU), strings.Join(clipAll(others, 4), ", "), what, howToAdd), Supported: supported}
+	}
+	best, bestDist := -1, math.Inf(1)
+	var bestRatios calculator.ModelRatios
+	var why []string
+	for i, cfg := range candidates {
+		q := cmp.Or(quant, cfg.Quantization)
+		r, err := ModelRatios(c.facts, store.Run{Model: store.Model{Name: cfg.ModelName, Quantization: cfg.Quantization}}, name, q)
+		var ref *calculator.Refusal
+		if errors.As(err, &ref) {
+			if w := clip(cfg.ModelName) + ": " + ref.Reason; !slices.Contains(why, w) {
+				why = append(why, w)
+			}
+			continue
+		}
+		if err != nil {
+			return "", none, "", err
+		}
+		src, _ := c.facts.Lookup(cfg.ModelName)
+		if d := math.Abs(math.Log(dst.ActiveParams() / src.ActiveParams())); d < bestDist {
+			best, bestDist, bestRatios = i, d, r
+		}
+	}
+	if best < 0 {
+		return "", none, "", &calculator.Refusal{Reason: fmt.Sprintf("no run of a model matching %q is stored on GPU %q, and no run of another model there can be scaled to %s (%s); where the model facts lack a model, %s",
+			clip(sel.Model), clip(sel.GPU), dst.Name, strings.Join(why, "; "), howToAdd), Supported: supported}
+	}
+	cfg := candidates[best]
+	src, _ := c.facts.Lookup(cfg.ModelName)
+	engine := cfg.EngineName
+	if cfg.EngineVersion != "" {
+		engine += " " + cfg.EngineVersion
+	}
+	if cfg.GPUCount != nil && *cfg.GPUCount > 1 {
+		engine += fmt.Sprintf(" on %d GPUs", *cfg.GPUCount)
+	}
+	q := fmt.Sprintf("at the source run's quantization (%s), as %s states none", orNone(cfg.Quantization), dst.Name)
+	if quant != "" {
+		q = fmt.Sprintf("at %s, as its run %s", quant, quantFrom)
+	}
+	warn := fmt.Sprintf("no run of %s on %s: answered from run %s of %s (%s), the nearest model of its kind in active parameters (%.3g B, against %.3g B), scaled to %s %s",
+		dst.Name, cfg.GPU, cfg.ID, src.Name, engine, src.ActiveParams(), dst.ActiveParams(), dst.Name, q)
+	return cfg.ID, bestRatios, warn, nil
+}
+
+// clipAll clips each of names, at most n of them, saying how many more.
+func clipAll(names []string, n int) []string {
+	out := make([]string, 0, min(len(names), n)+1)
+	for _, s := range names[:min(len(names), n)] {
+		out = append(out, clip(s))
+	}
+	if len(names) > n {
+		out = append(out, fmt.Sprintf("%d more", len(names)-n))
+	}
+	return out
+}

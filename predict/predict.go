@@ -17,6 +17,7 @@ import (
 
 	"github.com/matrixd/matrixd/calculator"
 	"github.com/matrixd/matrixd/store"
+	"github.com/matrixd/matrixd/trust"
 )
 
 // Service answers calculator questions from stored runs. Each run is
@@ -45,6 +46,10 @@ type Service struct {
 	// onError, when set, is told of what went wrong in the background
 	// (a fit that could not be stored).
 	onError func(error)
+	// facts is the model facts table cross-model answers read; factsErr
+	// why it could not be read (then they are not made).
+	facts    *trust.Models
+	factsErr error
 }
 
 // Fitting is an answer that waited for its run's fit as long as it may:
@@ -118,9 +123,15 @@ func (c *Service) Forget(id string) {
 // every answer fits its run); onFit, when not nil, is told how long each
 // fit took.
 func New(st *store.Store, maxBytes int64, onFit func(time.Duration)) *Service {
+	facts, err := trust.ModelFacts()
 	return &Service{store: st, maxBytes: maxBytes, fits: map[string]*fitCall{}, lru: list.New(), onFit: onFit,
-		slots: make(chan struct{}, runtime.GOMAXPROCS(0)), planBudget: planFitBudget, fitWait: defaultFitWait}
+		slots: make(chan struct{}, runtime.GOMAXPROCS(0)), planBudget: planFitBudget, fitWait: defaultFitWait,
+		facts: facts, factsErr: err}
 }
+
+// ModelFacts is the model facts table the Service's cross-model answers
+// read.
+func (c *Service) ModelFacts() (*trust.Models, error) { return c.facts, c.factsErr }
 
 // CacheStats are the fits kept (done, not being made) and the bytes they
 // hold.
@@ -499,6 +510,35 @@ func (c *Service) selectModel(ctx context.Context, sel Selection) (*calculator.M
 	return m, ids, warn, nil
 }
 
+// selectSpeedModel is selectModel for questions of speed (decode, grid):
+// a model and GPU with no run of the model there are answered from the
+// nearest run of another model on the GPU (see otherModelRun), with the
+// ratios to set as the query's OtherModel.
+func (c *Service) selectSpeedModel(ctx context.Context, sel Selection) (*calculator.Model, []string, []string, calculator.ModelRatios, error) {
+	var none calculator.ModelRatios
+	id, ids, warn, err := c.selectRun(ctx, sel)
+	if err == nil {
+		m, err := c.model(ctx, id, ids[1:min(len(ids), maxShared+1)]...)
+		return m, ids, warn, none, err
+	}
+	var se *store.Error
+	if sel.RunID != "" || !errors.As(err, &se) || se.Kind != store.ErrNotFound {
+		return nil, nil, nil, none, err
+	}
+	src, ratios, why, oerr := c.otherModelRun(ctx, sel)
+	if errors.Is(oerr, errNoOtherModel) {
+		return nil, nil, nil, none, err
+	}
+	if oerr != nil {
+		return nil, nil, nil, none, oerr
+	}
+	m, err := c.model(ctx, src)
+	if err != nil {
+		return nil, nil, nil, none, err
+	}
+	return m, []string{src}, []string{why}, ratios, nil
+}
+
 // Answer is a calculator answer with the runs it stands on (the modelled
 // one first) and what the caller should know about the selection.
 type Answer[T any] struct {
@@ -507,12 +547,14 @@ type Answer[T any] struct {
 	Warnings []string
 }
 
-// Decode predicts one decode cell.
+// Decode predicts one decode cell; a model with no run on the GPU, from
+// another model's run there (basis scaled_model).
 func (c *Service) Decode(ctx context.Context, sel Selection, q calculator.Query) (Answer[calculator.Prediction], error) {
-	m, ids, warn, err := c.selectModel(ctx, sel)
+	m, ids, warn, ratios, err := c.selectSpeedModel(ctx, sel)
 	if err != nil {
 		return Answer[calculator.Prediction]{}, err
 	}
+	q.OtherModel = ratios
 	p, err := m.Decode(q)
 	return Answer[calculator.Prediction]{Result: p, RunIDs: ids, Warnings: warn}, err
 }
@@ -538,10 +580,11 @@ type Grid struct {
 
 // Grid predicts a grid; nil axes take the run's measured ones.
 func (c *Service) Grid(ctx context.Context, sel Selection, contexts, concurrencies []int, base calculator.Query) (Answer[Grid], error) {
-	m, ids, warn, err := c.selectModel(ctx, sel)
+	m, ids, warn, ratios, err := c.selectSpeedModel(ctx, sel)
 	if err != nil {
 		return Answer[Grid]{}, err
 	}
+	base.OtherModel = ratios
 	measuredL, measuredB := m.MeasuredAxes()
 	if contexts == nil {
 		contexts = measuredL

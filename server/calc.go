@@ -33,7 +33,7 @@ func ToAPIDecode(q calculator.Query, a predict.Answer[calculator.Prediction]) ap
 		Basis:    basis(p.Basis, p.SpeedBasis, a.RunIDs, p.Cells),
 		Warnings: warnings(a.Warnings, p.Warnings),
 	}
-	if p.TotalTokS != nil && (p.SpeedBasis != calculator.Measured || p.Basis == calculator.ScaledGPU) {
+	if p.TotalTokS != nil && (p.SpeedBasis != calculator.Measured || p.Basis == calculator.ScaledGPU || p.Basis == calculator.ScaledModel) {
 		out.Basis.ErrorBandPct = &api.ErrorBand{TotalTokS: 100 * p.BandTotal, TBTMs: 100 * p.BandTBT}
 	}
 	return out

@@ -62,7 +62,9 @@ func TestCalculatorAPI(t *testing.T) {
 			[]string{`"candidates":[`, stored.ID, fara.ID, "kv_cache_dtype"}},
 		{"narrowed model+gpu", "/v1/calculator/decode?model=fara&gpu=rtx%203060&kv_cache_dtype=fp8&context_tokens=0&concurrency=1", 200,
 			[]string{`"run_ids":["` + stored.ID + `"]`}},
-		{"no such model", "/v1/calculator/decode?model=llama&gpu=RTX%203090&context_tokens=0&concurrency=1", 404, []string{`no run of a model matching \"llama\" on GPU \"RTX 3090\"`}},
+		{"no such model, and no facts to scale another's run", "/v1/calculator/decode?model=llama&gpu=RTX%203090&context_tokens=0&concurrency=1", 422,
+			[]string{`no run of a model matching \"llama\" is stored on GPU \"RTX 3090\"`, `the model facts table has no entry matching \"llama\"`, "GET /v1/model-facts", "trust/models.json"}},
+		{"no run on the GPU at all", "/v1/calculator/decode?model=fara&gpu=H100&context_tokens=0&concurrency=1", 404, []string{`no run of a model matching \"fara\" on GPU \"H100\"`}},
 		{"unknown run", "/v1/calculator/decode?run_id=rnope&context_tokens=0&concurrency=1", 404, []string{"rnope does not exist"}},
 		{"both selections", "/v1/calculator/decode?run_id=" + nemo + "&model=x&gpu=y&context_tokens=0&concurrency=1", 400, []string{`"field":"run_id"`}},
 		{"no selection", "/v1/calculator/decode?context_tokens=0&concurrency=1", 400, []string{"select a run"}},
@@ -89,6 +91,68 @@ func TestCalculatorAPI(t *testing.T) {
 		{"prefill beyond", "/v1/calculator/prefill?run_id=" + nemo + "&context_tokens=200000", 422, []string{"outside what this run's prefill table supports"}},
 	}
 	runCases(t, e, tests)
+}
+
+// TestCrossModelDecode: a model with no run on a GPU is answered from the
+// run of another model of its kind there, with the band measured moving
+// published grids between models; where the facts do not tell, 422.
+func TestCrossModelDecode(t *testing.T) {
+	e := newEnv(t, 0)
+	fara := e.seed(t, "fara1.5-4b-autoround-rtx3060").ID
+	nemo := e.seed(t, "nemotron-nano-12b-v2-awq-rtx3090").ID
+	rec := e.do(t, http.MethodGet, "/v1/calculator/decode?model=fara&gpu=RTX%203090&context_tokens=16384&concurrency=8", nil)
+	var p api.DecodePrediction
+	if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil || rec.Code != 200 {
+		t.Fatalf("%d: %s", rec.Code, rec.Body)
+	}
+	band := 100 * calculator.Calibration().ModelMoveFor("vllm").Band
+	if p.Basis.Method != api.CalcBasisMethodScaledModel || len(p.Basis.RunIDs) != 1 || p.Basis.RunIDs[0] != nemo ||
+		p.Basis.ErrorBandPct == nil || p.Basis.ErrorBandPct.TotalTokS != band || p.TTFTMs != nil {
+		t.Errorf("basis %+v, ttft %v; want scaled_model from %s at ±%v %%, no TTFT", p.Basis, p.TTFTMs, nemo, band)
+	}
+	if v := p.TotalTokS; v == nil || v.Low > v.Value*(1-band/100)+0.01 || v.High < v.Value*(1+band/100)-0.01 {
+		t.Errorf("total %+v, want at least ±%v %%", v, band)
+	}
+	if len(p.Warnings) == 0 || !contains(p.Warnings[0], "no run of Fara1.5-4B on RTX 3090", "run "+nemo+" of NVIDIA-Nemotron-Nano-12B-v2", "as its run "+fara) {
+		t.Errorf("warnings %q, want the first naming both models and the runs", p.Warnings)
+	}
+	runCases(t, e, []getCase{
+		{"grid", "/v1/calculator/grid?model=nemotron&gpu=RTX%203060&contexts=16384&concurrencies=8,16", 200,
+			[]string{`"method":"scaled_model"`, `"run_ids":["` + fara + `"]`, "no run of NVIDIA-Nemotron-Nano-12B-v2 on RTX 3060", "another model: speed scaled"}},
+		{"with a price", "/v1/calculator/decode?model=fara&gpu=3090&context_tokens=16384&concurrency=8&gpu_hour_usd=0.5", 200,
+			[]string{`"method":"scaled_model"`, `"usd_per_hour":0.5`}},
+		{"facts lack the model", "/v1/calculator/decode?model=Qwen2.5-3B-Instruct&gpu=RTX%203090&context_tokens=16384&concurrency=8", 422,
+			[]string{`the model facts table has no entry matching \"Qwen2.5-3B-Instruct\"`, "cyankiwi/NVIDIA-Nemotron-Nano-12B-v2-AWQ-4bit", "trust/models.json", "trust/SOURCES.md"}},
+		{"another kind", "/v1/calculator/decode?model=gpt-oss-20b&gpu=RTX%203090&context_tokens=16384&concurrency=8", 422,
+			[]string{"NVIDIA-Nemotron-Nano-12B-v2 and gpt-oss-20b are not of one kind"}},
+		{"and another VRAM size", "/v1/calculator/decode?model=fara&gpu=RTX%203090&context_tokens=16384&concurrency=8&vram_gb=48", 422,
+			[]string{"another VRAM size is not scaled"}},
+		{"capacity is not scaled to another model", "/v1/calculator/capacity?model=fara&gpu=RTX%203090&context_tokens=16384", 404,
+			[]string{`no run of a model matching \"fara\" on GPU \"RTX 3090\"`}},
+	})
+}
+
+// TestCrossModelNearest: of two runs of other models on the GPU, the one
+// closest in active parameters to the asked model answers.
+func TestCrossModelNearest(t *testing.T) {
+	e := newEnv(t, 0)
+	nemo := e.seed(t, "nemotron-nano-12b-v2-awq-rtx3090")
+	// Qwen3-8B (8.2 B) on the RTX 3090 beside Nemotron Nano (12.3 B): for
+	// Llama-3-8B (8.03 B) the nearer.
+	qwen := nemo
+	qwen.ID, qwen.Title = "", "Qwen3-8B AWQ on RTX 3090"
+	qwen.Model.Name = "Qwen/Qwen3-8B-AWQ"
+	stored, _, err := e.st.CreateRun(context.Background(), qwen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCases(t, e, []getCase{
+		{"the nearer model", "/v1/calculator/decode?model=Llama-3-8B&gpu=RTX%203090&context_tokens=16384&concurrency=8", 200,
+			[]string{`"method":"scaled_model"`, `"run_ids":["` + stored.ID + `"]`, "answered from run " + stored.ID + " of Qwen3-8B",
+				"at the source run's quantization (AWQ 4-bit), as Llama-3-8B states none"}},
+		{"a model of the GPU is its own answer", "/v1/calculator/decode?model=Qwen3-8B&gpu=RTX%203090&context_tokens=16384&concurrency=8", 200,
+			[]string{`"method":"measured"`, `"run_ids":["` + stored.ID + `"]`}},
+	})
 }
 
 // TestCalculatorAnswersMatchEveryMeasuredCell asks the decode endpoint for

@@ -29,6 +29,8 @@ type Model struct {
 	KVLayers int `json:"kv_layers,omitempty"`
 	KVHeads  int `json:"kv_heads,omitempty"`
 	HeadDim  int `json:"head_dim,omitempty"`
+	// Source is where the figures were read (SOURCES.md says more).
+	Source string `json:"source"`
 }
 
 // ActiveParams is the parameters one token reads, in billions.
@@ -38,6 +40,10 @@ func (m Model) ActiveParams() float64 {
 	}
 	return m.ParamsB
 }
+
+// MixtureOfExperts reports whether a token reads fewer parameters than
+// the model holds.
+func (m Model) MixtureOfExperts() bool { return m.ActiveParams() < m.ParamsB }
 
 // KVBytesPerToken is the KV cache one token of context takes across the
 // full-attention layers (keys and values), at elem bytes an element; 0
@@ -59,8 +65,8 @@ func ParseModels(b []byte) (*Models, error) {
 		return nil, fmt.Errorf("model facts: %w", err)
 	}
 	for _, m := range ms {
-		if m.Name == "" || len(m.Match) == 0 || m.ParamsB <= 0 {
-			return nil, fmt.Errorf("model facts: %q needs a name, match and params_b", m.Name)
+		if m.Name == "" || len(m.Match) == 0 || m.ParamsB <= 0 || m.Source == "" {
+			return nil, fmt.Errorf("model facts: %q needs a name, match, params_b and the source its figures were read from", m.Name)
 		}
 	}
 	return &Models{models: ms}, nil

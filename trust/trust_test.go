@@ -1,6 +1,9 @@
 package trust
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestBits(t *testing.T) {
 	for _, tt := range []struct {
@@ -57,6 +60,23 @@ func TestLookup(t *testing.T) {
 	}
 	if m, ok := ms.Lookup("Qwen2.5-3B-Instruct"); ok {
 		t.Errorf("Lookup of a model not in the table = %q, want none", m.Name)
+	}
+}
+
+// TestModelFactsSourced: every entry of the table says where its figures
+// were read, and the parser refuses one that does not.
+func TestModelFactsSourced(t *testing.T) {
+	ms, err := ModelFacts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms.All() {
+		if !strings.Contains(m.Source, "https://") {
+			t.Errorf("%s: source %q names no page", m.Name, m.Source)
+		}
+	}
+	if _, err := ParseModels([]byte(`[{"name": "m", "match": ["m"], "params_b": 1}]`)); err == nil {
+		t.Error("an entry without a source was accepted")
 	}
 }
 

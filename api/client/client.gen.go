@@ -27,6 +27,7 @@ const (
 	CalcBasisMethodMeasured     CalcBasisMethod = "measured"
 	CalcBasisMethodNone         CalcBasisMethod = "none"
 	CalcBasisMethodScaledGPU    CalcBasisMethod = "scaled_gpu"
+	CalcBasisMethodScaledModel  CalcBasisMethod = "scaled_model"
 	CalcBasisMethodScaledVRAM   CalcBasisMethod = "scaled_vram"
 )
 
@@ -42,6 +43,8 @@ func (e CalcBasisMethod) Valid() bool {
 	case CalcBasisMethodNone:
 		return true
 	case CalcBasisMethodScaledGPU:
+		return true
+	case CalcBasisMethodScaledModel:
 		return true
 	case CalcBasisMethodScaledVRAM:
 		return true
@@ -225,6 +228,7 @@ const (
 	GridCellMethodMeasured     GridCellMethod = "measured"
 	GridCellMethodNone         GridCellMethod = "none"
 	GridCellMethodScaledGPU    GridCellMethod = "scaled_gpu"
+	GridCellMethodScaledModel  GridCellMethod = "scaled_model"
 	GridCellMethodScaledVRAM   GridCellMethod = "scaled_vram"
 )
 
@@ -240,6 +244,8 @@ func (e GridCellMethod) Valid() bool {
 	case GridCellMethodNone:
 		return true
 	case GridCellMethodScaledGPU:
+		return true
+	case GridCellMethodScaledModel:
 		return true
 	case GridCellMethodScaledVRAM:
 		return true
@@ -440,6 +446,24 @@ func (e MethodClass) Valid() bool {
 	case StaticBatch:
 		return true
 	case SustainedDecode:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ModelFactsKind.
+const (
+	Dense ModelFactsKind = "dense"
+	Moe   ModelFactsKind = "moe"
+)
+
+// Valid indicates whether the value is a known member of the ModelFactsKind enum.
+func (e ModelFactsKind) Valid() bool {
+	switch e {
+	case Dense:
+		return true
+	case Moe:
 		return true
 	default:
 		return false
@@ -908,7 +932,7 @@ type CalcBasis struct {
 	Cells        []CellRef  `json:"cells"`
 	ErrorBandPct *ErrorBand `json:"error_band_pct,omitempty"`
 
-	// Method `none` where the status leaves no speed to predict.
+	// Method `none` where the status leaves no speed to predict; `scaled_model` for a model with no run on the GPU, answered from another model's run there (`run_ids`).
 	Method CalcBasisMethod `json:"method"`
 
 	// RunIDs The runs the answer came from; the first was modelled. Runs of one
@@ -918,14 +942,14 @@ type CalcBasis struct {
 	// status are the first run's (a warning says so).
 	RunIDs []string `json:"run_ids"`
 
-	// SpeedMethod How the speed was obtained (differs from `method` for `scaled_vram` and `scaled_gpu`).
+	// SpeedMethod How the speed was obtained (differs from `method` for `scaled_vram`, `scaled_gpu` and `scaled_model`; for `scaled_model`, how the source run's speed was read before it was moved to the other model).
 	SpeedMethod CalcBasisSpeedMethod `json:"speed_method"`
 }
 
-// CalcBasisMethod `none` where the status leaves no speed to predict.
+// CalcBasisMethod `none` where the status leaves no speed to predict; `scaled_model` for a model with no run on the GPU, answered from another model's run there (`run_ids`).
 type CalcBasisMethod string
 
-// CalcBasisSpeedMethod How the speed was obtained (differs from `method` for `scaled_vram` and `scaled_gpu`).
+// CalcBasisSpeedMethod How the speed was obtained (differs from `method` for `scaled_vram`, `scaled_gpu` and `scaled_model`; for `scaled_model`, how the source run's speed was read before it was moved to the other model).
 type CalcBasisSpeedMethod string
 
 // CalcStatus `fits`: the reservation is within what ran. `over_capacity`: at or
@@ -1155,7 +1179,9 @@ type EngineCatalogItem struct {
 // class (scale·bound^power, derived on published grids so that 90 % of
 // held-out answers fall inside) and floored at 1 %; for `scaled_gpu`
 // at least the band measured moving grids between GPUs (within a
-// generation, or across with `rough`).
+// generation, or across with `rough`); for `scaled_model` at least the
+// band measured moving grids between models of one kind on one GPU and
+// engine (leave-one-model-out, per engine family).
 type ErrorBand struct {
 	TBTMs     float64 `json:"tbt_ms"`
 	TotalTokS float64 `json:"total_tok_s"`
@@ -1609,6 +1635,45 @@ type ModelCatalogItem struct {
 	Model         string   `json:"model"`
 	Quantizations []string `json:"quantizations"`
 	RunCount      int      `json:"run_count"`
+}
+
+// ModelFacts defines model for ModelFacts.
+type ModelFacts struct {
+	// ActiveParamsB Parameters one token reads, in billions (`params_b` for a dense model).
+	ActiveParamsB float64 `json:"active_params_b"`
+	HeadDim       *int    `json:"head_dim"`
+
+	// Kind `moe`: a mixture of experts (fewer parameters read per token than stored).
+	Kind ModelFactsKind `json:"kind"`
+
+	// KVBytesPerToken16Bit KV cache one token of context takes at 16 bits an element (kv_layers × kv_heads × head_dim × 2 × 2 bytes); null where the geometry is not known.
+	KVBytesPerToken16Bit *float64 `json:"kv_bytes_per_token_16bit"`
+	KVHeads              *int     `json:"kv_heads"`
+
+	// KVLayers Layers whose KV cache grows with the whole context (full attention; a hybrid's linear, Mamba or sliding-window layers are not counted).
+	KVLayers *int `json:"kv_layers"`
+	Layers   *int `json:"layers"`
+
+	// Match Lower-case substrings of a run's model name that mean this model.
+	Match []string `json:"match"`
+
+	// MeasuredRuns Stored runs whose model name means this entry.
+	MeasuredRuns int    `json:"measured_runs"`
+	Name         string `json:"name"`
+
+	// ParamsB Parameters in billions.
+	ParamsB float64 `json:"params_b"`
+
+	// Source Where the figures were read (trust/SOURCES.md says more).
+	Source string `json:"source"`
+}
+
+// ModelFactsKind `moe`: a mixture of experts (fewer parameters read per token than stored).
+type ModelFactsKind string
+
+// ModelFactsList defines model for ModelFactsList.
+type ModelFactsList struct {
+	Items []ModelFacts `json:"items"`
 }
 
 // Moderation defines model for Moderation.
@@ -2911,6 +2976,18 @@ type GetLeaderboardParams struct {
 // GetLeaderboardParamsMetric defines parameters for GetLeaderboard.
 type GetLeaderboardParamsMetric string
 
+// ListModelFactsParams defines parameters for ListModelFacts.
+type ListModelFactsParams struct {
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// GetModelFactsParams defines parameters for GetModelFacts.
+type GetModelFactsParams struct {
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
 // ListModelsParams defines parameters for ListModels.
 type ListModelsParams struct {
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
@@ -3449,13 +3526,22 @@ type ClientInterface interface {
 	// (`basis.method` `measured`); otherwise the answer is `interpolated`
 	// inside the measured region, `extrapolated` within 2× the largest
 	// measured concurrency and 1.25× the longest measured context,
-	// `scaled_vram` for another `vram_gb`, or `scaled_gpu` for another
-	// `target_gpu`; `none` where the status leaves no speed. Each value
-	// carries an interval (see `basis.error_band_pct`). Beyond what the data
-	// supports the answer is 422, saying why and what is supported.
+	// `scaled_vram` for another `vram_gb`, `scaled_gpu` for another
+	// `target_gpu`, or `scaled_model` for a model with no run on the GPU;
+	// `none` where the status leaves no speed. Each value carries an
+	// interval (see `basis.error_band_pct`). Beyond what the data supports
+	// the answer is 422, saying why and what is supported.
 	//
 	// Select the run by `run_id`, or by `model` + `gpu` (optionally
-	// `engine_version`, `kv_cache_dtype`).
+	// `engine_version`, `kv_cache_dtype`). When no run of `model` is stored
+	// on `gpu` but runs of other models are, the answer is made from the
+	// one of those whose model is of the same kind (dense, or mixture of
+	// experts) and closest in active parameters, both models described by
+	// the model facts table (`/v1/model-facts`): its speed moved by the
+	// models' weight and KV bytes per token as measured across models
+	// (`basis.method` `scaled_model`, `basis.run_ids` the source run, a
+	// warning naming both models, no TTFT). Where the facts do not
+	// describe a model the answer is 422 saying which.
 	//
 	// Corresponds with GET /v1/calculator/decode (the `EstimateDecode` operationId).
 	EstimateDecode(ctx context.Context, params *EstimateDecodeParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3567,6 +3653,29 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/leaderboard (the `GetLeaderboard` operationId).
 	GetLeaderboard(ctx context.Context, params *GetLeaderboardParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListModelFacts The model facts table
+	//
+	// The models whose architecture the service knows, from an embedded
+	// table (`trust/models.json`, each entry's `source` the page its
+	// figures were read from): parameters, for a mixture of experts the
+	// parameters one token reads, layers and the KV-cache geometry
+	// (full-attention layers, KV heads, head dimension). The plausibility
+	// checks and cross-model calculator answers (`basis.method`
+	// `scaled_model`) read it; a run's model name means the entry one of
+	// whose `match` patterns it contains (the longest). A figure not known
+	// is null, never guessed; an entry without the KV geometry is not used
+	// for cross-model answers.
+	//
+	// Corresponds with GET /v1/model-facts (the `ListModelFacts` operationId).
+	ListModelFacts(ctx context.Context, params *ListModelFactsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetModelFacts The model facts entry a model name means
+	//
+	// A model name as a run gives it, less any `owner/` prefix (`NVIDIA-Nemotron-Nano-12B-v2-AWQ-4bit`), or an entry's own name: the entry one of whose `match` patterns the name contains, case ignored, `_` and spaces read as `-`.
+	//
+	// Corresponds with GET /v1/model-facts/{model} (the `GetModelFacts` operationId).
+	GetModelFacts(ctx context.Context, model string, params *GetModelFactsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListModels Models with run counts
 	//
@@ -4200,13 +4309,22 @@ func (c *Client) EstimateCapacity(ctx context.Context, params *EstimateCapacityP
 // (`basis.method` `measured`); otherwise the answer is `interpolated`
 // inside the measured region, `extrapolated` within 2× the largest
 // measured concurrency and 1.25× the longest measured context,
-// `scaled_vram` for another `vram_gb`, or `scaled_gpu` for another
-// `target_gpu`; `none` where the status leaves no speed. Each value
-// carries an interval (see `basis.error_band_pct`). Beyond what the data
-// supports the answer is 422, saying why and what is supported.
+// `scaled_vram` for another `vram_gb`, `scaled_gpu` for another
+// `target_gpu`, or `scaled_model` for a model with no run on the GPU;
+// `none` where the status leaves no speed. Each value carries an
+// interval (see `basis.error_band_pct`). Beyond what the data supports
+// the answer is 422, saying why and what is supported.
 //
 // Select the run by `run_id`, or by `model` + `gpu` (optionally
-// `engine_version`, `kv_cache_dtype`).
+// `engine_version`, `kv_cache_dtype`). When no run of `model` is stored
+// on `gpu` but runs of other models are, the answer is made from the
+// one of those whose model is of the same kind (dense, or mixture of
+// experts) and closest in active parameters, both models described by
+// the model facts table (`/v1/model-facts`): its speed moved by the
+// models' weight and KV bytes per token as measured across models
+// (`basis.method` `scaled_model`, `basis.run_ids` the source run, a
+// warning naming both models, no TTFT). Where the facts do not
+// describe a model the answer is 422 saying which.
 //
 // Corresponds with GET /v1/calculator/decode (the `EstimateDecode` operationId).
 func (c *Client) EstimateDecode(ctx context.Context, params *EstimateDecodeParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4409,6 +4527,49 @@ func (c *Client) GetHardware(ctx context.Context, gpu string, params *GetHardwar
 // Corresponds with GET /v1/leaderboard (the `GetLeaderboard` operationId).
 func (c *Client) GetLeaderboard(ctx context.Context, params *GetLeaderboardParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetLeaderboardRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListModelFacts The model facts table
+//
+// The models whose architecture the service knows, from an embedded
+// table (`trust/models.json`, each entry's `source` the page its
+// figures were read from): parameters, for a mixture of experts the
+// parameters one token reads, layers and the KV-cache geometry
+// (full-attention layers, KV heads, head dimension). The plausibility
+// checks and cross-model calculator answers (`basis.method`
+// `scaled_model`) read it; a run's model name means the entry one of
+// whose `match` patterns it contains (the longest). A figure not known
+// is null, never guessed; an entry without the KV geometry is not used
+// for cross-model answers.
+//
+// Corresponds with GET /v1/model-facts (the `ListModelFacts` operationId).
+func (c *Client) ListModelFacts(ctx context.Context, params *ListModelFactsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListModelFactsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetModelFacts The model facts entry a model name means
+//
+// A model name as a run gives it, less any `owner/` prefix (`NVIDIA-Nemotron-Nano-12B-v2-AWQ-4bit`), or an entry's own name: the entry one of whose `match` patterns the name contains, case ignored, `_` and spaces read as `-`.
+//
+// Corresponds with GET /v1/model-facts/{model} (the `GetModelFacts` operationId).
+func (c *Client) GetModelFacts(ctx context.Context, model string, params *GetModelFactsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetModelFactsRequest(c.Server, model, params)
 	if err != nil {
 		return nil, err
 	}
@@ -7192,6 +7353,97 @@ func NewGetLeaderboardRequest(server string, params *GetLeaderboardParams) (*htt
 	return req, nil
 }
 
+// NewListModelFactsRequest constructs an http.Request for the ListModelFacts method
+func NewListModelFactsRequest(server string, params *ListModelFactsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/model-facts")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetModelFactsRequest constructs an http.Request for the GetModelFacts method
+func NewGetModelFactsRequest(server string, model string, params *GetModelFactsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "model", model, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/model-facts/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewListModelsRequest constructs an http.Request for the ListModels method
 func NewListModelsRequest(server string, params *ListModelsParams) (*http.Request, error) {
 	var err error
@@ -9192,13 +9444,22 @@ type ClientWithResponsesInterface interface {
 	// (`basis.method` `measured`); otherwise the answer is `interpolated`
 	// inside the measured region, `extrapolated` within 2× the largest
 	// measured concurrency and 1.25× the longest measured context,
-	// `scaled_vram` for another `vram_gb`, or `scaled_gpu` for another
-	// `target_gpu`; `none` where the status leaves no speed. Each value
-	// carries an interval (see `basis.error_band_pct`). Beyond what the data
-	// supports the answer is 422, saying why and what is supported.
+	// `scaled_vram` for another `vram_gb`, `scaled_gpu` for another
+	// `target_gpu`, or `scaled_model` for a model with no run on the GPU;
+	// `none` where the status leaves no speed. Each value carries an
+	// interval (see `basis.error_band_pct`). Beyond what the data supports
+	// the answer is 422, saying why and what is supported.
 	//
 	// Select the run by `run_id`, or by `model` + `gpu` (optionally
-	// `engine_version`, `kv_cache_dtype`).
+	// `engine_version`, `kv_cache_dtype`). When no run of `model` is stored
+	// on `gpu` but runs of other models are, the answer is made from the
+	// one of those whose model is of the same kind (dense, or mixture of
+	// experts) and closest in active parameters, both models described by
+	// the model facts table (`/v1/model-facts`): its speed moved by the
+	// models' weight and KV bytes per token as measured across models
+	// (`basis.method` `scaled_model`, `basis.run_ids` the source run, a
+	// warning naming both models, no TTFT). Where the facts do not
+	// describe a model the answer is 422 saying which.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9330,6 +9591,33 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/leaderboard (the `GetLeaderboard` operationId).
 	GetLeaderboardWithResponse(ctx context.Context, params *GetLeaderboardParams, reqEditors ...RequestEditorFn) (*GetLeaderboardResponse, error)
+
+	// ListModelFactsWithResponse The model facts table
+	//
+	// The models whose architecture the service knows, from an embedded
+	// table (`trust/models.json`, each entry's `source` the page its
+	// figures were read from): parameters, for a mixture of experts the
+	// parameters one token reads, layers and the KV-cache geometry
+	// (full-attention layers, KV heads, head dimension). The plausibility
+	// checks and cross-model calculator answers (`basis.method`
+	// `scaled_model`) read it; a run's model name means the entry one of
+	// whose `match` patterns it contains (the longest). A figure not known
+	// is null, never guessed; an entry without the KV geometry is not used
+	// for cross-model answers.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/model-facts (the `ListModelFacts` operationId).
+	ListModelFactsWithResponse(ctx context.Context, params *ListModelFactsParams, reqEditors ...RequestEditorFn) (*ListModelFactsResponse, error)
+
+	// GetModelFactsWithResponse The model facts entry a model name means
+	//
+	// A model name as a run gives it, less any `owner/` prefix (`NVIDIA-Nemotron-Nano-12B-v2-AWQ-4bit`), or an entry's own name: the entry one of whose `match` patterns the name contains, case ignored, `_` and spaces read as `-`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/model-facts/{model} (the `GetModelFacts` operationId).
+	GetModelFactsWithResponse(ctx context.Context, model string, params *GetModelFactsParams, reqEditors ...RequestEditorFn) (*GetModelFactsResponse, error)
 
 	// ListModelsWithResponse Models with run counts
 	//
@@ -11368,6 +11656,157 @@ func (r GetLeaderboardResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetLeaderboardResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListModelFactsResponse304Headers the declared response headers of an HTTP 304 response for ListModelFacts
+type ListModelFactsResponse304Headers struct {
+	ETag *string
+}
+
+// ListModelFactsResponse429Headers the declared response headers of an HTTP 429 response for ListModelFacts
+type ListModelFactsResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         *int
+}
+
+type ListModelFactsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ModelFactsList
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *ListModelFactsResponse304Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListModelFactsResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListModelFactsResponse) GetJSON200() *ModelFactsList {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListModelFactsResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListModelFactsResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r ListModelFactsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListModelFactsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListModelFactsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListModelFactsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetModelFactsResponse304Headers the declared response headers of an HTTP 304 response for GetModelFacts
+type GetModelFactsResponse304Headers struct {
+	ETag *string
+}
+
+// GetModelFactsResponse429Headers the declared response headers of an HTTP 429 response for GetModelFacts
+type GetModelFactsResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         *int
+}
+
+type GetModelFactsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ModelFacts
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetModelFactsResponse304Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetModelFactsResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetModelFactsResponse) GetJSON200() *ModelFacts {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetModelFactsResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetModelFactsResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetModelFactsResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r GetModelFactsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetModelFactsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetModelFactsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetModelFactsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -13754,13 +14193,22 @@ func (c *ClientWithResponses) EstimateCapacityWithResponse(ctx context.Context, 
 // (`basis.method` `measured`); otherwise the answer is `interpolated`
 // inside the measured region, `extrapolated` within 2× the largest
 // measured concurrency and 1.25× the longest measured context,
-// `scaled_vram` for another `vram_gb`, or `scaled_gpu` for another
-// `target_gpu`; `none` where the status leaves no speed. Each value
-// carries an interval (see `basis.error_band_pct`). Beyond what the data
-// supports the answer is 422, saying why and what is supported.
+// `scaled_vram` for another `vram_gb`, `scaled_gpu` for another
+// `target_gpu`, or `scaled_model` for a model with no run on the GPU;
+// `none` where the status leaves no speed. Each value carries an
+// interval (see `basis.error_band_pct`). Beyond what the data supports
+// the answer is 422, saying why and what is supported.
 //
 // Select the run by `run_id`, or by `model` + `gpu` (optionally
-// `engine_version`, `kv_cache_dtype`).
+// `engine_version`, `kv_cache_dtype`). When no run of `model` is stored
+// on `gpu` but runs of other models are, the answer is made from the
+// one of those whose model is of the same kind (dense, or mixture of
+// experts) and closest in active parameters, both models described by
+// the model facts table (`/v1/model-facts`): its speed moved by the
+// models' weight and KV bytes per token as measured across models
+// (`basis.method` `scaled_model`, `basis.run_ids` the source run, a
+// warning naming both models, no TTFT). Where the facts do not
+// describe a model the answer is 422 saying which.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -13951,6 +14399,45 @@ func (c *ClientWithResponses) GetLeaderboardWithResponse(ctx context.Context, pa
 		return nil, err
 	}
 	return ParseGetLeaderboardResponse(rsp)
+}
+
+// ListModelFactsWithResponse The model facts table
+//
+// The models whose architecture the service knows, from an embedded
+// table (`trust/models.json`, each entry's `source` the page its
+// figures were read from): parameters, for a mixture of experts the
+// parameters one token reads, layers and the KV-cache geometry
+// (full-attention layers, KV heads, head dimension). The plausibility
+// checks and cross-model calculator answers (`basis.method`
+// `scaled_model`) read it; a run's model name means the entry one of
+// whose `match` patterns it contains (the longest). A figure not known
+// is null, never guessed; an entry without the KV geometry is not used
+// for cross-model answers.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/model-facts (the `ListModelFacts` operationId).
+func (c *ClientWithResponses) ListModelFactsWithResponse(ctx context.Context, params *ListModelFactsParams, reqEditors ...RequestEditorFn) (*ListModelFactsResponse, error) {
+	rsp, err := c.ListModelFacts(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListModelFactsResponse(rsp)
+}
+
+// GetModelFactsWithResponse The model facts entry a model name means
+//
+// A model name as a run gives it, less any `owner/` prefix (`NVIDIA-Nemotron-Nano-12B-v2-AWQ-4bit`), or an entry's own name: the entry one of whose `match` patterns the name contains, case ignored, `_` and spaces read as `-`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/model-facts/{model} (the `GetModelFacts` operationId).
+func (c *ClientWithResponses) GetModelFactsWithResponse(ctx context.Context, model string, params *GetModelFactsParams, reqEditors ...RequestEditorFn) (*GetModelFactsResponse, error) {
+	rsp, err := c.GetModelFacts(ctx, model, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetModelFactsResponse(rsp)
 }
 
 // ListModelsWithResponse Models with run counts
@@ -16441,6 +16928,187 @@ func ParseGetLeaderboardResponse(rsp *http.Response) (*GetLeaderboardResponse, e
 		response.Headers304 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetLeaderboardResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListModelFactsResponse parses an HTTP response from a ListModelFactsWithResponse call
+func ParseListModelFactsResponse(rsp *http.Response) (*ListModelFactsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListModelFactsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ModelFactsList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 304:
+		var headers ListModelFactsResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers304 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListModelFactsResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetModelFactsResponse parses an HTTP response from a GetModelFactsWithResponse call
+func ParseGetModelFactsResponse(rsp *http.Response) (*GetModelFactsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetModelFactsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ModelFacts
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 304:
+		var headers GetModelFactsResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers304 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetModelFactsResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
