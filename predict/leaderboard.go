@@ -182,6 +182,9 @@ func (c *Service) PredictedLeaderboard(ctx context.Context, f store.RunFilter, c
 			continue
 		}
 		e := PredictedEntry{Value: v, Run: cd.cfg, Answer: Answer[calculator.Prediction]{Result: p, RunIDs: []string{cd.cfg.ID}}}
+		if cd.cfg.Flagged {
+			e.Answer.Warnings = []string{flaggedWarning(cd.cfg.ID)}
+		}
 		i, _ := slices.BinarySearchFunc(kept, e, func(a, b PredictedEntry) int {
 			return cmp.Or(better(a.Value, b.Value), cmp.Compare(a.Run.ID, b.Run.ID))
 		})

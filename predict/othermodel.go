@@ -110,6 +110,18 @@ func (c *Service) otherModelRun(ctx context.Context, sel Selection) (string, cal
 		return "", none, "", &calculator.Refusal{Reason: fmt.Sprintf("no run of a model matching %q is stored on GPU %q, and runs of other models there (%s) cannot be scaled to it: the model facts table %s; name the model as the table does (GET /v1/model-facts lists each entry's match patterns) or %s",
 			clip(sel.Model), clip(sel.GPU), strings.Join(clipAll(others, 4), ", "), what, howToAdd), Supported: supported}
 	}
+	// Runs of the asked model itself (the facts entry it means) under
+	// another name are its own answer, not another model's.
+	var same []string
+	for _, cfg := range candidates {
+		if src, ok := c.facts.Lookup(cfg.ModelName); ok && src.Name == dst.Name && !slices.Contains(same, cfg.ModelName) {
+			same = append(same, cfg.ModelName)
+		}
+	}
+	if len(same) > 0 {
+		return "", none, "", &calculator.Refusal{Reason: fmt.Sprintf("no run's model name contains %q, but runs of %s are stored on GPU %q as %s: ask with model set to one of those names",
+			clip(sel.Model), dst.Name, clip(sel.GPU), strings.Join(clipAll(same, 4), ", ")), Supported: supported}
+	}
 	best, bestDist := -1, math.Inf(1)
 	var bestRatios calculator.ModelRatios
 	var why []string

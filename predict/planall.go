@@ -147,7 +147,7 @@ func (c *Service) planAll(ctx context.Context, pq PlanQuery) (Plan, error) {
 	out = c.finish(pq, out, pending)
 	if more > 0 {
 		out.Pending += more
-		out.Warnings = append(out.Warnings, fmt.Sprintf("%d more matching runs have no fit yet and are not planned: they are being fitted in the background (after an upgrade, matrixd fit makes them all before the server starts)", more))
+		out.Warnings = append(out.Warnings, fmt.Sprintf("partial answer: %d more matching %s no fit yet and %s not planned: they are being fitted in the background (after an upgrade, matrixd fit makes them all before the server starts); ask again later for the whole answer", more, plural(more, "run has", "runs have"), plural(more, "is", "are")))
 	}
 	return out, nil
 }

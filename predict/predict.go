@@ -252,7 +252,7 @@ func (c *Service) selectRun(ctx context.Context, sel Selection) (string, []strin
 		}
 		var warn []string
 		if cfg.Flagged {
-			warn = append(warn, fmt.Sprintf("run %s failed a plausibility check (see its trust.flags): this answer is only as good as its numbers", sel.RunID))
+			warn = append(warn, flaggedWarning(sel.RunID))
 		}
 		return sel.RunID, []string{sel.RunID}, warn, nil
 	case sel.Model == "" || sel.GPU == "":
@@ -346,6 +346,11 @@ func (c *Service) selectRun(ctx context.Context, sel Selection) (string, []strin
 		warn = append(warn, fmt.Sprintf("more than %d runs match; only the newest %d were compared", maxCandidates, maxCandidates))
 	}
 	return ids[0], ids, warn, nil
+}
+
+// flaggedWarning is what an answer from flagged run id says of it.
+func flaggedWarning(id string) string {
+	return fmt.Sprintf("run %s failed a plausibility check (see its trust.flags): this answer is only as good as its numbers", id)
 }
 
 // model returns the fit of run id (with the valid cells of shared informing

@@ -153,6 +153,19 @@ func TestCrossModelNearest(t *testing.T) {
 		{"a model of the GPU is its own answer", "/v1/calculator/decode?model=Qwen3-8B&gpu=RTX%203090&context_tokens=16384&concurrency=8", 200,
 			[]string{`"method":"measured"`, `"run_ids":["` + stored.ID + `"]`}},
 	})
+	// Asked by a name the facts give it (Llama-3-8B) that no run's name
+	// contains, a model stored on the GPU under another (Meta-Llama-3.1-8B)
+	// is never scaled onto itself: the answer says which name to ask with.
+	llama := nemo
+	llama.ID, llama.Title = "", "Llama 3.1 8B on RTX 3090"
+	llama.Model.Name = "meta-llama/Meta-Llama-3.1-8B-Instruct"
+	if _, _, err := e.st.CreateRun(context.Background(), llama); err != nil {
+		t.Fatal(err)
+	}
+	runCases(t, e, []getCase{
+		{"the model under another name", "/v1/calculator/decode?model=Llama-3-8B&gpu=RTX%203090&context_tokens=16384&concurrency=8", 422,
+			[]string{"runs of Llama-3-8B are stored on GPU", "meta-llama/Meta-Llama-3.1-8B-Instruct", "ask with model set to one of those names"}},
+	})
 }
 
 // TestCalculatorAnswersMatchEveryMeasuredCell asks the decode endpoint for

@@ -3,7 +3,10 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/csv"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"mime"
 	"net/http"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/matrixd/matrixd/api"
 	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/predict"
 	"github.com/matrixd/matrixd/store"
 )
 
@@ -469,15 +473,27 @@ func ratio(v, base *float64) *float64 {
 // matching run ranked by its predicted cell. Its cursor is the place the
 // next page starts at.
 func (s *Server) predictedLeaderboard(ctx context.Context, p api.GetLeaderboardParams, f store.RunFilter, metric string) (api.GetLeaderboardResponseObject, error) {
+	// A cursor is the place the next page starts at, tied to its listing
+	// (cell, metric, filters): reused with another it is refused.
+	listing := p
+	listing.Cursor, listing.Limit = nil, nil
+	b, _ := json.Marshal(listing)
+	sum := sha256.Sum256(b)
+	tag := hex.EncodeToString(sum[:6])
 	offset := 0
 	if c := deref(p.Cursor); c != "" {
-		n, err := strconv.Atoi(strings.TrimPrefix(c, "place-"))
-		if !strings.HasPrefix(c, "place-") || err != nil || n < 1 {
+		place, t, _ := strings.Cut(strings.TrimPrefix(c, "place-"), "-")
+		n, err := strconv.Atoi(place)
+		switch {
+		case !strings.HasPrefix(c, "place-") || err != nil || n < 1 || n >= predict.MaxPredictedRank:
 			return nil, invalidParam("cursor", "not one this API issued for a predicted ranking; pass next_cursor back unchanged, or drop cursor to start over")
+		case t != tag:
+			return nil, invalidParam("cursor", "belongs to a ranking with other parameters (cell, metric or filters); keep them the same across pages, or drop cursor to start over")
 		}
 		offset = n
 	}
-	board, err := s.calc.PredictedLeaderboard(ctx, f, p.ContextTokens, p.Concurrency, metric, offset, limitOr(p.Limit))
+	limit := min(limitOr(p.Limit), predict.MaxPredictedRank-offset) // the last page ends at the last place listed
+	board, err := s.calc.PredictedLeaderboard(ctx, f, p.ContextTokens, p.Concurrency, metric, offset, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -493,13 +509,13 @@ func (s *Server) predictedLeaderboard(ctx context.Context, p api.GetLeaderboardP
 	out := api.GetLeaderboard200JSONResponse{ContextTokens: p.ContextTokens, Concurrency: p.Concurrency,
 		Metric: api.LeaderboardMetric(metric), MethodClass: api.MethodClass(f.MethodClass), Predicted: &predicted,
 		MatchedRuns: &board.Matched, Pending: &board.Pending, Warnings: &warns, Items: []api.LeaderboardEntry{}}
-	if board.More {
-		next := "place-" + strconv.Itoa(offset+len(board.Entries))
+	if at := offset + len(board.Entries); board.More && at < predict.MaxPredictedRank {
+		next := "place-" + strconv.Itoa(at) + "-" + tag
 		out.NextCursor = &next
 	}
 	q := calculator.Query{ContextTokens: p.ContextTokens, Concurrency: p.Concurrency}
 	for _, e := range board.Entries {
-		sum, ok := sums[e.Run.ID]
+		run, ok := sums[e.Run.ID]
 		if !ok {
 			continue // deleted meanwhile
 		}
@@ -509,7 +525,11 @@ func (s *Server) predictedLeaderboard(ctx context.Context, p api.GetLeaderboardP
 			store.MetricTTFTMs: pred.TTFTMs, store.MetricTBTMs: pred.TBTMs}[metric]; v != nil {
 			value = v.Value
 		}
-		out.Items = append(out.Items, api.LeaderboardEntry{Rank: e.Rank, Value: value, Run: toAPISummary(sum), Prediction: &pred})
+		rank := e.Rank
+		if n := len(out.Items); n > 0 && out.Items[n-1].Value == value {
+			rank = out.Items[n-1].Rank // equal as shown: ties share a rank
+		}
+		out.Items = append(out.Items, api.LeaderboardEntry{Rank: rank, Value: value, Run: toAPISummary(run), Prediction: &pred})
 	}
 	if board.Pending > 0 {
 		doNotStore(ctx) // partial: asking again must not replay it

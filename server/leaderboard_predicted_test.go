@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/matrixd/matrixd/api"
+	"github.com/matrixd/matrixd/predict"
 	"github.com/matrixd/matrixd/store"
 )
 
@@ -92,8 +94,68 @@ func TestPredictedLeaderboardRanksEveryRun(t *testing.T) {
 	if rec.Code != http.StatusBadRequest {
 		t.Errorf("a foreign cursor: %d, want 400", rec.Code)
 	}
+	// A cursor belongs to its ranking: with another metric, cell or filter
+	// it is refused, naming cursor.
+	first := get("/v1/leaderboard?predicted=true&limit=6&" + cell)
+	for _, other := range []string{"&metric=ttft_ms", "&gpu=RTX%203090", "&context_tokens=4096&concurrency=2"} {
+		target := "/v1/leaderboard?predicted=true&limit=6&" + cell + other + "&cursor=" + *first.NextCursor
+		if other == "&context_tokens=4096&concurrency=2" {
+			target = "/v1/leaderboard?predicted=true&limit=6" + other + "&cursor=" + *first.NextCursor
+		}
+		rec := e.do(t, http.MethodGet, target, nil)
+		if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), `"field":"cursor"`) || !strings.Contains(rec.Body.String(), "other parameters") {
+			t.Errorf("a cursor reused with %s: %d %s, want 400 naming cursor", other, rec.Code, rec.Body)
+		}
+	}
 	rec = e.do(t, http.MethodGet, fmt.Sprintf("/v1/leaderboard?predicted=true&%s&limit=50&cursor=place-190", cell), nil)
 	if rec.Code != http.StatusBadRequest {
-		t.Errorf("a page past the first 200 places: %d, want 400", rec.Code)
+		t.Errorf("a cursor without its ranking's tag: %d, want 400", rec.Code)
+	}
+}
+
+// TestPredictedLeaderboardEndsAtItsLastPlace: the pages of a predicted
+// ranking reach every one of its first 200 places, the last page ends
+// there, and it has no next cursor.
+func TestPredictedLeaderboardEndsAtItsLastPlace(t *testing.T) {
+	e := newEnv(t, 240)
+	const cell = "context_tokens=0&concurrency=1"
+	get := func(target string) api.Leaderboard {
+		t.Helper()
+		rec := e.do(t, http.MethodGet, target, nil)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("%s: %d %s", target, rec.Code, rec.Body)
+		}
+		var lb api.Leaderboard
+		if err := json.Unmarshal(rec.Body.Bytes(), &lb); err != nil {
+			t.Fatal(err)
+		}
+		return lb
+	}
+	// Each answer fits up to 64 runs not yet fitted: ask until none is pending.
+	for i := 0; ; i++ {
+		lb := get("/v1/leaderboard?predicted=true&" + cell)
+		if *lb.Pending == 0 {
+			break
+		}
+		if i == 20 {
+			t.Fatalf("still %d runs pending", *lb.Pending)
+		}
+	}
+	places, target := 0, "/v1/leaderboard?predicted=true&limit=37&"+cell
+	for page := 0; page < 10; page++ {
+		lb := get(target)
+		for i, it := range lb.Items {
+			if it.Rank > places+i+1 {
+				t.Fatalf("place %d ranked %d", places+i+1, it.Rank)
+			}
+		}
+		places += len(lb.Items)
+		if lb.NextCursor == nil {
+			break
+		}
+		target = "/v1/leaderboard?predicted=true&limit=37&" + cell + "&cursor=" + *lb.NextCursor
+	}
+	if places != predict.MaxPredictedRank {
+		t.Errorf("the pages listed %d places, want the first %d", places, predict.MaxPredictedRank)
 	}
 }

@@ -120,6 +120,9 @@ func TestCopyAddsNoCertainty(t *testing.T) {
 	runCases(t, e, []getCase{
 		{"leaderboard leaves the flagged run out", "/v1/leaderboard?context_tokens=0&concurrency=1", 200, []string{`"method_class":"sustained_decode"`, fara.ID}},
 		{"include_flagged brings it back", "/v1/leaderboard?context_tokens=0&concurrency=1&include_flagged=true", 200, []string{`"rank":1`, flagged.ID, `"flagged":true`}},
+		{"the predicted leaderboard leaves it out", "/v1/leaderboard?context_tokens=20000&concurrency=6&predicted=true&model=fara", 200, []string{fara.ID, `"matched_runs":2`}},
+		{"predicted with include_flagged says it failed a check", "/v1/leaderboard?context_tokens=20000&concurrency=6&predicted=true&model=fara&include_flagged=true", 200,
+			[]string{`"rank":1`, flagged.ID, `"run ` + flagged.ID + ` failed a plausibility check`}},
 		{"lists show it, flagged", "/v1/runs?submitted_by=mallory", 200, []string{flagged.ID, `"flagged":true`, `"flagged":false`}},
 		{"the planner leaves it out", "/v1/planner?context_tokens=0&min_per_request_tok_s=1&model=fara", 200, []string{`"matched_runs":2`}},
 		{"the planner with include_flagged", "/v1/planner?context_tokens=0&min_per_request_tok_s=1&model=fara&include_flagged=true", 200, []string{`"matched_runs":3`, flagged.ID}},

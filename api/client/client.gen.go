@@ -997,7 +997,7 @@ type CapacityEstimate struct {
 
 // CapacityPlan defines model for CapacityPlan.
 type CapacityPlan struct {
-	// MatchedRuns Stored runs that matched the filters and were planned: at most the newest 50 (a warning says when more matched).
+	// MatchedRuns Stored runs that matched the filters: every one is planned (with `vram_gb`, `gpu_memory_utilization` or `max_output_tokens`, the newest 50; a warning says when more matched).
 	MatchedRuns int `json:"matched_runs"`
 
 	// Omitted Options cut by `limit`.
@@ -3688,7 +3688,11 @@ type ClientInterface interface {
 	//
 	// "I need requests of `context_tokens` at ≥ `min_per_request_tok_s`
 	// each with TTFT ≤ `max_ttft_ms`: how many fit, on which card?" For
-	// every stored run matching the filters (at most the newest 50), the
+	// every stored run matching the filters (all of them: each run's stored
+	// capability summary bounds what it can reach, and only the runs whose
+	// bounds could make the answer are modelled in full; with `vram_gb`,
+	// `gpu_memory_utilization` or `max_output_tokens`, which the summaries
+	// do not bound, the newest 50, a warning says so), the
 	// largest concurrency meeting the target at that context, from the
 	// run's fitted surface and never beyond what its data supports (the
 	// calculator's range), with total and per-request tok/s and TTFT there,
@@ -3709,15 +3713,17 @@ type ClientInterface interface {
 	// engine family, within a generation or across); their TTFT is not predicted,
 	// so a TTFT bound is not applied to them (`ttft_checked` false).
 	//
-	// Fits are kept per run and made when a run is written; an answer
-	// waits at most about 3 s for runs not fitted yet (after a restart)
-	// and lists the rest with shortfall metric `model`, "being fitted: ask
-	// again in a few seconds", while they are fitted in the background
-	// (a catalog GPU scaled from such a run is left out). Such a partial
-	// answer says so in `warnings` ("partial answer: …") and is sent with
+	// Fits are stored per run and made when a run is written; runs with
+	// no fit of the calculator's current method (after an upgrade) are
+	// fitted in the background. An answer waits at most about 3 s for
+	// up to 64 such runs and lists those not fitted in time with
+	// shortfall metric `model`, "being fitted: ask again in a few
+	// seconds"; more are counted, not listed (a catalog GPU scaled from
+	// such a run is left out). Such a partial answer says so in
+	// `warnings` ("partial answer: …") and is sent with
 	// `Cache-Control: no-store` and no ETag: asking again computes it
-	// afresh. `matched_runs` counts the runs planned: at most the newest
-	// 50 (a warning says when more matched). A `gpu` on which no run
+	// afresh. `matched_runs` counts the runs that matched the filters.
+	// A `gpu` on which no run
 	// matches gets no options and a warning saying so, with the catalog's
 	// nearest names when the name is not a GPU of the catalog.
 	//
@@ -4601,7 +4607,11 @@ func (c *Client) ListModels(ctx context.Context, params *ListModelsParams, reqEd
 //
 // "I need requests of `context_tokens` at ≥ `min_per_request_tok_s`
 // each with TTFT ≤ `max_ttft_ms`: how many fit, on which card?" For
-// every stored run matching the filters (at most the newest 50), the
+// every stored run matching the filters (all of them: each run's stored
+// capability summary bounds what it can reach, and only the runs whose
+// bounds could make the answer are modelled in full; with `vram_gb`,
+// `gpu_memory_utilization` or `max_output_tokens`, which the summaries
+// do not bound, the newest 50, a warning says so), the
 // largest concurrency meeting the target at that context, from the
 // run's fitted surface and never beyond what its data supports (the
 // calculator's range), with total and per-request tok/s and TTFT there,
@@ -4622,15 +4632,17 @@ func (c *Client) ListModels(ctx context.Context, params *ListModelsParams, reqEd
 // engine family, within a generation or across); their TTFT is not predicted,
 // so a TTFT bound is not applied to them (`ttft_checked` false).
 //
-// Fits are kept per run and made when a run is written; an answer
-// waits at most about 3 s for runs not fitted yet (after a restart)
-// and lists the rest with shortfall metric `model`, "being fitted: ask
-// again in a few seconds", while they are fitted in the background
-// (a catalog GPU scaled from such a run is left out). Such a partial
-// answer says so in `warnings` ("partial answer: …") and is sent with
+// Fits are stored per run and made when a run is written; runs with
+// no fit of the calculator's current method (after an upgrade) are
+// fitted in the background. An answer waits at most about 3 s for
+// up to 64 such runs and lists those not fitted in time with
+// shortfall metric `model`, "being fitted: ask again in a few
+// seconds"; more are counted, not listed (a catalog GPU scaled from
+// such a run is left out). Such a partial answer says so in
+// `warnings` ("partial answer: …") and is sent with
 // `Cache-Control: no-store` and no ETag: asking again computes it
-// afresh. `matched_runs` counts the runs planned: at most the newest
-// 50 (a warning says when more matched). A `gpu` on which no run
+// afresh. `matched_runs` counts the runs that matched the filters.
+// A `gpu` on which no run
 // matches gets no options and a warning saying so, with the catalog's
 // nearest names when the name is not a GPU of the catalog.
 //
@@ -9632,7 +9644,11 @@ type ClientWithResponsesInterface interface {
 	//
 	// "I need requests of `context_tokens` at ≥ `min_per_request_tok_s`
 	// each with TTFT ≤ `max_ttft_ms`: how many fit, on which card?" For
-	// every stored run matching the filters (at most the newest 50), the
+	// every stored run matching the filters (all of them: each run's stored
+	// capability summary bounds what it can reach, and only the runs whose
+	// bounds could make the answer are modelled in full; with `vram_gb`,
+	// `gpu_memory_utilization` or `max_output_tokens`, which the summaries
+	// do not bound, the newest 50, a warning says so), the
 	// largest concurrency meeting the target at that context, from the
 	// run's fitted surface and never beyond what its data supports (the
 	// calculator's range), with total and per-request tok/s and TTFT there,
@@ -9653,15 +9669,17 @@ type ClientWithResponsesInterface interface {
 	// engine family, within a generation or across); their TTFT is not predicted,
 	// so a TTFT bound is not applied to them (`ttft_checked` false).
 	//
-	// Fits are kept per run and made when a run is written; an answer
-	// waits at most about 3 s for runs not fitted yet (after a restart)
-	// and lists the rest with shortfall metric `model`, "being fitted: ask
-	// again in a few seconds", while they are fitted in the background
-	// (a catalog GPU scaled from such a run is left out). Such a partial
-	// answer says so in `warnings` ("partial answer: …") and is sent with
+	// Fits are stored per run and made when a run is written; runs with
+	// no fit of the calculator's current method (after an upgrade) are
+	// fitted in the background. An answer waits at most about 3 s for
+	// up to 64 such runs and lists those not fitted in time with
+	// shortfall metric `model`, "being fitted: ask again in a few
+	// seconds"; more are counted, not listed (a catalog GPU scaled from
+	// such a run is left out). Such a partial answer says so in
+	// `warnings` ("partial answer: …") and is sent with
 	// `Cache-Control: no-store` and no ETag: asking again computes it
-	// afresh. `matched_runs` counts the runs planned: at most the newest
-	// 50 (a warning says when more matched). A `gpu` on which no run
+	// afresh. `matched_runs` counts the runs that matched the filters.
+	// A `gpu` on which no run
 	// matches gets no options and a warning saying so, with the catalog's
 	// nearest names when the name is not a GPU of the catalog.
 	//
@@ -14459,7 +14477,11 @@ func (c *ClientWithResponses) ListModelsWithResponse(ctx context.Context, params
 //
 // "I need requests of `context_tokens` at ≥ `min_per_request_tok_s`
 // each with TTFT ≤ `max_ttft_ms`: how many fit, on which card?" For
-// every stored run matching the filters (at most the newest 50), the
+// every stored run matching the filters (all of them: each run's stored
+// capability summary bounds what it can reach, and only the runs whose
+// bounds could make the answer are modelled in full; with `vram_gb`,
+// `gpu_memory_utilization` or `max_output_tokens`, which the summaries
+// do not bound, the newest 50, a warning says so), the
 // largest concurrency meeting the target at that context, from the
 // run's fitted surface and never beyond what its data supports (the
 // calculator's range), with total and per-request tok/s and TTFT there,
@@ -14480,15 +14502,17 @@ func (c *ClientWithResponses) ListModelsWithResponse(ctx context.Context, params
 // engine family, within a generation or across); their TTFT is not predicted,
 // so a TTFT bound is not applied to them (`ttft_checked` false).
 //
-// Fits are kept per run and made when a run is written; an answer
-// waits at most about 3 s for runs not fitted yet (after a restart)
-// and lists the rest with shortfall metric `model`, "being fitted: ask
-// again in a few seconds", while they are fitted in the background
-// (a catalog GPU scaled from such a run is left out). Such a partial
-// answer says so in `warnings` ("partial answer: …") and is sent with
+// Fits are stored per run and made when a run is written; runs with
+// no fit of the calculator's current method (after an upgrade) are
+// fitted in the background. An answer waits at most about 3 s for
+// up to 64 such runs and lists those not fitted in time with
+// shortfall metric `model`, "being fitted: ask again in a few
+// seconds"; more are counted, not listed (a catalog GPU scaled from
+// such a run is left out). Such a partial answer says so in
+// `warnings` ("partial answer: …") and is sent with
 // `Cache-Control: no-store` and no ETag: asking again computes it
-// afresh. `matched_runs` counts the runs planned: at most the newest
-// 50 (a warning says when more matched). A `gpu` on which no run
+// afresh. `matched_runs` counts the runs that matched the filters.
+// A `gpu` on which no run
 // matches gets no options and a warning saying so, with the catalog's
 // nearest names when the name is not a GPU of the catalog.
 //

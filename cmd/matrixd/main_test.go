@@ -348,6 +348,10 @@ func TestCalcAndEval(t *testing.T) {
 	if priced.Options[0].Cost == nil || priced.Options[1].Cost == nil || fleet(0) > fleet(1) || priced.Options[0].Cost.USDPerHour != 0.4 {
 		t.Errorf("priced plan: %s; want each option's cost at $0.40 a GPU-hour, cheapest fleet first", out.String())
 	}
+	if err := run(ctx, []string{"calc", "plan", "--db", db, "--context", "16K", "--min-tok-s", "30", "--sort", "cost"}, env(nil), nil, io.Discard, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "--sort cost needs a price: give --gpu-hour-usd") {
+		t.Errorf("--sort cost without a price: %v, want the flags to give", err)
+	}
 	for _, bad := range [][]string{{"--sort", "cost"}, {"--sort", "speed"}, {"--gpu-hour-usd", "-1"}} {
 		args := append([]string{"calc", "plan", "--db", db, "--context", "16K", "--min-tok-s", "30"}, bad...)
 		if err := run(ctx, args, env(nil), nil, io.Discard, io.Discard); err == nil {

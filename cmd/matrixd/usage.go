@@ -194,6 +194,11 @@ func inFlags(msg string) string {
 		"include_scaled=true", "--include-scaled",
 		"target_gpu", "--target-gpu",
 		"rough=true", "--rough",
+		"gpu_hour_usd", "--gpu-hour-usd",
+		"hardware_usd", "--hardware-usd",
+		"amortization_years", "--amortization-years",
+		"electricity_usd_per_kwh", "--electricity-usd-per-kwh",
+		"sort=cost", "--sort cost",
 	).Replace(msg)
 }
 
