@@ -180,7 +180,7 @@ func evaluate(ctx context.Context, r Run, ip interp, lim evalLimits) (Report, er
 		if !found {
 			continue
 		}
-		pred := d.t1[i] * (1 + d.alpha*float64(c.Concurrency-1))
+		pred := d.t1[i] * (1 + d.alpha[i]*float64(c.Concurrency-1))
 		rep.TTFT.add(math.Abs(pred-*c.TTFTMs) / *c.TTFTMs)
 	}
 	for i, p := range r.Prefill {

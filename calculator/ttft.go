@@ -6,12 +6,14 @@ import (
 )
 
 // decodeTTFT models the decode table's TTFT (prompt cache warmed) as
-// T1(L)·(1 + α(B−1)): a first-come-first-served queue behind the recompute
-// of an uncached tail, T1 measured per context row.
+// T1(L)·(1 + α(L)(B−1)): a first-come-first-served queue behind the
+// recompute of an uncached tail, T1 and α measured per context row (an
+// empty prompt's TTFT hardly grows with load while a long one's does; a
+// row with no TTFT beyond one request takes the run's pooled α).
 type decodeTTFT struct {
 	rows  []float64 // contexts with a concurrency-1 TTFT, ascending
 	t1    []float64
-	alpha float64
+	alpha []float64 // per row
 }
 
 func fitDecodeTTFT(cells []Cell) decodeTTFT {
@@ -30,6 +32,7 @@ func fitDecodeTTFT(cells []Cell) decodeTTFT {
 		d.t1 = append(d.t1, t1[int(l)])
 	}
 	var num, den float64
+	rowNum, rowDen := map[int]float64{}, map[int]float64{}
 	for _, c := range cells {
 		base, ok := t1[c.ContextTokens]
 		if !ok || c.Concurrency == 1 || c.Status != CellValid || c.TTFTMs == nil {
@@ -38,9 +41,19 @@ func fitDecodeTTFT(cells []Cell) decodeTTFT {
 		x := float64(c.Concurrency - 1)
 		num += (*c.TTFTMs/base - 1) * x
 		den += x * x
+		rowNum[c.ContextTokens] += (*c.TTFTMs/base - 1) * x
+		rowDen[c.ContextTokens] += x * x
 	}
+	pooled := 0.0
 	if den > 0 {
-		d.alpha = math.Max(num/den, 0)
+		pooled = math.Max(num/den, 0)
+	}
+	for _, l := range d.rows {
+		a := pooled
+		if rd := rowDen[int(l)]; rd > 0 {
+			a = math.Max(rowNum[int(l)]/rd, 0)
+		}
+		d.alpha = append(d.alpha, a)
 	}
 	return d
 }
@@ -53,22 +66,21 @@ func (d decodeTTFT) at(l, b int, rel float64) *Estimate {
 	if n == 0 {
 		return nil
 	}
-	q := 1 + d.alpha*float64(b-1)
+	at := func(i int) float64 { return d.t1[i] * (1 + d.alpha[i]*float64(b-1)) }
 	x := float64(l)
 	i, found := slices.BinarySearch(d.rows, x)
 	switch {
 	case found:
-		v := d.t1[i] * q
-		return band(v, rel)
+		return band(at(i), rel)
 	case i == 0:
-		v := d.t1[0] * q
+		v := at(0)
 		return &Estimate{Value: v * x / math.Max(d.rows[0], 1), Low: 0, High: v * (1 + rel)}
 	case i == n:
-		v := d.t1[n-1] * q
+		v := at(n - 1)
 		grow := x / math.Max(d.rows[n-1], 1)
 		return &Estimate{Value: v * math.Sqrt(grow), Low: math.Max(v*(1-rel), 0), High: v * grow * (1 + rel)}
 	}
-	lo, hi := d.t1[i-1]*q, d.t1[i]*q
+	lo, hi := at(i-1), at(i)
 	f := (x - d.rows[i-1]) / (d.rows[i] - d.rows[i-1])
 	return &Estimate{Value: lerp(lo, hi, f), Low: math.Max(math.Min(lo, hi)*(1-rel), 0), High: math.Max(lo, hi) * (1 + rel)}
 }

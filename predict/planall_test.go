@@ -195,7 +195,9 @@ func TestPlanOverUnfittedRunsIsPartial(t *testing.T) {
 	if first.Matched != maxPlanFits+30 || first.Pending != maxPlanFits+30 || len(first.Options) > maxPlanFits {
 		t.Fatalf("first plan: %d matched, %d pending, %d options; want all %d pending and at most %d listed", first.Matched, first.Pending, len(first.Options), maxPlanFits+30, maxPlanFits)
 	}
-	if !slices.ContainsFunc(first.Warnings, func(w string) bool { return strings.HasPrefix(w, "partial answer: 30 more matching runs have no fit yet") }) {
+	if !slices.ContainsFunc(first.Warnings, func(w string) bool {
+		return strings.HasPrefix(w, "partial answer: 30 more matching runs have no fit yet")
+	}) {
 		t.Errorf("warnings %q do not count the runs not listed", first.Warnings)
 	}
 	if _, err := c.Backfill(ctx, 2); err != nil {
