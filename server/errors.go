@@ -262,7 +262,10 @@ func validationErrors(err error) []api.FieldError {
 // openapi.yaml (16777216, not 1.6777216e+07).
 func schemaReason(se *openapi3.SchemaError) string {
 	num := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	var inner *openapi3.SchemaError
 	switch s := se.Schema; {
+	case se.SchemaField == "allOf" && errors.As(se.Origin, &inner) && inner != se:
+		return schemaReason(inner) // a $ref wrapped to take a default: its own reason, such as the allowed values
 	case s == nil:
 	case se.SchemaField == "maximum" && s.Max != nil:
 		return "number must be at most " + num(*s.Max)

@@ -241,6 +241,7 @@ func TestAPI(t *testing.T) {
 		{"leaderboard", "GET", "/v1/leaderboard?context_tokens=0&concurrency=1&model=nano", nil, 200, []string{`"rank":1`, `"value":94.2`, nemo}, nil},
 		{"leaderboard needs cell", "GET", "/v1/leaderboard?context_tokens=0", nil, 400, []string{`"field":"concurrency"`}, nil},
 		{"leaderboard bad metric", "GET", "/v1/leaderboard?context_tokens=0&concurrency=1&metric=speed", nil, 400, []string{`"field":"metric"`}, nil},
+		{"leaderboard bad method class names the classes", "GET", "/v1/leaderboard?context_tokens=0&concurrency=1&method_class=foo", nil, 400, []string{`"field":"method_class"`, "value is not one of the allowed values", "sustained_decode", "batched_burst"}, nil},
 		{"leaderboard skips queued cells", "GET", "/v1/leaderboard?context_tokens=131072&concurrency=1&gpu=RTX%203060&model=fara", nil, 200, []string{`"items":[]`}, nil},
 
 		{"compare", "GET", "/v1/compare?run_ids=" + fara + "," + nemo, nil, 200, []string{`"run_ids":["` + fara + `","` + nemo + `"]`, `"status":"not_measured"`}, nil},
