@@ -103,21 +103,7 @@ type ModelPair struct {
 // pairs (and a pooled one, "", from all) from the tune pairs: the powers with the least mean error of total
 // tok/s, then the band that holds ⌈coverage·(n+1)⌉ of the n answers.
 func CalibrateModelMoves(ctx context.Context, pairs []ModelPair, coverage float64) ([]ModelMove, error) {
-	byFamily := map[string][]ModelPair{}
-	var fams []string
-	for _, p := range pairs {
-		if !p.Tune {
-			continue
-		}
-		if _, ok := byFamily[p.Family]; !ok && p.Family != "" {
-			fams = append(fams, p.Family)
-		}
-		byFamily[p.Family] = append(byFamily[p.Family], p)
-		if p.Family != "" {
-			byFamily[""] = append(byFamily[""], p)
-		}
-	}
-	slices.Sort(fams)
+	byFamily, fams := tunePairsByFamily(pairs, func(p ModelPair) (bool, string) { return p.Tune, p.Family })
 	fams = slices.DeleteFunc(fams, func(f string) bool { return !enoughForMove(len(byFamily[f]), modelAnswers(ctx, byFamily[f])) })
 	var out []ModelMove
 	for _, f := range append([]string{""}, fams...) {

@@ -158,6 +158,28 @@ type GPUPair struct {
 func gpuAlphas() []float64 { return steps(0.5, 1.5, 0.05) }
 func gpuGammas() []float64 { return steps(0, 3, 0.05) }
 
+// tunePairsByFamily groups the tune pairs by engine family, every family
+// one's also under "" (the pooled move's), and lists the families, sorted.
+func tunePairsByFamily[P any](pairs []P, of func(P) (tune bool, family string)) (map[string][]P, []string) {
+	byFamily := map[string][]P{}
+	var fams []string
+	for _, p := range pairs {
+		tune, fam := of(p)
+		if !tune {
+			continue
+		}
+		if _, ok := byFamily[fam]; !ok && fam != "" {
+			fams = append(fams, fam)
+		}
+		byFamily[fam] = append(byFamily[fam], p)
+		if fam != "" {
+			byFamily[""] = append(byFamily[""], p)
+		}
+	}
+	slices.Sort(fams)
+	return byFamily, fams
+}
+
 func steps(lo, hi, d float64) []float64 {
 	var out []float64
 	for i := 0; lo+float64(i)*d <= hi+1e-9; i++ {
@@ -173,21 +195,7 @@ func steps(lo, hi, d float64) []float64 {
 // answers of a kind takes the pooled band; the pooled one, without any,
 // BandwidthMove's).
 func CalibrateGPU(ctx context.Context, pairs []GPUPair, coverage float64) ([]GPUMove, error) {
-	byFamily := map[string][]GPUPair{}
-	var fams []string
-	for _, p := range pairs {
-		if !p.Tune {
-			continue
-		}
-		if _, ok := byFamily[p.Family]; !ok && p.Family != "" {
-			fams = append(fams, p.Family)
-		}
-		byFamily[p.Family] = append(byFamily[p.Family], p)
-		if p.Family != "" {
-			byFamily[""] = append(byFamily[""], p)
-		}
-	}
-	slices.Sort(fams)
+	byFamily, fams := tunePairsByFamily(pairs, func(p GPUPair) (bool, string) { return p.Tune, p.Family })
 	fams = slices.DeleteFunc(fams, func(f string) bool { return !enoughForMove(len(byFamily[f]), gpuAnswers(ctx, byFamily[f])) })
 	var out []GPUMove
 	var pooled *GPUMove

@@ -23,18 +23,7 @@ import (
 func TestPredictedLeaderboardRanksEveryRun(t *testing.T) {
 	e := newEnv(t, 40)
 	const cell = "context_tokens=20000&concurrency=5"
-	get := func(target string) api.Leaderboard {
-		t.Helper()
-		rec := e.do(t, http.MethodGet, target, nil)
-		if rec.Code != http.StatusOK {
-			t.Fatalf("%s: %d %s", target, rec.Code, rec.Body)
-		}
-		var lb api.Leaderboard
-		if err := json.Unmarshal(rec.Body.Bytes(), &lb); err != nil {
-			t.Fatal(err)
-		}
-		return lb
-	}
+	get := func(target string) api.Leaderboard { t.Helper(); return leaderboard(t, e, target) }
 	// What asking the calculator for every run gives.
 	configs, _, err := e.st.RunConfigs(context.Background(), store.RunFilter{MethodClass: store.MethodSustainedDecode, ExcludeFlagged: true}, 1000)
 	if err != nil {
@@ -119,18 +108,7 @@ func TestPredictedLeaderboardRanksEveryRun(t *testing.T) {
 func TestPredictedLeaderboardEndsAtItsLastPlace(t *testing.T) {
 	e := newEnv(t, 240)
 	const cell = "context_tokens=0&concurrency=1"
-	get := func(target string) api.Leaderboard {
-		t.Helper()
-		rec := e.do(t, http.MethodGet, target, nil)
-		if rec.Code != http.StatusOK {
-			t.Fatalf("%s: %d %s", target, rec.Code, rec.Body)
-		}
-		var lb api.Leaderboard
-		if err := json.Unmarshal(rec.Body.Bytes(), &lb); err != nil {
-			t.Fatal(err)
-		}
-		return lb
-	}
+	get := func(target string) api.Leaderboard { t.Helper(); return leaderboard(t, e, target) }
 	// Each answer fits up to 64 runs not yet fitted: ask until none is pending.
 	for i := 0; ; i++ {
 		lb := get("/v1/leaderboard?predicted=true&" + cell)
@@ -158,4 +136,19 @@ func TestPredictedLeaderboardEndsAtItsLastPlace(t *testing.T) {
 	if places != predict.MaxPredictedRank {
 		t.Errorf("the pages listed %d places, want the first %d", places, predict.MaxPredictedRank)
 	}
+}
+
+// leaderboard asks for a leaderboard that must answer 200 (e.do validates
+// it against openapi.yaml) and decodes it.
+func leaderboard(t *testing.T, e *env, target string) api.Leaderboard {
+	t.Helper()
+	rec := e.do(t, http.MethodGet, target, nil)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("%s: %d %s", target, rec.Code, rec.Body)
+	}
+	var lb api.Leaderboard
+	if err := json.Unmarshal(rec.Body.Bytes(), &lb); err != nil {
+		t.Fatal(err)
+	}
+	return lb
 }
