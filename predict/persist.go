@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/matrixd/matrixd/calculator"
 	"github.com/matrixd/matrixd/store"
@@ -47,16 +48,23 @@ func (c *Service) fitOrRebuild(ctx context.Context, id string, shared []string, 
 	}
 	m, err := calculator.FitContext(ctx, r)
 	var ref *calculator.Refusal
+	// A fit made is stored even when the Service is closing (Close waits
+	// for it): it costs a fit to make again.
+	put, cancel := context.WithTimeout(context.WithoutCancel(ctx), putFitTime)
+	defer cancel()
 	switch {
 	case err == nil:
-		c.background(c.store.PutFit(ctx, store.StoredFit{RunID: id, Method: calculator.MethodVersion,
+		c.background(c.store.PutFit(put, store.StoredFit{RunID: id, Method: calculator.MethodVersion,
 			Params: m.Params().Encode(), Summary: calculator.Summarize(m).Encode()}))
 	case errors.As(err, &ref):
 		b, _ := json.Marshal(storedRefusal{Reason: ref.Reason, Supported: ref.Supported})
-		c.background(c.store.PutFit(ctx, store.StoredFit{RunID: id, Method: calculator.MethodVersion, Refusal: string(b)}))
+		c.background(c.store.PutFit(put, store.StoredFit{RunID: id, Method: calculator.MethodVersion, Refusal: string(b)}))
 	}
 	return m, err
 }
+
+// putFitTime bounds storing a fit.
+const putFitTime = 10 * time.Second
 
 // rebuild makes a model from a stored fit: the refusal it records, or the
 // model its parameters choose.

@@ -50,7 +50,18 @@ type Service struct {
 	// why it could not be read (then they are not made).
 	facts    *trust.Models
 	factsErr error
+
+	// base is the context every fit is made under; Close cancels it and
+	// waits for the fits being made (inflight) to end, so that none
+	// writes to a store closed under it.
+	base     context.Context
+	stop     context.CancelFunc
+	closed   bool
+	inflight sync.WaitGroup
 }
+
+// ErrClosed answers a question asked of a Service after Close.
+var ErrClosed = errors.New("the calculator is shutting down")
 
 // Fitting is an answer that waited for its run's fit as long as it may:
 // the fit goes on in the background, and asking again after RetryAfter
@@ -124,9 +135,25 @@ func (c *Service) Forget(id string) {
 // fit took.
 func New(st *store.Store, maxBytes int64, onFit func(time.Duration)) *Service {
 	facts, err := trust.ModelFacts()
+	base, stop := context.WithCancel(context.Background())
 	return &Service{store: st, maxBytes: maxBytes, fits: map[string]*fitCall{}, lru: list.New(), onFit: onFit,
 		slots: make(chan struct{}, runtime.GOMAXPROCS(0)), planBudget: planFitBudget, fitWait: defaultFitWait,
-		facts: facts, factsErr: err}
+		facts: facts, factsErr: err, base: base, stop: stop}
+}
+
+// SetFitObserver sets what is told how long each fit took. Set it before
+// the first answer.
+func (c *Service) SetFitObserver(f func(time.Duration)) { c.onFit = f }
+
+// Close stops the fits being made (a fit done by then is still stored)
+// and waits for them to end; later questions get ErrClosed. Call it
+// before closing the store.
+func (c *Service) Close() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.stop()
+	c.inflight.Wait()
 }
 
 // ModelFacts is the model facts table the Service's cross-model answers
@@ -395,8 +422,14 @@ func (c *Service) start(id string, shared []string) *fitCall {
 		return call
 	}
 	call := &fitCall{key: key, done: make(chan struct{})}
+	if c.closed {
+		call.err = ErrClosed
+		close(call.done)
+		return call
+	}
 	call.elem = c.lru.PushFront(call)
 	c.fits[key] = call
+	c.inflight.Add(1)
 	go c.fit(call, id, shared)
 	return call
 }
@@ -455,9 +488,13 @@ func (c *Service) pending() int {
 // getting it. A failed one (not a refusal to fit) is not kept: the next
 // caller tries again.
 func (c *Service) fit(call *fitCall, id string, shared []string) {
-	c.slots <- struct{}{}
-	defer func() { <-c.slots }()
-	ctx, cancel := context.WithTimeout(context.Background(), maxFitTime)
+	defer c.inflight.Done()
+	select {
+	case c.slots <- struct{}{}:
+		defer func() { <-c.slots }()
+	case <-c.base.Done(): // closing: the fit ends at once, unmade
+	}
+	ctx, cancel := context.WithTimeout(c.base, maxFitTime)
 	defer cancel()
 	r, err := c.load(ctx, id, shared)
 	if err == nil {

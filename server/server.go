@@ -110,8 +110,9 @@ func New(st *store.Store, cfg Config) (http.Handler, error) {
 		if cfg.FitCacheBytes == 0 {
 			cfg.FitCacheBytes = predict.DefaultCacheBytes
 		}
-		cfg.Calc = predict.New(st, cfg.FitCacheBytes, func(d time.Duration) { m.fit.Observe(d.Seconds()) })
+		cfg.Calc = predict.New(st, cfg.FitCacheBytes, nil)
 	}
+	cfg.Calc.SetFitObserver(func(d time.Duration) { m.fit.Observe(d.Seconds()) })
 	m.watchFits(cfg.Calc)
 	logger := cfg.Logger
 	cfg.Calc.SetErrorLog(func(err error) { logger.Error("calculator", slog.String("error", err.Error())) })

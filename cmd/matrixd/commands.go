@@ -320,6 +320,7 @@ func fitCmd(ctx context.Context, args []string, getenv func(string) string, stdo
 	defer st.Close()
 	start := time.Now()
 	calc := predict.New(st, 0, nil) // keeps no model: each is stored and dropped
+	defer calc.Close()
 	var failed []error
 	calc.SetErrorLog(func(err error) { failed = append(failed, err) })
 	n, err := calc.Backfill(ctx, *workers)

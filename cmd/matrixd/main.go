@@ -320,8 +320,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			logger.Info("seeded empty database with the bundled example runs", slog.Int("runs", n), slog.String("db", store.Redact(*db)))
 		}
 	}
+	// The calculator is closed before the store: its fits being made
+	// end first, and none writes to a closed database.
+	calc := predict.New(st, fitBytes, nil)
+	defer calc.Close()
 	h, err := server.New(st, server.Config{Logger: logger, RateLimit: limits, WriteOrigins: writeOrigins,
-		TrustedProxies: trusted, CacheBytes: cacheBytes, FitCacheBytes: fitBytes, PublicURL: *public, Background: ctx})
+		TrustedProxies: trusted, CacheBytes: cacheBytes, Calc: calc, PublicURL: *public, Background: ctx})
 	if err != nil {
 		return err
 	}

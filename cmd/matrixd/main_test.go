@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -716,5 +718,79 @@ func TestSeedOnce(t *testing.T) {
 	}
 	if n, err := seedIfEmpty(ctx, st); err != nil || n != 0 {
 		t.Errorf("a restart after the examples were deleted seeded %d: %v", n, err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe to write from the server's goroutines
+// while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestShutdownDuringBackgroundFits stops a server while it fits stored
+// runs in the background: the fits being made end before the database
+// closes, so nothing is logged as an error, and every fit stored reads.
+func TestShutdownDuringBackgroundFits(t *testing.T) {
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "b.db")
+	if err := run(ctx, []string{"generate", "--db", db, "--runs", "400"}, env(nil), nil, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 3 {
+		sctx, cancel := context.WithCancel(ctx)
+		r, w := io.Pipe()
+		var logs syncBuffer
+		done := make(chan error, 1)
+		go func() {
+			done <- run(sctx, []string{"serve", "--no-seed", "--addr", "127.0.0.1:0", "--db", db}, env(nil), nil, w, &logs)
+			w.Close()
+		}()
+		line, _ := bufio.NewReader(r).ReadString('\n')
+		base := strings.TrimSpace(strings.TrimPrefix(line, "matrixd listening on "))
+		go io.Copy(io.Discard, r)
+		waitHealthy(t, base)
+		time.Sleep(time.Duration(50+50*round) * time.Millisecond) // fits are being made
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("round %d: serve returned %v", round, err)
+		}
+		for _, l := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(l, `"level":"ERROR"`) {
+				t.Errorf("round %d: shutdown during background fits logged %s", round, l)
+			}
+		}
+	}
+	st, err := store.Open(ctx, db, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	left, err := st.RunsToFit(ctx, calculator.MethodVersion, "", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d of 400 runs left to fit", len(left))
+	if len(left) == 400 || len(left) == 0 {
+		t.Errorf("%d of 400 runs left to fit after three short starts: the test did not stop the server during its fits", len(left))
+	}
+	var out bytes.Buffer
+	if err := run(ctx, []string{"fit", "--db", db}, env(nil), nil, &out, io.Discard); err != nil {
+		t.Fatalf("fitting the rest after the interrupted starts: %v", err)
+	}
+	if want := fmt.Sprintf("fitted and stored %d runs", len(left)); !strings.HasPrefix(out.String(), want) {
+		t.Errorf("fit after the starts: %q, want %q", out.String(), want)
 	}
 }
