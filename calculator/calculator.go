@@ -206,9 +206,10 @@ type Prediction struct {
 	// BandTotal and BandTBT are the relative half-widths behind the total
 	// and TBT intervals (for TBT, the band on the step time).
 	BandTotal, BandTBT float64
-	// LevelFrom is set when the speed was read from a level stretch: the
-	// concurrency from which measured throughput stops rising in the rows
-	// around the asked context (0 otherwise).
+	// LevelFrom is set when the speed was read from a level stretch, or
+	// the measured cell asked lies on one: the concurrency from which
+	// measured throughput stops rising in the rows around the asked
+	// context (0 otherwise).
 	LevelFrom float64
 }
 

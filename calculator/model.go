@@ -519,7 +519,14 @@ func (m *Model) decode(q Query, mv GPUMove) (Prediction, error) {
 
 	measured, isMeasured := m.cells[CellRef{q.ContextTokens, q.Concurrency}]
 	if isMeasured && !scale.scaled && !gpu.scaled && !other && maxOut == m.maxOut {
-		return m.measuredAnswer(p, measured), nil
+		p = m.measuredAnswer(p, measured)
+		// A measured cell past the knee of a level stretch is on the level
+		// as much as the concurrencies between its cells are: the planner
+		// reads both alike.
+		if _, _, from, _, ok := m.sf.saturated(m.sf.snap(float64(q.ContextTokens)/1024), float64(q.Concurrency)); ok && p.Status == Fits && from < float64(q.Concurrency) {
+			p.LevelFrom = from
+		}
+		return p, nil
 	}
 	switch p.Status {
 	case OverCapacity, ExceedsMaxModelLen, TTFTExceedsWindow:

@@ -193,3 +193,44 @@ func TestPlanStopsAtALevel(t *testing.T) {
 		t.Errorf("binding %q (%s), want sequences at the level", pl.Binding, pl.BindingDetail)
 	}
 }
+
+// TestPlanLevelDoesNotDependOnTheTarget: measured cells on a level stretch
+// bind like the concurrencies between them, so whatever speed is asked
+// (and wherever the search lands), the plan never goes past the level it
+// names, and every target the level binds gets the same concurrency.
+func TestPlanLevelDoesNotDependOnTheTarget(t *testing.T) {
+	const kvTokens = 40000
+	running := func(l, b int) float64 { return min(float64(b), kvTokens/float64(l+128)) }
+	step := func(l int, n float64) float64 { return 7 + 0.3*n + 0.0008*n*float64(l) }
+	r := calculator.Run{ID: "levels", MaxOutputTokens: 128}
+	for _, l := range []int{512, 1024, 2048} {
+		for _, b := range []int{1, 8, 16, 32, 64, 128} {
+			n := running(l, b)
+			r.Decode = append(r.Decode, calculator.Cell{ContextTokens: l, Concurrency: b, Status: calculator.CellValid,
+				TotalTokS: f(n * 1000 / step(l, n)), TBTMs: f(step(l, n)), PerRequestTokS: f(1000 / step(l, n))})
+		}
+	}
+	m := fit(t, r)
+	if p, err := m.Decode(calculator.Query{ContextTokens: 1024, Concurrency: 64}); err != nil || p.Basis != calculator.Measured || p.LevelFrom == 0 {
+		t.Errorf("measured cell 1024×64 on the level: basis %v, level from %v (%v); want measured, on the level", p.Basis, p.LevelFrom, err)
+	}
+	seen := map[int]float64{}
+	for _, speed := range []float64{1, 5, 10, 20, 30} {
+		pl, err := m.Plan(calculator.Target{ContextTokens: 1024, MinPerRequestTokS: speed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !pl.Meets {
+			continue
+		}
+		if pl.Binding == calculator.BindSequences {
+			seen[pl.Concurrency] = speed
+		}
+		if pl.Concurrency > 40 {
+			t.Errorf("at ≥ %g tok/s each: %d concurrent requests (%s: %s), past the level from 32", speed, pl.Concurrency, pl.Binding, pl.BindingDetail)
+		}
+	}
+	if len(seen) != 1 {
+		t.Errorf("targets bound by the level got different concurrencies: %v (concurrency → speed asked)", seen)
+	}
+}

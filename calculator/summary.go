@@ -205,15 +205,18 @@ var unbounded = PlanBound{Meets: true, Concurrency: maxPlanConcurrency, TotalTok
 // the first power of two that fails there (a refusal included: the range
 // the calculator answers does not widen with a longer context) and under
 // any other rung that fails on capacity, speed or TTFT. Between powers of
-// two, a refusal (a throughput jump whose position is unknown) or a level
-// stretch (whose start moves with the context) decides nothing.
+// two, a refusal (a throughput jump whose position is unknown) decides
+// nothing; a level stretch (whose start moves with the context, and which
+// a longer context's rows need not have) decides nothing anywhere.
 func (s Summary) BoundPlan(t Target) PlanBound {
 	nb := len(summaryConcurrencies)
 	row, found := s.summaryRow(t.ContextTokens)
 	if !found {
 		return unbounded
 	}
-	// verdict: 1 meets, 0 refused or on a level, -1 fails.
+	// verdict: 1 meets, 0 refused, 2 on a level (where a level starts
+	// moves with the context, and a longer context's rows may not level
+	// off at all: it decides nothing), -1 fails.
 	verdict := func(j int) int {
 		k := row + j
 		switch s.perReq[k] {
@@ -226,14 +229,14 @@ func (s Summary) BoundPlan(t Target) PlanBound {
 			return -1
 		}
 		if s.level[k/8]&(1<<(k%8)) != 0 {
-			return 0 // where a level starts moves with the context
+			return 2
 		}
 		if t.MaxTTFTMs > 0 && s.ttft[k] >= codeFirst && decodeValue(s.ttft[k])/summaryMargin > t.MaxTTFTMs {
 			return -1
 		}
 		return 1
 	}
-	if verdict(0) != 1 {
+	if v := verdict(0); v != 1 && v != 2 {
 		ratio := math.Inf(1) // nothing fits, or no answer: a capacity or coverage shortfall
 		if c := s.perReq[row]; c >= codeFirst {
 			ratio = 1
