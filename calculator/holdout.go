@@ -17,6 +17,9 @@ type HoldoutReport struct {
 	// Total is the absolute relative error of total tok/s over the cells
 	// answered.
 	Total ErrorStats `json:"total_tok_s"`
+	// TBT is the absolute relative error of the time between tokens over
+	// the answered cells that publish it.
+	TBT ErrorStats `json:"tbt_ms"`
 	// Covered counts answers whose total tok/s interval held the truth.
 	Covered int `json:"covered"`
 	// Refused counts cells not answered; Refusals says why, per cell.
@@ -104,6 +107,7 @@ func LeaveOneOut(ctx context.Context, r Run) (HoldoutReport, error) {
 		}
 		if c.TBTMs != nil && p.TBTMs != nil {
 			h.TBTNeed = math.Abs(p.TBTMs.Value-*c.TBTMs) / p.TBTMs.Value
+			rep.TBT.add(math.Abs(p.TBTMs.Value-*c.TBTMs) / *c.TBTMs)
 		}
 		rep.Answers = append(rep.Answers, h)
 		if p.TotalTokS.Low <= truth && truth <= p.TotalTokS.High {
@@ -113,6 +117,7 @@ func LeaveOneOut(ctx context.Context, r Run) (HoldoutReport, error) {
 		}
 	}
 	rep.Total.finish()
+	rep.TBT.finish()
 	return rep, nil
 }
 
@@ -124,6 +129,7 @@ func PoolHoldouts(id string, reports []HoldoutReport) HoldoutReport {
 		p.Covered += r.Covered
 		p.Refused += r.Refused
 		p.Total.errs = append(p.Total.errs, r.Total.errs...)
+		p.TBT.errs = append(p.TBT.errs, r.TBT.errs...)
 		p.Answers = append(p.Answers, r.Answers...)
 		for _, s := range r.Refusals {
 			p.Refusals = append(p.Refusals, r.RunID+" "+s)
@@ -133,6 +139,7 @@ func PoolHoldouts(id string, reports []HoldoutReport) HoldoutReport {
 		}
 	}
 	p.Total.finish()
+	p.TBT.finish()
 	return p
 }
 

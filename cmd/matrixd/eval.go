@@ -134,8 +134,8 @@ func evalCmd(ctx context.Context, args []string, getenv func(string) string, std
 	}
 	fmt.Fprintf(stdout, "\nTTFT (decode table, held out): MAPE %s, p90 %s over %d cells\n", pct(pooled.TTFT.Mean), pct(pooled.TTFT.P90), pooled.TTFT.N)
 	fmt.Fprintf(stdout, "cold prefill TTFT (held out): MAPE %s, p90 %s over %d points\n", pct(pooled.Prefill.Mean), pct(pooled.Prefill.P90), pooled.Prefill.N)
-	fmt.Fprintf(stdout, "leave-one-cell-out, refitted with bands: total tok/s mean %s, p90 %s over %d cells; interval coverage %s; refused %d of %d\n",
-		pct(l.Total.Mean), pct(l.Total.P90), l.Total.N, pct(l.Coverage()), l.Refused, l.Cells)
+	fmt.Fprintf(stdout, "leave-one-cell-out, refitted with bands: total tok/s mean %s, p90 %s over %d cells; TBT mean %s, p90 %s over %d cells; interval coverage %s; refused %d of %d\n",
+		pct(l.Total.Mean), pct(l.Total.P90), l.Total.N, pct(l.TBT.Mean), pct(l.TBT.P90), l.TBT.N, pct(l.Coverage()), l.Refused, l.Cells)
 	for _, b := range bandRows(l.Answers) {
 		fmt.Fprintf(stdout, "  %s: %d answers, coverage %s, mean half-width %s, error mean %s, p90 %s\n", b.Basis, b.Answers, pct(b.Coverage), pct(b.HalfWidth), pct(b.Mean), pct(b.P90))
 	}

@@ -277,7 +277,7 @@ func TestCalcAndEval(t *testing.T) {
 	if err := run(ctx, []string{"eval", "--db", db}, env(nil), nil, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"pooled", "interpolated", "extrapolated", "status calls", "leave-one-cell-out, refitted with bands"} {
+	for _, want := range []string{"pooled", "interpolated", "extrapolated", "status calls", "leave-one-cell-out, refitted with bands", "; TBT mean "} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("eval output lacks %q:\n%s", want, out.String())
 		}
