@@ -485,7 +485,9 @@ func (m *Model) decode(q Query, mv GPUMove) (Prediction, error) {
 			return Prediction{}, refuse("another model at the run's VRAM and memory utilization", "another model's KV pool depends on its weights, which the ratios do not give, so another VRAM size is not scaled for it")
 		}
 	}
-	m.targetVRAM(&q, &gpu)
+	if err := m.targetVRAM(&q, &gpu); err != nil {
+		return Prediction{}, err
+	}
 	scale, err := m.vramScale(q)
 	if err != nil {
 		return Prediction{}, err
@@ -631,20 +633,25 @@ func otherModelWarnings(r ModelRatios, mv ModelMove) []string {
 // run does not say its VRAM, memory utilization or model size), its
 // capacity is kept, with a warning, rather than the answer refused: the
 // other GPU's speed does not depend on them.
-func (m *Model) targetVRAM(q *Query, gpu *gpuScaling) {
+func (m *Model) targetVRAM(q *Query, gpu *gpuScaling) error {
 	if !gpu.scaled || q.VRAMGB != 0 {
-		return
+		return nil
 	}
 	moved := *q
 	moved.VRAMGB = gpu.target.VRAMGB
 	_, err := m.vramScale(moved)
 	var r *Refusal
+	var full noRoom
 	switch {
 	case err == nil:
 		*q = moved
+	case errors.As(err, &full):
+		// The weights alone fill the other GPU: nothing runs there.
+		return refuse(full.Supported, "%s: %s", gpu.target.Name, full.Reason)
 	case errors.As(err, &r):
 		gpu.warnings = append(gpu.warnings, "KV capacity is not moved to "+gpu.target.Name+" ("+r.Reason+"): statuses are the measured GPU's")
 	}
+	return nil
 }
 
 // sameSpeed is said of answers for another VRAM size of the measured GPU.
@@ -881,7 +888,9 @@ func (m *Model) Grid(contexts, concurrencies []int, base Query) ([]GridCell, []s
 		return nil, nil, err
 	}
 	vq := base
-	m.targetVRAM(&vq, &gpu)
+	if err := m.targetVRAM(&vq, &gpu); err != nil {
+		return nil, nil, err
+	}
 	scale, err := m.vramScale(vq)
 	if err != nil {
 		return nil, nil, err

@@ -16,6 +16,12 @@ type vramScaling struct {
 	warnings []string
 }
 
+// noRoom is the refusal of a VRAM size that does not hold the model's
+// weights and a KV cache: nothing runs there, whatever else is asked.
+type noRoom struct{ *Refusal }
+
+func (e noRoom) Unwrap() error { return e.Refusal }
+
 // Overhead outside weights and KV cache (activations, CUDA graphs, the
 // runtime) is not published; the interval spans a plausible range.
 const (
@@ -56,8 +62,8 @@ func (m *Model) vramScale(q Query) (vramScaling, error) {
 			return vramScaling{}, refuse(supported, "the run's own KV pool estimate is not positive (%.1f GB VRAM × %.2f − %.1f GB weights)", r.VRAMGB, r.GPUMemoryUtilization, weights)
 		}
 		if next <= 0 {
-			return vramScaling{}, refuse(fmt.Sprintf("more than %.1f GB of VRAM at utilization %.2f", (weights+o)/util, util),
-				"%.1f GB × %.2f leaves no room for the KV cache after %.1f GB of weights", vram, util, weights)
+			return vramScaling{}, noRoom{&Refusal{Supported: fmt.Sprintf("more than %.1f GB of VRAM at utilization %.2f", (weights+o)/util, util),
+				Reason: fmt.Sprintf("%.1f GB × %.2f leaves no room for the KV cache after %.1f GB of weights", vram, util, weights)}}
 		}
 		ratio := next / base
 		lo, hi = math.Min(lo, ratio), math.Max(hi, ratio)

@@ -122,6 +122,19 @@ func TestPlanner(t *testing.T) {
 			t.Errorf("TTFT checked %v, warnings %q", o.TTFTChecked, o.Warnings)
 		}
 	})
+	t.Run("a catalog GPU the weights fill does not meet", func(t *testing.T) {
+		// The nemotron run's 6.2 GB of weights leave a 6 GB card no KV
+		// cache: it does not serve anyone, let alone at the measured
+		// card's concurrency.
+		p := plan(t, e, url.Values{"context_tokens": {"16384"}, "min_per_request_tok_s": {"10"}, "model": {"nemotron"}, "gpu": {"RTX A2000"}, "include_scaled": {"true"}})
+		if len(p.Options) != 1 {
+			t.Fatalf("options %+v, want the 6 GB RTX A2000 scaled from the RTX 3090 run", p.Options)
+		}
+		o := p.Options[0]
+		if o.Meets || o.Concurrency != 0 || o.Shortfall == nil || !contains(o.Shortfall.Reason, "leaves no room for the KV cache") {
+			t.Errorf("RTX A2000: meets %v at %d, shortfall %+v; want no concurrency, the weights filling the card", o.Meets, o.Concurrency, o.Shortfall)
+		}
+	})
 	runCases(t, e, []getCase{
 		{"a GPU filter with no run", "/v1/planner?context_tokens=0&min_per_request_tok_s=10&gpu=H100", 200, []string{`"matched_runs":0`, `"options":[]`}},
 		{"nemotron by name", "/v1/planner?context_tokens=16384&min_per_request_tok_s=10&model=nemotron", 200, []string{`"run_id":"` + nemo.ID + `"`, `"matched_runs":1`}},

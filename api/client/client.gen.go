@@ -2667,11 +2667,13 @@ type EstimateCapacityParams struct {
 	MaxOutputTokens *CalcMaxOutputTokens `form:"max_output_tokens,omitempty" json:"max_output_tokens,omitempty"`
 
 	// TargetGPU Another GPU of the hardware catalog (`GET /v1/hardware`; any name or
-	// alias, e.g. `3090` or `NVIDIA GeForce RTX 3090`): the weight-streaming
-	// part of the step time scales with memory bandwidth, the rest is kept
-	// from the measured GPU (basis `scaled_gpu`, ±20 %); VRAM defaults to
-	// that GPU's. Only within the measured GPU's generation, unless
-	// `rough=true`.
+	// alias, e.g. `3090` or `NVIDIA GeForce RTX 3090`): the step time is
+	// moved by the GPUs' memory bandwidth ratio as measured for the run's
+	// engine family (basis `scaled_gpu`, with that move's band in
+	// `basis.error_band_pct`); VRAM defaults to that GPU's, and a GPU
+	// whose VRAM the model's weights fill (no room left for a KV cache)
+	// is a 422 saying how much VRAM it would take. Only within the
+	// measured GPU's generation, unless `rough=true`.
 	TargetGPU *CalcTargetGPU `form:"target_gpu,omitempty" json:"target_gpu,omitempty"`
 
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
@@ -2717,11 +2719,13 @@ type EstimateDecodeParams struct {
 	MaxOutputTokens *CalcMaxOutputTokens `form:"max_output_tokens,omitempty" json:"max_output_tokens,omitempty"`
 
 	// TargetGPU Another GPU of the hardware catalog (`GET /v1/hardware`; any name or
-	// alias, e.g. `3090` or `NVIDIA GeForce RTX 3090`): the weight-streaming
-	// part of the step time scales with memory bandwidth, the rest is kept
-	// from the measured GPU (basis `scaled_gpu`, ±20 %); VRAM defaults to
-	// that GPU's. Only within the measured GPU's generation, unless
-	// `rough=true`.
+	// alias, e.g. `3090` or `NVIDIA GeForce RTX 3090`): the step time is
+	// moved by the GPUs' memory bandwidth ratio as measured for the run's
+	// engine family (basis `scaled_gpu`, with that move's band in
+	// `basis.error_band_pct`); VRAM defaults to that GPU's, and a GPU
+	// whose VRAM the model's weights fill (no room left for a KV cache)
+	// is a 422 saying how much VRAM it would take. Only within the
+	// measured GPU's generation, unless `rough=true`.
 	TargetGPU *CalcTargetGPU `form:"target_gpu,omitempty" json:"target_gpu,omitempty"`
 
 	// Rough Allow `target_gpu` of another GPU generation, as a labelled rough estimate (with the band measured across generations for the run's engine family).
@@ -2794,11 +2798,13 @@ type EstimateGridParams struct {
 	MaxOutputTokens *CalcMaxOutputTokens `form:"max_output_tokens,omitempty" json:"max_output_tokens,omitempty"`
 
 	// TargetGPU Another GPU of the hardware catalog (`GET /v1/hardware`; any name or
-	// alias, e.g. `3090` or `NVIDIA GeForce RTX 3090`): the weight-streaming
-	// part of the step time scales with memory bandwidth, the rest is kept
-	// from the measured GPU (basis `scaled_gpu`, ±20 %); VRAM defaults to
-	// that GPU's. Only within the measured GPU's generation, unless
-	// `rough=true`.
+	// alias, e.g. `3090` or `NVIDIA GeForce RTX 3090`): the step time is
+	// moved by the GPUs' memory bandwidth ratio as measured for the run's
+	// engine family (basis `scaled_gpu`, with that move's band in
+	// `basis.error_band_pct`); VRAM defaults to that GPU's, and a GPU
+	// whose VRAM the model's weights fill (no room left for a KV cache)
+	// is a 422 saying how much VRAM it would take. Only within the
+	// measured GPU's generation, unless `rough=true`.
 	TargetGPU *CalcTargetGPU `form:"target_gpu,omitempty" json:"target_gpu,omitempty"`
 
 	// Rough Allow `target_gpu` of another GPU generation, as a labelled rough estimate (with the band measured across generations for the run's engine family).
