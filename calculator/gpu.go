@@ -52,7 +52,7 @@ func (m *Model) gpuScale(q Query, mv GPUMove) (gpuScaling, error) {
 	if q.TargetGPU == "" || gpuKey(q.TargetGPU) == gpuKey(m.run.GPU) {
 		return gpuScaling{ratio: 1}, nil
 	}
-	from, ok := LookupGPU(m.run.GPU)
+	from, ok := LookupRunGPU(m.run.GPU, m.run.VRAMGB)
 	if !ok {
 		return gpuScaling{}, refuse("runs measured on a GPU of the hardware catalog (GET /v1/hardware)", "the run's GPU %q is not in the hardware catalog, so its speed cannot be moved to another GPU", clipName(m.run.GPU))
 	}
@@ -109,8 +109,8 @@ type GPUReport struct {
 // user asking for dst's GPU would get it (rough across generations).
 func MoveToGPU(ctx context.Context, m *Model, dst Run, mv GPUMove) (GPUReport, error) {
 	rep := GPUReport{From: m.run.GPU, To: dst.GPU}
-	if f, ok := LookupGPU(m.run.GPU); ok {
-		if t, ok := LookupGPU(dst.GPU); ok {
+	if f, ok := LookupRunGPU(m.run.GPU, m.run.VRAMGB); ok {
+		if t, ok := LookupRunGPU(dst.GPU, dst.VRAMGB); ok {
 			rep.Rough = f.Generation != t.Generation
 		}
 	}

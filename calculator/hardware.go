@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -186,8 +188,52 @@ func (c *Catalog) Suggest(name string, n int) []string {
 	return nil
 }
 
+// LookupSized finds the GPU a run names, of the VRAM size it states: a
+// name that resolves to one size of a card sold in several ("RTX 4060 Ti"
+// is the 8 GB card, "A100" the 80 GB SXM) is the same card's entry whose
+// VRAM is closest to vramGB (a run on "RTX 4060 Ti" with 16 GB is the
+// 16 GB card, one on "A100" with 40 GB the 40 GB SXM). vramGB 0 is
+// Lookup.
+func (c *Catalog) LookupSized(name string, vramGB float64) (GPUSpec, bool) {
+	g, ok := c.Lookup(name)
+	if !ok || !(vramGB > 0) || g.VRAMGB == vramGB {
+		return g, ok
+	}
+	card := sizeFree(g.Name)
+	best := g
+	for _, o := range c.gpus {
+		if o.Vendor == g.Vendor && sizeFree(o.Name) == card && math.Abs(o.VRAMGB-vramGB) < math.Abs(best.VRAMGB-vramGB) {
+			best = o
+		}
+	}
+	return best, true
+}
+
+// sizeRe is a VRAM size written in a GPU's name ("16GB", "80 GB").
+var sizeRe = regexp.MustCompile(`(?i)\b\d+(?:\.\d+)?\s*GB\b`)
+
+// sizeFree is a GPU name's key without its VRAM size: one card's sizes
+// share it.
+func sizeFree(name string) string { return gpuKey(sizeRe.ReplaceAllString(name, " ")) }
+
+// SameCard reports whether two catalog GPUs are one card in different VRAM
+// sizes (or the same entry).
+func SameCard(a, b GPUSpec) bool {
+	return a.Name == b.Name || a.Vendor == b.Vendor && sizeFree(a.Name) == sizeFree(b.Name)
+}
+
+// NamesSize reports whether a GPU name says its VRAM size ("RTX 4060 Ti
+// 16GB", not "RTX 4060 Ti").
+func NamesSize(name string) bool { return sizeRe.MatchString(name) }
+
 // LookupGPU finds a GPU of the embedded catalog by name or alias.
 func LookupGPU(name string) (GPUSpec, bool) { return Hardware().Lookup(name) }
+
+// LookupRunGPU finds the GPU of the embedded catalog a run names, of the
+// VRAM size it states (Catalog.LookupSized).
+func LookupRunGPU(name string, vramGB float64) (GPUSpec, bool) {
+	return Hardware().LookupSized(name, vramGB)
+}
 
 // unknownGPU is the refusal for a GPU the catalog does not have.
 func unknownGPU(name, why string) error {

@@ -110,3 +110,32 @@ func TestHardwarePowerHasSource(t *testing.T) {
 		}
 	}
 }
+
+// TestRunGPUTakesItsVRAMSize: a run names a card sold in several sizes by
+// its bare name and states its VRAM: it is that size's entry (capacity and,
+// for the A100, bandwidth differ), and a name or size the catalog does not
+// split stays as it resolves.
+func TestRunGPUTakesItsVRAMSize(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		vram float64
+		want string
+	}{
+		{"RTX 4060 Ti", 16, "RTX 4060 Ti 16GB"},
+		{"NVIDIA GeForce RTX 4060 Ti", 15.6, "RTX 4060 Ti 16GB"},
+		{"RTX 4060 Ti", 8, "RTX 4060 Ti 8GB"},
+		{"RTX 4060 Ti", 0, "RTX 4060 Ti 8GB"},
+		{"A100", 40, "A100 40GB SXM"},
+		{"A100 PCIe", 40, "A100 40GB PCIe"},
+		{"A100", 80, "A100 80GB SXM"},
+		{"RTX 3060", 8, "RTX 3060 8GB"},
+		{"RTX 3090", 24, "RTX 3090"},
+		{"RTX 3090", 48, "RTX 3090"}, // no 48 GB 3090: the card as named
+		{"H100 SXM", 80, "H100 SXM"},
+	} {
+		g, ok := calculator.LookupRunGPU(c.name, c.vram)
+		if !ok || g.Name != c.want {
+			t.Errorf("%q with %g GB: %q (%v), want %q", c.name, c.vram, g.Name, ok, c.want)
+		}
+	}
+}

@@ -118,7 +118,7 @@ func (c *Service) planNewest(ctx context.Context, pq PlanQuery) (Plan, error) {
 	pending := map[string]bool{} // runs being fitted in the background
 	start := time.Now()
 	for _, cfg := range configs {
-		if pq.GPU != "" && !gpuMatches(pq.GPU, cfg.GPU) {
+		if pq.GPU != "" && !runOnGPU(pq.GPU, cfg.GPU, vramOf(cfg)) {
 			continue
 		}
 		out.Matched++
@@ -312,15 +312,37 @@ func gpuMatches(filter, gpu string) bool {
 	return strings.EqualFold(filter, gpu)
 }
 
+// runOnGPU reports whether a run on gpu with vram GB (0: not stated) is on
+// the GPU a filter names: a filter that names a size ("RTX 4060 Ti 16GB")
+// is that size's entry, one that does not ("RTX 4060 Ti") any size of the
+// card; names the catalog does not know match ignoring case.
+func runOnGPU(filter, gpu string, vram float64) bool {
+	a, okA := calculator.LookupGPU(filter)
+	b, okB := calculator.LookupRunGPU(gpu, vram)
+	switch {
+	case !okA || !okB:
+		return strings.EqualFold(filter, gpu)
+	case calculator.NamesSize(filter):
+		return a.Name == b.Name
+	}
+	return calculator.SameCard(a, b)
+}
+
+// sizeSlack is how far a run's stated VRAM may be from a card's size to be
+// that card (drivers report a little less than the label).
+const sizeSlack = 0.1
+
 // WithGPU narrows f to runs on gpu: every stored name of the same catalog
-// GPU when the catalog knows it ("3090" finds runs on "NVIDIA GeForce RTX
-// 3090"), else that name.
+// card when the catalog knows it ("3090" finds runs on "NVIDIA GeForce RTX
+// 3090"), of the size the filter names if it names one ("RTX 4060 Ti 16GB"
+// finds runs on "RTX 4060 Ti" that state about 16 GB), else that name.
 func (c *Service) WithGPU(ctx context.Context, f store.RunFilter, gpu string) (store.RunFilter, error) {
 	f.GPU = gpu
 	if gpu == "" {
 		return f, nil
 	}
-	if _, ok := calculator.LookupGPU(gpu); !ok {
+	spec, ok := calculator.LookupGPU(gpu)
+	if !ok {
 		return f, nil
 	}
 	stored, err := c.store.GPUNames(ctx)
@@ -329,11 +351,31 @@ func (c *Service) WithGPU(ctx context.Context, f store.RunFilter, gpu string) (s
 	}
 	f.GPUNames = []string{gpu}
 	for _, name := range stored {
-		if gpuMatches(gpu, name) {
+		if other, ok := calculator.LookupGPU(name); ok && calculator.SameCard(spec, other) || strings.EqualFold(gpu, name) {
 			f.GPUNames = append(f.GPUNames, name)
 		}
 	}
+	if calculator.NamesSize(gpu) && sized(spec) {
+		lo, hi := spec.VRAMGB*(1-sizeSlack), spec.VRAMGB*(1+sizeSlack)
+		if f.VRAMGBMin == nil || *f.VRAMGBMin < lo {
+			f.VRAMGBMin = &lo
+		}
+		if f.VRAMGBMax == nil || *f.VRAMGBMax > hi {
+			f.VRAMGBMax = &hi
+		}
+	}
 	return f, nil
+}
+
+// sized reports whether the catalog has the card of g in more than one
+// VRAM size.
+func sized(g calculator.GPUSpec) bool {
+	for _, o := range calculator.Hardware().GPUs() {
+		if o.Name != g.Name && calculator.SameCard(g, o) {
+			return true
+		}
+	}
+	return false
 }
 
 // planScaled adds, for each model configuration among the runs (newest
@@ -357,7 +399,7 @@ func (c *Service) planScaled(ctx context.Context, pq PlanQuery, configs []store.
 			groups[k] = g
 			keys = append(keys, k)
 		}
-		if spec, ok := calculator.LookupGPU(cfg.GPU); ok {
+		if spec, ok := calculator.LookupRunGPU(cfg.GPU, vramOf(cfg)); ok {
 			g.runs = append(g.runs, cfg)
 			g.measured[spec.Name] = true
 		}
@@ -435,7 +477,7 @@ func plural(n int, one, many string) string {
 func nearestRun(runs []store.RunConfig, to calculator.GPUSpec) (store.RunConfig, bool) {
 	best, bestScore := runs[0], math.Inf(1)
 	for _, r := range runs {
-		from, _ := calculator.LookupGPU(r.GPU)
+		from, _ := calculator.LookupRunGPU(r.GPU, vramOf(r))
 		score := math.Abs(math.Log(from.BandwidthGBs / to.BandwidthGBs))
 		if from.Generation != to.Generation {
 			score += 100
@@ -444,6 +486,14 @@ func nearestRun(runs []store.RunConfig, to calculator.GPUSpec) (store.RunConfig,
 			best, bestScore = r, score
 		}
 	}
-	from, _ := calculator.LookupGPU(best.GPU)
+	from, _ := calculator.LookupRunGPU(best.GPU, vramOf(best))
 	return best, from.Generation != to.Generation
+}
+
+// vramOf is the VRAM a run states, 0 when it states none.
+func vramOf(cfg store.RunConfig) float64 {
+	if cfg.VRAMGB != nil {
+		return *cfg.VRAMGB
+	}
+	return 0
 }

@@ -157,7 +157,8 @@ func (s *Server) GetHardware(ctx context.Context, req api.GetHardwareRequestObje
 }
 
 // measuredByGPU counts stored runs per catalog GPU: the store's GPU names
-// resolved through the catalog's aliases.
+// resolved through the catalog's aliases, of the VRAM size each run states
+// (a run on "RTX 4060 Ti" with 16 GB is the 16 GB card's).
 func (s *Server) measuredByGPU(ctx context.Context) (map[string]int, error) {
 	gpus, err := s.store.GPUs(ctx)
 	if err != nil {
@@ -165,8 +166,15 @@ func (s *Server) measuredByGPU(ctx context.Context) (map[string]int, error) {
 	}
 	out := map[string]int{}
 	for _, g := range gpus {
-		if spec, ok := calculator.LookupGPU(g.GPU); ok {
-			out[spec.Name] += g.RunCount
+		rest := g.RunCount
+		for i, vram := range g.VRAMGB {
+			if spec, ok := calculator.LookupRunGPU(g.GPU, vram); ok {
+				out[spec.Name] += g.VRAMRuns[i]
+			}
+			rest -= g.VRAMRuns[i]
+		}
+		if spec, ok := calculator.LookupGPU(g.GPU); ok && rest > 0 {
+			out[spec.Name] += rest
 		}
 	}
 	return out, nil

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -303,4 +304,48 @@ func TestTTFTBoundNotAppliedSaysWhy(t *testing.T) {
 	if !said {
 		t.Fatalf("no option says the TTFT bound was not applied: %+v", p.Options)
 	}
+}
+
+// TestRunsTakeTheirCardsVRAMSize: a run on "RTX 4060 Ti" that states 16 GB
+// is the 16 GB card's: the catalog counts it there, a filter naming that
+// size finds it and is not offered a copy of the run scaled to its own
+// card, and one naming the 8 GB card does not find it.
+func TestRunsTakeTheirCardsVRAMSize(t *testing.T) {
+	e := newEnv(t, 0)
+	r := e.seed(t, "fara1.5-4b-autoround-rtx3060")
+	r.ID, r.Title = "", "Fara on a 16 GB RTX 4060 Ti"
+	r.Hardware.GPU = "RTX 4060 Ti"
+	sixteen := 16.0
+	r.Hardware.VRAMGB = &sixteen
+	stored, _, err := e.st.CreateRun(context.Background(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := func(name string) int {
+		rec := e.do(t, http.MethodGet, "/v1/hardware/"+url.PathEscape(name), nil)
+		var g api.HardwareGPU
+		if err := json.Unmarshal(rec.Body.Bytes(), &g); err != nil || rec.Code != 200 {
+			t.Fatalf("%q: %d %s", name, rec.Code, rec.Body)
+		}
+		return g.MeasuredRuns
+	}
+	if n16, n8 := runs("RTX 4060 Ti 16GB"), runs("RTX 4060 Ti 8GB"); n16 != 1 || n8 != 0 {
+		t.Errorf("measured runs: 16 GB card %d, 8 GB card %d; want the run on the 16 GB card", n16, n8)
+	}
+	p := plan(t, e, url.Values{"context_tokens": {"0"}, "min_per_request_tok_s": {"10"}, "gpu": {"RTX 4060 Ti 16GB"}, "include_scaled": {"true"}})
+	if p.MatchedRuns != 1 || len(p.Options) != 1 || p.Options[0].RunID != stored.ID || p.Options[0].ScaledFrom != nil {
+		t.Errorf("gpu=RTX 4060 Ti 16GB: matched %d, options %+v; want the run itself, not scaled", p.MatchedRuns, p.Options)
+	}
+	p = plan(t, e, url.Values{"context_tokens": {"0"}, "min_per_request_tok_s": {"10"}, "gpu": {"RTX 4060 Ti 8GB"}})
+	if p.MatchedRuns != 0 {
+		t.Errorf("gpu=RTX 4060 Ti 8GB: matched %d runs, want none (the run states 16 GB)", p.MatchedRuns)
+	}
+	p = plan(t, e, url.Values{"context_tokens": {"0"}, "min_per_request_tok_s": {"10"}, "gpu": {"RTX 4060 Ti"}})
+	if p.MatchedRuns != 1 {
+		t.Errorf("gpu=RTX 4060 Ti (any size): matched %d runs, want the 16 GB one", p.MatchedRuns)
+	}
+	runCases(t, e, []getCase{
+		{"runs by the sized name", "/v1/runs?gpu=RTX%204060%20Ti%2016GB", 200, []string{`"id":"` + stored.ID + `"`}},
+		{"not by the other size", "/v1/runs?gpu=RTX%204060%20Ti%208GB", 200, []string{`"items":[]`}},
+	})
 }

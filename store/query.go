@@ -459,8 +459,11 @@ func (s *Store) Leaderboard(ctx context.Context, lq LeaderboardQuery) ([]Leaderb
 // GPUCount is a catalog entry: a GPU, the VRAM sizes its runs report and
 // how many runs it has.
 type GPUCount struct {
-	GPU      string
-	VRAMGB   []float64
+	GPU    string
+	VRAMGB []float64
+	// VRAMRuns counts the runs of each VRAMGB size; the rest of RunCount
+	// state no VRAM.
+	VRAMRuns []int
 	RunCount int
 }
 
@@ -488,6 +491,7 @@ func (s *Store) GPUs(ctx context.Context) ([]GPUCount, error) {
 		last.RunCount += n
 		if vram != nil {
 			last.VRAMGB = append(last.VRAMGB, *vram)
+			last.VRAMRuns = append(last.VRAMRuns, n)
 		}
 	}
 	return out, rows.Err()
