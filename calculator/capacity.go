@@ -23,6 +23,20 @@ type capacity struct {
 	noOutputL   int
 	maxModelLen int
 	maxNumSeqs  int
+	// servedL is the longest context whose cells produced output, with
+	// each request reserving servedOut output tokens; -1 when none. The
+	// engine admitted those requests, whatever max_model_len says of them.
+	servedL, servedOut int
+}
+
+// pastModelLen reports a context whose requests the engine rejects: the
+// context plus the output reservation exceed max_model_len, and the run
+// never served that context with that reservation or more.
+func (c capacity) pastModelLen(l int) bool {
+	if c.maxModelLen <= 0 || l+c.maxOut <= c.maxModelLen {
+		return false
+	}
+	return l > c.servedL || c.maxOut > c.servedOut
 }
 
 // ran reports whether a published cell was actually run, and produced
@@ -44,9 +58,12 @@ func queuedBySequences(c Cell) bool {
 }
 
 func newCapacity(r Run, maxOut int) capacity {
-	c := capacity{maxOut: maxOut, noOutputL: -1, maxModelLen: r.MaxModelLen, maxNumSeqs: r.MaxNumSeqs}
+	c := capacity{maxOut: maxOut, noOutputL: -1, maxModelLen: r.MaxModelLen, maxNumSeqs: r.MaxNumSeqs, servedL: -1, servedOut: maxOut}
 	for _, cell := range r.Decode {
 		wasRun, output := ran(cell)
+		if wasRun && output {
+			c.servedL = max(c.servedL, cell.ContextTokens)
+		}
 		b := cell.Concurrency
 		if queuedBySequences(cell) {
 			b = int(math.Round(*cell.AvgActiveRequests))
@@ -104,7 +121,7 @@ func (c capacity) scale(lo, hi float64) capacity {
 func (c capacity) status(l, b int) (Status, []string) {
 	maxOut, cLo, cHi := c.maxOut, c.cLo, c.cHi
 	var warn []string
-	if c.maxModelLen > 0 && l+maxOut > c.maxModelLen {
+	if c.pastModelLen(l) {
 		return ExceedsMaxModelLen, nil
 	}
 	res := b * (l + maxOut)
@@ -147,7 +164,7 @@ func (c capacity) running(b int) int {
 // within cLo, within the sequence and max-num-seqs limits, and no more
 // requests than were ever seen running together.
 func (c capacity) maxConcurrency(l int) int {
-	if l+c.maxOut <= 0 || (c.maxModelLen > 0 && l+c.maxOut > c.maxModelLen) {
+	if l+c.maxOut <= 0 || c.pastModelLen(l) {
 		return 0 // nothing fits past max_model_len
 	}
 	b := c.running(c.cLo / (l + c.maxOut))

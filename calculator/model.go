@@ -843,7 +843,7 @@ func (m *Model) Capacity(q Query) (CapacityAnswer, error) {
 	if scale.scaled {
 		a.Basis = ScaledVRAM
 	}
-	if c.maxModelLen > 0 && q.ContextTokens+maxOut > c.maxModelLen {
+	if c.pastModelLen(q.ContextTokens) {
 		a.Warnings = append(a.Warnings, fmt.Sprintf("context + max output exceeds max_model_len %d: nothing fits", c.maxModelLen))
 		zero := 0
 		a.MaxConcurrencyPossible = &zero
@@ -859,7 +859,7 @@ func (m *Model) Capacity(q Query) (CapacityAnswer, error) {
 	if q.Concurrency > 0 {
 		if l := c.cLo/c.running(q.Concurrency) - maxOut; l >= 0 {
 			if c.maxModelLen > 0 {
-				l = min(l, c.maxModelLen-maxOut)
+				l = min(l, max(c.maxModelLen-maxOut, c.servedL))
 			}
 			a.MaxContextTokens = &l
 		} else {

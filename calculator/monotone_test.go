@@ -46,3 +46,43 @@ func TestStepTimeStaysBetweenItsRowsNeighbours(t *testing.T) {
 		t.Errorf("0 × 16 held out: TBT %.2f ms, measured %.1f (%.0f %% off)", p.TBTMs.Value, truth, 100*e)
 	}
 }
+
+// TestServedContextIsNotPastMaxModelLen: a run that served requests at a
+// context whose reservation (context + max output) exceeds its stated
+// max_model_len shows the engine admitted them: every concurrency there is
+// judged by the same rule as the measured ones, not rejected between them.
+func TestServedContextIsNotPastMaxModelLen(t *testing.T) {
+	r := calculator.Run{ID: "edge", MaxModelLen: 131072, MaxOutputTokens: 8192}
+	for _, l := range []int{0, 32768, 131072} {
+		for _, b := range []int{1, 2, 4, 8} {
+			step := 10 + 0.5*float64(b) + 0.0001*float64(b*l)
+			r.Decode = append(r.Decode, cell(l, b, "valid", f(float64(b)*1000/step), f(1000/step), f(100), f(step), f(float64(b)), n(b*3000), f(30)))
+		}
+	}
+	m, err := calculator.Fit(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for b := 1; b <= 8; b++ {
+		p, err := m.Decode(calculator.Query{ContextTokens: 131072, Concurrency: b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Status == calculator.ExceedsMaxModelLen {
+			t.Errorf("131072 × %d: %s, though the run served this context at 1, 2, 4 and 8", b, p.Status)
+		}
+	}
+	if p, _ := m.Decode(calculator.Query{ContextTokens: 131000, Concurrency: 1}); p.Status == calculator.ExceedsMaxModelLen {
+		t.Errorf("131000 × 1: %s, a shorter context than one served", p.Status)
+	}
+	if p, _ := m.Decode(calculator.Query{ContextTokens: 140000, Concurrency: 1}); p.Status != calculator.ExceedsMaxModelLen {
+		t.Errorf("140000 × 1: %s, want exceeds_max_model_len past every served context", p.Status)
+	}
+	if p, _ := m.Decode(calculator.Query{ContextTokens: 131072, Concurrency: 1, MaxOutputTokens: 16384}); p.Status != calculator.ExceedsMaxModelLen {
+		t.Errorf("131072 × 1 with twice the output reservation: %s, want exceeds_max_model_len", p.Status)
+	}
+	c, err := m.Capacity(calculator.Query{ContextTokens: 131072, Concurrency: 4})
+	if err != nil || c.MaxConcurrency < 8 {
+		t.Errorf("capacity at 131072: max concurrency %d (%v), want at least the 8 that ran", c.MaxConcurrency, err)
+	}
+}
