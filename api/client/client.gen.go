@@ -1641,7 +1641,10 @@ type ModelCatalogItem struct {
 type ModelFacts struct {
 	// ActiveParamsB Parameters one token reads, in billions (`params_b` for a dense model).
 	ActiveParamsB float64 `json:"active_params_b"`
-	HeadDim       *int    `json:"head_dim"`
+
+	// AttentionHeads Query heads of each attention layer (more than `kv_heads` with grouped-query attention); cross-model prefill counts attention FLOPs with them.
+	AttentionHeads *int `json:"attention_heads"`
+	HeadDim        *int `json:"head_dim"`
 
 	// Kind `moe`: a mixture of experts (fewer parameters read per token than stored).
 	Kind ModelFactsKind `json:"kind"`
@@ -3515,6 +3518,20 @@ type ClientInterface interface {
 	// cell is over capacity when concurrency × (context + max output)
 	// exceeds it.
 	//
+	// Selected by `model` + `gpu` where no run of the model is stored on
+	// the GPU but runs of other models are, the answer is made from the
+	// run `/v1/calculator/decode` would answer from (`basis.method`
+	// `scaled_model`, `basis.run_ids` the source run, the first warning
+	// naming both models): the KV pool the source run's cells showed (its
+	// capacity × its model's KV bytes per token), plus the memory its
+	// model's weights take less the asked model's, over the asked model's
+	// KV bytes per token, widened by 1.5 GB either way for memory neither
+	// publishes. The sequence limit is null (the model facts do not give
+	// a hybrid model's per-request state). 422 where the model facts do
+	// not describe either model, or the asked model's weights leave no
+	// room for a KV cache (it does not fit); `vram_gb`,
+	// `gpu_memory_utilization` and `target_gpu` are refused with it.
+	//
 	// Corresponds with GET /v1/calculator/capacity (the `EstimateCapacity` operationId).
 	EstimateCapacity(ctx context.Context, params *EstimateCapacityParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -3563,6 +3580,17 @@ type ClientInterface interface {
 	// table, fitted as TTFT(L) = p·L + q·L². Measured contexts answer their
 	// measurement; up to 2× the longest measured prefill (within
 	// max_model_len) the fit answers with an interval.
+	//
+	// Selected by `model` + `gpu` where no run of the model is stored on
+	// the GPU but runs of other models are, the answer is made from the
+	// run `/v1/calculator/decode` would answer from, not measured:
+	// prefill is bound by compute, so the source run's cold TTFT at
+	// `context_tokens` is scaled by the ratio of the FLOPs a prompt token
+	// costs, 2 × active parameters + 2 × 2 × full-attention layers ×
+	// attention heads × head dimension × context / 2 (`basis.method`
+	// `scaled_model`, `basis.run_ids` the source run, at least ±50 %, a
+	// warning saying so). 422 where the model facts lack either model's
+	// parameters or attention geometry.
 	//
 	// Corresponds with GET /v1/calculator/prefill (the `EstimatePrefill` operationId).
 	EstimatePrefill(ctx context.Context, params *EstimatePrefillParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3659,8 +3687,8 @@ type ClientInterface interface {
 	// The models whose architecture the service knows, from an embedded
 	// table (`trust/models.json`, each entry's `source` the page its
 	// figures were read from): parameters, for a mixture of experts the
-	// parameters one token reads, layers and the KV-cache geometry
-	// (full-attention layers, KV heads, head dimension). The plausibility
+	// parameters one token reads, layers, attention heads and the KV-cache
+	// geometry (full-attention layers, KV heads, head dimension). The plausibility
 	// checks and cross-model calculator answers (`basis.method`
 	// `scaled_model`) read it; a run's model name means the entry one of
 	// whose `match` patterns it contains (the longest). A figure not known
@@ -4294,6 +4322,20 @@ func (c *Client) GetReady(ctx context.Context, reqEditors ...RequestEditorFn) (*
 // cell is over capacity when concurrency × (context + max output)
 // exceeds it.
 //
+// Selected by `model` + `gpu` where no run of the model is stored on
+// the GPU but runs of other models are, the answer is made from the
+// run `/v1/calculator/decode` would answer from (`basis.method`
+// `scaled_model`, `basis.run_ids` the source run, the first warning
+// naming both models): the KV pool the source run's cells showed (its
+// capacity × its model's KV bytes per token), plus the memory its
+// model's weights take less the asked model's, over the asked model's
+// KV bytes per token, widened by 1.5 GB either way for memory neither
+// publishes. The sequence limit is null (the model facts do not give
+// a hybrid model's per-request state). 422 where the model facts do
+// not describe either model, or the asked model's weights leave no
+// room for a KV cache (it does not fit); `vram_gb`,
+// `gpu_memory_utilization` and `target_gpu` are refused with it.
+//
 // Corresponds with GET /v1/calculator/capacity (the `EstimateCapacity` operationId).
 func (c *Client) EstimateCapacity(ctx context.Context, params *EstimateCapacityParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewEstimateCapacityRequest(c.Server, params)
@@ -4372,6 +4414,17 @@ func (c *Client) EstimateGrid(ctx context.Context, params *EstimateGridParams, r
 // table, fitted as TTFT(L) = p·L + q·L². Measured contexts answer their
 // measurement; up to 2× the longest measured prefill (within
 // max_model_len) the fit answers with an interval.
+//
+// Selected by `model` + `gpu` where no run of the model is stored on
+// the GPU but runs of other models are, the answer is made from the
+// run `/v1/calculator/decode` would answer from, not measured:
+// prefill is bound by compute, so the source run's cold TTFT at
+// `context_tokens` is scaled by the ratio of the FLOPs a prompt token
+// costs, 2 × active parameters + 2 × 2 × full-attention layers ×
+// attention heads × head dimension × context / 2 (`basis.method`
+// `scaled_model`, `basis.run_ids` the source run, at least ±50 %, a
+// warning saying so). 422 where the model facts lack either model's
+// parameters or attention geometry.
 //
 // Corresponds with GET /v1/calculator/prefill (the `EstimatePrefill` operationId).
 func (c *Client) EstimatePrefill(ctx context.Context, params *EstimatePrefillParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4548,8 +4601,8 @@ func (c *Client) GetLeaderboard(ctx context.Context, params *GetLeaderboardParam
 // The models whose architecture the service knows, from an embedded
 // table (`trust/models.json`, each entry's `source` the page its
 // figures were read from): parameters, for a mixture of experts the
-// parameters one token reads, layers and the KV-cache geometry
-// (full-attention layers, KV heads, head dimension). The plausibility
+// parameters one token reads, layers, attention heads and the KV-cache
+// geometry (full-attention layers, KV heads, head dimension). The plausibility
 // checks and cross-model calculator answers (`basis.method`
 // `scaled_model`) read it; a run's model name means the entry one of
 // whose `match` patterns it contains (the longest). A figure not known
@@ -9443,6 +9496,20 @@ type ClientWithResponsesInterface interface {
 	// cell is over capacity when concurrency × (context + max output)
 	// exceeds it.
 	//
+	// Selected by `model` + `gpu` where no run of the model is stored on
+	// the GPU but runs of other models are, the answer is made from the
+	// run `/v1/calculator/decode` would answer from (`basis.method`
+	// `scaled_model`, `basis.run_ids` the source run, the first warning
+	// naming both models): the KV pool the source run's cells showed (its
+	// capacity × its model's KV bytes per token), plus the memory its
+	// model's weights take less the asked model's, over the asked model's
+	// KV bytes per token, widened by 1.5 GB either way for memory neither
+	// publishes. The sequence limit is null (the model facts do not give
+	// a hybrid model's per-request state). 422 where the model facts do
+	// not describe either model, or the asked model's weights leave no
+	// room for a KV cache (it does not fit); `vram_gb`,
+	// `gpu_memory_utilization` and `target_gpu` are refused with it.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/calculator/capacity (the `EstimateCapacity` operationId).
@@ -9497,6 +9564,17 @@ type ClientWithResponsesInterface interface {
 	// table, fitted as TTFT(L) = p·L + q·L². Measured contexts answer their
 	// measurement; up to 2× the longest measured prefill (within
 	// max_model_len) the fit answers with an interval.
+	//
+	// Selected by `model` + `gpu` where no run of the model is stored on
+	// the GPU but runs of other models are, the answer is made from the
+	// run `/v1/calculator/decode` would answer from, not measured:
+	// prefill is bound by compute, so the source run's cold TTFT at
+	// `context_tokens` is scaled by the ratio of the FLOPs a prompt token
+	// costs, 2 × active parameters + 2 × 2 × full-attention layers ×
+	// attention heads × head dimension × context / 2 (`basis.method`
+	// `scaled_model`, `basis.run_ids` the source run, at least ±50 %, a
+	// warning saying so). 422 where the model facts lack either model's
+	// parameters or attention geometry.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9609,8 +9687,8 @@ type ClientWithResponsesInterface interface {
 	// The models whose architecture the service knows, from an embedded
 	// table (`trust/models.json`, each entry's `source` the page its
 	// figures were read from): parameters, for a mixture of experts the
-	// parameters one token reads, layers and the KV-cache geometry
-	// (full-attention layers, KV heads, head dimension). The plausibility
+	// parameters one token reads, layers, attention heads and the KV-cache
+	// geometry (full-attention layers, KV heads, head dimension). The plausibility
 	// checks and cross-model calculator answers (`basis.method`
 	// `scaled_model`) read it; a run's model name means the entry one of
 	// whose `match` patterns it contains (the longest). A figure not known
@@ -14192,6 +14270,20 @@ func (c *ClientWithResponses) GetReadyWithResponse(ctx context.Context, reqEdito
 // cell is over capacity when concurrency × (context + max output)
 // exceeds it.
 //
+// Selected by `model` + `gpu` where no run of the model is stored on
+// the GPU but runs of other models are, the answer is made from the
+// run `/v1/calculator/decode` would answer from (`basis.method`
+// `scaled_model`, `basis.run_ids` the source run, the first warning
+// naming both models): the KV pool the source run's cells showed (its
+// capacity × its model's KV bytes per token), plus the memory its
+// model's weights take less the asked model's, over the asked model's
+// KV bytes per token, widened by 1.5 GB either way for memory neither
+// publishes. The sequence limit is null (the model facts do not give
+// a hybrid model's per-request state). 422 where the model facts do
+// not describe either model, or the asked model's weights leave no
+// room for a KV cache (it does not fit); `vram_gb`,
+// `gpu_memory_utilization` and `target_gpu` are refused with it.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/calculator/capacity (the `EstimateCapacity` operationId).
@@ -14264,6 +14356,17 @@ func (c *ClientWithResponses) EstimateGridWithResponse(ctx context.Context, para
 // table, fitted as TTFT(L) = p·L + q·L². Measured contexts answer their
 // measurement; up to 2× the longest measured prefill (within
 // max_model_len) the fit answers with an interval.
+//
+// Selected by `model` + `gpu` where no run of the model is stored on
+// the GPU but runs of other models are, the answer is made from the
+// run `/v1/calculator/decode` would answer from, not measured:
+// prefill is bound by compute, so the source run's cold TTFT at
+// `context_tokens` is scaled by the ratio of the FLOPs a prompt token
+// costs, 2 × active parameters + 2 × 2 × full-attention layers ×
+// attention heads × head dimension × context / 2 (`basis.method`
+// `scaled_model`, `basis.run_ids` the source run, at least ±50 %, a
+// warning saying so). 422 where the model facts lack either model's
+// parameters or attention geometry.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -14424,8 +14527,8 @@ func (c *ClientWithResponses) GetLeaderboardWithResponse(ctx context.Context, pa
 // The models whose architecture the service knows, from an embedded
 // table (`trust/models.json`, each entry's `source` the page its
 // figures were read from): parameters, for a mixture of experts the
-// parameters one token reads, layers and the KV-cache geometry
-// (full-attention layers, KV heads, head dimension). The plausibility
+// parameters one token reads, layers, attention heads and the KV-cache
+// geometry (full-attention layers, KV heads, head dimension). The plausibility
 // checks and cross-model calculator answers (`basis.method`
 // `scaled_model`) read it; a run's model name means the entry one of
 // whose `match` patterns it contains (the longest). A figure not known
