@@ -119,3 +119,54 @@ func TestCrossModelPrefill(t *testing.T) {
 			[]string{`"method":"measured"`}},
 	})
 }
+
+// TestPlannerScaledModel: asked for a model, the planner adds the GPUs
+// with runs of other models but none of it only with
+// include_scaled_model=true, each answered from another model's run
+// there as the calculator answers.
+func TestPlannerScaledModel(t *testing.T) {
+	e := newEnv(t, 0)
+	fara := e.seed(t, "fara1.5-4b-autoround-rtx3060").ID
+	nemo := e.seed(t, "nemotron-nano-12b-v2-awq-rtx3090")
+	const q = "/v1/planner?context_tokens=16384&min_per_request_tok_s=30&max_ttft_ms=10000&model=fara"
+	rec := e.do(t, http.MethodGet, q+"&include_scaled_model=true", nil)
+	var pl api.CapacityPlan
+	if err := json.Unmarshal(rec.Body.Bytes(), &pl); err != nil || rec.Code != 200 {
+		t.Fatalf("%d: %s", rec.Code, rec.Body)
+	}
+	if len(pl.Options) != 2 || pl.Options[0].RunID != fara || pl.Options[0].ScaledFromModel != nil {
+		t.Fatalf("options %+v, want Fara's own run first, then one from another model's", pl.Options)
+	}
+	o := pl.Options[1]
+	if o.Basis == nil || *o.Basis != api.PlanOptionBasisScaledModel || o.RunID != nemo.ID || o.GPU != "RTX 3090" || o.Model != "Fara1.5-4B" ||
+		o.ScaledFromModel == nil || *o.ScaledFromModel != nemo.Model.Name || o.TTFTChecked || o.TTFTMs != nil || !o.Meets {
+		t.Errorf("option %+v, want Fara1.5-4B on RTX 3090 from %s (scaled_model, TTFT unchecked)", o, nemo.ID)
+	}
+	// The option is the calculator's answer at its concurrency.
+	rec = e.do(t, http.MethodGet, "/v1/calculator/decode?model=fara&gpu=RTX%203090&context_tokens=16384&concurrency="+itoa(o.Concurrency), nil)
+	var p api.DecodePrediction
+	if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil || rec.Code != 200 {
+		t.Fatalf("%d: %s", rec.Code, rec.Body)
+	}
+	if o.TotalTokS == nil || p.TotalTokS == nil || *o.TotalTokS != *p.TotalTokS {
+		t.Errorf("planner %+v, calculator %+v at concurrency %d", o.TotalTokS, p.TotalTokS, o.Concurrency)
+	}
+	if len(o.Warnings) < 2 || !contains(o.Warnings[0], "no run of Fara1.5-4B on RTX 3090", "run "+nemo.ID) || !contains(o.Warnings[len(o.Warnings)-1], "the TTFT bound of 10000 ms was not applied: TTFT is not predicted for another model") {
+		t.Errorf("warnings %q", o.Warnings)
+	}
+	runCases(t, e, []getCase{
+		{"not without asking", q, 200, []string{`"run_id":"` + fara + `"`}},
+		{"on the model's own GPU, its run", q + "&include_scaled_model=true&gpu=3060", 200, []string{`"run_id":"` + fara + `"`}},
+		{"on one GPU", q + "&include_scaled_model=true&gpu=3090", 200, []string{`"basis":"scaled_model"`, `"scaled_from_model":"` + nemo.Model.Name + `"`}},
+		{"where the facts do not tell, says why", "/v1/planner?context_tokens=16384&min_per_request_tok_s=30&model=llama&include_scaled_model=true", 200,
+			[]string{`"options":[]`, "no option answered from another model's run on RTX 3090", `the model facts table has no entry matching \"llama\"`}},
+		{"with an override (the newest runs, each modelled)", q + "&include_scaled_model=true&max_output_tokens=4096", 200,
+			[]string{`"basis":"scaled_model"`, `"run_id":"` + nemo.ID + `"`, `"meets":true`}},
+		{"priced", q + "&include_scaled_model=true&gpu=3090&gpu_hour_usd=0.5", 200, []string{`"basis":"scaled_model"`, `"usd_per_hour":0.5`, `"power_source":"catalog_tdp"`}},
+	})
+	for _, c := range []string{q, q + "&include_scaled_model=true&gpu=3060"} {
+		if body := e.do(t, http.MethodGet, c, nil).Body.String(); contains(body, "scaled_model") {
+			t.Errorf("%s: %s, want no scaled_model option", c, body)
+		}
+	}
+}

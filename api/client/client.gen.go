@@ -498,6 +498,7 @@ const (
 	PlanOptionBasisMeasured     PlanOptionBasis = "measured"
 	PlanOptionBasisNone         PlanOptionBasis = "none"
 	PlanOptionBasisScaledGPU    PlanOptionBasis = "scaled_gpu"
+	PlanOptionBasisScaledModel  PlanOptionBasis = "scaled_model"
 	PlanOptionBasisScaledVRAM   PlanOptionBasis = "scaled_vram"
 )
 
@@ -513,6 +514,8 @@ func (e PlanOptionBasis) Valid() bool {
 	case PlanOptionBasisNone:
 		return true
 	case PlanOptionBasisScaledGPU:
+		return true
+	case PlanOptionBasisScaledModel:
 		return true
 	case PlanOptionBasisScaledVRAM:
 		return true
@@ -1776,16 +1779,21 @@ type PlanOption struct {
 	//   and an output length run to completion (LMDeploy's
 	//   `profile_generation`, TensorRT-LLM profiles); throughput includes
 	//   the batch's prefill.
-	MethodClass    MethodClass `json:"method_class"`
-	Model          string      `json:"model"`
-	PerRequestTokS *Estimate   `json:"per_request_tok_s"`
+	MethodClass MethodClass `json:"method_class"`
 
-	// RunID The measured run; for a scaled option, the run it is scaled from.
+	// Model The run's model; for an option answered from another model's run, the model planned for (its model facts name).
+	Model          string    `json:"model"`
+	PerRequestTokS *Estimate `json:"per_request_tok_s"`
+
+	// RunID The measured run; for a scaled option (`scaled_from` or `scaled_from_model`), the run it is scaled from.
 	RunID string `json:"run_id"`
 
 	// ScaledFrom For a scaled option: the measured run's GPU.
-	ScaledFrom *string        `json:"scaled_from"`
-	Shortfall  *PlanShortfall `json:"shortfall"`
+	ScaledFrom *string `json:"scaled_from"`
+
+	// ScaledFromModel For an option answered from another model's run (basis `scaled_model`, `include_scaled_model`): that run's model.
+	ScaledFromModel *string        `json:"scaled_from_model"`
+	Shortfall       *PlanShortfall `json:"shortfall"`
 
 	// Status The calculator's status at `concurrency` (at 1 when the target is missed).
 	Status *PlanOptionStatus `json:"status"`
@@ -3038,6 +3046,9 @@ type PlanCapacityParams struct {
 	// IncludeScaled Add catalog GPUs without a run, scaled from the nearest measured one.
 	IncludeScaled *bool `form:"include_scaled,omitempty" json:"include_scaled,omitempty"`
 
+	// IncludeScaledModel With `model`: add the GPUs with runs of other models but none of `model`, each answered from another model's run there (basis `scaled_model`).
+	IncludeScaledModel *bool `form:"include_scaled_model,omitempty" json:"include_scaled_model,omitempty"`
+
 	// Limit How many options to return, best first.
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 
@@ -3740,6 +3751,15 @@ type ClientInterface interface {
 	// band measured moving published grids between GPUs for the run's
 	// engine family, within a generation or across); their TTFT is not predicted,
 	// so a TTFT bound is not applied to them (`ttft_checked` false).
+	// With `model` and `include_scaled_model=true`, each GPU with stored
+	// runs of other models but none of `model` matching the filters (only
+	// `gpu` when given) is added, answered from the run of another model
+	// there that `/v1/calculator/decode` would answer from (basis
+	// `scaled_model`, `run_id` the source run, `scaled_from_model` its
+	// model, `model` the one planned for; at least the engine family's
+	// cross-model band; no TTFT, so `ttft_checked` false); they rank with
+	// the scaled GPUs. A GPU where the model facts do not let another
+	// model's run stand in is named in `warnings` with the reason.
 	//
 	// Fits are stored per run and made when a run is written; runs with
 	// no fit of the calculator's current method (after an upgrade) are
@@ -4684,6 +4704,15 @@ func (c *Client) ListModels(ctx context.Context, params *ListModelsParams, reqEd
 // band measured moving published grids between GPUs for the run's
 // engine family, within a generation or across); their TTFT is not predicted,
 // so a TTFT bound is not applied to them (`ttft_checked` false).
+// With `model` and `include_scaled_model=true`, each GPU with stored
+// runs of other models but none of `model` matching the filters (only
+// `gpu` when given) is added, answered from the run of another model
+// there that `/v1/calculator/decode` would answer from (basis
+// `scaled_model`, `run_id` the source run, `scaled_from_model` its
+// model, `model` the one planned for; at least the engine family's
+// cross-model band; no TTFT, so `ttft_checked` false); they rank with
+// the scaled GPUs. A GPU where the model facts do not let another
+// model's run stand in is named in `warnings` with the reason.
 //
 // Fits are stored per run and made when a run is written; runs with
 // no fit of the calculator's current method (after an upgrade) are
@@ -7727,6 +7756,18 @@ func NewPlanCapacityRequest(server string, params *PlanCapacityParams) (*http.Re
 
 		}
 
+		if params.IncludeScaledModel != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "include_scaled_model", *params.IncludeScaledModel, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Limit != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
@@ -9746,6 +9787,15 @@ type ClientWithResponsesInterface interface {
 	// band measured moving published grids between GPUs for the run's
 	// engine family, within a generation or across); their TTFT is not predicted,
 	// so a TTFT bound is not applied to them (`ttft_checked` false).
+	// With `model` and `include_scaled_model=true`, each GPU with stored
+	// runs of other models but none of `model` matching the filters (only
+	// `gpu` when given) is added, answered from the run of another model
+	// there that `/v1/calculator/decode` would answer from (basis
+	// `scaled_model`, `run_id` the source run, `scaled_from_model` its
+	// model, `model` the one planned for; at least the engine family's
+	// cross-model band; no TTFT, so `ttft_checked` false); they rank with
+	// the scaled GPUs. A GPU where the model facts do not let another
+	// model's run stand in is named in `warnings` with the reason.
 	//
 	// Fits are stored per run and made when a run is written; runs with
 	// no fit of the calculator's current method (after an upgrade) are
@@ -14604,6 +14654,15 @@ func (c *ClientWithResponses) ListModelsWithResponse(ctx context.Context, params
 // band measured moving published grids between GPUs for the run's
 // engine family, within a generation or across); their TTFT is not predicted,
 // so a TTFT bound is not applied to them (`ttft_checked` false).
+// With `model` and `include_scaled_model=true`, each GPU with stored
+// runs of other models but none of `model` matching the filters (only
+// `gpu` when given) is added, answered from the run of another model
+// there that `/v1/calculator/decode` would answer from (basis
+// `scaled_model`, `run_id` the source run, `scaled_from_model` its
+// model, `model` the one planned for; at least the engine family's
+// cross-model band; no TTFT, so `ttft_checked` false); they rank with
+// the scaled GPUs. A GPU where the model facts do not let another
+// model's run stand in is named in `warnings` with the reason.
 //
 // Fits are stored per run and made when a run is written; runs with
 // no fit of the calculator's current method (after an upgrade) are

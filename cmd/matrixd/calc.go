@@ -43,6 +43,7 @@ type calcFlags struct {
 	users, limit            int
 	engine                  string
 	includeScaled           bool
+	includeScaledModel      bool
 	price                   calculator.Price
 	sort                    string
 }
@@ -152,6 +153,7 @@ func calcCLI(what string, getenv func(string) string) (*cli, *calcFlags) {
 		c.fs.Float64Var(&f.q.VRAMGB, "vram", 0, "another VRAM size, in `GB`")
 		c.fs.IntVar(&f.q.MaxOutputTokens, "max-output", 0, "`tokens` reserved per request for output")
 		c.fs.BoolVar(&f.includeScaled, "include-scaled", false, "add catalog GPUs without a run, scaled from the nearest measured one")
+		c.fs.BoolVar(&f.includeScaledModel, "include-scaled-model", false, "with --model: add GPUs with runs of other models but none of it, answered from another model's run there")
 		c.fs.IntVar(&f.limit, "limit", predict.DefaultPlanOptions, "how many options to show, best first")
 		f.priceFlags(c.fs)
 		c.fs.StringVar(&f.sort, "sort", "throughput", "order of the options meeting the target: throughput, or cost (cheapest first; needs a price)")
@@ -351,7 +353,7 @@ func calcCmd(ctx context.Context, args []string, getenv func(string) string, std
 		calc.SetPlanFitBudget(-1) // nothing keeps fits between runs of a command: wait for them all
 		pq := predict.PlanQuery{Model: f.sel.Model, GPU: f.sel.GPU, Engine: f.engine, KVCacheDtype: f.sel.KVCacheDtype,
 			Target:        calculator.Target{ContextTokens: q.ContextTokens, MinPerRequestTokS: f.minTokS, MaxTTFTMs: f.maxTTFT, Users: f.users, Base: q},
-			IncludeScaled: f.includeScaled, Limit: f.limit, Price: f.price, SortByCost: f.sort == "cost"}
+			IncludeScaled: f.includeScaled, IncludeScaledModel: f.includeScaledModel, Limit: f.limit, Price: f.price, SortByCost: f.sort == "cost"}
 		if f.sort != "throughput" && f.sort != "cost" {
 			return c.usageErr("--sort takes throughput or cost, not %q", f.sort)
 		}
@@ -505,11 +507,14 @@ func printPlan(w io.Writer, t calculator.Target, pl predict.Plan) {
 	fmt.Fprintf(w, "\n%d %s matched\n\n", pl.Matched, runs)
 	fmt.Fprint(w, "#\tGPU\tmodel\trun\tconcurrency\ttotal tok/s\tper request\tTTFT ms\tbasis\tlimit\n")
 	for i, o := range pl.Options {
-		gpu := o.GPU
+		gpu, model := o.GPU, o.Run.ModelName
 		if o.Scaled {
 			gpu += " (from " + o.Run.GPU + ")"
 		}
-		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t", i+1, gpu, o.Run.ModelName, o.Run.ID)
+		if o.OtherModel != "" {
+			model = o.OtherModel + " (from " + o.Run.ModelName + ")"
+		}
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t", i+1, gpu, model, o.Run.ID)
 		p := o.Plan
 		switch {
 		case o.Err != "":

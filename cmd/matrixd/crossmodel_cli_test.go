@@ -9,8 +9,9 @@ import (
 	"testing"
 )
 
-// TestCalcAnotherModel: the CLI asks capacity and prefill about a model
-// with no run on the GPU as the API does (scaled_model).
+// TestCalcAnotherModel: the CLI asks capacity, prefill and the planner
+// about a model with no run on the GPU as the API does (scaled_model);
+// the planner only with --include-scaled-model.
 func TestCalcAnotherModel(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "c.db")
@@ -24,6 +25,7 @@ func TestCalcAnotherModel(t *testing.T) {
 	}{
 		{[]string{"calc", "capacity", "--model", "fara", "--gpu", "RTX 3090", "--context", "16K"}, []string{"scaled_model  run rslyzhlpx6tot73t", "KV capacity for another model, not measured"}},
 		{[]string{"calc", "prefill", "--model", "fara", "--gpu", "RTX 3090", "--context", "16K"}, []string{"scaled_model  run rslyzhlpx6tot73t", "FLOPs of a prompt token"}},
+		{[]string{"calc", "plan", "--model", "fara", "--context", "16K", "--min-tok-s", "30", "--include-scaled-model"}, []string{"Fara1.5-4B (from cyankiwi/NVIDIA-Nemotron-Nano-12B-v2-AWQ-4bit)", "scaled_model"}},
 	} {
 		var out bytes.Buffer
 		if err := run(ctx, append(c.args, "--db", db), env(nil), nil, &out, io.Discard); err != nil {
@@ -34,5 +36,12 @@ func TestCalcAnotherModel(t *testing.T) {
 				t.Errorf("%s lacks %q:\n%s", strings.Join(c.args, " "), want, out.String())
 			}
 		}
+	}
+	var out bytes.Buffer
+	if err := run(ctx, []string{"calc", "plan", "--db", db, "--model", "fara", "--context", "16K", "--min-tok-s", "30"}, env(nil), nil, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "scaled_model") {
+		t.Errorf("plan without --include-scaled-model:\n%s", out.String())
 	}
 }
