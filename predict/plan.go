@@ -94,6 +94,9 @@ func (c *Service) Plan(ctx context.Context, pq PlanQuery) (Plan, error) {
 	if err := CheckPrice(pq.Price); err != nil {
 		return Plan{}, err
 	}
+	if pq.IncludeScaledModel && pq.Model == "" {
+		return Plan{}, invalidParam("include_scaled_model", "include_scaled_model=true plans one model on the GPUs that have runs of other models but none of its: give model too")
+	}
 	if pq.SortByCost && !pq.Price.Given() {
 		return Plan{}, invalidParam("sort", "sort=cost needs a price: give gpu_hour_usd (renting), or hardware_usd with amortization_years and electricity_usd_per_kwh (owning), or electricity_usd_per_kwh alone (energy only)")
 	}
@@ -171,7 +174,7 @@ const maxOtherModelGPUs = 16
 // not let another model's run stand in says why in a warning. A source
 // run not fitted within the plan's budget is added to pending.
 func (c *Service) addOtherModels(ctx context.Context, pq PlanQuery, out *Plan, pending map[string]bool, start time.Time) error {
-	if !pq.IncludeScaledModel || pq.Model == "" {
+	if !pq.IncludeScaledModel {
 		return nil
 	}
 	names, err := c.store.GPUNames(ctx)

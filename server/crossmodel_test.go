@@ -162,6 +162,8 @@ func TestPlannerScaledModel(t *testing.T) {
 			[]string{`"options":[]`, "no option answered from another model's run on RTX 3090", `the model facts table has no entry matching \"llama\"`}},
 		{"with an override (the newest runs, each modelled)", q + "&include_scaled_model=true&max_output_tokens=4096", 200,
 			[]string{`"basis":"scaled_model"`, `"run_id":"` + nemo.ID + `"`, `"meets":true`}},
+		{"without a model", "/v1/planner?context_tokens=16384&min_per_request_tok_s=30&include_scaled_model=true", 400,
+			[]string{`"field":"include_scaled_model"`, "give model too"}},
 		{"priced", q + "&include_scaled_model=true&gpu=3090&gpu_hour_usd=0.5", 200, []string{`"basis":"scaled_model"`, `"usd_per_hour":0.5`, `"power_source":"catalog_tdp"`}},
 	})
 	for _, c := range []string{q, q + "&include_scaled_model=true&gpu=3060"} {

@@ -3046,7 +3046,7 @@ type PlanCapacityParams struct {
 	// IncludeScaled Add catalog GPUs without a run, scaled from the nearest measured one.
 	IncludeScaled *bool `form:"include_scaled,omitempty" json:"include_scaled,omitempty"`
 
-	// IncludeScaledModel With `model`: add the GPUs with runs of other models but none of `model`, each answered from another model's run there (basis `scaled_model`).
+	// IncludeScaledModel With `model` (without, a 400): add the GPUs with runs of other models but none of `model`, each answered from another model's run there (basis `scaled_model`).
 	IncludeScaledModel *bool `form:"include_scaled_model,omitempty" json:"include_scaled_model,omitempty"`
 
 	// Limit How many options to return, best first.

@@ -44,4 +44,8 @@ func TestCalcAnotherModel(t *testing.T) {
 	if strings.Contains(out.String(), "scaled_model") {
 		t.Errorf("plan without --include-scaled-model:\n%s", out.String())
 	}
+	err := run(ctx, []string{"calc", "plan", "--db", db, "--context", "16K", "--min-tok-s", "30", "--include-scaled-model"}, env(nil), nil, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--include-scaled-model plans one model") {
+		t.Errorf("--include-scaled-model without --model: %v, want it named", err)
+	}
 }
