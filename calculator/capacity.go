@@ -191,13 +191,13 @@ func (c capacity) toModel(r ModelRatios) (capacity, []string, error) {
 	}
 	kvF, kvT := r.From.KVBytesPerToken/1e9, r.To.KVBytesPerToken/1e9 // GB a token
 	delta := r.From.WeightsGB - r.To.WeightsGB
-	poolLo := float64(c.cLo)*kvF + delta
-	if poolLo <= 0 {
+	pool := float64(c.cLo)*kvF + delta // GB, at the overhead's middle
+	if pool <= 0 {
 		return capacity{}, nil, refuse(supported, "the other model's weights (%.1f GB) do not fit: the run's model's weights (%.1f GB) and the KV pool its cells showed (%.1f GB) leave %.1f GB for the KV cache",
-			r.To.WeightsGB, r.From.WeightsGB, float64(c.cLo)*kvF, poolLo)
+			r.To.WeightsGB, r.From.WeightsGB, float64(c.cLo)*kvF, pool)
 	}
 	out := c
-	out.cLo = max(0, int(math.Floor((poolLo-otherModelOverheadGB)/kvT)))
+	out.cLo = max(0, int(math.Floor((pool-otherModelOverheadGB)/kvT)))
 	hiText := "unknown above (no cell of the run was refused)"
 	if c.cHi > 0 {
 		out.cHi = int(math.Ceil((float64(c.cHi)*kvF + delta + otherModelOverheadGB) / kvT))

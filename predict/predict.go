@@ -503,11 +503,11 @@ func (c *Service) load(ctx context.Context, id string, shared []string) (calcula
 	return out, nil
 }
 
-// selectOrOther selects the run to model for the calculator's questions (decode,
-// grid, capacity, prefill): a model and GPU with no run of the model there
-// are answered from the nearest run of another model on the GPU (see
-// otherModelRun), which other then describes (nil for the model's own
-// runs).
+// selectOrOther selects the run to model for the calculator's questions
+// (decode, grid, capacity, prefill): a model and GPU with no run of the
+// model there are answered from the nearest run of another model on the
+// GPU (see otherModelRun), which the returned *otherModel describes (nil
+// for the model's own runs).
 func (c *Service) selectOrOther(ctx context.Context, sel Selection) (*calculator.Model, []string, []string, *otherModel, error) {
 	id, ids, warn, err := c.selectRun(ctx, sel)
 	if err == nil {
@@ -532,9 +532,9 @@ func (c *Service) selectOrOther(ctx context.Context, sel Selection) (*calculator
 	return m, []string{src}, []string{why}, &other, nil
 }
 
-// ratios are the ratios a query for o sets as its OtherModel (none for
-// the model's own runs).
-func (o *otherModel) query() calculator.ModelRatios {
+// queryRatios are the ratios a query for o sets as its OtherModel (none
+// for the model's own runs).
+func (o *otherModel) queryRatios() calculator.ModelRatios {
 	if o == nil {
 		return calculator.ModelRatios{}
 	}
@@ -556,7 +556,7 @@ func (c *Service) Decode(ctx context.Context, sel Selection, q calculator.Query)
 	if err != nil {
 		return Answer[calculator.Prediction]{}, err
 	}
-	q.OtherModel = other.query()
+	q.OtherModel = other.queryRatios()
 	p, err := m.Decode(q)
 	return Answer[calculator.Prediction]{Result: p, RunIDs: ids, Warnings: warn}, err
 }
@@ -568,7 +568,7 @@ func (c *Service) Capacity(ctx context.Context, sel Selection, q calculator.Quer
 	if err != nil {
 		return Answer[calculator.CapacityAnswer]{}, err
 	}
-	q.OtherModel = other.query()
+	q.OtherModel = other.queryRatios()
 	a, err := m.Capacity(q)
 	return Answer[calculator.CapacityAnswer]{Result: a, RunIDs: ids, Warnings: warn}, err
 }
@@ -588,7 +588,7 @@ func (c *Service) Grid(ctx context.Context, sel Selection, contexts, concurrenci
 	if err != nil {
 		return Answer[Grid]{}, err
 	}
-	base.OtherModel = other.query()
+	base.OtherModel = other.queryRatios()
 	measuredL, measuredB := m.MeasuredAxes()
 	if contexts == nil {
 		contexts = measuredL

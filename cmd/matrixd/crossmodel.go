@@ -201,6 +201,6 @@ func crossModelPrefill(pairs []calculator.ModelPair) (prefillScore, error) {
 }
 
 func printModelPrefill(w io.Writer, s prefillScore) {
-	fmt.Fprintf(w, "\ncross-model cold prefill (TTFT scaled by FLOPs a prompt token, ±%s): %d pairs, %d measurements (%d refused): mean error %s, p90 %s, max %s; intervals hold %s; a %s band would hold %.0f %%\n",
+	fmt.Fprintf(w, "\ncross-model cold prefill (TTFT scaled by the FLOPs of a prompt token, at least ±%s): %d pairs, %d measurements (%d refused): mean error %s, p90 %s, max %s; intervals hold %s; a %s band would hold %.0f %%\n",
 		pct(calculator.PrefillModelBand), s.Pairs, s.Answers, s.Refused, pct(s.Mean), pct(s.P90), pct(s.Max), pct(s.Coverage), pct(s.Needed), 100*bandCoverage)
 }
