@@ -396,8 +396,11 @@ func printBasis(w io.Writer, method, speed calculator.Basis, runIDs []string, ba
 	fmt.Fprintf(w, "\trun %s\n", strings.Join(runIDs, ", "))
 	if band != nil {
 		source := "the run's conformal 90% bound of its held-out errors"
-		if method == calculator.ScaledGPU {
+		switch method {
+		case calculator.ScaledGPU:
 			source = "scaling to another GPU"
+		case calculator.ScaledModel:
+			source = "scaling to another model, measured across models"
 		}
 		fmt.Fprintf(w, "error band\t±%.1f%% total, ±%.1f%% TBT\t(%s)\n", 100*band[0], 100*band[1], source)
 	}
@@ -420,7 +423,7 @@ func printDecode(w io.Writer, q calculator.Query, a predict.Answer[calculator.Pr
 	fmt.Fprintf(w, "KV reservation\t%d tokens\tcapacity %d – %s tokens\n", c.ReservedTokens, c.KVTokensLow, orUnknown(nonZero(c.KVTokensHigh)))
 	fmt.Fprintf(w, "max concurrency here\t%d\n", c.MaxConcurrencyAtContext)
 	var band *[2]float64
-	if p.TotalTokS != nil && (p.SpeedBasis != calculator.Measured || p.Basis == calculator.ScaledGPU) {
+	if p.TotalTokS != nil && (p.SpeedBasis != calculator.Measured || p.Basis == calculator.ScaledGPU || p.Basis == calculator.ScaledModel) {
 		band = &[2]float64{p.BandTotal, p.BandTBT}
 	}
 	printBasis(w, p.Basis, p.SpeedBasis, a.RunIDs, band, a.Warnings, p.Warnings)
@@ -456,7 +459,7 @@ func printGrid(w io.Writer, a predict.Answer[predict.Grid]) {
 		fmt.Fprintf(w, "%d\t", b)
 	}
 	fmt.Fprintln(w)
-	marks := map[calculator.Basis]string{calculator.Measured: "", calculator.Interpolated: "~", calculator.Extrapolated: "^", calculator.ScaledVRAM: "v", calculator.ScaledGPU: "g"}
+	marks := map[calculator.Basis]string{calculator.Measured: "", calculator.Interpolated: "~", calculator.Extrapolated: "^", calculator.ScaledVRAM: "v", calculator.ScaledGPU: "g", calculator.ScaledModel: "m"}
 	short := map[calculator.Status]string{calculator.OverCapacity: "over", calculator.ExceedsMaxModelLen: "too long", calculator.TTFTExceedsWindow: "no token"}
 	row := -1
 	for _, c := range g.Cells {
@@ -483,7 +486,7 @@ func printGrid(w io.Writer, a predict.Answer[predict.Grid]) {
 		}
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "\n~ interpolated, ^ extrapolated, v scaled VRAM, g scaled to another GPU, unmarked measured; q requests queued, ? capacity boundary uncertain")
+	fmt.Fprintln(w, "\n~ interpolated, ^ extrapolated, v scaled VRAM, g scaled to another GPU, m from another model's run, unmarked measured; q requests queued, ? capacity boundary uncertain")
 	fmt.Fprintf(w, "run\t%s\n", strings.Join(a.RunIDs, ", "))
 	for _, warn := range a.Warnings {
 		fmt.Fprintf(w, "note\t%s\n", inFlags(warn))

@@ -9,9 +9,10 @@ import (
 	"testing"
 )
 
-// TestCalcAnotherModel: the CLI asks capacity, prefill and the planner
-// about a model with no run on the GPU as the API does (scaled_model);
-// the planner only with --include-scaled-model.
+// TestCalcAnotherModel: the CLI asks capacity, prefill, a grid and the
+// planner about a model with no run on the GPU as the API does
+// (scaled_model, a grid's cells marked so); the planner only with
+// --include-scaled-model.
 func TestCalcAnotherModel(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "c.db")
@@ -25,6 +26,8 @@ func TestCalcAnotherModel(t *testing.T) {
 	}{
 		{[]string{"calc", "capacity", "--model", "fara", "--gpu", "RTX 3090", "--context", "16K"}, []string{"scaled_model  run rslyzhlpx6tot73t", "KV capacity for another model, not measured"}},
 		{[]string{"calc", "prefill", "--model", "fara", "--gpu", "RTX 3090", "--context", "16K"}, []string{"scaled_model  run rslyzhlpx6tot73t", "FLOPs of a prompt token"}},
+		{[]string{"calc", "decode", "--model", "fara", "--gpu", "RTX 3090", "--context", "16K", "--concurrency", "8"}, []string{"±27.1% total", "scaling to another model"}},
+		{[]string{"calc", "grid", "--model", "fara", "--gpu", "RTX 3090", "--contexts", "16K", "--concurrencies", "8"}, []string{"m613.0", "m from another model's run"}},
 		{[]string{"calc", "plan", "--model", "fara", "--context", "16K", "--min-tok-s", "30", "--include-scaled-model"}, []string{"Fara1.5-4B (from cyankiwi/NVIDIA-Nemotron-Nano-12B-v2-AWQ-4bit)", "scaled_model"}},
 	} {
 		var out bytes.Buffer
