@@ -623,6 +623,12 @@ func (c *Service) Prefill(ctx context.Context, sel Selection, contextTokens int)
 		p, err = m.Prefill(contextTokens)
 	} else if err = other.prefillFacts(); err == nil {
 		p, err = m.PrefillOtherModel(contextTokens, other.ratios)
+		var ref *calculator.Refusal
+		if errors.As(err, &ref) {
+			// The run refused is another model's: say whose, and why it answers.
+			err = &calculator.Refusal{Reason: fmt.Sprintf("no run of %s on GPU %q; run %s of %s, which would answer for it, refuses: %s",
+				other.to.Name, clip(sel.GPU), ids[0], other.from.Name, ref.Reason), Supported: ref.Supported}
+		}
 	}
 	return Answer[calculator.PrefillPrediction]{Result: p, RunIDs: ids, Warnings: warn}, err
 }

@@ -112,7 +112,7 @@ func TestCrossModelPrefill(t *testing.T) {
 		{"while its speed is answered", "/v1/calculator/grid?model=Qwen3.6-35B-A3B&gpu=RTX%203090&contexts=0&concurrencies=1", 200,
 			[]string{`"run_ids":["` + stored.ID + `"]`, "another model: speed scaled"}},
 		{"beyond the source's prefill table", "/v1/calculator/prefill?model=fara&gpu=RTX%203090&context_tokens=1000000", 422,
-			[]string{"outside what this run's prefill table supports"}},
+			[]string{`no run of Fara1.5-4B on GPU \"RTX 3090\"; run ` + nemo.ID + " of NVIDIA-Nemotron-Nano-12B-v2, which would answer for it, refuses", "outside what this run's prefill table supports"}},
 		{"facts lack the model", "/v1/calculator/prefill?model=Qwen2.5-3B-Instruct&gpu=RTX%203090&context_tokens=16384", 422,
 			[]string{`the model facts table has no entry matching \"Qwen2.5-3B-Instruct\"`}},
 		{"a model's own run is measured", "/v1/calculator/prefill?model=nemotron&gpu=RTX%203090&context_tokens=16384", 200,
