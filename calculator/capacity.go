@@ -193,7 +193,7 @@ func (c capacity) toModel(r ModelRatios) (capacity, []string, error) {
 	delta := r.From.WeightsGB - r.To.WeightsGB
 	pool := float64(c.cLo)*kvF + delta // GB, at the overhead's middle
 	if pool <= 0 {
-		return capacity{}, nil, refuse(supported, "the other model's weights (%.1f GB) do not fit: the run's model's weights (%.1f GB) and the KV pool its cells showed (%.1f GB) leave %.1f GB for the KV cache",
+		return capacity{}, nil, refuse(supported, "the other model's weights (%.1f GB) do not fit: the run's model's weights (%.1f GB) and the KV pool its cells showed (%.1f GB) leave %.1f GB for the KV cache; a GPU with more memory, or a smaller quantization of the model, may hold it",
 			r.To.WeightsGB, r.From.WeightsGB, float64(c.cLo)*kvF, pool)
 	}
 	out := c

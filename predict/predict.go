@@ -532,6 +532,19 @@ func (c *Service) selectOrOther(ctx context.Context, sel Selection) (*calculator
 	return m, []string{src}, []string{why}, &other, nil
 }
 
+// refused is err, a refusal of the run answering for o's model, saying
+// whose run it is and why it answers (the refusal's own "this run" is
+// another model's); any other error, or an answer from the model's own
+// runs (o nil), as it is.
+func (o *otherModel) refused(err error, sel Selection, ids []string) error {
+	var ref *calculator.Refusal
+	if o == nil || !errors.As(err, &ref) {
+		return err
+	}
+	return &calculator.Refusal{Reason: fmt.Sprintf("no run of %s on GPU %q; run %s of %s, which would answer for it, refuses: %s",
+		o.to.Name, clip(sel.GPU), ids[0], o.from.Name, ref.Reason), Supported: ref.Supported}
+}
+
 // queryRatios are the ratios a query for o sets as its OtherModel (none
 // for the model's own runs).
 func (o *otherModel) queryRatios() calculator.ModelRatios {
@@ -558,7 +571,7 @@ func (c *Service) Decode(ctx context.Context, sel Selection, q calculator.Query)
 	}
 	q.OtherModel = other.queryRatios()
 	p, err := m.Decode(q)
-	return Answer[calculator.Prediction]{Result: p, RunIDs: ids, Warnings: warn}, err
+	return Answer[calculator.Prediction]{Result: p, RunIDs: ids, Warnings: warn}, other.refused(err, sel, ids)
 }
 
 // Capacity answers the KV-capacity question at q's context; a model with
@@ -570,7 +583,7 @@ func (c *Service) Capacity(ctx context.Context, sel Selection, q calculator.Quer
 	}
 	q.OtherModel = other.queryRatios()
 	a, err := m.Capacity(q)
-	return Answer[calculator.CapacityAnswer]{Result: a, RunIDs: ids, Warnings: warn}, err
+	return Answer[calculator.CapacityAnswer]{Result: a, RunIDs: ids, Warnings: warn}, other.refused(err, sel, ids)
 }
 
 // MaxGridSide bounds each axis of a predicted grid.
@@ -623,14 +636,8 @@ func (c *Service) Prefill(ctx context.Context, sel Selection, contextTokens int)
 		p, err = m.Prefill(contextTokens)
 	} else if err = other.prefillFacts(); err == nil {
 		p, err = m.PrefillOtherModel(contextTokens, other.ratios)
-		var ref *calculator.Refusal
-		if errors.As(err, &ref) {
-			// The run refused is another model's: say whose, and why it answers.
-			err = &calculator.Refusal{Reason: fmt.Sprintf("no run of %s on GPU %q; run %s of %s, which would answer for it, refuses: %s",
-				other.to.Name, clip(sel.GPU), ids[0], other.from.Name, ref.Reason), Supported: ref.Supported}
-		}
 	}
-	return Answer[calculator.PrefillPrediction]{Result: p, RunIDs: ids, Warnings: warn}, err
+	return Answer[calculator.PrefillPrediction]{Result: p, RunIDs: ids, Warnings: warn}, other.refused(err, sel, ids)
 }
 
 func sortedUnique(xs []int) []int {
