@@ -109,34 +109,35 @@ func (f *calcFlags) whatIfs(fs *flag.FlagSet, target, rough bool) {
 // calcCLI is subcommand what's flags and help.
 func calcCLI(what string, getenv func(string) string) (*cli, *calcFlags) {
 	const pick = "(--run ID | --model M --gpu G)"
+	const other = "\nBy --model and --gpu, a model with no run on the GPU is answered from another\nmodel's run there (basis scaled_model)."
 	var c *cli
 	f := &calcFlags{}
 	contextFlag := func(usage string) { c.fs.StringVar(&f.context, "context", "", usage) }
 	switch what {
 	case "decode":
 		c = newCLI("calc decode", pick+" --context N --concurrency N [flags]",
-			"Predict one decode cell of a run: total and per-request tok/s, time between tokens,\nwarm TTFT and whether it fits, with the error band.")
+			"Predict one decode cell of a run: total and per-request tok/s, time between tokens,\nwarm TTFT and whether it fits, with the error band."+other)
 		f.selection(c.fs)
 		contextFlag("the cell's context length in `tokens` (48K = 49152); required")
 		c.fs.IntVar(&f.q.Concurrency, "concurrency", 0, "simultaneous `requests`; required")
 		f.whatIfs(c.fs, true, true)
 	case "capacity":
 		c = newCLI("calc capacity", pick+" --context N [--concurrency N] [flags]",
-			"How many requests fit in a run's KV cache at a context and, with --concurrency, the\nlongest context that fits at that many requests.")
+			"How many requests fit in a run's KV cache at a context and, with --concurrency, the\nlongest context that fits at that many requests."+other)
 		f.selection(c.fs)
 		contextFlag("context length in `tokens` (48K = 49152); required")
 		c.fs.IntVar(&f.q.Concurrency, "concurrency", 0, "also the longest context that fits at this many `requests`")
 		f.whatIfs(c.fs, true, false)
 	case "grid":
 		c = newCLI("calc grid", pick+" [--contexts L,…] [--concurrencies B,…] [flags]",
-			"Predict total tok/s over a grid of contexts × concurrencies, each cell marked by how\nit was obtained (at most 16 × 16).")
+			"Predict total tok/s over a grid of contexts × concurrencies, each cell marked by how\nit was obtained (at most 16 × 16)."+other)
 		f.selection(c.fs)
 		c.fs.StringVar(&f.contexts, "contexts", "", "context lengths in tokens, comma-separated (default: the run's)")
 		c.fs.StringVar(&f.concurrencies, "concurrencies", "", "concurrency levels, comma-separated (default: the run's)")
 		f.whatIfs(c.fs, true, true)
 	case "prefill":
 		c = newCLI("calc prefill", pick+" --context N [flags]",
-			"Predict cold prefill at a context: time to first token and prompt tok/s.")
+			"Predict cold prefill at a context: time to first token and prompt tok/s."+other)
 		f.selection(c.fs)
 		contextFlag("prompt length in `tokens` (48K = 49152); required")
 	case "plan":
