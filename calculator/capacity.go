@@ -210,7 +210,7 @@ func (c capacity) toModel(r ModelRatios) (capacity, []string, error) {
 		warn = append(warn, "at the interval's pessimistic end nothing fits: whether one request does is uncertain")
 	}
 	if c.seqLimit > 0 || r.From.Hybrid || r.To.Hybrid {
-		warn = append(warn, "a hybrid model's per-request state limits how many requests run at once; the model facts do not give the other model's, so its sequence limit is unknown")
+		warn = append(warn, "the model facts do not say how many requests at once the other model's per-request state allows (a hybrid's linear-attention or Mamba layers may limit it, as the run's model's may have), so its sequence limit is unknown")
 	}
 	return out, warn, nil
 }

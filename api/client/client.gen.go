@@ -3568,8 +3568,10 @@ type ClientInterface interface {
 	// the model facts table (`/v1/model-facts`): its speed moved by the
 	// models' weight and KV bytes per token as measured across models
 	// (`basis.method` `scaled_model`, `basis.run_ids` the source run, a
-	// warning naming both models, no TTFT). Where the facts do not
-	// describe a model the answer is 422 saying which.
+	// warning naming both models, no TTFT), its KV capacity moved as
+	// `/v1/calculator/capacity` says. Where the facts do not describe a
+	// model, or its weights leave no room for a KV cache, the answer is
+	// 422 saying which.
 	//
 	// Corresponds with GET /v1/calculator/decode (the `EstimateDecode` operationId).
 	EstimateDecode(ctx context.Context, params *EstimateDecodeParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4391,8 +4393,10 @@ func (c *Client) EstimateCapacity(ctx context.Context, params *EstimateCapacityP
 // the model facts table (`/v1/model-facts`): its speed moved by the
 // models' weight and KV bytes per token as measured across models
 // (`basis.method` `scaled_model`, `basis.run_ids` the source run, a
-// warning naming both models, no TTFT). Where the facts do not
-// describe a model the answer is 422 saying which.
+// warning naming both models, no TTFT), its KV capacity moved as
+// `/v1/calculator/capacity` says. Where the facts do not describe a
+// model, or its weights leave no room for a KV cache, the answer is
+// 422 saying which.
 //
 // Corresponds with GET /v1/calculator/decode (the `EstimateDecode` operationId).
 func (c *Client) EstimateDecode(ctx context.Context, params *EstimateDecodeParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -9578,8 +9582,10 @@ type ClientWithResponsesInterface interface {
 	// the model facts table (`/v1/model-facts`): its speed moved by the
 	// models' weight and KV bytes per token as measured across models
 	// (`basis.method` `scaled_model`, `basis.run_ids` the source run, a
-	// warning naming both models, no TTFT). Where the facts do not
-	// describe a model the answer is 422 saying which.
+	// warning naming both models, no TTFT), its KV capacity moved as
+	// `/v1/calculator/capacity` says. Where the facts do not describe a
+	// model, or its weights leave no room for a KV cache, the answer is
+	// 422 saying which.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -14367,8 +14373,10 @@ func (c *ClientWithResponses) EstimateCapacityWithResponse(ctx context.Context, 
 // the model facts table (`/v1/model-facts`): its speed moved by the
 // models' weight and KV bytes per token as measured across models
 // (`basis.method` `scaled_model`, `basis.run_ids` the source run, a
-// warning naming both models, no TTFT). Where the facts do not
-// describe a model the answer is 422 saying which.
+// warning naming both models, no TTFT), its KV capacity moved as
+// `/v1/calculator/capacity` says. Where the facts do not describe a
+// model, or its weights leave no room for a KV cache, the answer is
+// 422 saying which.
 //
 // Returns a wrapper object for the known response body format(s).
 //
