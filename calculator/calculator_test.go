@@ -907,3 +907,80 @@ func TestLongerOutputReservesMoreOfTheSamePool(t *testing.T) {
 		t.Errorf("%d requests of 32K + 100,000 fit, more than the pool's %d", c.MaxConcurrency, want)
 	}
 }
+
+// TestOtherModelCapacity: another model's KV capacity is the run's KV pool
+// in bytes plus its model's weights less the other's, over the other's KV
+// bytes per token, ±otherModelOverheadGB; a model whose weights leave no
+// pool is refused, as are ratios without the models' sizes.
+func TestOtherModelCapacity(t *testing.T) {
+	m := fit(t, faraRun())
+	q := calculator.Query{ContextTokens: 16384, Concurrency: 8}
+	base, err := m.Capacity(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := calculator.ModelSize{WeightsGB: 2, KVBytesPerToken: 8192}
+	to := calculator.ModelSize{WeightsGB: 4, KVBytesPerToken: 16384}
+	q.OtherModel = calculator.ModelRatios{Weights: 2, KV: 2, From: from, To: to}
+	a, err := m.Capacity(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := func(tokens int) float64 { return float64(tokens) * 8192 / 1e9 }
+	wantLo := int(math.Floor((pool(base.KVTokensLow) - 2 - 1.5) * 1e9 / 16384))
+	wantHi := int(math.Ceil((pool(base.KVTokensHigh) - 2 + 1.5) * 1e9 / 16384))
+	if a.Basis != calculator.ScaledModel || a.KVTokensLow != wantLo || a.KVTokensHigh != wantHi || a.SequenceLimit != 0 {
+		t.Errorf("capacity %+v, want scaled_model %d–%d tokens (the run's %d–%d), no sequence limit", a, wantLo, wantHi, base.KVTokensLow, base.KVTokensHigh)
+	}
+	// The decode answer's capacity is the same.
+	p, err := m.Decode(calculator.Query{ContextTokens: 16384, Concurrency: 8, OtherModel: q.OtherModel})
+	if err != nil || p.Capacity.KVTokensLow != wantLo || p.Capacity.KVTokensHigh != wantHi {
+		t.Errorf("decode capacity %+v (%v), want %d–%d", p.Capacity, err, wantLo, wantHi)
+	}
+	huge := q
+	huge.OtherModel.To.WeightsGB = 2 + pool(base.KVTokensLow) + 0.1
+	bare := q
+	bare.OtherModel.From, bare.OtherModel.To = calculator.ModelSize{}, calculator.ModelSize{}
+	vram := q
+	vram.VRAMGB = 24
+	for name, bad := range map[string]calculator.Query{"does not fit": huge, "no sizes": bare, "another VRAM size": vram} {
+		if _, err := m.Capacity(bad); !errors.Is(err, calculator.ErrRefused) {
+			t.Errorf("%s: %v, want a refusal", name, err)
+		}
+	}
+	if _, err := m.Decode(calculator.Query{ContextTokens: 16384, Concurrency: 8, OtherModel: huge.OtherModel}); !errors.Is(err, calculator.ErrRefused) {
+		t.Errorf("decode of a model that does not fit: %v, want a refusal", err)
+	}
+}
+
+// TestPrefillOtherModel: another model's cold prefill is the run's scaled
+// by the FLOPs of a prompt token, at least ±PrefillModelBand, and refused
+// without the attention geometry.
+func TestPrefillOtherModel(t *testing.T) {
+	m := fit(t, faraRun())
+	base, err := m.Prefill(16384)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := calculator.ModelRatios{Weights: 2, KV: 2,
+		From: calculator.ModelSize{FLOPsPerToken: 8e9, AttentionFLOPs: 1e5},
+		To:   calculator.ModelSize{FLOPsPerToken: 16e9, AttentionFLOPs: 4e5}}
+	p, err := m.PrefillOtherModel(16384, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := (16e9 + 4e5*16384/2) / (8e9 + 1e5*16384/2)
+	band := calculator.PrefillModelBand
+	if want := base.TTFTMs.Value * k; p.Basis != calculator.ScaledModel || math.Abs(p.TTFTMs.Value-want) > 1e-6*want ||
+		math.Abs(p.TTFTMs.High-want*(1+band)) > 1e-6*want || math.Abs(p.PromptTokS.Value-16384/want*1000) > 1e-6 {
+		t.Errorf("prefill %+v, want %v ms ±%v", p, want, band)
+	}
+	noHeads := r
+	noHeads.To.AttentionFLOPs = 0
+	if _, err := m.PrefillOtherModel(16384, noHeads); !errors.Is(err, calculator.ErrRefused) {
+		t.Errorf("without the heads: %v, want a refusal", err)
+	}
+	if _, err := m.PrefillOtherModel(10_000_000, r); !errors.Is(err, calculator.ErrRefused) {
+		t.Errorf("beyond the run's prefill table: %v, want a refusal", err)
+	}
+}

@@ -1,6 +1,7 @@
 package calculator
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 )
@@ -172,4 +173,61 @@ func (c capacity) maxConcurrency(l int) int {
 		b = min(b, c.maxActive)
 	}
 	return b
+}
+
+// otherModelOverheadGB is how much the memory outside the weights and the
+// KV cache (activations, CUDA graphs, the runtime; overheadLowGB to
+// overheadHighGB each, not published) may differ between two models
+// served alike.
+const otherModelOverheadGB = overheadHighGB - overheadLowGB
+
+// sized reports whether r gives both models' weights and KV bytes per
+// token, which moving a KV pool to the other model needs.
+func (r ModelRatios) sized() bool {
+	return r.From.WeightsGB > 0 && r.To.WeightsGB > 0 && r.From.KVBytesPerToken > 0 && r.To.KVBytesPerToken > 0 &&
+		finite(r.From.WeightsGB, r.To.WeightsGB, r.From.KVBytesPerToken, r.To.KVBytesPerToken)
+}
+
+// toModel is c for another model (r) in the same memory: the KV pool the
+// run's cells showed (C tokens × its model's KV bytes per token), plus the
+// memory its model's weights take less the other's, over the other's KV
+// bytes per token, widened by otherModelOverheadGB either way. What the
+// cells showed of admission (a sequence limit, the most requests seen
+// running, contexts that gave no token in the window) was its model's
+// and is dropped; the launch's limits (max_model_len, --max-num-seqs)
+// stay. Without both models' sizes, the pool is scaled by the KV ratio
+// alone (the weights' difference not counted) and the answer says so.
+func (c capacity) toModel(r ModelRatios) (capacity, []string, error) {
+	if !r.sized() {
+		out := c.scale(1/r.KV, 1/r.KV)
+		return out, []string{fmt.Sprintf("KV capacity scaled by the other model's KV bytes per token (×%.2f of the run's): the difference in weights' memory is not counted, so statuses near the capacity are approximate", r.KV)}, nil
+	}
+	supported := "another model whose weights and KV cache fit the memory the run's model and its KV cache took"
+	if c.cLo <= 0 {
+		return capacity{}, nil, refuse(supported, "no cell of the run ran, so its KV pool is unknown")
+	}
+	kvF, kvT := r.From.KVBytesPerToken/1e9, r.To.KVBytesPerToken/1e9 // GB a token
+	delta := r.From.WeightsGB - r.To.WeightsGB
+	pool := float64(c.cLo)*kvF + delta // GB, at the overhead's middle
+	if pool <= 0 {
+		return capacity{}, nil, refuse(supported, "the other model's weights (%.1f GB) do not fit: the run's model's weights (%.1f GB) and the KV pool its cells showed (%.1f GB) leave %.1f GB for the KV cache; a GPU with more memory, or a smaller quantization of the model, may hold it",
+			r.To.WeightsGB, r.From.WeightsGB, float64(c.cLo)*kvF, pool)
+	}
+	out := c
+	out.cLo = max(0, int(math.Floor((pool-otherModelOverheadGB)/kvT)))
+	hiText := "unknown above (no cell of the run was refused)"
+	if c.cHi > 0 {
+		out.cHi = int(math.Ceil((float64(c.cHi)*kvF + delta + otherModelOverheadGB) / kvT))
+		hiText = strconv.Itoa(out.cHi)
+	}
+	out.seqLimit, out.maxActive, out.noOutputL = 0, 0, -1
+	warn := []string{fmt.Sprintf("KV capacity for another model, not measured: the run's KV pool (%d tokens × %.0f KiB = %.2f GB) plus its model's weights (%.2f GB) less the other's (%.2f GB), over the other's %.0f KiB a token, ±%.1f GB for memory neither publishes (activations, the runtime): %d–%s tokens",
+		c.cLo, r.From.KVBytesPerToken/1024, float64(c.cLo)*kvF, r.From.WeightsGB, r.To.WeightsGB, r.To.KVBytesPerToken/1024, otherModelOverheadGB, out.cLo, hiText)}
+	if out.cLo == 0 {
+		warn = append(warn, "at the interval's pessimistic end nothing fits: whether one request does is uncertain")
+	}
+	if c.seqLimit > 0 || r.From.Hybrid || r.To.Hybrid {
+		warn = append(warn, "the model facts do not say how many requests at once the other model's per-request state allows (a hybrid's linear-attention or Mamba layers may limit it, as the run's model's may have), so its sequence limit is unknown")
+	}
+	return out, warn, nil
 }

@@ -10,9 +10,47 @@ import (
 // ModelRatios compare the model asked for with the measured one (target
 // over measured): Weights the bytes of weights one token reads (active
 // parameters × bytes per parameter), KV the bytes of KV cache one token of
-// context takes (full-attention layers × KV heads × head dimension).
+// context takes (full-attention layers × KV heads × head dimension). From
+// and To size the measured model and the asked one where the facts give
+// them: another model's KV capacity and prefill need them, and are
+// refused without.
 type ModelRatios struct {
 	Weights, KV float64
+	From, To    ModelSize
+}
+
+// ModelSize is what a model takes on the run's engine: the memory of its
+// weights (every parameter, not only those a token reads), the KV cache
+// one token of context takes at the run's KV cache dtype, the FLOPs a
+// prompt token costs outside attention (2 × active parameters) and those
+// attending to one more token of context adds (2 × 2 × full-attention
+// layers × heads × head dimension; 0 when the facts lack the heads), and
+// whether some of its layers keep state that does not grow with the
+// context (a hybrid).
+type ModelSize struct {
+	WeightsGB       float64
+	KVBytesPerToken float64
+	FLOPsPerToken   float64
+	AttentionFLOPs  float64
+	Hybrid          bool
+}
+
+// prefillFLOPs is what one token of a cold prompt of l tokens costs on
+// average: its share of the weights' work and of the causal attention
+// over the tokens before it (l/2 of them on average).
+func (s ModelSize) prefillFLOPs(l int) float64 {
+	return s.FLOPsPerToken + s.AttentionFLOPs*float64(l)/2
+}
+
+// other reports whether r asks for another model.
+func (r ModelRatios) other() bool { return r != (ModelRatios{}) }
+
+// check refuses ratios that are not positive numbers.
+func (r ModelRatios) check() error {
+	if !(r.Weights > 0) || !(r.KV > 0) || !finite(r.Weights, r.KV) {
+		return refuse("positive weight and KV byte ratios", "the other model's ratios %v, %v are not positive numbers", r.Weights, r.KV)
+	}
+	return nil
 }
 
 // ModelMove is how step times move to another model on the same GPU and

@@ -474,15 +474,16 @@ func (m *Model) decode(q Query, mv GPUMove) (Prediction, error) {
 	if err != nil {
 		return Prediction{}, err
 	}
-	other := q.OtherModel != (ModelRatios{})
+	other := q.OtherModel.other()
 	if other {
-		switch {
-		case !(q.OtherModel.Weights > 0) || !(q.OtherModel.KV > 0) || !finite(q.OtherModel.Weights, q.OtherModel.KV):
-			return Prediction{}, refuse("positive weight and KV byte ratios", "the other model's ratios %+v are not positive numbers", q.OtherModel)
-		case gpu.scaled:
+		if err := q.OtherModel.check(); err != nil {
+			return Prediction{}, err
+		}
+		if gpu.scaled {
 			return Prediction{}, refuse("another model on the run's GPU, or the run's model on another GPU", "another model and another GPU at once are not predicted: each move was measured alone")
-		case q.VRAMGB > 0 || q.GPUMemoryUtilization > 0:
-			return Prediction{}, refuse("another model at the run's VRAM and memory utilization", "another model's KV pool depends on its weights, which the ratios do not give, so another VRAM size is not scaled for it")
+		}
+		if err := otherModelVRAM(q); err != nil {
+			return Prediction{}, err
 		}
 	}
 	if err := m.targetVRAM(&q, &gpu); err != nil {
@@ -492,12 +493,13 @@ func (m *Model) decode(q Query, mv GPUMove) (Prediction, error) {
 	if err != nil {
 		return Prediction{}, err
 	}
-	if other {
-		// Tokens of KV cache scale with the pool over bytes per token; the
-		// other model's weights change the pool too, which is not counted.
-		scale = vramScaling{lo: 1 / q.OtherModel.KV, hi: 1 / q.OtherModel.KV}
-	}
 	cap := m.capacityFor(maxOut, scale)
+	var capWarn []string
+	if other {
+		if cap, capWarn, err = cap.toModel(q.OtherModel); err != nil {
+			return Prediction{}, err
+		}
+	}
 	p.Capacity = Capacity{
 		ReservedTokens: q.Concurrency * (q.ContextTokens + maxOut),
 		KVTokensLow:    cap.cLo, KVTokensHigh: cap.cHi,
@@ -513,7 +515,7 @@ func (m *Model) decode(q Query, mv GPUMove) (Prediction, error) {
 	var modelMove ModelMove
 	if other {
 		modelMove = m.modelMove()
-		p.Warnings = append(p.Warnings, otherModelWarnings(q.OtherModel, modelMove)...)
+		p.Warnings = append(append(p.Warnings, capWarn...), otherModelSpeed(q.OtherModel, modelMove))
 	}
 	if !m.bands.Calibrated {
 		p.Warnings = append(p.Warnings, "too few cells to calibrate error bands on this run: intervals are a wide default")
@@ -619,13 +621,21 @@ func (m *Model) decode(q Query, mv GPUMove) (Prediction, error) {
 // family's calibrated move.
 func (m *Model) modelMove() ModelMove { return calibration().ModelMoveFor(EngineFamily(m.run.Engine)) }
 
-// otherModelWarnings say how an answer for another model was made.
-func otherModelWarnings(r ModelRatios, mv ModelMove) []string {
-	return []string{
-		fmt.Sprintf("KV capacity scaled by the other model's KV bytes per token (×%.2f of the run's): the difference in weights' memory is not counted, so statuses near the capacity are approximate", r.KV),
-		fmt.Sprintf("another model: speed scaled from the run's model by weight bytes per token ×%.2f (power %.2f) and KV bytes per token ×%.2f (power %.2f), measured across models on published grids; ±%.0f%%; TTFT is not predicted",
-			r.Weights, mv.WeightPower, r.KV, mv.KVPower, 100*mv.Band),
+// otherModelSpeed says how the speed of an answer for another model was
+// made.
+func otherModelSpeed(r ModelRatios, mv ModelMove) string {
+	return fmt.Sprintf("another model: speed scaled from the run's model by weight bytes per token ×%.2f (power %.2f) and KV bytes per token ×%.2f (power %.2f), measured across models on published grids; ±%.0f%%; TTFT is not predicted",
+		r.Weights, mv.WeightPower, r.KV, mv.KVPower, 100*mv.Band)
+}
+
+// otherModelVRAM refuses another model together with another VRAM size or
+// memory utilization: its KV pool is moved from the measured one, each
+// move was measured alone.
+func otherModelVRAM(q Query) error {
+	if q.VRAMGB > 0 || q.GPUMemoryUtilization > 0 || q.TargetGPU != "" {
+		return refuse("another model at the run's GPU, VRAM and memory utilization", "another model's KV pool is moved from the run's measured one, so another VRAM size is not scaled for it (nor another GPU or memory utilization)")
 	}
+	return nil
 }
 
 // targetVRAM sets an answer on another GPU to that GPU's VRAM unless the
@@ -790,6 +800,39 @@ func (m *Model) Prefill(l int) (PrefillPrediction, error) {
 	return out, nil
 }
 
+// PrefillModelBand is the least relative half-width of a cold-prefill
+// answer for another model: scaled by FLOPs, not measured (see
+// PrefillOtherModel; docs/calculator.md gives how it was measured).
+const PrefillModelBand = 0.5
+
+// PrefillOtherModel predicts cold prefill at context l for another model
+// (r) on the run's GPU and engine: prefill is bound by compute, so the
+// run's own cold TTFT at l is scaled by the ratio of what a prompt token
+// costs each model, 2 × active parameters + (2 × 2 × full-attention layers
+// × heads × head dimension) × l/2 FLOPs, with at least PrefillModelBand.
+func (m *Model) PrefillOtherModel(l int, r ModelRatios) (PrefillPrediction, error) {
+	if err := r.check(); err != nil {
+		return PrefillPrediction{}, err
+	}
+	if !(r.From.FLOPsPerToken > 0 && r.To.FLOPsPerToken > 0 && r.From.AttentionFLOPs > 0 && r.To.AttentionFLOPs > 0) {
+		return PrefillPrediction{}, refuse("another model whose parameters and attention geometry (full-attention layers, heads, head dimension) the model facts give", "another model's prefill needs both models' FLOPs per prompt token")
+	}
+	p, err := m.Prefill(l)
+	if err != nil {
+		return PrefillPrediction{}, err
+	}
+	k := r.To.prefillFLOPs(l) / r.From.prefillFLOPs(l)
+	v := p.TTFTMs.Value * k
+	rel := max(PrefillModelBand, (p.TTFTMs.High-p.TTFTMs.Value)/p.TTFTMs.Value, (p.TTFTMs.Value-p.TTFTMs.Low)/p.TTFTMs.Value)
+	out := PrefillPrediction{TTFTMs: *band(v, rel), PromptTokS: *invBand(float64(l)/v*1000, rel), Basis: ScaledModel, Contexts: p.Contexts,
+		Warnings: append(p.Warnings, fmt.Sprintf("another model, not measured: the run's cold TTFT (%s, %.0f ms) scaled by the FLOPs of a prompt token ×%.2f (2 × active parameters + 2 × 2 × full-attention layers × heads × head dimension × context/2); ±%.0f%%",
+			p.Basis, p.TTFTMs.Value, k, 100*rel))}
+	if !finite(k, v) || !finiteEstimates(&out.TTFTMs, &out.PromptTokS) {
+		return PrefillPrediction{}, refuse("another model whose FLOPs per prompt token are finite", "the prefill scaled to the other model is not a finite time")
+	}
+	return out, nil
+}
+
 // CapacityAnswer is the KV-capacity picture at one context.
 type CapacityAnswer struct {
 	ContextTokens int
@@ -820,6 +863,18 @@ func (m *Model) Capacity(q Query) (CapacityAnswer, error) {
 	if err != nil {
 		return CapacityAnswer{}, err
 	}
+	other := q.OtherModel.other()
+	if other {
+		if err := q.OtherModel.check(); err != nil {
+			return CapacityAnswer{}, err
+		}
+		if err := otherModelVRAM(q); err != nil {
+			return CapacityAnswer{}, err
+		}
+		if !q.OtherModel.sized() {
+			return CapacityAnswer{}, refuse("another model whose weights and KV bytes per token the model facts give", "another model's KV capacity needs both models' weights and KV bytes per token")
+		}
+	}
 	if q.TargetGPU != "" && q.VRAMGB == 0 {
 		g, ok := LookupGPU(q.TargetGPU)
 		if !ok {
@@ -835,12 +890,22 @@ func (m *Model) Capacity(q Query) (CapacityAnswer, error) {
 		scale.warnings = append(scale.warnings, fmt.Sprintf("capacity for %s with %.0f GB", q.TargetGPU, q.VRAMGB))
 	}
 	c := m.capacityFor(maxOut, scale)
+	if other {
+		var warn []string
+		if c, warn, err = c.toModel(q.OtherModel); err != nil {
+			return CapacityAnswer{}, err
+		}
+		scale.warnings = append(scale.warnings, warn...)
+	}
 	a := CapacityAnswer{
 		ContextTokens: q.ContextTokens, Concurrency: q.Concurrency,
 		KVTokensLow: c.cLo, KVTokensHigh: c.cHi, SequenceLimit: c.seqLimit, MaxOutputTokens: maxOut,
 		Basis: Measured, Warnings: scale.warnings,
 	}
-	if scale.scaled {
+	switch {
+	case other:
+		a.Basis = ScaledModel
+	case scale.scaled:
 		a.Basis = ScaledVRAM
 	}
 	if c.pastModelLen(q.ContextTokens) {
@@ -901,8 +966,13 @@ func (m *Model) Grid(contexts, concurrencies []int, base Query) ([]GridCell, []s
 	if scale.scaled && !gpu.scaled {
 		warnings = append(warnings, sameSpeed)
 	}
-	if base.OtherModel != (ModelRatios{}) {
-		warnings = append(warnings, otherModelWarnings(base.OtherModel, m.modelMove())...)
+	if base.OtherModel.other() {
+		if maxOut, err := m.maxOutput(base); err == nil {
+			if _, capWarn, err := m.capacityFor(maxOut, scale).toModel(base.OtherModel); err == nil {
+				warnings = append(warnings, capWarn...)
+			}
+		}
+		warnings = append(warnings, otherModelSpeed(base.OtherModel, m.modelMove()))
 	}
 	out := make([]GridCell, 0, len(contexts)*len(concurrencies))
 	for _, l := range contexts {

@@ -40,10 +40,32 @@ func ModelRatios(facts *trust.Models, from store.Run, model, quantization string
 	if srcBytes <= 0 || dstBytes <= 0 {
 		return calculator.ModelRatios{}, &calculator.Refusal{Reason: "a quantization's bytes per parameter are unknown", Supported: supported}
 	}
+	kv := kvElemBytes(from.Launch.KVCacheDtype)
 	return calculator.ModelRatios{
 		Weights: dst.ActiveParams() * dstBytes / (src.ActiveParams() * srcBytes),
 		KV:      dst.KVBytesPerToken(1) / src.KVBytesPerToken(1),
+		From:    modelSize(src, srcBytes, kv),
+		To:      modelSize(dst, dstBytes, kv),
 	}, nil
+}
+
+// modelSize is what model m takes at bytes a parameter and kv bytes a KV
+// element.
+func modelSize(m trust.Model, bytes, kv float64) calculator.ModelSize {
+	return calculator.ModelSize{
+		WeightsGB: m.ParamsB * bytes, KVBytesPerToken: m.KVBytesPerToken(kv),
+		FLOPsPerToken: 2 * m.ActiveParams() * 1e9, AttentionFLOPs: m.AttentionFLOPsPerContextToken(), Hybrid: m.Hybrid(),
+	}
+}
+
+// kvElemBytes is the bytes a KV element takes in a run's KV cache dtype;
+// one not stated, or auto, is the model's 16-bit dtype, as engines default
+// to.
+func kvElemBytes(dtype string) float64 {
+	if s := strings.ToLower(dtype); s == "" || s == "auto" {
+		return 2
+	}
+	return trust.KVBytes(dtype)
 }
 
 // errNoOtherModel says no run of another model stands in: the selection's
@@ -59,15 +81,24 @@ var errNoOtherModel = errors.New("no run of another model on the GPU")
 // run on the GPU, or only flagged runs of the model there); a
 // *calculator.Refusal: runs of other models are there, but the facts do
 // not let them stand in, saying which facts are missing.
-func (c *Service) otherModelRun(ctx context.Context, sel Selection) (string, calculator.ModelRatios, string, error) {
-	var none calculator.ModelRatios
+func (c *Service) otherModelRun(ctx context.Context, sel Selection) (string, otherModel, string, error) {
+	return c.otherModelRunAmong(ctx, sel, store.RunFilter{EngineVersion: sel.EngineVersion, KVCacheDtype: sel.KVCacheDtype})
+}
+
+// otherModelRunAmong is otherModelRun choosing among the runs on sel.GPU
+// that narrow matches (the planner's engine, KV-cache dtype and method
+// class).
+func (c *Service) otherModelRunAmong(ctx context.Context, sel Selection, narrow store.RunFilter) (string, otherModel, string, error) {
+	var none otherModel
 	if c.factsErr != nil {
 		return "", none, "", c.factsErr
 	}
 	if !sel.IncludeFlagged {
 		// Flagged runs of the model itself are there: the answer is theirs
 		// to give (include_flagged), not another model's.
-		f, err := c.WithGPU(ctx, store.RunFilter{Model: sel.Model, EngineVersion: sel.EngineVersion, KVCacheDtype: sel.KVCacheDtype}, sel.GPU)
+		own := narrow
+		own.Model = sel.Model
+		f, err := c.WithGPU(ctx, own, sel.GPU)
 		if err != nil {
 			return "", none, "", err
 		}
@@ -75,7 +106,8 @@ func (c *Service) otherModelRun(ctx context.Context, sel Selection) (string, cal
 			return "", none, "", cmp.Or(err, errNoOtherModel)
 		}
 	}
-	f, err := c.WithGPU(ctx, store.RunFilter{EngineVersion: sel.EngineVersion, KVCacheDtype: sel.KVCacheDtype, ExcludeFlagged: !sel.IncludeFlagged}, sel.GPU)
+	narrow.ExcludeFlagged = !sel.IncludeFlagged
+	f, err := c.WithGPU(ctx, narrow, sel.GPU)
 	if err != nil {
 		return "", none, "", err
 	}
@@ -127,7 +159,7 @@ func (c *Service) otherModelRun(ctx context.Context, sel Selection) (string, cal
 	var why []string
 	for i, cfg := range candidates {
 		q := cmp.Or(quant, cfg.Quantization)
-		r, err := ModelRatios(c.facts, store.Run{Model: store.Model{Name: cfg.ModelName, Quantization: cfg.Quantization}}, name, q)
+		r, err := ModelRatios(c.facts, store.Run{Model: store.Model{Name: cfg.ModelName, Quantization: cfg.Quantization}, Launch: store.Launch{KVCacheDtype: cfg.KVCacheDtype}}, name, q)
 		var ref *calculator.Refusal
 		if errors.As(err, &ref) {
 			if w := clip(cfg.ModelName) + ": " + ref.Reason; !slices.Contains(why, w) {
@@ -162,7 +194,26 @@ func (c *Service) otherModelRun(ctx context.Context, sel Selection) (string, cal
 	}
 	warn := fmt.Sprintf("no run of %s on %s: answered from run %s of %s (%s), the nearest model of its kind in active parameters (%.3g B, against %.3g B), scaled to %s %s",
 		dst.Name, cfg.GPU, cfg.ID, src.Name, engine, src.ActiveParams(), dst.ActiveParams(), dst.Name, q)
-	return cfg.ID, bestRatios, warn, nil
+	return cfg.ID, otherModel{ratios: bestRatios, from: src, to: dst}, warn, nil
+}
+
+// otherModel is the asked model (to) answered from a run of another (from),
+// with their ratios.
+type otherModel struct {
+	ratios   calculator.ModelRatios
+	from, to trust.Model
+}
+
+// prefillFacts refuses a prefill answer for o where the model facts lack
+// what its FLOPs need, naming the model and the facts.
+func (o otherModel) prefillFacts() error {
+	for _, m := range []trust.Model{o.to, o.from} {
+		if m.AttentionFLOPsPerContextToken() <= 0 {
+			return &calculator.Refusal{Reason: fmt.Sprintf("the model facts table lacks the attention geometry (kv_layers, attention_heads, head_dim) of %s, which scaling prefill from %s to %s needs (FLOPs of a prompt token); add it to trust/models.json with its row in trust/SOURCES.md", m.Name, o.from.Name, o.to.Name),
+				Supported: "a model whose parameters and attention geometry the model facts table gives, answered from a run of another such model on the GPU"}
+		}
+	}
+	return nil
 }
 
 // clipAll clips each of names, at most n of them, saying how many more.

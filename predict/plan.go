@@ -20,6 +20,10 @@ type PlanQuery struct {
 	Model, GPU, Engine, KVCacheDtype string
 	Target                           calculator.Target
 	IncludeScaled                    bool
+	// IncludeScaledModel, with Model, adds each GPU with runs of other
+	// models but none of Model's, answered from the nearest of them
+	// (basis scaled_model, as the calculator answers such a question).
+	IncludeScaledModel bool
 	// MethodClass is the one class planned from (runs of others measured
 	// something else); IncludeFlagged brings back runs a plausibility
 	// check flagged.
@@ -43,6 +47,10 @@ type PlanOption struct {
 	GPU      string
 	GPUCount int
 	Scaled   bool
+	// OtherModel, for an option answered from another model's run (Run),
+	// is the model planned for (its model facts name); OtherModelWhy says
+	// which run answers and why.
+	OtherModel, OtherModelWhy string
 	// Err is why the run could not be modelled at all; Plan is then empty.
 	Err  string
 	Plan calculator.Plan
@@ -85,6 +93,9 @@ const (
 func (c *Service) Plan(ctx context.Context, pq PlanQuery) (Plan, error) {
 	if err := CheckPrice(pq.Price); err != nil {
 		return Plan{}, err
+	}
+	if pq.IncludeScaledModel && pq.Model == "" {
+		return Plan{}, invalidParam("include_scaled_model", "include_scaled_model=true plans one model on the GPUs that have runs of other models but none of its: give model too")
 	}
 	if pq.SortByCost && !pq.Price.Given() {
 		return Plan{}, invalidParam("sort", "sort=cost needs a price: give gpu_hour_usd (renting), or hardware_usd with amortization_years and electricity_usd_per_kwh (owning), or electricity_usd_per_kwh alone (energy only)")
@@ -145,8 +156,92 @@ func (c *Service) planNewest(ctx context.Context, pq PlanQuery) (Plan, error) {
 		out.Options = append(out.Options, scaled...)
 		out.Warnings = append(out.Warnings, warn...)
 	}
+	if err := c.addOtherModels(ctx, pq, &out, pending, start); err != nil {
+		return Plan{}, err
+	}
 	return c.finish(pq, out, pending), nil
 }
+
+// maxOtherModelGPUs bounds the GPUs one plan answers from another model's
+// runs.
+const maxOtherModelGPUs = 16
+
+// addOtherModels adds to out, when pq asks for them, the options of
+// pq.Model on each GPU with stored runs (pq.GPU's alone when given) where
+// no run of it matches: each answered from the run of another model there
+// that the calculator would answer from (otherModelRun), as the
+// calculator answers (basis scaled_model). A GPU where the model facts do
+// not let another model's run stand in says why in a warning. A source
+// run not fitted within the plan's budget is added to pending.
+func (c *Service) addOtherModels(ctx context.Context, pq PlanQuery, out *Plan, pending map[string]bool, start time.Time) error {
+	if !pq.IncludeScaledModel {
+		return nil
+	}
+	names, err := c.store.GPUNames(ctx)
+	if err != nil {
+		return err
+	}
+	var gpus []string // one name per catalog GPU
+	for _, name := range names {
+		if (pq.GPU != "" && !gpuMatches(pq.GPU, name)) || slices.ContainsFunc(gpus, func(g string) bool { return gpuMatches(g, name) }) {
+			continue
+		}
+		gpus = append(gpus, name)
+	}
+	if len(gpus) > maxOtherModelGPUs {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("runs are stored on %d GPUs: only %d were answered from another model's runs", len(gpus), maxOtherModelGPUs))
+		gpus = gpus[:maxOtherModelGPUs]
+	}
+	narrow := store.RunFilter{Engine: pq.Engine, KVCacheDtype: pq.KVCacheDtype, MethodClass: pq.MethodClass}
+	for _, gpu := range gpus {
+		own := narrow
+		own.Model = pq.Model
+		f, err := c.WithGPU(ctx, own, gpu)
+		if err != nil {
+			return err
+		}
+		if runs, _, err := c.store.RunConfigs(ctx, f, 1); err != nil || len(runs) > 0 {
+			if err != nil {
+				return err
+			}
+			continue // the model's own runs there answer (or are flagged)
+		}
+		src, other, why, err := c.otherModelRunAmong(ctx, Selection{Model: pq.Model, GPU: gpu, KVCacheDtype: pq.KVCacheDtype, IncludeFlagged: pq.IncludeFlagged}, narrow)
+		var ref *calculator.Refusal
+		switch {
+		case errors.Is(err, errNoOtherModel):
+			continue
+		case errors.As(err, &ref):
+			out.Warnings = append(out.Warnings, fmt.Sprintf("no option answered from another model's run on %s: %s", gpu, ref.Reason))
+			continue
+		case err != nil:
+			return err
+		}
+		cfg, err := c.store.RunConfigOf(ctx, src)
+		if err != nil {
+			return err
+		}
+		opt := PlanOption{Run: cfg, GPU: cfg.GPU, GPUCount: gpuCount(cfg), OtherModel: other.to.Name, OtherModelWhy: why}
+		m, err := c.planModel(ctx, start, &opt, pending)
+		if err != nil {
+			return err
+		}
+		if m == nil {
+			continue // being fitted, or cannot be modelled: not an option for another model
+		}
+		t := pq.Target
+		t.Base.OtherModel = other.ratios
+		if opt.Plan, err = m.Plan(t); err != nil {
+			return err
+		}
+		out.Options = append(out.Options, opt)
+	}
+	return nil
+}
+
+// estimated reports whether o is not a measured run's own: scaled to
+// another GPU or answered for another model.
+func (o PlanOption) estimated() bool { return o.Scaled || o.OtherModel != "" }
 
 // finish prices, sorts and cuts a plan's options and says what it lacks.
 func (c *Service) finish(pq PlanQuery, out Plan, pending map[string]bool) Plan {
@@ -175,7 +270,7 @@ func price(pq PlanQuery, o *PlanOption) {
 	if o.Err != "" || o.Plan.At == nil || o.Plan.At.TotalTokS == nil {
 		return
 	}
-	pw := power(o.Run.AvgPowerW, o.Run.PowerLimitW, o.GPU, o.Scaled)
+	pw := power(o.Run.AvgPowerW, o.Run.PowerLimitW, o.GPU, o.estimated())
 	o.Cost, o.Warnings = priced(pq.Price, o.GPU, o.GPUCount, pw, o.Plan.At.TotalTokS)
 }
 
@@ -223,7 +318,8 @@ func (c *Service) remaining(start time.Time) time.Duration {
 }
 
 // compareOptions ranks options: measured runs meeting the target, then
-// GPUs scaled from one that meet it (each by total tok/s at the target),
+// GPUs scaled from one and other models' runs that meet it (each by total
+// tok/s at the target),
 // then those missing it by how far off they are, then those that could not
 // be modelled.
 func compareOptions(a, b PlanOption) int {
@@ -231,7 +327,7 @@ func compareOptions(a, b PlanOption) int {
 		switch {
 		case o.Err != "":
 			return 3
-		case o.Plan.Meets && !o.Scaled:
+		case o.Plan.Meets && !o.estimated():
 			return 0
 		case o.Plan.Meets:
 			return 1
@@ -245,7 +341,7 @@ func compareOptions(a, b PlanOption) int {
 	case 0, 1:
 		return cmp.Compare(total(b), total(a))
 	case 2:
-		return cmp.Or(cmp.Compare(a.Plan.Shortfall.Ratio(), b.Plan.Shortfall.Ratio()), cmp.Compare(boolInt(a.Scaled), boolInt(b.Scaled)))
+		return cmp.Or(cmp.Compare(a.Plan.Shortfall.Ratio(), b.Plan.Shortfall.Ratio()), cmp.Compare(boolInt(a.estimated()), boolInt(b.estimated())))
 	}
 	return 0
 }

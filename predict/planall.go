@@ -144,6 +144,9 @@ func (c *Service) planAll(ctx context.Context, pq PlanQuery) (Plan, error) {
 		out.Options = append(out.Options, scaled...)
 		out.Warnings = append(out.Warnings, warn...)
 	}
+	if err := c.addOtherModels(ctx, pq, &out, pending, start); err != nil {
+		return Plan{}, err
+	}
 	out = c.finish(pq, out, pending)
 	if more > 0 {
 		out.Pending += more

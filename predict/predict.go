@@ -540,45 +540,55 @@ func (c *Service) load(ctx context.Context, id string, shared []string) (calcula
 	return out, nil
 }
 
-func (c *Service) selectModel(ctx context.Context, sel Selection) (*calculator.Model, []string, []string, error) {
-	id, ids, warn, err := c.selectRun(ctx, sel)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	m, err := c.model(ctx, id, ids[1:min(len(ids), maxShared+1)]...)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return m, ids, warn, nil
-}
-
-// selectSpeedModel is selectModel for questions of speed (decode, grid):
-// a model and GPU with no run of the model there are answered from the
-// nearest run of another model on the GPU (see otherModelRun), with the
-// ratios to set as the query's OtherModel.
-func (c *Service) selectSpeedModel(ctx context.Context, sel Selection) (*calculator.Model, []string, []string, calculator.ModelRatios, error) {
-	var none calculator.ModelRatios
+// selectOrOther selects the run to model for the calculator's questions
+// (decode, grid, capacity, prefill): a model and GPU with no run of the
+// model there are answered from the nearest run of another model on the
+// GPU (see otherModelRun), which the returned *otherModel describes (nil
+// for the model's own runs).
+func (c *Service) selectOrOther(ctx context.Context, sel Selection) (*calculator.Model, []string, []string, *otherModel, error) {
 	id, ids, warn, err := c.selectRun(ctx, sel)
 	if err == nil {
 		m, err := c.model(ctx, id, ids[1:min(len(ids), maxShared+1)]...)
-		return m, ids, warn, none, err
+		return m, ids, warn, nil, err
 	}
 	var se *store.Error
 	if sel.RunID != "" || !errors.As(err, &se) || se.Kind != store.ErrNotFound {
-		return nil, nil, nil, none, err
+		return nil, nil, nil, nil, err
 	}
-	src, ratios, why, oerr := c.otherModelRun(ctx, sel)
+	src, other, why, oerr := c.otherModelRun(ctx, sel)
 	if errors.Is(oerr, errNoOtherModel) {
-		return nil, nil, nil, none, err
+		return nil, nil, nil, nil, err
 	}
 	if oerr != nil {
-		return nil, nil, nil, none, oerr
+		return nil, nil, nil, nil, oerr
 	}
 	m, err := c.model(ctx, src)
 	if err != nil {
-		return nil, nil, nil, none, err
+		return nil, nil, nil, nil, err
 	}
-	return m, []string{src}, []string{why}, ratios, nil
+	return m, []string{src}, []string{why}, &other, nil
+}
+
+// refused is err, a refusal of the run answering for o's model, saying
+// whose run it is and why it answers (the refusal's own "this run" is
+// another model's); any other error, or an answer from the model's own
+// runs (o nil), as it is.
+func (o *otherModel) refused(err error, sel Selection, ids []string) error {
+	var ref *calculator.Refusal
+	if o == nil || !errors.As(err, &ref) {
+		return err
+	}
+	return &calculator.Refusal{Reason: fmt.Sprintf("no run of %s on GPU %q; run %s of %s, which would answer for it, refuses: %s",
+		o.to.Name, clip(sel.GPU), ids[0], o.from.Name, ref.Reason), Supported: ref.Supported}
+}
+
+// queryRatios are the ratios a query for o sets as its OtherModel (none
+// for the model's own runs).
+func (o *otherModel) queryRatios() calculator.ModelRatios {
+	if o == nil {
+		return calculator.ModelRatios{}
+	}
+	return o.ratios
 }
 
 // Answer is a calculator answer with the runs it stands on (the modelled
@@ -592,23 +602,25 @@ type Answer[T any] struct {
 // Decode predicts one decode cell; a model with no run on the GPU, from
 // another model's run there (basis scaled_model).
 func (c *Service) Decode(ctx context.Context, sel Selection, q calculator.Query) (Answer[calculator.Prediction], error) {
-	m, ids, warn, ratios, err := c.selectSpeedModel(ctx, sel)
+	m, ids, warn, other, err := c.selectOrOther(ctx, sel)
 	if err != nil {
 		return Answer[calculator.Prediction]{}, err
 	}
-	q.OtherModel = ratios
+	q.OtherModel = other.queryRatios()
 	p, err := m.Decode(q)
-	return Answer[calculator.Prediction]{Result: p, RunIDs: ids, Warnings: warn}, err
+	return Answer[calculator.Prediction]{Result: p, RunIDs: ids, Warnings: warn}, other.refused(err, sel, ids)
 }
 
-// Capacity answers the KV-capacity question at q's context.
+// Capacity answers the KV-capacity question at q's context; a model with
+// no run on the GPU, from another model's run there (basis scaled_model).
 func (c *Service) Capacity(ctx context.Context, sel Selection, q calculator.Query) (Answer[calculator.CapacityAnswer], error) {
-	m, ids, warn, err := c.selectModel(ctx, sel)
+	m, ids, warn, other, err := c.selectOrOther(ctx, sel)
 	if err != nil {
 		return Answer[calculator.CapacityAnswer]{}, err
 	}
+	q.OtherModel = other.queryRatios()
 	a, err := m.Capacity(q)
-	return Answer[calculator.CapacityAnswer]{Result: a, RunIDs: ids, Warnings: warn}, err
+	return Answer[calculator.CapacityAnswer]{Result: a, RunIDs: ids, Warnings: warn}, other.refused(err, sel, ids)
 }
 
 // MaxGridSide bounds each axis of a predicted grid.
@@ -622,11 +634,11 @@ type Grid struct {
 
 // Grid predicts a grid; nil axes take the run's measured ones.
 func (c *Service) Grid(ctx context.Context, sel Selection, contexts, concurrencies []int, base calculator.Query) (Answer[Grid], error) {
-	m, ids, warn, ratios, err := c.selectSpeedModel(ctx, sel)
+	m, ids, warn, other, err := c.selectOrOther(ctx, sel)
 	if err != nil {
 		return Answer[Grid]{}, err
 	}
-	base.OtherModel = ratios
+	base.OtherModel = other.queryRatios()
 	measuredL, measuredB := m.MeasuredAxes()
 	if contexts == nil {
 		contexts = measuredL
@@ -648,14 +660,21 @@ func (c *Service) Grid(ctx context.Context, sel Selection, contexts, concurrenci
 	return Answer[Grid]{Result: Grid{Contexts: contexts, Concurrencies: concurrencies, Cells: cells}, RunIDs: ids, Warnings: append(warn, scaling...)}, err
 }
 
-// Prefill predicts cold prefill at contextTokens.
+// Prefill predicts cold prefill at contextTokens; a model with no run on
+// the GPU, from another model's run there, scaled by FLOPs (basis
+// scaled_model).
 func (c *Service) Prefill(ctx context.Context, sel Selection, contextTokens int) (Answer[calculator.PrefillPrediction], error) {
-	m, ids, warn, err := c.selectModel(ctx, sel)
+	m, ids, warn, other, err := c.selectOrOther(ctx, sel)
 	if err != nil {
 		return Answer[calculator.PrefillPrediction]{}, err
 	}
-	p, err := m.Prefill(contextTokens)
-	return Answer[calculator.PrefillPrediction]{Result: p, RunIDs: ids, Warnings: warn}, err
+	var p calculator.PrefillPrediction
+	if other == nil {
+		p, err = m.Prefill(contextTokens)
+	} else if err = other.prefillFacts(); err == nil {
+		p, err = m.PrefillOtherModel(contextTokens, other.ratios)
+	}
+	return Answer[calculator.PrefillPrediction]{Result: p, RunIDs: ids, Warnings: warn}, other.refused(err, sel, ids)
 }
 
 func sortedUnique(xs []int) []int {

@@ -90,7 +90,7 @@ func (p *pages) formChoices(ctx context.Context, data map[string]any) error {
 }
 
 // plannerShown are the parameters the planner's form shows.
-var plannerShown = []string{"context_tokens", "min_per_request_tok_s", "max_ttft_ms", "users", "model", "gpu", "include_scaled", "gpu_hour_usd"}
+var plannerShown = []string{"context_tokens", "min_per_request_tok_s", "max_ttft_ms", "users", "model", "gpu", "include_scaled", "include_scaled_model", "gpu_hour_usd"}
 
 // planner is GET /v1/planner as a page; with no query it is the form alone.
 func (p *pages) planner(c echo.Context) error {

@@ -61,7 +61,7 @@ func (s *Server) runsByModelFacts(ctx context.Context, facts *trust.Models) (map
 
 func toAPIModelFacts(m trust.Model, runs int) api.ModelFacts {
 	out := api.ModelFacts{Name: m.Name, Match: m.Match, Kind: api.Dense, ParamsB: m.ParamsB, ActiveParamsB: m.ActiveParams(),
-		Layers: nonZero(m.Layers), KVLayers: nonZero(m.KVLayers), KVHeads: nonZero(m.KVHeads), HeadDim: nonZero(m.HeadDim),
+		Layers: nonZero(m.Layers), KVLayers: nonZero(m.KVLayers), AttentionHeads: nonZero(m.AttentionHeads), KVHeads: nonZero(m.KVHeads), HeadDim: nonZero(m.HeadDim),
 		Source: m.Source, MeasuredRuns: runs}
 	if m.MixtureOfExperts() {
 		out.Kind = api.Moe

@@ -21,9 +21,10 @@ func (s *Server) PlanCapacity(ctx context.Context, req api.PlanCapacityRequestOb
 			ContextTokens: p.ContextTokens, MinPerRequestTokS: p.MinPerRequestTokS,
 			Base: query(p.ContextTokens, 1, p.VRAMGB, nil, p.MaxOutputTokens, nil, nil),
 		},
-		IncludeScaled:  p.IncludeScaled != nil && *p.IncludeScaled,
-		MethodClass:    store.MethodSustainedDecode,
-		IncludeFlagged: p.IncludeFlagged != nil && *p.IncludeFlagged,
+		IncludeScaled:      p.IncludeScaled != nil && *p.IncludeScaled,
+		IncludeScaledModel: p.IncludeScaledModel != nil && *p.IncludeScaledModel,
+		MethodClass:        store.MethodSustainedDecode,
+		IncludeFlagged:     p.IncludeFlagged != nil && *p.IncludeFlagged,
 	}
 	if p.MethodClass != nil {
 		pq.MethodClass = string(*p.MethodClass)
@@ -76,6 +77,10 @@ func toAPIPlanOption(t calculator.Target, o predict.PlanOption) api.PlanOption {
 	if o.Scaled {
 		out.ScaledFrom = &o.Run.GPU
 	}
+	if o.OtherModel != "" {
+		out.Model, out.ScaledFromModel = o.OtherModel, &o.Run.ModelName
+		out.Title = fmt.Sprintf("%s on %s, from run %s (%s)", o.OtherModel, o.GPU, o.Run.ID, o.Run.Title)
+	}
 	if o.Err != "" {
 		out.Shortfall = &api.PlanShortfall{Metric: api.PlanShortfallMetricModel, Reason: o.Err}
 		return out
@@ -86,13 +91,19 @@ func toAPIPlanOption(t calculator.Target, o predict.PlanOption) api.PlanOption {
 		out.Status, out.Basis = &status, &b
 		out.Warnings = warnings(p.Warnings, nil)
 	}
+	if o.OtherModelWhy != "" {
+		out.Warnings = append([]string{o.OtherModelWhy}, out.Warnings...)
+	}
 	if pl.Binding != "" {
 		b := api.PlanOptionBinding(pl.Binding)
 		out.Binding, out.BindingDetail = &b, &pl.BindingDetail
 	}
 	if !pl.TTFTChecked && t.MaxTTFTMs > 0 {
 		why := "TTFT is not predicted on another GPU"
-		if !o.Scaled {
+		switch {
+		case o.OtherModel != "":
+			why = "TTFT is not predicted for another model"
+		case !o.Scaled:
 			why = "this run's TTFT is not predicted here"
 		}
 		out.Warnings = append(out.Warnings, fmt.Sprintf("the TTFT bound of %s ms was not applied: %s", strconv.FormatFloat(t.MaxTTFTMs, 'f', -1, 64), why))

@@ -84,6 +84,8 @@ func TestSitePages(t *testing.T) {
 			`<a href="/runs/` + nemotron.ID + `">`, `<a href="/v1/planner?context_tokens=16384&amp;min_per_request_tok_s=20&amp;users=100">JSON</a>`,
 			"Instances", "<td>interpolated</td>", "not surely", "under the 20 asked", `<div class="scroll">`}, nil},
 		{"planner scaled", "/planner?context_tokens=0&min_per_request_tok_s=10&include_scaled=true", "/v1/planner", 200, []string{"(scaled from RTX 3", `name="include_scaled" value="true" checked`}, []string{"scaled from 0x"}},
+		{"planner from another model's run", "/planner?context_tokens=16384&min_per_request_tok_s=30&model=fara&include_scaled_model=true", "/v1/planner", 200,
+			[]string{"RTX 3090 <span class=\"muted\">(from cyankiwi/NVIDIA-Nemotron-Nano-12B-v2-AWQ-4bit)</span>", `name="include_scaled_model" value="true" checked`, "scaled_model"}, nil},
 		{"planner none", "/planner?context_tokens=0&min_per_request_tok_s=10&model=nothing-like-it", "/v1/planner", 200, []string{"No run matches"}, nil},
 		{"planner refuses", "/planner?context_tokens=0", "/v1/planner", 400, []string{"<code>min_per_request_tok_s</code>"}, nil},
 		{"planner cost without a price", "/planner?context_tokens=0&min_per_request_tok_s=10&sort=cost", "/v1/planner", 0, []string{"<code>sort</code>"}, nil},

@@ -27,8 +27,11 @@ type Model struct {
 	// (full attention; a hybrid's linear or sliding layers do not count);
 	// 0 when unknown, and then KV is not counted (a generous bound).
 	KVLayers int `json:"kv_layers,omitempty"`
-	KVHeads  int `json:"kv_heads,omitempty"`
-	HeadDim  int `json:"head_dim,omitempty"`
+	// AttentionHeads are the query heads of each attention layer (more
+	// than KVHeads with grouped-query attention); 0 when unknown.
+	AttentionHeads int `json:"attention_heads,omitempty"`
+	KVHeads        int `json:"kv_heads,omitempty"`
+	HeadDim        int `json:"head_dim,omitempty"`
 	// Source is where the figures were read (SOURCES.md says more).
 	Source string `json:"source"`
 }
@@ -51,6 +54,18 @@ func (m Model) MixtureOfExperts() bool { return m.ActiveParams() < m.ParamsB }
 func (m Model) KVBytesPerToken(elem float64) float64 {
 	return float64(m.KVLayers*m.KVHeads*m.HeadDim) * 2 * elem
 }
+
+// AttentionFLOPsPerContextToken is what attending to one more token of
+// context costs a token, in FLOPs, across the full-attention layers (the
+// scores and the weighted sum of values: 2 × 2 × layers × heads × head
+// dimension); 0 when the table lacks the geometry.
+func (m Model) AttentionFLOPsPerContextToken() float64 {
+	return 4 * float64(m.KVLayers*m.AttentionHeads*m.HeadDim)
+}
+
+// Hybrid reports whether some of the model's layers keep no KV cache that
+// grows with the context (linear attention, Mamba, sliding windows).
+func (m Model) Hybrid() bool { return m.KVLayers > 0 && m.Layers > m.KVLayers }
 
 // Models is the model facts table.
 type Models struct{ models []Model }

@@ -498,6 +498,7 @@ const (
 	PlanOptionBasisMeasured     PlanOptionBasis = "measured"
 	PlanOptionBasisNone         PlanOptionBasis = "none"
 	PlanOptionBasisScaledGPU    PlanOptionBasis = "scaled_gpu"
+	PlanOptionBasisScaledModel  PlanOptionBasis = "scaled_model"
 	PlanOptionBasisScaledVRAM   PlanOptionBasis = "scaled_vram"
 )
 
@@ -513,6 +514,8 @@ func (e PlanOptionBasis) Valid() bool {
 	case PlanOptionBasisNone:
 		return true
 	case PlanOptionBasisScaledGPU:
+		return true
+	case PlanOptionBasisScaledModel:
 		return true
 	case PlanOptionBasisScaledVRAM:
 		return true
@@ -1641,7 +1644,10 @@ type ModelCatalogItem struct {
 type ModelFacts struct {
 	// ActiveParamsB Parameters one token reads, in billions (`params_b` for a dense model).
 	ActiveParamsB float64 `json:"active_params_b"`
-	HeadDim       *int    `json:"head_dim"`
+
+	// AttentionHeads Query heads of each attention layer (more than `kv_heads` with grouped-query attention); cross-model prefill counts attention FLOPs with them.
+	AttentionHeads *int `json:"attention_heads"`
+	HeadDim        *int `json:"head_dim"`
 
 	// Kind `moe`: a mixture of experts (fewer parameters read per token than stored).
 	Kind ModelFactsKind `json:"kind"`
@@ -1773,16 +1779,21 @@ type PlanOption struct {
 	//   and an output length run to completion (LMDeploy's
 	//   `profile_generation`, TensorRT-LLM profiles); throughput includes
 	//   the batch's prefill.
-	MethodClass    MethodClass `json:"method_class"`
-	Model          string      `json:"model"`
-	PerRequestTokS *Estimate   `json:"per_request_tok_s"`
+	MethodClass MethodClass `json:"method_class"`
 
-	// RunID The measured run; for a scaled option, the run it is scaled from.
+	// Model The run's model; for an option answered from another model's run, the model planned for (its model facts name).
+	Model          string    `json:"model"`
+	PerRequestTokS *Estimate `json:"per_request_tok_s"`
+
+	// RunID The measured run; for a scaled option (`scaled_from` or `scaled_from_model`), the run it is scaled from.
 	RunID string `json:"run_id"`
 
 	// ScaledFrom For a scaled option: the measured run's GPU.
-	ScaledFrom *string        `json:"scaled_from"`
-	Shortfall  *PlanShortfall `json:"shortfall"`
+	ScaledFrom *string `json:"scaled_from"`
+
+	// ScaledFromModel For an option answered from another model's run (basis `scaled_model`, `include_scaled_model`): that run's model.
+	ScaledFromModel *string        `json:"scaled_from_model"`
+	Shortfall       *PlanShortfall `json:"shortfall"`
 
 	// Status The calculator's status at `concurrency` (at 1 when the target is missed).
 	Status *PlanOptionStatus `json:"status"`
@@ -3041,6 +3052,9 @@ type PlanCapacityParams struct {
 	// IncludeScaled Add catalog GPUs without a run, scaled from the nearest measured one.
 	IncludeScaled *bool `form:"include_scaled,omitempty" json:"include_scaled,omitempty"`
 
+	// IncludeScaledModel With `model` (without, a 400): add the GPUs with runs of other models but none of `model`, each answered from another model's run there (basis `scaled_model`).
+	IncludeScaledModel *bool `form:"include_scaled_model,omitempty" json:"include_scaled_model,omitempty"`
+
 	// Limit How many options to return, best first.
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 
@@ -3521,6 +3535,20 @@ type ClientInterface interface {
 	// cell is over capacity when concurrency × (context + max output)
 	// exceeds it.
 	//
+	// Selected by `model` + `gpu` where no run of the model is stored on
+	// the GPU but runs of other models are, the answer is made from the
+	// run `/v1/calculator/decode` would answer from (`basis.method`
+	// `scaled_model`, `basis.run_ids` the source run, the first warning
+	// naming both models): the KV pool the source run's cells showed (its
+	// capacity × its model's KV bytes per token), plus the memory its
+	// model's weights take less the asked model's, over the asked model's
+	// KV bytes per token, widened by 1.5 GB either way for memory neither
+	// publishes. The sequence limit is null (the model facts do not give
+	// a hybrid model's per-request state). 422 where the model facts do
+	// not describe either model, or the asked model's weights leave no
+	// room for a KV cache (it does not fit); `vram_gb`,
+	// `gpu_memory_utilization` and `target_gpu` are refused with it.
+	//
 	// Corresponds with GET /v1/calculator/capacity (the `EstimateCapacity` operationId).
 	EstimateCapacity(ctx context.Context, params *EstimateCapacityParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -3546,8 +3574,10 @@ type ClientInterface interface {
 	// the model facts table (`/v1/model-facts`): its speed moved by the
 	// models' weight and KV bytes per token as measured across models
 	// (`basis.method` `scaled_model`, `basis.run_ids` the source run, a
-	// warning naming both models, no TTFT). Where the facts do not
-	// describe a model the answer is 422 saying which.
+	// warning naming both models, no TTFT), its KV capacity moved as
+	// `/v1/calculator/capacity` says. Where the facts do not describe a
+	// model, or its weights leave no room for a KV cache, the answer is
+	// 422 saying which.
 	//
 	// Corresponds with GET /v1/calculator/decode (the `EstimateDecode` operationId).
 	EstimateDecode(ctx context.Context, params *EstimateDecodeParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3569,6 +3599,17 @@ type ClientInterface interface {
 	// table, fitted as TTFT(L) = p·L + q·L². Measured contexts answer their
 	// measurement; up to 2× the longest measured prefill (within
 	// max_model_len) the fit answers with an interval.
+	//
+	// Selected by `model` + `gpu` where no run of the model is stored on
+	// the GPU but runs of other models are, the answer is made from the
+	// run `/v1/calculator/decode` would answer from, not measured:
+	// prefill is bound by compute, so the source run's cold TTFT at
+	// `context_tokens` is scaled by the ratio of the FLOPs a prompt token
+	// costs, 2 × active parameters + 2 × 2 × full-attention layers ×
+	// attention heads × head dimension × context / 2 (`basis.method`
+	// `scaled_model`, `basis.run_ids` the source run, at least ±50 %, a
+	// warning saying so). 422 where the model facts lack either model's
+	// parameters or attention geometry.
 	//
 	// Corresponds with GET /v1/calculator/prefill (the `EstimatePrefill` operationId).
 	EstimatePrefill(ctx context.Context, params *EstimatePrefillParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3665,8 +3706,8 @@ type ClientInterface interface {
 	// The models whose architecture the service knows, from an embedded
 	// table (`trust/models.json`, each entry's `source` the page its
 	// figures were read from): parameters, for a mixture of experts the
-	// parameters one token reads, layers and the KV-cache geometry
-	// (full-attention layers, KV heads, head dimension). The plausibility
+	// parameters one token reads, layers, attention heads and the KV-cache
+	// geometry (full-attention layers, KV heads, head dimension). The plausibility
 	// checks and cross-model calculator answers (`basis.method`
 	// `scaled_model`) read it; a run's model name means the entry one of
 	// whose `match` patterns it contains (the longest). A figure not known
@@ -3718,6 +3759,15 @@ type ClientInterface interface {
 	// band measured moving published grids between GPUs for the run's
 	// engine family, within a generation or across); their TTFT is not predicted,
 	// so a TTFT bound is not applied to them (`ttft_checked` false).
+	// With `model` and `include_scaled_model=true`, each GPU with stored
+	// runs of other models but none of `model` matching the filters (only
+	// `gpu` when given) is added, answered from the run of another model
+	// there that `/v1/calculator/decode` would answer from (basis
+	// `scaled_model`, `run_id` the source run, `scaled_from_model` its
+	// model, `model` the one planned for; at least the engine family's
+	// cross-model band; no TTFT, so `ttft_checked` false); they rank with
+	// the scaled GPUs. A GPU where the model facts do not let another
+	// model's run stand in is named in `warnings` with the reason.
 	//
 	// Fits are stored per run and made when a run is written; runs with
 	// no fit of the calculator's current method (after an upgrade) are
@@ -4300,6 +4350,20 @@ func (c *Client) GetReady(ctx context.Context, reqEditors ...RequestEditorFn) (*
 // cell is over capacity when concurrency × (context + max output)
 // exceeds it.
 //
+// Selected by `model` + `gpu` where no run of the model is stored on
+// the GPU but runs of other models are, the answer is made from the
+// run `/v1/calculator/decode` would answer from (`basis.method`
+// `scaled_model`, `basis.run_ids` the source run, the first warning
+// naming both models): the KV pool the source run's cells showed (its
+// capacity × its model's KV bytes per token), plus the memory its
+// model's weights take less the asked model's, over the asked model's
+// KV bytes per token, widened by 1.5 GB either way for memory neither
+// publishes. The sequence limit is null (the model facts do not give
+// a hybrid model's per-request state). 422 where the model facts do
+// not describe either model, or the asked model's weights leave no
+// room for a KV cache (it does not fit); `vram_gb`,
+// `gpu_memory_utilization` and `target_gpu` are refused with it.
+//
 // Corresponds with GET /v1/calculator/capacity (the `EstimateCapacity` operationId).
 func (c *Client) EstimateCapacity(ctx context.Context, params *EstimateCapacityParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewEstimateCapacityRequest(c.Server, params)
@@ -4335,8 +4399,10 @@ func (c *Client) EstimateCapacity(ctx context.Context, params *EstimateCapacityP
 // the model facts table (`/v1/model-facts`): its speed moved by the
 // models' weight and KV bytes per token as measured across models
 // (`basis.method` `scaled_model`, `basis.run_ids` the source run, a
-// warning naming both models, no TTFT). Where the facts do not
-// describe a model the answer is 422 saying which.
+// warning naming both models, no TTFT), its KV capacity moved as
+// `/v1/calculator/capacity` says. Where the facts do not describe a
+// model, or its weights leave no room for a KV cache, the answer is
+// 422 saying which.
 //
 // Corresponds with GET /v1/calculator/decode (the `EstimateDecode` operationId).
 func (c *Client) EstimateDecode(ctx context.Context, params *EstimateDecodeParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4378,6 +4444,17 @@ func (c *Client) EstimateGrid(ctx context.Context, params *EstimateGridParams, r
 // table, fitted as TTFT(L) = p·L + q·L². Measured contexts answer their
 // measurement; up to 2× the longest measured prefill (within
 // max_model_len) the fit answers with an interval.
+//
+// Selected by `model` + `gpu` where no run of the model is stored on
+// the GPU but runs of other models are, the answer is made from the
+// run `/v1/calculator/decode` would answer from, not measured:
+// prefill is bound by compute, so the source run's cold TTFT at
+// `context_tokens` is scaled by the ratio of the FLOPs a prompt token
+// costs, 2 × active parameters + 2 × 2 × full-attention layers ×
+// attention heads × head dimension × context / 2 (`basis.method`
+// `scaled_model`, `basis.run_ids` the source run, at least ±50 %, a
+// warning saying so). 422 where the model facts lack either model's
+// parameters or attention geometry.
 //
 // Corresponds with GET /v1/calculator/prefill (the `EstimatePrefill` operationId).
 func (c *Client) EstimatePrefill(ctx context.Context, params *EstimatePrefillParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4554,8 +4631,8 @@ func (c *Client) GetLeaderboard(ctx context.Context, params *GetLeaderboardParam
 // The models whose architecture the service knows, from an embedded
 // table (`trust/models.json`, each entry's `source` the page its
 // figures were read from): parameters, for a mixture of experts the
-// parameters one token reads, layers and the KV-cache geometry
-// (full-attention layers, KV heads, head dimension). The plausibility
+// parameters one token reads, layers, attention heads and the KV-cache
+// geometry (full-attention layers, KV heads, head dimension). The plausibility
 // checks and cross-model calculator answers (`basis.method`
 // `scaled_model`) read it; a run's model name means the entry one of
 // whose `match` patterns it contains (the longest). A figure not known
@@ -4637,6 +4714,15 @@ func (c *Client) ListModels(ctx context.Context, params *ListModelsParams, reqEd
 // band measured moving published grids between GPUs for the run's
 // engine family, within a generation or across); their TTFT is not predicted,
 // so a TTFT bound is not applied to them (`ttft_checked` false).
+// With `model` and `include_scaled_model=true`, each GPU with stored
+// runs of other models but none of `model` matching the filters (only
+// `gpu` when given) is added, answered from the run of another model
+// there that `/v1/calculator/decode` would answer from (basis
+// `scaled_model`, `run_id` the source run, `scaled_from_model` its
+// model, `model` the one planned for; at least the engine family's
+// cross-model band; no TTFT, so `ttft_checked` false); they rank with
+// the scaled GPUs. A GPU where the model facts do not let another
+// model's run stand in is named in `warnings` with the reason.
 //
 // Fits are stored per run and made when a run is written; runs with
 // no fit of the calculator's current method (after an upgrade) are
@@ -7680,6 +7766,18 @@ func NewPlanCapacityRequest(server string, params *PlanCapacityParams) (*http.Re
 
 		}
 
+		if params.IncludeScaledModel != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "include_scaled_model", *params.IncludeScaledModel, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Limit != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
@@ -9449,6 +9547,20 @@ type ClientWithResponsesInterface interface {
 	// cell is over capacity when concurrency × (context + max output)
 	// exceeds it.
 	//
+	// Selected by `model` + `gpu` where no run of the model is stored on
+	// the GPU but runs of other models are, the answer is made from the
+	// run `/v1/calculator/decode` would answer from (`basis.method`
+	// `scaled_model`, `basis.run_ids` the source run, the first warning
+	// naming both models): the KV pool the source run's cells showed (its
+	// capacity × its model's KV bytes per token), plus the memory its
+	// model's weights take less the asked model's, over the asked model's
+	// KV bytes per token, widened by 1.5 GB either way for memory neither
+	// publishes. The sequence limit is null (the model facts do not give
+	// a hybrid model's per-request state). 422 where the model facts do
+	// not describe either model, or the asked model's weights leave no
+	// room for a KV cache (it does not fit); `vram_gb`,
+	// `gpu_memory_utilization` and `target_gpu` are refused with it.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/calculator/capacity (the `EstimateCapacity` operationId).
@@ -9476,8 +9588,10 @@ type ClientWithResponsesInterface interface {
 	// the model facts table (`/v1/model-facts`): its speed moved by the
 	// models' weight and KV bytes per token as measured across models
 	// (`basis.method` `scaled_model`, `basis.run_ids` the source run, a
-	// warning naming both models, no TTFT). Where the facts do not
-	// describe a model the answer is 422 saying which.
+	// warning naming both models, no TTFT), its KV capacity moved as
+	// `/v1/calculator/capacity` says. Where the facts do not describe a
+	// model, or its weights leave no room for a KV cache, the answer is
+	// 422 saying which.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9503,6 +9617,17 @@ type ClientWithResponsesInterface interface {
 	// table, fitted as TTFT(L) = p·L + q·L². Measured contexts answer their
 	// measurement; up to 2× the longest measured prefill (within
 	// max_model_len) the fit answers with an interval.
+	//
+	// Selected by `model` + `gpu` where no run of the model is stored on
+	// the GPU but runs of other models are, the answer is made from the
+	// run `/v1/calculator/decode` would answer from, not measured:
+	// prefill is bound by compute, so the source run's cold TTFT at
+	// `context_tokens` is scaled by the ratio of the FLOPs a prompt token
+	// costs, 2 × active parameters + 2 × 2 × full-attention layers ×
+	// attention heads × head dimension × context / 2 (`basis.method`
+	// `scaled_model`, `basis.run_ids` the source run, at least ±50 %, a
+	// warning saying so). 422 where the model facts lack either model's
+	// parameters or attention geometry.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9615,8 +9740,8 @@ type ClientWithResponsesInterface interface {
 	// The models whose architecture the service knows, from an embedded
 	// table (`trust/models.json`, each entry's `source` the page its
 	// figures were read from): parameters, for a mixture of experts the
-	// parameters one token reads, layers and the KV-cache geometry
-	// (full-attention layers, KV heads, head dimension). The plausibility
+	// parameters one token reads, layers, attention heads and the KV-cache
+	// geometry (full-attention layers, KV heads, head dimension). The plausibility
 	// checks and cross-model calculator answers (`basis.method`
 	// `scaled_model`) read it; a run's model name means the entry one of
 	// whose `match` patterns it contains (the longest). A figure not known
@@ -9674,6 +9799,15 @@ type ClientWithResponsesInterface interface {
 	// band measured moving published grids between GPUs for the run's
 	// engine family, within a generation or across); their TTFT is not predicted,
 	// so a TTFT bound is not applied to them (`ttft_checked` false).
+	// With `model` and `include_scaled_model=true`, each GPU with stored
+	// runs of other models but none of `model` matching the filters (only
+	// `gpu` when given) is added, answered from the run of another model
+	// there that `/v1/calculator/decode` would answer from (basis
+	// `scaled_model`, `run_id` the source run, `scaled_from_model` its
+	// model, `model` the one planned for; at least the engine family's
+	// cross-model band; no TTFT, so `ttft_checked` false); they rank with
+	// the scaled GPUs. A GPU where the model facts do not let another
+	// model's run stand in is named in `warnings` with the reason.
 	//
 	// Fits are stored per run and made when a run is written; runs with
 	// no fit of the calculator's current method (after an upgrade) are
@@ -14198,6 +14332,20 @@ func (c *ClientWithResponses) GetReadyWithResponse(ctx context.Context, reqEdito
 // cell is over capacity when concurrency × (context + max output)
 // exceeds it.
 //
+// Selected by `model` + `gpu` where no run of the model is stored on
+// the GPU but runs of other models are, the answer is made from the
+// run `/v1/calculator/decode` would answer from (`basis.method`
+// `scaled_model`, `basis.run_ids` the source run, the first warning
+// naming both models): the KV pool the source run's cells showed (its
+// capacity × its model's KV bytes per token), plus the memory its
+// model's weights take less the asked model's, over the asked model's
+// KV bytes per token, widened by 1.5 GB either way for memory neither
+// publishes. The sequence limit is null (the model facts do not give
+// a hybrid model's per-request state). 422 where the model facts do
+// not describe either model, or the asked model's weights leave no
+// room for a KV cache (it does not fit); `vram_gb`,
+// `gpu_memory_utilization` and `target_gpu` are refused with it.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/calculator/capacity (the `EstimateCapacity` operationId).
@@ -14231,8 +14379,10 @@ func (c *ClientWithResponses) EstimateCapacityWithResponse(ctx context.Context, 
 // the model facts table (`/v1/model-facts`): its speed moved by the
 // models' weight and KV bytes per token as measured across models
 // (`basis.method` `scaled_model`, `basis.run_ids` the source run, a
-// warning naming both models, no TTFT). Where the facts do not
-// describe a model the answer is 422 saying which.
+// warning naming both models, no TTFT), its KV capacity moved as
+// `/v1/calculator/capacity` says. Where the facts do not describe a
+// model, or its weights leave no room for a KV cache, the answer is
+// 422 saying which.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -14270,6 +14420,17 @@ func (c *ClientWithResponses) EstimateGridWithResponse(ctx context.Context, para
 // table, fitted as TTFT(L) = p·L + q·L². Measured contexts answer their
 // measurement; up to 2× the longest measured prefill (within
 // max_model_len) the fit answers with an interval.
+//
+// Selected by `model` + `gpu` where no run of the model is stored on
+// the GPU but runs of other models are, the answer is made from the
+// run `/v1/calculator/decode` would answer from, not measured:
+// prefill is bound by compute, so the source run's cold TTFT at
+// `context_tokens` is scaled by the ratio of the FLOPs a prompt token
+// costs, 2 × active parameters + 2 × 2 × full-attention layers ×
+// attention heads × head dimension × context / 2 (`basis.method`
+// `scaled_model`, `basis.run_ids` the source run, at least ±50 %, a
+// warning saying so). 422 where the model facts lack either model's
+// parameters or attention geometry.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -14430,8 +14591,8 @@ func (c *ClientWithResponses) GetLeaderboardWithResponse(ctx context.Context, pa
 // The models whose architecture the service knows, from an embedded
 // table (`trust/models.json`, each entry's `source` the page its
 // figures were read from): parameters, for a mixture of experts the
-// parameters one token reads, layers and the KV-cache geometry
-// (full-attention layers, KV heads, head dimension). The plausibility
+// parameters one token reads, layers, attention heads and the KV-cache
+// geometry (full-attention layers, KV heads, head dimension). The plausibility
 // checks and cross-model calculator answers (`basis.method`
 // `scaled_model`) read it; a run's model name means the entry one of
 // whose `match` patterns it contains (the longest). A figure not known
@@ -14507,6 +14668,15 @@ func (c *ClientWithResponses) ListModelsWithResponse(ctx context.Context, params
 // band measured moving published grids between GPUs for the run's
 // engine family, within a generation or across); their TTFT is not predicted,
 // so a TTFT bound is not applied to them (`ttft_checked` false).
+// With `model` and `include_scaled_model=true`, each GPU with stored
+// runs of other models but none of `model` matching the filters (only
+// `gpu` when given) is added, answered from the run of another model
+// there that `/v1/calculator/decode` would answer from (basis
+// `scaled_model`, `run_id` the source run, `scaled_from_model` its
+// model, `model` the one planned for; at least the engine family's
+// cross-model band; no TTFT, so `ttft_checked` false); they rank with
+// the scaled GPUs. A GPU where the model facts do not let another
+// model's run stand in is named in `warnings` with the reason.
 //
 // Fits are stored per run and made when a run is written; runs with
 // no fit of the calculator's current method (after an upgrade) are

@@ -43,6 +43,7 @@ type calcFlags struct {
 	users, limit            int
 	engine                  string
 	includeScaled           bool
+	includeScaledModel      bool
 	price                   calculator.Price
 	sort                    string
 }
@@ -108,34 +109,35 @@ func (f *calcFlags) whatIfs(fs *flag.FlagSet, target, rough bool) {
 // calcCLI is subcommand what's flags and help.
 func calcCLI(what string, getenv func(string) string) (*cli, *calcFlags) {
 	const pick = "(--run ID | --model M --gpu G)"
+	const other = "\nBy --model and --gpu, a model with no run on the GPU is answered from another\nmodel's run there (basis scaled_model)."
 	var c *cli
 	f := &calcFlags{}
 	contextFlag := func(usage string) { c.fs.StringVar(&f.context, "context", "", usage) }
 	switch what {
 	case "decode":
 		c = newCLI("calc decode", pick+" --context N --concurrency N [flags]",
-			"Predict one decode cell of a run: total and per-request tok/s, time between tokens,\nwarm TTFT and whether it fits, with the error band.")
+			"Predict one decode cell of a run: total and per-request tok/s, time between tokens,\nwarm TTFT and whether it fits, with the error band."+other)
 		f.selection(c.fs)
 		contextFlag("the cell's context length in `tokens` (48K = 49152); required")
 		c.fs.IntVar(&f.q.Concurrency, "concurrency", 0, "simultaneous `requests`; required")
 		f.whatIfs(c.fs, true, true)
 	case "capacity":
 		c = newCLI("calc capacity", pick+" --context N [--concurrency N] [flags]",
-			"How many requests fit in a run's KV cache at a context and, with --concurrency, the\nlongest context that fits at that many requests.")
+			"How many requests fit in a run's KV cache at a context and, with --concurrency, the\nlongest context that fits at that many requests."+other)
 		f.selection(c.fs)
 		contextFlag("context length in `tokens` (48K = 49152); required")
 		c.fs.IntVar(&f.q.Concurrency, "concurrency", 0, "also the longest context that fits at this many `requests`")
 		f.whatIfs(c.fs, true, false)
 	case "grid":
 		c = newCLI("calc grid", pick+" [--contexts L,…] [--concurrencies B,…] [flags]",
-			"Predict total tok/s over a grid of contexts × concurrencies, each cell marked by how\nit was obtained (at most 16 × 16).")
+			"Predict total tok/s over a grid of contexts × concurrencies, each cell marked by how\nit was obtained (at most 16 × 16)."+other)
 		f.selection(c.fs)
 		c.fs.StringVar(&f.contexts, "contexts", "", "context lengths in tokens, comma-separated (default: the run's)")
 		c.fs.StringVar(&f.concurrencies, "concurrencies", "", "concurrency levels, comma-separated (default: the run's)")
 		f.whatIfs(c.fs, true, true)
 	case "prefill":
 		c = newCLI("calc prefill", pick+" --context N [flags]",
-			"Predict cold prefill at a context: time to first token and prompt tok/s.")
+			"Predict cold prefill at a context: time to first token and prompt tok/s."+other)
 		f.selection(c.fs)
 		contextFlag("prompt length in `tokens` (48K = 49152); required")
 	case "plan":
@@ -152,6 +154,7 @@ func calcCLI(what string, getenv func(string) string) (*cli, *calcFlags) {
 		c.fs.Float64Var(&f.q.VRAMGB, "vram", 0, "another VRAM size, in `GB`")
 		c.fs.IntVar(&f.q.MaxOutputTokens, "max-output", 0, "`tokens` reserved per request for output")
 		c.fs.BoolVar(&f.includeScaled, "include-scaled", false, "add catalog GPUs without a run, scaled from the nearest measured one")
+		c.fs.BoolVar(&f.includeScaledModel, "include-scaled-model", false, "with --model: add GPUs with runs of other models but none of it, answered from another model's run there")
 		c.fs.IntVar(&f.limit, "limit", predict.DefaultPlanOptions, "how many options to show, best first")
 		f.priceFlags(c.fs)
 		c.fs.StringVar(&f.sort, "sort", "throughput", "order of the options meeting the target: throughput, or cost (cheapest first; needs a price)")
@@ -351,7 +354,7 @@ func calcCmd(ctx context.Context, args []string, getenv func(string) string, std
 		calc.SetPlanFitBudget(-1) // nothing keeps fits between runs of a command: wait for them all
 		pq := predict.PlanQuery{Model: f.sel.Model, GPU: f.sel.GPU, Engine: f.engine, KVCacheDtype: f.sel.KVCacheDtype,
 			Target:        calculator.Target{ContextTokens: q.ContextTokens, MinPerRequestTokS: f.minTokS, MaxTTFTMs: f.maxTTFT, Users: f.users, Base: q},
-			IncludeScaled: f.includeScaled, Limit: f.limit, Price: f.price, SortByCost: f.sort == "cost"}
+			IncludeScaled: f.includeScaled, IncludeScaledModel: f.includeScaledModel, Limit: f.limit, Price: f.price, SortByCost: f.sort == "cost"}
 		if f.sort != "throughput" && f.sort != "cost" {
 			return c.usageErr("--sort takes throughput or cost, not %q", f.sort)
 		}
@@ -394,8 +397,11 @@ func printBasis(w io.Writer, method, speed calculator.Basis, runIDs []string, ba
 	fmt.Fprintf(w, "\trun %s\n", strings.Join(runIDs, ", "))
 	if band != nil {
 		source := "the run's conformal 90% bound of its held-out errors"
-		if method == calculator.ScaledGPU {
+		switch method {
+		case calculator.ScaledGPU:
 			source = "scaling to another GPU"
+		case calculator.ScaledModel:
+			source = "scaling to another model, measured across models"
 		}
 		fmt.Fprintf(w, "error band\t±%.1f%% total, ±%.1f%% TBT\t(%s)\n", 100*band[0], 100*band[1], source)
 	}
@@ -418,7 +424,7 @@ func printDecode(w io.Writer, q calculator.Query, a predict.Answer[calculator.Pr
 	fmt.Fprintf(w, "KV reservation\t%d tokens\tcapacity %d – %s tokens\n", c.ReservedTokens, c.KVTokensLow, orUnknown(nonZero(c.KVTokensHigh)))
 	fmt.Fprintf(w, "max concurrency here\t%d\n", c.MaxConcurrencyAtContext)
 	var band *[2]float64
-	if p.TotalTokS != nil && (p.SpeedBasis != calculator.Measured || p.Basis == calculator.ScaledGPU) {
+	if p.TotalTokS != nil && (p.SpeedBasis != calculator.Measured || p.Basis == calculator.ScaledGPU || p.Basis == calculator.ScaledModel) {
 		band = &[2]float64{p.BandTotal, p.BandTBT}
 	}
 	printBasis(w, p.Basis, p.SpeedBasis, a.RunIDs, band, a.Warnings, p.Warnings)
@@ -454,7 +460,7 @@ func printGrid(w io.Writer, a predict.Answer[predict.Grid]) {
 		fmt.Fprintf(w, "%d\t", b)
 	}
 	fmt.Fprintln(w)
-	marks := map[calculator.Basis]string{calculator.Measured: "", calculator.Interpolated: "~", calculator.Extrapolated: "^", calculator.ScaledVRAM: "v", calculator.ScaledGPU: "g"}
+	marks := map[calculator.Basis]string{calculator.Measured: "", calculator.Interpolated: "~", calculator.Extrapolated: "^", calculator.ScaledVRAM: "v", calculator.ScaledGPU: "g", calculator.ScaledModel: "m"}
 	short := map[calculator.Status]string{calculator.OverCapacity: "over", calculator.ExceedsMaxModelLen: "too long", calculator.TTFTExceedsWindow: "no token"}
 	row := -1
 	for _, c := range g.Cells {
@@ -481,7 +487,7 @@ func printGrid(w io.Writer, a predict.Answer[predict.Grid]) {
 		}
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "\n~ interpolated, ^ extrapolated, v scaled VRAM, g scaled to another GPU, unmarked measured; q requests queued, ? capacity boundary uncertain")
+	fmt.Fprintln(w, "\n~ interpolated, ^ extrapolated, v scaled VRAM, g scaled to another GPU, m from another model's run, unmarked measured; q requests queued, ? capacity boundary uncertain")
 	fmt.Fprintf(w, "run\t%s\n", strings.Join(a.RunIDs, ", "))
 	for _, warn := range a.Warnings {
 		fmt.Fprintf(w, "note\t%s\n", inFlags(warn))
@@ -505,11 +511,14 @@ func printPlan(w io.Writer, t calculator.Target, pl predict.Plan) {
 	fmt.Fprintf(w, "\n%d %s matched\n\n", pl.Matched, runs)
 	fmt.Fprint(w, "#\tGPU\tmodel\trun\tconcurrency\ttotal tok/s\tper request\tTTFT ms\tbasis\tlimit\n")
 	for i, o := range pl.Options {
-		gpu := o.GPU
+		gpu, model := o.GPU, o.Run.ModelName
 		if o.Scaled {
 			gpu += " (from " + o.Run.GPU + ")"
 		}
-		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t", i+1, gpu, o.Run.ModelName, o.Run.ID)
+		if o.OtherModel != "" {
+			model = o.OtherModel + " (from " + o.Run.ModelName + ")"
+		}
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t", i+1, gpu, model, o.Run.ID)
 		p := o.Plan
 		switch {
 		case o.Err != "":

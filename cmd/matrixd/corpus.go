@@ -196,6 +196,8 @@ type corpusReport struct {
 	// summary's bandwidth_ratio is the physical (uncalibrated) move.
 	Model        []modelRow   `json:"cross_model"`
 	ModelSummary []gpuSummary `json:"cross_model_summary"`
+	// ModelPrefill is cold prefill predicted across the same pairs.
+	ModelPrefill prefillScore `json:"cross_model_prefill"`
 }
 
 // corpusOptions are evalCorpus's output switches.
@@ -285,6 +287,10 @@ func evalCorpus(ctx context.Context, dir string, opt corpusOptions, stdout io.Wr
 		return err
 	}
 	modelSums := summariseModels(modelRows)
+	modelPrefill, err := crossModelPrefill(mPairs)
+	if err != nil {
+		return err
+	}
 	slices.SortStableFunc(keys, func(a, b key) int {
 		if (a.family == "all families") != (b.family == "all families") {
 			if a.family == "all families" {
@@ -315,7 +321,7 @@ func evalCorpus(ctx context.Context, dir string, opt corpusOptions, stdout io.Wr
 	if opt.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(corpusReport{Families: rows, GPU: gpuRows, GPUSummary: gpuSums, Model: modelRows, ModelSummary: modelSums})
+		return enc.Encode(corpusReport{Families: rows, GPU: gpuRows, GPUSummary: gpuSums, Model: modelRows, ModelSummary: modelSums, ModelPrefill: modelPrefill})
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	head := "family\tsplit\tgrids\tcells\ttotal tok/s mean\tp90\tmax\tinterval coverage\tmean half-width\trefused\t"
@@ -356,6 +362,7 @@ func evalCorpus(ctx context.Context, dir string, opt corpusOptions, stdout io.Wr
 	if err := printModels(stdout, modelRows, modelSums); err != nil {
 		return err
 	}
+	printModelPrefill(stdout, modelPrefill)
 	fmt.Fprintln(stdout, "\nleave-one-cell-out: each valid cell removed, the grid refitted (bands included) and the cell asked for; the total's interval is the one the API returns")
 	if opt.hindsight {
 		fmt.Fprintln(stdout, "best fixed, in hindsight: each grid's one interpolant (kind × row weight × shape weight) with the least error over its own held-out cells, without bands; no choice made from the other cells can be expected to beat it")

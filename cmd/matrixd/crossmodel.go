@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/matrixd/matrixd/calculator"
@@ -138,4 +140,67 @@ func printModels(w io.Writer, rows []modelRow, sums []gpuSummary) error {
 			name, mv.WeightPower, mv.KVPower, pct(mv.Band), mv.Pairs, mv.Answers)
 	}
 	return nil
+}
+
+// prefillScore is how cold prefill answered for another model
+// (calculator.Model.PrefillOtherModel) did on the pairs whose target grid
+// publishes cold prefill: errors relative to the measurement, the share of
+// measurements within the answers' intervals, and the band that would
+// hold bandCoverage of them (relative to the answer, as bands are).
+type prefillScore struct {
+	Pairs    int     `json:"pairs"`
+	Answers  int     `json:"answers"`
+	Refused  int     `json:"refused"`
+	Mean     float64 `json:"mean"`
+	P90      float64 `json:"p90"`
+	Max      float64 `json:"max"`
+	Coverage float64 `json:"coverage"`
+	Needed   float64 `json:"band_needed"`
+}
+
+// crossModelPrefill predicts each target grid's cold prefill from its
+// pair's source, scaled by FLOPs.
+func crossModelPrefill(pairs []calculator.ModelPair) (prefillScore, error) {
+	var s prefillScore
+	var errs, needs []float64
+	covered := 0
+	for _, p := range pairs {
+		answered := false
+		for _, pt := range p.To.Prefill {
+			if !(pt.TTFTMs > 0) {
+				continue
+			}
+			a, err := p.From.PrefillOtherModel(pt.ContextTokens, p.Ratios)
+			if errors.Is(err, calculator.ErrRefused) {
+				s.Refused++
+				continue
+			}
+			if err != nil {
+				return s, err
+			}
+			answered = true
+			v, truth := a.TTFTMs.Value, pt.TTFTMs
+			errs, needs = append(errs, math.Abs(v-truth)/truth), append(needs, math.Abs(v-truth)/v)
+			if truth >= a.TTFTMs.Low && truth <= a.TTFTMs.High {
+				covered++
+			}
+		}
+		if answered {
+			s.Pairs++
+		}
+	}
+	if s.Answers = len(errs); s.Answers == 0 {
+		return s, nil
+	}
+	s.Mean, s.P90 = meanP90(errs)
+	s.Max = slices.Max(errs)
+	s.Coverage = float64(covered) / float64(s.Answers)
+	slices.Sort(needs)
+	s.Needed = needs[min(len(needs)-1, int(math.Ceil(bandCoverage*float64(len(needs)+1)))-1)]
+	return s, nil
+}
+
+func printModelPrefill(w io.Writer, s prefillScore) {
+	fmt.Fprintf(w, "\ncross-model cold prefill (TTFT scaled by the FLOPs of a prompt token, at least ±%s): %d pairs, %d measurements (%d refused): mean error %s, p90 %s, max %s; intervals hold %s; a %s band would hold %.0f %%\n",
+		pct(calculator.PrefillModelBand), s.Pairs, s.Answers, s.Refused, pct(s.Mean), pct(s.P90), pct(s.Max), pct(s.Coverage), pct(s.Needed), 100*bandCoverage)
 }

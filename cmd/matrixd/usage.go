@@ -172,7 +172,7 @@ func flagFor(param string) (string, bool) {
 	case "max_ttft_ms":
 		return "--max-ttft", true
 	case "model", "gpu", "engine", "engine_version", "kv_cache_dtype", "concurrency", "contexts",
-		"concurrencies", "target_gpu", "rough", "users", "include_scaled", "limit", "name":
+		"concurrencies", "target_gpu", "rough", "users", "include_scaled", "include_scaled_model", "limit", "name":
 		return "--" + strings.ReplaceAll(param, "_", "-"), true
 	}
 	return "", false
@@ -191,6 +191,7 @@ func inFlags(msg string) string {
 		"max_output_tokens", "--max-output",
 		"min_per_request_tok_s", "--min-tok-s",
 		"max_ttft_ms", "--max-ttft",
+		"include_scaled_model=true", "--include-scaled-model",
 		"include_scaled=true", "--include-scaled",
 		"target_gpu", "--target-gpu",
 		"rough=true", "--rough",

@@ -86,7 +86,7 @@ func TestCommandHelpShowsOnlyItsOwnFlags(t *testing.T) {
 		{"calc capacity", append([]string{"db", "json", "context", "concurrency", "vram", "util", "max-output", "target-gpu"}, selection...), nil},
 		{"calc grid", append([]string{"db", "json", "contexts", "concurrencies", "vram", "util", "max-output", "target-gpu", "rough"}, selection...), nil},
 		{"calc prefill", append([]string{"db", "json", "context"}, selection...), nil},
-		{"calc plan", []string{"db", "json", "context", "min-tok-s", "max-ttft", "users", "model", "gpu", "engine", "kv-cache-dtype", "vram", "max-output", "include-scaled", "limit", "gpu-hour-usd", "hardware-usd", "amortization-years", "electricity-usd-per-kwh", "sort"}, nil},
+		{"calc plan", []string{"db", "json", "context", "min-tok-s", "max-ttft", "users", "model", "gpu", "engine", "kv-cache-dtype", "vram", "max-output", "include-scaled", "include-scaled-model", "limit", "gpu-hour-usd", "hardware-usd", "amortization-years", "electricity-usd-per-kwh", "sort"}, nil},
 	}
 	for _, tt := range tests {
 		words := strings.Fields(tt.cmd)

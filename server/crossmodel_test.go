@@ -1,0 +1,175 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"net/http"
+	"testing"
+
+	"github.com/matrixd/matrixd/api"
+	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/trust"
+)
+
+// TestCrossModelCapacity: a model with no run on a GPU gets its KV
+// capacity from another model's run there: that run's KV pool plus its
+// model's weights less the asked model's, over the asked model's KV bytes
+// per token; a model that does not fit, or that the facts do not
+// describe, is a 422.
+func TestCrossModelCapacity(t *testing.T) {
+	e := newEnv(t, 0)
+	fara := e.seed(t, "fara1.5-4b-autoround-rtx3060").ID
+	nemo := e.seed(t, "nemotron-nano-12b-v2-awq-rtx3090").ID
+	rec := e.do(t, http.MethodGet, "/v1/calculator/capacity?model=fara&gpu=RTX%203090&context_tokens=16384&concurrency=8", nil)
+	var a api.CapacityEstimate
+	if err := json.Unmarshal(rec.Body.Bytes(), &a); err != nil || rec.Code != 200 {
+		t.Fatalf("%d: %s", rec.Code, rec.Body)
+	}
+	// Nemotron's run ran 1,179,648 tokens and refused 1,310,720, at
+	// 6 × 8 × 128 × 2 × 0.5 bytes (int4 KV) a token; its weights are
+	// 12.3 B × 0.52 bytes (4-bit), Fara's 4.0 B × 0.52, and a token of
+	// Fara's KV cache takes 8 × 4 × 256 × 2 × 0.5 bytes.
+	kvNemo, kvFara, delta := 6.0*8*128*2*0.5, 8.0*4*256*2*0.5, (12.3-4.0)*0.52e9
+	wantLo := int(math.Floor((1179648*kvNemo + delta - 1.5e9) / kvFara))
+	wantHi := int(math.Ceil((1310720*kvNemo + delta + 1.5e9) / kvFara))
+	if a.Basis.Method != api.CalcBasisMethodScaledModel || len(a.Basis.RunIDs) != 1 || a.Basis.RunIDs[0] != nemo ||
+		a.KVTokensLow != wantLo || a.KVTokensHigh == nil || *a.KVTokensHigh != wantHi || a.SequenceLimit != nil {
+		t.Errorf("capacity %+v (high %v, sequence limit %v), want scaled_model from %s, %d–%d tokens, no sequence limit", a, a.KVTokensHigh, a.SequenceLimit, nemo, wantLo, wantHi)
+	}
+	if want := wantLo / (16384 + 8192); a.MaxConcurrency != want {
+		t.Errorf("max concurrency %d, want %d", a.MaxConcurrency, want)
+	}
+	if len(a.Warnings) < 3 || !contains(a.Warnings[0], "no run of Fara1.5-4B on RTX 3090", "run "+nemo, "as its run "+fara) ||
+		!contains(a.Warnings[1], "KV capacity for another model, not measured", "less the other's (2.08 GB)") ||
+		!contains(a.Warnings[2], "sequence limit is unknown") {
+		t.Errorf("warnings %q, want the source run, the pool's arithmetic and the unknown sequence limit", a.Warnings)
+	}
+	runCases(t, e, []getCase{
+		{"the other way, where little room is left", "/v1/calculator/capacity?model=nemotron&gpu=RTX%203060&context_tokens=16384", 200,
+			[]string{`"method":"scaled_model"`, `"run_ids":["` + fara + `"]`, `"kv_tokens_low":0`, "at the interval's pessimistic end nothing fits"}},
+		{"a model that does not fit", "/v1/calculator/capacity?model=Qwen3-14B&gpu=RTX%203060&context_tokens=16384", 422,
+			[]string{`no run of Qwen3-14B on GPU \"RTX 3060\"; run ` + fara + " of Fara1.5-4B, which would answer for it, refuses", "the other model's weights (7.7 GB) do not fit",
+				"leave -0.2 GB for the KV cache", "a GPU with more memory, or a smaller quantization"}},
+		{"facts lack the model", "/v1/calculator/capacity?model=Qwen2.5-3B-Instruct&gpu=RTX%203090&context_tokens=16384", 422,
+			[]string{`the model facts table has no entry matching \"Qwen2.5-3B-Instruct\"`, "trust/models.json"}},
+		{"and another VRAM size", "/v1/calculator/capacity?model=fara&gpu=RTX%203090&context_tokens=16384&vram_gb=48", 422,
+			[]string{"another VRAM size is not scaled for it"}},
+		{"the decode answer's capacity is the same", "/v1/calculator/decode?model=fara&gpu=RTX%203090&context_tokens=16384&concurrency=8", 200,
+			[]string{`"kv_tokens_low":` + itoa(wantLo), `"kv_tokens_high":` + itoa(wantHi)}},
+		{"a GPU with no run at all", "/v1/calculator/capacity?model=fara&gpu=H100&context_tokens=16384", 404,
+			[]string{`no run of a model matching \"fara\" on GPU \"H100\"`}},
+	})
+}
+
+// TestCrossModelPrefill: a model with no run on a GPU gets its cold
+// prefill from another model's run there, scaled by the FLOPs a prompt
+// token costs each (prefill is bound by compute), with a wide band.
+func TestCrossModelPrefill(t *testing.T) {
+	e := newEnv(t, 0)
+	nemo := e.seed(t, "nemotron-nano-12b-v2-awq-rtx3090")
+	rec := e.do(t, http.MethodGet, "/v1/calculator/prefill?model=fara&gpu=RTX%203090&context_tokens=16384", nil)
+	var p api.PrefillPrediction
+	if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil || rec.Code != 200 {
+		t.Fatalf("%d: %s", rec.Code, rec.Body)
+	}
+	facts, err := trust.ModelFacts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	flops := func(name string, l float64) float64 {
+		m, _ := facts.Lookup(name)
+		return 2*m.ActiveParams()*1e9 + 2*float64(m.KVLayers*m.AttentionHeads*m.HeadDim)*l
+	}
+	var measured float64 // Nemotron's cold TTFT at 16K
+	for _, c := range nemo.Prefill {
+		if c.ContextTokens == 16384 && c.TTFTMs != nil {
+			measured = *c.TTFTMs
+		}
+	}
+	want := measured * flops("Fara1.5-4B", 16384) / flops("NVIDIA-Nemotron-Nano-12B-v2", 16384)
+	band := calculator.PrefillModelBand
+	if p.Basis.Method != api.CalcBasisMethodScaledModel || len(p.Basis.RunIDs) != 1 || p.Basis.RunIDs[0] != nemo.ID ||
+		measured == 0 || math.Abs(p.TTFTMs.Value-want) > 0.01 || p.TTFTMs.Low > want*(1-band)+0.01 || p.TTFTMs.High < want*(1+band)-0.01 {
+		t.Errorf("prefill %+v, want scaled_model from %s at %.3f ms ± %.0f %%", p, nemo.ID, want, 100*band)
+	}
+	if len(p.Warnings) < 2 || !contains(p.Warnings[0], "no run of Fara1.5-4B on RTX 3090") || !contains(p.Warnings[1], "another model, not measured", "FLOPs of a prompt token") {
+		t.Errorf("warnings %q", p.Warnings)
+	}
+	// A mixture of experts on the RTX 3090 beside Nemotron: Qwen3.6-35B-A3B
+	// has its KV geometry in the facts (its speed is answered; at 4 bits
+	// its weights leave no room for a KV cache there, so a grid's cells
+	// are refused) but not its attention heads (prefill is refused).
+	moe := nemo
+	moe.ID, moe.Title = "", "gpt-oss-20b on RTX 3090"
+	moe.Model.Name, moe.Model.Quantization = "openai/gpt-oss-20b", "MXFP4"
+	stored, _, err := e.st.CreateRun(context.Background(), moe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCases(t, e, []getCase{
+		{"the facts lack the heads", "/v1/calculator/prefill?model=Qwen3.6-35B-A3B&gpu=RTX%203090&context_tokens=16384", 422,
+			[]string{"lacks the attention geometry (kv_layers, attention_heads, head_dim) of Qwen3.6-35B-A3B", "trust/models.json"}},
+		{"while its speed is answered", "/v1/calculator/grid?model=Qwen3.6-35B-A3B&gpu=RTX%203090&contexts=0&concurrencies=1", 200,
+			[]string{`"run_ids":["` + stored.ID + `"]`, "another model: speed scaled"}},
+		{"beyond the source's prefill table", "/v1/calculator/prefill?model=fara&gpu=RTX%203090&context_tokens=1000000", 422,
+			[]string{`no run of Fara1.5-4B on GPU \"RTX 3090\"; run ` + nemo.ID + " of NVIDIA-Nemotron-Nano-12B-v2, which would answer for it, refuses", "outside what this run's prefill table supports"}},
+		{"facts lack the model", "/v1/calculator/prefill?model=Qwen2.5-3B-Instruct&gpu=RTX%203090&context_tokens=16384", 422,
+			[]string{`the model facts table has no entry matching \"Qwen2.5-3B-Instruct\"`}},
+		{"a model's own run is measured", "/v1/calculator/prefill?model=nemotron&gpu=RTX%203090&context_tokens=16384", 200,
+			[]string{`"method":"measured"`}},
+	})
+}
+
+// TestPlannerScaledModel: asked for a model, the planner adds the GPUs
+// with runs of other models but none of it only with
+// include_scaled_model=true, each answered from another model's run
+// there as the calculator answers.
+func TestPlannerScaledModel(t *testing.T) {
+	e := newEnv(t, 0)
+	fara := e.seed(t, "fara1.5-4b-autoround-rtx3060").ID
+	nemo := e.seed(t, "nemotron-nano-12b-v2-awq-rtx3090")
+	const q = "/v1/planner?context_tokens=16384&min_per_request_tok_s=30&max_ttft_ms=10000&model=fara"
+	rec := e.do(t, http.MethodGet, q+"&include_scaled_model=true", nil)
+	var pl api.CapacityPlan
+	if err := json.Unmarshal(rec.Body.Bytes(), &pl); err != nil || rec.Code != 200 {
+		t.Fatalf("%d: %s", rec.Code, rec.Body)
+	}
+	if len(pl.Options) != 2 || pl.Options[0].RunID != fara || pl.Options[0].ScaledFromModel != nil {
+		t.Fatalf("options %+v, want Fara's own run first, then one from another model's", pl.Options)
+	}
+	o := pl.Options[1]
+	if o.Basis == nil || *o.Basis != api.PlanOptionBasisScaledModel || o.RunID != nemo.ID || o.GPU != "RTX 3090" || o.Model != "Fara1.5-4B" ||
+		o.ScaledFromModel == nil || *o.ScaledFromModel != nemo.Model.Name || o.TTFTChecked || o.TTFTMs != nil || !o.Meets {
+		t.Errorf("option %+v, want Fara1.5-4B on RTX 3090 from %s (scaled_model, TTFT unchecked)", o, nemo.ID)
+	}
+	// The option is the calculator's answer at its concurrency.
+	rec = e.do(t, http.MethodGet, "/v1/calculator/decode?model=fara&gpu=RTX%203090&context_tokens=16384&concurrency="+itoa(o.Concurrency), nil)
+	var p api.DecodePrediction
+	if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil || rec.Code != 200 {
+		t.Fatalf("%d: %s", rec.Code, rec.Body)
+	}
+	if o.TotalTokS == nil || p.TotalTokS == nil || *o.TotalTokS != *p.TotalTokS {
+		t.Errorf("planner %+v, calculator %+v at concurrency %d", o.TotalTokS, p.TotalTokS, o.Concurrency)
+	}
+	if len(o.Warnings) < 2 || !contains(o.Warnings[0], "no run of Fara1.5-4B on RTX 3090", "run "+nemo.ID) || !contains(o.Warnings[len(o.Warnings)-1], "the TTFT bound of 10000 ms was not applied: TTFT is not predicted for another model") {
+		t.Errorf("warnings %q", o.Warnings)
+	}
+	runCases(t, e, []getCase{
+		{"not without asking", q, 200, []string{`"run_id":"` + fara + `"`}},
+		{"on the model's own GPU, its run", q + "&include_scaled_model=true&gpu=3060", 200, []string{`"run_id":"` + fara + `"`}},
+		{"on one GPU", q + "&include_scaled_model=true&gpu=3090", 200, []string{`"basis":"scaled_model"`, `"scaled_from_model":"` + nemo.Model.Name + `"`}},
+		{"where the facts do not tell, says why", "/v1/planner?context_tokens=16384&min_per_request_tok_s=30&model=llama&include_scaled_model=true", 200,
+			[]string{`"options":[]`, "no option answered from another model's run on RTX 3090", `the model facts table has no entry matching \"llama\"`}},
+		{"with an override (the newest runs, each modelled)", q + "&include_scaled_model=true&max_output_tokens=4096", 200,
+			[]string{`"basis":"scaled_model"`, `"run_id":"` + nemo.ID + `"`, `"meets":true`}},
+		{"without a model", "/v1/planner?context_tokens=16384&min_per_request_tok_s=30&include_scaled_model=true", 400,
+			[]string{`"field":"include_scaled_model"`, "give model too"}},
+		{"priced", q + "&include_scaled_model=true&gpu=3090&gpu_hour_usd=0.5", 200, []string{`"basis":"scaled_model"`, `"usd_per_hour":0.5`, `"power_source":"catalog_tdp"`}},
+	})
+	for _, c := range []string{q, q + "&include_scaled_model=true&gpu=3060"} {
+		if body := e.do(t, http.MethodGet, c, nil).Body.String(); contains(body, "scaled_model") {
+			t.Errorf("%s: %s, want no scaled_model option", c, body)
+		}
+	}
+}
