@@ -93,6 +93,8 @@ func TestCalculatorAPI(t *testing.T) {
 		{"prefill measured", "/v1/calculator/prefill?run_id=" + nemo + "&context_tokens=8192", 200, []string{`"method":"measured"`, `"value":2338`}},
 		{"prefill interpolated", "/v1/calculator/prefill?run_id=" + nemo + "&context_tokens=100000", 200, []string{`"method":"interpolated"`}},
 		{"prefill beyond", "/v1/calculator/prefill?run_id=" + nemo + "&context_tokens=200000", 422, []string{"outside what this run's prefill table supports"}},
+		{"prefill of a prompt fixed costs dominate", "/v1/calculator/prefill?run_id=" + nemo + "&context_tokens=1", 422, []string{"from half its shortest prefill, 8192 tokens", `"supported":"context 4096–`}},
+		{"prefill at half the shortest", "/v1/calculator/prefill?run_id=" + nemo + "&context_tokens=4096", 200, []string{`"method":"extrapolated"`, "below the shortest measured prefill"}},
 	}
 	runCases(t, e, tests)
 }
