@@ -114,6 +114,11 @@ type interp struct {
 	// kv reads the rows' levels as a full KV cache or a limit on the
 	// requests run at once (see kvLevel).
 	kv bool
+	// physT and physS weigh the smoothed physical model (see
+	// surface.smoothed) against the estimate from the cells around a
+	// point: a run whose cells scatter more than its surface bends is read
+	// better smoothed.
+	physT, physS float64
 }
 
 // usesShape reports whether the shape-transfer estimate weighs in at all.
@@ -132,6 +137,9 @@ func (ip interp) String() string {
 	s = fmt.Sprintf("%s, %.0f%%/%.0f%% row-wise (TBT/total)", s, 100*ip.rowT, 100*ip.rowS)
 	if ip.usesShape() {
 		s += fmt.Sprintf(", %.0f%%/%.0f%% from other rows' shape", 100*ip.shapeT, 100*ip.shapeS)
+	}
+	if ip.physT > 0 || ip.physS > 0 {
+		s += fmt.Sprintf(", %.0f%%/%.0f%% smoothed", 100*ip.physT, 100*ip.physS)
 	}
 	if ip.kv {
 		s += ", levels read as KV-cache and request limits"
@@ -186,20 +194,48 @@ func chooseInterpolant(ctx context.Context, r Run) (interp, error) {
 // chooseAmong is chooseInterpolant's pick among kinds.
 func chooseAmong(ctx context.Context, r Run, kinds []interp) (interp, error) {
 	best, bestErr := interp{rowT: 0.5, rowS: 0.5, kv: kinds[0].kv}, math.Inf(1)
-	ws, sws := rowWeights(), shapeWeights()
+	ws, sws, pws := rowWeights(), shapeWeights(), physWeights()
 	for _, ip := range kinds {
 		errT, errS, err := looInterpolatedError(ctx, r, ip)
 		if err != nil {
 			return interp{}, err
 		}
-		if e := errT[argmin(errT)] + errS[argmin(errS)]; e < bestErr {
-			iT, iS := mostBalanced(errT), mostBalanced(errS)
+		// Weights of the rows, columns and shapes are chosen as if alone,
+		// then the physical model is weighed in where it errs clearly less.
+		plainT, plainS := every(errT, len(pws)), every(errS, len(pws))
+		if e := plainT[argmin(plainT)] + plainS[argmin(plainS)]; e < bestErr {
+			iT, iS := mostBalanced(plainT), mostBalanced(plainS)
 			best, bestErr = ip, e
 			best.rowT, best.shapeT = ws[iT/len(sws)], sws[iT%len(sws)]
 			best.rowS, best.shapeS = ws[iS/len(sws)], sws[iS%len(sws)]
+			best.physT = pws[smoothest(errT[iT*len(pws):(iT+1)*len(pws)])]
+			best.physS = pws[smoothest(errS[iS*len(pws):(iS+1)*len(pws)])]
 		}
 	}
 	return best, nil
+}
+
+// physWeights are the weights of the physical model a fit chooses among.
+func physWeights() []float64 { return []float64{0, 0.25, 0.5} }
+
+// every is each n-th of xs, from the first.
+func every(xs []float64, n int) []float64 {
+	out := make([]float64, 0, len(xs)/n)
+	for i := 0; i < len(xs); i += n {
+		out = append(out, xs[i])
+	}
+	return out
+}
+
+// smoothest is the index of the physical model's weight to take, given
+// the held-out errors with each (errs[0] without it): the least, where it
+// is below the error without by more than chooseTolerance, else none.
+func smoothest(errs []float64) int {
+	i := argmin(errs)
+	if !(errs[i]*chooseTolerance < errs[0]) {
+		return 0
+	}
+	return i
 }
 
 // looSpeedError is the mean leave-one-out error of total tok/s of two
@@ -288,8 +324,8 @@ func argmin(xs []float64) int {
 // estimate, for each pair of rowWeights and shapeWeights (at index
 // i·len(shapeWeights)+j).
 func looInterpolatedError(ctx context.Context, r Run, ip interp) (errT, errS []float64, err error) {
-	ws, sws := rowWeights(), shapeWeights()
-	nw := len(ws) * len(sws)
+	ws, sws, pws := rowWeights(), shapeWeights(), physWeights()
+	nw := len(ws) * len(sws) * len(pws)
 	errT, errS = make([]float64, nw), make([]float64, nw)
 	n := 0
 	for _, c := range spread(filter(r.Decode, usable), chooseHoldoutCells) {
@@ -309,11 +345,12 @@ func looInterpolatedError(ctx context.Context, r Run, ip interp) (errT, errS []f
 		}
 		row, col := m.sf.paths(l, bc)
 		sh := m.sf.shape(m.sf.snap(l), bc)
+		ph := m.sf.smoothed(l, bc)
 		if full {
 			f := b / bc
-			row.s, col.s, sh.s = row.s*f, col.s*f, sh.s*f
+			row.s, col.s, sh.s, ph.s = row.s*f, col.s*f, sh.s*f, ph.s*f
 			if m.kv.lockstep {
-				row.t, col.t, sh.t = row.t*f, col.t*f, sh.t*f
+				row.t, col.t, sh.t, ph.t = row.t*f, col.t*f, sh.t*f, ph.t*f
 			}
 		}
 		tm := stepT(c)
@@ -324,10 +361,13 @@ func looInterpolatedError(ctx context.Context, r Run, ip interp) (errT, errS []f
 				continue
 			}
 			for j, v := range sws {
-				t, s := mixShape(t0, s0, sh, v, v)
-				k := i*len(sws) + j
-				errT[k] += math.Abs(t-tm) / tm
-				errS[k] += math.Abs(b*1000/s-*c.TotalTokS) / *c.TotalTokS
+				t1, s1 := mixShape(t0, s0, sh, v, v)
+				for p, pw := range pws {
+					t, s := mixShape(t1, s1, ph, pw, pw)
+					k := (i*len(sws)+j)*len(pws) + p
+					errT[k] += math.Abs(t-tm) / tm
+					errS[k] += math.Abs(b*1000/s-*c.TotalTokS) / *c.TotalTokS
+				}
 			}
 			counted = true
 		}
