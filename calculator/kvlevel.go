@@ -134,6 +134,11 @@ func readKVLevel(own []sample, outs []float64) kvLevel {
 		k.rowMaxB = append(k.rowMaxB, r.xs[len(r.xs)-1])
 		q := r.key*1024 + o
 		lv := levelOf(r)
+		if lv.ok && r.xs[lv.last] < levelSpan*r.xs[lv.knee] {
+			// A few percent over a few percent more requests is a rising
+			// curve measured densely, not a level.
+			lv = level{}
+		}
 		best := 0
 		for i := 1; i < len(r.xs); i++ {
 			if lv.ok && i > lv.knee {
@@ -207,6 +212,10 @@ func levelGain(r line, knee int) float64 {
 	}
 	return math.Min(math.Pow(rise, 1/e), r.xs[knee+1]/r.xs[knee])
 }
+
+// levelSpan is how far, as a factor of the knee's concurrency, a level
+// must reach for readKVLevel to read a limit from it.
+const levelSpan = 1.5
 
 // desaturate moves each sample the cache capped to the concurrency that
 // ran: its total stays, so its S scales by bc/b (as its T does where T is
