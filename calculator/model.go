@@ -6,20 +6,26 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 )
 
 // Model is a run's fitted calculator: speed surface, capacity, TTFT and the
 // error bands measured on the run's own held-out cells. Build it once per run
 // with Fit; predictions are then cheap and safe for concurrent use.
 type Model struct {
-	run     Run
-	sf      *surface
-	cells   map[CellRef]Cell
-	maxOut  int
-	cap     capacity
-	ttft    decodeTTFT
-	prefill prefillModel
-	bands   Bands
+	run    Run
+	sf     *surface
+	cells  map[CellRef]Cell
+	maxOut int
+	cap    capacity
+	// kv is the limits the run's rows level off at (see kvLevel), and
+	// unlevelled the surface of its cells as measured, for answers that
+	// move the KV pool (nil when kv reads none).
+	kv         kvLevel
+	unlevelled *lazySurface
+	ttft       decodeTTFT
+	prefill    prefillModel
+	bands      Bands
 	// raw are the bands before the family calibration (see calibrated),
 	// kept for evaluation only.
 	raw Bands
@@ -105,6 +111,14 @@ type interp struct {
 	// shapeT and shapeS weigh the shape-transfer estimate (see
 	// surface.shape) against that of the rows and columns.
 	shapeT, shapeS float64
+	// kv reads the rows' levels as a full KV cache or a limit on the
+	// requests run at once (see kvLevel).
+	kv bool
+	// physT and physS weigh the smoothed physical model (see
+	// surface.smoothed) against the estimate from the cells around a
+	// point: a run whose cells scatter more than its surface bends is read
+	// better smoothed.
+	physT, physS float64
 }
 
 // usesShape reports whether the shape-transfer estimate weighs in at all.
@@ -123,6 +137,12 @@ func (ip interp) String() string {
 	s = fmt.Sprintf("%s, %.0f%%/%.0f%% row-wise (TBT/total)", s, 100*ip.rowT, 100*ip.rowS)
 	if ip.usesShape() {
 		s += fmt.Sprintf(", %.0f%%/%.0f%% from other rows' shape", 100*ip.shapeT, 100*ip.shapeS)
+	}
+	if ip.physT > 0 || ip.physS > 0 {
+		s += fmt.Sprintf(", %.0f%%/%.0f%% smoothed", 100*ip.physT, 100*ip.physS)
+	}
+	if ip.kv {
+		s += ", levels read as KV-cache and request limits"
 	}
 	return s
 }
@@ -147,21 +167,113 @@ func shapeWeights() []float64 { return []float64{0, 0.5, 1} }
 // and then flatten; smooth curves gain from the cubic. Ties, and runs with
 // nothing to hold out, stay linear in B.
 func chooseInterpolant(ctx context.Context, r Run) (interp, error) {
-	best, bestErr := interp{rowT: 0.5, rowS: 0.5}, math.Inf(1)
-	ws, sws := rowWeights(), shapeWeights()
-	for _, ip := range interpKinds() {
+	best, err := chooseAmong(ctx, r, interpKinds())
+	if err != nil || !readsKVLevel(r) {
+		return best, err
+	}
+	// Where the rows level off as a full KV cache or a request limit
+	// would, the fit weighs reading them so against not, on every answer
+	// the run's held-out cells get (beyond the rows too, where the two
+	// differ most).
+	// The kind chosen stays (it bounds the cost): only its weights are
+	// chosen again for the levels read so.
+	withKV, err := chooseAmong(ctx, r, []interp{{logB: best.logB, cubic: best.cubic, kv: true}})
+	if err != nil {
+		return interp{}, err
+	}
+	eOff, eOn, err := looSpeedError(ctx, r, best, withKV)
+	if err != nil {
+		return interp{}, err
+	}
+	if eOn < eOff {
+		return withKV, nil
+	}
+	return best, nil
+}
+
+// chooseAmong is chooseInterpolant's pick among kinds.
+func chooseAmong(ctx context.Context, r Run, kinds []interp) (interp, error) {
+	best, bestErr := interp{rowT: 0.5, rowS: 0.5, kv: kinds[0].kv}, math.Inf(1)
+	ws, sws, pws := rowWeights(), shapeWeights(), physWeights()
+	for _, ip := range kinds {
 		errT, errS, err := looInterpolatedError(ctx, r, ip)
 		if err != nil {
 			return interp{}, err
 		}
-		if e := errT[argmin(errT)] + errS[argmin(errS)]; e < bestErr {
-			iT, iS := mostBalanced(errT), mostBalanced(errS)
+		// Weights of the rows, columns and shapes are chosen as if alone,
+		// then the physical model is weighed in where it errs clearly less.
+		plainT, plainS := every(errT, len(pws)), every(errS, len(pws))
+		if e := plainT[argmin(plainT)] + plainS[argmin(plainS)]; e < bestErr {
+			iT, iS := mostBalanced(plainT), mostBalanced(plainS)
 			best, bestErr = ip, e
 			best.rowT, best.shapeT = ws[iT/len(sws)], sws[iT%len(sws)]
 			best.rowS, best.shapeS = ws[iS/len(sws)], sws[iS%len(sws)]
+			best.physT = pws[smoothest(errT[iT*len(pws):(iT+1)*len(pws)])]
+			best.physS = pws[smoothest(errS[iS*len(pws):(iS+1)*len(pws)])]
 		}
 	}
 	return best, nil
+}
+
+// physWeights are the weights of the physical model a fit chooses among.
+func physWeights() []float64 { return []float64{0, 0.25, 0.5} }
+
+// every is each n-th of xs, from the first.
+func every(xs []float64, n int) []float64 {
+	out := make([]float64, 0, len(xs)/n)
+	for i := 0; i < len(xs); i += n {
+		out = append(out, xs[i])
+	}
+	return out
+}
+
+// smoothest is the index of the physical model's weight to take, given
+// the held-out errors with each (errs[0] without it): the least, where it
+// is below the error without by more than chooseTolerance, else none.
+func smoothest(errs []float64) int {
+	i := argmin(errs)
+	if !(errs[i]*chooseTolerance < errs[0]) {
+		return 0
+	}
+	return i
+}
+
+// looSpeedError is the mean leave-one-out error of total tok/s of two
+// interpolants' answers, over the held-out cells both answer. (The time
+// between tokens is left out: a level holds it where requests wait and
+// grows it where a batch's requests all run, and a run's few cells tell
+// those apart less surely than they tell its totals.)
+func looSpeedError(ctx context.Context, r Run, a, b interp) (ea, eb float64, err error) {
+	n := 0
+	for _, c := range spread(filter(r.Decode, usable), chooseHoldoutCells) {
+		if err := ctx.Err(); err != nil {
+			return 0, 0, err
+		}
+		rest := without(r, []Cell{c})
+		var e [2]float64
+		ok := true
+		for i, ip := range []interp{a, b} {
+			m, err := fitCore(rest, ip)
+			if err != nil {
+				ok = false
+				break
+			}
+			bb := float64(c.Concurrency)
+			_, s, _, _, _, err := m.speed(c.ContextTokens, bb, true)
+			if err != nil {
+				ok = false
+				break
+			}
+			e[i] = math.Abs(bb*1000/s-*c.TotalTokS) / *c.TotalTokS
+		}
+		if ok {
+			ea, eb, n = ea+e[0], eb+e[1], n+1
+		}
+	}
+	if n == 0 {
+		return math.Inf(1), math.Inf(1), nil
+	}
+	return ea / float64(n), eb / float64(n), nil
 }
 
 // chooseTolerance: weights whose held-out error is within this factor of
@@ -212,8 +324,8 @@ func argmin(xs []float64) int {
 // estimate, for each pair of rowWeights and shapeWeights (at index
 // i·len(shapeWeights)+j).
 func looInterpolatedError(ctx context.Context, r Run, ip interp) (errT, errS []float64, err error) {
-	ws, sws := rowWeights(), shapeWeights()
-	nw := len(ws) * len(sws)
+	ws, sws, pws := rowWeights(), shapeWeights(), physWeights()
+	nw := len(ws) * len(sws) * len(pws)
 	errT, errS = make([]float64, nw), make([]float64, nw)
 	n := 0
 	for _, c := range spread(filter(r.Decode, usable), chooseHoldoutCells) {
@@ -225,11 +337,22 @@ func looInterpolatedError(ctx context.Context, r Run, ip interp) (errT, errS []f
 			continue
 		}
 		b, l := float64(c.Concurrency), float64(c.ContextTokens)/1024
-		if _, _, rough := m.sf.rough(l, b); rough {
+		// A cell the limits capped ran bc requests: the surface is read
+		// there, and its total carried to b.
+		bc, full := m.kv.effective(m.sf.snap(l), b)
+		if _, _, rough := m.sf.rough(l, bc); rough {
 			continue
 		}
-		row, col := m.sf.paths(l, b)
-		sh := m.sf.shape(m.sf.snap(l), b)
+		row, col := m.sf.paths(l, bc)
+		sh := m.sf.shape(m.sf.snap(l), bc)
+		ph := m.sf.smoothed(l, bc)
+		if full {
+			f := b / bc
+			row.s, col.s, sh.s, ph.s = row.s*f, col.s*f, sh.s*f, ph.s*f
+			if m.kv.lockstep {
+				row.t, col.t, sh.t, ph.t = row.t*f, col.t*f, sh.t*f, ph.t*f
+			}
+		}
 		tm := stepT(c)
 		counted := false
 		for i, w := range ws {
@@ -238,10 +361,13 @@ func looInterpolatedError(ctx context.Context, r Run, ip interp) (errT, errS []f
 				continue
 			}
 			for j, v := range sws {
-				t, s := mixShape(t0, s0, sh, v, v)
-				k := i*len(sws) + j
-				errT[k] += math.Abs(t-tm) / tm
-				errS[k] += math.Abs(b*1000/s-*c.TotalTokS) / *c.TotalTokS
+				t1, s1 := mixShape(t0, s0, sh, v, v)
+				for p, pw := range pws {
+					t, s := mixShape(t1, s1, ph, pw, pw)
+					k := (i*len(sws)+j)*len(pws) + p
+					errT[k] += math.Abs(t-tm) / tm
+					errS[k] += math.Abs(b*1000/s-*c.TotalTokS) / *c.TotalTokS
+				}
 			}
 			counted = true
 		}
@@ -278,6 +404,7 @@ func (m *Model) Interpolant() string { return m.sf.ip.String() }
 func fitCore(r Run, ip interp) (*Model, error) {
 	m := &Model{run: r, cells: make(map[CellRef]Cell, len(r.Decode)+len(r.SharedSpeed)), maxOut: r.MaxOutputTokens}
 	var samples []sample
+	var outs []float64
 	for _, c := range r.Decode {
 		m.cells[CellRef{c.ContextTokens, c.Concurrency}] = c
 		if !usable(c) {
@@ -285,6 +412,15 @@ func fitCore(r Run, ip interp) (*Model, error) {
 		}
 		b := float64(c.Concurrency)
 		samples = append(samples, sample{l: float64(c.ContextTokens) / 1024, b: b, t: stepT(c), s: b * 1000 / *c.TotalTokS})
+		outs = append(outs, cellOutput(c, r.MaxOutputTokens))
+	}
+	var measured []sample
+	if ip.kv {
+		m.kv = readKVLevel(samples, outs)
+		if m.kv.c > 0 {
+			measured = samples
+		}
+		samples = m.kv.desaturate(samples)
 	}
 	own := len(samples)
 	for _, c := range r.SharedSpeed {
@@ -308,6 +444,11 @@ func fitCore(r Run, ip interp) (*Model, error) {
 	m.sf = newSurface(samples, ip)
 	if own < len(samples) {
 		m.sf.ownLevels(samples[:own])
+	}
+	if measured != nil {
+		flat := ip
+		flat.kv = false
+		m.unlevelled = &lazySurface{samples: append(measured, samples[own:]...), own: len(measured), ip: flat}
 	}
 	m.cap = newCapacity(r, m.maxOut)
 	m.ttft = fitDecodeTTFT(r.Decode)
@@ -353,8 +494,39 @@ func (m *Model) speed(lTokens int, b float64, levels bool) (t, s float64, basis 
 	if c, ok := m.cells[CellRef{lTokens, int(b)}]; ok && float64(int(b)) == b && usable(c) {
 		return stepT(c), b * 1000 / *c.TotalTokS, Measured, []CellRef{{lTokens, int(b)}}, 0, nil
 	}
+	if !levels && m.unlevelled != nil {
+		// A level the KV cache set moves with the pool: the cells are
+		// read as measured.
+		moved := *m
+		moved.sf, moved.kv, moved.unlevelled = m.unlevelled.get(), kvLevel{}, nil
+		return moved.speed(lTokens, b, false)
+	}
 	l = m.sf.snap(l) // a context within 5 % of a measured row reads that row
 	supported := m.supportedRange()
+	if bc, full := m.kv.effective(l, b); levels && full {
+		// A full KV cache (or the request limit) runs bc requests at once;
+		// the rest wait.
+		if maxB := 2 * m.kv.maxB(l); b > maxB {
+			return 0, 0, "", nil, 0, refuse(supported, "concurrency %g is beyond 2× the largest this run measured near context %d (%g)", b, lTokens, maxB/2)
+		}
+		within := *m
+		within.kv, within.unlevelled = kvLevel{}, nil
+		t, s, basis, used, _, err := within.speed(int(math.Round(l*1024)), bc, false)
+		if err != nil {
+			return 0, 0, "", nil, 0, err
+		}
+		s *= b / bc
+		if m.kv.lockstep {
+			t *= b / bc
+		}
+		switch {
+		case b > m.kv.maxB(l):
+			basis = Extrapolated // past the row's end
+		case basis == Measured:
+			basis = Interpolated
+		}
+		return t, s, basis, used, bc, nil
+	}
 	if t, s, from, beyond, ok := m.sf.saturated(l, b); levels && ok {
 		maxB, _, _ := m.sf.limits(l)
 		switch {
@@ -558,7 +730,7 @@ func (m *Model) decode(q Query, mv GPUMove) (Prediction, error) {
 	}
 	p.LevelFrom = levelFrom
 	if levelFrom > 0 {
-		p.Warnings = append(p.Warnings, fmt.Sprintf("measured throughput stops rising from concurrency %g in the rows around this context (a full KV cache or a saturated engine), so the total is read from that level", levelFrom))
+		p.Warnings = append(p.Warnings, fmt.Sprintf("measured throughput stops rising from concurrency %s in the rows around this context (a full KV cache or a saturated engine), so the total is read from that level", concurrencyText(levelFrom)))
 	}
 	t, s = gpu.apply(m, t, s)
 	if other {
@@ -615,6 +787,12 @@ func (m *Model) decode(q Query, mv GPUMove) (Prediction, error) {
 		return Prediction{}, refuse(m.supportedRange(), "the fit gives no finite speed here")
 	}
 	return p, nil
+}
+
+// concurrencyText is a concurrency as said: one decimal at most (a KV
+// cache's limit falls between whole requests).
+func concurrencyText(b float64) string {
+	return strconv.FormatFloat(math.Round(b*10)/10, 'f', -1, 64)
 }
 
 // modelMove is how the run's speed moves to another model: its engine

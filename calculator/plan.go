@@ -165,7 +165,7 @@ func (m *Model) planStep(t Target, b int) (planStep, error) {
 		s.fails, s.detail = BindTTFT, fmt.Sprintf("at context %d no first token arrived within the measurement window", t.ContextTokens)
 	}
 	if s.fails == "" && p.LevelFrom > 0 {
-		s.fails, s.detail = BindSequences, fmt.Sprintf("measured throughput stops rising from concurrency %g at this context: more requests would wait, not add throughput", p.LevelFrom)
+		s.fails, s.detail = BindSequences, fmt.Sprintf("measured throughput stops rising from concurrency %s at this context: more requests would wait, not add throughput", concurrencyText(p.LevelFrom))
 	}
 	if s.fails != "" {
 		return s, nil

@@ -14,7 +14,14 @@ func (m *Model) Bytes() int64 {
 	// point where the run's cells do.
 	n += mapBytes(len(m.run.Decode)+len(m.run.SharedSpeed), int64(unsafe.Sizeof(CellRef{})+unsafe.Sizeof(Cell{})))
 	n += sliceBytes(m.ttft.rows) + sliceBytes(m.ttft.t1) + sliceBytes(m.prefill.points)
-	if sf := m.sf; sf != nil {
+	n += sliceBytes(m.kv.rowL) + sliceBytes(m.kv.rowOut) + sliceBytes(m.kv.rowMaxB)
+	surfaces := []*surface{m.sf}
+	if m.unlevelled != nil {
+		// Counted as built: it is, once an answer moves the KV pool.
+		n += int64(unsafe.Sizeof(*m.unlevelled)) + sliceBytes(m.unlevelled.samples)
+		surfaces = append(surfaces, m.unlevelled.get())
+	}
+	for _, sf := range surfaces {
 		n += int64(unsafe.Sizeof(*sf)) + sliceBytes(sf.samples) + sliceBytes(sf.rowKeys)
 		n += linesBytes(sf.rows) + linesBytes(sf.cols) + linesBytes(sf.resRows) + linesBytes(sf.resCols)
 		if !sameBacking(sf.levelRows, sf.rows) {

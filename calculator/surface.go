@@ -471,6 +471,9 @@ func (sf *surface) interpolate(l, b float64, visit func(l, b float64)) (t, s flo
 	if ok && sf.ip.usesShape() {
 		t, s = mixShape(t, s, sf.shapeVisit(l, b, visit), sf.ip.shapeT, sf.ip.shapeS)
 	}
+	if ok && (sf.ip.physT > 0 || sf.ip.physS > 0) {
+		t, s = mixShape(t, s, sf.smoothed(l, b), sf.ip.physT, sf.ip.physS)
+	}
 	return sf.withinRow(l, b, t), s, extended, ok
 }
 
@@ -827,6 +830,30 @@ func (sf *surface) anchorRatio(l, b float64) float64 {
 	}
 	return sum / wsum
 }
+
+// smoothed is the physical model at (l, b) scaled by the measured/physical
+// ratios of the cells around it, weighed gently by distance (see
+// smoothSoftness): a surface that smooths the cells' scatter, where
+// interpolating between two cells carries each one's.
+func (sf *surface) smoothed(l, b float64) estimate {
+	var rt, rs, wsum float64
+	for _, p := range sf.samples {
+		d := sf.distance(p, l, b) + smoothSoftness
+		w := 1 / (d * d)
+		rt += w * p.t / sf.physT.eval(p.l, p.b)
+		rs += w * p.s / sf.physS.eval(p.l, p.b)
+		wsum += w
+	}
+	if wsum == 0 {
+		return estimate{}
+	}
+	return estimate{t: sf.physT.eval(l, b) * rt / wsum, s: sf.physS.eval(l, b) * rs / wsum, ok: true}
+}
+
+// smoothSoftness is how gently smoothed's weights fall with distance
+// (1/(d + it)², d in doublings of B): a cell one doubling away weighs
+// 0.44 of one at the point (0.25 and 1 held out alike on the tune split).
+const smoothSoftness = 0.5
 
 // anchorSoftness keeps anchorRatio's weights finite at a sample and sets
 // how quickly the nearest sample's ratio gives way to the next one's.

@@ -3,10 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/matrixd/matrixd/calculator"
 )
 
 // TestCalcAnotherModel: the CLI asks capacity, prefill, a grid and the
@@ -20,14 +24,25 @@ func TestCalcAnotherModel(t *testing.T) {
 	if err := run(ctx, append([]string{"import", "--db", db}, seedPages(t, dir)...), env(nil), nil, io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
 	}
+	// The decode answer's total, which the grid's cell repeats, and the
+	// band of the calibrated move between models of the run's engine.
+	var dec bytes.Buffer
+	if err := run(ctx, []string{"calc", "decode", "--db", db, "--model", "fara", "--gpu", "RTX 3090", "--context", "16K", "--concurrency", "8"}, env(nil), nil, &dec, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	total := regexp.MustCompile(`total tok/s\s+([0-9.]+)`).FindStringSubmatch(dec.String())
+	if total == nil {
+		t.Fatalf("calc decode prints no total:\n%s", dec.String())
+	}
+	band := fmt.Sprintf("±%.1f%% total", 100*calculator.Calibration().ModelMoveFor("vllm").Band)
 	for _, c := range []struct {
 		args []string
 		want []string
 	}{
 		{[]string{"calc", "capacity", "--model", "fara", "--gpu", "RTX 3090", "--context", "16K"}, []string{"scaled_model  run rslyzhlpx6tot73t", "KV capacity for another model, not measured"}},
 		{[]string{"calc", "prefill", "--model", "fara", "--gpu", "RTX 3090", "--context", "16K"}, []string{"scaled_model  run rslyzhlpx6tot73t", "FLOPs of a prompt token"}},
-		{[]string{"calc", "decode", "--model", "fara", "--gpu", "RTX 3090", "--context", "16K", "--concurrency", "8"}, []string{"±27.1% total", "scaling to another model"}},
-		{[]string{"calc", "grid", "--model", "fara", "--gpu", "RTX 3090", "--contexts", "16K", "--concurrencies", "8"}, []string{"m613.0", "m from another model's run"}},
+		{[]string{"calc", "decode", "--model", "fara", "--gpu", "RTX 3090", "--context", "16K", "--concurrency", "8"}, []string{band, "scaling to another model"}},
+		{[]string{"calc", "grid", "--model", "fara", "--gpu", "RTX 3090", "--contexts", "16K", "--concurrencies", "8"}, []string{"m" + total[1], "m from another model's run"}},
 		{[]string{"calc", "plan", "--model", "fara", "--context", "16K", "--min-tok-s", "30", "--include-scaled-model"}, []string{"Fara1.5-4B (from cyankiwi/NVIDIA-Nemotron-Nano-12B-v2-AWQ-4bit)", "scaled_model"}},
 	} {
 		var out bytes.Buffer
