@@ -93,6 +93,10 @@ func TestCalculatorAPI(t *testing.T) {
 		{"prefill measured", "/v1/calculator/prefill?run_id=" + nemo + "&context_tokens=8192", 200, []string{`"method":"measured"`, `"value":2338`}},
 		{"prefill interpolated", "/v1/calculator/prefill?run_id=" + nemo + "&context_tokens=100000", 200, []string{`"method":"interpolated"`}},
 		{"prefill beyond", "/v1/calculator/prefill?run_id=" + nemo + "&context_tokens=200000", 422, []string{"outside what this run's prefill table supports"}},
+		{"a list item that is not a number", "/v1/calculator/grid?run_id=" + nemo + "&contexts=16K&concurrencies=1", 400,
+			[]string{`"field":"contexts"`, `"message":"an invalid integer: 16K"`}},
+		{"a list item that is not a whole number", "/v1/calculator/grid?run_id=" + nemo + "&contexts=1024&concurrencies=1.5", 400,
+			[]string{`"field":"concurrencies"`, `"message":"an invalid integer: 1.5"`}},
 		{"prefill of a prompt fixed costs dominate", "/v1/calculator/prefill?run_id=" + nemo + "&context_tokens=1", 422, []string{"from half its shortest prefill, 8192 tokens", `"supported":"context 4096–`}},
 		{"prefill at half the shortest", "/v1/calculator/prefill?run_id=" + nemo + "&context_tokens=4096", 200, []string{`"method":"extrapolated"`, "below the shortest measured prefill"}},
 	}

@@ -282,6 +282,18 @@ func reason(re *openapi3filter.RequestError) string {
 	}
 	var pe *openapi3filter.ParseError
 	if errors.As(re.Err, &pe) {
+		// A list's item is wrapped in a parse error of the list, with
+		// no reason of its own: say the item's.
+		for pe.Reason == "" {
+			inner, ok := pe.Cause.(*openapi3filter.ParseError)
+			if !ok {
+				break
+			}
+			pe = inner
+		}
+		if pe.Reason == "" && pe.Cause != nil {
+			return clip(pe.Cause.Error())
+		}
 		return pe.Reason + ": " + clip(fmt.Sprint(pe.Value))
 	}
 	var me openapi3.MultiError
