@@ -935,7 +935,7 @@ type CalcBasis struct {
 	Cells        []CellRef  `json:"cells"`
 	ErrorBandPct *ErrorBand `json:"error_band_pct,omitempty"`
 
-	// Method `none` where the status leaves no speed to predict; `scaled_model` for a model with no run on the GPU, answered from another model's run there (`run_ids`).
+	// Method `none` where the status leaves no speed to predict on the run's own GPU and VRAM (moved to another VRAM, GPU or model, the answer keeps `scaled_vram`, `scaled_gpu` or `scaled_model`, and `speed_method` is `none`); `scaled_model` for a model with no run on the GPU, answered from another model's run there (`run_ids`).
 	Method CalcBasisMethod `json:"method"`
 
 	// RunIDs The runs the answer came from; the first was modelled. Runs of one
@@ -949,7 +949,7 @@ type CalcBasis struct {
 	SpeedMethod CalcBasisSpeedMethod `json:"speed_method"`
 }
 
-// CalcBasisMethod `none` where the status leaves no speed to predict; `scaled_model` for a model with no run on the GPU, answered from another model's run there (`run_ids`).
+// CalcBasisMethod `none` where the status leaves no speed to predict on the run's own GPU and VRAM (moved to another VRAM, GPU or model, the answer keeps `scaled_vram`, `scaled_gpu` or `scaled_model`, and `speed_method` is `none`); `scaled_model` for a model with no run on the GPU, answered from another model's run there (`run_ids`).
 type CalcBasisMethod string
 
 // CalcBasisSpeedMethod How the speed was obtained (differs from `method` for `scaled_vram`, `scaled_gpu` and `scaled_model`; for `scaled_model`, how the source run's speed was read before it was moved to the other model).
@@ -1071,9 +1071,13 @@ type Comparison struct {
 // `usd_per_hour` / (total tok/s × 3600) × 10⁶ and
 // `joules_per_output_token` = gpus × `power_w` / total tok/s, each
 // interval from the total tok/s interval (the low cost from the high
-// speed). Null where it cannot be had: no speed, a speed interval
-// reaching 0, or (owned, with electricity) no power figure — a
-// warning says which. Values are rounded to 6 significant digits.
+// speed). `usd_per_million_output_tokens` and
+// `joules_per_output_token` are null where they cannot be had (no
+// speed, as over capacity, or a speed interval reaching 0; joules also
+// with no power figure), and `usd_per_hour` where an owned price's
+// electricity needs a power figure there is none of; a warning says
+// which. The object itself is null only where no price was asked.
+// Values are rounded to 6 significant digits.
 type Cost struct {
 	// Gpus GPUs one instance uses.
 	Gpus                 int       `json:"gpus"`
@@ -3562,7 +3566,9 @@ type ClientInterface interface {
 	// measured concurrency and 1.25× the longest measured context,
 	// `scaled_vram` for another `vram_gb`, `scaled_gpu` for another
 	// `target_gpu`, or `scaled_model` for a model with no run on the GPU;
-	// `none` where the status leaves no speed. Each value carries an
+	// `none` where the status leaves no speed on the run's own GPU and VRAM
+	// (an answer moved to another VRAM, GPU or model keeps that method, its
+	// capacity having been moved; `speed_method` is then `none`). Each value carries an
 	// interval (see `basis.error_band_pct`). Beyond what the data supports
 	// the answer is 422, saying why and what is supported.
 	//
@@ -4387,7 +4393,9 @@ func (c *Client) EstimateCapacity(ctx context.Context, params *EstimateCapacityP
 // measured concurrency and 1.25× the longest measured context,
 // `scaled_vram` for another `vram_gb`, `scaled_gpu` for another
 // `target_gpu`, or `scaled_model` for a model with no run on the GPU;
-// `none` where the status leaves no speed. Each value carries an
+// `none` where the status leaves no speed on the run's own GPU and VRAM
+// (an answer moved to another VRAM, GPU or model keeps that method, its
+// capacity having been moved; `speed_method` is then `none`). Each value carries an
 // interval (see `basis.error_band_pct`). Beyond what the data supports
 // the answer is 422, saying why and what is supported.
 //
@@ -9576,7 +9584,9 @@ type ClientWithResponsesInterface interface {
 	// measured concurrency and 1.25× the longest measured context,
 	// `scaled_vram` for another `vram_gb`, `scaled_gpu` for another
 	// `target_gpu`, or `scaled_model` for a model with no run on the GPU;
-	// `none` where the status leaves no speed. Each value carries an
+	// `none` where the status leaves no speed on the run's own GPU and VRAM
+	// (an answer moved to another VRAM, GPU or model keeps that method, its
+	// capacity having been moved; `speed_method` is then `none`). Each value carries an
 	// interval (see `basis.error_band_pct`). Beyond what the data supports
 	// the answer is 422, saying why and what is supported.
 	//
@@ -14367,7 +14377,9 @@ func (c *ClientWithResponses) EstimateCapacityWithResponse(ctx context.Context, 
 // measured concurrency and 1.25× the longest measured context,
 // `scaled_vram` for another `vram_gb`, `scaled_gpu` for another
 // `target_gpu`, or `scaled_model` for a model with no run on the GPU;
-// `none` where the status leaves no speed. Each value carries an
+// `none` where the status leaves no speed on the run's own GPU and VRAM
+// (an answer moved to another VRAM, GPU or model keeps that method, its
+// capacity having been moved; `speed_method` is then `none`). Each value carries an
 // interval (see `basis.error_band_pct`). Beyond what the data supports
 // the answer is 422, saying why and what is supported.
 //
