@@ -216,6 +216,13 @@ var sizeRe = regexp.MustCompile(`(?i)\b\d+(?:\.\d+)?\s*GB\b`)
 // share it.
 func sizeFree(name string) string { return gpuKey(sizeRe.ReplaceAllString(name, " ")) }
 
+// sameAs reports whether g is the GPU run r was measured on (of the VRAM
+// size it states).
+func (g GPUSpec) sameAs(r Run) bool {
+	from, ok := LookupRunGPU(r.GPU, r.VRAMGB)
+	return ok && from.Name == g.Name
+}
+
 // SameCard reports whether two catalog GPUs are one card in different VRAM
 // sizes (or the same entry).
 func SameCard(a, b GPUSpec) bool {

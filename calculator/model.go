@@ -642,11 +642,18 @@ func (m *Model) decode(q Query, mv GPUMove) (Prediction, error) {
 		return Prediction{}, err
 	}
 	var p Prediction
+	other := q.OtherModel.other()
+	if other && q.TargetGPU != "" && gpuKey(q.TargetGPU) != gpuKey(m.run.GPU) {
+		// Said before anything about the GPU move: no flag makes both
+		// moves at once (rough=true included).
+		if g, ok := LookupGPU(q.TargetGPU); !ok || !g.sameAs(m.run) {
+			return Prediction{}, refuse("another model on the run's GPU, or the run's model on another GPU", "another model and another GPU at once are not predicted: each move was measured alone")
+		}
+	}
 	gpu, err := m.gpuScale(q, mv)
 	if err != nil {
 		return Prediction{}, err
 	}
-	other := q.OtherModel.other()
 	if other {
 		if err := q.OtherModel.check(); err != nil {
 			return Prediction{}, err

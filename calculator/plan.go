@@ -175,7 +175,7 @@ func (m *Model) planStep(t Target, b int) (planStep, error) {
 		return s, nil
 	}
 	if v := p.PerRequestTokS.Value; v < t.MinPerRequestTokS {
-		s.fails, s.detail = BindSpeed, fmt.Sprintf("per-request speed at %d would be %.1f tok/s, under the %s asked", b, v, num(t.MinPerRequestTokS))
+		s.fails, s.detail = BindSpeed, fmt.Sprintf("per-request speed at %d would be %s tok/s, under the %s asked", b, under(v, t.MinPerRequestTokS), num(t.MinPerRequestTokS))
 		return s, nil
 	}
 	if t.MaxTTFTMs > 0 && p.TTFTMs != nil && p.TTFTMs.Value > t.MaxTTFTMs {
@@ -235,6 +235,23 @@ func (s *Shortfall) Ratio() float64 {
 		return s.Value / s.Target
 	}
 	return math.Inf(1)
+}
+
+// under prints v, which is below bound, with one decimal or as many more
+// as it takes to read as below it (19.985 under 20 is "19.985", not
+// "20.0").
+func under(v, bound float64) string {
+	for d := 1; d < 6; d++ {
+		if s := strconv.FormatFloat(v, 'f', d, 64); mustParse(s) < bound {
+			return s
+		}
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
+}
+
+func mustParse(s string) float64 {
+	v, _ := strconv.ParseFloat(s, 64)
+	return v
 }
 
 // num prints a number a person gave as they would write it: 60000, not

@@ -242,3 +242,34 @@ func TestPlanLevelDoesNotDependOnTheTarget(t *testing.T) {
 		t.Errorf("targets bound by the level got different concurrencies: %v (concurrency → speed asked)", seen)
 	}
 }
+
+// TestSpeedShortfallReadsAsShort: a per-request speed just under the
+// target is printed with the digits that show it is under.
+func TestSpeedShortfallReadsAsShort(t *testing.T) {
+	checked := 0
+	for _, r := range []calculator.Run{faraRun(), nemotronRun()} {
+		m := fit(t, r)
+		for _, l := range []int{0, 16384, 32768} {
+			for target := 10.0; target <= 60; target++ {
+				pl, err := m.Plan(calculator.Target{ContextTokens: l, MinPerRequestTokS: target})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if pl.Binding != calculator.BindSpeed {
+					continue
+				}
+				checked++
+				var v float64
+				if _, err := fmt.Sscanf(pl.BindingDetail[strings.Index(pl.BindingDetail, "would be ")+len("would be "):], "%g", &v); err != nil {
+					t.Fatalf("%q: %v", pl.BindingDetail, err)
+				}
+				if v >= target {
+					t.Errorf("%s at %d, target %g: %q reads as meeting it", r.ID, l, target, pl.BindingDetail)
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no plan was bound by speed")
+	}
+}

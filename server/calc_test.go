@@ -137,6 +137,10 @@ func TestCrossModelDecode(t *testing.T) {
 			[]string{"NVIDIA-Nemotron-Nano-12B-v2 and gpt-oss-20b are not of one kind"}},
 		{"and another VRAM size", "/v1/calculator/decode?model=fara&gpu=RTX%203090&context_tokens=16384&concurrency=8&vram_gb=48", 422,
 			[]string{"another VRAM size is not scaled"}},
+		{"and another GPU generation", "/v1/calculator/decode?model=fara&gpu=RTX%203090&context_tokens=16384&concurrency=8&target_gpu=H100", 422,
+			[]string{"another model and another GPU at once are not predicted"}},
+		{"and another GPU generation, rough", "/v1/calculator/decode?model=fara&gpu=RTX%203090&context_tokens=16384&concurrency=8&target_gpu=H100&rough=true", 422,
+			[]string{"another model and another GPU at once are not predicted"}},
 	})
 }
 

@@ -1000,7 +1000,7 @@ type CapacityEstimate struct {
 
 // CapacityPlan defines model for CapacityPlan.
 type CapacityPlan struct {
-	// MatchedRuns Stored runs that matched the filters: every one is planned (with `vram_gb`, `gpu_memory_utilization` or `max_output_tokens`, the newest 50; a warning says when more matched).
+	// MatchedRuns Stored runs that matched the filters: every one is planned (with `vram_gb` or `max_output_tokens`, the newest 50 of them, counted here; a warning says when more matched).
 	MatchedRuns int `json:"matched_runs"`
 
 	// Omitted Options cut by `limit`.
@@ -3743,9 +3743,9 @@ type ClientInterface interface {
 	// each with TTFT ≤ `max_ttft_ms`: how many fit, on which card?" For
 	// every stored run matching the filters (all of them: each run's stored
 	// capability summary bounds what it can reach, and only the runs whose
-	// bounds could make the answer are modelled in full; with `vram_gb`,
-	// `gpu_memory_utilization` or `max_output_tokens`, which the summaries
-	// do not bound, the newest 50, a warning says so), the
+	// bounds could make the answer are modelled in full; with `vram_gb` or
+	// `max_output_tokens`, which the summaries do not bound, the newest 50,
+	// a warning says so), the
 	// largest concurrency meeting the target at that context, from the
 	// run's fitted surface and never beyond what its data supports (the
 	// calculator's range), with total and per-request tok/s and TTFT there,
@@ -4700,9 +4700,9 @@ func (c *Client) ListModels(ctx context.Context, params *ListModelsParams, reqEd
 // each with TTFT ≤ `max_ttft_ms`: how many fit, on which card?" For
 // every stored run matching the filters (all of them: each run's stored
 // capability summary bounds what it can reach, and only the runs whose
-// bounds could make the answer are modelled in full; with `vram_gb`,
-// `gpu_memory_utilization` or `max_output_tokens`, which the summaries
-// do not bound, the newest 50, a warning says so), the
+// bounds could make the answer are modelled in full; with `vram_gb` or
+// `max_output_tokens`, which the summaries do not bound, the newest 50,
+// a warning says so), the
 // largest concurrency meeting the target at that context, from the
 // run's fitted surface and never beyond what its data supports (the
 // calculator's range), with total and per-request tok/s and TTFT there,
@@ -9787,9 +9787,9 @@ type ClientWithResponsesInterface interface {
 	// each with TTFT ≤ `max_ttft_ms`: how many fit, on which card?" For
 	// every stored run matching the filters (all of them: each run's stored
 	// capability summary bounds what it can reach, and only the runs whose
-	// bounds could make the answer are modelled in full; with `vram_gb`,
-	// `gpu_memory_utilization` or `max_output_tokens`, which the summaries
-	// do not bound, the newest 50, a warning says so), the
+	// bounds could make the answer are modelled in full; with `vram_gb` or
+	// `max_output_tokens`, which the summaries do not bound, the newest 50,
+	// a warning says so), the
 	// largest concurrency meeting the target at that context, from the
 	// run's fitted surface and never beyond what its data supports (the
 	// calculator's range), with total and per-request tok/s and TTFT there,
@@ -14658,9 +14658,9 @@ func (c *ClientWithResponses) ListModelsWithResponse(ctx context.Context, params
 // each with TTFT ≤ `max_ttft_ms`: how many fit, on which card?" For
 // every stored run matching the filters (all of them: each run's stored
 // capability summary bounds what it can reach, and only the runs whose
-// bounds could make the answer are modelled in full; with `vram_gb`,
-// `gpu_memory_utilization` or `max_output_tokens`, which the summaries
-// do not bound, the newest 50, a warning says so), the
+// bounds could make the answer are modelled in full; with `vram_gb` or
+// `max_output_tokens`, which the summaries do not bound, the newest 50,
+// a warning says so), the
 // largest concurrency meeting the target at that context, from the
 // run's fitted surface and never beyond what its data supports (the
 // calculator's range), with total and per-request tok/s and TTFT there,
