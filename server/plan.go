@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -138,6 +139,18 @@ func (s *Server) ListHardware(ctx context.Context, req api.ListHardwareRequestOb
 		return nil, err
 	}
 	vendor, gen := strings.ToLower(str(req.Params.Vendor)), strings.ToLower(str(req.Params.Generation))
+	var vendors, gens []string
+	for _, g := range calculator.Hardware().GPUs() {
+		vendors, gens = append(vendors, strings.ToLower(g.Vendor)), append(gens, strings.ToLower(g.Generation))
+	}
+	for _, f := range []struct {
+		field, value string
+		known        []string
+	}{{"vendor", vendor, vendors}, {"generation", gen, gens}} {
+		if known := sortedSet(f.known); f.value != "" && !slices.Contains(known, f.value) {
+			return nil, invalidParam(f.field, fmt.Sprintf("the catalog has no %s %q; it has %s", f.field, clip(f.value), strings.Join(known, ", ")))
+		}
+	}
 	out := api.ListHardware200JSONResponse{Items: []api.HardwareGPU{}}
 	for _, g := range calculator.Hardware().GPUs() {
 		if (vendor == "" || strings.ToLower(g.Vendor) == vendor) && (gen == "" || strings.ToLower(g.Generation) == gen) {
@@ -203,4 +216,11 @@ func toAPIHardware(g calculator.GPUSpec, runs int) api.HardwareGPU {
 		SystemMaxPowerSource: opt(g.SystemMaxPowerSource), SystemMaxPowerRead: opt(g.SystemMaxPowerRead),
 		Source: g.Source, Note: opt(g.Note), MeasuredRuns: runs,
 	}
+}
+
+// sortedSet is xs sorted, each once.
+func sortedSet(xs []string) []string {
+	out := slices.Clone(xs)
+	slices.Sort(out)
+	return slices.Compact(out)
 }

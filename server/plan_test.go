@@ -180,6 +180,8 @@ func TestHardwareCatalog(t *testing.T) {
 		{"suggestions", "/v1/hardware/RTX%20309", 404, []string{"did you mean", "RTX 3090"}},
 		{"by vendor", "/v1/hardware?vendor=nvidia", 200, []string{`"name":"RTX 3090"`}},
 		{"by generation", "/v1/hardware?generation=hopper", 200, []string{`"generation":"hopper"`}},
+		{"a generation the catalog lacks", "/v1/hardware?generation=bogus", 400, []string{`"field":"generation"`, `the catalog has no generation \"bogus\"; it has `, "hopper"}},
+		{"a vendor the catalog lacks", "/v1/hardware?vendor=bogus", 400, []string{`"field":"vendor"`, "nvidia"}},
 		{"target_gpu by alias", "/v1/calculator/decode?model=nemotron&gpu=3090&context_tokens=0&concurrency=4&target_gpu=3080", 200, []string{`"method":"scaled_gpu"`}},
 	})
 }
