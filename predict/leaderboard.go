@@ -202,6 +202,9 @@ func (c *Service) PredictedLeaderboard(ctx context.Context, f store.RunFilter, c
 	if offset < len(kept) {
 		out.Entries = kept[offset:]
 	}
+	if out.Matched == 0 && f.GPU != "" {
+		out.Warnings = append(out.Warnings, noRunOn(f.GPU))
+	}
 	if out.Pending > 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("partial answer: %d %s being fitted (after a restart or a write, each fit takes up to about a second); ask again in a few seconds for the whole answer", out.Pending, plural(out.Pending, "run is", "runs are")))
 	}

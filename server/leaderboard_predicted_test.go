@@ -152,3 +152,17 @@ func leaderboard(t *testing.T, e *env, target string) api.Leaderboard {
 	}
 	return lb
 }
+
+// TestPredictedLeaderboardOnAnUnknownGPUSaysSo: a GPU filter that matches
+// no run and no catalog GPU is said, with the names it may have meant, as
+// the planner says it.
+func TestPredictedLeaderboardOnAnUnknownGPUSaysSo(t *testing.T) {
+	e := newEnv(t, 0)
+	e.seed(t, "nemotron-nano-12b-v2-awq-rtx3090")
+	runCases(t, e, []getCase{
+		{"a typo", "/v1/leaderboard?predicted=true&context_tokens=16384&concurrency=8&gpu=RTX%203099", 200,
+			[]string{`"items":[]`, "the hardware catalog has no GPU of that name", "did you mean RTX 3090"}},
+		{"a known GPU with no run", "/v1/leaderboard?predicted=true&context_tokens=16384&concurrency=8&gpu=H100", 200,
+			[]string{`"items":[]`, `no stored run matching the filters is on GPU \"H100\"`}},
+	})
+}
