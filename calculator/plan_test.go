@@ -169,21 +169,29 @@ func TestPlanOnAnotherGPU(t *testing.T) {
 	}
 }
 
-// TestPlanStopsAtALevel: where measured throughput stops rising (a full KV
-// cache: the requests that run keep their speed, the rest wait), more
-// concurrency adds only waiting, so the plan stops before the level.
-func TestPlanStopsAtALevel(t *testing.T) {
-	const kvTokens = 60000
+// kvFullRun is a run whose KV cache holds kvTokens: at each context of ls
+// and concurrency of bs, only the requests that fit run (each reserving
+// 128 output tokens), with steps growing with them and their context.
+func kvFullRun(id string, kvTokens float64, ls, bs []int) calculator.Run {
 	running := func(l, b int) float64 { return min(float64(b), kvTokens/float64(l+128)) }
 	step := func(l int, n float64) float64 { return 7 + 0.3*n + 0.0008*n*float64(l) }
-	r := calculator.Run{ID: "saturated", MaxOutputTokens: 128}
-	for _, l := range []int{128, 1024, 4096} {
-		for _, b := range []int{1, 10, 50, 100, 200} {
+	r := calculator.Run{ID: id, MaxOutputTokens: 128}
+	for _, l := range ls {
+		for _, b := range bs {
 			n := running(l, b)
 			r.Decode = append(r.Decode, calculator.Cell{ContextTokens: l, Concurrency: b, Status: calculator.CellValid,
 				TotalTokS: f(n * 1000 / step(l, n)), TBTMs: f(step(l, n)), PerRequestTokS: f(1000 / step(l, n))})
 		}
 	}
+	return r
+}
+
+// TestPlanStopsAtALevel: where measured throughput stops rising (a full KV
+// cache: the requests that run keep their speed, the rest wait), more
+// concurrency adds only waiting, so the plan stops before the level.
+func TestPlanStopsAtALevel(t *testing.T) {
+	const kvTokens = 60000
+	r := kvFullRun("saturated", kvTokens, []int{128, 1024, 4096}, []int{1, 10, 50, 100, 200})
 	pl, err := fit(t, r).Plan(calculator.Target{ContextTokens: 4096, MinPerRequestTokS: 5})
 	if err != nil {
 		t.Fatal(err)
@@ -207,17 +215,7 @@ func TestPlanStopsAtALevel(t *testing.T) {
 // (and wherever the search lands), the plan never goes past the level it
 // names, and every target the level binds gets the same concurrency.
 func TestPlanLevelDoesNotDependOnTheTarget(t *testing.T) {
-	const kvTokens = 40000
-	running := func(l, b int) float64 { return min(float64(b), kvTokens/float64(l+128)) }
-	step := func(l int, n float64) float64 { return 7 + 0.3*n + 0.0008*n*float64(l) }
-	r := calculator.Run{ID: "levels", MaxOutputTokens: 128}
-	for _, l := range []int{512, 1024, 2048} {
-		for _, b := range []int{1, 8, 16, 32, 64, 128} {
-			n := running(l, b)
-			r.Decode = append(r.Decode, calculator.Cell{ContextTokens: l, Concurrency: b, Status: calculator.CellValid,
-				TotalTokS: f(n * 1000 / step(l, n)), TBTMs: f(step(l, n)), PerRequestTokS: f(1000 / step(l, n))})
-		}
-	}
+	r := kvFullRun("levels", 40000, []int{512, 1024, 2048}, []int{1, 8, 16, 32, 64, 128})
 	m := fit(t, r)
 	if p, err := m.Decode(calculator.Query{ContextTokens: 1024, Concurrency: 64}); err != nil || p.Basis != calculator.Measured || p.LevelFrom == 0 {
 		t.Errorf("measured cell 1024×64 on the level: basis %v, level from %v (%v); want measured, on the level", p.Basis, p.LevelFrom, err)
