@@ -52,7 +52,7 @@ func dropBadRequestID(next echo.HandlerFunc) echo.HandlerFunc {
 func noEncodedSlash(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if raw := c.Request().URL.RawPath; raw != "" && strings.Contains(strings.ToLower(raw), "%2f") {
-			return &store.Error{Kind: store.ErrNotFound, Msg: fmt.Sprintf("no resource at %s: a path segment holds an encoded slash (%%2F), which no name here contains; write / between segments",
+			return &store.Error{Kind: store.ErrNotFound, Msg: fmt.Sprintf("no resource at %s: a path segment holds an encoded slash (%%2F), which is never read as one; write / itself (a model name such as Qwen/Qwen3-4B goes in the path as it is)",
 				clip(c.Request().URL.EscapedPath()))}
 		}
 		return next(c)
