@@ -171,7 +171,8 @@ func calcCLI(what string, getenv func(string) string) (*cli, *calcFlags) {
 // so that the CLI refuses what the API would.
 type flagRange struct {
 	flag, param string
-	lo, hi      float64
+	lo, hi      float64 // of the value, or of each value of a list
+	maxItems    int     // a list's most values; 0 for a flag of one value
 }
 
 // calcPaths are the API operations the calc subcommands stand for.
@@ -189,37 +190,50 @@ func flagRanges(what string) []flagRange {
 		minContext = 1 // a prompt of at least a token
 	}
 	return []flagRange{
-		{"context", "context_tokens", minContext, 16777216},
-		{"concurrency", "concurrency", 1, 65536},
-		{"vram", "vram_gb", 1, 4096},
-		{"util", "gpu_memory_utilization", 0.05, 1},
-		{"max-output", "max_output_tokens", 1, 16777216},
-		{"min-tok-s", "min_per_request_tok_s", 0, 1e6},
-		{"max-ttft", "max_ttft_ms", 1, 86400000},
-		{"users", "users", 1, 1e7},
-		{"limit", "limit", 1, predict.MaxPlanOptions},
-		{"gpu-hour-usd", "gpu_hour_usd", 0, 1000},
-		{"hardware-usd", "hardware_usd", 0, 10000000},
-		{"amortization-years", "amortization_years", 0, 50},
-		{"electricity-usd-per-kwh", "electricity_usd_per_kwh", 0, 100},
+		{"context", "context_tokens", minContext, 16777216, 0},
+		{"concurrency", "concurrency", 1, 65536, 0},
+		{"contexts", "contexts", 0, 16777216, predict.MaxGridSide},
+		{"concurrencies", "concurrencies", 1, 65536, predict.MaxGridSide},
+		{"vram", "vram_gb", 1, 4096, 0},
+		{"util", "gpu_memory_utilization", 0.05, 1, 0},
+		{"max-output", "max_output_tokens", 1, 16777216, 0},
+		{"min-tok-s", "min_per_request_tok_s", 0, 1e6, 0},
+		{"max-ttft", "max_ttft_ms", 1, 86400000, 0},
+		{"users", "users", 1, 1e7, 0},
+		{"limit", "limit", 1, predict.MaxPlanOptions, 0},
+		{"gpu-hour-usd", "gpu_hour_usd", 0, 1000, 0},
+		{"hardware-usd", "hardware_usd", 0, 10000000, 0},
+		{"amortization-years", "amortization_years", 0, 50, 0},
+		{"electricity-usd-per-kwh", "electricity_usd_per_kwh", 0, 100, 0},
 	}
 }
 
 // checkRanges refuses, naming the flag, a value given on the command line
-// that is outside the API's range (NaN and infinities included); context is
-// the --context already read as tokens.
-func checkRanges(c *cli, what string, context int) error {
+// that is outside the API's range (NaN and infinities included), or a list
+// longer than the API takes; read holds the flags of token counts already
+// read (--context, --contexts, --concurrencies).
+func checkRanges(c *cli, what string, read map[string][]int) error {
+	num := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 	for _, r := range flagRanges(what) {
 		fl := c.fs.Lookup(r.flag)
 		if fl == nil || !flagSet(c.fs, r.flag) {
 			continue
 		}
-		v, err := strconv.ParseFloat(fl.Value.String(), 64)
-		if r.flag == "context" {
-			v, err = float64(context), nil
+		vs, ok := read[r.flag]
+		if !ok {
+			v, err := strconv.ParseFloat(fl.Value.String(), 64)
+			if err != nil || !(v >= r.lo && v <= r.hi) {
+				return c.usageErr("--%s takes %s to %s, not %s", r.flag, num(r.lo), num(r.hi), fl.Value.String())
+			}
+			continue
 		}
-		if err != nil || !(v >= r.lo && v <= r.hi) {
-			return c.usageErr("--%s takes %s to %s, not %s", r.flag, strconv.FormatFloat(r.lo, 'f', -1, 64), strconv.FormatFloat(r.hi, 'f', -1, 64), fl.Value.String())
+		if r.maxItems > 0 && len(vs) > r.maxItems {
+			return c.usageErr("--%s takes at most %d values, not %d", r.flag, r.maxItems, len(vs))
+		}
+		for _, v := range vs {
+			if !(float64(v) >= r.lo && float64(v) <= r.hi) {
+				return c.usageErr("--%s takes %s to %s, not %d", r.flag, num(r.lo), num(r.hi), v)
+			}
 		}
 	}
 	return nil
@@ -286,6 +300,7 @@ func calcCmd(ctx context.Context, args []string, getenv func(string) string, std
 		return c.usageErr("unexpected arguments %q: every value is a flag", c.fs.Args())
 	}
 	q := f.q
+	var ls, bs []int
 	if what != "grid" {
 		if f.context == "" {
 			return c.usageErr("--context is required")
@@ -295,17 +310,7 @@ func calcCmd(ctx context.Context, args []string, getenv func(string) string, std
 			return c.usageErr("--context: %w", err)
 		}
 		q.ContextTokens = l
-	}
-	if err := checkRanges(c, what, q.ContextTokens); err != nil {
-		return err
-	}
-	var ls, bs []int
-	switch what {
-	case "decode":
-		if q.Concurrency < 1 {
-			return c.usageErr("--concurrency (at least 1) is required")
-		}
-	case "grid":
+	} else {
 		var err error
 		if ls, err = tokenList(f.contexts); err != nil {
 			return c.usageErr("--contexts: %w", err)
@@ -314,6 +319,15 @@ func calcCmd(ctx context.Context, args []string, getenv func(string) string, std
 			return c.usageErr("--concurrencies: %w", err)
 		}
 		q.ContextTokens, q.Concurrency = 0, 1
+	}
+	if err := checkRanges(c, what, map[string][]int{"context": {q.ContextTokens}, "contexts": ls, "concurrencies": bs}); err != nil {
+		return err
+	}
+	switch what {
+	case "decode":
+		if q.Concurrency < 1 {
+			return c.usageErr("--concurrency (at least 1) is required")
+		}
 	case "plan":
 		if c.fs.Lookup("min-tok-s") != nil && !flagSet(c.fs, "min-tok-s") {
 			return c.usageErr("--min-tok-s (the per-request decode speed needed) is required")

@@ -394,6 +394,15 @@ func TestFlagRangesAreTheAPIs(t *testing.T) {
 				continue
 			}
 			s := p.Schema.Value
+			if r.maxItems > 0 {
+				if s.MaxItems == nil || *s.MaxItems != uint64(r.maxItems) || s.Items == nil {
+					t.Errorf("calc %s --%s takes at most %d values, GET %s %s %v", what, r.flag, r.maxItems, path, r.param, s.MaxItems)
+					continue
+				}
+				s = s.Items.Value
+			} else if s.Type.Is("array") {
+				t.Errorf("calc %s --%s takes one value, GET %s %s a list", what, r.flag, path, r.param)
+			}
 			if s.Min == nil || s.Max == nil || *s.Min != r.lo || *s.Max != r.hi {
 				t.Errorf("calc %s --%s takes %v–%v, GET %s %s %v–%v", what, r.flag, r.lo, r.hi, path, r.param, deref(s.Min), deref(s.Max))
 			}

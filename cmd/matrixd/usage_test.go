@@ -221,7 +221,7 @@ func TestCalcErrorsNameFlags(t *testing.T) {
 		{[]string{"calc", "capacity", "--context", "16K"},
 			[]string{"calc capacity: --model:", "--run"}, []string{"run_id"}},
 		{[]string{"calc", "grid", "--run", id, "--contexts", strings.Join(contexts, ",")},
-			[]string{"calc grid: --contexts: a grid has at most"}, []string{" contexts: a grid"}},
+			[]string{"calc grid: --contexts takes at most 16 values, not 17"}, []string{" contexts: a grid", "measured"}},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args[:2], " "), func(t *testing.T) {
