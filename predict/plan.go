@@ -123,7 +123,7 @@ func (c *Service) planNewest(ctx context.Context, pq PlanQuery) (Plan, error) {
 	}
 	var out Plan
 	if more {
-		out.Warnings = append(out.Warnings, fmt.Sprintf("more than %d runs match: with vram_gb, gpu_memory_utilization or max_output_tokens only the newest %d are planned; narrow with model, gpu or engine", maxPlanRuns, maxPlanRuns))
+		out.Warnings = append(out.Warnings, fmt.Sprintf("more than %d runs match: with vram_gb or max_output_tokens only the newest %d are planned; narrow with model, gpu or engine", maxPlanRuns, maxPlanRuns))
 	}
 	models := map[string]*calculator.Model{}
 	pending := map[string]bool{} // runs being fitted in the background

@@ -90,6 +90,7 @@ func (f *calcFlags) selection(fs *flag.FlagSet) {
 	fs.StringVar(&f.sel.GPU, "gpu", "", "a GPU name or catalog alias, with --model")
 	fs.StringVar(&f.sel.EngineVersion, "engine-version", "", "narrow --model/--gpu to an engine version")
 	fs.StringVar(&f.sel.KVCacheDtype, "kv-cache-dtype", "", "narrow --model/--gpu to a KV-cache dtype")
+	fs.BoolVar(&f.sel.IncludeFlagged, "include-flagged", false, "let --model/--gpu choose runs a plausibility check flagged (left out by default)")
 }
 
 // whatIfs defines the flags that change the run's setup: VRAM, memory
@@ -151,6 +152,7 @@ func calcCLI(what string, getenv func(string) string) (*cli, *calcFlags) {
 		c.fs.StringVar(&f.sel.GPU, "gpu", "", "only runs on this GPU (a name or catalog alias)")
 		c.fs.StringVar(&f.engine, "engine", "", "only runs of this engine")
 		c.fs.StringVar(&f.sel.KVCacheDtype, "kv-cache-dtype", "", "only runs of this KV-cache dtype")
+		c.fs.BoolVar(&f.sel.IncludeFlagged, "include-flagged", false, "also plan runs a plausibility check flagged (left out by default)")
 		c.fs.Float64Var(&f.q.VRAMGB, "vram", 0, "another VRAM size, in `GB`")
 		c.fs.IntVar(&f.q.MaxOutputTokens, "max-output", 0, "`tokens` reserved per request for output")
 		c.fs.BoolVar(&f.includeScaled, "include-scaled", false, "add catalog GPUs without a run, scaled from the nearest measured one")
@@ -368,7 +370,8 @@ func calcCmd(ctx context.Context, args []string, getenv func(string) string, std
 		calc.SetPlanFitBudget(-1) // nothing keeps fits between runs of a command: wait for them all
 		pq := predict.PlanQuery{Model: f.sel.Model, GPU: f.sel.GPU, Engine: f.engine, KVCacheDtype: f.sel.KVCacheDtype,
 			Target:        calculator.Target{ContextTokens: q.ContextTokens, MinPerRequestTokS: f.minTokS, MaxTTFTMs: f.maxTTFT, Users: f.users, Base: q},
-			IncludeScaled: f.includeScaled, IncludeScaledModel: f.includeScaledModel, Limit: f.limit, Price: f.price, SortByCost: f.sort == "cost"}
+			IncludeScaled: f.includeScaled, IncludeScaledModel: f.includeScaledModel, IncludeFlagged: f.sel.IncludeFlagged,
+			Limit: f.limit, Price: f.price, SortByCost: f.sort == "cost"}
 		if f.sort != "throughput" && f.sort != "cost" {
 			return c.usageErr("--sort takes throughput or cost, not %q", f.sort)
 		}

@@ -54,3 +54,54 @@ func TestCalcGridAxesAreTheAPIs(t *testing.T) {
 		}
 	}
 }
+
+// TestInFlags: the API's parameter names in the calculator's messages
+// become the CLI's flags, values included; a one-word name in prose and a
+// run's own setting stay as they are.
+func TestInFlags(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"more than 64 runs match: with vram_gb or max_output_tokens only the newest 64 are planned; narrow with model, gpu or engine",
+			"more than 64 runs match: with --vram or --max-output only the newest 64 are planned; narrow with --model, --gpu or --engine"},
+		{"2 runs a plausibility check flagged are included (include_flagged=true)", "2 runs a plausibility check flagged are included (--include-flagged)"},
+		{"include_scaled_model=true plans one model on the GPUs that have runs of other models but none of its: give model too",
+			"--include-scaled-model plans one model on the GPUs that have runs of other models but none of its: give --model too"},
+		{"include_scaled=true adds GPUs", "--include-scaled adds GPUs"},
+		{"sort=cost needs a price: give gpu_hour_usd (renting), or hardware_usd with amortization_years and electricity_usd_per_kwh (owning)",
+			"--sort cost needs a price: give --gpu-hour-usd (renting), or --hardware-usd with --amortization-years and --electricity-usd-per-kwh (owning)"},
+		{"a GPU of the measured one's generation (ampere), or rough=true for a labelled rough estimate", "a GPU of the measured one's generation (ampere), or --rough for a labelled rough estimate"},
+		{"give run_id, or model and gpu, not both", "give --run, or --model and --gpu, not both"},
+		{"ask with model set to one of those names", "ask with --model set to one of those names"},
+		{"context_tokens, target_gpu, min_per_request_tok_s, max_ttft_ms", "--context, --target-gpu, --min-tok-s, --max-ttft"},
+		{"the run does not say its gpu_memory_utilization, so its KV pool is unknown", "the run does not say its gpu_memory_utilization, so its KV pool is unknown"},
+		{"a grid has at most 16 contexts; 200 users need 13 instances, the model's limit", "a grid has at most 16 contexts; 200 users need 13 instances, the model's limit"},
+		{"max_model_len 4096 and engine_versions", "max_model_len 4096 and engine_versions"},
+	} {
+		if got := inFlags(tc.in); got != tc.want {
+			t.Errorf("inFlags(%q)\n= %q\nwant %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestCalcSelectsFlaggedRunsByFlag: every calc subcommand takes
+// --include-flagged, as its API operation takes include_flagged, and an
+// error that says how to bring flagged runs back names the flag.
+func TestCalcSelectsFlaggedRunsByFlag(t *testing.T) {
+	db := seededDB(t)
+	_, err := calc(t, db, "decode", "--model", "fara", "--gpu", "RTX 3099", "--context", "16K", "--concurrency", "1")
+	if err == nil || !strings.Contains(err.Error(), "--include-flagged brings them back") || strings.Contains(err.Error(), "include_flagged") {
+		t.Errorf("calc decode on a GPU no run is on: %v, want the flag that brings flagged runs back", err)
+	}
+	for _, args := range [][]string{
+		{"decode", "--context", "16K", "--concurrency", "8"},
+		{"capacity", "--context", "16K"},
+		{"grid", "--contexts", "16K", "--concurrencies", "8"},
+		{"prefill", "--context", "16K"},
+	} {
+		if _, err := calc(t, db, append(args, "--model", "fara", "--gpu", "RTX 3060", "--include-flagged")...); err != nil {
+			t.Errorf("calc %s --include-flagged: %v", args[0], err)
+		}
+	}
+	if _, err := calc(t, db, "plan", "--context", "16K", "--min-tok-s", "30", "--include-flagged"); err != nil {
+		t.Errorf("calc plan --include-flagged: %v", err)
+	}
+}

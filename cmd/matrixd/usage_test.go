@@ -66,7 +66,7 @@ func helpFlags(help string) []string {
 // CMD" succeed and print the command's usage line, its arguments and
 // exactly the flags it takes.
 func TestCommandHelpShowsOnlyItsOwnFlags(t *testing.T) {
-	selection := []string{"run", "model", "gpu", "engine-version", "kv-cache-dtype"}
+	selection := []string{"run", "model", "gpu", "engine-version", "kv-cache-dtype", "include-flagged"}
 	tests := []struct {
 		cmd   string
 		flags []string
@@ -86,7 +86,7 @@ func TestCommandHelpShowsOnlyItsOwnFlags(t *testing.T) {
 		{"calc capacity", append([]string{"db", "json", "context", "concurrency", "vram", "util", "max-output", "target-gpu"}, selection...), nil},
 		{"calc grid", append([]string{"db", "json", "contexts", "concurrencies", "vram", "util", "max-output", "target-gpu", "rough"}, selection...), nil},
 		{"calc prefill", append([]string{"db", "json", "context"}, selection...), nil},
-		{"calc plan", []string{"db", "json", "context", "min-tok-s", "max-ttft", "users", "model", "gpu", "engine", "kv-cache-dtype", "vram", "max-output", "include-scaled", "include-scaled-model", "limit", "gpu-hour-usd", "hardware-usd", "amortization-years", "electricity-usd-per-kwh", "sort"}, nil},
+		{"calc plan", []string{"db", "json", "context", "min-tok-s", "max-ttft", "users", "model", "gpu", "engine", "kv-cache-dtype", "include-flagged", "vram", "max-output", "include-scaled", "include-scaled-model", "limit", "gpu-hour-usd", "hardware-usd", "amortization-years", "electricity-usd-per-kwh", "sort"}, nil},
 	}
 	for _, tt := range tests {
 		words := strings.Fields(tt.cmd)
@@ -261,6 +261,10 @@ func TestCLIError(t *testing.T) {
 		{"ambiguous", amb, "calc decode: 2 runs match --model \"fara\" on --gpu \"RTX 3060\" but differ in engine_version, which changes the answer; pick one with --run, or narrow with --engine-version or --kv-cache-dtype:\n  --run r1", true},
 		{"refusal", &calculator.Refusal{Reason: "the run does not say how many output tokens it reserves per request; give max_output_tokens", Supported: "max_output_tokens ≥ 1"},
 			"calc decode: the run does not say how many output tokens it reserves per request; give --max-output; supported: --max-output ≥ 1", false},
+		{"price", &store.FieldError{Field: "hardware_usd", Message: "gpu_hour_usd prices a rented GPU and hardware_usd an owned one: give one or the other"},
+			"calc decode: --hardware-usd: --gpu-hour-usd prices a rented GPU and --hardware-usd an owned one", true},
+		{"no run", &store.Error{Kind: store.ErrNotFound, Msg: "no run of a model matching \"fara\" on GPU \"RTX 3099\" (runs a plausibility check flagged are left out; include_flagged=true brings them back)"},
+			"calc decode: no run of a model matching \"fara\" on GPU \"RTX 3099\" (runs a plausibility check flagged are left out; --include-flagged brings them back)", false},
 		{"refusal of a run's setting", &calculator.Refusal{Reason: "the run does not say its gpu_memory_utilization"}, "calc decode: the run does not say its gpu_memory_utilization", false},
 		{"other", store.ErrNotFound, "calc decode: not found", false},
 	}
