@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/matrixd/matrixd/api"
 	"github.com/matrixd/matrixd/calculator"
 	"github.com/matrixd/matrixd/predict"
 	"github.com/matrixd/matrixd/server"
@@ -379,7 +380,8 @@ func calcCmd(ctx context.Context, args []string, getenv func(string) string, std
 		if err != nil {
 			return cliError(c.name, err)
 		}
-		out, table = server.ToAPIPlan(pq.Target, pl), func(w io.Writer) { printPlan(w, pq.Target, pl) }
+		ap := server.ToAPIPlan(pq.Target, pl)
+		out, table = ap, func(w io.Writer) { printPlan(w, pq.Target, pl, ap) }
 	case "prefill":
 		p, err := calc.Prefill(ctx, f.sel, q.ContextTokens)
 		if err != nil {
@@ -511,8 +513,10 @@ func printGrid(w io.Writer, a predict.Answer[predict.Grid]) {
 	}
 }
 
-// printPlan lists the planner's options, best first.
-func printPlan(w io.Writer, t calculator.Target, pl predict.Plan) {
+// printPlan lists the planner's options, best first, and as notes every
+// warning the API's answer ap carries: each option's, numbered, then the
+// plan's.
+func printPlan(w io.Writer, t calculator.Target, pl predict.Plan, ap api.CapacityPlan) {
 	num := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 	fmt.Fprintf(w, "target	%s context, ≥ %s tok/s per request", label(t.ContextTokens), num(t.MinPerRequestTokS))
 	if t.MaxTTFTMs > 0 {
@@ -573,7 +577,24 @@ func printPlan(w io.Writer, t calculator.Target, pl predict.Plan) {
 	if pl.Omitted > 0 {
 		fmt.Fprintf(w, "\n%d more options (--limit)\n", pl.Omitted)
 	}
-	for _, warn := range pl.Warnings {
+	// A warning several options share is said once, with their numbers.
+	var order []string
+	about := map[string][]string{}
+	for i, o := range ap.Options {
+		for _, warn := range o.Warnings {
+			if about[warn] == nil {
+				order = append(order, warn)
+			}
+			about[warn] = append(about[warn], "#"+strconv.Itoa(i+1))
+		}
+	}
+	if len(order) > 0 || len(ap.Warnings) > 0 {
+		fmt.Fprintln(w)
+	}
+	for _, warn := range order {
+		fmt.Fprintf(w, "note %s\t%s\n", strings.Join(about[warn], ", "), inFlags(warn))
+	}
+	for _, warn := range ap.Warnings {
 		fmt.Fprintf(w, "note\t%s\n", inFlags(warn))
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"path/filepath"
@@ -103,5 +104,50 @@ func TestCalcSelectsFlaggedRunsByFlag(t *testing.T) {
 	}
 	if _, err := calc(t, db, "plan", "--context", "16K", "--min-tok-s", "30", "--include-flagged"); err != nil {
 		t.Errorf("calc plan --include-flagged: %v", err)
+	}
+}
+
+// TestCalcPlanTablePrintsEveryWarning: the plan's table says, as notes,
+// every warning its JSON carries: the plan's and each option's.
+func TestCalcPlanTablePrintsEveryWarning(t *testing.T) {
+	db := seededDB(t)
+	for _, args := range [][]string{
+		{"--gpu", "RTX 3099"},
+		{"--max-ttft", "4000", "--include-scaled", "--limit", "4"},
+	} {
+		args = append([]string{"plan", "--context", "16K", "--min-tok-s", "30"}, args...)
+		js, err := calc(t, db, append(args, "--json")...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan struct {
+			Warnings []string `json:"warnings"`
+			Options  []struct {
+				Warnings []string `json:"warnings"`
+			} `json:"options"`
+		}
+		if err := json.Unmarshal([]byte(js), &plan); err != nil {
+			t.Fatal(err)
+		}
+		all := plan.Warnings
+		for _, o := range plan.Options {
+			all = append(all, o.Warnings...)
+		}
+		if len(all) == 0 {
+			t.Fatalf("calc %s: no warnings to print: %s", strings.Join(args, " "), js)
+		}
+		table, err := calc(t, db, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range all {
+			if !strings.Contains(table, inFlags(w)) {
+				t.Errorf("calc %s: the table lacks the warning %q:\n%s", strings.Join(args, " "), w, table)
+			}
+		}
+	}
+	table, _ := calc(t, db, "plan", "--context", "16K", "--min-tok-s", "30", "--max-ttft", "4000", "--include-scaled", "--limit", "4")
+	if !strings.Contains(table, "note #3, #4") {
+		t.Errorf("a warning of options 3 and 4 is not said once for both:\n%s", table)
 	}
 }
