@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -56,7 +57,7 @@ func (f *calcFlags) priceFlags(fs *flag.FlagSet) {
 		name, usage string
 		v           **float64
 	}{
-		{"gpu-hour-usd", "rental price of one GPU for an hour, `USD`: prices each option", &f.price.GPUHourUSD},
+		{"gpu-hour-usd", "rental price of one GPU for an hour, `USD`: adds what the answer costs", &f.price.GPUHourUSD},
 		{"hardware-usd", "price of one owned GPU, `USD`, with --amortization-years and --electricity-usd-per-kwh", &f.price.HardwareUSD},
 		{"amortization-years", "`years` an owned GPU is paid off over", &f.price.AmortizationYears},
 		{"electricity-usd-per-kwh", "electricity price, `USD` per kWh, for owned GPUs", &f.price.ElectricityUSDPerKWh},
@@ -112,17 +113,19 @@ func (f *calcFlags) whatIfs(fs *flag.FlagSet, target, rough bool) {
 func calcCLI(what string, getenv func(string) string) (*cli, *calcFlags) {
 	const pick = "(--run ID | --model M --gpu G)"
 	const other = "\nBy --model and --gpu, a model with no run on the GPU is answered from another\nmodel's run there (basis scaled_model)."
+	const priced = "\nWith a price (--gpu-hour-usd, or --hardware-usd, --amortization-years and\n--electricity-usd-per-kwh), also what it costs an hour and per million output\ntokens, and the energy of a token."
 	var c *cli
 	f := &calcFlags{}
 	contextFlag := func(usage string) { c.fs.StringVar(&f.context, "context", "", usage) }
 	switch what {
 	case "decode":
 		c = newCLI("calc decode", pick+" --context N --concurrency N [flags]",
-			"Predict one decode cell of a run: total and per-request tok/s, time between tokens,\nwarm TTFT and whether it fits, with the error band."+other)
+			"Predict one decode cell of a run: total and per-request tok/s, time between tokens,\nwarm TTFT and whether it fits, with the error band."+other+priced)
 		f.selection(c.fs)
 		contextFlag("the cell's context length in `tokens` (48K = 49152); required")
 		c.fs.IntVar(&f.q.Concurrency, "concurrency", 0, "simultaneous `requests`; required")
 		f.whatIfs(c.fs, true, true)
+		f.priceFlags(c.fs)
 	case "capacity":
 		c = newCLI("calc capacity", pick+" --context N [--concurrency N] [flags]",
 			"How many requests fit in a run's KV cache at a context and, with --concurrency, the\nlongest context that fits at that many requests."+other)
@@ -132,11 +135,12 @@ func calcCLI(what string, getenv func(string) string) (*cli, *calcFlags) {
 		f.whatIfs(c.fs, true, false)
 	case "grid":
 		c = newCLI("calc grid", pick+" [--contexts L,…] [--concurrencies B,…] [flags]",
-			"Predict total tok/s over a grid of contexts × concurrencies, each cell marked by how\nit was obtained (at most 16 × 16)."+other)
+			"Predict total tok/s over a grid of contexts × concurrencies, each cell marked by how\nit was obtained (at most 16 × 16)."+other+priced)
 		f.selection(c.fs)
 		c.fs.StringVar(&f.contexts, "contexts", "", "context lengths in tokens, comma-separated (default: the run's)")
 		c.fs.StringVar(&f.concurrencies, "concurrencies", "", "concurrency levels, comma-separated (default: the run's)")
 		f.whatIfs(c.fs, true, true)
+		f.priceFlags(c.fs)
 	case "prefill":
 		c = newCLI("calc prefill", pick+" --context N [flags]",
 			"Predict cold prefill at a context: time to first token and prompt tok/s."+other)
@@ -336,6 +340,9 @@ func calcCmd(ctx context.Context, args []string, getenv func(string) string, std
 			return c.usageErr("--min-tok-s (the per-request decode speed needed) is required")
 		}
 	}
+	if err := predict.CheckPrice(f.price); err != nil {
+		return cliError(c.name, err)
+	}
 	st, err := openExisting(ctx, *f.db)
 	if err != nil {
 		return err
@@ -352,7 +359,11 @@ func calcCmd(ctx context.Context, args []string, getenv func(string) string, std
 		if err != nil {
 			return cliError(c.name, err)
 		}
-		out, table = server.ToAPIDecode(q, a), func(w io.Writer) { printDecode(w, q, a) }
+		cost, warn, err := calc.DecodeCost(ctx, a, q, f.price)
+		if err != nil {
+			return cliError(c.name, err)
+		}
+		out, table = server.ToAPIPricedDecode(q, a, cost, warn), func(w io.Writer) { printDecode(w, q, a, cost, warn) }
 	case "capacity":
 		a, err := calc.Capacity(ctx, f.sel, q)
 		if err != nil {
@@ -364,7 +375,11 @@ func calcCmd(ctx context.Context, args []string, getenv func(string) string, std
 		if err != nil {
 			return cliError(c.name, err)
 		}
-		out, table = server.ToAPIGrid(g), func(w io.Writer) { printGrid(w, g) }
+		costs, warn, err := calc.GridCosts(ctx, g, q, f.price)
+		if err != nil {
+			return cliError(c.name, err)
+		}
+		out, table = server.ToAPIPricedGrid(g, costs, warn), func(w io.Writer) { printGrid(w, g, costs, warn) }
 	case "plan":
 		calc = predict.New(st, predict.DefaultCacheBytes, nil)
 		calc.SetFitWait(-1)
@@ -431,7 +446,9 @@ func printBasis(w io.Writer, method, speed calculator.Basis, runIDs []string, ba
 	}
 }
 
-func printDecode(w io.Writer, q calculator.Query, a predict.Answer[calculator.Prediction]) {
+// printDecode prints a decode answer and, priced, its cost; warn are the
+// pricing's warnings.
+func printDecode(w io.Writer, q calculator.Query, a predict.Answer[calculator.Prediction], cost *calculator.Cost, warn []string) {
 	p := a.Result
 	fmt.Fprintf(w, "cell\t%s context × %d requests\n", label(q.ContextTokens), q.Concurrency)
 	fmt.Fprintf(w, "status\t%s\n", p.Status)
@@ -442,11 +459,68 @@ func printDecode(w io.Writer, q calculator.Query, a predict.Answer[calculator.Pr
 	c := p.Capacity
 	fmt.Fprintf(w, "KV reservation\t%d tokens\tcapacity %d – %s tokens\n", c.ReservedTokens, c.KVTokensLow, orUnknown(nonZero(c.KVTokensHigh)))
 	fmt.Fprintf(w, "max concurrency here\t%d\n", c.MaxConcurrencyAtContext)
+	if cost != nil {
+		fmt.Fprintf(w, "cost\t%s an instance (%s)\n", hourly(cost.USDPerHour, cost.USDPerHour), gpusPaid(cost))
+		fmt.Fprintf(w, "$ per million output tokens\t%s\n", sig3(cost.USDPerMillion))
+		fmt.Fprintf(w, "J per output token\t%s\t%s\n", sig3(cost.JoulesPerToken), powerOf(cost.Power))
+	}
 	var band *[2]float64
 	if p.TotalTokS != nil && (p.SpeedBasis != calculator.Measured || p.Basis == calculator.ScaledGPU || p.Basis == calculator.ScaledModel) {
 		band = &[2]float64{p.BandTotal, p.BandTBT}
 	}
-	printBasis(w, p.Basis, p.SpeedBasis, a.RunIDs, band, a.Warnings, p.Warnings)
+	printBasis(w, p.Basis, p.SpeedBasis, a.RunIDs, band, a.Warnings, p.Warnings, warn)
+}
+
+// sig3 is an estimate of a cost, to 3 significant digits.
+func sig3(e *calculator.Estimate) string {
+	if e == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%s\t(%s – %s)", sig(e.Value), sig(e.Low), sig(e.High))
+}
+
+// sig is a cost to 3 significant digits, in whole units from 1000 on
+// (where %g would write 1.23e+03).
+func sig(v float64) string {
+	if math.Abs(v) >= 1000 {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
+}
+
+// hourly is the USD an hour from lo to hi ("—" when it cannot be priced).
+func hourly(lo, hi *float64) string {
+	switch {
+	case lo == nil || hi == nil:
+		return "—"
+	case *lo == *hi:
+		return "$" + sig(*lo) + "/h"
+	}
+	return "$" + sig(*lo) + "–" + sig(*hi) + "/h"
+}
+
+// gpusPaid says how many GPUs a cost is for and how they are paid.
+func gpusPaid(c *calculator.Cost) string {
+	how := "rented"
+	if c.Owned {
+		how = "owned"
+	}
+	return fmt.Sprintf("%d %s, %s", c.GPUs, plural(c.GPUs, "GPU", "GPUs"), how)
+}
+
+// powerOf says one GPU's power and where the figure comes from.
+func powerOf(p *calculator.Power) string {
+	if p == nil {
+		return "no power figure"
+	}
+	return fmt.Sprintf("%s W a GPU (%s)", strconv.FormatFloat(p.WattsPerGPU, 'f', -1, 64), p.Source)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 func printCapacity(w io.Writer, q calculator.Query, ans predict.Answer[calculator.CapacityAnswer]) {
@@ -471,8 +545,10 @@ func printPrefill(w io.Writer, l int, a predict.Answer[calculator.PrefillPredict
 	printBasis(w, p.Basis, calculator.NoSpeed, a.RunIDs, nil, a.Warnings, p.Warnings)
 }
 
-// printGrid draws total tok/s per cell, marked by how it was obtained.
-func printGrid(w io.Writer, a predict.Answer[predict.Grid]) {
+// printGrid draws total tok/s per cell, marked by how it was obtained,
+// and priced, each cell's $ per million output tokens; warn are the
+// pricing's warnings.
+func printGrid(w io.Writer, a predict.Answer[predict.Grid], costs []*calculator.Cost, warn []string) {
 	g := a.Result
 	fmt.Fprintf(w, "total tok/s\t")
 	for _, b := range g.Concurrencies {
@@ -507,10 +583,62 @@ func printGrid(w io.Writer, a predict.Answer[predict.Grid]) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "\n~ interpolated, ^ extrapolated, v scaled VRAM, g scaled to another GPU, m from another model's run, unmarked measured; q requests queued, ? capacity boundary uncertain")
+	printGridCosts(w, g, costs)
 	fmt.Fprintf(w, "run\t%s\n", strings.Join(a.RunIDs, ", "))
-	for _, warn := range a.Warnings {
-		fmt.Fprintf(w, "note\t%s\n", inFlags(warn))
+	for _, ws := range [][]string{a.Warnings, warn} {
+		for _, warn := range ws {
+			fmt.Fprintf(w, "note\t%s\n", inFlags(warn))
+		}
 	}
+}
+
+// printGridCosts draws each priced cell's $ per million output tokens
+// (— where it has no cost), then what an instance costs an hour and the
+// power per GPU, over the cells (measured cells may have their own power).
+func printGridCosts(w io.Writer, g predict.Grid, costs []*calculator.Cost) {
+	var lo, hi *float64
+	var first *calculator.Cost
+	powers := map[string]bool{}
+	var power []string
+	for _, c := range costs {
+		if c == nil {
+			continue
+		}
+		if first == nil {
+			first = c
+		}
+		if u := c.USDPerHour; u != nil {
+			if lo == nil || *u < *lo {
+				lo = u
+			}
+			if hi == nil || *u > *hi {
+				hi = u
+			}
+		}
+		if p := powerOf(c.Power); !powers[p] {
+			powers[p] = true
+			power = append(power, p)
+		}
+	}
+	if first == nil {
+		return
+	}
+	fmt.Fprintf(w, "\n$ per million output tokens\t")
+	for _, b := range g.Concurrencies {
+		fmt.Fprintf(w, "%d\t", b)
+	}
+	for i, c := range g.Cells {
+		if i == 0 || c.ContextTokens != g.Cells[i-1].ContextTokens {
+			fmt.Fprintf(w, "\n%s\t", label(c.ContextTokens))
+		}
+		if cost := costs[i]; cost != nil && cost.USDPerMillion != nil {
+			fmt.Fprintf(w, "%s\t", sig(cost.USDPerMillion.Value))
+		} else {
+			fmt.Fprint(w, "—\t")
+		}
+	}
+	fmt.Fprintf(w, "\n\ncost\t%s an instance (%s)\n", hourly(lo, hi), gpusPaid(first))
+	fmt.Fprintf(w, "power\t%s\n", strings.Join(power, "; "))
 }
 
 // printPlan lists the planner's options, best first, and as notes every
@@ -569,7 +697,7 @@ func printPlan(w io.Writer, t calculator.Target, pl predict.Plan, ap api.Capacit
 				}
 			}
 			if c.USDPerMillion != nil {
-				fmt.Fprintf(w, ", $%.3g per million output tokens", c.USDPerMillion.Value)
+				fmt.Fprintf(w, ", $%s per million output tokens", sig(c.USDPerMillion.Value))
 			}
 		}
 		fmt.Fprintln(w)

@@ -5,10 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
 )
 
 // seededDB is a database holding the bundled example runs.
@@ -149,5 +153,113 @@ func TestCalcPlanTablePrintsEveryWarning(t *testing.T) {
 	table, _ := calc(t, db, "plan", "--context", "16K", "--min-tok-s", "30", "--max-ttft", "4000", "--include-scaled", "--limit", "4")
 	if !strings.Contains(table, "note #3, #4") {
 		t.Errorf("a warning of options 3 and 4 is not said once for both:\n%s", table)
+	}
+}
+
+// TestCalcFlagsAreTheAPIsParameters: each calc subcommand takes a flag
+// for every query parameter of its API operation, named as paramFlags
+// names it, and no flag that stands for none (but --db and --json).
+func TestCalcFlagsAreTheAPIsParameters(t *testing.T) {
+	doc, err := openapi3.NewLoader().LoadFromFile(filepath.Join("..", "..", "openapi.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	notOffered := map[string]bool{"plan method_class": true}
+	for what, path := range calcPaths() {
+		item := doc.Paths.Find(path)
+		c, _ := calcCLI(what, env(nil))
+		flags := map[string]bool{"--db": true, "--json": true}
+		for _, ref := range append(item.Parameters, item.Get.Parameters...) {
+			if p := ref.Value; p.In == "query" && !notOffered[what+" "+p.Name] {
+				flag, ok := flagFor(p.Name)
+				if !ok || c.fs.Lookup(strings.TrimPrefix(flag, "--")) == nil {
+					t.Errorf("calc %s has no flag for GET %s %s", what, path, p.Name)
+					continue
+				}
+				flags[flag] = true
+			}
+		}
+		c.fs.VisitAll(func(f *flag.Flag) {
+			if !flags["--"+f.Name] {
+				t.Errorf("calc %s --%s stands for no parameter of GET %s", what, f.Name, path)
+			}
+		})
+	}
+}
+
+// TestCalcDecodeAndGridArePriced: calc decode and grid take the API's
+// prices, print what the answer costs and give the API's cost in --json.
+func TestCalcDecodeAndGridArePriced(t *testing.T) {
+	db := seededDB(t)
+	nemo := []string{"--model", "nemotron", "--gpu", "RTX 3090"}
+	js, err := calc(t, db, append([]string{"decode", "--context", "16K", "--concurrency", "8", "--gpu-hour-usd", "0.22", "--json"}, nemo...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Cost *struct {
+			USDPerHour    float64 `json:"usd_per_hour"`
+			USDPerMillion struct {
+				Value float64 `json:"value"`
+			} `json:"usd_per_million_output_tokens"`
+			PowerW float64 `json:"power_w"`
+		} `json:"cost"`
+	}
+	if err := json.Unmarshal([]byte(js), &d); err != nil || d.Cost == nil || d.Cost.USDPerHour != 0.22 || d.Cost.PowerW != 350 {
+		t.Fatalf("%v: %s; want the API's cost at $0.22 a GPU-hour and the 3090's 350 W limit", err, js)
+	}
+	table, err := calc(t, db, append([]string{"decode", "--context", "16K", "--concurrency", "8", "--gpu-hour-usd", "0.22"}, nemo...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perM := fmt.Sprintf("%.3g", d.Cost.USDPerMillion.Value)
+	for _, want := range []string{"$0.22/h an instance (1 GPU, rented)", "$ per million output tokens", perM, "J per output token", "350 W a GPU (power_limit)"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("calc decode --gpu-hour-usd: the table lacks %q:\n%s", want, table)
+		}
+	}
+	owned := []string{"--hardware-usd", "1500", "--amortization-years", "3", "--electricity-usd-per-kwh", "0.3"}
+	js, err = calc(t, db, append(append([]string{"grid", "--contexts", "0,16K", "--concurrencies", "1,8", "--json"}, nemo...), owned...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g struct {
+		Rows []struct {
+			Cells []struct {
+				Cost *struct {
+					Pricing string `json:"pricing"`
+				} `json:"cost"`
+			} `json:"cells"`
+		} `json:"rows"`
+	}
+	if err := json.Unmarshal([]byte(js), &g); err != nil || len(g.Rows) != 2 {
+		t.Fatalf("%v: %s", err, js)
+	}
+	for _, r := range g.Rows {
+		for _, c := range r.Cells {
+			if c.Cost == nil || c.Cost.Pricing != "owned" {
+				t.Errorf("grid cell without the owned GPU's cost: %s", js)
+			}
+		}
+	}
+	table, err = calc(t, db, append(append([]string{"grid", "--contexts", "0,16K", "--concurrencies", "1,8"}, nemo...), owned...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"$ per million output tokens", "an instance (1 GPU, owned)", "350 W a GPU (power_limit)"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("calc grid priced: the table lacks %q:\n%s", want, table)
+		}
+	}
+	// Prices the API refuses are refused, naming the flags.
+	for _, bad := range [][]string{
+		{"decode", "--context", "16K", "--concurrency", "8", "--gpu-hour-usd", "0.22", "--hardware-usd", "1500"},
+		{"grid", "--gpu-hour-usd", "2000"},
+	} {
+		_, err := calc(t, db, append(bad, nemo...)...)
+		var usage *usageError
+		if !errors.As(err, &usage) || !strings.Contains(err.Error(), "--hardware-usd") && !strings.Contains(err.Error(), "--gpu-hour-usd takes") || strings.Contains(err.Error(), "_usd") {
+			t.Errorf("calc %s: %v, want a usage error naming the price flags", strings.Join(bad, " "), err)
+		}
 	}
 }

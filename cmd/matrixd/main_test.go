@@ -410,6 +410,20 @@ func TestFlagRangesAreTheAPIs(t *testing.T) {
 		if checked == 0 {
 			t.Errorf("calc %s checks no flag's range", what)
 		}
+		// Every flag for a numeric parameter is range-checked.
+		ranged := map[string]bool{}
+		for _, r := range flagRanges(what) {
+			ranged[r.param] = true
+		}
+		for name, p := range params {
+			flag, ok := flagFor(name)
+			if s := p.Schema.Value; !ok || c.fs.Lookup(strings.TrimPrefix(flag, "--")) == nil || !s.Type.Includes("integer") && !s.Type.Includes("number") && !s.Type.Is("array") {
+				continue
+			}
+			if !ranged[name] {
+				t.Errorf("calc %s %s: no range of GET %s %s in flagRanges", what, flag, path, name)
+			}
+		}
 	}
 }
 

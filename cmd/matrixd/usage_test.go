@@ -67,6 +67,7 @@ func helpFlags(help string) []string {
 // exactly the flags it takes.
 func TestCommandHelpShowsOnlyItsOwnFlags(t *testing.T) {
 	selection := []string{"run", "model", "gpu", "engine-version", "kv-cache-dtype", "include-flagged"}
+	prices := []string{"gpu-hour-usd", "hardware-usd", "amortization-years", "electricity-usd-per-kwh"}
 	tests := []struct {
 		cmd   string
 		flags []string
@@ -82,11 +83,11 @@ func TestCommandHelpShowsOnlyItsOwnFlags(t *testing.T) {
 		{"keys create", []string{"db", "name", "admin"}, nil},
 		{"keys list", []string{"db"}, nil},
 		{"keys revoke", []string{"db"}, []string{"NAME"}},
-		{"calc decode", append([]string{"db", "json", "context", "concurrency", "vram", "util", "max-output", "target-gpu", "rough"}, selection...), nil},
+		{"calc decode", append([]string{"db", "json", "context", "concurrency", "vram", "util", "max-output", "target-gpu", "rough"}, append(selection, prices...)...), nil},
 		{"calc capacity", append([]string{"db", "json", "context", "concurrency", "vram", "util", "max-output", "target-gpu"}, selection...), nil},
-		{"calc grid", append([]string{"db", "json", "contexts", "concurrencies", "vram", "util", "max-output", "target-gpu", "rough"}, selection...), nil},
+		{"calc grid", append([]string{"db", "json", "contexts", "concurrencies", "vram", "util", "max-output", "target-gpu", "rough"}, append(selection, prices...)...), nil},
 		{"calc prefill", append([]string{"db", "json", "context"}, selection...), nil},
-		{"calc plan", []string{"db", "json", "context", "min-tok-s", "max-ttft", "users", "model", "gpu", "engine", "kv-cache-dtype", "include-flagged", "vram", "max-output", "include-scaled", "include-scaled-model", "limit", "gpu-hour-usd", "hardware-usd", "amortization-years", "electricity-usd-per-kwh", "sort"}, nil},
+		{"calc plan", append([]string{"db", "json", "context", "min-tok-s", "max-ttft", "users", "model", "gpu", "engine", "kv-cache-dtype", "include-flagged", "vram", "max-output", "include-scaled", "include-scaled-model", "limit", "sort"}, prices...), nil},
 	}
 	for _, tt := range tests {
 		words := strings.Fields(tt.cmd)
