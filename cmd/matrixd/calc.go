@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -16,6 +17,7 @@ import (
 	"github.com/matrixd/matrixd/calculator"
 	"github.com/matrixd/matrixd/predict"
 	"github.com/matrixd/matrixd/server"
+	"github.com/matrixd/matrixd/store"
 )
 
 const calcUsage = `usage: matrixd calc SUBCOMMAND [flags]
@@ -44,6 +46,7 @@ type calcFlags struct {
 	minTokS, maxTTFT        float64
 	users, limit            int
 	engine                  string
+	methodClass             string
 	includeScaled           bool
 	includeScaledModel      bool
 	price                   calculator.Price
@@ -158,6 +161,7 @@ func calcCLI(what string, getenv func(string) string) (*cli, *calcFlags) {
 		c.fs.StringVar(&f.engine, "engine", "", "only runs of this engine")
 		c.fs.StringVar(&f.sel.KVCacheDtype, "kv-cache-dtype", "", "only runs of this KV-cache dtype")
 		c.fs.BoolVar(&f.sel.IncludeFlagged, "include-flagged", false, "also plan runs a plausibility check flagged (left out by default)")
+		c.fs.StringVar(&f.methodClass, "method-class", store.MethodSustainedDecode, "the method class planned from (runs of others are never ranked beside it): "+strings.Join(store.MethodClasses(), ", "))
 		c.fs.Float64Var(&f.q.VRAMGB, "vram", 0, "another VRAM size, in `GB`")
 		c.fs.IntVar(&f.q.MaxOutputTokens, "max-output", 0, "`tokens` reserved per request for output")
 		c.fs.BoolVar(&f.includeScaled, "include-scaled", false, "add catalog GPUs without a run, scaled from the nearest measured one")
@@ -387,9 +391,12 @@ func calcCmd(ctx context.Context, args []string, getenv func(string) string, std
 		pq := predict.PlanQuery{Model: f.sel.Model, GPU: f.sel.GPU, Engine: f.engine, KVCacheDtype: f.sel.KVCacheDtype,
 			Target:        calculator.Target{ContextTokens: q.ContextTokens, MinPerRequestTokS: f.minTokS, MaxTTFTMs: f.maxTTFT, Users: f.users, Base: q},
 			IncludeScaled: f.includeScaled, IncludeScaledModel: f.includeScaledModel, IncludeFlagged: f.sel.IncludeFlagged,
-			Limit: f.limit, Price: f.price, SortByCost: f.sort == "cost"}
+			MethodClass: f.methodClass, Limit: f.limit, Price: f.price, SortByCost: f.sort == "cost"}
 		if f.sort != "throughput" && f.sort != "cost" {
 			return c.usageErr("--sort takes throughput or cost, not %q", f.sort)
+		}
+		if !slices.Contains(store.MethodClasses(), f.methodClass) {
+			return c.usageErr("--method-class takes %s, not %q", strings.Join(store.MethodClasses(), ", "), f.methodClass)
 		}
 		pl, err := calc.Plan(ctx, pq)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -164,13 +165,12 @@ func TestCalcFlagsAreTheAPIsParameters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	notOffered := map[string]bool{"plan method_class": true}
 	for what, path := range calcPaths() {
 		item := doc.Paths.Find(path)
 		c, _ := calcCLI(what, env(nil))
 		flags := map[string]bool{"--db": true, "--json": true}
 		for _, ref := range append(item.Parameters, item.Get.Parameters...) {
-			if p := ref.Value; p.In == "query" && !notOffered[what+" "+p.Name] {
+			if p := ref.Value; p.In == "query" {
 				flag, ok := flagFor(p.Name)
 				if !ok || c.fs.Lookup(strings.TrimPrefix(flag, "--")) == nil {
 					t.Errorf("calc %s has no flag for GET %s %s", what, path, p.Name)
@@ -261,5 +261,49 @@ func TestCalcDecodeAndGridArePriced(t *testing.T) {
 		if !errors.As(err, &usage) || !strings.Contains(err.Error(), "--hardware-usd") && !strings.Contains(err.Error(), "--gpu-hour-usd takes") || strings.Contains(err.Error(), "_usd") {
 			t.Errorf("calc %s: %v, want a usage error naming the price flags", strings.Join(bad, " "), err)
 		}
+	}
+}
+
+// TestCalcPlanPlansOneMethodClass: like the API, calc plan plans the
+// sustained-decode runs unless told another class, and never ranks runs
+// of two classes together.
+func TestCalcPlanPlansOneMethodClass(t *testing.T) {
+	db := seededDB(t)
+	ctx := context.Background()
+	var exported bytes.Buffer
+	if err := run(ctx, []string{"export", "--db", db, "ry2kyqdzrktuq2yh"}, env(nil), nil, &exported, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var r map[string]any
+	if err := json.Unmarshal(exported.Bytes(), &r); err != nil {
+		t.Fatal(err)
+	}
+	r["method"], r["title"] = map[string]any{"class": "serving_sweep"}, "the Fara run, as a serving sweep"
+	sweep := filepath.Join(t.TempDir(), "sweep.json")
+	b, _ := json.Marshal(r)
+	if err := os.WriteFile(sweep, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var imported bytes.Buffer
+	if err := run(ctx, []string{"import", "--db", db, sweep}, env(nil), nil, &imported, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	id := strings.Fields(imported.String())[0]
+	table, err := calc(t, db, "plan", "--context", "16K", "--min-tok-s", "30")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table, "2 runs matched") || strings.Contains(table, id) {
+		t.Errorf("calc plan ranks the serving sweep %s beside the sustained-decode runs:\n%s", id, table)
+	}
+	table, err = calc(t, db, "plan", "--context", "16K", "--min-tok-s", "30", "--method-class", "serving_sweep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table, "1 run matched") || !strings.Contains(table, id) {
+		t.Errorf("calc plan --method-class serving_sweep does not plan the sweep %s alone:\n%s", id, table)
+	}
+	if _, err := calc(t, db, "plan", "--context", "16K", "--min-tok-s", "30", "--method-class", "sweep"); err == nil || !strings.Contains(err.Error(), "--method-class takes sustained_decode") {
+		t.Errorf("calc plan --method-class sweep: %v, want the classes it takes", err)
 	}
 }

@@ -167,7 +167,7 @@ func paramFlags() []paramFlag {
 		{"vram_gb", "--vram"}, {"gpu_memory_utilization", "--util"}, {"max_output_tokens", "--max-output"},
 		{"target_gpu", "--target-gpu"}, {"rough", "--rough"},
 		{"min_per_request_tok_s", "--min-tok-s"}, {"max_ttft_ms", "--max-ttft"}, {"users", "--users"},
-		{"include_scaled", "--include-scaled"}, {"include_scaled_model", "--include-scaled-model"}, {"limit", "--limit"}, {"sort", "--sort"},
+		{"method_class", "--method-class"}, {"include_scaled", "--include-scaled"}, {"include_scaled_model", "--include-scaled-model"}, {"limit", "--limit"}, {"sort", "--sort"},
 		{"gpu_hour_usd", "--gpu-hour-usd"}, {"hardware_usd", "--hardware-usd"}, {"amortization_years", "--amortization-years"},
 		{"electricity_usd_per_kwh", "--electricity-usd-per-kwh"},
 		{"name", "--name"},

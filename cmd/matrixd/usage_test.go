@@ -87,7 +87,7 @@ func TestCommandHelpShowsOnlyItsOwnFlags(t *testing.T) {
 		{"calc capacity", append([]string{"db", "json", "context", "concurrency", "vram", "util", "max-output", "target-gpu"}, selection...), nil},
 		{"calc grid", append([]string{"db", "json", "contexts", "concurrencies", "vram", "util", "max-output", "target-gpu", "rough"}, append(selection, prices...)...), nil},
 		{"calc prefill", append([]string{"db", "json", "context"}, selection...), nil},
-		{"calc plan", append([]string{"db", "json", "context", "min-tok-s", "max-ttft", "users", "model", "gpu", "engine", "kv-cache-dtype", "include-flagged", "vram", "max-output", "include-scaled", "include-scaled-model", "limit", "sort"}, prices...), nil},
+		{"calc plan", append([]string{"db", "json", "context", "min-tok-s", "max-ttft", "users", "model", "gpu", "engine", "kv-cache-dtype", "include-flagged", "method-class", "vram", "max-output", "include-scaled", "include-scaled-model", "limit", "sort"}, prices...), nil},
 	}
 	for _, tt := range tests {
 		words := strings.Fields(tt.cmd)
