@@ -71,7 +71,7 @@ func TestInFlags(t *testing.T) {
 		{"2 runs a plausibility check flagged are included (include_flagged=true)", "2 runs a plausibility check flagged are included (--include-flagged)"},
 		{"include_scaled_model=true plans one model on the GPUs that have runs of other models but none of its: give model too",
 			"--include-scaled-model plans one model on the GPUs that have runs of other models but none of its: give --model too"},
-		{"include_scaled=true adds GPUs", "--include-scaled adds GPUs"},
+		{"include_scaled=true adds GPUs, include_scaled=false does not", "--include-scaled adds GPUs, --include-scaled=false does not"},
 		{"sort=cost needs a price: give gpu_hour_usd (renting), or hardware_usd with amortization_years and electricity_usd_per_kwh (owning)",
 			"--sort cost needs a price: give --gpu-hour-usd (renting), or --hardware-usd with --amortization-years and --electricity-usd-per-kwh (owning)"},
 		{"a GPU of the measured one's generation (ampere), or rough=true for a labelled rough estimate", "a GPU of the measured one's generation (ampere), or --rough for a labelled rough estimate"},

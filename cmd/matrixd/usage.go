@@ -207,6 +207,8 @@ func inFlags(msg string) string {
 		switch {
 		case given && value == "true":
 			return flags[param]
+		case given && value == "false":
+			return flags[param] + "=false" // a boolean flag takes its value so
 		case given:
 			return flags[param] + " " + value
 		case strings.Contains(param, "_"):
