@@ -55,13 +55,39 @@ func power(measured, limit *float64, gpu string, scaled bool) *calculator.Power 
 }
 
 // DecodeCost prices a decode answer: the instance of the run it was
-// modelled from (its GPU count), at the answer's total tok/s.
+// modelled from (its GPU count), at the answer's total tok/s. Without a
+// price it is nil.
 func (c *Service) DecodeCost(ctx context.Context, a Answer[calculator.Prediction], q calculator.Query, p calculator.Price) (*calculator.Cost, []string, error) {
+	if !p.Given() {
+		return nil, nil, nil
+	}
 	costs, warn, err := c.Costs(ctx, a.RunIDs[0], q, p, []calculator.Prediction{a.Result})
 	if err != nil {
 		return nil, nil, err
 	}
 	return costs[0], warn, nil
+}
+
+// GridCosts prices a grid's cells as DecodeCost does one, in the order of
+// its cells; a refused cell's is nil, and every one is without a price.
+func (c *Service) GridCosts(ctx context.Context, a Answer[Grid], q calculator.Query, p calculator.Price) ([]*calculator.Cost, []string, error) {
+	if !p.Given() {
+		return make([]*calculator.Cost, len(a.Result.Cells)), nil, nil
+	}
+	preds := make([]calculator.Prediction, len(a.Result.Cells))
+	for i, gc := range a.Result.Cells {
+		preds[i] = gc.Prediction
+	}
+	costs, warn, err := c.Costs(ctx, a.RunIDs[0], q, p, preds)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, gc := range a.Result.Cells {
+		if gc.Refusal != nil {
+			costs[i] = nil
+		}
+	}
+	return costs, warn, nil
 }
 
 // Costs prices predictions of run id asked with q (a grid's cells): each

@@ -640,19 +640,26 @@ func (c *Service) Grid(ctx context.Context, sel Selection, contexts, concurrenci
 	}
 	base.OtherModel = other.queryRatios()
 	measuredL, measuredB := m.MeasuredAxes()
-	if contexts == nil {
+	askedL, askedB := contexts != nil, concurrencies != nil
+	if !askedL {
 		contexts = measuredL
 	}
-	if concurrencies == nil {
+	if !askedB {
 		concurrencies = measuredB
 	}
 	contexts, concurrencies = sortedUnique(contexts), sortedUnique(concurrencies)
-	// The API bounds axes given in a query; a run's own axes can be longer.
+	// The API bounds axes given in a query, but not every caller goes
+	// through it; a run's own axes can be longer.
 	for _, axis := range []struct {
-		name string
-		n    int
-	}{{"contexts", len(contexts)}, {"concurrencies", len(concurrencies)}} {
-		if axis.n > MaxGridSide {
+		name  string
+		asked bool
+		n     int
+	}{{"contexts", askedL, len(contexts)}, {"concurrencies", askedB, len(concurrencies)}} {
+		switch {
+		case axis.n <= MaxGridSide:
+		case axis.asked:
+			return Answer[Grid]{}, invalidParam(axis.name, fmt.Sprintf("a grid has at most %d %s, and %d were asked", MaxGridSide, axis.name, axis.n))
+		default:
 			return Answer[Grid]{}, invalidParam(axis.name, fmt.Sprintf("a grid has at most %d %s and this run measured %d; name the ones you want", MaxGridSide, axis.name, axis.n))
 		}
 	}

@@ -39,6 +39,15 @@ func ToAPIDecode(q calculator.Query, a predict.Answer[calculator.Prediction]) ap
 	return out
 }
 
+// ToAPIPricedDecode is a decode answer with its cost (nil without a
+// price) and the warnings pricing it gave.
+func ToAPIPricedDecode(q calculator.Query, a predict.Answer[calculator.Prediction], cost *calculator.Cost, warn []string) api.DecodePrediction {
+	out := ToAPIDecode(q, a)
+	out.Cost = toAPICost(cost)
+	out.Warnings = append(out.Warnings, warn...)
+	return out
+}
+
 // ToAPICapacity is a capacity answer as GET /v1/calculator/capacity gives it.
 func ToAPICapacity(q calculator.Query, ans predict.Answer[calculator.CapacityAnswer]) api.CapacityEstimate {
 	a := ans.Result
@@ -74,6 +83,19 @@ func ToAPIGrid(a predict.Answer[predict.Grid]) api.GridPrediction {
 		}
 		out.Rows[i].Cells = append(out.Rows[i].Cells, cell)
 	}
+	return out
+}
+
+// ToAPIPricedGrid is a grid with its cells' costs (as GridCosts gives
+// them) and the warnings pricing it gave.
+func ToAPIPricedGrid(a predict.Answer[predict.Grid], costs []*calculator.Cost, warn []string) api.GridPrediction {
+	out := ToAPIGrid(a)
+	for i, gc := range a.Result.Cells {
+		row, _ := slices.BinarySearch(a.Result.Contexts, gc.ContextTokens)
+		col, _ := slices.BinarySearch(a.Result.Concurrencies, gc.Concurrency)
+		out.Rows[row].Cells[col].Cost = toAPICost(costs[i])
+	}
+	out.Warnings = append(out.Warnings, warn...)
 	return out
 }
 

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"slices"
 
 	"github.com/matrixd/matrixd/api"
 	"github.com/matrixd/matrixd/calculator"
@@ -49,16 +48,11 @@ func (s *Server) EstimateDecode(ctx context.Context, req api.EstimateDecodeReque
 	if err != nil {
 		return nil, err
 	}
-	out := ToAPIDecode(q, a)
-	if price.Given() {
-		cost, warn, err := s.calc.DecodeCost(ctx, a, q, price)
-		if err != nil {
-			return nil, err
-		}
-		out.Cost = toAPICost(cost)
-		out.Warnings = append(out.Warnings, warn...)
+	cost, warn, err := s.calc.DecodeCost(ctx, a, q, price)
+	if err != nil {
+		return nil, err
 	}
-	return api.EstimateDecode200JSONResponse(out), nil
+	return api.EstimateDecode200JSONResponse(ToAPIPricedDecode(q, a, cost, warn)), nil
 }
 
 // EstimateCapacity implements GET /v1/calculator/capacity.
@@ -97,27 +91,11 @@ func (s *Server) EstimateGrid(ctx context.Context, req api.EstimateGridRequestOb
 	if err != nil {
 		return nil, err
 	}
-	out := ToAPIGrid(a)
-	if price.Given() {
-		preds := make([]calculator.Prediction, len(a.Result.Cells))
-		for i, gc := range a.Result.Cells {
-			preds[i] = gc.Prediction
-		}
-		costs, warn, err := s.calc.Costs(ctx, a.RunIDs[0], q, price, preds)
-		if err != nil {
-			return nil, err
-		}
-		for i, gc := range a.Result.Cells {
-			if gc.Refusal != nil {
-				continue
-			}
-			row, _ := slices.BinarySearch(a.Result.Contexts, gc.ContextTokens)
-			col, _ := slices.BinarySearch(a.Result.Concurrencies, gc.Concurrency)
-			out.Rows[row].Cells[col].Cost = toAPICost(costs[i])
-		}
-		out.Warnings = append(out.Warnings, warn...)
+	costs, warn, err := s.calc.GridCosts(ctx, a, q, price)
+	if err != nil {
+		return nil, err
 	}
-	return api.EstimateGrid200JSONResponse(out), nil
+	return api.EstimateGrid200JSONResponse(ToAPIPricedGrid(a, costs, warn)), nil
 }
 
 // EstimatePrefill implements GET /v1/calculator/prefill.

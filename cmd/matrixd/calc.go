@@ -7,13 +7,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/matrixd/matrixd/api"
 	"github.com/matrixd/matrixd/calculator"
 	"github.com/matrixd/matrixd/predict"
 	"github.com/matrixd/matrixd/server"
+	"github.com/matrixd/matrixd/store"
 )
 
 const calcUsage = `usage: matrixd calc SUBCOMMAND [flags]
@@ -42,6 +46,7 @@ type calcFlags struct {
 	minTokS, maxTTFT        float64
 	users, limit            int
 	engine                  string
+	methodClass             string
 	includeScaled           bool
 	includeScaledModel      bool
 	price                   calculator.Price
@@ -55,7 +60,7 @@ func (f *calcFlags) priceFlags(fs *flag.FlagSet) {
 		name, usage string
 		v           **float64
 	}{
-		{"gpu-hour-usd", "rental price of one GPU for an hour, `USD`: prices each option", &f.price.GPUHourUSD},
+		{"gpu-hour-usd", "rental price of one GPU for an hour, `USD`: adds what the answer costs", &f.price.GPUHourUSD},
 		{"hardware-usd", "price of one owned GPU, `USD`, with --amortization-years and --electricity-usd-per-kwh", &f.price.HardwareUSD},
 		{"amortization-years", "`years` an owned GPU is paid off over", &f.price.AmortizationYears},
 		{"electricity-usd-per-kwh", "electricity price, `USD` per kWh, for owned GPUs", &f.price.ElectricityUSDPerKWh},
@@ -90,6 +95,7 @@ func (f *calcFlags) selection(fs *flag.FlagSet) {
 	fs.StringVar(&f.sel.GPU, "gpu", "", "a GPU name or catalog alias, with --model")
 	fs.StringVar(&f.sel.EngineVersion, "engine-version", "", "narrow --model/--gpu to an engine version")
 	fs.StringVar(&f.sel.KVCacheDtype, "kv-cache-dtype", "", "narrow --model/--gpu to a KV-cache dtype")
+	fs.BoolVar(&f.sel.IncludeFlagged, "include-flagged", false, "let --model/--gpu choose runs a plausibility check flagged (left out by default)")
 }
 
 // whatIfs defines the flags that change the run's setup: VRAM, memory
@@ -110,17 +116,19 @@ func (f *calcFlags) whatIfs(fs *flag.FlagSet, target, rough bool) {
 func calcCLI(what string, getenv func(string) string) (*cli, *calcFlags) {
 	const pick = "(--run ID | --model M --gpu G)"
 	const other = "\nBy --model and --gpu, a model with no run on the GPU is answered from another\nmodel's run there (basis scaled_model)."
+	const priced = "\nWith a price (--gpu-hour-usd, or --hardware-usd, --amortization-years and\n--electricity-usd-per-kwh), also what it costs an hour and per million output\ntokens, and the energy of a token."
 	var c *cli
 	f := &calcFlags{}
 	contextFlag := func(usage string) { c.fs.StringVar(&f.context, "context", "", usage) }
 	switch what {
 	case "decode":
 		c = newCLI("calc decode", pick+" --context N --concurrency N [flags]",
-			"Predict one decode cell of a run: total and per-request tok/s, time between tokens,\nwarm TTFT and whether it fits, with the error band."+other)
+			"Predict one decode cell of a run: total and per-request tok/s, time between tokens,\nwarm TTFT and whether it fits, with the error band."+other+priced)
 		f.selection(c.fs)
 		contextFlag("the cell's context length in `tokens` (48K = 49152); required")
 		c.fs.IntVar(&f.q.Concurrency, "concurrency", 0, "simultaneous `requests`; required")
 		f.whatIfs(c.fs, true, true)
+		f.priceFlags(c.fs)
 	case "capacity":
 		c = newCLI("calc capacity", pick+" --context N [--concurrency N] [flags]",
 			"How many requests fit in a run's KV cache at a context and, with --concurrency, the\nlongest context that fits at that many requests."+other)
@@ -130,11 +138,12 @@ func calcCLI(what string, getenv func(string) string) (*cli, *calcFlags) {
 		f.whatIfs(c.fs, true, false)
 	case "grid":
 		c = newCLI("calc grid", pick+" [--contexts L,…] [--concurrencies B,…] [flags]",
-			"Predict total tok/s over a grid of contexts × concurrencies, each cell marked by how\nit was obtained (at most 16 × 16)."+other)
+			"Predict total tok/s over a grid of contexts × concurrencies, each cell marked by how\nit was obtained (at most 16 × 16)."+other+priced)
 		f.selection(c.fs)
 		c.fs.StringVar(&f.contexts, "contexts", "", "context lengths in tokens, comma-separated (default: the run's)")
 		c.fs.StringVar(&f.concurrencies, "concurrencies", "", "concurrency levels, comma-separated (default: the run's)")
 		f.whatIfs(c.fs, true, true)
+		f.priceFlags(c.fs)
 	case "prefill":
 		c = newCLI("calc prefill", pick+" --context N [flags]",
 			"Predict cold prefill at a context: time to first token and prompt tok/s."+other)
@@ -151,6 +160,8 @@ func calcCLI(what string, getenv func(string) string) (*cli, *calcFlags) {
 		c.fs.StringVar(&f.sel.GPU, "gpu", "", "only runs on this GPU (a name or catalog alias)")
 		c.fs.StringVar(&f.engine, "engine", "", "only runs of this engine")
 		c.fs.StringVar(&f.sel.KVCacheDtype, "kv-cache-dtype", "", "only runs of this KV-cache dtype")
+		c.fs.BoolVar(&f.sel.IncludeFlagged, "include-flagged", false, "also plan runs a plausibility check flagged (left out by default)")
+		c.fs.StringVar(&f.methodClass, "method-class", store.MethodSustainedDecode, "the method class planned from (runs of others are never ranked beside it): "+strings.Join(store.MethodClasses(), ", "))
 		c.fs.Float64Var(&f.q.VRAMGB, "vram", 0, "another VRAM size, in `GB`")
 		c.fs.IntVar(&f.q.MaxOutputTokens, "max-output", 0, "`tokens` reserved per request for output")
 		c.fs.BoolVar(&f.includeScaled, "include-scaled", false, "add catalog GPUs without a run, scaled from the nearest measured one")
@@ -171,7 +182,8 @@ func calcCLI(what string, getenv func(string) string) (*cli, *calcFlags) {
 // so that the CLI refuses what the API would.
 type flagRange struct {
 	flag, param string
-	lo, hi      float64
+	lo, hi      float64 // of the value, or of each value of a list
+	maxItems    int     // a list's most values; 0 for a flag of one value
 }
 
 // calcPaths are the API operations the calc subcommands stand for.
@@ -189,37 +201,50 @@ func flagRanges(what string) []flagRange {
 		minContext = 1 // a prompt of at least a token
 	}
 	return []flagRange{
-		{"context", "context_tokens", minContext, 16777216},
-		{"concurrency", "concurrency", 1, 65536},
-		{"vram", "vram_gb", 1, 4096},
-		{"util", "gpu_memory_utilization", 0.05, 1},
-		{"max-output", "max_output_tokens", 1, 16777216},
-		{"min-tok-s", "min_per_request_tok_s", 0, 1e6},
-		{"max-ttft", "max_ttft_ms", 1, 86400000},
-		{"users", "users", 1, 1e7},
-		{"limit", "limit", 1, predict.MaxPlanOptions},
-		{"gpu-hour-usd", "gpu_hour_usd", 0, 1000},
-		{"hardware-usd", "hardware_usd", 0, 10000000},
-		{"amortization-years", "amortization_years", 0, 50},
-		{"electricity-usd-per-kwh", "electricity_usd_per_kwh", 0, 100},
+		{"context", "context_tokens", minContext, 16777216, 0},
+		{"concurrency", "concurrency", 1, 65536, 0},
+		{"contexts", "contexts", 0, 16777216, predict.MaxGridSide},
+		{"concurrencies", "concurrencies", 1, 65536, predict.MaxGridSide},
+		{"vram", "vram_gb", 1, 4096, 0},
+		{"util", "gpu_memory_utilization", 0.05, 1, 0},
+		{"max-output", "max_output_tokens", 1, 16777216, 0},
+		{"min-tok-s", "min_per_request_tok_s", 0, 1e6, 0},
+		{"max-ttft", "max_ttft_ms", 1, 86400000, 0},
+		{"users", "users", 1, 1e7, 0},
+		{"limit", "limit", 1, predict.MaxPlanOptions, 0},
+		{"gpu-hour-usd", "gpu_hour_usd", 0, 1000, 0},
+		{"hardware-usd", "hardware_usd", 0, 10000000, 0},
+		{"amortization-years", "amortization_years", 0, 50, 0},
+		{"electricity-usd-per-kwh", "electricity_usd_per_kwh", 0, 100, 0},
 	}
 }
 
 // checkRanges refuses, naming the flag, a value given on the command line
-// that is outside the API's range (NaN and infinities included); context is
-// the --context already read as tokens.
-func checkRanges(c *cli, what string, context int) error {
+// that is outside the API's range (NaN and infinities included), or a list
+// longer than the API takes; read holds the flags of token counts already
+// read (--context, --contexts, --concurrencies).
+func checkRanges(c *cli, what string, read map[string][]int) error {
+	num := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 	for _, r := range flagRanges(what) {
 		fl := c.fs.Lookup(r.flag)
 		if fl == nil || !flagSet(c.fs, r.flag) {
 			continue
 		}
-		v, err := strconv.ParseFloat(fl.Value.String(), 64)
-		if r.flag == "context" {
-			v, err = float64(context), nil
+		vs, ok := read[r.flag]
+		if !ok {
+			v, err := strconv.ParseFloat(fl.Value.String(), 64)
+			if err != nil || !(v >= r.lo && v <= r.hi) {
+				return c.usageErr("--%s takes %s to %s, not %s", r.flag, num(r.lo), num(r.hi), fl.Value.String())
+			}
+			continue
 		}
-		if err != nil || !(v >= r.lo && v <= r.hi) {
-			return c.usageErr("--%s takes %s to %s, not %s", r.flag, strconv.FormatFloat(r.lo, 'f', -1, 64), strconv.FormatFloat(r.hi, 'f', -1, 64), fl.Value.String())
+		if r.maxItems > 0 && len(vs) > r.maxItems {
+			return c.usageErr("--%s takes at most %d values, not %d", r.flag, r.maxItems, len(vs))
+		}
+		for _, v := range vs {
+			if !(float64(v) >= r.lo && float64(v) <= r.hi) {
+				return c.usageErr("--%s takes %s to %s, not %d", r.flag, num(r.lo), num(r.hi), v)
+			}
 		}
 	}
 	return nil
@@ -286,6 +311,7 @@ func calcCmd(ctx context.Context, args []string, getenv func(string) string, std
 		return c.usageErr("unexpected arguments %q: every value is a flag", c.fs.Args())
 	}
 	q := f.q
+	var ls, bs []int
 	if what != "grid" {
 		if f.context == "" {
 			return c.usageErr("--context is required")
@@ -295,17 +321,7 @@ func calcCmd(ctx context.Context, args []string, getenv func(string) string, std
 			return c.usageErr("--context: %w", err)
 		}
 		q.ContextTokens = l
-	}
-	if err := checkRanges(c, what, q.ContextTokens); err != nil {
-		return err
-	}
-	var ls, bs []int
-	switch what {
-	case "decode":
-		if q.Concurrency < 1 {
-			return c.usageErr("--concurrency (at least 1) is required")
-		}
-	case "grid":
+	} else {
 		var err error
 		if ls, err = tokenList(f.contexts); err != nil {
 			return c.usageErr("--contexts: %w", err)
@@ -314,10 +330,22 @@ func calcCmd(ctx context.Context, args []string, getenv func(string) string, std
 			return c.usageErr("--concurrencies: %w", err)
 		}
 		q.ContextTokens, q.Concurrency = 0, 1
+	}
+	if err := checkRanges(c, what, map[string][]int{"context": {q.ContextTokens}, "contexts": ls, "concurrencies": bs}); err != nil {
+		return err
+	}
+	switch what {
+	case "decode":
+		if q.Concurrency < 1 {
+			return c.usageErr("--concurrency (at least 1) is required")
+		}
 	case "plan":
 		if c.fs.Lookup("min-tok-s") != nil && !flagSet(c.fs, "min-tok-s") {
 			return c.usageErr("--min-tok-s (the per-request decode speed needed) is required")
 		}
+	}
+	if err := predict.CheckPrice(f.price); err != nil {
+		return cliError(c.name, err)
 	}
 	st, err := openExisting(ctx, *f.db)
 	if err != nil {
@@ -335,7 +363,11 @@ func calcCmd(ctx context.Context, args []string, getenv func(string) string, std
 		if err != nil {
 			return cliError(c.name, err)
 		}
-		out, table = server.ToAPIDecode(q, a), func(w io.Writer) { printDecode(w, q, a) }
+		cost, warn, err := calc.DecodeCost(ctx, a, q, f.price)
+		if err != nil {
+			return cliError(c.name, err)
+		}
+		out, table = server.ToAPIPricedDecode(q, a, cost, warn), func(w io.Writer) { printDecode(w, q, a, cost, warn) }
 	case "capacity":
 		a, err := calc.Capacity(ctx, f.sel, q)
 		if err != nil {
@@ -347,22 +379,31 @@ func calcCmd(ctx context.Context, args []string, getenv func(string) string, std
 		if err != nil {
 			return cliError(c.name, err)
 		}
-		out, table = server.ToAPIGrid(g), func(w io.Writer) { printGrid(w, g) }
+		costs, warn, err := calc.GridCosts(ctx, g, q, f.price)
+		if err != nil {
+			return cliError(c.name, err)
+		}
+		out, table = server.ToAPIPricedGrid(g, costs, warn), func(w io.Writer) { printGrid(w, g, costs, warn) }
 	case "plan":
 		calc = predict.New(st, predict.DefaultCacheBytes, nil)
 		calc.SetFitWait(-1)
 		calc.SetPlanFitBudget(-1) // nothing keeps fits between runs of a command: wait for them all
 		pq := predict.PlanQuery{Model: f.sel.Model, GPU: f.sel.GPU, Engine: f.engine, KVCacheDtype: f.sel.KVCacheDtype,
 			Target:        calculator.Target{ContextTokens: q.ContextTokens, MinPerRequestTokS: f.minTokS, MaxTTFTMs: f.maxTTFT, Users: f.users, Base: q},
-			IncludeScaled: f.includeScaled, IncludeScaledModel: f.includeScaledModel, Limit: f.limit, Price: f.price, SortByCost: f.sort == "cost"}
+			IncludeScaled: f.includeScaled, IncludeScaledModel: f.includeScaledModel, IncludeFlagged: f.sel.IncludeFlagged,
+			MethodClass: f.methodClass, Limit: f.limit, Price: f.price, SortByCost: f.sort == "cost"}
 		if f.sort != "throughput" && f.sort != "cost" {
 			return c.usageErr("--sort takes throughput or cost, not %q", f.sort)
+		}
+		if !slices.Contains(store.MethodClasses(), f.methodClass) {
+			return c.usageErr("--method-class takes %s, not %q", strings.Join(store.MethodClasses(), ", "), f.methodClass)
 		}
 		pl, err := calc.Plan(ctx, pq)
 		if err != nil {
 			return cliError(c.name, err)
 		}
-		out, table = server.ToAPIPlan(pq.Target, pl), func(w io.Writer) { printPlan(w, pq.Target, pl) }
+		ap := server.ToAPIPlan(pq.Target, pl)
+		out, table = ap, func(w io.Writer) { printPlan(w, pq.Target, pl, ap) }
 	case "prefill":
 		p, err := calc.Prefill(ctx, f.sel, q.ContextTokens)
 		if err != nil {
@@ -412,7 +453,9 @@ func printBasis(w io.Writer, method, speed calculator.Basis, runIDs []string, ba
 	}
 }
 
-func printDecode(w io.Writer, q calculator.Query, a predict.Answer[calculator.Prediction]) {
+// printDecode prints a decode answer and, priced, its cost; warn are the
+// pricing's warnings.
+func printDecode(w io.Writer, q calculator.Query, a predict.Answer[calculator.Prediction], cost *calculator.Cost, warn []string) {
 	p := a.Result
 	fmt.Fprintf(w, "cell\t%s context × %d requests\n", label(q.ContextTokens), q.Concurrency)
 	fmt.Fprintf(w, "status\t%s\n", p.Status)
@@ -423,11 +466,68 @@ func printDecode(w io.Writer, q calculator.Query, a predict.Answer[calculator.Pr
 	c := p.Capacity
 	fmt.Fprintf(w, "KV reservation\t%d tokens\tcapacity %d – %s tokens\n", c.ReservedTokens, c.KVTokensLow, orUnknown(nonZero(c.KVTokensHigh)))
 	fmt.Fprintf(w, "max concurrency here\t%d\n", c.MaxConcurrencyAtContext)
+	if cost != nil {
+		fmt.Fprintf(w, "cost\t%s an instance (%s)\n", hourly(cost.USDPerHour, cost.USDPerHour), gpusPaid(cost))
+		fmt.Fprintf(w, "$ per million output tokens\t%s\n", sig3(cost.USDPerMillion))
+		fmt.Fprintf(w, "J per output token\t%s\t%s\n", sig3(cost.JoulesPerToken), powerOf(cost.Power))
+	}
 	var band *[2]float64
 	if p.TotalTokS != nil && (p.SpeedBasis != calculator.Measured || p.Basis == calculator.ScaledGPU || p.Basis == calculator.ScaledModel) {
 		band = &[2]float64{p.BandTotal, p.BandTBT}
 	}
-	printBasis(w, p.Basis, p.SpeedBasis, a.RunIDs, band, a.Warnings, p.Warnings)
+	printBasis(w, p.Basis, p.SpeedBasis, a.RunIDs, band, a.Warnings, p.Warnings, warn)
+}
+
+// sig3 is an estimate of a cost, to 3 significant digits.
+func sig3(e *calculator.Estimate) string {
+	if e == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%s\t(%s – %s)", sig(e.Value), sig(e.Low), sig(e.High))
+}
+
+// sig is a cost to 3 significant digits, in whole units from 1000 on
+// (where %g would write 1.23e+03).
+func sig(v float64) string {
+	if math.Abs(v) >= 1000 {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
+}
+
+// hourly is the USD an hour from lo to hi ("—" when it cannot be priced).
+func hourly(lo, hi *float64) string {
+	switch {
+	case lo == nil || hi == nil:
+		return "—"
+	case *lo == *hi:
+		return "$" + sig(*lo) + "/h"
+	}
+	return "$" + sig(*lo) + "–" + sig(*hi) + "/h"
+}
+
+// gpusPaid says how many GPUs a cost is for and how they are paid.
+func gpusPaid(c *calculator.Cost) string {
+	how := "rented"
+	if c.Owned {
+		how = "owned"
+	}
+	return fmt.Sprintf("%d %s, %s", c.GPUs, plural(c.GPUs, "GPU", "GPUs"), how)
+}
+
+// powerOf says one GPU's power and where the figure comes from.
+func powerOf(p *calculator.Power) string {
+	if p == nil {
+		return "no power figure"
+	}
+	return fmt.Sprintf("%s W a GPU (%s)", strconv.FormatFloat(p.WattsPerGPU, 'f', -1, 64), p.Source)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 func printCapacity(w io.Writer, q calculator.Query, ans predict.Answer[calculator.CapacityAnswer]) {
@@ -452,8 +552,10 @@ func printPrefill(w io.Writer, l int, a predict.Answer[calculator.PrefillPredict
 	printBasis(w, p.Basis, calculator.NoSpeed, a.RunIDs, nil, a.Warnings, p.Warnings)
 }
 
-// printGrid draws total tok/s per cell, marked by how it was obtained.
-func printGrid(w io.Writer, a predict.Answer[predict.Grid]) {
+// printGrid draws total tok/s per cell, marked by how it was obtained,
+// and priced, each cell's $ per million output tokens; warn are the
+// pricing's warnings.
+func printGrid(w io.Writer, a predict.Answer[predict.Grid], costs []*calculator.Cost, warn []string) {
 	g := a.Result
 	fmt.Fprintf(w, "total tok/s\t")
 	for _, b := range g.Concurrencies {
@@ -488,14 +590,68 @@ func printGrid(w io.Writer, a predict.Answer[predict.Grid]) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "\n~ interpolated, ^ extrapolated, v scaled VRAM, g scaled to another GPU, m from another model's run, unmarked measured; q requests queued, ? capacity boundary uncertain")
+	printGridCosts(w, g, costs)
 	fmt.Fprintf(w, "run\t%s\n", strings.Join(a.RunIDs, ", "))
-	for _, warn := range a.Warnings {
-		fmt.Fprintf(w, "note\t%s\n", inFlags(warn))
+	for _, ws := range [][]string{a.Warnings, warn} {
+		for _, warn := range ws {
+			fmt.Fprintf(w, "note\t%s\n", inFlags(warn))
+		}
 	}
 }
 
-// printPlan lists the planner's options, best first.
-func printPlan(w io.Writer, t calculator.Target, pl predict.Plan) {
+// printGridCosts draws each priced cell's $ per million output tokens
+// (— where it has no cost), then what an instance costs an hour and the
+// power per GPU, over the cells (measured cells may have their own power).
+func printGridCosts(w io.Writer, g predict.Grid, costs []*calculator.Cost) {
+	var lo, hi *float64
+	var first *calculator.Cost
+	powers := map[string]bool{}
+	var power []string
+	for _, c := range costs {
+		if c == nil {
+			continue
+		}
+		if first == nil {
+			first = c
+		}
+		if u := c.USDPerHour; u != nil {
+			if lo == nil || *u < *lo {
+				lo = u
+			}
+			if hi == nil || *u > *hi {
+				hi = u
+			}
+		}
+		if p := powerOf(c.Power); !powers[p] {
+			powers[p] = true
+			power = append(power, p)
+		}
+	}
+	if first == nil {
+		return
+	}
+	fmt.Fprintf(w, "\n$ per million output tokens\t")
+	for _, b := range g.Concurrencies {
+		fmt.Fprintf(w, "%d\t", b)
+	}
+	for i, c := range g.Cells {
+		if i == 0 || c.ContextTokens != g.Cells[i-1].ContextTokens {
+			fmt.Fprintf(w, "\n%s\t", label(c.ContextTokens))
+		}
+		if cost := costs[i]; cost != nil && cost.USDPerMillion != nil {
+			fmt.Fprintf(w, "%s\t", sig(cost.USDPerMillion.Value))
+		} else {
+			fmt.Fprint(w, "—\t")
+		}
+	}
+	fmt.Fprintf(w, "\n\ncost\t%s an instance (%s)\n", hourly(lo, hi), gpusPaid(first))
+	fmt.Fprintf(w, "power\t%s\n", strings.Join(power, "; "))
+}
+
+// printPlan lists the planner's options, best first, and as notes every
+// warning the API's answer ap carries: each option's, numbered, then the
+// plan's.
+func printPlan(w io.Writer, t calculator.Target, pl predict.Plan, ap api.CapacityPlan) {
 	num := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 	fmt.Fprintf(w, "target	%s context, ≥ %s tok/s per request", label(t.ContextTokens), num(t.MinPerRequestTokS))
 	if t.MaxTTFTMs > 0 {
@@ -548,7 +704,7 @@ func printPlan(w io.Writer, t calculator.Target, pl predict.Plan) {
 				}
 			}
 			if c.USDPerMillion != nil {
-				fmt.Fprintf(w, ", $%.3g per million output tokens", c.USDPerMillion.Value)
+				fmt.Fprintf(w, ", $%s per million output tokens", sig(c.USDPerMillion.Value))
 			}
 		}
 		fmt.Fprintln(w)
@@ -556,7 +712,24 @@ func printPlan(w io.Writer, t calculator.Target, pl predict.Plan) {
 	if pl.Omitted > 0 {
 		fmt.Fprintf(w, "\n%d more options (--limit)\n", pl.Omitted)
 	}
-	for _, warn := range pl.Warnings {
+	// A warning several options share is said once, with their numbers.
+	var order []string
+	about := map[string][]string{}
+	for i, o := range ap.Options {
+		for _, warn := range o.Warnings {
+			if about[warn] == nil {
+				order = append(order, warn)
+			}
+			about[warn] = append(about[warn], "#"+strconv.Itoa(i+1))
+		}
+	}
+	if len(order) > 0 || len(ap.Warnings) > 0 {
+		fmt.Fprintln(w)
+	}
+	for _, warn := range order {
+		fmt.Fprintf(w, "note %s\t%s\n", strings.Join(about[warn], ", "), inFlags(warn))
+	}
+	for _, warn := range ap.Warnings {
 		fmt.Fprintf(w, "note\t%s\n", inFlags(warn))
 	}
 }

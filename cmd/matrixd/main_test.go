@@ -394,12 +394,35 @@ func TestFlagRangesAreTheAPIs(t *testing.T) {
 				continue
 			}
 			s := p.Schema.Value
+			if r.maxItems > 0 {
+				if s.MaxItems == nil || *s.MaxItems != uint64(r.maxItems) || s.Items == nil {
+					t.Errorf("calc %s --%s takes at most %d values, GET %s %s %v", what, r.flag, r.maxItems, path, r.param, s.MaxItems)
+					continue
+				}
+				s = s.Items.Value
+			} else if s.Type.Is("array") {
+				t.Errorf("calc %s --%s takes one value, GET %s %s a list", what, r.flag, path, r.param)
+			}
 			if s.Min == nil || s.Max == nil || *s.Min != r.lo || *s.Max != r.hi {
 				t.Errorf("calc %s --%s takes %v–%v, GET %s %s %v–%v", what, r.flag, r.lo, r.hi, path, r.param, deref(s.Min), deref(s.Max))
 			}
 		}
 		if checked == 0 {
 			t.Errorf("calc %s checks no flag's range", what)
+		}
+		// Every flag for a numeric parameter is range-checked.
+		ranged := map[string]bool{}
+		for _, r := range flagRanges(what) {
+			ranged[r.param] = true
+		}
+		for name, p := range params {
+			flag, ok := flagFor(name)
+			if s := p.Schema.Value; !ok || c.fs.Lookup(strings.TrimPrefix(flag, "--")) == nil || !s.Type.Includes("integer") && !s.Type.Includes("number") && !s.Type.Is("array") {
+				continue
+			}
+			if !ranged[name] {
+				t.Errorf("calc %s %s: no range of GET %s %s in flagRanges", what, flag, path, name)
+			}
 		}
 	}
 }

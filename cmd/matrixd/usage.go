@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 
 	"github.com/matrixd/matrixd/calculator"
@@ -153,53 +154,73 @@ func flagMessage(msg string) string {
 	return strings.Replace(msg, " flag -", " flag --", 1)
 }
 
+// paramFlag is an API parameter and the CLI flag that sets it.
+type paramFlag struct{ param, flag string }
+
+// paramFlags are the API's parameters the CLI takes, each with its flag:
+// the one table the CLI's messages are translated by.
+func paramFlags() []paramFlag {
+	return []paramFlag{
+		{"run_id", "--run"}, {"model", "--model"}, {"gpu", "--gpu"}, {"engine", "--engine"},
+		{"engine_version", "--engine-version"}, {"kv_cache_dtype", "--kv-cache-dtype"}, {"include_flagged", "--include-flagged"},
+		{"context_tokens", "--context"}, {"concurrency", "--concurrency"}, {"contexts", "--contexts"}, {"concurrencies", "--concurrencies"},
+		{"vram_gb", "--vram"}, {"gpu_memory_utilization", "--util"}, {"max_output_tokens", "--max-output"},
+		{"target_gpu", "--target-gpu"}, {"rough", "--rough"},
+		{"min_per_request_tok_s", "--min-tok-s"}, {"max_ttft_ms", "--max-ttft"}, {"users", "--users"},
+		{"method_class", "--method-class"}, {"include_scaled", "--include-scaled"}, {"include_scaled_model", "--include-scaled-model"}, {"limit", "--limit"}, {"sort", "--sort"},
+		{"gpu_hour_usd", "--gpu-hour-usd"}, {"hardware_usd", "--hardware-usd"}, {"amortization_years", "--amortization-years"},
+		{"electricity_usd_per_kwh", "--electricity-usd-per-kwh"},
+		{"name", "--name"},
+	}
+}
+
 // flagFor names the CLI flag for an API parameter, as the calculator and
 // the store name parameters in their errors.
 func flagFor(param string) (string, bool) {
-	switch param {
-	case "run_id":
-		return "--run", true
-	case "context_tokens":
-		return "--context", true
-	case "vram_gb":
-		return "--vram", true
-	case "gpu_memory_utilization":
-		return "--util", true
-	case "max_output_tokens":
-		return "--max-output", true
-	case "min_per_request_tok_s":
-		return "--min-tok-s", true
-	case "max_ttft_ms":
-		return "--max-ttft", true
-	case "model", "gpu", "engine", "engine_version", "kv_cache_dtype", "concurrency", "contexts",
-		"concurrencies", "target_gpu", "rough", "users", "include_scaled", "include_scaled_model", "limit", "name":
-		return "--" + strings.ReplaceAll(param, "_", "-"), true
+	for _, p := range paramFlags() {
+		if p.param == param {
+			return p.flag, true
+		}
 	}
 	return "", false
 }
 
 // inFlags rewrites the API's parameter names in the calculator's and the
-// planner's messages (errors, reasons, notes) as the CLI's flags. Names that are also settings of a run
-// (gpu_memory_utilization, max_model_len) are left alone: in these
-// messages they name what the run says, not what the caller gave.
+// planner's messages (errors, reasons, notes) as the CLI's flags:
+// include_flagged=true is --include-flagged, sort=cost is --sort cost,
+// vram_gb is --vram. A one-word name (model, gpu, users) is a word of the
+// prose, not a parameter, unless it is given a value or is in one of the
+// phrases below. gpu_memory_utilization is left alone: in these messages
+// it names what the run says, not what the caller gave.
 func inFlags(msg string) string {
+	flags := map[string]string{}
+	var names []string
+	for _, p := range paramFlags() {
+		flags[p.param] = p.flag
+		if p.param != "gpu_memory_utilization" {
+			names = append(names, regexp.QuoteMeta(p.param))
+		}
+	}
+	re := regexp.MustCompile(`\b(` + strings.Join(names, "|") + `)(=\w+)?\b`)
+	msg = re.ReplaceAllStringFunc(msg, func(m string) string {
+		param, value, given := strings.Cut(m, "=")
+		switch {
+		case given && value == "true":
+			return flags[param]
+		case given && value == "false":
+			return flags[param] + "=false" // a boolean flag takes its value so
+		case given:
+			return flags[param] + " " + value
+		case strings.Contains(param, "_"):
+			return flags[param]
+		}
+		return m
+	})
 	return strings.NewReplacer(
-		"run_id", "--run",
 		"model and gpu", "--model and --gpu",
-		"engine_version", "--engine-version",
-		"kv_cache_dtype", "--kv-cache-dtype",
-		"max_output_tokens", "--max-output",
-		"min_per_request_tok_s", "--min-tok-s",
-		"max_ttft_ms", "--max-ttft",
-		"include_scaled_model=true", "--include-scaled-model",
-		"include_scaled=true", "--include-scaled",
-		"target_gpu", "--target-gpu",
-		"rough=true", "--rough",
-		"gpu_hour_usd", "--gpu-hour-usd",
-		"hardware_usd", "--hardware-usd",
-		"amortization_years", "--amortization-years",
-		"electricity_usd_per_kwh", "--electricity-usd-per-kwh",
-		"sort=cost", "--sort cost",
+		"model, gpu or engine", "--model, --gpu or --engine",
+		"give model too", "give --model too",
+		"with model set to", "with --model set to",
 	).Replace(msg)
 }
 
@@ -220,6 +241,7 @@ func cliError(cmd string, err error) error {
 		fe  *store.FieldError
 		amb *predict.Ambiguous
 		ref *calculator.Refusal
+		se  *store.Error
 	)
 	switch {
 	case errors.As(err, &fe):
@@ -231,7 +253,8 @@ func cliError(cmd string, err error) error {
 		return &usageError{cmd, &renamed{msg, err}}
 	case errors.As(err, &amb):
 		return &usageError{cmd, &renamed{ambiguous(amb), err}}
-	case errors.As(err, &ref):
+	case errors.As(err, &ref), errors.As(err, &se):
+		// Both are written for the client ("no run of … on GPU …").
 		return &renamed{cmd + ": " + inFlags(err.Error()), err}
 	}
 	return fmt.Errorf("%s: %w", cmd, err)

@@ -66,7 +66,8 @@ func helpFlags(help string) []string {
 // CMD" succeed and print the command's usage line, its arguments and
 // exactly the flags it takes.
 func TestCommandHelpShowsOnlyItsOwnFlags(t *testing.T) {
-	selection := []string{"run", "model", "gpu", "engine-version", "kv-cache-dtype"}
+	selection := []string{"run", "model", "gpu", "engine-version", "kv-cache-dtype", "include-flagged"}
+	prices := []string{"gpu-hour-usd", "hardware-usd", "amortization-years", "electricity-usd-per-kwh"}
 	tests := []struct {
 		cmd   string
 		flags []string
@@ -82,11 +83,11 @@ func TestCommandHelpShowsOnlyItsOwnFlags(t *testing.T) {
 		{"keys create", []string{"db", "name", "admin"}, nil},
 		{"keys list", []string{"db"}, nil},
 		{"keys revoke", []string{"db"}, []string{"NAME"}},
-		{"calc decode", append([]string{"db", "json", "context", "concurrency", "vram", "util", "max-output", "target-gpu", "rough"}, selection...), nil},
+		{"calc decode", append([]string{"db", "json", "context", "concurrency", "vram", "util", "max-output", "target-gpu", "rough"}, append(selection, prices...)...), nil},
 		{"calc capacity", append([]string{"db", "json", "context", "concurrency", "vram", "util", "max-output", "target-gpu"}, selection...), nil},
-		{"calc grid", append([]string{"db", "json", "contexts", "concurrencies", "vram", "util", "max-output", "target-gpu", "rough"}, selection...), nil},
+		{"calc grid", append([]string{"db", "json", "contexts", "concurrencies", "vram", "util", "max-output", "target-gpu", "rough"}, append(selection, prices...)...), nil},
 		{"calc prefill", append([]string{"db", "json", "context"}, selection...), nil},
-		{"calc plan", []string{"db", "json", "context", "min-tok-s", "max-ttft", "users", "model", "gpu", "engine", "kv-cache-dtype", "vram", "max-output", "include-scaled", "include-scaled-model", "limit", "gpu-hour-usd", "hardware-usd", "amortization-years", "electricity-usd-per-kwh", "sort"}, nil},
+		{"calc plan", append([]string{"db", "json", "context", "min-tok-s", "max-ttft", "users", "model", "gpu", "engine", "kv-cache-dtype", "include-flagged", "method-class", "vram", "max-output", "include-scaled", "include-scaled-model", "limit", "sort"}, prices...), nil},
 	}
 	for _, tt := range tests {
 		words := strings.Fields(tt.cmd)
@@ -221,7 +222,7 @@ func TestCalcErrorsNameFlags(t *testing.T) {
 		{[]string{"calc", "capacity", "--context", "16K"},
 			[]string{"calc capacity: --model:", "--run"}, []string{"run_id"}},
 		{[]string{"calc", "grid", "--run", id, "--contexts", strings.Join(contexts, ",")},
-			[]string{"calc grid: --contexts: a grid has at most"}, []string{" contexts: a grid"}},
+			[]string{"calc grid: --contexts takes at most 16 values, not 17"}, []string{" contexts: a grid", "measured"}},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args[:2], " "), func(t *testing.T) {
@@ -261,6 +262,10 @@ func TestCLIError(t *testing.T) {
 		{"ambiguous", amb, "calc decode: 2 runs match --model \"fara\" on --gpu \"RTX 3060\" but differ in engine_version, which changes the answer; pick one with --run, or narrow with --engine-version or --kv-cache-dtype:\n  --run r1", true},
 		{"refusal", &calculator.Refusal{Reason: "the run does not say how many output tokens it reserves per request; give max_output_tokens", Supported: "max_output_tokens ≥ 1"},
 			"calc decode: the run does not say how many output tokens it reserves per request; give --max-output; supported: --max-output ≥ 1", false},
+		{"price", &store.FieldError{Field: "hardware_usd", Message: "gpu_hour_usd prices a rented GPU and hardware_usd an owned one: give one or the other"},
+			"calc decode: --hardware-usd: --gpu-hour-usd prices a rented GPU and --hardware-usd an owned one", true},
+		{"no run", &store.Error{Kind: store.ErrNotFound, Msg: "no run of a model matching \"fara\" on GPU \"RTX 3099\" (runs a plausibility check flagged are left out; include_flagged=true brings them back)"},
+			"calc decode: no run of a model matching \"fara\" on GPU \"RTX 3099\" (runs a plausibility check flagged are left out; --include-flagged brings them back)", false},
 		{"refusal of a run's setting", &calculator.Refusal{Reason: "the run does not say its gpu_memory_utilization"}, "calc decode: the run does not say its gpu_memory_utilization", false},
 		{"other", store.ErrNotFound, "calc decode: not found", false},
 	}
