@@ -15,6 +15,7 @@ func (m *Model) Bytes() int64 {
 	n += mapBytes(len(m.run.Decode)+len(m.run.SharedSpeed), int64(unsafe.Sizeof(CellRef{})+unsafe.Sizeof(Cell{})))
 	n += sliceBytes(m.ttft.rows) + sliceBytes(m.ttft.t1) + sliceBytes(m.prefill.points)
 	n += sliceBytes(m.kv.rowL) + sliceBytes(m.kv.rowOut) + sliceBytes(m.kv.rowMaxB)
+	n += sliceBytes(m.byB)
 	surfaces := []*surface{m.sf}
 	if m.unlevelled != nil {
 		// Counted as built: it is, once an answer moves the KV pool.
