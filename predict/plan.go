@@ -183,10 +183,13 @@ func (c *Service) addOtherModels(ctx context.Context, pq PlanQuery, out *Plan, p
 	}
 	var gpus []string // one name per catalog GPU
 	for _, name := range names {
-		if (pq.GPU != "" && !gpuMatches(pq.GPU, name)) || slices.ContainsFunc(gpus, func(g string) bool { return gpuMatches(g, name) }) {
+		if (pq.GPU != "" && !sameCardName(pq.GPU, name)) || slices.ContainsFunc(gpus, func(g string) bool { return gpuMatches(g, name) }) {
 			continue
 		}
 		gpus = append(gpus, name)
+	}
+	if pq.GPU != "" && len(gpus) > 1 {
+		gpus = gpus[:1] // the filter names one GPU (of one size, if it names one)
 	}
 	if len(gpus) > maxOtherModelGPUs {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("runs are stored on %d GPUs: only %d were answered from another model's runs", len(gpus), maxOtherModelGPUs))
@@ -194,6 +197,9 @@ func (c *Service) addOtherModels(ctx context.Context, pq PlanQuery, out *Plan, p
 	}
 	narrow := store.RunFilter{Engine: pq.Engine, KVCacheDtype: pq.KVCacheDtype, MethodClass: pq.MethodClass}
 	for _, gpu := range gpus {
+		if pq.GPU != "" {
+			gpu = pq.GPU // as asked: "RTX 4060 Ti 16GB" is the 16 GB card's runs
+		}
 		own := narrow
 		own.Model = pq.Model
 		f, err := c.WithGPU(ctx, own, gpu)
@@ -420,6 +426,17 @@ func runOnGPU(filter, gpu string, vram float64) bool {
 		return strings.EqualFold(filter, gpu)
 	case calculator.NamesSize(filter):
 		return a.Name == b.Name
+	}
+	return calculator.SameCard(a, b)
+}
+
+// sameCardName reports whether a stored GPU name is of the card a filter
+// names, whatever its size (the runs' stated VRAM tells the size apart).
+func sameCardName(filter, name string) bool {
+	a, okA := calculator.LookupGPU(filter)
+	b, okB := calculator.LookupGPU(name)
+	if !okA || !okB {
+		return strings.EqualFold(filter, name)
 	}
 	return calculator.SameCard(a, b)
 }

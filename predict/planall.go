@@ -133,6 +133,7 @@ func (c *Service) planAll(ctx context.Context, pq PlanQuery) (Plan, error) {
 	if pq.IncludeScaled {
 		nf := f
 		nf.GPU, nf.GPUNames = "", nil
+		nf.VRAMGBMin, nf.VRAMGBMax = nil, nil // a sized GPU filter's, not the source runs'
 		configs, _, err := c.store.RunConfigs(ctx, nf, maxPlanRuns)
 		if err != nil {
 			return Plan{}, err

@@ -34,7 +34,7 @@ func ToAPIDecode(q calculator.Query, a predict.Answer[calculator.Prediction]) ap
 		Warnings: warnings(a.Warnings, p.Warnings),
 	}
 	if p.TotalTokS != nil && (p.SpeedBasis != calculator.Measured || p.Basis == calculator.ScaledGPU || p.Basis == calculator.ScaledModel) {
-		out.Basis.ErrorBandPct = &api.ErrorBand{TotalTokS: 100 * p.BandTotal, TBTMs: 100 * p.BandTBT}
+		out.Basis.ErrorBandPct = &api.ErrorBand{TotalTokS: sig6(100 * p.BandTotal), TBTMs: sig6(100 * p.BandTBT)}
 	}
 	return out
 }

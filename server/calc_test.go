@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"maps"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -336,5 +337,22 @@ func TestSharedSpeedSurface(t *testing.T) {
 	}
 	if p.Capacity.KVTokensLow == 0 || p.Status != "fits" {
 		t.Errorf("capacity %+v status %s", p.Capacity, p.Status)
+	}
+}
+
+// TestErrorBandsAreRounded: a band is served as a person would write it,
+// to 6 significant digits, not as the float sum it was (27.529999999999998).
+func TestErrorBandsAreRounded(t *testing.T) {
+	e := newEnv(t, 0)
+	nemo := e.seed(t, "nemotron-nano-12b-v2-awq-rtx3090").ID
+	long := regexp.MustCompile(`"error_band_pct":\{[^}]*\d\.\d{7,}`)
+	for _, gpu := range []string{"RTX%203080", "L40S", "H100", "A10"} {
+		rec := e.do(t, http.MethodGet, "/v1/calculator/decode?run_id="+nemo+"&context_tokens=16384&concurrency=4&rough=true&target_gpu="+gpu, nil)
+		if rec.Code != 200 {
+			continue
+		}
+		if m := long.FindString(rec.Body.String()); m != "" {
+			t.Errorf("target_gpu=%s: %s", gpu, m)
+		}
 	}
 }

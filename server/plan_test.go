@@ -335,8 +335,13 @@ func TestRunsTakeTheirCardsVRAMSize(t *testing.T) {
 		t.Errorf("measured runs: 16 GB card %d, 8 GB card %d; want the run on the 16 GB card", n16, n8)
 	}
 	p := plan(t, e, url.Values{"context_tokens": {"0"}, "min_per_request_tok_s": {"10"}, "gpu": {"RTX 4060 Ti 16GB"}, "include_scaled": {"true"}})
-	if p.MatchedRuns != 1 || len(p.Options) != 1 || p.Options[0].RunID != stored.ID || p.Options[0].ScaledFrom != nil {
-		t.Errorf("gpu=RTX 4060 Ti 16GB: matched %d, options %+v; want the run itself, not scaled", p.MatchedRuns, p.Options)
+	if p.MatchedRuns != 1 || len(p.Options) == 0 || p.Options[0].RunID != stored.ID || p.Options[0].ScaledFrom != nil {
+		t.Errorf("gpu=RTX 4060 Ti 16GB: matched %d, options %+v; want the run itself first, not scaled", p.MatchedRuns, p.Options)
+	}
+	for _, o := range p.Options[1:] {
+		if o.Model == r.Model.Name {
+			t.Errorf("gpu=RTX 4060 Ti 16GB: %s offered scaled from %v to the card it has a run on", o.Model, o.ScaledFrom)
+		}
 	}
 	p = plan(t, e, url.Values{"context_tokens": {"0"}, "min_per_request_tok_s": {"10"}, "gpu": {"RTX 4060 Ti 8GB"}})
 	if p.MatchedRuns != 0 {
@@ -345,6 +350,16 @@ func TestRunsTakeTheirCardsVRAMSize(t *testing.T) {
 	p = plan(t, e, url.Values{"context_tokens": {"0"}, "min_per_request_tok_s": {"10"}, "gpu": {"RTX 4060 Ti"}})
 	if p.MatchedRuns != 1 {
 		t.Errorf("gpu=RTX 4060 Ti (any size): matched %d runs, want the 16 GB one", p.MatchedRuns)
+	}
+	// A sized filter names the GPU to scale to, not the runs to scale from.
+	p = plan(t, e, url.Values{"context_tokens": {"0"}, "min_per_request_tok_s": {"10"}, "model": {"fara"}, "gpu": {"A100 40GB SXM"}, "include_scaled": {"true"}})
+	if len(p.Options) != 1 || p.Options[0].GPU != "A100 40GB SXM" || p.Options[0].ScaledFrom == nil {
+		t.Errorf("fara scaled to the A100 40GB SXM: options %+v, warnings %q", p.Options, p.Warnings)
+	}
+	nemo := e.seed(t, "nemotron-nano-12b-v2-awq-rtx3090")
+	p = plan(t, e, url.Values{"context_tokens": {"0"}, "min_per_request_tok_s": {"10"}, "model": {"nemotron"}, "gpu": {"RTX 4060 Ti 16GB"}, "include_scaled_model": {"true"}})
+	if len(p.Options) != 1 || p.Options[0].RunID != stored.ID || p.Options[0].Basis == nil || *p.Options[0].Basis != api.PlanOptionBasisScaledModel {
+		t.Errorf("nemotron on the 16 GB RTX 4060 Ti from fara's run there: options %+v, warnings %q (nemotron's own run %s)", p.Options, p.Warnings, nemo.ID)
 	}
 	runCases(t, e, []getCase{
 		{"runs by the sized name", "/v1/runs?gpu=RTX%204060%20Ti%2016GB", 200, []string{`"id":"` + stored.ID + `"`}},
