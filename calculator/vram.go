@@ -63,7 +63,7 @@ func (m *Model) vramScale(q Query) (vramScaling, error) {
 		}
 		if next <= 0 {
 			return vramScaling{}, noRoom{&Refusal{Supported: fmt.Sprintf("more than %.1f GB of VRAM at utilization %.2f", (weights+o)/util, util),
-				Reason: fmt.Sprintf("%.1f GB × %.2f leaves no room for the KV cache after %.1f GB of weights", vram, util, weights)}}
+				Reason: fmt.Sprintf("%.1f GB × %.2f = %.1f GB leaves no room for the KV cache after %.1f GB of weights and up to %.1f GB of runtime overhead", vram, util, vram*util, weights, o)}}
 		}
 		ratio := next / base
 		lo, hi = math.Min(lo, ratio), math.Max(hi, ratio)

@@ -198,8 +198,23 @@ type Ambiguous struct {
 }
 
 func (e *Ambiguous) Error() string {
-	return fmt.Sprintf("%d runs match model %q on GPU %q but differ in %s, which changes the answer; pick one with run_id, or narrow with engine_version or kv_cache_dtype",
-		len(e.Candidates), clip(e.Selection.Model), clip(e.Selection.GPU), strings.Join(e.Differ, ", "))
+	// Only a filter the runs differ in, and that is not given yet, can
+	// tell them apart.
+	var narrow []string
+	for _, f := range []struct {
+		name  string
+		given bool
+	}{{"engine_version", e.Selection.EngineVersion != ""}, {"kv_cache_dtype", e.Selection.KVCacheDtype != ""}} {
+		if slices.Contains(e.Differ, f.name) && !f.given {
+			narrow = append(narrow, f.name)
+		}
+	}
+	how := "pick one with run_id"
+	if len(narrow) > 0 {
+		how += ", or narrow with " + strings.Join(narrow, " or ")
+	}
+	return fmt.Sprintf("%d runs match model %q on GPU %q but differ in %s, which changes the answer; %s",
+		len(e.Candidates), clip(e.Selection.Model), clip(e.Selection.GPU), strings.Join(e.Differ, ", "), how)
 }
 
 // orNone names a setting a run may not state.

@@ -48,7 +48,7 @@ func TestCalculatorAPI(t *testing.T) {
 		{"another gpu", "/v1/calculator/decode?run_id=" + nemo + "&context_tokens=32768&concurrency=4&target_gpu=RTX%203080", 200,
 			[]string{`"method":"scaled_gpu"`, `"speed_method":"measured"`, `"ttft_ms":null`, "936 GB/s"}},
 		{"another gpu that the weights fill", "/v1/calculator/decode?run_id=" + nemo + "&context_tokens=16384&concurrency=8&target_gpu=RTX%20A2000", 422,
-			[]string{"RTX A2000: 6.0 GB × 0.94 leaves no room for the KV cache after 6.2 GB of weights", "more than 7.2 GB of VRAM"}},
+			[]string{"RTX A2000: 6.0 GB × 0.94 = 5.6 GB leaves no room for the KV cache after 6.2 GB of weights and up to 0.5 GB of runtime overhead", "more than 7.2 GB of VRAM"}},
 		{"a grid on a gpu that the weights fill", "/v1/calculator/grid?run_id=" + nemo + "&contexts=16384&concurrencies=8&target_gpu=RTX%20A2000", 422,
 			[]string{"leaves no room for the KV cache"}},
 		{"another generation refused", "/v1/calculator/decode?run_id=" + nemo + "&context_tokens=32768&concurrency=4&target_gpu=H100", 422,
@@ -64,7 +64,7 @@ func TestCalculatorAPI(t *testing.T) {
 		{"refused concurrency", "/v1/calculator/decode?run_id=" + fara.ID + "&context_tokens=16384&concurrency=40&vram_gb=48", 422,
 			[]string{"beyond 2×", `"supported":"context 0–`}},
 		{"ambiguous model+gpu", "/v1/calculator/decode?model=fara&gpu=rtx%203060&context_tokens=0&concurrency=1", 422,
-			[]string{`"candidates":[`, stored.ID, fara.ID, "kv_cache_dtype"}},
+			[]string{`"candidates":[`, stored.ID, fara.ID, "differ in kv_cache_dtype", "pick one with run_id, or narrow with kv_cache_dtype\""}},
 		{"narrowed model+gpu", "/v1/calculator/decode?model=fara&gpu=rtx%203060&kv_cache_dtype=fp8&context_tokens=0&concurrency=1", 200,
 			[]string{`"run_ids":["` + stored.ID + `"]`}},
 		{"no such model, and no facts to scale another's run", "/v1/calculator/decode?model=llama&gpu=RTX%203090&context_tokens=0&concurrency=1", 422,
@@ -263,7 +263,7 @@ func TestCalculatorOnDegenerateRuns(t *testing.T) {
 			[]string{`"field":"contexts"`, "this run measured 17"}},
 		{"grid of it with named contexts", "/v1/calculator/grid?run_id=" + ids["17 contexts"] + "&contexts=0,4096", 200, []string{`"method":"measured"`}},
 		{"two models match", "/v1/calculator/decode?model=nemotron-nano&gpu=RTX%203090&context_tokens=0&concurrency=1", 422,
-			[]string{"differ in model", `"model":"cyankiwi/NVIDIA-Nemotron-Nano-9B-v2-AWQ-4bit"`}},
+			[]string{"differ in model", `"model":"cyankiwi/NVIDIA-Nemotron-Nano-9B-v2-AWQ-4bit"`, "which changes the answer; pick one with run_id\""}},
 	}
 	runCases(t, e, tests)
 }
