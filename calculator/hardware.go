@@ -39,6 +39,9 @@ type GPUSpec struct {
 	SystemMaxPowerRead   string   `json:"system_max_power_read"`
 	Source               string   `json:"source"`
 	Note                 string   `json:"note"`
+	// card is what the sizes of one card share: vendor and name without
+	// its VRAM size (set by ParseCatalog).
+	card string
 }
 
 // hardwareJSON is the catalog: GPUs with their vendors' data-sheet figures.
@@ -49,7 +52,8 @@ var hardwareJSON []byte
 // Catalog is the hardware catalog, read-only once built.
 type Catalog struct {
 	gpus  []GPUSpec
-	index map[string]int // gpuKey of every name and alias → gpus index
+	index map[string]int   // gpuKey of every name and alias → gpus index
+	sizes map[string][]int // GPUSpec.card → the gpus indexes of that card's sizes
 }
 
 // hardware parses the embedded catalog once; it is checked by the tests,
@@ -75,7 +79,7 @@ func ParseCatalog(data []byte) (*Catalog, error) {
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return nil, err
 	}
-	c := &Catalog{index: map[string]int{}}
+	c := &Catalog{index: map[string]int{}, sizes: map[string][]int{}}
 	for i, g := range doc.GPUs {
 		switch {
 		case g.Name == "" || g.Vendor == "" || g.Generation == "" || g.Source == "":
@@ -98,6 +102,8 @@ func ParseCatalog(data []byte) (*Catalog, error) {
 			}
 			c.index[k] = i
 		}
+		g.card = g.Vendor + "\x00" + sizeFree(g.Name)
+		c.sizes[g.card] = append(c.sizes[g.card], i)
 		c.gpus = append(c.gpus, g)
 	}
 	return c, nil
@@ -199,15 +205,18 @@ func (c *Catalog) LookupSized(name string, vramGB float64) (GPUSpec, bool) {
 	if !ok || !(vramGB > 0) || g.VRAMGB == vramGB {
 		return g, ok
 	}
-	card := sizeFree(g.Name)
 	best := g
-	for _, o := range c.gpus {
-		if o.Vendor == g.Vendor && sizeFree(o.Name) == card && math.Abs(o.VRAMGB-vramGB) < math.Abs(best.VRAMGB-vramGB) {
+	for _, i := range c.sizes[g.card] {
+		if o := c.gpus[i]; math.Abs(o.VRAMGB-vramGB) < math.Abs(best.VRAMGB-vramGB) {
 			best = o
 		}
 	}
 	return best, true
 }
+
+// Sized reports whether the catalog has g's card in more than one VRAM
+// size.
+func (c *Catalog) Sized(g GPUSpec) bool { return len(c.sizes[g.card]) > 1 }
 
 // sizeRe is a VRAM size written in a GPU's name ("16GB", "80 GB").
 var sizeRe = regexp.MustCompile(`(?i)\b\d+(?:\.\d+)?\s*GB\b`)
@@ -226,7 +235,7 @@ func (g GPUSpec) sameAs(r Run) bool {
 // SameCard reports whether two catalog GPUs are one card in different VRAM
 // sizes (or the same entry).
 func SameCard(a, b GPUSpec) bool {
-	return a.Name == b.Name || a.Vendor == b.Vendor && sizeFree(a.Name) == sizeFree(b.Name)
+	return a.Name == b.Name || a.card != "" && a.card == b.card
 }
 
 // NamesSize reports whether a GPU name says its VRAM size ("RTX 4060 Ti

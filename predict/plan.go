@@ -464,11 +464,11 @@ func (c *Service) WithGPU(ctx context.Context, f store.RunFilter, gpu string) (s
 	}
 	f.GPUNames = []string{gpu}
 	for _, name := range stored {
-		if other, ok := calculator.LookupGPU(name); ok && calculator.SameCard(spec, other) || strings.EqualFold(gpu, name) {
+		if sameCardName(gpu, name) {
 			f.GPUNames = append(f.GPUNames, name)
 		}
 	}
-	if calculator.NamesSize(gpu) && sized(spec) {
+	if calculator.NamesSize(gpu) && calculator.Hardware().Sized(spec) {
 		lo, hi := spec.VRAMGB*(1-sizeSlack), spec.VRAMGB*(1+sizeSlack)
 		if f.VRAMGBMin == nil || *f.VRAMGBMin < lo {
 			f.VRAMGBMin = &lo
@@ -478,17 +478,6 @@ func (c *Service) WithGPU(ctx context.Context, f store.RunFilter, gpu string) (s
 		}
 	}
 	return f, nil
-}
-
-// sized reports whether the catalog has the card of g in more than one
-// VRAM size.
-func sized(g calculator.GPUSpec) bool {
-	for _, o := range calculator.Hardware().GPUs() {
-		if o.Name != g.Name && calculator.SameCard(g, o) {
-			return true
-		}
-	}
-	return false
 }
 
 // planScaled adds, for each model configuration among the runs (newest
