@@ -1,6 +1,7 @@
 package calculator_test
 
 import (
+	"context"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -349,8 +350,10 @@ func TestHeldOutAccuracy(t *testing.T) {
 	}{
 		{"interpolated total tok/s", p.Interpolated.Total, 0.010},
 		{"extrapolated total tok/s", p.Extrapolated.Total, 0.025},
-		{"interpolated TBT", p.Interpolated.TBT, 0.020},
-		{"extrapolated TBT", p.Extrapolated.TBT, 0.055},
+		// T read from S and the cells' ratio T/S (chooseRatio): 1.82 %
+		// and 5.10 % with T read alone.
+		{"interpolated TBT", p.Interpolated.TBT, 0.015},
+		{"extrapolated TBT", p.Extrapolated.TBT, 0.035},
 	}
 	for _, c := range checks {
 		if c.stats.N < 20 {
@@ -365,6 +368,31 @@ func TestHeldOutAccuracy(t *testing.T) {
 	}
 	if p.Status.Boundary > 6 {
 		t.Errorf("%d boundary_uncertain calls: %v", p.Status.Boundary, p.Status.Misses)
+	}
+}
+
+// TestSeedsHeldOutCellByCell: each valid cell of the bundled runs held
+// out in turn and the run refitted without it, as matrixd eval reports
+// it. Time between tokens read alone erred 2.62 % here; read from the
+// total and the ratio of the cells around, it errs as little as the total.
+func TestSeedsHeldOutCellByCell(t *testing.T) {
+	var reps []calculator.HoldoutReport
+	for _, r := range seeds() {
+		rep, err := calculator.LeaveOneOut(context.Background(), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reps = append(reps, rep)
+	}
+	p := calculator.PoolHoldouts("seeds", reps)
+	if p.Total.N < 40 || p.TBT.N < 40 {
+		t.Fatalf("only %d / %d held-out answers", p.Total.N, p.TBT.N)
+	}
+	if p.Total.Mean > 0.008 {
+		t.Errorf("total tok/s held out cell by cell: %.2f%%, over 0.8%%", 100*p.Total.Mean)
+	}
+	if p.TBT.Mean > 0.02 {
+		t.Errorf("TBT held out cell by cell: %.2f%%, over 2.0%%", 100*p.TBT.Mean)
 	}
 }
 

@@ -122,6 +122,9 @@ type interp struct {
 	// point: a run whose cells scatter more than its surface bends is read
 	// better smoothed.
 	physT, physS float64
+	// ratioT weighs T read as S times the ratio T/S of the cells around
+	// (see surface.ratio) against T read alone.
+	ratioT float64
 }
 
 // usesShape reports whether the shape-transfer estimate weighs in at all.
@@ -147,6 +150,9 @@ func (ip interp) String() string {
 	if ip.kv {
 		s += ", levels read as KV-cache and request limits"
 	}
+	if ip.ratioT > 0 {
+		s += fmt.Sprintf(", TBT %.0f%% from total × TBT/step ratio", 100*ip.ratioT)
+	}
 	return s
 }
 
@@ -170,6 +176,71 @@ func shapeWeights() []float64 { return []float64{0, 0.5, 1} }
 // and then flatten; smooth curves gain from the cubic. Ties, and runs with
 // nothing to hold out, stay linear in B.
 func chooseInterpolant(ctx context.Context, r Run) (interp, error) {
+	ip, err := chooseLevels(ctx, r)
+	if err != nil {
+		return ip, err
+	}
+	return chooseRatio(ctx, r, ip)
+}
+
+// ratioWeights are the weights of T read from S and the ratio T/S a fit
+// chooses among.
+func ratioWeights() []float64 { return []float64{0, 0.25, 0.5, 0.75, 1} }
+
+// chooseRatio picks the weight of T read as S times the cells' ratio T/S
+// by the held-out error of the time between tokens of the run's answers:
+// where the ratio is smooth (1 in a lockstep batch; in a sustained decode,
+// rising with B where staggered prefills stretch the steps) it carries
+// the total's accuracy to TBT.
+func chooseRatio(ctx context.Context, r Run, ip interp) (interp, error) {
+	ws := ratioWeights()
+	errs := make([][]float64, len(ws))
+	n := 0
+	for _, c := range spread(filter(r.Decode, usable), chooseHoldoutCells) {
+		if err := ctx.Err(); err != nil {
+			return interp{}, err
+		}
+		m, err := fitCore(without(r, []Cell{c}), ip)
+		if err != nil {
+			continue
+		}
+		tm := stepT(c)
+		row := make([]float64, len(ws))
+		ok := true
+		for i, w := range ws {
+			m.sf.ip.ratioT = w
+			t, _, basis, _, _, err := m.speed(c.ContextTokens, float64(c.Concurrency), true)
+			if err != nil || basis == Measured || !(t > 0) {
+				ok = false
+				break
+			}
+			row[i] = math.Abs(t-tm) / tm
+		}
+		if !ok {
+			continue
+		}
+		for i := range ws {
+			errs[i] = append(errs[i], row[i])
+		}
+		n++
+	}
+	if n == 0 {
+		return ip, nil
+	}
+	means := make([]float64, len(ws))
+	for i := range ws {
+		for _, e := range errs[i] {
+			means[i] += e / float64(n)
+		}
+	}
+	best := argmin(means)
+	ip.ratioT = ws[best]
+	return ip, nil
+}
+
+// chooseLevels is chooseInterpolant's pick of the interpolant and of
+// reading levels as limits.
+func chooseLevels(ctx context.Context, r Run) (interp, error) {
 	best, err := chooseAmong(ctx, r, interpKinds())
 	if err != nil || !readsKVLevel(r) {
 		return best, err
@@ -549,6 +620,11 @@ func (m *Model) speed(lTokens int, b float64, levels bool) (t, s float64, basis 
 			// Where a full KV cache caps the requests that run, fewer run
 			// at a longer context, each step serving fewer of them: there
 			// the time between tokens may fall with context.
+			if w := m.sf.ip.ratioT; w > 0 {
+				if r, ok := m.sf.ratio(l, b); ok && r > 0 {
+					t = (1-w)*t + w*s*r
+				}
+			}
 			t = m.alongContext(l, b, t, func(p sample) float64 { return p.t })
 		}
 	}

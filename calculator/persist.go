@@ -10,7 +10,7 @@ import (
 // among, how it calibrates bands and how a fitted model predicts. A stored
 // fit made under another version is not used; the run is fitted again.
 // Change it with any change to what Fit chooses or what a Model answers.
-const MethodVersion = "fit-2026-12-01.11"
+const MethodVersion = "fit-2026-12-02.1"
 
 // FitParams are what a fit chose for a run: the interpolant and its
 // weights, and the calibrated bands. Everything else in a Model follows
@@ -28,8 +28,10 @@ type FitParams struct {
 	PhysS float64 `json:"phys_s,omitempty"`
 	// KV reads the rows' levels as a full KV cache or a request limit
 	// (see kvLevel).
-	KV    bool  `json:"kv,omitempty"`
-	Bands Bands `json:"bands"`
+	KV bool `json:"kv,omitempty"`
+	// RatioT weighs T read from S and the ratio T/S (see surface.ratio).
+	RatioT float64 `json:"ratio_t,omitempty"`
+	Bands  Bands   `json:"bands"`
 }
 
 // MaxFitParamsBytes bounds an encoded FitParams (about 250 bytes).
@@ -38,7 +40,7 @@ const MaxFitParamsBytes = 1024
 // Params returns what the fit of m chose.
 func (m *Model) Params() FitParams {
 	ip := m.sf.ip
-	return FitParams{LogB: ip.logB, Cubic: ip.cubic, RowT: ip.rowT, RowS: ip.rowS, ShapeT: ip.shapeT, ShapeS: ip.shapeS, PhysT: ip.physT, PhysS: ip.physS, KV: ip.kv, Bands: m.bands}
+	return FitParams{LogB: ip.logB, Cubic: ip.cubic, RowT: ip.rowT, RowS: ip.rowS, ShapeT: ip.shapeT, ShapeS: ip.shapeS, PhysT: ip.physT, PhysS: ip.physS, KV: ip.kv, RatioT: ip.ratioT, Bands: m.bands}
 }
 
 // Encode is p as stored.
@@ -57,7 +59,7 @@ func DecodeFitParams(b []byte) (FitParams, error) {
 	if err := json.Unmarshal(b, &p); err != nil {
 		return p, fmt.Errorf("stored fit parameters: %w", err)
 	}
-	for _, w := range []float64{p.RowT, p.RowS, p.ShapeT, p.ShapeS, p.PhysT, p.PhysS} {
+	for _, w := range []float64{p.RowT, p.RowS, p.ShapeT, p.ShapeS, p.PhysT, p.PhysS, p.RatioT} {
 		if !(w >= 0 && w <= 1) {
 			return p, fmt.Errorf("stored fit parameters: weight %v outside 0…1", w)
 		}
@@ -75,7 +77,7 @@ func DecodeFitParams(b []byte) (FitParams, error) {
 // the same predictions, without calibrating again. r must be the run the
 // parameters were fitted on.
 func Rebuild(r Run, p FitParams) (*Model, error) {
-	m, err := fitCore(r, interp{logB: p.LogB, cubic: p.Cubic, rowT: p.RowT, rowS: p.RowS, shapeT: p.ShapeT, shapeS: p.ShapeS, physT: p.PhysT, physS: p.PhysS, kv: p.KV})
+	m, err := fitCore(r, interp{logB: p.LogB, cubic: p.Cubic, rowT: p.RowT, rowS: p.RowS, shapeT: p.ShapeT, shapeS: p.ShapeS, physT: p.PhysT, physS: p.PhysS, kv: p.KV, ratioT: p.RatioT})
 	if err != nil {
 		return nil, err
 	}

@@ -25,6 +25,10 @@ func (m *Model) Bytes() int64 {
 	for _, sf := range surfaces {
 		n += int64(unsafe.Sizeof(*sf)) + sliceBytes(sf.samples) + sliceBytes(sf.rowKeys)
 		n += linesBytes(sf.rows) + linesBytes(sf.cols) + linesBytes(sf.resRows) + linesBytes(sf.resCols)
+		n += sliceBytes(sf.ratioRows)
+		for _, r := range sf.ratioRows {
+			n += sliceBytes(r.t) // xs are the rows'
+		}
 		if !sameBacking(sf.levelRows, sf.rows) {
 			n += linesBytes(sf.levelRows)
 		}

@@ -107,6 +107,31 @@ type surface struct {
 	// switching marks them showing a kernel or scheduler switch.
 	levelRows []line
 	switching bool
+	// ratioRows are the rows' T/S (in t), on the rows' concurrencies.
+	ratioRows []line
+}
+
+// ratio is T/S at (l, b): linear in B along each row (extended along the
+// line through a row's two nearest points), linear in L between rows, the
+// nearest row's beyond them.
+func (sf *surface) ratio(l, b float64) (float64, bool) {
+	field := func(ln line) []float64 { return ln.t }
+	if lo, hi, f, ok := bracket(sf.ratioRows, l); ok {
+		r0, ok0 := rowAt(lo, b, field, true)
+		r1, ok1 := rowAt(hi, b, field, true)
+		if ok0 && ok1 {
+			return lerp(r0, r1, f), true
+		}
+		return 0, false
+	}
+	if len(sf.ratioRows) == 0 {
+		return 0, false
+	}
+	near := sf.ratioRows[len(sf.ratioRows)-1]
+	if l < sf.ratioRows[0].key {
+		near = sf.ratioRows[0]
+	}
+	return rowAt(near, b, field, true)
 }
 
 // physSamples bounds the samples the physical model is fitted on.
@@ -252,6 +277,14 @@ func newSurface(samples []sample, ip interp) *surface {
 		sf.resRows = withCubic(sf.resRows)
 	}
 	sf.resCols = group(resid, func(p sample) (float64, float64) { return p.b, p.l }, gb, nil)
+	sf.ratioRows = make([]line, len(sf.rows))
+	for i, r := range sf.rows {
+		q := make([]float64, len(r.xs))
+		for j := range q {
+			q[j] = r.t[j] / r.s[j]
+		}
+		sf.ratioRows[i] = line{key: r.key, xs: r.xs, t: q} // linear in B
+	}
 	sf.levelRows = sf.rows
 	sf.switching = switches(sf.rows)
 	return sf
