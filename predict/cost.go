@@ -40,11 +40,16 @@ func priced(p calculator.Price, gpu string, gpus int, power *calculator.Power, t
 }
 
 // power is one GPU's power: measured, else the launch's limit, else the
-// catalog's TDP of gpu, else its system's maximum; scaled to gpu from
-// another GPU, only the catalog's figures.
-func power(measured, limit *float64, gpu string, scaled bool) *calculator.Power {
-	if scaled {
+// catalog's TDP of gpu, else its system's maximum. Scaled to gpu from
+// another GPU, only the catalog's figures; for another model on the run's
+// GPU, not the draw measured with the run's model, but the limit the
+// machine was launched with.
+func power(measured, limit *float64, gpu string, otherGPU, otherModel bool) *calculator.Power {
+	if otherGPU {
 		measured, limit = nil, nil
+	}
+	if otherModel {
+		measured = nil
 	}
 	tdp, systemMax := catalogPower(gpu)
 	pw, ok := calculator.PowerOf(measured, limit, tdp, systemMax)
@@ -122,7 +127,8 @@ func (c *Service) Costs(ctx context.Context, id string, q calculator.Query, p ca
 			measured = cellPower[pred.Cells[0]]
 		}
 		var w []string
-		out[i], w = priced(p, gpu, gpus, power(measured, r.Hardware.PowerLimitW, gpu, q.TargetGPU != ""), pred.TotalTokS)
+		pw := power(measured, r.Hardware.PowerLimitW, gpu, q.TargetGPU != "", pred.Basis == calculator.ScaledModel)
+		out[i], w = priced(p, gpu, gpus, pw, pred.TotalTokS)
 		for _, x := range w {
 			if !said[x] {
 				said[x] = true

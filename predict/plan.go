@@ -276,7 +276,7 @@ func price(pq PlanQuery, o *PlanOption) {
 	if o.Err != "" || o.Plan.At == nil || o.Plan.At.TotalTokS == nil {
 		return
 	}
-	pw := power(o.Run.AvgPowerW, o.Run.PowerLimitW, o.GPU, o.estimated())
+	pw := power(o.Run.AvgPowerW, o.Run.PowerLimitW, o.GPU, o.Scaled, o.OtherModel != "")
 	o.Cost, o.Warnings = priced(pq.Price, o.GPU, o.GPUCount, pw, o.Plan.At.TotalTokS)
 }
 

@@ -242,6 +242,35 @@ func TestMeasuredPower(t *testing.T) {
 			t.Fatalf("%d of the two runs planned: %+v", seen, p.Options)
 		}
 	})
+	// Another model on the run's GPU draws what that model draws, not
+	// what this one was measured at: its cost takes the machine's limit.
+	t.Run("another model takes the limit, not the measured draw", func(t *testing.T) {
+		rec := e.do(t, http.MethodGet, "/v1/calculator/decode?model=fara&gpu=RTX%203090&context_tokens=16384&concurrency=8&gpu_hour_usd=1", nil)
+		var p api.DecodePrediction
+		if rec.Code != 200 || json.Unmarshal(rec.Body.Bytes(), &p) != nil || p.Cost == nil {
+			t.Fatalf("%d %s", rec.Code, rec.Body)
+		}
+		if p.Basis.Method != api.CalcBasisMethodScaledModel || p.Basis.RunIDs[0] != stored.ID {
+			t.Fatalf("basis %s from %v, want scaled_model from the measured run %s", p.Basis.Method, p.Basis.RunIDs, stored.ID)
+		}
+		if *p.Cost.PowerSource != api.CostPowerSourcePowerLimit || *p.Cost.PowerW != 350 {
+			t.Errorf("decode: power %v %v, want the 350 W limit", *p.Cost.PowerSource, *p.Cost.PowerW)
+		}
+		pl := plan(t, e, url.Values{"context_tokens": {"16384"}, "min_per_request_tok_s": {"20"}, "gpu_hour_usd": {"1"}, "model": {"fara"}, "include_scaled_model": {"true"}})
+		seen := 0
+		for _, o := range pl.Options {
+			if o.RunID != stored.ID || o.Cost == nil {
+				continue
+			}
+			seen++
+			if *o.Cost.PowerSource != api.CostPowerSourcePowerLimit || *o.Cost.PowerW != 350 {
+				t.Errorf("planner, another model from %s: power %v %v, want the 350 W limit", o.RunID, *o.Cost.PowerSource, *o.Cost.PowerW)
+			}
+		}
+		if seen == 0 {
+			t.Fatalf("no option of fara from the measured run: %+v", pl.Options)
+		}
+	})
 	for _, c := range []struct {
 		name string
 		edit func(*store.Run)

@@ -165,7 +165,7 @@ func TestPlannerScaledModel(t *testing.T) {
 			[]string{`"basis":"scaled_model"`, `"run_id":"` + nemo.ID + `"`, `"meets":true`}},
 		{"without a model", "/v1/planner?context_tokens=16384&min_per_request_tok_s=30&include_scaled_model=true", 400,
 			[]string{`"field":"include_scaled_model"`, "give model too"}},
-		{"priced", q + "&include_scaled_model=true&gpu=3090&gpu_hour_usd=0.5", 200, []string{`"basis":"scaled_model"`, `"usd_per_hour":0.5`, `"power_source":"catalog_tdp"`}},
+		{"priced", q + "&include_scaled_model=true&gpu=3090&gpu_hour_usd=0.5", 200, []string{`"basis":"scaled_model"`, `"usd_per_hour":0.5`, `"power_source":"power_limit"`}},
 	})
 	for _, c := range []string{q, q + "&include_scaled_model=true&gpu=3060"} {
 		if body := e.do(t, http.MethodGet, c, nil).Body.String(); contains(body, "scaled_model") {

@@ -2767,7 +2767,9 @@ type EstimateDecodeParams struct {
 	// `avg_power_w`), else the launch's `power_limit_w`, else the hardware
 	// catalog's `tdp_w`, else the catalog's `system_max_power_w` (a whole
 	// system's maximum wall power, for GPUs whose vendor publishes no GPU
-	// TDP): `cost.power_source` says which.
+	// TDP): `cost.power_source` says which. Another GPU takes only the
+	// catalog's figures; another model on the run's GPU not the power
+	// measured with the run's model.
 	ElectricityUsdPerKwh *CostElectricityUSDPerKWh `form:"electricity_usd_per_kwh,omitempty" json:"electricity_usd_per_kwh,omitempty"`
 
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
@@ -2846,7 +2848,9 @@ type EstimateGridParams struct {
 	// `avg_power_w`), else the launch's `power_limit_w`, else the hardware
 	// catalog's `tdp_w`, else the catalog's `system_max_power_w` (a whole
 	// system's maximum wall power, for GPUs whose vendor publishes no GPU
-	// TDP): `cost.power_source` says which.
+	// TDP): `cost.power_source` says which. Another GPU takes only the
+	// catalog's figures; another model on the run's GPU not the power
+	// measured with the run's model.
 	ElectricityUsdPerKwh *CostElectricityUSDPerKWh `form:"electricity_usd_per_kwh,omitempty" json:"electricity_usd_per_kwh,omitempty"`
 
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
@@ -3095,7 +3099,9 @@ type PlanCapacityParams struct {
 	// `avg_power_w`), else the launch's `power_limit_w`, else the hardware
 	// catalog's `tdp_w`, else the catalog's `system_max_power_w` (a whole
 	// system's maximum wall power, for GPUs whose vendor publishes no GPU
-	// TDP): `cost.power_source` says which.
+	// TDP): `cost.power_source` says which. Another GPU takes only the
+	// catalog's figures; another model on the run's GPU not the power
+	// measured with the run's model.
 	ElectricityUsdPerKwh *CostElectricityUSDPerKWh `form:"electricity_usd_per_kwh,omitempty" json:"electricity_usd_per_kwh,omitempty"`
 
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
