@@ -111,7 +111,9 @@ func (c *Service) otherModelRunAmong(ctx context.Context, sel Selection, narrow 
 	if err != nil {
 		return "", none, "", err
 	}
-	candidates, _, err := c.store.RunConfigs(ctx, f, maxCandidates)
+	// The choice is among models: the newest run of each, so that many
+	// runs of one model crowd none of the others out.
+	candidates, _, err := c.store.NewestRunPerModel(ctx, f, maxCandidates)
 	if err != nil || len(candidates) == 0 {
 		return "", none, "", cmp.Or(err, errNoOtherModel)
 	}

@@ -3,12 +3,14 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/matrixd/matrixd/api"
 	"github.com/matrixd/matrixd/calculator"
@@ -102,6 +104,36 @@ func TestCalculatorAPI(t *testing.T) {
 		{"prefill at half the shortest", "/v1/calculator/prefill?run_id=" + nemo + "&context_tokens=4096", 200, []string{`"method":"extrapolated"`, "below the shortest measured prefill"}},
 	}
 	runCases(t, e, tests)
+}
+
+// TestCrossModelSourceAmongManyRuns: the source of another model's answer
+// is chosen among the models on the GPU, not among its newest runs: many
+// newer runs of one model crowd out none of the others.
+func TestCrossModelSourceAmongManyRuns(t *testing.T) {
+	e := newEnv(t, 0)
+	nemo := e.seed(t, "nemotron-nano-12b-v2-awq-rtx3090")
+	ctx := context.Background()
+	for i := range 55 {
+		r := nemo
+		r.ID, r.CreatedAt, r.Model.Name, r.Title = "", time.Time{}, "Llama-2-13B-AWQ", fmt.Sprintf("Llama-2-13B on RTX 3090, take %d", i)
+		r.Launch.Notes = []string{fmt.Sprintf("take %d", i)} // a run of its own
+		stored, _, err := e.st.CreateRun(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stored.Trust != nil && stored.Trust.Flagged {
+			t.Fatalf("the copies must not be flagged (flagged runs are never a source): %+v", stored.Trust.Flags)
+		}
+	}
+	// Fara (4 B) is nearer Nemotron (12.3 B) than Llama-2-13B (13.0 B).
+	rec := e.do(t, http.MethodGet, "/v1/calculator/decode?model=fara&gpu=RTX%203090&context_tokens=16384&concurrency=8", nil)
+	var p api.DecodePrediction
+	if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil || rec.Code != 200 {
+		t.Fatalf("%d: %s", rec.Code, rec.Body)
+	}
+	if p.Basis.Method != api.CalcBasisMethodScaledModel || len(p.Basis.RunIDs) != 1 || p.Basis.RunIDs[0] != nemo.ID {
+		t.Errorf("answered from %v (%s), want Nemotron's run %s, the nearest model in size, under 55 newer runs of Llama-2-13B", p.Basis.RunIDs, p.Basis.Method, nemo.ID)
+	}
 }
 
 // TestCrossModelDecode: a model with no run on a GPU is answered from the

@@ -628,16 +628,31 @@ func (s *Store) RunConfigOf(ctx context.Context, id string) (RunConfig, error) {
 // RunConfigs returns the configurations of up to limit runs matching f,
 // newest first, and whether more matched.
 func (s *Store) RunConfigs(ctx context.Context, f RunFilter, limit int) ([]RunConfig, bool, error) {
+	return s.runConfigs(ctx, f, limit, false)
+}
+
+// NewestRunPerModel returns the configuration of the newest run of each
+// model (by its stored name) among the runs matching f, up to limit models,
+// newest first, and whether more models matched: a choice among models
+// sees every model however many runs the newest of them has.
+func (s *Store) NewestRunPerModel(ctx context.Context, f RunFilter, limit int) ([]RunConfig, bool, error) {
+	return s.runConfigs(ctx, f, limit, true)
+}
+
+func (s *Store) runConfigs(ctx context.Context, f RunFilter, limit int, perModel bool) ([]RunConfig, bool, error) {
 	n, err := s.modelRuns(ctx, f)
 	if err != nil || n == 0 {
 		return nil, false, err
 	}
 	where, args := f.where(s.dialect, n)
-	q := "SELECT " + runConfigColumns + " FROM runs r"
+	from := "runs r"
 	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
+		from += " WHERE " + strings.Join(where, " AND ")
 	}
-	q += " ORDER BY r.created_at DESC, r.id DESC LIMIT ?"
+	if perModel {
+		from = "(SELECT r.*, row_number() OVER (PARTITION BY r.model_name ORDER BY r.created_at DESC, r.id DESC) AS newest FROM " + from + ") r WHERE r.newest = 1"
+	}
+	q := "SELECT " + runConfigColumns + " FROM " + from + " ORDER BY r.created_at DESC, r.id DESC LIMIT ?"
 	rows, err := s.reader.QueryContext(ctx, q, append(args, limit+1)...)
 	if err != nil {
 		return nil, false, fmt.Errorf("run configs: %w", err)

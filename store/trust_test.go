@@ -3,7 +3,9 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/matrixd/matrixd/store"
 	"github.com/matrixd/matrixd/store/storetest"
@@ -72,6 +74,54 @@ func TestSourcesAndHiding(t *testing.T) {
 		h, err := st.History(ctx, first.ID)
 		if err != nil || len(h) != 3 || h[0].Action != store.ActionCreate || h[1].Action != store.ActionSource || h[2].Action != store.ActionDelete {
 			t.Errorf("history of the deleted run: %+v, %v; want create, source, delete", h, err)
+		}
+	})
+}
+
+// TestNewestRunPerModel: a choice among models sees every model matching
+// the filter, one run each (its newest), however many runs the newest
+// model has; RunConfigs sees only the newest runs.
+func TestNewestRunPerModel(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		runs := storetest.Runs(17, 8)
+		for i := range runs {
+			runs[i].Hardware.GPU = "RTX 3090"
+			runs[i].Model.Name = "Many-7B"
+			runs[i].Title = fmt.Sprintf("many %d", i)
+		}
+		runs[0].Model.Name, runs[0].Title = "Old-13B", "the one run of another model"
+		runs[1].Model.Name, runs[1].Title = "Old-13B", "its older run"
+		// Stored one at a time, oldest first: the other model's runs are
+		// older than all of Many-7B's.
+		stored := make([]store.Run, len(runs))
+		for _, i := range []int{1, 0, 2, 3, 4, 5, 6, 7} {
+			got, _, err := st.CreateRuns(ctx, runs[i:i+1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			stored[i] = got[0]
+			time.Sleep(2 * time.Millisecond) // distinct created_at
+		}
+		f := store.RunFilter{GPU: "RTX 3090"}
+		newest, _, err := st.RunConfigs(ctx, f, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range newest {
+			if c.ModelName != "Many-7B" {
+				t.Fatalf("the newest three runs include %s: the test needs them to be one model's", c.ModelName)
+			}
+		}
+		per, more, err := st.NewestRunPerModel(ctx, f, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(per) != 2 || more || per[0].ModelName != "Many-7B" || per[0].ID != stored[7].ID || per[1].ModelName != "Old-13B" || per[1].ID != stored[0].ID {
+			t.Fatalf("newest run per model: %+v (more %v); want Many-7B's newest, then Old-13B's newest (%s)", per, more, stored[0].ID)
+		}
+		if one, more, err := st.NewestRunPerModel(ctx, f, 1); err != nil || len(one) != 1 || !more {
+			t.Fatalf("limit 1: %d models, more %v, %v; want one and more", len(one), more, err)
 		}
 	})
 }
