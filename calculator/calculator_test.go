@@ -885,6 +885,56 @@ func TestAnotherVRAMKeepsAMeasuredCell(t *testing.T) {
 	}
 }
 
+// TestMovedSpeedIntervalsAgree: moved to another GPU, an answer's band is
+// the move's, measured on speed: per-request speed spans it as the total
+// does (its high end was 4.3× the value on a rough move, 12 requests at
+// it twice the total's high end), and the time between tokens spans its
+// inverse.
+func TestMovedSpeedIntervalsAgree(t *testing.T) {
+	m := fit(t, faraRun())
+	for _, q := range []calculator.Query{
+		{ContextTokens: 16384, Concurrency: 11, TargetGPU: "RTX 3090"},
+		{ContextTokens: 16384, Concurrency: 12, TargetGPU: "GB200", Rough: true},
+	} {
+		p, err := m.Decode(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tot, pr, tbt := p.TotalTokS, p.PerRequestTokS, p.TBTMs
+		if p.Basis != calculator.ScaledGPU || tot == nil || pr == nil || tbt == nil {
+			t.Fatalf("%s: basis %s, %+v", q.TargetGPU, p.Basis, p)
+		}
+		rel := func(e *calculator.Estimate) (float64, float64) { return 1 - e.Low/e.Value, e.High/e.Value - 1 }
+		tl, th := rel(tot)
+		pl, ph := rel(pr)
+		if math.Abs(tl-pl) > 1e-6 || math.Abs(th-ph) > 1e-6 {
+			t.Errorf("%s: per-request −%.3f/+%.3f, total −%.3f/+%.3f: want the same band", q.TargetGPU, pl, ph, tl, th)
+		}
+		if math.Abs(tbt.Low*pr.High-1000) > 1e-6*1000 || math.Abs(tbt.High*pr.Low-1000) > 1e-6*1000 {
+			t.Errorf("%s: TBT %+v is not the inverse of per-request %+v", q.TargetGPU, tbt, pr)
+		}
+	}
+}
+
+// TestAnotherOutputKeepsAQueuedCell: Nemotron's empty-prompt cell at 128
+// requests queued at its sequence limit (about 67 at once), not its KV
+// cache; a shorter output reservation runs the same requests, so the
+// measured cell stands (it was extrapolated from 64 requests: 1482 tok/s
+// against the 1214.7 measured).
+func TestAnotherOutputKeepsAQueuedCell(t *testing.T) {
+	r := nemotronRun()
+	m := fit(t, r)
+	for _, out := range []int{0, 1024, 4096} {
+		p, err := m.Decode(calculator.Query{ContextTokens: 0, Concurrency: 128, MaxOutputTokens: out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Status != calculator.RequestsQueued || p.Basis != calculator.Measured || p.TotalTokS == nil || p.TotalTokS.Value != 1214.7 {
+			t.Errorf("max output %d: status %s, basis %s, total %v; want the measured queued cell, 1214.7 tok/s", out, p.Status, p.Basis, p.TotalTokS)
+		}
+	}
+}
+
 // TestExtrapolationHasNoDip: past the end of fara's 16K row (measured to
 // 16 requests), the extrapolated total rises with concurrency up to the
 // capacity limit; a single nearest anchor made it fall 1 % where the
@@ -1010,5 +1060,38 @@ func TestPrefillOtherModel(t *testing.T) {
 	}
 	if _, err := m.PrefillOtherModel(10_000_000, r); !errors.Is(err, calculator.ErrRefused) {
 		t.Errorf("beyond the run's prefill table: %v, want a refusal", err)
+	}
+}
+
+// TestQueuedAtAShorterContextQueuesAtALongerOne: Fara's 131,072-token row
+// published 1 and 2 requests as queued (a long prefill keeps each request
+// out of the decode batch for part of the 30 s window): at a longer
+// context the same requests are not answered as fitting, nor faster.
+func TestQueuedAtAShorterContextQueuesAtALongerOne(t *testing.T) {
+	r := faraRun()
+	m := fit(t, r)
+	measured := map[int]calculator.Cell{}
+	for _, c := range r.Decode {
+		if c.ContextTokens == 131072 {
+			measured[c.Concurrency] = c
+		}
+	}
+	for _, b := range []int{1, 2} {
+		if measured[b].Status != calculator.CellRequestsQueued {
+			t.Fatalf("fara 131072 × %d is %s, want requests_queued", b, measured[b].Status)
+		}
+		for _, l := range []int{140000, 150000, 160000} {
+			p, err := m.Decode(calculator.Query{ContextTokens: l, Concurrency: b})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Status != calculator.RequestsQueued || p.TotalTokS == nil || p.TotalTokS.Value > *measured[b].TotalTokS+1e-9 {
+				t.Errorf("%d × %d: status %s, total %v; want requests_queued at most the %v tok/s measured at 131072", l, b, p.Status, p.TotalTokS, *measured[b].TotalTokS)
+			}
+		}
+	}
+	// 4 requests ran valid at 131,072 tokens: nothing queued there.
+	if p, err := m.Decode(calculator.Query{ContextTokens: 150000, Concurrency: 4}); err != nil || p.Status != calculator.Fits {
+		t.Errorf("150000 × 4: %v, %v; want fits", p.Status, err)
 	}
 }

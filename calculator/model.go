@@ -25,7 +25,10 @@ type Model struct {
 	unlevelled *lazySurface
 	// byB is the run's measured steps (own cells as measured and shared
 	// ones, rows snapped as the surface's), by concurrency, then context.
-	byB     []sample
+	byB []sample
+	// queued are the run's cells published as requests queued, by
+	// concurrency, in context order (see queuedBelow).
+	queued  map[int][]Cell
 	ttft    decodeTTFT
 	prefill prefillModel
 	bands   Bands
@@ -573,6 +576,17 @@ func fitCore(r Run, ip interp) (*Model, error) {
 		m.unlevelled = &lazySurface{samples: append(measured, samples[own:]...), own: len(measured), ip: flat}
 	}
 	m.cap = newCapacity(r, m.maxOut)
+	for _, c := range r.Decode {
+		if c.Status == CellRequestsQueued && c.TotalTokS != nil && *c.TotalTokS > 0 {
+			if m.queued == nil {
+				m.queued = map[int][]Cell{}
+			}
+			m.queued[c.Concurrency] = append(m.queued[c.Concurrency], c)
+		}
+	}
+	for _, cs := range m.queued {
+		slices.SortFunc(cs, func(a, b Cell) int { return a.ContextTokens - b.ContextTokens })
+	}
 	m.ttft = fitDecodeTTFT(r.Decode)
 	m.prefill = fitPrefill(r.Prefill)
 	m.bands = Bands{bandFallback, bandFallback, bandFallback, bandFallback, bandFallback, bandFallback, false, "", bandFallback}
@@ -659,6 +673,25 @@ func (m *Model) alongContext(l, b, v float64, f func(sample) float64) float64 {
 		v = hi
 	}
 	return v
+}
+
+// queuedBelow is the cell published as requests queued at concurrency b
+// at the longest context shorter than l, when no cell at b at a longer
+// context than it ran valid (which would make the queueing the cell's own
+// scatter).
+func (m *Model) queuedBelow(l, b int) (Cell, bool) {
+	cs := m.queued[b]
+	i, _ := slices.BinarySearchFunc(cs, l, func(c Cell, l int) int { return c.ContextTokens - l })
+	if i == 0 {
+		return Cell{}, false
+	}
+	c := cs[i-1]
+	for ref, other := range m.cells {
+		if ref.Concurrency == b && ref.ContextTokens > c.ContextTokens && other.Status == CellValid {
+			return Cell{}, false
+		}
+	}
+	return c, true
 }
 
 // speedAt is speed before alongContext.
@@ -884,6 +917,26 @@ func (m *Model) decode(q Query, mv GPUMove) (Prediction, error) {
 		}
 		return p, nil
 	}
+	if isMeasured && !scale.scaled && !gpu.scaled && !other && measured.Status == CellRequestsQueued &&
+		p.Status == RequestsQueued && cap.running(q.Concurrency) == m.cap.running(q.Concurrency) {
+		// Another output reservation under which the same requests run at
+		// once (a hybrid's sequence limit, not the KV cache, holds them
+		// back): the measured cell stands, as a valid one does.
+		return m.measuredAnswer(p, measured), nil
+	}
+	var queuedAt *Cell
+	if c, ok := m.queuedBelow(q.ContextTokens, q.Concurrency); ok && p.Status == Fits && !scale.scaled && !gpu.scaled && !other {
+		// What queued at a shorter context (a long prefill keeping
+		// requests out of the decode batch for part of the window) queues
+		// at a longer one too, and runs no faster.
+		queuedAt = &c
+		p.Status = RequestsQueued
+		avg := ""
+		if c.AvgActiveRequests != nil {
+			avg = fmt.Sprintf(", %s running on average", concurrencyText(*c.AvgActiveRequests))
+		}
+		p.Warnings = append(p.Warnings, fmt.Sprintf("at %d tokens this run's %d requests queued (published so%s): at a longer context they queue too; speed is approximate, at most that cell's", c.ContextTokens, c.Concurrency, avg))
+	}
 	switch p.Status {
 	case OverCapacity, ExceedsMaxModelLen, TTFTExceedsWindow:
 		p.Basis = NoSpeed
@@ -900,7 +953,7 @@ func (m *Model) decode(q Query, mv GPUMove) (Prediction, error) {
 		return p, nil
 	}
 	b := float64(q.Concurrency)
-	if p.Status == RequestsQueued {
+	if p.Status == RequestsQueued && queuedAt == nil {
 		b = float64(cap.running(q.Concurrency))
 		p.Warnings = append(p.Warnings, fmt.Sprintf("speed is predicted for the %d requests that run at once; approximate", int(b)))
 	}
@@ -913,6 +966,12 @@ func (m *Model) decode(q Query, mv GPUMove) (Prediction, error) {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("measured throughput stops rising from concurrency %s in the rows around this context (a full KV cache or a saturated engine), so the total is read from that level", concurrencyText(levelFrom)))
 	}
 	t, s = gpu.apply(m, t, s)
+	if queuedAt != nil {
+		s = max(s, b*1000 / *queuedAt.TotalTokS)
+		if pr := queuedAt.PerRequestTokS; pr != nil && *pr > 0 {
+			t = max(t, 1000 / *pr)
+		}
+	}
 	if other {
 		t, s = m.moveToModel(float64(q.ContextTokens)/1024, b, t, s, q.OtherModel, modelMove)
 	}
@@ -943,6 +1002,14 @@ func (m *Model) decode(q Query, mv GPUMove) (Prediction, error) {
 	total := b * 1000 / s
 	p.TBTMs = band(t, tb)
 	p.PerRequestTokS = invBand(1000/t, tb)
+	if gpu.scaled || other {
+		// A move's band was measured on speed (total tok/s moved between
+		// published grids): per-request speed takes it as the total does,
+		// and the time between tokens its inverse, so that requests at
+		// their fastest never add up past the total's high end.
+		p.PerRequestTokS = band(1000/t, tb)
+		p.TBTMs = invBand(t, tb)
+	}
 	p.TotalTokS = band(total, sb) // sb is total tok/s's own held-out error
 	p.BandTotal, p.BandTBT = sb, tb
 	switch {

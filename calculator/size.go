@@ -13,9 +13,19 @@ func (m *Model) Bytes() int64 {
 	// fitCore sizes the index for every cell, own and shared; its values
 	// point where the run's cells do.
 	n += mapBytes(len(m.run.Decode)+len(m.run.SharedSpeed), int64(unsafe.Sizeof(CellRef{})+unsafe.Sizeof(Cell{})))
-	n += sliceBytes(m.ttft.rows) + sliceBytes(m.ttft.t1) + sliceBytes(m.prefill.points)
+	n += sliceBytes(m.ttft.rows) + sliceBytes(m.ttft.t1) + sliceBytes(m.ttft.alpha) + sliceBytes(m.prefill.points)
+	n += sliceBytes(m.ttft.cells)
+	for _, row := range m.ttft.cells {
+		n += sliceBytes(row)
+	}
 	n += sliceBytes(m.kv.rowL) + sliceBytes(m.kv.rowOut) + sliceBytes(m.kv.rowMaxB)
 	n += sliceBytes(m.byB)
+	if m.queued != nil {
+		n += mapBytes(len(m.queued), int64(unsafe.Sizeof(0)+unsafe.Sizeof([]Cell(nil))))
+		for _, cs := range m.queued {
+			n += sliceBytes(cs) // the values point where the run's cells do
+		}
+	}
 	surfaces := []*surface{m.sf}
 	if m.unlevelled != nil {
 		// Counted as built: it is, once an answer moves the KV pool.

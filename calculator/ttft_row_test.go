@@ -1,6 +1,7 @@
 package calculator_test
 
 import (
+	"math"
 	"testing"
 
 	"github.com/matrixd/matrixd/calculator"
@@ -41,4 +42,70 @@ func TestTTFTGrowsWithLoadPerRow(t *testing.T) {
 	if p0.TTFTMs == nil || p0.TTFTMs.Value > 45 {
 		t.Errorf("TTFT at 0 × 6: %v, want about the flat 40 ms its row measured", p0.TTFTMs)
 	}
+}
+
+// TestTTFTStaysBetweenMeasuredConcurrencies: in a measured row, an
+// unmeasured concurrency's TTFT lies between the TTFTs measured at the
+// nearest concurrencies below and above it (Fara at an empty prompt: the
+// queue model alone gave 9 requests 319 ms, under the 358 ms measured at 8).
+func TestTTFTStaysBetweenMeasuredConcurrencies(t *testing.T) {
+	checked := 0
+	for _, r := range seeds() {
+		m := fit(t, r)
+		rows := map[int]map[int]float64{}
+		for _, c := range r.Decode {
+			if c.Status == calculator.CellValid && c.TTFTMs != nil {
+				if rows[c.ContextTokens] == nil {
+					rows[c.ContextTokens] = map[int]float64{}
+				}
+				rows[c.ContextTokens][c.Concurrency] = *c.TTFTMs
+			}
+		}
+		for l, row := range rows {
+			for b := 2; b < 64; b++ {
+				if _, ok := row[b]; ok {
+					continue
+				}
+				below, above := lastBelow(row, b), firstAbove(row, b)
+				if below == 0 || above == math.MaxInt {
+					continue
+				}
+				lo, hi := row[below], row[above]
+				if lo > hi {
+					continue
+				}
+				p, err := m.Decode(calculator.Query{ContextTokens: l, Concurrency: b})
+				if err != nil || p.TTFTMs == nil || p.Status != calculator.Fits {
+					continue
+				}
+				checked++
+				if v := p.TTFTMs.Value; v < lo-1e-9 || v > hi+1e-9 {
+					t.Errorf("%s %d × %d: TTFT %.1f ms outside the measured %.1f–%.1f ms of its neighbours", r.ID, l, b, v, lo, hi)
+				}
+			}
+		}
+	}
+	if checked < 20 {
+		t.Fatalf("only %d answers checked", checked)
+	}
+}
+
+func lastBelow(row map[int]float64, b int) int {
+	best := 0
+	for mb := range row {
+		if mb < b && mb > best {
+			best = mb
+		}
+	}
+	return best
+}
+
+func firstAbove(row map[int]float64, b int) int {
+	best := math.MaxInt
+	for mb := range row {
+		if mb > b && mb < best {
+			best = mb
+		}
+	}
+	return best
 }
