@@ -205,6 +205,10 @@ func (c *Service) PredictedLeaderboard(ctx context.Context, f store.RunFilter, c
 	if out.Matched == 0 && f.GPU != "" {
 		out.Warnings = append(out.Warnings, noRunOn(f.GPU))
 	}
+	if out.Matched > 0 && len(kept) == 0 && out.Pending == 0 {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("none of the %d matching %s has an answer at %d tokens × %d requests: there the requests would not all run (over capacity, past max_model_len, queued or no token within the window) or the cell is beyond the range the calculator answers; /v1/calculator/decode with a run_id says which, run by run",
+			out.Matched, plural(out.Matched, "run", "runs"), contextTokens, concurrency))
+	}
 	if out.Pending > 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("partial answer: %d %s being fitted (after a restart or a write, each fit takes up to about a second); ask again in a few seconds for the whole answer", out.Pending, plural(out.Pending, "run is", "runs are")))
 	}

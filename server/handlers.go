@@ -340,6 +340,12 @@ func (s *Server) GetLeaderboard(ctx context.Context, req api.GetLeaderboardReque
 	}
 	out := api.GetLeaderboard200JSONResponse{ContextTokens: p.ContextTokens, Concurrency: p.Concurrency,
 		Metric: api.LeaderboardMetric(metric), MethodClass: api.MethodClass(f.MethodClass), NextCursor: opt(next), Items: make([]api.LeaderboardEntry, len(entries))}
+	if len(entries) == 0 && p.Cursor == nil {
+		// Measured cells sit on each run's grid; an empty ranking says
+		// where to look instead of nothing.
+		warn := []string{fmt.Sprintf("no matching run measured %d tokens × %d requests; predicted=true ranks every matching run there by the calculator's answer, with its basis and interval", p.ContextTokens, p.Concurrency)}
+		out.Warnings = &warn
+	}
 	for i, e := range entries {
 		cell := toAPIDecodeCell(e.Cell)
 		out.Items[i] = api.LeaderboardEntry{Rank: e.Rank, Value: e.Value, Run: toAPISummary(e.Run), Cell: &cell}

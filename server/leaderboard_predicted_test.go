@@ -166,3 +166,24 @@ func TestPredictedLeaderboardOnAnUnknownGPUSaysSo(t *testing.T) {
 			[]string{`"items":[]`, `no stored run matching the filters is on GPU \"H100\"`}},
 	})
 }
+
+// TestEmptyLeaderboardsSayWhy: a ranking with nothing in it says why: a
+// measured one that no run measured the cell (and that predicted=true
+// ranks it); a predicted one that none of the matching runs answers there.
+func TestEmptyLeaderboardsSayWhy(t *testing.T) {
+	e := newEnv(t, 0)
+	e.seed(t, "nemotron-nano-12b-v2-awq-rtx3090")
+	e.seed(t, "fara1.5-4b-autoround-rtx3060")
+	runCases(t, e, []getCase{
+		{"an unmeasured cell", "/v1/leaderboard?context_tokens=20000&concurrency=6", 200,
+			[]string{`"items":[]`, "no matching run measured 20000 tokens × 6 requests; predicted=true ranks every matching run there"}},
+		{"a cell no run answers", "/v1/leaderboard?context_tokens=170000&concurrency=6&predicted=true", 200,
+			[]string{`"items":[]`, `"matched_runs":2`, "none of the 2 matching runs has an answer at 170000 tokens × 6 requests"}},
+		{"a measured cell has no such warning", "/v1/leaderboard?context_tokens=16384&concurrency=8", 200,
+			[]string{`"rank":1`}},
+	})
+	rec := e.do(t, http.MethodGet, "/v1/leaderboard?context_tokens=16384&concurrency=8", nil)
+	if strings.Contains(rec.Body.String(), "warnings") {
+		t.Errorf("a ranking with items has warnings: %s", rec.Body)
+	}
+}
