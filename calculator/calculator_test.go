@@ -883,6 +883,20 @@ func TestAnotherVRAMKeepsAMeasuredCell(t *testing.T) {
 	if p.PerRequestTokS.Value != *cell.PerRequestTokS || p.TTFTMs.Value != *cell.TTFTMs {
 		t.Errorf("per-request %v, TTFT %v; the cell published %v and %v", p.PerRequestTokS.Value, p.TTFTMs.Value, *cell.PerRequestTokS, *cell.TTFTMs)
 	}
+	// A VRAM size under which the cell may or may not fit: where it runs,
+	// it runs as measured, TTFT included.
+	for _, c := range r.Decode {
+		if c.ContextTokens == 16384 && c.Concurrency == 16 {
+			cell = c
+		}
+	}
+	p, err = m.Decode(calculator.Query{ContextTokens: 16384, Concurrency: 16, VRAMGB: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Status != calculator.BoundaryUncertain || p.SpeedBasis != calculator.Measured || p.TTFTMs == nil || p.TTFTMs.Value != *cell.TTFTMs {
+		t.Errorf("16K × 16 on 8 GB: status %s, speed %s, TTFT %v; want boundary_uncertain at the measured speed and TTFT %v", p.Status, p.SpeedBasis, p.TTFTMs, *cell.TTFTMs)
+	}
 }
 
 // TestMovedSpeedIntervalsAgree: moved to another GPU, an answer's band is

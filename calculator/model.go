@@ -1019,10 +1019,11 @@ func (m *Model) decode(q Query, mv GPUMove) (Prediction, error) {
 	default:
 		p.TTFTMs = m.ttft.at(q.ContextTokens, q.Concurrency, m.bands.TTFT)
 	}
-	if c, ok := m.cells[CellRef{q.ContextTokens, q.Concurrency}]; ok && basis == Measured && !gpu.scaled && !other && p.Status == Fits && c.Status == CellValid {
+	if c, ok := m.cells[CellRef{q.ContextTokens, q.Concurrency}]; ok && basis == Measured && !gpu.scaled && !other && (p.Status == Fits || p.Status == BoundaryUncertain) && c.Status == CellValid {
 		// Another VRAM size or output reservation under which the measured
-		// cell still fits: the speed is the measured GPU's, and its
-		// published per-request speed and TTFT stand (not refitted ones).
+		// cell still fits (or may: then, where it runs, it runs so): the
+		// speed is the measured GPU's, and its published per-request speed
+		// and TTFT stand (not refitted ones).
 		if c.PerRequestTokS != nil {
 			p.PerRequestTokS = exact(c.PerRequestTokS, 0.05)
 		}
