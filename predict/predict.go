@@ -5,6 +5,7 @@
 package predict
 
 import (
+	"cmp"
 	"container/list"
 	"context"
 	"errors"
@@ -315,11 +316,8 @@ func (c *Service) selectRun(ctx context.Context, sel Selection) (string, []strin
 		return "", nil, nil, err
 	}
 	if len(configs) == 0 {
-		msg := fmt.Sprintf("no run of a model matching %q on GPU %q", clip(sel.Model), clip(sel.GPU))
-		if !sel.IncludeFlagged {
-			msg += " (runs a plausibility check flagged are left out; include_flagged=true brings them back)"
-		}
-		return "", nil, nil, &store.Error{Kind: store.ErrNotFound, Msg: msg}
+		// selectOrOther says why (noRun) when no other model answers.
+		return "", nil, nil, &store.Error{Kind: store.ErrNotFound, Msg: fmt.Sprintf("no run of a model matching %q on GPU %q", clip(sel.Model), clip(sel.GPU))}
 	}
 	var warn []string
 	if sel.IncludeFlagged {
@@ -572,7 +570,7 @@ func (c *Service) selectOrOther(ctx context.Context, sel Selection) (*calculator
 	}
 	src, other, why, oerr := c.otherModelRun(ctx, sel)
 	if errors.Is(oerr, errNoOtherModel) {
-		return nil, nil, nil, nil, err
+		return nil, nil, nil, nil, c.noRun(ctx, sel)
 	}
 	if oerr != nil {
 		return nil, nil, nil, nil, oerr
@@ -703,4 +701,89 @@ func sortedUnique(xs []int) []int {
 	out := slices.Clone(xs)
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// noRunSample bounds the runs a no-run message reads to name the values
+// they have.
+const noRunSample = 8
+
+// noRun is the not-found error of a model and GPU selection that matched
+// no run, naming what excluded the runs of the model on the GPU: a filter
+// none of them matches (and what they have), or the plausibility check,
+// and for a GPU the catalog does not know, the names near it. Each lookup
+// is one indexed query of a few rows.
+func (c *Service) noRun(ctx context.Context, sel Selection) error {
+	notFound := func(msg string) error { return &store.Error{Kind: store.ErrNotFound, Msg: msg} }
+	base, err := c.WithGPU(ctx, store.RunFilter{Model: sel.Model}, sel.GPU)
+	if err != nil {
+		return err
+	}
+	sample, _, err := c.store.RunConfigs(ctx, base, noRunSample)
+	if err != nil {
+		return err
+	}
+	gpu := fmt.Sprintf("GPU %q", clip(sel.GPU))
+	if spec, ok := calculator.LookupGPU(sel.GPU); ok {
+		gpu = spec.Name
+	}
+	if len(sample) == 0 {
+		msg := fmt.Sprintf("no run of a model matching %q on GPU %q", clip(sel.Model), clip(sel.GPU))
+		if _, ok := calculator.LookupGPU(sel.GPU); !ok {
+			msg += ", and the hardware catalog has no GPU of that name"
+			if sug := calculator.Hardware().Suggest(sel.GPU, 6); len(sug) > 0 {
+				msg += ": did you mean " + strings.Join(sug, ", ") + "?"
+			} else {
+				msg += " (GET /v1/hardware lists them)"
+			}
+		}
+		return notFound(msg)
+	}
+	type filter struct {
+		name, value string
+		set         func(*store.RunFilter)
+		of          func(store.RunConfig) string
+	}
+	var given []filter
+	if sel.EngineVersion != "" {
+		given = append(given, filter{"engine_version", sel.EngineVersion,
+			func(f *store.RunFilter) { f.EngineVersion = sel.EngineVersion }, func(r store.RunConfig) string { return r.EngineVersion }})
+	}
+	if sel.KVCacheDtype != "" {
+		given = append(given, filter{"kv_cache_dtype", sel.KVCacheDtype,
+			func(f *store.RunFilter) { f.KVCacheDtype = sel.KVCacheDtype }, func(r store.RunConfig) string { return r.KVCacheDtype }})
+	}
+	exist := fmt.Sprintf("runs of a model matching %q on %s exist, but", clip(sel.Model), gpu)
+	var excluded []string
+	for _, g := range given {
+		f := base
+		g.set(&f)
+		some, _, err := c.store.RunConfigs(ctx, f, 1)
+		if err != nil {
+			return err
+		}
+		if len(some) > 0 {
+			continue
+		}
+		var have []string
+		for _, r := range sample {
+			if v := orNone(g.of(r)); !slices.Contains(have, v) {
+				have = append(have, v)
+			}
+		}
+		excluded = append(excluded, fmt.Sprintf("none with %s %s; they have %s", g.name, clip(g.value), strings.Join(clipAll(have, 4), ", ")))
+	}
+	if len(excluded) > 0 {
+		return notFound(exist + " " + strings.Join(excluded, ", and "))
+	}
+	if len(given) > 1 {
+		f := base
+		for _, g := range given {
+			g.set(&f)
+		}
+		if some, _, err := c.store.RunConfigs(ctx, f, 1); err != nil || len(some) == 0 {
+			return cmp.Or(err, notFound(fmt.Sprintf("%s none with both engine_version %s and kv_cache_dtype %s: each matches other runs", exist, clip(sel.EngineVersion), clip(sel.KVCacheDtype))))
+		}
+	}
+	// Runs match every filter: a plausibility check flagged each of them.
+	return notFound(exist + " a plausibility check flagged each that matches (runs it flagged are left out; include_flagged=true brings them back)")
 }

@@ -189,3 +189,60 @@ func TestMethodClasses(t *testing.T) {
 		t.Errorf("a run sending its own trust: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// TestNoRunSaysWhy: a model and GPU selection that matches no run says
+// what excluded the model's runs on the GPU (a filter, with the values
+// they have; the plausibility check only where flagged runs would match)
+// and, for a GPU name the catalog lacks, the names near it.
+func TestNoRunSaysWhy(t *testing.T) {
+	e := newEnv(t, 0)
+	k := e.keys(t, "mallory")
+	fara := e.seed(t, "fara1.5-4b-autoround-rtx3060")
+	fast := fara
+	fast.Title, fast.Engine.Version = "fara, ten times, another version", "0.99.0"
+	fast.Decode = slices.Clone(fara.Decode)
+	for i, c := range fast.Decode {
+		if c.Status != store.StatusValid {
+			continue
+		}
+		tot, per, tbt, out := *c.TotalTokS*10, *c.PerRequestTokS*10, *c.TBTMs/10, *c.OutputTokens*10
+		fast.Decode[i].TotalTokS, fast.Decode[i].PerRequestTokS, fast.Decode[i].TBTMs, fast.Decode[i].OutputTokens = &tot, &per, &tbt, &out
+	}
+	if flagged := postRun(t, e, k["mallory"], fast, http.StatusCreated); !flagged.Trust.Flagged {
+		t.Fatalf("the 10× copy is not flagged: %+v", flagged.Trust)
+	}
+	const q = "/v1/calculator/decode?model=fara&context_tokens=16384&concurrency=8&gpu="
+	tests := []struct {
+		name, target string
+		want, not    []string
+	}{
+		{"engine_version", q + "3060&engine_version=9.9",
+			[]string{`runs of a model matching \"fara\" on RTX 3060 exist, but none with engine_version 9.9; they have 0.99.0, 0.32.0`}, []string{"include_flagged"}},
+		{"kv_cache_dtype", q + "3060&kv_cache_dtype=fp8",
+			[]string{"none with kv_cache_dtype fp8; they have int4_per_token_head"}, []string{"include_flagged"}},
+		{"both", q + "3060&kv_cache_dtype=fp8&engine_version=9.9",
+			[]string{"none with engine_version 9.9; they have 0.99.0, 0.32.0, and none with kv_cache_dtype fp8"}, []string{"include_flagged"}},
+		{"only flagged runs match", q + "3060&engine_version=0.99.0",
+			[]string{"a plausibility check flagged each that matches", "include_flagged=true brings them back"}, nil},
+		{"mistyped gpu", q + "RTX%203099",
+			[]string{`no run of a model matching \"fara\" on GPU \"RTX 3099\"`, "did you mean RTX 3090, RTX 3090 Ti?"}, []string{"include_flagged"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := e.do(t, http.MethodGet, tt.target, nil)
+			if rec.Code != http.StatusNotFound {
+				t.Fatalf("status %d, want 404: %s", rec.Code, rec.Body)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(rec.Body.String(), w) {
+					t.Errorf("detail lacks %s: %s", w, rec.Body)
+				}
+			}
+			for _, n := range tt.not {
+				if strings.Contains(rec.Body.String(), n) {
+					t.Errorf("detail names %s: %s", n, rec.Body)
+				}
+			}
+		})
+	}
+}

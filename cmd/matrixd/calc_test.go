@@ -89,13 +89,18 @@ func TestInFlags(t *testing.T) {
 }
 
 // TestCalcSelectsFlaggedRunsByFlag: every calc subcommand takes
-// --include-flagged, as its API operation takes include_flagged, and an
-// error that says how to bring flagged runs back names the flag.
+// --include-flagged, as its API operation takes include_flagged; an error
+// that says which filter left the runs out names the flag, and one with no
+// flagged run to bring back does not offer --include-flagged.
 func TestCalcSelectsFlaggedRunsByFlag(t *testing.T) {
 	db := seededDB(t)
 	_, err := calc(t, db, "decode", "--model", "fara", "--gpu", "RTX 3099", "--context", "16K", "--concurrency", "1")
-	if err == nil || !strings.Contains(err.Error(), "--include-flagged brings them back") || strings.Contains(err.Error(), "include_flagged") {
-		t.Errorf("calc decode on a GPU no run is on: %v, want the flag that brings flagged runs back", err)
+	if err == nil || !strings.Contains(err.Error(), "did you mean RTX 3090") || strings.Contains(err.Error(), "flagged") {
+		t.Errorf("calc decode on a mistyped GPU: %v, want the names near it and nothing of flagged runs", err)
+	}
+	_, err = calc(t, db, "decode", "--model", "fara", "--gpu", "RTX 3060", "--engine-version", "9.9", "--context", "16K", "--concurrency", "1")
+	if err == nil || !strings.Contains(err.Error(), "none with --engine-version 9.9; they have 0.32.0") || strings.Contains(err.Error(), "flagged") {
+		t.Errorf("calc decode with an engine version no run has: %v, want the flag that left the runs out", err)
 	}
 	for _, args := range [][]string{
 		{"decode", "--context", "16K", "--concurrency", "8"},
