@@ -259,25 +259,32 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 
 // tokens reads a token count: "49152", "48K" or "48k" (K = 1024).
 func tokens(s string) (int, error) {
-	s = strings.TrimSpace(s)
+	return count(s, "a token count: give a whole number of tokens, or of K (1024 tokens), e.g. 49152 or 48K")
+}
+
+// count reads a whole number, or a whole number of K (1024); a value it
+// cannot read is quoted as given, with what accepts says is accepted.
+func count(given, accepts string) (int, error) {
+	s := strings.TrimSpace(given)
 	mult := 1
 	if n := len(s); n > 0 && (s[n-1] == 'K' || s[n-1] == 'k') {
 		s, mult = s[:n-1], 1024
 	}
 	v, err := strconv.Atoi(s)
 	if err != nil || v < 0 || v > 1<<40 {
-		return 0, fmt.Errorf("%q is not a token count (e.g. 49152 or 48K)", s)
+		return 0, fmt.Errorf("%q is not %s", given, accepts)
 	}
 	return v * mult, nil
 }
 
-func tokenList(s string) ([]int, error) {
+// countList reads a comma-separated list of counts (count).
+func countList(s, accepts string) ([]int, error) {
 	if s == "" {
 		return nil, nil
 	}
 	var out []int
 	for part := range strings.SplitSeq(s, ",") {
-		v, err := tokens(part)
+		v, err := count(part, accepts)
 		if err != nil {
 			return nil, err
 		}
@@ -323,10 +330,10 @@ func calcCmd(ctx context.Context, args []string, getenv func(string) string, std
 		q.ContextTokens = l
 	} else {
 		var err error
-		if ls, err = tokenList(f.contexts); err != nil {
+		if ls, err = countList(f.contexts, "a token count: give whole numbers of tokens, or of K (1024 tokens), comma-separated, e.g. 0,24K,49152"); err != nil {
 			return c.usageErr("--contexts: %w", err)
 		}
-		if bs, err = tokenList(f.concurrencies); err != nil {
+		if bs, err = countList(f.concurrencies, "a concurrency: give whole numbers of requests, comma-separated, e.g. 1,4,16"); err != nil {
 			return c.usageErr("--concurrencies: %w", err)
 		}
 		q.ContextTokens, q.Concurrency = 0, 1

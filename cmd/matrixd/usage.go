@@ -94,7 +94,7 @@ func (c *cli) parse(args []string, stdout io.Writer) error {
 		return flag.ErrHelp
 	}
 	if err != nil {
-		return &usageError{c.name, errors.New(flagMessage(err.Error()))}
+		return &usageError{c.name, errors.New(flagMessage(c.fs, err.Error()))}
 	}
 	return nil
 }
@@ -142,9 +142,34 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 	})
 }
 
+// badValue is the flag package's refusal of a value its number flags
+// cannot read, which says only "parse error".
+var badValue = regexp.MustCompile(`^invalid value (".*") for flag -(\S+): parse error$`)
+
 // flagMessage writes the flag package's errors with the flags spelled as
-// the docs and the help spell them.
-func flagMessage(msg string) string {
+// the docs and the help spell them, and a number flag's refusal with the
+// value as given and what the flag takes.
+func flagMessage(fs *flag.FlagSet, msg string) string {
+	if m := badValue.FindStringSubmatch(msg); m != nil {
+		if f := fs.Lookup(m[2]); f != nil {
+			if g, ok := f.Value.(flag.Getter); ok {
+				unit, _ := flag.UnquoteUsage(f)
+				takes := "a number"
+				switch g.Get().(type) {
+				case int, int64, uint, uint64:
+					takes = "a whole number"
+					if unit != "int" && unit != "uint" {
+						takes += " of " + unit
+					}
+				default:
+					if unit != "float" && unit != "value" {
+						takes += " of " + unit
+					}
+				}
+				return fmt.Sprintf("--%s takes %s, not %s", f.Name, takes, m[1])
+			}
+		}
+	}
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
 		return "unknown flag --" + strings.TrimPrefix(name, "-")
 	}

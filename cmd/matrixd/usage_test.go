@@ -156,7 +156,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"help", "frobnicate"}, []string{`unknown command "frobnicate"`}},
 		{[]string{"calc", "prefill", "--concurrency", "3"}, []string{"calc prefill: unknown flag --concurrency", `"matrixd calc prefill --help"`}},
 		{[]string{"calc", "decode", "--context"}, []string{"flag --context needs a value"}},
-		{[]string{"calc", "decode", "--concurrency", "many"}, []string{"for flag --concurrency"}},
+		{[]string{"calc", "decode", "--concurrency", "many"}, []string{`--concurrency takes a whole number of requests, not "many"`}},
 		{[]string{"calc"}, []string{"name a subcommand"}},
 		{[]string{"calc", "frob"}, []string{`unknown subcommand "frob"`}},
 		{[]string{"calc", "--context", "1K"}, []string{"name a subcommand before flags"}},
@@ -401,5 +401,44 @@ func TestExamplesImport(t *testing.T) {
 	out, errOut, err := cliRun(t, args...)
 	if err != nil || !strings.Contains(out, "stored") {
 		t.Fatalf("import: %v\n%s%s", err, out, errOut)
+	}
+}
+
+// TestCalcQuotesValuesAsGiven: a size or count flag's value that does not
+// read is quoted as typed ("1.5K", not "1.5") with what the flag takes.
+func TestCalcQuotesValuesAsGiven(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "never-opened.db")
+	sel := []string{"--run", "rnone", "--db", db}
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"decode", "--context", "1.5K", "--concurrency", "1"}, `--context: "1.5K" is not a token count: give a whole number of tokens, or of K (1024 tokens), e.g. 49152 or 48K`},
+		{[]string{"prefill", "--context", " 16 K"}, `--context: " 16 K" is not a token count`},
+		{[]string{"grid", "--contexts", "0,1.5K"}, `--contexts: "1.5K" is not a token count: give whole numbers of tokens, or of K (1024 tokens), comma-separated`},
+		{[]string{"grid", "--concurrencies", "1,2x"}, `--concurrencies: "2x" is not a concurrency: give whole numbers of requests, comma-separated, e.g. 1,4,16`},
+		{[]string{"decode", "--context", "16K", "--concurrency", "8K"}, `--concurrency takes a whole number of requests, not "8K"`},
+		{[]string{"decode", "--context", "16K", "--concurrency", "1", "--max-output", "1.5K"}, `--max-output takes a whole number of tokens, not "1.5K"`},
+		{[]string{"capacity", "--context", "16K", "--vram", "16GB"}, `--vram takes a number of GB, not "16GB"`},
+		{[]string{"plan", "--context", "16K", "--min-tok-s", "30tok"}, `--min-tok-s takes a number of tok/s, not "30tok"`},
+		{[]string{"plan", "--context", "16K", "--min-tok-s", "30", "--max-ttft", "5s"}, `--max-ttft takes a number of ms, not "5s"`},
+		{[]string{"plan", "--context", "16K", "--min-tok-s", "30", "--users", "1e3"}, `--users takes a whole number, not "1e3"`},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args[:3], " "), func(t *testing.T) {
+			args := append([]string{"calc"}, tt.args...)
+			if tt.args[0] == "plan" {
+				args = append(args, "--db", db)
+			} else {
+				args = append(args, sel...)
+			}
+			_, _, err := cliRun(t, args...)
+			if code := exitCode(err); code != 2 {
+				t.Fatalf("err = %v, exit %d; want a usage error", err, code)
+			}
+			if !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "parse error") {
+				t.Errorf("error %q\nwant it to say %q", err, tt.want)
+			}
+		})
 	}
 }
