@@ -123,8 +123,23 @@ func cors(writeOrigins []string) echo.MiddlewareFunc {
 			if mayWrite(origin) {
 				h.Set(echo.HeaderAccessControlAllowOrigin, origin)
 				h.Set(echo.HeaderAccessControlExposeHeaders, corsExposed)
+				return next(c)
 			}
-			return next(c) // without a grant the browser hides the answer
+			// Without a grant the browser hides the answer. But a request
+			// without credentials writes nothing, so its refusal (a method
+			// the path does not take, an unknown path, a body too large, a
+			// rate limit) tells only what any reader may know: it carries
+			// the read grant, and a widget of another site can say why.
+			if r.Header.Get(echo.HeaderAuthorization) != "" {
+				return next(c)
+			}
+			c.Response().Before(func() {
+				if c.Response().Status >= http.StatusBadRequest {
+					h.Set(echo.HeaderAccessControlAllowOrigin, "*")
+					h.Set(echo.HeaderAccessControlExposeHeaders, corsExposed)
+				}
+			})
+			return next(c)
 		}
 	}
 }

@@ -40,6 +40,16 @@ func TestCORS(t *testing.T) {
 			map[string]string{"Access-Control-Allow-Origin": ""}},
 		{"write from a listed origin", "DELETE", "/v1/runs/rnothere", with(k["alice"], "Origin", "https://bench.example"), 404,
 			map[string]string{"Access-Control-Allow-Origin": "https://bench.example"}},
+		// A refusal of a request without credentials is public like a read:
+		// a widget elsewhere can read why.
+		{"405 of a read path", "POST", "/v1/calculator/decode", origin("https://elsewhere.example"), 405,
+			map[string]string{"Access-Control-Allow-Origin": "*", "Access-Control-Expose-Headers": "ETag", "Allow": "GET"}},
+		{"404 of an unknown path, by POST", "POST", "/v1/nope", origin("https://elsewhere.example"), 404,
+			map[string]string{"Access-Control-Allow-Origin": "*"}},
+		{"404 of an unknown path", "GET", "/v1/nope", origin("https://elsewhere.example"), 404,
+			map[string]string{"Access-Control-Allow-Origin": "*"}},
+		{"401 of a write without a key", "POST", "/v1/runs", origin("https://elsewhere.example"), 401,
+			map[string]string{"Access-Control-Allow-Origin": "*"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -157,5 +167,43 @@ func TestRequestIDAndSecurityHeaders(t *testing.T) {
 		if got := rec.Header().Get(h); !strings.Contains(got, want) {
 			t.Errorf("%s = %q, want %q", h, got, want)
 		}
+	}
+}
+
+// TestCORSOnRefusals: a body too large and a rate limit, refused before
+// any handler, carry the read grant like every other answer of a request
+// without credentials, read or not.
+func TestCORSOnRefusals(t *testing.T) {
+	e := newEnvWith(t, 0, server.Config{WriteOrigins: []string{"https://bench.example"}, MaxBodyBytes: 64,
+		RateLimit: server.RateLimit{ReadsPerSecond: 0.01}})
+	send := func(method, target, body string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(method, target, strings.NewReader(body))
+		req.Header.Set("Origin", "https://elsewhere.example")
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		rec := httptest.NewRecorder()
+		e.h.ServeHTTP(rec, req)
+		e.validate(t, req, rec)
+		return rec
+	}
+	granted := func(what string, rec *httptest.ResponseRecorder, status int) {
+		t.Helper()
+		if rec.Code != status {
+			t.Fatalf("%s: status %d, want %d: %s", what, rec.Code, status, rec.Body)
+		}
+		if got := rec.Header().Get("Access-Control-Allow-Origin"); got != "*" || !strings.Contains(rec.Header().Get("Access-Control-Expose-Headers"), "Retry-After") {
+			t.Errorf("%s: Access-Control-Allow-Origin %q, Expose-Headers %q; want the read grant", what, got, rec.Header().Get("Access-Control-Expose-Headers"))
+		}
+	}
+	granted("413", send("POST", "/v1/runs", `{"title":"`+strings.Repeat("x", 200)+`"}`), http.StatusRequestEntityTooLarge)
+	for _, method := range []string{"GET", "POST"} {
+		var rec *httptest.ResponseRecorder
+		for range 20 {
+			if rec = send(method, "/v1/calculator/decode?run_id=rnone&context_tokens=0&concurrency=1", ""); rec.Code == http.StatusTooManyRequests {
+				break
+			}
+		}
+		granted("429 of a "+method, rec, http.StatusTooManyRequests)
 	}
 }
