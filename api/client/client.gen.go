@@ -932,7 +932,9 @@ type Benchmark struct {
 // CalcBasis How the answer was obtained.
 type CalcBasis struct {
 	// Cells The measured cells the speed leans on.
-	Cells        []CellRef  `json:"cells"`
+	Cells []CellRef `json:"cells"`
+
+	// ErrorBandPct Decode answers that are not measured; null for a measured cell and for prefill answers, whose interval (`ttft_ms`, `prompt_tok_s`) is the band.
 	ErrorBandPct *ErrorBand `json:"error_band_pct,omitempty"`
 
 	// Method `none` where the status leaves no speed to predict on the run's own GPU and VRAM (moved to another VRAM, GPU or model, the answer keeps `scaled_vram`, `scaled_gpu` or `scaled_model`, and `speed_method` is `none`); `scaled_model` for a model with no run on the GPU, answered from another model's run there (`run_ids`).
