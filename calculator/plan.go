@@ -75,12 +75,20 @@ type planStep struct {
 	refusal *Refusal
 	fails   string // "" when the target is met, else a Bind* constant
 	detail  string
+	// queuedCell is set when b fails as a measured cell whose requests
+	// queued: a verdict on that cell alone, not on larger concurrencies.
+	queuedCell bool
 }
 
 // Plan finds the largest concurrency at which the run meets t. It assumes
 // that more concurrent requests never make each faster nor the first token
 // sooner, so it probes concurrency 1, 2, 4 … until the target fails, then
-// bisects: O(log B) predictions.
+// bisects: O(log B) predictions. A measured cell whose requests queued
+// (at a long context each request spends part of the window in its
+// prefill) fails only its own concurrency: larger ones of the row may have
+// run every request at once, so the search steps over it, and from the
+// largest concurrency that does not fail otherwise it steps down past such
+// cells, one prediction each.
 func (m *Model) Plan(t Target) (Plan, error) {
 	if t.ContextTokens < 0 || t.MinPerRequestTokS < 0 || t.MaxTTFTMs < 0 || t.Users < 0 {
 		return Plan{}, refuse("context ≥ 0, speeds and times ≥ 0", "a target needs a context of at least 0 tokens and bounds of at least 0")
@@ -89,36 +97,47 @@ func (m *Model) Plan(t Target) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
-	if first.fails != "" {
+	if first.fails != "" && !first.queuedCell {
 		return m.planFailed(t, first), nil
 	}
-	good := first
+	top := first // the largest concurrency found that fails at most as a queued cell
 	var bad *planStep
 	for b := 2; b <= maxPlanConcurrency; b *= 2 {
 		s, err := m.planStep(t, b)
 		if err != nil {
 			return Plan{}, err
 		}
-		if s.fails != "" {
+		if s.fails != "" && !s.queuedCell {
 			bad = &s
 			break
 		}
-		good = s
+		top = s
 	}
 	if bad != nil {
-		lo, hi := good.b, bad.b
+		lo, hi := top.b, bad.b
 		for hi-lo > 1 {
 			mid := lo + (hi-lo)/2
 			s, err := m.planStep(t, mid)
 			if err != nil {
 				return Plan{}, err
 			}
-			if s.fails == "" {
-				good, lo = s, mid
+			if s.fails == "" || s.queuedCell {
+				top, lo = s, mid
 			} else {
 				bad, hi = &s, mid
 			}
 		}
+	}
+	good := top
+	for good.fails != "" {
+		if good.b == 1 || !good.queuedCell {
+			return m.planFailed(t, first), nil
+		}
+		s, err := m.planStep(t, good.b-1)
+		if err != nil {
+			return Plan{}, err
+		}
+		bad, good = &good, s
 	}
 	pl := Plan{Meets: true, Concurrency: good.b, At: good.p, TTFTChecked: good.p != nil && good.p.TTFTMs != nil}
 	if bad != nil {
@@ -159,6 +178,7 @@ func (m *Model) planStep(t Target, b int) (planStep, error) {
 		}
 	case RequestsQueued:
 		s.fails, s.detail = BindSequences, fmt.Sprintf("at %d the engine queues requests instead of running them all", b)
+		s.queuedCell = p.Basis == Measured
 	case ExceedsMaxModelLen:
 		s.fails, s.detail = BindKVTokens, fmt.Sprintf("context %d plus the output reservation exceeds the run's max_model_len", t.ContextTokens)
 	case TTFTExceedsWindow:

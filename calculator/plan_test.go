@@ -271,3 +271,53 @@ func TestSpeedShortfallReadsAsShort(t *testing.T) {
 		t.Fatal("no plan was bound by speed")
 	}
 }
+
+// At 131072 tokens the Fara run's cells 1 and 2 queued (each request spent
+// part of the window in its prefill: 0.9 and 1.8 active on average) while
+// 4 ran every request at 12.4 tok/s: the plan is 4, not "not even one".
+func TestPlanStepsOverQueuedCells(t *testing.T) {
+	m := fit(t, faraRun())
+	tg := calculator.Target{ContextTokens: 131072, MinPerRequestTokS: 10}
+	if p := next(t, m, tg, 1); p.Status != calculator.RequestsQueued {
+		t.Fatalf("131072 × 1 is %s, want the published requests_queued", p.Status)
+	}
+	pl, err := m.Plan(tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pl.Meets || pl.Concurrency != 4 || pl.Shortfall != nil {
+		t.Fatalf("plan meets %v at %d (%s: %s), want 4: the measured valid cell at 12.4 tok/s each", pl.Meets, pl.Concurrency, pl.Binding, pl.BindingDetail)
+	}
+	if pl.At.Status != calculator.Fits || pl.Binding != calculator.BindKVTokens {
+		t.Errorf("status %s, binding %s (%s), want fits and bound by the KV cache", pl.At.Status, pl.Binding, pl.BindingDetail)
+	}
+	// Queued cells below a queued one, and nothing valid above: not met.
+	pl, err = m.Plan(calculator.Target{ContextTokens: 131072, MinPerRequestTokS: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pl.Meets || pl.Shortfall == nil {
+		t.Errorf("plan at 30 tok/s each meets at %d, though only queued cells reach it", pl.Concurrency)
+	}
+}
+
+// The summary's bound steps over queued cells as Plan does: a bound that
+// said "not met" would leave the run out of a plan over every run.
+func TestSummaryBoundStepsOverQueuedCells(t *testing.T) {
+	m := fit(t, faraRun())
+	s, err := calculator.DecodeSummary(calculator.Summarize(m).Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []int{131072, 150000} {
+		tg := calculator.Target{ContextTokens: l, MinPerRequestTokS: 10}
+		pl, err := m.Plan(tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bd := s.BoundPlan(tg)
+		if !pl.Meets || !bd.Meets || bd.Concurrency < pl.Concurrency || bd.TotalTokS < pl.At.TotalTokS.Value {
+			t.Errorf("context %d: bound %+v beaten by the plan (meets %v at %d)", l, bd, pl.Meets, pl.Concurrency)
+		}
+	}
+}
