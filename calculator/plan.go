@@ -93,17 +93,27 @@ func (m *Model) Plan(t Target) (Plan, error) {
 	if t.ContextTokens < 0 || t.MinPerRequestTokS < 0 || t.MaxTTFTMs < 0 || t.Users < 0 {
 		return Plan{}, refuse("context ≥ 0, speeds and times ≥ 0", "a target needs a context of at least 0 tokens and bounds of at least 0")
 	}
-	first, err := m.planStep(t, 1)
+	var pass *planStep // the largest concurrency probed that meets t
+	step := func(b int) (planStep, error) {
+		s, err := m.planStep(t, b)
+		if err == nil && s.fails == "" && (pass == nil || b > pass.b) {
+			pass = &s
+		}
+		return s, err
+	}
+	first, err := step(1)
 	if err != nil {
 		return Plan{}, err
 	}
 	if first.fails != "" && !first.queuedCell {
 		return m.planFailed(t, first), nil
 	}
-	top := first // the largest concurrency found that fails at most as a queued cell
+	// top is the largest concurrency found that fails at most as a queued
+	// cell, bad the smallest above it that fails otherwise.
+	top := first
 	var bad *planStep
 	for b := 2; b <= maxPlanConcurrency; b *= 2 {
-		s, err := m.planStep(t, b)
+		s, err := step(b)
 		if err != nil {
 			return Plan{}, err
 		}
@@ -113,32 +123,31 @@ func (m *Model) Plan(t Target) (Plan, error) {
 		}
 		top = s
 	}
-	if bad != nil {
-		lo, hi := top.b, bad.b
-		for hi-lo > 1 {
-			mid := lo + (hi-lo)/2
-			s, err := m.planStep(t, mid)
-			if err != nil {
-				return Plan{}, err
-			}
-			if s.fails == "" || s.queuedCell {
-				top, lo = s, mid
-			} else {
-				bad, hi = &s, mid
-			}
-		}
+	if top, bad, err = planBisect(step, top, bad, true); err != nil {
+		return Plan{}, err
 	}
-	good := top
-	for good.fails != "" {
-		if good.b == 1 || !good.queuedCell {
+	for top.fails != "" {
+		if top.b == 1 {
 			return m.planFailed(t, first), nil
 		}
-		s, err := m.planStep(t, good.b-1)
+		s, err := step(top.b - 1)
 		if err != nil {
 			return Plan{}, err
 		}
-		bad, good = &good, s
+		if s.fails != "" && !s.queuedCell {
+			// Not the shape assumed: search below as if queued cells
+			// bound like any other failure.
+			if pass == nil {
+				return m.planFailed(t, first), nil
+			}
+			if top, bad, err = planBisect(step, *pass, &s, false); err != nil {
+				return Plan{}, err
+			}
+			break
+		}
+		bad, top = &top, s
 	}
+	good := top
 	pl := Plan{Meets: true, Concurrency: good.b, At: good.p, TTFTChecked: good.p != nil && good.p.TTFTMs != nil}
 	if bad != nil {
 		pl.Binding, pl.BindingDetail = bad.fails, bad.detail
@@ -150,6 +159,24 @@ func (m *Model) Plan(t Target) (Plan, error) {
 		pl.Instances = (t.Users + good.b - 1) / good.b
 	}
 	return pl, nil
+}
+
+// planBisect narrows lo, which does not fail, and hi, which does (nil:
+// nothing above lo was found failing), to adjacent concurrencies; with
+// skipQueued a queued cell counts as not failing.
+func planBisect(step func(int) (planStep, error), lo planStep, hi *planStep, skipQueued bool) (planStep, *planStep, error) {
+	for hi != nil && hi.b-lo.b > 1 {
+		s, err := step(lo.b + (hi.b-lo.b)/2)
+		if err != nil {
+			return planStep{}, nil, err
+		}
+		if s.fails == "" || (skipQueued && s.queuedCell) {
+			lo = s
+		} else {
+			hi = &s
+		}
+	}
+	return lo, hi, nil
 }
 
 // planStep predicts concurrency b and judges it against t. Only errors
@@ -178,7 +205,9 @@ func (m *Model) planStep(t Target, b int) (planStep, error) {
 		}
 	case RequestsQueued:
 		s.fails, s.detail = BindSequences, fmt.Sprintf("at %d the engine queues requests instead of running them all", b)
-		s.queuedCell = p.Basis == Measured
+		// A queue the sequence limits make holds for every larger
+		// concurrency too.
+		s.queuedCell = p.Basis == Measured && m.cap.running(b) == b
 	case ExceedsMaxModelLen:
 		s.fails, s.detail = BindKVTokens, fmt.Sprintf("context %d plus the output reservation exceeds the run's max_model_len", t.ContextTokens)
 	case TTFTExceedsWindow:

@@ -299,6 +299,18 @@ func TestPlanStepsOverQueuedCells(t *testing.T) {
 	if pl.Meets || pl.Shortfall == nil {
 		t.Errorf("plan at 30 tok/s each meets at %d, though only queued cells reach it", pl.Concurrency)
 	}
+	// A cell queued by a sequence limit is no gap: every larger
+	// concurrency queues too.
+	nemo := fit(t, nemotronRun())
+	tg = calculator.Target{ContextTokens: 0, MinPerRequestTokS: 1}
+	pl, err = nemo.Plan(tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limit := next(t, nemo, tg, 1).Capacity.SequenceLimit
+	if !pl.Meets || limit == 0 || pl.Concurrency != limit || pl.Binding != calculator.BindSequences {
+		t.Errorf("Nemotron at context 0: meets %v at %d (%s: %s), want its sequence limit %d", pl.Meets, pl.Concurrency, pl.Binding, pl.BindingDetail, limit)
+	}
 }
 
 // The summary's bound steps over queued cells as Plan does: a bound that
