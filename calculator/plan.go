@@ -27,6 +27,9 @@ const (
 	BindSpeed     = "speed"          // per-request speed would fall below the target
 	BindTTFT      = "ttft"           // the first token would come too late
 	BindRange     = "measured_range" // the data does not support more
+	// BindMaxModelLen: the context and output reservation exceed the run's
+	// max_model_len, for one request as for any number.
+	BindMaxModelLen = "max_model_len"
 )
 
 // Shortfall says how far a run is from a target it cannot meet.
@@ -209,7 +212,7 @@ func (m *Model) planStep(t Target, b int) (planStep, error) {
 		// concurrency too.
 		s.queuedCell = p.Basis == Measured && m.cap.running(b) == b
 	case ExceedsMaxModelLen:
-		s.fails, s.detail = BindKVTokens, fmt.Sprintf("context %d plus the output reservation exceeds the run's max_model_len", t.ContextTokens)
+		s.fails, s.detail = BindMaxModelLen, fmt.Sprintf("context %d plus the output reservation exceeds the run's max_model_len", t.ContextTokens)
 	case TTFTExceedsWindow:
 		s.fails, s.detail = BindTTFT, fmt.Sprintf("at context %d no first token arrived within the measurement window", t.ContextTokens)
 	}
@@ -247,7 +250,7 @@ func (m *Model) planFailed(t Target, s planStep) Plan {
 			sh.Value, sh.Target = s.p.TTFTMs.Value, t.MaxTTFTMs
 			sh.Reason = fmt.Sprintf("TTFT at concurrency 1 is %.0f ms, target ≤ %s ms (%.0f%% over)", sh.Value, num(sh.Target), 100*(sh.Value/sh.Target-1))
 		}
-	case BindKVTokens, BindSequences:
+	case BindKVTokens, BindSequences, BindMaxModelLen:
 		sh.Metric = "capacity"
 		sh.Reason = "not even one request fits: " + s.detail
 	default:

@@ -333,3 +333,19 @@ func TestSummaryBoundStepsOverQueuedCells(t *testing.T) {
 		}
 	}
 }
+
+// Beyond max_model_len no request is served, however few: the binding says
+// so, not the KV cache.
+func TestPlanBeyondMaxModelLen(t *testing.T) {
+	m := fit(t, nemotronRun())
+	pl, err := m.Plan(calculator.Target{ContextTokens: 150000, MinPerRequestTokS: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pl.Meets || pl.At == nil || pl.At.Status != calculator.ExceedsMaxModelLen {
+		t.Fatalf("plan %+v at 150000 tokens, want missed with status exceeds_max_model_len", pl)
+	}
+	if pl.Binding != calculator.BindMaxModelLen || pl.Shortfall == nil || pl.Shortfall.Metric != "capacity" || !strings.Contains(pl.Shortfall.Reason, "max_model_len") {
+		t.Errorf("binding %q, shortfall %+v: want max_model_len and a capacity shortfall naming it", pl.Binding, pl.Shortfall)
+	}
+}

@@ -527,6 +527,7 @@ func (e PlanOptionBasis) Valid() bool {
 // Defines values for PlanOptionBinding.
 const (
 	KVTokens      PlanOptionBinding = "kv_tokens"
+	MaxModelLen   PlanOptionBinding = "max_model_len"
 	MeasuredRange PlanOptionBinding = "measured_range"
 	Sequences     PlanOptionBinding = "sequences"
 	Speed         PlanOptionBinding = "speed"
@@ -537,6 +538,8 @@ const (
 func (e PlanOptionBinding) Valid() bool {
 	switch e {
 	case KVTokens:
+		return true
+	case MaxModelLen:
 		return true
 	case MeasuredRange:
 		return true
@@ -1735,7 +1738,7 @@ type PeakCell struct {
 type PlanOption struct {
 	Basis *PlanOptionBasis `json:"basis"`
 
-	// Binding What stops one more concurrent request (for a missed target, what fails at concurrency 1).
+	// Binding What stops one more concurrent request (for a missed target, what fails at concurrency 1); `max_model_len`: the context plus the output reservation exceeds the run's `max_model_len`, so no request of it is served.
 	Binding       *PlanOptionBinding `json:"binding"`
 	BindingDetail *string            `json:"binding_detail"`
 
@@ -1816,7 +1819,7 @@ type PlanOption struct {
 // PlanOptionBasis defines model for PlanOption.Basis.
 type PlanOptionBasis string
 
-// PlanOptionBinding What stops one more concurrent request (for a missed target, what fails at concurrency 1).
+// PlanOptionBinding What stops one more concurrent request (for a missed target, what fails at concurrency 1); `max_model_len`: the context plus the output reservation exceeds the run's `max_model_len`, so no request of it is served.
 type PlanOptionBinding string
 
 // PlanOptionStatus The calculator's status at `concurrency` (at 1 when the target is missed).
@@ -3758,7 +3761,9 @@ type ClientInterface interface {
 	// each with its interval, the basis, and the limit that binds: `kv_tokens`
 	// (the KV cache would not hold one more request), `sequences` (the
 	// engine would not run one more at once, or its measured throughput
-	// has stopped rising there), `speed`, `ttft`, or `measured_range`.
+	// has stopped rising there), `speed`, `ttft`, `measured_range`, or
+	// `max_model_len` (the context plus the output reservation exceeds the
+	// run's `max_model_len`).
 	//
 	// Measured runs meeting the target come first, then catalog GPUs scaled
 	// from one that meet it, each by total tok/s at the target; then
@@ -4715,7 +4720,9 @@ func (c *Client) ListModels(ctx context.Context, params *ListModelsParams, reqEd
 // each with its interval, the basis, and the limit that binds: `kv_tokens`
 // (the KV cache would not hold one more request), `sequences` (the
 // engine would not run one more at once, or its measured throughput
-// has stopped rising there), `speed`, `ttft`, or `measured_range`.
+// has stopped rising there), `speed`, `ttft`, `measured_range`, or
+// `max_model_len` (the context plus the output reservation exceeds the
+// run's `max_model_len`).
 //
 // Measured runs meeting the target come first, then catalog GPUs scaled
 // from one that meet it, each by total tok/s at the target; then
@@ -9802,7 +9809,9 @@ type ClientWithResponsesInterface interface {
 	// each with its interval, the basis, and the limit that binds: `kv_tokens`
 	// (the KV cache would not hold one more request), `sequences` (the
 	// engine would not run one more at once, or its measured throughput
-	// has stopped rising there), `speed`, `ttft`, or `measured_range`.
+	// has stopped rising there), `speed`, `ttft`, `measured_range`, or
+	// `max_model_len` (the context plus the output reservation exceeds the
+	// run's `max_model_len`).
 	//
 	// Measured runs meeting the target come first, then catalog GPUs scaled
 	// from one that meet it, each by total tok/s at the target; then
@@ -14673,7 +14682,9 @@ func (c *ClientWithResponses) ListModelsWithResponse(ctx context.Context, params
 // each with its interval, the basis, and the limit that binds: `kv_tokens`
 // (the KV cache would not hold one more request), `sequences` (the
 // engine would not run one more at once, or its measured throughput
-// has stopped rising there), `speed`, `ttft`, or `measured_range`.
+// has stopped rising there), `speed`, `ttft`, `measured_range`, or
+// `max_model_len` (the context plus the output reservation exceeds the
+// run's `max_model_len`).
 //
 // Measured runs meeting the target come first, then catalog GPUs scaled
 // from one that meet it, each by total tok/s at the target; then
