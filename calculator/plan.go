@@ -199,10 +199,16 @@ func (m *Model) planStep(t Target, b int) (planStep, error) {
 	switch p.Status {
 	case Fits:
 	case OverCapacity:
-		s.fails, s.detail = BindKVTokens, fmt.Sprintf("%d requests of %d tokens reserve %d KV tokens, beyond the %d the engine refused", b, t.ContextTokens, p.Capacity.ReservedTokens, p.Capacity.KVTokensHigh)
+		s.fails, s.detail = BindKVTokens, reserve(b, t.ContextTokens, p)+fmt.Sprintf(", beyond the %d the engine refused", p.Capacity.KVTokensHigh)
+		if !capacityMeasured(p) {
+			s.detail = reserve(b, t.ContextTokens, p) + fmt.Sprintf(", beyond the KV capacity of at most %d tokens estimated here (not measured)", p.Capacity.KVTokensHigh)
+		}
 	case BoundaryUncertain:
 		if p.Capacity.ReservedTokens > p.Capacity.KVTokensLow {
-			s.fails, s.detail = BindKVTokens, fmt.Sprintf("%d requests of %d tokens reserve %d KV tokens, more than the %d that ran", b, t.ContextTokens, p.Capacity.ReservedTokens, p.Capacity.KVTokensLow)
+			s.fails, s.detail = BindKVTokens, reserve(b, t.ContextTokens, p)+fmt.Sprintf(", more than the %d that ran", p.Capacity.KVTokensLow)
+			if !capacityMeasured(p) {
+				s.detail = fmt.Sprintf("%s, within the KV capacity of %s estimated here (not measured)", reserve(b, t.ContextTokens, p), kvInterval(p.Capacity))
+			}
 		} else {
 			s.fails, s.detail = BindSequences, fmt.Sprintf("no measurement had %d requests running at once", b)
 		}
@@ -253,6 +259,9 @@ func (m *Model) planFailed(t Target, s planStep) Plan {
 	case BindKVTokens, BindSequences, BindMaxModelLen:
 		sh.Metric = "capacity"
 		sh.Reason = "not even one request fits: " + s.detail
+		if s.p != nil && s.p.Status == BoundaryUncertain {
+			sh.Reason = "whether even one request fits is uncertain: " + s.detail
+		}
 	default:
 		sh.Metric = "coverage"
 		if s.refusal != nil {
@@ -261,6 +270,33 @@ func (m *Model) planFailed(t Target, s planStep) Plan {
 	}
 	pl.Binding, pl.BindingDetail, pl.Shortfall = s.fails, s.detail, sh
 	return pl
+}
+
+// reserve says what b requests of l tokens reserve at p.
+func reserve(b, l int, p Prediction) string {
+	if b == 1 {
+		return fmt.Sprintf("1 request of %d tokens reserves %d KV tokens", l, p.Capacity.ReservedTokens)
+	}
+	return fmt.Sprintf("%d requests of %d tokens reserve %d KV tokens", b, l, p.Capacity.ReservedTokens)
+}
+
+// capacityMeasured reports whether p's KV capacity is the run's as
+// measured, not moved to other VRAM, another GPU or another model.
+func capacityMeasured(p Prediction) bool {
+	switch p.Basis {
+	case ScaledVRAM, ScaledGPU, ScaledModel:
+		return false
+	}
+	return true
+}
+
+// kvInterval prints a KV capacity interval: "0–590243 tokens", or "at
+// least 655360 tokens" when no reservation was refused.
+func kvInterval(c Capacity) string {
+	if c.KVTokensHigh == 0 {
+		return fmt.Sprintf("at least %d tokens", c.KVTokensLow)
+	}
+	return fmt.Sprintf("%d–%d tokens", c.KVTokensLow, c.KVTokensHigh)
 }
 
 // surely reports whether the target holds at the intervals' pessimistic

@@ -349,3 +349,32 @@ func TestPlanBeyondMaxModelLen(t *testing.T) {
 		t.Errorf("binding %q, shortfall %+v: want max_model_len and a capacity shortfall naming it", pl.Binding, pl.Shortfall)
 	}
 }
+
+// One request whose reservation lies above the largest that ran, with none
+// refused, may or may not fit: the plan says it is uncertain, in the
+// singular, not that it does not fit.
+func TestPlanUncertainWhetherOneRequestFits(t *testing.T) {
+	r := calculator.Run{ID: "edge", MaxModelLen: 262144, MaxOutputTokens: 8192}
+	for _, l := range []int{0, 16384, 32768} {
+		for _, b := range []int{1, 2, 4} {
+			if l > 0 && b > 1 {
+				continue
+			}
+			step := 10 + 0.5*float64(b) + 0.0001*float64(b*l)
+			r.Decode = append(r.Decode, cell(l, b, "valid", f(float64(b)*1000/step), f(1000/step), f(100), f(step), f(float64(b)), n(b*3000), f(30)))
+		}
+	}
+	m := fit(t, r)
+	// 1 × (40000 + 8192) is over the 40960 that ran at 32768 × 1.
+	pl, err := m.Plan(calculator.Target{ContextTokens: 40000, MinPerRequestTokS: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pl.Meets || pl.At == nil || pl.At.Status != calculator.BoundaryUncertain || pl.Shortfall == nil {
+		t.Fatalf("plan %+v, want missed at a boundary_uncertain concurrency 1", pl)
+	}
+	want := "whether even one request fits is uncertain: 1 request of 40000 tokens reserves 48192 KV tokens, more than the 40960 that ran"
+	if pl.Shortfall.Reason != want || pl.Binding != calculator.BindKVTokens {
+		t.Errorf("binding %s, reason %q, want kv_tokens and %q", pl.Binding, pl.Shortfall.Reason, want)
+	}
+}
