@@ -3754,7 +3754,7 @@ type ClientInterface interface {
 	// capability summary bounds what it can reach, and only the runs whose
 	// bounds could make the answer are modelled in full; with `vram_gb` or
 	// `max_output_tokens`, which the summaries do not bound, the newest 50,
-	// a warning says so), the
+	// and when more match a warning says how many of how many), the
 	// largest concurrency meeting the target at that context, from the
 	// run's fitted surface and never beyond what its data supports (the
 	// calculator's range), with total and per-request tok/s and TTFT there,
@@ -4713,7 +4713,7 @@ func (c *Client) ListModels(ctx context.Context, params *ListModelsParams, reqEd
 // capability summary bounds what it can reach, and only the runs whose
 // bounds could make the answer are modelled in full; with `vram_gb` or
 // `max_output_tokens`, which the summaries do not bound, the newest 50,
-// a warning says so), the
+// and when more match a warning says how many of how many), the
 // largest concurrency meeting the target at that context, from the
 // run's fitted surface and never beyond what its data supports (the
 // calculator's range), with total and per-request tok/s and TTFT there,
@@ -9802,7 +9802,7 @@ type ClientWithResponsesInterface interface {
 	// capability summary bounds what it can reach, and only the runs whose
 	// bounds could make the answer are modelled in full; with `vram_gb` or
 	// `max_output_tokens`, which the summaries do not bound, the newest 50,
-	// a warning says so), the
+	// and when more match a warning says how many of how many), the
 	// largest concurrency meeting the target at that context, from the
 	// run's fitted surface and never beyond what its data supports (the
 	// calculator's range), with total and per-request tok/s and TTFT there,
@@ -14675,7 +14675,7 @@ func (c *ClientWithResponses) ListModelsWithResponse(ctx context.Context, params
 // capability summary bounds what it can reach, and only the runs whose
 // bounds could make the answer are modelled in full; with `vram_gb` or
 // `max_output_tokens`, which the summaries do not bound, the newest 50,
-// a warning says so), the
+// and when more match a warning says how many of how many), the
 // largest concurrency meeting the target at that context, from the
 // run's fitted surface and never beyond what its data supports (the
 // calculator's range), with total and per-request tok/s and TTFT there,
