@@ -27,6 +27,9 @@ const (
 	BindSpeed     = "speed"          // per-request speed would fall below the target
 	BindTTFT      = "ttft"           // the first token would come too late
 	BindRange     = "measured_range" // the data does not support more
+	// BindMaxModelLen: the context and output reservation exceed the run's
+	// max_model_len, for one request as for any number.
+	BindMaxModelLen = "max_model_len"
 )
 
 // Shortfall says how far a run is from a target it cannot meet.
@@ -75,51 +78,79 @@ type planStep struct {
 	refusal *Refusal
 	fails   string // "" when the target is met, else a Bind* constant
 	detail  string
+	// queuedCell is set when b fails as a measured cell whose requests
+	// queued: a verdict on that cell alone, not on larger concurrencies.
+	queuedCell bool
 }
 
 // Plan finds the largest concurrency at which the run meets t. It assumes
 // that more concurrent requests never make each faster nor the first token
 // sooner, so it probes concurrency 1, 2, 4 … until the target fails, then
-// bisects: O(log B) predictions.
+// bisects: O(log B) predictions. A measured cell whose requests queued
+// (at a long context each request spends part of the window in its
+// prefill) fails only its own concurrency: larger ones of the row may have
+// run every request at once, so the search steps over it, and from the
+// largest concurrency that does not fail otherwise it steps down past such
+// cells, one prediction each.
 func (m *Model) Plan(t Target) (Plan, error) {
 	if t.ContextTokens < 0 || t.MinPerRequestTokS < 0 || t.MaxTTFTMs < 0 || t.Users < 0 {
 		return Plan{}, refuse("context ≥ 0, speeds and times ≥ 0", "a target needs a context of at least 0 tokens and bounds of at least 0")
 	}
-	first, err := m.planStep(t, 1)
+	var pass *planStep // the largest concurrency probed that meets t
+	step := func(b int) (planStep, error) {
+		s, err := m.planStep(t, b)
+		if err == nil && s.fails == "" && (pass == nil || b > pass.b) {
+			pass = &s
+		}
+		return s, err
+	}
+	first, err := step(1)
 	if err != nil {
 		return Plan{}, err
 	}
-	if first.fails != "" {
+	if first.fails != "" && !first.queuedCell {
 		return m.planFailed(t, first), nil
 	}
-	good := first
+	// top is the largest concurrency found that fails at most as a queued
+	// cell, bad the smallest above it that fails otherwise.
+	top := first
 	var bad *planStep
 	for b := 2; b <= maxPlanConcurrency; b *= 2 {
-		s, err := m.planStep(t, b)
+		s, err := step(b)
 		if err != nil {
 			return Plan{}, err
 		}
-		if s.fails != "" {
+		if s.fails != "" && !s.queuedCell {
 			bad = &s
 			break
 		}
-		good = s
+		top = s
 	}
-	if bad != nil {
-		lo, hi := good.b, bad.b
-		for hi-lo > 1 {
-			mid := lo + (hi-lo)/2
-			s, err := m.planStep(t, mid)
-			if err != nil {
+	if top, bad, err = planBisect(step, top, bad, true); err != nil {
+		return Plan{}, err
+	}
+	for top.fails != "" {
+		if top.b == 1 {
+			return m.planFailed(t, first), nil
+		}
+		s, err := step(top.b - 1)
+		if err != nil {
+			return Plan{}, err
+		}
+		if s.fails != "" && !s.queuedCell {
+			// Not the shape assumed: search below as if queued cells
+			// bound like any other failure.
+			if pass == nil {
+				return m.planFailed(t, first), nil
+			}
+			if top, bad, err = planBisect(step, *pass, &s, false); err != nil {
 				return Plan{}, err
 			}
-			if s.fails == "" {
-				good, lo = s, mid
-			} else {
-				bad, hi = &s, mid
-			}
+			break
 		}
+		bad, top = &top, s
 	}
+	good := top
 	pl := Plan{Meets: true, Concurrency: good.b, At: good.p, TTFTChecked: good.p != nil && good.p.TTFTMs != nil}
 	if bad != nil {
 		pl.Binding, pl.BindingDetail = bad.fails, bad.detail
@@ -131,6 +162,24 @@ func (m *Model) Plan(t Target) (Plan, error) {
 		pl.Instances = (t.Users + good.b - 1) / good.b
 	}
 	return pl, nil
+}
+
+// planBisect narrows lo, which does not fail, and hi, which does (nil:
+// nothing above lo was found failing), to adjacent concurrencies; with
+// skipQueued a queued cell counts as not failing.
+func planBisect(step func(int) (planStep, error), lo planStep, hi *planStep, skipQueued bool) (planStep, *planStep, error) {
+	for hi != nil && hi.b-lo.b > 1 {
+		s, err := step(lo.b + (hi.b-lo.b)/2)
+		if err != nil {
+			return planStep{}, nil, err
+		}
+		if s.fails == "" || (skipQueued && s.queuedCell) {
+			lo = s
+		} else {
+			hi = &s
+		}
+	}
+	return lo, hi, nil
 }
 
 // planStep predicts concurrency b and judges it against t. Only errors
@@ -150,17 +199,26 @@ func (m *Model) planStep(t Target, b int) (planStep, error) {
 	switch p.Status {
 	case Fits:
 	case OverCapacity:
-		s.fails, s.detail = BindKVTokens, fmt.Sprintf("%d requests of %d tokens reserve %d KV tokens, beyond the %d the engine refused", b, t.ContextTokens, p.Capacity.ReservedTokens, p.Capacity.KVTokensHigh)
+		s.fails, s.detail = BindKVTokens, reserve(b, t.ContextTokens, p)+fmt.Sprintf(", beyond the %d the engine refused", p.Capacity.KVTokensHigh)
+		if !capacityMeasured(p) {
+			s.detail = reserve(b, t.ContextTokens, p) + fmt.Sprintf(", beyond the KV capacity of at most %d tokens estimated here (not measured)", p.Capacity.KVTokensHigh)
+		}
 	case BoundaryUncertain:
 		if p.Capacity.ReservedTokens > p.Capacity.KVTokensLow {
-			s.fails, s.detail = BindKVTokens, fmt.Sprintf("%d requests of %d tokens reserve %d KV tokens, more than the %d that ran", b, t.ContextTokens, p.Capacity.ReservedTokens, p.Capacity.KVTokensLow)
+			s.fails, s.detail = BindKVTokens, reserve(b, t.ContextTokens, p)+fmt.Sprintf(", more than the %d that ran", p.Capacity.KVTokensLow)
+			if !capacityMeasured(p) {
+				s.detail = fmt.Sprintf("%s, within the KV capacity of %s estimated here (not measured)", reserve(b, t.ContextTokens, p), kvInterval(p.Capacity))
+			}
 		} else {
 			s.fails, s.detail = BindSequences, fmt.Sprintf("no measurement had %d requests running at once", b)
 		}
 	case RequestsQueued:
 		s.fails, s.detail = BindSequences, fmt.Sprintf("at %d the engine queues requests instead of running them all", b)
+		// A queue the sequence limits make holds for every larger
+		// concurrency too.
+		s.queuedCell = p.Basis == Measured && m.cap.running(b) == b
 	case ExceedsMaxModelLen:
-		s.fails, s.detail = BindKVTokens, fmt.Sprintf("context %d plus the output reservation exceeds the run's max_model_len", t.ContextTokens)
+		s.fails, s.detail = BindMaxModelLen, fmt.Sprintf("context %d plus the output reservation exceeds the run's max_model_len", t.ContextTokens)
 	case TTFTExceedsWindow:
 		s.fails, s.detail = BindTTFT, fmt.Sprintf("at context %d no first token arrived within the measurement window", t.ContextTokens)
 	}
@@ -198,9 +256,12 @@ func (m *Model) planFailed(t Target, s planStep) Plan {
 			sh.Value, sh.Target = s.p.TTFTMs.Value, t.MaxTTFTMs
 			sh.Reason = fmt.Sprintf("TTFT at concurrency 1 is %.0f ms, target ≤ %s ms (%.0f%% over)", sh.Value, num(sh.Target), 100*(sh.Value/sh.Target-1))
 		}
-	case BindKVTokens, BindSequences:
+	case BindKVTokens, BindSequences, BindMaxModelLen:
 		sh.Metric = "capacity"
 		sh.Reason = "not even one request fits: " + s.detail
+		if s.p != nil && s.p.Status == BoundaryUncertain {
+			sh.Reason = "whether even one request fits is uncertain: " + s.detail
+		}
 	default:
 		sh.Metric = "coverage"
 		if s.refusal != nil {
@@ -209,6 +270,33 @@ func (m *Model) planFailed(t Target, s planStep) Plan {
 	}
 	pl.Binding, pl.BindingDetail, pl.Shortfall = s.fails, s.detail, sh
 	return pl
+}
+
+// reserve says what b requests of l tokens reserve at p.
+func reserve(b, l int, p Prediction) string {
+	if b == 1 {
+		return fmt.Sprintf("1 request of %d tokens reserves %d KV tokens", l, p.Capacity.ReservedTokens)
+	}
+	return fmt.Sprintf("%d requests of %d tokens reserve %d KV tokens", b, l, p.Capacity.ReservedTokens)
+}
+
+// capacityMeasured reports whether p's KV capacity is the run's as
+// measured, not moved to other VRAM, another GPU or another model.
+func capacityMeasured(p Prediction) bool {
+	switch p.Basis {
+	case ScaledVRAM, ScaledGPU, ScaledModel:
+		return false
+	}
+	return true
+}
+
+// kvInterval prints a KV capacity interval: "0–590243 tokens", or "at
+// least 655360 tokens" when no reservation was refused.
+func kvInterval(c Capacity) string {
+	if c.KVTokensHigh == 0 {
+		return fmt.Sprintf("at least %d tokens", c.KVTokensLow)
+	}
+	return fmt.Sprintf("%d–%d tokens", c.KVTokensLow, c.KVTokensHigh)
 }
 
 // surely reports whether the target holds at the intervals' pessimistic

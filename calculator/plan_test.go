@@ -271,3 +271,110 @@ func TestSpeedShortfallReadsAsShort(t *testing.T) {
 		t.Fatal("no plan was bound by speed")
 	}
 }
+
+// At 131072 tokens the Fara run's cells 1 and 2 queued (each request spent
+// part of the window in its prefill: 0.9 and 1.8 active on average) while
+// 4 ran every request at 12.4 tok/s: the plan is 4, not "not even one".
+func TestPlanStepsOverQueuedCells(t *testing.T) {
+	m := fit(t, faraRun())
+	tg := calculator.Target{ContextTokens: 131072, MinPerRequestTokS: 10}
+	if p := next(t, m, tg, 1); p.Status != calculator.RequestsQueued {
+		t.Fatalf("131072 × 1 is %s, want the published requests_queued", p.Status)
+	}
+	pl, err := m.Plan(tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pl.Meets || pl.Concurrency != 4 || pl.Shortfall != nil {
+		t.Fatalf("plan meets %v at %d (%s: %s), want 4: the measured valid cell at 12.4 tok/s each", pl.Meets, pl.Concurrency, pl.Binding, pl.BindingDetail)
+	}
+	if pl.At.Status != calculator.Fits || pl.Binding != calculator.BindKVTokens {
+		t.Errorf("status %s, binding %s (%s), want fits and bound by the KV cache", pl.At.Status, pl.Binding, pl.BindingDetail)
+	}
+	// Queued cells below a queued one, and nothing valid above: not met.
+	pl, err = m.Plan(calculator.Target{ContextTokens: 131072, MinPerRequestTokS: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pl.Meets || pl.Shortfall == nil {
+		t.Errorf("plan at 30 tok/s each meets at %d, though only queued cells reach it", pl.Concurrency)
+	}
+	// A cell queued by a sequence limit is no gap: every larger
+	// concurrency queues too.
+	nemo := fit(t, nemotronRun())
+	tg = calculator.Target{ContextTokens: 0, MinPerRequestTokS: 1}
+	pl, err = nemo.Plan(tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limit := next(t, nemo, tg, 1).Capacity.SequenceLimit
+	if !pl.Meets || limit == 0 || pl.Concurrency != limit || pl.Binding != calculator.BindSequences {
+		t.Errorf("Nemotron at context 0: meets %v at %d (%s: %s), want its sequence limit %d", pl.Meets, pl.Concurrency, pl.Binding, pl.BindingDetail, limit)
+	}
+}
+
+// The summary's bound steps over queued cells as Plan does: a bound that
+// said "not met" would leave the run out of a plan over every run.
+func TestSummaryBoundStepsOverQueuedCells(t *testing.T) {
+	m := fit(t, faraRun())
+	s, err := calculator.DecodeSummary(calculator.Summarize(m).Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []int{131072, 150000} {
+		tg := calculator.Target{ContextTokens: l, MinPerRequestTokS: 10}
+		pl, err := m.Plan(tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bd := s.BoundPlan(tg)
+		if !pl.Meets || !bd.Meets || bd.Concurrency < pl.Concurrency || bd.TotalTokS < pl.At.TotalTokS.Value {
+			t.Errorf("context %d: bound %+v beaten by the plan (meets %v at %d)", l, bd, pl.Meets, pl.Concurrency)
+		}
+	}
+}
+
+// Beyond max_model_len no request is served, however few: the binding says
+// so, not the KV cache.
+func TestPlanBeyondMaxModelLen(t *testing.T) {
+	m := fit(t, nemotronRun())
+	pl, err := m.Plan(calculator.Target{ContextTokens: 150000, MinPerRequestTokS: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pl.Meets || pl.At == nil || pl.At.Status != calculator.ExceedsMaxModelLen {
+		t.Fatalf("plan %+v at 150000 tokens, want missed with status exceeds_max_model_len", pl)
+	}
+	if pl.Binding != calculator.BindMaxModelLen || pl.Shortfall == nil || pl.Shortfall.Metric != "capacity" || !strings.Contains(pl.Shortfall.Reason, "max_model_len") {
+		t.Errorf("binding %q, shortfall %+v: want max_model_len and a capacity shortfall naming it", pl.Binding, pl.Shortfall)
+	}
+}
+
+// One request whose reservation lies above the largest that ran, with none
+// refused, may or may not fit: the plan says it is uncertain, in the
+// singular, not that it does not fit.
+func TestPlanUncertainWhetherOneRequestFits(t *testing.T) {
+	r := calculator.Run{ID: "edge", MaxModelLen: 262144, MaxOutputTokens: 8192}
+	for _, l := range []int{0, 16384, 32768} {
+		for _, b := range []int{1, 2, 4} {
+			if l > 0 && b > 1 {
+				continue
+			}
+			step := 10 + 0.5*float64(b) + 0.0001*float64(b*l)
+			r.Decode = append(r.Decode, cell(l, b, "valid", f(float64(b)*1000/step), f(1000/step), f(100), f(step), f(float64(b)), n(b*3000), f(30)))
+		}
+	}
+	m := fit(t, r)
+	// 1 × (40000 + 8192) is over the 40960 that ran at 32768 × 1.
+	pl, err := m.Plan(calculator.Target{ContextTokens: 40000, MinPerRequestTokS: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pl.Meets || pl.At == nil || pl.At.Status != calculator.BoundaryUncertain || pl.Shortfall == nil {
+		t.Fatalf("plan %+v, want missed at a boundary_uncertain concurrency 1", pl)
+	}
+	want := "whether even one request fits is uncertain: 1 request of 40000 tokens reserves 48192 KV tokens, more than the 40960 that ran"
+	if pl.Shortfall.Reason != want || pl.Binding != calculator.BindKVTokens {
+		t.Errorf("binding %s, reason %q, want kv_tokens and %q", pl.Binding, pl.Shortfall.Reason, want)
+	}
+}

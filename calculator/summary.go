@@ -207,22 +207,35 @@ var unbounded = PlanBound{Meets: true, Concurrency: maxPlanConcurrency, TotalTok
 // any other rung that fails on capacity, speed or TTFT. Between powers of
 // two, a refusal (a throughput jump whose position is unknown) decides
 // nothing; a level stretch (whose start moves with the context, and which
-// a longer context's rows need not have) decides nothing anywhere.
+// a longer context's rows need not have) decides nothing anywhere, nor
+// does a measured cell whose requests queued below one that fits.
 func (s Summary) BoundPlan(t Target) PlanBound {
 	nb := len(summaryConcurrencies)
 	row, found := s.summaryRow(t.ContextTokens)
 	if !found {
 		return unbounded
 	}
+	// A rung that does not fit below one that does is a measured cell
+	// whose requests queued (over capacity, a sequence limit or max_model_len
+	// hold for every larger concurrency too): Plan steps over it.
+	lastFit := -1
+	for j := range nb {
+		if s.perReq[row+j] >= codeFirst {
+			lastFit = j
+		}
+	}
+	stepped := func(j int) bool { return s.perReq[row+j] == codeNoFit && j < lastFit }
 	// verdict: 1 meets, 0 refused, 2 on a level (where a level starts
 	// moves with the context, and a longer context's rows may not level
-	// off at all: it decides nothing), -1 fails.
+	// off at all: it decides nothing), 3 stepped over, -1 fails.
 	verdict := func(j int) int {
 		k := row + j
-		switch s.perReq[k] {
-		case codeUnknown:
+		switch {
+		case s.perReq[k] == codeUnknown:
 			return 0
-		case codeNoFit:
+		case stepped(j):
+			return 3
+		case s.perReq[k] == codeNoFit:
 			return -1
 		}
 		if decodeValue(s.perReq[k])*summaryMargin < t.MinPerRequestTokS {
@@ -236,7 +249,7 @@ func (s Summary) BoundPlan(t Target) PlanBound {
 		}
 		return 1
 	}
-	if v := verdict(0); v != 1 && v != 2 {
+	if v := verdict(0); v != 1 && v != 2 && v != 3 {
 		ratio := math.Inf(1) // nothing fits, or no answer: a capacity or coverage shortfall
 		if c := s.perReq[row]; c >= codeFirst {
 			ratio = 1
@@ -277,7 +290,7 @@ func (s Summary) BoundPlan(t Target) PlanBound {
 			continue
 		}
 		c := a + 1
-		for c < nb && s.perReq[row+c] == codeUnknown {
+		for c < nb && (s.perReq[row+c] == codeUnknown || stepped(c)) {
 			c++
 		}
 		switch {

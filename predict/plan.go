@@ -123,7 +123,11 @@ func (c *Service) planNewest(ctx context.Context, pq PlanQuery) (Plan, error) {
 	}
 	var out Plan
 	if more {
-		out.Warnings = append(out.Warnings, fmt.Sprintf("more than %d runs match: with vram_gb or max_output_tokens only the newest %d are planned; narrow with model, gpu or engine", maxPlanRuns, maxPlanRuns))
+		n, err := c.store.CountMatchingRuns(ctx, f)
+		if err != nil {
+			return Plan{}, err
+		}
+		out.Warnings = append(out.Warnings, fmt.Sprintf("with vram_gb or max_output_tokens only the newest %d of the %d matching runs are planned: narrow with model, gpu or engine", maxPlanRuns, n))
 	}
 	models := map[string]*calculator.Model{}
 	pending := map[string]bool{} // runs being fitted in the background
@@ -271,9 +275,10 @@ func (c *Service) finish(pq PlanQuery, out Plan, pending map[string]bool) Plan {
 	return out
 }
 
-// price sets o's cost at its plan, with pq's price.
+// price sets o's cost at its plan, with pq's price. An option that plans
+// no request has none: no instance of it serves the target.
 func price(pq PlanQuery, o *PlanOption) {
-	if o.Err != "" || o.Plan.At == nil || o.Plan.At.TotalTokS == nil {
+	if o.Err != "" || !o.Plan.Meets || o.Plan.At == nil || o.Plan.At.TotalTokS == nil {
 		return
 	}
 	pw := power(o.Run.AvgPowerW, o.Run.PowerLimitW, o.GPU, o.Scaled, o.OtherModel != "")

@@ -211,3 +211,37 @@ func TestPlanOverUnfittedRunsIsPartial(t *testing.T) {
 		t.Errorf("after the backfill: %d pending, warnings %q, %d options", again.Pending, again.Warnings, len(again.Options))
 	}
 }
+
+// TestPlanWithOverridesSaysHowManyWerePlanned: a question with
+// max_output_tokens or vram_gb is planned over the newest 50 matching runs;
+// when more match, a warning says how many of how many, and with no more
+// there is none.
+func TestPlanWithOverridesSaysHowManyWerePlanned(t *testing.T) {
+	ctx := context.Background()
+	st, _ := manyRuns(t, maxPlanRuns+3)
+	c := New(st, DefaultCacheBytes, nil)
+	t.Cleanup(c.Close)    // before the store closes
+	c.SetPlanFitBudget(0) // the warning does not wait for fits
+	const want = "with vram_gb or max_output_tokens only the newest 50 of the 53 matching runs are planned: narrow with model, gpu or engine"
+	for _, base := range []calculator.Query{{MaxOutputTokens: 1024}, {VRAMGB: 16}} {
+		pl, err := c.Plan(ctx, PlanQuery{Target: calculator.Target{ContextTokens: 4096, MinPerRequestTokS: 10, Base: base}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(pl.Warnings, want) || pl.Matched != maxPlanRuns {
+			t.Errorf("max_output_tokens %d, vram_gb %g: %d matched, warnings %q; want %d and %q", base.MaxOutputTokens, base.VRAMGB, pl.Matched, pl.Warnings, maxPlanRuns, want)
+		}
+	}
+	runs, _, err := st.RunConfigs(ctx, store.RunFilter{}, 1)
+	if err != nil || len(runs) != 1 {
+		t.Fatal(runs, err)
+	}
+	few := PlanQuery{Model: runs[0].ModelName, Target: calculator.Target{ContextTokens: 4096, MinPerRequestTokS: 10, Base: calculator.Query{MaxOutputTokens: 1024}}}
+	pl, err := c.Plan(ctx, few)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pl.Matched == 0 || pl.Matched >= maxPlanRuns || slices.ContainsFunc(pl.Warnings, func(w string) bool { return strings.Contains(w, "newest") }) {
+		t.Errorf("model %s: %d matched, warnings %q; want fewer than %d and no warning of runs left out", few.Model, pl.Matched, pl.Warnings, maxPlanRuns)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"math"
 	"net/http"
+	"net/url"
+	"slices"
 	"testing"
 
 	"github.com/matrixd/matrixd/api"
@@ -170,6 +172,42 @@ func TestPlannerScaledModel(t *testing.T) {
 	for _, c := range []string{q, q + "&include_scaled_model=true&gpu=3060"} {
 		if body := e.do(t, http.MethodGet, c, nil).Body.String(); contains(body, "scaled_model") {
 			t.Errorf("%s: %s, want no scaled_model option", c, body)
+		}
+	}
+}
+
+// TestPlannerScaledModelUncertainCapacity: Nemotron on the RTX 3060, from
+// Fara's run there, has a KV capacity of 0–590243 tokens moved from
+// Fara's: whether one request fits is uncertain, and the option, which
+// plans no request, has no cost.
+func TestPlannerScaledModelUncertainCapacity(t *testing.T) {
+	e := newEnv(t, 0)
+	fara := e.seed(t, "fara1.5-4b-autoround-rtx3060").ID
+	e.seed(t, "nemotron-nano-12b-v2-awq-rtx3090")
+	p := plan(t, e, url.Values{"context_tokens": {"16384"}, "min_per_request_tok_s": {"30"}, "model": {"nemotron"}, "include_scaled_model": {"true"}, "gpu_hour_usd": {"0.3"}})
+	i := slices.IndexFunc(p.Options, func(o api.PlanOption) bool { return o.RunID == fara })
+	if i < 0 {
+		t.Fatalf("options %+v, want one answered from Fara's run", p.Options)
+	}
+	o := p.Options[i]
+	if o.Meets || o.Concurrency != 0 || o.Status == nil || *o.Status != api.PlanOptionStatusBoundaryUncertain || o.Shortfall == nil {
+		t.Fatalf("option %+v, want missed at a boundary_uncertain concurrency 1", o)
+	}
+	want := "whether even one request fits is uncertain: 1 request of 16384 tokens reserves 24576 KV tokens, within the KV capacity of 0–590243 tokens estimated here (not measured)"
+	if o.Shortfall.Reason != want {
+		t.Errorf("reason %q, want %q", o.Shortfall.Reason, want)
+	}
+	if o.Cost != nil {
+		t.Errorf("an option planning no request costs %+v", *o.Cost)
+	}
+	if m := p.Options[0]; !m.Meets || m.Cost == nil {
+		t.Errorf("Nemotron's own run %+v: met, with a cost", m)
+	}
+	// Measured runs that miss plan no request either.
+	p = plan(t, e, url.Values{"context_tokens": {"0"}, "min_per_request_tok_s": {"1000"}, "gpu_hour_usd": {"0.3"}})
+	for _, o := range p.Options {
+		if o.Meets || o.Cost != nil {
+			t.Errorf("%s misses 1000 tok/s each (meets %v), cost %v", o.RunID, o.Meets, o.Cost)
 		}
 	}
 }

@@ -366,3 +366,28 @@ func TestRunsTakeTheirCardsVRAMSize(t *testing.T) {
 		{"not by the other size", "/v1/runs?gpu=RTX%204060%20Ti%208GB", 200, []string{`"items":[]`}},
 	})
 }
+
+// TestPlannerLongContexts: at 131072 tokens Fara's cells 1 and 2 queued
+// while 4 ran every request, so the plan is 4; beyond Nemotron's
+// max_model_len the binding says so, not the KV cache.
+func TestPlannerLongContexts(t *testing.T) {
+	e := newEnv(t, 0)
+	fara := e.seed(t, "fara1.5-4b-autoround-rtx3060")
+	nemo := e.seed(t, "nemotron-nano-12b-v2-awq-rtx3090")
+
+	p := plan(t, e, url.Values{"context_tokens": {"131072"}, "min_per_request_tok_s": {"10"}, "model": {"fara"}})
+	if len(p.Options) != 1 || p.Options[0].RunID != fara.ID {
+		t.Fatalf("options %+v, want Fara's run", p.Options)
+	}
+	if o := p.Options[0]; !o.Meets || o.Concurrency != 4 || o.Shortfall != nil {
+		t.Errorf("Fara at 131072 tokens: meets %v at %d (%v), want 4, the measured valid cell", o.Meets, o.Concurrency, o.BindingDetail)
+	}
+
+	p = plan(t, e, url.Values{"context_tokens": {"150000"}, "min_per_request_tok_s": {"10"}, "model": {"nemotron"}})
+	if len(p.Options) != 1 || p.Options[0].RunID != nemo.ID {
+		t.Fatalf("options %+v, want Nemotron's run", p.Options)
+	}
+	if o := p.Options[0]; o.Meets || o.Status == nil || *o.Status != api.PlanOptionStatusExceedsMaxModelLen || o.Binding == nil || *o.Binding != api.MaxModelLen {
+		t.Errorf("Nemotron at 150000 tokens: status %v, binding %v, want exceeds_max_model_len bound by max_model_len", o.Status, o.Binding)
+	}
+}

@@ -639,6 +639,20 @@ func (s *Store) NewestRunPerModel(ctx context.Context, f RunFilter, limit int) (
 	return s.runConfigs(ctx, f, limit, true)
 }
 
+// CountMatchingRuns returns how many stored runs f matches.
+func (s *Store) CountMatchingRuns(ctx context.Context, f RunFilter) (int, error) {
+	n, err := s.modelRuns(ctx, f)
+	if err != nil || n == 0 {
+		return 0, err
+	}
+	where, args := f.where(s.dialect, n)
+	var count int
+	if err := s.reader.QueryRowContext(ctx, "SELECT count(*) FROM runs r WHERE "+strings.Join(where, " AND "), args...).Scan(&count); err != nil {
+		return 0, fmt.Errorf("count matching runs: %w", err)
+	}
+	return count, nil
+}
+
 func (s *Store) runConfigs(ctx context.Context, f RunFilter, limit int, perModel bool) ([]RunConfig, bool, error) {
 	n, err := s.modelRuns(ctx, f)
 	if err != nil || n == 0 {

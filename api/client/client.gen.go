@@ -527,6 +527,7 @@ func (e PlanOptionBasis) Valid() bool {
 // Defines values for PlanOptionBinding.
 const (
 	KVTokens      PlanOptionBinding = "kv_tokens"
+	MaxModelLen   PlanOptionBinding = "max_model_len"
 	MeasuredRange PlanOptionBinding = "measured_range"
 	Sequences     PlanOptionBinding = "sequences"
 	Speed         PlanOptionBinding = "speed"
@@ -537,6 +538,8 @@ const (
 func (e PlanOptionBinding) Valid() bool {
 	switch e {
 	case KVTokens:
+		return true
+	case MaxModelLen:
 		return true
 	case MeasuredRange:
 		return true
@@ -1737,14 +1740,14 @@ type PeakCell struct {
 type PlanOption struct {
 	Basis *PlanOptionBasis `json:"basis"`
 
-	// Binding What stops one more concurrent request (for a missed target, what fails at concurrency 1).
+	// Binding What stops one more concurrent request (for a missed target, what fails at concurrency 1); `max_model_len`: the context plus the output reservation exceeds the run's `max_model_len`, so no request of it is served.
 	Binding       *PlanOptionBinding `json:"binding"`
 	BindingDetail *string            `json:"binding_detail"`
 
 	// Concurrency The largest concurrency meeting the target; 0 when none does.
 	Concurrency int `json:"concurrency"`
 
-	// Cost With a price, at `concurrency` (at 1 when the target is missed); null without one.
+	// Cost With a price, at `concurrency`; null without one, and for an option that misses the target (it plans no request).
 	Cost          *Cost   `json:"cost"`
 	Engine        string  `json:"engine"`
 	EngineVersion *string `json:"engine_version"`
@@ -1818,7 +1821,7 @@ type PlanOption struct {
 // PlanOptionBasis defines model for PlanOption.Basis.
 type PlanOptionBasis string
 
-// PlanOptionBinding What stops one more concurrent request (for a missed target, what fails at concurrency 1).
+// PlanOptionBinding What stops one more concurrent request (for a missed target, what fails at concurrency 1); `max_model_len`: the context plus the output reservation exceeds the run's `max_model_len`, so no request of it is served.
 type PlanOptionBinding string
 
 // PlanOptionStatus The calculator's status at `concurrency` (at 1 when the target is missed).
@@ -3753,14 +3756,16 @@ type ClientInterface interface {
 	// capability summary bounds what it can reach, and only the runs whose
 	// bounds could make the answer are modelled in full; with `vram_gb` or
 	// `max_output_tokens`, which the summaries do not bound, the newest 50,
-	// a warning says so), the
+	// and when more match a warning says how many of how many), the
 	// largest concurrency meeting the target at that context, from the
 	// run's fitted surface and never beyond what its data supports (the
 	// calculator's range), with total and per-request tok/s and TTFT there,
 	// each with its interval, the basis, and the limit that binds: `kv_tokens`
 	// (the KV cache would not hold one more request), `sequences` (the
 	// engine would not run one more at once, or its measured throughput
-	// has stopped rising there), `speed`, `ttft`, or `measured_range`.
+	// has stopped rising there), `speed`, `ttft`, `measured_range`, or
+	// `max_model_len` (the context plus the output reservation exceeds the
+	// run's `max_model_len`).
 	//
 	// Measured runs meeting the target come first, then catalog GPUs scaled
 	// from one that meet it, each by total tok/s at the target; then
@@ -4710,14 +4715,16 @@ func (c *Client) ListModels(ctx context.Context, params *ListModelsParams, reqEd
 // capability summary bounds what it can reach, and only the runs whose
 // bounds could make the answer are modelled in full; with `vram_gb` or
 // `max_output_tokens`, which the summaries do not bound, the newest 50,
-// a warning says so), the
+// and when more match a warning says how many of how many), the
 // largest concurrency meeting the target at that context, from the
 // run's fitted surface and never beyond what its data supports (the
 // calculator's range), with total and per-request tok/s and TTFT there,
 // each with its interval, the basis, and the limit that binds: `kv_tokens`
 // (the KV cache would not hold one more request), `sequences` (the
 // engine would not run one more at once, or its measured throughput
-// has stopped rising there), `speed`, `ttft`, or `measured_range`.
+// has stopped rising there), `speed`, `ttft`, `measured_range`, or
+// `max_model_len` (the context plus the output reservation exceeds the
+// run's `max_model_len`).
 //
 // Measured runs meeting the target come first, then catalog GPUs scaled
 // from one that meet it, each by total tok/s at the target; then
@@ -9797,14 +9804,16 @@ type ClientWithResponsesInterface interface {
 	// capability summary bounds what it can reach, and only the runs whose
 	// bounds could make the answer are modelled in full; with `vram_gb` or
 	// `max_output_tokens`, which the summaries do not bound, the newest 50,
-	// a warning says so), the
+	// and when more match a warning says how many of how many), the
 	// largest concurrency meeting the target at that context, from the
 	// run's fitted surface and never beyond what its data supports (the
 	// calculator's range), with total and per-request tok/s and TTFT there,
 	// each with its interval, the basis, and the limit that binds: `kv_tokens`
 	// (the KV cache would not hold one more request), `sequences` (the
 	// engine would not run one more at once, or its measured throughput
-	// has stopped rising there), `speed`, `ttft`, or `measured_range`.
+	// has stopped rising there), `speed`, `ttft`, `measured_range`, or
+	// `max_model_len` (the context plus the output reservation exceeds the
+	// run's `max_model_len`).
 	//
 	// Measured runs meeting the target come first, then catalog GPUs scaled
 	// from one that meet it, each by total tok/s at the target; then
@@ -14668,14 +14677,16 @@ func (c *ClientWithResponses) ListModelsWithResponse(ctx context.Context, params
 // capability summary bounds what it can reach, and only the runs whose
 // bounds could make the answer are modelled in full; with `vram_gb` or
 // `max_output_tokens`, which the summaries do not bound, the newest 50,
-// a warning says so), the
+// and when more match a warning says how many of how many), the
 // largest concurrency meeting the target at that context, from the
 // run's fitted surface and never beyond what its data supports (the
 // calculator's range), with total and per-request tok/s and TTFT there,
 // each with its interval, the basis, and the limit that binds: `kv_tokens`
 // (the KV cache would not hold one more request), `sequences` (the
 // engine would not run one more at once, or its measured throughput
-// has stopped rising there), `speed`, `ttft`, or `measured_range`.
+// has stopped rising there), `speed`, `ttft`, `measured_range`, or
+// `max_model_len` (the context plus the output reservation exceeds the
+// run's `max_model_len`).
 //
 // Measured runs meeting the target come first, then catalog GPUs scaled
 // from one that meet it, each by total tok/s at the target; then
