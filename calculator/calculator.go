@@ -211,6 +211,10 @@ type Prediction struct {
 	// measured throughput stops rising in the rows around the asked
 	// context (0 otherwise).
 	LevelFrom float64
+	// queuedShorter marks a status of requests_queued read from a cell
+	// queued at a shorter context (Model.queuedBelow): like a measured
+	// queued cell, a verdict on this concurrency alone.
+	queuedShorter bool
 }
 
 func finite(vs ...float64) bool {

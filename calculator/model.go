@@ -682,7 +682,7 @@ func (m *Model) alongContext(l, b, v float64, f func(sample) float64) float64 {
 func (m *Model) queuedBelow(l, b int) (Cell, bool) {
 	cs := m.queued[b]
 	i, _ := slices.BinarySearchFunc(cs, l, func(c Cell, l int) int { return c.ContextTokens - l })
-	if i == 0 {
+	if i == 0 || !m.windowQueued(cs[i-1]) {
 		return Cell{}, false
 	}
 	c := cs[i-1]
@@ -692,6 +692,14 @@ func (m *Model) queuedBelow(l, b int) (Cell, bool) {
 		}
 	}
 	return c, true
+}
+
+// windowQueued reports whether a cell published as queued is one no
+// request limit of the run explains (its sequence limit, --max-num-seqs):
+// a long prefill kept its requests out of the decode batch for part of the
+// window, whatever the KV pool.
+func (m *Model) windowQueued(c Cell) bool {
+	return c.Status == CellRequestsQueued && m.cap.running(c.Concurrency) == c.Concurrency
 }
 
 // speedAt is speed before alongContext.
@@ -917,25 +925,33 @@ func (m *Model) decode(q Query, mv GPUMove) (Prediction, error) {
 		}
 		return p, nil
 	}
-	if isMeasured && !scale.scaled && !gpu.scaled && !other && measured.Status == CellRequestsQueued &&
-		p.Status == RequestsQueued && cap.running(q.Concurrency) == m.cap.running(q.Concurrency) {
-		// Another output reservation under which the same requests run at
-		// once (a hybrid's sequence limit, not the KV cache, holds them
-		// back): the measured cell stands, as a valid one does.
-		return m.measuredAnswer(p, measured), nil
+	if isMeasured && !gpu.scaled && !other && measured.Status == CellRequestsQueued {
+		switch {
+		case m.windowQueued(measured) && (p.Status == Fits || p.Status == RequestsQueued):
+			// Queued by its long prefill, not by a limit: another VRAM
+			// size or output reservation leaves it as measured.
+			return m.measuredAnswer(p, measured), nil
+		case !scale.scaled && p.Status == RequestsQueued && cap.running(q.Concurrency) == m.cap.running(q.Concurrency):
+			// Another output reservation under which the same requests
+			// run at once (a hybrid's sequence limit, not the KV cache,
+			// holds them back): the measured cell stands, as a valid one
+			// does.
+			return m.measuredAnswer(p, measured), nil
+		}
 	}
 	var queuedAt *Cell
-	if c, ok := m.queuedBelow(q.ContextTokens, q.Concurrency); ok && p.Status == Fits && !scale.scaled && !gpu.scaled && !other {
+	if c, ok := m.queuedBelow(q.ContextTokens, q.Concurrency); ok && p.Status == Fits && !gpu.scaled && !other {
 		// What queued at a shorter context (a long prefill keeping
 		// requests out of the decode batch for part of the window) queues
 		// at a longer one too, and runs no faster.
 		queuedAt = &c
-		p.Status = RequestsQueued
+		p.Status, p.queuedShorter = RequestsQueued, true
 		avg := ""
 		if c.AvgActiveRequests != nil {
 			avg = fmt.Sprintf(", %s running on average", concurrencyText(*c.AvgActiveRequests))
 		}
-		p.Warnings = append(p.Warnings, fmt.Sprintf("at %d tokens this run's %d requests queued (published so%s): at a longer context they queue too; speed is approximate, at most that cell's", c.ContextTokens, c.Concurrency, avg))
+		p.Warnings = append(p.Warnings, fmt.Sprintf("at %d tokens this run's %d %s queued (published so%s): at a longer context they queue too; speed is approximate, at most that cell's",
+			c.ContextTokens, c.Concurrency, plural(c.Concurrency, "request", "requests"), avg))
 	}
 	switch p.Status {
 	case OverCapacity, ExceedsMaxModelLen, TTFTExceedsWindow:
@@ -1011,6 +1027,13 @@ func (m *Model) decode(q Query, mv GPUMove) (Prediction, error) {
 		p.TBTMs = invBand(t, tb)
 	}
 	p.TotalTokS = band(total, sb) // sb is total tok/s's own held-out error
+	if queuedAt != nil {
+		// At most the queued cell's, interval included.
+		p.TotalTokS.High = min(p.TotalTokS.High, max(*queuedAt.TotalTokS, p.TotalTokS.Value))
+		if pr := queuedAt.PerRequestTokS; pr != nil {
+			p.PerRequestTokS.High = min(p.PerRequestTokS.High, max(*pr, p.PerRequestTokS.Value))
+		}
+	}
 	p.BandTotal, p.BandTBT = sb, tb
 	switch {
 	case gpu.scaled:

@@ -216,7 +216,7 @@ func (m *Model) planStep(t Target, b int) (planStep, error) {
 		s.fails, s.detail = BindSequences, fmt.Sprintf("at %d the engine queues requests instead of running them all", b)
 		// A queue the sequence limits make holds for every larger
 		// concurrency too.
-		s.queuedCell = p.Basis == Measured && m.cap.running(b) == b
+		s.queuedCell = (p.Basis == Measured || p.queuedShorter) && m.cap.running(b) == b
 	case ExceedsMaxModelLen:
 		s.fails, s.detail = BindMaxModelLen, fmt.Sprintf("context %d plus the output reservation exceeds the run's max_model_len", t.ContextTokens)
 	case TTFTExceedsWindow:
@@ -345,3 +345,11 @@ func mustParse(s string) float64 {
 // num prints a number a person gave as they would write it: 60000, not
 // 6e+04.
 func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// plural is one or many, as n says.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -202,15 +202,59 @@ func (c *Service) PredictedLeaderboard(ctx context.Context, f store.RunFilter, c
 	if offset < len(kept) {
 		out.Entries = kept[offset:]
 	}
-	if out.Matched == 0 && f.GPU != "" {
-		out.Warnings = append(out.Warnings, noRunOn(f.GPU))
+	if out.Matched == 0 {
+		w, err := c.noMatch(ctx, f)
+		if err != nil {
+			return PredictedBoard{}, err
+		}
+		out.Warnings = append(out.Warnings, w)
 	}
 	if out.Matched > 0 && len(kept) == 0 && out.Pending == 0 {
-		out.Warnings = append(out.Warnings, fmt.Sprintf("none of the %d matching %s has an answer at %d tokens × %d requests: there the requests would not all run (over capacity, past max_model_len, queued or no token within the window) or the cell is beyond the range the calculator answers; /v1/calculator/decode with a run_id says which, run by run",
-			out.Matched, plural(out.Matched, "run", "runs"), contextTokens, concurrency))
+		out.Warnings = append(out.Warnings, fmt.Sprintf("none of the %d matching %s has an answer at %s: there the requests would not all run (over capacity, past max_model_len, queued or no token within the window) or the cell is beyond the range the calculator answers; /v1/calculator/decode with a run_id says which, run by run",
+			out.Matched, plural(out.Matched, "run", "runs"), cellText(contextTokens, concurrency)))
 	}
 	if out.Pending > 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("partial answer: %d %s being fitted (after a restart or a write, each fit takes up to about a second); ask again in a few seconds for the whole answer", out.Pending, plural(out.Pending, "run is", "runs are")))
 	}
 	return out, nil
+}
+
+// EmptyBoardWarning says why a measured ranking of cell (l, b) under f has
+// nothing in it: no stored run matches f, or none of those that do has a
+// valid cell there.
+func (c *Service) EmptyBoardWarning(ctx context.Context, f store.RunFilter, l, b int) (string, error) {
+	any, _, err := c.store.RunConfigs(ctx, f, 1)
+	if err != nil {
+		return "", err
+	}
+	if len(any) == 0 {
+		return c.noMatch(ctx, f)
+	}
+	return fmt.Sprintf("no matching run has a valid cell at %s; predicted=true ranks each matching run there by the calculator's answer, where it has one", cellText(l, b)), nil
+}
+
+// noMatch says that no stored run matches f, naming the GPU the catalog
+// lacks and the flagged runs include_flagged would bring back.
+func (c *Service) noMatch(ctx context.Context, f store.RunFilter) (string, error) {
+	msg := "no stored run matches the filters"
+	if f.GPU != "" {
+		msg = noRunOn(f.GPU)
+	}
+	if f.ExcludeFlagged {
+		all := f
+		all.ExcludeFlagged = false
+		flagged, _, err := c.store.RunConfigs(ctx, all, 1)
+		if err != nil {
+			return "", err
+		}
+		if len(flagged) > 0 {
+			msg += "; runs a plausibility check flagged match them: include_flagged=true brings them back"
+		}
+	}
+	return msg, nil
+}
+
+// cellText is a cell as said: "16384 tokens × 1 request".
+func cellText(l, b int) string {
+	return fmt.Sprintf("%d tokens × %d %s", l, b, plural(b, "request", "requests"))
 }

@@ -275,10 +275,11 @@ func (c *Service) finish(pq PlanQuery, out Plan, pending map[string]bool) Plan {
 	return out
 }
 
-// price sets o's cost at its plan, with pq's price. An option that plans
-// no request has none: no instance of it serves the target.
+// price sets o's cost at its plan, with pq's price: a miss by speed or
+// TTFT at one request, which runs (what its nearest try costs); none where
+// not even one request surely runs.
 func price(pq PlanQuery, o *PlanOption) {
-	if o.Err != "" || !o.Plan.Meets || o.Plan.At == nil || o.Plan.At.TotalTokS == nil {
+	if o.Err != "" || o.Plan.At == nil || o.Plan.At.TotalTokS == nil || !o.Plan.Meets && o.Plan.At.Status != calculator.Fits {
 		return
 	}
 	pw := power(o.Run.AvgPowerW, o.Run.PowerLimitW, o.GPU, o.Scaled, o.OtherModel != "")

@@ -343,8 +343,11 @@ func (s *Server) GetLeaderboard(ctx context.Context, req api.GetLeaderboardReque
 	if len(entries) == 0 && p.Cursor == nil {
 		// Measured cells sit on each run's grid; an empty ranking says
 		// where to look instead of nothing.
-		warn := []string{fmt.Sprintf("no matching run measured %d tokens × %d requests; predicted=true ranks every matching run there by the calculator's answer, with its basis and interval", p.ContextTokens, p.Concurrency)}
-		out.Warnings = &warn
+		w, err := s.calc.EmptyBoardWarning(ctx, f, p.ContextTokens, p.Concurrency)
+		if err != nil {
+			return nil, err
+		}
+		out.Warnings = &[]string{w}
 	}
 	for i, e := range entries {
 		cell := toAPIDecodeCell(e.Cell)

@@ -168,17 +168,43 @@ func TestPredictedLeaderboardOnAnUnknownGPUSaysSo(t *testing.T) {
 }
 
 // TestEmptyLeaderboardsSayWhy: a ranking with nothing in it says why: a
-// measured one that no run measured the cell (and that predicted=true
-// ranks it); a predicted one that none of the matching runs answers there.
+// measured one that no matching run has a valid cell there (and that
+// predicted=true ranks it), a predicted one that none of the matching runs
+// answers there; either, that no run matches at all, and that flagged ones
+// would.
 func TestEmptyLeaderboardsSayWhy(t *testing.T) {
 	e := newEnv(t, 0)
+	k := e.keys(t, "mallory")
 	e.seed(t, "nemotron-nano-12b-v2-awq-rtx3090")
-	e.seed(t, "fara1.5-4b-autoround-rtx3060")
+	fara := e.seed(t, "fara1.5-4b-autoround-rtx3060")
+	fast := fara
+	fast.Title, fast.Hardware.GPU = "fara, ten times, on a smaller card", "RTX 3050"
+	fast.Decode = slices.Clone(fara.Decode)
+	for i, c := range fast.Decode {
+		if c.Status != store.StatusValid {
+			continue
+		}
+		tot, per, tbt, out := *c.TotalTokS*10, *c.PerRequestTokS*10, *c.TBTMs/10, *c.OutputTokens*10
+		fast.Decode[i].TotalTokS, fast.Decode[i].PerRequestTokS, fast.Decode[i].TBTMs, fast.Decode[i].OutputTokens = &tot, &per, &tbt, &out
+	}
+	if flagged := postRun(t, e, k["mallory"], fast, http.StatusCreated); !flagged.Trust.Flagged {
+		t.Fatalf("the 10× copy is not flagged: %+v", flagged.Trust)
+	}
 	runCases(t, e, []getCase{
 		{"an unmeasured cell", "/v1/leaderboard?context_tokens=20000&concurrency=6", 200,
-			[]string{`"items":[]`, "no matching run measured 20000 tokens × 6 requests; predicted=true ranks every matching run there"}},
+			[]string{`"items":[]`, "no matching run has a valid cell at 20000 tokens × 6 requests; predicted=true ranks each matching run there"}},
+		{"a cell measured queued", "/v1/leaderboard?context_tokens=131072&concurrency=1&model=fara", 200,
+			[]string{`"items":[]`, "no matching run has a valid cell at 131072 tokens × 1 request;"}},
 		{"a cell no run answers", "/v1/leaderboard?context_tokens=170000&concurrency=6&predicted=true", 200,
 			[]string{`"items":[]`, `"matched_runs":2`, "none of the 2 matching runs has an answer at 170000 tokens × 6 requests"}},
+		{"no run matches", "/v1/leaderboard?context_tokens=16384&concurrency=8&model=nosuch&predicted=true", 200,
+			[]string{`"items":[]`, `"matched_runs":0`, "no stored run matches the filters"}},
+		{"no run matches, measured", "/v1/leaderboard?context_tokens=16384&concurrency=8&model=nosuch", 200,
+			[]string{`"items":[]`, "no stored run matches the filters"}},
+		{"only a flagged run matches", "/v1/leaderboard?context_tokens=16384&concurrency=8&gpu=RTX%203050&predicted=true", 200,
+			[]string{`"items":[]`, "runs a plausibility check flagged match them: include_flagged=true brings them back"}},
+		{"only a flagged run matches, measured", "/v1/leaderboard?context_tokens=16384&concurrency=8&gpu=RTX%203050", 200,
+			[]string{`"items":[]`, "include_flagged=true brings them back"}},
 		{"a measured cell has no such warning", "/v1/leaderboard?context_tokens=16384&concurrency=8", 200,
 			[]string{`"rank":1`}},
 	})

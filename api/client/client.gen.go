@@ -1747,7 +1747,7 @@ type PlanOption struct {
 	// Concurrency The largest concurrency meeting the target; 0 when none does.
 	Concurrency int `json:"concurrency"`
 
-	// Cost With a price, at `concurrency`; null without one, and for an option that misses the target (it plans no request).
+	// Cost With a price, at `concurrency` (at 1 when the target is missed by speed or TTFT); null without one, and where not even one request surely runs.
 	Cost          *Cost   `json:"cost"`
 	Engine        string  `json:"engine"`
 	EngineVersion *string `json:"engine_version"`
