@@ -103,7 +103,7 @@ func (f *calcFlags) selection(fs *flag.FlagSet) {
 func (f *calcFlags) whatIfs(fs *flag.FlagSet, target, rough bool) {
 	fs.Float64Var(&f.q.VRAMGB, "vram", 0, "another VRAM size, in `GB`")
 	fs.Float64Var(&f.q.GPUMemoryUtilization, "util", 0, "another --gpu-memory-utilization, 0–1")
-	fs.IntVar(&f.q.MaxOutputTokens, "max-output", 0, "`tokens` reserved per request for output")
+	fs.Var(tokenFlag{&f.q.MaxOutputTokens}, "max-output", "`tokens` reserved per request for output (K = 1024)")
 	if target {
 		fs.StringVar(&f.q.TargetGPU, "target-gpu", "", "move the answer to another `GPU` of the hardware catalog")
 	}
@@ -163,7 +163,7 @@ func calcCLI(what string, getenv func(string) string) (*cli, *calcFlags) {
 		c.fs.BoolVar(&f.sel.IncludeFlagged, "include-flagged", false, "also plan runs a plausibility check flagged (left out by default)")
 		c.fs.StringVar(&f.methodClass, "method-class", store.MethodSustainedDecode, "the method class planned from (runs of others are never ranked beside it): "+strings.Join(store.MethodClasses(), ", "))
 		c.fs.Float64Var(&f.q.VRAMGB, "vram", 0, "another VRAM size, in `GB`")
-		c.fs.IntVar(&f.q.MaxOutputTokens, "max-output", 0, "`tokens` reserved per request for output")
+		c.fs.Var(tokenFlag{&f.q.MaxOutputTokens}, "max-output", "`tokens` reserved per request for output (K = 1024)")
 		c.fs.BoolVar(&f.includeScaled, "include-scaled", false, "add catalog GPUs without a run, scaled from the nearest measured one")
 		c.fs.BoolVar(&f.includeScaledModel, "include-scaled-model", false, "with --model: add GPUs with runs of other models but none of it, answered from another model's run there")
 		c.fs.IntVar(&f.limit, "limit", predict.DefaultPlanOptions, "how many options to show, best first")
@@ -264,10 +264,14 @@ func tokens(s string) (int, error) {
 
 // count reads a whole number, or a whole number of K (1024); a value it
 // cannot read is quoted as given, with what accepts says is accepted.
-func count(given, accepts string) (int, error) {
+func count(given, accepts string) (int, error) { return countK(given, accepts, true) }
+
+// countK is count, taking K only when k is set (a concurrency is not a
+// multiple of 1024).
+func countK(given, accepts string, k bool) (int, error) {
 	s := strings.TrimSpace(given)
 	mult := 1
-	if n := len(s); n > 0 && (s[n-1] == 'K' || s[n-1] == 'k') {
+	if n := len(s); k && n > 0 && (s[n-1] == 'K' || s[n-1] == 'k') {
 		s, mult = s[:n-1], 1024
 	}
 	v, err := strconv.Atoi(s)
@@ -277,14 +281,14 @@ func count(given, accepts string) (int, error) {
 	return v * mult, nil
 }
 
-// countList reads a comma-separated list of counts (count).
-func countList(s, accepts string) ([]int, error) {
+// countList reads a comma-separated list of counts (countK).
+func countList(s, accepts string, k bool) ([]int, error) {
 	if s == "" {
 		return nil, nil
 	}
 	var out []int
 	for part := range strings.SplitSeq(s, ",") {
-		v, err := count(part, accepts)
+		v, err := countK(part, accepts, k)
 		if err != nil {
 			return nil, err
 		}
@@ -330,10 +334,10 @@ func calcCmd(ctx context.Context, args []string, getenv func(string) string, std
 		q.ContextTokens = l
 	} else {
 		var err error
-		if ls, err = countList(f.contexts, "a token count: give whole numbers of tokens, or of K (1024 tokens), comma-separated, e.g. 0,24K,49152"); err != nil {
+		if ls, err = countList(f.contexts, "a token count: give whole numbers of tokens, or of K (1024 tokens), comma-separated, e.g. 0,24K,49152", true); err != nil {
 			return c.usageErr("--contexts: %w", err)
 		}
-		if bs, err = countList(f.concurrencies, "a concurrency: give whole numbers of requests, comma-separated, e.g. 1,4,16"); err != nil {
+		if bs, err = countList(f.concurrencies, "a concurrency: give whole numbers of requests, comma-separated, e.g. 1,4,16", false); err != nil {
 			return c.usageErr("--concurrencies: %w", err)
 		}
 		q.ContextTokens, q.Concurrency = 0, 1
@@ -760,4 +764,23 @@ func orUnknown(p *int) string {
 		return "unknown"
 	}
 	return strconv.Itoa(*p)
+}
+
+// tokenFlag is a flag holding a token count, read as tokens reads one.
+type tokenFlag struct{ p *int }
+
+func (t tokenFlag) String() string {
+	if t.p == nil {
+		return "0"
+	}
+	return strconv.Itoa(*t.p)
+}
+
+func (t tokenFlag) Set(s string) error {
+	v, err := tokens(s)
+	if err != nil {
+		return err
+	}
+	*t.p = v
+	return nil
 }

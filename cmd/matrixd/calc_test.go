@@ -312,3 +312,18 @@ func TestCalcPlanPlansOneMethodClass(t *testing.T) {
 		t.Errorf("calc plan --method-class sweep: %v, want the classes it takes", err)
 	}
 }
+
+// TestCalcMaxOutputTakesK: --max-output is a token count like --context:
+// 2K is 2048 (it was refused, though the help says token counts take K).
+func TestCalcMaxOutputTakesK(t *testing.T) {
+	db := seededDB(t)
+	args := []string{"decode", "--model", "nemotron", "--gpu", "RTX 3090", "--context", "16K", "--concurrency", "8", "--json", "--max-output"}
+	k, err := calc(t, db, append(args, "2K")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := calc(t, db, append(args, "2048")...)
+	if err != nil || k != n {
+		t.Errorf("--max-output 2K answers\n%s\nand 2048\n%s(%v)", k, n, err)
+	}
+}

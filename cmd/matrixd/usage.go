@@ -146,6 +146,10 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 // cannot read, which says only "parse error".
 var badValue = regexp.MustCompile(`^invalid value (".*") for flag -(\S+): parse error$`)
 
+// valueError is the flag package's refusal of a value a flag of ours
+// could not read, with the flag's own reason.
+var valueError = regexp.MustCompile(`^invalid value ".*" for flag -(\S+): (.+)$`)
+
 // flagMessage writes the flag package's errors with the flags spelled as
 // the docs and the help spell them, and a number flag's refusal with the
 // value as given and what the flag takes.
@@ -169,6 +173,9 @@ func flagMessage(fs *flag.FlagSet, msg string) string {
 				return fmt.Sprintf("--%s takes %s, not %s", f.Name, takes, m[1])
 			}
 		}
+	}
+	if m := valueError.FindStringSubmatch(msg); m != nil {
+		return "--" + m[1] + ": " + m[2] // a flag that reads its own values says why
 	}
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
 		return "unknown flag --" + strings.TrimPrefix(name, "-")
