@@ -899,6 +899,17 @@ func TestAnotherVRAMKeepsAMeasuredCell(t *testing.T) {
 	}
 }
 
+// TestRangeRefusalNamesTheContextWithSpeeds: Fara measured up to 253,952
+// tokens, but a speed only up to 131,072 (the longer rows gave no token in
+// the window): the refusal names the limit it applies.
+func TestRangeRefusalNamesTheContextWithSpeeds(t *testing.T) {
+	m := fit(t, faraRun())
+	_, err := m.Decode(calculator.Query{ContextTokens: 180000, Concurrency: 1})
+	if err == nil || !strings.Contains(err.Error(), "beyond 1.25× the longest context at which this run measured a speed (131072 tokens)") {
+		t.Errorf("%v; want the refusal naming 131072 tokens", err)
+	}
+}
+
 // TestMovedSpeedIntervalsAgree: moved to another GPU, an answer's band is
 // the move's, measured on speed: per-request speed spans it as the total
 // does (its high end was 4.3× the value on a rough move, 12 requests at

@@ -784,10 +784,10 @@ func (m *Model) speedAt(lTokens int, b float64, levels bool) (t, s float64, basi
 	}
 	maxB, minL, maxL := m.sf.limits(l)
 	if l > maxL {
-		return 0, 0, "", nil, 0, refuse(supported, "context %d tokens is beyond 1.25× the longest context this run measured", lTokens)
+		return 0, 0, "", nil, 0, refuse(supported, "context %d tokens is beyond 1.25× the longest context at which this run measured a speed (%d tokens)", lTokens, int(math.Round(m.sf.maxL*1024)))
 	}
 	if l < minL {
-		return 0, 0, "", nil, 0, refuse(supported, "context %d tokens is below 0.8× the shortest context this run measured", lTokens)
+		return 0, 0, "", nil, 0, refuse(supported, "context %d tokens is below 0.8× the shortest context at which this run measured a speed (%d tokens)", lTokens, int(math.Round(m.sf.rows[0].key*1024)))
 	}
 	if b > maxB {
 		return 0, 0, "", nil, 0, refuse(supported, "concurrency %g is beyond 2× the largest this run measured near context %d (%g)", b, lTokens, maxB/2)

@@ -349,9 +349,17 @@ func (s *Server) GetLeaderboard(ctx context.Context, req api.GetLeaderboardReque
 		}
 		out.Warnings = &[]string{w}
 	}
+	flagged := 0
 	for i, e := range entries {
 		cell := toAPIDecodeCell(e.Cell)
 		out.Items[i] = api.LeaderboardEntry{Rank: e.Rank, Value: e.Value, Run: toAPISummary(e.Run), Cell: &cell}
+		if e.Run.Flagged {
+			flagged++
+		}
+	}
+	if flagged > 0 {
+		w := fmt.Sprintf("%d of the runs ranked here failed a plausibility check (include_flagged=true ranks them): each one's trust says which", flagged)
+		out.Warnings = &[]string{w}
 	}
 	return out, nil
 }

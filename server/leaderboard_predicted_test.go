@@ -207,6 +207,8 @@ func TestEmptyLeaderboardsSayWhy(t *testing.T) {
 			[]string{`"items":[]`, "include_flagged=true brings them back"}},
 		{"a measured cell has no such warning", "/v1/leaderboard?context_tokens=16384&concurrency=8", 200,
 			[]string{`"rank":1`}},
+		{"flagged runs ranked are counted", "/v1/leaderboard?context_tokens=16384&concurrency=8&include_flagged=true", 200,
+			[]string{`"rank":1`, "1 of the runs ranked here failed a plausibility check"}},
 	})
 	rec := e.do(t, http.MethodGet, "/v1/leaderboard?context_tokens=16384&concurrency=8", nil)
 	if strings.Contains(rec.Body.String(), "warnings") {

@@ -1540,7 +1540,7 @@ type Leaderboard struct {
 	// Predicted The ranking is of predicted cells (`predicted=true`).
 	Predicted *bool `json:"predicted,omitempty"`
 
-	// Warnings With `predicted=true`: what the ranking could not include, and why nothing is ranked when nothing is; measured (`predicted` unset), only when the first page is empty: that no matching run measured the cell.
+	// Warnings With `predicted=true`: what the ranking could not include, and why nothing is ranked when nothing is; measured (`predicted` unset): why the first page is empty, or how many runs ranked failed a plausibility check (with `include_flagged`).
 	Warnings *[]string `json:"warnings,omitempty"`
 }
 
