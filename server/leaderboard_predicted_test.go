@@ -179,14 +179,7 @@ func TestEmptyLeaderboardsSayWhy(t *testing.T) {
 	fara := e.seed(t, "fara1.5-4b-autoround-rtx3060")
 	fast := fara
 	fast.Title, fast.Hardware.GPU = "fara, ten times, on a smaller card", "RTX 3050"
-	fast.Decode = slices.Clone(fara.Decode)
-	for i, c := range fast.Decode {
-		if c.Status != store.StatusValid {
-			continue
-		}
-		tot, per, tbt, out := *c.TotalTokS*10, *c.PerRequestTokS*10, *c.TBTMs/10, *c.OutputTokens*10
-		fast.Decode[i].TotalTokS, fast.Decode[i].PerRequestTokS, fast.Decode[i].TBTMs, fast.Decode[i].OutputTokens = &tot, &per, &tbt, &out
-	}
+	fast.Decode = tenTimes(fara.Decode)
 	if flagged := postRun(t, e, k["mallory"], fast, http.StatusCreated); !flagged.Trust.Flagged {
 		t.Fatalf("the 10× copy is not flagged: %+v", flagged.Trust)
 	}
