@@ -1120,7 +1120,7 @@ func TestQueuedAtAShorterContextQueuesAtALongerOne(t *testing.T) {
 		}
 		// The measured queued cell stands under another VRAM size.
 		p, err := m.Decode(calculator.Query{ContextTokens: 131072, Concurrency: b, VRAMGB: 12.5})
-		if err != nil || p.Status != calculator.RequestsQueued || p.SpeedBasis != calculator.Measured || p.TotalTokS.Value != *measured[b].TotalTokS {
+		if err != nil || p.Status != calculator.RequestsQueued || p.Basis != calculator.ScaledVRAM || p.SpeedBasis != calculator.Measured || p.TotalTokS.Value != *measured[b].TotalTokS {
 			t.Errorf("131072 × %d on 12.5 GB: %v %v %v (%v); want the measured queued cell", b, p.Status, p.SpeedBasis, p.TotalTokS, err)
 		}
 	}

@@ -930,7 +930,16 @@ func (m *Model) decode(q Query, mv GPUMove) (Prediction, error) {
 		case m.windowQueued(measured) && (p.Status == Fits || p.Status == RequestsQueued):
 			// Queued by its long prefill, not by a limit: another VRAM
 			// size or output reservation leaves it as measured.
-			return m.measuredAnswer(p, measured), nil
+			p = m.measuredAnswer(p, measured)
+			if scale.scaled {
+				p.Basis = ScaledVRAM // the speed stays the measured one
+				// Its bands are the published values' rounding.
+				p.BandTotal = roundingBand(*measured.TotalTokS, 0.05)
+				if measured.TBTMs != nil {
+					p.BandTBT = roundingBand(*measured.TBTMs, 0.05)
+				}
+			}
+			return p, nil
 		case !scale.scaled && p.Status == RequestsQueued && cap.running(q.Concurrency) == m.cap.running(q.Concurrency):
 			// Another output reservation under which the same requests
 			// run at once (a hybrid's sequence limit, not the KV cache,
