@@ -728,6 +728,11 @@ func (c *Service) noRun(ctx context.Context, sel Selection) error {
 	}
 	if len(sample) == 0 {
 		msg := fmt.Sprintf("no run of a model matching %q on GPU %q", clip(sel.Model), clip(sel.GPU))
+		if why, err := c.othersExcluded(ctx, sel); err != nil {
+			return err
+		} else if why != "" {
+			msg += "; " + why
+		}
 		if _, ok := calculator.LookupGPU(sel.GPU); !ok {
 			msg += ", and the hardware catalog has no GPU of that name"
 			if sug := calculator.Hardware().Suggest(sel.GPU, 6); len(sug) > 0 {
@@ -786,4 +791,47 @@ func (c *Service) noRun(ctx context.Context, sel Selection) error {
 	}
 	// Runs match every filter: a plausibility check flagged each of them.
 	return notFound(exist + " a plausibility check flagged each that matches (runs it flagged are left out; include_flagged=true brings them back)")
+}
+
+// othersExcluded says, for a model with no run on sel's GPU, which of
+// sel's filters left out the runs of other models there that could have
+// answered it scaled ("" when none did).
+func (c *Service) othersExcluded(ctx context.Context, sel Selection) (string, error) {
+	if sel.EngineVersion == "" && sel.KVCacheDtype == "" {
+		return "", nil
+	}
+	base, err := c.WithGPU(ctx, store.RunFilter{ExcludeFlagged: !sel.IncludeFlagged}, sel.GPU)
+	if err != nil {
+		return "", err
+	}
+	others, _, err := c.store.RunConfigs(ctx, base, noRunSample)
+	if err != nil || len(others) == 0 {
+		return "", err
+	}
+	f := base
+	f.EngineVersion, f.KVCacheDtype = sel.EngineVersion, sel.KVCacheDtype
+	if some, _, err := c.store.RunConfigs(ctx, f, 1); err != nil || len(some) > 0 {
+		return "", err
+	}
+	var asked, have []string
+	if sel.EngineVersion != "" {
+		asked = append(asked, "engine_version "+clip(sel.EngineVersion))
+	}
+	if sel.KVCacheDtype != "" {
+		asked = append(asked, "kv_cache_dtype "+clip(sel.KVCacheDtype))
+	}
+	for _, r := range others {
+		var v []string
+		if sel.EngineVersion != "" {
+			v = append(v, orNone(r.EngineVersion))
+		}
+		if sel.KVCacheDtype != "" {
+			v = append(v, orNone(r.KVCacheDtype))
+		}
+		if s := strings.Join(v, " / "); !slices.Contains(have, s) {
+			have = append(have, s)
+		}
+	}
+	return fmt.Sprintf("runs of other models there, which could answer it scaled, have none with %s (they have %s)",
+		strings.Join(asked, " and "), strings.Join(clipAll(have, 4), ", ")), nil
 }

@@ -191,6 +191,7 @@ func TestNoRunSaysWhy(t *testing.T) {
 	e := newEnv(t, 0)
 	k := e.keys(t, "mallory")
 	fara := e.seed(t, "fara1.5-4b-autoround-rtx3060")
+	e.seed(t, "nemotron-nano-12b-v2-awq-rtx3090")
 	fast := fara
 	fast.Title, fast.Engine.Version = "fara, ten times, another version", "0.99.0"
 	fast.Decode = tenTimes(fara.Decode)
@@ -202,6 +203,10 @@ func TestNoRunSaysWhy(t *testing.T) {
 		name, target string
 		want, not    []string
 	}{
+		// Fara has no run on the 3090; Nemotron's there would answer it
+		// scaled, but for the filter.
+		{"another model's run, filtered out", q + "RTX%203090&engine_version=0.0.1",
+			[]string{`no run of a model matching \"fara\" on GPU \"RTX 3090\"; runs of other models there, which could answer it scaled, have none with engine_version 0.0.1 (they have 0.32.0)`}, []string{"include_flagged"}},
 		{"engine_version", q + "3060&engine_version=9.9",
 			[]string{`runs of a model matching \"fara\" on RTX 3060 exist, but none with engine_version 9.9; they have 0.99.0, 0.32.0`}, []string{"include_flagged"}},
 		{"kv_cache_dtype", q + "3060&kv_cache_dtype=fp8",
