@@ -81,6 +81,9 @@ func (o optFloat) String() string {
 
 func (o optFloat) Set(s string) error {
 	v, err := strconv.ParseFloat(s, 64)
+	if errors.Is(err, strconv.ErrRange) {
+		return fmt.Errorf("%q is out of range", s) // a number no float holds
+	}
 	if err != nil {
 		return fmt.Errorf("%q is not a number", s)
 	}

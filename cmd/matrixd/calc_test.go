@@ -327,3 +327,13 @@ func TestCalcMaxOutputTakesK(t *testing.T) {
 		t.Errorf("--max-output 2K answers\n%s\nand 2048\n%s(%v)", k, n, err)
 	}
 }
+
+// TestCalcSaysAFlagOnce: a message that names its flag first is not
+// prefixed with it again ("--sort: --sort cost needs a price").
+func TestCalcSaysAFlagOnce(t *testing.T) {
+	db := seededDB(t)
+	_, err := calc(t, db, "plan", "--context", "16K", "--min-tok-s", "30", "--sort", "cost")
+	if err == nil || !strings.Contains(err.Error(), "--sort cost needs a price") || strings.Contains(err.Error(), "--sort: --sort") {
+		t.Errorf("%v; want --sort named once", err)
+	}
+}

@@ -281,7 +281,11 @@ func cliError(cmd string, err error) error {
 		if f, ok := flagFor(field); ok {
 			field = f
 		}
-		msg := strings.Replace(err.Error(), fe.Error(), field+": "+inFlags(fe.Message), 1)
+		said := inFlags(fe.Message)
+		if !strings.HasPrefix(said, field+" ") {
+			said = field + ": " + said // a message that names its flag first says it once
+		}
+		msg := strings.Replace(err.Error(), fe.Error(), said, 1)
 		return &usageError{cmd, &renamed{msg, err}}
 	case errors.As(err, &amb):
 		return &usageError{cmd, &renamed{ambiguous(amb), err}}

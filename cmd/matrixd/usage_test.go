@@ -420,6 +420,7 @@ func TestCalcQuotesValuesAsGiven(t *testing.T) {
 		{[]string{"decode", "--context", "16K", "--concurrency", "8K"}, `--concurrency takes a whole number of requests, not "8K"`},
 		{[]string{"decode", "--context", "16K", "--concurrency", "1", "--max-output", "1.5K"}, `--max-output: "1.5K" is not a token count: give a whole number of tokens, or of K (1024 tokens)`},
 		{[]string{"grid", "--concurrencies", "1,8K"}, `--concurrencies: "8K" is not a concurrency: give whole numbers of requests`},
+		{[]string{"decode", "--context", "16K", "--concurrency", "1", "--gpu-hour-usd", "1e400"}, `--gpu-hour-usd: "1e400" is out of range`},
 		{[]string{"capacity", "--context", "16K", "--vram", "16GB"}, `--vram takes a number of GB, not "16GB"`},
 		{[]string{"plan", "--context", "16K", "--min-tok-s", "30tok"}, `--min-tok-s takes a number of tok/s, not "30tok"`},
 		{[]string{"plan", "--context", "16K", "--min-tok-s", "30", "--max-ttft", "5s"}, `--max-ttft takes a number of ms, not "5s"`},
