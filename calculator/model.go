@@ -28,10 +28,13 @@ type Model struct {
 	byB []sample
 	// queued are the run's cells published as requests queued, by
 	// concurrency, in context order (see queuedBelow).
-	queued  map[int][]Cell
-	ttft    decodeTTFT
-	prefill prefillModel
-	bands   Bands
+	queued map[int][]Cell
+	// longestValid is, for each concurrency with queued cells, the longest
+	// context at which a cell ran valid.
+	longestValid map[int]int
+	ttft         decodeTTFT
+	prefill      prefillModel
+	bands        Bands
 	// raw are the bands before the family calibration (see calibrated),
 	// kept for evaluation only.
 	raw Bands
@@ -587,6 +590,14 @@ func fitCore(r Run, ip interp) (*Model, error) {
 	for _, cs := range m.queued {
 		slices.SortFunc(cs, func(a, b Cell) int { return a.ContextTokens - b.ContextTokens })
 	}
+	for _, c := range r.Decode {
+		if _, ok := m.queued[c.Concurrency]; ok && c.Status == CellValid {
+			if m.longestValid == nil {
+				m.longestValid = map[int]int{}
+			}
+			m.longestValid[c.Concurrency] = max(m.longestValid[c.Concurrency], c.ContextTokens)
+		}
+	}
 	m.ttft = fitDecodeTTFT(r.Decode)
 	m.prefill = fitPrefill(r.Prefill)
 	m.bands = Bands{bandFallback, bandFallback, bandFallback, bandFallback, bandFallback, bandFallback, false, "", bandFallback}
@@ -686,10 +697,8 @@ func (m *Model) queuedBelow(l, b int) (Cell, bool) {
 		return Cell{}, false
 	}
 	c := cs[i-1]
-	for ref, other := range m.cells {
-		if ref.Concurrency == b && ref.ContextTokens > c.ContextTokens && other.Status == CellValid {
-			return Cell{}, false
-		}
+	if c.ContextTokens < m.longestValid[b] {
+		return Cell{}, false
 	}
 	return c, true
 }

@@ -25,6 +25,7 @@ func (m *Model) Bytes() int64 {
 		for _, cs := range m.queued {
 			n += sliceBytes(cs) // the values point where the run's cells do
 		}
+		n += mapBytes(len(m.longestValid), int64(2*unsafe.Sizeof(0)))
 	}
 	surfaces := []*surface{m.sf}
 	if m.unlevelled != nil {
