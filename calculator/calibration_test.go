@@ -6,7 +6,8 @@ import (
 )
 
 // TestLeastFactor: the factor is the narrowest whose bands hold the
-// conformal share of the answers, among the powers and mixes offered.
+// nearest share to the coverage asked of the answers, round(0.9·n) of n,
+// among the powers and mixes offered.
 func TestLeastFactor(t *testing.T) {
 	total := func(h HeldOut) (float64, float64, float64) { return h.Need, h.RawBand, h.RawInterpolated }
 	// Runs whose own bands are proportional to their errors: power 1 fits
@@ -20,15 +21,15 @@ func TestLeastFactor(t *testing.T) {
 	if n != 19 || f.Power != 1 || math.Abs(f.Scale-1) > 1e-9 {
 		t.Errorf("proportional bands: %+v over %d, want scale 1 at power 1", f, n)
 	}
-	// Own bands that say nothing (all alike, errors spread): power 0, the
-	// ⌈0.9·20⌉ = 18th smallest need.
+	// Own bands that say nothing (largest where the error is least):
+	// power 0, the round(0.9·19) = 17th smallest need.
 	var flat []HeldOut
 	for i := 1; i <= 19; i++ {
-		flat = append(flat, HeldOut{Need: 0.01 * float64(i+1), RawBand: 0.3 + 0.01*float64(i%3), RawInterpolated: 0.1})
+		flat = append(flat, HeldOut{Need: 0.01 * float64(i+1), RawBand: 0.5 - 0.01*float64(i), RawInterpolated: 0.1})
 	}
 	f, _ = leastFactor(flat, total, 0.9, calibrationPowers(), []float64{0})
-	if f.Power != 0 || math.Abs(f.Scale-0.19) > 1e-9 {
-		t.Errorf("uninformative bands: %+v, want a constant 0.19", f)
+	if f.Power != 0 || math.Abs(f.Scale-0.18) > 1e-9 {
+		t.Errorf("uninformative bands: %+v, want a constant 0.18", f)
 	}
 	held := 0
 	for _, h := range flat {
@@ -36,8 +37,8 @@ func TestLeastFactor(t *testing.T) {
 			held++
 		}
 	}
-	if held != 18 {
-		t.Errorf("the factor holds %d of 19, want 18", held)
+	if held != 17 {
+		t.Errorf("the factor holds %d of 19, want 17", held)
 	}
 	// Needs under the noise floor are held whatever the scale.
 	floor := []HeldOut{{Need: 0.005, RawBand: 0.2, RawInterpolated: 0.2}, {Need: 0.004, RawBand: 0.1, RawInterpolated: 0.1}}
@@ -51,7 +52,8 @@ func TestLeastFactor(t *testing.T) {
 }
 
 // TestCalibrateFallsBackToPooled: a family with too few answers for a basis
-// takes the pooled factor, which keeps each run's own spread (power 1).
+// (under 10) takes the pooled factor, which keeps each run's own spread
+// (power 1).
 func TestCalibrateFallsBackToPooled(t *testing.T) {
 	answers := map[string][]HeldOut{}
 	for i := range 40 {
@@ -61,8 +63,16 @@ func TestCalibrateFallsBackToPooled(t *testing.T) {
 	for i := range 5 {
 		answers["small/serving_sweep"] = append(answers["small/serving_sweep"], HeldOut{Basis: Interpolated, Need: 0.05, RawBand: 0.02 * float64(i+1), RawInterpolated: 0.1, TBTNeed: math.NaN()})
 	}
+	// Twelve answers are enough for a family's own factor: its runs' own
+	// bands say nothing (one band for all), unlike the pooled power 1.
+	for i := range 12 {
+		answers["mid/serving_sweep"] = append(answers["mid/serving_sweep"], HeldOut{Basis: Interpolated, Need: 0.05, RawBand: 0.01 * float64(i+1), RawInterpolated: 0.1, TBTNeed: math.NaN()})
+	}
 	c := Calibrate(answers, 0.9)
 	pooled, small := c.factors(""), c.factors("small/serving_sweep")
+	if mid := c.factors("mid/serving_sweep"); mid.InterpolatedTotal.Power != 0 || mid.AnswersInterpolated != 12 {
+		t.Errorf("a twelve-answer family: %+v, want its own constant band", mid.InterpolatedTotal)
+	}
 	if pooled.InterpolatedTotal.Power != 1 {
 		t.Errorf("pooled factor %+v, want power 1", pooled.InterpolatedTotal)
 	}

@@ -1184,12 +1184,15 @@ type EngineCatalogItem struct {
 	Version  *string `json:"version"`
 }
 
-// ErrorBand The relative half-widths of the intervals, in %: the run's conformal
-// 90 % bound of its n held-out errors for the answer's regime (the
-// ⌈0.9·(n+1)⌉-th smallest), widened by 1 + 1/√n for the few errors a
-// run has, then calibrated for the run's engine family and method
-// class (scale·bound^power, derived on published grids so that 90 % of
-// held-out answers fall inside) and floored at 1 %; for `scaled_gpu`
+// ErrorBand The relative half-widths of the intervals, in %: the run's own bound
+// of its held-out errors for the answer's regime (interpolated: the
+// conformal 90 % bound of its n single-cell errors, the
+// ⌈0.9·(n+1)⌉-th smallest, widened by 1 + 1/√n for the few errors a
+// run has; extrapolated: twice the root mean square of its whole-line
+// errors, at least the interpolated bound), then calibrated for the
+// run's engine family and method class (scale·bound^power, derived on
+// published grids so that 90 % of held-out answers fall inside) and
+// floored at 1 %; for `scaled_gpu`
 // at least the band measured moving grids between GPUs (within a
 // generation, or across with `rough`); for `scaled_model` at least the
 // band measured moving grids between models of one kind on one GPU and

@@ -451,7 +451,7 @@ func printBasis(w io.Writer, method, speed calculator.Basis, runIDs []string, ba
 	}
 	fmt.Fprintf(w, "\trun %s\n", strings.Join(runIDs, ", "))
 	if band != nil {
-		source := "the run's conformal 90% bound of its held-out errors"
+		source := "the run's held-out errors, calibrated for its engine family"
 		switch method {
 		case calculator.ScaledGPU:
 			source = "scaling to another GPU"
