@@ -134,7 +134,7 @@ func (c *Service) otherModelRunAmong(ctx context.Context, sel Selection, narrow 
 		name, quant, quantFrom = elsewhere[0].ModelName, elsewhere[0].Quantization, elsewhere[0].ID
 	}
 	supported := "a model the model facts table describes (GET /v1/model-facts), answered from a run of another model of its kind (dense or mixture of experts) on the GPU that the table describes too"
-	howToAdd := "add it to trust/models.json (name, match, params_b, active_params_b for a mixture of experts, kv_layers, kv_heads, head_dim, source) with its row in trust/SOURCES.md"
+	howToAdd := "ask the service's operator to add it to the table, with a source for its parameters (active ones for a mixture of experts), KV layers, KV heads and head dimension (docs/calculator.md, The model facts table, says how)"
 	dst, ok := c.facts.Lookup(name)
 	if !ok || dst.KVBytesPerToken(1) <= 0 {
 		what := fmt.Sprintf("has no entry matching %q", clip(name))
@@ -211,7 +211,7 @@ type otherModel struct {
 func (o otherModel) prefillFacts() error {
 	for _, m := range []trust.Model{o.to, o.from} {
 		if m.AttentionFLOPsPerContextToken() <= 0 {
-			return &calculator.Refusal{Reason: fmt.Sprintf("the model facts table lacks the attention geometry (kv_layers, attention_heads, head_dim) of %s, which scaling prefill from %s to %s needs (FLOPs of a prompt token); add it to trust/models.json with its row in trust/SOURCES.md", m.Name, o.from.Name, o.to.Name),
+			return &calculator.Refusal{Reason: fmt.Sprintf("the model facts table lacks the attention geometry (kv_layers, attention_heads, head_dim) of %s, which scaling prefill from %s to %s needs (FLOPs of a prompt token); the service's operator can add them to the table, with their source (docs/calculator.md, The model facts table, says how)", m.Name, o.from.Name, o.to.Name),
 				Supported: "a model whose parameters and attention geometry the model facts table gives, answered from a run of another such model on the GPU"}
 		}
 	}

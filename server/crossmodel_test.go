@@ -54,7 +54,7 @@ func TestCrossModelCapacity(t *testing.T) {
 			[]string{`no run of Qwen3-14B on GPU \"RTX 3060\"; run ` + fara + " of Fara1.5-4B, which would answer for it, refuses", "the other model's weights (7.7 GB) do not fit",
 				"leave -0.2 GB for the KV cache", "a GPU with more memory, or a smaller quantization"}},
 		{"facts lack the model", "/v1/calculator/capacity?model=Qwen2.5-3B-Instruct&gpu=RTX%203090&context_tokens=16384", 422,
-			[]string{`the model facts table has no entry matching \"Qwen2.5-3B-Instruct\"`, "trust/models.json"}},
+			[]string{`the model facts table has no entry matching \"Qwen2.5-3B-Instruct\"`, "ask the service's operator"}},
 		{"and another VRAM size", "/v1/calculator/capacity?model=fara&gpu=RTX%203090&context_tokens=16384&vram_gb=48", 422,
 			[]string{"another VRAM size is not scaled for it"}},
 		{"the decode answer's capacity is the same", "/v1/calculator/decode?model=fara&gpu=RTX%203090&context_tokens=16384&concurrency=8", 200,
@@ -111,7 +111,7 @@ func TestCrossModelPrefill(t *testing.T) {
 	}
 	runCases(t, e, []getCase{
 		{"the facts lack the heads", "/v1/calculator/prefill?model=Qwen3.6-35B-A3B&gpu=RTX%203090&context_tokens=16384", 422,
-			[]string{"lacks the attention geometry (kv_layers, attention_heads, head_dim) of Qwen3.6-35B-A3B", "trust/models.json"}},
+			[]string{"lacks the attention geometry (kv_layers, attention_heads, head_dim) of Qwen3.6-35B-A3B", "the service's operator can add them"}},
 		{"while its speed is answered", "/v1/calculator/grid?model=Qwen3.6-35B-A3B&gpu=RTX%203090&contexts=0&concurrencies=1", 200,
 			[]string{`"run_ids":["` + stored.ID + `"]`, "another model: speed scaled"}},
 		{"beyond the source's prefill table", "/v1/calculator/prefill?model=fara&gpu=RTX%203090&context_tokens=1000000", 422,
