@@ -13,14 +13,20 @@ import (
 // ρ^Alpha and the rest of the step (KV reads, per-sequence work) by
 // ρ^Gamma: Alpha 1 is streaming at the same share of peak bandwidth on
 // both GPUs, Gamma 0 a rest bound by something that does not change with
-// bandwidth, 1 a rest bound by it too. Band and RoughBand are the relative
+// bandwidth, 1 a rest bound by it too. Within a GPU generation (one
+// architecture, its kernels) both are at most 1: memory-bound work does
+// not shrink faster than the bandwidth grows. Across generations compute
+// and kernels change too, and RoughAlpha and RoughGamma, fitted on pairs
+// across generations, apply. Band and RoughBand are the relative
 // half-widths of answers within a GPU generation and across generations.
 type GPUMove struct {
-	Family    string  `json:"family"`
-	Alpha     float64 `json:"alpha"`
-	Gamma     float64 `json:"gamma"`
-	Band      float64 `json:"band"`
-	RoughBand float64 `json:"rough_band"`
+	Family     string  `json:"family"`
+	Alpha      float64 `json:"alpha"`
+	Gamma      float64 `json:"gamma"`
+	RoughAlpha float64 `json:"rough_alpha"`
+	RoughGamma float64 `json:"rough_gamma"`
+	Band       float64 `json:"band"`
+	RoughBand  float64 `json:"rough_band"`
 	// Pairs and Answers are the grid pairs and held-out cells the move
 	// was derived from (0: a default).
 	Pairs   int `json:"pairs,omitempty"`
@@ -30,11 +36,21 @@ type GPUMove struct {
 // BandwidthMove is the move before calibration: the intercept scales with
 // bandwidth, the rest is kept from the measured GPU, ±20 % within a
 // generation and ±40 % across.
-var BandwidthMove = GPUMove{Alpha: 1, Gamma: 0, Band: 0.20, RoughBand: 0.40}
+var BandwidthMove = GPUMove{Alpha: 1, Gamma: 0, RoughAlpha: 1, RoughGamma: 0, Band: 0.20, RoughBand: 0.40}
+
+// exponents are the move's (alpha, gamma) within a generation, or across
+// generations when rough.
+func (mv GPUMove) exponents(rough bool) (float64, float64) {
+	if rough {
+		return mv.RoughAlpha, mv.RoughGamma
+	}
+	return mv.Alpha, mv.Gamma
+}
 
 // gpuScaling says how to move step times to another GPU.
 type gpuScaling struct {
 	scaled   bool
+	rough    bool    // across GPU generations
 	ratio    float64 // measured bandwidth / target bandwidth
 	band     float64
 	move     GPUMove
@@ -70,11 +86,12 @@ func (m *Model) gpuScale(q Query, mv GPUMove) (gpuScaling, error) {
 				"%s (%s) and %s (%s) are different GPU generations: kernels and KV-read efficiency change, so the measured speed does not carry over",
 				from.Name, from.Generation, to.Name, to.Generation)
 		}
-		s.band = mv.RoughBand
+		s.band, s.rough = mv.RoughBand, true
 		s.warnings = append(s.warnings, fmt.Sprintf("rough estimate across GPU generations (%s → %s): ±%.0f%%", from.Generation, to.Generation, 100*s.band))
 	}
+	a, g := mv.exponents(s.rough)
 	s.warnings = append(s.warnings, fmt.Sprintf("speed moved from %s (%.0f GB/s) to %s (%.0f GB/s): the weight-streaming term scales as bandwidth^%.2f, the rest of the step as bandwidth^%.2f (measured across GPUs on published grids); ±%.0f%%",
-		from.Name, from.BandwidthGBs, to.Name, to.BandwidthGBs, mv.Alpha, mv.Gamma, 100*s.band))
+		from.Name, from.BandwidthGBs, to.Name, to.BandwidthGBs, a, g, 100*s.band))
 	return s, nil
 }
 
@@ -87,7 +104,8 @@ func (g gpuScaling) apply(m *Model, t, s float64) (float64, float64) {
 	// The intercept can exceed a small step time only by fit error; keep at
 	// least the part that does not scale.
 	aT, aS = min(aT, 0.95*t), min(aS, 0.95*s)
-	ka, kr := math.Pow(g.ratio, g.move.Alpha), math.Pow(g.ratio, g.move.Gamma)
+	a, gm := g.move.exponents(g.rough)
+	ka, kr := math.Pow(g.ratio, a), math.Pow(g.ratio, gm)
 	return aT*ka + (t-aT)*kr, aS*ka + (s-aS)*kr
 }
 
@@ -154,9 +172,31 @@ type GPUPair struct {
 	To   Run
 }
 
-// gpuAlphas and gpuGammas are the exponents CalibrateGPU chooses among.
-func gpuAlphas() []float64 { return steps(0.5, 1.5, 0.05) }
-func gpuGammas() []float64 { return steps(0, 3, 0.05) }
+// gpuAlphas and gpuGammas are the exponents CalibrateGPU chooses among,
+// within a generation (capped at 1) or across generations.
+func gpuAlphas(rough bool) []float64 {
+	if rough {
+		return steps(0.5, 1.5, 0.05)
+	}
+	return steps(0.5, 1, 0.05)
+}
+
+func gpuGammas(rough bool) []float64 {
+	if rough {
+		return steps(0, 3, 0.05)
+	}
+	return steps(0, 1, 0.05)
+}
+
+// pairRough reports whether a pair moves across GPU generations.
+func pairRough(p GPUPair) bool {
+	f, ok := LookupRunGPU(p.From.run.GPU, p.From.run.VRAMGB)
+	if !ok {
+		return false
+	}
+	t, ok := LookupRunGPU(p.To.GPU, p.To.VRAMGB)
+	return ok && f.Generation != t.Generation
+}
 
 // tunePairsByFamily groups the tune pairs by engine family, every family
 // one's also under "" (the pooled move's), and lists the families, sorted.
@@ -189,75 +229,102 @@ func steps(lo, hi, d float64) []float64 {
 }
 
 // CalibrateGPU derives a move per engine family with enough tune pairs
-// (and a pooled one, "", from all) from the tune pairs: the exponents with the least mean error of total
-// tok/s over the pairs' cells, then the bands that hold ⌈coverage·(n+1)⌉
-// of the n answers within a generation and across (a family without
-// answers of a kind takes the pooled band; the pooled one, without any,
-// BandwidthMove's).
+// (and a pooled one, "", from all) from the tune pairs: within a
+// generation and across generations apart, the exponents with the least
+// mean error of total tok/s over the pairs' cells of that kind (within a
+// generation at most 1), then the bands that hold ⌈coverage·(n+1)⌉ of the
+// n answers of each kind. A family without pairs of a kind takes the
+// pooled move's exponents and band for it; the pooled one, without any,
+// BandwidthMove's.
 func CalibrateGPU(ctx context.Context, pairs []GPUPair, coverage float64) ([]GPUMove, error) {
 	byFamily, fams := tunePairsByFamily(pairs, func(p GPUPair) (bool, string) { return p.Tune, p.Family })
 	fams = slices.DeleteFunc(fams, func(f string) bool { return !enoughForMove(len(byFamily[f]), gpuAnswers(ctx, byFamily[f])) })
 	var out []GPUMove
-	var pooled *GPUMove
+	pooled := BandwidthMove
 	for _, f := range append([]string{""}, fams...) {
 		ps := byFamily[f]
 		if len(ps) == 0 {
 			continue
 		}
-		best, bestErr := GPUMove{}, math.Inf(1)
-		for _, a := range gpuAlphas() {
-			for _, g := range gpuGammas() {
-				mv := GPUMove{Alpha: a, Gamma: g, Band: BandwidthMove.Band, RoughBand: BandwidthMove.RoughBand}
-				sum, n := 0.0, 0
-				for _, p := range ps {
-					rep, err := MoveToGPU(ctx, p.From, p.To, mv)
-					if err != nil {
-						return nil, err
-					}
-					for _, h := range rep.Answers {
-						sum += h.Err
-						n++
-					}
-				}
-				if n > 0 && sum/float64(n) < bestErr-1e-12 {
-					best, bestErr = mv, sum/float64(n)
+		best := pooled
+		best.Family, best.Pairs, best.Answers = f, 0, 0
+		for _, rough := range []bool{false, true} {
+			var kind []GPUPair
+			for _, p := range ps {
+				if pairRough(p) == rough {
+					kind = append(kind, p)
 				}
 			}
-		}
-		best.Family = f
-		var same, rough []float64
-		for _, p := range ps {
-			rep, err := MoveToGPU(ctx, p.From, p.To, best)
+			if len(kind) == 0 {
+				continue
+			}
+			a, g, err := leastMove(ctx, kind, rough)
 			if err != nil {
 				return nil, err
 			}
-			best.Pairs++
-			for _, h := range rep.Answers {
-				best.Answers++
-				if rep.Rough {
-					rough = append(rough, h.Need)
-				} else {
-					same = append(same, h.Need)
+			mv := best
+			if rough {
+				mv.RoughAlpha, mv.RoughGamma = a, g
+			} else {
+				mv.Alpha, mv.Gamma = a, g
+			}
+			var needs []float64
+			for _, p := range kind {
+				rep, err := MoveToGPU(ctx, p.From, p.To, mv)
+				if err != nil {
+					return nil, err
+				}
+				best.Pairs++
+				for _, h := range rep.Answers {
+					best.Answers++
+					needs = append(needs, h.Need)
 				}
 			}
+			band := pooled.Band
+			if rough {
+				band = pooled.RoughBand
+			}
+			if len(needs) > 0 {
+				band = roundUp4(conformalAt(needs, coverage))
+			}
+			if rough {
+				best.RoughAlpha, best.RoughGamma, best.RoughBand = a, g, band
+			} else {
+				best.Alpha, best.Gamma, best.Band = a, g, band
+			}
 		}
-		best.Band, best.RoughBand = BandwidthMove.Band, BandwidthMove.RoughBand
-		if pooled != nil {
-			best.Band, best.RoughBand = pooled.Band, pooled.RoughBand
-		}
-		if len(same) > 0 {
-			best.Band = roundUp4(conformalAt(same, coverage))
-		}
-		if len(rough) > 0 {
-			best.RoughBand = roundUp4(conformalAt(rough, coverage))
-		}
-		if pooled == nil {
-			p := best
-			pooled = &p
+		if f == "" {
+			pooled = best
 		}
 		out = append(out, best)
 	}
 	return out, nil
+}
+
+// leastMove is the (alpha, gamma) with the least mean error of total tok/s
+// over the cells of pairs, all within a generation or all across.
+func leastMove(ctx context.Context, pairs []GPUPair, rough bool) (float64, float64, error) {
+	bestA, bestG, bestErr := 1.0, 0.0, math.Inf(1)
+	for _, a := range gpuAlphas(rough) {
+		for _, g := range gpuGammas(rough) {
+			mv := GPUMove{Alpha: a, Gamma: g, RoughAlpha: a, RoughGamma: g, Band: BandwidthMove.Band, RoughBand: BandwidthMove.RoughBand}
+			sum, n := 0.0, 0
+			for _, p := range pairs {
+				rep, err := MoveToGPU(ctx, p.From, p.To, mv)
+				if err != nil {
+					return 0, 0, err
+				}
+				for _, h := range rep.Answers {
+					sum += h.Err
+					n++
+				}
+			}
+			if n > 0 && sum/float64(n) < bestErr-1e-12 {
+				bestA, bestG, bestErr = a, g, sum/float64(n)
+			}
+		}
+	}
+	return bestA, bestG, nil
 }
 
 // A family's own move needs this many tune pairs and cells, else it takes

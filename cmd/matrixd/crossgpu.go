@@ -219,8 +219,8 @@ func printGPU(w io.Writer, rows []gpuRow, sums []gpuSummary) error {
 		if name == "" {
 			name = "pooled"
 		}
-		fmt.Fprintf(w, "move %s: weights term × bandwidth ratio^%.2f, the rest × ratio^%.2f; ±%s within a generation, ±%s across (from %d tune pairs, %d cells)\n",
-			name, mv.Alpha, mv.Gamma, pct(mv.Band), pct(mv.RoughBand), mv.Pairs, mv.Answers)
+		fmt.Fprintf(w, "move %s: within a generation the weights term × bandwidth ratio^%.2f, the rest × ratio^%.2f, ±%s; across generations ^%.2f and ^%.2f, ±%s (from %d tune pairs, %d cells)\n",
+			name, mv.Alpha, mv.Gamma, pct(mv.Band), mv.RoughAlpha, mv.RoughGamma, pct(mv.RoughBand), mv.Pairs, mv.Answers)
 	}
 	return nil
 }
