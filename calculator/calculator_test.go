@@ -1135,3 +1135,48 @@ func TestQueuedAtAShorterContextQueuesAtALongerOne(t *testing.T) {
 		t.Errorf("150000 × 4: %v, %v; want fits", p.Status, err)
 	}
 }
+
+// TestQueuedByALimitReadsTheQueueMeasured: where a request limit queues the
+// rest (Nemotron's state limit of about 67), an answer near the run's cell
+// published as requests queued runs as that cell measured the queue to
+// run, not as 67 requests would alone; and where the reservations may not
+// fit the KV cache, those that run are still the limit's.
+func TestQueuedByALimitReadsTheQueueMeasured(t *testing.T) {
+	m := fit(t, nemotronRun())
+	at := func(l, b int) calculator.Prediction {
+		t.Helper()
+		p, err := m.Decode(calculator.Query{ContextTokens: l, Concurrency: b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	measured := at(0, 128)
+	if measured.Status != calculator.RequestsQueued || measured.TotalTokS.Value != 1214.7 {
+		t.Fatalf("0 × 128: %s %v, want the published requests_queued 1214.7", measured.Status, measured.TotalTokS)
+	}
+	for _, b := range []int{100, 127, 129} {
+		p := at(0, b)
+		if p.Status != calculator.RequestsQueued || math.Abs(p.TotalTokS.Value-1214.7) > 0.5 {
+			t.Errorf("0 × %d: %s %.1f tok/s, want requests_queued at the measured queue's 1214.7", b, p.Status, p.TotalTokS.Value)
+		}
+		if p.TotalTokS.Low > 1214.7 || p.TotalTokS.High < 1214.7 {
+			t.Errorf("0 × %d: interval %.1f–%.1f leaves out the measured queue's 1214.7", b, p.TotalTokS.Low, p.TotalTokS.High)
+		}
+		if p.TTFTMs == nil || p.TTFTMs.Value < 1137 || p.TTFTMs.Value > 1.2*1137 {
+			t.Errorf("0 × %d: TTFT %v, want about the 1,137 ms measured with 64 running (1,024 with 128 queued)", b, p.TTFTMs)
+		}
+	}
+	// At 2048 tokens, 116 requests' reservations may not fit, 115 surely
+	// do: either way 67 run, so the speed is the same.
+	q115, q116 := at(2048, 115), at(2048, 116)
+	if q116.Status != calculator.BoundaryUncertain || q115.Status != calculator.RequestsQueued {
+		t.Fatalf("2048 × 115 / 116: %s / %s, want requests_queued / boundary_uncertain", q115.Status, q116.Status)
+	}
+	if math.Abs(q116.TotalTokS.Value-q115.TotalTokS.Value) > 1e-9 || !strings.Contains(strings.Join(q116.Warnings, " "), "about 67 run at once") {
+		t.Errorf("2048 × 116: %.1f tok/s (115: %.1f), warnings %v; want the 67 running's speed, said", q116.TotalTokS.Value, q115.TotalTokS.Value, q116.Warnings)
+	}
+	if alone := at(2048, 67); alone.Status != calculator.Fits || q115.TotalTokS.Value >= 0.9*alone.TotalTokS.Value {
+		t.Errorf("2048 × 115: %.1f tok/s, 67 alone %s %.1f; want the measured queue's cost (×0.82) on the 67 running", q115.TotalTokS.Value, alone.Status, alone.TotalTokS.Value)
+	}
+}

@@ -708,6 +708,45 @@ func (m *Model) queuedBelow(l, b int) (Cell, bool) {
 	return c, true
 }
 
+// limitQueuedFactor is, for the run's cell published as requests queued
+// because a request limit held the rest back that lies nearest context l,
+// the ratios of its measured step times (TBT, S) to those the surface reads
+// for the requests that ran there; ok false when the run has none.
+func (m *Model) limitQueuedFactor(l int, levels bool) (c Cell, kT, kS float64, ok bool) {
+	best := -1
+	for _, cs := range m.queued {
+		for _, qc := range cs {
+			if m.windowQueued(qc) || qc.AvgActiveRequests == nil {
+				continue
+			}
+			if d := abs(qc.ContextTokens - l); best < 0 || d < best || (d == best && qc.ContextTokens < c.ContextTokens) {
+				c, best = qc, d
+			}
+		}
+	}
+	if best < 0 {
+		return Cell{}, 0, 0, false
+	}
+	run := float64(m.cap.running(c.Concurrency))
+	t, s, _, _, _, err := m.speed(c.ContextTokens, run, levels)
+	if err != nil || !(t > 0) || !(s > 0) {
+		return Cell{}, 0, 0, false
+	}
+	kS = run * 1000 / *c.TotalTokS / s
+	kT = kS
+	if c.TBTMs != nil && *c.TBTMs > 0 {
+		kT = *c.TBTMs / t
+	}
+	return c, kT, kS, finite(kT, kS) && kT > 0 && kS > 0
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
 // windowQueued reports whether a cell published as queued is one no
 // request limit of the run explains (its sequence limit, --max-num-seqs):
 // a long prefill kept its requests out of the decode batch for part of the
@@ -992,13 +1031,34 @@ func (m *Model) decode(q Query, mv GPUMove) (Prediction, error) {
 		return p, nil
 	}
 	b := float64(q.Concurrency)
-	if p.Status == RequestsQueued && queuedAt == nil {
+	limited := queuedAt == nil && cap.running(q.Concurrency) < q.Concurrency
+	if limited {
+		// A request limit holds the rest in a queue whatever the KV cache
+		// says: where the reservations may not fit, those that run are
+		// still at most the limit.
 		b = float64(cap.running(q.Concurrency))
-		p.Warnings = append(p.Warnings, fmt.Sprintf("speed is predicted for the %d requests that run at once; approximate", int(b)))
+		if p.Status == RequestsQueued {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("speed is predicted for the %d requests that run at once; approximate", int(b)))
+		} else {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("if they are admitted, about %d run at once (the run's request limit) and the rest wait: speed is predicted for those %d", int(b), int(b)))
+		}
 	}
 	t, s, basis, used, levelFrom, err := m.speed(q.ContextTokens, b, !scale.scaled && !gpu.scaled && !other)
 	if err != nil {
 		return Prediction{}, err
+	}
+	var queueCell *Cell
+	if limited && !gpu.scaled && !other {
+		if c, kT, kS, ok := m.limitQueuedFactor(q.ContextTokens, !scale.scaled && !gpu.scaled && !other); ok {
+			queueCell = &c
+			// A queue costs what the run measured it to cost: requests
+			// finishing and others admitted slow the steps of those that
+			// run (Nemotron's empty prompt: 1,214.7 tok/s measured with
+			// 128 asked and 67 running, where 67 running alone would be
+			// read 1,482).
+			t, s = t*kT, s*kS
+			p.Warnings = append(p.Warnings, fmt.Sprintf("scaled by what the run's queue cost at %d tokens × %d requests (published as requests queued): ×%.2f on total tok/s", c.ContextTokens, c.Concurrency, 1/kS))
+		}
 	}
 	p.LevelFrom = levelFrom
 	if levelFrom > 0 {
@@ -1064,6 +1124,20 @@ func (m *Model) decode(q Query, mv GPUMove) (Prediction, error) {
 	case other:
 	default:
 		p.TTFTMs = m.ttft.at(q.ContextTokens, q.Concurrency, m.bands.TTFT)
+		if queueCell != nil && p.TTFTMs != nil && queueCell.TTFTMs != nil {
+			// The first token waits in the queue as the run measured it
+			// to (the queue model alone put 127 requests at 2,216 ms
+			// beside the 1,024 ms measured with 128).
+			if at := m.ttft.at(queueCell.ContextTokens, queueCell.Concurrency, m.bands.TTFT); at != nil && at.Value > 0 {
+				k := *queueCell.TTFTMs / at.Value
+				p.TTFTMs.Value, p.TTFTMs.Low, p.TTFTMs.High = p.TTFTMs.Value*k, p.TTFTMs.Low*k, p.TTFTMs.High*k
+				// Still no sooner than fewer requests got it where they
+				// all ran.
+				v := m.ttft.atLeastRow(q.ContextTokens, q.Concurrency, p.TTFTMs.Value)
+				p.TTFTMs.Low, p.TTFTMs.High = p.TTFTMs.Low+v-p.TTFTMs.Value, p.TTFTMs.High+v-p.TTFTMs.Value
+				p.TTFTMs.Value = v
+			}
+		}
 	}
 	if c, ok := m.cells[CellRef{q.ContextTokens, q.Concurrency}]; ok && basis == Measured && !gpu.scaled && !other && (p.Status == Fits || p.Status == BoundaryUncertain) && c.Status == CellValid {
 		// Another VRAM size or output reservation under which the measured

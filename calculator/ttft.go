@@ -99,6 +99,21 @@ func (d decodeTTFT) at(l, b int, rel float64) *Estimate {
 	return &Estimate{Value: lerp(lo, hi, f), Low: math.Max(math.Min(lo, hi)*(1-rel), 0), High: math.Max(lo, hi) * (1 + rel)}
 }
 
+// atLeastRow is v kept at least the TTFT the measured row at l has at the
+// nearest concurrency below b (v itself off a measured row).
+func (d decodeTTFT) atLeastRow(l, b int, v float64) float64 {
+	i, found := slices.BinarySearch(d.rows, float64(l))
+	if !found {
+		return v
+	}
+	row := d.cells[i]
+	j, _ := slices.BinarySearchFunc(row, float64(b), func(c ttftCell, b float64) int { return cmpF(c.b, b) })
+	if j > 0 {
+		return math.Max(v, row[j-1].ms)
+	}
+	return v
+}
+
 // withinRow keeps a TTFT v at concurrency b of row i between those the
 // row measured at the nearest concurrencies below and above b: one more
 // request at once never gets the first token sooner (the queue model alone
