@@ -1196,7 +1196,10 @@ type EngineCatalogItem struct {
 // at least the band measured moving grids between GPUs (within a
 // generation, or across with `rough`); for `scaled_model` at least the
 // band measured moving grids between models of one kind on one GPU and
-// engine (leave-one-model-out, per engine family).
+// engine (leave-one-model-out, per engine family). Where a measured
+// cell caps an answer (a concurrency queued at a shorter context runs
+// no faster at a longer one) the interval's high end is at most that
+// cell's, narrower on that side than the band.
 type ErrorBand struct {
 	TBTMs     float64 `json:"tbt_ms"`
 	TotalTokS float64 `json:"total_tok_s"`
