@@ -42,10 +42,15 @@ const (
 	CheckNotChecked = "not_checked"
 )
 
+// runsToCheck reads runs_by_trust_version for the versions either side of
+// the current one (with "<>", or in id order, it read every run, at every
+// start).
+const runsToCheck = "SELECT id FROM runs WHERE trust_version < ? OR trust_version > ? LIMIT ?"
+
 // RunsToCheck returns up to limit ids of runs whose checks were not made
 // by rules version rulesVersion (never checked, or by other rules).
 func (s *Store) RunsToCheck(ctx context.Context, rulesVersion, limit int) ([]string, error) {
-	rows, err := s.writer.QueryContext(ctx, "SELECT id FROM runs WHERE trust_version <> ? ORDER BY id LIMIT ?", rulesVersion, limit)
+	rows, err := s.writer.QueryContext(ctx, runsToCheck, rulesVersion, rulesVersion, limit)
 	if err != nil {
 		return nil, fmt.Errorf("runs to check: %w", err)
 	}
