@@ -207,8 +207,8 @@ func calibrated(raw Bands, family string) Bands {
 // guarantees at least the coverage asked, and on the corpus it held 92–97
 // % of each small family's held-out cells (LMDeploy 93.8 %, SGLang 94.1 %,
 // llama.cpp 92.4 % at 1.9 × its p90 error), where the aim is 88–93 % at
-// the narrowest width; the nearest share holds 89.9 % of the grids held out
-// of all tuning.
+// the narrowest width; the nearest share holds 89.5 % of the cells of the
+// grids held out of all tuning.
 func Calibrate(answers map[string][]HeldOut, coverage float64) BandCalibration {
 	out := BandCalibration{Coverage: coverage}
 	var all []HeldOut

@@ -126,12 +126,7 @@ type GPUReport struct {
 // same model and engine on another GPU) moved to dst's GPU by mv, as a
 // user asking for dst's GPU would get it (rough across generations).
 func MoveToGPU(ctx context.Context, m *Model, dst Run, mv GPUMove) (GPUReport, error) {
-	rep := GPUReport{From: m.run.GPU, To: dst.GPU}
-	if f, ok := LookupRunGPU(m.run.GPU, m.run.VRAMGB); ok {
-		if t, ok := LookupRunGPU(dst.GPU, dst.VRAMGB); ok {
-			rep.Rough = f.Generation != t.Generation
-		}
-	}
+	rep := GPUReport{From: m.run.GPU, To: dst.GPU, Rough: acrossGenerations(m.run, dst)}
 	for _, c := range dst.Decode {
 		if !usable(c) {
 			continue
@@ -188,13 +183,14 @@ func gpuGammas(rough bool) []float64 {
 	return steps(0, 1, 0.05)
 }
 
-// pairRough reports whether a pair moves across GPU generations.
-func pairRough(p GPUPair) bool {
-	f, ok := LookupRunGPU(p.From.run.GPU, p.From.run.VRAMGB)
+// acrossGenerations reports whether moving from's speed to to's GPU
+// crosses GPU generations (false where either GPU is not in the catalog).
+func acrossGenerations(from, to Run) bool {
+	f, ok := LookupRunGPU(from.GPU, from.VRAMGB)
 	if !ok {
 		return false
 	}
-	t, ok := LookupRunGPU(p.To.GPU, p.To.VRAMGB)
+	t, ok := LookupRunGPU(to.GPU, to.VRAMGB)
 	return ok && f.Generation != t.Generation
 }
 
@@ -251,7 +247,7 @@ func CalibrateGPU(ctx context.Context, pairs []GPUPair, coverage float64) ([]GPU
 		for _, rough := range []bool{false, true} {
 			var kind []GPUPair
 			for _, p := range ps {
-				if pairRough(p) == rough {
+				if acrossGenerations(p.From.run, p.To) == rough {
 					kind = append(kind, p)
 				}
 			}
