@@ -244,9 +244,29 @@ func (c *Service) addOtherModels(ctx context.Context, pq PlanQuery, out *Plan, p
 		if opt.Plan, err = m.Plan(t); err != nil {
 			return err
 		}
+		dropScaledOn(out, cfg, opt.OtherModel)
 		out.Options = append(out.Options, opt)
 	}
 	return nil
+}
+
+// dropScaledOn removes from out the options scaled to cfg's GPU, where
+// cfg, a run of another model, answers for model: a GPU is listed once, as
+// /v1/calculator/decode answers for model on it, and a warning says what
+// was left out.
+func dropScaledOn(out *Plan, cfg store.RunConfig, model string) {
+	n := 0
+	out.Options = slices.DeleteFunc(out.Options, func(o PlanOption) bool {
+		if o.Scaled && o.OtherModel == "" && runOnGPU(o.GPU, cfg.GPU, vramOf(cfg)) {
+			n++
+			return true
+		}
+		return false
+	})
+	if n > 0 {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("%s: %s is answered from a run of %s there (scaled_model), as the calculator answers it; %d %s scaling %s's runs on other GPUs to it (scaled_gpu) left out",
+			cfg.GPU, model, cfg.ModelName, n, plural(n, "option", "options"), model))
+	}
 }
 
 // estimated reports whether o is not a measured run's own: scaled to

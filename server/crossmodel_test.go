@@ -176,6 +176,44 @@ func TestPlannerScaledModel(t *testing.T) {
 	}
 }
 
+// TestPlannerScaledGPUAndModel: asked for both, the planner lists a GPU
+// with another model's run once, answered from that run as the
+// calculator answers, not also scaled from the model's run on another GPU.
+func TestPlannerScaledGPUAndModel(t *testing.T) {
+	e := newEnv(t, 0)
+	e.seed(t, "fara1.5-4b-autoround-rtx3060")
+	nemo := e.seed(t, "nemotron-nano-12b-v2-awq-rtx3090")
+	v := url.Values{"context_tokens": {"16384"}, "min_per_request_tok_s": {"30"}, "model": {"fara"}, "include_scaled": {"true"}, "limit": {"100"}}
+	p := plan(t, e, v)
+	on3090 := func(p api.CapacityPlan) (scaledGPU, scaledModel int) {
+		for _, o := range p.Options {
+			if o.GPU != "RTX 3090" || o.Basis == nil {
+				continue
+			}
+			switch *o.Basis {
+			case api.PlanOptionBasisScaledGPU:
+				scaledGPU++
+			case api.PlanOptionBasisScaledModel:
+				scaledModel++
+			}
+		}
+		return
+	}
+	if g, m := on3090(p); g != 1 || m != 0 {
+		t.Fatalf("include_scaled alone: %d scaled_gpu and %d scaled_model options on the RTX 3090, want 1 and 0", g, m)
+	}
+	v.Set("include_scaled_model", "true")
+	p = plan(t, e, v)
+	if g, m := on3090(p); g != 0 || m != 1 {
+		t.Errorf("both: %d scaled_gpu and %d scaled_model options on the RTX 3090, want 0 and 1", g, m)
+	}
+	if !slices.ContainsFunc(p.Warnings, func(w string) bool {
+		return contains(w, "Fara1.5-4B is answered from a run of "+nemo.Model.Name+" there (scaled_model)", "1 option scaling Fara1.5-4B's runs on other GPUs to it (scaled_gpu) left out")
+	}) {
+		t.Errorf("warnings %q, want one saying the scaled_gpu option on the RTX 3090 was left out", p.Warnings)
+	}
+}
+
 // TestPlannerScaledModelUncertainCapacity: Nemotron on the RTX 3060, from
 // Fara's run there, has a KV capacity of 0–590243 tokens moved from
 // Fara's: whether one request fits is uncertain, and the option, which

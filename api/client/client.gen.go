@@ -3792,7 +3792,10 @@ type ClientInterface interface {
 	// model, `model` the one planned for; at least the engine family's
 	// cross-model band; no TTFT, so `ttft_checked` false); they rank with
 	// the scaled GPUs. A GPU where the model facts do not let another
-	// model's run stand in is named in `warnings` with the reason.
+	// model's run stand in is named in `warnings` with the reason. With
+	// both, such a GPU is listed once, answered from the other model's
+	// run there as the calculator answers it; `warnings` names the
+	// `scaled_gpu` options left out.
 	//
 	// Fits are stored per run and made when a run is written; runs with
 	// no fit of the calculator's current method (after an upgrade) are
@@ -4751,7 +4754,10 @@ func (c *Client) ListModels(ctx context.Context, params *ListModelsParams, reqEd
 // model, `model` the one planned for; at least the engine family's
 // cross-model band; no TTFT, so `ttft_checked` false); they rank with
 // the scaled GPUs. A GPU where the model facts do not let another
-// model's run stand in is named in `warnings` with the reason.
+// model's run stand in is named in `warnings` with the reason. With
+// both, such a GPU is listed once, answered from the other model's
+// run there as the calculator answers it; `warnings` names the
+// `scaled_gpu` options left out.
 //
 // Fits are stored per run and made when a run is written; runs with
 // no fit of the calculator's current method (after an upgrade) are
@@ -9840,7 +9846,10 @@ type ClientWithResponsesInterface interface {
 	// model, `model` the one planned for; at least the engine family's
 	// cross-model band; no TTFT, so `ttft_checked` false); they rank with
 	// the scaled GPUs. A GPU where the model facts do not let another
-	// model's run stand in is named in `warnings` with the reason.
+	// model's run stand in is named in `warnings` with the reason. With
+	// both, such a GPU is listed once, answered from the other model's
+	// run there as the calculator answers it; `warnings` names the
+	// `scaled_gpu` options left out.
 	//
 	// Fits are stored per run and made when a run is written; runs with
 	// no fit of the calculator's current method (after an upgrade) are
@@ -14713,7 +14722,10 @@ func (c *ClientWithResponses) ListModelsWithResponse(ctx context.Context, params
 // model, `model` the one planned for; at least the engine family's
 // cross-model band; no TTFT, so `ttft_checked` false); they rank with
 // the scaled GPUs. A GPU where the model facts do not let another
-// model's run stand in is named in `warnings` with the reason.
+// model's run stand in is named in `warnings` with the reason. With
+// both, such a GPU is listed once, answered from the other model's
+// run there as the calculator answers it; `warnings` names the
+// `scaled_gpu` options left out.
 //
 // Fits are stored per run and made when a run is written; runs with
 // no fit of the calculator's current method (after an upgrade) are
