@@ -29,6 +29,7 @@ const (
 type candidate struct {
 	bound PlanOption // its Run is the candidate's
 	model *calculator.Model
+	seq   int // the order it was read in, which breaks ties
 }
 
 // planAll plans over every matching run: each run's stored summary bounds
@@ -63,7 +64,7 @@ func (c *Service) planAll(ctx context.Context, pq PlanQuery) (Plan, error) {
 		if err != nil {
 			return err
 		}
-		cands = append(cands, &candidate{bound: pq.optimistic(opt, s.BoundPlan(pq.Target))})
+		cands = append(cands, &candidate{bound: pq.optimistic(opt, s.BoundPlan(pq.Target)), seq: len(cands)})
 		return nil
 	})
 	if err != nil {
@@ -89,11 +90,14 @@ func (c *Service) planAll(ctx context.Context, pq PlanQuery) (Plan, error) {
 		case m == nil:
 			done = append(done, opt)
 		default:
-			cands = append(cands, &candidate{model: m, bound: pq.optimistic(opt, calculator.Summarize(m).BoundPlan(pq.Target))})
+			cands = append(cands, &candidate{model: m, bound: pq.optimistic(opt, calculator.Summarize(m).BoundPlan(pq.Target)), seq: len(cands)})
 		}
 	}
 	better := pq.compare()
-	slices.SortStableFunc(cands, func(a, b *candidate) int { return better(a.bound, b.bound) })
+	// In the order read where bounds tie, without a stable sort's
+	// merging (at 100,000 runs, run alternately: first plans 4.02–4.07 s
+	// with it, 3.80–4.01 s without).
+	slices.SortFunc(cands, func(a, b *candidate) int { return cmp.Or(better(a.bound, b.bound), cmp.Compare(a.seq, b.seq)) })
 	limit := cmp.Or(pq.Limit, DefaultPlanOptions)
 	models := map[string]*calculator.Model{}
 	var kept []PlanOption // refined, best first
