@@ -273,8 +273,8 @@ func chooseLevels(ctx context.Context, r Run) (interp, error) {
 
 // chooseAmong is chooseInterpolant's pick among kinds.
 func chooseAmong(ctx context.Context, r Run, kinds []interp) (interp, error) {
-	best, bestErr := interp{rowT: 0.5, rowS: 0.5, kv: kinds[0].kv}, math.Inf(1)
-	var tied []interp
+	bestErr := math.Inf(1)
+	var tied []interp // the kinds at the least error, with their weights
 	ws, sws, pws := rowWeights(), shapeWeights(), physWeights()
 	for _, ip := range kinds {
 		errT, errS, meanT, meanS, err := looInterpolatedError(ctx, r, ip)
@@ -303,11 +303,14 @@ func chooseAmong(ctx context.Context, r Run, kinds []interp) (interp, error) {
 		if e < bestErr {
 			tied = tied[:0]
 		}
-		best, bestErr = ip, e
+		bestErr = e
 		tied = append(tied, ip)
 	}
-	if len(tied) < 2 {
-		return best, nil
+	switch len(tied) {
+	case 0:
+		return interp{rowT: 0.5, rowS: 0.5, kv: kinds[0].kv}, nil
+	case 1:
+		return tied[0], nil
 	}
 	// Kinds that tie (where the least error reads no row, every kind
 	// scores alike) are told apart by their whole answers' total tok/s on
