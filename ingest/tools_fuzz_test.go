@@ -42,7 +42,8 @@ func FuzzLlamaBatchedBench(f *testing.F) {
 }
 
 func FuzzVLLMBench(f *testing.F) {
-	for _, name := range []string{"vllm-sweep-opt125m-c2.json", "vllm-opt125m-c2.json", "vllm-spec-qwen-c2.json", "vllm-all-failed.json", "vllm-request-rate.jsonl"} {
+	for _, name := range []string{"vllm-sweep-opt125m-c2.json", "vllm-opt125m-c2.json", "vllm-spec-qwen-c2.json", "vllm-all-failed.json", "vllm-request-rate.jsonl",
+		"sglang-cookbook-qwen3-235b-chat.md", "vllm-gpustack-qwen3-8b-c4.md", "vllm-pp-local-c32.log", "vllm-dennislee-qwen2-7b-rate-inf.md"} {
 		b := toolFile(f, name).Data
 		f.Add(b)
 		f.Add(b[:len(b)/2])

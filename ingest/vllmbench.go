@@ -17,21 +17,25 @@ import (
 const vllmTool = "vllm bench serve"
 
 // vllmResult is one result object of `vllm bench serve --save-result`:
-// its top-level values, raw, with the line each is on.
+// its top-level values, raw, with the line each is on. A result block the
+// tools print is read into the same keys, its values as the JSON holds them.
 type vllmResult struct {
-	file   string
-	line   int
-	fields map[string]vllmField
+	file    string
+	line    int
+	fields  map[string]vllmField
+	printed bool // read from a printed block: messages name its lines
 }
 
 type vllmField struct {
-	raw  json.RawMessage
-	line int
+	raw          json.RawMessage
+	line         int
+	label, value string // as printed, for a block
 }
 
 // parseVLLMBench reads the result files of `vllm bench serve
 // --save-result` (one result a file, or several one after another as
-// --append-result writes them), one decode cell each, into r.
+// --append-result and SGLang's --output-file write them), or text holding
+// the result blocks either tool prints, one decode cell each, into r.
 func parseVLLMBench(r *store.Run, files []ToolFile, _ ToolOptions) error {
 	if err := claimTool(r, vllmTool); err != nil {
 		return err
@@ -69,7 +73,7 @@ func parseVLLMBench(r *store.Run, files []ToolFile, _ ToolOptions) error {
 			return err
 		}
 		if found == 0 {
-			return &ParseError{File: f.Name, Msg: "no result: want the JSON object vllm bench serve --save-result writes"}
+			return &ParseError{File: f.Name, Msg: "no result: want the JSON that vllm bench serve --save-result or sglang.bench_serving --output-file writes, or text holding the \"Serving Benchmark Result\" block either prints"}
 		}
 	}
 	return nil
@@ -84,7 +88,7 @@ func (res *vllmResult) cell() (store.DecodeCell, error) {
 	}
 	if completed == 0 {
 		failed, _ := res.whole("failed", false)
-		return c, res.fail("completed", "completed is 0: no request finished (%d failed), so there is nothing to read", failed)
+		return c, res.fail("completed", "%s is 0: no request finished (%d failed), so there is nothing to read", res.name("completed"), failed)
 	}
 	conc, err := res.whole("max_concurrency", false)
 	if err != nil {
@@ -92,8 +96,11 @@ func (res *vllmResult) cell() (store.DecodeCell, error) {
 	}
 	if conc < 1 {
 		rate := "not given"
-		if f, ok := res.fields["request_rate"]; ok {
-			rate = string(f.raw)
+		if _, ok := res.fields["request_rate"]; ok {
+			rate = res.shown("request_rate")
+		}
+		if res.printed {
+			return c, res.fail("max_concurrency", "no request concurrency in this block (\"Maximum request concurrency\" of vLLM, \"Max request concurrency\" of SGLang; request rate %s): it measured a request rate, not a concurrency; run the benchmark with --max-concurrency N", rate)
 		}
 		return c, res.fail("max_concurrency", "no max_concurrency (request_rate %s): this result measured a request rate, not a concurrency; run vllm bench serve with --max-concurrency N", rate)
 	}
@@ -141,7 +148,7 @@ func (res *vllmResult) cell() (store.DecodeCell, error) {
 	if ok && tpot > 0 { // 0 when no request generated a second token: nothing measured
 		per := 1000 / tpot
 		if !toolFinite(per) {
-			return c, res.fail("median_tpot_ms", "median_tpot_ms %g is too small", tpot)
+			return c, res.fail("median_tpot_ms", "%s %g is too small", res.name("median_tpot_ms"), tpot)
 		}
 		c.TBTMs, c.PerRequestTokS = new(tpot), new(per)
 	}
@@ -153,10 +160,10 @@ func (res *vllmResult) cell() (store.DecodeCell, error) {
 // prompts than the concurrency.
 func (res *vllmResult) heldConcurrency(conc int) error {
 	if f, ok := res.fields["request_rate"]; ok && string(f.raw) != `"inf"` && string(f.raw) != "null" {
-		return res.fail("request_rate", "request_rate is %s: requests came at a set rate, so max_concurrency %d was a cap, not the concurrency measured; run with --request-rate inf", f.raw, conc)
+		return res.fail("request_rate", "%s is %s: requests came at a set rate, so %s %d was a cap, not the concurrency measured; run with --request-rate inf", res.name("request_rate"), res.shown("request_rate"), res.name("max_concurrency"), conc)
 	}
 	if f, ok := res.fields["ramp_up_strategy"]; ok && string(f.raw) != "null" {
-		return res.fail("ramp_up_strategy", "ramp_up_strategy is %s: the request rate changed during the run, so max_concurrency %d was a cap, not the concurrency measured", f.raw, conc)
+		return res.fail("ramp_up_strategy", "%s is %s: the request rate changed during the run, so %s %d was a cap, not the concurrency measured", res.name("ramp_up_strategy"), res.shown("ramp_up_strategy"), res.name("max_concurrency"), conc)
 	}
 	if prompts, err := res.whole("num_prompts", false); err == nil && prompts > 0 && prompts < conc {
 		return res.fail("num_prompts", "num_prompts %d is below max_concurrency %d: the concurrency was never reached", prompts, conc)
@@ -173,22 +180,45 @@ func (res *vllmResult) fail(key, format string, args ...any) error {
 	return &ParseError{File: res.file, Line: line, Msg: fmt.Sprintf(format, args...)}
 }
 
+// name is how messages call key: the JSON key, or the line of a block.
+func (res *vllmResult) name(key string) string {
+	if !res.printed {
+		return key
+	}
+	if f, ok := res.fields[key]; ok && f.label != "" {
+		return `"` + f.label + `"`
+	}
+	return `"` + vllmLabels[key] + `"`
+}
+
+// shown is the value of key as the input wrote it.
+func (res *vllmResult) shown(key string) string {
+	f := res.fields[key]
+	if res.printed {
+		return f.value
+	}
+	return string(f.raw)
+}
+
 // number is the value of key, a finite number not negative; ok is false
 // when the key is absent or null, an error if it is required.
 func (res *vllmResult) number(key string, required bool) (v float64, ok bool, err error) {
 	f, found := res.fields[key]
 	if !found || string(f.raw) == "null" || (!required && string(f.raw) == `"NaN"`) { // NaN: Python could not compute it
+		if required && res.printed {
+			return 0, false, res.fail(key, "no %s line in this block: want the whole block vllm bench serve or sglang.bench_serving prints", res.name(key))
+		}
 		if required {
 			return 0, false, res.fail(key, "%s is missing: want the result vllm bench serve --save-result writes", key)
 		}
 		return 0, false, nil
 	}
 	if f.raw[0] != '-' && (f.raw[0] < '0' || f.raw[0] > '9') {
-		return 0, false, res.fail(key, "%s is %s: want a number", key, f.raw)
+		return 0, false, res.fail(key, "%s is %s: want a number", res.name(key), res.shown(key))
 	}
 	v, ok = toolNumber(string(f.raw))
 	if !ok {
-		return 0, false, res.fail(key, "%s is %s: want a finite number, not negative", key, f.raw)
+		return 0, false, res.fail(key, "%s is %s: want a finite number, not negative", res.name(key), res.shown(key))
 	}
 	return v, true, nil
 }
@@ -201,7 +231,7 @@ func (res *vllmResult) whole(key string, required bool) (int, error) {
 		return 0, err
 	}
 	if v != math.Trunc(v) || v > 1<<53 {
-		return 0, res.fail(key, "%s is %s: want a whole number", key, res.fields[key].raw)
+		return 0, res.fail(key, "%s is %s: want a whole number", res.name(key), res.shown(key))
 	}
 	return int(v), nil
 }
@@ -215,9 +245,14 @@ func (res *vllmResult) text(key string) (s string, line int, ok bool) {
 	return s, f.line, true
 }
 
-// eachVLLMResult calls each for every JSON object in f, in order.
+// eachVLLMResult calls each for every JSON object in f, or every printed
+// result block when f is not JSON, in order.
 func eachVLLMResult(f ToolFile, each func(*vllmResult) error) error {
-	src := pythonWords(bytes.TrimPrefix(f.Data, []byte(bom)))
+	src := bytes.TrimPrefix(f.Data, []byte(bom))
+	if !vllmIsJSON(src) {
+		return eachVLLMBlock(f.Name, src, each)
+	}
+	src = pythonWords(src)
 	lines := &lineCounter{src: src}
 	dec := json.NewDecoder(bytes.NewReader(src))
 	dec.UseNumber()
