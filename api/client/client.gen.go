@@ -3868,8 +3868,11 @@ type ClientInterface interface {
 	//   named `meta` holding the rest of the run as run JSON without cells
 	//   (title, model, hardware, engine …), and one or more parts named
 	//   `file`, each one output file of the tool (`llama-batched-bench`
-	//   prints one table; `vllm bench serve --save-result` writes one JSON
-	//   file per point; `grid-csv` is a CSV table of decode cells any
+	//   prints one table; `vllm-bench` reads the JSON that
+	//   `vllm bench serve --save-result` (one file per point) or SGLang's
+	//   `bench_serving --output-file` (JSONL) writes, or text holding the
+	//   `Serving Benchmark Result` blocks either tool prints, one point per
+	//   block; `grid-csv` is a CSV table of decode cells any
 	//   engine's results can be written as: `#` comment lines, a header
 	//   naming columns from `context_tokens`, `concurrency`, `total_tok_s`
 	//   (required) and `per_request_tok_s`, `ttft_ms`, `tbt_ms`,
@@ -3896,8 +3899,11 @@ type ClientInterface interface {
 	//   named `meta` holding the rest of the run as run JSON without cells
 	//   (title, model, hardware, engine …), and one or more parts named
 	//   `file`, each one output file of the tool (`llama-batched-bench`
-	//   prints one table; `vllm bench serve --save-result` writes one JSON
-	//   file per point; `grid-csv` is a CSV table of decode cells any
+	//   prints one table; `vllm-bench` reads the JSON that
+	//   `vllm bench serve --save-result` (one file per point) or SGLang's
+	//   `bench_serving --output-file` (JSONL) writes, or text holding the
+	//   `Serving Benchmark Result` blocks either tool prints, one point per
+	//   block; `grid-csv` is a CSV table of decode cells any
 	//   engine's results can be written as: `#` comment lines, a header
 	//   naming columns from `context_tokens`, `concurrency`, `total_tok_s`
 	//   (required) and `per_request_tok_s`, `ttft_ms`, `tbt_ms`,
@@ -4870,8 +4876,11 @@ func (c *Client) CreateRun(ctx context.Context, params *CreateRunParams, body Cr
 //     named `meta` holding the rest of the run as run JSON without cells
 //     (title, model, hardware, engine …), and one or more parts named
 //     `file`, each one output file of the tool (`llama-batched-bench`
-//     prints one table; `vllm bench serve --save-result` writes one JSON
-//     file per point; `grid-csv` is a CSV table of decode cells any
+//     prints one table; `vllm-bench` reads the JSON that
+//     `vllm bench serve --save-result` (one file per point) or SGLang's
+//     `bench_serving --output-file` (JSONL) writes, or text holding the
+//     `Serving Benchmark Result` blocks either tool prints, one point per
+//     block; `grid-csv` is a CSV table of decode cells any
 //     engine's results can be written as: `#` comment lines, a header
 //     naming columns from `context_tokens`, `concurrency`, `total_tok_s`
 //     (required) and `per_request_tok_s`, `ttft_ms`, `tbt_ms`,
@@ -4908,8 +4917,11 @@ func (c *Client) ImportRunWithBody(ctx context.Context, params *ImportRunParams,
 //     named `meta` holding the rest of the run as run JSON without cells
 //     (title, model, hardware, engine …), and one or more parts named
 //     `file`, each one output file of the tool (`llama-batched-bench`
-//     prints one table; `vllm bench serve --save-result` writes one JSON
-//     file per point; `grid-csv` is a CSV table of decode cells any
+//     prints one table; `vllm-bench` reads the JSON that
+//     `vllm bench serve --save-result` (one file per point) or SGLang's
+//     `bench_serving --output-file` (JSONL) writes, or text holding the
+//     `Serving Benchmark Result` blocks either tool prints, one point per
+//     block; `grid-csv` is a CSV table of decode cells any
 //     engine's results can be written as: `#` comment lines, a header
 //     naming columns from `context_tokens`, `concurrency`, `total_tok_s`
 //     (required) and `per_request_tok_s`, `ttft_ms`, `tbt_ms`,
@@ -9926,8 +9938,11 @@ type ClientWithResponsesInterface interface {
 	//   named `meta` holding the rest of the run as run JSON without cells
 	//   (title, model, hardware, engine …), and one or more parts named
 	//   `file`, each one output file of the tool (`llama-batched-bench`
-	//   prints one table; `vllm bench serve --save-result` writes one JSON
-	//   file per point; `grid-csv` is a CSV table of decode cells any
+	//   prints one table; `vllm-bench` reads the JSON that
+	//   `vllm bench serve --save-result` (one file per point) or SGLang's
+	//   `bench_serving --output-file` (JSONL) writes, or text holding the
+	//   `Serving Benchmark Result` blocks either tool prints, one point per
+	//   block; `grid-csv` is a CSV table of decode cells any
 	//   engine's results can be written as: `#` comment lines, a header
 	//   naming columns from `context_tokens`, `concurrency`, `total_tok_s`
 	//   (required) and `per_request_tok_s`, `ttft_ms`, `tbt_ms`,
@@ -9954,8 +9969,11 @@ type ClientWithResponsesInterface interface {
 	//   named `meta` holding the rest of the run as run JSON without cells
 	//   (title, model, hardware, engine …), and one or more parts named
 	//   `file`, each one output file of the tool (`llama-batched-bench`
-	//   prints one table; `vllm bench serve --save-result` writes one JSON
-	//   file per point; `grid-csv` is a CSV table of decode cells any
+	//   prints one table; `vllm-bench` reads the JSON that
+	//   `vllm bench serve --save-result` (one file per point) or SGLang's
+	//   `bench_serving --output-file` (JSONL) writes, or text holding the
+	//   `Serving Benchmark Result` blocks either tool prints, one point per
+	//   block; `grid-csv` is a CSV table of decode cells any
 	//   engine's results can be written as: `#` comment lines, a header
 	//   naming columns from `context_tokens`, `concurrency`, `total_tok_s`
 	//   (required) and `per_request_tok_s`, `ttft_ms`, `tbt_ms`,
@@ -14826,8 +14844,11 @@ func (c *ClientWithResponses) CreateRunWithResponse(ctx context.Context, params 
 //     named `meta` holding the rest of the run as run JSON without cells
 //     (title, model, hardware, engine …), and one or more parts named
 //     `file`, each one output file of the tool (`llama-batched-bench`
-//     prints one table; `vllm bench serve --save-result` writes one JSON
-//     file per point; `grid-csv` is a CSV table of decode cells any
+//     prints one table; `vllm-bench` reads the JSON that
+//     `vllm bench serve --save-result` (one file per point) or SGLang's
+//     `bench_serving --output-file` (JSONL) writes, or text holding the
+//     `Serving Benchmark Result` blocks either tool prints, one point per
+//     block; `grid-csv` is a CSV table of decode cells any
 //     engine's results can be written as: `#` comment lines, a header
 //     naming columns from `context_tokens`, `concurrency`, `total_tok_s`
 //     (required) and `per_request_tok_s`, `ttft_ms`, `tbt_ms`,
@@ -14860,8 +14881,11 @@ func (c *ClientWithResponses) ImportRunWithBodyWithResponse(ctx context.Context,
 //     named `meta` holding the rest of the run as run JSON without cells
 //     (title, model, hardware, engine …), and one or more parts named
 //     `file`, each one output file of the tool (`llama-batched-bench`
-//     prints one table; `vllm bench serve --save-result` writes one JSON
-//     file per point; `grid-csv` is a CSV table of decode cells any
+//     prints one table; `vllm-bench` reads the JSON that
+//     `vllm bench serve --save-result` (one file per point) or SGLang's
+//     `bench_serving --output-file` (JSONL) writes, or text holding the
+//     `Serving Benchmark Result` blocks either tool prints, one point per
+//     block; `grid-csv` is a CSV table of decode cells any
 //     engine's results can be written as: `#` comment lines, a header
 //     naming columns from `context_tokens`, `concurrency`, `total_tok_s`
 //     (required) and `per_request_tok_s`, `ttft_ms`, `tbt_ms`,
