@@ -27,7 +27,7 @@ var (
 // guideFormats are what POST /v1/runs/import reads, as the page lists them.
 var guideFormats = []api.ImportFormat{
 	{Format: api.ImportFormatFormatLlamaBatchedBench, ContentType: api.MultipartFormData, Summary: "the table llama.cpp's llama-batched-bench prints, or its jsonl lines, with a meta part"},
-	{Format: api.ImportFormatFormatVllmBench, ContentType: api.MultipartFormData, Summary: "the JSON files vllm bench serve --save-result writes, one per point, with a meta part"},
+	{Format: api.ImportFormatFormatVllmBench, ContentType: api.MultipartFormData, Summary: "the JSON files vllm bench serve --save-result (or sglang.bench_serving --output-file) writes, or text holding the Serving Benchmark Result blocks either prints, with a meta part"},
 	{Format: api.ImportFormatFormatGridCsv, ContentType: api.MultipartFormData, Summary: "a CSV of decode cells, for any other engine, with a meta part"},
 	{Format: api.ImportFormatFormatPage, ContentType: api.TextPlain, Summary: "a published matrix-run page, as plain text"},
 }
