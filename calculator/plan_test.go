@@ -378,3 +378,19 @@ func TestPlanUncertainWhetherOneRequestFits(t *testing.T) {
 		t.Errorf("binding %s, reason %q, want kv_tokens and %q", pl.Binding, pl.Shortfall.Reason, want)
 	}
 }
+
+// A fitted run's summary is stored compactly and reads back as it was.
+func TestSummaryOfSeedsRoundTrips(t *testing.T) {
+	for _, r := range []calculator.Run{faraRun(), nemotronRun()} {
+		s := calculator.Summarize(fit(t, r))
+		b := s.Encode()
+		got, err := calculator.DecodeSummary(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != s {
+			t.Errorf("%s: the summary reads back changed", r.ID)
+		}
+		t.Logf("%s: %d bytes of at most %d", r.ID, len(b), calculator.SummaryBytes)
+	}
+}
