@@ -54,3 +54,12 @@ func BenchmarkGrid6x8(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSummarize reads a fitted run at the summary's ladder, as every
+// fit does before it is stored.
+func BenchmarkSummarize(b *testing.B) {
+	m := fit(b, faraRun())
+	for b.Loop() {
+		calculator.Summarize(m)
+	}
+}

@@ -78,33 +78,49 @@ func decodeValue(c uint16) float64 {
 // override).
 func Summarize(m *Model) Summary {
 	var s Summary
-	for i, l := range summaryContexts {
+	ls, _ := m.MeasuredAxes()
+	for i := range summaryContexts {
 		for j, b := range summaryConcurrencies {
 			k := i*len(summaryConcurrencies) + j
-			p, err := m.Decode(Query{ContextTokens: l, Concurrency: b})
-			if err != nil {
-				continue // unknown: refused here
-			}
-			if p.LevelFrom > 0 {
-				s.level[k/8] |= 1 << (k % 8)
-			}
-			if p.Status != Fits {
-				s.total[k], s.perReq[k], s.ttft[k] = codeNoFit, codeNoFit, codeNoFit
-				continue
-			}
-			if p.TotalTokS != nil {
-				s.total[k] = encodeValue(p.TotalTokS.Value, true)
+			fits, noFit := false, false
+			var total, perReq, ttft uint16
+			for _, l := range intervalContexts(i, ls) {
+				p, err := m.Decode(Query{ContextTokens: l, Concurrency: b})
+				if err != nil {
+					continue // unknown: refused here
+				}
+				if p.LevelFrom > 0 {
+					s.level[k/8] |= 1 << (k % 8)
+				}
+				if p.Status != Fits {
+					noFit = true
+					continue
+				}
+				fits = true
+				if p.TotalTokS != nil {
+					total = max(total, encodeValue(p.TotalTokS.Value, true))
+				}
+				var pr uint16
+				switch {
+				case p.PerRequestTokS != nil:
+					pr = encodeValue(p.PerRequestTokS.Value, true)
+				case p.TBTMs != nil: // a measured cell that published no per-request speed
+					pr = encodeValue(1000/p.TBTMs.Value, true)
+				case p.TotalTokS != nil:
+					pr = encodeValue(p.TotalTokS.Value/float64(b), true)
+				}
+				perReq = max(perReq, pr)
+				if p.TTFTMs != nil {
+					if c := encodeValue(p.TTFTMs.Value, false); c >= codeFirst && (ttft < codeFirst || c < ttft) {
+						ttft = c
+					}
+				}
 			}
 			switch {
-			case p.PerRequestTokS != nil:
-				s.perReq[k] = encodeValue(p.PerRequestTokS.Value, true)
-			case p.TBTMs != nil: // a measured cell that published no per-request speed
-				s.perReq[k] = encodeValue(1000/p.TBTMs.Value, true)
-			case p.TotalTokS != nil:
-				s.perReq[k] = encodeValue(p.TotalTokS.Value/float64(b), true)
-			}
-			if p.TTFTMs != nil {
-				s.ttft[k] = encodeValue(p.TTFTMs.Value, false)
+			case fits:
+				s.total[k], s.perReq[k], s.ttft[k] = total, perReq, ttft
+			case noFit:
+				s.total[k], s.perReq[k], s.ttft[k] = codeNoFit, codeNoFit, codeNoFit
 			}
 		}
 	}
@@ -129,6 +145,42 @@ func Summarize(m *Model) Summary {
 		}
 	}
 	return s
+}
+
+// intervalContexts are the contexts a summary's row i is read at: its
+// ladder context, every measured context before the next one, and the
+// midpoints between them and up to the next. A row holds the best answer
+// over them, so that a bound read from it holds across its interval where
+// the fitted surface is not monotone along context: a sparse grid whose
+// concurrencies were each measured at one context reaches further along
+// concurrency near a longer one, and a grid whose short context measured
+// slower (a warm-up in its first cell) is faster at longer ones. On a
+// grid measured at the ladder's contexts this is the ladder context and
+// one midpoint.
+func intervalContexts(i int, measured []int) []int {
+	l := summaryContexts[i]
+	next := 2 * l
+	if i+1 < len(summaryContexts) {
+		next = summaryContexts[i+1]
+	}
+	at := []int{l}
+	for _, ml := range measured {
+		if ml > l && ml < next {
+			at = append(at, ml)
+		}
+	}
+	out := make([]int, 0, 2*len(at))
+	for n, c := range at {
+		out = append(out, c)
+		end := next
+		if n+1 < len(at) {
+			end = at[n+1]
+		}
+		if mid := (c + end) / 2; mid > c && mid < end {
+			out = append(out, mid)
+		}
+	}
+	return out
 }
 
 // Encode is s as stored, at most SummaryBytes bytes: a version byte, the

@@ -16,6 +16,13 @@ func realRuns(t *testing.T) []calculator.Run {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The sparse sweeps too: grids whose concurrencies were each measured
+	// at one context only.
+	sparse, err := loadCorpus("../../ingest/testdata/sparse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	corpus = append(corpus, sparse...)
 	var out []calculator.Run
 	for _, c := range corpus {
 		out = append(out, predict.Run(c.Run))
@@ -119,11 +126,13 @@ func TestSummaryBoundsHoldOnRealRuns(t *testing.T) {
 			}
 		}
 	}
-	// The bounds allow a fitted surface 15 % of departure from the
-	// monotone shape they assume; one cell in the corpus departs further
-	// along context (a longer context predicted 0.1 % above that margin).
+	// Each summary row holds the best answer across its interval of
+	// contexts (the measured ones in it and the midpoints), and the bounds
+	// allow 15 % of departure from the monotone shape they assume between
+	// those: with a row read at its ladder context alone, the sparse sweeps
+	// beat 25 bounds here.
 	t.Logf("%d of %d bounds beaten", beaten, checked)
-	if beaten*1000 > checked {
-		t.Errorf("%d of %d bounds beaten, more than 1 in 1,000", beaten, checked)
+	if beaten > 0 {
+		t.Errorf("%d of %d bounds beaten", beaten, checked)
 	}
 }
