@@ -155,11 +155,39 @@ func (res *vllmResult) cell() (store.DecodeCell, error) {
 	return c, nil
 }
 
+// rateUnpaced reports whether a set request rate paced nothing: at it
+// every request (num_prompts, else those that finished or failed) arrived
+// within 1 % of the run's duration, as with a rate of 9999 set to mean
+// "all at once".
+func (res *vllmResult) rateUnpaced() bool {
+	rate, ok, err := res.number("request_rate", false)
+	if err != nil || !ok || !(rate > 0) {
+		return false
+	}
+	duration, ok, err := res.number("duration", false)
+	if err != nil || !ok || !(duration > 0) {
+		return false
+	}
+	n, err := res.whole("num_prompts", false)
+	if err != nil {
+		return false
+	}
+	if n == 0 {
+		completed, err1 := res.whole("completed", false)
+		failed, err2 := res.whole("failed", false)
+		if err1 != nil || err2 != nil {
+			return false
+		}
+		n = completed + failed
+	}
+	return n > 0 && float64(n)/rate <= 0.01*duration
+}
+
 // heldConcurrency refuses results whose max_concurrency was only a cap:
 // a set request rate or ramp-up paced the requests, or there were fewer
 // prompts than the concurrency.
 func (res *vllmResult) heldConcurrency(conc int) error {
-	if f, ok := res.fields["request_rate"]; ok && string(f.raw) != `"inf"` && string(f.raw) != "null" {
+	if f, ok := res.fields["request_rate"]; ok && string(f.raw) != `"inf"` && string(f.raw) != "null" && !res.rateUnpaced() {
 		return res.fail("request_rate", "%s is %s: requests came at a set rate, so %s %d was a cap, not the concurrency measured; run with --request-rate inf", res.name("request_rate"), res.shown("request_rate"), res.name("max_concurrency"), conc)
 	}
 	if f, ok := res.fields["ramp_up_strategy"]; ok && string(f.raw) != "null" {

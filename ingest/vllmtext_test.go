@@ -173,3 +173,42 @@ func TestVLLMPrintedTooMany(t *testing.T) {
 		t.Errorf("got %v, want more than 4096 rows at line %d", err, 8*maxToolRows+1)
 	}
 }
+
+// TestVLLMRateThatPacedNothing: a request rate set so high that every
+// request arrived within 1 % of the run (9999 written for "all at once")
+// measured the concurrency as an unlimited rate does; a rate that spread
+// the arrivals over the run is still refused.
+func TestVLLMRateThatPacedNothing(t *testing.T) {
+	chat := toolFile(t, "sglang-cookbook-qwen3-235b-chat.md")
+	want, err := readVLLM(t, chat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const inf = "Traffic request rate:                    inf"
+	fast := chat
+	fast.Data = bytes.ReplaceAll(chat.Data, []byte(inf), []byte("Traffic request rate:                    9999.0"))
+	got, err := readVLLM(t, fast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Decode, want.Decode) {
+		t.Errorf("at 9999 req/s the cells differ from an unlimited rate's")
+	}
+	// 500 requests at 50 req/s arrive over 10 s of a 92 s run: paced.
+	slow := chat
+	slow.Data = bytes.ReplaceAll(chat.Data, []byte(inf), []byte("Traffic request rate:                    50.0"))
+	_, err = readVLLM(t, slow)
+	var pe *ParseError
+	if !errors.As(err, &pe) || !strings.Contains(pe.Msg, "came at a set rate") {
+		t.Errorf("at 50 req/s: %v, want a set rate refused", err)
+	}
+	// The same in the JSON: num_prompts over the rate, against the duration.
+	js := ToolFile{Name: "r.json", Data: []byte(`{"request_rate": 1000, "num_prompts": 100, "max_concurrency": 4, "duration": 44.40, "completed": 100, "total_input_tokens": 23260, "total_output_tokens": 22061, "output_throughput": 496.88}`)}
+	if _, err := readVLLM(t, js); err != nil {
+		t.Errorf("100 prompts at 1000 req/s in a 44 s run: %v", err)
+	}
+	js.Data = bytes.Replace(js.Data, []byte(`"request_rate": 1000`), []byte(`"request_rate": 100`), 1)
+	if _, err := readVLLM(t, js); !errors.As(err, &pe) || !strings.Contains(pe.Msg, "set rate") {
+		t.Errorf("100 prompts at 100 req/s in a 44 s run: %v, want a set rate refused", err)
+	}
+}
