@@ -125,15 +125,22 @@ func claimMethod(r *store.Run, format string) error {
 }
 
 // claimTool sets the run's benchmark tool, or checks the one meta names.
-func claimTool(r *store.Run, tool string) error {
+func claimTool(r *store.Run, tool string, also ...string) error {
 	have := strings.TrimSpace(r.Benchmark.Tool)
-	switch {
-	case have == "":
+	if have == "" {
 		r.Benchmark.Tool = tool
-	case !strings.EqualFold(have, tool):
-		return &ParseError{Msg: fmt.Sprintf("meta says benchmark.tool %q, but this is the output of %s: leave benchmark.tool empty or set it to %q", have, tool, tool)}
+		return nil
 	}
-	return nil
+	for _, t := range append([]string{tool}, also...) {
+		if strings.EqualFold(have, t) {
+			return nil
+		}
+	}
+	names := tool
+	if len(also) > 0 {
+		names = tool + " (or " + strings.Join(also, ", ") + ")"
+	}
+	return &ParseError{Msg: fmt.Sprintf("meta says benchmark.tool %q, but this is the output of %s: leave benchmark.tool empty or set it to %q", have, names, tool)}
 }
 
 // toolPlace names a line of a tool file inside a message.

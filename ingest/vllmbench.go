@@ -16,6 +16,14 @@ import (
 // benchmark tool.
 const vllmTool = "vllm bench serve"
 
+// sglangTool is what a run measured with SGLang's bench_serving names as
+// its benchmark tool: its printed blocks say so, and meta may.
+const sglangTool = "sglang.bench_serving"
+
+// vllmAliases are the other names of the tools whose output this format
+// reads that meta's benchmark.tool may give.
+var vllmAliases = []string{sglangTool, "python -m sglang.bench_serving", "python3 -m sglang.bench_serving", "benchmark_serving.py", "benchmark_serving"}
+
 // vllmResult is one result object of `vllm bench serve --save-result`:
 // its top-level values, raw, with the line each is on. A result block the
 // tools print is read into the same keys, its values as the JSON holds them.
@@ -24,6 +32,7 @@ type vllmResult struct {
 	line    int
 	fields  map[string]vllmField
 	printed bool // read from a printed block: messages name its lines
+	closed  bool // a printed block that ended at its closing line of '='
 }
 
 type vllmField struct {
@@ -37,11 +46,13 @@ type vllmField struct {
 // --append-result and SGLang's --output-file write them), or text holding
 // the result blocks either tool prints, one decode cell each, into r.
 func parseVLLMBench(r *store.Run, files []ToolFile, _ ToolOptions) error {
-	if err := claimTool(r, vllmTool); err != nil {
+	named := strings.TrimSpace(r.Benchmark.Tool) != ""
+	if err := claimTool(r, vllmTool, vllmAliases...); err != nil {
 		return err
 	}
 	modelFrom := "meta's model.name"
 	seen := map[[2]int]string{} // (context, concurrency) → where it was
+	sglang := true              // every result a block SGLang printed
 	for _, f := range files {
 		found := 0
 		err := eachVLLMResult(f, func(res *vllmResult) error {
@@ -58,6 +69,7 @@ func parseVLLMBench(r *store.Run, files []ToolFile, _ ToolOptions) error {
 				return res.fail("", "context %d tokens at concurrency %d was measured twice: here and at %s", k[0], k[1], at)
 			}
 			seen[k] = toolPlace(res.file, res.line)
+			sglang = sglang && res.printed && strings.HasPrefix(res.fields["max_concurrency"].label, "Max re")
 			if id, line, ok := res.text("model_id"); ok && id != "" {
 				switch {
 				case r.Model.Name == "":
@@ -75,6 +87,9 @@ func parseVLLMBench(r *store.Run, files []ToolFile, _ ToolOptions) error {
 		if found == 0 {
 			return &ParseError{File: f.Name, Msg: "no result: want the JSON that vllm bench serve --save-result or sglang.bench_serving --output-file writes, or text holding the \"Serving Benchmark Result\" block either prints"}
 		}
+	}
+	if !named && sglang {
+		r.Benchmark.Tool = sglangTool // "Max request concurrency" is SGLang's line
 	}
 	return nil
 }
@@ -134,6 +149,15 @@ func (res *vllmResult) cell() (store.DecodeCell, error) {
 	}
 	// The percentile metrics are left out with --percentile-metrics or
 	// without a tokenizer: then the cell goes without them.
+	if res.printed && !res.closed {
+		// A block cut off before its latencies is not one printed without
+		// them (--percentile-metrics): that one still ends in its line of '='.
+		for _, key := range []string{"median_ttft_ms", "median_tpot_ms"} {
+			if _, ok := res.fields[key]; !ok {
+				return c, res.fail(key, "no %s line, and the block has no closing line of '=': it looks cut off; paste the whole block vllm bench serve or sglang.bench_serving prints", res.name(key))
+			}
+		}
+	}
 	ttft, ok, err := res.number("median_ttft_ms", false)
 	if err != nil {
 		return c, err
@@ -195,6 +219,15 @@ func (res *vllmResult) heldConcurrency(conc int) error {
 	}
 	if prompts, err := res.whole("num_prompts", false); err == nil && prompts > 0 && prompts < conc {
 		return res.fail("num_prompts", "num_prompts %d is below max_concurrency %d: the concurrency was never reached", prompts, conc)
+	}
+	if res.printed {
+		// A printed block gives no num_prompts: the requests that finished
+		// or failed are all there were.
+		completed, err1 := res.whole("completed", false)
+		failed, err2 := res.whole("failed", false)
+		if err1 == nil && err2 == nil && completed+failed < conc {
+			return res.fail("completed", "%d requests ran (%s %d, %s %d), fewer than %s %d: the concurrency was never reached", completed+failed, res.name("completed"), completed, res.name("failed"), failed, res.name("max_concurrency"), conc)
+		}
 	}
 	return nil
 }

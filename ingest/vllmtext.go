@@ -96,6 +96,7 @@ func eachVLLMBlock(file string, src []byte, each func(*vllmResult) error) error 
 		body := strings.TrimSpace(strings.TrimPrefix(line, prefix))
 		if strings.HasPrefix(line, "```") || strings.HasPrefix(line, "~~~") || (len(body) >= 10 && strings.Trim(body, "=") == "") {
 			before = i + 1
+			res.closed = !strings.HasPrefix(line, "```") && !strings.HasPrefix(line, "~~~")
 			if err := finish(); err != nil {
 				return err
 			}

@@ -54,7 +54,11 @@ func TestFromToolVLLMPrinted(t *testing.T) {
 			if len(r.Decode) != len(tt.want) {
 				t.Fatalf("%d cells, want %d", len(r.Decode), len(tt.want))
 			}
-			if r.Benchmark.Tool != vllmTool || r.Method == nil || r.Method.Class != store.MethodServingSweep {
+			tool := vllmTool
+			if strings.HasPrefix(tt.name, "SGLang") {
+				tool = sglangTool // its blocks say "Max request concurrency"
+			}
+			if r.Benchmark.Tool != tool || r.Method == nil || r.Method.Class != store.MethodServingSweep {
 				t.Errorf("tool %q, method %+v", r.Benchmark.Tool, r.Method)
 			}
 			for _, w := range tt.want {
@@ -96,6 +100,7 @@ func TestVLLMPrintedAsJSON(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			text.Benchmark.Tool = json.Benchmark.Tool // the blocks name SGLang's tool, the JSON does not
 			if !reflect.DeepEqual(text, json) {
 				t.Errorf("printed block read as\n%+v\nthe JSON as\n%+v", text, json)
 			}
@@ -165,7 +170,7 @@ func TestFromToolVLLMPrintedErrors(t *testing.T) {
 func TestVLLMPrintedTooMany(t *testing.T) {
 	var b strings.Builder
 	for i := range maxToolRows + 1 {
-		fmt.Fprintf(&b, "============ Serving Benchmark Result ============\nMax request concurrency: %d\nSuccessful requests: 1\nBenchmark duration (s): 1.00\nTotal input tokens: 8\nTotal generated tokens: 8\nOutput token throughput (tok/s): 8.00\n==================================================\n", i+1)
+		fmt.Fprintf(&b, "============ Serving Benchmark Result ============\nMax request concurrency: %d\nSuccessful requests: %[1]d\nBenchmark duration (s): 1.00\nTotal input tokens: 8\nTotal generated tokens: 8\nOutput token throughput (tok/s): 8.00\n==================================================\n", i+1)
 	}
 	_, err := readVLLM(t, ToolFile{Name: "many.log", Data: []byte(b.String())})
 	var pe *ParseError
@@ -210,5 +215,42 @@ func TestVLLMRateThatPacedNothing(t *testing.T) {
 	js.Data = bytes.Replace(js.Data, []byte(`"request_rate": 1000`), []byte(`"request_rate": 100`), 1)
 	if _, err := readVLLM(t, js); !errors.As(err, &pe) || !strings.Contains(pe.Msg, "set rate") {
 		t.Errorf("100 prompts at 100 req/s in a 44 s run: %v, want a set rate refused", err)
+	}
+}
+
+// TestVLLMPrintedCutOffAndShort: a block cut off before its latencies is
+// refused (one printed without them still ends in its line of '='), as is
+// a block whose requests were fewer than its concurrency; meta may name
+// SGLang's tool.
+func TestVLLMPrintedCutOffAndShort(t *testing.T) {
+	chat := toolFile(t, "sglang-cookbook-qwen3-235b-chat.md")
+	header := 1 + bytes.Count(chat.Data[:bytes.Index(chat.Data, []byte(vllmHeader))], []byte("\n"))
+	cut := chat.Data[:bytes.Index(chat.Data, []byte("---------------Time to First Token"))]
+	_, err := readVLLM(t, ToolFile{Name: "cut.md", Data: cut})
+	var pe *ParseError
+	if !errors.As(err, &pe) || pe.Line != header || !strings.Contains(pe.Msg, "looks cut off") || !strings.Contains(pe.Msg, `"Median TTFT (ms)"`) {
+		t.Errorf("a block cut off before its TTFT: %v, want it refused at line %d", err, header)
+	}
+	// The same lines closed by the block's last line: printed without the
+	// percentile metrics, read without TTFT and TBT.
+	closed := append(append([]byte{}, cut...), []byte("==================================================\n")...)
+	r, err := readVLLM(t, ToolFile{Name: "closed.md", Data: closed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Decode) != 1 || r.Decode[0].TTFTMs != nil || r.Decode[0].TBTMs != nil || r.Decode[0].TotalTokS == nil {
+		t.Errorf("a closed block without latencies: %+v", r.Decode)
+	}
+	// 10 requests at a concurrency of 16 never ran 16 at once.
+	short := edited(t, chat, "Max request concurrency:                 1\n", "Max request concurrency:                 16\n")
+	short = edited(t, short, "Max request concurrency:                 16\nSuccessful requests:                     80", "Max request concurrency:                 32\nSuccessful requests:                     80")
+	_, err = readVLLM(t, short)
+	if !errors.As(err, &pe) || !strings.Contains(pe.Msg, "10 requests ran") || !strings.Contains(pe.Msg, "fewer than \"Max request concurrency\" 16") {
+		t.Errorf("10 requests at concurrency 16: %v, want refused", err)
+	}
+	meta := toolMeta()
+	meta.Benchmark.Tool = "sglang.bench_serving"
+	if r, err := FromTool(FormatVLLMBench, meta, []ToolFile{chat}, ToolOptions{}); err != nil || r.Benchmark.Tool != "sglang.bench_serving" {
+		t.Errorf("meta naming sglang.bench_serving: %v (tool %q)", err, r.Benchmark.Tool)
 	}
 }
