@@ -100,10 +100,49 @@ func (c *Service) Plan(ctx context.Context, pq PlanQuery) (Plan, error) {
 	if pq.SortByCost && !pq.Price.Given() {
 		return Plan{}, invalidParam("sort", "sort=cost needs a price: give gpu_hour_usd (renting), or hardware_usd with amortization_years and electricity_usd_per_kwh (owning), or electricity_usd_per_kwh alone (energy only)")
 	}
+	var (
+		out Plan
+		err error
+	)
 	if base := pq.Target.Base; base.TargetGPU == "" && base.VRAMGB == 0 && base.GPUMemoryUtilization == 0 && base.MaxOutputTokens == 0 {
-		return c.planAll(ctx, pq)
+		out, err = c.planAll(ctx, pq)
+	} else {
+		out, err = c.planNewest(ctx, pq)
 	}
-	return c.planNewest(ctx, pq)
+	if err != nil || out.Matched > 0 || pq.MethodClass == "" {
+		return out, err
+	}
+	other, err := c.otherClasses(ctx, pq)
+	if err != nil {
+		return Plan{}, err
+	}
+	out.Warnings = append(out.Warnings, other...)
+	return out, nil
+}
+
+// otherClasses says, for a plan no run of its method class matched, which
+// other classes have runs that match: one count each, asked only then.
+func (c *Service) otherClasses(ctx context.Context, pq PlanQuery) ([]string, error) {
+	f := store.RunFilter{Model: pq.Model, Engine: pq.Engine, KVCacheDtype: pq.KVCacheDtype, ExcludeFlagged: !pq.IncludeFlagged}
+	f, err := c.WithGPU(ctx, f, pq.GPU)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, class := range store.MethodClasses() {
+		if class == pq.MethodClass {
+			continue
+		}
+		f.MethodClass = class
+		n, err := c.store.CountMatchingRuns(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		if n > 0 {
+			out = append(out, fmt.Sprintf("no %s run matches, but %d %s: they measured another method, so they are planned only when asked for with method_class=%s", pq.MethodClass, n, plural(n, class+" run does", class+" runs do"), class))
+		}
+	}
+	return out, nil
 }
 
 // planNewest plans a question with overrides (other VRAM, utilization or

@@ -151,3 +151,34 @@ func TestAnswerWaitsForItsFitAWhileOnly(t *testing.T) {
 		t.Errorf("%d fits made for one run asked again and again, want 1", n)
 	}
 }
+
+// TestPlanNamesOtherMethodClasses: a plan no run of its method class
+// matches says which classes do, and how to ask for them, instead of an
+// empty answer with no reason.
+func TestPlanNamesOtherMethodClasses(t *testing.T) {
+	ctx := context.Background()
+	st := sixRuns(t)
+	configs, _, err := st.RunConfigs(ctx, store.RunFilter{}, 10)
+	if err != nil || len(configs) != 6 {
+		t.Fatalf("%d runs, %v", len(configs), err)
+	}
+	class := configs[0].MethodClass
+	other := store.MethodServingSweep
+	if class == other {
+		other = store.MethodSustainedDecode
+	}
+	c := New(st, DefaultCacheBytes, nil)
+	pq := PlanQuery{Target: calculator.Target{ContextTokens: 4096, MinPerRequestTokS: 1}, MethodClass: other}
+	plan, err := c.Plan(ctx, pq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "method_class=" + class
+	if plan.Matched != 0 || !slices.ContainsFunc(plan.Warnings, func(w string) bool { return strings.Contains(w, "6 "+class+" runs do") && strings.Contains(w, want) }) {
+		t.Errorf("matched %d, warnings %q: want none matched and a warning naming 6 %s runs and %s", plan.Matched, plan.Warnings, class, want)
+	}
+	pq.MethodClass = class
+	if plan, err = c.Plan(ctx, pq); err != nil || slices.ContainsFunc(plan.Warnings, func(w string) bool { return strings.Contains(w, "method_class=") }) {
+		t.Errorf("a plan its class matches: %v, warnings %q", err, plan.Warnings)
+	}
+}

@@ -3062,7 +3062,7 @@ type PlanCapacityParams struct {
 	// MaxOutputTokens Tokens reserved per request for output; the run's by default.
 	MaxOutputTokens *CalcMaxOutputTokens `form:"max_output_tokens,omitempty" json:"max_output_tokens,omitempty"`
 
-	// MethodClass The method class planned from (see `MethodClass`); options of other classes are never ranked beside these.
+	// MethodClass The method class planned from (see `MethodClass`); options of other classes are never ranked beside these. When no run of the class matches, a warning names each other class that has matching runs and how many (a serving sweep submitted with `format=vllm-bench` is `serving_sweep`).
 	MethodClass *MethodClass `form:"method_class,omitempty" json:"method_class,omitempty"`
 
 	// IncludeFlagged Include runs the plausibility checks flagged (`trust.flagged`); left out by default.
