@@ -1180,3 +1180,26 @@ func TestQueuedByALimitReadsTheQueueMeasured(t *testing.T) {
 		t.Errorf("2048 × 115: %.1f tok/s, 67 alone %s %.1f; want the measured queue's cost (×0.82) on the 67 running", q115.TotalTokS.Value, alone.Status, alone.TotalTokS.Value)
 	}
 }
+
+// TestOneConcurrencyIsNotScaled: a run that measured one concurrency says
+// how its speed changes with the context there, not with the number of
+// requests; another concurrency is refused, not answered by assumption.
+func TestOneConcurrencyIsNotScaled(t *testing.T) {
+	r := faraRun()
+	var keep []calculator.Cell
+	for _, c := range r.Decode {
+		if c.Concurrency == 4 {
+			keep = append(keep, c)
+		}
+	}
+	r.Decode = keep
+	m := fit(t, r)
+	_, err := m.Decode(calculator.Query{ContextTokens: 16384, Concurrency: 8})
+	if !errors.Is(err, calculator.ErrRefused) || !strings.Contains(err.Error(), "measured one concurrency (4) only") {
+		t.Errorf("concurrency 8 from a run of concurrency 4 alone: %v, want it refused", err)
+	}
+	p, err := m.Decode(calculator.Query{ContextTokens: 24576, Concurrency: 4})
+	if err != nil || p.TotalTokS == nil {
+		t.Errorf("concurrency 4 at an unmeasured context: %v, want an answer", err)
+	}
+}

@@ -799,6 +799,13 @@ func (m *Model) speedAt(lTokens int, b float64, levels bool) (t, s float64, basi
 	if c, ok := m.cells[CellRef{lTokens, int(b)}]; ok && float64(int(b)) == b && usable(c) {
 		return stepT(c), b * 1000 / *c.TotalTokS, Measured, []CellRef{{lTokens, int(b)}}, 0, nil
 	}
+	if n := len(m.byB); n > 0 && m.byB[0].b == m.byB[n-1].b && b != m.byB[0].b {
+		// One concurrency says nothing of how the speed changes with the
+		// number of requests: any answer would be the surface's assumption.
+		_, minL, maxL := m.sf.limits(0)
+		return 0, 0, "", nil, 0, refuse(fmt.Sprintf("context %d–%d tokens at concurrency %g only", int(minL*1024), int(maxL*1024), m.byB[0].b),
+			"this run measured one concurrency (%g) only: how its speed changes with the number of requests is unknown, so concurrency %g is not predicted", m.byB[0].b, b)
+	}
 	if !levels && m.unlevelled != nil {
 		// A level the KV cache set moves with the pool: the cells are
 		// read as measured.
