@@ -523,6 +523,11 @@ func TestParsePageErrors(t *testing.T) {
 		{"random text",
 			func(t *testing.T) string { return "Lorem ipsum dolor sit amet,\n| a | b |\n0123 | 4,5\n" },
 			func(t *testing.T, p string) int { return 0 }, "not a matrix-run page"},
+		{"a pasted serving benchmark block",
+			func(t *testing.T) string {
+				return "# bench\n\n```\n============ Serving Benchmark Result ============\nMax request concurrency: 4\n```\n"
+			},
+			func(t *testing.T, p string) int { return 0 }, "line 4 is a \"Serving Benchmark Result\" block, which format=vllm-bench reads"},
 		{"heading only", func(t *testing.T) string { return "Speed test matrix\n" }, func(t *testing.T, p string) int { return 1 }, "no title"},
 		{"byline names no known tool",
 			func(t *testing.T) string {

@@ -113,6 +113,11 @@ func findStart(ls []line) int {
 func outline(ls []line) (*page, error) {
 	start := findStart(ls)
 	if start < 0 {
+		for _, l := range ls {
+			if _, ok := vllmHeaderLine(strings.TrimSpace(l.text)); ok {
+				return nil, errorf(0, "no %q line: not a matrix-run page; line %d is a %q block, which format=vllm-bench reads", startLine, l.n, vllmHeader)
+			}
+		}
 		return nil, errorf(0, "no %q line: not a matrix-run page", startLine)
 	}
 	p := &page{start: ls[start], secs: map[string]*section{}, last: ls[len(ls)-1].n}

@@ -3872,7 +3872,9 @@ type ClientInterface interface {
 	//   `vllm bench serve --save-result` (one file per point) or SGLang's
 	//   `bench_serving --output-file` (JSONL) writes, or text holding the
 	//   `Serving Benchmark Result` blocks either tool prints, one point per
-	//   block; `grid-csv` is a CSV table of decode cells any
+	//   block (a block names no model: one run's blocks per import, the
+	//   model and `benchmark.max_output_tokens` in `meta`; such a run is
+	//   `method_class=serving_sweep`); `grid-csv` is a CSV table of decode cells any
 	//   engine's results can be written as: `#` comment lines, a header
 	//   naming columns from `context_tokens`, `concurrency`, `total_tok_s`
 	//   (required) and `per_request_tok_s`, `ttft_ms`, `tbt_ms`,
@@ -3903,7 +3905,9 @@ type ClientInterface interface {
 	//   `vllm bench serve --save-result` (one file per point) or SGLang's
 	//   `bench_serving --output-file` (JSONL) writes, or text holding the
 	//   `Serving Benchmark Result` blocks either tool prints, one point per
-	//   block; `grid-csv` is a CSV table of decode cells any
+	//   block (a block names no model: one run's blocks per import, the
+	//   model and `benchmark.max_output_tokens` in `meta`; such a run is
+	//   `method_class=serving_sweep`); `grid-csv` is a CSV table of decode cells any
 	//   engine's results can be written as: `#` comment lines, a header
 	//   naming columns from `context_tokens`, `concurrency`, `total_tok_s`
 	//   (required) and `per_request_tok_s`, `ttft_ms`, `tbt_ms`,
@@ -4880,7 +4884,9 @@ func (c *Client) CreateRun(ctx context.Context, params *CreateRunParams, body Cr
 //     `vllm bench serve --save-result` (one file per point) or SGLang's
 //     `bench_serving --output-file` (JSONL) writes, or text holding the
 //     `Serving Benchmark Result` blocks either tool prints, one point per
-//     block; `grid-csv` is a CSV table of decode cells any
+//     block (a block names no model: one run's blocks per import, the
+//     model and `benchmark.max_output_tokens` in `meta`; such a run is
+//     `method_class=serving_sweep`); `grid-csv` is a CSV table of decode cells any
 //     engine's results can be written as: `#` comment lines, a header
 //     naming columns from `context_tokens`, `concurrency`, `total_tok_s`
 //     (required) and `per_request_tok_s`, `ttft_ms`, `tbt_ms`,
@@ -4921,7 +4927,9 @@ func (c *Client) ImportRunWithBody(ctx context.Context, params *ImportRunParams,
 //     `vllm bench serve --save-result` (one file per point) or SGLang's
 //     `bench_serving --output-file` (JSONL) writes, or text holding the
 //     `Serving Benchmark Result` blocks either tool prints, one point per
-//     block; `grid-csv` is a CSV table of decode cells any
+//     block (a block names no model: one run's blocks per import, the
+//     model and `benchmark.max_output_tokens` in `meta`; such a run is
+//     `method_class=serving_sweep`); `grid-csv` is a CSV table of decode cells any
 //     engine's results can be written as: `#` comment lines, a header
 //     naming columns from `context_tokens`, `concurrency`, `total_tok_s`
 //     (required) and `per_request_tok_s`, `ttft_ms`, `tbt_ms`,
@@ -9942,7 +9950,9 @@ type ClientWithResponsesInterface interface {
 	//   `vllm bench serve --save-result` (one file per point) or SGLang's
 	//   `bench_serving --output-file` (JSONL) writes, or text holding the
 	//   `Serving Benchmark Result` blocks either tool prints, one point per
-	//   block; `grid-csv` is a CSV table of decode cells any
+	//   block (a block names no model: one run's blocks per import, the
+	//   model and `benchmark.max_output_tokens` in `meta`; such a run is
+	//   `method_class=serving_sweep`); `grid-csv` is a CSV table of decode cells any
 	//   engine's results can be written as: `#` comment lines, a header
 	//   naming columns from `context_tokens`, `concurrency`, `total_tok_s`
 	//   (required) and `per_request_tok_s`, `ttft_ms`, `tbt_ms`,
@@ -9973,7 +9983,9 @@ type ClientWithResponsesInterface interface {
 	//   `vllm bench serve --save-result` (one file per point) or SGLang's
 	//   `bench_serving --output-file` (JSONL) writes, or text holding the
 	//   `Serving Benchmark Result` blocks either tool prints, one point per
-	//   block; `grid-csv` is a CSV table of decode cells any
+	//   block (a block names no model: one run's blocks per import, the
+	//   model and `benchmark.max_output_tokens` in `meta`; such a run is
+	//   `method_class=serving_sweep`); `grid-csv` is a CSV table of decode cells any
 	//   engine's results can be written as: `#` comment lines, a header
 	//   naming columns from `context_tokens`, `concurrency`, `total_tok_s`
 	//   (required) and `per_request_tok_s`, `ttft_ms`, `tbt_ms`,
@@ -14848,7 +14860,9 @@ func (c *ClientWithResponses) CreateRunWithResponse(ctx context.Context, params 
 //     `vllm bench serve --save-result` (one file per point) or SGLang's
 //     `bench_serving --output-file` (JSONL) writes, or text holding the
 //     `Serving Benchmark Result` blocks either tool prints, one point per
-//     block; `grid-csv` is a CSV table of decode cells any
+//     block (a block names no model: one run's blocks per import, the
+//     model and `benchmark.max_output_tokens` in `meta`; such a run is
+//     `method_class=serving_sweep`); `grid-csv` is a CSV table of decode cells any
 //     engine's results can be written as: `#` comment lines, a header
 //     naming columns from `context_tokens`, `concurrency`, `total_tok_s`
 //     (required) and `per_request_tok_s`, `ttft_ms`, `tbt_ms`,
@@ -14885,7 +14899,9 @@ func (c *ClientWithResponses) ImportRunWithBodyWithResponse(ctx context.Context,
 //     `vllm bench serve --save-result` (one file per point) or SGLang's
 //     `bench_serving --output-file` (JSONL) writes, or text holding the
 //     `Serving Benchmark Result` blocks either tool prints, one point per
-//     block; `grid-csv` is a CSV table of decode cells any
+//     block (a block names no model: one run's blocks per import, the
+//     model and `benchmark.max_output_tokens` in `meta`; such a run is
+//     `method_class=serving_sweep`); `grid-csv` is a CSV table of decode cells any
 //     engine's results can be written as: `#` comment lines, a header
 //     naming columns from `context_tokens`, `concurrency`, `total_tok_s`
 //     (required) and `per_request_tok_s`, `ttft_ms`, `tbt_ms`,
