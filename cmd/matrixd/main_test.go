@@ -819,3 +819,64 @@ func TestShutdownDuringBackgroundFits(t *testing.T) {
 		t.Errorf("fit after the starts: %q, want %q", out.String(), want)
 	}
 }
+
+// TestEvalSparse: on the sparse sweeps kept apart from the corpus (6
+// cells a grid, each concurrency above 1 at one context), every grid
+// imports and is scored, most cells are answered, and the intervals, not
+// tuned on these grids, hold their held-out cells within two binomial
+// standard errors of 90 %: wide where the answers are poor.
+func TestEvalSparse(t *testing.T) {
+	dir := filepath.Join("..", "..", "ingest", "testdata", "sparse")
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"eval", "--corpus", dir, "--json"}, env(nil), nil, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Families []struct {
+			Family   string  `json:"family"`
+			Split    string  `json:"split"`
+			Grids    int     `json:"grids"`
+			Refusals float64 `json:"refusal_rate"`
+			Bands    []struct {
+				Basis    string  `json:"basis"`
+				Answers  int     `json:"answers"`
+				Coverage float64 `json:"coverage"`
+			} `json:"bands"`
+		} `json:"families"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	var manifest []struct{}
+	b, err := os.ReadFile(filepath.Join(dir, "sglang", "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &manifest); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range rep.Families {
+		if r.Family != "all families" || r.Split != "all" {
+			continue
+		}
+		found = true
+		if r.Grids != len(manifest) {
+			t.Errorf("%d grids scored, the manifest lists %d", r.Grids, len(manifest))
+		}
+		if r.Refusals > 0.5 {
+			t.Errorf("%.1f%% of held-out cells refused, want at most half", 100*r.Refusals)
+		}
+		if len(r.Bands) == 0 || r.Bands[0].Basis != "all" || r.Bands[0].Answers == 0 {
+			t.Fatalf("no band summary: %+v", r.Bands)
+		}
+		bd := r.Bands[0]
+		se := math.Sqrt(0.9 * 0.1 / float64(bd.Answers))
+		if bd.Coverage < 0.9-2*se {
+			t.Errorf("intervals hold %.1f%% of %d held-out cells, want at least %.1f%%", 100*bd.Coverage, bd.Answers, 100*(0.9-2*se))
+		}
+	}
+	if !found {
+		t.Fatalf("no summary row: %s", out.String())
+	}
+}
