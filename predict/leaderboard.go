@@ -251,6 +251,16 @@ func (c *Service) noMatch(ctx context.Context, f store.RunFilter) (string, error
 			msg += "; runs a plausibility check flagged match them: include_flagged=true brings them back"
 		}
 	}
+	if f.MethodClass != "" {
+		// One class is ranked at a time: say which others have runs.
+		counts, err := c.otherClassCounts(ctx, f)
+		if err != nil {
+			return "", err
+		}
+		for _, cc := range counts {
+			msg += fmt.Sprintf("; %d %s of method class %s, ranked with method_class=%s", cc.n, plural(cc.n, "run matches them", "runs match them"), cc.class, cc.class)
+		}
+	}
 	return msg, nil
 }
 

@@ -128,18 +128,40 @@ func (c *Service) otherClasses(ctx context.Context, pq PlanQuery) ([]string, err
 	if err != nil {
 		return nil, err
 	}
+	f.MethodClass = pq.MethodClass
+	counts, err := c.otherClassCounts(ctx, f)
+	if err != nil {
+		return nil, err
+	}
 	var out []string
+	for _, cc := range counts {
+		out = append(out, fmt.Sprintf("no %s run matches, but %d %s: they measured another method, so they are planned only when asked for with method_class=%s", pq.MethodClass, cc.n, plural(cc.n, cc.class+" run does", cc.class+" runs do"), cc.class))
+	}
+	return out, nil
+}
+
+// classCount is how many runs of a method class a filter matches.
+type classCount struct {
+	class string
+	n     int
+}
+
+// otherClassCounts counts the runs f would match with each method class
+// other than its own that has any: one count a class.
+func (c *Service) otherClassCounts(ctx context.Context, f store.RunFilter) ([]classCount, error) {
+	var out []classCount
 	for _, class := range store.MethodClasses() {
-		if class == pq.MethodClass {
+		if class == f.MethodClass {
 			continue
 		}
-		f.MethodClass = class
-		n, err := c.store.CountMatchingRuns(ctx, f)
+		g := f
+		g.MethodClass = class
+		n, err := c.store.CountMatchingRuns(ctx, g)
 		if err != nil {
 			return nil, err
 		}
 		if n > 0 {
-			out = append(out, fmt.Sprintf("no %s run matches, but %d %s: they measured another method, so they are planned only when asked for with method_class=%s", pq.MethodClass, n, plural(n, class+" run does", class+" runs do"), class))
+			out = append(out, classCount{class, n})
 		}
 	}
 	return out, nil

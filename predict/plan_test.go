@@ -182,3 +182,30 @@ func TestPlanNamesOtherMethodClasses(t *testing.T) {
 		t.Errorf("a plan its class matches: %v, warnings %q", err, plan.Warnings)
 	}
 }
+
+// TestEmptyBoardNamesOtherMethodClasses: a leaderboard no run of its
+// method class matches says which classes have runs, and how to rank them.
+func TestEmptyBoardNamesOtherMethodClasses(t *testing.T) {
+	ctx := context.Background()
+	st := sixRuns(t)
+	configs, _, err := st.RunConfigs(ctx, store.RunFilter{}, 1)
+	if err != nil || len(configs) != 1 {
+		t.Fatalf("%d runs, %v", len(configs), err)
+	}
+	class := configs[0].MethodClass
+	other := store.MethodServingSweep
+	if class == other {
+		other = store.MethodSustainedDecode
+	}
+	c := New(st, DefaultCacheBytes, nil)
+	w, err := c.EmptyBoardWarning(ctx, store.RunFilter{MethodClass: other}, 4096, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(w, "6 runs match them of method class "+class) || !strings.Contains(w, "method_class="+class) {
+		t.Errorf("warning %q does not name the 6 %s runs", w, class)
+	}
+	if w, err = c.EmptyBoardWarning(ctx, store.RunFilter{MethodClass: class}, 4096, 3); err != nil || strings.Contains(w, "method_class=") {
+		t.Errorf("a board its class matches: %q, %v", w, err)
+	}
+}

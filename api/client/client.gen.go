@@ -3707,7 +3707,9 @@ type ClientInterface interface {
 	// `concurrency`, ranked by `metric`: `total_tok_s` and
 	// `per_request_tok_s` descending, `ttft_ms` and `tbt_ms` ascending.
 	// Takes the same filters as `GET /v1/runs`. Only runs of one method
-	// class are ranked (`method_class`, `sustained_decode` by default), and
+	// class are ranked (`method_class`, `sustained_decode` by default; when
+	// no run of it matches the filters, the warning names the other
+	// classes that have matching runs), and
 	// runs the plausibility checks flagged are left out unless
 	// `include_flagged=true`.
 	//
@@ -4639,7 +4641,9 @@ func (c *Client) GetHardware(ctx context.Context, gpu string, params *GetHardwar
 // `concurrency`, ranked by `metric`: `total_tok_s` and
 // `per_request_tok_s` descending, `ttft_ms` and `tbt_ms` ascending.
 // Takes the same filters as `GET /v1/runs`. Only runs of one method
-// class are ranked (`method_class`, `sustained_decode` by default), and
+// class are ranked (`method_class`, `sustained_decode` by default; when
+// no run of it matches the filters, the warning names the other
+// classes that have matching runs), and
 // runs the plausibility checks flagged are left out unless
 // `include_flagged=true`.
 //
@@ -9773,7 +9777,9 @@ type ClientWithResponsesInterface interface {
 	// `concurrency`, ranked by `metric`: `total_tok_s` and
 	// `per_request_tok_s` descending, `ttft_ms` and `tbt_ms` ascending.
 	// Takes the same filters as `GET /v1/runs`. Only runs of one method
-	// class are ranked (`method_class`, `sustained_decode` by default), and
+	// class are ranked (`method_class`, `sustained_decode` by default; when
+	// no run of it matches the filters, the warning names the other
+	// classes that have matching runs), and
 	// runs the plausibility checks flagged are left out unless
 	// `include_flagged=true`.
 	//
@@ -14635,7 +14641,9 @@ func (c *ClientWithResponses) GetHardwareWithResponse(ctx context.Context, gpu s
 // `concurrency`, ranked by `metric`: `total_tok_s` and
 // `per_request_tok_s` descending, `ttft_ms` and `tbt_ms` ascending.
 // Takes the same filters as `GET /v1/runs`. Only runs of one method
-// class are ranked (`method_class`, `sustained_decode` by default), and
+// class are ranked (`method_class`, `sustained_decode` by default; when
+// no run of it matches the filters, the warning names the other
+// classes that have matching runs), and
 // runs the plausibility checks flagged are left out unless
 // `include_flagged=true`.
 //
