@@ -80,11 +80,12 @@ func Summarize(m *Model) Summary {
 	var s Summary
 	ls, _ := m.MeasuredAxes()
 	for i := range summaryContexts {
+		at := intervalContexts(i, ls)
 		for j, b := range summaryConcurrencies {
 			k := i*len(summaryConcurrencies) + j
 			fits, noFit := false, false
 			var total, perReq, ttft uint16
-			for _, l := range intervalContexts(i, ls) {
+			for _, l := range at {
 				p, err := m.Decode(Query{ContextTokens: l, Concurrency: b})
 				if err != nil {
 					continue // unknown: refused here

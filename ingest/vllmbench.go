@@ -192,19 +192,19 @@ func (res *vllmResult) rateUnpaced() bool {
 	if err != nil || !ok || !(duration > 0) {
 		return false
 	}
-	n, err := res.whole("num_prompts", false)
-	if err != nil {
-		return false
+	n, ok := res.requests()
+	return ok && n > 0 && float64(n)/rate <= 0.01*duration
+}
+
+// requests is how many requests the result sent: num_prompts, else (a
+// printed block gives none) the requests that finished or failed.
+func (res *vllmResult) requests() (int, bool) {
+	if n, err := res.whole("num_prompts", false); err != nil || n > 0 {
+		return n, err == nil
 	}
-	if n == 0 {
-		completed, err1 := res.whole("completed", false)
-		failed, err2 := res.whole("failed", false)
-		if err1 != nil || err2 != nil {
-			return false
-		}
-		n = completed + failed
-	}
-	return n > 0 && float64(n)/rate <= 0.01*duration
+	completed, err1 := res.whole("completed", false)
+	failed, err2 := res.whole("failed", false)
+	return completed + failed, err1 == nil && err2 == nil
 }
 
 // heldConcurrency refuses results whose max_concurrency was only a cap:
@@ -220,14 +220,8 @@ func (res *vllmResult) heldConcurrency(conc int) error {
 	if prompts, err := res.whole("num_prompts", false); err == nil && prompts > 0 && prompts < conc {
 		return res.fail("num_prompts", "num_prompts %d is below max_concurrency %d: the concurrency was never reached", prompts, conc)
 	}
-	if res.printed {
-		// A printed block gives no num_prompts: the requests that finished
-		// or failed are all there were.
-		completed, err1 := res.whole("completed", false)
-		failed, err2 := res.whole("failed", false)
-		if err1 == nil && err2 == nil && completed+failed < conc {
-			return res.fail("completed", "%d requests ran (%s %d, %s %d), fewer than %s %d: the concurrency was never reached", completed+failed, res.name("completed"), completed, res.name("failed"), failed, res.name("max_concurrency"), conc)
-		}
+	if n, ok := res.requests(); res.printed && ok && n < conc {
+		return res.fail("completed", "%d requests ran (%s and %s), fewer than %s %d: the concurrency was never reached", n, res.name("completed"), res.name("failed"), res.name("max_concurrency"), conc)
 	}
 	return nil
 }

@@ -123,12 +123,10 @@ func (c *Service) Plan(ctx context.Context, pq PlanQuery) (Plan, error) {
 // otherClasses says, for a plan no run of its method class matched, which
 // other classes have runs that match: one count each, asked only then.
 func (c *Service) otherClasses(ctx context.Context, pq PlanQuery) ([]string, error) {
-	f := store.RunFilter{Model: pq.Model, Engine: pq.Engine, KVCacheDtype: pq.KVCacheDtype, ExcludeFlagged: !pq.IncludeFlagged}
-	f, err := c.WithGPU(ctx, f, pq.GPU)
+	f, err := c.WithGPU(ctx, pq.runFilter(), pq.GPU)
 	if err != nil {
 		return nil, err
 	}
-	f.MethodClass = pq.MethodClass
 	counts, err := c.otherClassCounts(ctx, f)
 	if err != nil {
 		return nil, err
@@ -138,6 +136,11 @@ func (c *Service) otherClasses(ctx context.Context, pq PlanQuery) ([]string, err
 		out = append(out, fmt.Sprintf("no %s run matches, but %d %s: they measured another method, so they are planned only when asked for with method_class=%s", pq.MethodClass, cc.n, plural(cc.n, cc.class+" run does", cc.class+" runs do"), cc.class))
 	}
 	return out, nil
+}
+
+// runFilter selects the runs pq plans from, before its GPU is resolved.
+func (pq PlanQuery) runFilter() store.RunFilter {
+	return store.RunFilter{Model: pq.Model, Engine: pq.Engine, KVCacheDtype: pq.KVCacheDtype, MethodClass: pq.MethodClass, ExcludeFlagged: !pq.IncludeFlagged}
 }
 
 // classCount is how many runs of a method class a filter matches.
@@ -171,7 +174,7 @@ func (c *Service) otherClassCounts(ctx context.Context, f store.RunFilter) ([]cl
 // output length), which the stored summaries do not bound: over the
 // newest maxPlanRuns matching runs, each modelled.
 func (c *Service) planNewest(ctx context.Context, pq PlanQuery) (Plan, error) {
-	f := store.RunFilter{Model: pq.Model, Engine: pq.Engine, KVCacheDtype: pq.KVCacheDtype, MethodClass: pq.MethodClass, ExcludeFlagged: !pq.IncludeFlagged}
+	f := pq.runFilter()
 	if !pq.IncludeScaled {
 		var err error
 		if f, err = c.WithGPU(ctx, f, pq.GPU); err != nil {

@@ -158,15 +158,7 @@ func TestAnswerWaitsForItsFitAWhileOnly(t *testing.T) {
 func TestPlanNamesOtherMethodClasses(t *testing.T) {
 	ctx := context.Background()
 	st := sixRuns(t)
-	configs, _, err := st.RunConfigs(ctx, store.RunFilter{}, 10)
-	if err != nil || len(configs) != 6 {
-		t.Fatalf("%d runs, %v", len(configs), err)
-	}
-	class := configs[0].MethodClass
-	other := store.MethodServingSweep
-	if class == other {
-		other = store.MethodSustainedDecode
-	}
+	class, other := classAndOther(t, st)
 	c := New(st, DefaultCacheBytes, nil)
 	pq := PlanQuery{Target: calculator.Target{ContextTokens: 4096, MinPerRequestTokS: 1}, MethodClass: other}
 	plan, err := c.Plan(ctx, pq)
@@ -188,15 +180,7 @@ func TestPlanNamesOtherMethodClasses(t *testing.T) {
 func TestEmptyBoardNamesOtherMethodClasses(t *testing.T) {
 	ctx := context.Background()
 	st := sixRuns(t)
-	configs, _, err := st.RunConfigs(ctx, store.RunFilter{}, 1)
-	if err != nil || len(configs) != 1 {
-		t.Fatalf("%d runs, %v", len(configs), err)
-	}
-	class := configs[0].MethodClass
-	other := store.MethodServingSweep
-	if class == other {
-		other = store.MethodSustainedDecode
-	}
+	class, other := classAndOther(t, st)
 	c := New(st, DefaultCacheBytes, nil)
 	w, err := c.EmptyBoardWarning(ctx, store.RunFilter{MethodClass: other}, 4096, 1)
 	if err != nil {
@@ -208,4 +192,19 @@ func TestEmptyBoardNamesOtherMethodClasses(t *testing.T) {
 	if w, err = c.EmptyBoardWarning(ctx, store.RunFilter{MethodClass: class}, 4096, 3); err != nil || strings.Contains(w, "method_class=") {
 		t.Errorf("a board its class matches: %q, %v", w, err)
 	}
+}
+
+// classAndOther is the method class of st's generated runs (all of one)
+// and a class none of them has.
+func classAndOther(t *testing.T, st *store.Store) (class, other string) {
+	t.Helper()
+	configs, _, err := st.RunConfigs(context.Background(), store.RunFilter{}, 1)
+	if err != nil || len(configs) != 1 {
+		t.Fatalf("%d runs, %v", len(configs), err)
+	}
+	class, other = configs[0].MethodClass, store.MethodServingSweep
+	if class == other {
+		other = store.MethodSustainedDecode
+	}
+	return class, other
 }

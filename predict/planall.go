@@ -38,7 +38,7 @@ type candidate struct {
 // found is at least as good as the next bound, so no run left unrefined
 // could have made the answer.
 func (c *Service) planAll(ctx context.Context, pq PlanQuery) (Plan, error) {
-	f := store.RunFilter{Model: pq.Model, Engine: pq.Engine, KVCacheDtype: pq.KVCacheDtype, MethodClass: pq.MethodClass, ExcludeFlagged: !pq.IncludeFlagged}
+	f := pq.runFilter()
 	f, err := c.WithGPU(ctx, f, pq.GPU)
 	if err != nil {
 		return Plan{}, err
