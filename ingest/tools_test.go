@@ -339,7 +339,7 @@ func manyLlamaRows(n int) ToolFile {
 func manyVLLMResults(n int) ToolFile {
 	var b strings.Builder
 	for i := range n {
-		fmt.Fprintf(&b, `{"model_id": "m", "max_concurrency": %d, "completed": 1, "total_input_tokens": 8, "total_output_tokens": 8, "duration": 1.0, "output_throughput": 8.0}`+"\n", i+1)
+		fmt.Fprintf(&b, `{"model_id": "m", "max_concurrency": %d, "completed": %[1]d, "total_input_tokens": %d, "total_output_tokens": 8, "duration": 1.0, "output_throughput": 8.0}`+"\n", i+1, 8*(i+1))
 	}
 	return ToolFile{Name: "many.jsonl", Data: []byte(b.String())}
 }
@@ -443,6 +443,10 @@ func TestFromToolErrors(t *testing.T) {
 		{name: "vllm: fewer prompts than the concurrency", format: FormatVLLMBench, meta: opt125,
 			files: []ToolFile{edited(t, sweep, `"max_concurrency": 2`, `"max_concurrency": 16`)}, file: sweep.Name, line: 8,
 			contains: []string{"num_prompts 8 is below max_concurrency 16"}},
+		{name: "sglang jsonl: fewer requests than the concurrency", format: FormatVLLMBench, // it writes no num_prompts
+			files: []ToolFile{{Name: "sglang.jsonl", Data: []byte(`{"backend": "sglang", "request_rate": Infinity, "max_concurrency": 16, "duration": 3.73, "completed": 20, "total_input_tokens": 10240, "total_output_tokens": 5120, "output_throughput": 1370.99}
+{"backend": "sglang", "request_rate": Infinity, "max_concurrency": 32, "duration": 2.12, "completed": 20, "total_input_tokens": 10240, "total_output_tokens": 5120, "output_throughput": 2410.71}`)}},
+			file: "sglang.jsonl", line: 2, contains: []string{"20 requests ran", "fewer than max_concurrency 32", "never reached"}},
 		{name: "vllm: NaN throughput", format: FormatVLLMBench, meta: opt125,
 			files: []ToolFile{edited(t, sweep, `"output_throughput": 93.74767963046673`, `"output_throughput": NaN`)}, file: sweep.Name, line: 19,
 			contains: []string{`output_throughput is "NaN": want a number`}},

@@ -220,7 +220,9 @@ func (res *vllmResult) heldConcurrency(conc int) error {
 	if prompts, err := res.whole("num_prompts", false); err == nil && prompts > 0 && prompts < conc {
 		return res.fail("num_prompts", "num_prompts %d is below max_concurrency %d: the concurrency was never reached", prompts, conc)
 	}
-	if n, ok := res.requests(); res.printed && ok && n < conc {
+	// SGLang's JSONL, like a printed block, gives no num_prompts: the
+	// requests that finished or failed are all it sent.
+	if n, ok := res.requests(); ok && n < conc {
 		return res.fail("completed", "%d requests ran (%s and %s), fewer than %s %d: the concurrency was never reached", n, res.name("completed"), res.name("failed"), res.name("max_concurrency"), conc)
 	}
 	return nil
