@@ -10,7 +10,7 @@ import (
 // among, how it calibrates bands and how a fitted model predicts. A stored
 // fit made under another version is not used; the run is fitted again.
 // Change it with any change to what Fit chooses or what a Model answers.
-const MethodVersion = "fit-2026-12-04.3"
+const MethodVersion = "fit-2026-12-04.4"
 
 // FitParams are what a fit chose for a run: the interpolant and its
 // weights, and the calibrated bands. Everything else in a Model follows
