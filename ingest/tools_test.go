@@ -447,6 +447,9 @@ func TestFromToolErrors(t *testing.T) {
 			files: []ToolFile{{Name: "sglang.jsonl", Data: []byte(`{"backend": "sglang", "request_rate": Infinity, "max_concurrency": 16, "duration": 3.73, "completed": 20, "total_input_tokens": 10240, "total_output_tokens": 5120, "output_throughput": 1370.99}
 {"backend": "sglang", "request_rate": Infinity, "max_concurrency": 32, "duration": 2.12, "completed": 20, "total_input_tokens": 10240, "total_output_tokens": 5120, "output_throughput": 2410.71}`)}},
 			file: "sglang.jsonl", line: 2, contains: []string{"20 requests ran", "fewer than max_concurrency 32", "never reached"}},
+		{name: "sglang jsonl: a mean in flight above the limit", format: FormatVLLMBench,
+			files: []ToolFile{{Name: "sglang.jsonl", Data: []byte(`{"backend": "sglang", "request_rate": Infinity, "max_concurrency": 16, "duration": 3.73, "completed": 20, "total_input_tokens": 10240, "total_output_tokens": 5120, "output_throughput": 1370.99, "concurrency": 18.2}`)}},
+			file:  "sglang.jsonl", line: 1, contains: []string{"concurrency 18.2 is above max_concurrency 16", "cannot exceed the limit"}},
 		{name: "vllm: NaN throughput", format: FormatVLLMBench, meta: opt125,
 			files: []ToolFile{edited(t, sweep, `"output_throughput": 93.74767963046673`, `"output_throughput": NaN`)}, file: sweep.Name, line: 19,
 			contains: []string{`output_throughput is "NaN": want a number`}},
@@ -581,5 +584,27 @@ func TestVLLMPythonWords(t *testing.T) {
 	}
 	if got := string(pythonWords([]byte(`{"a": "x\"NaN", "b": NaN, "c": -Infinity}`))); got != `{"a": "x\"NaN", "b": "NaN", "c": "-inf"}` {
 		t.Errorf("pythonWords: %s", got)
+	}
+}
+
+// TestFromToolSGLangConcurrency: SGLang writes the mean number of requests
+// in flight as "concurrency" (JSONL) or "Concurrency:" (a printed block);
+// it is the run's average active requests, beside the limit it was held to.
+func TestFromToolSGLangConcurrency(t *testing.T) {
+	line := `{"backend": "sglang", "request_rate": Infinity, "max_concurrency": 16, "duration": 3.73, "completed": 20, "total_input_tokens": 10240, "total_output_tokens": 5120, "output_throughput": 1370.99, "median_ttft_ms": 179.59, "median_tpot_ms": 7.26, "concurrency": 10.500797695844993}`
+	r, err := FromTool(FormatVLLMBench, toolMeta(), []ToolFile{{Name: "sglang.jsonl", Data: []byte(line)}}, ToolOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkToolRun(t, r)
+	sameF(t, "avg_active_requests", toolDecode(t, r, 512, 16).AvgActiveRequests, 10.500797695844993)
+
+	printed, err := FromTool(FormatVLLMBench, toolMeta(), []ToolFile{toolFile(t, "sglang-cookbook-qwen3-235b-chat.md")}, ToolOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range printed.Decode {
+		want := map[int]float64{1: 1.00, 16: 13.61, 100: 90.50}[c.Concurrency] // the blocks' Concurrency lines
+		sameF(t, fmt.Sprintf("avg_active_requests at %d", c.Concurrency), c.AvgActiveRequests, want)
 	}
 }

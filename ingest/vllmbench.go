@@ -176,6 +176,19 @@ func (res *vllmResult) cell() (store.DecodeCell, error) {
 		}
 		c.TBTMs, c.PerRequestTokS = new(tpot), new(per)
 	}
+	// SGLang's concurrency is the mean number of requests in flight over
+	// the run (the sum of their latencies over its duration): the seeds'
+	// average active requests. A mean above the limit was not measured.
+	active, ok, err := res.number("concurrency", false)
+	if err != nil {
+		return c, err
+	}
+	if ok && active > 0 {
+		if active > 1.05*float64(conc) {
+			return c, res.fail("concurrency", "%s %g is above %s %d: a mean of the requests in flight cannot exceed the limit", res.name("concurrency"), active, res.name("max_concurrency"), conc)
+		}
+		c.AvgActiveRequests = new(active)
+	}
 	return c, nil
 }
 

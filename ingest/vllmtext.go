@@ -10,8 +10,7 @@ import (
 // vllmPrinted maps the labels of the result block that `vllm bench serve`
 // and SGLang's bench_serving print to the keys of the JSON they write, so
 // that a pasted block is read through the same checks as the file. Labels
-// not here (SGLang's "Concurrency:" is the measured mean, not the limit) are
-// not read.
+// not here are not read.
 var vllmPrinted = map[string]string{
 	"Successful requests:":             "completed",
 	"Failed requests:":                 "failed",
@@ -27,6 +26,7 @@ var vllmPrinted = map[string]string{
 	"Output token throughput (tok/s):": "output_throughput",
 	"Median TTFT (ms):":                "median_ttft_ms",
 	"Median TPOT (ms):":                "median_tpot_ms",
+	"Concurrency:":                     "concurrency", // SGLang: the measured mean in flight, not the limit
 }
 
 // vllmBefore are the lines vLLM prints before its block, while the
@@ -47,6 +47,7 @@ var vllmLabels = map[string]string{
 	"output_throughput":   "Output token throughput (tok/s)",
 	"median_ttft_ms":      "Median TTFT (ms)",
 	"median_tpot_ms":      "Median TPOT (ms)",
+	"concurrency":         "Concurrency",
 }
 
 const vllmHeader = "Serving Benchmark Result"

@@ -84,9 +84,9 @@ func TestVLLMPrintedAsJSON(t *testing.T) {
 		json string
 	}{
 		{"SGLang", toolFile(t, "sglang-cookbook-qwen3-235b-chat.md"),
-			`{"backend": "sglang", "request_rate": Infinity, "max_concurrency": 1, "duration": 43.56, "completed": 10, "total_input_tokens": 6101, "total_output_tokens": 4210, "output_throughput": 96.65, "median_ttft_ms": 92.18, "median_tpot_ms": 10.12}
-{"backend": "sglang", "request_rate": Infinity, "max_concurrency": 16, "duration": 48.95, "completed": 80, "total_input_tokens": 39668, "total_output_tokens": 40725, "output_throughput": 832.04, "median_ttft_ms": 88.82, "median_tpot_ms": 16.12}
-{"backend": "sglang", "request_rate": Infinity, "max_concurrency": 100, "duration": 92.07, "completed": 500, "total_input_tokens": 249831, "total_output_tokens": 252162, "output_throughput": 2738.78, "median_ttft_ms": 122.68, "median_tpot_ms": 34.04}`},
+			`{"backend": "sglang", "request_rate": Infinity, "max_concurrency": 1, "duration": 43.56, "completed": 10, "total_input_tokens": 6101, "total_output_tokens": 4210, "output_throughput": 96.65, "median_ttft_ms": 92.18, "median_tpot_ms": 10.12, "concurrency": 1.00}
+{"backend": "sglang", "request_rate": Infinity, "max_concurrency": 16, "duration": 48.95, "completed": 80, "total_input_tokens": 39668, "total_output_tokens": 40725, "output_throughput": 832.04, "median_ttft_ms": 88.82, "median_tpot_ms": 16.12, "concurrency": 13.61}
+{"backend": "sglang", "request_rate": Infinity, "max_concurrency": 100, "duration": 92.07, "completed": 500, "total_input_tokens": 249831, "total_output_tokens": 252162, "output_throughput": 2738.78, "median_ttft_ms": 122.68, "median_tpot_ms": 34.04, "concurrency": 90.50}`},
 		{"vLLM", toolFile(t, "vllm-gpustack-qwen3-8b-c4.md"),
 			`{"request_rate": "inf", "max_concurrency": 4, "duration": 44.40, "completed": 100, "failed": 0, "total_input_tokens": 23260, "total_output_tokens": 22061, "output_throughput": 496.88, "median_ttft_ms": 60.26, "median_tpot_ms": 7.40}`},
 	}

@@ -3874,7 +3874,9 @@ type ClientInterface interface {
 	//   `vllm bench serve --save-result` (one file per point) or SGLang's
 	//   `bench_serving --output-file` (JSONL) writes, or text holding the
 	//   `Serving Benchmark Result` blocks either tool prints, one point per
-	//   block (a block names no model: one run's blocks per import, the
+	//   block (SGLang's measured mean concurrency is the cell's
+	//   `avg_active_requests`; a result that ran fewer requests than its
+	//   `max_concurrency` is refused as a cap; a block names no model: one run's blocks per import, the
 	//   model and `benchmark.max_output_tokens` in `meta`; such a run is
 	//   `method_class=serving_sweep`); `grid-csv` is a CSV table of decode cells any
 	//   engine's results can be written as: `#` comment lines, a header
@@ -3907,7 +3909,9 @@ type ClientInterface interface {
 	//   `vllm bench serve --save-result` (one file per point) or SGLang's
 	//   `bench_serving --output-file` (JSONL) writes, or text holding the
 	//   `Serving Benchmark Result` blocks either tool prints, one point per
-	//   block (a block names no model: one run's blocks per import, the
+	//   block (SGLang's measured mean concurrency is the cell's
+	//   `avg_active_requests`; a result that ran fewer requests than its
+	//   `max_concurrency` is refused as a cap; a block names no model: one run's blocks per import, the
 	//   model and `benchmark.max_output_tokens` in `meta`; such a run is
 	//   `method_class=serving_sweep`); `grid-csv` is a CSV table of decode cells any
 	//   engine's results can be written as: `#` comment lines, a header
@@ -4888,7 +4892,9 @@ func (c *Client) CreateRun(ctx context.Context, params *CreateRunParams, body Cr
 //     `vllm bench serve --save-result` (one file per point) or SGLang's
 //     `bench_serving --output-file` (JSONL) writes, or text holding the
 //     `Serving Benchmark Result` blocks either tool prints, one point per
-//     block (a block names no model: one run's blocks per import, the
+//     block (SGLang's measured mean concurrency is the cell's
+//     `avg_active_requests`; a result that ran fewer requests than its
+//     `max_concurrency` is refused as a cap; a block names no model: one run's blocks per import, the
 //     model and `benchmark.max_output_tokens` in `meta`; such a run is
 //     `method_class=serving_sweep`); `grid-csv` is a CSV table of decode cells any
 //     engine's results can be written as: `#` comment lines, a header
@@ -4931,7 +4937,9 @@ func (c *Client) ImportRunWithBody(ctx context.Context, params *ImportRunParams,
 //     `vllm bench serve --save-result` (one file per point) or SGLang's
 //     `bench_serving --output-file` (JSONL) writes, or text holding the
 //     `Serving Benchmark Result` blocks either tool prints, one point per
-//     block (a block names no model: one run's blocks per import, the
+//     block (SGLang's measured mean concurrency is the cell's
+//     `avg_active_requests`; a result that ran fewer requests than its
+//     `max_concurrency` is refused as a cap; a block names no model: one run's blocks per import, the
 //     model and `benchmark.max_output_tokens` in `meta`; such a run is
 //     `method_class=serving_sweep`); `grid-csv` is a CSV table of decode cells any
 //     engine's results can be written as: `#` comment lines, a header
@@ -9956,7 +9964,9 @@ type ClientWithResponsesInterface interface {
 	//   `vllm bench serve --save-result` (one file per point) or SGLang's
 	//   `bench_serving --output-file` (JSONL) writes, or text holding the
 	//   `Serving Benchmark Result` blocks either tool prints, one point per
-	//   block (a block names no model: one run's blocks per import, the
+	//   block (SGLang's measured mean concurrency is the cell's
+	//   `avg_active_requests`; a result that ran fewer requests than its
+	//   `max_concurrency` is refused as a cap; a block names no model: one run's blocks per import, the
 	//   model and `benchmark.max_output_tokens` in `meta`; such a run is
 	//   `method_class=serving_sweep`); `grid-csv` is a CSV table of decode cells any
 	//   engine's results can be written as: `#` comment lines, a header
@@ -9989,7 +9999,9 @@ type ClientWithResponsesInterface interface {
 	//   `vllm bench serve --save-result` (one file per point) or SGLang's
 	//   `bench_serving --output-file` (JSONL) writes, or text holding the
 	//   `Serving Benchmark Result` blocks either tool prints, one point per
-	//   block (a block names no model: one run's blocks per import, the
+	//   block (SGLang's measured mean concurrency is the cell's
+	//   `avg_active_requests`; a result that ran fewer requests than its
+	//   `max_concurrency` is refused as a cap; a block names no model: one run's blocks per import, the
 	//   model and `benchmark.max_output_tokens` in `meta`; such a run is
 	//   `method_class=serving_sweep`); `grid-csv` is a CSV table of decode cells any
 	//   engine's results can be written as: `#` comment lines, a header
@@ -14868,7 +14880,9 @@ func (c *ClientWithResponses) CreateRunWithResponse(ctx context.Context, params 
 //     `vllm bench serve --save-result` (one file per point) or SGLang's
 //     `bench_serving --output-file` (JSONL) writes, or text holding the
 //     `Serving Benchmark Result` blocks either tool prints, one point per
-//     block (a block names no model: one run's blocks per import, the
+//     block (SGLang's measured mean concurrency is the cell's
+//     `avg_active_requests`; a result that ran fewer requests than its
+//     `max_concurrency` is refused as a cap; a block names no model: one run's blocks per import, the
 //     model and `benchmark.max_output_tokens` in `meta`; such a run is
 //     `method_class=serving_sweep`); `grid-csv` is a CSV table of decode cells any
 //     engine's results can be written as: `#` comment lines, a header
@@ -14907,7 +14921,9 @@ func (c *ClientWithResponses) ImportRunWithBodyWithResponse(ctx context.Context,
 //     `vllm bench serve --save-result` (one file per point) or SGLang's
 //     `bench_serving --output-file` (JSONL) writes, or text holding the
 //     `Serving Benchmark Result` blocks either tool prints, one point per
-//     block (a block names no model: one run's blocks per import, the
+//     block (SGLang's measured mean concurrency is the cell's
+//     `avg_active_requests`; a result that ran fewer requests than its
+//     `max_concurrency` is refused as a cap; a block names no model: one run's blocks per import, the
 //     model and `benchmark.max_output_tokens` in `meta`; such a run is
 //     `method_class=serving_sweep`); `grid-csv` is a CSV table of decode cells any
 //     engine's results can be written as: `#` comment lines, a header
