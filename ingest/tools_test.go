@@ -446,10 +446,10 @@ func TestFromToolErrors(t *testing.T) {
 		{name: "sglang jsonl: fewer requests than the concurrency", format: FormatVLLMBench, // it writes no num_prompts
 			files: []ToolFile{{Name: "sglang.jsonl", Data: []byte(`{"backend": "sglang", "request_rate": Infinity, "max_concurrency": 16, "duration": 3.73, "completed": 20, "total_input_tokens": 10240, "total_output_tokens": 5120, "output_throughput": 1370.99}
 {"backend": "sglang", "request_rate": Infinity, "max_concurrency": 32, "duration": 2.12, "completed": 20, "total_input_tokens": 10240, "total_output_tokens": 5120, "output_throughput": 2410.71}`)}},
-			file: "sglang.jsonl", line: 2, contains: []string{"20 requests ran", "fewer than max_concurrency 32", "never reached"}},
+			file: "sglang.jsonl", line: 2, contains: []string{"20 requests completed", "records neither num_prompts nor failed", "fewer than max_concurrency 32", "never reached", "--num-prompts"}},
 		{name: "sglang jsonl: a mean in flight above the limit", format: FormatVLLMBench,
-			files: []ToolFile{{Name: "sglang.jsonl", Data: []byte(`{"backend": "sglang", "request_rate": Infinity, "max_concurrency": 16, "duration": 3.73, "completed": 20, "total_input_tokens": 10240, "total_output_tokens": 5120, "output_throughput": 1370.99, "concurrency": 18.2}`)}},
-			file:  "sglang.jsonl", line: 1, contains: []string{"concurrency 18.2 is above max_concurrency 16", "cannot exceed the limit"}},
+			files: []ToolFile{{Name: "sglang.jsonl", Data: []byte(`{"backend": "sglang", "request_rate": Infinity, "max_concurrency": 16, "duration": 3.73, "completed": 20, "total_input_tokens": 10240, "total_output_tokens": 5120, "output_throughput": 1370.99, "concurrency": 16.5}`)}},
+			file:  "sglang.jsonl", line: 1, contains: []string{"concurrency 16.5 is above max_concurrency 16", "cannot exceed the limit"}},
 		{name: "vllm: NaN throughput", format: FormatVLLMBench, meta: opt125,
 			files: []ToolFile{edited(t, sweep, `"output_throughput": 93.74767963046673`, `"output_throughput": NaN`)}, file: sweep.Name, line: 19,
 			contains: []string{`output_throughput is "NaN": want a number`}},
@@ -598,6 +598,19 @@ func TestFromToolSGLangConcurrency(t *testing.T) {
 	}
 	checkToolRun(t, r)
 	sameF(t, "avg_active_requests", toolDecode(t, r, 512, 16).AvgActiveRequests, 10.500797695844993)
+
+	// vLLM's --metadata concurrency=16 is text, and a mean of 0 or null
+	// measured nothing: the cell goes without.
+	for _, v := range []string{`"16"`, `0`, `null`, `NaN`} {
+		other := strings.Replace(line, `10.500797695844993`, v, 1)
+		r, err := FromTool(FormatVLLMBench, toolMeta(), []ToolFile{{Name: "sglang.jsonl", Data: []byte(other)}}, ToolOptions{})
+		if err != nil {
+			t.Fatalf("concurrency %s: %v", v, err)
+		}
+		if a := toolDecode(t, r, 512, 16).AvgActiveRequests; a != nil {
+			t.Errorf("concurrency %s: avg_active_requests = %v, want absent", v, *a)
+		}
+	}
 
 	printed, err := FromTool(FormatVLLMBench, toolMeta(), []ToolFile{toolFile(t, "sglang-cookbook-qwen3-235b-chat.md")}, ToolOptions{})
 	if err != nil {

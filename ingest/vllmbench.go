@@ -178,16 +178,19 @@ func (res *vllmResult) cell() (store.DecodeCell, error) {
 	}
 	// SGLang's concurrency is the mean number of requests in flight over
 	// the run (the sum of their latencies over its duration): the seeds'
-	// average active requests. A mean above the limit was not measured.
-	active, ok, err := res.number("concurrency", false)
-	if err != nil {
-		return c, err
-	}
-	if ok && active > 0 {
-		if active > 1.05*float64(conc) {
+	// average active requests. Only a number is that: vLLM writes its
+	// --metadata KEY=VALUE pairs at the top level too, as text.
+	if f, ok := res.fields["concurrency"]; ok && len(f.raw) > 0 && (f.raw[0] == '-' || f.raw[0] >= '0' && f.raw[0] <= '9') {
+		active, _, err := res.number("concurrency", false)
+		if err != nil {
+			return c, err
+		}
+		if active > float64(conc) {
 			return c, res.fail("concurrency", "%s %g is above %s %d: a mean of the requests in flight cannot exceed the limit", res.name("concurrency"), active, res.name("max_concurrency"), conc)
 		}
-		c.AvgActiveRequests = new(active)
+		if active > 0 {
+			c.AvgActiveRequests = new(active)
+		}
 	}
 	return c, nil
 }
@@ -210,7 +213,8 @@ func (res *vllmResult) rateUnpaced() bool {
 }
 
 // requests is how many requests the result sent: num_prompts, else (a
-// printed block gives none) the requests that finished or failed.
+// printed block and SGLang's JSONL give none) the requests that finished
+// or failed.
 func (res *vllmResult) requests() (int, bool) {
 	if n, err := res.whole("num_prompts", false); err != nil || n > 0 {
 		return n, err == nil
@@ -236,6 +240,9 @@ func (res *vllmResult) heldConcurrency(conc int) error {
 	// SGLang's JSONL, like a printed block, gives no num_prompts: the
 	// requests that finished or failed are all it sent.
 	if n, ok := res.requests(); ok && n < conc {
+		if _, recorded := res.fields["failed"]; !recorded {
+			return res.fail("completed", "%d requests completed (the result records neither num_prompts nor failed requests), fewer than %s %d: the concurrency was never reached; run with --num-prompts at least the concurrency, or leave this result out", n, res.name("max_concurrency"), conc)
+		}
 		return res.fail("completed", "%d requests ran (%s and %s), fewer than %s %d: the concurrency was never reached", n, res.name("completed"), res.name("failed"), res.name("max_concurrency"), conc)
 	}
 	return nil

@@ -245,7 +245,7 @@ func TestVLLMPrintedCutOffAndShort(t *testing.T) {
 	short := edited(t, chat, "Max request concurrency:                 1\n", "Max request concurrency:                 16\n")
 	short = edited(t, short, "Max request concurrency:                 16\nSuccessful requests:                     80", "Max request concurrency:                 32\nSuccessful requests:                     80")
 	_, err = readVLLM(t, short)
-	if !errors.As(err, &pe) || !strings.Contains(pe.Msg, "10 requests ran") || !strings.Contains(pe.Msg, "fewer than \"Max request concurrency\" 16") {
+	if !errors.As(err, &pe) || !strings.Contains(pe.Msg, "10 requests completed") || !strings.Contains(pe.Msg, "fewer than \"Max request concurrency\" 16") {
 		t.Errorf("10 requests at concurrency 16: %v, want refused", err)
 	}
 	meta := toolMeta()

@@ -3874,11 +3874,11 @@ type ClientInterface interface {
 	//   `vllm bench serve --save-result` (one file per point) or SGLang's
 	//   `bench_serving --output-file` (JSONL) writes, or text holding the
 	//   `Serving Benchmark Result` blocks either tool prints, one point per
-	//   block (SGLang's measured mean concurrency is the cell's
-	//   `avg_active_requests`; a result that ran fewer requests than its
-	//   `max_concurrency` is refused as a cap; a block names no model: one run's blocks per import, the
+	//   block (a block names no model: one run's blocks per import, the
 	//   model and `benchmark.max_output_tokens` in `meta`; such a run is
-	//   `method_class=serving_sweep`); `grid-csv` is a CSV table of decode cells any
+	//   `method_class=serving_sweep`). SGLang's measured mean concurrency
+	//   is the cell's `avg_active_requests`, and a result that ran fewer
+	//   requests than its `max_concurrency` is refused as a cap; `grid-csv` is a CSV table of decode cells any
 	//   engine's results can be written as: `#` comment lines, a header
 	//   naming columns from `context_tokens`, `concurrency`, `total_tok_s`
 	//   (required) and `per_request_tok_s`, `ttft_ms`, `tbt_ms`,
@@ -3909,11 +3909,11 @@ type ClientInterface interface {
 	//   `vllm bench serve --save-result` (one file per point) or SGLang's
 	//   `bench_serving --output-file` (JSONL) writes, or text holding the
 	//   `Serving Benchmark Result` blocks either tool prints, one point per
-	//   block (SGLang's measured mean concurrency is the cell's
-	//   `avg_active_requests`; a result that ran fewer requests than its
-	//   `max_concurrency` is refused as a cap; a block names no model: one run's blocks per import, the
+	//   block (a block names no model: one run's blocks per import, the
 	//   model and `benchmark.max_output_tokens` in `meta`; such a run is
-	//   `method_class=serving_sweep`); `grid-csv` is a CSV table of decode cells any
+	//   `method_class=serving_sweep`). SGLang's measured mean concurrency
+	//   is the cell's `avg_active_requests`, and a result that ran fewer
+	//   requests than its `max_concurrency` is refused as a cap; `grid-csv` is a CSV table of decode cells any
 	//   engine's results can be written as: `#` comment lines, a header
 	//   naming columns from `context_tokens`, `concurrency`, `total_tok_s`
 	//   (required) and `per_request_tok_s`, `ttft_ms`, `tbt_ms`,
@@ -4892,11 +4892,11 @@ func (c *Client) CreateRun(ctx context.Context, params *CreateRunParams, body Cr
 //     `vllm bench serve --save-result` (one file per point) or SGLang's
 //     `bench_serving --output-file` (JSONL) writes, or text holding the
 //     `Serving Benchmark Result` blocks either tool prints, one point per
-//     block (SGLang's measured mean concurrency is the cell's
-//     `avg_active_requests`; a result that ran fewer requests than its
-//     `max_concurrency` is refused as a cap; a block names no model: one run's blocks per import, the
+//     block (a block names no model: one run's blocks per import, the
 //     model and `benchmark.max_output_tokens` in `meta`; such a run is
-//     `method_class=serving_sweep`); `grid-csv` is a CSV table of decode cells any
+//     `method_class=serving_sweep`). SGLang's measured mean concurrency
+//     is the cell's `avg_active_requests`, and a result that ran fewer
+//     requests than its `max_concurrency` is refused as a cap; `grid-csv` is a CSV table of decode cells any
 //     engine's results can be written as: `#` comment lines, a header
 //     naming columns from `context_tokens`, `concurrency`, `total_tok_s`
 //     (required) and `per_request_tok_s`, `ttft_ms`, `tbt_ms`,
@@ -4937,11 +4937,11 @@ func (c *Client) ImportRunWithBody(ctx context.Context, params *ImportRunParams,
 //     `vllm bench serve --save-result` (one file per point) or SGLang's
 //     `bench_serving --output-file` (JSONL) writes, or text holding the
 //     `Serving Benchmark Result` blocks either tool prints, one point per
-//     block (SGLang's measured mean concurrency is the cell's
-//     `avg_active_requests`; a result that ran fewer requests than its
-//     `max_concurrency` is refused as a cap; a block names no model: one run's blocks per import, the
+//     block (a block names no model: one run's blocks per import, the
 //     model and `benchmark.max_output_tokens` in `meta`; such a run is
-//     `method_class=serving_sweep`); `grid-csv` is a CSV table of decode cells any
+//     `method_class=serving_sweep`). SGLang's measured mean concurrency
+//     is the cell's `avg_active_requests`, and a result that ran fewer
+//     requests than its `max_concurrency` is refused as a cap; `grid-csv` is a CSV table of decode cells any
 //     engine's results can be written as: `#` comment lines, a header
 //     naming columns from `context_tokens`, `concurrency`, `total_tok_s`
 //     (required) and `per_request_tok_s`, `ttft_ms`, `tbt_ms`,
@@ -9964,11 +9964,11 @@ type ClientWithResponsesInterface interface {
 	//   `vllm bench serve --save-result` (one file per point) or SGLang's
 	//   `bench_serving --output-file` (JSONL) writes, or text holding the
 	//   `Serving Benchmark Result` blocks either tool prints, one point per
-	//   block (SGLang's measured mean concurrency is the cell's
-	//   `avg_active_requests`; a result that ran fewer requests than its
-	//   `max_concurrency` is refused as a cap; a block names no model: one run's blocks per import, the
+	//   block (a block names no model: one run's blocks per import, the
 	//   model and `benchmark.max_output_tokens` in `meta`; such a run is
-	//   `method_class=serving_sweep`); `grid-csv` is a CSV table of decode cells any
+	//   `method_class=serving_sweep`). SGLang's measured mean concurrency
+	//   is the cell's `avg_active_requests`, and a result that ran fewer
+	//   requests than its `max_concurrency` is refused as a cap; `grid-csv` is a CSV table of decode cells any
 	//   engine's results can be written as: `#` comment lines, a header
 	//   naming columns from `context_tokens`, `concurrency`, `total_tok_s`
 	//   (required) and `per_request_tok_s`, `ttft_ms`, `tbt_ms`,
@@ -9999,11 +9999,11 @@ type ClientWithResponsesInterface interface {
 	//   `vllm bench serve --save-result` (one file per point) or SGLang's
 	//   `bench_serving --output-file` (JSONL) writes, or text holding the
 	//   `Serving Benchmark Result` blocks either tool prints, one point per
-	//   block (SGLang's measured mean concurrency is the cell's
-	//   `avg_active_requests`; a result that ran fewer requests than its
-	//   `max_concurrency` is refused as a cap; a block names no model: one run's blocks per import, the
+	//   block (a block names no model: one run's blocks per import, the
 	//   model and `benchmark.max_output_tokens` in `meta`; such a run is
-	//   `method_class=serving_sweep`); `grid-csv` is a CSV table of decode cells any
+	//   `method_class=serving_sweep`). SGLang's measured mean concurrency
+	//   is the cell's `avg_active_requests`, and a result that ran fewer
+	//   requests than its `max_concurrency` is refused as a cap; `grid-csv` is a CSV table of decode cells any
 	//   engine's results can be written as: `#` comment lines, a header
 	//   naming columns from `context_tokens`, `concurrency`, `total_tok_s`
 	//   (required) and `per_request_tok_s`, `ttft_ms`, `tbt_ms`,
@@ -14880,11 +14880,11 @@ func (c *ClientWithResponses) CreateRunWithResponse(ctx context.Context, params 
 //     `vllm bench serve --save-result` (one file per point) or SGLang's
 //     `bench_serving --output-file` (JSONL) writes, or text holding the
 //     `Serving Benchmark Result` blocks either tool prints, one point per
-//     block (SGLang's measured mean concurrency is the cell's
-//     `avg_active_requests`; a result that ran fewer requests than its
-//     `max_concurrency` is refused as a cap; a block names no model: one run's blocks per import, the
+//     block (a block names no model: one run's blocks per import, the
 //     model and `benchmark.max_output_tokens` in `meta`; such a run is
-//     `method_class=serving_sweep`); `grid-csv` is a CSV table of decode cells any
+//     `method_class=serving_sweep`). SGLang's measured mean concurrency
+//     is the cell's `avg_active_requests`, and a result that ran fewer
+//     requests than its `max_concurrency` is refused as a cap; `grid-csv` is a CSV table of decode cells any
 //     engine's results can be written as: `#` comment lines, a header
 //     naming columns from `context_tokens`, `concurrency`, `total_tok_s`
 //     (required) and `per_request_tok_s`, `ttft_ms`, `tbt_ms`,
@@ -14921,11 +14921,11 @@ func (c *ClientWithResponses) ImportRunWithBodyWithResponse(ctx context.Context,
 //     `vllm bench serve --save-result` (one file per point) or SGLang's
 //     `bench_serving --output-file` (JSONL) writes, or text holding the
 //     `Serving Benchmark Result` blocks either tool prints, one point per
-//     block (SGLang's measured mean concurrency is the cell's
-//     `avg_active_requests`; a result that ran fewer requests than its
-//     `max_concurrency` is refused as a cap; a block names no model: one run's blocks per import, the
+//     block (a block names no model: one run's blocks per import, the
 //     model and `benchmark.max_output_tokens` in `meta`; such a run is
-//     `method_class=serving_sweep`); `grid-csv` is a CSV table of decode cells any
+//     `method_class=serving_sweep`). SGLang's measured mean concurrency
+//     is the cell's `avg_active_requests`, and a result that ran fewer
+//     requests than its `max_concurrency` is refused as a cap; `grid-csv` is a CSV table of decode cells any
 //     engine's results can be written as: `#` comment lines, a header
 //     naming columns from `context_tokens`, `concurrency`, `total_tok_s`
 //     (required) and `per_request_tok_s`, `ttft_ms`, `tbt_ms`,

@@ -70,7 +70,7 @@ func importCmd(ctx context.Context, args []string, getenv func(string) string, s
 		[2]string{"FILE…", "a published matrix-run page or run JSON, one run a file; with --format, the tool's\n        output files that together make one run. - reads stdin"})
 	fs := c.fs
 	db := dbFlag(fs, getenv, true)
-	format := fs.String("format", "", "a benchmark tool's output: "+strings.Join(ingest.Formats(), " or ")+"; all FILEs then make one run (default: each FILE is a published page or run JSON)")
+	format := fs.String("format", "", "a benchmark tool's output: "+strings.Join(ingest.Formats(), " or ")+" (vllm-bench also reads SGLang's bench_serving JSONL and the result blocks either tool prints); all FILEs then make one run (default: each FILE is a published page or run JSON)")
 	meta := fs.String("meta", "", "with --format: run JSON without cells (title, model, hardware, engine …) for the rest of the run")
 	tg := fs.Int("tg", 0, "with --format llama-batched-bench: the text-generation length to import when the table measured several")
 	if err := c.parse(args, stdout); err != nil {
