@@ -180,7 +180,7 @@ func (res *vllmResult) cell() (store.DecodeCell, error) {
 	// the run (the sum of their latencies over its duration): the seeds'
 	// average active requests. Only a number is that: vLLM writes its
 	// --metadata KEY=VALUE pairs at the top level too, as text.
-	if f, ok := res.fields["concurrency"]; ok && len(f.raw) > 0 && (f.raw[0] == '-' || f.raw[0] >= '0' && f.raw[0] <= '9') {
+	if f, ok := res.fields["concurrency"]; ok && isJSONNumber(f.raw) {
 		active, _, err := res.number("concurrency", false)
 		if err != nil {
 			return c, err
@@ -248,6 +248,12 @@ func (res *vllmResult) heldConcurrency(conc int) error {
 	return nil
 }
 
+// isJSONNumber reports whether a raw JSON value is a number, not text or
+// another kind.
+func isJSONNumber(raw json.RawMessage) bool {
+	return len(raw) > 0 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9')
+}
+
 // fail is a *ParseError on the line of key, or of the result's start.
 func (res *vllmResult) fail(key, format string, args ...any) error {
 	line := res.line
@@ -290,7 +296,7 @@ func (res *vllmResult) number(key string, required bool) (v float64, ok bool, er
 		}
 		return 0, false, nil
 	}
-	if f.raw[0] != '-' && (f.raw[0] < '0' || f.raw[0] > '9') {
+	if !isJSONNumber(f.raw) {
 		return 0, false, res.fail(key, "%s is %s: want a number", res.name(key), res.shown(key))
 	}
 	v, ok = toolNumber(string(f.raw))
