@@ -77,3 +77,40 @@ func TestBestInHindsight(t *testing.T) {
 		t.Errorf("best in hindsight %q, mean error %g over %d cells; want linear in log2 concurrency, exact", h.Interpolant, h.Total.Mean, h.Total.N)
 	}
 }
+
+// TestBestInHindsightReadsLevels: the hindsight reference scores every
+// option a fit chooses among, levels read as limits included: on a serving
+// run whose rows level off at a request limit of 100, the best choice in
+// hindsight reads them so.
+func TestBestInHindsightReadsLevels(t *testing.T) {
+	running := func(l, b int) float64 { return math.Min(math.Min(float64(b), 100), 150000/float64(l+128)) }
+	step := func(l int, n float64) float64 { return 7 + 0.3*n + 0.0008*n*float64(l) }
+	r := Run{ID: "serving", MaxOutputTokens: 128}
+	for _, l := range []int{128, 1024, 4096} {
+		for _, b := range []int{1, 10, 50, 100, 200} {
+			n := running(l, b)
+			total, tbt := math.Round(n*1000/step(l, n)*10)/10, math.Round(step(l, n)*100)/100
+			r.Decode = append(r.Decode, Cell{ContextTokens: l, Concurrency: b, Status: CellValid, TotalTokS: &total, TBTMs: &tbt})
+		}
+	}
+	ips := hindsightChoices(r)
+	kv, smoothed := 0, 0
+	for _, ip := range ips {
+		if ip.kv {
+			kv++
+		}
+		if ip.physS > 0 {
+			smoothed++
+		}
+	}
+	if kv == 0 || smoothed == 0 {
+		t.Fatalf("%d choices, %d reading levels as limits, %d smoothed; want both kinds among them", len(ips), kv, smoothed)
+	}
+	h, err := BestInHindsight(t.Context(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(h.Interpolant, "levels read as") {
+		t.Errorf("best in hindsight %q (%.2f%%); want levels read as limits", h.Interpolant, 100*h.Total.Mean)
+	}
+}

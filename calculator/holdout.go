@@ -160,29 +160,47 @@ func (r HoldoutReport) RefusalRate() float64 {
 }
 
 // Hindsight is the least leave-one-cell-out error of total tok/s that any
-// one fixed interpolant of the calculator's (kind × row weight × shape
-// weight, the same for TBT and total) reaches on a run, picked with
-// hindsight on the very cells it is scored on: a bound on what choosing
-// among them from the other cells can be expected to do.
+// one fixed choice of the calculator's (kind × row weight × shape weight ×
+// smoothing weight, levels read as limits or not; the same for TBT and
+// total) reaches on a run, picked with hindsight on the very cells it is
+// scored on: a bound on what choosing among them from the other cells can
+// be expected to do.
 type Hindsight struct {
 	Interpolant string     `json:"interpolant"`
 	Total       ErrorStats `json:"total_tok_s"`
 }
 
-// BestInHindsight holds every valid cell of r out in turn (at most 400,
-// spread over the grid) and scores each fixed interpolant on it, without
-// bands. Its cost is 60 fits per held-out cell.
-func BestInHindsight(ctx context.Context, r Run) (Hindsight, error) {
+// hindsightChoices are the fixed choices BestInHindsight scores: every
+// option chooseInterpolant picks among, levels read as limits only where
+// the run's rows level off at all.
+func hindsightChoices(r Run) []interp {
+	kvs := []bool{false}
+	if readsKVLevel(r) {
+		kvs = append(kvs, true)
+	}
 	var ips []interp
-	for _, kind := range interpKinds() {
-		for _, w := range rowWeights() {
-			for _, v := range shapeWeights() {
-				ip := kind
-				ip.rowT, ip.rowS, ip.shapeT, ip.shapeS = w, w, v, v
-				ips = append(ips, ip)
+	for _, kv := range kvs {
+		for _, kind := range interpKinds() {
+			for _, w := range rowWeights() {
+				for _, v := range shapeWeights() {
+					for _, p := range physWeights() {
+						ip := kind
+						ip.rowT, ip.rowS, ip.shapeT, ip.shapeS, ip.physT, ip.physS, ip.kv = w, w, v, v, p, p, kv
+						ips = append(ips, ip)
+					}
+				}
 			}
 		}
 	}
+	return ips
+}
+
+// BestInHindsight holds every valid cell of r out in turn (at most 400,
+// spread over the grid) and scores each fixed choice on it, without
+// bands. Its cost is 180 fits per held-out cell (360 where the rows level
+// off).
+func BestInHindsight(ctx context.Context, r Run) (Hindsight, error) {
+	ips := hindsightChoices(r)
 	stats := make([]ErrorStats, len(ips))
 	for _, c := range spread(filter(r.Decode, usable), maxHoldoutCells) {
 		rest := without(r, []Cell{c})

@@ -95,7 +95,7 @@ type familyRow struct {
 	Coverage float64                  `json:"coverage"`
 	Refusals float64                  `json:"refusal_rate"`
 	// Hindsight is the mean error over the rows' grids of each grid's best
-	// fixed interpolant picked with hindsight (with --hindsight).
+	// fixed choice picked with hindsight (with --hindsight).
 	Hindsight *float64 `json:"hindsight_total_mean,omitempty"`
 	// Bands are the intervals' coverage and width, over all answers and
 	// per speed basis.
@@ -365,7 +365,7 @@ func evalCorpus(ctx context.Context, dir string, opt corpusOptions, stdout io.Wr
 	printModelPrefill(stdout, modelPrefill)
 	fmt.Fprintln(stdout, "\nleave-one-cell-out: each valid cell removed, the grid refitted (bands included) and the cell asked for; the total's interval is the one the API returns")
 	if opt.hindsight {
-		fmt.Fprintln(stdout, "best fixed, in hindsight: each grid's one interpolant (kind × row weight × shape weight) with the least error over its own held-out cells, without bands; no choice made from the other cells can be expected to beat it")
+		fmt.Fprintln(stdout, "best fixed, in hindsight: each grid's one fixed choice (kind × row, shape and smoothing weights × levels read as limits or not, T and S weighed alike) with the least error over its own held-out cells, without bands; a choice made from the other cells cannot be expected to beat it")
 	}
 	if opt.verbose && len(total.Outside) > 0 {
 		fmt.Fprintln(stdout, "intervals that missed:")

@@ -26,7 +26,7 @@ func evalCmd(ctx context.Context, args []string, getenv func(string) string, std
 	verbose := fs.Bool("v", false, "with --corpus: also list each answer whose interval missed the measurement")
 	trustFlag := fs.Bool("trust", false, "with --corpus: check the plausibility rules instead: how many real runs (the corpus and the bundled pages) they flag, and how many falsified copies they catch")
 	calibrate := fs.Bool("calibrate", false, "with --corpus: print the band calibration (per engine family and basis) derived from the tune split, as calculator/bands.json holds it")
-	hindsight := fs.Bool("hindsight", false, "with --corpus: also score every fixed interpolant on each grid and report the best one's error, picked with hindsight (a bound for the per-run choice; 60 fits per cell)")
+	hindsight := fs.Bool("hindsight", false, "with --corpus: also score every fixed choice of the fit (kind, weights, levels read as limits) on each grid and report the best one's error, picked with hindsight (a reference for the per-run choice; 180 fits per cell, 360 where rows level off)")
 	if err := c.parse(args, stdout); err != nil {
 		return err
 	}
