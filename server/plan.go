@@ -77,6 +77,7 @@ func toAPIPlanOption(t calculator.Target, o predict.PlanOption) api.PlanOption {
 	}
 	if o.Scaled {
 		out.ScaledFrom = &o.Run.GPU
+		out.Title = fmt.Sprintf("%s on %s, scaled from run %s (%s)", o.Run.ModelName, o.GPU, o.Run.ID, o.Run.Title)
 	}
 	if o.OtherModel != "" {
 		out.Model, out.ScaledFromModel = o.OtherModel, &o.Run.ModelName

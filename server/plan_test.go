@@ -119,6 +119,9 @@ func TestPlanner(t *testing.T) {
 		if o.GPU != "RTX 3090" || o.ScaledFrom == nil || *o.ScaledFrom != fara.Hardware.GPU || o.RunID != fara.ID || *o.Basis != api.PlanOptionBasisScaledGPU {
 			t.Fatalf("option %+v, want the RTX 3060 run scaled to the RTX 3090", o)
 		}
+		if !strings.HasPrefix(o.Title, fara.Model.Name+" on RTX 3090, scaled from run "+fara.ID) {
+			t.Errorf("title %q names the run's own GPU; want the GPU planned for and the run it is scaled from", o.Title)
+		}
 		if o.TTFTChecked || !contains(o.Warnings[len(o.Warnings)-1], "TTFT bound of 2000 ms was not applied") {
 			t.Errorf("TTFT checked %v, warnings %q", o.TTFTChecked, o.Warnings)
 		}
