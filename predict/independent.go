@@ -2,7 +2,9 @@ package predict
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"strings"
 
 	"github.com/matrixd/matrixd/store"
 )
@@ -59,6 +61,12 @@ func nearCopy(a, b store.Run) bool {
 	if a.SubmittedBy != "" && a.SubmittedBy == b.SubmittedBy {
 		return true
 	}
+	return sameCells(a, b)
+}
+
+// sameCells reports whether most of a and b's common valid cells (at
+// least 3) agree within noise on total tok/s and TBT.
+func sameCells(a, b store.Run) bool {
 	type key struct{ l, b int }
 	cells := map[key]store.DecodeCell{}
 	for _, d := range b.Decode {
@@ -87,4 +95,99 @@ func within(a, b *float64) bool {
 		return a == nil && b == nil
 	}
 	return math.Abs(*a-*b) <= copyTolerance*math.Max(math.Abs(*a), math.Abs(*b))
+}
+
+// listedCopies keeps a ranked list (the planner's options, a predicted
+// ranking) to one entry per measurement: a run whose cells are a
+// near-copy of a listed run's (sameCells; the same submitter alone does
+// not make one, a re-measurement is listed) is listed once, as the
+// earliest of them. Only runs of one model on one GPU whose listed values
+// agree within noise are compared, so a list of distinct runs reads none.
+type listedCopies struct {
+	c      *Service
+	runs   map[string]store.Run
+	copies int
+}
+
+func (c *Service) listedCopies() *listedCopies {
+	return &listedCopies{c: c, runs: map[string]store.Run{}}
+}
+
+func (lc *listedCopies) run(ctx context.Context, id string) (store.Run, error) {
+	if r, ok := lc.runs[id]; ok {
+		return r, nil
+	}
+	r, err := lc.c.store.Run(ctx, id)
+	if err != nil {
+		return store.Run{}, err
+	}
+	lc.runs[id] = r
+	return r, nil
+}
+
+// copyOf is the index, among n listed entries (at(i) gives the i-th's
+// run and value; ok false skips it), of the run cfg (listed at value v)
+// is a near-copy of, -1 if none; earlier says whether cfg's run was stored
+// before that one (it then takes its place).
+func (lc *listedCopies) copyOf(ctx context.Context, cfg store.RunConfig, v float64, n int, at func(int) (store.RunConfig, float64, bool)) (i int, earlier bool, err error) {
+	for j := range n {
+		o, ov, ok := at(j)
+		if !ok || o.ID == cfg.ID || !strings.EqualFold(o.ModelName, cfg.ModelName) || !strings.EqualFold(o.GPU, cfg.GPU) ||
+			!(math.Abs(ov-v) <= 2*copyTolerance*math.Max(math.Abs(ov), math.Abs(v))) {
+			continue
+		}
+		a, err := lc.run(ctx, cfg.ID)
+		if err != nil {
+			return -1, false, err
+		}
+		b, err := lc.run(ctx, o.ID)
+		if err != nil {
+			return -1, false, err
+		}
+		if sameCells(a, b) {
+			lc.copies++
+			return j, a.CreatedAt.Before(b.CreatedAt), nil
+		}
+	}
+	return -1, false, nil
+}
+
+// warning says how many listed runs' copies were left out.
+func (lc *listedCopies) warning() []string {
+	if lc.copies == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("%d %s left out (cells within %.0f %% of theirs): each measurement is listed once, as its earliest run",
+		lc.copies, plural(lc.copies, "near-copy of a listed run", "near-copies of listed runs"), 100*copyTolerance)}
+}
+
+// planOptionAt reads a plan's i-th option for copyOf: measured options
+// only (a scaled or other model's option is an estimate, not a run's).
+func planOptionAt(opts []PlanOption) func(int) (store.RunConfig, float64, bool) {
+	return func(i int) (store.RunConfig, float64, bool) {
+		o := opts[i]
+		return o.Run, total(o), !o.estimated() && o.Err == ""
+	}
+}
+
+// dropCopies keeps one of opts' measured options per measurement (see
+// listedCopies), in their order.
+func (lc *listedCopies) dropCopies(ctx context.Context, opts []PlanOption) ([]PlanOption, error) {
+	var out []PlanOption
+	for _, o := range opts {
+		if o.estimated() || o.Err != "" {
+			out = append(out, o)
+			continue
+		}
+		j, earlier, err := lc.copyOf(ctx, o.Run, total(o), len(out), planOptionAt(out))
+		switch {
+		case err != nil:
+			return nil, err
+		case j < 0:
+			out = append(out, o)
+		case earlier:
+			out[j] = o
+		}
+	}
+	return out, nil
 }

@@ -147,6 +147,7 @@ func (c *Service) PredictedLeaderboard(ctx context.Context, f store.RunFilter, c
 	want := offset + limit + 1 // one more tells whether a next page exists
 	var kept []PredictedEntry
 	q := calculator.Query{ContextTokens: contextTokens, Concurrency: concurrency}
+	lc := c.listedCopies()
 	for _, cd := range cands {
 		if len(kept) >= want && better(kept[want-1].Value, cd.bound) <= 0 {
 			break
@@ -181,6 +182,15 @@ func (c *Service) PredictedLeaderboard(ctx context.Context, f store.RunFilter, c
 		if !ok || math.IsNaN(v) {
 			continue
 		}
+		j, earlier, err := lc.copyOf(ctx, cd.cfg, v, len(kept), func(i int) (store.RunConfig, float64, bool) { return kept[i].Run, kept[i].Value, true })
+		switch {
+		case err != nil:
+			return PredictedBoard{}, err
+		case j >= 0 && !earlier:
+			continue
+		case j >= 0:
+			kept = slices.Delete(kept, j, j+1)
+		}
 		e := PredictedEntry{Value: v, Run: cd.cfg, Answer: Answer[calculator.Prediction]{Result: p, RunIDs: []string{cd.cfg.ID}}}
 		if cd.cfg.Flagged {
 			e.Answer.Warnings = []string{flaggedWarning(cd.cfg.ID)}
@@ -190,6 +200,7 @@ func (c *Service) PredictedLeaderboard(ctx context.Context, f store.RunFilter, c
 		})
 		kept = slices.Insert(kept, i, e)
 	}
+	out.Warnings = append(out.Warnings, lc.warning()...)
 	for i := range kept {
 		kept[i].Rank = i + 1
 		if i > 0 && kept[i].Value == kept[i-1].Value {

@@ -216,6 +216,11 @@ func (c *Service) planNewest(ctx context.Context, pq PlanQuery) (Plan, error) {
 		}
 		out.Options = append(out.Options, opt)
 	}
+	lc := c.listedCopies()
+	if out.Options, err = lc.dropCopies(ctx, out.Options); err != nil {
+		return Plan{}, err
+	}
+	out.Warnings = append(out.Warnings, lc.warning()...)
 	if pq.IncludeScaled {
 		scaled, warn, err := c.planScaled(ctx, pq, configs, models, pending, start)
 		if err != nil {

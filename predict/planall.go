@@ -102,6 +102,7 @@ func (c *Service) planAll(ctx context.Context, pq PlanQuery) (Plan, error) {
 	models := map[string]*calculator.Model{}
 	var kept []PlanOption // refined, best first
 	refined := 0
+	lc := c.listedCopies()
 	for _, cd := range cands {
 		if len(kept) >= limit && better(kept[limit-1], cd.bound) <= 0 {
 			break // no run left can beat what is kept
@@ -128,9 +129,21 @@ func (c *Service) planAll(ctx context.Context, pq PlanQuery) (Plan, error) {
 		if pq.Price.Given() {
 			price(pq, &opt)
 		}
+		if opt.Plan.At != nil {
+			j, earlier, err := lc.copyOf(ctx, opt.Run, total(opt), len(kept), planOptionAt(kept))
+			switch {
+			case err != nil:
+				return Plan{}, err
+			case j >= 0 && !earlier:
+				continue
+			case j >= 0:
+				kept = slices.Delete(kept, j, j+1)
+			}
+		}
 		i, _ := slices.BinarySearchFunc(kept, opt, func(a, b PlanOption) int { return cmp.Or(better(a, b), -1) })
 		kept = slices.Insert(kept, i, opt)
 	}
+	out.Warnings = append(out.Warnings, lc.warning()...)
 	out.Options, out.Modelled = append(kept, done...), refined
 	// Every candidate not refined ranks after the kept ones.
 	out.Omitted = len(cands) - refined

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"math"
 	"net/http"
 	"slices"
 	"strings"
@@ -240,14 +241,81 @@ func TestNoRunSaysWhy(t *testing.T) {
 
 // tenTimes is decode cells whose valid ones ran ten times as fast: a copy
 // the plausibility checks flag (it outruns the GPU's memory bandwidth).
-func tenTimes(cells []store.DecodeCell) []store.DecodeCell {
+func tenTimes(cells []store.DecodeCell) []store.DecodeCell { return fasterBy(cells, 10) }
+
+// fasterBy is cells with every valid cell's speeds and output f times
+// theirs and its time between tokens 1/f.
+func fasterBy(cells []store.DecodeCell, f float64) []store.DecodeCell {
 	out := slices.Clone(cells)
 	for i, c := range out {
 		if c.Status != store.StatusValid {
 			continue
 		}
-		tot, per, tbt, n := *c.TotalTokS*10, *c.PerRequestTokS*10, *c.TBTMs/10, *c.OutputTokens*10
+		tot, per, tbt, n := *c.TotalTokS*f, *c.PerRequestTokS*f, *c.TBTMs/f, int(math.Round(float64(*c.OutputTokens)*f))
 		out[i].TotalTokS, out[i].PerRequestTokS, out[i].TBTMs, out[i].OutputTokens = &tot, &per, &tbt, &n
 	}
 	return out
+}
+
+// TestPlannerAndPredictedBoardListAMeasurementOnce: a copy of fara posted
+// by another key (its cells fara's own) is neither a second planner
+// option nor a second predicted place, on either planner path; fara, the
+// earlier run, is the one listed and a warning says a copy was left out.
+// A re-measurement whose cells differ by 10 % is listed beside it.
+func TestPlannerAndPredictedBoardListAMeasurementOnce(t *testing.T) {
+	e := newEnv(t, 0)
+	k := e.keys(t, "mallory", "alice")
+	fara := e.seed(t, "fara1.5-4b-autoround-rtx3060")
+	dup := fara
+	dup.Title = "fara, posted again"
+	dup.Decode = slices.Clone(fara.Decode)
+	for i, c := range dup.Decode {
+		if c.ContextTokens == 0 && c.Concurrency == 1 {
+			v := *c.TotalTokS + 0.4 // within noise: a copy, not the same content
+			dup.Decode[i].TotalTokS = &v
+		}
+	}
+	copied := postRun(t, e, k["mallory"], dup, http.StatusCreated)
+	if copied.ID == fara.ID {
+		t.Fatalf("the copy was stored as fara itself (%s)", copied.ID)
+	}
+	ids := func(items []string) string { return strings.Join(items, ",") }
+	for _, q := range []string{
+		"context_tokens=0&min_per_request_tok_s=40&model=fara",                       // every run, by their summaries
+		"context_tokens=0&min_per_request_tok_s=40&model=fara&max_output_tokens=512", // the newest runs, modelled in full
+	} {
+		rec := e.do(t, http.MethodGet, "/v1/planner?"+q, nil)
+		var p api.CapacityPlan
+		if err := json.Unmarshal(rec.Body.Bytes(), &p); rec.Code != http.StatusOK || err != nil {
+			t.Fatalf("%s: %d %s", q, rec.Code, rec.Body)
+		}
+		var got []string
+		for _, o := range p.Options {
+			got = append(got, o.RunID)
+		}
+		if ids(got) != fara.ID || !strings.Contains(strings.Join(p.Warnings, " "), "1 near-copy of a listed run left out") {
+			t.Errorf("%s: options %s, warnings %q; want fara (%s) alone and the copy said to be left out", q, ids(got), p.Warnings, fara.ID)
+		}
+	}
+	board := func() (got []string, warnings []string) {
+		lb := leaderboard(t, e, "/v1/leaderboard?predicted=true&model=fara&context_tokens=49152&concurrency=8")
+		for _, it := range lb.Items {
+			got = append(got, it.Run.ID)
+		}
+		if lb.Warnings != nil {
+			warnings = *lb.Warnings
+		}
+		return got, warnings
+	}
+	if got, w := board(); ids(got) != fara.ID || !strings.Contains(strings.Join(w, " "), "1 near-copy of a listed run left out") {
+		t.Errorf("predicted board %s, warnings %q; want fara (%s) alone and the copy said to be left out", ids(got), w, fara.ID)
+	}
+
+	again := fara
+	again.Title = "fara, measured again"
+	again.Decode = fasterBy(fara.Decode, 0.9)
+	remeasured := postRun(t, e, k["alice"], again, http.StatusCreated)
+	if got, _ := board(); len(got) != 2 || !slices.Contains(got, remeasured.ID) || !slices.Contains(got, fara.ID) {
+		t.Errorf("predicted board %s; want fara and its re-measurement %s both", ids(got), remeasured.ID)
+	}
 }
