@@ -175,6 +175,32 @@ func (c capacity) maxConcurrency(l int) int {
 	return b
 }
 
+// capNotes says what holds the requests that surely fit at l, b of them,
+// below what the KV cache alone holds: the engine's --max-num-seqs, the
+// most requests a hybrid model's engine ran at once, or the most this run
+// was seen running together.
+func (c capacity) capNotes(l, b int) []string {
+	if l+c.maxOut <= 0 {
+		return nil
+	}
+	kv := c.cLo / (l + c.maxOut)
+	if b <= 0 || kv <= b {
+		return nil
+	}
+	why := ""
+	switch {
+	case c.maxNumSeqs > 0 && b == c.maxNumSeqs:
+		why = fmt.Sprintf("the engine runs at most --max-num-seqs %d at once; the rest queue", c.maxNumSeqs)
+	case c.seqLimit > 0 && b == c.seqLimit:
+		why = fmt.Sprintf("the engine ran at most %d at once (sequence_limit); the rest queue", c.seqLimit)
+	case c.maxActive > 0 && b == c.maxActive:
+		why = fmt.Sprintf("no cell of this run had more than %d running at once, so more are not surely admitted together", c.maxActive)
+	default:
+		return nil
+	}
+	return []string{fmt.Sprintf("the KV cache holds about %d requests of %d tokens (context + max output) here, but %s", kv, l+c.maxOut, why)}
+}
+
 // otherModelOverheadGB is how much the memory outside the weights and the
 // KV cache (activations, CUDA graphs, the runtime; overheadLowGB to
 // overheadHighGB each, not published) may differ between two models

@@ -1512,6 +1512,7 @@ func (m *Model) Capacity(q Query) (CapacityAnswer, error) {
 		return a, nil
 	}
 	a.MaxConcurrency = c.maxConcurrency(q.ContextTokens)
+	a.Warnings = append(a.Warnings, c.capNotes(q.ContextTokens, a.MaxConcurrency)...)
 	if c.cHi > 0 {
 		possible := c.running(max(a.MaxConcurrency, (c.cHi-1)/(q.ContextTokens+maxOut)))
 		a.MaxConcurrencyPossible = &possible

@@ -82,6 +82,8 @@ func TestCalculatorAPI(t *testing.T) {
 		{"capacity", "/v1/calculator/capacity?run_id=" + fara.ID + "&context_tokens=16384&concurrency=8", 200,
 			[]string{`"kv_tokens_low":655360`, `"kv_tokens_high":786432`, `"max_concurrency":26`, `"max_context_tokens":73728`}},
 		{"capacity scaled", "/v1/calculator/capacity?run_id=" + fara.ID + "&context_tokens=16384&vram_gb=16", 200, []string{`"method":"scaled_vram"`, `"concurrency":null`}},
+		{"capacity held by max-num-seqs", "/v1/calculator/capacity?run_id=" + fara.ID + "&context_tokens=16384&target_gpu=H100", 200,
+			[]string{`"max_concurrency":128`, `the KV cache holds about 222 requests of 24576 tokens (context + max output) here, but the engine runs at most --max-num-seqs 128 at once`}},
 		{"capacity vram too small", "/v1/calculator/capacity?run_id=" + fara.ID + "&context_tokens=16384&vram_gb=2", 422, []string{"no room for the KV cache"}},
 
 		{"grid default axes", "/v1/calculator/grid?run_id=" + fara.ID, 200, []string{`"contexts":[0,16384,32768,65536,131072,253952]`, `"method":"measured"`}},
