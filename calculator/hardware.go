@@ -164,8 +164,8 @@ func (c *Catalog) Lookup(name string) (GPUSpec, bool) {
 
 // Suggest lists up to n catalog names close to name, for a message about a
 // name that did not resolve: those that contain its key (or that it
-// contains), else those sharing its longest prefix ("RTX 3095" → RTX 3090,
-// RTX 3090 Ti).
+// contains), else those holding its longest prefix ("RTX 3095" → RTX 3090,
+// RTX 3090 Ti; "3099" → the same).
 func (c *Catalog) Suggest(name string, n int) []string {
 	k := gpuKey(name)
 	match := func(f func(g string) bool) []string {
@@ -187,7 +187,7 @@ func (c *Catalog) Suggest(name string, n int) []string {
 		return out
 	}
 	for p := len(k) - 1; p >= 3; p-- {
-		if out := match(func(g string) bool { return strings.HasPrefix(g, k[:p]) }); len(out) > 0 {
+		if out := match(func(g string) bool { return strings.Contains(g, k[:p]) }); len(out) > 0 {
 			return out
 		}
 	}

@@ -53,7 +53,7 @@ func TestHardwareAliases(t *testing.T) {
 	if _, ok := cat.Lookup("Voodoo 5"); ok {
 		t.Error("an unknown GPU resolved")
 	}
-	for _, typo := range []string{"RTX 309", "RTX 3095"} {
+	for _, typo := range []string{"RTX 309", "RTX 3095", "3099"} {
 		if s := cat.Suggest(typo, 6); len(s) == 0 || !strings.Contains(strings.Join(s, ","), "RTX 3090") {
 			t.Errorf("suggestions for %s: %v", typo, s)
 		}
