@@ -36,6 +36,11 @@ func priced(p calculator.Price, gpu string, gpus int, power *calculator.Power, t
 	case total != nil && c.USDPerMillion == nil && c.USDPerHour != nil:
 		warn = append(warn, "cost: the total tok/s interval reaches 0, so the cost per token has no upper bound")
 	}
+	if power == nil && err == nil && total != nil {
+		// A rented GPU is priced without its power: only the energy per
+		// token is missing, and says so.
+		warn = append(warn, fmt.Sprintf("energy: %s has no power figure (no measured power, no power_limit_w, no TDP or system maximum power in the hardware catalog): joules_per_output_token is not given", gpu))
+	}
 	return &c, warn
 }
 

@@ -101,6 +101,17 @@ func TestDecodeCost(t *testing.T) {
 			t.Fatalf("power %v %v: the RTX 3080's TDP is 320 W", *p.Cost.PowerSource, *p.Cost.PowerW)
 		}
 	})
+	t.Run("a rented GPU without a power figure says energy is not given", func(t *testing.T) {
+		rec := e.do(t, http.MethodGet, "/v1/calculator/decode?run_id="+nemo.ID+"&context_tokens=16384&concurrency=8&target_gpu=A16&rough=true&gpu_hour_usd=1", nil)
+		var p api.DecodePrediction
+		if rec.Code != 200 || json.Unmarshal(rec.Body.Bytes(), &p) != nil || p.Cost == nil {
+			t.Fatalf("%d %s", rec.Code, rec.Body)
+		}
+		if p.Cost.JoulesPerOutputToken != nil || p.Cost.USDPerMillionOutputTokens == nil ||
+			!strings.Contains(strings.Join(p.Warnings, " "), "energy: A16 has no power figure") {
+			t.Fatalf("cost %+v, warnings %q; want a price, no energy and a warning saying why", p.Cost, p.Warnings)
+		}
+	})
 	base := "/v1/calculator/decode?run_id=" + nemo.ID + "&context_tokens=16384&concurrency=8&"
 	for _, c := range []struct{ name, q, field string }{
 		{"negative", "gpu_hour_usd=-1", "gpu_hour_usd"},
