@@ -17,7 +17,7 @@ import (
 // run: leave-one-out over valid cells, each context row and each
 // concurrency column held out in turn.
 func evalCmd(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	c := newCLI("eval", "[--db PATH] [--json]\n       matrixd eval --corpus DIR [--json] [-v] [--hindsight] [--calibrate]",
+	c := newCLI("eval", "[--db PATH] [--json]\n       matrixd eval --corpus DIR [--json] [--v] [--hindsight] [--calibrate]\n       matrixd eval --corpus DIR --trust [--v]",
 		"Recompute the calculator's held-out accuracy over every stored run: each valid cell,\neach context row and each concurrency column left out in turn.")
 	fs := c.fs
 	db := dbFlag(fs, getenv, false)
@@ -41,6 +41,9 @@ func evalCmd(ctx context.Context, args []string, getenv func(string) string, std
 	}
 	if *trustFlag && *corpus == "" {
 		return c.usageErr("--trust needs --corpus")
+	}
+	if *verbose && *corpus == "" {
+		return c.usageErr("--v needs --corpus")
 	}
 	if *trustFlag {
 		return evalTrust(*corpus, *verbose, stdout)

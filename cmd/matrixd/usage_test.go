@@ -170,6 +170,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"keys", "create", "--db", db}, []string{"--name is required"}},
 		{[]string{"eval", "--db", db, "--hindsight"}, []string{"eval: --hindsight needs --corpus"}},
 		{[]string{"eval", "--db", db, "--calibrate"}, []string{"eval: --calibrate needs --corpus"}},
+		{[]string{"eval", "--db", db, "-v"}, []string{"eval: --v needs --corpus"}},
 		{[]string{"serve", "extra"}, []string{"serve: takes no arguments"}},
 		{[]string{"--no-such-flag"}, []string{"serve: unknown flag --no-such-flag"}},
 	}
