@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -10,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -546,12 +548,17 @@ type EngineCount struct {
 // Engines lists every engine and version that has a run.
 func (s *Store) Engines(ctx context.Context) ([]EngineCount, error) {
 	rows, err := s.reader.QueryContext(ctx, `SELECT engine_name, engine_version, count(*) FROM runs WHERE hidden_at IS NULL
-		GROUP BY engine_name, engine_version ORDER BY engine_name, engine_version`)
+		GROUP BY engine_name, engine_version`)
 	if err != nil {
 		return nil, fmt.Errorf("engines: %w", err)
 	}
 	defer rows.Close()
-	var out []EngineCount
+	// Engines are named as runs spell them ("vLLM", "vllm") and filtered
+	// ignoring case: one engine, named by its first spelling in byte order
+	// (merged here, not by a collation, which differs between backends).
+	type key struct{ engine, version string }
+	merged := map[key]*EngineCount{}
+	var out []*EngineCount
 	for rows.Next() {
 		var (
 			e EngineCount
@@ -561,9 +568,26 @@ func (s *Store) Engines(ctx context.Context) ([]EngineCount, error) {
 			return nil, fmt.Errorf("engines: %w", err)
 		}
 		e.Version = deref(v)
-		out = append(out, e)
+		k := key{strings.ToLower(e.Engine), e.Version}
+		if m, ok := merged[k]; ok {
+			m.RunCount += e.RunCount
+			m.Engine = min(m.Engine, e.Engine)
+			continue
+		}
+		merged[k] = &e
+		out = append(out, &e)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("engines: %w", err)
+	}
+	slices.SortFunc(out, func(a, b *EngineCount) int {
+		return cmp.Or(cmp.Compare(strings.ToLower(a.Engine), strings.ToLower(b.Engine)), cmp.Compare(a.Version, b.Version))
+	})
+	list := make([]EngineCount, len(out))
+	for i, e := range out {
+		list[i] = *e
+	}
+	return list, nil
 }
 
 // RunConfig is what decides whether runs can share a speed surface: the

@@ -422,6 +422,33 @@ func TestCatalogsCountRuns(t *testing.T) {
 	})
 }
 
+// TestEnginesIgnoreCase: runs of "vLLM" and "vllm" at one version are one
+// engine (filters already ignore case), on both backends.
+func TestEnginesIgnoreCase(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, backend string) {
+		st := openStore(t, backend, store.Options{})
+		ctx := context.Background()
+		for i, name := range []string{"vLLM", "vllm", "SGLang"} {
+			r := storetest.Runs(uint64(20+i), 1)[0]
+			r.Engine.Name, r.Engine.Version = name, "0.11.0"
+			if _, _, err := st.CreateRun(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		engines, err := st.Engines(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int{}
+		for _, e := range engines {
+			got[e.Engine+" "+e.Version] = e.RunCount
+		}
+		if want := map[string]int{"vLLM 0.11.0": 2, "SGLang 0.11.0": 1}; !reflect.DeepEqual(got, want) {
+			t.Errorf("engines %v, want %v", got, want)
+		}
+	})
+}
+
 func TestOpenRefusesNewerSchema(t *testing.T) {
 	_, path := openTestDB(t)
 	db, err := sql.Open("sqlite", "file:"+path)
