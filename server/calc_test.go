@@ -78,6 +78,10 @@ func TestCalculatorAPI(t *testing.T) {
 		{"model without gpu", "/v1/calculator/decode?model=nemo&context_tokens=0&concurrency=1", 400, []string{`"field":"gpu"`}},
 		{"missing concurrency", "/v1/calculator/decode?run_id=" + nemo + "&context_tokens=0", 400, []string{`"field":"concurrency"`}},
 		{"bad utilization", "/v1/calculator/decode?run_id=" + nemo + "&context_tokens=0&concurrency=1&gpu_memory_utilization=2", 400, []string{`"field":"gpu_memory_utilization"`}},
+		{"context too long to read", "/v1/calculator/decode?run_id=" + nemo + "&context_tokens=99999999999999999999&concurrency=1", 400,
+			[]string{`"field":"context_tokens","message":"number must be at most 16777216"`}},
+		{"context too negative to read", "/v1/calculator/decode?run_id=" + nemo + "&context_tokens=-99999999999999999999&concurrency=1", 400,
+			[]string{`"field":"context_tokens","message":"number must be at least 0"`}},
 
 		{"capacity", "/v1/calculator/capacity?run_id=" + fara.ID + "&context_tokens=16384&concurrency=8", 200,
 			[]string{`"kv_tokens_low":655360`, `"kv_tokens_high":786432`, `"max_concurrency":26`, `"max_context_tokens":73728`}},

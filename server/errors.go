@@ -294,6 +294,17 @@ func reason(re *openapi3filter.RequestError) string {
 		if pe.Reason == "" && pe.Cause != nil {
 			return clip(pe.Cause.Error())
 		}
+		if errors.Is(pe.Cause, strconv.ErrRange) && re.Parameter != nil && re.Parameter.Schema != nil && re.Parameter.Schema.Value != nil {
+			// Too many digits to read is out of the parameter's range,
+			// said as a value within it would be.
+			s, neg := re.Parameter.Schema.Value, strings.HasPrefix(fmt.Sprint(pe.Value), "-")
+			switch {
+			case !neg && s.Max != nil:
+				return "number must be at most " + strconv.FormatFloat(*s.Max, 'f', -1, 64)
+			case neg && s.Min != nil:
+				return "number must be at least " + strconv.FormatFloat(*s.Min, 'f', -1, 64)
+			}
+		}
 		return pe.Reason + ": " + clip(fmt.Sprint(pe.Value))
 	}
 	var me openapi3.MultiError
