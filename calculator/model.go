@@ -672,6 +672,10 @@ func stepT(c Cell) float64 {
 // Bands returns the model's calibrated error bands.
 func (m *Model) Bands() Bands { return m.bands }
 
+// Cells are the run's decode cells as fitted, shared with the model: read
+// them, do not change them.
+func (m *Model) Cells() []Cell { return m.run.Decode }
+
 // speed predicts the two step times at (L, B) with how they were obtained.
 //
 // Where the run's own rows around the context level off before b (see

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/matrixd/matrixd/calculator"
 	"github.com/matrixd/matrixd/store"
 )
 
@@ -61,23 +62,32 @@ func nearCopy(a, b store.Run) bool {
 	if a.SubmittedBy != "" && a.SubmittedBy == b.SubmittedBy {
 		return true
 	}
-	return sameCells(a, b)
+	return sameCells(indexCells(Run(a).Decode), indexCells(Run(b).Decode))
+}
+
+// cellIndex is a run's valid cells by (context, concurrency).
+type cellIndex map[[2]int]calculator.Cell
+
+func indexCells(cells []calculator.Cell) cellIndex {
+	out := make(cellIndex, len(cells))
+	for _, d := range cells {
+		if d.Status == calculator.CellValid {
+			out[[2]int{d.ContextTokens, d.Concurrency}] = d
+		}
+	}
+	return out
 }
 
 // sameCells reports whether most of a and b's common valid cells (at
 // least 3) agree within noise on total tok/s and TBT.
-func sameCells(a, b store.Run) bool {
-	type key struct{ l, b int }
-	cells := map[key]store.DecodeCell{}
-	for _, d := range b.Decode {
-		if d.Status == store.StatusValid {
-			cells[key{d.ContextTokens, d.Concurrency}] = d
-		}
+func sameCells(a, b cellIndex) bool {
+	if len(b) < len(a) {
+		a, b = b, a
 	}
 	common, same := 0, 0
-	for _, d := range a.Decode {
-		o, ok := cells[key{d.ContextTokens, d.Concurrency}]
-		if !ok || d.Status != store.StatusValid {
+	for k, d := range a {
+		o, ok := b[k]
+		if !ok {
 			continue
 		}
 		common++
@@ -102,27 +112,45 @@ func within(a, b *float64) bool {
 // near-copy of a listed run's (sameCells; the same submitter alone does
 // not make one, a re-measurement is listed) is listed once, as the
 // earliest of them. Only runs of one model on one GPU whose listed values
-// agree within noise are compared, so a list of distinct runs reads none.
+// agree within noise are compared, on the cells of their models in
+// memory; the store is read only for a copy found (which is the earlier)
+// or a run whose model is not at hand.
 type listedCopies struct {
 	c      *Service
-	runs   map[string]store.Run
+	known  map[string]*calculator.Model
+	cells  map[string]cellIndex
 	copies int
 }
 
 func (c *Service) listedCopies() *listedCopies {
-	return &listedCopies{c: c, runs: map[string]store.Run{}}
+	return &listedCopies{c: c, known: map[string]*calculator.Model{}, cells: map[string]cellIndex{}}
 }
 
-func (lc *listedCopies) run(ctx context.Context, id string) (store.Run, error) {
-	if r, ok := lc.runs[id]; ok {
-		return r, nil
+// know gives the cells of run id from its model (nil: none at hand),
+// indexed when first compared.
+func (lc *listedCopies) know(id string, m *calculator.Model) {
+	if _, ok := lc.cells[id]; !ok && m != nil {
+		lc.known[id] = m
 	}
-	r, err := lc.c.store.Run(ctx, id)
-	if err != nil {
-		return store.Run{}, err
+}
+
+func (lc *listedCopies) cellsOf(ctx context.Context, id string) (cellIndex, error) {
+	if cs, ok := lc.cells[id]; ok {
+		return cs, nil
 	}
-	lc.runs[id] = r
-	return r, nil
+	var cells []calculator.Cell
+	if m, ok := lc.known[id]; ok {
+		cells = m.Cells()
+	} else {
+		r, err := lc.c.store.Run(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		cells = Run(r).Decode
+	}
+	cs := indexCells(cells)
+	lc.cells[id] = cs
+	return cs, nil
 }
 
 // copyOf is the index, among n listed entries (at(i) gives the i-th's
@@ -136,18 +164,27 @@ func (lc *listedCopies) copyOf(ctx context.Context, cfg store.RunConfig, v float
 			!(math.Abs(ov-v) <= 2*copyTolerance*math.Max(math.Abs(ov), math.Abs(v))) {
 			continue
 		}
-		a, err := lc.run(ctx, cfg.ID)
+		a, err := lc.cellsOf(ctx, cfg.ID)
 		if err != nil {
 			return -1, false, err
 		}
-		b, err := lc.run(ctx, o.ID)
+		b, err := lc.cellsOf(ctx, o.ID)
 		if err != nil {
 			return -1, false, err
 		}
-		if sameCells(a, b) {
-			lc.copies++
-			return j, a.CreatedAt.Before(b.CreatedAt), nil
+		if !sameCells(a, b) {
+			continue
 		}
+		ra, err := lc.c.store.Run(ctx, cfg.ID)
+		if err != nil {
+			return -1, false, err
+		}
+		rb, err := lc.c.store.Run(ctx, o.ID)
+		if err != nil {
+			return -1, false, err
+		}
+		lc.copies++
+		return j, ra.CreatedAt.Before(rb.CreatedAt), nil
 	}
 	return -1, false, nil
 }

@@ -182,6 +182,7 @@ func (c *Service) PredictedLeaderboard(ctx context.Context, f store.RunFilter, c
 		if !ok || math.IsNaN(v) {
 			continue
 		}
+		lc.know(cd.cfg.ID, m)
 		j, earlier, err := lc.copyOf(ctx, cd.cfg, v, len(kept), func(i int) (store.RunConfig, float64, bool) { return kept[i].Run, kept[i].Value, true })
 		switch {
 		case err != nil:

@@ -217,6 +217,9 @@ func (c *Service) planNewest(ctx context.Context, pq PlanQuery) (Plan, error) {
 		out.Options = append(out.Options, opt)
 	}
 	lc := c.listedCopies()
+	for id, m := range models {
+		lc.know(id, m)
+	}
 	if out.Options, err = lc.dropCopies(ctx, out.Options); err != nil {
 		return Plan{}, err
 	}

@@ -130,6 +130,7 @@ func (c *Service) planAll(ctx context.Context, pq PlanQuery) (Plan, error) {
 			price(pq, &opt)
 		}
 		if opt.Plan.At != nil {
+			lc.know(opt.Run.ID, m)
 			j, earlier, err := lc.copyOf(ctx, opt.Run, total(opt), len(kept), planOptionAt(kept))
 			switch {
 			case err != nil:
