@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/matrixd/matrixd/calculator"
@@ -187,6 +188,23 @@ func (lc *listedCopies) copyOf(ctx context.Context, cfg store.RunConfig, v float
 		return j, ra.CreatedAt.Before(rb.CreatedAt), nil
 	}
 	return -1, false, nil
+}
+
+// listOnce makes room in kept for the run of cfg, listed at value v (at
+// reads kept for copyOf): where kept holds a later copy of it, that copy
+// is dropped; list says whether cfg's run is to be listed (not where kept
+// holds an earlier copy).
+func listOnce[T any](ctx context.Context, lc *listedCopies, kept []T, cfg store.RunConfig, v float64, at func(int) (store.RunConfig, float64, bool)) (out []T, list bool, err error) {
+	j, earlier, err := lc.copyOf(ctx, cfg, v, len(kept), at)
+	switch {
+	case err != nil:
+		return nil, false, err
+	case j < 0:
+		return kept, true, nil
+	case earlier:
+		return slices.Delete(kept, j, j+1), true, nil
+	}
+	return kept, false, nil
 }
 
 // warning says how many listed runs' copies were left out.

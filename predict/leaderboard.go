@@ -183,14 +183,11 @@ func (c *Service) PredictedLeaderboard(ctx context.Context, f store.RunFilter, c
 			continue
 		}
 		lc.know(cd.cfg.ID, m)
-		j, earlier, err := lc.copyOf(ctx, cd.cfg, v, len(kept), func(i int) (store.RunConfig, float64, bool) { return kept[i].Run, kept[i].Value, true })
-		switch {
-		case err != nil:
+		var list bool
+		if kept, list, err = listOnce(ctx, lc, kept, cd.cfg, v, func(i int) (store.RunConfig, float64, bool) { return kept[i].Run, kept[i].Value, true }); err != nil {
 			return PredictedBoard{}, err
-		case j >= 0 && !earlier:
+		} else if !list {
 			continue
-		case j >= 0:
-			kept = slices.Delete(kept, j, j+1)
 		}
 		e := PredictedEntry{Value: v, Run: cd.cfg, Answer: Answer[calculator.Prediction]{Result: p, RunIDs: []string{cd.cfg.ID}}}
 		if cd.cfg.Flagged {

@@ -131,14 +131,11 @@ func (c *Service) planAll(ctx context.Context, pq PlanQuery) (Plan, error) {
 		}
 		if opt.Plan.At != nil {
 			lc.know(opt.Run.ID, m)
-			j, earlier, err := lc.copyOf(ctx, opt.Run, total(opt), len(kept), planOptionAt(kept))
-			switch {
-			case err != nil:
+			var list bool
+			if kept, list, err = listOnce(ctx, lc, kept, opt.Run, total(opt), planOptionAt(kept)); err != nil {
 				return Plan{}, err
-			case j >= 0 && !earlier:
+			} else if !list {
 				continue
-			case j >= 0:
-				kept = slices.Delete(kept, j, j+1)
 			}
 		}
 		i, _ := slices.BinarySearchFunc(kept, opt, func(a, b PlanOption) int { return cmp.Or(better(a, b), -1) })
