@@ -990,7 +990,7 @@ type CapacityEstimate struct {
 	KVTokensHigh  *int      `json:"kv_tokens_high"`
 	KVTokensLow   int       `json:"kv_tokens_low"`
 
-	// MaxConcurrency The largest concurrency that surely fits at the context.
+	// MaxConcurrency The largest concurrency that surely fits at the context. Where the engine's `--max-num-seqs`, the `sequence_limit` or the most requests the run was seen running together holds it below what the KV cache holds, a warning says which and how many the cache holds.
 	MaxConcurrency int `json:"max_concurrency"`
 
 	// MaxConcurrencyPossible The largest that may fit (below the smallest refused reservation); null when none was refused.
@@ -1009,10 +1009,12 @@ type CapacityPlan struct {
 	MatchedRuns int `json:"matched_runs"`
 
 	// Omitted Options cut by `limit`.
-	Omitted  int          `json:"omitted"`
-	Options  []PlanOption `json:"options"`
-	Target   PlanTarget   `json:"target"`
-	Warnings []string     `json:"warnings"`
+	Omitted int          `json:"omitted"`
+	Options []PlanOption `json:"options"`
+	Target  PlanTarget   `json:"target"`
+
+	// Warnings What the plan lacks and why: runs still being fitted, runs that are near-copies of a listed one (most common cells within 1 % of its own; each measurement is listed once, as its earliest run), options left out.
+	Warnings []string `json:"warnings"`
 }
 
 // CellRef defines model for CellRef.
@@ -1546,7 +1548,7 @@ type Leaderboard struct {
 	// Predicted The ranking is of predicted cells (`predicted=true`).
 	Predicted *bool `json:"predicted,omitempty"`
 
-	// Warnings With `predicted=true`: what the ranking could not include, and why nothing is ranked when nothing is; measured (`predicted` unset): why the first page is empty, or how many runs ranked failed a plausibility check (with `include_flagged`).
+	// Warnings With `predicted=true`: what the ranking could not include (runs being fitted; near-copies of a ranked run, most common cells within 1 % of its own, each measurement ranked once as its earliest run), and why nothing is ranked when nothing is; measured (`predicted` unset): why the first page is empty, or how many runs ranked failed a plausibility check (with `include_flagged`).
 	Warnings *[]string `json:"warnings,omitempty"`
 }
 
@@ -1814,7 +1816,9 @@ type PlanOption struct {
 	Status *PlanOptionStatus `json:"status"`
 
 	// Surely The bounds hold at the intervals' pessimistic ends too (low per-request speed, high TTFT).
-	Surely    bool      `json:"surely"`
+	Surely bool `json:"surely"`
+
+	// Title The run's title; for a scaled option, what is planned and from which run: `<model> on <gpu>, scaled from run <run_id> (<run title>)` (another GPU) or `<model> on <gpu>, from run <run_id> (<run title>)` (another model).
 	Title     string    `json:"title"`
 	TotalTokS *Estimate `json:"total_tok_s"`
 
@@ -3659,7 +3663,10 @@ type ClientInterface interface {
 
 	// ListEngines Engines and versions with run counts
 	//
-	// Every engine and version that has runs, with its run count.
+	// Every engine and version that has runs, with its run count. Engine
+	// names that differ only in case ("vLLM", "vllm") are one engine, as
+	// the `engine` filters read them, named by the first spelling in byte
+	// order.
 	//
 	// Corresponds with GET /v1/engines (the `ListEngines` operationId).
 	ListEngines(ctx context.Context, params *ListEnginesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4547,7 +4554,10 @@ func (c *Client) CompareRuns(ctx context.Context, params *CompareRunsParams, req
 
 // ListEngines Engines and versions with run counts
 //
-// Every engine and version that has runs, with its run count.
+// Every engine and version that has runs, with its run count. Engine
+// names that differ only in case ("vLLM", "vllm") are one engine, as
+// the `engine` filters read them, named by the first spelling in byte
+// order.
 //
 // Corresponds with GET /v1/engines (the `ListEngines` operationId).
 func (c *Client) ListEngines(ctx context.Context, params *ListEnginesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -9727,7 +9737,10 @@ type ClientWithResponsesInterface interface {
 
 	// ListEnginesWithResponse Engines and versions with run counts
 	//
-	// Every engine and version that has runs, with its run count.
+	// Every engine and version that has runs, with its run count. Engine
+	// names that differ only in case ("vLLM", "vllm") are one engine, as
+	// the `engine` filters read them, named by the first spelling in byte
+	// order.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -14565,7 +14578,10 @@ func (c *ClientWithResponses) CompareRunsWithResponse(ctx context.Context, param
 
 // ListEnginesWithResponse Engines and versions with run counts
 //
-// Every engine and version that has runs, with its run count.
+// Every engine and version that has runs, with its run count. Engine
+// names that differ only in case ("vLLM", "vllm") are one engine, as
+// the `engine` filters read them, named by the first spelling in byte
+// order.
 //
 // Returns a wrapper object for the known response body format(s).
 //
