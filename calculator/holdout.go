@@ -163,7 +163,7 @@ func (r HoldoutReport) RefusalRate() float64 {
 // one fixed choice of the calculator's (kind × row weight × shape weight ×
 // smoothing weight, levels read as limits or not; the same for TBT and
 // total) reaches on a run, picked with hindsight on the very cells it is
-// scored on: a bound on what choosing among them from the other cells can
+// scored on: a reference for what choosing among them from the other cells can
 // be expected to do.
 type Hindsight struct {
 	Interpolant string     `json:"interpolant"`

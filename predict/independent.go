@@ -1,7 +1,9 @@
 package predict
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -28,42 +30,47 @@ const copyShare = 0.8
 // (the original), in the place of the group's newest. copies counts the
 // runs left out.
 func (c *Service) independent(ctx context.Context, ids []string) (kept []string, copies int, err error) {
-	var reps []store.Run
+	type rep struct {
+		run   store.Run
+		cells cellIndex
+	}
+	var reps []rep
 	for _, id := range ids {
 		r, err := c.store.Run(ctx, id)
 		if err != nil {
 			return nil, 0, err
 		}
+		cur := rep{r, indexCells(Run(r).Decode)}
 		j := -1
 		for i := range reps {
-			if nearCopy(r, reps[i]) {
+			if nearCopy(cur.run, reps[i].run, cur.cells, reps[i].cells) {
 				j = i
 				break
 			}
 		}
 		if j < 0 {
-			reps = append(reps, r)
+			reps = append(reps, cur)
 			continue
 		}
 		copies++
-		if r.CreatedAt.Before(reps[j].CreatedAt) {
-			reps[j] = r
+		if r.CreatedAt.Before(reps[j].run.CreatedAt) {
+			reps[j] = cur
 		}
 	}
 	for _, r := range reps {
-		kept = append(kept, r.ID)
+		kept = append(kept, r.run.ID)
 	}
 	return kept, copies, nil
 }
 
-// nearCopy reports whether a and b are one measurement: sent by the same
-// API key, or most of their common valid cells agree within noise on
-// total tok/s and TBT.
-func nearCopy(a, b store.Run) bool {
+// nearCopy reports whether a and b (their valid cells ca and cb) are one
+// measurement: sent by the same API key, or most of their common valid
+// cells agree within noise on total tok/s and TBT.
+func nearCopy(a, b store.Run, ca, cb cellIndex) bool {
 	if a.SubmittedBy != "" && a.SubmittedBy == b.SubmittedBy {
 		return true
 	}
-	return sameCells(indexCells(Run(a).Decode), indexCells(Run(b).Decode))
+	return sameCells(ca, cb)
 }
 
 // cellIndex is a run's valid cells by (context, concurrency).
@@ -112,19 +119,25 @@ func within(a, b *float64) bool {
 // ranking) to one entry per measurement: a run whose cells are a
 // near-copy of a listed run's (sameCells; the same submitter alone does
 // not make one, a re-measurement is listed) is listed once, as the
-// earliest of them. Only runs of one model on one GPU whose listed values
-// agree within noise are compared, on the cells of their models in
-// memory; the store is read only for a copy found (which is the earlier)
-// or a run whose model is not at hand.
+// earliest stored of them. Only runs of one model on one GPU whose listed
+// values agree within noise are compared, on the cells of their models in
+// memory (the store is read only for a run whose model is not at hand).
+//
+// A list stops taking runs once none left can rank above its last place
+// (by their summaries' bounds, which allow summaryMargin): an earlier copy
+// ranked below that is not seen, and the later one stays listed. Copies
+// agree within 2·copyTolerance where they are listed, well inside the
+// margin, so a copy's bound is never below the place its twin holds.
 type listedCopies struct {
-	c      *Service
-	known  map[string]*calculator.Model
-	cells  map[string]cellIndex
-	copies int
+	c     *Service
+	known map[string]*calculator.Model
+	cells map[string]cellIndex
+	// left are the runs left out as copies of listed ones.
+	left map[string]bool
 }
 
 func (c *Service) listedCopies() *listedCopies {
-	return &listedCopies{c: c, known: map[string]*calculator.Model{}, cells: map[string]cellIndex{}}
+	return &listedCopies{c: c, known: map[string]*calculator.Model{}, cells: map[string]cellIndex{}, left: map[string]bool{}}
 }
 
 // know gives the cells of run id from its model (nil: none at hand),
@@ -135,6 +148,8 @@ func (lc *listedCopies) know(id string, m *calculator.Model) {
 	}
 }
 
+// cellsOf is run id's valid cells; nil for a run hidden or deleted since
+// the list was read (it is then no one's copy).
 func (lc *listedCopies) cellsOf(ctx context.Context, id string) (cellIndex, error) {
 	if cs, ok := lc.cells[id]; ok {
 		return cs, nil
@@ -144,6 +159,10 @@ func (lc *listedCopies) cellsOf(ctx context.Context, id string) (cellIndex, erro
 		cells = m.Cells()
 	} else {
 		r, err := lc.c.store.Run(ctx, id)
+		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrGone) {
+			lc.cells[id] = nil
+			return nil, nil
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -157,7 +176,8 @@ func (lc *listedCopies) cellsOf(ctx context.Context, id string) (cellIndex, erro
 // copyOf is the index, among n listed entries (at(i) gives the i-th's
 // run and value; ok false skips it), of the run cfg (listed at value v)
 // is a near-copy of, -1 if none; earlier says whether cfg's run was stored
-// before that one (it then takes its place).
+// before that one (then, or at the same time with the smaller id, it
+// takes its place).
 func (lc *listedCopies) copyOf(ctx context.Context, cfg store.RunConfig, v float64, n int, at func(int) (store.RunConfig, float64, bool)) (i int, earlier bool, err error) {
 	for j := range n {
 		o, ov, ok := at(j)
@@ -173,19 +193,16 @@ func (lc *listedCopies) copyOf(ctx context.Context, cfg store.RunConfig, v float
 		if err != nil {
 			return -1, false, err
 		}
-		if !sameCells(a, b) {
+		if a == nil || b == nil || !sameCells(a, b) {
 			continue
 		}
-		ra, err := lc.c.store.Run(ctx, cfg.ID)
-		if err != nil {
-			return -1, false, err
+		earlier := cmp.Or(cfg.CreatedAt.Compare(o.CreatedAt), cmp.Compare(cfg.ID, o.ID)) < 0
+		if earlier {
+			lc.left[o.ID] = true
+		} else {
+			lc.left[cfg.ID] = true
 		}
-		rb, err := lc.c.store.Run(ctx, o.ID)
-		if err != nil {
-			return -1, false, err
-		}
-		lc.copies++
-		return j, ra.CreatedAt.Before(rb.CreatedAt), nil
+		return j, earlier, nil
 	}
 	return -1, false, nil
 }
@@ -207,30 +224,48 @@ func listOnce[T any](ctx context.Context, lc *listedCopies, kept []T, cfg store.
 	return kept, false, nil
 }
 
-// warning says how many listed runs' copies were left out.
+// spent reports whether a list that has modelled n runs may model no
+// more: at most maxRefine listable runs, and as many copies besides.
+func (lc *listedCopies) spent(n int) bool {
+	return n-len(lc.left) >= maxRefine || len(lc.left) >= maxRefine
+}
+
+// sources are configs without the runs left out as copies: what a list
+// scales to other GPUs is the measurement it lists, not a later copy.
+func (lc *listedCopies) sources(configs []store.RunConfig) []store.RunConfig {
+	return slices.DeleteFunc(slices.Clone(configs), func(c store.RunConfig) bool { return lc.left[c.ID] })
+}
+
+// warning says how many runs were left out as copies of listed ones.
 func (lc *listedCopies) warning() []string {
-	if lc.copies == 0 {
+	n := len(lc.left)
+	if n == 0 {
 		return nil
 	}
-	return []string{fmt.Sprintf("%d %s left out (cells within %.0f %% of theirs): each measurement is listed once, as its earliest run",
-		lc.copies, plural(lc.copies, "near-copy of a listed run", "near-copies of listed runs"), 100*copyTolerance)}
+	return []string{fmt.Sprintf("%d %s left out as %s of %s (most of %s cells within %.0f %% of %s): each measurement is listed once, as its earliest run",
+		n, plural(n, "run was", "runs were"), plural(n, "a near-copy", "near-copies"), plural(n, "a listed run", "listed runs"),
+		plural(n, "its", "their"), 100*copyTolerance, plural(n, "that run's", "those runs'"))}
 }
 
 // planOptionAt reads a plan's i-th option for copyOf: measured options
-// only (a scaled or other model's option is an estimate, not a run's).
+// with an answer only (a scaled or other model's option is an estimate,
+// not a run's; one that could not be planned has no value to compare).
 func planOptionAt(opts []PlanOption) func(int) (store.RunConfig, float64, bool) {
 	return func(i int) (store.RunConfig, float64, bool) {
 		o := opts[i]
-		return o.Run, total(o), !o.estimated() && o.Err == ""
+		return o.Run, total(o), listable(o)
 	}
 }
+
+// listable reports whether o is a measured run's planned option.
+func listable(o PlanOption) bool { return !o.estimated() && o.Err == "" && o.Plan.At != nil }
 
 // dropCopies keeps one of opts' measured options per measurement (see
 // listedCopies), in their order.
 func (lc *listedCopies) dropCopies(ctx context.Context, opts []PlanOption) ([]PlanOption, error) {
 	var out []PlanOption
 	for _, o := range opts {
-		if o.estimated() || o.Err != "" {
+		if !listable(o) {
 			out = append(out, o)
 			continue
 		}

@@ -152,7 +152,7 @@ func (c *Service) PredictedLeaderboard(ctx context.Context, f store.RunFilter, c
 		if len(kept) >= want && better(kept[want-1].Value, cd.bound) <= 0 {
 			break
 		}
-		if out.Modelled == maxRefine {
+		if lc.spent(out.Modelled) {
 			out.Warnings = append(out.Warnings, fmt.Sprintf("more runs than the %d modelled could rank here: the ranking lists what those give", maxRefine))
 			break
 		}

@@ -225,7 +225,7 @@ func (c *Service) planNewest(ctx context.Context, pq PlanQuery) (Plan, error) {
 	}
 	out.Warnings = append(out.Warnings, lc.warning()...)
 	if pq.IncludeScaled {
-		scaled, warn, err := c.planScaled(ctx, pq, configs, models, pending, start)
+		scaled, warn, err := c.planScaled(ctx, pq, lc.sources(configs), models, pending, start)
 		if err != nil {
 			return Plan{}, err
 		}

@@ -107,7 +107,7 @@ func (c *Service) planAll(ctx context.Context, pq PlanQuery) (Plan, error) {
 		if len(kept) >= limit && better(kept[limit-1], cd.bound) <= 0 {
 			break // no run left can beat what is kept
 		}
-		if refined == maxRefine {
+		if lc.spent(refined) {
 			out.Warnings = append(out.Warnings, fmt.Sprintf("%d runs could make the answer: the first %d by their bounds were modelled, the rest are not listed", len(cands)-refined+len(kept), maxRefine))
 			break
 		}
@@ -153,7 +153,7 @@ func (c *Service) planAll(ctx context.Context, pq PlanQuery) (Plan, error) {
 		if err != nil {
 			return Plan{}, err
 		}
-		scaled, warn, err := c.planScaled(ctx, pq, configs, models, pending, start)
+		scaled, warn, err := c.planScaled(ctx, pq, lc.sources(configs), models, pending, start)
 		if err != nil {
 			return Plan{}, err
 		}

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // RunFilter narrows lists of runs. Text fields match case-insensitively:
@@ -613,20 +614,27 @@ type RunConfig struct {
 	// AvgPowerW is the run's measured average power per GPU (nil: not
 	// measured).
 	AvgPowerW *float64
+	// CreatedAt is when the run was stored.
+	CreatedAt time.Time
 }
 
 const runConfigColumns = `r.id, r.title, r.model_name, r.gpu, r.gpu_count, r.vram_gb, r.engine_name, r.engine_version,
 	coalesce(r.model_quantization, r.engine_quantization), r.kv_cache_dtype, r.attention_backend,
-	r.max_model_len, r.gpu_memory_utilization, r.method_class, r.flagged, r.power_limit_w, r.avg_power_w`
+	r.max_model_len, r.gpu_memory_utilization, r.method_class, r.flagged, r.power_limit_w, r.avg_power_w, r.created_at`
 
 func scanRunConfig(row interface{ Scan(...any) error }) (RunConfig, error) {
 	var (
 		c                           RunConfig
 		ver, quant, kv, attnBackend *string
 		flagged                     int
+		created                     string
 	)
 	if err := row.Scan(&c.ID, &c.Title, &c.ModelName, &c.GPU, &c.GPUCount, &c.VRAMGB, &c.EngineName, &ver, &quant, &kv, &attnBackend,
-		&c.MaxModelLen, &c.GPUMemoryUtilization, &c.MethodClass, &flagged, &c.PowerLimitW, &c.AvgPowerW); err != nil {
+		&c.MaxModelLen, &c.GPUMemoryUtilization, &c.MethodClass, &flagged, &c.PowerLimitW, &c.AvgPowerW, &created); err != nil {
+		return RunConfig{}, err
+	}
+	var err error
+	if c.CreatedAt, err = parseTime(created); err != nil {
 		return RunConfig{}, err
 	}
 	c.Flagged = flagged == 1

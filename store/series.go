@@ -163,7 +163,6 @@ func (s *Store) fillSeriesKeys(ctx context.Context) error {
 // SeriesMember is a run of a series, as a series lists it.
 type SeriesMember struct {
 	RunConfig
-	CreatedAt   time.Time
 	SubmittedBy string
 	Launch      map[string]string // the launch flags, to name what differs
 }
@@ -189,7 +188,7 @@ func (s *Store) Series(ctx context.Context, id string) ([]SeriesMember, bool, er
 	if key == nil {
 		return nil, false, fmt.Errorf("series of %s: the run has no series key yet", id)
 	}
-	rows, err := s.reader.QueryContext(ctx, "SELECT "+runConfigColumns+", r.created_at, r.submitted_by, r.launch_flags FROM runs r WHERE r.series_key = ? AND r.hidden_at IS NULL AND (r.flagged = 0 OR r.id = ?) ORDER BY r.created_at DESC, r.id DESC LIMIT ?",
+	rows, err := s.reader.QueryContext(ctx, "SELECT "+runConfigColumns+", r.submitted_by, r.launch_flags FROM runs r WHERE r.series_key = ? AND r.hidden_at IS NULL AND (r.flagged = 0 OR r.id = ?) ORDER BY r.created_at DESC, r.id DESC LIMIT ?",
 		*key, id, maxSeriesRuns+1)
 	if err != nil {
 		return nil, false, fmt.Errorf("series of %s: %w", id, err)
@@ -199,17 +198,13 @@ func (s *Store) Series(ctx context.Context, id string) ([]SeriesMember, bool, er
 	for rows.Next() {
 		var (
 			m         SeriesMember
-			created   string
 			by, flags *string
 		)
-		c, err := scanRunConfig(scanTail{rows, []any{&created, &by, &flags}})
+		c, err := scanRunConfig(scanTail{rows, []any{&by, &flags}})
 		if err != nil {
 			return nil, false, fmt.Errorf("series of %s: %w", id, err)
 		}
 		m.RunConfig = c
-		if m.CreatedAt, err = parseTime(created); err != nil {
-			return nil, false, err
-		}
 		m.SubmittedBy = deref(by)
 		if flags != nil {
 			_ = json.Unmarshal([]byte(*flags), &m.Launch)
