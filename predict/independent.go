@@ -261,23 +261,20 @@ func planOptionAt(opts []PlanOption) func(int) (store.RunConfig, float64, bool) 
 func listable(o PlanOption) bool { return !o.estimated() && o.Err == "" && o.Plan.At != nil }
 
 // dropCopies keeps one of opts' measured options per measurement (see
-// listedCopies), in their order.
+// listedCopies); the plan sorts them after.
 func (lc *listedCopies) dropCopies(ctx context.Context, opts []PlanOption) ([]PlanOption, error) {
 	var out []PlanOption
 	for _, o := range opts {
-		if !listable(o) {
-			out = append(out, o)
-			continue
+		if listable(o) {
+			var list bool
+			var err error
+			if out, list, err = listOnce(ctx, lc, out, o.Run, total(o), planOptionAt(out)); err != nil {
+				return nil, err
+			} else if !list {
+				continue
+			}
 		}
-		j, earlier, err := lc.copyOf(ctx, o.Run, total(o), len(out), planOptionAt(out))
-		switch {
-		case err != nil:
-			return nil, err
-		case j < 0:
-			out = append(out, o)
-		case earlier:
-			out[j] = o
-		}
+		out = append(out, o)
 	}
 	return out, nil
 }

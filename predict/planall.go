@@ -129,7 +129,7 @@ func (c *Service) planAll(ctx context.Context, pq PlanQuery) (Plan, error) {
 		if pq.Price.Given() {
 			price(pq, &opt)
 		}
-		if opt.Plan.At != nil {
+		if listable(opt) {
 			lc.know(opt.Run.ID, m)
 			var list bool
 			if kept, list, err = listOnce(ctx, lc, kept, opt.Run, total(opt), planOptionAt(kept)); err != nil {

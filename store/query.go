@@ -558,8 +558,8 @@ func (s *Store) Engines(ctx context.Context) ([]EngineCount, error) {
 	// ignoring case: one engine, named by its first spelling in byte order
 	// (merged here, not by a collation, which differs between backends).
 	type key struct{ engine, version string }
-	merged := map[key]*EngineCount{}
-	var out []*EngineCount
+	at := map[key]int{}
+	var out []EngineCount
 	for rows.Next() {
 		var (
 			e EngineCount
@@ -570,25 +570,21 @@ func (s *Store) Engines(ctx context.Context) ([]EngineCount, error) {
 		}
 		e.Version = deref(v)
 		k := key{strings.ToLower(e.Engine), e.Version}
-		if m, ok := merged[k]; ok {
-			m.RunCount += e.RunCount
-			m.Engine = min(m.Engine, e.Engine)
+		if i, ok := at[k]; ok {
+			out[i].RunCount += e.RunCount
+			out[i].Engine = min(out[i].Engine, e.Engine)
 			continue
 		}
-		merged[k] = &e
-		out = append(out, &e)
+		at[k] = len(out)
+		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("engines: %w", err)
 	}
-	slices.SortFunc(out, func(a, b *EngineCount) int {
+	slices.SortFunc(out, func(a, b EngineCount) int {
 		return cmp.Or(cmp.Compare(strings.ToLower(a.Engine), strings.ToLower(b.Engine)), cmp.Compare(a.Version, b.Version))
 	})
-	list := make([]EngineCount, len(out))
-	for i, e := range out {
-		list[i] = *e
-	}
-	return list, nil
+	return out, nil
 }
 
 // RunConfig is what decides whether runs can share a speed surface: the
