@@ -2297,7 +2297,13 @@ type SigningKey struct {
 
 // SigningKeyInput defines model for SigningKeyInput.
 type SigningKeyInput struct {
-	// PublicKey The Ed25519 public key: base64 of its 32 raw bytes, or a PEM `PUBLIC KEY` (SubjectPublicKeyInfo, as `openssl pkey -pubout` writes).
+	// Proof Proof that the caller holds the private key: the base64 (RFC 4648, padded or not) of the 64-byte
+	// Ed25519 signature, by that key, over the UTF-8 bytes
+	// `matrixd signing key v1\napi_key: NAME\npublic_key: BASE64\n`, where `NAME` is the calling API key's
+	// name, `BASE64` the padded base64 of the key's 32 raw bytes and `\n` a line feed (see `registerSigningKey`).
+	Proof string `json:"proof"`
+
+	// PublicKey The Ed25519 public key: base64 of its 32 raw bytes, or a PEM `PUBLIC KEY` (SubjectPublicKeyInfo, as `openssl pkey -pubout` writes). It must be a canonically encoded point of full order: small-order and malformed keys are refused.
 	PublicKey string `json:"public_key"`
 }
 
@@ -3185,11 +3191,15 @@ type CreateRunParams struct {
 	// BodySignature `ed25519=` and the base64 (RFC 4648, padded or not) of the 64-byte
 	// Ed25519 signature (RFC 8032, pure Ed25519) over the body's exact
 	// bytes, as sent. Needs `Body-Signature-Key`. A signature that does
-	// not verify is a 400 and nothing is stored; a verified one is kept
-	// with the run (`provenance.signature`, `provenance.signed_by`).
+	// not verify (a non-canonical one, S ≥ L, never does) is a 400 and
+	// nothing is stored; a verified one is kept with the run
+	// (`provenance.signature`, `provenance.signed_by`).
 	BodySignature *BodySignature `json:"Body-Signature,omitempty"`
 
-	// BodySignatureKey The fingerprint of the signing key (`POST /v1/signing-keys`) this API key registered.
+	// BodySignatureKey The fingerprint of the signing key (`POST /v1/signing-keys`) this
+	// API key registered. A stored key that is not a canonical,
+	// full-order Ed25519 point (registered before matrixd refused such
+	// keys) verifies nothing: the submission is a 400 naming this header.
 	BodySignatureKey *BodySignatureKey `json:"Body-Signature-Key,omitempty"`
 }
 
@@ -3218,11 +3228,15 @@ type ImportRunParams struct {
 	// BodySignature `ed25519=` and the base64 (RFC 4648, padded or not) of the 64-byte
 	// Ed25519 signature (RFC 8032, pure Ed25519) over the body's exact
 	// bytes, as sent. Needs `Body-Signature-Key`. A signature that does
-	// not verify is a 400 and nothing is stored; a verified one is kept
-	// with the run (`provenance.signature`, `provenance.signed_by`).
+	// not verify (a non-canonical one, S ≥ L, never does) is a 400 and
+	// nothing is stored; a verified one is kept with the run
+	// (`provenance.signature`, `provenance.signed_by`).
 	BodySignature *BodySignature `json:"Body-Signature,omitempty"`
 
-	// BodySignatureKey The fingerprint of the signing key (`POST /v1/signing-keys`) this API key registered.
+	// BodySignatureKey The fingerprint of the signing key (`POST /v1/signing-keys`) this
+	// API key registered. A stored key that is not a canonical,
+	// full-order Ed25519 point (registered before matrixd refused such
+	// keys) verifies nothing: the submission is a 400 naming this header.
 	BodySignatureKey *BodySignatureKey `json:"Body-Signature-Key,omitempty"`
 }
 
@@ -4170,6 +4184,29 @@ type ClientInterface interface {
 	// another API key registered is a 409. A key may register several
 	// (one per machine, or a new one to rotate).
 	//
+	// The body proves possession of the private key: `proof` is the
+	// Ed25519 signature, by that private key, over the UTF-8 bytes of
+	//
+	// ```
+	// matrixd signing key v1
+	// api_key: NAME
+	// public_key: BASE64
+	// ```
+	//
+	// with `NAME` the calling API key's name, `BASE64` the padded
+	// base64 of the key's 32 raw bytes (whatever form `public_key` was
+	// sent in), and a line feed (0x0A) after each of the three lines,
+	// the last included; nothing else. API key names are unique and
+	// never reused, so a proof made for one API key is refused for any
+	// other. A missing proof, or one that does not verify, is a 400
+	// whose `detail` quotes the exact statement to sign.
+	//
+	// Weak keys are refused with a 400 naming `public_key`: the 32 bytes
+	// must decode to a point of the Ed25519 curve, encoded canonically
+	// (y below 2^255 − 19, no negative zero), and not of small order
+	// (one of the 8 points of order dividing 8, such as the identity,
+	// over which a fixed signature verifies for any message).
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/signing-keys (the `RegisterSigningKey` operationId).
@@ -4183,6 +4220,29 @@ type ClientInterface interface {
 	// Registering the same key again answers 200 with the record; a key
 	// another API key registered is a 409. A key may register several
 	// (one per machine, or a new one to rotate).
+	//
+	// The body proves possession of the private key: `proof` is the
+	// Ed25519 signature, by that private key, over the UTF-8 bytes of
+	//
+	// ```
+	// matrixd signing key v1
+	// api_key: NAME
+	// public_key: BASE64
+	// ```
+	//
+	// with `NAME` the calling API key's name, `BASE64` the padded
+	// base64 of the key's 32 raw bytes (whatever form `public_key` was
+	// sent in), and a line feed (0x0A) after each of the three lines,
+	// the last included; nothing else. API key names are unique and
+	// never reused, so a proof made for one API key is refused for any
+	// other. A missing proof, or one that does not verify, is a 400
+	// whose `detail` quotes the exact statement to sign.
+	//
+	// Weak keys are refused with a 400 naming `public_key`: the 32 bytes
+	// must decode to a point of the Ed25519 curve, encoded canonically
+	// (y below 2^255 − 19, no negative zero), and not of small order
+	// (one of the 8 points of order dividing 8, such as the identity,
+	// over which a fixed signature verifies for any message).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5401,6 +5461,29 @@ func (c *Client) ListSeries(ctx context.Context, params *ListSeriesParams, reqEd
 // another API key registered is a 409. A key may register several
 // (one per machine, or a new one to rotate).
 //
+// The body proves possession of the private key: `proof` is the
+// Ed25519 signature, by that private key, over the UTF-8 bytes of
+//
+// ```
+// matrixd signing key v1
+// api_key: NAME
+// public_key: BASE64
+// ```
+//
+// with `NAME` the calling API key's name, `BASE64` the padded
+// base64 of the key's 32 raw bytes (whatever form `public_key` was
+// sent in), and a line feed (0x0A) after each of the three lines,
+// the last included; nothing else. API key names are unique and
+// never reused, so a proof made for one API key is refused for any
+// other. A missing proof, or one that does not verify, is a 400
+// whose `detail` quotes the exact statement to sign.
+//
+// Weak keys are refused with a 400 naming `public_key`: the 32 bytes
+// must decode to a point of the Ed25519 curve, encoded canonically
+// (y below 2^255 − 19, no negative zero), and not of small order
+// (one of the 8 points of order dividing 8, such as the identity,
+// over which a fixed signature verifies for any message).
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/signing-keys (the `RegisterSigningKey` operationId).
@@ -5424,6 +5507,29 @@ func (c *Client) RegisterSigningKeyWithBody(ctx context.Context, contentType str
 // Registering the same key again answers 200 with the record; a key
 // another API key registered is a 409. A key may register several
 // (one per machine, or a new one to rotate).
+//
+// The body proves possession of the private key: `proof` is the
+// Ed25519 signature, by that private key, over the UTF-8 bytes of
+//
+// ```
+// matrixd signing key v1
+// api_key: NAME
+// public_key: BASE64
+// ```
+//
+// with `NAME` the calling API key's name, `BASE64` the padded
+// base64 of the key's 32 raw bytes (whatever form `public_key` was
+// sent in), and a line feed (0x0A) after each of the three lines,
+// the last included; nothing else. API key names are unique and
+// never reused, so a proof made for one API key is refused for any
+// other. A missing proof, or one that does not verify, is a 400
+// whose `detail` quotes the exact statement to sign.
+//
+// Weak keys are refused with a 400 naming `public_key`: the 32 bytes
+// must decode to a point of the Ed25519 curve, encoded canonically
+// (y below 2^255 − 19, no negative zero), and not of small order
+// (one of the 8 points of order dividing 8, such as the identity,
+// over which a fixed signature verifies for any message).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -10288,6 +10394,29 @@ type ClientWithResponsesInterface interface {
 	// another API key registered is a 409. A key may register several
 	// (one per machine, or a new one to rotate).
 	//
+	// The body proves possession of the private key: `proof` is the
+	// Ed25519 signature, by that private key, over the UTF-8 bytes of
+	//
+	// ```
+	// matrixd signing key v1
+	// api_key: NAME
+	// public_key: BASE64
+	// ```
+	//
+	// with `NAME` the calling API key's name, `BASE64` the padded
+	// base64 of the key's 32 raw bytes (whatever form `public_key` was
+	// sent in), and a line feed (0x0A) after each of the three lines,
+	// the last included; nothing else. API key names are unique and
+	// never reused, so a proof made for one API key is refused for any
+	// other. A missing proof, or one that does not verify, is a 400
+	// whose `detail` quotes the exact statement to sign.
+	//
+	// Weak keys are refused with a 400 naming `public_key`: the 32 bytes
+	// must decode to a point of the Ed25519 curve, encoded canonically
+	// (y below 2^255 − 19, no negative zero), and not of small order
+	// (one of the 8 points of order dividing 8, such as the identity,
+	// over which a fixed signature verifies for any message).
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/signing-keys (the `RegisterSigningKey` operationId).
@@ -10301,6 +10430,29 @@ type ClientWithResponsesInterface interface {
 	// Registering the same key again answers 200 with the record; a key
 	// another API key registered is a 409. A key may register several
 	// (one per machine, or a new one to rotate).
+	//
+	// The body proves possession of the private key: `proof` is the
+	// Ed25519 signature, by that private key, over the UTF-8 bytes of
+	//
+	// ```
+	// matrixd signing key v1
+	// api_key: NAME
+	// public_key: BASE64
+	// ```
+	//
+	// with `NAME` the calling API key's name, `BASE64` the padded
+	// base64 of the key's 32 raw bytes (whatever form `public_key` was
+	// sent in), and a line feed (0x0A) after each of the three lines,
+	// the last included; nothing else. API key names are unique and
+	// never reused, so a proof made for one API key is refused for any
+	// other. A missing proof, or one that does not verify, is a 400
+	// whose `detail` quotes the exact statement to sign.
+	//
+	// Weak keys are refused with a 400 naming `public_key`: the 32 bytes
+	// must decode to a point of the Ed25519 curve, encoded canonically
+	// (y below 2^255 − 19, no negative zero), and not of small order
+	// (one of the 8 points of order dividing 8, such as the identity,
+	// over which a fixed signature verifies for any message).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -15333,6 +15485,29 @@ func (c *ClientWithResponses) ListSeriesWithResponse(ctx context.Context, params
 // another API key registered is a 409. A key may register several
 // (one per machine, or a new one to rotate).
 //
+// The body proves possession of the private key: `proof` is the
+// Ed25519 signature, by that private key, over the UTF-8 bytes of
+//
+// ```
+// matrixd signing key v1
+// api_key: NAME
+// public_key: BASE64
+// ```
+//
+// with `NAME` the calling API key's name, `BASE64` the padded
+// base64 of the key's 32 raw bytes (whatever form `public_key` was
+// sent in), and a line feed (0x0A) after each of the three lines,
+// the last included; nothing else. API key names are unique and
+// never reused, so a proof made for one API key is refused for any
+// other. A missing proof, or one that does not verify, is a 400
+// whose `detail` quotes the exact statement to sign.
+//
+// Weak keys are refused with a 400 naming `public_key`: the 32 bytes
+// must decode to a point of the Ed25519 curve, encoded canonically
+// (y below 2^255 − 19, no negative zero), and not of small order
+// (one of the 8 points of order dividing 8, such as the identity,
+// over which a fixed signature verifies for any message).
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/signing-keys (the `RegisterSigningKey` operationId).
@@ -15352,6 +15527,29 @@ func (c *ClientWithResponses) RegisterSigningKeyWithBodyWithResponse(ctx context
 // Registering the same key again answers 200 with the record; a key
 // another API key registered is a 409. A key may register several
 // (one per machine, or a new one to rotate).
+//
+// The body proves possession of the private key: `proof` is the
+// Ed25519 signature, by that private key, over the UTF-8 bytes of
+//
+// ```
+// matrixd signing key v1
+// api_key: NAME
+// public_key: BASE64
+// ```
+//
+// with `NAME` the calling API key's name, `BASE64` the padded
+// base64 of the key's 32 raw bytes (whatever form `public_key` was
+// sent in), and a line feed (0x0A) after each of the three lines,
+// the last included; nothing else. API key names are unique and
+// never reused, so a proof made for one API key is refused for any
+// other. A missing proof, or one that does not verify, is a 400
+// whose `detail` quotes the exact statement to sign.
+//
+// Weak keys are refused with a 400 naming `public_key`: the 32 bytes
+// must decode to a point of the Ed25519 curve, encoded canonically
+// (y below 2^255 − 19, no negative zero), and not of small order
+// (one of the 8 points of order dividing 8, such as the identity,
+// over which a fixed signature verifies for any message).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
