@@ -5,6 +5,7 @@ go 1.26.8
 toolchain go1.26.10
 
 require (
+	filippo.io/edwards25519 v1.2.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/getkin/kin-openapi v0.153.0
 	github.com/labstack/echo/v4 v4.16.4

@@ -223,7 +223,7 @@ func (s *Server) RegisterSigningKey(ctx context.Context, req api.RegisterSigning
 	if err != nil {
 		return nil, invalidParam("public_key", err.Error())
 	}
-	k, created, err := s.store.RegisterSigningKey(ctx, keyOf(ctx).Name, pub)
+	k, created, err := s.store.RegisterSigningKey(ctx, keyOf(ctx).Name, pub, req.Body.Proof)
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/matrixd/matrixd/api"
 	"github.com/matrixd/matrixd/ingest"
+	"github.com/matrixd/matrixd/store"
 	"github.com/matrixd/matrixd/store/storetest"
 )
 
@@ -128,7 +129,7 @@ func TestSignedSubmission(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, _ := json.Marshal(map[string]string{"public_key": base64.StdEncoding.EncodeToString(pub)})
+	reg := registration(pub, store.SignProof("alice", priv))
 	rec := e.send(t, "POST", "/v1/signing-keys", k["alice"], reg)
 	if rec.Code != 201 {
 		t.Fatalf("register: %d %s", rec.Code, rec.Body)
@@ -140,8 +141,11 @@ func TestSignedSubmission(t *testing.T) {
 	if rec := e.send(t, "POST", "/v1/signing-keys", k["alice"], reg); rec.Code != 200 {
 		t.Errorf("registering again: %d, want 200", rec.Code)
 	}
-	if rec := e.send(t, "POST", "/v1/signing-keys", k["bob"], reg); rec.Code != 409 {
-		t.Errorf("bob registering alice's key: %d, want 409", rec.Code)
+	if rec := e.send(t, "POST", "/v1/signing-keys", k["bob"], reg); rec.Code != 400 {
+		t.Errorf("bob registering alice's key with her proof: %d, want 400", rec.Code)
+	}
+	if rec := e.send(t, "POST", "/v1/signing-keys", k["bob"], registration(pub, store.SignProof("bob", priv))); rec.Code != 409 {
+		t.Errorf("bob registering alice's key with its private key: %d, want 409", rec.Code)
 	}
 	if rec := e.send(t, "POST", "/v1/signing-keys", k["alice"], []byte(`{"public_key":"AAAA"}`)); rec.Code != 400 {
 		t.Errorf("a short key: %d, want 400", rec.Code)
@@ -188,7 +192,7 @@ func TestSignedSubmission(t *testing.T) {
 	got := decodeJSON[api.SigningKey](t, e.do(t, "GET", "/v1/signing-keys/"+*r.Provenance.SignedBy, nil).Body.Bytes())
 	rawPub, _ := base64.StdEncoding.DecodeString(got.PublicKey)
 	rawSig, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(*r.Provenance.Signature, "ed25519="))
-	if !ed25519.Verify(rawPub, src, rawSig) || sha(rawPub) != got.Fingerprint {
+	if !store.VerifyEd25519(rawPub, src, rawSig) || sha(rawPub) != got.Fingerprint {
 		t.Error("the stored signature does not verify over the stored source with the published key")
 	}
 	if !strings.Contains(got.PublicKeyPem, "BEGIN PUBLIC KEY") {

@@ -5,7 +5,6 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"database/sql"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -468,12 +467,17 @@ func Fingerprint(pub ed25519.PublicKey) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// RegisterSigningKey registers pub for the API key named keyName. The same
-// key registered again answers the record (created false); a key another
-// API key registered is ErrConflict.
-func (s *Store) RegisterSigningKey(ctx context.Context, keyName string, pub ed25519.PublicKey) (SigningKey, bool, error) {
-	if len(pub) != ed25519.PublicKeySize {
-		return SigningKey{}, false, &FieldError{Field: "public_key", Message: "an Ed25519 public key is 32 bytes"}
+// RegisterSigningKey registers pub for the API key named keyName, proof
+// (base64) being pub's signature over SigningKeyStatement(keyName, pub).
+// A weak key (CheckPublicKey) or a proof that does not verify is a
+// FieldError. The same key registered again answers the record (created
+// false); a key another API key registered is ErrConflict.
+func (s *Store) RegisterSigningKey(ctx context.Context, keyName string, pub ed25519.PublicKey, proof string) (SigningKey, bool, error) {
+	if err := CheckPublicKey(pub); err != nil {
+		return SigningKey{}, false, &FieldError{Field: "public_key", Message: err.Error()}
+	}
+	if err := checkProof(keyName, pub, proof); err != nil {
+		return SigningKey{}, false, err
 	}
 	k := SigningKey{Fingerprint: Fingerprint(pub), KeyName: keyName, PublicKey: pub, CreatedAt: s.now().UTC().Truncate(time.Microsecond)}
 	created := false
@@ -566,8 +570,9 @@ func (s *Store) SigningKeys(ctx context.Context, keyName string) ([]SigningKey, 
 	return out, nil
 }
 
-// VerifySignature checks sig (base64) over data against the signing key
-// fingerprint names, which the API key keyName must have registered.
+// VerifySignature checks sig over data against the signing key
+// fingerprint names, which the API key keyName must have registered. A
+// stored weak key (registered before they were refused) verifies nothing.
 func (s *Store) VerifySignature(ctx context.Context, keyName, fingerprint string, data, sig []byte) error {
 	k, err := s.SigningKey(ctx, fingerprint)
 	if errors.Is(err, ErrNotFound) || err == nil && k.KeyName != keyName {
@@ -576,7 +581,11 @@ func (s *Store) VerifySignature(ctx context.Context, keyName, fingerprint string
 	if err != nil {
 		return err
 	}
-	if !ed25519.Verify(k.PublicKey, data, sig) {
+	if err := CheckPublicKey(k.PublicKey); err != nil {
+		return &FieldError{Field: "Body-Signature-Key", Message: "signing key " + fingerprint + " " + err.Error() +
+			"; it was registered before matrixd refused such keys and verifies nothing: register a new one (POST /v1/signing-keys)"}
+	}
+	if !VerifyEd25519(k.PublicKey, data, sig) {
 		return &FieldError{Field: "Body-Signature", Message: "does not verify over the body's exact bytes with signing key " + fingerprint}
 	}
 	return nil
@@ -624,11 +633,8 @@ func DecodeSignature(h string) ([]byte, error) {
 	if !ok {
 		return nil, errors.New(`want ed25519=BASE64 (the base64 of the 64-byte Ed25519 signature over the body's exact bytes)`)
 	}
-	sig, err := base64.StdEncoding.DecodeString(v)
-	if err != nil {
-		sig, err = base64.RawStdEncoding.DecodeString(v)
-	}
-	if err != nil || len(sig) != ed25519.SignatureSize {
+	sig, ok := decodeBase64(v)
+	if !ok || len(sig) != ed25519.SignatureSize {
 		return nil, errors.New("not the base64 of a 64-byte Ed25519 signature")
 	}
 	return sig, nil

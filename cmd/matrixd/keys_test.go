@@ -45,7 +45,8 @@ func TestKeysCreateListRevoke(t *testing.T) {
 	if err != nil || k.Name != "ci-bot" || k.Admin {
 		t.Fatalf("the printed key authenticates as %+v, %v; want ci-bot, not admin", k, err)
 	}
-	sk, _, err := st.RegisterSigningKey(ctx, "ci-bot", ed25519.PublicKey(bytes.Repeat([]byte{7}, ed25519.PublicKeySize)))
+	priv := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize))
+	sk, _, err := st.RegisterSigningKey(ctx, "ci-bot", priv.Public().(ed25519.PublicKey), store.SignProof("ci-bot", priv))
 	st.Close()
 	if err != nil {
 		t.Fatal(err)
