@@ -2,9 +2,15 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -20,12 +26,13 @@ subcommands:
   create  make a key: --name NAME [--admin]; it is printed once, on the last line
   list    name, admin, created, last used, revoked, signing-key fingerprints
   revoke  the key NAME stops working; its runs stay
+  proof   the body registering an Ed25519 signing key for NAME: --name NAME --key FILE
 
 Run "matrixd keys SUBCOMMAND --help" for its flags.`
 
 func keysCmd(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return &usageError{"keys", errors.New("name a subcommand: create, list or revoke")}
+		return &usageError{"keys", errors.New("name a subcommand: create, list, revoke or proof")}
 	}
 	sub, args := args[0], args[1:]
 	if sub == "help" && len(args) > 0 && !isHelp(args[0]) {
@@ -37,6 +44,7 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 	var c *cli
 	var name *string
 	var admin *bool
+	var keyFile *string
 	switch sub {
 	case "create":
 		c = newCLI("keys create", "--name NAME [--admin] [--db PATH]",
@@ -48,16 +56,36 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 	case "revoke":
 		c = newCLI("keys revoke", "[--db PATH] NAME", "Revoke a key: it stops working; the runs it submitted stay.",
 			[2]string{"NAME", "the key's name, as keys list shows it"})
+	case "proof":
+		c = newCLI("keys proof", "--name NAME --key FILE",
+			"Print the JSON body of POST /v1/signing-keys that registers the Ed25519 key in FILE for the\n"+
+				"API key NAME: its public key, and the proof that you hold the private key, its signature\n"+
+				"over \"matrixd signing key v1\\napi_key: NAME\\npublic_key: BASE64\\n\". Reads no database;\n"+
+				"the private key is not sent anywhere.")
+		name = c.fs.String("name", "", "the name of the API key that will register the signing key")
+		keyFile = c.fs.String("key", "", "the private key, PEM (PKCS #8, as openssl genpkey -algorithm ed25519 writes it)")
 	default:
 		if strings.HasPrefix(sub, "-") {
-			return &usageError{"keys", fmt.Errorf("name a subcommand before flags: create, list or revoke")}
+			return &usageError{"keys", fmt.Errorf("name a subcommand before flags: create, list, revoke or proof")}
 		}
-		return &usageError{"keys", fmt.Errorf("unknown subcommand %q: create, list or revoke", sub)}
+		return &usageError{"keys", fmt.Errorf("unknown subcommand %q: create, list, revoke or proof", sub)}
 	}
 	fs := c.fs
-	db := dbFlag(fs, getenv, sub == "create")
+	var db *string
+	if sub != "proof" {
+		db = dbFlag(fs, getenv, sub == "create")
+	}
 	if err := c.parse(args, stdout); err != nil {
 		return err
+	}
+	if sub == "proof" {
+		if fs.NArg() != 0 {
+			return c.usageErr("unexpected arguments %q", fs.Args())
+		}
+		if *name == "" || *keyFile == "" {
+			return c.usageErr("--name and --key are required")
+		}
+		return keysProof(*name, *keyFile, stdout)
 	}
 	wantArgs := 0
 	if sub == "revoke" {
@@ -131,6 +159,34 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 		}
 	}
 	return nil
+}
+
+// keysProof prints the registration body of the Ed25519 private key in
+// file for the API key named name.
+func keysProof(name, file string, stdout io.Writer) error {
+	if !store.ValidKeyName(name) {
+		return fmt.Errorf("keys proof: --name %q cannot name an API key: 1–64 letters, digits, '.', '_', '-' or '@'", name)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return fmt.Errorf("keys proof: %w", err)
+	}
+	block, _ := pem.Decode(b)
+	if block == nil || block.Type != "PRIVATE KEY" {
+		return fmt.Errorf("keys proof: %s holds no PEM PRIVATE KEY (make one with openssl genpkey -algorithm ed25519 -out %s)", file, file)
+	}
+	k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		return fmt.Errorf("keys proof: %s: %w", file, err)
+	}
+	priv, ok := k.(ed25519.PrivateKey)
+	if !ok {
+		return fmt.Errorf("keys proof: %s holds a %T, not an Ed25519 key", file, k)
+	}
+	return json.NewEncoder(stdout).Encode(map[string]string{
+		"public_key": base64.StdEncoding.EncodeToString(priv.Public().(ed25519.PublicKey)),
+		"proof":      store.SignProof(name, priv),
+	})
 }
 
 func when(t *time.Time) string {

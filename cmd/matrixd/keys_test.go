@@ -4,8 +4,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -102,5 +107,71 @@ func TestImportToolFormat(t *testing.T) {
 	}
 	if err := run(ctx, []string{"import", "--db", db, "--format", "vllm-bench", filepath.Join(dir, "vllm-sweep-opt125m-c2.json")}, env(nil), nil, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "--meta") {
 		t.Errorf("no --meta: %v", err)
+	}
+}
+
+// TestKeysProof: keys proof prints a registration body whose proof
+// verifies over the statement for the name given, and that the store
+// accepts for that name only.
+func TestKeysProof(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	priv := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{11}, ed25519.SeedSize))
+	der, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "signing.pem")
+	if err := os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cli := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := run(ctx, append([]string{"keys", "proof"}, args...), env(nil), nil, &out, io.Discard)
+		return out.String(), err
+	}
+	out, err := cli("--name", "ci-bot", "--key", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body struct {
+		PublicKey string `json:"public_key"`
+		Proof     string `json:"proof"`
+	}
+	if err := json.Unmarshal([]byte(out), &body); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	pub := priv.Public().(ed25519.PublicKey)
+	if body.PublicKey != base64.StdEncoding.EncodeToString(pub) {
+		t.Errorf("public_key %s, want the key's", body.PublicKey)
+	}
+	sig, _ := base64.StdEncoding.DecodeString(body.Proof)
+	if !store.VerifyEd25519(pub, store.SigningKeyStatement("ci-bot", pub), sig) {
+		t.Errorf("the proof %s does not verify over the statement for ci-bot", body.Proof)
+	}
+	st, err := store.Open(ctx, filepath.Join(dir, "matrixd.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, _, err := st.RegisterSigningKey(ctx, "other", pub, body.Proof); err == nil {
+		t.Error("another API key registered the key with ci-bot's proof")
+	}
+	if _, created, err := st.RegisterSigningKey(ctx, "ci-bot", pub, body.Proof); err != nil || !created {
+		t.Errorf("ci-bot registering with the printed proof: %v, %v", created, err)
+	}
+
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--name", "ci-bot"}, "--name and --key are required"},
+		{[]string{"--name", "bad name!", "--key", file}, "cannot name an API key"},
+		{[]string{"--name", "ci-bot", "--key", filepath.Join(dir, "missing.pem")}, "no such file"},
+		{[]string{"--name", "ci-bot", "--key", filepath.Join(dir, "matrixd.db")}, "no PEM PRIVATE KEY"},
+	} {
+		if _, err := cli(tt.args...); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("keys proof %v: %v, want %q", tt.args, err, tt.want)
+		}
 	}
 }

@@ -83,6 +83,7 @@ func TestCommandHelpShowsOnlyItsOwnFlags(t *testing.T) {
 		{"keys create", []string{"db", "name", "admin"}, nil},
 		{"keys list", []string{"db"}, nil},
 		{"keys revoke", []string{"db"}, []string{"NAME"}},
+		{"keys proof", []string{"name", "key"}, []string{"matrixd signing key v1"}},
 		{"calc decode", append([]string{"db", "json", "context", "concurrency", "vram", "util", "max-output", "target-gpu", "rough"}, append(selection, prices...)...), nil},
 		{"calc capacity", append([]string{"db", "json", "context", "concurrency", "vram", "util", "max-output", "target-gpu"}, selection...), nil},
 		{"calc grid", append([]string{"db", "json", "contexts", "concurrencies", "vram", "util", "max-output", "target-gpu", "rough"}, append(selection, prices...)...), nil},
@@ -121,7 +122,7 @@ func TestCommandHelpShowsOnlyItsOwnFlags(t *testing.T) {
 func TestGroupHelpListsSubcommands(t *testing.T) {
 	groups := map[string][]string{
 		"calc": {"decode", "capacity", "grid", "prefill", "plan"},
-		"keys": {"create", "list", "revoke"},
+		"keys": {"create", "list", "revoke", "proof"},
 	}
 	for group, subs := range groups {
 		for _, args := range [][]string{{group, "--help"}, {group, "-h"}, {group, "help"}, {"help", group}} {
