@@ -52,7 +52,7 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 		name = c.fs.String("name", "", "the key's name, recorded as submitted_by on its runs: 1–64 letters, digits, '.', '_', '-' or '@'")
 		admin = c.fs.Bool("admin", false, "an admin key may edit and delete any run")
 	case "list":
-		c = newCLI("keys list", "[--db PATH]", "List the keys: name, admin, created, last used, revoked, and the fingerprints of the\nEd25519 signing keys each registered (POST /v1/signing-keys). Never the secret.")
+		c = newCLI("keys list", "[--db PATH]", "List the keys: name, admin, created, last used, revoked, and the fingerprints of the\nEd25519 signing keys each registered (POST /v1/signing-keys), \"(weak)\" after one stored\nbefore weak keys were refused, which verifies nothing. Never the secret.")
 	case "revoke":
 		c = newCLI("keys revoke", "[--db PATH] NAME", "Revoke a key: it stops working; the runs it submitted stay.",
 			[2]string{"NAME", "the key's name, as keys list shows it"})
@@ -135,7 +135,11 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 		}
 		fps := map[string][]string{}
 		for _, sk := range signing {
-			fps[sk.KeyName] = append(fps[sk.KeyName], sk.Fingerprint)
+			fp := sk.Fingerprint
+			if store.CheckPublicKey(sk.PublicKey) != nil {
+				fp += "(weak)" // stored before weak keys were refused; it verifies nothing
+			}
+			fps[sk.KeyName] = append(fps[sk.KeyName], fp)
 		}
 		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(w, "NAME\tADMIN\tCREATED\tLAST USED\tREVOKED\tSIGNING KEYS")

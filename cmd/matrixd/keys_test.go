@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/x509"
+	"database/sql"
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
@@ -16,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/matrixd/matrixd/store"
+	"github.com/matrixd/matrixd/store/storetest"
 )
 
 func TestKeysCreateListRevoke(t *testing.T) {
@@ -61,8 +63,23 @@ func TestKeysCreateListRevoke(t *testing.T) {
 	if err != nil || !strings.Contains(list, "ci-bot") || strings.Contains(list, token) || strings.Contains(list, token[len(token)-52:]) {
 		t.Fatalf("list = %q, %v; want the name and never the secret", list, err)
 	}
-	if !strings.Contains(list, sk.Fingerprint) {
-		t.Errorf("list = %q; want the signing key's fingerprint %s", list, sk.Fingerprint)
+	if !strings.Contains(list, sk.Fingerprint) || strings.Contains(list, "(weak)") {
+		t.Errorf("list = %q; want the signing key's fingerprint %s, not weak", list, sk.Fingerprint)
+	}
+	// An older matrixd stored the identity as a signing key.
+	identity := storetest.SmallOrderKeys()[0]
+	raw, err := sql.Open("sqlite", "file:"+db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = raw.Exec("INSERT INTO signing_keys (fingerprint, key_name, public_key, created_at) VALUES (?, ?, ?, ?)",
+		store.Fingerprint(identity), "ci-bot", identity, "2026-01-01T00:00:00.000000Z")
+	raw.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if list, err = cli("list", "--db", db); err != nil || !strings.Contains(list, store.Fingerprint(identity)+"(weak)") || strings.Contains(list, sk.Fingerprint+"(weak)") {
+		t.Errorf("list = %q, %v; want the stored identity key marked (weak), and only it", list, err)
 	}
 	if _, err := cli("revoke", "--db", db, "ci-bot"); err != nil {
 		t.Fatal(err)
