@@ -200,3 +200,24 @@ func (e *env) exec(t testing.TB, query string, args ...any) {
 		t.Fatal(err)
 	}
 }
+
+// TestSigningKeyExample: openapi.yaml's registration example is a real key
+// with a real proof for alice, and registers as its 201 example says.
+func TestSigningKeyExample(t *testing.T) {
+	e := newEnv(t, 0)
+	k := e.keys(t, "alice")
+	op := e.spec.Paths.Find("/v1/signing-keys").Post
+	body, err := json.Marshal(op.RequestBody.Value.Content["application/json"].Examples["alice"].Value.Value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := op.Responses.Value("201").Value.Content["application/json"].Examples["key"].Value.Value.(map[string]any)
+	rec := e.send(t, "POST", "/v1/signing-keys", k["alice"], body)
+	if rec.Code != 201 {
+		t.Fatalf("the spec's example: %d %s", rec.Code, rec.Body)
+	}
+	got := decodeJSON[api.SigningKey](t, rec.Body.Bytes())
+	if got.Fingerprint != want["fingerprint"] || got.PublicKey != want["public_key"] || got.PublicKeyPem != want["public_key_pem"] {
+		t.Errorf("registered %+v, want the 201 example %v", got, want)
+	}
+}
