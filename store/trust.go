@@ -141,12 +141,23 @@ func (s *Store) AttachSource(ctx context.Context, r Run) (bool, error) {
 	hash := r.ContentHash()
 	attached := false
 	err := s.inTx(ctx, func(tx *tx) error {
+		attached = false
 		var id string
-		err := tx.QueryRowContext(ctx, "SELECT id FROM runs WHERE content_hash = ? AND source_sha256 IS NULL", hash).Scan(&id)
+		err := tx.QueryRowContext(ctx, "SELECT id FROM runs WHERE content_hash = ?", hash).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
+		if err == nil {
+			err = lockRun(ctx, tx, id)
+		}
+		if errors.Is(err, ErrNotFound) {
+			return nil // deleted meanwhile
+		}
 		if err != nil {
+			return err
+		}
+		var kept *string
+		if err := tx.QueryRowContext(ctx, "SELECT source_sha256 FROM runs WHERE id = ?", id).Scan(&kept); err != nil || kept != nil {
 			return err
 		}
 		sha, err := putSource(ctx, tx, r.Source.Data)
@@ -275,6 +286,9 @@ func (s *Store) FlagRun(ctx context.Context, id string, by Key, reason, text str
 	}
 	f := Flag{RunID: id, KeyName: by.Name, Reason: reason, Text: text, CreatedAt: s.now().UTC().Truncate(time.Microsecond)}
 	err := s.inTx(ctx, func(tx *tx) error {
+		if err := lockRun(ctx, tx, id); err != nil {
+			return err
+		}
 		if err := visible(ctx, tx, id); err != nil {
 			return err
 		}
@@ -368,6 +382,9 @@ func (s *Store) ResolveFlag(ctx context.Context, id string, flagID int64, by Key
 	}
 	var f Flag
 	err := s.inTx(ctx, func(tx *tx) error {
+		if err := lockRun(ctx, tx, id); err != nil {
+			return err
+		}
 		var err error
 		f, err = scanFlag(tx.QueryRowContext(ctx, "SELECT "+flagColumns+" FROM run_flags WHERE id = ? AND run_id = ?", flagID, id))
 		if errors.Is(err, sql.ErrNoRows) {
@@ -404,6 +421,9 @@ func (s *Store) HideRun(ctx context.Context, id string, by Key, reason string) (
 	}
 	var m Moderation
 	err := s.inTx(ctx, func(tx *tx) error {
+		if err := lockRun(ctx, tx, id); err != nil {
+			return err
+		}
 		r, err := readRun(ctx, tx, id)
 		if err != nil {
 			return err
@@ -433,6 +453,9 @@ func (s *Store) RestoreRun(ctx context.Context, id string, by Key) (Moderation, 
 	}
 	var m Moderation
 	err := s.inTx(ctx, func(tx *tx) error {
+		if err := lockRun(ctx, tx, id); err != nil {
+			return err
+		}
 		r, err := readRun(ctx, tx, id)
 		if err != nil {
 			return err
