@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -166,7 +167,7 @@ type raceReq struct {
 
 // race sends reqs at once over real HTTP, and returns their answers, each
 // validated against openapi.yaml.
-func (e *env) race(t *testing.T, url string, reqs []raceReq) []*httptest.ResponseRecorder {
+func (e *env) race(t *testing.T, base string, reqs []raceReq) []*httptest.ResponseRecorder {
 	t.Helper()
 	out := make([]*httptest.ResponseRecorder, len(reqs))
 	errs := make([]error, len(reqs))
@@ -174,7 +175,7 @@ func (e *env) race(t *testing.T, url string, reqs []raceReq) []*httptest.Respons
 	var wg sync.WaitGroup
 	for i, r := range reqs {
 		wg.Go(func() {
-			req, err := http.NewRequest(r.method, url+r.target, bytes.NewReader(r.body))
+			req, err := http.NewRequest(r.method, base+r.target, bytes.NewReader(r.body))
 			if err != nil {
 				errs[i] = err
 				return
@@ -416,12 +417,21 @@ func strOf(p *string) string {
 	return *p
 }
 
-// history is run id's whole history, read over HTTP.
+// history is run id's whole history, read over HTTP page by page.
 func (e *env) history(t *testing.T, id string) []api.RunEvent {
 	t.Helper()
-	rec := e.do(t, "GET", "/v1/runs/"+id+"/history", nil)
-	if rec.Code != 200 {
-		t.Fatalf("history of %s: %d %s", id, rec.Code, rec.Body)
+	var out []api.RunEvent
+	target := "/v1/runs/" + id + "/history?limit=200"
+	for {
+		rec := e.do(t, "GET", target, nil)
+		if rec.Code != 200 {
+			t.Fatalf("history of %s: %d %s", id, rec.Code, rec.Body)
+		}
+		page := decodeJSON[api.RunHistory](t, rec.Body.Bytes())
+		out = append(out, page.Items...)
+		if page.NextCursor == nil {
+			return out
+		}
+		target = "/v1/runs/" + id + "/history?limit=200&cursor=" + url.QueryEscape(*page.NextCursor)
 	}
-	return decodeJSON[api.RunHistory](t, rec.Body.Bytes()).Items
 }

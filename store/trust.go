@@ -208,15 +208,34 @@ func logEvent(ctx context.Context, tx *tx, runID, keyName, action string, detail
 	return err
 }
 
-// History returns run id's changes, oldest first; a deleted or hidden run's
-// too. ErrNotFound when the run never had any.
-func (s *Store) History(ctx context.Context, id string) ([]Event, error) {
-	rows, err := s.reader.QueryContext(ctx, "SELECT id, at, key_name, action, detail FROM run_events WHERE run_id = ? ORDER BY id", id)
+// History returns up to limit of run id's changes, oldest first, starting
+// after pageCursor (empty for the first page), and the cursor of the next
+// page ("" on the last); a deleted or hidden run's too. ErrNotFound when
+// the run never had any.
+func (s *Store) History(ctx context.Context, id string, limit int, pageCursor string) ([]Event, string, error) {
+	if limit < 1 {
+		return nil, "", &FieldError{Field: "limit", Message: "must be at least 1"}
+	}
+	qk := queryKey("history", id)
+	after := int64(0)
+	if pageCursor != "" {
+		c, err := s.decodeCursor(pageCursor, qk)
+		if err != nil {
+			return nil, "", err
+		}
+		k, ok := c.Key.(float64)
+		if !ok || k < 0 || k != float64(int64(k)) {
+			return nil, "", badCursor("not one this API issued; pass next_cursor back unchanged")
+		}
+		after = int64(k)
+	}
+	rows, err := s.reader.QueryContext(ctx, "SELECT id, at, key_name, action, detail FROM run_events WHERE run_id = ? AND id > ? ORDER BY id LIMIT ?",
+		id, after, limit+1)
 	if err != nil {
-		return nil, fmt.Errorf("history of %s: %w", id, err)
+		return nil, "", fmt.Errorf("history of %s: %w", id, err)
 	}
 	defer rows.Close()
-	var out []Event
+	out := []Event{}
 	for rows.Next() {
 		var (
 			e          Event
@@ -224,24 +243,28 @@ func (s *Store) History(ctx context.Context, id string) ([]Event, error) {
 			key        *string
 		)
 		if err := rows.Scan(&e.ID, &at, &key, &e.Action, &detail); err != nil {
-			return nil, fmt.Errorf("history of %s: %w", id, err)
+			return nil, "", fmt.Errorf("history of %s: %w", id, err)
 		}
 		if e.At, err = parseTime(at); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		e.KeyName, e.Detail = deref(key), json.RawMessage(detail)
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("history of %s: %w", id, err)
+		return nil, "", fmt.Errorf("history of %s: %w", id, err)
 	}
-	if len(out) == 0 {
+	if len(out) == 0 && pageCursor == "" {
 		if err := runExists(ctx, s.reader, id); err != nil {
-			return nil, err
+			return nil, "", err
 		}
-		out = []Event{}
 	}
-	return out, nil
+	next := ""
+	if len(out) > limit {
+		out = out[:limit]
+		next = s.encodeCursor(cursor{Query: qk, Key: float64(out[limit-1].ID), ID: id})
+	}
+	return out, next, nil
 }
 
 // Flag reasons.

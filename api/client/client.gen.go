@@ -2007,8 +2007,12 @@ type RunEventAction string
 
 // RunHistory defines model for RunHistory.
 type RunHistory struct {
+	// Items A page of the run's events, oldest first.
 	Items []RunEvent `json:"items"`
-	RunID string     `json:"run_id"`
+
+	// NextCursor Pass as `cursor` for the next page; `null` on the last page.
+	NextCursor *string `json:"next_cursor"`
+	RunID      string  `json:"run_id"`
 }
 
 // RunInput Run JSON: a run as submitted (`POST /v1/runs`, `matrixd import`) and
@@ -3267,6 +3271,12 @@ type ListRunFlagsParams struct {
 
 // GetRunHistoryParams defines parameters for GetRunHistory.
 type GetRunHistoryParams struct {
+	// Limit Items per page, 1–200.
+	Limit *ParamLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page, as given.
+	Cursor *ParamCursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
@@ -4066,9 +4076,16 @@ type ClientInterface interface {
 	// The audit log, oldest first: who (the API key's name; `null` for
 	// the server itself: seeds, `matrixd import`), when, and what (the
 	// action and a small JSON object of the change). Each event was
-	// written in the same transaction as its change. A hidden run's
-	// history is readable, and so is a deleted run's (its last event is
-	// `delete`); an id that never held a run is a 404.
+	// written in the same transaction as its change, and changes racing
+	// on one run are decided one at a time: one event per change, none
+	// after `delete`. A hidden run's history is readable, and so is a
+	// deleted run's (its last event is `delete`); an id that never held
+	// a run is a 404.
+	//
+	// Paginated like every list: `limit` events a page (default 50, at
+	// most 200), and `next_cursor` passed back as `cursor` for the next
+	// page, `null` on the last. Pages follow on in order, without gaps or
+	// repeats, while events are added.
 	//
 	// Corresponds with GET /v1/runs/{run_id}/history (the `GetRunHistory` operationId).
 	GetRunHistory(ctx context.Context, runID ParamRunID, params *GetRunHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5237,9 +5254,16 @@ func (c *Client) HideRun(ctx context.Context, runID ParamRunID, body HideRunJSON
 // The audit log, oldest first: who (the API key's name; `null` for
 // the server itself: seeds, `matrixd import`), when, and what (the
 // action and a small JSON object of the change). Each event was
-// written in the same transaction as its change. A hidden run's
-// history is readable, and so is a deleted run's (its last event is
-// `delete`); an id that never held a run is a 404.
+// written in the same transaction as its change, and changes racing
+// on one run are decided one at a time: one event per change, none
+// after `delete`. A hidden run's history is readable, and so is a
+// deleted run's (its last event is `delete`); an id that never held
+// a run is a 404.
+//
+// Paginated like every list: `limit` events a page (default 50, at
+// most 200), and `next_cursor` passed back as `cursor` for the next
+// page, `null` on the last. Pages follow on in order, without gaps or
+// repeats, while events are added.
 //
 // Corresponds with GET /v1/runs/{run_id}/history (the `GetRunHistory` operationId).
 func (c *Client) GetRunHistory(ctx context.Context, runID ParamRunID, params *GetRunHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -8861,6 +8885,45 @@ func NewGetRunHistoryRequest(server string, runID ParamRunID, params *GetRunHist
 		return nil, err
 	}
 
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
@@ -10172,9 +10235,16 @@ type ClientWithResponsesInterface interface {
 	// The audit log, oldest first: who (the API key's name; `null` for
 	// the server itself: seeds, `matrixd import`), when, and what (the
 	// action and a small JSON object of the change). Each event was
-	// written in the same transaction as its change. A hidden run's
-	// history is readable, and so is a deleted run's (its last event is
-	// `delete`); an id that never held a run is a 404.
+	// written in the same transaction as its change, and changes racing
+	// on one run are decided one at a time: one event per change, none
+	// after `delete`. A hidden run's history is readable, and so is a
+	// deleted run's (its last event is `delete`); an id that never held
+	// a run is a 404.
+	//
+	// Paginated like every list: `limit` events a page (default 50, at
+	// most 200), and `next_cursor` passed back as `cursor` for the next
+	// page, `null` on the last. Pages follow on in order, without gaps or
+	// repeats, while events are added.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -15181,9 +15251,16 @@ func (c *ClientWithResponses) HideRunWithResponse(ctx context.Context, runID Par
 // The audit log, oldest first: who (the API key's name; `null` for
 // the server itself: seeds, `matrixd import`), when, and what (the
 // action and a small JSON object of the change). Each event was
-// written in the same transaction as its change. A hidden run's
-// history is readable, and so is a deleted run's (its last event is
-// `delete`); an id that never held a run is a 404.
+// written in the same transaction as its change, and changes racing
+// on one run are decided one at a time: one event per change, none
+// after `delete`. A hidden run's history is readable, and so is a
+// deleted run's (its last event is `delete`); an id that never held
+// a run is a 404.
+//
+// Paginated like every list: `limit` events a page (default 50, at
+// most 200), and `next_cursor` passed back as `cursor` for the next
+// page, `null` on the last. Pages follow on in order, without gaps or
+// repeats, while events are added.
 //
 // Returns a wrapper object for the known response body format(s).
 //
