@@ -3947,7 +3947,9 @@ type ClientInterface interface {
 
 	// DeleteRun Delete a run
 	//
-	// By the key that submitted the run or an admin key.
+	// By the key that submitted the run or an admin key. Of deletes sent
+	// at the same moment one is a 204 and the others 404; a change to the
+	// run that arrives after it is a 404 too, and writes nothing.
 	//
 	// Corresponds with DELETE /v1/runs/{run_id} (the `DeleteRun` operationId).
 	DeleteRun(ctx context.Context, runID ParamRunID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3964,7 +3966,10 @@ type ClientInterface interface {
 	// A JSON merge patch (RFC 7396) of `title`, `notes` and `source_url`,
 	// by the key that submitted the run or an admin key; `null` removes
 	// `notes` or `source_url`. Measurements never change: a corrected
-	// measurement is a new run. The run keeps its id.
+	// measurement is a new run. The run keeps its id. Edits sent at the
+	// same moment are applied one after another, so edits of different
+	// fields all stay; an edit that arrives after the run was deleted is
+	// a 404.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3976,7 +3981,10 @@ type ClientInterface interface {
 	// A JSON merge patch (RFC 7396) of `title`, `notes` and `source_url`,
 	// by the key that submitted the run or an admin key; `null` removes
 	// `notes` or `source_url`. Measurements never change: a corrected
-	// measurement is a new run. The run keeps its id.
+	// measurement is a new run. The run keeps its id. Edits sent at the
+	// same moment are applied one after another, so edits of different
+	// fields all stay; an edit that arrives after the run was deleted is
+	// a 404.
 	//
 	// Takes a body of the `application/merge-patch+json` content type.
 	//
@@ -4052,7 +4060,9 @@ type ClientInterface interface {
 	// An admin key hides a run, saying why: it leaves every list,
 	// leaderboard, catalog count and calculator selection, and the run
 	// and its cells, grid and source answer 410 with the reason. Its
-	// flags and history stay readable. `DELETE` restores it.
+	// flags and history stay readable. `DELETE` restores it. Of hides
+	// sent at the same moment one is a 200 and the others 409, with one
+	// `hide` event in the history.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4064,7 +4074,9 @@ type ClientInterface interface {
 	// An admin key hides a run, saying why: it leaves every list,
 	// leaderboard, catalog count and calculator selection, and the run
 	// and its cells, grid and source answer 410 with the reason. Its
-	// flags and history stay readable. `DELETE` restores it.
+	// flags and history stay readable. `DELETE` restores it. Of hides
+	// sent at the same moment one is a 200 and the others 409, with one
+	// `hide` event in the history.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4995,7 +5007,9 @@ func (c *Client) ImportRunWithTextBody(ctx context.Context, params *ImportRunPar
 
 // DeleteRun Delete a run
 //
-// By the key that submitted the run or an admin key.
+// By the key that submitted the run or an admin key. Of deletes sent
+// at the same moment one is a 204 and the others 404; a change to the
+// run that arrives after it is a 404 too, and writes nothing.
 //
 // Corresponds with DELETE /v1/runs/{run_id} (the `DeleteRun` operationId).
 func (c *Client) DeleteRun(ctx context.Context, runID ParamRunID, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5032,7 +5046,10 @@ func (c *Client) GetRun(ctx context.Context, runID ParamRunID, params *GetRunPar
 // A JSON merge patch (RFC 7396) of `title`, `notes` and `source_url`,
 // by the key that submitted the run or an admin key; `null` removes
 // `notes` or `source_url`. Measurements never change: a corrected
-// measurement is a new run. The run keeps its id.
+// measurement is a new run. The run keeps its id. Edits sent at the
+// same moment are applied one after another, so edits of different
+// fields all stay; an edit that arrives after the run was deleted is
+// a 404.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5054,7 +5071,10 @@ func (c *Client) UpdateRunWithBody(ctx context.Context, runID ParamRunID, conten
 // A JSON merge patch (RFC 7396) of `title`, `notes` and `source_url`,
 // by the key that submitted the run or an admin key; `null` removes
 // `notes` or `source_url`. Measurements never change: a corrected
-// measurement is a new run. The run keeps its id.
+// measurement is a new run. The run keeps its id. Edits sent at the
+// same moment are applied one after another, so edits of different
+// fields all stay; an edit that arrives after the run was deleted is
+// a 404.
 //
 // Takes a body of the `application/merge-patch+json` content type.
 //
@@ -5210,7 +5230,9 @@ func (c *Client) RestoreRun(ctx context.Context, runID ParamRunID, reqEditors ..
 // An admin key hides a run, saying why: it leaves every list,
 // leaderboard, catalog count and calculator selection, and the run
 // and its cells, grid and source answer 410 with the reason. Its
-// flags and history stay readable. `DELETE` restores it.
+// flags and history stay readable. `DELETE` restores it. Of hides
+// sent at the same moment one is a 200 and the others 409, with one
+// `hide` event in the history.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5232,7 +5254,9 @@ func (c *Client) HideRunWithBody(ctx context.Context, runID ParamRunID, contentT
 // An admin key hides a run, saying why: it leaves every list,
 // leaderboard, catalog count and calculator selection, and the run
 // and its cells, grid and source answer 410 with the reason. Its
-// flags and history stay readable. `DELETE` restores it.
+// flags and history stay readable. `DELETE` restores it. Of hides
+// sent at the same moment one is a 200 and the others 409, with one
+// `hide` event in the history.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -10096,7 +10120,9 @@ type ClientWithResponsesInterface interface {
 
 	// DeleteRunWithResponse Delete a run
 	//
-	// By the key that submitted the run or an admin key.
+	// By the key that submitted the run or an admin key. Of deletes sent
+	// at the same moment one is a 204 and the others 404; a change to the
+	// run that arrives after it is a 404 too, and writes nothing.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10117,7 +10143,10 @@ type ClientWithResponsesInterface interface {
 	// A JSON merge patch (RFC 7396) of `title`, `notes` and `source_url`,
 	// by the key that submitted the run or an admin key; `null` removes
 	// `notes` or `source_url`. Measurements never change: a corrected
-	// measurement is a new run. The run keeps its id.
+	// measurement is a new run. The run keeps its id. Edits sent at the
+	// same moment are applied one after another, so edits of different
+	// fields all stay; an edit that arrives after the run was deleted is
+	// a 404.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10129,7 +10158,10 @@ type ClientWithResponsesInterface interface {
 	// A JSON merge patch (RFC 7396) of `title`, `notes` and `source_url`,
 	// by the key that submitted the run or an admin key; `null` removes
 	// `notes` or `source_url`. Measurements never change: a corrected
-	// measurement is a new run. The run keeps its id.
+	// measurement is a new run. The run keeps its id. Edits sent at the
+	// same moment are applied one after another, so edits of different
+	// fields all stay; an edit that arrives after the run was deleted is
+	// a 404.
 	//
 	// Takes a body of the `application/merge-patch+json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10211,7 +10243,9 @@ type ClientWithResponsesInterface interface {
 	// An admin key hides a run, saying why: it leaves every list,
 	// leaderboard, catalog count and calculator selection, and the run
 	// and its cells, grid and source answer 410 with the reason. Its
-	// flags and history stay readable. `DELETE` restores it.
+	// flags and history stay readable. `DELETE` restores it. Of hides
+	// sent at the same moment one is a 200 and the others 409, with one
+	// `hide` event in the history.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10223,7 +10257,9 @@ type ClientWithResponsesInterface interface {
 	// An admin key hides a run, saying why: it leaves every list,
 	// leaderboard, catalog count and calculator selection, and the run
 	// and its cells, grid and source answer 410 with the reason. Its
-	// flags and history stay readable. `DELETE` restores it.
+	// flags and history stay readable. `DELETE` restores it. Of hides
+	// sent at the same moment one is a 200 and the others 409, with one
+	// `hide` event in the history.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -15034,7 +15070,9 @@ func (c *ClientWithResponses) ImportRunWithTextBodyWithResponse(ctx context.Cont
 
 // DeleteRunWithResponse Delete a run
 //
-// By the key that submitted the run or an admin key.
+// By the key that submitted the run or an admin key. Of deletes sent
+// at the same moment one is a 204 and the others 404; a change to the
+// run that arrives after it is a 404 too, and writes nothing.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -15067,7 +15105,10 @@ func (c *ClientWithResponses) GetRunWithResponse(ctx context.Context, runID Para
 // A JSON merge patch (RFC 7396) of `title`, `notes` and `source_url`,
 // by the key that submitted the run or an admin key; `null` removes
 // `notes` or `source_url`. Measurements never change: a corrected
-// measurement is a new run. The run keeps its id.
+// measurement is a new run. The run keeps its id. Edits sent at the
+// same moment are applied one after another, so edits of different
+// fields all stay; an edit that arrives after the run was deleted is
+// a 404.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15085,7 +15126,10 @@ func (c *ClientWithResponses) UpdateRunWithBodyWithResponse(ctx context.Context,
 // A JSON merge patch (RFC 7396) of `title`, `notes` and `source_url`,
 // by the key that submitted the run or an admin key; `null` removes
 // `notes` or `source_url`. Measurements never change: a corrected
-// measurement is a new run. The run keeps its id.
+// measurement is a new run. The run keeps its id. Edits sent at the
+// same moment are applied one after another, so edits of different
+// fields all stay; an edit that arrives after the run was deleted is
+// a 404.
 //
 // Takes a body of the `application/merge-patch+json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15215,7 +15259,9 @@ func (c *ClientWithResponses) RestoreRunWithResponse(ctx context.Context, runID 
 // An admin key hides a run, saying why: it leaves every list,
 // leaderboard, catalog count and calculator selection, and the run
 // and its cells, grid and source answer 410 with the reason. Its
-// flags and history stay readable. `DELETE` restores it.
+// flags and history stay readable. `DELETE` restores it. Of hides
+// sent at the same moment one is a 200 and the others 409, with one
+// `hide` event in the history.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15233,7 +15279,9 @@ func (c *ClientWithResponses) HideRunWithBodyWithResponse(ctx context.Context, r
 // An admin key hides a run, saying why: it leaves every list,
 // leaderboard, catalog count and calculator selection, and the run
 // and its cells, grid and source answer 410 with the reason. Its
-// flags and history stay readable. `DELETE` restores it.
+// flags and history stay readable. `DELETE` restores it. Of hides
+// sent at the same moment one is a 200 and the others 409, with one
+// `hide` event in the history.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
