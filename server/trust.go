@@ -162,11 +162,12 @@ func (s *Server) RestoreRun(ctx context.Context, req api.RestoreRunRequestObject
 
 // GetRunHistory implements GET /v1/runs/{run_id}/history.
 func (s *Server) GetRunHistory(ctx context.Context, req api.GetRunHistoryRequestObject) (api.GetRunHistoryResponseObject, error) {
-	events, err := s.store.History(ctx, req.RunID)
+	p := req.Params
+	events, next, err := s.store.History(ctx, req.RunID, limitOr(p.Limit), deref(p.Cursor))
 	if err != nil {
 		return nil, err
 	}
-	out := api.GetRunHistory200JSONResponse{RunID: req.RunID, Items: make([]api.RunEvent, len(events))}
+	out := api.GetRunHistory200JSONResponse{RunID: req.RunID, Items: make([]api.RunEvent, len(events)), NextCursor: opt(next)}
 	for i, e := range events {
 		var detail map[string]any
 		if err := json.Unmarshal(e.Detail, &detail); err != nil {

@@ -2,14 +2,17 @@ package server_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -348,6 +351,70 @@ func TestModeration(t *testing.T) {
 	}
 	if rec := e.do(t, "GET", "/v1/runs/rneverwashere/history", nil); rec.Code != 404 {
 		t.Errorf("history of no run: %d, want 404", rec.Code)
+	}
+}
+
+// TestHistoryPages: a run's 30 events, 10 a page, are three pages whose
+// events together are all 30 in order, each once; the default page is 50;
+// a cursor not issued for this history, or a limit out of range, is a 400
+// problem.
+func TestHistoryPages(t *testing.T) {
+	e := newEnv(t, 0)
+	id := e.seed(t, "fara1.5-4b-autoround-rtx3060").ID
+	admin := store.Key{Name: "ops", Admin: true}
+	for i := range 29 {
+		notes := fmt.Sprintf("note %d", i)
+		if _, err := e.st.UpdateRunMeta(context.Background(), id, store.MetaPatch{Notes: &notes}, admin); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var (
+		got   []api.RunEvent
+		pages []string
+	)
+	target := "/v1/runs/" + id + "/history?limit=10"
+	for len(pages) < 4 {
+		rec := e.do(t, "GET", target, nil)
+		if rec.Code != 200 {
+			t.Fatalf("%s: %d %s", target, rec.Code, rec.Body)
+		}
+		page := decodeJSON[api.RunHistory](t, rec.Body.Bytes())
+		got, pages = append(got, page.Items...), append(pages, strconv.Itoa(len(page.Items)))
+		if page.NextCursor == nil {
+			break
+		}
+		target = "/v1/runs/" + id + "/history?limit=10&cursor=" + url.QueryEscape(*page.NextCursor)
+	}
+	if strings.Join(pages, " ") != "10 10 10" {
+		t.Fatalf("pages of %s events, want 10 10 10", strings.Join(pages, ", "))
+	}
+	seen := map[int64]bool{}
+	for i, ev := range got {
+		if seen[ev.ID] || i > 0 && ev.ID < got[i-1].ID {
+			t.Fatalf("event %d (id %d): repeated or out of order", i, ev.ID)
+		}
+		seen[ev.ID] = true
+	}
+	if got[0].Action != api.RunEventActionCreate || got[29].Detail["notes"] != "note 28" {
+		t.Errorf("first %s, last %v; want the create first and the 29th edit last", got[0].Action, got[29].Detail)
+	}
+	all := decodeJSON[api.RunHistory](t, e.do(t, "GET", "/v1/runs/"+id+"/history", nil).Body.Bytes())
+	if len(all.Items) != 30 || all.NextCursor != nil {
+		t.Errorf("default page: %d events, next %v; want all 30 in one page of up to 50", len(all.Items), all.NextCursor)
+	}
+
+	first := decodeJSON[api.RunHistory](t, e.do(t, "GET", "/v1/runs/"+id+"/history?limit=1", nil).Body.Bytes())
+	for _, q := range []string{
+		"cursor=" + url.QueryEscape((*first.NextCursor)[:len(*first.NextCursor)-2]+"xx"),
+		"cursor=nonsense",
+		"cursor=" + url.QueryEscape(*decodeJSON[api.RunList](t, e.do(t, "GET", "/v1/runs?limit=1", nil).Body.Bytes()).NextCursor),
+		"limit=0",
+		"limit=201",
+	} {
+		rec := e.do(t, "GET", "/v1/runs/"+id+"/history?"+q, nil)
+		if rec.Code != 400 || rec.Header().Get("Content-Type") != "application/problem+json" {
+			t.Errorf("history?%s: %d %s, want a 400 problem", q, rec.Code, rec.Body)
+		}
 	}
 }
 

@@ -88,6 +88,16 @@ func (d dialect) insertIgnore(table string) (prefix, suffix string) {
 	return "INSERT OR IGNORE INTO " + table, ""
 }
 
+// forUpdate ends a SELECT that locks the rows it reads until the
+// transaction ends. SQLite needs none: its writer transactions begin
+// immediate, so they run one at a time already.
+func (d dialect) forUpdate() string {
+	if d == postgresSQL {
+		return " FOR UPDATE"
+	}
+	return ""
+}
+
 // boolInt and nullBoolInt store booleans as 0 and 1, as both schemas do.
 func boolInt(b bool) int {
 	if b {
@@ -128,6 +138,15 @@ func (c db) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
 }
 
 func (c db) begin(ctx context.Context, opts *sql.TxOptions) (*tx, error) {
+	if c.d == postgresSQL && opts != nil && opts.ReadOnly && opts.Isolation == sql.LevelDefault {
+		// One snapshot for every statement of a read (a run and its cells),
+		// as SQLite's readers have: under READ COMMITTED a run deleted
+		// between two statements would be half read. A read-only
+		// transaction never fails to serialize.
+		o := *opts
+		o.Isolation = sql.LevelRepeatableRead
+		opts = &o
+	}
 	t, err := c.DB.BeginTx(ctx, opts)
 	if err != nil {
 		return nil, err

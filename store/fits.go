@@ -43,6 +43,11 @@ func (s *Store) PutFit(ctx context.Context, f StoredFit) error {
 		refusal = f.Refusal
 	}
 	err := s.inTx(ctx, func(tx *tx) error {
+		if err := lockRun(ctx, tx, f.RunID); errors.Is(err, ErrNotFound) {
+			return nil
+		} else if err != nil {
+			return err
+		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO run_fits (run_id, method, params, summary, refusal, fitted_at)
 			SELECT id, ?, ?, ?, ?, ? FROM runs WHERE id = ?
 			ON CONFLICT (run_id) DO UPDATE SET method = excluded.method, params = excluded.params,

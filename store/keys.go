@@ -171,8 +171,9 @@ func optTime(s *string) (*time.Time, error) {
 // the key was live: revoking a revoked key changes nothing.
 func (s *Store) RevokeKey(ctx context.Context, name string) (revoked bool, err error) {
 	err = s.inTx(ctx, func(tx *tx) error {
+		revoked = false
 		var was *string
-		err := tx.QueryRowContext(ctx, "SELECT revoked_at FROM api_keys WHERE name = ?", name).Scan(&was)
+		err := tx.QueryRowContext(ctx, "SELECT revoked_at FROM api_keys WHERE name = ?"+tx.d.forUpdate(), name).Scan(&was)
 		if errors.Is(err, sql.ErrNoRows) {
 			return newError(ErrNotFound, "no key is named %s", name)
 		}

@@ -396,6 +396,24 @@ func (s *Store) RunExists(ctx context.Context, id string) error {
 	return visible(ctx, s.reader, id)
 }
 
+// lockRun starts every write that reads run id before it changes the run,
+// its flags or its history: the run's row is locked until tx ends, so the
+// database decides between writers racing on one run. On PostgreSQL a
+// second writer waits here and then reads what the first committed (or
+// finds the run deleted); SQLite's writer transactions run one at a time
+// already. ErrNotFound when there is no run id.
+func lockRun(ctx context.Context, tx *tx, id string) error {
+	var one int
+	err := tx.QueryRowContext(ctx, "SELECT 1 FROM runs WHERE id = ?"+tx.d.forUpdate(), id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return newError(ErrNotFound, "run %s does not exist", id)
+	}
+	if err != nil {
+		return fmt.Errorf("lock run %s: %w", id, err)
+	}
+	return nil
+}
+
 func runExists(ctx context.Context, q querier, id string) error {
 	var one int
 	err := q.QueryRowContext(ctx, "SELECT 1 FROM runs WHERE id = ?", id).Scan(&one)

@@ -64,6 +64,11 @@ func (s *Store) SubmitRun(ctx context.Context, run Run, idem *Idempotency) (Run,
 			return err
 		}
 		if out, res.Created = run, inserted; !inserted {
+			if err := lockRun(ctx, tx, id); errors.Is(err, ErrNotFound) {
+				return newError(ErrConflict, "run %s, which holds this content, was deleted while this request was stored; send the request again", id)
+			} else if err != nil {
+				return err
+			}
 			if out, err = readRun(ctx, tx, id); err != nil {
 				return err
 			}
@@ -121,10 +126,12 @@ func claimIdempotencyKey(ctx context.Context, tx *tx, idem *Idempotency, runID s
 	if reqHash != idem.RequestHash {
 		return nil, newError(ErrConflict, "Idempotency-Key %q was used for another request in the last 24 hours; use a new key for a new request", idem.Key)
 	}
-	r, err := readRun(ctx, tx, id)
-	if errors.Is(err, ErrNotFound) {
+	if err := lockRun(ctx, tx, id); errors.Is(err, ErrNotFound) {
 		return nil, newError(ErrNotFound, "run %s, which this Idempotency-Key answered, has been deleted since", id)
+	} else if err != nil {
+		return nil, err
 	}
+	r, err := readRun(ctx, tx, id)
 	if err == nil {
 		err = r.gone()
 	}
@@ -220,7 +227,12 @@ func (s *Store) DeleteRun(ctx context.Context, id string, by Key) error {
 	return nil
 }
 
+// ownedRun locks run id (lockRun) and reads it, for a change by its
+// submitter or an admin.
 func ownedRun(ctx context.Context, tx *tx, id string, by Key) (Run, error) {
+	if err := lockRun(ctx, tx, id); err != nil {
+		return Run{}, err
+	}
 	r, err := readRun(ctx, tx, id)
 	if err != nil {
 		return Run{}, err

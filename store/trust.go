@@ -140,12 +140,23 @@ func (s *Store) AttachSource(ctx context.Context, r Run) (bool, error) {
 	hash := r.ContentHash()
 	attached := false
 	err := s.inTx(ctx, func(tx *tx) error {
+		attached = false
 		var id string
-		err := tx.QueryRowContext(ctx, "SELECT id FROM runs WHERE content_hash = ? AND source_sha256 IS NULL", hash).Scan(&id)
+		err := tx.QueryRowContext(ctx, "SELECT id FROM runs WHERE content_hash = ?", hash).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
+		if err == nil {
+			err = lockRun(ctx, tx, id)
+		}
+		if errors.Is(err, ErrNotFound) {
+			return nil // deleted meanwhile
+		}
 		if err != nil {
+			return err
+		}
+		var kept *string
+		if err := tx.QueryRowContext(ctx, "SELECT source_sha256 FROM runs WHERE id = ?", id).Scan(&kept); err != nil || kept != nil {
 			return err
 		}
 		sha, err := putSource(ctx, tx, r.Source.Data)
@@ -196,15 +207,34 @@ func logEvent(ctx context.Context, tx *tx, runID, keyName, action string, detail
 	return err
 }
 
-// History returns run id's changes, oldest first; a deleted or hidden run's
-// too. ErrNotFound when the run never had any.
-func (s *Store) History(ctx context.Context, id string) ([]Event, error) {
-	rows, err := s.reader.QueryContext(ctx, "SELECT id, at, key_name, action, detail FROM run_events WHERE run_id = ? ORDER BY id", id)
+// History returns up to limit of run id's changes, oldest first, starting
+// after pageCursor (empty for the first page), and the cursor of the next
+// page ("" on the last); a deleted or hidden run's too. ErrNotFound when
+// the run never had any.
+func (s *Store) History(ctx context.Context, id string, limit int, pageCursor string) ([]Event, string, error) {
+	if limit < 1 {
+		return nil, "", &FieldError{Field: "limit", Message: "must be at least 1"}
+	}
+	qk := queryKey("history", id)
+	after := int64(0)
+	if pageCursor != "" {
+		c, err := s.decodeCursor(pageCursor, qk)
+		if err != nil {
+			return nil, "", err
+		}
+		k, ok := c.Key.(float64)
+		if !ok || k < 0 || k != float64(int64(k)) {
+			return nil, "", badCursor("not one this API issued; pass next_cursor back unchanged")
+		}
+		after = int64(k)
+	}
+	rows, err := s.reader.QueryContext(ctx, "SELECT id, at, key_name, action, detail FROM run_events WHERE run_id = ? AND id > ? ORDER BY id LIMIT ?",
+		id, after, limit+1)
 	if err != nil {
-		return nil, fmt.Errorf("history of %s: %w", id, err)
+		return nil, "", fmt.Errorf("history of %s: %w", id, err)
 	}
 	defer rows.Close()
-	var out []Event
+	out := []Event{}
 	for rows.Next() {
 		var (
 			e          Event
@@ -212,24 +242,28 @@ func (s *Store) History(ctx context.Context, id string) ([]Event, error) {
 			key        *string
 		)
 		if err := rows.Scan(&e.ID, &at, &key, &e.Action, &detail); err != nil {
-			return nil, fmt.Errorf("history of %s: %w", id, err)
+			return nil, "", fmt.Errorf("history of %s: %w", id, err)
 		}
 		if e.At, err = parseTime(at); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		e.KeyName, e.Detail = deref(key), json.RawMessage(detail)
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("history of %s: %w", id, err)
+		return nil, "", fmt.Errorf("history of %s: %w", id, err)
 	}
-	if len(out) == 0 {
+	if len(out) == 0 && pageCursor == "" {
 		if err := runExists(ctx, s.reader, id); err != nil {
-			return nil, err
+			return nil, "", err
 		}
-		out = []Event{}
 	}
-	return out, nil
+	next := ""
+	if len(out) > limit {
+		out = out[:limit]
+		next = s.encodeCursor(cursor{Query: qk, Key: float64(out[limit-1].ID), ID: id})
+	}
+	return out, next, nil
 }
 
 // Flag reasons.
@@ -274,6 +308,9 @@ func (s *Store) FlagRun(ctx context.Context, id string, by Key, reason, text str
 	}
 	f := Flag{RunID: id, KeyName: by.Name, Reason: reason, Text: text, CreatedAt: s.now().UTC().Truncate(time.Microsecond)}
 	err := s.inTx(ctx, func(tx *tx) error {
+		if err := lockRun(ctx, tx, id); err != nil {
+			return err
+		}
 		if err := visible(ctx, tx, id); err != nil {
 			return err
 		}
@@ -367,6 +404,9 @@ func (s *Store) ResolveFlag(ctx context.Context, id string, flagID int64, by Key
 	}
 	var f Flag
 	err := s.inTx(ctx, func(tx *tx) error {
+		if err := lockRun(ctx, tx, id); err != nil {
+			return err
+		}
 		var err error
 		f, err = scanFlag(tx.QueryRowContext(ctx, "SELECT "+flagColumns+" FROM run_flags WHERE id = ? AND run_id = ?", flagID, id))
 		if errors.Is(err, sql.ErrNoRows) {
@@ -403,6 +443,9 @@ func (s *Store) HideRun(ctx context.Context, id string, by Key, reason string) (
 	}
 	var m Moderation
 	err := s.inTx(ctx, func(tx *tx) error {
+		if err := lockRun(ctx, tx, id); err != nil {
+			return err
+		}
 		r, err := readRun(ctx, tx, id)
 		if err != nil {
 			return err
@@ -432,6 +475,9 @@ func (s *Store) RestoreRun(ctx context.Context, id string, by Key) (Moderation, 
 	}
 	var m Moderation
 	err := s.inTx(ctx, func(tx *tx) error {
+		if err := lockRun(ctx, tx, id); err != nil {
+			return err
+		}
 		r, err := readRun(ctx, tx, id)
 		if err != nil {
 			return err

@@ -71,7 +71,7 @@ func TestSourcesAndHiding(t *testing.T) {
 		if err != nil || gerr != nil || len(configs) != 0 || len(gpus) != 0 {
 			t.Errorf("with the only run hidden: %d configs, %d GPUs (%v, %v); want none", len(configs), len(gpus), err, gerr)
 		}
-		h, err := st.History(ctx, first.ID)
+		h, _, err := st.History(ctx, first.ID, 50, "")
 		if err != nil || len(h) != 3 || h[0].Action != store.ActionCreate || h[1].Action != store.ActionSource || h[2].Action != store.ActionDelete {
 			t.Errorf("history of the deleted run: %+v, %v; want create, source, delete", h, err)
 		}
@@ -122,6 +122,81 @@ func TestNewestRunPerModel(t *testing.T) {
 		}
 		if one, more, err := st.NewestRunPerModel(ctx, f, 1); err != nil || len(one) != 1 || !more {
 			t.Fatalf("limit 1: %d models, more %v, %v; want one and more", len(one), more, err)
+		}
+	})
+}
+
+// TestHistoryPages: a run's 30 events read 10 at a time are three pages
+// that follow on in order, without repeats, whatever is added meanwhile;
+// a cursor not issued for this run's history is refused.
+func TestHistoryPages(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		stored, _, err := st.CreateRuns(ctx, storetest.Runs(93, 3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, admin := stored[0].ID, store.Key{Name: "ops", Admin: true}
+		for i := range 29 {
+			notes := fmt.Sprintf("note %d", i)
+			if _, err := st.UpdateRunMeta(ctx, id, store.MetaPatch{Notes: &notes}, admin); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var (
+			got    []store.Event
+			cursor string
+			pages  int
+		)
+		for {
+			page, next, err := st.History(ctx, id, 10, cursor)
+			if err != nil {
+				t.Fatalf("page %d: %v", pages+1, err)
+			}
+			got, pages = append(got, page...), pages+1
+			if pages == 1 {
+				// An event of another run, added between pages, changes nothing.
+				if _, err := st.HideRun(ctx, stored[1].ID, admin, "spam"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if next == "" || pages > 3 {
+				break
+			}
+			cursor = next
+		}
+		if pages != 3 || len(got) != 30 {
+			t.Fatalf("%d pages, %d events; want 3 pages of 10", pages, len(got))
+		}
+		for i, e := range got {
+			if i > 0 && e.ID <= got[i-1].ID {
+				t.Fatalf("event %d (id %d) after id %d: not in order, or repeated", i, e.ID, got[i-1].ID)
+			}
+		}
+		if got[0].Action != store.ActionCreate || string(got[29].Detail) != `{"notes":"note 28"}` {
+			t.Errorf("first %s, last %s; want the create first and the 29th edit last", got[0].Action, got[29].Detail)
+		}
+
+		_, first, err := st.History(ctx, id, 10, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fe *store.FieldError
+		for name, c := range map[string]string{
+			"forged":         first[:len(first)-2] + "xx",
+			"another run's":  func() string { _, c, _ := st.History(ctx, stored[1].ID, 1, ""); return c }(),
+			"not a cursor":   "%%%",
+			"another list's": func() string { _, c, _ := st.ListRuns(ctx, store.RunFilter{}, store.SortCreated, 1, ""); return c }(),
+		} {
+			if c == "" {
+				t.Fatalf("%s cursor: none issued", name)
+			}
+			if _, _, err := st.History(ctx, id, 10, c); !errors.As(err, &fe) || fe.Field != "cursor" {
+				t.Errorf("%s cursor: %v, want a FieldError on cursor", name, err)
+			}
+		}
+		if _, _, err := st.History(ctx, "rneverwashere", 10, ""); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("history of no run: %v, want not found", err)
 		}
 	})
 }

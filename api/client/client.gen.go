@@ -2007,8 +2007,12 @@ type RunEventAction string
 
 // RunHistory defines model for RunHistory.
 type RunHistory struct {
+	// Items A page of the run's events, oldest first.
 	Items []RunEvent `json:"items"`
-	RunID string     `json:"run_id"`
+
+	// NextCursor Pass as `cursor` for the next page; `null` on the last page.
+	NextCursor *string `json:"next_cursor"`
+	RunID      string  `json:"run_id"`
 }
 
 // RunInput Run JSON: a run as submitted (`POST /v1/runs`, `matrixd import`) and
@@ -3281,6 +3285,12 @@ type ListRunFlagsParams struct {
 
 // GetRunHistoryParams defines parameters for GetRunHistory.
 type GetRunHistoryParams struct {
+	// Limit Items per page, 1–200.
+	Limit *ParamLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page, as given.
+	Cursor *ParamCursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
@@ -3951,7 +3961,9 @@ type ClientInterface interface {
 
 	// DeleteRun Delete a run
 	//
-	// By the key that submitted the run or an admin key.
+	// By the key that submitted the run or an admin key. Of deletes sent
+	// at the same moment one is a 204 and the others 404; a change to the
+	// run that arrives after it is a 404 too, and writes nothing.
 	//
 	// Corresponds with DELETE /v1/runs/{run_id} (the `DeleteRun` operationId).
 	DeleteRun(ctx context.Context, runID ParamRunID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3968,7 +3980,10 @@ type ClientInterface interface {
 	// A JSON merge patch (RFC 7396) of `title`, `notes` and `source_url`,
 	// by the key that submitted the run or an admin key; `null` removes
 	// `notes` or `source_url`. Measurements never change: a corrected
-	// measurement is a new run. The run keeps its id.
+	// measurement is a new run. The run keeps its id. Edits sent at the
+	// same moment are applied one after another, so edits of different
+	// fields all stay; an edit that arrives after the run was deleted is
+	// a 404.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3980,7 +3995,10 @@ type ClientInterface interface {
 	// A JSON merge patch (RFC 7396) of `title`, `notes` and `source_url`,
 	// by the key that submitted the run or an admin key; `null` removes
 	// `notes` or `source_url`. Measurements never change: a corrected
-	// measurement is a new run. The run keeps its id.
+	// measurement is a new run. The run keeps its id. Edits sent at the
+	// same moment are applied one after another, so edits of different
+	// fields all stay; an edit that arrives after the run was deleted is
+	// a 404.
 	//
 	// Takes a body of the `application/merge-patch+json` content type.
 	//
@@ -4056,7 +4074,9 @@ type ClientInterface interface {
 	// An admin key hides a run, saying why: it leaves every list,
 	// leaderboard, catalog count and calculator selection, and the run
 	// and its cells, grid and source answer 410 with the reason. Its
-	// flags and history stay readable. `DELETE` restores it.
+	// flags and history stay readable. `DELETE` restores it. Of hides
+	// sent at the same moment one is a 200 and the others 409, with one
+	// `hide` event in the history.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4068,7 +4088,9 @@ type ClientInterface interface {
 	// An admin key hides a run, saying why: it leaves every list,
 	// leaderboard, catalog count and calculator selection, and the run
 	// and its cells, grid and source answer 410 with the reason. Its
-	// flags and history stay readable. `DELETE` restores it.
+	// flags and history stay readable. `DELETE` restores it. Of hides
+	// sent at the same moment one is a 200 and the others 409, with one
+	// `hide` event in the history.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4080,9 +4102,16 @@ type ClientInterface interface {
 	// The audit log, oldest first: who (the API key's name; `null` for
 	// the server itself: seeds, `matrixd import`), when, and what (the
 	// action and a small JSON object of the change). Each event was
-	// written in the same transaction as its change. A hidden run's
-	// history is readable, and so is a deleted run's (its last event is
-	// `delete`); an id that never held a run is a 404.
+	// written in the same transaction as its change, and changes racing
+	// on one run are decided one at a time: one event per change, none
+	// after `delete`. A hidden run's history is readable, and so is a
+	// deleted run's (its last event is `delete`); an id that never held
+	// a run is a 404.
+	//
+	// Paginated like every list: `limit` events a page (default 50, at
+	// most 200), and `next_cursor` passed back as `cursor` for the next
+	// page, `null` on the last. Pages follow on in order, without gaps or
+	// repeats, while events are added.
 	//
 	// Corresponds with GET /v1/runs/{run_id}/history (the `GetRunHistory` operationId).
 	GetRunHistory(ctx context.Context, runID ParamRunID, params *GetRunHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5038,7 +5067,9 @@ func (c *Client) ImportRunWithTextBody(ctx context.Context, params *ImportRunPar
 
 // DeleteRun Delete a run
 //
-// By the key that submitted the run or an admin key.
+// By the key that submitted the run or an admin key. Of deletes sent
+// at the same moment one is a 204 and the others 404; a change to the
+// run that arrives after it is a 404 too, and writes nothing.
 //
 // Corresponds with DELETE /v1/runs/{run_id} (the `DeleteRun` operationId).
 func (c *Client) DeleteRun(ctx context.Context, runID ParamRunID, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5075,7 +5106,10 @@ func (c *Client) GetRun(ctx context.Context, runID ParamRunID, params *GetRunPar
 // A JSON merge patch (RFC 7396) of `title`, `notes` and `source_url`,
 // by the key that submitted the run or an admin key; `null` removes
 // `notes` or `source_url`. Measurements never change: a corrected
-// measurement is a new run. The run keeps its id.
+// measurement is a new run. The run keeps its id. Edits sent at the
+// same moment are applied one after another, so edits of different
+// fields all stay; an edit that arrives after the run was deleted is
+// a 404.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5097,7 +5131,10 @@ func (c *Client) UpdateRunWithBody(ctx context.Context, runID ParamRunID, conten
 // A JSON merge patch (RFC 7396) of `title`, `notes` and `source_url`,
 // by the key that submitted the run or an admin key; `null` removes
 // `notes` or `source_url`. Measurements never change: a corrected
-// measurement is a new run. The run keeps its id.
+// measurement is a new run. The run keeps its id. Edits sent at the
+// same moment are applied one after another, so edits of different
+// fields all stay; an edit that arrives after the run was deleted is
+// a 404.
 //
 // Takes a body of the `application/merge-patch+json` content type.
 //
@@ -5253,7 +5290,9 @@ func (c *Client) RestoreRun(ctx context.Context, runID ParamRunID, reqEditors ..
 // An admin key hides a run, saying why: it leaves every list,
 // leaderboard, catalog count and calculator selection, and the run
 // and its cells, grid and source answer 410 with the reason. Its
-// flags and history stay readable. `DELETE` restores it.
+// flags and history stay readable. `DELETE` restores it. Of hides
+// sent at the same moment one is a 200 and the others 409, with one
+// `hide` event in the history.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5275,7 +5314,9 @@ func (c *Client) HideRunWithBody(ctx context.Context, runID ParamRunID, contentT
 // An admin key hides a run, saying why: it leaves every list,
 // leaderboard, catalog count and calculator selection, and the run
 // and its cells, grid and source answer 410 with the reason. Its
-// flags and history stay readable. `DELETE` restores it.
+// flags and history stay readable. `DELETE` restores it. Of hides
+// sent at the same moment one is a 200 and the others 409, with one
+// `hide` event in the history.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5297,9 +5338,16 @@ func (c *Client) HideRun(ctx context.Context, runID ParamRunID, body HideRunJSON
 // The audit log, oldest first: who (the API key's name; `null` for
 // the server itself: seeds, `matrixd import`), when, and what (the
 // action and a small JSON object of the change). Each event was
-// written in the same transaction as its change. A hidden run's
-// history is readable, and so is a deleted run's (its last event is
-// `delete`); an id that never held a run is a 404.
+// written in the same transaction as its change, and changes racing
+// on one run are decided one at a time: one event per change, none
+// after `delete`. A hidden run's history is readable, and so is a
+// deleted run's (its last event is `delete`); an id that never held
+// a run is a 404.
+//
+// Paginated like every list: `limit` events a page (default 50, at
+// most 200), and `next_cursor` passed back as `cursor` for the next
+// page, `null` on the last. Pages follow on in order, without gaps or
+// repeats, while events are added.
 //
 // Corresponds with GET /v1/runs/{run_id}/history (the `GetRunHistory` operationId).
 func (c *Client) GetRunHistory(ctx context.Context, runID ParamRunID, params *GetRunHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -8967,6 +9015,45 @@ func NewGetRunHistoryRequest(server string, runID ParamRunID, params *GetRunHist
 		return nil, err
 	}
 
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
@@ -10139,7 +10226,9 @@ type ClientWithResponsesInterface interface {
 
 	// DeleteRunWithResponse Delete a run
 	//
-	// By the key that submitted the run or an admin key.
+	// By the key that submitted the run or an admin key. Of deletes sent
+	// at the same moment one is a 204 and the others 404; a change to the
+	// run that arrives after it is a 404 too, and writes nothing.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10160,7 +10249,10 @@ type ClientWithResponsesInterface interface {
 	// A JSON merge patch (RFC 7396) of `title`, `notes` and `source_url`,
 	// by the key that submitted the run or an admin key; `null` removes
 	// `notes` or `source_url`. Measurements never change: a corrected
-	// measurement is a new run. The run keeps its id.
+	// measurement is a new run. The run keeps its id. Edits sent at the
+	// same moment are applied one after another, so edits of different
+	// fields all stay; an edit that arrives after the run was deleted is
+	// a 404.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10172,7 +10264,10 @@ type ClientWithResponsesInterface interface {
 	// A JSON merge patch (RFC 7396) of `title`, `notes` and `source_url`,
 	// by the key that submitted the run or an admin key; `null` removes
 	// `notes` or `source_url`. Measurements never change: a corrected
-	// measurement is a new run. The run keeps its id.
+	// measurement is a new run. The run keeps its id. Edits sent at the
+	// same moment are applied one after another, so edits of different
+	// fields all stay; an edit that arrives after the run was deleted is
+	// a 404.
 	//
 	// Takes a body of the `application/merge-patch+json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10254,7 +10349,9 @@ type ClientWithResponsesInterface interface {
 	// An admin key hides a run, saying why: it leaves every list,
 	// leaderboard, catalog count and calculator selection, and the run
 	// and its cells, grid and source answer 410 with the reason. Its
-	// flags and history stay readable. `DELETE` restores it.
+	// flags and history stay readable. `DELETE` restores it. Of hides
+	// sent at the same moment one is a 200 and the others 409, with one
+	// `hide` event in the history.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10266,7 +10363,9 @@ type ClientWithResponsesInterface interface {
 	// An admin key hides a run, saying why: it leaves every list,
 	// leaderboard, catalog count and calculator selection, and the run
 	// and its cells, grid and source answer 410 with the reason. Its
-	// flags and history stay readable. `DELETE` restores it.
+	// flags and history stay readable. `DELETE` restores it. Of hides
+	// sent at the same moment one is a 200 and the others 409, with one
+	// `hide` event in the history.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10278,9 +10377,16 @@ type ClientWithResponsesInterface interface {
 	// The audit log, oldest first: who (the API key's name; `null` for
 	// the server itself: seeds, `matrixd import`), when, and what (the
 	// action and a small JSON object of the change). Each event was
-	// written in the same transaction as its change. A hidden run's
-	// history is readable, and so is a deleted run's (its last event is
-	// `delete`); an id that never held a run is a 404.
+	// written in the same transaction as its change, and changes racing
+	// on one run are decided one at a time: one event per change, none
+	// after `delete`. A hidden run's history is readable, and so is a
+	// deleted run's (its last event is `delete`); an id that never held
+	// a run is a 404.
+	//
+	// Paginated like every list: `limit` events a page (default 50, at
+	// most 200), and `next_cursor` passed back as `cursor` for the next
+	// page, `null` on the last. Pages follow on in order, without gaps or
+	// repeats, while events are added.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -15116,7 +15222,9 @@ func (c *ClientWithResponses) ImportRunWithTextBodyWithResponse(ctx context.Cont
 
 // DeleteRunWithResponse Delete a run
 //
-// By the key that submitted the run or an admin key.
+// By the key that submitted the run or an admin key. Of deletes sent
+// at the same moment one is a 204 and the others 404; a change to the
+// run that arrives after it is a 404 too, and writes nothing.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -15149,7 +15257,10 @@ func (c *ClientWithResponses) GetRunWithResponse(ctx context.Context, runID Para
 // A JSON merge patch (RFC 7396) of `title`, `notes` and `source_url`,
 // by the key that submitted the run or an admin key; `null` removes
 // `notes` or `source_url`. Measurements never change: a corrected
-// measurement is a new run. The run keeps its id.
+// measurement is a new run. The run keeps its id. Edits sent at the
+// same moment are applied one after another, so edits of different
+// fields all stay; an edit that arrives after the run was deleted is
+// a 404.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15167,7 +15278,10 @@ func (c *ClientWithResponses) UpdateRunWithBodyWithResponse(ctx context.Context,
 // A JSON merge patch (RFC 7396) of `title`, `notes` and `source_url`,
 // by the key that submitted the run or an admin key; `null` removes
 // `notes` or `source_url`. Measurements never change: a corrected
-// measurement is a new run. The run keeps its id.
+// measurement is a new run. The run keeps its id. Edits sent at the
+// same moment are applied one after another, so edits of different
+// fields all stay; an edit that arrives after the run was deleted is
+// a 404.
 //
 // Takes a body of the `application/merge-patch+json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15297,7 +15411,9 @@ func (c *ClientWithResponses) RestoreRunWithResponse(ctx context.Context, runID 
 // An admin key hides a run, saying why: it leaves every list,
 // leaderboard, catalog count and calculator selection, and the run
 // and its cells, grid and source answer 410 with the reason. Its
-// flags and history stay readable. `DELETE` restores it.
+// flags and history stay readable. `DELETE` restores it. Of hides
+// sent at the same moment one is a 200 and the others 409, with one
+// `hide` event in the history.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15315,7 +15431,9 @@ func (c *ClientWithResponses) HideRunWithBodyWithResponse(ctx context.Context, r
 // An admin key hides a run, saying why: it leaves every list,
 // leaderboard, catalog count and calculator selection, and the run
 // and its cells, grid and source answer 410 with the reason. Its
-// flags and history stay readable. `DELETE` restores it.
+// flags and history stay readable. `DELETE` restores it. Of hides
+// sent at the same moment one is a 200 and the others 409, with one
+// `hide` event in the history.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15333,9 +15451,16 @@ func (c *ClientWithResponses) HideRunWithResponse(ctx context.Context, runID Par
 // The audit log, oldest first: who (the API key's name; `null` for
 // the server itself: seeds, `matrixd import`), when, and what (the
 // action and a small JSON object of the change). Each event was
-// written in the same transaction as its change. A hidden run's
-// history is readable, and so is a deleted run's (its last event is
-// `delete`); an id that never held a run is a 404.
+// written in the same transaction as its change, and changes racing
+// on one run are decided one at a time: one event per change, none
+// after `delete`. A hidden run's history is readable, and so is a
+// deleted run's (its last event is `delete`); an id that never held
+// a run is a 404.
+//
+// Paginated like every list: `limit` events a page (default 50, at
+// most 200), and `next_cursor` passed back as `cursor` for the next
+// page, `null` on the last. Pages follow on in order, without gaps or
+// repeats, while events are added.
 //
 // Returns a wrapper object for the known response body format(s).
 //
