@@ -95,7 +95,7 @@ func TestTwoInstancesOnPostgres(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodPost, base+"/v1/runs", bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+token)
 		req.Header.Set("Content-Type", "application/json")
-		resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+		resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req) // a hang guard, generous for a loaded machine
 		if err != nil {
 			return "", 0, err
 		}
