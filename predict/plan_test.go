@@ -148,7 +148,7 @@ func TestPlanNamesOtherMethodClasses(t *testing.T) {
 	ctx := context.Background()
 	st := sixRuns(t)
 	class, other := classAndOther(t, st)
-	c := New(st, DefaultCacheBytes, nil)
+	c := patient(st, DefaultCacheBytes, nil)
 	pq := PlanQuery{Target: calculator.Target{ContextTokens: 4096, MinPerRequestTokS: 1}, MethodClass: other}
 	plan, err := c.Plan(ctx, pq)
 	if err != nil {
@@ -170,7 +170,7 @@ func TestEmptyBoardNamesOtherMethodClasses(t *testing.T) {
 	ctx := context.Background()
 	st := sixRuns(t)
 	class, other := classAndOther(t, st)
-	c := New(st, DefaultCacheBytes, nil)
+	c := patient(st, DefaultCacheBytes, nil)
 	w, err := c.EmptyBoardWarning(ctx, store.RunFilter{MethodClass: other}, 4096, 1)
 	if err != nil {
 		t.Fatal(err)
