@@ -181,19 +181,31 @@ func TestDegenerateValuesNeverReachAnswers(t *testing.T) {
 	// output reservation, another VRAM) go through the model, where a zero
 	// step time would become +Inf.
 	for _, q := range []calculator.Query{{}, {MaxOutputTokens: 4096}, {VRAMGB: 16}} {
+		estimates := 0
 		for _, l := range []int{0, 8192, 24 << 10, 100 << 10} {
 			for _, b := range []int{1, 3, 4, 5, 8, 16} {
 				q.ContextTokens, q.Concurrency = l, b
 				p, err := m.Decode(q)
-				if err != nil {
+				if errors.Is(err, calculator.ErrRefused) {
 					continue
 				}
+				if err != nil {
+					t.Fatalf("%+v: %v", q, err)
+				}
 				for _, e := range []*calculator.Estimate{p.TotalTokS, p.PerRequestTokS, p.TBTMs, p.TTFTMs} {
-					if e != nil && (bad(e.Value) || bad(e.Low) || bad(e.High) || e.Low < 0) {
+					if e == nil {
+						continue
+					}
+					estimates++
+					if bad(e.Value) || bad(e.Low) || bad(e.High) || e.Low < 0 {
 						t.Fatalf("%+v: estimate %+v is not a finite, non-negative interval", q, *e)
 					}
 				}
 			}
+		}
+		// Each path must have answered with speeds, or this checks nothing.
+		if estimates < 24 {
+			t.Errorf("output %d, VRAM %g GB: %d estimates checked over 24 cells, want one a cell at least", q.MaxOutputTokens, q.VRAMGB, estimates)
 		}
 	}
 	if _, err := m.Prefill(50000); !errors.Is(err, calculator.ErrRefused) {
@@ -208,6 +220,7 @@ func TestProperties(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, r := range seeds() {
 		m := fit(t, r)
+		answered, compared := 0, 0
 		for range 3000 {
 			l := rng.IntN(140<<10) / 1024 * 1024
 			b := 1 + rng.IntN(64)
@@ -218,6 +231,7 @@ func TestProperties(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			answered++
 			for _, e := range []*calculator.Estimate{p.TotalTokS, p.PerRequestTokS, p.TBTMs, p.TTFTMs} {
 				if e != nil && !(e.Low <= e.Value && e.Value <= e.High) {
 					t.Fatalf("%s %d×%d: interval %+v does not contain its value", r.ID, l, b, *e)
@@ -238,11 +252,16 @@ func TestProperties(t *testing.T) {
 				if err != nil || q.TBTMs == nil || q.Status == calculator.RequestsQueued || p.Status == calculator.RequestsQueued {
 					continue
 				}
+				compared++
 				if q.TBTMs.Value < p.TBTMs.Value*(1-1e-9) {
 					t.Fatalf("%s: TBT falls from %.3f at %d×%d (%s) to %.3f at %d×%d (%s)", r.ID,
 						p.TBTMs.Value, l, b, p.Basis, q.TBTMs.Value, next.ContextTokens, next.Concurrency, q.Basis)
 				}
 			}
+		}
+		t.Logf("%s: %d of 3000 queries answered, %d steps of TBT compared", r.ID, answered, compared)
+		if answered < 2000 || compared < 500 {
+			t.Errorf("%s: %d of 3000 queries answered, %d steps of TBT compared: the test checked too little", r.ID, answered, compared)
 		}
 	}
 }

@@ -81,7 +81,7 @@ func TestFitCacheEvictsLeastRecentlyUsedByBytes(t *testing.T) {
 	ctx := context.Background()
 	st, ids := storeOf(t, fittable(t, storetest.Runs(3, 12), 6))
 	size := map[string]int64{}
-	all := New(st, DefaultCacheBytes, nil)
+	all := patient(st, DefaultCacheBytes, nil)
 	var total int64
 	for _, id := range ids {
 		if _, err := all.modelWithin(ctx, -1, id); err != nil {
@@ -93,7 +93,7 @@ func TestFitCacheEvictsLeastRecentlyUsedByBytes(t *testing.T) {
 
 	var fits atomic.Int64
 	bound := total / 2
-	c := New(st, bound, func(time.Duration) { fits.Add(1) })
+	c := patient(st, bound, func(time.Duration) { fits.Add(1) })
 	q := calculator.Query{ContextTokens: 16384, Concurrency: 8}
 	first, err := c.Decode(ctx, Selection{RunID: ids[1]}, q)
 	if err != nil {
@@ -161,7 +161,7 @@ func TestFitLargerThanTheBoundIsAnswered(t *testing.T) {
 	ctx := context.Background()
 	st, ids := storeOf(t, fittable(t, storetest.Runs(3, 4), 1))
 	var fits atomic.Int64
-	c := New(st, 1000, func(time.Duration) { fits.Add(1) })
+	c := patient(st, 1000, func(time.Duration) { fits.Add(1) })
 	for range 2 {
 		if _, err := c.Decode(ctx, Selection{RunID: ids[0]}, calculator.Query{ContextTokens: 0, Concurrency: 1}); err != nil {
 			t.Fatal(err)
@@ -180,7 +180,7 @@ func TestFitLargerThanTheBoundIsAnswered(t *testing.T) {
 func TestFitBeingMadeIsNotEvicted(t *testing.T) {
 	ctx := context.Background()
 	st, ids := storeOf(t, fittable(t, storetest.Runs(3, 8), 3))
-	all := New(st, DefaultCacheBytes, nil)
+	all := patient(st, DefaultCacheBytes, nil)
 	var largest int64
 	for _, id := range ids {
 		if _, err := all.modelWithin(ctx, -1, id); err != nil {
@@ -188,7 +188,7 @@ func TestFitBeingMadeIsNotEvicted(t *testing.T) {
 		}
 		largest = max(largest, all.fits[id].bytes)
 	}
-	c := New(st, largest, nil) // room for one fit, or two small ones
+	c := patient(st, largest, nil) // room for one fit, or two small ones
 	making := &fitCall{key: "making", done: make(chan struct{})}
 	making.elem = c.lru.PushFront(making) // the least recently used, once the others come
 	c.fits[making.key] = making
@@ -241,7 +241,7 @@ func TestFitCacheMemoryStaysInBound(t *testing.T) {
 	const overhead = 4 << 20
 	ctx := context.Background()
 	st, ids := storeOf(t, fittable(t, storetest.Grids(17, 48, 64, 64), 32))
-	c := New(st, bound, nil)
+	c := patient(st, bound, nil)
 	for _, id := range ids { // the store's connections and caches are not the fits'
 		if _, err := st.Run(ctx, id); err != nil {
 			t.Fatal(err)

@@ -54,8 +54,7 @@ func TestPlanDoesNotWaitForEveryFit(t *testing.T) {
 	if !slices.ContainsFunc(first.Warnings, func(w string) bool { return strings.HasPrefix(w, "partial answer: 6 runs are being fitted") }) {
 		t.Errorf("warnings %q do not say the answer is partial", first.Warnings)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	waitFor(t, "every run fitted in the background", func() bool {
 		again, err := c.Plan(ctx, pq)
 		if err != nil {
 			t.Fatal(err)
@@ -66,17 +65,11 @@ func TestPlanDoesNotWaitForEveryFit(t *testing.T) {
 				waiting++
 			}
 		}
-		if waiting == 0 {
-			if again.Pending != 0 || len(again.Warnings) != 0 {
-				t.Fatalf("whole answer still says %d pending: %q", again.Pending, again.Warnings)
-			}
-			break
+		if waiting == 0 && (again.Pending != 0 || len(again.Warnings) != 0) {
+			t.Fatalf("whole answer still says %d pending: %q", again.Pending, again.Warnings)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d runs still being fitted after 20 s", waiting)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return waiting == 0
+	})
 }
 
 // TestPlanWaitsForEveryFitWhenTold: with a negative budget (a one-shot
@@ -136,17 +129,13 @@ func TestAnswerWaitsForItsFitAWhileOnly(t *testing.T) {
 	if !errors.As(err, &fitting) || fitting.RunID != configs[0].ID || fitting.RetryAfter < time.Second || fitting.Queued < 1 {
 		t.Fatalf("first answer: %v, want the run being fitted", err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	waitFor(t, "the run fitted in the background", func() bool {
 		_, err := c.Decode(ctx, Selection{RunID: configs[0].ID}, q)
-		if err == nil {
-			break
-		}
-		if !errors.As(err, &fitting) || time.Now().After(deadline) {
+		if err != nil && !errors.As(err, &fitting) {
 			t.Fatalf("while fitting: %v", err)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return err == nil
+	})
 	if n := fits.Load(); n != 1 {
 		t.Errorf("%d fits made for one run asked again and again, want 1", n)
 	}
@@ -159,7 +148,7 @@ func TestPlanNamesOtherMethodClasses(t *testing.T) {
 	ctx := context.Background()
 	st := sixRuns(t)
 	class, other := classAndOther(t, st)
-	c := New(st, DefaultCacheBytes, nil)
+	c := patient(st, DefaultCacheBytes, nil)
 	pq := PlanQuery{Target: calculator.Target{ContextTokens: 4096, MinPerRequestTokS: 1}, MethodClass: other}
 	plan, err := c.Plan(ctx, pq)
 	if err != nil {
@@ -181,7 +170,7 @@ func TestEmptyBoardNamesOtherMethodClasses(t *testing.T) {
 	ctx := context.Background()
 	st := sixRuns(t)
 	class, other := classAndOther(t, st)
-	c := New(st, DefaultCacheBytes, nil)
+	c := patient(st, DefaultCacheBytes, nil)
 	w, err := c.EmptyBoardWarning(ctx, store.RunFilter{MethodClass: other}, 4096, 1)
 	if err != nil {
 		t.Fatal(err)

@@ -71,7 +71,7 @@ func optionKey(o PlanOption) string {
 func TestPlanConsidersEveryRun(t *testing.T) {
 	ctx := context.Background()
 	st, _ := manyRuns(t, 160)
-	c := New(st, DefaultCacheBytes, nil)
+	c := patient(st, DefaultCacheBytes, nil)
 	if n, err := c.Backfill(ctx, 1); err != nil || n != 160 {
 		t.Fatalf("backfill fitted %d runs (%v), want 160", n, err)
 	}
@@ -122,7 +122,7 @@ func TestPlanConsidersEveryRun(t *testing.T) {
 func TestFitsAreStoredAndOutliveARestart(t *testing.T) {
 	ctx := context.Background()
 	st, path := manyRuns(t, 8)
-	c := New(st, DefaultCacheBytes, nil)
+	c := patient(st, DefaultCacheBytes, nil)
 	if n, err := c.Backfill(ctx, 1); err != nil || n != 8 {
 		t.Fatalf("backfill fitted %d (%v), want 8", n, err)
 	}
@@ -150,7 +150,7 @@ func TestFitsAreStoredAndOutliveARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st2.Close()
-	c2 := New(st2, DefaultCacheBytes, nil)
+	c2 := patient(st2, DefaultCacheBytes, nil)
 	if n, err := c2.Backfill(ctx, 1); err != nil || n != 0 {
 		t.Fatalf("after a restart the backfill fitted %d runs (%v), want none", n, err)
 	}
@@ -169,7 +169,7 @@ func TestFitsAreStoredAndOutliveARestart(t *testing.T) {
 	if err := st2.PutFit(ctx, store.StoredFit{RunID: id, Method: "an earlier method", Params: sf.Params, Summary: sf.Summary}); err != nil {
 		t.Fatal(err)
 	}
-	c3 := New(st2, DefaultCacheBytes, nil)
+	c3 := patient(st2, DefaultCacheBytes, nil)
 	if n, err := c3.Backfill(ctx, 1); err != nil || n != 1 {
 		t.Fatalf("with one fit of an earlier method the backfill fitted %d (%v), want 1", n, err)
 	}

@@ -1,3 +1,5 @@
+//go:build browser
+
 package server_test
 
 import (
@@ -178,7 +180,7 @@ func TestPagesAccessible(t *testing.T) {
 					t.Errorf("%s: console: %s (%s)", at, m, m.URL)
 				}
 			}
-			if err := chromedp.Do(ctx,
+			if err := browserDo(ctx,
 				chromedp.EmulateViewport(width, 900),
 				chromedp.Navigate(u),
 				chromedp.WaitVisible(chromedp.CSS(p.ready)),
@@ -192,7 +194,7 @@ func TestPagesAccessible(t *testing.T) {
 					"has targets under 44 px":    smallTargetsJS,
 					"overflows its 320 px space": widgetOverflowsJS,
 				} {
-					bad, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](js))
+					bad, err := browserRun(ctx, chromedp.Evaluate[[]string](js))
 					if err != nil {
 						t.Fatalf("%s: %v", at, err)
 					}
@@ -205,10 +207,10 @@ func TestPagesAccessible(t *testing.T) {
 				console()
 				continue
 			}
-			if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](axe+";true")); err != nil {
+			if _, err := browserRun(ctx, chromedp.Evaluate[bool](axe+";true")); err != nil {
 				t.Fatalf("%s: load axe: %v", at, err)
 			}
-			raw, err := chromedp.Run(ctx, chromedp.Evaluate[string](
+			raw, err := browserRun(ctx, chromedp.Evaluate[string](
 				`axe.run(document, {resultTypes: ["violations"]}).then(r => JSON.stringify(r.violations))`,
 				chromedp.EvalAwaitPromise))
 			if err != nil {

@@ -1,3 +1,5 @@
+//go:build browser
+
 package server_test
 
 import (
@@ -55,12 +57,34 @@ func browser(t *testing.T) context.Context {
 	)
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelB := chromedp.NewContext(actx)
-	ctx, cancelT := context.WithTimeout(ctx, 150*time.Second)
-	t.Cleanup(func() { cancelT(); cancelB(); cancelA() })
+	t.Cleanup(func() { cancelB(); cancelA() })
+	// The first run starts Chromium and binds its life to its context, so
+	// it has no timeout of its own (go test's -timeout bounds it).
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("start Chromium: %v", err)
 	}
 	return ctx
+}
+
+// browserStep bounds one step in the browser: a navigation and what it
+// waits for, a script, a screenshot. A test has no budget as a whole, as
+// its time grows with its pages and with the machine's other work; a step
+// that hangs still fails, naming itself, long before go test's -timeout.
+// A step takes about a second on an idle two-core machine.
+const browserStep = 3 * time.Minute
+
+// browserDo runs steps in the tab of ctx (from browser) within browserStep.
+func browserDo(ctx context.Context, steps ...chromedp.Action[chromedp.Void]) error {
+	ctx, cancel := context.WithTimeout(ctx, browserStep)
+	defer cancel()
+	return chromedp.Do(ctx, steps...)
+}
+
+// browserRun runs an action that gives a value, as browserDo.
+func browserRun[T any](ctx context.Context, a chromedp.Action[T]) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, browserStep)
+	defer cancel()
+	return chromedp.Run(ctx, a)
 }
 
 // screenshot writes a full-page PNG where a person can look at it:
@@ -74,7 +98,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100) /* 100: PNG */)
+	png, err := browserRun(ctx, chromedp.FullScreenshot(100) /* 100: PNG */)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +112,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 // textOf is the visible text of the first element sel matches.
 func textOf(t *testing.T, ctx context.Context, sel string) string {
 	t.Helper()
-	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+	s, err := browserRun(ctx, chromedp.Text(chromedp.CSS(sel)))
 	if err != nil {
 		t.Fatalf("text of %s: %v", sel, err)
 	}
@@ -189,7 +213,7 @@ func TestWidgetOnAnotherOrigin(t *testing.T) {
 		return v
 	}
 
-	if err := chromedp.Do(ctx,
+	if err := browserDo(ctx,
 		chromedp.Navigate(host.URL),
 		chromedp.WaitVisible(chromedp.CSS(`.mxd[data-query="16384x8"]`)),
 	); err != nil {
@@ -202,7 +226,14 @@ func TestWidgetOnAnotherOrigin(t *testing.T) {
 		{"16384", "8", "", "RTX 3090"}, // scaled to another GPU
 	} {
 		name := strings.Join([]string{step.context, step.concurrency, step.vram, step.targetGPU}, "/")
-		if err := chromedp.Do(ctx,
+		// The widget marks its box with the query it answered once it has
+		// written that answer; the mark is taken off first, as a change of
+		// VRAM or GPU leaves the same query, so the wait is for this answer.
+		if err := browserDo(ctx,
+			chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+				_, err := chromedp.Evaluate[bool](`document.querySelector('.mxd').removeAttribute('data-query'), true`)(ctx, tg)
+				return err
+			}),
 			chromedp.SetValue(chromedp.CSS(`[data-in="context"]`), step.context),
 			chromedp.SetValue(chromedp.CSS(`[data-in="concurrency"]`), step.concurrency),
 			chromedp.SetValue(chromedp.CSS(`[data-in="vram"]`), step.vram),
@@ -213,7 +244,6 @@ func TestWidgetOnAnotherOrigin(t *testing.T) {
 		); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		time.Sleep(200 * time.Millisecond) // the last answer's text is set with its state
 		q := url.Values{"context_tokens": {step.context}, "concurrency": {step.concurrency}}
 		if step.vram != "" {
 			q.Set("vram_gb", step.vram)
@@ -241,7 +271,7 @@ func TestWidgetOnAnotherOrigin(t *testing.T) {
 	screenshot(t, ctx, "widget-on-another-origin")
 
 	// A question the data does not support shows the API's reason.
-	if err := chromedp.Do(ctx,
+	if err := browserDo(ctx,
 		chromedp.SetValue(chromedp.CSS(`[data-in="target-gpu"]`), ""),
 		chromedp.SetValue(chromedp.CSS(`[data-in="vram"]`), ""),
 		chromedp.SetValue(chromedp.CSS(`[data-in="context"]`), "200000"),
@@ -271,14 +301,14 @@ func TestRunPagesShowEveryCell(t *testing.T) {
 	srv := httptest.NewServer(e.h)
 	defer srv.Close()
 	for name, r := range e.seeds {
-		if err := chromedp.Do(ctx,
+		if err := browserDo(ctx,
 			chromedp.Navigate(srv.URL+"/runs/"+r.ID),
 			chromedp.WaitVisible(chromedp.CSS(`svg[aria-labelledby="decode-title"]`)),
 		); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		text := textOf(t, ctx, `body`)
-		rects, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('svg[aria-labelledby="decode-title"] rect').length`))
+		rects, err := browserRun(ctx, chromedp.Evaluate[int](`document.querySelectorAll('svg[aria-labelledby="decode-title"] rect').length`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -292,7 +322,7 @@ func TestRunPagesShowEveryCell(t *testing.T) {
 		}
 		// Each value is shown for people (93.7, 1,273) and kept exactly, as
 		// published, in its cell's <data value>.
-		kept, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('table.cells data')).map(d => d.value)`))
+		kept, err := browserRun(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('table.cells data')).map(d => d.value)`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -317,7 +347,7 @@ func TestRunPagesShowEveryCell(t *testing.T) {
 		}
 		// The prefill chart's axis titles and labels are drawn inside it,
 		// none over another, with a scale of more than one label.
-		drawn, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => {
+		drawn, err := browserRun(ctx, chromedp.Evaluate[[]string](`(() => {
 			const svg = document.querySelector('svg[aria-labelledby="prefill-title"]'), box = svg.getBoundingClientRect();
 			const texts = Array.from(svg.querySelectorAll('text')), out = [];
 			texts.forEach((el, i) => {
@@ -359,7 +389,7 @@ func TestPagesInBrowser(t *testing.T) {
 	e := newEnv(t, 0)
 	srv := httptest.NewServer(e.h)
 	defer srv.Close()
-	if err := chromedp.Do(ctx,
+	if err := browserDo(ctx,
 		chromedp.Navigate(srv.URL+"/"),
 		chromedp.WaitVisible(chromedp.CSS(`table.runs`)),
 	); err != nil {
@@ -372,20 +402,20 @@ func TestPagesInBrowser(t *testing.T) {
 		}
 	}
 	screenshot(t, ctx, "landing")
-	if err := chromedp.Do(ctx,
+	if err := browserDo(ctx,
 		chromedp.Click(chromedp.CSS(`table.runs a`)),
 		chromedp.WaitVisible(chromedp.CSS(`svg[aria-labelledby="decode-title"]`)),
 	); err != nil {
 		t.Fatal(err)
 	}
-	title, err := chromedp.Run(ctx, chromedp.Title())
+	title, err := browserRun(ctx, chromedp.Title())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasSuffix(title, "· matrixd") {
 		t.Errorf("run page title %q", title)
 	}
-	if err := chromedp.Do(ctx,
+	if err := browserDo(ctx,
 		chromedp.Navigate(srv.URL+"/leaderboard?context_tokens=20000&concurrency=3"),
 		chromedp.WaitVisible(chromedp.CSS(`.hint`)),
 	); err != nil {
@@ -396,7 +426,7 @@ func TestPagesInBrowser(t *testing.T) {
 		t.Errorf("leaderboard hint %q", text)
 	}
 	screenshot(t, ctx, "leaderboard-hint")
-	if err := chromedp.Do(ctx,
+	if err := browserDo(ctx,
 		chromedp.Navigate(srv.URL+"/leaderboard?context_tokens=16384&concurrency=8"),
 		chromedp.WaitVisible(chromedp.CSS(`table.runs`)),
 	); err != nil {
@@ -455,49 +485,49 @@ func TestSeriesPagesInBrowser(t *testing.T) {
 	pageWidth := `[document.documentElement.scrollWidth, window.innerWidth]`
 	for _, width := range []int64{400, 1280} {
 		w := strconv.FormatInt(width, 10)
-		if err := chromedp.Do(ctx,
+		if err := browserDo(ctx,
 			chromedp.EmulateViewport(width, 900),
 			chromedp.Navigate(srv.URL+"/runs/"+runs[2].ID),
 			chromedp.WaitVisible(chromedp.CSS(`svg[aria-labelledby="series-title series-desc"]`)),
 		); err != nil {
 			t.Fatalf("run page at %s px: %v", w, err)
 		}
-		lines, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('svg[aria-labelledby="series-title series-desc"] polyline').length`))
+		lines, err := browserRun(ctx, chromedp.Evaluate[int](`document.querySelectorAll('svg[aria-labelledby="series-title series-desc"] polyline').length`))
 		if err != nil || lines < 3 {
 			t.Errorf("run page at %s px: %d lines in the chart (%v)", w, lines, err)
 		}
-		if marked, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('svg[aria-labelledby="series-title series-desc"] g.regressed text').textContent`)); err != nil || !strings.Contains(marked, "regressed") {
+		if marked, err := browserRun(ctx, chromedp.Evaluate[string](`document.querySelector('svg[aria-labelledby="series-title series-desc"] g.regressed text').textContent`)); err != nil || !strings.Contains(marked, "regressed") {
 			t.Errorf("run page at %s px: the regressed step is not marked: %q (%v)", w, marked, err)
 		}
-		if dims, err := chromedp.Run(ctx, chromedp.Evaluate[[]int](pageWidth)); err != nil || dims[0] > dims[1] {
+		if dims, err := browserRun(ctx, chromedp.Evaluate[[]int](pageWidth)); err != nil || dims[0] > dims[1] {
 			t.Errorf("run page at %s px scrolls sideways: %v wide (%v)", w, dims, err)
 		}
-		if box, err := chromedp.Run(ctx, chromedp.Evaluate[int](`Math.round(document.querySelector('.series-chart svg').getBoundingClientRect().width)`)); err != nil || box > int(width) {
+		if box, err := browserRun(ctx, chromedp.Evaluate[int](`Math.round(document.querySelector('.series-chart svg').getBoundingClientRect().width)`)); err != nil || box > int(width) {
 			t.Errorf("run page at %s px: the chart is %d px wide (%v)", w, box, err)
 		}
 		screenshot(t, ctx, "series-run-"+w)
 
-		if err := chromedp.Do(ctx,
+		if err := browserDo(ctx,
 			chromedp.Click(chromedp.CSS(`table.steps tr.regressed a`)),
 			chromedp.WaitVisible(chromedp.CSS(`svg[aria-labelledby="ratio-title"]`)),
 		); err != nil {
 			t.Fatalf("compare page at %s px: %v", w, err)
 		}
-		if u, err := chromedp.Run(ctx, chromedp.Location()); err != nil || !strings.HasSuffix(u, "/compare?run_ids="+runs[1].ID+","+runs[2].ID) {
+		if u, err := browserRun(ctx, chromedp.Location()); err != nil || !strings.HasSuffix(u, "/compare?run_ids="+runs[1].ID+","+runs[2].ID) {
 			t.Errorf("the regressed step links %s (%v)", u, err)
 		}
-		cells, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('svg[aria-labelledby="ratio-title"] g.cell').length`))
+		cells, err := browserRun(ctx, chromedp.Evaluate[int](`document.querySelectorAll('svg[aria-labelledby="ratio-title"] g.cell').length`))
 		if err != nil || cells == 0 {
 			t.Errorf("compare page at %s px: %d heatmap cells (%v)", w, cells, err)
 		}
 		if v := textOf(t, ctx, `#verdict`); !strings.Contains(v, "regressed") {
 			t.Errorf("compare page at %s px: verdict %q", w, v)
 		}
-		if dims, err := chromedp.Run(ctx, chromedp.Evaluate[[]int](pageWidth)); err != nil || dims[0] > dims[1] {
+		if dims, err := browserRun(ctx, chromedp.Evaluate[[]int](pageWidth)); err != nil || dims[0] > dims[1] {
 			t.Errorf("compare page at %s px scrolls sideways: %v wide (%v)", w, dims, err)
 		}
 		if width == 400 {
-			inner, err := chromedp.Run(ctx, chromedp.Evaluate[[]int](`(b => [b.scrollWidth, b.clientWidth])(document.querySelector('.heatbox'))`))
+			inner, err := browserRun(ctx, chromedp.Evaluate[[]int](`(b => [b.scrollWidth, b.clientWidth])(document.querySelector('.heatbox'))`))
 			if err != nil || inner[0] <= inner[1] {
 				t.Errorf("at 400 px the heatmap should scroll in its box: %v (%v)", inner, err)
 			}
@@ -529,7 +559,7 @@ func TestWidgetSpeaksItsLanguage(t *testing.T) {
 		{srv.URL + "/widget/calculator?lang=zh-Hant&run=" + fara.ID, "解碼速度計算器", "狀態"},
 		{host.URL, "เครื่องคำนวณความเร็ว decode", "สถานะ"},
 	} {
-		if err := chromedp.Do(ctx, chromedp.Navigate(c.url), chromedp.WaitVisible(chromedp.CSS(`.mxd[data-state="answered"]`))); err != nil {
+		if err := browserDo(ctx, chromedp.Navigate(c.url), chromedp.WaitVisible(chromedp.CSS(`.mxd[data-state="answered"]`))); err != nil {
 			t.Fatalf("%s: %v", c.url, err)
 		}
 		if got := textOf(t, ctx, `.mxd :is(h1, h2)`); got != c.title {
@@ -582,7 +612,7 @@ func TestWidgetAnswersWhatItAsks(t *testing.T) {
 	ask := func(name, context, concurrency string) {
 		t.Helper()
 		q := context + "x" + concurrency
-		if err := chromedp.Do(ctx,
+		if err := browserDo(ctx,
 			chromedp.SetValue(chromedp.CSS(`[data-in="context"]`), context),
 			chromedp.SetValue(chromedp.CSS(`[data-in="concurrency"]`), concurrency),
 			fire(`[data-in="context"]`),
@@ -594,13 +624,13 @@ func TestWidgetAnswersWhatItAsks(t *testing.T) {
 	}
 	fits := func(what string) {
 		t.Helper()
-		if bad, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](widgetOverflowsJS)); err != nil || len(bad) > 0 {
+		if bad, err := browserRun(ctx, chromedp.Evaluate[[]string](widgetOverflowsJS)); err != nil || len(bad) > 0 {
 			t.Errorf("%s: %v (%v)", what, bad, err)
 		}
 	}
 
 	// A model on a GPU: the heatmap of the run the answer names.
-	if err := chromedp.Do(ctx,
+	if err := browserDo(ctx,
 		chromedp.EmulateViewport(360, 900),
 		chromedp.Navigate(host.URL+"/model"),
 		chromedp.WaitVisible(chromedp.CSS(`.mxd[data-state="answered"] [data-drawn="16384x8"] rect[data-chosen="true"]`)),
@@ -608,7 +638,7 @@ func TestWidgetAnswersWhatItAsks(t *testing.T) {
 		screenshot(t, ctx, "widget-model-gpu-failed")
 		t.Fatalf("model on a GPU: no heatmap: %v", err)
 	}
-	if cells, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-out="heatmap"] rect').length`)); err != nil || cells < 16 {
+	if cells, err := browserRun(ctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-out="heatmap"] rect').length`)); err != nil || cells < 16 {
 		t.Errorf("model on a GPU: %d heatmap cells (%v), want the run's grid", cells, err)
 	}
 	if got := textOf(t, ctx, `[data-out="band"]`); got != "measured" {
@@ -622,7 +652,7 @@ func TestWidgetAnswersWhatItAsks(t *testing.T) {
 	if got := textOf(t, ctx, `[data-out="status"]`); got != "over capacity" {
 		t.Fatalf("16K × 64: status %q, want over capacity", got)
 	}
-	if shown, err := chromedp.Run(ctx, chromedp.Evaluate[[]bool](`['[data-out="band"]', '.mxd dt:nth-of-type(6)'].map(s => document.querySelector(s).offsetParent !== null)`)); err != nil || shown[0] || shown[1] {
+	if shown, err := browserRun(ctx, chromedp.Evaluate[[]bool](`['[data-out="band"]', '.mxd dt:nth-of-type(6)'].map(s => document.querySelector(s).offsetParent !== null)`)); err != nil || shown[0] || shown[1] {
 		t.Errorf("an answer without speed shows an error band: %v (%v): %q", shown, err, textOf(t, ctx, `.mxd dl`))
 	}
 	screenshot(t, ctx, "widget-no-speed")
@@ -630,7 +660,7 @@ func TestWidgetAnswersWhatItAsks(t *testing.T) {
 	// A context of 1,000,000: its row label is written for people and fits
 	// left of the cells.
 	ask("long-context", "1000000", "1")
-	labels, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => {
+	labels, err := browserRun(ctx, chromedp.Evaluate[[]string](`(() => {
 		const svg = document.querySelector('[data-out="heatmap"] svg'), left = svg.querySelector('rect').getBBox().x;
 		return Array.from(svg.querySelectorAll('text[text-anchor="end"]')).map(el => {
 			const b = el.getBBox();
@@ -652,7 +682,7 @@ func TestWidgetAnswersWhatItAsks(t *testing.T) {
 	screenshot(t, ctx, "widget-long-context")
 
 	// Another GPU generation: the fix is the "Across generations" box.
-	if err := chromedp.Do(ctx,
+	if err := browserDo(ctx,
 		chromedp.Navigate(host.URL+"/run"),
 		chromedp.WaitVisible(chromedp.CSS(`.mxd[data-state="answered"]`)),
 		chromedp.SetValue(chromedp.CSS(`[data-in="target-gpu"]`), "H100 SXM"),
@@ -666,7 +696,7 @@ func TestWidgetAnswersWhatItAsks(t *testing.T) {
 		t.Errorf("another generation's refusal: %q, want its fix as the widget's box", got)
 	}
 	screenshot(t, ctx, "widget-refusal-rough")
-	if err := chromedp.Do(ctx,
+	if err := browserDo(ctx,
 		chromedp.Click(chromedp.CSS(`[data-in="rough"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`.mxd[data-state="answered"]`)),
 	); err != nil {
@@ -678,7 +708,7 @@ func TestWidgetAnswersWhatItAsks(t *testing.T) {
 
 	// A run that does not say its output reservation: the fix is the max
 	// output tokens input.
-	if err := chromedp.Do(ctx,
+	if err := browserDo(ctx,
 		chromedp.Navigate(host.URL+"/no-out"),
 		chromedp.WaitVisible(chromedp.CSS(`.mxd[data-state="refused"] [data-out="refusal"]`)),
 	); err != nil {
@@ -690,7 +720,7 @@ func TestWidgetAnswersWhatItAsks(t *testing.T) {
 	}
 	fits("a refusal")
 	screenshot(t, ctx, "widget-refusal-max-output")
-	if err := chromedp.Do(ctx,
+	if err := browserDo(ctx,
 		chromedp.SetValue(chromedp.CSS(`[data-in="max-output"]`), "8192"),
 		fire(`[data-in="max-output"]`),
 		chromedp.WaitVisible(chromedp.CSS(`.mxd[data-state="answered"]`)),
@@ -701,7 +731,7 @@ func TestWidgetAnswersWhatItAsks(t *testing.T) {
 		t.Errorf("with max output tokens: status %q", got)
 	}
 	// In Chinese, the controls are named as the widget labels them.
-	if err := chromedp.Do(ctx,
+	if err := browserDo(ctx,
 		chromedp.Navigate(host.URL+"/no-out-zh"),
 		chromedp.WaitVisible(chromedp.CSS(`.mxd[data-state="refused"] [data-out="refusal"]`)),
 	); err != nil {
@@ -717,5 +747,45 @@ func TestWidgetAnswersWhatItAsks(t *testing.T) {
 		if !strings.Contains(m.Text, "status of 422") { // the refusals asked for
 			t.Errorf("console: %s (%s)", m, m.URL)
 		}
+	}
+}
+
+// TestSitePagesInBrowser opens the navigation's pages at 400 and 1280 px:
+// none scrolls sideways (wide tables scroll in their own box) and none
+// writes an error to the console.
+func TestSitePagesInBrowser(t *testing.T) {
+	ctx := browser(t)
+	e := newEnv(t, 0)
+	fara := e.seed(t, "fara1.5-4b-autoround-rtx3060")
+	srv := httptest.NewServer(e.h)
+	defer srv.Close()
+	errs := consoleErrors(t, ctx)
+	for _, page := range []struct{ name, path string }{
+		{"models", "/models"},
+		{"model", "/models/" + fara.Model.Name},
+		{"hardware", "/hardware"},
+		{"gpu", "/hardware/3060"},
+		{"submitter", "/submitters/Sandberg"},
+		{"planner", "/planner?context_tokens=16384&min_per_request_tok_s=20&users=100&include_scaled=true"},
+		{"getting-started", "/getting-started"},
+		{"calculator", "/calculator?run_id=" + fara.ID + "&context_tokens=16384&concurrency=8&gpu_hour_usd=0.4"},
+	} {
+		for _, width := range []int64{400, 1280} {
+			w := strconv.FormatInt(width, 10)
+			if err := browserDo(ctx,
+				chromedp.EmulateViewport(width, 900),
+				chromedp.Navigate(srv.URL+page.path),
+				chromedp.WaitVisible(chromedp.CSS(`main h1`)),
+			); err != nil {
+				t.Fatalf("%s at %s px: %v", page.path, w, err)
+			}
+			if dims, err := browserRun(ctx, chromedp.Evaluate[[]int](`[document.documentElement.scrollWidth, window.innerWidth]`)); err != nil || dims[0] > dims[1] {
+				t.Errorf("%s at %s px scrolls sideways: %v wide (%v)", page.path, w, dims, err)
+			}
+			screenshot(t, ctx, "site-"+page.name+"-"+w)
+		}
+	}
+	if got := errs(); len(got) > 0 {
+		t.Errorf("console errors: %v", got)
 	}
 }

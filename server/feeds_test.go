@@ -3,6 +3,7 @@ package server_test
 import (
 	"encoding/xml"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"slices"
@@ -61,11 +62,11 @@ var urnUUID = regexp.MustCompile(`^urn:uuid:[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}
 // 3339; no two links of one rel and type) and returns it.
 func (e *env) feed(t *testing.T, target string) atomFeed {
 	t.Helper()
-	rec := e.do(t, "GET", target, nil)
-	if rec.Code == http.StatusServiceUnavailable { // fits being made
-		time.Sleep(time.Second)
+	var rec *httptest.ResponseRecorder
+	waitFor(t, target+" answers, its runs fitted", func() bool {
 		rec = e.do(t, "GET", target, nil)
-	}
+		return rec.Code != http.StatusServiceUnavailable // 503: fits being made in the background
+	})
 	if rec.Code != http.StatusOK {
 		t.Fatalf("%s: %d %.500s", target, rec.Code, rec.Body)
 	}

@@ -1,3 +1,5 @@
+//go:build browser
+
 package server_test
 
 import (
@@ -28,10 +30,10 @@ func TestFormsWorkByKeyboard(t *testing.T) {
 		{"/calculator", map[string]string{"run_id": kb.ArrowDown, "context_tokens": "16384", "concurrency": "8"}, "table"},
 		{"/planner", map[string]string{"context_tokens": "16384", "min_per_request_tok_s": "20", "users": "100"}, "table"},
 	} {
-		if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(srv.URL+page.path), chromedp.WaitVisible(chromedp.CSS(`main form`))); err != nil {
+		if err := browserDo(ctx, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(srv.URL+page.path), chromedp.WaitVisible(chromedp.CSS(`main form`))); err != nil {
 			t.Fatalf("%s: %v", page.path, err)
 		}
-		controls, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('main form :is(input,select,button,textarea):not([type=hidden]):not([disabled])')].map(c => c.name || c.type)`))
+		controls, err := browserRun(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('main form :is(input,select,button,textarea):not([type=hidden]):not([disabled])')].map(c => c.name || c.type)`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,10 +41,10 @@ func TestFormsWorkByKeyboard(t *testing.T) {
 		// last control, noting each control of the form reached.
 		var reached []string
 		for range 60 {
-			if err := chromedp.Do(ctx, chromedp.KeyEvent(kb.Tab)); err != nil {
+			if err := browserDo(ctx, chromedp.KeyEvent(kb.Tab)); err != nil {
 				t.Fatal(err)
 			}
-			focus, err := chromedp.Run(ctx, chromedp.Evaluate[focused](`(() => { const a = document.activeElement, s = getComputedStyle(a);
+			focus, err := browserRun(ctx, chromedp.Evaluate[focused](`(() => { const a = document.activeElement, s = getComputedStyle(a);
 				return {inForm: !!a.closest('main form'), name: a.name || a.type || '', outline: s.outlineStyle === 'none' && s.boxShadow === 'none' ? '' : s.outlineStyle + ' ' + s.boxShadow} })()`))
 			if err != nil {
 				t.Fatal(err)
@@ -63,20 +65,20 @@ func TestFormsWorkByKeyboard(t *testing.T) {
 		var last string
 		for name, v := range page.typed {
 			sel := `main form [name="` + name + `"]`
-			if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { const c = document.querySelector('`+sel+`'); c.focus(); if (c.select) c.select(); return true })()`)); err != nil {
+			if _, err := browserRun(ctx, chromedp.Evaluate[bool](`(() => { const c = document.querySelector('`+sel+`'); c.focus(); if (c.select) c.select(); return true })()`)); err != nil {
 				t.Fatalf("%s: focusing %s: %v", page.path, name, err)
 			}
-			if err := chromedp.Do(ctx, chromedp.KeyEvent(v)); err != nil {
+			if err := browserDo(ctx, chromedp.KeyEvent(v)); err != nil {
 				t.Fatalf("%s: typing %s: %v", page.path, name, err)
 			}
 			if v != kb.ArrowDown {
 				last = sel
 			}
 		}
-		if err := chromedp.Do(ctx, chromedp.Focus(chromedp.CSS(last)), chromedp.KeyEvent(kb.Enter), chromedp.WaitVisible(chromedp.CSS(`main `+page.want))); err != nil {
+		if err := browserDo(ctx, chromedp.Focus(chromedp.CSS(last)), chromedp.KeyEvent(kb.Enter), chromedp.WaitVisible(chromedp.CSS(`main `+page.want))); err != nil {
 			t.Fatalf("%s: Enter did not answer: %v", page.path, err)
 		}
-		loc, err := chromedp.Run(ctx, chromedp.Location())
+		loc, err := browserRun(ctx, chromedp.Location())
 		if err != nil {
 			t.Fatal(err)
 		}

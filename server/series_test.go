@@ -32,9 +32,6 @@ func (e *env) series(t *testing.T, base store.Run, versions []string, fs []func(
 func (e *env) runSeries(t *testing.T, id string) api.RunSeries {
 	t.Helper()
 	rec := e.do(t, "GET", "/v1/runs/"+id+"/series", nil)
-	if rec.Code == 503 {
-		rec = e.do(t, "GET", "/v1/runs/"+id+"/series", nil)
-	}
 	if rec.Code != 200 {
 		t.Fatalf("series of %s: %d %s", id, rec.Code, rec.Body)
 	}

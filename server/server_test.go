@@ -25,6 +25,7 @@ import (
 
 	"github.com/matrixd/matrixd/api"
 	"github.com/matrixd/matrixd/ingest"
+	"github.com/matrixd/matrixd/predict"
 	"github.com/matrixd/matrixd/server"
 	"github.com/matrixd/matrixd/store"
 	"github.com/matrixd/matrixd/store/storetest"
@@ -99,6 +100,17 @@ func buildEnv(t testing.TB, seeded bool, generated int, cfg server.Config) *env 
 		if _, _, err := st.CreateRuns(ctx, storetest.Runs(5, generated)); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if cfg.Calc == nil {
+		// Answers wait for their fits however long they take, so that what a
+		// test reads does not hang on how fast the machine fits; the tests
+		// of answers given before their fits are made set their own Calc.
+		if cfg.FitCacheBytes == 0 {
+			cfg.FitCacheBytes = predict.DefaultCacheBytes
+		}
+		cfg.Calc = predict.New(st, cfg.FitCacheBytes, nil)
+		cfg.Calc.SetFitWait(-1)
+		cfg.Calc.SetPlanFitBudget(-1)
 	}
 	if e.h, err = server.New(st, cfg); err != nil {
 		t.Fatal(err)

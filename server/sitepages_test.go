@@ -8,11 +8,8 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/chromedp/chromedp"
 
 	"github.com/matrixd/matrixd/api"
 )
@@ -129,46 +126,6 @@ func TestSitePages(t *testing.T) {
 	e.h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/models/LeaderboardModel1%2FFara1.5-4B-AutoRound-W4A16-RTN", nil))
 	if rec.Code != http.StatusNotFound {
 		t.Errorf("an encoded slash in a model's path: %d, want 404", rec.Code)
-	}
-}
-
-// TestSitePagesInBrowser opens the navigation's pages at 400 and 1280 px:
-// none scrolls sideways (wide tables scroll in their own box) and none
-// writes an error to the console.
-func TestSitePagesInBrowser(t *testing.T) {
-	ctx := browser(t)
-	e := newEnv(t, 0)
-	fara := e.seed(t, "fara1.5-4b-autoround-rtx3060")
-	srv := httptest.NewServer(e.h)
-	defer srv.Close()
-	errs := consoleErrors(t, ctx)
-	for _, page := range []struct{ name, path string }{
-		{"models", "/models"},
-		{"model", "/models/" + fara.Model.Name},
-		{"hardware", "/hardware"},
-		{"gpu", "/hardware/3060"},
-		{"submitter", "/submitters/Sandberg"},
-		{"planner", "/planner?context_tokens=16384&min_per_request_tok_s=20&users=100&include_scaled=true"},
-		{"getting-started", "/getting-started"},
-		{"calculator", "/calculator?run_id=" + fara.ID + "&context_tokens=16384&concurrency=8&gpu_hour_usd=0.4"},
-	} {
-		for _, width := range []int64{400, 1280} {
-			w := strconv.FormatInt(width, 10)
-			if err := chromedp.Do(ctx,
-				chromedp.EmulateViewport(width, 900),
-				chromedp.Navigate(srv.URL+page.path),
-				chromedp.WaitVisible(chromedp.CSS(`main h1`)),
-			); err != nil {
-				t.Fatalf("%s at %s px: %v", page.path, w, err)
-			}
-			if dims, err := chromedp.Run(ctx, chromedp.Evaluate[[]int](`[document.documentElement.scrollWidth, window.innerWidth]`)); err != nil || dims[0] > dims[1] {
-				t.Errorf("%s at %s px scrolls sideways: %v wide (%v)", page.path, w, dims, err)
-			}
-			screenshot(t, ctx, "site-"+page.name+"-"+w)
-		}
-	}
-	if got := errs(); len(got) > 0 {
-		t.Errorf("console errors: %v", got)
 	}
 }
 

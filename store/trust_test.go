@@ -82,7 +82,13 @@ func TestSourcesAndHiding(t *testing.T) {
 // the filter, one run each (its newest), however many runs the newest
 // model has; RunConfigs sees only the newest runs.
 func TestNewestRunPerModel(t *testing.T) {
-	forEachStore(t, func(t *testing.T, st *store.Store) {
+	forEachBackend(t, func(t *testing.T, backend string) {
+		// Each write is a minute after the one before, on the store's clock.
+		clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		st := openStore(t, backend, store.Options{Now: func() time.Time {
+			clock = clock.Add(time.Minute)
+			return clock
+		}})
 		ctx := context.Background()
 		runs := storetest.Runs(17, 8)
 		for i := range runs {
@@ -101,7 +107,6 @@ func TestNewestRunPerModel(t *testing.T) {
 				t.Fatal(err)
 			}
 			stored[i] = got[0]
-			time.Sleep(2 * time.Millisecond) // distinct created_at
 		}
 		f := store.RunFilter{GPU: "RTX 3090"}
 		newest, _, err := st.RunConfigs(ctx, f, 3)

@@ -46,7 +46,7 @@ import (
 	"github.com/matrixd/matrixd/assess"
 	"github.com/matrixd/matrixd/ingest"
 	"github.com/matrixd/matrixd/store"
-	"github.com/matrixd/matrixd/store/storetest"
+	"github.com/matrixd/matrixd/store/storegen"
 )
 
 func main() {
@@ -245,7 +245,7 @@ func prepare(ctx context.Context, path string, n int, stderr io.Writer) error {
 			return err
 		}
 	}
-	runs := storetest.Runs(1, n)
+	runs := storegen.Runs(1, n)
 	for i := 0; i < len(runs); i += 500 {
 		if _, _, err := w.CreateRuns(ctx, runs[i:min(i+500, len(runs))]); err != nil {
 			return err

@@ -17,7 +17,7 @@ import (
 	"github.com/matrixd/matrixd/ingest"
 	"github.com/matrixd/matrixd/predict"
 	"github.com/matrixd/matrixd/store"
-	"github.com/matrixd/matrixd/store/storetest"
+	"github.com/matrixd/matrixd/store/storegen"
 )
 
 // seedIfEmpty stores the bundled example runs when the database has no run,
@@ -280,7 +280,7 @@ func generateCmd(ctx context.Context, args []string, getenv func(string) string,
 	if err != nil {
 		return err
 	}
-	runs := storetest.Runs(*seed, *n)
+	runs := storegen.Runs(*seed, *n)
 	const batch = 500
 	added := 0
 	for i := 0; i < len(runs); i += batch {

@@ -22,9 +22,10 @@ import (
 )
 
 // TestCrashLosesNoAcknowledgedWrite runs the real server binary under
-// concurrent writes and kills it with SIGKILL at a random moment, 20
-// times. After each kill, every write that was answered 2xx is stored and
-// whole, and the database passes PRAGMA integrity_check.
+// concurrent writes and kills it with SIGKILL amid them (as one of its
+// first 64 writes is sent), 20 times. After each kill, every write that
+// was answered 2xx is stored and whole, and the database passes PRAGMA
+// integrity_check.
 func TestCrashLosesNoAcknowledgedWrite(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "matrixd")
@@ -43,7 +44,7 @@ func TestCrashLosesNoAcknowledgedWrite(t *testing.T) {
 	sent := map[string]store.Run{} // acknowledged: id → what was sent
 	total := 0
 	for round := range 20 {
-		acked, n := crashRound(t, bin, db, token, uint64(round+100), time.Duration(50+rng.IntN(400))*time.Millisecond)
+		acked, n := crashRound(t, bin, db, token, uint64(round+100), 4+rng.IntN(60))
 		total += n
 		for id, r := range acked {
 			sent[id] = r
@@ -60,8 +61,10 @@ func TestCrashLosesNoAcknowledgedWrite(t *testing.T) {
 }
 
 // crashRound starts the server, writes from 4 clients until it is killed
-// after d, and returns the runs it acknowledged.
-func crashRound(t *testing.T, bin, db, token string, seed uint64, d time.Duration) (map[string]store.Run, int) {
+// as the k-th write is sent (the 4 clients' writes in flight), and returns
+// the runs it acknowledged. A count, not a time, picks the moment, so the
+// kill lands amid writes however slow the machine.
+func crashRound(t *testing.T, bin, db, token string, seed uint64, k int) (map[string]store.Run, int) {
 	t.Helper()
 	in := startInstance(t, bin, db)
 	cmd, base := in.cmd, in.base
@@ -72,8 +75,9 @@ func crashRound(t *testing.T, bin, db, token string, seed uint64, d time.Duratio
 		acked = map[string]store.Run{}
 		next  int
 		wg    sync.WaitGroup
+		kill  = make(chan struct{})
 	)
-	client := &http.Client{Timeout: 5 * time.Second}
+	client := &http.Client{Timeout: 30 * time.Second} // a hang guard: a write killed mid-way errs at once
 	for range 4 {
 		wg.Go(func() {
 			for {
@@ -81,6 +85,9 @@ func crashRound(t *testing.T, bin, db, token string, seed uint64, d time.Duratio
 				i := next
 				next++
 				mu.Unlock()
+				if i == k {
+					close(kill)
+				}
 				if i >= len(runs) {
 					return
 				}
@@ -103,7 +110,12 @@ func crashRound(t *testing.T, bin, db, token string, seed uint64, d time.Duratio
 			}
 		})
 	}
-	time.Sleep(d)
+	sent := make(chan struct{})
+	go func() { wg.Wait(); close(sent) }()
+	select {
+	case <-kill:
+	case <-sent: // every client stopped before the k-th write (a write failed)
+	}
 	cmd.Process.Kill() // SIGKILL
 	cmd.Wait()
 	wg.Wait()
