@@ -1,0 +1,403 @@
+package store_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"database/sql"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver
+
+	"github.com/matrixd/matrixd/store"
+	"github.com/matrixd/matrixd/store/storetest"
+)
+
+// TestCopyCoversEverySchemaTable holds copy's list of tables to the
+// schema each backend's migrations make: a migration that adds a table
+// fails here until copy moves it (or names it as kept by the destination).
+func TestCopyCoversEverySchemaTable(t *testing.T) {
+	ctx := context.Background()
+	copied, derived := store.CopiedTables(), store.DerivedTables()
+	forEachBackend(t, func(t *testing.T, backend string) {
+		var (
+			driver, dsn, q string
+		)
+		switch backend {
+		case "postgres":
+			driver, dsn = "pgx", storetest.PostgresSchema(t, os.Getenv("MATRIXD_TEST_POSTGRES"))
+			q = "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'"
+		default:
+			driver, dsn = "sqlite", filepath.Join(t.TempDir(), "schema.db")
+			q = "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+		}
+		st, err := store.Open(ctx, dsn, store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Close()
+		db, err := sql.Open(driver, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		rows, err := db.QueryContext(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var schema []string
+		for rows.Next() {
+			var name string
+			if err := rows.Scan(&name); err != nil {
+				t.Fatal(err)
+			}
+			schema = append(schema, name)
+			if !slices.Contains(copied, name) && !slices.Contains(derived, name) {
+				t.Errorf("table %s is in the schema but copy neither copies it nor leaves it to the destination", name)
+			}
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range copied {
+			if !slices.Contains(schema, name) {
+				t.Errorf("copy copies table %s, which the schema does not have", name)
+			}
+			if slices.Contains(derived, name) {
+				t.Errorf("table %s is both copied and left to the destination", name)
+			}
+		}
+	})
+}
+
+// copyFixture is a database with a row in every table copy moves: signed
+// runs and their source bytes, a registered signing key, API keys, an
+// edited, a hidden and a restored run, open and resolved flags,
+// idempotency records, a fit and a refusal, and the seeded mark.
+type copyFixture struct {
+	ids      []string // every run, hidden ones too
+	signed   []string // runs signed with the signing key
+	visible  []string
+	fp       string
+	idem     map[string]store.Idempotency // by run id
+	runs     map[string]store.Run         // as submitted, by id
+	fitRuns  []string
+	keyNames []string
+}
+
+const fitMethod = "test-method"
+
+func buildCopyFixture(t *testing.T, st *store.Store) copyFixture {
+	t.Helper()
+	ctx := context.Background()
+	f := copyFixture{idem: map[string]store.Idempotency{}, runs: map[string]store.Run{}, keyNames: []string{"alice", "ops"}}
+	alice, _, err := st.CreateKey(ctx, "alice", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, _, err := st.CreateKey(ctx, "ops", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	priv := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
+	sk, _, err := st.RegisterSigningKey(ctx, "alice", priv.Public().(ed25519.PublicKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.fp = sk.Fingerprint
+	for i, r := range storetest.Runs(4242, 6) {
+		r.SubmittedBy = "alice"
+		if i < 4 {
+			data := []byte(fmt.Sprintf(`{"run": %d, "title": %q}`, i, r.Title))
+			r.Source = &store.Source{MediaType: "application/json", Format: store.FormatRunJSON, Data: data}
+			r.Provenance.SignedBy = f.fp
+			r.Provenance.Signature = base64.StdEncoding.EncodeToString(ed25519.Sign(priv, data))
+		}
+		idem := store.Idempotency{KeyName: "alice", Key: fmt.Sprintf("idem-%d", i), RequestHash: fmt.Sprintf("request-%d", i)}
+		stored, res, err := st.SubmitRun(ctx, r, &idem)
+		if err != nil || !res.Created {
+			t.Fatalf("submit run %d: %+v, %v", i, res, err)
+		}
+		f.ids = append(f.ids, stored.ID)
+		f.idem[stored.ID] = idem
+		f.runs[stored.ID] = r
+		if i < 4 {
+			f.signed = append(f.signed, stored.ID)
+		}
+	}
+	title, notes := "an edited title", "measured twice"
+	if _, err := st.UpdateRunMeta(ctx, f.ids[0], store.MetaPatch{Title: &title, Notes: &notes}, alice); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.HideRun(ctx, f.ids[1], ops, "spam"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.RestoreRun(ctx, f.ids[1], ops); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.HideRun(ctx, f.ids[5], ops, "duplicate of another run"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.FlagRun(ctx, f.ids[2], ops, "implausible", "faster than the GPU's bandwidth allows"); err != nil {
+		t.Fatal(err)
+	}
+	resolved, err := st.FlagRun(ctx, f.ids[3], ops, "wrong_hardware", "the page says an A100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ResolveFlag(ctx, f.ids[3], resolved.ID, ops, "checked: an H100"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.FlagRun(ctx, f.ids[3], alice, "other", "a second look"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutFit(ctx, store.StoredFit{RunID: f.ids[0], Method: fitMethod, Params: []byte{1, 2, 3}, Summary: []byte{4, 5}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutFit(ctx, store.StoredFit{RunID: f.ids[4], Method: fitMethod, Refusal: "too few cells"}); err != nil {
+		t.Fatal(err)
+	}
+	f.fitRuns = []string{f.ids[0], f.ids[4]}
+	if err := st.MarkSeeded(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.visible = slices.DeleteFunc(slices.Clone(f.ids), func(id string) bool { return id == f.ids[5] })
+	return f
+}
+
+// TestCopyKeepsEverything copies a database holding a row in every table
+// from SQLite to PostgreSQL (SQLite again without MATRIXD_TEST_POSTGRES)
+// and back to SQLite: each table arrives whole, and the history, flags,
+// signatures, keys, fits and idempotency records read back the same. A
+// flag written after the copy gets a new id and joins the copied history.
+// A second copy adds nothing.
+func TestCopyKeepsEverything(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	src, err := store.Open(ctx, filepath.Join(dir, "src.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	f := buildCopyFixture(t, src)
+
+	middle := filepath.Join(dir, "middle.db")
+	if pg := os.Getenv("MATRIXD_TEST_POSTGRES"); pg != "" {
+		middle = storetest.PostgresSchema(t, pg)
+	}
+	mid, err := store.Open(ctx, middle, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mid.Close()
+	back, err := store.Open(ctx, filepath.Join(dir, "back.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer back.Close()
+
+	for _, hop := range []struct {
+		name     string
+		from, to *store.Store
+	}{{"to " + store.Redact(middle), src, mid}, {"back", mid, back}} {
+		res, err := hop.from.CopyTo(ctx, hop.to)
+		if err != nil {
+			t.Fatalf("copy %s: %v", hop.name, err)
+		}
+		if len(res.Tables) != len(store.CopiedTables()) {
+			t.Errorf("copy %s reports %d tables, want %d", hop.name, len(res.Tables), len(store.CopiedTables()))
+		}
+		for _, tc := range res.Tables {
+			if tc.Source == 0 {
+				t.Errorf("the fixture has no %s: the test does not cover it", tc.Name)
+			}
+			if !tc.Complete() || tc.After != tc.Source {
+				t.Errorf("copy %s: %s: source %d rows, destination %d", hop.name, tc, tc.Source, tc.After)
+			}
+			// The destination made its own cursor secret when it was opened.
+			wantSkipped := 0
+			if tc.Name == "secrets" {
+				wantSkipped = 1
+			}
+			if tc.Skipped != wantSkipped || tc.Copied != tc.Source-wantSkipped {
+				t.Errorf("copy %s into a new database: %s, want %d copied, %d skipped", hop.name, tc, tc.Source-wantSkipped, wantSkipped)
+			}
+		}
+	}
+
+	for _, other := range []*store.Store{mid, back} {
+		sameContents(t, src, other, f)
+	}
+
+	// A write after the copy: PostgreSQL's id sequences must have moved
+	// past the copied flags and events.
+	before, err := mid.History(ctx, f.ids[4])
+	if err != nil {
+		t.Fatal(err)
+	}
+	flag, err := mid.FlagRun(ctx, f.ids[4], store.Key{Name: "alice"}, "duplicate", "the same grid as another run")
+	if err != nil {
+		t.Fatalf("flag a copied run: %v", err)
+	}
+	flags, err := src.Flags(ctx, f.ids[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if flag.ID <= flags[len(flags)-1].ID {
+		t.Errorf("a new flag got id %d, not past the copied ones (up to %d)", flag.ID, flags[len(flags)-1].ID)
+	}
+	after, err := mid.History(ctx, f.ids[4])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != len(before)+1 || !reflect.DeepEqual(after[:len(before)], before) || after[len(before)].Action != store.ActionFlag {
+		t.Errorf("history after flagging a copied run: %+v, want the copied %+v and the flag", after, before)
+	}
+
+	// Again: everything is held already.
+	res, err := src.CopyTo(ctx, back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range res.Tables {
+		if tc.Copied != 0 || tc.Skipped != tc.Source || !tc.Complete() {
+			t.Errorf("second copy: %s (source %d), want nothing copied", tc, tc.Source)
+		}
+	}
+}
+
+// sameContents checks that b holds what the fixture put in a.
+func sameContents(t *testing.T, a, b *store.Store, f copyFixture) {
+	t.Helper()
+	ctx := context.Background()
+	for _, id := range f.ids {
+		want, err := a.History(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := b.History(ctx, id)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("history of run %s: %+v, %v; want %+v", id, got, err, want)
+		}
+		wantFlags, err := a.Flags(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotFlags, err := b.Flags(ctx, id)
+		if err != nil || !reflect.DeepEqual(gotFlags, wantFlags) {
+			t.Errorf("flags of run %s: %+v, %v; want %+v", id, gotFlags, err, wantFlags)
+		}
+	}
+	for _, id := range f.visible {
+		want, err := a.Run(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := b.Run(ctx, id)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("run %s differs after the copy (%v)", id, err)
+		}
+	}
+	if _, err := b.Run(ctx, f.ids[5]); err == nil {
+		t.Errorf("hidden run %s is visible after the copy", f.ids[5])
+	}
+	for _, id := range f.signed {
+		src, prov, err := b.RunSource(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sig, err := base64.StdEncoding.DecodeString(prov.Signature)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if prov.SignedBy != f.fp {
+			t.Errorf("run %s signed by %q after the copy, want %s", id, prov.SignedBy, f.fp)
+		}
+		if err := b.VerifySignature(ctx, "alice", prov.SignedBy, src.Data, sig); err != nil {
+			t.Errorf("run %s no longer verifies against alice's signing key: %v", id, err)
+		}
+	}
+	wantKeys, err := a.SigningKeys(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.SigningKeys(ctx, "alice"); err != nil || !reflect.DeepEqual(got, wantKeys) {
+		t.Errorf("alice's signing keys: %+v, %v; want %+v", got, err, wantKeys)
+	}
+	wantAPI, err := a.Keys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.Keys(ctx); err != nil || !reflect.DeepEqual(got, wantAPI) {
+		t.Errorf("API keys: %+v, %v; want %+v", got, err, wantAPI)
+	}
+	for _, id := range f.fitRuns {
+		want, _, err := a.Fit(ctx, id, fitMethod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, ok, err := b.Fit(ctx, id, fitMethod); err != nil || !ok || !reflect.DeepEqual(got, want) {
+			t.Errorf("fit of run %s: %+v, %v, %v; want %+v", id, got, ok, err, want)
+		}
+	}
+	if seeded, err := b.Seeded(ctx); err != nil || !seeded {
+		t.Errorf("the copy is not marked seeded (%v): a server would seed it again", err)
+	}
+	for _, id := range f.visible {
+		idem := f.idem[id]
+		got, res, err := b.SubmitRun(ctx, f.runs[id], &idem)
+		if err != nil || !res.Replayed || got.ID != id {
+			t.Errorf("replay of %s's Idempotency-Key %s: %s, %+v, %v; want a replay", id, idem.Key, got.ID, res, err)
+		}
+	}
+}
+
+// TestCopyRefusesToMergeHistories: a destination with history of its own
+// holds other events under the source's ids; the copy stops rather than
+// drop the source's.
+func TestCopyRefusesToMergeHistories(t *testing.T) {
+	ctx := context.Background()
+	forEachBackend(t, func(t *testing.T, backend string) {
+		src, _ := openTestDB(t)
+		if _, _, err := src.CreateRuns(ctx, storetest.Runs(1, 2)); err != nil {
+			t.Fatal(err)
+		}
+		dst := openStore(t, backend, store.Options{})
+		if _, _, err := dst.CreateRuns(ctx, storetest.Runs(2, 2)); err != nil {
+			t.Fatal(err)
+		}
+		_, err := src.CopyTo(ctx, dst)
+		if err == nil || !strings.Contains(err.Error(), "run_events id 1") || !strings.Contains(err.Error(), "another row under this id") {
+			t.Errorf("copy onto another history: %v, want it refused naming run_events id 1", err)
+		}
+	})
+}
+
+// TestCopyTableComplete: the counts copy checks after each table.
+func TestCopyTableComplete(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		t    store.CopyTable
+		want bool
+	}{
+		{"all copied into an empty table", store.CopyTable{Copied: 5, Source: 5, After: 5}, true},
+		{"an empty table", store.CopyTable{}, true},
+		{"a row lost", store.CopyTable{Copied: 5, Source: 5, After: 4}, false},
+		{"a row never read", store.CopyTable{Copied: 4, Source: 5, After: 4}, false},
+		{"skipped into an empty table", store.CopyTable{Copied: 4, Skipped: 1, Source: 5, After: 4}, false},
+		{"held already", store.CopyTable{Copied: 2, Skipped: 3, Source: 5, Before: 3, After: 5}, true},
+		{"held already, more rows there", store.CopyTable{Copied: 2, Skipped: 3, Source: 5, Before: 7, After: 9}, true},
+		{"the source grew meanwhile", store.CopyTable{Copied: 5, Source: 6, Before: 1, After: 6}, false},
+	} {
+		if got := tc.t.Complete(); got != tc.want {
+			t.Errorf("%s: Complete() = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
