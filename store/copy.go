@@ -3,7 +3,10 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,10 +25,11 @@ type copySpec struct {
 	children []string
 	// needsRun: each row names a run (run_id) the destination must hold.
 	needsRun bool
-	// serial: the key is an id PostgreSQL draws from a sequence, which the
-	// copy moves past the ids it wrote. A row held under the same id must
-	// match the source's in the columns same names, or the copy stops: two
-	// databases' histories are never merged into one under the same ids.
+	// serial: the key is an id the database draws (a sequence on
+	// PostgreSQL, which the copy moves past the ids it wrote). A row is
+	// held already when the destination has one equal in the columns same
+	// names, under any id; a row whose id the destination gave to another
+	// row of its own is added under a new id, so two histories merge.
 	serial bool
 	same   []string
 }
@@ -41,7 +45,7 @@ func copySpecs() []copySpec {
 		{table: "sources", key: []string{"sha256"}, page: 8}, // up to MaxSourceBytes each
 		{table: "runs", key: []string{"id"}, page: 100, children: []string{"decode_cells", "prefill_cells", "run_fits"}},
 		{table: "run_flags", key: []string{"id"}, page: 500, needsRun: true, serial: true, same: []string{"run_id", "key_name", "created_at"}},
-		{table: "run_events", key: []string{"id"}, page: 500, serial: true, same: []string{"run_id", "at", "action"}},
+		{table: "run_events", key: []string{"id"}, page: 500, serial: true, same: []string{"run_id", "at", "key_name", "action", "detail"}},
 		{table: "idempotency_keys", key: []string{"key_name", "idempotency_key"}, page: 500},
 		{table: "secrets", key: []string{"name"}, page: 100},
 	}
@@ -57,10 +61,12 @@ func derivedTables() []string {
 // CopyTable is what a copy did to one table.
 type CopyTable struct {
 	Name string
-	// Copied rows were added to the destination. Skipped rows were there
+	// Copied rows were added to the destination; Renumbered of them under
+	// a new id, as theirs was another row's there (flags and events of a
+	// destination with a history of its own). Skipped rows were there
 	// already, or belong to a run the destination holds under another id
 	// (the same content stored there before).
-	Copied, Skipped int
+	Copied, Renumbered, Skipped int
 	// Source is the table's row count in the source after the copy; Before
 	// and After are the destination's before and after it.
 	Source, Before, After int
@@ -80,6 +86,9 @@ func (t CopyTable) Complete() bool {
 // add up, what they are.
 func (t CopyTable) String() string {
 	s := fmt.Sprintf("%s %d (%d skipped)", t.Name, t.Copied, t.Skipped)
+	if t.Renumbered > 0 {
+		s = fmt.Sprintf("%s %d (%d skipped, %d under new ids)", t.Name, t.Copied, t.Skipped, t.Renumbered)
+	}
 	if !t.Complete() {
 		s += fmt.Sprintf(": the source holds %d, the destination %d (it held %d before)", t.Source, t.After, t.Before)
 	}
@@ -111,40 +120,47 @@ func (r CopyResult) Incomplete() []CopyTable {
 // to it. The result counts each table on both sides afterwards; check
 // Incomplete.
 func (s *Store) CopyTo(ctx context.Context, dst *Store) (CopyResult, error) {
-	var res CopyResult
 	if err := s.checkCopyCovers(ctx); err != nil {
-		return res, err
+		return CopyResult{}, err
 	}
+	c := &copier{src: s, dst: dst, idx: map[string]int{}, flagIDs: map[int64]int64{}}
 	specs := copySpecs()
-	idx := map[string]int{}
 	for _, sp := range specs {
 		for _, name := range append([]string{sp.table}, sp.children...) {
 			n, err := dst.countRows(ctx, name)
 			if err != nil {
-				return res, err
+				return c.res, err
 			}
-			idx[name] = len(res.Tables)
-			res.Tables = append(res.Tables, CopyTable{Name: name, Before: n})
+			c.idx[name] = len(c.res.Tables)
+			c.res.Tables = append(c.res.Tables, CopyTable{Name: name, Before: n})
 		}
 	}
 	for _, sp := range specs {
-		if err := s.copyTable(ctx, dst, sp, func(table string, copied, skipped int) {
-			res.Tables[idx[table]].Copied += copied
-			res.Tables[idx[table]].Skipped += skipped
-		}); err != nil {
-			return res, fmt.Errorf("copy %s: %w", sp.table, err)
+		if err := c.copyTable(ctx, sp); err != nil {
+			return c.res, fmt.Errorf("copy %s: %w", sp.table, err)
 		}
 	}
-	for i := range res.Tables {
+	for i := range c.res.Tables {
+		t := &c.res.Tables[i]
 		var err error
-		if res.Tables[i].Source, err = s.countRows(ctx, res.Tables[i].Name); err != nil {
-			return res, err
+		if t.Source, err = s.countRows(ctx, t.Name); err != nil {
+			return c.res, err
 		}
-		if res.Tables[i].After, err = dst.countRows(ctx, res.Tables[i].Name); err != nil {
-			return res, err
+		if t.After, err = dst.countRows(ctx, t.Name); err != nil {
+			return c.res, err
 		}
 	}
-	return res, nil
+	return c.res, nil
+}
+
+// copier is one copy under way.
+type copier struct {
+	src, dst *Store
+	res      CopyResult
+	idx      map[string]int // res.Tables' index by name
+	// flagIDs maps a source flag's id to its id in the destination where
+	// the two differ, for the events that name the flag.
+	flagIDs map[int64]int64
 }
 
 // checkCopyCovers refuses to copy a database with a table copySpecs and
@@ -231,9 +247,8 @@ func (s *Store) readRows(ctx context.Context, q string, args ...any) (rowSet, er
 	return out, rows.Err()
 }
 
-// copyTable copies one table (and its children) page by page; tally is
-// told what each page added and skipped, per table.
-func (s *Store) copyTable(ctx context.Context, dst *Store, sp copySpec, tally func(table string, copied, skipped int)) error {
+// copyTable copies one table (and its children) page by page.
+func (c *copier) copyTable(ctx context.Context, sp copySpec) error {
 	keys := strings.Join(sp.key, ", ")
 	var after []any
 	for {
@@ -242,7 +257,7 @@ func (s *Store) copyTable(ctx context.Context, dst *Store, sp copySpec, tally fu
 			q += " WHERE (" + keys + ") > (" + placeholders(len(after)) + ")"
 		}
 		q += " ORDER BY " + keys + " LIMIT " + strconv.Itoa(sp.page)
-		page, err := s.readRows(ctx, q, after...)
+		page, err := c.src.readRows(ctx, q, after...)
 		if err != nil {
 			return err
 		}
@@ -255,17 +270,27 @@ func (s *Store) copyTable(ctx context.Context, dst *Store, sp copySpec, tally fu
 			// run_id lies between its first and last id.
 			id := page.col("id")
 			first, last := page.rows[0][id], page.rows[len(page.rows)-1][id]
-			for i, c := range sp.children {
-				if children[i], err = s.readRows(ctx, "SELECT * FROM "+c+" WHERE run_id >= ? AND run_id <= ?", first, last); err != nil {
-					return fmt.Errorf("read %s: %w", c, err)
+			for i, ch := range sp.children {
+				if children[i], err = c.src.readRows(ctx, "SELECT * FROM "+ch+" WHERE run_id >= ? AND run_id <= ?", first, last); err != nil {
+					return fmt.Errorf("read %s: %w", ch, err)
 				}
 			}
 		}
-		if err := dst.inTx(ctx, func(tx *tx) error {
-			return writePage(ctx, tx, sp, page, children, tally)
+		var w pageWrite
+		if err := c.dst.inTx(ctx, func(tx *tx) error {
+			w = pageWrite{counts: map[string]*CopyTable{}, flagIDs: map[int64]int64{}}
+			return c.writePage(ctx, tx, sp, page, children, &w)
 		}); err != nil {
 			return err
 		}
+		// Counted once the page is committed: inTx may run it again.
+		for name, n := range w.counts {
+			t := &c.res.Tables[c.idx[name]]
+			t.Copied += n.Copied
+			t.Renumbered += n.Renumbered
+			t.Skipped += n.Skipped
+		}
+		maps.Copy(c.flagIDs, w.flagIDs)
 		last := page.rows[len(page.rows)-1]
 		after = after[:0]
 		for _, k := range sp.key {
@@ -277,12 +302,25 @@ func (s *Store) copyTable(ctx context.Context, dst *Store, sp copySpec, tally fu
 	}
 }
 
+// pageWrite is what writing one page did: counts by table, and the flags
+// it gave (or found under) other ids.
+type pageWrite struct {
+	counts  map[string]*CopyTable
+	flagIDs map[int64]int64
+}
+
+func (w *pageWrite) count(table string) *CopyTable {
+	if w.counts[table] == nil {
+		w.counts[table] = &CopyTable{}
+	}
+	return w.counts[table]
+}
+
 // writePage writes one page of sp's table and the rows of its children
-// that belong to the rows it added, in tx. Counts reach tally only when
-// the whole page is written: inTx may run it again.
-func writePage(ctx context.Context, tx *tx, sp copySpec, page rowSet, children []rowSet, tally func(string, int, int)) error {
+// that belong to the rows it added, in tx.
+func (c *copier) writePage(ctx context.Context, tx *tx, sp copySpec, page rowSet, children []rowSet, w *pageWrite) error {
 	added := map[any]bool{}
-	copied, skipped := 0, 0
+	n := w.count(sp.table)
 	insert, err := prepareInsert(ctx, tx, sp.table, page.cols)
 	if err != nil {
 		return err
@@ -290,85 +328,211 @@ func writePage(ctx context.Context, tx *tx, sp copySpec, page rowSet, children [
 	defer insert.Close()
 	for _, row := range page.rows {
 		if sp.needsRun {
-			var n int
-			if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM runs WHERE id = ?", row[page.col("run_id")]).Scan(&n); err != nil {
+			var held int
+			if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM runs WHERE id = ?", row[page.col("run_id")]).Scan(&held); err != nil {
 				return err
 			}
-			if n == 0 {
-				skipped++
+			if held == 0 {
+				n.Skipped++
 				continue
 			}
+		}
+		if sp.serial {
+			if err := c.writeSerial(ctx, tx, sp, page, row, insert, w); err != nil {
+				return err
+			}
+			continue
 		}
 		r, err := insert.ExecContext(ctx, row...)
 		if err != nil {
 			return fmt.Errorf("%s: %w", describeKey(sp, page, row), err)
 		}
-		if n, err := r.RowsAffected(); err != nil {
+		if k, err := r.RowsAffected(); err != nil {
 			return err
-		} else if n == 1 {
-			copied++
-			if len(sp.children) > 0 {
-				added[row[page.col("id")]] = true
-			}
+		} else if k == 0 {
+			n.Skipped++
 			continue
 		}
-		skipped++
-		if len(sp.same) > 0 {
-			if err := checkSame(ctx, tx, sp, page, row); err != nil {
-				return err
-			}
+		n.Copied++
+		if len(sp.children) > 0 {
+			added[row[page.col("id")]] = true
 		}
 	}
-	counts := [][2]int{{copied, skipped}}
-	for i, c := range sp.children {
-		cc, cs, err := writeChildren(ctx, tx, c, children[i], added)
-		if err != nil {
+	for i, ch := range sp.children {
+		if err := writeChildren(ctx, tx, ch, children[i], added, w.count(ch)); err != nil {
 			return err
 		}
-		counts = append(counts, [2]int{cc, cs})
 	}
-	if sp.serial && tx.d == postgresSQL {
-		// Rows written with their ids leave the sequence behind: the next
-		// flag or event would draw an id taken already.
-		if _, err := tx.ExecContext(ctx, "SELECT setval(pg_get_serial_sequence(?, 'id'), coalesce((SELECT max(id) FROM "+sp.table+"), 0) + 1, false)", sp.table); err != nil {
-			return fmt.Errorf("advance the id sequence: %w", err)
+	if sp.serial {
+		return advanceSequence(ctx, tx, sp.table)
+	}
+	return nil
+}
+
+// writeSerial writes a flag or an event: under its id when the
+// destination has none of that id, skipped when it holds the same row
+// (under any id), else under a new id. An event that names a flag given
+// another id names that id instead.
+func (c *copier) writeSerial(ctx context.Context, tx *tx, sp copySpec, page rowSet, row []any, insert *sql.Stmt, w *pageWrite) error {
+	n := w.count(sp.table)
+	idCol := page.col("id")
+	srcID, ok := row[idCol].(int64)
+	if !ok {
+		return fmt.Errorf("%s: the id is a %T, not an integer", describeKey(sp, page, row), row[idCol])
+	}
+	if sp.table == "run_events" {
+		var err error
+		if row, err = c.renameFlag(page, row); err != nil {
+			return fmt.Errorf("%s: %w", describeKey(sp, page, row), err)
 		}
 	}
-	tally(sp.table, counts[0][0], counts[0][1])
-	for i, c := range sp.children {
-		tally(c, counts[i+1][0], counts[i+1][1])
+	r, err := insert.ExecContext(ctx, row...)
+	if err != nil {
+		return fmt.Errorf("%s: %w", describeKey(sp, page, row), err)
+	}
+	if k, err := r.RowsAffected(); err != nil {
+		return err
+	} else if k == 1 {
+		n.Copied++
+		return nil
+	}
+	q := "SELECT id FROM " + sp.table + " WHERE "
+	var args []any
+	for i, col := range sp.same {
+		if i > 0 {
+			q += " AND "
+		}
+		q += tx.d.sameAs(col)
+		args = append(args, row[page.col(col)])
+	}
+	var held int64
+	err = tx.QueryRowContext(ctx, q+" ORDER BY id LIMIT 1", args...).Scan(&held)
+	if err == nil {
+		n.Skipped++
+		if sp.table == "run_flags" && held != srcID {
+			w.flagIDs[srcID] = held
+		}
+		return nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	if sp.table == "run_flags" && row[page.col("resolved_at")] == nil {
+		var open int
+		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM run_flags WHERE run_id = ? AND key_name = ? AND resolved_at IS NULL",
+			row[page.col("run_id")], row[page.col("key_name")]).Scan(&open); err != nil {
+			return err
+		}
+		if open > 0 {
+			return fmt.Errorf("%s: key %v has another open flag on run %v in the destination; one open flag per key and run: resolve one of them, then copy again",
+				describeKey(sp, page, row), row[page.col("key_name")], row[page.col("run_id")])
+		}
+	}
+	// The id is another row's: the destination has a history of its own.
+	if err := advanceSequence(ctx, tx, sp.table); err != nil {
+		return err
+	}
+	cols := slices.Delete(slices.Clone(page.cols), idCol, idCol+1)
+	vals := slices.Delete(slices.Clone(row), idCol, idCol+1)
+	var id int64
+	if err := tx.QueryRowContext(ctx, "INSERT INTO "+sp.table+" ("+strings.Join(cols, ", ")+") VALUES ("+placeholders(len(cols))+") RETURNING id", vals...).Scan(&id); err != nil {
+		return fmt.Errorf("%s under a new id: %w", describeKey(sp, page, row), err)
+	}
+	n.Copied++
+	n.Renumbered++
+	if sp.table == "run_flags" {
+		w.flagIDs[srcID] = id
+	}
+	return nil
+}
+
+// renameFlag returns an event row whose detail names, as flag_id, a flag
+// the copy gave another id, with that id; other rows as they are.
+func (c *copier) renameFlag(page rowSet, row []any) ([]any, error) {
+	if len(c.flagIDs) == 0 {
+		return row, nil
+	}
+	if a := row[page.col("action")]; a != ActionFlag && a != ActionResolve {
+		return row, nil
+	}
+	var text string
+	switch d := row[page.col("detail")].(type) {
+	case string:
+		text = d
+	case []byte:
+		text = string(d)
+	default:
+		return row, nil
+	}
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var detail map[string]any
+	if err := dec.Decode(&detail); err != nil {
+		return nil, fmt.Errorf("detail: %w", err)
+	}
+	num, ok := detail["flag_id"].(json.Number)
+	if !ok {
+		return row, nil
+	}
+	old, err := num.Int64()
+	if err != nil {
+		return row, nil
+	}
+	id, ok := c.flagIDs[old]
+	if !ok {
+		return row, nil
+	}
+	detail["flag_id"] = id
+	b, err := json.Marshal(detail)
+	if err != nil {
+		return nil, err
+	}
+	out := slices.Clone(row)
+	out[page.col("detail")] = string(b)
+	return out, nil
+}
+
+// advanceSequence moves table's id sequence past its ids on PostgreSQL:
+// rows written with their ids leave it behind, and the next flag or
+// event would draw an id taken already. SQLite takes the largest id + 1.
+func advanceSequence(ctx context.Context, tx *tx, table string) error {
+	if tx.d != postgresSQL {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, "SELECT setval(pg_get_serial_sequence(?, 'id'), coalesce((SELECT max(id) FROM "+table+"), 0) + 1, false)", table); err != nil {
+		return fmt.Errorf("advance the id sequence of %s: %w", table, err)
 	}
 	return nil
 }
 
 // writeChildren writes the rows of set whose run the page added; the
 // others belong to runs the destination held already.
-func writeChildren(ctx context.Context, tx *tx, table string, set rowSet, added map[any]bool) (copied, skipped int, err error) {
+func writeChildren(ctx context.Context, tx *tx, table string, set rowSet, added map[any]bool, n *CopyTable) error {
 	if len(set.rows) == 0 {
-		return 0, 0, nil
+		return nil
 	}
 	insert, err := prepareInsert(ctx, tx, table, set.cols)
 	if err != nil {
-		return 0, 0, err
+		return err
 	}
 	defer insert.Close()
 	run := set.col("run_id")
 	for _, row := range set.rows {
 		if !added[row[run]] {
-			skipped++
+			n.Skipped++
 			continue
 		}
 		r, err := insert.ExecContext(ctx, row...)
 		if err != nil {
-			return 0, 0, fmt.Errorf("%s of run %v: %w", table, row[run], err)
+			return fmt.Errorf("%s of run %v: %w", table, row[run], err)
 		}
-		if n, _ := r.RowsAffected(); n == 1 {
-			copied++
+		if k, _ := r.RowsAffected(); k == 1 {
+			n.Copied++
 		} else {
-			skipped++
+			n.Skipped++
 		}
 	}
-	return copied, skipped, nil
+	return nil
 }
 
 // prepareInsert prepares an insert of cols into table that skips a row
@@ -380,25 +544,6 @@ func prepareInsert(ctx context.Context, tx *tx, table string, cols []string) (*s
 		return nil, fmt.Errorf("copy into %s: %w", table, err)
 	}
 	return st, nil
-}
-
-// checkSame stops the copy when the destination holds another row under
-// a serial id the source's row has.
-func checkSame(ctx context.Context, tx *tx, sp copySpec, page rowSet, row []any) error {
-	q := "SELECT count(*) FROM " + sp.table + " WHERE id = ?"
-	args := []any{row[page.col("id")]}
-	for _, c := range sp.same {
-		q += " AND " + c + " = ?"
-		args = append(args, row[page.col(c)])
-	}
-	var n int
-	if err := tx.QueryRowContext(ctx, q, args...).Scan(&n); err != nil {
-		return err
-	}
-	if n == 0 {
-		return fmt.Errorf("%s: the destination holds another row under this id (its own history): copy into a database without one", describeKey(sp, page, row))
-	}
-	return nil
 }
 
 // describeKey names a row by its table and key, for errors.

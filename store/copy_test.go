@@ -359,23 +359,95 @@ func sameContents(t *testing.T, a, b *store.Store, f copyFixture) {
 	}
 }
 
-// TestCopyRefusesToMergeHistories: a destination with history of its own
-// holds other events under the source's ids; the copy stops rather than
-// drop the source's.
-func TestCopyRefusesToMergeHistories(t *testing.T) {
+// TestCopyMergesHistories: a destination with a history of its own holds
+// other flags and events under the source's ids; the source's are added
+// under new ids (events naming a renumbered flag name its new id), the
+// destination's stay as they were, and a second copy adds nothing.
+func TestCopyMergesHistories(t *testing.T) {
 	ctx := context.Background()
+	ops := store.Key{Name: "ops", Admin: true}
 	forEachBackend(t, func(t *testing.T, backend string) {
 		src, _ := openTestDB(t)
-		if _, _, err := src.CreateRuns(ctx, storetest.Runs(1, 2)); err != nil {
+		theirs, _, err := src.CreateRuns(ctx, storetest.Runs(1, 2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		flag, err := src.FlagRun(ctx, theirs[0].ID, ops, "spam", "an advert")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := src.ResolveFlag(ctx, theirs[0].ID, flag.ID, ops, "not an advert"); err != nil {
 			t.Fatal(err)
 		}
 		dst := openStore(t, backend, store.Options{})
-		if _, _, err := dst.CreateRuns(ctx, storetest.Runs(2, 2)); err != nil {
+		own, _, err := dst.CreateRuns(ctx, storetest.Runs(2, 3))
+		if err != nil {
 			t.Fatal(err)
 		}
-		_, err := src.CopyTo(ctx, dst)
-		if err == nil || !strings.Contains(err.Error(), "run_events id 1") || !strings.Contains(err.Error(), "another row under this id") {
-			t.Errorf("copy onto another history: %v, want it refused naming run_events id 1", err)
+		if _, err := dst.FlagRun(ctx, own[0].ID, ops, "duplicate", "the same grid as another"); err != nil {
+			t.Fatal(err)
+		}
+		ownHistory := map[string][]store.Event{}
+		for _, r := range own {
+			if ownHistory[r.ID], err = dst.History(ctx, r.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		res, err := src.CopyTo(ctx, dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range res.Tables {
+			if !tc.Complete() {
+				t.Errorf("%s: source %d, destination %d before, %d after", tc, tc.Source, tc.Before, tc.After)
+			}
+			want := map[string]int{"run_events": 4, "run_flags": 1}[tc.Name]
+			if tc.Renumbered != want {
+				t.Errorf("%s: %d under new ids, want %d", tc, tc.Renumbered, want)
+			}
+		}
+		for _, r := range own {
+			if got, err := dst.History(ctx, r.ID); err != nil || !reflect.DeepEqual(got, ownHistory[r.ID]) {
+				t.Errorf("the destination's own history of %s changed: %+v, %v", r.ID, got, err)
+			}
+		}
+		copied, err := dst.Flags(ctx, theirs[0].ID)
+		if err != nil || len(copied) != 1 || copied[0].ID == flag.ID || copied[0].Resolution != "not an advert" {
+			t.Fatalf("the copied flag: %+v, %v; want the resolved flag under a new id", copied, err)
+		}
+		for _, r := range theirs {
+			want, err := src.History(ctx, r.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := dst.History(ctx, r.ID)
+			if err != nil || len(got) != len(want) {
+				t.Fatalf("history of %s: %+v, %v; want %+v", r.ID, got, err, want)
+			}
+			for i := range want {
+				g, w := got[i], want[i]
+				if g.At != w.At || g.Action != w.Action || g.KeyName != w.KeyName {
+					t.Errorf("history of %s, event %d: %+v, want %+v", r.ID, i, g, w)
+				}
+				if g.Action == store.ActionFlag || g.Action == store.ActionResolve {
+					if wantDetail := strings.Replace(string(w.Detail), fmt.Sprintf(`"flag_id":%d`, flag.ID), fmt.Sprintf(`"flag_id":%d`, copied[0].ID), 1); string(g.Detail) != wantDetail {
+						t.Errorf("history of %s, event %d: detail %s, want %s", r.ID, i, g.Detail, wantDetail)
+					}
+				} else if string(g.Detail) != string(w.Detail) {
+					t.Errorf("history of %s, event %d: detail %s, want %s", r.ID, i, g.Detail, w.Detail)
+				}
+			}
+		}
+
+		again, err := src.CopyTo(ctx, dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range again.Tables {
+			if tc.Copied != 0 || !tc.Complete() {
+				t.Errorf("second copy: %s (source %d, destination %d before, %d after), want nothing copied", tc, tc.Source, tc.Before, tc.After)
+			}
 		}
 	})
 }
