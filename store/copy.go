@@ -90,7 +90,7 @@ func (t CopyTable) String() string {
 		s = fmt.Sprintf("%s %d (%d skipped, %d under new ids)", t.Name, t.Copied, t.Skipped, t.Renumbered)
 	}
 	if !t.Complete() {
-		s += fmt.Sprintf(": the source holds %d, the destination %d (it held %d before)", t.Source, t.After, t.Before)
+		s += fmt.Sprintf(" does not add up: the source has %d and the destination %d (%d before)", t.Source, t.After, t.Before)
 	}
 	return s
 }

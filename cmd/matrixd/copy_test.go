@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"io"
 	"os"
 	"path/filepath"
@@ -200,5 +201,34 @@ func sameRuns(t *testing.T, ctx context.Context, a, b *store.Store) {
 	}
 	if m, _ := b.CountRuns(ctx); m != n {
 		t.Errorf("the copy holds %d runs, the source %d", m, n)
+	}
+}
+
+// TestCopyFailsOnCountsThatDoNotAddUp: a source row the copy cannot place
+// (here a flag of a run the source does not hold, written with foreign keys
+// off) leaves the destination's count short; copy prints the table with
+// its counts and fails naming it.
+func TestCopyFailsOnCountsThatDoNotAddUp(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src.db")
+	if err := run(ctx, []string{"generate", "--db", src, "--runs", "3"}, env(nil), nil, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("sqlite", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.ExecContext(ctx, "INSERT INTO run_flags (run_id, key_name, reason, text, created_at) VALUES ('rnotstoredhere0', 'alice', 'spam', 'an orphan', '2026-01-02T03:04:05.000000Z')"); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	var out bytes.Buffer
+	err = run(ctx, []string{"copy", "--from", src, "--to", filepath.Join(dir, "dst.db")}, env(nil), nil, &out, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "run_flags do not add up") || strings.Contains(err.Error(), "runs") {
+		t.Errorf("copy with a flag it cannot place: %v, want an error naming run_flags alone", err)
+	}
+	if want := "run_flags 0 (1 skipped) does not add up: the source has 1 and the destination 0 (0 before)"; !strings.Contains(out.String(), want) {
+		t.Errorf("copy printed %s, want %q", out.String(), want)
 	}
 }
