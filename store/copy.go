@@ -449,12 +449,15 @@ func (c *copier) renameFlag(page rowSet, row []any) ([]any, error) {
 
 // advanceSequence moves table's id sequence past its ids on PostgreSQL:
 // rows written with their ids leave it behind, and the next flag or
-// event would draw an id taken already. SQLite takes the largest id + 1.
+// event would draw an id taken already. It never moves back (nextval),
+// so an id another instance drew meanwhile is not drawn again. SQLite
+// takes the largest id + 1.
 func advanceSequence(ctx context.Context, tx *tx, table string) error {
 	if tx.d != postgresSQL {
 		return nil
 	}
-	if _, err := tx.ExecContext(ctx, "SELECT setval(pg_get_serial_sequence(?, 'id'), coalesce((SELECT max(id) FROM "+table+"), 0) + 1, false)", table); err != nil {
+	if _, err := tx.ExecContext(ctx, `SELECT setval(seq, greatest(nextval(seq), top + 1), false)
+		FROM (SELECT pg_get_serial_sequence(?, 'id') AS seq, (SELECT coalesce(max(id), 0) FROM `+table+`) AS top) AS s`, table); err != nil {
 		return fmt.Errorf("advance the id sequence of %s: %w", table, err)
 	}
 	return nil
