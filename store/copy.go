@@ -32,6 +32,10 @@ type copySpec struct {
 	// row of its own is added under a new id, so two histories merge.
 	serial bool
 	same   []string
+	// held are the columns a row held under the same key must have as the
+	// source's, or the copy stops: a signing key registered to another API
+	// key in the destination would make the source's signed runs its.
+	held []string
 }
 
 // copySpecs lists every table a copy moves, in the order it moves them:
@@ -40,8 +44,8 @@ type copySpec struct {
 // lists to each backend's migrations.
 func copySpecs() []copySpec {
 	return []copySpec{
-		{table: "api_keys", key: []string{"id"}, page: 500},
-		{table: "signing_keys", key: []string{"fingerprint"}, page: 500},
+		{table: "api_keys", key: []string{"id"}, page: 500, held: []string{"name", "secret_hash"}},
+		{table: "signing_keys", key: []string{"fingerprint"}, page: 500, held: []string{"key_name", "public_key"}},
 		{table: "sources", key: []string{"sha256"}, page: 8}, // up to MaxSourceBytes each
 		{table: "runs", key: []string{"id"}, page: 100, children: []string{"decode_cells", "prefill_cells", "run_fits"}},
 		{table: "run_flags", key: []string{"id"}, page: 500, needsRun: true, serial: true, same: []string{"run_id", "key_name", "created_at"}},
@@ -305,6 +309,9 @@ func (c *copier) writePage(ctx context.Context, tx *tx, sp copySpec, page rowSet
 		if k, err := r.RowsAffected(); err != nil {
 			return err
 		} else if k == 0 {
+			if err := checkHeld(ctx, tx, sp, page, row); err != nil {
+				return err
+			}
 			n.Skipped++
 			continue
 		}
@@ -502,6 +509,31 @@ func prepareInsert(ctx context.Context, tx *tx, table string, cols []string) (*s
 		return nil, fmt.Errorf("copy into %s: %w", table, err)
 	}
 	return st, nil
+}
+
+// checkHeld stops the copy when the row the destination holds under a
+// source row's key differs from it in sp.held.
+func checkHeld(ctx context.Context, tx *tx, sp copySpec, page rowSet, row []any) error {
+	if len(sp.held) == 0 {
+		return nil
+	}
+	var (
+		where []string
+		args  []any
+	)
+	for _, col := range append(slices.Clone(sp.key), sp.held...) {
+		where = append(where, tx.d.sameAs(col))
+		args = append(args, row[page.col(col)])
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM "+sp.table+" WHERE "+strings.Join(where, " AND "), args...).Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("%s: the destination holds another row in its place (another %s under this key, or one of them under another key); remove one of the two, then copy again",
+			describeKey(sp, page, row), strings.Join(sp.held, " or "))
+	}
+	return nil
 }
 
 // describeKey names a row by its table and key, for errors.

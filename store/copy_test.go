@@ -452,6 +452,47 @@ func TestCopyMergesHistories(t *testing.T) {
 	})
 }
 
+// TestCopyRefusesKeysTakenInTheDestination: a signing key or an API key
+// name the destination gave to someone else stops the copy, naming it,
+// rather than hand the source's signed or submitted runs to another key.
+func TestCopyRefusesKeysTakenInTheDestination(t *testing.T) {
+	ctx := context.Background()
+	pub := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)).Public().(ed25519.PublicKey)
+	forEachBackend(t, func(t *testing.T, backend string) {
+		for _, tc := range []struct {
+			name string
+			dst  func(st *store.Store) error
+			want string
+		}{
+			{"signing key", func(st *store.Store) error {
+				_, _, err := st.RegisterSigningKey(ctx, "mallory", pub)
+				return err
+			}, "signing_keys fingerprint " + store.Fingerprint(pub) + ": the destination holds another row in its place"},
+			{"API key name", func(st *store.Store) error {
+				_, _, err := st.CreateKey(ctx, "alice", true)
+				return err
+			}, "api_keys id "},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				src, _ := openTestDB(t)
+				if _, _, err := src.CreateKey(ctx, "alice", false); err != nil {
+					t.Fatal(err)
+				}
+				if _, _, err := src.RegisterSigningKey(ctx, "alice", pub); err != nil {
+					t.Fatal(err)
+				}
+				dst := openStore(t, backend, store.Options{})
+				if err := tc.dst(dst); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := src.CopyTo(ctx, dst); err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("copy: %v, want an error with %q", err, tc.want)
+				}
+			})
+		}
+	})
+}
+
 // TestCopyTableComplete: the counts copy checks after each table.
 func TestCopyTableComplete(t *testing.T) {
 	for _, tc := range []struct {
