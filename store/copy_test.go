@@ -107,7 +107,7 @@ func buildCopyFixture(t *testing.T, st *store.Store) copyFixture {
 		t.Fatal(err)
 	}
 	priv := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
-	sk, _, err := st.RegisterSigningKey(ctx, "alice", priv.Public().(ed25519.PublicKey))
+	sk, _, err := registerSigningKey(ctx, st, "alice", priv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +238,7 @@ func TestCopyKeepsEverything(t *testing.T) {
 
 	// A write after the copy: PostgreSQL's id sequences must have moved
 	// past the copied flags and events.
-	before, err := mid.History(ctx, f.ids[4])
+	before, err := historyOf(ctx, mid, f.ids[4])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func TestCopyKeepsEverything(t *testing.T) {
 	if flag.ID <= flags[len(flags)-1].ID {
 		t.Errorf("a new flag got id %d, not past the copied ones (up to %d)", flag.ID, flags[len(flags)-1].ID)
 	}
-	after, err := mid.History(ctx, f.ids[4])
+	after, err := historyOf(ctx, mid, f.ids[4])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,11 +278,11 @@ func sameContents(t *testing.T, a, b *store.Store, f copyFixture) {
 	t.Helper()
 	ctx := context.Background()
 	for _, id := range f.ids {
-		want, err := a.History(ctx, id)
+		want, err := historyOf(ctx, a, id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := b.History(ctx, id)
+		got, err := historyOf(ctx, b, id)
 		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Errorf("history of run %s: %+v, %v; want %+v", id, got, err, want)
 		}
@@ -389,7 +389,7 @@ func TestCopyMergesHistories(t *testing.T) {
 		}
 		ownHistory := map[string][]store.Event{}
 		for _, r := range own {
-			if ownHistory[r.ID], err = dst.History(ctx, r.ID); err != nil {
+			if ownHistory[r.ID], err = historyOf(ctx, dst, r.ID); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -408,7 +408,7 @@ func TestCopyMergesHistories(t *testing.T) {
 			}
 		}
 		for _, r := range own {
-			if got, err := dst.History(ctx, r.ID); err != nil || !reflect.DeepEqual(got, ownHistory[r.ID]) {
+			if got, err := historyOf(ctx, dst, r.ID); err != nil || !reflect.DeepEqual(got, ownHistory[r.ID]) {
 				t.Errorf("the destination's own history of %s changed: %+v, %v", r.ID, got, err)
 			}
 		}
@@ -417,11 +417,11 @@ func TestCopyMergesHistories(t *testing.T) {
 			t.Fatalf("the copied flag: %+v, %v; want the resolved flag under a new id", copied, err)
 		}
 		for _, r := range theirs {
-			want, err := src.History(ctx, r.ID)
+			want, err := historyOf(ctx, src, r.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := dst.History(ctx, r.ID)
+			got, err := historyOf(ctx, dst, r.ID)
 			if err != nil || len(got) != len(want) {
 				t.Fatalf("history of %s: %+v, %v; want %+v", r.ID, got, err, want)
 			}
@@ -457,7 +457,8 @@ func TestCopyMergesHistories(t *testing.T) {
 // rather than hand the source's signed or submitted runs to another key.
 func TestCopyRefusesKeysTakenInTheDestination(t *testing.T) {
 	ctx := context.Background()
-	pub := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)).Public().(ed25519.PublicKey)
+	priv := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
+	pub := priv.Public().(ed25519.PublicKey)
 	forEachBackend(t, func(t *testing.T, backend string) {
 		for _, tc := range []struct {
 			name string
@@ -465,7 +466,7 @@ func TestCopyRefusesKeysTakenInTheDestination(t *testing.T) {
 			want string
 		}{
 			{"signing key", func(st *store.Store) error {
-				_, _, err := st.RegisterSigningKey(ctx, "mallory", pub)
+				_, _, err := registerSigningKey(ctx, st, "mallory", priv)
 				return err
 			}, "signing_keys fingerprint " + store.Fingerprint(pub) + ": the destination holds another row in its place"},
 			{"API key name", func(st *store.Store) error {
@@ -478,7 +479,7 @@ func TestCopyRefusesKeysTakenInTheDestination(t *testing.T) {
 				if _, _, err := src.CreateKey(ctx, "alice", false); err != nil {
 					t.Fatal(err)
 				}
-				if _, _, err := src.RegisterSigningKey(ctx, "alice", pub); err != nil {
+				if _, _, err := registerSigningKey(ctx, src, "alice", priv); err != nil {
 					t.Fatal(err)
 				}
 				dst := openStore(t, backend, store.Options{})
@@ -491,6 +492,16 @@ func TestCopyRefusesKeysTakenInTheDestination(t *testing.T) {
 			})
 		}
 	})
+}
+
+// historyOf reads st's whole history of run id.
+func historyOf(ctx context.Context, st *store.Store, id string) ([]store.Event, error) {
+	return st.History(ctx, id)
+}
+
+// registerSigningKey registers priv's public key to the API key keyName.
+func registerSigningKey(ctx context.Context, st *store.Store, keyName string, priv ed25519.PrivateKey) (store.SigningKey, bool, error) {
+	return st.RegisterSigningKey(ctx, keyName, priv.Public().(ed25519.PublicKey))
 }
 
 // TestCopyTableComplete: the counts copy checks after each table.
