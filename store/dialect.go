@@ -80,6 +80,14 @@ func (d dialect) unindexed(col string) string {
 	return "+" + col
 }
 
+// sameAs compares a column with a placeholder, NULL equal to NULL.
+func (d dialect) sameAs(col string) string {
+	if d == postgresSQL {
+		return col + " IS NOT DISTINCT FROM ?"
+	}
+	return col + " IS ?"
+}
+
 // insertIgnore starts an INSERT that skips rows already there.
 func (d dialect) insertIgnore(table string) (prefix, suffix string) {
 	if d == postgresSQL {

@@ -27,7 +27,7 @@ commands:
   eval         the calculator's held-out accuracy over every stored run
   fit          fit and store the runs the calculator's current method has not fitted
   keys         API keys for submissions over HTTP: create, list, revoke, proof
-  copy         copy every run and key from one database to another
+  copy         copy everything one database stores into another
   healthcheck  exit 0 when the local server answers /healthz (container health checks)
   help         this list, or a command's help: matrixd help COMMAND
 
