@@ -83,8 +83,8 @@ type Config struct {
 	Background context.Context
 }
 
-// New returns the HTTP handler: request id → logger → recover → body limit
-// → validator → routes.
+// New returns the HTTP handler: request id → logger → recover → plain
+// text → body limit → validator → routes.
 func New(st *store.Store, cfg Config) (http.Handler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -172,6 +172,7 @@ func New(st *store.Store, cfg Config) (http.Handler, error) {
 		m.observe,
 		recoverer(cfg.Logger),
 		noEncodedSlash,
+		plainText,
 		securityHeaders,
 		cors(cfg.WriteOrigins),
 		limitReads(newLimiter(cfg.RateLimit.ReadsPerSecond)),

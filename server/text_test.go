@@ -1,0 +1,139 @@
+package server_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/matrixd/matrixd/api"
+	"github.com/matrixd/matrixd/server"
+)
+
+// malformedText are the bytes no store takes as text: a NUL and a byte
+// that is not UTF-8.
+var malformedText = []string{"%00", "%FF"}
+
+// TestMalformedTextIsRefused walks the spec: every string parameter in
+// the path or query of every GET operation, given a NUL byte or a byte
+// that is not UTF-8, is a 400 problem naming it, never a database error.
+// Run with MATRIXD_TEST_API_STORE=postgres too: PostgreSQL refuses both.
+func TestMalformedTextIsRefused(t *testing.T) {
+	e := newEnv(t, 0)
+	spec, err := api.GetSpec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for path, item := range spec.Paths.Map() {
+		op := item.Get
+		if op == nil {
+			continue
+		}
+		params := append(slices.Clone(item.Parameters), op.Parameters...)
+		for _, ref := range params {
+			p := ref.Value
+			if (p.In != openapi3.ParameterInQuery && p.In != openapi3.ParameterInPath) || !isString(p.Schema) {
+				continue
+			}
+			for _, bad := range malformedText {
+				target := fillPath(path, params, p.Name, "a"+bad+"b")
+				if p.In == openapi3.ParameterInQuery {
+					target = fillPath(path, params, "", "") + "?" + p.Name + "=a" + bad + "b"
+				}
+				rec := e.do(t, http.MethodGet, target, nil)
+				wantNamed(t, target, rec.Code, rec.Header().Get("Content-Type"), rec.Body.Bytes(), p.Name)
+				checked++
+			}
+		}
+	}
+	if checked < 40 {
+		t.Fatalf("only %d requests checked: the walk of the spec missed its parameters", checked)
+	}
+	t.Logf("%d requests checked", checked)
+}
+
+// TestMalformedTextIsRefusedOnPages: the pages' routes (those the spec
+// does not hold) refuse the same bytes in their query and their path the
+// same way.
+func TestMalformedTextIsRefusedOnPages(t *testing.T) {
+	e := newEnv(t, 0)
+	param := regexp.MustCompile(`:[a-z_]+|\*`)
+	pages := 0
+	for _, r := range server.Routes(e.h) {
+		if r.Method != http.MethodGet || e.spec.Paths.Find(r.Path) != nil || strings.Contains(r.Path, ".") || strings.Contains(r.Path, "{") {
+			continue
+		}
+		if _, _, err := e.router.FindRoute(mustRequest(t, strings.ReplaceAll(param.ReplaceAllString(r.Path, "x"), "*", "x"))); err == nil {
+			continue // an operation of the spec, walked by TestMalformedTextIsRefused
+		}
+		pages++
+		for _, bad := range malformedText {
+			target := param.ReplaceAllString(r.Path, "x") + "?model=a" + bad + "b"
+			rec := e.do(t, http.MethodGet, target, nil)
+			wantNamed(t, target, rec.Code, rec.Header().Get("Content-Type"), rec.Body.Bytes(), "model")
+			if names := param.FindAllString(r.Path, -1); len(names) > 0 {
+				target := param.ReplaceAllString(r.Path, "a"+bad+"b")
+				want := strings.TrimPrefix(names[0], ":")
+				if want == "*" {
+					want = "path"
+				}
+				rec := e.do(t, http.MethodGet, target, nil)
+				wantNamed(t, target, rec.Code, rec.Header().Get("Content-Type"), rec.Body.Bytes(), want)
+			}
+		}
+	}
+	if pages < 10 {
+		t.Fatalf("only %d pages checked", pages)
+	}
+	t.Logf("%d pages checked", pages)
+}
+
+func wantNamed(t *testing.T, target string, code int, contentType string, body []byte, name string) {
+	t.Helper()
+	var p api.Problem
+	if err := json.Unmarshal(body, &p); err != nil {
+		t.Fatalf("GET %s: %d %s", target, code, body)
+	}
+	if code != http.StatusBadRequest || contentType != "application/problem+json" || p.Errors == nil {
+		t.Fatalf("GET %s: %d %s %s, want a 400 problem naming %s", target, code, contentType, body, name)
+	}
+	for _, fe := range *p.Errors {
+		if fe.Field != nil && *fe.Field == name {
+			return
+		}
+	}
+	t.Fatalf("GET %s: the problem does not name %s: %s", target, name, body)
+}
+
+func isString(s *openapi3.SchemaRef) bool {
+	return s != nil && s.Value != nil && s.Value.Type.Is(openapi3.TypeString)
+}
+
+// fillPath writes a path template's parameters: name as value, every other
+// as a plain one.
+func fillPath(path string, params openapi3.Parameters, name, value string) string {
+	for _, ref := range params {
+		if p := ref.Value; p.In == openapi3.ParameterInPath {
+			v := "x"
+			if p.Name == name {
+				v = value
+			}
+			path = strings.ReplaceAll(path, "{"+p.Name+"}", v)
+		}
+	}
+	return path
+}
+
+func mustRequest(t *testing.T, target string) *http.Request {
+	t.Helper()
+	r, err := http.NewRequest(http.MethodGet, target, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
