@@ -473,7 +473,15 @@ func mediaType(route *routers.Route, r *http.Request) error {
 	}
 	accepted := slices.Sorted(maps.Keys(rb.Value.Content))
 	mt, params, err := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType))
+	if err != nil && strings.HasPrefix(strings.ToLower(strings.TrimSpace(r.Header.Get(echo.HeaderContentType))), "multipart/") {
+		return malformed{fmt.Errorf("the Content-Type %s cannot be read (%v): send multipart/form-data; boundary=… as your HTTP client's form builder writes it", clip(r.Header.Get(echo.HeaderContentType)), err)}
+	}
 	if err == nil && slices.Contains(accepted, mt) {
+		// A multipart body is read by its boundary: without one (or with
+		// one longer than RFC 2046 allows) there are no parts to read.
+		if b, ok := params["boundary"]; strings.HasPrefix(mt, "multipart/") && (!ok || b == "" || len(b) > 70) {
+			return malformed{fmt.Errorf("the Content-Type %s needs a boundary of 1 to 70 characters (multipart/form-data; boundary=…), the line that separates the parts; HTTP clients add it when they build the form", clip(r.Header.Get(echo.HeaderContentType)))}
+		}
 		// Bodies are read as UTF-8 (US-ASCII is a part of it); text said to
 		// be in another charset would be misread, not converted.
 		if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") && !strings.EqualFold(cs, "us-ascii") {

@@ -137,3 +137,34 @@ func mustRequest(t *testing.T, target string) *http.Request {
 	}
 	return r
 }
+
+// TestMalformedMultipartIsRefused: an import whose multipart framing
+// cannot be read (no boundary, an empty or overlong one, a Content-Type
+// that does not parse, a body without the boundary) is a 400 problem
+// saying so, and stores nothing.
+func TestMalformedMultipartIsRefused(t *testing.T) {
+	e := newEnv(t, 0)
+	k := e.keys(t, "alice")
+	before := e.rows(t)
+	ct, body := multipartBody(t, toolFixture(t, "llama-pr16894.META.json"), "llama-pr16894-qwen2-7b.md")
+	for _, c := range []struct {
+		name, contentType string
+		body              []byte
+		want              string
+	}{
+		{"no boundary", "multipart/form-data", body, "boundary"},
+		{"empty boundary", `multipart/form-data; boundary=""`, body, "boundary"},
+		{"boundary too long", "multipart/form-data; boundary=" + strings.Repeat("b", 71), body, "boundary"},
+		{"unreadable Content-Type", "multipart/form-data; boundary", body, "cannot be read"},
+		{"body without the boundary", "multipart/form-data; boundary=other", body, "cannot be read"},
+		{"parts cut short", ct, body[:len(body)/2], "cannot be read"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rec := e.send(t, http.MethodPost, "/v1/runs/import?format=llama-batched-bench", with(k["alice"], "Content-Type", c.contentType), c.body)
+			if rec.Code != http.StatusBadRequest || rec.Header().Get("Content-Type") != "application/problem+json" || !strings.Contains(rec.Body.String(), c.want) {
+				t.Fatalf("%d %s %.500s; want a 400 problem saying %q", rec.Code, rec.Header().Get("Content-Type"), rec.Body, c.want)
+			}
+		})
+	}
+	e.sameRows(t, before)
+}
