@@ -300,7 +300,8 @@ func recoverer(logger *slog.Logger) echo.MiddlewareFunc {
 var errPanic = errors.New("panic")
 
 // logURI is a request URI as log lines repeat it: the values of query
-// parameters that may carry a credential redacted, and bounded.
+// parameters that may carry a credential, and of those without a name,
+// redacted; and bounded.
 func logURI(uri string) string {
 	path, query, ok := strings.Cut(uri, "?")
 	if !ok {
@@ -319,15 +320,22 @@ func logURI(uri string) string {
 	return clipLog(path + "?" + strings.Join(parts, "&"))
 }
 
-// secretParam reports a query parameter name that may carry a credential:
-// matrixd takes none in the query, but clients send them anyway.
+// secretParam reports a query parameter name that may carry a credential
+// (one holding any of the words below, in any case and anywhere in it:
+// x_api_key, accessToken), or no name at all: matrixd takes no credential
+// in the query, but clients send them anyway.
 func secretParam(name string) bool {
 	switch name {
 	case "context_tokens", "max_output_tokens": // the API's own, which carry token counts
 		return false
+	case "":
+		return true
 	}
 	n := strings.ToLower(name)
-	for _, w := range []string{"key", "token", "secret", "password", "passwd", "auth", "credential", "session", "signature", "sig"} {
+	for _, w := range [...]string{
+		"key", "token", "secret", "password", "passwd", "pwd", "pass", "auth", "credential", "bearer", "jwt",
+		"session", "cookie", "signature", "sig", "code", "otp", "nonce", "saml", "ticket",
+	} {
 		if strings.Contains(n, w) {
 			return true
 		}

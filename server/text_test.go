@@ -1,7 +1,10 @@
 package server_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"regexp"
 	"slices"
@@ -167,4 +170,40 @@ func TestMalformedMultipartIsRefused(t *testing.T) {
 		})
 	}
 	e.sameRows(t, before)
+}
+
+// TestRequestLogRedactsCredentials: the request log repeats no value of a
+// query parameter whose name says it may be a credential, whatever its
+// case and wherever the word sits in the name, nor of one without a name;
+// the API's own parameters are logged as sent.
+func TestRequestLogRedactsCredentials(t *testing.T) {
+	var logs bytes.Buffer
+	e := newEnvWith(t, 0, server.Config{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	names := []string{
+		"token", "key", "api_key", "apikey", "access_token", "bearer", "jwt", "pwd", "password", "passwd",
+		"secret", "code", "auth", "authorization", "sig", "signature", "session", "sessionid", "x_api_key",
+		"X-Api-Key", "Bearer", "JWT", "AccessToken", "client_secret", "oauth_code", "x%5Fapi%5Fkey", "",
+	}
+	for i, name := range names {
+		secret := fmt.Sprintf("s3cr3t%02d", i)
+		e.do(t, http.MethodGet, "/v1/runs?"+name+"="+secret, nil)
+		e.do(t, http.MethodGet, "/v1/gpus?gpu=RTX&"+name+"="+secret+"&model=m", nil)
+	}
+	e.do(t, http.MethodGet, "/v1/runs?gpu=RTX%203090&model=qwen&limit=5", nil)
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) < 2*len(names)+1 {
+		t.Fatalf("%d log lines for %d requests", len(lines), 2*len(names)+1)
+	}
+	for _, line := range lines {
+		var entry struct{ Msg, URI string }
+		if err := json.Unmarshal([]byte(line), &entry); err != nil {
+			t.Fatalf("log line is not JSON: %s", line)
+		}
+		if strings.Contains(entry.URI, "s3cr3t") {
+			t.Errorf("a credential is logged: %s", line)
+		}
+	}
+	if last := lines[len(lines)-1]; !strings.Contains(last, `"uri":"/v1/runs?gpu=RTX%203090&model=qwen&limit=5"`) {
+		t.Errorf("the API's own parameters are not logged as sent: %s", last)
+	}
 }
