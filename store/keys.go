@@ -56,6 +56,9 @@ func ValidKeyName(name string) bool {
 // token, which is not stored and cannot be shown again. Names are never
 // reused, even after a key is revoked.
 func (s *Store) CreateKey(ctx context.Context, name string, admin bool) (Key, string, error) {
+	if msg := TextProblem(name, false); msg != "" {
+		return Key{}, "", &FieldError{Field: "name", Message: msg}
+	}
 	if !ValidKeyName(name) {
 		return Key{}, "", &FieldError{Field: "name", Message: "a key name is 1–64 letters, digits, '.', '_', '-' or '@'"}
 	}

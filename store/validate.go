@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 )
 
@@ -186,25 +185,9 @@ func (v *validator) chars(ptr, s string, maxLen int, lines bool) {
 		v.add(ptr, "is %d characters long; the limit is %d", n, maxLen)
 		return
 	}
-	for _, c := range s {
-		if lines && (c == '\n' || c == '\t' || c == '\r') {
-			continue
-		}
-		if bad := badChar(c); bad != "" {
-			v.add(ptr, "contains %s U+%04X", bad, c)
-			return
-		}
+	if msg := TextProblem(s, lines); msg != "" {
+		v.add(ptr, "%s", msg)
 	}
-}
-
-func badChar(c rune) string {
-	switch {
-	case unicode.IsControl(c):
-		return "the control character"
-	case c >= 0x202A && c <= 0x202E, c >= 0x2066 && c <= 0x2069, c == 0x200E, c == 0x200F, c == 0x061C:
-		return "the bidirectional formatting character"
-	}
-	return ""
 }
 
 func (v *validator) intRange(ptr string, n *int, lo, hi int) {
