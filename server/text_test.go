@@ -15,6 +15,7 @@ import (
 
 	"github.com/matrixd/matrixd/api"
 	"github.com/matrixd/matrixd/server"
+	"github.com/matrixd/matrixd/store/storetest"
 )
 
 // malformedText are the bytes no store takes as text: a NUL and a byte
@@ -205,5 +206,54 @@ func TestRequestLogRedactsCredentials(t *testing.T) {
 	}
 	if last := lines[len(lines)-1]; !strings.Contains(last, `"uri":"/v1/runs?gpu=RTX%203090&model=qwen&limit=5"`) {
 		t.Errorf("the API's own parameters are not logged as sent: %s", last)
+	}
+}
+
+// TestNamesThatOnlyLookAlike: a run whose GPU or model only looks like a
+// name already in use (other scripts' letters, an O for a zero, an
+// invisible character) is a 422 naming the field, stores nothing and
+// adds no GPU to /v1/gpus; a name with a decomposed accent is stored as
+// the composed one.
+func TestNamesThatOnlyLookAlike(t *testing.T) {
+	e := newEnv(t, 0)
+	k := e.keys(t, "alice")
+	base := storetest.Runs(61, 1)[0]
+	base.Hardware.GPU = "RTX 3060"
+	if rec := e.send(t, http.MethodPost, "/v1/runs", k["alice"], runJSON(t, base)); rec.Code != http.StatusCreated {
+		t.Fatalf("the real run: %d %s", rec.Code, rec.Body)
+	}
+	before := e.rows(t)
+	for _, c := range []struct{ gpu, model, pointer, want string }{
+		{"RТХ 3060", "", "/hardware/gpu", "mixes letters of the Latin and Cyrillic scripts"},
+		{"RTX 3O60", "", "/hardware/gpu", `reads as \"RTX 3060\" of the hardware catalog`},
+		{"Н1ОО", "", "/hardware/gpu", `reads as \"H100`},
+		{"RTX\u200b3060", "", "/hardware/gpu", "invisible character U+200B"},
+		{"RTX 30\u00ad60", "", "/hardware/gpu", "invisible character U+00AD"},
+		{"\ufeffRTX 3060", "", "/hardware/gpu", "invisible character U+FEFF"},
+		{"RTX\u00a03060", "", "/hardware/gpu", "space U+00A0"},
+		{"", "Llama-2-l3B", "/model/name", "Llama-2-13B"},
+		{"", "Llama-2-13В", "/model/name", "mixes letters"},
+	} {
+		r := base
+		if c.gpu != "" {
+			r.Hardware.GPU = c.gpu
+		}
+		if c.model != "" {
+			r.Model.Name = c.model
+		}
+		rec := e.send(t, http.MethodPost, "/v1/runs", k["alice"], runJSON(t, r))
+		if rec.Code != http.StatusUnprocessableEntity || !strings.Contains(rec.Body.String(), `"pointer":"`+c.pointer+`"`) || !strings.Contains(rec.Body.String(), c.want) {
+			t.Errorf("gpu %q model %q: %d %.600s; want a 422 at %s saying %s", c.gpu, c.model, rec.Code, rec.Body, c.pointer, c.want)
+		}
+	}
+	e.sameRows(t, before)
+	if gpus := e.do(t, http.MethodGet, "/v1/gpus", nil); strings.Count(gpus.Body.String(), "3060") != 1 {
+		t.Errorf("/v1/gpus lists more than one RTX 3060: %s", gpus.Body)
+	}
+	accented := storetest.Runs(62, 1)[0]
+	accented.Engine.Name = "ve\u0301llm"
+	rec := e.send(t, http.MethodPost, "/v1/runs", k["alice"], runJSON(t, accented))
+	if rec.Code != http.StatusCreated || decodeRun(t, rec.Body.Bytes()).Engine.Name != "v\u00e9llm" {
+		t.Errorf("a decomposed accent: %d %.300s; want it stored composed (NFC)", rec.Code, rec.Body)
 	}
 }
