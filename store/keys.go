@@ -97,6 +97,11 @@ func (s *Store) Authenticate(ctx context.Context, token string) (Key, error) {
 	if !ok || !ok2 || len(id) != 13 || len(sec) != 52 {
 		return Key{}, ErrUnauthorized
 	}
+	// Only an id of the keys' alphabet is looked up: other bytes (NUL, or
+	// not UTF-8) are no key, and PostgreSQL would refuse them as text.
+	if _, err := keyEncoding.DecodeString(strings.ToUpper(id)); err != nil {
+		return Key{}, ErrUnauthorized
+	}
 	var (
 		k        Key
 		hash     []byte

@@ -100,3 +100,17 @@ func TestFreeTextByOneRule(t *testing.T) {
 		}
 	})
 }
+
+// TestAuthenticateMalformedToken: a token of the right shape whose id holds
+// bytes no key has (NUL, not UTF-8) is no key on either store, never a
+// database error.
+func TestAuthenticateMalformedToken(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st *store.Store) {
+		for _, id := range []string{"aaaaaaaaaaaa\xff", "aaaaaaaaaaaa\x00", "aaaaaaaaaaaa!"} {
+			_, err := st.Authenticate(context.Background(), "mxd_"+id+"_"+strings.Repeat("a", 52))
+			if !errors.Is(err, store.ErrUnauthorized) {
+				t.Errorf("id %q: %v; want ErrUnauthorized", id, err)
+			}
+		}
+	})
+}
