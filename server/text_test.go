@@ -257,3 +257,36 @@ func TestNamesThatOnlyLookAlike(t *testing.T) {
 		t.Errorf("a decomposed accent: %d %.300s; want it stored composed (NFC)", rec.Code, rec.Body)
 	}
 }
+
+// TestFreeTextOverHTTP: a flag's text, a moderator's reason and a run's
+// title are held to the one text rule over HTTP too: bidirectional
+// overrides and C1 controls are a 400 or 422 naming the field, bytes that
+// are not UTF-8 a 400, and nothing is stored.
+func TestFreeTextOverHTTP(t *testing.T) {
+	e := newEnv(t, 0)
+	k := e.keys(t, "alice", "admin")
+	rec := e.send(t, http.MethodPost, "/v1/runs", k["alice"], runJSON(t, storetest.Runs(63, 1)[0]))
+	if rec.Code != http.StatusCreated {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	id := decodeRun(t, rec.Body.Bytes()).ID
+	before := e.rows(t)
+	for _, c := range []struct {
+		method, target, contentType, key, body string
+		status                                 int
+		want                                   string
+	}{
+		{"POST", "/v1/runs/" + id + "/flags", "application/json", "alice", `{"reason":"other","text":"see \u202Efdp.exe"}`, 400, `"field":"text"`},
+		{"POST", "/v1/runs/" + id + "/flags", "application/json", "alice", `{"reason":"other","text":"next\u0085line"}`, 400, "U+0085"},
+		{"POST", "/v1/runs/" + id + "/flags", "application/json", "alice", "{\"reason\":\"other\",\"text\":\"a\xffb\"}", 400, "not valid UTF-8"},
+		{"PUT", "/v1/runs/" + id + "/hidden", "application/json", "admin", `{"reason":"spam \u2067x"}`, 400, `"field":"reason"`},
+		{"PUT", "/v1/runs/" + id + "/hidden", "application/json", "admin", "{\"reason\":\"a\xffb\"}", 400, "not valid UTF-8"},
+		{"PATCH", "/v1/runs/" + id, "application/merge-patch+json", "alice", `{"title":"t\u009b31m"}`, 422, `"pointer":"/title"`},
+	} {
+		rec := e.send(t, c.method, c.target, with(k[c.key], "Content-Type", c.contentType), []byte(c.body))
+		if rec.Code != c.status || !strings.Contains(rec.Body.String(), c.want) {
+			t.Errorf("%s %s %q: %d %.400s; want %d saying %s", c.method, c.target, c.body, rec.Code, rec.Body, c.status, c.want)
+		}
+	}
+	e.sameRows(t, before)
+}
