@@ -72,20 +72,35 @@ func (w *Writer) checked(r store.Run) store.Run {
 	return r
 }
 
-// SubmitRun is store.SubmitRun with the run's checks.
+// SubmitRun is store.SubmitRun with the run's checks. A run naming a
+// look-alike of a catalog's GPU or model is refused.
 func (w *Writer) SubmitRun(ctx context.Context, r store.Run, idem *store.Idempotency) (store.Run, store.SubmitResult, error) {
+	if err := w.refuseLookAlikes(r); err != nil {
+		return store.Run{}, store.SubmitResult{}, err
+	}
 	return w.store.SubmitRun(ctx, w.checked(r), idem)
 }
 
-// CreateRun is store.CreateRun with the run's checks.
+// CreateRun is store.CreateRun with the run's checks; a run naming a
+// look-alike is refused.
 func (w *Writer) CreateRun(ctx context.Context, r store.Run) (store.Run, bool, error) {
+	if err := w.refuseLookAlikes(r); err != nil {
+		return store.Run{}, false, err
+	}
 	return w.store.CreateRun(ctx, w.checked(r))
 }
 
-// CreateRuns is store.CreateRuns with each run's checks.
+// CreateRuns is store.CreateRuns with each run's checks; one run naming a
+// look-alike stores none.
 func (w *Writer) CreateRuns(ctx context.Context, runs []store.Run) ([]store.Run, []bool, error) {
 	checked := make([]store.Run, len(runs))
 	for i, r := range runs {
+		if err := w.refuseLookAlikes(r); err != nil {
+			if len(runs) > 1 {
+				err = fmt.Errorf("run %d of %d: %w", i+1, len(runs), err)
+			}
+			return nil, nil, err
+		}
 		checked[i] = w.checked(r)
 	}
 	return w.store.CreateRuns(ctx, checked)

@@ -112,6 +112,8 @@ func toProblem(err error, c echo.Context) api.Problem {
 		p = invalidRun(ve.Problems)
 	case errors.As(err, &mal):
 		p = problem(http.StatusBadRequest, mal.Error())
+	case errors.Is(err, http.ErrMissingBoundary), errors.Is(err, http.ErrNotMultipart):
+		p = problem(http.StatusBadRequest, "the multipart body cannot be read: send Content-Type: multipart/form-data; boundary=… with parts framed by that boundary")
 	case errors.As(err, &pe):
 		p = invalidRun([]store.Problem{{File: pe.File, Line: pe.Line, Message: pe.Msg}})
 	case errors.As(err, &um):

@@ -83,8 +83,8 @@ type Config struct {
 	Background context.Context
 }
 
-// New returns the HTTP handler: request id → logger → recover → body limit
-// → validator → routes.
+// New returns the HTTP handler: request id → logger → recover → plain
+// text → body limit → validator → routes.
 func New(st *store.Store, cfg Config) (http.Handler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -172,6 +172,7 @@ func New(st *store.Store, cfg Config) (http.Handler, error) {
 		m.observe,
 		recoverer(cfg.Logger),
 		noEncodedSlash,
+		plainText,
 		securityHeaders,
 		cors(cfg.WriteOrigins),
 		limitReads(newLimiter(cfg.RateLimit.ReadsPerSecond)),
@@ -299,7 +300,8 @@ func recoverer(logger *slog.Logger) echo.MiddlewareFunc {
 var errPanic = errors.New("panic")
 
 // logURI is a request URI as log lines repeat it: the values of query
-// parameters that may carry a credential redacted, and bounded.
+// parameters that may carry a credential, and of those without a name,
+// redacted; and bounded.
 func logURI(uri string) string {
 	path, query, ok := strings.Cut(uri, "?")
 	if !ok {
@@ -318,15 +320,22 @@ func logURI(uri string) string {
 	return clipLog(path + "?" + strings.Join(parts, "&"))
 }
 
-// secretParam reports a query parameter name that may carry a credential:
-// matrixd takes none in the query, but clients send them anyway.
+// secretParam reports a query parameter name that may carry a credential
+// (one holding any of the words below, in any case and anywhere in it:
+// x_api_key, accessToken), or no name at all: matrixd takes no credential
+// in the query, but clients send them anyway.
 func secretParam(name string) bool {
 	switch name {
 	case "context_tokens", "max_output_tokens": // the API's own, which carry token counts
 		return false
+	case "":
+		return true
 	}
 	n := strings.ToLower(name)
-	for _, w := range []string{"key", "token", "secret", "password", "passwd", "auth", "credential", "session", "signature", "sig"} {
+	for _, w := range [...]string{
+		"key", "token", "secret", "password", "passwd", "pwd", "pass", "auth", "credential", "bearer", "jwt",
+		"session", "cookie", "signature", "sig", "code", "otp", "nonce", "saml", "ticket",
+	} {
 		if strings.Contains(n, w) {
 			return true
 		}
@@ -472,7 +481,15 @@ func mediaType(route *routers.Route, r *http.Request) error {
 	}
 	accepted := slices.Sorted(maps.Keys(rb.Value.Content))
 	mt, params, err := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType))
+	if err != nil && strings.HasPrefix(strings.ToLower(strings.TrimSpace(r.Header.Get(echo.HeaderContentType))), "multipart/") {
+		return malformed{fmt.Errorf("the Content-Type %s cannot be read (%v): send multipart/form-data; boundary=… as your HTTP client's form builder writes it", clip(r.Header.Get(echo.HeaderContentType)), err)}
+	}
 	if err == nil && slices.Contains(accepted, mt) {
+		// A multipart body is read by its boundary: without one (or with
+		// one longer than RFC 2046 allows) there are no parts to read.
+		if b, ok := params["boundary"]; strings.HasPrefix(mt, "multipart/") && (!ok || b == "" || len(b) > 70) {
+			return malformed{fmt.Errorf("the Content-Type %s needs a boundary of 1 to 70 characters (multipart/form-data; boundary=…), the line that separates the parts; HTTP clients add it when they build the form", clip(r.Header.Get(echo.HeaderContentType)))}
+		}
 		// Bodies are read as UTF-8 (US-ASCII is a part of it); text said to
 		// be in another charset would be misread, not converted.
 		if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") && !strings.EqualFold(cs, "us-ascii") {

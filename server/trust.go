@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -273,11 +274,15 @@ func (s *Server) GetSubmitter(ctx context.Context, req api.GetSubmitterRequestOb
 }
 
 // strictJSON decodes a small JSON request body, refusing members the
-// schema does not have (the generated binder would ignore a misspelt one).
+// schema does not have (the generated binder would ignore a misspelt one)
+// and bytes that are not UTF-8 (the decoder would store them as U+FFFD).
 func strictJSON(c echo.Context, v any) error {
 	b, err := readBody(c)
 	if err != nil {
 		return err
+	}
+	if !utf8.Valid(b) {
+		return malformed{errors.New("the body is not valid UTF-8: send JSON text as UTF-8")}
 	}
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()

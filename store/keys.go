@@ -56,6 +56,9 @@ func ValidKeyName(name string) bool {
 // token, which is not stored and cannot be shown again. Names are never
 // reused, even after a key is revoked.
 func (s *Store) CreateKey(ctx context.Context, name string, admin bool) (Key, string, error) {
+	if msg := TextProblem(name, false); msg != "" {
+		return Key{}, "", &FieldError{Field: "name", Message: msg}
+	}
 	if !ValidKeyName(name) {
 		return Key{}, "", &FieldError{Field: "name", Message: "a key name is 1–64 letters, digits, '.', '_', '-' or '@'"}
 	}
@@ -92,6 +95,11 @@ func (s *Store) Authenticate(ctx context.Context, token string) (Key, error) {
 	rest, ok := strings.CutPrefix(token, keyPrefix)
 	id, sec, ok2 := strings.Cut(rest, "_")
 	if !ok || !ok2 || len(id) != 13 || len(sec) != 52 {
+		return Key{}, ErrUnauthorized
+	}
+	// Only an id of the keys' alphabet is looked up: other bytes (NUL, or
+	// not UTF-8) are no key, and PostgreSQL would refuse them as text.
+	if _, err := keyEncoding.DecodeString(strings.ToUpper(id)); err != nil {
 		return Key{}, ErrUnauthorized
 	}
 	var (

@@ -185,9 +185,14 @@ type DecodeCell struct {
 	AvgPowerW *float64 `json:"avg_power_w,omitempty"`
 }
 
-// Normalize puts the cells in their canonical order: context, then
+// Normalize puts the run in its canonical form: its names in Unicode
+// normalization form C (NFC), its cells in order of context, then
 // concurrency.
 func (r *Run) Normalize() {
+	for _, name := range []*string{&r.Submitter, &r.Model.Name, &r.Model.Quantization, &r.Hardware.Type, &r.Hardware.GPU, &r.Hardware.CPU,
+		&r.Engine.Name, &r.Engine.Version, &r.Engine.Quantization, &r.Engine.Backend, &r.Benchmark.Tool, &r.Benchmark.ServedModel} {
+		*name = NFC(*name)
+	}
 	slices.SortFunc(r.Prefill, func(a, b PrefillCell) int { return cmp.Compare(a.ContextTokens, b.ContextTokens) })
 	slices.SortFunc(r.Decode, func(a, b DecodeCell) int {
 		return cmp.Or(cmp.Compare(a.ContextTokens, b.ContextTokens), cmp.Compare(a.Concurrency, b.Concurrency))

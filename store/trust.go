@@ -291,8 +291,9 @@ func checkText(field, v string, required bool) error {
 		return &FieldError{Field: field, Message: "is required"}
 	case utf8.RuneCountInString(v) > MaxFlagText:
 		return &FieldError{Field: field, Message: fmt.Sprintf("at most %d characters", MaxFlagText)}
-	case strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 && r != '\n' && r != '\t' || r == 0x7f }):
-		return &FieldError{Field: field, Message: "holds a control character"}
+	}
+	if msg := TextProblem(v, true); msg != "" {
+		return &FieldError{Field: field, Message: msg}
 	}
 	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 )
 
@@ -99,19 +98,19 @@ func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
 func (r *Run) Validate() error {
 	v := &validator{}
 	v.text("/title", r.Title, MaxTextLen, true)
-	v.text("/submitter", r.Submitter, MaxTextLen, false)
+	v.name("/submitter", r.Submitter, false)
 	v.url("/source_url", r.SourceURL)
 	v.multiline("/notes", r.Notes, MaxNotesLen)
 
-	v.text("/model/name", r.Model.Name, MaxTextLen, true)
-	v.text("/model/quantization", r.Model.Quantization, MaxTextLen, false)
+	v.name("/model/name", r.Model.Name, true)
+	v.name("/model/quantization", r.Model.Quantization, false)
 
 	h := r.Hardware
-	v.text("/hardware/type", h.Type, MaxTextLen, false)
-	v.text("/hardware/gpu", h.GPU, MaxTextLen, true)
+	v.name("/hardware/type", h.Type, false)
+	v.name("/hardware/gpu", h.GPU, true)
 	v.intRange("/hardware/gpu_count", h.GPUCount, 1, MaxGPUCount)
 	v.positive("/hardware/vram_gb", h.VRAMGB, MaxVRAMGB)
-	v.text("/hardware/cpu", h.CPU, MaxTextLen, false)
+	v.name("/hardware/cpu", h.CPU, false)
 	v.intRange("/hardware/cpu_cores", h.CPUCores, 1, MaxCPUCores)
 	v.positive("/hardware/ram_gb", h.RAMGB, MaxRAMGB)
 	v.text("/hardware/os", h.OS, MaxTextLen, false)
@@ -121,17 +120,17 @@ func (r *Run) Validate() error {
 	v.text("/hardware/pcie", h.PCIe, MaxTextLen, false)
 
 	e := r.Engine
-	v.text("/engine/name", e.Name, MaxTextLen, true)
-	v.text("/engine/version", e.Version, MaxTextLen, false)
-	v.text("/engine/quantization", e.Quantization, MaxTextLen, false)
-	v.text("/engine/backend", e.Backend, MaxTextLen, false)
+	v.name("/engine/name", e.Name, true)
+	v.name("/engine/version", e.Version, false)
+	v.name("/engine/quantization", e.Quantization, false)
+	v.name("/engine/backend", e.Backend, false)
 	v.text("/engine/repository", e.Repository, MaxURLLen, false)
 	v.text("/engine/build", e.Build, MaxTextLen, false)
 
 	b := r.Benchmark
-	v.text("/benchmark/tool", b.Tool, MaxTextLen, false)
+	v.name("/benchmark/tool", b.Tool, false)
 	v.text("/benchmark/tool_version", b.ToolVersion, MaxTextLen, false)
-	v.text("/benchmark/served_model", b.ServedModel, MaxTextLen, false)
+	v.name("/benchmark/served_model", b.ServedModel, false)
 	v.text("/benchmark/revision", b.Revision, MaxTextLen, false)
 	v.text("/benchmark/decode_test", b.DecodeTest, MaxTextLen, false)
 	v.text("/benchmark/prefill_mode", b.PrefillMode, MaxTextLen, false)
@@ -168,6 +167,18 @@ func (v *validator) text(ptr, s string, maxLen int, required bool) {
 	v.chars(ptr, s, maxLen, false)
 }
 
+// name checks a name that identifies a part of the run (NameProblem).
+func (v *validator) name(ptr, s string, required bool) {
+	n := len(v.problems)
+	v.text(ptr, s, MaxTextLen, required)
+	if len(v.problems) > n {
+		return
+	}
+	if msg := NameProblem(s); msg != "" {
+		v.add(ptr, "%s", msg)
+	}
+}
+
 func (v *validator) multiline(ptr, s string, maxLen int) { v.chars(ptr, s, maxLen, true) }
 
 func (v *validator) url(ptr, s string) {
@@ -186,25 +197,9 @@ func (v *validator) chars(ptr, s string, maxLen int, lines bool) {
 		v.add(ptr, "is %d characters long; the limit is %d", n, maxLen)
 		return
 	}
-	for _, c := range s {
-		if lines && (c == '\n' || c == '\t' || c == '\r') {
-			continue
-		}
-		if bad := badChar(c); bad != "" {
-			v.add(ptr, "contains %s U+%04X", bad, c)
-			return
-		}
+	if msg := TextProblem(s, lines); msg != "" {
+		v.add(ptr, "%s", msg)
 	}
-}
-
-func badChar(c rune) string {
-	switch {
-	case unicode.IsControl(c):
-		return "the control character"
-	case c >= 0x202A && c <= 0x202E, c >= 0x2066 && c <= 0x2069, c == 0x200E, c == 0x200F, c == 0x061C:
-		return "the bidirectional formatting character"
-	}
-	return ""
 }
 
 func (v *validator) intRange(ptr string, n *int, lo, hi int) {

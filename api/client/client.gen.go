@@ -2020,8 +2020,27 @@ type RunHistory struct {
 // and `submitted_by`, which the server assigns. Absent and `null` mean
 // the same: not given. Field names are exact (case matters) and may
 // appear once; unknown fields are refused. Names and short texts are at
-// most 200 characters, with no control or bidirectional formatting
-// characters. Beyond the schema, a run needs at least one cell, its
+// most 200 characters, with no control (C0, DEL, C1) or bidirectional
+// formatting characters; notes and the launch command may hold line
+// breaks and tabs. The same rule holds for flag texts, moderators'
+// reasons and notes.
+//
+// Names that identify the run's parts (`submitter`, `model.name`,
+// `model.quantization`, `hardware.type`, `hardware.gpu`,
+// `hardware.cpu`, `engine.name`, `engine.version`,
+// `engine.quantization`, `engine.backend`, `benchmark.tool`,
+// `benchmark.served_model`) are stored in Unicode NFC, and must read
+// as they are written: no invisible or format characters (zero-width
+// space or joiner, soft hyphen, byte order mark, variation
+// selectors), no space but U+0020, no private-use character, and
+// letters of one script, where Han, Hiragana, Katakana, Hangul and
+// Bopomofo may join any one other (`Qwen3 中文` is a name, `RТХ 3060`
+// with Cyrillic Т and Х is not). A GPU name that reads as a name of
+// the hardware catalog but is spelt otherwise (`RTX 3O60` with a
+// letter O, Cyrillic or full-width letters) is refused with the
+// catalog's spelling, and so is a model name that reads as one of the
+// model facts table. Each is a 422 naming the field by its JSON
+// Pointer. Beyond the schema, a run needs at least one cell, its
 // cells must be unique by (context, concurrency) and agree with
 // themselves (`per_request_tok_s` ≈ 1000 / `tbt_ms` within 5 %,
 // `output_tokens` ≈ `total_tok_s` × `duration_s` within 2 %,
@@ -3897,7 +3916,8 @@ type ClientInterface interface {
 	//   the body (`format` omitted or `page`);
 	// - a benchmark tool's output: `format=llama-batched-bench`,
 	//   `format=vllm-bench` or `format=grid-csv` with
-	//   `Content-Type: multipart/form-data`: a part
+	//   `Content-Type: multipart/form-data; boundary=…` (a body without
+	//   a boundary, or one the boundary does not frame, is a 400): a part
 	//   named `meta` holding the rest of the run as run JSON without cells
 	//   (title, model, hardware, engine …), and one or more parts named
 	//   `file`, each one output file of the tool (`llama-batched-bench`
@@ -3932,7 +3952,8 @@ type ClientInterface interface {
 	//   the body (`format` omitted or `page`);
 	// - a benchmark tool's output: `format=llama-batched-bench`,
 	//   `format=vllm-bench` or `format=grid-csv` with
-	//   `Content-Type: multipart/form-data`: a part
+	//   `Content-Type: multipart/form-data; boundary=…` (a body without
+	//   a boundary, or one the boundary does not frame, is a 400): a part
 	//   named `meta` holding the rest of the run as run JSON without cells
 	//   (title, model, hardware, engine …), and one or more parts named
 	//   `file`, each one output file of the tool (`llama-batched-bench`
@@ -4983,7 +5004,8 @@ func (c *Client) CreateRun(ctx context.Context, params *CreateRunParams, body Cr
 //     the body (`format` omitted or `page`);
 //   - a benchmark tool's output: `format=llama-batched-bench`,
 //     `format=vllm-bench` or `format=grid-csv` with
-//     `Content-Type: multipart/form-data`: a part
+//     `Content-Type: multipart/form-data; boundary=…` (a body without
+//     a boundary, or one the boundary does not frame, is a 400): a part
 //     named `meta` holding the rest of the run as run JSON without cells
 //     (title, model, hardware, engine …), and one or more parts named
 //     `file`, each one output file of the tool (`llama-batched-bench`
@@ -5028,7 +5050,8 @@ func (c *Client) ImportRunWithBody(ctx context.Context, params *ImportRunParams,
 //     the body (`format` omitted or `page`);
 //   - a benchmark tool's output: `format=llama-batched-bench`,
 //     `format=vllm-bench` or `format=grid-csv` with
-//     `Content-Type: multipart/form-data`: a part
+//     `Content-Type: multipart/form-data; boundary=…` (a body without
+//     a boundary, or one the boundary does not frame, is a 400): a part
 //     named `meta` holding the rest of the run as run JSON without cells
 //     (title, model, hardware, engine …), and one or more parts named
 //     `file`, each one output file of the tool (`llama-batched-bench`
@@ -10162,7 +10185,8 @@ type ClientWithResponsesInterface interface {
 	//   the body (`format` omitted or `page`);
 	// - a benchmark tool's output: `format=llama-batched-bench`,
 	//   `format=vllm-bench` or `format=grid-csv` with
-	//   `Content-Type: multipart/form-data`: a part
+	//   `Content-Type: multipart/form-data; boundary=…` (a body without
+	//   a boundary, or one the boundary does not frame, is a 400): a part
 	//   named `meta` holding the rest of the run as run JSON without cells
 	//   (title, model, hardware, engine …), and one or more parts named
 	//   `file`, each one output file of the tool (`llama-batched-bench`
@@ -10197,7 +10221,8 @@ type ClientWithResponsesInterface interface {
 	//   the body (`format` omitted or `page`);
 	// - a benchmark tool's output: `format=llama-batched-bench`,
 	//   `format=vllm-bench` or `format=grid-csv` with
-	//   `Content-Type: multipart/form-data`: a part
+	//   `Content-Type: multipart/form-data; boundary=…` (a body without
+	//   a boundary, or one the boundary does not frame, is a 400): a part
 	//   named `meta` holding the rest of the run as run JSON without cells
 	//   (title, model, hardware, engine …), and one or more parts named
 	//   `file`, each one output file of the tool (`llama-batched-bench`
@@ -15146,7 +15171,8 @@ func (c *ClientWithResponses) CreateRunWithResponse(ctx context.Context, params 
 //     the body (`format` omitted or `page`);
 //   - a benchmark tool's output: `format=llama-batched-bench`,
 //     `format=vllm-bench` or `format=grid-csv` with
-//     `Content-Type: multipart/form-data`: a part
+//     `Content-Type: multipart/form-data; boundary=…` (a body without
+//     a boundary, or one the boundary does not frame, is a 400): a part
 //     named `meta` holding the rest of the run as run JSON without cells
 //     (title, model, hardware, engine …), and one or more parts named
 //     `file`, each one output file of the tool (`llama-batched-bench`
@@ -15187,7 +15213,8 @@ func (c *ClientWithResponses) ImportRunWithBodyWithResponse(ctx context.Context,
 //     the body (`format` omitted or `page`);
 //   - a benchmark tool's output: `format=llama-batched-bench`,
 //     `format=vllm-bench` or `format=grid-csv` with
-//     `Content-Type: multipart/form-data`: a part
+//     `Content-Type: multipart/form-data; boundary=…` (a body without
+//     a boundary, or one the boundary does not frame, is a 400): a part
 //     named `meta` holding the rest of the run as run JSON without cells
 //     (title, model, hardware, engine …), and one or more parts named
 //     `file`, each one output file of the tool (`llama-batched-bench`

@@ -1,0 +1,75 @@
+package server
+
+import (
+	"net/url"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+)
+
+// plainText refuses a request whose path or query holds text no store
+// can hold: a NUL byte or bytes that are not UTF-8 (PostgreSQL refuses
+// both). It is the one check of every route's text, the API's, the
+// pages' and the feeds' alike, before anything reads it; a 400 names
+// each parameter. A query pair that does not decode is left to
+// parseQuery, which names it.
+func plainText(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		var bad fieldErrors
+		if msg := badText(c.Request().URL.Path); msg != "" {
+			bad = append(bad, fieldError(pathParam(c), msg))
+		}
+		for pair := range strings.SplitSeq(c.Request().URL.RawQuery, "&") {
+			rawName, rawValue, _ := strings.Cut(pair, "=")
+			name, err := url.QueryUnescape(rawName)
+			if err != nil {
+				continue
+			}
+			if msg := badText(name); msg != "" {
+				bad = append(bad, fieldError(url.QueryEscape(name), "the parameter's name "+msg))
+				continue
+			}
+			if value, err := url.QueryUnescape(rawValue); err == nil {
+				if msg := badText(value); msg != "" {
+					bad = append(bad, fieldError(name, msg))
+				}
+			}
+		}
+		if len(bad) > 0 {
+			return bad.capped()
+		}
+		return next(c)
+	}
+}
+
+// badText says what makes s unfit to be read as text, or "" when it is
+// fit.
+func badText(s string) string {
+	switch {
+	case strings.IndexByte(s, 0) >= 0:
+		return "holds a NUL byte (%00), which is never part of a name or a filter: remove it"
+	case !utf8.ValidString(s):
+		return "is not valid UTF-8 (a byte such as %FF): percent-encode the UTF-8 bytes of the text"
+	}
+	return ""
+}
+
+// pathParam names the path parameter whose value is unfit, as the route
+// names it (run_id, gpu), or "path" when no parameter holds it.
+func pathParam(c echo.Context) string {
+	values := c.ParamValues()
+	for i, name := range c.ParamNames() {
+		if i >= len(values) || name == "*" {
+			continue
+		}
+		v := values[i]
+		if u, err := url.PathUnescape(v); err == nil {
+			v = u
+		}
+		if badText(v) != "" {
+			return name
+		}
+	}
+	return "path"
+}
