@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -227,6 +228,8 @@ func strictJSON(data []byte, v any) *jsonErr {
 			return &jsonErr{line: lineAt(data, int(te.Offset)), msg: fmt.Sprintf("%s is a JSON %s, want a %s", te.Field, te.Value, te.Type)}
 		case errors.As(err, &se):
 			return &jsonErr{line: lineAt(data, int(se.Offset)), msg: err.Error()}
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return &jsonErr{line: lineAt(data, len(data)), msg: "the JSON ends before its value does"}
 		}
 		return &jsonErr{msg: err.Error()}
 	}
