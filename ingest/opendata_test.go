@@ -469,3 +469,70 @@ func TestDetect(t *testing.T) {
 		t.Errorf("Detect of both tables = %q, %v; want an error naming both formats", got, err)
 	}
 }
+
+func TestInferenceXShipped(t *testing.T) {
+	dir := "semianalysis-inferencex/"
+	names := []string{
+		"agg_kimik2.5_1k1k_int4_vllm_tp8-ep1-dpafalse_disagg-false_spec-mtp_conc4_MI355-gbt350-odcdh5-wbb3.json",
+		"agg_kimik2.5_8k1k_int4_vllm_tp8-ep1-dpafalse_disagg-false_spec-mtp_conc32_MI355-gbt350-odcdh5-wbb3.json",
+		"agg_kimik2.5_8k1k_int4_vllm_tp8-ep1-dpafalse_disagg-false_spec-mtp_conc64_MI355-gbt350-odcdh5-wbb3.json",
+	}
+	var files []ToolFile
+	for _, n := range names {
+		files = append(files, dataFile(t, dir+n))
+	}
+	meta := dataFile(t, dir+"META.json")
+	runs, err := ParseToolRuns(FormatInferenceX, "META.json", meta.Data, files, ToolOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 1 || len(runs[0].Decode) != 3 {
+		t.Fatalf("%d runs, want 1 of 3 cells (one configuration at three loads)", len(runs))
+	}
+	r := runs[0]
+	// conc32 file: "output_tput_per_gpu": 17.57057269511527, "median_ttft": 1.816827566944994,
+	// "median_tpot": 0.23031720386957874, "tp": 8, "isl": 8192
+	c := decodeAt(t, r, 8192, 32)
+	wantValue(t, "total_tok_s", c.TotalTokS, 17.57057269511527*8)
+	wantValue(t, "ttft_ms", c.TTFTMs, 1000*1.816827566944994)
+	wantValue(t, "tbt_ms", c.TBTMs, 1000*0.23031720386957874)
+	wantValue(t, "gpu_count", r.Hardware.GPUCount, 8)
+	if r.Hardware.GPU != "MI355X" || r.Model.Name != "moonshotai/Kimi-K2.5" || r.Model.Quantization != "int4" || r.Engine.Build != "vllm/vllm-openai-rocm:v0.21.0" {
+		t.Errorf("GPU %q, model %q %q, build %q", r.Hardware.GPU, r.Model.Name, r.Model.Quantization, r.Engine.Build)
+	}
+	if m := r.MethodOf(); m.Class != store.MethodServingSweep || m.OutputTokensPerRequest == nil || *m.OutputTokensPerRequest != 1024 {
+		t.Errorf("method %+v, want serving_sweep of 1024 tokens", m)
+	}
+	if r.Launch.Flags["spec_decoding"] != "mtp" || r.Launch.Flags["tp"] != "8" {
+		t.Errorf("flags %v", r.Launch.Flags)
+	}
+}
+
+func TestInferenceXErrors(t *testing.T) {
+	ok := `{"hw": "h100", "conc": 4, "model": "m", "framework": "sglang", "precision": "fp8", "isl": 1024, "osl": 1024, "tp": 8, "output_tput_per_gpu": 100, "median_ttft": 0.1, "median_tpot": 0.01}`
+	tests := []struct{ name, src, want string }{
+		{"not json", `{"hw": `, "not an InferenceX result"},
+		{"conc", strings.Replace(ok, `"conc": 4`, `"conc": 0`, 1), "conc is 0"},
+		{"hw", strings.Replace(ok, `"hw": "h100"`, `"hw": ""`, 1), "hw is missing"},
+		{"multinode", strings.Replace(ok, `"tp": 8`, `"tp": 8, "is_multinode": true`, 1), "a multi-node or disaggregated result"},
+		{"speed", strings.Replace(ok, `"output_tput_per_gpu": 100`, `"output_tput_per_gpu": 0`, 1), "output_tput_per_gpu is 0"},
+		{"type", strings.Replace(ok, `"isl": 1024`, `"isl": "1k"`, 1), "isl is a JSON string"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := FromToolRuns(FormatInferenceX, store.Run{}, []ToolFile{{Name: "a.json", Data: []byte(tt.src)}}, ToolOptions{})
+			var pe *ParseError
+			if !errors.As(err, &pe) || pe.File != "a.json" || !strings.Contains(pe.Msg, tt.want) {
+				t.Errorf("error %v, want a.json: …%s…", err, tt.want)
+			}
+		})
+	}
+	_, err := FromToolRuns(FormatInferenceX, store.Run{}, []ToolFile{{Name: "a.json", Data: []byte(ok)}, {Name: "b.json", Data: []byte(ok)}}, ToolOptions{})
+	wantParseError(t, err, "b.json", 0, "isl 1024 at conc 4 was measured twice: here and in a.json")
+	// Two configurations are two runs.
+	other := strings.Replace(ok, `"precision": "fp8"`, `"precision": "fp4"`, 1)
+	runs, err := FromToolRuns(FormatInferenceX, store.Run{}, []ToolFile{{Name: "a.json", Data: []byte(ok)}, {Name: "b.json", Data: []byte(other)}}, ToolOptions{})
+	if err != nil || len(runs) != 2 {
+		t.Errorf("two precisions: %d runs, %v; want 2", len(runs), err)
+	}
+}

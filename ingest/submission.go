@@ -61,7 +61,7 @@ func ParseToolRuns(format string, metaName string, meta []byte, files []ToolFile
 	for i := range d.bad {
 		d.bad[i].File = metaName
 	}
-	if ReadsEachFile(format) {
+	if ReadsEachFile(format) || format == FormatInferenceX {
 		// These files state the model, machine or engine of each run they
 		// hold, so meta may leave them out: what is still missing once the
 		// file is read is reported by the run's validation.

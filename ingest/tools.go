@@ -21,12 +21,13 @@ const (
 	FormatLlamaBench        = "llama-bench"
 	FormatLlmfit            = "llmfit"
 	FormatLocalMaxxing      = "localmaxxing"
+	FormatInferenceX        = "inferencex"
 )
 
 // Formats returns the tool formats FromTool and FromToolRuns read, in a
 // fixed order.
 func Formats() []string {
-	return []string{FormatLlamaBatchedBench, FormatVLLMBench, FormatGridCSV, FormatDS4Bench, FormatLlamaBench, FormatLlmfit, FormatLocalMaxxing}
+	return []string{FormatLlamaBatchedBench, FormatVLLMBench, FormatGridCSV, FormatDS4Bench, FormatLlamaBench, FormatLlmfit, FormatLocalMaxxing, FormatInferenceX}
 }
 
 // fileRuns reads one output file of a format whose every file stands
@@ -51,12 +52,13 @@ func perFile(format string) fileRuns {
 
 // FromToolRuns builds every run a tool's output files hold. For the formats
 // whose files stand alone (ds4-bench, llama-bench, llmfit, localmaxxing)
-// each file is read on its own and may give several runs; for the others
-// all files make one run, as FromTool. Each run starts from meta (run JSON
+// each file is read on its own and may give several runs; InferenceX's
+// results, a file per cell, make a run per configuration among them; for
+// the others all files make one run, as FromTool. Each run starts from meta (run JSON
 // without cells) and is returned in canonical order but NOT validated.
 func FromToolRuns(format string, meta store.Run, files []ToolFile, opts ToolOptions) ([]store.Run, error) {
 	read := perFile(format)
-	if read == nil {
+	if read == nil && format != FormatInferenceX {
 		r, err := FromTool(format, meta, files, opts)
 		if err != nil {
 			return nil, err
@@ -68,6 +70,12 @@ func FromToolRuns(format string, meta store.Run, files []ToolFile, opts ToolOpti
 	}
 	if err := checkToolInput(meta, files); err != nil {
 		return nil, err
+	}
+	if read == nil {
+		// InferenceX: the files together, one run per configuration.
+		all := files
+		read = func(meta store.Run, _ ToolFile) ([]store.Run, error) { return readInferenceX(meta, all) }
+		files = files[:1]
 	}
 	var runs []store.Run
 	for _, f := range files {
@@ -136,7 +144,7 @@ const (
 // in canonical order (r.Normalize()) but NOT validated: the caller validates it.
 // Errors are *ParseError with File (the ToolFile.Name) and Line (1-based) set where they apply.
 func FromTool(format string, meta store.Run, files []ToolFile, opts ToolOptions) (store.Run, error) {
-	if perFile(format) != nil {
+	if perFile(format) != nil || format == FormatInferenceX {
 		runs, err := FromToolRuns(format, meta, files, opts)
 		if err != nil {
 			return store.Run{}, err
@@ -184,7 +192,7 @@ func toolClass(format string) string {
 	switch format {
 	case FormatLlamaBatchedBench:
 		return store.MethodBatchedBurst
-	case FormatVLLMBench:
+	case FormatVLLMBench, FormatInferenceX:
 		return store.MethodServingSweep
 	case FormatDS4Bench, FormatLlamaBench:
 		return store.MethodDecodeAtDepth

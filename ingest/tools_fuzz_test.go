@@ -143,3 +143,13 @@ func FuzzDetect(f *testing.F) {
 		}
 	})
 }
+
+func FuzzInferenceX(f *testing.F) {
+	b := dataFile(f, "semianalysis-inferencex/agg_kimik2.5_8k1k_int4_vllm_tp8-ep1-dpafalse_disagg-false_spec-mtp_conc64_MI355-gbt350-odcdh5-wbb3.json").Data
+	f.Add(b)
+	f.Add(b[:len(b)/2])
+	f.Fuzz(func(t *testing.T, b []byte) {
+		runs, err := FromToolRuns(FormatInferenceX, store.Run{}, []ToolFile{{Name: "a.json", Data: b}, {Name: "b.json", Data: b}}, ToolOptions{})
+		checkToolRuns(t, runs, err)
+	})
+}

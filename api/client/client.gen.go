@@ -621,6 +621,7 @@ func (e PlanShortfallMetric) Valid() bool {
 const (
 	ProvenanceSourceFormatDs4Bench          ProvenanceSourceFormat = "ds4-bench"
 	ProvenanceSourceFormatGridCsv           ProvenanceSourceFormat = "grid-csv"
+	ProvenanceSourceFormatInferencex        ProvenanceSourceFormat = "inferencex"
 	ProvenanceSourceFormatLlamaBatchedBench ProvenanceSourceFormat = "llama-batched-bench"
 	ProvenanceSourceFormatLlamaBench        ProvenanceSourceFormat = "llama-bench"
 	ProvenanceSourceFormatLlmfit            ProvenanceSourceFormat = "llmfit"
@@ -636,6 +637,8 @@ func (e ProvenanceSourceFormat) Valid() bool {
 	case ProvenanceSourceFormatDs4Bench:
 		return true
 	case ProvenanceSourceFormatGridCsv:
+		return true
+	case ProvenanceSourceFormatInferencex:
 		return true
 	case ProvenanceSourceFormatLlamaBatchedBench:
 		return true

@@ -71,6 +71,8 @@ func importFormats() string {
   llama-batched-bench    llama.cpp llama-batched-bench: markdown table or jsonl; all FILEs make one run
   vllm-bench             vllm bench serve / SGLang bench_serving JSON(L) or result blocks; all FILEs one run
   grid-csv               context_tokens,concurrency,total_tok_s,… CSV of any engine; all FILEs one run
+  inferencex             SemiAnalysis InferenceX agg_*.json results, a file per cell; one run per
+                         configuration among the FILEs
   ds4-bench *            antirez/ds4 speed-bench CSV (ctx_tokens,…,gen_tps,…): one run a file
   llama-bench *          llama.cpp llama-bench: markdown (pp512, tg128 @ d4096 …), -o json or jsonl;
                          one run per model and settings
@@ -218,8 +220,9 @@ func findMeta(name string) (string, error) {
 	return "", fmt.Errorf("a tool's output needs its META (run JSON without cells: title, model, hardware, engine): give --meta, or put %s beside it, or a META.json in its folder", candidates[0])
 }
 
-// importTool builds one run from a tool's output files and the run's
-// metadata.
+// importTool builds the runs of a tool's output files that are read
+// together (one run, or one per configuration for inferencex) and the
+// runs' metadata.
 func importTool(ctx context.Context, c *cli, db, format, metaPath string, tg int, names []string, stdin io.Reader, stdout io.Writer) error {
 	if metaPath == "" {
 		var err error
@@ -239,12 +242,16 @@ func importTool(ctx context.Context, c *cli, db, format, metaPath string, tg int
 		}
 		files = append(files, ingest.ToolFile{Name: name, Data: b})
 	}
-	run, err := ingest.ParseToolRun(format, metaPath, meta, files, ingest.ToolOptions{TG: tg})
+	runs, err := ingest.ParseToolRuns(format, metaPath, meta, files, ingest.ToolOptions{TG: tg})
 	if err != nil {
 		return fmt.Errorf("import: %s", describeError(err))
 	}
-	if run.Source, err = ingest.ToolSource(format, meta, files); err != nil {
+	src, err := ingest.ToolSource(format, meta, files)
+	if err != nil {
 		return fmt.Errorf("import: %w", err)
+	}
+	for i := range runs {
+		runs[i].Source = src
 	}
 	st, err := store.Open(ctx, db, store.Options{})
 	if err != nil {
@@ -255,11 +262,13 @@ func importTool(ctx context.Context, c *cli, db, format, metaPath string, tg int
 	if err != nil {
 		return err
 	}
-	r, created, err := w.CreateRun(ctx, run)
+	stored, created, err := w.CreateRuns(ctx, runs)
 	if err != nil {
 		return fmt.Errorf("import: %w", err)
 	}
-	printStored(stdout, r, created, strings.Join(names, " "))
+	for i, r := range stored {
+		printStored(stdout, r, created[i], strings.Join(names, " "))
+	}
 	return nil
 }
 

@@ -41,9 +41,18 @@ func openDataFiles(t *testing.T) []string {
 // beside it and its format recognised, into a fresh database: a file that
 // no longer imports, or imports as other runs, fails here.
 func TestImportOpenData(t *testing.T) {
-	files := openDataFiles(t)
-	if len(files) != 79 {
-		t.Errorf("%d data files, want 79 (8 ds4-bench, 1 llama-bench, 70 llmfit): update this test with the dataset", len(files))
+	var files, together []string
+	for _, f := range openDataFiles(t) {
+		// InferenceX's results are a file per cell, read together with
+		// --format (their format is not recognised alone).
+		if filepath.Base(filepath.Dir(f)) == "semianalysis-inferencex" {
+			together = append(together, f)
+		} else {
+			files = append(files, f)
+		}
+	}
+	if len(files) != 79 || len(together) != 3 {
+		t.Errorf("%d + %d data files, want 79 (8 ds4-bench, 1 llama-bench, 70 llmfit) + 3 (InferenceX): update this test with the dataset", len(files), len(together))
 	}
 	db := filepath.Join(t.TempDir(), "open.db")
 	ctx := context.Background()
@@ -51,9 +60,13 @@ func TestImportOpenData(t *testing.T) {
 	if err := run(ctx, append([]string{"import", "--db", db}, files...), env(nil), nil, &out, &stderr); err != nil {
 		t.Fatalf("import: %v\n%s", err, stderr.String())
 	}
+	meta := filepath.Join(filepath.Dir(together[0]), "META.json")
+	if err := run(ctx, append([]string{"import", "--db", db, "--format", "inferencex", "--meta", meta}, together...), env(nil), nil, &out, &stderr); err != nil {
+		t.Fatalf("import --format inferencex: %v\n%s", err, stderr.String())
+	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 513 {
-		t.Errorf("%d runs read, want 513 (8 + 5 + 500 llmfit results)", len(lines))
+	if len(lines) != 514 {
+		t.Errorf("%d runs read, want 514 (8 + 5 + 500 llmfit results + 1)", len(lines))
 	}
 	st, err := store.Open(ctx, db, store.Options{})
 	if err != nil {
@@ -62,8 +75,8 @@ func TestImportOpenData(t *testing.T) {
 	defer st.Close()
 	// One llmfit submission repeats a result of another exactly: the
 	// same run, stored once.
-	if n, err := st.CountRuns(ctx); err != nil || n != 512 {
-		t.Errorf("%d runs stored (%v), want 512", n, err)
+	if n, err := st.CountRuns(ctx); err != nil || n != 513 {
+		t.Errorf("%d runs stored (%v), want 513", n, err)
 	}
 }
 
@@ -110,7 +123,7 @@ func TestImportToolFormats(t *testing.T) {
 	if err := run(ctx, []string{"import", "--help"}, env(nil), nil, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"ds4-bench *", "llama-bench *", "llmfit *", "localmaxxing *", "llama-batched-bench", "vllm-bench", "grid-csv"} {
+	for _, f := range []string{"ds4-bench *", "llama-bench *", "llmfit *", "localmaxxing *", "llama-batched-bench", "vllm-bench", "grid-csv", "inferencex"} {
 		if !strings.Contains(out.String(), f) {
 			t.Errorf("import --help does not list %q:\n%s", f, out.String())
 		}
