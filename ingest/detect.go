@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -102,11 +103,7 @@ func firstHas(raw json.RawMessage, keys ...string) bool {
 
 func containsAll(cells []string, names ...string) bool {
 	for _, n := range names {
-		found := false
-		for _, c := range cells {
-			found = found || c == n
-		}
-		if !found {
+		if !slices.Contains(cells, n) {
 			return false
 		}
 	}
