@@ -51,8 +51,8 @@ func TestImportOpenData(t *testing.T) {
 			files = append(files, f)
 		}
 	}
-	if len(files) != 79 || len(together) != 3 {
-		t.Errorf("%d + %d data files, want 79 (8 ds4-bench, 1 llama-bench, 70 llmfit) + 3 (InferenceX): update this test with the dataset", len(files), len(together))
+	if len(files) != 80 || len(together) != 3 {
+		t.Errorf("%d + %d data files, want 80 (9 ds4-bench, 1 llama-bench, 70 llmfit) + 3 (InferenceX): update this test with the dataset", len(files), len(together))
 	}
 	db := filepath.Join(t.TempDir(), "open.db")
 	ctx := context.Background()
@@ -65,8 +65,8 @@ func TestImportOpenData(t *testing.T) {
 		t.Fatalf("import --format inferencex: %v\n%s", err, stderr.String())
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 514 {
-		t.Errorf("%d runs read, want 514 (8 + 5 + 500 llmfit results + 1)", len(lines))
+	if len(lines) != 515 {
+		t.Errorf("%d runs read, want 515 (9 + 5 + 500 llmfit results + 1)", len(lines))
 	}
 	st, err := store.Open(ctx, db, store.Options{})
 	if err != nil {
@@ -75,8 +75,8 @@ func TestImportOpenData(t *testing.T) {
 	defer st.Close()
 	// One llmfit submission repeats a result of another exactly: the
 	// same run, stored once.
-	if n, err := st.CountRuns(ctx); err != nil || n != 513 {
-		t.Errorf("%d runs stored (%v), want 513", n, err)
+	if n, err := st.CountRuns(ctx); err != nil || n != 514 {
+		t.Errorf("%d runs stored (%v), want 514", n, err)
 	}
 }
 
