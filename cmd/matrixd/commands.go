@@ -86,7 +86,7 @@ else FILE's name with .META.json for its extension, else the nearest META.json i
 func importCmd(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	c := newCLI("import", "[--db PATH] [--meta META.json] FILE…\n       matrixd import --format FORMAT [--meta META.json] [--tg N] FILE…",
 		"Store runs from published matrix-run pages, run JSON or benchmark tools' output, each\nfile all-or-nothing; a tool's output of a format below is recognised without --format.\n\n"+importFormats(),
-		[2]string{"FILE…", "a published matrix-run page, run JSON or a tool's output (one or more runs a file);\n        with --format llama-batched-bench, vllm-bench or grid-csv, the files that together\n        make one run. - reads stdin"})
+		[2]string{"FILE…", "a published matrix-run page, run JSON or a tool's output (one or more runs a file);\n        with --format llama-batched-bench, vllm-bench, grid-csv or inferencex, the files\n        read together. - reads stdin"})
 	fs := c.fs
 	db := dbFlag(fs, getenv, true)
 	format := fs.String("format", "", "a benchmark tool's output format: "+strings.Join(ingest.Formats(), ", ")+" (see formats above; default: recognised from each FILE)")
