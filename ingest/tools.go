@@ -17,11 +17,104 @@ const (
 	FormatLlamaBatchedBench = "llama-batched-bench"
 	FormatVLLMBench         = "vllm-bench"
 	FormatGridCSV           = "grid-csv"
+	FormatDS4Bench          = "ds4-bench"
+	FormatLlamaBench        = "llama-bench"
+	FormatLlmfit            = "llmfit"
+	FormatLocalMaxxing      = "localmaxxing"
+	FormatInferenceX        = "inferencex"
 )
 
-// Formats returns the tool formats FromTool reads, in a fixed order.
+// Formats returns the tool formats FromTool and FromToolRuns read, in a
+// fixed order.
 func Formats() []string {
-	return []string{FormatLlamaBatchedBench, FormatVLLMBench, FormatGridCSV}
+	return []string{FormatLlamaBatchedBench, FormatVLLMBench, FormatGridCSV, FormatDS4Bench, FormatLlamaBench, FormatLlmfit, FormatLocalMaxxing, FormatInferenceX}
+}
+
+// fileRuns reads one output file of a format whose every file stands
+// alone and may hold several runs (several models, machines or results).
+// The runs it returns start from meta, which it must not change.
+type fileRuns func(meta store.Run, f ToolFile) ([]store.Run, error)
+
+// perFile is the reader of a format whose files stand alone, or nil.
+func perFile(format string) fileRuns {
+	switch format {
+	case FormatDS4Bench:
+		return readDS4Bench
+	case FormatLlamaBench:
+		return readLlamaBench
+	case FormatLlmfit:
+		return readLlmfit
+	case FormatLocalMaxxing:
+		return readLocalMaxxing
+	}
+	return nil
+}
+
+// FromToolRuns builds every run a tool's output files hold. For the formats
+// whose files stand alone (ds4-bench, llama-bench, llmfit, localmaxxing)
+// each file is read on its own and may give several runs; InferenceX's
+// results, a file per cell, make a run per configuration among them; for
+// the others all files make one run, as FromTool. Each run starts from meta (run JSON
+// without cells) and is returned in canonical order but NOT validated.
+func FromToolRuns(format string, meta store.Run, files []ToolFile, opts ToolOptions) ([]store.Run, error) {
+	read := perFile(format)
+	if read == nil && format != FormatInferenceX {
+		r, err := FromTool(format, meta, files, opts)
+		if err != nil {
+			return nil, err
+		}
+		return []store.Run{r}, nil
+	}
+	if opts.TG != 0 {
+		return nil, &ParseError{Msg: "a text-generation length (--tg, tg=) applies only to llama-batched-bench output"}
+	}
+	if err := checkToolInput(meta, files); err != nil {
+		return nil, err
+	}
+	if read == nil {
+		// InferenceX: the files together, one run per configuration.
+		all := files
+		read = func(meta store.Run, _ ToolFile) ([]store.Run, error) { return readInferenceX(meta, all) }
+		files = files[:1]
+	}
+	var runs []store.Run
+	for _, f := range files {
+		got, err := read(meta, f)
+		if err != nil {
+			return nil, err
+		}
+		if len(got) == 0 {
+			return nil, &ParseError{File: f.Name, Msg: "holds no measurement of " + format}
+		}
+		for i := range got {
+			if err := claimMethod(&got[i], format); err != nil {
+				return nil, err
+			}
+			got[i].Normalize()
+		}
+		runs = append(runs, got...)
+	}
+	return runs, nil
+}
+
+// checkToolInput holds the files to what one import reads, and meta to
+// holding no cells.
+func checkToolInput(meta store.Run, files []ToolFile) error {
+	switch {
+	case len(files) == 0:
+		return &ParseError{Msg: "no tool output files given"}
+	case len(files) > maxToolFiles:
+		return &ParseError{Msg: fmt.Sprintf("%d files given: at most %d are read for one run", len(files), maxToolFiles)}
+	}
+	for _, f := range files {
+		if len(f.Data) > maxToolFileBytes {
+			return &ParseError{File: f.Name, Msg: fmt.Sprintf("%d bytes: a tool output file may hold at most 4 MiB", len(f.Data))}
+		}
+	}
+	if n := len(meta.Prefill) + len(meta.Decode); n > 0 {
+		return &ParseError{Msg: fmt.Sprintf("meta must hold no cells (it holds %d): the cells come from the tool output", n)}
+	}
+	return nil
 }
 
 // ToolFile is one output file of a benchmark tool.
@@ -51,6 +144,16 @@ const (
 // in canonical order (r.Normalize()) but NOT validated: the caller validates it.
 // Errors are *ParseError with File (the ToolFile.Name) and Line (1-based) set where they apply.
 func FromTool(format string, meta store.Run, files []ToolFile, opts ToolOptions) (store.Run, error) {
+	if perFile(format) != nil || format == FormatInferenceX {
+		runs, err := FromToolRuns(format, meta, files, opts)
+		if err != nil {
+			return store.Run{}, err
+		}
+		if len(runs) != 1 {
+			return store.Run{}, &ParseError{Msg: fmt.Sprintf("the %s output holds %d runs, not one: import it with matrixd import, which stores each", format, len(runs))}
+		}
+		return runs[0], nil
+	}
 	var parse func(*store.Run, []ToolFile, ToolOptions) error
 	switch format {
 	case FormatLlamaBatchedBench:
@@ -68,19 +171,8 @@ func FromTool(format string, meta store.Run, files []ToolFile, opts ToolOptions)
 	default:
 		return store.Run{}, &ParseError{Msg: fmt.Sprintf("unknown tool format %q: known formats are %s", format, strings.Join(Formats(), ", "))}
 	}
-	switch {
-	case len(files) == 0:
-		return store.Run{}, &ParseError{Msg: "no tool output files given"}
-	case len(files) > maxToolFiles:
-		return store.Run{}, &ParseError{Msg: fmt.Sprintf("%d files given: at most %d are read for one run", len(files), maxToolFiles)}
-	}
-	for _, f := range files {
-		if len(f.Data) > maxToolFileBytes {
-			return store.Run{}, &ParseError{File: f.Name, Msg: fmt.Sprintf("%d bytes: a tool output file may hold at most 4 MiB", len(f.Data))}
-		}
-	}
-	if n := len(meta.Prefill) + len(meta.Decode); n > 0 {
-		return store.Run{}, &ParseError{Msg: fmt.Sprintf("meta must hold no cells (it holds %d): the cells come from the tool output", n)}
+	if err := checkToolInput(meta, files); err != nil {
+		return store.Run{}, err
 	}
 	r := meta
 	r.Launch.Flags = maps.Clone(meta.Launch.Flags) // the caller's map stays untouched
@@ -100,8 +192,12 @@ func toolClass(format string) string {
 	switch format {
 	case FormatLlamaBatchedBench:
 		return store.MethodBatchedBurst
-	case FormatVLLMBench:
+	case FormatVLLMBench, FormatInferenceX:
 		return store.MethodServingSweep
+	case FormatDS4Bench, FormatLlamaBench:
+		return store.MethodDecodeAtDepth
+	case FormatLlmfit, FormatLocalMaxxing:
+		return store.MethodOneShot
 	}
 	return ""
 }

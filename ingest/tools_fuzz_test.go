@@ -65,3 +65,91 @@ func FuzzGridCSV(f *testing.F) {
 		checkToolResult(t, r, err)
 	})
 }
+
+// checkToolRuns holds any FromToolRuns outcome to its promises, as
+// checkToolResult does for one run.
+func checkToolRuns(t *testing.T, runs []store.Run, err error) {
+	t.Helper()
+	if err != nil {
+		checkToolResult(t, store.Run{}, err)
+		return
+	}
+	if len(runs) == 0 {
+		t.Fatal("no runs and no error")
+	}
+	for _, r := range runs {
+		checkToolResult(t, r, nil)
+	}
+}
+
+func FuzzDS4CSV(f *testing.F) {
+	for _, name := range []string{"antirez-ds4/gb10.csv", "antirez-ds4/m5_max.csv"} {
+		b := dataFile(f, name).Data
+		f.Add(b)
+		f.Add(b[:len(b)/3])
+	}
+	f.Add([]byte("ctx_tokens,gen_tokens,gen_tps\n2048,128,\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		runs, err := FromToolRuns(FormatDS4Bench, toolMeta(), []ToolFile{{Name: "m.csv", Data: b}}, ToolOptions{})
+		checkToolRuns(t, runs, err)
+	})
+}
+
+func FuzzLlamaBench(f *testing.F) {
+	b := dataFile(f, "ggml-org-llama.cpp/dgx-spark.llama-bench.md").Data
+	f.Add(b)
+	f.Add(b[:len(b)/2])
+	f.Add([]byte(llamaBenchJSONSample))
+	f.Add([]byte(`{"model_type": "m", "n_prompt": 0, "n_gen": 32, "n_depth": 512, "avg_ts": 5}` + "\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		runs, err := FromToolRuns(FormatLlamaBench, store.Run{}, []ToolFile{{Name: "b.md", Data: b}}, ToolOptions{})
+		checkToolRuns(t, runs, err)
+	})
+}
+
+func FuzzLlmfit(f *testing.F) {
+	for _, name := range []string{"llmfit-community/apple-m1-max/1786995154-7cbcebe0.json", "llmfit-community/tesla-t4/1784112256-43b7d49b.json"} {
+		b := dataFile(f, name).Data
+		f.Add(b)
+		f.Add(b[:len(b)/2])
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		runs, err := FromToolRuns(FormatLlmfit, store.Run{}, []ToolFile{{Name: "s.json", Data: b}}, ToolOptions{})
+		checkToolRuns(t, runs, err)
+	})
+}
+
+func FuzzLocalMaxxing(f *testing.F) {
+	f.Add([]byte(localMaxxingSample))
+	f.Add([]byte(`[{"promptTokens": 40, "batchSize": 1, "tokSOut": 5, "model": {"hfId": "m"}, "hardware": {"gpuName": "G"}, "engine": {"engineName": "e"}}]`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		runs, err := FromToolRuns(FormatLocalMaxxing, store.Run{}, []ToolFile{{Name: "r.json", Data: b}}, ToolOptions{})
+		checkToolRuns(t, runs, err)
+	})
+}
+
+func FuzzDetect(f *testing.F) {
+	f.Add([]byte(localMaxxingSample))
+	f.Add([]byte(llamaBenchJSONSample))
+	f.Add([]byte("ctx_tokens,gen_tokens,gen_tps\n"))
+	f.Add([]byte("| model | test | t/s |\n| PP | TG | B |\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		format, err := Detect(b)
+		if err != nil && format != "" {
+			t.Fatalf("Detect = %q and %v", format, err)
+		}
+		if format != "" && !ReadsEachFile(format) {
+			t.Fatalf("Detect = %q, a format whose runs are made of several files", format)
+		}
+	})
+}
+
+func FuzzInferenceX(f *testing.F) {
+	b := dataFile(f, "semianalysis-inferencex/agg_kimik2.5_8k1k_int4_vllm_tp8-ep1-dpafalse_disagg-false_spec-mtp_conc64_MI355-gbt350-odcdh5-wbb3.json").Data
+	f.Add(b)
+	f.Add(b[:len(b)/2])
+	f.Fuzz(func(t *testing.T, b []byte) {
+		runs, err := FromToolRuns(FormatInferenceX, store.Run{}, []ToolFile{{Name: "a.json", Data: b}, {Name: "b.json", Data: b}}, ToolOptions{})
+		checkToolRuns(t, runs, err)
+	})
+}

@@ -320,7 +320,7 @@ func TestFromToolKeepsMeta(t *testing.T) {
 }
 
 func TestFormats(t *testing.T) {
-	if got := Formats(); !slices.Equal(got, []string{FormatLlamaBatchedBench, FormatVLLMBench, FormatGridCSV}) {
+	if got := Formats(); !slices.Equal(got, []string{FormatLlamaBatchedBench, FormatVLLMBench, FormatGridCSV, FormatDS4Bench, FormatLlamaBench, FormatLlmfit, FormatLocalMaxxing, FormatInferenceX}) {
 		t.Errorf("Formats() = %v", got)
 	}
 }
@@ -359,8 +359,8 @@ func TestFromToolErrors(t *testing.T) {
 		line     int
 		contains []string
 	}{
-		{name: "unknown format", format: "llama-bench", files: []ToolFile{pr},
-			contains: []string{`"llama-bench"`, "llama-batched-bench, vllm-bench, grid-csv"}},
+		{name: "unknown format", format: "llama-benchmark", files: []ToolFile{pr},
+			contains: []string{`"llama-benchmark"`, "llama-batched-bench, vllm-bench, grid-csv, ds4-bench, llama-bench, llmfit, localmaxxing, inferencex"}},
 		{name: "no files", format: FormatLlamaBatchedBench, contains: []string{"no tool output files"}},
 		{name: "too many files", format: FormatVLLMBench, files: slices.Repeat([]ToolFile{sweep}, maxToolFiles+1),
 			contains: []string{"257 files", "at most 256"}},

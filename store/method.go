@@ -16,11 +16,13 @@ const (
 	MethodBatchedBurst    = "batched_burst"
 	MethodServingSweep    = "serving_sweep"
 	MethodStaticBatch     = "static_batch"
+	MethodDecodeAtDepth   = "decode_at_depth"
+	MethodOneShot         = "one_shot"
 )
 
 // MethodClasses lists the classes, in the order the API documents them.
 func MethodClasses() []string {
-	return []string{MethodSustainedDecode, MethodBatchedBurst, MethodServingSweep, MethodStaticBatch}
+	return []string{MethodSustainedDecode, MethodBatchedBurst, MethodServingSweep, MethodStaticBatch, MethodDecodeAtDepth, MethodOneShot}
 }
 
 // How a method treats the prompts' prefill.
@@ -66,6 +68,10 @@ func InferMethod(r Run) (Method, bool) {
 		m.Class, m.Prefill = MethodServingSweep, PrefillIncluded
 	case has("profile_generation", "trtllm-bench", "tensorrt-llm", "run_profiling", "static batch"):
 		m.Class, m.Prefill = MethodStaticBatch, PrefillIncluded
+	case has("ds4-bench", "llama-bench"):
+		m.Class, m.Prefill = MethodDecodeAtDepth, PrefillExcluded
+	case has("llmfit", "localmaxxing"):
+		m.Class, m.Prefill = MethodOneShot, PrefillIncluded
 	case has("fixed duration", "sustained"):
 		m.Class, m.Prefill = MethodSustainedDecode, PrefillExcluded
 		m.MeasurementS, m.OutputTokensPerRequest = b.SecondsPerMeasurement, nil

@@ -431,6 +431,8 @@ func (e MethodPrefill) Valid() bool {
 // Defines values for MethodClass.
 const (
 	BatchedBurst    MethodClass = "batched_burst"
+	DecodeAtDepth   MethodClass = "decode_at_depth"
+	OneShot         MethodClass = "one_shot"
 	ServingSweep    MethodClass = "serving_sweep"
 	StaticBatch     MethodClass = "static_batch"
 	SustainedDecode MethodClass = "sustained_decode"
@@ -440,6 +442,10 @@ const (
 func (e MethodClass) Valid() bool {
 	switch e {
 	case BatchedBurst:
+		return true
+	case DecodeAtDepth:
+		return true
+	case OneShot:
 		return true
 	case ServingSweep:
 		return true
@@ -613,8 +619,13 @@ func (e PlanShortfallMetric) Valid() bool {
 
 // Defines values for ProvenanceSourceFormat.
 const (
+	ProvenanceSourceFormatDs4Bench          ProvenanceSourceFormat = "ds4-bench"
 	ProvenanceSourceFormatGridCsv           ProvenanceSourceFormat = "grid-csv"
+	ProvenanceSourceFormatInferencex        ProvenanceSourceFormat = "inferencex"
 	ProvenanceSourceFormatLlamaBatchedBench ProvenanceSourceFormat = "llama-batched-bench"
+	ProvenanceSourceFormatLlamaBench        ProvenanceSourceFormat = "llama-bench"
+	ProvenanceSourceFormatLlmfit            ProvenanceSourceFormat = "llmfit"
+	ProvenanceSourceFormatLocalmaxxing      ProvenanceSourceFormat = "localmaxxing"
 	ProvenanceSourceFormatPage              ProvenanceSourceFormat = "page"
 	ProvenanceSourceFormatRunJSON           ProvenanceSourceFormat = "run-json"
 	ProvenanceSourceFormatVllmBench         ProvenanceSourceFormat = "vllm-bench"
@@ -623,9 +634,19 @@ const (
 // Valid indicates whether the value is a known member of the ProvenanceSourceFormat enum.
 func (e ProvenanceSourceFormat) Valid() bool {
 	switch e {
+	case ProvenanceSourceFormatDs4Bench:
+		return true
 	case ProvenanceSourceFormatGridCsv:
 		return true
+	case ProvenanceSourceFormatInferencex:
+		return true
 	case ProvenanceSourceFormatLlamaBatchedBench:
+		return true
+	case ProvenanceSourceFormatLlamaBench:
+		return true
+	case ProvenanceSourceFormatLlmfit:
+		return true
+	case ProvenanceSourceFormatLocalmaxxing:
 		return true
 	case ProvenanceSourceFormatPage:
 		return true
@@ -1538,6 +1559,18 @@ type Leaderboard struct {
 	//   and an output length run to completion (LMDeploy's
 	//   `profile_generation`, TensorRT-LLM profiles); throughput includes
 	//   the batch's prefill.
+	// - `decode_at_depth`: one stream (concurrency 1) generating
+	//   `output_tokens_per_request` tokens after the context was filled to
+	//   the cell's length (the depth); tok/s over the generation only
+	//   (ds4's `ds4-bench`, llama.cpp's `llama-bench` `tgN @ dD` rows). A
+	//   class of its own rather than a one-column `batched_burst`: the
+	//   context is a depth reached before the generation, not a prompt per
+	//   sequence, and the generations are longer (128 tokens in ds4-bench).
+	// - `one_shot`: a few generations of a few hundred tokens from a short
+	//   prompt, on whatever the submitter's machine was doing, averaged
+	//   (llmfit's `bench`, LocalMaxxing submissions); context 0 when the
+	//   prompt length is not stated. Community numbers for a first look,
+	//   never ranked beside the sustained classes.
 	MethodClass MethodClass       `json:"method_class"`
 	Metric      LeaderboardMetric `json:"metric"`
 	NextCursor  *string           `json:"next_cursor"`
@@ -1603,6 +1636,18 @@ type Method struct {
 	//   and an output length run to completion (LMDeploy's
 	//   `profile_generation`, TensorRT-LLM profiles); throughput includes
 	//   the batch's prefill.
+	// - `decode_at_depth`: one stream (concurrency 1) generating
+	//   `output_tokens_per_request` tokens after the context was filled to
+	//   the cell's length (the depth); tok/s over the generation only
+	//   (ds4's `ds4-bench`, llama.cpp's `llama-bench` `tgN @ dD` rows). A
+	//   class of its own rather than a one-column `batched_burst`: the
+	//   context is a depth reached before the generation, not a prompt per
+	//   sequence, and the generations are longer (128 tokens in ds4-bench).
+	// - `one_shot`: a few generations of a few hundred tokens from a short
+	//   prompt, on whatever the submitter's machine was doing, averaged
+	//   (llmfit's `bench`, LocalMaxxing submissions); context 0 when the
+	//   prompt length is not stated. Community numbers for a first look,
+	//   never ranked beside the sustained classes.
 	Class MethodClass `json:"class"`
 
 	// MeasurementS Seconds each cell was measured for (fixed-duration classes).
@@ -1636,6 +1681,18 @@ type MethodPrefill string
 //     and an output length run to completion (LMDeploy's
 //     `profile_generation`, TensorRT-LLM profiles); throughput includes
 //     the batch's prefill.
+//   - `decode_at_depth`: one stream (concurrency 1) generating
+//     `output_tokens_per_request` tokens after the context was filled to
+//     the cell's length (the depth); tok/s over the generation only
+//     (ds4's `ds4-bench`, llama.cpp's `llama-bench` `tgN @ dD` rows). A
+//     class of its own rather than a one-column `batched_burst`: the
+//     context is a depth reached before the generation, not a prompt per
+//     sequence, and the generations are longer (128 tokens in ds4-bench).
+//   - `one_shot`: a few generations of a few hundred tokens from a short
+//     prompt, on whatever the submitter's machine was doing, averaged
+//     (llmfit's `bench`, LocalMaxxing submissions); context 0 when the
+//     prompt length is not stated. Community numbers for a first look,
+//     never ranked beside the sustained classes.
 type MethodClass string
 
 // Model defines model for Model.
@@ -1796,6 +1853,18 @@ type PlanOption struct {
 	//   and an output length run to completion (LMDeploy's
 	//   `profile_generation`, TensorRT-LLM profiles); throughput includes
 	//   the batch's prefill.
+	// - `decode_at_depth`: one stream (concurrency 1) generating
+	//   `output_tokens_per_request` tokens after the context was filled to
+	//   the cell's length (the depth); tok/s over the generation only
+	//   (ds4's `ds4-bench`, llama.cpp's `llama-bench` `tgN @ dD` rows). A
+	//   class of its own rather than a one-column `batched_burst`: the
+	//   context is a depth reached before the generation, not a prompt per
+	//   sequence, and the generations are longer (128 tokens in ds4-bench).
+	// - `one_shot`: a few generations of a few hundred tokens from a short
+	//   prompt, on whatever the submitter's machine was doing, averaged
+	//   (llmfit's `bench`, LocalMaxxing submissions); context 0 when the
+	//   prompt length is not stated. Community numbers for a first look,
+	//   never ranked beside the sustained classes.
 	MethodClass MethodClass `json:"method_class"`
 
 	// Model The run's model; for an option answered from another model's run, the model planned for (its model facts name).
@@ -2140,6 +2209,18 @@ type RunInput struct {
 		//   and an output length run to completion (LMDeploy's
 		//   `profile_generation`, TensorRT-LLM profiles); throughput includes
 		//   the batch's prefill.
+		// - `decode_at_depth`: one stream (concurrency 1) generating
+		//   `output_tokens_per_request` tokens after the context was filled to
+		//   the cell's length (the depth); tok/s over the generation only
+		//   (ds4's `ds4-bench`, llama.cpp's `llama-bench` `tgN @ dD` rows). A
+		//   class of its own rather than a one-column `batched_burst`: the
+		//   context is a depth reached before the generation, not a prompt per
+		//   sequence, and the generations are longer (128 tokens in ds4-bench).
+		// - `one_shot`: a few generations of a few hundred tokens from a short
+		//   prompt, on whatever the submitter's machine was doing, averaged
+		//   (llmfit's `bench`, LocalMaxxing submissions); context 0 when the
+		//   prompt length is not stated. Community numbers for a first look,
+		//   never ranked beside the sustained classes.
 		Class                  MethodClass            `json:"class"`
 		MeasurementS           *float64               `json:"measurement_s,omitempty"`
 		OutputTokensPerRequest *int                   `json:"output_tokens_per_request,omitempty"`
@@ -2226,6 +2307,18 @@ type RunSummary struct {
 	//   and an output length run to completion (LMDeploy's
 	//   `profile_generation`, TensorRT-LLM profiles); throughput includes
 	//   the batch's prefill.
+	// - `decode_at_depth`: one stream (concurrency 1) generating
+	//   `output_tokens_per_request` tokens after the context was filled to
+	//   the cell's length (the depth); tok/s over the generation only
+	//   (ds4's `ds4-bench`, llama.cpp's `llama-bench` `tgN @ dD` rows). A
+	//   class of its own rather than a one-column `batched_burst`: the
+	//   context is a depth reached before the generation, not a prompt per
+	//   sequence, and the generations are longer (128 tokens in ds4-bench).
+	// - `one_shot`: a few generations of a few hundred tokens from a short
+	//   prompt, on whatever the submitter's machine was doing, averaged
+	//   (llmfit's `bench`, LocalMaxxing submissions); context 0 when the
+	//   prompt length is not stated. Community numbers for a first look,
+	//   never ranked beside the sustained classes.
 	MethodClass               MethodClass `json:"method_class"`
 	Model                     string      `json:"model"`
 	Peak                      *PeakCell   `json:"peak"`

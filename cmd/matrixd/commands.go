@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -64,48 +65,65 @@ func seedIfEmpty(ctx context.Context, st *store.Store) (int, error) {
 	return n, st.MarkSeeded(ctx)
 }
 
+// importFormats is the help's list of the formats import reads.
+func importFormats() string {
+	return `formats (--format NAME; those marked * are recognised without --format):
+  llama-batched-bench    llama.cpp llama-batched-bench: markdown table or jsonl; all FILEs make one run
+  vllm-bench             vllm bench serve / SGLang bench_serving JSON(L) or result blocks; all FILEs one run
+  grid-csv               context_tokens,concurrency,total_tok_s,… CSV of any engine; all FILEs one run
+  inferencex             SemiAnalysis InferenceX agg_*.json results, a file per cell; one run per
+                         configuration among the FILEs
+  ds4-bench *            antirez/ds4 speed-bench CSV (ctx_tokens,…,gen_tps,…): one run a file
+  llama-bench *          llama.cpp llama-bench: markdown (pp512, tg128 @ d4096 …), -o json or jsonl;
+                         one run per model and settings
+  llmfit *               an llmfit community submission (llmfit bench --share): one run per result
+  localmaxxing *         LocalMaxxing /api/benchmarks rows (array, "rows" or a "presets" scrape):
+                         one run per row
+A tool's output takes the rest of its runs (title, model, hardware, engine …) from META: --meta,
+else FILE's name with .META.json for its extension, else the nearest META.json in its folder or above.`
+}
+
 func importCmd(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	c := newCLI("import", "[--db PATH] FILE…\n       matrixd import --format FORMAT --meta META.json [--tg N] FILE…",
-		"Store runs from published matrix-run pages or run JSON, each file all-or-nothing;\nwith --format, build one run from a benchmark tool's output files.",
-		[2]string{"FILE…", "a published matrix-run page or run JSON, one run a file; with --format, the tool's\n        output files that together make one run. - reads stdin"})
+	c := newCLI("import", "[--db PATH] [--meta META.json] FILE…\n       matrixd import --format FORMAT [--meta META.json] [--tg N] FILE…",
+		"Store runs from published matrix-run pages, run JSON or benchmark tools' output, each\nfile all-or-nothing; a tool's output of a format below is recognised without --format.\n\n"+importFormats(),
+		[2]string{"FILE…", "a published matrix-run page, run JSON or a tool's output (one or more runs a file);\n        with --format llama-batched-bench, vllm-bench, grid-csv or inferencex, the files\n        read together. - reads stdin"})
 	fs := c.fs
 	db := dbFlag(fs, getenv, true)
-	format := fs.String("format", "", "a benchmark tool's output: "+strings.Join(ingest.Formats(), " or ")+" (vllm-bench also reads SGLang's bench_serving JSONL and the result blocks either tool prints); all FILEs then make one run (default: each FILE is a published page or run JSON)")
-	meta := fs.String("meta", "", "with --format: run JSON without cells (title, model, hardware, engine …) for the rest of the run")
+	format := fs.String("format", "", "a benchmark tool's output format: "+strings.Join(ingest.Formats(), ", ")+" (see formats above; default: recognised from each FILE)")
+	meta := fs.String("meta", "", "run JSON without cells (title, model, hardware, engine …) for the rest of a tool's runs (default: the META beside FILE)")
 	tg := fs.Int("tg", 0, "with --format llama-batched-bench: the text-generation length to import when the table measured several")
 	if err := c.parse(args, stdout); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
-		return c.usageErr("name at least one file (- for stdin): a published matrix-run page or run JSON, or with --format a tool's output")
+		return c.usageErr("name at least one file (- for stdin): a published matrix-run page, run JSON, or a tool's output")
 	}
-	if *format != "" {
+	if *format != "" && !slices.Contains(ingest.Formats(), *format) {
+		return c.usageErr("--format takes a tool's output format: %s; published pages and run JSON are read without --format", strings.Join(ingest.Formats(), ", "))
+	}
+	if *format != "" && !ingest.ReadsEachFile(*format) {
 		return importTool(ctx, c, *db, *format, *meta, *tg, fs.Args(), stdin, stdout)
 	}
-	if *meta != "" || *tg != 0 {
-		return c.usageErr("--meta and --tg go with --format")
+	if *tg != 0 {
+		return c.usageErr("--tg goes with --format llama-batched-bench")
 	}
 	// Parse every file before opening the store: a file that does not parse
 	// is reported with the others, and stores nothing.
 	type parsed struct {
 		name string
-		run  store.Run
+		runs []store.Run
 	}
 	var (
 		ok   []parsed
 		errs []error
 	)
 	for _, name := range fs.Args() {
-		b, err := readInput(name, stdin)
-		if err == nil {
-			var r store.Run
-			if r, err = ingest.Parse(b); err == nil {
-				r.Source = ingest.Source(b)
-				ok = append(ok, parsed{name, r})
-				continue
-			}
+		runs, err := importFile(name, *format, *meta, stdin)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			continue
 		}
-		errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		ok = append(ok, parsed{name, runs})
 	}
 	st, err := store.Open(ctx, *db, store.Options{})
 	if err != nil {
@@ -117,12 +135,14 @@ func importCmd(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	for _, p := range ok {
-		r, created, err := w.CreateRun(ctx, p.run)
+		stored, created, err := w.CreateRuns(ctx, p.runs)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", p.name, err))
 			continue
 		}
-		printStored(stdout, r, created, p.name)
+		for i, r := range stored {
+			printStored(stdout, r, created[i], p.name)
+		}
 	}
 	for _, e := range errs {
 		fmt.Fprintf(stderr, "import: %s\n", describeError(e))
@@ -133,14 +153,82 @@ func importCmd(ctx context.Context, args []string, getenv func(string) string, s
 	return nil
 }
 
-// importTool builds one run from a tool's output files and the run's
-// metadata.
-func importTool(ctx context.Context, c *cli, db, format, metaPath string, tg int, names []string, stdin io.Reader, stdout io.Writer) error {
-	if !slices.Contains(ingest.Formats(), format) {
-		return c.usageErr("--format takes a tool's output format: %s; published pages and run JSON are read without --format", strings.Join(ingest.Formats(), " or "))
+// importFile reads the runs of one file: a tool's output of format (or
+// of the format recognised from it) with its META, else a published page
+// or run JSON.
+func importFile(name, format, metaPath string, stdin io.Reader) ([]store.Run, error) {
+	b, err := readInput(name, stdin)
+	if err != nil {
+		return nil, err
+	}
+	if format == "" {
+		if format, err = ingest.Detect(b); err != nil {
+			return nil, err
+		}
+	}
+	if format == "" {
+		r, err := ingest.Parse(b)
+		if err != nil {
+			return nil, err
+		}
+		r.Source = ingest.Source(b)
+		return []store.Run{r}, nil
 	}
 	if metaPath == "" {
-		return c.usageErr("--format %s needs --meta META.json: run JSON without cells giving the title, model, hardware and engine", format)
+		if metaPath, err = findMeta(name); err != nil {
+			return nil, err
+		}
+	}
+	meta, err := readInput(metaPath, stdin)
+	if err != nil {
+		return nil, fmt.Errorf("meta %s: %w", metaPath, err)
+	}
+	files := []ingest.ToolFile{{Name: name, Data: b}}
+	runs, err := ingest.ParseToolRuns(format, metaPath, meta, files, ingest.ToolOptions{})
+	if err != nil {
+		return nil, errors.New(describeError(err))
+	}
+	src, err := ingest.ToolSource(format, meta, files)
+	if err != nil {
+		return nil, err
+	}
+	for i := range runs {
+		runs[i].Source = src
+	}
+	return runs, nil
+}
+
+// findMeta is the META of a tool's output file: NAME.META.json for its
+// extension, NAME.META.json after it, or the nearest META.json in its
+// folder or a folder above.
+func findMeta(name string) (string, error) {
+	if name == "-" {
+		return "", errors.New("a tool's output read from stdin needs --meta META.json")
+	}
+	candidates := []string{strings.TrimSuffix(name, filepath.Ext(name)) + ".META.json", name + ".META.json"}
+	for dir := filepath.Dir(name); ; dir = filepath.Dir(dir) {
+		candidates = append(candidates, filepath.Join(dir, "META.json"))
+		if up := filepath.Dir(dir); up == dir || dir == "." {
+			break
+		}
+	}
+	for _, c := range candidates {
+		if _, err := os.Stat(c); err == nil {
+			return c, nil
+		}
+	}
+	return "", fmt.Errorf("a tool's output needs its META (run JSON without cells: title, model, hardware, engine): give --meta, or put %s beside it, or a META.json in its folder", candidates[0])
+}
+
+// importTool builds the runs of a tool's output files that are read
+// together (one run, or one per configuration for inferencex) and the
+// runs' metadata.
+func importTool(ctx context.Context, c *cli, db, format, metaPath string, tg int, names []string, stdin io.Reader, stdout io.Writer) error {
+	if metaPath == "" {
+		var err error
+		if metaPath, err = findMeta(names[0]); err != nil {
+			return c.usageErr("--format %s needs --meta META.json: run JSON without cells giving the title, model, hardware and engine", format)
+		}
 	}
 	meta, err := readInput(metaPath, stdin)
 	if err != nil {
@@ -154,12 +242,16 @@ func importTool(ctx context.Context, c *cli, db, format, metaPath string, tg int
 		}
 		files = append(files, ingest.ToolFile{Name: name, Data: b})
 	}
-	run, err := ingest.ParseToolRun(format, metaPath, meta, files, ingest.ToolOptions{TG: tg})
+	runs, err := ingest.ParseToolRuns(format, metaPath, meta, files, ingest.ToolOptions{TG: tg})
 	if err != nil {
 		return fmt.Errorf("import: %s", describeError(err))
 	}
-	if run.Source, err = ingest.ToolSource(format, meta, files); err != nil {
+	src, err := ingest.ToolSource(format, meta, files)
+	if err != nil {
 		return fmt.Errorf("import: %w", err)
+	}
+	for i := range runs {
+		runs[i].Source = src
 	}
 	st, err := store.Open(ctx, db, store.Options{})
 	if err != nil {
@@ -170,11 +262,13 @@ func importTool(ctx context.Context, c *cli, db, format, metaPath string, tg int
 	if err != nil {
 		return err
 	}
-	r, created, err := w.CreateRun(ctx, run)
+	stored, created, err := w.CreateRuns(ctx, runs)
 	if err != nil {
 		return fmt.Errorf("import: %w", err)
 	}
-	printStored(stdout, r, created, strings.Join(names, " "))
+	for i, r := range stored {
+		printStored(stdout, r, created[i], strings.Join(names, " "))
+	}
 	return nil
 }
 

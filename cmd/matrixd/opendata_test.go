@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/matrixd/matrixd/store"
+)
+
+// openDataFiles are the measurement files of the open dataset: every file
+// under data/ but the licences, the docs and the METAs.
+func openDataFiles(t *testing.T) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(filepath.Join("..", "..", "data"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		name := d.Name()
+		switch {
+		case name == "META.json", strings.HasSuffix(name, ".META.json"), strings.HasPrefix(name, "LICENSE"),
+			name == "README.md", name == "SOURCES.md":
+			return nil
+		}
+		files = append(files, path)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// TestImportOpenData imports every file of data/, each with the META
+// beside it and its format recognised, into a fresh database: a file that
+// no longer imports, or imports as other runs, fails here.
+func TestImportOpenData(t *testing.T) {
+	var files, together []string
+	for _, f := range openDataFiles(t) {
+		// InferenceX's results are a file per cell, read together with
+		// --format (their format is not recognised alone).
+		if filepath.Base(filepath.Dir(f)) == "semianalysis-inferencex" {
+			together = append(together, f)
+		} else {
+			files = append(files, f)
+		}
+	}
+	if len(files) != 80 || len(together) != 3 {
+		t.Errorf("%d + %d data files, want 80 (9 ds4-bench, 1 llama-bench, 70 llmfit) + 3 (InferenceX): update this test with the dataset", len(files), len(together))
+	}
+	db := filepath.Join(t.TempDir(), "open.db")
+	ctx := context.Background()
+	var out, stderr bytes.Buffer
+	if err := run(ctx, append([]string{"import", "--db", db}, files...), env(nil), nil, &out, &stderr); err != nil {
+		t.Fatalf("import: %v\n%s", err, stderr.String())
+	}
+	meta := filepath.Join(filepath.Dir(together[0]), "META.json")
+	if err := run(ctx, append([]string{"import", "--db", db, "--format", "inferencex", "--meta", meta}, together...), env(nil), nil, &out, &stderr); err != nil {
+		t.Fatalf("import --format inferencex: %v\n%s", err, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 515 {
+		t.Errorf("%d runs read, want 515 (9 + 5 + 500 llmfit results + 1)", len(lines))
+	}
+	st, err := store.Open(ctx, db, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	// One llmfit submission repeats a result of another exactly: the
+	// same run, stored once.
+	if n, err := st.CountRuns(ctx); err != nil || n != 514 {
+		t.Errorf("%d runs stored (%v), want 514", n, err)
+	}
+}
+
+func TestImportToolFormats(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	data := filepath.Join("..", "..", "data")
+	csv := filepath.Join(data, "antirez-ds4", "m4_max.csv")
+	meta := filepath.Join(data, "antirez-ds4", "m4_max.META.json")
+
+	// Named format and META, as the docs show it.
+	var out bytes.Buffer
+	db := filepath.Join(dir, "a.db")
+	if err := run(ctx, []string{"import", "--db", db, "--format", "ds4-bench", "--meta", meta, csv}, env(nil), nil, &out, io.Discard); err != nil {
+		t.Fatalf("import --format ds4-bench: %v", err)
+	}
+	if !strings.Contains(out.String(), "\tstored\t") || !strings.Contains(out.String(), "(32 decode, 32 prefill cells)") {
+		t.Errorf("import output %q, want one run of 32 cells each", out.String())
+	}
+
+	// A tool's output without a META beside it says what to give.
+	lone := filepath.Join(dir, "lone.csv")
+	b, err := os.ReadFile(csv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(lone, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	if err := run(ctx, []string{"import", "--db", db, lone}, env(nil), nil, io.Discard, &stderr); err == nil {
+		t.Fatal("import of a ds4-bench CSV without a META succeeded")
+	}
+	if !strings.Contains(stderr.String(), "give --meta, or put "+filepath.Join(dir, "lone.META.json")+" beside it") {
+		t.Errorf("stderr %q does not say where the META goes", stderr.String())
+	}
+	stderr.Reset()
+	if err := run(ctx, []string{"import", "--db", db, "-"}, env(nil), bytes.NewReader(b), io.Discard, &stderr); err == nil || !strings.Contains(stderr.String(), "needs --meta") {
+		t.Errorf("stdin without --meta: %v, %q", err, stderr.String())
+	}
+
+	// The help lists every format.
+	out.Reset()
+	if err := run(ctx, []string{"import", "--help"}, env(nil), nil, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"ds4-bench *", "llama-bench *", "llmfit *", "localmaxxing *", "llama-batched-bench", "vllm-bench", "grid-csv", "inferencex"} {
+		if !strings.Contains(out.String(), f) {
+			t.Errorf("import --help does not list %q:\n%s", f, out.String())
+		}
+	}
+}
