@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -118,28 +117,6 @@ func (rc *responseCache) put(v int64, e *cachedResponse) {
 	}
 }
 
-// cacheKey names a GET's answer: the path, the query in canonical order,
-// and what the answer is negotiated on (for a page, its language, however
-// chosen). Empty when it cannot be cached: a query that does not parse
-// goes to the validator, which names the bad parameter.
-func cacheKey(r *http.Request, langs *languages) string {
-	q, err := url.ParseQuery(r.URL.RawQuery)
-	accept := r.Header.Get(echo.HeaderAccept)
-	if err != nil || len(accept) > 256 {
-		return ""
-	}
-	gzip := "identity"
-	if r.Header.Get(echo.HeaderAcceptEncoding) == "gzip" { // normalised by acceptGzip
-		gzip = "gzip"
-	}
-	key := r.URL.Path + "?" + q.Encode() + "\x00" + accept + "\x00" + gzip
-	if isPage(r.URL.Path) {
-		l, _ := langs.pick(r)
-		key += "\x00" + l.Code
-	}
-	return key
-}
-
 // acceptGzip reduces Accept-Encoding to what matters here: "gzip" when
 // the client takes gzip (q above 0), else nothing. The compressor and the
 // cache key then agree, and gzip;q=0 is honoured.
@@ -245,7 +222,7 @@ func (c *capture) Flush() {}
 
 // cached serves GETs of the API from the cache, computing and storing
 // those it lacks. skip names paths that must always be computed.
-func cached(rc *responseCache, skip func(path string) bool, langs *languages) echo.MiddlewareFunc {
+func cached(rc *responseCache, skip func(path string) bool, k *keyer) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			r := c.Request()
@@ -257,7 +234,7 @@ func cached(rc *responseCache, skip func(path string) bool, langs *languages) ec
 				return next(c)
 			}
 			w := c.Response()
-			key := cacheKey(r, langs)
+			key := k.key(r)
 			v, verr := rc.version(r.Context())
 			if key != "" && verr == nil {
 				e, done := rc.get(r.Context(), v, key)

@@ -177,7 +177,7 @@ func New(st *store.Store, cfg Config) (http.Handler, error) {
 		limitReads(newLimiter(cfg.RateLimit.ReadsPerSecond)),
 		middleware.BodyLimit(fmt.Sprintf("%dB", cfg.MaxBodyBytes)),
 		acceptGzip,
-		cached(rc, uncached, langs),
+		cached(rc, uncached, &keyer{router: router, langs: langs}),
 		limitCost(newCostLimiter(cfg.RateLimit), uncached),
 		middleware.GzipWithConfig(middleware.GzipConfig{MinLength: 1024}),
 		validator(router, st.Authenticate, newLimiter(cfg.RateLimit.WritesPerSecond)),
