@@ -77,6 +77,9 @@ type Config struct {
 	// for links that must be absolute (feeds); when empty they are
 	// relative to the answer's own address.
 	PublicURL string
+	// Now is the clock that ages cached answers (see staleRefresh);
+	// time.Now when nil.
+	Now func() time.Time
 	// Background, when set, runs the service's background work until it
 	// is done: fitting the stored runs the calculator's method has not
 	// fitted (after an upgrade, or written before fits were stored).
@@ -152,7 +155,10 @@ func New(st *store.Store, cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	rc := newResponseCache(max(cfg.CacheBytes, 0), st.DataVersion, m.cacheResult)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	rc := newResponseCache(max(cfg.CacheBytes, 0), st.Versions, m.cacheResult, cfg.Now)
 
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
