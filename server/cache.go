@@ -24,14 +24,16 @@ import (
 // Answers computed from the measurements (plans, rankings, calculator
 // answers, feeds: lenient paths) are not computed again for every change of
 // a run's text: one computed before such a change is served for up to
-// staleRefresh after it was computed, and while one request computes it
-// again the others are served the previous answer, for up to staleGrace
-// more. A change that can move a measurement (a run stored, deleted,
-// hidden, restored) makes every answer computed before it stale at once.
+// staleRefresh after the change was first seen here; past that, a request
+// is served it still and starts one computation in the background (one at
+// a time in the process), and the answer keeps being served while that
+// runs, up to staleGrace more; past that, requests wait for a fresh answer. A change
+// that can move a measurement (a run stored, deleted, hidden, restored)
+// makes every answer computed before it stale at once.
 
 const (
 	staleRefresh = 5 * time.Second
-	staleGrace   = 5 * time.Second
+	staleGrace   = 10 * time.Second
 )
 
 // cacheHeaders are the response headers a cached answer keeps: those the
@@ -65,6 +67,42 @@ type responseCache struct {
 	flights map[string]chan struct{} // answers being computed, closed when done
 	writers [64]writeMark            // the latest writes through this process, a ring
 	nextW   int
+	seen    [1024]versionSeen // when each of the latest data versions was first seen, a ring
+	nextS   int
+
+	// refresh computes an answer again in the background (the server
+	// itself, asked the request again); refreshing holds a token while
+	// one runs; refreshed is called when one ends.
+	refresh    func(*http.Request)
+	refreshing chan struct{}
+	refreshed  func()
+}
+
+// versionSeen says when the cache first saw data version v.
+type versionSeen struct {
+	v  int64
+	at time.Time
+}
+
+// see notes that data version v is current at now; rc.mu is held.
+func (rc *responseCache) see(v int64, now time.Time) {
+	last := rc.seen[(rc.nextS+len(rc.seen)-1)%len(rc.seen)]
+	if v > last.v {
+		rc.seen[rc.nextS] = versionSeen{v: v, at: now}
+		rc.nextS = (rc.nextS + 1) % len(rc.seen)
+	}
+}
+
+// staleSince is when the cache first saw a data version after v (the
+// latest noted when it has forgotten the earlier ones); rc.mu is held.
+func (rc *responseCache) staleSince(v int64, now time.Time) time.Time {
+	since := now
+	for _, s := range rc.seen {
+		if s.v > v && s.at.Before(since) {
+			since = s.at
+		}
+	}
+	return since
 }
 
 // writeMark says which API key made the data version v.
@@ -75,17 +113,31 @@ type writeMark struct {
 
 func newResponseCache(maxBytes int64, version func(context.Context) (store.Versions, error), stats func(hit bool), now func() time.Time) *responseCache {
 	return &responseCache{maxBytes: maxBytes, version: version, stats: stats, now: now, lru: list.New(),
-		entries: map[string]*list.Element{}, flights: map[string]chan struct{}{}}
+		entries: map[string]*list.Element{}, flights: map[string]chan struct{}{}, refreshing: make(chan struct{}, 1), refreshed: func() {}}
 }
 
 // lookup is what get found: an answer to serve, or the go-ahead to
 // compute one (done ends it); rebuild when a write made the cached answer
 // stale, with the key of the client that wrote, when this process knows it.
+// With an answer to serve, done set means: compute it again in the
+// background, then call done.
 type lookup struct {
 	e       *cachedResponse
 	done    func()
 	rebuild bool
 	payer   string
+}
+
+// flight registers the computation of key; rc.mu is held.
+func (rc *responseCache) flight(key string) func() {
+	ch := make(chan struct{})
+	rc.flights[key] = ch
+	return func() {
+		rc.mu.Lock()
+		delete(rc.flights, key)
+		rc.mu.Unlock()
+		close(ch)
+	}
 }
 
 // get returns the cached answer that may be served at v, or the
@@ -96,19 +148,32 @@ type lookup struct {
 func (rc *responseCache) get(ctx context.Context, v store.Versions, key string, lenient bool) lookup {
 	for waited := false; ; waited = true {
 		rc.mu.Lock()
+		now := rc.now()
+		rc.see(v.Data, now)
 		var old *cachedResponse
 		if el, ok := rc.entries[key]; ok {
 			old = el.Value.(*cachedResponse)
 			fresh := old.v.Data >= v.Data
+			l := lookup{e: old}
 			if !fresh && lenient && old.v.Measured >= v.Measured {
-				age := rc.now().Sub(old.at)
+				age := now.Sub(rc.staleSince(old.v.Data, now))
 				_, busy := rc.flights[key]
 				fresh = age < staleRefresh || busy && age < staleRefresh+staleGrace
+				if !fresh && !busy && age < staleRefresh+staleGrace {
+					select {
+					case rc.refreshing <- struct{}{}:
+						release := rc.flight(key)
+						l.done = func() { release(); <-rc.refreshing; rc.refreshed() }
+						l.payer = rc.writerSince(old.v.Data, v.Data)
+					default: // another answer is being refreshed: later
+					}
+					fresh = true
+				}
 			}
 			if fresh {
 				rc.lru.MoveToFront(el)
 				rc.mu.Unlock()
-				return lookup{e: old}
+				return l
 			}
 		}
 		wait, busy := rc.flights[key]
@@ -119,14 +184,7 @@ func (rc *responseCache) get(ctx context.Context, v store.Versions, key string, 
 			return lookup{done: func() {}}
 		}
 		if !busy {
-			ch := make(chan struct{})
-			rc.flights[key] = ch
-			l := lookup{done: func() {
-				rc.mu.Lock()
-				delete(rc.flights, key)
-				rc.mu.Unlock()
-				close(ch)
-			}}
+			l := lookup{done: rc.flight(key)}
 			if old != nil {
 				l.rebuild, l.payer = true, rc.writerSince(old.v.Data, v.Data)
 			}
@@ -146,6 +204,7 @@ func (rc *responseCache) get(ctx context.Context, v store.Versions, key string, 
 func (rc *responseCache) wrote(v int64, key string) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
+	rc.see(v, rc.now())
 	rc.writers[rc.nextW] = writeMark{v: v, key: key}
 	rc.nextW = (rc.nextW + 1) % len(rc.writers)
 }
@@ -310,6 +369,34 @@ type rebuildKey struct{}
 
 type rebuild struct{ payer string }
 
+// refreshKey marks, in its context, a request the cache made to compute an
+// answer again in the background: it is computed whatever the cache holds,
+// counts against no client's read limit, and ends with done.
+type refreshKey struct{}
+
+type refreshing struct{ done func() }
+
+// isRefresh reports whether ctx is that of a background refresh.
+func isRefresh(ctx context.Context) bool {
+	_, ok := ctx.Value(refreshKey{}).(refreshing)
+	return ok
+}
+
+// refreshRequest is r as the cache asks it again: the same question
+// (path, query, what it negotiates), nothing that is the client's.
+func refreshRequest(r *http.Request, payer string, done func()) *http.Request {
+	ctx := context.WithValue(context.WithoutCancel(r.Context()), refreshKey{}, refreshing{done: done})
+	ctx = context.WithValue(ctx, rebuildKey{}, rebuild{payer: payer})
+	rr := r.Clone(ctx)
+	rr.Header = http.Header{}
+	for _, h := range []string{echo.HeaderAccept, echo.HeaderAcceptEncoding, "Accept-Language", "Cookie"} {
+		if vs := r.Header.Values(h); len(vs) > 0 {
+			rr.Header[h] = vs
+		}
+	}
+	return rr
+}
+
 // cached serves GETs of the API from the cache, computing and storing
 // those it lacks, and notes which API key made each data version. skip
 // names paths that must always be computed.
@@ -335,10 +422,15 @@ func cached(rc *responseCache, skip func(path string) bool, k *keyer) echo.Middl
 			key := k.key(r)
 			v, verr := rc.version(r.Context())
 			at := rc.now()
-			if key != "" && verr == nil {
+			if rf, ok := r.Context().Value(refreshKey{}).(refreshing); ok {
+				defer rf.done()
+			} else if key != "" && verr == nil {
 				l := rc.get(r.Context(), v, key, lenientPath(r.URL.Path))
 				if l.e != nil {
 					rc.stats(true)
+					if l.done != nil {
+						go rc.refresh(refreshRequest(r, l.payer, l.done))
+					}
 					send(w, r, l.e.header, l.e.etag, l.e.body, cacheControl(r.URL.Path))
 					return nil
 				}

@@ -249,6 +249,9 @@ func limitReads(l *limiter) echo.MiddlewareFunc {
 			return next
 		}
 		return func(c echo.Context) error {
+			if isRefresh(c.Request().Context()) {
+				return next(c) // the cache's own request
+			}
 			ok, remaining, wait := l.allow(c.RealIP(), time.Now())
 			rateHeaders(c.Response().Header(), l, remaining, wait)
 			if !ok {

@@ -80,6 +80,9 @@ type Config struct {
 	// Now is the clock that ages cached answers (see staleRefresh);
 	// time.Now when nil.
 	Now func() time.Time
+	// AfterRefresh, when set, is called each time a cached answer has
+	// been computed again in the background.
+	AfterRefresh func()
 	// Background, when set, runs the service's background work until it
 	// is done: fitting the stored runs the calculator's method has not
 	// fitted (after an upgrade, or written before fits were stored).
@@ -194,6 +197,10 @@ func New(st *store.Store, cfg Config) (http.Handler, error) {
 	if err := registerPages(e, s, spec, router, langs); err != nil {
 		return nil, err
 	}
+	rc.refresh = func(r *http.Request) { e.ServeHTTP(discard{h: http.Header{}}, r) }
+	if cfg.AfterRefresh != nil {
+		rc.refreshed = cfg.AfterRefresh
+	}
 	return headAsGet{e}, nil
 }
 
@@ -230,6 +237,13 @@ func (h headAsGet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	get.Method = http.MethodGet
 	h.next.ServeHTTP(bodiless{w}, get)
 }
+
+// discard is where a background refresh's answer goes: the cache keeps it.
+type discard struct{ h http.Header }
+
+func (d discard) Header() http.Header       { return d.h }
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+func (discard) WriteHeader(int)             {}
 
 // bodiless drops the body of an answer.
 type bodiless struct{ http.ResponseWriter }
