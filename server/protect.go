@@ -303,8 +303,8 @@ func costOf(r *http.Request) float64 {
 	case path == "/v1/planner" || path == "/planner" || path == "/feeds/regressions.atom":
 		return costExpensive
 	case path == "/v1/leaderboard" || path == "/leaderboard":
-		if r.URL.Query().Get("predicted") == "true" {
-			return costExpensive
+		if predicted, err := strconv.ParseBool(r.URL.Query().Get("predicted")); err == nil && predicted {
+			return costExpensive // however the validator lets it be spelt
 		}
 		return costCheap
 	case path == "/v1/series" || strings.HasSuffix(path, "/series") || strings.HasSuffix(path, "/history") ||
