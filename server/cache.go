@@ -7,17 +7,34 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/matrixd/matrixd/store"
 )
 
 // The data changes only when a run is written, so a GET's answer is
 // computed once per data version and served as prepared bytes, with a
 // strong ETag over exactly those bytes.
+//
+// Answers computed from the measurements (plans, rankings, calculator
+// answers, feeds: lenient paths) are not computed again for every change of
+// a run's text: one computed before such a change is served for up to
+// staleRefresh after the change was first seen here; past that, a request
+// is served it still and starts one computation in the background (one at
+// a time in the process), and the answer keeps being served while that
+// runs, up to staleGrace more; past that, requests wait for a fresh answer. A change
+// that can move a measurement (a run stored, deleted, hidden, restored)
+// makes every answer computed before it stale at once.
+
+const (
+	staleRefresh = 5 * time.Second
+	staleGrace   = 10 * time.Second
+)
 
 // cacheHeaders are the response headers a cached answer keeps: those the
 // handlers and the compressor set (a page's own Content-Security-Policy
@@ -31,113 +48,216 @@ type cachedResponse struct {
 	header http.Header
 	body   []byte
 	etag   string
+	v      store.Versions // read before it was computed
+	at     time.Time      // when its computation began
 }
 
-// responseCache is a byte-bounded LRU of GET answers of one data version.
+// responseCache is a byte-bounded LRU of GET answers, each with the data
+// versions it was computed at.
 type responseCache struct {
 	maxBytes int64
-	version  func(context.Context) (int64, error)
+	version  func(context.Context) (store.Versions, error)
 	stats    func(hit bool)
+	now      func() time.Time
 
 	mu      sync.Mutex
-	at      int64 // the data version the entries belong to
 	size    int64
 	lru     *list.List // front: most recently used *cachedResponse
 	entries map[string]*list.Element
 	flights map[string]chan struct{} // answers being computed, closed when done
+	writers [64]writeMark            // the latest writes through this process, a ring
+	nextW   int
+	seen    [1024]versionSeen // when each of the latest data versions was first seen, a ring
+	nextS   int
+
+	// refresh computes an answer again in the background (the server
+	// itself, asked the request again); refreshing holds a token while
+	// one runs; refreshed is called when one ends.
+	refresh    func(*http.Request)
+	refreshing chan struct{}
+	refreshed  func()
 }
 
-func newResponseCache(maxBytes int64, version func(context.Context) (int64, error), stats func(hit bool)) *responseCache {
-	return &responseCache{maxBytes: maxBytes, version: version, stats: stats, lru: list.New(),
-		entries: map[string]*list.Element{}, flights: map[string]chan struct{}{}}
+// versionSeen says when the cache first saw data version v.
+type versionSeen struct {
+	v  int64
+	at time.Time
 }
 
-// get returns the cached answer, or nil and a done func: the caller
-// computes the answer and calls done. A caller that finds the same answer
-// being computed waits for it instead (up to the request's end), so a
-// burst of requests for one cold answer computes it once.
-func (rc *responseCache) get(ctx context.Context, v int64, key string) (*cachedResponse, func()) {
+// see notes that data version v is current at now; rc.mu is held.
+func (rc *responseCache) see(v int64, now time.Time) {
+	last := rc.seen[(rc.nextS+len(rc.seen)-1)%len(rc.seen)]
+	if v > last.v {
+		rc.seen[rc.nextS] = versionSeen{v: v, at: now}
+		rc.nextS = (rc.nextS + 1) % len(rc.seen)
+	}
+}
+
+// staleSince is when the cache first saw a data version after v (the
+// latest noted when it has forgotten the earlier ones); rc.mu is held.
+func (rc *responseCache) staleSince(v int64, now time.Time) time.Time {
+	since := now
+	for _, s := range rc.seen {
+		if s.v > v && s.at.Before(since) {
+			since = s.at
+		}
+	}
+	return since
+}
+
+// writeMark says which API key made the data version v.
+type writeMark struct {
+	v   int64
+	key string // a costKeys key
+}
+
+func newResponseCache(maxBytes int64, version func(context.Context) (store.Versions, error), stats func(hit bool), now func() time.Time) *responseCache {
+	return &responseCache{maxBytes: maxBytes, version: version, stats: stats, now: now, lru: list.New(),
+		entries: map[string]*list.Element{}, flights: map[string]chan struct{}{}, refreshing: make(chan struct{}, 1), refreshed: func() {}}
+}
+
+// lookup is what get found: an answer to serve, or the go-ahead to
+// compute one (done ends it); rebuild when a write made the cached answer
+// stale, with the key of the client that wrote, when this process knows it.
+// With an answer to serve, done set means: compute it again in the
+// background, then call done.
+type lookup struct {
+	e       *cachedResponse
+	done    func()
+	rebuild bool
+	payer   string
+}
+
+// flight registers the computation of key; rc.mu is held.
+func (rc *responseCache) flight(key string) func() {
+	ch := make(chan struct{})
+	rc.flights[key] = ch
+	return func() {
+		rc.mu.Lock()
+		delete(rc.flights, key)
+		rc.mu.Unlock()
+		close(ch)
+	}
+}
+
+// get returns the cached answer that may be served at v, or the
+// go-ahead to compute it. A caller that finds the same answer being
+// computed waits for it instead (up to the request's end), so a burst of
+// requests for one cold answer computes it once; on a lenient path it is
+// served the previous answer meanwhile, when that is recent enough.
+func (rc *responseCache) get(ctx context.Context, v store.Versions, key string, lenient bool) lookup {
 	for waited := false; ; waited = true {
 		rc.mu.Lock()
-		if v != rc.at {
-			rc.at, rc.size = v, 0
-			rc.lru.Init()
-			clear(rc.entries)
-		}
+		now := rc.now()
+		rc.see(v.Data, now)
+		var old *cachedResponse
 		if el, ok := rc.entries[key]; ok {
-			rc.lru.MoveToFront(el)
-			rc.mu.Unlock()
-			return el.Value.(*cachedResponse), nil
+			old = el.Value.(*cachedResponse)
+			fresh := old.v.Data >= v.Data
+			l := lookup{e: old}
+			if !fresh && lenient && old.v.Measured >= v.Measured {
+				age := now.Sub(rc.staleSince(old.v.Data, now))
+				_, busy := rc.flights[key]
+				fresh = age < staleRefresh || busy && age < staleRefresh+staleGrace
+				if !fresh && !busy && age < staleRefresh+staleGrace {
+					select {
+					case rc.refreshing <- struct{}{}:
+						release := rc.flight(key)
+						l.done = func() { release(); <-rc.refreshing; rc.refreshed() }
+						l.payer = rc.writerSince(old.v.Data, v.Data)
+					default: // another answer is being refreshed: later
+					}
+					fresh = true
+				}
+			}
+			if fresh {
+				rc.lru.MoveToFront(el)
+				rc.mu.Unlock()
+				return l
+			}
 		}
 		wait, busy := rc.flights[key]
 		if waited {
 			// The answer it waited for was not cacheable (an error, too
 			// large): compute alone rather than queue behind others.
 			rc.mu.Unlock()
-			return nil, func() {}
+			return lookup{done: func() {}}
 		}
 		if !busy {
-			ch := make(chan struct{})
-			rc.flights[key] = ch
-			rc.mu.Unlock()
-			return nil, func() {
-				rc.mu.Lock()
-				delete(rc.flights, key)
-				rc.mu.Unlock()
-				close(ch)
+			l := lookup{done: rc.flight(key)}
+			if old != nil {
+				l.rebuild, l.payer = true, rc.writerSince(old.v.Data, v.Data)
 			}
+			rc.mu.Unlock()
+			return l
 		}
 		rc.mu.Unlock()
 		select {
 		case <-wait: // look again
 		case <-ctx.Done():
-			return nil, func() {}
+			return lookup{done: func() {}}
 		}
 	}
 }
 
-func (rc *responseCache) put(v int64, e *cachedResponse) {
-	cost := int64(len(e.body) + len(e.key) + 256)
+// wrote records that the client of key made data version v.
+func (rc *responseCache) wrote(v int64, key string) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.see(v, rc.now())
+	rc.writers[rc.nextW] = writeMark{v: v, key: key}
+	rc.nextW = (rc.nextW + 1) % len(rc.writers)
+}
+
+// writerSince is the key of the latest write through this process after
+// version from, up to version to; "" when none is known. rc.mu is held.
+func (rc *responseCache) writerSince(from, to int64) string {
+	best := writeMark{}
+	for _, w := range rc.writers {
+		if w.key != "" && w.v > from && w.v <= to && w.v > best.v {
+			best = w
+		}
+	}
+	return best.key
+}
+
+func entryCost(e *cachedResponse) int64 { return int64(len(e.body) + len(e.key) + 256) }
+
+// put keeps e, unless the cache holds a later answer of its key.
+func (rc *responseCache) put(e *cachedResponse) {
+	cost := entryCost(e)
 	if cost > rc.maxBytes/8 {
 		return // one answer may not crowd out the rest
 	}
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	if v != rc.at {
-		return // the data changed while this was computed
-	}
-	if _, ok := rc.entries[e.key]; ok {
-		return
+	if el, ok := rc.entries[e.key]; ok {
+		if old := el.Value.(*cachedResponse); old.v.Data > e.v.Data {
+			return
+		}
+		rc.lru.Remove(el)
+		rc.size -= entryCost(el.Value.(*cachedResponse))
 	}
 	rc.entries[e.key] = rc.lru.PushFront(e)
 	rc.size += cost
 	for rc.size > rc.maxBytes {
 		old := rc.lru.Remove(rc.lru.Back()).(*cachedResponse)
 		delete(rc.entries, old.key)
-		rc.size -= int64(len(old.body) + len(old.key) + 256)
+		rc.size -= entryCost(old)
 	}
 }
 
-// cacheKey names a GET's answer: the path, the query in canonical order,
-// and what the answer is negotiated on (for a page, its language, however
-// chosen). Empty when it cannot be cached: a query that does not parse
-// goes to the validator, which names the bad parameter.
-func cacheKey(r *http.Request, langs *languages) string {
-	q, err := url.ParseQuery(r.URL.RawQuery)
-	accept := r.Header.Get(echo.HeaderAccept)
-	if err != nil || len(accept) > 256 {
-		return ""
+// lenientPath reports whether the answers of path are computed from the
+// measurements alone, so that one may outlive a change of a run's text
+// (see staleRefresh). A run, its cells and the run lists always show the
+// latest text: a writer reads its own write.
+func lenientPath(path string) bool {
+	switch path {
+	case "/v1/planner", "/planner", "/v1/leaderboard", "/leaderboard", "/v1/compare", "/compare", "/v1/series",
+		"/calculator", "/widget/calculator", "/feeds/regressions.atom", "/feeds/runs.atom":
+		return true
 	}
-	gzip := "identity"
-	if r.Header.Get(echo.HeaderAcceptEncoding) == "gzip" { // normalised by acceptGzip
-		gzip = "gzip"
-	}
-	key := r.URL.Path + "?" + q.Encode() + "\x00" + accept + "\x00" + gzip
-	if isPage(r.URL.Path) {
-		l, _ := langs.pick(r)
-		key += "\x00" + l.Code
-	}
-	return key
+	return strings.HasPrefix(path, "/v1/calculator/")
 }
 
 // acceptGzip reduces Accept-Encoding to what matters here: "gzip" when
@@ -243,30 +363,81 @@ func (c *capture) Write(b []byte) (int, error) {
 // Flush is a no-op: a captured answer is sent whole.
 func (c *capture) Flush() {}
 
+// rebuildKey holds, in a GET's context, the rebuild it is (see lookup):
+// limitCost charges it to the writer, not to the client that asked.
+type rebuildKey struct{}
+
+type rebuild struct{ payer string }
+
+// refreshKey marks, in its context, a request the cache made to compute an
+// answer again in the background: it is computed whatever the cache holds,
+// counts against no client's read limit, and ends with done.
+type refreshKey struct{}
+
+type refreshing struct{ done func() }
+
+// isRefresh reports whether ctx is that of a background refresh.
+func isRefresh(ctx context.Context) bool {
+	_, ok := ctx.Value(refreshKey{}).(refreshing)
+	return ok
+}
+
+// refreshRequest is r as the cache asks it again: the same question
+// (path, query, what it negotiates), nothing that is the client's.
+func refreshRequest(r *http.Request, payer string, done func()) *http.Request {
+	ctx := context.WithValue(context.WithoutCancel(r.Context()), refreshKey{}, refreshing{done: done})
+	ctx = context.WithValue(ctx, rebuildKey{}, rebuild{payer: payer})
+	rr := r.Clone(ctx)
+	rr.Header = http.Header{}
+	for _, h := range []string{echo.HeaderAccept, echo.HeaderAcceptEncoding, "Accept-Language", "Cookie"} {
+		if vs := r.Header.Values(h); len(vs) > 0 {
+			rr.Header[h] = vs
+		}
+	}
+	return rr
+}
+
 // cached serves GETs of the API from the cache, computing and storing
-// those it lacks. skip names paths that must always be computed.
-func cached(rc *responseCache, skip func(path string) bool, langs *languages) echo.MiddlewareFunc {
+// those it lacks, and notes which API key made each data version. skip
+// names paths that must always be computed.
+func cached(rc *responseCache, skip func(path string) bool, k *keyer) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			r := c.Request()
 			if r.Method != http.MethodGet {
-				return next(c)
+				err := next(c)
+				if st := c.Response().Status; err == nil && st >= 200 && st < 300 && r.Header.Get(echo.HeaderAuthorization) != "" {
+					if v, verr := rc.version(r.Context()); verr == nil {
+						keys := costKeys(c)
+						rc.wrote(v.Data, keys[len(keys)-1])
+					}
+				}
+				return err
 			}
 			if skip(r.URL.Path) {
 				c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
 				return next(c)
 			}
 			w := c.Response()
-			key := cacheKey(r, langs)
+			key := k.key(r)
 			v, verr := rc.version(r.Context())
-			if key != "" && verr == nil {
-				e, done := rc.get(r.Context(), v, key)
-				if e != nil {
+			at := rc.now()
+			if rf, ok := r.Context().Value(refreshKey{}).(refreshing); ok {
+				defer rf.done()
+			} else if key != "" && verr == nil {
+				l := rc.get(r.Context(), v, key, lenientPath(r.URL.Path))
+				if l.e != nil {
 					rc.stats(true)
-					send(w, r, e.header, e.etag, e.body, cacheControl(r.URL.Path))
+					if l.done != nil {
+						go rc.refresh(refreshRequest(r, l.payer, l.done))
+					}
+					send(w, r, l.e.header, l.e.etag, l.e.body, cacheControl(r.URL.Path))
 					return nil
 				}
-				defer done()
+				defer l.done()
+				if l.rebuild {
+					r = r.WithContext(context.WithValue(r.Context(), rebuildKey{}, rebuild{payer: l.payer}))
+				}
 			}
 			real := w.Writer
 			cw := &capture{ResponseWriter: real}
@@ -288,14 +459,14 @@ func cached(rc *responseCache, skip func(path string) bool, langs *languages) ec
 				rc.stats(false) // computed: a miss (errors do not count)
 			}
 			body := cw.buf.Bytes()
-			e := &cachedResponse{key: key, header: http.Header{}, body: body, etag: etagOf(body)}
+			e := &cachedResponse{key: key, header: http.Header{}, body: body, etag: etagOf(body), v: v, at: at}
 			for _, h := range cacheHeaders() {
 				if vs := w.Header().Values(h); len(vs) > 0 {
 					e.header[h] = vs
 				}
 			}
 			if key != "" && verr == nil {
-				rc.put(v, e)
+				rc.put(e)
 			}
 			w.Status = send(real, r, nil, e.etag, body, cacheControl(r.URL.Path))
 			return nil

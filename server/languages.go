@@ -209,12 +209,3 @@ func (ls *languages) pick(r *http.Request) (*locale, bool) {
 	}
 	return ls.list[0], false
 }
-
-// isPage reports whether path is a page, answered in the reader's language.
-func isPage(p string) bool {
-	switch p {
-	case "/", "/leaderboard", "/compare", "/widget/calculator":
-		return true
-	}
-	return strings.HasPrefix(p, "/runs/")
-}

@@ -150,10 +150,11 @@ func cors(writeOrigins []string) echo.MiddlewareFunc {
 type RateLimit struct {
 	ReadsPerSecond  float64
 	WritesPerSecond float64
-	// CostPerSecond is the handler time (seconds per second) one client
-	// address, and one API key, may take on average; CostBurst how much
-	// it may take at once (20 s of its rate when zero). Answers from the
-	// cache, health and metrics are not counted.
+	// CostPerSecond is the server time (seconds per second, each request
+	// charged its cost class: see costOf) one client address, and one API
+	// key, may take on average; CostBurst how much it may take at once (20
+	// s of its rate when zero). Answers from the cache, health and metrics
+	// are not counted.
 	CostPerSecond float64
 	CostBurst     time.Duration
 }
@@ -227,7 +228,7 @@ type tooMany struct {
 
 func (t tooMany) Error() string {
 	if t.cost != nil {
-		return fmt.Sprintf("this client's requests have taken more server time than its share (%s s a second on average, at most %d at once): retry after %d s; answers already cached cost nothing",
+		return fmt.Sprintf("this client's requests have cost more server time than its share (%s s a second on average, each request charged by what it asks, at most %d at once): retry after %d s; answers already cached cost nothing",
 			strconv.FormatFloat(t.cost.rate, 'f', -1, 64), t.cost.maxInFlight, retryAfter(t.wait))
 	}
 	return "too many " + t.what + ": at most " + strconv.Itoa(t.limit) + " a second on average; retry after " + strconv.Itoa(retryAfter(t.wait)) + " s"
@@ -248,6 +249,9 @@ func limitReads(l *limiter) echo.MiddlewareFunc {
 			return next
 		}
 		return func(c echo.Context) error {
+			if isRefresh(c.Request().Context()) {
+				return next(c) // the cache's own request
+			}
 			ok, remaining, wait := l.allow(c.RealIP(), time.Now())
 			rateHeaders(c.Response().Header(), l, remaining, wait)
 			if !ok {
@@ -273,11 +277,48 @@ func limitWrite(l *limiter, c echo.Context, keyName string) error {
 	return nil
 }
 
-// costLimiter charges each client the handler time its uncached requests
-// take, as a token bucket of seconds: what a client may spend refills at
-// rate per second up to burst. Time goes on the bill while a request
-// runs, so a client already over its share is refused before it starts
-// another, however many connections it opens.
+// Cost classes: the server time a request that the cache does not answer
+// is charged, in seconds, by what it asks (its route), from the first
+// answers measured at 10,000 runs (docs/operating.md): a run, a list, a
+// catalog, the cells, a calculator answer or a comparison takes 1–10 ms; a
+// series, a feed of runs, a page of them or a write up to 50 ms; a plan, a
+// predicted ranking or the regressions feed 150–800 ms. A fixed charge
+// per route, not the time the request happened to take, so that a client
+// is not billed for the load others put on the machine (a busy server
+// stretches every request's wall time) nor for waiting on another
+// request's computation of the same answer.
+const (
+	costCheap     = 0.005
+	costMedium    = 0.05
+	costExpensive = 0.5
+)
+
+// costOf is the cost class of r.
+func costOf(r *http.Request) float64 {
+	path := r.URL.Path
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return costMedium
+	}
+	switch {
+	case path == "/v1/planner" || path == "/planner" || path == "/feeds/regressions.atom":
+		return costExpensive
+	case path == "/v1/leaderboard" || path == "/leaderboard":
+		if predicted, err := strconv.ParseBool(r.URL.Query().Get("predicted")); err == nil && predicted {
+			return costExpensive // however the validator lets it be spelt
+		}
+		return costCheap
+	case path == "/v1/series" || strings.HasSuffix(path, "/series") || strings.HasSuffix(path, "/history") ||
+		strings.HasPrefix(path, "/feeds/") || !strings.HasPrefix(path, "/v1/"):
+		return costMedium // pages among them
+	}
+	return costCheap
+}
+
+// costLimiter charges each client the cost class of each request the cache
+// does not answer, as a token bucket of seconds: what a client may spend
+// refills at rate per second up to burst. The charge is taken when a
+// request starts, so a client already over its share is refused before it
+// starts another, however many connections it opens.
 type costLimiter struct {
 	rate, burst float64 // seconds per second; seconds
 	maxInFlight int
@@ -285,14 +326,12 @@ type costLimiter struct {
 	mu      sync.Mutex
 	clients map[string]*costClient
 	swept   time.Time
-	base    time.Time // in-flight start times are seconds since base
 }
 
 type costClient struct {
 	tokens   float64 // seconds it may still spend; negative: in debt
 	at       time.Time
 	inFlight int
-	startSum float64 // the sum of its in-flight requests' start times
 	seen     time.Time
 }
 
@@ -305,7 +344,7 @@ func newCostLimiter(rl RateLimit) *costLimiter {
 		burst = 20 * rl.CostPerSecond
 	}
 	return &costLimiter{rate: rl.CostPerSecond, burst: burst, maxInFlight: max(2, 2*runtime.GOMAXPROCS(0)),
-		clients: map[string]*costClient{}, base: time.Now()}
+		clients: map[string]*costClient{}}
 }
 
 func (l *costLimiter) client(key string, now time.Time) *costClient {
@@ -337,50 +376,49 @@ func (l *costLimiter) client(key string, now time.Time) *costClient {
 		c = &costClient{tokens: l.burst, at: now}
 		l.clients[key] = c
 	}
-	c.tokens = min(l.burst, c.tokens+l.rate*now.Sub(c.at).Seconds())
-	c.at, c.seen = now, now
+	if now.After(c.at) {
+		c.tokens = min(l.burst, c.tokens+l.rate*now.Sub(c.at).Seconds())
+		c.at = now
+	}
+	c.seen = now
 	return c
 }
 
-// balance is what c may still spend at now: its tokens less the time its
-// requests in flight have taken so far.
-func (l *costLimiter) balance(c *costClient, now time.Time) float64 {
-	return c.tokens - (float64(c.inFlight)*now.Sub(l.base).Seconds() - c.startSum)
-}
-
-// admit starts a request charged to every key; when one of them may not
-// start another it says how long until it may. release ends the request.
-func (l *costLimiter) admit(keys []string, now time.Time) (release func(), wait time.Duration, ok bool) {
+// admit starts a request of the given cost charged to every key; when one
+// of them may not start another it says how long until it may. release
+// ends the request.
+func (l *costLimiter) admit(keys []string, cost float64, now time.Time) (release func(), wait time.Duration, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	cs := make([]*costClient, len(keys))
 	for i, k := range keys {
 		c := l.client(k, now)
-		if b := l.balance(c, now); b <= 0 {
-			return nil, time.Duration((-b + 0.001) / l.rate * float64(time.Second)), false
+		if c.tokens <= 0 {
+			return nil, time.Duration((-c.tokens + 0.001) / l.rate * float64(time.Second)), false
 		}
 		if c.inFlight >= l.maxInFlight {
 			return nil, time.Second, false
 		}
 		cs[i] = c
 	}
-	start := now.Sub(l.base).Seconds()
 	for _, c := range cs {
 		c.inFlight++
-		c.startSum += start
+		c.tokens -= cost
 	}
 	return func() {
-		end := time.Now()
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		spent := end.Sub(l.base).Seconds() - start
 		for _, c := range cs {
-			c.tokens = min(l.burst, c.tokens+l.rate*end.Sub(c.at).Seconds()) - spent
-			c.at = end
 			c.inFlight--
-			c.startSum -= start
 		}
 	}, 0, true
+}
+
+// charge bills key for cost without asking: a rebuild its write caused.
+func (l *costLimiter) charge(key string, cost float64, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.client(key, now).tokens -= cost
 }
 
 // costKeys are what a request is charged to: its address, and the API key
@@ -407,7 +445,10 @@ func clientNet(addr string) string {
 }
 
 // limitCost applies the cost limit to every request that reaches it (the
-// cache answers before it), except those of exempt paths.
+// cache answers before it), except those of exempt paths. A rebuild of an
+// answer that a write made stale is charged to the API key that wrote
+// (when the write came through this process), not to the client that
+// happened to ask next.
 func limitCost(l *costLimiter, exempt func(path string) bool) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		if l == nil {
@@ -417,7 +458,14 @@ func limitCost(l *costLimiter, exempt func(path string) bool) echo.MiddlewareFun
 			if exempt(c.Request().URL.Path) {
 				return next(c)
 			}
-			release, wait, ok := l.admit(costKeys(c), time.Now())
+			cost := costOf(c.Request())
+			if rb, ok := c.Request().Context().Value(rebuildKey{}).(rebuild); ok {
+				if rb.payer != "" {
+					l.charge(rb.payer, cost, time.Now())
+				}
+				return next(c)
+			}
+			release, wait, ok := l.admit(costKeys(c), cost, time.Now())
 			if !ok {
 				c.Response().Header().Set("Retry-After", strconv.Itoa(retryAfter(wait)))
 				return tooMany{what: "server time", wait: wait, cost: l}

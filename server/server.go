@@ -77,6 +77,12 @@ type Config struct {
 	// for links that must be absolute (feeds); when empty they are
 	// relative to the answer's own address.
 	PublicURL string
+	// Now is the clock that ages cached answers (see staleRefresh);
+	// time.Now when nil.
+	Now func() time.Time
+	// AfterRefresh, when set, is called each time a cached answer has
+	// been computed again in the background.
+	AfterRefresh func()
 	// Background, when set, runs the service's background work until it
 	// is done: fitting the stored runs the calculator's method has not
 	// fitted (after an upgrade, or written before fits were stored).
@@ -152,7 +158,10 @@ func New(st *store.Store, cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	rc := newResponseCache(max(cfg.CacheBytes, 0), st.DataVersion, m.cacheResult)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	rc := newResponseCache(max(cfg.CacheBytes, 0), st.Versions, m.cacheResult, cfg.Now)
 
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
@@ -178,7 +187,7 @@ func New(st *store.Store, cfg Config) (http.Handler, error) {
 		limitReads(newLimiter(cfg.RateLimit.ReadsPerSecond)),
 		middleware.BodyLimit(fmt.Sprintf("%dB", cfg.MaxBodyBytes)),
 		acceptGzip,
-		cached(rc, uncached, langs),
+		cached(rc, uncached, &keyer{router: router, langs: langs}),
 		limitCost(newCostLimiter(cfg.RateLimit), uncached),
 		middleware.GzipWithConfig(middleware.GzipConfig{MinLength: 1024}),
 		validator(router, st.Authenticate, newLimiter(cfg.RateLimit.WritesPerSecond)),
@@ -188,6 +197,10 @@ func New(st *store.Store, cfg Config) (http.Handler, error) {
 	registerDocs(e)
 	if err := registerPages(e, s, spec, router, langs); err != nil {
 		return nil, err
+	}
+	rc.refresh = func(r *http.Request) { e.ServeHTTP(discard{h: http.Header{}}, r) }
+	if cfg.AfterRefresh != nil {
+		rc.refreshed = cfg.AfterRefresh
 	}
 	return headAsGet{e}, nil
 }
@@ -225,6 +238,13 @@ func (h headAsGet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	get.Method = http.MethodGet
 	h.next.ServeHTTP(bodiless{w}, get)
 }
+
+// discard is where a background refresh's answer goes: the cache keeps it.
+type discard struct{ h http.Header }
+
+func (d discard) Header() http.Header       { return d.h }
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+func (discard) WriteHeader(int)             {}
 
 // bodiless drops the body of an answer.
 type bodiless struct{ http.ResponseWriter }

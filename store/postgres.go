@@ -32,6 +32,9 @@ func openPostgres(ctx context.Context, dsn string, opts Options) (*Store, error)
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.VersionClock == nil {
+		opts.VersionClock = time.Now
+	}
 	if opts.Synchronous != "" && !strings.EqualFold(opts.Synchronous, "NORMAL") {
 		return nil, fmt.Errorf("open store: --synchronous is SQLite's; PostgreSQL's durability is the server's (synchronous_commit)")
 	}
@@ -56,7 +59,7 @@ func openPostgres(ctx context.Context, dsn string, opts Options) (*Store, error)
 	pool.SetMaxOpenConns(maxConns)
 	pool.SetMaxIdleConns(maxConns)
 	pool.SetConnMaxIdleTime(5 * time.Minute)
-	s := &Store{writer: db{pool, postgresSQL}, reader: db{pool, postgresSQL}, dialect: postgresSQL, now: opts.Now}
+	s := &Store{writer: db{pool, postgresSQL}, reader: db{pool, postgresSQL}, dialect: postgresSQL, now: opts.Now, versionClock: opts.VersionClock}
 	if err := s.checkSchema(ctx, opts.Existing); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open store %s: %w", Redact(dsn), err)

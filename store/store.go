@@ -28,11 +28,13 @@ var migrations embed.FS
 // one-connection pool, reads through a pool of read-only connections, so
 // readers never wait for the writer (WAL).
 type Store struct {
-	writer    db
-	reader    db
-	dialect   dialect
-	now       func() time.Time
-	cursorKey []byte // signs pagination cursors
+	writer  db
+	reader  db
+	dialect dialect
+	now     func() time.Time
+	// versionClock ages the last read of the versions (VersionMaxAge).
+	versionClock func() time.Time
+	cursorKey    []byte // signs pagination cursors
 
 	// writes counts this process's committed write transactions; checked is
 	// the last data version read and the writes count it was read at.
@@ -41,14 +43,23 @@ type Store struct {
 }
 
 type versionCheck struct {
-	version int64
-	writes  int64
-	at      time.Time
+	v      Versions
+	writes int64
+	at     time.Time
 }
 
-// VersionMaxAge is how long DataVersion trusts its last read when this
+// VersionMaxAge is how long Versions trusts its last read when this
 // process has not written since: other processes' writes show within it.
 const VersionMaxAge = 250 * time.Millisecond
+
+// Versions are counters that the database bumps in the transaction of
+// each change: Data with every change to the stored runs, their flags or
+// the signing keys; Measured only with a change that can move a
+// measurement (a run stored, deleted, hidden or restored; any change of a
+// run other than of its title, notes or source). Both only grow.
+type Versions struct {
+	Data, Measured int64
+}
 
 // Options tune Open. The zero value is fine.
 type Options struct {
@@ -57,6 +68,9 @@ type Options struct {
 	// Synchronous is SQLite's synchronous pragma: NORMAL (the default)
 	// survives a crash of the process, FULL also a power loss.
 	Synchronous string
+	// VersionClock tells Versions when its last read has aged past
+	// VersionMaxAge; time.Now when nil.
+	VersionClock func() time.Time
 	// Existing refuses a PostgreSQL database that matrixd has not set up
 	// (commands that only read must not create tables where a URL points
 	// by mistake); SQLite callers check the file.
@@ -112,6 +126,9 @@ func openSQLite(ctx context.Context, path string, opts Options) (*Store, error) 
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.VersionClock == nil {
+		opts.VersionClock = time.Now
+	}
 	sync := strings.ToUpper(opts.Synchronous)
 	if sync == "" {
 		sync = "NORMAL"
@@ -125,7 +142,7 @@ func openSQLite(ctx context.Context, path string, opts Options) (*Store, error) 
 	}
 	writer.SetMaxOpenConns(1)
 	writer.SetConnMaxIdleTime(0)
-	s := &Store{writer: db{writer, sqliteSQL}, dialect: sqliteSQL, now: opts.Now}
+	s := &Store{writer: db{writer, sqliteSQL}, dialect: sqliteSQL, now: opts.Now, versionClock: opts.VersionClock}
 	if err := s.migrate(ctx); err != nil {
 		writer.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
@@ -323,20 +340,27 @@ func (s *Store) tryTx(ctx context.Context, fn func(*tx) error) error {
 	return err
 }
 
-// DataVersion is a number that changes whenever the stored runs change.
-// A write through this Store shows at once; one through another process
-// (the CLI, another instance) within VersionMaxAge.
+// DataVersion is a number that changes whenever the stored runs change
+// (Versions.Data).
 func (s *Store) DataVersion(ctx context.Context) (int64, error) {
+	v, err := s.Versions(ctx)
+	return v.Data, err
+}
+
+// Versions are the data versions now. A write through this Store shows at
+// once; one through another process (the CLI, another instance) within
+// VersionMaxAge.
+func (s *Store) Versions(ctx context.Context) (Versions, error) {
 	writes := s.writes.Load()
-	now := time.Now()
-	if c := s.checked.Load(); c != nil && c.writes == writes && now.Sub(c.at) < VersionMaxAge {
-		return c.version, nil
+	now := s.versionClock()
+	if c := s.checked.Load(); c != nil && c.writes == writes && now.Sub(c.at) < VersionMaxAge && !now.Before(c.at) {
+		return c.v, nil
 	}
-	var v int64
-	if err := s.reader.QueryRowContext(ctx, "SELECT version FROM data_version").Scan(&v); err != nil {
-		return 0, fmt.Errorf("data version: %w", err)
+	var v Versions
+	if err := s.reader.QueryRowContext(ctx, "SELECT version, measured FROM data_version").Scan(&v.Data, &v.Measured); err != nil {
+		return Versions{}, fmt.Errorf("data version: %w", err)
 	}
-	s.checked.Store(&versionCheck{version: v, writes: writes, at: now})
+	s.checked.Store(&versionCheck{v: v, writes: writes, at: now})
 	return v, nil
 }
 

@@ -542,6 +542,7 @@ func TestMigrationRehashesRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, q := range []string{
+		"DROP TRIGGER runs_inserted_measured", "DROP TRIGGER runs_deleted_measured", "DROP TRIGGER runs_updated_measured",
 		"DROP TABLE run_fits", "ALTER TABLE runs DROP COLUMN avg_power_w", "ALTER TABLE decode_cells DROP COLUMN avg_power_w",
 		"DROP INDEX runs_by_trust_version", "ALTER TABLE runs DROP COLUMN method_class", "ALTER TABLE runs DROP COLUMN method_measurement_s",
 		"ALTER TABLE runs DROP COLUMN method_output_tokens", "ALTER TABLE runs DROP COLUMN method_prefill", "ALTER TABLE runs DROP COLUMN trust_checks",
@@ -592,42 +593,101 @@ func TestMigrationRehashesRuns(t *testing.T) {
 	}
 }
 
-// TestDataVersion: a write through the store shows in DataVersion at once,
-// a write through another Store on the same file (the CLI, another
-// instance) within VersionMaxAge, and a read changes nothing.
-func TestDataVersion(t *testing.T) {
-	ctx := context.Background()
-	st, path := openTestDB(t)
-	v0, err := st.DataVersion(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runs := storetest.Runs(12, 2)
-	if _, _, err := st.CreateRun(ctx, runs[0]); err != nil {
-		t.Fatal(err)
-	}
-	v1, _ := st.DataVersion(ctx)
-	if v1 == v0 {
-		t.Fatal("DataVersion did not change after a write through the same store")
-	}
-	if _, _, err := st.ListRuns(ctx, store.RunFilter{}, store.SortCreatedDesc, 10, ""); err != nil {
-		t.Fatal(err)
-	}
-	if v, _ := st.DataVersion(ctx); v != v1 {
-		t.Errorf("a read changed the version %d → %d", v1, v)
-	}
-	other, err := store.Open(ctx, path, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	if _, _, err := other.CreateRun(ctx, runs[1]); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(store.VersionMaxAge + 50*time.Millisecond)
-	if v, _ := st.DataVersion(ctx); v == v1 {
-		t.Errorf("a write through another process did not show within %v", store.VersionMaxAge)
-	}
+// TestVersions: a write through the store shows in its versions at once,
+// a read changes nothing, a change of a run's text bumps only the data
+// version, a change that can move a measurement bumps both, and a write
+// through another Store on the same database (the CLI, another instance)
+// shows once VersionMaxAge has passed on the injected clock.
+func TestVersions(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, backend string) {
+		ctx := context.Background()
+		var clockMu sync.Mutex
+		now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+		clock := func() time.Time { clockMu.Lock(); defer clockMu.Unlock(); return now }
+		dsn := filepath.Join(t.TempDir(), "matrixd.db")
+		if backend == "postgres" {
+			dsn = storetest.PostgresSchema(t, os.Getenv("MATRIXD_TEST_POSTGRES"))
+		}
+		open := func() *store.Store {
+			st, err := store.Open(ctx, dsn, store.Options{VersionClock: clock})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			return st
+		}
+		st := open()
+		versions := func() store.Versions {
+			t.Helper()
+			v, err := st.Versions(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+		v0 := versions()
+		runs := storetest.Runs(12, 2)
+		stored, _, err := st.CreateRun(ctx, runs[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		v1 := versions()
+		if v1.Data <= v0.Data || v1.Measured <= v0.Measured {
+			t.Fatalf("a new run: versions %+v → %+v; want both bumped", v0, v1)
+		}
+		if _, _, err := st.ListRuns(ctx, store.RunFilter{}, store.SortCreatedDesc, 10, ""); err != nil {
+			t.Fatal(err)
+		}
+		if v := versions(); v != v1 {
+			t.Errorf("a read changed the versions %+v → %+v", v1, v)
+		}
+		admin := store.Key{Name: "ops", Admin: true}
+		last := v1
+		for _, step := range []struct {
+			name     string
+			write    func() error
+			measured bool
+		}{
+			{"title", func() error {
+				_, err := st.UpdateRunMeta(ctx, stored.ID, store.MetaPatch{Title: ptr("another title")}, admin)
+				return err
+			}, false},
+			{"notes", func() error {
+				_, err := st.UpdateRunMeta(ctx, stored.ID, store.MetaPatch{Notes: ptr("a note")}, admin)
+				return err
+			}, false},
+			{"flag", func() error {
+				_, err := st.FlagRun(ctx, stored.ID, admin, store.FlagReasons[0], "looks odd")
+				return err
+			}, false},
+			{"hide", func() error { _, err := st.HideRun(ctx, stored.ID, admin, "spam"); return err }, true},
+			{"restore", func() error { _, err := st.RestoreRun(ctx, stored.ID, admin); return err }, true},
+			{"delete", func() error { return st.DeleteRun(ctx, stored.ID, admin) }, true},
+		} {
+			if err := step.write(); err != nil {
+				t.Fatalf("%s: %v", step.name, err)
+			}
+			v := versions()
+			if v.Data <= last.Data || (v.Measured > last.Measured) != step.measured {
+				t.Errorf("%s: versions %+v → %+v; want the data version bumped, the measured one bumped %v", step.name, last, v, step.measured)
+			}
+			last = v
+		}
+
+		other := open()
+		if _, _, err := other.CreateRun(ctx, runs[1]); err != nil {
+			t.Fatal(err)
+		}
+		if v := versions(); v != last {
+			t.Errorf("another process's write showed before VersionMaxAge: %+v → %+v", last, v)
+		}
+		clockMu.Lock()
+		now = now.Add(store.VersionMaxAge)
+		clockMu.Unlock()
+		if v := versions(); v.Data <= last.Data || v.Measured <= last.Measured {
+			t.Errorf("a write through another process did not show after %v: %+v → %+v", store.VersionMaxAge, last, v)
+		}
+	})
 }
 
 // TestForgedCursorsAreRefused: a cursor edited by a client (a rank of

@@ -7,11 +7,18 @@
 //
 //	go run ./cmd/loadbench [--runs 10000] [--conns 64] [--duration 5s] [--tool wrk|go] [--db DB] [--instances N]
 //	go run ./cmd/loadbench --hammer [--clients 4] [--duration 20s] [--runs 10000]
+//	go run ./cmd/loadbench --write-storm [--duration 15s] [--runs 10000]
 //
 // --hammer measures the cost limit: a fifth client's /healthz latency,
 // idle and while --clients clients (each from its own loopback address)
 // ask distinct uncached planner questions, with the server's default
 // limits and again with the cost limit off.
+//
+// --write-storm measures whether one writer starves readers: four readers,
+// each from its own loopback address, read a mix of plans, rankings, the
+// regressions feed, the run list and a run page for --duration, first
+// alone, then while one API key edits its run's title 3 times a second;
+// it prints each reader's answers in both phases, their ratio and the 429s.
 //
 // --db may name a PostgreSQL database (postgres://…); --instances N starts N
 // servers on it and splits the connections between them, one load
@@ -80,6 +87,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	instances := fs.Int("instances", 1, "servers on the database, the connections split between them")
 	hammerMode := fs.Bool("hammer", false, "measure the cost limit instead: /healthz latency while --clients clients ask distinct uncached planner questions for --duration, with the default limits and with the cost limit off")
 	clients := fs.Int("clients", 4, "hammering clients, with --hammer (1 to 200)")
+	storm := fs.Bool("write-storm", false, "measure a write storm instead: four readers' answers in --duration without, then with, one API key editing its run's title 3 times a second, with the default limits")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -111,6 +119,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if err := fitAll(ctx, bin, *db, stderr); err != nil {
 		return err
+	}
+	if *storm {
+		durSet := false
+		fs.Visit(func(f *flag.Flag) { durSet = durSet || f.Name == "duration" })
+		if !durSet {
+			*dur = 15 * time.Second
+		}
+		if *dur < 5*time.Second || *dur > 5*time.Minute {
+			return fmt.Errorf("--write-storm takes a --duration of 5s to 5m")
+		}
+		return writeStorm(ctx, bin, *db, *dur, stdout, stderr)
 	}
 	if *hammerMode {
 		if *clients < 1 || *clients > 200 || *dur < 5*time.Second {

@@ -248,7 +248,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	sync := fs.String("synchronous", envOr(getenv, "MATRIXD_SYNCHRONOUS", "NORMAL"), "SQLite synchronous: NORMAL or FULL (env MATRIXD_SYNCHRONOUS)")
 	readRate := fs.String("rate-limit", envOr(getenv, "MATRIXD_RATE_LIMIT", "100"), "requests per second per client address, bursts of twice that; 0 turns it off (env MATRIXD_RATE_LIMIT)")
 	writeRate := fs.String("write-rate-limit", envOr(getenv, "MATRIXD_WRITE_RATE_LIMIT", "5"), "writes per second per API key, bursts of twice that; 0 turns it off (env MATRIXD_WRITE_RATE_LIMIT)")
-	costRate := fs.String("cost-limit", envOr(getenv, "MATRIXD_COST_LIMIT", "0.25"), "seconds of server time per second that one client address, or API key, may take with requests the cache does not answer; 0 turns it off (env MATRIXD_COST_LIMIT)")
+	costRate := fs.String("cost-limit", envOr(getenv, "MATRIXD_COST_LIMIT", "0.25"), "seconds of server time per second that one client address, or API key, may take with requests the cache does not answer, each charged a fixed cost for what it asks; 0 turns it off (env MATRIXD_COST_LIMIT)")
 	costBurst := fs.Duration("cost-burst", 5*time.Second, "server time a client may take at once before --cost-limit applies")
 	origins := fs.String("cors-write-origins", getenv("MATRIXD_CORS_WRITE_ORIGINS"), "comma-separated browser origins allowed to write, e.g. https://bench.example; reads are open to all (env MATRIXD_CORS_WRITE_ORIGINS)")
 	proxies := fs.String("trusted-proxies", getenv("MATRIXD_TRUSTED_PROXIES"), "comma-separated CIDRs of proxies whose X-Forwarded-For names the client (env MATRIXD_TRUSTED_PROXIES)")

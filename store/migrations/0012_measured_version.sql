@@ -1,0 +1,24 @@
+-- A second counter beside the data version: bumped only by a change that
+-- can move a measurement (a run stored, deleted, hidden or restored, its
+-- method or checks restated), not by one of what a run says about itself
+-- (title, notes, source). Answers computed from the measurements (fits,
+-- plans, predictions, feeds) may then outlive a change of text for a
+-- bounded while, and never one of measurements.
+ALTER TABLE data_version ADD COLUMN measured INTEGER NOT NULL DEFAULT 1;
+
+CREATE TRIGGER runs_inserted_measured AFTER INSERT ON runs BEGIN
+    UPDATE data_version SET measured = measured + 1;
+END;
+CREATE TRIGGER runs_deleted_measured AFTER DELETE ON runs BEGIN
+    UPDATE data_version SET measured = measured + 1;
+END;
+-- An update counts unless it changed the text: one that changed none of
+-- these columns (hidden_at, method_class, a column added later) is taken
+-- to move a measurement.
+CREATE TRIGGER runs_updated_measured AFTER UPDATE ON runs
+WHEN OLD.title IS NEW.title AND OLD.notes IS NEW.notes AND OLD.source_url IS NEW.source_url
+    AND OLD.source_sha256 IS NEW.source_sha256 AND OLD.source_media_type IS NEW.source_media_type
+    AND OLD.source_format IS NEW.source_format
+BEGIN
+    UPDATE data_version SET measured = measured + 1;
+END;
