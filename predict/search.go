@@ -147,11 +147,11 @@ type rankCandidate[E any] struct {
 func rank[E any](ctx context.Context, s *search, f store.RunFilter, r ranking[E]) (ranked[E], error) {
 	var (
 		out   ranked[E]
-		cands []rankCandidate[E]
+		cands []*rankCandidate[E] // pointers: sorting moves them
 	)
 	add := func(cfg store.RunConfig, sum calculator.Summary) {
 		if b, ok := r.bound(cfg, sum); ok {
-			cands = append(cands, rankCandidate[E]{run: cfg, bound: b, seq: len(cands)})
+			cands = append(cands, &rankCandidate[E]{run: cfg, bound: b, seq: len(cands)})
 		}
 	}
 	unfitted, more, err := s.c.store.EachFitSummary(ctx, f, calculator.MethodVersion, maxPlanFits, func(fs store.FitSummary) error {
@@ -207,7 +207,7 @@ func rank[E any](ctx context.Context, s *search, f store.RunFilter, r ranking[E]
 	// In the order read where bounds tie, without a stable sort's
 	// merging (at 100,000 runs, run alternately: first plans 4.02–4.07 s
 	// with it, 3.80–4.01 s without).
-	slices.SortFunc(cands, func(a, b rankCandidate[E]) int { return cmp.Or(order(a.bound, b.bound), cmp.Compare(a.seq, b.seq)) })
+	slices.SortFunc(cands, func(a, b *rankCandidate[E]) int { return cmp.Or(order(a.bound, b.bound), cmp.Compare(a.seq, b.seq)) })
 	out.lc = s.c.listedCopies()
 	for _, cd := range cands {
 		if len(out.kept) >= r.want && r.better(out.kept[r.want-1], cd.bound) <= 0 {
