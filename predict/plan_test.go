@@ -94,12 +94,11 @@ func TestSearchBudgetIsCountedOnTheServiceClock(t *testing.T) {
 			t.Cleanup(c.Close) // before the store closes
 			c.SetPlanFitBudget(time.Hour)
 			start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-			var reads atomic.Int32
+			var reads atomic.Int64
 			c.SetClock(func() time.Time {
-				if reads.Add(1) == 1 {
-					return start // the search begins
-				}
-				return start.Add(2 * time.Hour) // and its hour is over at once
+				// Two hours pass between any two reads: the hour is over
+				// as soon as the search has begun.
+				return start.Add(time.Duration(reads.Add(1)) * 2 * time.Hour)
 			})
 			pending, err := tc.ask(c)
 			if err != nil {

@@ -185,6 +185,9 @@ func rank[E any](ctx context.Context, s *search, f store.RunFilter, r ranking[E]
 			return ranked[E]{}, err
 		}
 	}
+	// The budget is for fits: reading the summaries (seconds at 100,000
+	// runs) does not spend it.
+	s.start = s.c.now()
 	for _, cfg := range unfitted {
 		m, why, err := s.model(ctx, cfg.ID)
 		switch {
