@@ -503,27 +503,6 @@ func (c *Service) pending() int {
 	return n
 }
 
-// WaitForFits waits until the fits being made or queued when it is called
-// are done (each kept, and stored when it is made), or ctx ends: a test,
-// or a caller that warmed runs, then knows that asking again is answered
-// from them.
-func (c *Service) WaitForFits(ctx context.Context) error {
-	c.mu.Lock()
-	var waiting []chan struct{}
-	for _, call := range c.fits {
-		waiting = append(waiting, call.done)
-	}
-	c.mu.Unlock()
-	for _, done := range waiting {
-		select {
-		case <-done:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return nil
-}
-
 // fit makes call's fit once a CPU slot is free, within maxFitTime of
 // getting it. A failed one (not a refusal to fit) is not kept: the next
 // caller tries again.
