@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
-	"time"
 
 	"github.com/matrixd/matrixd/calculator"
 	"github.com/matrixd/matrixd/store"
@@ -86,119 +84,54 @@ func (c *Service) PredictedLeaderboard(ctx context.Context, f store.RunFilter, c
 		return PredictedBoard{}, invalidParam("cursor", fmt.Sprintf("a predicted ranking lists its first %d places; narrow the filters to see others", MaxPredictedRank))
 	}
 	_, desc, _ := metricOf(calculator.Prediction{}, metric)
-	// better orders values best first.
-	better := func(a, b float64) int {
+	// better orders entries best first by value.
+	better := func(a, b PredictedEntry) int {
 		if desc {
-			return cmp.Compare(b, a)
+			return cmp.Compare(b.Value, a.Value)
 		}
-		return cmp.Compare(a, b)
+		return cmp.Compare(a.Value, b.Value)
 	}
-	type cand struct {
-		cfg   store.RunConfig
-		bound float64
-		model *calculator.Model
-	}
-	var (
-		out   PredictedBoard
-		cands []cand
-	)
-	unfitted, more, err := c.store.EachFitSummary(ctx, f, calculator.MethodVersion, maxPlanFits, func(fs store.FitSummary) error {
-		out.Matched++
-		if fs.Refusal != "" {
-			return nil // cannot be modelled: never ranked
-		}
-		s, err := calculator.DecodeSummary(fs.Summary)
-		if err != nil {
-			return err
-		}
-		if b := s.BoundCell(contextTokens, concurrency); b.Fits {
-			cands = append(cands, cand{cfg: fs.Run, bound: boundOf(b, metric)})
-		}
-		return nil
+	q := calculator.Query{ContextTokens: contextTokens, Concurrency: concurrency}
+	s := c.newSearch()
+	r, err := rank(ctx, s, f, ranking[PredictedEntry]{
+		want:   offset + limit + 1, // one more tells whether a next page exists
+		better: better,
+		tie:    func(a, b PredictedEntry) int { return cmp.Compare(a.Run.ID, b.Run.ID) },
+		bound: func(cfg store.RunConfig, sum calculator.Summary) (PredictedEntry, bool) {
+			b := sum.BoundCell(contextTokens, concurrency)
+			return PredictedEntry{Run: cfg, Value: boundOf(b, metric)}, b.Fits
+		},
+		entry: func(cfg store.RunConfig, m *calculator.Model, _ string) (PredictedEntry, bool, error) {
+			if m == nil {
+				return PredictedEntry{}, false, nil // being fitted, or cannot be modelled: not ranked
+			}
+			p, err := m.Decode(q)
+			if errors.Is(err, calculator.ErrRefused) || (err == nil && p.Status != calculator.Fits) {
+				return PredictedEntry{}, false, nil
+			}
+			if err != nil {
+				return PredictedEntry{}, false, err
+			}
+			v, _, ok := metricOf(p, metric)
+			if !ok || math.IsNaN(v) {
+				return PredictedEntry{}, false, nil
+			}
+			e := PredictedEntry{Value: v, Run: cfg, Answer: Answer[calculator.Prediction]{Result: p, RunIDs: []string{cfg.ID}}}
+			if cfg.Flagged {
+				e.Answer.Warnings = []string{flaggedWarning(cfg.ID)}
+			}
+			return e, true, nil
+		},
+		listed: func(e PredictedEntry) (store.RunConfig, float64, bool) { return e.Run, e.Value, true },
+		spent: func(int, int) string {
+			return fmt.Sprintf("more runs than the %d modelled could rank here: the ranking lists what those give", maxRefine)
+		},
 	})
 	if err != nil {
 		return PredictedBoard{}, err
 	}
-	out.Matched += len(unfitted) + more
-	out.Pending += more // fitted in the background
-	if more > 0 && c.planBudget < 0 {
-		if unfitted, _, err = c.store.EachFitSummary(ctx, f, calculator.MethodVersion, math.MaxInt, func(store.FitSummary) error { return nil }); err != nil {
-			return PredictedBoard{}, err
-		}
-		out.Pending -= more
-	}
-	start := time.Now()
-	for _, cfg := range unfitted {
-		m, err := c.modelWithin(ctx, c.remaining(start), cfg.ID)
-		var fitting *Fitting
-		switch {
-		case errors.As(err, &fitting):
-			out.Pending++
-		case errors.Is(err, calculator.ErrRefused):
-		case err != nil:
-			return PredictedBoard{}, err
-		default:
-			if b := calculator.Summarize(m).BoundCell(contextTokens, concurrency); b.Fits {
-				cands = append(cands, cand{cfg: cfg, bound: boundOf(b, metric), model: m})
-			}
-		}
-	}
-	slices.SortStableFunc(cands, func(a, b cand) int { return cmp.Or(better(a.bound, b.bound), cmp.Compare(a.cfg.ID, b.cfg.ID)) })
-	want := offset + limit + 1 // one more tells whether a next page exists
-	var kept []PredictedEntry
-	q := calculator.Query{ContextTokens: contextTokens, Concurrency: concurrency}
-	lc := c.listedCopies()
-	for _, cd := range cands {
-		if len(kept) >= want && better(kept[want-1].Value, cd.bound) <= 0 {
-			break
-		}
-		if lc.spent(out.Modelled) {
-			out.Warnings = append(out.Warnings, fmt.Sprintf("more runs than the %d modelled could rank here: the ranking lists what those give", maxRefine))
-			break
-		}
-		out.Modelled++
-		m, err := cd.model, error(nil)
-		if m == nil {
-			m, err = c.modelWithin(ctx, c.remaining(start), cd.cfg.ID)
-		}
-		var fitting *Fitting
-		switch {
-		case errors.As(err, &fitting):
-			out.Pending++
-			continue
-		case errors.Is(err, calculator.ErrRefused):
-			continue
-		case err != nil:
-			return PredictedBoard{}, err
-		}
-		p, err := m.Decode(q)
-		if errors.Is(err, calculator.ErrRefused) || (err == nil && p.Status != calculator.Fits) {
-			continue
-		}
-		if err != nil {
-			return PredictedBoard{}, err
-		}
-		v, _, ok := metricOf(p, metric)
-		if !ok || math.IsNaN(v) {
-			continue
-		}
-		lc.know(cd.cfg.ID, m)
-		var list bool
-		if kept, list, err = listOnce(ctx, lc, kept, cd.cfg, v, func(i int) (store.RunConfig, float64, bool) { return kept[i].Run, kept[i].Value, true }); err != nil {
-			return PredictedBoard{}, err
-		} else if !list {
-			continue
-		}
-		e := PredictedEntry{Value: v, Run: cd.cfg, Answer: Answer[calculator.Prediction]{Result: p, RunIDs: []string{cd.cfg.ID}}}
-		if cd.cfg.Flagged {
-			e.Answer.Warnings = []string{flaggedWarning(cd.cfg.ID)}
-		}
-		i, _ := slices.BinarySearchFunc(kept, e, func(a, b PredictedEntry) int {
-			return cmp.Or(better(a.Value, b.Value), cmp.Compare(a.Run.ID, b.Run.ID))
-		})
-		kept = slices.Insert(kept, i, e)
-	}
-	out.Warnings = append(out.Warnings, lc.warning()...)
+	out := PredictedBoard{Matched: r.matched, Modelled: r.modelled, Pending: r.more + len(s.pending), Warnings: s.warnings}
+	kept := r.kept
 	for i := range kept {
 		kept[i].Rank = i + 1
 		if i > 0 && kept[i].Value == kept[i-1].Value {

@@ -193,9 +193,7 @@ func (c *Service) planNewest(ctx context.Context, pq PlanQuery) (Plan, error) {
 		}
 		out.Warnings = append(out.Warnings, fmt.Sprintf("with vram_gb or max_output_tokens only the newest %d of the %d matching runs are planned: narrow with model, gpu or engine", maxPlanRuns, n))
 	}
-	models := map[string]*calculator.Model{}
-	pending := map[string]bool{} // runs being fitted in the background
-	start := time.Now()
+	s := c.newSearch()
 	for _, cfg := range configs {
 		if pq.GPU != "" && !runOnGPU(pq.GPU, cfg.GPU, vramOf(cfg)) {
 			continue
@@ -204,12 +202,11 @@ func (c *Service) planNewest(ctx context.Context, pq PlanQuery) (Plan, error) {
 		opt := PlanOption{Run: cfg, GPU: cfg.GPU, GPUCount: gpuCount(cfg)}
 		// Once the budget is spent, runs not yet fitted are fitted in the
 		// background rather than making this answer wait for them all.
-		m, err := c.planModel(ctx, start, &opt, pending)
-		switch {
-		case err != nil:
+		m, why, err := s.model(ctx, cfg.ID)
+		if err != nil {
 			return Plan{}, err
-		case m != nil:
-			models[cfg.ID] = m
+		}
+		if opt.Err = why; m != nil {
 			if opt.Plan, err = m.Plan(pq.Target); err != nil {
 				return Plan{}, err
 			}
@@ -217,25 +214,24 @@ func (c *Service) planNewest(ctx context.Context, pq PlanQuery) (Plan, error) {
 		out.Options = append(out.Options, opt)
 	}
 	lc := c.listedCopies()
-	for id, m := range models {
+	for id, m := range s.models {
 		lc.know(id, m)
 	}
 	if out.Options, err = lc.dropCopies(ctx, out.Options); err != nil {
 		return Plan{}, err
 	}
-	out.Warnings = append(out.Warnings, lc.warning()...)
+	s.warn(lc.warning()...)
 	if pq.IncludeScaled {
-		scaled, warn, err := c.planScaled(ctx, pq, lc.sources(configs), models, pending, start)
+		scaled, err := s.planScaled(ctx, pq, lc.sources(configs))
 		if err != nil {
 			return Plan{}, err
 		}
 		out.Options = append(out.Options, scaled...)
-		out.Warnings = append(out.Warnings, warn...)
 	}
-	if err := c.addOtherModels(ctx, pq, &out, pending, start); err != nil {
+	if err := s.addOtherModels(ctx, pq, &out); err != nil {
 		return Plan{}, err
 	}
-	return c.finish(pq, out, pending), nil
+	return s.finish(pq, out), nil
 }
 
 // maxOtherModelGPUs bounds the GPUs one plan answers from another model's
@@ -248,8 +244,9 @@ const maxOtherModelGPUs = 16
 // that the calculator would answer from (otherModelRun), as the
 // calculator answers (basis scaled_model). A GPU where the model facts do
 // not let another model's run stand in says why in a warning. A source
-// run not fitted within the plan's budget is added to pending.
-func (c *Service) addOtherModels(ctx context.Context, pq PlanQuery, out *Plan, pending map[string]bool, start time.Time) error {
+// run not fitted within the search's budget is pending.
+func (s *search) addOtherModels(ctx context.Context, pq PlanQuery, out *Plan) error {
+	c := s.c
 	if !pq.IncludeScaledModel {
 		return nil
 	}
@@ -268,7 +265,7 @@ func (c *Service) addOtherModels(ctx context.Context, pq PlanQuery, out *Plan, p
 		gpus = gpus[:1] // the filter names one GPU (of one size, if it names one)
 	}
 	if len(gpus) > maxOtherModelGPUs {
-		out.Warnings = append(out.Warnings, fmt.Sprintf("runs are stored on %d GPUs: only %d were answered from another model's runs", len(gpus), maxOtherModelGPUs))
+		s.warn(fmt.Sprintf("runs are stored on %d GPUs: only %d were answered from another model's runs", len(gpus), maxOtherModelGPUs))
 		gpus = gpus[:maxOtherModelGPUs]
 	}
 	narrow := store.RunFilter{Engine: pq.Engine, KVCacheDtype: pq.KVCacheDtype, MethodClass: pq.MethodClass}
@@ -294,7 +291,7 @@ func (c *Service) addOtherModels(ctx context.Context, pq PlanQuery, out *Plan, p
 		case errors.Is(err, errNoOtherModel):
 			continue
 		case errors.As(err, &ref):
-			out.Warnings = append(out.Warnings, fmt.Sprintf("no option answered from another model's run on %s: %s", gpu, ref.Reason))
+			s.warn(fmt.Sprintf("no option answered from another model's run on %s: %s", gpu, ref.Reason))
 			continue
 		case err != nil:
 			return err
@@ -304,7 +301,7 @@ func (c *Service) addOtherModels(ctx context.Context, pq PlanQuery, out *Plan, p
 			return err
 		}
 		opt := PlanOption{Run: cfg, GPU: cfg.GPU, GPUCount: gpuCount(cfg), OtherModel: other.to.Name, OtherModelWhy: why}
-		m, err := c.planModel(ctx, start, &opt, pending)
+		m, _, err := s.model(ctx, cfg.ID)
 		if err != nil {
 			return err
 		}
@@ -316,7 +313,7 @@ func (c *Service) addOtherModels(ctx context.Context, pq PlanQuery, out *Plan, p
 		if opt.Plan, err = m.Plan(t); err != nil {
 			return err
 		}
-		dropScaledOn(out, cfg, opt.OtherModel)
+		s.dropScaledOn(out, cfg, opt.OtherModel)
 		out.Options = append(out.Options, opt)
 	}
 	return nil
@@ -326,7 +323,7 @@ func (c *Service) addOtherModels(ctx context.Context, pq PlanQuery, out *Plan, p
 // cfg, a run of another model, answers for model: a GPU is listed once, as
 // /v1/calculator/decode answers for model on it, and a warning says what
 // was left out.
-func dropScaledOn(out *Plan, cfg store.RunConfig, model string) {
+func (s *search) dropScaledOn(out *Plan, cfg store.RunConfig, model string) {
 	n := 0
 	out.Options = slices.DeleteFunc(out.Options, func(o PlanOption) bool {
 		if o.Scaled && o.OtherModel == "" && runOnGPU(o.GPU, cfg.GPU, vramOf(cfg)) {
@@ -336,7 +333,7 @@ func dropScaledOn(out *Plan, cfg store.RunConfig, model string) {
 		return false
 	})
 	if n > 0 {
-		out.Warnings = append(out.Warnings, fmt.Sprintf("%s: %s is answered from a run of %s there (scaled_model), as the calculator answers it; %d %s scaling %s's runs on other GPUs to it (scaled_gpu) left out",
+		s.warn(fmt.Sprintf("%s: %s is answered from a run of %s there (scaled_model), as the calculator answers it; %d %s scaling %s's runs on other GPUs to it (scaled_gpu) left out",
 			cfg.GPU, model, cfg.ModelName, n, plural(n, "option", "options"), model))
 	}
 }
@@ -345,12 +342,14 @@ func dropScaledOn(out *Plan, cfg store.RunConfig, model string) {
 // another GPU or answered for another model.
 func (o PlanOption) estimated() bool { return o.Scaled || o.OtherModel != "" }
 
-// finish prices, sorts and cuts a plan's options and says what it lacks.
-func (c *Service) finish(pq PlanQuery, out Plan, pending map[string]bool) Plan {
+// finish prices, sorts and cuts a plan's options and says what it lacks,
+// after what the search warned of.
+func (s *search) finish(pq PlanQuery, out Plan) Plan {
+	out.Warnings = append(out.Warnings, s.warnings...)
 	if pq.GPU != "" && len(out.Options) == 0 {
 		out.Warnings = append(out.Warnings, noRunOn(pq.GPU))
 	}
-	if out.Pending = len(pending); out.Pending > 0 {
+	if out.Pending = len(s.pending); out.Pending > 0 {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("partial answer: %d %s being fitted (after a restart or a write, each fit takes up to about a second); ask again in a few seconds for the whole answer", out.Pending, plural(out.Pending, "run is", "runs are")))
 	}
 	if pq.Price.Given() {
@@ -387,39 +386,11 @@ func (pq PlanQuery) compare() func(a, b PlanOption) int {
 	return compareOptions
 }
 
-// planModel is the model of opt's run, waiting for its fit as long as a
-// plan begun at start may; nil, with opt.Err saying why, when the run is
-// being fitted (it is then added to pending) or cannot be modelled.
-func (c *Service) planModel(ctx context.Context, start time.Time, opt *PlanOption, pending map[string]bool) (*calculator.Model, error) {
-	m, err := c.modelWithin(ctx, c.remaining(start), opt.Run.ID)
-	var ref *calculator.Refusal
-	var fitting *Fitting
-	switch {
-	case errors.As(err, &fitting):
-		opt.Err = "this run's model is being fitted: ask again in a few seconds"
-		pending[opt.Run.ID] = true
-		return nil, nil
-	case errors.As(err, &ref):
-		opt.Err = "this run cannot be modelled: " + ref.Error()
-		return nil, nil
-	}
-	return m, err
-}
-
 // SetPlanFitBudget sets how long a plan waits for fits not yet made before
 // it lists the rest as being fitted (planFitBudget by default); a negative
 // budget waits for every fit, as a one-shot command does. Set it before the
 // first plan.
 func (c *Service) SetPlanFitBudget(d time.Duration) { c.planBudget = d }
-
-// remaining is how long a plan begun at start may still wait for a fit
-// (negative: without limit).
-func (c *Service) remaining(start time.Time) time.Duration {
-	if c.planBudget < 0 {
-		return -1
-	}
-	return max(0, c.planBudget-time.Since(start))
-}
 
 // compareOptions ranks options: measured runs meeting the target, then
 // GPUs scaled from one and other models' runs that meet it (each by total
@@ -582,14 +553,17 @@ func (c *Service) WithGPU(ctx context.Context, f store.RunFilter, gpu string) (s
 // first, at most maxScaledGroups), every catalog GPU that has no run of it,
 // scaled from the run on the nearest GPU: the same generation if there is
 // one (±20 %), else across generations (a rough ±40 %). A source run not
-// fitted when the budget is spent is added to pending and fitted in the
+// fitted when the search's budget is spent is pending and fitted in the
 // background.
-func (c *Service) planScaled(ctx context.Context, pq PlanQuery, configs []store.RunConfig, models map[string]*calculator.Model, pending map[string]bool, start time.Time) (out []PlanOption, warn []string, err error) {
+func (s *search) planScaled(ctx context.Context, pq PlanQuery, configs []store.RunConfig) ([]PlanOption, error) {
 	type group struct {
 		runs     []store.RunConfig
 		measured map[string]bool // catalog names with a run
 	}
-	var keys []string
+	var (
+		out  []PlanOption
+		keys []string
+	)
 	groups := map[string]*group{}
 	for _, cfg := range configs {
 		k := strings.ToLower(strings.Join([]string{cfg.ModelName, cfg.EngineName, cfg.Quantization, cfg.KVCacheDtype}, "\x00"))
@@ -605,7 +579,7 @@ func (c *Service) planScaled(ctx context.Context, pq PlanQuery, configs []store.
 		}
 	}
 	if len(keys) > maxScaledGroups {
-		warn = append(warn, fmt.Sprintf("%d model configurations match: only the newest %d were scaled to other GPUs", len(keys), maxScaledGroups))
+		s.warn(fmt.Sprintf("%d model configurations match: only the newest %d were scaled to other GPUs", len(keys), maxScaledGroups))
 		keys = keys[:maxScaledGroups]
 	}
 	for _, k := range keys {
@@ -618,37 +592,29 @@ func (c *Service) planScaled(ctx context.Context, pq PlanQuery, configs []store.
 				continue
 			}
 			if err := ctx.Err(); err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			src, rough := nearestRun(g.runs, to)
-			m := models[src.ID]
-			if pending[src.ID] {
+			if s.pending[src.ID] {
 				continue // being fitted in the background: scaled next time
 			}
+			m, _, err := s.model(ctx, src.ID)
+			if err != nil {
+				return nil, err
+			}
 			if m == nil {
-				var fitting *Fitting
-				if m, err = c.modelWithin(ctx, c.remaining(start), src.ID); err != nil {
-					switch {
-					case errors.As(err, &fitting):
-						pending[src.ID] = true
-						continue
-					case errors.Is(err, calculator.ErrRefused):
-						continue
-					}
-					return nil, nil, err
-				}
-				models[src.ID] = m
+				continue // being fitted (now pending), or cannot be modelled
 			}
 			t := pq.Target
 			t.Base.TargetGPU, t.Base.Rough = to.Name, rough
 			pl, err := m.Plan(t)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			out = append(out, PlanOption{Run: src, GPU: to.Name, GPUCount: gpuCount(src), Scaled: true, Plan: pl})
 		}
 	}
-	return out, warn, nil
+	return out, nil
 }
 
 // noRunOn says why a plan on gpu found nothing: no run matched on it, and

@@ -44,6 +44,8 @@ type Service struct {
 	// fitWait how long any other answer waits for its run's fit
 	// (defaultFitWait). Negative: until it is made.
 	planBudget, fitWait time.Duration
+	// now is the clock a search's budget is counted on (time.Now).
+	now func() time.Time
 	// onError, when set, is told of what went wrong in the background
 	// (a fit that could not be stored).
 	onError func(error)
@@ -138,9 +140,13 @@ func New(st *store.Store, maxBytes int64, onFit func(time.Duration)) *Service {
 	facts, err := trust.ModelFacts()
 	base, stop := context.WithCancel(context.Background())
 	return &Service{store: st, maxBytes: maxBytes, fits: map[string]*fitCall{}, lru: list.New(), onFit: onFit,
-		slots: make(chan struct{}, runtime.GOMAXPROCS(0)), planBudget: planFitBudget, fitWait: defaultFitWait,
+		slots: make(chan struct{}, runtime.GOMAXPROCS(0)), planBudget: planFitBudget, fitWait: defaultFitWait, now: time.Now,
 		facts: facts, factsErr: err, base: base, stop: stop}
 }
+
+// SetClock sets the clock a plan's or predicted ranking's fit budget is
+// counted on (time.Now by default). Set it before the first answer.
+func (c *Service) SetClock(now func() time.Time) { c.now = now }
 
 // SetFitObserver sets what is told how long each fit took. Set it before
 // the first answer.
