@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/matrixd/matrixd/store"
-	"github.com/matrixd/matrixd/store/storetest"
+	"github.com/matrixd/matrixd/store/storegen"
 )
 
 // stormReaders is how many reader addresses --write-storm uses
@@ -74,7 +74,7 @@ func writeStorm(ctx context.Context, bin, db string, dur time.Duration, stdout, 
 		DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 10)}, Timeout: 5 * time.Second}).DialContext}}
 	var runID string
 	for seed := uint64(time.Now().UnixNano()); runID == ""; seed++ {
-		r := storetest.Runs(seed, 1)[0]
+		r := storegen.Runs(seed, 1)[0]
 		r.ID, r.SubmittedBy, r.CreatedAt, r.Trust = "", "", time.Time{}, nil
 		body, err := json.Marshal(r)
 		if err != nil {
