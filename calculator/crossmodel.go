@@ -108,7 +108,7 @@ func MoveToModel(ctx context.Context, m *Model, dst Run, r ModelRatios, mv Model
 			rep.Refusals = append(rep.Refusals, fmt.Sprintf("%s: %v", cellName(c), err))
 			continue
 		}
-		t, s = m.moveToModel(float64(c.ContextTokens)/1024, b, t, s, r, mv)
+		t, s = m.moveToModel(float64(c.ContextTokens)/tokensPerK, b, t, s, r, mv)
 		band := mv.Band
 		switch basis {
 		case Interpolated:

@@ -463,7 +463,7 @@ func looInterpolatedError(ctx context.Context, r Run, ip interp) (errT, errS, me
 		if err != nil {
 			continue
 		}
-		b, l := float64(c.Concurrency), float64(c.ContextTokens)/1024
+		b, l := float64(c.Concurrency), float64(c.ContextTokens)/tokensPerK
 		// A cell the limits capped ran bc requests: the surface is read
 		// there, and its total carried to b.
 		bc, full := m.kv.effective(m.sf.snap(l), b)
@@ -569,7 +569,7 @@ func fitCore(r Run, ip interp) (*Model, error) {
 			continue
 		}
 		b := float64(c.Concurrency)
-		samples = append(samples, sample{l: float64(c.ContextTokens) / 1024, b: b, t: stepT(c), s: b * 1000 / *c.TotalTokS})
+		samples = append(samples, sample{l: float64(c.ContextTokens) / tokensPerK, b: b, t: stepT(c), s: b * 1000 / *c.TotalTokS})
 		outs = append(outs, cellOutput(c, r.MaxOutputTokens))
 	}
 	var measured []sample
@@ -588,7 +588,7 @@ func fitCore(r Run, ip interp) (*Model, error) {
 		}
 		m.cells[ref] = Cell{ContextTokens: c.ContextTokens, Concurrency: c.Concurrency} // taken: later duplicates are skipped
 		b := float64(c.Concurrency)
-		samples = append(samples, sample{l: float64(c.ContextTokens) / 1024, b: b, t: stepT(c), s: b * 1000 / *c.TotalTokS})
+		samples = append(samples, sample{l: float64(c.ContextTokens) / tokensPerK, b: b, t: stepT(c), s: b * 1000 / *c.TotalTokS})
 	}
 	for _, c := range r.SharedSpeed {
 		ref := CellRef{c.ContextTokens, c.Concurrency}
@@ -686,7 +686,7 @@ func (m *Model) Cells() []Cell { return m.run.Decode }
 func (m *Model) speed(lTokens int, b float64, levels bool) (t, s float64, basis Basis, used []CellRef, levelFrom float64, err error) {
 	t, s, basis, used, levelFrom, err = m.speedAt(lTokens, b, levels)
 	if err == nil && basis != Measured {
-		l := m.sf.snap(float64(lTokens) / 1024)
+		l := m.sf.snap(float64(lTokens) / tokensPerK)
 		s = m.alongContext(l, b, s, func(p sample) float64 { return p.s })
 		if levelFrom == 0 && !(m.kv.c > 0 && !math.IsInf(m.kv.c, 1)) {
 			// Where a full KV cache caps the requests that run, fewer run
@@ -799,7 +799,7 @@ func (m *Model) windowQueued(c Cell) bool {
 
 // speedAt is speed before alongContext.
 func (m *Model) speedAt(lTokens int, b float64, levels bool) (t, s float64, basis Basis, used []CellRef, levelFrom float64, err error) {
-	l := float64(lTokens) / 1024
+	l := float64(lTokens) / tokensPerK
 	if c, ok := m.cells[CellRef{lTokens, int(b)}]; ok && float64(int(b)) == b && usable(c) {
 		return stepT(c), b * 1000 / *c.TotalTokS, Measured, []CellRef{{lTokens, int(b)}}, 0, nil
 	}
@@ -807,7 +807,7 @@ func (m *Model) speedAt(lTokens int, b float64, levels bool) (t, s float64, basi
 		// One concurrency says nothing of how the speed changes with the
 		// number of requests: any answer would be the surface's assumption.
 		_, minL, maxL := m.sf.limits(0)
-		return 0, 0, "", nil, 0, refuse(fmt.Sprintf("context %d–%d tokens at concurrency %g only", int(minL*1024), int(maxL*1024), m.byB[0].b),
+		return 0, 0, "", nil, 0, refuse(fmt.Sprintf("context %d–%d tokens at concurrency %g only", int(minL*tokensPerK), int(maxL*tokensPerK), m.byB[0].b),
 			"this run measured one concurrency (%g) only: how its speed changes with the number of requests is unknown, so concurrency %g is not predicted", m.byB[0].b, b)
 	}
 	if !levels && m.unlevelled != nil {
@@ -822,12 +822,12 @@ func (m *Model) speedAt(lTokens int, b float64, levels bool) (t, s float64, basi
 	if bc, full := m.kv.effective(l, b); levels && full {
 		// A full KV cache (or the request limit) runs bc requests at once;
 		// the rest wait.
-		if maxB := 2 * m.kv.maxB(l); b > maxB {
-			return 0, 0, "", nil, 0, refuse(supported, "concurrency %g is beyond 2× the largest this run measured near context %d (%g)", b, lTokens, maxB/2)
+		if maxB := concurrencyReach * m.kv.maxB(l); b > maxB {
+			return 0, 0, "", nil, 0, pastConcurrency(supported, b, lTokens, maxB)
 		}
 		within := *m
 		within.kv, within.unlevelled = kvLevel{}, nil
-		t, s, basis, used, _, err := within.speed(int(math.Round(l*1024)), bc, false)
+		t, s, basis, used, _, err := within.speed(int(math.Round(l*tokensPerK)), bc, false)
 		if err != nil {
 			return 0, 0, "", nil, 0, err
 		}
@@ -851,7 +851,7 @@ func (m *Model) speedAt(lTokens int, b float64, levels bool) (t, s float64, basi
 		case b <= maxB:
 			return t, s, Extrapolated, m.neighbours(l, b), from, nil
 		}
-		return 0, 0, "", nil, 0, refuse(supported, "concurrency %g is beyond 2× the largest this run measured near context %d (%g)", b, lTokens, maxB/2)
+		return 0, 0, "", nil, 0, pastConcurrency(supported, b, lTokens, maxB)
 	}
 	if lo, hi, rough := m.sf.rough(l, b); rough {
 		// Along the row nothing is known across the break; where this
@@ -867,11 +867,11 @@ func (m *Model) speedAt(lTokens int, b float64, levels bool) (t, s float64, basi
 		return 0, 0, "", nil, 0, refuse(supported, "measured throughput is not smooth between concurrency %g and %g near context %d (it stops rising, a kernel or scheduler switch) and no column measured at this concurrency reaches this context, so nothing across it is predicted", lo, hi, lTokens)
 	}
 	if lo, hi, at, jump := m.sf.jump(b); jump {
-		return 0, 0, "", nil, 0, refuse(supported+"; across a jump, only concurrencies some row measured", "measured throughput jumps between concurrency %g and %g (at context %d it rises much faster there than below: a kernel or scheduler switch), and where in between it happens is unknown, so concurrency %g is not predicted", lo, hi, int(math.Round(at*1024)), b)
+		return 0, 0, "", nil, 0, refuse(supported+"; across a jump, only concurrencies some row measured", "measured throughput jumps between concurrency %g and %g (at context %d it rises much faster there than below: a kernel or scheduler switch), and where in between it happens is unknown, so concurrency %g is not predicted", lo, hi, int(math.Round(at*tokensPerK)), b)
 	}
 	var read []CellRef // the other rows' cells a shape-transfer estimate read
 	if t, s, extended, ok := m.sf.interpolate(l, b, func(l, b float64) {
-		read = append(read, CellRef{int(math.Round(l * 1024)), int(b)})
+		read = append(read, CellRef{int(math.Round(l * tokensPerK)), int(b)})
 	}); ok && t > 0 && s > 0 {
 		used := m.neighbours(l, b)
 		for _, ref := range read {
@@ -886,19 +886,19 @@ func (m *Model) speedAt(lTokens int, b float64, levels bool) (t, s float64, basi
 	}
 	maxB, minL, maxL := m.sf.limits(l)
 	if l > maxL {
-		return 0, 0, "", nil, 0, refuse(supported, "context %d tokens is beyond 1.25× the longest context at which this run measured a speed (%d tokens)", lTokens, int(math.Round(m.sf.maxL*1024)))
+		return 0, 0, "", nil, 0, refuse(supported, "context %d tokens is beyond %g× the longest context at which this run measured a speed (%d tokens)", lTokens, longestReach, int(math.Round(m.sf.maxL*tokensPerK)))
 	}
 	if l < minL {
-		return 0, 0, "", nil, 0, refuse(supported, "context %d tokens is below 0.8× the shortest context at which this run measured a speed (%d tokens)", lTokens, int(math.Round(m.sf.rows[0].key*1024)))
+		return 0, 0, "", nil, 0, refuse(supported, "context %d tokens is below %g× the shortest context at which this run measured a speed (%d tokens)", lTokens, shortestReach, int(math.Round(m.sf.rows[0].key*tokensPerK)))
 	}
 	if b > maxB {
-		return 0, 0, "", nil, 0, refuse(supported, "concurrency %g is beyond 2× the largest this run measured near context %d (%g)", b, lTokens, maxB/2)
+		return 0, 0, "", nil, 0, pastConcurrency(supported, b, lTokens, maxB)
 	}
 	t, s, anchor := m.sf.extrapolate(l, b)
 	if !finite(t, s) || t <= 0 || s <= 0 {
 		return 0, 0, "", nil, 0, refuse(supported, "the fit gives no usable step time at context %d × concurrency %g", lTokens, b)
 	}
-	return t, s, Extrapolated, []CellRef{{int(anchor.l * 1024), int(anchor.b)}}, 0, nil
+	return t, s, Extrapolated, []CellRef{{int(anchor.l * tokensPerK), int(anchor.b)}}, 0, nil
 }
 
 // neighbours lists the measured cells an interpolation at (l, b) leans on.
@@ -913,7 +913,7 @@ func (m *Model) neighbours(l, b float64) []CellRef {
 		}
 		for _, j := range idx {
 			if j >= 0 && j < len(r.xs) {
-				ref := CellRef{int(math.Round(r.key * 1024)), int(r.xs[j])}
+				ref := CellRef{int(math.Round(r.key * tokensPerK)), int(r.xs[j])}
 				if !slices.Contains(out, ref) {
 					out = append(out, ref)
 				}
@@ -929,8 +929,14 @@ func (m *Model) supportedRange() string {
 		maxB = max(maxB, r.xs[len(r.xs)-1])
 	}
 	_, minL, maxL := m.sf.limits(0)
-	return fmt.Sprintf("context %d–%d tokens, concurrency 1–%d (up to 2× the largest measured near the asked context)",
-		int(minL*1024), int(maxL*1024), int(2*maxB))
+	return fmt.Sprintf("context %d–%d tokens, concurrency 1–%d (up to %g× the largest measured near the asked context)",
+		int(minL*tokensPerK), int(maxL*tokensPerK), int(concurrencyReach*maxB), concurrencyReach)
+}
+
+// pastConcurrency refuses concurrency b, beyond maxB, the reach of the
+// run's concurrencies near context lTokens.
+func pastConcurrency(supported string, b float64, lTokens int, maxB float64) error {
+	return refuse(supported, "concurrency %g is beyond %g× the largest this run measured near context %d (%g)", b, concurrencyReach, lTokens, maxB/concurrencyReach)
 }
 
 // maxOutput is the output reservation a query uses: its own, else the
@@ -1022,7 +1028,7 @@ func (m *Model) decode(q Query, mv GPUMove) (Prediction, error) {
 		// A measured cell past the knee of a level stretch is on the level
 		// as much as the concurrencies between its cells are: the planner
 		// reads both alike.
-		if _, _, from, _, ok := m.sf.saturated(m.sf.snap(float64(q.ContextTokens)/1024), float64(q.Concurrency)); ok && p.Status == Fits && from < float64(q.Concurrency) {
+		if _, _, from, _, ok := m.sf.saturated(m.sf.snap(float64(q.ContextTokens)/tokensPerK), float64(q.Concurrency)); ok && p.Status == Fits && from < float64(q.Concurrency) {
 			p.LevelFrom = from
 		}
 		return p, nil
@@ -1121,7 +1127,7 @@ func (m *Model) decode(q Query, mv GPUMove) (Prediction, error) {
 		}
 	}
 	if other {
-		t, s = m.moveToModel(float64(q.ContextTokens)/1024, b, t, s, q.OtherModel, modelMove)
+		t, s = m.moveToModel(float64(q.ContextTokens)/tokensPerK, b, t, s, q.OtherModel, modelMove)
 	}
 	p.Cells = used
 	p.Basis, p.SpeedBasis = basis, basis
@@ -1339,6 +1345,11 @@ type PrefillPrediction struct {
 	Warnings []string
 }
 
+// prefillReach is how far beyond its longest measured prefill a run's
+// prefill is read: the quadratic term is extrapolated up to this many times
+// that context.
+const prefillReach = 2
+
 // Prefill predicts cold TTFT and prompt tok/s at context l from
 // TTFT(L) = p·L + q·L².
 func (m *Model) Prefill(l int) (PrefillPrediction, error) {
@@ -1346,7 +1357,7 @@ func (m *Model) Prefill(l int) (PrefillPrediction, error) {
 	if len(pm.points) < 2 || pm.p+pm.q <= 0 {
 		return PrefillPrediction{}, refuse("runs with at least two prefill measurements", "this run has too few prefill measurements to fit")
 	}
-	limit := 2 * pm.maxL
+	limit := prefillReach * pm.maxL
 	if m.run.MaxModelLen > 0 {
 		limit = min(limit, m.run.MaxModelLen)
 	}
@@ -1360,7 +1371,7 @@ func (m *Model) Prefill(l int) (PrefillPrediction, error) {
 	floor := max(1, (minL+1)/2)
 	supported := fmt.Sprintf("context %d–%d tokens", floor, limit)
 	if l < floor || l > limit {
-		return PrefillPrediction{}, refuse(supported, "context %d tokens is outside what this run's prefill table supports (from half its shortest prefill, %d tokens, up to 2× its longest, within max_model_len)", l, minL)
+		return PrefillPrediction{}, refuse(supported, "context %d tokens is outside what this run's prefill table supports (from half its shortest prefill, %d tokens, up to %d× its longest, within max_model_len)", l, minL, prefillReach)
 	}
 	out := PrefillPrediction{Basis: Interpolated}
 	for _, p := range pm.points {
