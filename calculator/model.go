@@ -215,12 +215,12 @@ func chooseRatio(ctx context.Context, r Run, ip interp) (interp, error) {
 		ok := true
 		for i, w := range ws {
 			m.sf.ip.ratioT = w
-			t, _, basis, _, _, err := m.speed(c.ContextTokens, float64(c.Concurrency), true)
-			if err != nil || basis == Measured || !(t > 0) {
+			sp, err := m.speed(c.ContextTokens, float64(c.Concurrency), true)
+			if err != nil || sp.basis == Measured || !(sp.t > 0) {
 				ok = false
 				break
 			}
-			row[i] = math.Abs(t-tm) / tm
+			row[i] = math.Abs(sp.t-tm) / tm
 		}
 		if !ok {
 			continue
@@ -377,12 +377,12 @@ func looSpeedErrors(ctx context.Context, r Run, ips []interp) ([]float64, error)
 				break
 			}
 			bb := float64(c.Concurrency)
-			_, s, _, _, _, err := m.speed(c.ContextTokens, bb, true)
+			sp, err := m.speed(c.ContextTokens, bb, true)
 			if err != nil {
 				ok = false
 				break
 			}
-			e[i] = math.Abs(bb*1000/s-*c.TotalTokS) / *c.TotalTokS
+			e[i] = math.Abs(bb*1000/sp.s-*c.TotalTokS) / *c.TotalTokS
 		}
 		if ok {
 			for i := range sum {
@@ -676,6 +676,17 @@ func (m *Model) Bands() Bands { return m.bands }
 // them, do not change them.
 func (m *Model) Cells() []Cell { return m.run.Decode }
 
+// speedRead is a speed read at one point: the two step times (ms), how
+// they were obtained and the measured cells they lean on. levelFrom is the
+// concurrency from which the rows around the point are level, where the
+// answer was read from that level (0 otherwise).
+type speedRead struct {
+	t, s      float64
+	basis     Basis
+	used      []CellRef
+	levelFrom float64
+}
+
 // speed predicts the two step times at (L, B) with how they were obtained.
 //
 // Where the run's own rows around the context level off before b (see
@@ -683,24 +694,24 @@ func (m *Model) Cells() []Cell { return m.run.Decode }
 // levelFrom is the concurrency from which they are level (0 otherwise).
 // Callers that move the KV pool (another VRAM size or GPU) pass levels
 // false: a level set by this run's KV cache would move with it.
-func (m *Model) speed(lTokens int, b float64, levels bool) (t, s float64, basis Basis, used []CellRef, levelFrom float64, err error) {
-	t, s, basis, used, levelFrom, err = m.speedAt(lTokens, b, levels)
-	if err == nil && basis != Measured {
+func (m *Model) speed(lTokens int, b float64, levels bool) (speedRead, error) {
+	r, err := m.speedAt(lTokens, b, levels)
+	if err == nil && r.basis != Measured {
 		l := m.sf.snap(float64(lTokens) / tokensPerK)
-		s = m.alongContext(l, b, s, func(p sample) float64 { return p.s })
-		if levelFrom == 0 && !(m.kv.c > 0 && !math.IsInf(m.kv.c, 1)) {
+		r.s = m.alongContext(l, b, r.s, func(p sample) float64 { return p.s })
+		if r.levelFrom == 0 && !(m.kv.c > 0 && !math.IsInf(m.kv.c, 1)) {
 			// Where a full KV cache caps the requests that run, fewer run
 			// at a longer context, each step serving fewer of them: there
 			// the time between tokens may fall with context.
 			if w := m.sf.ip.ratioT; w > 0 {
-				if r, ok := m.sf.ratio(l, b); ok && r > 0 {
-					t = (1-w)*t + w*s*r
+				if ratio, ok := m.sf.ratio(l, b); ok && ratio > 0 {
+					r.t = (1-w)*r.t + w*r.s*ratio
 				}
 			}
-			t = m.alongContext(l, b, t, func(p sample) float64 { return p.t })
+			r.t = m.alongContext(l, b, r.t, func(p sample) float64 { return p.t })
 		}
 	}
-	return t, s, basis, used, levelFrom, err
+	return r, err
 }
 
 // alongContext keeps a step time v predicted at (l, b) (S or T, as f
@@ -770,10 +781,11 @@ func (m *Model) limitQueuedFactor(l int, levels bool) (c Cell, kT, kS float64, o
 		return Cell{}, 0, 0, false
 	}
 	run := float64(m.cap.running(c.Concurrency))
-	t, s, _, _, _, err := m.speed(c.ContextTokens, run, levels)
-	if err != nil || !(t > 0) || !(s > 0) {
+	sp, err := m.speed(c.ContextTokens, run, levels)
+	if err != nil || !(sp.t > 0) || !(sp.s > 0) {
 		return Cell{}, 0, 0, false
 	}
+	t, s := sp.t, sp.s
 	kS = run * 1000 / *c.TotalTokS / s
 	kT = kS
 	if c.TBTMs != nil && *c.TBTMs > 0 {
@@ -798,16 +810,16 @@ func (m *Model) windowQueued(c Cell) bool {
 }
 
 // speedAt is speed before alongContext.
-func (m *Model) speedAt(lTokens int, b float64, levels bool) (t, s float64, basis Basis, used []CellRef, levelFrom float64, err error) {
+func (m *Model) speedAt(lTokens int, b float64, levels bool) (speedRead, error) {
 	l := float64(lTokens) / tokensPerK
 	if c, ok := m.cells[CellRef{lTokens, int(b)}]; ok && float64(int(b)) == b && usable(c) {
-		return stepT(c), b * 1000 / *c.TotalTokS, Measured, []CellRef{{lTokens, int(b)}}, 0, nil
+		return speedRead{t: stepT(c), s: b * 1000 / *c.TotalTokS, basis: Measured, used: []CellRef{{lTokens, int(b)}}}, nil
 	}
 	if n := len(m.byB); n > 0 && m.byB[0].b == m.byB[n-1].b && b != m.byB[0].b {
 		// One concurrency says nothing of how the speed changes with the
 		// number of requests: any answer would be the surface's assumption.
 		_, minL, maxL := m.sf.limits(0)
-		return 0, 0, "", nil, 0, refuse(fmt.Sprintf("context %d–%d tokens at concurrency %g only", int(minL*tokensPerK), int(maxL*tokensPerK), m.byB[0].b),
+		return speedRead{}, refuse(fmt.Sprintf("context %d–%d tokens at concurrency %g only", int(minL*tokensPerK), int(maxL*tokensPerK), m.byB[0].b),
 			"this run measured one concurrency (%g) only: how its speed changes with the number of requests is unknown, so concurrency %g is not predicted", m.byB[0].b, b)
 	}
 	if !levels && m.unlevelled != nil {
@@ -820,38 +832,17 @@ func (m *Model) speedAt(lTokens int, b float64, levels bool) (t, s float64, basi
 	l = m.sf.snap(l) // a context within 5 % of a measured row reads that row
 	supported := m.supportedRange()
 	if bc, full := m.kv.effective(l, b); levels && full {
-		// A full KV cache (or the request limit) runs bc requests at once;
-		// the rest wait.
-		if maxB := concurrencyReach * m.kv.maxB(l); b > maxB {
-			return 0, 0, "", nil, 0, pastConcurrency(supported, b, lTokens, maxB)
-		}
-		within := *m
-		within.kv, within.unlevelled = kvLevel{}, nil
-		t, s, basis, used, _, err := within.speed(int(math.Round(l*tokensPerK)), bc, false)
-		if err != nil {
-			return 0, 0, "", nil, 0, err
-		}
-		s *= b / bc
-		if m.kv.lockstep {
-			t *= b / bc
-		}
-		switch {
-		case b > m.kv.maxB(l):
-			basis = Extrapolated // past the row's end
-		case basis == Measured:
-			basis = Interpolated
-		}
-		return t, s, basis, used, bc, nil
+		return m.speedCapped(l, b, bc, lTokens, supported)
 	}
 	if t, s, from, beyond, ok := m.sf.saturated(l, b); levels && ok {
 		maxB, _, _ := m.sf.limits(l)
 		switch {
 		case !beyond:
-			return t, s, Interpolated, m.neighbours(l, b), from, nil
+			return speedRead{t: t, s: s, basis: Interpolated, used: m.neighbours(l, b), levelFrom: from}, nil
 		case b <= maxB:
-			return t, s, Extrapolated, m.neighbours(l, b), from, nil
+			return speedRead{t: t, s: s, basis: Extrapolated, used: m.neighbours(l, b), levelFrom: from}, nil
 		}
-		return 0, 0, "", nil, 0, pastConcurrency(supported, b, lTokens, maxB)
+		return speedRead{}, pastConcurrency(supported, b, lTokens, maxB)
 	}
 	if lo, hi, rough := m.sf.rough(l, b); rough {
 		// Along the row nothing is known across the break; where this
@@ -862,43 +853,85 @@ func (m *Model) speedAt(lTokens int, b float64, levels bool) (t, s float64, basi
 			if col.extended {
 				basis = Extrapolated
 			}
-			return col.t, col.s, basis, m.neighbours(l, b), 0, nil
+			return speedRead{t: col.t, s: col.s, basis: basis, used: m.neighbours(l, b)}, nil
 		}
-		return 0, 0, "", nil, 0, refuse(supported, "measured throughput is not smooth between concurrency %g and %g near context %d (it stops rising, a kernel or scheduler switch) and no column measured at this concurrency reaches this context, so nothing across it is predicted", lo, hi, lTokens)
+		return speedRead{}, refuse(supported, "measured throughput is not smooth between concurrency %g and %g near context %d (it stops rising, a kernel or scheduler switch) and no column measured at this concurrency reaches this context, so nothing across it is predicted", lo, hi, lTokens)
 	}
 	if lo, hi, at, jump := m.sf.jump(b); jump {
-		return 0, 0, "", nil, 0, refuse(supported+"; across a jump, only concurrencies some row measured", "measured throughput jumps between concurrency %g and %g (at context %d it rises much faster there than below: a kernel or scheduler switch), and where in between it happens is unknown, so concurrency %g is not predicted", lo, hi, int(math.Round(at*tokensPerK)), b)
+		return speedRead{}, refuse(supported+"; across a jump, only concurrencies some row measured", "measured throughput jumps between concurrency %g and %g (at context %d it rises much faster there than below: a kernel or scheduler switch), and where in between it happens is unknown, so concurrency %g is not predicted", lo, hi, int(math.Round(at*tokensPerK)), b)
 	}
+	if r, ok := m.speedInside(l, b); ok {
+		return r, nil
+	}
+	return m.speedBeyond(l, b, lTokens, supported)
+}
+
+// speedCapped is speedAt where a full KV cache (or the request limit) runs
+// bc of b requests at once; the rest wait.
+func (m *Model) speedCapped(l, b, bc float64, lTokens int, supported string) (speedRead, error) {
+	if maxB := concurrencyReach * m.kv.maxB(l); b > maxB {
+		return speedRead{}, pastConcurrency(supported, b, lTokens, maxB)
+	}
+	within := *m
+	within.kv, within.unlevelled = kvLevel{}, nil
+	r, err := within.speed(int(math.Round(l*tokensPerK)), bc, false)
+	if err != nil {
+		return speedRead{}, err
+	}
+	r.s *= b / bc
+	if m.kv.lockstep {
+		r.t *= b / bc
+	}
+	switch {
+	case b > m.kv.maxB(l):
+		r.basis = Extrapolated // past the row's end
+	case r.basis == Measured:
+		r.basis = Interpolated
+	}
+	r.levelFrom = bc
+	return r, nil
+}
+
+// speedInside is speedAt where the surface interpolates (l, b), or
+// extends its rows and columns a little past it; ok false elsewhere.
+func (m *Model) speedInside(l, b float64) (speedRead, bool) {
 	var read []CellRef // the other rows' cells a shape-transfer estimate read
-	if t, s, extended, ok := m.sf.interpolate(l, b, func(l, b float64) {
+	t, s, extended, ok := m.sf.interpolate(l, b, func(l, b float64) {
 		read = append(read, CellRef{int(math.Round(l * tokensPerK)), int(b)})
-	}); ok && t > 0 && s > 0 {
-		used := m.neighbours(l, b)
-		for _, ref := range read {
-			if !slices.Contains(used, ref) {
-				used = append(used, ref)
-			}
-		}
-		if extended {
-			return t, s, Extrapolated, used, 0, nil
-		}
-		return t, s, Interpolated, used, 0, nil
+	})
+	if !ok || !(t > 0) || !(s > 0) {
+		return speedRead{}, false
 	}
+	used := m.neighbours(l, b)
+	for _, ref := range read {
+		if !slices.Contains(used, ref) {
+			used = append(used, ref)
+		}
+	}
+	if extended {
+		return speedRead{t: t, s: s, basis: Extrapolated, used: used}, true
+	}
+	return speedRead{t: t, s: s, basis: Interpolated, used: used}, true
+}
+
+// speedBeyond is speedAt outside the measured region, within the run's
+// reach (see limits).
+func (m *Model) speedBeyond(l, b float64, lTokens int, supported string) (speedRead, error) {
 	maxB, minL, maxL := m.sf.limits(l)
 	if l > maxL {
-		return 0, 0, "", nil, 0, refuse(supported, "context %d tokens is beyond %g× the longest context at which this run measured a speed (%d tokens)", lTokens, longestReach, int(math.Round(m.sf.maxL*tokensPerK)))
+		return speedRead{}, refuse(supported, "context %d tokens is beyond %g× the longest context at which this run measured a speed (%d tokens)", lTokens, longestReach, int(math.Round(m.sf.maxL*tokensPerK)))
 	}
 	if l < minL {
-		return 0, 0, "", nil, 0, refuse(supported, "context %d tokens is below %g× the shortest context at which this run measured a speed (%d tokens)", lTokens, shortestReach, int(math.Round(m.sf.rows[0].key*tokensPerK)))
+		return speedRead{}, refuse(supported, "context %d tokens is below %g× the shortest context at which this run measured a speed (%d tokens)", lTokens, shortestReach, int(math.Round(m.sf.rows[0].key*tokensPerK)))
 	}
 	if b > maxB {
-		return 0, 0, "", nil, 0, pastConcurrency(supported, b, lTokens, maxB)
+		return speedRead{}, pastConcurrency(supported, b, lTokens, maxB)
 	}
 	t, s, anchor := m.sf.extrapolate(l, b)
 	if !finite(t, s) || t <= 0 || s <= 0 {
-		return 0, 0, "", nil, 0, refuse(supported, "the fit gives no usable step time at context %d × concurrency %g", lTokens, b)
+		return speedRead{}, refuse(supported, "the fit gives no usable step time at context %d × concurrency %g", lTokens, b)
 	}
-	return t, s, Extrapolated, []CellRef{{int(anchor.l * tokensPerK), int(anchor.b)}}, 0, nil
+	return speedRead{t: t, s: s, basis: Extrapolated, used: []CellRef{{int(anchor.l * tokensPerK), int(anchor.b)}}}, nil
 }
 
 // neighbours lists the measured cells an interpolation at (l, b) leans on.
@@ -1098,10 +1131,11 @@ func (m *Model) decode(q Query, mv GPUMove) (Prediction, error) {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("if they are admitted, about %d run at once (the run's request limit) and the rest wait: speed is predicted for those %d", int(b), int(b)))
 		}
 	}
-	t, s, basis, used, levelFrom, err := m.speed(q.ContextTokens, b, !scale.scaled && !gpu.scaled && !other)
+	sp, err := m.speed(q.ContextTokens, b, !scale.scaled && !gpu.scaled && !other)
 	if err != nil {
 		return Prediction{}, err
 	}
+	t, s, basis, used, levelFrom := sp.t, sp.s, sp.basis, sp.used, sp.levelFrom
 	var queueCell *Cell
 	if limited && !gpu.scaled && !other {
 		if c, kT, kS, ok := m.limitQueuedFactor(q.ContextTokens, !scale.scaled && !gpu.scaled && !other); ok {
