@@ -984,268 +984,6 @@ func (m *Model) maxOutput(q Query) (int, error) {
 	return 0, refuse("max_output_tokens ≥ 1", "the run does not say how many output tokens it reserves per request, so its KV capacity cannot be read; give max_output_tokens")
 }
 
-// Decode predicts one cell.
-func (m *Model) Decode(q Query) (Prediction, error) { return m.decode(q, m.gpuMove()) }
-
-// decode is Decode moving speed to another GPU by mv.
-func (m *Model) decode(q Query, mv GPUMove) (Prediction, error) {
-	if q.ContextTokens < 0 || q.Concurrency < 1 {
-		return Prediction{}, refuse("context ≥ 0 and concurrency ≥ 1", "context %d and concurrency %d are not a cell", q.ContextTokens, q.Concurrency)
-	}
-	maxOut, err := m.maxOutput(q)
-	if err != nil {
-		return Prediction{}, err
-	}
-	var p Prediction
-	other := q.OtherModel.other()
-	if other && q.TargetGPU != "" && gpuKey(q.TargetGPU) != gpuKey(m.run.GPU) {
-		// Said before anything about the GPU move: no flag makes both
-		// moves at once (rough=true included).
-		if g, ok := LookupGPU(q.TargetGPU); !ok || !g.sameAs(m.run) {
-			return Prediction{}, refuse("another model on the run's GPU, or the run's model on another GPU", "another model and another GPU at once are not predicted: each move was measured alone")
-		}
-	}
-	gpu, err := m.gpuScale(q, mv)
-	if err != nil {
-		return Prediction{}, err
-	}
-	if other {
-		if err := q.OtherModel.check(); err != nil {
-			return Prediction{}, err
-		}
-		if gpu.scaled {
-			return Prediction{}, refuse("another model on the run's GPU, or the run's model on another GPU", "another model and another GPU at once are not predicted: each move was measured alone")
-		}
-		if err := otherModelVRAM(q); err != nil {
-			return Prediction{}, err
-		}
-	}
-	if err := m.targetVRAM(&q, &gpu); err != nil {
-		return Prediction{}, err
-	}
-	scale, err := m.vramScale(q)
-	if err != nil {
-		return Prediction{}, err
-	}
-	cap := m.capacityFor(maxOut, scale)
-	var capWarn []string
-	if other {
-		if cap, capWarn, err = cap.toModel(q.OtherModel); err != nil {
-			return Prediction{}, err
-		}
-	}
-	p.Capacity = Capacity{
-		ReservedTokens: q.Concurrency * (q.ContextTokens + maxOut),
-		KVTokensLow:    cap.cLo, KVTokensHigh: cap.cHi,
-		MaxConcurrencyAtContext: cap.maxConcurrency(q.ContextTokens),
-		SequenceLimit:           cap.seqLimit,
-	}
-	p.Status, p.Warnings = cap.status(q.ContextTokens, q.Concurrency)
-	p.Warnings = append(p.Warnings, gpu.warnings...)
-	p.Warnings = append(p.Warnings, scale.warnings...)
-	if scale.scaled && !gpu.scaled {
-		p.Warnings = append(p.Warnings, sameSpeed)
-	}
-	var modelMove ModelMove
-	if other {
-		modelMove = m.modelMove()
-		p.Warnings = append(append(p.Warnings, capWarn...), otherModelSpeed(q.OtherModel, modelMove))
-	}
-	if !m.bands.Calibrated {
-		p.Warnings = append(p.Warnings, "too few cells to calibrate error bands on this run: intervals are a wide default")
-	}
-
-	measured, isMeasured := m.cells[CellRef{q.ContextTokens, q.Concurrency}]
-	if isMeasured && !scale.scaled && !gpu.scaled && !other && maxOut == m.maxOut {
-		p = m.measuredAnswer(p, measured)
-		// A measured cell past the knee of a level stretch is on the level
-		// as much as the concurrencies between its cells are: the planner
-		// reads both alike.
-		if _, _, from, _, ok := m.sf.saturated(m.sf.snap(float64(q.ContextTokens)/tokensPerK), float64(q.Concurrency)); ok && p.Status == Fits && from < float64(q.Concurrency) {
-			p.LevelFrom = from
-		}
-		return p, nil
-	}
-	if isMeasured && !gpu.scaled && !other && measured.Status == CellRequestsQueued {
-		switch {
-		case m.windowQueued(measured) && (p.Status == Fits || p.Status == RequestsQueued):
-			// Queued by its long prefill, not by a limit: another VRAM
-			// size or output reservation leaves it as measured.
-			p = m.measuredAnswer(p, measured)
-			if scale.scaled {
-				p.Basis = ScaledVRAM // the speed stays the measured one
-				// Its bands are the published values' rounding.
-				p.BandTotal = roundingBand(*measured.TotalTokS, 0.05)
-				if measured.TBTMs != nil {
-					p.BandTBT = roundingBand(*measured.TBTMs, 0.05)
-				}
-			}
-			return p, nil
-		case !scale.scaled && p.Status == RequestsQueued && cap.running(q.Concurrency) == m.cap.running(q.Concurrency):
-			// Another output reservation under which the same requests
-			// run at once (a hybrid's sequence limit, not the KV cache,
-			// holds them back): the measured cell stands, as a valid one
-			// does.
-			return m.measuredAnswer(p, measured), nil
-		}
-	}
-	var queuedAt *Cell
-	if c, ok := m.queuedBelow(q.ContextTokens, q.Concurrency); ok && p.Status == Fits && !gpu.scaled && !other {
-		// What queued at a shorter context (a long prefill keeping
-		// requests out of the decode batch for part of the window) queues
-		// at a longer one too, and runs no faster.
-		queuedAt = &c
-		p.Status, p.queuedShorter = RequestsQueued, true
-		avg := ""
-		if c.AvgActiveRequests != nil {
-			avg = fmt.Sprintf(", %s running on average", concurrencyText(*c.AvgActiveRequests))
-		}
-		p.Warnings = append(p.Warnings, fmt.Sprintf("at %d tokens this run's %d %s queued (published so%s): at a longer context they queue too; speed is approximate, at most that cell's",
-			c.ContextTokens, c.Concurrency, plural(c.Concurrency, "request", "requests"), avg))
-	}
-	switch p.Status {
-	case OverCapacity, ExceedsMaxModelLen, TTFTExceedsWindow:
-		p.Basis = NoSpeed
-		if scale.scaled {
-			p.Basis = ScaledVRAM
-		}
-		if gpu.scaled {
-			p.Basis = ScaledGPU
-		}
-		if other {
-			p.Basis = ScaledModel
-		}
-		p.SpeedBasis = NoSpeed
-		return p, nil
-	}
-	b := float64(q.Concurrency)
-	limited := queuedAt == nil && cap.running(q.Concurrency) < q.Concurrency
-	if limited {
-		// A request limit holds the rest in a queue whatever the KV cache
-		// says: where the reservations may not fit, those that run are
-		// still at most the limit.
-		b = float64(cap.running(q.Concurrency))
-		if p.Status == RequestsQueued {
-			p.Warnings = append(p.Warnings, fmt.Sprintf("speed is predicted for the %d requests that run at once; approximate", int(b)))
-		} else {
-			p.Warnings = append(p.Warnings, fmt.Sprintf("if they are admitted, about %d run at once (the run's request limit) and the rest wait: speed is predicted for those %d", int(b), int(b)))
-		}
-	}
-	sp, err := m.speed(q.ContextTokens, b, !scale.scaled && !gpu.scaled && !other)
-	if err != nil {
-		return Prediction{}, err
-	}
-	t, s, basis, used, levelFrom := sp.t, sp.s, sp.basis, sp.used, sp.levelFrom
-	var queueCell *Cell
-	if limited && !gpu.scaled && !other {
-		if c, kT, kS, ok := m.limitQueuedFactor(q.ContextTokens, !scale.scaled && !gpu.scaled && !other); ok {
-			queueCell = &c
-			// A queue costs what the run measured it to cost: requests
-			// finishing and others admitted slow the steps of those that
-			// run (Nemotron's empty prompt: 1,214.7 tok/s measured with
-			// 128 asked and 67 running, where 67 running alone would be
-			// read 1,482).
-			t, s = t*kT, s*kS
-			p.Warnings = append(p.Warnings, fmt.Sprintf("scaled by what the run's queue cost at %d tokens × %d requests (published as requests queued): ×%.2f on total tok/s", c.ContextTokens, c.Concurrency, 1/kS))
-		}
-	}
-	p.LevelFrom = levelFrom
-	if levelFrom > 0 {
-		p.Warnings = append(p.Warnings, fmt.Sprintf("measured throughput stops rising from concurrency %s in the rows around this context (a full KV cache or a saturated engine), so the total is read from that level", concurrencyText(levelFrom)))
-	}
-	t, s = gpu.apply(m, t, s)
-	if queuedAt != nil {
-		s = max(s, b*1000 / *queuedAt.TotalTokS)
-		if pr := queuedAt.PerRequestTokS; pr != nil && *pr > 0 {
-			t = max(t, 1000 / *pr)
-		}
-	}
-	if other {
-		t, s = m.moveToModel(float64(q.ContextTokens)/tokensPerK, b, t, s, q.OtherModel, modelMove)
-	}
-	p.Cells = used
-	p.Basis, p.SpeedBasis = basis, basis
-	if scale.scaled {
-		p.Basis = ScaledVRAM
-	}
-	if gpu.scaled {
-		p.Basis = ScaledGPU
-	}
-	if other {
-		p.Basis = ScaledModel
-	}
-	tb, sb := m.bands.InterpolatedTBT, m.bands.InterpolatedTotal
-	switch basis {
-	case Extrapolated:
-		tb, sb = m.bands.ExtrapolatedTBT, m.bands.ExtrapolatedTotal
-	case Measured:
-		tb, sb = roundingBand(t, 0.05), roundingBand(b*1000/s, 0.05)
-	}
-	if gpu.scaled {
-		tb, sb = max(tb, gpu.band), max(sb, gpu.band)
-	}
-	if other {
-		tb, sb = max(tb, modelMove.Band), max(sb, modelMove.Band)
-	}
-	total := b * 1000 / s
-	p.TBTMs = band(t, tb)
-	p.PerRequestTokS = invBand(1000/t, tb)
-	if gpu.scaled || other {
-		// A move's band was measured on speed (total tok/s moved between
-		// published grids): per-request speed takes it as the total does,
-		// and the time between tokens its inverse, so that requests at
-		// their fastest never add up past the total's high end.
-		p.PerRequestTokS = band(1000/t, tb)
-		p.TBTMs = invBand(t, tb)
-	}
-	p.TotalTokS = band(total, sb) // sb is total tok/s's own held-out error
-	if queuedAt != nil {
-		// At most the queued cell's, interval included.
-		p.TotalTokS.High = min(p.TotalTokS.High, max(*queuedAt.TotalTokS, p.TotalTokS.Value))
-		if pr := queuedAt.PerRequestTokS; pr != nil {
-			p.PerRequestTokS.High = min(p.PerRequestTokS.High, max(*pr, p.PerRequestTokS.Value))
-		}
-	}
-	p.BandTotal, p.BandTBT = sb, tb
-	switch {
-	case gpu.scaled:
-		p.Warnings = append(p.Warnings, "TTFT is not predicted on another GPU: prefill is bound by compute, not bandwidth")
-	case other:
-	default:
-		p.TTFTMs = m.ttft.at(q.ContextTokens, q.Concurrency, m.bands.TTFT)
-		if queueCell != nil && p.TTFTMs != nil && queueCell.TTFTMs != nil {
-			// The first token waits in the queue as the run measured it
-			// to (the queue model alone put 127 requests at 2,216 ms
-			// beside the 1,024 ms measured with 128).
-			if at := m.ttft.at(queueCell.ContextTokens, queueCell.Concurrency, m.bands.TTFT); at != nil && at.Value > 0 {
-				k := *queueCell.TTFTMs / at.Value
-				p.TTFTMs.Value, p.TTFTMs.Low, p.TTFTMs.High = p.TTFTMs.Value*k, p.TTFTMs.Low*k, p.TTFTMs.High*k
-				// Still no sooner than fewer requests got it where they
-				// all ran.
-				v := m.ttft.atLeastRow(q.ContextTokens, q.Concurrency, p.TTFTMs.Value)
-				p.TTFTMs.Low, p.TTFTMs.High = p.TTFTMs.Low+v-p.TTFTMs.Value, p.TTFTMs.High+v-p.TTFTMs.Value
-				p.TTFTMs.Value = v
-			}
-		}
-	}
-	if c, ok := m.cells[CellRef{q.ContextTokens, q.Concurrency}]; ok && basis == Measured && !gpu.scaled && !other && (p.Status == Fits || p.Status == BoundaryUncertain) && c.Status == CellValid {
-		// Another VRAM size or output reservation under which the measured
-		// cell still fits (or may: then, where it runs, it runs so): the
-		// speed is the measured GPU's, and its published per-request speed
-		// and TTFT stand (not refitted ones).
-		if c.PerRequestTokS != nil {
-			p.PerRequestTokS = exact(c.PerRequestTokS, 0.05)
-		}
-		if c.TTFTMs != nil {
-			p.TTFTMs = exact(c.TTFTMs, 0.5)
-		}
-	}
-	if !finite(t, s, total) || !finiteEstimates(p.TotalTokS, p.PerRequestTokS, p.TBTMs, p.TTFTMs) {
-		return Prediction{}, refuse(m.supportedRange(), "the fit gives no finite speed here")
-	}
-	return p, nil
-}
-
 // concurrencyText is a concurrency as said: one decimal at most (a KV
 // cache's limit falls between whole requests).
 func concurrencyText(b float64) string {
@@ -1532,11 +1270,12 @@ func (m *Model) Capacity(q Query) (CapacityAnswer, error) {
 	if err != nil {
 		return CapacityAnswer{}, err
 	}
-	if q.TargetGPU != "" && scale.scaled {
+	mv := moveOf(gpuScaling{}, scale, other) // the speed is not asked
+	if q.TargetGPU != "" && mv == moveVRAM {
 		scale.warnings = append(scale.warnings, fmt.Sprintf("capacity for %s with %.0f GB", q.TargetGPU, q.VRAMGB))
 	}
 	c := m.capacityFor(maxOut, scale)
-	if other {
+	if mv == moveModel {
 		var warn []string
 		if c, warn, err = c.toModel(q.OtherModel); err != nil {
 			return CapacityAnswer{}, err
@@ -1546,13 +1285,7 @@ func (m *Model) Capacity(q Query) (CapacityAnswer, error) {
 	a := CapacityAnswer{
 		ContextTokens: q.ContextTokens, Concurrency: q.Concurrency,
 		KVTokensLow: c.cLo, KVTokensHigh: c.cHi, SequenceLimit: c.seqLimit, MaxOutputTokens: maxOut,
-		Basis: Measured, Warnings: scale.warnings,
-	}
-	switch {
-	case other:
-		a.Basis = ScaledModel
-	case scale.scaled:
-		a.Basis = ScaledVRAM
+		Basis: mv.basis(Measured), Warnings: scale.warnings,
 	}
 	if c.pastModelLen(q.ContextTokens) {
 		a.Warnings = append(a.Warnings, fmt.Sprintf("context + max output exceeds max_model_len %d: nothing fits", c.maxModelLen))
@@ -1608,9 +1341,9 @@ func (m *Model) Grid(contexts, concurrencies []int, base Query) ([]GridCell, []s
 		return nil, nil, err
 	}
 	// What moving to another GPU or VRAM size says holds for every cell:
-	// the grid says it once.
+	// the grid says it once (and another model's move, below).
 	warnings := append(slices.Clone(gpu.warnings), scale.warnings...)
-	if scale.scaled && !gpu.scaled {
+	if moveOf(gpu, scale, false) == moveVRAM {
 		warnings = append(warnings, sameSpeed)
 	}
 	if base.OtherModel.other() {
