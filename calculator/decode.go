@@ -88,7 +88,10 @@ func (m *Model) decode(q Query, gm GPUMove) (Prediction, error) {
 	if measured, ok := m.measuredStands(a, p); ok {
 		return measured, nil
 	}
-	queuedAt := m.queuedShorterAt(a, &p)
+	var queuedAt *Cell
+	if c, ok := m.queuedShorterAt(a, &p); ok {
+		queuedAt = &c
+	}
 	switch p.Status {
 	case OverCapacity, ExceedsMaxModelLen, TTFTExceedsWindow:
 		p.Basis, p.SpeedBasis = a.move.basis(NoSpeed), NoSpeed
@@ -229,12 +232,12 @@ func (m *Model) measuredStands(a asked, p Prediction) (Prediction, bool) {
 }
 
 // queuedShorterAt is the run's cell queued at a shorter context that
-// makes a cell that fits queue too (see queuedBelow), said in p; nil where
-// none does.
-func (m *Model) queuedShorterAt(a asked, p *Prediction) *Cell {
+// makes a cell that fits queue too (see queuedBelow), said in p; ok false
+// where none does.
+func (m *Model) queuedShorterAt(a asked, p *Prediction) (Cell, bool) {
 	c, ok := m.queuedBelow(a.q.ContextTokens, a.q.Concurrency)
 	if !ok || p.Status != Fits || !a.move.keepsSpeed() {
-		return nil
+		return Cell{}, false
 	}
 	// What queued at a shorter context (a long prefill keeping requests
 	// out of the decode batch for part of the window) queues at a longer
@@ -246,17 +249,18 @@ func (m *Model) queuedShorterAt(a asked, p *Prediction) *Cell {
 	}
 	p.Warnings = append(p.Warnings, fmt.Sprintf("at %d tokens this run's %d %s queued (published so%s): at a longer context they queue too; speed is approximate, at most that cell's",
 		c.ContextTokens, c.Concurrency, plural(c.Concurrency, "request", "requests"), avg))
-	return &c
+	return c, true
 }
 
 // decodeSpeed is an answer's step times, moved as asked: read from the
 // run for the b requests that run at once, with the cost of the run's
-// queue (queueCell, the cell that measured it) where a limit holds the
-// rest back.
+// queue where a limit holds the rest back (queueCost; queueCell is the
+// cell that measured it).
 type decodeSpeed struct {
 	speedRead
 	b         float64
-	queueCell *Cell
+	queueCell Cell
+	queueCost bool
 }
 
 // readSpeed reads the answer's step times and moves them as asked,
@@ -271,7 +275,7 @@ func (m *Model) readSpeed(a asked, p *Prediction, queuedAt *Cell) (decodeSpeed, 
 	d := decodeSpeed{speedRead: sp, b: b}
 	if limited && a.move.keepsSpeed() {
 		if c, kT, kS, ok := m.limitQueuedFactor(q.ContextTokens, a.move.sameRun()); ok {
-			d.queueCell = &c
+			d.queueCell, d.queueCost = c, true
 			// A queue costs what the run measured it to cost: requests
 			// finishing and others admitted slow the steps of those that
 			// run (Nemotron's empty prompt: 1,214.7 tok/s measured with
@@ -368,8 +372,8 @@ func (m *Model) decodeTTFTAnswer(a asked, p *Prediction, d decodeSpeed) {
 	case moveModel:
 	default:
 		p.TTFTMs = m.ttft.at(q.ContextTokens, q.Concurrency, m.bands.TTFT)
-		if d.queueCell != nil && p.TTFTMs != nil && d.queueCell.TTFTMs != nil {
-			m.queuedTTFT(q, p.TTFTMs, *d.queueCell)
+		if d.queueCost && p.TTFTMs != nil && d.queueCell.TTFTMs != nil {
+			m.queuedTTFT(q, p.TTFTMs, d.queueCell)
 		}
 	}
 	if c, ok := m.cells[CellRef{q.ContextTokens, q.Concurrency}]; ok && d.basis == Measured && a.move.keepsSpeed() && (p.Status == Fits || p.Status == BoundaryUncertain) && c.Status == CellValid {
