@@ -207,6 +207,10 @@ func (c capacity) capNotes(l, b int) []string {
 // served alike.
 const otherModelOverheadGB = overheadHighGB - overheadLowGB
 
+// bytesPerKiB converts the model facts' KV bytes per token to the KiB
+// the warnings say.
+const bytesPerKiB = 1024
+
 // sized reports whether r gives both models' weights and KV bytes per
 // token, which moving a KV pool to the other model needs.
 func (r ModelRatios) sized() bool {
@@ -248,7 +252,7 @@ func (c capacity) toModel(r ModelRatios) (capacity, []string, error) {
 	}
 	out.seqLimit, out.maxActive, out.noOutputL = 0, 0, -1
 	warn := []string{fmt.Sprintf("KV capacity for another model, not measured: the run's KV pool (%d tokens × %.0f KiB = %.2f GB) plus its model's weights (%.2f GB) less the other's (%.2f GB), over the other's %.0f KiB a token, ±%.1f GB for memory neither publishes (activations, the runtime): %d–%s tokens",
-		c.cLo, r.From.KVBytesPerToken/1024, float64(c.cLo)*kvF, r.From.WeightsGB, r.To.WeightsGB, r.To.KVBytesPerToken/1024, otherModelOverheadGB, out.cLo, hiText)}
+		c.cLo, r.From.KVBytesPerToken/bytesPerKiB, float64(c.cLo)*kvF, r.From.WeightsGB, r.To.WeightsGB, r.To.KVBytesPerToken/bytesPerKiB, otherModelOverheadGB, out.cLo, hiText)}
 	if out.cLo == 0 {
 		warn = append(warn, "at the interval's pessimistic end nothing fits: whether one request does is uncertain")
 	}

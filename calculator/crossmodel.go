@@ -102,22 +102,22 @@ func MoveToModel(ctx context.Context, m *Model, dst Run, r ModelRatios, mv Model
 		}
 		rep.Cells++
 		b := float64(c.Concurrency)
-		t, s, basis, _, _, err := m.speed(c.ContextTokens, b, false)
+		sp, err := m.speed(c.ContextTokens, b, false)
 		if err != nil {
 			rep.Refused++
 			rep.Refusals = append(rep.Refusals, fmt.Sprintf("%s: %v", cellName(c), err))
 			continue
 		}
-		t, s = m.moveToModel(float64(c.ContextTokens)/1024, b, t, s, r, mv)
+		t, s := m.moveToModel(float64(c.ContextTokens)/tokensPerK, b, sp.t, sp.s, r, mv)
 		band := mv.Band
-		switch basis {
+		switch sp.basis {
 		case Interpolated:
 			band = max(band, m.bands.InterpolatedTotal)
 		case Extrapolated:
 			band = max(band, m.bands.ExtrapolatedTotal)
 		}
 		v, truth := b*1000/s, *c.TotalTokS
-		h := HeldOut{Cell: CellRef{c.ContextTokens, c.Concurrency}, Basis: basis, Err: math.Abs(v-truth) / truth,
+		h := HeldOut{Cell: CellRef{c.ContextTokens, c.Concurrency}, Basis: sp.basis, Err: math.Abs(v-truth) / truth,
 			Need: math.Abs(v-truth) / v, Band: band, TBTNeed: math.NaN()}
 		if c.TBTMs != nil {
 			h.TBTNeed = math.Abs(t-*c.TBTMs) / t

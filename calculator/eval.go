@@ -133,13 +133,14 @@ func evaluate(ctx context.Context, r Run, ip interp, lim evalLimits) (Report, er
 		}
 		for _, c := range held {
 			b := float64(c.Concurrency)
-			t, s, basis, _, _, err := m.speed(c.ContextTokens, b, true)
+			sp, err := m.speed(c.ContextTokens, b, true)
 			if err != nil {
 				rep.Refused++
 				continue
 			}
+			t, s := sp.t, sp.s
 			reg := &rep.Interpolated
-			if basis == Extrapolated {
+			if sp.basis == Extrapolated {
 				reg = &rep.Extrapolated
 			}
 			if c.TBTMs != nil {

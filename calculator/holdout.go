@@ -213,8 +213,8 @@ func BestInHindsight(ctx context.Context, r Run) (Hindsight, error) {
 				continue
 			}
 			b := float64(c.Concurrency)
-			if _, s, _, _, _, err := m.speed(c.ContextTokens, b, true); err == nil {
-				stats[i].add(math.Abs(b*1000/s-*c.TotalTokS) / *c.TotalTokS)
+			if sp, err := m.speed(c.ContextTokens, b, true); err == nil {
+				stats[i].add(math.Abs(b*1000/sp.s-*c.TotalTokS) / *c.TotalTokS)
 			}
 		}
 	}

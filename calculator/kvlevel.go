@@ -59,7 +59,7 @@ func (k kvLevel) out(l float64) float64 {
 }
 
 // perRequest is the KV tokens one request holds at context l (K tokens).
-func (k kvLevel) perRequest(l float64) float64 { return l*1024 + k.out(l) }
+func (k kvLevel) perRequest(l float64) float64 { return l*tokensPerK + k.out(l) }
 
 // effective is how many requests run at once at (l, b), and whether the
 // limits cap them below b.
@@ -132,7 +132,7 @@ func readKVLevel(own []sample, outs []float64) kvLevel {
 		k.rowL = append(k.rowL, r.key)
 		k.rowOut = append(k.rowOut, o)
 		k.rowMaxB = append(k.rowMaxB, r.xs[len(r.xs)-1])
-		q := r.key*1024 + o
+		q := r.key*tokensPerK + o
 		lv := levelOf(r)
 		if lv.ok && r.xs[lv.last] < levelSpan*r.xs[lv.knee] {
 			// A few percent over a few percent more requests is a rising
@@ -265,7 +265,7 @@ func readsKVLevel(r Run) bool {
 	for _, c := range r.Decode {
 		if usable(c) {
 			b := float64(c.Concurrency)
-			own = append(own, sample{l: float64(c.ContextTokens) / 1024, b: b, t: stepT(c), s: b * 1000 / *c.TotalTokS})
+			own = append(own, sample{l: float64(c.ContextTokens) / tokensPerK, b: b, t: stepT(c), s: b * 1000 / *c.TotalTokS})
 			outs = append(outs, cellOutput(c, r.MaxOutputTokens))
 		}
 	}

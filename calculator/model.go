@@ -215,12 +215,12 @@ func chooseRatio(ctx context.Context, r Run, ip interp) (interp, error) {
 		ok := true
 		for i, w := range ws {
 			m.sf.ip.ratioT = w
-			t, _, basis, _, _, err := m.speed(c.ContextTokens, float64(c.Concurrency), true)
-			if err != nil || basis == Measured || !(t > 0) {
+			sp, err := m.speed(c.ContextTokens, float64(c.Concurrency), true)
+			if err != nil || sp.basis == Measured || !(sp.t > 0) {
 				ok = false
 				break
 			}
-			row[i] = math.Abs(t-tm) / tm
+			row[i] = math.Abs(sp.t-tm) / tm
 		}
 		if !ok {
 			continue
@@ -377,12 +377,12 @@ func looSpeedErrors(ctx context.Context, r Run, ips []interp) ([]float64, error)
 				break
 			}
 			bb := float64(c.Concurrency)
-			_, s, _, _, _, err := m.speed(c.ContextTokens, bb, true)
+			sp, err := m.speed(c.ContextTokens, bb, true)
 			if err != nil {
 				ok = false
 				break
 			}
-			e[i] = math.Abs(bb*1000/s-*c.TotalTokS) / *c.TotalTokS
+			e[i] = math.Abs(bb*1000/sp.s-*c.TotalTokS) / *c.TotalTokS
 		}
 		if ok {
 			for i := range sum {
@@ -463,7 +463,7 @@ func looInterpolatedError(ctx context.Context, r Run, ip interp) (errT, errS, me
 		if err != nil {
 			continue
 		}
-		b, l := float64(c.Concurrency), float64(c.ContextTokens)/1024
+		b, l := float64(c.Concurrency), float64(c.ContextTokens)/tokensPerK
 		// A cell the limits capped ran bc requests: the surface is read
 		// there, and its total carried to b.
 		bc, full := m.kv.effective(m.sf.snap(l), b)
@@ -569,7 +569,7 @@ func fitCore(r Run, ip interp) (*Model, error) {
 			continue
 		}
 		b := float64(c.Concurrency)
-		samples = append(samples, sample{l: float64(c.ContextTokens) / 1024, b: b, t: stepT(c), s: b * 1000 / *c.TotalTokS})
+		samples = append(samples, sample{l: float64(c.ContextTokens) / tokensPerK, b: b, t: stepT(c), s: b * 1000 / *c.TotalTokS})
 		outs = append(outs, cellOutput(c, r.MaxOutputTokens))
 	}
 	var measured []sample
@@ -588,7 +588,7 @@ func fitCore(r Run, ip interp) (*Model, error) {
 		}
 		m.cells[ref] = Cell{ContextTokens: c.ContextTokens, Concurrency: c.Concurrency} // taken: later duplicates are skipped
 		b := float64(c.Concurrency)
-		samples = append(samples, sample{l: float64(c.ContextTokens) / 1024, b: b, t: stepT(c), s: b * 1000 / *c.TotalTokS})
+		samples = append(samples, sample{l: float64(c.ContextTokens) / tokensPerK, b: b, t: stepT(c), s: b * 1000 / *c.TotalTokS})
 	}
 	for _, c := range r.SharedSpeed {
 		ref := CellRef{c.ContextTokens, c.Concurrency}
@@ -676,6 +676,17 @@ func (m *Model) Bands() Bands { return m.bands }
 // them, do not change them.
 func (m *Model) Cells() []Cell { return m.run.Decode }
 
+// speedRead is a speed read at one point: the two step times (ms), how
+// they were obtained and the measured cells they lean on. levelFrom is the
+// concurrency from which the rows around the point are level, where the
+// answer was read from that level (0 otherwise).
+type speedRead struct {
+	t, s      float64
+	basis     Basis
+	used      []CellRef
+	levelFrom float64
+}
+
 // speed predicts the two step times at (L, B) with how they were obtained.
 //
 // Where the run's own rows around the context level off before b (see
@@ -683,24 +694,24 @@ func (m *Model) Cells() []Cell { return m.run.Decode }
 // levelFrom is the concurrency from which they are level (0 otherwise).
 // Callers that move the KV pool (another VRAM size or GPU) pass levels
 // false: a level set by this run's KV cache would move with it.
-func (m *Model) speed(lTokens int, b float64, levels bool) (t, s float64, basis Basis, used []CellRef, levelFrom float64, err error) {
-	t, s, basis, used, levelFrom, err = m.speedAt(lTokens, b, levels)
-	if err == nil && basis != Measured {
-		l := m.sf.snap(float64(lTokens) / 1024)
-		s = m.alongContext(l, b, s, func(p sample) float64 { return p.s })
-		if levelFrom == 0 && !(m.kv.c > 0 && !math.IsInf(m.kv.c, 1)) {
+func (m *Model) speed(lTokens int, b float64, levels bool) (speedRead, error) {
+	r, err := m.speedAt(lTokens, b, levels)
+	if err == nil && r.basis != Measured {
+		l := m.sf.snap(float64(lTokens) / tokensPerK)
+		r.s = m.alongContext(l, b, r.s, func(p sample) float64 { return p.s })
+		if r.levelFrom == 0 && !(m.kv.c > 0 && !math.IsInf(m.kv.c, 1)) {
 			// Where a full KV cache caps the requests that run, fewer run
 			// at a longer context, each step serving fewer of them: there
 			// the time between tokens may fall with context.
 			if w := m.sf.ip.ratioT; w > 0 {
-				if r, ok := m.sf.ratio(l, b); ok && r > 0 {
-					t = (1-w)*t + w*s*r
+				if ratio, ok := m.sf.ratio(l, b); ok && ratio > 0 {
+					r.t = (1-w)*r.t + w*r.s*ratio
 				}
 			}
-			t = m.alongContext(l, b, t, func(p sample) float64 { return p.t })
+			r.t = m.alongContext(l, b, r.t, func(p sample) float64 { return p.t })
 		}
 	}
-	return t, s, basis, used, levelFrom, err
+	return r, err
 }
 
 // alongContext keeps a step time v predicted at (l, b) (S or T, as f
@@ -770,10 +781,11 @@ func (m *Model) limitQueuedFactor(l int, levels bool) (c Cell, kT, kS float64, o
 		return Cell{}, 0, 0, false
 	}
 	run := float64(m.cap.running(c.Concurrency))
-	t, s, _, _, _, err := m.speed(c.ContextTokens, run, levels)
-	if err != nil || !(t > 0) || !(s > 0) {
+	sp, err := m.speed(c.ContextTokens, run, levels)
+	if err != nil || !(sp.t > 0) || !(sp.s > 0) {
 		return Cell{}, 0, 0, false
 	}
+	t, s := sp.t, sp.s
 	kS = run * 1000 / *c.TotalTokS / s
 	kT = kS
 	if c.TBTMs != nil && *c.TBTMs > 0 {
@@ -798,16 +810,16 @@ func (m *Model) windowQueued(c Cell) bool {
 }
 
 // speedAt is speed before alongContext.
-func (m *Model) speedAt(lTokens int, b float64, levels bool) (t, s float64, basis Basis, used []CellRef, levelFrom float64, err error) {
-	l := float64(lTokens) / 1024
+func (m *Model) speedAt(lTokens int, b float64, levels bool) (speedRead, error) {
+	l := float64(lTokens) / tokensPerK
 	if c, ok := m.cells[CellRef{lTokens, int(b)}]; ok && float64(int(b)) == b && usable(c) {
-		return stepT(c), b * 1000 / *c.TotalTokS, Measured, []CellRef{{lTokens, int(b)}}, 0, nil
+		return speedRead{t: stepT(c), s: b * 1000 / *c.TotalTokS, basis: Measured, used: []CellRef{{lTokens, int(b)}}}, nil
 	}
 	if n := len(m.byB); n > 0 && m.byB[0].b == m.byB[n-1].b && b != m.byB[0].b {
 		// One concurrency says nothing of how the speed changes with the
 		// number of requests: any answer would be the surface's assumption.
 		_, minL, maxL := m.sf.limits(0)
-		return 0, 0, "", nil, 0, refuse(fmt.Sprintf("context %d–%d tokens at concurrency %g only", int(minL*1024), int(maxL*1024), m.byB[0].b),
+		return speedRead{}, refuse(fmt.Sprintf("context %d–%d tokens at concurrency %g only", int(minL*tokensPerK), int(maxL*tokensPerK), m.byB[0].b),
 			"this run measured one concurrency (%g) only: how its speed changes with the number of requests is unknown, so concurrency %g is not predicted", m.byB[0].b, b)
 	}
 	if !levels && m.unlevelled != nil {
@@ -820,38 +832,17 @@ func (m *Model) speedAt(lTokens int, b float64, levels bool) (t, s float64, basi
 	l = m.sf.snap(l) // a context within 5 % of a measured row reads that row
 	supported := m.supportedRange()
 	if bc, full := m.kv.effective(l, b); levels && full {
-		// A full KV cache (or the request limit) runs bc requests at once;
-		// the rest wait.
-		if maxB := 2 * m.kv.maxB(l); b > maxB {
-			return 0, 0, "", nil, 0, refuse(supported, "concurrency %g is beyond 2× the largest this run measured near context %d (%g)", b, lTokens, maxB/2)
-		}
-		within := *m
-		within.kv, within.unlevelled = kvLevel{}, nil
-		t, s, basis, used, _, err := within.speed(int(math.Round(l*1024)), bc, false)
-		if err != nil {
-			return 0, 0, "", nil, 0, err
-		}
-		s *= b / bc
-		if m.kv.lockstep {
-			t *= b / bc
-		}
-		switch {
-		case b > m.kv.maxB(l):
-			basis = Extrapolated // past the row's end
-		case basis == Measured:
-			basis = Interpolated
-		}
-		return t, s, basis, used, bc, nil
+		return m.speedCapped(l, b, bc, lTokens, supported)
 	}
 	if t, s, from, beyond, ok := m.sf.saturated(l, b); levels && ok {
 		maxB, _, _ := m.sf.limits(l)
 		switch {
 		case !beyond:
-			return t, s, Interpolated, m.neighbours(l, b), from, nil
+			return speedRead{t: t, s: s, basis: Interpolated, used: m.neighbours(l, b), levelFrom: from}, nil
 		case b <= maxB:
-			return t, s, Extrapolated, m.neighbours(l, b), from, nil
+			return speedRead{t: t, s: s, basis: Extrapolated, used: m.neighbours(l, b), levelFrom: from}, nil
 		}
-		return 0, 0, "", nil, 0, refuse(supported, "concurrency %g is beyond 2× the largest this run measured near context %d (%g)", b, lTokens, maxB/2)
+		return speedRead{}, pastConcurrency(supported, b, lTokens, maxB)
 	}
 	if lo, hi, rough := m.sf.rough(l, b); rough {
 		// Along the row nothing is known across the break; where this
@@ -862,43 +853,85 @@ func (m *Model) speedAt(lTokens int, b float64, levels bool) (t, s float64, basi
 			if col.extended {
 				basis = Extrapolated
 			}
-			return col.t, col.s, basis, m.neighbours(l, b), 0, nil
+			return speedRead{t: col.t, s: col.s, basis: basis, used: m.neighbours(l, b)}, nil
 		}
-		return 0, 0, "", nil, 0, refuse(supported, "measured throughput is not smooth between concurrency %g and %g near context %d (it stops rising, a kernel or scheduler switch) and no column measured at this concurrency reaches this context, so nothing across it is predicted", lo, hi, lTokens)
+		return speedRead{}, refuse(supported, "measured throughput is not smooth between concurrency %g and %g near context %d (it stops rising, a kernel or scheduler switch) and no column measured at this concurrency reaches this context, so nothing across it is predicted", lo, hi, lTokens)
 	}
 	if lo, hi, at, jump := m.sf.jump(b); jump {
-		return 0, 0, "", nil, 0, refuse(supported+"; across a jump, only concurrencies some row measured", "measured throughput jumps between concurrency %g and %g (at context %d it rises much faster there than below: a kernel or scheduler switch), and where in between it happens is unknown, so concurrency %g is not predicted", lo, hi, int(math.Round(at*1024)), b)
+		return speedRead{}, refuse(supported+"; across a jump, only concurrencies some row measured", "measured throughput jumps between concurrency %g and %g (at context %d it rises much faster there than below: a kernel or scheduler switch), and where in between it happens is unknown, so concurrency %g is not predicted", lo, hi, int(math.Round(at*tokensPerK)), b)
 	}
+	if r, ok := m.speedInside(l, b); ok {
+		return r, nil
+	}
+	return m.speedBeyond(l, b, lTokens, supported)
+}
+
+// speedCapped is speedAt where a full KV cache (or the request limit) runs
+// bc of b requests at once; the rest wait.
+func (m *Model) speedCapped(l, b, bc float64, lTokens int, supported string) (speedRead, error) {
+	if maxB := concurrencyReach * m.kv.maxB(l); b > maxB {
+		return speedRead{}, pastConcurrency(supported, b, lTokens, maxB)
+	}
+	within := *m
+	within.kv, within.unlevelled = kvLevel{}, nil
+	r, err := within.speed(int(math.Round(l*tokensPerK)), bc, false)
+	if err != nil {
+		return speedRead{}, err
+	}
+	r.s *= b / bc
+	if m.kv.lockstep {
+		r.t *= b / bc
+	}
+	switch {
+	case b > m.kv.maxB(l):
+		r.basis = Extrapolated // past the row's end
+	case r.basis == Measured:
+		r.basis = Interpolated
+	}
+	r.levelFrom = bc
+	return r, nil
+}
+
+// speedInside is speedAt where the surface interpolates (l, b), or
+// extends its rows and columns a little past it; ok false elsewhere.
+func (m *Model) speedInside(l, b float64) (speedRead, bool) {
 	var read []CellRef // the other rows' cells a shape-transfer estimate read
-	if t, s, extended, ok := m.sf.interpolate(l, b, func(l, b float64) {
-		read = append(read, CellRef{int(math.Round(l * 1024)), int(b)})
-	}); ok && t > 0 && s > 0 {
-		used := m.neighbours(l, b)
-		for _, ref := range read {
-			if !slices.Contains(used, ref) {
-				used = append(used, ref)
-			}
-		}
-		if extended {
-			return t, s, Extrapolated, used, 0, nil
-		}
-		return t, s, Interpolated, used, 0, nil
+	t, s, extended, ok := m.sf.interpolate(l, b, func(l, b float64) {
+		read = append(read, CellRef{int(math.Round(l * tokensPerK)), int(b)})
+	})
+	if !ok || !(t > 0) || !(s > 0) {
+		return speedRead{}, false
 	}
+	used := m.neighbours(l, b)
+	for _, ref := range read {
+		if !slices.Contains(used, ref) {
+			used = append(used, ref)
+		}
+	}
+	if extended {
+		return speedRead{t: t, s: s, basis: Extrapolated, used: used}, true
+	}
+	return speedRead{t: t, s: s, basis: Interpolated, used: used}, true
+}
+
+// speedBeyond is speedAt outside the measured region, within the run's
+// reach (see limits).
+func (m *Model) speedBeyond(l, b float64, lTokens int, supported string) (speedRead, error) {
 	maxB, minL, maxL := m.sf.limits(l)
 	if l > maxL {
-		return 0, 0, "", nil, 0, refuse(supported, "context %d tokens is beyond 1.25× the longest context at which this run measured a speed (%d tokens)", lTokens, int(math.Round(m.sf.maxL*1024)))
+		return speedRead{}, refuse(supported, "context %d tokens is beyond %g× the longest context at which this run measured a speed (%d tokens)", lTokens, longestReach, int(math.Round(m.sf.maxL*tokensPerK)))
 	}
 	if l < minL {
-		return 0, 0, "", nil, 0, refuse(supported, "context %d tokens is below 0.8× the shortest context at which this run measured a speed (%d tokens)", lTokens, int(math.Round(m.sf.rows[0].key*1024)))
+		return speedRead{}, refuse(supported, "context %d tokens is below %g× the shortest context at which this run measured a speed (%d tokens)", lTokens, shortestReach, int(math.Round(m.sf.rows[0].key*tokensPerK)))
 	}
 	if b > maxB {
-		return 0, 0, "", nil, 0, refuse(supported, "concurrency %g is beyond 2× the largest this run measured near context %d (%g)", b, lTokens, maxB/2)
+		return speedRead{}, pastConcurrency(supported, b, lTokens, maxB)
 	}
 	t, s, anchor := m.sf.extrapolate(l, b)
 	if !finite(t, s) || t <= 0 || s <= 0 {
-		return 0, 0, "", nil, 0, refuse(supported, "the fit gives no usable step time at context %d × concurrency %g", lTokens, b)
+		return speedRead{}, refuse(supported, "the fit gives no usable step time at context %d × concurrency %g", lTokens, b)
 	}
-	return t, s, Extrapolated, []CellRef{{int(anchor.l * 1024), int(anchor.b)}}, 0, nil
+	return speedRead{t: t, s: s, basis: Extrapolated, used: []CellRef{{int(anchor.l * tokensPerK), int(anchor.b)}}}, nil
 }
 
 // neighbours lists the measured cells an interpolation at (l, b) leans on.
@@ -913,7 +946,7 @@ func (m *Model) neighbours(l, b float64) []CellRef {
 		}
 		for _, j := range idx {
 			if j >= 0 && j < len(r.xs) {
-				ref := CellRef{int(math.Round(r.key * 1024)), int(r.xs[j])}
+				ref := CellRef{int(math.Round(r.key * tokensPerK)), int(r.xs[j])}
 				if !slices.Contains(out, ref) {
 					out = append(out, ref)
 				}
@@ -929,8 +962,14 @@ func (m *Model) supportedRange() string {
 		maxB = max(maxB, r.xs[len(r.xs)-1])
 	}
 	_, minL, maxL := m.sf.limits(0)
-	return fmt.Sprintf("context %d–%d tokens, concurrency 1–%d (up to 2× the largest measured near the asked context)",
-		int(minL*1024), int(maxL*1024), int(2*maxB))
+	return fmt.Sprintf("context %d–%d tokens, concurrency 1–%d (up to %g× the largest measured near the asked context)",
+		int(minL*tokensPerK), int(maxL*tokensPerK), int(concurrencyReach*maxB), concurrencyReach)
+}
+
+// pastConcurrency refuses concurrency b, beyond maxB, the reach of the
+// run's concurrencies near context lTokens.
+func pastConcurrency(supported string, b float64, lTokens int, maxB float64) error {
+	return refuse(supported, "concurrency %g is beyond %g× the largest this run measured near context %d (%g)", b, concurrencyReach, lTokens, maxB/concurrencyReach)
 }
 
 // maxOutput is the output reservation a query uses: its own, else the
@@ -943,267 +982,6 @@ func (m *Model) maxOutput(q Query) (int, error) {
 		return m.maxOut, nil
 	}
 	return 0, refuse("max_output_tokens ≥ 1", "the run does not say how many output tokens it reserves per request, so its KV capacity cannot be read; give max_output_tokens")
-}
-
-// Decode predicts one cell.
-func (m *Model) Decode(q Query) (Prediction, error) { return m.decode(q, m.gpuMove()) }
-
-// decode is Decode moving speed to another GPU by mv.
-func (m *Model) decode(q Query, mv GPUMove) (Prediction, error) {
-	if q.ContextTokens < 0 || q.Concurrency < 1 {
-		return Prediction{}, refuse("context ≥ 0 and concurrency ≥ 1", "context %d and concurrency %d are not a cell", q.ContextTokens, q.Concurrency)
-	}
-	maxOut, err := m.maxOutput(q)
-	if err != nil {
-		return Prediction{}, err
-	}
-	var p Prediction
-	other := q.OtherModel.other()
-	if other && q.TargetGPU != "" && gpuKey(q.TargetGPU) != gpuKey(m.run.GPU) {
-		// Said before anything about the GPU move: no flag makes both
-		// moves at once (rough=true included).
-		if g, ok := LookupGPU(q.TargetGPU); !ok || !g.sameAs(m.run) {
-			return Prediction{}, refuse("another model on the run's GPU, or the run's model on another GPU", "another model and another GPU at once are not predicted: each move was measured alone")
-		}
-	}
-	gpu, err := m.gpuScale(q, mv)
-	if err != nil {
-		return Prediction{}, err
-	}
-	if other {
-		if err := q.OtherModel.check(); err != nil {
-			return Prediction{}, err
-		}
-		if gpu.scaled {
-			return Prediction{}, refuse("another model on the run's GPU, or the run's model on another GPU", "another model and another GPU at once are not predicted: each move was measured alone")
-		}
-		if err := otherModelVRAM(q); err != nil {
-			return Prediction{}, err
-		}
-	}
-	if err := m.targetVRAM(&q, &gpu); err != nil {
-		return Prediction{}, err
-	}
-	scale, err := m.vramScale(q)
-	if err != nil {
-		return Prediction{}, err
-	}
-	cap := m.capacityFor(maxOut, scale)
-	var capWarn []string
-	if other {
-		if cap, capWarn, err = cap.toModel(q.OtherModel); err != nil {
-			return Prediction{}, err
-		}
-	}
-	p.Capacity = Capacity{
-		ReservedTokens: q.Concurrency * (q.ContextTokens + maxOut),
-		KVTokensLow:    cap.cLo, KVTokensHigh: cap.cHi,
-		MaxConcurrencyAtContext: cap.maxConcurrency(q.ContextTokens),
-		SequenceLimit:           cap.seqLimit,
-	}
-	p.Status, p.Warnings = cap.status(q.ContextTokens, q.Concurrency)
-	p.Warnings = append(p.Warnings, gpu.warnings...)
-	p.Warnings = append(p.Warnings, scale.warnings...)
-	if scale.scaled && !gpu.scaled {
-		p.Warnings = append(p.Warnings, sameSpeed)
-	}
-	var modelMove ModelMove
-	if other {
-		modelMove = m.modelMove()
-		p.Warnings = append(append(p.Warnings, capWarn...), otherModelSpeed(q.OtherModel, modelMove))
-	}
-	if !m.bands.Calibrated {
-		p.Warnings = append(p.Warnings, "too few cells to calibrate error bands on this run: intervals are a wide default")
-	}
-
-	measured, isMeasured := m.cells[CellRef{q.ContextTokens, q.Concurrency}]
-	if isMeasured && !scale.scaled && !gpu.scaled && !other && maxOut == m.maxOut {
-		p = m.measuredAnswer(p, measured)
-		// A measured cell past the knee of a level stretch is on the level
-		// as much as the concurrencies between its cells are: the planner
-		// reads both alike.
-		if _, _, from, _, ok := m.sf.saturated(m.sf.snap(float64(q.ContextTokens)/1024), float64(q.Concurrency)); ok && p.Status == Fits && from < float64(q.Concurrency) {
-			p.LevelFrom = from
-		}
-		return p, nil
-	}
-	if isMeasured && !gpu.scaled && !other && measured.Status == CellRequestsQueued {
-		switch {
-		case m.windowQueued(measured) && (p.Status == Fits || p.Status == RequestsQueued):
-			// Queued by its long prefill, not by a limit: another VRAM
-			// size or output reservation leaves it as measured.
-			p = m.measuredAnswer(p, measured)
-			if scale.scaled {
-				p.Basis = ScaledVRAM // the speed stays the measured one
-				// Its bands are the published values' rounding.
-				p.BandTotal = roundingBand(*measured.TotalTokS, 0.05)
-				if measured.TBTMs != nil {
-					p.BandTBT = roundingBand(*measured.TBTMs, 0.05)
-				}
-			}
-			return p, nil
-		case !scale.scaled && p.Status == RequestsQueued && cap.running(q.Concurrency) == m.cap.running(q.Concurrency):
-			// Another output reservation under which the same requests
-			// run at once (a hybrid's sequence limit, not the KV cache,
-			// holds them back): the measured cell stands, as a valid one
-			// does.
-			return m.measuredAnswer(p, measured), nil
-		}
-	}
-	var queuedAt *Cell
-	if c, ok := m.queuedBelow(q.ContextTokens, q.Concurrency); ok && p.Status == Fits && !gpu.scaled && !other {
-		// What queued at a shorter context (a long prefill keeping
-		// requests out of the decode batch for part of the window) queues
-		// at a longer one too, and runs no faster.
-		queuedAt = &c
-		p.Status, p.queuedShorter = RequestsQueued, true
-		avg := ""
-		if c.AvgActiveRequests != nil {
-			avg = fmt.Sprintf(", %s running on average", concurrencyText(*c.AvgActiveRequests))
-		}
-		p.Warnings = append(p.Warnings, fmt.Sprintf("at %d tokens this run's %d %s queued (published so%s): at a longer context they queue too; speed is approximate, at most that cell's",
-			c.ContextTokens, c.Concurrency, plural(c.Concurrency, "request", "requests"), avg))
-	}
-	switch p.Status {
-	case OverCapacity, ExceedsMaxModelLen, TTFTExceedsWindow:
-		p.Basis = NoSpeed
-		if scale.scaled {
-			p.Basis = ScaledVRAM
-		}
-		if gpu.scaled {
-			p.Basis = ScaledGPU
-		}
-		if other {
-			p.Basis = ScaledModel
-		}
-		p.SpeedBasis = NoSpeed
-		return p, nil
-	}
-	b := float64(q.Concurrency)
-	limited := queuedAt == nil && cap.running(q.Concurrency) < q.Concurrency
-	if limited {
-		// A request limit holds the rest in a queue whatever the KV cache
-		// says: where the reservations may not fit, those that run are
-		// still at most the limit.
-		b = float64(cap.running(q.Concurrency))
-		if p.Status == RequestsQueued {
-			p.Warnings = append(p.Warnings, fmt.Sprintf("speed is predicted for the %d requests that run at once; approximate", int(b)))
-		} else {
-			p.Warnings = append(p.Warnings, fmt.Sprintf("if they are admitted, about %d run at once (the run's request limit) and the rest wait: speed is predicted for those %d", int(b), int(b)))
-		}
-	}
-	t, s, basis, used, levelFrom, err := m.speed(q.ContextTokens, b, !scale.scaled && !gpu.scaled && !other)
-	if err != nil {
-		return Prediction{}, err
-	}
-	var queueCell *Cell
-	if limited && !gpu.scaled && !other {
-		if c, kT, kS, ok := m.limitQueuedFactor(q.ContextTokens, !scale.scaled && !gpu.scaled && !other); ok {
-			queueCell = &c
-			// A queue costs what the run measured it to cost: requests
-			// finishing and others admitted slow the steps of those that
-			// run (Nemotron's empty prompt: 1,214.7 tok/s measured with
-			// 128 asked and 67 running, where 67 running alone would be
-			// read 1,482).
-			t, s = t*kT, s*kS
-			p.Warnings = append(p.Warnings, fmt.Sprintf("scaled by what the run's queue cost at %d tokens × %d requests (published as requests queued): ×%.2f on total tok/s", c.ContextTokens, c.Concurrency, 1/kS))
-		}
-	}
-	p.LevelFrom = levelFrom
-	if levelFrom > 0 {
-		p.Warnings = append(p.Warnings, fmt.Sprintf("measured throughput stops rising from concurrency %s in the rows around this context (a full KV cache or a saturated engine), so the total is read from that level", concurrencyText(levelFrom)))
-	}
-	t, s = gpu.apply(m, t, s)
-	if queuedAt != nil {
-		s = max(s, b*1000 / *queuedAt.TotalTokS)
-		if pr := queuedAt.PerRequestTokS; pr != nil && *pr > 0 {
-			t = max(t, 1000 / *pr)
-		}
-	}
-	if other {
-		t, s = m.moveToModel(float64(q.ContextTokens)/1024, b, t, s, q.OtherModel, modelMove)
-	}
-	p.Cells = used
-	p.Basis, p.SpeedBasis = basis, basis
-	if scale.scaled {
-		p.Basis = ScaledVRAM
-	}
-	if gpu.scaled {
-		p.Basis = ScaledGPU
-	}
-	if other {
-		p.Basis = ScaledModel
-	}
-	tb, sb := m.bands.InterpolatedTBT, m.bands.InterpolatedTotal
-	switch basis {
-	case Extrapolated:
-		tb, sb = m.bands.ExtrapolatedTBT, m.bands.ExtrapolatedTotal
-	case Measured:
-		tb, sb = roundingBand(t, 0.05), roundingBand(b*1000/s, 0.05)
-	}
-	if gpu.scaled {
-		tb, sb = max(tb, gpu.band), max(sb, gpu.band)
-	}
-	if other {
-		tb, sb = max(tb, modelMove.Band), max(sb, modelMove.Band)
-	}
-	total := b * 1000 / s
-	p.TBTMs = band(t, tb)
-	p.PerRequestTokS = invBand(1000/t, tb)
-	if gpu.scaled || other {
-		// A move's band was measured on speed (total tok/s moved between
-		// published grids): per-request speed takes it as the total does,
-		// and the time between tokens its inverse, so that requests at
-		// their fastest never add up past the total's high end.
-		p.PerRequestTokS = band(1000/t, tb)
-		p.TBTMs = invBand(t, tb)
-	}
-	p.TotalTokS = band(total, sb) // sb is total tok/s's own held-out error
-	if queuedAt != nil {
-		// At most the queued cell's, interval included.
-		p.TotalTokS.High = min(p.TotalTokS.High, max(*queuedAt.TotalTokS, p.TotalTokS.Value))
-		if pr := queuedAt.PerRequestTokS; pr != nil {
-			p.PerRequestTokS.High = min(p.PerRequestTokS.High, max(*pr, p.PerRequestTokS.Value))
-		}
-	}
-	p.BandTotal, p.BandTBT = sb, tb
-	switch {
-	case gpu.scaled:
-		p.Warnings = append(p.Warnings, "TTFT is not predicted on another GPU: prefill is bound by compute, not bandwidth")
-	case other:
-	default:
-		p.TTFTMs = m.ttft.at(q.ContextTokens, q.Concurrency, m.bands.TTFT)
-		if queueCell != nil && p.TTFTMs != nil && queueCell.TTFTMs != nil {
-			// The first token waits in the queue as the run measured it
-			// to (the queue model alone put 127 requests at 2,216 ms
-			// beside the 1,024 ms measured with 128).
-			if at := m.ttft.at(queueCell.ContextTokens, queueCell.Concurrency, m.bands.TTFT); at != nil && at.Value > 0 {
-				k := *queueCell.TTFTMs / at.Value
-				p.TTFTMs.Value, p.TTFTMs.Low, p.TTFTMs.High = p.TTFTMs.Value*k, p.TTFTMs.Low*k, p.TTFTMs.High*k
-				// Still no sooner than fewer requests got it where they
-				// all ran.
-				v := m.ttft.atLeastRow(q.ContextTokens, q.Concurrency, p.TTFTMs.Value)
-				p.TTFTMs.Low, p.TTFTMs.High = p.TTFTMs.Low+v-p.TTFTMs.Value, p.TTFTMs.High+v-p.TTFTMs.Value
-				p.TTFTMs.Value = v
-			}
-		}
-	}
-	if c, ok := m.cells[CellRef{q.ContextTokens, q.Concurrency}]; ok && basis == Measured && !gpu.scaled && !other && (p.Status == Fits || p.Status == BoundaryUncertain) && c.Status == CellValid {
-		// Another VRAM size or output reservation under which the measured
-		// cell still fits (or may: then, where it runs, it runs so): the
-		// speed is the measured GPU's, and its published per-request speed
-		// and TTFT stand (not refitted ones).
-		if c.PerRequestTokS != nil {
-			p.PerRequestTokS = exact(c.PerRequestTokS, 0.05)
-		}
-		if c.TTFTMs != nil {
-			p.TTFTMs = exact(c.TTFTMs, 0.5)
-		}
-	}
-	if !finite(t, s, total) || !finiteEstimates(p.TotalTokS, p.PerRequestTokS, p.TBTMs, p.TTFTMs) {
-		return Prediction{}, refuse(m.supportedRange(), "the fit gives no finite speed here")
-	}
-	return p, nil
 }
 
 // concurrencyText is a concurrency as said: one decimal at most (a KV
@@ -1339,6 +1117,11 @@ type PrefillPrediction struct {
 	Warnings []string
 }
 
+// prefillReach is how far beyond its longest measured prefill a run's
+// prefill is read: the quadratic term is extrapolated up to this many times
+// that context.
+const prefillReach = 2
+
 // Prefill predicts cold TTFT and prompt tok/s at context l from
 // TTFT(L) = p·L + q·L².
 func (m *Model) Prefill(l int) (PrefillPrediction, error) {
@@ -1346,7 +1129,7 @@ func (m *Model) Prefill(l int) (PrefillPrediction, error) {
 	if len(pm.points) < 2 || pm.p+pm.q <= 0 {
 		return PrefillPrediction{}, refuse("runs with at least two prefill measurements", "this run has too few prefill measurements to fit")
 	}
-	limit := 2 * pm.maxL
+	limit := prefillReach * pm.maxL
 	if m.run.MaxModelLen > 0 {
 		limit = min(limit, m.run.MaxModelLen)
 	}
@@ -1360,7 +1143,7 @@ func (m *Model) Prefill(l int) (PrefillPrediction, error) {
 	floor := max(1, (minL+1)/2)
 	supported := fmt.Sprintf("context %d–%d tokens", floor, limit)
 	if l < floor || l > limit {
-		return PrefillPrediction{}, refuse(supported, "context %d tokens is outside what this run's prefill table supports (from half its shortest prefill, %d tokens, up to 2× its longest, within max_model_len)", l, minL)
+		return PrefillPrediction{}, refuse(supported, "context %d tokens is outside what this run's prefill table supports (from half its shortest prefill, %d tokens, up to %d× its longest, within max_model_len)", l, minL, prefillReach)
 	}
 	out := PrefillPrediction{Basis: Interpolated}
 	for _, p := range pm.points {
@@ -1487,11 +1270,12 @@ func (m *Model) Capacity(q Query) (CapacityAnswer, error) {
 	if err != nil {
 		return CapacityAnswer{}, err
 	}
-	if q.TargetGPU != "" && scale.scaled {
+	mv := moveOf(gpuScaling{}, scale, other) // the speed is not asked
+	if q.TargetGPU != "" && mv == moveVRAM {
 		scale.warnings = append(scale.warnings, fmt.Sprintf("capacity for %s with %.0f GB", q.TargetGPU, q.VRAMGB))
 	}
 	c := m.capacityFor(maxOut, scale)
-	if other {
+	if mv == moveModel {
 		var warn []string
 		if c, warn, err = c.toModel(q.OtherModel); err != nil {
 			return CapacityAnswer{}, err
@@ -1501,13 +1285,7 @@ func (m *Model) Capacity(q Query) (CapacityAnswer, error) {
 	a := CapacityAnswer{
 		ContextTokens: q.ContextTokens, Concurrency: q.Concurrency,
 		KVTokensLow: c.cLo, KVTokensHigh: c.cHi, SequenceLimit: c.seqLimit, MaxOutputTokens: maxOut,
-		Basis: Measured, Warnings: scale.warnings,
-	}
-	switch {
-	case other:
-		a.Basis = ScaledModel
-	case scale.scaled:
-		a.Basis = ScaledVRAM
+		Basis: mv.basis(Measured), Warnings: scale.warnings,
 	}
 	if c.pastModelLen(q.ContextTokens) {
 		a.Warnings = append(a.Warnings, fmt.Sprintf("context + max output exceeds max_model_len %d: nothing fits", c.maxModelLen))
@@ -1563,9 +1341,9 @@ func (m *Model) Grid(contexts, concurrencies []int, base Query) ([]GridCell, []s
 		return nil, nil, err
 	}
 	// What moving to another GPU or VRAM size says holds for every cell:
-	// the grid says it once.
+	// the grid says it once (and another model's move, below).
 	warnings := append(slices.Clone(gpu.warnings), scale.warnings...)
-	if scale.scaled && !gpu.scaled {
+	if moveOf(gpu, scale, false) == moveVRAM {
 		warnings = append(warnings, sameSpeed)
 	}
 	if base.OtherModel.other() {

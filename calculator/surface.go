@@ -12,6 +12,10 @@ type sample struct {
 	t, s float64
 }
 
+// tokensPerK is the tokens in one K, the unit of context the surface reads
+// (l = tokens / tokensPerK).
+const tokensPerK = 1024
+
 // line is one row (fixed l, points along b) or one column (fixed b, points
 // along l) of the grid, sorted by x.
 type line struct {
@@ -711,14 +715,25 @@ func (sf *surface) rough(l, b float64) (lo, hi float64, ok bool) {
 // saturatedBand is how level two totals are to count as one plateau.
 const saturatedBand = 0.01
 
-// limits returns the largest B the run supports at l (2× the largest
-// measured in the bracketing or nearest rows) and the context range it
-// supports (0.8× the shortest to 1.25× the longest measured context).
+// How far a run's answers reach beyond what it measured: contexts from
+// shortestReach× its shortest measured context to longestReach× its
+// longest, concurrencies up to concurrencyReach× the largest measured near
+// the asked context. The refusals past them say them from these constants.
+const (
+	shortestReach    = 0.8
+	longestReach     = 1.25
+	concurrencyReach = 2.0
+)
+
+// limits returns the largest B the run supports at l (concurrencyReach×
+// the largest measured in the bracketing or nearest rows) and the context
+// range it supports (shortestReach× the shortest to longestReach× the
+// longest measured context).
 func (sf *surface) limits(l float64) (maxB, minL, maxL float64) {
 	first := sf.rows[0].key
-	minL, maxL = 0.8*first, 1.25*sf.maxL
+	minL, maxL = shortestReach*first, longestReach*sf.maxL
 	lo, hi, _, _ := bracket(sf.rows, math.Min(math.Max(l, first), sf.maxL))
-	maxB = 2 * math.Max(lo.xs[len(lo.xs)-1], hi.xs[len(hi.xs)-1])
+	maxB = concurrencyReach * math.Max(lo.xs[len(lo.xs)-1], hi.xs[len(hi.xs)-1])
 	return maxB, minL, maxL
 }
 

@@ -150,7 +150,7 @@ func fitPrefill(points []PrefillPoint) prefillModel {
 			continue
 		}
 		m.points = append(m.points, pt)
-		l := float64(pt.ContextTokens) / 1024
+		l := float64(pt.ContextTokens) / tokensPerK
 		a = append(a, []float64{l / pt.TTFTMs, l * l / pt.TTFTMs})
 		rhs = append(rhs, 1)
 		m.maxL = max(m.maxL, pt.ContextTokens)
@@ -164,6 +164,6 @@ func fitPrefill(points []PrefillPoint) prefillModel {
 }
 
 func (m prefillModel) eval(l int) float64 {
-	k := float64(l) / 1024
+	k := float64(l) / tokensPerK
 	return m.p*k + m.q*k*k
 }

@@ -29,6 +29,13 @@ const (
 	overheadHighGB = 2.0
 )
 
+// A KV pool scaled by a ratio outside poolConfidentLow–poolConfidentHigh
+// is said to be read with low confidence.
+const (
+	poolConfidentLow  = 0.77
+	poolConfidentHigh = 1.3
+)
+
 func (m *Model) vramScale(q Query) (vramScaling, error) {
 	r := m.run
 	vram, util := r.VRAMGB, r.GPUMemoryUtilization
@@ -71,8 +78,8 @@ func (m *Model) vramScale(q Query) (vramScaling, error) {
 	s := vramScaling{lo: lo, hi: hi, scaled: true}
 	s.warnings = append(s.warnings, fmt.Sprintf("KV capacity scaled from the run's %.0f GB at utilization %.2f to %.0f GB at %.2f by the pool ratio ×%.2f–×%.2f",
 		r.VRAMGB, r.GPUMemoryUtilization, vram, util, lo, hi))
-	if lo < 0.77 || hi > 1.3 {
-		s.warnings = append(s.warnings, "low confidence: the KV pool differs from the measured one by more than ×0.77–×1.3")
+	if lo < poolConfidentLow || hi > poolConfidentHigh {
+		s.warnings = append(s.warnings, fmt.Sprintf("low confidence: the KV pool differs from the measured one by more than ×%g–×%g", poolConfidentLow, poolConfidentHigh))
 	}
 	return s, nil
 }
