@@ -837,6 +837,24 @@ func (e PlanCapacityParamsSort) Valid() bool {
 	}
 }
 
+// Defines values for ListRunsParamsFormat.
+const (
+	ListRunsParamsFormatCsv  ListRunsParamsFormat = "csv"
+	ListRunsParamsFormatJSON ListRunsParamsFormat = "json"
+)
+
+// Valid indicates whether the value is a known member of the ListRunsParamsFormat enum.
+func (e ListRunsParamsFormat) Valid() bool {
+	switch e {
+	case ListRunsParamsFormatCsv:
+		return true
+	case ListRunsParamsFormatJSON:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListRunsParamsSort.
 const (
 	ListRunsParamsSortCreatedAt          ListRunsParamsSort = "created_at"
@@ -1573,6 +1591,18 @@ type LeaderboardEntry struct {
 	Value float64    `json:"value"`
 }
 
+// License The licence of the run's data as an SPDX identifier (`CC-BY-4.0`,
+// `CC0-1.0`, `MIT`, `ODbL-1.0`) or a `LicenseRef-…` of your own (SPDX
+// special value `NOASSERTION` when the source states none): letters,
+// digits, `.`, `+` and `-`, at most 64 characters. A run sent through
+// the API (`POST /v1/runs`, `POST /v1/runs/import`) without one is
+// stored as `CC0-1.0`, the submitter's dedication of the numbers to
+// the public domain (docs/submitting.md says why); `matrixd import`
+// takes it from the run JSON or META as given (none: unknown).
+//
+// Example: CC0-1.0
+type License = string
+
 // Matrix defines model for Matrix.
 type Matrix struct {
 	Concurrencies []int       `json:"concurrencies"`
@@ -1955,6 +1985,9 @@ type Run struct {
 	ID     string `json:"id"`
 	Launch Launch `json:"launch"`
 
+	// License The licence the data is offered under, as an SPDX identifier (`CC-BY-4.0`, `MIT`, `LicenseRef-…`); null when not stated (shown as unknown).
+	License *string `json:"license"`
+
 	// Method How the decode cells were measured: the class and its parameters.
 	Method     Method     `json:"method"`
 	Model      Model      `json:"model"`
@@ -1969,7 +2002,15 @@ type Run struct {
 	// SHA-256, and for a signed submission the signing key and the
 	// signature over those bytes.
 	Provenance Provenance `json:"provenance"`
-	SourceURL  *string    `json:"source_url"`
+
+	// Publisher Who published the source (a site, a lab, a person); null when not stated (shown as unknown).
+	Publisher *string `json:"publisher"`
+
+	// RetrievedAt The day the source was retrieved; null when not stated.
+	RetrievedAt *openapi_types.Date `json:"retrieved_at"`
+
+	// SourceURL Where the run was published or fetched from; null when not stated.
+	SourceURL *string `json:"source_url"`
 
 	// SubmittedBy The name of the API key that submitted the run; null for runs imported on the server.
 	SubmittedBy *string `json:"submitted_by"`
@@ -2102,7 +2143,20 @@ type RunInput struct {
 		MaxNumSeqs           *int               `json:"max_num_seqs,omitempty"`
 		Notes                *[]string          `json:"notes,omitempty"`
 	} `json:"launch,omitempty"`
-	Method *struct {
+
+	// License The licence of the run's data as an SPDX identifier (`CC-BY-4.0`,
+	// `CC0-1.0`, `MIT`, `ODbL-1.0`) or a `LicenseRef-…` of your own (SPDX
+	// special value `NOASSERTION` when the source states none): letters,
+	// digits, `.`, `+` and `-`, at most 64 characters. A run sent through
+	// the API (`POST /v1/runs`, `POST /v1/runs/import`) without one is
+	// stored as `CC0-1.0`, the submitter's dedication of the numbers to
+	// the public domain (docs/submitting.md says why); `matrixd import`
+	// takes it from the run JSON or META as given (none: unknown).
+	//
+	//
+	// Example: CC0-1.0
+	License *License `json:"license,omitempty"`
+	Method  *struct {
 		// Class What kind of measurement a run's decode cells are. Numbers of
 		// different classes measure different things and are never ranked,
 		// pooled or planned together.
@@ -2139,9 +2193,13 @@ type RunInput struct {
 		Status CellStatus `json:"status"`
 		TTFTMs *Ms        `json:"ttft_ms,omitempty"`
 	} `json:"prefill,omitempty"`
-	SourceURL *string         `json:"source_url,omitempty"`
-	Submitter *Text200        `json:"submitter,omitempty"`
-	Title     Text200Required `json:"title"`
+	Publisher *Text200 `json:"publisher,omitempty"`
+
+	// RetrievedAt The day the source was retrieved, `YYYY-MM-DD`, not after today (UTC).
+	RetrievedAt *openapi_types.Date `json:"retrieved_at,omitempty"`
+	SourceURL   *string             `json:"source_url,omitempty"`
+	Submitter   *Text200            `json:"submitter,omitempty"`
+	Title       Text200Required     `json:"title"`
 }
 
 // RunInputMethodPrefill defines model for RunInput.Method.Prefill.
@@ -2186,6 +2244,9 @@ type RunSummary struct {
 	GPU     string `json:"gpu"`
 	ID      string `json:"id"`
 
+	// License Its data's licence (SPDX identifier); null when not stated.
+	License *string `json:"license"`
+
 	// MaxContextTokensWithOutput The largest context at which some decode cell produced output tokens.
 	MaxContextTokensWithOutput *int `json:"max_context_tokens_with_output"`
 
@@ -2207,14 +2268,23 @@ type RunSummary struct {
 	//   and an output length run to completion (LMDeploy's
 	//   `profile_generation`, TensorRT-LLM profiles); throughput includes
 	//   the batch's prefill.
-	MethodClass               MethodClass `json:"method_class"`
-	Model                     string      `json:"model"`
-	Peak                      *PeakCell   `json:"peak"`
-	Quantization              *string     `json:"quantization"`
-	SingleStreamContextTokens *int        `json:"single_stream_context_tokens"`
+	MethodClass MethodClass `json:"method_class"`
+	Model       string      `json:"model"`
+	Peak        *PeakCell   `json:"peak"`
+
+	// Publisher Who published it; null when not stated.
+	Publisher    *string `json:"publisher"`
+	Quantization *string `json:"quantization"`
+
+	// RetrievedAt The day its source was retrieved; null when not stated.
+	RetrievedAt               *openapi_types.Date `json:"retrieved_at"`
+	SingleStreamContextTokens *int                `json:"single_stream_context_tokens"`
 
 	// SingleStreamTokS Total tok/s of the valid concurrency-1 cell at the smallest context that has one.
 	SingleStreamTokS *float64 `json:"single_stream_tok_s"`
+
+	// SourceURL Where the run was published; null when not stated.
+	SourceURL *string `json:"source_url"`
 
 	// SubmittedBy The API key that submitted the run.
 	SubmittedBy *string  `json:"submitted_by"`
@@ -3132,6 +3202,9 @@ type PlanCapacityParamsSort string
 
 // ListRunsParams defines parameters for ListRuns.
 type ListRunsParams struct {
+	// Format `csv` for CSV with a header row; wins over `Accept`. JSON by default.
+	Format *ListRunsParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+
 	// GPU GPU name, case-insensitive (e.g. `RTX 3090`).
 	GPU *ParamGPU `form:"gpu,omitempty" json:"gpu,omitempty"`
 
@@ -3175,6 +3248,9 @@ type ListRunsParams struct {
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
+// ListRunsParamsFormat defines parameters for ListRuns.
+type ListRunsParamsFormat string
+
 // ListRunsParamsSort defines parameters for ListRuns.
 type ListRunsParamsSort string
 
@@ -3195,6 +3271,45 @@ type CreateRunParams struct {
 
 	// BodySignatureKey The fingerprint of the signing key (`POST /v1/signing-keys`) this API key registered.
 	BodySignatureKey *BodySignatureKey `json:"Body-Signature-Key,omitempty"`
+}
+
+// ExportRunsParams defines parameters for ExportRuns.
+type ExportRunsParams struct {
+	// GPU GPU name, case-insensitive (e.g. `RTX 3090`).
+	GPU *ParamGPU `form:"gpu,omitempty" json:"gpu,omitempty"`
+
+	// Model Case-insensitive substring of the model name.
+	Model *ParamModel `form:"model,omitempty" json:"model,omitempty"`
+
+	// Quantization Quantization as published, case-insensitive (e.g. `AWQ 4-bit`).
+	Quantization *ParamQuantization `form:"quantization,omitempty" json:"quantization,omitempty"`
+
+	// Engine Engine name, case-insensitive (e.g. `vllm`).
+	Engine *ParamEngine `form:"engine,omitempty" json:"engine,omitempty"`
+
+	// EngineVersion Engine version as published, case-insensitive (e.g. `0.32.0`).
+	EngineVersion *ParamEngineVersion `form:"engine_version,omitempty" json:"engine_version,omitempty"`
+
+	// KVCacheDtype The launch's `--kv-cache-dtype`, case-insensitive.
+	KVCacheDtype *ParamKVCacheDtype `form:"kv_cache_dtype,omitempty" json:"kv_cache_dtype,omitempty"`
+
+	// Submitter Submitter handle without `@`, case-insensitive.
+	Submitter *ParamSubmitter `form:"submitter,omitempty" json:"submitter,omitempty"`
+
+	// SubmittedBy The name of the API key that submitted the run, exactly.
+	SubmittedBy *ParamSubmittedBy `form:"submitted_by,omitempty" json:"submitted_by,omitempty"`
+
+	// VRAMGBMin Runs on GPUs with at least this much VRAM, GB.
+	VRAMGBMin *ParamVRAMGBMin `form:"vram_gb_min,omitempty" json:"vram_gb_min,omitempty"`
+
+	// VRAMGBMax Runs on GPUs with at most this much VRAM, GB.
+	VRAMGBMax *ParamVRAMGBMax `form:"vram_gb_max,omitempty" json:"vram_gb_max,omitempty"`
+
+	// After Start after this run id (the `id` of the last line received), to resume.
+	After *string `form:"after,omitempty" json:"after,omitempty"`
+
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // ImportRunMultipartBody defines parameters for ImportRun.
@@ -3466,6 +3581,9 @@ type ServerInterface interface {
 	// CreateRun Submit a run
 	// (POST /v1/runs)
 	CreateRun(ctx echo.Context, params CreateRunParams) error
+	// ExportRuns Export every run, in full, as NDJSON
+	// (GET /v1/runs.ndjson)
+	ExportRuns(ctx echo.Context, params ExportRunsParams) error
 	// ImportRun Submit a published page or a benchmark tool's output
 	// (POST /v1/runs/import)
 	ImportRun(ctx echo.Context, params ImportRunParams) error
@@ -4975,6 +5093,13 @@ func (w *ServerInterfaceWrapper) ListRuns(ctx echo.Context) error {
 
 	// Parameter object where we will unmarshal all parameters from the context
 	var params ListRunsParams
+	// ------------- Optional query parameter "format" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "format", ctx.QueryParams(), &params.Format, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter format: %s", err))
+	}
+
 	// ------------- Optional query parameter "gpu" -------------
 
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "gpu", ctx.QueryParams(), &params.GPU, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
@@ -5144,6 +5269,111 @@ func (w *ServerInterfaceWrapper) CreateRun(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.CreateRun(ctx, params)
+	return err
+}
+
+// ExportRuns converts echo context to params.
+func (w *ServerInterfaceWrapper) ExportRuns(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ExportRunsParams
+	// ------------- Optional query parameter "gpu" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "gpu", ctx.QueryParams(), &params.GPU, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter gpu: %s", err))
+	}
+
+	// ------------- Optional query parameter "model" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "model", ctx.QueryParams(), &params.Model, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter model: %s", err))
+	}
+
+	// ------------- Optional query parameter "quantization" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "quantization", ctx.QueryParams(), &params.Quantization, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter quantization: %s", err))
+	}
+
+	// ------------- Optional query parameter "engine" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "engine", ctx.QueryParams(), &params.Engine, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter engine: %s", err))
+	}
+
+	// ------------- Optional query parameter "engine_version" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "engine_version", ctx.QueryParams(), &params.EngineVersion, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter engine_version: %s", err))
+	}
+
+	// ------------- Optional query parameter "kv_cache_dtype" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "kv_cache_dtype", ctx.QueryParams(), &params.KVCacheDtype, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter kv_cache_dtype: %s", err))
+	}
+
+	// ------------- Optional query parameter "submitter" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "submitter", ctx.QueryParams(), &params.Submitter, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter submitter: %s", err))
+	}
+
+	// ------------- Optional query parameter "submitted_by" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "submitted_by", ctx.QueryParams(), &params.SubmittedBy, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter submitted_by: %s", err))
+	}
+
+	// ------------- Optional query parameter "vram_gb_min" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "vram_gb_min", ctx.QueryParams(), &params.VRAMGBMin, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter vram_gb_min: %s", err))
+	}
+
+	// ------------- Optional query parameter "vram_gb_max" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "vram_gb_max", ctx.QueryParams(), &params.VRAMGBMax, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter vram_gb_max: %s", err))
+	}
+
+	// ------------- Optional query parameter "after" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "after", ctx.QueryParams(), &params.After, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter after: %s", err))
+	}
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ExportRuns(ctx, params)
 	return err
 }
 
@@ -5901,6 +6131,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/v1/runs", wrapper.ListRuns, options.OperationMiddlewares["listRuns"]...)
 	router.POST(options.BaseURL+"/v1/runs", wrapper.CreateRun, options.OperationMiddlewares["createRun"]...)
 	router.POST(options.BaseURL+"/v1/runs/import", wrapper.ImportRun, options.OperationMiddlewares["importRun"]...)
+	router.GET(options.BaseURL+"/v1/runs.ndjson", wrapper.ExportRuns, options.OperationMiddlewares["exportRuns"]...)
 	router.DELETE(options.BaseURL+"/v1/runs/:run_id", wrapper.DeleteRun, options.OperationMiddlewares["deleteRun"]...)
 	router.GET(options.BaseURL+"/v1/runs/:run_id", wrapper.GetRun, options.OperationMiddlewares["getRun"]...)
 	router.PATCH(options.BaseURL+"/v1/runs/:run_id", wrapper.UpdateRun, options.OperationMiddlewares["updateRun"]...)
@@ -8284,6 +8515,26 @@ func (response ListRuns200JSONResponse) VisitListRunsResponse(w http.ResponseWri
 	return err
 }
 
+type ListRuns200TextCsvResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response ListRuns200TextCsvResponse) VisitListRunsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/csv")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
 type ListRuns304Response = NotModifiedResponse
 
 func (response ListRuns304Response) VisitListRunsResponse(w http.ResponseWriter) error {
@@ -8535,6 +8786,119 @@ type CreateRun429ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response CreateRun429ApplicationProblemPlusJSONResponse) VisitCreateRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportRunsRequestObject struct {
+	Params ExportRunsParams
+}
+
+type ExportRunsResponseObject interface {
+	VisitExportRunsResponse(w http.ResponseWriter) error
+}
+
+type ExportRuns200ResponseHeaders struct {
+	ETag *string
+}
+
+type ExportRuns200ApplicationXNdjsonResponse struct {
+	Body          io.Reader
+	Headers       ExportRuns200ResponseHeaders
+	ContentLength int64
+}
+
+func (response ExportRuns200ApplicationXNdjsonResponse) VisitExportRunsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type ExportRuns304Response = NotModifiedResponse
+
+func (response ExportRuns304Response) VisitExportRunsResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
+type ExportRuns400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ExportRuns400ApplicationProblemPlusJSONResponse) VisitExportRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportRuns429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ExportRuns429ApplicationProblemPlusJSONResponse) VisitExportRunsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -11077,6 +11441,9 @@ type StrictServerInterface interface {
 	// CreateRun Submit a run
 	// (POST /v1/runs)
 	CreateRun(ctx context.Context, request CreateRunRequestObject) (CreateRunResponseObject, error)
+	// ExportRuns Export every run, in full, as NDJSON
+	// (GET /v1/runs.ndjson)
+	ExportRuns(ctx context.Context, request ExportRunsRequestObject) (ExportRunsResponseObject, error)
 	// ImportRun Submit a published page or a benchmark tool's output
 	// (POST /v1/runs/import)
 	ImportRun(ctx context.Context, request ImportRunRequestObject) (ImportRunResponseObject, error)
@@ -11816,6 +12183,31 @@ func (sh *strictHandler) CreateRun(ctx echo.Context, params CreateRunParams) err
 	return nil
 }
 
+// ExportRuns operation middleware
+func (sh *strictHandler) ExportRuns(ctx echo.Context, params ExportRunsParams) error {
+	var request ExportRunsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ExportRuns(ctx.Request().Context(), request.(ExportRunsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ExportRuns")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ExportRunsResponseObject); ok {
+		return validResponse.VisitExportRunsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ImportRun operation middleware
 func (sh *strictHandler) ImportRun(ctx echo.Context, params ImportRunParams) error {
 	var request ImportRunRequestObject
@@ -12435,660 +12827,685 @@ func (sh *strictHandler) GetSubmitter(ctx echo.Context, name string, params GetS
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P1Lk+NGlieKfxUfdpclWQIZJOORkQyT9T/yqfwrMxUVGSl1tZhDOAEnCQXoTsEdwaDUadZ3M9ZjNquZ",
-	"hczu+trs7+b2vvVN9Emu+TnugIMESDAilFV9u2pRygABfx4/Lz/nd35uBGK+EJxxJRuDnxvsls4XMYN/",
-	"v6QJvUy5/qdM53OarBqDxjkZpzyMWUiSlJOmWgqySNgkimOSiKUklIdEzRLGSMgCETISsDiWRExIpCSZ",
-	"JlHYaniNGxqnTDc8ZjyYzWlyrf/AL0aKSdUYNF5GtywkYZpQFQne8BpzejsSqVqkaqTENeOyMTjtPel7",
-	"DTOA0VyErDFovGVUpgl+G/GpHciSJvN2umh4jYTdRFK3OWjMaaSbliwQPJSjBUtGc/x8zrhqDA67+sfk",
-	"hoXQetwY4JAbXkMJof+M43k74hOWMB6wtvvj6IYlppubbue002188hpBwqhi4YjqKfa7/ZN2r9c+7F71",
-	"+4Pj/uD4sHP05En/cf+fGp5Zjsbg+58b9GY6ooGKbtgoYT+mTOrd6nnwfCGWLBktGwOexrEH+xkz3UX+",
-	"Zlc/5kGa6EGu4MtAcMVu85Xseg271COJ815b6/4RrDVLbMP6F/3u6WHnyGtIRVUq9VxpHIV6CcZqNNfD",
-	"7OvlUDR23u95DaUm+Pvp8SevYoand57h6V1m2Ds+PDwpneLJUedk2xSPO8drkzzu9TqHziwPj08/zzR7",
-	"J4enRzunenp4clo600MYduVMD9c3s//4SWE3j49Ojj999BqMTyOOR5wG14yHjUEjSEPa8BrjNIr1nzdx",
-	"PD/Q/9cWC8ZpNLjpdg77nW779vRkdHLU8Bqczpl5seE1fkwpV9FPyA4GjfNUiUuR8pB8d3TeO4FzvRAy",
-	"UgIY1TRSs3TcCYTpY5GIH1igDkxj+dnETvXZnNEkXNIERl22IYu0MWi85orF5B+Z4OTFcbt/ctolN3qs",
-	"wSIdBSLRrLOn1z+JbljisIDj026n9/i009UvT6Gpy6t/JIfdky4+GAUi1Syn5zWEXvoP45SrlPSPOt2j",
-	"znHDayyCSK/GK8YPyS1MGAcYR/NI6WH2Hne9RkLno+nY7NRqob94HskgYYqRVxcf9NTtK73+J68R6a1I",
-	"Vv3r1Y/hT8m1Sn/srzQHi2mqWZleCqUYB1rKt/Lq8vXVN+9G51dX7xpAqnPK7Z4SYJjkDaMhS8aCJuFb",
-	"zTp7B1qg9DrH7aOn7Wzz2rB57curd6TdntPbNrDZdsw46Z/0e0dHpN2eLtL2nM1FsmqnKooNCZBu58mR",
-	"+Yin87ZkP0rS65+SdptxOo5ZG+TCbTugwUzLgXZbJalU7YTNhWJtEArtdkz5NKVTZjoWPF6Rdvv6Bj5j",
-	"7VCvIYm4OgLhAOdnNGM0JO12tjBtszCkuCw4jBEOY2SG0RioJGVeYxLTqSwsb7tqeUun0xg0dENIOyXL",
-	"A5T9RBNbcS6NQaNkNrDhGwuR91HYGS25YG/MD3b1G4NGr3+qucX6OtuGPiGl42hHhdHqweqxwjqx0fax",
-	"alUAhjOC4eBo8DFP5yMcTK9/6jW4UPpIft/4wFXKWUhEqtpi0lYz1h6LWzKmksURZx3yfsECoysMCBf6",
-	"0dffEhjNgJQPo3dL7Bkmvf6rpx6RSgTXpPe4S74jcC49cvHsNSP20JJ/JqUMhPSOnpF/Jod98uopef78",
-	"8qjdP+p2yT+TIhfwyLtvXz9/fU6QvRCHqXz85DXmTM1EqIkqiKnU+yFTqWjEWTgy2oR+KdNvSoXDyJEK",
-	"lvUZDasxaLDbIE5DFuqtNBrRz5ZP73vid/N004lRAQc/N2ZRGOodn9BYMs/8CcoUDtQ8GK/WHiSMSt0C",
-	"PtTyZmQOYPdTRiRrc/3+5w3havVNMV9kErN/ePS4TGJmkv/ocV+L/gpBXWys9+R4a2On/cPHWrwuEnHD",
-	"OOUBCCs9fjt8GU05VWlSeMBCZ0mkSJOAjSYimYMWuqBTTRfm8ZyFER2Z06cHfLCIacTPSDCjiWTqy1RN",
-	"2qf5+3JG+8cnjUHjyenkuB92jxnrMdanvV7v9DRkwZge9rpB2D0JH/f7IXtCw+7hk3F4GD4+PgqOHp/2",
-	"jx4fTg6PjsdOk9FPTOuFj4+zR2miie/gpneQpFwerMurA3xN04v7gZlvOp5HShXXwDxL7AMVqVjPeIeM",
-	"Erx44i2zgzM3Y8G1NHQDPG9MebiMQjUDbV7RSE9CzRiZUKmtHDCOyEQkYByNgfCbhk5Il/z6C+m1tJ0l",
-	"CVXksEf+oO2o/uNup0uUuD6QZMESYo7qIBvYI0kOT7rk1dMDCU0QoVlFv9PVz3QL+RzJkkXTmYL2j8hY",
-	"j2IRp5Kckq8jePXrb6EPoFn9txmcBw2DVpLR6oJKCXwhmz4qijdFjuKsRL9vrEOt6tKEhWdEL84sms70",
-	"4sDnJJLk9BhnvmBJ2zRD5IKxUI8CtWm7CnLLwD6i0J2yMOMfhgd8/9FrJGnMZK6v9T59+vTJayxoQudM",
-	"sQRE9VMRrt7n50tbrDJIooXhXj4L+8fHvSdf+sYMZiBeTo5I8/LlM3J0cnTqkQUNQy2GEsKFaulp6fdO",
-	"jtrjlWJD/gKbINkxxm9Pu4d9jyz03+aNFm4rdCLC1SNJ2C0N1JDrdqRHqCSScdUh7xgLJfH12NvZ4Ntf",
-	"s5XfIedOP2pGFQkFk0POhSI3LIkmK738lGhRpGfEhQJNKpJa0MGGUXwx0lPiTP9yzRZqyJeRmsHgwE3g",
-	"5/yqk/Xoe2T9OZxRv9UZaqM80ms6A5mS2wLFaehtDmZsTvVmzOntG8anatYY9LtdvXf6gOtG/qvdmO/P",
-	"2/9E2z9120++OPj4xZc/d73+p79vZIqyVInWrPTGF7b6a7ba3O0rfY4jPmXJIom4sjupp6HX6JqtSNO/",
-	"+Ob9FdFsyzxuX7OV9FtEzSJJzi9ew2sJm0ZSsYSFnXrT1rtXmLoz1e+77Se0Pfn488lRxdSe0TjQlsDG",
-	"jL7Te+aDVPc9EnGptJ4rJsRPUj6KQh/P56uLD0QPyyMBlawdccm4jPQp9DRZU76Cn+HfcUTB+UOJNa7a",
-	"AVU0FlNopukfdp90/VY27x9TlqzyaWs7adsWzyNu/+5tmepb0Dc/uOrm+tzPNW2zhPhV5oZ/RmRAYyZh",
-	"DTRfFCImcXTNiG8sKn/LNMp0XndmmTQORTqOjcodzdM5zGwecfx3t9M9zibK0/mYJdlE39Lbb0CRuzIa",
-	"xgbFwnOSMPRoudIDhBCqgWf22D6SZLwiIZvQNFZVU9t0yq3tl5nDyePHj/u9E2cq+YZFXLGpOxGrV5aR",
-	"53SRVhEn3SBIItMxkoM9nkDdQJ+VM4Le70t1lyKdzkrILI7FkviKJlOmRnoucDoM8ekjMWXc6LvAwymJ",
-	"6ZjF4HDVTRImVTSnipFmxmK1mkHm1utJg0RI6bQjYXPzTUXXDJnQeRSvKo8e9FZYBkMJmfA0Ex8LETPK",
-	"85mn/PXzcnapZYECh3EYBYpMEjHvkG8SMtVbZRgPCBrY5Q7BHTf76w25j0O3Utq8W7QZfUITRlAX87TE",
-	"IsFMRAGTAy2ghtzKJC3p4Oc5VcEsl3OczkHEKdJ0xB3lcqkZNIx5yClOZcYInJ5IcGIMI+kKr/UlhYlU",
-	"Mu5MNo3aH3/ueVv59xUQUCkXP3eIyRC95b3E8t6m/+oFyiX7kz4+OeMecuDcHmGdaYcgk9b83Dfm5yv2",
-	"UiQBMyqn5uADFH6KLYiK5loRGPK50FxmvLJSQz4iyAVJphgTIFFN6Bn9Foh1yAvUSppjKiNJfGDF4QiZ",
-	"gTkIVBHdo2Zbmi4iPuQ+vN5hSSKSkX46WgTKb52Rby/P31rWJjVNwuevLj480qoTDwnVfwz5ciYkw7cz",
-	"7vFIZmoz3Hs0uSCJEHMSswkyUpp5DlpDjpTV7xNJV5qaZmJJ5mkww1YjRZYijUOi6DXrkG94vIL5REBe",
-	"Q54tC4ytwB1SHjMpiQ8n9UuVpMyvpr2c41Sxtl5d1qbH/eppNeHBvLQNl6lEmqg0OYJX4swK0IAuaBAp",
-	"0DFxPy2tGOlaxZqsA7Om/DzqPimXO678FFKdz0VifRF/ZjQpkaDwmFBOxJJne+LbMzRKZejr2SxopEXT",
-	"BFX05unjkxMyI4wGs0p2S53ORyvo3Z0ecBcZ3bC3dhrGi1g97eOuqzdUTfpFzAKVRHofPrx/fsGSr78r",
-	"EVsXSRTAdrL8dY98eP8cdIjr72YeKhB2VSRpdslyxrimb80KJgljrTNCY8GZpx8udIuoS2mSnq506xmf",
-	"onHCaLjChZyIpEOu9GEAfzcsMPI3L+cazWwXOo7r3geNVHeiDU3NTnz315ZHWCwZvID+br2dBa+677xi",
-	"exhyw0f12ypcFN9yfpMrqdh8pHUk2yVpUrKciZgNOf76SBKzZWRJ45jAi7icsJDIgW4YD0VCFuk4juQM",
-	"JBcyqKvnF60B8QMhVQf7QAeIr9mN/joKZh3iygTNaCQBPzdwmHy8k2iaJkyeZfoIKkuCO8oDKP9CwRPo",
-	"z2FRrs2np6W/ruZIDinpgwNOguvlrLZW3K1F368uPnwl0uTD+xKV5JJxRWMkRU1+2oDV8wMWzslMpAkS",
-	"edMQHkffZwvI0egEoFFwEtAkiZjEnfAHxLdT0q345EtQaeAP5BK//oLbS3k45NnL8yiONQMoaNRbvj4g",
-	"TfCSDDn6g379hRyedLst8IJ0f/s//p8OeSdUvjFwQNvZMcu9G9Xb5Ha8x97U2pyvzEBKd+fC3ZaMs5Bm",
-	"pCSRMz18q9LDhQhrwV55RearD/wGZ/VJcyzUDHwwLNKUfoZL5FfQpN8aOJtkdxR24Ndf1vn/AWmW9vnr",
-	"LwQFQWvIv8g+/s7yMnJA9LJBg1XDqN4ldwj77FK3xk69Dtl8IRTjwarUEXLOVyQ3snq//cv/6h8fE3CK",
-	"0HHMyPn7Z69fg/uYBprWtOYS/Zgy1/48IwmbM92l0QD7R3D+kNUbR0mld8QZ4YZrxDXejo/XNRxX/x4O",
-	"b/u99nB4+/jFxy/KVe/Xk3eCs7faYthchxdXdCrRSbqIjGwL4ohxRWYiDuUZSkTjJsNLfGSkyEn008Pu",
-	"EZIiF+DWq57ypK2H0saxVFqrR6el00BG9tJ6Q9dnYn5H1zNw+pimMhpHsVbX0LYixpdKmj54wDvmb61d",
-	"gyIsUlXDf2B46sh6Zvc0OC80B3uWJlIk5Sanz9mtGgXwhm85xiJhN5FItaI2ZWBmawuUV40Rv65a5ONe",
-	"f7feDON8kcVErBEOmjjlPjXSRBvsJo7n1Y4yE25xH6+FM8RvrRe8YqTG/tYLZzWSsHrkGGCxa+yZ6/0+",
-	"5gnM4WXulC1hVq6DFnSe7GUP9UAt6tt6LmTGbsn7r87b/eMTG8B22CcJXeKsg/Y1WxFwt2dTW1C47DEz",
-	"cxqH8JQf0yjR5w119zu6b3GOMZ1WeVn0UXokSRQCZWeWPlyc/Yw+iE8HcPPhkziSSpJIVU0gplN0WVQP",
-	"PpMwEVcQtbPDw4fjNx9tXKEE8sYHAfDs/bfICSlB3kcSsdRymks0q/zzIGAL5XfI///9N+9qsBoz0IJZ",
-	"xfU4v2/8IIHwAnnT+Fi55qXelmpnuCX/3Efye3m5YXRff/uMBjP2HH8uo4vcwlmPb/E3R1811rUAjXsf",
-	"1jfazCqRQIrNUfYjiwatotutGhUYa+WyA8xgq/L0C9rOFvqscEE/+6vwL8MI/1SInFgfqPtrTTZ9/t2f",
-	"yFF7HKlqQi1Ea9x7BtsdxTkH0zwKfUMFXuaTpgQF0yMhS6Ib45wFNg3X1Fy1Ktha5oitx5LrOmZhVu9t",
-	"tMHTijtDdLEitdgbQPA+ZnEK1ob28Eo3XlXtRyGyoWI/To5qbsf7PCRifdjZT2RGeRgzYMxav/P/f3uw",
-	"jjzm4t6kgy7It/S2xKjXOqvgxnkCAkSRuZAK71wzz6tHXj3d4WAczentfsbULlPKHXzEaw4+ZvRuo4/4",
-	"Q47+kz4uciG4xPSApzS8tFFiJroJFS66WMRRAEziYJGIcczmX4CAHfzsjObvEzZpDBp/d5AnIBzgr/Lg",
-	"Ar/CTtf1t8xpoe2lOY31tDRf0/QoJiShfMpMeAXYWuhiDBci0tYWvWbyjPhwIyB9OIyo/4BLgk/iKPis",
-	"89EcYc18JUsqSSqtQ80644ylDCN9GSkFMaCfd6COXw9jQKI4JmOmxd8EOVeTTvTOUJIwqWiiwP+6nEUx",
-	"G/I55SsTzZQw+wHVmxSwgf4bf5jTkMHGaen/7OKDfoXCpVJryDGuJruQI0saKeMxiBQIC8Gn+r+RInO6",
-	"Ik061nTR6xLZMk7kSaTIVIAL9Iz4l0wlq/a5HnXmMmVwS0nlNaFTGnH0uqASCpTvfFNc2g1tQi/jS5GM",
-	"TdTi590tLVgiSSCGkIxTlYXjaPrKhU2ByMDL8slrvBJoqH6+Y23iPIWWMZJg2KYd8YD4GDTmbpEmheVs",
-	"BQ7BIQd7Bp7NIqlEsiJS0RVJGA21jgC3suD5gOUwaU2f+eyQgEJo1ZiZ8KlBzojQEGM3LFkR078HN0aw",
-	"P0OuTwfYOReaj4EzGm4tbYDVAcb3HhweFONM/ZZHYIFibbgvZyxBjhjxRaqAEiiZRFqJwvWkStPMMhF8",
-	"apbsrWWxn3vFxiIEAtZLtmRx3MZhkCasQxauBr8vaCJhDiTlds/JPI1VtKCJgqZaEJBUFB9jGgK5vxPq",
-	"pUj5Z53iO0GkFuewf0Kbt6liLTuctyKEqLpyHRLdio+0ortYkaZf8AbmUk2SF1d02nLcjWeuY9Fhafq9",
-	"Ul6WaV56Apcpf4b5a1sWyi6Qm0o4oUnlUtn3Dmy+oe6p3uri2xsr+97EJvpvBI4JLmXzi6kPl2/Wpp9J",
-	"YNW+ZIuYrsoW3ocrdiMfchkE98GMJnHkhFNlNy5w970m4DulPghIkCj1Pthp1NqgF7eRxFzOv9r9ubLr",
-	"YkaIAgk2zd78nuEKm20zvyUpr7dvv8/iXgnxhiZT9pfig7HuPNGMDwUjOD1Is0feRk+Rb1wJ8Zby1WWW",
-	"L/h5B2ouO6i81ioZlcqOVnMiM1q9u+jYsW+HYcKk9IZ8mUSKFS58WqA+6q+z8G5g+3jNHswYCSOISs7v",
-	"YoW4JnORMExCSzAYKRsE3hs2N7sH6bfQLZiuzzZUjiiYtQbbFEaVrIYcNEb0JPuXVDHwb7X/6BsnJt40",
-	"IC8yrMKkCRnRO+RweYLC2MZPkEkax1XKaNZJ5krbopB6zvuXbE4jbsyI2t9IVqOPvRTkD5ymaiaS6Cf2",
-	"uQWw2WwgM7QVUf+BAHjQm5spv+ZiyfUbCbsR11qwADHY9ySNwtYaX/ruu+/a56maMa708Nlu5vKB0xsa",
-	"xVpv+dzHNqSKjqlkuTaFpwlYyge+SETApPxLjSwflUwXC5EYT4iNu9w0DVYmpsK8zkIfzxY6BiJt/QeU",
-	"h1FIFcsUbzBLjWRnQy7hBj4SHKNDWUikVs1pTCIOySoq0gqm4EwaLfkDz/p7y8KIXhk3/OcWFI8keYZd",
-	"tq8gc1UWHCFiYcIH0RMChI/aIrUJXgQtQeCZH65etk9JcyzCiKF1rvm3tq/hl9Yml9TcWRDJuFasM0UB",
-	"HUYu1sMi0UNREZMbyA8/N3gam5OAbtm1A1MKBVH5VcZs1oEiavSTI0XUeLkSRKLM9VbRmvW2raNO1Oge",
-	"8ShqvpgnOu384JPrJv8eu1lrZG20zrp5ha1d24HqJSvb4Vx7E+MfWKAaJhz1KZVRSajmV2LpxlZoFVOM",
-	"MRe2AwNx6Q/S0MpNrSy6DVPVQB2F3LOYUXDWghtWsbncdXqfsTi+ZBPYApwITRK60n8XA5SBWcTxNxPI",
-	"JdzW5Av93VPKMbutOPjnCHtijRQQbfoEQ8y7mdQZ0ZtvYpYLMwUNRD+36C6mHc8EJIIT4obGpOmb5FST",
-	"zpUls/otq77reXU2aL6Qr7xmaXHB0dIy3grM5dNLfoOxj7gFTi5BIUhRy+tXFx9gDhCN3MRQdCUyR5dx",
-	"ol980BwQyNZzyeWasUUeZn6T0LmenhN1DtHw5m+bMQXZCDCyEc4M7E6cjGaVhdftooMz1Yb8JCm3M4Hw",
-	"1kLaQTEs85G0OQhaozVJEhLv7qzVY3cULgoUSxYiBuPda7BbldD8T2ee+V/2WjoftN5DwcsMKc/cqcnK",
-	"+zzpLm+grT89JwwGn0SJRCsQuolZ2CF4FTLBpA2zQXZPTU4AuoCiyYQlGM8a8TyoXDJwkcshb/oFuAC9",
-	"keUJWX7LBhZyc8iHXKbJhAZsQGgc67FGiWEEEddMPecHHrq58wGAFmIIlxo6xokikTYpWdIEQlFAdkph",
-	"U0csM9nk3Gtsw6W1ag6IZ8VlgKSJqyaRrnxLrROHqMtoHgncpeKzwjf2IMxszxCKbOabDwN0iDGbaDMt",
-	"svtuzicoKTmV342cK4h0TZKZdVtbxpySPSMWqgTPe5NgvMG9JpGS/sAYeVoyosYVSZvZYfXRDvHFDUtG",
-	"lmb8AdyHJENOx8KYiXJO41jbiW5TeKcFhyBhk1TqA+ND/jjVJM0Dluid9gdDHnEyZmrJGAdlb8xWgoeE",
-	"8hXmNokxiu4O8a2NPfoxZSkL/QEY0kPu2t7Frk1muuABI03c38hmmwlpDmiSck3YPrsNGAvlqHgYBzal",
-	"nHxB5vTW5CDqZrL0ZjCQdQsgaGwzy4iHYunjxZEH9xtcmAOG6eo0SSItLkrSaebgdYIW8MxZEtONNbxG",
-	"YVcaXmNzaU3wgLNeQIYlU7TwDcWBl/LQZ9YuMfcTRSWlBIenhra3Fl1X55MoLOU+69gsdfR0q71u/PLj",
-	"WvjKbq0VARpKmsrwjO6gZ6+xBATbgJ68LFAnTzdai3/ZCFzcCI7a3LJyZoKE9sKkdm5u/djquFv1y0wZ",
-	"/rQGE1bHNlqHJ/m55J3rG4sRM4swu3V3u/k3sViWN6uPy9p4y6LXkilAZuQv2rCZhMUrc39sfIM4lw75",
-	"LtMgca8w+M3FLPKNr07qw8wDhnk/vk0bgsARhwE6F6iMcf0HCHAlpgyEFgR6a6E2ZrFYGnvYprsFM4Yv",
-	"eGRN9qNDCW4vxZLARXnu44RPOg1v98qNFkLKyDhqqpcQUyUprBlp4kjXRA3IFFfktIypAD4SLV+NJEfh",
-	"U33QNge7RmUlwxTc7jQIhrJd9p1Z+/W73/AZbL5WJIR6NG72Elqsq72tcZ61hdk8FFs2u3jaSxd6/Rxu",
-	"nOWNiXulqf3IiJwZb+NnFzEtEWPGozbS2kNJqFl21SMtnaIDDtXnWLFEDsw9ucmkWMSUg1KLOTwWjAEs",
-	"tI05mPPO2VKT2HHXROLNPQLweywkmmWcbR5QxvFewYynVX4gBQZVbM7rmwWm4geYFeEjm6loBN8tUNNW",
-	"t2BMObZfZiRg5m+dNjCpfJ2g10AYLEfTq05iGlxLG4kxwF3bjArynO0EDwSjSdskyQA2iInw1PvZBI4b",
-	"iPlccGNpGf3NwB9pBiCW/AyDI1x9LpJ5QwGmdeiX8WoWza6WR8ziZjkqnT0srnVXGK5XvmFekbhzcth1",
-	"YIxnaOOsrEnFu0jtXXzG7aJqbFWWzlWWWGs9NG6osWu6WSCzTZ25qGqXasUGHUqPZHOJSjBM7+Rv3Whn",
-	"BI7yO7ZmIozLSErWXUyw13wulHWNhrlLLELvz4yiNywNZvDtXZYc4O+yLkp3wKK/3mkp8ON7rWYBcfa+",
-	"LdxvJBaI7z5f32MEa6c5RxRBoiouVRnAbz6FbFvLVqf6PKzPYm2DS1mIc4Av0Qh4cDYHR67kVH3Dte6v",
-	"khVmm6bcI+gLICIJWeIACEm/viff5Uh7a3ZFZQ2GXb1qkbkgrHVfcW4i3U97T/oZqF7mrwQXZhP/+vUX",
-	"kMmtO01Z7yEq1K/xU0TYWFc88nmaUa+LWWfzSr7Vi7bvZ44Tur4X1RJOrXW4TPl7A4Zf0tQNS8Jonwuc",
-	"9yyJmHyv2KLkBgfgj0wKCFFLuB6QqL/ixRmGhEiV+5ZLr1l2aXOCXHOxtB7ZhNEQbFpt7OozLY1iJybG",
-	"2a6VLfSWIqILc9B78jfAv2jQdOokEt9DEcs9tkbvyshnnQqtT3eXQiakqlgtMDq4VBScnv50kUof8jVa",
-	"JBDS+iCy6EDr+O6QF9pmGXJEm4BwozU0E3iIMatxZBKeoPkOuWTaNCkDIdgEhtCfdMg3S87CAfyxiVEw",
-	"5LtBCsgX+ccZeEmGUTDk1SAFZCecxcY8LI4FqYCxMCEdPwgA6dTfuU3qdSgbq9MkxlIPeXZtCRcfmiLd",
-	"fvNLTZMJDFuav6st5SGH/WztnuaOMYMlZFwq6KRaOQHiMxqSJhemNzBmwCFu1TaEWjSXKtm4E2awzrtn",
-	"BDsmNJbCwHFyYWgOgV5a5sayuBU4mgziCMgVcLjy7SYcIEVpoTVzEwnxJpwRMVm3oYfcgNFoRRePmrbP",
-	"WDyBj/RKwCUeDkCPFU4KhKjLaxZ2hvxbGqc2DkWkPMQroxNM6Z5EAeWKhNE0UgbPpCg0NYmUJvDK4qFO",
-	"Jatwt1Xs5R739dbDq5n9Bp928XvKuI9el5y+AzFneIE3cEF3MhjAG5bQKSNhQpc70ZEKV/+PJHkIlCRy",
-	"H5Ckjaf+gBjgJLIVN8liEwE01xmh8ZKu5FqXiO9j8D4dKMaqy0ZnqlqAYDsjFS604r02zsZHb/ddRlZY",
-	"okxbRVAxM53v9JDuYs3qk4qRnXZCCcgQbf7pg11q57mcoHxw9pAgLpIBSbrjGLeyz4c5U2t6gl0VD3nB",
-	"2oR3jSjft7WjWs0YynQLjMspd2aUloe5k6lZqF+yvpNv15kEMnIHAisyKQ6aH9ydCstK2NS8i7q/PehW",
-	"wLnTEt4lwPCBnFG5j2hXQJlxzd3bSXN/D8s9PCP7Wcz383WUHbFSSl0ngAJFFQ/Y9mP+JkJjonjUM1On",
-	"ltnpMI1Ks7cstLzCXYR9Vg/7AqPqojLfwx3uoq2rccdHX39rb44ejAkExpCrJ0rA7Kuww6nRR5tFiytT",
-	"oSqh9bKbU4OZIDgrtdJLecdDqJU1mUke0VRgJg8xgjXu8iBN5uzmDs2ted6vXl7lGXsYw2ru3pcUwQWo",
-	"tG5DU00QkEd2else6jL47gwwc/FmnNANazK3uXBKdrhEcvCydXZQPxbJVH6r8SZCWWRJinkRuPsHErlV",
-	"4mq8fudAeZhC/v1G9JBduMKI7BpV78AzND/uK1AKjb1WbL6TKKtlxmZbG4PLywGWBg6b0ndlHPzO659B",
-	"4uU7kHdVOo0smL48hpnFFPCSZjSetAG9XFocH+uAkXC78IfBWiw6hA8Oubm9nrE4bGtJgLn/GeB55jBM",
-	"2DSaM9J0g1wHBqxXQNgxjcmTLvmDKRlk2uVERnwaszbE72PjHn722//4127nyb//W5N/0Wv99j/+e1vN",
-	"smgfjyyjkHF0OPbIF6R38Nu//p88G9aELe1I6ZCbW8cz4obcDohaatkIsxaYX8CJ/DE1KK16dGC7t+OI",
-	"syG3Y3PAbcwamgZxYi0YPScBjaNxQlUODg/jWC9lgP5Txy9NmhCX/O//Bq39V2NSW7AowYc8u6uGyrSS",
-	"SAMED4srJvlW2SyKCY1jbQRHIWuhg28SC0xcVqRH/lCMh54uUn/IC7Ms1mqYi5uIT03nJkzX4GebqAc6",
-	"5C7mu0hsfQcMdgHsd79VFoZdWN0hr9ExfGeD7sl1pEmLZyYhzNYseBMyMdqCZ9UCU+WBH3utuISJwMuT",
-	"S4YcqDOgC8ibN/kATVqI68ObagR+kTORKJZk0WBJyqFCkU0whpcgZAxSOFuF8/hIgs+WMA6RyTkSFFU4",
-	"kEfSI5wmCdq/3MSaRSHLg50he6XEnbjN3trfvtpuERUFvem5lIc5IaQbwEmo1LOQQPllOC76ZNrF2kyL",
-	"slGeNSZogjtrvJnVft53EfBD7MrDsZUtwcuIxSHw8nIXlkm9xMgjC6pE1nCltPDGG5iJbg6Ky9gP9al0",
-	"8HM0R9QvLhCYxSdN8KprTudvAVxpbS43dFUufPLBUUUA2dDW5tgIJDPi0GvctuGKuzHoffIausvyptNF",
-	"LGioeWsUM6d5wFSaL0SigCXYBFj9ltza3aEmh1KgW91drz2mkoUE8GiMTp0vpm69xPfutH4EeWNS0mmJ",
-	"OuG8dwx+VtiSssNQwNKBEmsnT7q9VgFWxy5xJbbOGWHzhVq5JUuwZg8IO/AmZ/prVSPbVrK/mbKCEy+l",
-	"+5iWaIVuvXH3yFHF2iqas0Zl/P8GrmtJbDdbjaymvrnTBXDDhEZ61xFptkQnpybOYZvOqmd4iW8iGJ2I",
-	"03L4S4DnD+eR1hG4UGxLhLA7CCnim+1rVb+RcT3zYkugmCaS3T6dKE9Zajg7kq2paadQeb441+KgCwtb",
-	"RWevNTMD2zsMI/0mjS8csjN43UVKvMse2yUouYe3KFVeprTBhY4kAeUYWdDBGGYHXbIGvGTBXVZYwaq1",
-	"eAj3Hpzd39ex5yzsZsZaNDeBGTHzCYpf6REfFniUlYgCmCrJVLpoeYQSP0wR0IAVipgB4/TlAtIHtVYK",
-	"j33SlHRlUE448fWSFi/cnDE0vEaxa3C+ms4gYQ/yVKHh0ossnKzLH/YgVKymW0p0WnxPtDFhRAPQGSvG",
-	"4eClEJqAZimJVCYF+l70CAMr29tXFx8eyC2Qt3RPn8BaQxvDggr4d/AG5Llemxw/KzyVZepoW1prMB6h",
-	"MmA8jPi0EGZUR3PfNn9Mkc4TxLY7GF5hSvJ7RRPFKhW9KSP+wRRfbUt819dqRUgV3VQa2XyMbW3d1jQK",
-	"2Qt4E4raTtmW3iHrn4lFQRMryOqKsWfgIibWH/J8s52Aqmpo7tmAmnnt8EOYwDe2/VJWySDuLKiYmVa6",
-	"EhqozOrJ3odJP+BAUJmt1Q7iKm9QlSnInWCRedOeZ3banWkpkSVRRaR8jQuVB74ssX5z/+CmdxDQOEhj",
-	"qkRiVGF/82JEywvERbApaDaqfQt2xF8C7eB3u6yBedOy6qez1dqygDQC8Etr2NdSc/ProM+f9GzmtzPN",
-	"4P+Tl07bY1Me8oonhzIw1GTOdhW/2Hbd+5eI4hbLPTSWJApNQPqDRIM/wPWdAyBRHYcMk9xx52bnVh3/",
-	"X3uJqkIHHiCBrBIkw9E6ysAMkmicKlZ/Gt9F4ZSpc/th2WyqNZslfPzIlnxSgkwSCpcsCsDkEkxf9CwW",
-	"0HSRwu3DnLVKtSBsf0df+AP0FgsaWr0nkgadsrxlHi0WrKTpr67evkHFCjQBVHKxLxC0yipwciaWkkRq",
-	"oLXfmAaM/P3b86vL1//43N5yZyN4JAsImJcf3o1eP7d1d2wVjk5jl2ViVsOzqoudg+fucyWJ5OrUZrLw",
-	"hpR/9eKq4TUuvnl/VS6YqZrt0E6BCPQEJfHFgnG6iDorOo99YhBIK5xU0uR97LTGM/Zrqo7YDysX4H2m",
-	"Mq4dkrRsMl+JJaE4VkIdkElZOmo0capyP3y9kHl5KPT3+qC5m5h5UJZ9bKV+htRraMhUeSo5qLmpUJ+L",
-	"7dC81zYB1q7QUb4WZRtha1GWB2XeI5Qyw7EB9nLnUEq0l3dqd8EiHQUiYTUDFsMk0lrfPugwxnLPPdu2",
-	"wFWj/OXcnN89HCFrDWERRGvRIa8YPyK3vZNG7ehrE7m+o1QW7iZiF2dFh++6h/fAqbEP3Dk/j2SQMAVU",
-	"VmfeD4iTY+Bt0GbK99h1hQTwW06O2fRhlzcob31bigGWZsu3nVtTnW3t6MYRlWxPDZAmwSxSLFBpUh6x",
-	"Mln0TkZqEotFCVt9zrhk5OVF7+Tg6cveCVGMS5GQq5dvvrl472XGrlzQREZqdUdSymMCSiA0LBCXKaqe",
-	"FWvCYAGTZYPhBZpJ5W2VChBrVtcA7MjCC4QJH3918aECuAbB98aUhxBJM5qO6zrk7IXTZsyY8dvWAGqd",
-	"WmBWq1UEgst0DjeNS5Fca/PLwJdSRdsB4wqc0DFdKLFoSxGUKh9VqTuapZgK3gBpLGeMKQLgmiJMA4Vq",
-	"GyZxQgluSO4BdbFcE1lPman2yYVUMdL885///Of227ft589b5Qk3GSxfVkIN51LmUVirVvnx56NPbfxH",
-	"P//H39cad40FQ4fozjHXc31stLKtayfDKBPqoHI7WUg214jIWbQAX1fzGdal1/TtQeUCMDgmlEsP22nL",
-	"dLGIVyQWUjI5QMRtaOTq+UXLMw4w/bc9uTQH1dDvnAEqRKHEux1OIDiQkEEcVCSSd+QwkLJVvjyYoSSW",
-	"XA+GNMeCJiabVY8eECVNEfo79o3rvwvsrTiwlyIh54tFbG5eLNZVyqGMShs3pLg+5aPbLvnM5aoVLNlY",
-	"18RGgUPnHMcVkKUssChc7C6UUm71capiEBmDMrxynbdvE68Pccvpiuq73yx9xWiMZlFxLJt+TXG9GwTU",
-	"fFXaURSy+110b3hwPbDNoVpEYupBmBCYo173oe6ry+ZSsMfKfHyKcTXKdExbNYXdqoNFjJ7frJrSgT4z",
-	"bS3ISoXgJOvENmOcAnFM57Q9RoSk9phxKFx+E8fz7I9pEoXt8iq8e9jfWaHfwry22+FO7snG8mzCHpbU",
-	"symDaTXO7jLovHqYdRvgidWgfkV4WMSXNQGwYSHj9dvL87etenCCVFkcuQrIFWZw36vg/Nygzl9/Ic0y",
-	"rNdW6VA2YfjWKmW6mIwWj5byDI7Whno2Z6txEoUmtrWAYphyaLsefOHGUSvOvAa+3pbF3ZhuGYW+AZv0",
-	"oWBhAzGfV4a6o/lLzDseuWHJmKqonpLFuP55BLjxt4CHahKRK77Myvl7UG5cVnPbEnVgrTw9wALqVqyu",
-	"ZqaA4dRalYoNuklI5YzJFvntv/1PUHchuPSM+EMoFTVsWHz2MdSqjOnUOTH5npTjiN/Rwr8Lvm7hzq2W",
-	"i0V/wtP5SLIfa/qItK5QhVeGywuF6OYAwhdHnMnczPX/zr8HroslUjuG9QlXbsDaNGsh81ZRriXL0jMJ",
-	"QhwU4N8J1Wo/DcsZzwuuyjGKtuNvwvW9n90ofwk17wZ5FIcDw0mwSo6n+e61Nvqh5m6Vva9mIhxBWsau",
-	"SbyFd5/Bq/hpEgUFtWT/vN8yfYLrtQ/SRKKpsdtviAFEtdcM1quIg6lNPbNaK6bO8hqzGFQ+YUuD7FQB",
-	"QJL1UZGiRPm17i6CiO083h8xv5rrQ3S1AIcLb4GLKp9ohnJs+w9EGmNdtogHcRoy0txYjLNNGFCzMuYa",
-	"rhYMqLcJA2qpEbSAUghQWzlWK0RmucxHRkWzj89yj5azeD5JuWSqNYBG8rIO4KmIJMaEQ+hjBuaMoWjY",
-	"x4RGWiWjJVhYFsLWrNrIIGP5rXvx0K25pOZ0rZ1Q21vxkOzggMhxSu+q60dMuInuH71d9XjMmhqtDs5Q",
-	"TvWWGrOtg0qgiNCd59u1ypOxCxER+wzdiaWoCI4q5655eNSjrLp1Ia/AQJsDIAeQiaZsyODFmLYsiwdu",
-	"Gvj15vHtZQ2OmVRnRO+QqXiCh6+c6SQp3w8V784ZPjBsL0v00R1jfEEp6b2lKolu/+NFrOC4t8as7BHx",
-	"vSvEpHrlakaW3OncboZOfca4k7c7CuKYFH4jVliSMxVzFCF51AaK5kgOJXXD7qTPZLJqVHafgvIf5VoW",
-	"5pdxPX2Cm5PoloVtC0diQRhbd/S2FmBORo46VaJkwDs4Nlu/1Dg6tYzEcZkSLu6oapfmK4U9M/UIzY49",
-	"ysD6ULUAEL9oDnWOOBQCQwQHrfCYd0K/hRU+45Vz20WaPru1v7uZCPYpBJKaf+6G9VqnVyNIi9u9bbXz",
-	"Ragm6meW4EpiOTBhd1JQhmwQT4HkacI65J1JTRCTIc9BO9fwPDfgPDGKGzDcb1hixK835AutPoIJYNH4",
-	"bUmMzpC3iS9TiaWnRib2d2CHNGOxyfQF6inkAaMJDs+HnJCM4Jt+YVV9TBS3+/4oq1mXg+EtaKJ0EwDs",
-	"OE55qEerFTbZGhCpGA1XbamoYoa4aFYlQ2tvxteEUzEOzNE4TaTyB3CFCs/02j8l1pNjw2foBLI2LayI",
-	"Xm7iFil5JEkMDl7SBFGMi5iXEm95Gcnyqf7Wr6QgHwsfyTMziSzyxKF5fQZgIcAb2wkWi0eS+CWuWd8j",
-	"YqIYJ4d902zLbCVLbiI+HcklYwuA5TOllCXaR065FEGorcOsd1j3a2/U3G0Wed10zUhIylUUE2qyZ9CU",
-	"wRMdSaADKBTg38TxnMBYsRPfI+9fvaEcUAXh+ciM1W+dETWD6+9FCnSQLQ1e5oHJkVc61LrjfGE5TGjm",
-	"raiKghEsEkwbH7h7n80czBmz47i7ulPMgLAlrsyuQxE/QQwAFVD3m7fP2SIWq0cwW3+RiEkUs1G+i75H",
-	"riCs4PKq/ebNW2LekIVp2uFLS3Aw0EfSzrNY+Gr9gAJAiUPopsZntvEmRtkuSKmB/dZWf1rLr9rAdglW",
-	"WlVfRgfvvn39/PV5+x2bC5UI3n5HuWj3+k/bN/32+Xd/ah+NIRPiviAw5Xd6hUZKWbCezwMlWrlt3TPV",
-	"aqOpzSjKWmW49ofNrs7UWo+INPkUxe525UvBxF7SANXxNa83QriBciZHJffBF5nahsWPoSSciWuMOBkj",
-	"xCN4RUwb1uUbQgRPXn6wRkxK7k2c6R42R/OnlCUrqAEPzAElg/2IxHTFEtKE+jKAO+Ff32BLPpp600Sk",
-	"Cxa2IVA5/7B1RgAMBEE4MgYGKyqd9l+++eZCZghX83oame5/FEbzmmW+orLLBH8uGPDKeXSrUgSDYbd6",
-	"GyVpTpi2cXP1GoM5tOjDzYKVkBBeVFDPYH+gPlt5bs71zWi8UgaOE5oa9U7GZZdIWVWunELEJK87Ra8Z",
-	"aAK9EzKGulOcsBj1qub1zQh2DUCn7W7pf9tl0//u4//BaJyrJ4MIMWVizlSysjW6oc78HXV4O4LaNdlw",
-	"8JtL8gYnhUV+s/WZalMyh0hDoWnXqTnR88qo7YxQgpduWrWJOKOJR97S+ZhqQS/jSCsJbUwIImYNbV1i",
-	"U4Opps2Qz6HOtYcKSq5u30BATkAlgFAgDVlvJOIpw8nSEsIohIya2Db4pbNXvdY9QulwA5ze51BuGnqG",
-	"ehblvprK4LhajNLhizUZ33awajeiDexsOOFNlaRSHbz/5sPlsxfvO/MQ45g092vtTjUwwhr30/AdZ3re",
-	"hmTI6MSl+02W7Zwhh/dt4SZONM3uMJpclD1EII0jGO+nNlSlXcyiMGS8DDflJoIMfVBbNd8CMxBfPzMY",
-	"+SFCCyUMeHcGnZWl/wPSfVhIK3FuH7Cte2FwmCbGqy3AIDkyySyysCR1G84DfHZ+IRaMj7Jr7bWINf0Y",
-	"2N6KQfwGYHCQpv/qhZOS8TN6+j4dQCt+aeTG2p47ndoxN9yFdVdofVKllFIRmmtsucag17X/g4AlfNit",
-	"IbbeiUiyl7HAG7j12O3FjNaMCc4waXOw8wWinZiCIFKxxUgGELlq9E7718fSe/UfRGJigWp0P6e3o4md",
-	"RZ33Iz7KHK0lsiriezWXTbaiLBDeOhSWxF46gD9ITIikc9Y2sfhu8UXrQInUmUGcc1fStKIfPTI3Cfay",
-	"0dRmD8vFlIymczqaJGJeFtljcBYBNIMmIQnZTWS8F5hWA25RE+Eh4hBBR+pKLOhaiZpr+9Nd7jEsrqoz",
-	"Tadj3ai7yS79OKTnkolnTkPZ6bxg9Nom/JeEMtM4suniVn2bRdMZ1IHNS5+UuLYfInrhQWHv9i5d6NTF",
-	"rEax/gzoAbtxcaOqyAKAI1RigUYsGIjZrLPCxKSJhus8kpKFBCtaeChsJzSKwYhxHW691hmWRnXrsDs+",
-	"SbKIU7wjNb4qN7jQpPQ7EKdrTQEiExfZ6OC2ntiU00JZyCxIzgmBk7Yiv4njKOhXlE/ZRhjQHks8Cpmi",
-	"UVwzRO4OJannjClbPQs34ox0ndDPUFQVl/k90DfWCiWTJqCUwmjyAeqtMaQzXpmKQiIhV1cvr0qwy234",
-	"BDMmG7thmEZkt9tUatZCpPRqfQsU8B1q1U9ixtRoe+GSAn67KXnEEi0DbTkTLB2ld6BTqIZkDpHxfMKa",
-	"wae21Ne96p+YRMrS/Ao09LCurN6fiShPFi/kV969sNF0kcoRZywsiyxC9aF0ybLu6xns2be7OsmjgtDU",
-	"hlA8Y4EDF9nDj6VPZJmxLeZs4+RKU1kaoE/K7ZP7RLJZN2xJ5FbubDgz0dp299F+YiY1y0Zxw6uPJN5c",
-	"YKV6cAGa2ze4Jo6U9V9MtK0IfoRyNIPfD84mC2fYEsmTpNxM2qYsmqk3LaKxnjoW9HYeGJxjc/kHBqly",
-	"0h6rs+fyJsrTiNaGMSiWyMKtMpmNu1PO1sdb0WX97SZNDPopoj17edRY4XlrYLIBcgKrN+6ZSNSE7hO6",
-	"pdWt99lnO0pRlMQSuwFQtpz0ngKs4Cf+fLBGdRQQFIvlU4chSQhNs3FeGaL8I7JgUkbzSKooIEy/p4Qg",
-	"zVgsyYIl7UzsYp1AgLsG0V3OvlSkqoCAkUTghdLjaIShU3Ffy1IgU8xBTFI+IP4w7XYPA1gy+CcjghN8",
-	"OF2k+MhzDykQNb6A7MJ81sye4aDwcQsAlvFUvLr4AIEdNfu8X2f5hdCmn/d3gpoy8JIlLIPGktljkCsK",
-	"phw41DPJIxgL62XqRup5oosZXo7WgMSwmGNL7zhG32BsN6H4OpYdyCozDgg1j/L6lXSBRUyVKMKpuKT4",
-	"kGhaDwjc1LCnxMvuLTeBDrLqEms660YgrSttysSBVVAyDrEeobtXtLtLNQ6KmHVIWENzwx5yGb6rpxVV",
-	"w6xSTInWvQPKqigcynB+TJD/2gWiZdz+oNza0Ez+TAsJhF8xdixk2WtTCyPu4boV69mhgavNXxCPWWaD",
-	"Q7rwS1w0VLcvuyNd7EAy4vm4Fe56kz5Bot0xgygLvC2r8mzjiINZxG7Ypk/gTlbMJvIRRpPbEF4zHW9b",
-	"bqomjats2iWZqTucTFpC368u/zzio5ql+0qqWNa8g9wVz1o+iOL0bHely4i3/5XYnzvXEeOVPn/dwt+x",
-	"cGDGAAtzy/vcsY4PcVfnbsvvi/Btenrg2n13IJx6Mryw83U/+T2Kq+WHa41KrNTcLtiwKkjJPcbLZ+TJ",
-	"0fHjrG4IilrpEcm4yiqsQqkH0vRN0Qcw2FYL5qEa6hlLyDNfe04FXmWtIHarGJf21n7t4FMeRiEtzeDU",
-	"hudRv5/XN89NMM/FbSZ0Po6mqUhtyp9WKk0aYW1EuGd2IJfpJnibU/PiFLJ6rZO2sjTG0SevgWWk6oPs",
-	"54VhtvR/4vipdhYYyflddcGSQzD+FgtRDvq9exMoN+BAiB2ETW0vwfLYtfS2lBcpgxWjY5GqwTjGXJwt",
-	"RWXKMcGs6rwFWOMiETeMU749cASVMgODlFd5oHwFV4C2ygPgXOIpoIEacgjWIBFi9c9piN9X3qoboBp0",
-	"IkXJkL//6rzdPz5BN7exgqOptnYBiFtKBFhgWHSeTyGQQL8LVbb0Q4qRbhhhrE0sGFJZCamqSgMrp5CA",
-	"dW5EfOqhxZeh+uz2OdjRlCjWLOwfH/eefOnbwZMxlezkiGxMIRsJzAOgRjUHqz2CrBjKpsthEvEpSxZJ",
-	"xJW9z3WXFS3UfEA3LAE0H23dI/5lvq3mu/Y1W8mDn52GP/lrqA84phrIVrQ9+fjzyVEFlhWsyShHOynP",
-	"NUJyHLMAI8iQrCELAbE2H+XgmmfET1Le/kEKjqGoRXDOYo6KfTPHXN0TXmX31uEE5yyMaIYMU+bFDSMK",
-	"IsuZLwR7gZijNSkVO5Mz2j8+2RqmN2O3xJzRjGQc8nS3GgKNlvai6pot1ANtuox+qlgNGMMjE9tfsKhs",
-	"FaXdFxamkzQp8RX7lRwMHDuFubt7sW0BdgAkFXamjCzWz0JxmQrzcRmCy5686toml2mZHqsJek6T610y",
-	"/2n24ifvTrWwTDbEw9Tpzq8+d5dmhXgzB5O2DrBWXrxrPbBU77dHxIL+mDKPfLh805Z0ws6yYpiZ9oFO",
-	"YAOclMkbLUsxErvU/xln0DRbwSnwrULtht23Z4WLs51BkfbtPLBx1yc5nPAWnBNboC4x9cTqMTUnp/Eh",
-	"TMVFQW3a3lD25gY/qXFRYYrxVUptiEc2vLdQ5C2v42dIyXBjLczAlkCZZwFCmQODXntYSUVQZ6pmWmM2",
-	"OOhGJOiRyl13xY7dWK4y61+SVO6s6XIFL5UWaLNascWxyWeztuBrddoKvNM6jJ2qWJkbOueITvkHcy5z",
-	"Ssz4mZ1RgaoKR6eCF7+4Mcipm+k4eN4yRFWYRsNrpIsQ/zGJ6TQvNoeRp1jnBlgLDC5mKhcZpb7T/Zi3",
-	"tSPLAaWQDEquImfa5hoQHyfhIwZ6QRLaMp+ZPPNbZ0Pu42R9TPCBep6oBmWADZwtTfnVpibHAUnYXNyw",
-	"EL7WK+QT+M8oClEz99FzCtohrtzGGwAGqr/XC+qvfaGX1if+ksqRifSdiET/hovtEx9oE743qgScoPXp",
-	"TqMbxjGlU6uwKA3ImE1Eou0eeNkoG1rRIE2a5dlKxsIW2j8bJPV71JoEq09l++gwoZzn6M1g8WR/fQiO",
-	"M5xNp9aiIf+M4ioOz1eRtHXn7+NSzI7h7+tPvEx5PfjLNb9XyqG66sBQilYdMrnQXLNpPOLPAYwiNLLB",
-	"N2W12a2RFM3sBXyEEQ2M+Jcp93OcsSjUbeW80x9yPJ8Oc4VwriiYuWRApT7BskPOx2ivwIFK49iHjJsh",
-	"h3fpnOH9E5yCDgFXkpEuNDG+B9IEA2UO9oRsYTlyuhpyulgwmgAi0RlJOeR5IXPArw1MZIe8wwZ5iFWv",
-	"CQB7wCtUDTlAIvW7XU3WCQ0U1GgExsIF1jcTsTYCxlEYJeilo0D2ekSQPJ5/2CFP2UoYwx/pyjP7xSG6",
-	"MysebuOtPX1isGi2JPNUwlVZyqMfU21oZNCOnnuphGtApwljMFBYzblk8Q2DxMv12w6f/Pbf/5X0ut0u",
-	"OSA+Qnf5FvjpmPzBG/Ji9jt+4DtXpD5E8lmkgFH+eR8/pzfTkckQsjEfupH/qxhn4hWbMDECXRP2iEMY",
-	"cq0VI4I3C9e+gGEZKC+41XEAC/ws1XzIfeN8xi9s+O0BJH1nruhsDr1j8gcT7qRPa2iAGofcEBNsS77c",
-	"xMffO5g64mWeHgO9ME0ityz6kJ8c2SFAdB/+md0QxuyGxbIz5EPuo4qRIVBXoE9sgK1oUm5Kxobcd2Lj",
-	"/FaHvNZse6VpKmYTpZcYjQ8/U2w6SojYJyIZcuchNj9SAH8Ao4mUATco+kI8kuMFDDmcfs+CS+RQKrod",
-	"8tu//O/WGZaTXUaSmbAyyz09iwwz5FTzDHTRUXDicjqP+JT4B3Z97IpbXA0lSDATQhpwd00AWg/zoQlp",
-	"HI3jVYFDaTaiN9ZcT4PvrcSZWLCJt/LrDQ9IoR1nRXcqvOxW9btdewlbOJpwq58lCJ08fvy43ztx0oN6",
-	"e6DCQKjEHoNJ2E0ka9h/zicVZxVd40GcyuiGvbVjx+HuTojaMxvKQMrWsnadoetzsefrboh1rc8+legH",
-	"Ja6RPVCySxjxjiyzk+Pjw5M9l/SetXvsJR0KwO/OCHUwZRCjDUIrzCsmZTxSRi/OPSpYC/6OdLTnnA2U",
-	"CAsLC3vXZL1ixo+bEFG5MT2vVrrQNu7QLS1WlAnYmvmIey7cBv/aMEtKFvEO61gaarL1GIrr93cOrxjX",
-	"uWN/K0viGOsMqeYdvm5/P2DKLfeHc3r7GjnOUffJSeWKl7hd9+BPDph2TcY6TqN4n/etNVvj9Uu7biVY",
-	"N7Vl4kLIyJqfhToDR6d1qkftLzE20vbLNtP1ce8pPh6uKBtpQnKQRZNnyXSFJe0xdT2v2wghzpIx4j8T",
-	"0haw/1x8HfOFau53oRDcNlZ9lyJxNccwrT1il8ALOU3ZyPGo7zdwIfcYrC0qV/f19Spyn4sM8gI4d+rx",
-	"6PT48b5alL39rbk0N/ca4tpGd/cNAtREV8Zo8kuqexhHpcUW6p7Iu5RcIE3OlgCqT2gci6XJcXH4d+/k",
-	"8PToL1yXwRkObl9ZpQL3k/5xtdyuU17hLqS/J9FvlmPYwxQuFGW4txm8XrNhy3Gu1V5205kZbi49AUsq",
-	"20CjdJ0c7VK5yqzF/M73HsfvQfB2P5s9vxVY96F8I+6d2wMC15bq3dYxsYee9jmV3LoqZ0b+G2zrTlf6",
-	"e6zGAxjB+wRb38tufDjDrpYp1+92d1tyxVCGnUaME9o1U2oh/2FwcNDYFVtQ141mYwX2ouz1mNm1PLPN",
-	"m/2Ki7mHyEwogvavL/VadZR1zDgpoX46vuBnl6sc0EPolJ3ZWzQT6RFTUyHjDjeuNUtRXKb8wqL87XFf",
-	"qbUvFkYQIkXmTFEIs7YQgBBRQuFCk8xZom1J3UcHE3bcxntl0b13ZDO/E51nNFssM7i7ymDZWr9niZno",
-	"WvnDUmzD19xUactQpiCO3GQxhFSx2pkE2HFZGsEnBPoq6f4bzhBZdCkIZ9F0NhZpAmDVBqZkj57fK7Yo",
-	"61olKQ9oZXEeCR9Dji7g+FiULY5BE1rHD0m6wOBgzpYMbnsJLaIiVtTpuXvCq0VHkw13BjuSXhzWsZlq",
-	"docoy4fGhIGyOWXwhSU1d8zbeXC2ZMwFN8ILuoo9MB6OjSGUhmBkNQAd8ThaRmpmbs52ogzB5TBVtuSv",
-	"mBeuV7O7aIvahD3URUm5P6xJCawIvd4DP8ICmZWmd+8J8e01ZMSnMRtJlTA6H21qXjUCsQstZBrXekmM",
-	"DETNxkQazLXcnd3u4QaZNNysVmiGNAw4lBTgeu4IJrQ7anN7pOb+MZj3iKZ0HET3Tfnckq6fl1quTtYv",
-	"UNUeYZkllLGD4sxp2MkDNgAELDcr48MokMqVQZnJ531kW7VCuEW8vRVJJt8gL9CgmIN31C/jnOtJBjhW",
-	"t5Pq6ZZmBNxd6uwlWir4+vrpu/PZ2EbdG8TrzLl6tUBbqVHmaSttKLawUem5xXbae9LfJJNyWKUrF6nz",
-	"kSRReSJBNIdw5HC0UVBrdw2uDCSwAgX1GUQgjQXW3MhLKiFscWKQCn342od6HFgYzQ1oWlokOZtiXYHC",
-	"LSLJcgjXbUvrIODC3k8TJqWzAGtzsNFZRtIALDviO9kvyxDJH6pymaaDirplkkGMoRxhxaCyulb4Akav",
-	"LQVuAr4NwONMRiEr1HO2lkLThL9Rw2M8rORkUTe01JSt/ZDYEf+1JLUBahJspdEblujN37VW35rXtKI+",
-	"W20B5TDtIdytVgE8YubKFeMB2w2JbrBlAFrWjg57LZLixhmxRdQMGWzQ3/qB3NzmLXynyj7YoutXadMx",
-	"VUyqvXi7+WQb/pyxsSBNZS07uPD1pwMkOx+LG9vYPC3s0kUpidSrt1JLUJRb018VCouqgnVZAyDcmH3F",
-	"NXKXeV2V2uKMeo95t1+zBzIFnczdffNAD/skoUuySMdxFLS1rouZ12Xd7JFOkLBpJBVDGOxy+ETocXTN",
-	"Ss75U8yqLg6xelx5U6MFqxCkks4ZuqUuXrwl/sWHp29ePyNfv/iz72HesFgwLmVMFtdslaqYtCFxeuXX",
-	"YCXO6hcyHJwpbgxytyaS0Ui9hIIiFW1bXb0cLzCT3ey73reBzWU3hYLdVTcAaOsrR5rvUxjvBbQCQ50I",
-	"8P4VlpO0F+lYpMrHBHS5cRtbdnu2tsjOhEpXy2pbv09F8UwtKUEAtNDrmDjjBDbOKEC5LaisWxkEIM72",
-	"xf/eWuH6G86I1hFIJDcr5uaY3YBUiGB1jupW7r6BeMKaI1PiDtPZV1nYL0ZuY403RmmnaLfdVRDypa6i",
-	"wu0VYu9GfqFY8gocLxZGlI/22RMZTfloURepa1He74PvkdGp0kXDTHdtbtm4875Ld8A6Iy6wvN/mVkDd",
-	"cZDfd1SN9vmsXFqeSwROcbQpwxmrhGWhblyxsW/z4jLGrDGFl9i8sjS13Krc9bu1nfvbr8N0TzsgGf4h",
-	"8x59+du//G9/QGhWpWLuYXX48Sq7A6tV5ShfK6+42eu76FmdLhtnGUXZ68uSG6Cdiuj6Vea+t0heA26j",
-	"f6dCMlc2P3uTEjZd/rn5nHIPLP1U2eL/BuxAk7BifMibmMFGI57jaiRpzGSeJAx/WreM3+qQcyzqmZVf",
-	"GALyf2QhFGyC31LLKSyjiwmAHhmnyt5HDEzakU2HGnIz6DivuG/K3gIab5LnGrlycSFEHPEpSXnMpBxy",
-	"AGwFOHnyAipMwx2ISeNCrNdIgZzX41m7G/Eg+2pJEVbT4IxiIvRythoQyrP0RsQdl9FPzEPYWdfyGXKR",
-	"ELlgMEytb8AtRsSnrbLEJtyz2k4KIIVn+puyc+zcDW2Jc6vf0cuYVlTHdIiiRoVMO671L+2gPLsMpec6",
-	"n3KJzhiWwT+NKQ+XUahm/gCT1fNCMZpq1oGlSdNkZV49vTIZulg95td/K+QIwkmRimDUHsl60e/lkDTU",
-	"XFsNuVRsgdltpjScRbJ/JAlmB5Eli6YzKGcJurxLR96QQ6USmICtH/JI5nULjYvF3rPktRdNH0OeF8l0",
-	"yzECDbc88usvpNc57tgM05tiueUBVtDRSwE1o83c3cXDX379xfgYTXlgnFnWfKEQb7ZkGfRvsddSUIQq",
-	"wLxC7E+GZQuH27lZgIioDDb4484AMQSQyLA1t+S850ekVJvHnCnLJzVnRKbi5bWKuClTbvyxYVmhIiTw",
-	"ey3gg1hWcN1RgZIlpCFF4LcQyis9MqfJNOJ5oel6plVWqqgcRx+PMIBM1G5QSjot98mlPFK7LyoMTdiG",
-	"vF2Wi1NtCVfNdFRGRN/m+rndY+uWdF2W0AQKZRMAKbgJ9Czd8u+icMrUuVJJNE4Vq1OnOqSKtpOUl8eQ",
-	"Zf7OWqqdfX9zxpiNmiaRWr3Xosam99KEJeepKqlies4zjxVgX2Dyt8VNuGYrSdBDQ9pt0Kjfnb994XsW",
-	"oY3454CeY7jqgDyFvsj8NhxpTbYDwOV6JFpcwm/5CsyUWjQ+fQLUzEmJVx39KTC+iUjImzdvScQnLIHE",
-	"aZQtelm11vTHP+KQtarxxz9qPoxFr0IWeyZlG5Kj9VNzRSAQDdwUiPGc7EyJ9zRQEBlju0CTG/Ks0nnb",
-	"TYO3+AWaJ7sIBpDu/kzwG5QScoChYA56g+T0mo3AJ2m5VpQQTc2YPoooRB1oBXqIoNAqHgzSBLsgpmMW",
-	"S5JKRr4mX5Jet380IL0T+PfJ4ekRKJUIG4MwkwhvlCGcT7WgjKSJubNqZbdDAO4Ux2nxaIfcB3D+ADb7",
-	"wKDTfvEDQsZQgjWms7LMUPWYhwsRcZV3qOg181CvNcAwyyhgRCRYShmK/9l3P1y+sUuNifLdLsB5YsGy",
-	"BYvVkE+iWPeF45ZRzLiKV2QZhcwg0EImFm4GZi4MTKmeVy+uXCyqGWy8VIngU+K/uKJTnzSzbC/E6cB6",
-	"zAYgRDfH2s8QPsM/I/7rSfud4Kz9Fgr9Zzlgh90jj/hfvTh/7pOlSLQRwXEIQ/7qxRWiAoxFCHWLdH89",
-	"8nX0FFZ++lO0WJiiPEEcaSXSYJkGAVtotaYz5F8xGquZB3pQxJlEHBAEVMcN9LloI5wPrMMbzTflINcq",
-	"Fsw2T2gYJrYJY43rXy2TANARqtiQA/PV6t1R/4lhG5daCWqfTxRLDL7QJVUMemv/UZs3l1Dqek5XWigj",
-	"kIFeyxUZJ2IpoVhEpKVa89k3l+9bZ3YAcGeX4czhO6bI3IIl2lwZcpSLqBDFUQCFvjNO3Hj7+kozeW2E",
-	"A9uRg4MD8M3CaeiIZHpgPpIH+t38nr1heGHDyWNsdDu9TtcWaaWLqDFoHHa6nUOA1FQz4LoHoQjgHwad",
-	"fl3cmpICiSarhPGQZbwHFgP4TsIsu2teslAELc9UwhtqeyKCaml5hiGiPiDGDfIGoZdbq77YtVlwH4Z2",
-	"oHU5JQ8cpAk7HGjSPzCT68D5drAr/GeI8dd+b2RN+0LEUbDyjXJCuEAIDLNVcGS1daxpXxujkzjiDLcK",
-	"NzAS/HXYGDReMfVcr5qpygylpSuDv/JXDl5P9LmDYwchYAmTC6E3Uy+8cVsYYEKQsuxWHczUPC7KaKzj",
-	"8l9CEQAmqX4B4VuGHH9yyrtYCanPRbZL+NaB85r9MtG7B3ZrO03iL4eNwuIOG+Zt/B5eLn5v9k8mgf7W",
-	"3T54uYMFT2PBWScM6OTxyUmvPw6OOj/ItbaxIdu4lc60TPf45JX6+S1FWm/UDJwKsNIVdFFyow//lh6R",
-	"ahUb3CKInV4nZjj6ne3D/OQ1DrtHVSZ3RgoH74R6K0JAAdZH9wjJYvs3T2l4aXR//Un/ye5ProR4S/nq",
-	"0gIofHI1vMZrrlhizNMC7UDFi6k0pTBo46P+rrDTP0+imH3awlEY0W9Igufbx+Ovxb9+/AiLuEGlKM1k",
-	"ZlTO7CWXORpaU4KDauB0AIxNS56pECFpFuXdgETzeQrqkd/Swt/6W4dZjVHgQRuKhpbiR1sO/7me7SYH",
-	"KJ+smVUG3ghd2vnrHq0vOdJfad7csO7oBjjGXQUbHYQ5pbnwvuftf6Ltn7rtJ51R++PPPa/X7Zbh/H7y",
-	"fhde9QO9oTj9Isc6+ON/IS9FQozs0uoxmGyR4GQRM61YSqYP7RqP+EF23rx+9uLd+xcddavIHw/uwgrw",
-	"73UW4NJIifMILzC1+XrbplP25WHv+PCkq9W6nJz+ao57zW5eipSHD8Qfzq2odhTTHTxiwlioOwBjFko5",
-	"UIWBdKV84r1iC4lJKibyA7HSbTCRtgUyy9i3mFsVEPgmusXm8CRpzFqevUGBawfMguFDfq7EnEzAIajt",
-	"iaP+6eNWh5iDrE8G6JYIey8mxbAaVFsLlzPdPIDFfo/xowZUb67ttDNi6jeZIGk65EnKLcQOmlmgHuFC",
-	"NMertQAyJ8mkRSI55NaZZA02rI/ooXkQr/Rk8wYfQX1zEknPWpDZwtpf0EZSycoCgEFETgygE1oNxBXC",
-	"N+KIa/0JVTU9jEjqc65ZXtNPmFYrqF4JrvXzht8C3D0wOoc8R7s3M0C0RKLWItcKrcGlPgt1Wx3yWqt+",
-	"BvWN+GnCB2kahQMfGf8GGrSJ0yNRaOaA1tCQc7cEtHwEZbgGZDmLYoaw63oDwReRSyJKjruHBgewYGVU",
-	"yJHL/DC8xHLQ99And7P0C/3PVxcfar9rAafrvf0nN/Kr7kcZFPg+r39rLJy6X339LfD758Ck636UXU7v",
-	"/UX4dFX7m28vz9++evo24vt+QW/riGXXD6LZ7Re35dbEP9zOY8tMvhw2ep3usEEYxzurL4eND1cv26fD",
-	"xj8U1X1gk7fzmMsvh2CvDg4OlstlZ3kIpmq/2z0+0Pw0U+45MZUpbVXK7Hz2gyN2Qk/H7V54OGkf08dB",
-	"+wnrjtuHE/3vJ6w3PgyNbWC/zVvbNHgGxBE0ZfaO/RThjE2L/W7/pN3rtbu9q15/0O0Out1/Mh8X3ss/",
-	"17yOIBeSLJ4MGwBbqTlcycIPG2SWsIk2jcqF4ZoRpBtf7xBRwN3XNF8rzN18nT83DwqfZg0Cz84fVm7Q",
-	"Y/ok6DG9N+PHYft40qPt06DP2kf0JDhlXao3sGSDSrbo0gqXAfnTkvHD9ulTIji5vPpHctR90jUwlt1O",
-	"r9fpkt/+2//U/+x3uqacHzgYe4e97uN++b7ee2dL9taRV3aDM+Pc2VUjs/4B9Q75ZUK7wZPw8fWPvdv+",
-	"/JAfecn4MTueHM5+OLk+jZ8suls33I7DaF34g5G54xzbFuKfCQQ/bS4Rafa1lnJk0EnN11DBMY5b1th2",
-	"O8gp46BAGuaZJty7m+X6607jr90S9hrH3cPd372MIFJ8TTN2ZLrRKUmmUjqKMQSzFBTjdJdG7OiVx1Vq",
-	"ZalSmw9gyHOllihBZDrWPYwZUaK2kusNuQ2MADXShpyoGZtjqkkcSb0yjwBSPlG+ZxOl8F49y6mnpm6L",
-	"oteMkyZFvTuShUnkaNF4VQFBHY6m6WSyVuqYHvnq6u2bNU2z7LXCxQE4FFuZR9FoywPjPchV2+wqd6vS",
-	"7mcqrTfkm5prFnyTMHMv5BEWS+bGvgueT3bIwbNFXptLmnVVV5ZWPiFRSJofPrx+PuQ29+TY4C1DzLX1",
-	"+Bu/1plZYsgTGksRp4qRlId42WBurBK9z+22CUpPk9jPAo1MxqeZSRZ8qwR+rrf7kSRiya0/v0pRTv+m",
-	"If9NQ/7PrSGfTLrBKT3utw/DLmsfB71x+wk9Omz3WH9yGj4OTsbHdC8NmbMlSJG91ePD7lW/PzjuD44P",
-	"f1/1OP0PoBd3x6fsOOjR9tGkH7aP2eG4fRo8pu0n4Qk7nhzRw3E/qKcXv6QJ7XWO20dP2+epEpci5WH7",
-	"u6Pz3kn78uqdVZEPuydd0uu/enoH7bfOxt1d+wWfW7LqX69+DH9KrlX6Y381q7F1/2n1zILe+M6cxppK",
-	"4wwu03/aqiwuEhEwKbU6kS5QjWLJTcSnZ1o255EOIjUVQ0Kq6JhKRprgMYwk8Q8SRsPVT36rQ95B6AKE",
-	"HYYVchqv+Bt7Md0fpAU8NAz35yyiryEgwjXf/K0l4rDvCooorEXnL7fNb6IbxhnAHpT4yE0wROWu2kbJ",
-	"eEUSoZUx2FVTQFnrkjxYkVkklZgmdC69fEsXQsRDrl/VynkgPWKH3MZI0plWViEiI5KSSc+JsiaTSBEV",
-	"zZn0MKZEE8srcJzqp4/wO7PEqNB1yIvbhcDSEkqQlUgTIoOELlgy5BAo0ZyIhJhN14Yr1Q3crloVpPXW",
-	"LE29m6hFTKMiVTX+jnz14s0FMcJgpIVxBh+PGUXkq6urizzaxK6xRxCvwlnrzpD/Hbn688WLrc1BXoOe",
-	"75aXfsa2vxw2Xr24GjY86FFzU3PAhw0Pu/xyqOc6bHwivbs1iAe5vL39OawN2zEBYBeJ0P2yVEJJH1OT",
-	"5y94zpwBzTPKKTlxbnzD9iiYUAQpQCQEQttOgCwjwJjEnFQlRCxtYBgwVgj4/vP52zdn2V0vRtBIDIgq",
-	"I/NvFoyfX7zWzf7e4SU7mLANdrxTgNGnEoLKoj9LCcpMPFvm/2DiuxgoRdHLsJ3kVhQtjd0k50FAH1AZ",
-	"/CNP3zlza0GKyXo0FEa3Ie1tJzhNpvvJbTv8nMOargcEaGDINQUNtJ4HJDSwvFI/MSQ0IEBBd2FApfTy",
-	"V7L3ZjFL9h6Z8FatLZPYNi7TBKwO4DbZela09ubhdaPzRLOdWorapR7HX5ueBoMCtyRLbljnr9Hn+4HT",
-	"Gxphpt6639dGtTZVyS62yunhpneQq1kHFu9lK304aHlZUpJBPMNAywhTifxigoIp5wl+N9uEqSW5Mh7A",
-	"dRw+zFtxmsuqxw05UB0ERudF19AJC6lJBrcmjwJHowZy2G9oPCAUC+2BqxOp1XwCDbtz+/WXPHT9CzKn",
-	"twb8rzXk7DaAW3qQpkP+nsUsUBhB70NQvU++IP50kfomMYrjZb8JWsEMvjxrUZhiiK8uPkCeIrjYxcQE",
-	"icLb4ArF1TLVkSKJUQDWy4qhG/7azmJ0uE+WIo2zwkrwSdMfUxnJjqmnNuS+DGhsi2T5HjG/mzsl32X4",
-	"ENKBdwCJVMQAWg65idEAJCgctikp+fW3YAestfFI2uuhmViykDSxDqLdkV9/AT+2TVr7+luT4wZoo3p3",
-	"Wx6BJDVYU0yLgxbsFza/TdFrRmJ9RGD9IE/TvOPl9UoKz4d8szsPo+Zxn3udY/LqKWER7NGSrkBKmlFw",
-	"fDzk4JuWM2ZiPGwiHYFbCbhwSOPYyc0jExooafU4TeZDTslsNU6ibGjFFEJFFWt1oETeWg5e1taQ68bw",
-	"QI+ZHTImfxBRMvls4WJGbzTxDnkixBxmSPMUwKZrzE8i1TojvkEGhKuG8hoDRjdQ+syrEZwRp1KnLedb",
-	"Jj5eSBXNqWLPLLf6nZ3yz2gcXKb89fM6L7/GRLOXJvGvZvO13fj65X3uBx7IG1+KkUZiSEV3U22chJoz",
-	"0rVxW/OFWhFEVW9lQaagU+RRphvZbNXxpnsCum+O/9zl72cuM4UoNhpLYYJiQSoJXi2VnKjZzQm5tbY2",
-	"R1+jpltNgsD7hj3I5y2cxg9OwY+6dEpvvwHhd4XbVPOzKzjkQLf3MguxGAAHeZgXccx1oJc0obmf+knX",
-	"ViOeQT49gZ9BZoHke8fmQiVCix9EE2BatFJFeidfayuTxinDOmUycnFZvv+Y19pouMKyYYtDo7NUxquf",
-	"ZvHi9kQJ9fgQMi8hG2+UfcwFXKwVc2NPN1NhTQGa6xsLZzqLplCX5slht9tzf4jFsjHo9funR6cnGRBq",
-	"3vbRk42Ho4WQgAnSGJyclmGnYnun3dIKpIhQaeXZyOTnamnmomd/38gVn/yWwd2pgTmB9rpYv7y+gPrr",
-	"d9++fv76vG23rv2OctHu9Z+2b/qkaeJ2DvudrtEoOaMAO4mC0ITxQx3diNvs95xWSbPX7xySp16WaH5E",
-	"nrY8gnusDQNn8FSR7JaEwC2JZ6NaYfBr9xANr+EqpiBCuXAlsJaeNrlyUNRnQWdq9nqPn5wcnVpm++sv",
-	"5AQS4L4kjzt9rYW0UA1ylSUrwZsnnaMuvJLpP9D5I0ma/U73VP/k6ED2t1PMsLN6z7//30bd2dRxSKbi",
-	"kCYsLBxg6dmJqGjOWgNiSPO3f/lfhnhJxvArlB9JV2SWgfFl+f0Kin3ng63Wimy2VdMqUI8kwAzSpJ1D",
-	"E4iEvKXzMSUxXWEwy8oqZyrLmsD9sB3pV2b0hrVM3pYsUesMVgcaW9wQbZFnWVJ2T8O+TMjJ9f68DAhi",
-	"vLqbDAgptYwBnW5jQMeHD8SATh4X2M9HMPbruQesVmm1zCr/jz3Kn9VPuHemRa9GH68MERz1+3UcEOaa",
-	"BV0Qf5EQN5eRwsWNoRfHxZGbvqWOjrywcqmb4wJx2ySijyDEiLeJOuLBnRQZM7VkLPc08JBcXb28GvIy",
-	"J8ivvxQ9GSjuqOUtNrkeTrmXl/QnX3/bzuZs7oDIefH9zGEHAiAH5hvyNRuf+PY7v1CFvehV8HPAPxb6",
-	"Qx5xgAZEI9t0m7ApZH/47FYl1L5ri+n3DSqL8esMeT5cF9CGh6TX6R/bl4267b6rV9DLPRPauPQLIjS3",
-	"N4l9CSxK550hd21NMHiLng5j1qIIAvPTKi14xfTq4sPZkPuaZfqOjY2bgSYyaJmIuOCGykGA2auLDzBV",
-	"rawD6JVd6rm4QeXCTka/4WENVSPWyDVjC3O3g3vokaKPZEZvwOOi6RAaPCO+y+t9A+nICU6gZcCpEPEg",
-	"oAnE91GutxldZFilwxAOSxKRjMaUh6NFoPTXTzEAeGkxliEtVaaLhUiUSb7JSemo3/e0INdDXM5wy5fm",
-	"ht98A55i60LLgxlXxEeJhjtW4lhrigWinMarIfeLCO6aHIpFBvXQv9PLkCuktsHMDzfkgpvG7+GFE5yh",
-	"n09IZlLHMn+f8f9BxCNoo82QcclgivPoVqWJ/nbI2e2CJUpiClIQC6kPRpnm6rm+tszFE5LxCrfC1asQ",
-	"qqMJHkJ43obnfmuASgyQLxLleIVzwXYfGW0SRrPpFtNaUg4OEiRCGl1JljCgPX2MdMiNOCebvkWtOgPH",
-	"NfG1rnjAeVA55H6Fr9sHaDagCnOiC+pn5i6jZhlgk3Q3684xUuIbW6ORIT/q9/ODEAWzbf6t58xg/vzN",
-	"u/U371Z979YzkWWWW3Opno+qxpj+c/qsah4ikU7rnTghdbtfiTT58P553S++MoUL9/jkfC4SG+79Z0YT",
-	"WffDF1oIJ5Fmjx/eP79gydffzR7CdefCqu22gGlRvfUArunXX8jpVrv453rG7KcHsZ+zD7UN7Vye3tdQ",
-	"HlFljWC0mROGgDb5JJ6cnHRPyyzf+uZ8IGTmrHPg+3L4bRz80ZPO6bHXgAEfPek8Ps6WX//iACA2JpEC",
-	"T87Y1jXFBvrdTs820O92unkD+pdPFkRwvdv+485x1m//cefI6Vj/Viyhih8dHp4edexHh4enh538I/3b",
-	"pzv7BVAaX2R1aaoDPfPKNX/zDHxmz4DZHoBIc+r21XcMTBOsZVLqFngBmUnWpN8w5gHiwZQJNLjvWifW",
-	"OnjFdTwG7s0YVXO6MFhigJkoB5oBAqRl7wRATE86Q/5dpGYiVe4ItBVbHIHnuiozdfyWgb9Ajw4tArDX",
-	"sltbY4TBRYkxaH1zE4v3tAa+eOWRhKI1DfXHJjSKLRqDXrpt6uyrJAr/psz+RZVZBxYRULnntC2ZblEh",
-	"Miq7XcTgFzNVQraosrJwqelWud+v2HZe7My8a/8qKzy7gjC/iUjmjS16b7AiMbsBw/Duc8xP1I6J1lCJ",
-	"7zfLvynTf1Omy5Tp+tdJqDlrNn7YRw0ana4nriJdpPnB96de7+Sjlx/3wfeoNR72H5+cfrRl7b7frnjn",
-	"+mWZrn0fnROkE41t8/+RVFBNN4Wl0jzhHmt12O+cZP31YcC2u37nZP+1OuzCemN7XWjbttftPK5aq5Pu",
-	"Yb7E+g9njeG3srU6OeodZmt1ctTrO2ulf/v06WOV/eb9TpR3eAy7jLM/7hw6sz/uHN2B8k6hDaS8007f",
-	"obzTzmHVah4enjqbenha2FX9W9lqnp72TrLVPD3tHTurqX97cMrrOae0VzilvTud0v+XvbfrceNI00T/",
-	"SoDnGCLdyaxk8psFY1CSJVljqV2WZHtmTIEZZAbJ7EpGsjOSRdV4BDROX5yZg3PZi8bO3WJ3+m4vprGL",
-	"cd+6f8D8BcG/ZBHvGxEZSSZZpL5aUlfPwCqS+RGfb7yfz9P28k63PbvP8pedu7TdyKdMfrDmDH4rG6tG",
-	"p9vxzGA1Ot123xot+LV08YH4A+m931HwilamVJIPtjFZiEr3jZ35ru3MM7KeJ7E9EVhbcrihqYDTd9qa",
-	"d5I4xPBylqj0ahVlwUrHxVJTX9jwGreERmQfcojzOGSKJORUQIik+rBGPiPLn/7jIfkF+fVP//Hwpz+6",
-	"5NFGqFVY6ZBRasK2C8azU7Jayhb5u6K1GhBeMcoO+YI+xzDPKGa8prLFMxOrRr7fPDP/g02k30jgGnI9",
-	"EpEgY0gSG19pJiTIGNrOgZdTLieJ0GzItzIHZPcwEQ3DcgRsbD0E9x5+dY6A/HppMD7kUrYLh/hS6dtO",
-	"d/sF/gD/ma7i2MqHUmlQf/69zd8yB1jyP/8e/iBhtGAcEFwQ0B/szBPiv35FAZX2KhUZ+enf2x75pBD+",
-	"U8EzkexNdo/p5KKQ4I54NabnAFW1SUuzz3lxrrbrjf/i3fovznE5b8birDXSeMsxt7IQ18eQxLypCR4S",
-	"J3lTyc5lwQgUXFsaZrfT6brdvq+1wl6v7/qdlqXXNptur1+qD/vdnu96jYa6t+933Wazmyt5vXbL7XQ3",
-	"YgI3qcoVp3JganJ+YlX1zw5p+80WWYjaxmmFBxTgKdtnFPnz7z232SbV1zijDjiYTvzaKRwnn6A2Zue2",
-	"HRaN9D3H87w8Xfl1dlav0fe3bbF9lu41F6JVcsCF4K086NWQclvY/YUxe1O730cqyvLd3/S8ltvpNYz5",
-	"3O+4Xa+RW9D9Vt/tes1S10Lfa7ktr6OdC512x/V7+b2dbs9zm63mq0cElU5wExJ8r001MKQMTZU0qI5J",
-	"GUbExL310CsOBQRTC6vbor1CNnT8NUpVnSu1Y3iKJWkjjoh6LRQ4ax5RFseAbCkURKKCYbSsMwXfWFWg",
-	"KEkaMnh3oFXtmsGSROPBACGCgYlCHVNCq0h0pdqhVGn8SRpKkRCKTHTIz0wqqyLNUJFLKeUMq6DqeRX/",
-	"+fPvYaQGJFsnQ95pQTFLC+20iIOgdwgdJ6uM+OTRbSDngizi1IZ0j4QuFx1ysCNbnqfzA02XB4TTNE3W",
-	"wKwD9Et29BTtrEL4NNHvYGSqEd8FdPQ7ebtGsFfA7cI2IaFyUCfTBoopIBho3lc0SgWbJBxQRqdUZCx1",
-	"DCpummeFUmHVVedgu0Nuo+1ihu5RlAN5QrlgsFsEgsmH0XQqbWAO2J2lcdw7OCiPkQX59cygjV20xpXI",
-	"uIbC34rcnVrDocjpx1QwIEg6MKinz6t9hoAJ75VymiClSadVxmhSiPF5dozPPzqS+RWPr3JJkc2ZMASr",
-	"wnmfQ7hSL3+dEO6Ojufb832M6B7Z6de3HQVjoSixGbUloDVYR505ynu4Tojmzc+DfgerrJ6mgv/+h7KI",
-	"QK/ptkpCBYqOXz4Qt5/ch9vmhokLAEWyFRho+Ppv60mFIECv6Ra/si/UOmGvbT6Yn+XqK+lIv+U293XE",
-	"bTS9Tr/dajU7rbbXa/bsnm2qwft65rmdzb55rrRm7f9tdLbfcv3yzrqNZrPdbXle1/c9v9HpWr2Xbdzo",
-	"vee2Wl2v3ev5zbbfbzUavRfPtqwC//hV4MnJeAurwG1ftw4a7b7bvHYh9PuHLwRv/4p2G36v3ev7nWbL",
-	"97p+y3/VhdCABby1EHqbHexBuGrX5Hs932+2ut1uo2V1sjLoNEsmv9Ms/F/rxTMV6ipkADQcv5gA4G2E",
-	"vbansMwQNAsGCXLDEVAll0DCuq1+3+/6/wBU3YA5PahcxvHCfB7ZwG9N3/Ushm0t/GfLVWVQ0UC1Faey",
-	"a7Vt15mOpHKk6kt1yq42f0eTmAo5fYbbdhTq8gzlw6s8BHqvcULTEJysjZP9iLoQW6UXxeSLKzxQSjZe",
-	"cTX43abrv3AqNll7ZVDZ8PPIhRfxWcxGIksZXYxKnlu8oCBWhYbLHo2vTAzXgG6rLzQ+35HwwfIYwqI9",
-	"2RsQPu96ffTz9bG9Ya9dH7om+eD1Mbmi/CJaRyd7PIP1s+++rrfGQNf96ouj1elD1HtzcXz3NWnV8eGv",
-	"tizwALpmWVSeUB6OWTqr5IvjkC4XPG5+q7hEfPBEv2pNt7EZd/J1rlTlrmWmf0zOmndPQyIHFAqGx1fw",
-	"bzmM9GXjBPeuuCbrWvHNySnSxBGGrg5hqxViFPq0AfrWJRiTAkAyprFR0dIFCOCIE2AVrw4rlw8fPhpW",
-	"HDIEkTKs1ACNKudBd6CIUNqdqsY0MFQlALOazdnCQeNZe7xR7xZLFkOOdMShYnLIwS1TZmE/jER2V43G",
-	"Xxh7FY2Z73/YkrTy/IfBBf1wS+BKNfLATYk9vUMzGielKJvXTzwEwj4woFY1wXaHVBaEWbei4JWE8bH2",
-	"ywwdN3WR0VRFL0r3zXe6NFuRvW7ch3WvEAgKaUYHFk84NEkO8pDD2jbC0cYNxAU/T9aKx2cRqTyLavFB",
-	"DuyaKCV0lc0Zz9Sqc5ByMlpA3QHCNedbeMHCiALWfw3eMeRZQthizBQDd44MjvUSABmoKEGxCBg6nSVk",
-	"miLvLR/yL54+ekgEj5ZLlhk/KM2yNBqvMiYU0U6eUGAQVaNdtDD3cUifqJn4y+5ZGB64znQJGqE8IHKS",
-	"6+kKkG4t5FjFypMRoHkn8oR8JvsxA95cHF0r/wVcJ0iwW/Kr+yvwreAQG+aSMLqEJVZX+Lt1a/p0qz4b",
-	"Vh5/88vRg883+BrC6HIPw/f//ejs6eMHf/d5aUuGFULFFZ/s4/V+kXd1c1vJ6aAhjKAJYt2/+1RR18s7",
-	"lM+1bECFo04HplDbAeFATbJmqd3z6BDZ3Q/hw5bPxO0Hc7+CB5wBpYjS/AbkNqMpS8mXd//eIZRcsCtr",
-	"sycpWdALpmSQ5mu/YFeCoEIulWjYnsZRJBfkSHm5Fqs4i5Y0zU7kRXU5n+aGyqAyS6OwPhGXlWL23J0n",
-	"35JkapdoCUeBdWiJDx3LxUhxtM6/enLdTJzBwkbtAMGwXzw7Ig+zuLN3aI2zVRSyD+z8+QIltlzcjpbb",
-	"comC+MBJWKbI3rATMni2XF2nr90//+Z6Bc0g9377+OwREdE/MqtmLeE78D+lmnT//Jv3R0fa8jlYSlLD",
-	"smG+b/jgZduyQXdd77eeHaFQ3T//5lptqjAtKo9oDKTKH9o6livgKL1prmp+di5ceOKGenHBAToOA65o",
-	"xOKZBfxMzCHrJL0AUpOEI7ngfXYvSScMLFk52iLiE0bOFktIzDp79Dl5wEUW8UlGHj3wPe/k0YOm5znk",
-	"bLmM2ZA/qmPkrjZQOEAKZm9MebiOwmzuEMCKIffOG52T2/caHfL03sOvzp9gYnCyZqkz5KBbmcTgS8bD",
-	"JL0lFEjPnEmFKcCMy0AFBTEHSZlJ7IrMkiEfX5FqQOOICiY0D6GB4lOptqDymT0r3wsQx4IpBkc25BBt",
-	"EBtQv5MJW2Zi1/bW9VlvONAI8aVsHol8SGDSq9IKrEdcMC4iecbuBPLA+zYBXR9CemJl0MLAn/7Y2IoS",
-	"7mvSjHE1DAMSUFgvQAgZUvnPPFkuWQrJszGdXKxZHAekai3Fmv1TPc2eB6Rqr8W2B/Mn/zx//JW8ehJy",
-	"6gfqj6b+oyX/SPU3Ugay+qIRkJ9/8wfzsRXsGp+8E68+Rq8fIUs4K8bHvuKYDK6yNJRwsCNhuTRXC14K",
-	"ESWe7WFUXylRsPXLM6dC08k8ytgkW0lZU8GdL3WiZaMzyqZxshSVQbfh+o49WoMK1Rfq3TRCz3lDfgPo",
-	"2UYGjGZjURn0mx0z7lbTeJIxpZ/cP2t4PlnL5izpkqUqfaTbUDLDBSlCMsYFmFLZnNw7b/pyd64WUgIy",
-	"JW0cTeY5IE8eCfKcjJNEZGQSJ5ML8py0Gz7k951M4gu0/+Sbn9tvTmnGTs14gdTYeBWBUylW6eznjU7d",
-	"+k3eXjuFRMRlGvEsR1hbpkm4mmRg8MlVKdhsActELhixWjDYrSDrKgOgQBSKA5FfRmFE3UmyOGG8vhIn",
-	"MzaVrTuZpXQ5jyaiPqFpKE6anpLJJ2n2vC5HGf6TRSfyyVciY4vRgj4fgfAdodWgnKKbP+p27Ph5bXzq",
-	"4XIE9Weeo0WO9qFuOkWPcINqqSol7G5YS9gajmaPxRyiKjbCQQi5fNmqL6TmVvvgCHMY0SqBJRCu1x9O",
-	"fpgtVy92ahGBXBtSdOotqYDud0iMQJ+TmPdz//ybAfgkHSKWdBLxmUOWKz7JVkbFUGeX1DwU9W404/Is",
-	"dksZ8d7OSXoGugLUUUhxqQXr/fNvHMLcmUtwGMwxAZZafkosV9fl45vzwXu75wX8fCPxbyT+ByPxj5X2",
-	"UMNTLuzvn3/zfge5Xl/Ml2t+xug1Emyv6I/zyP5uaswVNwitGnWHfPoppHt8+qkC6M1M+mgJMHAhF/Uq",
-	"cEhK+YUuggQOwWBAAivSq+nst5JUAoCtZDyE8yNQ+R+acWWsPugr3CF/Ch5AcwoZEn6xQb3vErBXTD0l",
-	"ZwqPdsghAI4ULtjsamCHxgGZdyM2HsiuhWxKV3F2CsRLQ55X30QZWcjTh+lU2BiRTuUHCwyUWWj2qhU6",
-	"1DenlwyfIa+VjUYjFio78bZlTFciGkdxlF2RyZxNLgRRKQPQl5hNM5KsMrLiMRNiyIMIq+5G6qrP5NkV",
-	"5OnBgSkJxl9UrrbdCshbxjFSERqAt7PgkTGNO0ml9BtgoAQ4ik1ucdFLcUsX7A75VIGTytdUg7zwILDc",
-	"b1CwMiB5xY5d2AE50Taas2NCJbpEV3kCggnYoIq8yCWwAQDodsgNTj+WyUohTuNYFf6G6Jm1uo6pz/jN",
-	"kFvuF0zvFqasDSp/MzV6Ki8es9Y1dO+ELqmaTiUEsPpWKMDhjEwoJ6kcU6jCTdD+hlxvZCPnCNar7ppA",
-	"Bxb0guWxNNkMSOqIWajT1U+hrklN/ZDLFsrpxuNXjh5Gg33Pk2tuwnaFlKwkojessn3ouKaPKb/IKx90",
-	"kL1kFxSXVu5Phu2ESfN0nABxQ8RFxmiIskwthHRbkO9m+TFTXnB3KJlmko5U58ZJEjPKDwRtNUcWi+N3",
-	"DeBaFklOYNuR8dXGIeSQsgOomp9ANesIcvLzp2oOoJ3LC0+98qEtpDw5FcZld77f+HY7rzNPjTQpmM8O",
-	"cNMpyuF5EhI86PQhByUYj+CXO3DO1QYbcAP6SDKrSQAzsJQOLBaY2QCCDVgz9ZnPNNi+YMgZp9Z2fuLB",
-	"c/eMXJ6VZo8fjeOvpjuFidYdrQ5BpCQf9a38thdvpVIdasOPqT4/uKwdrv7aTow7rsD9XdfDH3LTE5N8",
-	"d+wd4e2rg+9BlLlHET/2Dvr84DseAortoVffWaUiSd9ETQWghBZcxnLPjVc8jHWQA2vqET5NHj45NUg5",
-	"jNpe6N3c3azfTC9nIwzwG0J1eID8fsNWlCMSs4yF1pXewai/4Qo1jpGoDJqeU9kg1Gn4Pb9VivrU6ru9",
-	"PYnsvuduJuUDRppdiYAIvFLG6WoAGLObxN+bxN89ib+bmHvv36bpNTu90j3TbLjNPXum6W/MoN/tu3bB",
-	"SrvVaZsd4//ldsxNKcUHVEph4BHkYsohHPYOPGram1o1lx2c4CkLbTwi2mRbsiX+x6+4sqZ15TxazB9Y",
-	"FAmcHrmfDh1iFmnBzqx3i3lnL7qAAitDn4QdaEBvHUsvownDNBWFCAS2+5iFIQsVCBypBlm6Ehm+VLhS",
-	"AQocy690SxCdDpJ7OYBgahrNVikTZM2Am5ki5k1tUOAeUsRZhriIKN4idOfYsFucKdQX+SjhKAgXh2xi",
-	"jOm8MGA9m8inaJAuUi1FgXHIl9/ivc4GCEwNzSfb0TfkytMHtEppIkQdUXcsz5PGp7sGzKyGgxJlpzmH",
-	"GzwKnMsLRpWfEd13yAmlPUwBOAUDomrNBTinEi63psqiVuh6AH+AMwEuDOCUHHLleXOU5ThbMSFYeAoL",
-	"AF63VnjxinndDGGEoO8InCAnzx4D1fFdmTkgju/Bsv3Lpd/tTvJQ44wiBRb/jiQPVBqgdWIEclMe1GZZ",
-	"jWAtYbaK/HMURgvQjZ3KRcTlYECUrAKMHkCENZKnPyzuUaMjVa2B32p3O3CBelgPPuCCrQw6TsX8KQ9H",
-	"GJfB9wbXuc5RVRrXL/3Ks7IgobL196hYeo6sLm4Fxuar2SzisymdMHeSnGCMbJ+qKhfpNJqBGIH6gV+v",
-	"kgw9oXLUH7EZhVtup1E4YyRMJoJU5X+V/DmJ48WJ7uXcXYS1ylFpDPkS3JfIoOAv7TSGDzBDYYu4bW+c",
-	"yjpUTn6AD7vzFM5sQaWTQRXteZQ5yBNM+RUJkjVn6UmAIDrPSTU4RKcPauDV17JIkSDKlw22BCLZIQ91",
-	"SqKRig6Wa6l8B4cEI8VOsaQTpgqxqCBBPSjNhXhTssvZN5Y6/+FhTBe07tcbzdu70iAMjt4hiRD+u0iE",
-	"2JKKb1om9hp96EguFFteQSrKj/bfRizGZjzHFQc/4Ydt0eiZEbYmoSgKDxCEC5bROrznJH/MuD6f2vKv",
-	"8gpSa5fEgi3xscfjN4UaygG6pTVdL+euq0DAJx5eg2Cbf7m3fq8e9P6UILyG4VzotxzvTcP3WbFAQYq/",
-	"V/Vsbb/LeKY23/LsuJ11beXDxnL4oGsfHimj8Ijqh2VMOWfpzj0zrDwgnAGlcx5+3EpSoRn5+V/+jQSL",
-	"iI+2g36q7gCaBaigP//L/5Cn+vORDv8N8vqBqVQyEq7AbSc0Df9mWCH3IP0AJiwvMMizJ6xEEFKlcaw0",
-	"/YVKkniNVAApBYohYJXKUJ4HoCPNpZkACDOnKakRZW6Luj7QuL5gx0P7ImZoZ+GtGhh2zURG2p6DSIHr",
-	"OXA8pyq1hVBiYWOLfICTqfkbIWaHXBFxF+i3F4xlemixQgPj5zQzzNtFSPRbQmPKi1UqD0sYO7RBxxYr",
-	"tJSyBVZosGnt9I5b4DqZMVOCAiEVqGPZpFo3rOoqFcReanZuiqOh4SLhGMkO1IjYpXHEQzEAVmg1DUNe",
-	"VfYxeBqsjJV5Eofo0UnA+QHNqTkk0JyLIlBdUjXq+a1IG67upBlJ+IQZ4mArzSdNVrP5cpUNOTKvJcul",
-	"XPKRUDOCZR0ApRqoKLr8N9d35PABZqFaYgZpH5tmcNmX8UrlScEaJMgniTnF7PmEsVDYE7zxLMR5NDQB",
-	"quZna91MkoVCPVB54UoMYZEN+k2GHBYTeIIwx4JlYG/AfBbjajqRAx8PEIDc5G7JeyOBtoqmxlbvhkdt",
-	"0I3LrTClKUmm0yGvDiv2CkPKa1rcFw0SCdLsGaZ/7GLbG1ZqLvkOYBSDlWCp0J405CHf2IQRFxmVS4VU",
-	"ZSvkQNTAa8dUgT1cNcmzP+CR+AJics1w6DChzMHRRMEn100xhd3KfMtT6WguQZWTRy7LMGShM+QKptmm",
-	"kdCZthqT+v75N6QKm6pAr59Xjg35WHbPrOxFAnT0y9U4jsRc8ZQIMmbZmjGOPciRKQHGVO2hKV1E8RU+",
-	"OeKEWsUGYE+Cq6p2qnBaQCIod5ZJxZF9SgjFH5F6QV0C6hTCY8tTg1QxLwW8gSwMCAQ+aq5O5VPME5Ds",
-	"VpwK3Bt6QmD65RjBcOjjp5R0YrzKiKaG188vP93kYTTkhvMCTXNeg+wsmLkNGHIzdVNSQO8G+IVU7baD",
-	"2SzUdJdwNyg6/i3SBn2hvHukKfUzYVjTdW9BCHFwyHIuG5+kpzmaP7oGrJUgl4btnpTr7FQTvkMGX+kc",
-	"nmIVI2QsWZinuNTl8nPJGU5ZKX+EOoVjAIpQqaWKRwIGWW5qOPDlwgLMl4iTQKMTBXlFZcqoSLgWGOMk",
-	"mztErODUlm+PBGQIQm77hJVNaVLksDAY/xohtsRlHWWndltMxlA+mbCoUF4Jk+IKMv4eYGKkTGtfS8S/",
-	"hT0A7CiwFKlOY12nUhPgp0pjgk7yBPI8TcK1ddprIacyqap0mjHwEa2Ws5SGDEB3hlypF8qfOKaTi1kq",
-	"t7FLcqjhNUX0DoQaRqjgJgGpMuTIUdNp4VAb+BJMxszA2SSn13pPtGCq+WKepNlU6pYYE9ML1yHDypjJ",
-	"bYq3DQgVF4i5CQj9ZMrWQ47gvmJYOVVnv5TMUjuXGxaWFE53ldqHI7Fk8JCr9aGGWE9PzSVP8IclTbOI",
-	"ak89HjgiIREfcmva5RlXuHBAfv7NHwDYCAWikDOBfQ4g56h+J+FZmsQDwpM6zD/KPp6Qu0/pDDos+499",
-	"VlQ2crkNOZ2mTMxd5cJTjphA2SWbWZV4iS3t3CE/U/Q+xiLA00sekJgDPmMZ8F/oZQtpc2SLFsaqZlYD",
-	"LLeNPshwL8AaNs5FfTaUlAmUGf/nMeV3NNX3m3UjFslOkqkyalBLsYB/34ds3Kdzw7CM6pPdVrAkpdIk",
-	"daedKYplNuTeRhtUkTBZoSs874bnIZFASS/4ajHe3QnNYIUV6RAuLaPdqq5putDMFWApIIcGLiQL8L3m",
-	"kMXuPue2cOXAnvU6rc2uNQ7o2p0NlRJQmqTeeVrQVrF8c4fKKo0mesF29gYeXClfVp63u9V7ltUZ2SzF",
-	"J2I1Rg93ke0L3TY7hlk51l/VkV7SLCkcSksetxTwKpY+kqk0NVUuMN9d/1lziK0Imxc5WyOxs+Yeqilf",
-	"o69vIfn12DTW41mMy5iIr8nZNionKLjbmdun5nDZSt6+JkH7O7mNipx0+Ep1ejnWUYVnEG7C/B25Z7JQ",
-	"sFTE3KhSzPiQJ92asSUxWUXK54Ry5LPLOF7Ux4xP5lCfE6ibRnBTUPtgk8Y3NmUYFj0MOt9B+XY3DVvD",
-	"sJQjDO3cU0Vz7zWLOwrWZFW1Ui6JlufVBtKc08XTuU/3INNRmZ5Fq6Fg/dm0YJsmvMpgOWwIRtsy9fiB",
-	"+ML4JtU+AyCqbJVyR24o5cDZ1SBw45W3wPeKusCxx45smG5TmUM0VWQqUu0PcrddQKrgrhryEn+VQ+bR",
-	"bG56VZNiPpgkQt41mTO6ND+dSgWVhUjfGE3YAHTh0TxZpaOVCJGTJNAHDXylFXdqsZKPrhhNdZUny1nH",
-	"5Q2gaV2s59pXuOtnQuOEs5pL7ugWQjROadXa4YXWdJyAYzqYxoxl5imy1QGp5lrEn38P9r7+QqrjQeHi",
-	"AfqLtWRTRgK/UooLcFjWHCyWQTe2erF+yiKKY9n/on9dzwbOK/gRcvfeKcmATgLc/mric/EhX+noCjPc",
-	"TVA2CtoSfK1XAFoIZatVJGm2q3LJ3G4XLtlfAifzs1c5rP96+fBLaDEanS+Vyi506KrpKd8yhn1MmKrh",
-	"kUIdh23IQuZ1ggctGBZqxcCJqOjfNtnRxhGUtsnJk+ZR/s0oZBmN4sqg3AXd6Cln3JgRv+/2tf95xUMk",
-	"5JU9oOICHlkk7egWubyPSfze3MD6GVtFE1Iu5Uh1s+VKjKToYgYAwez7nFKcZULbcm+zZmIfP37LkEA2",
-	"Pddr9nMu9YbbAKLyfdQNuWPTZG5v+jrND9p7tIvyXGoe8ZUej9etkihn4vf7bq/TN1T8XbfRsnjvGj23",
-	"7bU1ZZ7ym5oGbdLodft+y232m5p/s9v03WYvf1rP77nNXmeTRc/JN4ZFJf+qm6Jv7Yme2z18T/Te7pbo",
-	"vNMt8UpFEbt3BfLk46ZouH7b3hPNF9dQtbz9LXF8DUTpZoAaCN1P+cFrb9RHHLgR2q1O29UParc6LTd/",
-	"kKrSKewAeXqDHmiOse2qItsdhC4TZ4dbDIqO0N+CdRivzoWgfJfnMd3JhqDOt6JS/i4zZN4dt2Qhr+Y7",
-	"8DyD9YUxWmp0eXA3Z6ipFqvu9/FHovawI+XmiUn6SKY2nKajUz4U+5/BSFFa+AW7Eiwb8iWdRVwBRi6p",
-	"ECSwynUCiJtANqz+QgdcOSQE0Blzh/yp/NvAvYAXq+h0Oi2GKZk0UoxHTqWVgIaMbv71PIkZ8kTuypx7",
-	"IwSCN+Xjf3Xl4xvlY9IcH5CgnpdCBqRqbxyAOM1/dDDA5OS+E2lU15eMXowKmEpVoOUUGZE/qUe5xxt5",
-	"VsMsK6/4beEDunG1m2WrYa9mDv5Fi+pLLDKozFgnhcr68gqdmxLXmxLXG7awG9CA12ALe53q5ccrvqu6",
-	"zK5chmQgrcd9YFnksn/FDmxXKzuVJdjPW7qrVFd10RhkklhMG6QaPF7xB3y5yoKaSzD/fpkm45gtkLR7",
-	"CXwoQ65SYweEkpbva3bzQmYvPPA8AfeayuLhzCV38BgachqnjIYmXbwqVAmJ5kTHEJpg2Wp5SmCBQSIO",
-	"MjANOaawjVZprJO+wJavmWwq3/PylJJcS9dVt3TIwxUeg0ynbT4I2WKZZHIL1r9kV4Ejx4lZhanQRmXg",
-	"Dbl+01oTNqHeb6I61fyBWf0xW8b0ioUDAsmHNeOYxodeMCz7NVGgcRJCwS8lLa/vkl8miDwV6TR5AqDC",
-	"V0PO0jQpZSW7A4L2MTAHHam05+PwJTtIUbydhFdPohmnAKV77A3wkmeYQcJEJn87QGM5Nsyplza86nl9",
-	"ltSVWiYf6D6m60fSKJ2xMtHxWO0Qx2SuNcij6La7lfbyolz52r/dH6/43eeR4u7zvcZBd+D0Hi6GHtF4",
-	"mqQLfUfjEEudKjoifVNzz7QoOfGL7enZNynneFfZmAdyHdTNIoEdqYLwlIhoBkF55ESKBJAryQ9zimlh",
-	"KZtFAoicXKtk7l21/YyTDWEihWdMr1TJrJS4sqVjxjgJGeDbIOOIau0Bh8SdhE/jaJIdzyrZaB50BD2k",
-	"6Uzd0D5ktah6ERY+YmFEn6Ile5hT6AEHhB0prF7rjGSTVRplVxjgAfKsMyDWQr9efoQ+UfxJBInV9OEJ",
-	"6o0Aar+iL+gE+e5kq8rP1durKA4RKEPObX7wSOG+pKnQsLyaqAsfGAyGfMjrhFop93hFXT5GaisDEqgz",
-	"sy6HdECkCneyjGnEA8fCNhVDTjDvVp4cVZVSEhAV/wKrWV4Z1E7xjZBnsqDpBcmSJL4lVInJwGSjYOXu",
-	"GANqKi3FkW8pS1eRj1dfa+4wHewmmz0o4R4LBipBVl6OmdnBgmU0gGoeHdaHNBCNO1NkCTNRYCAlk0+p",
-	"KqVB5bHrMLyj89R//s0farp+DNLDIPFXtkHlhmNXo9iUCsB1WIcjvzZwFUkSk2pQNlzyEYCCrjBU6Dhm",
-	"pySwBw4QVeA50A2sLiF4Dc6R8mnW64JesnrKxCrOAlKVD4RmLFlKllLRglSFJ/cfUg7Js4QEcP9IR+jr",
-	"dWx9HTpFqvKFD2uQDM4EprOx55k94vCQJ+r222bBPFZtGMfJ5EIQFoHKAuOAvXWwVEA2SjZPPgauJVWq",
-	"/kBBzhOcnoHeObeEfqjsFW4SR7dEA52EqmOyLe52gR7k9MPiOSWFnGzojW3JfbaZYGVGzyqJYZTbnmP5",
-	"kEgYhNdbggQlaGaB8jwTnC5MjkgpJ1O2xvEw9ZrZnCLWRaCMUYMkjjr3dCVYiEgPE7o8JUG+v0A/vPPk",
-	"W1xYm8x8qB8Std5vCdUWAeWTY6aLAAgVAxL8XwGZJAupeIOiDplvc3B1qB0pV8AkiVcLLjBfabPI1CEb",
-	"MOgFtFnYkVpXwlz2EvjZUsRZlDmbRZhBDu0GhEc5clygqthgSSVrWElyQLAa7rs5zcAC0FvXSD4iMirt",
-	"i8VKavGzlDGVPQNrySVnSt+XojY4/+qJha8OKNJgWqb6YViJSTlUhSoMJtTnfR+Ija3KIZYbSCWK/APY",
-	"BR+MIu/sJLSFk0lKF3GqziJM6VdH1C5nrUqyLnfXAg1o7qdVH0tkccWp5GK34uQMl4fACN+Tx1uZgC/M",
-	"do4ULBcYjUGc1q1COKwQUFj4CKqlZNyuvmezXXnarR6gFO3Nl9trU5UxgBZ032Uq12EWoSUjl6nl6bVy",
-	"38cRp9DmjWEE79oDvNxvd8zvNE3pFfzMMlpKyFA80QNd7YZCI2XTKI4Bm2Vr3ixrTHFfOtjwfJKT8a+Y",
-	"VJpfOJVckyp2vEBjo8Z581XbKr9tGEJlEcJ/39iHN/bhjX34odqHuVmmj/edhtNBduQPmJ3zAsWenNcS",
-	"WxLzV3Hp0swqFjC1wlB8ScNFxOVl26BZn8OjX0VlgFDi4xV/8HlZJLG13Vp8VWhB9IDy6b4yttGrS579",
-	"N91L0nEUhoy/YwilQ9ccDuQ1PglnN+IopnCkKz7YZfI6JKYraVBKTR/MEx4Caw5kDOlFLZBCWziKtEMd",
-	"uKBKA+E0fGsZGjsYUV5JYX2FdJGdi/XYsPeUpjtlur4Ogr0gho6JSO3K1zKuIrltDpotHHykFnmfAceO",
-	"Om/eDFuYWf+l0TCEo9uuDwRNc8HSGSNwDak+vneHdJv9Tg0KdsCJJA1MiD0pHTQPPknjdHysvD4lAV/F",
-	"cUBStkgumTQn1dOlmWE93CWP7IAYRq4mc8pnEHqbJGnKkLfICpyhlcmRFglBdGUbLhhbIqNRVAqO9s0y",
-	"pG/oyDgkigNDXoch/8VrRHTODSLbtRGdgxTx915cUCjvhdr3tfvulfu3esTe6J13Qx2VABdkRsEqP0ax",
-	"VNAwO5NX74BnUBXFkfFVDhaGyE+5B88Fz2IVo9LKFyiVgBpiT2tvPzgi5eczKMRX8Qn57SkxQYh1xAVJ",
-	"pPRSlwW7skw/h+ZDK9+l9lDO767cqBmakGakjgd0eIMADuUNM5N2EOHYmyIYs9oCsRDITqDZaufAqBKC",
-	"g3PeWRw/wVsOTpq8h26pt8ItJKW5neLmGGahHWjlfxU0J8/21ZwckbqVb32VwaU8dBNxWcBP3RgExxoj",
-	"B7viWI12trrtqOY72E2nZJac7elwCmPq5CM+5DgJPQeGz8ExgpGVw+M0fafneA7MQdMDsZePx7VuRQBD",
-	"0MgCuWV9o/jneckKPVSnZNbtGNhOHo/ioQlG8DW4xPIahyRxaCEWpkwk8SVCEgiSJcmpPCpBBVLNgidL",
-	"qXgFISA6jpm7q7ziHrTig7KZ+RabwxmoqTyBYI/Oyy2Rjm9KashB28cnYE3DXwNGN663lEZC5QhuWMSL",
-	"JNRE9ruzRM/4lXGYLyhOo0bn0Hmf2pmuE+IgOWLJOFw85AqATofBEV/NJDSSFc+iODeK1T4SeRqlO+S6",
-	"O0TMk7XQcKwaukkDnpr+uPLtQO+szPSIDzk4ViKRJelVmcYpF887M3mPix7Ipql8xUOs18ax1mtMZxsb",
-	"l+fzV2BG3E7Y9+te42nDG3jy/11EjPoHlWXfcCoX7GqkFL5xMoYYGIUmVKKF4vMBrCyY9RWuOdSCtDyF",
-	"l218lWeh76twlYpBZVDptPIEC0UAmaP8Ap01afjk/m0AsL4lDIzwsZJnl9TBHaOTdd+toX6s4MFg0rsK",
-	"fT2VVoIRHtaa0+C14OXA5HD3vY9dvW2HwD0jeclVsiJjFkfskiGEZ8JnuwT7biXn5Af5D3y2t98PO0+C",
-	"3G2p4JqLk6bcAzzJ2Kkll+EC5GkI02QpDBm9EsYkZZMkDYWi6C5K5ce45e+hIHp1yXyoxSgl7dsV5I/z",
-	"oX47vsgbaf62pXmu7Lsfb07FUxXH0NiqhSDzB3G4qKN3TUVunBVPk4/rgFCyklDsdxXmq3bUuYD26r6M",
-	"hMIpsKAXkGKTm7nkMgIhgAjDp6Vyfj1PiGbBKJX4UlF68wkLR5c+ZzRj26XPOUOkyuTjydqWqnoIEYME",
-	"P22L2MaWiFVXSmFYSZYi/8bIWEpMmRrULW6XsOZmT2XQOJKOTy2Mkp30rT2lf4lkjhuRd3j7FeQ4kJ/A",
-	"+nHfmfDJAC3dFgbXiCCnAoXVe0XMPAqZoXrKCUEGJAK+gUsmVCJEHInMGfI4r8l3DLRozhJmYe0LAFCM",
-	"Ep6zzABauVZPwWnoACA01p8iU4KCbG81vG2KgAfAtwtuFwB9VYKv6PIjwed3H959ejeAGhaowY2yMo/E",
-	"F1HI3lOPhGzaER6JG9H7iqL3C2sL32iZ77fIVXLvY9Yw5bZXLohX0y5BHu4lS6erUEr2ZCO+MgCtEfiw",
-	"lDf6FpbmmQQqYA3RhOoMaLpYPB0QgTwGm9WWNQf0T0dpojRTPGAUjgTtql7QOMa8MKwVMMjgkHhVc8ld",
-	"IGC/BB4OKoZcF1IpzzTUfGYp5UI/F/Ou8H6XnBUiREOuT4xImPPCUYcPOsx1AjiKwqp8VkxFppoAbD94",
-	"SVADFvEoxEQ0zBebszjMaUkoaXmt3RmbX6jZ+qCCUHK2N4NQFlCRsy8MheS5sBLRNVJxKgdA02jcyx8U",
-	"He1IzKnf7lQGlX5v2vZDr81YgzGfNhqNXi9kkzFtNrxJ6HXCru+HrE9Dr9kfh82w225NWt2e3+o2p81W",
-	"eyw39ZbnBaEDrbYqt84BXpy8pcrxB48u9eGoN/tbPp83FuK3VtjecJ0O2XzkATsMLKNcIFmyP1hXKl1R",
-	"wO0Uro8BYiVLSJjSNWZxZQu6HJAgTdbi++iZCwrv9796FthFrYRmQ67rO+VlAfnz7+3yzojBPYjFhqI4",
-	"J+TSxSs8UZxIe5LEH2H7PyhxM0lSxciaz6SGPLLRjRxATNOjKEdQfc4HUR4tUpxLe6PgpbUvqgy+bzi9",
-	"Zyb5R37hOZB0IjuTrBXwGuQ77Ew7arxy2lGjFIvqmpQjv+e3SlOO+q29KUcNz+1sJB0hHJXJOWr2QBK+",
-	"9dSq6/vY6LZ2dLLru/19nWy63Y1OtnuevCVHle01XzwraRRAqL3DmT4swcxv98oHotcBKLGdA9HYmm28",
-	"w4xDt918N9N9WEcbO9d1q+/29vTU9yBxzu5py++6bXthN3utsjmHlhWP4E1T9BjbEyXujuNXCqKbBLMN",
-	"F4TFEiZ1ec3NKyWvlOo2+6xCSDgw7UyVVu08vs/z0quynO2B5jXLqZYnSaz4lmmGoCXq2p3Z3OQtJnOr",
-	"9r8n2dygmyTr9zGfGyf440uhRuXkekVJ6kCKtW+dwGjsAJfdEI29Rt93KrgLTE5zu9ctE8RazPpN1CB2",
-	"HAAbD2t0W/se1vabb040W9vluAxolfVsN10nOQ85jBGmJsPQyP7rnGX1teyk7MlrJSfLWbs5Okq911YJ",
-	"7aFHg2CpAt7Y6TXTbGMgNFQSNNxFqjop0/ccBR2/Rg78/BAxzN0KTpdUkZRSAEMsRaZi9dWAeG7DI0j7",
-	"67n9U0KHfJmyespiRgUjYzZNUgbbWH11SgAuxZ0sl2SM4GjjK/W8mqMo4UOaMZMhmrGlIRqHk0uKAs6i",
-	"2XycrIBrdsg//RQ7HjP300/RDwf3qSaLTRb6vFyWjBNF0GaKJUPtB5SGK7D+a/wWHRoCKM5bAlJMLJ4g",
-	"MeTVmI5ZHDMEJEH+8qDmkjMNCqWM+kiQICSfkZhXs4ScAHJSLThFhu1pnCQpXPKPAan6NSAwVVZ4shhH",
-	"nIWEJ5HIkcak/Yj4ZtVA/DrNqv/5W2Du+OmP5BfkP387ypKf/lgLaob2AMm5g0XER/CygFQb5JOaS26z",
-	"q0QDkGIzKA6TbE20WKbJJQtRFUjZLGVCsDAw7O5RNuTBimMfQ0A/woesI2R2oRzRrPRL/Tb5pIaeygjo",
-	"vOKViC5ZAAOWq1N5UA6LeaXG5aihDBWFdQbhPpGRpq6CAqpmmP/QyTvd88gnatwW5hHaPTvka3qlV17C",
-	"WV1EISBszDhBDPlVJixGM1XjhJhSQCAp27EEBirP9dqnqijTGhRsLrRCtlCNHNLfw7AgM9r2iDwFvFq2",
-	"hOflg6+6z0FZIFXFCQHMtUNuLnOIhSwFWkXEraeM5FfBKXKy5fM85IWHW88m+hp9j9VBIKQrNF6Tm+Od",
-	"9pbFZQz9/vRTUg3gs1oeNTl9TKGKpWwJCWqWdGPAADeNZso0s1xNSt7N8b0LUgX1Afg3MSMdZdyQayEn",
-	"5hQoac0yaePcDsh//lZ7wMQSwLrw3VFK4K1iyEHl/fmf/9V3SAAkSQPTWuTNrp2ixFjLvuKCQLbqNJUm",
-	"KkmmQw4g+vJEEgpUkCcYcdD7JtOjNVDIxWx5S5BkzYmY0Cxjqdz76vXyx5H6OhhsNx66y0Ls4i0SJzPT",
-	"GWReVx1M1oh4x2H/RIhWqPZEv00+IaslgKjJWQgZn7Ahhz44OGdtEsoFhu6sacpYmCzIz7/5XeH1JGZC",
-	"4JKUPyX8dMipFpM0ji4YoZM0ERD3T9YkTBiGB6VMkSIHQeOQrhpzTNd8yFXviRkTeYDqIakNMPBC42ic",
-	"wqrqy/2Yi/Io4UM+BgxIObkNt9NqO4rIPEJu5SlN88wAIqIM+6xBn6N0yPNDiqjDAFb+XVTXBsQsyvyA",
-	"gf6OVxlYXz/9e4N8orYIEOnbu0zu9OIuq52qcE5DdgZYL1I86XBjoJjVe/sU9kGPfEJEDKuQZqTT+hIG",
-	"s+H3viSJNEA2ZQ2yVBblxoB8j1WiBFkTngW740hPmMIlf5vZuwUL8Q0YK7q3m7EkkMb56MUJQCHiqQWj",
-	"V1Un0TiNwhkLa7bxglRC5cQYHsRsfIzZ/EM5w0Gj4eYEBtSb9MPuxa8bz/1Fk7cqmyj9FRpHE2Yh8n+9",
-	"ZrxZ793W5lbL63ukevnw4SOCj65VdpIyHNA232rbuMva0+b8V52LXtxfeq/bNh/a9kwaX2y56eE+wD8N",
-	"Z0tl4Lleo9t3KsBvtkGu4blg7yn1zZBHwGKuDBqu57WcSpZs39Z3KpcslbdVBhWzVyvKqrzOq3xty3qe",
-	"v6ddntvvt7fb1e333MaB7Srz8yoilGsb12m417TO325cu+M27bblW+2QMTu4bc2G57aPbpzfa7vdHa17",
-	"hq8p33taxo5UDOaZY0gTR2qttpyKpeogtMlyTqETbcdwLVqHFpCS/CrB1AzP7SFHiem630aqOfV8Hz9Z",
-	"I+NURDRbUMXx57me1zHfZYn6puVU/rEy8CFpyxbxlcH3SrZvB5b88hBJsubwx4KFEeUja5HKVSo16tFS",
-	"fu62ncpqCZfuXKM7X6RXAL7NL3mbb7/LL3tXcVY1ytUojKZTluLsyfEpE2RlD3Eq67mUaupcGINBlWtv",
-	"2qrKzEmBfSBVX2pJLa1P4N0J4IXGKPCydMUn1F6+r0gZmJ/DO3w3Sn3WyY8gaT/CmLtTaR+EXhPBktjw",
-	"4pwVXCuOLnhSSwLAheW4HerWgWyRvW6d8RWQnIDtcEXWUqNL2YRFlwZkTy4y2AAku1qy/LohV4wuA5vS",
-	"ZVPtAffABrChtClyNNRTqZangmWfrbJpvReA34jQDbRkajEHDnlQBuqOiL8KCTlNIybXGSYwKXR3gNMC",
-	"OPIhB+h1R0N48hDtJJpeEUVpH9bAOo5S8uSLs7rf7mgLSyVSBSCOOeUT5hbSclQ9sDCMN8Fjtkzrn0cz",
-	"BrTuj+/dIf1206uBTSLliMm2KjxTY40GcvrlwldxEPacTjKMMEiLHmbQJVgJr+halIcMmyVwWi/YMjM5",
-	"WTrPWSR7tGpcPe9VtsSnJ59uKtIAwrw7H+uWQDDNau71jyPOLK258vJPv3n5439/+eP/evmnf3754397",
-	"+eN/efmnf3n54399+affvvzx/4O//9+XP/5RfvPjv7388X+//PF3cMvvXv74P+WNf/r/X/74r9bfv/tc",
-	"YUKYTPCXf/p/5IPVTf/2VTqjXHFoicfAcyQwUgqW28+/+cMGhNeOfevoJMCy/amXnwvP2oG/bA+k3HBb",
-	"ZX2Yy6jwoYCvwJAYIB0ABW5DY4AgcPP3lX8ihJDzcwL/kqf38Y/b5J8qzzQUc+WHIWrnw8qADEFB90n3",
-	"Nvm6N/Icy6H7iGU0Vl8UAbGHlRebEY9NxL1SKYKdwgGKMkfRMBSEgC0R3YrzBuCpd+FRb8NKb2JHl5+m",
-	"WCuAu7/iVDDICo2xxM32kARiTqU0+2xw++zJ3U5rEGj3DR4FuXhy94dnbmIvhdgLSGU1hjovbU0FWdCQ",
-	"gRNn55l9TfDlTCtO+fGjnMXg8NLwqzYvn0Pun39DqkD6hURlDvn28dkjw0YCS51OLhgPbTBW+bVKP8iY",
-	"QD7jIVfFLwgPqjRZdcyCOi2Qgt0hqNwCcRjf8oVWk9TRflL1HYivkGZsQFJWt9nYai55olTmIbdehQ4Q",
-	"8IZNpTyvgt8fRmAUMx44Qx7MlqvRgi2S9Gq0yqJYDUlQ08xtIgMhBpiVOLKnOiAEygCEKRa52/dK9csl",
-	"DyNk0DCqbDLNXbu5L3iR8BnGOtRUMcOdDOFLB6NlUs3i8hxnzzPGQxYaKJLS7IZX9HHdUCLfUCIX632S",
-	"NUaZ1BrOEqhr25UAEgMrcCkbhu85NkWEdwg9xGu5TLfQn77i9lbM5iljBDx6SsAU8jq0mP3+hy2q15zA",
-	"tYUErhB3zQ5hjVVX5hkZ3H/emnhT79cXzcW4Sy2uVqngnGg3ZGWLSfXeea/iKAdus8wyP8IWR2GxD6gK",
-	"R+MD4yJ9YuYaJS1GcIqZBbtTHhRLQ/2CXYndGCRycCY0juUxplGpNH2D0KbsBL5W6dTJmp8SCyt1yKMM",
-	"zDqRG9DLNLqkGRaiVTe4JIIaxGyVkRcOOVRBC6maYmHOPFmrnCU+YylwXoFZuWEsguc7cIf8sWqujswa",
-	"zk94cDlnKVbOnyLU1pBrYtDNEWChRRN6ZiC79M+ai2bIgTBsyVKyoJM54IuDUS8PXUVFkyYZzVit7LzT",
-	"HXiCM/Ylu6q8nSLT/AVvsdT0gl1t2qcwGXE0YdbAHoKb4vW3Km6sRVEZVJrTxqTDvEmPtqfjsN2cNFgn",
-	"7E092hj7k2bYYu1px+s2en6/SVvj9qQTdllv2vcafrPV7nSlBLKqcXQMBdf8CDpSuf+303uf/92vHn3x",
-	"ZYd1/3b8Xbo8u3PC4zb9+tGvZ5Nf/N3T7uNx8/6l1+W9zwr3jpZsURlU6vJ/t+/ef/BLcv7N7YcP7pAv",
-	"7/49fDnkj+4k69tf//3nX/rfrs+u7p4d864hh4fc/eXn2889Ji/OWnS7AKVKdgWkRVmywa7RPB4v7WbJ",
-	"fERL5vEm+c87qrLuv1uOoZ0HxsbW+EiBcdQBSDm5G/rtdqNvS4MswWwvS0uAo/c6sHVbZTn5wdq3L/Y6",
-	"9a03V1O6JmMqWKcFysT53Uc1k/emJwv5Iq0jPjtVz3CISPBnyq/kwT2hnEzmbHJhgOPLfdZumVO5cJ6/",
-	"fTv2niXn3oD5cSOUP6pzvLBNrt8RH3t18JndXYvQzpHCC2yTKytWJY2waSyN6J3WlvaNiJMf5DJ8cQ0m",
-	"gzy7cpli7tYke9UJFaweccG4iLLoksVXjnLSD7l9ObragE3n/l2LNLU2gAQ7cH1oBDHoCIcM3WzOFojX",
-	"kKMCm1WBCe0qqgIRNmfzN987HfJAPhC4dMCnotJEaRw7GIMaX8G/O0JuuTfpdYVjibmvn+0oGmvst8pj",
-	"Ze7MJcETysMxS2dBzTiDlhTOKCVG4J9N+8gpp7L0lT/IUFtuk1q+ASgG1eJtHB+1npIpoXYwsBipSpXj",
-	"5jg3zwFXq/HSA4punRF44hEPYU+W3q5nbvqsShLkmpggp/EndD5H7t1qonervHQIU3+KuTAjqaQowuvK",
-	"oOH7vR4k3+Sk1nJCNRb+SLHB5C6vyRXlF9E6Ovnltw8+f3BW1/VY9V9SntQb/u36pV8/++7remsMXsYl",
-	"oxfFivSryqDTKs0FKubJtTp9t/Viy6l29t3XpFXHh4uIz2I2ElnK6GJU8sTiBYV68GJyIZb+mj1VnGqd",
-	"cHhIl+26NOK37t+WCzSli9FsXBn4utYLREplYBI8/sa8+TPz3mMORn33eZpAIHPX8Yg/f/wHnxlOKJ5K",
-	"DEW2Eu2wW7ePOTAP0kstonGK5lm2HJycxMmExvNEZIOe1/Mwzwpv3xTOTzBhY5FH/x2VJ69Z1UMocBAO",
-	"SeVe4jNdertY0jQSCdaRKokDbSvhxAbO/VOMZnEGNUdG1akGZ8pwhE0zILfBzpFaV+Bg+FIRkyt4I2mM",
-	"EJRceFToWlHLgtnBy21YZk1uevX++TfCwSCm0PFJgTVbhqTQoOwlUyKvN4cvcvRP6USetZrtQpfR4j1l",
-	"bTnHlE0wwyC/3jQHJwDS/g1VIqRNYvUOx2z+SxoXXqTTPEpedU9B9RUpDoAxwSHzKITyEB4qoD6obJSH",
-	"c9VglAlVX4VR2A3AGtMGC7ulJOTDaJzNHcB7kqMrx5tlaTSBtaZqk1M6yUxuXsqmTEpfhvqK9R6W0cqL",
-	"Zy/+TwAAAP//",
+	"7L1LcyNHli74V/yiuyyBUgAEwEcyQZP1MJ/KUTKTxWRKXV3QRTgiHIAXA+5QuAdBSJ1mPZtrfc3u6t6F",
+	"zGY91vvZTO9b/0S/ZMzPcY8HEAEESEpVfbtrUUoGIvx5/Lz8nO/82AjkfCEFE1o1Bj822B2dLyIG/35N",
+	"Y3qVCPNPlcznNF41Bo1zMk5EGLGQxIkgTb2UZBGzCY8iEsulIlSERM9ixkjIAhkyErAoUkROCNeKTGMe",
+	"thpe45ZGCTMNj5kIZnMa35g/8IuRZko3Bo3X/I6FJExiqrkUDa8xp3cjmehFokda3jChGoPT3rO+17AD",
+	"GM1lyBqDxgWjKonxWy6mbiBLGs/byaLhNWJ2y5Vpc9CYU26aViyQIlSjBYtHc/x8zoRuDA675sf4loXQ",
+	"etQY4JAbXkNLaf6MonmbiwmLmQhYO//j6JbFtpvbbue002189hpBzKhm4YiaKfa7/ZN2r9c+7F73+4Pj",
+	"/uD4sHP07Fn/af8fGp5djsbgTz826O10RAPNb9koZt8nTJnd6nnwfCGXLB4tGwORRJEH+xkx00X2Ztc8",
+	"FkESm0Gu4MtACs3uspXseg231COF815b6/4RrDWLXcPmF/Pu6WHnyGsoTXWizFxpxEOzBGM9mpth9s1y",
+	"aBrl3u95Da0n+Pvp8WevYoan957h6X1m2Ds+PDwpneLJUedk2xSPO8drkzzu9TqHuVkeHp/+NtPsnRye",
+	"Hu2c6unhyWnpTA9h2JUzPVzfzP7TZ4XdPD46Of78nddgYsoFHnEa3DARNgaNIAlpw2uMEx6ZP2+jaH5g",
+	"/q8tF0xQPrjtdg77nW777vRkdHLU8BqCzpl9seE1vk+o0PwHZAeDxnmi5ZVMREi+PTrvncC5XkjFtQRG",
+	"NeV6low7gbR9LGL5ZxboA9tYdjaxU3M2ZzQOlzSGUZdtyCJpDBpvhWYR+XsmBXl13O6fnHbJrRlrsEhG",
+	"gYwN6+yZ9Y/5LYtzLOD4tNvpPT3tdM3LU2jq6vrvyWH3pIsPRoFMDMvpeQ1plv7TOBE6If2jTveoc9zw",
+	"GouAm9V4w8QhuYMJ4wAjPufaDLP3tOs1YjofTcd2p1YL88VLroKYaUbeXH4yU3ev9PqfvQY3WxGv+jer",
+	"78Mf4hudfN9fGQ4W0cSwMrMUWjMBtJRt5fXV2+sP70fn19fvG0CqcyrcnhJgmOQdoyGLx5LG4YVhnb0D",
+	"I1B6neP20fN2unlt2Lz21fV70m7P6V0b2Gw7YoL0T/q9oyPSbk8XSXvO5jJetRPNI0sCpNt5dmQ/Esm8",
+	"rdj3ivT6p6TdZoKOI9YGuXDXDmgwM3Kg3dZxonQ7ZnOpWRuEQrsdUTFN6JTZjqWIVqTdvrmFz1g7NGtI",
+	"uNBHIBzg/IxmjIak3U4Xpm0XhhSXBYcxwmGM7DAaAx0nzGtMIjpVheVtVy1v6XQag4ZpCGmnZHmAsp8Z",
+	"YivOpTFolMwGNnxjIbI+CjtjJBfsjf3BrX5j0Oj1Tw23WF9n19BnpHQc7agwWjNYM1ZYJzbaPlajCsBw",
+	"RjAcHA0+Fsl8hIPp9U+9hpDaHMk/NT4JnQgWEpnotpy09Yy1x/KOjKliEResQz4uWGB1hQER0jz6+hsC",
+	"oxmQ8mH07og7w6TXf/PcI0rL4Ib0nnbJtwTOpUcuX7xlxB1a8o+klIGQ3tEL8o/ksE/ePCcvX14dtftH",
+	"3S75R1LkAh55/83bl2/PCbIXkmMq3332GhEPmFBm2d5/OP/48dXV9dsPhoDmTM9kaIgtiKgy+6QSpSkX",
+	"LBxZLcO8lOo9pUJjlJMWjiVazasxaLC7IEpCFpottprSj45/78sJdvN624lVDQc/NmY8DA0lTGikmGf/",
+	"BCULB2ofjFdrD2JGlWkBHxo5NLIHs/s5JZ61uf7pxw2h6/RQOV+kkrR/ePS0TJKmGsHR075RCSoEeLGx",
+	"3rPjrY2d9g+fGrG7iOUtE1QEIMTM+N3wFZ8KqpO48ICFuSVRMokDNprIeA7a6YJODV3Yx3MWcjqyp9IM",
+	"+GARUS7OSDCjsWL6y0RP2qfZ+2pG+8cnjUHj2enkuB92jxnrMdanvV7v9DRkwZge9rpB2D0Jn/b7IXtG",
+	"w+7hs3F4GD49PgqOnp72j54eTg6Pjse5JvkPzOiLT4/TR0lsiO/gtncQJ0IdrMuxA3zN0MsiGUdczVhs",
+	"yCnQCY3ICzlfJJrFoDromLPbTcW8UezKrlQynnOti6tnn8XugeY6Mmu1Q+pJUeQhjn3CaZ2x4EZZigMu",
+	"OqYiXPJQz8A+0JSb6esZIxOqjN0E5haZyBjMrTEcmaalMNIlP/9Eei1juSlCNTnskd8Zy6z/tNvpEi1v",
+	"DhRZsJjYQz5IB/ZEkcOTLnnz/EBBE0Qa5tPvdM0z00I2R7JkfDrT0P4RGZtRLKJEkVPyNYdXv/4G+gBq",
+	"N3/bwXnQMOg5KZUvqFLAUdLpo+p5W+RFuZXo9629aZRnGrPwjJjFmfHpzCwOfE64IqfHOPMFi9u2GaIW",
+	"jIVmFKifu1VQWwb2HYrxKQtTzmO5x5++8xpxEjGVaYC9z58/GzqkMZ0zzWIQ/s9luPqYnUxjA6sg5gvL",
+	"93wW9o+Pe8++9K1hzUBgnRyR5tXrF+To5OjUIwsahkawxURI3TLTMu+dHLXHK82G4hU2QVIGgN+edg/7",
+	"HlmYv+0bLdxW6ESGqyeKsDsa6KEw7SiPUEUUE7pD3jMWKuKbsbfTwbe/Ziu/Q85z/egZ1SSUTA2FkJrc",
+	"sphPVmb5KTHCzcxISA26GVdGdMKGUXyRmykJZn65YQs9FEuuZzA4cDz4GafrpD36Hll/DmfUb3WGxszn",
+	"Zk1nII0y66I4DbPNwYzNqdmMOb17x8RUzxqDfrdr9s4ccNPIf3Ub86fz9j/Q9g/d9rMvDr774ssfu17/",
+	"8982UtVb6djoambjC1v9NVtt7va1OcdcTFm8iLnQbifNNMwa3bAVafqXHz5eE8Pw7OP2DVspv0X0jCty",
+	"fvkWXovZlCvNYhZ26k3b7F5h6rmp/qnbfkbbk+9+PDmqmNoLGgXGttiY0bdmz3zQB3yPcKG00ZzlhPhx",
+	"IkY89PF8vrn8RMywPBJQxdpcKCYUN6fQM2RNxQp+hn9HnII7iRJnrrUDqmkkp9BM0z/sPuv6rXTe3ycs",
+	"XmXTNpbXti2ec+H+7m2Z6gVosJ/yCuz63M8NbbOY+FUGjH9GVEAjpmANDF+UMiIRv2HEtzaav2UaZVp0",
+	"fmapHA9lMo6sEs/nyRxmNucC/93tdI/TiYpkPmZxOtELevcBVMBrq5tsUCw8JzFDH1leeoAQQgXyzB3b",
+	"J4qMVyRkE5pEumpqm26+tf2yczh5+vRpv3eSm0q2YVxoNs1PxGmkZeQ5XSRVxEk3CJKoZIzk4I4nUDfQ",
+	"Z+WMoPeHUt2VTKazEjKLIrkkvqbxlOmRmQucDkt85khMmbCaMvBwSiI6ZhG4cE2ThCnN51Qz0kxZrFEz",
+	"yNz5UWkQS6Vy7SjY3GxT0dlDJnTOo1Xl0YPeCstgKSEVnnbiYykjRkU280S8fVnOLo0s0OCCDnmgySSW",
+	"8w75EJOp2SrLeEDQwC53CO643V9vKHwcupPS9t2iFeoTGjOCuphnJBYJZpIHTA2MgBoKJ5OMpIOf51QH",
+	"s0zOCToHEadJMyfuqFBLw6BhzENBcSozRuD0cCmINalUXnitLylMpJJxp7Jp1P7ux563lX9fAwGVcvHz",
+	"HDFZone8lzje2/TfvEK55H4yxydj3EMBnNsjrDPtEGTShp/71qB9w17LOGBW5TQcfIDCT7MF0XxuFIGh",
+	"mEvDZcYrJzXUE4JckKSKMQESNYSe0m+BWIeiQK2kOaaKK+IDKw5HyAzsQaCamB4N2zJ0wcVQ+PB6h8Wx",
+	"jEfm6WgRaL91Rr65Or9wrE0ZmoTP31x+emJUJxESav4YiuVMKoZvp9zjiUrVZrhJaQpJYinnJGITZKQ0",
+	"9UW0hgIpq98niq4MNc3kksyTYIatck2WMolCoukN65APIlrBfDiQ11CkywJjK3CHRERMKeLDSf1Sxwnz",
+	"q2kv4zhVrK1Xl7WZcb95Xk14MC9j/aUqkSEqQ47gzzhzAjSgCxpwDTom7qejFStdq1iTc4nWlJ9H3Wfl",
+	"cicvP6XS53MZOy/GHxmNSyQoPCZUELkU6Z747gyNEhX6ZjYLyo1omqCK3jx9enJCZoTRYFbJbmmu89EK",
+	"es9PD7iL4rfswk3D+iWrp33czesNVZN+FbFAx9zsw6ePLy9Z/PW3JWLrMuYBbCfLXvfIp48vQYe4+Xbm",
+	"oQLhVkWRZpcsZ0wY+jasYBIz1jojNJKCeebhwrSIupQh6enKtJ7yKRrFjIYrXMiJjDvk2hwG8KDDAiN/",
+	"8zKu0Ux3oZO7DPBBIzWdGEPTsBM//2vLIyxSDF5AD7rZzoKf3s+94noYCstHzds6XBTfyv2mVkqz+cjo",
+	"SK5L0qRkOZMRGwr89YkidsvIkkYRgRdxOWEhkQPdMhHKmDi3iJFcyKCuX162BsQPpNId7AMdIL5hN+Zr",
+	"Hsw6JC8TDKNRBDznwGGy8U74NImZOkv1EVSWpMgpD6D8Sw1PoL8ci8rbfGZa5utqjpQjJXNwwElws5zV",
+	"1oq7tej7zeWnr2QSf/pYopJcMaFphKRoyM8YsGZ+wMIFmckkRiJvWsIT6DVtATlanQA0CkECGsecKdwJ",
+	"f0B8NyXTik++BJUG/kAu8fNPuL1UhEORvjznUWQYQEGj3vL1AWmCl2Qo0B/080/k8KTbbYEXpPvL//X/",
+	"dch7qbONgQPaTo9Z5t2o3qZ8x3vsTa3N+coOpHR3LvPbknIW0uRaETUzw3cqPVyxsBbslVdkvubAb3BW",
+	"nzTHUs/AB8O4ofQzXCK/gib91iC3SW5HYQd+/mmd/x+QZmmfP/9EUBC0huKL9ONvHS8jB8QsGzRYNYzq",
+	"XcoPYZ9d6tbYqbchmy+kZiJYlTpCzsWKZEZW75d/+l/942MCThE6jhg5//ji7VtwPNPA0JrRXPj3Ccvb",
+	"n2ckZnNmurQaYP8Izh+yeusoqfSO5Ea44RrJG2/Hx+saTl7/Hg7v+r32cHj39NV3X5Sr3m8n76VgF8Zi",
+	"2FyHV9d0qtBJuuBWtgURZ0KTmYxCdYYS0brJMCwAGSlyEvP0sHuEpCgkuPWqpzxpm6G0cSyV1urRaek0",
+	"kJG9dt7Q9ZnY39H1DJw+ooniYx4ZdQ1tK2J9qaTpgwe8Y/822jUowjLRNfwHlqeOnGd2T4Pz0nCwF0ms",
+	"ZFxucvqC3elRAG/4jmMsYnbLZWIUtSkDM9tYoKJqjPh11SIf9/q79WYY56s0ymKNcNDEKfepkSbaYLdR",
+	"NK92lNkAjod4LXJD/MZ5wStGau1vs3BOIwmrR44hG7vGnrreH2KewBxeZ07ZEmaVd9CCzpO+7KEeaER9",
+	"28yFzNgd+fjVebt/fOJC4g77JKZLnHXQvmErAu72dGoLCpc9dma5xuHW6vuEx+a8oe5+T/ctzjGi0yov",
+	"izlKTxThIVB2aunDlduP6IP4fAA3Hz6JuNKKcF01gYhO0WVRPfhUwnChIQ5oh4cPx28/2rhCCdStDwLg",
+	"xcdvkBNSgryPxHJp5LRQaFb550HAFtrvkP/z44f3NViNHWjBrBJmnH9q/FkB4QXqtvFd5ZqXeluqneGO",
+	"/DMfya/l5YbRff3NCxrM2Ev8uYwuMgtnPWLG3xx91VjXQj4efFjfGTOrRAJpNkfZjywatIput2pUYKyV",
+	"yw4wg53K0y9oO1vos8IF/eKvwr8MI/xDIeZifaD5X2uy6fNv/0CO2mOuqwm1EOfx4BlsdxRnHMzwKPQN",
+	"FXiZT5oKFEyPhCzmt9Y5C2warqmFblWwtdQRW48l13XMwqw+umiD5xV3huhiRWpxN4DgfUzjFJwN7eGV",
+	"brSq2o9CZEPFfpwc1dyOj1lIxPqw05/IjIowYsCYjX7n/x97sI4s5uLBpIMuyAt6V2LUG51VCus8AQGi",
+	"yVwqjXeuqefVI2+e73Awjub0bj9japcplR88FzUHHzF6v9Fz8Zij/2yOi1pIoTDh4DkNr1x8mY2LQoWL",
+	"LhYRD4BJHCxiOY7Y/AsQsIMfc6P525hNGoPG3xxkKQ0H+Ks6uMSvsNN1/S11Whh7aU4jMy3D1ww9ygmJ",
+	"qZgyG14Btha6GMOF5MbaojdMnREfbgSUD4cR9R9wSYhJxIPfdD6GI6yZr2RJFUmUc6g5Z5y1lGGkr7nW",
+	"EFX62w4059fDGBAeRWTMjPibIOdq0onZGUpipjSNNfhflzMesaGYU7Gy0Uwxcx9Qs0kBG5i/8Yc5DRls",
+	"nJH+Ly4/mVcoXCq1hgLjatILObKkXFuPAdcgLKSYmv9yTeZ0RZp0bOii1yWqZZ3IE67JVIIL9Iz4V0zH",
+	"q/a5GXXqMmVwS0nVDaFTygV6XVAJBcrPfVNc2g1twizjaxmPbbzjb7tbRrBwRSD6kIwTnYbjGPrKhE2B",
+	"yMDL8tlrvJFoqP52x9pGiEojYxTBgE834gHxMWgsv0WGFJazFTgEhwLsGXg240rLeEWUpisSMxoaHQFu",
+	"ZcHzActhE6V+47NDAgqhVWNmw6cGGSNCQ4zdsnhFbP8e3BjB/gyFOR1g51waPgbOaLi1dAFWBxgZfHB4",
+	"UIxQ9VsegQWKjOG+nLEYOSIXi0QDJVAy4UaJwvWk2tDMMpZiapfswrHY33rFxjIEAjZLtmRR1MZhkCas",
+	"QxquBr8vaKxgDiQRbs/JPIk0X9BYQ1MtCEgqio8xDYHc30v9WibiN53ie0mUEeewf9KYt4lmLTecCxlC",
+	"VF25DoluxSdG0V2sSNMveAMzqabIq2s6beXcjWd5x2KOpZn3SnlZqnmZCVwl4gVmxG1ZKLdA+eTECY0r",
+	"l8q9d+AyGE1P9VYX395Y2Y82NtF/J3FMcCmbXUx9unq3Nv1UAuv2FVtEdFW28D5csVv5kMkguA9mNI54",
+	"LpwqvXGBu+81Ad8p9UFAykWp98FNo9YGvbrjCrND/2r359qtix0hCiTYNHfze4YrbLfN/hYnot6+/TqL",
+	"ey3lOxpP2V+KD0am89gwPhSM4PQgzR654M+Rb1xLeUHF6irNQPxtB2ovO6i6MSoZVdqN1nAiO1qzu+jY",
+	"cW+HYcyU8oZiGXPNChc+LVAfzddpeDewfbxmD2aMhByikrO7WClvyFzGDNPaYgxGSgeB94bNze5B+i1M",
+	"C7brsw2Vgwez1mCbwqjj1VCAxoieZP+Kagb+rfbvfevExJsG5EWWVdjEIyt6hwIuT1AYu/gJMkmiqEoZ",
+	"TTtJXWlbFFIv9/4Vm1MurBlR+xvFavSxl4L8SdBEz2TMf2C/tQC2mw1khrYi6j8QAA96czMRN0IuhXkj",
+	"ZrfyxggWIAb3nqI8bK3xpW+//bZ9nugZE9oMn+1mLp8EvaU8MnrLb31sQ6rpmCqWaVN4moClfBKLWAZM",
+	"qb/UyLJRqWSxkLH1hLi4y03TYGVjKuzrLPTxbKFjgBvrP6Ai5CHVLFW8wSy1kp0NhYIbeC4FRoeykCij",
+	"mtOIcAHJKpobBVMKpqyW/Emk/V2wkNNr64b/rQXFE0VeYJfta8iFVQVHiFzY8EH0hADho7ZIXWoYQUsQ",
+	"eOan69ftU9Icy5AztM4N/zb2NfzS2uSShjtLopgwinWqKKDDKI8esYjNUDRnagNL4seGSCJ7EtAtu3Zg",
+	"SsElKr9Kmc069ESNfjLsiRovV8JSlLneKlpz3rZ1HIsa3SPCRc0Xs0SnnR98zrvJ/4TdrDWyNtrcunmF",
+	"rV3bgeolK9vhTHuT4z+zQDdsOOpzqnhJqOZXcpmPrTAqphxjFm0HBpKnP0hDKze10ug2TFUDdRRyzyJG",
+	"wVkLbljN5mrX6X3BouiKTWALcCI0junK/F0MUAZmEUUfJpBLuK3JV+a751Rgdltx8C8RSMUZKSDazAmG",
+	"mHc7qTNiNt/GLBdmChqIee7wYmw7ng1IBCfELY1I07dprTadK02D9VtOfTfz6mzQ/Od8pvOapSWkQEvL",
+	"eiswl88s+S3GPuIW5HIJCkGKRl6/ufwEc4Bo5CaGomuZOrqsE/3yk+GAQLZenlxuGFtkYea3MZ2b6eWi",
+	"ziEa3v7tMqYgGwFGNsKZgd2JkzGssvC6W3RwprqQnzgRbiYQ3lpIOyiGZT5RLgfBaLQ2SULh3Z2zetyO",
+	"wkWBZvFCRmC8ew12p2Oa/ZmbZ/aXu5bOBm32UIoyQ8qzd2qq8j5P5Zc3MNafmRMGg094rNAKhG4iFnYI",
+	"XoVMMGnDbpDbU5sTgC4gPpmwGONZuciCyhUDF7kaiqZfACAwG1mekOW3XGChsId8KFQST2jABoRGkRkr",
+	"jy0j4MIw9YwfeOjmzgYAWoglXGrpGCeKRNqkZEljCEUB2amkSx1xzGSTc6+xjTytVXNAPCt5BkiauGoK",
+	"6cp31DrJEXUZzSOB56n4rPCNOwgz1zOEItv5ZsMAHWLMJsZM427f7fkEJSWj8vuRcwWRrkkyu25ry5hR",
+	"smfFQpXg+WgTjDe414Rr5Q+skWckI2pcXLnMDqePdogvb1k8cjTjD+A+JB4KOpbWTFRzGkXGTsw3hXda",
+	"cAhiNkmUOTA+5I9TQ9IiYLHZaX8wFFyQMdNLxgQoe2O2kiIkVKwwt0mOUXR3iO9s7NH3CUtY6A/AkB6K",
+	"vO1d7NpmpksRMNLE/eUu20wqe0DjRBjC9tldwFioRsXDOHAp5eQLMqd3NgfRNJOmN4OBbFoAQeOaWXIR",
+	"yqWPF0ce3G8IaQ8YpqvTOOZGXJSk08zB6wQt4JlzJGYaa3iNwq40vMbm0trggdx6ARmWTNEBPxQHXspD",
+	"Xzi7xN5PFJWUEmSfGtreWnRdnU94WMp91tFe6ujpTnvd+OX7tfCV3VorAjSUNJUiJN1Dz15jCQjTAT15",
+	"aaBOlm60Fv+yEbi4ERy1uWXlzAQJ7ZVN7dzc+rHTcbfql6ky/HkNeKyObbQObPJjyTs3tw5dZsYxu3V3",
+	"u9k3kVyWN2uOy9p4y6LX4ilAZmQvurCZmEUre39sfYM4lw75NtUgca8w+C2PguRbX50yh1kEDPN+fJc2",
+	"BIEjOQaYu0BlTJg/QIBrOWUgtCDQ2wi1MYvk0trDLt0tmDF8wSNrsh8dSnB7KZcELsozHyd80ml4u1du",
+	"tJBKceuoqV5CTJWksGakiSNdEzUgU/Iip2VNBfCRGPlqJTkKn+qDtjnYNSorGaYUbqdBMJTtsp+btV+/",
+	"+w2fweZrRUKoR+N2L6HFutrbGudZW5jNQ7Fls4unvXSh18/hxlnemLhXmtqPjCg342387DKiJWLMetRG",
+	"RnsoCTVLr3qUo1N0wKH6HGkWq4G9J7eZFIuIClBqMYfHgTGAhbYxB3veBVsaEjvu2ki8uUcA0I+FxLCM",
+	"s80DygTeK9jxtMoPpMSgis15fVhgKn6AWRE+spmKRvDdAjVtdQtGVGD7ZUYCZv7WaQOTytcJeg2EwXE0",
+	"s+okosGNcpEYA9y1zaggL7ed4IFgNG7bJBnABrERnmY/m8BxAzmfS2EtLau/WfgjwwDkUpxhcERen+Mq",
+	"ayjAtA7zMl7NotnV8ohd3DRHpbOHxbXuCsP1yjbMKxJ3Rg67Doz1DG2clTWpeB+pvYvP5LuoGluVpXOd",
+	"JtY6D00+1DhvujkItE2duahql2rFFh3KjGRziUpQUe/lb91oZwSO8nu2ZiOMy0hK1V1MsNd8IbVzjYaZ",
+	"S4yj92dG0RuWBDP49j5LDsB5aRelO+DwZO+1FPjxg1azgGH70BYeNhIH4feQrx8wgrXTnCGKIFEVl6oM",
+	"MjibQrqtZatTfR7WZ7G2waUsJHeAr9AIeHQ2B0eu5FR9EEb31/EKs00T4RH0BRAZhyzOAQgpv74nP8+R",
+	"9tbsisoaDLt61bi9IKx1X3FuI91Pe8/6Kahe6q8EF2YT//r5J5DJrXtN2ewhKtRv8VNE2FhXPLJ52lGv",
+	"i9nc5pV8axZt389yTuj6XlRHOLXW4SoRHy28fklTtywO+T4XOB9ZzJn6qNmi5AYH4I9sCgjRS7geUKi/",
+	"4sUZhoQonfmWS69ZdmlzktwIuXQe2ZjREGxaY+yaM62sYicn1tlulC30liKiC8uh92RvgH/RounUSSR+",
+	"gCKWeWyt3pWSzzoVOp/uLoVMKl2xWmB0CKUpOD396SJRPuRrtEgglfNBpNGBzvHdIa+MzTIUiDYB4UZr",
+	"aCbwEGNWI24TnqD5DrlixjQpAyHYBIYwn3TIh6Vg4QD+2MQoGIrdIAXki+zjFLwkxSgYimqQArITzmJj",
+	"Hg7HglTAWNiQjj9LAOk03+WbNOtQNtZckxhLPRTptSVcfBiKzPebXWraTGDY0uxdYykPBexna/c0d4wZ",
+	"LCHrUkEn1SoXID6jIWkKaXsDYwYc4k5tQ6hFe6mSjjtmFj29e0awY0IjJS0cp5CW5hDopWVvLItbgaNJ",
+	"IY6AXAGHK9tuIgBSlBZaszeREG8iGJGTdRt6KCwYjVF08agZ+4xFE/jIrARc4uEAzFjhpECIurphYWco",
+	"vqFR4uJQZCJCvDI6wZTuCQ+o0CTkU64tnklRaBoSKU3gVcVDnShW4W6r2Ms97uudh9cw+w0+ncfvKeM+",
+	"Zl0y+g7knOEF3iAPupPCAN6ymE4ZCWO63ImOVLj6f6LIY6AkkYeAJG089QfEAieRrbhJDpsIoLnOCI2W",
+	"dKXWukR8H4v3mYNirLpszE3VCBBsZ6TDhVG818bZ+M7bfZeRlqoo01YRVMxO51szpPtYs+akYmSnm1AM",
+	"MsSYf+Zgl9p5eU5QPjh3SBAXyYIk3XOMW9nn45ypNT3BrYqHvGBtwrtGlO3b2lGtZgxlugXG5ZQ7M0oL",
+	"ztzL1CxURFnfyYt1JoGMPAeBxW2Kg+EH96fCsqI4Ne+iHm4P5mvq3GsJ7xNg+EjOqMxHtCugzLrmHuyk",
+	"ebiH5QGekf0s5of5OsqOWCmlrhNAgaKKB2z7MX/H0ZgoHvXU1KllduaYRqXZWxZaXuEuwj6rh32JUXW8",
+	"zPdwj7to52rc8dHX37ibo0djAoE15OqJEjD7KuxwavXRZtHiSlWoSmi99ObUYiZIwUqt9FLe8RhqZU1m",
+	"kkU0FZjJY4xgjbs8SpMZu7lHc2ue9+vX11nGHsaw2rv3JUVwAaqc29DWJwTkkZ3else6DL4/A0xdvCkn",
+	"zIc12dtcOCU7XCIZeNk6O6gfi2RrydV4E6Es0iTFrKzcwwOJ8nXnarx+70B5mEL2/Ub0kFu4wojcGlXv",
+	"wAs0Px4qUAqNvdVsvpMoq2XGZlsbg8sKDJYGDttiemUc/N7rn0LiZTuQdVU6jTSYvjyGmUUU8JJmNJq0",
+	"Ab1cORwf54BRcLvwu8FaLDqEDw6Fvb2esShsG0mAuf8p4HnqMIzZlM8ZaeaDXAcWrFdC2DGNyLMu+Z0t",
+	"GWTbFURxMY1YG+L3sXEPP/vlf/xzt/Ps3/61Kb7otX75H/+9rWdptI9HljxkAh2OPfIF6R388s//t0iH",
+	"NWFLN1I6FPbW8YzkQ24HRC+NbIRZS8wvEER9n1iUVjM6sN3bERdsKNzYcuA2dg1tgzixFoxekIBGfBxT",
+	"nYHDwzjWSxmg/zTnlyZNiEv+t3+F1v6rNakdWJQUQ5HeVUOtW0WUBYKHxZWTbKtcFsWERpExgnnIWujg",
+	"m0QSE5c16ZHfFeOhp4vEH4rCLIu1Gubyloup7dyG6Vr8bBv1QIcij/kuY1ffAYNdAPvdb5WFYRdWdyhq",
+	"dAzfuaB7csMNaYnUJITZ2gVvQiZGW4q0/mCiPfBjrxWXsBF4WXLJUAB1BnQBefM2H6BJC3F9eFONwC9q",
+	"JmPN4jQaLE4EVChyCcbwEoSMQQpnq3Aenyjw2RImIDI5Q4KiGgfyRHlE0DhG+1fYWDMesizYGbJXStyJ",
+	"2+yt/e2r7RZRUdDbnkt5WC6EdAM4CZV6FhIo6AzHxZxMt1ibaVEuyrPGBG1wZ40302rS+y4CfohdeTi2",
+	"siV4zVkUAi8vd2HZ1EuMPHKgSmQNV8oIb7yBmZjmoLiM+9Ccyhx+juGI5sUFArP4pAledcPp/C2AK63N",
+	"5YauyoVPNjiqCSAbutocG4FkVhx6jbs2XHE3Br3PXsN0Wd50sogkDQ1v5RHLNQ+YSvOFjDWwBJcAa95S",
+	"W7s7hNqWoqK7XntMFQsJ4NFYnTpbTNN6ie891/oR5I0pRacl6kTuvWPws8KWlB2GApYOlFg7edbttQqw",
+	"Om6JK7F1zgibL/QqX7IEa/aAsANvcqq/VjWybSX7mykrOPFSuo9oiVaYr2CeP3JUs7bmc9aojP/fwHUt",
+	"ie1mq5HT1Dd3ugBuGFNudh2RZkt0cmrjHLbprGaGV/gmgtHJKCmHvwR4/nDOjY4gpGZbIoTzg1Ayut2+",
+	"VvUbGdczL7YEihki2e3T4VnKUiO3I+ma2nYKteyLcy0OurCwVXT21jAzsL3DkJs3aXSZIzuL112kxPvs",
+	"sVuCknt4h1LlpUobXOgoElCBkQUdjGHOoUvWgJcsuMsKK1i1Fo/h3oOz++s69nILu5mxxuc2MCNiPkHx",
+	"qzziwwKP0hJRAFOlmE4WLY9Q4ocJAhqwQhEzYJy+WkD6oNFK4bFPmoquLMqJIL5Z0uKFW24MDa9R7Bqc",
+	"r7YzSNiDPFVouPQiCyeb5w97ECrW4S0lOiO+J8aYsKIB6IwV43DwUghNQLuURGmbAv0geoSBle3tm8tP",
+	"j+QWyFp6oE9graGNYUFN/Xt4A7Jcr02OnxaeSjN1jC1tNBiPUBUwEXIxLYQZ1dHct80fU6SzBLHtDoY3",
+	"mJL8UdNYs0pFb8qIfzDFV9sK3/WNWhFSTTeVRjYfY1tbtzXhIXsFb0JR2ynb0jtk/TO5KGhiBVldMfYU",
+	"XMTG+kOeb7oTUFUNzT0XUDOvHX4IE/jg2i9llQzizoKKmRmlK6aBTq2e9H2Y9CMOBJXZWu0grvIGVdlS",
+	"3jGWrbfteXan8zMtJbKYV0TK17hQeeTLEuc39w9uewcBjYIkolrGVhX2Ny9GjLxAXASXguai2rdgR/wl",
+	"0A5+tcsamDctq346W60tC0gjAL90hn0tNTe7Dvrtk57t/HamGfxveem0PTblMa94MigDS032bFfxi23X",
+	"vX+JKG653ENjiXloA9IfJRr8Ea7vcgAS1XHIMMkdd25ubtXx/7WXqCp04BESyCpBMnJaRxmYQczHiWb1",
+	"p/EtD6dMn7sPy2ZTrdks4eMnruSTlmQSU7hk0QAmF2P6ouewgKaLBG4f5qxVqgVh+zv6wh+gt0jS0Ok9",
+	"XFl0yvKWBV8sWEnTX11fvEPFCjQBVHKxLxC02ilwaiaXinA9MNpvRANG/vbi/Prq7d+/dLfc6QieqAIC",
+	"5tWn96O3L13dHVeFo9PYZZnY1fCc6uLm4OX3uZJEMnVqM1l4Q8q/eXXd8BqXHz5elwtmqmc7tFMgAjNB",
+	"RXy5YIIueGdF55FPLAJphZNK2byPndZ4yn5t1RH3YeUCfExVxrVDkpRN5iu5JBTHSmgOZFKVjhpNnKrc",
+	"D98sZFYeCv29PmjuNmYelGUfW6mfIfUWGrJVnkoOamYq1OdiOzTvtU2AtSt0lK1F2Ua4WpTlQZkPCKVM",
+	"cWyAvdw7lBLt5Z3aXbBIRoGMWc2AxTDmRuvbBx3GWu6ZZ9sVuGqUv5yZ87uHI1WtISwCvhYd8oaJI3LX",
+	"O2nUjr62kes7SmXhbiJ2cVp0+L57+ACcGvcgP+eXXAUx00Bldeb9iDg5Ft4GbaZsj/OukAB+y8gxnT7s",
+	"8gblrW9LMcDSbvm2c2urs60d3YhTxfbUAGkczLhmgU7i8oiVyaJ3MtKTSC5K2OpLJhQjry97JwfPX/dO",
+	"iGZCyZhcv3734fKjlxq7akFjxfXqnqSUxQSUQGg4IC5bVD0t1oTBAjbLBsMLDJPK2ioVIM6srgHYkYYX",
+	"SBs+/ubyUwVwDYLvjakIIZJmNB3Xdci5C6fNmDHrt60B1Dp1wKxOqwikUMkcbhqXMr4x5peFL6WatgMm",
+	"NDihI7rQctFWMihVPqpSdwxLsRW8AdJYzRjTBMA1ZZgEGtU2TOKEEtyQ3APqYrkmsp4yU+2TC6lmpPnH",
+	"P/7xj+2Li/bLl63yhJsUli8toYZzKfMorFWr/O7Ho89t/Ec/+8ff1hp3jQVDh+jOMddzfWy0sq3rXIZR",
+	"KtRB5c5lIblcI6JmfAG+ruYLrEtv6NuDygVgcEyoUB6201bJYhGtSCSVYmqAiNvQyPXLy5ZnHWDmb3dy",
+	"aQaqYd45A1SIQol3N5xACiAhizioCVf35DCQslW+PJihJJfCDIY0x5LGNpvVjB4QJW0R+nv2jeu/C+yt",
+	"OLDXMibni0Vkb14c1lUioIxKGzekuD7lo9su+ezlqhMs6VjXxEaBQ2ccJy8gS1lgUbi4XSil3OrjVMUg",
+	"UgZleeU6b98mXh/jljMvqu9/s/QVoxGaRcWxbPo15c1uEFD7VWlHPGQPu+je8OB6YJtDtYjY1oOwITBH",
+	"ve5j3VeXzaVgj5X5+DQTepTqmK5qCrvTB4sIPb9pNaUDc2baRpCVCsFJ2olrxjoFoojOaXuMCEntMRNQ",
+	"uPw2iubpH9OYh+3yKrx72N9pod/CvLbb4bnck43l2YQ9LKlnUwbTap3dZdB59TDrNsATq0H9ivCwiC9r",
+	"A2DDQsbrN1fnF616cIJUOxy5CsgVZnHfq+D88kGdP/9EmmVYr63SoWzC8K1VysxjMjo8WipSOFoX6tmc",
+	"rcYxD21sawHFMBHQdj34wo2jVpx5DXy9LYu7Md0yCn0HNuljwcIGcj6vDHVH85fYdzxyy+Ix1byeksWE",
+	"+XkEuPF3gIdqE5ErvkzL+XtQblxVc9sSdWCtPD3AAppWnK5mp4Dh1EaViiy6SUjVjKkW+eW//U9QdyG4",
+	"9Iz4QygVNWw4fPYx1KqM6DR3YrI9KccRv6eFfx983cKdWy0Xi/lEJPORYt/X9BEZXaEKrwyXFwrRzQGE",
+	"L+KCqczM9f/GfwCuiyNSN4b1CVduwNo0ayHzVlGuI8vSMwlCHBTgXwnVaj8NKzeeV0KXYxRtx9+E63s/",
+	"vVH+EmreDbIojhwMJ8EqOZ7huzfG6Ieau1X2vp7JcARpGbsmcQHvvoBX8dOYBwW1ZP+83zJ9Qpi1D5JY",
+	"oamx22+IAUS11wzWq4iDaUw9u1orps+yGrMYVD5hS4vsVAFAkvZRkaJExY3pjkPEdhbvj5hfzfUh5rWA",
+	"HBfeAhdVPtEU5dj1H8gkwrpsXARREjLS3FiMs00YULsy9hquFgyotwkD6qgRtIBSCFBXOdYoRHa57EdW",
+	"RXOPzzKPVm7xfJIIxXRrAI1kZR3AU8EVxoRD6GMK5oyhaNjHhHKjktESLCwHYWtXbWSRsfzWg3jo1lxS",
+	"e7rWTqjrrXhIdnBA5Dild9X1Iybyie7febvq8dg1tVodnKGM6h01plsHlUARoTvLt2uVJ2MXIiL2GXou",
+	"lqIiOKqcu2bhUU/S6taFvAILbQ6AHEAmhrIhgxdj2tIsHrhpEDebx7eXNjhmSp8Rs0O24gkevnKmEydi",
+	"P1S8e2f4wLC9NNHHdIzxBeWkxwMmVBXWufkxYE4PxKtscL5SSDz7ePny7wkPjQ4w4SwmTf/Fi/bzP7aP",
+	"Ol3fGwr/xYtuu2f+TfyLt9fmPx9ejt/BI1tI2Lf9X7FJ+5d/+heIgV7JJAbHWNO0D+BdAaeRTbjy3384",
+	"//jx1dX12w/v0zqyaZUUpalmiJ7VGpCIaSNjvaFAQCuP+B0zii9sFZa276U2zskR1G6jgfmiQ86BXhRi",
+	"8IHPfyi0zcdoFi98TYulN8CtQlQeV0Ph6rMqklubfPKOodvQEDbaoHbhXQS0ljgIcGQGJJRzI/WaoQzU",
+	"gW2Bi2lnHqZl/FpnxJ9THfO70OYh+UMBVesIz2GymblCMo+MycWr63Mzwim/ZYI0zVIOiC3gaIvrZNdn",
+	"dhZFp8vJ0XZ/93n7H2j7h2772XfZPztftL/7fam/+wKG/+8vpgrHvTWqao+chF1BUGVnOxtBjdine0mW",
+	"zeC+3zAy6mJHySYLMmEVHxZnYs8KC0hvdqHMGdZISWW7e2ncqTY1KrvxQw0VNa80EDWVy0bGNCf8joVt",
+	"B5jjYEJb97wPKADxjHIKfwnvh3dwbK7CrnXFGy0Ox2WLDOVHVbt4ZCkwn62YaXfsSQonicovwEzyOVTi",
+	"ElCqDjFGjEpu3wlRqsDVbHZzQJo+u3O/53Nl3FMIdbb/3A08t06vVtUrbve21c4WoZqoXziCK4k2wpTy",
+	"SUFdd2FmBZKnMeuQ91Z0yIkRgg5Wdg1xdgNwFvMMoMrALYutgugNxcIYOGCkunoRrmhLZyjaxFeJwuJo",
+	"IxudPnBDmrHI5qID9RQy1dFJBM+HgpCU4Jt+YVV9hDJw+/4kraqYwTUuaKxNEwA9Ok5EaEZrTArVGhCl",
+	"GQ1XbVARLHHRtI6LsS+sNxSnYl3so3ESK+0PQITDM7P2z4nzNboALzqBvGIHfGOWm+TL6DxRJALxSJqg",
+	"LOIiZsXuW15KsmJqvvUrKcjH0lzqzE4ijY3K0bw5A7AQcF/QCRaLJ4r4JZcHvkfkRDNBDvu22ZbdShbf",
+	"cjEdqSVjCwCOtMW+FVrwuYI+klBXKdzssOnX3fnmt1lmlf0NIyGJ0Dwi1Go3aGzjiTaqEiEhlLLwb6No",
+	"TmCs2InvkY9v3lEBuJfwfGTH6rfOnLK2SIAO0qXB62YwirNanMa6mS8chwntvDXVPBjBIsG08UF+79OZ",
+	"g8Ftdxx313SKOTquCJvddSgzKYmFSAPqfnfxki0iuXoCs/UXsZzwiI2yXfQ9cg2BL1fX7XfvLoh9QxWm",
+	"6YavHMHBQJ8oN89iabb1AwoQOjlCt1Vo0423UfRuQUpdQBeuPtlaBuAG+lCwMsbkkh+8/+bty7fn7fds",
+	"LnUsRfs9FbLd6z9v3/bb59/+oX00hlydh8IUld86FxopZcFmPo+UCphv64HJgBtNbcb51ioUtz+we3Uu",
+	"4XrMrs34KXa3K6MPJvaaBqiOr93LIMggKGdqVBKxcJmqbVieG4oW2shbLsgYQUjBb2fbcJcSIcSYZQUy",
+	"a0RNZf7umelhczR/SFi8IvCjYQ4oGdxHJKIrYyRDBSRARvFvbrElH50R01gmCxa2IZQ++7B1RgCuBmFi",
+	"UgYGK6py7b9+9+FSpRhs83oamel/FPJ5zUJ0vOy6y59LBrxyzu90gnBF7M5soyLNCVuyOKdeY7iREX24",
+	"WbASaBgX1DPYH6ggWJ49dnM7Gq+0BYyFpka9k3HZNWdaNy6jEDnJKqOBNUw16Z2QMVRGE4RFqFc1b25H",
+	"sGsAi+52y/zbLZv5dx//D0aTuxy1mCVTJudMxytXRR4M6Xvq8G4EtasG4uA3l+QdTgrLUKfrMzWmZAbi",
+	"h0LTrVNzYuaVUtsZoQSvhY1qwwWjsUcu6HxMjaBXETdKQhtT1ohdQ1c521YJq2kzZHOoczGng5LggncQ",
+	"MhZQBZ4WpCHnL0fEbzhZRkJYhZBRG30Jv3T2qii8R7AnbkCu9zkURIeeoeJKuTexMnyzFqPM8cWajG87",
+	"nHo+5hLsbDjhTR0nSh98/PDp6sWrj6lTynC/1u5kGCuscT8t38lNz9uQDCmd5Ol+k2XnzlCO923hJrl4",
+	"r92BXpkoe4xQr5xgfJjaUJUYNONhyEQZss8tBwwJUFsN3wIzEF8/s1UcQgS/ihnw7hTcLQWogFoMYSHx",
+	"KXc/hm09CCXGNjFebYGuybBzZtwB59RtOAtB2/mFXDAxSgMv1mIqzWNgeysGEUaAEkOa/ptXOZfxj+jp",
+	"+3wArfilsUVre57r1I25kV/Y/AqtT6qUUiqCx60t1xj0uu5/EFKHD7s1xNZ7yRV7HUm8I17PLljMaM2o",
+	"9RQ1OYPjXyAejy1ZozRbjFQAvmard7q/viuN/PizjG20Wo3u5/RuNHGzqPM+F6PU0Voiq7jYq7l0shWF",
+	"q/BerLAk7loM/EFyQhSds7bNFsmXB3UOFK7PLCZifiVtK+bRE3vX5a7D4fPiIc/Hn/HpnI4msZyXxZ5Z",
+	"JFCAdaFxSEJ2y9NrD6OqgVvUXoHIKERYnLoSC7rWsuba/nCfmzaH/JubZq5j02h+k/P0kyO9PJl49jSU",
+	"nc5LRm8cJEVJsD2NuAM0cOrbjE9nUKk4K85T4tp+jPiaRwVm3Lu4Zq5yazXO+m+Ab7EbuZlXxb4AYKaW",
+	"CzRiwUBMZ52WziZNNFznXCkWEqy54qGwnVAegRGTd7j18PYvF+zl+IFV6RdRgrf41leVD3+1oBO5i9+1",
+	"pgAzTMh0dBBPQlxSdKFwaRrGmQvShH8vGKy11hNd0K+omLKNQLU9lngUMk15VDOI8x5F0+eMaVffDTfi",
+	"jHRzwcmhrCp/9Gvgw6yV8iZNwNFN78ZxgGZrLOmMV7bmlYzJ9fXr6xJ0fRfgw6zJxm4ZJrq57ba1xI0Q",
+	"KQ3+2AJWvVbyv84mTSLG9Gh7aZ1ChQFblIvFRga6gjtY3MzsQKdQr8seIuv5hDWDT10xugdV6LGpvqUZ",
+	"QGjoYeVjsz8TWQ5nUMgAvn/prekiUSPBWFgW+4bqQ+mSpd3XM9jTb3d1ksWtoakNwaLWAgcusocfy5zI",
+	"MmNbztnGyVW29jmA85TbJw+JtXRu2JLYwszZcGbzCdzuo/3EbPKgyzOAV58ovLmAImPoArS3b3BNzLXz",
+	"X0yMrQh+hHK8jV8PcCkNZ9gSaxYnwk7aJdXaqTcd5raZOpaczz2wSNz28g8MUp1LzK3O78yaKE90WxvG",
+	"oFjEDbfK5t7uTopcH29Fl/W3mzQxLK2IR+5lcY2F562BzVfJCKzeuGcy1hO6T3ChUbc+pp/tKJZSEu2e",
+	"D9FzBc/3FGAFP/FvB7xVRwFBsVg+dRiSguBJF4mY1jx4QhZMKT7nSvOAMPOelpI0I7kkCxa3U7GLlSwB",
+	"kB1Edzn70lxXQVUjicALpcfRCkOuUi5jZCmQKWbJxokYEH+YdLuHASwZ/JMRKQg+nC4SfOTlDykQNb6A",
+	"7MJ+1kyf4aDwcQsgwPFUvLn8BIEdNft8WGfZhdCmn/dXAkOzAKglLINGirljkCkKtmA9VNzJYmwL62Ur",
+	"m5p5oosZXuZrUHdYbrRldhyjbzD7gFB8HQtjpLVDB4TaR1mFVbrAMrtaFgF/8qT4mHhvjwgt1nCnxEvv",
+	"LTehONL6J2s660aod17alIkDp6CkHGI9hnyvfIw81eRw7pxDwhmaG/ZQnuHn9bSiapjWMirRuneArRWF",
+	"QxkSlU1DWbtAdIzbH5RbG4bJnxkhgQBB1o6FUGRjamFOCFy3YsVFNHCN+QviMc29yZEu/BIVDdXty56T",
+	"Lm4gKfF8txWQfZM+QaLdM8ctDQ0vq0PuIt2DGWe3bNMncC8rZhObC/MdXJC5nY63LXvakMZ1Ou2S3Okd",
+	"TiYjoR9SHxEdbTWLS5bUWa15B7krnrV8EMXpue5KlxFv/yvRaXeuI8Yr/faVNX/F0pYpAyzMLetzxzo+",
+	"xl1dflt+XQx629MjV5e8B+HUk+GFna/7ya9R/i87XGtU4qTmdsGGdWtK7jFevyDPjo6fppVtUNQqD5NH",
+	"XA1gKEZCmr4tSwIG22rBPFRDPWsJefZrL1cjWjsriN1pJpS7tV87+FSEPKSlOcbG8Dzq97Nsj8wE8/LI",
+	"4oTOx3yayMQlpRql0ia61sYsfOEGcpVswgvmqrKcQt65c9JWFm85+uw1sNBZ/TIQWemiLf2f5PxUO0vg",
+	"ZPyuuqTOIRh/i4Ush6XfvQlUWPgqRLfCprYXCXqat/S2FMApA76jY5nowTjCbLEtZY/KUeuc6rwF+uUy",
+	"lrdMULE9cASVMgvUldUhoWIFV4CuDgkgseIpoIEeCgjWIByrScxpiN9X3qpbKCV0IvF4KD5+dd7uH5+g",
+	"m9tawXxqrF1IpFIKIUAYPOViCoEE5l2oA2ceUox0wwhjY2LBkMqKnFXVwljlM9esc4OLqYcWX4o7tdvn",
+	"4EZTolizsH983Hv2pe8GT8ZUsZMjsjGFdCQwDwDDNRys9gjScj2bLocJF1MWL2IutLvPzS8rWqjZgG5Z",
+	"DHhTxrpHhNZsW+137Ru2Ugc/5hr+7K/hkuCYamCv0fbkux9PjirQ1mBNRhkeT3muEZLjmAUYQYZkDVkI",
+	"mHX3JIN/PSN+nIj2n5UUGIq6lk1YcG65NzNU4D0BgHZvHU5wzkJOU+yiMi9uyCmIrNx8IdgLxBytSanY",
+	"mZrR/vHJ1jC9Gbsj9oymJJMjz/xWQ6DR0l1U3bCFfqRNV/yHitWAMTyxsf0Fi8rV+dp9YWE7SeISX7Ff",
+	"ycHAsVOYe34vti3ADgivws6UkcX6WSguU2E+eYaQZ09edfWdq6RMjzUEPafxzS6Z/zx98bN3r2ptNhvi",
+	"cSrJZ1efu4sHQ7xZDjW5DvRbVl5uPbDU7LdH5IJ+nzCPfLp611Z0ws7Scq35hN8n1k0idCpvjCzFSOxS",
+	"/2eUgidthU/Bt6B+YY3c8lTjAbyNCdyJJCJksVcnyTxNLF/LI28V4cI0JoaHpInQcVRlGc11+FaGoL77",
+	"HrBwBbgzvNO9nYVo7vokg+7egimUzyeH12pNM5ed+RhG76KgAG5vKH3TfGdxOsvu+GcyB+OZkwpNo79p",
+	"5hFKIjo2/1mwWEHuxGMSQsx0zFlW37AMK7ag1iG+qv2ofCxFjxwWZ6srSUulR1G5NiPIlkzGZMJAdwBm",
+	"UD2iGjddtt5opdoHAe1WeBfqWGalSu0g7TCMNgTGKCpNDgOZ5So91B5WXBEVnOiZjNNSD3aXzEjVrmCD",
+	"nOOh3OYyv8SJ2lm26hpeKq1B6cwqB9WVzWZtwddKURaEb3Z+Mh68RrrZnUeuOmB62ZHJ3VwZHMv9My6R",
+	"Sk037cKJL7C1Con/6tYiSG8mfSEvTJGlYa4Nr5Es7AGZRHSaFd3E+GacJQgwGFzEdKaYlHro91MRnLei",
+	"HFgPaaXkwntmLPsB8XESPtaCKOhbrtxxqjX5rbOh8HGyPqaRQV1jVLZT4BrBlhYVpWlodkBiNpe3LISv",
+	"zQr5BP4z4qFFPEH/PNgguHIbbwAosvneLKi/9oVZWp/4S6pGNp58ImPzGy62T3wgYPjeKqxwzNani9gi",
+	"kDgMMCuYETNmExkb6xpetiqtUWcNd3fZ3Iqx0MKQbJDUr1FzF3wLOt3HHKfKGJPZDBZN9te64czDcczV",
+	"nLXkn1JcxeH5iptlWz3UcZ0ew1/Xa32ViHowwGveVQtMM7CUYhTUVHiU4PCsYd20bMH9OytOmukL+Ajj",
+	"ZhjxrxLhZ3iLPDRtZQzWHwo8nzkODEGDPJjlyYAqc4JVh5yP0SqGA5VEkQ95XQjeo+ic4S0nnIIOAYel",
+	"FUE0th4u0gQzeA5Wq4J5kDldDQVdLBiNAZntzOkuyBzwawuX2yHvsUERYvV/AvAx8ArVQwGYR/1uNwd6",
+	"ZBGxhMQ6jzIyysKYhzxGXzAFsjcjAoiCPFrSc7aS1r2EdOXZ/RIQQ0wBMlTpNKrfMydmKDCHYJ4ouJBN",
+	"BP8+MeZsCnHr5a8ucQ3oNGYMBgqrOVcsumWQ3rt+p+aTX/77P5Net9slB8RHCEPfAeAdk995Q1HEWMAP",
+	"/NxFvA/xog6PYpR93sfP6e10ZPPQXGSRaeT/KUYzecUmbCRK1wbX4hCGAtQ0qGTAwrUvYFgW0hDuDnOw",
+	"GH4KaDAUvr3iwC9ckPcBQAukFx7pHHrH5Hc2qM6c1tAC1g6FJSbYlmy5iY+/dzBByUv9iRbgYxpzqJdh",
+	"8bSG4uTIDQFiSPHP9B46YrcsUp2hGAofVYwUib8C42QD0seQclMxNhR+LgLTb3XIW8O2V4amIjbRZolR",
+	"w/VTxaajpYx8IuOhyD3E5kcaQDZgNFxbCI2ix80jGSrFUMDp9xyESQbYY9ohv/zTv7TOsKz2kitmgxcd",
+	"9/Qc/tBQUMMz0BFM4apA0DkXU+IfuPVxK+7QW7QkwUxKZYtcGAIwepgPTSjrzh6vChzKsBGzsTYIAjy8",
+	"JS7rgudlK7/e8LMV2smt6E6tmN3pfrfrrvoLRxNiR9I0tJOnT5/2eye5JLTeHthDEJCzx2BidstVDds8",
+	"90nFWcULmCBKFL9lF27sONzdaXd75txZaO1anojc0M252PP1fCB/rc8+l+gHJQ64PaoFlDDiHbmMJ8fH",
+	"hyd7LukDa5i5q2AUgN+eEZpDLkKsSgjgsa+QFKYP9eLMb9fBuNX70dGec7aANSwsLOx9U0KLeWX5tJvK",
+	"jel5tZLStnGHbmnRtlTA1sx63XPhNvjXhllSsoj3WMfSgKatx1DefLx3EM+4TiTHhSqJlq0zpJqRIqb9",
+	"/QB6t9xSz+ndW+Q4R91nJ5UrXuLc34M/5YoK1GSs44RH+7zvrNkar1+5dStBVKotExdScWd+FuqtHJ3W",
+	"qaK3v8TYAIco28z8Tcqe4uPxilOSJqSguaoaLJ6uAGrEAiRk9WshkF4xRvwXUml78ftb8XXMSqu534WC",
+	"mNtY9X2KZdYcw7T2iPMEXsicS0eOR32/gUu1x2Bdcc26r69X0/ytyCArBHavHo9Oj5/uq0W5GIOaS3P7",
+	"oCGubXR331BTQ3RljCa7Cn2AcVRadKbuibxP6RnSFGwJxUUIjSK5tJlUOf7dOzk8PfoL16fJDQe3r6xi",
+	"S/6T/nG13K5TZuY+pL8n0W+WpdnDFC4Up3mwGbxeu2bLca7VXnoLnRpueXoCllS2gVbpOjnapXKVWYu5",
+	"yIKtoQj2tcIN/gMO7KPgQP9mHoCtgM+P5U3J39I9IqByqabuXBl7aHa/pVpcV0lND8wGo7tXgMYeq/EI",
+	"ZvM+SQAPsjQfzxSsZfz1u93dtl8hMKW2qfSQiBGP+FnZYR9rHyHUtJbmu+an6xetRwgg2WnC5cInZ1ov",
+	"1N8NDg4au8Iv6joRXTjFXqd0PS59LZdzM66h4lryMbJ/iqVb1slmrUbWOi6jUlAQBF/w06tlAQg9dMrO",
+	"3B2iDYaJqK2TdI/75poFia4ScemQNPe4rTXUzEIOYYhkzjSFwD4Hs4kBfVhnZM5iY0mbPjqYFJdvvFcW",
+	"QX9Plvkr0XlKs8Vis7trzZat9UcW24muFcEtxQ99K2ytzhTJDXI1bKaQOf+1s3Ww47JUnc8IplfS/QfB",
+	"EL13KYlgfDobyyQGQHgLBbRHzx81W5R1reNEBLSyRJuCjyEPHrCyHJKdwJARY+GEJFlgAL5gSwZ33YQW",
+	"kUcrqrXdP6ncIRCqRn4GOxLLcqxjM53zHpHMj427BMXTyiBCSyqv2bezBAjFWB5ADK8nK/bA+nc2hlAa",
+	"gLIluPitxhpVAEuMMcbNtRji1gPCHm0F2pyKMVpyPbP3lTsRxOBKnmpXcF7OC5faaQSAQ2TDHuoiID0c",
+	"sqgEMoje7IEN40AKS6Ebasf1cv2ADdqzSEBdDY1r9avH9HIxjdhI6ZjR+WhTWa+RU1JoIVXS16v7pHiQ",
+	"LjrXwkdmdybtHtKjRRRIC3OnoOkAqUsBeeyeuGj3jGD+VSOWt0cp7x9//IBI4pzf86H58luwTlwv25BO",
+	"Cgdqj5DkElrcQeOW3exkshvoK05M7R8IXSaSUTcptwtUqqrto+ZU2wZbNJ0LGaeqDqRh26IRcE3glwnR",
+	"9ZwuHGu+k+rpliZg3V8B2UvLqBDx6+f13qdp23nYIPfcnKtXCxTXGlX1ttKGZguXOpM5Ik57z/qbZFKO",
+	"YnedB0Z+oggvz9vic4jLD0cb9Qt3lzxMMVkrQKdfQCjeWGKJo6yCHaLExxYY1oevfSh/hJVS85F9Swfc",
+	"6RAtKooeSK5Yhpi9bWlzgOOw99OYKZVbgLU5uDBFV+dULi2ydfplWQGIxyoUaeigokykYhBsq0ZYoK2s",
+	"jCC+gGGcS4mbgG9DnQemeJheRRtKJ85obNo4UGp5jIeF8xzIkZHsqrVf4QuE2y5JBIISMFtp9JbFZvN3",
+	"rdU39jVjs81WWzCQbHuILm7UFI/YuQptbILdFSgslBcgebvRYa9FUtw4I65mpSWDDfpbP5Cb27yF71SZ",
+	"ilvMvirDKqKaKb0Xb7efbIP7tOY2JHWtgTEUvv58gGTnE7yQ1JldnyxKSaReeat6Kn+pY+WrQqVxXXA0",
+	"1KjHYD0AxTXKL/O68rXFL/kRYQ6+Zo/kFcgBJeybdn/YJzFd2prDbaMdI9BFWTd75NXEbMqVZlh1oByt",
+	"Fnoc3bCSc/4cQSyKQ6weV9bUaMEqBKmic4YeystXF8S//PT83dsX5OtXf/Q9hGmQCyaUisjihq0SHZE2",
+	"4FSs/BqsJLf6hVSf3BQ3BrlbE0lppF5mTZGKtq2uWY5XCBziak3fsNXAQYcA0rsqrLrFm1xfOdL8mMB4",
+	"L6EVGOpEgiO4sJykvUjGMtE+4n2ojbCEsmvktUXOTah0tZy2taWQ9ANKIKRqSQngqqt0gRlkuQjfGQXk",
+	"zAVVdQsxAaLkvuUW0kr8ZVbGB8GI0REIV5sl9LMSCQAMi9igOdWt3JMHgbU1R6blPaazr7KwX7Doxhpv",
+	"jNJN0W17XkHIlrqKCrcX5L4f+YVyKSpgE1nIqRjtsyeKT8VoURcYcVHe76PvkdWpkkXDTndtbum4s75L",
+	"d8C5Ly6xmurmVkx4bOX3PVWjfT4rl5bnCnGqctqU5YxVwrJQprPY2DdZLS9r1tg6d2xebmiVa0fX+buU",
+	"2vc8229GTU87EHD+LvU3ffnLP/2LPyA0LQo09+AalIxX6XVoraJy2Vp5xc1e30XP6XTpOMsoyt1kl1wG",
+	"7lRE12+1971Q9BoQZPEr1e26dmgGm5SwefuTmc+J8MDSTzQLC9gyhoQ1E0PRxFROykUGYxQnEVNZtjz8",
+	"6dwyfqtDzrGGclrtZgiFVrhDrHGZrksjp7BqOWbCemScaHc1NbD5dy4vcCjsoCNGQxaPJY1DW2UcwM/j",
+	"LOkuLxcXUkZcTEkiIqbUUAA+NlTvIK+goD9ch9l8RoTW5hrkvBnP2jWZB2mIS4ooxhbWGREBlrPVgFCR",
+	"5vlimQfFf2AeonznLZ+hkDFRCwbDNPoGXCxxMW2VZfjhntV2UgApvDDflJ3j3DXhloDP+h29jmhFMeIc",
+	"UdQoSJz5hYtfukF5bhlKz3U25RKdMSxD2xtTES55qGf+AFEbsrpchmrWcfxJ06YnXz+/tqnqWKzr538t",
+	"JMvCSVGaYPgqSXsx72UIYNTeJA6F0myBaZ62EqcrHPJEEUyTI0vGpzOoHgy6fJ6OvKGAwlAwAVeu6YnK",
+	"ysRaF4u7C8pK3do+hiKrSZyvfos4Ox75+SfS6xx3XKr1bbG6/QALlpmlgBL9du75xcNffv7J+hhtNXac",
+	"Wdp8oe55umQp0nqx11J0kCp80kJIWwodDoe7cBchZIbS/t3OuEdEUkmhjLeAP2RHpFSbx+RBxycNZ0Sm",
+	"4mWl4ZDFK+ePDcvqwiGBP2gBH8WyguuOClBCqSwpAr+FmHblkTmNp1xkdf3rmVZpZbjysiV4hAFtpXaD",
+	"StFpuU8uEVzvvqiwNOEa8nZZLrnidrhqtqMyIvom08/dHju3ZN5lCU2gULZxvVLY+OXSLf+Wh1Omz7WO",
+	"+TjRJdq1U3gzJNqQatqOE1EeTpj6O2updu79zRljWnYSc736aESNy3OnMYvPE11SNPpcpB4rAIFBFAQH",
+	"IHLDVoqgh4a026BRvz+/eOV7DhCT+OeANWW56oA8h77I/C4cGU22A3UizEiMuITfshWYab1ofP4MIMWT",
+	"Eq86+lNgfBMZk3fvLggXExZDuAvKFrOsRmv6/e9xyEbV+P3vAWZPWFbtWewCQAkwT+0VgcTiC7Yel5dL",
+	"U1Z4TwP15zHMDzS5oVCJ0pQLFrbzeBAOyMPw5DyUB+A+vJDiFqWEGmBUYA7GRAl6w0bgk3Rci8fEUDPm",
+	"USNmVwdagR441LXGg0GaYBdEdMwiRRLFyNfkS9Lr9o8GpHcC/z45PD0CpRLxkxDVF8M70oISUyMoubLh",
+	"l06t7HYIoEvjOB3891D4UAslgM0+sGDgX/wZsZMowZL+aRV8KDIvwoXkQmcdanrDPNRrLULSkgeMyBgr",
+	"10OtVffup6t3bqkRMaLbBfRkrA+5YJEeigmPTF84bsUjJnS0IkseMgv4DSmJuBmYwjOwldHevLrOI7fN",
+	"YOOVjqWYEv/VNZ36pJmmPSJgDZa/t0g5pjnWfoE4Mv4Z8d9O2u+lYO0LqoOZnyZDHnaPPOJ/9er8pU+W",
+	"MjZGhMAhDMWbV9cIjzGWIZSJM/31yNf8Oaz89Ae+WNgaaEHEjRJpoaODgC2MWtMZiq8YjfTMAz2IC6YQ",
+	"EAfrV+AG+kK2EdcK1uGd4ZtqkGkVC+aaJzQMY9eEtcbNr45JAPoO1WwogPka9e6o/8yyjSujBLXPJ5rF",
+	"FmjrimoGvbV/b8ybK0ZDBbAlgbRo2GYtV2Qcy6WC2jzcSLXmiw9XH1tnbgBwZ5fCeuI7tqbngsXGXBkK",
+	"lIuoEOXC5pATNy7eXhsmb4xwYDtqcHAAvlk4DR0ZTw/sR+rAvJvdszcsL2zkEnob3U6v03U1semCNwaN",
+	"w063cwgIxnoGXPcglAH8wxYDWRe3toJLbMgqZiJkKe+BxQC+EzPH7ppXLJRBy7OFR4fGnuBQnDJLtUX4",
+	"EwR7Qt4gzXJDUBd0bRfch6EdGF1Oq4Mc5IobDjTpH9jJdeB850Bc/BcIqdr+aGVN+1JGPFj5VjkhQiIW",
+	"jN0qOLLGOja0b4zRScQFw63CDeRSvA0bg8Ybpl+aVbNF8KGSf2U8XvbKwduJOXdw7CAqL2ZqIc1mmoW3",
+	"bguLAwtSlt3pg5meR0UZjWWz/ksoA4CANi8gjtFQ4E+5alpOQppzke4SvnWQe819GZvdA7u1ncTRl8NG",
+	"YXGHDfs2fg8vF7+3+6fiwHyb3z54uYP1pSMpWCcM6OTpyUmvPw6OOn9Wa21jQ65xJ51pme7x2Sv18zuK",
+	"dN6oGTgVYKUr6KLkRh/+rTyi9CqyAF4QRr9OzHD0O9uH+dlrHHaPqkzulBQO3kt9IUMAXTdH9wjJYvs3",
+	"z2l4ZXV/80n/2e5PrqW8oGJ15ZBEPuc1vMZboVlszdMC7UCBoamylYdo4zvzXWGnf5zwiH3ewlEYMW8o",
+	"gufbx+NvxL95/ARrZkJhPsNkZlTN3CWXPRpGU4KDanGlAJXQSJ6plCFpFuXdgPD5PAH1yG8Z4e/8rcO0",
+	"pDPwoA1Fw0jxoy2H/9zMdpMDlE/WziqFOoUu3fxNj86XzM1Xhjc3nDu6AY7xvIKNDsKM0vJo6uftf6Dt",
+	"H7rtZ51R+7sfe16v2y2DVf/s/Sq86s/0luL0ixzr4Pf/hbyWMbGyy6jHYLJxKcgiYkaxVMwc2jUe8WfV",
+	"eff2xav3H1919J0mvz+4DyvAv9dZQJ5GSpxHeIFpzNe7Np2yLw97x4cnXaPWZeT0V3Pca3bzWiYifCT+",
+	"cO5EdU4x3cEjJoyFpgMwZqFyDtUYSFfKJz5qtlCYr2QjP7A0hQsmMrZAahn7DnyuouKIjW5x6VxxErGW",
+	"525Q4NrBIpwPxbmWczIBh6CxJ476p09bHWIPsjkZoFtilRE5KYbVoNpauJzpZgEs7nuMH7XoknNjp50R",
+	"Wy7PBnLToYgT4bCm0MwC9QgXojlerQWQ5fKNWoSroXDOJGewYTlaD82DaGUmmzX4hICTkivPWZDpwrpf",
+	"0EbS8coh4UFETgToK0YNxBXCNyIujP6EqpoZBlfmnBuW1/RjZtQKalZCGP284bcAgBKMzqHIiovYGSBs",
+	"KNFrkWuF1uBSn4WmrQ55a1Q/C39I/CQWgyTh4cBHxr8Bvm/j9AgP7RzQGhoKka+4r55A1cMBWc54xLDK",
+	"hdlA8EVkkoiS4+6hBcQsWBkVcuQqOwyvsfr+A/TJ3Sz90vzzzeWn2u86VPx6b/8hH/lV96O08sI+r39j",
+	"LZy6X339DfD7l8Ck636UXk7v/UX4fFX7m2+uzi/ePL/gYt8v6F0dsZz3gxh2+8VduTXxd3fzyDGTL4eN",
+	"Xqc7bBAm8M7qy2Hj0/Xr9umw8XdFdR/Y5N08EurLIdirg4OD5XLZWR6Cqdrvdo8PDD9NlXtBbCFgVwQ4",
+	"PZ/94Iid0NNxuxceTtrH9GnQfsa64/bhxPz7GeuND0NrG7hvs9Y2DZ4ByQmaMnvHfYq43rbFfrd/0u71",
+	"2t3eda8/6HYH3e4/2I8L72WfG15HkAspFk2GDcBvNRyuZOGHDTKL2cSYRuXCcM0IMo2vd4iY+fnXDF8r",
+	"zN1+nT23Dwqfpg0Cz84eVm7QU/os6DGzN+OnYft40qPt06DP2kf0JDhlXWo2sGSDSrboygmXAfnDkonD",
+	"9ulzIgW5uv57ctR91rV4rt1Or9fpkl/+2/80/+x3urZ6KjgYe4e97tN++b4+eGdL9jYnr9wGp8Z5blet",
+	"zPo71DvUlzHtBs/Cpzff9+7680Nx5MXjp+x4cjj788nNafRs0d264W4cVuvCH6zMHWcgzxD/TCD4aXOJ",
+	"SLNvtJQjC9Nrv4aCuVHUcsZ2voOMMg4KpGGfGcK9v1luvu40/totYa9x3D3c/d1rDpHia5pxTqa7qjmp",
+	"SplTjCGYpaAYJ7s04pxeeVylVpYqtdkAhiJTaomWRCVj08OYES1rK7neULjACFAjXciJnrE5pppEXJmV",
+	"eQK1FWLtey5RCu/VU3gFastkaXrDBGlS1Lu5Kkwig03HqwoI6shpmrmk5kod0yNfXV+8W9M0y14rXByA",
+	"Q7GVehSttjyw3oNMtU2vcrcq7X6q0npDsam5psE3MbP3Qh5hkWL52HcpsskOBXi2yFt7SbOu6qrSQlOE",
+	"h6T56dPbl0Phck+OLfA4xFw7j7/1a53ZJYY8obGSUaIZVoSytzTwltnndtsGpSdx5KeBRjYr1c4kDb7V",
+	"Ej832/1EESj+g/78KkU5+U8N+T815P/YGvLJpBuc0uN++zDssvZx0Bu3n9Gjw3aP9Sen4dPgZHxM99KQ",
+	"BVuCFNlbPT7sXvf7g+P+4Pjw11WPk38HenF3fMqOgx5tH036YfuYHY7bp8FT2n4WnrDjyRE9HPeDenrx",
+	"axrTXue4ffS8fZ5oeSUTEba/PTrvnbSvrt87Ffmwe9Ilvf6b5/fQfuts3P21X/C5xav+zer78If4Riff",
+	"91ezGlv3H1bPLOiN7+1prKk0zuAy/YetyuIilgFTyqgTyQLVKBbfcjE9M7I5i3SQiS2dE1JNx1Qx0gSP",
+	"IVfEP4gZDVc/+K0OeQ+hCxB2GFbIabzib+zFdKGkbp7h/phG9DUkRLhmm7+1Iif2XUERhbXo/OW2+R2/",
+	"ZYIBUEKJj9wGQ1TuqmuUjFcklkYZg1219eqNLimCFZlxpeU0pnPlZVu6kDIaCvOqUc4D5RE35DZGks6M",
+	"sgoRGVwpprxclDWZcE00nzPlYUyJIZY34Dg1T5/gd3aJUaHrkFd3C4k1VrQkK5nERAUxXbB4KCBQojmR",
+	"MbGbbgxXahq4W7UqSOvCLk29m6hFRHmRqhp/Q7569e6SWGEwMsI4raOAGUXkq+vryyzaxK2xRxDhIrfW",
+	"naH4G3L9x8tXW5uDvAYz3y0v/YhtfzlsvHl1PWx40KPhpvaADxsedvnl0Mx12PhMevdrEA9yeXv7c1gX",
+	"tmMDwC5jafpliYLaVrY41V/wnOUGNE8pp+TE5eMbtkfBhDJIACIhkMZ2AiwaCcYk5qRqKSPlAsOAsULA",
+	"9x/PL96dpXe9GEGjMCCqjMw/LJg4v3xrmv21w0t2MGEX7HivAKPPJQSVRn+WEpSdeLrM/87EdzFQiqKX",
+	"YTvJrShaGrtJzoOAPqAy+EeWvnOWRyuVk/VoKIxuQ9rbTnCGTPeT2274GYe1XQ8I0MBQGAoaGD0PSGjg",
+	"eKV5YkloQICC7sOASunlr2Tv7WKW7D0y4a1aWyqxXVymDVgdwG2y86wY7c3D68bcE8N2ailqV2Ycf216",
+	"GgwK3JIsvmWdv0af7ydBbynHTL11v6+Lam3qkl1sldPDbe8gU7MOHN7LVvrIARimSUkWIw0DLTmmEvnF",
+	"BAVb1xb8bq4JW1R1ZT2A69CImLeSay4tozgUQHUQGJ1VH0QnLKQmWdyaLAocjRrIYb+l0YBQrDgJrk6k",
+	"VvsJNJyf288/ZaHrX5A5vbN4jK2hYHcB3NKDNB2KjyxigcYIeh+C6n3yBfGni8S3iVECL/tt0Apm8GVZ",
+	"i9JWBX1z+QnyFMHFLic2SBTeBlcorpYtE8YVRgE4LyuGbvhrO4vR4T5ZyiRKK4zBJ01/TBVXHVtYcCh8",
+	"FdDIVYvzPWJ/t3dKfp7hQ0gH3gHEShOLbToUNkYDkKBw2La26tffgB2w1sYT5a6HZnLJQtLEgqBuR37+",
+	"CfzYLmnt629sjhsAz5rdbXkEktRgTTEtDlpwX7j8Nk1vGInMEYH1gzxN+46XFe4pPB+Kze48jJrHfe51",
+	"jsmb54Rx2KMlXYGUtKMQ+HgoHPicjfFwiXQEbiXgwiGJolxuHpnQQCunxxkyHwpKZqtxzNOhFVMINdWs",
+	"1YFakWs5eGlbQ2EawwM9Zm7ImPxBZMnk04WLGL01xDsUsZRzmCHNUgCbeWN+wnXrjPgWSxCuGsqLbVjd",
+	"QJszr0dwRnIla11d6zLx8UppPqeavXDc6ld2yr+gUXCViLcv67z8FhPNXtvEv5rN13bjm5f3uR94JG98",
+	"KUYaiSAVPZ9qk0uoOSNdF7c1X+gVwWIBrTTIFHSKLMp0I5utOt50zzoFm+M/z/P3szwzhSg2Gilpg2JB",
+	"KklRLZVyUbObE8oXndscfY3ihjUJAu8b9iCfCziNn3KVb+rSKb37AMLvGrep5mfXcMiBbh9kFmKNCwHy",
+	"MKtmmulAr2lMMz/1s64ryz2DfHoCP4PMAsn3ns2ljqURP4gmwIxopZr0Tr42ViaNEoYF+xTP47L86bus",
+	"hEwjLywbrko6OktVtPphFi3uTrTUTw8h8xKy8Ubpx0LCxVoxN/Z0MxXWVmK6uXUAqDM+hQJNzw673V7+",
+	"h0guG4Nev396dHqSQqdmbR8923g4WkgFmCCNwclpGdoqtnfaLS3FiwiVTp6NbH6ukWZ5IPU/NTLFJ7tl",
+	"yO/UwJ5Ad11sXl5fQPP1+2/evnx73nZb135PhWz3+s/bt33StHE7h/1O12qUglGAnURBaMP4oaA0Fy77",
+	"PaNV0uz1O4fkuZcmmh+R5y2P4B4bwyA3eKpJektC4JbEc1GtMPi1e4iG18grpiBChcxLYCM9XXLloKjP",
+	"gs7U7PWePjs5OnXM9uefyAkkwH1Jnnb6RgtpoRqUV5acBG+edI668Eqq/0DnTxRp9jvdU/NTTgdyv51i",
+	"hp3Te/7t/7XqzqaOk4IyK9KEhYUDrDw3Ec3nrDUgljR/+af/ZYmXpAy/QvlRdEVmKRhfmt+voep9Nthq",
+	"rchlWzWdAgVg8IYy2hk0gYzJBZ2PKYnoCoNZVk4502nWBO6H68i8MqO3rGXztlSJWmexOtDYEpZoizzL",
+	"kXL+NOzLhHK53r8tA4IYr+4mA0JKLWNAp9sY0PHhIzGgk6cF9vMdGPv13ANOq3RaZpX/xx3l39RPuHem",
+	"Ra9GH28sERz1+3UcEPaaBV0Qf5EQtzwjhYsbSy85F0dm+pY6OrIK46VujkvEbVOIPoIQI94m6ogHd1Jk",
+	"zPSSsczTIEJyff36eijKnCA//1T0ZKC4o463uOR6OOWeDeVHy7mdztneAZHz4vupww4EQAbMNxRrNj7x",
+	"3Xd+6wzZ55LbSK/Mq+BngH8s9IeCC4AGRCPbdhuzKWR/+OxOx9S9SyyacN+isli/zlBkw80D2oiQ9Dr9",
+	"Y/eyVbfz75oV9DLPhDEu/YIIzexN4l4CizL3zlDkbU0weIueDmvWoggC89MpLXjF9Oby09lQ+IZl+jkb",
+	"GzcDTWTQMhFxIR8qBwFmby4/wVSNsg6gV26p5/IWlQs3GfOGh8WErVgjN4wt7N0O7qFHij6SGb0Fj4uh",
+	"Q2jwjPh5Xu9bSEdBcAItC06FiAcBjSG+jwqzzegiw4ItlnBYHMt4NKYiHC0Cbb5+jgHAS4exDGmpKlks",
+	"ZKxt8k1GSkf9vmcEuRnicoZbvrQ3/PYb8BQ7F1oWzLgiPko03LESx1pTLhDlNFoNhV9EcDfkUKy2aYb+",
+	"LZaLcAqpazD1ww2FFLbxB3jhpGDo55OK2dSx1N9n/X8Q8QjaaDNkQjGY4pzf6SQ23w4Fu1uwWCtMQQoi",
+	"qczBKNNcvbyvLXXxhGS8wq3I61UI1dEEDyE8b8NzvzVAJQbIF4lyvMK5YLtPrDYJo9l0ixktKQMHCWKp",
+	"rK6kShjQnj5GOhRWnJNN36JRnYHj2vjavHjAeVA1FH6Fr9sHaDagCnuiC+pn6i6jdhlgk0w3684xUuIb",
+	"W6ORoTjq97ODwIPZNv/WS2Yxf/7Tu/Wf3q363q0XMs0sd+ZSPR9VjTH9x/RZ1TxEMpnWO3FSmXa/kkn8",
+	"6ePLul98ZWtY7vHJ+VzGLtz7j4zGqu6Hr4wQjrlhj58+vrxk8dffzh7DdZeHVdttAdOieusBXNPPP5HT",
+	"rXbxj/WM2f+fvXdbcttI88RfJQP/cYh0gygQPBTJCsdESZZkjSW7LMn2dAv6E0kiSaILTLABsKhqjyIc",
+	"2xc7s7GXvdGxc7exO323F9OxG+O+7X6AeQWFn2Qjvy8zkSBBFlk6WPJUz4RVJHHI45ff8fd7+UbsZ32j",
+	"sKGN4OnrGspDmisjGG3mlCGgTdGJfrfr9qos3/3N+XGSaWedAd9XwG9j49t9p9exLWhwu+8cd/Twi18M",
+	"AERrEuXgyRkpul58gOc6TfUAz3Xc4gHil5cKRHD9td6x09Hv9Y6dtvFi8VuZGRhvarV6bUfd1Gr1Wk5x",
+	"k/jt5bX9Angan2lemu2JngVzzY1n4B17BuT0AESaQaW4v2NgmiKXSaVb4C5UJimTfsOYB4gHydwocd+F",
+	"Tix08C3heEzcmzGaz+lCYokBZmI2EAIQIC2bXQAx7To+/zbKZ8kyN1sgrNhyC2zTVanV8RcM/AWidWgR",
+	"gL2mo7bSCINAiTRoAxmJxTithC++tElK0ZoG/rEJjWKFxiCGbpc6ez+Nwhtl9idVZg1YREDlntNGxsQT",
+	"JWsie7GIwS8mWUJ2qLJZKaip0ZwP5pAvyM7ktepTFQfxJaT5TZJ0bu3Qe8eXJGYXYBhev4/Fjrqio3uo",
+	"xK/Xyxtl+kaZrlKm9w8noeYsxHjLQw0ana5dU5Eur/nBs57d7D63i+0+eIZaY8s77vaeK1q7Z7sV70K/",
+	"rNK1X0fnhNOJxurxH5IKKtZNaaiETHiNsWp5Tle/z4MGq9d5TvfwsWq5MN74PBeerZ7nOsfbxqrrtooh",
+	"Fh+MMYbfqsaq22629Fh1203PGCvx28uXz7fZb/ZbWnmtDswy9r7jtIzed5z2NVZeD56BK6/neMbK6zmt",
+	"baPZavWMSW31SrMqfqsazV6v2dWj2es1O8Zoit/e+MprGru0WdqlzWvt0o5bdLrjmn0Wv2zdpZ1mMWXi",
+	"gzFn8FvVWDW7x11XD1aze9zpG6MFv1YuPhB/IL13OwquaWUKJXlvG5OFqHTf2Jnv2s48JatZEpsTgbUl",
+	"+xuaEjh9q615J4lDDC/niUyvllEWrHScLxT1hQmvcStTiOw+hziPTSZIW04zCJHUHtbJJ2Txl397SH5B",
+	"fvOXf3v4lz855NFaqDUz0iGjVIdt54znJ2S5EC3ytkVrFSC8ZJT1+Zy+wDDPMGa8LrPFcx2rRr7fIjP/",
+	"g02kX0vg8rkaiSgjI0gSG10qJiTIGNrMgRdTLiaJ0NznG5kDonuYiIZhOQI2thqCew+/PENAfrU0GPe5",
+	"kO2ZTTyh9G2mu/0Cf4D/TJZxbORDyTSov/7B5G+ZASz5X/8Af5AwmjMOCC4I6A925hHxXr+igAp7lWY5",
+	"+cu/dlzyUSn8J4NnWbIz2T2m4/NSgjvi1eieA1TVOi3NLufFmdyuN/6Ld+u/OMPlvB6LM9ZI8y3H3KpC",
+	"XD+HJOZ1TXCfOMmbSnauCkag4NrQMI+73WPnuO8prbDX6ztet23ota2W0+tX6sPecc9z3GZT3tv3jp1W",
+	"67hQ8nqdttM9XosJ3KQqW7a1Z2pycWLV1M826XitNpln9bXTCg8owFM2zyjy1z+4TqtDaq9xRu1xMB15",
+	"9RM4Tj5CbczMbdsvGum5tuu6Rbry6+ysXrPvbdpiuyzdKy5Eq2SPC8FbuderIeW2tPtLY/amdr+HVJTV",
+	"u7/lum2n22tq87nfdY7dZmFB99t959htVboW+m7babtd5VzodrqO1yvu7R73XKfVbl0/Iih1gpuQ4Htt",
+	"qoEhpWmqhEF1SMowIiburIdeciggmBhY3QbtFbKh469RKutcqRnDkyxJa3FE1GuhwFnxiLI4BmTLTEIk",
+	"ShhGwzqT8I01CYqSpCGDdwdK1a5rLEk0HjQQIhiYKNQxJbSGRFeyHVKVxp+EoRRlmSQT9fmpTmWVpBky",
+	"cimknGYVlD2v4T9//QOM1IDkq8Tn3TYUs7TRTos4CHqb0FGyzIlHHt0Gci7IIk5NSPcoU+WiPgc7su26",
+	"Kj9Qd3lAOE3TZAXMOkC/ZEZP0c4qhU8T9Q5GJgrxPYOOfituVwj2Erg9M01IqBxUybSBZAoIBor3FY3S",
+	"jI0TDiijE5rlLLU1Km5aZIXSzKirLsB2fW6i7WKG7kGUA0VCecZgt2QIJh9Gk4mwgTlgd1bGce/goDxG",
+	"FuTXM4PWdtEKVyLjCgp/I3J3YgyHJKcf0YwBQdKeQT11Xu0yBHR4r5LTBClNuu0qRpNSjM81Y3zewZHM",
+	"L3l8WUiKfMYyTbCa2e9zCFfo5a8Twt3S8WJ7vo8R3QM7/fq2Y8ZYmFXYjMoSUBqsLc8c6T1cJUTx5hdB",
+	"v71VVldRwT/7rioi0Gs57YpQgaTjFw/E7Sf24aa5oeMCQJFsBAaanvrbeFIpCNBrOeWvzAuVTtjr6A/6",
+	"Z7H6KjrSbzutXR1xmi232++0261uu+P2Wj2zZ+tq8K6euU53vW+uI6xZ839rne23Ha+6s06z1eoct133",
+	"2PNcr9k9Nnov2rjWe9dpt4/dTq/ntTpev91s9l4+37AKvMNXgSsm4y2sAqdz1TpodvpO68qF0O/vvxDc",
+	"3SvaaXq9Tq/vdVttzz322t51F0ITFvDGQuitd7AH4aptk+/2PK/VPj4+braNTlqDbqti8rut0v+1Xz6X",
+	"oa5SBkDT9soJAO5a2GtzCqsMQb1gkCA3HAJVcgUkrNPu971j71dA1Q2Y0wPrIo7n+vPQBH5reY5rMGwr",
+	"4T9dLK2BpYBqLdvatto0+aX1xZenT57cffz0AQCmbdafDoXSJOtOVSqvMouH45hmYlo15+0wVGUb0rdn",
+	"PQTar1FC0xCcr82j3Ui7EHOl5+WkjEs8aCo2ZHmVeMctx3tpW6ocO7UG1uk4X9KY3MHgQ2rZlknxLi4o",
+	"e4dARcrTiF1szpZYyhGfxmyY5Smj82FFi8oXlAQ1uvmHwDAqY8IKkns4ulz/LlVfKAzAAyGKxVGHhYFi",
+	"ZEDAves12C/W4KZQuPYaVPXQe6/B8SXl59EqOtrhlWycfvtVoz0CqvDrL8B2tw8R98MW4LdfkXYDX/3m",
+	"lx4emwcvPesJ5eGIpVOrWID7DF/Jc+i1y8vQA4/6dWvTte27lXd0KSuQDXfDz8np9O7pVMSAQuHz6BL+",
+	"rYbDvmgeoXzIrsgel7x5YooUAYam3UP4bYl8hb55gPB1CMbWAFiNKYxXtNgByjjiBNjRa7518fDhI9+y",
+	"iQ9iy7fqgKpV8LnbUAwp7GdZKxtoyhWAi81nbG6jE0B57tF+yBYshlzviEPlp8/BvVTlKXgYZfldORo/",
+	"MYYsGmXPvtuQ5kKPgcEFPXdDqAt1eM9NiT29Q3MaJ5VooVdPPAT0PjDAWTnBZodkNodet1nJuwrjY+yX",
+	"KTqgGllOUxmFqdw336oSc0lau3Yf1u9CQCukOR0YfOfQJDHIPoe1rYWjiX+IC36WrCQf0TyS+SK18oNs",
+	"2DVRSugynzGey1VnI3VmNIf6CYSdLrbwnIURBc6COrzD53lC2HzEJJN4gXCOdR8AfSipTbGYGTqdJ2SS",
+	"In8v9/lnTx89JBmPFguWa38uzfM0Gi1zlknCoCIxQiPDRtvobe7jkD6RM/HT7lkYHrhOdwkaIT05YpIb",
+	"6RIQew0EXMkulBOgqyfihHwu+jEF/l8cXSOPB1xASBRc8avza/AR4RBrBpYwuoAl1pA4wg1j+lSrPvGt",
+	"x19/MXzw6RrvRBhd7GAq/5tHp08fP/j7Tytb4luEZpd8vIuf/GXR1fVtJaaDhjCCOhh3/+5TScEv7pC+",
+	"46oBzWx5OjCJPg9IDXKSFdvujkeHyFK/D6+3eCZuP5j7JTzgFKhRpJ44ILcZTVlKPr/7S5tQcs4ujc2e",
+	"pGROz5mUQYp3/pxdZgSVfqGow/bUDi+xIIfSWzdfxnm0oGl+JC5qiPnUN1gDa5pGYWOcXVjlLMA7T74h",
+	"ycQsNctsCTqiJD50rBAj5dE6+/LJVTNxCgsbtQME9X75/IB80vLO3qI1TpdRyD6w8+czlNhicdtKbosl",
+	"CuIDJ2GRIgvFVujj6WJ5lb52/+zrqxU0jUD8zePTRySLfsuM2ruEb8ExFWrS/bOv3x8dacN3YihJTcOG",
+	"edb0wFu4Yeduu95rPz9Aobp/9vWV2lRpWmQ+1AjIoT+0dSxWwEF600zWLm1duPDENfXinAMEHgaO0YjF",
+	"Mwt4pphNVkl6DuQsCUeSxPvsXpKOGViyYrSziI8ZOZ0vIMHs9NGn5AHP8oiPc/Logee6R48etFzXJqeL",
+	"Rcx8/qiBEcj6QOIZSbjAEeXhKgrzmU0A84bcO2t2j27fa3bJ03sPvzx7ggnOyYqlts9Bt9IJzheMh0l6",
+	"K5NgQzMmFKYA7fpABjcxl0qaSeySTBOfjy5JLaBxRDOWKT5FDSkoU4ZB5dN7VrwXoJozJpkomc8hapKt",
+	"QRaPx2yRZ9u2t6oze8MBU4iT5bMoK4YEJr0mrMBGxDPGs0icsVsBSfC+dWDah5BmaQ3aGMBUH5sb0c5d",
+	"TZoyLodhQAIK6wWILUMq/pkliwVLIQk4puPzFYvjgNSMpVg3f2qk+YuA1My12HFh/sSfZ4+/FFePQ069",
+	"QP7RUn+0xR+p+kbIQNaYNwPy4/d/1B/bwbbxKTpx/TF6/Uhfwlk5zvclx6R2mW0ihYMZ0SukuVzwQohI",
+	"8WwOo/xKioKNX57bFk3Hsyhn43wpZI2FO1/oRItmd5hP4mSRWYPjpuPZ5mgNLKouVLtpiBGApvgGUMC1",
+	"DBhOR5k16Le6etyNpvEkZ1I/uX/adD2yEs1Z0AVLZRrMcVPKDAekCMkZz8CUymfk3lnLE7tzORcSkElp",
+	"YytS0gF58igjL8goSbKcjONkfE5ekE7TgzzFo3F8jvafePML880pzdmJHi+QGmuvInAqxTIt/6zZbRi/",
+	"idvrJ5BQuUgjnhdIcYs0CZfjHAw+sSozNp3DMhELJlvOwW2Kss4aAJVjJrkc+UUURtQZJ/MjxhvL7GjK",
+	"JqJ1R9OULmbROGuMaRpmRy1XyuSjNH/REKMM/8mjI/Hkyyxn8+GcvhiC8B2i1SCdous/qnZs+Xml/fbh",
+	"Ygh1dK6tRI7yoa47RQ9wgyqpKiTsdnhO2Bq2YsHFXKgaNsJGKLxi2covhOZW/+CIfxhRKoEhEK7WH46+",
+	"my6WL7dqEYFYG0J0qi0pAfu3SIxAnZOYv3T/7OsB+CRtki3oOOJTmyyWfJwvtYohzy6heUgK4WjKxVns",
+	"VDL7vZ2T9BR0BagHEeJSCdb7Z1/bhDlTh+Aw6GMCLLXilFgsr6or0OeD+3bPC/j5RuLfSPwPRuIfKu2h",
+	"Fqla2N8/+/r9DnK9vpiv1vy00asl2E7RHxeZCNspPpdcI80q9CDy8ceQtvLxxxJoONdpsBUAx6Wc2svA",
+	"Jinl56qYE7gQgwEJjKixouXfSLYJAH6T8RDOj0DmsSjmmJH8oK5wfP4UPID6FFKRLZqV02QDh4C9outC",
+	"OZO4uj6HYDpS0WCza4EZZgeE4bU4eyC6FrIJXcb5CRBI+byoIopyMhenD1MpvTEitooPBqgpM1D5ZStU",
+	"qG9GLxg+Q1wrGo1GLFSo4m2LmC6zaBTFUX5JxjM2Ps+ITEuAvsRskpNkmZMlj1mW+TyIsHpwKK/6RJxd",
+	"QZHmHOjSZvxF5pybrYD8axwjGaEBmD4D5hnT0ZNUSL8BBkqAa1nnSJe9FLdU4bHPJxJkVbymFhQFFIHh",
+	"foPCmwEpKo/MAhXI7TZRqW0dKlGlxtITEIzBBpUkTA6BDQCAvT7XfANY7iuEOI1jWcAcomfW6DqmcOM3",
+	"PjfcL5imnunyPKhgzuXoyfx+zL5XEMRjuqByOqUQwCriTAIn52RMOUnFmEI1cYL2N+SsI6s6R9BhedcY",
+	"OjCn56yIpYlmQIJIzEKVdn8C9Vly6n0uWiimG49fMXoYDfZcV6y5MdsWUjKSnt6wyvah47M+pvy8qOBQ",
+	"QfaKXVBeWoU/GbYTJv/TUQIEFBHPckZDlGVyIaSbgnw7W5Ge8pK7Q8o0ndgkOzdKkphRvif4rD6yWBy/",
+	"ayDaqkhyAtuOjC7XDiGbVB1AteIEqhtHkF2cPzV9AG1dXnjqVQ9tKX3KthgX3Xm29u1mfmqR4qlTSZ/v",
+	"4aaT1MmzJCR40KlDDkpJHsEvd+Ccqw/WYBPUkaRXUwYMx0I6sDjDzAYQbMD+qc58pkgDMobcd3JtFyce",
+	"PHfHyBUZbub40Tj+crJVmCjd0egQREqKUd/IlXv5Viruocb9kCr6vcvz4eqvzDS6wwr133Vd/z43PdHJ",
+	"d4feEd6+3PseRMt7FPFD76Av9r7jIaDx7nv1nWWaJembqA0BtNOSy1jsudGSh7EKciA2AMLAicOnoDip",
+	"hoPbCSFcuJvVm+nFdIgBfk0MDw8Q36/ZimJEYpaz0LjS3Ru9OFyixjHMrEHLta01YqCm1/PalehV7b7T",
+	"25GQ77nOenEBYL2ZFRWIJCxknKpqgDG7SS6+SS7+iZOL1/EJ37+N2Wt1e5X7stV0Wjv2ZctbWw3ecd8x",
+	"i3s67W5H70rvp9uVN2UnN2UnpbITDVchFmwBqbFzEtFiWLcOuOjyGLUFaOMBUTPTIq/wo37JpVdAIRmg",
+	"5f+BRcPAeVP4G9GxZ5BIbM3eN5iQdqI9SPA49K2YARP0OrL0IhozTLeRCE3ggxixMGShBOUjtSBPl1mO",
+	"L80cocgFtuEfu5URldZSeGuA8GsSTZcpy8iKAVc2RQyi+qDEBSWJzDSRFJE8UuiWMmHQOJMoPOJRmS0h",
+	"dWyyjvmm8tuAhW4snqJA00itEpXHJp9/g/faa6A8dTQDTYelz6XHEmiu0iTLGoiCZHjQFF7gFeBydRyU",
+	"KD8pOPXgUeAknzMq/aXohkSOLuUpC8C5GRBZ+5+Bky3hYmvKbHCJdghwFDgT4IoBjk+fSw+iLS3g6ZJl",
+	"GQtPYAHA61YSv18y4eshjBCEH4EsxOSZYyA7vi3DCET7PVi2P10a4fZkFTnOKFJg8W9JVkHFBFqXDUFu",
+	"CmVAL6shrCXMuhF/DsNoDjq+bZ1HXAwGRPssYFgBYrKh0DBgcQ+bXaH8Dbx257gLF8iH9eADLlhr0LUt",
+	"/ac4aGFcBs80znaDozo2alx41vOqYKf0WexQ49QcGV3cCPDNltNpxKcTOmbOODnCWN8u1Vos0kk0BTEC",
+	"dRC/WSY5enTFqD9iUwq33E6jcMpImIwzUhP/lfLnKI7nR6qXM2ce1q2D0jGKJbgrIUPCkZrpGB9gpsUG",
+	"kd7OeJtxqBx9Bx+251ucmoJKJbVKGvoot5G3mfJLEiQrztKjAEGNXpBasI/dENQhOqFkkSSlFC8bbAhE",
+	"skUeqtRKLRVtLDuTeRs2CYaSLWRBx0wWlNGMBI2gMqfjTckue9dYqjyOhzGd04bXaLZub0vn0LiG+yR0",
+	"eO8ioWNDKr5pmdhr9qEjhVBsuyWpKD6af2uxGOvxHAmzRnzCD5ui0dUjbExCWRTuIQjnLKcNeM9R8ZhR",
+	"YzYx5Z91Dam1TWLBlvi55xWsCzWUA3RDa7pazl1VSYFP3L+WwjQWi6jDTj3o/SmleA0jvNRvMd7rZvLz",
+	"cqGFEH/X9cRtvkv7ytbf8vywnXVlBcfacvigazgeSaPwgCqORUw5Z+nWPeNbDwhnQLFdhFE3km1oTn78",
+	"p38hwTziw83gpayfgGYBSuuP//S/xKn+YqjCmIOiDmIilIyES7DhMU3Dv/Utcg/SKGDCikKJIgvESGgh",
+	"NRrHUtOfy2SP10hpEFKgHMqWKRnV+QwqYl6Z0YCwf4oiHFH/xCiUHJOBwlkGOx7aFzFNAwxvVUC9K5bl",
+	"pOPaiNy4mgHndipTdAglBlZ5VgxwMtF/I+SvzyUxeokOfc5YroYWK00wD4Dmmgm9DFF/K1MY/9kyFYcl",
+	"jB3aoCODpVtI2RJLN9i0ZprKLXCdTJkupYHQENTjrFPfa5Z7mdJiLjUzx8ZWUH1RZmvJDlSV2KVRxMNs",
+	"ACzdchp8XpP2MXgajMybWRKH6NFJwPkBzanbJFAcmFkguyRr7YtbkcZd3klzkvAx00TORrpSmiyns8Uy",
+	"9zky4SWLhVjyUSZnBMtTANo2kNkA4t9C3xHDBxiScolp5gNsmsbJX8RLme8Fa5AgvyfmRrMXY8bCzJzg",
+	"tWch7qambZC1SxvrZpzMJXqDzG+XYgiLhdBv4nNYTOAJwlwRloO9AfNZjg+qhBR8PEAycp2DJu6NMrRV",
+	"FFW5fDc8ao3+XWyFCU1JMpn4vOZb5gpDCnJa3hdNEmWk1cOW2KqLHde36g75FmAtg2XG0kx50pAXfm0T",
+	"RjzLqVgqpCZaIQaiDl47JoEC4KpxkcUCj8QXEJ0zh0OHiXE2jiYKPrFuyqn4RgZfkRJICwkqnTxiWYYh",
+	"C22fS9hsk9ZDZQwrjPD7Z1+TGmwqzaQ+XSyDogLO5yPRPb2y58mFeJnyziNvTEZGLF8xxrEHBVIowMrK",
+	"PTSh8yi+xCdHnFCjaALsSXBV1U8k3gxIBOnO0ilFok8JofgjUmHIS0CdQrhycWqQGubXgDeQhQGB4Erd",
+	"USmJkgkEkvbKU4F7Q00ITL8YIxgOdfxUkoCMljlRVP3q+dWnmziMfK45SNA053XIMoOZW4OF11M3ISU0",
+	"dYCRSOVu25tdRE53BZcGArJtkmioC8Xd8mp0IUtMd9VbEEIcHLKci8Yn6UnBroCuAWMliKVhuifFOjtR",
+	"BPyQiVg5hydYjQmZVwYGLS51sfwccopTVsnnIU/hGAAvZIqs5PWAQRabGg58sbAAuybiJFAoS0FRGZoy",
+	"miVcCYxRks9ski3h1BZvjzLIdIQc/TGrmtKkzCmiORcUYm+FyzrKT8y26MynYjJhUaG8ynSqLsj4e4Dt",
+	"kTKlfS0Qjxj2ALDVwFKkKh13lQpNgJ9IjQk6yRPIV9WJ48Zpr4SczAir0UnOwEe0XExTGjIAD/K5VC+k",
+	"P3FEx+fTVGxjhxTQzyuKKCQI/YzQzS0CUsXnyBnUbeNQaxgWTCrNwdkkptd4TzRnsvnZLEnzidAtMSam",
+	"Fq5NfGvExDbF2waEZueIgQqMCWTCVj5HsOXMt07k2S8ks9DOxYaFJYXTXaPm4UgMGexzuT7kEKvpqTvk",
+	"Cf6woGkeUeWpxwMnS0jEfW5MuzjjShcOyI/f/xEAmlAgZmImsM8B5E417iQ8T5N4QHjSgPlH2ccTcvcp",
+	"nUKHRf+xz5JaSCw3n9NJyrKZI1140hETSLtkPTsULzGlnePzU0m3pC0CPL3EAYm57FOWAx+JWraQ/kc2",
+	"aHqMqmw5wGLbqIMM9wKsYe1cVGdDRblDlfF/FlN+R1Gvv1k3Ypl8JplIowa1FAOI+X3IKn4604zXqD6Z",
+	"bQVLUihNQnfammpZZUPubLRGRwmTJbrCi264LhI7VPSCL+ej7Z1QjGJYWQ/h0ioatNqKpnPFJAKWAnKa",
+	"4EIyAPjrNplv73NhC1t79qzXba93rblH1+6sqZSANiX0zpOStoplqFtUVmE00XO2tTfwYKt6Wbnu9lbv",
+	"WFanZB1SgGTLEXq4y+xr6LbZMszSsX5dR3pFs4RwqCzd3FDAa1jCSSbC1JQ5zXx7HWvdJqYirF9kb4zE",
+	"VuwAqAp9jb6+hSTeQ9NxD2eVrmKGviL3XKucoOBuZqCf6MNlIwn9ikTzb8U2KnME4ivl6WUbRxWeQbgJ",
+	"i3cUnslS4VUZO6RGMeNDnHQrxhZEZxVJnxPKkU8u4njeGDE+nkGdUSBvGsJNQf2DTX5f25RhWPYwqHwH",
+	"6dtdN2w141WBlLR1T5XNvdcsUilZkzXZSrEk2q5bHwhzThWBFz7dvUxHaXqWrYaS9WfStK2b8DKDZb8h",
+	"GG7K1MMH4jPtm5T7DAC18mXKbbGhpANnW4PAjVfdAs8t6wKHHjuiYapNVQ7RVJLbCLU/KNx2AamBu8rn",
+	"Ff4qm8yi6Uz3qi7EfDBOMnHXeMboQv90IhRUFiKdZjRmA9CFh7NkmQ6XWYgcMYE6aOArpbhTgyV+eMlo",
+	"qqpVWcECL24ATet8NVO+wm0/ExonnNUdcke1EKJxUqtWDi+0puMEHNPBJGYs108RrQ5IrdAi/voHsPfV",
+	"F0IdD0oXD9BfrCSbNBL4pVRcgFO0bmPRD7qx5YvVU+ZRHIv+l/3rajZwXsGPULj3TkgO9B7g9pcTX4gP",
+	"8UpbVcrhboLyV9CW4Gu1AtBCqFqtWZLm2yqw9O1mAZb5JXBkP7/OYX0nAZC3z5Jl+vWTvWg9xR2q5v2A",
+	"W06NlfdLsfD2vfFusfS+fvLpGUs//3b2lmhKmt3PpcqeqdBVy5W+ZQz76DBV0yWlehTTkIXs7gQPWjAs",
+	"5IqBE1HS8a2z1Y0iKNETkyfMo+KbYchyGsXWoNoF3exJZ9yIEa/v9JX/eclDJEgWPaDZOTyyTKJyXOZW",
+	"PyS5fH0Dq2dsFH8IuVQg7k0Xy2woRBfTQA563xcU7yzPlC33Nms8tjPse05bk3K2XMdt9Qtu+6bTBOL4",
+	"XVQahWNTZ26v+zr1D8p7tI2CXmge8aUaj9etxKjkp+96fafX7SsiQvfYabYNHsJmz+m4HUVhKP2mukHr",
+	"tIbHfa/ttPotxYd63PKcVq94Ws/rOa1ed53V0C42hkHtf91N0Tf2RM853n9P9N7ului+0y1xrQKL7bui",
+	"6bQ6alM0Ha9j7onWyyuoc97+lji8BqJyM0ANhOqn+OB21uoj9twInXa346gHddrdtlM8SFYClXaAOL1B",
+	"D9TH2GblkukOQpeJvcUtBoVN6G/BOozrczpI3+VZTLeyOsjzrayUv8sMmXfH9VnKq/kWPM9gfWGMlmpd",
+	"HtzNOWqqZfSAXXyeqD1sSbl5opM+kokJC2qrlA/JxqixXqQWfs4uM5b7fEGnEZfAlwuaZSQwynUCiJtA",
+	"Nqz6QgVcOSQE0ClzfP5U/K1ha8CLVXY6nZTDlEwYKdojJ9NKQENGN/9qlsQMeTsdQKuuUajHYClJk5VM",
+	"CxDmQJqslJ2OpgwA0UM80dZx49QmUL8mc0xktRaNSUhzVocOKZfHOLsIfC6+OAVH7oAADbP4+kRdJKwm",
+	"YVhfMH1Z4JB7SWrAY9Dc5xiL07ygG6yXDg+hhGZbbuAboazcx8t2D93GN7gA/yFxAdbq6dKQpQMSNIr6",
+	"04DUTEkC2LXFjzZG3OzCmSR2T2PB6PmwBJZVA97YLCfiJ/ko53Cr12iYYfaWvy19QL+28jttNOx69vFP",
+	"ipZQYaJCqcoqKUEmVJcs3dQV39QV39DZ3SBO3NDZvVZZ+uMll2WDtqVUxFJZhRWFNrTXxsw1c6zt6WJp",
+	"y8bYkuCsvLBtPQK2OT52sXNsc9nZcvHbFSNvr594djEHdqEiy11gmxPv83WRbR+49+1Dxa69JgVt9Ti7",
+	"6dlCBti44W3b3iE47PVNaKNQAPGH0tm21/aDbex+49l+GUp/XVXYCUgAOX7KPPvAikPE6i53YBOEwLYW",
+	"4BbbMEmFFapqQSFBzCACIrXg8ZI/4ItlHtQdgmU1izQZxWwO2JxsAXRNPpcZ7wNCSdvzZN5dOWEfHniW",
+	"gNdcJudxYTKiMuVzGqeMhroKpJbJyrBsmbK5GA8s/GT5cnFCcLsSnuRIEOfzYqeoXE5w0dV1kqTnukWm",
+	"WGF8q2J66vNwicocU9nYD0I2XyS5EOaNz9llYItxYka9ObRR+m18rt60UnxyaM7rYG2teGDeeMwWMb1k",
+	"4YBATnFdx5vwoecMq/l1cHeUhFDHT0nb7TvkiwSB8SJV/UIA8/zS5yxNk0rSxDsgkB4DsdmBlmoxDp+z",
+	"vcyd20l4+SSacgpI34feAC95jolhLMvFb3vo3YdmL6ilDa960ZgmDSkxxAOdx3T1iGUZnbIq0fFY7hBb",
+	"J6Q2yaPotrORzfay2oTYvd0fL/ndF5GkFvXc5l534PTuL4Ye0XiSpHN1R3MfBxyVbGnqptaOaZFy4heb",
+	"07NrUs7wrqoxD8Q6aOhFAjtS5tZQkkVTyLVByrYoA+438WFGMdszZdMoA545x6iEfVdtP+VkTZgI4RnT",
+	"S1kJLySuaOmIMU5CBtBYSIgkW7vHIXEn4ZM4GueHk942W3sdQQ9pOpU3dPZZLbIMjIWPWBjRp+iP2c/X",
+	"+4ADOJcQVq91RrLxMo3yS4zbArffKfD+obu+OEKfSHo3gryP6vAEhS4D5tGyi1c6BK8oSL6IsmgUsx0V",
+	"jZiankzW0MMBcNfnk2UcY1WXOIeDjeuOvsOQzUsTtBo5An2+SJMLxqlypUq3at0GZywcxsno12wsOi1O",
+	"YlL74lOQaD4PzK3woiF9n5C2CBkxZHRJorAEtgrHkFBkWajpfzGbTaII2ahpjS7hXyjjiHK5OYEVRdbs",
+	"Yfq5zwOpFzQwkTE4IdPfRosikXscR6CsIDsWpKTXgrE4/RsNsTxSgMaRdWxPE5KybDlnhJLxMm8kkwkJ",
+	"kxWPE2xYhq7smEKlJCLTwaDcykgQhQF0KYDahWBgVoNiMm1O01ynAoGvPQrlhMgMwXwVjZnjc0T+xhIK",
+	"yLNZzaKYEbpYMJoWlSlRSqKQTGgcZ9j+GYOEfAPTFuosFc2vKnuUy2pAggeTxhcJZw3wLgc+l6tDK0Mt",
+	"t03w3bKFK6obtj6xoB/5/JwtcpUho3adrKCsRbm4ME8SAgWnJE+wlhKCA/WTynoDuFUM7XkmZ1Nmh8HO",
+	"By0MXGXRnMH0QmKyeM14Jt6harrkvbcyks0oglFBJCfFO+PonKFetOTwRl30VGt7fVxPEIiAm8UyXjCe",
+	"16v0p7svhDR7Z67+G9/9z9h3D3SpBKuhQF2B2p9QCnshcqSFATIJ5HPKxiy6YGHdxm0i5Nk2pzw8uGQM",
+	"S4gda2D9/89OG7+ijd+6jf6w8fy7pt1tv/wb63WxZdQxUXasfOdbUehbA3/Dmedbto9OIvj5Wm4ieIZ0",
+	"huBTCrcA/KZdJvDrmhMBrkCXg28Nnv34/R+f2z9+/8eXPjdaveZTWWv1gR6Wt9Xew7weBfGyUARQsUAV",
+	"QKwmDN3ChIsTp6z8bjz7w+KTB/ldRH6NgC/NCGo/W9EbQd1CDnbYTpXOlNvLKA4R9BDOVO1tEBb9gqaZ",
+	"oopR5NH4wGAgDvkGoUb5NF7REI8RCtOAaIVI6NEy1r2IacQD2+DbyHxOsIYyCS9JTYfBZS4jBPzElYE4",
+	"lMUboWZgTtNzcXrHtzIJFzDQYXZEYRphcqQsMbDFW6pKD4zwvOKzVonLZL0HFXzYwUAWO4rLsco2mLOc",
+	"BqBNKOUZUvoVhmiZuVpn9IISLJ5Sk54iWZOsUqptVXP84/d/rCssECj1gSLOBWh00ALsahTrsm+4DjEV",
+	"xNcaejBJYlILqoZLPAKYuSQeJh3F7IQE5sABOiY8B7qBSAEEr8E5kvkpjUZGL1hDiP84D0hNPBCasWAp",
+	"WSQRx7TzJ/cfUg6FkIQEcP9QZVs3Gtj6BnSK1MQLH9ZB+WMZliYJFdYYcXjIE3n7bb1gHss2jOJkfJ4R",
+	"FoGfCsYBe4sSBholmiceA9eSGpV/oD7LE5yegdo5tzL1UNEr3CS2aokCrQxlx0RbnE2wFajPhsVzQkr1",
+	"tdAb0yP/yXqxjB49A96AUW5mAYmHRJlmHRF2QgX6dSCziAhOFya6p5STCVvheGjsnXxGURENZCxLs1uh",
+	"o3WyzMC0EhYMXZyQoNhf4BS88+QbXFjrbPGo/BK53m9lsi0ZQOGMmLZGqDAb/r9A2D9zYVmJAwGqmPBE",
+	"kDtSrIBxEi/nPMPak3XAIJusUXOVGFBgRyoHGdYlV1CiVLKgoMxZB9QJCihwIOEtkMaDtdQjsZLEgKBF",
+	"+O2M5uD2VVtXSz5hzuUsI/NllhM6TRmTlRCwlhxyKi0oMAnPvnxiWO3AbATxhFQ9DFF1KAeEH4mni05c",
+	"z/O5HFBpurHCK15hfTyYS+vjw/DebqHGUSeTkC7ZiTyL0AqTR9Q2lVYWzFZnmojHGCkm8mOFLLZsqxC7",
+	"lm2pXbQXtc09cbxVCfjSbBfsNWKB0RjEacMANcFqb8nPhgDJUsZt63s+3VZz2+4B4uzO2qedjvSKU7is",
+	"8y1SsQ7zCI0AsUyNJBWjjnkUcQptXhtGCM4/wMu9Tlf/TtOUXsLPLKeVJIHlEz1QyCUoNFI2ieIYcDY3",
+	"5s1wwT/Dx9vY8GKS0fVVhIRBkyp3vEStKsf5SuX61IwGAEoEUlLdBAVuggI3QYEPNShQmGXqeN9qOO0T",
+	"PNBuexR7Yl4rbEn0tOLSpblR+K1xnwBIh4bziIvLNgGQP4VHX0dlAP/V4yV/8GlVEmR7s7X4qnA9DOFc",
+	"G6f2+pJn9033knQUhSHj7xgOd981hwN5RSDK3s4egen46ZIPtpm8NonpUhiUQtMH84SHwOQK1R9qUWcs",
+	"zyMuvmMy6wMOXMzi56H81jA0trB0XkthvYa3fOtiPTRjd0LTrTJdXQeJUSCGDklC2+GMK7bNXrOFg490",
+	"l+8zePRB582bYbDW678yBQqhxTexXkDTnLN0yghcQ2qP790hx61+tw5BV3AiCQMTEo6kDlpkHAnjdHSo",
+	"vD4hAV/GcUBSNk8umDAn5dOFmWE83CGPzCwoTFcazyifQr7VOElThly6RrYUWpkcqXoxkibacM7YAll2",
+	"o0qg668XIX1DR8Y+qTsw5A0Y8l+8RhrPmUbXvjKNZy9F/L0XFxSgmgDHbOW8e+X+rR6xN3rn3VClooAL",
+	"MqdglR+iWEqYz63pKXfAM2ikc2jgZ0TxLTx4sqYPUxGNwr468giZxXjkGrV4W+rpPoXmQyvfpfawWWLF",
+	"40vlRs3RhNQjdTg43xsE46tumJ60vUiw3xTptdEWiIVALhDNl1sHRpaD712/zOL4Cd7y8tA6ybfBdyuk",
+	"uRnbtTXb7Rbmqf8QtJjPd+EHHFCtUWz9K4o2yoNgG2NkY1dss5Bio9u2bL6N3bQrZsnenA67NKZ2MeI+",
+	"x0no2TB8No4RjKwYHrvl2T3btWEODq9UAGA7lUBYWNY3in9RUimZIFQxScOMge2O6utDE4zgK1I6xTU2",
+	"SeLQQJ9PWZbEFwgvB1lwJ+KoBBVINgueLKTiJYSA6ChmzrZC8nvQig/KZuYbzHynoKbyBII9qtyvQjq+",
+	"KakhBm0XN5wxDf8R+JZwvaU0ymRhyJpFPE9CufJ2lAad8kvtMJ9TnEaF4KCKfZQzXVVBQHLEgnG42OcS",
+	"TFyFwRErW1exkCXPo7gwiuU+yoraGQdzX+HN2SxZZYpaQ8HwKvIK3R9HvH0I/UczPeKINDGLsjxJL6s0",
+	"TrF43pnJe1j0QDRNFqnsY702D7VeY5niVWxcXsxfia1/sw7Ya7jNp0134Ir/dxD991eyeLdpW+fscigV",
+	"vlEyghgYhSZY0VxyswLuMcz6EtccakFKnsLL1r4qCk93oRUJxcAaWN12kWBBc1DTCsaWCRhZTY/cvw1k",
+	"RLcyTQlzqOTZJnVwx6gKrXdrqB8qeDCY9K5CX0+FlaCFh7HmFBEJeDmwItB572NXb9shcE9LXnKZLMmI",
+	"xRG7YEjHkPDpNsG+Xck5+k78A5/N7ffd1pOgcFtK6p3ypEn3AE9ydmLIZbgAOffCNFlgBachjEnKxkka",
+	"ZiTKN9Whx7jl76Egur5k3tdiFJL27Qryx8VQvx1f5I00f9vSvFD2nZ9vTsVTGcdQPBmlIPMHcbjIo3dF",
+	"s8I4K58mP68DQspKQrHfNZiv+kHnAtqruzISSqfAHKqxTDNXVzsCW8xJpZxfzRKiGA0rJb5QlN58wsLB",
+	"qE05zdkmalPB9i8z+XiyMqWqGkLEk8RPmyK2uSFi5ZVCGFrJIiu+0TKWEo1NAGAVm8g4hdljDZoHUqvL",
+	"hVGxk74xp/SnSOa4EXn7t1/SRwGRJawf550JnxyYr0xhcIUIsi3AZdopYmZRyDRtb0HuOCARcMddsEwm",
+	"QsRRlts+jwv8GlvTRBSMzwZvWgZg+FHCC8ZQYJ5S6imWUAO5D4KOIOudLBxtN91NurcHeeZzdLsAgYcU",
+	"fGWXHwk+vfvw7tO7AdSwAPBKlFd5JD6LQvaeeiRE0w7wSNyI3muK3s+MLXyjZb7fIlfKvZ+zhim2vXRB",
+	"XE+7BHm4NbgCiAPLUEj2ZC2+MgCtEQqjpTf6Fpbm6QQqYICEOkss/I/yjMWTAcmQk2692rJug/5pS02U",
+	"5pLTmcKRoFzVcxrHJZgMxfIEiVd1h9yl45k4gHgu7Ayfq0Iq6ZmGms88pTxTz8W8K7zfIaelCJHP1YkB",
+	"1V54Xtjy8EGHuUoAR1FYE8+C4nBsAjC34iVB/UTspijERDTMF5uxOCwoJilpu+3tGZufydn6oIJQYrbX",
+	"g1AGxqq9Kwz1nYWTZA2ka8SyrT0QLxWHwXcKKzGbUa/TtQZWvzfpeKHbYazJmEebzWavF7LxiLaa7jh0",
+	"u+Gx54WsT0O31R+FrfC40x63j3te+7g1abU7I7GpNzwvCANvtFW6dfbw4hQtlY4/eHSlD0e+2dvw+byx",
+	"EL+xwnaG61TI5mcesMPAMsoFkie7g3WV0hUF3Fbh+hhw9fKEhCldYRZXPqeLAQnSZJU9i547oPA++/Xz",
+	"wCxqBWR0Vd8pLgvIX/9glndGDO5BGGkUxQW5sipe4Ynkt92RJP4I2/9BiZtxknKWlgWOgq8wkSpsAHtW",
+	"oyhGUH4uBlEcLUKcC3uj5KU1L7IGz5p277lO/hFfuDYknYjOJCuJGQ35DlvTjprXTjtqVkLZXpFy5PW8",
+	"dmXKUb+9M+Wo6TrdtaQjxKTVOUetHkjCt55adXUfm8ftLZ089pz+rk62nOO1TnZ6rrilYAjptV4+r2gU",
+	"IDO/w5neL8HM6/SqB6LXBTzhrQPR3JhtvEOPw3Gn9W6me7+ONreu63bf6e3oqedC4pzZ07Z37HTMhd3q",
+	"tavmHFpWPoLXTdFDbE+UuFuOXyGIbhLM1lwQBuOz0OXl/BAheYVUN1aWQkjYM+1MllZtPb7PitKrqpzt",
+	"geKoloyUPBTvD5HojuYIWiKv3ZrNTd5iMrds/3uSzQ26SbJ6H/O5cYJ/finUqJxcrSgJHUgysK8SGI0t",
+	"vBhrorHX7Hu2hbtA5zR3esdVgliJWa+FGsSWA2DtYc3j9q6HdbzWmxPNxnY5LANaZj2bTVdJzj6HMcLU",
+	"ZBga0X+Vsyy/Fp0UPXmt5GQxazdHR6X32iih3fdoyFgqgTe2es0Uc7RCEbwFTGbCqqippEzPtSU06YoB",
+	"KVBxiPhc4mApKNEaX85HSMI7X9CUiaNOfjUgrtN0JWih6/RPCPX5ImWNlMWMZoyM2CRJGWxj+dUJAbgU",
+	"Z7xYkBGCo40u5fPqWGzk85DmTGeI5mxBRixfMcbx5BKigLNoOhslyxThUD/+GDseM+fjj9EPB/fJJmcE",
+	"FCyiGZqLclkySiTZti6WDJUfUBiuCWcFfosKDQH++q0MUkwMztfM57WYjlgcMwQkCaNxDpCz5FSBQkmj",
+	"PspIEJJPSMxreUKOADmpHkCI3OeTOEkAZzX4bUBqXh1wS6UVnsxHEWch4UmUFUhjwn5EfLNakP0mzWv/",
+	"/jtgYfzLn8gvyL//bpgnf/lTPahrCjsxFTkJ5hEfwssCUmuSj+oOuc0uE4U6j82gOEyiNdEcEIRDVAVS",
+	"NpWQuljjH3EAZQ2WHPsYAvoRPmQVIUsn5YhmpV7qdchHdfRURkDNHC+z6IIFMGCFOlUE5bCYV2hcthxK",
+	"TB0AzwT2qqWqoFKm5j+0i073XPKRHLe5foRyz/p8RS/Vyks4a2RRCAgbU06Q/mqZZwY7taxxQkypDBzi",
+	"uc8XwCbsOm7nRBZlGoOCzYVWiBbKkUOIXxgWZLneHJGnQFLAFvC8YvBl9zkoC6Qm+f3ECNV9ri+ziYEs",
+	"BVpFxI2nDMVXwQnyaxfz7PPSw41nE3WNusfoIJCLlxovREZxp7llcRlDvz/+mNQC+CyXR11MH5OoYilb",
+	"QIKaId0YsHlPoqk0zQxXk5R3M3zvnNRAfQD0acxIRxnncyXkshkVh1mxTDo4twPy779THrBsAWBd+O4o",
+	"JfDWzOeg8v74j//s2SQAwtuBbu0QsbtPUGKsRF8lMLLoO01TYaKSZOJz4P8SJ1ImQQV5ghEHtW9yNVoD",
+	"SVfBFrcykqw4ycaA5Cr2vny9+HEov5bw1KXGI7ZxiF28ReJkqjtDRwnAVkEHkxUi3nHYPxGiFco90e+Q",
+	"j8hyASBqYhZCxsfM59AHG+esQ0KxwNCdNUkZC5M5+fH735deT2KWZbgkxU8JP/E5VWKSIljzOE0yiPsn",
+	"KxImDMODQqYIkYOgcTBmMsd0xX0ue0/0mIgDVA1JfYCBFxpHoxRWVV/sx0KURwn3+QgwIMXkNp1uu2OT",
+	"FVCDRhmZJSsyoWmRGUCyKMc+K6aPKPV5cUgReRjAyr+L6tqA6EVZHDDQ39EyB+vrL//aJB/JLUJTVpKt",
+	"sNPLu6x+IsM5TdEZIOyTrJa4MVDMqr19AvugRz4iWQyrkOak2/4cBrPp9T4niTBA1mUNAHeuyY0BeYZV",
+	"ogSJ3Z4H2+NIT5gko3mb2bslC/ENGCuqt+uxJJDGxejFCUAh4qkFo1eTJ9EojcIpC+um8YK0sNWcfi7E",
+	"bDyM2fyqmjit2XQKXjTqjvvh8flvmi+8eYu3rXViLovG0ZgZJFxfrRhvNXq3lbnVdvsuqV08fPiI4KPr",
+	"1lautz3a5hltGx2zzqQ1+3X3vBf3F+7rts2Dtj0XxhdbrHu49/BPw9liDVzHbR73bQu4qtf4/1wH7D2p",
+	"vmlOOljM1qDpuG7btvJk87a+bV2wVNxmDSy9Vy1pVV7lVb6yZT3X29Eu1+n3O5vtOu73nOae7ary80qu",
+	"xisb1206V7TO22xcp+u0zLYVW22fMdu7ba2m63QObpzX6zjHW1r3HF9TvfeUjB3KGMxzWxPgD+VabduW",
+	"oeogtMliRqETHVvz5huHFnAa/jrB1AzX6SHFoe6610HacPl8Dz8ZI2NbWTSdU8nX7jqu29Xf5Yn8pm1b",
+	"v7UGHiRtmSLeGjyTsn0zsORVh0iSFYc/5iyMKB8ai1SsUqFRDxfi83HHtpYLuHTrGt36IrUC8G1exds8",
+	"811e1bvKs6pQroZhNJmwFGdPjE+VIKt6iG2tZkKqyXNhBAZVob0pqyrXJwX2gdQ8oSW1lT6BdyeAFxqj",
+	"wMvTJR9Tc/lek/69OIe3+G6k+qySH0HS/gxj7rbV2Qu9JoIlsebFOS25VmxV8CSXBIALi3Hb160D2SI7",
+	"3TqjS2C2A9vhkqxYWhBA2EX2KWwAkl8uWHGdzyWN38Dk8VtXe8A9sAZsKGyKAg31BIhWMpZ/sswnjR7y",
+	"/xC6hpZMDRZ4nwdVoO6I+CuRkNM0YmKdYQKTRHcHOC2AI/c5QK/bCsKTh2gn0fSSREL3DVlYB+s4SsmT",
+	"z04bXqerLCyZSBUUxEdOKS1H1gNnmuYweMwWaePTaMqyPEDIr36n5dbBJhFyRGdblZ6psEYDMf1i4cs4",
+	"CHtBxzlGGIRFDzPoEKyElxx90kOGzcpwWoFXR+VkqTznLNmhVePqea+yJT4++nhdkQYQ5u35WLcyBNOs",
+	"FV7/OOLM0JqtV3/+/tUP//PVD//n1Z//8dUP/+PVD//t1Z//6dUP//3Vn3/36of/An//51c//El888O/",
+	"vPrh/7764fdwy+9f/fC/xY1//q+vfvhn4+/ffyoxIXQm+Ks//yfxYHnTv3yZTimXxDjZYyC3zDBSCpbb",
+	"j9//cQ3Ca8u+tVUSYNX+VMvPgWdtwV82B1JsuI2yPsxllPhQwFegSQyQDoACLbs2QBC4+Zn1D4QQcnZG",
+	"4F/y9D7+cZv8g/VcQTFb3xUcJ8QHBd0jx7fJV72haxsO3Ucsp7H8ogyI7Vsv1yMe64h7lVIEO4UDFOW2",
+	"pGEoCQFTIjqW/QbgqbfhUW/CSq9jR1efplgrgLu/TKhiiJvNIQmyGRXS7JPB7dMnd7vtgaYAwqOgEE/O",
+	"7vDMTeylFHsBqSzHUOWlrWhG5jRk4MTZemZfEXw5VYpTcfxIZzFyiUn41RKZNLl/9jWpAdMrstPa5JvH",
+	"p480GwksdTo+Zzw0wVjF1zL9IGdZbiNXrCx+QXhQqcnKYxbUaeAyE+oCKrfAFss3fKG1JLWVn1QxWovr",
+	"QpqzAUlZw6TgrTvkiVSZfW68Ch0g4A2bCHleA78/jMAwZjywfR5MF8vhnM2T9HK4zKNYDklQV3S9GVJi",
+	"AWYljuyJCgiBMgBhinnh9r2U/XLIwwgZNLQqm0wK127hC54nfGowE5o8jBC+tDFaJtQsLs5x9iJnPGSh",
+	"hiKpzG64po/rhhHuhhGuXO+TrDDKJNdwnkBd27YEEGDLrGbD8FzbpIhw96GHeC2X6Qb605fc3Ir5LGWM",
+	"gEdPCphSXocSs8++k85FawAcHZZtTRdLa2Apr6BlWxB3zYd7pObLK4uMDO69aI/difub89Z8dEwtG/Kq",
+	"Y+mBPFJuSMu2TIltDax7Zz3Llg7cVpVlfoAtjsJiF1AVjsYHRkD/RM81SlqM4JQzC7anPEiWhsY5u8y2",
+	"Y5CIwRnTOBbHmEKlUvQNmTJlx/C1TKdOVvyEGFipPo9yMOuywoBepNEFzbEQrbbGJRHUIWYrjbzQ51AF",
+	"neVE0tRms2Qlc5b4lKXAeQVm5ZqxCJ7vwPH5Y9lcFZnVRO/w4GqieqycP0GoLZ8rNvj1EWChwQ1/qiG7",
+	"1M+Ki8bnQBi2YCmZ0/EM8MXBqBeHrqSiSZOc5qySAVV14AnO2Ofs0no7RabFC95iqek5u1y3T2Ey4mjM",
+	"jIHdBzfF7W9U3BiLwhpYrUlz3GXuuEc7k1HYaY2brBv2Ji5tjrxxK2yzzqTrHjd7Xr9F26POuBses96k",
+	"7za9VrvTPRYSyKjGUTEUXPND6Ih1/+8m9z79+18/+uzzLjv+u9G36eL0zhGPO/SrR7+Zjn/x90+PH49a",
+	"9y/cY977pHTvcMHm1sBqiP/dvnv/wRfk7OvbDx/cIZ/f/SV86fNHd5LV7a9++enn3jer08u7p4e8y+fw",
+	"kLtffLr53EPy4oxFtw1QqmJXQFqUIRvMGs3D8dJulszPaMk8Xif/eUdV1v13yzG09cBY2xo/U2AceQBS",
+	"Tu6GXqfT7JvSIE8w28vQEuDovQps3VRZjr4z9u3LnU594821lK7IiGas2wZl4uzuo7rOe1OThXyRxhGf",
+	"n8hnAIE+/Ez5pTi4x5ST8YyNzzVwfLXP2qlyKpfO87dvx94z5NwbMD9uhPLP6hwvbZOrd8TPvTr41Oyu",
+	"QWgHLPBgm1wasSphhE1iYURvtbaUbyQ7+k4sw5dXYDKIs6uQKfpuRbJXG9OMNSKeMZ5FeXTB4ktbOul9",
+	"bl6OrjZg07l/1yBNrQ8gwQ5cHwpBDDrCIUM3n7E54jUUqMB6VWBCu4yqQITNXv/Nc098HogHApcO+FRk",
+	"miiNYxtjUKNL+HdLyK3wJr2ucKww99WzbUljjf2WeazMmTokeEJ5OGLpNKhrZ9CCwhklxQj8s24f2dVU",
+	"lp70B2lqy9cl/q+EYpAt3sTxkespmRBqBgPLkapUOm4Oc/PscbUcLzWg6NYZgice8RB2ZOlte+a6z6oi",
+	"Qa6FCXIKf0LlcxTerRZ6t6pLh2xLnBI8E+/44svTJ0/uPn76AJjqJVO0kSMzFMqLJMK2Bk3P6/UgKacg",
+	"uxYTrTDyh5IlpnCFjS8pP49W0dEX3zz49MFpQ9VpNb6gPGk0vduNC69x+u1XjfYIvI8LRs/LleqX1qDb",
+	"rswRKufPtbt9p/1SHl/ZjKVC1I3zJY3JnWS+WOJ2W3PFnX77FWk38NUpy9OIXWxOkmVbWcSnMRtmecro",
+	"fFjRlvIFpQrzgnhLlRKXExjL36Xl5aSSGvcZPrP2jXjt+7fFJkjpfDgdWQNP1ZNl2BKdRPK3+s2f6Pce",
+	"cviqu8/SBIKl245g/Pnnf7jq4YQCrUTTcMvjAyTC5lEKJkh6oY4BnKJZni8GR0dxMqbxLMnyQc/tuZjL",
+	"hbevHwBPMClkXmQY2DIXXzG3h1BEkdkkFfuST1V573xB0yhLsFZVSjVoWwXvNvD6n2DEjDOoa9LqVC04",
+	"lcYpbLEBuQ22lNDsAhtDpJL8XEIoCYOHoHTE40jVoxpW0hbub81kq/Pfa/fPvs5sDJRmKgaaYV2YJkLU",
+	"SH7JhIjr9QEPt5EJHYvzXDFqqFJdvKeqLWeYFgqmHuTw6+bgBEBpgaZjhNRMrBDiWDFwQePSi1QqScWr",
+	"7kk4wDKNArAy2GQWhVCCwkMJBgjVk0IBqGkctEzWcGGkdw0UR7fBwIepCCsxGuczGzClxOiK8RaScwxr",
+	"TdY/p3Sc6/y/lE2YkOQMdSLjPSyn1svnL/9fAAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -72,8 +72,19 @@ func (w *Writer) checked(r store.Run) store.Run {
 	return r
 }
 
-// SubmitRun is store.SubmitRun with the run's checks.
+// DefaultLicense is the licence of a run submitted (through the API)
+// without one: its submitter dedicates the measurements to the public
+// domain, so that the database and its bulk export can be reused without
+// attributing each of many submitters (docs/submitting.md).
+const DefaultLicense = "CC0-1.0"
+
+// SubmitRun is store.SubmitRun with the run's checks, for a run its
+// submitter sends: one that states no licence is offered under
+// DefaultLicense.
 func (w *Writer) SubmitRun(ctx context.Context, r store.Run, idem *store.Idempotency) (store.Run, store.SubmitResult, error) {
+	if r.License == "" {
+		r.License = DefaultLicense
+	}
 	return w.store.SubmitRun(ctx, w.checked(r), idem)
 }
 

@@ -542,6 +542,7 @@ func TestMigrationRehashesRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, q := range []string{
+		"ALTER TABLE runs DROP COLUMN publisher", "ALTER TABLE runs DROP COLUMN license", "ALTER TABLE runs DROP COLUMN retrieved_at",
 		"DROP TABLE run_fits", "ALTER TABLE runs DROP COLUMN avg_power_w", "ALTER TABLE decode_cells DROP COLUMN avg_power_w",
 		"DROP INDEX runs_by_trust_version", "ALTER TABLE runs DROP COLUMN method_class", "ALTER TABLE runs DROP COLUMN method_measurement_s",
 		"ALTER TABLE runs DROP COLUMN method_output_tokens", "ALTER TABLE runs DROP COLUMN method_prefill", "ALTER TABLE runs DROP COLUMN trust_checks",
