@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/matrixd/matrixd/api"
+	"github.com/matrixd/matrixd/ingest"
 	"github.com/matrixd/matrixd/store/storetest"
 )
 
@@ -281,4 +282,40 @@ func deref(p *string) string {
 		return ""
 	}
 	return *p
+}
+
+// TestImportStatesLicence: a published page imported over HTTP takes its
+// licence from license=; a tool's output from its meta part, and the two
+// must agree; a licence that is no identifier is a 400 naming it.
+func TestImportStatesLicence(t *testing.T) {
+	e := newEmptyEnv(t)
+	k := e.keys(t, "alice")
+	page := ingest.Seeds()[1].Data
+	text := with(k["alice"], "Content-Type", "text/plain")
+	rec := e.send(t, "POST", "/v1/runs/import?license=CC-BY-4.0", text, page)
+	if rec.Code != 201 {
+		t.Fatalf("page import: %d %.500s", rec.Code, rec.Body)
+	}
+	if got := decodeRun(t, rec.Body.Bytes()); deref(got.License) != "CC-BY-4.0" {
+		t.Errorf("the page's run is under %v, want CC-BY-4.0", got.License)
+	}
+	if rec := e.send(t, "POST", "/v1/runs/import?license=CC%20BY", text, page); rec.Code != 400 || !strings.Contains(rec.Body.String(), `"field":"license"`) {
+		t.Errorf("license=CC BY: %d %.500s; want 400 naming license", rec.Code, rec.Body)
+	}
+
+	var meta map[string]any
+	if err := json.Unmarshal(toolFixture(t, "llama-pr16894.META.json"), &meta); err != nil {
+		t.Fatal(err)
+	}
+	meta["license"] = "MIT"
+	b, _ := json.Marshal(meta)
+	ct, body := multipartBody(t, b, "llama-pr16894-qwen2-7b.md")
+	tool := with(k["alice"], "Content-Type", ct)
+	if rec := e.send(t, "POST", "/v1/runs/import?format=llama-batched-bench&license=CC0-1.0", tool, body); rec.Code != 400 || !strings.Contains(rec.Body.String(), "meta's license is MIT") {
+		t.Errorf("two licences: %d %.500s; want 400 naming both", rec.Code, rec.Body)
+	}
+	rec = e.send(t, "POST", "/v1/runs/import?format=llama-batched-bench&license=MIT", tool, body)
+	if rec.Code != 201 || deref(decodeRun(t, rec.Body.Bytes()).License) != "MIT" {
+		t.Errorf("the same licence twice: %d %.300s; want 201 under MIT", rec.Code, rec.Body)
+	}
 }

@@ -3327,6 +3327,12 @@ type ImportRunParams struct {
 	// Tg For `llama-batched-bench` output that measured several text-generation lengths, the one to import.
 	Tg *int `form:"tg,omitempty" json:"tg,omitempty"`
 
+	// License The licence of the run's data, as an SPDX identifier (see
+	// `License`): how a published page states it. A tool's output
+	// may state it in its `meta` part's `license` instead; given in
+	// both, they must agree. Neither: `CC0-1.0`.
+	License *string `form:"license,omitempty" json:"license,omitempty"`
+
 	// IdempotencyKey Any string of 1–255 printable ASCII characters, unique per request; remembered for 24 hours per API key.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 
@@ -8680,6 +8686,18 @@ func NewImportRunRequestWithBody(server string, params *ImportRunParams, content
 		if params.Tg != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "tg", *params.Tg, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.License != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "license", *params.License, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
