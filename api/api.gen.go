@@ -858,6 +858,24 @@ func (e PlanCapacityParamsSort) Valid() bool {
 	}
 }
 
+// Defines values for ListRunsParamsFormat.
+const (
+	ListRunsParamsFormatCsv  ListRunsParamsFormat = "csv"
+	ListRunsParamsFormatJSON ListRunsParamsFormat = "json"
+)
+
+// Valid indicates whether the value is a known member of the ListRunsParamsFormat enum.
+func (e ListRunsParamsFormat) Valid() bool {
+	switch e {
+	case ListRunsParamsFormatCsv:
+		return true
+	case ListRunsParamsFormatJSON:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListRunsParamsSort.
 const (
 	ListRunsParamsSortCreatedAt          ListRunsParamsSort = "created_at"
@@ -1606,6 +1624,18 @@ type LeaderboardEntry struct {
 	Value float64    `json:"value"`
 }
 
+// License The licence of the run's data as an SPDX identifier (`CC-BY-4.0`,
+// `CC0-1.0`, `MIT`, `ODbL-1.0`) or a `LicenseRef-…` of your own (SPDX
+// special value `NOASSERTION` when the source states none): letters,
+// digits, `.`, `+` and `-`, at most 64 characters. A run sent through
+// the API (`POST /v1/runs`, `POST /v1/runs/import`) without one is
+// stored as `CC0-1.0`, the submitter's dedication of the numbers to
+// the public domain (docs/submitting.md says why); `matrixd import`
+// takes it from the run JSON or META as given (none: unknown).
+//
+// Example: CC0-1.0
+type License = string
+
 // Matrix defines model for Matrix.
 type Matrix struct {
 	Concurrencies []int       `json:"concurrencies"`
@@ -2024,6 +2054,9 @@ type Run struct {
 	ID     string `json:"id"`
 	Launch Launch `json:"launch"`
 
+	// License The licence the data is offered under, as an SPDX identifier (`CC-BY-4.0`, `MIT`, `LicenseRef-…`); null when not stated (shown as unknown).
+	License *string `json:"license"`
+
 	// Method How the decode cells were measured: the class and its parameters.
 	Method     Method     `json:"method"`
 	Model      Model      `json:"model"`
@@ -2038,7 +2071,15 @@ type Run struct {
 	// SHA-256, and for a signed submission the signing key and the
 	// signature over those bytes.
 	Provenance Provenance `json:"provenance"`
-	SourceURL  *string    `json:"source_url"`
+
+	// Publisher Who published the source (a site, a lab, a person); null when not stated (shown as unknown).
+	Publisher *string `json:"publisher"`
+
+	// RetrievedAt The day the source was retrieved; null when not stated.
+	RetrievedAt *openapi_types.Date `json:"retrieved_at"`
+
+	// SourceURL Where the run was published or fetched from; null when not stated.
+	SourceURL *string `json:"source_url"`
 
 	// SubmittedBy The name of the API key that submitted the run; null for runs imported on the server.
 	SubmittedBy *string `json:"submitted_by"`
@@ -2194,7 +2235,20 @@ type RunInput struct {
 		MaxNumSeqs           *int               `json:"max_num_seqs,omitempty"`
 		Notes                *[]string          `json:"notes,omitempty"`
 	} `json:"launch,omitempty"`
-	Method *struct {
+
+	// License The licence of the run's data as an SPDX identifier (`CC-BY-4.0`,
+	// `CC0-1.0`, `MIT`, `ODbL-1.0`) or a `LicenseRef-…` of your own (SPDX
+	// special value `NOASSERTION` when the source states none): letters,
+	// digits, `.`, `+` and `-`, at most 64 characters. A run sent through
+	// the API (`POST /v1/runs`, `POST /v1/runs/import`) without one is
+	// stored as `CC0-1.0`, the submitter's dedication of the numbers to
+	// the public domain (docs/submitting.md says why); `matrixd import`
+	// takes it from the run JSON or META as given (none: unknown).
+	//
+	//
+	// Example: CC0-1.0
+	License *License `json:"license,omitempty"`
+	Method  *struct {
 		// Class What kind of measurement a run's decode cells are. Numbers of
 		// different classes measure different things and are never ranked,
 		// pooled or planned together.
@@ -2243,9 +2297,13 @@ type RunInput struct {
 		Status CellStatus `json:"status"`
 		TTFTMs *Ms        `json:"ttft_ms,omitempty"`
 	} `json:"prefill,omitempty"`
-	SourceURL *string         `json:"source_url,omitempty"`
-	Submitter *Text200        `json:"submitter,omitempty"`
-	Title     Text200Required `json:"title"`
+	Publisher *Text200 `json:"publisher,omitempty"`
+
+	// RetrievedAt The day the source was retrieved, `YYYY-MM-DD`, not after today (UTC).
+	RetrievedAt *openapi_types.Date `json:"retrieved_at,omitempty"`
+	SourceURL   *string             `json:"source_url,omitempty"`
+	Submitter   *Text200            `json:"submitter,omitempty"`
+	Title       Text200Required     `json:"title"`
 }
 
 // RunInputMethodPrefill defines model for RunInput.Method.Prefill.
@@ -2290,6 +2348,9 @@ type RunSummary struct {
 	GPU     string `json:"gpu"`
 	ID      string `json:"id"`
 
+	// License Its data's licence (SPDX identifier); null when not stated.
+	License *string `json:"license"`
+
 	// MaxContextTokensWithOutput The largest context at which some decode cell produced output tokens.
 	MaxContextTokensWithOutput *int `json:"max_context_tokens_with_output"`
 
@@ -2323,14 +2384,23 @@ type RunSummary struct {
 	//   (llmfit's `bench`, LocalMaxxing submissions); context 0 when the
 	//   prompt length is not stated. Community numbers for a first look,
 	//   never ranked beside the sustained classes.
-	MethodClass               MethodClass `json:"method_class"`
-	Model                     string      `json:"model"`
-	Peak                      *PeakCell   `json:"peak"`
-	Quantization              *string     `json:"quantization"`
-	SingleStreamContextTokens *int        `json:"single_stream_context_tokens"`
+	MethodClass MethodClass `json:"method_class"`
+	Model       string      `json:"model"`
+	Peak        *PeakCell   `json:"peak"`
+
+	// Publisher Who published it; null when not stated.
+	Publisher    *string `json:"publisher"`
+	Quantization *string `json:"quantization"`
+
+	// RetrievedAt The day its source was retrieved; null when not stated.
+	RetrievedAt               *openapi_types.Date `json:"retrieved_at"`
+	SingleStreamContextTokens *int                `json:"single_stream_context_tokens"`
 
 	// SingleStreamTokS Total tok/s of the valid concurrency-1 cell at the smallest context that has one.
 	SingleStreamTokS *float64 `json:"single_stream_tok_s"`
+
+	// SourceURL Where the run was published; null when not stated.
+	SourceURL *string `json:"source_url"`
 
 	// SubmittedBy The API key that submitted the run.
 	SubmittedBy *string  `json:"submitted_by"`
@@ -3254,6 +3324,9 @@ type PlanCapacityParamsSort string
 
 // ListRunsParams defines parameters for ListRuns.
 type ListRunsParams struct {
+	// Format `csv` for CSV with a header row; wins over `Accept`. JSON by default.
+	Format *ListRunsParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+
 	// GPU GPU name, case-insensitive (e.g. `RTX 3090`).
 	GPU *ParamGPU `form:"gpu,omitempty" json:"gpu,omitempty"`
 
@@ -3297,6 +3370,9 @@ type ListRunsParams struct {
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
+// ListRunsParamsFormat defines parameters for ListRuns.
+type ListRunsParamsFormat string
+
 // ListRunsParamsSort defines parameters for ListRuns.
 type ListRunsParamsSort string
 
@@ -3323,6 +3399,45 @@ type CreateRunParams struct {
 	BodySignatureKey *BodySignatureKey `json:"Body-Signature-Key,omitempty"`
 }
 
+// ExportRunsParams defines parameters for ExportRuns.
+type ExportRunsParams struct {
+	// GPU GPU name, case-insensitive (e.g. `RTX 3090`).
+	GPU *ParamGPU `form:"gpu,omitempty" json:"gpu,omitempty"`
+
+	// Model Case-insensitive substring of the model name.
+	Model *ParamModel `form:"model,omitempty" json:"model,omitempty"`
+
+	// Quantization Quantization as published, case-insensitive (e.g. `AWQ 4-bit`).
+	Quantization *ParamQuantization `form:"quantization,omitempty" json:"quantization,omitempty"`
+
+	// Engine Engine name, case-insensitive (e.g. `vllm`).
+	Engine *ParamEngine `form:"engine,omitempty" json:"engine,omitempty"`
+
+	// EngineVersion Engine version as published, case-insensitive (e.g. `0.32.0`).
+	EngineVersion *ParamEngineVersion `form:"engine_version,omitempty" json:"engine_version,omitempty"`
+
+	// KVCacheDtype The launch's `--kv-cache-dtype`, case-insensitive.
+	KVCacheDtype *ParamKVCacheDtype `form:"kv_cache_dtype,omitempty" json:"kv_cache_dtype,omitempty"`
+
+	// Submitter Submitter handle without `@`, case-insensitive.
+	Submitter *ParamSubmitter `form:"submitter,omitempty" json:"submitter,omitempty"`
+
+	// SubmittedBy The name of the API key that submitted the run, exactly.
+	SubmittedBy *ParamSubmittedBy `form:"submitted_by,omitempty" json:"submitted_by,omitempty"`
+
+	// VRAMGBMin Runs on GPUs with at least this much VRAM, GB.
+	VRAMGBMin *ParamVRAMGBMin `form:"vram_gb_min,omitempty" json:"vram_gb_min,omitempty"`
+
+	// VRAMGBMax Runs on GPUs with at most this much VRAM, GB.
+	VRAMGBMax *ParamVRAMGBMax `form:"vram_gb_max,omitempty" json:"vram_gb_max,omitempty"`
+
+	// After Start after this run id (the `id` of the last line received), to resume.
+	After *string `form:"after,omitempty" json:"after,omitempty"`
+
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
 // ImportRunMultipartBody defines parameters for ImportRun.
 type ImportRunMultipartBody struct {
 	File []openapi_types.File `json:"file"`
@@ -3341,6 +3456,12 @@ type ImportRunParams struct {
 
 	// Tg For `llama-batched-bench` output that measured several text-generation lengths, the one to import.
 	Tg *int `form:"tg,omitempty" json:"tg,omitempty"`
+
+	// License The licence of the run's data, as an SPDX identifier (see
+	// `License`): how a published page states it. A tool's output
+	// may state it in its `meta` part's `license` instead; given in
+	// both, they must agree. Neither: `CC0-1.0`.
+	License *string `form:"license,omitempty" json:"license,omitempty"`
 
 	// IdempotencyKey Any string of 1–255 printable ASCII characters, unique per request; remembered for 24 hours per API key.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
@@ -3602,6 +3723,9 @@ type ServerInterface interface {
 	// CreateRun Submit a run
 	// (POST /v1/runs)
 	CreateRun(ctx echo.Context, params CreateRunParams) error
+	// ExportRuns Export every run, in full, as NDJSON
+	// (GET /v1/runs.ndjson)
+	ExportRuns(ctx echo.Context, params ExportRunsParams) error
 	// ImportRun Submit a published page or a benchmark tool's output
 	// (POST /v1/runs/import)
 	ImportRun(ctx echo.Context, params ImportRunParams) error
@@ -5111,6 +5235,13 @@ func (w *ServerInterfaceWrapper) ListRuns(ctx echo.Context) error {
 
 	// Parameter object where we will unmarshal all parameters from the context
 	var params ListRunsParams
+	// ------------- Optional query parameter "format" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "format", ctx.QueryParams(), &params.Format, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter format: %s", err))
+	}
+
 	// ------------- Optional query parameter "gpu" -------------
 
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "gpu", ctx.QueryParams(), &params.GPU, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
@@ -5283,6 +5414,111 @@ func (w *ServerInterfaceWrapper) CreateRun(ctx echo.Context) error {
 	return err
 }
 
+// ExportRuns converts echo context to params.
+func (w *ServerInterfaceWrapper) ExportRuns(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ExportRunsParams
+	// ------------- Optional query parameter "gpu" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "gpu", ctx.QueryParams(), &params.GPU, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter gpu: %s", err))
+	}
+
+	// ------------- Optional query parameter "model" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "model", ctx.QueryParams(), &params.Model, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter model: %s", err))
+	}
+
+	// ------------- Optional query parameter "quantization" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "quantization", ctx.QueryParams(), &params.Quantization, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter quantization: %s", err))
+	}
+
+	// ------------- Optional query parameter "engine" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "engine", ctx.QueryParams(), &params.Engine, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter engine: %s", err))
+	}
+
+	// ------------- Optional query parameter "engine_version" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "engine_version", ctx.QueryParams(), &params.EngineVersion, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter engine_version: %s", err))
+	}
+
+	// ------------- Optional query parameter "kv_cache_dtype" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "kv_cache_dtype", ctx.QueryParams(), &params.KVCacheDtype, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter kv_cache_dtype: %s", err))
+	}
+
+	// ------------- Optional query parameter "submitter" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "submitter", ctx.QueryParams(), &params.Submitter, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter submitter: %s", err))
+	}
+
+	// ------------- Optional query parameter "submitted_by" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "submitted_by", ctx.QueryParams(), &params.SubmittedBy, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter submitted_by: %s", err))
+	}
+
+	// ------------- Optional query parameter "vram_gb_min" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "vram_gb_min", ctx.QueryParams(), &params.VRAMGBMin, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter vram_gb_min: %s", err))
+	}
+
+	// ------------- Optional query parameter "vram_gb_max" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "vram_gb_max", ctx.QueryParams(), &params.VRAMGBMax, runtime.BindQueryParameterOptions{Type: "number", Format: "double"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter vram_gb_max: %s", err))
+	}
+
+	// ------------- Optional query parameter "after" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "after", ctx.QueryParams(), &params.After, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter after: %s", err))
+	}
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ExportRuns(ctx, params)
+	return err
+}
+
 // ImportRun converts echo context to params.
 func (w *ServerInterfaceWrapper) ImportRun(ctx echo.Context) error {
 	var err error
@@ -5301,6 +5537,13 @@ func (w *ServerInterfaceWrapper) ImportRun(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "tg", ctx.QueryParams(), &params.Tg, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter tg: %s", err))
+	}
+
+	// ------------- Optional query parameter "license" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "license", ctx.QueryParams(), &params.License, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter license: %s", err))
 	}
 
 	headers := ctx.Request().Header
@@ -6050,6 +6293,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/v1/runs", wrapper.ListRuns, options.OperationMiddlewares["listRuns"]...)
 	router.POST(options.BaseURL+"/v1/runs", wrapper.CreateRun, options.OperationMiddlewares["createRun"]...)
 	router.POST(options.BaseURL+"/v1/runs/import", wrapper.ImportRun, options.OperationMiddlewares["importRun"]...)
+	router.GET(options.BaseURL+"/v1/runs.ndjson", wrapper.ExportRuns, options.OperationMiddlewares["exportRuns"]...)
 	router.DELETE(options.BaseURL+"/v1/runs/:run_id", wrapper.DeleteRun, options.OperationMiddlewares["deleteRun"]...)
 	router.GET(options.BaseURL+"/v1/runs/:run_id", wrapper.GetRun, options.OperationMiddlewares["getRun"]...)
 	router.PATCH(options.BaseURL+"/v1/runs/:run_id", wrapper.UpdateRun, options.OperationMiddlewares["updateRun"]...)
@@ -8433,6 +8677,26 @@ func (response ListRuns200JSONResponse) VisitListRunsResponse(w http.ResponseWri
 	return err
 }
 
+type ListRuns200TextCsvResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response ListRuns200TextCsvResponse) VisitListRunsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/csv")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
 type ListRuns304Response = NotModifiedResponse
 
 func (response ListRuns304Response) VisitListRunsResponse(w http.ResponseWriter) error {
@@ -8684,6 +8948,119 @@ type CreateRun429ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response CreateRun429ApplicationProblemPlusJSONResponse) VisitCreateRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportRunsRequestObject struct {
+	Params ExportRunsParams
+}
+
+type ExportRunsResponseObject interface {
+	VisitExportRunsResponse(w http.ResponseWriter) error
+}
+
+type ExportRuns200ResponseHeaders struct {
+	ETag *string
+}
+
+type ExportRuns200ApplicationXNdjsonResponse struct {
+	Body          io.Reader
+	Headers       ExportRuns200ResponseHeaders
+	ContentLength int64
+}
+
+func (response ExportRuns200ApplicationXNdjsonResponse) VisitExportRunsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type ExportRuns304Response = NotModifiedResponse
+
+func (response ExportRuns304Response) VisitExportRunsResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
+type ExportRuns400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ExportRuns400ApplicationProblemPlusJSONResponse) VisitExportRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportRuns429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ExportRuns429ApplicationProblemPlusJSONResponse) VisitExportRunsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -11226,6 +11603,9 @@ type StrictServerInterface interface {
 	// CreateRun Submit a run
 	// (POST /v1/runs)
 	CreateRun(ctx context.Context, request CreateRunRequestObject) (CreateRunResponseObject, error)
+	// ExportRuns Export every run, in full, as NDJSON
+	// (GET /v1/runs.ndjson)
+	ExportRuns(ctx context.Context, request ExportRunsRequestObject) (ExportRunsResponseObject, error)
 	// ImportRun Submit a published page or a benchmark tool's output
 	// (POST /v1/runs/import)
 	ImportRun(ctx context.Context, request ImportRunRequestObject) (ImportRunResponseObject, error)
@@ -11965,6 +12345,31 @@ func (sh *strictHandler) CreateRun(ctx echo.Context, params CreateRunParams) err
 	return nil
 }
 
+// ExportRuns operation middleware
+func (sh *strictHandler) ExportRuns(ctx echo.Context, params ExportRunsParams) error {
+	var request ExportRunsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ExportRuns(ctx.Request().Context(), request.(ExportRunsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ExportRuns")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ExportRunsResponseObject); ok {
+		return validResponse.VisitExportRunsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ImportRun operation middleware
 func (sh *strictHandler) ImportRun(ctx echo.Context, params ImportRunParams) error {
 	var request ImportRunRequestObject
@@ -12584,700 +12989,727 @@ func (sh *strictHandler) GetSubmitter(ctx echo.Context, name string, params GetS
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P1bcyNHlieIfxUfdJclUAqAAHhJJmiyHuZVOUpmsphMqasLGoQjwgG4GHAPhXsQhNRp1v+X+XebzdOs",
-	"2ZbZPo5tz9u+bu/z6Av0Zyhb28+x5ue4xwUIAAGSUlXvTD2UkoEIvx4/Nz/nd35qBHIeS8GEVo3BTw12",
-	"R+dxxODfr2lCr1Jh/qnS+Zwmy8agcU7GqQgjFpIkFaSpF5LECZvwKCKJXChCRUj0LGGMhCyQISMBiyJF",
-	"5IRwrcg04WGr4TVuaZQy0/CYiWA2p8mN+QO/GGmmdGPQeM3vWEjCNKGaS9HwGnN6N5KpjlM90vKGCdUY",
-	"nPae9b2GHcBoLkPWGDQuGFVpgt9yMXUDWdBk3k7jhtdI2C1Xps1BY065aVqxQIpQjWKWjOb4+ZwJ3Rgc",
-	"ds2PyS0LofWoMcAhN7yGltL8GUXzNhcTljARsHbxx9EtS2w3t93Oaafb+Ow1goRRzcIRNVPsd/sn7V6v",
-	"fdi97vcHx/3B8WHn6Nmz/tP+3zU8uxyNwR9+atDb6YgGmt+yUcJ+SJkyu9Xz4HksFywZLRoDkUaRB/sZ",
-	"MdNF/mbXPBZBmphBLuHLQArN7vKV7HoNt9QjhfNeWev+Eaw1S1zD5hfz7ulh58hrKE11qsxcacRDswRj",
-	"PZqbYfbNcmgaFd7veQ2tJ/j76fFnb8MMT+89w9P7zLB3fHh4UjnFk6POybYpHneOVyZ53Ot1DguzPDw+",
-	"/XWm2Ts5PD3aOdXTw5PTypkewrA3zvRwdTP7T5+VdvP46OT483deg4kpF3jEaXDDRNgYNII0pA2vMU55",
-	"ZP68jaL5gfm/toyZoHxw2+0c9jvd9t3pyejkqOE1BJ0z+2LDa/yQUqH5j8gOBo3zVMsrmYqQfHt03juB",
-	"cx1LxbUERjXlepaOO4G0fcSJ/J4F+sA2lp9N7NSczRlNwgVNYNRVGxKnjUHjrdAsIn/LpCCvjtv9k9Mu",
-	"uTVjDeJ0FMjEsM6eWf+E37KkwAKOT7ud3tPTTte8PIWmrq7/lhx2T7r4YBTI1LCcnteQZuk/jVOhU9I/",
-	"6nSPOscNrxEH3KzGGyYOyR1MGAcY8TnXZpi9p12vkdD5aDq2O7WMzRcvuQoSphl5c/nJTN290ut/9hrc",
-	"bEWy7N8sfwh/TG50+kN/aThYRFPDysxSaM0E0FK+lddXb68/vB+dX1+/bwCpzqlwe0qAYZJ3jIYsGUua",
-	"hBeGdfYOjEDpdY7bR8/b2ea1YfPaV9fvSbs9p3dtYLPtiAnSP+n3jo5Iuz2N0/aczWWybKeaR5YESLfz",
-	"7Mh+JNJ5W7EfFOn1T0m7zQQdR6wNcuGuHdBgZuRAu62TVOl2wuZSszYIhXY7omKa0imzHUsRLUm7fXML",
-	"n7F2aNaQcKGPQDjA+RnNGA1Ju50tTNsuDCkvCw5jhMMY2WE0BjpJmdeYRHSqSsvb3rS8ldNpDBqmIaSd",
-	"iuUByn5miK08l8agUTEb2PC1hcj7KO2MkVywN/YHt/qNQaPXPzXcYnWdXUOfkdJxtKPSaM1gzVhhndho",
-	"+1iNKgDDGcFwcDT4WKTzEQ6m1z/1GkJqcyT/0PgkdCpYSGSq23LS1jPWHss7MqaKRVywDvkYs8DqCgMi",
-	"pHn09TcERjMg1cPo3RF3hkmv/+a5R5SWwQ3pPe2SbwmcS49cvnjLiDu05O9JJQMhvaMX5O/JYZ+8eU5e",
-	"vrw6avePul3y96TMBTzy/pu3L9+eE2QvpMBUvvvsNeZMz2RoiCqIqDL7oVKlKRcsHFltwryU6TeVwmFU",
-	"kAqO9VkNqzFosLsgSkMWmq20GtFPjk/ve+J383TbiVUBBz81ZjwMzY5PaKSYZ/8EZQoHah+MlysPEkaV",
-	"aQEfGnkzsgew+zkjkpW5/uGnNeHq9E05jzOJ2T88elolMTPJf/S0b0T/BkFdbqz37HhrY6f9w6dGvMaJ",
-	"vGWCigCElRm/G77iU0F1mpQesLCwJEqmScBGE5nMQQuN6dTQhX08ZyGnI3v6zIAP4ohycUaCGU0U01+m",
-	"etI+zd9XM9o/PmkMGs9OJ8f9sHvMWI+xPu31eqenIQvG9LDXDcLuSfi03w/ZMxp2D5+Nw8Pw6fFRcPT0",
-	"tH/09HByeHQ8LjTJf2RGL3x6nD1KE0N8B7e9gyQV6mBVXh3ga4Zeih/Y+abjOde6vAb2WeIeaK4jM+Md",
-	"MkqK8ol3zA7O3IwFN8rSDfC8MRXhgod6Btq8ptxMQs8YmVBlrBwwjshEJmAcjYHwm5ZOSJf8/EfSaxk7",
-	"SxGqyWGP/MbYUf2n3U6XaHlzoEjMEmKP6iAb2BNFDk+65M3zAwVNEGlYRb/TNc9MC/kcyYLx6UxD+0dk",
-	"bEYRR6kip+RrDq9+/Q30ATRr/raD86Bh0EoyWo2pUsAXsumjonhb5iiFlej3rXVoVF2asPCMmMWZ8enM",
-	"LA58Trgip8c485glbdsMUTFjoRkFatNuFdSWgX2HQnfKwox/WB7wh++8RpJGTOX6Wu/z58+fvUZMEzpn",
-	"miUgqp/LcPkxP1/GYlVBwmPLvXwW9o+Pe8++9K0ZzEC8nByR5tXrF+To5OjUIzENQyOGEiKkbplpmfdO",
-	"jtrjpWZD8QqbINkxxm9Pu4d9j8Tmb/tGC7cVOpHh8oki7I4GeihMO8ojVBHFhO6Q94yFivhm7O1s8O2v",
-	"2dLvkPNCP3pGNQklU0MhpCa3LOGTJWlSIwvbARVS8IBGRArmkY/kT//0z+SdRwQzgzBftcxOUWKkFhUh",
-	"tAFaF1dGKMLmUmyUm+kLZn65YbEmC65nMI8kFUPR9HPe1slG53tk9TmcZ7/VGRoDnpv1n4H8ye2G8pQN",
-	"SQQzNqdm4+b07h0TUz1rDPrdrtlnwwxMI//RbeIfztt/R9s/dtvPvjj47osvf+p6/c9/3ciUaqUTo4UZ",
-	"IimRxddsuU4Z1+bMczFlSZxwod2um2mYNbphS9L0Lz98vCaGxdnH7Ru2VH6L6BlXQ3F++RbeS9iUK80S",
-	"FsL2wdLCD7B/XBmyIpRkG+YNxSSNorZMQpY44iGxNMNo5o2RMZvIhJE51Qm/C0nCJqliIVFpMBsKM5KW",
-	"2z3owuztACdhWKkypyanAEHnZl5m5AR3pfY2GcosbVVha/7QbT+j7cl3P50cbdiKFzQKjJWztgPfGiLz",
-	"QWPxPcKF0kaHlxPiJ6kY8dBH3vPm8pMZPPNIQBVrc6GYUNxwGM8cWSqW8DP8O+IUHFuUOMOxHVBNIzmF",
-	"Zpr+YfdZ12913Lx/SFmyzKdtbMBtJDnnwv3d2zLVC9ClPxVV6dW5n5v9YgnxN5lS/hlRAY2YgjUwPF/K",
-	"iET8hhHfWov+lmlU6fPFmWWaRijTcWTNCT5P5zCzORf4726ne5xNVKTzMUuyiV7Quw+gpF5b7WnthMFz",
-	"kjD01hUlIwhYVHHPHJ95osh4SUI2oWmkN01t3eG4sl92DidPnz7t904KU8k3jAvNpsWJOJ25ijyncbqJ",
-	"OOkaQZqDh+Tg2AlQN9DnxhlB7w+luiuZTmcVZBZFckF8TZMp0yMzFzgdlvjMkZgyYXV5kE+URHTMInAm",
-	"myYJU5rPqWakmckEo0KRufPo0iCRShXaUbC5+aai24lM6JxHy41HD3orLYOlhEwxsBMfSxkxKvKZp+Lt",
-	"y2r2nqSCaHCGhzzQZJLIeYd8SMjUbJVlPKAWwC53CO643V9vKHwcutNA7Ltle9gnNGEE9UwPGH0wkzxg",
-	"amAE6lDYdQB5DD/PqQ5ma2yZa9IsiGcq1AJEgBnzUFCcyowROD2Gr1ujTxWF7eqSwkQ2Mu5Mlo7a3/3U",
-	"87by72sgoEoufl4gJkv0jvcSx3ub/ptXKEfdT+b45Ix7KIBze4R1ph2CTNrwc9+a1m/Ya5kEzKrThoNb",
-	"OadZTDSfG8VlKObScJnx0kkN9YQgFySZ0k+ARA2hZ/RbItahKFEraY6p4or4wIrDETIDexCoJqZHw7YM",
-	"XXAxFD683mFJIpOReTqKA+23zsg3V+cXjrUpQ5Pw+ZvLT0+MWihCQs0fQ7GYScXw7Yx7PFGZSQB3Ok0h",
-	"SSLlnERsgoyUZl6R1lAgZfX7RNGloaaZXJB5GsywVa7JQqZRSDS9YR3yQURLmA8H8hqKbFlgbCXukIqI",
-	"KUV8OKlf6iRl/mbayznOJtbWq8vazLjfPN9MeDAvY59mKpwhKkOO4HE5cwI0oDENuF6C+gv76WjFStdN",
-	"rMk5Z2vKz6Pus2q5U5SfUunzuUycn+X3jCYVEhQeEyqIXIhsT3x3hkapCn0zm5hyI5omaH40T5+enJAZ",
-	"YTSYbWS3tND5aAm9F6cH3EXxW3bhpmE9pJunfdwt6g2bJv0qYoFOuNmHTx9fXrLk628rxNZlwgPYTpa/",
-	"7pFPH1+CDnHz7cxDBcKtiiLNLlnMmDD0bVjBJGGsdUZoBKYR1yQ2LaIuZUh6ujStZ3yKRgmj4RIXciKT",
-	"Drk2hwF8+bDAyN+8nGs0s13oFK4lfNBITSfGiDbsxC/+2vIIixSDF9CXb7azdGPgF15xPQyF5aPmbR3G",
-	"5bcKv6ml0mw+MjqS69IYi4uZjNhQ4K9PFLFbRhY0igi8iMsJC4kc6JaJUCYkTscRVzOQXMigrl9etgbE",
-	"D6TSHewDnTu+YTfmax7MOqQoEwyjUQR8+MBh8vFO+DRNmDrL9BFUlqQoKA+g/EsNT6C/AosqGqlmWubr",
-	"zRypQErm4IAD5GYxq60Vd2vR95vLT1/JNPn0sUIluWJC0whJ0ZCfMbjN/ICFCzKTaYJE3rSEJ9Cv2wJy",
-	"tDoBaBSCBDRJjNkHO+EPiO+mZFrxyZeg0sAfyCV+/iNuL/gBspfnPIoMAyhp1Fu+PiBN8AANBfq6fv4j",
-	"OTzpdlvg4en+6f/3f3bIe1nwHsABbWfHLPfcbN6mYsd77E2tzfnKDqRydy6L25JxFtLkWhE1M8N3Kj1c",
-	"9rAW7JVXZr7mwK9xVp80x1LPwL/EuKH0M1wifwNN+q1BYZPcjsIO/PzHVf5/QJqVff78R4KCoDUUX2Qf",
-	"f+t4GTkgZtmgwU3D2LxLxSHss0vdGjv1NmTzWGomgmWl4+ZcLEluZPX+9A//S//4mIATh44jRs4/vnj7",
-	"FlzjNDC0ZjQX/kPKivbnGUnYnJkurQbYP4Lzh6ze+nU6m7wjhRGuuUaKxtvx8aqGU9S/h8O7fq89HN49",
-	"ffXdF9Wq99vJeynYhbEY1tfh1TWdKnQAx9zKtiDiTGgyk1GozlAiWrceBiggI0VOYp4edo+QFIUEl+Xm",
-	"KU/aZihtHMtGa/XotHIayMheO0/v6kzs7+hWB04f0VTxMY+Muoa2FbF+YtL0wbvfsX8b7RoUYZnqGv4D",
-	"y1NHzuu8p8F5aTjYizRRMqk2OX3B7vQogDd8xzHihN1ymRpFbcrAzDYWqNg0Rvx60yIf9/q79WYY56ss",
-	"3mOFcNDEqfapkSbaYLdRNN/sKLOhJA/xWhSG+I3z8G8YqbW/zcI5jSTcPHIMHtk19uxa4SHmCczhde5E",
-	"rmBWRYcy6DzZyx7qgUbUt81cyIzdkY9fnbf7xycuOO+wTxK6wFkH7Ru2JHCVkE0tpnCRZWdWaBxCb35I",
-	"eWLOG+ru93Tf4hwjOt3kZTFH6YkiPATKzix9uBT8CX0Qnw/gVscnEVdaEa43TSCiU3RZbB58JmG40BCR",
-	"tMPDh+O3H61dDwXq1gcB8OLjN8gJqfWOk0QujJwWCs0q/zwIWKz9DvkPHz+8r8Fq7EBLZpUw4/xD43sF",
-	"hBeo28Z3G9e80tuy2RnuyD/3kfxSXm4Y3dffvKDBjL3En6voIrdwVmN3/PXRbxrrSvDJgw/rO2NmVUgg",
-	"zeYo+5FFg1bR7W4aFRhr1bIDzGCn8vRL2s4W+tzggn7xF+FfhhH+rhQVsjrQ4q812fT5t78jR+0x15sJ",
-	"tRSJ8uAZbHcU5xzM8Cj0DZV4mU+aChRMj4Qs4bfWOQtsGq7ghW5tYGuZI7YeS67rmIVZfXSRFM833HGi",
-	"ixWpxV1Ygvcxi8FwNrSH19XRctN+lKI2NuzHyVHN7fiYh3usDjv7icyoCCMGjNnod/6/34N15PEkDyYd",
-	"dEFe0LsKo97orFJY5wkIEE3mUmm8ac08rx5583yHg3E0p3f7GVO7TKni4LmoOfiI0fuNnovHHP1nc1xU",
-	"LIXC1IfnNLxyEXA2cgsVLhrHEQ+ASRzEiRxHbP4FCNjBT4XR/HXCJo1B468O8uSKA/xVHVziV9jpqv6W",
-	"OS2MvTSnkZmW4WuGHuWEJFRMmQ0dAVsLXYwh3OYPBXi/wCsINhmh5P2nd6DEmWegzOFppAmDJj5dv26f",
-	"nhEf7hCUPxRmlUFlIudknkaaxzTRYKxlx4KShNEQjF8IWKLJMr9g0lIaOx5cIGIS8eBXXT/DgVbMZbKg",
-	"ikAgA1Kcdf5Zy7xjRvqaaw3xtL/uQAt+RIyR4VFExsyI2wlyyiadGEowC640TTTs7GLGIzYUcyqWNjIs",
-	"Ye4DaogiYAPzN/4wpyEDQjHaxovLT+YVCpdYraHAGKXsApAsKNfWQ8E1CCcppua/XJM5XZImHRsC6HWJ",
-	"almn9YRrMpXgcj0j/hXTybJ9bkaduWgZ3IpSdUPolHKBXh5UeuGkFb4pL+2a9mKW8bVMxjYC9NfdLSPI",
-	"uCIQj0nGqXZiDOgrF24lIgOvzmev8UaiYfzrsREbM2sYAVUEQ2DdiAfExwC84hYZUljMluCAHAqwn+DZ",
-	"jCstkyVRmi6zc9+yR/ytgOWwKWK/8tkhAYUwtTGzMVCDjI1Zw4/dsmRJbP8e3FDB/gyFOR1gV10avgnO",
-	"b7glxYab/gHGSh8cHpRjdv2WR2CBIi6YWbgEOTAXcaqBEiiZcKO04XpiPNYikWJql+zCsfRfe8WAhdvg",
-	"sAWLojYOgzRhHbLQP/g9pomCOZBUZLy+LA1aEABVFldjGgK5v5f6tREMv+YU30sIVMP9k8acTjVrueFc",
-	"yBCiDqt1VnRjPjGKdbwkTb/kffSJE4mKvLqm01bBvXlWdGQWWJp5r5KXZZqemcBVKl5gLuCWhXILVEzL",
-	"nNBk41K59w5c7qbpqd7q4ttrK/vRxm767ySOCS6B84uwT1fvVqafSWDdvmJxRJdVC+/Dlb6VD7kMgvtn",
-	"RpOIF8K3shseuGtfEfCdSp8HJJtUejvcNGpt0Ks7rjAv9i92f67dutgRokDCqFB703yGK2y3zf6WpKLe",
-	"vv0yi3st5TuaTNmfiw9GpvPEMD4UjOBkIc0eueDPkW9cS3lBxfIqy738dQdqL1eoujEqGVXajdZwIjta",
-	"s7voSHJvh2HClPKGYpFwo+0XLphaoD6ar7NQeWD7eK0fzBgJeYjBw/buNzCG5VwmDBP6Egx+ygaB95TN",
-	"9e5B+sWmBdu1Fb7uPAczs/ghCMs7FhLoZwK6rZGYMGkXqSSMmgraacLMIqag51q9GCaZNWdFeOZyWCRS",
-	"s7OhWFV3eDBrDbYpqzpZorLqYRCBf0U1A19e+7e+ddjirQryQTstm+7lxD7cE6EewITROczDSRpFmxTh",
-	"rJPMbbhFGfYK71+xOeXCmjC1v1GsRh97KeefBE31TCb8R/ZrC/+M0GRi7eI8Fh519mYqboRcCPNGwm7l",
-	"jRFqQAzuPUV52Frhid9++237PNUzJrQZPtvN2D4Jekt5ZHSmX5tlhFTTMVUs1+Tw6AA7+yTiRAZMqT/X",
-	"yPJRqTSOZWK9Pi7GdN0sWdr4Efs6C308W+gE4eqM+AEVIQ+pZpnSDyax1SrYUCiINuBSYCQsC4kyZgGN",
-	"CBeQdKS5UW6lYMpq6J9E1t8FCzm9tlcOv7aQeqLIC+yyfQ0ZyKrk9JGxDZUkudMHNVXqEvUIWqHAr8HR",
-	"Q5pjGXKGngEjO4xtD7+0ztZW30gGSRQTRqnPlBR0jhUxO+LEDEVzptYQPH5qiDSyJwFd0CsHphLSY+NX",
-	"GbNZBfyo0U+O+FHj5Y1gIFVuxg2tOc/iKnpIje4RV6Tmi3nC2s4PPhevBP6A3aw0sjLawrp5pa1d2YHN",
-	"S1a1w7nmKMffs0A3bOjtc6p4RVjqV3JRjCMx6q0cY05zBwZSpD9IJ6w287JIPkw5BFUYcggjRsExDS5n",
-	"zeZq1+l9waLoik1gC3AiNEno0vxdDsYGZhFFHyaQE7qtyVfmu+dUYJZiefAvEb7GGUglB66b1Bkxm2/j",
-	"s0szBRXEPHcoPbYdzwZfggPklkak6dskY5tqlyUl+y1nOph5ddZovpR3vmLlCSnQyrOeEszJNEt+i3Ge",
-	"uAWFvIlSQKaR128uP8EcIPK6iWH3WmZONnthcPnJcEAgW69ILjeMxXlI/W1C52Z6hQh7iPy3f7vsMMi8",
-	"gJGNcGZg8+JkDKssve4WHRy5LrwpSYWbCYTyllIsyiGoT5TLtzDatE0IUXhP6Swut6NwKaJZEssIHAde",
-	"g93phOZ/FuaZ/+Wu4PNBmz2UosqI8+z9odp4d6mKyxsYy9PMCQPfJzxRaIFCNxELOwSvfSaYoGI3yO2p",
-	"zX9A9xOfTFiCsbtc5AH0ioF7Xg1F0y/BPpiNrE4+81suiFLYQz4UKk0mNGADQqPIjJUnlhFwYZh6zg88",
-	"dLHnAwAtxBIutXSME0UibVKyoAmE3YDsVNKlyThmss65V9hGkdY2c0A8K0UGSJq4agrpynfUOikQdRXN",
-	"I4EXqfis9I07CDPXM4Rd2/nmwwAdwuaNcrfvt7kpVqDy+5HzBiJdkWR23VaWMadkz4qFTYLno00UX+Ne",
-	"E66VP7BGnpGMqHFx5bJYnD7aIb68ZcnI0Yw/gLuYZCjoWFozUc1pFBk7sdgU3t/BIbAJtx3iu2u1USoC",
-	"lpid9gdDwQUZM71gTICyN2ZLCQbyEvO45BhFd4f4zr4f/ZCylIX+AIz4oSja/eWuLcKAFAEjTdxf7jLr",
-	"pLIHNEmFIWyf3QWMhWpUPowDBw1AviBzemfzLU0zWZo6GMimBRA0rpkFF6Fc+Hhp5cHdipD2gCHsAE0S",
-	"bsRFRerQHDxe0AKeOUdiprGG1yjtSsNrrC+tDZQorBeQYcUUHQxHeeCVPPSFs0vs3UhZSanAU6qh7a1E",
-	"Etb5hIeV3GcVY6eOnu6017VfflgJ1dmttSLQRkVTGS7VPfTsFZaAoCnQk5cFJeWpVSuxPmtBmmuBYOtb",
-	"Vs1MkNBe2TTW9a0fOx13q36ZKcOfV+De6thGqzAzP1W8c3PrsH5mHDN5d7ebfxPJRXWz5risjLcqUi+Z",
-	"ghcwf9GFCCUsWtq7a+uXxLl0yLeZBol7hYF+RewpH9U+X5nDLAKGOU6+S5GCIJkCAyxc3jImzB8gwLWc",
-	"MhBaGEDBNRmzSC6sPexS+4IZwxc8siL70aEEN6dyQeCSPvevwiedhrd75UaxVIpbR83mJcS0UAprRpo4",
-	"0hVRgyAOBZHTsqYC+EiMfLWSHIXP5oO2PtgVKqsYphRup0EwVO2yX5i1X7/7NZ/B+mtlQqhH43YvocW6",
-	"2tsK51lZmPVDsWWzy6e9cqFXz+HaWV6buFcJY4CMqDDjbfzsMqIVYsx61EZGe6gIq8uumZSjU3TAofoc",
-	"aZaogb2jt1kjcUQFKLWYr+SAJ8BCW5uDPe+CLQyJHXdt1OHcIwCjyEJiWMbZ+gFlAu807Hha1QdSYkDH",
-	"+rw+xAg7EGAGiI9sZkMj+G6Jmra6BSMqsP0qIwGznOu0gQn0qwS9AjjhOJpZdRLR4Ea5KJAB7tp6RJJX",
-	"2E7wQDCatG1CEOCg2GhWs59N4LiBnM+lsJaW1d8sjJVhAHIhzvBuqKjPcZU3FGAKi3kZr4XR7Gp5xC5u",
-	"lo/T2cPiWnWF4XrlG+aViTsnh10HxnqG1s7KilS8j9TexWeKXWwa2yZL5zpLInYemmJYddF0c4B06zpz",
-	"WdWu1IotypcZyfoSVWDR3svfutbOCBzl92zNRlNXkZSqu5hgr/lCaucaDXOXGEfvz4yiNywNZvDtfZYc",
-	"YAyzLip3wKH43msp8OMHrWYJOfihLTxsJA5Q8SFfP2AEK6c5R09BoiovVRVQcz6FbFurVmfzeVidxcoG",
-	"V7KQwgG+QiPg0dkcHLmKU/VBGN1fJ0vMrE2FR9AXQBDYLAdLUn59T36RI+2t2ZWVNRj25lXj9oKw1n3F",
-	"uY3qP+0962fgiJm/ElyYTfzr5z+CTG7da8pmD1GhfoufIprIquKRz9OOelXMFjav4luzaPt+VnBC1/ei",
-	"OsKptQ5XqfhoixpUNHXLkpDvc4HzkSWcqY+axRU3OAD1ZNNdiF7A9YBC/RUvzjAkROnct1x5zbJLm5Pk",
-	"RsiF88gmjIYIwscQiUhZxU5OrLPdKFvoLUX0GlZAKsrfAP+ijcepkzT9AEUs99havSsjn1UqdD7dXQqZ",
-	"VHrDaoHRIZSm4PT0p3GqfMhNaUFAkvVBZJGJzvHdIa+MzTIUiKwBoU4ryC3wEONlI26Tu6D5DrlixjSp",
-	"AlxYB8Ewn3TIh4Vg4QD+WMdjGIrdgAzki/zjDKglw2MYis2ADGQndMfaPBxmB9kA2WFDOr6XALZqvis2",
-	"adahaqyFJjGUbCiya0u4+DAUWew3v9S0Wc82xsy9ayzloYD9bO2e5o4xgyVkXSropFoWgtNnNCRNIW1v",
-	"YMyAQ9ypbQgraS9VsnEnzGLWd88IdkxopORQuAtGpDkEtWnZG8vyVuBoMjgnIFfAHMu3mwiAhqWl1uxN",
-	"JMSbCEbkZNWGHgoLvGMUXTxqxj5j0QQ+MisBl3g4ADNWOCkQHq9uWNgZim9olLo4FJmKEK+MTjB9fcID",
-	"KjQJ+ZRri91SFpqGRCqTlVX5UKeKbXC3bdjLPe7rnYfXMPs1Pl3EKqriPmZdcvoO5JzhBd6gCDCUQR7e",
-	"soROGQkTutiJBFW6+n+iyGMgQpGHAEKtPfUHxIJEka0YUQ6HCWDIzgiNFnSpVrpELCOLbVqAndx02ViY",
-	"qhEg2M5Ih7FRvFfG2fjO232XkRUIqdJWEUDNTudbM6T7WLPmpGJkp5tQAjLEmH/mYFfaeUVOUD04d0gQ",
-	"A8oCQt1zjFvZ5+OcqRU9wa2Kh7xgZcK7RpTv28pR3cwYqnQLjMupdmZUlvm5l6lZqkOzupMXq0wCGXkB",
-	"7ovb9ArDD+5PhVWliGreRT3cHixWMrrXEt4nwPCRnFG5j2hXQJl1zT3YSfNwD8sDPCP7WcwP83VUHbFK",
-	"Sl0lgBJFlQ/Y9mP+jqMxUT7qmalTy+wsMI2NZm9VaPkGdxH2uXnYlxhVx6t8D/e4i3auxh0fff2Nuzl6",
-	"NCYQWEOunigBs2+DHU6tPtosW1yZCrURRjC7ObWJ8FKwSiu9knc8hlpZk5nkEU0lZvIYI1jhLo/SZM5u",
-	"7tHciuf9+vV1ni2IMaz27n1BEUiBKuc2tFUhAWVlp7flsS6D788AMxdvxgmLYU32NhdOyQ6XSA7UtsoO",
-	"6sci2Qp+Nd5E2I4sQTIv5vfwQKJitb8ar987UB6mkH+/Fj3kFq40IrdGm3fgBZofDxUopcbeajbfSZSb",
-	"ZcZ6W2uDy8s6VgYO2xKGVRz83uufwf/lO5B3VTmNLJi+OoaZRRSwoWY0mrQBqV05zCLngFFwu/CbwUos",
-	"OoQPDoW9vZ6xKGwbSYC4Axm4e+YwTNiUzxlpFoNcBxaYWELYMY3Isy75jS39ZNsVRHExjVgb4vexcZuK",
-	"+Kf//I/dzrP//i9N8UWv9af//E9tPcuifTyy4CET6HDskS9I7+BP//i/iWxYE7ZwI6VDYW8dz0gx5HZA",
-	"9MLIRpi1xPwCQdQPqUWkNaMD270dccGGwo2tAORj19A2iBNrwegFCWjExwnVORA+jGO1bAP6Twt+adKE",
-	"uOT//i/Q2n+0JrUDxpJiKLK7aqgwrIiyoPewuHKSb5XLopjQKDJGMA9ZCx18k0hi0rQmPfKbcjz0NE79",
-	"oSjNslyXYi5vuZjazm2YrsUKt1EPdCiK+PYycbUsMNgFcO79VlUYdml1h6JGx/CdC7onN9yQlshMQpit",
-	"XfAmZGK0pciqPqbaAz/2SiENG4GXJ5cMBVBnQGPI2bf5AE1aiuvDm2oEnVEzmWiWZNFgSSqg0pRLboaX",
-	"IGQMUjhbpfP4RIHPljABkck56hXVOJAnyiOCJgnav8LGmvGQ5cHOkL1S4U7cZm/tb19tt4jKgt72XMnD",
-	"CiGkayBRqNSzkEAZbTgu5mS6xVpPi3JRnjUmaIM7a7yZ1fDedxHwQ+zKw7FVLcFrzqIQeHm1C8umXmLk",
-	"kQN0IisYWkZ44w3MxDQHhXTch+ZUFrB7DEc0L8YICuOTJnjVDafzt4C9tNaXG7qqFj754KgmgOLo6pCs",
-	"BZJZceg17rB2V2PQ++w1TJfVTadxJGloeCuPWKF5wHOaxzLRwBJcAqx5S23t7tCQQyWor+mu1x5TxUIC",
-	"WDhWp84X07Re4XsvtH4EeWNK0WmFOlF47xj8rLAlVYehhOMDpfJOnnV7rRKkj1vijbg+Z4TNY70slmfB",
-	"+kQg7MCbnOmvmxrZtpL99ZQVnHgl3Ue0Qiss1o0vHjmqWVvzOWtsjP9fw7CtiO1my5HT1Nd3ugTkmFBu",
-	"dh1RdSt0cmrjHLbprGaGV/gmAu/JKK2G+oRSBOGcGx1BSM22RAgXB6FkdLt9reo3Mq5nXmwJFDNEstun",
-	"w/OUpUZhR7I1te14RUooz7U86NLCbqKzt4aZge0dhty8SaPLAtlZbPIyJd5nj90SVNzDO4QsL1Pa4EJH",
-	"kYAKjCzoYAxzAUmzBpRmyV1WWsFNa/EY7j04u7+sY6+wsOsZa3xuAzMi5hMUv8ojPizwKCuHBRBZiuk0",
-	"bnmEEj9MEdCAlQq2AeP0VQzpg0Yrhcc+aSq6tCgngvhmScsXboUxNLxGuWtwvtrOIGEP8lSh4cqLLJxs",
-	"kT/sQahYFbmS6Iz4nhhjwooGoDNWjsPBSyE0Ae1SEqVtCvSD6BEGVrW3by4/PZJbIG/pgT6BlYbWhjWN",
-	"03t5A/Jcr3WOnxXZyjJ1jC1tNBiPUBUwEXIxLYUZ1dHct80fU6TzBLHtDoY3mJL8UdNEs42K3pQR/2CK",
-	"r7YVvusbtSKkmq4rjWw+xra2bmvKQ/YK3oTixFO2pXfI+mcyLmliJVm9YewZuIiN9Yc832wnEJcJzD0X",
-	"UDOvHX4IE/jg2q9klQzizoINMzNKV0IDnVk92fsw6UccCCqztdpBDOk1qrKF1WGhs/Y8u9PFmVYSWcI3",
-	"RMrXuFB55MsS5zf3D257BwGNgjSiWiZWFfbXL0aMvEBcBJeC5qLat2BH/DnQDn6xyxqYN62q9DpbriwL",
-	"SCMA3nSGfS01N78O+vWTnu38dqYZ/H/y0ml7bMpjXvHkUAaWmuzZ3sQvtl33/jmiuOViD40l4aENSH+U",
-	"aPBHuL4rAEhsjkOGSe64c3Nz2xz/X3uJNoUOPEIC2UaQjILWUQVmkPBxqln9aXzLwynT5+7Dqtls1mwW",
-	"8PETV95KSzJJKFyyaACTSzB90XNYQNM4hduHOWtVakHY/o6+8AfoLZI0dHoPVxYZs7plweOYVTT91fXF",
-	"O1SsQBNAJRf7AkGrnQKnZnKhCNcDo/1GNGDkry/Or6/e/u1Ld8udjeCJKqFvXn16P3r70tUYchVHOo1d",
-	"loldDc+pLm4OXnGfN5JIrk6tJwuvSfk3r64bXuPyw8frasFM9WyHdgpEYCaoiC9jJmjMO0s6j3xi0U83",
-	"OKmUzfvYaY1n7NdWWHEfblyAj5nKuHJI0qrJfCUXGYgpLYBMqspRo4mzKffDNwuZl8JCf68PmruNmQdl",
-	"2cdW6mdIvYWGbEWrioOamwr1udgOzXtlE2DtSh3la1G1Ea7uZnVQ5gNCKTMcG2Av9w6lRHt5p3YXxOko",
-	"kAmrGbAYJtxoffugw1jLPfdsu2JejeqXc3N+93CkqjWEOOAr0SFvmDgid72TRu3oaxu5vqMsGO4m4iZn",
-	"BZbvu4cPwKlxD4pzfslVkDANVFZn3o+Ik2PhbdBmyve46AoJ4LecHLPpwy6vUd7qtpQDLO2Wbzu3thLd",
-	"ytGNOFVsTw2QJsGMaxboNKmOWJnEvZORnkQyrmCrL5lQjLy+7J0cPH/dOyGaCSUTcv363YfLj15m7KqY",
-	"Jorr5T1JKY8JqIDQcEBctoB8VpgKgwVslg2GFxgmlbdVKUCcWV0DsCMLL5A2fPzN5acNwDUIvjemIoRI",
-	"mtF0XNch5y6c1mPGrN+2BlDr1AGzOq0ikEKlc7hpXMjkxphfFr6UatoOmNDghI5orGXcVjKoVD42pe4Y",
-	"lmKrlQOksZoxpgmAa8owDTSqbZjECeXGIbkH1MVqTWQ1ZWazTy6kmpHm73//+9+3Ly7aL1+2qhNuMli+",
-	"rFwczqXKo7BSmfO7n44+t/Ef/fwff11r3DUWDB2iO8dcz/Wx1sq2rgsZRplQB5W7kIXkco2ImvEYfF3N",
-	"F1iD39C3B1UTwOCYUKE8bKet0jiOliSSSjE1QMRtaOT65WXLsw4w83deOysPVLp+eXkGqBClcvZuOIEU",
-	"QEIWcVATru7JYSBlq3p5MENJLoQZDGmOJU1sNqsZPSBK2oL79+wb138X2Ft5YK9lQs7jOLI3Lw7rKhVQ",
-	"wqWNG1Jen+rRbZd89nLVCZZsrCtio8Shc45TFJCVLLAsXNwuVFLu5uO0iUFkDMryylXevk28PsYtZ1FU",
-	"3/9m6StGIzSLymNZ92vKm90goParyo54yB520b3mwfXANodqEYmtB2FDYI563ce6r66aS8keq/LxaSb0",
-	"KNMxXcUWdqcP4gg9v1klpwNzZtpGkFUKwUnWiWvGOgWiiM5pe4wISe0xE1Ck/TaK5tkf04SH7eqKw3vY",
-	"31lR49K8ttvhhdyTteVZhz2sqKVTBdNqnd1V0Hn1MOvWwBM3g/qV4WERX9YGwIaljNdvrs4vWvXgBKl2",
-	"OHIbIFeYxX3fBOdXDOr8+Y+kWYX12qocyjoM30pV0CImo8OjpSKDo3Whns3Zcpzw0Ma2llAMUwFt14Mv",
-	"XDtq5ZnXwNfbsrhr062i0Hdgkz4WLGwg5/ONoe5o/hL7jkduWTKmmtdTspgwP48AN/4O8FBtIvKGL8dS",
-	"RoyCQwcKCG7mthXqwEopfoAFNK04Xc1OAcOpjSoVWXSTkKoZUy3yp//0X0DdheDSM+IPoUzVsOHw2cdQ",
-	"JzOi08KJyfekGkf8nhb+ffB1S3dutVws5hORzkeK/VDTR2R0hU14Zbi8UARvDiB8ERdM5Wau/1f+A3Bd",
-	"HJG6MaxOeOMGrEyzFjLvJsp1ZFl5JkGIgwL8C6Fa7adhFcbzSuhqjKLt+Jtwfe9nN8pfQr29QR7FUYDh",
-	"JFglxzN898YY/VBfeJO9r2cyHEFaxq5JXMC7L+BV/DThQUkt2T/vt0qfEGbtgzRRaGrs9htiAFHtNYP1",
-	"KuNgGlPPrtaS6bO8vi0GlU/YwiI7bQAgyfrYkKJExY3pjkPEdh7vj5hfzdUhFrWAAhfeAhdVPdEM5dj1",
-	"H8g0wppwXARRGjLSXFuMs3UYULsy9hquFgyotw4D6qgRtIBKCFBXtdYoRHa57EdWRXOPz3KPVmHxfJIK",
-	"xXRrAI3kZR3AU8EVxoTbctoWzBlD0bCPCeURVLFbx8JyELZ21UYWGctvPYiHbs0ltadr5YS63sqHZAcH",
-	"RI5TeVddP2KimOj+nberHo9dU6vVwRnKqd5RY7Z1UIUUEbrzfLtWdTJ2KSJin6EXYik2BEdVc9c8POpJ",
-	"Vlm7lFdgoc0BkAPIxFA2ZPBiTFuWxQM3DeJm/fj2sgbHTOkzYnbIVjzBw1fNdJJU7IeKd+8MHxi2lyX6",
-	"mI4xvqCS9C6oTvjdv72IFRz31piVPSK+d4WYbF65mpEl9zq366FTv2LcycWOgjg2hd+KFZbkTMUeRUge",
-	"dYGiOZJDRd2we+kzmawaVd2noPxHuZaF+WVcz5zgJtQ/bTs4EgfC2Lqnt7UEczIqqFMVSga8Uy7Lah2d",
-	"RkbiuGwJl+Koapfmq4Q9s/UI7Y49ycD6ULUAED8+hzpHAgqBIYKDUXjsO6Hfwgqf0bJw20WaPrtzvxcz",
-	"EdxTCCS1/9wN67VKr1aQlrd722rni7CZqF84gquI5cCE3UlJGXJBPCWSpwnrkPc2NUFOhiIH7VzB81yD",
-	"88QobsBwv2WJFb/eUMRGfQQTwKHxu5IYnaFoE1+lCktPjWzs78ANacYim+nrqvrmLiM0weH5UBCSEXzT",
-	"L62qj4nibt+fZDXrcjC8mCbaNAHAjuNUhGa0RmFTrQFRmtFw2VaaamaJi2ZVMoz2Zn1NOBXrwByN00Rp",
-	"fwBXqPDMrP1z4jw5LnzGFR22sCJmuUmxSMkTRSJw8JImiGJcxLyMecvLSFZMzbf+RgrysfCROrOTyCJP",
-	"CjRvzgAsBHhjO0EcP1HEr3DN+h6RE80EOezbZlt2K1lyy8V0pBaMxQDLZ8s4K7SPCuVSJKGuBrTZYdOv",
-	"u1ErbrPMa7YbRkJSoXlEqM2eQVMGTzRXQAdQKMC/jaI5gbFiJ75HPr55RwWgCsLzkR2r3zojegbX33EK",
-	"dJAtDV7mgcmRVzo0uuM8dhwmtPPWVPNgBIsE08YHxb3PZg7mjN1x3F3TKWZAuBJXdtehiJ8kFoAKqPvd",
-	"xUsWR3L5BGbrx4mc8IiN8l30PXINYQVX1+137y6IfUOVpumGrxzBwUCfKDdPnJUtz0n1KGSxnll6Vjph",
-	"dA7+2myXeq29CdESf4HaMYOKRxFwiOwoIOqkOwcoo2M9a9Wi5FAdmR0P1VFGuVXEDT8RX0/fk39Pwpc+",
-	"MepRq0POTSMo8nO70hBiVgWXmjVpBzJK52L9/AO6AskmaNRxHD2isbKs1F15/J6997VUAnXPScY90Egt",
-	"f4HApxbqoNnrn7pV5oJkk7eHVAo2UjOpgVAnbFFqBqjTPJylIkxgJ6AdLDKJiAtmMDg0z4hUY+Iztwku",
-	"XRtvyIMZt9WAQsnF1HORcKFlM/MJ19mJ9D3yTgY0uqB3dwAMa5pSygyrdZatYbdQipmUz1FWddsw67BD",
-	"Xsj5PBUASmsFmhMaxiSPpLzxTBtFcWWsH24Vh0wuOclXLge3KrYAtqew/bbybcYObeS+YxN5+Vt3vowC",
-	"YLem0id14QqmraQkrsEhBUtj3S74wftv3r58e95+z+ZSJ1K031Mh273+8/Ztv33+7e/aR2NIHnooblL1",
-	"NXipkUqtxcznkXITi209MDtxran1wONalev2R5rfnNy4GkRsU5DK3e1KMYSJvaYBWrArF0WIegj2jBpV",
-	"hFBcZpYO1guHKoo2FJgLMkZUVHAk2jbcLUkIQW95xc4aYVy5A35melgfze9SliwJ/Gg4FipT7iMS0aXh",
-	"gnNkrFQQ/+YWW/LROzJNZBqzsA2x/fmHhsskUinErclkPqyoKrT/+t2HS5WBws3rGTGm/1HI5zUr4/Gq",
-	"+zd/Lhlw7Tm/0yniJ7E7s42KNCdswZKCRYrxT0ZbxM2ClVAQkVeyaGB/oKRhdTrbze1ovNQWwRaaGvVO",
-	"xlX3rlkhu5xC5CQv1UZvGCjPvRMyhlJtgrAITZHmze0Idg1w2t1umX+7ZTP/7uP/wWgKt7WZ+JRzppOl",
-	"kwI3Qi7EPc1eN4LaZQxx8OtL8g4nhXWxs/WZGvUiRxVEPdOtU3Ni5pVR2xmhBO+pjRbEBaOJRy7ofEyN",
-	"bqwibvTqNubQEbuGrpS3LVtW08zO51DnplAHFdEO7yCGLaAKFAGkIefARwhyOFlGQlgbilEbDgq/dPYq",
-	"cbxH9CluQKH3OVRoh56hBEy1e3NjPGktRlngizUZ33Z892IQKLim4IQ3dZIqffDxw6erF68+duYhhv4Z",
-	"7tfanZ1jhfXcqiTAdwrT89YkQ0YnRbpfZ9mFM1TgfVu4SSEAbXfkWS7KHiP2rCAYH6Y2bMpUmvEwZKIK",
-	"auiWA6gFWHqGb4Eqiq+f2bISIaJxJQx4d4Y2lyFmQHGIsJSJVbiww7YeBFtjmxgvt2Dp5GA+M+6QfOo2",
-	"nMfE7fxCxkyMskiQlSBP8xjY3pJByBPA1pCm/+ZVIYvpJ3SOfz6AVvzKYKeVPS906sbcKC5scYVWJ1VJ",
-	"KRui2a37ozHodd3/IMYPH3ZriK33kiv2OpJ4ab2a7hDPaM0w+gzGOa8PECNAkK2hozSLRyqAYG+rd7q/",
-	"vqsMRfleJjZ8rkb3c3o3mrhZ1Hmfi1F2N1Ehq7jYq7lsshsqaeFFXWlJ3D0duFDlhCg6Z22bvlKsV+p8",
-	"jlyfWZDG4kraVsyjJ/byzd3Pw+flQ14MiOPTOR0ZE70qGM5CkwLODE1CErJbbt0kmIkGNwk2KEpGIeL0",
-	"1JVY0LWWNdf2x/tc/Tko4sI0Cx2bRoubXKSfAukVycSzp6HqdF4yeuMwMiqi/2nEHcKCU99mfDqD0sl5",
-	"taCK26DHCPh5VKTIvat9FkrJbgZ+/xUAN3ZDSfNNwTiA4KlljEYsGIjZrLNa3qSJhuucK8VCgkVgPBS2",
-	"E8ojMGLK3s8zrCacRZ85fmBV+jhKMazAuneL8bgWBaOACrzSFICYCZmNDhyRxGVplyqpZnGlhahR+HfM",
-	"YK21nuiSfkXFlK1Fzu2xxKOQacqjmlGl96jiPmdMu4JzuBFnzgMI0dKh3FSP6ZcArFmpLU6aAOzr/JF2",
-	"gGZrLOmMl7YIl0zI9fXr6wq4fxdxxKzJxm4ZZt657bbFzY0QqYxG2YKejT/tlcA7iRjTo+21fkolD2yV",
-	"MJYYGegqAGG1NbMDnVIBMXuIrFsU1gw+ddXxHlQyyOYeV6YkoaGHpZjN/kxkNb5CKSX5/rXApnGqRoKx",
-	"sCoYD9WHyiXLuq9nsGff7uokD6RDU9v65bXbDLaHH8ucyCpjW87Z2slVthg7oAVV2ycPCf50btiKYMfc",
-	"2XBmExzc7qP9xGw2o0t8gFefKLzsg6pn6AK0F9YQWcG1819MjK0IfoRqAJBfDgEqiwDaEvyWpMJO2mX5",
-	"2qk3HQi4mTrWwC88sNDg9r4cDFJdyBTenHCaN1GdebcyjEG5qhxulU0G3p2luTreDV3W327SxDi5MkC6",
-	"lwdalp63BjaBJieweuOeyURP6D7Rjkbd+ph9tqN6S0X4fTFm0FVg31OAlfzEvx4SWB0FBMVi9dRhSAqi",
-	"OV1oZFaE4QmJmVJ8zpXmAWHmPS0laUZyQWKWtDOxi6U1ASEeRHc1+9Jcb8LORhKBFyqPoxWGXGVcxshS",
-	"IFNM201SMSD+MO12DwNYMvgnI1IQfDiNU3zkFQ8pEDW+gOzCftbMnuGg8HELMMnxVLy5/ASxUDX7fFhn",
-	"+YXQup/3F0Jns4isFSyDRoq5Y5ArCraCPpQAyoN+S+tlS62aeaKLGV7mK9h7WP+0ZXYcA9YwHYJQfB0r",
-	"dWTFTAeE2kd5yVcaY91fLcsIREVSfEwAukfEOmu4U+Jl95br2CBZQZYVnXUt9rwobarEgVNQMg6xGtS+",
-	"V4JIkWoKwHvOIeEMzTV7qMjwi3paWTXMiitVaN070N/KwqEKGsvmxaxcIDrG7Q+qrQ3D5M+MkMA4DWvH",
-	"AjCFMbUwSQWuW7EEJBq4xvwF8ZglAxVIF36Jyobq9mUvSBc3kIx4vtuKEL9OnyDR7pl0l8WqVxVGd6H3",
-	"wYyzW7buE7iXFbMOFoYJGC7q3U7H25bObUjjOpt2RTL3DieTkdAPKdiIjraa1S4rCr/WvIPcFQJePYjy",
-	"9Fx3lcuIt/8b4XJ3riOGJv36pT5/wVqbGQMszS3vc8c6PsZdXXFbfllQfNvTI5e7vAfh1JPhpZ2v+8kv",
-	"UY8wP1wrVOKk5nbBhoV0Ku4xXr8gz46On2aldlDUKo8oJnRWlBiqo5Cmb+ukgMG2jJmHaqhnLSHPfu0V",
-	"ilZrZwWxO82Ecrf2KwefipCHtDLp2RieR/1+hmBeMMG8ItQ5ofMxn6YydVmyRqm0mbe1QRRfuIFcpet4",
-	"h4UyMaeQCO+ctBuryRx99hpYea1+XYq8ltKW/k8KfqqdNXlyfre5xs8hGH9xLKtx8ndvAhUWTwvhtrCp",
-	"7VWLnhYtvS0VeaqQ+OhYpnowjjB9bUsdpmoYPac6b8GiuUzkLRNUbA8cQaXMIoflhVGoWMIVoCuMAtCw",
-	"eApooIcCgjUIx+DsOQ3x+4236hbbCZ1IPBmKj1+dt/vHJ+jmtlYwnxprNw/vxVtPPjVcAQIJbHzzUJiH",
-	"FCPdMMDYmFgwpKqqa5uKcywLtTeccwOikcHiy4Cwdvsc3GgqFGsW9o+Pe8++9LPg7DFV7OSIrE0hGwnM",
-	"A9B5DQerPYKsftC6y2HCxZQlccKFdve5xWVFCzUf0C1LAAALgrgBMjbfVvtd+4Yt1cFPhYY/+ytAKTim",
-	"GmBwtD357qeTow3wb7AmoxwgqDo9D8lxzAKMIEOyhqQAhKd9kuPRnhE/SUX7eyUFhqKW8WzLaV3uzRym",
-	"eB9EIq+RxdjnX2Z/zScQ3hTJgEZzjG0Ho9BWarir5+/C9ZmzkNMMi6nKCRxyChKvsFwQKwZSktYkdOxM",
-	"zWj/+GRrlN+M3RF7xDOKK1B3kVIgTmnh7rluWKwfiWYU/3HDasAYntjsgJJB5uqW7b7vsJ2kSYWr2d/I",
-	"AMEvVJp7cS+2LcAOSLLSzlSRxepRKi9TaT5FflLkbt7makJXaZUabEh9TpObXSrD8+zFz969qs/ZTIvH",
-	"qYyf35zuLoYM4WoFFOg6UHZ5ubzVuFSz3x6RMf0hZR75dPWureiEnWXlZzPlBX3IFqosE1dGFGMgd6X7",
-	"NMrAoLbCweBbpWopuy/fSvduO2Mq3dt5XOSuT3IA7y3IQsUcI3itFlMrZBE/hqUZl7Su7Q1lb67xkxr3",
-	"HLb85UahD+HMlveWyirmlTMtKVlubGQhmCIoMh0kLysUHqg9rGRDTGiqZ0bhtpUHrEgwI1W7rpoLZme1",
-	"xm1+SVK1s4rSNbxUWRLRKdUOOSqfzcqCr1RGLPFO528u1KHLvNg5RywUXLHnMqfEjJ+5GZWoqnR0NvDi",
-	"V7cWq3g9mwfPW4ZhDNNoeI00DvEfk4hO8/KOGLiKlaWAtcDgIqZzkVHpet2PeTsztBrCDcmg4iZzZky2",
-	"AfFxEj5WHShJQldYN5NnfutsKHycrI/5QVBBF9WgDCJFsIUteNw05DggCZvLWxbC12aFfAL/GfEQFXsf",
-	"Ha+gXOLKrb0B8Lvme7Og/soXZml94i+oGtlA4YlMzG+42D7xgTbhe6tKwAlane6U3zKBSdRGA0ZpYJNJ",
-	"hwJftsqGUTRIk2aZ7YqxsIXm0xpJ/RLVXcFo1Nk+FphQznPMZrBosr8+BMcZzmahuqkl/4ziNhyer7hZ",
-	"tuUWj+RalWw6zVitLTJvDqDyIGwWrk8SpWv7cLIDXCFeVgDIVnNMlIISJfiCn62mgGhDalbZNwvpO9Ye",
-	"UQtCVa/a7f28qLsRoa5SUQ81d8X3lwooyjyw5G70n0y4NVfsOo/4c8CwCa2A8201fnZnxV0zewEfYVQH",
-	"I/5VKvwcnpCHpq1cAPhDgUymICEgpI0HsyItU2XYkOqQ8zEaXcAVYDfmjIqhgHfpnOEdHBzlDgF3mhWR",
-	"NLH+F9IEK2sORpGCeZA5XQ4FjWNGEwAyOyOpgFw35HD4tUWX7ZD32KAIMXWbAB4QvEL1UACSWr/bNWcz",
-	"oYGG0q7AHYXEsogyIs0XXY+8fPXOIy96EB8w5iFP0G9Jo6FAdgFhmnkzZ6iZZd6QMmyomQTGZ0RcsKEY",
-	"J4ze2JfpWHXItV0ikqQRs7hchsgBvxPmgNWYEqplop4MBXJZbAJ1wqEYivdW46Ca8JAJzSfLwuGNKSRO",
-	"ZhuaAO1ATI/ZB98bCvtnMdHWvORkfsdQeOnBNE7hu+xBYB4QH1UD2272p73mhi/so9Wu7GOLRGmeZMpF",
-	"R0sZwbf5Iws9a6OVYKOtcOCCfBIccFXev36BDrl5qrAU51CgqraELxaJWQ5h6JNw4XKUsP7inOrCNpPm",
-	"jyyRbQApHwoV0wDe+15ywRKPKDnRZLaMZ0x4YABb/7wZqkduaYKJCEOBjnCZqJZnOsWGxqkmn77odvtd",
-	"eBgn/NboF6li+Qg8PNsR05ibjBkNrrgWxtV+RYVHvuIJnVJBPfI11fQG/vUVFdM0whaey1jO5UQCaZrx",
-	"EyqWWHcSQjaa/u8WTByS//v/+j/+n//1/+8jloPZTo/4V//6X//1n8lh96TrDwUcnxfLhEcRD8i//ldY",
-	"6H/9ZxsU0uqQc4hIzXMgIYsaa8NbXR5ZhCMhEmAyOqwHV0TFLLIVrRdcMdL0ocrOh5OuTW+mbj3IBy8f",
-	"idm+NIpwr4hdsBYAHNrCkS6jYShsj0+wswihGwwPkTjv1TTObAqwXhNspBgrCSZvh7yColGmhaN+33zv",
-	"woBRORsvQSszrH4obAH+DnnOltJyEZScnhUDAgLnKQD3Kp2lsnimkaHAxBmg8DEjqeA/pMz04ICmveJ9",
-	"PbJWOk0Yg2WAHZgrFt0yyGlfvUj2yZ/+6R9Jr9vtkgPiI5Co72Aoj8lvzKEsQaDgB34h+sSHIGmHWzTK",
-	"P+/j5/R2OrLJly6czjTyv5dD+LxyEzb8qmspH4cwFAuqbD0RFq58AcOywKJwYV6AT/Iz4Juh8O29Hn7h",
-	"MhsOAIImu+XL5tA7Jr+xkaSGRYaW/w+FlVGwLflyEx9/72BWXo5wYoGgpgmHqjUWuXsoTo7cECBwGv/M",
-	"gi8idssilAA+ml9ZPYwNWFhr0G/m3DUVY0PhF8KO/VaHvNXAIsaMRGyizRKjY2aVLxOZlDizRfvQgIED",
-	"o+HaQi2V3cweydGLDGdMbpnnoK5yYDfTDvnTP/y31lmBFWDErlPRPIdTNxTUqCJ4+1E6e/6BWx+34g7l",
-	"S0sSzKRUttSMIQBjoyLjU/YOZ7wsKT5OotjIH7jWqLinKfkLt6qBa97hUjuFFd3pDGB3ut/tuviW0tGE",
-	"gKks9/Lk6dOn/d5JIfOytwdGHQjePQaTMCNdd/vGCp9sOKt46xhEqeK37MKNHYe7O9d0z0TTopaxx9DN",
-	"udjz9WL2Sq3PPleYHRVu4z1qdlQw4h0JvCfHx4cney7pAysJuvgHFIDfnhkhnX2EiLEQtWZfsWgcXBcB",
-	"qEAr7mCw9v3oaM85W2AzFpYW9r550OVkymKu2caN6Xm1MjG3cYduZenETMDWTPXec+HW+Neay6ZiEe+x",
-	"jpVRfFuPobz5eO/ItXGd8KULVREiXmdINcOjTPv7wWRvCc2Y07u3yHGOus9ONq54xZXUHvypUNqjJmMd",
-	"pzza533n6avx+pVbtwoYsdoyMZaKO9dcqerR0WmdWpb7S4w1RJSqzSze/+0pPh6vRCxpQt6lq23DkukS",
-	"8HUsKkheRRqyRxRjxH8hlbbRDr8WX8dUzJr7XSpLu41V36dkbc0xTGuPuEjgpXTRbOR41PcbuFR7DNaV",
-	"uK37+mpN21+LDPJyfPfq8ej0+Om+WpSLjKm5NLcPGuLKRnf3ja82RFfFaPIL/AcYR5Wln+qeyPsUgCJN",
-	"wRZQ4ofQKJILmz5Y4N+9k8PToz9zlajCcHD7quomFT/pH2+W23WKPd2H9Pck+vXiUHuYwqUSUQ82g1cr",
-	"SG05zrXay6JAMsOtSE/Akqo20CpdJ0e7VK4qazGPh3nA8XsU9P9fzZ7fCvP/WL6RYjzCI8LoV+rdzjGx",
-	"h572ayq5dVXOjPzX2Na9wp32WI1HMIL3yWN5kN34eIZdLVOu3+3utuTKYV47jZhC2OtM61j9zeDgoLEr",
-	"7qquG83FUe1F2avpCCspvOtRTxvu+x8j6atcQugvKFSiEh2yVhjEpQNQ3SMMwmhfLORwl0bmTFPIYHHo",
-	"qh5eIf6Hjx/ekzlLjC1p+uhgLmSx8V5V4sQ92cwvROcZzZaLHu+ueVy11h9ZYie6Uoy5Ejb2rbA1YzMA",
-	"P7iztgliIdWsdoAPdlyVofUZMRQruv8gGII2LyQRjE9nY5kmUDrDIkDt0fNHzeKqrnWSioBuLBWo4GOA",
-	"PwCINAdgKDCgLAJM/DTGvAvBFgyCSAgtA85uqBp4fywBBzypGsUZ7MgnLLCO9Szee0SgPzbcFhTxq4w1",
-	"W68AaN/O814UY0XcOLyg27AH1sOxNoTKOK+sInFBPI4WXM/szdlOADe4HKbaBkcpOS9dr2Z30Q4QD3uo",
-	"C0D1cMSoCsQmerMHNI/DiKxEztizeoLXUFxMIzbCwiqjdc2rRpJKqYVM41ot0JXhU7ogRgtnmbuz2z3c",
-	"IItwkFUuz0DcAeIXAz3uidO2O6J9exT7/vHpD4g0LziIHppNvwUJxfWyDQelRFV7hKxXUMYOirOnYScP",
-	"WMNmcdysig+jQKpWBlUmn/eRbZsVwi3i7UImmXyDlGtbIAK8o34V51xNwMKxFjvZPN3KbKn7S529RMsG",
-	"vr56+u59NrZR9xrxFua8ebVAW6lRdHIrbWgWu4yd3GI77T3rr5NJNWLddREE+YkivDrJis8hVSMcrZX3",
-	"3F0RNMNf3QAw/QIikMYSK4DlBR4RET6xILA+fO1DdTAs01oMaFo4kE6HXrGhwIHkiuXo2NuWtgAuDns/",
-	"TZhShQVYmYOLznLh8nKhXKyg/bKq2MNj1VE1dLChiqpiEKusRli/sKrKJr6A0WsLiZuAb0NNBygR5W7g",
-	"DKUTZyk0bfgbtTzGw7qSDtDISE3V2q/IBUJrV6R9QbmXrTR6yxKz+bvW6hv7mlHUZ8steEe2PUQSNyqA",
-	"R+xchWYiYLurTVjYLkDtdqPDXsukuHZGXElXSwZr9Ld6INe3eQvf2WQfbNH1N2nTEdVM6b14u/1kG7Sn",
-	"tbEghW8FeKH09ecDJDuf4D2Mzo25NK4kkXqlrGoJimpr+qtSmXNdsi5r1F6wZl95jYrLvKpKbXFGfURI",
-	"g6/ZI5mCBVCEfXPkD/skoQsSp+OIB22j6yKoRVU3e6RaJWzKlWZYYaAamRZ6HN2winP+HAErykPcPK68",
-	"qVHMNghSSOEAt9TlqwviX356/u7tC/L1q9/7HkIyyJgJpSIS37BlqiPSBkyKpV+DlRRWv5T9VZji2iB3",
-	"ayIZjdTLUypTUZxIOanwQZrHuEMWkSZiSaHYvE1sMPs4KEKHNK9evyBHJ0enHolpGCKOuJC65fbo5Kht",
-	"9mcoXiH6SI7t4WFoLtWmUS8PIvl0/bp9ips6FFkaVBEk5LY3HAoa8xGM5v35xavhUOTLOCDPzz++Ojka",
-	"DoXv8it88xYEBrvpmcYsZT5RQ2HTJPBLTGi0ExqXaA5eL1EeJk+ZzggFpkYmjIXo+fAdueeb5tvExlWv",
-	"4V7nwBCuW1B8D3cmHyvX5VFaFNBVGifNjylQ1iW0AkQ1keCnLRE+acfpWKbaRxQWZYPMbeYCJQEVUnCz",
-	"rkvCRCDNwsXSgrxAtTDwUA7QXEdEIZsqFhlWxkIzgXJi2MrNfNVN6sqBK58roPTKE+Q08C219x9QAiNT",
-	"VSsAd12lE0w0LQS7ziggp8ZU1S3EBYii+5bbgEs3RHyt9utCadH8mOT4zHmJjEL114I6X+3SgxjTmiPT",
-	"8h7T2VeB3C9ucm2N10bppui2vag05ku9iQqN/r/ZnLwf+YVyITbAZrKQUzHaZ08M2x3FdYEx4+p+H32P",
-	"rJ6dxg073ZW5ZePO+67cAeegusQC1OtbAcnSoNPdU13e57NqDepcIU5ZQcO2PHiTAlUq01pu7Ju8lps1",
-	"dW2CHJtXG9/VGvN18VJln1zyLR4x09MOCKO/yTyKX/7pH/6bPyA0Kwo19zDzfbzM7kVrFRXM18orb/bq",
-	"LnpOz8/GWUVR7kq74lZwp3Gyer29782i14AIhV+obtu1wzNZp4T1ayBVQCDwwPuTahaWwIFs/u5QNDGr",
-	"kXKR41AlacRUDqoBfzpXnQ/pqYDanlU7GkKhHe4gh1wu+cLIKaycjSqFB/mp1gc8sKloLkVuKOygI0ZD",
-	"lowlTUJMD0Tw+yTPPyvKxVhK0CVTETGlhgLw0aF6C6aS4r2YTe1DaHWuQc6b8azcl3mQkbegiGJtYb0R",
-	"OGQxWw4IFVkmPaauKv4j8xDlvWgND4VMiIoZDNPoG3CzxcW0VZXshntW23EFpPDCfFN1jgv3hVtiH+t3",
-	"9DqiG4pRF4iiRkFqN67VL92gPLcMlec6n3KFzhhWoS2OqQghj9kfILhLXpfNUM1qHQfStJm618+vLRgE",
-	"Fmv7+V9KeaNwUpQmGMlJsl7MezmEG7VXmUOhNIvzHHq8D3elRTBjjCwYn86gejRYDUU68oYCCoPBBFy5",
-	"ricqLxPs7EV795aXOrZ9DEVek7pY/RhouOWRn/9Iep3jjss6vi1F9vkDLFhnluLmQGVzLy4e/vLzH63f",
-	"GVO07Myy5ktF8bMly5D2y71WgghtwqctxYNl0PFwuAu3TRAll6H0f7czaBABlzIo6y0YMfkRqdTmMY/O",
-	"8UnDGZGpeHlpQGTxyvnow6q6gEjgD1rAR7Gs4ApsA6qkVJYUgd9CeLfyyJwmUy6IC+CsaVpllQGry9bg",
-	"EQZQptoNKkWn1X7aVHC9+/LK0oRryNtluRSKG+Kq2Y6qiOibXD93e+xc1UU3NjSBQtkGxUphg38rt/xb",
-	"Hk6ZPtc64eNUV2jXTuHNkYhDqmk7SUV1XGHmA6+l2rn312eMGcppwvXyoxE1LuWbJiw5T3VF0fBzkXkx",
-	"ASsKAQGcbwo8F+i1I+02aNTgbvIcoinxzwFtznLVAXkOfZH5XTgymmwH6oSYkRhxCb/lKzDTOm58/gwg",
-	"1ZOKmxb03MD4JjIh795dkAy41coWs6xGa/rtb3HIRtX47W8NH8YakyGLPJvGDwnz5qm9NpJYfMPWY/MK",
-	"GbsK7+4mHFJ1jVUBmtxQqFRpygUL20VoBIdpYXhyEdUCIBBeSHGLUkINMDywABSkBL1hI/BTO67FE2Ko",
-	"GVOKEbWvA61ADxzqmuPBIE2wCyI6ZpEiqWLka/Il6XX7RwPSO4F/nxyeHoFSiTBriOqMcIBZQZGpEZRc",
-	"2ThMp1Z2OwTQxXGcDv59KHyohRPAZh9YMPgvvkeINUp+SFlizBRbhN0odUyE6C3LOtT0hnmo11ogtQVH",
-	"4BrpyuJl7366eueWGsETul1Az8b6oDGL9FBMeGT6wnErHjGhoyVZ8JBZwHfIzuuQa1hAYfaW6hk6DXHA",
-	"XA0F+GYHhJL3n94hWE7T/0236yPmEqgeCNltEWTRl9v0f/P6td8iCFgzFNnUPUNeWH8vkalpzWwWelQn",
-	"WHJUypaXzQrhoYfCRxx4P4drzJcT6QkTcga28TevrovwkzOgXaUTKabEf3VNpz5pZv5nRLWCybQsnJZp",
-	"jrVfINiUf0b8t5P2eylY+4LqYOZnqY2H3SOP+F+9On/pk4VMjB1k5zcUb15dI9jFWIZQ6dD01yNf8+ew",
-	"WtMfeRzbMn5BxI0ebJcyCFhsNLPOUHzFaKRnHqhyXDCFK4UlWJAGfSHbiOBnrSRAmnGAIQ6z3FhPETeK",
-	"krGS7CIhvDbVgNhFmhQfJBY4x7RizA4Wct06A5NIeUNRsJWUZ3UIrqSAmgd4vZxbS9k65fsL/dOhFStZ",
-	"oLCrSuZZiC5jzeCJzMFbFC4nJdm3Q1HwRyozhRx40CMIXwgF08KQCdOmRTsMW27anaF4b/UhOANI+eiU",
-	"psAaLRSj/9T3iP+00zX/6T61uIpPWdeHt6VgQwHKkFF8gWuZY2tIDRneOyOT1SDXWGPm9p3QMEzc3lpP",
-	"j/nVCSAYDdVsKECwG9PhqP/MiqQro2C3zyeaJXZMV1Qz6K39W2M6X8FuzunSbBYCpxgiX5JxIhcK6n5x",
-	"ozE1X3y4+tg6cwOAGIEM8xffsfWCY0Q4GwrUuVDZjnjAhGK5lG9cvL02CkQSWZGmBgcHcMMA+9qRyfTA",
-	"fqQOzLt5XE/DytlGIW+60e30Ol1Xb5/GvDFoHHa6nUNAR9czkOgHoQzgH7bQ0KoqZ6tDJea8J0yELJNr",
-	"sBgg0xLmRGnzioUyaHm2qPHQ2KocCt/mGc2IMjOwHMnIHekOD3ZtF9yHoR0YO0GrgwKyjRsONOkf2Ml1",
-	"QHYUsHL8F4i33P5o9Zj2pYx4sPSt4kuEtJhguFUgDrhGpjQUcjKJuGC4VbiBXIq3YWPQeMP0S7NqZhkt",
-	"R1Ubg03zVw7eTgxDBH4IIacJU7E0m2kW3rrELEg0aHDsTh/M9Dwq639Yku/fhTIAfHjzAsJFDQX+VKjU",
-	"57Qvcy6yXcK3DgqvuS8Ts3vgE2mnSfTlsFFa3GHDvo3fw8vl7+3+qSQw3xa3D17uYO36SArWCQM6eXpy",
-	"0uuPg6PO92qlbWzINe40P1ql1372Ku+QHEU6T+cMmDCs9Aa6qIgggn8bNq2XkRW5kKuxSsxw9Dvbh/nZ",
-	"axx2jza5czJSOHgv9YUMoaCDObpHSBbbv3lOwytrV5pP+s92f3It5QUVyysH2PK5aD003grNEuv6KNEO",
-	"FC+bKlvVjDa+M9+VdvqnCY/Y5y0chRHzhiJ4vn08/kYSm8dPsB6vvVWnRg2ZuataezSMFg4H1cJ3ATCu",
-	"UQmmUoakWVZEBoTP5ymo3n7rzEHzITieLRcPPGhNiTW61NGWw39uZrvOAaona2eVAWlDl27+pkd3T8HN",
-	"V4Y3N9xVRwMuXYrGGzqfc0orllo4b/8dbf/YbT/rjNrf/dTzet1uVc2Fz94vwqu+p7cUp1/mWAe//Xfk",
-	"tUyIlV3G9AJ3gJH7ccSM0aKYObQrPOJ71Xn39sWr9x9fdfSdJr89uA8rwL9XWUCRRiock3hJ7pE5vWvT",
-	"KfvysHd8eNI1JkNOTn8xx71mN69lKsJH4g/nTlQXLIYdPAJ02QPrKIGqXFRj4G4ln/ioWaxQ17WRZlj2",
-	"xgUvGjsz87r4DuNvQzUjG03ncgaTNGItz93OwZUWZt2JoTjXcm6DUyBsp3/6tIU4tmgdogmBFYzkpBzG",
-	"54PaWrr46+YBc+57jFe32MBzLlh4RmwpTpuUQdH6sJBeaMKDeoQL0RwvVwJWC0ltLbBBnaPSOQOw1LWH",
-	"dlu0NJPNG3xCwAHOnbEwFNnCul/Q/tbJsgj2qSIAuTFqIK4QvhFxYfQnVNWcrYMsr+knzKgV1KyEMPp5",
-	"w295BbDQvHCRnQGCPhO9Eilbag0CRlho2uqQt0b1syiTxE8TMUhTHg7QDF6vzGHjggkP7RzQ/BoKBCV1",
-	"5d6eQEXVAVnMeMRygF3wc+WSiJLj7qHFHS1ZGRvkyFV+GF4z8Bc+QJ/czdIvzT/fXH6q/a4r/lHv7d8V",
-	"I03rfpSVZdnn9W+shVP3q6+/AX7/Eph03Y+ywIe9vwifL2t/883V+cWb5xdc7PsFvasjlos+NsNuv7ir",
-	"tib+5m4eOWby5bDR63SHDYxR42L65bABPqph42/K6j6wybt5JNSXQ7BXBwcHi8WiszgEU7Xf7R4fGH6a",
-	"KfeC2CLjrsB4dj77wRE7oafjdi88nLSP6dOg/Yx1x+3Difn3M9YbH4bWNnDf5q2tGzwDUhA0VfaO+xRL",
-	"S9gW+93+SbvXa3d7173+oNsddLt/Zz8uvZd/bngdQS6kWDQZNgAm13C4ioUfNsgsYRNjGlULwxUjyDS+",
-	"2iFWZCm+Zvhaae726/y5fVD6NGsQeHb+cOMGPaXPgh4zezN+GraPJz3aPg36rH1ET4JT1qVmAys2qGKL",
-	"rpxwGRCA4m6fPidSkKvrvyVH3WddC5vb7fR6nS7503/6L+af/U7XVmYG53XvsNd92q/e1wfvbMXeFuSV",
-	"2+DMOC/sqpVZf4N6h/oyod3gWfj05ofeXX9+KI68ZPyUHU8OZ9+f3JxGz+Lu1g1347BaF/5gZe44x9KG",
-	"fAsCgXXrS0SafaOlHFnnpv0ainFHUcsZ28UOcso4KJGGfWYI9/5mufm60/hLt4S9xnH3cPd3rzlkpqxo",
-	"xgWZbnVKkqmUBcUYAqVKinG6SyMu6JXHm9TKSqU2H8BQ5Eot0ZKodGx6GDOiZW0l1xsKF3QDaqQLZ9Iz",
-	"NsfUtogrszJPoLxPon3PJWZizEaG4eFuQDS9YYI0KerdXJUmkRe9QK8wBAwVNM1SIYgNOqZHvrq+eLei",
-	"aVa9VrqUAodiK/MoWm15YL0HuWqbhQlsVdr9TKX1hmJdc80CuxJm7xw9wiLFirk2UuSTHQrwbJG39gJw",
-	"VdVVlVXoCA9J89Onty+HwuW6HVt8d8jxyK6a0K91ZpcY8hLHSkapZiQVId4C2dvQxOxzu22TYNIk8rMg",
-	"NpthbmeSBXZriZ+b7X6CVybWn79JUU7/p4b8PzXk/7E15JNJNzilx/32Ydhl7eOgN24/o0eH7R7rT07D",
-	"p8HJ+JjupSELtgApsrd6fNi97vcHx/3B8eEvqx6n/wb04u74lB0HPdo+mvTD9jE7HLdPg6e0/Sw8YceT",
-	"I3o47gf19OLXNKG9znH76Hn7PNXySqYibH97dN47aV9dv3cq8mH3pEt6/TfP76H91tm4+2u/4HNLlv2b",
-	"5Q/hj8mNTn/oL2c1tu5/WD2zpDe+t6exptI4gyiHH7cqi3EiA6aUUSfSGNUoltxyMT0zsjmPopGpLXwW",
-	"Uk3HVDHSxFJbivgHCaPh8ke/1SHvISwGQlrDDXIaYy8aezFdKNddZLg/ZdGiDQnR0/nmby3Xi31voIjS",
-	"WnT+fNv8jt8ywQBmpcJHbqNUNu6qa5SMXTAQ7Cosl0eMLimCJZlxpeU0oXPl5VsaSxkNhXnVKOeB8ogb",
-	"chujlGdGWYVQGa7USkzKhGui+ZwpD4N9DLG8AcepefoEv7NLjApdh7y6iyWWstGSLGWaEBUkNGbJUECg",
-	"RHMiE2I33Riu1DRwt2xtIK0LuzT1bqLiiPIyVTX+inz16t0lscJgZIRxVq4Cs9XIV9fXl3m0iVtjjyA+",
-	"TmGtO0PxV+T695evtjYHOTNmvlte+gnb/nLYePPqetjwoEfDTe0BHzY87PLLoZnrsPGZ9O7XIB7k6vb2",
-	"57AunsoGF14m0vTLUgVV/WyBuT/jOSsMaJ5RTsWJK8Y3bI+CCWWQAiRLII3tBEhWEoxJzIHXUkbKBR0C",
-	"Y4VwqN+fX7w7y+56MYJGYaRaFZl/iJk4v3xrmv2lw0t2MGEXSHuvAKPPFQSVRRZXEpSdeLbM/8bEdzlQ",
-	"iqKXYTvJLSlaGrtJztZcnNj4UZKnhp0V63LLyWo0FEa3Ie1tJzhDpvvJbTf8nMPargcEaGAoDAUNjJ4H",
-	"JDRwvNI8sSQ0IEBB92FAlfTyF7L3djEr9h6Z8FatLZPYWSAoRlgO4DbZeVaM9ubhdWPhiWE7tRS1KzOO",
-	"vzQ9DQYFbkmW3LLOX6LP95Ogt5RjFuiq39eFGzd1xS62qunhtneQq1kHDl9qK30U0DmzhDeLsIiBlhzT",
-	"1Pxy8ostrQ5+N9eEreu9tB7AVdxPzIkqNJdVqxwKoDoIus+LPKITFtLeLE5WnmGARg3gI9zSaADhzCyK",
-	"wNWJ1Go/gYaLc/v5j3laxBdkTu8s2GhrKNhdALf0IE2H4iMUn8XsDCz465MviD+NU98m3Qm87LdBK5gd",
-	"mmfESlvT+c3lJ8iBBRe7nNggUXgbXKG4WrYaG1cYBeC8rBi64a/sLGYe+GQh0ygr5AafNP0xVVx1bP3G",
-	"ofBVQKOs9K9H7O/2TskvMnwI6cA7gERpYgF0AaeFiykiz+GwbWXsr78BO2CljScu9l3N5IKFpIl1V92O",
-	"/PxH8GO7hMivv7FJDIBubHa35RFIgIQ1xZRLaMF94XInNb1hJDJHBNYPcoDtOwVom9LzoVjvzsOMDNzn",
-	"XueYvHlOGIc9WtAlSEk7CoGPLe6NmjFXkdomaRK4lYALhzSKCnmfttqt1eMMmQ8FJbPlOOHZ0MrpqZpq",
-	"1upASc6V/M6sraEwjeGBHjM3ZEwsIrJi8tnCRYzeGuIdikTKOcyQ5umlzaIxP4HMA98ikcJVQ3VNE6sb",
-	"aHPm9QjOSAFXBu80qrXUV0rzOdXsheNWv7BT/gWNgqtUvH1Z5+W3mMT42iaV1my+thvfvLzP/cAjeeMr",
-	"MRlJBDAHxTSuQrLWGem6uK15rJcEqzi0siBT0CnyKNO1TMnN8aZ7FpBYH/95kb+fFZkpRLHRSEkbFAtS",
-	"SYrNUqkQNbs+oWJtv/XR16ghWZMg8L5hD/K5gNP4qVBgqC6d0rsPIPyucZtqfnYNhxzo9kFmIRYfESAP",
-	"86KxuQ70miY091M/63oWN3wGWA0EfgaZBZLvPZtLnUgjfhCpghnRSjXpnXxtrEwapQzrIipexPz5w3d5",
-	"bZ9GUVhaqBIeorNURcsfZ1F8d6KlfnoIWb2Q6TnKPhYSLtbKeden62nWtuDVza2DT57xKdTBenbY7faK",
-	"P0Ry0Rj0+v3To9OTDHg5b/vo2drDUSwV4M00BienVVjN2N5pt7LiMSLiOnk2srnfRpoV0fr/0MgVn/yW",
-	"obhTA3sC3XWxeXl1Ac3X7795+/LtedttXfs9FbLd6z9v3/ZJ08bt/L/svVuPI0eaNvZXArQHTWqS2cnk",
-	"oUgWhA/VR/Wn7lGpD9LOKtvMIDNI5lQykspIFpurr4GB98K7hq/sNQR/d4a9c+eLXdj4NLejH7B/QdAv",
-	"MeJ9IyIjySSL1adRa2p2oS6SeYjjG+/xedq+6ymNkjMKMLd4EKo0fuDtjrlGVijWKqm3fLdN7jgGxKBD",
-	"7jQcgnMsDQOr8TQnJkpCIEri6KxWaPxWHKLm1GzFFI5QntonsDw9deHusKzPgs5Ub7VOBr1OXwvbH78n",
-	"PahM/JScuL7UQhqoBtnKkj7B6z2348ElRv+Bl98SpO67Xl/+ZOlA+rc+lj5qvecv/6bUnV0dhxgVh9Rh",
-	"YGEDC0d3JI8XrDEkamn+/Mf/TS1eYgT+HuVH0A2ZG/BPgx2hKiBNY/drRbraqq4VqFsCEABp1ixgL9KM",
-	"PKGLMSUJ3WAyy0YrZ7mpmsD50C+Sl8zpJWuoui1RodYpHBg0trhatGWZpZeyvRuuK4QsHIEPK4Agx8vb",
-	"FUC4UqsEUP+QAOq235EA6p2UxM9LMPaPcw9orVJrmfv8P3orf1A/4bUrLVpHvOOhWgQd3z/GAaHCLOiC",
-	"+KukuNmCFAI3ar1YLo7C9K10dBRE7pVujnPEBBSIbIPwNc4uoo0DMSkyZvmascLTwCPy/PmD5wGvcoL8",
-	"+H3Zk4HHna6nNsANsMsdlcqPlnPT9FnFgMhZ+XrjsIMDoCiyDviWjU9CfV/YOEXxuY5VplfhVQgLMEkW",
-	"hQGPOcBOopGtXpuxGVR/hOxVnlF9ra7/9hXij/LrmMrvqAyWxCPScv2uvlip2/a1cgSdwjMhjcuwdIQW",
-	"9ibRF4FFaV0TcNvWBIO37OlQZi0eQWB+aqUFQ0wPz1+cBjyUIjO0bGycDDSRQctENA87VQ4SzB6ev4Cu",
-	"SmUdANX0UC/SS1QudGfkFQ5yNqtjjVwwtlSxHZxDh5R9JHN6CR4XuQ7hgacktGW9RtXlBDvQUMBnWCk/",
-	"oRnk91EupxldZAobFxcOQDmMxpRHo+Ukl3ffwQTgtQYjhrJUsVou0yxXxTfFUur4viMPctnE9RynfK0i",
-	"/Ooe8BRrF1qRzLghIZ5oOGMVjrV6ukRU5WQT8LDMGCGXQ5nUVDb9azkMhUKqH2j8cAFPuXr4W3jhUs7Q",
-	"z5cKpkrHjL9P+f8g4xG00XrEuGDQxUX8Kl9liJTAXi1ZlgssQZokqZAbo0pzdWxfm3HxRGS8wamw9SqE",
-	"gamDhxC+b8L3YWOISgwsX1yUgP3MlCNN3FLaJLRm1y0mtaQCeGaSpULpSqJCAF3Tx0gDro5zsutblKoz",
-	"SFyVX2sfD9gPKgIe7vF1hwD7B6tC7eiS+mncZVQNA0ySfM22c4xU+Ma21kjAO75fbIR4Mj/k37rHFJ7U",
-	"jXfrxrt1vHfrbmoqy7W5dJyP6og2/W36rI7cROlqdtyOS4V87mfpKnvx7N6xd3ymiFKvccvZIs10uvfv",
-	"Gc3EsTfel4dwFkvx+OLZvXOWff71/F247mzIvqstYFpWbx2AAvvxe9I/aBd/d5wx+/qd2M/mRmlDW8HT",
-	"tzWURzTXRjDazBlDQJuiE4Nez+tXWb7Hm/OTVBhnnQUNWUC7Y+M7A7ffdWrQ4M7APema4Ze/WOCatWmc",
-	"gydnrHmU8QG+57b0A3zP9YoHyF9ea4DK7df6J27XvNc/cTvWi+VvZcpmvKnd7ndcfVO73W+7xU3yt9dv",
-	"7BfA0/jc8GDtT/QsmLJuPAMf2DOgpgdwvCye0OMdA7MMuZMq3QL3oTJJm/Q7xjxAPChaUsUpIHViqYPv",
-	"Ccdj4t6c0XxBlwpLDPA4xVAKQIBLbfUAILfnBvzrOJ+nq9xugbRiyy1wbFelUcdfMfAXyNahRQD2mona",
-	"KiMMAiXKoA1VJBbjtAoae+OQjKI1DXyHUxonGo1BDt0hdfZhFkc3yuxfVZm1IDcBB3BBm4LJJ+aIuste",
-	"LRPwiylWogOqrCgFNQ1S+LXJ/QtyRXWt/lRFdL2BNL9pmi1qB/TeyYYk7BIMwzfvY7GjrujoESrx2/Xy",
-	"Rpm+UaarlOnjw0moOUsx3vZRg0ana89WpMtrfvhN32n1XjrFdh9+g1pj2z/p9V9qGs1vDivehX5ZpWu/",
-	"jc4JpxNN9OM/JhVUrpvSUEmZ8BZj1fbdnnmfDw3Wr/Pd3vXHqu3BeOPzPHi2fp7nnuwbq57XLoZYfrDG",
-	"GH6rGqtep9U2Y9XrtHxrrORvr1+/3Ge/Oe9p5bW7MMvY+67btnrfdTtvsPL68AxceX3Xt1Ze323vG812",
-	"u29NartfmlX5W9Vo9vutnhnNfr/VtUZT/vbOV17L2qWt0i5tvdEu7XpFp7ue3Wf5y95d2m0VUyY/WHMG",
-	"v1WNVat30vPMYLV6J92BNVrwa+XiA/EH0vuwo+ANrUypJB9tY7IIle4bO/ND25lnZD1PE3sisLbkeENT",
-	"gfLvtTXvpkmE4eU8VenVKsqClY6LpaZVseE1bgmN9h9wiPM4ZAp4B9IQff78wfP64wb5lCz/8t8ek9+S",
-	"b//y3x7/5d9d8mQr1CqsdMg4KwF2n5LVUrbI3xet1WQDisE64Av6CsM8o4TxhsoWz02sGvnFi8z8jzaR",
-	"fiuBK+B6JGJBxpAkNt5oli3IGNrNgZdTLieJ0DzgO5kDsnuYiIZhOQI2th6CB4+/OEeyB700GA+4lO3C",
-	"Ib5U+nbT3X6LP8B/pqsksfKhVBrUj9/b3EBzgCX/8Xv4g0TxgnFAcEGyCLAzbxP/7SsKqLRXqcjJX/6t",
-	"65HflMJ/Kngm0oPJ7gmdXJQS3BGvxvQcoKq2KY8OOS/O1Xa98V98WP/FOS7n7VictUZa7znmVhXi+jUk",
-	"MW9rgsfESd5VsnNVMAIF146GedLrnbgnA19rhf3+wPV7HUuvbbfd/qBSH/ZP+r7rtVrq3oF/4rbbJ4WS",
-	"1+923N7JVkzgJlW55tSOTE0uTqy6/tkhXb/dIQvR2Dqt8IACPGX7jCI/fu+57S6pv8UZdcTBdNtvnMJx",
-	"8hvUxuzctuOikb7neJ5XpCu/zc7qtwb+ri12yNK94kK0So64ELyVR70aUm5Lu780Zu9q9/tIc1q9+9ue",
-	"13F7/ZYxnwc998RrFRb0oDNwT7x2pWth4HXcjtfTzoVet+f6/eLe3knfc9ud9ptHBJVOcBMS/EWbamBI",
-	"GQo0aVBdJ2UYERMP1kOvOBQQTC2sbotSDTn98dc40xxPdgxP0VdtxRFRr4UCZ81Ry5JEEUIpNi6EYbSs",
-	"MwXfWFegKEjgn051DqVQYOYg+MF4MECIYGCiUNfkSUCiptqhVGn8SRpKsRCKqDbgZyaVVZFmqMillHKG",
-	"sVL1vI7//Pg9jNSQ5Os04L0OFLN00E6LOQh6h9BxusqJT57cAeI3yCLObEj3WOhy0YCDHdnxPJ0faLo8",
-	"JJxmWboGZh2gX7Kjp2hnlcKnqX4HI1ON+C6go1/L2zWCvQJuF7YJCZWDOpk2VEwB4VBzCqNRKtgk5YAy",
-	"OqUC+NU0Km5WZIVSYdVVF2C7AbfRdjFD91qUA0VCuWCwWwSCyUfxdCptYA7YnZVx3Ls4KE+RYfvtzKCt",
-	"XbTGlci4hsLfidydWsOBmcxkTAUDgqQjg3r6vDpkCJjwXiWnCVKa9DpVjCalGJ9nx/j8a0cyv+DJppAU",
-	"+ZwJQ94rnF9yCFfq5W8Twt3T8WJ7/hIjutfs9NvbjoKxSFTYjNoS0Bqso84c5T1cpzi0paDf0Sqrp7j1",
-	"5bUVEYF+2+1UhApGID/ggbj95D7cNTdMXADot63AQMvXf1tPKgUB+m23/JV9odYJ+13zwfwsV19FRwYd",
-	"t32oI26r7fUG3U6n3et0vX67b/dsWw0+1DPP7W33zXOlNWv/b6uzg47rV3fWbbXb3ZOO5534vue3eidW",
-	"72Ubt3rvuZ3Oidft9/121x90Wq3+65c7VoF//VXgycl4D6vA7V61Dlrdgdu+ciEMBscvBO/winZbfr/b",
-	"H/i9dsf3TvyO/6YLoQULeGch9Lc72Idw1b7J9/q+3+6cnJy0OlYna8Neu2Lye+3S/3Vev1ShrlIGQMvx",
-	"ywkA3lbYa3cKqwxBs2CQfDkaAQ13BSSs2xkM/BP/74EGHjCnh7XLJFmYzyMb+K3tu57F3q6F/2y5qg1r",
-	"Gqi25tT2rbbdOtORVI5UfalO2dXm72iSUCGnz/AmjyJdnqF8eLXHBc0qOFlbtw8j6kJslV6Uky82eKBU",
-	"bLzyavBP2q7/2ql9a0N6D2tbfh658GI+S9hI5Bmji1HFc8sXlMSq0HDZo/HGxHAN6Lb6QuPzXRM+WB5D",
-	"WLQnewPC50Ovj0GxPnY37JXrQ9ckH70+JhvKL+J1fPuAZ7B59vWXzc4YqODffHF0egOIem8vjq+/JJ0m",
-	"PvzNlgUeQFcsi9ozyqMxy2a1YnEc0+WSx83vlJeID57oN63pNjbjXr7OFTfUy9pM/zU5az48DYkcUCgY",
-	"Hm/g32oY6cvWbdy74oqsa8U3J6dIE0cYujqErVaIUejTBuhbl2BMCgDJNOu5snQBAjjmBBjr60Ht8vHj",
-	"J0HNIQGIlKDW0BTR6s0OFBFKu1PVmIaGqgRgVvM5WzhoPGuPN+rdYskSyJGOOVRMBhzcMlUW9uNY5PfV",
-	"aPyVsVfRmPnmux1JK89/GFzQD3cErlQjj9yU2NO7NKdJWomyefXEQyDsIwNqVRNsd0hlQZh1K0peSRgf",
-	"a7/M0HHTFDnNVPSict98rUuzFdnr1n1Y9wqBoIjmdGjxhEOT5CAHHNa2EY42biAu+Hm6Vjw+i1jlWdTL",
-	"D3Jg18QZoat8zniuVp2DlJPxAuoOEK652MILFsUUsP4b8I6A5ylhizFTDNwFMjjWSwBkoKIExSJg6HSe",
-	"kmmGvLc84J89f/KYCB4vlyw3flCa51k8XuVMKKKdIqHAIKrG+2hhHuKQPlMz8dfdszA8cJ3pEjRCeUDk",
-	"JDezFSDdWsixipUnJ0DzTuQJ+VL2Ywa8uTi6Vv4LuE6QYLfiV/cP4FvBITbMJVF8CUusqfB3m9b06VZ9",
-	"GtSevvjd6NG9Lb6GKL48wPD93z85e/700d/dq2xJUCNUbPjkEK/366Kr29tKTgeNYARNEOvh/eeKul7e",
-	"oXyuVQMqHHU6MIXaDggHapI1S+2BR0fI7n4MH7Z8Jm4/mPsVPOAMKEWU5jckdxjNWEY+v/97h1BywTbW",
-	"Zk8zsqAXTMkgzdd+wTaCoEIulWjYnsZRJBfkSHm5Fqskj5c0y2/Li5pyPs0NtWFtlsVRcyIua+XsubvP",
-	"viLp1C7REo4C69ASHzpWiJHyaJ1/8eyqmTiDhY3aAYJhv355jTzM8s7eozXOVnHEPrLz5zOU2HJxO1pu",
-	"yyUK4gMnYZkhe8NeyODZcnWVvvbw/MXVCppB7v3q6dkTIuJ/YFbNWsr34H9KNenh+Ytfjo6043OwlKSW",
-	"ZcN80/LBy7Zjg+673u+8vIZC9fD8xZXaVGlaVB7RGEiVP7Z1LFfAtfSmuar52btw4Ylb6sUFB+g4DLii",
-	"EYtnFvAzMYes0+wCSE1SjuSCD9mDNJswsGTlaIuYTxg5WywhMevsyT3yiIs85pOcPHnke97tJ4/anueQ",
-	"s+UyYQF/0sTIXWOocIAUzN6Y8mgdR/ncIYAVQx6ct3q37zxo9cjzB4+/OH+GicHpmmVOwEG3MonBl4xH",
-	"aXZLKJCeOZMKU4gZl6EKCmIOkjKT2IbM0oCPN6Qe0iSmggnNQ2ig+FSqLah8Zs/K9wLEsWCKwZEFHKIN",
-	"YgvqdzJhy1zs2966PusdBxohvpTPY1EMCUx6XVqBzZgLxkUsz9i9QB543zag62NIT6wNOxj40x9bO1HC",
-	"Q02aMa6GYUhCCusFCCEjKv+Zp8slyyB5NqGTizVLkpDUraXYsH9qZvmrkNTttdj1YP7kn+dPv5BXTyJO",
-	"/VD90dZ/dOQfmf5GykDWXLRC8vMf/2Q+dsJ941N04s3H6O0jZCln5fjYFxyTwVWWhhIOdiSskOZqwUsh",
-	"osSzPYzqKyUKdn556dRoNpnHOZvkKylrarjzpU60bPVG+TRJl6I2PGm5vmOP1rBG9YV6N43Qc96S3wB6",
-	"tpEBo9lY1IaDds+Mu9U0nuZM6ScPz1qeT9ayOUu6ZJlKHzlpKZnhghQhOeMCTKl8Th6ct325O1cLKQGZ",
-	"kjaOJvMckmdPBHlFxmkqcjJJ0skFeUW6LR/y+25Pkgu0/+SbX9lvzmjOTs14gdTYehWBUylR6eznrV7T",
-	"+k3e3jiFRMRlFvO8QFhbZmm0muRg8MlVKdhsActELhixWjDYrSDrakOgQBSKA5FfxlFM3Um6uM14cyVu",
-	"z9hUtu72LKPLeTwRzQnNInG77SmZfDvLXzXlKMN/8vi2fPJG5GwxWtBXIxC+I7QalFN0+0fdjj0/r41P",
-	"PVqOoP7Mc7TI0T7UbafoNdygWqpKCbsf1hK2hqPZYzGHqI6NcBBCrli26gupuTU+OsIcRrRKYAmEq/WH",
-	"29/NlqvXe7WIUK4NKTr1llRA93skRqjPScz7eXj+Ygg+SYeIJZ3EfOaQ5YpP8pVRMdTZJTUPRb0bz7g8",
-	"i91KRrz3c5Kega4AdRRSXGrB+vD8hUOYO3MJDoM5JsBSK06J5eqqfHxzPnjv97yAn28k/o3E/2gk/nWl",
-	"PdTwVAv7h+cvftlBrrcX89WanzF6jQQ7KPqTIrK/nxpzxQ1Cq0bdIZ98Auken3yiAHpzkz5aAQxcykXd",
-	"hA7JKL/QRZDAIRgOSWhFejWd/U6SSgiwlYxHcH6EKv9DM66M1Qd9hRvw5+ABNKeQIeEXW9T7LgF7xdRT",
-	"cqbwaAMOAXCkcMFm10M7NA7IvFux8VB2LWJTukryUyBeCnhRfRPnZCFPH6ZTYRNEOpUfLDBQZqHZq1bo",
-	"UN+cXjJ8hrxWNhqNWKjsxNuWCV2JeBwncb4hkzmbXAiiUgagLwmb5iRd5WTFEyZEwMMYq+5G6qpP5dkV",
-	"FunBoSkJxl9UrrbdCshbxjFSERqAt7PgkTGNO82k9BtioAQ4ik1ucdlLcUsX7AZ8qsBJ5WvqYVF4EFru",
-	"NyhYGZKiYscu7ICcaBvN2TGhEl2iqzwB4QRsUEVe5BLYAAB0G3CD049lslKI0yRRhb8RematrmPqM34T",
-	"cMv9gundwpS1QeVvrkZP5cVj1rqG7p3QJVXTqYQAVt8KBTickwnlJJNjClW4KdrfkOuNbOQcwXrVXRPo",
-	"wIJesCKWJpsBSR0Ji3S6+inUNampD7hsoZxuPH7l6GE02Pc8ueYmbF9IyUoiescq28eOa/qU8oui8kEH",
-	"2St2QXlpFf5k2E6YNE/HKRA3xFzkjEYoy9RCyHYF+X6WHzPlJXeHkmkm6Uh1bpymCaP8SNBWc2SxJPnQ",
-	"AK5VkeQUth0Zb7YOIYdUHUD14gRqWEeQU5w/dXMA7V1eeOpVD20p5cmpMS67883Wt7t5nUVqpEnBfHmE",
-	"m05RDs/TiOBBpw85KMF4Ar/chXOuMdyCG9BHkllNApiBpXRgicDMBhBswJqpz3ymwfYFQ844tbaLEw+e",
-	"e2Dkiqw0e/xoknwx3StMtO5odQgiJcWo7+S3vX4vlepQG36d6vOjy9rh6i/txLjrFbh/6Hr4Y256ZpLv",
-	"rntHdGdz9D2IMvck5te9g746+o7HgGJ77NV3V5lIs3dRUwEooSWXsdxz4xWPEh3kwJp6hE+Th09BDVIN",
-	"o3YQerdwN+s308vZCAP8hlAdHiC/37IV5YgkLGeRdaV3NOpvtEKNYyRqw7bn1LYIdVp+3+9Uoj51Bm7/",
-	"QCK777nbSfmAkWZXIiACr5RxuhoAxuwm8fcm8fdA4u825t4vb9P0271+5Z5pt9z2gT3T9rdm0D8ZuHbB",
-	"SrfT65od4//1dsxNKcVHVEph4BHkYiogHA4OPGra21o1lx2c4CkLbbxGtMm2ZCv8j19wZU3rynm0mD+y",
-	"KBI4PQo/HTrELNKCvVnvFvPOQXQBBVaGPgk70IDeOpZdxhOGaSoKEQhs9zGLIhYpEDhSD/NsJXJ8qXCl",
-	"AhQ6ll/pliA6HaTwcgDB1DSerTImyJoBNzNFzJvGsMQ9pIizDHERUbxF6M6xYbc4U6gv8lHCURAuDtnG",
-	"GNN5YcB6NpFP0SBdpF6JAuOQz7/Ce50tEJgGmk+2oy/gytMHtEpZKkQTUXcsz5PGp7sCzKyBgxLnpwWH",
-	"GzwKnMsLRpWfEd13yAmlPUwhOAVDomrNBTinUi63psqiVuh6AH+AMwEuDOCUDLjyvDnKcpytmBAsOoUF",
-	"AK9bK7x4xbxuhjBG0HcETpCTZ4+B6vi+zBwQxw9g2f710u/2J3mocUaRAot/T5IHKg3QOjECuSkParOs",
-	"RrCWMFtF/jmK4gXoxk7tIuZyMCBKVgNGDyDCGsnTHxb3qNWTqtbQ73RPenCBelgfPuCCrQ17Ts38KQ9H",
-	"GJfhNwbXuclRVRo3L/3ay6ogobL1D6hYeo6sLu4Exuar2SzmsymdMHeS3sYY2SFVVS7SaTwDMQL1A9+u",
-	"0hw9oXLUn7AZhVvuZHE0YyRKJ4LU5X+V/LmdJIvbupdzdxE1atdKYyiW4KFEBgV/aacxfIQZCjvEbQfj",
-	"VNahcvs7+LA/T+HMFlQ6GVTRnse5gzzBlG9ImK45y26HCKLzitTDY3T6sAFefS2LFAmifNlwRyCSPfJQ",
-	"pyQaqehguZbKd3BIOFLsFEs6YaoQiwoSNsPKXIh3JbucQ2Op8x8eJ3RBm36z1b6zLw3C4Ogdkwjhf4hE",
-	"iB2p+K5lYr81gI4UQrHjlaSi/Gj/bcRiYsZzXHPwE37YFY2eGWFrEsqi8AhBuGA5bcJ7bhePGTfnU1v+",
-	"1d5Aau2TWLAlfu3x+G2hhnKA7mhNV8u5qyoQ8InH1yDY5l/hrT+oB/1yShDewnAu9VuO97bh+7JcoCDF",
-	"35t6tnbfZTxT2295eb2ddWXlw9Zy+KhrH54oo/Aa1Q/LhHLOsr17Jqg9IpwBpXMRftxJUqE5+fmf/5WE",
-	"i5iPdoN+qu4AmgWooD//8/8tT/VXIx3+Gxb1A1OpZKRcgdtOaBb9p6BGHkD6AUxYUWBQZE9YiSCkTpNE",
-	"afoLlSTxFqkAUgqUQ8AqlaE6D0BHmiszARBmTlNSI8rcDnV9qHF9wY6H9sXM0M7CWzUw7JqJnHQ9B5EC",
-	"13PgeM5UaguhxMLGFsUAp1PzN0LMBlwRcZfotxeM5XposUID4+c0N8zbZUj0W0JjyotVJg9LGDu0QccW",
-	"K7SUsiVWaLBp7fSOW+A6mTFTggIhFahj2aZaN6zqKhXEXmp2boqjoeFi4RjJDtSI2KVxzCMxBFZoNQ0B",
-	"ryv7GDwNVsbKPE0i9Oik4PyA5jQcEmrORRGqLqka9eJWpA1Xd9KcpHzCDHGwleaTpavZfLnKA47Ma+ly",
-	"KZd8LNSMYFkHQKmGKoou/y30HTl8gFmolphB2semGVz2ZbJSeVKwBgnySWJOMXs1YSwS9gRvPQtxHg1N",
-	"gKr52Vk3k3ShUA9UXrgSQ1hkg36TgMNiAk8Q5liwHOwNmM9yXE0ncuDjAQKQm9wteW8s0FbR1Njq3fCo",
-	"LbpxuRWmNCPpdBrwelCzVxhSXtPyvmiRWJB23zD9Yxe7XlBruORrgFEMV4JlQnvSkId8axPGXORULhVS",
-	"l62QA9EArx1TBfZw1aTI/oBH4guIyTXDocOEMgdHEwWfXDflFHYr861IpaOFBFVOHrkso4hFTsAVTLNN",
-	"I6EzbTUm9cPzF6QOm6pEr19UjgV8LLtnVvYiBTr65WqcxGKueEoEGbN8zRjHHhTIlABjqvbQlC7iZINP",
-	"jjmhVrEB2JPgqmqcKpwWkAjKnWVScWSfUkLxR6ReUJeAOoXw2PLUIHXMSwFvIItCAoGPhqtT+RTzBCS7",
-	"lacC94aeEJh+OUYwHPr4qSSdGK9yoqnh9fOrTzd5GAXccF6gac4bkJ0FM7cFQ26mbkpK6N0Av5Cp3XY0",
-	"m4Wa7gruBkXHv0PaoC+Ud480pX4uDGu67i0IIQ4OWc5l49PstEDzR9eAtRLk0rDdk3KdnWrCd8jgq5zD",
-	"U6xihIwlC/MUl7pcfi45wymr5I9Qp3ACQBEqtVTxSMAgy00NB75cWID5EnMSanSisKiozBgVKdcCY5zm",
-	"c4eIFZza8u2xgAxByG2fsKopTcscFgbjXyPEVris4/zUbovJGComExYVyithUlxBxj8ATIyMae1rifi3",
-	"sAeAHQWWItVprOtMagL8VGlM0EmeQp6nSbi2Tnst5FQmVZ1OcwY+otVyltGIAehOwJV6ofyJYzq5mGVy",
-	"G7ukgBpeU0TvQKhhhApuE5AqAUeOml4Hh9rAl2AyZg7OJjm91nviBVPNF/M0y6dSt8SYmF64DglqYya3",
-	"Kd42JFRcIOYmIPSTKVsHHMF9RVA7VWe/lMxSO5cbFpYUTned2ocjsWRwwNX6UEOsp6fhkmf4w5JmeUy1",
-	"px4PHJGSmAfcmnZ5xpUuHJKf//gnADZCgSjkTGCfQ8g5at5NeZ6lyZDwtAnzj7KPp+T+czqDDsv+Y58V",
-	"lY1cbgGn04yJuatceMoREyq7ZDurEi+xpZ0b8DNF72MsAjy95AGJOeAzlgP/hV62kDZHdmhhrGpmNcBy",
-	"2+iDDPcCrGHjXNRnQ0WZQJXxf55QfldTfb9bN2KZ7CSdKqMGtRQL+PeXkI37fG4YllF9stsKlqRUmqTu",
-	"tDdFscqGPNhogyoSpSt0hRfd8DwkEqjoBV8txvs7oRmssCIdwqVVtFv1Nc0WmrkCLAXk0MCFZAG+Nxyy",
-	"2N/nwhauHdmzfq+z3bXWEV27u6VSAkqT1DtPS9oqlm/uUVml0UQv2N7ewINr1cvK8/a3+sCyOiPbpfhE",
-	"rMbo4S6zfaHbZs8wK8f6mzrSK5olhUNlyeOOAl7H0kcylaamygXm++s/Gw6xFWHzImdnJPbW3EM15Vv0",
-	"9T0kv143jfX6LMZVTMRX5GwblRMU3N3M7VNzuOwkb1+RoP213EZlTjp8pTq9HOuowjMIN2HxjsIzWSpY",
-	"KmNu1ClmfMiTbs3YkpisIuVzQjny6WWSLJpjxidzqM8J1U0juClsfLRJ41ubMorKHgad76B8u9uGrWFY",
-	"KhCG9u6psrn3lsUdJWuyrlopl0TH8xpDac7p4unCp3uU6ahMz7LVULL+bFqwbRNeZbAcNwSjXZl6/YH4",
-	"zPgm1T4DIKp8lXFHbijlwNnXIHDjVbfA98q6wHWPHdkw3aYqh2imyFSk2h8WbruQ1MFdFfAKf5VD5vFs",
-	"bnrVkGI+nKRC3jWZM7o0P51KBZVFSN8YT9gQdOHRPF1lo5WIkJMk1AcNfKUVd2qxko82jGa6ypMVrOPy",
-	"BtC0LtZz7Svc9zOhScpZwyV3dQshGqe0au3wQms6ScExHU4TxnLzFNnqkNQLLeLH78He119IdTwsXTxE",
-	"f7GWbMpI4BuluACHZcPBYhl0Y6sX66cs4iSR/S/71/Vs4LyCH6Fw752SHOgkwO2vJr4QH/KVjq4ww90E",
-	"ZaOgLcHXegWghVC1WkWa5fsql8ztduGS/SVwMr98k8P6b5cPv4IWo9X7XKnsQoeu2p7yLWPYx4SpWh4p",
-	"1XHYhixkXqd40IJhoVYMnIiK/m2bHW0cQ2mbnDxpHhXfjCKW0zipDatd0K2+csaNGfEH7kD7n1c8QkJe",
-	"2QMqLuCRZdKOkzKX93USv7c3sH7GTtGElEsFUt1suRIjKbqYAUAw+76gFGe50Lbc+6yZOMSP3zEkkG3P",
-	"9dqDgku95baAqPwQdUPh2DSZ29u+TvOD9h7tozyXmkey0ePxtlUS1Uz8/sDt9waGiv/EbXUs3rtW3+16",
-	"XU2Zp/ympkHbNHonA7/jtgdtzb950vbddr94Wt/vu+1+b5tFzyk2hkUl/6abYmDtib57cvye6L/fLdH7",
-	"oFvijYoi9u8K5MnHTdFy/a69J9qvr6Bqef9b4vo1EJWbAWogdD/lB6+7VR9x5EbodnpdVz+o2+l13OJB",
-	"qkqntAPk6Q16oDnGdquKbHcQukycPW4xKDpCfwvWYbw5F4LyXZ4ndC8bgjrfykr5h8yQ+XDckqW8mq/B",
-	"8wzWF8ZoqdHlwd2co6Zarro/xB+J2sOelJtnJukjndpwmo5O+VDsfwYjRWnhF2wjWB7wJZ3FXAFGLqkQ",
-	"JLTKdUKIm0A2rP5CB1w5JATQGXMD/lz+beBewItVdjqdlsOUTBopxiOn0kpAQ0Y3/3qeJgx5Ivdlzr0T",
-	"AsGb8vG/ufLxrfIxaY4PSdgsSiFDUrc3DkCcFj86GGByCt+JNKqbS0YvRiVMpTrQcoqcyJ/Uo9zrG3lW",
-	"wywrr/xt6QO6cbWbZadhb2YO/lWL6issMqjMWKelyvrqCp2bEtebEtcbtrAb0IC3YAt7m+rlpyu+r7rM",
-	"rlyGZCCtx31kWeSyf+UO7FYrO7Ul2M87uqtUV3XRGGSSWEwbpB4+XfFHfLnKw4ZLMP9+maXjhC2QtHsJ",
-	"fCgBV6mxQ0JJx/c1u3kpsxceeJ6Ce01l8XDmkrt4DAWcJhmjkUkXrwtVQqI50TGEJli+Wp4SWGCQiIMM",
-	"TAHHFLbRKkt00hfY8g2TTeV7XpFSUmjpuuqWBjxa4THIdNrmo4gtlmkut2Dzc7YJHTlOzCpMhTYqAy/g",
-	"+k1rTdiEer+J6tSLB+bNp2yZ0A2LhgSSDxvGMY0PvWBY9muiQOM0goJfSjrewCW/SxF5KtZp8gRAhTcB",
-	"Z1mWVrKS3QVB+xSYg66ptBfj8Dk7SlG8k0abZ/GMU4DSve4N8JKXmEHCRC5/O0JjuW6YUy9teNWr5ixt",
-	"KrVMPtB9StdPpFE6Y1Wi46naIY7JXGuRJ/Eddyft5XW18nV4uz9d8fuvYsXd53uto+7A6T1eDD2hyTTN",
-	"FvqO1jGWOlV0RPqm9oFpUXLit7vTc2hSzvGuqjEP5TpomkUCO1IF4SkR8QyC8siJFAsgV5If5hTTwjI2",
-	"iwUQOblWydyHavsZJ1vCRArPhG5UyayUuLKlY8Y4iRjg2yDjiGrtEYfE3ZRPk3iSX59VstU+6gh6TLOZ",
-	"uqF7zGpR9SIsesKimD5HS/Y4p9AjDgg7Uli91RnJJqsszjcY4AHyrDMg1kK/XnGEPlP8SQSJ1fThCeqN",
-	"AGq/si/oNvLdyVZVn6t3VnESIVCGnNvi4JHCfUkzoWF5NVEXPjAcBjzgTUKtlHu8oikfI7WVIQnVmdmU",
-	"QzokUoW7vUxozEPHwjYVASeYdytPjrpKKQmJin+B1SyvDBun+EbIM1nQ7ILkaZrcEqrEZGiyUbByd4wB",
-	"NZWW4si3VKWryMerrzV3mA52k+0eVHCPnWLCP802n/78xz+FpE6xHyq2Kx9CzSXgAsBKFGa+JFHKcOsr",
-	"6kB1eEKmBuTeyodg0ne4YDkNoVBIZwxAhomGtCkTkJkAM/CdyafUlT6iUuR1hN/RKfA///FPDV2aBpln",
-	"kFMs26DSznEU48RUIcB1WOIjvzZIGGmakHpYNRPyEQCwruBZ6DhhpyS05wTAWuA50A0sXCF4DU6/cpc2",
-	"m4JesmbGxCrJQ1KXD4RmLFlGllKHgyyIZw8fUw55uYSEcP9IB/+bTWx9EzpF6vKFjxuQZ84EZsqxV7k9",
-	"4vCQZ+r2O2YtPlVtGCfp5EIQFoM2BOOAvXWwCkE2SjZPPgauhSUDf+AZwVOcnqHelLeEfqjsFe4/R7dE",
-	"Y6hEqmOyLe5u7R+UC8DiOSWldG/ojW0kfrqdu2VGz6q2YZTbTmn5kFgY8NhbgoQVQGmhcmoTnC7Mu8go",
-	"J1O2xvEwpaD5nCKMRqjsXANSjur8dCVYhCASE7o8JWGxdWH33H32FS6sbdI/VD2JWu+3hGqLgMrMMdP1",
-	"BYSKIQn/u5BM0oXU6cEGgKS6OXhR1I6UK2CSJqsFF5gKtV2/6pAthPUSkC3sSK2GYZp8BbJtJZgtirPt",
-	"+s6wQI0DLqUClC5UBXKwpNI1rCQ5IFho9/Wc5mBc6K1rhCoROZWmy2IlDYRZxphKzIG15JIzZUpIKR6e",
-	"f/HMgm4HgGqwWjP9MCzypBwKThW8E0o73wfOZKsoiRW2V4WN8Ah2wUdjIzh7uXLhsJDSRZyqYw6rBdTp",
-	"t88PrPK3qz3BwDBauIDVxwpZXHNqhditOQV55jEIxQ/kyVkl4EuzXYAQywVGExCnTavGDosPFMw+4nUp",
-	"Gbev7/lsXwp4pw8ASAdT8Q6aa1XkoiW1epnJdZjHaCTJZWo5ka20+nHMKbR5axjBcfcIL/e7PfM7zTK6",
-	"gZ9ZTiu5HsoneqgL6VBoZGwaJwnAvuzMm2XoKVpNBxteTHI6/gOT+vhrp1YoaeWOlxhy1Dhvv2rXmrBt",
-	"TihaQmTxG9PzxvS8MT0/VtOzsPj08b7XJjvKRP0OE39eo9iT81phpmJqLC5dmlt1CKYMGeo6abSIubzM",
-	"JV9M1SrBykPw/RrLdpGCWgd5wnJv+F7HoDeo7IKO15EqzGROOTK7a7gCbAHNMoAuw5LSONdmW0eOgGJ2",
-	"ByNCbq05st7sqDH3oIFvosZA5PTpij+6VxU47eyOIL4qshCJQCF23xjK6c2l4eGbHqTZOI4ixj8wYtSx",
-	"+wAH8goXjLMfYBUzVrIVH+4zwx2S0JU0cqX1ASYTj4AkCBKk9EYTyBguHMVRopQAUO+BXxu+tYyfPQQw",
-	"b6REv0F2zN7Fet0o/5Rme88ZfR3EtkE0XicAty89zXjG5LY5arZw8JFJ5ZeMr3atM/DdkKOZ9V8Z/EP0",
-	"vd1ySNB+FyybMQLXkPrTB3fJSXvQa0B9Eji2pNELoTalFxexNmkwj697hpySkK+SJCQZW6SXTJq46unS",
-	"9LEe7pIndvwPA3V4cAyhuiPLGNI0WXFCPDA4skAhZrBswwVjSyRwiiOX3I/kXxjvVGxV9vkFsCoKY0Se",
-	"ZRrfAI4wAKtg8IB0SqJ4OmUZHITTmCWRAIIskdMNAvhGGrGofLDpoVlTYZSuWAQcjroqifJiGdF3dKQd",
-	"E1SDJdGEJfHbtwiwnRuAvCsDbEcZL794cUaF0ll4unY/vEH0XlWAG11dio0CH5zlFDwZ11HGFVLP3lzi",
-	"u+BNVTWKZLwpsNsQiKvwerrgja1jkoDyn0olpYFQ4Dr4As5b+fkMcBFUuEh+e0pMTGgdc0FSKV3VZeG+",
-	"pN970Hxo5YfUbqrp9pXrOUez24zU9fE13iGeRnXDzKQdxf/2rvjerLZA/AiSRWi+2jswqqLj6BIEliTP",
-	"8Jajc1gfoCvvvVA9SWluZxw6huhpD3j83wTrzMtDJUDXyKQrtr5KqFNezYm4LMHZbg2CY42Rg11xrEY7",
-	"O912VPMd7KZTMUvO7nQ4pTF1ihEPOE5C34Hhc3CMYGTl8Dht3+k7ngNz0PZA7BXjcaUrFrApNNBDYfnf",
-	"GCZFmrgCc9UZsk07briXVqV8aIKRfgVMtLzGIWkSWQCSGRNpcolKvCB5mp7KoxJUINUseDKo6xA2o+OE",
-	"ufuqXR5AKz4qm57vkGucgZrKUwiQ6TTpCun4rqSGHLRD9A7WNPwtQKbjestoLFTK5pbFvkgjtfIOJO2e",
-	"8Y0JMiwoTqMGS9FpuDoAofMTIaFkyThcHHCFB6hTBxDuzuSXkhXP46Qw2tU+EkVWqxtw3R0i5ulaaHRc",
-	"jaSl8WdNf1z5dmDbVm6EmAccHD+xyNNsU6VxysXzwUze60VcZNNU+ugx1mvrutZrQmdbG5cX81ciqtyt",
-	"n/CbXut5yxt68v9dBPD6e1X00HJqF2wzUgrfOB1D3JBCE2rxQtErAXQZzPoK1xxqQVqewsu2viqKAg4V",
-	"HEvFoDas9TpFUori4yxAl4FdnLR88vAO4InfEgbV+bqSZ5/UwR2jc6c/rKF+XcGDAbgPFS58Lq0EIzys",
-	"NaexhMHLgbn67i8+3ve+HQIPjOQlm3RFxiyJ2SVDRNWUz/YJ9v1Kzu3v5D/w2d5+3+09CQq3qkLPLk+a",
-	"cg/wNGenllyGC5A2I8rSJdZWWMKYZGySZpFQjOllqfwUt/wDFERvLpmPtRilpH2/gvxpMdTvxxd5I83f",
-	"tzQvlH3315uH8lzFWTTUrR2Y/zgOF3X0rqkojLPyafLrOiCUrCQU+12H+Wpc61xAe/VQFkfpFFjQC0hL",
-	"KsxcchmDEEDA59NKOb+ep0STklRKfKkovfuEimtXouc0Z7uV6AVhp8p+5Onalqp6CBESBj/titjWjohV",
-	"V0phWEuXovjGyFhKTNUglJHuVhQXZk9t2LomO6JaGBU76St7Sv8aySY3Iu/49isEeOCigfXjfjDhkwN4",
-	"vS0MrhBBTg3q3A+KmHkcMcO8VfCzDEkM9A+XTKhEjSQWuRPwpIBIcAzSa0HaZlEfCMCzjFNekP4AeLxW",
-	"T8Fp6AA+N5YDI3GFQtDvtLxdxoZHQH8MbhfA4FWCr+zyI+G9+4/vP78fQt0PlETHOeS6QV8DbqUK7Mt0",
-	"83Yz3QYqLSzlLOChfFQoR4bn2ktywPfxWRyxX6jvQzbtGr6PGyH/hkL+M0tY3Oizv2zhriTsr1mXldte",
-	"OTveTI8FWXeQJZ+uInmGpFuRnCHop0CEpvzet7Bw0qSSAV2MZtKHxGHBkumQCCSw2C6zbTig6ap84jnN",
-	"FQEchcNHO8UXNEkwQw4rOQwkPKSgNVxyH5j3QaCvqQi4LnNT0h0OijyjXOjnYgYa3o8vx78Fyegk5rOA",
-	"p9wUDdMMCCniSGehSUM6jxcMSxjxvUuTEucAqnjAMcEsRGMhdMlZOeKlD8BYmOPPUWcpnGQB1/loeH1d",
-	"tjihItcnlzDPbkCKWxxhghum581ZEgXcsN7ofLaAnyPKHYtIEl8wS0EYkhAQwdXRKHR9W11VXpGu5xCg",
-	"WEtFLs9ZVUpbRslbUiFYdBgsD6D2mKPXjHJoyr655JzKWZimSZKu5S8xxywcx9QGzehSAOh2xpaM5gJ4",
-	"HxNmWq2p2PbnA3+mdsCHTZz5pSOLbccnLUgx51CEEmmuQXSg16zm1I4AkdIItd8p4uiRmFO/26sNa4P+",
-	"tOtHXpexFmM+bbVa/X7EJmPabnmTyOtFJ74fsQGNvPZgHLWjk25n0jnp+52T9rTd6Y6lFN5xyiHIp9VW",
-	"5fE7wsFXtFT5hOHRle499WZ/xx1YCZ/0jkK71oo+GNzVSu6vPLyLaQhFXcvB0G7lCYmH1N4D8ingI+Up",
-	"iTK6xpy/fEGXQxJm6Vp8E790wTz65g8vQ7tsHGSnrqCWl4Xkx+/tAuqYwT0IpIiisWDT0+VhPFWEZgdK",
-	"Hp5g+z+qDIlJmik65WImNV6ZDU3mANyhHkU5gupzMYhSPZCHpbROSz59+6La8JuW039pUsXkF54DKUqy",
-	"M+laoSZCdszeJLXWGyeptSqB5K5IUPP7fqcyQW3QOZig1vLc3laKGmLJmQy1dh+E43tPxLu6j62Tzp5O",
-	"nvju4FAn2+7JVie7fU/eUkBC99uvX1Y0CvAPP+BMH5eO6Hf71QPR7wEO4N6BaO3MNt5hxuGk2/4w031c",
-	"R1t713Vn4PYP9NT3IM3S7mnHP3G79sJu9ztVcw4tK+dkbrsTruM/QIm75/iVgugmHXHLjWRR/ElDQRNr",
-	"S8krpbpNHa0wSI5MUlSFgnuP7/OikLAqw3+oSQkLnvRJmiiydJojLJC6dm/uP3mPqf+q/b+Q3H/QTdL1",
-	"LzH7Hyf415dwj8rJ1YqS1IEU5eY6hdHYgwy9JRr7rYHv1HAXmAz4bv+kShBrMeu3UYPYcwBsPax10jn0",
-	"sK7ffnei2dou18uXVznydtN1SnzAYYwwkR2GRvZfZ7irr2UnZU/eKpVdztrN0VEZgbAKwo89GgTLFLTN",
-	"Xs+npgoEoaFS5uEuUtcpvL7nKFfWmgEsfnGIGNp9hYVN6sgoK4DemSLNuPpqSDy35ak6VM8dnBIa8GXG",
-	"mhlLGBWMjNk0zRhsY/XVKQFAIneyXJIxIhuON+p5DSxNC3hEc2byiXO2JGOWrxnjeHJJUcBZPJuP0xUQ",
-	"RQf8k0+w4wlzP/kEfalwn2qyIKBgEUPJVxR/k3Gq2BVN6W+kfbnScE05KxCSSlG5WwISkiySLxHwekLH",
-	"LEkYQv5E8SRnUdhwyZmGXVNGPbg+yack4fU8JbcBm6wRniI9/jRJ0wwu+YeQ1P0GeGqVFZ4uxjFnEeFp",
-	"LAosP2k/IoJgPRTfZnn9P/4RaHf+8u/kt+Q//nGUp3/590bYMJwlyKwfLmI+gpeFpN4iv2m45A7bpBo9",
-	"GJtBcZhka+LFMksvWYSqQMZmGROCRSE6NmMOvN/himMfI8AXw4esY6Rlohzx4vRL/S75TQOqlcMYuPiS",
-	"lYgv0dVsqVNFCBdL06XG5aihjBT/fA7BYZGTtq6ZA551mP/IKTrd98hv1LgtzCO0iz3ga7rRKy/lrCnA",
-	"ZS7iGSdIALHKhUVHqCri0NEO7K+yHUugj/Ncr3uqSnitQcHmQitkC9XI5XMWZzhYSGu4OyLPAWyaLeF5",
-	"xeCr7nNQFkhd+aiBdjrg5jKHWNhtoFXE3HrKSH4VniKhYjHPAS893Ho20dfoe6wOAptkqfFSZBR32lsW",
-	"lzH0+5NPSD2Ez2p5NOT0MYXbh55yRQ+h5g/oG6fxTJlmlqtJybs5vndB6qA+AHkuBtpRxgVcCzkxp8An",
-	"bZZJF+d2SP7jH7UHTCwBDg/fHWcE3ioCDirvz//0X32HhMBwNjStRdL7xilKjLXsKy4IpJrPMmmiknQa",
-	"cGDAkCeSULCdPMWokd43uR6toYIdZ8tbgqRrTsSE5jnL5N5Xr5c/jtTX4XC38dBdFmEXb5EknZnO0HEK",
-	"wHDQwXSNmJIc9k+MeKBqTwy65DdktYSgkZyFiPEJCzj0wcE565JILjB0Z00zxqJ0QX7+47+UXk8SJgQu",
-	"SflTyk8DbjB9KAR46CRLBWSJpOsCi1XKFClyEJYRueYxI3nNA656T8yYyANUD0ljiMEzmsTjDFbVQO7H",
-	"QpTHKQ/4GFBW5eS23F6nC0GayRwitOmaTGlW5JEQEefYZ43YHmcBLw4pog4DWPn3UV0bErMoiwMG+jte",
-	"5WB9/eXfWuQ3aovQjJVkK+z08i5rnKqQakt2BihrMjzpcGOgmNV7+xT2QZ/8hogEViHNSa/zOQxmy+9/",
-	"TlJpgGzLGqSYLcuNIfkGa4oJUp68DPfHrZ4xRSrwPnO9SxbiOzBWdG+3w0sgjYvRS1IAG8VTC0avrk6i",
-	"cRZHMxY1bOMFecCqWW08COP4GMb5+2p6klbLLdhHqDcZRCcX37Ze+Ys279S2KTZqNIknzKLT+HLNeLvZ",
-	"v6PNrY438Ej98vHjJwQf3ajtZVQ5om2+1bbxCetO2/M/9C76yWDpvW3bfGjbS2l8seW2h/sI/zScLbWh",
-	"53qtk4FTA3LCLWYczwV7T6lvhvkFFnNt2HI9r+PU8nT3toFTu2SZvK02rJm9WlNW5VVe5Stb1vf8A+3y",
-	"3MGgu9uuk0HfbR3Zrio/r2IxurJxvZZ7Rev83cZ1e27bblux1Y4Zs6Pb1m55bvfajfP7XfdkT+te4muq",
-	"956WsSMVg3npGMbTkVqrHadmqToIhLOcU+hE1zFEqdahBYxCf0gxvcZz+0gwZLrud5EnUj3fx0/WyDg1",
-	"Ec8WVBF0eq7n9cx3eaq+6Ti1f6gNfUi8s0V8bfiNku27gSW/OkSSrjn8sWBRTPnIWqRylUqNerSUn0+6",
-	"Tm21hEv3rtG9L9IrAN/mV7zNt9/lV72rPKsas22EaEw4e3J8qgRZ1UOc2noupZo6F8ZgUBXam7aqcnNS",
-	"YB9I3ZdaUkfrE3h3Coi8CQq8PFvxCbWX7xvyfRbn8B7fjVKfdaosSNpfYczdqXWPwjqKYUlseXHOSq4V",
-	"R5fHqSUByVRy3I5160ACyUG3zngDDEVgO2zIWmp0GZuw+NJARspFBhuA5JslK67TOceoBWs+pm21B9wD",
-	"W9Ch0qYo8IZPpVqeCZZ/usqnzX4IfiNCt/DIqUX7GfCwArA5RExthTWeZTGT6wzTwxR/AmRlAeB/wIHc",
-	"wNEguTwqeBliqftGLGqAdRxn5NlnZ02/29MWFsxQwEMQx5zyCXNLmTqqelwYuqrwKVtmzXvxjIk8RAC7",
-	"QbftNcAmkXLE5LKVnqnRfEM5/XLhqzgIe0UnOUYYpEUPM+gSxE1QXEvKQ4bNEjitF2xpgZWqrHiRHtCq",
-	"cfX8orIlPrn9ybYiDTDn+1O0bgmVrVd4/ZOYM0trrv305z/+9MP/9dMP/+9Pf/6nn374P3/64X//6c//",
-	"/NMP/8dPf/7Hn374n+Hv/+mnH/5dfvPDv/70w//30w//Arf8y08//D/yxj//Lz/98F+tv//lnkIQMXUD",
-	"P/35f5QPVjf96xfZjHJFgCeeAkmZwEgpWG4///FPW4Bve/atoxM5q/anXn4uPGsPwrk9kHLD7RSBYj6q",
-	"QhMDRhBDE4KEGxSISY0BgtDo39T+CyGEnJ8T+Jc8f4h/3CH/pfZSg53XvgtQOw9qQxKAgu6Tkzvky/7I",
-	"cyyH7hOW00R9UYacD2qvtyMe2/iRlVIEO4UDFOeOIjopCQFbIro15x0AwO9DfN8Fbt9GZ68+TbGyBHd/",
-	"zalhkBUaY4mb3SEJxZxKafbp8M7Zs/u9zjDU7hs8Cgrx5B4Oz9zEXkqxF5DKagxt8MwFjRg4cfae2VcE",
-	"X8604lQcP8pZDA4vDSZsk2o65OH5C1IHxj5kGXTIV0/Pnhi+H1jqdHLBeGRDC8uvVfpBzgSSkQdcZUIj",
-	"2K3SZNUxq3LDxZJJdQGVW2D94zu+0HqaOdpPqr4D8RXRnA1Jxpo2lWLDJc+Uyhxw61XoAAFv2FTK8zr4",
-	"/WEERgnjoRPwcLZcjRZskWab0SqPEzUkYUPTLoochBggsOLInuqAECgDEKZYFG7fjeqXSx7HyFFjVNl0",
-	"Wrh2C1/wIuUzjHWoqWKG+BzClw5Gy6SaxeU5zl7ljEcsMsA1ldkNb+jjuuEzv+EzL9dspWuMMqk1nKdQ",
-	"5LAvAQQqH6r5ZnzPsUlYvGMIWN7KZbqDFfYFt7diPs8YI+DRUwKmlNehxew33+3wNBfsyx1kX4a4a34M",
-	"5bO6ssjI4P6rzsSbet9etBfjE2oRLUsF57Z2Q9Z2aJAfnPdrjnLgtqss82vY4igsDsGa4Wh8ZETCz8xc",
-	"o6TFCE45s2B/yoPiQWlesI3Yj1gjB2dCk0QeYxrDTBOkCG3KTuBrlU6drvkpsZB1Ax7nYNaJwoBeZvEl",
-	"zbGYsL7F1hI2IGarjLwo4FAzL6RqinVP83Stcpb4jGXAKgdm5ZaxCJ7v0A34U9VcHZk1hL3w4GrCYcRZ",
-	"OEVgtoBrVt/tEWCRxfF7ZgDe9M+a7SngQMm3ZBlZ0Mkc0PLBqJeHriJ7ytKc5gyJyJ5rRizokiDLVAgG",
-	"o6mVU2sAh9DzdKqLCAJ+P/K73daAGJPZIWPlCbDuc9B8lk978fxBs6+UtXQqWxCGYcB1EZ7NmHPZCjhd",
-	"xiN48e/OntwPOC4B/AaVaHV/wJEkTV4WYmZFeSWpqkCHhHhfqPgwo0jO+5gK1uvoHuPlbZ9kdK1187Um",
-	"bJP2BgmLhoRY34cWDdcpGWDpkiljEal7r7yzhkqqQQZHleUBUhN57lBrgVo67QQ51TQmEJF3zYJQfpOM",
-	"kRWPv10xVBWxxC5jK0gOEKncL3KqlBasWDD1MyxKvylA8G8CXHZyacFu4jO83yLQpHkRrIUtsymYMwOO",
-	"lEEhViaF5NtVqvVx1M+hdBsK4/MUphl58Bi9kC3CDuk2Kd9bx/N0moM94BgAb/s4NQEHpjytPEPHgfFR",
-	"jbJeoZNVdgkMEvK6iEwoT3ksF8km4PUNGbMkXRP/f/C7XfLzP/2vpDVwCE8JZzOax5eM/APLUjW5sv/p",
-	"VNWAQqKV2nTqjX1sAEhL+JlE8WUMZJZ9R3FBKms4YjyP842jkg4wIE3JNH6lslRgTxVeKDVZZIHw+I0q",
-	"lVXLoGe4lT5nm9p1a/3tox+jeVteHhBpypuslglsAJw4ecctQ3ZlawJwbW1Yuzh/ynp/+Pvf/26ZXXS/",
-	"vde+N5i9+mo28cbRqwfe4tl/3iSP/tA79+6lz/zeWTZYDD67//XZF9P7v9s8/uzpo0XLO8tfeC9ur+LO",
-	"fx7/XXf56IWX/929Lz/9VCrpZqHIkz1/dX/w6Pe9uyfP1p7f4ufPp4k3vlwt+593X3z+Zf/Z3cHgVSv3",
-	"HzxIP71OBmcxtu8R7AC6UDHucnitY+EYjDBvsFNCaB1pgNPl9QfjXuR329Gg351EndbJSTdqM+aPPTr2",
-	"TwaTQcTGLep7tNOZ0jHrRN2BP2bjcZd5k0GtVF6oI8BvPhf2vaMlW9SGtab83537Dx/9jpy/uPP40V3y",
-	"+f3fw5cBf3I3Xd/58vf3Pve/Wp9t7p9d510Bh4fc/9293ee+2ZrYC55YcaZDUqel2dgoAdfHBr1ZMr+i",
-	"JfN0mxzwA+F8DD4sB+FedXdra/xKQeCU+k650VQsaaBUJdvGgTP2KmIR2+C6/Z21b18fDElab66D7otq",
-	"sTzpz+8/aZisXT1ZyCdtGSj5qXoGqKBIbsQ3UjeaUE4mcza5MCQp1RE3tyokVlJl3r8X7oEl596B8+RG",
-	"KP+qzvHSNrl6R/zasQ3O7O5a5rsjhReaiVakXRpFU2ny7vcVac+uuP2dXIavr0AFkmdXIVPM3ZqEtz6h",
-	"gjVjaZ+LWFpyycZR5lfA7csxUADMdg/vW6TqjSGkB4PjVqNlQkc41Bfkc7ZAxKACAd+sCizHUTFhyA9w",
-	"tn/zvdOAh/KBwGsHHmGV5E6TxMEI+ngD/+5JGCh84W8rHCuclfrZMGim3yoLn7kzl4TPKI/GLJuFDePK",
-	"XlI4o5QYgX+27SOnmuraV95sQ329S3r9DrBlVIt3keTUekqnhNqpDOU4e6bcztdzUh9xtRovPaDolB5B",
-	"HBEBXg7kGO975rbHvSK9t43pvRpQR2ejFb75NvrmqwsfMXGxnMk3kkrKSDESD1u+3+9D6mA+T6PRJKFC",
-	"yAnVvC8jxXxWOOwnG8ov4nV8+3dfPbr36Kypq0mbv6M8bbb8O81Lv3n29ZfNzhhiJEtGL8p4GpvasNep",
-	"zGQsZ/l2egO383onJHD29Zek08SHi5jPEjYSecboYlTxxPIFJTSLcmo0AheYPVWeap0ufUyX7apa4nce",
-	"3pELNKOL0WxcG/q6UhVESm1o0tP+k3nzp+a91zkY9d3nWQppGPuOR/z513/wmeGE0k/oNDoIUbTDbt09",
-	"5sA8yC61iMYpmuf5cnj7dpJOaDJPRT7se30Ps0Tx9m3h/AzTzRZF7pKjqnxUjQKPoDxLOCSTe4nPNHDA",
-	"YkmzWKRYBa8kDrRt9wT4Gui0TzEWzxlUTBpVpx6eKcMRNs2Q3AE7R2pdoYNuZ/TJa98+uHlRcuFRoSvd",
-	"LQumog1SozIs9Kaypv7w/IVwMAVD6OwKgRWnhjDYIMqmUyKvN4cv3EamdCLPWs3spEEA8J6qtpxjwjmY",
-	"YVAdZJqDEwDefUNbDEnfGA7gWIt0SZPSi3SSWsWrHihY2jKdD7ADOWSO3mT5aASlhbpseTjXDUqmUN5q",
-	"zCHZgtsybbCQpyoC1owm+dwBMEA5unK8WZ7FE1hrClkho5Pc+IIzBoy3E4b6ivUeltPa65ev//8AAAD/",
-	"/w==",
+	"7L3dkiPHkh74KiHMHGvgMIECUD9djTLaqPqXvezqrqmuJodzQCEDmQEgWIkIMCOyUCDVZrM3WslMV1qz",
+	"PWZ7KVvpbm9Xey2+wDwDbW2fYy3cI/IHyAQSVUWeo5XOxWFXIjN+PDw83D3cP/+5Ecj5QgomtGoMfm6w",
+	"OzpfRAz+/ZrG9CoR5p8qmc9pvGoMGudknIgwYiGJE0GaeinJImYTHkUklktFqAiJnsWMkZAFMmQkYFGk",
+	"iJwQrhWZxjxsNbzGLY0SZhoeMxHM5jS+MX/gFyPNlG4MGq/5HQtJmMRUcykaXmNO70Yy0YtEj7S8YUI1",
+	"Bqe9Z32vYQcwmsuQNQaNC0ZVEuO3XEzdQJY0nreTRcNrxOyWK9PmoDGn3DStWCBFqEYLFo/m+PmcCd0Y",
+	"HHbNj/EtC6H1qDHAITe8hpbS/BlF8zYXExYzEbB2/sfRLYttN7fdzmmn2/jsNYKYUc3CETVT7Hf7J+1e",
+	"r33Yve73B8f9wfFh5+jZs/7T/j82PEuOxuBPPzfo7XREA81v2ShmPyZMmdXqefB8IZcsHi0bA5FEkQfr",
+	"GTHTRfZm1zwWQRKbQa7gy0AKze4ySna9hiP1SOG812jdPwJas9g1bH4x754edo68htJUJ8rMlUY8NCQY",
+	"69HcDLNvyKFplHu/5zW0nuDvp8efvYoZnt57hqf3mWHv+PDwpHSKJ0edk21TPO4cr03yuNfrHOZmeXh8",
+	"+vtMs3dyeHq0c6qnhyenpTM9hGFXzvRwfTH7T58VVvP46OT48/deg4kpF7jFaXDDRNgYNIIkpA2vMU54",
+	"ZP68jaL5gfm/tlwwQfngtts57He67bvTk9HJUcNrCDpn9sWG1/gxoULzn1AcDBrniZZXMhEh+fbovHcC",
+	"+3ohFdcSBNWU61ky7gTS9rGI5Q8s0Ae2sWxvYqdmb85oHC5pDKMuW5BF0hg03grNIvIPTAry6rjdPznt",
+	"klsz1mCRjAIZG9HZM/SP+S2LcyLg+LTb6T097XTNy1No6ur6H8hh96SLD0aBTIzI6XkNaUj/aZwInZD+",
+	"Uad71DlueI1FwA013jBxSO5gwjjAiM+5NsPsPe16jZjOR9OxXanVwnzxkqsgZpqRN5efzNTdK73+Z6/B",
+	"zVLEq/7N6sfwp/hGJz/2V0aCRTQxosyQQmsmgJeypby+env94f3o/Pr6fQNYdU6FW1MCApO8YzRk8VjS",
+	"OLwworN3YA6UXue4ffS8nS5eGxavfXX9nrTbc3rXBjHbjpgg/ZN+7+iItNvTRdKes7mMV+1E88iyAOl2",
+	"nh3Zj0Qybyv2oyK9/ilpt5mg44i14Vy4awc0mJlzoN3WcaJ0O2ZzqVkbDoV2O6JimtApsx1LEa1Iu31z",
+	"C5+xdmhoSLjQR3A4wP4ZzRgNSbudEqZtCUOKZMFhjHAYIzuMxkDHCfMak4hOVYG87Srylk6nMWiYhpB3",
+	"SsgDnP3MMFtxLo1Bo2Q2sOAbhMj6KKyMOblgbewPjvqNQaPXPzXSYp3OrqHPyOk42lFhtGawZqxAJzba",
+	"PlajCsBwRjAcHA0+Fsl8hIPp9U+9hpDabMk/NT4JnQgWEpnotpy09Yy1x/KOjKliEResQz4uWGB1hQER",
+	"0jz6+hsCoxmQ8mH07ojbw6TXf/PcI0rL4Ib0nnbJtwT2pUcuX7xlxG1a8q9JqQAhvaMX5F+Twz5585y8",
+	"fHl11O4fdbvkX5OiFPDI+2/evnx7TlC8kJxQ+f6z14h4wIQyZHv/4fzjx1dX128/GAaaMz2ToWG2IKLK",
+	"rJNKlKZcsHBktQzzUqr3lB4ao9xp4USi1bwagwa7C6IkZKFZYqsp/ezk976SYLest51Y1XDwc2PGw9Bw",
+	"woRGinn2T1CycKD2wXi19iBmVJkW8KE5h0Z2Y3Y/p8yzNtc//bxx6Do9VM4X6UnaPzx6WnaSphrB0dO+",
+	"UQkqDvBiY71nx1sbO+0fPjXH7iKWt0xQEcAhZsbvhq/4VFCdxIUHLMyRRMkkDthoIuM5aKcLOjV8YR/P",
+	"WcjpyO5KM+CDRUS5OCPBjMaK6S8TPWmfZu+rGe0fnzQGjWenk+N+2D1mrMdYn/Z6vdPTkAVjetjrBmH3",
+	"JHza74fsGQ27h8/G4WH49PgoOHp62j96ejg5PDoe55rkPzGjLz49Th8lsWG+g9veQZwIdbB+jh3ga4Zf",
+	"Fsk44mrGYsNOgU5oRF7I+SLRLAbVQcec3W4q5o1iV5ZSyXjOtS5Szz6L3QPNdWRotePUk6IoQ5z4hN06",
+	"Y8GNshwHUnRMRbjkoZ6BfaApN9PXM0YmVBm7CcwtMpExmFtj2DJNy2GkS375M+m1jOWmCNXksEf+YCyz",
+	"/tNup0u0vDlQZMFiYjf5IB3YE0UOT7rkzfMDBU0QaYRPv9M1z0wL2RzJkvHpTEP7R2RsRrGIEkVOydcc",
+	"Xv36G+gDuN38bQfnQcOg56RcvqBKgURJp4+q521RFuUo0e9be9MozzRm4RkxxJnx6cwQBz4nXJHTY5z5",
+	"gsVt2wxRC8ZCMwrUzx0V1JaBfY/H+JSFqeSx0uNP33uNOImYyjTA3ufPnw0f0pjOmWYxHP7PZbj6mO1M",
+	"YwOrIOYLK/d8FvaPj3vPvvStYc3gwDo5Is2r1y/I0cnRqUcWNAzNwRYTIXXLTMu8d3LUHq80G4pX2ARJ",
+	"BQB+e9o97HtkYf62b7RwWaETGa6eKMLuaKCHwrSjPEIVUUzoDnnPWKiIb8beTgff/pqt/A45z/WjZ1ST",
+	"UDI1FEJqcstiPlmRJjWnazugQgoe0IhIwTzykfz67/4TeecRwcwgzFcts1KUmHOQihDaAD2OK3PMwuJS",
+	"bJSb6QtmfrlhC02WXM9gHnEihqLpZ1Kxk47O98j6c9jPfqszFA2vwQ39Z3ByZZZIccqGJYIZm1OzcHN6",
+	"946JqZ41Bv1u16yzEQamkX/lFvFP5+1/pO2fuu1nXxx8/8WXP3e9/ue/baRqutKx0esMkxTY4mu22uSM",
+	"a7PnuZiyeBFzod2qm2kYGt2wFWn6lx8+XhMjHO3j9g1bKb9F9IyroTi/fAvvxWzKlWYxC2H5gLTwA6wf",
+	"V4atCCXpgnlDMUmiqC3jkMWOechCmmE0s8bImE1kzMic6pjfhSRmk0SxkKgkmA2FGUnLrR50YdZ2gJMw",
+	"olSZXZNxgKBzMy8zcoKrUnuZDGcWliq3NH/qtp/R9uT7n0+OKpbiBY0CYzdtrMC3hsl80HV8j3ChtLEK",
+	"5IT4cSJGPPRR9ry5/GQGzzwSUMXaXCgmFDcSxjNblooV/Az/jjgFVxklzhRtB1TTSE6hmaZ/2H3W9Vsd",
+	"N+8fExavsmkbq3IbS865cH/3tkz1ArTzT3nlfH3u52a9WEz8KuPMPyMqoBFTQAMj86WMSMRvGPGt/elv",
+	"mUaZhZCfWaqjhDIZR9ZA4fNkDjObc4H/7na6x+lERTIfszid6AW9+wDq7bXVuzZ2GDwnMUP/X/5khAMW",
+	"leMzJ2eeKDJekZBNaBLpqqltujDX1svO4eTp06f93kluKtmCcaHZND8Rp22Xsed0kVQxJ91gSLPxkB2c",
+	"OAHuBv6snBH0/lCuu5LJdFbCZlEkl8TXNJ4yPTJzgd1hmc9siSkT1gqA84mSiI5ZBO5p0yRhSvM51Yw0",
+	"0zPBqFBk7nzENIilUrl2FCxutqjoyCITOufRqnLrQW8FMlhOSBUDO/GxlBGjIpt5It6+LBfvcSKIBvd6",
+	"yANNJrGcd8iHmEzNUlnBA2oBrHKH4Irb9fWGwsehOw3Evlu0sH1CY0ZQz/RA0AczyQOmBuZAHQpLBziP",
+	"4ec51cFsQyxzTZq545kKtYQjwIx5KChOZcYI7B4j1625qPKH7TpJYSKVgjs9S0ft73/ueVvl9zUwUKkU",
+	"P88xk2V6J3uJk71N/80rPEfdT2b7ZIJ7KEBye4R1ph2CQtrIc98a62/YaxkHzKrTRoLbc06zBdF8bhSX",
+	"oZhLI2XGK3dqqCcEpSBJlX4CLGoYPeXfArMORYFbSXNMFVfEB1EcjlAY2I1ANTE9GrFl+IKLofDh9Q6L",
+	"YxmPzNPRItB+64x8c3V+4USbMjwJn7+5/PTEqIUiJNT8MRTLmVQM306lxxOVmgRwS9QUksRSzknEJihI",
+	"aepnaQ0Fcla/TxRdGW6aySWZJ8EMW+WaLGUShUTTG9YhH0S0gvlwYK+hSMkCYytIh0RETCniw079UscJ",
+	"86t5L5M4VaKtV1e0mXG/eV7NeDAvY9mmKpxhKsOO4Ks5cwdoQBc04HoF6i+sp+MVe7pWiSbn7q15fh51",
+	"n5WfO/nzUyp9Ppex89B8x2hccoLCY0IFkUuRronv9tAoUaFvZrOg3BxNEzQ/mqdPT07IjDAazCrFLc11",
+	"PlpB7/npgXRR/JZduGlYn2v1tI+7eb2hatKvIhbomJt1+PTx5SWLv/625Ni6jHkAy8my1z3y6eNL0CFu",
+	"vp15qEA4qijS7JLljAnD30YUTGLGWmeERmAacU0WpkXUpQxLT1em9VRO0ShmNFwhIScy7pBrsxngdgAI",
+	"jPLNy6RGM12FTu6iwweN1HRijGgjTvz8ry2PsEgxeAFvB8xyFu4g/NwrroehsHLUvK3DRfGt3G9qpTSb",
+	"j4yO5Lo0xuJyJiM2FPjrE0XskpEljSICLyI5gZAogW6ZCGVMnMvHnFwooK5fXrYGxA+k0h3sA507vhE3",
+	"5msezDokfyYYQaMI3AqAhMnGO+HTJGbqLNVHUFmSIqc8gPIvNTyB/nIiKm+kmmmZr6slUo6VzMYBB8jN",
+	"clZbK+7W4u83l5++kkn86WOJSnLFhKYRsqJhP2Nwm/mBCBdkJpMYmbxpGU+gR7gF7Gh1AtAoBAloHBuz",
+	"D1bCHxDfTcm04pMvQaWBP1BK/PJnXF7wA6Qvz3kUGQFQ0Ki3fH1AmuABGgr0df3yZ3J40u22wMPT/fV/",
+	"/r865L3MeQ9gg7bTbZZ5bqqXKd/xHmtTa3G+sgMpXZ3L/LKkkoU0uVZEzczwnUoP10esBWvlFYWv2fAb",
+	"ktUnzbHUM/AvMW44/QxJ5FfwpN8a5BbJrSiswC9/Xpf/B6RZ2ucvfyZ4ELSG4ov042+dLCMHxJANGqwa",
+	"RvUq5Yewzyp1a6zU25DNF1IzEaxKHTfnYkUyI6v36z/9r/3jYwJOHDqOGDn/+OLtW3Cq08DwmtFc+I8J",
+	"y9ufZyRmc2a6tBpg/wj2H4p669fpVHlHciPccI3kjbfj43UNJ69/D4d3/V57OLx7+ur7L8pV77eT91Kw",
+	"C2MxbNLh1TWdKnQAL7g924KIM6HJTEahOsMT0br1MOQBBSlKEvP0sHuErCgkuCyrpzxpm6G0cSyV1urR",
+	"aek0UJC9dp7e9ZnY39GtDpI+ooniYx4ZdQ1tK2L9xKTpg3e/Y/822jUowjLRNfwHVqaOnNd5T4Pz0kiw",
+	"F0msZFxucvqC3elRAG/4TmIsYnbLZWIUtSkDM9tYoKJqjPh1FZGPe/3dejOM81UaQbLGOGjilPvUSBNt",
+	"sNsomlc7ymxwykO8FrkhfuM8/BUjtfa3IZzTSMLqkWM4yq6xp9cKDzFPYA6vMydyibDKO5RB50lf9lAP",
+	"NEd928yFzNgd+fjVebt/fOLC/Q77JKZLnHXQvmErAlcJ6dQWFC6y7MxyjcON3I8Jj81+Q939nu5bnGNE",
+	"p1VeFrOVnijCQ+Ds1NKH68Sf0Qfx+QBudXwScaUV4bpqAhGdosuievDpCcOFhhinHR4+HL/9aON6KFC3",
+	"PhwALz5+g5KQWu84ieXSnNNCoVnlnwcBW2i/Q/6njx/e1xA1dqAFs0qYcf6p8YMCxgvUbeP7SpqXeluq",
+	"neGO/TMfyW/l5YbRff3NCxrM2Ev8uYwvMgtnPRrI3xx91VjXwlkevFnfGTOr5ATSbI5nP4po0Cq63apR",
+	"gbFWfnaAGexUnn5B29nCnxUu6Bd/Ff5lGOHfF+JJ1gea/7WmmD7/9u/JUXvMdTWjFmJYHjyD7Y7iTIIZ",
+	"GYW+oYIs80lTgYLpkZDF/NY6Z0FMwxW80K0KsZY6YuuJ5LqOWZjVRxdJ8bzijhNdrMgt7sISvI9pDIaz",
+	"oT28ro5WVetRiNqoWI+To5rL8TEL91gfdvoTmVERRgwEs9Hv/H+5h+jI4kkezDrogrygdyVGvdFZpbDO",
+	"EzhANJlLpfGmNfW8euTN8x0OxtGc3u1nTO0ypfKD56Lm4CNG7zd6Lh5z9J/NdlELKRQmUzyn4ZWLnbMx",
+	"X6hw0cUi4gEIiYNFLMcRm38BB+zg59xo/jZmk8ag8TcHWbrGAf6qDi7xK+x0XX9LnRbGXprTyEzLyDXD",
+	"j3JCYiqmzIaOgK2FLsYQbvOHArxf4BUEm4xQ8v7TO1DizDNQ5nA30phBE5+uX7dPz4gPdwjKHwpDZVCZ",
+	"yDmZJ5HmCxprMNbSbUFJzGgIxi8ELNF4lV0waSmNHQ8uEDGJePC70s9IoDVzmSypIhDIgBxnnX/WMu+Y",
+	"kb7mWkOE7u870JwfEWNkeBSRMTPH7QQlZZNODCcYgitNYw0ru5zxiA3FnIqVjQyLmfuAGqYI2MD8jT/M",
+	"aciAUYy28eLyk3mFwiVWaygwRim9ACRLyrX1UHANh5MUU/NfrsmcrkiTjg0D9LpEtazTesI1mUpwuZ4R",
+	"/4rpeNU+N6NOXbQMbkWpuiF0SrlALw8qvbDTct8USbuhvRgyvpbx2MaO/r6rZQ4yrghEcpJxot0xBvyV",
+	"HW4FJgOvzmev8UaiYfz7iREbbWsEAVUEg2fdiAfExwC8/BIZVljOVuCAHAqwn+DZjCst4xVRmq7Sfd+y",
+	"W/ytAHLYpLPfee+QgEKY2pjZGKhBKsas4cduWbwitn8PbqhgfYbC7A6wqy6N3ATnN9ySYsNN/wCjrA8O",
+	"D4rRvn7LI0CgiAtmCBejBOZikWjgBEom3ChtSE+Mx1rGUkwtyS6cSP+9KQYi3AaHLVkUtXEYpAl0SEP/",
+	"4PcFjRXMgSQilfXF06AFAVDF42pMQ2D391K/NgfD7znF9xIC1XD9pDGnE81abjgXMoSow3KdFd2YT4xi",
+	"vViRpl/wPvrEHYmKvLqm01bOvXmWd2TmRJp5r1SWpZqemcBVIl5gduEWQjkC5RM9JzSuJJV778Blg5qe",
+	"6lEX396g7Ecbu+m/kzgmuATOLsI+Xb1bm356Auv2FVtEdFVGeB+u9O35kJ1BcP/MaBzxXPhWesMDd+1r",
+	"B3yn1OcB6Sul3g43jVoL9OqOK8y0/atdn2tHFztCPJAwKtTeNJ8hhe2y2d/iRNRbt9+GuNdSvqPxlP2l",
+	"5GBkOo+N4MODEZwspNkjF/w5yo1rKS+oWF2l2Zy/70Dt5QpVN0Ylo0q70RpJZEdrVhcdSe7tMIyZUt5Q",
+	"LGNutP3cBVML1EfzdRoqD2Ifr/WDGSMhDzF42N79BsawnMuYYYpgjMFP6SDwnrK52T2cfgvTgu3aHr5u",
+	"PwczQ/wQDss7FhLoZwK6rTkxYdIuUkkYNRW005gFmAASEqcXwyTT5uwRnroclrHU7Gwo1tUdHsxag23K",
+	"qo5XqKx6GETgX1HNwJfX/qNvHbZ4q4Jy0E7LJpC5Yx/uiVAPYMLoHObhJImiKkU47SR1G25Rhr3c+1ds",
+	"TrmwJkztbxSr0cdeyvknQRM9kzH/if3eh3/KaDK2dnEWC486ezMRN0IuhXkjZrfyxhxqwAzuPUV52FqT",
+	"id9++237PNEzJrQZPtst2D4Jekt5ZHSm31tkhFTTMVUs0+Rw64A4+yQWsQyYUn+pkWWjUsliIWPr9XEx",
+	"pptmycrGj9jXWejj3kInCFdnxA+oCHlINUuVfjCJrVbBhkJBtAGXAiNhWUiUMQtoRLiApCPNjXIrBVNW",
+	"Q/8k0v4uWMjptb1y+L0PqSeKvMAu29eQ06wKTh+5sKGSJHP6oKZKXYofQSsU5DU4ekhzLEPO0DNgzg5j",
+	"28MvrbMN6puTQRLFhFHqUyUFnWN5FJBFbIaiOVMbmCA/N0QS2Z2ALui1DVMKElL5VSps1iFEavSTYYjU",
+	"eLkSXqTMzVjRmvMsruOR1OgekUpqvpglrO384HP+SuBP2M1aI2ujzdHNKyzt2gpUk6xshTPNUY5/YIFu",
+	"2NDb51TxkrDUr+QyH0di1Fs5xmzoDgwkz3+QTlhu5qWRfJhyCKow5BBGjIJjGlzOms3Vrt37gkXRFZvA",
+	"EuBEaBzTlfm7GIwNwiKKPkwgJ3Rbk6/Md8+pwCzF4uBfIiCOM5AKDlw3qTNiFt/GZxdmCiqIee5wf2w7",
+	"ng2+BAfILY1I07fpyTbVLk1n9lvOdDDz6mzw/Od8xvqalSekQCvPekowJ9OQ/BbjPHEJcnkThYBMc16/",
+	"ufwEc4DI6yaG3WuZOtnshcHlJyMBgW29PLvcMLbIQupvYzo308tF2EPkv/3bZYdB5gWMbIQzA5sXJ2NE",
+	"ZeF1R3Rw5LrwpjgRbiYQyltIsSiGoD5RLt/CaNM2IUThPaWzuNyKwqWIZvFCRuA48BrsTsc0+zM3z+wv",
+	"dwWfDdqsoRRlRpxn7w9V5d2lypM3MJanmRMGvk94rNAChW4iFnYIXvtMMEHFLpBbU5v/gO4nPpmwGGN3",
+	"ucgC6BUD97waiqZfAJIwC1mefOa3XBClsJt8KFQST2jABoRGkRkrj60g4MII9UweeOhizwYAWohlXGr5",
+	"GCeKTNqkZEljCLuBs1NJlybjhMmm5F4TG3leq5aAuFfyApA0kWoK+cp33DrJMXUZzyOD57n4rPCN2wgz",
+	"1zOEXdv5ZsMAHcLmjXK37reZKZbj8vuxcwWTrp1klm5rZMw42bPHQtXB89Emim9IrwnXyh9YI8+cjKhx",
+	"ceWyWJw+2iG+vGXxyPGMP4C7mHgo6FhaM1HNaRQZOzHfFN7fwSawCbcd4rtrtVEiAhablfYHQ8EFGTO9",
+	"ZEyAsjdmKwkG8grzuOQYj+4O8Z19P/oxYQkL/QEY8UORt/uLXVuEASkCRpq4vtxl1kllN2icCMPYPrsL",
+	"GAvVqLgZBw4agHxB5vTO5luaZtI0dTCQTQtw0LhmllyEcunjpZUHdytC2g2GsAM0jrk5LkpSh+bg8YIW",
+	"cM85FjONNbxGYVUaXmOTtDZQIkcvYMOSKToAj+LAS2XoC2eX2LuRopJSgtBUQ9tbiySs8wkPS6XPOmpP",
+	"HT3daa8bv/y4FqqzW2tFoI2SplKkq3vo2WsiAeFWoCcvDUrKUqvWYn02gjQ3AsE2l6xcmCCjvbJprJtL",
+	"P3Y67lb9MlWGP68ByNWxjdYBan4ueefm1qEEzThm8u5uN/smksvyZs12WRtvWaRePAUvYPaiCxGKWbSy",
+	"d9fWL4lz6ZBvUw0S1woD/fJoVj6qfb4ym1kEDHOcfJciBUEyOQGYu7xlTJg/4ADXcsrg0MIACq7JmEVy",
+	"ae1hl9oXzBi+4JG1sx8dSnBzKpcELukz/yp80ml4uyk3WkiluHXUVJMQ00Ip0Iw0caRrRw2COOSOnJY1",
+	"FcBHYs5Xe5Lj4VO90TYHu8ZlJcOUwq00HAxlq+znZu3X737DZ7D5WpER6vG4XUtosa72tiZ51gizuSm2",
+	"LHZxt5cSen0fbuzljYl7pTAGKIhyM94mzy4jWnKMWY/ayGgPJWF16TWTcnyKDjhUnyPNYjWwd/Q2a2QR",
+	"UQFKLeYrOeAJsNA25mD3u2BLw2LHXRt1OPcIADOykBiRcba5QZnAOw07nlb5hpQY0LE5rw8LhB0IMAPE",
+	"RzFT0Qi+W+CmrW7BiApsv8xIwCznOm1gAv06Q68BTjiJZqhOIhrcKBcFMsBV24xI8nLLCR4IRuO2TQgC",
+	"HBQbzWrWswkSN5DzuRTW0rL6m4WxMgJALsUZ3g3l9TmusoYCTGExL+O1MJpdLY9Y4qb5OJ09LK51VxjS",
+	"K1swr8jcGTvs2jDWM7SxV9ZOxfuc2rvkTL6LqrFVWTrXaRKx89Dkw6rzppuDstvUmYuqdqlWbFG+zEg2",
+	"SVSCbnsvf+tGOyNwlN+zNRtNXcZSqi4xwV7zhdTONRpmLjGO3p8ZRW9YEszg2/uQHAAQ0y5KV8DhAt+L",
+	"FPjxg6hZwCJ+aAsPG4mDYnzI1w8YwdpuztBTkKmKpCqDfs6mkC5rGXWq98P6LNYWuFSE5DbwFRoBjy7m",
+	"YMuV7KoPwuj+Ol5hZm0iPIK+AILAZhlYkvLre/LzEmlvza6orMGwq6nG7QVhrfuKcxvVf9p71k/BEVN/",
+	"Jbgwm/jXL3+GM7l1rymbNUSF+i1+imgi64pHNk876vVjNrd4Jd8aou37Wc4JXd+L6hinFh2uEvHRlkko",
+	"aeqWxSHf5wLnI4s5Ux81W5Tc4ADUk013IXoJ1wMK9Ve8OMOQEKUz33LpNcsubU6SGyGXziMbMxoiCB9D",
+	"JCJlFTs5sc52o2yhtxTRa1gOqSh7A/yLNh6nTtL0AxSxzGNr9a6Ufda50Pl0dylkUukKaoHRIZSm4PT0",
+	"p4tE+ZCb0oKAJOuDSCMTneO7Q14Zm2UoEFkDQp3WkFvgIcbLRtwmd0HzHXLFjGlSBriwCYJhPumQD0vB",
+	"wgH8sYnHMBS7ARnIF9nHKVBLiscwFNWADGQndMfGPBxmB6mA7LAhHT9IAFs13+WbNHQoG2uuSQwlG4r0",
+	"2hIuPgxH5vvNLjVt1rONMXPvGkt5KGA9W7unuWPMYAlZlwo6qVa54PQZDUlTSNsbGDPgEHdqG8JK2kuV",
+	"dNwxsyj43TOCHRMaKTkU7oIReQ5BbVr2xrK4FDiaFM4J2BUwx7LlJgKgYWmhNXsTCfEmghE5Wbehh8IC",
+	"7xhFF7easc9YNIGPDCXgEg8HYMYKOwXC49UNCztD8Q2NEheHIhMR4pXRCaavT3hAhSYhn3JtsVuKh6Zh",
+	"kdJkZVXc1IliFe62irXc477eeXiNsN+Q03msojLpY+iS8Xcg5wwv8AZ5gKEU8vCWxXTKSBjT5U4kqMLV",
+	"/xNFHgMRijwEEGrjqT8gFiSKbMWIcjhMAEN2Rmi0pCu11iViGVls0xzsZNVlY26q5gDBdkY6XBjFe22c",
+	"je+93XcZacmRMm0VAdTsdL41Q7qPNWt2KkZ2ugnFcIYY889s7FI7Ly8JygfnNgliQFlAqHuOcav4fJw9",
+	"taYnOKp4KAvWJrxrRNm6rW3VasFQpltgXE65M6O0cNC9TM1CZZv1lbxYFxIoyHNwX9ymVxh5cH8uLCtu",
+	"VPMu6uH2YL420r1IeJ8Aw0dyRmU+ol0BZdY192AnzcM9LA/wjOxnMT/M11G2xUo5dZ0BChxV3GDbt/k7",
+	"jsZEcaunpk4tszMnNCrN3rLQ8gp3EfZZPexLjKrjZb6He9xFO1fjjo++/sbdHD2aEAisIVfvKAGzr8IO",
+	"p1YfbRYtrlSFqoQRTG9ObSK8FKzUSi+VHY+hVtYUJllEU0GYPMYI1qTLozSZiZt7NLfmeb9+fZ1lC2IM",
+	"q717X1IEUqDKuQ1tnUlAWdnpbXmsy+D7C8DUxZtKwnxYk73NhV2ywyWSAbWti4P6sUi2JmCNNxG2I02Q",
+	"zMoDPjyQKF8/sMbr9w6Uhylk329EDznCFUbkaFS9Ai/Q/HjogVJo7K1m851MWX1mbLa1MbisUGRp4LAt",
+	"ilgmwe9N/xT+L1uBrKvSaaTB9OUxzCyigA01o9GkDUjtymEWOQeMgtuFPwzWYtEhfHAo7O31jEVh25wE",
+	"iDuQgrunDsOYTfmckWY+yHVggYklhB3TiDzrkj/Y0k+2XUEUF9OItSF+Hxu3qYi//vt/2+08+6//pSm+",
+	"6LV+/ff/rq1nabSPR5Y8ZAIdjj3yBekd/Ppv/3eRDmvClm6kdCjsreMZyYfcDohemrMRZi0xv0AQ9WNi",
+	"EWnN6MB2b0dcsKFwY8sB+Vga2gZxYi0YvSABjfg4pjoDwodxrJdtQP9pzi9NmhCX/F//C7T2r6xJ7YCx",
+	"pBiK9K4aahYroizoPRBXTrKlclkUExpFxgjmIWuhg28SSUya1qRH/lCMh54uEn8oCrMs1qWYy1suprZz",
+	"G6ZrscJt1AMdijy+vYxdLQsMdgGce79VFoZdoO5Q1OgYvnNB9+SGG9YSqUkIs7UEb0ImRluKtI5koj3w",
+	"Y68V0rAReFlyyVAAdwZ0ATn7Nh+gSQtxfXhTjaAzaiZjzeI0GixOBFSacsnN8BKEjEEKZ6uwH58o8NkS",
+	"JiAyOUO9ohoH8kR5RNA4RvtX2FgzHrIs2BmyV0rcidvsrf3tq+0WUfGgtz2XyrBcCOkGSBQq9SwkUJgb",
+	"tovZmY5Ym2lRLsqzxgRtcGeNN9Oq4PsSAT/ErjwcWxkJXnMWhSDLy11YNvUSI48coBNZw9AyhzfewExM",
+	"c1BIx31odmUOu8dIRPPiAkFhfNIEr7qRdP4WsJfWJrmhq/LDJxsc1QRQHF0dko1AMnsceo07rN3VGPQ+",
+	"ew3TZXnTySKSNDSylUcs1zzgOc0XMtYgElwCrHlLbe3uEGqUiorueu0xVSwkgIVjdeqMmKb1Et97rvUj",
+	"yBtTik5L1Ince8fgZ4UlKdsMBRwfKJV38qzbaxUgfRyJK3F9zgibL/QqX54F6xPBYQfe5FR/rWpkGyX7",
+	"mykrOPFSvo9oiVaYr0Sf33JUs7bmc9aojP/fwLAtie1mq5HT1DdXugDkGFNuVh1RdUt0cmrjHLbprGaG",
+	"V/gmAu/JKCmH+oRSBOGcGx1BSM22RAjnB6FkdLudVvUbGdczL7YEihkm2e3T4VnKUiO3IilNbTtenhOK",
+	"cy0OukDYKj57a4QZ2N5hyM2bNLrMsZ3FJi9y4n3W2JGg5B7eIWR5qdIGFzqKBFRgZEEHY5hzSJo1oDQL",
+	"7rICBato8RjuPdi7v61jL0fYzYw1PreBGRHzCR6/yiM+EHiUlsMCiCzFdLJoeYQSP0wQ0IAVCraB4PTV",
+	"AtIHjVYKj33SVHRlUU4E8Q1JixduuTE0vEaxa3C+2s4gYQ/yVKHh0ossnGxePuzBqFhPuZTpzPE9McaE",
+	"PRqAz1gxDgcvhdAEtKQkStsU6AfxIwysbG3fXH56JLdA1tIDfQJrDW0Ma7pI7uUNyHK9NiV+WmQrzdQx",
+	"trTRYDxCVcBEyMW0EGZUR3PfNn9Mkc4SxLY7GN5gSvJHTWPNKhW9KSP+wRRfbSt81zdqRUg13VQa2XyM",
+	"bW1d1oSH7BW8CcWJp2xL75D1z+SioIkVzuqKsafgIjbWH/J805VAXCYw91xAzbx2+CFM4INrv1RUMog7",
+	"CypmZpSumAY6tXrS92HSjzgQVGZrtYMY0htcZUuyA6HT9jy70vmZljJZzCsi5WtcqDzyZYnzm/sHt72D",
+	"gEZBElEtY6sK+5sXI+a8QFwEl4Lmotq3YEf8JdAOfrPLGpg3Lav0OlutkQVOIwDedIZ9LTU3uw76/ZOe",
+	"7fx2phn8//LSaXtsymNe8WRQBpab7N6ukhfbrnv/ElHccrmHxhLz0AakP0o0+CNc3+UAJKrjkGGSO+7c",
+	"3Nyq4/9rk6gqdOAREsgqQTJyWkcZmEHMx4lm9afxLQ+nTJ+7D8tmU63ZLOHjJ668lZZkElO4ZNEAJhdj",
+	"+qLnsICmiwRuH+asVaoFYfs7+sIfoLdI0tDpPVxZZMzylgVfLFhJ019dX7xDxQo0AVRysS84aLVT4NRM",
+	"LhXhemC034gGjPztxfn11dt/eOluudMRPFEF9M2rT+9Hb1+6GkOu4kinscsysdTwnOri5uDl17mSRTJ1",
+	"ajNZeOOUf/PquuE1Lj98vC4/mKme7dBOgQnMBBXx5YIJuuCdFZ1HPrHopxVOKmXzPnZa46n4tRVW3IeV",
+	"BPiYqoxrmyQpm8xXcpmCmNIcyKQqHTWaOFW5H74hZFYKC/29PmjuNmYelGUfW6mfIfUWGrIVrUo2amYq",
+	"1JdiOzTvtUUA2hU6ymhRthCu7mZ5UOYDQilTHBsQL/cOpUR7ead2FyySUSBjVjNgMYy50fr2QYexlnvm",
+	"2XbFvBrlL2fm/O7hSFVrCIuAr0WHvGHiiNz1Thq1o69t5PqOsmC4moibnBZYvu8aPgCnxj3Iz/klV0HM",
+	"NHBZnXk/Ik6OhbdBmylb47wrJIDfMnZMpw+rvMF568tSDLC0S75t39pKdGtbN+JUsT01QBoHM65ZoJO4",
+	"PGJlsuidjPQkkosSsfqSCcXI68veycHz170ToplQMibXr999uPzopcauWtBYcb26JytlMQElEBoOiMsW",
+	"kE8LU2GwgM2ywfACI6SytkoPEGdW1wDsSMMLpA0ff3P5qQK4BsH3xlSEEEkzmo7rOuTchdNmzJj129YA",
+	"ap06YFanVQRSqGQON41LGd8Y88vCl1JN2wETGpzQEV1ouWgrGZQqH1WpO0ak2GrlAGmsZoxpAuCaMkwC",
+	"jWobJnFCuXFI7gF1sVwTWU+ZqfbJhVQz0vzuu+++a19ctF++bJUn3KSwfGm5OJxLmUdhrTLn9z8ffW7j",
+	"P/rZP/621rhrEAwdojvHXM/1sdHKtq5zGUbpoQ4qdy4LyeUaETXjC/B1NV9gDX7D3x5UTQCDY0KF8rCd",
+	"tkoWi2hFIqkUUwNE3IZGrl9etjzrADN/Z7WzskCl65eXZ4AKUShn74YTSAEsZBEHNeHqnhIGUrbKyYMZ",
+	"SnIpzGBIcyxpbLNZzegBUdIW3L9n30j/XWBvxYG9ljE5Xywie/PisK4SASVc2rggRfqUj277yWcvV93B",
+	"ko517dgoSOhM4uQPyFIRWDxc3CqUcm71dqoSEKmAsrJyXbZvO14f45Yzf1Tf/2bpK0YjNIuKY9n0a8qb",
+	"3SCg9qvSjnjIHnbRveHB9cA2h2oRsa0HYUNgjnrdx7qvLptLwR4r8/FpJvQo1TFdxRZ2pw8WEXp+00pO",
+	"B2bPtM1BVnoITtJOXDPWKRBFdE7bY0RIao+ZgCLtt1E0T/+Yxjxsl1cc3sP+TosaF+a13Q7P5Z5skGcT",
+	"9rCklk4ZTKt1dpdB59XDrNsAT6wG9SvCwyK+rA2ADQsZr99cnV+06sEJUu1w5CogV5jFfa+C88sHdf7y",
+	"Z9Isw3ptlQ5lE4ZvrSpoHpPR4dFSkcLRulDP5mw1jnloY1sLKIaJgLbrwRdubLXizGvg620h7sZ0yzj0",
+	"HdikjwULG8j5vDLUHc1fYt/xyC2Lx1TzekoWE+bnEeDG3wEeqk1ErvhyLGXEKDh0oIBgtbQtUQfWSvED",
+	"LKBpxelqdgoYTm1Uqciim4RUzZhqkV//zX8AdReCS8+IP4QyVcOGw2cfQ53MiE5zOyZbk3Ic8Xta+PfB",
+	"1y3cudVysZhPRDIfKfZjTR+R0RWq8MqQvFAEbw4gfBEXTGVmrv83/gNwXRyTujGsT7hyAdamWQuZt4pz",
+	"HVuW7kk4xEEB/o1QrfbTsHLjeSV0OUbRdvxNuL730xvlL6He3iCL4sjBcBKskuMZuXtjjH6oL1xl7+uZ",
+	"DEeQlrFrEhfw7gt4FT+NeVBQS/bP+y3TJ4ShfZDECk2N3X5DDCCqTTOgVxEH05h6llorps+y+rYYVD5h",
+	"S4vsVAFAkvZRkaJExY3pjkPEdhbvj5hfzfUh5rWAnBTeAhdVPtEU5dj1H8gkwppwXARREjLS3CDG2SYM",
+	"qKWMvYarBQPqbcKAOm4ELaAUAtRVrTUKkSWX/ciqaO7xWebRyhHPJ4lQTLcG0EhW1gE8FVxhTLgtp23B",
+	"nDEUDfuYUB5BFbtNLCwHYWupNrLIWH7rQTJ0ay6p3V1rO9T1VtwkOyQgSpzSu+r6ERP5RPfvvV31eCxN",
+	"rVYHeyjjeseN6dJBFVJE6M7y7VrlydiFiIh9hp6LpagIjiqXrll41JO0snYhr8BCmwMgB7CJ4WzI4MWY",
+	"tjSLB24axM3m9u2lDY6Z0mfErJCteIKbr1zoxInYDxXv3hk+MGwvTfQxHWN8QTnr8YAJVYV1bn4MmNMD",
+	"8SobnK8UEs8+Xr78B8JDowNMOItJ03/xov38u/ZRp+t7Q+G/eNFt98y/iX/x9tr858PL8Tt4ZIsY+7b/",
+	"KzZp//pP/xlioFcyicEx1jTtA3hXwGlkE6789x/OP358dXX99sP7tIZtWiVFaaoZome1BiRi2pyx3lAg",
+	"oJVH/I4ZxRe2Ckvb91Ib5+QIarfRwHzRIefALwox+MDnPxTa5mM0ixe+psXSG+BWISqPq6FwtWEVydEm",
+	"n7xj+DY0jI02qCW8i4DWEgcBjsyAhHJuTr1mKAN1YFvgYtqZh2kZv9YZ8edUx/wutHlI/lBA1TrCc5hs",
+	"Zq6QzCNjcvHq+tyMcMpvmSBNQ8oBsQUcbXGd7PrMzqLodDk52u7vPm//I23/1G0/+z77Z+eL9vd/LPV3",
+	"X8Dw/9uLqcJxb42q2iMnYVcQVNnezkZQI/bpXifLZnDf7xgZdbGjZJMFmbCKD4uzY88eFpDe7EKZM6yR",
+	"ksp299K4U21qVHbjhxoqal5pIGp6LpszpgkVetsOMMfBhLbueR9QAOIZ5RT+EtkP7xQLB1tXvNHicFy2",
+	"yFB+VLWLR5YC89mKmXbFnqRwkqj8Aswkn0MlLgGl6hBjxKjk9p0QTxW4ms1uDkjTZ3fu93yujHsKoc72",
+	"n7uB59b51ap6xeXeRu2MCNVM/cIxXEm0EaaUTwrqugszK7A8jVmHvLdHh5yYQ9DByq4hzm4AzmKeAVQZ",
+	"uGWxVRC9oVgYAweMVFcvwhVt6QxFm/gqUVgcbWSj0wduSDMW2Vx0V3c6c2qikwieDwUhKcM3/QJVfYQy",
+	"cOv+JK2qmME1LmisTRMAPTpORGhGa0wK1RoQpRkNV21QESxz0bSOi7EvrDcUp2Jd7KNxEivtD+AIh2eG",
+	"9s+J8zW6AC9XFtsC3xhyk3wZnSeKRHA8kiYoi0jErNB+y0tZVkzNt34lB/lYmkud2UmksVE5njd7AAgB",
+	"9wWdYLF4oohfcnnge0RONBPksG+bbdmlZPEtF9ORWjK2AOBIW2hcoQWfK+gjCXVVys0Km37dnW9+mWU6",
+	"WWIECUmE5hGhVrtBYxt3tFGVCAmhlIV/G0VzAmPFTnyPfHzzjgrAvYTnIztWv3XmlLVFAnyQkgavm8Eo",
+	"zmpxGutmvnASJrTz1lTzYAREgmnjg/zapzMHg9uuOK6u6RRzdFwRNrvqUGZSEguRBtz97uIlW0Ry9QRm",
+	"6y9iOeERG2Wr6HvkGgJfrq7b795dEPuGKkzTDV85hoOBPlFunjgrW0CW6lHIFnpm+VnpmNE53Cikq9Rr",
+	"7c2Ilvlz3I45fjyKQEKkWwFxUd0+wDN6oWetWpwcqiOz4qE6Sjm3jLnhJ+Lr6XvyL0n40idGPWp1yLlp",
+	"BI/8zPNhGDGt00wNTdqBjJK52Nz/gP9B0gkagxFHj3jBLC3GWBy/ZyMTLJdAZX6SSg90oxS/QGheC8bR",
+	"7PVPHZW5IOnk7SaVgo3UTGpg1AlbFpoB7jQPZ4kIY1gJaAfLoCImiBkMDs0zR+pyRjVzi5C3Sebgx0Ug",
+	"4VByMfVcrGZoxcx8wnW6I32PvJMBjS7o3R1AF5umlDLDap2lNOzmioWT4j5K68IbYR12yAs5nycCYJPt",
+	"geYOjVhpEkl545k28seVsc+5VRzSc8mdfMWChevHFgBL5Zbf1mZOxaHNLXFiIivQ7PaXUQDs0pR6TS9c",
+	"Sb+1pNkNwK5gRcUNX/KD99+8ffn2vP2ezaWOpWi/p0K2e/3n7dt++/zbv28fjSG97aHIXuWBGoVGSrUW",
+	"M59Hyp7Nt/XA/NmNpjZD42vVVty/FkJ1+u16mLtNkit2tysJFib2mgZowa5dZSIuJ9gzalQS5HOZWjpY",
+	"0R7qfNpgdS7IGHF7wdVt23D3eCGEZWY1ZWsEGmZXRDPTw+Zo/j5h8YrAj0ZioTLlPiIRXRkpOEfBSgXx",
+	"b26xJR/9d9NYJgsWtiH7JPvQSJlYKoXISumZDxRVufZfv/twqVLYwnk9I8b0Pwr5vGbtRl52Q+zPJQOp",
+	"Ped3OkGEL3ZnllGR5oQtWZyzSDFCz2iLuFhACfQlFSwaWB8oulmecHlzOxqvtMVYhqZGvZNxWWRAWmox",
+	"4xA5yYoJggOJatI7IWMoJigIi9AUad7cjmDVoJKAWy3zb0c28+8+/h+MJhdPkB6fcs50vHKnAPie7mn2",
+	"uhHULrSJg98kyTucFFZuT+kzNepFhnuJeqajU3Ni5pVy2xmhBCMpjBbEBaOxRy7ofEyNbqwibvTqNmZ5",
+	"EktDV2zeFtaraWZnc6hzl62DknicdxBlGVAFigDykLtiQpB82FnmhLA2FKM2YBl+6exVhHuP+GhcgFzv",
+	"pmOFPUORonIHfGXEcy1BmZOLNQXf9goE+TBlcE3BDm/qOFH64OOHT1cvXn1M/bhG+rV254/Zw3puVRKQ",
+	"O7npeRsnQ8oneb7fFNm5PZSTfVukSS5EcndsZHaUPUZ0ZO5gfJjaUJVLN+NhyEQZGNYtB9gVsPSM3AJV",
+	"FF8/s4VPQsSLixnI7hQPMcV0gfIlYSFXMHeljG09CFjJNjFebUF7yuCmZtxhTdVtOIva3PmFXDAxSmOV",
+	"1sKQzWMQeysGQXkArESa/ptXuVuWn9E5/vkAWvFLw/HW1jzXqRtzI0/YPIXWJ1XKKRX5Ftb90Rj0uu5/",
+	"EIWKD7s1jq33kiv2OpIYVrGekLOY0ZqJHinQeFbBYoEQVrbKk9JsMVIBXM9YvdP99X1psNQPMrYBnjW6",
+	"n9O70cTNos77XIzSu4mSs4qLvZpLJ1tR6w2vkgskcTfJ4EKVE6LonLVtglW+oq7zOXJ9ZmFE85S0rZhH",
+	"T+z1sIsggc+LmzwfssmnczoyJnpZuKYFzwUkJBqHJGS3PL0pNKoa3CTYW0MZhYgkVffEgq61rEnbn+5z",
+	"Oe3AsnPTzHVsGs0vcp5/cqyXZxPP7oay3XnJ6I1DcSnJT6ERdxggTn2b8ekMintn9axKboMeIyTtUbFM",
+	"965Hmyt2XF2a4HeAhNkNds6rwsUAY1bLBRqxYCCms06rzZMmGq5zrhQLCZYp8vCwnVAegRFT9H6eYb3r",
+	"ND7SyQOr0i+iBANfrHs3HzFucVpysRJrTQHMnpDp6MARSRyOQKHWbxr5nItrhn8vGNBa64ku6FdUTNlG",
+	"bOceJB6FTFMe1Yx7LuyA6nj6PGnnjGlXEhEX4sx5ACGeP5RVFcN+C0ilter3pAnQ02k4CQ7QLI1lnfHK",
+	"lomTMbm+fn1dUpDCxcQxa7KxW4a5oW65bfl9c4iUxkttwXfHn/ZKMZ9EjOnR9mpUhaIcto4di80Z6GpU",
+	"YT1AswKdQok7u4msWxRoBp+6+o0PKmpls+NLk+bQ0MNi4WZ9JrIcAaSQNH//anXTRaJGgrGwLFwU1YdS",
+	"kqXd1zPY0293dZKFeqKpbf3y2i0G28OPZXZkmbEt52xj5yrDzvEKMeXL7ZOHhCc7N2xJOG7mbDizKThu",
+	"9dF+Yjbf1qXmwKtPFF72QV0+dAHaC2uIrODa+S8mxlYEP0I5RM1vh1GWRgBtCc+ME2En7fLQ7dSbDqbe",
+	"TN0nOdx688CC19v7cjBIdS6XvTolOmuiPDd0bRiDYt1DXCqbrr47j3h9vBVd1l9u0sRIziKEv5eFAhee",
+	"twY2xStjsHrjnslYT+g+8bhG3fqYfrajvlBJgkg+qhVf3PsAK/iJfz+sujoKCB6L5VOHISmIN3bBu2mZ",
+	"kCdkwZTic640Dwgz72kpSTOSS7JgcTs9drH4K9QwgKO7XHxprqvQ3ZFF4IXS7WgPQ65SKWPOUmBTTCyP",
+	"EzEg/jDpdg8DIBn8kxEpCD6cLhJ85OU3KTA1voDiwn7WTJ/hoPBxC1DzcVe8ufwEsVA1+3xYZ9mF0Kaf",
+	"9zfCD7SYwSUig0aKuW2QKQozQHmE5SdZWHqBXrYYsJknupjhZb6GDokVeltmxTFgDRN2CMXXsZZMWm53",
+	"QKh9lBUlpgusTK1lESMrz4qPCZH4iGh8DbdLvPTechO9Ji0ZtKazbmRH5E+bsuPAKSiphFhPu9grhSnP",
+	"NTloSOeQcIbmhj2UF/h5Pa2oGqblv0q07h34hMXDoQy8zWZurV0gOsHtD8qtDSPkz8whgXEa1o6F6H1j",
+	"amEaFVy3YpFSNHCN+QvHY5qulmNd+CUqGqrbyZ47XdxAUub5fmsNg03+hBPtnmmhaTZFWel+lxwSzDi7",
+	"ZZs+gXtZMZtwdpgi5PIy7HS8bYADhjWu02mXwA3scDKZE/ohJUXR0VazHmtJaeKad5C7QsDLB1Gcnuuu",
+	"lIx4+18J6LyTjhia9PsXo/0Nq8GmArAwt6zPHXR8jLu6/LL8tmUbbE+PXJD1HoxT7wwvrHzdT36LipnZ",
+	"5lrjEndqbj/YsNRTyT3G6xfk2dHx07QYFB61ysN8K1c2G+r3kKZvK/mAwbZaMA/VUM9aQp792suVVdfO",
+	"CmJ3mgnlbu3XNj4VIQ9paVq+MTyP+v0sQSozwbw8GD+h8zGfJjJxedxGqbS54bVhPl+4gVwlm4icuUJG",
+	"pwDV4Jy0lfWOjj57DawNWL9ySlbta0v/Jzk/1c6qUZm8q65CdQjG32Ihyys57F4EKiziGwLCYVPb62o9",
+	"zVt6W2pGlWFF0rFM9GAcYYLllkph5UCPTnXegpZ0GctbJqjYHjiCSpnFtstK91CxgitAV7oHwItxF9BA",
+	"DwUEaxCOwdlzGuL3lbfqFn0MnUg8HoqPX523+8cn6Oa2VjCfGms3C+/FW08+NVIBAglsfPNQmIcUI90w",
+	"wNiYWDCksrqAVeVjVvlkT+vcgGhksPhSqLbdPgc3mhLFmoX94+Pesy/9NDh7TBU7OSIbU0hHAvMA/Ggj",
+	"wWqPIK1wtelymHAxZfEi5kK7+9w8WdFCzQZ0y2KAaIMgbgA1zpbVfte+YSt18HOu4c/+GpQPjqkGXCFt",
+	"T77/+eSoAqAQaDLKIKzK0/OQHccswAgyZGtICsBE1ScZYvIZ8eNEtH9QUmAo6loCbsG55d7MgLT3wczy",
+	"GmmMffZl+td8AuFNkQxoNMfYdjAKbS2Ru3r+LqTPnIWcpmhhZU7gkFM48XLkglgxOCVpTUbHztSM9o9P",
+	"tkb5zdgdsVs85bgcd+c5BeKUlu6e64Yt9CPxjOI/VVADxvDEZgcUDDJXWW/3fYftJIlLXM1+pQAEv1Bh",
+	"7vm12EaAHaB5hZUpY4v1rVQkU2E+eXmSl25edb2rq6RMDTasPqfxzS6V4Xn64mfvXvURbaZFXRUln3i8",
+	"aStkN6e7y3VDuFoOp7wO2GJW0HE9LtWst0fkgv6YMI98unrXVnTCztICyfkU+yfWyyJ0elyZoxgDuUvd",
+	"p1EKV7YVsAjfgoqhNdAcUoUJEG4mcKWSiJDFXh1YhxTKYQ25oVUE6HOpO6SJYI1UZRgCdeRWVrNg9zVi",
+	"4QZxZ3SoezuL8Nz1SQaWvwXFK58tBa/VmmYuH/oxbOZFQX/c3lD6pvnOIuOWhQjMZA44N3cqNI36p5lH",
+	"KIno2PxnwWIFqRePyQgx0zFnWUXRMnTmglaIiMb2o/KxFB16WA6x7klaenoUdXMzgoxkMiYTBqoHCIPq",
+	"EdW4KLMVfiu1RoiHt4d3oXJsVhzYDtIOwyhTYMuizuVQx1mutkrtYcUVQcWJnsk4La5iV8mMVO2KVcj5",
+	"LcpNNvNLnKidheKu4aXSqq/OKnPgeNls1gi+Vvy1cPhm+yeTwWusm12Z5Opxpncl2bmbKzxlpX8mJdJT",
+	"0027sOMLYq3ixH91azHbN3PGUBamWO4w14bXSBZ2g0wiOs3K3GJ4NM4SDjAYXMR0ppiUOvj3UxGcs6Mc",
+	"yhJ5peS+fEbFlA2Ij5PwsfpKQd9yBcZTrclvnQ2Fj5P1MQsNKomjsp1CRQm2tDhETcOzAxKzubxlIXxt",
+	"KOQT+M+IhxZjCN37YMIg5TbeABhy870hqL/2hSGtT/wlVSMbjj6RsfkNie0THxgYvrcKK2yz9ekimg+k",
+	"6gOwESbUYMryUODLVqU16qyR7g4/QTEWWuCfDZb6Lapcg2tCp+uYk1SZYDKLwaLJ/lo37HnYjrkqz5b9",
+	"U46r2DxfcUO21Ra/93pOCKDZFdCzmNmAyoPgbLiki5Wu7SlMN3DJ0b8GxLieyaQUoE7hC35KTQExrdRQ",
+	"2TeE9J38j6gF46t3SN/PV78bGe8qEfXQw9c8zBbPamDZ3WjZ6QlYAt+1BpHVMhtzKNidPROb6Qv4CGOH",
+	"GPGvEuFnMK08NG1lp4Q/FChkcscIBE7yYJbnZaqMGFIdcj5G0x6kAqzGnFGBmF+Kzhne9MJW7hBw2tpz",
+	"lMbWy0eaYMvPwfRWMA8yp6uhoIsFozEAOp45BQwlHH5tUbY75D02KEIECCCAOgWvUD0UAJXW73ZzWGkW",
+	"SE9ILA8rI9J80fXIy1fvPPKiB1EoYx7yGL3jNBoKFBcQDJw1c4Zac+pzK8Inm0lgFFDEBRuKcczojX2Z",
+	"jlWHXFsSkTiJmMUnNEwOOMYwB6xKF1MtY/VkKFDKYhOorw/FULy3agnVzgBa5TbvgkJ6brqgMfAORI6Z",
+	"dQDMO/wzn85tXnJnfsdweOHBdJHAd+mDwDwgPqoGtt30TxtMAV/YR+td2ccWkdc8SZWLjpYygm+zRxaC",
+	"28bEwULbw4EL8klwQO95//oFun3nicKSxEOB+twKvljGhhzC8CfhwmXCYR3aOdW5ZSbNn1gs21CsYSjU",
+	"ggbw3g+SC2OAKjnRZLZazJjwwM1ib4HMUD1yS2NMdxkKvG6RsWp5plNsaJxo8umLbrffhYeLmN8a/SJR",
+	"LBuBh3vbQgO6vBlXZBCjt7+iwiNf8ZhOqaAe+ZpqegP/+oqKaRJhC8/lQs7lRAJrmvETKlZYfxcCg5r+",
+	"3y+ZOCT/z//9f/6//9v/4iNiiFlOj/hX//wf//k/kcPuSdcfCtg+L1YxjyIekH/+j0Dof/5PNvSo1SHn",
+	"EPecZdpCrj7Y6k7hRxHhWIgECHkA9OCKqAWLbGX/JVeMNH2oNvbhpGuT6KmjB/ngZSMxy5dEEa6Vw1Js",
+	"AdCrLaDr8maGwvb4BDuLECDEyBCJ815PFk6nAPSaYCP5iFxwrHTIKyieZ1o46vfN9y7YHJWz8Qq0MiPq",
+	"h+JSQmhghzxnK2mlCJ6cnj0GBKRnUAAwVzpNmPJMI0OB6VnA4WNGEsF/TJjpwQHue/moEBStdBozBmSA",
+	"FZgrFt0yQE5YD1fwya//7t+SXrfbJQfER0Bl38HxHpM/mE1ZANrBD/xcjJMPofgOHWuUfd7Hz+ntdGRT",
+	"fF3Qpmnk/ygGinrFJmyQX9dyPg5hKMCEhbpKLFz7AoZlAZYhLCMH0uWn8EpD4dvbY/zC5c8cANBRepec",
+	"zqF3TP5g45WNiAyt/B8Ke0bBsmTkJj7+3sHczwxHx8KNTWMO1bssuudQnBy5IUB4Pv6ZhvhE7JZFeAL4",
+	"aH6ldYEqENc2AAbNvmsqxobCzwW3+60OeatBRIwZidhEGxKj9b8ul4mMC5LZYspoQFqC0XBtAb2Klxke",
+	"yTCyjGSMb8ErswYfaNohv/7Tf26d5UQBxoU7Fc1zaIhDQY0qgndshb3nHzj6OIo7LDktSTCTUtmSW4YB",
+	"jI2Kgk/Zm8LxqqD4uBPFxpfB5VnJbWDBK71VDdy4gyi0k6PoTo8Bu9P9btdFURW2JoTlpRm+J0+fPu33",
+	"TnL5vb09kBDh4N1jMDEzp+tuv2Xuk4q9infbQZQofssu3NhxuLszmvdMZ85rGXsM3eyLPV/P50jV+uxz",
+	"idlRcjmxR+2iEkG8I0385Pj48GRPkj6woqqLssED8Nszc0inHyFyNsRG2ldIChqcgzkDrbiDKQH346M9",
+	"52zh81hYIOx9s+2LKbv5jMbKhel5tfJ9t0mHbmkJ2fSArQkosCfhNuTXhsumhIj3oGNprOjWbShvPt47",
+	"PnJcJ0juQpUkItQZUs0gPNP+fuUCtgQAzendW5Q4R91nJ5UUL7n43EM+5Uoc1RSs44RH+7zvPH01Xr9y",
+	"dCsBq6t9Ji6k4s41V6j+dnRap6bv/ifGBu5O2WLmb5n3PD4er1Q2aUJ2r6vxxeLpClCcLPZMVk0fcpQU",
+	"Y8R/IZW2MTW/l1zHhN+a610oz71NVN+ndHfNMUxrjzjP4IWk5HTkuNX3G7hUewzWlfqu+/p6be/fiw2y",
+	"sqT36vHo9PjpvlqUi7+qSZrbBw1xbaG7+0bxG6YrEzRZmMgDjKPSEnh1d+R9CuGRpmBLKHVGaBTJpU1S",
+	"zcnv3snh6dFfuFpebji4fGX14/Kf9I+rz+06Re/uw/p7Mv1mkbw9TOFCqbwHm8HrlfS2bOda7aUROqnh",
+	"lucnEEllC2iVrpOjXSpXmbWYi7raGqZlXytENz1gwz5KVYrfzQOwtfzEY3lT8hEMj1jeoVRTd66MPTS7",
+	"31MtrqukphtmQ9DdK3htD2o8gtm8T37VgyzNxzMFaxl//W53t+1XCNqrbSo9JJrOI/533333Xfviov3y",
+	"pW+h7RH7X5rvmp+uX7QeIbhupwmXCy2fab1Qfzc4OGjsCk2r60R0oWZ77dL1lJ+1NPnNmK+KaIfHSKws",
+	"FpL7KwoUKUVgrRUEculAivcIAjHczEION4lkzjSFoGeHYIzBzlj1bM5iY0mbPjqYb5xvvFeWnHRPkfkb",
+	"8XnKs8XS97sr35fR+iOL7UTXSvKXQjO/FbZyeAqSCTf2NgnT7P/a4U3YcVkW5GfEKS3p/oNgCIy+lEQw",
+	"Pp2NZRJDeRqLsrZHzx81W5R1reNEBLSyYKyCjwFiBGAIHUiowHC6COpOJAvMbRJsySCEhtAiqHNF7dj7",
+	"43U4cFfVyM9gR85uTnRsZsrfI8vjsSHtoJRraaTdZh1Y+3aWW6YYy2Mz4vVkxRpY/87GEEqj3LYkXrzV",
+	"WDETEN8x/6K5ll/RekBIuK2Hn1MxRkuuZ/a+cic4I1zJU21D0pScFy610wgAB3aJPdQFl3s4GlwJGhu9",
+	"2QN2y+G/lqLi1M554PoBC7Rn/ZW6GhrX6jfPd+BiGrER1ogabSrrNfLtCi2kSvp6rcEUatdFylpk3uzO",
+	"pN1DfrRgLWpOoyjPwYhWjtFE94ScvGd2x2+azbE9g2P/3IwHZFnk/J4PhSLZAiPletkGIlXYUHuka5Tw",
+	"4g4et+Jmp5DdALZyx9T+SSJlRzLqJuV2gUpVtX3UnGrbYIumcyHjVNUBhAtbjweuCfyyQ3Q93xXHmu+k",
+	"erqlyan3V0D20jIqjvj1/Xrv3bRtP2ywe27O1dQCxbVGjd+tvKHZwqUVZo6I096z/iablAOEXucx558o",
+	"wstzWvkccpbC0UY15d0FmFO46wo8/xcQijeWWHAxq6eLBThii7ntw9c+FGPEuu35yL6lw0R2YEEV9WQk",
+	"VywrRrCNtLlaDrD205gplSPA2hxcmKLLG5FL5YJm7ZdltXUeq2y14YOKotWKQdC+GmG52LKixvgChnEu",
+	"JS4Cvg0ldKAin7uKNpxOnNHYtHGg1MoYD8v4Ovw4c7JjjeH6NYWwkkFJkiRU19rKo7csNou/i1bf2NeM",
+	"zTZbbYGXs+1h4QajpkClNQoBj8Ym2F3cx6IkQpEENzrstciKG3vEVdC2bLDBf+sbcnOZt8idKlNxi9lX",
+	"ZVhFVDOl95Lt9pNtSMrW3IaE1zWcm8LXnw+Q7XyCF5I6s+uTRSmL1KscWE/lL3WsfCWXti4x+hPyjoYa",
+	"pW6sB6BIozyZ15WvLX7Jj4gg8zV7JK9ADoNmX0iSwz6J6RIV8KBttGPEECrrZo+cw5hNudIMC7qUA4FD",
+	"j6MbVrLPnyM+UHGI1ePKmhotWMVBCrlM4KG8fHVB/MtPz9+9fUG+fvWd7yECjlwwoVREFjdsleiItAEC",
+	"aOXXECU56hfSIHNT3Bjkbk0k5ZF6CXtFLlrEUk5K3NHmMa6QBQCLWGyzu7AUOGT4mHUc5JGamlevX5Cj",
+	"k6NTjyxoGGIWvpC65dbo5Kht1mcoXiHYUwal5GGMOtWmUS+Lpvp0/bp9ios6FGk+YB6T6bY3HAq64CMY",
+	"zfvzi1fDocjIOCDPzz++OjkaDoXvEo188xZEyLvpmcYsZz5RQ2HzhfBLzOy1ExoXeA5eL3AeZhGazggF",
+	"oUYmDFAYGCO+Y/ds0Xyb4bvuQN5rHxjGdQTF93BlsrFyXRylBV1e53HS/JgAZ11CK8BUEwku+wLjk/Yi",
+	"GctE+wh6pWy2hU3hoSSgQgpu6LoiTATSEG4hLaYWFGcEZ/UAXQoI4GZzJiMjylhoJlDMkFwLUSkLKVjb",
+	"cMV9BZxeuoOcBl6GUfrwikOpqlqCb+4KS2HGdS7qe0YBqHpBVd26hwDgvG91I7hLRoDtchc/VHLOtkkG",
+	"h59VJMoV286p8+XeXQi2rjkyLe8xnX0VyP0CiDdovDFKN0W37HmlMSN1FRca/b/anLwf+4VyKSpQilnI",
+	"qRjtsyZG7I4WdXGIF+X9PvoaWT07WTTsdNfmlo4767t0BZxL6xLr/W8uBaAGgE53T3V5n8/KNahzhbCQ",
+	"OQ3byuAqBapQFbvY2DdZ6Uxr6tpMUTYvN77LNebr/P3aPqAKWzxipqcdiHF/l/ogv/z1n/6zPyA0rcE3",
+	"9xACYrxKr8hr1XDNaOUVF3t9FT2n56fjLOMoF91QckG80zhZj3TY95LZa0DgzW9UJvPaof9scsLmjaDK",
+	"QXF44P1JNAsLWGw2kX0ompjeS7nIYP/iJGIqQ5eBP52rzoc8bSiSkRaXG0JdM+4Q3hyowtKcU1Ad1qoU",
+	"HiRqW6/xwOZkulzRobCDjhgNWTyWNA4xTxZrjcRZImb+XFxICbpkIiKm1FBAOQooloU51XhFanNcsZIF",
+	"13DOm/GsXZ16kJq6pFg0wFZRQASd5Ww1IFSkkBKYw634T8zDohp5a3goZEzUgsEwjb4Bl41cTFtlWZ+4",
+	"ZrUdV8AKL8w3Zfs4d3W8JQi4fkevI1pR+z/HFDXq/2d3BcUv3aA8R4bSfZ1NuURnDMvAbcdUhJDQ7w8Q",
+	"5Sgrg2m4Zr1sDmnalPXr59cWFQVrY/7yXwoJ1LBTlCYY0kzSXsx7GWImtbfLQ6E0W2RgEhga4So5Yeok",
+	"WTI+nUGxfrAa8nzkDQXUYYQJuOqIT1RWld3Zi/Z+MKssb/sYijTavVBsHnHpPPLLn0mvc9xx6fe3hYBV",
+	"f4D1QQ0pbg5UOvc88fCXX/5s/c6Yq2hnljYPPO/CVVOSpYVNir2WomlVwYEXwhzTSh2wuQv3U0JmRVG+",
+	"3xkLi8hjaeWALWBJ2RYp1eYxodTJSSMZUah4WSVWFPHK+ejDsjKsyOAPIuCjWFZwBVYB4iuVZUWQt5Dn",
+	"oDwyp/GUC+LikmuaVmkh1vIqYbiFAZ2sdoNK0Wm5nzYROKdaPOEa8nZZLrlaskg121EZE32T6edujZ2r",
+	"Ou/GhibwULax3lLYmPbSJf+Wh1Omz7WO+TjRJdq1U3gz4PeQatqOE1EeYpr6wGupdu79zRljqn4Sc736",
+	"aI4ah31AYxafJ3pWooSL1IsJoGmIjOF8U+C5QK8dabdBowZ3k+cApIl/DtiMVqoOyHPoi8zvwpHRZDtQ",
+	"lsmMxByX8FtGgZnWi8bnz1ATYFJy04KeGxjfRMbk3bsLkuJk27PFkNVoTX/8Iw7ZqBp//CPA0gorqj2L",
+	"ZwHIEeapvTaSWOvIlr/0cqnrCu/uJhxy1o1VAZrcUKhEacoFC9t5jBAH7mJkch7eBbBAXkhxi6eEGmCk",
+	"aA4xSwl6w0bgp3ZSi8fEcDPm1iPGZQdagR64gh9gY5Am2AURHbNIkUQx8jX5kvS6/aMB6Z3Av08OT49A",
+	"qUS8QQTRx5CftH7T1ByUXNmQXKdWdjsEijngOF21jaHwofRYAIt9YGtvfPEDYg1S8mPCYmOmxHTONKiV",
+	"hIkQvWVph5reMA/1WosouOSI4CRdFdL03U9X7xypEUWk24ViBViOecEiPRQTHpm+cNyKR0zoaEWWPGS2",
+	"vgakqXbINRBQmLWleoZOQxwwV0MBvtkBoeT9p3eIGtX0/9Dt+gg+BqoHVkiwgN3oy236f3j92m8RRG4a",
+	"inTqnmEvLHcay8S0ZhYLPaoTrPAsZctLZ4Vo/EPhY9kNPwM3zciJ/ISZaQPb+JtX13mw1hnwrtKxFFPi",
+	"v7qmU580U/8zwrvBZFoWV840x9ovEHXNPyP+20n7vRSsfUF1MPPTHN/D7pFH/K9enb/0yVLGxg6y8xuK",
+	"N6+uEfVlLEMoLGv665Gv+XOg1vQnvljYqqlBxI0ebEkZBGxhNLPOUHzFaKRnHqhyXDCFlMKKV8iDvpBt",
+	"hLK0VhJALjnkHFciwlhPETeKkrGSLJGwmgHVAF1HmhQfxBZByrRizA4Wct06A5NIeUORs5WUZ3UIrqSA",
+	"EjN4vZxZSymdsvWF/unQHitpzLgrAulZrDpjzdggvBTFSCE5KUm/HYqcP1KZKWQInB5BHE+oTxmGTJg2",
+	"Lexn2HLT7gzFe6sPwR5AzkenNAXRaDFJ/ae+R/yniNPdfWoBRp+yrg9vS8GGApQho/iC1DLb1rAaCrx3",
+	"5kxWg0xjXTC37oSGYezW1np6zK/uAILRUM2GAg52Yzoc9Z/ZI+nKKNjt84lmsR3TFdUMemv/0ZjOV7Ca",
+	"c7oyi4UIQobJV2Qcy6WCMovcaEzNFx+uPrbO3AAgRiCFWMd3bHn2BUL9DQXqXKhs58J08ZRvXLy9NgpE",
+	"HNkjTQ0ODuCGAda1I+Ppgf1IHZh3s7iehj1nGzkAgUa30+tAFolpgy54Y9A47HQ7h1CMQs/gRD8IZQD/",
+	"sHXd1lU5W4wvNvs9ZiJk6bkGxIAzLWbuKG1esVAGLc/WkB8aW5VDnfEstR/hlgZWIplzR7rNg11bgvsw",
+	"tANjJ2h1kIN4csOBJv0DO7kOnB050Cj/BcLbtz9aPaZ9KSMerHyr+BIhLTgeLhUcB1yjUBoKOZlEXDBc",
+	"KlxALsXbsDFovGH6paGaIaOVqKoy/jd75eDtxAhEkIcQBRwztZBmMQ3hrUvMYvKDBsfu9MFMz6Oi/ocV",
+	"UP9FKAMox2FeQNy0ocCfcoVRnfZl9kW6SvjWQe4192VsVg98Iu0kjr4cNgrEHTbs2/g9vFz83q6figPz",
+	"bX754OUORJzQSArWCQM6eXpy0uuPg6POD2qtbWzINe40P1qm1372Su+QHEc6T+cMhDBQuoIvSiKI4N9G",
+	"TOtVZI9cSNtZZ2bY+p3tw/zsNQ67R1XunJQVDt5LfSFDqJ9jtu4RssX2b57T8MraleaT/rPdn1xLeUHF",
+	"6sohF33OWw+Nt0Kz2Lo+CrwDtSKnyhaRpI3vzXeFlf55wiP2eYtEYcS8oQjubx+3vzmJzeMnWP7c3qpT",
+	"o4bM3FWt3RpGC4eNanHsACHaqARTKUPSLCoiA8Ln8wRUb7915jAqESUStGtMF9tUYo0udbRl85+b2W5K",
+	"gPLJ2lmlsPPQpZu/6dHdU3DzlZHNDXfV0YBLl7zxhs7njNPylW3O2/9I2z912886o/b3P/e8XrdbVuLm",
+	"s/ebyKof6C3F6Rcl1sEf/wV5LWNizy5jeoE7wJz7i4gZo0Uxs2nXZMQPqvPu7YtX7z++6ug7Tf54cB9R",
+	"gH+vi4A8j5Q4JvGS3CNzetemU/blYe/48KRrTIaMnf5qtnvNbl7LRISPJB/O3VGdsxh2yAjQZQ+sowSK",
+	"IFKNgbulcuKjZguFuq6NNMMqYy540diZqdfFd2CXFcXjbDSdSx+Nk4i1PHc7B1dattrMUJxrObfBKRC2",
+	"0z992kJAZ7QO0YTAgnFyUgzj80FtLVz8dbOAOfc9xqtbkOw5Fyw8I7bysU0coWh9WGw7NOFBPUJCNMer",
+	"tYDVXH5jC2xQ56h0zgCq0c4Buy1amclmDT4h4ADnzlgYipSw7he0v3W8yqPeqgjQnowaiBTCNyIujP6E",
+	"qpqzdVDkNf2YGbWCGkoIo583/JaXQ83N6sTZGSD6OdFrkbKF1iBghIWmrQ55a1Q/C7dK/CQWgyTh4QDN",
+	"4M1CSDYumPDQzgHNr6FAdF5XXfMJFLAekOWMRyxDmgY/V3YSUXLcPbQAvAUro+Icuco2w2sG/sIH6JO7",
+	"Rfql+eeby0+133UViuq9/ff5SNO6H6VVsPZ5/Rtr4dT96utvQN6/BCFd96M08GHvL8Lnq9rffHN1fvHm",
+	"+QUX+35B7+ocy3kfmxG3X9yVWxN/dzePnDD5ctjodbrDBsaocTH9ctgAH9Ww8XdFdR/E5N08EurLIdir",
+	"g4OD5XLZWR6Cqdrvdo8PjDxNlXtBEOI54CE+SfdnPzhiJ/R03O6Fh5P2MX0atJ+x7rh9ODH/fsZ648PQ",
+	"2gbu26y1TYNnQHIHTZm94z7FGiu2xX63f9Lu9drd3nWvP+h2B93uP9qPC+9lnxtZR1AKKRZNhg3AizYS",
+	"roTwwwaZxWxiTKPyw3DNCDKNr3eI9Yvyrxm5Vpi7/Tp7bh8UPk0bBJmdPaxcoKf0WdBjZm3GT8P28aRH",
+	"26dBn7WP6ElwyrrULGDJApUs0ZU7XAYEMOnbp8+JFOTq+h/IUfdZ1+JHdzu9XqdLfv03/8H8s9/p2kL4",
+	"4LzuHfa6T/vl6/rglS1Z29x55RY4Nc5zq2rPrL9DvUN9GdNu8Cx8evNj764/PxRHXjx+yo4nh7MfTm5O",
+	"o2eL7tYFd+OwWhf+YM/ccQYqD/kWBALrNklEmn2jpRxZ56b9Wt6ymEZRyxnb+Q4yzjgosIZ9Zhj3/ma5",
+	"+brT+Gu3hL3Gcfdw93evOWSmrGnGuTPdVTBMVcqcYgyBUgXFONmlEef0yuMqtbJUqc0GMBSZUku0JCoZ",
+	"mx7GjGhZW8n1hsIF3YAa6cKZ9IzNMbUt4spQ5gnUuYq177nETIzZSOFc3A2IpjdMkCZFvZurwiSy6i/o",
+	"FYaAoZymWaiIUqFjeuSr64t3a5pm2WuFSylwKLZSj6LVlgfWe5CptmmYwFal3U9VWm8oNjXXNLArZvbO",
+	"0SMsUiyfayNFNtmhAM8WeWsvANdVXVVa9JPwkDQ/fXr7cihcrtuxLXQAOR7pVRP6tc4siSEvcaxklGiG",
+	"1TntDSC8Zda53bZJMEkc+WkQm82CtzNJA7u1xM/Ncj/BKxPrz69SlJP/oSH/Dw35v28N+WTSDU7pcb99",
+	"GHZZ+zjojdvP6NFhu8f6k9PwaXAyPqZ7aciCLeEU2Vs9Puxe9/uD4/7g+PC3VY+T/wb04u74lB0HPdo+",
+	"mvTD9jE7HLdPg6e0/Sw8YceTI3o47gf19OLXNKa9znH76Hn7PNHySiYibH97dN47aV9dv3cq8mH3pEt6",
+	"/TfP76H91lm4+2u/4HOLV/2b1Y/hT/GNTn7sr2Y1lu6/Wz2zoDe+t7uxptI4gyiHn7Yqi4tYBkwpo04k",
+	"C1SjWHzLxfTMnM1ZFI1MbAXAkGo6poqRJtacU8Q/iBkNVz/5rQ55D2ExENIaVpzTGHvR2EvoGi2rIHB/",
+	"TqNFGxKip7PF31odHfuu4IgCLTp/uWV+x2+ZYADMUuIjt1EqlavqGiVjFwwEqwrk8ojRJUWwIjOutJzG",
+	"dK68bEkXUkZDYV41ynmgPOKG3MYo5ZlRViFUhiu1FpMy4ZpoPmfKw2AfwyxvwHFqnj7B7yyJUaHrkFd3",
+	"C4k1nbQkK5nERAUxXbB4KCBQojmRMbGLbgxXahq4W7UqWOvCkqbeTdQiorzIVY2/IV+9endJ7GEwModx",
+	"WrcFs9XIV9fXl1m0iaOxRxBRJ0frzlD8Dbn+7vLV1uYgZ8bMd8tLP2PbXw4bb15dDxse9Gikqd3gw4aH",
+	"XX45NHMdNj6T3v0axI1c3t7+EtbFU9ngwstYmn5ZoqC8pa20+BfcZ7kBzVPOKdlx+fiG7VEwoQwSgGQJ",
+	"pLGdAPtKgjGJOfBayki5oEMQrBAO9d35xbuz9K4XI2gURqqVsfmHBRPnl29Ns791eMkOIewCae8VYPS5",
+	"hKHSyOJShrITT8n839jxXQyUouhl2M5yK4qWxm6Ws8VHJzZ+lGSpYWd5dGQ5WY+Gwug25L3tDGfYdL9z",
+	"2w0/k7C26wEBHhgKw0EDo+cBCw2crDRPLAsNCHDQfQRQKb/8lay9JWbJ2qMQ3qq1pSd2GgiKEZYDuE12",
+	"nhWjvXl43Zh7YsROLUXtyozjr01Pg0GBW5LFt6zz1+jz/SToLeWYBbru93Xhxk1dsoqtcn647R1kataB",
+	"w5fayh85wNQ04c1iMmKgJcc0Nb+Y/OJjhiT43VwTtsD9ynoA16FYMScq11xatnUogOsg6D6rdopOWEh7",
+	"szhZWYYBGjWAj3BLowGEM7MoAlcncqv9BBrOz+2XP2dpEV+QOb2z+K+toWB3AdzSw2k6FB+hCjNmZ2Dl",
+	"a598QfzpIvFt0p3Ay34btILZoVlGrLTFzd9cfoIcWHCxy4kNEoW3wRWK1LJlCbnCKADnZcXQDX9tZTHz",
+	"wCdLmURpRUP4pOmPqeKqYwuZDoWvAhqlNbA9Yn+3d0p+XuBDSAfeAcRKE4ulDDgtXEwReQ6HbUvEf/0N",
+	"2AFrbTxxse9qJpcsJE0sQOxW5Jc/gx/bJUR+/Y1NYgCga7O6LY9AAiTQFFMuoQX3hcud1PSGkf+PvXfr",
+	"cdzK0gX/yobmFFJyUUyKuoSkgHEQeXUeZ9rhvNhdZeYRt8QtiRXUpoqkQqnyScCYfpjuwTzN9KAw520w",
+	"0/U2D92YQbteq35A/wXDv2Sw11qb3JSoCClv5XRHdcMZknjZ17XX9fsitUVg/KAGmK4xoG1K33ty93UW",
+	"VmTgPLfsLnt4h4kQ5mjNN3BKUiskfk24N+lcaGp2KtJkEJWAgMMqioy6T6J9Jj1OLXNPcjbfjJMwb1q5",
+	"PDXjmWjYwE27Vd+ZP8uT6mG4ocdCNxkLi1hc0fl84CLBL9Xi9WQSxwvoIS/KS+umMT+FygOfsEsh1FBN",
+	"7kO6Qab2fDaCPWLgymBMo1pLvZ9m4YJn4q6WVu/ZKX+XR5OnK/no3iEXP8IixgdUVHrg4w9246uLj4kP",
+	"vCNvfCUmI4sA5sAs4zKKtU6Zo/O2Fstsw5CcpJEnmYJOUWSZ7lRK7s83PZIXZbf9Z6Z8PzWFKWSx8SiN",
+	"KSkWTqVY7j+VjKzZ3Q6ZJJe7rT+ATPXABYHxhiOWzxPYjS8Mpq1D1yl/9SUcfs9xmg687Tlscli3b2UW",
+	"IqeOhPOwYE8udKAHPOGFn3rgWATlPgesBgY/w5kFJ98XYhFnSayOH0SqEOpo5Rlr9T5XViaPVgIJQtPQ",
+	"xPz59mVBWVUzD0uCKgkDdJam0eYP82j5qpfF2Ukbqnqh0nOU3yxjCKyV6677u2XWxPx2cakBl+fhDAjh",
+	"Bm3HaZk/RPG6Nmy5br/T7+VQzcWzO4OdL0fLOAW8mdqw169Cd8bn9Z1K6m9ExNXn2Yhqv9VpZhI3fFsr",
+	"FJ8iymDO1JB2oA4Xq4u3B1Dd/cXXj+49OmvqqWt+wWXcbLl3mpcuq1PeTtu1HdIopeAAc4sHIaXxA4F9",
+	"KDWyQrFWWb3l2m12x8pBDDrsTsNiOMfKMDAazzOWR0kYREksndUKjd+KQ9SsmqmYwhEqY/MEVqenLtwd",
+	"lvVZ0JnqrdbJoNfpa2H71z+yHlQmfspObFdpIQ1Ug0xlSZ/g9Z7dceCSXP+Bl99KWd21nb76ydCB9G99",
+	"LH3Ues9f/oXUnV0dJweBT1kdBhY2cGrpjmThQjSGjJbmT9//b7R4WS7w9yg/Kd+weQ7+mWNHUAVk3tj9",
+	"WpGutqprBQrIJ9TKaBawF3HCnvDFmLOIbzCZZaOVsyyvmsD50C9Sl8z5pWhQ3VZaodYRDgwaW5IWbVlm",
+	"6aVs7oZjhZCBI/BhBRDkeDm7AghXapUA6l8lgLrtdySAeicl8fMSjP3D3ANaq9Ra5j7/j97KH9RPeHSl",
+	"ReuAdzykRdBx3UMcEBRmQRfE3yTFzRSkELih9WK4OArTt9LRgebwXjfHOWICpohsg/A11i6ijQUxKTYW",
+	"2VqIwtMgA/b8+YPnnqxygvz1j2VPBh53up46B26AXW5RKj9azs28zxQDYmfl63OHHRwARZG1J7dsfObr",
+	"+/zGKYrPdUiZXoVXwS/AJEXgezKUADuJRja9NhEzqP7wxass4fpaXf/tEuIP+XXyyu+gDJYkA9ay3a6+",
+	"mNRt81o1glbhmVDGpV86Qgt7k+mLwKI0rvGkaWuCwVv2dJBZi0cQmJ9aacEQ08PzF6ee9JXI9A0bGycD",
+	"TWTQMhHNw0yVgwSzh+cvoKtKWQdANT3Ui/gSlQvdGXWFheTldKyxCyGWFNvBObRY2Ucy55fgcVHrEB54",
+	"ynxT1mtUXcmwAw0CPsNK+QlPIL+PSzXN6CIjbFxcOADlMBpzGYyWk0zdfQcTgNcajBjKUtPVchknGRXf",
+	"FEup47qWOshVE9dznPI1RfjpHvAUaxdakcy4YT6eaDhjFY61erxEVOVo40m/zBihlkOZ3Vc1/Rukp9EK",
+	"qX5g7ofzZCzp4W/hhYulQD9fnAoqHcv9feT/g4xH0EbrgZCpgC4uwlfZKkGkBPFqKZIsxRKkSRSnamNU",
+	"aa6W6WvLXTwBG29wKky9CmFg6uAhhO+b8L3fGKISA8sXFyVgPwtypKW3SJuE1uy6xZSWVADPTJI4JV0p",
+	"rRBAR/oYuSfpOGe7vkWlOoPEpfxa83jAfvDUk/4eX7cPsH+wKmhHl9TP3F3GaRhgktRrtp1jrMI3trVG",
+	"PNlx3WIjhJP5Vf6te4LwpG68WzfercO9W3fjvLJcm0uH+agOaNN/TJ/VgZsoXs0O23Fxqp77WbxKXjy7",
+	"d+gdnxFn7hG3nC3iRKd7/0bwJD30xvvqEE5CJR5fPLt3LpLPv5m/C9edCdl3vQXMy+qtBVBgf/0j619p",
+	"F393mDH7+p3Yz/mNyoY2gqdvayiPeKaNYLSZE4GANkUnBr2e06+yfA835ydxmjvrDGjIAtodG98Z2P2u",
+	"VYMGdwb2STcffvWLAa5Zm4YZeHLGmh4cH+A6dks/wHVsp3iA+uW1Bqjcfq17Ynfz97ondsd4sfqtzESO",
+	"N7Xb/Y6tb2q3+227uEn99vqN/QJ4Gp/nPFj7Ez0Lpqwbz8AH9gzQ9ACOl0HderhjYJYgd1KlW+A+VCZp",
+	"k37HmAeIB2KKJU4BpRMrHXxPOB4T9+aCZwu+JCwxwONMh0oAAlxqqwcAuT3bk9+E2TxeZWYLlBVbboFl",
+	"uipzdfyVAH+Bah1aBGCv5VFbMsIgUEIGrU+RWIzTEjT2xmIJR2sa+A6nPIw0GoMauqvU2YdJGNwos39T",
+	"ZdaA3AQcwAVvpkI9kVhaxatlBH4xYiW6QpVNS0HNHCn8SO3VJFeka/WnKs7zDaT5TeNkUbtC751sWCQu",
+	"wTB88z4WO+qajh6gEr9dL2+U6RtlukqZPjychJqzEuNtFzVodLr2TEW6vOaH3/atVu+lVWz34beoNbbd",
+	"k17/pabR/PZqxbvQL6t07bfROeF04pF+/Mekgqp1UxoqJRPeYqzart3L3+dCg/XrXLt3/Fi1HRhvfJ4D",
+	"z9bPc+yTfWPVc9rFEKsPxhjDb1Vj1eu02vlY9Tot1xgr9dvr1y/32W/We1p57S7MMva+a7eN3nftzhus",
+	"vD48A1de33aNlde32/tGs93uG5Pa7pdmVf1WNZr9fquXj2a/3+oao6l+e+crr2Xs0lZpl7beaJd2naLT",
+	"Xcfss/pl7y7ttoopUx+MOYPfqsaq1TvpOflgtXon3YExWvBr5eID8QfS+2pHwRtamUpJPtjGFAEq3Td2",
+	"5oe2M8/Yeh5H5kRgbcnhhiaB8u+1Ne/GUYDh5Sym9GqKsmCl42KpaVVMeI1bqUb79yTEeSw2BbwDZYg+",
+	"f/7gef1xg33Kln/5t8fs1+z3f/m3x3/5V5s92Qq1pkY6ZJiUALtP2WqpWuTui9ZqsgFisPbkgr/CMM8o",
+	"ErJB2eJZHqtGfvEiM/+jTaTfSuDypB6JMGVjSBIbbzTLFmQM7ebAqylXk8R45smdzAHVPUxEw7AcAxtb",
+	"D8GDx1+eI9mDXhpCelLJ9tRirlL6dtPdfo0/wH+mqygy8qEoDeqvfzS5geYAS/7XP8IfLAgXQgKCC5JF",
+	"gJ15m7lvX1HAlb3K04z95V+6DvtVKfxHwbM0vjLZPeKTi1KCO+LV5D0HqKptyqOrnBfntF1v/Bcf1n9x",
+	"jst5OxZnrJHWe465VYW4fglJzNua4CFxkneV7FwVjEDBtaNhnvR6J/bJwNVaYb8/sN1ex9Br2227P6jU",
+	"h92Tvms7rRbdO3BP7Hb7pFDy+t2O3TvZigncpCrXrNqBqcnFiVXXP1us67Y7bJE2tk4rPKAAT9k8o9hf",
+	"/+jY7S6rv8UZdcDBdNttnMJx8ivUxszctsOika5jOY5TpCu/zc7qtwburi12laV7zYVolRxwIXgrD3o1",
+	"pNyWdn9pzN7V7neR5rR697cdp2P3+q3cfB707BOnVVjQg87APnHala6FgdOxO05POxd63Z7t9ot7eyd9",
+	"x2532m8eESSd4CYk+LM21cCQyinQlEF1TMowIiZeWQ+9klBAMDWwug1KNeT0x1/DRHM8mTE8oq/aiiOi",
+	"XgsFzpqjVkQREUIRGxfCMBrWGcE31gkUBQn846nOoUwJzBwEPxgPORAiGJgo1DV5EpCoUTtIlcaflKEU",
+	"pikR1XryLE9lJdIMilwqKZczVlLP6/jPX/8IIzVk2Tr2ZK8DxSwdtNNCCYLeYnwcrzLmsid3gPgNsogT",
+	"E9I9THW5qCfBjuw4js4PzLs8ZJInSbwGZh2gXzKjp2hnlcKnsX6HYFON+J5CR79Rt2sEewJuT00TEioH",
+	"dTKtT0wB/lBzCqNRmopJLAFldMpT4FfTqLhJkRXKU6OuugDb9aSJtosZukdRDhQJ5amA3ZIimHwQTqfK",
+	"BpaA3VkZx72Lg/IUGbbfzgza2kVrXIlCaij8ncjdqTEcmMnMxjwVQJB0YFBPn1dXGQJ5eK+S0wQpTXqd",
+	"KkaTUozPMWN87tGRzC9ltCkkRTYXaU7em1o/5xCu0svfJoS7p+PF9vw5RnSP7PTb246pEEFaYTNqS0Br",
+	"sBadOeQ9XMc4tKWg38Eqq0Pc+uraiohAv213KkIFI5Af8EDcfmof7pobeVwA6LeNwEDL1X8bTyoFAfpt",
+	"u/yVeaHWCfvd/EP+s1p9FR0ZdOz2VR2xW22nN+h2Ou1ep+v0232zZ9tq8FU9c+zedt8cW1mz5v+2Ojvo",
+	"2G51Z+1Wu9096TjOies6bqt3YvRetXGr947d6Zw43X7fbXfdQafV6r9+uWMVuMevAkdNxntYBXb3unXQ",
+	"6g7s9rULYTA4fCE4V69ou+X2u/2B22t3XOfE7bhvuhBasIB3FkJ/u4N9CFftm3yn77rtzsnJSatjdLI2",
+	"7LUrJr/XLv1f5/VLCnWVMgBalltOAHC2wl67U1hlCOYLBsmXgxHQcFdAwtqdwcA9cX8LNPCAOT2sXUbR",
+	"Iv88MoHf2q7tGOztWvjPlqvasKaBamtWbd9qy8kva198efbs2f2nzx8BYNpu/elIKU1Ud6pTebVZPJpE",
+	"PFXTmvMpjwJdtkG+vdrjgn4VnK+t21cj7ULMlV+UkzI2eNBUbMjyKnFP2rb72qrpcuykNqydTbIVj9hd",
+	"DD4kNav2exMIfFjb8g6BipQlobjcnS21lEM5i8QozRLBF6OKFpUvKAlqdPOPgGGUYsIakns03mx/l+gv",
+	"NAbgkRDF6qjDwkA1MiDgPvQaHBRrcFcovPEa1PXQB6/ByYbLi3Ad3r7CK9k8++arZmcMNPRvvgA7vQFE",
+	"3I9bgN98xTpNfPW7X3p4bB699GrPuAzGIpnVigV4yPCVPIdup7wMXfCov2ltem777uUdXcmcQlq7G35J",
+	"TqcPT6eiBhQKn8cb+LcaDvuydRvlQ3pN9jjx5qkp0gQYOe0ewm8T8hX65gHC12YYWwNgNc3eThY7QBmH",
+	"kgHzft2rXT5+/MSrWcwDseXVGprqmt5sQTGksp+pVtbPKVcALjabi4WFTgDtuUf7IV2KCHK9QwmVn54E",
+	"91KVp+BxmGb3aTT+xhiyaJR9+92ONFd6DAwu6Lk7Ql2pwwduSuzpXZ7xKK5EC71+4iGg95EBztIEmx2i",
+	"bI583aYl7yqMj7FfZuiAaqYZTygKU7lvvtEl5kRau3Uf1u9CQCvgGR8afOfQJDXInoS1nQtHE/8QF/w8",
+	"XhMf0SKkfJF6+UEW7JowYXyVzYXMaNVZSJ0ZLqB+AmGniy28EEHIgbOgAe/wZBYzsRgLYhIvEM6x7gOg",
+	"D4naFIuZodNZzKYJ8vdKT372/MljlspwuRRZ7s/lWZaE41UmUiIMKhIjcmTYcB+9zUMc0mc0E3/bPQvD",
+	"A9flXYJGkCdHTXIzWQFir4GAS+xCGQO6eqZOyJeqHzPg/8XRNfJ4wAWERMEVv9q/Ax8RDnHOwBKEl7DE",
+	"moQj3DSmT7fqU6/29MUXo0f3tngngvDyCqby//Tk7PnTR393r7IlXo3xdCMnV/GTvy66ur2t1HTwAEYw",
+	"D8Y9vP+cKPjVHeQ7rhrQ1KLTQRD6PCA10CRrtt0rHh0gS/0hvN7qmbj9YO5X8IAzoEYhPXHI7gieiIR9",
+	"fv83FuPsQmyMzR4nbMEvBMkgzTt/ITYpQ6VfKeqwPXOHl1qQI/LWLVZRFi55kt1WFzXVfOY31Ia1WRIG",
+	"zUl6WStnAd599jWLp2apWWoR6IiW+NCxQoyUR+v8y2fXzcQZLGzUDhDU+/XLI/JJyzt7j9Y4W4WB+MjO",
+	"n89QYqvFbWm5rZYoiA+chGWCLBR7oY9ny9V1+trD8xfXK2g5AvHXT8+esDT8gzBq72K5B8dUqUkPz1/8",
+	"fHSkHd+JoSS1DBvm25YL3sIdO3ff9W7n5REK1cPzF9dqU6VpoXyoMZBDf2zrWK2Ao/SmOdUu7V248MQt",
+	"9eJCAgQeBo7RiMUzC3imhMXWcXIB5CyxRJLEh+JBnEwEWLJqtNNQTgQ7WywhwezsyT32SKZZKCcZe/LI",
+	"dZzbTx61HcdiZ8tlJDz5pIkRyMaQ8IwILnDMZbAOg2xuMcC8YQ/OW73bdx60euz5g8dfnj/DBOd4LRLL",
+	"k6Bb5QnOl0IGcXIrJbChuVAKk492vU/BTcylIjNJbNgs9uR4w+o+j0KeilTzKeaQgpQyDCpfvmfVewGq",
+	"ORXERCk8CVGTdAuyeDIRyyzdt711ndk7DphCnCybh2kxJDDpdWUFNkOZCpmG6ozdC0iC920D0z6GNMva",
+	"sIMBTP2xtRPtvKpJMyFpGIbM57BegNgy4OqfebxcigSSgCM+uViLKPJZ3ViKDfOnZpK98lndXItdB+ZP",
+	"/Xn+9Et19SSQ3PXpj7b+o6P+SPQ3SgaK5qLls5++/1P+sePvG5+iE28+Rm8f6YulKMf5vpSY1E7ZJiQc",
+	"zIheIc1pwSshQuLZHEb6ikTBzi8vrRpPJvMwE5NspWRNDXe+0omWrd4om0bxMq0NT1q2a5mjNaxxfaHe",
+	"TSOMALTUN4ACnsuA0Wyc1oaDdi8fd6NpMs4E6ScPz1qOy9aqOUu+FAmlwZy0SGbYIEVYJmQKplQ2Zw/O",
+	"267anauFkoCCpI2lSUmH7NmTlL1i4zhOMzaJ4skFe8W6LRfyFG9Pogu0/9SbX5lvTngmTvPxAqmx9SoG",
+	"p1JEafnnrV7T+E3d3jiFhMplEsqsQIpbJnGwmmRg8KlVmYrZApaJWjDpagFuU5R1tSFQOabE5SgvwyDk",
+	"9iRe3BayuUpvz8RUte72LOHLeThJmxOeBOnttkMy+XaSvWqqUYb/ZOFt9eRNmonFaMFfjUD4jtBqIKfo",
+	"9o+6HXt+Xud++2A5gjo6x9IiR/tQt52iR7hBtVRVEnY/PCdsDUuz4GIuVB0bYSEUXrFs6QuluTU+OuIf",
+	"wbRKYAiE6/WH29/NlqvXe7UIX60NJTr1liTA/j0Sw9fnJOYvPTx/MQSfpMXSJZ+Ecmax5UpOslWuYtDZ",
+	"pTQPohAOZ1KdxXYls9/7OUnPQFeAehAlLrVgfXj+wmLCntkMhyE/JsBSK06J5eq6uoL8fHDe73kBP99I",
+	"/BuJ/9FI/GOlPdQiVQv7h+cvft5BrrcX89WaX2705hLsStEfFZkI+yk+VzJHmtXoQeyTTyBt5ZNPCGg4",
+	"y9NgKwCOSzm1G99iCZcXupgTuBD9IfONqLGm5d9JtvEBflPIAM4Pn/JYNHPMmD7oK2xPPgcPYH4K6cgW",
+	"T8tpsr7NwF7J60KlIFxdT0IwHalosNl13wyzA8LwVpzdV10LxJSvouwUCKQ8WVQRhRlbqNNH6JTeCBFb",
+	"1QcD1FQYqPzUCh3qm/NLgc9Q16pGoxELFap42zLiqzQch1GYbdhkLiYXKaO0BOhLJKYZi1cZW8lIpKkn",
+	"/RCrB0d01afq7PKLNGc/L23GXyjn3GwF5F/jGFGEBmD6DJhnTEePEyX9hhgoAa7lPEe67KW4pQuPPTkl",
+	"kFX1mrpfFFD4hvsNCm+GrKg8MgtUILfbRKW28lCJLjUmT4A/ARuUSJhsBhsAAHs9mfMNYLmvEuI8iqiA",
+	"OUDPrNF1TOHGbzxpuF8wTT3Ny/Oggjmj0aP8fsy+1xDEE77kNJ0kBLCKOCXg5IxNuGSJGlOoJo7R/oac",
+	"dWRVlwg6THdNoAMLfiGKWJpqBiSIRCLQafenUJ9FU+9J1UI13Xj8qtHDaLDrOGrNTcS+kJKR9PSOVbaP",
+	"HZ/1KZcXRQWHDrJX7ILy0ir8ybCdMPmfj2MgoAhlmgkeoCyjhZDsCvL9bEX5lJfcHSTT8sQm6tw4jiPB",
+	"5YHgs/mRJaLoQwPRVkWSY9h2bLzZOoQsVnUA1YsTqGEcQVZx/tTzA2jv8sJTr3poS+lTVk1I1Z1vt77d",
+	"zU8tUjzzVNKXB7jpiDp5HgcMDzp9yEEpyRP45S6cc43hFmyCPpLy1ZQCw7GSDiJKMbMBBBuwf+ozX2jS",
+	"gFQg9x2t7eLEg+deMXJFhps5fjyKvpzuFSZadzQ6BJGSYtR3cuVev5eKe6hxP6aK/uDyfLj6KzON7rhC",
+	"/Q9d13/ITc/y5Ltj7wjubA6+B9HynoTy2Dv4q4PveAxovIdefXeVpHHyLmpDAO205DJWe268kkGkgxyI",
+	"DYAwcOrwKShOquHgroQQLtzN+s38cjbCAH9ODA8PUN9v2YpqRCKRicC40jkYvThYocYxSmvDtmPVtoiB",
+	"Wm7f7VSiV3UGdv+KhHzXsbeLCwDrzayoQCRhJeN0VQOM2U1y8U1y8d84uXgbn/DntzH77V6/cl+2W3b7",
+	"in3ZdrdWg3sysM3inm6n1813pfu325U3ZSc3ZSelspMcrkIt2AJS48pJRIth2zqQqssT1BagjUdEzUyL",
+	"vMKP+qUkr4BGMkDL/yOLhoHzpvA3omPPIJHYm71vMCFdifZA4HHoWzEDJuh1FMllOBGYbkMITeCDGIsg",
+	"EAGB8rG6nyWrNMOXprZS5HzL8I/dSplOaym8NUD4NQ1nq0SkbC2AK5sjBlFjWOKCIiKznEiKEY8UuqVM",
+	"GDQpCIVHPSq1CFLHYtuYbzq/DVjoJuopGjSN1StReSz2+dd4r7UFytNAM9B0WHqSPJZAc5XEadpEFCTD",
+	"g6bxAq8Bl2vgoITZacGpB48CJ/lCcPKXohsSObq0p8wH56bPqPY/BSdbLNXWpGxwQjsEOAqcCXDFAMen",
+	"J8mDaJEFPFuJNBXBKSwAeN2a8PuJCT8fwhBB+BHIQk2eOQbU8X0ZRiDaH8Cy/dulEe5PVqFxRpECi39P",
+	"sgoqJtC6dARyUykD+bIawVrCrBv15ygIF6DjW7WLUKrBgGhfDRhWgJhspDQMWNyjVk8pf0O30z3pwQX0",
+	"sD58wAVbG/asWv6nOmhhXIbf5jjbTYnq2Lh56dZeVgU7yWdxhRqn58jo4k6Ab76azUI5m/KJsCfxbYz1",
+	"XaVaq0U6DWcgRqAO4verOEOPrhr1J2LG4ZY7SRjMBAviScrq6r8kf25H0eK27uXcXgSN2lHpGMUSvCoh",
+	"g+BIzXSMjzDTYodI78p4m3Go3P4OPuzPtzgzBZVOaiUa+jCzkLeZyw3z47UUyW0fQY1esbp/iN3gNyA6",
+	"oWURkVKqlw13BCLbIw91amUuFS0sO6O8DYv5I2ILWfKJoIIynjK/6VfmdLwr2WVdNZY6j+NxxBe86TZb",
+	"7Tv70jlyXMNDEjrcD5HQsSMV37VM7LcG0JFCKHacklRUH82/c7EY5eM5VmaN+oQfdkWjk4+wMQllUXiA",
+	"IFyIjDfhPbeLx4yb86kp/2pvILX2SSzYEr/0vIJtoYZygO9oTdfLuesqKfCJh9dSmMZiEXW4Ug/6+ZRS",
+	"vIURXuq3Gu9tM/lludBCib839cTtviv3lW2/5eVxO+vaCo6t5fBR13A8IaPwiCqOZcSlFMnePePVHjEp",
+	"gGK7CKPuJNvwjP30j//M/EUoR7vBS6qfgGYBSutP//h/q1P91UiHMYdFHcRUKRmxJLDhCU+C/+zV2ANI",
+	"o4AJKwoliiwQI6GF1XkUkaa/oGSPt0hpUFKgHMqmlIzqfAYdMa/MaEDYP00Rjqh/ahRKjklf4yyDHQ/t",
+	"C0VOAwxv1UC9a5FmrOtYiNy4ngPndkIpOowzA6s8LQY4nuZ/I+SvJ4kYvUSHvhAi00OLlSaYB8CznAm9",
+	"DFF/K9UY/+kqUYcljB3aoGODpVtJ2RJLN9i0ZprKLXCdzEReSgOhIajH2aa+z1nuKaXFXGpmjo2lofrC",
+	"1MolO1BVYpfGoQzSIbB00zR4sk72MXgajMybeRwF6NGJwfkBzWlYzNccmKlPXaJa++JWpHGnO3nGYjkR",
+	"OZGzka6UxKvZfLnKPIlMePFyqZZ8mNKMYHkKQNv6lA2g/i30HTV8gCFJSyxnPsCm5Tj5y2hF+V6wBhny",
+	"e2JutHg1ESJIzQneehbibua0DVS7tLNuJvGC0Bsov53EEBYLod/Ek7CYwBOEuSIiA3sD5rMcH9QJKfh4",
+	"gGSUeQ6aujdM0VbRVOX0bnjUFv272gpTnrB4OvVk3auZKwwpyHl5X7RYmLJ2H1ti6S52Ha/WsNk3AGvp",
+	"r1KRpNqThrzwW5swlGnG1VJhddUKNRAN8NoJAgqAqyZFFgs8El/A8pw5HDpMjLNwNFHwqXVTTsU3MviK",
+	"lEBeSFBy8qhlGQQisDxJsNkmrYfOGNYY4Q/PX7A6bKqcSX22XPlFBZwnx6p7+cpexJfqZdo7j7wxKRuL",
+	"bC2ExB4USKEAK0t7aMoXYbTBJ4eScaNoAuxJcFU1TglvBiQCubPylCLVp5hx/BGpMOgSUKcQrlydGqyO",
+	"+TXgDRSBzyC40rB1SiIxgUDSXnkqcG/oCYHpV2MEw6GPn0oSkPEqY5qqXz+/+nRTh5Encw4SNM1lA7LM",
+	"YOa2YOHzqZuyEpo6wEgktNsOZheh6a7g0kBAtl0SDX2hupuuRhcyYbrr3oIQkuCQlVI1Pk5OC3YFdA0Y",
+	"K0EtDdM9qdbZqSbgh0zEyjk8xWpMyLwyMGhxqavlZ7MznLJKPg86hSMAvKAUWeL1gEFWmxoOfLWwALsm",
+	"lMzXKEt+URmaCJ7GUguMcZzNLZau4NRWbw9TyHSEHP2JqJrSuMwpknMuaMTeCpd1mJ2abckzn4rJhEWF",
+	"8irNU3VBxj8AbI9EaO1riXjEsAeArQaWItfpuOtEaQLylDQm6KSMIV81Txw3Tnst5CgjrM6nmQAf0Wo5",
+	"S3ggADzIk6RekD9xzCcXs0RtY5sV0M9rjigkCP2M0M1tBlLFk8gZ1OvgUOcwLJhUmoGzSU2v8Z5wIaj5",
+	"6TxOsqnSLTEmpheuxbzaWKhtircNGU8vEAMVGBPYVKw9iWDLqVc7pbNfSWalnasNC0sKp7vOzcORGTLY",
+	"k7Q+aIj19DRs9gx/WPIkC7n21OOBk8YslJ40pl2dcaULh+yn7/8EAE0oEFM1E9hnH3KnmndjmSVxNGQy",
+	"bsL8o+yTMbv/nM+gw6r/2GeiFlLLzZN8moh0bpMLjxwxPtkl29mheIkp7WxPnhHdUm4R4OmlDkjMZZ+J",
+	"DPhI9LKF9D+2Q9NjVGXTAKttow8y3AuwhnPnoj4bKsodqoz/84jLu5p6/d26EcvkM/GUjBrUUgwg5p9D",
+	"VvHzec54jeqT2VawJJXSpHSnvamWVTbklY3O0VGCeIWu8KIbjoPEDhW9kKvFeH8nNKMYVtZDuLSKBq2+",
+	"5slCM4mApYCcJriQDAD+hsUW+/tc2MK1A3vW73W2u9Y6oGt3t1RKQJtSeudpSVvFMtQ9KqsymviF2Nsb",
+	"eHCtelk5zv5WX7Gsztg2pABLV2P0cJfZ19Bts2eYybH+po70imYp4VBZurmjgNexhJNNlalJOc1yfx1r",
+	"w2KmIpy/yNoZib3YAVAV+hZ9fQ9JvMem4x7PKl3FDH1N7nmucoKCu5uBfpofLjtJ6Nckmn+jtlGZIxBf",
+	"SaeXZRxVeAbhJizeUXgmS4VXZeyQOseMD3XSrYVYsjyriHxOKEc+vYyiRXMs5GQOdUY+3TSCm/zGR5v8",
+	"vrUpg6DsYdD5DuTb3TZsc8arAilp754qm3tvWaRSsibr1Eq1JDqO0xgqc04XgRc+3YNMRzI9y1ZDyfoz",
+	"adq2TXjKYDlsCEa7MvX4gfgs903SPgNArWyVSEttKHLg7GsQuPGqW+A6ZV3g2GNHNUy3qcohmhC5jVL7",
+	"/cJt57M6uKs8WeGvstg8nM3zXjWUmPcncarumswFX+Y/nSoFVQRIpxlOxBB04dE8XiWjVRogR4yvDxr4",
+	"Sivu3GCJH20ET3S1qihY4NUNoGldrOfaV7jvZ8ajWIqGze7qFkI0jrRq7fBCazqKwTHtTyMhsvwpqtU+",
+	"qxdaxF//CPa+/kKp437p4iH6i7VkIyNBbkhxAU7RhoVFP+jGphfrpyzCKFL9L/vX9WzgvIIfoXDvnbIM",
+	"6D3A7U8TX4gP9UpLV8rhboLyV9CW4Gu9AtBCqFqtaZxk+yqw8tvNAizzS+DIfvkmh/XdGEDePotXyYtn",
+	"B9F6qjt0zfsRt5wZK+83auEdeuP9Yum9eHbvXCSffzN/TzQlrd7npLKnOnTVdsi3jGGfPEzVclipHsU0",
+	"ZCG7O8aDFgwLWjFwIhId3zZb3TiEEj01eco8Kr4ZBSLjYVQbVrugW31yxo0Fcwf2QPufVzJAgmTVA55e",
+	"wCPLJConZW71Y5LLtzewfsZO8YeSSwXi3my5SkdKdIkcyCHf9wXFu8hSbcu9zxqP/Qz7rt3JSTnbju20",
+	"BwW3fctuAXH8VVQahWMzz9ze9nXmP2jv0T4KeqV5RBs9Hm9biVHJT99zB3a/N9BEhM6J3eoYPIStvt11",
+	"uprCkPymeYO2aQ1PBm7Hbg/amg/1pO3a7X7xtL7bt9v93jaroVVsDIPa/003xcDYE3375PA90X+/W6L3",
+	"QbfEGxVY7N8VLbvd1ZuiZbtdc0+0X19DnfP+t8TxNRCVmwFqIHQ/1Qenu1UfceBG6HZ6XVs/qNvpdezi",
+	"QVQJVNoB6vQGPTA/xnYrl0x3ELpMrD1uMShsQn8L1mG8OacD+S7PI76X1YHOt7JS/iEzZD4c12cpr+Yb",
+	"8DyD9YUxWp7r8uBuzlBTLaMHXMXnidrDnpSbZ3nSRzw1YUEtnfJBbIw51gtp4Rdik4rMk0s+CyUBXy55",
+	"mjLfKNfxIW4C2bD6Cx1wlZAQwGfC9uRz9XcOWwNerLLT6bQcphTKSMk9cpRWAhoyuvnX8zgSyNtpA1p1",
+	"nUM9hkhYEq8pLUCZA0m81nY6mjIARA/xRCuPGycWg/o1yjGhai0esYBnogEd0i6PSXrpe1J9cQaO3CED",
+	"Gmb19am+SFlNyrC+FPllvs0exIkBj8EzT2IsLucF3WG9tGUAJTT7cgPfCWXlIV62B+g2vsEF+A+JC7BV",
+	"T5cEIhkyv1nUn/qsbkoSwK4tfrQw4mYVziS1e5pLwS9GJbCsOvDGphlTP9Gj7OOtXqNhhtlb/rb0Af3a",
+	"2u+007A3s4//pmgJFSYqlKqs4xJkQnXJ0k1d8U1d8Q2d3Q3ixA2d3VuVpT9dSSobtGpaRSyVVdTCwIL2",
+	"Wpi5Zo61NVuuLGqMRQRn5YVt5SNgmeNjFTvHMpedRYvfqhh5a/vEs4o5sAoVmXaBZU68J7dFtnXk3reO",
+	"FbvWlhS09OOslmspGWDhhrcs6wrBYW1vQguFAog/lM6WtbUfLGP3G8/2ylD626rClYAEkOOnzbOPrDhE",
+	"re5yB3ZBCKzaEtxiOyapskJ1LSgkiBlEQKzuP13JR3K5yvyGzbCsZpnE40gsAJtTLIGuyZOU8T5knHVc",
+	"l/Luygn78MDzGLzmlJwnlcmIypQneZQIHuRVIPWUKsPSVSIWajyw8FNkq+Upw+3KZJwhQZwni52icznB",
+	"RdfIkyRdxykyxQrjWxfTc08GK1TmhM7GfhSIxTLOlDBvfi42vqXGSRj15tBG8tt4Ur9prfnk0JzPg7X1",
+	"4oFZ86lYRnwjgiGDnOJGHm/Ch14IrObPg7vjOIA6fs46zsBmX8QIjBfq6hcGmOcbT4okiStJE++CQHoK",
+	"xGZHWqrFOHwuDjJ37sTB5lk4kxyQvo+9AV7yEhPDRJqp3w7Qu4/NXtBLG171qjmLmyQx1APtp3z9RKQp",
+	"n4kq0fGUdoiVJ6S22JPwjr2Tzfa62oS4ers/Xcn7r0KiFnWd1kF34PQeLoae8GgaJwt9R+sQBxwntjR9",
+	"U/uKaSE58evd6blqUs7xrqox99U6aOaLBHYk5dZwloYzyLVByrYwBe439WHOMdszEbMwBZ4526iE/VBt",
+	"P5NsS5go4RnxDVXCK4mrWjoWQrJAADQWEiJRaw84JO7GchqFk+x40ttW+6Aj6DFPZnRD95DVQmVgIngi",
+	"gpA/R3/MYb7eRxLAuZSweqszUkxWSZhtMG4L3H5nwPuH7vriCH1G9G4MeR/14QkKXQrMo2UXLzkErylI",
+	"vgzTcByJKyoaMTU9nm6hhwPgrienqyjCqi51Dvs7193+DkM2r03QauQI9OQyiS+F5NqVSm7VhgXOWDiM",
+	"4/HvxER1Wp3ErP7FPZBonvTNrfCqSb5PSFuEjBg23rAwKIGtwjGkFFkR5PS/mM1GKEIWalrjDfwLZRxh",
+	"RpsTWFGoZg/Tzz3pk17QxERG/5TN/hAui0TuSRSCsoLsWJCSXvcn6vRvNtXySAAah+rYnscsEelqIRhn",
+	"k1XWjKdTFsRrGcXYsBRd2RGHSklEpoNBuZUyPwx86JIPtQv+0KwGxWTajCdZngoEvvYwoAmhDMFsHU6E",
+	"7UlE/sYSCsizWc/DSDC+XAqeFJUpYcLCgE15FKXY/rmAhHwD0xbqLDXNry57pGU1ZP6jafOLWIomeJd9",
+	"T9LqyJWhttNh+G5q4ZrnDdueWNCPPHkhlpnOkNG7jioo62GmLszimEHBKctirKWE4EDjtLLeAG5VQ3uR",
+	"0mxSdhjsfNDCwFUWLgRMLyQmq9dM5uoduqaL7r2VsnTOEYwKIjkJ3hmFFwL1opWEN+ZFT/WOO8D1BIEI",
+	"uFkt46WQWaNKf7r/SkmzD+bqv/Hd/4J990CXyrAaCtQVqP0JSNgrkUMWBsgkkM+JmIjwUgQNC7eJkmf7",
+	"nPLw4JIxTBA7tWHtv3571vwtb/7BaQ5GzZfftaxe5/V/qr0ttow+JsqOle+8Whh4taG348zzapaHTiL4",
+	"+Y3cRPAMcobgUwq3APyWu0zg1y0nAlyBLgevNvz2p+//9NL66fs/vfak0eotn8pWq4/0sLyv9h7n9SiI",
+	"l5UigIoFqgBqNWHoFiZcnThl5Xfn2R8XnzzI7yLyawR8ecpQ+9mL3gjqFnKww3aqdKbcWYVRgKCHcKbm",
+	"3gZl0S95kmqqGE0ejQ/0h+qQbzJulE/jFU31GKUwDVmuECk9mmLdy4iH0rcMvo3UkwxrKONgw+p5GJxy",
+	"GSHgp6701aGs3gg1AwueXKjTO7qVElzAMA+zIwrTGJMjqcTAUm+pKj0wwvOaz1onLrPtHlTwYZ9i8TZP",
+	"Np/+9P2ffFbn2A/K01UP4fklEL1EVAGRf8mCWKC9R3T25DGBrHuoo1QPwQJefyEy7oOiovVyqBbQ8KRl",
+	"Uuw8WRj0a/WUOjmhqNxZZ2tbupz5p+//1NAwI1BFBPWhS1AWoQU4imGUV5TDdQjXoL7OUQ3jOGJ1v2om",
+	"1COA9IugNvk4EqfMN+cEgDfhOdANBCFgeA1OP6W+NJspvxRNdbJEmc/q6oHQjKVI2DIOJWa0P3v4mEuo",
+	"sWTMh/tHOpG72cTWN6FTrK5e+LgBeqVIsepJacfGiMNDntHtd/K1+JTaMI7iyUXKRAguMBgH7C0KL2iU",
+	"ap56DFwLSwb+QFVZxjg9Q70pb6X6oapXuP8s3RKNhxlQx1Rb7F0cFyj9hsVzykqlu9Ab09n/6XYdTj56",
+	"BnKC4NJMMFIPCdOc0ESZIBXA2j4lKDGcLsyhT7hkU7HG8chhfbI5Rx3XpzBZTpyFPtzpKgWrTRlHfHnK",
+	"/GLrwu65++xrXFjbRPSoVzNa77dSaksKKDtjkRs6XFkk/4OvTKuFMtrUWQMFUnjY0I5UK2ASR6uFTLGs",
+	"ZRuLyGJbrF8lchXYkdr3hiXPFWwrlQQrKM62sXr8AmUc+H0LEHN/K6tJrSQ1IGhsfjPnGXiU9dbNhaqy",
+	"FDORssUqzRifJUJQkQWsJZudkXEG1ub5l88MhwCQJkGoItEPQ8AeLgE8iKB6Udq5ridpQMkqFIXDvcKw",
+	"ebQgw+bjcAzvYd3Rh56SLukpHXNo4NHpt09bplrc6iQW9Rgje4U+VsjimlUrxG7NqulddBBrzgN1clYJ",
+	"+NJsF8Q4aoHxCMRp08BLwUJyon5D7GWScfv6ns32lfN2+gBme1xZFdRXUwJfcY4SoTroWVyyZ+f3/o6F",
+	"gZCZ0ggTKMz0pP8YNWO/gZhhpjYES592T5jZ7Ky8sTy54Bv8nYWZRoCl810duEqIkuLtayqrU8RXAUcb",
+	"wnQAgEixOW32BR48Svm66zRbtuPvr/7RqQl76nJ7HavaBntZ/Gn/uvnyk72m2L5QSIUeVdbal4na7lmI",
+	"ZpySBkaakVGJPg4lhx5tvR7SKx7h5W63l//Ok4Rv4GeR8Uqax7Li5GvsGZTNiZiGUQRIqTvbwwiifIuP",
+	"t7DhxV5C52UR1AdduNzxEjkuLedrzaMzM54DOB9IKnYT1rkJ69yEdT7WsM7WUQL0BXtM30PCP3ngBcWe",
+	"mtcKbwD6ynHp8swo3c+RuwAKiQeLUKrLbPbllFYJgvVAXkXuQFjEoD1Daa3aG67TyT3/lJDfcTpKU5zM",
+	"uUQvvEb4wxbwJAG0b/Q7otNeWccdNQJoUKCtprbWHAlvd7TFe9DAN9EWwSv6dCUf3atKre3sjiC+KtgO",
+	"btlvjH785tLw6psexMk4DAIhPzDI8qH7AAfymvCmtZ+TBIs8kpUc7vN2WCziKzmZg5EHlqkMgB8Yaor0",
+	"RktFloVSfScolwiUAKwNkQF9a9iYe7hf38hWeYMYzN7Femwe+JQne88ZfR2k24FoPCa18QoXb7FtDpot",
+	"HHwkUf05Q5IfdQa+G170fP1XJtYhYP0ughBovwuRzASDa1j96YO77KQ96DUglA/+Q99iPqSxkV5c5LH5",
+	"lifHx54hp8yXqyjyWSIW8aVIPamfrixM4+E2e2Lm1mESHB4cQwBESBKBDM1GDh4eGBIJoDE+q9pwIcQS",
+	"uZvDwGb3AwioQnieiKrN8wuQSAmWU51lGhIQjjBIDBDwgHjKgnA6FQkchNNQREEK3NhpxjfIeRNokN/y",
+	"waaHZs3TXOkKU0/CUVclUV4sA/6OjrRDEtZgSTRhSfz6LZLXznNM+WuT1w4yXn724oynpLPIeG1/eIPo",
+	"vaoAN7q6EhsFpZbIOHgyjlHGCdx2b1LWXXBaG0lMOdw5YlcXzmWqZMUEXKOctYHsWWYJKnuDCtQ9VaT3",
+	"oPnQyg+p3ewWFspooz38GZrd+UgdD0n5DiEoqxuWT9pB1O/viurdaAs4OiEDjmervQNDIAgHV+2LKHqG",
+	"t7w+tjr4fbA8K2luZjRYOcfzHr61/xBksC+vQs04okap2PrXlCqVB8EyxsjCrlhm+dBOty1qvoXdtCpm",
+	"ydqdDqs0plYx4p7ESehbMHwWjhGMrBoeq+1afcuxYA6Or88BOEedNltY/jeGSVFITPwnuoSqaYZnr85l",
+	"yQ9NMNKvSWRW11gsjgKDcyERaRxdohIPuZ+n6qgEFYiaBU8GdR2ik3wcCXsffMIDaMVHZdPLHT7KM1BT",
+	"ZQxxSF3kWiEd35XUUIN2FSOiMQ3/EVjGcL0lPEypHGrLYl/EAa28KwrizuQmDzIsOE6jxi3RJW46AKFr",
+	"fyBvZykkXOxJgtDXGRqIEJ/XbrGVzMKoMNppH6VFxZiNGd/w5nQer1NNKKPBpzVlS94fW719BP1HN0Io",
+	"EV9lHqZZnGyqNE61eD6YyXtcxEU1jUqzDrFeW8darxElNhYbVxbzZ27Yiup3t+m0nrecoaP+30bM699S",
+	"yXrLql2IzYgUvnE8hrghhybUwgUxEgPaN8z6CtccakFansLLtr4qyq2vwuhSikFtWOt1itwfnoGaVvAU",
+	"TcHIarns4R2g4LqV5kRIx0qefVIHd4yuS/ywhvqxggcDcB8qXPhcWQm58DDWnKbfAS8H1sHaP/t43/t2",
+	"CDzIJS/bxCs2FlEoLgWSkMRytk+w71dybn+n/oHP5vb7bu9JULhViXCqPGnkHpBxJk4NuQwXINNkkMRL",
+	"rFs2hDFLxCROAshk2ZHKT3HLP0BB9OaS+VCLUUna9yvInxZD/X58kTfS/H1L80LZt3+5eSjPKc6i2WHM",
+	"wPzHcbjQ0bvmaWGclU+TX9YBQbKScex3HearcdS5gPbqVVkcpVNgATWIppmb1/gCR9JppZxfz2OmeTwr",
+	"Jb5SlN59QsXRWGUZz8QuVhk55POhZDJem1JVDyGiqOKnXRHb2hGxdKUShrV4mRbf5DKWsxyRAyBadvGg",
+	"CrOnNmwdIfCeFAujYid9bU7p3yLZ5EbkHd5+Ik0D+lZYP/YHEz4Z8L2ZwuAaEWTVAI3sShEzDwORk1UX",
+	"lKZDFgJj4qVIKVEjCtPM8mRUoDZZOTlKwXNusAWmQAERxrLgyQW+Na2eInAAUFoh1A5yPVK5dKfl7JIc",
+	"PspST6LbBWhrSPCVXX7Mv3f/8f3n930orwK4oTCDXDfoqyeNVIF9mW7ObqbbgNLCYik86atH+WpkZKa9",
+	"JFf4Pj4LA/Ez9X2oph3h+7gR8m8o5D8zhMWNPvvzFu4kYX/Juqza9uTseDM9FmTd3jAOIHqsAnWGxFuR",
+	"nCHopwA8QH7vW1ifmqeSAcMqCGcE1gizVETTIUuR83G7mrlhgaZL+cRznhFnOofDRzvFFzyKSjA0mkUN",
+	"UtAaNrvPJ3MS6GueelJXE5J0h4MiS7hM9XMxAw3vx5fj3ylL+CSUM0/GMq/N5glwOIaBzkJThnQWLgRW",
+	"iuJ7l3lKnAVEXJ7EBDMfjQXfZmfliJc+AKGuEo8/i85SOMk8qfPR8Pq6ajFAPNDJlebPbkCKWxhgghum",
+	"581FFHgyJ4rV+WyePEdgeBEg3kmhIAyZD7g6dDSmuoywTgVurOtYgIAOcQzXcahiuQwsv+RpKoKr8eUB",
+	"nV5Yes2QQ1P1zWbnXM3CNI6ieK1+CSVm4Vh5bdCML1PgqUrEUvAstQidRrdas5fvzwf+jHbAh02c+blj",
+	"T2/HJw3QaeuqCOV3NdxVtSF5zWpW7QAIYE3q8p0Gj03n3O32asPaoD/tuoHTFaIlhMtbrVa/H4jJmLdb",
+	"ziRwesGJ6wZiwAOnPRgH7eCk25l0Tvpu56Q9bXe6YyWFd5xyyIthtJU8fgc4+IqWkk8YHl3p3qM3uzvu",
+	"wEpg2ncU2jVW9JXBXa3k/sLDu5iGUNS1XBnarTwh8ZDae0A+BezRLGZBwteY85ct+HLI/CRep9+GL20w",
+	"j7793UvfrM4H2akL1dVlPvvrH8069VDAPQi1j6KxIKDX5WEyJg7wK0oenmD7P6oMiUmcSJGUZZCG+DHR",
+	"fCwAxNejqEaQPheDqNQDdVgq67Tk0zcvqg2/bVn9l3mqmPrCsSBFSXUmXhOuPmTH7E1Sa71xklqrEu77",
+	"mgQ1t+92KhPUBp0rE9Rajt3bSlFD3O48Q63dB+H43hPxru9j66Szp5Mnrj24qpNt+2Srk92+o24pWJT6",
+	"7dcvKxoF6PUfcKYPS0d0u/3qgej3AHN970C0dmYb78jH4aTb/jDTfVhHW3vXdWdg96/oqetAmqXZ0457",
+	"YnfNhd3ud6rmHFpWzsncdicc4z9Aibvn+FWC6CYdccuNZLDiK0OB5ocpyaukurGyNNTLgUmKVCi49/g+",
+	"LwoJqzL8h5rHn1h7lW0YRwGSgfIM0Zfo2r25/+w9pv5T+38muf+gm8Trn2P2P07wLy/hHpWT6xUlpQMh",
+	"rLxSkeCuau6gLdHYbw1cq4a7IM+A7/ZPqgSxFrNuGzWIPQfA1sNaJ52rHtZ12+9ONBvb5bh8ecqRN5uu",
+	"U+I9CWOEiewwNKr/OsOdvladVD15q1R2NWs3R0dlBMIoCD/0aEhFQtA2ez2fml1fI63eArZHZVXUdQqv",
+	"61jkyloLIE4rDhFPEqCfhluuy9VijETliyW4plJGXw2ZY7ccqkN17MEp455cJqKZiEjwVLCxmMaJgG1M",
+	"X50ywH2yJ8slGyOA5HhDz2tgaZonA56JPJ84E0s2FtlaCIknlxIFUoSz+TheJQgZ/ckn2PFI2J98gr5U",
+	"uI+anDJQsFjOYl8Uf7NxnCElZl76G2hfrjJcYykKIKpSVO5WCglJBi926sl6xMciigRC/gThJANYbnam",
+	"0e3IqAfXJ/uURbKexew2QMA1fEio8OQ0imPAovb/4LO62wBPLVnh8WIcShEwGYdpAZmo7EcEaqz76e+T",
+	"rP7vfw9MtX/5V/Zr9u9/P8riv/xrw2/kNJ9qKjLmL0I5gpf5rN5iv2rY7I7YxJqZA5vBcZhUa8IFoKwH",
+	"qAokYkaw4+jYBBwqT/oriX0MAMYNH7IOkcmYS4Tl0y91u+xXDahW9kOgr49WaXiJrmZDnSpCuFiarjQu",
+	"i4YSE03AM4G9auuauUTo+Q+sotN9h/2Kxm2RP0K72D255hu98mIpmim4zNNwJhlSBK4QYpAY/KkiDh3t",
+	"KQQ1Mk8ugXHdsZ3uKZXwGoOCzYVWqBbSyCEMOgyLxUSUit0ReQ5ELmIJzysGn7ovQVlgdfJRqxFqeDK/",
+	"zGIGRB5oFaE0njJSX/mn8GZjnj1ZerjxbKav0fcYHYyT7cYrkVHcaW5ZXMbQ708+YXUfPtPyaKjpEwSP",
+	"iJ5yIhCk+fPUO6bhjEwzw9VE8m6O712wOqgPgNCPgXaUcZ7UQi6dc3WYFcuki3M7ZP/+99oDli4BdRDf",
+	"HSYM3pp6ElTen/7hv7sW84EUfJi3doT8BqcoMdaqrwQer/rOk0SZqCyeehI4EtWJlBI6qowxaqT3TaZH",
+	"a0iUPmJ5K2XxWrJ0Akhrau/T69WPI/qaIPxLjUf89wC7eItF8SzvDB/HgL8HHYzXCN0pYf+ECLtKe2LQ",
+	"Zb9iqyUEjdQsBEJOhCehDxbOWZcFaoGhO2uaCBHEC/bT9/9Uej2LRJriklQ/xfLUkzmmD0dA+0kSp5Al",
+	"Eq8LyFslU5TIQfRLGDPKSF5LT1LvWT4m6gDVQ9IYYvCMR+E4gVU1UPuxEOVhLD05BjBbNbktu9fpQpBm",
+	"MocIbbxmU54UeSQsDTPss2ZDChNPFocUo8MAVv59VNeGLF+UxQED/R2vMrC+/vIvLfYr2iI8ESXZCju9",
+	"vMsapxRSbanOAKkpMf/ixkAxq/f2KeyDPvsVSyNYhTxjvc7nMJgtt/85i5UBsi1rANx4S24M2bdYU8yQ",
+	"/PKlvz9u9UwQYdf7zPUuWYjvwFjRvd0OL4E0LkYvigHTFU8tGL06nUTjJAxmImiYxgtSZ1fznjoQxnEx",
+	"jPPbanLJVssuuCO5MxkEJxe/b71yF23ZqW2TF9Z4FE6EQVT41VrIdrN/R5tbHWfgsPrl48dPGD66UdvL",
+	"h3lA21yjbeMT0Z2257/rXfSjwdJ527a50LaXyvgSy20P9wH+aThbakPHdlonA6sGfP5bHKmODfYeqW85",
+	"bycs5tqwZTtOx6pl8e5tA6t2KRJ1W21Yy/dqjazK67zK17as77hXtMuxB4PubrtOBn27dWC7qvy8xGd7",
+	"beN6Lfua1rm7jev27LbZtmKrHTJmB7et3XLs7tGNc/td+2RP617ia6r3npaxI4rBvLRqWsKPaK12rJqh",
+	"6iAQznLOoRNdqwZnlnp4cWgB7+vvYkyvcew+0sDmXXe74GDSz3fxkzEyVi0NZws+wmY7tuP08u+ymL7p",
+	"WLU/1IYuJN6ZIr42/JZk+25gya0OkcRrCX8sRBByOTIWqVqlSqMeLdXnk65VWy3h0r1rdO+L9ArAt7kV",
+	"b3PNd7lV7yrPqsZsGyEaE86eGp8qQVb1EKu2niupRufCGAyqQnvTVlWWnxTYB1Z3lZbU0foE3h0D8HGE",
+	"Ai9LVnLCzeW75olUjYUEq6Oi7XQO7/HdkPqsU2VB0v4CY+5WrXsQ1lEIS2LLi3NWcq1YujyOlgQkU6lx",
+	"O9StAwkkV7p1xhtg/0wRuHktkoIkxypylWEDsGyzFMV1OucYtWDNdbqt9oB7YAs6VNkUBd7wKZBRpSL7",
+	"dJVNm33kSGN8C/adbD2w1D3pVwA2+whdTpDuSRIKtc4wPYxgrCErC3gVPAkcEpYGyZVBQX8RKt03EEED",
+	"rOMwYc8+O2u63Z62sGCGPOkX5HB2KVOHqsfTnArWfyqWSfNeOBNp5iOA3aDbdhpgkyg5kueylZ6p0Xx9",
+	"Nf1q4VMcRLzikwwjDMqihxm0GeImEI8peciwWSlOK3CP5WCllBWfxldo1bh6flbZEp/c/mRbkQY0+f0p",
+	"WrdSytYrvP5RKIWhNdd+/PP3P/7wf/34w//745//4ccf/s8ff/jff/zzP/74w//x45///scf/mf4+3/6",
+	"8Yd/Vd/88M8//vD//fjDP8Et//TjD/+PuvHP/8uPP/x34+9/ukcIInndwI9//h/Vg+mmf/4ymXFJ5GHp",
+	"UyAATjFSCpbbT9//aQvwbc++tXQiZ9X+1MvPhmftQTg3B1JtuJ0iUMxHJTQxwIHP2ViQ14QnmWmAIDT6",
+	"t7X/xhhj5+cM/mXPH+Ifd9h/q73UYOe17woeKOaBgu6ykzvsq/7IsQyH7hOR8Yi+KCP7e7XX2xGPbfzI",
+	"SimCncIBCjOL+GRKQsCUiHbNegcA8PsQ33eB27fR2atPU6wswd1fJp0yxM3ukPjpnCtp9unwztmz+73O",
+	"MKdJw6OgEE/21eGZm9hLKfYCUpnG0ATPXPBAgBNn75l9TfDlTCtOxfFDzmLkWyQw4RLhPnt4/oLVgQ0b",
+	"Gbwt9vXTsyc5rRIsdT65EDIwoYXV15R+kIk0s5BPmzKhEeyWNFk6Zik3PF0KpS6gcguM2nLHF1qPE0v7",
+	"STXrv7ou4JkYskQ0TZryhs2ekcrsSeNV6AABb9hUyfM6+P1hBEaRkL7lSX+2XI0WYhEnm9EqCyMaEr+h",
+	"Kc1TpA0EBFYc2VMdEAJlAMIUi8Ltu6F+2exxiFRAuSobTwvXbuELXsRyZrC3mly1EL60MFqm1CypznHx",
+	"KhMyEEEOXFOZ3fCGPq4b1swb1sxyzVa8xigTreEshiIHey8lyyLcQ+vjOpbJdeNcg/749i7THaywL6W5",
+	"FbN5IgQDjx4JmFJehxaz335HzsXaEMiGalZttlzVhjXtFaxZNYi7ZqMDsvXpyiIjQ7qvOhNn6vz+or0Y",
+	"n/CaBXnVEXkgb2s3ZM2qmRK7Nqw9OO/XLHLgtqss8yNscRQWV8Ga4Wh8UPP77c/ZZ/lco6TFCE45s2B/",
+	"ygPxoDQvxCbdj1ijBmfCo0gdYxrDTBOkpNqUncDXlE4dr+UpM5B1PRlmYNalhQG9TMJLnmExYX2LrcVv",
+	"QMyWjLzAk1Azn2aMqLzTebymnCU5EwmQ94FZuWUsgufbtz35lJqrI7NQ5qXeDA/O+atdp1SNPImT4BSB",
+	"2TxJUOI7IyAKDDZlcmqAN/2zJtXyJDAfLkXCFnwyB7R8MOrVoUucWkmc8Uw0cnJusN6hSylbxmkqYDS1",
+	"cmoM4BB6Hk91EYEn7wdut9sasNxktpBkm2fmfRaaz+ppL54/aPZJWYunqgW+73tSF+GZjDmXLU/yZTiC",
+	"F39x9uS+J3EJ4DeoRNP9xBHuq8t8zKworySqCrSYj/f5RDsaBGrexzwVvY7uMV7edlnC11o3X2tePGVv",
+	"ML9oiI/1fWjRSJ2SgaTHUyECVndeOWcNSqpBokzK8gCpiXSCqLVALZ12gpxqGhOIyNv5giC/SSLYSoa/",
+	"XwlUFbHELhErSA5IY7Vf1FSRFkxko/oZBnPiFCD4Nx4uO7W0YDfJGd5v8JTyrAjWwpbZFASlnkTKIB8r",
+	"k3z2+1Ws9XHUz6F0GwrjsximGekGBb9QLdJU+9gm8r11HEenOZgDjgHwtotT40ngPNPKM3QciDVplPUK",
+	"naySS2CQUNcFbMJlLEO1SDaerG/YWETxmrn/1e122U//8L+y1sBiMmZSzHgWXgr2B5HENLmq//GUakAh",
+	"0Yo2Hb2xjw0AaQk/syC8DIEztG8R5SZZw8Ail20sSjrAgDRn0/AVZanAniq8UDRZbIHw+JVE71oGPcOt",
+	"9LnY1I6t9TePfozmbXl5QKSRN5mWCWwAnDh1x62c7MrUBODa2rB2cf5U9H732998sUwuur+/1743mL36",
+	"ejZxxsGrB87i2X/ZRI9+1zt37sXP3N5ZMlgMPrv/zdmX0/tfbB5/9vTRouWcZS+cF7dXYee/jP+uu3z0",
+	"wsn+7t5Xn36qlPR8oaiTPXt1f/DoN727J8/WjtuS58+nkTO+XC37n3dffP5V/9ndweBVK3MfPIg/PSaD",
+	"sxjb9wh2AF2oGHc1vMaxcAhGmDPYKSE0jjTA6XL6g3EvcLvtYNDvToJO6+SkG7SFcMcOH7sng8kgEOMW",
+	"dx3e6Uz5WHSC7sAdi/G4K5zJoFYqL9QR4DefC/Pe0VIsasNaU/3vzv2Hj75g5y/uPH50l31+/zfwpSef",
+	"3I3Xd776zb3P3a/XZ5v7Z8e8y5PwkPtf3Nt97putib3giRVnOiR1GpqNiRJwPDbozZL5BS2Zp9vkgB8I",
+	"52PwYTkI96q7W1vjFwoCR+o7l7mmYkgDUpVMGwfO2OuIRUyD6/Z3xr59fWVI0nhzHXRfVIvVSX9+/0kj",
+	"z9rVk4W03YaBkp3SM0AFRXIjuVG60YRLNpmLyUVOklIdcbOrQmIlVeb9e+EeGHLuHThPboTyL+ocL22T",
+	"63fELx3b4MzsrmG+W0p4oZloRNqVUTRVJu9+X5H27Ka3v1PL8PU1qEDq7CpkSn63JuGtT3gqmqGyz9NQ",
+	"WXLRxiLzy5Pm5RgoAGa7h/cN7nri8wbHrUbLhI5IqC/I5mKBiEEFAn6+KrAch2LCkB9gbf/mOqee9NUD",
+	"gdcOPMKU5M6jyMII+ngD/+5JGCh84W8rHCuclfrZMGh5vykLX9gzm/nPuAzGIpn5jdyVveRwRpEYgX+2",
+	"7aM9TOMuebNz6us9fOJvhy1DLd5FkqP1FE8ZN1MZynH2hNzOxzmpD7iaxksPKDqlRxBHRICXK3KM9z1z",
+	"2+Nekd7bxvReDaijs9EK33wbffPVhY9WTh4/rH3x5dmzZ/efPn/05Rc1TGgsZ/iNlPIyIqbiYct1+31I",
+	"KczmcTCaRDxN1URrPpgRMaIVjvzJhsuLcB3e/uLrR/cenTV1lWnzCy7jZsu907x0m2fffNXsjCF2shT8",
+	"ooyzsUEy+4oMx3L2b6c3sDuv6fhK5yJRom6SrXjE7saL5Qq321Yg4eybr1inia9ORJaE4nJ3kmpWLQ3l",
+	"LBKjNEsEX4wq2lK+oISPUZBgaiCEcvp1+bukvJx0SvYhw2dW7jK38/CO2gQJX4xm49rQ1dWwKbYkT4H7",
+	"z/mbP83fe8zhq+8+T2JI9dh3BOPPv/zDNR9OKC+FTqMTEo8PkAi7RymYIMmlPgZwiuZZthzevh3FEx7N",
+	"4zQb9p2+g5moePv2AfAMU9oWRX6URZVEVAchAygBSy2WqH0pZxqcYLHkSZjGWGlPUg3atnvKfAOU3acY",
+	"75cCqjJzdarun5FxCltsyO6ALaU0O99C1zb6/XX8AFzJKB3xONLV9IaVVNEGpbXlTPd59U794fmL1MI0",
+	"j1RncKRY1ZqTEueotfGUqevzAx5uY1M+Uee5Zo/SQAN4T1VbzjGpHUw9qEDKm4MTABGEnBoZEssx5CCx",
+	"3umSR6UX6US4ilc9IOjbMmUQMBBZbI4ea/VoBL6F2m+lANRzJM6UPOKYp7IF6ZW3wUC3qgiKCx5lcwsA",
+	"B9XoqvFWknMCa43QGxI+yXJ/cyKAVXciUCcy3iMyXnv98vX/HwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

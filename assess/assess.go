@@ -72,11 +72,21 @@ func (w *Writer) checked(r store.Run) store.Run {
 	return r
 }
 
-// SubmitRun is store.SubmitRun with the run's checks. A run naming a
-// look-alike of a catalog's GPU or model is refused.
+// DefaultLicense is the licence of a run submitted (through the API)
+// without one: its submitter dedicates the measurements to the public
+// domain, so that the database and its bulk export can be reused without
+// attributing each of many submitters (docs/submitting.md).
+const DefaultLicense = "CC0-1.0"
+
+// SubmitRun is store.SubmitRun with the run's checks, for a run its
+// submitter sends: one naming a look-alike of a catalog's GPU or model is
+// refused, and one that states no licence is offered under DefaultLicense.
 func (w *Writer) SubmitRun(ctx context.Context, r store.Run, idem *store.Idempotency) (store.Run, store.SubmitResult, error) {
 	if err := w.refuseLookAlikes(r); err != nil {
 		return store.Run{}, store.SubmitResult{}, err
+	}
+	if r.License == "" {
+		r.License = DefaultLicense
 	}
 	return w.store.SubmitRun(ctx, w.checked(r), idem)
 }

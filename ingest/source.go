@@ -3,7 +3,9 @@ package ingest
 import (
 	"bytes"
 	"crypto/sha256"
+	_ "embed"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"mime/multipart"
 	"path/filepath"
@@ -62,13 +64,50 @@ func ToolSource(format string, meta []byte, files []ToolFile) (*store.Source, er
 // source.
 func SeedRuns() ([]store.Run, error) {
 	var runs []store.Run
+	origins, err := seedOrigins()
+	if err != nil {
+		return nil, err
+	}
 	for _, s := range Seeds() {
 		r, err := Parse(s.Data)
 		if err != nil {
 			return nil, fmt.Errorf("bundled example %s: %w", s.Name, err)
 		}
+		o, ok := origins[s.Name]
+		if !ok {
+			return nil, fmt.Errorf("bundled example %s: not described in seeds/sources.json", s.Name)
+		}
+		r.SourceURL, r.Publisher, r.License, r.RetrievedAt = deref(o.SourceURL), o.Publisher, o.License, o.RetrievedAt
 		r.Source = Source(s.Data)
 		runs = append(runs, r)
 	}
 	return runs, nil
+}
+
+// seedOrigin is where a bundled page came from, as seeds/sources.json
+// says.
+type seedOrigin struct {
+	SourceURL   *string `json:"source_url"`
+	Publisher   string  `json:"publisher"`
+	License     string  `json:"license"`
+	RetrievedAt string  `json:"retrieved_at"`
+	Note        string  `json:"note"`
+}
+
+//go:embed seeds/sources.json
+var seedSources []byte
+
+func seedOrigins() (map[string]seedOrigin, error) {
+	var m map[string]seedOrigin
+	if err := json.Unmarshal(seedSources, &m); err != nil {
+		return nil, fmt.Errorf("seeds/sources.json: %w", err)
+	}
+	return m, nil
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }

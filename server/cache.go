@@ -313,7 +313,11 @@ func etagOf(body []byte) string {
 // notModified reports whether If-None-Match names etag (RFC 9110 13.1.2,
 // weak comparison).
 func notModified(r *http.Request, etag string) bool {
-	inm := r.Header.Get("If-None-Match")
+	return etagListed(r.Header.Get("If-None-Match"), etag)
+}
+
+// etagListed reports whether an If-None-Match value names etag.
+func etagListed(inm, etag string) bool {
 	if inm == "" {
 		return false
 	}

@@ -1,6 +1,10 @@
 package server
 
 import (
+	"time"
+
+	openapi_types "github.com/oapi-codegen/runtime/types"
+
 	"github.com/matrixd/matrixd/api"
 	"github.com/matrixd/matrixd/store"
 )
@@ -11,6 +15,16 @@ func opt(s string) *string {
 		return nil
 	}
 	return &s
+}
+
+// optDate maps a stored day (YYYY-MM-DD; empty when absent) to JSON; a
+// day that does not parse, which validation keeps out, is absent too.
+func optDate(s string) *openapi_types.Date {
+	t, err := time.Parse(time.DateOnly, s)
+	if err != nil {
+		return nil
+	}
+	return &openapi_types.Date{Time: t}
 }
 
 func toAPIRun(r store.Run) api.Run {
@@ -25,6 +39,7 @@ func toAPIRun(r store.Run) api.Run {
 	out := api.Run{
 		ID: r.ID, Title: r.Title, Notes: opt(r.Notes), Submitter: opt(r.Submitter), SubmittedBy: opt(r.SubmittedBy),
 		CreatedAt: r.CreatedAt, SourceURL: opt(r.SourceURL),
+		Publisher: opt(r.Publisher), License: opt(r.License), RetrievedAt: optDate(r.RetrievedAt),
 		Model: api.Model{Name: r.Model.Name, Quantization: opt(r.Model.Quantization)},
 		Hardware: api.Hardware{
 			Type: opt(r.Hardware.Type), GPU: r.Hardware.GPU, GPUCount: r.Hardware.GPUCount, VRAMGB: r.Hardware.VRAMGB,
@@ -108,6 +123,7 @@ func toAPISummary(s store.RunSummary) api.RunSummary {
 		SingleStreamTokS: s.SingleStreamTokS, SingleStreamContextTokens: s.SingleStreamContextTokens,
 		MaxContextTokensWithOutput: s.MaxContextTokensWithOutput,
 		MethodClass:                api.MethodClass(s.MethodClass), Flagged: s.Flagged,
+		SourceURL: opt(s.SourceURL), Publisher: opt(s.Publisher), License: opt(s.License), RetrievedAt: optDate(s.RetrievedAt),
 	}
 	if s.Peak != nil {
 		out.Peak = &api.PeakCell{TotalTokS: s.Peak.TotalTokS, ContextTokens: s.Peak.ContextTokens, Concurrency: s.Peak.Concurrency}

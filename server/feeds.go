@@ -83,6 +83,8 @@ type atomEntry struct {
 	Authors   []atomPerson `xml:"author"`
 	Links     []atomLink   `xml:"link"`
 	Summary   string       `xml:"summary,omitempty"`
+	// Rights is the licence of the entry's run (RFC 4287 4.2.10).
+	Rights string `xml:"rights,omitempty"`
 }
 
 func atomTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
@@ -209,10 +211,29 @@ func (s *Server) GetRunsFeed(ctx context.Context, req api.GetRunsFeedRequestObje
 		} else {
 			e.Links = append(e.Links, atomLink{Rel: "related", Type: "text/html", Href: s.abs("/runs/" + url.PathEscape(r.ID) + "#series"), Title: "its series"})
 		}
-		e.Summary = summary
+		e.Summary = summary + origin(r)
+		e.Rights = "unknown licence"
+		if r.License != nil {
+			e.Rights = "Licence: " + *r.License + " (SPDX)"
+		}
+		if r.SourceURL != nil {
+			e.Links = append(e.Links, atomLink{Rel: "via", Href: *r.SourceURL, Title: "where it was published"})
+		}
 		f.Entries = append(f.Entries, e)
 	}
 	return f.render()
+}
+
+// origin is where a run came from, for an entry's summary.
+func origin(r api.RunSummary) string {
+	publisher, retrieved := "an unknown publisher", "on an unknown day"
+	if r.Publisher != nil {
+		publisher = *r.Publisher
+	}
+	if r.RetrievedAt != nil {
+		retrieved = "on " + r.RetrievedAt.String()
+	}
+	return "; published by " + publisher + ", retrieved " + retrieved
 }
 
 // GetRegressionsFeed implements GET /feeds/regressions.atom.

@@ -51,6 +51,7 @@ type atomEntry struct {
 	Updated []string   `xml:"http://www.w3.org/2005/Atom updated"`
 	Links   []atomLink `xml:"http://www.w3.org/2005/Atom link"`
 	Summary string     `xml:"http://www.w3.org/2005/Atom summary"`
+	Rights  string     `xml:"http://www.w3.org/2005/Atom rights"`
 }
 
 var urnUUID = regexp.MustCompile(`^urn:uuid:[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/matrixd/matrixd/api"
 	"github.com/matrixd/matrixd/calculator"
@@ -78,11 +79,32 @@ func (s *Server) ListRuns(ctx context.Context, req api.ListRunsRequestObject) (a
 	if err != nil {
 		return nil, err
 	}
+	if wantCSV((*string)(p.Format), accept(ctx)) {
+		return runsCSV(runs)
+	}
 	out := api.ListRuns200JSONResponse{Items: make([]api.RunSummary, len(runs)), NextCursor: opt(next)}
 	for i, r := range runs {
 		out.Items[i] = toAPISummary(r)
 	}
 	return out, nil
+}
+
+// runsCSV is a page of summaries as CSV: one row a run, with where it
+// came from. The next page's cursor is not in CSV; JSON gives it.
+func runsCSV(runs []store.RunSummary) (csvTable, error) {
+	rows := make([][]string, len(runs))
+	for i, r := range runs {
+		var peak *float64
+		if r.Peak != nil {
+			peak = &r.Peak.TotalTokS
+		}
+		rows[i] = []string{r.ID, r.Title, r.ModelName, r.Quantization, r.GPU, fstr(r.VRAMGB), r.EngineName, r.EngineVersion,
+			r.Submitter, r.SubmittedBy, r.CreatedAt.Format(time.RFC3339Nano), r.MethodClass, strconv.FormatBool(r.Flagged),
+			fstr(r.SingleStreamTokS), fstr(peak), r.SourceURL, r.Publisher, r.License, r.RetrievedAt}
+	}
+	return csvBody([]string{"id", "title", "model", "quantization", "gpu", "vram_gb", "engine", "engine_version",
+		"submitter", "submitted_by", "created_at", "method_class", "flagged",
+		"single_stream_tok_s", "peak_total_tok_s", "source_url", "publisher", "license", "retrieved_at"}, rows)
 }
 
 func limitOr(l *int) int {
@@ -174,6 +196,7 @@ func (t csvTable) visit(w http.ResponseWriter) error {
 	return err
 }
 
+func (t csvTable) VisitListRunsResponse(w http.ResponseWriter) error         { return t.visit(w) }
 func (t csvTable) VisitListDecodeCellsResponse(w http.ResponseWriter) error  { return t.visit(w) }
 func (t csvTable) VisitListPrefillCellsResponse(w http.ResponseWriter) error { return t.visit(w) }
 

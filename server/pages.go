@@ -172,6 +172,7 @@ func (p *pages) index(c echo.Context) error {
 	if err := (&api.ServerInterfaceWrapper{Handler: bound{list: &params}}).ListRuns(ac); err != nil {
 		return p.problemPage(c, err, "/")
 	}
+	params.Format = nil // the page is HTML; its CSV is the API's
 	resp, err := p.s.ListRuns(c.Request().Context(), api.ListRunsRequestObject{Params: params})
 	if err != nil {
 		return p.problemPage(c, err, "/")

@@ -282,7 +282,8 @@ func limitWrite(l *limiter, c echo.Context, keyName string) error {
 // answers measured at 10,000 runs (docs/operating.md): a run, a list, a
 // catalog, the cells, a calculator answer or a comparison takes 1–10 ms; a
 // series, a feed of runs, a page of them or a write up to 50 ms; a plan, a
-// predicted ranking or the regressions feed 150–800 ms. A fixed charge
+// predicted ranking, the regressions feed or the bulk export 150 ms and
+// more. A fixed charge
 // per route, not the time the request happened to take, so that a client
 // is not billed for the load others put on the machine (a busy server
 // stretches every request's wall time) nor for waiting on another
@@ -300,7 +301,7 @@ func costOf(r *http.Request) float64 {
 		return costMedium
 	}
 	switch {
-	case path == "/v1/planner" || path == "/planner" || path == "/feeds/regressions.atom":
+	case path == "/v1/planner" || path == "/planner" || path == "/feeds/regressions.atom" || path == exportPath:
 		return costExpensive
 	case path == "/v1/leaderboard" || path == "/leaderboard":
 		if predicted, err := strconv.ParseBool(r.URL.Query().Get("predicted")); err == nil && predicted {

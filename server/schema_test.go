@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -112,7 +113,14 @@ func constraints(s *openapi3.Schema, ptr string) []constraint {
 	case s.Type.Is(openapi3.TypeString):
 		if s.MaxLength != nil {
 			n := int(*s.MaxLength)
-			out = append(out, constraint{pointer: ptr, inside: "https://" + strings.Repeat("x", n-8), outside: "https://" + strings.Repeat("x", n-7)})
+			inside, outside := "https://"+strings.Repeat("x", n-8), "https://"+strings.Repeat("x", n-7)
+			if s.Pattern != "" && !regexp.MustCompile(s.Pattern).MatchString(inside) {
+				inside, outside = strings.Repeat("x", n), strings.Repeat("x", n+1) // a token, such as a licence
+			}
+			out = append(out, constraint{pointer: ptr, inside: inside, outside: outside})
+		}
+		if s.Pattern != "" {
+			out = append(out, constraint{pointer: ptr, outside: "not one token, nor a URL"})
 		}
 		if s.MinLength > 0 {
 			out = append(out, constraint{pointer: ptr, outside: ""})

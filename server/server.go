@@ -187,7 +187,7 @@ func New(st *store.Store, cfg Config) (http.Handler, error) {
 		limitReads(newLimiter(cfg.RateLimit.ReadsPerSecond)),
 		middleware.BodyLimit(fmt.Sprintf("%dB", cfg.MaxBodyBytes)),
 		acceptGzip,
-		cached(rc, uncached, &keyer{router: router, langs: langs}),
+		cached(rc, func(path string) bool { return uncached(path) || path == exportPath }, &keyer{router: router, langs: langs}),
 		limitCost(newCostLimiter(cfg.RateLimit), uncached),
 		middleware.GzipWithConfig(middleware.GzipConfig{MinLength: 1024}),
 		validator(router, st.Authenticate, newLimiter(cfg.RateLimit.WritesPerSecond)),
@@ -529,7 +529,7 @@ type acceptKey struct{}
 // withAccept hands the Accept header to handlers that negotiate content,
 // and tells caches that their answers vary with it.
 func withAccept(f api.StrictHandlerFunc, operation string) api.StrictHandlerFunc {
-	negotiates := operation == "ListDecodeCells" || operation == "ListPrefillCells"
+	negotiates := operation == "ListDecodeCells" || operation == "ListPrefillCells" || operation == "ListRuns"
 	return func(c echo.Context, req any) (any, error) {
 		if !negotiates {
 			return f(c, req)

@@ -106,6 +106,13 @@ func (s *Server) ImportRun(ctx context.Context, req api.ImportRunRequestObject) 
 	if err != nil {
 		return nil, err
 	}
+	if l := req.Params.License; l != nil {
+		if run.License != "" && run.License != *l {
+			return nil, invalidParam("license", fmt.Sprintf("is %s, but meta's license is %s: give the licence once, or the same in both", *l, run.License))
+		}
+		run.License = *l
+		parts = append(parts, []byte("license="+*l))
+	}
 	body := rawBodyOf(ctx)
 	if run.Provenance, err = s.signature(ctx, req.Params.BodySignature, req.Params.BodySignatureKey, body.data); err != nil {
 		return nil, err

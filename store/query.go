@@ -224,7 +224,8 @@ func after(expr, idCol string, desc bool, c cursor) (string, []any) {
 const summaryColumns = `r.id, r.title, r.model_name, r.gpu, r.vram_gb, r.engine_name, r.engine_version,
 	coalesce(r.model_quantization, r.engine_quantization), r.submitter, r.submitted_by, r.created_at,
 	r.single_stream_tok_s, r.single_stream_context_tokens, r.peak_total_tok_s, r.peak_context_tokens, r.peak_concurrency,
-	r.max_context_tokens_with_output, r.method_class, r.flagged`
+	r.max_context_tokens_with_output, r.method_class, r.flagged,
+	r.source_url, r.publisher, r.license, r.retrieved_at`
 
 // summaryRow receives summaryColumns; finish turns it into a RunSummary.
 type summaryRow struct {
@@ -235,6 +236,8 @@ type summaryRow struct {
 	peakTok                      *float64
 	peakContext, peakConcurrency *int
 	flagged                      int
+	sourceURL, publisher         *string
+	license, retrieved           *string
 }
 
 func (r *summaryRow) dest() []any {
@@ -242,12 +245,14 @@ func (r *summaryRow) dest() []any {
 	return []any{&s.ID, &s.Title, &s.ModelName, &s.GPU, &s.VRAMGB, &s.EngineName, &r.version,
 		&r.quant, &r.submitter, &r.submittedBy, &r.created,
 		&s.SingleStreamTokS, &s.SingleStreamContextTokens, &r.peakTok, &r.peakContext, &r.peakConcurrency,
-		&s.MaxContextTokensWithOutput, &s.MethodClass, &r.flagged}
+		&s.MaxContextTokensWithOutput, &s.MethodClass, &r.flagged,
+		&r.sourceURL, &r.publisher, &r.license, &r.retrieved}
 }
 
 func (r *summaryRow) finish() (RunSummary, error) {
 	s := r.s
 	s.EngineVersion, s.Quantization, s.Submitter, s.SubmittedBy = deref(r.version), deref(r.quant), deref(r.submitter), deref(r.submittedBy)
+	s.SourceURL, s.Publisher, s.License, s.RetrievedAt = deref(r.sourceURL), deref(r.publisher), deref(r.license), deref(r.retrieved)
 	t, err := parseTime(r.created)
 	if err != nil {
 		return RunSummary{}, fmt.Errorf("run %s created_at: %w", s.ID, err)

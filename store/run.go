@@ -74,21 +74,28 @@ const (
 // assigns: id, created_at and submitted_by. A field whose tag has neither
 // omitempty nor omitzero is required in run JSON.
 type Run struct {
-	ID          string        `json:"id,omitempty"`
-	CreatedAt   time.Time     `json:"created_at,omitzero"`
-	SubmittedBy string        `json:"submitted_by,omitempty"` // the API key's name
-	Title       string        `json:"title"`
-	Notes       string        `json:"notes,omitempty"`
-	Submitter   string        `json:"submitter,omitempty"` // as the source names its author
-	SourceURL   string        `json:"source_url,omitempty"`
-	Model       Model         `json:"model"`
-	Hardware    Hardware      `json:"hardware"`
-	Engine      Engine        `json:"engine"`
-	Benchmark   Benchmark     `json:"benchmark,omitzero"`
-	Method      *Method       `json:"method,omitempty"`
-	Launch      Launch        `json:"launch,omitzero"`
-	Prefill     []PrefillCell `json:"prefill,omitempty"`
-	Decode      []DecodeCell  `json:"decode,omitempty"`
+	ID          string    `json:"id,omitempty"`
+	CreatedAt   time.Time `json:"created_at,omitzero"`
+	SubmittedBy string    `json:"submitted_by,omitempty"` // the API key's name
+	Title       string    `json:"title"`
+	Notes       string    `json:"notes,omitempty"`
+	Submitter   string    `json:"submitter,omitempty"` // as the source names its author
+	// Where the run came from, and on what terms: the source's address and
+	// publisher, the licence of its data (an SPDX identifier) and the day
+	// it was retrieved (YYYY-MM-DD); empty when not stated.
+	SourceURL   string `json:"source_url,omitempty"`
+	Publisher   string `json:"publisher,omitempty"`
+	License     string `json:"license,omitempty"`
+	RetrievedAt string `json:"retrieved_at,omitempty"`
+
+	Model     Model         `json:"model"`
+	Hardware  Hardware      `json:"hardware"`
+	Engine    Engine        `json:"engine"`
+	Benchmark Benchmark     `json:"benchmark,omitzero"`
+	Method    *Method       `json:"method,omitempty"`
+	Launch    Launch        `json:"launch,omitzero"`
+	Prefill   []PrefillCell `json:"prefill,omitempty"`
+	Decode    []DecodeCell  `json:"decode,omitempty"`
 	// Trust is assigned by the server: the outcome of the plausibility
 	// checks when the run was written.
 	Trust *Trust `json:"trust,omitempty"`
@@ -205,7 +212,8 @@ func validStatus(s string) bool {
 
 // ContentHash identifies a run by what was measured and how: everything
 // but what the server assigns and the metadata its owner may edit (title,
-// notes, source_url) and the checks the server makes. Importing the same
+// notes, source_url), where it came from (publisher, licence, retrieval
+// date) and the checks the server makes. Importing the same
 // content twice yields the same hash, and editing the metadata keeps the
 // run's identity. A method that is the run's default (the one its
 // benchmark text names) adds nothing to the hash, so runs stored before
@@ -214,6 +222,7 @@ func (r *Run) ContentHash() string {
 	c := *r
 	c.ID, c.CreatedAt, c.SubmittedBy = "", time.Time{}, ""
 	c.Title, c.Notes, c.SourceURL = "", "", ""
+	c.Publisher, c.License, c.RetrievedAt = "", "", ""
 	c.Trust = nil
 	if c.Method != nil && c.Method.equal(defaultMethod(c)) {
 		c.Method = nil

@@ -43,6 +43,12 @@ func (s *Store) CreateRuns(ctx context.Context, runs []Run) (stored []Run, creat
 			}
 			return nil, nil, err
 		}
+		if err := run.checkRetrieved(now); err != nil {
+			if len(runs) > 1 {
+				err = fmt.Errorf("run %d of %d: %w", i+1, len(runs), err)
+			}
+			return nil, nil, err
+		}
 		run.Prefill, run.Decode = slices.Clone(run.Prefill), slices.Clone(run.Decode)
 		run.Normalize()
 		run.stampSource()
@@ -136,8 +142,9 @@ func insertRun(ctx context.Context, tx *tx, r Run, hash string, sum RunSummary) 
 		benchmark_tool, benchmark_tool_version, served_model, revision, decode_test, prefill_mode, seconds_per_measurement, max_output_tokens,
 		launch_command, launch_notes, max_model_len, gpu_memory_utilization, max_num_seqs, kv_cache_dtype, attention_backend, enable_prefix_caching, launch_flags,
 		single_stream_tok_s, single_stream_context_tokens, peak_total_tok_s, peak_context_tokens, peak_concurrency, max_context_tokens_with_output,
-		source_sha256, source_media_type, source_format, signed_by, signature, series_key, avg_power_w
-	) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+		source_sha256, source_media_type, source_format, signed_by, signature, series_key, avg_power_w,
+		publisher, license, retrieved_at
+	) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 		r.ID, hash, formatTime(r.CreatedAt), nullStr(r.SubmittedBy), r.Title, nullStr(r.Notes), nullStr(r.Submitter), nullStr(r.SourceURL),
 		r.Model.Name, nullStr(r.Model.Quantization),
 		nullStr(r.Hardware.Type), r.Hardware.GPU, r.Hardware.GPUCount, r.Hardware.VRAMGB, nullStr(r.Hardware.CPU), r.Hardware.CPUCores, r.Hardware.RAMGB, nullStr(r.Hardware.OS), nullStr(r.Hardware.DriverVersion), r.Hardware.PowerLimitW, nullStr(r.Hardware.PCIe),
@@ -146,6 +153,7 @@ func insertRun(ctx context.Context, tx *tx, r Run, hash string, sum RunSummary) 
 		nullStr(r.Launch.Command), string(notes), r.Launch.MaxModelLen, r.Launch.GPUMemoryUtilization, r.Launch.MaxNumSeqs, nullStr(r.Launch.KVCacheDtype), nullStr(r.Launch.AttentionBackend), nullBoolInt(r.Launch.EnablePrefixCaching), string(flagsJSON),
 		sum.SingleStreamTokS, sum.SingleStreamContextTokens, peakTok, peakL, peakB, sum.MaxContextTokensWithOutput,
 		srcHash, srcType, srcFormat, nullStr(r.Provenance.SignedBy), nullStr(r.Provenance.Signature), SeriesKey(r), r.Hardware.AvgPowerW,
+		nullStr(r.Publisher), nullStr(r.License), nullStr(r.RetrievedAt),
 	)
 	if err != nil {
 		return false, err
@@ -285,7 +293,22 @@ func readRun(ctx context.Context, q querier, id string) (Run, error) {
 	if err := readPower(ctx, q, &r); err != nil {
 		return Run{}, err
 	}
+	if err := readOrigin(ctx, q, &r); err != nil {
+		return Run{}, err
+	}
 	return r, nil
+}
+
+// readOrigin reads where run r came from, the columns migration 16
+// (PostgreSQL's 11) added: apart from the run's other columns, so that
+// earlier migrations still read runs without them.
+func readOrigin(ctx context.Context, q querier, r *Run) error {
+	var publisher, license, retrieved *string
+	if err := q.QueryRowContext(ctx, "SELECT publisher, license, retrieved_at FROM runs WHERE id = ?", r.ID).Scan(&publisher, &license, &retrieved); err != nil {
+		return fmt.Errorf("run %s origin: %w", r.ID, err)
+	}
+	r.Publisher, r.License, r.RetrievedAt = deref(publisher), deref(license), deref(retrieved)
+	return nil
 }
 
 // readPower reads the measured power of run r and its decode cells, the

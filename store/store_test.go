@@ -543,6 +543,7 @@ func TestMigrationRehashesRuns(t *testing.T) {
 	}
 	for _, q := range []string{
 		"DROP TRIGGER runs_inserted_measured", "DROP TRIGGER runs_deleted_measured", "DROP TRIGGER runs_updated_measured",
+		"ALTER TABLE runs DROP COLUMN publisher", "ALTER TABLE runs DROP COLUMN license", "ALTER TABLE runs DROP COLUMN retrieved_at",
 		"DROP TABLE run_fits", "ALTER TABLE runs DROP COLUMN avg_power_w", "ALTER TABLE decode_cells DROP COLUMN avg_power_w",
 		"DROP INDEX runs_by_trust_version", "ALTER TABLE runs DROP COLUMN method_class", "ALTER TABLE runs DROP COLUMN method_measurement_s",
 		"ALTER TABLE runs DROP COLUMN method_output_tokens", "ALTER TABLE runs DROP COLUMN method_prefill", "ALTER TABLE runs DROP COLUMN trust_checks",

@@ -43,6 +43,9 @@ func (s *Store) SubmitRun(ctx context.Context, run Run, idem *Idempotency) (Run,
 	run.Method = &m
 	hash := run.ContentHash()
 	now := s.now().UTC().Truncate(time.Microsecond)
+	if err := run.checkRetrieved(now); err != nil {
+		return Run{}, SubmitResult{}, err
+	}
 	run.ID, run.CreatedAt = IDFromHash(hash), now
 	var (
 		out Run

@@ -28,6 +28,9 @@ type RunSummary struct {
 	// plausibility check flagged it.
 	MethodClass string
 	Flagged     bool
+	// SourceURL, Publisher, License and RetrievedAt are where the run came
+	// from (see Run); empty when not stated.
+	SourceURL, Publisher, License, RetrievedAt string
 }
 
 // PeakCell locates a run's highest total tok/s.

@@ -176,6 +176,38 @@ func (s *Store) AttachSource(ctx context.Context, r Run) (bool, error) {
 	return attached, nil
 }
 
+// AttachOrigin gives the stored run of r's content where it came from (r's
+// source_url, publisher, licence and retrieval date) when it states none
+// of them (runs seeded before they were kept). It reports whether it did.
+func (s *Store) AttachOrigin(ctx context.Context, r Run) (bool, error) {
+	if r.Publisher == "" && r.License == "" && r.RetrievedAt == "" {
+		return false, nil
+	}
+	hash := r.ContentHash()
+	attached := false
+	err := s.inTx(ctx, func(tx *tx) error {
+		var id string
+		err := tx.QueryRowContext(ctx, "SELECT id FROM runs WHERE content_hash = ? AND publisher IS NULL AND license IS NULL AND retrieved_at IS NULL", hash).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			attached = false
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE runs SET source_url = coalesce(source_url, ?), publisher = ?, license = ?, retrieved_at = ? WHERE id = ?",
+			nullStr(r.SourceURL), nullStr(r.Publisher), nullStr(r.License), nullStr(r.RetrievedAt), id); err != nil {
+			return err
+		}
+		attached = true
+		return logEvent(ctx, tx, id, "", ActionUpdate, map[string]any{"publisher": nullStr(r.Publisher), "license": nullStr(r.License), "retrieved_at": nullStr(r.RetrievedAt)}, s.now())
+	})
+	if err != nil {
+		return false, fmt.Errorf("attach origin: %w", err)
+	}
+	return attached, nil
+}
+
 // Audit actions: every change to a run is one event.
 const (
 	ActionCreate  = "create"

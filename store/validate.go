@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -15,6 +16,7 @@ import (
 const (
 	MaxTextLen        = 200      // names and short texts, in characters
 	MaxURLLen         = 2048     // source_url, engine.repository
+	MaxLicenseLen     = 64       // an SPDX identifier or LicenseRef-…
 	MaxNotesLen       = 4096     // the run's free-text notes
 	MaxCommandLen     = 16 << 10 // the launch command
 	MaxLaunchNotes    = 64       // comment lines of the launch command
@@ -100,6 +102,9 @@ func (r *Run) Validate() error {
 	v.text("/title", r.Title, MaxTextLen, true)
 	v.name("/submitter", r.Submitter, false)
 	v.url("/source_url", r.SourceURL)
+	v.text("/publisher", r.Publisher, MaxTextLen, false)
+	v.license("/license", r.License)
+	v.date("/retrieved_at", r.RetrievedAt)
 	v.multiline("/notes", r.Notes, MaxNotesLen)
 
 	v.name("/model/name", r.Model.Name, true)
@@ -186,6 +191,60 @@ func (v *validator) url(ptr, s string) {
 	if s != "" && !strings.HasPrefix(s, "https://") && !strings.HasPrefix(s, "http://") {
 		v.add(ptr, "must be an http:// or https:// URL")
 	}
+}
+
+// license checks an SPDX-like licence identifier: a short token of
+// letters, digits, '.', '+' and '-' (CC-BY-4.0, LicenseRef-my-terms).
+func (v *validator) license(ptr, s string) {
+	if s == "" {
+		return
+	}
+	if !ValidLicense(s) {
+		v.add(ptr, "is %q; it must be an SPDX licence identifier such as CC0-1.0, CC-BY-4.0 or MIT, or LicenseRef- and a name: letters, digits, '.', '+' and '-', at most %d characters", truncate(s, MaxLicenseLen+1), MaxLicenseLen)
+	}
+}
+
+// ValidLicense reports whether s is an SPDX-like licence identifier as a
+// run may state it.
+func ValidLicense(s string) bool {
+	if s == "" || len(s) > MaxLicenseLen {
+		return false
+	}
+	for i, c := range s {
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || c != '.' && c != '+' && c != '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// date checks a day written YYYY-MM-DD; whether it is in the future is
+// checked when the run is stored (checkRetrieved), against the store's clock.
+func (v *validator) date(ptr, s string) {
+	if s == "" {
+		return
+	}
+	if _, err := time.Parse(time.DateOnly, s); err != nil {
+		v.add(ptr, "is %q; it must be a day written YYYY-MM-DD, e.g. 2026-11-30", truncate(s, 40))
+	}
+}
+
+// checkRetrieved refuses a retrieval date after today (UTC) at now.
+func (r *Run) checkRetrieved(now time.Time) error {
+	d, err := time.Parse(time.DateOnly, r.RetrievedAt)
+	if err != nil || !d.After(now.UTC()) {
+		return nil // absent, or already reported by Validate
+	}
+	return &ValidationError{Problems: []Problem{{Pointer: "/retrieved_at",
+		Message: fmt.Sprintf("is %s, after today (%s UTC): give the day the source was retrieved", r.RetrievedAt, now.UTC().Format(time.DateOnly))}}}
+}
+
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n]) + "…"
 }
 
 func (v *validator) chars(ptr, s string, maxLen int, lines bool) {

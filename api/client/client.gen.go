@@ -854,6 +854,24 @@ func (e PlanCapacityParamsSort) Valid() bool {
 	}
 }
 
+// Defines values for ListRunsParamsFormat.
+const (
+	ListRunsParamsFormatCsv  ListRunsParamsFormat = "csv"
+	ListRunsParamsFormatJSON ListRunsParamsFormat = "json"
+)
+
+// Valid indicates whether the value is a known member of the ListRunsParamsFormat enum.
+func (e ListRunsParamsFormat) Valid() bool {
+	switch e {
+	case ListRunsParamsFormatCsv:
+		return true
+	case ListRunsParamsFormatJSON:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListRunsParamsSort.
 const (
 	ListRunsParamsSortCreatedAt          ListRunsParamsSort = "created_at"
@@ -1602,6 +1620,18 @@ type LeaderboardEntry struct {
 	Value float64    `json:"value"`
 }
 
+// License The licence of the run's data as an SPDX identifier (`CC-BY-4.0`,
+// `CC0-1.0`, `MIT`, `ODbL-1.0`) or a `LicenseRef-…` of your own (SPDX
+// special value `NOASSERTION` when the source states none): letters,
+// digits, `.`, `+` and `-`, at most 64 characters. A run sent through
+// the API (`POST /v1/runs`, `POST /v1/runs/import`) without one is
+// stored as `CC0-1.0`, the submitter's dedication of the numbers to
+// the public domain (docs/submitting.md says why); `matrixd import`
+// takes it from the run JSON or META as given (none: unknown).
+//
+// Example: CC0-1.0
+type License = string
+
 // Matrix defines model for Matrix.
 type Matrix struct {
 	Concurrencies []int       `json:"concurrencies"`
@@ -2020,6 +2050,9 @@ type Run struct {
 	ID     string `json:"id"`
 	Launch Launch `json:"launch"`
 
+	// License The licence the data is offered under, as an SPDX identifier (`CC-BY-4.0`, `MIT`, `LicenseRef-…`); null when not stated (shown as unknown).
+	License *string `json:"license"`
+
 	// Method How the decode cells were measured: the class and its parameters.
 	Method     Method     `json:"method"`
 	Model      Model      `json:"model"`
@@ -2034,7 +2067,15 @@ type Run struct {
 	// SHA-256, and for a signed submission the signing key and the
 	// signature over those bytes.
 	Provenance Provenance `json:"provenance"`
-	SourceURL  *string    `json:"source_url"`
+
+	// Publisher Who published the source (a site, a lab, a person); null when not stated (shown as unknown).
+	Publisher *string `json:"publisher"`
+
+	// RetrievedAt The day the source was retrieved; null when not stated.
+	RetrievedAt *openapi_types.Date `json:"retrieved_at"`
+
+	// SourceURL Where the run was published or fetched from; null when not stated.
+	SourceURL *string `json:"source_url"`
 
 	// SubmittedBy The name of the API key that submitted the run; null for runs imported on the server.
 	SubmittedBy *string `json:"submitted_by"`
@@ -2190,7 +2231,20 @@ type RunInput struct {
 		MaxNumSeqs           *int               `json:"max_num_seqs,omitempty"`
 		Notes                *[]string          `json:"notes,omitempty"`
 	} `json:"launch,omitempty"`
-	Method *struct {
+
+	// License The licence of the run's data as an SPDX identifier (`CC-BY-4.0`,
+	// `CC0-1.0`, `MIT`, `ODbL-1.0`) or a `LicenseRef-…` of your own (SPDX
+	// special value `NOASSERTION` when the source states none): letters,
+	// digits, `.`, `+` and `-`, at most 64 characters. A run sent through
+	// the API (`POST /v1/runs`, `POST /v1/runs/import`) without one is
+	// stored as `CC0-1.0`, the submitter's dedication of the numbers to
+	// the public domain (docs/submitting.md says why); `matrixd import`
+	// takes it from the run JSON or META as given (none: unknown).
+	//
+	//
+	// Example: CC0-1.0
+	License *License `json:"license,omitempty"`
+	Method  *struct {
 		// Class What kind of measurement a run's decode cells are. Numbers of
 		// different classes measure different things and are never ranked,
 		// pooled or planned together.
@@ -2239,9 +2293,13 @@ type RunInput struct {
 		Status CellStatus `json:"status"`
 		TTFTMs *Ms        `json:"ttft_ms,omitempty"`
 	} `json:"prefill,omitempty"`
-	SourceURL *string         `json:"source_url,omitempty"`
-	Submitter *Text200        `json:"submitter,omitempty"`
-	Title     Text200Required `json:"title"`
+	Publisher *Text200 `json:"publisher,omitempty"`
+
+	// RetrievedAt The day the source was retrieved, `YYYY-MM-DD`, not after today (UTC).
+	RetrievedAt *openapi_types.Date `json:"retrieved_at,omitempty"`
+	SourceURL   *string             `json:"source_url,omitempty"`
+	Submitter   *Text200            `json:"submitter,omitempty"`
+	Title       Text200Required     `json:"title"`
 }
 
 // RunInputMethodPrefill defines model for RunInput.Method.Prefill.
@@ -2286,6 +2344,9 @@ type RunSummary struct {
 	GPU     string `json:"gpu"`
 	ID      string `json:"id"`
 
+	// License Its data's licence (SPDX identifier); null when not stated.
+	License *string `json:"license"`
+
 	// MaxContextTokensWithOutput The largest context at which some decode cell produced output tokens.
 	MaxContextTokensWithOutput *int `json:"max_context_tokens_with_output"`
 
@@ -2319,14 +2380,23 @@ type RunSummary struct {
 	//   (llmfit's `bench`, LocalMaxxing submissions); context 0 when the
 	//   prompt length is not stated. Community numbers for a first look,
 	//   never ranked beside the sustained classes.
-	MethodClass               MethodClass `json:"method_class"`
-	Model                     string      `json:"model"`
-	Peak                      *PeakCell   `json:"peak"`
-	Quantization              *string     `json:"quantization"`
-	SingleStreamContextTokens *int        `json:"single_stream_context_tokens"`
+	MethodClass MethodClass `json:"method_class"`
+	Model       string      `json:"model"`
+	Peak        *PeakCell   `json:"peak"`
+
+	// Publisher Who published it; null when not stated.
+	Publisher    *string `json:"publisher"`
+	Quantization *string `json:"quantization"`
+
+	// RetrievedAt The day its source was retrieved; null when not stated.
+	RetrievedAt               *openapi_types.Date `json:"retrieved_at"`
+	SingleStreamContextTokens *int                `json:"single_stream_context_tokens"`
 
 	// SingleStreamTokS Total tok/s of the valid concurrency-1 cell at the smallest context that has one.
 	SingleStreamTokS *float64 `json:"single_stream_tok_s"`
+
+	// SourceURL Where the run was published; null when not stated.
+	SourceURL *string `json:"source_url"`
 
 	// SubmittedBy The API key that submitted the run.
 	SubmittedBy *string  `json:"submitted_by"`
@@ -3250,6 +3320,9 @@ type PlanCapacityParamsSort string
 
 // ListRunsParams defines parameters for ListRuns.
 type ListRunsParams struct {
+	// Format `csv` for CSV with a header row; wins over `Accept`. JSON by default.
+	Format *ListRunsParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+
 	// GPU GPU name, case-insensitive (e.g. `RTX 3090`).
 	GPU *ParamGPU `form:"gpu,omitempty" json:"gpu,omitempty"`
 
@@ -3293,6 +3366,9 @@ type ListRunsParams struct {
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
+// ListRunsParamsFormat defines parameters for ListRuns.
+type ListRunsParamsFormat string
+
 // ListRunsParamsSort defines parameters for ListRuns.
 type ListRunsParamsSort string
 
@@ -3319,6 +3395,45 @@ type CreateRunParams struct {
 	BodySignatureKey *BodySignatureKey `json:"Body-Signature-Key,omitempty"`
 }
 
+// ExportRunsParams defines parameters for ExportRuns.
+type ExportRunsParams struct {
+	// GPU GPU name, case-insensitive (e.g. `RTX 3090`).
+	GPU *ParamGPU `form:"gpu,omitempty" json:"gpu,omitempty"`
+
+	// Model Case-insensitive substring of the model name.
+	Model *ParamModel `form:"model,omitempty" json:"model,omitempty"`
+
+	// Quantization Quantization as published, case-insensitive (e.g. `AWQ 4-bit`).
+	Quantization *ParamQuantization `form:"quantization,omitempty" json:"quantization,omitempty"`
+
+	// Engine Engine name, case-insensitive (e.g. `vllm`).
+	Engine *ParamEngine `form:"engine,omitempty" json:"engine,omitempty"`
+
+	// EngineVersion Engine version as published, case-insensitive (e.g. `0.32.0`).
+	EngineVersion *ParamEngineVersion `form:"engine_version,omitempty" json:"engine_version,omitempty"`
+
+	// KVCacheDtype The launch's `--kv-cache-dtype`, case-insensitive.
+	KVCacheDtype *ParamKVCacheDtype `form:"kv_cache_dtype,omitempty" json:"kv_cache_dtype,omitempty"`
+
+	// Submitter Submitter handle without `@`, case-insensitive.
+	Submitter *ParamSubmitter `form:"submitter,omitempty" json:"submitter,omitempty"`
+
+	// SubmittedBy The name of the API key that submitted the run, exactly.
+	SubmittedBy *ParamSubmittedBy `form:"submitted_by,omitempty" json:"submitted_by,omitempty"`
+
+	// VRAMGBMin Runs on GPUs with at least this much VRAM, GB.
+	VRAMGBMin *ParamVRAMGBMin `form:"vram_gb_min,omitempty" json:"vram_gb_min,omitempty"`
+
+	// VRAMGBMax Runs on GPUs with at most this much VRAM, GB.
+	VRAMGBMax *ParamVRAMGBMax `form:"vram_gb_max,omitempty" json:"vram_gb_max,omitempty"`
+
+	// After Start after this run id (the `id` of the last line received), to resume.
+	After *string `form:"after,omitempty" json:"after,omitempty"`
+
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
 // ImportRunMultipartBody defines parameters for ImportRun.
 type ImportRunMultipartBody struct {
 	File []openapi_types.File `json:"file"`
@@ -3337,6 +3452,12 @@ type ImportRunParams struct {
 
 	// Tg For `llama-batched-bench` output that measured several text-generation lengths, the one to import.
 	Tg *int `form:"tg,omitempty" json:"tg,omitempty"`
+
+	// License The licence of the run's data, as an SPDX identifier (see
+	// `License`): how a published page states it. A tool's output
+	// may state it in its `meta` part's `license` instead; given in
+	// both, they must agree. Neither: `CC0-1.0`.
+	License *string `form:"license,omitempty" json:"license,omitempty"`
 
 	// IdempotencyKey Any string of 1–255 printable ASCII characters, unique per request; remembered for 24 hours per API key.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
@@ -3964,7 +4085,10 @@ type ClientInterface interface {
 	// Summaries of stored runs, newest first by default, with keyset
 	// pagination: pass `next_cursor` back as `cursor` for the next page.
 	// Text filters are case-insensitive; `model` matches a substring, the
-	// others the whole value.
+	// others the whole value. CSV (a header row, then one row a run, with
+	// its source, publisher, licence and retrieval date) for `format=csv`
+	// or `Accept: text/csv`; `format` wins over `Accept`. For every run at
+	// once, in full, see `GET /v1/runs.ndjson`.
 	//
 	// Corresponds with GET /v1/runs (the `ListRuns` operationId).
 	ListRuns(ctx context.Context, params *ListRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4000,6 +4124,30 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/runs (the `CreateRun` operationId).
 	CreateRun(ctx context.Context, params *CreateRunParams, body CreateRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ExportRuns Export every run, in full, as NDJSON
+	//
+	// Every visible run matching the filters (those of `GET /v1/runs`), in
+	// full (the `Run` of `GET /v1/runs/{run_id}`, with its cells,
+	// provenance and licence), one JSON object a line (NDJSON,
+	// `application/x-ndjson`), ordered by id. The answer is streamed as
+	// the runs are read, page by page, so it has no size limit and no
+	// `Content-Length`; gzip when the client accepts it
+	// (`curl --compressed`).
+	//
+	// To resume a cut-off download, pass the last complete line's `id` as
+	// `after`: the answer then starts at the next id, with no run twice.
+	// Runs written meanwhile appear where their id falls.
+	//
+	// The ETag names the data version and the filters: `If-None-Match`
+	// with it answers 304 while no run was written. The answer is never
+	// kept by the response cache (it is too large to hold whole);
+	// `Cache-Control: no-cache` asks clients to revalidate. The time it
+	// takes is charged to the client's share of server time like any
+	// uncached answer (429 when its share is spent).
+	//
+	// Corresponds with GET /v1/runs.ndjson (the `ExportRuns` operationId).
+	ExportRuns(ctx context.Context, params *ExportRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ImportRunWithBody Submit a published page or a benchmark tool's output
 	//
@@ -5022,7 +5170,10 @@ func (c *Client) PlanCapacity(ctx context.Context, params *PlanCapacityParams, r
 // Summaries of stored runs, newest first by default, with keyset
 // pagination: pass `next_cursor` back as `cursor` for the next page.
 // Text filters are case-insensitive; `model` matches a substring, the
-// others the whole value.
+// others the whole value. CSV (a header row, then one row a run, with
+// its source, publisher, licence and retrieval date) for `format=csv`
+// or `Accept: text/csv`; `format` wins over `Accept`. For every run at
+// once, in full, see `GET /v1/runs.ndjson`.
 //
 // Corresponds with GET /v1/runs (the `ListRuns` operationId).
 func (c *Client) ListRuns(ctx context.Context, params *ListRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5079,6 +5230,40 @@ func (c *Client) CreateRunWithBody(ctx context.Context, params *CreateRunParams,
 // Corresponds with POST /v1/runs (the `CreateRun` operationId).
 func (c *Client) CreateRun(ctx context.Context, params *CreateRunParams, body CreateRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateRunRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ExportRuns Export every run, in full, as NDJSON
+//
+// Every visible run matching the filters (those of `GET /v1/runs`), in
+// full (the `Run` of `GET /v1/runs/{run_id}`, with its cells,
+// provenance and licence), one JSON object a line (NDJSON,
+// `application/x-ndjson`), ordered by id. The answer is streamed as
+// the runs are read, page by page, so it has no size limit and no
+// `Content-Length`; gzip when the client accepts it
+// (`curl --compressed`).
+//
+// To resume a cut-off download, pass the last complete line's `id` as
+// `after`: the answer then starts at the next id, with no run twice.
+// Runs written meanwhile appear where their id falls.
+//
+// The ETag names the data version and the filters: `If-None-Match`
+// with it answers 304 while no run was written. The answer is never
+// kept by the response cache (it is too large to hold whole);
+// `Cache-Control: no-cache` asks clients to revalidate. The time it
+// takes is charged to the client's share of server time like any
+// uncached answer (429 when its share is spent).
+//
+// Corresponds with GET /v1/runs.ndjson (the `ExportRuns` operationId).
+func (c *Client) ExportRuns(ctx context.Context, params *ExportRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewExportRunsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -8254,6 +8439,18 @@ func NewListRunsRequest(server string, params *ListRunsParams) (*http.Request, e
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
 
+		if params.Format != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "format", *params.Format, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.GPU != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "gpu", *params.GPU, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
@@ -8516,6 +8713,195 @@ func NewCreateRunRequestWithBody(server string, params *CreateRunParams, content
 	return req, nil
 }
 
+// NewExportRunsRequest constructs an http.Request for the ExportRuns method
+func NewExportRunsRequest(server string, params *ExportRunsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs.ndjson")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.GPU != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "gpu", *params.GPU, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Model != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "model", *params.Model, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Quantization != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "quantization", *params.Quantization, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Engine != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "engine", *params.Engine, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.EngineVersion != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "engine_version", *params.EngineVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.KVCacheDtype != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "kv_cache_dtype", *params.KVCacheDtype, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Submitter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "submitter", *params.Submitter, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.SubmittedBy != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "submitted_by", *params.SubmittedBy, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.VRAMGBMin != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "vram_gb_min", *params.VRAMGBMin, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.VRAMGBMax != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "vram_gb_max", *params.VRAMGBMax, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewImportRunRequestWithTextBody calls the generic ImportRun builder with text/plain body
 func NewImportRunRequestWithTextBody(server string, params *ImportRunParams, body ImportRunTextRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -8570,6 +8956,18 @@ func NewImportRunRequestWithBody(server string, params *ImportRunParams, content
 		if params.Tg != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "tg", *params.Tg, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.License != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "license", *params.License, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -10231,7 +10629,10 @@ type ClientWithResponsesInterface interface {
 	// Summaries of stored runs, newest first by default, with keyset
 	// pagination: pass `next_cursor` back as `cursor` for the next page.
 	// Text filters are case-insensitive; `model` matches a substring, the
-	// others the whole value.
+	// others the whole value. CSV (a header row, then one row a run, with
+	// its source, publisher, licence and retrieval date) for `format=csv`
+	// or `Accept: text/csv`; `format` wins over `Accept`. For every run at
+	// once, in full, see `GET /v1/runs.ndjson`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10269,6 +10670,32 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/runs (the `CreateRun` operationId).
 	CreateRunWithResponse(ctx context.Context, params *CreateRunParams, body CreateRunJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateRunResponse, error)
+
+	// ExportRunsWithResponse Export every run, in full, as NDJSON
+	//
+	// Every visible run matching the filters (those of `GET /v1/runs`), in
+	// full (the `Run` of `GET /v1/runs/{run_id}`, with its cells,
+	// provenance and licence), one JSON object a line (NDJSON,
+	// `application/x-ndjson`), ordered by id. The answer is streamed as
+	// the runs are read, page by page, so it has no size limit and no
+	// `Content-Length`; gzip when the client accepts it
+	// (`curl --compressed`).
+	//
+	// To resume a cut-off download, pass the last complete line's `id` as
+	// `after`: the answer then starts at the next id, with no run twice.
+	// Runs written meanwhile appear where their id falls.
+	//
+	// The ETag names the data version and the filters: `If-None-Match`
+	// with it answers 304 while no run was written. The answer is never
+	// kept by the response cache (it is too large to hold whole);
+	// `Cache-Control: no-cache` asks clients to revalidate. The time it
+	// takes is charged to the client's share of server time like any
+	// uncached answer (429 when its share is spent).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/runs.ndjson (the `ExportRuns` operationId).
+	ExportRunsWithResponse(ctx context.Context, params *ExportRunsParams, reqEditors ...RequestEditorFn) (*ExportRunsResponse, error)
 
 	// ImportRunWithBodyWithResponse Submit a published page or a benchmark tool's output
 	//
@@ -12824,6 +13251,78 @@ func (r CreateRunResponse) ContentType() string {
 	return ""
 }
 
+// ExportRunsResponse200Headers the declared response headers of an HTTP 200 response for ExportRuns
+type ExportRunsResponse200Headers struct {
+	ETag *string
+}
+
+// ExportRunsResponse304Headers the declared response headers of an HTTP 304 response for ExportRuns
+type ExportRunsResponse304Headers struct {
+	ETag *string
+}
+
+// ExportRunsResponse429Headers the declared response headers of an HTTP 429 response for ExportRuns
+type ExportRunsResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         *int
+}
+
+type ExportRunsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ExportRunsResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *ExportRunsResponse304Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ExportRunsResponse429Headers
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ExportRunsResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ExportRunsResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r ExportRunsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ExportRunsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ExportRunsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ExportRunsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ImportRunResponse200Headers the declared response headers of an HTTP 200 response for ImportRun
 type ImportRunResponse200Headers struct {
 	IdempotentReplayed *string
@@ -15199,7 +15698,10 @@ func (c *ClientWithResponses) PlanCapacityWithResponse(ctx context.Context, para
 // Summaries of stored runs, newest first by default, with keyset
 // pagination: pass `next_cursor` back as `cursor` for the next page.
 // Text filters are case-insensitive; `model` matches a substring, the
-// others the whole value.
+// others the whole value. CSV (a header row, then one row a run, with
+// its source, publisher, licence and retrieval date) for `format=csv`
+// or `Accept: text/csv`; `format` wins over `Accept`. For every run at
+// once, in full, see `GET /v1/runs.ndjson`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -15254,6 +15756,38 @@ func (c *ClientWithResponses) CreateRunWithResponse(ctx context.Context, params 
 		return nil, err
 	}
 	return ParseCreateRunResponse(rsp)
+}
+
+// ExportRunsWithResponse Export every run, in full, as NDJSON
+//
+// Every visible run matching the filters (those of `GET /v1/runs`), in
+// full (the `Run` of `GET /v1/runs/{run_id}`, with its cells,
+// provenance and licence), one JSON object a line (NDJSON,
+// `application/x-ndjson`), ordered by id. The answer is streamed as
+// the runs are read, page by page, so it has no size limit and no
+// `Content-Length`; gzip when the client accepts it
+// (`curl --compressed`).
+//
+// To resume a cut-off download, pass the last complete line's `id` as
+// `after`: the answer then starts at the next id, with no run twice.
+// Runs written meanwhile appear where their id falls.
+//
+// The ETag names the data version and the filters: `If-None-Match`
+// with it answers 304 while no run was written. The answer is never
+// kept by the response cache (it is too large to hold whole);
+// `Cache-Control: no-cache` asks clients to revalidate. The time it
+// takes is charged to the client's share of server time like any
+// uncached answer (429 when its share is spent).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/runs.ndjson (the `ExportRuns` operationId).
+func (c *ClientWithResponses) ExportRunsWithResponse(ctx context.Context, params *ExportRunsParams, reqEditors ...RequestEditorFn) (*ExportRunsResponse, error) {
+	rsp, err := c.ExportRuns(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseExportRunsResponse(rsp)
 }
 
 // ImportRunWithBodyWithResponse Submit a published page or a benchmark tool's output
@@ -18134,6 +18668,9 @@ func ParseListRunsResponse(rsp *http.Response) (*ListRunsResponse, error) {
 		}
 		response.ApplicationProblemJSON429 = &dest
 
+	case rsp.StatusCode == 200:
+		// Content-type (text/csv) unsupported
+
 	}
 
 	switch {
@@ -18330,6 +18867,96 @@ func ParseCreateRunResponse(rsp *http.Response) (*CreateRunResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreateRunResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseExportRunsResponse parses an HTTP response from a ExportRunsWithResponse call
+func ParseExportRunsResponse(rsp *http.Response) (*ExportRunsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ExportRunsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ExportRunsResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers ExportRunsResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers304 = &headers
+	case rsp.StatusCode == 429:
+		var headers ExportRunsResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"github.com/matrixd/matrixd/calculator"
 	"github.com/matrixd/matrixd/ingest"
 	"github.com/matrixd/matrixd/predict"
+	"github.com/matrixd/matrixd/server"
 	"github.com/matrixd/matrixd/store"
 	"github.com/matrixd/matrixd/store/storegen"
 )
@@ -34,9 +36,13 @@ func seedIfEmpty(ctx context.Context, st *store.Store) (int, error) {
 	}
 	// A database is seeded once: runs deleted later stay deleted.
 	if n > 0 {
-		// Seeds stored before sources were kept get their pages now.
+		// Seeds stored before sources (and where they came from) were
+		// kept get them now.
 		for _, r := range runs {
 			if _, err := st.AttachSource(ctx, r); err != nil {
+				return 0, err
+			}
+			if _, err := st.AttachOrigin(ctx, r); err != nil {
 				return 0, err
 			}
 		}
@@ -322,22 +328,33 @@ func readInput(name string, stdin io.Reader) ([]byte, error) {
 }
 
 func exportCmd(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	c := newCLI("export", "[--db PATH] RUN_ID",
-		"Print a stored run as run JSON, without what the server assigns: what import and\nPOST /v1/runs take, and an example to edit.",
+	c := newCLI("export", "[--db PATH] RUN_ID\n       matrixd export --all [--db PATH]",
+		"Print a stored run as run JSON, without what the server assigns: what import and\nPOST /v1/runs take, and an example to edit. With --all, every visible run in full,\none a line, as GET /v1/runs.ndjson answers (NDJSON).",
 		[2]string{"RUN_ID", "the run's id, as import and GET /v1/runs show it"})
 	fs := c.fs
 	db := dbFlag(fs, getenv, false)
+	all := fs.Bool("all", false, "every run, as the lines of GET /v1/runs.ndjson (the whole Run, id and all)")
 	if err := c.parse(args, stdout); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		return c.usageErr("name one run id")
+	if *all && fs.NArg() > 0 {
+		return c.usageErr("--all takes no run id")
+	}
+	if !*all && fs.NArg() != 1 {
+		return c.usageErr("name one run id, or --all for every run")
 	}
 	st, err := openExisting(ctx, *db)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	if *all {
+		w := bufio.NewWriterSize(stdout, 64<<10)
+		if err := server.WriteExport(ctx, st, w); err != nil {
+			return err
+		}
+		return w.Flush()
+	}
 	r, err := st.Run(ctx, fs.Arg(0))
 	if err != nil {
 		return err

@@ -21,7 +21,7 @@ usage: matrixd [COMMAND] [flags] [arguments]
 commands:
   serve        run the API server (what matrixd with no command does)
   import       store runs from published pages, run JSON or a benchmark tool's output
-  export       print a stored run as importable run JSON
+  export       print a stored run as importable run JSON; --all: every run as NDJSON
   generate     add synthetic runs, for load tests
   calc         the calculator: decode, capacity, grid, prefill, plan
   eval         the calculator's held-out accuracy over every stored run

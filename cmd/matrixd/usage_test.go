@@ -75,7 +75,7 @@ func TestCommandHelpShowsOnlyItsOwnFlags(t *testing.T) {
 	}{
 		{"serve", []string{"addr", "db", "no-seed", "log-level", "synchronous", "rate-limit", "write-rate-limit", "cors-write-origins", "trusted-proxies", "cache-mb", "fit-cache-mb", "cost-limit", "cost-burst", "public-url"}, nil},
 		{"import", []string{"db", "format", "meta", "tg"}, []string{"FILE…", "- reads stdin"}},
-		{"export", []string{"db"}, []string{"RUN_ID"}},
+		{"export", []string{"all", "db"}, []string{"RUN_ID"}},
 		{"generate", []string{"db", "runs", "seed"}, nil},
 		{"eval", []string{"db", "json", "corpus", "v", "hindsight", "trust", "calibrate"}, nil},
 		{"copy", []string{"from", "to"}, nil},
@@ -166,6 +166,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"calc", "plan", "--db", db, "--context", "1K"}, []string{"--min-tok-s"}},
 		{[]string{"import", "--db", db}, []string{"import: name at least one file"}},
 		{[]string{"export", "--db", db}, []string{"export: name one run id"}},
+		{[]string{"export", "--all", "--db", db, "rx"}, []string{"export: --all takes no run id"}},
 		{[]string{"keys"}, []string{"name a subcommand"}},
 		{[]string{"keys", "revoke", "--db", db}, []string{"keys revoke: name the key"}},
 		{[]string{"keys", "create", "--db", db}, []string{"--name is required"}},
