@@ -194,3 +194,18 @@ func TestDeletedRunIsNotAnsweredFromAnotherInstancesFit(t *testing.T) {
 		t.Errorf("the second instance answers %d for a deleted run, want 404", code)
 	}
 }
+
+// TestCacheNeverAnswersForTheValidator: a query the spec refuses is
+// refused even when a valid query of the same key is cached (a format the
+// spec does not list, or a repeated one, is not dropped from the key).
+func TestCacheNeverAnswersForTheValidator(t *testing.T) {
+	e := newEnv(t, 0)
+	if rec := e.do(t, http.MethodGet, "/v1/runs", nil); rec.Code != http.StatusOK {
+		t.Fatalf("warm: %d %s", rec.Code, rec.Body)
+	}
+	for _, q := range []string{"format=not_one_of_them", "format=JSON", "format=json&format=zzz", "format=csv&format=csv"} {
+		if rec := e.do(t, http.MethodGet, "/v1/runs?"+q, nil); rec.Code != http.StatusBadRequest {
+			t.Errorf("/v1/runs?%s: %d, want 400 (%.200s)", q, rec.Code, rec.Body)
+		}
+	}
+}

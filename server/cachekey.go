@@ -94,8 +94,11 @@ func (k *keyer) key(r *http.Request) string {
 		if page && vs[0] == "" {
 			continue // a form's blank field: not given
 		}
-		if p := params[name]; !page && p != nil && (isDefault(p, vs[0]) || name == "format") {
-			continue // the validator fills it in; the format is in the representation
+		if p := params[name]; !page && p != nil && len(vs) == 1 && (isDefault(p, vs[0]) || name == "format" && inEnum(p, vs[0])) {
+			// The validator fills it in; a format the spec lists is in the
+			// representation (one it does not list stays in the key, so
+			// that the validator, not a cached answer, answers it).
+			continue
 		}
 		kq[name] = vs
 	}
@@ -156,6 +159,19 @@ func isDefault(p *openapi3.Parameter, v string) bool {
 	case int:
 		c, ok := canonicalNumber(s, v)
 		return ok && c == strconv.Itoa(d)
+	}
+	return false
+}
+
+// inEnum reports that v is one of the values p's schema lists.
+func inEnum(p *openapi3.Parameter, v string) bool {
+	if p.Schema == nil || p.Schema.Value == nil {
+		return false
+	}
+	for _, e := range p.Schema.Value.Enum {
+		if s, ok := e.(string); ok && s == v {
+			return true
+		}
 	}
 	return false
 }
