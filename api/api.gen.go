@@ -390,6 +390,21 @@ func (e ImportFormatFormat) Valid() bool {
 	}
 }
 
+// Defines values for JSONRPCMessageJsonrpc.
+const (
+	N20 JSONRPCMessageJsonrpc = "2.0"
+)
+
+// Valid indicates whether the value is a known member of the JSONRPCMessageJsonrpc enum.
+func (e JSONRPCMessageJsonrpc) Valid() bool {
+	switch e {
+	case N20:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for LeaderboardMetric.
 const (
 	LeaderboardMetricPerRequestTokS LeaderboardMetric = "per_request_tok_s"
@@ -1479,6 +1494,15 @@ type ImportFormatContentType string
 
 // ImportFormatFormat defines model for ImportFormat.Format.
 type ImportFormatFormat string
+
+// JSONRPCMessage A JSON-RPC 2.0 message (https://www.jsonrpc.org/specification) of the Model Context Protocol (https://modelcontextprotocol.io/specification): a request has `method`, `params` and `id`; a response has the request's `id` and `result` or `error`.
+type JSONRPCMessage struct {
+	Jsonrpc              JSONRPCMessageJsonrpc  `json:"jsonrpc"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// JSONRPCMessageJsonrpc defines model for JSONRPCMessage.Jsonrpc.
+type JSONRPCMessageJsonrpc string
 
 // KVCapacity defines model for KVCapacity.
 type KVCapacity struct {
@@ -3386,6 +3410,9 @@ type GetSubmitterParams struct {
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
+// PostMCPJSONRequestBody defines body for PostMCP for application/json ContentType.
+type PostMCPJSONRequestBody = JSONRPCMessage
+
 // CreateRunJSONRequestBody defines body for CreateRun for application/json ContentType.
 type CreateRunJSONRequestBody = CreateRunJSONBody
 
@@ -3410,6 +3437,72 @@ type HideRunJSONRequestBody = HideInput
 // RegisterSigningKeyJSONRequestBody defines body for RegisterSigningKey for application/json ContentType.
 type RegisterSigningKeyJSONRequestBody = SigningKeyInput
 
+// Getter for additional properties for JSONRPCMessage. Returns the specified
+// element and whether it was found
+func (a JSONRPCMessage) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for JSONRPCMessage
+func (a *JSONRPCMessage) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for JSONRPCMessage to handle AdditionalProperties
+func (a *JSONRPCMessage) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["jsonrpc"]; found {
+		err = json.Unmarshal(raw, &a.Jsonrpc)
+		if err != nil {
+			return fmt.Errorf("error reading 'jsonrpc': %w", err)
+		}
+		delete(object, "jsonrpc")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for JSONRPCMessage to handle AdditionalProperties
+func (a JSONRPCMessage) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["jsonrpc"], err = json.Marshal(a.Jsonrpc)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'jsonrpc': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
 	// GetDocs Interactive API reference
@@ -3427,6 +3520,12 @@ type ServerInterface interface {
 	// GetHealth Liveness
 	// (GET /healthz)
 	GetHealth(ctx echo.Context) error
+	// GetMCP Server-sent stream (not offered)
+	// (GET /mcp)
+	GetMCP(ctx echo.Context) error
+	// PostMCP Ask as an AI agent (Model Context Protocol)
+	// (POST /mcp)
+	PostMCP(ctx echo.Context) error
 	// GetMetrics Prometheus metrics
 	// (GET /metrics)
 	GetMetrics(ctx echo.Context) error
@@ -3821,6 +3920,24 @@ func (w *ServerInterfaceWrapper) GetHealth(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetHealth(ctx)
+	return err
+}
+
+// GetMCP converts echo context to params.
+func (w *ServerInterfaceWrapper) GetMCP(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetMCP(ctx)
+	return err
+}
+
+// PostMCP converts echo context to params.
+func (w *ServerInterfaceWrapper) PostMCP(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.PostMCP(ctx)
 	return err
 }
 
@@ -5935,6 +6052,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/openapi.json", wrapper.GetOpenAPIJSON, options.OperationMiddlewares["getOpenAPIJSON"]...)
 	router.GET(options.BaseURL+"/docs", wrapper.GetDocs, options.OperationMiddlewares["getDocs"]...)
 	router.GET(options.BaseURL+"/docs/assets/:file", wrapper.GetDocsAsset, options.OperationMiddlewares["getDocsAsset"]...)
+	router.GET(options.BaseURL+"/mcp", wrapper.GetMCP, options.OperationMiddlewares["getMCP"]...)
+	router.POST(options.BaseURL+"/mcp", wrapper.PostMCP, options.OperationMiddlewares["postMCP"]...)
 	router.GET(options.BaseURL+"/v1/runs", wrapper.ListRuns, options.OperationMiddlewares["listRuns"]...)
 	router.POST(options.BaseURL+"/v1/runs", wrapper.CreateRun, options.OperationMiddlewares["createRun"]...)
 	router.POST(options.BaseURL+"/v1/runs/import", wrapper.ImportRun, options.OperationMiddlewares["importRun"]...)
@@ -6477,6 +6596,171 @@ type GetHealth429ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response GetHealth429ApplicationProblemPlusJSONResponse) VisitGetHealthResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMCPRequestObject struct {
+}
+
+type GetMCPResponseObject interface {
+	VisitGetMCPResponse(w http.ResponseWriter) error
+}
+
+type GetMCP405ResponseHeaders struct {
+	Allow *string
+}
+
+type GetMCP405ApplicationProblemPlusJSONResponse struct {
+	Body    Problem
+	Headers GetMCP405ResponseHeaders
+}
+
+func (response GetMCP405ApplicationProblemPlusJSONResponse) VisitGetMCPResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.Allow != nil {
+		w.Header().Set("Allow", fmt.Sprint(*response.Headers.Allow))
+	}
+	w.WriteHeader(405)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMCP429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetMCP429ApplicationProblemPlusJSONResponse) VisitGetMCPResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PostMCPRequestObject struct {
+	Body *PostMCPJSONRequestBody
+}
+
+type PostMCPResponseObject interface {
+	VisitPostMCPResponse(w http.ResponseWriter) error
+}
+
+type PostMCP200JSONResponse JSONRPCMessage
+
+func (response PostMCP200JSONResponse) VisitPostMCPResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PostMCP202Response struct {
+}
+
+func (response PostMCP202Response) VisitPostMCPResponse(w http.ResponseWriter) error {
+	w.WriteHeader(202)
+	return nil
+}
+
+type PostMCP400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response PostMCP400ApplicationProblemPlusJSONResponse) VisitPostMCPResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PostMCP413ApplicationProblemPlusJSONResponse struct {
+	TooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response PostMCP413ApplicationProblemPlusJSONResponse) VisitPostMCPResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PostMCP415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response PostMCP415ApplicationProblemPlusJSONResponse) VisitPostMCPResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PostMCP429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response PostMCP429ApplicationProblemPlusJSONResponse) VisitPostMCPResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -11051,6 +11335,12 @@ type StrictServerInterface interface {
 	// GetHealth Liveness
 	// (GET /healthz)
 	GetHealth(ctx context.Context, request GetHealthRequestObject) (GetHealthResponseObject, error)
+	// GetMCP Server-sent stream (not offered)
+	// (GET /mcp)
+	GetMCP(ctx context.Context, request GetMCPRequestObject) (GetMCPResponseObject, error)
+	// PostMCP Ask as an AI agent (Model Context Protocol)
+	// (POST /mcp)
+	PostMCP(ctx context.Context, request PostMCPRequestObject) (PostMCPResponseObject, error)
 	// GetMetrics Prometheus metrics
 	// (GET /metrics)
 	GetMetrics(ctx context.Context, request GetMetricsRequestObject) (GetMetricsResponseObject, error)
@@ -11303,6 +11593,75 @@ func (sh *strictHandler) GetHealth(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(GetHealthResponseObject); ok {
 		return validResponse.VisitGetHealthResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetMCP operation middleware
+func (sh *strictHandler) GetMCP(ctx echo.Context) error {
+	var request GetMCPRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetMCP(ctx.Request().Context(), request.(GetMCPRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetMCP")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetMCPResponseObject); ok {
+		return validResponse.VisitGetMCPResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// PostMCP operation middleware
+func (sh *strictHandler) PostMCP(ctx echo.Context) error {
+	var request PostMCPRequestObject
+
+	var body PostMCPJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.PostMCP(ctx.Request().Context(), request.(PostMCPRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PostMCP")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(PostMCPResponseObject); ok {
+		return validResponse.VisitPostMCPResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -12472,680 +12831,696 @@ func (sh *strictHandler) GetSubmitter(ctx echo.Context, name string, params GetS
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L1Lk+NGli74V/yyuyzJEsggGY+MZJisJ/KpHGWmoiIjpa4WdQkn4CShAN0puCMYVHaa9WyudZvd1b0L",
-	"mc165u5nM71v/RP9kjE/xx1wkAAJRoSyqqe7FqUMEPDn8fPyc77zsRGI+UJwxpVsDD422C2dL2IG/35J",
-	"E3qZcv1Pmc7nNFk1Bo1zMk55GLOQJCknTbUUZJGwSRTHJBFLSSgPiZoljJGQBSJkJGBxLImYkEhJMk2i",
-	"sNXwGjc0TplueMx4MJvT5Fr/gV+MFJOqMWi8jG5ZSMI0oSoSvOE15vR2JFK1SNVIiWvGZWNw2nvS9xpm",
-	"AKO5CFlj0HjLqEwT/DbiUzuQJU3m7XTR8BoJu4mkbnPQmNNINy1ZIHgoRwuWjOb4+Zxx1RgcdvWPyQ0L",
-	"ofW4McAhN7yGEkL/GcfzdsQnLGE8YG33x9ENS0w3N93Oaafb+OQ1goRRxcIR1VPsd/sn7V6vfdi96vcH",
-	"x/3B8WHn6MmT/uP+PzQ8sxyNwfcfG/RmOqKBim7YKGE/pUzq3ep58HwhliwZLRsDnsaxB/sZM91F/mZX",
-	"P+ZBmuhBruDLQHDFbvOV7HoNu9QjifNeW+v+Eaw1S2zD+hf97ulh58hrSEVVKvVcaRyFegnGajTXw+zr",
-	"5VA0dt7veQ2lJvj76fEnr2KGp3ee4eldZtg7Pjw8KZ3iyVHnZNsUjzvHa5M87vU6h84sD49PP880eyeH",
-	"p0c7p3p6eHJaOtNDGHblTA/XN7P/+ElhN4+PTo4//eA1GJ9GHI84Da4ZDxuDRpCGtOE1xmkU6z9v4nh+",
-	"oP+vLRaM02hw0+0c9jvd9u3pyejkqOE1OJ0z82LDa/yUUq6in5EdDBrnqRKXIuUh+e7ovHcC53ohZKQE",
-	"MKpppGbpuBMI08ciET+yQB2YxvKziZ3qszmjSbikCYy6bEMWaWPQeM0Vi8nfM8HJi+N2/+S0S270WINF",
-	"OgpEollnT69/Et2wxGEBx6fdTu/xaaerX55CU5dXf08OuyddfDAKRKpZTs9rCL30H8YpVynpH3W6R53j",
-	"htdYBJFejVeMH5JbmDAOMI7mkdLD7D3ueo2EzkfTsdmp1UJ/8TySQcIUI68uPuip21d6/U9eI9Jbkaz6",
-	"16ufwp+Ta5X+1F9pDhbTVLMyvRRKMQ60lG/l1eXrq2/ejc6vrt41gFTnlNs9JcAwyRtGQ5aMBU3Ct5p1",
-	"9g60QOl1jttHT9vZ5rVh89qXV+9Iuz2nt21gs+2YcdI/6feOjki7PV2k7Tmbi2TVTlUUGxIg3c6TI/MR",
-	"T+dtyX6SpNc/Je0243QcszbIhdt2QIOZlgPttkpSqdoJmwvF2iAU2u2Y8mlKp8x0LHi8Iu329Q18xtqh",
-	"XkMScXUEwgHOz2jGaEja7Wxh2mZhSHFZcBgjHMbIDKMxUEnKvMYkplNZWN521fKWTqcxaOiGkHZKlgco",
-	"+4kmtuJcGoNGyWxgwzcWIu+jsDNacsHemB/s6jcGjV7/VHOL9XW2DX1CSsfRjgqj1YPVY4V1YqPtY9Wq",
-	"AAxnBMPB0eBjns5HOJhe/9RrcKH0kfy+8YGrlLOQiFS1xaStZqw9FrdkTCWLI8465P2CBUZXGBAu9KOv",
-	"vyUwmgEpH0bvltgzTHr9V089IpUIrknvcZd8R+BceuTi2WtG7KEl/0hKGQjpHT0j/0gO++TVU/L8+eVR",
-	"u3/U7ZJ/JEUu4JF3375+/vqcIHshDlP54ZPXmDM1E6EmqiCmUu+HTKWiEWfhyGgT+qVMvykVDiNHKljW",
-	"ZzSsxqDBboM4DVmot9JoRB8tn973xO/m6aYTowIOPjZmURjqHZ/QWDLP/AnKFA7UPBiv1h4kjErdAj7U",
-	"8mZkDmD3U0Yka3P9/uOGcLX6ppgvMonZPzx6XCYxM8l/9LivRX+FoC421ntyvLWx0/7hYy1eF4m4YZzy",
-	"AISVHr8dvoymnKo0KTxgobMkUqRJwEYTkcxBC13QqaYL83jOwoiOzOnTAz5YxDTiZySY0UQy9WWqJu3T",
-	"/H05o/3jk8ag8eR0ctwPu8eM9Rjr016vd3oasmBMD3vdIOyehI/7/ZA9oWH38Mk4PAwfHx8FR49P+0eP",
-	"DyeHR8djp8noZ6b1wsfH2aM00cR3cNM7SFIuD9bl1QG+punF/cDMNx3PI6WKa2CeJfaBilSsZ7xDRgle",
-	"PPGW2cGZm7HgWhq6AZ43pjxcRqGagTavaKQnoWaMTKjUVg4YR2QiEjCOxkD4TUMnpEt+/YX0WtrOkoQq",
-	"ctgjf9B2VP9xt9MlSlwfSLJgCTFHdZAN7JEkhydd8urpgYQmiNCsot/p6me6hXyOZMmi6UxB+0dkrEex",
-	"iFNJTsnXEbz69bfQB9Cs/tsMzoOGQSvJaHVBpQS+kE0fFcWbIkdxVqLfN9ahVnVpwsIzohdnFk1nenHg",
-	"cxJJcnqMM1+wpG2aIXLBWKhHgdq0XQW5ZWA/oNCdsjDjH4YHfP+D10jSmMlcX+t9+vTpk9dY0ITOmWIJ",
-	"iOqnIly9z8+XtlhlkEQLw718FvaPj3tPvvSNGcxAvJwckebly2fk6OTo1CMLGoZaDCWEC9XS09LvnRy1",
-	"xyvFhvwFNkGyY4zfnnYP+x5Z6L/NGy3cVuhEhKtHkrBbGqgh1+1Ij1BJJOOqQ94xFkri67G3s8G3v2Yr",
-	"v0POnX7UjCoSCiaHnAtFblgSTVakSbUsbAeUCx4FNCaCM4+8J7/9y/9N3niEMz0I/VVL7xQlWmpRHkIb",
-	"oHVFUgtF2FyKjUZ6+pzpX67ZQpFlpGYwjyTlQ970c97WyUbne2T9OZxnv9UZagM+0us/A/mT2w3FKWuS",
-	"CGZsTvXGzentG8anatYY9Ltdvc+aGehG/qvdxO/P2/9A2z9320++OPjhiy8/dr3+p79tZEq1VInWwjSR",
-	"FMjia7bapIwrfeYjPmXJIom4sruup6HX6JqtSNO/+Ob9FdEszjxuX7OV9FtEzSI55OcXr+G9hE0jqVjC",
-	"Qtg+WFr4AfYvkpqsCCXZhnlDPknjuC2SkCWWeMhC6GE088bImE1EwsicqiS6DUnCJqlkIZFpMBtyPZKW",
-	"3T3oQu/tACehWanUpyanAE7nel565AR3pfY2acosbJWzNd93209oe/LDx5Ojiq14RuNAWzkbO/CdJjIf",
-	"NBbfIxGXSuvwYkL8JOWjKPSR97y6+KAHzzwSUMnaEZeMy0hzGE8fWcpX8DP8O44oOLYosYZjO6CKxmIK",
-	"zTT9w+6Trt/q2Hn/lLJklU9b24DbSHIecft3b8tU34Iu/cFVpdfnfq73iyXErzKl/DMiAxozCWugeb4Q",
-	"MYmja0Z8Yy36W6ZRps+7M8s0jVCk49iYE9E8ncPM5hHHf3c73eNsojydj1mSTfQtvf0GlNQroz1tnDB4",
-	"ThKG3jpXMoKARRX3zPKZR5KMVyRkE5rGqmpqmw7Htf0yczh5/Phxv3fiTCXfsIgrNnUnYnXmMvKcLtIq",
-	"4qQbBKkPHpKDZSdA3UCflTOC3u9LdZcinc5KyCyOxZL4iiZTpkZ6LnA6DPHpIzFl3OjyIJ8oiemYxeBM",
-	"1k0SJlU0p4qRZiYTtApF5tajS4NESOm0I2Fz801FtxOZ0HkUryqPHvRWWAZDCZliYCY+FiJmlOczT/nr",
-	"5+XsPUk5UeAMD6NAkUki5h3yTUKmeqsM4wG1AHa5Q3DHzf56Q+7j0K0GYt4t2sM+oQkjqGd6wOiDmYgC",
-	"JgdaoA65WQeQx/DznKpgtsGWI0WajnimXC5BBOgxDznFqcwYgdOj+box+qQrbNeXFCZSybgzWTpq//Cx",
-	"523l31dAQKVc/NwhJkP0lvcSy3ub/qsXKEftT/r45Ix7yIFze4R1ph2CTFrzc9+Y1q/YS5EEzKjTmoMb",
-	"OafYgqhorhWXIZ8LzWXGKys15COCXJBkSj8BEtWEntFvgViHvECtpDmmMpLEB1YcjpAZmINAFdE9aral",
-	"6SLiQ+7D6x2WJCIZ6aejRaD81hn59vL8rWVtUtMkfP7q4sMjrRbykFD9x5AvZ0IyfDvjHo9kZhLAnU6T",
-	"C5IIMScxmyAjpZlXpDXkSFn9PpF0palpJpZkngYzbDVSZCnSOCSKXrMO+YbHK5hPBOQ15NmywNgK3CHl",
-	"MZOS+HBSv1RJyvxq2ss5ThVr69VlbXrcr55WEx7MS9unmQqniUqTI3hczqwADeiCBpFagfoL+2lpxUjX",
-	"KtZknbM15edR90m53HHlp5DqfC4S62f5M6NJiQSFx4RyIpY82xPfnqFRKkNfz2ZBIy2aJmh+NE8fn5yQ",
-	"GWE0mFWyW+p0PlpB7+70gLvI6Ia9tdMwHtLqaR93Xb2hatIvYhaoJNL78OH98wuWfP1didi6SKIAtpPl",
-	"r3vkw/vnoENcfzfzUIGwqyJJs0uWM8Y1fWtWMEkYa50RGoNpFCmy0C2iLqVJerrSrWd8isYJo+EKF3Ii",
-	"kg650ocBfPmwwMjfvJxrNLNd6DjXEj5opLoTbURrduK7v7Y8wmLJ4AX05evtLNwY+M4rtochN3xUv63C",
-	"RfEt5ze5korNR1pHsl1qY3E5EzEbcvz1kSRmy8iSxjGBF3E5YSGRA90wHoqELNJxHMkZSC5kUFfPL1oD",
-	"4gdCqg72gc4dX7Mb/XUUzDrElQma0UgCPnzgMPl4J9E0TZg8y/QRVJYEd5QHUP6FgifQn8OiXCNVT0t/",
-	"Xc2RHFLSBwccINfLWW2tuFuLvl9dfPhKpMmH9yUqySXjisZIipr8tMGt5wcsnJOZSBMk8qYhPI5+3RaQ",
-	"o9EJQKPgJKBJos0+2Al/QHw7Jd2KT74ElQb+QC7x6y+4veAHyF6eR3GsGUBBo97y9QFpggdoyNHX9esv",
-	"5PCk222Bh6f72//x/3bIO+F4D+CAtrNjlntuqrfJ7XiPvam1OV+ZgZTuzoW7LRlnIc1ISSJnevhWpYfL",
-	"HtaCvfKKzFcf+A3O6pPmWKgZ+JdYpCn9DJfIr6BJvzVwNsnuKOzAr7+s8/8D0izt89dfCAqC1pB/kX38",
-	"neVl5IDoZYMGq4ZRvUvuEPbZpW6NnXodsvlCKMaDVanj5pyvSG5k9X77p//ZPz4m4MSh45iR8/fPXr8G",
-	"1zgNNK1pzSX6KWWu/XlGEjZnukujAfaP4Pwhqzd+nU6Vd8QZ4YZrxDXejo/XNRxX/x4Ob/u99nB4+/jF",
-	"D1+Uq96vJ+8EZ2+1xbC5Di+u6FSiA3gRGdkWxBHjisxEHMozlIjGrYcBCshIkZPop4fdIyRFLsBlWT3l",
-	"SVsPpY1jqbRWj05Lp4GM7KX19K7PxPyObnXg9DFNZTSOYq2uoW1FjJ+YNH3w7nfM31q7BkVYpKqG/8Dw",
-	"1JH1Ou9pcF5oDvYsTaRIyk1On7NbNQrgDd9yjEXCbiKRakVtysDM1hYorxojfl21yMe9/m69Gcb5Iov3",
-	"WCMcNHHKfWqkiTbYTRzPqx1lJpTkPl4LZ4jfWg9/xUiN/a0XzmokYfXIMXhk19iza4X7mCcwh5e5E7mE",
-	"WbkOZdB5spc91AO1qG/ruZAZuyXvvzpv949PbHDeYZ8kdImzDtrXbEXgKiGb2oLCRZaZmdM4hN78lEaJ",
-	"Pm+ou9/RfYtzjOm0ysuij9IjSaIQKDuz9OFS8CP6ID4dwK2OT+JIKkkiVTWBmE7RZVE9+EzCRFxBRNIO",
-	"Dx+O33y0cT0UyBsfBMCz998iJ6TGO04SsdRymks0q/zzIGAL5XfI//7+m3c1WI0ZaMGs4nqc3zd+lEB4",
-	"gbxp/FC55qXelmpnuCX/3Efye3m5YXRff/uMBjP2HH8uo4vcwlmP3fE3R1811rXgk3sf1jfazCqRQIrN",
-	"UfYjiwatotutGhUYa+WyA8xgq/L0C9rOFvqscEE/+6vwL8MI/1SIClkfqPtrTTZ9/t2fyFF7HKlqQi1E",
-	"otx7BtsdxTkH0zwKfUMFXuaTpgQF0yMhS6Ib45wFNg1X8Fy1Ktha5oitx5LrOmZhVu9tJMXTijtOdLEi",
-	"tdgLS/A+ZjEY1ob28Lo6XlXtRyFqo2I/To5qbsf7PNxjfdjZT2RGeRgzYMxav/P/tz1YRx5Pcm/SQRfk",
-	"W3pbYtRrnVVw4zwBAaLIXEiFN62Z59Ujr57ucDCO5vR2P2NqlynlDj7iNQcfM3q30Uf8IUf/SR8XuRBc",
-	"YurDUxpe2gg4E7mFChddLOIoACZxsEjEOGbzL0DADj46o/nbhE0ag8bfHOTJFQf4qzy4wK+w03X9LXNa",
-	"aHtpTmM9Lc3XND2KCUkonzITOgK2FroYQ7zNB+fXGfHhRkD6cBhR/wGXBJ/EUfBZ56M5wpr5SpZUEggs",
-	"QAowzjhjKcNIX0ZKQXzr5x2o49fDmJUojsmYafE3Qc7VpBO9M5QkTCqaKPC/LmdRzIZ8TvnKRGolzH5A",
-	"9SYFbKD/xh/mNGSwcVr6P7v4oF+hcKnUGnKMGcou5MiSRsp4DCIFwkLwqf5vpMicrkiTjjVd9LpEtowT",
-	"eRIpMhXgAj0j/iVTyap9rkeduUwZ3FJSeU3olEYcvS6ohALlO98Ul3ZDm9DL+FIkYxOR+Xl3SwuWSBKI",
-	"jyTjVFmxAvSVC5sCkYGX5ZPXeCXQUP18x9rEsAotYyTBkFQ74gHxMSDO3SJNCsvZChyCQw72DDybRVKJ",
-	"ZEWkoiuSMBpqHQFuZcHzActhUrY+89khAYWwsTEzMUmDnBGhIcZuWLIipn8Pboxgf4Zcnw6wcy40HwNn",
-	"NNxaYsNN/wBjlw8OD4oxtH7LI7BAsTbclzOWIEeM+CJVQAmUTCKtROF6YnzUMhF8apbsrWWxn3vFxiJc",
-	"2WCtJYvjNg6DNGEdslA8+H1BEwlzICm3e07maayiBU0UNNWCgKSi+BjTEMj9nVAvRco/6xTfCQgcw/0T",
-	"2rxNFWvZ4bwVIUQBluuQ6FZ8pBXdxYo0/YI3MJdqkry4otOW4248cx2LDkvT75Xyskzz0hO4TPkzzM3b",
-	"slB2gdw0yQlNKpfKvndgcyl1T/VWF9/eWNn3JpbSfyNwTHApm19Mfbh8szb9TAKr9iVbxHRVtvA+XLEb",
-	"+ZDLILgPZjSJIyecKrtxgbvvNQHfKfVBQPJHqffBTqPWBr24jSTmqf7V7s+VXRczQhRIGKVpbn7PcIXN",
-	"tpnfkpTX27ffZ3GvhHhDkyn7S/HBWHeeaMaHghGcHqTZI2+jp8g3roR4S/nqMsuF/LwDNZcdVF5rlYxK",
-	"ZUerOZEZrd5ddOzYt8MwYVJ6Q75MIsUKFz4tUB/111noOrB9vGYPZoyEUYjBvPYuVohrMhcJwwS7BIOR",
-	"skHgvWFzs3uQfgvdgun6bEPliIJZa7BNYVTJashBY0RPsn9JFQP/VvuPvnFi4k0D8iLDKkwKlBG9Qw6X",
-	"JyiMbfwEmaRxXKWMZp1krrQtCqnnvH/J5jTixoyo/Y1kNfrYS0H+wGmqZiKJfmafWwCbzQYyQ1sxjw9H",
-	"vbmZ8msully/kbAbca0FCxCDfU/SKGyt8aXvvvuufZ6qGeNKD5/tZi4fOL2hUaz1ls99bEOq6JhKlmtT",
-	"eJqApXzgi0QETMq/1MjyUcl0sRCJ8YTYuMtN02BlYirM6yz08WyhYyDS1n9AeRiFVLFM8Qaz1Eh2NuQS",
-	"buAjwTE6lIVEatWcxiTikIijIq1gCs6k0ZI/8Ky/tyyM6JVxw39uQfFIkmfYZfsKsnJlwREiFiZ8ED0h",
-	"QPioLVKbvEbQEgSe+eHqZfuUNMcijBha55p/a/safmltcknNnQWRjGvFOlMU0GHk4lgsEj0UFTG5gWrx",
-	"scHT2JwEdMuuHZhSmIvKrzJmsw6CUaOfHAWjxsuVABllrreK1qy3bR1Ro0b3iLVR88U8iWvnB59cN/n3",
-	"2M1aI2ujddbNK2zt2g5UL1nZDufamxj/yALVMOGoT6mMSkI1vxJLN7ZCq5hijHm+HRiIS3+QYlduamXR",
-	"bZiGB+oo5NXFjIKzFtywis3lrtP7jMXxJZvAFuBEaJLQlf67GKAMzCKOv5lAnuS2Jl/o755Sjpl7xcE/",
-	"R0gXa6SAaNMnGGLezaTOiN58E7NcmCloIPq5Ra4x7XgmIBGcEDc0Jk3fJN6a9LMsUddvWfVdz6uzQfOF",
-	"XOw1S4sLjpaW8VZgnqJe8huMfcQtcHIJCkGKWl6/uvgAc4Bo5CaGoiuRObqME/3ig+aAQLaeSy7XjC3y",
-	"MPObhM719Jyoc4iGN3/bjCnIRoCRjXBmYHfiZDSrLLxuFx2cqTbkJ0m5nQmEtxbSDophmY+kzUHQGq1J",
-	"kpB4d2etHrujcFGgWLIQMRjvXoPdqoTmfzrzzP+y19L5oPUeCl5mSHnmTk1W3udJd3kDbf3pOWEw+CRK",
-	"JFqB0E3Mwg7Bq5AJJm2YDbJ7anIC0AUUTSYswXjWiOdB5ZKBi1wOedMvQCHojSxPyPJbNrCQm0M+5DJN",
-	"JjRgA0LjWI81SgwjiLhm6jk/8NDNnQ8AtBBDuNTQMU4UibRJyZImEIoCslMKmzpimckm515jGy6tVXNA",
-	"PCsuAyRNXDWJdOVbap04RF1G80jgLhWfFb6xB2Fme4ZQZDPffBigQ5hcysjuuzmfoKTkVH43cq4g0jVJ",
-	"ZtZtbRlzSvaMWKgSPO9N8vQG95pESvoDY+RpyYgaVyRtZofVRzvEFzcsGVma8QdwH5IMOR0LYybKOY1j",
-	"bSe6TeGdFhwCk4TaIT7kxlNN0jxgid5pfzDkESdjppaMcVD2xmwleEgoX2Fukxij6O4Q39rYo59SlrLQ",
-	"H4AhPeSu7V3s2mTdCx4w0sT9jWy2mZDmgCYp14Tts9uAsVCOiodxYNPlyRdkTm9NDqJuJkvdBgNZtwCC",
-	"xjazjHgolj5eHHlwv8GFOWCYik+TJNLioiSdZg5eJ2gBz5wlMd1Yw2sUdqXhNTaX1gQPOOsFZFgyRQtN",
-	"URx4KQ99Zu0Scz9RVFJKMIZqaHtr0XV1PonCUu6zjjtTR0+32uvGLz+tha/s1loRfKKkqQyr6Q569hpL",
-	"QCAR6MnLAnXydKO1+JeNwMWN4KjNLStnJkhoL0xq5+bWj62Ou1W/zJThT2sQaHVso3XolY8l71zfWPyb",
-	"WYTZrbvbzb+JxbK8WX1c1sZbFr2WTAEOJH/Rhs0kLF6Z+2PjG8S5dMh3mQaJe4XBby4ek298dVIfZh4w",
-	"zPvxbdoQBI44DNC5QGWM6z9AgCsxZSC0INBbC7Uxi8XS2MM23S2YMXzBI2uyHx1KcHsplgQuynMfJ3zS",
-	"aXi7V260EFJGxlFTvYSYKklhzUgTR7omahDYwBE5LWMqgI9Ey1cjyVH4VB+0zcGuUVnJMAW3Ow2CoWyX",
-	"fWfWfv3uN3wGm68VCaEejZu9hBbram9rnGdtYTYPxZbNLp720oVeP4cbZ3lj4l5paj8yImfG2/jZRUxL",
-	"xJjxqI209lASapZd9UhLp+iAQ/U5ViyRA3NPbjIpFjHloNRiDo8FYwALbWMO5rxzttQkdtw1kXhzjwC0",
-	"IAuJZhlnmweUcbxXMONplR9IgUEVm/P6ZoGp+AFmRfjIZioawXcL1LTVLRhTju2XGQmY+VunDUwqXyfo",
-	"NRAGy9H0qpOYBtfSRmIMcNc2o4I8ZzvBA8Fo0jZJMoANYiI89X42geMGYj4X3FhaRn8z0E6aAYglP8Pg",
-	"CFefi2TeUIBpHfplvJpFs6vlEbO4WY5KZw+La90VhuuVb5hXJO6cHHYdGOMZ2jgra1LxLlJ7F59xu6ga",
-	"W5Wlc5Ul1loPjRtq7JpuFqRtU2cuqtqlWrFBvtIj2VyiEnzWO/lbN9oZgaP8jq2ZCOMykpJ1FxPsNZ8L",
-	"ZV2jYe4Si9D7M6PoDUuDGXx7lyUHaL+si9IdsMi2d1oK/Pheq1lA071vC/cbiQUZvM/X9xjB2mnOEUWQ",
-	"qIpLVQZenE8h29ay1ak+D+uzWNvgUhbiHOBLNAIenM3BkSs5Vd9wrfurZIXZpin3CPoCCIJ95QBC0q/v",
-	"yXc50t6aXVFZg2FXr1pkLghr3Vecm0j3096TfgYYmPkrwYXZxL9+/QVkcutOU9Z7iAr1a/wUETbWFY98",
-	"nmbU62LW2bySb/Wi7fuZ44Su70W1hFNrHS5T/t4A/Zc0dcOSMNrnAuc9SyIm3yu2KLnBAfgjkwJC1BKu",
-	"ByTqr3hxhiEhUuW+5dJrll3anCDXXCytRzZhNERgOoboPNIodmJinO1a2UJvKSK6MAe9J38D/IsGTadO",
-	"IvE9FLHcY2v0rox81qnQ+nR3KWRCqorVAqODS0XB6elPF6n0IV+jRQIhrQ8iiw60ju8OeaFtliFHtAkI",
-	"N1pDM4GHGLMaRybhCZrvkEumTZMyEIJNYAj9SYd8s+QsHMAfmxgFQ74bpIB8kX+cgZdkGAVDXg1SQHbC",
-	"WWzMw+JYkAoYCxPS8aMAAFL9ndukXoeysTpNYiz1kGfXlnDxoSnS7Te/1DSZwLCl+bvaUh5y2M/W7mnu",
-	"GDNYQsalgk6qlRMgPqMhaXJhegNjBhziVm1DqEVzqZKNO2EGx717RrBjQmMphtxeMCLNIdBLy9xYFrcC",
-	"R5NBHAG5Ag5Xvt2EA1wqLbRmbiIh3oQzIibrNvSQGzAarejiUdP2GYsn8JFeCbjEwwHoscJJgRB1ec3C",
-	"zpB/S+PUxqGIlId4ZXSCKd2TKKBckTCaRsrgmRSFpiaR0gReWTzUqWQV7raKvdzjvt56eDWz3+DTLn5P",
-	"GffR65LTdyDmDC/wBi7oTgYDeMMSOmUkTOhyJzpS4er/kSQPgZJE7gOStPHUHxADnES24iZZbCKA5joj",
-	"NF7SlVzrEvF9DN6nA8VYddnoTFULEGxnpMKFVrzXxtn4wdt9l5EVzSjTVhFUzEznOz2ku1iz+qRiZKed",
-	"UAIyRJt/+mCX2nkuJygfnD0kiItkQJLuOMat7PNhztSanmBXxUNesDbhXSPK923tqFYzhjLdAuNyyp0Z",
-	"paVv7mRqFmqzrO/k23UmgYzcgcCKTIqD5gd3p8Ky8jw176Lubw+61X3utIR3CTB8IGdU7iPaFVBmXHP3",
-	"dtLc38NyD8/Ifhbz/XwdZUeslFLXCaBAUcUDtv2Yv4nQmCge9czUqWV2Okyj0uwtCy2vcBdhn9XDvsCo",
-	"uqjM93CHu2jratzx0dff2pujB2MCgTHk6okSMPsq7HBq9NFm0eLKVKhKaL3s5tRgJgjOSq30Ut7xEGpl",
-	"TWaSRzQVmMlDjGCNuzxIkzm7uUNza573q5dXecYexrCau/clRXABKq3b0FRKBOSRnd6Wh7oMvjsDzFy8",
-	"GSd0w5rMbS6ckh0ukRy8bJ0d1I9FMlXtaryJUBZZkmJe4O7+gURuBbwar985UB6mkH+/ET1kF64wIrtG",
-	"1TvwDM2P+wqUQmOvFZvvJMpqmbHZ1sbg8lKHpYHDpqxfGQe/8/pnkHj5DuRdlU4jC6Yvj2FmMQW8pBmN",
-	"J21AL5cWx8c6YCTcLvxhsBaLDuGDQ25ur2csDttaEmDufwZ4njkMEzaN5ow03SDXgQHrFRB2TGPypEv+",
-	"YMohmXY5kRGfxqwN8fvYuIef/fbf/7nbefJv/9rkX/Rav/33f2mrWRbt45FlFDKODsce+YL0Dn775/+T",
-	"Z8OasKUdKR1yc+t4RtyQ2wFRSy0bYdYC8ws4kT+lBqVVjw5s93YccTbkdmwOuI1ZQ9MgTqwFo+ckoHE0",
-	"TqjKweFhHOulDNB/6vilSRPikv/tX6G1/2pMagsWJfiQZ3fVUHVXEmmA4GFxxSTfKptFMaFxrI3gKGQt",
-	"dPBNYoGJy4r0yB+K8dDTReoPeWGWxVoNc3ET8anp3ITpGvxsE/VAh9zFfBeJre+AwS6A/e63ysKwC6s7",
-	"5DU6hu9s0D25jjRp8cwkhNmaBW9CJkZb8KwSYqo88GOvFZcwEXh5csmQA3UGdAF58yYfoEkLcX14U43A",
-	"L3ImEsWSLBosSTlUX7IJxvAShIxBCmercB4fSfDZEsYhMjlHgqIKB/JIeoTTJEH7l5tYsyhkebAzZK+U",
-	"uBO32Vv721fbLaKioDc9l/IwJ4R0AzgJlXoWEigtDcdFn0y7WJtpUTbKs8YETXBnjTezutb7LgJ+iF15",
-	"OLayJXgZsTgEXl7uwjKplxh5ZEGVyBqulBbeeAMz0c1BcRn7oT6VDn6O5oj6xQUCs/ikCV51zen8LYAr",
-	"rc3lhq7KhU8+OKoIIBva2hwbgWRGHHqNW6xn1Rj0PnkN3WV50+kiFjTUvDWKmdM8YCrNFyJRwBJsAqx+",
-	"S27t7lCTQynQre6u1x5TyUICeDRGp84XU7de4nt3Wj+CvDEp6bREnXDeOwY/K2xJ2WEoYOlA+biTJ91e",
-	"qwCrY5e4ElvnjLD5Qq3ckiVYsweEHXiTM/21qpFtK9nfTFnBiZfSfUxLtEK3lrp75KhibRXNWaMy/n8D",
-	"17UktputRlZT39zpArhhQiO964g0W6KTUxPnsE1n1TO8xDcRjE7EaTn8JcDzh/NI6whcKLYlQtgdhBTx",
-	"zfa1qt/IuJ55sSVQTBPJbp9OlKcsNZwdydbUtFOoql+ca3HQhYWtorPXmpmB7R2GkX6TxhcO2Rm87iIl",
-	"3mWP7RKU3MNblCovU9rgQkeSgHKMLOhgDLODLlkDXrLgLiusYNVaPIR7D87u7+vYcxZ2M2MtmpvAjJj5",
-	"BMWv9IgPCzzKSkQBTJVkKl20PEKJH6YIaMAKRcyAcfpyAemDWiuFxz5pSroyKCec+HpJixduzhgaXqPY",
-	"NThfTWeQsAd5qtBw6UUWTtblD3sQKlYKLiU6Lb4n2pgwogHojBXjcPBSCE1As5REKpMCfS96hIGV7e2r",
-	"iw8P5BbIW7qnT2CtoY1hQXX/O3gD8lyvTY6fFZ7KMnW0La01GI9QGTAeRnxaCDOqo7lvmz+mSOcJYtsd",
-	"DK8wJfm9oolilYrelBH/YIqvtiW+62u1IqSKbiqNbD7GtrZuaxqF7AW8CQV7p2xL75D1z8SioIkVZHXF",
-	"2DNwERPrD3m+2U5AVTU092xAzbx2+CFM4BvbfimrZBB3FlTMTCtdCQ1UZvVk78OkH3AgqMzWagdxlTeo",
-	"yhQbT7CAvmnPMzvtzrSUyJKoIlK+xoXKA1+WWL+5f3DTOwhoHKQxVSIxqrC/eTGi5QXiItgUNBvVvgU7",
-	"4i+BdvC7XdbAvGlZ9dPZam1ZQBoB+KU17Gupufl10OdPejbz25lm8P/LS6ftsSkPecWTQxkYajJnu4pf",
-	"bLvu/UtEcYvlHhpLEoUmIP1BosEf4PrOAZCojkOGSe64c7Nzq47/r71EVaEDD5BAVgmS4WgdZWAGSTRO",
-	"Fas/je+icMrUuf2wbDbVms0SPn5kSz4pQSYJhUsWBWByCaYvehYLaLpI4fZhzlqlWhC2v6Mv/AF6iwUN",
-	"rd4TSYNOWd4yjxYLVtL0V1dv36BiBZoAKrnYFwhaZRU4ORNLSSI10NpvTANG/vbt+dXl679/bm+5sxE8",
-	"kgUEzMsP70avn9u6O7YKR6exyzIxq+FZ1cXOwXP3uZJEcnVqM1l4Q8q/enHV8BoX37y/KhfMVM12aKdA",
-	"BHqCkvhiwThdRJ0Vncc+MQikFU4qafI+dlrjGfs1VUfsh5UL8D5TGdcOSVo2ma/EklAcK6EOyKQsHTWa",
-	"OFW5H75eyLw8FPp7fdDcTcw8KMs+tlI/Q+o1NGSqPJUc1NxUqM/Fdmjea5sAa1foKF+Lso2wtSjLgzLv",
-	"EUqZ4dgAe7lzKCXayzu1u2CRjgKRsJoBi2ESaa1vH3QYY7nnnm1b4KpR/nJuzu8ejpC1hrAIorXokFeM",
-	"H5Hb3kmjdvS1iVzfUSoLdxOxi7Oiw3fdw3vg1NgH7pyfRzJImAIqqzPvB8TJMfA2aDPle+y6QgL4LSfH",
-	"bPqwyxuUt74txQBLs+Xbzq2pzrZ2dOOISranBkiTYBYpFqg0KY9YmSx6JyM1icWihK0+Z1wy8vKid3Lw",
-	"9GXvhCjGpUjI1cs331y89zJjVy5oIiO1uiMp5TEBJRAaFojLFFXPijVhsIDJssHwAs2k8rZKBYg1q2sA",
-	"dmThBcKEj7+6+FABXIPge2PKQ4ikGU3HdR1y9sJpM2bM+G1rALVOLTCr1SoCwWU6h5vGpUiutfll4Eup",
-	"ou2AcQVO6JgulFi0pQhKlY+q1B3NUkwFb4A0ljPGFAFwTRGmgUK1DZM4oQQ3JPeAuliuiaynzFT75EKq",
-	"GGn++c9//nP77dv28+et8oSbDJYvK6GGcynzKKxVq/zh49GnNv6jn//jb2uNu8aCoUN055jruT42WtnW",
-	"tZNhlAl1ULmdLCSba0TkLFqAr6v5DOvSa/r2oHIBGBwTyqWH7bRluljEKxILKZkcIOI2NHL1/KLlGQeY",
-	"/tueXJqDauh3zgAVolDi3Q4nEBxIyCAOKhLJO3IYSNkqXx7MUBJLrgdDmmNBE5PNqkcPiJKmCP0d+8b1",
-	"3wX2VhzYS5GQ88UiNjcvFusq5VBGpY0bUlyf8tFtl3zmctUKlmysa2KjwKFzjuMKyFIWWBQudhdKKbf6",
-	"OFUxiIxBGV65ztu3ideHuOV0RfXdb5a+YjRGs6g4lk2/prjeDQJqvirtKArZ/S66Nzy4HtjmUC0iMfUg",
-	"TAjMUa/7UPfVZXMp2GNlPj7FuBplOqatmsJu1cEiRs9vVk3pQJ+ZthZkpUJwknVimzFOgTimc9oeI0JS",
-	"e8w4FC6/ieN59sc0icJ2eRXePezvrNBvYV7b7XAn92RjeTZhD0vq2ZTBtBpndxl0Xj3Mug3wxGpQvyI8",
-	"LOLLmgDYsJDx+u3l+dtWPThBqiyOXAXkCjO471Vwfm5Q56+/kGYZ1murdCibMHxrlTJdTEaLR0t5Bkdr",
-	"Qz2bs9U4iUIT21pAMUw5tF0PvnDjqBVnXgNfb8vibky3jELfgE36ULCwgZjPK0Pd0fwl5h2P3LBkTFVU",
-	"T8liXP88Atz4W8BDNYnIFV9m5fw9KDcuq7ltiTqwVp4eYAF1K1ZXM1PAcGqtSsUG3SSkcsZki/z23/4H",
-	"qLsQXHpG/CGUiho2LD77GGpVxnTqnJh8T8pxxO9o4d8FX7dw51bLxaI/4el8JNlPNX1EWleowivD5YVC",
-	"dHMA4YsjzmRu5vp/498D18USqR3D+oQrN2BtmrWQeaso15Jl6ZkEIQ4K8O+EarWfhuWM5wVX5RhF2/E3",
-	"4frez26Uv4Sad4M8isOB4SRYJcfTfPdaG/1Qc7fK3lczEY4gLWPXJN7Cu8/gVfw0iYKCWrJ/3m+ZPsH1",
-	"2gdpItHU2O03xACi2msG61XEwdSmnlmtFVNneY1ZDCqfsKVBdqoAIMn6qEhRovxadxdBxHYe74+YX831",
-	"IbpagMOFt8BFlU80Qzm2/QcijbEuW8SDOA0ZaW4sxtkmDKhZGXMNVwsG1NuEAbXUCFpAKQSorRyrFSKz",
-	"XOYjo6LZx2e5R8tZPJ+kXDLVGkAjeVkH8FREEmPCIfQxA3PGUDTsY0IjrZLREiwsC2FrVm1kkLH81r14",
-	"6NZcUnO61k6o7a14SHZwQOQ4pXfV9SMm3ET3H7xd9XjMmhqtDs5QTvWWGrOtg0qgiNCd59u1ypOxCxER",
-	"+wzdiaWoCI4q5655eNSjrLp1Ia/AQJsDIAeQiaZsyODFmLYsiwduGvj15vHtZQ2OmVRnRO+QqXiCh6+c",
-	"6SQp3w8V784ZPjBsL0v00R1jfEEp6b2lKolu//1FrOC4t8as7BHxvSvEpHrlakaW3OncboZOfca4k7c7",
-	"CuKYFH4jVliSMxVzFCF51AaK5kgOJXXD7qTPZLJqVHafgvIf5VoW5pdxPX2Cm5PoloVtC0diQRhbd/S2",
-	"FmBORo46VaJkwDs4Nlu/1Dg6tYzEcZkSLu6oapfmK4U9M/UIzY49ysD6ULUAEL9oDnWOOBQCQwQHrfCY",
-	"d0K/hRU+45Vz20WaPru1v7uZCPYpBJKaf+6G9VqnVyNIi9u9bbXzRagm6meW4EpiOTBhd1JQhmwQT4Hk",
-	"acI65J1JTRCTIc9BO9fwPDfgPDGKGzDcb1hixK835AutPoIJYNH4bUmMzpC3iS9TiaWnRib2d2CHNGOx",
-	"yfQF6inkAaMJDs+HnJCM4Jt+YVV9TBS3+/4oq1mXg+EtaKJ0EwDsOE55qEerFTbZGhCpGA1XbamoYoa4",
-	"aFYlQ2tvxteEUzEOzNE4TaTyB3CFCs/02j8l1pNjw2foBLI2LayIXm7iFil5JEkMDl7SBFGMi5iXEm95",
-	"Gcnyqf7Wr6QgHwsfyTMziSzyxKF5fQZgIcAb2wkWi0eS+CWuWd8jYqIYJ4d902zLbCVLbiI+HcklYwuA",
-	"5TOllCXaR065FEGorcOsd1j3a2/U3G0Wed10zUhIylUUE2qyZ9CUwRMdSaADKBTg38TxnMBYsRPfI+9f",
-	"vaEcUAXh+ciM1W+dETWD6+9FCnSQLQ1e5oHJkVc61LrjfGE5TGjmraiKghEsEkwbH7h7n80czBmz47i7",
-	"ulPMgLAlrsyuQxE/QQwAFVD3m7fP2SIWq0cwW3+RiEkUs1G+i75HriCs4PKq/ebNW2LekIVp2uFLS3Aw",
-	"0EfSzrNY+Gr9gAJAiUPopsZntvEmRtkuSKmB/dZWf1rLr9rAdglWWlVfRgfvvn39/PV5+x2bC5UI3n5H",
-	"uWj3+k/bN/32+Xd/ah+NIRPiviAw5Xd6hUZKWbCezwMlWrlt3TPVaqOpzSjKWmW49ofNrs7UWo+INPkU",
-	"xe525UvBxF7SANXxNa83QriBciZHJffBF5nahsWPoSSciWuMOBkjxCN4RUwb1uUbQgRPXn6wRkxK7k2c",
-	"6R42R/OnlCUrqAEPzAElg/2IxHTFEtKE+jKAO+Ff32BLPpp600SkCxa2IVA5/7B1RgAMBEE4MgYGKyqd",
-	"9l+++eZCZghX83oame5/FEbzmmW+orLLBH8uGPDKeXSrUgSDYbd6GyVpTpi2cXP1GoM5tOjDzYKVkBBe",
-	"VFDPYH+gPlt5bs71zWi8UgaOE5oa9U7GZZdIWVWunELEJK87Ra8ZaAK9EzKGulOcsBj1qub1zQh2DUCn",
-	"7W7pf9tl0//u4//BaJyrJ4MIMWVizlSysjW6oc78HXV4O4LaNdlw8JtL8gYnhUV+s/WZalMyh0hDoWnX",
-	"qTnR88qo7YxQgpduWrWJOKOJR97S+ZhqQS/jSCsJbUwIImYNbV1iU4Opps2Qz6HOtYcKSq5u30BATkAl",
-	"gFAgDVlvJOIpw8nSEsIohIya2Db4pbNXvdY9QulwA5ze51BuGnqGehblvprK4LhajNLhizUZ33awajei",
-	"DexsOOFNlaRSHbz/5sPlsxfvO/MQ45g092vtTjUwwhr30/AdZ3rehmTI6MSl+02W7Zwhh/dt4SZONM3u",
-	"MJpclD1EII0jGO+nNlSlXcyiMGS8DDflJoIMfVBbNd8CMxBfPzMY+SFCCyUMeHcGnZWl/wPSfVhIK3Fu",
-	"H7Cte2FwmCbGqy3AIDkyySyysCR1G84DfHZ+IRaMj7Jr7bWINf0Y2N6KQfwGYHCQpv/qhZOS8RE9fZ8O",
-	"oBW/NHJjbc+dTu2YG+7Cuiu0PqlSSqkIzTW2XGPQ69r/QcASPuzWEFvvRCTZy1jgDdx67PZiRmvGBGeY",
-	"tDnY+QLRTkxBEKnYYiQDiFw1eqf964fSe/UfRWJigWp0P6e3o4mdRZ33Iz7KHK0lsiriezWXTbaiLBDe",
-	"OhSWxF46gD9ITIikc9Y2sfhu8UXrQInUmUGcc1fStKIfPTI3Cfay0dRmD8vFlIymczqaJGJeFtljcBYB",
-	"NIMmIQnZTWS8F5hWA25RE+Eh4hBBR+pKLOhaiZpr+/Nd7jEsrqozTadj3ai7yS79OKTnkolnTkPZ6bxg",
-	"9Nom/JeEMtM4suniVn2bRdMZ1IHNS5+UuLYfInrhQWHv9i5d6NTFrEax/gzoAbtxcaOqyAKAI1RigUYs",
-	"GIjZrLPCxKSJhus8kpKFBCtaeChsJzSKwYhxHW691hmWRnXrsDs+SbKIU7wjNb4qN7jQpPQ7EKdrTQEi",
-	"ExfZ6OC2ntiU00JZyCxIzgmBk7Yiv4njKOhXlE/ZRhjQHks8CpmiUVwzRO4OJannjClbPQs34ox0ndDP",
-	"UFQVl/k90DfWCiWTJqCUwmjyAeqtMaQzXpmKQiIhV1cvr0qwy234BDMmG7thmEZkt9tUatZCpPRqfQsU",
-	"8B1q1U9ixtRoe+GSAn67KXnEEi0DbTkTLB2ld6BTqIZkDpHxfMKawae21Ne96p+YRMrS/Ao09LCurN6f",
-	"iShPFi/kV969sNF0kcoRZywsiyxC9aF0ybLu6xns2be7OsmjgtDUhlA8Y4EDF9nDj6VPZJmxLeZs4+RK",
-	"U1kaoE/K7ZP7RLJZN2xJ5FbubDgz0dp299F+YiY1y0Zxw6uPJN5cYKV6cAGa2ze4Jo6U9V9MtK0IfoRy",
-	"NIPfD84mC2fYEsmTpNxM2qYsmqk3LaKxnjoW9HYeGJxjc/kHBqly0h6rs+fyJsrTiNaGMSiWyMKtMpmN",
-	"u1PO1sdb0WX97SZNDPopoj17edRY4XlrYLIBcgKrN+6ZSNSE7hO6pdWt99lnO0pRlMQSuwFQtpz0ngKs",
-	"4Cf+fLBGdRQQFIvlU4chSQhNs3FeGaL8I7JgUkbzSKooIEy/p4QgzVgsyYIl7UzsYp1AgLsG0V3OvlSk",
-	"qoCAkUTghdLjaIShU3Ffy1IgU8xBTFI+IP4w7XYPA1gy+CcjghN8OF2k+MhzDykQNb6A7MJ81sye4aDw",
-	"cQsAlvFUvLr4AIEdNfu8X2f5hdCmn/d3gpoy8JIlLIPGktljkCsKphw41DPJIxgL62XqRup5oosZXo7W",
-	"gMSwmGNL7zhG32BsN6H4OpYdyCozDgg1j/L6lXSBRUyVKMKpuKT4kGhaDwjc1LCnxMvuLTeBDrLqEms6",
-	"60YgrSttysSBVVAyDrEeobtXtLtLNQ6KmHVIWENzwx5yGb6rpxVVw6xSTInWvQPKqigcynB+TJD/2gWi",
-	"Zdz+oNza0Ez+TAsJhF8xdixk2WtTCyPu4boV69mhgavNXxCPWWaDQ7rwS1w0VLcvuyNd7EAy4vlhK9z1",
-	"Jn2CRLtjBlEWeFtW5dnGEQeziN2wTZ/AnayYTeQjjCa3IbxmOt623FRNGlfZtEsyU3c4mbSEvl9d/nnE",
-	"RzVL95VUsax5B7krnrV8EMXp2e5KlxFv/yuxP3euI8Yrff66hb9j4cCMARbmlve5Yx0f4q7O3ZbfF+Hb",
-	"9PTAtfvuQDj1ZHhh5+t+8nsUV8sP1xqVWKm5XbBhVZCSe4yXz8iTo+PHWd0QFLXSI5JxlVVYhVIPpOmb",
-	"og9gsK0WzEM11DOWkGe+9pwKvMpaQexWMS7trf3awac8jEJamsGpDc+jfj+vb56bYJ6L20zofBxNU5Ha",
-	"lD+tVJo0wtqIcM/sQC7TTfA2p+bFKWT1WidtZWmMo09eA8tI1QfZzwvDbOn/xPFT7SwwkvO76oIlh2D8",
-	"LRaiHPR79yZQbsCBEDsIm9peguWxa+ltKS9SBitGxyJVg3GMuThbisqUY4JZ1XkLsMZFIm4Yp3x74Agq",
-	"ZQYGKa/yQPkKrgBtlQfAucRTQAM15BCsQSLE6p/TEL+vvFU3QDXoRIqSIX//1Xm7f3yCbm5jBUdTbe0C",
-	"ELeUCLDAsOg8n0IggX4XqmzphxQj3TDCWJtYMKSyElJVlQZWTiEB69yI+NRDiy9D9dntc7CjKVGsWdg/",
-	"Pu49+dK3gydjKtnJEdmYQjYSmAdAjWoOVnsEWTGUTZfDJOJTliySiCt7n+suK1qo+YBuWAJoPtq6R/zL",
-	"fFvNd+1rtpIHH52GP/lrqA84phrIVrQ9+eHjyVEFlhWsyShHOynPNUJyHLMAI8iQrCELAbE2H+XgmmfE",
-	"T1Le/lEKjqGoRXDOYo6KfTPHXN0TXmX31uEE5yyMaIYMU+bFDSMKIsuZLwR7gZijNSkVO5Mz2j8+2Rqm",
-	"N2O3xJzRjGQc8nS3GgKNlvai6pot1ANtuox+rlgNGMMjE9tfsKhsFaXdFxamkzQp8RX7lRwMHDuFubt7",
-	"sW0BdgAkFXamjCzWz0JxmQrzcRmCy5686toml2mZHqsJek6T610y/2n24ifvTrWwTDbEw9Tpzq8+d5dm",
-	"hXgzB5O2DrBWXrxrPbBU77dHxIL+lDKPfLh805Z0ws6yYpiZ9oFOYAOclMkbLUsxErvU/xln0DRbwSnw",
-	"rULtht23Z4WLs51BkfbtPLBx1yc5nPAWnBNboC4x9cTqMTUnp/EhTMVFQW3a3lD25gY/qXFRYYrxVUpt",
-	"iEc2vLdQ5C2v42dIyXBjLczAlkCZZwFCmQODXntYSUVQZ6pmWmM2OOhGJOiRyl13xY7dWK4y61+SVO6s",
-	"6XIFL5UWaLNascWxyWeztuBrddoKvNM6jJ2qWJkbOueITvkHcy5zSsz4mZ1RgaoKR6eCF7+4Mcipm+k4",
-	"eN4yRFWYRsNrpIsQ/zGJ6TQvNoeRp1jnBlgLDC5mKhcZpb7T/Zi3tSPLAaWQDEquImfa5hoQHyfhIwZ6",
-	"QRLaMp+ZPPNbZ0Pu42R9TPCBep6oBmWADZwtTfnVpibHAUnYXNywEL7WK+QT+M8oClEz99FzCtohrtzG",
-	"GwAGqr/XC+qvfaGX1if+ksqRifSdiET/hovtEx9oE743qgScoPXpTqMbxjGlU6uwKA3ImE1Eou0eeNko",
-	"G1rRIE2a5dlKxsIW2j8bJPV71JoEq09l++gwoZzn6M1g8WR/fQiOM5xNp9aiIf+M4ioOz1eRtHXnK1yK",
-	"GzV76TRjtabktT6A0oO4V7j/SKSq7YTJDnCJeFmDQ1pPEpESCibgC362mhzCBaleZV8vpG9Ze0wNJE69",
-	"2pt3c4Puxqe5THk9DM81513KoUTswJC71n8y4dZcM8w84s8BUSM0As43tcHZrRF3zewFfIRhGYz4lyn3",
-	"c7C0KNRt5QLAH3JkMo6EgJi0KJi5tEylZkOyQ87HaHQBV4DdmDPKhxzepXOGl2hwlDsE/GFGRNLEOFBI",
-	"E6ysORhFsoU11elqyOliwWgCsEpnJOWQrIYcDr82WJcd8g4b5CGW7iaATgKvUDXkgOvU73b12UxooKDQ",
-	"JHBHLrBIm4i1JTOOwihBVyOFs6tHBBnw+Ycd8pSthPFeIIl7Zr84hKhmFdBt0Linjz1W/pZknkq470t5",
-	"9FOqraUMn9Jzb8ZwDeg0YQwGCqs5lyy+YZA9un5l45Pf/uWfSa/b7ZID4iP+mG/Rq47JH7whL6bw4we+",
-	"c8/rQziihTsY5Z/38XN6Mx2ZNCcbuKIb+b+KwTJesQkT6NA1sZs4hCHXqj3CkLNw7QsYlsEjg6spB3XB",
-	"z/Llh9w3HnT8wsYQH0DmeuZPz+bQOyZ/MDFb+rSGBm1yyA0xwbbky018/L2D+S9e5q4y+BHTJHJruw/5",
-	"yZEdAoQo4p/ZNWfMblgsO0M+5D7qSRmMdgWExgZijCblpmRsyH0nwM9vdchrLXtWmqZiNlF6idGC8jPt",
-	"rKOE0DwyGXLnITY/UoDhAKOJlEFoKDp0PJKDHgw5nH7PImTkeDC6HfLbP/2v1hnWxF1GkpnYOMtLPQtv",
-	"M+RU8wz0M1LwRHM6j/iU+Ad2feyKW3AQJUgwE0IahHpNAFqZ9KEJabyl41WBQ2k2ojfW3LGDA7HEI1ow",
-	"7Lfy6w03TqEdZ0V3au3sVvW7XXuTXDiaEJqQZTmdPH78uN87cXKcentA20C8xx6DSdhNJGsYsc4nFWcV",
-	"/ftBnMrohr21Y8fh7s7q2jOly+Di1jLZnaHrc7Hn626ceK3PPpXoByX+nT2gvksY8Y5UuZPj48OTPZf0",
-	"ngWI7E0jCsDvzgh1gHEQaA7iQ8wrJu89Uka5z3VPLGh/Rzrac84GD4WFhYW9a8ZhMW3Jzeqo3JieVyvn",
-	"aRt36JZWXMoEbM2kyj0XboN/bdhWJYt4h3UsjZfZegzF9fs7x4iM6wQKvJUlwZh1hlQzEEG3vx+65pZL",
-	"0Dm9fY0c56j75KRyxUt8x3vwJwcRvCZjHadRvM/71iSv8fqlXbcSwJ7aMnEhZGRt6EKxhKPTOiWw9pcY",
-	"G9gDZZvpOur3FB8PV1mONCHDyULis2S6wrr8mH+fF5+EOG3JGPGfCWmr8H8uvo5JTzX3u1DNbhurvkul",
-	"u5pjmNYesUvghcSsbOR41PcbuJB7DNZWxqv7+nopvM9FBnkVnzv1eHR6/HhfLcpeYddcmpt7DXFto7v7",
-	"RjJqoitjNPlN2z2Mo9KKEXVP5F3qRpAmZ0uoDEBoHIulSdRx+Hfv5PD06C9cXMIZDm5fWbkF95P+cbXc",
-	"rlMj4i6kvyfRb9aU2MMULlSWuLcZvF54YstxrtVedl2bGW4uPQFLKttAo3SdHO1Sucqsxfzi+h7H70FA",
-	"gz+bPb8VHfihfCPuxeEDou+W6t3WMbGHnvY5ldy6KmdG/hts605xCXusxgMYwftEjN/Lbnw4w66WKdfv",
-	"dndbcsV4jJ1GjBOfNlNqIf9ucHDQ2BUgUdeNZgMe9qLs9cDftWS5zfCEiou5h0ivKFYe+Cu60yzFYat1",
-	"X3lhoQr3uK/U2hcLI4jzInOmKMSKWxxDCIuhcKFJ5izRtqTuo4NZR27jvbIQ5Tuymd+JzjOaLdZK3F0q",
-	"sWyt37PETHSthmMpQONrbkrNZVBZEAxvUjFCqljtm3jsuCwX4hOilZV0/w1nCI+6FISzaDobizQBxG2D",
-	"tbJHz+8VW5R1rZKUB7SywpCEjyHRGMCILFQYx8gPreOHJF1ghDNnSwa3vYQWoR0rig3dPWvXQrzJhjuD",
-	"HZk7DuvYzJe7Q6joQwPbQO2f0qCQzcJB5u08wlwy5iI04QVdxR4YD8fGEEoDMrJCho54HC0jNTM3Zzuh",
-	"kuBymCpbt1jMC9er2V20hZ7CHupCvdwfm6UEG4Ve7wGCYdHYSnPU98Qp9xoy4tOYjaRKGJ2PNjWvGtHk",
-	"hRYyjWu9rkeGBGejjQxwXO7Obvdwg0wucVbwNINLBjBNCphDd0RE2h16uj3cdP9A0nuEhDoOovvmrW7B",
-	"HMjrRVcjDhSoao/Y0hLK2EFx5jTs5AEbKAiWm5XxYRRI5cqgzOTzPrKtWiHcIt7eiiSTb5DcaKDYwTvq",
-	"l3HO9UwJHKvbSfV0S9Ma7i519hItFXx9/fTd+Wxso+4N4nXmXL1aoK3UqFW1lTYUW9jQ+txiO+096W+S",
-	"STk21JULN/pIkqg8GyKaQ0x1ONqoCra7kFiGdFgB5foMIpDGAguH5HWhEHs5MXCLPnztQ1ERrO7mBjQt",
-	"LRyezROvgBIXkWQ5Du22pXVgfGHvpwmT0lmAtTnY6Cwb1yqWBi82+7IMVv2hyq9pOqgoviYZxBjKEZY9",
-	"KivOhS9g9NpS4Cbg24CezmQUskJRamspNE34GzU8xsNyVBY6REtN2doPTh5BbEvyM6CwwlYavWGJ3vxd",
-	"a/WteU0r6rPVFmQR0x5i9moVwCNmrlwxHrDduO4GIAfwce3osNciKW6cEVsJzpDBBv2tH8jNbd7Cd6rs",
-	"gy26fpU2HVPFpNqLt5tPtoHoGRsLcm3WUpwLX386QLLzsUKzjc3Twi5dlJJIvaIxtQRFuTX9VaE6qipY",
-	"lzVQzo3ZV1wjd5nXVaktzqj3mDz8NXsgU9BJP943mfWwTxK6JIt0HEdBW+u6mD5e1s0eOREJm0ZSMcTy",
-	"LseAhB5H16zknD/F1PDiEKvHlTc1WrAKQSrpnKFb6uLFW+JffHj65vUz8vWLP/seJj+LBeNSxmRxzVap",
-	"ikkbsr9Xfg1W4qx+IU3DmeLGIHdrIhmN1EsoKFLRIhFiUuKD1I9xhwz2Q8wSp0btIoluqGJ6Hwdukn7z",
-	"8uUzcnRydOqRBQ3DrPp2y+7RyVFb78+Qv8A8/zyL3sPQXKp0o14eRPLh6mX7FDd1yLN8BTcd/6Y3HHK6",
-	"iEYwmnfnb18MhzxfxgF5ev7+xcnRcMghSYEljPj6LQgMttPTjRnKfCSHXO+MR3z8EjOPzITGBZqD1wuU",
-	"h1kOujNCgamRCWMhej58S+75pvkmA2nda7jXOdCEaxcU38OdyccaqeIoDd7eOo2T5vsUKOsCWgGimgjw",
-	"0xYIn7QX6Vikyke8A2mCzE3mAiUB5YJHel1XhPFA6IVbCAOnAHV5wEM5QHMdsTtMTkesWRkL9QSKGRxr",
-	"N/NlN6lrB654roDSS0+Q1cB/n1L5mapaAm1pawpgRpgT7DqjgFG4oLJuyRvA7tsX2H5r6fZvOCNab3SO",
-	"SY6EmoPRAwQnojA66ny5Sw9iTGuOTIk7TGdfBXK/uMmNNd4YpZ2i3XZXacyXuooKt5c+vhv5hWLJKwDq",
-	"WBhRPtpnTzTbHS3qQtAtyvt98D0yena6aJjprs0tG3fed+kOWAfVBdat3NwKyGoEne6O6vI+n5VrUOcS",
-	"EYEcDdvw4CoFqlAQsdjYt3nVJGPqmopibF5Zc11uVfj73X2SPrd4xHRPO7BG/i7zKH752z/9L39AaFZ+",
-	"Ze5hiup4ld2L1irfla+VV9zs9V30rJ6fjbOMouyVdsmt4E7jZP16e9+bRa8BEQq/U4WkKws8sEkJm9dA",
-	"0kkV9sD7kyoWFlA8NAkrxoe8iVmNNOI5YEySxkzm2e/wp3XV+a0OOcdqtVldkSGUtIgsNohN+lxqOYX1",
-	"oVGl8Mg4VfaOamBS0WyK3JCbQceMhiwZC5qEpp4zwEwnef6ZKxcXQoAumfKYSTnkgEQMdRLICyidDvdi",
-	"JrUPQYwjBXJej2ftvsyDjLwlRbxYA6CLGf7L2WpAKM9SXhFQX0Y/Mw/xlF1reMhFQuSCwTC1vgE3WxGf",
-	"tsqS3XDPajuugBSe6W/KzrFzX7gl9rF+Ry9jWlH21SGKGqVf7bjWv7SD8uwylJ7rfMolOmNYhms2pjxc",
-	"RqGa+QNEYcgrIGmqWUdMJ02TqXv19MpkbWNZpF//tZA3CidFKoKRnCTrRb+XYy1Rc5U55FKxBerppuah",
-	"LdHwSBLMGCNLFk1nUKcVrAaXjrwhhxI8MAFbGOeRzAtyWnvR3L3lRUVNH0OeV39164wCDbc88usvpNc5",
-	"7tis45tiHfEBlobSSwHF0M3c3cXDX379xfidTd1rnFnWfKHCdLZkGaZ1sddStI8qJMhCPFgG0gyH27lt",
-	"gii5DA/7h51Bg4iMkoHGbgFzyI9IqTaPeXSWT2rOiEzFy4twcVN/3/jow7IKXEjg91rAB7Gs4AqsAv5N",
-	"SEOKwG8hvFt6ZE6TacTzCur1TKusBld5gQg8woCeUrtBKem03E+b8kjtvrwyNGEb8nZZLk4ZMVw101EZ",
-	"EX2b6+d2j62r2nVjQxMolE1QrOAm+Ld0y7+LwilT50ol0ThVrE4B9pAq2k5SXh5XmPnAa6l29v3NGWOG",
-	"cppEavVeixqb8k0TlpynqqQ87znPvJgA6oKAANY3BZ4L9NqRdhs0anA3eRZ6kPjnAAtluOqAPIW+yPw2",
-	"HGlNtgOI/HokWlzCb/kKzJRaND59AjjYSclNC3puYHwTkZA3b96SiE9YAsn0KFv0smqt6Y9/xCFrVeOP",
-	"f9R8GKu5hSz2TBo/JMzrp+baSCDMval85DkZuxLv7qDSN8b7gSY35FkJ/7YLjWAxLTRPdlEtAALhmeA3",
-	"KCXkAMMDHUQPyek1G4Gf2nKtKCGamjGlGOG1OtAK9BBBBWE8GKQJdkFMxyyWJJWMfE2+JL1u/2hAeifw",
-	"75PD0yNQKhEPCfFTEbcrg+6fakEZSROHadXKbocAji+O0wItD7kPVScC2OwDA7v8xY+IhUQJFk/P6o1D",
-	"OW8eorcs61DRa+ahXmsQj5ZRwIhIsEY4VLW07364fGOXGsETul3AqcVKfAsWqyGfRLHuC8cto5hxFa/I",
-	"MgqZgVaG7DzcDMxmGZgaVK9eXLkgazPYeKkSwafEf3FFpz5pZs5bxG7BQuMGNEY3x9rPEFLFPyP+60n7",
-	"neCs/ZaqYOZneYGH3SOP+F+9OH/uk6VItBHBcQhD/urFFSJFjEUIBbl0fz3ydfQUVn76c7RYmGpTQRxp",
-	"JdKA9AYBW2i1pjPkXzEaq5kHelDEmUTHLVYKwA30uWgjThWswxvNN+Ug1yoWzDZPaBgmtgljjetfLZMA",
-	"NyZVbMiB+Wr17qj/xLCNS60Etc8niiUGOOuSKga9tf+ozZtLqOE+pystlBHcQq/liowTsZRQBSXSUq35",
-	"7JvL960zOwC4x80AFPEdUz1xwRJtrgw5ykVUiOIogAr2GSduvH19pZm8NsKB7cjBwQF4geE0dEQyPTAf",
-	"yQP9bh570TC8sOHktja6nV6na6sP00XUGDQOO93OIWDFqhlw3YNQBPAPU3ZhXdyaWhmJJquE8ZBlvAcW",
-	"A/hOwiy7a16yUAQtz5R4HGp7IoIygHnWKSKBDIyLX/MGoZdbq77YtVlwH4Z2oHU5JQ8c9BE7HGjSPzCT",
-	"68D5dvBM/GcIXtl+b2RN+0LEUbDyjXJCuEBYFLNVcGS1daxpXxujkzjiDLcKNzAS/HXYGDReMfVcr5op",
-	"Nw410ysDAvNXDl5P9LmDYwdhgQmTC6E3Uy+8cVsYxE2QsuxWHczUPC7KaCxQ9F9CEQDYrn4BIX2GHH9y",
-	"6hZZCanPRbZL+NaB85r9MtG7B3ZrO03iL4eNwuIOG+Zt/B5eLn5v9k8mgf7W3T54uYOVfGPBWScM6OTx",
-	"yUmvPw6OOj/KtbaxIdu4lc60TPf45JX6+S1FWm/UDJwKsNIVdFES5QH/lh6RahWbiyaIp18nZjj6ne3D",
-	"/OQ1DrtHVSZ3RgoH74R6K0KAt9ZH9wjJYvs3T2l4aXR//Un/ye5ProR4S/nq0oJqfHI1vMZrrlhizNMC",
-	"7UApl6k0NV5o4wf9XWGnP06imH3awlEY0W9Igufbx+Ovxb9+/AirE5qbT6ql3cxep5mjoTUlOKgGYglQ",
-	"BrXkmQoRkmZR3g1INJ+noB75LS38rb91mBXPBR60oWhoKX605fCf69lucoDyyZpZZaik0KWdv+7R+pIj",
-	"/ZXmzQ3rjm6AY9xVsNFBmFOai1t93v4H2v65237SGbV/+Njzet1uGYD1J+934VU/0huK0y9yrIM//hfy",
-	"UiTEyC6tHoPJFglOFjHTiqVk+tCu8YgfZefN62cv3r1/0VG3ivzx4C6sAP9eZwEujZQ4j/AiU5uvt206",
-	"ZV8e9o4PT7parcvJ6a/muNfs5qVIefhA/OHcimpHMd3BIyaMhboDMGahRglVGFxZyifeK7aQmLhkooGw",
-	"CIANMNO2QGYZ+xaHraK2g4l4snldSRqzlmdvUODaATOj+JCfKzE3AQQQWtE/fdzqEHOQ9ckA3RLrOYhJ",
-	"MdQK1dbC5Uw3D2qy32NMsQFanGs77YyYwmQmcJ4OeZJyC7uEZhaoR7gQzfFqLajQSTxqkUgOuXUmWYMN",
-	"C396aB7EKz3ZvMFHULifRNKzFmS2sPYXtJFUsrKgcBClFQMQiVYDcYXwjTjiWn9CVU0PI5L6nGuW1/QT",
-	"ptUKqleCa/284bcAixGMziHPyziYGSCCJlFr0YyF1uBSn4W6rQ55rVU/gwRI/DThgzSNwoGPjH8D5tzE",
-	"bpIoNHNAa2jIuVvbXD6C+nIDspxFMcN6AnoDwReRSyJKjruHBhuyYGVUyJHL/DC8xDrn99And7P0C/3P",
-	"Vxcfar9rkdTrvf0nNxqw7kcZxv0+r39rLJy6X339LfD758Ck636UXU7v/UX4dFX7m28vz9++evo24vt+",
-	"QW/riGXXD6LZ7Re35dbE393OY8tMvhw2ep3usIFxRBGffjlsQEzYsPF3RXUf2OTtPObyyyHYq4ODg+Vy",
-	"2Vkegqna73aPDzQ/zZR7TkzJVVtuNTuf/eCIndDTcbsXHk7ax/Rx0H7CuuP24UT/+wnrjQ9DYxvYb/PW",
-	"Ng2eAXEETZm9Yz9FnG7TYr/bP2n3eu1u76rXH3S7g273H8zHhffyzzWvI8iFJIsnwwZAmWoOV7LwwwaZ",
-	"JWyiTaNyYbhmBOnG1ztEeHv3Nc3XCnM3X+fPzYPCp1mDwLPzh5Ub9Jg+CXpM7834cdg+nvRo+zTos/YR",
-	"PQlOWZfqDSzZoJIturTCZUD+tGT8sH36lAhOLq/+nhx1n3QNtGm30+t1uuS3//Y/9D/7na6pUwkOxt5h",
-	"r/u4X76v997Zkr115JXd4Mw4d3bVyKy/Q71DfpnQbvAkfHz9U++2Pz/kR14yfsyOJ4ezH0+uT+Mni+7W",
-	"DbfjMFoX/mBk7jjHO4aYeALBT5tLRJp9raUcGcRa8zWUJo3jljW23Q5yyjgokIZ5pgn37ma5/rrT+Gu3",
-	"hL3Gcfdw93cvI8geWNOMHZludEqSqZSOYgzBLAXFON2lETt65XGVWlmq1OYDGPJcqSVKEJmOdQ9jRpSo",
-	"reR6Q24DI0CNtCEnasbmmH4UR1KvzCOolZAo37PJc3ivnuEsUFOQSNFrxkmTot4dycIkcgRxvKqAoA5H",
-	"03Symyt1TI98dfX2zZqmWfZa4eIAHIqtzKNotOWB8R7kqm12lbtVafczldYb8k3NNQu+SZi5F/IIiyVz",
-	"8yEEzyc75ODZIq/NJc26qitLS/qQKCTNDx9ePx9ym490bDC4IQ7fevyNX+vMLDHkjo2liFPFSMpDvGww",
-	"N1aJ3ud22yQqpEnsZ4FGJgvYzCQLvlUCP9fb/UgSseTWn1+lKKf/qSH/p4b8H1tDPpl0g1N63G8fhl3W",
-	"Pg564/YTenTY7rH+5DR8HJyMj+leGjJnS5Aie6vHh92rfn9w3B8cH/6+6nH670Av7o5P2XHQo+2jST9s",
-	"H7PDcfs0eEzbT8ITdjw5oofjflBPL35JE9rrHLePnrbPUyUuRcrD9ndH572T9uXVO6siH3ZPuqTXf/X0",
-	"DtpvnY27u/YLPrdk1b9e/RT+nFyr9Kf+alZj6/7D6pkFvfGdOY01lcYZXKb/vFVZXCQiYFJqdSJdoBrF",
-	"kpuIT8+0bM4jHURqqsiEVNExlYw0wWMYSeIfJIyGq5/9Voe8g9AFCDsMK+Q0XvE39mK6ULzUZbgfs4i+",
-	"hoAI13zzt9Y+xL4rKKKwFp2/3Da/iW4YZwCFUeIjnweLxuAj/AvDIir31zZPxiuSCK2Wwf6aGuFaq+TB",
-	"iswiqcQ0oXPp5Zu7ECIecv2qVtMD6RE7+DbGlM602gqxGZGUTHpOvDWZRIqoaM6kh9ElmmxegQtVP32E",
-	"35nFRtWuQ17cLgQWHlGCrESaEBkkdMGSIYeQieZEJMRsvzZhqW7gdtWqILK3Zmnq3UktYhoV6avxN+Sr",
-	"F28uiBELIy2Ws+ICmFtEvrq6usjjTuwaewTRTJy17gz535CrP1+82NocZDjo+W556SO2/eWw8erF1bDh",
-	"QY+ar5qjPmx42OWXQz3XYeMT6d2tQTzS5e3tz2ttAI8JBbtIhO6XpRIKPpmKTX/BE+cMaJ5RTsnZcyMd",
-	"tsfDhCJIAUAjENqKAtwhAWYlZiwrIWJpQ8SAxULo95/P3745y259MZZGYmhUGZl/s2D8/OK1bvb3DjTZ",
-	"wY5t2OOdQo0+lRBUFgdaSlBm4tky/zsT5MWQKYr+hu0kt6Joc+wmOQ9C+4DK4B95Is+ZW+5UTNbjojDO",
-	"DWlvO8FpMt1Pgtvh5xzWdD0gQANDrilooDU+IKGB5ZX6iSGhAQEKugsDKqWXv5K9N4tZsvfIhLfqb5nE",
-	"thGaJnR1APfK1sei9TgPLx6dJ5rt1FLZLvU4/to0NhgUOChZcsM6f43e3w+c3tAIc/bWPcA2vrWpSnax",
-	"VU4PN72DXM06sGhAW+nDwVLM0pMMHh6GXEaYVOQXUxVMxVrwwNkmTLnUlfEFrqM0YgaL01xWW3DIgeog",
-	"RDovyYfuWEhSMqhGeTw4mjeQzX5D4wGhWIYRnJ5IreYTaNid26+/5EHsX5A5vTXQkK0hZ7cB3NeDNB3y",
-	"9yxmgcJYeh/C633yBfGni9Q3KVIcr/1N+Arm8uX5i8KUynx18QEyFsHZLiYmXBTeBqcorpapnRVJjAew",
-	"/lYM4vDXdhbjxH2yFGmcld2CT5r+mMpIdky1vSH3ZUBjW0LN94j53dwu+S7Dh+AOvA1IpCIG7hRQNSI+",
-	"RZwwHLYpOPr1t2AHrLXxSNqLoplYspA0sUqm3ZFffwGPtk1f+/pbk+0GWLR6d1segXQ1WFNMkIMW7Bc2",
-	"003Ra0ZifURg/SBj07zjAJEUng/5Zncexs/jPvc6x+TVU8Ii2KMlXYGUNKPg+NiglMgZM9EeNqWOwP0E",
-	"XD2kcexk6ZEJDZS0epwm8yGnZLYaJ1E2tGIyoaKKtTpQQHEtGy9ra8h1Y3igx8wOGdNAiCiZfLZwMaM3",
-	"mniHPBFiDjOkeTJg0zXrJ5FqnRHf4EbCpUN5BQqjGyh95tUIzoiDAmIrVpeJjxdSRXOq2DPLrX5n9/wz",
-	"GgeXKX/9vM7LrzHl7KVJAazZfG2Hvn55n5uCB/LLlyLokRiS0t2kGye15ox0bQTXfKFWBDH3W1m4KegU",
-	"ebzpRl5bdeTpnnD/m+M/d/n7mctMIZ6NxlKY8FiQSoJXSyUnfnZzQm4lts3R16j4V5Mg8OZhD/J5C6fx",
-	"g1MOpi6d0ttvQPhd4TbV/OwKDjnQ7b3MQiwVwUEe5iU+cx3oJU1o7rF+0rW1qmeQWU/gZ5BZIPnesblQ",
-	"idDiB3EFmBatVJHeydfayqRxyrCKnYxchJbvf8grsTRcYdmwhcTRbSrj1c+zeHF7ooR6fAg5mJCXN8o+",
-	"5gKu2IpZsqebSbGmPNH1jQW7nUVTqFr05LDb7bk/xGLZGPT6/dOj05MMJjdv++jJxsPRQkhAB2kMTk7L",
-	"kHWxvdNuaX1axC+18mxkMnW1NHOx1b9v5IpPft/g7tTAnEB7caxfXl9A/fW7b18/f33etlvXfke5aPf6",
-	"T9s3fdI0ETyH/U7XaJScUQAlRUFoAvqhynLEbR58Tquk2et3DslTL0s5PyJPWx7BPdaGgTN4qkh2X0Lg",
-	"vsSz8a0w+LUbiYbXcBVTEKFcuBJYS0+bZjko6rOgMzV7vcdPTo5OLbP99RdyAqlwX5LHnb7WQlqoBrnK",
-	"kpXgzZPOURdeyfQf6PyRJM1+p3uqf3J0IPvbKebaWb3n3/4fo+5s6jgkU3FIExYWDrD07ERUNGetATGk",
-	"+ds//U9DvCRj+BXKj6QrMsugGrNMfwWl4PPBVmtFNu+qaRWoRxLw2mjSzkEKRELe0vmYkpiuMKxlZZUz",
-	"leVP4H7YjvQrM3rDWiaDS5aodQa1A40tboi2yLMsKbunYV8m5GR9f14GBNFe3U0GhJRaxoBOtzGg48MH",
-	"YkAnjwvs5wcw9uu5B6xWabXMKv+PPcqf1U+4d85Fr0YfrwwRHPX7dRwQ5poFXRB/kWA3l5HCxY2hF8fF",
-	"kZu+pY6OvOx2qZvjAhHcJOKQINiIt4k/4sGdFBkztWQs9zTwkFxdvbwa8jInyK+/FD0ZKO6o5S02zR5O",
-	"uWeC+tFybmdzNndA5Lz4fuawAwGQQ/QN+ZqNT3z7nV+o0V/0Kvg59B8L/SGPOIAEopFtuk3YFPJAfHar",
-	"EmrfJQZrum/wWYxfZ8jz4brQNjwkvU7/2L5s1G33Xb2CXu6Z0MalXxChub1J7EtgUTrvDLlra4LBW/R0",
-	"GLMWRRCYn1ZpwSumVxcfzobc1yzTd2xs3Aw0kUHLROwFN2gOQs1eXXyAqWplHeCv7FLPxQ0qF3Yy+g0P",
-	"K+wasUauGVuYux3cQ48UfSQzegMeF02H0OAZ8V1ebzFQOcEJtAxMFWIfBDSBSD/K9Taji8wgmSLhsCQR",
-	"yWhMeThaBEp//RRDgZcWOhYSVGW6WIhEmTScnJSO+n1PC3I9xOUMt3xp7vrNN+Apti60PKxxRXyUaLhj",
-	"JY61plggBm68GnK/iO+vyaFYglIP/Tu9DLlCahvM/HBDLrhp/B5eOMEZ+vmEZCaJLPP3Gf8fxD6CNtoM",
-	"GZcMpjiPblWa6G+HnN0uWKIkJiMFsZD6YJRprp7ra8tcPCEZr3ArXL0KQTua4CGE52147rcGqMQA+SJR",
-	"AlIvM440+chokzCaTbeY1pJymJAgEdLoSrKEAe3pY6RDbsQ52fQtatUZOK6JtHXFA86DyiH3K3zdPoC0",
-	"AVWYE11QPzN3GTXLAJuku1l3jpES39gajQz5Ub+fH4QomG3zbz1nBv3nP71b/+ndqu/deiayHHNrLtXz",
-	"UdUY039Mn1XNQyTSab0TJ6Ru9yuRJh/eP6/7xVemrOUen5zPRWIDv//MaCLrfvhCC+Ek0uzxw/vnFyz5",
-	"+rvZQ7juXIC13RYwLaq3HgA3/foLOd1qF3+sZ8x+ehD7OftQ29DO5el9DeURVdYIRps5YQhtk0/iyclJ",
-	"97TM8q1vzgdCZs46B8gvB+LGwR896Zweew0Y8NGTzuPjbPn1Lw4UYmMSKfDkjG3VW2yg3+30bAP9bqeb",
-	"N6B/+WThBNe77T/uHGf99h93jpyO9W/FArv40eHh6VHHfnR4eHrYyT/Sv326s18ApfFFVrWoOuQzr2v0",
-	"n56Bz+wZMNsDYGlOVcf6joFpgpVuSt0CLyBHyZr0G8Y8gD2YIpIGAV7rxFoHr7iOx8C9GaNqThf/H3tv",
-	"tuPIkaYLvoqBM0KSKqeH07kEyYBwELkqjzKlUC5SV8tz6Ea6kfQKpznl5gxmtE4ChemL6R7M1aAHhTl3",
-	"g5nuu7k4hRm06rbqAfoVEnqSA/t/M3Nz0slg5FaZqqhuKIOkL7b+9q/fp1DFAD1RDKUABHDLVg/gTHtu",
-	"wL+P83m6yu0WSCu23ALHdlUadfwlA3+BbB1aBGCvmaitMsIgUKIM2lBFYjFOq4CMLx2SUbSmgZ1uSuNE",
-	"4zLIodunzj7I4uhGmf2rKrMWQCLgcy9oUzD5xBwxUtnLZQJ+McUhs0eVFaWgpsF1vjYVe0GFp67Vn6po",
-	"iS8hzW+aZovaHr13ckkSdgGG4Zv3sdhRV3T0AJX47Xp5o0zfKNNVyvTh4STUnKUYb/uoQaPTtWcr0uU1",
-	"P/yh77R6L5xiuw9/QK2x7R/3+i806eEP+xXvQr+s0rXfRueE04km+vGfkgoq101pqKRMeIuxavtuz7zP",
-	"hwbr1/lu7/pj1fZgvPF5HjxbP89zj3eNVc9rF0MsP1hjDL9VjVWv02qbsep1Wr41VvK3V69e7LLfnPe0",
-	"8tpdmGXsfddtW73vup03WHl9eAauvL7rWyuv77Z3jWa73bcmtd0vzar8rWo0+/1Wz4xmv9/qWqMpf3vn",
-	"K69l7dJWaZe23miXdr2i013P7rP8Zecu7baKKZMfrDmD36rGqtU77nlmsFq94+7AGi34tXLxgfgD6b3f",
-	"UfCGVqZUkg+2MVmESveNnfmh7cxTsp6niT0RWFtyuKGpINR32pp30iTC8HKeqvRqFWXBSsfFUpNg2EAb",
-	"t4TGZg84xHkcMkWKeiogRFJ/1CBfkOWf//0R+Q358c///ujPf3TJ441Qq7DSIePMhG0XjOcnZLWULfJ3",
-	"RWs1NLziGw74gr7EMM8oYbyhssVzE6tGNugiM/+TTaTfSOAKuB6JWJAxJImNLzUnEmQMbefAyymXk0Ro",
-	"HvCtzAHZPUxEw7AcARtbD8H9R9+cITS/XhqMB1zKduEQXyp92+luv8Ef4D/TVZJY+VAqDeovf7CZXOYA",
-	"UP6XP8AfJIoXjAOWC0L7g515RPy3ryig0l6lIid//m9dj3xWCv+p4JlI9ya7J3RyXkpwR+Qa03MArdok",
-	"qNnnvDhT2/XGf/Fh/RdnuJw3Y3HWGmm955hbVYjr15DEvKkJHhIneVfJzlXBCBRcWxrmca937B4PfK0V",
-	"9vsD1+91LL223Xb7g0p92D/u+67Xaql7B/6x224fF0pev9txe8cbMYGbVOWaUzswNbk4ser6Z4d0/XaH",
-	"LERj47TCAwqQle0zivzlD57b7pL6W5xRBxxMR37jBI6Tz1Abs3PbDotG+p7jeV6Rrvw2O6vfGvjbttg+",
-	"S/eKC9EqOeBC8FYe9GpIuS3t/tKYvavd7yMpZfXub3tex+31W8Z8HvTcY69VWNCDzsA99tqVroWB13E7",
-	"Xk87F3rdnuv3i3t7x33PbXfabx4RVDrBTUjwozbVwJAyhFXSoLpOyjBiJ+6th15xKCCYWqjdFgEWMrDj",
-	"r3Gm6lypHcNTfEkbcUTUa6HAWTOKsiQBjEuhwBIVIKNlnSkgx7oCRUG69XSqcyiFgjUHwQ/Gg4FEBAMT",
-	"hTqmhNaR8kq1Q6nS+JM0lGIhFK1owE9NKquiz1CRSynlDL+g6nkd//nLH2CkhiRfpwHvdaCYpYN2WsxB",
-	"0DuEjtNVTnzy+DbQdEEWcWaDu8dCl4sGHOzIjufp/EDT5SHhNMvSNXDsABGTHT1FO6sUPk31OxiZaux3",
-	"AR39Xt6usewVhLuwTUioHNTJtKHiDAiHmgEWjVLBJikHvNEpFTnLHIOPmxVZoVRYddUF7G7AbdxdzNC9",
-	"FvlAkVAuGOwWgbDyUTydShuYA4pnZRz3Dg7KE+RDfjszaGMXrXElMq5B8bcidyfWcCia+jEVDKiSDgzq",
-	"6fNqnyFgwnuV7CZIbtLrVHGblGJ8nh3j868dyfyGJ5eFpMjnTBiqVeF8zCFcqZe/TQh3R8eL7fkxRnSv",
-	"2em3tx0FY5GosBm1JaA1WEedOcp7uE6JZtAvgn4Hq6yeJoX/4aeqiEC/7XYqQgWKmF8+ELef3Ifb5oaJ",
-	"CwBZshUYaPn6b+tJpSBAv+2Wv7Iv1Dphv2s+mJ/l6qvoyKDjtvd1xG21vd6g2+m0e52u12/37Z5tqsH7",
-	"eua5vc2+ea60Zu3/bXR20HH96s66rXa7e9zxvGPf9/xW79jqvWzjRu89t9M59rr9vt/u+oNOq9V/9WLL",
-	"KvCvvwo8ORnvYRW43avWQas7cNtXLoTB4PCF4O1f0W7L73f7A7/X7vjesd/x33QhtGABby2E/mYH+xCu",
-	"2jX5Xt/3253j4+NWx+pkbdhrV0x+r136v86rFyrUVcoAaDl+OQHA2wh7bU9hlSFoFgxS5UYjIE2uAId1",
-	"O4OBf+z/PZB2A/r0sHaRJAvzeWQDv7V917O4trXwny1XtWFNQ9bWnNqu1bZdZzqSypGqL9Upu9r8HU0S",
-	"KuT0GZbbUaTLM5QPr/YIiL7GKc0icLK2jvZj60JslZ6Xky8u8UCp2Hjl1eAft13/lVOzadtrw9qGn0cu",
-	"vJjPEjYSecboYlTx3PIFJbEqNHD2aHxpYrgGflt9ofH5rgkkLI8hLNqTvQHh86HXx6BYH9sb9sr1oWuS",
-	"D14fk0vKz+N1fLTHM9g8/f7bZmcMxN1vvjg6vQFEvTcXx/ffkk4TH/5mywIPoCuWRe0p5dGYZbNasTgO",
-	"6XLJ4+Z3ykvEB0/0m9Z0G5txJ3PnSlXuWmb6r8lZ8+EJSeSAQsHw+BL+rQaUvmgd4d4VV2RdK+Y5OUWa",
-	"QsIQ1yGAtUKMQp82QN+6BGNSAEjGNDYqWroAARxzAvzi9aB28ejR46DmkABESlBrABpVwYjuQBGhtDtV",
-	"jWloSEsAZjWfs4WDxrP2eKPeLZYsgRzpmEPFZMDBLVNlYT+KRX5PjcZfGXsVjZkfftqStPL8h8EF/XBL",
-	"4Eo18sBNiT29Q3OapJUom1dPPATCPjGgVjXBdodUFoRZt6LklYTxsfbLDB03TZHTTEUvKvfN97o0W9G+",
-	"btyHda8QCIpoTocWYzg0SQ5ywGFtG+Fo4wbigp+na8Xos4hVnkW9/CAHdk2cEbrK54znatU5SD4ZL6Du",
-	"AOGaiy28YFFMAfW/Ae8IeJ4SthgzxcVdIINjvQRABipyUCwChk7nKZlmyIDLA/7ls8ePiODxcsly4wel",
-	"eZ7F41XOhKLcKRIKDKJqvIsg5gEO6VM1E3/dPQvDA9eZLkEjlAdETnIzWwHSrYUcq/h5cgKE70SekC9k",
-	"P2bAoIuja+W/gOsEqXYrfnV/B74VHGLDYRLFF7DEmgp/t2lNn27VF0HtyfOvRw/vbjA3RPHFHq7v//Hx",
-	"6bMnD//ubmVLghqh4pJP9jF8vyq6urmt5HTQCEbQBLEe3HumSOzlHcrnWjWgwlGnA1Oo7YBwoCZZ89Xu",
-	"eXSEPO+HMGPLZ+L2g7lfwQNOgVxEaX5DcpvRjGXkq3u/dQgl5+zS2uxpRhb0nCkZpJnbz9mlIKiQSyUa",
-	"tqdxFMkFOVJersUqyeMlzfIjeVFTzqe5oTaszbI4ak7ERa2cPXfn6XckndolWsJRYB1a4kPHCjFSHq2z",
-	"b55eNROnsLBRO0Aw7FcvrpGHWd7ZO7TG2SqO2Cd2/nyJElsubkfLbblEQXzgJCwzZG/YCRk8W66u0tce",
-	"nD2/WkEzyL3fPTl9TET8D8yqWUv5DvxPqSY9OHv+8ehIWz4HS0lqWTbMDy0fvGxbNuiu6/3Oi2soVA/O",
-	"nl+pTZWmReURjYFe+VNbx3IFXEtvmquan50LF564oV6cc4COw4ArGrF4ZgFTE3PIOs3OgdQk5Ugz+IDd",
-	"T7MJA0tWjraI+YSR08USErNOH98lD7nIYz7JyeOHvucdPX7Y9jyHnC6XCQv44yZG7hpDhQOkYPbGlEfr",
-	"OMrnDgGsGHL/rNU7un2/1SPP7j/65uwpJgana5Y5AQfdyiQGXzAepdktoUB65kwqTCFmXIYqKIg5SMpM",
-	"YpdklgZ8fEnqIU1iKpjQjIQGik+l2oLKZ/asfC9AHAumuBxZwCHaIDagficTtszFru2t67PecaAR4kv5",
-	"PBbFkMCk16UV2Iy5YFzE8ozdCeSB920Cuj6C9MTasIOBP/2xtRUl3NekGeNqGIYkpLBegBoyovKfebpc",
-	"sgySZxM6OV+zJAlJ3VqKDfunZpa/DEndXotdD+ZP/nn25Bt59STi1A/VH239R0f+kelvpAxkzUUrJL/8",
-	"/t/Mx064a3yKTrz5GL19hCzlrBwf+4ZjMrjK0lDCwY6EFdJcLXgpRJR4todRfaVEwdYvL5wazSbzOGeT",
-	"fCVlTQ13vtSJlq3eKJ8m6VLUhsct13fs0RrWqL5Q76YRes5b8htAzzYyYDQbi9pw0O6ZcbeaxtOcKf3k",
-	"wWnL88laNmdJlyxT6SPHLSUzXJAiJGdcgCmVz8n9s7Yvd+dqISUgU9LG0bSeQ/L0sSAvyThNRU4mSTo5",
-	"Jy9Jt+VDft/RJDlH+0+++aX95ozm7MSMF0iNjVcROJUSlc5+1uo1rd/k7Y0TSERcZjHPC4S1ZZZGq0kO",
-	"Bp9clYLNFrBM5IIRqwWD3QqyrjYEMkSh2BD5RRzF1J2kiyPGmytxNGNT2bqjWUaX83gimhOaReKo7SmZ",
-	"fJTlL5tylOE/eXwkn3wpcrYYLejLEQjfEVoNyim6+aNux46f18anHi1HUH/mOVrkaB/qplP0Gm5QLVWl",
-	"hN0Nawlbw9E8sphDVMdGOAghVyxb9YXU3BqfHGEOI1olsATC1frD0U+z5erVTi0ilGtDik69JRXQ/Q6J",
-	"EepzEvN+Hpw9H4JP0iFiSScxnzlkueKTfGVUDHV2Sc1DkfDGMy7PYreSG+/9nKSnoCtAHYUUl1qwPjh7",
-	"7hDmzlyCw2COCbDUilNiuboqH9+cD977PS/g5xuJfyPxPxmJf11pDzU81cL+wdnzjzvI9fZivlrzM0av",
-	"kWB7RX9SRPZ3U2OuuEFo1ag75PPPId3j888VQG9u0kcrgIFLuaiXoUMyys91ESRwCIZDElqRXk1sv5Wk",
-	"EgJsJeMRnB+hyv/QjCtj9UFf4Qb8GXgAzSlk6PjFBgm/S8BeMfWUnCk82oBDABwpXLDZ9dAOjQMy70Zs",
-	"PJRdi9iUrpL8BIiXAl5U38Q5WcjTh+lU2ASRTuUHCwyUWWj2qhU61DenFwyfIa+VjUYjFio78bZlQlci",
-	"HsdJnF+SyZxNzgVRKQPQl4RNc5KucrLiCRMi4GGMVXcjddUX8uwKi/Tg0JQE4y8qV9tuBeQt4xipCA3A",
-	"21nwyJjGnWZS+g0xUAJsxSa3uOyluKULdgM+VeCk8jX1sCg8CC33GxSsDElRsWMXdkBOtI3m7JhQiS7R",
-	"VZ6AcAI2qCIvcglsAAC6DbjB6ccyWSnEaZKowt8IPbNW1zH1Gb8JuOV+wfRuYcraoPI3V6On8uIxa11D",
-	"907okqrpVEIAq2+FAhzOyYRykskxhSrcFO1vyPVGXnKOYL3qrgl0YEHPWRFLk82ApI6ERTpd/QTqmtTU",
-	"B1y2UE43Hr9y9DAa7HueXHMTtiukZCURvWOV7VPHNX1C+XlR+aCD7BW7oLy0Cn8ybCdMmqfjFIgbYi5y",
-	"RiOUZWohZNuCfDfLj5nykrtDyTSTdKQ6N07ThFF+IGirObJYknxoANeqSHIK246MLzcOIYdUHUD14gRq",
-	"WEeQU5w/dXMA7VxeeOpVD20p5cmpMS6788PGt9t5nUVqpEnBfHGAm05RDs/TiOBBpw85KMF4DL/cgXOu",
-	"MdyAG9BHkllNApiBpXRgicDMBhBswJqpz3ymwfYFQ844tbaLEw+eu2fkiqw0e/xoknwz3SlMtO5odQgi",
-	"JcWob+W3vXovlepQG36d6vODy9rh6m/txLjrFbh/6Hr4Q256apLvrntHdPvy4HsQZe5xzK97B3158B2P",
-	"AMX20KvvrDKRZu+ipgJQQksuY7nnxiseJTrIgTX1CJ8mD5+CGqQaRm0v9G7hbtZvphezEQb4DaE6PEB+",
-	"v2EryhFJWM4i60rvYNTfaIUax0jUhm3PqW0Q6rT8vt+pRH3qDNz+nkR233M3k/IBI82uREAEXinjdDUA",
-	"jNlN4u9N4u+exN9NzL2Pb9P0271+5Z5pt9z2nj3T9jdm0D8euHbBSrfT65od4//1dsxNKcUnVEph4BHk",
-	"YiogHPYOPGram1o1lx2c4CkLbbxGtMm2ZCv8j99wZU3rynm0mD+xKBI4PQo/HTrELNKCnVnvFvPOXnQB",
-	"BVaGPgk70IDeOpZdxBOGaSoKEQhs9zGLIhYpEDhSD/NsJXJ8qXClAhQ6ll/pliA6HaTwcgDB1DSerTIm",
-	"yJoBNzNFzJvGsMQ9pIizDHERUbxF6M6xYbc4U6gv8lHCURAuDtnEGNN5YcB6NpFP0SBdpF6JAuOQr77D",
-	"e50NEJgGmk+2oy/gytMHtEpZKkQTUXcsz5PGp7sCzKyBgxLnJwWHGzwKnMsLRpWfEd13yAmlPUwhOAVD",
-	"omrNBTinUi63psqiVuh6AH+AMwEuDOCUDLjyvDnKcpytmBAsOoEFAK9bK7x4xbxuhjBG0HcETpCTZ4+B",
-	"6viuzBwQx/dh2f710u92J3mocUaRAot/R5IHKg3QOjECuSkParOsRrCWMFtF/jmK4gXoxk7tPOZyMCBK",
-	"VgNGDyDCGsnTHxb3qNWTqtbQ73SPe3CBelgfPuCCrQ17Ts38KQ9HGJfhDwbXuclRVRo3L/zai6ogobL1",
-	"96hYeo6sLm4Fxuar2SzmsymdMHeSHmGMbJ+qKhfpNJ6BGIH6gR9XaY6eUDnqj9mMwi23sziaMRKlE0Hq",
-	"8r9K/hwlyeJI93LuLqJG7VppDMUS3JfIoOAv7TSGTzBDYYu4bW+cyjpUjn6CD7vzFE5tQaWTQRXteZw7",
-	"yBNM+SUJ0zVn2VGIIDovST08RKcPG+DV17JIkSDKlw23BCLZIQ91SqKRig6Wa6l8B4eEI8VOsaQTpgqx",
-	"qCBhM6zMhXhXssvZN5Y6/+FRQhe06Tdb7du70iAMjt4hiRD+h0iE2JKK71om9lsD6EghFDteSSrKj/bf",
-	"RiwmZjzHNQc/4Ydt0eiZEbYmoSwKDxCEC5bTJrznqHjMuDmf2vKv9gZSa5fEgi3xa4/Hbwo1lAN0S2u6",
-	"Ws5dVYGATzy8BsE2/wpv/V496OMpQXgLw7nUbznem4bvi3KBghR/b+rZ2n6X8UxtvuXF9XbWlZUPG8vh",
-	"k659eKyMwmtUPywTyjnLdu6ZoPaQcAaUzkX4cStJhebkl3/+VxIuYj7aDvqpugNoFqCC/vLP/4881V+O",
-	"dPhvWNQPTKWSkXIFbjuhWfSfghq5D+kHMGFFgUGRPWElgpA6TRKl6S9UksRbpAJIKVAOAatUhuo8AB1p",
-	"rswEQJg5TUmNKHNb1PWhxvUFOx7aFzNDOwtv1cCwayZy0vUcRApcz4HjOVOpLYQSCxtbFAOcTs3fCDEb",
-	"cEXEXaLfXjCW66HFCg2Mn9PcMG+XIdFvCY0pL1aZPCxh7NAGHVus0FLKllihwaa10ztugetkxkwJCoRU",
-	"oI5lk2rdsKqrVBB7qdm5KY6GhouFYyQ7UCNil8Yxj8QQWKHVNAS8ruxj8DRYGSvzNInQo5OC8wOa03BI",
-	"qDkXRai6pGrUi1uRNlzdSXOS8gkzxMFWmk+Wrmbz5SoPODKvpculXPKxUDOCZR0ApRqqKLr8t9B35PAB",
-	"ZqFaYgZpH5tmcNmXyUrlScEaJMgniTnF7OWEsUjYE7zxLMR5NDQBquZna91M0oVCPVB54UoMYZEN+k0C",
-	"DosJPEGYY8FysDdgPstxNZ3IgY8HCEBucrfkvbFAW0VTY6t3w6M26MblVpjSjKTTacDrQc1eYUh5Tcv7",
-	"okViQdp9w/SPXex6Qa3hku8BRjFcCZYJ7UlDHvKNTRhzkVO5VEhdtkIORAO8dkwV2MNVkyL7Ax6JLyAm",
-	"1wyHDhPKHBxNFHxy3ZRT2K3MtyKVjhYSVDl55LKMIhY5AVcwzTaNhM601ZjUD86ekzpsqhK9flE5FvCx",
-	"7J5Z2YsU6OiXq3ESi7niKRFkzPI1Yxx7UCBTAoyp2kNTuoiTS3xyzAm1ig3AngRXVeNE4bSARFDuLJOK",
-	"I/uUEoo/IvWCugTUKYTHlqcGqWNeCngDWRQSCHw0XJ3Kp5gnINmtPBW4N/SEwPTLMYLh0MdPJenEeJUT",
-	"TQ2vn199usnDKOCG8wJNc96A7CyYuQ0YcjN1U1JC7wb4hUzttoPZLNR0V3A3KDr+LdIGfaG8e6Qp9XNh",
-	"WNN1b0EIcXDIci4bn2YnBZo/ugaslSCXhu2elOvsRBO+QwZf5RyeYBUjZCxZmKe41OXyc8kpTlklf4Q6",
-	"hRMAilCppYpHAgZZbmo48OXCAsyXmJNQoxOFRUVlxqhIuRYY4zSfO0Ss4NSWb48FZAhCbvuEVU1pWuaw",
-	"MBj/GiG2wmUd5yd2W0zGUDGZsKhQXgmT4goy/j5gYmRMa19LxL+FPQDsKLAUqU5jXWdSE+AnSmOCTvIU",
-	"8jxNwrV12mshpzKp6nSaM/ARrZazjEYMQHcCrtQL5U8c08n5LJPb2CUF1PCaInoHQg0jVHCbgFQJOHLU",
-	"9Do41Aa+BJMxc3A2yem13hMvmGq+mKdZPpW6JcbE9MJ1SFAbM7lN8bYhoeIcMTcBoZ9M2TrgCO4rgtqJ",
-	"OvulZJbaudywsKRwuuvUPhyJJYMDrtaHGmI9PQ2XPMUfljTLY6o99XjgiJTEPODWtMszrnThkPzy+38D",
-	"YCMUiELOBPY5hJyj5p2U51maDAlPmzD/KPt4Su49ozPosOw/9llR2cjlFnA6zZiYu8qFpxwxobJLNrMq",
-	"8RJb2rkBP1X0PsYiwNNLHpCYAz5jOfBf6GULaXNkixbGqmZWAyy3jT7IcC/AGjbORX02VJQJVBn/Zwnl",
-	"dzTV97t1I5bJTtKpMmpQS7GAfz+GbNxnc8OwjOqT3VawJKXSJHWnnSmKVTbk3kYbVJEoXaErvOiG5yGR",
-	"QEUv+Gox3t0JzWCFFekQLq2i3aqvabbQzBVgKSCHBi4kC/C94ZDF7j4XtnDtwJ71e53NrrUO6NqdDZUS",
-	"UJqk3nlS0laxfHOHyiqNJnrOdvYGHlyrXlaet7vVe5bVKdksxSdiNUYPd5ntC902O4ZZOdbf1JFe0Swp",
-	"HCpLHrcU8DqWPpKpNDVVLjDfXf/ZcIitCJsXOVsjsbPmHqop36Kv7yH59bpprNdnMa5iIr4iZ9uonKDg",
-	"bmdun5jDZSt5+4oE7e/lNipz0uEr1enlWEcVnkG4CYt3FJ7JUsFSGXOjTjHjQ550a8aWxGQVKZ8TypEv",
-	"LpJk0RwzPplDfU6obhrBTWHjk00a39iUUVT2MOh8B+Xb3TRsDcNSgTC0c0+Vzb23LO4oWZN11Uq5JDqe",
-	"1xhKc04XTxc+3YNMR2V6lq2GkvVn04JtmvAqg+WwIRhty9TrD8SXxjep9hkAUeWrjDtyQykHzq4GgRuv",
-	"ugW+V9YFrnvsyIbpNlU5RDNFpiLV/rBw24WkDu6qgFf4qxwyj2dz06uGFPPhJBXyrsmc0aX56UQqqCxC",
-	"+sZ4woagC4/m6SobrUSEnCShPmjgK624U4uVfHTJaKarPFnBOi5vAE3rfD3XvsJdPxOapJw1XHJHtxCi",
-	"cUqr1g4vtKaTFBzT4TRhLDdPka0OSb3QIv7yB7D39RdSHQ9LFw/RX6wlmzIS+KVSXIDDsuFgsQy6sdWL",
-	"9VMWcZLI/pf963o2cF7Bj1C4905IDnQS4PZXE1+ID/lKR1eY4W6CslHQluBrvQLQQqharSLN8l2VS+Z2",
-	"u3DJ/hI4mV+8yWH9t8uHX0GL0ep9pVR2oUNXbU/5ljHsY8JULY+U6jhsQxYyr1M8aMGwUCsGTkRF/7bJ",
-	"jjaOobRNTp40j4pvRhHLaZzUhtUu6FZfOePGjPgDd6D9zyseISGv7AEV5/DIMmnHcZnL+zqJ35sbWD9j",
-	"q2hCyqUCqW62XImRFF3MACCYfV9QirNcaFvufdZM7OPH7xgSyLbneu1BwaXecltAVL6PuqFwbJrM7U1f",
-	"p/lBe492UZ5LzSO51OPxtlUS1Uz8/sDt9waGiv/YbXUs3rtW3+16XU2Zp/ympkGbNHrHA7/jtgdtzb95",
-	"3Pbddr94Wt/vu+1+b5NFzyk2hkUl/6abYmDtib57fPie6L/fLdH7oFvijYoidu8K5MnHTdFy/a69J9qv",
-	"rqBqef9b4vo1EJWbAWogdD/lB6+7UR9x4EbodnpdVz+o2+l13OJBqkqntAPk6Q16oDnGtquKbHcQukyc",
-	"HW4xKDpCfwvWYbw5F4LyXZ4ldCcbgjrfykr5h8yQ+XDckqW8mu/B8wzWF8ZoqdHlwd2co6Zarrrfxx+J",
-	"2sOOlJunJukjndpwmo5O+VDsfwYjRWnh5+xSsDzgSzqLuQKMXFIhSGiV64QQN4FsWP2FDrhySAigM+YG",
-	"/Jn828C9gBer7HQ6KYcpmTRSjEdOpZWAhoxu/vU8TRjyRO7KnHsnBII35eN/c+XjG+Vj0hwfkrBZlEKG",
-	"pG5vHIA4LX50MMDkFL4TaVQ3l4yej0qYSnWg5RQ5kT+pR7nXN/KshllWXvnb0gd042o3y1bD3swc/KsW",
-	"1VdYZFCZsU5LlfXVFTo3Ja43Ja43bGE3oAFvwRb2NtXLT1Z8V3WZXbkMyUBaj/vEsshl/8od2K5WdmpL",
-	"sJ+3dFepruqiMcgksZg2SD18suIP+XKVhw2XYP79MkvHCVsgafcS+FACrlJjh4SSju9rdvNSZi888CwF",
-	"95rK4uHMJXfwGAo4TTJGI5MuXheqhERzomMITbB8tTwhsMAgEQcZmAKOKWyjVZbopC+w5Rsmm8r3vCKl",
-	"pNDSddUtDXi0wmOQ6bTNhxFbLNNcbsHmV+wydOQ4MaswFdqoDLyA6zetNWET6v0mqlMvHpg3n7BlQi9Z",
-	"NCSQfNgwjml86DnDsl8TBRqnERT8UtLxBi75OkXkqVinyRMAFb4MOMuytJKV7A4I2ifAHHRNpb0Yh6/Y",
-	"QYri7TS6fBrPOAUo3eveAC95gRkkTOTytwM0luuGOfXShle9bM7SplLL5APdJ3T9WBqlM1YlOp6oHeKY",
-	"zLUWeRzfdrfSXl5VK1/7t/uTFb/3Mlbcfb7XOugOnN7DxdBjmkzTbKHvaB1iqVNFR6Rvau+ZFiUnfrM9",
-	"Pfsm5QzvqhrzUK6DplkksCNVEJ4SEc8gKI+cSLEAciX5YU4xLSxjs1gAkZNrlcx9qLafcrIhTKTwTOil",
-	"KpmVEle2dMwYJxEDfBtkHFGtPeCQuJPyaRJP8uuzSrbaBx1Bj2g2Uzd0D1ktql6ERY9ZFNNnaMke5hR6",
-	"yAFhRwqrtzoj2WSVxfklBniAPOsUiLXQr1ccoU8VfxJBYjV9eIJ6I4Dar+wLOkK+O9mq6nP19ipOIgTK",
-	"kHNbHDxSuC9pJjQsrybqwgeGw4AHvEmolXKPVzTlY6S2MiShOjObckiHRKpwR8uExjx0LGxTEXCCebfy",
-	"5KirlJKQqPgXWM3yyrBxgm+EPJMFzc5JnqbJLaFKTIYmGwUrd8cYUFNpKY58S1W6iny8+lpzh+lgN9ns",
-	"QQX3WDhUCbLycszMDhcspyFU8+iwPqSBaNyZMkuYiQIDKZl8Sl0pDSqPXYfhHZ2n/svv/62h68cgPQwS",
-	"f2UbVG44djVOTKkAXId1OPJrA1eRpgmph1XDJR8BKOgKQ4WOE3ZCQnvgAFEFngPdwOoSgtfgHCmfZrMp",
-	"6AVrZkyskjwkdflAaMaSZWQpFS1IVXj64BHlkDxLSAj3j3SEvtnE1jehU6QuX/ioAcngTGA6G3uZ2yMO",
-	"D3mqbr9tFswT1YZxkk7OBWExqCwwDthbB0sFZKNk8+Rj4FpSp+oPFOQ8xekZ6p1zS+iHyl7hJnF0SzTQ",
-	"SaQ6JtvibhfoQU4/LJ4TUsrJht7YltwXmwlWZvSskhhGue05lg+JhUF4vSVIWIFmFirPM8HpwuSIjHIy",
-	"ZWscD1Ovmc8pYl2Eyhg1SOKoc09XgkWI9DChyxMSFvsL9MM7T7/DhbXJzIf6IVHr/ZZQbRFQPjlmugiA",
-	"UDEk4f8Qkkm6kIo3KOqQ+TYHV4fakXIFTNJkteAC85U2i0wdsgGDXkKbhR2pdSXMZa+An61EnEWZs1mE",
-	"GRbQbkB4VCDHhaqKDZZUuoaVJAcEq+G+n9McLAC9dY3kIyKn0r5YrKQWP8sYU9kzsJZccqr0fSlqw7Nv",
-	"nlr46oAiDaZlph+GlZiUQ1WowmBCfd73gdjYqhxihYFUocg/hF3wySjyzk5CWziZpHQRJ+oswpR+dUTt",
-	"ctaqJOtqdy3QgBZ+WvWxQhbXnFohdmtOwXB5CIzwfXm8VQn40mwXSMFygdEExGnTKoTDCgGFhY+gWkrG",
-	"7ep7PtuVp93pA0rR3ny5vTZVFQNoSfddZnId5jFaMnKZWp5eK/d9HHMKbd4YRvCuPcTL/W7P/E6zjF7C",
-	"zyynlYQM5RM91NVuKDQyNo2TBLBZtubNssYU96WDDS8mOR3/jkml+ZVTKzSpcsdLNDZqnDdfta3y24Yh",
-	"VBYh/PeNfXhjH97Yh5+qfViYZfp432k4HWRH/oTZOa9Q7Ml5rbAlMX8Vly7NrWIBUysMxZc0WsRcXuaS",
-	"b6ZqlWB5IDhojfm5SEGtg2ReuTd8r2MgFlQKQMfrSBVmMqcc6dc1pgC2gGYZ4Ith3Weca8dkR46Aol8H",
-	"I0JurTlS02ypMXehgW+ixkB488mKP7xbFd3sbI8gviqyYINAIXbfGG/pzaXh/pvup9k4jiLGPzCs06H7",
-	"AAfyCj+JsxsFFdNKshUf7jLDHZLQlTRypfUBJhOPgMkHspj0RhNI6y0cRSSilABQ74EEG761jJ8dLC1v",
-	"pES/QQrLzsV63VD8lGY7zxl9HQSgQTReJ0q2K4fMuK/ktjlotnDwke7kYwZBu9YZ+G4YzMz6r4zQIUTe",
-	"ds0iaL8Lls0YgWtI/cn9O+S4Peg1oIgIHFvS6IV4mNKLi4CYNJjH1z1DTkjIV0kSkowt0gsmTVz1dGn6",
-	"WA93yWM7SIfRNDw4hlCCkWUMuZSsYB4eGBypmhDYV7bhnLElsizFkUvuRfIvDEoqSin7/ALsEwUEIs8y",
-	"DUIARxggSjB4QDolUTydsgwOwmnMkkgAi5XI6SWi7EYaVqh8sOmhWVNhlK5YBByOuiqJ8nwZ0Xd0pB0S",
-	"+YIl0YQl8Zu3iIKdGRS7K6NgBxkvH704o0LpLDxdux/eIHqvKsCNri7FRgHizXIKnozrKOMKTmdnwu8d",
-	"8KaqQkIyviwA1hAtq/B6uuCNrWMkX/lPpZLSQLxuHSEB5638fArgBSqmI789ISZws465IKmUruqycFdm",
-	"7l1oPrTyQ2o31Zz4yvWco9ltRur6IBjvEPSiumFm0g4iaXtXpGxWWyB+BBkdNF/tHBhVdnFwnQBLkqd4",
-	"y8GJpvfRlfde+JikNLfTAh3DxrQD4f1vghrmxb46nWukuxVbX2W9Ka/mRFyUMGc3BsGxxsjBrjhWo52t",
-	"bjuq+Q5206mYJWd7OpzSmDrFiAccJ6HvwPA5OEYwsnJ4nLbv9B3PgTloeyD2ivG40hULABIajaGw/G8M",
-	"kyKXWyGu6jTWph033Ml9Uj40wUi/AstZXuOQNIkslMeMiTS5QCVekDxNT+RRCSqQahY8GdR1CJvRccLc",
-	"XSUp96EVn5RNz7cYME5BTeUpBMh0LnOFdHxXUkMO2j4OBmsa/hZwzXG9ZTQWKq9yw2JfpJEm/9+dWXvK",
-	"L02QYUFxGjWiic6V1QEInUQICSVLxuHigCvQPp06gJh0JgmUrHgeJ4XRrvaRKFJP3YDr7hAxT9dCQ9hq",
-	"uCsNEmv648q3AyW2ciPEPODg+IlFnmaXVRqnXDwfzOS9XsRFNk3leB5ivbaua70mdLaxcXkxfyU2ye0i",
-	"B7/ptZ61vKEn/99FlK2/V5UJLad2zi5HSuEbp2OIG1JoQi1eKA4kwBeDWV/hmkMtSMtTeNnGV0Xm/r6q",
-	"YKkY1Ia1XqdISlGkmQUyMlCAk5ZPHtwG0O9bwkAvX1fy7JI6uGN0gvOHNdSvK3gwAPehwoXPpJVghIe1",
-	"5jTgL3g5MKHe/ejjfe/bIXDfSF5yma7ImCUxu2AIe5ry2S7BvlvJOfpJ/gOf7e33086ToHCrKojr8qQp",
-	"9wBPc3ZiyWW4ALktoixdCkPgr4QxydgkzSKhaM3LUvkJbvn7KIjeXDIfajFKSft+BfmTYqjfjy/yRpq/",
-	"b2leKPvurzcP5ZmKs2g8Wjsw/2kcLuroXVNRGGfl0+TXdUAoWUko9rsO89W41rmA9uq+LI7SKbCg55CW",
-	"VJi55CIGIYCozCeVcn49T4lmDqmU+FJRevcJFdcuF89pzrbLxQtWTZX9yNO1LVX1ECJuC37aFrGtLRGr",
-	"rpTCsJYuRfGNkbGUmNI+qPXcLvstzJ7asHVNCkO1MCp20nf2lP41kk1uRN7h7Vcw7UAYA+vH/WDCJweE",
-	"eVsYXCGCnBoUo+8VMfM4YoYeqyBRGZIYOBoumFCJGkkscifgSYFj4Bg41oJZzeInEAA6Gae8YOYBhHet",
-	"noLT0AEQbazZRXYJBXPfaXnbtAoPgaMY3C4AlKsEX9nlR8K79x7de3YvhLofqFuOc8h1g74G3EoV2JXp",
-	"5m1nug1UWljKWcBD+ahQjgzPtZdkj+/jyzhiH6nvQzbtGr6PGyH/hkL+S0tY3OizH7dwVxL216zLym2v",
-	"nB1vpseCrNtLZU9XkTxD0o1IzhD0U2ArU37vW1g4aVLJgNNF091D4rBgyXRIBLJMbNbCNhzQdFU+8Zzm",
-	"iqWNwuGjneILmiSYIYeVHAa3HVLQGi65B/T4INDXVARcl7kp6Q4HRZ5RLvRzMQMN78eX49+CZHQS81nA",
-	"U24qe2kGrBFxpLPQpCGdxwuGJYz43qVJiXMA+jvgmGAWorEQuuS0HPHSB2AszPHnqLMUTrKA63w0vL4u",
-	"W5xQkeuTS5hnNyDFLY4wwQ3T8+YsiQJuqGl0PlvAzxCKjkUkic+ZpSAMSQiw3epoFLq+ra4qr0jXcwjw",
-	"oKUil+esKqUtQ9ktqRAs2o9oB3h4zNFrRjk0Zd9cckblLEzTJEnX8peYYxaOY2qDZnQpABk7Y0tGcwHk",
-	"jAkzrdZ8abvzgb9UO+DDJs587PBfm/FJC/fL2RehRC5qEB3oNas5tQOQnjSM7E+K3Xkk5tTv9mrD2qA/",
-	"7fqR12WsxZhPW61Wvx+xyZi2W94k8nrRse9HbEAjrz0YR+3ouNuZdI77fue4PW13umMphbeccojEabVV",
-	"efwOcPAVLVU+YXh0pXtPvdnfcgdWYhy9o9CutaL3Bne1kvsrD+9iGkJR17I3tFt5QuIhtfOAfAIgRnlK",
-	"ooyuMecvX9DlkIRZuhY/xC9cMI9++N2L0C4bB9mpK6jlZSH5yx/sAuqYwT2IdoiisaC80+VhPFWsY3tK",
-	"Hh5j+z+pDIlJminO42ImNaiYjR/mACahHkU5gupzMYhSPZCHpbROSz59+6La8IeW039hUsXkF54DKUqy",
-	"M+laQRtCdszOJLXWGyeptSrR3q5IUPP7fqcyQW3Q2Zug1vLc3kaKGgK+mQy1dh+E43tPxLu6j63jzo5O",
-	"HvvuYF8n2+7xRie7fU/eUuA299uvXlQ0CkAKP+BMH5aO6Hf71QPR7wFY386BaG3NNt5hxuG42/4w031Y",
-	"R1s713Vn4Pb39NT3IM3S7mnHP3a79sJu9ztVcw4tK+dkbroTruM/QIm74/iVgugmHXHDjWTx8ElDQbNf",
-	"S8krpbrN76wwSA5MUlSFgjuP77OikLAqw3+omQMLMvNJmihGc5ojLJC6dmfuP3mPqf+q/R9J7j/oJun6",
-	"Y8z+xwn+9SXco3JytaIkdSDFi7lOYTR2wDdviMZ+a+A7NdwFJgO+2z+uEsRazPpt1CB2HAAbD2sdd/Y9",
-	"rOu3351otrbL9fLlVY683XSdEh9wGCNMZIehkf3XGe7qa9lJ2ZO3SmWXs3ZzdFRGIKyC8EOPBsEyBW2z",
-	"0/Op+fxAaKiUebiL1HUKr+85ypW1ZoBdXxwihhtfAVaTOtK+CuBgpsgFrr4aEs9teaoO1XMHJ4QGfJmx",
-	"ZsYSRgUjYzZNMwbbWH11QgCQyJ0sl2SM8IPjS/W8BpamBTyiOTP5xDlbGip/OLmkKOAsns3H6QrYnAP+",
-	"+efY8YS5n3+OvlS4TzVZEFCwiOHNK4q/yThVFIim9DfSvlxpuKacFQhJpajcLQEJSRYTlwh4PaFjliQM",
-	"IX+ieJKzKGy45FTDrimjHlyf5AuS8HqekiPAJmuEJ8hhP03SNINL/iEkdb8BnlplhaeLccxZRHgaiwLL",
-	"T9qPiCBYD8WPWV7/j38Ebpw//5H8hvzHP47y9M9/bIQNQyyC9PfhIuYjeFlI6i3yWcMlt9llqiF+sRkU",
-	"h0m2Jl4ss/SCRagKZGyWMSFYFKJjM+ZAzh2uOPYxAnwxfMg6Ru4kyhEvTr/U75LPGlCtHMZAmJesRHyB",
-	"rmZLnSpCuFiaLjUuRw1lpEjicwgOi5y0dc0ckKHD/EdO0em+Rz5T47Ywj9Au9oCv6aVeeSlnTQEucxHP",
-	"OEGWhlUuLM5AVRGHjnagaJXtWALHm+d63RNVwmsNCjYXWiFbqEYun7M4w8FC7sHtEXkGiNBsCc8rBl91",
-	"n4OyQOrKRw3c0AE3lznEwm4DrSLm1lNG8qvwBFkPi3kOeOnh1rOJvkbfY3UQKB9LjZcio7jT3rK4jKHf",
-	"n39O6iF8VsujIaePKdw+9JQrDgc1f8CxOI1nyjSzXE1K3s3xvQtSB/UBGG4x0I4yLuBayIk5BdJns0y6",
-	"OLdD8h//qD1gYglwePjuOCPwVhFwUHl/+af/6jskBBqyoWktMtM3TlBirGVfcUEgH3yWSROVpNOAA02F",
-	"PJGEgu3kKUaN9L7J9WgNFTY4W94SJF1zIiY0z1km9756vfxxpL4Oh9uNh+6yCLt4iyTpzHSGjlMAhoMO",
-	"pmvElOSwf2LEA1V7YtAln5HVEoJGchYixics4NAHB+esSyK5wNCdNc0Yi9IF+eX3/1J6PUmYELgk5U8p",
-	"Pwm4wfShEOChkywVkCWSrkmUImAPyBQpchCWEQnhMSN5zQOuek/MmMgDVA9JY4jBM5rE4wxW1UDux0KU",
-	"xykP+BhQVuXkttxepwtBmskcIrTpmkxpVuSREBHn2GcNqx5nAS8OKaIOA1j591BdGxKzKIsDBvo7XuVg",
-	"ff35v7XIZ2qL0IyVZCvs9PIua5yokGpLdgZ4ZTI86XBjoJjVe/sE9kGffEZEAquQ5qTX+QoGs+X3vyKp",
-	"NEA2ZQ3ywJblxpD8gDXFBHlJXoS741ZPmUL+f5+53iUL8R0YK7q3m+ElkMbF6CUpgI3iqQWjV1cn0TiL",
-	"oxmLGrbxgmRd1dQzHoRxfAzj/H01h0ir5RYUIdSbDKLj8x9bL/1Fm3dqmzwYNZrEE2ZxXny7Zrzd7N/W",
-	"5lbHG3ikfvHo0WOCj27UdtKeHNA232rb+Jh1p+3573rn/WSw9N62bT607YU0vthy08N9gH8azpba0HO9",
-	"1vHAqQGD4AZ9jeeCvafUN0PPAou5Nmy5ntdxanm6fdvAqV2wTN5WG9bMXq0pq/Iqr/KVLet7/p52ee5g",
-	"0N1u1/Gg77YObFeVn1dRDV3ZuF7LvaJ1/nbjuj23bbet2GqHjNnBbWu3PLd77cb5/a57vKN1L/A11XtP",
-	"y9iRisG8cAwt6Uit1Y5Ts1QdBMJZzil0ousYNlPr0ALan9+lmF7juX1kATJd97tI5qie7+Mna2Scmohn",
-	"C6pYND3X83rmuzxV33Sc2j/Uhj4k3tkivjb8Qcn27cCSXx0iSdcc/liwKKZ8ZC1SuUqlRj1ays/HXae2",
-	"WsKlO9fozhfpFYBv8yve5tvv8qveVZ5Vjdk2QjQmnD05PlWCrOohTm09l1JNnQtjMKgK7U1bVbk5KbAP",
-	"pO5LLamj9Qm8OwVE3gQFXp6t+ITay/cNSTmLc3iH70apzzpVFiTtrzDm7tS6B2EdxbAkNrw4pyXXiqPL",
-	"49SSgGQqOW6HunUggWSvW2d8CTRCYDtckrXU6DI2YfGFgYyUiww2AMkvl6y4TuccoxasSZM21R5wD2xA",
-	"h0qbosAbPpFqeSZY/sUqnzb7IfiNCN3AI6cWN2fAwyraBMTUVljjWRYzuc4wPUzxJ0BWFgD+BxzIDRwN",
-	"kssjtJNodkliqftGLGqAdRxn5OmXp02/29MWFsxQwEMQx5zyCXNLmTqqelwYTqnwCVtmzbvxjIk8RAC7",
-	"QbftNcAmkXLE5LKVnqnRfEM5/XLhqzgIe0knOUYYpEUPM+gSxE1QhEjKQ4bNEjit52xpgZWqrHiR7tGq",
-	"cfV8VNkSnx99vqlIA8z57hStW0Jl6xVe/yTmzNKaa6//9PvXP//fr3/+/17/6Z9e//x/vf75/3j9p39+",
-	"/fP/+fpP//j65/8V/v5fXv/8R/nNz//6+uf///XP/wK3/Mvrn/9feeOf/rfXP/9X6+9/uasQREzdwOs/",
-	"/c/yweqmf/0mm1GuWOrEE2ASExgpBcvtl9//2wbg24596+hEzqr9qZefC8/agXBuD6TccFtFoJiPqtDE",
-	"gBHE0IQg4QYF9lBjgCA0+g+1/0IIIWdnBP4lzx7gH7fJf6m90GDntZ8C1M6D2pAEoKD75Pg2+bY/8hzL",
-	"ofuY5TRRX5Qh54Paq82IxyZ+ZKUUwU7hAMW5o4hOSkLAlohuzXkHAPC7EN+3gds30dmrT1OsLMHdX3Nq",
-	"GGSFxljiZntIQjGnUpp9Mbx9+vRerzMMtfsGj4JCPLn7wzM3sZdS7AWkshpDGzxzQSMGTpydZ/YVwZdT",
-	"rTgVx49yFoPDS4MJ28yXDnlw9pzUgVYPqQAd8t2T08eG7weWOp2cMx7Z0MLya5V+kDOBjOEBV5nQCHar",
-	"NFl1zKrccLFkUl1A5Rao+fiWL7SeZo72k6rvQHxFNGdDkrGmzXfYcMlTpTIH3HoVOkDAGzaV8rwOfn8Y",
-	"gVHCeOgEPJwtV6MFW6TZ5WiVx4kakrChuRFFDkIMEFhxZE90QAiUAQhTLAq376Xql0sexchRY1TZdFq4",
-	"dgtf8CLlM4x1qKlihp0cwpcORsukmsXlOc5e5oxHLDLANZXZDW/o47ohHb8hHS/XbKVrjDKpNZynUOSw",
-	"KwEEKh+q+WZ8z7FJWLxDCFjeymW6hRX2Dbe3Yj7PGCPg0VMCppTXocXsDz9tkSkXFMkdpEiGuGt+CC+z",
-	"urLIyOD+y87Em3o/nrcX42NqsSFLBedIuyFrW1zF98/6NUc5cNtVlvk1bHEUFvtgzXA0PjG236dmrlHS",
-	"YgSnnFmwO+VB8aA0z9ml2I1YIwdnQpNEHmMaw0wTpAhtyk7ga5VOna75CbGQdQMe52DWicKAXmbxBc2x",
-	"mLC+wdYSNiBmq4y8KOBQMy+kaop1T/N0rXKW+IxlwCoHZuWGsQie79AN+BPVXB2ZNay68OBqVmDEWThB",
-	"YLaAa+rdzRFgkUXEe2oA3vTPmu0p4EDJt2QZWdDJHNDywaiXh64ie8rSnOYMicieaUYs6JIgy1QIBqOp",
-	"lVNrAIfQ83SqiwgCfi/yu93WgBiT2SFj5Qmw7nPQfJZPe/7sfrOvlLV0KlsQhmHAdRGezZhz0Qo4XcYj",
-	"ePHXp4/vBRyXAH6DSrS6P+BIkiYvCzGzorySVFWgQ0K8L1SklVEk531MBet1dI/x8rZPMrrWuvlaE7ZJ",
-	"e4OERUNCrO9Di4brlAywdMmUsYjUvZfeaUMl1SCDo8ryAKmJPHeotUAtnXaCnGgaE4jIu2ZBKL9JxsiK",
-	"xz+uGKqKWGKXsRUkB4hU7hc5VUoLTjOYfP0Mi9JvChD8lwEuO7m0YDfxGd4PqwfWjZxTE6yFLXPp6CXp",
-	"BRwpg0KsTArJj6tU6+Oon0PpNhTG5ylMM/LgMXouW4Qd0m1SvreO5+k0B3vAMQDe9nFqAg5MeVp5ho4D",
-	"46MaZb1CJ6vsAhgk5HURmVCe8lguksuA1y/JmCXpmvj/k9/tkl/+6X8nrYFDeEo4m9E8vmDkH1iWqsmV",
-	"/U+nqgYUEq3UplNv7GMDQFrCzySKL2Igs+w7igtSWcMR43mcXzoq6QAD0pRM45cqSwX2VOGFUpNFFgiP",
-	"36hSWbUMeopb6St2Wbturb999GM0b8PLAyJNeZPVMoENgBMn77hlyK5sTQCurQ1r52dPWO93f//br5fZ",
-	"effHu+27g9nL72YTbxy9vO8tnv7ny+Th73pn3t30qd87zQaLwZf3vj/9Znrv68tHXz55uGh5p/lz7/nR",
-	"Ku785/HfdZcPn3v539399osvpJJuFoo82fOX9wYPf9u7c/x07fktfvZsmnjji9Wy/1X3+Vff9p/eGQxe",
-	"tnL//v30i+tkcBZj+x7BDqALFeMuh9c6Fg7BCPMGWyWE1pEGOF1efzDuRX63HQ363UnUaR0fd6M2Y/7Y",
-	"o2P/eDAZRGzcor5HO50pHbNO1B34YzYed5k3GdRK5YU6Avzmc2HfO1qyRW1Ya8r/3b734OHX5Oz57UcP",
-	"75Cv7v0Wvgz44zvp+va3v737lf/d+vTy3ul13hVweMi9r+9uP/fN1sRO8MSKMx2SOi3NxkYJuD426M2S",
-	"+RUtmSeb5IAfCOdj8GE5CHequxtb41cKAqfUd8qNpmJJA6Uq2TYOnLFXEYvYBtfRT9a+fbU3JGm9uQ66",
-	"L6rF8qQ/u/e4YbJ29WQhn7RloOQn6hmggiK5Eb+UutGEcjKZs8m5IUmpjri5VSGxkirz/r1w9y059w6c",
-	"JzdC+Vd1jpe2ydU74teObXBqd9cy3x0pvNBMtCLt0iiaSpN3t69Ie3bF0U9yGb66AhVInl2FTDF3axLe",
-	"+oQK1oylfS5iackll44yvwJuX46BAmC2e3DPIlVvDCE9GBy3Gi0TOsKhviCfswUiBhUI+GZVYDmOiglD",
-	"foCz+ZvvnQQ8lA8EXjvwCKskd5okDkbQx5fw746EgcIX/rbCscJZqZ8Ng2b6rbLwmTtzSfiU8mjMslnY",
-	"MK7sJYUzSokR+GfTPnKqqa595c021NfbpNfvAFtGtXgbSU6tp3RKqJ3KUI6zZ8rtfD0n9QFXq/HSA4pO",
-	"6RHEERHgZU+O8a5nbnrcK9J725jeqwF1dDZa4Ztvo2++uvARExfLmXwjqaSMFCPxsOX7/T6kDubzNBpN",
-	"EiqEnFDN+zJSzGeFw35ySfl5vI6Pvv7u4d2Hp01dTdr8mvK02fJvNy/85un33zY7Y4iRLBk9L+NpXNaG",
-	"vU5lJmM5y7fTG7idV1shgdPvvyWdJj5cxHyWsJHIM0YXo4onli8ooVmUU6MRuMDsqfJU63TpQ7psV9US",
-	"v/PgtlygGV2MZuPa0NeVqiBSakOTnvafzJu/MO+9zsGo7z7LUkjD2HU84s+//oPPDCeUfkKn0UGIoh12",
-	"6/YxB+ZBdqFFNE7RPM+Xw6OjJJ3QZJ6KfNj3+h5mieLtm8L5KaabLYrcJUdV+agaBR5BeZZwSCb3Ep9p",
-	"4IDFkmaxSLEKXkkcaNv2CfA90GmfYCyeM6iYNKpOPTxVhiNsmiG5DXaO1LpCB93O6JPXvn1w86LkwqNC",
-	"V7pbFkxFG6RGZVjoTWVN/cHZc+FgCobQ2RUCK04NYbBBlE2nRF5vDl+4jUzpRJ61mtlJgwDgPVVtOcOE",
-	"czDDoDrINAcnALz7hrYYkr4xHMCxFumCJqUX6SS1ilfdV7C0ZTofYAdyyBy9yfLRCEoLddnycK4blEyh",
-	"vNWYQ7IBt2XaYCFPVQSsGU3yuQNggHJ05XizPIsnsNYUskJGJ7nxBWcMGG8nDPUV6z0spztUDMhjIHdU",
-	"9vRZlubpJE0I4xG40eWrsnQ1myvv+OlDQmcIqyfONZxvRIxWJAgdpxdQ1ZynaWKvcryv9urFq/8eAAD/",
+	"7P1LcyNHlieKfxUfdJclUAqAAPhIJmiy/jOfylEyk8VkSl1d0CAcCAfgYsA9FO5BENKkWf83Y9Nms5pZ",
+	"yOyu75393dzet76JPsk1P8c9HkAEECApVfWdqUUpGYjw5/Hz8nN+56fGRC4iKZjQqjH4qcHu6CIKGfz7",
+	"NY3pVSLMP1WyWNB41Rg0zsk4EUHIAhIngjT1UpIoZlMehiSWS0WoCIiex4yRgE1kwMiEhaEickq4VmQW",
+	"86DV8Bq3NEyYaXjMxGS+oPGN+QO/GGmmdGPQeM3vWECCJKaaS9HwGgt6N5KJjhI90vKGCdUYnPae9b2G",
+	"HcBoIQPWGDQuGFVJjN9yMXMDWdJ40U6ihteI2S1Xps1BY0G5aVqxiRSBGkUsHi3w8wUTujE47Jof41sW",
+	"QOthY4BDbngNLaX5MwwXbS6mLGZiwtr5H0e3LLbd3HY7p51u47PXmMSMahaMqJliv9s/afd67cPudb8/",
+	"OO4Pjg87R8+e9Z/2/6nh2eVoDP7yU4PezkZ0ovktG8Xsh4Qps1s9D55Hcsni0bIxEEkYerCfITNdZG92",
+	"zWMxSWIzyBV8OZFCs7tsJbtewy31SOG819a6fwRrzWLXsPnFvHt62DnyGkpTnSgzVxrywCzBWI8WZph9",
+	"sxyahrn3e15D6yn+fnr82auY4em9Z3h6nxn2jg8PT0qneHLUOdk2xePO8dokj3u9zmFulofHp7/PNHsn",
+	"h6dHO6d6enhyWjrTQxh25UwP1zez//RZYTePj06OP3/nNZiYcYFHnE5umAgag8YkCWjDa4wTHpo/b8Nw",
+	"cWD+ry0jJigf3HY7h/1Ot313ejI6OWp4DUEXzL7Y8Bo/JFRo/iOyg0HjPNHySiYiIN8enfdO4FxHUnEt",
+	"gVHNuJ4n485E2j6iWH7PJvrANpadTezUnM05jYMljWHUZRsSJY1B463QLCT/yKQgr47b/ZPTLrk1Y51E",
+	"yWgiY8M6e2b9Y37L4hwLOD7tdnpPTztd8/IMmrq6/kdy2D3p4oPRRCaG5fS8hjRL/2mcCJ2Q/lGne9Q5",
+	"bniNaMLNarxh4pDcwYRxgCFfcG2G2Xva9RoxXYxmY7tTq8h88ZKrScw0I28uP5mpu1d6/c9eg5utiFf9",
+	"m9UPwY/xjU5+6K8MBwtpYliZWQqtmQBayrby+urt9Yf3o/Pr6/cNINUFFW5PCTBM8o7RgMVjSePgwrDO",
+	"3oERKL3OcfvoeTvdvDZsXvvq+j1ptxf0rg1sth0yQfon/d7REWm3Z1HSXrCFjFftRPPQkgDpdp4d2Y9E",
+	"smgr9oMivf4pabeZoOOQtUEu3LUndDI3cqDd1nGidDtmC6lZG4RCux1SMUvojNmOpQhXpN2+uYXPWDsw",
+	"a0i40EcgHOD8jOaMBqTdThembReGFJcFhzHCYYzsMBoDHSfMa0xDOlOF5W1XLW/pdBqDhmkIaadkeYCy",
+	"nxliK86lMWiUzAY2fGMhsj4KO2MkF+yN/cGtfmPQ6PVPDbdYX2fX0GekdBztqDBaM1gzVlgnNto+VqMK",
+	"wHBGMBwcDT4WyWKEg+n1T72GkNocyb80PgmdCBYQmei2nLb1nLXH8o6MqWIhF6xDPkZsYnWFARHSPPr6",
+	"GwKjGZDyYfTuiDvDpNd/89wjSsvJDek97ZJvCZxLj1y+eMuIO7TkP5NSBkJ6Ry/IfyaHffLmOXn58uqo",
+	"3T/qdsl/JkUu4JH337x9+facIHshOaby3WevsWB6LgNDVJOQKrMfKlGacsGCkdUmzEupflMqHEY5qeBY",
+	"n9WwGoMGu5uEScACs5VWI/rJ8el9T/xunm47sSrg4KfGnAeB2fEpDRXz7J+gTOFA7YPxau1BzKgyLeBD",
+	"I29G9gB2P6dEsjbXv/y0IVydvikXUSox+4dHT8skZir5j572jeivENTFxnrPjrc2dto/fGrEaxTLWyao",
+	"mICwMuN3w1d8JqhO4sIDFuSWRMkknrDRVMYL0EIjOjN0YR8vWMDpyJ4+M+CDKKRcnJHJnMaK6S8TPW2f",
+	"Zu+rOe0fnzQGjWen0+N+0D1mrMdYn/Z6vdPTgE3G9LDXnQTdk+Bpvx+wZzToHj4bB4fB0+OjydHT0/7R",
+	"08Pp4dHxONck/5EZvfDpcfooiQ3xHdz2DuJEqIN1eXWArxl6yX9g55uMF1zr4hrYZ7F7oLkOzYx3yCgp",
+	"iifeMTs4c3M2uVGWboDnjakIljzQc9DmNeVmEnrOyJQqY+WAcUSmMgbjaAyE37R0Qrrkl59Jr2XsLEWo",
+	"Joc98gdjR/WfdjtdouXNgSIRi4k9qoN0YE8UOTzpkjfPDxQ0QaRhFf1O1zwzLWRzJEvGZ3MN7R+RsRlF",
+	"FCaKnJKvObz69TfQB9Cs+dsOzoOGQStJaTWiSgFfSKePiuJtkaPkVqLft9ahUXVpzIIzYhZnzmdzszjw",
+	"OeGKnB7jzCMWt20zREWMBWYUqE27VVBbBvYdCt0ZC1L+YXnAX77zGnESMpXpa73Pnz9/9hoRjemCaRaD",
+	"qH4ug9XH7HwZi1VNYh5Z7uWzoH983Hv2pW/NYAbi5eSINK9evyBHJ0enHoloEBgxFBMhdctMy7x3ctQe",
+	"rzQbilfYBEmPMX572j3seyQyf9s3Writ0IkMVk8UYXd0oofCtKM8QhVRTOgOec9YoIhvxt5OB9/+mq38",
+	"DjnP9aPnVJNAMjUUQmpyy2I+XZEmNbKwPaFCCj6hIZGCeeQj+fVf/i/yziOCmUGYr1pmpygxUouKANoA",
+	"rYsrIxRhcyk2ys30BTO/3LBIkyXXc5hHnIihaPoZb+uko/M9sv4czrPf6gyNAc/N+s9B/mR2Q3HKhiQm",
+	"c7agZuMW9O4dEzM9bwz63a7ZZ8MMTCP/yW3iX87b/0TbP3bbz744+O6LL3/qev3Pf99IlWqlY6OFGSIp",
+	"kMXXbLVJGdfmzHMxY3EUc6HdrptpmDW6YSvS9C8/fLwmhsXZx+0btlJ+i+g5V0NxfvkW3ovZjCvNYhbA",
+	"9sHSwg+wf1wZsiKUpBvmDcU0CcO2jAMWO+IhkTTDaGaNkTGbypiRBdUxvwtIzKaJYgFRyWQ+FGYkLbd7",
+	"0IXZ2wFOwrBSZU5NRgGCLsy8zMgJ7krtbTKUWdiq3Nb8pdt+RtvT7346OarYihc0nBgrZ2MHvjVE5oPG",
+	"4nuEC6WNDi+nxI8TMeKBj7znzeUnM3jmkQlVrM2FYkJxw2E8c2SpWMHP8O+QU3BsUeIMx/aEahrKGTTT",
+	"9A+7z7p+q+Pm/UPC4lU2bWMDbiPJBRfu796WqV6ALv0pr0qvz/3c7BeLiV9lSvlnRE1oyBSsgeH5UoYk",
+	"5DeM+NZa9LdMo0yfz88s1TQCmYxDa07wRbKAmS24wH93O93jdKIiWYxZnE70gt59ACX12mpPGycMnpOY",
+	"obcuLxlBwKKKe+b4zBNFxisSsClNQl01tU2H49p+2TmcPH36tN87yU0l2zAuNJvlJ+J05jLynEVJFXHS",
+	"DYI0Bw/JwbEToG6gz8oZQe8PpbormczmJWQWhnJJfE3jGdMjMxc4HZb4zJGYMWF1eZBPlIR0zEJwJpsm",
+	"CVOaL6hmpJnKBKNCkYXz6NJJLJXKtaNgc7NNRbcTmdIFD1eVRw96KyyDpYRUMbATH0sZMiqymSfi7cty",
+	"9h4ngmhwhgd8osk0losO+RCTmdkqy3hALYBd7hDccbu/3lD4OHSngdh3i/awT2jMCOqZHjD6yVzyCVMD",
+	"I1CHwq4DyGP4eUH1ZL7BlrkmzZx4pkItQQSYMQ8FxanMGYHTY/i6NfpUXtiuLylMpJJxp7J01P7up563",
+	"lX9fAwGVcvHzHDFZone8lzje2/TfvEI56n4yxydj3EMBnNsjrDPrEGTShp/71rR+w17LeMKsOm04uJVz",
+	"mkVE84VRXIZiIQ2XGa+c1FBPCHJBkir9BEjUEHpKvwViHYoCtZLmmCquiA+sOBghM7AHgWpiejRsy9AF",
+	"F0Phw+sdFscyHpmno2ii/dYZ+ebq/MKxNmVoEj5/c/npiVELRUCo+WMolnOpGL6dco8nKjUJ4E6nKSSJ",
+	"pVyQkE2RkdLUK9IaCqSsfp8oujLUNJdLskgmc2yVa7KUSRgQTW9Yh3wQ4Qrmw4G8hiJdFhhbgTskImRK",
+	"ER9O6pc6TphfTXsZx6libb26rM2M+83zasKDeRn7NFXhDFEZcgSPy5kToBMa0QnXK1B/YT8drVjpWsWa",
+	"nHO2pvw86j4rlzt5+SmVPl/I2PlZ/sxoXCJB4TGhgsilSPfEd2dolKjAN7OJKDeiaYrmR/P06ckJmRNG",
+	"J/NKdktznY9W0Ht+esBdFL9lF24a1kNaPe3jbl5vqJr0q5BNdMzNPnz6+PKSxV9/WyK2LmM+ge1k2ese",
+	"+fTxJegQN9/OPVQg3Koo0uyS5ZwJQ9+GFUxjxlpnhIZgGnFNItMi6lKGpGcr03rKp2gYMxqscCGnMu6Q",
+	"a3MYwJcPC4z8zcu4RjPdhU7uWsIHjdR0Yoxow078/K8tj7BQMXgBfflmOws3Bn7uFdfDUFg+at7WQVR8",
+	"K/ebWinNFiOjI7kujbG4nMuQDQX++kQRu2VkScOQwIu4nLCQyIFumQhkTKJkHHI1B8mFDOr65WVrQPyJ",
+	"VLqDfaBzxzfsxnzNJ/MOycsEw2gUAR8+cJhsvFM+S2KmzlJ9BJUlKXLKAyj/UsMT6C/HovJGqpmW+bqa",
+	"I+VIyRwccIDcLOe1teJuLfp+c/npK5nEnz6WqCRXTGgaIika8jMGt5kfsHBB5jKJkciblvAE+nVbQI5W",
+	"JwCNQpAJjWNj9sFO+APiuymZVnzyJag08AdyiV9+xu0FP0D68oKHoWEABY16y9cHpAkeoKFAX9cvP5PD",
+	"k263BR6e7q////+nQ97LnPcADmg7PWaZ56Z6m/Id77E3tTbnKzuQ0t25zG9LyllIk2tF1NwM36n0cNnD",
+	"WrBXXpH5mgO/wVl90hxLPQf/EuOG0s9wifwKmvRbg9wmuR2FHfjl53X+f0CapX3+8jNBQdAaii/Sj791",
+	"vIwcELNs0GDVMKp3KT+EfXapW2On3gZsEUnNxGRV6rg5FyuSGVm9X//5f/SPjwk4ceg4ZOT844u3b8E1",
+	"TieG1ozmwn9IWN7+PCMxWzDTpdUA+0dw/pDVW79Op8o7khvhhmskb7wdH69rOHn9ezi86/faw+Hd01ff",
+	"fVGuer+dvpeCXRiLYXMdXl3TmUIHcMStbJuEnAlN5jIM1BlKROvWwwAFZKTISczTw+4RkqKQ4LKsnvK0",
+	"bYbSxrFUWqtHp6XTQEb22nl612dif0e3OnD6kCaKj3lo1DW0rYj1E5OmD979jv3baNegCMtE1/AfWJ46",
+	"cl7nPQ3OS8PBXiSxknG5yekLdqdHE3jDdxwjitktl4lR1GYMzGxjgYqqMeLXVYt83Ovv1pthnK/SeI81",
+	"wkETp9ynRppog92G4aLaUWZDSR7itcgN8Rvn4a8YqbW/zcI5jSSoHjkGj+wae3qt8BDzBObwOnMilzCr",
+	"vEMZdJ70ZQ/1QCPq22YuZM7uyMevztv94xMXnHfYJzFd4qwn7Ru2InCVkE4tonCRZWeWaxxCb35IeGzO",
+	"G+ru93Tf4hxDOqvyspij9EQRHgBlp5Y+XAr+hD6Izwdwq+OTkCutCNdVEwjpDF0W1YNPJQwXGiKSdnj4",
+	"cPz2o43roYm69UEAvPj4DXJCar3jJJZLI6eFQrPKP59MWKT9DvmPHz+8r8Fq7EALZpUw4/xL43sFhDdR",
+	"t43vKte81NtS7Qx35J/5SH4rLzeM7utvXtDJnL3En8voIrNw1mN3/M3RV411LfjkwYf1nTGzSiSQZguU",
+	"/ciiQavodqtGBcZauewAM9ipPP2CtrOFPitc0C/+JvzLMMI/FaJC1gea/7Ummz7/9k/kqD3muppQC5Eo",
+	"D57BdkdxxsEMj0LfUIGX+aSpQMH0SMBifmuds8Cm4Qpe6FYFW0sdsfVYcl3HLMzqo4ukeF5xx4kuVqQW",
+	"d2EJ3sc0BsPZ0B5eV4erqv0oRG1U7MfJUc3t+JiFe6wPO/2JzKkIQgaM2eh3/v9vD9aRxZM8mHTQBXlB",
+	"70qMeqOzSmGdJyBANFlIpfGmNfW8euTN8x0OxtGC3u1nTO0ypfKD56Lm4ENG7zd6Lh5z9J/NcVGRFApT",
+	"H57T4MpFwNnILVS4aBSFfAJM4iCK5Thkiy9AwA5+yo3m72M2bQwaf3eQJVcc4K/q4BK/wk7X9bfUaWHs",
+	"pQUNzbQMXzP0KKckpmLGbOgI2FroYgzwNh+cX2fEhxsB5cNhRP0HXBJiGvLJ7zofwxHWzFeypIpAYAFS",
+	"gHXGWUsZRvqaaw3xrb/vQHN+PYxZ4WFIxsyIvylyriadmp2hJGZK01iD/3U55yEbigUVKxupFTP3ATWb",
+	"NGED8zf+sKABg40z0v/F5SfzCoVLpdZQYMxQeiFHlpRr6zHgGoSFFDPzX67Jgq5Ik44NXfS6RLWsE3nK",
+	"NZlJcIGeEf+K6XjVPjejTl2mDG4pqbohdEa5QK8LKqFA+blviku7oU2YZXwt47GNyPx9d8sIFq4IxEeS",
+	"caKdWAH6yoRNgcjAy/LZa7yRaKj+fsfaxrBKI2MUwZBUN+IB8TEgLr9FhhSW8xU4BIcC7Bl4NudKy3hF",
+	"lKYrEjMaGB0BbmXB8wHLYVO2fuezQyYUwsbGzMYkDTJGhIYYu2Xxitj+Pbgxgv0ZCnM6wM65NHwMnNFw",
+	"a4kNN/0DjF0+ODwoxtD6LY/AAoXGcF/OWYwckYso0UAJlEy5UaJwPTE+ahlLMbNLduFY7O+9YmMZrFyw",
+	"1pKFYRuHQZqwDmkoHvwe0VjBHEgi3J6TRRJqHtFYQ1MtCEgqio8xDYDc30v9Wibid53iewmBY7h/0pi3",
+	"iWYtN5wLGUAUYLkOiW7FJ0bRjVak6Re8gZlUU+TVNZ21cu7Gs7xjMcfSzHulvCzVvMwErhLxAnPztiyU",
+	"W6B8muSUxpVL5d47cLmUpqd6q4tvb6zsRxtL6b+TOCa4lM0upj5dvVubfiqBdfuKRSFdlS28D1fsVj5k",
+	"MgjugxmNQ54Lp0pvXODue03Ad0p9EJD8Uep9cNOotUGv7rjCPNW/2f25dutiR4gCCaM07c3vGa6w3Tb7",
+	"W5yIevv22yzutZTvaDxjfy0+GJrOY8P4UDCC04M0e+SCP0e+cS3lBRWrqzQX8vcdqL3soOrGqGRUaTda",
+	"w4nsaM3uomPHvR0EMVPKG4plzDUrXPi0QH00X6eh68D28Zp9Mmck4AEG87q7WClvyELGDBPsYgxGSgeB",
+	"94bNze5B+kWmBdv12YbKwSfz1mCbwqjj1VCAxoieZP+Kagb+rfYffevExJsG5EWWVdgUKCt6hwIuT1AY",
+	"u/gJMk3CsEoZTTtJXWlbFFIv9/4VW1AurBlR+xvFavSxl4L8SdBEz2XMf2S/twC2mw1khrZiFh+OenMz",
+	"ETdCLoV5I2a38sYIFiAG956iPGit8aVvv/22fZ7oORPaDJ/tZi6fBL2lPDR6y+99bAOq6ZgqlmlTeJqA",
+	"pXwSUSwnTKm/1siyUakkimRsPSEu7nLTNFjZmAr7Ogt8PFvoGODG+p9QEfCAapYq3mCWWsnOhkLBDTyX",
+	"AqNDWUCUUc1pSLiARBzNjYIpBVNWS/4k0v4uWMDptXXD/96C4okiL7DL9jVk5aqCI0RGNnwQPSFA+Kgt",
+	"Upe8RtASBJ756fp1+5Q0xzLgDK1zw7+NfQ2/tDa5pOHOkigmjGKdKgroMMrjWESxGYrmTG2gWvzUEElo",
+	"TwK6ZdcOTCnMReVXKbNZB8Go0U+GglHj5UqAjDLXW0Vrztu2jqhRo3vE2qj5YpbEtfODz3k3+V+wm7VG",
+	"1kabWzevsLVrO1C9ZGU7nGlvcvw9m+iGDUd9ThUvCdX8Si7zsRVGxZRjzPPtwEDy9AcpduWmVhrdhml4",
+	"oI5CXl3IKDhrwQ2r2ULtOr0vWBhesSlsAU6ExjFdmb+LAcrALMLwwxTyJLc1+cp895wKzNwrDv4lQro4",
+	"IwVEmznBEPNuJ3VGzObbmOXCTEEDMc8dco1tx7MBieCEuKUhafo28damn6WJun7Lqe9mXp0Nmi/kYq9Z",
+	"WkIKtLSstwLzFM2S32LsI25BLpegEKRo5PWby08wB4hGbmIoupapo8s60S8/GQ4IZOvlyeWGsSgLM7+N",
+	"6cJMLxd1DtHw9m+XMQXZCDCyEc4M7E6cjGGVhdfdooMz1YX8xIlwM4Hw1kLaQTEs84lyOQhGo7VJEgrv",
+	"7pzV43YULgo0iyMZgvHuNdidjmn2Z26e2V/uWjobtNlDKcoMKc/eqanK+zyVX96Jsf7MnDAYfMpjhVYg",
+	"dBOyoEPwKmSKSRt2g9ye2pwAdAHx6ZTFGM/KRRZUrhi4yNVQNP0CFILZyPKELL/lAguFPeRDoZJ4Sids",
+	"QGgYmrHy2DICLgxTz/iBh27ubACghVjCpZaOcaJIpE1KljSGUBSQnUq61BHHTDY59xrbyNNaNQfEs5Jn",
+	"gKSJq6aQrnxHrdMcUZfRPBJ4norPCt+4gzB3PUMosp1vNgzQIWwuJXf7bs8nKCkZld+PnCuIdE2S2XVb",
+	"W8aMkj0rFqoEz0ebPL3BvaZcK39gjTwjGVHj4spldjh9tEN8ecvikaMZfwD3IfFQ0LG0ZqJa0DA0dmK+",
+	"KbzTgkNgk1A7xIfceGpIWkxYbHbaHwwFF2TM9JIxAcremK2kCAgVK8xtkmMU3R3iOxt79EPCEhb4AzCk",
+	"hyJvexe7tln3UkwYaeL+cpdtJpU9oHEiDGH77G7CWKBGxcM4cOny5AuyoHc2B9E0k6Zug4FsWgBB45pZ",
+	"chHIpY8XRx7cbwhpDxim4tM45kZclKTTLMDrBC3gmXMkZhpreI3CrjS8xubS2uCB3HoBGZZM0UFTFAde",
+	"ykNfOLvE3k8UlZQSjKEa2t5adF2dT3hQyn3WcWfq6OlOe9345Ye18JXdWiuCT5Q0lWI13UPPXmMJCCQC",
+	"PXlpoE6WbrQW/7IRuLgRHLW5ZeXMBAntlU3t3Nz6sdNxt+qXqTL8eQ0CrY5ttA698lPJOze3Dv9mzjG7",
+	"dXe72TehXJY3a47L2njLotfiGcCBZC+6sJmYhSt7f2x9gziXDvk21SBxrzD4LY/H5FtfnTKHWUwY5v34",
+	"Lm0IAkdyDDB3gcqYMH+AANdyxkBoQaC3EWpjFsqltYdduttkzvAFj6zJfnQowe2lXBK4KM98nPBJp+Ht",
+	"XrlRJJXi1lFTvYSYKklhzUgTR7omahDYICdyWtZUAB+Jka9WkqPwqT5om4Ndo7KSYUrhdhoEQ9ku+7lZ",
+	"+/W73/AZbL5WJIR6NG73Elqsq72tcZ61hdk8FFs2u3jaSxd6/RxunOWNiXulqf3IiHIz3sbPLkNaIsas",
+	"R21ktIeSULP0qkc5OkUHHKrPoWaxGth7cptJEYVUgFKLOTwOjAEstI052PMu2NKQ2HHXRuItPALQgiwg",
+	"hmWcbR5QJvBewY6nVX4gJQZVbM7rQ4Sp+BPMivCRzVQ0gu8WqGmrWzCkAtsvMxIw87dOG5hUvk7QayAM",
+	"jqOZVSchndwoF4kxwF3bjAryctsJHghG47ZNkgFsEBvhafazCRx3IhcLKaylZfU3C+1kGIBcijMMjsjr",
+	"c1xlDU0wrcO8jFezaHa1PGIXN81R6exhca27wnC9sg3zisSdkcOuA2M9QxtnZU0q3kdq7+Iz+S6qxlZl",
+	"6VynibXOQ5MPNc6bbg6kbVNnLqrapVqxRb4yI9lcohJ81nv5WzfaGYGj/J6t2QjjMpJSdRcT7DVfSO1c",
+	"o0HmEuPo/ZlT9IYlkzl8e58lB2i/tIvSHXDItvdaCvz4QatZQNN9aAsPG4kDGXzI1w8YwdppzhBFkKiK",
+	"S1UGXpxNId3WstWpPg/rs1jb4FIWkjvAV2gEPDqbgyNXcqo+CKP763iF2aaJ8Aj6AgiCfWUAQsqv78nP",
+	"c6S9NbuisgbDrl41bi8Ia91XnNtI99Pes34KGJj6K8GF2cS/fvkZZHLrXlM2e4gK9Vv8FBE21hWPbJ52",
+	"1OtiNrd5Jd+aRdv3s5wTur4X1RFOrXW4SsRHC/Rf0tQtiwO+zwXORxZzpj5qFpXc4AD8kU0BIXoJ1wMK",
+	"9Ve8OMOQEKUz33LpNcsubU6SGyGXziMbMxogMB1DdB5lFTs5tc52o2yhtxQRXVgOvSd7A/yLFk2nTiLx",
+	"AxSxzGNr9a6UfNap0Pl0dylkUumK1QKjQyhNwenpz6JE+ZCv0SITqZwPIo0OdI7vDnllbJahQLQJCDda",
+	"QzOBhxizGnKb8ATNd8gVM6ZJGQjBJjCE+aRDPiwFCwbwxyZGwVDsBikgX2Qfp+AlKUbBUFSDFJCdcBYb",
+	"83A4FqQCxsKGdHwvAYDUfJdv0qxD2VhzTWIs9VCk15Zw8WEoMt9vdqlpM4FhS7N3jaU8FLCfrd3T3DFm",
+	"sISsSwWdVKtcgPicBqQppO0NjBlwiDu1DaEW7aVKOu6YWRz37hnBjgkNlRwKd8GINIdALy17Y1ncChxN",
+	"CnEE5Ao4XNl2EwFwqbTQmr2JhHgTwYicrtvQQ2HBaIyii0fN2GcsnMJHZiXgEg8HYMYKJwVC1NUNCzpD",
+	"8Q0NExeHIhMR4JXRCaZ0T/mECk0CPuPa4pkUhaYhkdIEXlU81IliFe62ir3c477eeXgNs9/g03n8njLu",
+	"Y9Ylo++JXDC8wBvkQXdSGMBbFtMZI0FMlzvRkQpX/08UeQyUJPIQkKSNp/6AWOAkshU3yWETATTXGaHh",
+	"kq7UWpeI72PxPnNQjFWXjbmpGgGC7Yx0EBnFe22cje+83XcZadGMMm0VQcXsdL41Q7qPNWtOKkZ2ugnF",
+	"IEOM+WcOdqmdl+cE5YNzhwRxkSxI0j3HuJV9Ps6ZWtMT3Kp4yAvWJrxrRNm+rR3VasZQpltgXE65M6O0",
+	"9M29TM1CbZb1nbxYZxLIyHMQWNymOBh+cH8qLCvPU/Mu6uH2YL66z72W8D4Bho/kjMp8RLsCyqxr7sFO",
+	"mod7WB7gGdnPYn6Yr6PsiJVS6joBFCiqeMC2H/N3HI2J4lFPTZ1aZmeOaVSavWWh5RXuIuyzetiXGFXH",
+	"y3wP97iLdq7GHR99/Y27OXo0JjCxhlw9UQJmX4UdTq0+2ixaXKkKVQmtl96cWswEKViplV7KOx5DrazJ",
+	"TLKIpgIzeYwRrHGXR2kyYzf3aG7N8379+jrL2MMYVnv3vqQILkCVcxvaSomAPLLT2/JYl8H3Z4Cpizfl",
+	"hPmwJnubC6dkh0skAy9bZwf1Y5FsVbsabyKURZqkmBW4e3ggUb4CXo3X7x0oD1PIvt+IHnILVxiRW6Pq",
+	"HXiB5sdDBUqhsbeaLXYSZbXM2GxrY3BZqcPSwGFb1q+Mg997/VNIvGwHsq5Kp5EG05fHMLOQAl7SnIbT",
+	"NqCXK4fj4xwwCm4X/jBYi0WH8MGhsLfXcxYGbSMJMPc/BTxPHYYxm/EFI818kOvAgvVKCDumIXnWJX+w",
+	"5ZBsu4IoLmYha0P8Pjbu4We//rf/2u08+7d/bYoveq1f/9u/tPU8jfbxyJIHTKDDsUe+IL2DX//r/yHS",
+	"YU3Z0o2UDoW9dTwj+ZDbAdFLIxth1hLzCwRRPyQWpdWMDmz3dsgFGwo3thy4jV1D2yBOrAWjF2RCQz6O",
+	"qc7A4WEc66UM0H+a80uTJsQl/9u/Qmv/yZrUDixKiqFI76qh6q4iygLBw+LKabZVLotiSsPQGME8YC10",
+	"8E1DiYnLmvTIH4rx0LMo8YeiMMtirYaFvOViZju3YboWP9tGPdChyGO+y9jVd8BgF8B+91tlYdiF1R2K",
+	"Gh3Ddy7ontxwQ1oiNQlhtnbBm5CJ0ZYirYSYaA/82GvFJWwEXpZcMhRAnRMaQd68zQdo0kJcH95UI/CL",
+	"mstYsziNBosTAdWXXIIxvAQhY5DC2SqcxycKfLaECYhMzpCgqMaBPFEeETSO0f4VNtaMBywLdobslRJ3",
+	"4jZ7a3/7artFVBT0tudSHpYLId0ATkKlngUESkvDcTEn0y3WZlqUi/KsMUEb3FnjzbSu9b6LgB9iVx6O",
+	"rWwJXnMWBsDLy11YNvUSI48cqBJZw5UywhtvYKamOSgu4z40pzKHn2M4onkxQmAWnzTBq244nb8FcKW1",
+	"udzQVbnwyQZHNQFkQ1ebYyOQzIpDr3GH9awag95nr2G6LG86iUJJA8NbechyzQOm0iKSsQaW4BJgzVtq",
+	"a3eHhhxKgW5Nd732mCoWEMCjsTp1tpim9RLfe671I8gbU4rOStSJ3HvH4GeFLSk7DAUsHSgfd/Ks22sV",
+	"YHXcEldi65wRtoj0Kl+yBGv2gLADb3Kqv1Y1sm0l+5spKzjxUroPaYlWmK+lnj9yVLO25gvWqIz/38B1",
+	"LYntZquR09Q3d7oAbhhTbnYdkWZLdHJq4xy26axmhlf4JoLRyTAph78EeP5gwY2OIKRmWyKE84NQMrzd",
+	"vlb1GxnXMy+2BIoZItnt0+FZylIjtyPpmtp2ClX1i3MtDrqwsFV09tYwM7C9g4CbN2l4mSM7i9ddpMT7",
+	"7LFbgpJ7eIdS5aVKG1zoKDKhAiMLOhjDnEOXrAEvWXCXFVawai0ew70HZ/e3dezlFnYzY40vbGBGyHyC",
+	"4ld5xIcFHqUlogCmSjGdRC2PUOIHCQIasEIRM2CcvoogfdBopfDYJ01FVxblRBDfLGnxwi03hobXKHYN",
+	"zlfbGSTsQZ4qNFx6kYWTzfOHPQgVKwWXEp0R31NjTFjRAHTGinE4eCmEJqBdSqK0TYF+ED3CwMr29s3l",
+	"p0dyC2QtPdAnsNbQxrCguv89vAFZrtcmx08LT6WZOsaWNhqMR6iaMBFwMSuEGdXR3LfNH1OkswSx7Q6G",
+	"N5iS/FHTWLNKRW/GiH8ww1fbCt/1jVoRUE03lUa2GGNbW7c14QF7BW9Cwd4Z29I7ZP0zGRU0sYKsrhh7",
+	"Ci5iY/0hzzfdCaiqhuaeC6hZ1A4/hAl8cO2XskoGcWeTipkZpSumE51aPen7MOlHHAgqs7XaQVzlDaqy",
+	"xcZjLKBv2/PsTudnWkpkMa+IlK9xofLIlyXOb+4f3PYOJjScJCHVMraqsL95MWLkBeIiuBQ0F9W+BTvi",
+	"r4F28Jtd1sC8aVn10/lqbVlAGgH4pTPsa6m52XXQ75/0bOe3M83g/5OXTttjUx7ziieDMrDUZM92Fb/Y",
+	"dt3714jilss9NJaYBzYg/VGiwR/h+i4HIFEdhwyT3HHn5uZWHf9fe4mqQgceIYGsEiQjp3WUgRnEfJxo",
+	"Vn8a3/JgxvS5+7BsNtWazRI+fuJKPmlJpjGFSxYNYHIxpi96DgtoFiVw+7BgrVItCNvf0Rf+AL2FkgZO",
+	"7+HKolOWtyx4FLGSpr+6vniHihVoAqjkYl8gaLVT4NRcLhXhemC035BOGPn7i/Prq7f/+NLdcqcjeKIK",
+	"CJhXn96P3r50dXdcFY5OY5dlYlfDc6qLm4OX3+dKEsnUqc1k4Q0p/+bVdcNrXH74eF0umKme79BOgQjM",
+	"BBXxZcQEjXhnRRehTywCaYWTStm8j53WeMp+bdUR92HlAnxMVca1Q5KUTeYruSQUx0poDmRSlY4aTZyq",
+	"3A/fLGRWHgr9vT5o7jZmHpRlH1upnyH1FhqyVZ5KDmpmKtTnYjs077VNgLUrdJStRdlGuFqU5UGZDwil",
+	"THFsgL3cO5QS7eWd2t0kSkYTGbOaAYtBzI3Wtw86jLXcM8+2K3DVKH85M+d3D0eqWkOIJnwtOuQNE0fk",
+	"rnfSqB19bSPXd5TKwt1E7OK06PB99/ABODXuQX7OL7maxEwDldWZ9yPi5Fh4G7SZsj3Ou0Im8FtGjun0",
+	"YZc3KG99W4oBlnbLt51bW51t7eiGnCq2pwZI48mcazbRSVwesTKNeicjPQ1lVMJWXzKhGHl92Ts5eP66",
+	"d0I0E0rG5Pr1uw+XH73U2FURjRXXq3uSUhYTUAKh4YC4bFH1tFgTBgvYLBsMLzBMKmurVIA4s7oGYEca",
+	"XiBt+Piby08VwDUIvjemIoBImtFsXNch5y6cNmPGrN+2BlDrzAGzOq1iIoVKFnDTuJTxjTG/LHwp1bQ9",
+	"YUKDEzqkkZZRW8lJqfJRlbpjWIqt4A2QxmrOmCYArimDZKJRbcMkTijBDck9oC6WayLrKTPVPrmAakaa",
+	"f/7zn//cvrhov3zZKk+4SWH50hJqOJcyj8Jatcrvfjr63MZ/9LN//H2tcddYMHSI7hxzPdfHRivbus5l",
+	"GKVCHVTuXBaSyzUias4j8HU1X2BdekPfHlQuAINjSoXysJ22SqIoXJFQKsXUABG3oZHrl5ctzzrAzN/u",
+	"5NIMVMO8cwaoEIUS7244EymAhCzioCZc3ZPDQMpW+fJghpJcCjMY0hxLGttsVjN6QJS0Rejv2Teu/y6w",
+	"t+LAXsuYnEdRaG9eHNZVIqCMShs3pLg+5aPbLvns5aoTLOlY18RGgUNnHCcvIEtZYFG4uF0opdzq41TF",
+	"IFIGZXnlOm/fJl4f45YzL6rvf7P0FaMhmkXFsWz6NeXNbhBQ+1VpRzxgD7vo3vDgemCbQ7WI2NaDsCEw",
+	"R73uY91Xl82lYI+V+fg0E3qU6piuagq70wdRiJ7ftJrSgTkzbSPISoXgNO3ENWOdAmFIF7Q9RoSk9pgJ",
+	"KFx+G4aL9I9ZzIN2eRXePezvtNBvYV7b7fD/+PHD+6vLFxdZZFH5jiPHKosmal9dviD9TpfYIB3SnGsd",
+	"qcHBwXK57HyvpIijSUfGswMVsQmkKwOwnhMrUHIWwfvvNLmMpZYTGWatgGPKet8i+2uHy7XWBllQG6AD",
+	"OWxfj/gQQ6Ysii/HmDZX0RHezVUleaLgFXw3ZioJERMR65X5m9eQdn75be93urvPn/uubE9y+UAbJLsJ",
+	"RVlSY6gMOtdeQJTBGdbDEdwAtKwGWixC9iLmrw1KDgpZyN9cnV+06kE8Uu2w/SpgcJjF4q+CWMwH2v7y",
+	"M2mW4e+2SoeyCY24Vr00j5PpMIKpSCGCXfhtc74axzyw8cYFZMlEQNv1ICU32F9x5jUwD7cs7sZ0yyj0",
+	"HfgJHguqdyIXi8r0A3RJEPuOR25ZPKaa11N8mTA/jwDL/w4wam1yeMWXYylDRsHJBoUVq/lhiYpWHDvA",
+	"ngDGi2N0dgoY4m7U29AizgRUzZlqkV//y38HEwQCfs+IP4TyXcOGw8wfQ/3QkM5yJybbk3Js93t6Xe6D",
+	"eVy4B63l9jKfiGQxUuyHmn47o79VYcjh8kJxwAUAI4ZcMJW5Hvy/8x+AteOI1I1hfcKVG7A2zVpoyVWU",
+	"68iy9EyCYgVGyW+ENLaf1psbzyuhy3GjtmOiQkiFn97yfwl1CAdZZE0OGpVg5SLP8N0bFtg6yFU+GKMZ",
+	"jCBVZtckLuDdF/AqfhrzgrC/Ry52mY4nzNpPklih+bfbl4tBXbXXDNariE1qzG+7Wiumz7K6vxjoP2VL",
+	"i7ZVAQqT9lGRNkbFjemOQxR9loOBOGzN9SHmtYAcF94C4VU+0RR52vU/kUmItfK4mIRJwEhzYzHONqFZ",
+	"7crYq9Fa0KzeJjSro0bQAkphWV01X6MQ2eWyH1kVzT0+y7yMucXzSSIU060BNJKV2gDvEVcYpw/hqCnA",
+	"NoYHYh9Tyo1KRkvwyRyssF21kUUr81sP4qFb83vt6Vo7oa634iHZwQGR45TGD9SPYsmDD3zn7aqRZNfU",
+	"anVwhjKqd9SYbh1UZ0XU9CwHslWeIF+IUtln6Ln4loqAtXLumoWsPUkrjhdyPSzcPICkAJkYyoasaowz",
+	"TDOr4PZH3Gwe317a4JgpfUbMDtkqNHj4yplOnIj9kArvnXUFw/bS5CvTMcZ8lJLeBdUxv/v3F0WE494a",
+	"R7RHFP6usJ/qlasZ7XOvc7sZzvY7xgJd7ChSZGEVrFhhccZU7FGEhF4XvJuha5TUcruXPpPKqlHZHRfK",
+	"f5RraehlyvXMCW5O+R0L2g4ixgFjtu7pAS9Az4xy6lSJkgHv4Nic58c6n42MxHHZsjr5UdUul1gKRWdr",
+	"RNode5ICKKJqAcCKfAG1pwQUZ0NUDaPw2HcCv4VVV8NV7gaSNH12537PZ4e4pxDca/+5G2ptnV6tIC1u",
+	"97bVzhahmqhfOIIria/BJOppQRlygVUFkqcx65D3Nl1ETociA1Jdw1jdgFjFyHrA1b9lsRW/3lBERn0E",
+	"E8BVSHBlSjpD0Sa+ShSWAxvZeOyBG9KchTb7GqinkJuNJjg8HwpCUoJv+oVV9TF53+37k7SOYAZQGNFY",
+	"myYAbHOciMCM1ihsqjUgSjMarNpKU80scdG0conR3qyvCadincqjcRIr7Q/gWhuembV/Tpwnx4U00Slk",
+	"0jqoF7PcJF845okiITjdSRNEMS5iVt695aUkK2bmW7+SgnwsRqXO7CTSaKAczZszAAsBHvLOJIqeKOKX",
+	"uMt9j8ipZoIc9m2zLbuVLL7lYjZSS8YigEq05a0V2ke5EjaSUFcb2+yw6dfdcua3WWa17A0jIYnQPCTU",
+	"ZjShKYMnmiugAyje4N+G4YLAWLET3yMf37yjApAe4fnIjtVvnRE9h5CEKAE6SJcGL1jB5MiqTxrdcRE5",
+	"DhPYeWuq+WQEiwTTxgf5vU9nDuaM3XHcXdMpZqW4smN216GwoiQWFAyo+93FSxaFcvUEZutHsZzykI2y",
+	"XfQ9cg2hHlfX7XfvLoh9QxWm6YavHMHBQJ8oN89iMbL1AwqgMTlCt3VX0423ceNuQUoN7AtXkWst520D",
+	"b2eyMqr6kh+8/+bty7fn7fdsIXUsRfs9FbLd6z9v3/bb59/+qX00huyUhwLzlN+zFhopZcFmPo+U/JZv",
+	"64HpbxtNbUa21iqNtj+UeXX23HqUqs1xKXa3K4cNJvaaTlAdX/N6I6we3jONSu7oL1O1DQtSQ5k+G2vK",
+	"BRkj7CZ4RWwbzuUbQFRVVhKyRpxQ5k2cmx42R/OnhMUrqMsPzAElg/uIhHTFYtKEmj+ABeLf3GJLPpp6",
+	"s1gmEQvaEDyefdg6IwDQgsAoKQODFVW59l+/+3CpUtSxRT2NzPQ/CviiZuk1XnaZ4C8kA1654Hc6QYAe",
+	"dme2UZHmlBkbN1OvMcDGiD7cLFgJBSFfBfUM9gdq5pXnS93cjsYrbSFSoalR72RcdomUVkrLKEROs1pg",
+	"9IaBJtA7IWOoBSYIC1Gvat7cjmDXAAjc7Zb5t1s28+8+/h+MJnf1ZFE6ZkwumI5Xrm461P6/pw7vRlC7",
+	"Th4OfnNJ3uGksPByuj4zY0pmsHUoNN06NadmXim1nRFK8NLNqDZcMBp75IIuxtQIehVyoyS0MUmL2DV0",
+	"taJtXayaNkM2hzrXHnpScnX7DoKkJlQBMAjSkPNGIsY1nCwjIaxCyKiNN4RfOnvV0N0jvBE3INf7AkqA",
+	"Q89QY6TcV1MZsFiLUeb4Yk3Gtx1APB9lCHY2nPCmjhOlDz5++HT14tXHziLA2DLD/Vq70z+ssMb9tHwn",
+	"Nz1vQzKkdJKn+02WnTtDOd63hZvkIpx2hzZlouwxgptygvFhakNVKsycBwETZVg2txxQE0BtNXwLzEB8",
+	"/czWLQgQ7ilmwLtTOLMUkgGqDwSFVJ/c7QO29SBcFNvEeLUFrCVDi5lzBxVTt+Es6GrnFzJiYpRea69F",
+	"EZrHwPZWDOI3ABeFNP03r3JpMj+hp+/zAbTil0ZurO15rlM35kZ+YfMrtD6pUkqpCJe2tlxj0Ou6/0EQ",
+	"GT7s1hBb7yVX7HUo8QZuPZ4+mtOacdopTnAGQB8hAo0t0qI0i0ZqAtHEVu90f31Xeq/+vYxtLFCN7hf0",
+	"bjR1s6jzPhej1NFaIqu42Ku5dLIVpZrw1qGwJO7SAfxBckoUXbC2zY/IF8R0DhSuzywKYH4lbSvm0RN7",
+	"k+AuG229/KBcTCk+W9DRNJaLssgei30JQCY0DkjAbrn1XmCqE7hFbYSHDAMEgqkrsaBrLWuu7Y/3ucdw",
+	"WLe5aeY6No3mNzlPPznSy5OJZ09D2em8ZPTGgTCUhJfTkLsUfqe+zflsDrV5s3I0Ja7tx4heeFQowr3L",
+	"SeZqlVYji/8OiA67sYp5VWQBQERqGaERCwZiOuu0WDRpouG64EqxgGCVEQ+F7ZTyEIyYvMOt1zrDcrX5",
+	"2vg5nySJwgTvSK2vKh9caGEWcrCza00BSpaQ6ejgtp64NOBCqc40SC4XAgf/jhistdZTXdCvqJixjTCg",
+	"PZZ4FDBNeVgzRO4eZcIXjGlX0Qw34ox0c6Gfgawq+PNbIKKsFa8mTUCOhdFkAzRbY0lnvLJVnmRMrq9f",
+	"X5fgybvwCWZNNnbLMLXLbbetnm2ESOnV+hZ45rUi93U2aRoypkfbi8kUMPVtGSoWGxnoSsxgOS+zA51C",
+	"hSp7iKznE9YMPnXl1x5Uk8Ymt5bmvKChh7V+zf5MZXkCfyHn9f7FpmZRokaCsaAssgjVh9IlS7uvZ7Cn",
+	"3+7qJIsKQlMbQvGsBQ5cZA8/ljmRZca2XLCNk6tstW+Aoym3Tx4SyebcsCWRW5mz4cxGa7vdR/uJ2XQ5",
+	"F8UNrz5ReHMBZbXQBWhv3+CamGvnv5gaWxH8COUIE78dxFAazrAlkidOhJ20SyO1U286lGkzdcwJyD2w",
+	"2NP28g8MUp1LRa3OaMyaKE/tWhvGoFi2DLfKZpvuTgNcH29Fl/W3mzQx6KeIwO1lUWOF562BzQbICKze",
+	"uOcy1lO6T+iWUbc+pp/tKA9SEkucD4ByJb73FGAFP/HvBzVVRwFBsVg+dRiSgtA0F+eVovw/IRFTii+4",
+	"0nxCmHlPS0maoVySiMXtVOxi7UaAIAfRXc6+NNdV4MxIIvBC6XG0wpCrlMsYWQpkinmhcSIGxB8m3e7h",
+	"BJYM/smIFAQfzqIEH3n5QwpEjS8gu7CfNdNnOCh83ALQazwVby4/QWBHzT4f1ll2IbTp5/2N4L8s5GcJ",
+	"y6ChYu4YZIqCLdEONWayCMbCetlanmae6GKGl/kauBsW2GyZHcfoG4ztJhRfx1IQabXMAaH2UVZTlEZY",
+	"WFbLIsRNnhQfE+HsEcG0Gu6UeOm95Sb4RFrxY01n3QikzUubMnHgFJSUQ6xH6O4V7Z6nmhyym3NIOENz",
+	"wx7KM/y8nlZUDdPqPSVa9w54saJwKMNeskH+axeIjnH7g3JrwzD5MyMkEBLH2rGAfGBMLYy4h+tWrDGI",
+	"Bq4xf0E8ppkNOdKFX8Kiobp92XPSxQ0kJZ7vtkKQb9InSLR7ZhClgbdllbddHPFkztkt2/QJ3MuK2USj",
+	"wmhyF8Jrp+Ntyxc2pHGdTrskW3iHk8lI6IdUBERHW81yiiWVRWveQe6KZy0fRHF6rrvSZcTb/0o81p3r",
+	"iPFKv38tyd+wmGPKAAtzy/rcsY6PcVeX35bfFnXd9vTI9RTvQTj1ZHhh5+t+8lsUvMsO1xqVOKm5XbBh",
+	"pZaSe4zXL8izo+OnaS0XFLXKI4oJnVa9hfIbpOnbQhxgsK0i5qEa6llLyLNfe7mqyNpZQexOM6Hcrf3a",
+	"waci4AEtzeA0hudRv5/VnM9MMC+PpU3oYsxniUxcyp9RKm0aYW2UvhduIFfJJqBerg7JKWT1OidtZbmS",
+	"o89eA0t71S98kBXr2dL/Sc5PtbPoS8bvqovIHILxF0WyHIh99yZQYQGbEM8Jm9peFudp3tLbUvKlDOqN",
+	"jmWiB+MQc3G2FPopx2lzqvMWsJPLWN4yQcX2wBFUyiw0VVZ5g4oVXAG6yhuAPYqngE70UECwBuFYP2FB",
+	"A/y+8lbdggehE4nHQ/Hxq/N2//gE3dzWCuYzY+0COLpSCLDA4CkXMwgkMO9C5TPzkGKkG0YYGxMLhlRW",
+	"1quq+sMqV9zBOTe4mHlo8aVIS7t9Dm40JYo1C/rHx71nX/pu8GRMFTs5IhtTSEcC8wD4V8PBao8gLVCz",
+	"6XKYcjFjcRRzod19bn5Z0ULNBnTLYkBYMtY9YpJm22q/a9+wlTr4KdfwZ38N9QHHVANtjLan3/10clSB",
+	"LwZrMsoQaMpzjZAcx2yCEWRI1pCFgPinTzLA0zPix4lof6+kwFDUImBqMUfFvZnh4O4JebN763CCCxZw",
+	"mqL1lHlxA05BZOXmC8FeIOZoTUrFztSc9o9PtobpzdkdsWc0JZkceea3GgKNlu6i6oZF+pE2XfEfK1YD",
+	"xvDExvYXLCpX2Wr3hYXtJIlLfMV+JQcDx05h7vm92LYAO0CrCjtTRhbrZ6G4TIX55BlCnj151fVmrpIy",
+	"PdYQ9ILGN7tk/vP0xc/eveqT2WyIx6mdnl197i6XC/FmOZzgOmBnWUG19cBSs98ekRH9IWEe+XT1rq3o",
+	"lJ2lBUpT7QOdwBbMKpU3RpZiJHap/zNMoWm2glPgW4V6GrtvzwoXZzuDIt3bWWDjrk8yiOctOCeuaGBs",
+	"a7zVY2q5nMbHMBWjgtq0vaH0zQ1+UuOiwhZIrJTaEI9seW+h8F5WW9GSkuXGRpiBLYEyz4G2shw0fe1h",
+	"xRVBnYmeG43ZQotZkWBGqnbdFefsxnKV2fwSJ2pnnZ1reKm0aJ7Tih2OTTabtQVfq51X4J3OYZyrVJa6",
+	"oTOOmCvJYc9lRokpP3MzKlBV4ehU8OJXtxbNdjMdB89binIL02h4jSQK8B/TkM6yAoAYeYq1h4C1wOBC",
+	"pjORUeo73Y95OzuyPsAeXEXOjc01ID5Owkdc+oIkdKVXU3nmt86GwsfJ+pjgAzVWUQ1KARsEW9qSuE1D",
+	"jgMSs4W8ZQF8bVbIJ/CfUQ4RjxqN8Ayw8czKbbwBAK3me7Og/toXZml94i+pGtlI36mMzW+42D7xgTbh",
+	"e6tKwAlan+6M3zKBKZ1GhUVpQMZsKmNj98DLVtkwigZp0jTPVjEWtND+2SCp36L+J1h9Ot3HHBPKeI7Z",
+	"DBZO99eH4DjD2czVv7Tkn1JcxeH5iiuovF/tUtyoo0xnKau1ZcjNAVQexL3C/UesdG0nTHqAS8TLGhzS",
+	"epKIUlDEAl/w09UUEC5IzSr7ZiF9x9pDaiFx6tVDvZ8bdDc+zVUi6uGqrjnvEgFAmwNL7kb/SYVbc80w",
+	"84i/AESNwAo439ZrZ3dW3DXTF/ARhmUw4l8lws/A0jhgZ2YCwB8KZDI5CQExaXwyz9MyVYYNqQ45H6PR",
+	"BVwBdmPBqBgKeJcuGF6iwVHuEPCHWRFJY+tAIU2wshZgFKkW1rmnq6GgUcRoDLBKZyQRkKyGHA6/tliX",
+	"HfIeGxQBllMngE4Cr1A9FIDr1O92zdmM6URD8U/gjkJi4TwZGktmzAMeo6uRwtk1I4IM+OzDDnnOVtJ6",
+	"L5DEPbtfAkJU06r0LmjcM8ceq7ErskgU3Pclgv+QGGspxaf08jdjuAZ0FjMGA4XVXCgW3jLIHl2/svHJ",
+	"r//yX0mv2+2SA+Ij/pjv0KuOyR+8oSim8OMHfu6e14dwRAd3MMo+7+Pn9HY2smlOLnDFNPJ/FoNlvGIT",
+	"NtCha2M3cQhDYVR7hIZnwdoXMCyLRwZXUznUBT/Nlx8K33rQ8QsXQ3wAmeupPz2dQ++Y/MHGbJnTGli0",
+	"yaGwxATbki038fH3Dua/eKm7yuJHzGKer7c/FCdHbggQooh/ptecIbtloeoMxVA4uFoHbV4BobGBGGNI",
+	"uakYGwo/F+DntzrkrZE9K0NTIZtqs8RoQfmpdtbRUhoeGQ9F7iE2P9KA4QCj4doiNBQdOh7JQA+GAk6/",
+	"5xAyMjwY0w759Z//Z+sM6xQvuWI2Ns7xUs/B2wwFNTwD/YwUPNGCLriYEf/ArY9bcQcOoiWZzKVUtmqA",
+	"IQCjTPrQhLLe0vGqwKEMGzEba+/YwYFY4hEtGPZb+fWGG6fQTm5Fd2rt7E73u113k1w4mhCakGY5nTx9",
+	"+rTfO8nlOPX2gLaBeI89BhOzW65qGLG5TyrOKvr3J2Gi+C27cGPH4e7O6tozpcvi4tYy2XNDN+diz9fz",
+	"ceK1Pvtcoh+U+Hf2gF8vYcQ7UuVOjo8PT/Zc0gcWhXI3jSgAvz0jNAeMg0BzEB9iX7F571xb5T7TPTsY",
+	"Fnk/OtpzzhYPhQWFhb1vxmExbSmf1VG5MT2vVs7TNu7QLa2ClQrYmkmVey7cBv/asK1KFvEe61gaL7P1",
+	"GMqbj/eOERnXCRS4UCXBmHWGVDMQwbS/H7rmlkvQBb17ixznqPvspHLFS3zHe/CnHCJ4TcY6Tni4z/vO",
+	"JK/x+pVbtxLAntoyMZKKOxu6UMDi6LROWbL9JcYG9kDZZuYd9XuKj8er9keakOHkIPFZPFsBkoXNv88K",
+	"gkKctmKM+C+k0vZe8ffi65j0VHO/CxUGt7Hq+1QfrDmGWe0R5wm8kJiVjhyP+n4Dl2qPwbpqhXVfXy9P",
+	"+HuRQVZZ6V49Hp0eP91Xi3JX2DWX5vZBQ1zb6O6+kYyG6MoYTXbT9gDjqLRiRN0TeZ+6EaQp2BIqAxAa",
+	"hnJpE3Vy/Lt3cnh69FcuLpEbDm5fWbmF/Cf942q5XadGxH1If0+i36wpsYcpXKgs8WAzeL3wxJbjXKu9",
+	"9Lo2Ndzy9AQsqWwDrdJ1crRL5SqzFrOL6wccv0cBDf7d7Pmt6MCP5RvJXxw+Ivpuqd7tHBN76Gm/p5Jb",
+	"V+VMyX+Dbd0rLmGP1XgEI3ifiPEH2Y2PZ9jVMuX63e5uS64Yj7HTiMnFp0F5tn8YHBw0dgVI1HWjuYCH",
+	"vSh7PfB3LVluMzyh4mLuMdIripUH/obuNEtx2GrdV146qMI97iuN9sUCDnFeZME0hVhxh2MIYTEULjTJ",
+	"gsXGljR9dDDrKN94ryxE+Z5s5jei85Rmi/Urd5evLFvrjyy2E12rq1kK0PhW2FJzKVQWBMPbVIyAalb7",
+	"Jh47LsuF+IxoZSXdfxAM4VGXkgjGZ/OxTGJA3LZYK3v0/FGzqKxrHSdiQisrDCn4GBKNAYzIQYUJjPww",
+	"On5AkggjnAVbMrjtJbQI7VhRbOj+WbsO4k018jPYkbmTYx2b+XL3CBV9bGAbqP1TGhSyWTjIvp1FmCvG",
+	"8ghNeEFXsQfWw7ExhNKAjLSQYU48jpZcz+3N2U6oJLgcptrVkpaLwvVqehftoKewh7pQLw/HZinBRqE3",
+	"e4BgODS20hz1PXHKvYbiYhaykdIxo4vRpuZVI5q80EKqca3X9UiR4Fy0kQWOy9zZ7R5ukM0lTguepnDJ",
+	"AKZJAXPonohIu0NPt4eb7h9I+oCQ0JyD6KF5q1swB7Ia3tWIAwWq2iO2tIQydlCcPQ07ecAGCoLjZmV8",
+	"GAVSuTKoUvm8j2yrVgi3iLcLGafyDZIbLRQ7eEf9Ms65nimBY813Uj3d0rSG+0udvURLBV9fP333Phvb",
+	"qHuDeHNzrl4t0FZq1KraShuaRS60PrPYTnvP+ptkUo4NdZ2HG32iCC/PhuALiKkORhtVwXYXEkuRDiug",
+	"XF9ABNJYYuGQrC7UmS2ojXCLPnztQ1ERrO6WD2haOjg8lydeASUuuWIZDu22pc3B+MLez2KmVG4B1ubg",
+	"orNcXKtcWrzY9MsyWPXHKr9m6KCi+JpiEGOoRlj2qKw4F76A0WtLiZuAbwN6OlM8YIWi1M5SaNrwN2p5",
+	"jIflqBx0iJGaqrUfnDyC2JbkZ0Bhha00estis/m71uob+5pR1OerLcgitj3E7DUqgEfsXIVmYsJ247pb",
+	"gBzAx3Wjw16LpLhxRlwlOEsGG/S3fiA3t3kL36myD7bo+lXadEg1U3ov3m4/2QaiZ20syLVZS3EufP35",
+	"AMnOxwrNLjbPCLskKiWRekVjagmKcmv6q0J1VF2wLmugnFuzr7hG+WVeV6W2OKM+YvLw1+yRTMFc+vG+",
+	"yayHfRLTJYmSccgnbaPrYvp4WTd75ETEbMaVZojlXY4BCT2ObljJOX+OqeHFIVaPK2tqFLEKQarogqFb",
+	"6vLVBfEvPz1/9/YF+frVn30Pk59lxIRSIYlu2CrRIWlD9vfKr8FKcqtfSNPITXFjkLs1kZRG6iUUFKko",
+	"iqWclvggzWPcIYv9ELI4V6M2ivkt1czs4yCfpN+8ev2CHJ0cnXokokGQVt9uuT06OWqb/RmKV5jnn2XR",
+	"exiaS7Vp1MuCSD5dv26f4qYORZqvkE/Hv+0Nh4JGfASjeX9+8Wo4FNkyDsjz84+vTo6GQwFJCixmxDdv",
+	"QWCwm55pzFLmEzUUZmc84uOXmHlkJzQu0By8XqA8zHIwnREKTI1MGQvQ8+E7cs82zbcZSOtew73OgSFc",
+	"t6D4Hu5MNlaui6O0eHvrNE6aHxOgrEtoBYhqKsFPWyB80o6SsUy0j3gHygaZ28wFSiZUSMHNuq4IExNp",
+	"Fi6SFk4B6vKAh3KA5jpid9icjtCwMhaYCRQzONZu5stuUtcOXPFcAaWXniCngf82pfJTVbUE2tLVFMCM",
+	"sFyw65wCRmFEVd2SN4Ddty+w/dbS7R8EI0ZvzB2TDAk1A6MHCE5EYcyp8+UuPYgxrTkyLe8xnX0VyP3i",
+	"JjfWeGOUbopu2/NKY7bUVVS4vfTx/cgvkEtRAVDHAk7FaJ89MWx3FNWFoIvK+330PbJ6dhI17HTX5paO",
+	"O+u7dAecg+oS61ZubgVkNYJOd091eZ/PyjWoc4WIQDkN2/LgKgWqUBCx2Ng3WdUka+raimJsUVlzXW1V",
+	"+PvdfZI+t3jETE87sEb+IfUofvnrP/9Pf0BoWn5l4WGK6niV3ovWKt+VrZVX3Oz1XfScnp+Os4yi3JV2",
+	"ya3gTuNk/Xp735tFrwERCr9RhaRrBzywSQmb10Aqlyrsgfcn0SwooHgYEtZMDEUTsxopFxlgTJyETGXZ",
+	"7/Cnc9X5rQ45x2q1aV2RIZS04A4bxCV9Lo2cwvrQqFJ4ZJxod0c1sKloLkVuKOygQ0YDFo8ljQNbzxlg",
+	"puMs/ywvFyMpQZdMRMiUGgpAIoY6CeQVlE6HezGb2ocgxlyDnDfjWbsv8yAjb0kRL9YC6GKG/3K+GhAq",
+	"0pRXBNRX/EfmIZ5y3hoeChkTFTEYptE34GaLi1mrLNkN96y24wpI4YX5puwc5+4Lt8Q+1u/odUgryr7m",
+	"iKJG6Vc3rvUv3aA8twyl5zqbconOGJThmo2pCJY80HN/gCgMWQUkQzXriOmkaTN1r59f26xtLIv0y78W",
+	"8kbhpChNMJKTpL2Y9zKsJWqvModCaRahnm5rHroSDU8UwYwxsmR8Noc6rWA15OnIGwoowQMTcIVxnqis",
+	"IKezF+3dW1ZU1PYxFFn113ydUaDhlkd++Zn0Oscdl3V8W6wjPsDSUGYpoBi6nXt+8fCXX362fmdb9xpn",
+	"ljZfqDCdLlmKaV3stRTtowoJshAPloI0w+HO3TZBlFyKh/3dzqBBREZJQWO3gDlkR6RUm8c8OscnDWdE",
+	"puJlRbiErb9vffRBWQUuJPAHLeCjWFZwBVYB/yaVJUXgtxDerTyyoPGMi6yCej3TKq3BVV4gAo8woKfU",
+	"blApOiv30yaC692XV5YmXEPeLsslV0YMV812VEZE32T6udtj56rOu7GhCRTKNihWChv8W7rl3/JgxvS5",
+	"1jEfJ5rVKcAeUE3bcSLK4wpTH3gt1c69vzljzFBOYq5XH42ocSnfNGbxeaJLyvOei9SLCaAuCAjgfFPg",
+	"uUCvHWm3QaMGd5PnoAeJfw6wUJarDshz6Iss7oKR0WQ7gMhvRmLEJfyWrcBc66jx+TPAwU5LblrQcwPj",
+	"m8qYvHt3QbiYshiS6VG2mGU1WtMf/4hDNqrGH/9o+DBWcwtY6Nk0fkiYN0/ttZFEmHtb+cjLZewqvLuD",
+	"St8Y7wea3FCkJfzbeWgEh2lheHIe1QIgEF5IcYtSQg0wPDCH6KEEvWEj8FM7rsVjYqgZU4oRXqsDrUAP",
+	"HCoI48EgTbALQjpmoSKJYuRr8iXpdftHA9I7gX+fHJ4egVKJeEiIn4q4XSl0/8wISq5sHKZTK7sdAji+",
+	"OE4HtDwUPlSdmMBmH1jY5S++RywkSrB4elpvHMp5iwC9ZWmHmt4wD/Vai3i05BNGZIw1wqGqpXv309U7",
+	"t9QIntDtAk4tVuKLWKiHYspD0xeOW/GQCR2uyJIHzEIrQ3YebgZmswxsDao3r67zIGtz2HilYylmxH91",
+	"TWc+aabOW8RuwULjFjTGNMfaLxBSxT8j/ttp+70UrH1B9WTup3mBh90jj/hfvTp/6ZOljI0RIXAIQ/Hm",
+	"1TUiRYxlAAW5TH898jV/Dis/+5FHka02NQm5USItSO9kwiKj1nSG4itGQz33QA/igil03GKlANxAX8g2",
+	"4lTBOrwzfFMNMq0iYq55QoMgdk1Ya9z86pgEuDGpZkMBzNeod0f9Z5ZtXBklqH0+1Sy2wFlXVDPorf1H",
+	"Y95cQQ33BV0ZoYzgFmYtV2Qcy6WCKijcSLXmiw9XH1tnbgBwj5sCKOI7tnpixGJjrgwFykVUiEI+gQr2",
+	"KSduXLy9NkzeGOHAdtTg4AC8wHAaOjKeHdiP1IF5N4u9aFhe2Mjltja6nV6n66oP04g3Bo3DTrdzCFix",
+	"eg5c9yCQE/iHLbuwLm5trYzYkFXMRMBS3gOLAXwnZo7dNa9YICctz5Z4HBp7gkMZwCzrFJFABtbFb3iD",
+	"NMttVF/s2i64D0M7MLqcVgc59BE3HGjSP7CT68D5zuGZ+C8QvLL90cqa9qUM+WTlW+WECImwKHar4Mga",
+	"69jQvjFGpyEXDLcKN5BL8TZoDBpvmH5pVs2WG4ea6ZUBgdkrB2+n5tzBsYOwwJipSJrNNAtv3RYWcROk",
+	"LLvTB3O9CIsyGgsU/YdATgBs17yAkD5DgT/l6hY5CWnORbpL+NZB7jX3ZWx2D+zWdhKHXw4bhcUdNuzb",
+	"+D28XPze7p+KJ+bb/PbByx2s5BtKwTrBhE6fnpz0+uPJUed7tdY2NuQad9KZluken71SP7+jSOeNmoNT",
+	"AVa6gi5Kojzg38ojSq9Ce9EE8fTrxAxHv7N9mJ+9xmH3qMrkTknh4L3UFzIAeGtzdI+QLLZ/85wGV1b3",
+	"N5/0n+3+5FrKCypWVw5U43New2u8FZrF1jwt0A6UcpkpW+OFNr4z3xV2+qcpD9nnLRyFEfOGIni+fTz+",
+	"Rvybx0+wOqG9+aRG2s3ddZo9GkZTgoNqIZYAZdBInpmUAWkW5d2A8MUiAfXIbxnh7/ytw7R4LvCgDUXD",
+	"SPGjLYf/3Mx2kwOUT9bOKkUlhS7d/E2PzpfMzVeGNzecO7oBjvG8go0OwozS8rjV5+1/ou0fu+1nnVH7",
+	"u596Xq/bLQOw/uz9Jrzqe3pLcfpFjnXwx/9AXsuYWNll1GMw2bgUJAqZUSwVM4d2jUd8rzrv3r549f7j",
+	"q46+0+SPB/dhBfj3OgvI00iJ8wgvMo35etemM/blYe/48KRr1LqMnP5mjnvNbl7LRASPxB/OnajOKaY7",
+	"eMSUscB0AMYs1CihGoMrS/nER80ihYlLNhoIiwC4ADNjC6SWse9w2CpqO9iIJ5fXFScha3nuBgWuHTAz",
+	"SgzFuZYLG0AAoRX906etDrEH2ZwM0C2xnoOcFkOtUG0tXM50s6Am9z3GFFugxYWx086ILUxmA+fpUMSJ",
+	"cLBLaGaBeoQL0Ryv1oIKc4lHLcLVUDhnkjPYsPCnh+ZBuDKTzRp8AoX7CVeesyDThXW/oI2k45UDhYMo",
+	"rRCASIwaiCuEb4RcGP0JVTUzDK7MOTcsr+nHzKgV1KyEMPp5w28BFiMYnUORlXGwM0AETaLXohkLrcGl",
+	"PgtMWx3y1qh+FgmQ+EksBknCg4GPjH8D5tzGbhIe2DmgNTQUIl/bXD2B+nIDspzzkGE9AbOB4IvIJBEl",
+	"x91Diw1ZsDIq5MhVdhheY53zB+iTu1n6pfnnm8tPtd91SOr13v5TPhqw7kcpxv0+r39jLZy6X339DfD7",
+	"l8Ck636UXk7v/UXwfFX7m2+uzi/ePL/gYt8v6F0dsZz3gxh2+8VduTXxD3eL0DGTL4eNXqc7bGAcERez",
+	"L4cNiAkbNv6hqO4Dm7xbhEJ9OQR7dXBwsFwuO8tDMFX73e7xgeGnqXIviC256sqtpuezPzliJ/R03O4F",
+	"h9P2MX06aT9j3XH7cGr+/Yz1xoeBtQ3ct1lrmwbPgOQETZm94z5FnG7bYr/bP2n3eu1u77rXH3S7g273",
+	"n+zHhfeyzw2vI8iFFAunwwZAmRoOV7LwwwaZx2xqTKNyYbhmBJnG1ztEePv8a4avFeZuv86e2weFT9MG",
+	"gWdnDys36Cl9Nukxszfjp0H7eNqj7dNJn7WP6MnklHWp2cCSDSrZoisnXAbkT0smDtunz4kU5Or6H8lR",
+	"91nXQpt2O71ep0t+/S//3fyz3+naOpXgYOwd9rpP++X7+uCdLdnbnLxyG5wa57ldtTLrH1DvUF/GtDt5",
+	"Fjy9+aF3118ciiMvHj9lx9PD+fcnN6fhs6i7dcPdOKzWhT9YmTvO8I4hJp5A8NPmEpFm32gpRxax1n4N",
+	"pUnDsOWM7XwHGWUcFEjDPjOEe3+z3HzdafytW8Je47h7uPu71xyyB9Y045xMtzolSVXKnGIMwSwFxTjZ",
+	"pRHn9MrjKrWyVKnNBjAUmVJLtCQqGZsexoxoWVvJ9YbCBUaAGulCTvScLTD9KOTKrMwTqJUQa99zyXN4",
+	"r57iLFBbkEjTGyZIk6LezVVhEhmCOF5VQFBHTtPMZTdX6pge+er64t2apln2WuHiAByKrdSjaLXlgfUe",
+	"ZKptepW7VWn3U5XWG4pNzTUNvomZvRfyCAsVy+dDSJFNdijAs0Xe2kuadVVXlZb0ITwgzU+f3r4cCpeP",
+	"dGwxuCEO33n8rV/rzC4x5I6NlQwTzUgiArxssDdWsdnndtsmKiRx6KeBRjYL2M4kDb7VEj832/1EEbkU",
+	"zp9fpSgn/1tD/t8a8v/aGvLJtDs5pcf99mHQZe3jSW/cfkaPDts91p+eBk8nJ+NjupeGLNgSpMje6vFh",
+	"97rfHxz3B8eHv616nPw70Iu741N2POnR9tG0H7SP2eG4fTp5StvPghN2PD2ih+P+pJ5e/JrGtNc5bh89",
+	"b58nWl7JRATtb4/Oeyftq+v3TkU+7J50Sa//5vk9tN86G3d/7Rd8bvGqf7P6IfgxvtHJD/3VvMbW/S+r",
+	"Zxb0xvf2NNZUGudwmf7jVmUxiuWEKWXUiSRCNYrFt1zMzoxsziIdZGKryARU0zFVjDTBY8gV8Q9iRoPV",
+	"j36rQ95D6AKEHQYVchqv+Bt7MV0oXppnuD+lEX0NCRGu2eZvrX2IfVdQRGEtOn+9bX7Hb5lgAIVR4iNf",
+	"TKKtO/oRwDjgzv2r6+tLomMqlK0ei0AdWLQEYtRUru7GUChNY606JM3ng78JBLg0jZ6qpQxtDAP6QFu2",
+	"1jJX4FKm4ZKuFDnqHqfXWGn3cGVsDpA6IxEEAkrim9n4UKac0SqCuXhxuU4tR93jLdSSD+YBUqlFG642",
+	"ewlxvJeayOmUAXaCfx6GcukU6MsPH6/X7o3g92K/ZTc/j0AoH2Hf2hDAZre2KbKxtnIERGem5cZ3gONc",
+	"lSQAmipxEVqXsdRyIsMnqpqmsOQ8C5lSA3Tnj2WwckFrxopqX12+IP1O11EcafpccM1pyH9kxpoCmjow",
+	"5iAYPfjnhIahD2VpUte+rT7BVWqgQdNurQhVazFdWBu52e/205pRMDis0y2k5lP7aqtDPjKwOs8hFmlA",
+	"1tvxoDLVAdRTa+NS+0DiFy8u02imQA6GwtXn4hqyOS1+BnTsGCam5aUzsAvjob2TTRNixIglZqLoiosZ",
+	"UTK9P8LDSG0s9/nl2ycK48fTE6Q8oFJXX4fHQ+Hnjpc/MDa3AsvJ7MQMjCj7r3dZggXsizVM3btMab6g",
+	"mmEN2/yTFxakwjyLQiqyv4cCugMqUzaqyjxwFWl9m42BNUWymCgurS3rVHh3NUXjWbKApW+m1ikcS4/k",
+	"iFuhRwG8C7ZImQtnS63yXEcY2tgcU8WVhxmVtzTENlzlQheqbFvDjGI5BSIh5nyareKaJNFZFreH+3t+",
+	"+dbe5tvgTNxe2G+zo4TFsTQiNI5XeIlGtXurk8u1BsYJjFtlprnlzxA+qAMuO8RxDjJnMXgkEqHTGP30",
+	"u5hqlgp/FkP2G8EFc3wc6AujBcEls0PQX0qVMm4YwXMZrPaT8DyADCrzSxxNGoNGv9PNCpYOGhnjqK8A",
+	"mL29unxxYSO0S3j9h3W+5ZIYMGc+5RnuVrucZ3Y2ojE+P1ThMcvR31yOmKkk1IWm/oKhFo1BA42BZ90B",
+	"Oeo/7RxjpoZNx6Aao2pdDO4vP5NT0nShw60sIATaMlYyVxBIa0ELPj/ioht2tsHRQQPrd/tlqIaFnVia",
+	"kwSM28hny+bvrb/1DmuJ5Xc0njH84Hj3B5+ESiKs73jBAk6v0YfyKGEW6saZA28JiHnSLCfKUn0AVEqM",
+	"r61UK1MmMl6RWCaOV4AG7pGQash6mnOl5SymC8N+nZUQSRmCYqm50nyivHR725icNAceIwIIgzacO0vc",
+	"I1OuiWFFykPGY87bG7iLN0+f4HdWa0cfYYe8uoskVrDTkqxkEhM1iWlk1FvQW5tG/NtjZc4AsOC7VatK",
+	"+bRLUy+4KQopL57bxt+Rr169u3Qq9WiudZRWqcIkdVSp4vU19ghyutxad4bi78j1ny9fbW0OeLyZ75aX",
+	"fsK2vxw23ry6HjY86NEY6NZmHDY87PLLoZnrsPGZ9O7XINqG5e3tb7S7SHCbU3AZS9MvSxSKXgwZ+yua",
+	"brkBLVLKKTHi8iGz2wOrAzkBHYdMpLhlUCBWS2CWCH2DIt/mGoBqCTrgn88v3p2l4YMYlK0wxr6MzD9E",
+	"zGgmptnfOmJ5l5iz+TP3iln/XEJQaUJRKUHZiafL/O/MI1SMvaeovG4nuRVF5/VukvMgRwSoDP6RZYSf",
+	"5evmy+l6gD2q9kh72wnOkOl+riA3/IzD2q4HBGhgKAwFDYaCECChgeOV5okloQEBCroPAyqll7+RvbeL",
+	"WbL3yIS3uo1Sie1sI5sDNYAARXdZF0gjoiGCLffEsJ1avr8rM46/NdcfDApuuo3x0/lbDCP4JOgt5Qj+",
+	"sB5K4BKlmrpkF1vl9HDbO8jUrAMHK7mVPnKg3GmeuwVWxtwdjtnpfjHn1UdgBDB9XRO27v7KXiqvw31j",
+	"KnSuubRI9VAA1UGuXVbbGe/1IdvdwmNmiYWoGDsjfkAo1vMGBxVSq/0EGs7P7Zefs2zIL8iC3lmM8dZQ",
+	"sLsJBH6CNB2KjyxkE41eFh/yNH3yBfFnUeLbXHuB8aPWYkRQiAwIQ9qa628uPwH0BURtyKnNO4K3wc3j",
+	"rbnBILDUXdxjNLC/trOYcOiTpUzCtH4rfNL0wcHRsWWbh8JXExq6Wry+R+zvNkzJzzN8iBLGsJJYaWJx",
+	"8wGejYsZAs7isG3l+q+/ATtgrY0nykUczeWSBeBhHop0R375GXw8Dgfh628sbAIUNTC72/II4B7AmiLS",
+	"ArTgvnCQCZreMBKaIwLrB9Af9p0col3h+VBsdudhIibuc69zTN48J4zDHi0pehXtKAQ+tnB3as5s2LDD",
+	"ZkDPCngCkzDMwT2QKZ2AHzHNMhkKSuarcczToRVRKTTVrNWBStxrsA5pW0NhGsMDPWZuyJhPTGTJ5NOF",
+	"Cxm9NcQ7FLGUC+s3TVElmvn7oSnXrTPiWwBycPWVlzKzuoE2Z16P4Izk4OTQIVeupb5a8y/+1nEeL2g4",
+	"uUrE25d1Xn6LDsHXFkuiZvO1I0PMy/uEnDxSgEcpFDMJAd0on72dy9E+I12XCrCI9Ipg8aZWmrcEOkWW",
+	"uLQBkFCdwrRn3ajN8Z/n+ftZnplCYgQNlbSeWZBKUlRLpVwi1uaE8iV9N0dfo3R0TYLAEJY9yOcCTuOn",
+	"XF3BunRK7z6A8LvGbar52TUccqDbB5mFWHNMgDzMasVnOtBrGtMs9OFZ17PlQuYA0UTgZ5BZIPnes4XU",
+	"MXj6EaCKGdEK3tCvjZVJw4RhOWTF81B/f/ku53vOC0uLUMYDvH9X4erHeRjdnWipnx4CmAcAPIzSj4WE",
+	"WK0i3MrpJrqKrXN5c+uqJsz5DMpfPjvsdnv5H+DCsdfvnx6dnqT1FrK2j55tPBxFUgHMXGNwclpWogHb",
+	"O+3ib2uFwhEI38mzkYV8MdIsX6TnL41M8ckCV/I7NbAn0EUgmpfXF9B8/f6bty/fnrfd1rXfUyHbvf7z",
+	"9m2fNG0o+GG/07UapWAU0O1RENrM0BsuAsAZx4zV3G1Ss9fvHJLnXnovckSetzyCe2wMg9zgqSZp4A2B",
+	"wBvP3UbB4NdCWxpeI6+YgggVMi+BjfR0TvdBUZ8FnanZ6z19dnJ0mnPTnwCmwpfkaadvtJAWqkF5ZclJ",
+	"8OZJ56gLr6T6D3T+RJFmv9M9NT/ldCD32ymCNji959/+b6vubOo4JFVxSBMW1t072olovmCtAbGk+es/",
+	"/w9LvCRl+BXKj6IrMk8xv1PIKE2kUaDSwVZrRS6Bv+kUqCcKrulo3M7QrmRMLuji/2Xv33YcObJ0QfhV",
+	"DPz/QpIqp4fTeQiSAWEj8qjcyiyF8iB1tTyHbqQbSa9wmlNuzmCytRMoTF9M92CuBj0ozL4bzHTfzcVu",
+	"zGCrbqseoF9BqCcZ2Fpm5uakk8HIUylVUd1QBkk/2HHZOn7fmJKEbjA/eqOVs9xkMOB86BfJS+b0ijUU",
+	"FICoUOsU/BsaW1wt2rLM0kvZ3g03FUIWfNDHFUBQNuDtCiBcqVUCqH9IAHXb70kA9U5L4ufVm+NjVFqr",
+	"1FrmPv+P3sof1U944+Ld1hHveKQWQcf3j3FAqDALuiD+KlUTtiCFwI1aL5aLozB9Kx0daA7vdXNcIBSw",
+	"sMOkzi6QnQMxKTJm+ZqxwtPAI/LixcMXAa9ygvz5D2VPBh53VMsWjdcEu9xR1aFoOTdNn1UMiJyXrzcO",
+	"OzgACqzngG/Z+CTU94WNMxSf61gVDxRehbDAkGZRGPCYA9o0GtnqtRmbQUFxyF7nGdXXEkVa4iugP+XX",
+	"CXjRXBsjkUek5fpdfbFSt+1r5Qg6hWdCGpdh6Qgt7E2iLwKL0rom4LatCQZv2dOhzFo8gnSeECgtGGJ6",
+	"dPHyLOChFJmhZWPjZKCJDFomgnjZ1RdQs/Do4iV0VSrrgKOqh3qRXqFyoTsjrwCUUNlGbM4lY0sV28E5",
+	"dEjZRzKnV+BxkesQHnhGQlvWazB9TrADDZVhgyBaE5pByQjlcppVngtC4uPCgVSU0ZjyaLSc5PLuu1hT",
+	"ttYcBIB0okLbqp67WEod33d03tJ6jlO+VjlQJhxuudCK+pgNCfFEwxmrcKzV0yWSKSSbgIdloii5HMpc",
+	"5rLp38phKBRS/UDjhwt4ytXD38ELl6pEICiLQjQC4+9T/j/IuAFttB4xLhh0cRG/zleZvDfg7PWSZTpV",
+	"aZKkQm6MKs3VsX1txsUTkfEGp8LWqxD9rQ4eQvi+Cd+HjSEqMbB8cVFitphypIk7SpuE1uy6xaSWVODN",
+	"TbJUKF1JVAigG/oYacDVcU52fYtSdQaJq0q27OMB+wEZgXt83SGg/cKqUDu6pH4adxlVwwCTJF+z7Rwj",
+	"Fb6xrTUS8I7vFxshnswP+bcwo+7Wu3Xr3bqRd+teasCKtLl0nI/qiDb9bfqsjtxE6Wp23I5LhXzuF+kq",
+	"e/n8/rF36NzYG9xyvkgzXUH4W0YzceyND+QhnMVSPL58fv+CZV9+O38frjsbqfd6C5iW1VsHEED//AfS",
+	"P2gX/3CcMfvmvdjP5kZpQ1vB03c1lEc010Yw2swZQ4zEohODXs/rV1m+x5vzE8j/R2edhQhdMLpg4zsD",
+	"t991atDgzsA97Zrhl79YmNq1aZyDJ2ecjxbWA3zPbekH+J7rFQ+Qv7zRuNTbr/VP3a55r3/qdqwXy9/k",
+	"jfm0/Kp2u99x9U3tdr/tFjfJ3968tV8AT+MLQ3+5v3aoIMi89Qx8ZM+Amh6oObHowY93DMwypEysdAs8",
+	"gGJ3bdLvGPOAGqbYyBWVkNSJpQ6+JxyPiXtzRvMFXSp4WoDhFkMpAAElvdUDXPyeG/BvVUWJ1QJpxZZb",
+	"4NiuSqOOv2bgL5CtQ4sA7DUTtVVGGARKlEEbqkgsxmkVI8bGIRlFaxpojqc0TjTAlxy6Q+rsoyyObpXZ",
+	"v6oyayFtA9HLgjYFk0/MEWyfvV4m4BdTZIQHVFlRCmoagpAbaq82p7K6Vn+q4NnNN5DmN02zRe2A3jvZ",
+	"kIRdgWH49n0sdtQ1HT1CJX63Xt4q07fKdJUyfXw4CTVnKcbbPmrQ6HTt2Yp0ec0Pv+s7rd4rp9juw+9Q",
+	"a2z7p73+K82e/d1hxbvQL6t07XfROeF0ool+/Kekgsp1UxoqKRPeYazavtsz7/Ohwfp1vtu7+Vi1PRhv",
+	"fJ4Hz9bP89zTfWPV89rFEMsP1hjDb1Vj1eu02masep2Wb42V/O3Nm1f77DfnA628dhdmGXvfddtW77tu",
+	"5y1WXh+egSuv7/rWyuu77X2j2W73rUlt90uzKn+rGs1+v9Uzo9nvt7rWaMrf3vvKa1m7tFXapa232qVd",
+	"r+h017P7LH/Zu0u7rWLK5AdrzuC3qrFq9U57nhmsVu+0O7BGC36tXHwg/kB6H3YUvKWVKZXko21MFqHS",
+	"fWtnfmw785ys52liTwTWlhxvaCounr225r00iTC8nKcqvVpFWbDScbHUbGo2YtsdoUl+Ag5xHodMAUJL",
+	"GqIvXjx8UX/SIJ+T5Z/++xPya/L9n/77kz/9u0ueboVahZUOGWcmbLtgPD8jq6Vskb8vWqs5huoYAw74",
+	"gr7GMM8oYbyhssXzcuG9lZn/ySbSbyVwBVyPRCzIGJLExhtNrqmwUrZz4OWUy0kiNAechXLmgOweJqJh",
+	"WI6Aja2H4OGTry4UjIBaGowHXMp24RBfKn276W6/xh/gP9NVklj5UCoN6s9/sCkB58B08+c/wB8kiheM",
+	"AyggckSBnXlC/HevKKDSXqUiJ3/6b12P/KoU/jPoFweT3RM6uSwluG/BRgD66TbT4SHnxYXarrf+i4/r",
+	"v7jA5bwdi7PWSOsDx9yqQly/hCTmbU3wmDjJ+0p2rgpGoODa0TBPe71T93Tga62w3x+4fq9j6bXtttsf",
+	"VOrD/mnfd71WS9078E/ddvu0UPL63Y7bO92KCdymKtec2pGpycWJZeBCHNL12x2yEI2t0woPKKDosM8o",
+	"8uc/eG67S+rvcEYdcTCd+I0zOE5+hdqYndt2XDTS9xzP84p05XfZWf3WwN+1xQ5ZutdciFbJEReCt/Ko",
+	"V0PKbWn3l8bsfe1+H9nNq3d/2/M6bq/fMubzoOeeeq3Cgh50Bu6p1650LQy8jtvxetq50Ov2XL9f3Ns7",
+	"7Xtuu9N++4ig0gluQ4I/a1MNDCnDfCoNqpukDCPW2cF66BW3QKCQ/sViUhWQL4a/xpmqc6V2DE8Rb27F",
+	"EVGvhQJnTU3PkgTA0oVC3VbI3pZ1phDB6woUJc0iBu8OtardMPDkaDwYbG0wMFGoY0poHblTVTuUKo0/",
+	"SUMpFkLx0wf83KSyKh42FbmUUs4QVaue1/GfP/8BRmpI8nUa8F4Hilk6aKfFHAS9Q+g4XeXEJ0/vAt8r",
+	"ZBFnNktQLHS5KKLtAUyeyg80XR4STrMsXQNZIzB62tFTtLNK4dNUv4ORqSYREtDRb+XtmhRJcQEJ24SE",
+	"ykGdTBsq8qlwKAdRB00ZEWyScgCun1KRs8wxRAtZkRVKhVVXXfA3BNwmcMAM3RuxWBUJ5YLBbhHITxTF",
+	"06m0gTniBFaZQvcK3L93NoO2dtEaVyLjml1pJ3J3Zg0HZjKTMRUMODePDOrp8+qQIWDCe5U0eciS1+tU",
+	"keSVYnyeHePzbxzJ/Ionm0JS5HMmDGc/ABH+bEO4Ui9/lxDuno4X2/PnGNG9Yaff3XYUjEWiwmbUloDW",
+	"YB115ijv4TrFoS0F/Y5WWT0HAaXltRURgX7b7VSECkYgP+CBuP3kPtw1N0xc4IomkCSiAwMtX/9tPakU",
+	"BOi33fJX9oVaJ+x3zQfzs1x9FR0ZdNz2oY64rbbXG3Q7nXav0/X67b7ds201+FDPPLe33TfPldas/b+t",
+	"zg46rl/dWbfVbndPO5536vue3+qdWr2Xbdzqved2Oqdet9/3211/0Gm1+m9e7VgF/s1XgScn4wOsArd7",
+	"3TpodQdu+9qFMBgcvxC8wyvabfn9bn/g99od3zv1O/7bLoQWLOCdhdDf7mAfwlX7Jt/r+367c3p62upY",
+	"nawNe+2Kye+1S//XefNKhbpKGQAtxy8nAHhbYa/dKawyBM2CmWRMiuwRzWvDWgXLgNsZDPxT/++lSEca",
+	"k2HtKkkW5vPIBn5rI+rpVHk/tfCfLVcG7rQnL9i32nbrTEdSOVL1pTplV5u/o0lChZw+sRI5jTmLRpEu",
+	"z1A+vJoFlAxO1tbJYZIGiK3Sy3LyxQYPlIqNV14N/mnb9d84te9tlphhbcvPIxdezGcJGyFU9ajiueUL",
+	"SmJVaAaW0XhjYriGx0V9ofH5bshIIY8hLNqTvQHh87HXx6BYH7sb9tr1oWuSj14fkw3ll/E6PjngGWye",
+	"f/t1szOO83daHJ3eAKLe24vj269Jp4kPf7tlgQfQNcui9pzyaMyyWa1YHMd0ueRx8zvlJeKDJ/pta7qN",
+	"zbiXAn6lKnctM/2X5Kz5+Mx2ckChYHi8gX+rmUmuWie4d8U1WdeKwlhOkeYiMwzIyISiEKPQpw3Qty7B",
+	"mBQAkjGNjYqWLkAAx5xMgMEkqF09efI0qDkkAJES1BqARpVypt7sQBGhtDtVjWlo2O8AZjWfs0UZZF/p",
+	"3WLJEsiRjjlUTAYc3DJVFvaTWOQP1Gj8lbFX0Zj57ocdSSvPfxhc0A93BK5UI4/clNjTezSnSVqJsnn9",
+	"xEMg7BMDalUTbHdIZUGYdStKXkkYH2u/zNBx0wROFra/WuFbXZoNRIfh9n1Y9wqBoIjmdFhmP8DNEnBY",
+	"20Y42riBuODn6VpRQy5ilWdRLz/IgV0TZ4Su8jnjuVp1DrKYxwuoO0C45mILL1gUU6CPasA7Ap6nhC3G",
+	"DIEeLWRwrJdAUhrsPRYBQ6fzlEzlDnGgsv2LF0+fEMHj5ZLlxg9K8zyLx6ucCcXdWCQUGETVeB/T4CMc",
+	"0udqJv66exaGB64zXYJGKA+InORmtgKkWws5VhE95nLGuCDyhHwl+zGT95zg6Fr5L+A6kaNc+av7O/Ct",
+	"4BAbMrwovoIl1lT4u01r+nSrPg9qz17+ZvT4/hYFWBRflbm+8O1EZJPPg9r//+n5i2eP/+5+ZUuCGqFi",
+	"wyel5+HthivsTdHV7W0lp4NGMIImiPXowQuY5Hwu71A+16oBFY46HZhCbQeEAzXJUyZ1OXbo0VE6KT/3",
+	"Mc9ZpqKj5xePSfEU+UzcfjD3K3jAObDUKc1vSO4ymrGMfPngtw6h5JJtrM2eZmQBNCuw+TSpyCXbCIIK",
+	"uVSiYXsaR5FckCPl5Vqskjxe0iw/kRc15XyaG2rD2iyLo+ZEXNXK2XP3nn9D0qldoiUcBdahJT50rBAj",
+	"5dG6+Or5dTNxDgsbtQMEw37z6gZ5mOWdvUdrnK3iiH1i588XKLHl4na03JZLFMQHTsIyQ/aGvZDBs+Xq",
+	"On3t0cXL6xU0g9z7zbPzp0TE/8CsmrWU78H/lGrSo4uXPx8dacfnYClJLcuG+a7lg5dtxwbdd73feXUD",
+	"herRxctrtanStKg8ovEG9NZPbB3LFXAjvWmuan72Llx44pZ6cckBOg4DrmjE4pkFlJ/MIes0uwRSk5Qj",
+	"M9Qj9jDNJgwsWTnaIuYTRs4XS0jMOn96nzzmIo/5JCdPH/ued/L0cdvzHHK+XCYs4E+bGLlrDBUOkILZ",
+	"G1MereMonzsEsGLIw4tW7+Tuw1aPvHj45KuL55gYnK5Z5gQcdCuTGHzFeJRmd4QC6ZkzqTCFmHEZqqAg",
+	"5iApM4ltyCwN+HhD6iFNYiqY0NTWBopPpdqCymf2rHwvQBwLpvnIAg7RBrEF9QssPWLf9tb1We850Ajx",
+	"JeAoNEMCk16XVmAz5oJxEcszdi+QB963Dej6BNITa8MOBv70x9ZOlPBQk2aMq2EYkpDCegGO8YjKf+bp",
+	"cskySJ5N6ORyzZIkJHVrKTbsn5pZ/jokdXstdj2YP/nnxbOv5NWTiFM/VH+09R8d+Uemv5EykDUXLaDg",
+	"Mx874b7xKTrx9mP07hGylLNyfOwrjsngKktDCQc7ElZIc7XgpRBR4tkeRvWVEgU7v7xyajSbzOOcTfKV",
+	"lDU13PlSJ1q2eqN8mqRLURuetlzfsUdrWKP6Qr2bRug5b8lvAD3byIDRbCxqw0G7Z8bdahpPc6b0k0fn",
+	"Lc8na9mcJV2yTKWPnLaUzHBBipCccaEZCh9etH25O1cLKQGZkjaO5ocfkudPBXlNxmkqcjJJ0skleU26",
+	"LR/y+04mySXaf/LNr+03ZzRnZ2a8QGpsvYrAqZSodPaLVq9p/SZvb5xBIuIyi3leIKwtszRaTXIw+OSq",
+	"FGy2gGUiF4xYLRjsVpB1tSGwagtFq82v4iim7iRdnDDeXImTGZvK1p3MMrqcxxPRnNAsEidtT8nkkyx/",
+	"3ZSjDP/J4xP55I3I2WK0oK9HIHxHaDUop+j2j7ode35eG596tBxB/ZnnaJGjfajbTtEbuEG1VH0CTHn7",
+	"YC1ha0CagdTVMIeojo1wEEKuWLbqC6m5NT45whxGtEpgCYTr9YeTH2bL1Zu9WkQo14YUnXpLKqD7PRIj",
+	"NLydkPfz6OLlEHySDhFLOon5zCHLFZ/kK6NiqLNLah4Rsn7GMy7PYreSZPnDnKTnoCtAHYUUl1qwPrp4",
+	"6RDmzlyCw2COCbDUilNiubouH9+cD96HPS/g51uJfyvxPxmJf1NpDzU81cL+0cXLn3eQ693FfLXmZ4xe",
+	"I8EOiv6kiOzvp8ZccYPQqlF3yGefQbrHZ58pgN7cpI9WAAOXclE3oUMyyi91ESRwCIZDElqR3hAtznAn",
+	"SSUE2ErGIzg/QpX/oRlXxuqDvsIN+AtDtAynkI5sUVFOLw1dAvaKqafkTOHRBhwC4Ejhgs2uh3ZoHJB5",
+	"t2LjoexaxKZ0leRnQLwU8KL6Js7JQp4+TKfCJoh0Kj9YYKDMQrNXrdChvjm9YvgMea1sNBqxUNmJty0T",
+	"uhLxOE7ifEMmcza5FESlDEBfEjbNSbrKyYonTIiAh4rxeaSu+lyeXWGRHhyakmD8ReVq262AvGUcIxWh",
+	"AXg7Cx4Z07iRZ3iIgRJp421MbnHZS3FHF+wGfKrASeVr6mFReBBa7jcoWBmSomLHLuyAnGgbzdkxoRJd",
+	"oqs8AeEEbFBFXuQS2AAAdBtwg9OPZbLAc54kqvA3Qs+s1XVMfcZvAm65XzC9W5iyNqj8zdXoqbx4zFrX",
+	"0L0TuqRqOpUQwOpboQCHczKhnGRyTKEKN0X7G3K9YYkEHMF61V0T6MCCXrIiliabAUkdCYt0uvoZ1DWp",
+	"qQ+4bKGcbjx+5ehhNNj3PLnmJmxfSMlKInrPKtunjmv6jPLLovJBB9krdkF5aRX+ZNhOmDRPxykQN8Rc",
+	"5ECUPy0WQrYryPez/JgpL7k7lEwzSUeqc+M0TRjlR4K2miOLJcnHBnCtiiSnsO3IeLN1CDmk6gCqFydQ",
+	"wzqCnOL8qZsDaO/ywlOvemhLKU9OjXHZne+2vt3N6yxSI00K5qsj3HSKcnieRgQPOn3IQQnGU/jlHpxz",
+	"jeEW3IA+ksxqEsAMLKUDSwRmNhRE+vrMZxpsXzDkjFNruzjx4LkHRq7ISrPHjybJV9O9wkTrjlaHIFJS",
+	"jPpOftubD1KpDrXhN6k+P7qsHa7+2k6Mu1mB+8euhz/mpucm+e6md0R3N0ffgyhzT2N+0zvo66PveAIo",
+	"tsdefW+ViTR7HzUVgBJachnLPTde8SjRQQ6sqUf4NHn4FNQg1TBqB6F3C3ezfjO9mo0wwG8I1eEB8vst",
+	"W1GOSMJyFllXekej/kYr1DhGojZse05ti1Cn5ff9TiXqU2fg9g8ksvueu52UDxhpdiUCIvBKGaerAWDM",
+	"bhN/bxN/DyT+bmPu/fw2Tb/d61fumXbLbR/YM21/awb904FrF6x0O72u2TH+X2/H3JZSfEKlFAYeQS6m",
+	"AsLh4MCjpr2tVXPZwQmestDGG0SbbEu2wv/4FVfWtK6cR4v5E4sigdOj8NOhQ8wiLdib9W4x7xxEF1Bg",
+	"ZeiTsAMN6K1j2VU8YZimohCBwHYfsyhikQKBI/Uwz1Yix5cKVypAoWP5le4IotNBCi8HEExN49kqY4Ks",
+	"GXAzU8S8aQxL3EOKOMsQFxHFW4TuHBt2izOF+iIfJRwF4eKQbYwxnRcGrGcT+RQN0kXqlSgwDvnyG7zX",
+	"2QKBaaD5ZDv6Aq48fUCrlKVCNBF1x/I8aXy6a8DMGjgocX5WcLjBo8C5vGBU+RnRfYecUNrDFIJTMCSq",
+	"1lyAcyrlcmuqLGqFrgfwBzgT4MIATsmAK8+boyzH2YoJwaIzWADwurXCi1fM62YIYwR9R+AEOXn2GKiO",
+	"78vMAXH8EJbtXy/9bn+ShxpnFCmw+PckeaDSAK0TI5Cb8qA2y2oEawmzVeSfoyhegG7s1C5jLgcDomQ1",
+	"YPQAIqyRPP1hcY9aPalqDf1O97QHF6iH9eEDLtjasOfUzJ/ycIRxGX5ncJ2bHFWlcfPKr72qChIqW/+A",
+	"iqXnyOriTmBsvprNYj6b0glzJ+kJxsgOqapykU7jGYgRqB/4fpXm6AmVo/6UzSjccjeLoxkjUToRpC7/",
+	"q+TPSZIsTnQv5+4iatRulMZQLMFDiQwK/tJOY/gEMxR2iNsOxqmsQ+XkB/iwP0/h3BZUOhlU0Z7HuYM8",
+	"wZRvSJiuOctOQgTReU3q4TE6fdgAr76WRYoEUb5suCMQyR55qFMSjVR0sFxL5Ts4JBwpdoolnTBViEUF",
+	"CZthZS7E+5JdzqGx1PkPTxK6oE2/2Wrf3ZcGYXD0jkmE8D9GIsSOVHzfMrHfGkBHCqHY8UpSUX60/zZi",
+	"MTHjOa45+Ak/7IpGz4ywNQllUXiEIFywnDbhPSfFY8bN+dSWf7W3kFr7JBZsiV96PH5bqKEcoDta0/Vy",
+	"7roKBHzi8TUItvlXeOsP6kE/nxKEdzCcS/2W471t+L4qFyhI8fe2nq3ddxnP1PZbXt1sZ11b+bC1HD7p",
+	"2oenyii8QfXDMqGcs2zvnglqjwlnQOlchB93klRoTv7yz/9KwkXMR7tBP1V3AM0CVNC//PP/JU/11yMd",
+	"/hsW9QNTqWSkXIHbTmgW/aegRh5C+gFMWFFgUGRPWIkgpE6TRGn6C5Uk8Q6pAFIKlEPAKpWhOg9AR5or",
+	"MwEQZk5TUiPK3A51fahxfcGOh/bFzNDOwls1MOyaiZx0PQeRAtdz4HjOVGoLocTCxhbFAKdT8zdCzAZc",
+	"EXGX6LcXjOV6aLFCA+PnNDfM22VI9DtCY8qLVSYPSxg7tEHHFiu0lLIlVmiwae30jjvgOpkxU4ICIRWo",
+	"Y9mmWjes6ioVxF5qdm6Ko6HhYuEYyQ7UiNilccwjMQRWaDUNAa8r+xg8DVbGyjxNIvTopOD8gOY0HBJq",
+	"zkURqi6pGvXiVqQNV3fSnKR8wgxxsJXmk6Wr2Xy5ygOOzGvpcimXfCzUjGBZB0CphiqKLv8t9B05fIBZ",
+	"qJaYQdrHphlc9mWyUnlSsAYJ8kliTjF7PWEsEvYEbz0LcR4NTYCq+dlZN5N0oVAPVF64EkNYZIN+k4DD",
+	"YgJPEOZYsBzsDZjPclxNJ3Lg4wECkJvcLXlvLNBW0dTY6t3wqC26cbkVpjQj6XQa8HpQs1cYUl7T8r5o",
+	"kViQdt8w/WMXu15Qa7jkW4BRDFeCZUJ70pCHfGsTxlzkVC4VUpetkAPRAK8dUwX2cNWkyP6AR+ILiMk1",
+	"w6HDhDIHRxMFn1w35RR2K/OtSKWjhQRVTh65LKOIRU7AFUyzTSOhM201JvWji5ekDpuqRK9fVI4FfCy7",
+	"Z1b2IgU6+uVqnMRirnhKBBmzfM0Yxx4UyJQAY6r20JQu4mSDT445oVaxAdiT4KpqnCmcFpAIyp1lUnFk",
+	"n1JC8UekXlCXgDqF8Njy1CB1zEsBbyCLQgKBj4arU/kU8wQku5WnAveGnhCYfjlGMBz6+KkknRivcqKp",
+	"4fXzq083eRgF3HBeoGnOG5CdBTO3BUNupm5KSujdAL+Qqd12NJuFmu4K7gZFx79D2qAvlHePNKV+Lgxr",
+	"uu4tCCEODlnOZePT7KxA80fXgLUS5NKw3ZNynZ1pwnfI4KucwzOsYoSMJQvzFJe6XH4uOccpq+SPUKdw",
+	"AkARKrVU8UjAIMtNDQe+XFiA+RJzEmp0orCoqMwYFSnXAmOc5nOHiBWc2vLtsYAMQchtn7CqKU3LHBYG",
+	"418jxFa4rOP8zG6LyRgqJhMWFcorYVJcQcY/BEyMjGnta4n4t7AHgB0FliLVaazrTGoC/ExpTNBJnkKe",
+	"p0m4tk57LeRUJlWdTnMGPqLVcpbRiAHoTsCVeqH8iWM6uZxlchu7pIAaXlNE70CoYYQKbhOQKgFHjppe",
+	"B4fawJdgMmYOziY5vdZ74gVTzRfzNMunUrfEmJheuA4JamMmtyneNiRUXCLmJiD0kylbBxzBfUVQO1Nn",
+	"v5TMUjuXGxaWFE53ndqHI7FkcMDV+lBDrKen4ZLn+MOSZnlMtaceDxyRkpgH3Jp2ecaVLhySv/z+3wDY",
+	"CAWikDOBfQ4h56h5L+V5liZDwtMmzD/KPp6SBy/oDDos+499VlQ2crkFnE4zJuaucuEpR0yo7JLtrEq8",
+	"xJZ2bsDPFb2PsQjw9JIHJOaAz1gO/Bd62ULaHNmhhbGqmdUAy22jDzLcC7CGjXNRnw0VZQJVxv9FQvk9",
+	"TfX9ft2IZbKTdKqMGtRSLODfn0M27ou5YVhG9cluK1iSUmmSutPeFMUqG/Jgow2qSJSu0BVedMPzkEig",
+	"ohd8tRjv74RmsMKKdAiXVtFu1dc0W2jmCrAUkEMDF5IF+N5wyGJ/nwtbuHZkz/q9znbXWkd07d6WSgko",
+	"TVLvPCtpq1i+uUdllUYTvWR7ewMPrlUvK8/b3+oDy+qcbJfiE7Eao4e7zPaFbps9w6wc62/rSK9olhQO",
+	"lSWPOwp4HUsfyVSamioXmO+v/2w4xFaEzYucnZHYW3MP1ZTv0NcPkPx60zTWm7MYVzERX5OzbVROUHB3",
+	"M7fPzOGyk7x9TYL2t3IblTnp8JXq9HKsowrPINyExTsKz2SpYKmMuVGnmPEhT7o1Y0tisoqUzwnlyOdX",
+	"SbJojhmfzKE+J1Q3jeCmsPHJJo1vbcooKnsYdL6D8u1uG7aGYalAGNq7p8rm3jsWd5SsybpqpVwSHc9r",
+	"DKU5p4unC5/uUaajMj3LVkPJ+rNpwbZNeJXBctwQjHZl6s0H4gvjm1T7DICo8lXGHbmhlANnX4PAjVfd",
+	"At8r6wI3PXZkw3SbqhyimSJTkWp/WLjtQlIHd1XAK/xVDpnHs7npVUOK+XCSCnnXZM7o0vx0JhVUFiF9",
+	"YzxhQ9CFR/N0lY1WIkJOklAfNPCVVtypxUo+2jCa6SpPVrCOyxtA07pcz7WvcN/PhCYpZw2X3NMthGic",
+	"0qq1wwut6SQFx3Q4TRjLzVNkq0NSL7SIP/8B7H39hVTHw9LFQ/QXa8mmjAS+UYoLcFg2HCyWQTe2erF+",
+	"yiJOEtn/sn9dzwbOK/gRCvfeGcmBTgLc/mriC/EhX+noCjPcTVA2CtoSfK1XAFoIVatVpFm+r3LJ3G4X",
+	"LtlfAifzq7c5rP92+fAraDFavS+Vyi506KrtKd8yhn1MmKrlkVIdh23IQuZ1igctGBZqxcCJqOjfttnR",
+	"xjGUtsnJk+ZR8c0oYjmNk9qw2gXd6itn3JgRf+AOtP95xSMk5JU9oOISHlkm7Tgtc3nfJPF7ewPrZ+wU",
+	"TUi5VCDVzZYrMZKiixkABLPvC0pxlgtty33ImolD/PgdQwLZ9lyvPSi41FtuC4jKD1E3FI5Nk7m97es0",
+	"P2jv0T7Kc6l5JBs9Hu9aJVHNxO8P3H5vYKj4T91Wx+K9a/XdrtfVlHnKb2oatE2jdzrwO2570Nb8m6dt",
+	"3233i6f1/b7b7ve2WfScYmNYVPJvuykG1p7ou6fH74n+h90SvY+6Jd6qKGL/rkCefNwULdfv2nui/eYa",
+	"qpYPvyVuXgNRuRmgBkL3U37wulv1EUduhG6n13X1g7qdXsctHqSqdEo7QJ7eoAeaY2y3qsh2B6HLxNnj",
+	"FoOiI/S3YB3G23MhKN/lRUL3siGo862slH/MDJmPxy1Zyqv5FjzPYH1hjJYaXR7czTlqquWq+0P8kag9",
+	"7Em5eW6SPtKpDafp6JQPxf5nMFKUFn7JNoLlAV/SWcwVYOSSCkFCq1wnhLgJZMPqL3TAlUNCAJ0xN+Av",
+	"5N8G7gW8WGWn01k5TMmkkWI8ciqtBDRkdPOv52nCkCdyX+bceyEQvC0f/5srH98qH5Pm+JCEzaIUMiR1",
+	"e+MAxGnxo4MBJqfwnUijurlk9HJUwlSqAy2nyIn8ST3KvbmRZzXMsvLK35Y+oBtXu1l2GvZ25uBftai+",
+	"wiKDyox1Wqqsr67QuS1xvS1xvWULuwUNeAe2sHepXn624vuqy+zKZUgG0nrcJ5ZFLvtX7sButbJTW4L9",
+	"vKO7SnVVF41BJonFtEHq4bMVf8yXqzxsuATz75dZOk7YAkm7l8CHEnCVGjsklHR8X7OblzJ74YEXKbjX",
+	"VBYPZy65h8dQwGmSMRqZdPG6UCUkmhMdQ2iC5avlGYEFBok4yMAUcExhG62yRCd9gS3fMNlUvucVKSWF",
+	"lq6rbmnAoxUeg0ynbT6O2GKZ5nILNr9km9CR48SswlRoozLwAq7ftNaETaj3m6hOvXhg3nzGlgndsGhI",
+	"IPmwYRzT+NBLhmW/Jgo0TiMo+KWk4w1c8psUkadinSZPAFR4E3CWZWklK9k9ELTPgDnohkp7MQ5fsqMU",
+	"xbtptHkezzgFKN2b3gAveYUZJEzk8rcjNJabhjn10oZXvW7O0qZSy+QD3Wd0/VQapTNWJTqeqR3imMy1",
+	"Fnka33V30l7eVCtfh7f7sxV/8DpW3H2+1zrqDpze48XQU5pM02yh72gdY6lTRUekb2ofmBYlJ369Oz2H",
+	"JuUC76oa81Cug6ZZJLAjVRCeEhHPICiPnEixAHIl+WFOMS0sY7NYAJGTa5XMfay2n3OyJUyk8EzoRpXM",
+	"SokrWzpmjJOIAb4NMo6o1h5xSNxL+TSJJ/nNWSVb7aOOoCc0m6kbusesFlUvwqKnLIrpC7Rkj3MKPeaA",
+	"sCOF1TudkWyyyuJ8gwEeIM86B2It9OsVR+hzxZ9EkFhNH56g3gig9iv7gk6Q7062qvpcvbuKkwiBMuTc",
+	"FgePFO5LmgkNy6uJuvCB4TDgAW8SaqXc4xVN+RiprQxJqM7MphzSIZEq3MkyoTEPHQvbVAScYN6tPDnq",
+	"KqUkJCr+BVazvDJsnOEbIc9kQbNLkqdpckeoEpOhyUbByt0xBtRUWooj31KVriIfr77W3GE62E22e1DB",
+	"PRYOVYKsvBwzs8MFy2kI1Tw6rA9pIBp3pswSZqLAQEomn1JXSoPKY9dheEfnqf/l9//W0PVjkB4Gib+y",
+	"DSo3HLsaJ6ZUAK7DOhz5tYGrSNOE1MOq4ZKPABR0haFCxwk7I6E9cICoAs+BbmB1CcFrcI6UT7PZFPSK",
+	"NTMmVkkekrp8IDRjyTKylIoWpCo8f/SEckieJSSE+0c6Qt9sYuub0ClSly980oBkcCYwnY29zu0Rh4c8",
+	"V7ffNQvmmWrDOEknl4KwGFQWGAfsrYOlArJRsnnyMXAtqVP1BwpynuL0DPXOuSP0Q2WvcJM4uiUa6CRS",
+	"HZNtcXcL9CCnHxbPGSnlZENvbEvu8+0EKzN6VkkMo9z2HMuHxMIgvN4RJKxAMwuV55ngdGFyREY5mbI1",
+	"joep18znFLEuQmWMGiRx1LmnK8EiRHqY0OUZCYv9Bfrhveff4MLaZuZD/ZCo9X5HqLYIKJ8cM10EQKgY",
+	"kvD/F5JJupCKNyjqkPk2B1eH2pFyBUzSZLXgAvOVtotMHbIFg15Cm4UdqXUlzGWvgJ+tRJxFmbNdhBkW",
+	"0G5AeFQgx4Wqig2WVLqGlSQHBKvhvp3THCwAvXWN5CMip9K+WKykFj/LGFPZM7CWXHKu9H0pasOLr55b",
+	"+OqAIg2mZaYfhpWYlENVqMJgQn3e94HY2KocYoWBVKHIP4Zd8Mko8s5eQls4maR0EWfqLMKUfnVE7XPW",
+	"qiTranct0IAWflr1sUIW15xaIXZrTsFweQyM8EN5vFUJ+NJsF0jBcoHRBMRp0yqEwwoBhYWPoFpKxu3r",
+	"ez7bl6fd6QNK0cF8uYM2VRUDaEn3XWZyHeYxWjJymVqeXiv3fRxzCm3eGkbwrj3Gy/1uz/xOs4xu4GeW",
+	"00pChvKJHupqNxQaGZvGSQLYLDvzZlljivvSwYYXk5yOf8ek0vzGqRWaVLnjJRobNc7br9pV+W3DECqL",
+	"EP771j68tQ9v7cNP1T4szDJ9vO81nI6yI3/A7Jw3KPbkvFbYkpi/ikuX5laxgKkVhuJLGi1iLi9zyVdT",
+	"tUqwPBActMb8XKSg1kEyr9wbvtcxEAsqBaDjdaQKM5lTjvTrGlMAW0CzDPDFsO4zzrVjsiNHQNGvgxEh",
+	"t9YcqWl21Jj70MC3UWMgvPlsxR/fr4pudnZHEF8VWbBBoBC7b4239PbS8PBND9NsHEcR4x8Z1unYfYAD",
+	"eY2fxNmPgoppJdmKD/eZ4Q5J6EoaudL6AJOJR8DkA1lMeqMJpPUWjiISUUoAqPdAgg3fWsbPHpaWt1Ki",
+	"3yKFZe9ivWkofkqzveeMvg4C0CAabxIl25dDZtxXctscNVs4+Eh38nMGQbvRGfh+GMzM+q+M0CFE3m7N",
+	"Imi/C5bNGIFrSP3Zw3vktD3oNaCICBxb0uiFeJjSi4uAmDSYxzc9Q85IyFdJEpKMLdIrJk1c9XRp+lgP",
+	"d8lTO0iH0TQ8OIZQgpFlDLmUrGAeHhgcqZoQ2Fe24ZKxJbIsxZFLHkTyLwxKKkop+/wC7BMFBCLPMg1C",
+	"AEcYIEoweEA6JVE8nbIMDsJpzJJIAIuVyOkGUXYjDStUPtj00KypMEpXLAIOR12VRHm5jOh7OtKOiXzB",
+	"kmjCkvj1O0TBLgyK3bVRsKOMl5+9OKNC6Sw8Xbsf3yD6oCrAra4uxUYB4s1yCp6MmyjjCk5nb8LvPfCm",
+	"qkJCMt4UAGuIllV4PV3wxtYxkq/8p1JJaSBet46QgPNWfj4H8AIV05HfnhETuFnHXJBUSld1WbgvM/c+",
+	"NB9a+TG1m2pOfOV6ztHsNiN1cxCM9wh6Ud0wM2lHkbS9L1I2qy0QP4KMDpqv9g6MKrs4uk6AJclzvOXo",
+	"RNOH6Mr7IHxMUprbaYGOYWPag/D+N0EN8+pQnc4N0t2Kra+y3pRXcyKuSpizW4PgWGPkYFccq9HOTrcd",
+	"1XwHu+lUzJKzOx1OaUydYsQDjpPQd2D4HBwjGFk5PE7bd/qO58ActD0Qe8V4XOuKBQAJjcZQWP63hkmR",
+	"y60QV3Uaa9OOG+7lPikfmmCkX4PlLK9xSJpEFspjxkSaXKESL0iepmfyqAQVSDULngzqOoTN6Dhh7r6S",
+	"lIfQik/Kpuc7DBjnoKbyFAJkOpe5Qjq+L6khB+0QB4M1DX8LuOa43jIaC5VXuWWxL9JIk//vz6w95xsT",
+	"ZFhQnEaNaKJzZXUAQicRQkLJknG4OOAKtE+nDiAmnUkCJSuex0lhtKt9JIrUUzfgujtEzNO10BC2Gu5K",
+	"g8Sa/rjy7UCJrdwIMQ84OH5ikafZpkrjlIvno5m8N4u4yKapHM9jrNfWTa3XhM62Ni4v5q/EJrlb5OA3",
+	"vdaLljf05P+7iLL196oyoeXULtlmpBS+cTqGuCGFJtTiheJAAnwxmPUVrjnUgrQ8hZdtfVVk7h+qCpaK",
+	"QW1Y63WKpBRFmlkgIwMFOGn55NFdAP2+Iwz08k0lzz6pgztGJzh/XEP9poIHA3AfK1z4QloJRnhYa04D",
+	"/oKXAxPq3Z99vO9DOwQeGslLNumKjFkSsyuGsKcpn+0T7PuVnJMf5D/w2d5+P+w9CQq3qoK4Lk+acg/w",
+	"NGdnllyGC5DbIsrSpTAE/koYk4xN0iwSita8LJWf4ZZ/iILo7SXzsRajlLQfVpA/K4b6w/gib6X5h5bm",
+	"hbLv/nLzUF6oOIvGo7UD85/G4aKO3jUVhXFWPk1+WQeEkpWEYr/rMF+NG50LaK8eyuIonQILeglpSYWZ",
+	"S65iEAKIynxWKefX85Ro5pBKiS8VpfefUHHjcvGc5my3XLxg1VTZjzxd21JVDyHituCnXRHb2hGx6kop",
+	"DGvpUhTfGBlLiSntg1rP3bLfwuypDVs3pDBUC6NiJ31jT+lfI9nkVuQd334F0w6EMbB+3I8mfHJAmLeF",
+	"wTUiyKlBMfpBETOPI2bosQoSlSGJgaPhigmVqJHEIncCnhQ4Bo6BYy2Y1Sx+AgGgk3HKC2YeQHjX6ik4",
+	"DR0A0caaXWSXUDD3nZa3S6vwGDiKwe0CQLlK8JVdfiS8/+DJgxcPQqj7gbrlOIdcN+hrwK1UgX2Zbt5u",
+	"pttApYWlnAU8lI8K5cjwXHtJDvg+vogj9jP1fcim3cD3cSvk31LIf2EJi1t99uct3JWE/SXrsnLbK2fH",
+	"2+mxIOsOUtnTVSTPkHQrkjME/RTYypTf+w4WTppUMuB00XT3kDgsWDIdEoEsE9u1sA0HNF2VTzynuWJp",
+	"o3D4aKf4giYJZshhJYfBbYcUtIZLHgA9Pgj0NRUB12VuSrrDQZFnlAv9XMxAw/vx5fi3IBmdxHwW8JSb",
+	"yl6aAWtEHOksNGlI5/GCYQkjvndpUuIcgP4OOCaYhWgshC45L0e89AEYC3P8OeoshZMs4DofDa+vyxYn",
+	"VOT65BLm2Q1IcYsjTHDD9Lw5S6KAG2oanc8W8AuEomMRSeJLZikIQxICbLc6GoWub6uryivS9RwCPGip",
+	"yOU5q0ppy1B2SyoEiw4j2gEeHnP0mlEOTdk3l1xQOQvTNEnStfwl5piF45jaoBldCkDGztiS0VwAOWPC",
+	"TKs1X9r+fOAv1A74uIkzP3f4r+34pIX75RyKUCIXNYgO9JrVnNoRSE8aRvYHxe48EnPqd3u1YW3Qn3b9",
+	"yOsy1mLMp61Wq9+P2GRM2y1vEnm96NT3IzagkdcejKN2dNrtTDqnfb9z2p62O92xlMI7TjlE4rTaqjx+",
+	"Rzj4ipYqnzA8utK9p97s77gDKzGO3lNo11rRB4O7Wsn9hYd3MQ2hqGs5GNqtPCHxkNp7QD4DEKM8JVFG",
+	"15jzly/ockjCLF2L7+JXLphH3/3uVWiXjYPs1BXU8rKQ/PkPdgF1zOAeRDtE0VhQ3unyMJ4q1rEDJQ9P",
+	"sf2fVIbEJM0U53ExkxpUzMYPcwCTUI+iHEH1uRhEqR7Iw1JapyWfvn1Rbfhdy+m/Mqli8gvPgRQl2Zl0",
+	"raANITtmb5Ja662T1FqVaG/XJKj5fb9TmaA26BxMUGt5bm8rRQ0B30yGWrsPwvGDJ+Jd38fWaWdPJ099",
+	"d3Cok233dKuT3b4nbylwm/vtN68qGgUghR9xpo9LR/S7/eqB6PcArG/vQLR2ZhvvMONw2m1/nOk+rqOt",
+	"veu6M3D7B3rqe5Bmafe045+6XXtht/udqjmHlpVzMrfdCTfxH6DE3XP8SkF0m4645UayePikoaDZr6Xk",
+	"lVLd5ndWGCRHJimqQsG9x/dFUUhYleE/1MyBBZn5JE0UoznNERZIXbs39598wNR/1f6fSe4/6Cbp+ueY",
+	"/Y8T/MtLuEfl5HpFSepAihdzncJo7IFv3hKN/dbAd2q4C0wGfLd/WiWItZj126hB7DkAth7WOu0celjX",
+	"b78/0Wxtl5vly6scebvpOiU+4DBGmMgOQyP7rzPc1deyk7In75TKLmft9uiojEBYBeHHHg2CZQraZq/n",
+	"U/P5gdBQKfNwF6nrFF7fc5Qra80Au744RAw3vgKsJnWkfRXAwUyRC1x9NSSe2/JUHarnDs4IDfgyY82M",
+	"JYwKRsZsmmYMtrH66owAIJE7WS7JGOEHxxv1vAaWpgU8ojkz+cQ5Wxoqfzi5pCjgLJ7Nx+kK2JwD/tln",
+	"2PGEuZ99hr5UuE81WRBQsIjhzSuKv8k4VRSIpvQ30r5cabimnBUISaWo3B0BCUkWE5cIeD2hY5YkDCF/",
+	"oniSsyhsuORcw64pox5cn+RzkvB6npITwCZrhGfIYT9N0jSDS/4hJHW/AZ5aZYWni3HMWUR4GosCy0/a",
+	"j4ggWA/F91le/49/BG6cP/07+TX5j38c5emf/r0RNgyxCNLfh4uYj+BlIam3yK8aLrnLNqmG+MVmUBwm",
+	"2Zp4sczSKxahKpCxWcaEYFGIjs2YAzl3uOLYxwjwxfAh6xi5kyhHvDj9Ur9LftWAauUwBsK8ZCXiK3Q1",
+	"W+pUEcLF0nSpcTlqKCNFEp9DcFjkpK1r5oAMHeY/copO9z3yKzVuC/MI7WIP+Jpu9MpLOWsKcJmLeMYJ",
+	"sjSscmFxBqqKOHS0A0WrbMcSON481+ueqRJea1CwudAK2UI1cvmcxRkOFnIP7o7IC0CEZkt4XjH4qvsc",
+	"lAVSVz5q4IYOuLnMIRZ2G2gVMbeeMpJfhWfIeljMc8BLD7eeTfQ1+h6rg0D5WGq8FBnFnfaWxWUM/f7s",
+	"M1IP4bNaHg05fUzh9qGnXHE4qPkDjsVpPFOmmeVqUvJuju9dkDqoD8Bwi4F2lHEB10JOzCmQPptl0sW5",
+	"HZL/+EftARNLgMPDd8cZgbeKgIPK+5d/+q++Q0KgIRua1iIzfeMMJcZa9hUXBPLBZ5k0UUk6DTjQVMgT",
+	"SSjYTp5i1Ejvm1yP1lBhg7PlHUHSNSdiQvOcZXLvq9fLH0fq63C423joLouwi3dIks5MZ+g4BWA46GC6",
+	"RkxJDvsnRjxQtScGXfIrslpC0EjOQsT4hAUc+uDgnHVJJBcYurOmGWNRuiB/+f2/lF5PEiYELkn5U8rP",
+	"Am4wfSgEeOgkSwVkiaRrEqUI2AMyRYochGVEQnjMSF7zgKveEzMm8gDVQ9IYYvCMJvE4g1U1kPuxEOVx",
+	"ygM+BpRVObktt9fpQpBmMocIbbomU5oVeSRExDn2WcOqx1nAi0OKqMMAVv4DVNeGxCzK4oCB/o5XOVhf",
+	"f/pvLfIrtUVoxkqyFXZ6eZc1zlRItSU7A7wyGZ50uDFQzOq9fQb7oE9+RUQCq5DmpNf5Egaz5fe/JKk0",
+	"QLZlDfLAluXGkHyHNcUEeUlehfvjVs+ZQv7/kLneJQvxPRgrurfb4SWQxsXoJSmAjeKpBaNXVyfROIuj",
+	"GYsatvGCZF3V1DMehHF8DOP8fTWHSKvlFhQh1JsMotPL71uv/UWbd2rbPBg1msQTZnFefL1mvN3s39Xm",
+	"VscbeKR+9eTJU4KPbtT20p4c0Tbfatv4lHWn7fnvepf9ZLD03rVtPrTtlTS+2HLbw32EfxrOltrQc73W",
+	"6cCpAYPgFn2N54K9p9Q3Q88Ci7k2bLme13Fqebp728CpXbFM3lYb1sxerSmr8jqv8rUt63v+gXZ57mDQ",
+	"3W3X6aDvto5sV5WfV1ENXdu4Xsu9pnX+buO6Pbdtt63YaseM2dFta7c8t3vjxvn9rnu6p3Wv8DXVe0/L",
+	"2JGKwbxyDC3pSK3VjlOzVB0EwlnOKXSi6xg2U+vQAtqf36WYXuO5fWQBMl33u0jmqJ7v4ydrZJyaiGcL",
+	"qlg0Pdfzeua7PFXfdJzaP9SGPiTe2SK+NvxOyfbdwJJfHSJJ1xz+WLAopnxkLVK5SqVGPVrKz6ddp7Za",
+	"wqV71+jeF+kVgG/zK97m2+/yq95VnlWN2TZCNCacPTk+VYKs6iFObT2XUk2dC2MwqArtTVtVuTkpsA+k",
+	"7kstqaP1Cbw7BUTeBAVenq34hNrL9y1JOYtzeI/vRqnPOlUWJO0vMObu1LpHYR3FsCS2vDjnJdeKo8vj",
+	"1JKAZCo5bse6dSCB5KBbZ7wBGiGwHTZkLTW6jE1YfGUgI+Uigw1A8s2SFdfpnGPUgjVp0rbaA+6BLehQ",
+	"aVMUeMNnUi3PBMs/X+XTZj8EvxGhW3jk1OLmDHhYRZuAmNoKazzLYibXGaaHKf4EyMoCwP+AA7mBo0Fy",
+	"eYR2Es02JJa6b8SiBljHcUaef3He9Ls9bWHBDAU8BHHMKZ8wt5Spo6rHheGUCp+xZda8H8+YyEMEsBt0",
+	"214DbBIpR0wuW+mZGs03lNMvF76Kg7DXdJJjhEFa9DCDLkHcBEWIpDxk2CyB03rJlhZYqcqKF+kBrRpX",
+	"z88qW+Kzk8+2FWmAOd+fonVHqGy9wuufxJxZWnPtpz/+/qcf/8+ffvx/fvrjP/304//x04//209//Oef",
+	"fvzff/rjP/704/8Mf/9PP/347/KbH//1px//359+/Be45V9++vH/ljf+8X/56cf/av39L/cVgoipG/jp",
+	"j/+jfLC66V+/ymaUK5Y68QyYxARGSsFy+8vv/20L8G3PvnV0ImfV/tTLz4Vn7UE4twdSbridIlDMR1Vo",
+	"YsAIYmhCkHCDAnuoMUAQGv272n8hhJCLCwL/kheP8I+75L/UXmmw89oPAWrnQW1IAlDQfXJ6l3zdH3mO",
+	"5dB9ynKaqC/KkPNB7c12xGMbP7JSimCncIDi3FFEJyUhYEtEt+a8BwD4fYjvu8Dt2+js1acpVpbg7q85",
+	"NQyyQmMscbM7JKGYUynNPh/ePX/+oNcZhtp9g0dBIZ7cw+GZ29hLKfYCUlmNoQ2euaARAyfO3jP7muDL",
+	"uVaciuNHOYvB4aXBhG3mS4c8unhJ6kCrh1SADvnm2flTw/cDS51OLhmPbGhh+bVKP8iZQMbwgKtMaAS7",
+	"VZqsOmZVbrhYMqkuoHIL1Hx8xxdaTzNH+0nVdyC+IpqzIclY0+Y7bLjkuVKZA269Ch0g4A2bSnleB78/",
+	"jMAoYTx0Ah7OlqvRgi3SbDNa5XGihiRsaG5EkYMQAwRWHNkzHRACZQDCFIvC7btR/XLJkxg5aowqm04L",
+	"127hC16kfIaxDjVVzLCTQ/jSwWiZVLO4PMfZ65zxiEUGuKYyu+EtfVy3pOO3pOPlmq10jVEmtYbzFIoc",
+	"9iWAQOVDNd+M7zk2CYt3DAHLO7lMd7DCvuL2VsznGWMEPHpKwJTyOrSY/e6HHTLlgiK5gxTJEHfNj+Fl",
+	"VlcWGRncf92ZeFPv+8v2YnxKLTZkqeCcaDdkbYer+OFFv+YoB267yjK/gS2OwuIQrBmOxifG9vvczDVK",
+	"WozglDML9qc8KB6U5iXbiP2INXJwJjRJ5DGmMcw0QYrQpuwEvlbp1OmanxELWTfgcQ5mnSgM6GUWX9Ec",
+	"iwnrW2wtYQNitsrIiwIONfNCqqZY9zRP1ypnic9YBqxyYFZuGYvg+Q7dgD9TzdWRWcOqCw+uZgVGnIUz",
+	"BGYLuKbe3R4BFllEvOcG4E3/rNmeAg6UfEuWkQWdzAEtH4x6eegqsqcszWnOkIjshWbEgi4JskyFYDCa",
+	"Wjm1BnAIPU+nuogg4A8iv9ttDYgxmR0yVp4A6z4HzWf5tJcvHjb7SllLp7IFYRgGXBfh2Yw5V62A02U8",
+	"ghf/5vzpg4DjEsBvUIlW9wccSdLkZSFmVpRXkqoKdEiI94WKtDKK5LyPqWC9ju4xXt72SUbXWjdfa8I2",
+	"aW+QsGhIiPV9aNFwnZIBli6ZMhaRuvfaO2+opBpkcFRZHiA1kecOtRaopdNOkDNNYwIRedcsCOU3yRhZ",
+	"8fj7FUNVEUvsMraC5ACRyv0ip0ppwWkGk6+fYVH6TQGCfxPgspNLC3YTn+H9sHpg3cg5NcFa2DIbRy9J",
+	"L+BIGRRiZVJIvl+lWh9H/RxKt6EwPk9hmpEHj9FL2SLskG6T8r11PE+nOdgDjgHwto9TE3BgytPKM3Qc",
+	"GB/VKOsVOlllV8AgIa+LyITylMdykWwCXt+QMUvSNfH/B7/bJX/5p/+VtAYO4SnhbEbz+IqRf2BZqiZX",
+	"9j+dqhpQSLRSm069sY8NAGkJP5MovoqBzLLvKC5IZQ1HjOdxvnFU0gEGpCmZxq9VlgrsqcILpSaLLBAe",
+	"v1GlsmoZ9By30pdsU7tprb999GM0b8vLAyJNeZPVMoENgBMn77hjyK5sTQCurQ1rlxfPWO93f//b3yyz",
+	"y+7399v3B7PX38wm3jh6/dBbPP/Pm+Tx73oX3v30ud87zwaLwRcPvj3/avrgN5snXzx7vGh55/lL7+XJ",
+	"Ku785/HfdZePX3r5393/+vPPpZJuFoo82fPXDwaPf9u7d/p87fktfvFimnjjq9Wy/2X35Zdf95/fGwxe",
+	"t3L/4cP085tkcBZj+wHBDqALFeMuh9c6Fo7BCPMGOyWE1pEGOF1efzDuRX63HQ363UnUaZ2edqM2Y/7Y",
+	"o2P/dDAZRGzcor5HO50pHbNO1B34YzYed5k3GdRK5YU6Avz2c2HfO1qyRW1Ya8r/3X3w6PFvyMXLu08e",
+	"3yNfPvgtfBnwp/fS9d2vf3v/S/+b9fnmwflN3hVweMiD39zffe7brYm94IkVZzokdVqajY0ScHNs0Nsl",
+	"8wtaMs+2yQE/Es7H4ONyEO5Vd7e2xi8UBE6p75QbTcWSBkpVsm0cOGOvIxaxDa6TH6x9++ZgSNJ6cx10",
+	"X1SL5Ul/8eBpw2Tt6slCPmnLQMnP1DNABUVyI76RutGEcjKZs8mlIUmpjri5VSGxkirz4b1wDy059x6c",
+	"J7dC+Rd1jpe2yfU74peObXBud9cy3x0pvNBMtCLt0iiaSpN3v69Ie3bFyQ9yGb65BhVInl2FTDF3axLe",
+	"+oQK1oylfS5iacklG0eZXwG3L8dAATDbPXpgkao3hpAeDI5bjZYJHeFQX5DP2QIRgwoEfLMqsBxHxYQh",
+	"P8DZ/s33zgIeygcCrx14hFWSO00SByPo4w38uydhoPCFv6twrHBW6mfDoJl+qyx85s5cEj6nPBqzbBY2",
+	"jCt7SeGMUmIE/tm2j5xqqmtfebMN9fUu6fV7wJZRLd5FklPrKZ0SaqcylOPsmXI738xJfcTVarz0gKJT",
+	"egRxRAR4OZBjvO+Z2x73ivTeNqb3akAdnY1W+Obb6JuvLnzExMVyJt9IKikjxUg8bPl+vw+pg/k8jUaT",
+	"hAohJ1TzvowU81nhsJ9sKL+M1/HJb755fP/xeVNXkzZ/Q3nabPl3m1d+8/zbr5udMcRIloxelvE0NrVh",
+	"r1OZyVjO8u30Bm7nzU5I4Pzbr0mniQ8XMZ8lbCTyjNHFqOKJ5QtKaBbl1GgELjB7qjzVOl36mC7bVbXE",
+	"7zy6KxdoRhej2bg29HWlKoiU2tCkp/0n8+bPzXtvcjDquy+yFNIw9h2P+PMv/+Azwwmln9BpdBCiaIfd",
+	"unvMgXmQXWkRjVM0z/Pl8OQkSSc0maciH/a9vodZonj7tnB+julmiyJ3yVFVPqpGgUdQniUcksm9xGca",
+	"OGCxpFksUqyCVxIH2rZ7AnwLdNpnGIvnDComjapTD8+V4QibZkjugp0jta7QQbcz+uS1bx/cvCi58KjQ",
+	"le6WBVPRBqlRGRZ6U1lTf3TxUjiYgiF0doXAilNDGGwQZdMpkdebwxduI1M6kWetZnbSIAB4T1VbLjDh",
+	"HMwwqA4yzcEJAO++oS2GpG8MB3CsRbqiSelFOkmt4lUPFSxtmc4H2IEcMkdvsnw0gtJCXbY8nOsGJVMo",
+	"bzXmkGzBbZk2WMhTFQFrRpN87gAYoBxdOd4sz+IJrDWFrJDRSW58wRkDxtsJQ33Feg/L6R4VA/IYyD2V",
+	"PX2RpXk6SRPCeARudPmqLF3N5so7fv6Y0BnC6olLDecbEaMVCULH6RVUNedpmtirHO+rvXn15v8LAAD/",
 	"/w==",
 }
 
