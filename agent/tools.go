@@ -138,7 +138,7 @@ func sumRuns(body []byte) string {
 	if json.Unmarshal(body, &l) != nil {
 		return unread(body)
 	}
-	s := fmt.Sprintf("%d runs", len(l.Items))
+	s := count(len(l.Items), "run", "runs")
 	for i, r := range l.Items {
 		if i == 5 {
 			s += "; …"
@@ -160,7 +160,7 @@ func sumRun(body []byte) string {
 	if json.Unmarshal(body, &r) != nil {
 		return unread(body)
 	}
-	return fmt.Sprintf("run %s: %s, %d decode cells, %d prefill cells", r.ID, r.Title, len(r.Decode), len(r.Prefill))
+	return fmt.Sprintf("run %s: %s, %s, %s", r.ID, r.Title, count(len(r.Decode), "decode cell", "decode cells"), count(len(r.Prefill), "prefill cell", "prefill cells"))
 }
 
 func sumLeaderboard(body []byte) string {
@@ -168,7 +168,7 @@ func sumLeaderboard(body []byte) string {
 	if json.Unmarshal(body, &l) != nil {
 		return unread(body)
 	}
-	s := fmt.Sprintf("%d runs ranked by %s at %d context tokens × %d concurrent requests", len(l.Items), l.Metric, l.ContextTokens, l.Concurrency)
+	s := fmt.Sprintf("%s ranked by %s at %d context tokens × %d concurrent requests", count(len(l.Items), "run", "runs"), l.Metric, l.ContextTokens, l.Concurrency)
 	for i, e := range l.Items {
 		if i == 3 {
 			s += "; …"
@@ -187,7 +187,7 @@ func sumComparison(body []byte) string {
 	if json.Unmarshal(body, &c) != nil {
 		return unread(body)
 	}
-	s := fmt.Sprintf("%d runs compared over %d cells, baseline %s", len(c.Runs), len(c.Cells), strings.Join(c.RunIDs[:min(1, len(c.RunIDs))], ""))
+	s := fmt.Sprintf("%s compared over %s, baseline %s", count(len(c.Runs), "run", "runs"), count(len(c.Cells), "cell", "cells"), strings.Join(c.RunIDs[:min(1, len(c.RunIDs))], ""))
 	if c.Verdict != nil {
 		s += fmt.Sprintf("; verdict %s: %s", c.Verdict.Verdict, c.Verdict.Why)
 	}
@@ -226,7 +226,7 @@ func sumPlan(body []byte) string {
 	if json.Unmarshal(body, &p) != nil {
 		return unread(body)
 	}
-	s := fmt.Sprintf("%d options from %d matching runs", len(p.Options), p.MatchedRuns)
+	s := fmt.Sprintf("%s from %s", count(len(p.Options), "option", "options"), count(p.MatchedRuns, "matching run", "matching runs"))
 	for i, o := range p.Options {
 		if i == 3 {
 			s += "; …"
@@ -248,7 +248,7 @@ func sumModels(body []byte) string {
 	if json.Unmarshal(body, &m) != nil {
 		return unread(body)
 	}
-	return fmt.Sprintf("%d models with runs", len(m.Items))
+	return count(len(m.Items), "model", "models") + " with runs"
 }
 
 func sumHardware(body []byte) string {
@@ -256,7 +256,14 @@ func sumHardware(body []byte) string {
 	if json.Unmarshal(body, &h) != nil {
 		return unread(body)
 	}
-	return fmt.Sprintf("%d GPUs in the hardware catalog", len(h.Items))
+	return count(len(h.Items), "GPU", "GPUs") + " in the hardware catalog"
+}
+
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 func unread(body []byte) string { return fmt.Sprintf("answer of %d bytes", len(body)) }

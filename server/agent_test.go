@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -344,5 +346,45 @@ func TestMCPEndpointOverHTTP(t *testing.T) {
 	rec = e.do(t, http.MethodGet, "/mcp", nil)
 	if rec.Code != http.StatusMethodNotAllowed || !strings.Contains(rec.Header().Get("Allow"), "POST") {
 		t.Errorf("GET /mcp: %d Allow %q, want 405 naming POST", rec.Code, rec.Header().Get("Allow"))
+	}
+}
+
+// TestMCPCostLimit: tool calls are charged the server time they take, as
+// the API's requests are: a client whose calls take more than its share
+// gets 429 problems, while another client's calls are answered.
+func TestMCPCostLimit(t *testing.T) {
+	e := newEnvWith(t, 40, server.Config{RateLimit: server.RateLimit{CostPerSecond: 0.001, CostBurst: 50 * time.Millisecond}})
+	call := func(addr string, i int) *httptest.ResponseRecorder {
+		t.Helper()
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"planCapacity","arguments":{"context_tokens":%d,"min_per_request_tok_s":%d,"users":%d}}}`,
+			i, 1000+i*37, 5+i%20, 1+i%7)
+		req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.RemoteAddr = addr + ":40000"
+		rec := httptest.NewRecorder()
+		e.h.ServeHTTP(rec, req)
+		e.validate(t, req, rec)
+		return rec
+	}
+	var refused *httptest.ResponseRecorder
+	for i := range 200 {
+		rec := call("192.0.2.10", i)
+		if rec.Code == http.StatusTooManyRequests {
+			refused = rec
+			break
+		}
+		if rec.Code != http.StatusOK {
+			t.Fatalf("call %d: %d %s", i, rec.Code, rec.Body)
+		}
+	}
+	if refused == nil {
+		t.Fatal("200 distinct plans from one address were all answered; want 429 once its server time is spent")
+	}
+	if ra := refused.Header().Get("Retry-After"); ra == "" || !strings.Contains(refused.Body.String(), "server time") {
+		t.Errorf("the 429: Retry-After %q, body %s; want a wait and a reason", ra, refused.Body)
+	}
+	if rec := call("192.0.2.11", 500); rec.Code != http.StatusOK {
+		t.Errorf("another client's call: %d %s; want it answered", rec.Code, rec.Body)
 	}
 }
