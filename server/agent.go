@@ -42,6 +42,10 @@ func (s *Server) agent(spec *openapi3.T, logger *slog.Logger) (*mcp.Server, erro
 				return http.StatusInternalServerError, nil
 			}
 			w := &bufferedAnswer{header: http.Header{}}
+			// A failure's problem and log line quote the POST's request id.
+			if id, ok := ctx.Value(requestIDKey{}).(string); ok {
+				w.header.Set(echo.HeaderXRequestID, id)
+			}
 			answer(err, e.NewContext(req, w))
 			return w.status, w.body.Bytes()
 		},
@@ -78,7 +82,10 @@ func (s *Server) agentHandler(spec *openapi3.T, logger *slog.Logger) (http.Handl
 // PostMCP implements POST /mcp.
 func (r rawBodies) PostMCP(c echo.Context) error {
 	w := &bufferedAnswer{header: c.Response().Header()}
-	r.agent.ServeHTTP(w, c.Request())
+	req := c.Request()
+	// The transport runs the tools in the request's context.
+	req = req.WithContext(context.WithValue(req.Context(), requestIDKey{}, c.Response().Header().Get(echo.HeaderXRequestID)))
+	r.agent.ServeHTTP(w, req)
 	// The transport answers its own refusals (a missing Accept, a
 	// malformed message) in plain text: they become problems here.
 	if w.status >= 400 && !isJSON(w.header.Get(echo.HeaderContentType)) {
@@ -92,6 +99,8 @@ func (r rawBodies) PostMCP(c echo.Context) error {
 	_, err := c.Response().Write(w.body.Bytes())
 	return err
 }
+
+type requestIDKey struct{}
 
 func isJSON(contentType string) bool {
 	mt, _, err := mime.ParseMediaType(contentType)

@@ -388,3 +388,35 @@ func TestMCPCostLimit(t *testing.T) {
 		t.Errorf("another client's call: %d %s; want it answered", rec.Code, rec.Body)
 	}
 }
+
+// TestMCPFailureQuotesTheRequest: a tool whose operation fails inside the
+// server is a tool error that says nothing internal and quotes the POST's
+// request id, as the API's 500 does.
+func TestMCPFailureQuotesTheRequest(t *testing.T) {
+	e := newEnv(t, 0)
+	e.st.Close()
+	rec := e.send(t, http.MethodPost, "/mcp", http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"}},
+		[]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"listRuns","arguments":{}}}`))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	var msg struct {
+		Result struct {
+			IsError bool `json:"isError"`
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &msg); err != nil {
+		t.Fatal(err)
+	}
+	id := rec.Header().Get("X-Request-ID")
+	if !msg.Result.IsError || len(msg.Result.Content) == 0 || id == "" {
+		t.Fatalf("not a tool error with a request id: %s (X-Request-ID %q)", rec.Body, id)
+	}
+	text := msg.Result.Content[0].Text
+	if !strings.HasPrefix(text, "500 Internal Server Error") || !strings.Contains(text, "quote request id "+id) || strings.Contains(text, "closed") {
+		t.Errorf("tool error %q; want a 500 quoting request id %s and nothing internal", text, id)
+	}
+}
