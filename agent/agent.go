@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"runtime/debug"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -85,18 +86,30 @@ func add(srv *mcp.Server, ops api.StrictServerInterface, spec *openapi3.T, opts 
 		if err != nil {
 			return nil, nil, err
 		}
-		visit, err := t.call(ctx, ops, b)
-		var a answer
-		if err == nil {
-			a.header = http.Header{}
-			err = visit(&a)
-		}
+		a, err := ask(ctx, ops, t, b)
 		if err != nil {
 			a = failure(ctx, opts, err)
 		}
 		return a.result(t.summary), nil, nil
 	})
 	return nil
+}
+
+// ask calls t's operation and keeps its answer. The transport runs tools
+// on goroutines of its own, past the HTTP server's recovery: a panic is
+// returned as an error, which answers 500 and is logged with its stack.
+func ask(ctx context.Context, ops api.StrictServerInterface, t tool, args []byte) (a *answer, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("tool %s panicked: %v\n%s", t.op, r, debug.Stack())
+		}
+	}()
+	visit, err := t.call(ctx, ops, args)
+	if err != nil {
+		return nil, err
+	}
+	a = &answer{header: http.Header{}}
+	return a, visit(a)
 }
 
 // operation finds an operation by its id, with the parameters of its
@@ -114,8 +127,8 @@ func operation(spec *openapi3.T, id string) (*openapi3.Operation, openapi3.Param
 }
 
 // failure is an error an operation returned, answered as the API would.
-func failure(ctx context.Context, opts Options, err error) answer {
-	a := answer{header: http.Header{}, status: http.StatusInternalServerError}
+func failure(ctx context.Context, opts Options, err error) *answer {
+	a := &answer{header: http.Header{}, status: http.StatusInternalServerError}
 	if opts.Problem != nil {
 		status, body := opts.Problem(ctx, err)
 		a.status = status

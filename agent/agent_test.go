@@ -125,3 +125,52 @@ func find(spec *openapi3.T, id string) (*openapi3.Operation, openapi3.Parameters
 	}
 	return nil, nil
 }
+
+// panicky answers listRuns with a panic.
+type panicky struct{ api.StrictServerInterface }
+
+func (panicky) ListRuns(context.Context, api.ListRunsRequestObject) (api.ListRunsResponseObject, error) {
+	panic("boom")
+}
+
+// TestPanicIsA500: an operation that panics answers the tool call with a
+// 500 problem that says nothing internal, and the server goes on.
+func TestPanicIsA500(t *testing.T) {
+	spec, err := api.GetSpec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reported error
+	srv, err := agent.New(panicky{}, spec, agent.Options{Problem: func(_ context.Context, err error) (int, []byte) {
+		reported = err
+		return 500, []byte(`{"type":"about:blank","title":"Internal Server Error","status":500,"detail":"the server failed to answer"}`)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	for range 2 {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "listRuns", Arguments: map[string]any{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := res.Content[0].(*mcp.TextContent).Text
+		if !res.IsError || !strings.HasPrefix(text, "500 Internal Server Error") || strings.Contains(text, "boom") {
+			t.Errorf("a panic answered %v %q; want a 500 tool error saying nothing internal", res.IsError, text)
+		}
+	}
+	if reported == nil || !strings.Contains(reported.Error(), "boom") || !strings.Contains(reported.Error(), "goroutine") {
+		t.Errorf("the error handed on for the log: %v; want the panic with its stack", reported)
+	}
+}
