@@ -390,6 +390,21 @@ func (e ImportFormatFormat) Valid() bool {
 	}
 }
 
+// Defines values for JSONRPCMessageJsonrpc.
+const (
+	N20 JSONRPCMessageJsonrpc = "2.0"
+)
+
+// Valid indicates whether the value is a known member of the JSONRPCMessageJsonrpc enum.
+func (e JSONRPCMessageJsonrpc) Valid() bool {
+	switch e {
+	case N20:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for LeaderboardMetric.
 const (
 	LeaderboardMetricPerRequestTokS LeaderboardMetric = "per_request_tok_s"
@@ -1518,6 +1533,15 @@ type ImportFormatContentType string
 
 // ImportFormatFormat defines model for ImportFormat.Format.
 type ImportFormatFormat string
+
+// JSONRPCMessage A JSON-RPC 2.0 message (https://www.jsonrpc.org/specification) of the Model Context Protocol (https://modelcontextprotocol.io/specification): a request has `method`, `params` and `id`; a response has the request's `id` and `result` or `error`.
+type JSONRPCMessage struct {
+	Jsonrpc              JSONRPCMessageJsonrpc  `json:"jsonrpc"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// JSONRPCMessageJsonrpc defines model for JSONRPCMessage.Jsonrpc.
+type JSONRPCMessageJsonrpc string
 
 // KVCapacity defines model for KVCapacity.
 type KVCapacity struct {
@@ -3619,6 +3643,9 @@ type GetSubmitterParams struct {
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
+// PostMCPJSONRequestBody defines body for PostMCP for application/json ContentType.
+type PostMCPJSONRequestBody = JSONRPCMessage
+
 // CreateRunJSONRequestBody defines body for CreateRun for application/json ContentType.
 type CreateRunJSONRequestBody = CreateRunJSONBody
 
@@ -3643,6 +3670,72 @@ type HideRunJSONRequestBody = HideInput
 // RegisterSigningKeyJSONRequestBody defines body for RegisterSigningKey for application/json ContentType.
 type RegisterSigningKeyJSONRequestBody = SigningKeyInput
 
+// Getter for additional properties for JSONRPCMessage. Returns the specified
+// element and whether it was found
+func (a JSONRPCMessage) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for JSONRPCMessage
+func (a *JSONRPCMessage) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for JSONRPCMessage to handle AdditionalProperties
+func (a *JSONRPCMessage) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["jsonrpc"]; found {
+		err = json.Unmarshal(raw, &a.Jsonrpc)
+		if err != nil {
+			return fmt.Errorf("error reading 'jsonrpc': %w", err)
+		}
+		delete(object, "jsonrpc")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for JSONRPCMessage to handle AdditionalProperties
+func (a JSONRPCMessage) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["jsonrpc"], err = json.Marshal(a.Jsonrpc)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'jsonrpc': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
 	// GetDocs Interactive API reference
@@ -3660,6 +3753,12 @@ type ServerInterface interface {
 	// GetHealth Liveness
 	// (GET /healthz)
 	GetHealth(ctx echo.Context) error
+	// GetMCP Server-sent stream (not offered)
+	// (GET /mcp)
+	GetMCP(ctx echo.Context) error
+	// PostMCP Ask as an AI agent (Model Context Protocol)
+	// (POST /mcp)
+	PostMCP(ctx echo.Context) error
 	// GetMetrics Prometheus metrics
 	// (GET /metrics)
 	GetMetrics(ctx echo.Context) error
@@ -4057,6 +4156,24 @@ func (w *ServerInterfaceWrapper) GetHealth(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetHealth(ctx)
+	return err
+}
+
+// GetMCP converts echo context to params.
+func (w *ServerInterfaceWrapper) GetMCP(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetMCP(ctx)
+	return err
+}
+
+// PostMCP converts echo context to params.
+func (w *ServerInterfaceWrapper) PostMCP(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.PostMCP(ctx)
 	return err
 }
 
@@ -6290,6 +6407,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/openapi.json", wrapper.GetOpenAPIJSON, options.OperationMiddlewares["getOpenAPIJSON"]...)
 	router.GET(options.BaseURL+"/docs", wrapper.GetDocs, options.OperationMiddlewares["getDocs"]...)
 	router.GET(options.BaseURL+"/docs/assets/:file", wrapper.GetDocsAsset, options.OperationMiddlewares["getDocsAsset"]...)
+	router.GET(options.BaseURL+"/mcp", wrapper.GetMCP, options.OperationMiddlewares["getMCP"]...)
+	router.POST(options.BaseURL+"/mcp", wrapper.PostMCP, options.OperationMiddlewares["postMCP"]...)
 	router.GET(options.BaseURL+"/v1/runs", wrapper.ListRuns, options.OperationMiddlewares["listRuns"]...)
 	router.POST(options.BaseURL+"/v1/runs", wrapper.CreateRun, options.OperationMiddlewares["createRun"]...)
 	router.POST(options.BaseURL+"/v1/runs/import", wrapper.ImportRun, options.OperationMiddlewares["importRun"]...)
@@ -6833,6 +6952,171 @@ type GetHealth429ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response GetHealth429ApplicationProblemPlusJSONResponse) VisitGetHealthResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMCPRequestObject struct {
+}
+
+type GetMCPResponseObject interface {
+	VisitGetMCPResponse(w http.ResponseWriter) error
+}
+
+type GetMCP405ResponseHeaders struct {
+	Allow *string
+}
+
+type GetMCP405ApplicationProblemPlusJSONResponse struct {
+	Body    Problem
+	Headers GetMCP405ResponseHeaders
+}
+
+func (response GetMCP405ApplicationProblemPlusJSONResponse) VisitGetMCPResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.Allow != nil {
+		w.Header().Set("Allow", fmt.Sprint(*response.Headers.Allow))
+	}
+	w.WriteHeader(405)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMCP429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetMCP429ApplicationProblemPlusJSONResponse) VisitGetMCPResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PostMCPRequestObject struct {
+	Body *PostMCPJSONRequestBody
+}
+
+type PostMCPResponseObject interface {
+	VisitPostMCPResponse(w http.ResponseWriter) error
+}
+
+type PostMCP200JSONResponse JSONRPCMessage
+
+func (response PostMCP200JSONResponse) VisitPostMCPResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PostMCP202Response struct {
+}
+
+func (response PostMCP202Response) VisitPostMCPResponse(w http.ResponseWriter) error {
+	w.WriteHeader(202)
+	return nil
+}
+
+type PostMCP400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response PostMCP400ApplicationProblemPlusJSONResponse) VisitPostMCPResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PostMCP413ApplicationProblemPlusJSONResponse struct {
+	TooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response PostMCP413ApplicationProblemPlusJSONResponse) VisitPostMCPResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PostMCP415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response PostMCP415ApplicationProblemPlusJSONResponse) VisitPostMCPResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PostMCP429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response PostMCP429ApplicationProblemPlusJSONResponse) VisitPostMCPResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -11540,6 +11824,12 @@ type StrictServerInterface interface {
 	// GetHealth Liveness
 	// (GET /healthz)
 	GetHealth(ctx context.Context, request GetHealthRequestObject) (GetHealthResponseObject, error)
+	// GetMCP Server-sent stream (not offered)
+	// (GET /mcp)
+	GetMCP(ctx context.Context, request GetMCPRequestObject) (GetMCPResponseObject, error)
+	// PostMCP Ask as an AI agent (Model Context Protocol)
+	// (POST /mcp)
+	PostMCP(ctx context.Context, request PostMCPRequestObject) (PostMCPResponseObject, error)
 	// GetMetrics Prometheus metrics
 	// (GET /metrics)
 	GetMetrics(ctx context.Context, request GetMetricsRequestObject) (GetMetricsResponseObject, error)
@@ -11795,6 +12085,75 @@ func (sh *strictHandler) GetHealth(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(GetHealthResponseObject); ok {
 		return validResponse.VisitGetHealthResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetMCP operation middleware
+func (sh *strictHandler) GetMCP(ctx echo.Context) error {
+	var request GetMCPRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetMCP(ctx.Request().Context(), request.(GetMCPRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetMCP")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetMCPResponseObject); ok {
+		return validResponse.VisitGetMCPResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// PostMCP operation middleware
+func (sh *strictHandler) PostMCP(ctx echo.Context) error {
+	var request PostMCPRequestObject
+
+	var body PostMCPJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.PostMCP(ctx.Request().Context(), request.(PostMCPRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PostMCP")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(PostMCPResponseObject); ok {
+		return validResponse.VisitPostMCPResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -12989,727 +13348,755 @@ func (sh *strictHandler) GetSubmitter(ctx echo.Context, name string, params GetS
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3dkiPHkh74KiHMHGvgMIECUD9djTLaqPqXvezqrqmuJodzQCEDmQEgWIkIMCOyUCDVZrM3WslMV1qz",
-	"PWZ7KVvpbm9Xey2+wDwDbW2fYy3cI/IHyAQSVUWeo5XOxWFXIjN+PDw83D3cP/+5Ecj5QgomtGoMfm6w",
-	"OzpfRAz+/ZrG9CoR5p8qmc9pvGoMGudknIgwYiGJE0GaeinJImYTHkUklktFqAiJnsWMkZAFMmQkYFGk",
-	"iJwQrhWZxjxsNbzGLY0SZhoeMxHM5jS+MX/gFyPNlG4MGq/5HQtJmMRUcykaXmNO70Yy0YtEj7S8YUI1",
-	"Bqe9Z32vYQcwmsuQNQaNC0ZVEuO3XEzdQJY0nreTRcNrxOyWK9PmoDGn3DStWCBFqEYLFo/m+PmcCd0Y",
-	"HHbNj/EtC6H1qDHAITe8hpbS/BlF8zYXExYzEbB2/sfRLYttN7fdzmmn2/jsNYKYUc3CETVT7Hf7J+1e",
-	"r33Yve73B8f9wfFh5+jZs/7T/j82PEuOxuBPPzfo7XREA81v2ShmPyZMmdXqefB8IZcsHi0bA5FEkQfr",
-	"GTHTRfZm1zwWQRKbQa7gy0AKze4ySna9hiP1SOG812jdPwJas9g1bH4x754edo68htJUJ8rMlUY8NCQY",
-	"69HcDLNvyKFplHu/5zW0nuDvp8efvYoZnt57hqf3mWHv+PDwpHSKJ0edk21TPO4cr03yuNfrHOZmeXh8",
-	"+vtMs3dyeHq0c6qnhyenpTM9hGFXzvRwfTH7T58VVvP46OT48/deg4kpF7jFaXDDRNgYNIIkpA2vMU54",
-	"ZP68jaL5gfm/tlwwQfngtts57He67bvTk9HJUcNrCDpn9sWG1/gxoULzn1AcDBrniZZXMhEh+fbovHcC",
-	"+3ohFdcSBNWU61ky7gTS9rGI5Q8s0Ae2sWxvYqdmb85oHC5pDKMuW5BF0hg03grNIvIPTAry6rjdPznt",
-	"klsz1mCRjAIZG9HZM/SP+S2LcyLg+LTb6T097XTNy1No6ur6H8hh96SLD0aBTIzI6XkNaUj/aZwInZD+",
-	"Uad71DlueI1FwA013jBxSO5gwjjAiM+5NsPsPe16jZjOR9OxXanVwnzxkqsgZpqRN5efzNTdK73+Z6/B",
-	"zVLEq/7N6sfwp/hGJz/2V0aCRTQxosyQQmsmgJeypby+env94f3o/Pr6fQNYdU6FW1MCApO8YzRk8VjS",
-	"OLwworN3YA6UXue4ffS8nS5eGxavfXX9nrTbc3rXBjHbjpgg/ZN+7+iItNvTRdKes7mMV+1E88iyAOl2",
-	"nh3Zj0Qybyv2oyK9/ilpt5mg44i14Vy4awc0mJlzoN3WcaJ0O2ZzqVkbDoV2O6JimtApsx1LEa1Iu31z",
-	"C5+xdmhoSLjQR3A4wP4ZzRgNSbudEqZtCUOKZMFhjHAYIzuMxkDHCfMak4hOVYG87Srylk6nMWiYhpB3",
-	"SsgDnP3MMFtxLo1Bo2Q2sOAbhMj6KKyMOblgbewPjvqNQaPXPzXSYp3OrqHPyOk42lFhtGawZqxAJzba",
-	"PlajCsBwRjAcHA0+Fsl8hIPp9U+9hpDabMk/NT4JnQgWEpnotpy09Yy1x/KOjKliEResQz4uWGB1hQER",
-	"0jz6+hsCoxmQ8mH07ojbw6TXf/PcI0rL4Ib0nnbJtwT2pUcuX7xlxG1a8q9JqQAhvaMX5F+Twz5585y8",
-	"fHl11O4fdbvkX5OiFPDI+2/evnx7TlC8kJxQ+f6z14h4wIQyZHv/4fzjx1dX128/GAaaMz2ToWG2IKLK",
-	"rJNKlKZcsHBktQzzUqr3lB4ao9xp4USi1bwagwa7C6IkZKFZYqsp/ezk976SYLest51Y1XDwc2PGw9Bw",
-	"woRGinn2T1CycKD2wXi19iBmVJkW8KE5h0Z2Y3Y/p8yzNtc//bxx6Do9VM4X6UnaPzx6WnaSphrB0dO+",
-	"UQkqDvBiY71nx1sbO+0fPjXH7iKWt0xQEcAhZsbvhq/4VFCdxIUHLMyRRMkkDthoIuM5aKcLOjV8YR/P",
-	"WcjpyO5KM+CDRUS5OCPBjMaK6S8TPWmfZu+rGe0fnzQGjWenk+N+2D1mrMdYn/Z6vdPTkAVjetjrBmH3",
-	"JHza74fsGQ27h8/G4WH49PgoOHp62j96ejg5PDoe55rkPzGjLz49Th8lsWG+g9veQZwIdbB+jh3ga4Zf",
-	"Fsk44mrGYsNOgU5oRF7I+SLRLAbVQcec3W4q5o1iV5ZSyXjOtS5Szz6L3QPNdWRotePUk6IoQ5z4hN06",
-	"Y8GNshwHUnRMRbjkoZ6BfaApN9PXM0YmVBm7CcwtMpExmFtj2DJNy2GkS375M+m1jOWmCNXksEf+YCyz",
-	"/tNup0u0vDlQZMFiYjf5IB3YE0UOT7rkzfMDBU0QaYRPv9M1z0wL2RzJkvHpTEP7R2RsRrGIEkVOydcc",
-	"Xv36G+gDuN38bQfnQcOg56RcvqBKgURJp4+q521RFuUo0e9be9MozzRm4RkxxJnx6cwQBz4nXJHTY5z5",
-	"gsVt2wxRC8ZCMwrUzx0V1JaBfY/H+JSFqeSx0uNP33uNOImYyjTA3ufPnw0f0pjOmWYxHP7PZbj6mO1M",
-	"YwOrIOYLK/d8FvaPj3vPvvStYc3gwDo5Is2r1y/I0cnRqUcWNAzNwRYTIXXLTMu8d3LUHq80G4pX2ARJ",
-	"BQB+e9o97HtkYf62b7RwWaETGa6eKMLuaKCHwrSjPEIVUUzoDnnPWKiIb8beTgff/pqt/A45z/WjZ1ST",
-	"UDI1FEJqcstiPlmRJjWnazugQgoe0IhIwTzykfz67/4TeecRwcwgzFcts1KUmHOQihDaAD2OK3PMwuJS",
-	"bJSb6QtmfrlhC02WXM9gHnEihqLpZ1Kxk47O98j6c9jPfqszFA2vwQ39Z3ByZZZIccqGJYIZm1OzcHN6",
-	"946JqZ41Bv1u16yzEQamkX/lFvFP5+1/pO2fuu1nXxx8/8WXP3e9/ue/baRqutKx0esMkxTY4mu22uSM",
-	"a7PnuZiyeBFzod2qm2kYGt2wFWn6lx8+XhMjHO3j9g1bKb9F9IyroTi/fAvvxWzKlWYxC2H5gLTwA6wf",
-	"V4atCCXpgnlDMUmiqC3jkMWOechCmmE0s8bImE1kzMic6pjfhSRmk0SxkKgkmA2FGUnLrR50YdZ2gJMw",
-	"olSZXZNxgKBzMy8zcoKrUnuZDGcWliq3NH/qtp/R9uT7n0+OKpbiBY0CYzdtrMC3hsl80HV8j3ChtLEK",
-	"5IT4cSJGPPRR9ry5/GQGzzwSUMXaXCgmFDcSxjNblooV/Az/jjgFVxklzhRtB1TTSE6hmaZ/2H3W9Vsd",
-	"N+8fExavsmkbq3IbS865cH/3tkz1ArTzT3nlfH3u52a9WEz8KuPMPyMqoBFTQAMj86WMSMRvGPGt/elv",
-	"mUaZhZCfWaqjhDIZR9ZA4fNkDjObc4H/7na6x+lERTIfszid6AW9+wDq7bXVuzZ2GDwnMUP/X/5khAMW",
-	"leMzJ2eeKDJekZBNaBLpqqltujDX1svO4eTp06f93kluKtmCcaHZND8Rp22Xsed0kVQxJ91gSLPxkB2c",
-	"OAHuBv6snBH0/lCuu5LJdFbCZlEkl8TXNJ4yPTJzgd1hmc9siSkT1gqA84mSiI5ZBO5p0yRhSvM51Yw0",
-	"0zPBqFBk7nzENIilUrl2FCxutqjoyCITOufRqnLrQW8FMlhOSBUDO/GxlBGjIpt5It6+LBfvcSKIBvd6",
-	"yANNJrGcd8iHmEzNUlnBA2oBrHKH4Irb9fWGwsehOw3Evlu0sH1CY0ZQz/RA0AczyQOmBuZAHQpLBziP",
-	"4ec51cFsQyxzTZq545kKtYQjwIx5KChOZcYI7B4j1625qPKH7TpJYSKVgjs9S0ft73/ueVvl9zUwUKkU",
-	"P88xk2V6J3uJk71N/80rPEfdT2b7ZIJ7KEBye4R1ph2CQtrIc98a62/YaxkHzKrTRoLbc06zBdF8bhSX",
-	"oZhLI2XGK3dqqCcEpSBJlX4CLGoYPeXfArMORYFbSXNMFVfEB1EcjlAY2I1ANTE9GrFl+IKLofDh9Q6L",
-	"YxmPzNPRItB+64x8c3V+4USbMjwJn7+5/PTEqIUiJNT8MRTLmVQM306lxxOVmgRwS9QUksRSzknEJihI",
-	"aepnaQ0Fcla/TxRdGW6aySWZJ8EMW+WaLGUShUTTG9YhH0S0gvlwYK+hSMkCYytIh0RETCniw079UscJ",
-	"86t5L5M4VaKtV1e0mXG/eV7NeDAvY9mmKpxhKsOO4Ks5cwdoQBc04HoF6i+sp+MVe7pWiSbn7q15fh51",
-	"n5WfO/nzUyp9Ppex89B8x2hccoLCY0IFkUuRronv9tAoUaFvZrOg3BxNEzQ/mqdPT07IjDAazCrFLc11",
-	"PlpB7/npgXRR/JZduGlYn2v1tI+7eb2hatKvIhbomJt1+PTx5SWLv/625Ni6jHkAy8my1z3y6eNL0CFu",
-	"vp15qEA4qijS7JLljAnD30YUTGLGWmeERmAacU0WpkXUpQxLT1em9VRO0ShmNFwhIScy7pBrsxngdgAI",
-	"jPLNy6RGM12FTu6iwweN1HRijGgjTvz8ry2PsEgxeAFvB8xyFu4g/NwrroehsHLUvK3DRfGt3G9qpTSb",
-	"j4yO5Lo0xuJyJiM2FPjrE0XskpEljSICLyI5gZAogW6ZCGVMnMvHnFwooK5fXrYGxA+k0h3sA507vhE3",
-	"5msezDokfyYYQaMI3AqAhMnGO+HTJGbqLNVHUFmSIqc8gPIvNTyB/nIiKm+kmmmZr6slUo6VzMYBB8jN",
-	"clZbK+7W4u83l5++kkn86WOJSnLFhKYRsqJhP2Nwm/mBCBdkJpMYmbxpGU+gR7gF7Gh1AtAoBAloHBuz",
-	"D1bCHxDfTcm04pMvQaWBP1BK/PJnXF7wA6Qvz3kUGQFQ0Ki3fH1AmuABGgr0df3yZ3J40u22wMPT/fV/",
-	"/r865L3MeQ9gg7bTbZZ5bqqXKd/xHmtTa3G+sgMpXZ3L/LKkkoU0uVZEzczwnUoP10esBWvlFYWv2fAb",
-	"ktUnzbHUM/AvMW44/QxJ5FfwpN8a5BbJrSiswC9/Xpf/B6RZ2ucvfyZ4ELSG4ov042+dLCMHxJANGqwa",
-	"RvUq5Yewzyp1a6zU25DNF1IzEaxKHTfnYkUyI6v36z/9r/3jYwJOHDqOGDn/+OLtW3Cq08DwmtFc+I8J",
-	"y9ufZyRmc2a6tBpg/wj2H4p669fpVHlHciPccI3kjbfj43UNJ69/D4d3/V57OLx7+ur7L8pV77eT91Kw",
-	"C2MxbNLh1TWdKnQAL7g924KIM6HJTEahOsMT0br1MOQBBSlKEvP0sHuErCgkuCyrpzxpm6G0cSyV1urR",
-	"aek0UJC9dp7e9ZnY39GtDpI+ooniYx4ZdQ1tK2L9xKTpg3e/Y/822jUowjLRNfwHVqaOnNd5T4Pz0kiw",
-	"F0msZFxucvqC3elRAG/4TmIsYnbLZWIUtSkDM9tYoKJqjPh1FZGPe/3dejOM81UaQbLGOGjilPvUSBNt",
-	"sNsomlc7ymxwykO8FrkhfuM8/BUjtfa3IZzTSMLqkWM4yq6xp9cKDzFPYA6vMydyibDKO5RB50lf9lAP",
-	"NEd928yFzNgd+fjVebt/fOLC/Q77JKZLnHXQvmErAlcJ6dQWFC6y7MxyjcON3I8Jj81+Q939nu5bnGNE",
-	"p1VeFrOVnijCQ+Ds1NKH68Sf0Qfx+QBudXwScaUV4bpqAhGdosuievDpCcOFhhinHR4+HL/9aON6KFC3",
-	"PhwALz5+g5KQWu84ieXSnNNCoVnlnwcBW2i/Q/6njx/e1xA1dqAFs0qYcf6p8YMCxgvUbeP7SpqXeluq",
-	"neGO/TMfyW/l5YbRff3NCxrM2Ev8uYwvMgtnPRrI3xx91VjXwlkevFnfGTOr5ATSbI5nP4po0Cq63apR",
-	"gbFWfnaAGexUnn5B29nCnxUu6Bd/Ff5lGOHfF+JJ1gea/7WmmD7/9u/JUXvMdTWjFmJYHjyD7Y7iTIIZ",
-	"GYW+oYIs80lTgYLpkZDF/NY6Z0FMwxW80K0KsZY6YuuJ5LqOWZjVRxdJ8bzijhNdrMgt7sISvI9pDIaz",
-	"oT28ro5WVetRiNqoWI+To5rL8TEL91gfdvoTmVERRgwEs9Hv/H+5h+jI4kkezDrogrygdyVGvdFZpbDO",
-	"EzhANJlLpfGmNfW8euTN8x0OxtGc3u1nTO0ypfKD56Lm4CNG7zd6Lh5z9J/NdlELKRQmUzyn4ZWLnbMx",
-	"X6hw0cUi4gEIiYNFLMcRm38BB+zg59xo/jZmk8ag8TcHWbrGAf6qDi7xK+x0XX9LnRbGXprTyEzLyDXD",
-	"j3JCYiqmzIaOgK2FLsYQbvOHArxf4BUEm4xQ8v7TO1DizDNQ5nA30phBE5+uX7dPz4gPdwjKHwpDZVCZ",
-	"yDmZJ5HmCxprMNbSbUFJzGgIxi8ELNF4lV0waSmNHQ8uEDGJePC70s9IoDVzmSypIhDIgBxnnX/WMu+Y",
-	"kb7mWkOE7u870JwfEWNkeBSRMTPH7QQlZZNODCcYgitNYw0ru5zxiA3FnIqVjQyLmfuAGqYI2MD8jT/M",
-	"aciAUYy28eLyk3mFwiVWaygwRim9ACRLyrX1UHANh5MUU/NfrsmcrkiTjg0D9LpEtazTesI1mUpwuZ4R",
-	"/4rpeNU+N6NOXbQMbkWpuiF0SrlALw8qvbDTct8USbuhvRgyvpbx2MaO/r6rZQ4yrghEcpJxot0xBvyV",
-	"HW4FJgOvzmev8UaiYfz7iREbbWsEAVUEg2fdiAfExwC8/BIZVljOVuCAHAqwn+DZjCst4xVRmq7Sfd+y",
-	"W/ytAHLYpLPfee+QgEKY2pjZGKhBKsas4cduWbwitn8PbqhgfYbC7A6wqy6N3ATnN9ySYsNN/wCjrA8O",
-	"D4rRvn7LI0CgiAtmCBejBOZikWjgBEom3ChtSE+Mx1rGUkwtyS6cSP+9KQYi3AaHLVkUtXEYpAl0SEP/",
-	"4PcFjRXMgSQilfXF06AFAVDF42pMQ2D391K/NgfD7znF9xIC1XD9pDGnE81abjgXMoSow3KdFd2YT4xi",
-	"vViRpl/wPvrEHYmKvLqm01bOvXmWd2TmRJp5r1SWpZqemcBVIl5gduEWQjkC5RM9JzSuJJV778Blg5qe",
-	"6lEX396g7Ecbu+m/kzgmuATOLsI+Xb1bm356Auv2FVtEdFVGeB+u9O35kJ1BcP/MaBzxXPhWesMDd+1r",
-	"B3yn1OcB6Sul3g43jVoL9OqOK8y0/atdn2tHFztCPJAwKtTeNJ8hhe2y2d/iRNRbt9+GuNdSvqPxlP2l",
-	"5GBkOo+N4MODEZwspNkjF/w5yo1rKS+oWF2l2Zy/70Dt5QpVN0Ylo0q70RpJZEdrVhcdSe7tMIyZUt5Q",
-	"LGNutP3cBVML1EfzdRoqD2Ifr/WDGSMhDzF42N79BsawnMuYYYpgjMFP6SDwnrK52T2cfgvTgu3aHr5u",
-	"PwczQ/wQDss7FhLoZwK6rTkxYdIuUkkYNRW005gFmAASEqcXwyTT5uwRnroclrHU7Gwo1tUdHsxag23K",
-	"qo5XqKx6GETgX1HNwJfX/qNvHbZ4q4Jy0E7LJpC5Yx/uiVAPYMLoHObhJImiKkU47SR1G25Rhr3c+1ds",
-	"TrmwJkztbxSr0cdeyvknQRM9kzH/if3eh3/KaDK2dnEWC486ezMRN0IuhXkjZrfyxhxqwAzuPUV52FqT",
-	"id9++237PNEzJrQZPtst2D4Jekt5ZHSm31tkhFTTMVUs0+Rw64A4+yQWsQyYUn+pkWWjUsliIWPr9XEx",
-	"pptmycrGj9jXWejj3kInCFdnxA+oCHlINUuVfjCJrVbBhkJBtAGXAiNhWUiUMQtoRLiApCPNjXIrBVNW",
-	"Q/8k0v4uWMjptb1y+L0PqSeKvMAu29eQ06wKTh+5sKGSJHP6oKZKXYofQSsU5DU4ekhzLEPO0DNgzg5j",
-	"28MvrbMN6puTQRLFhFHqUyUFnWN5FJBFbIaiOVMbmCA/N0QS2Z2ALui1DVMKElL5VSps1iFEavSTYYjU",
-	"eLkSXqTMzVjRmvMsruOR1OgekUpqvpglrO384HP+SuBP2M1aI2ujzdHNKyzt2gpUk6xshTPNUY5/YIFu",
-	"2NDb51TxkrDUr+QyH0di1Fs5xmzoDgwkz3+QTlhu5qWRfJhyCKow5BBGjIJjGlzOms3Vrt37gkXRFZvA",
-	"EuBEaBzTlfm7GIwNwiKKPkwgJ3Rbk6/Md8+pwCzF4uBfIiCOM5AKDlw3qTNiFt/GZxdmCiqIee5wf2w7",
-	"ng2+BAfILY1I07fpyTbVLk1n9lvOdDDz6mzw/Od8xvqalSekQCvPekowJ9OQ/BbjPHEJcnkThYBMc16/",
-	"ufwEc4DI6yaG3WuZOtnshcHlJyMBgW29PLvcMLbIQupvYzo308tF2EPkv/3bZYdB5gWMbIQzA5sXJ2NE",
-	"ZeF1R3Rw5LrwpjgRbiYQyltIsSiGoD5RLt/CaNM2IUThPaWzuNyKwqWIZvFCRuA48BrsTsc0+zM3z+wv",
-	"dwWfDdqsoRRlRpxn7w9V5d2lypM3MJanmRMGvk94rNAChW4iFnYIXvtMMEHFLpBbU5v/gO4nPpmwGGN3",
-	"ucgC6BUD97waiqZfAJIwC1mefOa3XBClsJt8KFQST2jABoRGkRkrj60g4MII9UweeOhizwYAWohlXGr5",
-	"GCeKTNqkZEljCLuBs1NJlybjhMmm5F4TG3leq5aAuFfyApA0kWoK+cp33DrJMXUZzyOD57n4rPCN2wgz",
-	"1zOEXdv5ZsMAHcLmjXK37reZKZbj8vuxcwWTrp1klm5rZMw42bPHQtXB89Emim9IrwnXyh9YI8+cjKhx",
+	"7P1bcyPHkieIf5UYTB8r4CgBAuClWKDJelisi2pUrOIhWVKrDzTIQGYACDERAWVEEoQ0Zdb/l/l3m83T",
+	"rNkes30c2+63fd3e5zlfoD+DbG0/x1q4R+QFyASSF+n07Mx5OComMuPi4eHh7uH+858bgZwvpGBCq8bg",
+	"5wa7o/NFxODfb2hMLxNh/qmS+ZzGq8agcUrGiQgjFpI4EaSpl5IsYjbhUURiuVSEipDoWcwYCVkgQ0YC",
+	"FkWKyAnhWpFpzMNWw2vc0ihhpuExE8FsTuMb8wd+MdJM6cag8YbfsZCESUw1l6LhNeb0biQTvUj0SMsb",
+	"JlRjcNx70fcadgCjuQxZY9A4Z1QlMX7LxdQNZEnjeTtZNLxGzG65Mm0OGnPKTdOKBVKEarRg8WiOn8+Z",
+	"0I3Bftf8GN+yEFqPGgMccsNraCnNn1E0b3MxYTETAWvnfxzdsth2c9vtHHe6jc9eI4gZ1SwcUTPFfrd/",
+	"1O712vvd635/cNgfHO53Dl686D/v/23Ds+RoDP74c4PeTkc00PyWjWL2Y8KUWa2eB88Xcsni0bIxEEkU",
+	"ebCeETNdZG92zWMRJLEZ5Aq+DKTQ7C6jZNdrOFKPFM57jdb9A6A1i13D5hfz7vF+58BrKE11osxcacRD",
+	"Q4KxHs3NMPuGHJpGufd7XkPrCf5+fPjZq5jh8YNnePyQGfYO9/ePSqd4dNA52jbFw87h2iQPe73Ofm6W",
+	"+4fHv800e0f7xwc7p3q8f3RcOtN9GHblTPfXF7P//EVhNQ8Pjg4/f+81mJhygVucBjdMhI1BI0hC2vAa",
+	"44RH5s/bKJrvmf9rywUTlA9uu539fqfbvjs+Gh0dNLyGoHNmX2x4jR8TKjT/CcXBoHGaaHkpExGSbw9O",
+	"e0ewrxdScS1BUE25niXjTiBtH4tY/sACvWcby/Ymdmr25ozG4ZLGMOqyBVkkjUHjndAsIn/DpCCvD9v9",
+	"o+MuuTVjDRbJKJCxEZ09Q/+Y37I4JwIOj7ud3vPjTte8PIWmLq//hux3j7r4YBTIxIicnteQhvSfxonQ",
+	"CekfdLoHncOG11gE3FDjLRP75A4mjAOM+JxrM8ze867XiOl8NB3blVotzBevuApiphl5e/HJTN290ut/",
+	"9hrcLEW86t+sfgx/im908mN/ZSRYRBMjygwptGYCeClbyuvLd9cfP4xOr68/NIBV51S4NSUgMMl7RkMW",
+	"jyWNw3MjOnt75kDpdQ7bBy/b6eK1YfHal9cfSLs9p3dtELPtiAnSP+r3Dg5Iuz1dJO05m8t41U40jywL",
+	"kG7nxYH9SCTztmI/KtLrH5N2mwk6jlgbzoW7dkCDmTkH2m0dJ0q3YzaXmrXhUGi3IyqmCZ0y27EU0Yq0",
+	"2ze38Blrh4aGhAt9AIcD7J/RjNGQtNspYdqWMKRIFhzGCIcxssNoDHScMK8xiehUFcjbriJv6XQag4Zp",
+	"CHmnhDzA2S8MsxXn0hg0SmYDC75BiKyPwsqYkwvWxv7gqN8YNHr9YyMt1unsGvqMnI6jHRVGawZrxgp0",
+	"YqPtYzWqAAxnBMPB0eBjkcxHOJhe/9hrCKnNlvxj45PQiWAhkYluy0lbz1h7LO/ImCoWccE65GrBAqsr",
+	"DIiQ5tHX3xAYzYCUD6N3R9weJr3+25ceUVoGN6T3vEu+JbAvPXJx9o4Rt2nJfySlAoT0Ds7IfyT7ffL2",
+	"JXn16vKg3T/odsl/JEUp4JEP37x79e6UoHghOaHy/WevEfGACWXI9uHj6dXV68vrdx8NA82ZnsnQMFsQ",
+	"UWXWSSVKUy5YOLJahnkp1XtKD41R7rRwItFqXo1Bg90FURKy0Cyx1ZR+dvL7vpJgt6y3nVjVcPBzY8bD",
+	"0HDChEaKefZPULJwoPbBeLX2IGZUmRbwoTmHRnZjdj+nzLM21z/+vHHoOj1UzhfpSdrfP3hedpKmGsHB",
+	"875RCSoO8GJjvReHWxs77u8/N8fuIpa3TFARwCFmxu+Gr/hUUJ3EhQcszJFEySQO2Ggi4zlopws6NXxh",
+	"H89ZyOnI7koz4L1FRLk4IcGMxorpLxM9aR9n76sZ7R8eNQaNF8eTw37YPWSsx1if9nq94+OQBWO63+sG",
+	"YfcofN7vh+wFDbv7L8bhfvj88CA4eH7cP3i+P9k/OBznmuQ/MaMvPj9MHyWxYb69295enAi1t36O7eFr",
+	"hl8WyTjiasZiw06BTmhEzuR8kWgWg+qgY85uNxXzRrErS6lkPOdaF6lnn8XugeY6MrTacepJUZQhTnzC",
+	"bp2x4EZZjgMpOqYiXPJQz8A+0JSb6esZIxOqjN0E5haZyBjMrTFsmablMNIlf/4T6bWM5aYI1WS/R35n",
+	"LLP+826nS7S82VNkwWJiN/kgHdgzRfaPuuTtyz0FTRBphE+/0zXPTAvZHMmS8elMQ/sHZGxGsYgSRY7J",
+	"1xxe/fob6AO43fxtB+dBw6DnpFy+oEqBREmnj6rnbVEW5SjR71t70yjPNGbhCTHEmfHpzBAHPidckeND",
+	"nPmCxW3bDFELxkIzCtTPHRXUloF9j8f4lIWp5LHS44/fe404iZjKNMDe58+fDR/SmM6ZZjEc/i9luLrK",
+	"dqaxgVUQ84WVez4L+4eHvRdf+tawZnBgHR2Q5uWbM3JwdHDskQUNQ3OwxURI3TLTMu8dHbTHK82G4jU2",
+	"QVIBgN8ed/f7HlmYv+0bLVxW6ESGq2eKsDsa6KEw7SiPUEUUE7pDPjAWKuKbsbfTwbe/Ziu/Q05z/egZ",
+	"1SSUTA2FkJrcsphPVqRJzenaDqiQggc0IlIwj1yRX/7hH8l7jwhmBmG+apmVosScg1SE0AbocVyZYxYW",
+	"l2Kj3ExfMPPLDVtosuR6BvOIEzEUTT+Tip10dL5H1p/DfvZbnaFoeA1u6D+DkyuzRIpTNiwRzNicmoWb",
+	"07v3TEz1rDHod7tmnY0wMI38B7eIfzxt/y1t/9Rtv/hi7/svvvy56/U//1UjVdOVjo1eZ5ikwBZfs9Um",
+	"Z1ybPc/FlMWLmAvtVt1Mw9Dohq1I07/4eHVNjHC0j9s3bKX8FtEzrobi9OIdvBezKVeaxSyE5QPSwg+w",
+	"flwZtiKUpAvmDcUkiaK2jEMWO+YhC2mG0cwaI2M2kTEjc6pjfheSmE0SxUKikmA2FGYkLbd60IVZ2wFO",
+	"wohSZXZNxgGCzs28zMgJrkrtZTKcWViq3NL8sdt+QduT738+OqhYijMaBcZu2liBbw2T+aDr+B7hQmlj",
+	"FcgJ8eNEjHjoo+x5e/HJDJ55JKCKtblQTChuJIxntiwVK/gZ/h1xCq4ySpwp2g6oppGcQjNNf7/7ouu3",
+	"Om7ePyYsXmXTNlblNpacc+H+7m2Z6jlo55/yyvn63E/NerGY+FXGmX9CVEAjpoAGRuZLGZGI3zDiW/vT",
+	"3zKNMgshP7NURwllMo6sgcLnyRxmNucC/93tdA/TiYpkPmZxOtFzevcR1Ntrq3dt7DB4TmKG/r/8yQgH",
+	"LCrHJ07OPFNkvCIhm9Ak0lVT23Rhrq2XncPR8+fP+72j3FSyBeNCs2l+Ik7bLmPP6SKpYk66wZBm4yE7",
+	"OHEC3A38WTkj6P2xXHcpk+mshM2iSC6Jr2k8ZXpk5gK7wzKf2RJTJqwVAOcTJREdswjc06ZJwpTmc6oZ",
+	"aaZnglGhyNz5iGkQS6Vy7ShY3GxR0ZFFJnTOo1Xl1oPeCmSwnJAqBnbiYykjRkU280S8e1Uu3uNEEA3u",
+	"9ZAHmkxiOe+QjzGZmqWyggfUAljlDsEVt+vrDYWPQ3caiH23aGH7hMaMoJ7pgaAPZpIHTA3MgToUlg5w",
+	"HsPPc6qD2YZY5po0c8czFWoJR4AZ81BQnMqMEdg9Rq5bc1HlD9t1ksJEKgV3epaO2t//3PO2yu9rYKBS",
+	"KX6aYybL9E72Eid7m/7b13iOup/M9skE91CA5PYI60w7BIW0kee+NdbfsjcyDphVp40Et+ecZgui+dwo",
+	"LkMxl0bKjFfu1FDPCEpBkir9BFjUMHrKvwVmHYoCt5LmmCquiA+iOByhMLAbgWpiejRiy/AFF0Phw+sd",
+	"FscyHpmno0Wg/dYJ+eby9NyJNmV4Ej5/e/HpmVELRUio+WMoljOpGL6dSo9nKjUJ4JaoKSSJpZyTiE1Q",
+	"kNLUz9IaCuSsfp8oujLcNJNLMk+CGbbKNVnKJAqJpjesQz6KaAXz4cBeQ5GSBcZWkA6JiJhSxIed+qWO",
+	"E+ZX814mcapEW6+uaDPjfvuymvFgXsayTVU4w1SGHcFXc+IO0IAuaMD1CtRfWE/HK/Z0rRJNzt1b8/w8",
+	"6L4oP3fy56dU+nQuY+eh+Y7RuOQEhceECiKXIl0T3+2hUaJC38xmQbk5miZofjSPnx8dkRlhNJhVilua",
+	"63y0gt7z0wPpovgtO3fTsD7X6mkfdvN6Q9WkX0cs0DE36/Dp6tUFi7/+tuTYuoh5AMvJstc98unqFegQ",
+	"N9/OPFQgHFUUaXbJcsaE4W8jCiYxY60TQiMwjbgmC9Mi6lKGpacr03oqp2gUMxqukJATGXfItdkMcDsA",
+	"BEb55mVSo5muQid30eGDRmo6MUa0ESd+/teWR1ikGLyAtwNmOQt3EH7uFdfDUFg5at7W4aL4Vu43tVKa",
+	"zUdGR3JdGmNxOZMRGwr89ZkidsnIkkYRgReRnEBIlEC3TIQyJs7lY04uFFDXry5aA+IHUukO9oHOHd+I",
+	"G/M1D2Ydkj8TjKBRBG4FQMJk453waRIzdZLqI6gsSZFTHkD5lxqeQH85EZU3Us20zNfVEinHSmbjgAPk",
+	"ZjmrrRV3a/H324tPX8kk/nRVopJcMqFphKxo2M8Y3GZ+IMIFmckkRiZvWsYT6BFuATtanQA0CkECGsfG",
+	"7IOV8AfEd1MyrfjkS1Bp4A+UEn/+Ey4v+AHSl+c8iowAKGjUW77eI03wAA0F+rr+/Ceyf9TttsDD0/3l",
+	"//d/dsgHmfMewAZtp9ss89xUL1O+43usTa3F+coOpHR1LvLLkkoW0uRaETUzw3cqPVwfsRaslVcUvmbD",
+	"b0hWnzTHUs/Av8S44fQTJJFfwZN+a5BbJLeisAJ//tO6/N8jzdI+//wnggdBayi+SD/+1skyskcM2aDB",
+	"qmFUr1J+CPdZpW6NlXoXsvlCaiaCVanj5lSsSGZk9X75u/+lf3hIwIlDxxEjp1dn796BU50GhteM5sJ/",
+	"TFje/jwhMZsz06XVAPsHsP9Q1Fu/TqfKO5Ib4YZrJG+8HR6uazh5/Xs4vOv32sPh3fPX339Rrnq/m3yQ",
+	"gp0bi2GTDq+v6VShA3jB7dkWRJwJTWYyCtUJnojWrYchDyhIUZKYp/vdA2RFIcFlWT3lSdsMpY1jqbRW",
+	"D45Lp4GC7I3z9K7PxP6ObnWQ9BFNFB/zyKhraFsR6ycmTR+8+x37t9GuQRGWia7hP7AydeS8zvc0OC+M",
+	"BDtLYiXjcpPTF+xOjwJ4w3cSYxGzWy4To6hNGZjZxgIVVWPEr6uIfNjr79abYZyv0wiSNcZBE6fcp0aa",
+	"aIPdRtG82lFmg1Me47XIDfEb5+GvGKm1vw3hnEYSVo8cw1F2jT29VniMeQJzeJM5kUuEVd6hDDpP+rKH",
+	"eqA56ttmLmTG7sjVV6ft/uGRC/fb75OYLnHWQfuGrQhcJaRTW1C4yLIzyzUON3I/Jjw2+w119we6b3GO",
+	"EZ1WeVnMVnqmCA+Bs1NLH64Tf0YfxOc9uNXxScSVVoTrqglEdIoui+rBpycMFxpinHZ4+HD89qON66FA",
+	"3fpwAJxdfYOSkFrvOInl0pzTQqFZ5Z8GAVtov0P+/dXHDzVEjR1owawSZpx/bPyggPECddv4vpLmpd6W",
+	"ame4Y//MR/JreblhdF9/c0aDGXuFP5fxRWbhrEcD+ZujrxrrWjjLozfre2NmlZxAms3x7EcRDVpFt1s1",
+	"KjDWys8OMIOdytMvaDtb+LPCBX32r8K/DCP8QyGeZH2g+V9riunTb/9ADtpjrqsZtRDD8ugZbHcUZxLM",
+	"yCj0DRVkmU+aChRMj4Qs5rfWOQtiGq7ghW5ViLXUEVtPJNd1zMKsrlwkxcuKO050sSK3uAtL8D6mMRjO",
+	"hvbwujpaVa1HIWqjYj2ODmoux1UW7rE+7PQnMqMijBgIZqPf+f/uHqIjiyd5NOugC/Kc3pUY9UZnlcI6",
+	"T+AA0WQulcab1tTz6pG3L3c4GEdzenc/Y2qXKZUfPBc1Bx8x+rDRc/GUo/9stotaSKEwmeIlDS9d7JyN",
+	"+UKFiy4WEQ9ASOwtYjmO2PwLOGAHP+dG81cxmzQGjX+7l6Vr7OGvau8Cv8JO1/W31Glh7KU5jcy0jFwz",
+	"/CgnJKZiymzoCNha6GIM4TZ/KMD7BV5BsMkIJR8+vQclzjwDZQ53I40ZNPHp+k37+IT4cIeg/KEwVAaV",
+	"iZySeRJpvqCxBmMt3RaUxIyGYPxCwBKNV9kFk5bS2PHgAhGTiAe/Kf2MBFozl8mSKgKBDMhx1vlnLfOO",
+	"GekbrjVE6P62A835ETFGhkcRGTNz3E5QUjbpxHCCIbjSNNawsssZj9hQzKlY2ciwmLkPqGGKgA3M3/jD",
+	"nIYMGMVoG2cXn8wrFC6xWkOBMUrpBSBZUq6th4JrOJykmJr/ck3mdEWadGwYoNclqmWd1hOuyVSCy/WE",
+	"+JdMx6v2qRl16qJlcCtK1Q2hU8oFenlQ6YWdlvumSNoN7cWQ8Y2MxzZ29LddLXOQcUUgkpOME+2OMeCv",
+	"7HArMBl4dT57jbcSDePfTozYaFsjCKgiGDzrRjwgPgbg5ZfIsMJytgIH5FCA/QTPZlxpGa+I0nSV7vuW",
+	"3eLvBJDDJp39xnuHBBTC1MbMxkANUjFmDT92y+IVsf17cEMF6zMUZneAXXVh5CY4v+GWFBtu+nsYZb23",
+	"v1eM9vVbHgECRVwwQ7gYJTAXi0QDJ1Ay4UZpQ3piPNYylmJqSXbuRPpvTTEQ4TY4bMmiqI3DIE2gQxr6",
+	"B78vaKxgDiQRqawvngYtCIAqHldjGgK7f5D6jTkYfsspfpAQqIbrJ405nWjWcsM5lyFEHZbrrOjGfGYU",
+	"68WKNP2C99En7khU5PU1nbZy7s2TvCMzJ9LMe6WyLNX0zAQuE3GG2YVbCOUIlE/0nNC4klTuvT2XDWp6",
+	"qkddfHuDslc2dtN/L3FMcAmcXYR9uny/Nv30BNbtS7aI6KqM8D5c6dvzITuD4P6Z0TjiufCt9IYH7trX",
+	"DvhOqc8D0ldKvR1uGrUW6PUdV5hp+692fa4dXewI8UDCqFB703yCFLbLZn+LE1Fv3X4d4l5L+Z7GU/aX",
+	"koOR6Tw2gg8PRnCykGaPnPOXKDeupTynYnWZZnP+tgO1lytU3RiVjCrtRmskkR2tWV10JLm3wzBmSnlD",
+	"sYy50fZzF0wtUB/N12moPIh9vNYPZoyEPMTgYXv3GxjDci5jhimCMQY/pYPAe8rmZvdw+i1MC7Zre/i6",
+	"/RzMDPFDOCzvWEignwnotubEhEm7SCVh1FTQTmMWYAJISJxeDJNMm7NHeOpyWMZSs5OhWFd3eDBrDbYp",
+	"qzpeobLqYRCBf0k1A19e+/e+ddjirQrKQTstm0Dmjn24J0I9gAmjc5iHkySKqhThtJPUbbhFGfZy71+y",
+	"OeXCmjC1v1GsRh/3Us4/CZromYz5T+y3PvxTRpOxtYuzWHjU2ZuJuBFyKcwbMbuVN+ZQA2Zw7ynKw9aa",
+	"TPz222/bp4meMaHN8NluwfZJ0FvKI6Mz/dYiI6SajqlimSaHWwfE2SexiGXAlPpLjSwblUoWCxlbr4+L",
+	"Md00S1Y2fsS+zkIf9xY6Qbg6IX5ARchDqlmq9INJbLUKNhQKog24FBgJy0KijFlAI8IFJB1pbpRbKZiy",
+	"GvonkfZ3zkJOr+2Vw299SD1T5Ay7bF9DTrMqOH3kwoZKkszpg5oqdSl+BK1QkNfg6CHNsQw5Q8+AOTuM",
+	"bQ+/tE42qG9OBkkUE0apT5UUdI7lUUAWsRmK5kxtYIL83BBJZHcCuqDXNkwpSEjlV6mwWYcQqdFPhiFS",
+	"4+VKeJEyN2NFa86zuI5HUqN7RCqp+WKWsLbzg8/5K4E/YjdrjayNNkc3r7C0aytQTbKyFc40Rzn+gQW6",
+	"YUNvX1LFS8JSv5LLfByJUW/lGLOhOzCQPP9BOmG5mZdG8mHKIajCkEMYMQqOaXA5azZXu3bvGYuiSzaB",
+	"JcCJ0DimK/N3MRgbhEUUfZxATui2Jl+b715SgVmKxcG/QkAcZyAVHLhuUifELL6Nzy7MFFQQ89zh/th2",
+	"PBt8CQ6QWxqRpm/Tk22qXZrO7Lec6WDm1dng+c/5jPU1K09IgVae9ZRgTqYh+S3GeeIS5PImCgGZ5rx+",
+	"e/EJ5gCR100Mu9cydbLZC4OLT0YCAtt6eXa5YWyRhdTfxnRuppeLsIfIf/u3yw6DzAsY2QhnBjYvTsaI",
+	"ysLrjujgyHXhTXEi3EwglLeQYlEMQX2mXL6F0aZtQojCe0pncbkVhUsRzeKFjMBx4DXYnY5p9mduntlf",
+	"7go+G7RZQynKjDjP3h+qyrtLlSdvYCxPMycMfJ/wWKEFCt1ELOwQvPaZYIKKXSC3pjb/Ad1PfDJhMcbu",
+	"cpEF0CsG7nk1FE2/ACRhFrI8+cxvuSBKYTf5UKgkntCADQiNIjNWHltBwIUR6pk88NDFng0AtBDLuNTy",
+	"MU4UmbRJyZLGEHYDZ6eSLk3GCZNNyb0mNvK8Vi0Bca/kBSBpItUU8pXvuHWSY+oynkcGz3PxSeEbtxFm",
+	"rmcIu7bzzYYBOoTNG+Vu3W8zUyzH5Q9j5womXTvJLN3WyJhxsmePhaqD58omim9IrwnXyh9YI8+cjKhx",
 	"ceWyWJw+2iG+vGXxyPGMP4C7mHgo6FhaM1HNaRQZOzHfFN7fwSawCbcd4rtrtVEiAhablfYHQ8EFGTO9",
 	"ZEyAsjdmKwkG8grzuOQYj+4O8Z19P/oxYQkL/QEY8UORt/uLXVuEASkCRpq4vtxl1kllN2icCMPYPrsL",
 	"GAvVqLgZBw4agHxB5vTO5luaZtI0dTCQTQtw0LhmllyEcunjpZUHdytC2g2GsAM0jrk5LkpSh+bg8YIW",
-	"cM85FjONNbxGYVUaXmOTtDZQIkcvYMOSKToAj+LAS2XoC2eX2LuRopJSgtBUQ9tbiySs8wkPS6XPOmpP",
-	"HT3daa8bv/y4FqqzW2tFoI2SplKkq3vo2WsiAeFWoCcvDUrKUqvWYn02gjQ3AsE2l6xcmCCjvbJprJtL",
-	"P3Y67lb9MlWGP68ByNWxjdYBan4ueefm1qEEzThm8u5uN/smksvyZs12WRtvWaRePAUvYPaiCxGKWbSy",
-	"d9fWL4lz6ZBvUw0S1woD/fJoVj6qfb4ym1kEDHOcfJciBUEyOQGYu7xlTJg/4ADXcsrg0MIACq7JmEVy",
-	"ae1hl9oXzBi+4JG1sx8dSnBzKpcELukz/yp80ml4uyk3WkiluHXUVJMQ00Ip0Iw0caRrRw2COOSOnJY1",
-	"FcBHYs5Xe5Lj4VO90TYHu8ZlJcOUwq00HAxlq+znZu3X737DZ7D5WpER6vG4XUtosa72tiZ51gizuSm2",
-	"LHZxt5cSen0fbuzljYl7pTAGKIhyM94mzy4jWnKMWY/ayGgPJWF16TWTcnyKDjhUnyPNYjWwd/Q2a2QR",
-	"UQFKLeYrOeAJsNA25mD3u2BLw2LHXRt1OPcIADOykBiRcba5QZnAOw07nlb5hpQY0LE5rw8LhB0IMAPE",
-	"RzFT0Qi+W+CmrW7BiApsv8xIwCznOm1gAv06Q68BTjiJZqhOIhrcKBcFMsBV24xI8nLLCR4IRuO2TQgC",
-	"HBQbzWrWswkSN5DzuRTW0rL6m4WxMgJALsUZ3g3l9TmusoYCTGExL+O1MJpdLY9Y4qb5OJ09LK51VxjS",
-	"K1swr8jcGTvs2jDWM7SxV9ZOxfuc2rvkTL6LqrFVWTrXaRKx89Dkw6rzppuDstvUmYuqdqlWbFG+zEg2",
-	"SVSCbnsvf+tGOyNwlN+zNRtNXcZSqi4xwV7zhdTONRpmLjGO3p8ZRW9YEszg2/uQHAAQ0y5KV8DhAt+L",
-	"FPjxg6hZwCJ+aAsPG4mDYnzI1w8YwdpuztBTkKmKpCqDfs6mkC5rGXWq98P6LNYWuFSE5DbwFRoBjy7m",
-	"YMuV7KoPwuj+Ol5hZm0iPIK+AILAZhlYkvLre/LzEmlvza6orMGwq6nG7QVhrfuKcxvVf9p71k/BEVN/",
-	"Jbgwm/jXL3+GM7l1rymbNUSF+i1+imgi64pHNk876vVjNrd4Jd8aou37Wc4JXd+L6hinFh2uEvHRlkko",
-	"aeqWxSHf5wLnI4s5Ux81W5Tc4ADUk013IXoJ1wMK9Ve8OMOQEKUz33LpNcsubU6SGyGXziMbMxoiCB9D",
-	"JCJlFTs5sc52o2yhtxTRa1gOqSh7A/yLNh6nTtL0AxSxzGNr9a6Ufda50Pl0dylkUukKaoHRIZSm4PT0",
-	"p4tE+ZCb0oKAJOuDSCMTneO7Q14Zm2UoEFkDQp3WkFvgIcbLRtwmd0HzHXLFjGlSBriwCYJhPumQD0vB",
-	"wgH8sYnHMBS7ARnIF9nHKVBLiscwFNWADGQndMfGPBxmB6mA7LAhHT9IAFs13+WbNHQoG2uuSQwlG4r0",
-	"2hIuPgxH5vvNLjVt1rONMXPvGkt5KGA9W7unuWPMYAlZlwo6qVa54PQZDUlTSNsbGDPgEHdqG8JK2kuV",
-	"dNwxsyj43TOCHRMaKTkU7oIReQ5BbVr2xrK4FDiaFM4J2BUwx7LlJgKgYWmhNXsTCfEmghE5Wbehh8IC",
-	"7xhFF7easc9YNIGPDCXgEg8HYMYKOwXC49UNCztD8Q2NEheHIhMR4pXRCaavT3hAhSYhn3JtsVuKh6Zh",
-	"kdJkZVXc1IliFe62irXc477eeXiNsN+Q03msojLpY+iS8Xcg5wwv8AZ5gKEU8vCWxXTKSBjT5U4kqMLV",
-	"/xNFHgMRijwEEGrjqT8gFiSKbMWIcjhMAEN2Rmi0pCu11iViGVls0xzsZNVlY26q5gDBdkY6XBjFe22c",
-	"je+93XcZacmRMm0VAdTsdL41Q7qPNWt2KkZ2ugnFcIYY889s7FI7Ly8JygfnNgliQFlAqHuOcav4fJw9",
-	"taYnOKp4KAvWJrxrRNm6rW3VasFQpltgXE65M6O0cNC9TM1CZZv1lbxYFxIoyHNwX9ymVxh5cH8uLCtu",
-	"VPMu6uH2YL420r1IeJ8Aw0dyRmU+ol0BZdY192AnzcM9LA/wjOxnMT/M11G2xUo5dZ0BChxV3GDbt/k7",
-	"jsZEcaunpk4tszMnNCrN3rLQ8gp3EfZZPexLjKrjZb6He9xFO1fjjo++/sbdHD2aEAisIVfvKAGzr8IO",
-	"p1YfbRYtrlSFqoQRTG9ObSK8FKzUSi+VHY+hVtYUJllEU0GYPMYI1qTLozSZiZt7NLfmeb9+fZ1lC2IM",
-	"q717X1IEUqDKuQ1tnUlAWdnpbXmsy+D7C8DUxZtKwnxYk73NhV2ywyWSAbWti4P6sUi2JmCNNxG2I02Q",
-	"zMoDPjyQKF8/sMbr9w6Uhylk329EDznCFUbkaFS9Ai/Q/HjogVJo7K1m851MWX1mbLa1MbisUGRp4LAt",
-	"ilgmwe9N/xT+L1uBrKvSaaTB9OUxzCyigA01o9GkDUjtymEWOQeMgtuFPwzWYtEhfHAo7O31jEVh25wE",
-	"iDuQgrunDsOYTfmckWY+yHVggYklhB3TiDzrkj/Y0k+2XUEUF9OItSF+Hxu3qYi//vt/2+08+6//pSm+",
-	"6LV+/ff/rq1nabSPR5Y8ZAIdjj3yBekd/Ppv/3eRDmvClm6kdCjsreMZyYfcDohemrMRZi0xv0AQ9WNi",
-	"EWnN6MB2b0dcsKFwY8sB+Vga2gZxYi0YvSABjfg4pjoDwodxrJdtQP9pzi9NmhCX/F//C7T2r6xJ7YCx",
-	"pBiK9K4aahYroizoPRBXTrKlclkUExpFxgjmIWuhg28SSUya1qRH/lCMh54uEn8oCrMs1qWYy1suprZz",
-	"G6ZrscJt1AMdijy+vYxdLQsMdgGce79VFoZdoO5Q1OgYvnNB9+SGG9YSqUkIs7UEb0ImRluKtI5koj3w",
-	"Y68V0rAReFlyyVAAdwZ0ATn7Nh+gSQtxfXhTjaAzaiZjzeI0GixOBFSacsnN8BKEjEEKZ6uwH58o8NkS",
-	"JiAyOUO9ohoH8kR5RNA4RvtX2FgzHrIs2BmyV0rcidvsrf3tq+0WUfGgtz2XyrBcCOkGSBQq9SwkUJgb",
-	"tovZmY5Ym2lRLsqzxgRtcGeNN9Oq4PsSAT/ErjwcWxkJXnMWhSDLy11YNvUSI48coBNZw9AyhzfewExM",
-	"c1BIx31odmUOu8dIRPPiAkFhfNIEr7qRdP4WsJfWJrmhq/LDJxsc1QRQHF0dko1AMnsceo07rN3VGPQ+",
-	"ew3TZXnTySKSNDSylUcs1zzgOc0XMtYgElwCrHlLbe3uEGqUiorueu0xVSwkgIVjdeqMmKb1Et97rvUj",
-	"yBtTik5L1Ince8fgZ4UlKdsMBRwfKJV38qzbaxUgfRyJK3F9zgibL/QqX54F6xPBYQfe5FR/rWpkGyX7",
-	"mykrOPFSvo9oiVaYr0Sf33JUs7bmc9aojP/fwLAtie1mq5HT1DdXugDkGFNuVh1RdUt0cmrjHLbprGaG",
-	"V/gmAu/JKCmH+oRSBOGcGx1BSM22RAjnB6FkdLudVvUbGdczL7YEihkm2e3T4VnKUiO3IilNbTtenhOK",
-	"cy0OukDYKj57a4QZ2N5hyM2bNLrMsZ3FJi9y4n3W2JGg5B7eIWR5qdIGFzqKBFRgZEEHY5hzSJo1oDQL",
-	"7rICBato8RjuPdi7v61jL0fYzYw1PreBGRHzCR6/yiM+EHiUlsMCiCzFdLJoeYQSP0wQ0IAVCraB4PTV",
-	"AtIHjVYKj33SVHRlUU4E8Q1JixduuTE0vEaxa3C+2s4gYQ/yVKHh0ossnGxePuzBqFhPuZTpzPE9McaE",
-	"PRqAz1gxDgcvhdAEtKQkStsU6AfxIwysbG3fXH56JLdA1tIDfQJrDW0Ma7pI7uUNyHK9NiV+WmQrzdQx",
-	"trTRYDxCVcBEyMW0EGZUR3PfNn9Mkc4SxLY7GN5gSvJHTWPNKhW9KSP+wRRfbSt81zdqRUg13VQa2XyM",
-	"bW1d1oSH7BW8CcWJp2xL75D1z+SioIkVzuqKsafgIjbWH/J805VAXCYw91xAzbx2+CFM4INrv1RUMog7",
-	"CypmZpSumAY6tXrS92HSjzgQVGZrtYMY0htcZUuyA6HT9jy70vmZljJZzCsi5WtcqDzyZYnzm/sHt72D",
-	"gEZBElEtY6sK+5sXI+a8QFwEl4Lmotq3YEf8JdAOfrPLGpg3Lav0OlutkQVOIwDedIZ9LTU3uw76/ZOe",
-	"7fx2phn8//LSaXtsymNe8WRQBpab7N6ukhfbrnv/ElHccrmHxhLz0AakP0o0+CNc3+UAJKrjkGGSO+7c",
-	"3Nyq4/9rk6gqdOAREsgqQTJyWkcZmEHMx4lm9afxLQ+nTJ+7D8tmU63ZLOHjJ668lZZkElO4ZNEAJhdj",
-	"+qLnsICmiwRuH+asVaoFYfs7+sIfoLdI0tDpPVxZZMzylgVfLFhJ019dX7xDxQo0AVRysS84aLVT4NRM",
-	"LhXhemC034gGjPztxfn11dt/eOluudMRPFEF9M2rT+9Hb1+6GkOu4kinscsysdTwnOri5uDl17mSRTJ1",
-	"ajNZeOOUf/PquuE1Lj98vC4/mKme7dBOgQnMBBXx5YIJuuCdFZ1HPrHopxVOKmXzPnZa46n4tRVW3IeV",
-	"BPiYqoxrmyQpm8xXcpmCmNIcyKQqHTWaOFW5H74hZFYKC/29PmjuNmYelGUfW6mfIfUWGrIVrUo2amYq",
-	"1JdiOzTvtUUA2hU6ymhRthCu7mZ5UOYDQilTHBsQL/cOpUR7ead2FyySUSBjVjNgMYy50fr2QYexlnvm",
-	"2XbFvBrlL2fm/O7hSFVrCIuAr0WHvGHiiNz1Thq1o69t5PqOsmC4moibnBZYvu8aPgCnxj3Iz/klV0HM",
-	"NHBZnXk/Ik6OhbdBmylb47wrJIDfMnZMpw+rvMF568tSDLC0S75t39pKdGtbN+JUsT01QBoHM65ZoJO4",
-	"PGJlsuidjPQkkosSsfqSCcXI68veycHz170ToplQMibXr999uPzopcauWtBYcb26JytlMQElEBoOiMsW",
-	"kE8LU2GwgM2ywfACI6SytkoPEGdW1wDsSMMLpA0ff3P5qQK4BsH3xlSEEEkzmo7rOuTchdNmzJj129YA",
-	"ap06YFanVQRSqGQON41LGd8Y88vCl1JN2wETGpzQEV1ouWgrGZQqH1WpO0ak2GrlAGmsZoxpAuCaMkwC",
-	"jWobJnFCuXFI7gF1sVwTWU+ZqfbJhVQz0vzuu+++a19ctF++bJUn3KSwfGm5OJxLmUdhrTLn9z8ffW7j",
-	"P/rZP/621rhrEAwdojvHXM/1sdHKtq5zGUbpoQ4qdy4LyeUaETXjC/B1NV9gDX7D3x5UTQCDY0KF8rCd",
-	"tkoWi2hFIqkUUwNE3IZGrl9etjzrADN/Z7WzskCl65eXZ4AKUShn74YTSAEsZBEHNeHqnhIGUrbKyYMZ",
-	"SnIpzGBIcyxpbLNZzegBUdIW3L9n30j/XWBvxYG9ljE5Xywie/PisK4SASVc2rggRfqUj277yWcvV93B",
-	"ko517dgoSOhM4uQPyFIRWDxc3CqUcm71dqoSEKmAsrJyXbZvO14f45Yzf1Tf/2bpK0YjNIuKY9n0a8qb",
-	"3SCg9qvSjnjIHnbRveHB9cA2h2oRsa0HYUNgjnrdx7qvLptLwR4r8/FpJvQo1TFdxRZ2pw8WEXp+00pO",
-	"B2bPtM1BVnoITtJOXDPWKRBFdE7bY0RIao+ZgCLtt1E0T/+Yxjxsl1cc3sP+TosaF+a13Q7P5Z5skGcT",
-	"9rCklk4ZTKt1dpdB59XDrNsAT6wG9SvCwyK+rA2ADQsZr99cnV+06sEJUu1w5CogV5jFfa+C88sHdf7y",
-	"Z9Isw3ptlQ5lE4ZvrSpoHpPR4dFSkcLRulDP5mw1jnloY1sLKIaJgLbrwRdubLXizGvg620h7sZ0yzj0",
-	"HdikjwULG8j5vDLUHc1fYt/xyC2Lx1TzekoWE+bnEeDG3wEeqk1ErvhyLGXEKDh0oIBgtbQtUQfWSvED",
-	"LKBpxelqdgoYTm1Uqciim4RUzZhqkV//zX8AdReCS8+IP4QyVcOGw2cfQ53MiE5zOyZbk3Ic8Xta+PfB",
-	"1y3cudVysZhPRDIfKfZjTR+R0RWq8MqQvFAEbw4gfBEXTGVmrv83/gNwXRyTujGsT7hyAdamWQuZt4pz",
-	"HVuW7kk4xEEB/o1QrfbTsHLjeSV0OUbRdvxNuL730xvlL6He3iCL4sjBcBKskuMZuXtjjH6oL1xl7+uZ",
-	"DEeQlrFrEhfw7gt4FT+NeVBQS/bP+y3TJ4ShfZDECk2N3X5DDCCqTTOgVxEH05h6llorps+y+rYYVD5h",
-	"S4vsVAFAkvZRkaJExY3pjkPEdhbvj5hfzfUh5rWAnBTeAhdVPtEU5dj1H8gkwppwXARREjLS3CDG2SYM",
-	"qKWMvYarBQPqbcKAOm4ELaAUAtRVrTUKkSWX/ciqaO7xWebRyhHPJ4lQTLcG0EhW1gE8FVxhTLgtp23B",
-	"nDEUDfuYUB5BFbtNLCwHYWupNrLIWH7rQTJ0ay6p3V1rO9T1VtwkOyQgSpzSu+r6ERP5RPfvvV31eCxN",
-	"rVYHeyjjeseN6dJBFVJE6M7y7VrlydiFiIh9hp6LpagIjiqXrll41JO0snYhr8BCmwMgB7CJ4WzI4MWY",
-	"tjSLB24axM3m9u2lDY6Z0mfErJCteIKbr1zoxInYDxXv3hk+MGwvTfQxHWN8QTnr8YAJVYV1bn4MmNMD",
-	"8SobnK8UEs8+Xr78B8JDowNMOItJ03/xov38u/ZRp+t7Q+G/eNFt98y/iX/x9tr858PL8Tt4ZIsY+7b/",
-	"KzZp//pP/xlioFcyicEx1jTtA3hXwGlkE6789x/OP358dXX99sP7tIZtWiVFaaoZome1BiRi2pyx3lAg",
-	"oJVH/I4ZxRe2Ckvb91Ib5+QIarfRwHzRIefALwox+MDnPxTa5mM0ixe+psXSG+BWISqPq6FwtWEVydEm",
-	"n7xj+DY0jI02qCW8i4DWEgcBjsyAhHJuTr1mKAN1YFvgYtqZh2kZv9YZ8edUx/wutHlI/lBA1TrCc5hs",
-	"Zq6QzCNjcvHq+tyMcMpvmSBNQ8oBsQUcbXGd7PrMzqLodDk52u7vPm//I23/1G0/+z77Z+eL9vd/LPV3",
-	"X8Dw/9uLqcJxb42q2iMnYVcQVNnezkZQI/bpXifLZnDf7xgZdbGjZJMFmbCKD4uzY88eFpDe7EKZM6yR",
-	"ksp299K4U21qVHbjhxoqal5pIGp6LpszpgkVetsOMMfBhLbueR9QAOIZ5RT+EtkP7xQLB1tXvNHicFy2",
-	"yFB+VLWLR5YC89mKmXbFnqRwkqj8Aswkn0MlLgGl6hBjxKjk9p0QTxW4ms1uDkjTZ3fu93yujHsKoc72",
-	"n7uB59b51ap6xeXeRu2MCNVM/cIxXEm0EaaUTwrqugszK7A8jVmHvLdHh5yYQ9DByq4hzm4AzmKeAVQZ",
-	"uGWxVRC9oVgYAweMVFcvwhVt6QxFm/gqUVgcbWSj0wduSDMW2Vx0V3c6c2qikwieDwUhKcM3/QJVfYQy",
-	"cOv+JK2qmME1LmisTRMAPTpORGhGa0wK1RoQpRkNV21QESxz0bSOi7EvrDcUp2Jd7KNxEivtD+AIh2eG",
-	"9s+J8zW6AC9XFtsC3xhyk3wZnSeKRHA8kiYoi0jErNB+y0tZVkzNt34lB/lYmkud2UmksVE5njd7AAgB",
-	"9wWdYLF4oohfcnnge0RONBPksG+bbdmlZPEtF9ORWjK2AOBIW2hcoQWfK+gjCXVVys0Km37dnW9+mWU6",
-	"WWIECUmE5hGhVrtBYxt3tFGVCAmhlIV/G0VzAmPFTnyPfHzzjgrAvYTnIztWv3XmlLVFAnyQkgavm8Eo",
-	"zmpxGutmvnASJrTz1lTzYAREgmnjg/zapzMHg9uuOK6u6RRzdFwRNrvqUGZSEguRBtz97uIlW0Ry9QRm",
-	"6y9iOeERG2Wr6HvkGgJfrq7b795dEPuGKkzTDV85hoOBPlFunjgrW0CW6lHIFnpm+VnpmNE53Cikq9Rr",
-	"7c2Ilvlz3I45fjyKQEKkWwFxUd0+wDN6oWetWpwcqiOz4qE6Sjm3jLnhJ+Lr6XvyL0n40idGPWp1yLlp",
-	"BI/8zPNhGDGt00wNTdqBjJK52Nz/gP9B0gkagxFHj3jBLC3GWBy/ZyMTLJdAZX6SSg90oxS/QGheC8bR",
-	"7PVPHZW5IOnk7SaVgo3UTGpg1AlbFpoB7jQPZ4kIY1gJaAfLoCImiBkMDs0zR+pyRjVzi5C3Sebgx0Ug",
-	"4VByMfVcrGZoxcx8wnW6I32PvJMBjS7o3R1AF5umlDLDap2lNOzmioWT4j5K68IbYR12yAs5nycCYJPt",
-	"geYOjVhpEkl545k28seVsc+5VRzSc8mdfMWChevHFgBL5Zbf1mZOxaHNLXFiIivQ7PaXUQDs0pR6TS9c",
-	"Sb+1pNkNwK5gRcUNX/KD99+8ffn2vP2ezaWOpWi/p0K2e/3n7dt++/zbv28fjSG97aHIXuWBGoVGSrUW",
-	"M59Hyp7Nt/XA/NmNpjZD42vVVty/FkJ1+u16mLtNkit2tysJFib2mgZowa5dZSIuJ9gzalQS5HOZWjpY",
-	"0R7qfNpgdS7IGHF7wdVt23D3eCGEZWY1ZWsEGmZXRDPTw+Zo/j5h8YrAj0ZioTLlPiIRXRkpOEfBSgXx",
-	"b26xJR/9d9NYJgsWtiH7JPvQSJlYKoXISumZDxRVufZfv/twqVLYwnk9I8b0Pwr5vGbtRl52Q+zPJQOp",
-	"Ped3OkGEL3ZnllGR5oQtWZyzSDFCz2iLuFhACfQlFSwaWB8oulmecHlzOxqvtMVYhqZGvZNxWWRAWmox",
-	"4xA5yYoJggOJatI7IWMoJigIi9AUad7cjmDVoJKAWy3zb0c28+8+/h+MJhdPkB6fcs50vHKnAPie7mn2",
-	"uhHULrSJg98kyTucFFZuT+kzNepFhnuJeqajU3Ni5pVy2xmhBCMpjBbEBaOxRy7ofEyNbqwibvTqNmZ5",
-	"EktDV2zeFtaraWZnc6hzl62DknicdxBlGVAFigDykLtiQpB82FnmhLA2FKM2YBl+6exVhHuP+GhcgFzv",
-	"pmOFPUORonIHfGXEcy1BmZOLNQXf9goE+TBlcE3BDm/qOFH64OOHT1cvXn1M/bhG+rV254/Zw3puVRKQ",
-	"O7npeRsnQ8oneb7fFNm5PZSTfVukSS5EcndsZHaUPUZ0ZO5gfJjaUJVLN+NhyEQZGNYtB9gVsPSM3AJV",
-	"FF8/s4VPQsSLixnI7hQPMcV0gfIlYSFXMHeljG09CFjJNjFebUF7yuCmZtxhTdVtOIva3PmFXDAxSmOV",
-	"1sKQzWMQeysGQXkArESa/ptXuVuWn9E5/vkAWvFLw/HW1jzXqRtzI0/YPIXWJ1XKKRX5Ftb90Rj0uu5/",
-	"EIWKD7s1jq33kiv2OpIYVrGekLOY0ZqJHinQeFbBYoEQVrbKk9JsMVIBXM9YvdP99X1psNQPMrYBnjW6",
-	"n9O70cTNos77XIzSu4mSs4qLvZpLJ1tR6w2vkgskcTfJ4EKVE6LonLVtglW+oq7zOXJ9ZmFE85S0rZhH",
-	"T+z1sIsggc+LmzwfssmnczoyJnpZuKYFzwUkJBqHJGS3PL0pNKoa3CTYW0MZhYgkVffEgq61rEnbn+5z",
-	"Oe3AsnPTzHVsGs0vcp5/cqyXZxPP7oay3XnJ6I1DcSnJT6ERdxggTn2b8ekMintn9axKboMeIyTtUbFM",
-	"965Hmyt2XF2a4HeAhNkNds6rwsUAY1bLBRqxYCCms06rzZMmGq5zrhQLCZYp8vCwnVAegRFT9H6eYb3r",
-	"ND7SyQOr0i+iBANfrHs3HzFucVpysRJrTQHMnpDp6MARSRyOQKHWbxr5nItrhn8vGNBa64ku6FdUTNlG",
-	"bOceJB6FTFMe1Yx7LuyA6nj6PGnnjGlXEhEX4sx5ACGeP5RVFcN+C0ilter3pAnQ02k4CQ7QLI1lnfHK",
-	"lomTMbm+fn1dUpDCxcQxa7KxW4a5oW65bfl9c4iUxkttwXfHn/ZKMZ9EjOnR9mpUhaIcto4di80Z6GpU",
-	"YT1AswKdQok7u4msWxRoBp+6+o0PKmpls+NLk+bQ0MNi4WZ9JrIcAaSQNH//anXTRaJGgrGwLFwU1YdS",
-	"kqXd1zPY0293dZKFeqKpbf3y2i0G28OPZXZkmbEt52xj5yrDzvEKMeXL7ZOHhCc7N2xJOG7mbDizKThu",
-	"9dF+Yjbf1qXmwKtPFF72QV0+dAHaC2uIrODa+S8mxlYEP0I5RM1vh1GWRgBtCc+ME2En7fLQ7dSbDqbe",
-	"TN0nOdx688CC19v7cjBIdS6XvTolOmuiPDd0bRiDYt1DXCqbrr47j3h9vBVd1l9u0sRIziKEv5eFAhee",
-	"twY2xStjsHrjnslYT+g+8bhG3fqYfrajvlBJgkg+qhVf3PsAK/iJfz+sujoKCB6L5VOHISmIN3bBu2mZ",
-	"kCdkwZTic640Dwgz72kpSTOSS7JgcTs9drH4K9QwgKO7XHxprqvQ3ZFF4IXS7WgPQ65SKWPOUmBTTCyP",
-	"EzEg/jDpdg8DIBn8kxEpCD6cLhJ85OU3KTA1voDiwn7WTJ/hoPBxC1DzcVe8ufwEsVA1+3xYZ9mF0Kaf",
-	"9zfCD7SYwSUig0aKuW2QKQozQHmE5SdZWHqBXrYYsJknupjhZb6GDokVeltmxTFgDRN2CMXXsZZMWm53",
-	"QKh9lBUlpgusTK1lESMrz4qPCZH4iGh8DbdLvPTechO9Ji0ZtKazbmRH5E+bsuPAKSiphFhPu9grhSnP",
-	"NTloSOeQcIbmhj2UF/h5Pa2oGqblv0q07h34hMXDoQy8zWZurV0gOsHtD8qtDSPkz8whgXEa1o6F6H1j",
-	"amEaFVy3YpFSNHCN+QvHY5qulmNd+CUqGqrbyZ47XdxAUub5fmsNg03+hBPtnmmhaTZFWel+lxwSzDi7",
-	"ZZs+gXtZMZtwdpgi5PIy7HS8bYADhjWu02mXwA3scDKZE/ohJUXR0VazHmtJaeKad5C7QsDLB1Gcnuuu",
-	"lIx4+18J6LyTjhia9PsXo/0Nq8GmArAwt6zPHXR8jLu6/LL8tmUbbE+PXJD1HoxT7wwvrHzdT36LipnZ",
-	"5lrjEndqbj/YsNRTyT3G6xfk2dHx07QYFB61ysN8K1c2G+r3kKZvK/mAwbZaMA/VUM9aQp792suVVdfO",
-	"CmJ3mgnlbu3XNj4VIQ9paVq+MTyP+v0sQSozwbw8GD+h8zGfJjJxedxGqbS54bVhPl+4gVwlm4icuUJG",
-	"pwDV4Jy0lfWOjj57DawNWL9ySlbta0v/Jzk/1c6qUZm8q65CdQjG32Ihyys57F4EKiziGwLCYVPb62o9",
-	"zVt6W2pGlWFF0rFM9GAcYYLllkph5UCPTnXegpZ0GctbJqjYHjiCSpnFtstK91CxgitAV7oHwItxF9BA",
-	"DwUEaxCOwdlzGuL3lbfqFn0MnUg8HoqPX523+8cn6Oa2VjCfGms3C+/FW08+NVIBAglsfPNQmIcUI90w",
-	"wNiYWDCksrqAVeVjVvlkT+vcgGhksPhSqLbdPgc3mhLFmoX94+Pesy/9NDh7TBU7OSIbU0hHAvMA/Ggj",
-	"wWqPIK1wtelymHAxZfEi5kK7+9w8WdFCzQZ0y2KAaIMgbgA1zpbVfte+YSt18HOu4c/+GpQPjqkGXCFt",
-	"T77/+eSoAqAQaDLKIKzK0/OQHccswAgyZGtICsBE1ScZYvIZ8eNEtH9QUmAo6loCbsG55d7MgLT3wczy",
-	"GmmMffZl+td8AuFNkQxoNMfYdjAKbS2Ru3r+LqTPnIWcpmhhZU7gkFM48XLkglgxOCVpTUbHztSM9o9P",
-	"tkb5zdgdsVs85bgcd+c5BeKUlu6e64Yt9CPxjOI/VVADxvDEZgcUDDJXWW/3fYftJIlLXM1+pQAEv1Bh",
-	"7vm12EaAHaB5hZUpY4v1rVQkU2E+eXmSl25edb2rq6RMDTasPqfxzS6V4Xn64mfvXvURbaZFXRUln3i8",
-	"aStkN6e7y3VDuFoOp7wO2GJW0HE9LtWst0fkgv6YMI98unrXVnTCztICyfkU+yfWyyJ0elyZoxgDuUvd",
-	"p1EKV7YVsAjfgoqhNdAcUoUJEG4mcKWSiJDFXh1YhxTKYQ25oVUE6HOpO6SJYI1UZRgCdeRWVrNg9zVi",
-	"4QZxZ3SoezuL8Nz1SQaWvwXFK58tBa/VmmYuH/oxbOZFQX/c3lD6pvnOIuOWhQjMZA44N3cqNI36p5lH",
-	"KIno2PxnwWIFqRePyQgx0zFnWUXRMnTmglaIiMb2o/KxFB16WA6x7klaenoUdXMzgoxkMiYTBqoHCIPq",
-	"EdW4KLMVfiu1RoiHt4d3oXJsVhzYDtIOwyhTYMuizuVQx1mutkrtYcUVQcWJnsk4La5iV8mMVO2KVcj5",
-	"LcpNNvNLnKidheKu4aXSqq/OKnPgeNls1gi+Vvy1cPhm+yeTwWusm12Z5Opxpncl2bmbKzxlpX8mJdJT",
-	"0027sOMLYq3ixH91azHbN3PGUBamWO4w14bXSBZ2g0wiOs3K3GJ4NM4SDjAYXMR0ppiUOvj3UxGcs6Mc",
-	"yhJ5peS+fEbFlA2Ij5PwsfpKQd9yBcZTrclvnQ2Fj5P1MQsNKomjsp1CRQm2tDhETcOzAxKzubxlIXxt",
-	"KOQT+M+IhxZjCN37YMIg5TbeABhy870hqL/2hSGtT/wlVSMbjj6RsfkNie0THxgYvrcKK2yz9ekimg+k",
-	"6gOwESbUYMryUODLVqU16qyR7g4/QTEWWuCfDZb6Lapcg2tCp+uYk1SZYDKLwaLJ/lo37HnYjrkqz5b9",
-	"U46r2DxfcUO21Ra/93pOCKDZFdCzmNmAyoPgbLiki5Wu7SlMN3DJ0b8GxLieyaQUoE7hC35KTQExrdRQ",
-	"2TeE9J38j6gF46t3SN/PV78bGe8qEfXQw9c8zBbPamDZ3WjZ6QlYAt+1BpHVMhtzKNidPROb6Qv4CGOH",
-	"GPGvEuFnMK08NG1lp4Q/FChkcscIBE7yYJbnZaqMGFIdcj5G0x6kAqzGnFGBmF+Kzhne9MJW7hBw2tpz",
-	"lMbWy0eaYMvPwfRWMA8yp6uhoIsFozEAOp45BQwlHH5tUbY75D02KEIECCCAOgWvUD0UAJXW73ZzWGkW",
-	"SE9ILA8rI9J80fXIy1fvPPKiB1EoYx7yGL3jNBoKFBcQDJw1c4Zac+pzK8Inm0lgFFDEBRuKcczojX2Z",
-	"jlWHXFsSkTiJmMUnNEwOOMYwB6xKF1MtY/VkKFDKYhOorw/FULy3agnVzgBa5TbvgkJ6brqgMfAORI6Z",
-	"dQDMO/wzn85tXnJnfsdweOHBdJHAd+mDwDwgPqoGtt30TxtMAV/YR+td2ccWkdc8SZWLjpYygm+zRxaC",
-	"28bEwULbw4EL8klwQO95//oFun3nicKSxEOB+twKvljGhhzC8CfhwmXCYR3aOdW5ZSbNn1gs21CsYSjU",
-	"ggbw3g+SC2OAKjnRZLZazJjwwM1ib4HMUD1yS2NMdxkKvG6RsWp5plNsaJxo8umLbrffhYeLmN8a/SJR",
-	"LBuBh3vbQgO6vBlXZBCjt7+iwiNf8ZhOqaAe+ZpqegP/+oqKaRJhC8/lQs7lRAJrmvETKlZYfxcCg5r+",
-	"3y+ZOCT/z//9f/6//9v/4iNiiFlOj/hX//wf//k/kcPuSdcfCtg+L1YxjyIekH/+j0Dof/5PNvSo1SHn",
-	"EPecZdpCrj7Y6k7hRxHhWIgECHkA9OCKqAWLbGX/JVeMNH2oNvbhpGuT6KmjB/ngZSMxy5dEEa6Vw1Js",
-	"AdCrLaDr8maGwvb4BDuLECDEyBCJ815PFk6nAPSaYCP5iFxwrHTIKyieZ1o46vfN9y7YHJWz8Qq0MiPq",
-	"h+JSQmhghzxnK2mlCJ6cnj0GBKRnUAAwVzpNmPJMI0OB6VnA4WNGEsF/TJjpwQHue/moEBStdBozBmSA",
-	"FZgrFt0yQE5YD1fwya//7t+SXrfbJQfER0Bl38HxHpM/mE1ZANrBD/xcjJMPofgOHWuUfd7Hz+ntdGRT",
-	"fF3Qpmnk/ygGinrFJmyQX9dyPg5hKMCEhbpKLFz7AoZlAZYhLCMH0uWn8EpD4dvbY/zC5c8cANBRepec",
-	"zqF3TP5g45WNiAyt/B8Ke0bBsmTkJj7+3sHczwxHx8KNTWMO1bssuudQnBy5IUB4Pv6ZhvhE7JZFeAL4",
-	"aH6ldYEqENc2AAbNvmsqxobCzwW3+60OeatBRIwZidhEGxKj9b8ul4mMC5LZYspoQFqC0XBtAb2Klxke",
-	"yTCyjGSMb8ErswYfaNohv/7Tf26d5UQBxoU7Fc1zaIhDQY0qgndshb3nHzj6OIo7LDktSTCTUtmSW4YB",
-	"jI2Kgk/Zm8LxqqD4uBPFxpfB5VnJbWDBK71VDdy4gyi0k6PoTo8Bu9P9btdFURW2JoTlpRm+J0+fPu33",
-	"TnL5vb09kBDh4N1jMDEzp+tuv2Xuk4q9infbQZQofssu3NhxuLszmvdMZ85rGXsM3eyLPV/P50jV+uxz",
-	"idlRcjmxR+2iEkG8I0385Pj48GRPkj6woqqLssED8Nszc0inHyFyNsRG2ldIChqcgzkDrbiDKQH346M9",
-	"52zh81hYIOx9s+2LKbv5jMbKhel5tfJ9t0mHbmkJ2fSArQkosCfhNuTXhsumhIj3oGNprOjWbShvPt47",
-	"PnJcJ0juQpUkItQZUs0gPNP+fuUCtgQAzendW5Q4R91nJ5UUL7n43EM+5Uoc1RSs44RH+7zvPH01Xr9y",
-	"dCsBq6t9Ji6k4s41V6j+dnRap6bv/ifGBu5O2WLmb5n3PD4er1Q2aUJ2r6vxxeLpClCcLPZMVk0fcpQU",
-	"Y8R/IZW2MTW/l1zHhN+a610oz71NVN+ndHfNMUxrjzjP4IWk5HTkuNX3G7hUewzWlfqu+/p6be/fiw2y",
-	"sqT36vHo9PjpvlqUi7+qSZrbBw1xbaG7+0bxG6YrEzRZmMgDjKPSEnh1d+R9CuGRpmBLKHVGaBTJpU1S",
-	"zcnv3snh6dFfuFpebji4fGX14/Kf9I+rz+06Re/uw/p7Mv1mkbw9TOFCqbwHm8HrlfS2bOda7aUROqnh",
-	"lucnEEllC2iVrpOjXSpXmbWYi7raGqZlXytENz1gwz5KVYrfzQOwtfzEY3lT8hEMj1jeoVRTd66MPTS7",
-	"31MtrqukphtmQ9DdK3htD2o8gtm8T37VgyzNxzMFaxl//W53t+1XCNqrbSo9JJrOI/533333Xfviov3y",
-	"pW+h7RH7X5rvmp+uX7QeIbhupwmXCy2fab1Qfzc4OGjsCk2r60R0oWZ77dL1lJ+1NPnNmK+KaIfHSKws",
-	"FpL7KwoUKUVgrRUEculAivcIAjHczEION4lkzjSFoGeHYIzBzlj1bM5iY0mbPjqYb5xvvFeWnHRPkfkb",
-	"8XnKs8XS97sr35fR+iOL7UTXSvKXQjO/FbZyeAqSCTf2NgnT7P/a4U3YcVkW5GfEKS3p/oNgCIy+lEQw",
-	"Pp2NZRJDeRqLsrZHzx81W5R1reNEBLSyYKyCjwFiBGAIHUiowHC6COpOJAvMbRJsySCEhtAiqHNF7dj7",
-	"43U4cFfVyM9gR85uTnRsZsrfI8vjsSHtoJRraaTdZh1Y+3aWW6YYy2Mz4vVkxRpY/87GEEqj3LYkXrzV",
-	"WDETEN8x/6K5ll/RekBIuK2Hn1MxRkuuZ/a+cic4I1zJU21D0pScFy610wgAB3aJPdQFl3s4GlwJGhu9",
-	"2QN2y+G/lqLi1M554PoBC7Rn/ZW6GhrX6jfPd+BiGrER1ogabSrrNfLtCi2kSvp6rcEUatdFylpk3uzO",
-	"pN1DfrRgLWpOoyjPwYhWjtFE94ScvGd2x2+azbE9g2P/3IwHZFnk/J4PhSLZAiPletkGIlXYUHuka5Tw",
-	"4g4et+Jmp5DdALZyx9T+SSJlRzLqJuV2gUpVtX3UnGrbYIumcyHjVNUBhAtbjweuCfyyQ3Q93xXHmu+k",
-	"erqlyan3V0D20jIqjvj1/Xrv3bRtP2ywe27O1dQCxbVGjd+tvKHZwqUVZo6I096z/iablAOEXucx558o",
-	"wstzWvkccpbC0UY15d0FmFO46wo8/xcQijeWWHAxq6eLBThii7ntw9c+FGPEuu35yL6lw0R2YEEV9WQk",
-	"VywrRrCNtLlaDrD205gplSPA2hxcmKLLG5FL5YJm7ZdltXUeq2y14YOKotWKQdC+GmG52LKixvgChnEu",
-	"JS4Cvg0ldKAin7uKNpxOnNHYtHGg1MoYD8v4Ovw4c7JjjeH6NYWwkkFJkiRU19rKo7csNou/i1bf2NeM",
-	"zTZbbYGXs+1h4QajpkClNQoBj8Ym2F3cx6IkQpEENzrstciKG3vEVdC2bLDBf+sbcnOZt8idKlNxi9lX",
-	"ZVhFVDOl95Lt9pNtSMrW3IaE1zWcm8LXnw+Q7XyCF5I6s+uTRSmL1KscWE/lL3WsfCWXti4x+hPyjoYa",
-	"pW6sB6BIozyZ15WvLX7Jj4gg8zV7JK9ADoNmX0iSwz6J6RIV8KBttGPEECrrZo+cw5hNudIMC7qUA4FD",
-	"j6MbVrLPnyM+UHGI1ePKmhotWMVBCrlM4KG8fHVB/MtPz9+9fUG+fvWd7yECjlwwoVREFjdsleiItAEC",
-	"aOXXECU56hfSIHNT3Bjkbk0k5ZF6CXtFLlrEUk5K3NHmMa6QBQCLWGyzu7AUOGT4mHUc5JGamlevX5Cj",
-	"k6NTjyxoGGIWvpC65dbo5Kht1mcoXiHYUwal5GGMOtWmUS+Lpvp0/bp9ios6FGk+YB6T6bY3HAq64CMY",
-	"zfvzi1fDocjIOCDPzz++OjkaDoXvEo188xZEyLvpmcYsZz5RQ2HzhfBLzOy1ExoXeA5eL3AeZhGazggF",
-	"oUYmDFAYGCO+Y/ds0Xyb4bvuQN5rHxjGdQTF93BlsrFyXRylBV1e53HS/JgAZ11CK8BUEwku+wLjk/Yi",
-	"GctE+wh6pWy2hU3hoSSgQgpu6LoiTATSEG4hLaYWFGcEZ/UAXQoI4GZzJiMjylhoJlDMkFwLUSkLKVjb",
-	"cMV9BZxeuoOcBl6GUfrwikOpqlqCb+4KS2HGdS7qe0YBqHpBVd26hwDgvG91I7hLRoDtchc/VHLOtkkG",
-	"h59VJMoV286p8+XeXQi2rjkyLe8xnX0VyP0CiDdovDFKN0W37HmlMSN1FRca/b/anLwf+4VyKSpQilnI",
-	"qRjtsyZG7I4WdXGIF+X9PvoaWT07WTTsdNfmlo4767t0BZxL6xLr/W8uBaAGgE53T3V5n8/KNahzhbCQ",
-	"OQ3byuAqBapQFbvY2DdZ6Uxr6tpMUTYvN77LNebr/P3aPqAKWzxipqcdiHF/l/ogv/z1n/6zPyA0rcE3",
-	"9xACYrxKr8hr1XDNaOUVF3t9FT2n56fjLOMoF91QckG80zhZj3TY95LZa0DgzW9UJvPaof9scsLmjaDK",
-	"QXF44P1JNAsLWGw2kX0ompjeS7nIYP/iJGIqQ5eBP52rzoc8bSiSkRaXG0JdM+4Q3hyowtKcU1Ad1qoU",
-	"HiRqW6/xwOZkulzRobCDjhgNWTyWNA4xTxZrjcRZImb+XFxICbpkIiKm1FBAOQooloU51XhFanNcsZIF",
-	"13DOm/GsXZ16kJq6pFg0wFZRQASd5Ww1IFSkkBKYw634T8zDohp5a3goZEzUgsEwjb4Bl41cTFtlWZ+4",
-	"ZrUdV8AKL8w3Zfs4d3W8JQi4fkevI1pR+z/HFDXq/2d3BcUv3aA8R4bSfZ1NuURnDMvAbcdUhJDQ7w8Q",
-	"5Sgrg2m4Zr1sDmnalPXr59cWFQVrY/7yXwoJ1LBTlCYY0kzSXsx7GWImtbfLQ6E0W2RgEhga4So5Yeok",
-	"WTI+nUGxfrAa8nzkDQXUYYQJuOqIT1RWld3Zi/Z+MKssb/sYijTavVBsHnHpPPLLn0mvc9xx6fe3hYBV",
-	"f4D1QQ0pbg5UOvc88fCXX/5s/c6Yq2hnljYPPO/CVVOSpYVNir2WomlVwYEXwhzTSh2wuQv3U0JmRVG+",
-	"3xkLi8hjaeWALWBJ2RYp1eYxodTJSSMZUah4WSVWFPHK+ejDsjKsyOAPIuCjWFZwBVYB4iuVZUWQt5Dn",
-	"oDwyp/GUC+LikmuaVmkh1vIqYbiFAZ2sdoNK0Wm5nzYROKdaPOEa8nZZLrlaskg121EZE32T6edujZ2r",
-	"Ou/GhibwULax3lLYmPbSJf+Wh1Omz7WO+TjRJdq1U3gz4PeQatqOE1EeYpr6wGupdu79zRljqn4Sc736",
-	"aI4ah31AYxafJ3pWooSL1IsJoGmIjOF8U+C5QK8dabdBowZ3k+cApIl/DtiMVqoOyHPoi8zvwpHRZDtQ",
-	"lsmMxByX8FtGgZnWi8bnz1ATYFJy04KeGxjfRMbk3bsLkuJk27PFkNVoTX/8Iw7ZqBp//CPA0gorqj2L",
-	"ZwHIEeapvTaSWOvIlr/0cqnrCu/uJhxy1o1VAZrcUKhEacoFC9t5jBAH7mJkch7eBbBAXkhxi6eEGmCk",
-	"aA4xSwl6w0bgp3ZSi8fEcDPm1iPGZQdagR64gh9gY5Am2AURHbNIkUQx8jX5kvS6/aMB6Z3Av08OT49A",
-	"qUS8QQTRx5CftH7T1ByUXNmQXKdWdjsEijngOF21jaHwofRYAIt9YGtvfPEDYg1S8mPCYmOmxHTONKiV",
-	"hIkQvWVph5reMA/1WosouOSI4CRdFdL03U9X7xypEUWk24ViBViOecEiPRQTHpm+cNyKR0zoaEWWPGS2",
-	"vgakqXbINRBQmLWleoZOQxwwV0MBvtkBoeT9p3eIGtX0/9Dt+gg+BqoHVkiwgN3oy236f3j92m8RRG4a",
-	"inTqnmEvLHcay8S0ZhYLPaoTrPAsZctLZ4Vo/EPhY9kNPwM3zciJ/ISZaQPb+JtX13mw1hnwrtKxFFPi",
-	"v7qmU580U/8zwrvBZFoWV840x9ovEHXNPyP+20n7vRSsfUF1MPPTHN/D7pFH/K9enb/0yVLGxg6y8xuK",
-	"N6+uEfVlLEMoLGv665Gv+XOg1vQnvljYqqlBxI0ebEkZBGxhNLPOUHzFaKRnHqhyXDCFlMKKV8iDvpBt",
-	"hLK0VhJALjnkHFciwlhPETeKkrGSLJGwmgHVAF1HmhQfxBZByrRizA4Wct06A5NIeUORs5WUZ3UIrqSA",
-	"EjN4vZxZSymdsvWF/unQHitpzLgrAulZrDpjzdggvBTFSCE5KUm/HYqcP1KZKWQInB5BHE+oTxmGTJg2",
-	"Lexn2HLT7gzFe6sPwR5AzkenNAXRaDFJ/ae+R/yniNPdfWoBRp+yrg9vS8GGApQho/iC1DLb1rAaCrx3",
-	"5kxWg0xjXTC37oSGYezW1np6zK/uAILRUM2GAg52Yzoc9Z/ZI+nKKNjt84lmsR3TFdUMemv/0ZjOV7Ca",
-	"c7oyi4UIQobJV2Qcy6WCMovcaEzNFx+uPrbO3AAgRiCFWMd3bHn2BUL9DQXqXKhs58J08ZRvXLy9NgpE",
-	"HNkjTQ0ODuCGAda1I+Ppgf1IHZh3s7iehj1nGzkAgUa30+tAFolpgy54Y9A47HQ7h1CMQs/gRD8IZQD/",
-	"sHXd1lU5W4wvNvs9ZiJk6bkGxIAzLWbuKG1esVAGLc/WkB8aW5VDnfEstR/hlgZWIplzR7rNg11bgvsw",
-	"tANjJ2h1kIN4csOBJv0DO7kOnB050Cj/BcLbtz9aPaZ9KSMerHyr+BIhLTgeLhUcB1yjUBoKOZlEXDBc",
-	"KlxALsXbsDFovGH6paGaIaOVqKoy/jd75eDtxAhEkIcQBRwztZBmMQ3hrUvMYvKDBsfu9MFMz6Oi/ocV",
-	"UP9FKAMox2FeQNy0ocCfcoVRnfZl9kW6SvjWQe4192VsVg98Iu0kjr4cNgrEHTbs2/g9vFz83q6figPz",
-	"bX754OUORJzQSArWCQM6eXpy0uuPg6POD2qtbWzINe40P1qm1372Su+QHEc6T+cMhDBQuoIvSiKI4N9G",
-	"TOtVZI9cSNtZZ2bY+p3tw/zsNQ67R1XunJQVDt5LfSFDqJ9jtu4RssX2b57T8MraleaT/rPdn1xLeUHF",
-	"6sohF33OWw+Nt0Kz2Lo+CrwDtSKnyhaRpI3vzXeFlf55wiP2eYtEYcS8oQjubx+3vzmJzeMnWP7c3qpT",
-	"o4bM3FWt3RpGC4eNanHsACHaqARTKUPSLCoiA8Ln8wRUb7915jAqESUStGtMF9tUYo0udbRl85+b2W5K",
-	"gPLJ2lmlsPPQpZu/6dHdU3DzlZHNDXfV0YBLl7zxhs7njNPylW3O2/9I2z912886o/b3P/e8XrdbVuLm",
-	"s/ebyKof6C3F6Rcl1sEf/wV5LWNizy5jeoE7wJz7i4gZo0Uxs2nXZMQPqvPu7YtX7z++6ug7Tf54cB9R",
-	"gH+vi4A8j5Q4JvGS3CNzetemU/blYe/48KRrTIaMnf5qtnvNbl7LRISPJB/O3VGdsxh2yAjQZQ+sowSK",
-	"IFKNgbulcuKjZguFuq6NNMMqYy540diZqdfFd2CXFcXjbDSdSx+Nk4i1PHc7B1dattrMUJxrObfBKRC2",
-	"0z992kJAZ7QO0YTAgnFyUgzj80FtLVz8dbOAOfc9xqtbkOw5Fyw8I7bysU0coWh9WGw7NOFBPUJCNMer",
-	"tYDVXH5jC2xQ56h0zgCq0c4Buy1amclmDT4h4ADnzlgYipSw7he0v3W8yqPeqgjQnowaiBTCNyIujP6E",
-	"qpqzdVDkNf2YGbWCGkoIo583/JaXQ83N6sTZGSD6OdFrkbKF1iBghIWmrQ55a1Q/C7dK/CQWgyTh4QDN",
-	"4M1CSDYumPDQzgHNr6FAdF5XXfMJFLAekOWMRyxDmgY/V3YSUXLcPbQAvAUro+Icuco2w2sG/sIH6JO7",
-	"Rfql+eeby0+133UViuq9/ff5SNO6H6VVsPZ5/Rtr4dT96utvQN6/BCFd96M08GHvL8Lnq9rffHN1fvHm",
-	"+QUX+35B7+ocy3kfmxG3X9yVWxN/dzePnDD5ctjodbrDBsaocTH9ctgAH9Ww8XdFdR/E5N08EurLIdir",
-	"g4OD5XLZWR6Cqdrvdo8PjDxNlXtBEOI54CE+SfdnPzhiJ/R03O6Fh5P2MX0atJ+x7rh9ODH/fsZ648PQ",
-	"2gbu26y1TYNnQHIHTZm94z7FGiu2xX63f9Lu9drd3nWvP+h2B93uP9qPC+9lnxtZR1AKKRZNhg3AizYS",
-	"roTwwwaZxWxiTKPyw3DNCDKNr3eI9Yvyrxm5Vpi7/Tp7bh8UPk0bBJmdPaxcoKf0WdBjZm3GT8P28aRH",
-	"26dBn7WP6ElwyrrULGDJApUs0ZU7XAYEMOnbp8+JFOTq+h/IUfdZ1+JHdzu9XqdLfv03/8H8s9/p2kL4",
-	"4LzuHfa6T/vl6/rglS1Z29x55RY4Nc5zq2rPrL9DvUN9GdNu8Cx8evNj764/PxRHXjx+yo4nh7MfTm5O",
-	"o2eL7tYFd+OwWhf+YM/ccQYqD/kWBALrNklEmn2jpRxZ56b9Wt6ymEZRyxnb+Q4yzjgosIZ9Zhj3/ma5",
-	"+brT+Gu3hL3Gcfdw93evOWSmrGnGuTPdVTBMVcqcYgyBUgXFONmlEef0yuMqtbJUqc0GMBSZUku0JCoZ",
-	"mx7GjGhZW8n1hsIF3YAa6cKZ9IzNMbUt4spQ5gnUuYq177nETIzZSOFc3A2IpjdMkCZFvZurwiSy6i/o",
-	"FYaAoZymWaiIUqFjeuSr64t3a5pm2WuFSylwKLZSj6LVlgfWe5CptmmYwFal3U9VWm8oNjXXNLArZvbO",
-	"0SMsUiyfayNFNtmhAM8WeWsvANdVXVVa9JPwkDQ/fXr7cihcrtuxLXQAOR7pVRP6tc4siSEvcaxklGiG",
-	"1TntDSC8Zda53bZJMEkc+WkQm82CtzNJA7u1xM/Ncj/BKxPrz69SlJP/oSH/Dw35v28N+WTSDU7pcb99",
-	"GHZZ+zjojdvP6NFhu8f6k9PwaXAyPqZ7aciCLeEU2Vs9Puxe9/uD4/7g+PC3VY+T/wb04u74lB0HPdo+",
-	"mvTD9jE7HLdPg6e0/Sw8YceTI3o47gf19OLXNKa9znH76Hn7PNHySiYibH97dN47aV9dv3cq8mH3pEt6",
-	"/TfP76H91lm4+2u/4HOLV/2b1Y/hT/GNTn7sr2Y1lu6/Wz2zoDe+t7uxptI4gyiHn7Yqi4tYBkwpo04k",
-	"C1SjWHzLxfTMnM1ZFI1MbAXAkGo6poqRJtacU8Q/iBkNVz/5rQ55D2ExENIaVpzTGHvR2EvoGi2rIHB/",
-	"TqNFGxKip7PF31odHfuu4IgCLTp/uWV+x2+ZYADMUuIjt1EqlavqGiVjFwwEqwrk8ojRJUWwIjOutJzG",
-	"dK68bEkXUkZDYV41ynmgPOKG3MYo5ZlRViFUhiu1FpMy4ZpoPmfKw2AfwyxvwHFqnj7B7yyJUaHrkFd3",
-	"C4k1nbQkK5nERAUxXbB4KCBQojmRMbGLbgxXahq4W7UqWOvCkqbeTdQiorzIVY2/IV+9endJ7GEwModx",
-	"WrcFs9XIV9fXl1m0iaOxRxBRJ0frzlD8Dbn+7vLV1uYgZ8bMd8tLP2PbXw4bb15dDxse9Gikqd3gw4aH",
-	"XX45NHMdNj6T3v0axI1c3t7+EtbFU9ngwstYmn5ZoqC8pa20+BfcZ7kBzVPOKdlx+fiG7VEwoQwSgGQJ",
-	"pLGdAPtKgjGJOfBayki5oEMQrBAO9d35xbuz9K4XI2gURqqVsfmHBRPnl29Ns791eMkOIewCae8VYPS5",
-	"hKHSyOJShrITT8n839jxXQyUouhl2M5yK4qWxm6Ws8VHJzZ+lGSpYWd5dGQ5WY+Gwug25L3tDGfYdL9z",
-	"2w0/k7C26wEBHhgKw0EDo+cBCw2crDRPLAsNCHDQfQRQKb/8lay9JWbJ2qMQ3qq1pSd2GgiKEZYDuE12",
-	"nhWjvXl43Zh7YsROLUXtyozjr01Pg0GBW5LFt6zz1+jz/SToLeWYBbru93Xhxk1dsoqtcn647R1kataB",
-	"w5fayh85wNQ04c1iMmKgJcc0Nb+Y/OJjhiT43VwTtsD9ynoA16FYMScq11xatnUogOsg6D6rdopOWEh7",
-	"szhZWYYBGjWAj3BLowGEM7MoAlcncqv9BBrOz+2XP2dpEV+QOb2z+K+toWB3AdzSw2k6FB+hCjNmZ2Dl",
-	"a598QfzpIvFt0p3Ay34btILZoVlGrLTFzd9cfoIcWHCxy4kNEoW3wRWK1LJlCbnCKADnZcXQDX9tZTHz",
-	"wCdLmURpRUP4pOmPqeKqYwuZDoWvAhqlNbA9Yn+3d0p+XuBDSAfeAcRKE4ulDDgtXEwReQ6HbUvEf/0N",
-	"2AFrbTxxse9qJpcsJE0sQOxW5Jc/gx/bJUR+/Y1NYgCga7O6LY9AAiTQFFMuoQX3hcud1PSGkf+PvXfr",
-	"cdzK0gX/yobmFFJyUUyKuoSkgHEQeXUeZ9rhvNhdZeYRt8QtiRXUpoqkQqnyScCYfpjuwTzN9KAw520w",
-	"0/U2D92YQbteq35A/wXDv2Sw11qb3JSoCClv5XRHdcMZknjZ17XX9fsitUVg/KAGmK4xoG1K33ty93UW",
-	"VmTgPLfsLnt4h4kQ5mjNN3BKUiskfk24N+lcaGp2KtJkEJWAgMMqioy6T6J9Jj1OLXNPcjbfjJMwb1q5",
-	"PDXjmWjYwE27Vd+ZP8uT6mG4ocdCNxkLi1hc0fl84CLBL9Xi9WQSxwvoIS/KS+umMT+FygOfsEsh1FBN",
-	"7kO6Qab2fDaCPWLgymBMo1pLvZ9m4YJn4q6WVu/ZKX+XR5OnK/no3iEXP8IixgdUVHrg4w9246uLj4kP",
-	"vCNvfCUmI4sA5sAs4zKKtU6Zo/O2Fstsw5CcpJEnmYJOUWSZ7lRK7s83PZIXZbf9Z6Z8PzWFKWSx8SiN",
-	"KSkWTqVY7j+VjKzZ3Q6ZJJe7rT+ATPXABYHxhiOWzxPYjS8Mpq1D1yl/9SUcfs9xmg687Tlscli3b2UW",
-	"IqeOhPOwYE8udKAHPOGFn3rgWATlPgesBgY/w5kFJ98XYhFnSayOH0SqEOpo5Rlr9T5XViaPVgIJQtPQ",
-	"xPz59mVBWVUzD0uCKgkDdJam0eYP82j5qpfF2Ukbqnqh0nOU3yxjCKyV6677u2XWxPx2cakBl+fhDAjh",
-	"Bm3HaZk/RPG6Nmy5br/T7+VQzcWzO4OdL0fLOAW8mdqw169Cd8bn9Z1K6m9ExNXn2Yhqv9VpZhI3fFsr",
-	"FJ8iymDO1JB2oA4Xq4u3B1Dd/cXXj+49OmvqqWt+wWXcbLl3mpcuq1PeTtu1HdIopeAAc4sHIaXxA4F9",
-	"KDWyQrFWWb3l2m12x8pBDDrsTsNiOMfKMDAazzOWR0kYREksndUKjd+KQ9SsmqmYwhEqY/MEVqenLtwd",
-	"lvVZ0JnqrdbJoNfpa2H71z+yHlQmfspObFdpIQ1Ug0xlSZ/g9Z7dceCSXP+Bl99KWd21nb76ydCB9G99",
-	"LH3Ues9f/oXUnV0dJweBT1kdBhY2cGrpjmThQjSGjJbmT9//b7R4WS7w9yg/Kd+weQ7+mWNHUAVk3tj9",
-	"WpGutqprBQrIJ9TKaBawF3HCnvDFmLOIbzCZZaOVsyyvmsD50C9Sl8z5pWhQ3VZaodYRDgwaW5IWbVlm",
-	"6aVs7oZjhZCBI/BhBRDkeDm7AghXapUA6l8lgLrtdySAeicl8fMSjP3D3ANaq9Ra5j7/j97KH9RPeHSl",
-	"ReuAdzykRdBx3UMcEBRmQRfE3yTFzRSkELih9WK4OArTt9LRgebwXjfHOWICpohsg/A11i6ijQUxKTYW",
-	"2VqIwtMgA/b8+YPnnqxygvz1j2VPBh53up46B26AXW5RKj9azs28zxQDYmfl63OHHRwARZG1J7dsfObr",
-	"+/zGKYrPdUiZXoVXwS/AJEXgezKUADuJRja9NhEzqP7wxass4fpaXf/tEuIP+XXyyu+gDJYkA9ay3a6+",
-	"mNRt81o1glbhmVDGpV86Qgt7k+mLwKI0rvGkaWuCwVv2dJBZi0cQmJ9aacEQ08PzF6ee9JXI9A0bGycD",
-	"TWTQMhHNw0yVgwSzh+cvoKtKWQdANT3Ui/gSlQvdGXWFheTldKyxCyGWFNvBObRY2Ucy55fgcVHrEB54",
-	"ynxT1mtUXcmwAw0CPsNK+QlPIL+PSzXN6CIjbFxcOADlMBpzGYyWk0zdfQcTgNcajBjKUtPVchknGRXf",
-	"FEup47qWOshVE9dznPI1RfjpHvAUaxdakcy4YT6eaDhjFY61erxEVOVo40m/zBihlkOZ3Vc1/Rukp9EK",
-	"qX5g7ofzZCzp4W/hhYulQD9fnAoqHcv9feT/g4xH0EbrgZCpgC4uwlfZKkGkBPFqKZIsxRKkSRSnamNU",
-	"aa6W6WvLXTwBG29wKky9CmFg6uAhhO+b8L3fGKISA8sXFyVgPwtypKW3SJuE1uy6xZSWVADPTJI4JV0p",
-	"rRBAR/oYuSfpOGe7vkWlOoPEpfxa83jAfvDUk/4eX7cPsH+wKmhHl9TP3F3GaRhgktRrtp1jrMI3trVG",
-	"PNlx3WIjhJP5Vf6te4LwpG68WzfercO9W3fjvLJcm0uH+agOaNN/TJ/VgZsoXs0O23Fxqp77WbxKXjy7",
-	"d+gdnxFn7hG3nC3iRKd7/0bwJD30xvvqEE5CJR5fPLt3LpLPv5m/C9edCdl3vQXMy+qtBVBgf/0j619p",
-	"F393mDH7+p3Yz/mNyoY2gqdvayiPeKaNYLSZE4GANkUnBr2e06+yfA835ydxmjvrDGjIAtodG98Z2P2u",
-	"VYMGdwb2STcffvWLAa5Zm4YZeHLGmh4cH+A6dks/wHVsp3iA+uW1Bqjcfq17Ynfz97ondsd4sfqtzESO",
-	"N7Xb/Y6tb2q3+227uEn99vqN/QJ4Gp/nPFj7Ez0Lpqwbz8AH9gzQ9ACOl0HderhjYJYgd1KlW+A+VCZp",
-	"k37HmAeIB2KKJU4BpRMrHXxPOB4T9+aCZwu+JCwxwONMh0oAAlxqqwcAuT3bk9+E2TxeZWYLlBVbboFl",
-	"uipzdfyVAH+Bah1aBGCv5VFbMsIgUEIGrU+RWIzTEjT2xmIJR2sa+A6nPIw0GoMauqvU2YdJGNwos39T",
-	"ZdaA3AQcwAVvpkI9kVhaxatlBH4xYiW6QpVNS0HNHCn8SO3VJFeka/WnKs7zDaT5TeNkUbtC751sWCQu",
-	"wTB88z4WO+qajh6gEr9dL2+U6RtlukqZPjychJqzEuNtFzVodLr2TEW6vOaH3/atVu+lVWz34beoNbbd",
-	"k17/pabR/PZqxbvQL6t07bfROeF04pF+/Mekgqp1UxoqJRPeYqzart3L3+dCg/XrXLt3/Fi1HRhvfJ4D",
-	"z9bPc+yTfWPVc9rFEKsPxhjDb1Vj1eu02vlY9Tot1xgr9dvr1y/32W/We1p57S7MMva+a7eN3nftzhus",
-	"vD48A1de33aNlde32/tGs93uG5Pa7pdmVf1WNZr9fquXj2a/3+oao6l+e+crr2Xs0lZpl7beaJd2naLT",
-	"Xcfss/pl7y7ttoopUx+MOYPfqsaq1TvpOflgtXon3YExWvBr5eID8QfS+2pHwRtamUpJPtjGFAEq3Td2",
-	"5oe2M8/Yeh5H5kRgbcnhhiaB8u+1Ne/GUYDh5Sym9GqKsmCl42KpaVVMeI1bqUb79yTEeSw2BbwDZYg+",
-	"f/7gef1xg33Kln/5t8fs1+z3f/m3x3/5V5s92Qq1pkY6ZJiUALtP2WqpWuTui9ZqsgFisPbkgr/CMM8o",
-	"ErJB2eJZHqtGfvEiM/+jTaTfSuDypB6JMGVjSBIbbzTLFmQM7ebAqylXk8R45smdzAHVPUxEw7AcAxtb",
-	"D8GDx1+eI9mDXhpCelLJ9tRirlL6dtPdfo0/wH+mqygy8qEoDeqvfzS5geYAS/7XP8IfLAgXQgKCC5JF",
-	"gJ15m7lvX1HAlb3K04z95V+6DvtVKfxHwbM0vjLZPeKTi1KCO+LV5D0HqKptyqOrnBfntF1v/Bcf1n9x",
-	"jst5OxZnrJHWe465VYW4fglJzNua4CFxkneV7FwVjEDBtaNhnvR6J/bJwNVaYb8/sN1ex9Br2227P6jU",
-	"h92Tvms7rRbdO3BP7Hb7pFDy+t2O3TvZigncpCrXrNqBqcnFiVXXP1us67Y7bJE2tk4rPKAAT9k8o9hf",
-	"/+jY7S6rv8UZdcDBdNttnMJx8ivUxszctsOika5jOY5TpCu/zc7qtwburi12laV7zYVolRxwIXgrD3o1",
-	"pNyWdn9pzN7V7neR5rR697cdp2P3+q3cfB707BOnVVjQg87APnHala6FgdOxO05POxd63Z7t9ot7eyd9",
-	"x2532m8eESSd4CYk+LM21cCQyinQlEF1TMowIiZeWQ+9klBAMDWwug1KNeT0x1/DRHM8mTE8oq/aiiOi",
-	"XgsFzpqjVkQREUIRGxfCMBrWGcE31gkUBQn846nOoUwJzBwEPxgPORAiGJgo1DV5EpCoUTtIlcaflKEU",
-	"pikR1XryLE9lJdIMilwqKZczVlLP6/jPX/8IIzVk2Tr2ZK8DxSwdtNNCCYLeYnwcrzLmsid3gPgNsogT",
-	"E9I9THW5qCfBjuw4js4PzLs8ZJInSbwGZh2gXzKjp2hnlcKnsX6HYFON+J5CR79Rt2sEewJuT00TEioH",
-	"dTKtT0wB/lBzCqNRmopJLAFldMpT4FfTqLhJkRXKU6OuugDb9aSJtosZukdRDhQJ5amA3ZIimHwQTqfK",
-	"BpaA3VkZx72Lg/IUGbbfzgza2kVrXIlCaij8ncjdqTEcmMnMxjwVQJB0YFBPn1dXGQJ5eK+S0wQpTXqd",
-	"KkaTUozPMWN87tGRzC9ltCkkRTYXaU7em1o/5xCu0svfJoS7p+PF9vw5RnSP7PTb246pEEFaYTNqS0Br",
-	"sBadOeQ9XMc4tKWg38Eqq0Pc+uraiohAv213KkIFI5Af8EDcfmof7pobeVwA6LeNwEDL1X8bTyoFAfpt",
-	"u/yVeaHWCfvd/EP+s1p9FR0ZdOz2VR2xW22nN+h2Ou1ep+v0232zZ9tq8FU9c+zedt8cW1mz5v+2Ojvo",
-	"2G51Z+1Wu9096TjOies6bqt3YvRetXGr947d6Zw43X7fbXfdQafV6r9+uWMVuMevAkdNxntYBXb3unXQ",
-	"6g7s9rULYTA4fCE4V69ou+X2u/2B22t3XOfE7bhvuhBasIB3FkJ/u4N9CFftm3yn77rtzsnJSatjdLI2",
-	"7LUrJr/XLv1f5/VLCnWVMgBalltOAHC2wl67U1hlCOYLBsmXgxHQcFdAwtqdwcA9cX8LNPCAOT2sXUbR",
-	"Iv88MoHf2q7tGOztWvjPlqvasKaBamtWbd9qy8kva198efbs2f2nzx8BYNpu/elIKU1Ud6pTebVZPJpE",
-	"PFXTmvMpjwJdtkG+vdrjgn4VnK+t21cj7ULMlV+UkzI2eNBUbMjyKnFP2rb72qrpcuykNqydTbIVj9hd",
-	"DD4kNav2exMIfFjb8g6BipQlobjcnS21lEM5i8QozRLBF6OKFpUvKAlqdPOPgGGUYsIakns03mx/l+gv",
-	"NAbgkRDF6qjDwkA1MiDgPvQaHBRrcFcovPEa1PXQB6/ByYbLi3Ad3r7CK9k8++arZmcMNPRvvgA7vQFE",
-	"3I9bgN98xTpNfPW7X3p4bB699GrPuAzGIpnVigV4yPCVPIdup7wMXfCov2ltem777uUdXcmcQlq7G35J",
-	"TqcPT6eiBhQKn8cb+LcaDvuydRvlQ3pN9jjx5qkp0gQYOe0ewm8T8hX65gHC12YYWwNgNc3eThY7QBmH",
-	"kgHzft2rXT5+/MSrWcwDseXVGprqmt5sQTGksp+pVtbPKVcALjabi4WFTgDtuUf7IV2KCHK9QwmVn54E",
-	"91KVp+BxmGb3aTT+xhiyaJR9+92ONFd6DAwu6Lk7Ql2pwwduSuzpXZ7xKK5EC71+4iGg95EBztIEmx2i",
-	"bI583aYl7yqMj7FfZuiAaqYZTygKU7lvvtEl5kRau3Uf1u9CQCvgGR8afOfQJDXInoS1nQtHE/8QF/w8",
-	"XhMf0SKkfJF6+UEW7JowYXyVzYXMaNVZSJ0ZLqB+AmGniy28EEHIgbOgAe/wZBYzsRgLYhIvEM6x7gOg",
-	"D4naFIuZodNZzKYJ8vdKT372/MljlspwuRRZ7s/lWZaE41UmUiIMKhIjcmTYcB+9zUMc0mc0E3/bPQvD",
-	"A9flXYJGkCdHTXIzWQFir4GAS+xCGQO6eqZOyJeqHzPg/8XRNfJ4wAWERMEVv9q/Ax8RDnHOwBKEl7DE",
-	"moQj3DSmT7fqU6/29MUXo0f3tngngvDyCqby//Tk7PnTR393r7IlXo3xdCMnV/GTvy66ur2t1HTwAEYw",
-	"D8Y9vP+cKPjVHeQ7rhrQ1KLTQRD6PCA10CRrtt0rHh0gS/0hvN7qmbj9YO5X8IAzoEYhPXHI7gieiIR9",
-	"fv83FuPsQmyMzR4nbMEvBMkgzTt/ITYpQ6VfKeqwPXOHl1qQI/LWLVZRFi55kt1WFzXVfOY31Ia1WRIG",
-	"zUl6WStnAd599jWLp2apWWoR6IiW+NCxQoyUR+v8y2fXzcQZLGzUDhDU+/XLI/JJyzt7j9Y4W4WB+MjO",
-	"n89QYqvFbWm5rZYoiA+chGWCLBR7oY9ny9V1+trD8xfXK2g5AvHXT8+esDT8gzBq72K5B8dUqUkPz1/8",
-	"fHSkHd+JoSS1DBvm25YL3sIdO3ff9W7n5REK1cPzF9dqU6VpoXyoMZBDf2zrWK2Ao/SmOdUu7V248MQt",
-	"9eJCAgQeBo7RiMUzC3imhMXWcXIB5CyxRJLEh+JBnEwEWLJqtNNQTgQ7WywhwezsyT32SKZZKCcZe/LI",
-	"dZzbTx61HcdiZ8tlJDz5pIkRyMaQ8IwILnDMZbAOg2xuMcC8YQ/OW73bdx60euz5g8dfnj/DBOd4LRLL",
-	"k6Bb5QnOl0IGcXIrJbChuVAKk492vU/BTcylIjNJbNgs9uR4w+o+j0KeilTzKeaQgpQyDCpfvmfVewGq",
-	"ORXERCk8CVGTdAuyeDIRyyzdt711ndk7DphCnCybh2kxJDDpdWUFNkOZCpmG6ozdC0iC920D0z6GNMva",
-	"sIMBTP2xtRPtvKpJMyFpGIbM57BegNgy4OqfebxcigSSgCM+uViLKPJZ3ViKDfOnZpK98lndXItdB+ZP",
-	"/Xn+9Et19SSQ3PXpj7b+o6P+SPQ3SgaK5qLls5++/1P+sePvG5+iE28+Rm8f6YulKMf5vpSY1E7ZJiQc",
-	"zIheIc1pwSshQuLZHEb6ikTBzi8vrRpPJvMwE5NspWRNDXe+0omWrd4om0bxMq0NT1q2a5mjNaxxfaHe",
-	"TSOMALTUN4ACnsuA0Wyc1oaDdi8fd6NpMs4E6ScPz1qOy9aqOUu+FAmlwZy0SGbYIEVYJmQKplQ2Zw/O",
-	"267anauFkoCCpI2lSUmH7NmTlL1i4zhOMzaJ4skFe8W6LRfyFG9Pogu0/9SbX5lvTngmTvPxAqmx9SoG",
-	"p1JEafnnrV7T+E3d3jiFhMplEsqsQIpbJnGwmmRg8KlVmYrZApaJWjDpagFuU5R1tSFQOabE5SgvwyDk",
-	"9iRe3BayuUpvz8RUte72LOHLeThJmxOeBOnttkMy+XaSvWqqUYb/ZOFt9eRNmonFaMFfjUD4jtBqIKfo",
-	"9o+6HXt+Xud++2A5gjo6x9IiR/tQt52iR7hBtVRVEnY/PCdsDUuz4GIuVB0bYSEUXrFs6QuluTU+OuIf",
-	"wbRKYAiE6/WH29/NlqvXe7UIX60NJTr1liTA/j0Sw9fnJOYvPTx/MQSfpMXSJZ+Ecmax5UpOslWuYtDZ",
-	"pTQPohAOZ1KdxXYls9/7OUnPQFeAehAlLrVgfXj+wmLCntkMhyE/JsBSK06J5eq6uoL8fHDe73kBP99I",
-	"/BuJ/9FI/GOlPdQiVQv7h+cvft5BrrcX89WaX2705hLsStEfFZkI+yk+VzJHmtXoQeyTTyBt5ZNPCGg4",
-	"y9NgKwCOSzm1G99iCZcXupgTuBD9IfONqLGm5d9JtvEBflPIAM4Pn/JYNHPMmD7oK2xPPgcPYH4K6cgW",
-	"T8tpsr7NwF7J60KlIFxdT0IwHalosNl13wyzA8LwVpzdV10LxJSvouwUCKQ8WVQRhRlbqNNH6JTeCBFb",
-	"1QcD1FQYqPzUCh3qm/NLgc9Q16pGoxELFap42zLiqzQch1GYbdhkLiYXKaO0BOhLJKYZi1cZW8lIpKkn",
-	"/RCrB0d01afq7PKLNGc/L23GXyjn3GwF5F/jGFGEBmD6DJhnTEePEyX9hhgoAa7lPEe67KW4pQuPPTkl",
-	"kFX1mrpfFFD4hvsNCm+GrKg8MgtUILfbRKW28lCJLjUmT4A/ARuUSJhsBhsAAHs9mfMNYLmvEuI8iqiA",
-	"OUDPrNF1TOHGbzxpuF8wTT3Ny/Oggjmj0aP8fsy+1xDEE77kNJ0kBLCKOCXg5IxNuGSJGlOoJo7R/oac",
-	"dWRVlwg6THdNoAMLfiGKWJpqBiSIRCLQafenUJ9FU+9J1UI13Xj8qtHDaLDrOGrNTcS+kJKR9PSOVbaP",
-	"HZ/1KZcXRQWHDrJX7ILy0ir8ybCdMPmfj2MgoAhlmgkeoCyjhZDsCvL9bEX5lJfcHSTT8sQm6tw4jiPB",
-	"5YHgs/mRJaLoQwPRVkWSY9h2bLzZOoQsVnUA1YsTqGEcQVZx/tTzA2jv8sJTr3poS+lTVk1I1Z1vt77d",
-	"zU8tUjzzVNKXB7jpiDp5HgcMDzp9yEEpyRP45S6cc43hFmyCPpLy1ZQCw7GSDiJKMbMBBBuwf+ozX2jS",
-	"gFQg9x2t7eLEg+deMXJFhps5fjyKvpzuFSZadzQ6BJGSYtR3cuVev5eKe6hxP6aK/uDyfLj6KzON7rhC",
-	"/Q9d13/ITc/y5Ltj7wjubA6+B9HynoTy2Dv4q4PveAxovIdefXeVpHHyLmpDAO205DJWe268kkGkgxyI",
-	"DYAwcOrwKShOquHgroQQLtzN+s38cjbCAH9ODA8PUN9v2YpqRCKRicC40jkYvThYocYxSmvDtmPVtoiB",
-	"Wm7f7VSiV3UGdv+KhHzXsbeLCwDrzayoQCRhJeN0VQOM2U1y8U1y8d84uXgbn/DntzH77V6/cl+2W3b7",
-	"in3ZdrdWg3sysM3inm6n1813pfu325U3ZSc3ZSelspMcrkIt2AJS48pJRIth2zqQqssT1BagjUdEzUyL",
-	"vMKP+qUkr4BGMkDL/yOLhoHzpvA3omPPIJHYm71vMCFdifZA4HHoWzEDJuh1FMllOBGYbkMITeCDGIsg",
-	"EAGB8rG6nyWrNMOXprZS5HzL8I/dSplOaym8NUD4NQ1nq0SkbC2AK5sjBlFjWOKCIiKznEiKEY8UuqVM",
-	"GDQpCIVHPSq1CFLHYtuYbzq/DVjoJuopGjSN1StReSz2+dd4r7UFytNAM9B0WHqSPJZAc5XEadpEFCTD",
-	"g6bxAq8Bl2vgoITZacGpB48CJ/lCcPKXohsSObq0p8wH56bPqPY/BSdbLNXWpGxwQjsEOAqcCXDFAMen",
-	"J8mDaJEFPFuJNBXBKSwAeN2a8PuJCT8fwhBB+BHIQk2eOQbU8X0ZRiDaH8Cy/dulEe5PVqFxRpECi39P",
-	"sgoqJtC6dARyUykD+bIawVrCrBv15ygIF6DjW7WLUKrBgGhfDRhWgJhspDQMWNyjVk8pf0O30z3pwQX0",
-	"sD58wAVbG/asWv6nOmhhXIbf5jjbTYnq2Lh56dZeVgU7yWdxhRqn58jo4k6Ab76azUI5m/KJsCfxbYz1",
-	"XaVaq0U6DWcgRqAO4verOEOPrhr1J2LG4ZY7SRjMBAviScrq6r8kf25H0eK27uXcXgSN2lHpGMUSvCoh",
-	"g+BIzXSMjzDTYodI78p4m3Go3P4OPuzPtzgzBZVOaiUa+jCzkLeZyw3z47UUyW0fQY1esbp/iN3gNyA6",
-	"oWURkVKqlw13BCLbIw91amUuFS0sO6O8DYv5I2ILWfKJoIIynjK/6VfmdLwr2WVdNZY6j+NxxBe86TZb",
-	"7Tv70jlyXMNDEjrcD5HQsSMV37VM7LcG0JFCKHacklRUH82/c7EY5eM5VmaN+oQfdkWjk4+wMQllUXiA",
-	"IFyIjDfhPbeLx4yb86kp/2pvILX2SSzYEr/0vIJtoYZygO9oTdfLuesqKfCJh9dSmMZiEXW4Ug/6+ZRS",
-	"vIURXuq3Gu9tM/lludBCib839cTtviv3lW2/5eVxO+vaCo6t5fBR13A8IaPwiCqOZcSlFMnePePVHjEp",
-	"gGK7CKPuJNvwjP30j//M/EUoR7vBS6qfgGYBSutP//h/q1P91UiHMYdFHcRUKRmxJLDhCU+C/+zV2ANI",
-	"o4AJKwoliiwQI6GF1XkUkaa/oGSPt0hpUFKgHMqmlIzqfAYdMa/MaEDYP00Rjqh/ahRKjklf4yyDHQ/t",
-	"C0VOAwxv1UC9a5FmrOtYiNy4ngPndkIpOowzA6s8LQY4nuZ/I+SvJ4kYvUSHvhAi00OLlSaYB8CznAm9",
-	"DFF/K9UY/+kqUYcljB3aoGODpVtJ2RJLN9i0ZprKLXCdzEReSgOhIajH2aa+z1nuKaXFXGpmjo2lofrC",
-	"1MolO1BVYpfGoQzSIbB00zR4sk72MXgajMybeRwF6NGJwfkBzWlYzNccmKlPXaJa++JWpHGnO3nGYjkR",
-	"OZGzka6UxKvZfLnKPIlMePFyqZZ8mNKMYHkKQNv6lA2g/i30HTV8gCFJSyxnPsCm5Tj5y2hF+V6wBhny",
-	"e2JutHg1ESJIzQneehbibua0DVS7tLNuJvGC0Bsov53EEBYLod/Ek7CYwBOEuSIiA3sD5rMcH9QJKfh4",
-	"gGSUeQ6aujdM0VbRVOX0bnjUFv272gpTnrB4OvVk3auZKwwpyHl5X7RYmLJ2H1ti6S52Ha/WsNk3AGvp",
-	"r1KRpNqThrzwW5swlGnG1VJhddUKNRAN8NoJAgqAqyZFFgs8El/A8pw5HDpMjLNwNFHwqXVTTsU3MviK",
-	"lEBeSFBy8qhlGQQisDxJsNkmrYfOGNYY4Q/PX7A6bKqcSX22XPlFBZwnx6p7+cpexJfqZdo7j7wxKRuL",
-	"bC2ExB4USKEAK0t7aMoXYbTBJ4eScaNoAuxJcFU1TglvBiQCubPylCLVp5hx/BGpMOgSUKcQrlydGqyO",
-	"+TXgDRSBzyC40rB1SiIxgUDSXnkqcG/oCYHpV2MEw6GPn0oSkPEqY5qqXz+/+nRTh5Encw4SNM1lA7LM",
-	"YOa2YOHzqZuyEpo6wEgktNsOZheh6a7g0kBAtl0SDX2hupuuRhcyYbrr3oIQkuCQlVI1Pk5OC3YFdA0Y",
-	"K0EtDdM9qdbZqSbgh0zEyjk8xWpMyLwyMGhxqavlZ7MznLJKPg86hSMAvKAUWeL1gEFWmxoOfLWwALsm",
-	"lMzXKEt+URmaCJ7GUguMcZzNLZau4NRWbw9TyHSEHP2JqJrSuMwpknMuaMTeCpd1mJ2abckzn4rJhEWF",
-	"8irNU3VBxj8AbI9EaO1riXjEsAeArQaWItfpuOtEaQLylDQm6KSMIV81Txw3Tnst5CgjrM6nmQAf0Wo5",
-	"S3ggADzIk6RekD9xzCcXs0RtY5sV0M9rjigkCP2M0M1tBlLFk8gZ1OvgUOcwLJhUmoGzSU2v8Z5wIaj5",
-	"6TxOsqnSLTEmpheuxbzaWKhtircNGU8vEAMVGBPYVKw9iWDLqVc7pbNfSWalnasNC0sKp7vOzcORGTLY",
-	"k7Q+aIj19DRs9gx/WPIkC7n21OOBk8YslJ40pl2dcaULh+yn7/8EAE0oEFM1E9hnH3KnmndjmSVxNGQy",
-	"bsL8o+yTMbv/nM+gw6r/2GeiFlLLzZN8moh0bpMLjxwxPtkl29mheIkp7WxPnhHdUm4R4OmlDkjMZZ+J",
-	"DPhI9LKF9D+2Q9NjVGXTAKttow8y3AuwhnPnoj4bKsodqoz/84jLu5p6/d26EcvkM/GUjBrUUgwg5p9D",
-	"VvHzec54jeqT2VawJJXSpHSnvamWVTbklY3O0VGCeIWu8KIbjoPEDhW9kKvFeH8nNKMYVtZDuLSKBq2+",
-	"5slCM4mApYCcJriQDAD+hsUW+/tc2MK1A3vW73W2u9Y6oGt3t1RKQJtSeudpSVvFMtQ9KqsymviF2Nsb",
-	"eHCtelk5zv5WX7Gsztg2pABLV2P0cJfZ19Bts2eYybH+po70imYp4VBZurmjgNexhJNNlalJOc1yfx1r",
-	"w2KmIpy/yNoZib3YAVAV+hZ9fQ9JvMem4x7PKl3FDH1N7nmucoKCu5uBfpofLjtJ6Nckmn+jtlGZIxBf",
-	"SaeXZRxVeAbhJizeUXgmS4VXZeyQOseMD3XSrYVYsjyriHxOKEc+vYyiRXMs5GQOdUY+3TSCm/zGR5v8",
-	"vrUpg6DsYdD5DuTb3TZsc8arAilp754qm3tvWaRSsibr1Eq1JDqO0xgqc04XgRc+3YNMRzI9y1ZDyfoz",
-	"adq2TXjKYDlsCEa7MvX4gfgs903SPgNArWyVSEttKHLg7GsQuPGqW+A6ZV3g2GNHNUy3qcohmhC5jVL7",
-	"/cJt57M6uKs8WeGvstg8nM3zXjWUmPcncarumswFX+Y/nSoFVQRIpxlOxBB04dE8XiWjVRogR4yvDxr4",
-	"Sivu3GCJH20ET3S1qihY4NUNoGldrOfaV7jvZ8ajWIqGze7qFkI0jrRq7fBCazqKwTHtTyMhsvwpqtU+",
-	"qxdaxF//CPa+/kKp437p4iH6i7VkIyNBbkhxAU7RhoVFP+jGphfrpyzCKFL9L/vX9WzgvIIfoXDvnbIM",
-	"6D3A7U8TX4gP9UpLV8rhboLyV9CW4Gu9AtBCqFqtaZxk+yqw8tvNAizzS+DIfvkmh/XdGEDePotXyYtn",
-	"B9F6qjt0zfsRt5wZK+83auEdeuP9Yum9eHbvXCSffzN/TzQlrd7npLKnOnTVdsi3jGGfPEzVclipHsU0",
-	"ZCG7O8aDFgwLWjFwIhId3zZb3TiEEj01eco8Kr4ZBSLjYVQbVrugW31yxo0Fcwf2QPufVzJAgmTVA55e",
-	"wCPLJConZW71Y5LLtzewfsZO8YeSSwXi3my5SkdKdIkcyCHf9wXFu8hSbcu9zxqP/Qz7rt3JSTnbju20",
-	"BwW3fctuAXH8VVQahWMzz9ze9nXmP2jv0T4KeqV5RBs9Hm9biVHJT99zB3a/N9BEhM6J3eoYPIStvt11",
-	"uprCkPymeYO2aQ1PBm7Hbg/amg/1pO3a7X7xtL7bt9v93jaroVVsDIPa/003xcDYE3375PA90X+/W6L3",
-	"QbfEGxVY7N8VLbvd1ZuiZbtdc0+0X19DnfP+t8TxNRCVmwFqIHQ/1Qenu1UfceBG6HZ6XVs/qNvpdezi",
-	"QVQJVNoB6vQGPTA/xnYrl0x3ELpMrD1uMShsQn8L1mG8OacD+S7PI76X1YHOt7JS/iEzZD4c12cpr+Yb",
-	"8DyD9YUxWp7r8uBuzlBTLaMHXMXnidrDnpSbZ3nSRzw1YUEtnfJBbIw51gtp4Rdik4rMk0s+CyUBXy55",
-	"mjLfKNfxIW4C2bD6Cx1wlZAQwGfC9uRz9XcOWwNerLLT6bQcphTKSMk9cpRWAhoyuvnX8zgSyNtpA1p1",
-	"nUM9hkhYEq8pLUCZA0m81nY6mjIARA/xRCuPGycWg/o1yjGhai0esYBnogEd0i6PSXrpe1J9cQaO3CED",
-	"Gmb19am+SFlNyrC+FPllvs0exIkBj8EzT2IsLucF3WG9tGUAJTT7cgPfCWXlIV62B+g2vsEF+A+JC7BV",
-	"T5cEIhkyv1nUn/qsbkoSwK4tfrQw4mYVziS1e5pLwS9GJbCsOvDGphlTP9Gj7OOtXqNhhtlb/rb0Af3a",
-	"2u+007A3s4//pmgJFSYqlKqs4xJkQnXJ0k1d8U1d8Q2d3Q3ixA2d3VuVpT9dSSobtGpaRSyVVdTCwIL2",
-	"Wpi5Zo61NVuuLGqMRQRn5YVt5SNgmeNjFTvHMpedRYvfqhh5a/vEs4o5sAoVmXaBZU68J7dFtnXk3reO",
-	"FbvWlhS09OOslmspGWDhhrcs6wrBYW1vQguFAog/lM6WtbUfLGP3G8/2ylD626rClYAEkOOnzbOPrDhE",
-	"re5yB3ZBCKzaEtxiOyapskJ1LSgkiBlEQKzuP13JR3K5yvyGzbCsZpnE40gsAJtTLIGuyZOU8T5knHVc",
-	"l/Luygn78MDzGLzmlJwnlcmIypQneZQIHuRVIPWUKsPSVSIWajyw8FNkq+Upw+3KZJwhQZwni52icznB",
-	"RdfIkyRdxykyxQrjWxfTc08GK1TmhM7GfhSIxTLOlDBvfi42vqXGSRj15tBG8tt4Ur9prfnk0JzPg7X1",
-	"4oFZ86lYRnwjgiGDnOJGHm/Ch14IrObPg7vjOIA6fs46zsBmX8QIjBfq6hcGmOcbT4okiStJE++CQHoK",
-	"xGZHWqrFOHwuDjJ37sTB5lk4kxyQvo+9AV7yEhPDRJqp3w7Qu4/NXtBLG171qjmLmyQx1APtp3z9RKQp",
-	"n4kq0fGUdoiVJ6S22JPwjr2Tzfa62oS4ers/Xcn7r0KiFnWd1kF34PQeLoae8GgaJwt9R+sQBxwntjR9",
-	"U/uKaSE58evd6blqUs7xrqox99U6aOaLBHYk5dZwloYzyLVByrYwBe439WHOMdszEbMwBZ4526iE/VBt",
-	"P5NsS5go4RnxDVXCK4mrWjoWQrJAADQWEiJRaw84JO7GchqFk+x40ttW+6Aj6DFPZnRD95DVQmVgIngi",
-	"gpA/R3/MYb7eRxLAuZSweqszUkxWSZhtMG4L3H5nwPuH7vriCH1G9G4MeR/14QkKXQrMo2UXLzkErylI",
-	"vgzTcByJKyoaMTU9nm6hhwPgrienqyjCqi51Dvs7193+DkM2r03QauQI9OQyiS+F5NqVSm7VhgXOWDiM",
-	"4/HvxER1Wp3ErP7FPZBonvTNrfCqSb5PSFuEjBg23rAwKIGtwjGkFFkR5PS/mM1GKEIWalrjDfwLZRxh",
-	"RpsTWFGoZg/Tzz3pk17QxERG/5TN/hAui0TuSRSCsoLsWJCSXvcn6vRvNtXySAAah+rYnscsEelqIRhn",
-	"k1XWjKdTFsRrGcXYsBRd2RGHSklEpoNBuZUyPwx86JIPtQv+0KwGxWTajCdZngoEvvYwoAmhDMFsHU6E",
-	"7UlE/sYSCsizWc/DSDC+XAqeFJUpYcLCgE15FKXY/rmAhHwD0xbqLDXNry57pGU1ZP6jafOLWIomeJd9",
-	"T9LqyJWhttNh+G5q4ZrnDdueWNCPPHkhlpnOkNG7jioo62GmLszimEHBKctirKWE4EDjtLLeAG5VQ3uR",
-	"0mxSdhjsfNDCwFUWLgRMLyQmq9dM5uoduqaL7r2VsnTOEYwKIjkJ3hmFFwL1opWEN+ZFT/WOO8D1BIEI",
-	"uFkt46WQWaNKf7r/SkmzD+bqv/Hd/4J990CXyrAaCtQVqP0JSNgrkUMWBsgkkM+JmIjwUgQNC7eJkmf7",
-	"nPLw4JIxTBA7tWHtv3571vwtb/7BaQ5GzZfftaxe5/V/qr0ttow+JsqOle+8Whh4taG348zzapaHTiL4",
-	"+Y3cRPAMcobgUwq3APyWu0zg1y0nAlyBLgevNvz2p+//9NL66fs/vfak0eotn8pWq4/0sLyv9h7n9SiI",
-	"l5UigIoFqgBqNWHoFiZcnThl5Xfn2R8XnzzI7yLyawR8ecpQ+9mL3gjqFnKww3aqdKbcWYVRgKCHcKbm",
-	"3gZl0S95kmqqGE0ejQ/0h+qQbzJulE/jFU31GKUwDVmuECk9mmLdy4iH0rcMvo3UkwxrKONgw+p5GJxy",
-	"GSHgp6701aGs3gg1AwueXKjTO7qVElzAMA+zIwrTGJMjqcTAUm+pKj0wwvOaz1onLrPtHlTwYZ9i8TZP",
-	"Np/+9P2ffFbn2A/K01UP4fklEL1EVAGRf8mCWKC9R3T25DGBrHuoo1QPwQJefyEy7oOiovVyqBbQ8KRl",
-	"Uuw8WRj0a/WUOjmhqNxZZ2tbupz5p+//1NAwI1BFBPWhS1AWoQU4imGUV5TDdQjXoL7OUQ3jOGJ1v2om",
-	"1COA9IugNvk4EqfMN+cEgDfhOdANBCFgeA1OP6W+NJspvxRNdbJEmc/q6oHQjKVI2DIOJWa0P3v4mEuo",
-	"sWTMh/tHOpG72cTWN6FTrK5e+LgBeqVIsepJacfGiMNDntHtd/K1+JTaMI7iyUXKRAguMBgH7C0KL2iU",
-	"ap56DFwLSwb+QFVZxjg9Q70pb6X6oapXuP8s3RKNhxlQx1Rb7F0cFyj9hsVzykqlu9Ab09n/6XYdTj56",
-	"BnKC4NJMMFIPCdOc0ESZIBXA2j4lKDGcLsyhT7hkU7HG8chhfbI5Rx3XpzBZTpyFPtzpKgWrTRlHfHnK",
-	"/GLrwu65++xrXFjbRPSoVzNa77dSaksKKDtjkRs6XFkk/4OvTKuFMtrUWQMFUnjY0I5UK2ASR6uFTLGs",
-	"ZRuLyGJbrF8lchXYkdr3hiXPFWwrlQQrKM62sXr8AmUc+H0LEHN/K6tJrSQ1IGhsfjPnGXiU9dbNhaqy",
-	"FDORssUqzRifJUJQkQWsJZudkXEG1ub5l88MhwCQJkGoItEPQ8AeLgE8iKB6Udq5ridpQMkqFIXDvcKw",
-	"ebQgw+bjcAzvYd3Rh56SLukpHXNo4NHpt09bplrc6iQW9Rgje4U+VsjimlUrxG7NqulddBBrzgN1clYJ",
-	"+NJsF8Q4aoHxCMRp08BLwUJyon5D7GWScfv6ns32lfN2+gBme1xZFdRXUwJfcY4SoTroWVyyZ+f3/o6F",
-	"gZCZ0ggTKMz0pP8YNWO/gZhhpjYES592T5jZ7Ky8sTy54Bv8nYWZRoCl810duEqIkuLtayqrU8RXAUcb",
-	"wnQAgEixOW32BR48Svm66zRbtuPvr/7RqQl76nJ7HavaBntZ/Gn/uvnyk72m2L5QSIUeVdbal4na7lmI",
-	"ZpySBkaakVGJPg4lhx5tvR7SKx7h5W63l//Ok4Rv4GeR8Uqax7Li5GvsGZTNiZiGUQRIqTvbwwiifIuP",
-	"t7DhxV5C52UR1AdduNzxEjkuLedrzaMzM54DOB9IKnYT1rkJ69yEdT7WsM7WUQL0BXtM30PCP3ngBcWe",
-	"mtcKbwD6ynHp8swo3c+RuwAKiQeLUKrLbPbllFYJgvVAXkXuQFjEoD1Daa3aG67TyT3/lJDfcTpKU5zM",
-	"uUQvvEb4wxbwJAG0b/Q7otNeWccdNQJoUKCtprbWHAlvd7TFe9DAN9EWwSv6dCUf3atKre3sjiC+KtgO",
-	"btlvjH785tLw6psexMk4DAIhPzDI8qH7AAfymvCmtZ+TBIs8kpUc7vN2WCziKzmZg5EHlqkMgB8Yaor0",
-	"RktFloVSfScolwiUAKwNkQF9a9iYe7hf38hWeYMYzN7Femwe+JQne88ZfR2k24FoPCa18QoXb7FtDpot",
-	"HHwkUf05Q5IfdQa+G170fP1XJtYhYP0ughBovwuRzASDa1j96YO77KQ96DUglA/+Q99iPqSxkV5c5LH5",
-	"lifHx54hp8yXqyjyWSIW8aVIPamfrixM4+E2e2Lm1mESHB4cQwBESBKBDM1GDh4eGBIJoDE+q9pwIcQS",
-	"uZvDwGb3AwioQnieiKrN8wuQSAmWU51lGhIQjjBIDBDwgHjKgnA6FQkchNNQREEK3NhpxjfIeRNokN/y",
-	"waaHZs3TXOkKU0/CUVclUV4sA/6OjrRDEtZgSTRhSfz6LZLXznNM+WuT1w4yXn724oynpLPIeG1/eIPo",
-	"vaoAN7q6EhsFpZbIOHgyjlHGCdx2b1LWXXBaG0lMOdw5YlcXzmWqZMUEXKOctYHsWWYJKnuDCtQ9VaT3",
-	"oPnQyg+p3ewWFspooz38GZrd+UgdD0n5DiEoqxuWT9pB1O/viurdaAs4OiEDjmervQNDIAgHV+2LKHqG",
-	"t7w+tjr4fbA8K2luZjRYOcfzHr61/xBksC+vQs04okap2PrXlCqVB8EyxsjCrlhm+dBOty1qvoXdtCpm",
-	"ydqdDqs0plYx4p7ESehbMHwWjhGMrBoeq+1afcuxYA6Or88BOEedNltY/jeGSVFITPwnuoSqaYZnr85l",
-	"yQ9NMNKvSWRW11gsjgKDcyERaRxdohIPuZ+n6qgEFYiaBU8GdR2ik3wcCXsffMIDaMVHZdPLHT7KM1BT",
-	"ZQxxSF3kWiEd35XUUIN2FSOiMQ3/EVjGcL0lPEypHGrLYl/EAa28KwrizuQmDzIsOE6jxi3RJW46AKFr",
-	"fyBvZykkXOxJgtDXGRqIEJ/XbrGVzMKoMNppH6VFxZiNGd/w5nQer1NNKKPBpzVlS94fW719BP1HN0Io",
-	"EV9lHqZZnGyqNE61eD6YyXtcxEU1jUqzDrFeW8darxElNhYbVxbzZ27Yiup3t+m0nrecoaP+30bM699S",
-	"yXrLql2IzYgUvnE8hrghhybUwgUxEgPaN8z6CtccakFansLLtr4qyq2vwuhSikFtWOt1itwfnoGaVvAU",
-	"TcHIarns4R2g4LqV5kRIx0qefVIHd4yuS/ywhvqxggcDcB8qXPhcWQm58DDWnKbfAS8H1sHaP/t43/t2",
-	"CDzIJS/bxCs2FlEoLgWSkMRytk+w71dybn+n/oHP5vb7bu9JULhViXCqPGnkHpBxJk4NuQwXINNkkMRL",
-	"rFs2hDFLxCROAshk2ZHKT3HLP0BB9OaS+VCLUUna9yvInxZD/X58kTfS/H1L80LZt3+5eSjPKc6i2WHM",
-	"wPzHcbjQ0bvmaWGclU+TX9YBQbKScex3HearcdS5gPbqVVkcpVNgATWIppmb1/gCR9JppZxfz2OmeTwr",
-	"Jb5SlN59QsXRWGUZz8QuVhk55POhZDJem1JVDyGiqOKnXRHb2hGxdKUShrV4mRbf5DKWsxyRAyBadvGg",
-	"CrOnNmwdIfCeFAujYid9bU7p3yLZ5EbkHd5+Ik0D+lZYP/YHEz4Z8L2ZwuAaEWTVAI3sShEzDwORk1UX",
-	"lKZDFgJj4qVIKVEjCtPM8mRUoDZZOTlKwXNusAWmQAERxrLgyQW+Na2eInAAUFoh1A5yPVK5dKfl7JIc",
-	"PspST6LbBWhrSPCVXX7Mv3f/8f3n930orwK4oTCDXDfoqyeNVIF9mW7ObqbbgNLCYik86atH+WpkZKa9",
-	"JFf4Pj4LA/Ez9X2oph3h+7gR8m8o5D8zhMWNPvvzFu4kYX/Juqza9uTseDM9FmTd3jAOIHqsAnWGxFuR",
-	"nCHopwA8QH7vW1ifmqeSAcMqCGcE1gizVETTIUuR83G7mrlhgaZL+cRznhFnOofDRzvFFzyKSjA0mkUN",
-	"UtAaNrvPJ3MS6GueelJXE5J0h4MiS7hM9XMxAw3vx5fj3ylL+CSUM0/GMq/N5glwOIaBzkJThnQWLgRW",
-	"iuJ7l3lKnAVEXJ7EBDMfjQXfZmfliJc+AKGuEo8/i85SOMk8qfPR8Pq6ajFAPNDJlebPbkCKWxhgghum",
-	"581FFHgyJ4rV+WyePEdgeBEg3kmhIAyZD7g6dDSmuoywTgVurOtYgIAOcQzXcahiuQwsv+RpKoKr8eUB",
-	"nV5Yes2QQ1P1zWbnXM3CNI6ieK1+CSVm4Vh5bdCML1PgqUrEUvAstQidRrdas5fvzwf+jHbAh02c+blj",
-	"T2/HJw3QaeuqCOV3NdxVtSF5zWpW7QAIYE3q8p0Gj03n3O32asPaoD/tuoHTFaIlhMtbrVa/H4jJmLdb",
-	"ziRwesGJ6wZiwAOnPRgH7eCk25l0Tvpu56Q9bXe6YyWFd5xyyIthtJU8fgc4+IqWkk8YHl3p3qM3uzvu",
-	"wEpg2ncU2jVW9JXBXa3k/sLDu5iGUNS1XBnarTwh8ZDae0A+BezRLGZBwteY85ct+HLI/CRep9+GL20w",
-	"j7793UvfrM4H2akL1dVlPvvrH8069VDAPQi1j6KxIKDX5WEyJg7wK0oenmD7P6oMiUmcSJGUZZCG+DHR",
-	"fCwAxNejqEaQPheDqNQDdVgq67Tk0zcvqg2/bVn9l3mqmPrCsSBFSXUmXhOuPmTH7E1Sa71xklqrEu77",
-	"mgQ1t+92KhPUBp0rE9Rajt3bSlFD3O48Q63dB+H43hPxru9j66Szp5Mnrj24qpNt+2Srk92+o24pWJT6",
-	"7dcvKxoF6PUfcKYPS0d0u/3qgej3AHN970C0dmYb78jH4aTb/jDTfVhHW3vXdWdg96/oqetAmqXZ0457",
-	"YnfNhd3ud6rmHFpWzsncdicc4z9Aibvn+FWC6CYdccuNZLDiK0OB5ocpyaukurGyNNTLgUmKVCi49/g+",
-	"LwoJqzL8h5rHn1h7lW0YRwGSgfIM0Zfo2r25/+w9pv5T+38muf+gm8Trn2P2P07wLy/hHpWT6xUlpQMh",
-	"rLxSkeCuau6gLdHYbw1cq4a7IM+A7/ZPqgSxFrNuGzWIPQfA1sNaJ52rHtZ12+9ONBvb5bh8ecqRN5uu",
-	"U+I9CWOEiewwNKr/OsOdvladVD15q1R2NWs3R0dlBMIoCD/0aEhFQtA2ez2fml1fI63eArZHZVXUdQqv",
-	"61jkyloLIE4rDhFPEqCfhluuy9VijETliyW4plJGXw2ZY7ccqkN17MEp455cJqKZiEjwVLCxmMaJgG1M",
-	"X50ywH2yJ8slGyOA5HhDz2tgaZonA56JPJ84E0s2FtlaCIknlxIFUoSz+TheJQgZ/ckn2PFI2J98gr5U",
-	"uI+anDJQsFjOYl8Uf7NxnCElZl76G2hfrjJcYykKIKpSVO5WCglJBi926sl6xMciigRC/gThJANYbnam",
-	"0e3IqAfXJ/uURbKexew2QMA1fEio8OQ0imPAovb/4LO62wBPLVnh8WIcShEwGYdpAZmo7EcEaqz76e+T",
-	"rP7vfw9MtX/5V/Zr9u9/P8riv/xrw2/kNJ9qKjLmL0I5gpf5rN5iv2rY7I7YxJqZA5vBcZhUa8IFoKwH",
-	"qAokYkaw4+jYBBwqT/oriX0MAMYNH7IOkcmYS4Tl0y91u+xXDahW9kOgr49WaXiJrmZDnSpCuFiarjQu",
-	"i4YSE03AM4G9auuauUTo+Q+sotN9h/2Kxm2RP0K72D255hu98mIpmim4zNNwJhlSBK4QYpAY/KkiDh3t",
-	"KQQ1Mk8ugXHdsZ3uKZXwGoOCzYVWqBbSyCEMOgyLxUSUit0ReQ5ELmIJzysGn7ovQVlgdfJRqxFqeDK/",
-	"zGIGRB5oFaE0njJSX/mn8GZjnj1ZerjxbKav0fcYHYyT7cYrkVHcaW5ZXMbQ708+YXUfPtPyaKjpEwSP",
-	"iJ5yIhCk+fPUO6bhjEwzw9VE8m6O712wOqgPgNCPgXaUcZ7UQi6dc3WYFcuki3M7ZP/+99oDli4BdRDf",
-	"HSYM3pp6ElTen/7hv7sW84EUfJi3doT8BqcoMdaqrwQer/rOk0SZqCyeehI4EtWJlBI6qowxaqT3TaZH",
-	"a0iUPmJ5K2XxWrJ0Akhrau/T69WPI/qaIPxLjUf89wC7eItF8SzvDB/HgL8HHYzXCN0pYf+ECLtKe2LQ",
-	"Zb9iqyUEjdQsBEJOhCehDxbOWZcFaoGhO2uaCBHEC/bT9/9Uej2LRJriklQ/xfLUkzmmD0dA+0kSp5Al",
-	"Eq8LyFslU5TIQfRLGDPKSF5LT1LvWT4m6gDVQ9IYYvCMR+E4gVU1UPuxEOVhLD05BjBbNbktu9fpQpBm",
-	"MocIbbxmU54UeSQsDTPss2ZDChNPFocUo8MAVv59VNeGLF+UxQED/R2vMrC+/vIvLfYr2iI8ESXZCju9",
-	"vMsapxRSbanOAKkpMf/ixkAxq/f2KeyDPvsVSyNYhTxjvc7nMJgtt/85i5UBsi1rANx4S24M2bdYU8yQ",
-	"/PKlvz9u9UwQYdf7zPUuWYjvwFjRvd0OL4E0LkYvigHTFU8tGL06nUTjJAxmImiYxgtSZ1fznjoQxnEx",
-	"jPPbanLJVssuuCO5MxkEJxe/b71yF23ZqW2TF9Z4FE6EQVT41VrIdrN/R5tbHWfgsPrl48dPGD66UdvL",
-	"h3lA21yjbeMT0Z2257/rXfSjwdJ527a50LaXyvgSy20P9wH+aThbakPHdlonA6sGfP5bHKmODfYeqW85",
-	"bycs5tqwZTtOx6pl8e5tA6t2KRJ1W21Yy/dqjazK67zK17as77hXtMuxB4PubrtOBn27dWC7qvy8xGd7",
-	"beN6Lfua1rm7jev27LbZtmKrHTJmB7et3XLs7tGNc/td+2RP617ia6r3npaxI4rBvLRqWsKPaK12rJqh",
-	"6iAQznLOoRNdqwZnlnp4cWgB7+vvYkyvcew+0sDmXXe74GDSz3fxkzEyVi0NZws+wmY7tuP08u+ymL7p",
-	"WLU/1IYuJN6ZIr42/JZk+25gya0OkcRrCX8sRBByOTIWqVqlSqMeLdXnk65VWy3h0r1rdO+L9ArAt7kV",
-	"b3PNd7lV7yrPqsZsGyEaE86eGp8qQVb1EKu2niupRufCGAyqQnvTVlWWnxTYB1Z3lZbU0foE3h0D8HGE",
-	"Ai9LVnLCzeW75olUjYUEq6Oi7XQO7/HdkPqsU2VB0v4CY+5WrXsQ1lEIS2LLi3NWcq1YujyOlgQkU6lx",
-	"O9StAwkkV7p1xhtg/0wRuHktkoIkxypylWEDsGyzFMV1OucYtWDNdbqt9oB7YAs6VNkUBd7wKZBRpSL7",
-	"dJVNm33kSGN8C/adbD2w1D3pVwA2+whdTpDuSRIKtc4wPYxgrCErC3gVPAkcEpYGyZVBQX8RKt03EEED",
-	"rOMwYc8+O2u63Z62sGCGPOkX5HB2KVOHqsfTnArWfyqWSfNeOBNp5iOA3aDbdhpgkyg5kueylZ6p0Xx9",
-	"Nf1q4VMcRLzikwwjDMqihxm0GeImEI8peciwWSlOK3CP5WCllBWfxldo1bh6flbZEp/c/mRbkQY0+f0p",
-	"WrdSytYrvP5RKIWhNdd+/PP3P/7wf/34w//745//4ccf/s8ff/jff/zzP/74w//x45///scf/mf4+3/6",
-	"8Yd/Vd/88M8//vD//fjDP8Et//TjD/+PuvHP/8uPP/x34+9/ukcIInndwI9//h/Vg+mmf/4ymXFJ5GHp",
-	"UyAATjFSCpbbT9//aQvwbc++tXQiZ9X+1MvPhmftQTg3B1JtuJ0iUMxHJTQxwIHP2ViQ14QnmWmAIDT6",
-	"t7X/xhhj5+cM/mXPH+Ifd9h/q73UYOe17woeKOaBgu6ykzvsq/7IsQyH7hOR8Yi+KCP7e7XX2xGPbfzI",
-	"SimCncIBCjOL+GRKQsCUiHbNegcA8PsQ33eB27fR2atPU6wswd1fJp0yxM3ukPjpnCtp9unwztmz+73O",
-	"MKdJw6OgEE/21eGZm9hLKfYCUpnG0ATPXPBAgBNn75l9TfDlTCtOxfFDzmLkWyQw4RLhPnt4/oLVgQ0b",
-	"Gbwt9vXTsyc5rRIsdT65EDIwoYXV15R+kIk0s5BPmzKhEeyWNFk6Zik3PF0KpS6gcguM2nLHF1qPE0v7",
-	"STXrv7ou4JkYskQ0TZryhs2ekcrsSeNV6AABb9hUyfM6+P1hBEaRkL7lSX+2XI0WYhEnm9EqCyMaEr+h",
-	"Kc1TpA0EBFYc2VMdEAJlAMIUi8Ltu6F+2exxiFRAuSobTwvXbuELXsRyZrC3mly1EL60MFqm1CypznHx",
-	"KhMyEEEOXFOZ3fCGPq4b1swb1sxyzVa8xigTreEshiIHey8lyyLcQ+vjOpbJdeNcg/749i7THaywL6W5",
-	"FbN5IgQDjx4JmFJehxaz335HzsXaEMiGalZttlzVhjXtFaxZNYi7ZqMDsvXpyiIjQ7qvOhNn6vz+or0Y",
-	"n/CaBXnVEXkgb2s3ZM2qmRK7Nqw9OO/XLHLgtqss8yNscRQWV8Ga4Wh8UPP77c/ZZ/lco6TFCE45s2B/",
-	"ygPxoDQvxCbdj1ijBmfCo0gdYxrDTBOkpNqUncDXlE4dr+UpM5B1PRlmYNalhQG9TMJLnmExYX2LrcVv",
-	"QMyWjLzAk1Azn2aMqLzTebymnCU5EwmQ94FZuWUsgufbtz35lJqrI7NQ5qXeDA/O+atdp1SNPImT4BSB",
-	"2TxJUOI7IyAKDDZlcmqAN/2zJtXyJDAfLkXCFnwyB7R8MOrVoUucWkmc8Uw0cnJusN6hSylbxmkqYDS1",
-	"cmoM4BB6Hk91EYEn7wdut9sasNxktpBkm2fmfRaaz+ppL54/aPZJWYunqgW+73tSF+GZjDmXLU/yZTiC",
-	"F39x9uS+J3EJ4DeoRNP9xBHuq8t8zKworySqCrSYj/f5RDsaBGrexzwVvY7uMV7edlnC11o3X2tePGVv",
-	"ML9oiI/1fWjRSJ2SgaTHUyECVndeOWcNSqpBokzK8gCpiXSCqLVALZ12gpxqGhOIyNv5giC/SSLYSoa/",
-	"XwlUFbHELhErSA5IY7Vf1FSRFkxko/oZBnPiFCD4Nx4uO7W0YDfJGd5v8JTyrAjWwpbZFASlnkTKIB8r",
-	"k3z2+1Ws9XHUz6F0GwrjsximGekGBb9QLdJU+9gm8r11HEenOZgDjgHwtotT40ngPNPKM3QciDVplPUK",
-	"naySS2CQUNcFbMJlLEO1SDaerG/YWETxmrn/1e122U//8L+y1sBiMmZSzHgWXgr2B5HENLmq//GUakAh",
-	"0Yo2Hb2xjw0AaQk/syC8DIEztG8R5SZZw8Ail20sSjrAgDRn0/AVZanAniq8UDRZbIHw+JVE71oGPcOt",
-	"9LnY1I6t9TePfozmbXl5QKSRN5mWCWwAnDh1x62c7MrUBODa2rB2cf5U9H732998sUwuur+/1743mL36",
-	"ejZxxsGrB87i2X/ZRI9+1zt37sXP3N5ZMlgMPrv/zdmX0/tfbB5/9vTRouWcZS+cF7dXYee/jP+uu3z0",
-	"wsn+7t5Xn36qlPR8oaiTPXt1f/DoN727J8/WjtuS58+nkTO+XC37n3dffP5V/9ndweBVK3MfPIg/PSaD",
-	"sxjb9wh2AF2oGHc1vMaxcAhGmDPYKSE0jjTA6XL6g3EvcLvtYNDvToJO6+SkG7SFcMcOH7sng8kgEOMW",
-	"dx3e6Uz5WHSC7sAdi/G4K5zJoFYqL9QR4DefC/Pe0VIsasNaU/3vzv2Hj75g5y/uPH50l31+/zfwpSef",
-	"3I3Xd776zb3P3a/XZ5v7Z8e8y5PwkPtf3Nt97putib3giRVnOiR1GpqNiRJwPDbozZL5BS2Zp9vkgB8I",
-	"52PwYTkI96q7W1vjFwoCR+o7l7mmYkgDUpVMGwfO2OuIRUyD6/Z3xr59fWVI0nhzHXRfVIvVSX9+/0kj",
-	"z9rVk4W03YaBkp3SM0AFRXIjuVG60YRLNpmLyUVOklIdcbOrQmIlVeb9e+EeGHLuHThPboTyL+ocL22T",
-	"63fELx3b4MzsrmG+W0p4oZloRNqVUTRVJu9+X5H27Ka3v1PL8PU1qEDq7CpkSn63JuGtT3gqmqGyz9NQ",
-	"WXLRxiLzy5Pm5RgoAGa7h/cN7nri8wbHrUbLhI5IqC/I5mKBiEEFAn6+KrAch2LCkB9gbf/mOqee9NUD",
-	"gdcOPMKU5M6jyMII+ngD/+5JGCh84W8rHCuclfrZMGh5vykLX9gzm/nPuAzGIpn5jdyVveRwRpEYgX+2",
-	"7aM9TOMuebNz6us9fOJvhy1DLd5FkqP1FE8ZN1MZynH2hNzOxzmpD7iaxksPKDqlRxBHRICXK3KM9z1z",
-	"2+Nekd7bxvReDaijs9EK33wbffPVhY9WTh4/rH3x5dmzZ/efPn/05Rc1TGgsZ/iNlPIyIqbiYct1+31I",
-	"KczmcTCaRDxN1URrPpgRMaIVjvzJhsuLcB3e/uLrR/cenTV1lWnzCy7jZsu907x0m2fffNXsjCF2shT8",
-	"ooyzsUEy+4oMx3L2b6c3sDuv6fhK5yJRom6SrXjE7saL5Qq321Yg4eybr1inia9ORJaE4nJ3kmpWLQ3l",
-	"LBKjNEsEX4wq2lK+oISPUZBgaiCEcvp1+bukvJx0SvYhw2dW7jK38/CO2gQJX4xm49rQ1dWwKbYkT4H7",
-	"z/mbP83fe8zhq+8+T2JI9dh3BOPPv/zDNR9OKC+FTqMTEo8PkAi7RymYIMmlPgZwiuZZthzevh3FEx7N",
-	"4zQb9p2+g5moePv2AfAMU9oWRX6URZVEVAchAygBSy2WqH0pZxqcYLHkSZjGWGlPUg3atnvKfAOU3acY",
-	"75cCqjJzdarun5FxCltsyO6ALaU0O99C1zb6/XX8AFzJKB3xONLV9IaVVNEGpbXlTPd59U794fmL1MI0",
-	"j1RncKRY1ZqTEueotfGUqevzAx5uY1M+Uee5Zo/SQAN4T1VbzjGpHUw9qEDKm4MTABGEnBoZEssx5CCx",
-	"3umSR6UX6US4ilc9IOjbMmUQMBBZbI4ea/VoBL6F2m+lANRzJM6UPOKYp7IF6ZW3wUC3qgiKCx5lcwsA",
-	"B9XoqvFWknMCa43QGxI+yXJ/cyKAVXciUCcy3iMyXnv98vX/HwAA//8=",
+	"cM85FjONNbxGYVUaXmOTtDZQIkcvYMOSKToAj+LAS2XombNL7N1IUUkpQWiqoe2tRRLW+YSHpdJnHbWn",
+	"jp7utNeNX35cC9XZrbUi0EZJUynS1QP07DWRgHAr0JOXBiVlqVVrsT4bQZobgWCbS1YuTJDRXts01s2l",
+	"Hzsdd6t+mSrDn9cA5OrYRusANT+XvHNz61CCZhwzeXe3m30TyWV5s2a7rI23LFIvnoIXMHvRhQjFLFrZ",
+	"u2vrl8S5dMi3qQaJa4WBfnk0Kx/VPl+ZzSwChjlOvkuRgiCZnADMXd4yJswfcIBrOWVwaGEABddkzCK5",
+	"tPawS+0LZgxf8Mja2Y8OJbg5lUsCl/SZfxU+6TS83ZQbLaRS3DpqqkmIaaEUaEaaONK1owZBHHJHTsua",
+	"CuAjMeerPcnx8KneaJuDXeOykmFK4VYaDoayVfZzs/brd7/hM9h8rcgI9XjcriW0WFd7W5M8a4TZ3BRb",
+	"Fru420sJvb4PN/byxsS9UhgDFES5GW+TZxcRLTnGrEdtZLSHkrC69JpJOT5FBxyqz5FmsRrYO3qbNbKI",
+	"qAClFvOVHPAEWGgbc7D7XbClYbHDro06nHsEgBlZSIzIONncoEzgnYYdT6t8Q0oM6Nic18cFwg4EmAHi",
+	"o5ipaATfLXDTVrdgRAW2X2YkYJZznTYwgX6dodcAJ5xEM1QnEQ1ulIsCGeCqbUYkebnlBA8Eo3HbJgQB",
+	"DoqNZjXr2QSJG8j5XApraVn9zcJYGQEgl+IE74by+hxXWUMBprCYl/FaGM2ulkcscdN8nM49LK51VxjS",
+	"K1swr8jcGTvs2jDWM7SxV9ZOxYec2rvkTL6LqrFVWTrXaRKx89Dkw6rzppuDstvUmYuqdqlWbFG+zEg2",
+	"SVSCbvsgf+tGOyNwlD+wNRtNXcZSqi4xwV7zhdTONRpmLjGO3p8ZRW9YEszg24eQHAAQ0y5KV8DhAj+I",
+	"FPjxo6hZwCJ+bAuPG4mDYnzM148YwdpuztBTkKmKpCqDfs6mkC5rGXWq98P6LNYWuFSE5DbwJRoBTy7m",
+	"YMuV7KqPwuj+Ol5hZm0iPIK+AILAZhlYkvLre/LzEuneml1RWYNhV1ON2wvCWvcVpzaq/7j3op+CI6b+",
+	"SnBhNvGvP/8JzuTWg6Zs1hAV6nf4KaKJrCse2TztqNeP2dzilXxriHbfz3JO6PpeVMc4tehwmYgrWyah",
+	"pKlbFof8Phc4VyzmTF1ptii5wQGoJ5vuQvQSrgcU6q94cYYhIUpnvuXSa5Zd2pwkN0IunUc2ZjREED6G",
+	"SETKKnZyYp3tRtlCbymi17AcUlH2BvgXbTxOnaTpRyhimcfW6l0p+6xzofPp7lLIpNIV1AKjQyhNwenp",
+	"TxeJ8iE3pQUBSdYHkUYmOsd3h7w2NstQILIGhDqtIbfAQ4yXjbhN7oLmO+SSGdOkDHBhEwTDfNIhH5eC",
+	"hQP4YxOPYSh2AzKQL7KPU6CWFI9hKKoBGchO6I6NeTjMDlIB2WFDOn6QALZqvss3aehQNtZckxhKNhTp",
+	"tSVcfBiOzPebXWrarGcbY+beNZbyUMB6tnZPc8eYwRKyLhV0Uq1ywekzGpKmkLY3MGbAIe7UNoSVtJcq",
+	"6bhjZlHwuycEOyY0UnIo3AUj8hyC2rTsjWVxKXA0KZwTsCtgjmXLTQRAw9JCa/YmEuJNBCNysm5DD4UF",
+	"3jGKLm41Y5+xaAIfGUrAJR4OwIwVdgqEx6sbFnaG4hsaJS4ORSYixCujI0xfn/CACk1CPuXaYrcUD03D",
+	"IqXJyqq4qRPFKtxtFWt5j/t65+E1wn5DTuexisqkj6FLxt+BnDO8wBvkAYZSyMNbFtMpI2FMlzuRoApX",
+	"/88UeQpEKPIYQKiNp/6AWJAoshUjyuEwAQzZCaHRkq7UWpeIZWSxTXOwk1WXjbmpmgME2xnpcGEU77Vx",
+	"Nr73dt9lpCVHyrRVBFCz0/nWDOkh1qzZqRjZ6SYUwxlizD+zsUvtvLwkKB+c2ySIAWUBoR44xq3i82n2",
+	"1Jqe4KjioSxYm/CuEWXrtrZVqwVDmW6BcTnlzozSwkEPMjULlW3WV/J8XUigIM/BfXGbXmHkwcO5sKy4",
+	"Uc27qMfbg/naSA8i4UMCDJ/IGZX5iHYFlFnX3KOdNI/3sDzCM3I/i/lxvo6yLVbKqesMUOCo4gbbvs3f",
+	"czQmils9NXVqmZ05oVFp9paFlle4i7DP6mFfYFQdL/M9POAu2rkad3z09Tfu5ujJhEBgDbl6RwmYfRV2",
+	"OLX6aLNocaUqVCWMYHpzahPhpWClVnqp7HgKtbKmMMkimgrC5ClGsCZdnqTJTNw8oLk1z/v1m+ssWxBj",
+	"WO3d+5IikAJVzm1o60wCyspOb8tTXQY/XACmLt5UEubDmuxtLuySHS6RDKhtXRzUj0WyNQFrvImwHWmC",
+	"ZFYe8PGBRPn6gTVef3CgPEwh+34jesgRrjAiR6PqFThD8+OxB0qhsXeazXcyZfWZsdnWxuCyQpGlgcO2",
+	"KGKZBH8w/VP4v2wFsq5Kp5EG05fHMLOIAjbUjEaTNiC1K4dZ5BwwCm4XfjdYi0WH8MGhsLfXMxaFbXMS",
+	"IO5ACu6eOgxjNuVzRpr5INeBBSaWEHZMI/KiS35nSz/ZdgVRXEwj1ob4fWzcpiL+8p//vtt58d/+uSm+",
+	"6LV++c//0NazNNrHI0seMoEOxx75gvT2fvn7/02kw5qwpRspHQp763hC8iG3A6KX5myEWUvMLxBE/ZhY",
+	"RFozOrDd2xEXbCjc2HJAPpaGtkGcWAtGL0hAIz6Oqc6A8GEc62Ub0H+a80uTJsQl/7d/htb+gzWpHTCW",
+	"FEOR3lVDzWJFlAW9B+LKSbZULotiQqPIGME8ZC108E0iiUnTmvTI74rx0NNF4g9FYZbFuhRzecvF1HZu",
+	"w3QtVriNeqBDkce3l7GrZYHBLoBz77fKwrAL1B2KGh3Ddy7ontxww1oiNQlhtpbgTcjEaEuR1pFMtAd+",
+	"7LVCGjYCL0suGQrgzoAuIGff5gM0aSGuD2+qEXRGzWSsWZxGg8WJgEpTLrkZXoKQMUjhbBX24zMFPlvC",
+	"BEQmZ6hXVONAnimPCBrHaP8KG2vGQ5YFO0P2Sok7cZu9dX/7artFVDzobc+lMiwXQroBEoVKPQsJFOaG",
+	"7WJ2piPWZlqUi/KsMUEb3FnjzbQq+H2JgB9iVx6OrYwEbziLQpDl5S4sm3qJkUcO0ImsYWiZwxtvYCam",
+	"OSik4z40uzKH3WMkonlxgaAwPmmCV91IOn8L2Etrk9zQVfnhkw2OagIojq4OyUYgmT0OvcYd1u5qDHqf",
+	"vYbpsrzpZBFJGhrZyiOWax7wnOYLGWsQCS4B1ryltna3DzVKRUV3vfaYKhYSwMKxOnVGTNN6ie891/oB",
+	"5I0pRacl6kTuvUPws8KSlG2GAo4PlMo7etHttQqQPo7Elbg+J4TNF3qVL8+C9YngsANvcqq/VjWyjZL9",
+	"zZQVnHgp30e0RCvMV6LPbzmqWVvzOWtUxv9vYNiWxHaz1chp6psrXQByjCk3q46ouiU6ObVxDtt0VjPD",
+	"S3wTgfdklJRDfUIpgnDOjY4gpGZbIoTzg1Ayut1Oq/qNjOuZF1sCxQyT7Pbp8CxlqZFbkZSmth0vzwnF",
+	"uRYHXSBsFZ+9M8IMbO8w5OZNGl3k2M5ikxc58SFr7EhQcg/vELK8VGmDCx1FAiowsqCDMcw5JM0aUJoF",
+	"d1mBglW0eAr3HuzdX9exlyPsZsYan9vAjIj5BI9f5REfCDxKy2EBRJZiOlm0PEKJHyYIaMAKBdtAcPpq",
+	"AemDRiuFxz5pKrqyKCeC+IakxQu33BgaXqPYNThfbWeQsAd5qtBw6UUWTjYvH+7BqFhPuZTpzPE9McaE",
+	"PRqAz1gxDgcvhdAEtKQkStsU6EfxIwysbG3fXnx6IrdA1tIjfQJrDW0Ma7pIHuQNyHK9NiV+WmQrzdQx",
+	"trTRYDxCVcBEyMW0EGZUR3PfNn9Mkc4SxLY7GN5iSvKVprFmlYrelBF/b4qvthW+6xu1IqSabiqNbD7G",
+	"trYua8JD9hrehOLEU7ald8j6Z3JR0MQKZ3XF2FNwERvrD3m+6UogLhOYey6gZl47/BAm8NG1XyoqGcSd",
+	"BRUzM0pXTAOdWj3p+zDpJxwIKrO12kEM6Q2usiXZgdBpe55d6fxMS5ks5hWR8jUuVJ74ssT5zf29295e",
+	"QKMgiaiWsVWF/c2LEXNeIC6CS0FzUe1bsCP+EmgHv9plDcybllV6na3WyAKnEQBvOsO+lpqbXQf99knP",
+	"dn470wz+P3nptD025SmveDIoA8tNdm9XyYtt171/iShuubyHxhLz0AakP0k0+BNc3+UAJKrjkGGSO+7c",
+	"3Nyq4/9rk6gqdOAJEsgqQTJyWkcZmEHMx4lm9afxLQ+nTJ+6D8tmU63ZLOHjZ668lZZkElO4ZNEAJhdj",
+	"+qLnsICmiwRuH+asVaoFYfs7+sIfoLdI0tDpPVxZZMzylgVfLFhJ019dn79HxQo0AVRysS84aLVT4NRM",
+	"LhXhemC034gGjPzV+en15bu/eeVuudMRPFMF9M3LTx9G7165GkOu4kinscsysdTwnOri5uDl17mSRTJ1",
+	"ajNZeOOUf/v6uuE1Lj5eXZcfzFTPdminwARmgor4csEEXfDOis4jn1j00wonlbJ5Hzut8VT82gor7sNK",
+	"AlylKuPaJknKJvOVXKYgpjQHMqlKR40mTlXuh28ImZXCQn+vD5q7jZkHZdnHVupnSL2DhmxFq5KNmpkK",
+	"9aXYDs17bRGAdoWOMlqULYSru1kelPmIUMoUxwbEy4NDKdFe3qndBYtkFMiY1QxYDGNutL77oMNYyz3z",
+	"bLtiXo3ylzNzfvdwpKo1hEXA16JD3jJxQO56R43a0dc2cn1HWTBcTcRNTgssP3QNH4FT4x7k5/yKqyBm",
+	"GriszryfECfHwtugzZStcd4VEsBvGTum04dV3uC89WUpBljaJd+2b20lurWtG3Gq2D01QBoHM65ZoJO4",
+	"PGJlsugdjfQkkosSsfqKCcXIm4ve0d7LN70joplQMibXb95/vLjyUmNXLWisuF49kJWymIASCA0HxGUL",
+	"yKeFqTBYwGbZYHiBEVJZW6UHiDOrawB2pOEF0oaPv734VAFcg+B7YypCiKQZTcd1HXLuwmkzZsz6bWsA",
+	"tU4dMKvTKgIpVDKHm8aljG+M+WXhS6mm7YAJDU7oiC60XLSVDEqVj6rUHSNSbLVygDRWM8Y0AXBNGSaB",
+	"RrUNkzih3Dgk94C6WK6JrKfMVPvkQqoZaX733Xfftc/P269etcoTblJYvrRcHM6lzKOwVpnz+58PPrfx",
+	"H/3sH39Va9w1CIYO0Z1jruf62GhlW9e5DKP0UAeVO5eF5HKNiJrxBfi6mmdYg9/wtwdVE8DgmFChPGyn",
+	"rZLFIlqRSCrF1AARt6GR61cXLc86wMzfWe2sLFDp+tXFCaBCFMrZu+EEUgALWcRBTbh6oISBlK1y8mCG",
+	"klwKMxjSHEsa22xWM3pAlLQF9x/YN9J/F9hbcWBvZExOF4vI3rw4rKtEQAmXNi5IkT7lo9t+8tnLVXew",
+	"pGNdOzYKEjqTOPkDslQEFg8XtwqlnFu9naoERCqgrKxcl+3bjtenuOXMH9UPv1n6itEIzaLiWDb9mvJm",
+	"Nwio/aq0Ix6yx110b3hwPbDNoVpEbOtB2BCYg173qe6ry+ZSsMfKfHyaCT1KdUxXsYXd6b1FhJ7ftJLT",
+	"ntkzbXOQlR6Ck7QT14x1CkQRndP2GBGS2mMmoEj7bRTN0z+mMQ/b5RWH72F/p0WNC/Pabof/+6uPHy4v",
+	"zs6zyKLyFUeJVRZN1L68OCP9TpfYIB3SnGm9UIO9veVy2flBSREvgo6Mp3tqwQJIVwZgPXesQHldBO+/",
+	"0+QilloGMspaAceU9b4t7K8dLtdaG2RBbYAO5LB9PeJDDJmyKL4cY9pc9Up4N1eV5JmCV/DdmKkkQkxE",
+	"rJXmb15D2vnll73f6e7ef+67sjXJ5QNtsOwmFGVJfaMy6Fx7AVEGZ1gPR3AD0LIaaLEI2YuYvzYoOSxk",
+	"IX9zeXreqgfxSLXD9quAwWEWi78KYjEfaPvnP5FmGf5uq3Qom9CIa5Va8ziZDiOYihQi2IXfNmerccxD",
+	"G29cQJZMBLRdD1JyQ/wVZ14D83ALcTemW8ah78FP8FRQvYGczyvTD9AlQew7Hrll8ZhqXk/xZcL8PAIs",
+	"/zvAqLXJ4RVfjqWMGAUnGxR1rJaHJSpacewAewIYL07Q2SlgiLtRbyOLOBNSNWOqRX75T/8FTBAI+D0h",
+	"/hBKhw0bDjN/DLVLIzrN7ZhsTcqx3R/odXkI5nHhHrSW28t8IpL5SLEfa/rtjP5WhSGH5IXChHMARoy4",
+	"YCpzPfj/1n8E1o5jUjeG9QlXLsDaNGuhJVdxrmPL0j0JihUYJb8S0tj9tN7ceF4LXY4btR0TFUIq/PSW",
+	"/0uogTjIImty0KgEKxd5Ru7esNDWfK7ywRjNYASpMrsmcQ7vnsGr+GnMC4f9A3Kxy3Q8YWgfJLFC82+3",
+	"LxeDumrTDOhVxCY15rel1orpk6zmMAb6T9jSom1VgMKkfVSkjVFxY7rjEEWf5WAgDltzfYh5LSAnhbdA",
+	"eJVPNEWedv0HMomwTh8XQZSEjDQ3iHGyCc1qKWOvRmtBs3qb0KyOG0ELKIVldZWEjUJkyWU/siqae3yS",
+	"eRlzxPNJIhTTrQE0kpXaAO8RVxinb0ucW4BtDA/EPiaUR1BZcBOfzMEKW6qNLFqZ33qUDN2a32t319oO",
+	"db0VN8kOCYgSpzR+oH4USx584HtvV40kS1Or1cEeyrjecWO6dFAZFlHTsxzIVnmCfCFK5T5Dz8W3VASs",
+	"lUvXLGTtWVrtvJDrYeHmASQF2MRwNmRVY5xhmlkFtz/iZnP79tIGx0zpE2JWyFahwc1XLnTiRNwPqfDB",
+	"WVcwbC9NvjIdY8xHOevxgAlVhT9vfgyY0wMxvAAc4hSSAa8uXv0N4aHRASacxaTpn521X37XPuh0fW8o",
+	"/LOzbrtn/k3883fX5j8fX43fwyNbWNq3/V+ySfuXv/sniEtfySQGZ2XTtA+AagGnkU2C8z98PL26en15",
+	"/e7jh7SucFq5RmmqGSKatQYkYtqcsd5QIMiYR/yOGcUX1k5u+15q4xwdQD09GpgvOuQU+EUhLiLcwwyF",
+	"tjkyzeIlvGmx9Fa+VYiU5GooXL1eRXK0ySdUGb4NDWOjDWoJ76LStcRBgHM5IKGcm1OvGcpA7dkWuJh2",
+	"5mFaWrF1Qvw51TG/C21umD8UUEmQ8BxOnpkrJFjJmJy/vj41I5zyWyZI05ByQGxRTVvwKLvStLMoOsKO",
+	"DrbfQZy2/5a2f+q2X3yf/bPzRfv735feQZzD8P/7i3PDcW+NdLtHnsiuwLSyvZ2NoEY82oNOls2Ay98w",
+	"Wu18RxktC/xhFR8WZ8eePSwg5dyFl2f4LyXVBh+kcafa1KjsFhY1VNS80uDg9Fw2Z0wTqia3HYiRg25t",
+	"PfCOpgCONMop/CWyH94pFnO21yNGi8Nx2cJP+VHVLuhZCpZoq5jaFXuWQnyi8gvQn3wO1dEElA9E3Bej",
+	"ktt3QjxV4Lo8u80hTZ/dud/z+UvuKYSf23/uBgNc51er6hWXexu1MyJUM/WZY7iSCDBM858U1HUX+ldg",
+	"eRqzDvlgjw45MYegg/pdQwHeAAHG3A+o/HDLYqsgekOxMAYOGKmuhocrpNMZijbxVaKwYN3IZgwM3JBm",
+	"LLL4AK4WeObURCcRPB8KQlKGb/oFqvoIL+HW/Vla6TKD0FzQWJsmAA52nIjQjNaYFKo1IEozGq7aoCJY",
+	"5qJpbR1jX1hvKE7FXnuMxkmstD+AIxyeGdq/JM7X6ILuXKlyC0ZkyE3ypY2eKRLB8UiaoCwiEaHcOfTa",
+	"8lKWFVPzrV/JQT6WS1MndhJpvFqO580eAELAHU4nWCyeKeKXXOj4HpETzQTZ79tmW3YpWXzLxXSklowt",
+	"AMzTFn9XaMHniixJQl3leLPCpl93D59fZplOlhhBQhKheUSo1W7Q2MYdbVQlQkIoL+LfRtGcwFixE98j",
+	"V2/fUwFYpPB8ZMfqt06csrZIgA9S0mAIABjFWX1UY93MF07ChHbemmoejIBIMG18kF/7dOZgcNsVx9U1",
+	"nWLelCuMZ1cdSn9KYmHrgLvfn79ii0iunsFs/UUsJzxio2wVfY9cQzDS5XX7/ftzYt9QhWm64SvHcDDQ",
+	"Z8rNE2dli/pSPQrZQs8sPysdMzqHG4V0lXqtezOiZf4ct2PeJY8ikBDpVkCsWrcP8Ixe6FmrFieH6sCs",
+	"eKgOUs4tY274ifh6+oH8OxK+8olRj1odcmoawSM/83wYRkxrZ1NDk3Ygo2QuNvc/YLKQdILGYMTRI4Yz",
+	"SwtkFsfv2WgRyyULFptWnPRAN0rxC4RLtgApzV7/2FGZC5JO3m5SKdhIzaQGRp2wZaEZ4E7zcJaIMIaV",
+	"gHawNC3itJjB4NA8c6QuZ1Qztwh5m2QOflwEdw4lF1PPxc+GVszMJ1ynO9L3yHsZ0Oic3t0BnLRpSikz",
+	"rNZJSsNuroA7Ke6jtFa/EdZhh5zJ+TwRAGVtDzR3aMRKk0jKG8+0kT+ujH3OreKQnkvu5CsWkVw/tgDs",
+	"K7f8tl52Kg5tvo8TE1nRbLe/jAJgl6bUa3ruyiyuJTJvgKgFKypu+JLvffjm3at3p+0PbC51LEX7AxWy",
+	"3eu/bN/226ff/qF9MIaUw8eirZUHzxQaKdVazHyeKKM539Yjc5o3mtpMV6hV7/L+9SmqU6LXUw9s4mKx",
+	"u12JyTCxNzRAC3btKhOxUjF4YFQSeHWRWjpwCGDtVZtAwAUZI5YyuLptG+4eL4RQ2azOb43gz+yKaGZ6",
+	"2BzNHxIWrwj8aCQWKlPuIxLRlZGCcxSsVBD/5hZb8tF/N41lsmBhGzKCsg+NlImlUoh2lZ75QFGVa//N",
+	"+48XKoWSnNczYkz/o5DPa9bT5GU3xP5cMpDac36nE0RdY3dmGRVpTtiSxTmLFKMmjbaIiwWUQF9SwaKB",
+	"9YFCqOVJsDe3o/FKW9xraGrUOxqXRQak5S8zDpGTrMAjOJCoJr0jMoYCj4KwCE2R5s3tCFYNqju41TL/",
+	"dmQz/+7j/8FocvEE6fEp50zHK3cKgO/pgWavG0Ht4qc4+E2SvMdJYTX9lD5To15kWKSoZzo6NSdmXim3",
+	"nRBKMJLCaEFcMBp75JzOx9ToxiriRq9uY+YtsTQEI0xqV+ywppmdzaHOXbYOSuJx3kPka0AVKALIQ+6K",
+	"CQsXwM4yJ4S1oRi1QeTwS+dehdHvEbOOC5Dr3XSssGcoHFXugK+MQq8lKHNysabg214VIh86Dq4p2OFN",
+	"HSdK7119/HR59voq9eMa6dfandNnD+u5VUlA7uSm522cDCmf5Pl+U2Tn9lBO9m2RJrmw1d3xqtlR9hQR",
+	"q7mD8XFqQ1V+44yHIRNlAGW3HKBwwNIzcgtUUXz9xBajCRHDL2Ygu1OMyhRnB0rKhIX8zdyVMrb1KLAr",
+	"28R4tQWBK4MAm3GH/1W34SySducXcsHEKI1VWgsNN49B7K0YBOUB2BVp+m9f525Zfkbn+Oc9aMUvDcdb",
+	"W/Ncp27MjTxh8xRan1Qpp1TkwFj3R2PQ67r/QWQwPuzWOLY+SK7Ym0hiWMV6ktRiRmsm36Tg71lVkQXC",
+	"itnKW0qzxUgFcD1j9U731/elwVI/yNgGeNbofk7vRhM3izrvczFK7yZKziou7tVcOtmK+nt4lVwgibtJ",
+	"BheqnBBF56xtk97yVY6dz5HrEwvtmqekbcU8emavh10ECXxe3OT5kE0+ndORMdHLwjUtoDGgU9E4JCG7",
+	"5elNoVHV4CbB3hrKKER0r7onFnStZU3a/vSQy2kHYJ6bZq5j02h+kfP8k2O9PJt4djeU7c4LRm8csk5J",
+	"zhCNuMNlcerbjE9nUHA9qzFWchv0FCFpT4ove+8awbkC1NXlIn4DmJ7dAPS8KlwMcH+1XKARCwZiOmud",
+	"OpqbaLjOuVIsJFg6ysPDdkJ5BEZM0ft5gjXI0/hIJw+sSr+IEgx8se7dfMS4xc7JxUqsNQXQh0KmowNH",
+	"JHHYDoX6y2nkcy6uGf69YEBrrSe6oF9RMWUbsZ33IPEoZJryqGbcc2EHVMfT50k7Z0y7MpW4ECfOAwjx",
+	"/KGsquL2a8BcaeLnBueTJsCBp+EkOECzNJZ1xitbuk/G5Pr6zXVJkRAXE8esycZuGebruuU2KxVhHFtp",
+	"vNQWzH386V5p/5OIMT3aXiGsUCjF1hZksTkDXd0wrNFoVqBTKDtoN5F1iwLN4FNXU/NRhcYsYkFpIiMa",
+	"eljA3azPRJajshSADB5eQXC6SNRIMBaWhYui+lBKsrT7egZ7+u2uTrJQTzS1rV9eu8Vg9/BjmR1ZZmzL",
+	"OdvYucqwc7xCnP9y++Qx4cnODVsSjps5G05sCo5bfbSfmM2Bdqk58OozhZd9UCsRXYD2whoiK7h2/ouJ",
+	"sRXBj1AOG/Tr4calEUBbwjPjRNhJO2wAO/WmKx1gpo6JXrkHtqCAvS8Hg1Tn8AWq09SzJsrzddeGMSjW",
+	"osSlshACu3O718db0WX95SZNjOQsllXwslDgwvPWwKZ4ZQxWb9wzGesJvU88rlG3rtLPdtR8KkkQyUe1",
+	"4ov3PsAKfuLfDj+wjgKCx2L51GFICuKNXfBuWrrlGVkwpficK80Dwsx7WkrSjOSSLFjcTo9dLMgLdSXg",
+	"6C4XX5rrKsR9ZBF4oXQ72sOQq1TKmLMU2BST/eNEDIg/TLrd/QBIBv9kRAqCD6eLBB95+U0KTI0voLiw",
+	"nzXTZzgofNyCSga4K95efIJYqJp9Pq6z7EJo08/7K2E6WhznEpFBI8XcNsgUhRkgb8LykywsvUAvW6DZ",
+	"zBNdzPAyX0PsxKrJLbPiGLCGCTuE4utY3yctgTwg1D7KCkXTBVYL17KIW5ZnxaeErXxChMSG2yVeem+5",
+	"iSiUlnFa01k3siPyp03ZceAUlFRCrKdd3CuFKc81ObhO55BwhuaGPZQX+Hk9ragapiXZSrTuHZiRxcOh",
+	"DFDPZm6tXSA6we0Pyq0NI+RPzCGBcRrWjoXofWNqYRoVXLdi4Vg0cI35C8djmq6WY134JSoaqtvJnjtd",
+	"3EBS5vl+a12JTf6EE+2BaaFpNkWJFyFNDglmnN2yTZ/Ag6yYTYhBTBFyeRl2Ot42EAjDGtfptEsgIHY4",
+	"mcwJ/Zgyr+hoq1kjt6RcdM07yF0h4OWDKE7PdVdKRrz9rwTZ3klHDE367QsE/4oVelMBWJhb1ucOOj7F",
+	"XV1+WX7dUhq2pycukvsAxql3hhdWvu4nv0YV02xzrXGJOzW3H2xYfqvkHuPNGXlxcPg8LdCFR63yMN/K",
+	"lTKHmkqk6dvqSmCwrRbMQzXUs5aQZ7/2cqXutbOC2J1mQrlb+7WNT0XIQ1qalm8Mz4N+P0uQykwwL18g",
+	"gdD5mE8Tmbg8bqNU2tzw2tCrZ24gl8kmSmquuNQxQDU4J21lDaqDz14D6zXWr2aTVWDb0v9Rzk+1s5JX",
+	"Ju+qK4Ptg/G3WMjy6hq7F4EKi8KHIH3Y1PZaZ8/zlt6WOl5l+J10LBM9GEeYYLmlels5+KZTnbcgWF3E",
+	"8pYJKrYHjqBSZvEGs3JKVKzgCtCVUwJAadwFNNBDAcEahGNw9pyG+H3lrbpFhEMnEo+H4uqr03b/8Ajd",
+	"3NYK5lNj7WbhvXjryadGKkAggY1vHgrzkGKkGwYYGxMLhlRWq7GqpM8qn+xpnRsQjQwWXwqft9vn4EZT",
+	"olizsH942HvxpZ8GZ4+pYkcHZGMK6UhgHoDpbSRY7RGkVcc2XQ4TLqYsXsRcaHefmycrWqjZgG5ZDLB5",
+	"EMQNQNPZstrv2jdspfZ+zjX82V+D8sEx1YCQpO3J9z8fHVSARgJNRhmsWHl6HrLjmAUYQYZsDUkBmKj6",
+	"LEOxPiF+nIj2D0oKDEVdS8AtOLfcmxm4+X1wzLxGGmOffZn+NZ9AeFMkAxrNMbYdjEJb3+Wunr8L6TNn",
+	"IacpgluZEzjkFE68HLkgVgxOSVqT0bEzNaP9w6OtUX4zdkfsFk85LsfdeU6BOKWlu+e6YQv9RDyj+E8V",
+	"1IAxPLPZAQWDzFU73H3fYTtJ4hJXs18pAMEvVJh7fi22EWAHkGFhZcrYYn0rFclUmE9enuSlm1ddg+wy",
+	"KVODDavPaXyzS2V4mb742XtQzUqbaVFXRcknHm/aCtnN6e4S6hCulsOOrwOAmRXZXI9LNevtEbmgPybM",
+	"I58u37cVnbCTtGh1PsX+mfWyCJ0eV+YoxkDuUvdplMKVbQUswregimsNNIdUYQKEmwlcqSQiZLFXB9Yh",
+	"hXJYQ25oFQH6XOoOaSKAJlUZhkAduZXVkdh9jVi4QdwZHereziI8d32SFTDYguKVz5aC12pNM5cP/RQ2",
+	"86KgP25vKH3TfGfRistCBGYyB2acOxWaRv3TzCOURHRs/rNgsYLUi6dkhJjpmLOsymsZYnZBK0SUaftR",
+	"+ViKDj0sUVn3JC09PYq6uRlBRjIZkwkD1QOEQfWIalyU2arLlVojxMPbw7tQzTcr2GwHaYdhlCmwZVHn",
+	"ckjwLFfvpvaw4oqg4kTPZJwWvLGrZEaqdsUq5PwW5Sab+SVO1M7ifdfwUmklXmeVOXC8bDZrBF8ryFs4",
+	"fLP9k8ngNdbNrkxyNVLTu5Ls3M0VA7PSP5MS6anppl3Y8QWxVnHiv761OPqbOWMoC1N8fZhrw2skC7tB",
+	"JhGdZqWHMTwaZwkHGAwuYjpTTEod/PdTEZyzoz60L9yXz6iYsgHxcRI+VsQp6Fuu6HuqNfmtk6HwcbI+",
+	"ZqFBdXdUtlOoKMGWFoeoaXh2QGI2l7cshK8NhXwC/xnlsHipMVtOAJXXUG7jDYCGN98bgvprXxjS+sRf",
+	"UjWy4egTGZvfkNg+8YGB4XursMI2W58uovlAqj4AG2FCDaYsDwW+bFVao84a6e7wExRjoQX+2WCpX6Py",
+	"OLgmdLqOOUmVCSazGCya3F/rhj0P2zFXeduyf8pxFZvnK27Ittri917PCQE0uwJ6FjMbUHkQnA2XdLHS",
+	"tT2F6QYuOfrXgBjXM5mUAtQpfMFPqSkgppUaKvuGkL6T/xG1YHz1DumH+ep3I+NdJqIeovuah9niWQ0s",
+	"uxstOz0BS+C71iCyWmZjDgW7s2diM30BH2HsECP+ZSL8DKaVA2p3dkr4Q4FCJneMQOAkD2Z5XqbKiCHV",
+	"IadjNO1BKsBqzBkViPml6JzhTS9s5Q4Bp609R2lsvXykCbb8HExvBfMgc7oaCrpYMBoDoOOJU8BQwuHX",
+	"FmW7Qz5ggyJEgAACqFPwCtVDAVBp/W43h5VmgfSExJK9MiLNs65HXr1+75GzHkShjHnIY/SO02goUFxA",
+	"MHDWzAlqzanPrQifbCaBUUARF2woxjGjN/ZlOlYdcm1JROIkYhaf0DA54BjDHLBSYEy1jNWzoUApi02g",
+	"vj4UQ/HBqiVUOwNoldu8CwrpuemCxsA7EDlm1gEw7/DPfDq3ecmd+R3D4YUH00UC36UPAvOA+Kga2HbT",
+	"P20wBXxhH613ZR9bRF7zJFUuOlrKCL7NHlkIbhsTBwttDwcuyCfBAb3nw5szdPvOE4VloocC9bkVfLGM",
+	"DTmE4U/ChcuEw9rAc6pzy0yaP7FYtqGAxlCoBQ3gvR8kF8YAVXKiyWy1mDHhgZvF3gKZoXrklsaY7jIU",
+	"eN0iY9XyTKfY0DjR5NMX3W6/Cw8XMb81+kWiWDYCD/e2hQZ0eTOu8CNGb39FhUe+4jGdUkE98jXV9Ab+",
+	"9RUV0yTCFl7KhZzLiQTWNOMnVKywJjIEBjX9PyyZ2Cf/9//1f/w//+v/30fEELOcHvEv/+W//ss/kv3u",
+	"UdcfCtg+Z6uYRxEPyL/8VyD0v/yjDT1qdcgpxD1nmbaQqw+2ulP4UUQ4FiIBQh4APbgiasEijaNacsVI",
+	"04cKcB+PujaJnjp6kI9eNhKzfEkU4Vo5LMUWAL3aosYub2YobI/PsLMIAUKMDJE47/Vk4XQKQK8JNpKP",
+	"yAXHSoe8hoKGpoWDft9874LNUTkbr0ArM6J+KC4khAZ2yEu2klaK4Mnp2WNAQHoGBQBzpdOEKc80MhSY",
+	"ngUcPmYkEfzHhJkeHOC+l48KQdFKpzFjQAZYgbli0S0D5IT1cAWf/PIPf0963W6X7BEfAZV9B8d7SH5n",
+	"NmUBaAc/8HMxTj6E4jt0rFH2eR8/p7fTkU3xdUGbppH/vRgo6hWbsEF+Xcv5OIShABMWal2xcO0LGJYF",
+	"WIawjBxIl5/CKw2Fb2+P8QuXP7MHQEfpXXI6h94h+Z2NVzYiMrTyfyjsGQXLkpGb+Ph7B3M/MxwdCzc2",
+	"jTlUVLPonkNxdOCGAOH5+Gca4hOxWxbhCeDqbzgIzQrEtQ2AQbPvmoqxofBzwe1+q0PeaRARY0YiNtGG",
+	"xGj9r8tlIuOCZLaYMhqQlmA0XFtAr+JlhkcyjCwjGeNb8MqswQeadsgvf/dPrZOcKMC4cKeieQ4NcSio",
+	"UUXwjq2w9/w9Rx9HcYclpyUJZlIqWwbNMICxUVHwKXtTOF4VFB93otj4Mrg8K7kNLHilt6qBG3cQhXZy",
+	"FN3pMWB3ut/tuiiqwtaEsLw0w/fo+fPn/d5RLr+3dw8kRDh47zGYmJnTdbffMvdJxV7Fu+0gShS/Zedu",
+	"7Djc3RnN90xnzmsZ9xi62Rf3fD2fI1Xrs88lZkfJ5cQ96kmVCOIdaeJHh4f7R/ck6SOr3LooGzwAvz0x",
+	"h3T6ESJnQ2ykfYWkoME5mDPQijuYEvAwPrrnnC18HgsLhH1otn0xZTef0Vi5MD2vVr7vNunQLS3rmx6w",
+	"NQEF7km4Dfm14bIpIeID6FgaK7p1G8qbqwfHR47rBMmdq5JEhDpDqhmEZ9q/X7mALQFAc3r3DiXOQffF",
+	"USXFSy4+7yGfciWOagrWccKj+7zvPH01Xr90dCsBq6t9Ji6k4s41V6jId3Bcp87y/U+MDdydssXM3zLf",
+	"8/h4uvLlpAnZva7GF4unK0Bxstgz9n6aK8xRUowR/0wqbWNqfiu5jgm/Nde7UDJ9m6h+SDn1mmOY1h5x",
+	"nsELScnpyHGr32/gUt1jsK78et3X1+ut/1ZskJWKfVCPB8eHz++rRbn4q5qkuX3UENcWunvfKH7DdGWC",
+	"JgsTeYRxVFoCr+6OfEghPNIUbAmlzgiNIrm0Sao5+d072j8++AtXy8sNB5evrH5c/pP+YfW5Xafo3UNY",
+	"/55Mv1kk7x6mcKFU3qPN4PVKelu2c6320gid1HDL8xOIpLIFtErX0cEulavMWsxFXW0N07KvFaKbHrFh",
+	"n6QqxW/mAdhafuKpvCn5CIYnLO9Qqqk7V8Y9NLvfUi2uq6SmG2ZD0D0oeO0e1HgCs/k++VWPsjSfzhSs",
+	"Zfz1u93dtl8haK+2qfSYaDqP+N9999137fPz9qtXvoW2R+x/ab5rfro+az1BcN1OEy4XWg7Vtv96sLfX",
+	"2BWaVteJ6ELN7rVL11N+1tLkN2O+KqIdniKxslhI7l9RoEgpAmutIJALB1J8jyAQw80s5HCTSOZMUwh6",
+	"dgjGGOyMVc/mLDaWtOmjg/nG+cZ7ZclJDxSZvxKfpzxbaBGP6FT5KVuOMlpfsdhOtDjtcmjmd8JWDk9B",
+	"MuHG3iZhmv1fO7wJOy7LgvyMOKUl3X8UDIHRl5IIxqezsUxiKE9jUdbu0fOVZouyrnWciIBWFoxV8DFA",
+	"jAAMoQMJFRhOF0HdiWSBuU2CLRmE0BBaBHWuqB37cLwOB+6qGvkZ7MjZzYmOzUz5B2R5PDWkHZRyLY20",
+	"26wDa9/OcssUY3lsRryerFgD69/ZGEJplNuWxIt3GitmAuI75l801/IrWo8ICbf18HMqxmjJ9czeV+4E",
+	"Z4QreaptSJqS88KldhoB4MAusYe64HKPR4MrQWOjN/eA3XL4r6WoOLVzHrh+xALds/5KXQ2Na/Wr5ztw",
+	"MY3YCGtEjTaV9Rr5doUWUiV9vdZgCrXrImUtMm92Z9LuIT9asBY1p1GU52BEK8doogdCTj4wu+NXzebY",
+	"nsFx/9yMR2RZ5Pyej4Ui2QIj5XrZBiJV2FD3SNco4cUdPG7FzU4huwFs5Y6p+yeJlB3JqJuU2wUqVdXu",
+	"o+ZU2wZbNJ1zGaeqDiBc2Ho8cE3glx2i6/muONZ8J9XTLU1OfbgCci8to+KIX9+vD95N2/bDBrvn5lxN",
+	"LVBca9T43cobmi1cWmHmiDjuvehvskk5QOh1HnP+mSK8PKeVzyFnKRxtVFPeXYA5hbuuwPM/g1C8scSC",
+	"i1k9XSzAEVvMbR++9qEYI9Ztz0f2LR0msgMLqqgnI7liWTGCbaTN1XKAtZ/GTKkcAdbm4MIUXd6IXCoX",
+	"NGu/LKut81Rlqw0fVBStVgyC9tUIy8WWFTXGFzCMcylxEfBtKKEDFfncVbThdOKMxqaNA6VWxnhYxtfh",
+	"x5mTHWsM168phJUMSpIkobrWVh69ZbFZ/F20+sa+Zmy22WoLvJxtDws3GDUFKq1RCHg0NsHu4j4WJRGK",
+	"JLjRYa9FVtzYI66CtmWDDf5b35Cby7xF7lSZilvMvirDKqKaKX0v2W4/2YakbM1tSHhdw7kpfP15D9nO",
+	"J3ghqTO7PlmUski9yoH1VP5Sx8pXcmnrEqM/Ie9oqFHqxnoAijTKk3ld+dril7xCBJmv2RN5BXIYNPeF",
+	"JNnvk5guUQEP2kY7Rgyhsm7ukXMYsylXmmFBl3IgcOhxdMNK9vlLxAcqDrF6XFlTowWrOEghlwk8lBev",
+	"z4l/8enl+3dn5OvX3/keIuDIBRNKRWRxw1aJjkgbIIBWfg1RkqN+IQ0yN8WNQe7WRFIeqZewV+SiRSzl",
+	"pMQdbR7jClkAsIjFNrsLS4FDho9Zx0Eeqal5+eaMHBwdHHtkQcMQs/CF1C23RkcHbbM+Q/EawZ4yKCUP",
+	"Y9SpNo16WTTVp+s37WNc1KFI8wHzmEy3veFQ0AUfwWg+nJ6/Hg5FRsYBeXl69froYDgUvks08s1bECHv",
+	"pmcas5z5TA2FzRfCLzGz105oXOA5eL3AeZhFaDojFIQamTBAYWCM+I7ds0XzbYbvugP5XvvAMK4jKL6H",
+	"K5ONleviKC3o8jqPk+ZVApx1Aa0AU00kuOwLjE/ai2QsE+0j6JWy2RY2hYeSgAopuKHrijARSEO4hbSY",
+	"WlCcEZzVA3QpIICbzZmMjChjoZlAMUNyLUSlLKRgbcMV9xVweukOchp4GUbp4ysOpapqCb65KyyFGde5",
+	"qO8ZBaDqBVV16x4CgPN9qxvBXTICbJe7+KGSc7ZNMjj8rCJRrth2Tp0v9+5CsHXNkWn5gOncV4G8XwDx",
+	"Bo03Rumm6JY9rzRmpK7iQqP/V5uTD2O/UC5FBUoxCzkVo/usiRG7o0VdHOJFeb9PvkZWz04WDTvdtbml",
+	"4876Ll0B59K6wHr/m0sBqAGg0z1QXb7PZ+Ua1KlCWMichm1lcJUCVaiKXWzsm6x0pjV1baYom5cb3+Ua",
+	"83X+fu0+oApbPGKmpx2IcX+d+iC//OXv/skfEJrW4Jt7CAExXqVX5LVquGa08oqLvb6KntPz03GWcZSL",
+	"bii5IN5pnKxHOtz3ktlrQODNr1Qm89qh/2xywuaNoMpBcXjg/Uk0CwtYbDaRfSiamN5Luchg/+IkYipD",
+	"l4E/navOhzxtKJKRFpcbQl0z7hDeHKjC0pxTUB3WqhQeJGpbr/HA5mS6XNGhsIOOGA1ZPJY0DjFPFmuN",
+	"xFkiZv5cXEgJumQiIqbUUEA5CiiWhTnVeEVqc1yxkgXXcM6b8axdnXqQmrqkWDTAVlFABJ3lbDUgVKSQ",
+	"EpjDrfhPzMOiGnlreChkTNSCwTCNvgGXjVxMW2VZn7hmtR1XwApn5puyfZy7Ot4SBFy/ozcRraj9n2OK",
+	"GvX/s7uC4pduUJ4jQ+m+zqZcojOGZeC2YypCSOj3B4hylJXBNFyzXjaHNG3K+vXLa4uKgrUx//zPhQRq",
+	"2ClKEwxpJmkv5r0MMZPa2+WhUJotMjAJDI1wlZwwdZIsGZ/OoFg/WA15PvKGAuowwgRcdcRnKqvK7uxF",
+	"ez+YVZa3fQxFGu1eKDaPuHQe+fOfSK9z2HHp97eFgFV/gPVBDSlu9lQ69zzx8Jc//8n6nTFX0c4sbR54",
+	"3oWrpiRLC5sUey1F06qCAy+EOaaVOmBzF+6nhMyKony/MxYWkcfSygFbwJKyLVKqzWNCqZOTRjKiUPGy",
+	"Sqwo4pXz0YdlZViRwR9FwCexrOAKrALEVyrLiiBvIc9BeWRO4ykXxMUl1zSt0kKs5VXCcAsDOlntBpWi",
+	"03I/bSJwTrV4wjXk7bJccrVkkWq2ozIm+ibTz90aO1d13o0NTeChbGO9pbAx7aVL/i0Pp0yfah3zcaJL",
+	"tGun8GbA7yHVtB0nojzENPWB11Lt3PubM8ZU/STmenVljhqHfUBjFp8melaihIvUiwmgaYiM4XxT4LlA",
+	"rx1pt0GjBneT5wCkiX8K2IxWqg7IS+iLzO/CkdFkO1CWyYzEHJfwW0aBmdaLxufPUBNgUnLTgp4bGN9E",
+	"xuT9+3OS4mTbs8WQ1WhNv/89DtmoGr//PcDSCiuqPYtnAcgR5qm9NpJY68iWv/RyqesK7+4mHHLWjVUB",
+	"mtxQqERpygUL23mMEAfuYmRyHt4FsEDOpLjFU0INMFI0h5ilBL1hI/BTO6nFY2K4GXPrEeOyA61AD1zB",
+	"D7AxSBPsgoiOWaRIohj5mnxJet3+wYD0juDfR/vHB6BUIt4gguhjyE9av2lqDkqubEiuUyu7HQLFHHCc",
+	"rtrGUPhQeiyAxd6ztTe++AGxBin5MWGxMVNiOmca1ErCRIjesrRDTW+Yh3qtRRRcckRwkq4Kafrup8v3",
+	"jtSIItLtQrECLMe8YJEeigmPTF84bsUjJnS0IkseMltfA9JUO+QaCCjM2lI9Q6chDpiroQDf7IBQ8uHT",
+	"e0SNavq/63Z9BB8D1QMrJFjAbvTlNv3fvXnjtwgiNw1FOnXPsBeWO41lYlozi4Ue1QlWeJay5aWzQjT+",
+	"ofCx7IafgZtm5ER+wsy0gW387evrPFjrDHhX6ViKKfFfX9OpT5qp/xnh3WAyLYsrZ5pj7TNEXfNPiP9u",
+	"0v4gBWufUx3M/DTHd7974BH/q9enr3yylLGxg+z8huLt62tEfRnLEArLmv565Gv+Eqg1/YkvFrZqahBx",
+	"owdbUgYBWxjNrDMUXzEa6ZkHqhwXTCGlsOIV8qAvZBuhLK2VBJBLDjnHlYgw1lPEjaJkrCRLJKxmQDVA",
+	"15EmxQexRZAyrRizg4Vct07AJFLeUORsJeVZHYIrKaDEDF4vZ9ZSSqdsfaF/OrTHShoz7opAeharzlgz",
+	"NggvRTFSSE5K0m+HIuePVGYKGQKnRxDHE+pThiETpk0L+xm23LQ7Q/HB6kOwB5Dz0SlNQTRaTFL/ue8R",
+	"/znidHefW4DR56zrw9tSsKEAZcgoviC1zLY1rIYC7705k9Ug01gXzK07oWEYu7W1nh7zqzuAYDRUs6GA",
+	"g92YDgf9F/ZIujQKdvt0ollsx3RJNYPe2r83pvMlrOacrsxiIYKQYfIVGcdyqaDMIjcaU/Ps4+VV68QN",
+	"AGIEUoh1fMeWZ18g1N9QoM6FynYuTBdP+cb5u2ujQMSRPdLUYG8PbhhgXTsynu7Zj9SeeTeL62nYc7aR",
+	"AxBodDu9DmSRmDbogjcGjf1Ot7MPxSj0DE70vVAG8A9b121dlbPF+GKz32MmQpaea0AMONNi5o7S5iUL",
+	"ZdDybA35obFVOdQZz1L7EW5pYCWSOXek2zzYtSW4D0PbM3aCVns5iCc3HGjS37OT68DZkQON8s8Q3r59",
+	"ZfWY9oWMeLDyreJLhLTgeLhUcBxwjUJpKORkEnHBcKlwAbkU78LGoPGW6VeGaoaMVqKqyvjf7JW9dxMj",
+	"EEEeQhRwzNRCmsU0hLcuMYvJDxocu9N7Mz2PivofVkD9N6EMoByHeQFx04YCf8oVRnXal9kX6SrhW3u5",
+	"19yXsVk98Im0kzj6ctgoEHfYsG/j9/By8Xu7fioOzLf55YOXOxBxQiMpWCcM6OT50VGvPw4OOj+otbax",
+	"Ide40/xomV772Su9Q3Ic6TydMxDCQOkKviiJIIJ/GzGtV5E9ciFtZ52ZYet3tg/zs9fY7x5UuXNSVtj7",
+	"IPW5DKF+jtm6B8gW2795ScNLa1eaT/ovdn9yLeU5FatLh1z0OW89NN4JzWLr+ijwDtSKnCpbRJI2vjff",
+	"FVb65wmP2OctEoUR84YiuL993P7mJDaPn2H5c3urTo0aMnNXtXZrGC0cNqrFsQOEaKMSTKUMSbOoiAwI",
+	"n88TUL391onDqESUSNCuMV1sU4k1utTBls1/ama7KQHKJ2tnlcLOQ5du/qZHd0/BzVdGNjfcVUcDLl3y",
+	"xhs6nzNOy1e2OW3/LW3/1G2/6Iza3//c83rdblmJm8/eryKrfqC3FKdflFh7v/835I2MiT27jOkF7gBz",
+	"7i8iZowWxcymXZMRP6jO+3dnrz9cve7oO01+v/cQUYB/r4uAPI+UOCbxktwjc3rXplP25X7vcP+oa0yG",
+	"jJ3+1Wz3mt28kYkIn0g+nLqjOmcx7JARoMvuWUcJFEGkGgN3S+XElWYLhbqujTTDKmMueNHYmanXxXdg",
+	"lxXF42w0nUsfjZOItTx3OwdXWrbazFCcajm3wSkQttM/ft5CQGe0DtGEwIJxclIM4/NBbS1c/HWzgDn3",
+	"PcarW5DsORcsPCG28rFNHKFofVhsOzThQT1CQjTHq7WA1Vx+YwtsUOeodM4AqtHOAbstWpnJZg0+I+AA",
+	"585YGIqUsO4XtL91vMqj3qoI0J6MGogUwjciLoz+hKqas3VQ5DX9mBm1ghpKCKOfN/yWl0PNzerE2Rkg",
+	"+jnRa5GyhdYgYISFpq0OeWdUPwu3SvwkFoMk4eEAzeDNQkg2Lpjw0M4Bza+hQHReV13zGRSwHpDljEcs",
+	"Q5oGP1d2ElFy2N23ALwFK6PiHLnMNsMbBv7CR+iTu0X6hfnn24tPtd91FYrqvf2HfKRp3Y/SKlj3ef0b",
+	"a+HU/errb0DevwIhXfejNPDh3l+EL1e1v/nm8vT87ctzLu77Bb2rcyznfWxG3H5xV25N/PXdPHLC5Mth",
+	"o9fpDhsYo8bF9MthA3xUw8ZfF9V9EJN380ioL4dgrw729pbLZWe5D6Zqv9s93DPyNFXuBUGI54CH+CTd",
+	"n/3ggB3R43G7F+5P2of0edB+wbrj9v7E/PsF6433Q2sbuG+z1jYNngHJHTRl9o77FGus2Bb73f5Ru9dr",
+	"d3vXvf6g2x10u39rPy68l31uZB1BKaRYNBk2AC/aSLgSwg8bZBaziTGNyg/DNSPINL7eIdYvyr9m5Fph",
+	"7vbr7Ll9UPg0bRBkdvawcoGe0xdBj5m1GT8P24eTHm0fB33WPqBHwTHrUrOAJQtUskSX7nAZEMCkbx+/",
+	"JFKQy+u/IQfdF12LH93t9HqdLvnlP/0X889+p2sL4YPzurff6z7vl6/ro1e2ZG1z55Vb4NQ4z62qPbP+",
+	"GvUO9WVMu8GL8PnNj727/nxfHHjx+Dk7nOzPfji6OY5eLLpbF9yNw2pd+IM9c8cZqDzkWxAIrNskEWn2",
+	"jZZyYJ2b9mt5y2IaRS1nbOc7yDhjr8Aa9plh3Ieb5ebrTuNfuyXsNQ67+7u/e8MhM2VNM86d6a6CYapS",
+	"5hRjCJQqKMbJLo04p1ceVqmVpUptNoChyJRaoiVRydj0MGZEy9pKrjcULugG1EgXzqRnbI6pbRFXhjLP",
+	"oM5VrH3PJWZizEYK5+JuQDS9YYI0KerdXBUmkVV/Qa8wBAzlNM1CRZQKHdMjX12fv1/TNMteK1xKgUOx",
+	"lXoUrbY8sN6DTLVNwwS2Ku1+qtJ6Q7GpuaaBXTGzd44eYZFi+VwbKbLJDgV4tsg7ewG4ruqq0qKfhIek",
+	"+enTu1dD4XLdDm2hA8jxSK+a0K91YkkMeYljJaNEM6zOaW8A4S2zzu22TYJJ4shPg9hsFrydSRrYrSV+",
+	"bpb7GV6ZWH9+laKc/E8N+X9qyP9ja8hHk25wTA/77f2wy9qHQW/cfkEP9ts91p8ch8+Do/EhvZeGLNgS",
+	"TpF7q8f73et+f3DYHxzu/7rqcfLfgV7cHR+zw6BH2weTftg+ZPvj9nHwnLZfhEfscHJA98f9oJ5e/IbG",
+	"tNc5bB+8bJ8mWl7KRITtbw9Oe0fty+sPTkXe7x51Sa//9uUDtN86C/dw7Rd8bvGqf7P6MfwpvtHJj/3V",
+	"rMbS/Q+rZxb0xg92N9ZUGmcQ5fDTVmVxEcuAKWXUiWSBahSLb7mYnpizOYuikYmtABhSTcdUMdLEmnOK",
+	"+Hsxo+HqJ7/VIR8gLAZCWsOKcxpjLxr3ErpGyyoI3J/TaNGGhOjpbPG3VkfHvis4okCLzl9umd/zWyYY",
+	"ALOU+MjnwWLril4BNAzcuX91fX1BdEyFWshYP1MEYWOwMhTEP6pccaOhUJrGWnVImisKfxMInmoaPVVL",
+	"GdkYBvSBtuBCHG45uRoKGi3pSpGD7mF6jZV2D1fGZgOpE7KAIFNJfDMbn3ChNKNVDHN+drHOLQfdwy3c",
+	"kg8UA1apxRsX+FUZc3yQ2tWdPyH+aRTJpVOgLz5eXa/dG8HvxX7Lbn6egFGuYN3aEBxpl7YpsrG2cgxE",
+	"p6blxvcAll+VgAKaKnHRfxex1DKQ0TNVzVMe4kdFTKkBuvPHMly5gEhjRbUvL85Iv9N1HEeaPhdccxrx",
+	"n6BOJPDUnjEHwejBPwMaRT7U/kpd+7bED1epgQZNO1oRqtbiBcE0I81+t5/W+4TBTSAWT0jNJ/bVVodc",
+	"MbA6TyFIbEDW2/GgIuce1MJtI6l9YPHzs4s0zCyUA6yNKBNNuIZMYYvNAh07gYkpn+kMLGE8tHeyaWKk",
+	"nmVmouiKiylRMr0/ws1IbZ7A6cW7Zwqjq9IdpDzgUlfEjMdD4ee2lz8wNrcCy8msxBSMKPuv91lAGqyL",
+	"NUzdu0xpPqeavYJwyfyTMwuAYp4tIiqyv4cCugMuUzaqyjz4ykLN+jbTBws3ZTFRXFpb1qnw7mqKxtPE",
+	"hqil1ilsS4/kmFvZ+pkQKWarINr4udQqz3WEYbPNMVVceZite0ttBU1XddqFwdvWMFtdToBJiNmfZqm4",
+	"JsniJIsJxfU9vXhnb/Nt4C8uL6y3WdH/l71363HcyPMFv0qAcxoluSkWRV1SUsI4yLo6x3VJV1bZ7Tbr",
+	"JENiSKKTCqpJKlVqnwIaOw87s9in3VkYe94Wu9Nv+zCDXRz3a/sDzFcw/EkO4v+PCAYlSinVrV2e7Bm4",
+	"UhIvcf3H//r7EUjJJCOapisMotFcXeUYdfwgOEFwZ4VpLuUzpKbmYZQ4REkOMmUpeCQWPNf1H/q+lOZM",
+	"H/4shcpKggOm5DisL0zjBJfMNQf9WZJpwQ0tuJOEq8NO+Ci0Bp5tiV/S+cgaWJ7jFmTzA6uQFMrkRzxv",
+	"tSg26tB7m8URkq9B1kM0dfGoVd4BKHf3OkbE6nl2dvexrC+oOE2erktGVYKDiA9aKqm4ebVUdjbyPV6/",
+	"rUq1ZcBTli3ivPSobzCZwxpYTfAYpZRfSjFTlHQTmmNOeIF6iJnkP35PekXqeq5zN49J0yFPvjy9d3rS",
+	"eMJmSZ4mvPGE8qTR9O40rrzGyVdfNNrDKC/snL5LvPbDO6SWZvHqj9N4/qqbJ/lRK68PSNs7cjpFXgs0",
+	"+LWtW/6db64OXywPf219+GqB+Fhn54ue+1A27VuD7/wq3jz5IIMSybcGfBHH8PR1MjjfGrj2QQ0peNd8",
+	"a9ASN5d4CsSVXs8TV24wm/nWoN13xNNRefatgW9BNZ1v2b4kJ/Otgec6TfG5mEpxpxhN8S0Cy4uXt3rt",
+	"17ZvickXrxV/LjgOTAG9Ai9B49JruEfPm+7AcwftptPr9I463d/DqzFTAdsTxzPjO1VeCL+5TstzXPhV",
+	"VoT5Cp3FtybzBVykFgZcJro28K311QG/7QZJhIH0ej0xwiZaIjxPV2ZcyPJAeJ7Yp/DzaEX5ZbSMbu+z",
+	"mOHeOaOXcuRKS6HbrloL7sbsNNvdvgOzUapeFY05+eoL0m6oF+3Cj5RPrgCe9K1Bv+144kcDU7BY2Lqe",
+	"HN54Tnk4ZOkEVxX4HsTXb7Sz4RkSZVMsTegj5I6rNfn65f4zBAn+8Htp+GzfRHSH39nq71+dfptEj799",
+	"3Bp+FS7orO19/fzrPz65e5qdzrLo6bdfrJ6s2s1Hd/9+Lq4b8ScZ+908GX52p/2EP7sK743+GIpr+Un0",
+	"9Nv72Sk/jZ5++6DvNO9/ff/uqMtXvfNnv/+y97vPTh79/dnEt177fF1WvbSFxbAY5YuUhXcLMb7noSZL",
+	"g79BIIytNJ+9NWJOmNJK3krX3vfVJjlky90gc0QJVUW9CPKpsO1BOFkFbyJIpjIzIsqlgu8CpRIIJSju",
+	"TxGX0wT92iWOClixAYiiTYTLgRRDRlmqQogCpDgtgCwE5twQPtfjsyrJswZJvbGoNSLa4DCRYxW41KUJ",
+	"7bY3Z9RdG28ladZA4woxcx1IrXhiJc4ySJg10FJcjAYmsBYuVlHW8EaCxQDvBamCQqWQKfuMPYgT0ERN",
+	"HJsSXcWHFiSocL4rVVWYmRuWNnjGPNerArUv6a9LYeGAQQ2w02h+v7Ffrdnay13yiKYThjd0rr/hBc8W",
+	"83mS5ix8zMKIPsfY1jtJf80ulZv2lID7hdSqVflKPw24+rAgbau7Txt3Q1X3BzYcSE+bxDQHpINplOXJ",
+	"RJhHduG9nSdJDA6/PMryaJTZenobCEgwBduPh1D6uFZ+No5yIkzEzEaDUFgpDyFHUnx7C++T3lSM3Trk",
+	"/qt5gvTteUJWySIl2Silc5b6HPyJtXGSEmmMCMsBTONXq/o2p6Acmv2SzucxjcrWjvV35LP7j86Uq/Ni",
+	"mudzfdQhMBW6utL1MbYJSgZjrB2f/x15/vXZ/Z2PA9tb9HfHRd/hsz/1rYf3n/uWDW/81Ne+fN+y8ZWf",
+	"CqXa9a3XpPlmD0SfffXzDg+mqNJJWUd8libivWyRoUsEU/n/hi51o0EzvXIqnOtmKdPugrcwGYGbQRiy",
+	"VywFmPsEhCXCXaIrRtYXg8sPfHNfnzx+dKzLOrBYLsOi1Kpl/nTO+MnZqXjs+64ku845IGvm36iW8HXF",
+	"gtIgApULSnZcD/NHFqkr10RSdCruXnIrikkF1y85GyvGx7JUnBQoUMcmEVoyXi98RJcrrr3dC04s08NC",
+	"dKr5hYSVrx4QWAM+Fyto4HOCFckDJSvFN3IJDQisoDcRQJXr5Rcy93IwK+YehfDOcJ4+sXXNNxZTD6Bw",
+	"RCVRhYk4oqGywPhGiJ29YrLPRDt+aSFZaBRkILL0ijm/xPTOF5xe0QgB39ZTPBWyQC2vmMV69Xq4at4u",
+	"1KzbCkp+5/owuJE0tpWkX8Ga6ggRqYKyGRYgGBqEJNQj4LYZXclkv3XWJYQ/Mh6n3hf4HFYd4GvYOmCH",
+	"+ZaAcCUh8QswEVSMVXBlAMgFLI4hcIirVd4CDzb79uP3BQLKb8mMvpJUT3Wfs1cjKMiB09Tn5yxmoxzd",
+	"0gHYyQH5LQkm80Ug8bU41vVIPzsCwRXgdwnHiObDsxcAdwfZtMlY1oPD1RB+s9fCk1DwoxIqsUorWJtZ",
+	"NCEDskwWsYpG4S21AAJPDqptgc+DbERjFiKJcWAT+btMHw9MgQ/VW5jum2Y5kbRpAMkc8QmSTGCz61hZ",
+	"//mXYAesPeOWgrnIpsmShRD597mekR+/h9ibwj77/EuJVwKcdmJ26zYBrDMYU0RXgyeoOxRMWk4vGYnF",
+	"FoHxA7g/eY2BYl363uebr7MRfAXnuel0yMM7hEUwR0uK0V7ZCo5fS4jrbMpkOZfCY8OIF0RoF3FsQLyR",
+	"MR1BfFdX//qckulqmEa6aWUkupzmrO6QtuetQ7npZ/lcPAw39JCpJiOGEEkqOq8HLmb0Sixen6dJMpPx",
+	"bI0kVzPzdsYAMhJITweEYKt5vKVukIs9n1/AHjEgpDFQWq2l3l+L+77v/Nu7NB49W/DTe/tcfIqB2gfS",
+	"Ubfn4/fO2BUXH5IK/I4SbyvpV0gMiKYmYpOBy3RMXFWiOZvnK4I8xHVdTw46RVFQvgGKtr20/EAK5M32",
+	"n5jy/dgUplCwSuMskRFzOJUSvv1UMgrkNztkgLpVtL7b6bTWSLyrmr7HgsDU4gOWz2PYjS8MUv191yl9",
+	"9RQOv+c4TXve9hw2OazbtzILMdzO4Ty80OwihQ70gKbU9LvakrVxCrCsBH6GMwtOPuW+vZVJUFomjlaI",
+	"IX9uaffsdxacfwa89zcvjZwA87CUqMRRiHmR6174l7YFoG4X+maeQA79vkGOyyvlu59Gk6n4ut9y3ab5",
+	"AySCNT2v1+51tde/eHa7v/HlxTzJAFraGnR7VYECIzhAX12sBVaQ/EqdZxcyrQGd6AVH6zdWofgUCcXm",
+	"TA3kDlSVIRDjXxtAcfcOzzupyRK9lue4UqPkjAKjFR6EErHjMuIhgEQhkoiR5VNrek6L3LF1vkqb3Knb",
+	"BOdYGAZG42lOdEI0gYRoW2UJQePXUo4t2zIVUzhCeWKewOL0VBh9g7I+CzpTrdk86nfbPSOpoQsgZJ+S",
+	"I8cTWkgd1SBTWVIneK3rtF24ROs/8PJbGal5jtsTPxk6kPqthyhnSu/5679KdWdTx9F8jxmpwcCqfDDZ",
+	"kTyasfqAyKX585/+d7l4iRb4W5SfjK7IVPP8aJhYCXamG7tdK1LASjWlQAHPrFgZjQLhNknJYzobUhLT",
+	"FdatrZRyluvMUpwP9SJxyZResbqEaMoq1DoJ+YzGFpeLtiyz1FIuxYsOFEIGZOiHFUBQzuluCiBcqVUC",
+	"qLdLAHVa70gAdY9K4uflATEqpVUqLXOb/0dt5Q/qJzwYVKW5xzseykXQ9rx9HBAyzIIuiL9JNaspSCFw",
+	"I9eL4eIoTN9KR4eMqG5zc5wh/UeGyWWIVG1vglfbEJMiQ5YvGSs8DTwkz58/eO7zKifIj9+XPRl43Cno",
+	"RI3RCrvclqgdaDk3dJ9lDIiclK/XDjs4AAo8RZ+v2fgkUPcF9WMUn8tIFnUWXoWg4I1hYeDziAPDDBrZ",
+	"8rUpmwDQS8Be5SlV1yqoR0+Ce0u/jgZ5DMu46DwkTcfrqIulum1eK0bQLjwTwrgMSkdoYW8SdRFYlMY1",
+	"PjdtTTB4y54OadbiEaTyt0FpwRDTw7MXxz4PhMgMDBsbJwNNZNAyEbjXrIqFWtKHZy+gq0JZB+4ENdSz",
+	"5AqVC9UZcQUwA4g2YnMuGZvL2A7OoU3KPpIpvQKPi1iH8MBjEpiyXhFocYIdqMvMZwTFHNEUSnkpF9Ms",
+	"84+RBgsXDqQIXwwpDy/mo1zcfQdr/ZeKdwwQ6GRoW+LsFEup7Xm2yidfTnHKlzI3XYfDDRdaUbe8IgGe",
+	"aDhjFY61WjJHArV45fOgnDojlsPl1QW4KS5CYV2Jpn+FTNRKIVUP1H44nydcPvwtvHCJTNCGcnVEidL+",
+	"Pun/g0xo0EZrIeMZgy7Oolf5IkVQVPZqzlKVQj6Kk0xsjCrN1TZ9bdrFE5LhCqfC1KsQ8bkGHkL4vgHf",
+	"B/UBKjGwfHFRYha/dKRlt6Q2Ca3ZdIsJLanAmB6lSSZ1paxCAB3oY6Q+l8c52fQtCtUZJK4spTePB+wH",
+	"VGps8XUHwPABq0Lu6JL6qd1lVA4DTJJ4zbpzjFT4xtbWiM/bnldshGg03eXfuqfSfm68Wzferf29W3c3",
+	"89z381Ht0ab/mD6rPTdRspjst+OSTDz3s2SRvji/t+8dqmbpgFtOZkmqEia/ZjTN9r3xvjiE00iIxxfn",
+	"985Y+vlX03fhujPZOa63gGlZvbUB9f/H70lvp128Z7by63diP+sbhQ1tBE/f1lC+oLkygtFmThliVxed",
+	"6He7bq/K8t3fnB9BXSY66ypSo7+zsPHtvtPr2BY0uN13jjpF6mrf6Rk8OtY4yjMjeVo9wHOdpnqA5zpu",
+	"8QDxy+u1fF/9Wu/I6ej3ekdOu7OWM2skYaubWq1e21E3tVq9llPcJBO139AvgKfxmaa8317TXZDi33gG",
+	"PrBnQE4P1AJLXg0oRdjbMTBJkSa90i1wH0CIlEm/YcwDmisY4po+VOjEQgffEo7HxL0po/mMziVtAFDv",
+	"ZAMhAIEZqdkFLqyu4/OvZKWv0QJhxZZbYJuuSq2Ov2LgL4BCMq7tNR21lUYYBEqkQRvISCzGaSUL3som",
+	"KUVrOp9SDtxUCnhVDN0udfZhGoU3yuzfVJk12HWA8mNGGxkTT8yRYIu9msfgF5PlJTtU2awU1NSkgAdq",
+	"r3DwneLN8lr1aZM3EPDuxSmTpDNrh947WpGYXYFh+OZ9LHbUNR3dQyV+u17eKNM3ynSVMr1/OAk1ZyHG",
+	"Wx5q0Oh07ZqKdHnND77p2c3uS7vY7oNvUGtseUfdnmh9sixq/bYp3oV+WaVrv43OCacTjXXB1kekgop1",
+	"UxoqIRPeYqxantPV7/Ogwep1ntM9fKxaLow3Ps+FZ6vnuc7RtrHquq1iiMUHY4zht6qx6rabLT1W3XbT",
+	"M8ZK/Pb69ctt9pv9nlZeqwOzjL3vOC2j9x0oQzx05fXgGbjyeo5nrLye09o2mq1Wz5jUVq80q+K3qtHs",
+	"9ZpdPZq9XrNjjKb47Z2vvKaxS5ulXdp8o13acYtOd1yzz+KXrbu00yymTHww5gx+qxqrZveo6+rBanaP",
+	"On1jtODXysUH4g+k925HwRtamUJJ3tvGZCEq3Td25oe2M0/IcprE5kRgbcn+hqbk39xqa95N4hDDy3ki",
+	"06tllAUrHWdzxaBsIuneyhSxp88hzmOTMdQ2C0P0+fMHz2uP6uRTMv/rf39Efkv+8Nf//uiv/+aQx2uh",
+	"1sxIh4zSEjffMVnMRYu8bdFaxStawxiwz2f0FYZ5LmLG6zJbPC8DIhmZ+R9tIv1aApfP1UhEGRlCkthw",
+	"pQj1JYbdeg68mHIxSYTmgH9VzhwQ3cNENAzLEbCx1RA8ePT0TMI7yaXBuM+FbM9s4gmlbzPd7bf4A/xn",
+	"vIhjIx9KpkH9+L1JAz4FBsIfv4c/SBjNGAewZuSFBTvzNvHevqKACnuVZjn56792XPKbUvhPo5LtTHaP",
+	"6eiylOC+BucFqPTr7Oa7nBdncrve+C8+rP/iDJfzeizOWCPN9xxzqwpx/RqSmNc1wX3iJO8q2bkqGIGC",
+	"a0PDPOp2j5yjvqe0wl6v73jdtqHXtlpOr1+pD3tHPc9xm015b987clqto0LJ63XaTvdoLSZwk6ps2dae",
+	"qcnFiVVTP9uk47XaZJbV104rPKCAOs08o8iP37tOq0Nqb3FG7XEw3fbqx3Cc/Aa1MTO3bb9opOfarusW",
+	"6cpvs7N6zb63aYvtsnSvuRCtkj0uBG/lXq+GlNvS7i+N2bva/Z7ruu623d9y3bbT7TW1+dzvOkdus7Cg",
+	"++2+c+S2Kl0LfbfttN2uci50O13H6xX3do96rtNqt948Iih1gpuQ4C/aVANDSuniYFAdkjKMGLQ766EX",
+	"3IDORFo+GXoUxnkG+WL4a5QqOnczhieZ6tfiiKjXQoGzTNWEyCJyv0vifWRcMawzydRSk6AoSRoyeHeg",
+	"VO26po1B40FznoCBiUJd8aTzRRyrdkhVGn8ShlKUZRGXjOgnOpVV8uPKyKWQckRzPmLPa/jPj9/DSA1I",
+	"vkx83m1DMUsb7bSIg6C3CR0mi5x45PGdukNOMIs4Ndkbo0yViyIKMsAXy/xA3eUB4TRNkyWQaAPTuhk9",
+	"RTurFD5N1DsYGStyxww6+pW4XZFVSo7GzDQhoXJQJdMGkhQ0GIhBVEFTRjI2SjgQCo1plrPU1gRYaZEV",
+	"SjOjrrrg1fK5SayFGboHsYsWCeUZg92SIW9kGI3HwgbmiN9cZQrdLfCY39oMWttFS1yJjCvWy43I3bEx",
+	"HJjJTIY0Y8CFvmdQT51XuwwBHd6rpC9G9uJuu4q8uBTjc80Yn3dwJPMpj1eFpMinLGPaNWP/kkO4Qi9/",
+	"mxDulo4X2/OXGNE9sNNvbztmjIVZhc2oLAGlwdryzJHew2WCQ1sK+u2tsro2En2IaysiAr2WU4WveQHy",
+	"Q8FiXiA65aa5sRV+s+mpv40nlYIAvdYaQKd5odIJewVep/5ZrL6KjvTbTmtXR5xmy+32O+12q9vuuL1W",
+	"z+zZJu7m9p65Tne9b64jrFnzf2udRcDKqs46zVarc9R23SPPc71m98gEKO1t9N512u0jt9Prea2O1283",
+	"m73XLzesAu/wVQBoqe9hFQDg6s510Oz0nda1C6Hf338huLtXtNP0ep1e3+u22p575LW9N10ITVjAGwuh",
+	"t97BHoSrtk2+2/O8Vvvo6KjZNjppDbqtisnvtkr/1379Uoa6ShkATdsrJwC4a2GvzSmsMgT1gqlAxC2x",
+	"Pzntft878t4dIm63QMTdbKqk/RcW/9OT8/P7z56fAmDatUi5kMp7CFKuAesPztfm7d2kWm8FlusdtRzv",
+	"tW2pcuzUGlgno3xBY3IXgw+ptQmlW/YOgYqUpxG72pytNwbbRUGNbv6LRRqvQ+1ugd/FLxQG4IFsZCbk",
+	"bhM9Lh96De5EZX7jNfgRoDUftgANLOd3v/QkzvOhS+99IT+/eXbAXW37bnM1gUUq8dCUu+HX5HT68MzJ",
+	"YkCh8Hm4gn+rme+umrdRPmTXZI/jVTBFiusWynqnNJNMexL5Cn3zAOHrEIytAbAaUxivaLEDlHHEyQgY",
+	"8nzr6tGjx75lE8VrUQdUrYQz+WYbiiGF/SxrZQPNrgxwsfmUzcokTtJ+yOYshlzviEPlp8/BvVTlKXgU",
+	"Zfl9ORp/YwxZzUiwLs2FHgODC3ruhlAX6vCemxJ7epfmNE4q0UKvn3gI6H1kgLNygs0OyWwOvW6zkncV",
+	"xsfYLxN0QDWA849tr7r4SpWYA5F2sH4f1u9CQCukOR2U2bVws/gc1rYWjib+IS74abKU1OOzSOaL1MoP",
+	"smHXRCmhi3zKeC5XnU0YHU1JNIP6CYSdLrbwjIURBXrSOrzD53lC2GzIELDSQDjHug8kPcTeYzEzdDpP",
+	"yFjsEBsq9D97/vgRyXg0n7Nc+3NpnqfRcJGzTHKDF4kRGhk22sZk/RCH9FzOxN92z8LwwHW6S9AI6ckR",
+	"k9xIF4DYayDgSiLxXMwYz4g4IV+KfkzEPbdxdI08HnABiVGu/NX5FnxEOMSabDmMrmCJNSSOcMOYPtWq",
+	"T33r2YsnF6f31ihmw+iqzCWLbydZOvrUt/7T45Pnz05/d6+yJb5FaLbio9Lz8HbNRfu66Or6thLTQUMY",
+	"QR2Me3j/OUxyPhV3SN9x1YBmtjwdmESfB6QGOcljJvRCtuvRYTIqP/eU5yyVUd6Ts1NSPAXIZ2D7wdwv",
+	"4AEnwIIs9cQBucNoylLy+f2vbULJJVsZmz1JyQxo/GDzKdK6S7bKCCr9QlGH7akdXmJBXkhv3WwR59Gc",
+	"pvltcVFDzKe+wRpYkzQKG6PsyipnAd49/5IkY7PULLMl6IiS+NCxQoyUR+vs6fl1M3ECCxu1AwT1fv3y",
+	"gHzS8s7eojVOFlHIPrLz5zOU2GJx20puiyUK4gMnYZ4iC8VW6OPJfHGdvvbw7MX1CppGIP7y2cljkkV/",
+	"ZEbtXcK34JgKNenh2Ytfjo604TsxlKSmYcN80/TAW7hh52673mu/PEChenj24lptqjQtMh9quAK99SNb",
+	"x2IFHKQ3TWXt0taFC09cUy8uOUDgYeAYjVg8s4BSntlkmaSXQM6ScGQefcgeJOmIgSUrRjuL+IiRk9kc",
+	"EsxOHt8jpzzLIz7KyeNTz3VvPz5tua5NTubzmPn8cQMjkPWBxDOScIFDysNlFOZTmwDmDXlw1uzevvOg",
+	"2SXPHzx6enaOCc7JkqW2z0G30gnOV4yHSXork2BDUyYUpgDt+kAGNzGXSppJbEUmic+HK1ILaBzRjGWB",
+	"VI80pKBMGQaVT+9Z8V6Aas6Y4rv1OURNsjXIYmAbyrZtb1Vn9o4DphAnAw5sPSQw6TVhBTYinjGeReKM",
+	"3QpIgvetA9M+gjRLa9DGAKb62NyIdu5q0oRxOQwDElBYL4FNAhpS8c80mc9ZCknAMR1dLlkcB6RmLMW6",
+	"+VMjzV8FpGauxY4L8yf+PHv2VFw9Cjn1AvlHS/3RFn+k6hshA1lj1gSKZ/2xHWwbn6ITbz5Gbx/pSzgr",
+	"x/meckxql9kmUjiYEb1CmssFL4SIFM/mMMqvpCjY+OWlbdF0NI1yBmSAQg+BmRQ60bzZvcjHcTLPrMFR",
+	"0/Fsc7QGFlUXqt10gRGApvgGUMC1DLiYDDNr0G919bgbTeNJzqR+8vCk6XpkKZozp3OWyjSYo6aUGQ5I",
+	"EZIznikG7AdnLU/szsVMSEAmpY34J42uWDgg548z8ooMkyTLyShORpfkFek0PchTvD2KL9H+E29+Zb45",
+	"pTk71uMFUmPtVQROpVim5Z81uw3jN3F7/RgSKudpxPMCKW6eJuFilIPBJ1ZlxiYzWCZiwWSLGbhNUdZZ",
+	"A2ua5/NscPv2crl0+FUURtQZJbPbjDcW2e0JG4vW3Z6kdD6NRlljRNMwu91ypUy+neavGmKU4T95dFs8",
+	"eZXlbHYxo68kMSNaDdIpuv6jaseWnzWpYx7OL6COzrWVyFE+1HWn6AFuUCVVhYTdDs8JWwPSJYSuhrlQ",
+	"NWyEjVB4xbKVXwjNrf7REf8wolQCQyBcrz/c/m4yX7zeqkUEYm0I0am2pATs3yIxAs0LD/lLD89eDMAn",
+	"aZNsTkcRn9hkvuCjfKFVDHl2Cc0jRFb5aMLFWexUuSje00l6AroC1IMIcakE68OzFzZhzsQhOAz6mABL",
+	"rTgl5ovr6gr0+eC+3/MCfr6R+DcS/6OR+IdKe6hFqhb2D89e/LKDXG8v5qs1P230agm2U/THRSbCdorP",
+	"BddIswo9iHzyCaStfPKJBBrOdRpsBcBxKad2FdgGWX+AXIjBgARG1DhAizPYSLYJAH6T8RDOj0DmsSjm",
+	"mKH8oK5wfP4cPID6FFKRLZqV02QDh4C9outCOZO4uj6HYDpS0WCza4EZZgeE4bU4eyC6FrIxXcT5MRBI",
+	"+byoIopyMhOnD1MpvTEitooPBqgpM1D5ZStUqG9Krxg+Q1wrGo1GLFSo4m3zmC6yaBjFUb4ioykbXWZE",
+	"piVAX2I2zkmyyMmCxyzLfB5EWD14Ia/6VJxdQZHmHOjSZvxF5pybrYD8axwjGaEBmD4D5hnT0ZNUSL8B",
+	"BkqEjbfSOdJlL8UtVXjs87EEWRWvqQVFAUVguN+g8GZAisojs0AFcrtNVGpbh0pUqbH0BAQjsEElCZND",
+	"YAMAYK/PNd8AlvsKIU7jWBYwh+iZNbqOKdz4jc8N9wumqWe6PA8qmHM5ejK/H7PvFQTxiM6pnE4pBLCK",
+	"OJPAyTkZUU5SMaZQTZyg/Q0567BEfI6gw/KuEXRgRi9ZEUsTzYAEkZiFKu3+GOqz5NT7XLRQTDcev2L0",
+	"MBrsua5YcyO2LaRkJD29Y5XtY8dnfUb5ZVHBoYLsFbugvLQKfzJsJ0z+p8MECCginuWMhijL5EJINwX5",
+	"drYiPeUld4eUaTqxSXZumCQxo3xP8Fl9ZLE4/tBAtFWR5AS2HRmu1g4hm1QdQLXiBKobR5BdnD81fQBt",
+	"XV6St71yaNe43BkX3flm7dvN/NQixVOnkr7cw00nqZOnSUjwoFOHHJSSPIZf7sI5Vx+swSaoI0mvpgwY",
+	"joV0YHGGmQ0g2ID9U535TJEGZAy57+TaLk48eO6OkSsy3Mzxo3H8dLxVmCjd0egQREqKUd/IlXv9Xiru",
+	"ocb9kCr6vcvz4eovzDS6wwr1P3Rd/z43nevku0PvCO+s9r4H0fIeR/zQO+irve94BGi8+159d5FmSfou",
+	"akMA7bTkMhZ7brjgYayCHIgNgDBw4vApKE6q4eB2QggX7mb1Zno1ucAAvyaGhweI79dsRTEiMctZaFzp",
+	"7o1eHC5Q47jIrEHLta01YqCm1/PalehV7b7T25GQ77nOenEBYL2ZFRWIJCxknKpqgDG7SS6+SS7+GycX",
+	"r+MT/vI2Zq/V7VXuy1bTae3Yly1vbTV4R33HLO7ptLsdvSu9v92uvCk7uSk7KZWdaLgKsWALSI2dk4gW",
+	"w7p1wEWXR6gtQBsPiJqZFnmFH/Upl14BhWSAlv9HFg0D503hb0THnkEisTV732BC2on2IMHj0LdiBkzQ",
+	"68jSq2jEMN1GIjSBD2LIwpCFEpSP1II8XWQ5vjRzhCIX2IZ/7FZGVFpL4a0Bwq9xNFmkLCNLBlzZFDGI",
+	"6oMSF5QkMtNEUkTySKFbyoRB40yi8IhHZbaE1LHJOuabym8DFrqReIoCTSO1SlQem3z+Jd5rr4Hy1NEM",
+	"NB2WPpceS6C5SpMsayAKkuFBU3iB14DL1XFQovy44NSDR4GTfMao9JeiGxI5upSnLADnZkBk7X8GTraE",
+	"i60ps8El2iHAUeBMgCsGOD59Lj2ItrSAJwuWZSw8hgUAr1tK/H7JhK+HMEIQfgSyEJNnjoHs+LYMIxDt",
+	"D2DZ/u3SCLcnq8hxRpECi39LsgoqJtC67ALkplAG9LK6gLWEWTfiz4swmoGOb1uXEReDAdE+CxhWgJjs",
+	"QmgYsLgvml2h/A28dueoCxfIh/XgAy5Ya9C1Lf2nOGhhXAbfaJztBkd1bNi48qyXVcFO6bPYocapOTK6",
+	"uBHgmy4mk4hPxnTEnFFyG2N9u1RrsUjH0QTECNRB/GGR5OjRFaP+mE0o3HInjcIJI2EyykhN/FfKn9tx",
+	"PLutejl1ZmHdOigdo1iCuxIyJBypmY7xEWZabBDp7Yy3GYfK7e/gw/Z8ixNTUKmkVklDH+U28jZTviJB",
+	"suQsvR0gqNErUgv2sRuCOkQnlCySpJTiZYMNgUi2yEOVWqmloo1lZzJvwybBhWQLmdMRkwVlNCNBI6jM",
+	"6XhXssveNZYqj+NRTGe04TWarTvb0jk0ruE+CR3eh0jo2JCK71om9pp96EghFNtuSSqKj+bfWizGejyH",
+	"wqwRn/DDpmh09Qgbk1AWhXsIwhnLaQPec7t4zLAxHZvyz3oDqbVNYsGW+LXnFawLNZQDdENrul7OXVdJ",
+	"gU/cv5bCNBaLqMNOPeiXU0rxFkZ4qd9ivNfN5JflQgsh/t7UE7f5Lu0rW3/Ly8N21rUVHGvL4aOu4Xgs",
+	"jcIDqjjmMeWcpVv3jG+dEs6AYrsIo24k29Cc/PxP/0KCWcQvNoOXsn4CmgUorT//0/8jTvVXFyqMOSjq",
+	"IMZCyUi4BBse0TT8z75FHkAaBUxYUShRZIEYCS2kRuNYavozmezxFikNQgqUQ9kyJaM6n0FFzCszGhD2",
+	"T1GEI+qfGIWSYzJQOMtgx0P7IqZpgOGtCqh3ybKcdFwbkRuXU+DcTmWKDqHEwCrPigFOxvpvhPz1uSRG",
+	"L9GhzxjL1dBipQnmAdBcM6GXIepvZQrjP1uk4rCEsUMbdGiwdAspW2LpBpvWTFO5Ba6TCdOlNBAagnqc",
+	"dep7zXIvU1rMpWbm2NgKqi/KbC3ZgaoSuzSMeJgNgKVbToPPa9I+Bk+DkXkzTeIQPToJOD+gOXWbBIoD",
+	"Mwtkl2StfXEr0rjLO2lOEj5imsjZSFdKk8VkOl/kPkcmvGQ+F0s+yuSMYHkKQNsGMhtA/FvoO2L4AENS",
+	"LjHNfIBN0zj583gh871gDRLk98TcaPZqxFiYmRO89izE3dS0DbJ2aWPdjJKZRG+Q+e1SDGGxEPpNfA6L",
+	"CTxBmCvCcrA3YD7L8UGVkIKPB0hGrnPQxL1RhraKoiqX74ZHrdG/i60wpilJxmOf13zLXGFIQU7L+6JJ",
+	"ooy0etgSW3Wx4/pW3SFfAaxlsMhYmilPGvLCr23CiGc5FUuF1EQrxEDUwWvHJFAAXDUqsljgkfgConPm",
+	"cOgwMc7G0UTBJ9ZNORXfyOArUgJpIUGlk0csyzBkoe1zCZtt0nqojGGFEf7w7AWpwabSTOqT+SIoKuB8",
+	"PhTd0yt7llyJlynvPPLGZGTI8iVjHHtQIIUCrKzcQ2M6i+IVPjnihBpFE2BPgquqfizxZkAiSHeWTikS",
+	"fUoIxR+RCkNeAuoUwpWLU4PUML8GvIEsDAgEV+qOSkmUTCCQtFeeCtwbakJg+sUYwXCo46eSBGS4yImi",
+	"6lfPrz7dxGHkc81BgqY5r0OWGczcGiy8nroxKaGpA4xEKnfb3uwicroruDQQkG2TRENdKO6WV6MLWWK6",
+	"q96CEOLgkOVcND5Jjwt2BXQNGCtBLA3TPSnW2bEi4IdMxMo5PMZqTMi8MjBocamL5eeQE5yySj4PeQrH",
+	"AHghU2QlrwcMstjUcOCLhQXYNREngUJZCorK0JTRLOFKYAyTfGqTbAGntnh7lEGmI+Toj1jVlCZlThHN",
+	"uaAQeytc1lF+bLZFZz4VkwmLCuVVplN1QcY/AGyPlCnta454xLAHgK0GliJV6bjLVGgC/FhqTNBJnkC+",
+	"qk4cN057JeRkRliNjnMGPqLFfJLSkAF4kM+leiH9iUM6upykYhs7pIB+XlJEIUHoZ4RubhGQKj5HzqBu",
+	"G4daw7BgUmkOziYxvcZ7ohmTzc+mSZqPhW6JMTG1cG3iW0MmtineNiA0u0QMVGBMIGO29DmCLWe+dSzP",
+	"fiGZhXYuNiwsKZzuGjUPR2LIYJ/L9SGHWE1P3SHn+MOcpnlElaceD5wsIRH3uTHt4owrXTggP//pzwDQ",
+	"hAIxEzOBfQ4gd6pxN+F5msQDwpMGzD/KPp6Q+8/pBDos+o99ltRCYrn5nI5Tlk0d6cKTjphA2iXr2aF4",
+	"iSntHJ+fSLolbRHg6SUOSMxln7Ac+EjUsoX0P7JB02NUZcsBFttGHWS4F2ANa+eiOhsqyh2qjP+zmPK7",
+	"inr93boRy+QzyVgaNailGEDMv4Ss4udTzXiN6pPZVrAkhdIkdKetqZZVNuTORmt0lDBZoCu86IbrIrFD",
+	"RS/4Yjbc3gnFKIaV9RAuraJBqy1pOlNMImApIKcJLiQDgL9uk9n2Phe2sLVnz3rd9nrXmnt07e6aSglo",
+	"U0LvPC5pq1iGukVlFUYTvWRbewMPtqqXletub/WOZXVC1iEFSLYYooe7zL6Gbpstwywd62/qSK9olhAO",
+	"laWbGwp4DUs4yViYmjKnmW+vY63bxFSE9YvsjZHYih0AVaFv0df3kMR7aDru4azSVczQ1+Sea5UTFNzN",
+	"DPRjfbhsJKFfk2j+ldhGZY5AfKU8vWzjqMIzCDdh8Y7CM1kqvCpjh9QoZnyIk27J2JzorCLpc0I58ulV",
+	"HM8aQ8ZHU6gzCuRNF3BTUP9ok9/XNmUYlj0MKt9B+nbXDVvNeFUgJW3dU2Vz7y2LVErWZE22UiyJtuvW",
+	"B8KcU0XghU93L9NRmp5lq6Fk/Zk0besmvMxg2W8ILjZl6uED8Zn2Tcp9BoBa+SLltthQ0oGzrUHgxqtu",
+	"geeWdYFDjx3RMNWmKodoKslthNofFG67gNTAXeXzCn+VTabRZKp7VRdiPhglmbhrNGV0rn86FgoqC5FO",
+	"MxqxAejCF9NkkV4sshA5YgJ10MBXSnGnBkv8xYrRVFWrsoIFXtwAmtblcqp8hdt+JjROOKs75K5qIUTj",
+	"pFatHF5oTccJOKaDccxYrp8iWh2QWqFF/Pg92PvqC6GOB6WLB+gvVpJNGgl8JRUX4BSt21j0g25s+WL1",
+	"lFkUx6L/Zf+6mg2cV/AjFO69Y5IDvQe4/eXEF+JDvNJWlXK4m6D8FbQl+FqtALQQqlZrlqT5tgosfbtZ",
+	"gGV+CRzZL9/ksL6bAMjbZ8kifXG+F62nuEPVvB9wy4mx8r4WC2/fG+8XS+/F+b0zln7+1fQ90ZQ0u59L",
+	"lT1ToauWK33LGPbRYaqmS0r1KKYhC9ndCR60YFjIFQMnoqTjW2erG0ZQoicmT5hHxTcXIctpFFuDahd0",
+	"syedcUNGvL7TV/7nBQ+RIFn0gGaX8MgyicpRmVv9kOTy9Q2snrFR/CHkUoG4N5kvsgshupgGctD7vqB4",
+	"Z3mmbLn3WeOxnWHfc9qalLPlOm6rX3DbN50mEMfvotIoHJs6c3vd16l/UN6jbRT0QvOIV2o83rYSo5Kf",
+	"vuv1nV63r4gI3SOn2TZ4CJs9p+N2FIWh9JvqBq3TGh71vbbT6rcUH+pRy3NaveJpPa/ntHrddVZDu9gY",
+	"BrX/m26KvrEnes7R/nui9363RPeDbok3KrDYviuaTqujNkXT8Trmnmi9voY65/1vicNrICo3A9RAqH6K",
+	"D25nrT5iz43QaXc7jnpQp91tO8WDZCVQaQeI0xv0QH2MbVYume4gdJnYW9xiUNiE/hasw3hzTgfpuzyL",
+	"6VZWB3m+lZXyD5kh8+G4Pkt5NV+B5xmsL4zRUq3Lg7s5R021jB6wi88TtYctKTfnOukjGZuwoLZK+ZBs",
+	"jBrrRWrhl2yVsdznczqJuAS+nNMsI4FRrhNA3ASyYdUXKuDKISGATpjj8+fibw1bA16sstPpuBymZMJI",
+	"0R45mVYCGjK6+ZfTJGbI2+kAWnWNQj0GS0maLGVagDAH0mSp7HQ0ZQCIHuKJto4bpzaB+jWZYyKrtWhM",
+	"QpqzOnRIuTxG2VXgc/HFCThyBwRomMXXx+oiYTUJw/qK6csChzxIUgMeg+Y+x1ic5gXdYL10eAglNNty",
+	"A98JZeU+XrYH6Da+wQX4D4kLsFZPl4YsHZCgUdSfBqRmShLAri1+tDHiZhfOJLF7GnNGLy9KYFk14I3N",
+	"ciJ+ko9yDrd6jYYZZm/529IH9Gsrv9NGw97MPv6boiVUmKhQqrJMSpAJ1SVLN3XFN3XFN3R2N4gTN3R2",
+	"b1WW/mzBZdmgbSkVsVRWYUWhDe21MXPNHGt7Ml/YsjG2JDgrL2xbj4Btjo9d7BzbXHa2XPx2xcjb6yee",
+	"XcyBXajIchfY5sT7fF1k2wfufftQsWuvSUFbPc5ueraQATZueNu2dwgOe30T2igUQPyhdLbttf1gG7vf",
+	"eLZfhtJfVxV2AhJAjp8yzz6y4hCxussd2AQhsK05uMU2TFJhhapaUEgQM4iASC14tuCnfL7Ig7pDsKxm",
+	"nibDmM0Am5PNga7J5zLjfUAoaXuezLsrJ+zDA88S8JrL5DwuTEZUpnxO45TRUFeB1DJZGZYtUjYT44GF",
+	"nyxfzI8JblfCkxwJ4nxe7BSVywkuurpOkvRct8gUK4xvVUxPfR4uUJljKhv7NGSzeZILYd74nK0CW4wT",
+	"M+rNoY3Sb+Nz9aal4pNDc14Ha2vFA/PGMzaP6YqFAwI5xXUdb8KHXjKs5tfB3WESQh0/JW2375AnCQLj",
+	"Rar6hQDm+crnLE2TStLEuyCQngGx2YGWajEOn7O9zJ07Sbg6jyacAtL3oTfAS15iYhjLcvHbHnr3odkL",
+	"amnDq141JklDSgzxQOcZXT5mWUYnrEp0PJM7xNYJqU3yOLrjbGSzva42IXZv92cLfv9VJKlFPbe51x04",
+	"vfuLocc0HifpTN3R3McBRyVbmrqptWNapJz47eb07JqUM7yraswDsQ4aepHAjpS5NZRk0QRybZCyLcqA",
+	"+018mFLM9kzZJMqAZ84xKmE/VNtPOFkTJkJ4xnQlK+GFxBUtHTLGScgAGgsJkWRr9zgk7iZ8HEej/HDS",
+	"22ZrryPoEU0n8obOPqtFloGx8DELI/oc/TH7+XpPOYBzCWH1VmckGy3SKF9h3Ba4/U6A9w/d9cURei7p",
+	"3QjyPqrDExS6DJhHyy5e6RC8piD5KsqiYcx2VDRianoyXkMPB8Bdn48XcYxVXeIcDjauu/0dhmxem6DV",
+	"yBHo83maXDFOlStVulXrNjhj4TBOht+ykei0OIlJ7ck9kGg+D8yt8KohfZ+QtggZMWS4IlFYAluFY0go",
+	"sizU9L+YzSZRhGzUtIYr+BfKOKJcbk5gRZE1e5h+7vNA6gUNTGQMjsnkj9G8SOQexREoK8iOBSnptWAk",
+	"Tv9GQyyPFKBxZB3b84SkLFvMGKFktMgbyXhMwmTJ4wQblqErO6ZQKYnIdDAotzISRGEAXQqgdiEYmNWg",
+	"mEyb0zTXqUDga49COSEyQzBfRiPm+ByRv7GEAvJsltMoZoTO54ymRWVKlJIoJGMaxxm2f8ogId/AtIU6",
+	"S0Xzq8oe5bIakOB03HiScNYA73Lgc7k6tDLUctsE3y1buKS6YesTC/qRzy/ZPFcZMmrXyQrKWpSLC/Mk",
+	"IVBwSvIEaykhOFA/rqw3gFvF0F5mcjZldhjsfNDCwFUWzRhMLyQmi9eMpuIdqqZL3nsrI9mUIhgVRHJS",
+	"vDOOLhnqRQsOb9RFT7W218f1BIEIuFks4znjeb1Kf7r/SkizD+bqv/Hd/4p990CXSrAaCtQVqP0JpbAX",
+	"IkdaGCCTQD6nbMSiKxbWbdwmQp5tc8rDg0vGsITYsQbWf/nmpPF72vij2+hfNF5+17S77df/yXpbbBl1",
+	"TJQdK9/5VhT61sDfcOb5lu2jkwh+fiM3ETxDOkPwKYVbAH7TLhP4dc2JAFegy8G3Bt/8/Kc/v7R//tOf",
+	"X/vcaPWaT2Wt1Qd6WN5Xew/zehTEy0IRQMUCVQCxmjB0CxMuTpyy8rvx7I+LTx7kdxH5NQK+NCOo/WxF",
+	"bwR1CznYYTtVOlPuLKI4RNBDOFO1t0FY9HOaZooqRpFH4wODgTjkG4Qa5dN4RUM8RihMA6IVIqFHy1j3",
+	"PKYRD2yDbyPzOcEayiRckZoOg8tcRgj4iSsDcSiLN0LNwIyml+L0jm9lEi5goMPsiMI0xORIWWJgi7dU",
+	"lR4Y4XnFZ60Sl8l6Dyr4sI+xeJumq09//tOfA1Kj2A+ZpyseQvUlEL1EVAGmvyRhwtDek3T20mMCWfdQ",
+	"RykeggW8wYzlNABFRenlUC2g4EnLpNg6WRj0a/GUmnRCyXJnla1tq3Lmn//057qCGYEqIqgPnYOyCC3A",
+	"UYxiXVEO1yFcg/haoxomSUxqQdVMiEcA6ZeE2qTDmB2TwJwTAN6E50A3EISA4DU4/TL1pdHI6BVriJMl",
+	"zgNSEw+EZsxZSuZJxDGj/fzhI8qhxpKQAO6/UIncjQa2vgGdIjXxwkd10CtZhlVPQjs2Rhweci5vv6PX",
+	"4jPZhmGcjC4zwiJwgcE4YG9ReEGjRPPEY+BaWDLwB6rKPMHpGahNeStTDxW9wv1nq5YoPMxQdky0xdnE",
+	"cYHSb1g8x6RUugu9MZ39n67X4ejRM5ATGOVmgpF4SJRpQhNhglQAawcyQYngdGEOfUo5GbMljoeG9cmn",
+	"FHXcQIbJNHEW+nDHiwysNmEc0fkxCYqtC7vn7vmXuLDWiehRryZyvd/KZFsyQNkZMm3oUGGR/F0gTKuZ",
+	"MNrEWQMFUnjYyB0pVsAoiRcznmFZyzoWkU3WWL9K5CqwI5XvDUueK9hWKglWUJytY/UEBco48PsWIObB",
+	"WlaTWEliQNDY/GpKc/Aoq62rhaqwFHOWkdkiywmdpIzJIgtYSw45kcYZWJtnT88NhwCQJkGoIlUPQ8Ae",
+	"ygE8SEL1orTzPJ/LAZVWISsc7hWGzelMGjYfh2N4C+uOOvSEdMmO5TGHBp48/bZpy7IWtzqJRTzGyF6R",
+	"HytksWVbhdi1bEvtor1Ycx6Ik7NKwJdmuyDGEQuMxiBOGwZeChaSS+o3xF6WMm5b3/PJtnLedg/AbA8r",
+	"q4L6apnAV5yjklAd9CzKyfnZvd+RKGQ8FxphCoWZPg8eoWYc1BEzzNSGYOnL3RPlDjkpbyyfz+gKfydR",
+	"rhBg5fkuDlwhRKXiHSgqq2PEVwFHG8J0AIBIsTkd8gQPHqF83XUbTccNtlf/qNSELXW53bZdbYO9LP50",
+	"ftt4+clWU2xbKKRCjypr7fNUbPc8QjNOSAMjzcioRB9GnEKP1l4P6RWneLnX6erfaZrSFfzMclpJ81hW",
+	"nAKFPYOyOWXjKI4BKXVjexhBlG/w8TY2vNhL6LwsgvqgC5c7XiLHlcv5WvPoxIznAM4HkordhHVuwjo3",
+	"YZ2PNayzdpQAfcEW03ef8I8OvKDYE/Na4Q1AXzkuXZobpfsauQugkGg4i7i4zCFPx3KVIFgP5FVoB8Is",
+	"Ae0ZSmvF3vDctvb8y4T8ttsWmuJoSjl64RXCH7aApimgfaPfEZ32wjpuixFAgwJtNbG1pkh4u6Et3oMG",
+	"vom2CF7RZwt+eq8qtba9OYL4qnA9uOW8Mfrxm0vD3Tc9SNJhFIaMf2CQ5X33AQ7kNeFNezsnCRZ5pAs+",
+	"2ObtsElMF3w0BSMPLFMeAj8w1BSpjZaxPI+4+I7JXCJQArA2hIfyW8PG3ML9+ka2yhvEYLYu1kPzwMc0",
+	"3XrOqOsg3Q5E4yGpjTtcvMW22Wu2cPCRRPWXDEl+0Bn4bnjR9fqvTKxDwPpNBCHQfmcsnTAC15Daswd3",
+	"yVGr361DKB/8h4FNAkhjk3pxkccW2D4fHnqGHJOAL+I4ICmbJVcs87l6urAwjYc75LGZW4dJcHhwDAAQ",
+	"IU0ZMjQbOXh4YHAkgMb4rGjDJWNz5G6OQofcDyGgCuF5SVRtnl+ARCphOcVZpiAB4QiDxAAGD0jGJIzG",
+	"Y5bCQTiOWBxmwI2d5XSFnDehAvktH2xqaJY000pXlPkcjroqifJiHtJ3dKTtk7AGS6IBS+K3b5G8dqYx",
+	"5a9NXtvLePnFizOaSZ2FJ0vnwxtE71UFuNHVhdgoKLVYTsGTcYgyLsFttyZl3QWntZHEpOHOEbu6cC7L",
+	"SlZMwDXKWevInmWWoJI3qEDdUkV6D5oPrfyQ2s1mYSGPV8rDn6PZrUfqcEjKdwhBWd0wPWl7Ub+/K6p3",
+	"oy3g6IQMOJovtg6MBEHYu2qfxfE53vL60Org98HyLKS5mdFga47nLXxr/yHIYF/uQs04oEap2PrXlCqV",
+	"B8E2xsjGrthm+dBGt23ZfBu7aVfMkr05HXZpTO1ixH2Ok9CzYfhsHCMYWTE8dsuze7ZrwxwcXp8DcI4q",
+	"bbaw/G8Mk6KQWPKfqBKqhhme3Z3Log9NMNKvSWQW19gkiUODcyFlWRJfoRIPuZ/H4qgEFUg2C54M6jpE",
+	"J+kwZs42+IQH0IqPyqbnG3yUJ6Cm8gTikKrItUI6viupIQZtFyOiMQ3/EVjGcL2lNMpkOdSaxT5LQrny",
+	"dhTEnfCVDjLMKE6jwi1RJW4qAKFqfyBvZ844XOxzCaGvMjQQIV7XbpEFz6O4MNrlPsqKijEHM77hzdk0",
+	"WWaKUEaBTyvKFt0fR7z9AvqPboSII77KNMryJF1VaZxi8Xwwk/ewiItomizN2sd6bR5qvcYysbHYuLyY",
+	"P3PDVlS/ew23+bzpDlzx/w5iXv9elqw3beuSrS6kwjdMhhA3pNAEK5pJRmJA+4ZZX+CaQy1IyVN42dpX",
+	"Rbn1LowuoRhYA6vbLnJ/aA5qWsFTNAYjq+mRh3eAgutWpomQDpU826QO7hhVl/hhDfVDBQ8G4D5UuPC5",
+	"sBK08DDWnKLfAS8H1sE6v/h43/t2CDzQkpeskgUZsjhiVwxJSBI+2SbYtys5t78T/8Bnc/t9t/UkKNyq",
+	"knCqPGnSPcCTnB0bchkuQKbJME3mWLdsCGOSslGShpDJsiGVn+GWf4CC6M0l874Wo5C071eQPyuG+v34",
+	"Im+k+fuW5oWy7/x681CeyziLYocxA/Mfx+Eij94lzQrjrHya/LoOCCkrCcV+12C+6gedC2iv7sriKJ0C",
+	"M6hBNM1cXeMLHEnHlXJ+OU2I4vGslPhCUXr3CRUHY5XlNGebWGXSIa+HkvBkaUpVNYSIooqfNkVsc0PE",
+	"yiuFMLSSeVZ8o2UsJRqRAyBaNvGgCrPHGjQPEHiPi4VRsZO+NKf0b5FsciPy9m+/JE0D+lZYP84HEz45",
+	"8L2ZwuAaEWRbgEa2U8RMo5BpsuqC0nRAImBMvGKZTNSIoyy3fR4XqE22JkcpeM4NtsAMKCCihBc8ucC3",
+	"ptRTBA4ASiuE2kGuR1ku3W66mySHp3nmc3S7AG2NFHxllx8J7t1/dP/5/QDKqwBuKMoh1w366nMjVWBb",
+	"ppu7menWl2lhCWc+D8SjAjEyPFdekh2+j8+ikP1CfR+iaQf4Pm6E/BsK+c8MYXGjz/6yhbuUsL9mXVZs",
+	"e+nseDM9FmTd1jAOIHosQnGGJGuRnAHopwA8IP3et7A+VaeSAcMqCGcE1ojyjMXjAcmQ83G9mrlug6Yr",
+	"84mnNJec6RQOH+UUn9E4LsHQKBY1SEGrO+Q+HU2lQF/SzOeqmlBKdzgo8pTyTD0XM9Dwfnw5/p2RlI4i",
+	"PvF5wnVtNk2BwzEKVRaaMKTzaMawUhTfO9cpcTYQcfkcE8wCNBYCh5yUI17qAIS6Sjz+bHmWwknmc5WP",
+	"htfXRIsB4kGeXJl+dh1S3KIQE9wwPW/K4tDnmihW5bP5/AyB4VmIeCeFgjAgAeDqyKMxU2WENVngRjqu",
+	"DQjoEMfwXFdWLJeB5ec0y1i4G18e0OmZrdaMdGiKvjnkjIpZGCdxnCzFLxHHLBxb1wZN6DwDnqqUzRnN",
+	"M1ui06hWK/by7fnAn8kd8GETZ37p2NPr8UkDdNreFaH8zsJdZQ2k18yyrT0ggBWpy3cKPDabUq/TtQZW",
+	"vzfueKHbYazJmEebzWavF7LRkLaa7ih0u+GR54WsT0O31R+GrfCo0x61j3pe+6g1brU7QyGFN5xyyIth",
+	"tFV6/PZw8BUtlT5heHSle0++2dtwB1YC076j0K6xoncGd5WS+ysP72IaQlHXsjO0W3lC4iG19YB8Btij",
+	"eULClC4x5y+f0fmABGmyzL6JXjpgHn3z7cvArM4H2akK1cVlAfnxe7NOPWJwD0Lto2gsCOhVeRhPJAf4",
+	"jpKHx9j+jypDYpSknKVlGaQgfkw0HxsA8dUoihGUn4tBFOqBOCyFdVry6ZsXWYNvmnbvpU4VE1+4NqQo",
+	"ic4kS4mrD9kxW5PUmm+cpNashPu+JkHN63ntygS1fntnglrTdbprKWqI260z1Fo9EI7vPRHv+j42j9pb",
+	"OnnkOf1dnWw5R2ud7PRccUvBotRrvX5Z0ShAr/+AM71fOqLX6VUPRK8LmOtbB6K5Mdt4hx6Ho07rw0z3",
+	"fh1tbl3X7b7T29FTz4U0S7Onbe/I6ZgLu9VrV805tKyck7nuTjjEf4ASd8vxKwTRTTrimhvJYMUXhoKc",
+	"HyIkr5DqxspSUC97JinKQsGtx/dZUUhYleE/UDz+krVX2IZJHCIZKM0RfUleuzX3n7zH1H/Z/l9I7j/o",
+	"Jsnyl5j9jxP860u4R+XkekVJ6EAIKy9UJLirmjtoTTT2mn3PtnAX6Az4Tu+oShArMeu1UIPYcgCsPax5",
+	"1N71sI7Xenei2dguh+XLyxx5s+kqJd7nMEaYyA5DI/qvMtzl16KToidvlcouZu3m6KiMQBgF4fseDRlL",
+	"JbTNVs+nYtdXSKu3gO1RWBU1lcLrubZ0ZS0ZEKcVh4jPJaCfgluu8cVsiETlszm4pjIivxoQ12m6sg7V",
+	"dfrHhPp8nrJGymJGM0aGbJykDLax/OqYAO6TM5rPyRABJIcr+bw6lqb5PKQ50/nEOZuTIcuXjHE8uYQo",
+	"4CyaTIfJIkXI6E8+wY7HzPnkE/Slwn2yyRkBBYtoFvui+JsMkxwpMXXpb6h8ucJwTTgrgKhKUblbGSQk",
+	"GbzYmc9rMR2yOGYI+RNGoxxgucmJQreTRj24PsmnJOa1PCG3AQKuHkBChc/HcZIAFnXwx4DUvDp4aqUV",
+	"nsyGEWch4UmUFZCJwn5EoMZakP0hzWv//g/AVPvXfyO/Jf/+Dxd58td/qwd1TfMppiInwSziF/CygNSa",
+	"5Dd1h9xhq0Qxc2AzKA6TaE00A5T1EFWBlE0k7Dg6NgGHyufBgmMfQ4Bxw4csI2Qyphxh+dRLvQ75TR2q",
+	"lYMI6OvjRRZdoavZUKeKEC6WpguNy5ZDiYkm4JnAXrVUzVzK1PyHdtHpnkt+I8dtph+hXOw+X9KVWnkJ",
+	"Z40MXOZZNOEEKQIXCDEoGfxlRRw62jMIauQ+nwPjuuu4nWNZwmsMCjYXWiFaKEcOYdBhWGzC4oxtjshz",
+	"IHJhc3heMfiy+xyUBVKTPmoxQnWf68tsYkDkgVYRceMpF+Kr4BjebMyzz0sPN55N1DXqHqODSbreeCEy",
+	"ijvNLYvLGPr9ySekFsBnuTzqYvqYhEdET7kkEJTz54t3jKOJNM0MV5OUd1N874zUQH0AhH4MtKOM87kS",
+	"ctmUisOsWCYdnNsB+fd/UB6wbA6og/juKCXw1sznoPL+/I//zbNJAKTgA93aC+Q3OEaJsRR9leDxou80",
+	"TYWJSpKxz4EjUZxImURH5QlGjdS+ydVoDSSlD5vfykiy5CQbAdKa2Pvy9eLHC/m1hPAvNR7x30Ps4i0S",
+	"JxPdGTpMAH8POpgsEbqTw/6JEHZV7ol+h/yGLOYQNBKzEDI+Yj6HPtg4Zx0SigWG7qxxyliYzMjPf/rn",
+	"0utJzLIMl6T4KeHHPteYPhQB7UdpkkGWSLIsIG+FTBEiB9EvYcxkRvKS+1z2nugxEQeoGpL6AINnNI6G",
+	"KayqvtiPhSiPEu7zIYDZisltOt12B4I0oylEaJMlGdO0yCMhWZRjnxUbUpT6vDikiDwMYOXfR3VtQPSi",
+	"LA4Y6O9wkYP19dd/bZLfyC1CU1aSrbDTy7usfixDqk3RGSA1lcy/uDFQzKq9fQz7oEd+Q7IYViHNSbf9",
+	"OQxm0+t9ThJhgKzLGgA3XpMbA/IN1hQTJL98GWyPW50zSdj1PnO9SxbiOzBWVG/Xw0sgjYvRixPAdMVT",
+	"C0avJk+iYRqFExbWTeMFqbOreU9dCON4GMb5fTW5ZLPpFNyR1B31w6PLPzRfebMWb1vr5IUWjaMRM4gK",
+	"v1gy3mr07ihzq+32XVK7evToMcFH162tfJh7tM0z2jY8Yp1xa/pt97IX9+fu27bNg7a9FMYXm697uPfw",
+	"T8PZYg1cx20e9W0L+PzXOFJdB+w9qb5p3k5YzNag6bhu27byZPO2vm1dsVTcZg0svVctaVVe51W+tmU9",
+	"19vRLtfp9zub7Trq95zmnu2q8vNKPttrG9dtOte0zttsXKfrtMy2FVttnzHbu22tput0Dm6c1+s4R1ta",
+	"9xJfU733lIy9kDGYl7alJPyFXKtt2zJUHQTCmU8pdKJjW3BmiYcXhxbwvn6bYHqN6/SQBlZ33euAg0k9",
+	"38NPxsjYVhZNZvQCm+06rtvV3+WJ/KZtW3+0Bh4k3pki3hp8I2X7ZmDJqw6RJEsOf8xYGFF+YSxSsUqF",
+	"Rn0xF5+POra1mMOlW9fo1hepFYBv8yre5pnv8qreVZ5Vhdl2gWhMOHtifKoEWdVDbGs5FVJNngtDMKgK",
+	"7U1ZVbk+KbAPpOYJLamt9Am8OwHg4xgFXp4u+Iiay3dJUy4aCwlWB0Xb5Tm8xXcj1WeVKguS9lcYc7et",
+	"zl5YRxEsiTUvzknJtWKr8ji5JCCZSozbvm4dSCDZ6dYZroD9M0Pg5iVLC5Icu8hVhg1A8tWcFdepnGPU",
+	"ghXX6braA+6BNehQYVMUeMPHQEaVsfzTRT5u9JAjjdA12Hdp64Gl7vOgArA5QOhyCemephET6wzTwySM",
+	"NWRlAa+Cz4FDwlYguTws6C8iofuGLKyDdRyl5Pyzk4bX6SoLC2bI50FBDueUMnVk9XimqWCDZ2yeNu5F",
+	"E5blAQLY9Tsttw42iZAjOpet9EyF5huI6RcLX8ZB2Cs6yjHCICx6mEGHIG6C5DGVHjJsVobTCtxjGqxU",
+	"ZsVnyQ6tGlfPLypb4pPbn6wr0oAmvz1F61Yms/UKr38ccWZozdZPf/nTTz/83z/98P/99Jd//OmH/+un",
+	"H/6Pn/7yTz/98H/+9Jd/+OmH/wX+/p9/+uHfxDc//MtPP/z/P/3wz3DLP//0w/8rbvzL//rTD//N+Puf",
+	"70kEEV038NNf/ifxYHnTvzxNJ5RL8rDsGRAAZxgpBcvt5z/9eQ3wbcu+tVUiZ9X+VMvPgWdtQTg3B1Js",
+	"uI0iUMxHlWhigAOv2ViQ14SmuWmAIDT6N9Z/JYSQszMC/5LnD/GPO+S/Wi8V2Ln1XcEDRXxQ0D1ydId8",
+	"0btwbcOh+5jlNJZflJH9fev1esRjHT+yUopgp3CAotyWfDIlIWBKRMey3wEA/DbE903g9nV09urTFCtL",
+	"cPeXSacMcbM5JEE2pUKafTq4c3J+v9seaJo0PAoK8eTsDs/cxF5KsReQynIMTfDMGQ0ZOHG2ntnXBF9O",
+	"lOJUHD/SWYx8ixJMuES4Tx6evSA1YMNGBm+bfPns5LGmVYKlTkeXjIcmtLD4WqYf5CzLbeTTlpnQCHYr",
+	"NVl5zMrc8GzOhLqAyi0wavMNX2gtSW3lJ1Ws/+K6kOZsQFLWMGnK6w45lyqzz41XoQMEvGFjIc9r4PeH",
+	"EbiIGQ9snweT+eJixmZJurpY5FEshySoK0rzDGkDAYEVR/ZYBYRAGYAwxaxw+65kvxzyKEIqIK3KJuPC",
+	"tVv4gmcJnxjsrSZXLYQvbYyWCTWLi3OcvcoZD1mogWsqsxve0Md1w5p5w5pZrtlKlhhlkms4T6DIwdlK",
+	"yTKLttD6eK5tct2416A/vr3LdAMr7Ck3t2I+TRkj4NGTAqaU16HE7DffSeeiNQCyIcu2JvOFNbCUV9Cy",
+	"LYi75hd7ZOvLK4uMDO69ao/csfuHy9ZseEQtG/KqY+mBvK3ckJZtmRLbGlgPznqWLR24rSrL/ABbHIXF",
+	"LlgzHI0Pan6//Tl7rucaJS1GcMqZBdtTHiQPSuOSrbLtiDVicEY0jsUxpjDMFEFKpkzZEXwt06mTJT8m",
+	"BrKuz6MczLqsMKDnaXRFcywmrK2xtQR1iNlKIy/0OdTMZzmRVN7ZNFnKnCU+YSmQ94FZuWYsguc7cHz+",
+	"TDZXRWahzEu8GR6s+as9t1SNPErS8BiB2XwuocQ3RoAVGGzC5FQAb+pnRarlc2A+nLOUzOhoCmj5YNSL",
+	"Q1dyaqVJTnNW1+TcYL1DlzIyT7KMwWgq5dQYwAH0PBmrIgKf3w+9TqfZJ9pktpFkm+bmfTaaz+JpL54/",
+	"aPSkspaMRQuCIPC5KsIzGXOumj6n8+gCXvzk5PF9n+MSwG9QiZb3S47wQFwWYGZFeSXJqkCbBHhfIGlH",
+	"w1DM+5BmrNtWPcbLWx5J6VLp5kvFiyfsDRIUDQmwvg8tGq5SMpD0eMxYSGruK/ekLpNqkChTZnmA1EQ6",
+	"QdRaoJZOOUGOFY0JROQdvSCk3yRlZMGjPywYqopYYpeyBSQHZInYL2KqpBYsyUbVMwzmxDFA8K98XHZi",
+	"acFu4hO83+AppXkRrIUtsyoISn2OlEEBViYF5A+LROnjqJ9D6TYUxucJTDPSDTJ6KVqkqPaxTdL31nZd",
+	"leZgDjgGwFseTo3PgfNMKc/QcSDWlKOsVuhokV4Bg4S4LiQjyhMeiUWy8nltRYYsTpbE+y9ep0N+/sf/",
+	"jTT7NuEJ4WxC8+iKkT+yNJGTK/qfjGUNKCRayU0n39jDBoC0hJ9JGF1FwBnasyXlprSGgUUuX9ky6QAD",
+	"0pSMo1cySwX2VOGFkpNFZgiPX0n0rmTQOW6lz9nKOrTW3zz6MZq35uUBkSa9yXKZwAbAiRN33NJkV6Ym",
+	"ANdaA+vy7Bnrfvv7r5/M08vOH+617vUnr76cjNxh+OqBOzv/+1V8+m33zL2XnHvdk7Q/6392/6uTp+P7",
+	"T1aPPnt2Omu6J/kL98XtRdT+++HvOvPTF27+u3tffPqpUNL1QhEne/7qfv/06+7do/Ol6zX52fNx7A6v",
+	"FvPe550Xn3/RO7/b779q5t6DB8mnh2RwFmP7HsEOoAsV4y6G1zgW9sEIc/sbJYTGkQY4XW6vP+yGXqcV",
+	"9nudUdhuHh11whZj3tClQ++oP+qHbNiknkvb7TEdsnbY6XtDNhx2mDvqW6XyQhUBfvO5MO+9mLOZNbAa",
+	"4n937j88fULOXtx5dHqXfH7/a/jS54/vJss7X3x973Pvy+XJ6v7JIe/yOTzk/pN7m899szWxFTyx4kyH",
+	"pE5DszFRAg7HBr1ZMr+iJfNsnRzwA+F89D8sB+FWdXdta/xKQeCk+k651lQMaSBVJdPGgTP2OmIR0+C6",
+	"/Z2xb1/vDEkab66B7otqsTjpz+4/ruusXTVZSNttGCj5sXwGqKBIbsRXQjcaUU5GUza61CQp1RE3pyok",
+	"VlJl3r8X7oEh596B8+RGKP+qzvHSNrl+R/zasQ1OzO4a5rsthBeaiUakXRhFY2HybvcVKc9udvs7sQxf",
+	"X4MKJM6uQqbouxUJb21EM9aIhH2eRcKSi1e2NL98bl6OgQJgtnt43+Cul3ze4LhVaJnQEQ71BfmUzRAx",
+	"qEDA16sCy3FkTBjyA+z13zz32OeBeCDw2oFHWCa50zi2MYI+XMG/WxIGCl/42wrHCmelejYMmu63zMJn",
+	"zsQhwTnl4ZClk6CuXdlzCmeUFCPwz7p9tIVp3JPebE19vYVP/O2wZWSLN5Hk5HpKxoSaqQzlOHsq3c6H",
+	"Oan3uFqOlxpQdEpfQBwRAV525Bhve+a6x70ivbeF6b0KUEdloxW++Rb65qsLH21NHj+wnjw9OT+//+z5",
+	"6dMnFiY0ljP8LoTyciGZigdNz+v1IKUwnybhxSimWSYmWvHBXEhGtMKRP1pRfhkto9tPvjy9d3rSUFWm",
+	"jSeUJ42md6dx5TVOvvqi0R5C7GTO6GUZZ2OFZPYVGY7l7N92t++0X8vjK5uyVIi6Ub6gMbmbzOYL3G5r",
+	"gYSTr74g7Qa+OmV5GrGrzUmybCuL+CRmF1meMjq7qGhL+YISPkZBgqmAEMrp1+Xv0vJyUinZ+wyfWblL",
+	"vPbDO2ITpHR2MRlaA09Vw2bYEp0C95/1mz/V7z3k8FV3n6UJpHpsO4Lx51//4aqHE8pLodPohMTjAyTC",
+	"5lEKJkh6pY4BnKJpns8Ht2/HyYjG0yTLBz2352ImKt6+fgCcY0rbrMiPsmUlkayD4CGUgGU2ScW+5BMF",
+	"TjCb0zTKEqy0l1IN2rZ5ynwFlN3HGO/nDKoytTpVC06kcQpbbEDugC0lNLvARtc2+v1V/ABcySgd8ThS",
+	"1fSGlVTRBqG1aaZ7Xb1Te3j2IrMxzSNTGRwZVrVqUmKNWpuMibheH/BwGxnTkTjPFXuUAhrAe6racoZJ",
+	"7WDqQQWSbg5OAEQQNDUyJJZjyIFjvdMVjUsvUolwFa96IKFvy5RBwEBkkyl6rMWjEfgWar+FAlDTSJyZ",
+	"9IhjnsoapJdug4FuVREUZzTOpzYADorRFeMtJOcI1ppEb0jpKNf+5pQBq+6IoU5kvIfldIsaA7kS5K7M",
+	"0D5LkzwZJTFhPARXvXhVmiwmU+mBPzkldILQfdmlggwOida8MkKHyRVUTudJEpurHO+zXr98/T8CAAD/",
+	"/w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -92,6 +92,16 @@ type Config struct {
 // New returns the HTTP handler: request id → logger → recover → plain
 // text → body limit → validator → routes.
 func New(st *store.Store, cfg Config) (http.Handler, error) {
+	s, spec, err := newServer(st, &cfg)
+	if err != nil {
+		return nil, err
+	}
+	return s.handler(st, spec, cfg)
+}
+
+// newServer makes the API's handlers over st, filling in cfg's defaults:
+// what the HTTP wiring and the MCP server over stdio share.
+func newServer(st *store.Store, cfg *Config) (*Server, *openapi3.T, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -100,16 +110,16 @@ func New(st *store.Store, cfg Config) (http.Handler, error) {
 	}
 	spec, err := api.GetSpec()
 	if err != nil {
-		return nil, fmt.Errorf("load embedded spec: %w", err)
+		return nil, nil, fmt.Errorf("load embedded spec: %w", err)
 	}
 	specYAML := api.SpecYAML()
 	var doc any
 	if err := yaml.Unmarshal(specYAML, &doc); err != nil {
-		return nil, fmt.Errorf("decode spec: %w", err)
+		return nil, nil, fmt.Errorf("decode spec: %w", err)
 	}
 	specJSON, err := json.Marshal(doc)
 	if err != nil {
-		return nil, fmt.Errorf("encode spec: %w", err)
+		return nil, nil, fmt.Errorf("encode spec: %w", err)
 	}
 	m := newMetrics(st.PoolStats)
 	if cfg.Calc == nil {
@@ -127,22 +137,27 @@ func New(st *store.Store, cfg Config) (http.Handler, error) {
 	}
 	runs, err := assess.New(st)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// Runs stored before their checks existed, by older rules, or past
 	// this layer are checked before the first answer.
 	if _, err := runs.Recheck(context.Background()); err != nil {
-		return nil, fmt.Errorf("check stored runs: %w", err)
+		return nil, nil, fmt.Errorf("check stored runs: %w", err)
 	}
 	public, err := publicURL(cfg.PublicURL)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	guide, err := newGuide(spec)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	s := &Server{store: st, runs: runs, calc: cfg.Calc, metrics: m, specJSON: specJSON, specYAML: specYAML, publicURL: public, guide: guide}
+	return &Server{store: st, runs: runs, calc: cfg.Calc, metrics: m, specJSON: specJSON, specYAML: specYAML, publicURL: public, guide: guide}, spec, nil
+}
+
+// handler wires s: spec → validator → middleware → routes.
+func (s *Server) handler(st *store.Store, spec *openapi3.T, cfg Config) (http.Handler, error) {
+	m := s.metrics
 
 	// The validator must not check the Host header against servers.
 	spec.Servers = nil
@@ -193,7 +208,11 @@ func New(st *store.Store, cfg Config) (http.Handler, error) {
 		validator(router, st.Authenticate, newLimiter(cfg.RateLimit.WritesPerSecond)),
 	)
 	strict := api.NewStrictHandler(s, []api.StrictMiddlewareFunc{withAccept})
-	api.RegisterHandlers(e, rawBodies{ServerInterface: strict, ssi: s})
+	agentHTTP, err := s.agentHandler(spec, cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
+	api.RegisterHandlers(e, rawBodies{ServerInterface: strict, ssi: s, agent: agentHTTP})
 	registerDocs(e)
 	if err := registerPages(e, s, spec, router, langs); err != nil {
 		return nil, err
@@ -253,10 +272,12 @@ func (b bodiless) Write(p []byte) (int, error) { return len(p), nil }
 
 // rawBodies hands run JSON and merge patches to the handlers byte for
 // byte: the generated binder would decode them leniently (and lose the
-// lines that problems are reported on).
+// lines that problems are reported on). MCP messages go to their
+// transport the same way.
 type rawBodies struct {
 	api.ServerInterface
-	ssi api.StrictServerInterface
+	ssi   api.StrictServerInterface
+	agent http.Handler // POST /mcp, whose transport reads the body itself
 }
 
 func readBody(c echo.Context) ([]byte, error) {

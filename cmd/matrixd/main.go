@@ -10,6 +10,7 @@
 //	matrixd generate [--db PATH] [--runs N] [--seed S]
 //	matrixd calc decode|capacity|grid|prefill|plan [flags]
 //	matrixd eval [--db PATH] [--json]
+//	matrixd mcp [--db PATH]              (MCP tools over stdio)
 //	matrixd help [COMMAND]
 //
 // "matrixd COMMAND --help" prints a command's arguments and flags. A
@@ -89,6 +90,8 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, st
 		return keysCmd(ctx, args, getenv, stdout)
 	case "healthcheck":
 		return healthcheck(ctx, args, getenv, stdout)
+	case "mcp":
+		return mcpCmd(ctx, args, getenv, stdin, stdout, stderr)
 	case "help":
 		if len(args) == 0 || isHelp(args[0]) || args[0] == "help" {
 			fmt.Fprintln(stdout, usage)

@@ -653,7 +653,7 @@ func TestEvalCorpus(t *testing.T) {
 	}
 }
 
-// TestReadingCommandsRefuseAMissingDatabase: calc, eval and export pointed
+// TestReadingCommandsRefuseAMissingDatabase: calc, eval, export and mcp pointed
 // at a file that is not there say so, and create nothing.
 func TestReadingCommandsRefuseAMissingDatabase(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "nowhere.db")
@@ -661,6 +661,7 @@ func TestReadingCommandsRefuseAMissingDatabase(t *testing.T) {
 		{"calc", "decode", "--db", db, "--model", "fara", "--gpu", "RTX 3060", "--context", "0", "--concurrency", "1"},
 		{"eval", "--db", db},
 		{"export", "--db", db, "rabc"},
+		{"mcp", "--db", db},
 	} {
 		err := run(context.Background(), args, env(nil), nil, io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), "no database at "+db) {

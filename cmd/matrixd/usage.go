@@ -28,6 +28,7 @@ commands:
   fit          fit and store the runs the calculator's current method has not fitted
   keys         API keys for submissions over HTTP: create, list, revoke, proof
   copy         copy everything one database stores into another
+  mcp          serve the API's read operations to an AI agent over stdio (Model Context Protocol)
   healthcheck  exit 0 when the local server answers /healthz (container health checks)
   help         this list, or a command's help: matrixd help COMMAND
 

@@ -30,7 +30,7 @@ func cliRun(t *testing.T, args ...string) (string, string, error) {
 // TestHelpListsEveryCommand: help, --help and -h list every command, one
 // a line, say how to get a command's help, and succeed.
 func TestHelpListsEveryCommand(t *testing.T) {
-	commands := []string{"serve", "import", "export", "generate", "calc", "eval", "keys", "copy", "healthcheck", "help"}
+	commands := []string{"serve", "import", "export", "generate", "calc", "eval", "keys", "copy", "mcp", "healthcheck", "help"}
 	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}, {"-help"}, {"help", "help"}} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			out, errOut, err := cliRun(t, args...)
@@ -76,6 +76,7 @@ func TestCommandHelpShowsOnlyItsOwnFlags(t *testing.T) {
 		{"serve", []string{"addr", "db", "no-seed", "log-level", "synchronous", "rate-limit", "write-rate-limit", "cors-write-origins", "trusted-proxies", "cache-mb", "fit-cache-mb", "cost-limit", "cost-burst", "public-url"}, nil},
 		{"import", []string{"db", "format", "meta", "tg"}, []string{"FILE…", "- reads stdin"}},
 		{"export", []string{"all", "db"}, []string{"RUN_ID"}},
+		{"mcp", []string{"db"}, []string{"stdin"}},
 		{"generate", []string{"db", "runs", "seed"}, nil},
 		{"eval", []string{"db", "json", "corpus", "v", "hindsight", "trust", "calibrate"}, nil},
 		{"copy", []string{"from", "to"}, nil},
