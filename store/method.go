@@ -49,7 +49,29 @@ func eqPtr[T comparable](a, b *T) bool { return (a == nil) == (b == nil) && (a =
 // when the text names none.
 func InferMethod(r Run) (Method, bool) {
 	b := r.Benchmark
-	text := strings.ToLower(b.Tool + " | " + b.DecodeTest)
+	class, ok := methodNamed(b.Tool + " | " + b.DecodeTest)
+	if !ok {
+		return Method{}, false
+	}
+	m := Method{Class: class, OutputTokensPerRequest: b.MaxOutputTokens, Prefill: PrefillIncluded}
+	switch class {
+	case MethodBatchedBurst:
+		m.Prefill = PrefillExcluded
+	case MethodSustainedDecode:
+		m.Prefill = PrefillExcluded
+		m.MeasurementS, m.OutputTokensPerRequest = b.SecondsPerMeasurement, nil
+	}
+	return m, true
+}
+
+// ToolMethod is the class a benchmark tool's name implies
+// (llama-batched-bench measures a batched burst, vllm bench serve a
+// serving sweep …); ok is false when the name implies none.
+func ToolMethod(tool string) (string, bool) { return methodNamed(tool) }
+
+// methodNamed is the class text names (a tool, a decode test).
+func methodNamed(text string) (string, bool) {
+	text = strings.ToLower(text)
 	has := func(words ...string) bool {
 		for _, w := range words {
 			if strings.Contains(text, w) {
@@ -58,21 +80,17 @@ func InferMethod(r Run) (Method, bool) {
 		}
 		return false
 	}
-	m := Method{OutputTokensPerRequest: b.MaxOutputTokens}
 	switch {
 	case has("batched-bench", "batched_bench"):
-		m.Class, m.Prefill = MethodBatchedBurst, PrefillExcluded
+		return MethodBatchedBurst, true
 	case has("bench serve", "benchmark_serving", "bench_serving", "benchmark serving"):
-		m.Class, m.Prefill = MethodServingSweep, PrefillIncluded
+		return MethodServingSweep, true
 	case has("profile_generation", "trtllm-bench", "tensorrt-llm", "run_profiling", "static batch"):
-		m.Class, m.Prefill = MethodStaticBatch, PrefillIncluded
+		return MethodStaticBatch, true
 	case has("fixed duration", "sustained"):
-		m.Class, m.Prefill = MethodSustainedDecode, PrefillExcluded
-		m.MeasurementS, m.OutputTokensPerRequest = b.SecondsPerMeasurement, nil
-	default:
-		return Method{}, false
+		return MethodSustainedDecode, true
 	}
-	return m, true
+	return "", false
 }
 
 // defaultMethod is the method a run has when it states none: the one its
@@ -108,6 +126,10 @@ func (v *validator) method(r Run) {
 	}
 	if !known {
 		v.add("/method/class", "is %q; it must be one of %s", m.Class, strings.Join(MethodClasses(), ", "))
+	}
+	if implied, ok := ToolMethod(r.Benchmark.Tool); known && ok && implied != m.Class {
+		v.add("/method/class", "is %q, but benchmark.tool %q measures %s: send \"method\": {\"class\": %q} for that tool's output, or name the tool that measured %s",
+			m.Class, clipText(r.Benchmark.Tool), implied, implied, m.Class)
 	}
 	if m.MeasurementS != nil && (math.IsNaN(*m.MeasurementS) || *m.MeasurementS <= 0 || *m.MeasurementS > MaxSecondsPerCell) {
 		v.add("/method/measurement_s", "is %s; it must be above 0 and at most %s", fnum(*m.MeasurementS), fnum(MaxSecondsPerCell))
@@ -193,4 +215,12 @@ func runIDs(ctx context.Context, q querier) ([]string, error) {
 		ids = append(ids, id)
 	}
 	return ids, rows.Err()
+}
+
+// clipText shortens s for a message quoting it.
+func clipText(s string) string {
+	if r := []rune(s); len(r) > 64 {
+		return string(r[:64]) + "…"
+	}
+	return s
 }

@@ -1538,6 +1538,11 @@ type Leaderboard struct {
 	//   and an output length run to completion (LMDeploy's
 	//   `profile_generation`, TensorRT-LLM profiles); throughput includes
 	//   the batch's prefill.
+	// A run whose `benchmark.tool` names a tool of one class
+	// (`llama-batched-bench` → `batched_burst`, `vllm bench serve` →
+	// `serving_sweep`, `profile_generation` / `trtllm-bench` →
+	// `static_batch`) and whose `method.class` says another is refused
+	// with a 422 at `/method/class` naming both.
 	MethodClass MethodClass       `json:"method_class"`
 	Metric      LeaderboardMetric `json:"metric"`
 	NextCursor  *string           `json:"next_cursor"`
@@ -1603,6 +1608,11 @@ type Method struct {
 	//   and an output length run to completion (LMDeploy's
 	//   `profile_generation`, TensorRT-LLM profiles); throughput includes
 	//   the batch's prefill.
+	// A run whose `benchmark.tool` names a tool of one class
+	// (`llama-batched-bench` → `batched_burst`, `vllm bench serve` →
+	// `serving_sweep`, `profile_generation` / `trtllm-bench` →
+	// `static_batch`) and whose `method.class` says another is refused
+	// with a 422 at `/method/class` naming both.
 	Class MethodClass `json:"class"`
 
 	// MeasurementS Seconds each cell was measured for (fixed-duration classes).
@@ -1636,6 +1646,12 @@ type MethodPrefill string
 //     and an output length run to completion (LMDeploy's
 //     `profile_generation`, TensorRT-LLM profiles); throughput includes
 //     the batch's prefill.
+//
+// A run whose `benchmark.tool` names a tool of one class
+// (`llama-batched-bench` → `batched_burst`, `vllm bench serve` →
+// `serving_sweep`, `profile_generation` / `trtllm-bench` →
+// `static_batch`) and whose `method.class` says another is refused
+// with a 422 at `/method/class` naming both.
 type MethodClass string
 
 // Model defines model for Model.
@@ -1796,6 +1812,11 @@ type PlanOption struct {
 	//   and an output length run to completion (LMDeploy's
 	//   `profile_generation`, TensorRT-LLM profiles); throughput includes
 	//   the batch's prefill.
+	// A run whose `benchmark.tool` names a tool of one class
+	// (`llama-batched-bench` → `batched_burst`, `vllm bench serve` →
+	// `serving_sweep`, `profile_generation` / `trtllm-bench` →
+	// `static_batch`) and whose `method.class` says another is refused
+	// with a 422 at `/method/class` naming both.
 	MethodClass MethodClass `json:"method_class"`
 
 	// Model The run's model; for an option answered from another model's run, the model planned for (its model facts name).
@@ -2121,6 +2142,11 @@ type RunInput struct {
 		//   and an output length run to completion (LMDeploy's
 		//   `profile_generation`, TensorRT-LLM profiles); throughput includes
 		//   the batch's prefill.
+		// A run whose `benchmark.tool` names a tool of one class
+		// (`llama-batched-bench` → `batched_burst`, `vllm bench serve` →
+		// `serving_sweep`, `profile_generation` / `trtllm-bench` →
+		// `static_batch`) and whose `method.class` says another is refused
+		// with a 422 at `/method/class` naming both.
 		Class                  MethodClass            `json:"class"`
 		MeasurementS           *float64               `json:"measurement_s,omitempty"`
 		OutputTokensPerRequest *int                   `json:"output_tokens_per_request,omitempty"`
@@ -2207,6 +2233,11 @@ type RunSummary struct {
 	//   and an output length run to completion (LMDeploy's
 	//   `profile_generation`, TensorRT-LLM profiles); throughput includes
 	//   the batch's prefill.
+	// A run whose `benchmark.tool` names a tool of one class
+	// (`llama-batched-bench` → `batched_burst`, `vllm bench serve` →
+	// `serving_sweep`, `profile_generation` / `trtllm-bench` →
+	// `static_batch`) and whose `method.class` says another is refused
+	// with a 422 at `/method/class` naming both.
 	MethodClass               MethodClass `json:"method_class"`
 	Model                     string      `json:"model"`
 	Peak                      *PeakCell   `json:"peak"`
