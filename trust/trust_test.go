@@ -53,13 +53,20 @@ func TestLookup(t *testing.T) {
 		"Llama-2-70B":                         "Llama-2-70B",
 		"Llama-2-7B":                          "Llama-2-7B",
 		"/root/models/Llama-3.1-70B-Instruct": "Llama-3.1-70B",
+		"Qwen/Qwen2.5-3B-Instruct":            "Qwen2.5-3B",
+		"deepseek-ai/DeepSeek-R1-0528":        "DeepSeek-R1",
+		"moonshotai/Kimi-K2.5":                "Kimi-K2",
+		"Qwen/Qwen3-Coder-Next":               "Qwen3-Next-80B-A3B",
+		"Meta-Llama/Llama-3.3-70B-Instruct":   "Llama-3.3-70B",
 	} {
 		if m, ok := ms.Lookup(name); !ok || m.Name != want {
 			t.Errorf("Lookup(%q) = %q %v, want %q", name, m.Name, ok, want)
 		}
 	}
-	if m, ok := ms.Lookup("Qwen2.5-3B-Instruct"); ok {
-		t.Errorf("Lookup of a model not in the table = %q, want none", m.Name)
+	for _, name := range []string{"Falcon-40B-Instruct", "deepseek-ai/DeepSeek-R1-Distill-Llama-8B"} {
+		if m, ok := ms.Lookup(name); ok {
+			t.Errorf("Lookup(%q) = %q, want none (not in the table, or its stated size is not the entry's)", name, m.Name)
+		}
 	}
 }
 
