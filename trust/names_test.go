@@ -44,7 +44,7 @@ func TestSizeFromName(t *testing.T) {
 // run states no quantization.
 func TestBitsFromName(t *testing.T) {
 	for name, want := range map[string]float64{
-		"Qwen/Qwen3.5-397B-A17B-FP8": 8, "cyankiwi/NVIDIA-Nemotron-Nano-12B-v2-AWQ-4bit": 4, "Mistral-Small-24B-Instruct-2501-Q4_K_M": 4,
+		"Qwen/Qwen3.5-397B-A17B-FP8": 8, "cyankiwi/NVIDIA-Nemotron-Nano-12B-v2-AWQ-4bit": 4, "Mistral-Small-24B-Instruct-2501-Q4_K_M": 4.5,
 		"RedHatAI/Llama-3.1-8B-Instruct-W4A16": 4, "nvidia/Llama-3.3-70B-Instruct-NVFP4": 4, "neuralmagic/Llama-2-7b-int8": 8, "Qwen3-8B-bf16": 16,
 	} {
 		if got, ok := Bits(name); !ok || got != want {

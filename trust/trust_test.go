@@ -11,9 +11,9 @@ func TestBits(t *testing.T) {
 		bits float64
 		ok   bool
 	}{
-		{"AutoRound W4A16", 4, true}, {"AWQ 4-bit", 4, true}, {"Q4_K", 4, true}, {"QAT Q4_0", 4, true}, {"Q8_0", 8, true},
+		{"AutoRound W4A16", 4, true}, {"AWQ 4-bit", 4, true}, {"Q4_K", 4.5, true}, {"QAT Q4_0", 4.5, true}, {"Q8_0", 8.5, true}, {"Q4_K_M", 4.5, true}, {"Q2_K", 2.625, true},
 		{"IQ2_XS", 2, true}, {"MXFP4", 4, true}, {"NVFP4", 4, true}, {"FP8", 8, true}, {"FP16", 16, true}, {"BF16", 16, true},
-		{"GPTQ", 0, false}, {"", 0, false}, {"int4_per_token_head", 4, true}, {"Q6_K", 6, true},
+		{"GPTQ", 0, false}, {"", 0, false}, {"int4_per_token_head", 4, true}, {"Q6_K", 6.5625, true}, {"Q5_K_S", 5.5, true}, {"IQ4_XS", 4, true},
 	} {
 		bits, ok := Bits(tt.q)
 		if bits != tt.bits || ok != tt.ok {

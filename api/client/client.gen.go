@@ -695,6 +695,8 @@ func (e RunInputMethodPrefill) Valid() bool {
 // Defines values for TrustCheckCode.
 const (
 	TrustCheckCodeBandwidth         TrustCheckCode = "bandwidth"
+	TrustCheckCodeMethodShape       TrustCheckCode = "method_shape"
+	TrustCheckCodeTBTVsPerRequest   TrustCheckCode = "tbt_vs_per_request"
 	TrustCheckCodeTotalVsPerRequest TrustCheckCode = "total_vs_per_request"
 )
 
@@ -702,6 +704,10 @@ const (
 func (e TrustCheckCode) Valid() bool {
 	switch e {
 	case TrustCheckCodeBandwidth:
+		return true
+	case TrustCheckCodeMethodShape:
+		return true
+	case TrustCheckCodeTBTVsPerRequest:
 		return true
 	case TrustCheckCodeTotalVsPerRequest:
 		return true
@@ -734,6 +740,8 @@ func (e TrustCheckStatus) Valid() bool {
 // Defines values for TrustFlagCode.
 const (
 	TrustFlagCodeBandwidth         TrustFlagCode = "bandwidth"
+	TrustFlagCodeMethodShape       TrustFlagCode = "method_shape"
+	TrustFlagCodeTBTVsPerRequest   TrustFlagCode = "tbt_vs_per_request"
 	TrustFlagCodeTotalVsPerRequest TrustFlagCode = "total_vs_per_request"
 )
 
@@ -741,6 +749,10 @@ const (
 func (e TrustFlagCode) Valid() bool {
 	switch e {
 	case TrustFlagCodeBandwidth:
+		return true
+	case TrustFlagCodeMethodShape:
+		return true
+	case TrustFlagCodeTBTVsPerRequest:
 		return true
 	case TrustFlagCodeTotalVsPerRequest:
 		return true
@@ -2416,8 +2428,17 @@ type TrustCheck struct {
 	// total ÷ concurrency against memory bandwidth ÷ the bytes a decode
 	// step must read (the model's active weights at its quantization,
 	// plus each sequence's KV cache at the context where the model's
-	// attention geometry is known), × 1.5. `total_vs_per_request`: total
-	// tok/s against per-request tok/s × the requests active, × 1.5.
+	// attention geometry is known), times a cap calibrated per engine
+	// family and weight width (the highest share of the bound the real
+	// runs reach × 1.25, at least 1.1; × 1.5 for a family no real run
+	// covers). A multi-GPU run is held to its tensor-parallel size's
+	// bandwidth (all its GPUs when the launch states none); the detail
+	// says which. `total_vs_per_request`: total tok/s against
+	// per-request tok/s × the requests active, both ways (0.06–1.75).
+	// `tbt_vs_per_request`: a stated per-request speed against 1000 /
+	// TBT (0.1–1.5). `method_shape`: a `sustained_decode` run's requests
+	// must produce at least 100 tokens each. docs/trust.md gives the
+	// calibration and how each tolerance was measured.
 	Code   TrustCheckCode   `json:"code"`
 	Detail string           `json:"detail"`
 	Status TrustCheckStatus `json:"status"`
@@ -2427,8 +2448,17 @@ type TrustCheck struct {
 // total ÷ concurrency against memory bandwidth ÷ the bytes a decode
 // step must read (the model's active weights at its quantization,
 // plus each sequence's KV cache at the context where the model's
-// attention geometry is known), × 1.5. `total_vs_per_request`: total
-// tok/s against per-request tok/s × the requests active, × 1.5.
+// attention geometry is known), times a cap calibrated per engine
+// family and weight width (the highest share of the bound the real
+// runs reach × 1.25, at least 1.1; × 1.5 for a family no real run
+// covers). A multi-GPU run is held to its tensor-parallel size's
+// bandwidth (all its GPUs when the launch states none); the detail
+// says which. `total_vs_per_request`: total tok/s against
+// per-request tok/s × the requests active, both ways (0.06–1.75).
+// `tbt_vs_per_request`: a stated per-request speed against 1000 /
+// TBT (0.1–1.5). `method_shape`: a `sustained_decode` run's requests
+// must produce at least 100 tokens each. docs/trust.md gives the
+// calibration and how each tolerance was measured.
 type TrustCheckCode string
 
 // TrustCheckStatus defines model for TrustCheck.Status.
