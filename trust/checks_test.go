@@ -142,12 +142,16 @@ func TestConsistency(t *testing.T) {
 func TestMethodShape(t *testing.T) {
 	burst := Run{Class: "sustained_decode", Cells: []Cell{{Concurrency: 4, TotalTokS: f(400), PerRequestTokS: f(100), OutputTokens: pi(128), DurationS: f(0.32)}}}
 	rep := Assess(burst, nil, nil)
-	if !rep.Flagged || rep.Flags[0].Code != CodeMethodShape || !strings.Contains(rep.Flags[0].Message, "32 tokens each") {
+	if !rep.Flagged || rep.Flags[0].Code != CodeMethodShape || !strings.Contains(rep.Flags[0].Message, "32 tokens each in 0.3 s") {
 		t.Errorf("a 32-token sustained_decode: %+v", rep)
 	}
 	sustained := Run{Class: "sustained_decode", MeasurementS: f(30), Cells: []Cell{{Concurrency: 4, TotalTokS: f(400), PerRequestTokS: f(100)}}}
 	if rep := Assess(sustained, nil, nil); rep.Flagged {
 		t.Errorf("30 s of sustained decode: %+v", rep)
+	}
+	slow := Run{Class: "sustained_decode", Cells: []Cell{{Concurrency: 64, TotalTokS: f(128), PerRequestTokS: f(2), OutputTokens: pi(3840), DurationS: f(30)}}}
+	if rep := Assess(slow, nil, nil); rep.Flagged {
+		t.Errorf("30 s at 2 tok/s a request (60 tokens each): %+v", rep)
 	}
 	stated := Run{Class: "sustained_decode", OutputTokensPerRequest: pi(32), Cells: []Cell{{Concurrency: 1, TotalTokS: f(50), PerRequestTokS: f(50)}}}
 	if rep := Assess(stated, nil, nil); !rep.Flagged {

@@ -285,11 +285,12 @@ const (
 	// derive one from the other).
 	TBTHigh = 1.5
 	TBTLow  = 0.1
-	// MinSustainedTokens is the fewest tokens a request of a
-	// sustained_decode cell may produce: a sustained measurement runs for
-	// tens of seconds (the real ones produce 417 or more a request); a
-	// burst's 32 or 128 tokens is another class.
-	MinSustainedTokens = 100
+	// MinSustainedS is the fewest seconds a sustained_decode cell may
+	// measure: a sustained measurement runs for tens of seconds (the real
+	// ones 30 s); a burst's 32 or 128 tokens take a second or two. A
+	// cell's seconds are its duration_s, else the tokens a request
+	// produced ÷ its per-request speed.
+	MinSustainedS = 5
 )
 
 // active is the requests a cell has on average: the stated average, else
@@ -383,9 +384,9 @@ func tbtVsPerRequest(r Run, _ *GPU, _ *Model) (Check, []Flag) {
 }
 
 // methodShape holds a run's cells to the shape its class implies: a
-// sustained_decode cell measures decode for tens of seconds, so each
-// request produces hundreds of tokens; one whose requests produce a
-// burst's few dozen is another class under this label.
+// sustained_decode cell measures decode for tens of seconds; one whose
+// requests produce a burst's few dozen tokens in a second is another class
+// under this label.
 func methodShape(r Run, _ *GPU, _ *Model) (Check, []Flag) {
 	c := Check{Code: CodeMethodShape}
 	if r.Class != "sustained_decode" {
@@ -393,48 +394,46 @@ func methodShape(r Run, _ *GPU, _ *Model) (Check, []Flag) {
 		return c, nil
 	}
 	var flags []Flag
-	n, fewest := 0, math.Inf(1)
-	flag := func(cell Cell, tokens float64, how string) {
-		if len(flags) < maxFlagsPerCheck {
-			flags = append(flags, Flag{Code: CodeMethodShape, ContextTokens: cell.ContextTokens, Concurrency: cell.Concurrency, Measured: round(tokens), Limit: MinSustainedTokens, Unit: "output tokens per request",
-				Message: fmt.Sprintf("a sustained_decode cell at context %d × %d whose requests produce %.0f tokens each (%s) is a burst, not a sustained measurement (at least %d a request): state method.class batched_burst or static_batch",
-					cell.ContextTokens, cell.Concurrency, tokens, how, MinSustainedTokens)})
-		}
-	}
-	if r.OutputTokensPerRequest != nil {
-		n++
-		fewest = float64(*r.OutputTokensPerRequest)
-		if fewest < MinSustainedTokens && len(r.Cells) > 0 {
-			flag(r.Cells[0], fewest, "method.output_tokens_per_request")
-		}
-	}
+	n, shortest := 0, math.Inf(1)
 	for _, cell := range r.Cells {
-		tokens, how := 0.0, ""
-		switch v, ok := perRequest(cell); {
-		case cell.OutputTokens != nil && cell.Concurrency > 0:
-			tokens, how = float64(*cell.OutputTokens)/float64(cell.Concurrency), "output_tokens ÷ concurrency"
-		case ok && cell.DurationS != nil:
-			tokens, how = v**cell.DurationS, "per-request speed × duration_s"
-		case ok && r.MeasurementS != nil:
-			tokens, how = v**r.MeasurementS, "per-request speed × method.measurement_s"
+		v, ok := perRequest(cell)
+		tokens, haveTokens := tokensPerRequest(cell)
+		if !haveTokens && cell.OutputTokens != nil && cell.Concurrency > 0 {
+			tokens, haveTokens = float64(*cell.OutputTokens)/float64(cell.Concurrency), true
+		}
+		if !haveTokens && r.OutputTokensPerRequest != nil {
+			tokens, haveTokens = float64(*r.OutputTokensPerRequest), true
+		}
+		var secs float64
+		switch {
+		case cell.DurationS != nil:
+			secs = *cell.DurationS
+		case haveTokens && ok && v > 0:
+			secs = tokens / v
 		default:
 			continue
 		}
 		n++
-		fewest = math.Min(fewest, tokens)
-		if tokens < MinSustainedTokens {
-			flag(cell, tokens, how)
+		shortest = math.Min(shortest, secs)
+		if secs < MinSustainedS && len(flags) < maxFlagsPerCheck {
+			what := fmt.Sprintf("%.1f s", secs)
+			if haveTokens {
+				what = fmt.Sprintf("%.0f tokens each in %.1f s", tokens, secs)
+			}
+			flags = append(flags, Flag{Code: CodeMethodShape, ContextTokens: cell.ContextTokens, Concurrency: cell.Concurrency, Measured: round(secs), Limit: MinSustainedS, Unit: "seconds measured",
+				Message: fmt.Sprintf("a sustained_decode cell at context %d × %d whose requests produce %s is a burst, not a sustained measurement (at least %d s): state method.class batched_burst or static_batch",
+					cell.ContextTokens, cell.Concurrency, what, MinSustainedS)})
 		}
 	}
 	if n == 0 {
-		c.Status, c.Detail = StatusNotChecked, "not checked: no cell states output tokens, a duration or a per-request speed with a measurement time"
+		c.Status, c.Detail = StatusNotChecked, "not checked: no cell states a duration, or output tokens with a per-request speed"
 		return c, nil
 	}
 	c.Status = StatusPassed
 	if len(flags) > 0 {
 		c.Status = StatusFlagged
 	}
-	c.Detail = fmt.Sprintf("%d cells read; the fewest output tokens a request produced is %.0f (a sustained measurement produces at least %d)", n, fewest, MinSustainedTokens)
+	c.Detail = fmt.Sprintf("%d cells read; the shortest measured %.1f s (a sustained measurement lasts at least %d s)", n, shortest, MinSustainedS)
 	return c, flags
 }
 

@@ -2436,8 +2436,9 @@ type TrustCheck struct {
 	// says which. `total_vs_per_request`: total tok/s against
 	// per-request tok/s × the requests active, both ways (0.06–1.75).
 	// `tbt_vs_per_request`: a stated per-request speed against 1000 /
-	// TBT (0.1–1.5). `method_shape`: a `sustained_decode` run's requests
-	// must produce at least 100 tokens each. docs/trust.md gives the
+	// TBT (0.1–1.5). `method_shape`: each cell of a `sustained_decode`
+	// run must have measured at least 5 s (its `duration_s`, else the
+	// tokens a request produced ÷ its speed). docs/trust.md gives the
 	// calibration and how each tolerance was measured.
 	Code   TrustCheckCode   `json:"code"`
 	Detail string           `json:"detail"`
@@ -2456,8 +2457,9 @@ type TrustCheck struct {
 // says which. `total_vs_per_request`: total tok/s against
 // per-request tok/s × the requests active, both ways (0.06–1.75).
 // `tbt_vs_per_request`: a stated per-request speed against 1000 /
-// TBT (0.1–1.5). `method_shape`: a `sustained_decode` run's requests
-// must produce at least 100 tokens each. docs/trust.md gives the
+// TBT (0.1–1.5). `method_shape`: each cell of a `sustained_decode`
+// run must have measured at least 5 s (its `duration_s`, else the
+// tokens a request produced ÷ its speed). docs/trust.md gives the
 // calibration and how each tolerance was measured.
 type TrustCheckCode string
 
