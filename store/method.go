@@ -49,29 +49,7 @@ func eqPtr[T comparable](a, b *T) bool { return (a == nil) == (b == nil) && (a =
 // when the text names none.
 func InferMethod(r Run) (Method, bool) {
 	b := r.Benchmark
-	class, ok := methodNamed(b.Tool + " | " + b.DecodeTest)
-	if !ok {
-		return Method{}, false
-	}
-	m := Method{Class: class, OutputTokensPerRequest: b.MaxOutputTokens, Prefill: PrefillIncluded}
-	switch class {
-	case MethodBatchedBurst:
-		m.Prefill = PrefillExcluded
-	case MethodSustainedDecode:
-		m.Prefill = PrefillExcluded
-		m.MeasurementS, m.OutputTokensPerRequest = b.SecondsPerMeasurement, nil
-	}
-	return m, true
-}
-
-// ToolMethod is the class a benchmark tool's name implies
-// (llama-batched-bench measures a batched burst, vllm bench serve a
-// serving sweep …); ok is false when the name implies none.
-func ToolMethod(tool string) (string, bool) { return methodNamed(tool) }
-
-// methodNamed is the class text names (a tool, a decode test).
-func methodNamed(text string) (string, bool) {
-	text = strings.ToLower(text)
+	text := strings.ToLower(b.Tool + " | " + b.DecodeTest)
 	has := func(words ...string) bool {
 		for _, w := range words {
 			if strings.Contains(text, w) {
@@ -80,17 +58,29 @@ func methodNamed(text string) (string, bool) {
 		}
 		return false
 	}
+	m := Method{OutputTokensPerRequest: b.MaxOutputTokens}
 	switch {
 	case has("batched-bench", "batched_bench"):
-		return MethodBatchedBurst, true
+		m.Class, m.Prefill = MethodBatchedBurst, PrefillExcluded
 	case has("bench serve", "benchmark_serving", "bench_serving", "benchmark serving"):
-		return MethodServingSweep, true
+		m.Class, m.Prefill = MethodServingSweep, PrefillIncluded
 	case has("profile_generation", "trtllm-bench", "tensorrt-llm", "run_profiling", "static batch"):
-		return MethodStaticBatch, true
+		m.Class, m.Prefill = MethodStaticBatch, PrefillIncluded
 	case has("fixed duration", "sustained"):
-		return MethodSustainedDecode, true
+		m.Class, m.Prefill = MethodSustainedDecode, PrefillExcluded
+		m.MeasurementS, m.OutputTokensPerRequest = b.SecondsPerMeasurement, nil
+	default:
+		return Method{}, false
 	}
-	return "", false
+	return m, true
+}
+
+// ToolMethod is the class a benchmark tool's name implies
+// (llama-batched-bench measures a batched burst, vllm bench serve a
+// serving sweep …); ok is false when the name implies none.
+func ToolMethod(tool string) (string, bool) {
+	m, ok := InferMethod(Run{Benchmark: Benchmark{Tool: tool}})
+	return m.Class, ok
 }
 
 // defaultMethod is the method a run has when it states none: the one its
