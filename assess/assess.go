@@ -30,30 +30,7 @@ func New(st *store.Store) (*Writer, error) {
 
 // Check runs the plausibility checks of r.
 func (w *Writer) Check(r store.Run) store.Trust {
-	in := trust.Run{
-		Model: r.Model.Name, Quantization: r.Model.Quantization, KVCacheDtype: r.Launch.KVCacheDtype, GPU: r.Hardware.GPU,
-		SpecDecode: trust.SpecDecode(r.Launch.Command, r.Launch.Flags, r.Launch.Notes),
-	}
-	if in.Quantization == "" {
-		in.Quantization = r.Engine.Quantization
-	}
-	if r.Hardware.GPUCount != nil {
-		in.GPUCount = *r.Hardware.GPUCount
-	}
-	for _, c := range r.Decode {
-		if c.Status == store.StatusValid {
-			in.Cells = append(in.Cells, trust.Cell{ContextTokens: c.ContextTokens, Concurrency: c.Concurrency,
-				TotalTokS: c.TotalTokS, PerRequestTokS: c.PerRequestTokS, TBTMs: c.TBTMs, AvgActiveRequests: c.AvgActiveRequests})
-		}
-	}
-	var gpu *trust.GPU
-	if g, ok := calculator.LookupGPU(r.Hardware.GPU); ok && g.BandwidthGBs > 0 {
-		gpu = &trust.GPU{Name: g.Name, BandwidthGBs: g.BandwidthGBs}
-	}
-	var model *trust.Model
-	if m, ok := w.models.Lookup(r.Model.Name); ok {
-		model = &m
-	}
+	in, gpu, model := w.Inputs(r)
 	rep := trust.Assess(in, gpu, model)
 	out := store.Trust{Flagged: rep.Flagged, RulesVersion: trust.RulesVersion, Flags: []store.TrustFlag{}, Checks: []store.TrustCheck{}}
 	for _, f := range rep.Flags {
@@ -64,6 +41,45 @@ func (w *Writer) Check(r store.Run) store.Trust {
 		out.Checks = append(out.Checks, store.TrustCheck{Code: c.Code, Status: c.Status, Detail: c.Detail})
 	}
 	return out
+}
+
+// Inputs is what the checks read of r: the run, its GPU's catalog entry
+// and its model's facts (the table's entry, else the size its name
+// states); gpu and model are nil when unknown.
+func (w *Writer) Inputs(r store.Run) (trust.Run, *trust.GPU, *trust.Model) {
+	m := r.MethodOf()
+	in := trust.Run{
+		Model: r.Model.Name, Quantization: r.Model.Quantization, KVCacheDtype: r.Launch.KVCacheDtype, Engine: r.Engine.Name, GPU: r.Hardware.GPU,
+		TensorParallel: trust.TensorParallel(r.Launch.Command, r.Launch.Flags),
+		SpecDecode:     trust.SpecDecode(r.Launch.Command, r.Launch.Flags, r.Launch.Notes),
+		Class:          m.Class, MeasurementS: m.MeasurementS, OutputTokensPerRequest: m.OutputTokensPerRequest,
+	}
+	for _, q := range []string{r.Engine.Quantization, trust.LaunchQuantization(r.Launch.Command, r.Launch.Flags)} {
+		if in.Quantization == "" {
+			in.Quantization = q
+		}
+	}
+	if r.Hardware.GPUCount != nil {
+		in.GPUCount = *r.Hardware.GPUCount
+	}
+	for _, c := range r.Decode {
+		if c.Status == store.StatusValid {
+			in.Cells = append(in.Cells, trust.Cell{ContextTokens: c.ContextTokens, Concurrency: c.Concurrency,
+				TotalTokS: c.TotalTokS, PerRequestTokS: c.PerRequestTokS, TBTMs: c.TBTMs, AvgActiveRequests: c.AvgActiveRequests,
+				OutputTokens: c.OutputTokens, CompletedRequests: c.CompletedRequests, DurationS: c.DurationS})
+		}
+	}
+	var gpu *trust.GPU
+	if g, ok := calculator.LookupGPU(r.Hardware.GPU); ok && g.BandwidthGBs > 0 {
+		gpu = &trust.GPU{Name: g.Name, BandwidthGBs: g.BandwidthGBs}
+	}
+	var model *trust.Model
+	if m, ok := w.models.Lookup(r.Model.Name); ok {
+		model = &m
+	} else if m, ok := trust.ModelFromName(r.Model.Name); ok {
+		model = &m
+	}
+	return in, gpu, model
 }
 
 func (w *Writer) checked(r store.Run) store.Run {

@@ -23,22 +23,28 @@ type Doctoring struct {
 	Apply func(w *Writer, r store.Run) (store.Run, bool)
 }
 
-// Doctorings are the falsified copies an evaluation makes of each real run.
-// The bandwidth ones apply to single-GPU runs whose bandwidth check runs:
-// a multi-GPU server's bound is its aggregate bandwidth, which tensor- and
-// expert-parallel serving stays far below (the corpus's reach 1 % of it),
-// so a copy 10× too fast still fits under it.
+// Doctorings are the falsified copies an evaluation makes of each real run:
+// speeds scaled with the cells kept consistent, a move to a GPU 2× and 5×
+// slower, a per-request speed ×20 with the totals unchanged, totals over
+// per-request × active, and a run relabelled sustained_decode. A copy is
+// caught when the checks flag it or the run's validation refuses it.
 func Doctorings() []Doctoring {
-	return []Doctoring{
-		{"10× speed", func(w *Writer, r store.Run) (store.Run, bool) {
-			if !physics(w, r) {
+	speed := func(f float64) func(w *Writer, r store.Run) (store.Run, bool) {
+		return func(w *Writer, r store.Run) (store.Run, bool) {
+			if !checked(w, r, trust.CodeBandwidth) {
 				return r, false
 			}
-			return scaleSpeed(r, 10), true
-		}},
-		{"moved to the catalog's slowest GPU", slowerGPU},
-		{"impossible TBT (÷ 20)", func(w *Writer, r store.Run) (store.Run, bool) {
-			if !physics(w, r) || !statesTBT(r) {
+			return scaleSpeed(r, f), true
+		}
+	}
+	return []Doctoring{
+		{"10× speed", speed(10)},
+		{"2× speed", speed(2)},
+		{"1.3× speed", speed(1.3)},
+		{"moved to a GPU 2× slower", slowerGPU(2)},
+		{"moved to a GPU 5× slower", slowerGPU(5)},
+		{"per-request speed × 20, totals unchanged (TBT ÷ 20)", func(w *Writer, r store.Run) (store.Run, bool) {
+			if !statesTBT(r) {
 				return r, false
 			}
 			r = cloneCells(r)
@@ -53,7 +59,7 @@ func Doctorings() []Doctoring {
 			}
 			return r, true
 		}},
-		{"totals over per-request × active", func(w *Writer, r store.Run) (store.Run, bool) {
+		{"totals over per-request × active (2×)", func(w *Writer, r store.Run) (store.Run, bool) {
 			if !checked(w, r, trust.CodeTotalVsPerRequest) {
 				return r, false
 			}
@@ -80,6 +86,13 @@ func Doctorings() []Doctoring {
 			}
 			return r, true
 		}},
+		{"relabelled sustained_decode", func(w *Writer, r store.Run) (store.Run, bool) {
+			if r.MethodOf().Class == store.MethodSustainedDecode {
+				return r, false
+			}
+			r.Method = &store.Method{Class: store.MethodSustainedDecode, MeasurementS: r.Benchmark.SecondsPerMeasurement, Prefill: store.PrefillExcluded}
+			return r, true
+		}},
 	}
 }
 
@@ -90,6 +103,10 @@ type TrustEval struct {
 	// not flagged.
 	FalseFlags, Missed []string
 	Doctored           []DoctoredCount
+	// Observed is the highest share of its physical bandwidth bound the
+	// runs of each engine family and weight width reach (the calibration
+	// trust.Calibrations holds, measured again).
+	Observed []trust.Calibration
 }
 
 // FamilyTrust counts one family's real runs and what the checks said.
@@ -119,6 +136,11 @@ func (w *Writer) EvalTrust(runs []Named) TrustEval {
 			fams[n.Family], order = f, append(order, n.Family)
 		}
 		f.Runs++
+		in, gpu, model := w.Inputs(n.Run)
+		if u, ok := trust.Utilisation(in, gpu, model); ok {
+			bits, _, _ := trust.WeightBits(in, model)
+			out.observe(trust.EngineFamily(in.Engine), trust.BitsClass(bits), u)
+		}
 		t := w.Check(n.Run)
 		if t.Flagged {
 			f.Flagged++
@@ -150,7 +172,7 @@ func (w *Writer) EvalTrust(runs []Named) TrustEval {
 				continue
 			}
 			dc.Copies++
-			if w.Check(bad).Flagged {
+			if bad.Validate() != nil || w.Check(bad).Flagged {
 				dc.Caught++
 			} else {
 				out.Missed = append(out.Missed, n.Name+" with "+d.Name)
@@ -161,10 +183,15 @@ func (w *Writer) EvalTrust(runs []Named) TrustEval {
 	return out
 }
 
-// physics reports whether a bandwidth doctoring applies to r: one GPU,
-// and the check runs.
-func physics(w *Writer, r store.Run) bool {
-	return r.Hardware.GPUCount != nil && *r.Hardware.GPUCount == 1 && checked(w, r, trust.CodeBandwidth)
+func (ev *TrustEval) observe(family, bits string, u float64) {
+	for i := range ev.Observed {
+		if o := &ev.Observed[i]; o.Family == family && o.Bits == bits {
+			o.Runs++
+			o.Highest = math.Max(o.Highest, u)
+			return
+		}
+	}
+	ev.Observed = append(ev.Observed, trust.Calibration{Family: family, Bits: bits, Runs: 1, Highest: u})
 }
 
 func statesTBT(r store.Run) bool {
@@ -215,29 +242,29 @@ func hasFlag(t store.Trust, code string) bool {
 	return false
 }
 
-// slowerGPU moves the run to the catalog's slowest GPU: its numbers
-// cannot come from there. (A swap to a GPU within about 3× of the real one
-// passes: real runs reach 30–55 % of their bound, less for MoE models,
-// and the margin is 1.5.)
-func slowerGPU(w *Writer, r store.Run) (store.Run, bool) {
-	if !physics(w, r) {
-		return r, false
-	}
-	g, ok := calculator.LookupGPU(r.Hardware.GPU)
-	if !ok {
-		return r, false
-	}
-	best := g
-	for _, c := range calculator.Hardware().GPUs() {
-		if c.BandwidthGBs > 0 && c.BandwidthGBs < best.BandwidthGBs {
-			best = c
+// slowerGPU moves the run to the catalog GPU with the most bandwidth at
+// most 1/f of its own: its numbers cannot come from there.
+func slowerGPU(f float64) func(w *Writer, r store.Run) (store.Run, bool) {
+	return func(w *Writer, r store.Run) (store.Run, bool) {
+		if !checked(w, r, trust.CodeBandwidth) {
+			return r, false
 		}
+		g, ok := calculator.LookupGPU(r.Hardware.GPU)
+		if !ok {
+			return r, false
+		}
+		var best calculator.GPUSpec
+		for _, c := range calculator.Hardware().GPUs() {
+			if c.BandwidthGBs > 0 && c.BandwidthGBs <= g.BandwidthGBs/f && c.BandwidthGBs > best.BandwidthGBs {
+				best = c
+			}
+		}
+		if best.Name == "" {
+			return r, false
+		}
+		r.Hardware.GPU = best.Name
+		return r, true
 	}
-	if best.Name == g.Name {
-		return r, false
-	}
-	r.Hardware.GPU = best.Name
-	return r, true
 }
 
 // scaleSpeed multiplies every speed by f, keeping the cells consistent.

@@ -42,6 +42,6 @@ func TestModelFactsCatalog(t *testing.T) {
 		{"an entry by a run's model name", "/v1/model-facts/NVIDIA-Nemotron-Nano-12B-v2-AWQ-4bit", 200,
 			[]string{`"name":"NVIDIA-Nemotron-Nano-12B-v2"`, `"measured_runs":1`, `"source":"https://huggingface.co/nvidia/`}},
 		{"an entry by its own name", "/v1/model-facts/Llama-2-13B", 200, []string{`"attention_heads":40`, `"kv_heads":40`, `"measured_runs":0`}},
-		{"no entry", "/v1/model-facts/Qwen2.5-3B-Instruct", 404, []string{`no entry of the model facts table matches \"Qwen2.5-3B-Instruct\"`, "trust/SOURCES.md"}},
+		{"no entry", "/v1/model-facts/Falcon-40B-Instruct", 404, []string{`no entry of the model facts table matches \"Falcon-40B-Instruct\"`, "trust/SOURCES.md"}},
 	})
 }

@@ -81,6 +81,14 @@ func InferMethod(r Run) (Method, bool) {
 	return m, true
 }
 
+// ToolMethod is the class a benchmark tool's name implies
+// (llama-batched-bench measures a batched burst, vllm bench serve a
+// serving sweep …); ok is false when the name implies none.
+func ToolMethod(tool string) (string, bool) {
+	m, ok := InferMethod(Run{Benchmark: Benchmark{Tool: tool}})
+	return m.Class, ok
+}
+
 // defaultMethod is the method a run has when it states none: the one its
 // text names, else sustained decode, which every decode grid was
 // documented as before runs stated a method (stored runs keep it).
@@ -114,6 +122,10 @@ func (v *validator) method(r Run) {
 	}
 	if !known {
 		v.add("/method/class", "is %q; it must be one of %s", m.Class, strings.Join(MethodClasses(), ", "))
+	}
+	if implied, ok := ToolMethod(r.Benchmark.Tool); known && ok && implied != m.Class {
+		v.add("/method/class", "is %q, but benchmark.tool %q measures %s: send \"method\": {\"class\": %q} for that tool's output, or name the tool that measured %s",
+			m.Class, clipText(r.Benchmark.Tool), implied, implied, m.Class)
 	}
 	if m.MeasurementS != nil && (math.IsNaN(*m.MeasurementS) || *m.MeasurementS <= 0 || *m.MeasurementS > MaxSecondsPerCell) {
 		v.add("/method/measurement_s", "is %s; it must be above 0 and at most %s", fnum(*m.MeasurementS), fnum(MaxSecondsPerCell))
@@ -199,4 +211,12 @@ func runIDs(ctx context.Context, q querier) ([]string, error) {
 		ids = append(ids, id)
 	}
 	return ids, rows.Err()
+}
+
+// clipText shortens s for a message quoting it.
+func clipText(s string) string {
+	if r := []rune(s); len(r) > 64 {
+		return string(r[:64]) + "…"
+	}
+	return s
 }

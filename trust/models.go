@@ -32,6 +32,13 @@ type Model struct {
 	AttentionHeads int `json:"attention_heads,omitempty"`
 	KVHeads        int `json:"kv_heads,omitempty"`
 	HeadDim        int `json:"head_dim,omitempty"`
+	// WeightsBits is the bits a weight takes in the model's own published
+	// checkpoint (its config.json's torch_dtype or quantization_config), the
+	// bits a run that states no quantization reads; 0 when not taken.
+	WeightsBits float64 `json:"weights_bits,omitempty"`
+	// FromName is set on a Model made by ModelFromName, not read from the
+	// table.
+	FromName bool `json:"-"`
 	// Source is where the figures were read (SOURCES.md says more).
 	Source string `json:"source"`
 }
@@ -91,13 +98,16 @@ func ParseModels(b []byte) (*Models, error) {
 func (t *Models) All() []Model { return append([]Model(nil), t.models...) }
 
 // Lookup finds the model a run's model name means: the entry whose match
-// is the longest substring of the name (lower case, "_" and " " as "-").
+// is the longest substring of the name (lower case, "_" and " " as "-"),
+// unless the name states a size the entry's is not within 1.5× of
+// ("DeepSeek-R1-Distill-Llama-8B" is not DeepSeek-R1's 671B).
 func (t *Models) Lookup(name string) (Model, bool) {
 	s := strings.NewReplacer("_", "-", " ", "-").Replace(strings.ToLower(name))
+	named, sized := SizeFromName(name)
 	best, bestLen := Model{}, 0
 	for _, m := range t.models {
 		for _, p := range m.Match {
-			if len(p) > bestLen && strings.Contains(s, p) {
+			if len(p) > bestLen && strings.Contains(s, p) && (!sized || named.agrees(m)) {
 				best, bestLen = m, len(p)
 			}
 		}

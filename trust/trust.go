@@ -9,30 +9,26 @@ import (
 	"math"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
 // RulesVersion changes whenever a rule or a catalog changes what the
 // checks would say: runs checked by other rules are checked again.
-const RulesVersion = 1
-
-// Margin is how far above each bound a measurement may go before it is
-// flagged: the bounds are already physical limits (peak bandwidth, the
-// fewest bytes a step can read), and the margin covers what they leave
-// out (caches, rounding, a model's few un-read embedding rows).
-const Margin = 1.5
+const RulesVersion = 2
 
 // Check codes and statuses.
 const (
-	CodeBandwidth          = "bandwidth"
-	CodeTotalVsPerRequest  = "total_vs_per_request"
-	StatusPassed           = "passed"
-	StatusFlagged          = "flagged"
-	StatusNotChecked       = "not_checked"
-	maxFlagsPerCheck       = 5
-	bytesPerGB             = 1e9
-	kvBytesWhenUnstated    = 0.5 // the fewest any engine stores (4-bit KV)
-	minCommonCellsForCheck = 1
+	CodeBandwidth         = "bandwidth"
+	CodeTotalVsPerRequest = "total_vs_per_request"
+	CodeTBTVsPerRequest   = "tbt_vs_per_request"
+	CodeMethodShape       = "method_shape"
+	StatusPassed          = "passed"
+	StatusFlagged         = "flagged"
+	StatusNotChecked      = "not_checked"
+	maxFlagsPerCheck      = 5
+	bytesPerGB            = 1e9
+	kvBytesWhenUnstated   = 0.5 // the fewest any engine stores (4-bit KV)
 )
 
 // Run is what the checks read of a run.
@@ -40,10 +36,20 @@ type Run struct {
 	Model        string
 	Quantization string // the model's or the engine's, as stated
 	KVCacheDtype string
+	Engine       string
 	GPU          string
-	GPUCount     int  // 0: not stated
-	SpecDecode   bool // speculative decoding is on: several tokens per weight read
-	Cells        []Cell
+	GPUCount     int // 0: not stated
+	// TensorParallel is the GPUs one copy of the weights is split over
+	// (the launch's tensor-parallel size); 0: not stated.
+	TensorParallel int
+	SpecDecode     bool // speculative decoding is on: several tokens per weight read
+	// Class is the run's method class (store's MethodClasses); Measurement
+	// its stated seconds per cell and OutputTokensPerRequest its stated
+	// output length, where stated.
+	Class                  string
+	MeasurementS           *float64
+	OutputTokensPerRequest *int
+	Cells                  []Cell
 }
 
 // Cell is one valid decode cell; absent values are nil.
@@ -51,6 +57,17 @@ type Cell struct {
 	ContextTokens, Concurrency int
 	TotalTokS, PerRequestTokS  *float64
 	TBTMs, AvgActiveRequests   *float64
+	OutputTokens               *int
+	CompletedRequests          *int
+	DurationS                  *float64
+}
+
+// tokensPerRequest is what a cell's requests produced each, when it says.
+func tokensPerRequest(c Cell) (float64, bool) {
+	if c.OutputTokens == nil || c.CompletedRequests == nil || *c.CompletedRequests <= 0 {
+		return 0, false
+	}
+	return float64(*c.OutputTokens) / float64(*c.CompletedRequests), true
 }
 
 // GPU is what the checks need of the hardware catalog's entry.
@@ -81,10 +98,11 @@ type Check struct {
 }
 
 // Assess runs every check of r; gpu and model are nil when the catalogs do
-// not know them (those checks then say not checked).
+// not know them (those checks then say not checked). model may be one
+// ModelFromName made from the run's model name.
 func Assess(r Run, gpu *GPU, model *Model) Report {
 	var rep Report
-	for _, check := range []func(Run, *GPU, *Model) (Check, []Flag){bandwidth, totalVsPerRequest} {
+	for _, check := range []func(Run, *GPU, *Model) (Check, []Flag){bandwidth, totalVsPerRequest, tbtVsPerRequest, methodShape} {
 		c, flags := check(r, gpu, model)
 		rep.Checks = append(rep.Checks, c)
 		if len(flags) > 0 {
@@ -108,10 +126,44 @@ func perRequest(c Cell) (float64, bool) {
 	return v, ok
 }
 
+// WeightBits is the bits a weight of r takes: its stated quantization,
+// else what its model name says (…-FP8, …-AWQ), else the model's own
+// published checkpoint (the model facts table); from says which.
+func WeightBits(r Run, model *Model) (bits float64, from string, ok bool) {
+	if b, ok := Bits(r.Quantization); ok {
+		return b, fmt.Sprintf("its quantization %q", clip(r.Quantization)), true
+	}
+	if b, ok := Bits(r.Model); ok {
+		return b, "its model name", true
+	}
+	if r.Quantization == "" && model != nil && model.WeightsBits > 0 {
+		return model.WeightsBits, "the model's published checkpoint (no quantization stated)", true
+	}
+	return 0, "", false
+}
+
+// split is how many GPUs' bandwidth one request's decode step reads its
+// weights with: the tensor-parallel size where the launch states it (data
+// and pipeline parallel copies do not speed one request), else every GPU
+// of the run (the most generous reading).
+func split(r Run) (n int, how string) {
+	if r.TensorParallel > 0 && r.TensorParallel <= r.GPUCount {
+		if r.TensorParallel == 1 {
+			return 1, "one GPU's bandwidth (tensor parallel 1)"
+		}
+		return r.TensorParallel, fmt.Sprintf("tensor parallel over %d GPUs: bandwidth × %d", r.TensorParallel, r.TensorParallel)
+	}
+	if r.GPUCount == 1 {
+		return 1, "one GPU"
+	}
+	return r.GPUCount, fmt.Sprintf("%d GPUs, split not stated: counted as tensor parallel over all %d (bandwidth × %d, the most generous reading)", r.GPUCount, r.GPUCount, r.GPUCount)
+}
+
 // bandwidth holds each cell to memory bandwidth: a decode step reads the
 // model's active weights once for the whole batch and each sequence's KV
 // cache, so per-request speed ≤ bandwidth ÷ (weights + B·KV(L)), and
-// total ÷ B the same.
+// total ÷ B the same. The share of that bound a run may reach is
+// calibrated per engine family and weight bits (calibration.go).
 func bandwidth(r Run, gpu *GPU, model *Model) (Check, []Flag) {
 	c := Check{Code: CodeBandwidth}
 	notChecked := func(why string) (Check, []Flag) {
@@ -124,22 +176,24 @@ func bandwidth(r Run, gpu *GPU, model *Model) (Check, []Flag) {
 	case r.GPUCount < 1:
 		return notChecked("the run does not state its GPU count")
 	case model == nil:
-		return notChecked(fmt.Sprintf("model %q is not in the model facts table", clip(r.Model)))
+		return notChecked(fmt.Sprintf("model %q is not in the model facts table, and its name states no size that says what a token reads", clip(r.Model)))
 	case r.SpecDecode:
 		return notChecked("speculative decoding is on (several tokens per weight read)")
 	}
-	bits, ok := Bits(r.Quantization)
+	bits, bitsFrom, ok := WeightBits(r, model)
 	if !ok {
-		return notChecked(fmt.Sprintf("the quantization %q does not say how many bits a weight takes", clip(r.Quantization)))
+		return notChecked(fmt.Sprintf("the quantization %q does not say how many bits a weight takes, nor does the model name, and the model facts table has no published checkpoint's bits", clip(r.Quantization)))
 	}
-	bw := gpu.BandwidthGBs * float64(r.GPUCount) * bytesPerGB
+	gpus, splitNote := split(r)
+	bw := gpu.BandwidthGBs * float64(gpus) * bytesPerGB
 	weights := model.ActiveParams() * 1e9 * bits / 8
 	kvPerToken := model.KVBytesPerToken(KVBytes(r.KVCacheDtype))
+	cal := Calibrated(r.Engine, bits)
 	var flags []Flag
 	worst, worstCell, worstLimit := 0.0, Cell{}, 0.0
 	for _, cell := range r.Cells {
 		step := weights + float64(cell.Concurrency)*kvPerToken*float64(cell.ContextTokens)
-		limit := Margin * bw / step
+		limit := cal.Cap * bw / step
 		v, ok := perRequest(cell)
 		if cell.TotalTokS != nil {
 			v, ok = math.Max(v, *cell.TotalTokS/float64(cell.Concurrency)), true
@@ -152,8 +206,8 @@ func bandwidth(r Run, gpu *GPU, model *Model) (Check, []Flag) {
 		}
 		if v > limit && len(flags) < maxFlagsPerCheck {
 			flags = append(flags, Flag{Code: CodeBandwidth, ContextTokens: cell.ContextTokens, Concurrency: cell.Concurrency, Measured: round(v), Limit: round(limit), Unit: "tok/s per request",
-				Message: fmt.Sprintf("%.1f tok/s per request at context %d × %d is more than %s's %.0f GB/s × %d can feed: at most %.1f tok/s (%.2f GB of %s weights at %g bits%s, × %.1f)",
-					v, cell.ContextTokens, cell.Concurrency, gpu.Name, gpu.BandwidthGBs, r.GPUCount, limit, weights/bytesPerGB, model.Name, bits, kvNote(kvPerToken), Margin)})
+				Message: fmt.Sprintf("%.1f tok/s per request at context %d × %d is more than %s's %.0f GB/s can feed (%s): at most %.1f tok/s (%.2f GB of %s weights at %g bits%s, × %.2f, %s)",
+					v, cell.ContextTokens, cell.Concurrency, gpu.Name, gpu.BandwidthGBs, splitNote, limit, weights/bytesPerGB, model.Name, bits, kvNote(kvPerToken), cal.Cap, cal.describe())})
 		}
 	}
 	if worst == 0 {
@@ -163,9 +217,41 @@ func bandwidth(r Run, gpu *GPU, model *Model) (Check, []Flag) {
 	if len(flags) > 0 {
 		c.Status = StatusFlagged
 	}
-	c.Detail = fmt.Sprintf("the fastest cell for its bound (context %d × %d) runs at %.0f %% of %.1f tok/s per request: %s's %.0f GB/s × %d over %.2f GB of %s weights at %g bits%s, × %.1f",
-		worstCell.ContextTokens, worstCell.Concurrency, 100*worst, worstLimit, gpu.Name, gpu.BandwidthGBs, r.GPUCount, weights/bytesPerGB, model.Name, bits, kvNote(kvPerToken), Margin)
+	sizeNote := ""
+	if model.FromName {
+		sizeNote = " (size read from the model name: not in the model facts table)"
+	}
+	c.Detail = fmt.Sprintf("the fastest cell for its bound (context %d × %d) runs at %.0f %% of %.1f tok/s per request: %s's %.0f GB/s (%s) over %.2f GB of %s weights%s at %g bits (%s)%s, × %.2f (%s)",
+		worstCell.ContextTokens, worstCell.Concurrency, 100*worst, worstLimit, gpu.Name, gpu.BandwidthGBs, splitNote, weights/bytesPerGB, model.Name, sizeNote, bits, bitsFrom, kvNote(kvPerToken), cal.Cap, cal.describe())
 	return c, flags
+}
+
+// Utilisation is the highest share of r's physical bandwidth bound (×1,
+// no margin) any cell reaches; ok is false when the bandwidth check cannot
+// run. The calibration reads it of the real runs.
+func Utilisation(r Run, gpu *GPU, model *Model) (float64, bool) {
+	if gpu == nil || model == nil || r.GPUCount < 1 || r.SpecDecode {
+		return 0, false
+	}
+	bits, _, ok := WeightBits(r, model)
+	if !ok {
+		return 0, false
+	}
+	gpus, _ := split(r)
+	bw := gpu.BandwidthGBs * float64(gpus) * bytesPerGB
+	weights := model.ActiveParams() * 1e9 * bits / 8
+	kvPerToken := model.KVBytesPerToken(KVBytes(r.KVCacheDtype))
+	worst := 0.0
+	for _, cell := range r.Cells {
+		v, ok := perRequest(cell)
+		if cell.TotalTokS != nil {
+			v, ok = math.Max(v, *cell.TotalTokS/float64(cell.Concurrency)), true
+		}
+		if ok {
+			worst = math.Max(worst, v*(weights+float64(cell.Concurrency)*kvPerToken*float64(cell.ContextTokens))/bw)
+		}
+	}
+	return worst, worst > 0
 }
 
 func kvNote(perToken float64) string {
@@ -175,31 +261,83 @@ func kvNote(perToken float64) string {
 	return fmt.Sprintf(" plus %.0f KiB of KV per token of context", perToken/1024)
 }
 
+// Tolerances of the consistency checks, measured on the real runs of the
+// repository (docs/trust.md gives the figures).
+const (
+	// TotalsHigh: total tok/s above per-request × active × this is flagged
+	// (B requests at v tok/s produce at most B·v; the real cells reach
+	// 1.43 of it, where the median TBT understates the mean speed).
+	TotalsHigh = 1.75
+	// TotalsLow: total tok/s below per-request × active × this is flagged:
+	// per-request speed far above what the total allows. The real cells
+	// reach 0.118 (serving sweeps: requests ramp up and drain, so fewer
+	// than the concurrency are active on average); half of that is allowed.
+	TotalsLow = 0.06
+	// lowSideMinTokens: cells whose requests produce fewer tokens than this
+	// are not held to TotalsLow: their TBT is the median of a few dozen
+	// gaps, which an engine streaming tokens in bunches makes near zero (a
+	// real 32-token SGLang cell has a median TPOT of 0.27 ms).
+	lowSideMinTokens = 64
+	// TBTHigh and TBTLow bound per-request tok/s × TBT ÷ 1000: a
+	// per-request speed over a whole request (its TTFT included) is at
+	// most 1000 / TBT, so never far above, and far below only when TTFT
+	// dwarfs the decode. Real cells span 0.997–1.003 (their importers
+	// derive one from the other).
+	TBTHigh = 1.5
+	TBTLow  = 0.1
+	// MinSustainedS is the fewest seconds a sustained_decode cell may
+	// measure: a sustained measurement runs for tens of seconds (the real
+	// ones 30 s); a burst's 32 or 128 tokens take a second or two. A
+	// cell's seconds are its duration_s, else the tokens a request
+	// produced ÷ its per-request speed.
+	MinSustainedS = 5
+)
+
+// active is the requests a cell has on average: the stated average, else
+// its concurrency.
+func active(c Cell) float64 {
+	if c.AvgActiveRequests != nil && *c.AvgActiveRequests > 0 {
+		return *c.AvgActiveRequests
+	}
+	return float64(c.Concurrency)
+}
+
+func shortRequests(c Cell) bool {
+	t, ok := tokensPerRequest(c)
+	return ok && t < lowSideMinTokens
+}
+
 // totalVsPerRequest holds total tok/s to per-request tok/s × the requests
-// active: B requests at v tok/s each produce at most B·v.
+// active, both ways: B requests at v tok/s produce at most B·v, and a
+// per-request speed far above total ÷ B is as impossible.
 func totalVsPerRequest(r Run, _ *GPU, _ *Model) (Check, []Flag) {
 	c := Check{Code: CodeTotalVsPerRequest}
 	var flags []Flag
-	n, worst := 0, 0.0
+	n, hi, lo := 0, 0.0, math.Inf(1)
 	for _, cell := range r.Cells {
 		v, ok := perRequest(cell)
-		if !ok || cell.TotalTokS == nil || v == 0 {
+		if !ok || cell.TotalTokS == nil || v == 0 || *cell.TotalTokS == 0 {
 			continue
 		}
-		active := float64(cell.Concurrency)
-		if cell.AvgActiveRequests != nil && *cell.AvgActiveRequests > 0 {
-			active = *cell.AvgActiveRequests
-		}
+		a := active(cell)
 		n++
-		limit := Margin * v * active
-		worst = math.Max(worst, *cell.TotalTokS/limit)
-		if *cell.TotalTokS > limit && len(flags) < maxFlagsPerCheck {
-			flags = append(flags, Flag{Code: CodeTotalVsPerRequest, ContextTokens: cell.ContextTokens, Concurrency: cell.Concurrency, Measured: round(*cell.TotalTokS), Limit: round(limit), Unit: "tok/s",
-				Message: fmt.Sprintf("total %.1f tok/s at context %d × %d is more than %.1f tok/s per request × %g active requests allow: at most %.1f tok/s (× %.1f)",
-					*cell.TotalTokS, cell.ContextTokens, cell.Concurrency, v, active, limit, Margin)})
+		ratio := *cell.TotalTokS / (v * a)
+		hi, lo = math.Max(hi, ratio), math.Min(lo, ratio)
+		if len(flags) >= maxFlagsPerCheck {
+			continue
+		}
+		switch {
+		case ratio > TotalsHigh:
+			flags = append(flags, Flag{Code: CodeTotalVsPerRequest, ContextTokens: cell.ContextTokens, Concurrency: cell.Concurrency, Measured: round(*cell.TotalTokS), Limit: round(TotalsHigh * v * a), Unit: "tok/s",
+				Message: fmt.Sprintf("total %.1f tok/s at context %d × %d is more than %.1f tok/s per request × %g active requests allow: at most %.1f tok/s (× %g)",
+					*cell.TotalTokS, cell.ContextTokens, cell.Concurrency, v, a, TotalsHigh*v*a, TotalsHigh)})
+		case ratio < TotalsLow && !shortRequests(cell):
+			flags = append(flags, Flag{Code: CodeTotalVsPerRequest, ContextTokens: cell.ContextTokens, Concurrency: cell.Concurrency, Measured: round(v), Limit: round(*cell.TotalTokS / (TotalsLow * a)), Unit: "tok/s per request",
+				Message: fmt.Sprintf("%.1f tok/s per request at context %d × %d is far above what a total of %.1f tok/s over %g active requests allows: at most %.1f tok/s per request (total ÷ requests ÷ %g)",
+					v, cell.ContextTokens, cell.Concurrency, *cell.TotalTokS, a, *cell.TotalTokS/(TotalsLow*a), TotalsLow)})
 		}
 	}
-	if n < minCommonCellsForCheck {
+	if n == 0 {
 		c.Status, c.Detail = StatusNotChecked, "not checked: no cell states both a total and a per-request speed (or TBT)"
 		return c, nil
 	}
@@ -207,8 +345,103 @@ func totalVsPerRequest(r Run, _ *GPU, _ *Model) (Check, []Flag) {
 	if len(flags) > 0 {
 		c.Status = StatusFlagged
 	}
-	c.Detail = fmt.Sprintf("%d cells compared; the highest total is %.0f %% of per-request speed × active requests × %.1f", n, 100*worst, Margin)
+	c.Detail = fmt.Sprintf("%d cells compared; total ÷ (per-request speed × active requests) spans %.2f–%.2f, allowed %g–%g", n, lo, hi, TotalsLow, TotalsHigh)
 	return c, flags
+}
+
+// tbtVsPerRequest holds a cell's stated per-request speed to its time
+// between tokens: 1000 / TBT is the speed while a request decodes, and a
+// per-request speed over a whole request (its TTFT included) is at most
+// that, never far above or far below.
+func tbtVsPerRequest(r Run, _ *GPU, _ *Model) (Check, []Flag) {
+	c := Check{Code: CodeTBTVsPerRequest}
+	var flags []Flag
+	n, hi, lo := 0, 0.0, math.Inf(1)
+	for _, cell := range r.Cells {
+		if cell.TBTMs == nil || cell.PerRequestTokS == nil || *cell.TBTMs <= 0 || *cell.PerRequestTokS <= 0 {
+			continue
+		}
+		n++
+		fromTBT := 1000 / *cell.TBTMs
+		ratio := *cell.PerRequestTokS / fromTBT
+		hi, lo = math.Max(hi, ratio), math.Min(lo, ratio)
+		if (ratio > TBTHigh || ratio < TBTLow) && len(flags) < maxFlagsPerCheck {
+			flags = append(flags, Flag{Code: CodeTBTVsPerRequest, ContextTokens: cell.ContextTokens, Concurrency: cell.Concurrency, Measured: round(*cell.PerRequestTokS), Limit: round(fromTBT), Unit: "tok/s per request",
+				Message: fmt.Sprintf("%.1f tok/s per request at context %d × %d disagrees with its TBT of %.2f ms (1000 / TBT = %.1f tok/s): the two must agree within × %g–%g",
+					*cell.PerRequestTokS, cell.ContextTokens, cell.Concurrency, *cell.TBTMs, fromTBT, TBTLow, TBTHigh)})
+		}
+	}
+	if n == 0 {
+		c.Status, c.Detail = StatusNotChecked, "not checked: no cell states both a TBT and a per-request speed"
+		return c, nil
+	}
+	c.Status = StatusPassed
+	if len(flags) > 0 {
+		c.Status = StatusFlagged
+	}
+	c.Detail = fmt.Sprintf("%d cells compared; per-request speed ÷ (1000 / TBT) spans %.2f–%.2f, allowed %g–%g", n, lo, hi, TBTLow, TBTHigh)
+	return c, flags
+}
+
+// methodShape holds a run's cells to the shape its class implies: a
+// sustained_decode cell measures decode for tens of seconds; one whose
+// requests produce a burst's few dozen tokens in a second is another class
+// under this label.
+func methodShape(r Run, _ *GPU, _ *Model) (Check, []Flag) {
+	c := Check{Code: CodeMethodShape}
+	if r.Class != "sustained_decode" {
+		c.Status, c.Detail = StatusNotChecked, fmt.Sprintf("not checked: only sustained_decode runs have a shape checked (this run is %s)", orNone(r.Class))
+		return c, nil
+	}
+	var flags []Flag
+	n, shortest := 0, math.Inf(1)
+	for _, cell := range r.Cells {
+		v, ok := perRequest(cell)
+		tokens, haveTokens := tokensPerRequest(cell)
+		if !haveTokens && cell.OutputTokens != nil && cell.Concurrency > 0 {
+			tokens, haveTokens = float64(*cell.OutputTokens)/float64(cell.Concurrency), true
+		}
+		if !haveTokens && r.OutputTokensPerRequest != nil {
+			tokens, haveTokens = float64(*r.OutputTokensPerRequest), true
+		}
+		var secs float64
+		switch {
+		case cell.DurationS != nil:
+			secs = *cell.DurationS
+		case haveTokens && ok && v > 0:
+			secs = tokens / v
+		default:
+			continue
+		}
+		n++
+		shortest = math.Min(shortest, secs)
+		if secs < MinSustainedS && len(flags) < maxFlagsPerCheck {
+			what := fmt.Sprintf("%.1f s", secs)
+			if haveTokens {
+				what = fmt.Sprintf("%.0f tokens each in %.1f s", tokens, secs)
+			}
+			flags = append(flags, Flag{Code: CodeMethodShape, ContextTokens: cell.ContextTokens, Concurrency: cell.Concurrency, Measured: round(secs), Limit: MinSustainedS, Unit: "seconds measured",
+				Message: fmt.Sprintf("a sustained_decode cell at context %d × %d whose requests produce %s is a burst, not a sustained measurement (at least %d s): state method.class batched_burst or static_batch",
+					cell.ContextTokens, cell.Concurrency, what, MinSustainedS)})
+		}
+	}
+	if n == 0 {
+		c.Status, c.Detail = StatusNotChecked, "not checked: no cell states a duration, or output tokens with a per-request speed"
+		return c, nil
+	}
+	c.Status = StatusPassed
+	if len(flags) > 0 {
+		c.Status = StatusFlagged
+	}
+	c.Detail = fmt.Sprintf("%d cells read; the shortest measured %.1f s (a sustained measurement lasts at least %d s)", n, shortest, MinSustainedS)
+	return c, flags
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "of no class"
+	}
+	return s
 }
 
 var (
@@ -226,13 +459,26 @@ var (
 	}
 )
 
+// ggufBlockBits are the bits a weight of a GGUF type takes with its
+// block's scales (ggml's block layouts: Q4_0 is 16 bytes of 4-bit values
+// and a 2-byte scale per 32 weights, 4.5 bits; the K types' 256-weight
+// super-blocks likewise); a type not listed counts its nominal bits.
+var ggufBlockBits = map[string]float64{
+	"q2_k": 2.625, "q3_k": 3.4375, "q4_0": 4.5, "q4_1": 5, "q4_k": 4.5, "q5_0": 5.5, "q5_1": 6, "q5_k": 5.5, "q6_k": 6.5625, "q8_0": 8.5,
+}
+
 // Bits is the fewest bits a weight of quantization q takes, read from its
-// name (GGUF types Q4_K…, MXFP4, AWQ 4-bit, W4A16, FP8, BF16 …); ok is
-// false when the name does not say (GPTQ alone, a name we do not know).
-// Mixed formats count their smallest part: the bound stays generous.
+// name (GGUF types Q4_K… with their blocks' scales, MXFP4, AWQ 4-bit,
+// W4A16, FP8, BF16 …); ok is false when the name does not say (GPTQ
+// alone, a name we do not know). Mixed formats count their smallest part
+// (Q4_K_M is Q4_K): the bound stays generous.
 func Bits(q string) (float64, bool) {
 	s := strings.ToLower(q)
 	if m := ggufBits.FindStringSubmatch(s); m != nil {
+		i := strings.Index(s, "q"+m[1])
+		if b, ok := ggufBlockBits[strings.TrimRight(s[i:min(i+4, len(s))], "_-. ")]; ok && (i == 0 || s[i-1] != 'i') {
+			return b, true
+		}
 		return float64(m[1][0] - '0'), true
 	}
 	for _, bw := range bitWords {
@@ -258,6 +504,37 @@ func KVBytes(dtype string) float64 {
 		return 2
 	}
 	return kvBytesWhenUnstated
+}
+
+var tensorParallel = regexp.MustCompile(`(?:^|\s)(?:--tensor-parallel-size|--tensor_parallel_size|--tp-size|--tp|-tp)(?:=|\s+)(\d+)`)
+
+// TensorParallel is the tensor-parallel size the launch states
+// (--tensor-parallel-size 8, --tp 8, a flag tp: 8); 0 when it states none.
+func TensorParallel(command string, flags map[string]string) int {
+	for _, k := range []string{"tensor-parallel-size", "tensor_parallel_size", "tp", "tp-size", "tp_size"} {
+		if n, err := strconv.Atoi(strings.TrimSpace(flags[k])); err == nil && n > 0 {
+			return n
+		}
+	}
+	if m := tensorParallel.FindStringSubmatch(command); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return n
+	}
+	return 0
+}
+
+var quantizationFlag = regexp.MustCompile(`(?:^|\s)--quantization(?:=|\s+)([A-Za-z0-9_]+)`)
+
+// LaunchQuantization is the weight quantization the launch asks the engine
+// for (vLLM's and SGLang's --quantization fp8), "" when none.
+func LaunchQuantization(command string, flags map[string]string) string {
+	if q := flags["quantization"]; q != "" {
+		return q
+	}
+	if m := quantizationFlag.FindStringSubmatch(command); m != nil {
+		return m[1]
+	}
+	return ""
 }
 
 var specDecode = regexp.MustCompile(`speculative|draft[-_ ]?model|model[-_ ]draft|(^|[^a-z])-md([^a-z]|$)|eagle|medusa|num[-_]spec|spec(ulative)?[-_ ]?decod(e|ing)\s*[:=]?\s*(on|yes|true|enabled|eagle|mtp|ngram)`)

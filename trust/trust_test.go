@@ -11,9 +11,9 @@ func TestBits(t *testing.T) {
 		bits float64
 		ok   bool
 	}{
-		{"AutoRound W4A16", 4, true}, {"AWQ 4-bit", 4, true}, {"Q4_K", 4, true}, {"QAT Q4_0", 4, true}, {"Q8_0", 8, true},
+		{"AutoRound W4A16", 4, true}, {"AWQ 4-bit", 4, true}, {"Q4_K", 4.5, true}, {"QAT Q4_0", 4.5, true}, {"Q8_0", 8.5, true}, {"Q4_K_M", 4.5, true}, {"Q2_K", 2.625, true},
 		{"IQ2_XS", 2, true}, {"MXFP4", 4, true}, {"NVFP4", 4, true}, {"FP8", 8, true}, {"FP16", 16, true}, {"BF16", 16, true},
-		{"GPTQ", 0, false}, {"", 0, false}, {"int4_per_token_head", 4, true}, {"Q6_K", 6, true},
+		{"GPTQ", 0, false}, {"", 0, false}, {"int4_per_token_head", 4, true}, {"Q6_K", 6.5625, true}, {"Q5_K_S", 5.5, true}, {"IQ4_XS", 4, true},
 	} {
 		bits, ok := Bits(tt.q)
 		if bits != tt.bits || ok != tt.ok {
@@ -53,13 +53,20 @@ func TestLookup(t *testing.T) {
 		"Llama-2-70B":                         "Llama-2-70B",
 		"Llama-2-7B":                          "Llama-2-7B",
 		"/root/models/Llama-3.1-70B-Instruct": "Llama-3.1-70B",
+		"Qwen/Qwen2.5-3B-Instruct":            "Qwen2.5-3B",
+		"deepseek-ai/DeepSeek-R1-0528":        "DeepSeek-R1",
+		"moonshotai/Kimi-K2.5":                "Kimi-K2",
+		"Qwen/Qwen3-Coder-Next":               "Qwen3-Next-80B-A3B",
+		"Meta-Llama/Llama-3.3-70B-Instruct":   "Llama-3.3-70B",
 	} {
 		if m, ok := ms.Lookup(name); !ok || m.Name != want {
 			t.Errorf("Lookup(%q) = %q %v, want %q", name, m.Name, ok, want)
 		}
 	}
-	if m, ok := ms.Lookup("Qwen2.5-3B-Instruct"); ok {
-		t.Errorf("Lookup of a model not in the table = %q, want none", m.Name)
+	for _, name := range []string{"Falcon-40B-Instruct", "deepseek-ai/DeepSeek-R1-Distill-Llama-8B"} {
+		if m, ok := ms.Lookup(name); ok {
+			t.Errorf("Lookup(%q) = %q, want none (not in the table, or its stated size is not the entry's)", name, m.Name)
+		}
 	}
 }
 

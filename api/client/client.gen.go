@@ -716,6 +716,8 @@ func (e RunInputMethodPrefill) Valid() bool {
 // Defines values for TrustCheckCode.
 const (
 	TrustCheckCodeBandwidth         TrustCheckCode = "bandwidth"
+	TrustCheckCodeMethodShape       TrustCheckCode = "method_shape"
+	TrustCheckCodeTBTVsPerRequest   TrustCheckCode = "tbt_vs_per_request"
 	TrustCheckCodeTotalVsPerRequest TrustCheckCode = "total_vs_per_request"
 )
 
@@ -723,6 +725,10 @@ const (
 func (e TrustCheckCode) Valid() bool {
 	switch e {
 	case TrustCheckCodeBandwidth:
+		return true
+	case TrustCheckCodeMethodShape:
+		return true
+	case TrustCheckCodeTBTVsPerRequest:
 		return true
 	case TrustCheckCodeTotalVsPerRequest:
 		return true
@@ -755,6 +761,8 @@ func (e TrustCheckStatus) Valid() bool {
 // Defines values for TrustFlagCode.
 const (
 	TrustFlagCodeBandwidth         TrustFlagCode = "bandwidth"
+	TrustFlagCodeMethodShape       TrustFlagCode = "method_shape"
+	TrustFlagCodeTBTVsPerRequest   TrustFlagCode = "tbt_vs_per_request"
 	TrustFlagCodeTotalVsPerRequest TrustFlagCode = "total_vs_per_request"
 )
 
@@ -762,6 +770,10 @@ const (
 func (e TrustFlagCode) Valid() bool {
 	switch e {
 	case TrustFlagCodeBandwidth:
+		return true
+	case TrustFlagCodeMethodShape:
+		return true
+	case TrustFlagCodeTBTVsPerRequest:
 		return true
 	case TrustFlagCodeTotalVsPerRequest:
 		return true
@@ -1589,6 +1601,12 @@ type Leaderboard struct {
 	//   (llmfit's `bench`, LocalMaxxing submissions); context 0 when the
 	//   prompt length is not stated. Community numbers for a first look,
 	//   never ranked beside the sustained classes.
+	// A run whose `benchmark.tool` names a tool of one class
+	// (`llama-batched-bench` → `batched_burst`, `vllm bench serve` →
+	// `serving_sweep`, `profile_generation` / `trtllm-bench` →
+	// `static_batch`, `ds4-bench` / `llama-bench` → `decode_at_depth`,
+	// `llmfit` / LocalMaxxing → `one_shot`) and whose `method.class` says another is refused
+	// with a 422 at `/method/class` naming both.
 	MethodClass MethodClass       `json:"method_class"`
 	Metric      LeaderboardMetric `json:"metric"`
 	NextCursor  *string           `json:"next_cursor"`
@@ -1678,6 +1696,12 @@ type Method struct {
 	//   (llmfit's `bench`, LocalMaxxing submissions); context 0 when the
 	//   prompt length is not stated. Community numbers for a first look,
 	//   never ranked beside the sustained classes.
+	// A run whose `benchmark.tool` names a tool of one class
+	// (`llama-batched-bench` → `batched_burst`, `vllm bench serve` →
+	// `serving_sweep`, `profile_generation` / `trtllm-bench` →
+	// `static_batch`, `ds4-bench` / `llama-bench` → `decode_at_depth`,
+	// `llmfit` / LocalMaxxing → `one_shot`) and whose `method.class` says another is refused
+	// with a 422 at `/method/class` naming both.
 	Class MethodClass `json:"class"`
 
 	// MeasurementS Seconds each cell was measured for (fixed-duration classes).
@@ -1723,6 +1747,13 @@ type MethodPrefill string
 //     (llmfit's `bench`, LocalMaxxing submissions); context 0 when the
 //     prompt length is not stated. Community numbers for a first look,
 //     never ranked beside the sustained classes.
+//
+// A run whose `benchmark.tool` names a tool of one class
+// (`llama-batched-bench` → `batched_burst`, `vllm bench serve` →
+// `serving_sweep`, `profile_generation` / `trtllm-bench` →
+// `static_batch`, `ds4-bench` / `llama-bench` → `decode_at_depth`,
+// `llmfit` / LocalMaxxing → `one_shot`) and whose `method.class` says another is refused
+// with a 422 at `/method/class` naming both.
 type MethodClass string
 
 // Model defines model for Model.
@@ -1895,6 +1926,12 @@ type PlanOption struct {
 	//   (llmfit's `bench`, LocalMaxxing submissions); context 0 when the
 	//   prompt length is not stated. Community numbers for a first look,
 	//   never ranked beside the sustained classes.
+	// A run whose `benchmark.tool` names a tool of one class
+	// (`llama-batched-bench` → `batched_burst`, `vllm bench serve` →
+	// `serving_sweep`, `profile_generation` / `trtllm-bench` →
+	// `static_batch`, `ds4-bench` / `llama-bench` → `decode_at_depth`,
+	// `llmfit` / LocalMaxxing → `one_shot`) and whose `method.class` says another is refused
+	// with a 422 at `/method/class` naming both.
 	MethodClass MethodClass `json:"method_class"`
 
 	// Model The run's model; for an option answered from another model's run, the model planned for (its model facts name).
@@ -2275,6 +2312,12 @@ type RunInput struct {
 		//   (llmfit's `bench`, LocalMaxxing submissions); context 0 when the
 		//   prompt length is not stated. Community numbers for a first look,
 		//   never ranked beside the sustained classes.
+		// A run whose `benchmark.tool` names a tool of one class
+		// (`llama-batched-bench` → `batched_burst`, `vllm bench serve` →
+		// `serving_sweep`, `profile_generation` / `trtllm-bench` →
+		// `static_batch`, `ds4-bench` / `llama-bench` → `decode_at_depth`,
+		// `llmfit` / LocalMaxxing → `one_shot`) and whose `method.class` says another is refused
+		// with a 422 at `/method/class` naming both.
 		Class                  MethodClass            `json:"class"`
 		MeasurementS           *float64               `json:"measurement_s,omitempty"`
 		OutputTokensPerRequest *int                   `json:"output_tokens_per_request,omitempty"`
@@ -2380,6 +2423,12 @@ type RunSummary struct {
 	//   (llmfit's `bench`, LocalMaxxing submissions); context 0 when the
 	//   prompt length is not stated. Community numbers for a first look,
 	//   never ranked beside the sustained classes.
+	// A run whose `benchmark.tool` names a tool of one class
+	// (`llama-batched-bench` → `batched_burst`, `vllm bench serve` →
+	// `serving_sweep`, `profile_generation` / `trtllm-bench` →
+	// `static_batch`, `ds4-bench` / `llama-bench` → `decode_at_depth`,
+	// `llmfit` / LocalMaxxing → `one_shot`) and whose `method.class` says another is refused
+	// with a 422 at `/method/class` naming both.
 	MethodClass MethodClass `json:"method_class"`
 	Model       string      `json:"model"`
 	Peak        *PeakCell   `json:"peak"`
@@ -2567,8 +2616,18 @@ type TrustCheck struct {
 	// total ÷ concurrency against memory bandwidth ÷ the bytes a decode
 	// step must read (the model's active weights at its quantization,
 	// plus each sequence's KV cache at the context where the model's
-	// attention geometry is known), × 1.5. `total_vs_per_request`: total
-	// tok/s against per-request tok/s × the requests active, × 1.5.
+	// attention geometry is known), times a cap calibrated per engine
+	// family and weight width (the highest share of the bound the real
+	// runs reach × 1.25, at least 1.1; × 1.5 for a family no real run
+	// covers). A multi-GPU run is held to its tensor-parallel size's
+	// bandwidth (all its GPUs when the launch states none); the detail
+	// says which. `total_vs_per_request`: total tok/s against
+	// per-request tok/s × the requests active, both ways (0.06–1.75).
+	// `tbt_vs_per_request`: a stated per-request speed against 1000 /
+	// TBT (0.1–1.5). `method_shape`: each cell of a `sustained_decode`
+	// run must have measured at least 5 s (its `duration_s`, else the
+	// tokens a request produced ÷ its speed). docs/trust.md gives the
+	// calibration and how each tolerance was measured.
 	Code   TrustCheckCode   `json:"code"`
 	Detail string           `json:"detail"`
 	Status TrustCheckStatus `json:"status"`
@@ -2578,8 +2637,18 @@ type TrustCheck struct {
 // total ÷ concurrency against memory bandwidth ÷ the bytes a decode
 // step must read (the model's active weights at its quantization,
 // plus each sequence's KV cache at the context where the model's
-// attention geometry is known), × 1.5. `total_vs_per_request`: total
-// tok/s against per-request tok/s × the requests active, × 1.5.
+// attention geometry is known), times a cap calibrated per engine
+// family and weight width (the highest share of the bound the real
+// runs reach × 1.25, at least 1.1; × 1.5 for a family no real run
+// covers). A multi-GPU run is held to its tensor-parallel size's
+// bandwidth (all its GPUs when the launch states none); the detail
+// says which. `total_vs_per_request`: total tok/s against
+// per-request tok/s × the requests active, both ways (0.06–1.75).
+// `tbt_vs_per_request`: a stated per-request speed against 1000 /
+// TBT (0.1–1.5). `method_shape`: each cell of a `sustained_decode`
+// run must have measured at least 5 s (its `duration_s`, else the
+// tokens a request produced ÷ its speed). docs/trust.md gives the
+// calibration and how each tolerance was measured.
 type TrustCheckCode string
 
 // TrustCheckStatus defines model for TrustCheck.Status.

@@ -24,7 +24,7 @@ func evalCmd(ctx context.Context, args []string, getenv func(string) string, std
 	asJSON := fs.Bool("json", false, "print the reports as JSON")
 	corpus := fs.String("corpus", "", "evaluate the grids of a corpus directory (DIR/<family>/manifest.json, e.g. ingest/testdata/corpus) instead of the stored runs, leaving one cell out at a time, per family")
 	verbose := fs.Bool("v", false, "with --corpus: also list each answer whose interval missed the measurement")
-	trustFlag := fs.Bool("trust", false, "with --corpus: check the plausibility rules instead: how many real runs (the corpus and the bundled pages) they flag, and how many falsified copies they catch")
+	trustFlag := fs.Bool("trust", false, "with --corpus (one or more directories, comma-separated: a corpus DIR/<family>/manifest.json or one family DIR/manifest.json): check the plausibility rules instead: how many real runs (those and the bundled pages) the bandwidth check judges and flags, the calibration they give, and how many falsified copies of each kind are caught")
 	calibrate := fs.Bool("calibrate", false, "with --corpus: print the band calibration (per engine family and basis) derived from the tune split, as calculator/bands.json holds it")
 	hindsight := fs.Bool("hindsight", false, "with --corpus: also score every fixed choice of the fit (kind, weights, levels read as limits) on each grid and report the best one's error, picked with hindsight (a reference for the per-run choice; 180 fits per cell, 360 where rows level off)")
 	if err := c.parse(args, stdout); err != nil {

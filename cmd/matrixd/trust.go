@@ -1,8 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/matrixd/matrixd/assess"
@@ -10,13 +13,11 @@ import (
 	"github.com/matrixd/matrixd/trust"
 )
 
-// trustRuns are the real runs the checks are evaluated on: the corpus's
-// grids and the bundled pages.
-func trustRuns(dir string) ([]assess.Named, error) {
-	corpus, err := loadCorpus(dir)
-	if err != nil {
-		return nil, err
-	}
+// trustRuns are the real runs the checks are evaluated on: the bundled
+// pages and the grids of dirs (comma-separated), each a corpus
+// (DIR/<family>/manifest.json) or one family (DIR/manifest.json, as the
+// series are).
+func trustRuns(dirs string) ([]assess.Named, error) {
 	var runs []assess.Named
 	for _, s := range ingest.Seeds() {
 		r, err := ingest.Parse(s.Data)
@@ -25,10 +26,59 @@ func trustRuns(dir string) ([]assess.Named, error) {
 		}
 		runs = append(runs, assess.Named{Family: "seed pages", Name: strings.TrimSuffix(s.Name, ".txt"), Run: r})
 	}
-	for _, c := range corpus {
-		runs = append(runs, assess.Named{Family: c.Family, Name: c.Family + "/" + c.Entry.Name, Run: c.Run})
+	for _, dir := range strings.Split(dirs, ",") {
+		if _, err := os.Stat(filepath.Join(dir, "manifest.json")); err == nil {
+			family, err := loadFamily(dir)
+			if err != nil {
+				return nil, err
+			}
+			runs = append(runs, family...)
+			continue
+		}
+		corpus, err := loadCorpus(dir)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range corpus {
+			runs = append(runs, assess.Named{Family: c.Family, Name: c.Family + "/" + c.Entry.Name, Run: c.Run})
+		}
 	}
 	return runs, nil
+}
+
+// loadFamily reads the grids DIR/manifest.json lists, as one family named
+// for DIR.
+func loadFamily(dir string) ([]assess.Named, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		return nil, err
+	}
+	var entries []corpusEntry
+	if err := json.Unmarshal(b, &entries); err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	fam := filepath.Base(dir)
+	var out []assess.Named
+	for _, e := range entries {
+		meta, err := os.ReadFile(filepath.Join(dir, e.Meta))
+		if err != nil {
+			return nil, err
+		}
+		var files []ingest.ToolFile
+		for _, f := range e.Files {
+			data, err := os.ReadFile(filepath.Join(dir, f))
+			if err != nil {
+				return nil, err
+			}
+			files = append(files, ingest.ToolFile{Name: f, Data: data})
+		}
+		r, err := ingest.ParseToolRun(e.Format, e.Meta, meta, files, ingest.ToolOptions{TG: e.TG})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", dir, e.Name, err)
+		}
+		out = append(out, assess.Named{Family: fam, Name: fam + "/" + e.Name, Run: r})
+	}
+	return out, nil
 }
 
 // evalTrust prints how the plausibility checks fare on the real runs of
@@ -43,31 +93,57 @@ func evalTrust(dir string, verbose bool, stdout io.Writer) error {
 		return err
 	}
 	ev := w.EvalTrust(runs)
-	fmt.Fprintf(stdout, "Real runs (margin × %.1f):\n\n", trust.Margin)
+	fmt.Fprint(stdout, "Real runs:\n\n")
 	fmt.Fprintln(stdout, "| family | runs | flagged | bandwidth checked | closest to its bound | totals checked | closest to its bound |")
 	fmt.Fprintln(stdout, "|---|---|---|---|---|---|---|")
-	real, flagged := 0, 0
+	real, flagged, judged := 0, 0, 0
 	for _, f := range ev.Families {
-		real, flagged = real+f.Runs, flagged+f.Flagged
+		real, flagged, judged = real+f.Runs, flagged+f.Flagged, judged+f.BandwidthChecked
 		fmt.Fprintf(stdout, "| %s | %d | %d | %d | %s | %d | %s |\n", f.Family, f.Runs, f.Flagged, f.BandwidthChecked, boundPct(f.WorstBandwidthPct, f.BandwidthChecked), f.TotalsChecked, boundPct(f.WorstTotalsPct, f.TotalsChecked))
 	}
-	fmt.Fprintf(stdout, "| all | %d | %d | | | | |\n\n", real, flagged)
-	fmt.Fprintln(stdout, "Falsified copies of those runs:")
+	fmt.Fprintf(stdout, "| all | %d | %d | %d | | | |\n\n", real, flagged, judged)
+	fmt.Fprintf(stdout, "The physics (bandwidth) check judges %d of %d real runs (%.0f %%); false flags: %d.\n\n", judged, real, 100*float64(judged)/float64(real), flagged)
+	fmt.Fprintln(stdout, "Calibration: the highest share of the physical bound (× 1) the real runs reach, and the cap it gives:")
 	fmt.Fprintln(stdout)
-	fmt.Fprintln(stdout, "| doctoring | copies | caught | runs it cannot apply to (check not run) |")
-	fmt.Fprintln(stdout, "|---|---|---|---|")
-	for _, d := range ev.Doctored {
-		fmt.Fprintf(stdout, "| %s | %d | %d | %d |\n", d.Name, d.Copies, d.Caught, d.NotApplicableTo)
+	fmt.Fprintln(stdout, "| engine family | weights | runs | highest | cap |")
+	fmt.Fprintln(stdout, "|---|---|---|---|---|")
+	for _, o := range ev.Observed {
+		fmt.Fprintf(stdout, "| %s | %s | %d | %.0f %% | × %.2f |\n", o.Family, o.Bits, o.Runs, 100*o.Highest, trust.Calibrated(o.Family, bitsOf(o.Bits)).Cap)
 	}
-	if verbose || len(ev.FalseFlags) > 0 || len(ev.Missed) > 0 {
-		for _, f := range ev.FalseFlags {
-			fmt.Fprintln(stdout, "false flag:", f)
-		}
+	fmt.Fprintln(stdout)
+	fmt.Fprintln(stdout, "Falsified copies of those runs (caught: flagged by a check or refused by validation):")
+	fmt.Fprintln(stdout)
+	fmt.Fprintln(stdout, "| doctoring | copies | caught | share caught | runs it cannot apply to |")
+	fmt.Fprintln(stdout, "|---|---|---|---|---|")
+	for _, d := range ev.Doctored {
+		fmt.Fprintf(stdout, "| %s | %d | %d | %s | %d |\n", d.Name, d.Copies, d.Caught, share(d.Caught, d.Copies), d.NotApplicableTo)
+	}
+	for _, f := range ev.FalseFlags {
+		fmt.Fprintln(stdout, "false flag:", f)
+	}
+	if verbose {
 		for _, m := range ev.Missed {
 			fmt.Fprintln(stdout, "missed:", m)
 		}
 	}
 	return nil
+}
+
+// bitsOf is a weight width of each class of trust.BitsClass.
+func bitsOf(class string) float64 {
+	for _, b := range []float64{4, 8, 16} {
+		if trust.BitsClass(b) == class {
+			return b
+		}
+	}
+	return 16
+}
+
+func share(n, of int) string {
+	if of == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.0f %%", 100*float64(n)/float64(of))
 }
 
 func boundPct(v float64, n int) string {

@@ -91,12 +91,18 @@ func run(rng *rand.Rand, i int, ls, bs []int) store.Run {
 	maxLen := 131072
 	util := 0.9 + 0.01*float64(rng.IntN(5))
 	weightsGB := m.paramsB * 0.55
+	// A step reads the weights as the quantization stores them: 4.4 bits a
+	// parameter at 4-bit quantizations (with their scales), 8.4 at FP8.
+	stepGB := weightsGB
+	if q == "FP8" {
+		stepGB = m.paramsB * 1.05
+	}
 	poolGB := math.Max(g.vramGB*util-weightsGB-1.5, 0.5)
 	capacity := poolGB * (1 << 30) / m.kvBytes
 	// Step time model (ms): weights streamed once a step, then per-sequence
 	// and KV-read costs, jittered per run.
 	jit := 1 + 0.1*(rng.Float64()-0.5)
-	a := weightsGB / g.bwGBs * 1000 / 0.75 * jit
+	a := stepGB / g.bwGBs * 1000 / 0.75 * jit
 	b := 0.08 * jit
 	c := m.kvBytes / (g.bwGBs * 0.15 * 1e9) * 1000 * jit
 

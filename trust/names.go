@@ -1,0 +1,111 @@
+package trust
+
+import (
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// NameSize is a model's size as its name states it, in billions of
+// parameters; 0 where the name does not say.
+type NameSize struct {
+	// Total is the parameters the name states ("70B", "8x7B" → 56, the
+	// 30 of "30B-A3B"); Active those one token reads ("A3B"; a dense
+	// model's total; a "17B-16E" mixture's 17).
+	Total, Active float64
+}
+
+var (
+	sizeToken    = regexp.MustCompile(`(?:^|[^a-z0-9.])(\d+(?:\.\d+)?)([bmt])(?:[^a-z0-9]|$)`)
+	expertsToken = regexp.MustCompile(`(?:^|[^a-z0-9.])(\d+)x(\d+(?:\.\d+)?)b(?:[^a-z0-9]|$)`)
+	activeToken  = regexp.MustCompile(`(?:^|[^a-z0-9.])a(\d+(?:\.\d+)?)b(?:[^a-z0-9]|$)`)
+	expertCount  = regexp.MustCompile(`(?:^|[^a-z0-9.])\d+e(?:[^a-z0-9]|$)`)
+)
+
+// SizeFromName reads a model's size from its name: "Llama-3.1-70B" is 70B
+// dense, "Qwen3-30B-A3B" 30B with 3B active, "Mixtral-8x7B" 56B whose
+// active part the name does not say, "Llama-4-Scout-17B-16E" 17B active,
+// "opt-125m" 0.125B. ok is false when the name states no size. A mixture
+// of experts whose name states only its total ("8x7B", or "MoE" without
+// "A…B") has Active 0: the name does not say what one token reads.
+func SizeFromName(name string) (NameSize, bool) {
+	s := strings.ToLower(strings.NewReplacer("_", "-", " ", "-", "/", "-").Replace(name))
+	var out NameSize
+	if m := activeToken.FindStringSubmatch(s); m != nil {
+		out.Active = parseB(m[1], "b")
+	}
+	if m := expertsToken.FindStringSubmatch(s); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		out.Total = float64(n) * parseB(m[2], "b")
+		return out, out.Total > 0
+	}
+	for _, m := range sizeToken.FindAllStringSubmatchIndex(s, -1) {
+		if m[0] < len(s) && m[2] > 0 && s[m[2]-1] == 'a' && out.Active > 0 {
+			continue // the A of "A3B"
+		}
+		out.Total = parseB(s[m[2]:m[3]], s[m[4]:m[5]])
+		break
+	}
+	if out.Total == 0 && out.Active == 0 {
+		return NameSize{}, false
+	}
+	switch {
+	case out.Active > 0:
+	case expertCount.MatchString(s):
+		out.Active, out.Total = out.Total, 0
+	case !strings.Contains(s, "moe"):
+		out.Active = out.Total
+	}
+	return out, true
+}
+
+func parseB(num, unit string) float64 {
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil {
+		return 0
+	}
+	switch unit {
+	case "m":
+		return v / 1000
+	case "t":
+		return v * 1000
+	}
+	return v
+}
+
+// sizeAgreement is how far a size read from a name may be from the table's
+// entry and still mean it: names round (7B for 6.74B, 8x7B for 46.7B).
+const sizeAgreement = 1.5
+
+// agrees reports whether the size a name states fits entry m.
+func (n NameSize) agrees(m Model) bool {
+	within := func(a, b float64) bool {
+		return a == 0 || b == 0 || math.Max(a, b)/math.Min(a, b) <= sizeAgreement
+	}
+	if n.Active == n.Total {
+		// A dense reading of the name: only its total is stated.
+		return within(n.Total, m.ParamsB)
+	}
+	return within(n.Total, m.ParamsB) && within(n.Active, m.ActiveParams())
+}
+
+// ModelFromName is the Model a name's stated size makes when the table has
+// no entry: the parameters one token reads and nothing of its attention
+// geometry (KV not counted: a looser bound). ok is false when the name
+// does not say what one token reads.
+func ModelFromName(name string) (Model, bool) {
+	n, ok := SizeFromName(name)
+	if !ok || n.Active <= 0 {
+		return Model{}, false
+	}
+	m := Model{Name: clip(name), ParamsB: n.Total, FromName: true, Source: "the size its name states"}
+	if m.ParamsB == 0 {
+		m.ParamsB = n.Active
+	}
+	if n.Active != m.ParamsB {
+		a := n.Active
+		m.ActiveParamsB = &a
+	}
+	return m, true
+}
