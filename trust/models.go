@@ -39,6 +39,10 @@ type Model struct {
 	// FromName is set on a Model made by ModelFromName, not read from the
 	// table.
 	FromName bool `json:"-"`
+	// DenseByName is set on such a Model when its name states one size
+	// only: what one token reads is then a guess, and the bandwidth bound
+	// is not judged on it (see bandwidth).
+	DenseByName bool `json:"-"`
 	// Source is where the figures were read (SOURCES.md says more).
 	Source string `json:"source"`
 }

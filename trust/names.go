@@ -14,6 +14,10 @@ type NameSize struct {
 	// 30 of "30B-A3B"); Active those one token reads ("A3B"; a dense
 	// model's total; a "17B-16E" mixture's 17).
 	Total, Active float64
+	// Dense is set when the name states one size only ("70B"): it reads
+	// as a dense model, but nothing in it rules out a mixture of experts
+	// that names its total only (a "35B" fine-tune of a 35B-A3B model).
+	Dense bool
 }
 
 var (
@@ -55,7 +59,7 @@ func SizeFromName(name string) (NameSize, bool) {
 	case expertCount.MatchString(s):
 		out.Active, out.Total = out.Total, 0
 	case !strings.Contains(s, "moe"):
-		out.Active = out.Total
+		out.Active, out.Dense = out.Total, true
 	}
 	return out, true
 }
@@ -99,7 +103,7 @@ func ModelFromName(name string) (Model, bool) {
 	if !ok || n.Active <= 0 {
 		return Model{}, false
 	}
-	m := Model{Name: clip(name), ParamsB: n.Total, FromName: true, Source: "the size its name states"}
+	m := Model{Name: clip(name), ParamsB: n.Total, FromName: true, DenseByName: n.Dense, Source: "the size its name states"}
 	if m.ParamsB == 0 {
 		m.ParamsB = n.Active
 	}

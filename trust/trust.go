@@ -179,6 +179,12 @@ func bandwidth(r Run, gpu *GPU, model *Model) (Check, []Flag) {
 		return notChecked(fmt.Sprintf("model %q is not in the model facts table, and its name states no size that says what a token reads", clip(r.Model)))
 	case r.SpecDecode:
 		return notChecked("speculative decoding is on (several tokens per weight read)")
+	case model.DenseByName:
+		// Fine-tunes and merges of mixtures of experts are often named by
+		// their total only ("…-35B-…" of a 35B-A3B base): a dense reading
+		// would hold them to a bound ten times too low, and real runs must
+		// never be flagged.
+		return notChecked(fmt.Sprintf("model %q is not in the model facts table, and its name states only a total size, which does not say whether one token reads all of it (a mixture of experts reads a part)", clip(r.Model)))
 	}
 	bits, bitsFrom, ok := WeightBits(r, model)
 	if !ok {

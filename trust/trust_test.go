@@ -111,6 +111,16 @@ func TestAssess(t *testing.T) {
 		"unknown model": Assess(run(831), gpu, nil),
 		"spec decode":   Assess(func() Run { r := run(831); r.SpecDecode = true; return r }(), gpu, model),
 		"unknown quant": Assess(func() Run { r := run(831); r.Quantization = "GPTQ"; return r }(), gpu, model),
+		// A name stating one size may be a mixture of experts named by
+		// its total (a 35B fine-tune of a 35B-A3B base, on a DGX Spark at
+		// 72 tok/s): not judged on a dense reading.
+		"total only in the name": func() Report {
+			byName, ok := ModelFromName("Frontis-MA1-35B-Q4_K_M.gguf")
+			if !ok || !byName.DenseByName {
+				t.Fatalf("ModelFromName: %+v %v, want a dense reading", byName, ok)
+			}
+			return Assess(run(831), gpu, &byName)
+		}(),
 	} {
 		if r.Flagged || r.Checks[0].Status != StatusNotChecked {
 			t.Errorf("%s: %+v, want bandwidth not checked and no flag", name, r)

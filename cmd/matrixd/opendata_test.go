@@ -78,6 +78,27 @@ func TestImportOpenData(t *testing.T) {
 	if n, err := st.CountRuns(ctx); err != nil || n != 514 {
 		t.Errorf("%d runs stored (%v), want 514", n, err)
 	}
+	// Real published runs: the plausibility checks flag none of them.
+	checked, cursor := 0, ""
+	for {
+		page, next, err := st.ListRuns(ctx, store.RunFilter{}, store.SortCreated, 200, cursor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range page {
+			checked++
+			if r.Flagged {
+				t.Errorf("real run %s (%s on %s) is flagged", r.ID, r.ModelName, r.GPU)
+			}
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if checked != 514 {
+		t.Errorf("%d runs checked for flags, want 514", checked)
+	}
 }
 
 func TestImportToolFormats(t *testing.T) {
