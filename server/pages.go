@@ -54,7 +54,7 @@ func pageTemplates(l *locale) (*template.Template, error) {
 		"num":    l.num,
 		"exact":  exact,
 		"fixed":  l.fixed,
-		"tokens": tokenLabel,
+		"tokens": l.tokens,
 		"link":   link,
 		"code":   codeLink,
 		"day":    day,
@@ -148,14 +148,6 @@ func (p *pages) render(c echo.Context, status int, name, csp string, data map[st
 	c.Response().Header().Set("Content-Security-Policy", csp)
 	c.Response().Header().Set("Cache-Control", "public, max-age=10")
 	return c.HTMLBlob(status, buf.Bytes())
-}
-
-// tokenLabel writes a context as pages do: 48K for 49152.
-func tokenLabel(n int) string {
-	if n > 0 && n%1024 == 0 {
-		return strconv.Itoa(n/1024) + "K"
-	}
-	return strconv.Itoa(n)
 }
 
 // indexShown are the parameters the landing page's form shows; the others
@@ -264,14 +256,14 @@ func decodeHeatmap(lc *locale, cells []store.DecodeCell) heatmap {
 	slices.Sort(bs)
 	h := heatmap{Width: heatLeft + heatW*len(bs) + 8, Height: heatTop + heatH*len(ls) + 8, Max: peak}
 	for i, b := range bs {
-		h.Cols = append(h.Cols, axisLabel{heatLeft + heatW*i + heatW/2, strconv.Itoa(b)})
+		h.Cols = append(h.Cols, axisLabel{heatLeft + heatW*i + heatW/2, lc.int(b)})
 	}
 	for j, l := range ls {
-		h.Rows = append(h.Rows, axisLabel{heatTop + heatH*j + heatH/2 + 4, tokenLabel(l)})
+		h.Rows = append(h.Rows, axisLabel{heatTop + heatH*j + heatH/2 + 4, lc.tokens(l)})
 	}
 	for _, c := range cells {
 		hc := heatCell{X: heatLeft + heatW*slices.Index(bs, c.Concurrency), Y: heatTop + heatH*slices.Index(ls, c.ContextTokens)}
-		where := lc.t("cell.where", tokenLabel(c.ContextTokens), c.Concurrency)
+		where := lc.t("cell.where", lc.tokens(c.ContextTokens), c.Concurrency)
 		switch {
 		case c.TotalTokS != nil && *c.TotalTokS > 0:
 			hc.Fill, hc.Ink = heatColour(*c.TotalTokS / math.Max(peak, 1e-9))
@@ -353,8 +345,8 @@ func newPrefillChart(lc *locale, cells []store.PrefillCell) *prefillChart {
 		x := ch.Left + 8 + int(float64(ch.AxisX-ch.Left-16)*float64(c.ContextTokens)/float64(maxL))
 		py := y(*c.PromptTokS)
 		poly = append(poly, fmt.Sprintf("%d,%d", x, py))
-		ch.Dots = append(ch.Dots, heatCell{X: x, Y: py, Label: lc.num(c.PromptTokS), Title: lc.t("prefill.point", tokenLabel(c.ContextTokens), lc.num(c.TTFTMs), lc.num(c.PromptTokS))})
-		ch.XLabels = append(ch.XLabels, axisLabel{x, tokenLabel(c.ContextTokens)})
+		ch.Dots = append(ch.Dots, heatCell{X: x, Y: py, Label: lc.num(c.PromptTokS), Title: lc.t("prefill.point", lc.tokens(c.ContextTokens), lc.num(c.TTFTMs), lc.num(c.PromptTokS))})
+		ch.XLabels = append(ch.XLabels, axisLabel{x, lc.tokens(c.ContextTokens)})
 	}
 	ch.Points = strings.Join(poly, " ")
 	return ch
@@ -443,7 +435,7 @@ func (p *pages) leaderboard(c echo.Context) error {
 	if len(q) == 0 {
 		data := map[string]any{"Title": p.locale(c).t("nav.leaderboard"), "Context": 16384, "Concurrency": 8, "Metric": store.MetricTotalTokS,
 			"MethodClass": store.MethodSustainedDecode, "MethodClasses": store.MethodClasses()}
-		if err := p.leaderboardHint(ctx, data, q, 16384); err != nil {
+		if err := p.leaderboardHint(ctx, p.locale(c), data, q, 16384); err != nil {
 			return err
 		}
 		return p.render(c, http.StatusOK, "leaderboard.html", pageCSP, data)
@@ -472,7 +464,7 @@ func (p *pages) leaderboard(c echo.Context) error {
 		"Filters": hidden(q, append(leaderboardShown, "limit")...), "Next": nextPage("/leaderboard", q, lb.NextCursor),
 	}
 	if len(lb.Items) == 0 && params.Cursor == nil {
-		if err := p.leaderboardHint(ctx, data, q, lb.ContextTokens); err != nil {
+		if err := p.leaderboardHint(ctx, p.locale(c), data, q, lb.ContextTokens); err != nil {
 			return err
 		}
 	}
@@ -486,7 +478,7 @@ type cellLink struct {
 
 // leaderboardHint says which cells were measured, each a link that keeps
 // the page's other parameters.
-func (p *pages) leaderboardHint(ctx context.Context, data map[string]any, q url.Values, l int) error {
+func (p *pages) leaderboardHint(ctx context.Context, lc *locale, data map[string]any, q url.Values, l int) error {
 	contexts, nearest, concurrencies, err := p.s.store.CellAxes(ctx, l)
 	if err != nil {
 		return err
@@ -504,10 +496,10 @@ func (p *pages) leaderboardHint(ctx context.Context, data map[string]any, q url.
 	}
 	var cs, bs []cellLink
 	for _, c := range contexts {
-		cs = append(cs, cellLink{tokenLabel(c), link(c, b)})
+		cs = append(cs, cellLink{lc.tokens(c), link(c, b)})
 	}
 	for _, c := range concurrencies {
-		bs = append(bs, cellLink{strconv.Itoa(c), link(nearest, c)})
+		bs = append(bs, cellLink{lc.int(c), link(nearest, c)})
 	}
 	data["Contexts"], data["Nearest"], data["Concurrencies"] = cs, nearest, bs
 	return nil
