@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"embed"
 	"fmt"
@@ -210,20 +211,25 @@ func nextPage(path string, q url.Values, cursor *string) string {
 	return path + "?" + next.Encode()
 }
 
-// heatCell is one cell of a run page's decode heatmap.
+// heatCell is one cell of a run page's decode heatmap: its speed, the
+// TTFT under it and a note (queued, over capacity).
 type heatCell struct {
-	X, Y        int
-	Fill, Ink   string
-	Label, Note string
-	Title       string
+	X, Y              int
+	Fill, Ink         string
+	Label, TTFT, Note string
+	Title             string
 }
 
+// heatmap is a run page's decode grid, drawn small enough that all its
+// columns fit a phone's width when scaled to it (DisplayWidth on wider
+// screens), its figures still large enough to read there.
 type heatmap struct {
-	Width, Height int
-	Cols          []axisLabel
-	Rows          []axisLabel
-	Cells         []heatCell
-	Max           float64
+	Width, Height, DisplayWidth int
+	CellW, CellH, HalfW         int
+	Cols                        []axisLabel
+	Rows                        []axisLabel
+	Cells                       []heatCell
+	Max                         float64
 }
 
 type axisLabel struct {
@@ -232,8 +238,8 @@ type axisLabel struct {
 }
 
 const (
-	heatLeft, heatTop = 64, 28
-	heatW, heatH      = 72, 34
+	heatLeft, heatTop = 48, 24
+	heatW, heatH      = 56, 50
 )
 
 // decodeHeatmap lays out the decode grid: rows by context, columns by
@@ -254,12 +260,13 @@ func decodeHeatmap(lc *locale, cells []store.DecodeCell) heatmap {
 	}
 	slices.Sort(ls)
 	slices.Sort(bs)
-	h := heatmap{Width: heatLeft + heatW*len(bs) + 8, Height: heatTop + heatH*len(ls) + 8, Max: peak}
+	h := heatmap{Width: heatLeft + heatW*len(bs) + 4, Height: heatTop + heatH*len(ls) + 4, Max: peak, CellW: heatW - 2, CellH: heatH - 2, HalfW: (heatW - 2) / 2}
+	h.DisplayWidth = h.Width * 5 / 4
 	for i, b := range bs {
 		h.Cols = append(h.Cols, axisLabel{heatLeft + heatW*i + heatW/2, lc.int(b)})
 	}
 	for j, l := range ls {
-		h.Rows = append(h.Rows, axisLabel{heatTop + heatH*j + heatH/2 + 4, lc.tokens(l)})
+		h.Rows = append(h.Rows, axisLabel{heatTop + heatH*j + heatH/2 + 5, lc.tokens(l)})
 	}
 	for _, c := range cells {
 		hc := heatCell{X: heatLeft + heatW*slices.Index(bs, c.Concurrency), Y: heatTop + heatH*slices.Index(ls, c.ContextTokens)}
@@ -269,6 +276,10 @@ func decodeHeatmap(lc *locale, cells []store.DecodeCell) heatmap {
 			hc.Fill, hc.Ink = heatColour(*c.TotalTokS / math.Max(peak, 1e-9))
 			hc.Label = lc.num(c.TotalTokS)
 			hc.Title = lc.t("cell.speed", where, lc.num(c.TotalTokS), lc.num(c.PerRequestTokS))
+			if c.TTFTMs != nil {
+				hc.TTFT = lc.num(c.TTFTMs)
+				hc.Title += lc.t("list.sep") + lc.t("run.heat.ttft.title", lc.num(c.TTFTMs))
+			}
 			if c.Status == store.StatusRequestsQueued {
 				hc.Note = lc.t("cell.queued")
 				hc.Title = lc.t("cell.speed.queued", hc.Title)
@@ -330,7 +341,7 @@ func newPrefillChart(lc *locale, cells []store.PrefillCell) *prefillChart {
 	if len(pts) == 0 || maxL == 0 {
 		return nil
 	}
-	ch := &prefillChart{Width: 520, Height: 250, Left: 72, Top: 16}
+	ch := &prefillChart{Width: 520, Height: 262, Left: 72, Top: 28}
 	ch.AxisY, ch.AxisX = ch.Height-52, ch.Width-24
 	ch.MidX, ch.MidY, ch.XLabelY, ch.XTitleY = (ch.Left+ch.AxisX)/2, (ch.Top+ch.AxisY)/2, ch.AxisY+18, ch.Height-8
 	// A linear scale from zero, so that a halving looks like one.
@@ -350,6 +361,36 @@ func newPrefillChart(lc *locale, cells []store.PrefillCell) *prefillChart {
 	}
 	ch.Points = strings.Join(poly, " ")
 	return ch
+}
+
+// runSummary is the line under a run page's title, as the published pages
+// write it: engine · version · quantization · 6 contexts (0–248K) × 8
+// concurrency levels (1–128) · prefill at 8K, 16K, ….
+func runSummary(lc *locale, r store.Run) string {
+	parts := []string{r.Engine.Name}
+	for _, s := range []string{r.Engine.Version, cmp.Or(r.Engine.Quantization, r.Model.Quantization)} {
+		if s != "" {
+			parts = append(parts, s)
+		}
+	}
+	var ls, bs []int
+	for _, c := range r.Decode {
+		ls, bs = append(ls, c.ContextTokens), append(bs, c.Concurrency)
+	}
+	slices.Sort(ls)
+	slices.Sort(bs)
+	ls, bs = slices.Compact(ls), slices.Compact(bs)
+	if len(ls) > 0 {
+		parts = append(parts, lc.t("run.summary.grid", len(ls), lc.tokens(ls[0]), lc.tokens(ls[len(ls)-1]), len(bs), lc.int(bs[0]), lc.int(bs[len(bs)-1])))
+	}
+	var pl []string
+	for _, c := range r.Prefill {
+		pl = append(pl, lc.tokens(c.ContextTokens))
+	}
+	if len(pl) > 0 {
+		parts = append(parts, lc.t("run.summary.prefill", strings.Join(pl, lc.t("list.sep"))))
+	}
+	return strings.Join(parts, " · ")
 }
 
 // linearStep is the step, 1, 2 or 5 times a power of ten, that divides 0
@@ -379,7 +420,8 @@ func (p *pages) run(c echo.Context) error {
 		return p.problemPage(c, err, "/")
 	}
 	return p.render(c, http.StatusOK, "run.html", pageCSP, map[string]any{
-		"Title": r.Title, "Run": r, "Heat": decodeHeatmap(p.locale(c), r.Decode), "Prefill": newPrefillChart(p.locale(c), r.Prefill),
+		"Title": r.Title, "Run": r, "Summary": runSummary(p.locale(c), r),
+		"Heat": decodeHeatmap(p.locale(c), r.Decode), "Prefill": newPrefillChart(p.locale(c), r.Prefill),
 		"Method": r.MethodOf(), "Trust": r.Trust, "Series": series, "Chart": chart, "SeriesNote": note,
 	})
 }
