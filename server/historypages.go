@@ -42,13 +42,17 @@ type chartStep struct {
 	Href             string
 	RegressedRows    string
 	X, BandX         int // the newer run's position, and its band's left
+	Anchor           string // where its "regressed" label hangs: middle, or end near the right edge
 	Regressed        bool
 	SettingsDiffer   string
 	Measured, Shared int
 }
 
+// seriesChart is drawn 480 wide, so that scaled to a phone's width its
+// labels stay readable; DisplayWidth is its size on wider screens.
 type seriesChart struct {
 	Width, Height, Left, Top, Bottom, Right int
+	DisplayWidth                            int
 	// AxisY and AxisX are the plot's bottom and right edges; MidX and
 	// MidY where the axis titles go; XTitleY the x title's baseline.
 	AxisY, AxisX, MidX, MidY, XTitleY, PlotH int
@@ -122,7 +126,7 @@ func newSeriesChart(lc *locale, s api.RunSeries) *seriesChart {
 			common = append(common, k)
 		}
 	}
-	ch := &seriesChart{Width: 640, Height: 300, Left: 72, Top: 24, Bottom: 72, Right: 24, Cells: len(common)}
+	ch := &seriesChart{Width: 480, DisplayWidth: 640, Height: 300, Left: 76, Top: 28, Bottom: 72, Right: 24, Cells: len(common)}
 	ch.AxisY, ch.AxisX, ch.PlotH = ch.Height-ch.Bottom, ch.Width-ch.Right, ch.Height-ch.Top-ch.Bottom
 	ch.MidX, ch.MidY, ch.XTitleY = (ch.Left+ch.AxisX)/2, (ch.Top+ch.AxisY)/2, ch.Height-6
 	picked := representative(common)
@@ -158,6 +162,9 @@ func newSeriesChart(lc *locale, s api.RunSeries) *seriesChart {
 		ticks = slices.Compact(ticks)
 	}
 	for _, v := range ticks {
+		if n := len(ch.YTicks); n > 0 && ch.YTicks[n-1].Pos-y(v) < 24 {
+			continue // a label over another's
+		}
 		ch.YTicks = append(ch.YTicks, axisLabel{y(v), lc.float(v)})
 	}
 	for i, r := range s.Runs {
@@ -177,8 +184,11 @@ func newSeriesChart(lc *locale, s api.RunSeries) *seriesChart {
 	}
 	for i, st := range s.Steps {
 		cs := chartStep{FromVersion: cmp.Or(deref(s.Runs[i].EngineVersion), "—"), ToVersion: cmp.Or(deref(s.Runs[i+1].EngineVersion), "—"), Verdict: string(st.Verdict), Why: st.Why, Href: comparePath(st.From, st.To),
-			X: x(i + 1), BandX: x(i+1) - 10, Regressed: st.Verdict == api.Regressed, Measured: st.MeasuredCells, Shared: len(st.Cells),
+			X: x(i + 1), BandX: x(i+1) - 10, Anchor: "middle", Regressed: st.Verdict == api.Regressed, Measured: st.MeasuredCells, Shared: len(st.Cells),
 			RegressedRows: rowsText(lc, st.RegressedRows), SettingsDiffer: strings.Join(st.SettingsDiffer, ", ")}
+		if cs.X+50 > ch.Width {
+			cs.Anchor = "end"
+		}
 		ch.Steps = append(ch.Steps, cs)
 	}
 	return ch
