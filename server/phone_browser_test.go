@@ -100,6 +100,7 @@ func TestPagesOnPhones(t *testing.T) {
 					if err != nil {
 						t.Fatalf("%s: %v", at, err)
 					}
+					t.Logf("%s: first heatmap cell %.0f px down", at, m[0])
 					if m[0] < 0 || m[0] > 1200 {
 						t.Errorf("%s: the first measurement is %.0f px down, want within 1,200", at, m[0])
 					}
