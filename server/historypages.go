@@ -41,7 +41,7 @@ type chartStep struct {
 	Verdict, Why     string
 	Href             string
 	RegressedRows    string
-	X, BandX         int // the newer run's position, and its band's left
+	X, BandX         int    // the newer run's position, and its band's left
 	Anchor           string // where its "regressed" label hangs: middle, or end near the right edge
 	Regressed        bool
 	SettingsDiffer   string
