@@ -77,6 +77,7 @@ func TestPagesOnPhones(t *testing.T) {
 		{"models", "/models", `table.runs`, false, false},
 		{"submitter", "/submitters/" + nemo.Submitter, `table.runs`, false, false},
 		{"run", "/runs/" + nemo.ID, `svg[aria-labelledby="decode-title"]`, false, true},
+		{"run-fara", "/runs/" + e.seed(t, "fara1.5-4b-autoround-rtx3060").ID, `svg[aria-labelledby="decode-title"]`, false, true},
 		{"run-series", "/runs/" + series[2].ID, `svg[aria-labelledby="decode-title"]`, false, true},
 	}
 	for _, lang := range []string{"en", "zh-Hant", "th"} {
