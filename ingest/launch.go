@@ -26,7 +26,9 @@ type launched struct {
 }
 
 // parseLaunch reads the Launch command section: "#" lines are notes, the
-// other lines the command. Copied as text, the whole section can be one
+// other lines the command. The stored command keeps the notes as its
+// comment lines, one a line before it, as the page shows them; the flags
+// are read from the command alone. Copied as text, the whole section can be one
 // line, "# note # note vllm serve …": the notes are split on " # " and the
 // command starts at a known launcher.
 func parseLaunch(sec *section) (launched, error) {
@@ -77,6 +79,13 @@ func parseLaunch(sec *section) (launched, error) {
 	var out launched
 	out.launch.Notes = nonEmpty(notes)
 	out.launch.Command = command
+	if len(out.launch.Notes) > 0 && command != "" {
+		var b strings.Builder
+		for _, n := range out.launch.Notes {
+			b.WriteString("# " + n + "\n")
+		}
+		out.launch.Command = b.String() + command
+	}
 	toks := shellFields(command)
 	out.launch.Flags = flags(toks)
 	out.model = commandModel(toks, out.launch.Flags)

@@ -189,7 +189,9 @@ func TestParsePageValues(t *testing.T) {
 			"Untuned out-of-the-box baseline. Spec decode: none. KV cache: int4_per_token_head",
 			"1x RTX 3090 24GB (Zagitta/gpu-unlock), 350 W limit (VBIOS max), PCIe Gen4 x16 | AMD Ryzen 9 7900X 12C | 32 GB DDR5 | Ubuntu 24.04.5, NVIDIA driver 595.99.02",
 		}},
-		{"fara command", fara, func(r store.Run) any { return r.Launch.Command }, "vllm serve LeaderboardModel1/Fara1.5-4B-AutoRound-W4A16-RTN --max-model-len 262144 --gpu-memory-utilization 0.94 --max-num-seqs 128 --enable-prefix-caching --trust-remote-code --language-model-only --kv-cache-dtype int4_per_token_head --attention-backend TRITON_ATTN"},
+		{"fara command", fara, func(r store.Run) any { return r.Launch.Command }, "# Untuned out-of-the-box baseline. Spec decode: none. KV cache: int4_per_token_head\n" +
+			"# 1x RTX 3060 12GB, stock 170 W limit, PCIe Gen3 x16 | Intel Xeon E5-2680 v4 14C | 32 GB DDR4-2400 | Ubuntu 24.04.5, NVIDIA driver 580.178.04\n" +
+			"vllm serve LeaderboardModel1/Fara1.5-4B-AutoRound-W4A16-RTN --max-model-len 262144 --gpu-memory-utilization 0.94 --max-num-seqs 128 --enable-prefix-caching --trust-remote-code --language-model-only --kv-cache-dtype int4_per_token_head --attention-backend TRITON_ATTN"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -672,7 +674,9 @@ func TestParsePageVariants(t *testing.T) {
 		{"command in a fenced block with continuations", nemotron, nemoCmd,
 			"```bash\n" + strings.ReplaceAll(nemoCmd, " --", " \\\n  --") + "\n```", nil},
 		{"environment before the launcher in a one-line blob", fara, "580.178.04 vllm serve", "580.178.04 CUDA_VISIBLE_DEVICES=0 VLLM_USE_V1=1 vllm serve",
-			func(r *store.Run) { r.Launch.Command = "CUDA_VISIBLE_DEVICES=0 VLLM_USE_V1=1 " + r.Launch.Command }},
+			func(r *store.Run) {
+				r.Launch.Command = strings.Replace(r.Launch.Command, "vllm serve", "CUDA_VISIBLE_DEVICES=0 VLLM_USE_V1=1 vllm serve", 1)
+			}},
 		{"no-enable-prefix-caching", nemotron, "--enable-prefix-caching", "--no-enable-prefix-caching",
 			func(r *store.Run) {
 				r.Launch.Command = strings.Replace(r.Launch.Command, "--enable", "--no-enable", 1)

@@ -198,7 +198,7 @@ func (s *Server) GetRunsFeed(ctx context.Context, req api.GetRunsFeedRequestObje
 		}
 		summary := fmt.Sprintf("%s on %s, %s %s", r.Model, r.GPU, r.Engine, deref(r.EngineVersion))
 		if r.Peak != nil {
-			summary += fmt.Sprintf("; peak %s tok/s total at context %s × %d", newNumbers(language.English).num(r.Peak.TotalTokS), tokenLabel(r.Peak.ContextTokens), r.Peak.Concurrency)
+			summary += fmt.Sprintf("; peak %s tok/s total at context %s × %d", newNumbers(language.English).num(r.Peak.TotalTokS), newNumbers(language.English).tokens(r.Peak.ContextTokens), r.Peak.Concurrency)
 		}
 		in, ok, err := s.calc.Predecessor(ctx, r.ID)
 		if err != nil {
@@ -261,8 +261,9 @@ func (s *Server) GetRegressionsFeed(ctx context.Context, req api.GetRegressionsF
 		where := "over the grid"
 		if len(st.RegressedRows) > 0 {
 			var rows []string
+			en := newNumbers(language.English)
 			for _, l := range st.RegressedRows {
-				rows = append(rows, tokenLabel(l))
+				rows = append(rows, en.tokens(l))
 			}
 			where = "at context " + strings.Join(rows, ", ")
 		}

@@ -41,14 +41,18 @@ type chartStep struct {
 	Verdict, Why     string
 	Href             string
 	RegressedRows    string
-	X, BandX         int // the newer run's position, and its band's left
+	X, BandX         int    // the newer run's position, and its band's left
+	Anchor           string // where its "regressed" label hangs: middle, or end near the right edge
 	Regressed        bool
 	SettingsDiffer   string
 	Measured, Shared int
 }
 
+// seriesChart is drawn 480 wide, so that scaled to a phone's width its
+// labels stay readable; DisplayWidth is its size on wider screens.
 type seriesChart struct {
 	Width, Height, Left, Top, Bottom, Right int
+	DisplayWidth                            int
 	// AxisY and AxisX are the plot's bottom and right edges; MidX and
 	// MidY where the axis titles go; XTitleY the x title's baseline.
 	AxisY, AxisX, MidX, MidY, XTitleY, PlotH int
@@ -62,7 +66,7 @@ type seriesChart struct {
 // chartCell is a grid point the chart follows.
 type chartCell struct{ l, b int }
 
-func (c chartCell) label() string { return tokenLabel(c.l) + " × " + strconv.Itoa(c.b) }
+func (c chartCell) label(n numbers) string { return n.tokens(c.l) + " × " + n.int(c.b) }
 
 // representative picks up to four of cells spread over the grid: single
 // stream at the shortest context, and the highest concurrency at the
@@ -122,7 +126,7 @@ func newSeriesChart(lc *locale, s api.RunSeries) *seriesChart {
 			common = append(common, k)
 		}
 	}
-	ch := &seriesChart{Width: 640, Height: 300, Left: 72, Top: 24, Bottom: 72, Right: 24, Cells: len(common)}
+	ch := &seriesChart{Width: 480, DisplayWidth: 640, Height: 300, Left: 76, Top: 28, Bottom: 72, Right: 24, Cells: len(common)}
 	ch.AxisY, ch.AxisX, ch.PlotH = ch.Height-ch.Bottom, ch.Width-ch.Right, ch.Height-ch.Top-ch.Bottom
 	ch.MidX, ch.MidY, ch.XTitleY = (ch.Left+ch.AxisX)/2, (ch.Top+ch.AxisY)/2, ch.Height-6
 	picked := representative(common)
@@ -158,6 +162,9 @@ func newSeriesChart(lc *locale, s api.RunSeries) *seriesChart {
 		ticks = slices.Compact(ticks)
 	}
 	for _, v := range ticks {
+		if n := len(ch.YTicks); n > 0 && ch.YTicks[n-1].Pos-y(v) < 24 {
+			continue // a label over another's
+		}
 		ch.YTicks = append(ch.YTicks, axisLabel{y(v), lc.float(v)})
 	}
 	for i, r := range s.Runs {
@@ -165,10 +172,10 @@ func newSeriesChart(lc *locale, s api.RunSeries) *seriesChart {
 	}
 	dashes := []string{"", "7 3", "2 3", "9 3 2 3"} // told apart without colour too
 	for j, k := range picked {
-		line := chartLine{Label: lc.t("cell.where", tokenLabel(k.l), k.b), Colour: seriesColours[j], Dash: dashes[j]}
+		line := chartLine{Label: lc.t("cell.where", lc.tokens(k.l), k.b), Colour: seriesColours[j], Dash: dashes[j]}
 		var pts []string
 		for i, m := range values {
-			p := chartPoint{X: x(i), Y: y(m[k]), Title: lc.t("series.point", cmp.Or(deref(s.Runs[i].EngineVersion), lc.t("series.no_version")), k.label(), lc.num(m[k]))}
+			p := chartPoint{X: x(i), Y: y(m[k]), Title: lc.t("series.point", cmp.Or(deref(s.Runs[i].EngineVersion), lc.t("series.no_version")), k.label(lc.numbers), lc.num(m[k]))}
 			pts = append(pts, fmt.Sprintf("%d,%d", p.X, p.Y))
 			line.Dots = append(line.Dots, p)
 		}
@@ -177,17 +184,20 @@ func newSeriesChart(lc *locale, s api.RunSeries) *seriesChart {
 	}
 	for i, st := range s.Steps {
 		cs := chartStep{FromVersion: cmp.Or(deref(s.Runs[i].EngineVersion), "—"), ToVersion: cmp.Or(deref(s.Runs[i+1].EngineVersion), "—"), Verdict: string(st.Verdict), Why: st.Why, Href: comparePath(st.From, st.To),
-			X: x(i + 1), BandX: x(i+1) - 10, Regressed: st.Verdict == api.Regressed, Measured: st.MeasuredCells, Shared: len(st.Cells),
-			RegressedRows: rowsText(st.RegressedRows), SettingsDiffer: strings.Join(st.SettingsDiffer, ", ")}
+			X: x(i + 1), BandX: x(i+1) - 10, Anchor: "middle", Regressed: st.Verdict == api.Regressed, Measured: st.MeasuredCells, Shared: len(st.Cells),
+			RegressedRows: rowsText(lc, st.RegressedRows), SettingsDiffer: strings.Join(st.SettingsDiffer, ", ")}
+		if cs.X+50 > ch.Width {
+			cs.Anchor = "end"
+		}
 		ch.Steps = append(ch.Steps, cs)
 	}
 	return ch
 }
 
-func rowsText(rows []int) string {
+func rowsText(lc *locale, rows []int) string {
 	var out []string
 	for _, l := range rows {
-		out = append(out, tokenLabel(l))
+		out = append(out, lc.tokens(l))
 	}
 	return strings.Join(out, ", ")
 }
@@ -330,7 +340,7 @@ func newRatioHeatmap(lc *locale, st api.SeriesStep, contexts, concurrencies *[]i
 		h.Cols = append(h.Cols, axisLabel{ratioLeft + ratioW*i + ratioW/2, strconv.Itoa(b)})
 	}
 	for j, l := range ls {
-		h.Rows = append(h.Rows, axisLabel{ratioTop + ratioH*j + ratioH/2 + 4, tokenLabel(l)})
+		h.Rows = append(h.Rows, axisLabel{ratioTop + ratioH*j + ratioH/2 + 4, lc.tokens(l)})
 		for _, g := range st.Rows {
 			if g.ContextTokens == l {
 				h.RowVerdicts = append(h.RowVerdicts, axisLabel{ratioTop + ratioH*j + ratioH/2 + 4, lc.t("cmp.row_verdict", lc.enum("verdict", string(g.Verdict)))})
@@ -350,7 +360,7 @@ func newRatioHeatmap(lc *locale, st api.SeriesStep, contexts, concurrencies *[]i
 		case api.Improved:
 			rh.Outline = "#053061"
 		}
-		rh.Title = lc.t("cmp.cell.title", lc.t("cell.where", tokenLabel(c.ContextTokens), c.Concurrency),
+		rh.Title = lc.t("cmp.cell.title", lc.t("cell.where", lc.tokens(c.ContextTokens), c.Concurrency),
 			lc.num(c.FromTotalTokS), lc.num(c.ToTotalTokS), lc.fixed(c.Ratio, 4), lc.fixed(100*c.Floor, 1), lc.enum("verdict", string(c.Verdict)))
 		if c.Predicted {
 			rh.Title = lc.t("cmp.cell.predicted", rh.Title)
@@ -395,7 +405,7 @@ func (p *pages) compare(c echo.Context) error {
 		a, b := cmpAns.Runs[0], cmpAns.Runs[1]
 		data["Title"] = lc.t("cmp.title.pair", a.Title, versionLabel(b.Engine, deref(b.EngineVersion)), versionLabel(a.Engine, deref(a.EngineVersion)))
 		data["Step"], data["Heat"] = v, newRatioHeatmap(lc, *v, params.Contexts, params.Concurrencies)
-		data["RegressedRows"], data["ImprovedRows"] = rowsText(v.RegressedRows), rowsText(v.ImprovedRows)
+		data["RegressedRows"], data["ImprovedRows"] = rowsText(lc, v.RegressedRows), rowsText(lc, v.ImprovedRows)
 		data["Differ"] = strings.Join(v.SettingsDiffer, ", ")
 		data["Predicted"] = len(v.Cells) - v.MeasuredCells
 		data["Pct"] = func(f float64) string { return lc.float(100*f) + " %" }

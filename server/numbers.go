@@ -48,6 +48,15 @@ func (n numbers) fixed(v float64, d int) string {
 	return n.p.Sprint(number.Decimal(v, number.MinFractionDigits(d), number.MaxFractionDigits(d)))
 }
 
+// tokens writes a context as pages do: 48K for 49152 (a whole number of
+// K, as runs name their contexts), else the count grouped (50,000; 1,152).
+func (n numbers) tokens(v int) string {
+	if v > 0 && v%1024 == 0 {
+		return n.int(v/1024) + "K"
+	}
+	return n.int(v)
+}
+
 // int writes a count, grouped.
 func (n numbers) int(v int) string { return n.p.Sprint(number.Decimal(v)) }
 

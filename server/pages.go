@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"embed"
 	"fmt"
@@ -54,7 +55,7 @@ func pageTemplates(l *locale) (*template.Template, error) {
 		"num":    l.num,
 		"exact":  exact,
 		"fixed":  l.fixed,
-		"tokens": tokenLabel,
+		"tokens": l.tokens,
 		"link":   link,
 		"code":   codeLink,
 		"day":    day,
@@ -150,14 +151,6 @@ func (p *pages) render(c echo.Context, status int, name, csp string, data map[st
 	return c.HTMLBlob(status, buf.Bytes())
 }
 
-// tokenLabel writes a context as pages do: 48K for 49152.
-func tokenLabel(n int) string {
-	if n > 0 && n%1024 == 0 {
-		return strconv.Itoa(n/1024) + "K"
-	}
-	return strconv.Itoa(n)
-}
-
 // indexShown are the parameters the landing page's form shows; the others
 // given ride along hidden, so that filtering again keeps them.
 var indexShown = []string{"model", "gpu", "engine", "quantization", "sort"}
@@ -219,20 +212,25 @@ func nextPage(path string, q url.Values, cursor *string) string {
 	return path + "?" + next.Encode()
 }
 
-// heatCell is one cell of a run page's decode heatmap.
+// heatCell is one cell of a run page's decode heatmap: its speed, the
+// TTFT under it and a note (queued, over capacity).
 type heatCell struct {
-	X, Y        int
-	Fill, Ink   string
-	Label, Note string
-	Title       string
+	X, Y              int
+	Fill, Ink         string
+	Label, TTFT, Note string
+	Title             string
 }
 
+// heatmap is a run page's decode grid, drawn small enough that all its
+// columns fit a phone's width when scaled to it (DisplayWidth on wider
+// screens), its figures still large enough to read there.
 type heatmap struct {
-	Width, Height int
-	Cols          []axisLabel
-	Rows          []axisLabel
-	Cells         []heatCell
-	Max           float64
+	Width, Height, DisplayWidth int
+	CellW, CellH, HalfW         int
+	Cols                        []axisLabel
+	Rows                        []axisLabel
+	Cells                       []heatCell
+	Max                         float64
 }
 
 type axisLabel struct {
@@ -241,8 +239,8 @@ type axisLabel struct {
 }
 
 const (
-	heatLeft, heatTop = 64, 28
-	heatW, heatH      = 72, 34
+	heatLeft, heatTop = 48, 24
+	heatW, heatH      = 56, 50
 )
 
 // decodeHeatmap lays out the decode grid: rows by context, columns by
@@ -263,21 +261,26 @@ func decodeHeatmap(lc *locale, cells []store.DecodeCell) heatmap {
 	}
 	slices.Sort(ls)
 	slices.Sort(bs)
-	h := heatmap{Width: heatLeft + heatW*len(bs) + 8, Height: heatTop + heatH*len(ls) + 8, Max: peak}
+	h := heatmap{Width: heatLeft + heatW*len(bs) + 4, Height: heatTop + heatH*len(ls) + 4, Max: peak, CellW: heatW - 2, CellH: heatH - 2, HalfW: (heatW - 2) / 2}
+	h.DisplayWidth = h.Width * 5 / 4
 	for i, b := range bs {
-		h.Cols = append(h.Cols, axisLabel{heatLeft + heatW*i + heatW/2, strconv.Itoa(b)})
+		h.Cols = append(h.Cols, axisLabel{heatLeft + heatW*i + heatW/2, lc.int(b)})
 	}
 	for j, l := range ls {
-		h.Rows = append(h.Rows, axisLabel{heatTop + heatH*j + heatH/2 + 4, tokenLabel(l)})
+		h.Rows = append(h.Rows, axisLabel{heatTop + heatH*j + heatH/2 + 5, lc.tokens(l)})
 	}
 	for _, c := range cells {
 		hc := heatCell{X: heatLeft + heatW*slices.Index(bs, c.Concurrency), Y: heatTop + heatH*slices.Index(ls, c.ContextTokens)}
-		where := lc.t("cell.where", tokenLabel(c.ContextTokens), c.Concurrency)
+		where := lc.t("cell.where", lc.tokens(c.ContextTokens), c.Concurrency)
 		switch {
 		case c.TotalTokS != nil && *c.TotalTokS > 0:
 			hc.Fill, hc.Ink = heatColour(*c.TotalTokS / math.Max(peak, 1e-9))
 			hc.Label = lc.num(c.TotalTokS)
 			hc.Title = lc.t("cell.speed", where, lc.num(c.TotalTokS), lc.num(c.PerRequestTokS))
+			if c.TTFTMs != nil {
+				hc.TTFT = lc.num(c.TTFTMs)
+				hc.Title += lc.t("list.sep") + lc.t("run.heat.ttft.title", lc.num(c.TTFTMs))
+			}
 			if c.Status == store.StatusRequestsQueued {
 				hc.Note = lc.t("cell.queued")
 				hc.Title = lc.t("cell.speed.queued", hc.Title)
@@ -339,7 +342,7 @@ func newPrefillChart(lc *locale, cells []store.PrefillCell) *prefillChart {
 	if len(pts) == 0 || maxL == 0 {
 		return nil
 	}
-	ch := &prefillChart{Width: 520, Height: 250, Left: 72, Top: 16}
+	ch := &prefillChart{Width: 520, Height: 262, Left: 72, Top: 28}
 	ch.AxisY, ch.AxisX = ch.Height-52, ch.Width-24
 	ch.MidX, ch.MidY, ch.XLabelY, ch.XTitleY = (ch.Left+ch.AxisX)/2, (ch.Top+ch.AxisY)/2, ch.AxisY+18, ch.Height-8
 	// A linear scale from zero, so that a halving looks like one.
@@ -354,11 +357,41 @@ func newPrefillChart(lc *locale, cells []store.PrefillCell) *prefillChart {
 		x := ch.Left + 8 + int(float64(ch.AxisX-ch.Left-16)*float64(c.ContextTokens)/float64(maxL))
 		py := y(*c.PromptTokS)
 		poly = append(poly, fmt.Sprintf("%d,%d", x, py))
-		ch.Dots = append(ch.Dots, heatCell{X: x, Y: py, Label: lc.num(c.PromptTokS), Title: lc.t("prefill.point", tokenLabel(c.ContextTokens), lc.num(c.TTFTMs), lc.num(c.PromptTokS))})
-		ch.XLabels = append(ch.XLabels, axisLabel{x, tokenLabel(c.ContextTokens)})
+		ch.Dots = append(ch.Dots, heatCell{X: x, Y: py, Label: lc.num(c.PromptTokS), Title: lc.t("prefill.point", lc.tokens(c.ContextTokens), lc.num(c.TTFTMs), lc.num(c.PromptTokS))})
+		ch.XLabels = append(ch.XLabels, axisLabel{x, lc.tokens(c.ContextTokens)})
 	}
 	ch.Points = strings.Join(poly, " ")
 	return ch
+}
+
+// runSummary is the line under a run page's title, as the published pages
+// write it: engine · version · quantization · 6 contexts (0–248K) × 8
+// concurrency levels (1–128) · prefill at 8K, 16K, ….
+func runSummary(lc *locale, r store.Run) string {
+	parts := []string{r.Engine.Name}
+	for _, s := range []string{r.Engine.Version, cmp.Or(r.Engine.Quantization, r.Model.Quantization)} {
+		if s != "" {
+			parts = append(parts, s)
+		}
+	}
+	var ls, bs []int
+	for _, c := range r.Decode {
+		ls, bs = append(ls, c.ContextTokens), append(bs, c.Concurrency)
+	}
+	slices.Sort(ls)
+	slices.Sort(bs)
+	ls, bs = slices.Compact(ls), slices.Compact(bs)
+	if len(ls) > 0 {
+		parts = append(parts, lc.t("run.summary.grid", len(ls), lc.tokens(ls[0]), lc.tokens(ls[len(ls)-1]), len(bs), lc.int(bs[0]), lc.int(bs[len(bs)-1])))
+	}
+	var pl []string
+	for _, c := range r.Prefill {
+		pl = append(pl, lc.tokens(c.ContextTokens))
+	}
+	if len(pl) > 0 {
+		parts = append(parts, lc.t("run.summary.prefill", strings.Join(pl, lc.t("list.sep"))))
+	}
+	return strings.Join(parts, " · ")
 }
 
 // linearStep is the step, 1, 2 or 5 times a power of ten, that divides 0
@@ -388,7 +421,8 @@ func (p *pages) run(c echo.Context) error {
 		return p.problemPage(c, err, "/")
 	}
 	return p.render(c, http.StatusOK, "run.html", pageCSP, map[string]any{
-		"Title": r.Title, "Run": r, "Heat": decodeHeatmap(p.locale(c), r.Decode), "Prefill": newPrefillChart(p.locale(c), r.Prefill),
+		"Title": r.Title, "Run": r, "Summary": runSummary(p.locale(c), r),
+		"Heat": decodeHeatmap(p.locale(c), r.Decode), "Prefill": newPrefillChart(p.locale(c), r.Prefill),
 		"Method": r.MethodOf(), "Trust": r.Trust, "Series": series, "Chart": chart, "SeriesNote": note,
 	})
 }
@@ -444,7 +478,7 @@ func (p *pages) leaderboard(c echo.Context) error {
 	if len(q) == 0 {
 		data := map[string]any{"Title": p.locale(c).t("nav.leaderboard"), "Context": 16384, "Concurrency": 8, "Metric": store.MetricTotalTokS,
 			"MethodClass": store.MethodSustainedDecode, "MethodClasses": store.MethodClasses()}
-		if err := p.leaderboardHint(ctx, data, q, 16384); err != nil {
+		if err := p.leaderboardHint(ctx, p.locale(c), data, q, 16384); err != nil {
 			return err
 		}
 		return p.render(c, http.StatusOK, "leaderboard.html", pageCSP, data)
@@ -473,7 +507,7 @@ func (p *pages) leaderboard(c echo.Context) error {
 		"Filters": hidden(q, append(leaderboardShown, "limit")...), "Next": nextPage("/leaderboard", q, lb.NextCursor),
 	}
 	if len(lb.Items) == 0 && params.Cursor == nil {
-		if err := p.leaderboardHint(ctx, data, q, lb.ContextTokens); err != nil {
+		if err := p.leaderboardHint(ctx, p.locale(c), data, q, lb.ContextTokens); err != nil {
 			return err
 		}
 	}
@@ -487,7 +521,7 @@ type cellLink struct {
 
 // leaderboardHint says which cells were measured, each a link that keeps
 // the page's other parameters.
-func (p *pages) leaderboardHint(ctx context.Context, data map[string]any, q url.Values, l int) error {
+func (p *pages) leaderboardHint(ctx context.Context, lc *locale, data map[string]any, q url.Values, l int) error {
 	contexts, nearest, concurrencies, err := p.s.store.CellAxes(ctx, l)
 	if err != nil {
 		return err
@@ -505,10 +539,10 @@ func (p *pages) leaderboardHint(ctx context.Context, data map[string]any, q url.
 	}
 	var cs, bs []cellLink
 	for _, c := range contexts {
-		cs = append(cs, cellLink{tokenLabel(c), link(c, b)})
+		cs = append(cs, cellLink{lc.tokens(c), link(c, b)})
 	}
 	for _, c := range concurrencies {
-		bs = append(bs, cellLink{strconv.Itoa(c), link(nearest, c)})
+		bs = append(bs, cellLink{lc.int(c), link(nearest, c)})
 	}
 	data["Contexts"], data["Nearest"], data["Concurrencies"] = cs, nearest, bs
 	return nil

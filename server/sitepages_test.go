@@ -80,7 +80,7 @@ func TestSitePages(t *testing.T) {
 		{"planner form", "/planner", "/v1/planner", 200, []string{`action="/planner"`, `<a href="/planner">Planner</a>`, "Give a context"}, nil},
 		{"planner options", "/planner?context_tokens=16384&min_per_request_tok_s=20&users=100", "/v1/planner", 200, []string{
 			`<a href="/runs/` + nemotron.ID + `">`, `<a href="/v1/planner?context_tokens=16384&amp;min_per_request_tok_s=20&amp;users=100">JSON</a>`,
-			"Instances", "<td>interpolated</td>", "not surely", "under the 20 asked", `<div class="scroll">`}, nil},
+			"Instances", `<td data-label="Basis">interpolated</td>`, "not surely", "under the 20 asked", `<div class="scroll">`}, nil},
 		{"planner scaled", "/planner?context_tokens=0&min_per_request_tok_s=10&include_scaled=true", "/v1/planner", 200, []string{"(scaled from RTX 3", `name="include_scaled" value="true" checked`}, []string{"scaled from 0x"}},
 		{"planner from another model's run", "/planner?context_tokens=16384&min_per_request_tok_s=30&model=fara&include_scaled_model=true", "/v1/planner", 200,
 			[]string{"RTX 3090 <span class=\"muted\">(from cyankiwi/NVIDIA-Nemotron-Nano-12B-v2-AWQ-4bit)</span>", `name="include_scaled_model" value="true" checked`, "scaled_model"}, nil},
@@ -89,11 +89,11 @@ func TestSitePages(t *testing.T) {
 		{"planner cost without a price", "/planner?context_tokens=0&min_per_request_tok_s=10&sort=cost", "/v1/planner", 0, []string{"<code>sort</code>"}, nil},
 		{"leaderboard names model, engine and method", "/leaderboard?context_tokens=16384&concurrency=8", "/v1/leaderboard", 200, []string{
 			`<th scope="col">Model</th><th scope="col">GPU</th><th scope="col">Engine</th><th scope="col">Method</th>`,
-			`<td><a href="/models/` + fara.Model.Name + `">` + fara.Model.Name + `</a>`,
-			`<td>` + fara.Engine.Name + ` ` + fara.Engine.Version + `</td><td><span class="badge">sustained_decode</span></td>`,
-			`<td><a href="/models/` + nemotron.Model.Name + `">`}, nil},
+			`<td data-label="Model"><a href="/models/` + fara.Model.Name + `">` + fara.Model.Name + `</a>`,
+			`<td data-label="Engine">` + fara.Engine.Name + ` ` + fara.Engine.Version + `</td><td data-label="Method"><span class="badge">sustained_decode</span></td>`,
+			`<td data-label="Model"><a href="/models/` + nemotron.Model.Name + `">`}, nil},
 		{"leaderboard predicted", "/leaderboard?context_tokens=20000&concurrency=6&predicted=true", "/v1/leaderboard", 200, []string{
-			`name="predicted" value="true" checked`, `<th scope="col">Basis</th>`, "<td>interpolated ±", "(predicted: every run at this cell, by the calculator)",
+			`name="predicted" value="true" checked`, `<th scope="col">Basis</th>`, `<td data-label="Basis">interpolated ±`, "(predicted: every run at this cell, by the calculator)",
 			`<a href="/runs/` + nemotron.ID + `">`, `<a href="/runs/` + fara.ID + `">`}, []string{"No run measured"}},
 		{"leaderboard in Chinese", "/leaderboard?context_tokens=16384&concurrency=8&lang=zh-Hant", "/v1/leaderboard", 200, []string{
 			`<th scope="col">模型</th><th scope="col">GPU</th><th scope="col">引擎</th><th scope="col">測量方法</th>`}, nil},

@@ -206,6 +206,20 @@ func (r *Run) Normalize() {
 	})
 }
 
+// uncommented is a command without its "#" comment lines.
+func uncommented(cmd string) string {
+	if !strings.HasPrefix(cmd, "#") {
+		return cmd
+	}
+	var keep []string
+	for l := range strings.SplitSeq(cmd, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(l), "#") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
+}
+
 func validStatus(s string) bool {
 	return s == StatusValid || s == StatusRequestsQueued || s == StatusOverCapacity
 }
@@ -218,11 +232,14 @@ func validStatus(s string) bool {
 // run's identity. A method that is the run's default (the one its
 // benchmark text names) adds nothing to the hash, so runs stored before
 // methods were stated keep their ids, and stating the default changes none.
+// The launch command's comment lines are notes (kept in launch.notes too):
+// a run imported before they were kept in the command keeps its id.
 func (r *Run) ContentHash() string {
 	c := *r
 	c.ID, c.CreatedAt, c.SubmittedBy = "", time.Time{}, ""
 	c.Title, c.Notes, c.SourceURL = "", "", ""
 	c.Publisher, c.License, c.RetrievedAt = "", "", ""
+	c.Launch.Command = uncommented(c.Launch.Command)
 	c.Trust = nil
 	if c.Method != nil && c.Method.equal(defaultMethod(c)) {
 		c.Method = nil

@@ -147,6 +147,23 @@ func TestContentHashIgnoresEditableMetadata(t *testing.T) {
 	}
 }
 
+// TestContentHashIgnoresCommandComments: a run imported before the launch
+// command kept its "#" comment lines keeps its id when imported again with
+// them; the command itself still counts.
+func TestContentHashIgnoresCommandComments(t *testing.T) {
+	a := validRun(t)
+	a.Launch.Command = "vllm serve org/model --max-num-seqs 8"
+	b := validRun(t)
+	b.Launch.Command = "# untuned baseline\n# 1x RTX 3090, 350 W\n" + a.Launch.Command
+	if a.ContentHash() != b.ContentHash() {
+		t.Error("the command's comment lines changed the content hash")
+	}
+	b.Launch.Command = "# untuned baseline\nvllm serve org/model --max-num-seqs 16"
+	if a.ContentHash() == b.ContentHash() {
+		t.Error("a changed command kept the content hash")
+	}
+}
+
 // TestGeneratedRunsAreValid: matrixd generate and the benchmarks store
 // storetest's runs, so every one must pass the checks.
 func TestGeneratedRunsAreValid(t *testing.T) {

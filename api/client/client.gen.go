@@ -1547,7 +1547,7 @@ type KVCapacity struct {
 type Launch struct {
 	AttentionBackend *string `json:"attention_backend"`
 
-	// Command The launch command, verbatim.
+	// Command The launch command, verbatim, with its `#` comment lines (a published page's notes, one a line before the command; runs imported before they were kept have the command alone). The comment lines do not count in the run's identity.
 	Command             *string `json:"command"`
 	EnablePrefixCaching *bool   `json:"enable_prefix_caching"`
 
