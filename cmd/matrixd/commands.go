@@ -16,6 +16,7 @@ import (
 
 	"github.com/matrixd/matrixd/assess"
 	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/data"
 	"github.com/matrixd/matrixd/ingest"
 	"github.com/matrixd/matrixd/predict"
 	"github.com/matrixd/matrixd/server"
@@ -69,6 +70,49 @@ func seedIfEmpty(ctx context.Context, st *store.Store) (int, error) {
 		}
 	}
 	return n, st.MarkSeeded(ctx)
+}
+
+// openDataset is the dataset a fresh database is seeded with: every file
+// of data/ and the published grids ingest holds, each read as matrixd
+// import reads it, only the runs whose META states a licence.
+func openDataset() ([]ingest.DatasetBatch, error) {
+	a, _, err := ingest.ReadDataset(data.FS, ".", true)
+	if err != nil {
+		return nil, fmt.Errorf("open dataset: %w", err)
+	}
+	b, _, err := ingest.ReadDataset(ingest.PublishedGrids(), "testdata", true)
+	if err != nil {
+		return nil, fmt.Errorf("published grids: %w", err)
+	}
+	return append(a, b...), nil
+}
+
+// seedDataset stores the open dataset, a file's runs at a time (so that
+// other writers wait no longer than one file), and returns how many runs
+// it stored. Runs already stored (the same content) are left as they are:
+// seeding again stores nothing.
+func seedDataset(ctx context.Context, st *store.Store) (int, error) {
+	batches, err := openDataset()
+	if err != nil {
+		return 0, err
+	}
+	w, err := assess.New(st)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, b := range batches {
+		_, created, err := w.CreateRuns(ctx, b.Runs)
+		if err != nil {
+			return n, fmt.Errorf("seed %s: %w", b.Name, err)
+		}
+		for _, c := range created {
+			if c {
+				n++
+			}
+		}
+	}
+	return n, nil
 }
 
 // importFormats is the help's list of the formats import reads.

@@ -311,12 +311,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	defer st.Close()
+	fresh := false
 	if !*noSeed {
 		n, err := seedIfEmpty(ctx, st)
 		if err != nil {
 			return err
 		}
-		if n > 0 {
+		if fresh = n > 0; fresh {
 			logger.Info("seeded empty database with the bundled example runs", slog.Int("runs", n), slog.String("db", store.Redact(*db)))
 		}
 	}
@@ -335,6 +336,30 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	// A fresh database gets the open dataset after the server answers:
+	// the few seconds it takes do not delay the first answer, and the
+	// runs' fits follow one at a time, as at start-up.
+	seeded := make(chan struct{})
+	go func() {
+		defer close(seeded)
+		if !fresh {
+			return
+		}
+		start := time.Now()
+		n, err := seedDataset(ctx, st)
+		attrs := []slog.Attr{slog.Int("runs", n), slog.Float64("seconds", time.Since(start).Seconds())}
+		if err != nil {
+			if ctx.Err() != nil {
+				logger.LogAttrs(context.Background(), slog.LevelInfo, "seeding the open dataset stopped at shutdown", attrs...)
+				return
+			}
+			logger.LogAttrs(context.Background(), slog.LevelError, "seeding the open dataset", append(attrs, slog.String("error", err.Error()))...)
+			return
+		}
+		logger.LogAttrs(context.Background(), slog.LevelInfo, "seeded the open dataset", attrs...)
+		server.Backfill(ctx, calc, logger)
+	}()
+	defer func() { stop(); <-seeded }() // before the calculator and the store close
 	select {
 	case err := <-errc:
 		return err
