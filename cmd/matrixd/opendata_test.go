@@ -130,3 +130,32 @@ func TestImportToolFormats(t *testing.T) {
 		}
 	}
 }
+
+// TestImportDir: import --dir reads the whole dataset as seeding does,
+// each file with the META beside it, the same runs TestImportOpenData
+// imports file by file; a second import stores nothing new.
+func TestImportDir(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "dir.db")
+	ctx := context.Background()
+	data := filepath.Join("..", "..", "data")
+	for i, want := range []map[string]int{{"stored": 514, "already stored": 1}, {"already stored": 515}} {
+		var out, stderr bytes.Buffer
+		if err := run(ctx, []string{"import", "--db", db, "--dir", data}, env(nil), nil, &out, &stderr); err != nil {
+			t.Fatalf("import --dir: %v\n%s", err, stderr.String())
+		}
+		got := map[string]int{}
+		for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			if f := strings.Split(line, "\t"); len(f) == 3 {
+				got[f[1]]++
+			}
+		}
+		if len(got) != len(want) || got["stored"] != want["stored"] || got["already stored"] != want["already stored"] {
+			t.Errorf("import %d: %v, want %v", i+1, got, want)
+		}
+	}
+	var stderr bytes.Buffer
+	err := run(ctx, []string{"import", "--db", db, "--dir", data, filepath.Join(data, "antirez-ds4", "m4_max.csv")}, env(nil), nil, io.Discard, &stderr)
+	if err == nil || !strings.Contains(stderr.String()+err.Error(), "give no FILE") {
+		t.Errorf("--dir with a FILE: %v, %q; want a usage error", err, stderr.String())
+	}
+}
