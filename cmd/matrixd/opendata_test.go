@@ -159,3 +159,37 @@ func TestImportDir(t *testing.T) {
 		t.Errorf("--dir with a FILE: %v, %q; want a usage error", err, stderr.String())
 	}
 }
+
+// TestEvalDataset: eval --corpus on a folder without manifests (the open
+// dataset's layout) holds out each cell of its grids, families named by
+// folder and method class, pairs the same model across machines, and
+// leaves out one_shot runs, saying so.
+func TestEvalDataset(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join("..", "..", "data")
+	for _, f := range []string{"antirez-ds4/m2_ultra.csv", "antirez-ds4/m2_ultra.META.json", "antirez-ds4/m4_max.csv", "antirez-ds4/m4_max.META.json",
+		"llmfit-community/META.json", "llmfit-community/apple-m1-max/1786995154-7cbcebe0.json"} {
+		b, err := os.ReadFile(filepath.Join(data, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"eval", "--corpus", dir}, env(nil), nil, &out, io.Discard); err != nil {
+		t.Fatalf("eval --corpus: %v\n%s", err, out.String())
+	}
+	for _, want := range []string{"antirez-ds4 decode_at_depth  holdout  2", "M2 Ultra → M4 Max", "M4 Max → M2 Ultra", "one_shot runs left out"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("eval output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "llmfit-community") {
+		t.Errorf("a one_shot run was scored as a grid:\n%s", out.String())
+	}
+}
