@@ -193,3 +193,25 @@ func TestEvalDataset(t *testing.T) {
 		t.Errorf("a one_shot run was scored as a grid:\n%s", out.String())
 	}
 }
+
+// TestSeedDatasetTwice: seeding the open dataset again (a start that
+// stopped half way, then import --dir) stores nothing new: the same
+// content is the same run.
+func TestSeedDatasetTwice(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "twice.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	first, err := seedDataset(ctx, st)
+	if err != nil || first < 150 {
+		t.Fatalf("first seeding stored %d runs (%v), want at least 150", first, err)
+	}
+	if again, err := seedDataset(ctx, st); err != nil || again != 0 {
+		t.Errorf("seeding again stored %d runs (%v), want 0", again, err)
+	}
+	if n, err := st.CountRuns(ctx); err != nil || n != first {
+		t.Errorf("%d runs stored (%v), want %d", n, err, first)
+	}
+}
