@@ -4,6 +4,7 @@
 //	matrixd [serve] [--addr :8080] [--db ./matrixd.db] [--no-seed]
 //	matrixd import [--db PATH] FILE...   (- for stdin)
 //	matrixd import --format FORMAT --meta META.json FILE...
+//	matrixd import --dir DIR            (a folder, as a fresh database is seeded)
 //	matrixd keys create|list|revoke
 //	matrixd healthcheck [--addr :8080]
 //	matrixd export [--db PATH] RUN_ID
@@ -229,7 +230,7 @@ func dbFlag(fs *flag.FlagSet, getenv func(string) string, creates bool) *string 
 
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	c := newCLI("serve", "[flags]",
-		"Run the API server: the database is created, migrated and seeded with the bundled\nexample runs on first start. \"matrixd\" with no command, or with only flags, serves.")
+		"Run the API server: the database is created, migrated and seeded with the bundled\nexample runs on first start, and with the open dataset once it answers. \"matrixd\" with\nno command, or with only flags, serves.")
 	fs := c.fs
 	addr := fs.String("addr", envOr(getenv, "MATRIXD_ADDR", ":8080"), "listen address (env MATRIXD_ADDR)")
 	db := dbFlag(fs, getenv, true)
@@ -243,7 +244,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		}
 		noSeedDefault = b
 	}
-	noSeed := fs.Bool("no-seed", noSeedDefault, "do not load the bundled example runs into an empty database (env MATRIXD_NO_SEED)")
+	noSeed := fs.Bool("no-seed", noSeedDefault, "do not load the bundled example runs and the open dataset into an empty database (env MATRIXD_NO_SEED)")
 	logLevel := fs.String("log-level", envOr(getenv, "MATRIXD_LOG_LEVEL", "info"), "debug, info, warn or error (env MATRIXD_LOG_LEVEL)")
 	sync := fs.String("synchronous", envOr(getenv, "MATRIXD_SYNCHRONOUS", "NORMAL"), "SQLite synchronous: NORMAL or FULL (env MATRIXD_SYNCHRONOUS)")
 	readRate := fs.String("rate-limit", envOr(getenv, "MATRIXD_RATE_LIMIT", "100"), "requests per second per client address, bursts of twice that; 0 turns it off (env MATRIXD_RATE_LIMIT)")
