@@ -133,7 +133,7 @@ func newServer(st *store.Store, cfg *Config) (*Server, *openapi3.T, error) {
 	logger := cfg.Logger
 	cfg.Calc.SetErrorLog(func(err error) { logger.Error("calculator", slog.String("error", err.Error())) })
 	if cfg.Background != nil {
-		go backfill(cfg.Background, cfg.Calc, logger)
+		go Backfill(cfg.Background, cfg.Calc, logger)
 	}
 	runs, err := assess.New(st)
 	if err != nil {
@@ -580,9 +580,9 @@ func NewHTTPServer(addr string, h http.Handler) *http.Server {
 	}
 }
 
-// backfill fits the stored runs with no fit of the current method, one at
+// Backfill fits the stored runs with no fit of the current method, one at
 // a time, and says how many it fitted.
-func backfill(ctx context.Context, calc *predict.Service, logger *slog.Logger) {
+func Backfill(ctx context.Context, calc *predict.Service, logger *slog.Logger) {
 	start := time.Now()
 	n, err := calc.Backfill(ctx, 1)
 	if n > 0 || err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/matrixd/matrixd/assess"
 	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/data"
 	"github.com/matrixd/matrixd/ingest"
 	"github.com/matrixd/matrixd/predict"
 	"github.com/matrixd/matrixd/server"
@@ -71,6 +72,49 @@ func seedIfEmpty(ctx context.Context, st *store.Store) (int, error) {
 	return n, st.MarkSeeded(ctx)
 }
 
+// openDataset is the dataset a fresh database is seeded with: every file
+// of data/ and the published grids ingest holds, each read as matrixd
+// import reads it, only the runs whose META states a licence.
+func openDataset() ([]ingest.DatasetBatch, error) {
+	a, _, err := ingest.ReadDataset(data.FS, ".", true)
+	if err != nil {
+		return nil, fmt.Errorf("open dataset: %w", err)
+	}
+	b, _, err := ingest.ReadDataset(ingest.PublishedGrids(), "testdata", true)
+	if err != nil {
+		return nil, fmt.Errorf("published grids: %w", err)
+	}
+	return append(a, b...), nil
+}
+
+// seedDataset stores the open dataset, a file's runs at a time (so that
+// other writers wait no longer than one file), and returns how many runs
+// it stored. Runs already stored (the same content) are left as they are:
+// seeding again stores nothing.
+func seedDataset(ctx context.Context, st *store.Store) (int, error) {
+	batches, err := openDataset()
+	if err != nil {
+		return 0, err
+	}
+	w, err := assess.New(st)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, b := range batches {
+		_, created, err := w.CreateRuns(ctx, b.Runs)
+		if err != nil {
+			return n, fmt.Errorf("seed %s: %w", b.Name, err)
+		}
+		for _, c := range created {
+			if c {
+				n++
+			}
+		}
+	}
+	return n, nil
+}
+
 // importFormats is the help's list of the formats import reads.
 func importFormats() string {
 	return `formats (--format NAME; those marked * are recognised without --format):
@@ -90,7 +134,7 @@ else FILE's name with .META.json for its extension, else the nearest META.json i
 }
 
 func importCmd(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	c := newCLI("import", "[--db PATH] [--meta META.json] FILE…\n       matrixd import --format FORMAT [--meta META.json] [--tg N] FILE…",
+	c := newCLI("import", "[--db PATH] [--meta META.json] FILE…\n       matrixd import --format FORMAT [--meta META.json] [--tg N] FILE…\n       matrixd import --dir DIR",
 		"Store runs from published matrix-run pages, run JSON or benchmark tools' output, each\nfile all-or-nothing; a tool's output of a format below is recognised without --format.\n\n"+importFormats(),
 		[2]string{"FILE…", "a published matrix-run page, run JSON or a tool's output (one or more runs a file);\n        with --format llama-batched-bench, vllm-bench, grid-csv or inferencex, the files\n        read together. - reads stdin"})
 	fs := c.fs
@@ -98,8 +142,15 @@ func importCmd(ctx context.Context, args []string, getenv func(string) string, s
 	format := fs.String("format", "", "a benchmark tool's output format: "+strings.Join(ingest.Formats(), ", ")+" (see formats above; default: recognised from each FILE)")
 	meta := fs.String("meta", "", "run JSON without cells (title, model, hardware, engine …) for the rest of a tool's runs (default: the META beside FILE)")
 	tg := fs.Int("tg", 0, "with --format llama-batched-bench: the text-generation length to import when the table measured several")
+	dir := fs.String("dir", "", "a folder of published files, each with its META, read as a fresh database is seeded: a subfolder's manifest.json lists its runs, other files are recognised, files no format recognises are read together as InferenceX results (e.g. data/)")
 	if err := c.parse(args, stdout); err != nil {
 		return err
+	}
+	if *dir != "" {
+		if fs.NArg() > 0 || *format != "" || *meta != "" || *tg != 0 {
+			return c.usageErr("--dir reads every file of the folder with the META beside it: give no FILE, --format, --meta or --tg with it")
+		}
+		return importDir(ctx, *db, *dir, stdout)
 	}
 	if fs.NArg() == 0 {
 		return c.usageErr("name at least one file (- for stdin): a published matrix-run page, run JSON, or a tool's output")
@@ -155,6 +206,34 @@ func importCmd(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("import: %d of %d files not imported", len(errs), fs.NArg())
+	}
+	return nil
+}
+
+// importDir stores every run of the files under dir, a file (or the files
+// a manifest or format reads together) at a time, as seeding does.
+func importDir(ctx context.Context, db, dir string, stdout io.Writer) error {
+	batches, _, err := ingest.ReadDataset(os.DirFS(dir), ".", false)
+	if err != nil {
+		return fmt.Errorf("import: %s: %s", dir, describeError(err))
+	}
+	st, err := store.Open(ctx, db, store.Options{})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	w, err := assess.New(st)
+	if err != nil {
+		return err
+	}
+	for _, b := range batches {
+		stored, created, err := w.CreateRuns(ctx, b.Runs)
+		if err != nil {
+			return fmt.Errorf("import: %s: %w", filepath.Join(dir, b.Name), err)
+		}
+		for i, r := range stored {
+			printStored(stdout, r, created[i], b.Name)
+		}
 	}
 	return nil
 }

@@ -8,8 +8,10 @@ import (
 	"io"
 	"math"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/matrixd/matrixd/calculator"
@@ -45,7 +47,11 @@ func loadCorpus(dir string) ([]corpusRun, error) {
 		return nil, err
 	}
 	if len(manifests) == 0 {
-		return nil, fmt.Errorf("no */manifest.json under %s", dir)
+		runs, _, err := loadDataset(dir)
+		if err != nil {
+			return nil, fmt.Errorf("no */manifest.json under %s, and as a dataset: %w", dir, err)
+		}
+		return runs, nil
 	}
 	slices.Sort(manifests)
 	var out []corpusRun
@@ -84,6 +90,37 @@ func loadCorpus(dir string) ([]corpusRun, error) {
 		}
 	}
 	return out, nil
+}
+
+// loadDataset reads a folder without manifests (the open dataset, data/)
+// as import --dir does. Each run is a grid held out of all tuning, its
+// family the top folder and its method class; one_shot runs (a single
+// averaged speed, no grid) are left out, and counted.
+func loadDataset(dir string) (runs []corpusRun, oneShot int, err error) {
+	batches, _, err := ingest.ReadDataset(os.DirFS(dir), ".", false)
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(batches) == 0 {
+		return nil, 0, fmt.Errorf("no measurement file under %s", dir)
+	}
+	for _, b := range batches {
+		family, _, _ := strings.Cut(b.Name, "/")
+		for i, r := range b.Runs {
+			class := r.MethodOf().Class
+			if class == store.MethodOneShot {
+				oneShot++
+				continue
+			}
+			name := strings.TrimSuffix(path.Base(strings.Fields(b.Name)[0]), path.Ext(b.Name))
+			if len(b.Runs) > 1 {
+				name = fmt.Sprintf("%s#%d", name, i+1)
+			}
+			r.ID = name
+			runs = append(runs, corpusRun{Family: family + " " + class, Entry: corpusEntry{Name: name, Split: "holdout", Source: r.SourceURL}, Run: r})
+		}
+	}
+	return runs, oneShot, nil
 }
 
 // familyRow is one line of the per-family accuracy table.
@@ -363,6 +400,13 @@ func evalCorpus(ctx context.Context, dir string, opt corpusOptions, stdout io.Wr
 		return err
 	}
 	printModelPrefill(stdout, modelPrefill)
+	if _, err := os.Stat(filepath.Join(dir, "manifest.json")); err != nil {
+		if ms, _ := filepath.Glob(filepath.Join(dir, "*", "manifest.json")); len(ms) == 0 {
+			if _, oneShot, err := loadDataset(dir); err == nil && oneShot > 0 {
+				fmt.Fprintf(stdout, "\n%d one_shot runs left out: each is one averaged speed, not a grid, so no cell can be held out of it\n", oneShot)
+			}
+		}
+	}
 	fmt.Fprintln(stdout, "\nleave-one-cell-out: each valid cell removed, the grid refitted (bands included) and the cell asked for; the total's interval is the one the API returns")
 	if opt.hindsight {
 		fmt.Fprintln(stdout, "best fixed, in hindsight: each grid's one fixed choice (kind × row, shape and smoothing weights × levels read as limits or not, T and S weighed alike) with the least error over its own held-out cells, without bands; a choice made from the other cells cannot be expected to beat it")

@@ -4,6 +4,7 @@
 //	matrixd [serve] [--addr :8080] [--db ./matrixd.db] [--no-seed]
 //	matrixd import [--db PATH] FILE...   (- for stdin)
 //	matrixd import --format FORMAT --meta META.json FILE...
+//	matrixd import --dir DIR            (a folder, as a fresh database is seeded)
 //	matrixd keys create|list|revoke
 //	matrixd healthcheck [--addr :8080]
 //	matrixd export [--db PATH] RUN_ID
@@ -232,7 +233,7 @@ func dbFlag(fs *flag.FlagSet, getenv func(string) string, creates bool) *string 
 
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	c := newCLI("serve", "[flags]",
-		"Run the API server: the database is created, migrated and seeded with the bundled\nexample runs on first start. \"matrixd\" with no command, or with only flags, serves.")
+		"Run the API server: the database is created, migrated and seeded with the bundled\nexample runs on first start, and with the open dataset once it answers. \"matrixd\" with\nno command, or with only flags, serves.")
 	fs := c.fs
 	addr := fs.String("addr", envOr(getenv, "MATRIXD_ADDR", ":8080"), "listen address (env MATRIXD_ADDR)")
 	db := dbFlag(fs, getenv, true)
@@ -246,7 +247,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		}
 		noSeedDefault = b
 	}
-	noSeed := fs.Bool("no-seed", noSeedDefault, "do not load the bundled example runs into an empty database (env MATRIXD_NO_SEED)")
+	noSeed := fs.Bool("no-seed", noSeedDefault, "do not load the bundled example runs and the open dataset into an empty database (env MATRIXD_NO_SEED)")
 	logLevel := fs.String("log-level", envOr(getenv, "MATRIXD_LOG_LEVEL", "info"), "debug, info, warn or error (env MATRIXD_LOG_LEVEL)")
 	sync := fs.String("synchronous", envOr(getenv, "MATRIXD_SYNCHRONOUS", "NORMAL"), "SQLite synchronous: NORMAL or FULL (env MATRIXD_SYNCHRONOUS)")
 	readRate := fs.String("rate-limit", envOr(getenv, "MATRIXD_RATE_LIMIT", "100"), "requests per second per client address, bursts of twice that; 0 turns it off (env MATRIXD_RATE_LIMIT)")
@@ -314,12 +315,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	defer st.Close()
+	fresh := false
 	if !*noSeed {
 		n, err := seedIfEmpty(ctx, st)
 		if err != nil {
 			return err
 		}
-		if n > 0 {
+		if fresh = n > 0; fresh {
 			logger.Info("seeded empty database with the bundled example runs", slog.Int("runs", n), slog.String("db", store.Redact(*db)))
 		}
 	}
@@ -338,6 +340,30 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	// A fresh database gets the open dataset after the server answers:
+	// the few seconds it takes do not delay the first answer, and the
+	// runs' fits follow one at a time, as at start-up.
+	seeded := make(chan struct{})
+	go func() {
+		defer close(seeded)
+		if !fresh {
+			return
+		}
+		start := time.Now()
+		n, err := seedDataset(ctx, st)
+		attrs := []slog.Attr{slog.Int("runs", n), slog.Float64("seconds", time.Since(start).Seconds())}
+		if err != nil {
+			if ctx.Err() != nil {
+				logger.LogAttrs(context.Background(), slog.LevelInfo, "seeding the open dataset stopped at shutdown", attrs...)
+				return
+			}
+			logger.LogAttrs(context.Background(), slog.LevelError, "seeding the open dataset", append(attrs, slog.String("error", err.Error()))...)
+			return
+		}
+		logger.LogAttrs(context.Background(), slog.LevelInfo, "seeded the open dataset", attrs...)
+		server.Backfill(ctx, calc, logger)
+	}()
+	defer func() { stop(); <-seeded }() // before the calculator and the store close
 	select {
 	case err := <-errc:
 		return err

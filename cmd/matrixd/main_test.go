@@ -30,15 +30,19 @@ func env(m map[string]string) func(string) string {
 	return func(k string) string { return m[k] }
 }
 
-// TestServeSeedsAndShutsDown boots the real service on a free port, waits
-// for /healthz, reads the seeded runs and stops it with a cancel.
+// TestServeSeedsAndShutsDown boots the real service on an empty database,
+// waits for /healthz, reads the bundled examples at once and, once the
+// open dataset has been stored in the background, the whole dataset:
+// every shipped file still imports, every run says where it came from and
+// under which licence. Then it stops it with a cancel.
 func TestServeSeedsAndShutsDown(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "matrixd.db")
 	ctx, cancel := context.WithCancel(context.Background())
 	stdoutR, stdoutW := io.Pipe()
+	var logs syncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"--addr", "127.0.0.1:0"}, env(map[string]string{"MATRIXD_DB": db}), nil, stdoutW, io.Discard)
+		done <- run(ctx, []string{"--addr", "127.0.0.1:0"}, env(map[string]string{"MATRIXD_DB": db}), nil, stdoutW, &logs)
 		stdoutW.Close()
 	}()
 	line, err := bufio.NewReader(stdoutR).ReadString('\n')
@@ -49,18 +53,35 @@ func TestServeSeedsAndShutsDown(t *testing.T) {
 	go io.Copy(io.Discard, stdoutR)
 	waitHealthy(t, base)
 
-	resp, err := http.Get(base + "/v1/runs")
-	if err != nil {
-		t.Fatal(err)
+	// total counts the runs /v1/runs lists, page by page.
+	total := func() int {
+		n, cursor := 0, ""
+		for {
+			resp, err := http.Get(base + "/v1/runs?limit=100" + cursor)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var list struct {
+				Items      []struct{ ID string } `json:"items"`
+				NextCursor *string               `json:"next_cursor"`
+			}
+			err = json.NewDecoder(resp.Body).Decode(&list)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += len(list.Items)
+			if list.NextCursor == nil {
+				return n
+			}
+			cursor = "&cursor=" + *list.NextCursor
+		}
 	}
-	var list struct {
-		Items []struct{ ID string } `json:"items"`
+	if n := total(); n < len(ingest.Seeds()) {
+		t.Errorf("fresh database serves %d runs, want at least the %d bundled examples at once", n, len(ingest.Seeds()))
 	}
-	json.NewDecoder(resp.Body).Decode(&list)
-	resp.Body.Close()
-	if len(list.Items) != len(ingest.Seeds()) {
-		t.Errorf("fresh database serves %d runs, want the %d bundled examples", len(list.Items), len(ingest.Seeds()))
-	}
+	waitFor(t, "the open dataset seeded", func() bool { return strings.Contains(logs.String(), `"msg":"seeded the open dataset"`) })
+	served := total()
 
 	hostPort := strings.TrimPrefix(base, "http://")
 	if err := run(context.Background(), []string{"healthcheck", "--addr", hostPort}, env(nil), nil, io.Discard, io.Discard); err != nil {
@@ -75,6 +96,51 @@ func TestServeSeedsAndShutsDown(t *testing.T) {
 		}
 	case <-time.After(pollTimeout): // a hang, not a slow shutdown (which is bounded at 10 s)
 		t.Fatalf("run did not return within %v of cancel", pollTimeout)
+	}
+
+	st, err := store.Open(context.Background(), db, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	runs, err := st.ExportRuns(context.Background(), store.RunFilter{}, "", store.MaxExportPage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for len(runs)%store.MaxExportPage == 0 && len(runs) > 0 {
+		more, err := st.ExportRuns(context.Background(), store.RunFilter{}, runs[len(runs)-1].ID, store.MaxExportPage)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(more) == 0 {
+			break
+		}
+		runs = append(runs, more...)
+	}
+	gpus, publishers, noassertion := map[string]bool{}, map[string]bool{}, 0
+	for _, r := range runs {
+		if r.SourceURL == "" && r.Publisher != "Actual Computer" || r.License == "" || r.Publisher == "" || r.RetrievedAt == "" {
+			t.Errorf("run %s (%s): source %q, publisher %q, licence %q, retrieved %q: want all stated", r.ID, r.Title, r.SourceURL, r.Publisher, r.License, r.RetrievedAt)
+		}
+		if r.License == "NOASSERTION" {
+			noassertion++
+		}
+		gpu := strings.ToLower(r.Hardware.GPU)
+		if spec, ok := calculator.LookupGPU(r.Hardware.GPU); ok {
+			gpu = spec.Name
+		}
+		gpus[gpu] = true
+		publishers[r.Publisher] = true
+	}
+	t.Logf("%d runs, %d GPUs, %d publishers, %d without an asserted licence (the bundled pages)", len(runs), len(gpus), len(publishers), noassertion)
+	if len(runs) < 150 || len(gpus) < 25 || len(publishers) < 5 {
+		t.Errorf("a fresh start stores %d runs on %d GPUs from %d publishers; want at least 150, 25 and 5", len(runs), len(gpus), len(publishers))
+	}
+	if served != len(runs) {
+		t.Errorf("/v1/runs counted %d runs once seeded, the database holds %d", served, len(runs))
+	}
+	if noassertion != len(ingest.Seeds()) {
+		t.Errorf("%d runs with licence NOASSERTION, want only the %d bundled pages", noassertion, len(ingest.Seeds()))
 	}
 }
 

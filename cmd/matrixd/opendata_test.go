@@ -14,7 +14,8 @@ import (
 )
 
 // openDataFiles are the measurement files of the open dataset: every file
-// under data/ but the licences, the docs and the METAs.
+// under data/ but the licences, the docs, the METAs and the Go file that
+// embeds them.
 func openDataFiles(t *testing.T) []string {
 	t.Helper()
 	var files []string
@@ -25,7 +26,7 @@ func openDataFiles(t *testing.T) []string {
 		name := d.Name()
 		switch {
 		case name == "META.json", strings.HasSuffix(name, ".META.json"), strings.HasPrefix(name, "LICENSE"),
-			name == "README.md", name == "SOURCES.md":
+			name == "README.md", name == "SOURCES.md", strings.HasSuffix(name, ".go"):
 			return nil
 		}
 		files = append(files, path)
@@ -148,5 +149,90 @@ func TestImportToolFormats(t *testing.T) {
 		if !strings.Contains(out.String(), f) {
 			t.Errorf("import --help does not list %q:\n%s", f, out.String())
 		}
+	}
+}
+
+// TestImportDir: import --dir reads the whole dataset as seeding does,
+// each file with the META beside it, the same runs TestImportOpenData
+// imports file by file; a second import stores nothing new.
+func TestImportDir(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "dir.db")
+	ctx := context.Background()
+	data := filepath.Join("..", "..", "data")
+	for i, want := range []map[string]int{{"stored": 514, "already stored": 1}, {"already stored": 515}} {
+		var out, stderr bytes.Buffer
+		if err := run(ctx, []string{"import", "--db", db, "--dir", data}, env(nil), nil, &out, &stderr); err != nil {
+			t.Fatalf("import --dir: %v\n%s", err, stderr.String())
+		}
+		got := map[string]int{}
+		for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			if f := strings.Split(line, "\t"); len(f) == 3 {
+				got[f[1]]++
+			}
+		}
+		if len(got) != len(want) || got["stored"] != want["stored"] || got["already stored"] != want["already stored"] {
+			t.Errorf("import %d: %v, want %v", i+1, got, want)
+		}
+	}
+	var stderr bytes.Buffer
+	err := run(ctx, []string{"import", "--db", db, "--dir", data, filepath.Join(data, "antirez-ds4", "m4_max.csv")}, env(nil), nil, io.Discard, &stderr)
+	if err == nil || !strings.Contains(stderr.String()+err.Error(), "give no FILE") {
+		t.Errorf("--dir with a FILE: %v, %q; want a usage error", err, stderr.String())
+	}
+}
+
+// TestEvalDataset: eval --corpus on a folder without manifests (the open
+// dataset's layout) holds out each cell of its grids, families named by
+// folder and method class, pairs the same model across machines, and
+// leaves out one_shot runs, saying so.
+func TestEvalDataset(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join("..", "..", "data")
+	for _, f := range []string{"antirez-ds4/m2_ultra.csv", "antirez-ds4/m2_ultra.META.json", "antirez-ds4/m4_max.csv", "antirez-ds4/m4_max.META.json",
+		"llmfit-community/META.json", "llmfit-community/apple-m1-max/1786995154-7cbcebe0.json"} {
+		b, err := os.ReadFile(filepath.Join(data, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"eval", "--corpus", dir}, env(nil), nil, &out, io.Discard); err != nil {
+		t.Fatalf("eval --corpus: %v\n%s", err, out.String())
+	}
+	for _, want := range []string{"antirez-ds4 decode_at_depth  holdout  2", "M2 Ultra → M4 Max", "M4 Max → M2 Ultra", "one_shot runs left out"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("eval output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "llmfit-community") {
+		t.Errorf("a one_shot run was scored as a grid:\n%s", out.String())
+	}
+}
+
+// TestSeedDatasetTwice: seeding the open dataset again (a start that
+// stopped half way, then import --dir) stores nothing new: the same
+// content is the same run.
+func TestSeedDatasetTwice(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "twice.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	first, err := seedDataset(ctx, st)
+	if err != nil || first < 150 {
+		t.Fatalf("first seeding stored %d runs (%v), want at least 150", first, err)
+	}
+	if again, err := seedDataset(ctx, st); err != nil || again != 0 {
+		t.Errorf("seeding again stored %d runs (%v), want 0", again, err)
+	}
+	if n, err := st.CountRuns(ctx); err != nil || n != first {
+		t.Errorf("%d runs stored (%v), want %d", n, err, first)
 	}
 }

@@ -74,7 +74,7 @@ func TestCommandHelpShowsOnlyItsOwnFlags(t *testing.T) {
 		want  []string // also in the help: positional arguments
 	}{
 		{"serve", []string{"addr", "db", "no-seed", "log-level", "synchronous", "rate-limit", "write-rate-limit", "cors-write-origins", "trusted-proxies", "cache-mb", "fit-cache-mb", "cost-limit", "cost-burst", "public-url"}, nil},
-		{"import", []string{"db", "format", "meta", "tg"}, []string{"FILE…", "- reads stdin"}},
+		{"import", []string{"db", "dir", "format", "meta", "tg"}, []string{"FILE…", "- reads stdin"}},
 		{"export", []string{"all", "db"}, []string{"RUN_ID"}},
 		{"mcp", []string{"db"}, []string{"stdin"}},
 		{"generate", []string{"db", "runs", "seed"}, nil},
