@@ -2454,6 +2454,25 @@ type StepRow struct {
 	Verdict       Verdict `json:"verdict"`
 }
 
+// SubmitterCatalog defines model for SubmitterCatalog.
+type SubmitterCatalog struct {
+	Items []SubmitterCatalogItem `json:"items"`
+}
+
+// SubmitterCatalogItem defines model for SubmitterCatalogItem.
+type SubmitterCatalogItem struct {
+	LatestRunAt time.Time `json:"latest_run_at"`
+
+	// Name As the submitter's newest run writes it.
+	Name string `json:"name"`
+
+	// RunCount Visible runs that name this submitter.
+	RunCount int `json:"run_count"`
+
+	// UnflaggedCount Of those, the runs no plausibility check flagged.
+	UnflaggedCount int `json:"unflagged_count"`
+}
+
 // SubmitterProfile defines model for SubmitterProfile.
 type SubmitterProfile struct {
 	FirstRunAt  time.Time `json:"first_run_at"`
@@ -2738,6 +2757,12 @@ type GetRegressionsFeedParams struct {
 	// VRAMGBMax Runs on GPUs with at most this much VRAM, GB.
 	VRAMGBMax *ParamVRAMGBMax `form:"vram_gb_max,omitempty" json:"vram_gb_max,omitempty"`
 
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// GetReportsFeedParams defines parameters for GetReportsFeed.
+type GetReportsFeedParams struct {
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
@@ -3492,6 +3517,12 @@ type GetSigningKeyParams struct {
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
+// ListSubmittersParams defines parameters for ListSubmitters.
+type ListSubmittersParams struct {
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
 // GetSubmitterParams defines parameters for GetSubmitter.
 type GetSubmitterParams struct {
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
@@ -3533,6 +3564,9 @@ type ServerInterface interface {
 	// GetRegressionsFeed Regressions, as an Atom feed
 	// (GET /feeds/regressions.atom)
 	GetRegressionsFeed(ctx echo.Context, params GetRegressionsFeedParams) error
+	// GetReportsFeed The site's reports, as an Atom feed
+	// (GET /feeds/reports.atom)
+	GetReportsFeed(ctx echo.Context, params GetReportsFeedParams) error
 	// GetRunsFeed New runs, as an Atom feed
 	// (GET /feeds/runs.atom)
 	GetRunsFeed(ctx echo.Context, params GetRunsFeedParams) error
@@ -3656,6 +3690,9 @@ type ServerInterface interface {
 	// GetSigningKey A registered signing key, to verify signed runs offline
 	// (GET /v1/signing-keys/{fingerprint})
 	GetSigningKey(ctx echo.Context, fingerprint ParamFingerprint, params GetSigningKeyParams) error
+	// ListSubmitters Submitters with run counts
+	// (GET /v1/submitters)
+	ListSubmitters(ctx echo.Context, params ListSubmittersParams) error
 	// GetSubmitter A submitter's profile and newest runs
 	// (GET /v1/submitters/{name})
 	GetSubmitter(ctx echo.Context, name string, params GetSubmitterParams) error
@@ -3826,6 +3863,35 @@ func (w *ServerInterfaceWrapper) GetRegressionsFeed(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetRegressionsFeed(ctx, params)
+	return err
+}
+
+// GetReportsFeed converts echo context to params.
+func (w *ServerInterfaceWrapper) GetReportsFeed(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetReportsFeedParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetReportsFeed(ctx, params)
 	return err
 }
 
@@ -5957,6 +6023,35 @@ func (w *ServerInterfaceWrapper) GetSigningKey(ctx echo.Context) error {
 	return err
 }
 
+// ListSubmitters converts echo context to params.
+func (w *ServerInterfaceWrapper) ListSubmitters(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListSubmittersParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListSubmitters(ctx, params)
+	return err
+}
+
 // GetSubmitter converts echo context to params.
 func (w *ServerInterfaceWrapper) GetSubmitter(ctx echo.Context) error {
 	var err error
@@ -6065,6 +6160,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/v1/runs/:run_id/history", wrapper.GetRunHistory, options.OperationMiddlewares["getRunHistory"]...)
 	router.POST(options.BaseURL+"/v1/signing-keys", wrapper.RegisterSigningKey, options.OperationMiddlewares["registerSigningKey"]...)
 	router.GET(options.BaseURL+"/v1/signing-keys/:fingerprint", wrapper.GetSigningKey, options.OperationMiddlewares["getSigningKey"]...)
+	router.GET(options.BaseURL+"/v1/submitters", wrapper.ListSubmitters, options.OperationMiddlewares["listSubmitters"]...)
 	router.GET(options.BaseURL+"/v1/submitters/:name", wrapper.GetSubmitter, options.OperationMiddlewares["getSubmitter"]...)
 	router.GET(options.BaseURL+"/v1/gpus", wrapper.ListGPUs, options.OperationMiddlewares["listGPUs"]...)
 	router.GET(options.BaseURL+"/v1/models", wrapper.ListModels, options.OperationMiddlewares["listModels"]...)
@@ -6074,6 +6170,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/v1/runs/:run_id/series", wrapper.GetRunSeries, options.OperationMiddlewares["getRunSeries"]...)
 	router.GET(options.BaseURL+"/v1/compare", wrapper.CompareRuns, options.OperationMiddlewares["compareRuns"]...)
 	router.GET(options.BaseURL+"/feeds/runs.atom", wrapper.GetRunsFeed, options.OperationMiddlewares["getRunsFeed"]...)
+	router.GET(options.BaseURL+"/feeds/reports.atom", wrapper.GetReportsFeed, options.OperationMiddlewares["getReportsFeed"]...)
 	router.GET(options.BaseURL+"/feeds/regressions.atom", wrapper.GetRegressionsFeed, options.OperationMiddlewares["getRegressionsFeed"]...)
 	router.GET(options.BaseURL+"/v1/calculator/decode", wrapper.EstimateDecode, options.OperationMiddlewares["estimateDecode"]...)
 	router.GET(options.BaseURL+"/v1/calculator/capacity", wrapper.EstimateCapacity, options.OperationMiddlewares["estimateCapacity"]...)
@@ -6461,6 +6558,88 @@ func (response GetRegressionsFeed503ApplicationProblemPlusJSONResponse) VisitGet
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetReportsFeedRequestObject struct {
+	Params GetReportsFeedParams
+}
+
+type GetReportsFeedResponseObject interface {
+	VisitGetReportsFeedResponse(w http.ResponseWriter) error
+}
+
+type GetReportsFeed200ApplicationAtomXMLResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetReportsFeed200ApplicationAtomXMLResponse) VisitGetReportsFeedResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/atom+xml")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetReportsFeed304Response = NotModifiedResponse
+
+func (response GetReportsFeed304Response) VisitGetReportsFeedResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetReportsFeed400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetReportsFeed400ApplicationProblemPlusJSONResponse) VisitGetReportsFeedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetReportsFeed429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetReportsFeed429ApplicationProblemPlusJSONResponse) VisitGetReportsFeedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -11053,6 +11232,82 @@ func (response GetSigningKey429ApplicationProblemPlusJSONResponse) VisitGetSigni
 	return err
 }
 
+type ListSubmittersRequestObject struct {
+	Params ListSubmittersParams
+}
+
+type ListSubmittersResponseObject interface {
+	VisitListSubmittersResponse(w http.ResponseWriter) error
+}
+
+type ListSubmitters200JSONResponse SubmitterCatalog
+
+func (response ListSubmitters200JSONResponse) VisitListSubmittersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSubmitters304Response = NotModifiedResponse
+
+func (response ListSubmitters304Response) VisitListSubmittersResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
+type ListSubmitters400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListSubmitters400ApplicationProblemPlusJSONResponse) VisitListSubmittersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSubmitters429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListSubmitters429ApplicationProblemPlusJSONResponse) VisitListSubmittersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetSubmitterRequestObject struct {
 	Name   string `json:"name"`
 	Params GetSubmitterParams
@@ -11157,6 +11412,9 @@ type StrictServerInterface interface {
 	// GetRegressionsFeed Regressions, as an Atom feed
 	// (GET /feeds/regressions.atom)
 	GetRegressionsFeed(ctx context.Context, request GetRegressionsFeedRequestObject) (GetRegressionsFeedResponseObject, error)
+	// GetReportsFeed The site's reports, as an Atom feed
+	// (GET /feeds/reports.atom)
+	GetReportsFeed(ctx context.Context, request GetReportsFeedRequestObject) (GetReportsFeedResponseObject, error)
 	// GetRunsFeed New runs, as an Atom feed
 	// (GET /feeds/runs.atom)
 	GetRunsFeed(ctx context.Context, request GetRunsFeedRequestObject) (GetRunsFeedResponseObject, error)
@@ -11280,6 +11538,9 @@ type StrictServerInterface interface {
 	// GetSigningKey A registered signing key, to verify signed runs offline
 	// (GET /v1/signing-keys/{fingerprint})
 	GetSigningKey(ctx context.Context, request GetSigningKeyRequestObject) (GetSigningKeyResponseObject, error)
+	// ListSubmitters Submitters with run counts
+	// (GET /v1/submitters)
+	ListSubmitters(ctx context.Context, request ListSubmittersRequestObject) (ListSubmittersResponseObject, error)
 	// GetSubmitter A submitter's profile and newest runs
 	// (GET /v1/submitters/{name})
 	GetSubmitter(ctx context.Context, request GetSubmitterRequestObject) (GetSubmitterResponseObject, error)
@@ -11367,6 +11628,31 @@ func (sh *strictHandler) GetRegressionsFeed(ctx echo.Context, params GetRegressi
 		return err
 	} else if validResponse, ok := response.(GetRegressionsFeedResponseObject); ok {
 		return validResponse.VisitGetRegressionsFeedResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetReportsFeed operation middleware
+func (sh *strictHandler) GetReportsFeed(ctx echo.Context, params GetReportsFeedParams) error {
+	var request GetReportsFeedRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetReportsFeed(ctx.Request().Context(), request.(GetReportsFeedRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetReportsFeed")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetReportsFeedResponseObject); ok {
+		return validResponse.VisitGetReportsFeedResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -12553,6 +12839,31 @@ func (sh *strictHandler) GetSigningKey(ctx echo.Context, fingerprint ParamFinger
 	return nil
 }
 
+// ListSubmitters operation middleware
+func (sh *strictHandler) ListSubmitters(ctx echo.Context, params ListSubmittersParams) error {
+	var request ListSubmittersRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListSubmitters(ctx.Request().Context(), request.(ListSubmittersRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListSubmitters")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListSubmittersResponseObject); ok {
+		return validResponse.VisitListSubmittersResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetSubmitter operation middleware
 func (sh *strictHandler) GetSubmitter(ctx echo.Context, name string, params GetSubmitterParams) error {
 	var request GetSubmitterRequestObject
@@ -12584,696 +12895,703 @@ func (sh *strictHandler) GetSubmitter(ctx echo.Context, name string, params GetS
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L1bcyNHlib4V3zQXZZAKQAC4CWZoMl6mFflKJliMZlSVxc0CEeEA3Ax4B4K9yAIadJs9mW222yeZs1W",
-	"Zvs4tj1v+7Av2/vc+gP9G2Rr+zvW/Bz3uAABIEBSquqdqYdSMhDh1+Pn5ud858dGIOexFExo1Rj82GB3",
-	"dB5HDP79mib0KhXmnyqdz2mybAwa52ScijBiIUlSQZp6IUmcsAmPIpLIhSJUhETPEsZIyAIZMhKwKFJE",
-	"TgjXikwTHrYaXuOWRikzDY+ZCGZzmtyYP/CLkWZKNwaN1/yOhSRME6q5FA2vMad3I5nqONUjLW+YUI3B",
-	"ae9Z32vYAYzmMmSNQeOCUZUm+C0XUzeQBU3m7TRueI2E3XJl2hw05pSbphULpAjVKGbJaI6fz5nQjcFh",
-	"1/yY3LIQWo8aAxxyw2toKc2fUTRvczFhCRMBaxd/HN2yxHZz2+2cdrqNT14jSBjVLBxRM8V+t3/S7vXa",
-	"h93rfn9w3B8cH3aOnj3rP+3/XcOzy9EY/OnHBr2djmig+S0bJez7lCmzWz0PnsdywZLRojEQaRR5sJ8R",
-	"M13kb3bNYxGkiRnkEr4MpNDsLl/JrtdwSz1SOO+Vte4fwVqzxDVsfjHvnh52jryG0lSnysyVRjw0SzDW",
-	"o7kZZt8sh6ZR4f2e19B6gr+fHn/yNszw9N4zPL3PDHvHh4cnlVM8OeqcbJviced4ZZLHvV7nsDDLw+PT",
-	"32aavZPD06OdUz09PDmtnOkhDHvjTA9XN7P/9FlpN4+PTo4/fes1mJhygUecBjdMhI1BI0hD2vAa45RH",
-	"5s/bKJofmP9ry5gJyge33c5hv9Nt352ejE6OGl5D0DmzLza8xvcpFZr/gOxg0DhPtbySqQjJN0fnvRM4",
-	"17FUXEtgVFOuZ+m4E0jbR5zI71igD2xj+dnETs3ZnNEkXNAERl21IXHaGDTeCs0i8rdMCvLquN0/Oe2S",
-	"WzPWIE5HgUwM6+yZ9U/4LUsKLOD4tNvpPT3tdM3LU2jq6vpvyWH3pIsPRoFMDcvpeQ1plv7jOBU6Jf2j",
-	"Tveoc9zwGnHAzWq8YeKQ3MGEcYARn3Nthtl72vUaCZ2PpmO7U8vYfPGSqyBhmpE3lx/N1N0rvf4nr8HN",
-	"ViTL/s3y+/CH5Ean3/eXhoNFNDWszCyF1kwALeVbeX319vqr96Pz6+v3DSDVORVuTwkwTPKO0ZAlY0mT",
-	"8MKwzt6BESi9znH76Hk727w2bF776vo9abfn9K4NbLYdMUH6J/3e0RFpt6dx2p6zuUyW7VTzyJIA6Xae",
-	"HdmPRDpvK/a9Ir3+KWm3maDjiLVBLty1AxrMjBxot3WSKt1O2Fxq1gah0G5HVExTOmW2YymiJWm3b27h",
-	"M9YOzRoSLvQRCAc4P6MZoyFpt7OFaduFIeVlwWGMcBgjO4zGQCcp8xqTiE5VaXnbm5a3cjqNQcM0hLRT",
-	"sTxA2c8MsZXn0hg0KmYDG762EHkfpZ0xkgv2xv7gVr8xaPT6p4ZbrK6za+gTUjqOdlQarRmsGSusExtt",
-	"H6tRBWA4IxgOjgYfi3Q+wsH0+qdeQ0htjuSfGh+FTgULiUx1W07aesbaY3lHxlSxiAvWIR9iFlhdYUCE",
-	"NI++/JrAaAakehi9O+LOMOn13zz3iNIyuCG9p13yDYFz6ZHLF28ZcYeW/AdSyUBI7+gF+Q/ksE/ePCcv",
-	"X14dtftH3S75D6TMBTzy/uu3L9+eE2QvpMBUvv3kNeZMz2RoiCqIqDL7oVKlKRcsHFltwryU6TeVwmFU",
-	"kAqO9VkNqzFosLsgSkMWmq20GtGPjk/ve+J383TbiVUBBz82ZjwMzY5PaKSYZ/8EZQoHah+MlysPEkaV",
-	"aQEfGnkzsgew+ykjkpW5/unHNeHq9E05jzOJ2T88elolMTPJf/S0b0T/BkFdbqz37HhrY6f9w6dGvMaJ",
-	"vGWCigCElRm/G77iU0F1mpQesLCwJEqmScBGE5nMQQuN6dTQhX08ZyGnI3v6zIAP4ohycUaCGU0U05+n",
-	"etI+zd9XM9o/PmkMGs9OJ8f9sHvMWI+xPu31eqenIQvG9LDXDcLuSfi03w/ZMxp2D5+Nw8Pw6fFRcPT0",
-	"tH/09HByeHQ8LjTJf2BGL3x6nD1KE0N8B7e9gyQV6mBVXh3ga4Zeih/Y+abjOde6vAb2WeIeaK4jM+Md",
-	"MkqK8ol3zA7O3IwFN8rSDfC8MRXhgod6Btq8ptxMQs8YmVBlrBwwjshEJmAcjYHwm5ZOSJf8/BPptYyd",
-	"pQjV5LBHfmfsqP7TbqdLtLw5UCRmCbFHdZAN7Ikihydd8ub5gYImiDSsot/pmmemhXyOZMH4dKah/SMy",
-	"NqOIo1SRU/Ilh1e//Br6AJo1f9vBedAwaCUZrcZUKeAL2fRRUbwtc5TCSvT71jo0qi5NWHhGzOLM+HRm",
-	"Fgc+J1yR02OcecyStm2GqJix0IwCtWm3CmrLwL5FoTtlYcY/LA/407deI0kjpnJ9rffp06dPXiOmCZ0z",
-	"zRIQ1c9luPyQny9jsaog4bHlXj4L+8fHvWef+9YMZiBeTo5I8+r1C3J0cnTqkZiGoRFDCRFSt8y0zHsn",
-	"R+3xUrOheIVNkOwY47en3cO+R2Lzt32jhdsKnchw+UQRdkcDPRSmHeURqohiQnfIe8ZCRXwz9nY2+PaX",
-	"bOl3yHmhHz2jmoSSqaEQUpNblvDJkjSpkYXtgAopeEAjIgXzyAfyyz/8I3nnEcHMIMxXLbNTlBipRUUI",
-	"bYDWxZURirC5FBvlZvqCmV9uWKzJgusZzCNJxVA0/Zy3dbLR+R5ZfQ7n2W91hsaA52b9ZyB/cruhPGVD",
-	"EsGMzanZuDm9e8fEVM8ag363a/bZMAPTyL93m/in8/bf0fYP3fazzw6+/ezzH7te/9NfNzKlWunEaGGG",
-	"SEpk8SVbrlPGtTnzXExZEidcaLfrZhpmjW7YkjT9y68+XBPD4uzj9g1bKr9F9IyroTi/fAvvJWzKlWYJ",
-	"C2H7YGnhB9g/rgxZEUqyDfOGYpJGUVsmIUsc8ZBYmmE088bImE1kwsic6oTfhSRhk1SxkKg0mA2FGUnL",
-	"7R50YfZ2gJMwrFSZU5NTgKBzMy8zcoK7UnubDGWWtqqwNX/qtp/R9uTbH0+ONmzFCxoFxspZ24FvDJH5",
-	"oLH4HuFCaaPDywnxk1SMeOgj73lz+dEMnnkkoIq1uVBMKG44jGeOLBVL+Bn+HXEKji1KnOHYDqimkZxC",
-	"M03/sPus67c6bt7fpyxZ5tM2NuA2kpxz4f7ubZnqBejSH4uq9Orcz81+sYT4m0wp/4yogEZMwRoYni9l",
-	"RCJ+w4hvrUV/yzSq9PnizDJNI5TpOLLmBJ+nc5jZnAv8d7fTPc4mKtL5mCXZRC/o3VegpF5b7WnthMFz",
-	"kjD01hUlIwhYVHHPHJ95osh4SUI2oWmkN01t3eG4sl92DidPnz7t904KU8k3jAvNpsWJOJ25ijyncbqJ",
-	"OOkaQZqDh+Tg2AlQN9DnxhlB7w+luiuZTmcVZBZFckF8TZMp0yMzFzgdlvjMkZgyYXV5kE+URHTMInAm",
-	"myYJU5rPqWakmckEo0KRufPo0iCRShXaUbC5+aai24lM6JxHy41HD3orLYOlhEwxsBMfSxkxKvKZp+Lt",
-	"y2r2nqSCaHCGhzzQZJLIeYd8lZCp2SrLeEAtgF3uENxxu7/eUPg4dKeB2HfL9rBPaMII6pkeMPpgJnnA",
-	"1MAI1KGw6wDyGH6eUx3M1tgy16RZEM9UqAWIADPmoaA4lRkjcHoMX7dGnyoK29UlhYlsZNyZLB21v/2x",
-	"523l39dAQJVc/LxATJboHe8ljvc2/TevUI66n8zxyRn3UADn9gjrTDsEmbTh5741rd+w1zIJmFWnDQe3",
-	"ck6zmGg+N4rLUMyl4TLjpZMa6glBLkgypZ8AiRpCz+i3RKxDUaJW0hxTxRXxgRWHI2QG9iBQTUyPhm0Z",
-	"uuBiKHx4vcOSRCYj83QUB9pvnZGvr84vHGtThibh8zeXH58YtVCEhJo/hmIxk4rh2xn3eKIykwDudJpC",
-	"kkTKOYnYBBkpzbwiraFAyur3iaJLQ00zuSDzNJhhq1yThUyjkGh6wzrkKxEtYT4cyGsosmWBsZW4Qyoi",
-	"phTx4aR+rpOU+ZtpL+c4m1hbry5rM+N+83wz4cG8jH2aqXCGqAw5gsflzAnQgMY04HoJ6i/sp6MVK103",
-	"sSbnnK0pP4+6z6rlTlF+SqXP5zJxfpY/MppUSFB4TKggciGyPfHdGRqlKvTNbGLKjWiaoPnRPH16ckJm",
-	"hNFgtpHd0kLnoyX0XpwecBfFb9mFm4b1kG6e9nG3qDdsmvSriAU64WYfPn54ecmSL7+pEFuXCQ9gO1n+",
-	"ukc+fngJOsTNNzMPFQi3Koo0u2QxY8LQt2EFk4Sx1hmhEZhGXJPYtIi6lCHp6dK0nvEpGiWMhktcyIlM",
-	"OuTaHAbw5cMCI3/zcq7RzHahU7iW8EEjNZ0YI9qwE7/4a8sjLFIMXkBfvtnO0o2BX3jF9TAUlo+at3UY",
-	"l98q/KaWSrP5yOhIrktjLC5mMmJDgb8+UcRuGVnQKCLwIi4nLCRyoFsmQpmQOB1HXM1AciGDun552RoQ",
-	"P5BKd7APdO74ht2Yr3kw65CiTDCMRhHw4QOHycc74dM0Yeos00dQWZKioDyA8i81PIH+CiyqaKSaaZmv",
-	"N3OkAimZgwMOkJvFrLZW3K1F328uP34h0+TjhwqV5IoJTSMkRUN+xuA28wMWLshMpgkSedMSnkC/bgvI",
-	"0eoEoFEIEtAkMWYf7IQ/IL6bkmnFJ5+DSgN/IJf4+SfcXvADZC/PeRQZBlDSqLd8fUCa4AEaCvR1/fwT",
-	"OTzpdlvg4en+8j/9Xx3yXha8B3BA29kxyz03m7ep2PEee1Nrc76wA6ncncvitmSchTS5VkTNzPCdSg+X",
-	"PawFe+WVma858Guc1SfNsdQz8C8xbij9DJfI30CTfmtQ2CS3o7ADP/+0yv8PSLOyz59/IigIWkPxWfbx",
-	"N46XkQNilg0a3DSMzbtUHMI+u9StsVNvQzaPpWYiWFY6bs7FkuRGVu+X//i/9I+PCThx6Dhi5PzDi7dv",
-	"wTVOA0NrRnPh36esaH+ekYTNmenSaoD9Izh/yOqtX6ezyTtSGOGaa6RovB0fr2o4Rf17OLzr99rD4d3T",
-	"V99+Vq16v528l4JdGIthfR1eXdOpQgdwzK1sCyLOhCYzGYXqDCWidethgAIyUuQk5ulh9whJUUhwWW6e",
-	"8qRthtLGsWy0Vo9OK6eBjOy18/SuzsT+jm514PQRTRUf88ioa2hbEesnJk0fvPsd+7fRrkERlqmu4T+w",
-	"PHXkvM57GpyXhoO9SBMlk2qT0xfsTo8CeMN3HCNO2C2XqVHUpgzMbGOBik1jxK83LfJxr79bb4Zxvsri",
-	"PVYIB02cap8aaaINdhtF882OMhtK8hCvRWGIXzsP/4aRWvvbLJzTSMLNI8fgkV1jz64VHmKewBxe507k",
-	"CmZVdCiDzpO97KEeaER928yFzNgd+fDFebt/fOKC8w77JKELnHXQvmFLAlcJ2dRiChdZdmaFxiH05vuU",
-	"J+a8oe5+T/ctzjGi001eFnOUnijCQ6DszNKHS8Ef0Qfx6QBudXwScaUV4XrTBCI6RZfF5sFnEoYLDRFJ",
-	"Ozx8OH770dr1UKBufRAALz58jZyQWu84SeTCyGmh0Kzyz4OAxdrvkH/34av3NViNHWjJrBJmnH9qfKeA",
-	"8AJ12/h245pXels2O8Md+ec+kl/Lyw2j+/LrFzSYsZf4cxVd5BbOauyOvz76TWNdCT558GF9Z8ysCgmk",
-	"2RxlP7Jo0Cq63U2jAmOtWnaAGexUnn5J29lCnxtc0C/+IvzLMMI/lKJCVgda/LUmmz7/5g/kqD3mejOh",
-	"liJRHjyD7Y7inIMZHoW+oRIv80lTgYLpkZAl/NY6Z4FNwxW80K0NbC1zxNZjyXUdszCrDy6S4vmGO050",
-	"sSK1uAtL8D5mMRjOhvbwujpabtqPUtTGhv04Oaq5HR/ycI/VYWc/kRkVYcSAMRv9zv+3e7COPJ7kwaSD",
-	"LsgLeldh1BudVQrrPAEBoslcKo03rZnn1SNvnu9wMI7m9G4/Y2qXKVUcPBc1Bx8xer/Rc/GYo/9kjouK",
-	"pVCY+vCchlcuAs5GbqHCReM44gEwiYM4keOIzT8DATv4sTCav07YpDFo/NVBnlxxgL+qg0v8Cjtd1d8y",
-	"p4Wxl+Y0MtMyfM3Qo5yQhIops6EjYGuhizGE2/yhAO8XeAXBJiOUvP/4DpQ48wyUOTyNNGHQxMfr1+3T",
-	"M+LDHYLyh8KsMqhM5JzM00jzmCYajLXsWFCSMBqC8QsBSzRZ5hdMWkpjx4MLREwiHvym62c40Iq5TBZU",
-	"EQhkQIqzzj9rmXfMSF9zrSGe9rcdaMGPiDEyPIrImBlxO0FO2aQTQwlmwZWmiYadXcx4xIZiTsXSRoYl",
-	"zH1ADVEEbGD+xh/mNGRAKEbbeHH50bxC4RKrNRQYo5RdAJIF5dp6KLgG4STF1PyXazKnS9KkY0MAvS5R",
-	"Leu0nnBNphJcrmfEv2I6WbbPzagzFy2DW1GqbgidUi7Qy4NKL5y0wjflpV3TXswyvpbJ2EaA/ra7ZQQZ",
-	"VwTiMck41U6MAX3lwq1EZODV+eQ13kg0jH87NmJjZg0joIpgCKwb8YD4GIBX3CJDCovZEhyQQwH2Ezyb",
-	"caVlsiRK02V27lv2iL8VsBw2Rew3PjskoBCmNmY2BmqQsTFr+LFbliyJ7d+DGyrYn6EwpwPsqkvDN8H5",
-	"Dbek2HDTP8BY6YPDg3LMrt/yCCxQxAUzC5cgB+YiTjVQAiUTbpQ2XE+Mx1okUkztkl04lv5brxiwcBsc",
-	"tmBR1MZhkCasQxb6B7/HNFEwB5KKjNeXpUELAqDK4mpMQyD391K/NoLht5ziewmBarh/0pjTqWYtN5wL",
-	"GULUYbXOim7MJ0axjpek6Ze8jz5xIlGRV9d02iq4N8+KjswCSzPvVfKyTNMzE7hKxQvMBdyyUG6BimmZ",
-	"E5psXCr33oHL3TQ91VtdfHttZT/Y2E3/ncQxwSVwfhH28erdyvQzCazbVyyO6LJq4X240rfyIZdBcP/M",
-	"aBLxQvhWdsMDd+0rAr5T6fOAZJNKb4ebRq0NenXHFebF/sXuz7VbFztCFEgYFWpvms9whe222d+SVNTb",
-	"t19nca+lfEeTKftz8cHIdJ4YxoeCEZwspNkjF/w58o1rKS+oWF5luZe/7UDt5QpVN0Ylo0q70RpOZEdr",
-	"dhcdSe7tMEyYUt5QLBJutP3CBVML1EfzdRYqD2wfr/WDGSMhDzF42N39SnlD5jJhmNCXYPBTNgi8p2yu",
-	"dw/SLzYt2K7P1lQOHsxag20Ko06WQwEaI3qu/SuqGfjT2r/3rdMUbzaQF1lWYVOurOgdCrisQWHs4jXI",
-	"JI2iTcpo1knmutuikHqF96/YnHJhzYja3yhWo4+9FOSPgqZ6JhP+A/utBbDdbCAztE3zeHTUm5upuBFy",
-	"IcwbCbuVN0awADG49xTlYWuFL33zzTft81TPmNBm+Gw3c/ko6C3lkdFbfutjG1JNx1SxXJvC0wQs5aOI",
-	"Exkwpf5cI8tHpdI4lon1vLg4z3XTYGljOOzrLPTxbKEjgqsz4gdUhDykmmWKN5ilVrKzoVBw48+lwGhU",
-	"FhJlVHMaES4g8Udzo2BKwZTVkj+KrL8LFnJ6bd3+v7WgeKLIC+yyfQ1ZwKrkeJGxDVckueMFtUXqkuUI",
-	"WoLAM8HZQppjGXKG1rnh38a+hl9a61zScGdJFBNGsc4UBXRQFXEz4sQMRXOm1lA0fmyINLInAd3AKwem",
-	"ElZj41cZs1kF3ajRT466UePljYAcVa6+Da05794qgkeN7hHbo+aLedLYzg8+Fd3yf8JuVhpZGW1h3bzS",
-	"1q7swOYlq9rhXHuT4+9YoBs2/PU5VbwiNPQLuSjGchgVU44xr7gDAynSH6T0VZtaWTQdpv2BOgp5fBGj",
-	"4BwGt69mc7Xr9L5gUXTFJrAFOBGaJHRp/i4HRAOziKKvJpCXua3JV+a751RgpmB58C8RQsYZKSUnqpvU",
-	"GTGbb2OkSzMFDcQ8d0g5th3PBkCCE+KWRqTp20Rfm+6WJQb7Lae+m3l11mi+lPu9YmkJKdDSst4KzIs0",
-	"S36LsZa4BYXchVJQpJHXby4/whwg+rmJoe9aZo4u67S//Gg4IJCtVySXG8biPKz9NqFzM71ClDtE39u/",
-	"XYYWZD/AyEY4M7A7cTKGVZZed4sOzlQXYpSkws0EwmlLaQ7lMNAnyuU8GI3WJmUovCt0Vo/bUbiY0CyJ",
-	"ZQTGu9dgdzqh+Z+FeeZ/uWvwfNBmD6WoMqQ8e4enNt4fquLyBsb6M3PC4PMJTxRagdBNxMIOwauXCSaJ",
-	"2A1ye2pzENAFxCcTlmD8LBd5ELti4CJXQ9H0S9ALZiOrE8D8lgtkFPaQD4VKkwkN2IDQKDJj5YllBFwY",
-	"pp7zAw/d3PkAQAuxhEstHeNEkUiblCxoAqEvIDuVdKkqjpmsc+4VtlGktc0cEM9KkQGSJq6aQrryHbVO",
-	"CkRdRfNI4EUqPit94w7CzPUMoc92vvkwQIewuZvc7bs9n6Ck5FR+P3LeQKQrksyu28oy5pTsWbGwSfB8",
-	"sMnaa9xrwrXyB9bIM5IRNS6uXCaJ00c7xJe3LBk5mvEHcB+SDAUdS2smqjmNImMnFpvCOzQ4BDbptUN8",
-	"d7U1SkXAErPT/mAouCBjpheMCVD2xmwpRUioWGIulRyj6O4Q39nYo+9TlrLQH4AhPRRF27vctc3ylyJg",
-	"pIn7y112m1T2gCapMITts7uAsVCNyodx4NLzyWdkTu9szqNpJksVBwPZtACCxjWz4CKUCx8vjjy43xDS",
-	"HjBM/adJwo24qEjfmYPXCVrAM+dIzDTW8BqlXWl4jfWltcEKhfUCMqyYooPCKA+8koe+cHaJvZ8oKykV",
-	"mEY1tL2VaL46n/Cwkvus4tzU0dOd9rr2y/cr4TK7tVYEu6hoKsOGuoeevcISELgEevKywKA8vWkl3mYt",
-	"UHItGGt9y6qZCRLaK5tKur71Y6fjbtUvM2X40wrkWh3baBXq5ceKd25uHd7OjGM27e52828iuahu1hyX",
-	"lfFWRcslU4AfyV90YToJi5b2/tj6BnEuHfJNpkHiXmGwXRH/ybe+OmUOswgY5hn5Lk0JAlUKDLBwgcqY",
-	"MH+AANdyykBoYRAD12TMIrmw9rBLrwtmDF/wyIrsR4cS3F7KBYGL8tzHCZ90Gt7ulRvFUiluHTWblxBT",
-	"MymsGWniSFdEDQIpFEROy5oK4CMx8tVKchQ+mw/a+mBXqKximFK4nQbBULXLfmHWfv3u13wG66+VCaEe",
-	"jdu9hBbram8rnGdlYdYPxZbNLp/2yoVePYdrZ3lt4l4llAAyosKMt/Gzy4hWiDHrURsZ7aEitC276lGO",
-	"TtEBh+pzpFmiBvae3GZuxBEVoNRizpADfwALbW0O9rwLtjAkdty1kX9zjwCUIQuJYRln6weUCbxXsONp",
-	"VR9IiUEV6/P6KsbU/wCzMHxkMxsawXdL1LTVLRhRge1XGQmYaVynDUxiXyXoFdAHx9HMqpOIBjfKRWIM",
-	"cNfWo4K8wnaCB4LRpG2TcgCLxEaUmv1sAscN5HwuhbW0rP5moaQMA5ALcYbBEUV9jqu8oQDTSMzLeDWL",
-	"ZlfLI3Zxs5yYzh4W16orDNcr3zCvTNw5Oew6MNYztHZWVqTifaT2Lj5T7GLT2DZZOtdZIq/z0BRDm4um",
-	"mwOFW9eZy6p2pVZskbbMSNaXqAIP9l7+1rV2RuAov2drNqK5iqRU3cUEe80XUjvXaJi7xDh6f2YUvWFp",
-	"MINv77PkACWYdVG5Aw5J915LgR8/aDVL6L0PbeFhI3Gghg/5+gEjWDnNOYIJElV5qarAkvMpZNtatTqb",
-	"z8PqLFY2uJKFFA7wFRoBj87m4MhVnKqvhNH9dbLE7NZUeAR9AQTBxXLAIuXX9+QXOdLeml1ZWYNhb141",
-	"bi8Ia91XnNvI+tPes34GUJj5K8GF2cS/fv4JZHLrXlM2e4gK9Vv8FBE9VhWPfJ521KtitrB5Fd+aRdv3",
-	"s4ITur4X1RFOrXW4SsUHW1igoqlbloR8nwucDyzhTH3QLK64wQG4JZtyQvQCrgcU6q94cYYhIUrnvuXK",
-	"a5Zd2pwkN0IunEc2YTREIDyGaEDKKnZyYp3tRtlCbykiyLACWlD+BvgXLXpPncTlByhiucfW6l0Z+axS",
-	"ofPp7lLIpNIbVguMDqE0BaenP41T5UN+SIsEUjkfRBYd6BzfHfLK2CxDgegWEG60gp4CDzFmNeI2wQqa",
-	"75ArZkyTKtCDdSAK80mHfLUQLBzAH+uYCEOxGxSBfJZ/nIGlZJgIQ7EZFIHshM9Ym4fDzSAbYDNsSMd3",
-	"EgBPzXfFJs06VI210CTGUg9Fdm0JFx+GIov95peaNvMYtjR/11jKQwH72do9zR1jBkvIulTQSbUsBIjP",
-	"aEiaQtrewJgBh7hT2xDa0V6qZONOmMWN754R7JjQSMmhcBeMSHMILNOyN5blrcDRZJBKQK6A+5VvNxEA",
-	"z0pLrdmbSIg3EYzIyaoNPRQW/MYounjUjH3Gogl8ZFYCLvFwAGascFIgRF3dsLAzFF/TKHVxKDIVIV4Z",
-	"nWAK+YQHVGgS8inXFj+lLDQNiVQmDKvyoU4V2+Bu27CXe9zXOw+vYfZrfLqIF1TFfcy65PQdyDnDC7xB",
-	"EeQngx28ZQmdMhImdLETjal09f9EkcdAZSIPAWVae+oPiAVqIltxmhwWEkCBnREaLehSrXSJeEIWX7QA",
-	"/bjpsrEwVSNAsJ2RDmOjeK+Ms/Gtt/suIyvSUaWtIoiZnc43Zkj3sWbNScXITjehBGSIMf/Mwa6084qc",
-	"oHpw7pAgDpMFZbrnGLeyz8c5Uyt6glsVD3nByoR3jSjft5WjupkxVOkWGJdT7cyoLLVzL1OzVAtmdScv",
-	"VpkEMvIC5Ba3KQ6GH9yfCqvKAdW8i3q4PVisJnSvJbxPgOEjOaNyH9GugDLrmnuwk+bhHpYHeEb2s5gf",
-	"5uuoOmKVlLpKACWKKh+w7cf8HUdjonzUM1OnltlZYBobzd6q0PIN7iLsc/OwLzGqjlf5Hu5xF+1cjTs+",
-	"+vJrd3P0aEwgsIZcPVECZt8GO5xafbRZtrgyFWojlF92c2qT0aVglVZ6Je94DLWyJjPJI5pKzOQxRrDC",
-	"XR6lyZzd3KO5Fc/79evrPGMPY1jt3fuCIpgBVc5taCszAtLJTm/LY10G358BZi7ejBMWw5rsbS6ckh0u",
-	"kRwsbZUd1I9FslX0aryJ0BlZkmJeUO/hgUTFins1Xr93oDxMIf9+LXrILVxpRG6NNu/ACzQ/HipQSo29",
-	"1Wy+kyg3y4z1ttYGl5dWrAwctmUEqzj4vdc/g+DLdyDvqnIaWTB9dQwziyjgM81oNGkDWrpyuEHOAaPg",
-	"duF3g5VYdAgfHAp7ez1jUdg2kgBz/zOA9cxhmLApnzPSLAa5Diw4sISwYxqRZ13yO1t+ybYriOJiGrE2",
-	"xO9j4x5+9st//vtu59k//1NTfNZr/fKf/6GtZ1m0j0cWPGQCHY498hnpHfzy9/+byIY1YQs3UjoU9tbx",
-	"jBRDbgdEL4xshFlLzC8QRH2fWlRYMzqw3dsRF2wo3NgKYDp2DW2DOLEWjF6QgEZ8nFCdg9HDOFZLJ6D/",
-	"tOCXJk2IS/7nf4LW/r01qR04lRRDkd1VQ5VfRZQFnofFlZN8q1wWxYRGkTGCecha6OCbRBITlzXpkd+V",
-	"46GnceoPRWmW5doQc3nLxdR2bsN0LV63jXqgQ1HEmJeJqyeBwS6ANe+3qsKwS6s7FDU6hu9c0D254Ya0",
-	"RGYSwmztgjchE6MtRVZ5MdUe+LFXilnYCLw8uWQogDoDGkPevM0HaNJSXB/eVCPwi5rJRLMkiwZLUgHV",
-	"nlyCMbwEIWOQwtkqnccnCny2hAmITM6Rp6jGgTxRHhE0SdD+FTbWjIcsD3aG7JUKd+I2e2t/+2q7RVQW",
-	"9LbnSh5WCCFdA2pCpZ6FBEpZw3ExJ9Mt1npalIvyrDFBG9xZ482sjva+i4AfYlcejq1qCV5zFoXAy6td",
-	"WDb1EiOPHKgSWcGxMsIbb2AmpjkoZuM+NKeygJ9jOKJ5MUZgFp80watuOJ2/BXCltb7c0FW18MkHRzUB",
-	"JEVXC2QtkMyKQ69xh/WzGoPeJ69huqxuOo0jSUPDW3nECs0DptI8lokGluASYM1bamt3h4YcKoF1TXe9",
-	"9pgqFhLAo7E6db6YpvUK33uh9SPIG1OKTivUicJ7x+BnhS2pOgwlLB0oV3fyrNtrlWB13BJvxNY5I2we",
-	"62WxRArWCAJhB97kTH/d1Mi2leyvp6zgxCvpPqIVWmGxdnvxyFHN2prPWWNj/P8ajmxFbDdbjpymvr7T",
-	"JTDFhHKz64hsW6GTUxvnsE1nNTO8wjcR/E5GaTXcJpQDCOfc6AhCarYlQrg4CCWj2+1rVb+RcT3zYkug",
-	"mCGS3T4dnqcsNQo7kq2pbadUxb881/KgSwu7ic7eGmYGtncYcvMmjS4LZGfxwcuUeJ89dktQcQ/vUKq8",
-	"TGmDCx1FAiowsqCDMcwFNMsacJYld1lpBTetxWO49+Ds/rqOvcLCrmes8bkNzIiYT1D8Ko/4sMCjrCQV",
-	"wFQpptO45RFK/DBFQANWKpoGjNNXMaQPGq0UHvukqejSopwI4pslLV+4FcbQ8BrlrsH5ajuDhD3IU4WG",
-	"Ky+ycLJF/rAHoWJl4kqiM+J7YowJKxqAzlg5DgcvhdAEtEtJlLYp0A+iRxhY1d6+ufz4SG6BvKUH+gRW",
-	"Glob1jRO7+UNyHO91jl+Vugqy9QxtrTRYDxCVcBEyMW0FGZUR3PfNn9Mkc4TxLY7GN5gSvIHTRPNNip6",
-	"U0b8gym+2lb4rm/UipBquq40svkY29q6rSkP2St4EwoET9mW3iHrn8m4pImVZPWGsWfgIjbWH/J8s52A",
-	"Km5o7rmAmnnt8EOYwFeu/UpWySDuLNgwM6N0JTTQmdWTvQ+TfsSBoDJbqx3EcV6jKlvcPMGC/bY9z+50",
-	"caaVRJbwDZHyNS5UHvmyxPnN/YPb3kFAoyCNqJaJVYX99YsRIy8QF8GloLmo9i3YEX8OtINf7bIG5k2r",
-	"qq3OlivLAtIIwC+dYV9Lzc2vg377pGc7v51pBv+/vHTaHpvymFc8OZSBpSZ7tjfxi23XvX+OKG652ENj",
-	"SXhoA9IfJRr8Ea7vCgASm+OQYZI77tzc3DbH/9deok2hA4+QQLYRJKOgdVSBGSR8nGpWfxrf8HDK9Ln7",
-	"sGo2mzWbBXz8xJWY0pJMEgqXLBrA5BJMX/QcFtA0TuH2Yc5alVoQtr+jL/wBeoskDZ3ew5VFp6xuWfA4",
-	"ZhVNf3F98Q4VK9AEUMnFvkDQaqfAqZlcKML1wGi/EQ0Y+euL8+urt3/70t1yZyN4okoImFcf34/evnR1",
-	"flzVj05jl2ViV8Nzqoubg1fc540kkqtT68nCa1L+zavrhte4/OrDdbVgpnq2QzsFIjATVMSXMRM05p0l",
-	"nUc+sQikG5xUyuZ97LTGM/Zrq5y4DzcuwIdMZVw5JGnVZL6QC0JxrIQWQCZV5ajRxNmU++GbhczLUaG/",
-	"1wfN3cbMg7LsYyv1M6TeQkO2qlTFQc1NhfpcbIfmvbIJsHaljvK1qNoIV/uyOijzAaGUGY4NsJd7h1Ki",
-	"vbxTuwvidBTIhNUMWAwTbrS+fdBhrOWee7ZdQa1G9cu5Ob97OFLVGkIc8JXokDdMHJG73kmjdvS1jVzf",
-	"UZoLdxOxi7Mix/fdwwfg1LgHxTm/5CpImAYqqzPvR8TJsfA2aDPle1x0hQTwW06O2fRhl9cob3VbygGW",
-	"dsu3nVtbDW7l6EacKranBkiTYMY1C3SaVEesTOLeyUhPIhlXsNWXTChGXl/2Tg6ev+6dEM2Ekgm5fv3u",
-	"q8sPXmbsqpgmiuvlPUkpjwmogNBwQFy2iHtWHAqDBWyWDYYXGCaVt1UpQJxZXQOwIwsvkDZ8/M3lxw3A",
-	"NQi+N6YihEia0XRc1yHnLpzWY8as37YGUOvUAbM6rSKQQqVzuGlcyOTGmF8WvpRq2g6Y0OCEjmisZdxW",
-	"MqhUPjal7hiWYiuGA6SxmjGmCYBryjANNKptmMQJJb8huQfUxWpNZDVlZrNPLqSakeYf//jHP7YvLtov",
-	"X7aqE24yWL6sZBvOpcqjsFId89sfjz618R/9/B9/XWvcNRYMHaI7x1zP9bHWyrauCxlGmVAHlbuQheRy",
-	"jYia8Rh8Xc0XWAff0LcHlQvA4JhQoTxsp63SOI6WJJJKMTVAxG1o5PrlZcuzDjDzd16/Kg9Uun55eQao",
-	"EKWS8m44gRRAQhZxUBOu7slhIGWrenkwQ0kuhBkMaY4lTWw2qxk9IEraovf37BvXfxfYW3lgr2VCzuM4",
-	"sjcvDusqFVBGpY0bUl6f6tFtl3z2ctUJlmysK2KjxKFzjlMUkJUssCxc3C5UUu7m47SJQWQMyvLKVd6+",
-	"Tbw+xi1nUVTf/2bpC0YjNIvKY1n3a8qb3SCg9qvKjnjIHnbRvebB9cA2h2oRia0HYUNgjnrdx7qvrppL",
-	"yR6r8vFpJvQo0zFd1RR2pw/iCD2/WTWlA3Nm2kaQVQrBSdaJa8Y6BaKIzml7jAhJ7TETUCj9Norm2R/T",
-	"hIft6qq/e9jfWWHh0ry22+GF3JO15VmHPayoZ1MF02qd3VXQefUw69bAEzeD+pXhYRFf1gbAhqWM16+v",
-	"zi9a9eAEqXY4chsgV5jFfd8E51cM6vz5J9KswnptVQ5lHYZvpTJnEZPR4dFSkcHRulDP5mw5TnhoY1tL",
-	"KIapgLbrwReuHbXyzGvg621Z3LXpVlHoO7BJHwsWNpDz+cZQdzR/iX3HI7csGVPN6ylZTJifR4Abfwd4",
-	"qDYRecOXYykjRsGhA0X8NnPbCnVgpRw+wAKaVpyuZqeA4dRGlYosuklI1YypFvnlP/0XUHchuPSM+EMo",
-	"FTVsOHz2MdSqjOi0cGLyPanGEb+nhX8ffN3SnVstF4v5RKTzkWLf1/QRGV1hE14ZLi8UopsDCF/EBVO5",
-	"mev/lf8AXBdHpG4MqxPeuAEr06yFzLuJch1ZVp5JEOKgAP9KqFb7aViF8bwSuhqjaDv+Jlzf+9mN8udQ",
-	"826QR3EUYDgJVsnxDN+9MUY/1PjdZO/rmQxHkJaxaxIX8O4LeBU/TXhQUkv2z/ut0ieEWfsgTRSaGrv9",
-	"hhhAVHvNYL3KOJjG1LOrtWT6LK8xi0HlE7awyE4bAEiyPjakKFFxY7rjELGdx/sj5ldzdYhFLaDAhbfA",
-	"RVVPNEM5dv0HMo2wLhsXQZSGjDTXFuNsHQbUroy9hqsFA+qtw4A6agQtoBIC1FWONQqRXS77kVXR3OOz",
-	"3KNVWDyfpEIx3RpAI3lZB/BUcIUx4baktQVzxlA07GNCuVHJaAUWloOwtas2sshYfutBPHRrLqk9XSsn",
-	"1PVWPiQ7OCBynMq76voRE8VE92+9XfV47JparQ7OUE71jhqzrYNKoIjQnefbtaqTsUsREfsMvRBLsSE4",
-	"qpq75uFRT7Lq1qW8AgttDoAcQCaGsiGDF2PasiweuGkQN+vHt5c1OGZKnxGzQ7biCR6+aqaTpGI/VLx7",
-	"Z/jAsL0s0cd0jPEFlaR3QXXC7/71RazguLfGrOwR8b0rxGTzytWMLLnXuV0PnfoN404udhTEsSn8Vqyw",
-	"JGcq9ihC8qgLFM2RHCrqht1Ln8lk1ajqPgXlP8q1LMwv43rmBDcn/I6FbQdH4kAYW/f0tpZgTkYFdapC",
-	"yYB3cGyufql1dBoZieOyJVyKo6pdmq8S9szWI7Q79iQD60PVAkD8+BzqHAkoBIYIDkbhse+EfgsrfEbL",
-	"wm0Xafrszv1ezERwTyGQ1P5zN6zXKr1aQVre7m2rnS/CZqJ+4QiuIpYDE3YnJWXIBfGUSJ4mrEPe29QE",
-	"ORmKHLRzBc9zDc4To7gBw/2WJVb8ekMRG/URTACHxu9KYnSGok18lSosPTWysb8DN6QZi2ymL1BPKQ8Y",
-	"TXB4PhSEZATf9Eur6mOiuNv3J1nNuhwML6aJNk0AsOM4FaEZrVHYVGtAlGY0XLaVpppZ4qJZlQyjvVlf",
-	"E07FOjBH4zRR2h/AFSo8M2v/nDhPjgufoRPI2nSwIma5SbFIyRNFInDwkiaIYlzEvJR4y8tIVkzNt/5G",
-	"CvKx8JE6s5PIIk8KNG/OACwEeGM7QRw/UcSvcM36HpETzQQ57NtmW3YrWXLLxXSkFozFAMtnSykrtI8K",
-	"5VIkoa4Os9lh06+7UStus8zrphtGQlKheUSozZ5BUwZPNFdAB1AowL+NojmBsWInvkc+vHlHBaAKwvOR",
-	"HavfOiN6BtffcQp0kC0NXuaByZFXOjS64zx2HCa089ZU82AEiwTTxgfFvc9mDuaM3XHcXdMpZkC4Eld2",
-	"16GInyQWgAqo+93FSxZHcvkEZuvHiZzwiI3yXfQ9cg1hBVfX7XfvLoh9Q5Wm6YavHMHBQJ8oN0+clS3P",
-	"SfUoZLGeWXpWOmF0Dv7abJd6rb0J0RJ/gdoxg4pHEXCI7Cgg6qQ7ByijYz1r1aLkUB2ZHQ/VUUa5VcQN",
-	"PxFfT9+Tf0vClz4x6lGrQ85NIyjyc7vSEGJWBZeaNWkHMkrnYv38A7oCySZo1HEcPaKxsqzUXXn8nr33",
-	"tVQCtcdJxj3QSC1/gcCnFuqg2eufulXmgmSTt4dUCjZSM6mBUCdsUWoGqNM8nKUiTGAnoB0sMomIC2Yw",
-	"ODTPiFRj4jO3CS5dG2/Igxm31YBCycXUc5FwoWUz8wnX2Yn0PfJOBjS6oHd3AAxrmlLKDKt1lq1ht1CK",
-	"mZTPUVZ12zDrsENeyPk8FQBKawWaExrGJI+kvPFMG0VxZawfbhWHTC45yVcuB7cqtgC2p7D9tvJtxg5t",
-	"5L5jE3n5W3e+jAJgt6bSJ3XhCqatpCSuwSEFS2PdLvjB+6/fvnx73n7P5lInUrTfUyHbvf7z9m2/ff7N",
-	"H9pHY0geeihuUvU1eKmRSq3FzOeRchOLbT0wO3GtqfXA41qV6/ZHmt+c3LgaRGxTkMrd7UoxhIm9pgFa",
-	"sCsXRYh6CPaMGlWEUFxmlg7WC4cqijYUmAsyRlRUcCTaNtwtSQhBb3nFzhphXLkDfmZ6WB/NH1KWLAn8",
-	"aDgWKlPuIxLRpeGCc2SsVBD/5hZb8tE7Mk1kGrOwDbH9+YeGyyRSKcStyWQ+rKgqtP/63VeXKgOFm9cz",
-	"Ykz/o5DPa1bG41X3b/5cMuDac36nU8RPYndmGxVpTtiCJQWLFOOfjLaImwUroSAir2TRwP5AScPqdLab",
-	"29F4qS2CLTQ16p2Mq+5ds0J2OYXISV6qjd4wUJ57J2QMpdoEYRGaIs2b2xHsGuC0u90y/3bLZv7dx/+D",
-	"0RRuazPxKedMJ0snBW6EXIh7mr1uBLXLGOLg15fkHU4K62Jn6zM16kWOKoh6plun5sTMK6O2M0IJ3lMb",
-	"LYgLRhOPXND5mBrdWEXc6NVtzKEjdg1dKW9btqymmZ3Poc5NoQ4qoh3eQQxbQBUoAkhDzoGPEORwsoyE",
-	"sDYUozYcFH7p7FXieI/oU9yAQu9zqNAOPUMJmGr35sZ40lqMssAXazK+7fjuxSBQcE3BCW/qJFX64MNX",
-	"H69evPrQmYcY+me4X2t3do4V1nOrkgDfKUzPW5MMGZ0U6X6dZRfOUIH3beEmhQC03ZFnuSh7jNizgmB8",
-	"mNqwKVNpxsOQiSqooVsOoBZg6Rm+Baoovn5my0qEiMaVMODdGdpchpgBxSHCUiZW4cIO23oQbI1tYrzc",
-	"gqWTg/nMuEPyqdtwHhO38wsZMzHKIkFWgjzNY2B7SwYhTwBbQ5r+m1eFLKYf0Tn+6QBa8SuDnVb2vNCp",
-	"G3OjuLDFFVqdVCWlbIhmt+6PxqDXdf+DGD982K0htt5LrtjrSOKl9Wq6QzyjNcPoMxjnvD5AjABBtoaO",
-	"0iweqQCCva3e6f76tjIU5TuZ2PC5Gt3P6d1o4mZR530uRtndRIWs4mKv5rLJbqikhRd1pSVx93TgQpUT",
-	"ouictW36SrFeqfM5cn1mQRqLK2lbMY+e2Ms3dz8Pn5cPeTEgjk/ndGRM9KpgOAtNCjgzNAlJyG65dZNg",
-	"JhrcJNigKBmFiNNTV2JB11rWXNsf7nP156CIC9MsdGwaLW5ykX4KpFckE8+ehqrTecnojcPIqIj+pxF3",
-	"CAtOfZvx6QxKJ+fVgipugx4j4OdRkSL3rvZZKCW7Gfj9NwDc2A0lzTcF4wCCp5YxGrFgIGazzmp5kyYa",
-	"rnOuFAsJFoHxUNhOKI/AiCl7P8+wmnAWfeb4gVXp4yjFsALr3i3G41oUjAIq8EpTAGImZDY6cEQSl6Vd",
-	"qqSaxZUWokbh3zGDtdZ6okv6FRVTthY5t8cSj0KmKY9qRpXeo4r7nDHtCs7hRpw5DyBES4dyUz2mXwOw",
-	"ZqW2OGkCsK/zR9oBmq2xpDNe2iJcMiHX16+vK+D+XcQRsyYbu2WYeee22xY3N0KkMhplC3o2/rRXAu8k",
-	"YkyPttf6KZU8sFXCWGJkoKsAhNXWzA50SgXE7CGyblFYM/jUVcd7UMkgm3tcmZKEhh6WYjb7M5HV+Aql",
-	"lOT71wKbxqkaCcbCqmA8VB8qlyzrvp7Bnn27q5M8kA5NbeuX124z2B5+LHMiq4xtOWdrJ1fZYuyAFlRt",
-	"nzwk+NO5YSuCHXNnw5lNcHC7j/YTs9mMLvEBXn2i8LIPqp6hC9BeWENkBdfOfzExtiL4EaoBQH49BKgs",
-	"AmhL8FuSCjtpl+Vrp950IOBm6lgDv/DAQoPb+3IwSHUhU3hzwmneRHXm3cowBuWqcrhVNhl4d5bm6ng3",
-	"dFl/u0kT4+TKAOleHmhZet4a2ASanMDqjXsmEz2h+0Q7GnXrQ/bZjuotFeH3xZhBV4F9TwFW8hP/dkhg",
-	"dRQQFIvVU4chKYjmdKGRWRGGJyRmSvE5V5oHhJn3tJSkGckFiVnSzsQultYEhHgQ3dXsS3O9CTsbSQRe",
-	"qDyOVhhylXEZI0uBTDFtN0nFgPjDtNs9DGDJ4J+MSEHw4TRO8ZFXPKRA1PgCsgv7WTN7hoPCxy3AJMdT",
-	"8ebyI8RC1ezzYZ3lF0Lrft5fCZ3NIrJWsAwaKeaOQa4o2Ar6UAIoD/otrZcttWrmiS5meJmvYO9h/dOW",
-	"2XEMWMN0CELxdazUkRUzHRBqH+UlX2mMdX+1LCMQFUnxMQHoHhHrrOFOiZfdW65jg2QFWVZ01rXY86K0",
-	"qRIHTkHJOMRqUPteCSJFqikA7zmHhDM01+yhIsMv6mll1TArrlShde9AfysLhypoLJsXs3KB6Bi3P6i2",
-	"NgyTPzNCAuM0rB0LwBTG1MIkFbhuxRKQaOAa8xfEY5YMVCBd+CUqG6rbl70gXdxAMuL5ditC/Dp9gkS7",
-	"Z9JdFqteVRjdhd4HM85u2bpP4F5WzDpYGCZguKh3Ox1vWzq3IY3rbNoVydw7nExGQj+kYCM62mpWu6wo",
-	"/FrzDnJXCHj1IMrTc91VLiPe/m+Ey925jhia9NuX+vwVa21mDLA0t7zPHev4GHd1xW35dUHxbU+PXO7y",
-	"HoRTT4aXdr7uJ79GPcL8cK1QiZOa2wUbFtKpuMd4/YI8Ozp+mpXaQVGrPKKY0FlRYqiOQpq+rZMCBtsy",
-	"Zh6qoZ61hDz7tVcoWq2dFcTuNBPK3dqvHHwqQh7SyqRnY3ge9fsZgnnBBPOKUOeEzsd8msrUZckapdJm",
-	"3tYGUXzhBnKVruMdFsrEnEIivHPSbqwmc/TJa2Dltfp1KfJaSlv6Pyn4qXbW5Mn53eYaP4dg/MWxrMbJ",
-	"370JVFg8LYTbwqa2Vy16WrT0tlTkqULio2OZ6sE4wvS1LXWYqmH0nOq8BYvmMpG3TFCxPXAElTKLHJYX",
-	"RqFiCVeArjAKQMPiKaCBHgoI1iAcg7PnNMTvN96qW2wndCLxZCg+fHHe7h+foJvbWsF8aqzdPLwXbz35",
-	"1HAFCCSw8c1DYR5SjHTDAGNjYsGQqqqubSrOsSzU3nDODYhGBosvA8La7XNwo6lQrFnYPz7uPfvcz4Kz",
-	"x1SxkyOyNoVsJDAPQOc1HKz2CLL6QesuhwkXU5bECRfa3ecWlxUt1HxAtywBACwI4gbI2Hxb7XftG7ZU",
-	"Bz8WGv7krwCl4JhqgMHR9uTbH0+ONsC/wZqMcoCg6vQ8JMcxCzCCDMkakgIQnvZJjkd7RvwkFe3vlBQY",
-	"ilrGsy2ndbk3c5jifRCJvEYWY59/mf01n0B4UyQDGs0xth2MQlup4a6evwvXZ85CTjMspioncMgpSLzC",
-	"ckGsGEhJWpPQsTM1o/3jk61RfjN2R+wRzyiuQN1FSoE4pYW757phsX4kmlH8hw2rAWN4YrMDSgaZq1u2",
-	"+77DdpImFa5mfyMDBL9Qae7Fvdi2ADsgyUo7U0UWq0epvEyl+RT5SZG7eZurCV2lVWqwIfU5TW52qQzP",
-	"sxc/efeqPmczLR6nMn5+c7q7GDKEqxVQoOtA2eXl8lbjUs1+e0TG9PuUeeTj1bu2ohN2lpWfzZQX9CFb",
-	"qLJMXBlRjIHcle7TKAOD2goHg2+VqqXsvnwr3bvtjKl0b+dxkbs+yQG8tyALFXOM4LVaTK2QRfwYlmZc",
-	"0rq2N5S9ucZPatxz2PKXG4U+hDNb3lsqq5hXzrSkZLmxkYVgiqDIdJC8rFB4oPawkg0xoameGYXbVh6w",
-	"IsGMVO26ai6YndUat/klSdXOKkrX8FJlSUSnVDvkqHw2Kwu+UhmxxDudv7lQhy7zYuccsVBwxZ7LnBIz",
-	"fuZmVKKq0tHZwItf3Vqs4vVsHjxvGYYxTKPhNdI4xH9MIjrNyzti4CpWlgLWAoOLmM5FRqXrdT/m7czQ",
-	"agg3JIOKm8yZMdkGxMdJ+Fh1oCQJXWHdTJ75rbOh8HGyPuYHQQVdVIMyiBTBFrbgcdOQ44AkbC5vWQhf",
-	"mxXyCfxnxENU7H10vIJyiSu39gbA75rvzYL6K1+YpfWJv6BqZAOFJzIxv+Fi+8QH2oTvrSoBJ2h1ulN+",
-	"ywQmURsNGKWBTSYdCnzZKhtG0SBNmmW2K8bCFppPayT1a1R3BaNRZ/tYYEI5zzGbwaLJ/voQHGc4m4Xq",
-	"ppb8M4rbcHi+4GbZlls8kmtVsuk0Y7W2yLw5gMqDsFm4PkmUru3DyQ5whXhZASBbzTFRCkqU4At+tpoC",
-	"og2pWWXfLKTvWHtELQhVvWq39/Oi7kaEukpFPdTcFd9fKqAo88CSu9F/MuHWXLHrPOLPAcMmtALOt9X4",
-	"2Z0Vd83sBXyEUR2M+Fep8HN4Qh6atnIB4A8FMpmChICQNh7MirRMlWFDqkPOx2h0AVeA3ZgzKoYC3qVz",
-	"hndwcJQ7BNxpVkTSxPpfSBOsrDkYRQrmQeZ0ORQ0jhlNAMjsjKQCct2Qw+HXFl22Q95jgyLE1G0CeEDw",
-	"CtVDAUhq/W7XnM2EBhpKuwJ3FBLLIsqINF90PfLy1TuPvOhBfMCYhzxBvyWNhgLZBYRp5s2coWaWeUPK",
-	"sKFmEhifEXHBhmKcMHpjX6Zj1SHXdolIkkbM4nIZIgf8TpgDVmNKqJaJejIUyGWxCdQJh2Io3luNg2rC",
-	"QyY0nywLhzemkDiZbWgCtAMxPWYffG8o7J/FRFvzkpP5HUPhpQfTOIXvsgeBeUB8VA1su9mf9pobvrCP",
-	"Vruyjy0SpXmSKRcdLWUE3+aPLPSsjVaCjbbCgQvyUXDAVXn/+gU65OapwlKcQ4Gq2hK+WCRmOYShT8KF",
-	"y1HC+otzqgvbTJo/sES2AaR8KFRMA3jvO8kFSzyi5EST2TKeMeGBAWz982aoHrmlCSYiDAU6wmWiWp7p",
-	"FBsap5p8/Kzb7XfhYZzwW6NfpIrlI/DwbEdMY24yZjS44loYV/sFFR75gid0SgX1yJdU0xv41xdUTNMI",
-	"W3guYzmXEwmkacZPqFhi3UkI2Wj6f1gwcUj+n//7//h//9f/2UcsB7OdHvGv/uW//ss/ksPuSdcfCjg+",
-	"L5YJjyIekH/5r7DQ//KPNiik1SHnEJGa50BCFjXWhre6PLIIR0IkwGR0WA+uiIpZZCtaL7hipOlDlZ2v",
-	"Tro2vZm69SBfeflIzPalUYR7ReyCtQDg0BaOdBkNQ2F7fIKdRQjdYHiIxHmvpnFmU4D1mmAjxVhJMHk7",
-	"5BUUjTItHPX75nsXBozK2XgJWplh9UNhC/B3yHO2lJaLoOT0rBgQEDhPAbhX6SyVxTONDAUmzgCFjxlJ",
-	"Bf8+ZaYHBzTtFe/rkbXSacIYLAPswFyx6JZBTvvqRbJPfvmHvye9brdLDoiPQKK+g6E8Jr8zh7IEgYIf",
-	"+IXoEx+CpB1u0Sj/vI+f09vpyCZfunA608j/Xg7h88pN2PCrrqV8HMJQLKiy9URYuPIFDMsCi8KFeQE+",
-	"yc+Ab4bCt/d6+IXLbDgACJrsli+bQ++Y/M5GkhoWGVr+PxRWRsG25MtNfPy9g1l5OcKJBYKaJhyq1ljk",
-	"7qE4OXJDgMBp/DMLvojYLYtQAvhofmX1MDZgYa1Bv5lz11SMDYVfCDv2Wx3yVgOLGDMSsYk2S4yOmVW+",
-	"TGRS4swW7UMDBg6MhmsLtVR2M3skRy8ynDG5ZZ6DusqB3Uw75Jf/+N9aZwVWgBG7TkXzHE7dUFCjiuDt",
-	"R+ns+QdufdyKO5QvLUkwk1LZUjOGAIyNioxP2Tuc8bKk+DiJYiN/4Fqj4p6m5C/cqgaueYdL7RRWdKcz",
-	"gN3pfrfr4ltKRxMCprLcy5OnT5/2eyeFzMveHhh1IHj3GEzCjHTd7RsrfLLhrOKtYxClit+yCzd2HO7u",
-	"XNM9E02LWsYeQzfnYs/Xi9krtT77VGF2VLiN96jZUcGIdyTwnhwfH57suaQPrCTo4h9QAH5zZoR09hEi",
-	"xkLUmn3FonFwXQSgAq24g8Ha96OjPedsgc1YWFrY++ZBl5Mpi7lmGzem59XKxNzGHbqVpRMzAVsz1XvP",
-	"hVvjX2sum4pFvMc6VkbxbT2G8ubDvSPXxnXCly5URYh4nSHVDI8y7e8Hk70lNGNO794ixznqPjvZuOIV",
-	"V1J78KdCaY+ajHWc8mif952nr8brV27dKmDEasvEWCruXHOlqkdHp3VqWe4vMdYQUao2s3j/t6f4eLwS",
-	"saQJeZeutg1LpkvA17GoIHkVacgeUYwR/4VU2kY7/FZ8HVMxa+53qSztNlZ9n5K1NccwrT3iIoGX0kWz",
-	"keNR32/gUu0xWFfitu7rqzVtfysyyMvx3avHo9Pjp/tqUS4ypubS3D5oiCsb3d03vtoQXRWjyS/wH2Ac",
-	"VZZ+qnsi71MAijQFW0CJH0KjSC5s+mCBf/dODk+P/sxVogrDwe2rqptU/KR/vFlu1yn2dB/S35Po14tD",
-	"7WEKl0pEPdgMXq0gteU412oviwLJDLciPQFLqtpAq3SdHO1SuaqsxTwe5gHH71HQ/38ze34rzP9j+UaK",
-	"8QiPCKNfqXc7x8QeetpvqeTWVTkz8l9jW/cKd9pjNR7BCN4nj+VBduPjGXa1TLl+t7vbkiuHee00Ygph",
-	"rzOtY/U3g4ODxq64q7puNBdHtRdlr6YjrKTwrkc9bbjvf4ykr3IJob+gUIlKdMhaYRCXDkB1jzAIo32x",
-	"kMNdGpkzTSGDxaGreniF+O8+fPWezFlibEnTRwdzIYuN96oSJ+7JZn4lOs9otlz0eHfN46q1/sASO9GV",
-	"YsyVsLFvha0ZmwH4wZ21TRALqWa1A3yw46oMrU+IoVjR/VeCIWjzQhLB+HQ2lmkCpTMsAtQePX/QLK7q",
-	"WiepCOjGUoEKPgb4A4BIcwCGAgPKIsDET2PMuxBswSCIhNAy4OyGqoH3xxJwwJOqUZzBjnzCAutYz+K9",
-	"RwT6Y8NtQRG/yliz9QqA9u0870UxVsSNwwu6DXtgPRxrQ6iM88oqEhfE42jB9czenO0EcIPLYaptcJSS",
-	"89L1anYX7QDxsIe6AFQPR4yqQGyiN3tA8ziMyErkjD2rJ3gNxcU0YiMsrDJa17xqJKmUWsg0rtUCXRk+",
-	"pQtitHCWuTu73cMNsggHWeXyDMQdIH4x0OOeOG27I9q3R7HvH5/+gEjzgoPoodn0W5BQXC/bcFBKVLVH",
-	"yHoFZeygOHsadvKANWwWx82q+DAKpGplUGXyeR/Ztlkh3CLeLmSSyTdIubYFIsA76ldxztUELBxrsZPN",
-	"063Mlrq/1NlLtGzg66un795nYxt1rxFvYc6bVwu0lRpFJ7fShmaxy9jJLbbT3rP+OplUI9ZdF0GQnyjC",
-	"q5Os+BxSNcLRWnnP3RVBM/zVDQDTLyACaSyxAlhe4BER4RMLAuvD1z5UB8MyrcWApoUD6XToFRsKHEiu",
-	"WI6OvW1pC+DisPfThClVWICVObjoLBcuLxfKxQraL6uKPTxWHVVDBxuqqCoGscpqhPULq6ps4gsYvbaQ",
-	"uAn4NtR0gBJR7gbOUDpxlkLThr9Ry2M8rCvpAI2M1FSt/YpcILR2RdoXlHvZSqO3LDGbv2utvravGUV9",
-	"ttyCd2TbQyRxowJ4xM5VaCYCtrvahIXtAtRuNzrstUyKa2fElXS1ZLBGf6sHcn2bt/CdTfbBFl1/kzYd",
-	"Uc2U3ou320+2QXtaGwtS+FaAF0pffzpAsvMJ3sPo3JhL40oSqVfKqpagqLamvyiVOdcl67JG7QVr9pXX",
-	"qLjMq6rUFmfUB4Q0+JI9kilYAEXYN0f+sE8SuiBxOo540Da6LoJaVHWzR6pVwqZcaYYVBqqRaaHH0Q2r",
-	"OOfPEbCiPMTN48qbGsVsgyCFFA5wS12+uiD+5cfn796+IF+++qPvISSDjJlQKiLxDVumOiJtwKRY+jVY",
-	"SWH1S9lfhSmuDXK3JpLRSL08pTIVxYmUkwofpHmMO2QRaSKWFIrN28QGs4+DInRI8+r1C3J0cnTqkZiG",
-	"IeKIC6lbbo9Ojtpmf4biFaKP5NgeHobmUm0a9fIgko/Xr9unuKlDkaVBFUFCbnvDoaAxH8Fo3p9fvBoO",
-	"Rb6MA/L8/MOrk6PhUPguv8I3b0FgsJueacxS5hM1FDZNAr/EhEY7oXGJ5uD1EuVh8pTpjFBgamTCWIie",
-	"D9+Re75pvk1sXPUa7nUODOG6BcX3cGfysXJdHqVFAV2lcdL8kAJlXUIrQFQTCX7aEuGTdpyOZap9RGFR",
-	"NsjcZi5QElAhBTfruiRMBNIsXCwtyAtUCwMP5QDNdUQUsqlikWFlLDQTKCeGrdzMV92krhy48rkCSq88",
-	"QU4D31J7/wElMDJVtQJw11U6wUTTQrDrjAJyakxV3UJcgCi6b7kNuHRDxNdqvy6UFs2PSY7PnJfIKFR/",
-	"Lajz1S49iDGtOTIt7zGdfRXI/eIm19Z4bZRuim7bi0pjvtSbqNDo/5vNyfuRXygXYgNsJgs5FaN99sSw",
-	"3VFcFxgzru730ffI6tlp3LDTXZlbNu6878odcA6qSyxAvb4VkCwNOt091eV9PqvWoM4V4pQVNGzLgzcp",
-	"UKUyreXGvs5ruVlT1ybIsXm18V2tMV8XL1X2ySXf4hEzPe2AMPqbzKP4+S//8b/5A0KzolBzDzPfx8vs",
-	"XrRWUcF8rbzyZq/uouf0/GycVRTlrrQrbgV3Gier19v73ix6DYhQ+JXqtl07PJN1Sli/BlIFBAIPvD+p",
-	"ZmEJHMjm7w5FE7MaKRc5DlWSRkzloBrwp3PV+ZCeCqjtWbWjIRTa4Q5yyOWSL4ycwsrZqFJ4kJ9qfcAD",
-	"m4rmUuSGwg46YjRkyVjSJMT0QAS/T/L8s6JcjKUEXTIVEVNqKAAfHaq3YCop3ovZ1D6EVuca5LwZz8p9",
-	"mQcZeQuKKNYW1huBQxaz5YBQkWXSY+qq4j8wD1Hei9bwUMiEqJjBMI2+ATdbXExbVcluuGe1HVdACi/M",
-	"N1XnuHBfuCX2sX5HryO6oRh1gShqFKR241r90g3Kc8tQea7zKVfojGEV2uKYihDymP0BgrvkddkM1azW",
-	"cSBNm6l7/fzagkFgsbaf/6mUNwonRWmCkZwk68W8l0O4UXuVORRKszjPocf7cFdaBDPGyILx6QyqR4PV",
-	"UKQjbyigMBhMwJXreqLyMsHOXrR3b3mpY9vHUOQ1qYvVj4GGWx75+SfS6xx3XNbxbSmyzx9gwTqzFDcH",
-	"Kpt7cfHwl59/sn5nTNGyM8uaLxXFz5YsQ9ov91oJIrQJn7YUD5ZBx8PhLtw2QZRchtL/7c6gQQRcyqCs",
-	"t2DE5EekUpvHPDrHJw1nRKbi5aUBkcUr56MPq+oCIoE/aAEfxbKCK7ANqJJSWVIEfgvh3cojc5pMuSAu",
-	"gLOmaZVVBqwuW4NHGECZajeoFJ1W+2lTwfXuyytLE64hb5flUihuiKtmO6oioq9z/dztsXNVF93Y0AQK",
-	"ZRsUK4UN/q3c8m94OGX6XOuEj1NdoV07hTdHIg6ppu0kFdVxhZkPvJZq595fnzFmKKcJ18sPRtS4lG+a",
-	"sOQ81RVFw89F5sUErCgEBHC+KfBcoNeOtNugUYO7yXOIpsQ/B7Q5y1UH5Dn0ReZ34chosh2oE2JGYsQl",
-	"/JavwEzruPHpE4BUTypuWtBzA+ObyIS8e3dBMuBWK1vMshqt6fe/xyEbVeP3vzd8GGtMhizybBo/JMyb",
-	"p/baSGLxDVuPzStk7Cq8u5twSNU1VgVockOhUqUpFyxsF6ERHKaF4clFVAuAQHghxS1KCTXA8MACUJAS",
-	"9IaNwE/tuBZPiKFmTClG1L4OtAI9cKhrjgeDNMEuiOiYRYqkipEvyeek1+0fDUjvBP59cnh6BEolwqwh",
-	"qjPCAWYFRaZGUHJl4zCdWtntEEAXx3E6+Peh8KEWTgCbfWDB4D/7DiHWKPk+ZYkxU2wRdqPUMRGityzr",
-	"UNMb5qFea4HUFhyBa6Qri5e9+/HqnVtqBE/odgE9G+uDxizSQzHhkekLx614xISOlmTBQ2YB3yE7r0Ou",
-	"YQGF2VuqZ+g0xAFzNRTgmx0QSt5/fIdgOU3/d92uj5hLoHogZLdFkEVfbtP/3evXfosgYM1QZFP3DHlh",
-	"/b1EpqY1s1noUZ1gyVEpW142K4SHHgofceD9HK4xX06kJ0zIGdjG37y6LsJPzoB2lU6kmBL/1TWd+qSZ",
-	"+Z8R1Qom07JwWqY51n6BYFP+GfHfTtrvpWDtC6qDmZ+lNh52jzzif/Hq/KVPFjIxdpCd31C8eXWNYBdj",
-	"GUKlQ9Nfj3zJn8NqTX/gcWzL+AURN3qwXcogYLHRzDpD8QWjkZ55oMpxwRSuFJZgQRr0hWwjgh+swzvD",
-	"+tUgV4xi5ponNAwT14R1KJhfHZ8DTyzVbChAfhgN9aj/zHK+K6PHtc8nmiUWUvCKaga9tX9vLLQrQNuZ",
-	"06XRKxCfw6zlkowTuVBQXoobwdx88dXVh9aZGwBcRWfQsviOLUsbI5DWUKBoR50u4gETiuXCpHHx9trI",
-	"qSSynFMNDg7AkQ0HuiOT6YH9SB2Yd/PwkYZl541Cem6j2+l1uq6sO415Y9A47HQ7hwDCrWcgOA5CGcA/",
-	"bD2bVY3BFiFKDFklTIQsY5+wGMA6E+Y4dvOKhTJoebZ27tCYRBzqq+aJswhmMrCEb9ibNMtttHfs2i64",
-	"D0M7MOqoVgcFABU3HGjSP7CT6wCLKkCy+C8Q1rf9wYrL9qWMeLD0rX5FhLTQU7hVwHWMgW9o39jTk4gL",
-	"hluFG8ileBs2Bo03TL80q2aW0R5ctTGmMX/l4O3EnDs4dhDZmDAVS7OZZuGt58ViEYOiwO70wUzPo7Ka",
-	"gZXf/k0oA4AhNy8gKtFQ4E+FgnBOyJtzke0SvnVQeM19mZjdA9O7nSbR58NGaXGHDfs2fg8vl7+3+6eS",
-	"wHxb3D54uYMl0iMpWCcM6OTpyUmvPw6OOt+plbaxIde4UzBolfr0yau8qnAU6RxqM/CLwEpvoIuKQBX4",
-	"t/KI0svIcnZICVglZjj6ne3D/OQ1DrtHm7wGGSkcvJf6QoZQN8Ac3SMki+3fPKfhlTVfzCf9Z7s/uZby",
-	"gorllcMF+VRUUhtvhWaJtbBLtAM1sqbKFs+ijW/Nd6Wd/nHCI/ZpC0dhxLyhCJ5vH4+/0WDM4ydY9tVe",
-	"3lIj7WbuRtAeDaPswUG1KFGAv2okz1TKkDTL8m5A+Hyegobnt84cAhxisNmq5MCD1nQlI7KPthz+czPb",
-	"dQ5QPVk7qwyvGbp08zc9Onc4N18Z3txwHvUG+PaLNgL6OHNKKyL6n7f/jrZ/6LafdUbtb3/seb1utwra",
-	"/5P3q/Cq7+gtxemXOdbB7/8NeS0TYmWX0fDB6uRSkDhiRjdWzBzaFR7xneq8e/vi1fsPrzr6TpPfH9yH",
-	"FeDfqyygSCMV/i+8izUW+F2bTtnnh73jw5Ou0UxzcvqLOe41u3ktUxE+En84d6K6oJju4BGgEh9YexyK",
-	"P1GN8aGVfOKDZrHC3Csb0ITVVVyMnDFnMuPed1ByG4rm2KAtl5qWpBFree4SCG5OMLlLDMW5lnMbAwHR",
-	"If3Tpy2ES0UjBDVVLJQjJ+VoMVRbS/dL3Twuy32PYdEWgnZuTM0zYis+2th/OhRJKhxyFFqKoB7hQjTH",
-	"y5W4yELuVAtMHecPczYnVlT20DyIlmayeYNPCPhZufKcEZwtrPsFzTydLIuYkioCLBWjBuIK4RsRF0Z/",
-	"QlXNDIMrc84Ny2v6CTNqBTUrIYx+3vBbXgGTMq+PY2eA2MJErwRkllqDuAQWmrY65K1R/SyYIfHTRAzS",
-	"lIcDtLbWC0DY8FPCQzsHtIaGArEvXVWxJ1C4c0AWMx6xHMcV3Cm5JKLkuHto4S1LVsYGOXKVH4bXDNxS",
-	"D9And7P0S/PPN5cfa7/rakzUe/sPxYDGuh9l1T/2ef1ra+HU/erLr4HfvwQmXfej7H597y/C58va33x9",
-	"dX7x5vkFF/t+Qe/qiOWiK8ew28/uqq2Jv7mbR46ZfD5s9DrdYQNDobiYfj5sgCtk2PibsroPbPJuHgn1",
-	"+RDs1cHBwWKx6CwOwVTtd7vHB4afZsq9ILaWtatjnZ3PfnDETujpuN0LDyftY/o0aD9j3XH7cGL+/Yz1",
-	"xoehtQ3ct3lr6wbPgBQETZW94z7FCga2xX63f9Lu9drd3nWvP+h2B93u39mPS+/lnxteR5ALKRZNhg1A",
-	"YzUcrmLhhw0yS9jEmEbVwnDFCDKNr3aIhT+Krxm+Vpq7/Tp/bh+UPs0aBJ6dP9y4QU/ps6DHzN6Mn4bt",
-	"40mPtk+DPmsf0ZPglHWp2cCKDarYoisnXAYEEJ/bp8+JFOTq+m/JUfdZ16Kzdju9XqdLfvlP/8X8s9/p",
-	"2gLA4CPtHfa6T/vV+/rgna3Y24K8chucGeeFXbUy629Q71CfJ7QbPAuf3nzfu+vPD8WRl4yfsuPJ4ey7",
-	"k5vT6Fnc3brhbhxW68IfrMwd55DNENZPIH5rfYlIs2+0lCMLumu/hprPUdRyxnaxg5wyDkqkYZ8Zwr2/",
-	"WW6+7jT+0i1hr3HcPdz93WsOCRArmnFBpludkmQqZUExhnickmKc7tKIC3rl8Sa1slKpzQcwFLlSS7Qk",
-	"Kh2bHsaMaFlbyfWGwsV2gBrpomb0jM0xgyriyqzME6gik2jfc/l/GBqQQUU4R7umN0yQJkW9m6vSJPLa",
-	"CnjbAnEpBU2zVG9gg47pkS+uL96taJpVr5XuPsCh2Mo8ilZbHljvQa7aZrfRW5V2P1NpvaFY11yz+KGE",
-	"2astj7BIsWJKhxT5ZIcCPFvkrb1nWlV1VWWxM8JD0vz48e3LoXApVccWRhxSCbIbDfRrndklhvS3sZJR",
-	"qhlJRYiXDfbSLTH73G7bXIs0ifwsVsomMtuZZPHDWuLnZrufKCIXwvnzNynK6f/QkP+Hhvzft4Z8MukG",
-	"p/S43z4Mu6x9HPTG7Wf06LDdY/3Jafg0OBkf0700ZMEWIEX2Vo8Pu9f9/uC4Pzg+/HXV4/RfgV7cHZ+y",
-	"46BH20eTftg+Zofj9mnwlLafhSfseHJED8f9oJ5e/JomtNc5bh89b5+nWl7JVITtb47Oeyftq+v3TkU+",
-	"7J50Sa//5vk9tN86G3d/7Rd8bsmyf7P8PvwhudHp9/3lrMbW/XerZ5b0xvf2NNZUGmdwmf7DVmUxTmTA",
-	"lDLqRBqjGsWSWy6mZ0Y258EaMrX1tUKq6ZgqRppY0UkR/yBhNFz+4Lc65D1EX0DkZLhBTuMVf2MvpgtV",
-	"oYsM98csKLEhIUg33/ytVWGx7w0UUVqLzp9vm9/xWyYYoHlU+MhtMMTGXXWNkrGLOYFdheXyiNElRbAk",
-	"M660nCZ0rrx8S2Mpo6EwrxrlPFAecUNuYzDszCirEJHBlWLKKwSKkwnXRPM5Ux7GlBhieQOOU/P0CX5n",
-	"lxgVug55dRdLrJiiJVnKNCEqSGjMkqGAQInmRCbEbroxXKlp4G7Z2kBaF3Zp6t1ExRHlZapq/BX54tW7",
-	"S2KFwcgI46wqAiZFkS+ury/zaBO3xh5BGJbCWneG4q/I9R8vX21tDlIzzHy3vPQjtv35sPHm1fWw4UGP",
-	"hpvaAz5seNjl50Mz12HjE+ndr0E8yNXt7c9hXdiOjWG7TKTpl6UKisfZOmZ/xnNWGNA8o5yKE1eMb9ge",
-	"BRPKIAXkj0Aa2wkAkyQYk5hqraWMlIttA8YKMet/PL94d5bd9WIEjcKAqCoy/ypm4vzyrWn21w4v2cGE",
-	"XbzmvQKMPlUQVBbAWklQduLZMv8rE9/lQCmKXobtJLekaGnsJjlb2m9iwxRJnoF0Viz/LCer0VAY3Ya0",
-	"t53gDJnuJ7fd8HMOa7seEKCBoTAUNDB6HpDQwPFK88SS0IAABd2HAVXSy1/I3tvFrNh7ZMJbtbZMYru4",
-	"TBvCOoDbZOdZMdqbh9eNhSeG7dRS1K7MOP7S9DQYFLglWXLLOn+JPt+Pgt5SjsmGq35fF9Xa1BW72Kqm",
-	"h9veQa5mHTgYo630UQCBzPKqLJAfBlpyzIbyyzkWtoI3+N1cE7Z89NJ6AFfhJTH1ptBcVhRxKIDqILY7",
-	"ryWITljIrrJwTHkgOxo1kIZ/S6MBoVg/ElydSK32E2i4OLeff8qj7z8jc3pnMS1bQ8HuArilB2k6FB+g",
-	"xikmAWBdWZ98RvxpnPo2t0vgZb8NWsEkxDzxUtrSwW8uP0KqJbjY5cQGicLb4ArF1bJFv7jCKADnZcXQ",
-	"DX9lZzHA3ScLmUZZvTD4pOmPqeKqY8sEDoWvAhplFWY9Yn+3d0p+keFDSAfeASRKE4vTCnAgXEwR4AyH",
-	"bQswf/k12AErbTxR7npoJhcsJE0s7+l25OefwI/t8u6+/NrGygOIrtndlkcgzw7WFDP7oAX3hUvR0/SG",
-	"kcgcEVg/SDW17xQQVErPh2K9Ow8D/3Gfe51j8uY5YRz2aEGXICXtKAQ+tvAqasZc4WObC0jgVgIuHNIo",
-	"KqQX2qKqVo8zZD4UlMyW44RnQytnQWqqWasDlR9X0giztobCNIYHeszckDF/hciKyWcLFzF6a4h3KBIp",
-	"5zBDmmcxNovG/ITr1hnxLeAlXDVUl86wuoE2Z16P4IwU4EtcBf8q8fFKaT6nmr1w3OpXdsq/oFFwlYq3",
-	"L+u8/BZz5V7b3MWazdd245uX97kfeCRvfCX0H4kgm76YLVTICTojXRe3NY/1kmCxgFYWZAo6RR5lupaQ",
-	"tznedM86BevjPy/y97MiM4UoNhopaYNiQSpJsVkqFaJm1ydULCG3PvoapQprEgTeN+xBPhdwGj8W6tjU",
-	"pVN69xUIv2vcppqfXcMhB7p9kFmINS4EyMO8NmmuA72mCc391M+6rnb/DCABCPwMMgsk33s2lzqRRvwg",
-	"IAIzopVq0jv50liZNEoZlt9TvAgt86dv8xIyjaKwtIgYPERnqYqWP8yi+O5ES/30EJJHIaFwlH0sJFys",
-	"ldN7T9ezeW1dpZtbh9I741Mot/TssNvtFX+I5KIx6PX7p0enJxm+b9720bO1h6NYKoA1aQxOTqsggbG9",
-	"025lYV0EXnXybGRTjI00K4LC/6mRKz75LUNxpwb2BLrrYvPy6gKar99//fbl2/O227r2eypku9d/3r7t",
-	"k6aN2znsd7pWoxSMApoqCkIbxg/loblwCfw5rZJmr985JM+9LFf+iDxveQT32BgGhcFTTbJbEgK3JJ6L",
-	"aoXBr9xDNLxGUTEFESpkUQIb6enyQwdlfRZ0pmav9/TZydGpY7Y//0ROIAHuc/K00zdaSAvVoKKy5CR4",
-	"86Rz1IVXMv0HOn+iSLPf6Z6anwo6kPvtFDPsnN7zz/+nVXfWdRySqTikCQsLB1h5biKaz1lrQCxp/vL/",
-	"sfduPY4cadrYXwnQHjSpSWYnk4ciWRA+VB/Vn7qlUh+knVW2mUFmkMypZCQnI1lsrr4GBt4L7xq+stcY",
-	"+Lsz7J07X3wLG6u5nfkB+xcE/RIj3jciMpJMslh9mm5NzS7URTIPcXzjPT7P7/83tXiJEfh7lB9BN2Ru",
-	"MCYNREFOUqlAmcbu14p0tVVdK1C3BADN0axZoCukGXlCF2NKErrBZJaNVs5yUzWB86FfJC+Z00vWUHVb",
-	"okKtU3AjaGxxtWjLMksvZXs3XFcIWeXqH1YAQY6XtyuAcKVWCaD+IQHUbb8jAdQ7KYmfl2DsH+ce0Fql",
-	"1jL3+X/0Vv6gfsJrV1q0jnjHQ7UIOr5/jANChVnQBfFXSXGzBSkEbtR6sVwchelb6ego+MIr3RznCD0n",
-	"EEAFUVKcXeAUB2JSZMzyNWOFp4FH5PnzB88DXuUE+csfyp4MPO6oli0aHwB2uaNS+dFybpo+qxgQOStf",
-	"bxx2cAAU2IIB37LxSajvCxunKD7Xscr0KrwKYYFZyKIw4DEHdEM0stVrMzaD6o+Qvcozqq8lCiTbV8Ay",
-	"yq8T8KK5NiYPj0jL9bv6YqVu29fKEXQKz4Q0LsPSEVrYm0RfBBaldU3AbVsTDN6yp0OZtXgEgfmplRYM",
-	"MT08f3Ea8FCKzNCysXEy0EQGLRNBI+xUOUgwe3j+AroqlXXA7dJDvUgvUbnQnZFXOEgNrI41csHYUsV2",
-	"cA4dUvaRzOkleFzkOoQHnpLQlvUavJUT7EBD4WshaMOEZpDfR7mcZnSRKQhWXDiAGDAaUx6NlpNc3n0H",
-	"E4DXGvMWylLFarlMs1wV3xRLqeP7jjzIZRPXc5zytYrwq3vAU6xdaEUy44aEeKLhjFU41urpEsF7k03A",
-	"wzIxgVwOZe5M2fTv5DAUCql+oPHDBTzl6uFv4YVLOUM/XyqYKh0z/j7l/4OMR9BG6xHjgkEXF/GrfJXJ",
-	"ewPOXi1ZlgssQZokqZAbo0pzdWxfm3HxRGS8wamw9SpEG6mDhxC+b8L3YWOISgwsX1yUADHMlCNN3FLa",
-	"JLRm1y0mtaQC32SSpULpSqJCAF3Tx0gDro5zsutblKozSFyVX2sfD9gPKgIe7vF1h4AuB6tC7eiS+mnc",
-	"ZVQNA0ySfM22c4xU+Ma21kjAO75fbIR4Mj/k37rHFGzRjXfrxrt1vHfrbmoqy7W5dJyP6og2/W36rI7c",
-	"ROlqdtyOS4V87hfpKnvx7N6xd3yh+DivccvZIs10uvdvGM3EsTfel4dwFkvx+OLZvXOWffnd/F247mxk",
-	"uKstYFpWbx1AnPrLH0j/oF38w3HG7Ot3Yj+bG6UNbQVP39ZQHtFcG8FoM2cMAW2KTgx6Pa9fZfkeb85P",
-	"UmGcdRYCYYEgjo3vDNx+16lBgzsD96Rrhl/+YmE41qZxDp6csabrxQf4ntvSD/A91yseIH95rXEQt1/r",
-	"n7hd817/xO1YL5a/lZmB8aZ2u99x9U3tdr/tFjfJ316/sV8AT+NzQ7e0P9GzIGS68Qx8YM+Amh5AebPo",
-	"KI93DMwypOipdAvch8okbdLvGPMA8aDYLxV0vdSJpQ6+JxyPiXtzRvMFXSosMYB9FEMpAAGVs9UDHNae",
-	"G/Dv4nyernK7BdKKLbfAsV2VRh1/xcBfIFuHFgHYayZqq4wwCJQogzZUkViM0yoE5o1DMorWNNDqTWmc",
-	"aDQGOXSH1NmHWRzdKLN/VWXWQnYEYPEFbQomn5gjuCt7tUzAL6bIbw6osqIU1DSA1NfmkC84/NS1+lMV",
-	"n/IG0vymabaoHdB7JxuSsEswDN+8j8WOuqKjR6jEb9fLG2X6RpmuUqaPDyeh5izFeNtHDRqdrj1bkS6v",
-	"+eH3fafVe+kU2334PWqNbf+k13+p2Rq/P6x4F/plla79NjonnE400Y//lFRQuW5KQyVlwluMVdt3e+Z9",
-	"PjRYv853e9cfq7YH443P8+DZ+nmee7JvrHpeuxhi+cEaY/itaqx6nVbbjFWv0/KtsZK/vX79cp/95ryn",
-	"ldfuwixj77tu2+p91+28wcrrwzNw5fVd31p5fbe9bzTb7b41qe1+aVblb1Wj2e+3emY0+/1W1xpN+ds7",
-	"X3kta5e2Sru09Ua7tOsVne56dp/lL3t3abdVTJn8YM0Z/FY1Vq3eSc8zg9XqnXQH1mjBr5WLD8QfSO/D",
-	"joI3tDKlkny0jckiVLpv7MwPbWeekfU8TeyJwNqS4w1Nhf2+19a8myYRhpfzVKVXqygLVjoulpq9w4bX",
-	"uCU0qHzAIc7jkCly61MBIZL64wb5nCz//O+Pya/J7/7874///G8uebIVahVWOmScmbDtgvH8lKyWskX+",
-	"vmitxrRXRMkBX9BXGOYZJYw3VLZ4bmLVSGNdZOZ/son0WwlcAdcjEQsyhiSx8UaTOUHG0G4OvJxyOUmE",
-	"5gHfyRyQ3cNENAzLEbCx9RA8ePz1OXIK6KXBeMClbBcO8aXSt5vu9mv8Af4zXSWJlQ+l0qD+8gebgmYO",
-	"sOR/+QP8QaJ4wTgguCAnAdiZt4n/9hUFVNqrVOTkz/+t65FflcJ/Kngm0oPJ7gmdXJQS3BGvxvQcoKq2",
-	"mXUOOS/O1Xa98V98WP/FOS7n7VictUZa7znmVhXi+iUkMW9rgsfESd5VsnNVMAIF146GedLrnbgnA19r",
-	"hf3+wPV7HUuvbbfd/qBSH/ZP+r7rtVrq3oF/4rbbJ4WS1+923N7JVkzgJlW55tSOTE0uTqy6/tkhXb/d",
-	"IQvR2Dqt8IACPGX7jCJ/+YPntruk/hZn1BEH022/cQrHya9QG7Nz246LRvqe43leka78Njur3xr4u7bY",
-	"IUv3igvRKjniQvBWHvVqSLkt7f7SmL2r3e8jm2b17m97Xsft9VvGfB703BOvVVjQg87APfHala6Fgddx",
-	"O15POxd63Z7r94t7eyd9z2132m8eEVQ6wU1I8KM21cCQMkxb0qC6TsowIiYerIdecSggmFpY3RZzF1LH",
-	"469xpupcqR3DUyxJW3FE1GuhwFlTobIkAWRLoUmfEIbRss4UfGNdgaIgT3w61TmUQoGZg+AH48EAIYKB",
-	"iUIdU0LryNWl2qFUafxJGkqxEIoPNeBnJpVVkWaoyKWUcoYYUfW8jv/85Q8wUkOSr9OA9zpQzNJBOy3m",
-	"IOgdQsfpKic+eXIH+MUgizizId1joctFAw52ZMfzdH6g6fKQcJpl6RqYdYB+yY6eop1VCp+m+h2MTDXi",
-	"u4COfidv1wj2Crhd2CYkVA7qZNpQMQWEQ01di0apYJOUA8rolAqg8dKouFmRFUqFVVddgO0G3EbbxQzd",
-	"a1EOFAnlgsFuEQgmH8XTqbSBOWB3VsZx7+KgPEUi57czg7Z20RpXIuMaCn8ncndqDYfi1x9TwYAg6cig",
-	"nj6vDhkCJrxXyWmClCa9ThWjSSnG59kxPv/akcyvebIpJEU+Z8JwxArnYw7hSr38bUK4ezpebM+PMaJ7",
-	"zU6/ve0oGItEhc2oLQGtwTrqzFHew3VKNPV/EfQ7WmX1NJv99z9URQT6bbdTESoYgfyAB+L2k/tw19ww",
-	"cQFgebYCAy1f/209qRQE6Lfd8lf2hVon7HfNB/OzXH0VHRl03PahjritttcbdDuddq/T9frtvt2zbTX4",
-	"UM88t7fdN8+V1qz9v63ODjquX91Zt9Vud086nnfi+57f6p1YvZdt3Oq953Y6J1633/fbXX/QabX6r1/u",
-	"WAX+9VeBJyfjPawCt3vVOmh1B277yoUwGBy/ELzDK9pt+f1uf+D32h3fO/E7/psuhBYs4J2F0N/uYB/C",
-	"Vfsm3+v7frtzcnLS6lidrA177YrJ77VL/9d5/VKFukoZAC3HLycAeFthr90prDIEzYJBjt9oBGzPFZCw",
-	"bmcw8E/8vwe2ccCcHtYuk2RhPo9s4Le273oWSbgW/rPlqjasaaDamlPbt9p260xHUjlS9aU6ZVebv6NJ",
-	"QoWcPkPPO4p0eYby4dUeA73XOKVZBE7W1u3DiLoQW6UX5eSLDR4oFRuvvBr8k7brv3ZqNt98bVjb8vPI",
-	"hRfzWcJGIs8YXYwqnlu+oCRWhYbLHo03JoZrQLfVFxqf75rwwfIYwqI92RsQPh96fQyK9bG7Ya9cH7om",
-	"+ej1MdlQfhGv49sHPIPNs+++aXbGwDj+5ouj0xtA1Ht7cXz3Dek08eFvtizwALpiWdSeUR6NWTarFYvj",
-	"mC6XPG5+p7xEfPBEv2lNt7EZ9/J1rlTlrmWm/5KcNR+ehkQOKBQMjzfwbzWM9GXrNu5dcUXWteKbk1Ok",
-	"iSMMXR3CVivEKPRpA/StSzAmBYBkmlxbWboAARxzAsTo9aB2+fjxk6DmkABESlBrABpVQeXuQBGhtDtV",
-	"jWloqEoAZjWfs4WDxrP2eKPeLZYsgRzpmEPFZMDBLVNlYT+ORX5fjcZfGXsVjZnvf9iRtPL8h8EF/XBH",
-	"4Eo18shNiT29S3OapJUom1dPPATCPjGgVjXBdodUFoRZt6LklYTxsfbLDB03TZHTTEUvKvfNd7o0W5G9",
-	"bt2Hda8QCIpoTocWTzg0SQ5ywGFtG+Fo4wbigp+na8Xjs4hVnkW9/CAHdk2cEbrK54znatU5SDkZL6Du",
-	"AOGaiy28YFFMAeu/Ae8IeJ4SthgzxcBdIINjvQRABipKUCwChk7nKZlmyHvLA/7F8yePieDxcsly4wel",
-	"eZ7F41XOhCLaKRIKDKJqvI8W5iEO6TM1E3/dPQvDA9eZLkEjlAdETnIzWwHSrYUcq1h5cgI070SekC9l",
-	"P2bAm4uja+W/gOsECXYrfnV/C74VHGLDXBLFl7DEmgp/t2lNn27V50Ht6YuvRo/ubfE1RPHlAYbv//7J",
-	"2fOnj/7uXmVLghqhYsMnh3i9Xxdd3d5WcjpoBCNoglgP7z9X1PXyDuVzrRpQ4ajTgSnUdkA4UJOsWWoP",
-	"PDpCdvdj+LDlM3H7wdyv4AFnQCmiNL8hucNoxjLy5f3fOISSC7axNnuakQW9YEoGab72C7YRBBVyqUTD",
-	"9jSOIrkgR8rLtVglebykWX5bXtSU82luqA1rsyyOmhNxWStnz9199i1Jp3aJlnAUWIeW+NCxQoyUR+v8",
-	"62dXzcQZLGzUDhAM+/XLa+Rhlnf2Hq1xtooj9omdP1+gxJaL29FyWy5REB84CcsM2Rv2QgbPlqur9LWH",
-	"5y+uVtAMcu+3T8+eEBH/A7Nq1lK+B/9TqkkPz198PDrSjs/BUpJalg3zfcsHL9uODbrver/z8hoK1cPz",
-	"F1dqU6VpUXlEYyBV/tTWsVwB19Kb5qrmZ+/ChSduqRcXHKDjMOCKRiyeWcDPxByyTrMLIDVJOZILPmQP",
-	"0mzCwJKVoy1iPmHkbLGExKyzJ/fIIy7ymE9y8uSR73m3nzxqe55DzpbLhAX8SRMjd42hwgFSMHtjyqN1",
-	"HOVzhwBWDHlw3urdvvOg1SPPHzz++vwZJgana5Y5AQfdyiQGXzIepdktoUB65kwqTCFmXIYqKIg5SMpM",
-	"YhsySwM+3pB6SJOYCiY0D6GB4lOptqDymT0r3wsQx4IpBkcWcIg2iC2o38mELXOxb3vr+qx3HGiE+FI+",
-	"j0UxJDDpdWkFNmMuGBexPGP3AnngfduAro8hPbE27GDgT39s7UQJDzVpxrgahiEJKawXIISMqPxnni6X",
-	"LIPk2YROLtYsSUJSt5Ziw/6pmeWvQlK312LXg/mTf54//VpePYk49UP1R1v/0ZF/ZPobKQNZc9EKyc+/",
-	"/6P52An3jU/RiTcfo7ePkKWcleNjX3NMBldZGko42JGwQpqrBS+FiBLP9jCqr5Qo2PnlpVOj2WQe52yS",
-	"r6SsqeHOlzrRstUb5dMkXYra8KTl+o49WsMa1Rfq3TRCz3lLfgPo2UYGjGZjURsO2j0z7lbTeJozpZ88",
-	"PGt5PlnL5izpkmUqfeSkpWSGC1KE5IwLMKXyOXlw3vbl7lwtpARkSto4msxzSJ49EeQVGaepyMkkSScX",
-	"5BXptnzI77s9SS7Q/pNvfmW/OaM5OzXjBVJj61UETqVEpbOft3pN6zd5e+MUEhGXWczzAmFtmaXRapKD",
-	"wSdXpWCzBSwTuWDEasFgt4Ksqw2BAlEoDkR+GUcxdSfp4jbjzZW4PWNT2brbs4wu5/FENCc0i8Tttqdk",
-	"8u0sf9WUowz/yePb8skbkbPFaEFfjUD4jtBqUE7R7R91O/b8vDY+9Wg5gvozz9EiR/tQt52i13CDaqkq",
-	"Jex+WEvYGo5mj8Ucojo2wkEIuWLZqi+k5tb45AhzGNEqgSUQrtYfbv8wW65e79UiQrk2pOjUW1IB3e+R",
-	"GKE+JzHv5+H5iyH4JB0ilnQS85lDlis+yVdGxVBnl9Q8FPVuPOPyLHYrGfHez0l6BroC1FFIcakF68Pz",
-	"Fw5h7swlOAzmmABLrTgllqur8vHN+eC93/MCfr6R+DcS/5OR+NeV9lDDUy3sH56/+LiDXG8v5qs1P2P0",
-	"Ggl2UPQnRWR/PzXmihuEVo26Qz77DNI9PvtMAfTmJn20Ahi4lIu6CR2SUX6hiyCBQzAcktCK9Go6+50k",
-	"lRBgKxmP4PwIVf6HZlwZqw/6Cjfgz8EDaE4hQ8Ivtqj3XQL2iqmn5Ezh0QYcAuBI4YLNrod2aByQebdi",
-	"46HsWsSmdJXkp0C8FPCi+ibOyUKePkynwiaIdCo/WGCgzEKzV63Qob45vWT4DHmtbDQasVDZibctE7oS",
-	"8ThO4nxDJnM2uRBEpQxAXxI2zUm6ysmKJ0yIgIcxVt2N1FWfy7MrLNKDQ1MSjL+oXG27FZC3jGOkIjQA",
-	"b2fBI2Mad5pJ6TfEQAlwFJvc4rKX4pYu2A34VIGTytfUw6LwILTcb1CwMiRFxY5d2AE50Taas2NCJbpE",
-	"V3kCwgnYoIq8yCWwAQDoNuAGpx/LZKUQp0miCn8j9MxaXcfUZ/wm4Jb7BdO7hSlrg8rfXI2eyovHrHUN",
-	"3TuhS6qmUwkBrL4VCnA4JxPKSSbHFKpwU7S/Idcb2cg5gvWquybQgQW9YEUsTTYDkjoSFul09VOoa1JT",
-	"H3DZQjndePzK0cNosO95cs1N2L6QkpVE9I5Vtk8d1/Qp5RdF5YMOslfsgvLSKvzJsJ0waZ6OUyBuiLnI",
-	"GY1QlqmFkO0K8v0sP2bKS+4OJdNM0pHq3DhNE0b5kaCt5shiSfKhAVyrIskpbDsy3mwdQg6pOoDqxQnU",
-	"sI4gpzh/6uYA2ru88NSrHtpSypNTY1x25/utb3fzOovUSJOC+fIIN52iHJ6nEcGDTh9yUILxBH65C+dc",
-	"Y7gFN6CPJLOaBDADS+nAEoGZDSDYgDVTn/lMg+0Lhpxxam0XJx4898DIFVlp9vjRJPl6uleYaN3R6hBE",
-	"SopR38lve/1eKtWhNvw61edHl7XD1d/YiXHXK3D/0PXwx9z0zCTfXfeO6M7m6HsQZe5JzK97B3119B2P",
-	"AcX22KvvrjKRZu+ipgJQQksuY7nnxiseJTrIgTX1CJ8mD5+CGqQaRu0g9G7hbtZvppezEQb4DaE6PEB+",
-	"v2UryhFJWM4i60rvaNTfaIUax0jUhm3PqW0R6rT8vt+pRH3qDNz+gUR233O3k/IBI82uREAEXinjdDUA",
-	"jNlN4u9N4u+BxN9tzL2Pb9P0271+5Z5pt9z2gT3T9rdm0D8ZuHbBSrfT65od4//1dsxNKcUnVEph4BHk",
-	"YiogHA4OPGra21o1lx2c4CkLbbxGtMm2ZCv8j19zZU3rynm0mD+xKBI4PQo/HTrELNKCvVnvFvPOQXQB",
-	"BVaGPgk70IDeOpZdxhOGaSoKEQhs9zGLIhYpEDhSD/NsJXJ8qXClAhQ6ll/pliA6HaTwcgDB1DSerTIm",
-	"yJoBNzNFzJvGsMQ9pIizDHERUbxF6M6xYbc4U6gv8lHCURAuDtnGGNN5YcB6NpFP0SBdpF6JAuOQL7/F",
-	"e50tEJgGmk+2oy/gytMHtEpZKkQTUXcsz5PGp7sCzKyBgxLnpwWHGzwKnMsLRpWfEd13yAmlPUwhOAVD",
-	"omrNBTinUi63psqiVuh6AH+AMwEuDOCUDLjyvDnKcpytmBAsOoUFAK9bK7x4xbxuhjBG0HcETpCTZ4+B",
-	"6vi+zBwQxw9g2f710u/2J3mocUaRAot/T5IHKg3QOjECuSkParOsRrCWMFtF/jmK4gXoxk7tIuZyMCBK",
-	"VgNGDyDCGsnTHxb3qNWTqtbQ73RPenCBelgfPuCCrQ17Ts38KQ9HGJfh9wbXuclRVRo3L/3ay6ogobL1",
-	"D6hYeo6sLu4Exuar2SzmsymdMHeS3sYY2SFVVS7SaTwDMQL1A79bpTl6QuWoP2EzCrfcyeJoxkiUTgSp",
-	"y/8q+XM7SRa3dS/n7iJq1K6VxlAswUOJDAr+0k5j+AQzFHaI2w7GqaxD5fYP8GF/nsKZLah0MqiiPY9z",
-	"B3mCKd+QMF1zlt0OEUTnFamHx+j0YQO8+loWKRJE+bLhjkAke+ShTkk0UtHBci2V7+CQcKTYKZZ0wlQh",
-	"FhUkbIaVuRDvSnY5h8ZS5z88TuiCNv1mq31nXxqEwdE7JhHC/xCJEDtS8V3LxH5rAB0phGLHK0lF+dH+",
-	"24jFxIznuObgJ/ywKxo9M8LWJJRF4RGCcMFy2oT33C4eM27Op7b8q72B1NonsWBL/NLj8dtCDeUA3dGa",
-	"rpZzV1Ug4BOPr0Gwzb/CW39QD/p4ShDewnAu9VuO97bh+7JcoCDF35t6tnbfZTxT2295eb2ddWXlw9Zy",
-	"+KRrH54oo/Aa1Q/LhHLOsr17Jqg9IpwBpXMRftxJUqE5+fmf/5WEi5iPdoN+qu4AmgWooD//8/8tT/VX",
-	"Ix3+Gxb1A1OpZKRcgdtOaBb9p6BGHkD6AUxYUWBQZE9YiSCkTpNEafoLlSTxFqkAUgqUQ8AqlaE6D0BH",
-	"miszARBmTlNSI8rcDnV9qHF9wY6H9sXM0M7CWzUw7JqJnHQ9B5EC13PgeM5UaguhxMLGFsUAp1PzN0LM",
-	"BlwRcZfotxeM5XposUID4+c0N8zbZUj0W0JjyotVJg9LGDu0QccWK7SUsiVWaLBp7fSOW+A6mTFTggIh",
-	"Fahj2aZaN6zqKhXEXmp2boqjoeFi4RjJDtSI2KVxzCMxBFZoNQ0Bryv7GDwNVsbKPE0i9Oik4PyA5jQc",
-	"EmrORRGqLqka9eJWpA1Xd9KcpHzCDHGwleaTpavZfLnKA47Ma+lyKZd8LNSMYFkHQKmGKoou/y30HTl8",
-	"gFmolphB2semGVz2ZbJSeVKwBgnySWJOMXs1YSwS9gRvPQtxHg1NgKr52Vk3k3ShUA9UXrgSQ1hkg36T",
-	"gMNiAk8Q5liwHOwNmM9yXE0ncuDjAQKQm9wteW8s0FbR1Njq3fCoLbpxuRWmNCPpdBrwelCzVxhSXtPy",
-	"vmiRWJB23zD9Yxe7XlBruOQ7gFEMV4JlQnvSkId8axPGXORULhVSl62QA9EArx1TBfZw1aTI/oBH4guI",
-	"yTXDocOEMgdHEwWfXDflFHYr861IpaOFBFVOHrkso4hFTsAVTLNNI6EzbTUm9cPzF6QOm6pEr19UjgV8",
-	"LLtnVvYiBTr65WqcxGKueEoEGbN8zRjHHhTIlABjqvbQlC7iZINPjjmhVrEB2JPgqmqcKpwWkAjKnWVS",
-	"cWSfUkLxR6ReUJeAOoXw2PLUIHXMSwFvIItCAoGPhqtT+RTzBCS7lacC94aeEJh+OUYwHPr4qSSdGK9y",
-	"oqnh9fOrTzd5GAXccF6gac4bkJ0FM7cFQ26mbkpK6N0Av5Cp3XY0m4Wa7gruBkXHv0PaoC+Ud480pX4u",
-	"DGu67i0IIQ4OWc5l49PstEDzR9eAtRLk0rDdk3KdnWrCd8jgq5zDU6xihIwlC/MUl7pcfi45wymr5I9Q",
-	"p3ACQBEqtVTxSMAgy00NB75cWID5EnMSanSisKiozBgVKdcCY5zmc4eIFZza8u2xgAxByG2fsKopTcsc",
-	"FgbjXyPEVris4/zUbovJGComExYVyithUlxBxj8ATIyMae1rifi3sAeAHQWWItVprOtMagL8VGlM0Eme",
-	"Qp6nSbi2Tnst5FQmVZ1OcwY+otVyltGIAehOwJV6ofyJYzq5mGVyG7ukgBpeU0TvQKhhhApuE5AqAUeO",
-	"ml4Hh9rAl2AyZg7OJjm91nviBVPNF/M0y6dSt8SYmF64DglqYya3Kd42JFRcIOYmIPSTKVsHHMF9RVA7",
-	"VWe/lMxSO5cbFpYUTned2ocjsWRwwNX6UEOsp6fhkmf4w5JmeUy1px4PHJGSmAfcmnZ5xpUuHJKff/9H",
-	"ADZCgSjkTGCfQ8g5at5NeZ6lyZDwtAnzj7KPp+T+czqDDsv+Y58VlY1cbgGn04yJuatceMoREyq7ZDur",
-	"Ei+xpZ0b8DNF72MsAjy95AGJOeAzlgP/hV62kDZHdmhhrGpmNcBy2+iDDPcCrGHjXNRnQ0WZQJXxf55Q",
-	"fldTfb9bN2KZ7CSdKqMGtRQL+PdjyMZ9PjcMy6g+2W0FS1IqTVJ32puiWGVDHmy0QRWJ0hW6wotueB4S",
-	"CVT0gq8W4/2d0AxWWJEO4dIq2q36mmYLzVwBlgJyaOBCsgDfGw5Z7O9zYQvXjuxZv9fZ7lrriK7d3VIp",
-	"AaVJ6p2nJW0Vyzf3qKzSaKIXbG9v4MG16mXleftbfWBZnZHtUnwiVmP0cJfZvtBts2eYlWP9TR3pFc2S",
-	"wqGy5HFHAa9j6SOZSlNT5QLz/fWfDYfYirB5kbMzEntr7qGa8i36+h6SX6+bxnp9FuMqJuIrcraNygkK",
-	"7m7m9qk5XHaSt69I0P5ObqMyJx2+Up1ejnVU4RmEm7B4R+GZLBUslTE36hQzPuRJt2ZsSUxWkfI5oRz5",
-	"/DJJFs0x45M51OeE6qYR3BQ2Ptmk8a1NGUVlD4POd1C+3W3D1jAsFQhDe/dU2dx7y+KOkjVZV62US6Lj",
-	"eY2hNOd08XTh0z3KdFSmZ9lqKFl/Ni3YtgmvMliOG4LRrky9/kB8YXyTap8BEFW+yrgjN5Ry4OxrELjx",
-	"qlvge2Vd4LrHjmyYblOVQzRTZCpS7Q8Lt11I6uCuCniFv8oh83g2N71qSDEfTlIh75rMGV2an06lgsoi",
-	"pG+MJ2wIuvBonq6y0UpEyEkS6oMGvtKKO7VYyUcbRjNd5ckK1nF5A2haF+u59hXu+5nQJOWs4ZK7uoUQ",
-	"jVNatXZ4oTWdpOCYDqcJY7l5imx1SOqFFvGXP4C9r7+Q6nhYuniI/mIt2ZSRwDdKcQEOy4aDxTLoxlYv",
-	"1k9ZxEki+1/2r+vZwHkFP0Lh3jslOdBJgNtfTXwhPuQrHV1hhrsJykZBW4Kv9QpAC6FqtYo0y/dVLpnb",
-	"7cIl+0vgZH75Jof13y4ffgUtRqv3pVLZhQ5dtT3lW8awjwlTtTxSquOwDVnIvE7xoAXDQq0YOBEV/ds2",
-	"O9o4htI2OXnSPCq+GUUsp3FSG1a7oFt95YwbM+IP3IH2P694hIS8sgdUXMAjy6QdJ2Uu7+skfm9vYP2M",
-	"naIJKZcKpLrZciVGUnQxA4Bg9n1BKc5yoW2591kzcYgfv2NIINue67UHBZd6y20BUfkh6obCsWkyt7d9",
-	"neYH7T3aR3kuNY9ko8fjbaskqpn4/YHb7w0MFf+J2+pYvHetvtv1upoyT/lNTYO2afROBn7HbQ/amn/z",
-	"pO277X7xtL7fd9v93jaLnlNsDItK/k03xcDaE3335Pg90X+/W6L3QbfEGxVF7N8VyJOPm6Ll+l17T7Rf",
-	"X0HV8v63xPVrICo3A9RA6H7KD153qz7iyI3Q7fS6rn5Qt9PruMWDVJVOaQfI0xv0QHOM7VYV2e4gdJk4",
-	"e9xiUHSE/hasw3hzLgTluzxP6F42BHW+lZXyD5kh8+G4JUt5Nd+B5xmsL4zRUqPLg7s5R021XHV/iD8S",
-	"tYc9KTfPTNJHOrXhNB2d8qHY/wxGitLCL9hGsDzgSzqLuQKMXFIhSGiV64QQN4FsWP2FDrhySAigM+YG",
-	"/Ln828C9gBer7HQ6LYcpmTRSjEdOpZWAhoxu/vU8TRjyRO7LnHsnBII35eN/c+XjW+Vj0hwfkrBZlEKG",
-	"pG5vHIA4LX50MMDkFL4TaVQ3l4xejEqYSnWg5RQ5kT+pR7nXN/KshllWXvnb0gd042o3y07D3swc/KsW",
-	"1VdYZFCZsU5LlfXVFTo3Ja43Ja43bGE3oAFvwRb2NtXLT1d8X3WZXbkMyUBaj/vEsshl/8od2K1WdmpL",
-	"sJ93dFepruqiMcgksZg2SD18uuKP+HKVhw2XYP79MkvHCVsgafcS+FACrlJjh4SSju9rdvNSZi888DwF",
-	"95rK4uHMJXfxGAo4TTJGI5MuXheqhERzomMITbB8tTwlsMAgEQcZmAKOKWyjVZbopC+w5Rsmm8r3vCKl",
-	"pNDSddUtDXi0wmOQ6bTNRxFbLNNcbsHml2wTOnKcmFWYCm1UBl7A9ZvWmrAJ9X4T1akXD8ybT9kyoRsW",
-	"DQkkHzaMYxofesGw7NdEgcZpBAW/lHS8gUu+ShF5KtZp8gRAhTcBZ1mWVrKS3QVB+xSYg66ptBfj8CU7",
-	"SlG8k0abZ/GMU4DSve4N8JKXmEHCRC5/O0JjuW6YUy9teNWr5ixtKrVMPtB9StdPpFE6Y1Wi46naIY7J",
-	"XGuRJ/Eddyft5XW18nV4uz9d8fuvYsXd53uto+7A6T1eDD2hyTTNFvqO1jGWOlV0RPqm9oFpUXLi17vT",
-	"c2hSzvGuqjEP5TpomkUCO1IF4SkR8QyC8siJFAsgV5If5hTTwjI2iwUQOblWydyHavsZJ1vCRArPhG5U",
-	"yayUuLKlY8Y4iRjg2yDjiGrtEYfE3ZRPk3iSX59VstU+6gh6TLOZuqF7zGpR9SIsesKimD5HS/Y4p9Aj",
-	"Dgg7Uli91RnJJqsszjcY4AHyrDMg1kK/XnGEPlP8SQSJ1fThCeqNAGq/si/oNvLdyVZVn6t3VnESIVCG",
-	"nNvi4JHCfUkzoWF5NVEXPjAcBjzgTUKtlHu8oikfI7WVIQnVmdmUQzokUoW7vUxozEPHwjYVASeYdytP",
-	"jrpKKQmJin+B1SyvDBun+EbIM1nQ7ILkaZrcEqrEZGiyUbByd4wBNZWW4si3VKWryMerrzV3mA52k+0e",
-	"VHCPnWLCP802n//8+z+GpE6xHyq2Kx9CzSXgAsBKFGa+JFHKcOsr6kB1eEKmBuTeyodg0ne4YDkNoVBI",
-	"ZwxAhomGtCkTkJkAM/CdyafUlT6iUuR1hN/RKfA///6PDV2aBplnkFMs26DSznEU48RUIcB1WOIjvzZI",
-	"GGmakHpYNRPyEQCwruBZ6DhhpyS05wTAWuA50A0sXCF4DU6/cpc2m4JesmbGxCrJQ1KXD4RmLFlGllKH",
-	"gyyIZw8fUw55uYSEcP9IB/+bTWx9EzpF6vKFjxuQZ84EZsqxV7k94vCQZ+r2O2YtPlVtGCfp5EIQFoM2",
-	"BOOAvXWwCkE2SjZPPgauhSUDf+AZwVOcnqHelLeEfqjsFe4/R7dEY6hEqmOyLe5u7R+UC8DiOSWldG/o",
-	"jW0kfr6du2VGz6q2YZTbTmn5kFgY8NhbgoQVQGmhcmoTnC7Mu8goJ1O2xvEwpaD5nCKMRqjsXANSjur8",
-	"dCVYhCASE7o8JWGxdWH33H32LS6sbdI/VD2JWu+3hGqLgMrMMdP1BYSKIQn/u5BM0oXU6cEGgKS6OXhR",
-	"1I6UK2CSJqsFF5gKtV2/6pAthPUSkC3sSK2GYZp8BbJtJZgtirPt+s6wQI0DLqUClC5UBXKwpNI1rCQ5",
-	"IFho992c5mBc6K1rhCoROZWmy2IlDYRZxphKzIG15JIzZUpIKR6ef/3Mgm4HgGqwWjP9MCzypBwKThW8",
-	"E0o73wfOZKsoiRW2V4WN8Ah2wSdjIzh7uXLhsJDSRZyqYw6rBdTpt88PrPK3qz3BwDBauIDVxwpZXHNq",
-	"hditOQV55jEIxQ/kyVkl4EuzXYAQywVGExCnTavGDosPFMw+4nUpGbev7/lsXwp4pw8ASAdT8Q6aa1Xk",
-	"oiW1epnJdZjHaCTJZWo5ka20+nHMKbR5axjBcfcIL/e7PfM7zTK6gZ9ZTiu5HsoneqgL6VBoZGwaJwnA",
-	"vuzMm2XoKVpNBxteTHI6/i2T+vhrp1YoaeWOlxhy1Dhvv2rXmrBtTihaQmTxG9PzxvS8MT0/VdOzsPj0",
-	"8b7XJjvKRP0BE39eo9iT81phpmJqLC5dmlt1CKYMGeo6abSIubzMJV9P1SrBykPw/RrLdpGCWgd5wnJv",
-	"+F7HoDeo7IKO15EqzGROOTK7a7gCbAHNMoAuw5LSONdmW0eOgGJ2ByNCbq05st7sqDH3oIFvosZA5PTp",
-	"ij+6VxU47eyOIL4qshCJQCF23xjK6c2l4eGbHqTZOI4ixj8wYtSx+wAH8goXjLMfYBUzVrIVH+4zwx2S",
-	"0JU0cqX1ASYTj4AkCBKk9EYTyBguHMVRopQAUO+BXxu+tYyfPQQwb6REv0F2zN7Fet0o/5Rme88ZfR3E",
-	"tkE0XicAty89zXjG5LY5arZw8JFJ5WPGV7vWGfhuyNHM+q8M/iH63m45JGi/C5bNGIFrSP3pg7vkpD3o",
-	"NaA+CRxb0uiFUJvSi4tYmzSYx9c9Q05JyFdJEpKMLdJLJk1c9XRp+lgPd8kTO/6HgTo8OIZQ3ZFlDGma",
-	"rDghHhgcWaAQM1i24YKxJRI4xZFL7kfyL4x3KrYq+/wCWBWFMSLPMo1vAEcYgFUweEA6JVE8nbIMDsJp",
-	"zJJIAEGWyOkGAXwjjVhUPtj00KypMEpXLAIOR12VRHmxjOg7OtKOCarBkmjCkvj1WwTYzg1A3pUBtqOM",
-	"l49enFGhdBaert0PbxC9VxXgRleXYqPAB2c5BU/GdZRxhdSzN5f4LnhTVY0iGW8K7DYE4iq8ni54Y+uY",
-	"JKD8p1JJaSAUuA6+gPNWfj4DXAQVLpLfnhITE1rHXJBUSld1Wbgv6fceNB9a+SG1m2q6feV6ztHsNiN1",
-	"fXyNd4inUd0wM2lH8b+9K743qy0QP4JkEZqv9g6Mqug4ugSBJckzvOXoHNYH6Mp7L1RPUprbGYeOIXra",
-	"Ax7/N8E68/JQCdA1MumKra8S6pRXcyIuS3C2W4PgWGPkYFccq9HOTrcd1XwHu+lUzJKzOx1OaUydYsQD",
-	"jpPQd2D4HBwjGFk5PE7bd/qO58ActD0Qe8V4XOmKBWwKDfRQWP43hkmRJq7AXHWGbNOOG+6lVSkfmmCk",
-	"XwETLa9xSJpEFoBkxkSaXKISL0iepqfyqAQVSDULngzqOoTN6Dhh7r5qlwfQik/Kpuc75BpnoKbyFAJk",
-	"Ok26Qjq+K6khB+0QvYM1DX8LkOm43jIaC5WyuWWxL9JIrbwDSbtnfGOCDAuK06jBUnQarg5A6PxESChZ",
-	"Mg4XB1zhAerUAYS7M/mlZMXzOCmMdrWPRJHV6gZcd4eIeboWGh1XI2lp/FnTH1e+Hdi2lRsh5gEHx08s",
-	"8jTbVGmccvF8MJP3ehEX2TSVPnqM9dq6rvWa0NnWxuXF/JWIKnfrJ/ym13re8oae/H8XAbz+XhU9tJza",
-	"BduMlMI3TscQN6TQhFq8UPRKAF0Gs77CNYdakJan8LKtr4qigEMFx1IxqA1rvU6RlKL4OAvQZWAXJy2f",
-	"PLwDeOK3hEF1vq7k2Sd1cMfo3OkPa6hfV/BgAO5DhQufSyvBCA9rzWksYfByYK6++9HH+963Q+CBkbxk",
-	"k67ImCUxu2SIqJry2T7Bvl/Juf2D/Ac+29vvh70nQeFWVejZ5UlT7gGe5uzUkstwAdJmRFm6xNoKSxiT",
-	"jE3SLBKKMb0slZ/iln+AgujNJfOxFqOUtO9XkD8thvr9+CJvpPn7luaFsu/+cvNQnqs4i4a6tQPzn8bh",
-	"oo7eNRWFcVY+TX5ZB4SSlYRiv+swX41rnQtorx7K4iidAgt6AWlJhZlLLmMQAgj4fFop59fzlGhSkkqJ",
-	"LxWld59Qce1K9JzmbLcSvSDsVNmPPF3bUlUPIULC4KddEdvaEbHqSikMa+lSFN8YGUuJqRqEMtLdiuLC",
-	"7KkNW9dkR1QLo2InfWtP6V8j2eRG5B3ffoUAD1w0sH7cDyZ8cgCvt4XBFSLIqUGd+0ERM48jZpi3Cn6W",
-	"IYmB/uGSCZWokcQidwKeFBAJjkF6LUjbLOoDAXiWccoL0h8Aj9fqKTgNHcDnxnJgJK5QCPqdlrfL2PAI",
-	"6I/B7QIYvErwlV1+JLx3//H95/dDqPuBkug4h1w36GvArVSBfZlu3m6m20ClhaWcBTyUjwrlyPBce0kO",
-	"+D6+iCP2kfo+ZNOu4fu4EfJvKOS/sITFjT77cQt3JWF/ybqs3PbK2fFmeizIuoMs+XQVyTMk3YrkDEE/",
-	"BSI05fe+hYWTJpUM6GI0kz4kDguWTIdEIIHFdpltwwFNV+UTz2muCOAoHD7aKb6gSYIZcljJYSDhIQWt",
-	"4ZL7wLwPAn1NRcB1mZuS7nBQ5BnlQj8XM9Dwfnw5/i1IRicxnwU85aZomGZASBFHOgtNGtJ5vGBYwojv",
-	"XZqUOAdQxQOOCWYhGguhS87KES99AMbCHH+OOkvhJAu4zkfD6+uyxQkVuT65hHl2A1Lc4ggT3DA9b86S",
-	"KOCG9UbnswX8HFHuWESS+IJZCsKQhIAIro5Goevb6qryinQ9hwDFWipyec6qUtoySt6SCsGiw2B5ALXH",
-	"HL1mlENT9s0l51TOwjRNknQtf4k5ZuE4pjZoRpcCQLcztmQ0F8D7mDDTak3Ftj8f+Au1Az5s4szHjiy2",
-	"HZ+0IMWcQxFKpLkG0YFes5pTOwJESiPU/qCIo0diTv1urzasDfrTrh95XcZajPm01Wr1+xGbjGm75U0i",
-	"rxed+H7EBjTy2oNx1I5Oup1J56Tvd07a03anO5ZSeMcphyCfVluVx+8IB1/RUuUThkdXuvfUm/0dd2Al",
-	"fNI7Cu1aK/pgcFcrub/w8C6mIRR1LQdDu5UnJB5Sew/Ip4CPlKckyugac/7yBV0OSZila/F9/NIF8+j7",
-	"374M7bJxkJ26glpeFpK//MEuoI4Z3INAiigaCzY9XR7GU0VodqDk4Qm2/5PKkJikmaJTLmZS45XZ0GQO",
-	"wB3qUZQjqD4XgyjVA3lYSuu05NO3L6oNv285/ZcmVUx+4TmQoiQ7k64VaiJkx+xNUmu9cZJaqxJI7ooE",
-	"Nb/vdyoT1AadgwlqLc/tbaWoIZacyVBr90E4vvdEvKv72Drp7Onkie8ODnWy7Z5sdbLb9+QtBSR0v/36",
-	"ZUWjAP/wA870cemIfrdfPRD9HuAA7h2I1s5s4x1mHE667Q8z3cd1tLV3XXcGbv9AT30P0iztnnb8E7dr",
-	"L+x2v1M159Cyck7mtjvhOv4DlLh7jl8piG7SEbfcSBbFnzQUNLG2lLxSqtvU0QqD5MgkRVUouPf4Pi8K",
-	"Casy/IealLDgSZ+kiSJLpznCAqlr9+b+k/eY+q/a/5Hk/oNukq4/xux/nOBfXsI9KidXK0pSB1KUm+sU",
-	"RmMPMvSWaOy3Br5Tw11gMuC7/ZMqQazFrN9GDWLPAbD1sNZJ59DDun773Ylma7tcL19e5cjbTdcp8QGH",
-	"McJEdhga2X+d4a6+lp2UPXmrVHY5azdHR2UEwioIP/ZoECxT0DZ7PZ+aKhCEhkqZh7tIXafw+p6jXFlr",
-	"BrD4xSFiaPcVFjapI6OsAHpnijTj6qsh8dyWp+pQPXdwSmjAlxlrZixhVDAyZtM0Y7CN1VenBACJ3Mly",
-	"ScaIbDjeqOc1sDQt4BHNmcknztmSjFm+ZozjySVFAWfxbD5OV0AUHfDPPsOOJ8z97DP0pcJ9qsmCgIJF",
-	"DCVfUfxNxqliVzSlv5H25UrDNeWsQEgqReVuCUhIski+RMDrCR2zJGEI+RPFk5xFYcMlZxp2TRn14Pok",
-	"n5OE1/OU3AZsskZ4ivT40yRNM7jkH0JS9xvgqVVWeLoYx5xFhKexKLD8pP2ICIL1UPwuy+v/8Y9Au/Pn",
-	"fyO/Jv/xj6M8/fO/NcKG4SxBZv1wEfMRvCwk9Rb5VcMld9gm1ejB2AyKwyRbEy+WWXrJIlQFMjbLmBAs",
-	"CtGxGXPg/Q5XHPsYAb4YPmQdIy0T5YgXp1/qd8mvGlCtHMbAxZesRHyJrmZLnSpCuFiaLjUuRw1lpPjn",
-	"cwgOi5y0dc0c8KzD/EdO0em+R36lxm1hHqFd7AFf041eeSlnTQEucxHPOEECiFUuLDpCVRGHjnZgf5Xt",
-	"WAJ9nOd63VNVwmsNCjYXWiFbqEYun7M4w8FCWsPdEXkOYNNsCc8rBl91n4OyQOrKRw200wE3lznEwm4D",
-	"rSLm1lNG8qvwFAkVi3kOeOnh1rOJvkbfY3UQ2CRLjZcio7jT3rK4jKHfn31G6iF8VsujIaePKdw+9JQr",
-	"egg1f0DfOI1nyjSzXE1K3s3xvQtSB/UByHMx0I4yLuBayIk5BT5ps0y6OLdD8h//qD1gYglwePjuOCPw",
-	"VhFwUHl//qf/6jskBIazoWktkt43TlFirGVfcUEg1XyWSROVpNOAAwOGPJGEgu3kKUaN9L7J9WgNFew4",
-	"W94SJF1zIiY0z1km9756vfxxpL4Oh7uNh+6yCLt4iyTpzHSGjlMAhoMOpmvElOSwf2LEA1V7YtAlvyKr",
-	"JQSN5CxEjE9YwKEPDs5Zl0RygaE7a5oxFqUL8vPv/6X0epIwIXBJyp9Sfhpwg+lDIcBDJ1kqIEskXRdY",
-	"rFKmSJGDsIzINY8ZyWsecNV7YsZEHqB6SBpDDJ7RJB5nsKoGcj8WojxOecDHgLIqJ7fl9jpdCNJM5hCh",
-	"TddkSrMij4SIOMc+a8T2OAt4cUgRdRjAyr+P6tqQmEVZHDDQ3/EqB+vrz/+tRX6ltgjNWEm2wk4v77LG",
-	"qQqptmRngLImw5MONwaKWb23T2Ef9MmviEhgFdKc9DpfwmC2/P6XJJUGyLasQYrZstwYku+xppgg5cnL",
-	"cH/c6hlTpALvM9e7ZCG+A2NF93Y7vATSuBi9JAWwUTy1YPTq6iQaZ3E0Y1HDNl6QB6ya1caDMI6PYZy/",
-	"r6YnabXcgn2EepNBdHLxu9Yrf9Hmndo2xUaNJvGEWXQa36wZbzf7d7S51fEGHqlfPn78hOCjG7W9jCpH",
-	"tM232jY+Yd1pe/7b3kU/GSy9t22bD217KY0vttz2cB/hn4azpTb0XK91MnBqQE64xYzjuWDvKfXNML/A",
-	"Yq4NW67ndZxanu7eNnBqlyyTt9WGNbNXa8qqvMqrfGXL+p5/oF2eOxh0d9t1Mui7rSPbVeXnVSxGVzau",
-	"13KvaJ2/27huz23bbSu22jFjdnTb2i3P7V67cX6/657sad1LfE313tMydqRiMC8dw3g6Umu149QsVQeB",
-	"cJZzCp3oOoYo1Tq0gFHotymm13huHwmGTNf9LvJEquf7+MkaGacm4tmCKoJOz/W8nvkuT9U3Haf2D7Wh",
-	"D4l3toivDb9Xsn03sORXh0jSNYc/FiyKKR9Zi1SuUqlRj5by80nXqa2WcOneNbr3RXoF4Nv8irf59rv8",
-	"qneVZ1Vjto0QjQlnT45PlSCreohTW8+lVFPnwhgMqkJ701ZVbk4K7AOp+1JL6mh9Au9OAZE3QYGXZys+",
-	"ofbyfUO+z+Ic3uO7UeqzTpUFSfsLjLk7te5RWEcxLIktL85ZybXi6PI4tSQgmUqO27FuHUggOejWGW+A",
-	"oQhshw1ZS40uYxMWXxrISLnIYAOQfLNkxXU65xi1YM3HtK32gHtgCzpU2hQF3vCpVMszwfLPV/m02Q/B",
-	"b0ToFh45tWg/Ax5WADaHiKmtsMazLGZynWF6mOJPgKwsAPwPOJAbOBokl0cFL0Msdd+IRQ2wjuOMPPvi",
-	"rOl3e9rCghkKeAjimFM+YW4pU0dVjwtDVxU+ZcuseS+eMZGHCGA36La9BtgkUo6YXLbSMzWabyinXy58",
-	"FQdhr+gkxwiDtOhhBl2CuAmKa0l5yLBZAqf1gi0tsFKVFS/SA1o1rp6PKlvis9ufbSvSAHO+P0XrllDZ",
-	"eoXXP4k5s7Tm2k9/+v1PP/5fP/34//70p3/66cf/86cf//ef/vTPP/34f/z0p3/86cf/Gf7+n3768d/k",
-	"Nz/+608//n8//fgvcMu//PTj/yNv/NP/8tOP/9X6+1/uKQQRUzfw05/+R/lgddO/fp3NKFcEeOIpkJQJ",
-	"jJSC5fbz7/+4Bfi2Z986OpGzan/q5efCs/YgnNsDKTfcThEo5qMqNDFgBDE0IUi4QYGY1BggCI3+fe2/",
-	"EELI+TmBf8nzh/jHHfJfai812HnthwC186A2JAEo6D45uUO+6Y88x3LoPmE5TdQXZcj5oPZ6O+KxjR9Z",
-	"KUWwUzhAce4oopOSELAloltz3gEA/D7E913g9m109urTFCtLcPfXnBoGWaExlrjZHZJQzKmUZp8P75w9",
-	"u9/rDEPtvsGjoBBP7uHwzE3spRR7AamsxtAGz1zQiIETZ++ZfUXw5UwrTsXxo5zF4PDSYMI2qaZDHp6/",
-	"IHVg7EOWQYd8+/TsieH7gaVOJxeMRza0sPxapR/kTCAZecBVJjSC3SpNVh2zKjdcLJlUF1C5BdY/vuML",
-	"raeZo/2k6jsQXxHN2ZBkrGlTKTZc8kypzAG3XoUOEPCGTaU8r4PfH0ZglDAeOgEPZ8vVaMEWabYZrfI4",
-	"UUMSNjTtoshBiAECK47sqQ4IgTIAYYpF4fbdqH655HGMHDVGlU2nhWu38AUvUj7DWIeaKmaIzyF86WC0",
-	"TKpZXJ7j7FXOeMQiA1xTmd3whj6uGz7zGz7zcs1WusYok1rDeQpFDvsSQKDyoZpvxvccm4TFO4aA5a1c",
-	"pjtYYV9zeyvm84wxAh49JWBKeR1azH7/ww5Pc8G+3EH2ZYi75sdQPqsri4wM7r/qTLyp97uL9mJ8Qi2i",
-	"Zang3NZuyNoODfKD837NUQ7cdpVlfg1bHIXFIVgzHI1PjEj4mZlrlLQYwSlnFuxPeVA8KM0LthH7EWvk",
-	"4ExokshjTGOYaYIUoU3ZCXyt0qnTNT8lFrJuwOMczDpRGNDLLL6kORYT1rfYWsIGxGyVkRcFHGrmhVRN",
-	"se5pnq5VzhKfsQxY5cCs3DIWwfMdugF/qpqrI7OGsBceXE04jDgLpwjMFnDN6rs9AiyyOH7PDMCb/lmz",
-	"PQUcKPmWLCMLOpkDWj4Y9fLQVWRPWZrTnCER2XPNiAVdEmSZCsFgNLVyag3gEHqeTnURQcDvR3632xoQ",
-	"YzI7ZKw8AdZ9DprP8mkvnj9o9pWylk5lC8IwDLguwrMZcy5bAafLeAQv/ursyf2A4xLAb1CJVvcHHEnS",
-	"5GUhZlaUV5KqCnRIiPeFig8ziuS8j6lgvY7uMV7e9klG11o3X2vCNmlvkLBoSIj1fWjRcJ2SAZYumTIW",
-	"kbr3yjtrqKQaZHBUWR4gNZHnDrUWqKXTTpBTTWMCEXnXLAjlN8kYWfH4dyuGqiKW2GVsBckBIpX7RU6V",
-	"0oIVC6Z+hkXpNwUI/k2Ay04uLdhNfIb3WwSaNC+CtbBlNgVzZsCRMijEyqSQ/G6Van0c9XMo3YbC+DyF",
-	"aUYePEYvZIuwQ7pNyvfW8Tyd5mAPOAbA2z5OTcCBKU8rz9BxYHxUo6xX6GSVXQKDhLwuIhPKUx7LRbIJ",
-	"eH1DxixJ18T/H/xul/z8T/8raQ0cwlPC2Yzm8SUj/8CyVE2u7H86VTWgkGilNp16Yx8bANISfiZRfBkD",
-	"mWXfUVyQyhqOGM/jfOOopAMMSFMyjV+pLBXYU4UXSk0WWSA8fqNKZdUy6BlupS/ZpnbdWn/76Mdo3paX",
-	"B0Sa8iarZQIbACdO3nHLkF3ZmgBcWxvWLs6fst5v//43Xy2zi+7v7rXvDWavvp1NvHH06oG3ePafN8mj",
-	"3/bOvXvpM793lg0Wgy/uf3f29fT+V5vHXzx9tGh5Z/kL78XtVdz5z+O/6y4fvfDyv7v3zeefSyXdLBR5",
-	"suev7g8e/aZ39+TZ2vNb/Pz5NPHGl6tl/8vuiy+/6T+7Oxi8auX+gwfp59fJ4CzG9j2CHUAXKsZdDq91",
-	"LByDEeYNdkoIrSMNcLq8/mDci/xuOxr0u5Oo0zo56UZtxvyxR8f+yWAyiNi4RX2PdjpTOmadqDvwx2w8",
-	"7jJvMqiVygt1BPjN58K+d7Rki9qw1pT/u3P/4aOvyPmLO48f3SVf3v8NfBnwJ3fT9Z1vfnPvS//b9dnm",
-	"/tl13hVweMj9r+7tPvfN1sRe8MSKMx2SOi3NxkYJuD426M2S+QUtmafb5IAfCOdj8GE5CPequ1tb4xcK",
-	"AqfUd8qNpmJJA6Uq2TYOnLFXEYvYBtftH6x9+/pgSNJ6cx10X1SL5Ul/fv9Jw2Tt6slCPmnLQMlP1TNA",
-	"BUVyI76RutGEcjKZs8mFIUmpjri5VSGxkirz/r1wDyw59w6cJzdC+Rd1jpe2ydU74peObXBmd9cy3x0p",
-	"vNBMtCLt0iiaSpN3v69Ie3bF7R/kMnx9BSqQPLsKmWLu1iS89QkVrBlL+1zE0pJLNo4yvwJuX46BAmC2",
-	"e3jfIlVvDCE9GBy3Gi0TOsKhviCfswUiBhUI+GZVYDmOiglDfoCz/ZvvnQY8lA8EXjvwCKskd5okDkbQ",
-	"xxv4d0/CQOELf1vhWOGs1M+GQTP9Vln4zJ25JHxGeTRm2SxsGFf2ksIZpcQI/LNtHznVVNe+8mYb6utd",
-	"0ut3gC2jWryLJKfWUzol1E5lKMfZM+V2vp6T+oir1XjpAUWn9AjiiAjwciDHeN8ztz3uFem9bUzv1YA6",
-	"Ohut8M230TdfXfiIiYvlTL6RVFJGipF42PL9fh9SB/N5Go0mCRVCTqjmfRkp5rPCYT/ZUH4Rr+PbX337",
-	"6N6js6auJm1+RXnabPl3mpd+8+y7b5qdMcRIloxelPE0NrVhr1OZyVjO8u30Bm7n9U5I4Oy7b0iniQ8X",
-	"MZ8lbCTyjNHFqOKJ5QtKaBbl1GgELjB7qjzVOl36mC7bVbXE7zy8IxdoRhej2bg29HWlKoiU2tCkp/0n",
-	"8+bPzXuvczDqu8+zFNIw9h2P+PMv/+Azwwmln9BpdBCiaIfdunvMgXmQXWoRjVM0z/Pl8PbtJJ3QZJ6K",
-	"fNj3+h5mieLt28L5GaabLYrcJUdV+agaBR5BeZZwSCb3Ep9p4IDFkmaxSLEKXkkcaNvuCfAd0GmfYiye",
-	"M6iYNKpOPTxThiNsmiG5A3aO1LpCB93O6JPXvn1w86LkwqNCV7pbFkxFG6RGZVjoTWVN/eH5C+FgCobQ",
-	"2RUCK04NYbBBlE2nRF5vDl+4jUzpRJ61mtlJgwDgPVVtOceEczDDoDrINAcnALz7hrYYkr4xHMCxFumS",
-	"JqUX6SS1ilc9ULC0ZTofYAdyyBy9yfLRCEoLddnycK4blEyhvNWYQ7IFt2XaYCFPVQSsGU3yuQNggHJ0",
-	"5XizPIsnsNYUskJGJ7nxBWcMGG8nDPUV6z0sp7XXL1///wEAAP//",
+	"7L1bcyNHlib4V3zQXZZAKQAC4CWZoMl6mFflKC8sJlPq6oIG4UA4ABcD7qFwD4KQJs16X2a7zeZp1mxl",
+	"to9j2/O2r9v7PPoD/Rtka/s71vwc97gAEUCApLKqZ6YeSslAhF+Pn5uf852fGhO5iKRgQqvG4KcGu6WL",
+	"KGTw75c0ppeJMP9UyWJB41Vj0Dgn40QEIQtInAjS1EtJophNeRiSWC4VoSIgeh4zRgI2kQEjExaGisgp",
+	"4VqRWcyDVsNr3NAwYabhMROT+YLG1+YP/GKkmdKNQeMlv2UBCZKYai5Fw2ss6O1IJjpK9EjLayZUY3Da",
+	"e9L3GnYAo4UMWGPQeMuoSmL8louZG8iSxot2EjW8RsxuuDJtDhoLyk3Tik2kCNQoYvFogZ8vmNCNwWHX",
+	"/BjfsABaDxsDHHLDa2gpzZ9huGhzMWUxExPWzv84umGx7eam2zntdBufvMYkZlSzYETNFPvd/km712sf",
+	"dq/6/cFxf3B82Dl68qT/uP93Dc8uR2Pwp58a9GY2ohPNb9goZj8kTJnd6nnwPJJLFo+WjYFIwtCD/QyZ",
+	"6SJ7s2sei0kSm0Gu4MuJFJrdZivZ9RpuqUcK57221v0jWGsWu4bNL+bd08POkddQmupEmbnSkAdmCcZ6",
+	"tDDD7Jvl0DTMvd/zGlpP8ffT409exQxP7zzD07vMsHd8eHhSOsWTo87Jtiked47XJnnc63UOc7M8PD79",
+	"PNPsnRyeHu2c6unhyWnpTA9h2JUzPVzfzP7jJ4XdPD46Of70nddgYsYFHnE6uWYiaAwakySgDa8xTnho",
+	"/rwJw8WB+b+2jJigfHDT7Rz2O9327enJ6OSo4TUEXTD7YsNr/JBQofmPyA4GjfNEy0uZiIB8e3TeO4Fz",
+	"HUnFtQRGNeN6now7E2n7iGL5PZvoA9tYdjaxU3M25zQOljSGUZdtSJQ0Bo3XQrOQ/C2Tgrw4bvdPTrvk",
+	"xox1EiWjiYwN6+yZ9Y/5DYtzLOD4tNvpPT7tdM3LM2jq8upvyWH3pIsPRhOZGJbT8xrSLP3HcSJ0QvpH",
+	"ne5R57jhNaIJN6vxiolDcgsTxgGGfMG1GWbvcddrxHQxmo3tTq0i88VzriYx04y8uvhopu5e6fU/eQ1u",
+	"tiJe9a9XPwQ/xtc6+aG/MhwspIlhZWYptGYCaCnbyqvL11fv343Or67eNYBUF1S4PSXAMMkbRgMWjyWN",
+	"g7eGdfYOjEDpdY7bR0/b6ea1YfPal1fvSLu9oLdtYLPtkAnSP+n3jo5Iuz2LkvaCLWS8aieah5YESLfz",
+	"5Mh+JJJFW7EfFOn1T0m7zQQdh6wNcuG2PaGTuZED7baOE6XbMVtIzdogFNrtkIpZQmfMdixFuCLt9vUN",
+	"fMbagVlDwoU+AuEA52c0ZzQg7Xa6MG27MKS4LDiMEQ5jZIfRGOg4YV5jGtKZKixvu2p5S6fTGDRMQ0g7",
+	"JcsDlP3EEFtxLo1Bo2Q2sOEbC5H1UdgZI7lgb+wPbvUbg0avf2q4xfo6u4Y+IaXjaEeF0ZrBmrHCOrHR",
+	"9rEaVQCGM4Lh4GjwsUgWIxxMr3/qNYTU5kj+qfFR6ESwgMhEt+W0reesPZa3ZEwVC7lgHfIhYhOrKwyI",
+	"kObR198QGM2AlA+jd0vcGSa9/qunHlFaTq5J73GXfEvgXHrk4tlrRtyhJf+BlDIQ0jt6Rv4DOeyTV0/J",
+	"8+eXR+3+UbdL/gMpcgGPvPvm9fPX5wTZC8kxle8+eY0F03MZGKKahFSZ/VCJ0pQLFoysNmFeSvWbUuEw",
+	"ykkFx/qshtUYNNjtJEwCFpittBrRT45P73vid/N024lVAQc/NeY8CMyOT2momGf/BGUKB2ofjFdrD2JG",
+	"lWkBHxp5M7IHsPspJZK1uf7ppw3h6vRNuYhSidk/PHpcJjFTyX/0uG9Ef4WgLjbWe3K8tbHT/uFjI16j",
+	"WN4wQcUEhJUZvxu+4jNBdRIXHrAgtyRKJvGEjaYyXoAWGtGZoQv7eMECTkf29JkBH0Qh5eKMTOY0Vkx/",
+	"mehp+zR7X81p//ikMWg8OZ0e94PuMWM9xvq01+udngZsMqaHve4k6J4Ej/v9gD2hQffwyTg4DB4fH02O",
+	"Hp/2jx4fTg+Pjse5JvmPzOiFj4/TR0lsiO/gpncQJ0IdrMurA3zN0Ev+AzvfZLzgWhfXwD6L3QPNdWhm",
+	"vENGSVE88Y7ZwZmbs8m1snQDPG9MRbDkgZ6DNq8pN5PQc0amVBkrB4wjMpUxGEdjIPympRPSJb/8THot",
+	"Y2cpQjU57JHfGTuq/7jb6RItrw8UiVhM7FEdpAN7pMjhSZe8enqgoAkiDavod7rmmWkhmyNZMj6ba2j/",
+	"iIzNKKIwUeSUfM3h1a+/gT6AZs3fdnAeNAxaSUqrEVUK+EI6fVQUb4ocJbcS/b61Do2qS2MWnBGzOHM+",
+	"m5vFgc8JV+T0GGcesbhtmyEqYiwwo0Bt2q2C2jKw71DozliQ8g/LA/70ndeIk5CpTF/rffr06ZPXiGhM",
+	"F0yzGET1UxmsPmTny1isahLzyHIvnwX94+Peky99awYzEC8nR6R5+fIZOTo5OvVIRIPAiKGYCKlbZlrm",
+	"vZOj9nil2VC8wCZIeozx29PuYd8jkfnbvtHCbYVOZLB6pAi7pRM9FKYd5RGqiGJCd8g7xgJFfDP2djr4",
+	"9tds5XfIea4fPaeaBJKpoRBSkxsW8+mKNKmRhe0JFVLwCQ2JFMwjH8iv//hP5I1HBDODMF+1zE5RYqQW",
+	"FQG0AVoXV0YowuZSbJSb6QtmfrlmkSZLrucwjzgRQ9H0M97WSUfne2T9OZxnv9UZGgOem/Wfg/zJ7Ibi",
+	"lA1JTOZsQc3GLejtGyZmet4Y9Ltds8+GGZhG/r3bxD+dt/+Otn/stp98cfDdF1/+1PX6n/66kSrVSsdG",
+	"CzNEUiCLr9lqkzKuzJnnYsbiKOZCu1030zBrdM1WpOlfvP9wRQyLs4/b12yl/BbRc66G4vziNbwXsxlX",
+	"msUsgO2DpYUfYP+4MmRFKEk3zBuKaRKGbRkHLHbEQyJphtHMGiNjNpUxIwuqY34bkJhNE8UCopLJfCjM",
+	"SFpu96ALs7cDnIRhpcqcmowCBF2YeZmRE9yV2ttkKLOwVbmt+VO3/YS2p9/9dHJUsRXPaDgxVs7GDnxr",
+	"iMwHjcX3CBdKGx1eTokfJ2LEAx95z6uLj2bwzCMTqlibC8WE4obDeObIUrGCn+HfIafg2KLEGY7tCdU0",
+	"lDNopukfdp90/VbHzfuHhMWrbNrGBtxGkgsu3N+9LVN9C7r0x7wqvT73c7NfLCZ+lSnlnxE1oSFTsAaG",
+	"50sZkpBfM+Jba9HfMo0yfT4/s1TTCGQyDq05wRfJAma24AL/3e10j9OJimQxZnE60bf09j0oqVdWe9o4",
+	"YfCcxAy9dXnJCAIWVdwzx2ceKTJekYBNaRLqqqltOhzX9svO4eTx48f93kluKtmGcaHZLD8RpzOXkecs",
+	"SqqIk24QpDl4SA6OnQB1A31Wzgh6vy/VXcpkNi8hszCUS+JrGs+YHpm5wOmwxGeOxIwJq8uDfKIkpGMW",
+	"gjPZNEmY0nxBNSPNVCYYFYosnEeXTmKpVK4dBZubbSq6nciULni4qjx60FthGSwlpIqBnfhYypBRkc08",
+	"Ea+fl7P3OBFEgzM84BNNprFcdMj7mMzMVlnGA2oB7HKH4I7b/fWGwsehOw3Evlu0h31CY0ZQz/SA0U/m",
+	"kk+YGhiBOhR2HUAew88LqifzDbbMNWnmxDMVagkiwIx5KChOZc4InB7D163Rp/LCdn1JYSKVjDuVpaP2",
+	"dz/1vK38+woIqJSLn+eIyRK9473E8d6m/+oFylH3kzk+GeMeCuDcHmGdWYcgkzb83Lem9Sv2UsYTZtVp",
+	"w8GtnNMsIpovjOIyFAtpuMx45aSGekSQC5JU6SdAoobQU/otEOtQFKiVNMdUcUV8YMXBCJmBPQhUE9Oj",
+	"YVuGLrgYCh9e77A4lvHIPB1FE+23zsg3l+dvHWtThibh81cXHx8ZtVAEhJo/hmI5l4rh2yn3eKRSkwDu",
+	"dJpCkljKBQnZFBkpTb0iraFAyur3iaIrQ01zuSSLZDLHVrkmS5mEAdH0mnXIexGuYD4cyGso0mWBsRW4",
+	"QyJCphTx4aR+qeOE+dW0l3GcKtbWq8vazLhfPa0mPJiXsU9TFc4QlSFH8LicOQE6oRGdcL0C9Rf209GK",
+	"la5VrMk5Z2vKz6Puk3K5k5efUunzhYydn+WPjMYlEhQeEyqIXIp0T3x3hkaJCnwzm4hyI5qmaH40Tx+f",
+	"nJA5YXQyr2S3NNf5aAW956cH3EXxG/bWTcN6SKunfdzN6w1Vk34RsomOudmHjx+eX7D4629LxNZFzCew",
+	"nSx73SMfPzwHHeL627mHCoRbFUWaXbKcM2Ho27CCacxY64zQEEwjrklkWkRdypD0bGVaT/kUDWNGgxUu",
+	"5FTGHXJlDgP48mGBkb95GddoprvQyV1L+KCRmk6MEW3YiZ//teURFioGL6Av32xn4cbAz73iehgKy0fN",
+	"2zqIim/lflMrpdliZHQk16UxFpdzGbKhwF8fKWK3jCxpGBJ4EZcTFhI50A0TgYxJlIxDruYguZBBXT2/",
+	"aA2IP5FKd7APdO74ht2Yr/lk3iF5mWAYjSLgwwcOk413ymdJzNRZqo+gsiRFTnkA5V9qeAL95VhU3kg1",
+	"0zJfV3OkHCmZgwMOkOvlvLZW3K1F368uPn4lk/jjhxKV5JIJTUMkRUN+xuA28wMWLshcJjESedMSnkC/",
+	"bgvI0eoEoFEIMqFxbMw+2Al/QHw3JdOKT74ElQb+QC7xy8+4veAHSF9e8DA0DKCgUW/5+oA0wQM0FOjr",
+	"+uVncnjS7bbAw9P99X/5vzvkncx5D+CAttNjlnluqrcp3/Eee1Nrc76yAyndnYv8tqSchTS5VkTNzfCd",
+	"Sg+XPawFe+UVma858Buc1SfNsdRz8C8xbij9DJfIr6BJvzXIbZLbUdiBX35e5/8HpFna5y8/ExQEraH4",
+	"Iv34W8fLyAExywYNVg2jepfyQ9hnl7o1dup1wBaR1ExMVqWOm3OxIpmR1fv17/+3/vExAScOHYeMnH94",
+	"9vo1uMbpxNCa0Vz4DwnL259nJGYLZrq0GmD/CM4fsnrr1+lUeUdyI9xwjeSNt+PjdQ0nr38Ph7f9Xns4",
+	"vH384rsvylXv19N3UrC3xmLYXIcXV3Sm0AEccSvbJiFnQpO5DAN1hhLRuvUwQAEZKXIS8/Swe4SkKCS4",
+	"LKunPG2bobRxLJXW6tFp6TSQkb10nt71mdjf0a0OnD6kieJjHhp1DW0rYv3EpOmDd79j/zbaNSjCMtE1",
+	"/AeWp46c13lPg/PCcLBnSaxkXG5y+oLd6tEE3vAdx4hidsNlYhS1GQMz21igomqM+HXVIh/3+rv1Zhjn",
+	"izTeY41w0MQp96mRJtpgN2G4qHaU2VCS+3gtckP8xnn4K0Zq7W+zcE4jCapHjsEju8aeXivcxzyBObzM",
+	"nMglzCrvUAadJ33ZQz3QiPq2mQuZs1vy4avzdv/4xAXnHfZJTJc460n7mq0IXCWkU4soXGTZmeUah9Cb",
+	"HxIem/OGuvsd3bc4x5DOqrws5ig9UoQHQNmppQ+Xgj+hD+LTAdzq+CTkSivCddUEQjpDl0X14FMJw4WG",
+	"iKQdHj4cv/1o43poom58EADPPnyDnJBa7ziJ5dLIaaHQrPLPJxMWab9D/t2H9+9qsBo70IJZJcw4/9T4",
+	"XgHhTdRN47vKNS/1tlQ7wx35Zz6S38rLDaP7+ptndDJnz/HnMrrILJz12B1/c/RVY10LPrn3YX1jzKwS",
+	"CaTZAmU/smjQKrrdqlGBsVYuO8AMdipPv6DtbKHPChf0s78I/zKM8A+FqJD1geZ/rcmmz7/9Azlqj7mu",
+	"JtRCJMq9Z7DdUZxxMMOj0DdU4GU+aSpQMD0SsJjfWOcssGm4ghe6VcHWUkdsPZZc1zELs/rgIimeVtxx",
+	"oosVqcVdWIL3MY3BcDa0h9fV4apqPwpRGxX7cXJUczs+ZOEe68NOfyJzKoKQAWM2+p3/b/dgHVk8yb1J",
+	"B12Qb+ltiVFvdFYprPMEBIgmC6k03rSmnlePvHq6w8E4WtDb/YypXaZUfvBc1Bx8yOjdRs/FQ47+kzku",
+	"KpJCYerDUxpcugg4G7mFCheNopBPgEkcRLEch2zxBQjYwU+50fx1zKaNQeOvDrLkigP8VR1c4FfY6br+",
+	"ljotjL20oKGZluFrhh7llMRUzJgNHQFbC12MAdzmDwV4v8ArCDYZoeTdxzegxJlnoMzhaaQxgyY+Xr1s",
+	"n54RH+4QlD8UZpVBZSLnZJGEmkc01mCspceCkpjRAIxfCFii8Sq7YNJSGjseXCBiGvLJZ10/w4HWzGWy",
+	"pIpAIANSnHX+Wcu8Y0b6kmsN8bSfd6A5PyLGyPAwJGNmxO0UOWWTTg0lmAVXmsYadnY55yEbigUVKxsZ",
+	"FjP3ATVEMWED8zf+sKABA0Ix2sazi4/mFQqXWK2hwBil9AKQLCnX1kPBNQgnKWbmv1yTBV2RJh0bAuh1",
+	"iWpZp/WUazKT4HI9I/4l0/GqfW5GnbpoGdyKUnVN6IxygV4eVHrhpOW+KS7thvZilvGljMc2AvTz7pYR",
+	"ZFwRiMck40Q7MQb0lQm3ApGBV+eT13gl0TD+fGzExswaRkAVwRBYN+IB8TEAL79FhhSW8xU4IIcC7Cd4",
+	"NudKy3hFlKar9Ny37BF/LWA5bIrYZz47ZEIhTG3MbAzUIGVj1vBjNyxeEdu/BzdUsD9DYU4H2FUXhm+C",
+	"8xtuSbHhpn+AsdIHhwfFmF2/5RFYoJALZhYuRg7MRZRooARKptwobbieGI+1jKWY2SV761j6514xYOE2",
+	"OGzJwrCNwyBNWIc09A9+j2isYA4kESmvL0qDFgRAFcXVmAZA7u+kfmkEw+ec4jsJgWq4f9KY04lmLTec",
+	"tzKAqMNynRXdmI+MYh2tSNMveB994kSiIi+u6KyVc2+e5R2ZOZZm3ivlZammZyZwmYhnmAu4ZaHcAuXT",
+	"Mqc0rlwq996By900PdVbXXx7Y2U/2NhN/43EMcElcHYR9vHyzdr0Uwms25csCumqbOF9uNK38iGTQXD/",
+	"zGgc8lz4VnrDA3ftawK+U+rzgGSTUm+Hm0atDXpxyxXmxf7F7s+VWxc7QhRIGBVqb5rPcIXtttnf4kTU",
+	"27ffZnGvpHxD4xn7c/HB0HQeG8aHghGcLKTZI2/5U+QbV1K+pWJ1meZeft6B2ssVqq6NSkaVdqM1nMiO",
+	"1uwuOpLc20EQM6W8oVjG3Gj7uQumFqiP5us0VB7YPl7rT+aMBDzA4GF39yvlNVnImGFCX4zBT+kg8J6y",
+	"udk9SL/ItGC7PttQOfhk3hpsUxh1vBoK0BjRc+1fUs3An9b+vW+dpnizgbzIsgqbcmVF71DAZQ0KYxev",
+	"QaZJGFYpo2knqetui0Lq5d6/ZAvKhTUjan+jWI0+9lKQPwqa6LmM+Y/scwtgu9lAZmibZvHoqDc3E3Et",
+	"5FKYN2J2I6+NYAFicO8pyoPWGl/69ttv2+eJnjOhzfDZbubyUdAbykOjt3zuYxtQTcdUsUybwtMELOWj",
+	"iGI5YUr9uUaWjUolUSRj63lxcZ6bpsHKxnDY11ng49lCRwRXZ8SfUBHwgGqWKt5gllrJzoZCwY0/lwKj",
+	"UVlAlFHNaUi4gMQfzY2CKQVTVkv+KNL+3rKA0yvr9v/cguKRIs+wy/YVZAGrguNFRjZckWSOF9QWqUuW",
+	"I2gJAs8EZwtpjmXAGVrnhn8b+xp+aW1yScOdJVFMGMU6VRTQQZXHzYhiMxTNmdpA0fipIZLQngR0A68d",
+	"mFJYjcqvUmazDrpRo58MdaPGy5WAHGWuvorWnHdvHcGjRveI7VHzxSxpbOcHn/Ju+T9hN2uNrI02t25e",
+	"YWvXdqB6ycp2ONPe5Ph7NtENG/76lCpeEhr6lVzmYzmMiinHmFfcgYHk6Q9S+spNrTSaDtP+QB2FPL6Q",
+	"UXAOg9tXs4XadXqfsTC8ZFPYApwIjWO6Mn8XA6KBWYTh+ynkZW5r8oX57ikVmClYHPxzhJBxRkrBieom",
+	"dUbM5tsY6cJMQQMxzx1Sjm3HswGQ4IS4oSFp+jbR16a7pYnBfsup72ZenQ2aL+R+r1laQgq0tKy3AvMi",
+	"zZLfYKwlbkEud6EQFGnk9auLjzAHiH5uYui7lqmjyzrtLz4aDghk6+XJ5ZqxKAtrv4npwkwvF+UO0ff2",
+	"b5ehBdkPMLIRzgzsTpyMYZWF192igzPVhRjFiXAzgXDaQppDMQz0kXI5D0ajtUkZCu8KndXjdhQuJjSL",
+	"IxmC8e412K2OafZnbp7ZX+4aPBu02UMpygwpz97hqcr7Q5Vf3omx/sycMPh8ymOFViB0E7KgQ/DqZYpJ",
+	"InaD3J7aHAR0AfHplMUYP8tFFsSuGLjI1VA0/QL0gtnI8gQwv+UCGYU95EOhknhKJ2xAaBiasfLYMgIu",
+	"DFPP+IGHbu5sAKCFWMKllo5xokikTUqWNIbQF5CdSrpUFcdMNjn3GtvI01o1B8SzkmeApImrppCufEet",
+	"0xxRl9E8Enieis8K37iDMHc9Q+iznW82DNAhbO4md/tuzycoKRmV342cK4h0TZLZdVtbxoySPSsWqgTP",
+	"B5usvcG9plwrf2CNPCMZUePiymWSOH20Q3x5w+KRoxl/APch8VDQsbRmolrQMDR2Yr4pvEODQ2CTXjvE",
+	"d1dbo0RMWGx22h8MBRdkzPSSMQHK3pitpAgIFSvMpZJjFN0d4jsbe/RDwhIW+AMwpIcib3sXu7ZZ/lJM",
+	"GGni/nKX3SaVPaBxIgxh++x2wligRsXDOHDp+eQLsqC3NufRNJOmioOBbFoAQeOaWXIRyKWPF0ce3G8I",
+	"aQ8Ypv7TOOZGXJSk7yzA6wQt4JlzJGYaa3iNwq40vMbm0tpghdx6ARmWTNFBYRQHXspDnzm7xN5PFJWU",
+	"EkyjGtreWjRfnU94UMp91nFu6ujpTnvd+OWHtXCZ3Vorgl2UNJViQ91Bz15jCQhcAj15aWBQlt60Fm+z",
+	"ESi5EYy1uWXlzAQJ7YVNJd3c+rHTcbfql6ky/GkNcq2ObbQO9fJTyTvXNw5vZ84xm3Z3u9k3oVyWN2uO",
+	"y9p4y6Ll4hnAj2QvujCdmIUre39sfYM4lw75NtUgca8w2C6P/+RbX50yh1lMGOYZ+S5NCQJVcgwwd4HK",
+	"mDB/gADXcsZAaGEQA9dkzEK5tPawS6+bzBm+4JE12Y8OJbi9lEsCF+WZjxM+6TS83Ss3iqRS3DpqqpcQ",
+	"UzMprBlp4kjXRA0CKeRETsuaCuAjMfLVSnIUPtUHbXOwa1RWMkwp3E6DYCjbZT83a79+9xs+g83XioRQ",
+	"j8btXkKLdbW3Nc6ztjCbh2LLZhdPe+lCr5/DjbO8MXGvFEoAGVFuxtv42UVIS8SY9aiNjPZQEtqWXvUo",
+	"R6fogEP1OdQsVgN7T24zN6KQClBqMWfIgT+AhbYxB3veBVsaEjvu2si/hUcAypAFxLCMs80DygTeK9jx",
+	"tMoPpMSgis15vY8w9X+CWRg+spmKRvDdAjVtdQuGVGD7ZUYCZhrXaQOT2NcJeg30wXE0s+okpJNr5SIx",
+	"Brhrm1FBXm47wQPBaNy2STmARWIjSs1+NoHjTuRiIYW1tKz+ZqGkDAOQS3GGwRF5fY6rrKEJppGYl/Fq",
+	"Fs2ulkfs4qY5MZ09LK51VxiuV7ZhXpG4M3LYdWCsZ2jjrKxJxbtI7V18Jt9F1diqLJ2rNJHXeWjyoc15",
+	"082Bwm3qzEVVu1QrtkhbZiSbS1SCB3snf+tGOyNwlN+xNRvRXEZSqu5igr3mC6mdazTIXGIcvT9zit6w",
+	"ZDKHb++y5AAlmHZRugMOSfdOS4Ef32s1C+i9923hfiNxoIb3+foeI1g7zRmCCRJVcanKwJKzKaTbWrY6",
+	"1edhfRZrG1zKQnIH+BKNgAdnc3DkSk7Ve2F0fx2vMLs1ER5BXwBBcLEMsEj59T35eY60t2ZXVNZg2NWr",
+	"xu0FYa37inMbWX/ae9JPAQpTfyW4MJv41y8/g0xu3WnKZg9RoX6NnyKix7rikc3TjnpdzOY2r+Rbs2j7",
+	"fpZzQtf3ojrCqbUOl4n4YAsLlDR1w+KA73OB84HFnKkPmkUlNzgAt2RTTohewvWAQv0VL84wJETpzLdc",
+	"es2yS5uT5FrIpfPIxowGCITHEA1IWcVOTq2z3Shb6C1FBBmWQwvK3gD/okXvqZO4fA9FLPPYWr0rJZ91",
+	"KnQ+3V0KmVS6YrXA6BBKU3B6+rMoUT7kh7TIRCrng0ijA53ju0NeGJtlKBDdAsKN1tBT4CHGrIbcJlhB",
+	"8x1yyYxpUgZ6sAlEYT7pkPdLwYIB/LGJiTAUu0ERyBfZxylYSoqJMBTVoAhkJ3zGxjwcbgapgM2wIR3f",
+	"SwA8Nd/lmzTrUDbWXJMYSz0U6bUlXHwYisz3m11q2sxj2NLsXWMpDwXsZ2v3NHeMGSwh61JBJ9UqFyA+",
+	"pwFpCml7A2MGHOJObUNoR3upko47ZhY3vntGsGNCQyWHwl0wIs0hsEzL3lgWtwJHk0IqAbkC7le23UQA",
+	"PCsttGZvIiHeRDAip+s29FBY8Buj6OJRM/YZC6fwkVkJuMTDAZixwkmBEHV1zYLOUHxDw8TFochEBHhl",
+	"dIIp5FM+oUKTgM+4tvgpRaFpSKQ0YVgVD3WiWIW7rWIv97ivdx5ew+w3+HQeL6iM+5h1yeh7IhcML/AG",
+	"eZCfFHbwhsV0xkgQ0+VONKbC1f8jRR4ClYncB5Rp46k/IBaoiWzFaXJYSAAFdkZouKQrtdYl4glZfNEc",
+	"9GPVZWNuqkaAYDsjHURG8V4bZ+M7b/ddRlqko0xbRRAzO51vzZDuYs2ak4qRnW5CMcgQY/6Zg11q5+U5",
+	"Qfng3CFBHCYLynTHMW5lnw9zptb0BLcqHvKCtQnvGlG2b2tHtZoxlOkWGJdT7swoLbVzJ1OzUAtmfSff",
+	"rjMJZOQ5yC1uUxwMP7g7FZaVA6p5F3V/ezBfTehOS3iXAMMHckZlPqJdAWXWNXdvJ839PSz38IzsZzHf",
+	"z9dRdsRKKXWdAAoUVTxg24/5G47GRPGop6ZOLbMzxzQqzd6y0PIKdxH2WT3sC4yq42W+hzvcRTtX446P",
+	"vv7G3Rw9GBOYWEOunigBs6/CDqdWH20WLa5UhaqE8ktvTm0yuhSs1Eov5R0PoVbWZCZZRFOBmTzECNa4",
+	"y4M0mbGbOzS35nm/enmVZexhDKu9e19SBDOgyrkNbWVGQDrZ6W15qMvguzPA1MWbcsJ8WJO9zYVTssMl",
+	"koGlrbOD+rFItopejTcROiNNUswK6t0/kChfca/G63cOlIcpZN9vRA+5hSuMyK1R9Q48Q/PjvgKl0Nhr",
+	"zRY7ibJaZmy2tTG4rLRiaeCwLSNYxsHvvP4pBF+2A1lXpdNIg+nLY5hZSAGfaU7DaRvQ0pXDDXIOGAW3",
+	"C78brMWiQ/jgUNjb6zkLg7aRBJj7nwKspw7DmM34gpFmPsh1YMGBJYQd05A86ZLf2fJLtl1BFBezkLUh",
+	"fh8b9/CzX//TP3Q7T/7bPzfFF73Wr//pH9t6nkb7eGTJAybQ4dgjX5Dewa//8H+IdFhTtnQjpUNhbx3P",
+	"SD7kdkD00shGmLXE/AJB1A+JRYU1owPbvR1ywYbCjS0HpmPX0DaIE2vB6AWZ0JCPY6ozMHoYx3rpBPSf",
+	"5vzSpAlxyf/tn6G1f29NagdOJcVQpHfVUOVXEWWB52Fx5TTbKpdFMaVhaIxgHrAWOvimocTEZU165HfF",
+	"eOhZlPhDUZhlsTbEQt5wMbOd2zBdi9dtox7oUOQx5mXs6klgsAtgzfutsjDswuoORY2O4TsXdE+uuSEt",
+	"kZqEMFu74E3IxGhLkVZeTLQHfuy1YhY2Ai9LLhkKoM4JjSBv3uYDNGkhrg9vqhH4Rc1lrFmcRoPFiYBq",
+	"Ty7BGF6CkDFI4WwVzuMjBT5bwgREJmfIU1TjQB4pjwgax2j/ChtrxgOWBTtD9kqJO3GbvbW/fbXdIioK",
+	"ettzKQ/LhZBuADWhUs8CAqWs4biYk+kWazMtykV51pigDe6s8WZaR3vfRcAPsSsPx1a2BC85CwPg5eUu",
+	"LJt6iZFHDlSJrOFYGeGNNzBT0xwUs3EfmlOZw88xHNG8GCEwi0+a4FU3nM7fArjS2lxu6Kpc+GSDo5oA",
+	"kqKrBbIRSGbFode4xfpZjUHvk9cwXZY3nUShpIHhrTxkueYBU2kRyVgDS3AJsOYttbW7Q0MOpcC6prte",
+	"e0wVCwjg0VidOltM03qJ7z3X+hHkjSlFZyXqRO69Y/CzwpaUHYYClg6Uqzt50u21CrA6bokrsXXOCFtE",
+	"epUvkYI1gkDYgTc51V+rGtm2kv3NlBWceCndh7REK8zXbs8fOapZW/MFa1TG/2/gyJbEdrPVyGnqmztd",
+	"AFOMKTe7jsi2JTo5tXEO23RWM8NLfBPB72SYlMNtQjmAYMGNjiCkZlsihPODUDK82b5W9RsZ1zMvtgSK",
+	"GSLZ7dPhWcpSI7cj6ZradgpV/ItzLQ66sLBVdPbaMDOwvYOAmzdpeJEjO4sPXqTEu+yxW4KSe3iHUuWl",
+	"Shtc6CgyoQIjCzoYw5xDs6wBZ1lwlxVWsGotHsK9B2f3t3Xs5RZ2M2ONL2xgRsh8guJXecSHBR6lJakA",
+	"pkoxnUQtj1DiBwkCGrBC0TRgnL6KIH3QaKXw2CdNRVcW5UQQ3yxp8cItN4aG1yh2Dc5X2xkk7EGeKjRc",
+	"epGFk83zhz0IFSsTlxKdEd9TY0xY0QB0xopxOHgphCagXUqitE2Bvhc9wsDK9vbVxccHcgtkLd3TJ7DW",
+	"0MawZlFyJ29Aluu1yfHTQldppo6xpY0G4xGqJkwEXMwKYUZ1NPdt88cU6SxBbLuD4RWmJH/QNNasUtGb",
+	"MeIfzPDVtsJ3faNWBFTTTaWRLcbY1tZtTXjAXsCbUCB4xrb0Dln/TEYFTawgqyvGnoKL2Fh/yPNNdwKq",
+	"uKG55wJqFrXDD2EC7137paySQdzZpGJmRumK6USnVk/6Pkz6AQeCymytdhDHeYOqbHHzGAv22/Y8u9P5",
+	"mZYSWcwrIuVrXKg88GWJ85v7Bze9gwkNJ0lItYytKuxvXowYeYG4CC4FzUW1b8GO+HOgHfxmlzUwb1pW",
+	"bXW+WlsWkEYAfukM+1pqbnYd9PmTnu38dqYZ/Hd56bQ9NuUhr3gyKANLTfZsV/GLbde9f44obrncQ2OJ",
+	"eWAD0h8kGvwBru9yABLVccgwyR13bm5u1fH/tZeoKnTgARLIKkEyclpHGZhBzMeJZvWn8S0PZkyfuw/L",
+	"ZlOt2Szh40euxJSWZBpTuGTRACYXY/qi57CAZlECtw8L1irVgrD9HX3hD9BbKGng9B6uLDplecuCRxEr",
+	"afqrq7dvULECTQCVXOwLBK12Cpyay6UiXA+M9hvSCSN//fb86vL13z53t9zpCB6pAgLm5cd3o9fPXZ0f",
+	"V/Wj09hlmdjV8Jzq4ubg5fe5kkQydWozWXhDyr96cdXwGhfvP1yVC2aq5zu0UyACM0FFfBkxQSPeWdFF",
+	"6BOLQFrhpFI272OnNZ6yX1vlxH1YuQAfUpVx7ZAkZZP5Si4JxbESmgOZVKWjRhOnKvfDNwuZlaNCf68P",
+	"mruNmQdl2cdW6mdIvYaGbFWpkoOamQr1udgOzXttE2DtCh1la1G2Ea72ZXlQ5j1CKVMcG2Avdw6lRHt5",
+	"p3Y3iZLRRMasZsBiEHOj9e2DDmMt98yz7QpqNcpfzsz53cORqtYQoglfiw55xcQRue2dNGpHX9vI9R2l",
+	"uXA3Ebs4LXJ81z28B06Ne5Cf83OuJjHTQGV15v2AODkW3gZtpmyP866QCfyWkWM6fdjlDcpb35ZigKXd",
+	"8m3n1laDWzu6IaeK7akB0ngy55pNdBKXR6xMo97JSE9DGZWw1edMKEZeXvRODp6+7J0QzYSSMbl6+eb9",
+	"xQcvNXZVRGPF9eqOpJTFBJRAaDggLlvEPS0OhcECNssGwwsMk8raKhUgzqyuAdiRhhdIGz7+6uJjBXAN",
+	"gu+NqQggkmY0G9d1yLkLp82YMeu3rQHUOnPArE6rmEihkgXcNC5lfG3MLwtfSjVtT5jQ4IQOaaRl1FZy",
+	"Uqp8VKXuGJZiK4YDpLGaM6YJgGvKIJloVNswiRNKfkNyD6iL5ZrIespMtU8uoJqR5h//+Mc/tt++bT9/",
+	"3ipPuElh+dKSbTiXMo/CWnXM7346+tTGf/Szf/x1rXHXWDB0iO4ccz3Xx0Yr27rOZRilQh1U7lwWkss1",
+	"ImrOI/B1NZ9hHXxD3x5ULgCDY0qF8rCdtkqiKFyRUCrF1AARt6GRq+cXLc86wMzfWf2qLFDp6vnFGaBC",
+	"FErKu+FMpAASsoiDmnB1Rw4DKVvly4MZSnIpzGBIcyxpbLNZzegBUdIWvb9j37j+u8DeigN7KWNyHkWh",
+	"vXlxWFeJgDIqbdyQ4vqUj2675LOXq06wpGNdExsFDp1xnLyALGWBReHidqGUcquPUxWDSBmU5ZXrvH2b",
+	"eH2IW868qL77zdJXjIZoFhXHsunXlNe7QUDtV6Ud8YDd76J7w4PrgW0O1SJiWw/ChsAc9boPdV9dNpeC",
+	"PVbm49NM6FGqY7qqKexWH0Qhen7TakoH5sy0jSArFYLTtBPXjHUKhCFd0PYYEZLaYyagUPpNGC7SP2Yx",
+	"D9rlVX/3sL/TwsKFeW23w3O5JxvLswl7WFLPpgym1Tq7y6Dz6mHWbYAnVoP6FeFhEV/WBsAGhYzXby7P",
+	"37bqwQlS7XDkKiBXmMV9r4Lzywd1/vIzaZZhvbZKh7IJw7dWmTOPyejwaKlI4WhdqGdzvhrHPLCxrQUU",
+	"w0RA2/XgCzeOWnHmNfD1tizuxnTLKPQN2KQPBQs7kYtFZag7mr/EvuORGxaPqeb1lCwmzM8jwI2/BTxU",
+	"m4hc8eVYypBRcOhAEb9qbluiDqyVwwdYQNOK09XsFDCc2qhSoUU3CaiaM9Uiv/7H/wzqLgSXnhF/CKWi",
+	"hg2Hzz6GWpUhneVOTLYn5Tjid7Tw74KvW7hzq+ViMZ+IZDFS7IeaPiKjK1ThleHyQiG6BYDwhVwwlZm5",
+	"/l/598B1cUTqxrA+4coNWJtmLWTeKsp1ZFl6JkGIgwL8G6Fa7adh5cbzQuhyjKLt+Jtwfe+nN8pfQs27",
+	"QRbFkYPhJFglxzN899oY/VDjt8re13MZjCAtY9ck3sK7z+BV/DTmk4Jasn/eb5k+IczaT5JYoamx22+I",
+	"AUS11wzWq4iDaUw9u1orps+yGrMYVD5lS4vsVAFAkvZRkaJExbXpjkPEdhbvj5hfzfUh5rWAHBfeAhdV",
+	"PtEU5dj1P5FJiHXZuJiEScBIc2MxzjZhQO3K2Gu4WjCg3iYMqKNG0AJKIUBd5VijENnlsh9ZFc09Pss8",
+	"WrnF80kiFNOtATSSlXUATwVXGBNuS1pbMGcMRcM+ppQblYyWYGE5CFu7aiOLjOW37sVDt+aS2tO1dkJd",
+	"b8VDsoMDIscpvauuHzGRT3T/zttVj8euqdXq4AxlVO+oMd06qASKCN1Zvl2rPBm7EBGxz9BzsRQVwVHl",
+	"3DULj3qUVrcu5BVYaHMA5AAyMZQNGbwY05Zm8cBNg7jePL69tMExU/qMmB2yFU/w8JUznTgR+6Hi3TnD",
+	"B4btpYk+pmOMLyglvbdUx/z2X1/ECo57a8zKHhHfu0JMqleuZmTJnc7tZujUZ4w7ebujII5N4bdihcUZ",
+	"U7FHEZJHXaBohuRQUjfsTvpMKqtGZfcpKP9RrqVhfinXMye4OeW3LGg7OBIHwti6o7e1AHMyyqlTJUoG",
+	"vINjc/VLraPTyEgcly3hkh9V7dJ8pbBnth6h3bFHKVgfqhYA4scXUOdIQCEwRHAwCo99J/BbWOEzXOVu",
+	"u0jTZ7fu93wmgnsKgaT2n7thvdbp1QrS4nZvW+1sEaqJ+pkjuJJYDkzYnRaUIRfEUyB5GrMOeWdTE+R0",
+	"KDLQzjU8zw04T4ziBgz3GxZb8esNRWTURzABHBq/K4nRGYo28VWisPTUyMb+DtyQ5iy0mb5APYU8YDTB",
+	"4flQEJISfNMvrKqPieJu3x+lNesyMLyIxto0AcCO40QEZrRGYVOtAVGa0WDVVppqZomLplUyjPZmfU04",
+	"FevAHI2TWGl/AFeo8Mys/VPiPDkufIZOIWvTwYqY5Sb5IiWPFAnBwUuaIIpxEbNS4i0vJVkxM9/6lRTk",
+	"Y+EjdWYnkUae5GjenAFYCPDGdiZR9EgRv8Q163tETjUT5LBvm23ZrWTxDRezkVoyFgEsny2lrNA+ypVL",
+	"kYS6Osxmh02/7kYtv80yq5tuGAlJhOYhoTZ7Bk0ZPNFcAR1AoQD/JgwXBMaKnfge+fDqDRWAKgjPR3as",
+	"fuuM6Dlcf0cJ0EG6NHiZByZHVunQ6I6LyHGYwM5bU80nI1gkmDY+yO99OnMwZ+yO4+6aTjEDwpW4srsO",
+	"RfwksQBUQN1v3j5nUShXj2C2fhTLKQ/ZKNtF3yNXEFZwedV+8+YtsW+owjTd8JUjOBjoI+XmibOy5Tmp",
+	"HgUs0nNLz0rHjC7AX5vuUq+1NyFa4s9RO2ZQ8TAEDpEeBUSddOcAZXSk561alByoI7PjgTpKKbeMuOEn",
+	"4uvZO/JvSfDcJ0Y9anXIuWkERX5mVxpCTKvgUrMm7YkMk4XYPP+ArkDSCRp1HEePaKwsLXVXHL9n730t",
+	"lUDtcZJyDzRSi18g8KmFOmj2+qdulbkg6eTtIZWCjdRcaiDUKVsWmgHqNA/niQhi2AloB4tMIuKCGQwO",
+	"zTMi1Zj4zG2CS9fGG/LJnNtqQIHkYua5SLjAspnFlOv0RPoeeSMnNHxLb28BGNY0pZQZVussXcNurhQz",
+	"KZ6jtOq2YdZBhzyTi0UiAJTWCjQnNIxJHkp57Zk28uLKWD/cKg6pXHKSr1gObl1sAWxPbvtt5duUHdrI",
+	"fccmsvK37nwZBcBuTalP6q0rmLaWkrgBhzRZGet2yQ/effP6+evz9ju2kDqWov2OCtnu9Z+2b/rt82//",
+	"0D4aQ/LQfXGTyq/BC42Uai1mPg+Um5hv657ZiRtNbQYe16pctz/SfHVy43oQsU1BKna3K8UQJvaSTtCC",
+	"XbsoQtRDsGfUqCSE4iK1dLBeOFRRtKHAXJAxoqKCI9G24W5JAgh6yyp21gjjyhzwc9PD5mj+kLB4ReBH",
+	"w7FQmXIfkZCuDBdcIGOlgvjXN9iSj96RWSyTiAVtiO3PPjRcJpZKIW5NKvNhRVWu/Zdv3l+oFBRuUc+I",
+	"Mf2PAr6oWRmPl92/+QvJgGsv+K1OED+J3ZptVKQ5ZUsW5yxSjH8y2iJuFqyEgoi8gkUD+wMlDcvT2a5v",
+	"RuOVtgi20NSodzIuu3dNC9llFCKnWak2es1Aee6dkDGUahOEhWiKNK9vRrBrgNPudsv82y2b+Xcf/w9G",
+	"k7utTcWnXDAdr5wUuBZyKe5o9roR1C5jiIPfXJI3OCmsi52uz8yoFxmqIOqZbp2aUzOvlNrOCCV4T220",
+	"IC4YjT3yli7G1OjGKuRGr25jDh2xa+hKeduyZTXN7GwOdW4K9aQk2uENxLBNqAJFAGnIOfARghxOlpEQ",
+	"1oZi1IaDwi+dvUoc7xF9ihuQ630BFdqhZygBU+7erIwnrcUoc3yxJuPbju+eDwIF1xSc8KaOE6UPPrz/",
+	"ePnsxYfOIsDQP8P9Wruzc6ywXliVBPhObnrehmRI6SRP95ssO3eGcrxvCzfJBaDtjjzLRNlDxJ7lBOP9",
+	"1IaqTKU5DwImyqCGbjiAWoClZ/gWqKL4+pktKxEgGlfMgHenaHMpYgYUhwgKmVi5Czts616wNbaJ8WoL",
+	"lk4G5jPnDsmnbsNZTNzOL2TExCiNBFkL8jSPge2tGIQ8AWwNafqvXuSymH5C5/inA2jFLw12WtvzXKdu",
+	"zI38wuZXaH1SpZRSEc1u3R+NQa/r/gcxfviwW0NsvZNcsZehxEvr9XSHaE5rhtGnMM5ZfYAIAYJsDR2l",
+	"WTRSEwj2tnqn++u70lCU72Vsw+dqdL+gt6Opm0Wd97kYpXcTJbKKi72aSydbUUkLL+oKS+Lu6cCFKqdE",
+	"0QVr2/SVfL1S53Pk+syCNOZX0rZiHj2yl2/ufh4+Lx7yfEAcny3oyJjoZcFwFpoUcGZoHJCA3XDrJsFM",
+	"NLhJsEFRMgwQp6euxIKutay5tj/e5erPQRHnppnr2DSa3+Q8/eRIL08mnj0NZafzgtFrh5FREv1PQ+4Q",
+	"Fpz6NuezOZROzqoFldwGPUTAz4MiRe5d7TNXSrYa+P0zAG7shpLmVcE4gOCpZYRGLBiI6azTWt6kiYbr",
+	"givFAoJFYDwUtlPKQzBiit7PM6wmnEafOX5gVfooTDCswLp38/G4FgUjhwq81hSAmAmZjg4ckcRlaRcq",
+	"qaZxpbmoUfh3xGCttZ7qgn5FxYxtRM7tscSjgGnKw5pRpXeo4r5gTLuCc7gRZ84DCNHSgayqx/RbANas",
+	"1RYnTQD2df5IO0CzNZZ0xitbhEvG5Orq5VUJ3L+LOGLWZGM3DDPv3Hbb4uZGiJRGo2xBz8af9krgnYaM",
+	"6dH2Wj+Fkge2ShiLjQx0FYCw2prZgU6hgJg9RNYtCmsGn7rqePcqGWRzj0tTktDQw1LMZn+mshxfoZCS",
+	"fPdaYLMoUSPBWFAWjIfqQ+mSpd3XM9jTb3d1kgXSoalt/fLabQbbw49lTmSZsS0XbOPkKluMHdCCyu2T",
+	"+wR/OjdsSbBj5mw4swkObvfRfmI2m9ElPsCrjxRe9kHVM3QB2gtriKzg2vkvpsZWBD9COQDIb4cAlUYA",
+	"bQl+ixNhJ+2yfO3Umw4E3Ewda+DnHlhocHtfDgapzmUKVyecZk2UZ96tDWNQrCqHW2WTgXdnaa6Pt6LL",
+	"+ttNmhgnVwRI97JAy8Lz1sAm0GQEVm/ccxnrKd0n2tGoWx/Sz3ZUbykJv8/HDLoK7HsKsIKf+PMhgdVR",
+	"QFAslk8dhqQgmtOFRqZFGB6RiCnFF1xpPiHMvKelJM1QLknE4nYqdrG0JiDEg+guZ1+a6yrsbCQReKH0",
+	"OFphyFXKZYwsBTLFtN04EQPiD5Nu93ACSwb/ZEQKgg9nUYKPvPwhBaLGF5Bd2M+a6TMcFD5uASY5nopX",
+	"Fx8hFqpmn/frLLsQ2vTz/kbobBaRtYRl0FAxdwwyRcFW0IcSQFnQb2G9bKlVM090McPLfA17D+uftsyO",
+	"Y8AapkMQiq9jpY60mOmAUPsoK/lKI6z7q2URgShPig8JQPeAWGcNd0q89N5yExskLciyprNuxJ7npU2Z",
+	"OHAKSsoh1oPa90oQyVNNDnjPOSScoblhD+UZfl5PK6qGaXGlEq17B/pbUTiUQWPZvJi1C0THuP1BubVh",
+	"mPyZERIYp2HtWACmMKYWJqnAdSuWgEQD15i/IB7TZKAc6cIvYdFQ3b7sOeniBpISz3dbEeI36RMk2h2T",
+	"7tJY9bLC6C70fjLn7IZt+gTuZMVsgoVhAoaLerfT8balcxvSuEqnXZLMvcPJZCT0fQo2oqOtZrXLksKv",
+	"Ne8gd4WAlw+iOD3XXeky4u1/JVzuznXE0KTPX+rzN6y1mTLAwtyyPnes40Pc1eW35bcFxbc9PXC5yzsQ",
+	"Tj0ZXtj5up/8FvUIs8O1RiVOam4XbFhIp+Qe4+Uz8uTo+HFaagdFrfKIYkKnRYmhOgpp+rZOChhsq4h5",
+	"qIZ61hLy7Ndermi1dlYQu9VMKHdrv3bwqQh4QEuTno3hedTvpwjmORPMy0OdE7oY81kiE5cla5RKm3lb",
+	"G0TxmRvIZbKJd5grE3MKifDOSVtZTebok9fAymv161JktZS29H+S81PtrMmT8bvqGj+HYPxFkSzHyd+9",
+	"CVRYPC2E28Kmtlctepy39LZU5ClD4qNjmejBOMT0tS11mMph9JzqvAWL5iKWN0xQsT1wBJUyixyWFUah",
+	"YgVXgK4wCkDD4imgEz0UEKxBOAZnL2iA31feqltsJ3Qi8XgoPnx13u4fn6Cb21rBfGas3Sy8F289+cxw",
+	"BQgksPHNQ2EeUox0wwBjY2LBkMqqrlUV51jlam845wZEI4PFlwJh7fY5uNGUKNYs6B8f95586afB2WOq",
+	"2MkR2ZhCOhKYB6DzGg5WewRp/aBNl8OUixmLo5gL7e5z88uKFmo2oBsWAwAWBHEDZGy2rfa79jVbqYOf",
+	"cg1/8teAUnBMNcDgaHv63U8nRxXwb7AmowwgqDw9D8lxzCYYQYZkDUkBCE/7KMOjPSN+nIj290oKDEUt",
+	"4tkW07rcmxlM8T6IRF4jjbHPvkz/WkwhvCmUExouMLYdjEJbqeG2nr8L12fBAk5TLKYyJ3DAKUi83HJB",
+	"rBhISVqT0LEzNaf945OtUX5zdkvsEU8pLkfdeUqBOKWlu+e6ZpF+IJpR/MeK1YAxPLLZAQWDzNUt233f",
+	"YTtJ4hJXs1/JAMEvVJh7fi+2LcAOSLLCzpSRxfpRKi5TYT55fpLnbl51NaHLpEwNNqS+oPH1LpXhafri",
+	"J+9O1edspsXDVMbPbk53F0OGcLUcCnQdKLusXN56XKrZb4/IiP6QMI98vHzTVnTKztLys6nygj5kC1WW",
+	"iisjijGQu9R9GqZgUFvhYPCtQrWU3ZdvhXu3nTGV7u0sLnLXJxmA9xZkoXyOEbxWi6nlsogfwtKMClrX",
+	"9obSNzf4SY17Dlv+slLoQziz5b2FsopZ5UxLSpYbG1kIpgiKTAfJy3KFB2oPK66ICU303CjctvKAFQlm",
+	"pGrXVXPO7CzXuM0vcaJ2VlG6gpdKSyI6pdohR2WzWVvwtcqIBd7p/M25OnSpFzvjiLmCK/ZcZpSY8jM3",
+	"owJVFY5OBS9+cWOxijezefC8pRjGMI2G10iiAP8xDeksK++IgatYWQpYCwwuZDoTGaWu1/2YtzNDyyHc",
+	"kAxKbjLnxmQbEB8n4WPVgYIkdIV1U3nmt86GwsfJ+pgfBBV0UQ1KIVIEW9qCx01DjgMSs4W8YQF8bVbI",
+	"J/CfEQ9QsffR8QrKJa7cxhsAv2u+Nwvqr31hltYn/pKqkQ0UnsrY/IaL7RMfaBO+t6oEnKD16c74DROY",
+	"RG00YJQGNpl0KPBlq2wYRYM0aZrZrhgLWmg+bZDUb1HdFYxGne5jjgllPMdsBgun++tDcJzhbOaqm1ry",
+	"Tymu4vB8xc2yrbZ4JDeqZNNZymptkXlzAJUHYbNwfRIrXduHkx7gEvGyBkC2nmOiFJQowRf8dDUFRBtS",
+	"s8q+WUjfsfaQWhCqetVu7+ZF3Y0IdZmIeqi5a76/REBR5oEld6P/pMKtuWbXecRfAIZNYAWcb6vxs1sr",
+	"7prpC/gIozoY8S8T4WfwhDwwbWUCwB8KZDI5CQEhbXwyz9MyVYYNqQ45H6PRBVwBdmPBqBgKeJcuGN7B",
+	"wVHuEHCnWRFJY+t/IU2wshZgFCmYB1nQ1VDQKGI0BiCzM5IIyHVDDodfW3TZDnmHDYoAU7cJ4AHBK1QP",
+	"BSCp9btdczZjOtFQ2hW4o5BYFlGGpPms65HnL9545FkP4gPGPOAx+i1pOBTILiBMM2vmDDWz1BtShA01",
+	"k8D4jJALNhTjmNFr+zIdqw65sktE4iRkFpfLEDngd8IcsBpTTLWM1aOhQC6LTaBOOBRD8c5qHFQTHjCh",
+	"+XSVO7wRhcTJdENjoB2I6TH74HtDYf/MJ9qal5zM7xgKLzyYRQl8lz6YmAfER9XAtpv+aa+54Qv7aL0r",
+	"+9giUZonqXLR0VKG8G32yELP2mgl2GgrHLggHwUHXJV3L5+hQ26RKCzFORSoqq3gi2VslkMY+iRcuBwl",
+	"rL+4oDq3zaT5I4tlG0DKh0JFdALvfS+5YLFHlJxqMl9FcyY8MICtf94M1SM3NMZEhKFAR7iMVcsznWJD",
+	"40STj190u/0uPIxifmP0i0SxbAQenu2QacxNxowGV1wL42q/osIjX/GYzqigHvmaanoN//qKilkSYgtP",
+	"ZSQXciqBNM34CRUrrDsJIRtN/w9LJg7J//v//F//3//+v/qI5WC20yP+5b/8l3/5J3LYPen6QwHH59kq",
+	"5mHIJ+Rf/gss9L/8kw0KaXXIOUSkZjmQkEWNteGtLo8swpEQmWAyOqwHV0RFLLQVrZdcMdL0ocrO+5Ou",
+	"TW+mbj3Iey8bidm+JAxxr4hdsBYAHNrCkS6jYShsj4+wsxChGwwPkTjv9TTOdAqwXlNsJB8rCSZvh7yA",
+	"olGmhaN+33zvwoBRORuvQCszrH4obAH+DnnKVtJyEZScnhUDAgLnKQD3Kp2msnimkaHAxBmg8DEjieA/",
+	"JMz04ICmvfx9PbJWOosZg2WAHVgoFt4wyGlfv0j2ya//+A+k1+12yQHxEUjUdzCUx+R35lAWIFDwAz8X",
+	"feJDkLTDLRpln/fxc3ozG9nkSxdOZxr5P4shfF6xCRt+1bWUj0MYiiVVtp4IC9a+gGFZYFG4MM/BJ/kp",
+	"8M1Q+PZeD79wmQ0HAEGT3vKlc+gdk9/ZSFLDIgPL/4fCyijYlmy5iY+/dzArL0M4sUBQs5hD1RqL3D0U",
+	"J0duCBA4jX+mwRchu2EhSgAfza+0HkYFFtYG9Js5d03F2FD4ubBjv9UhrzWwiDEjIZtqs8TomFnny0TG",
+	"Bc5s0T40YODAaLi2UEtFN7NHMvQiwxnjG+Y5qKsM2M20Q379+//aOsuxAozYdSqa53DqhoIaVQRvPwpn",
+	"zz9w6+NW3KF8aUkmcymVLTVjCMDYqMj4lL3DGa8Kio+TKDbyB641Su5pCv7CrWrghne40E5uRXc6A9it",
+	"7ne7Lr6lcDQhYCrNvTx5/Phxv3eSy7zs7YFRB4J3j8HEzEjX3b6x3CcVZxVvHSdhovgNe+vGjsPdnWu6",
+	"Z6JpXsvYY+jmXOz5ej57pdZnn0rMjhK38R41O0oY8Y4E3pPj48OTPZf0npUEXfwDCsBvz4yQTj9CxFiI",
+	"WrOvWDQOrvMAVKAVdzBY+250tOecLbAZCwoLe9c86GIyZT7XrHJjel6tTMxt3KFbWjoxFbA1U733XLgN",
+	"/rXhsilZxDusY2kU39ZjKK8/3DlybVwnfOmtKgkRrzOkmuFRpv39YLK3hGYs6O1r5DhH3ScnlSteciW1",
+	"B3/KlfaoyVjHCQ/3ed95+mq8funWrQRGrLZMjKTizjVXqHp0dFqnluX+EmMDEaVsM/P3f3uKj4crEUua",
+	"kHfpatuweLYCfB2LCpJVkYbsEcUY8Z9JpW20w+fi65iKWXO/C2Vpt7Hqu5SsrTmGWe0R5wm8kC6ajhyP",
+	"+n4Dl2qPwboSt3VfX69p+7nIICvHd6cej06PH++rRbnImJpLc3OvIa5tdHff+GpDdGWMJrvAv4dxVFr6",
+	"qe6JvEsBKNIUbAklfggNQ7m06YM5/t07OTw9+jNXicoNB7evrG5S/pP+cbXcrlPs6S6kvyfRbxaH2sMU",
+	"LpSIurcZvF5BastxrtVeGgWSGm55egKWVLaBVuk6OdqlcpVZi1k8zD2O34Og/382e34rzP9D+Uby8QgP",
+	"CKNfqnc7x8QeetrnVHLrqpwp+W+wrTuFO+2xGg9gBO+Tx3Ivu/HhDLtaply/291tyRXDvHYaMbmw17nW",
+	"kfqbwcFBY1fcVV03mouj2ouy19MR1lJ4N6OeKu77HyLpq1hC6C8oVKIUHbJWGMSFA1DdIwzCaF8s4HCX",
+	"RhZMU8hgceiqHl4h/rsP79+RBYuNLWn66GAuZL7xXlnixB3ZzG9E5ynNFose7655XLbWH1hsJ7pWjLkU",
+	"Nva1sDVjUwA/uLO2CWIB1ax2gA92XJah9QkxFEu6fy8YgjYvJRGMz+ZjmcRQOsMiQO3R8wfNorKudZyI",
+	"Ca0sFajgY4A/AIg0B2AoMKAsBEz8JMK8C8GWDIJICC0CzlZUDbw7loADnlSN/Ax25BPmWMdmFu8dItAf",
+	"Gm4LiviVxpptVgC0b2d5L4qxPG4cXtBV7IH1cGwMoTTOK61InBOPoyXXc3tzthPADS6HqbbBUUouCter",
+	"6V20A8TDHuoCUN0fMaoEsYle7wHN4zAiS5Ez9qye4DUUF7OQjbCwymhT86qRpFJoIdW41gt0pfiULojR",
+	"wllm7ux2DzfIIhyklctTEHeA+MVAjzvitO2OaN8exb5/fPo9Is1zDqL7ZtNvQUJxvWzDQSlQ1R4h6yWU",
+	"sYPi7GnYyQM2sFkcNyvjwyiQypVBlcrnfWRbtUK4Rby9lXEq3yDl2haIAO+oX8Y51xOwcKz5TqqnW5ot",
+	"dXeps5doqeDr66fvzmdjG3VvEG9uztWrBdpKjaKTW2lDs8hl7GQW22nvSX+TTMoR667yIMiPFOHlSVZ8",
+	"AakawWijvOfuiqAp/moFwPQziEAaS6wAlhV4RET42ILA+vC1D9XBsExrPqBp6UA6HXpFRYEDyRXL0LG3",
+	"LW0OXBz2fhYzpXILsDYHF53lwuXlUrlYQftlWbGHh6qjauigooqqYhCrrEZYv7Csyia+gNFrS4mbgG9D",
+	"TQcoEeVu4AylE2cpNG34G7U8xsO6kg7QyEhN1dqvyAVCa5ekfUG5l600esNis/m71uob+5pR1OerLXhH",
+	"tj1EEjcqgEfsXIVmYsJ2V5uwsF2A2u1Gh70WSXHjjLiSrpYMNuhv/UBubvMWvlNlH2zR9au06ZBqpvRe",
+	"vN1+sg3a09pYkMK3BrxQ+PrTAZKdT/AeRmfGXBKVkki9Ula1BEW5Nf1Vocy5LliXNWovWLOvuEb5ZV5X",
+	"pbY4oz4gpMHX7IFMwRwowr458od9EtMliZJxyCdto+siqEVZN3ukWsVsxpVmWGGgHJkWehxds5Jz/hQB",
+	"K4pDrB5X1tQoYhWCFFI4wC118eIt8S8+Pn3z+hn5+sUffQ8hGWTEhFIhia7ZKtEhaQMmxcqvwUpyq1/I",
+	"/spNcWOQuzWRlEbq5SkVqSiKpZyW+CDNY9whi0gTsjhXbN4mNph9HOShQ5qXL5+Ro5OjU49ENAgQR1xI",
+	"3XJ7dHLUNvszFC8QfSTD9vAwNJdq06iXBZF8vHrZPsVNHYo0DSoPEnLTGw4FjfgIRvPu/O2L4VBkyzgg",
+	"T88/vDg5Gg6F7/IrfPMWBAa76ZnGLGU+UkNh0yTwS0xotBMaF2gOXi9QHiZPmc4IBaZGpowF6PnwHbln",
+	"m+bbxMZ1r+Fe58AQrltQfA93Jhsr18VRWhTQdRonzQ8JUNYFtAJENZXgpy0QPmlHyVgm2kcUFmWDzG3m",
+	"AiUTKqTgZl1XhImJNAsXSQvyAtXCwEM5QHMdEYVsqlhoWBkLzASKiWFrN/NlN6lrB654roDSS0+Q08C3",
+	"1N6/RwmMVFUtAdx1lU4w0TQX7DqngJwaUVW3EBcgiu5bbgMu3RDxtdyvC6VFs2OS4TNnJTJy1V9z6ny5",
+	"Sw9iTGuOTMs7TGdfBXK/uMmNNd4YpZui2/a80pgtdRUVGv2/2py8G/kFcikqYDNZwKkY7bMnhu2OorrA",
+	"mFF5vw++R1bPTqKGne7a3NJxZ32X7oBzUD1Qhdf19u5Z5bW0uY0h5vTOfTTDcnXtXG1USM4Ue8v6q/S2",
+	"QnXYYrPfZCXkrIVt8/J4liUdl1v/ibAuu6q2308Rcy2HXyjklquJGhq91dKyCW0Ow1tb9637d4H1zTf3",
+	"DnLx996632DHefzb7jNblO9uuUF2lb+z2weqYIvD1fS0AyHrb1JS/PLXv/+v/oDQtObYwkNghfEqvXav",
+	"VbMyT0KFzV7fRc+Zkek4yyjKRUyUXDrvtH3Xoyf2vbj2GhAA8xuVBbxycDmblLB5lFUO4MID52KiWVDA",
+	"nrLp4UPRxKRZykUGcxYnIVMZZgv86TzBPmQ/Q1GAtJjWEOo4cYdo5aAKlkYNwsLsqLF6kP5sGcXAZjq6",
+	"DMyhsIMOGQ1YPJY0DpBnYW2FOEtvzKtdkZRgqiQiZEoNBcDvQ3EgzFRG3mYzRxG5n2tQI8141q5jPUj4",
+	"XFIESbeo8YhLs5yvBoSKFKgBM6MV/5F5WEQg72wZChkTFTEYplFn4eKUi1mrLJcS96y2FAVSeGa+KTvH",
+	"uevoLaG19Tt6GdKKWuc5oqhR79yNa/1LNyjPLUPpuc6mXGKSBGVgnmMqAkiT9weIHZSV/TNUs14mhDRt",
+	"IvjV0yuLNYK1AH/550JaMpwUpQkGCpO0F/NehhBI7U35UCjNogyiAcMtXOUaTEgkS8ZncyhODkZpno68",
+	"oYC6czABVw3ukcqqUDt3hL3azSpp2z6GIit5ni+uDTTc8sgvP5Ne57jjktpvCoGj/gDrIZqluD5Q6dzz",
+	"i4e//PKzvdbADEA7s7R5oHkXNpouWVrIodhrKUZVFfxxIdwwrUwAhzt3mQlBmGkRiO92xqQinleKlL4F",
+	"gig7IqXGIqZpOj5pOCMyFS+rPIksXrkroKCs7CQS+L0W8EEMd7hhrQAtlcqSIvBbyB5QHlnQeMYFcfHB",
+	"NS33tPBkeVUkPMKA+VW7QaXorPwaIBE4p1o04RrydhnGudqZuGq2ozIi+iYz/9weu5uQ/C0JNIFC2cZc",
+	"S2Fjy0u3/FsezJg+1zrm40SXaNdO4c2ArgOqaTtORHnYanrFUku1c+9vzhgT4JOY69UHI2ocogCNWXye",
+	"6JKa9OcidZIDFBniTTjXJzjG0ClM2m3QqMGb6TnAXOKfA5ih5aoD8hT6IovbYGQ02Q6UoTEjMeISfstW",
+	"YK511Pj0CTDQpyUXeegYhPFNZUzevHlLUlxgK1vMshqt6fe/xyEbVeP3vzd8GEuYBiz0LEoE4DGYp/ZW",
+	"UmJtF1vuz8slhCu8Gp5yyAQ3VgVockOhEqUpFyxo55E3HGSK4cl50BRA2HgmxQ1KCTXA6NMcDpUS9JqN",
+	"4BrEcS0eE0PNmLGOoJAdaAV64FA2Hw8GaYJdENIxCxVJFCNfky9Jr9s/GpDeCfz75PD0CJRKRPFD0HBE",
+	"m0zr1cyMoOTKhvk6tbLbIQBej+N01QWGwodSSxPY7ANba+CL7xHBj5IfEhYbM8XW+DdKHRMBOmPTDjW9",
+	"Zh7qtRanb8kRF0m6qovpux8v37ilRmyObhfA2bH8bMRCPRRTHpq+cNyKh0zocEWWPGC2ngAkf3bIFSyg",
+	"MHtL9Rx90jhgroYCXP8DQsm7j28Qi6np/67b9RHSC1QPRIS3AMV4VdD0f/fypd8iiIc0FOnUPUNeWN4x",
+	"lolpzWwWOuynWNFWypaXzgrRx4fCxzIDfoYGmi0n0hPmew1s469eXOXRTedAu0rHUsyI/+KKznzSTK83",
+	"EDQNJtOyaG2mOdZ+hlhm/hnxX0/b76Rg7bdUT+Z+mjl72D3yiP/Vi/PnPlnK2NhBdn5D8erFFWKpjGUA",
+	"hTRNfz3yNX8KqzX7kUeRrRI5CbnRg+1STiYsMppZZyi+YjTUcw9UOS6YwpXCCj9Ig76QbQSIhHV4Y1i/",
+	"GmSKUcRc84QGQeyasA4F86vjc+Dop5oNBcgPo6Ee9Z9Yzndp9Lj2+VSz2CJWXlLNoLf2742FdglgTgu6",
+	"MnoFwr+YtVyRcSyXCqqXcSOYm8/eX35onbkBQKRDilyM79iqxxHitA0FinbU6UI+YUKxTJg03r6+MnIq",
+	"Di3nVIODA7gngQPdkfHswH6kDsy7WXRSw7LzRi77u9Ht9DqQAGHaoBFvDBqHnW7nEDDe9RwEx0EgJ/AP",
+	"Wy5pXWOwNa5iQ1YxEwFL2ScsBrDOmDmO3bxkgZy0PFuaeWhMIg7le7O8bMTKGVjCN+xNmuU22jt2bRfc",
+	"h6EdGHVUq4McPo8bDjTpH9jJdYBF5RB//GeIGt3+YMVl+0KGfLLyrX5FhLTIZrhVwHWMgW9o39jT05AL",
+	"hluFG8ileB00Bo1XTD83q2aW0R5cVRkym71y8Hpqzh0cOwicjZmKpNlMs/DW82KhrkFRYLf6YK4XYVHN",
+	"wMKC/yaQE0C5Ny8g6NVQ4E+5eoNOyJtzke4SvnWQe819GZvdA9O7ncThl8NGYXGHDfs2fg8vF7+3+6fi",
+	"ifk2v33wcgcr8IdSsE4wodPHJye9/nhy1PlerbWNDbnGnYJBy9SnT17pTZijSOdQm4NfBFa6gi5K4qDg",
+	"38ojSq9Cy9kh42SdmOHod7YP85PXOOweVXkNUlI4eCf1WxlAWQpzdI+QLLZ/85QGl9Z8MZ/0n+z+5ErK",
+	"t1SsLh3szKe8ktp4LTSLrYVdoB0owTZTtjYbbXxnvivs9E9THrJPWzgKI+YNRfB8+3j8jQZjHj/CqsI2",
+	"NoAaaTd3F872aBhlDw6qBSEDeF8jeWZSBqRZlHcDwheLBDQ8v3XmAAYR4s8WvQcetKErGZF9tOXwn5vZ",
+	"bnKA8snaWaVw4NClm7/p0bnDufnK8OaG86g3wLeftxHQx5lRWr5gxHn772j7x277SWfU/u6nntfrdssq",
+	"R3zyfhNe9T29oTj9Isc6+P2/IS9lTKzsMho+WJ1cChKFzOjGiplDu8YjvledN6+fvXj34UVH32ry+4O7",
+	"sAL8e50F5GmkxP+FV/3GAr9t0xn78rB3fHjSNZppRk5/Mce9ZjcvZSKCB+IP505U5xTTHTwCVOIDa49D",
+	"bTGqMfy4lE980CxSmNpn4+WweI8LwTTmTGrc+w6psKImk40JdJmPcRKylucugeDmBHMHxVCca7mwITYQ",
+	"fNQ/fdxCNF40QlBTxTpMcloMRkS1tXC/1M3C/tz3GHVvEY4XxtQ8I7agqE0toUMRJ8IBk6GlCOoRLkRz",
+	"vFoLu82l5rXA1HH+MGdzYsFuD82DcGUmmzX4iICflSvPGcHpwrpf0MzT8SoPWapCgOoxaiCuEL4RcmH0",
+	"J1TVzDC4MufcsLymHzOjVlCzEsLo5w2/5eUgT7PyS3YGCF1N9Fq8b6E1CHthgWmrQ14b1c9iZRI/icUg",
+	"SXgwQGtrs76IjW4mPLBzQGtoKBBa1V36PoK6sAOynPOQZTDB4E7JJBElx91Di55asDIq5MhldhheMnBL",
+	"3UOf3M3SL8w/X118rP2uK2FS7+0/5ONl636UFpfZ5/VvrIVT96uvvwF+/xyYdN2P0vv1vb8Inq5qf/PN",
+	"5fnbV0/fcrHvF/S2jljOu3IMu/3ittya+JvbReiYyZfDRq/THTYw0o6L2ZfDBrhCho2/Kar7wCZvF6FQ",
+	"Xw7BXh0cHCyXy87yEEzVfrd7fGD4aarcC2JLpbsy6en57E+O2Ak9Hbd7weG0fUwfT9pPWHfcPpyafz9h",
+	"vfFhYG0D923W2qbBMyA5QVNm77hPsUCGbbHf7Z+0e712t3fV6w+63UG3+3f248J72eeG1xHkQoqF02ED",
+	"wH4NhytZ+GGDzGM2NaZRuTBcM4JM4+sdYl2Z/GuGrxXmbr/OntsHhU/TBoFnZw8rN+gxfTLpMbM348dB",
+	"+3jao+3TSZ+1j+jJ5JR1qdnAkg0q2aJLJ1wGBADF26dPiRTk8upvyVH3SdeC/3Y7vV6nS379j//Z/LPf",
+	"6dr60uAj7R32uo/75ft6750t2ducvHIbnBrnuV21MutvUO9QX8a0O3kSPL7+oXfbXxyKIy8eP2bH08P5",
+	"9yfXp+GTqLt1w904rNaFP1iZO84QwSFrhEB44OYSkWbfaClHFtPZfg0lxcOw5YztfAcZZRwUSMM+M4R7",
+	"d7PcfN1p/KVbwl7juHu4+7uXHPJr1jTjnEy3OiVJVcqcYgzxOEXFGKuwblWK0bUBL4Ly6b7y8Wp8ShWA",
+	"Yr+6+AgX4r2Tr8kvP5NTD2G/7e3XUIyZXjIm1pRI5bkrSBqZVpZ0RbREDwehYKa3PNRUjaKcKXtGHzQq",
+	"nFXK3KAOflJhMvtkFDx7xrIYGdSPUc3FQJYgpkuBelmuuht5ba9R1jU55VS5oUh1OdMdzgGyLlLvvK3q",
+	"VaWDwWDvr3/dXRj/d3mICocC7HCu2SPlyHe/s5GIGgfD2lzHVSZXqcGXDWAoMoMP6D4Zmx7GjGhZ2wD0",
+	"hsLFPYGJ5SLK9JwtMHk15MpwjUdQwCvWvudSrzFsJkXpcZdQml4zQZoUbVKuCpPIytrgTSTEbOWssEKp",
+	"lwr7yyNfXb19s2aFlb1WuBcEZ3sr9bZbS3JgPWuZ2ZdGamw1aP3U3POGYtOqS/lGzOy1r0dYqFg+m06K",
+	"bLJDAV7f3cyjUGeS8IA0P358/XwoXDbrcauan5zZJYbM47GSYaIZSUSAF3H2Qjo2+9xu2zS3JA79NI7Q",
+	"YkjYmaSpG1ri52a7Hykil8LddVUxsOR/Wo//03r8H9t6PJl2J6f0uN8+DLqsfTzpjdtP6NFhu8f609Pg",
+	"8eRkfEz3sh4FW4IU2dt0POxe9fuD4/7g+PC3NR2TfwU2Y3d8yo4nPdo+mvaD9jE7HLdPJ49p+0lwwo6n",
+	"R/Rw3J/Usxlf0pj2Osfto6ft80TLS5mIoP3t0XnvpH159c6Zj4fdky7p9V89vYNlWGfj7m4Zgj86XvWv",
+	"Vz8EP8bXOvmhv5rX2Lr/YW2wgvr4zp7GmkrjHAJNftyqLEaxnDCljDqRRKhGsfiGi9mZkc1ZIJNMbGnD",
+	"gGo6pooZS4vi9cNBzGiw+tFvdcg7iEyCqOKgQk5j+EtjL6YLBfnzDPenNGC3ISGAPdv8rQW5se8Kiiis",
+	"RefPt81v+A0TDICUSu6PbKBQ5a66RsnYxWPBrsJyecTokmKyInOutJzFdKG8bEsjKcOhMK8a5XyiPOKG",
+	"3MZA8blRViFaiSvFlJdLoiBTronmC6Y8jLcyxPIKLhXM00f4nV1iVOg65MVtJLFYlZZkJZOYqElMIxYP",
+	"BQQRNacyJnbTjSFPTQO3q1YFab21S1PvljYKKS9SVeOvyFcv3lwQKwxGRhinBWkwH5V8dXV1kUViuTX2",
+	"CCJg5da6MxR/Ra7+ePFia3OQtmTmu+Wln7DtL4eNVy+uhg0PejTc1B7wYcPDLr8cmrkOG59I724N4kEu",
+	"b29/DutC2mx850UsTb8sUVC305aQ/DOes9yAFinllJy4fOzP9gixQE4SAF2aSGM7AVadBGMSUS60lKFy",
+	"cZ/AWCGf44/nb9+cpXEQGF2mMFiwjMzfR0ycX7w2zX5OV00JE3axzHcKvvtUQlBpcHcpQdmJp8v8r877",
+	"kw8ipOhl2E5yK4qWxm6Ss1VVpzaEl2TZeWf5yvvgLS1ECmLkJ9LedoIzZLqf3HbDzzis7XpAgAaGwlDQ",
+	"wOh5QEIDxyvNE0tCAwIUdBcGVEovfyF7bxezZO+RCW/V2lKJ7WKWbXj3ACItnGfFaG8eXsXnnhi2U0tR",
+	"uzTj+EvT02BQqTu+85d4H/JR0BvKMRF3/U7ERXw3dckutsrp4aZ3kKlZBw5Bbit95PB305xDi6GKQcgc",
+	"MwX9Yv6Rj0mq4HdzTdjK/SvrAVxH9sW0tFxzaT3aoQCqg7yHrIwrOmEh89Ai4WVJHmjUAALKDQ0HhGLp",
+	"XnB1IrXaT6Dh/Nx++TnLTPmCLOithRNuDQW7nUAEC0jTofgA5aUxQQZLevvkC+LPosS3eY8CA2FsQBcm",
+	"6GZJydJWbX918RHSkMHFLqc2gBreBlcorpatt8gVRsg4Lyve9/hrO4vJHz5ZyiRMSzXCJ01/TBVXHVuh",
+	"dSh8NaFhWtzbI/Z3e9/q5xk+hDvhHUAMl1kAkQ1ITFzMEFsSh21r33/9DdgBa208Uu7qdC6XLCBNrKzs",
+	"duSXn8GP7XJSv/7G5pEAfrnZ3ZZHIAcV1hSzXqEF94VLX9X0mpHQHBFYP0jDtu/kwKsKz4diszsPk2Jw",
+	"n3udY/LqKWEc9mhJVyAl7SgEPrbIVmrOXM15mydL4FYCLhySMMyl3tp61laPM2Q+FJTMV+OYp0MrZghr",
+	"qlmrA0V311Js07aGwjSGB3rM3JAxt4vIksmnCxcyemOIdyhiKRcwQ5pl+DbzxvyU69YZ8S3WMFw1lFct",
+	"srqBNmdej+CM5JCj8E6jXEt9oTRfUM2eOW71Gzvln9FwcpmI18/rvPwa80hf2rzems3XduObl/e5H3gg",
+	"b3wp6ioJAWkin0mXy5c7I10X07iI9IpgnZZWGoANOkUWgb2RrFodi71niZjN8Z/n+ftZnplChCcNlbQB",
+	"4yCVpKiWSrmI8s0J5at3bo6+RpXYmgSB9w17kM9bOI0fcyXE6tIpvX0Pwu8Kt6nmZ1dwyIFu72UWYnkh",
+	"AfIwKwud6UAvaUwzP/WTrmcrA8wBLoPAzyCzQPK9YwupY2nED4KFMCNaMaTDWJk0TBhWPlU8j+r1p++y",
+	"6l2NvLC0aDE8QGepClc/zsPo9kRL/fgQEqsh2XaUfiwkXKwVU99PNzPdbUm76xsHkD7nM6h09+Sw2+3l",
+	"fwjlsjHo9funR6cnKbR61vbRk42Ho0gqgPxpDE5Oy9DYsb3TbmlNc8S8dvJsZNPvjTTL1+P4UyNTfLJb",
+	"hvxODewJdNfF5uX1BTRfv/vm9fPX5223de13VMh2r/+0fdMnTRvTdtjvdK1GKRgFIOv/n71363EkOdPG",
+	"/kqAttDkKJmVTB6KZGHwofo4/U23pqYPmtVOtplBZpBMVTKSykgWmztfA4L3wruGr+w1BH93hr2688Uu",
+	"bHyjW+kH7F8YzC8x4n0jIiPJJIvVJ02PSruYLpJ5iOMb7/F58CBUJS7AzB9zDW5RrFVSb/lum9x1DI5E",
+	"h9xtOATnWBoGVuNpTkyUhECUxNEZ39D4rThEzanZiikcoTy1T2B5eura6WFZnwWdqd5qnQ56nb4Wtn/5",
+	"A+lBcejn5NT1pRbSQDXIVpb0CV7vuR0PLjH6D7z8jiB13/X68idLB9K/9bH6VOs9f/43pe7s6jjEqDik",
+	"DgMLG1gYSK88XrDGkKil+ePv/ze1eIkR+HuUH0E3ZG7gfQ18R05SqUCZxu7XinQlYl0rUHcEYHzSrFkg",
+	"j6QZeUoXY0oSusFklo1WznJTUYTzoV8kL5nTK9ZQNY2iQq1TUDxobHG1aMsySy9lezfcVAhZUA4fVwBB",
+	"/qO3K4BwpVYJoP4hAdRtvycB1DstiZ9XYOwf5x7QWqXWMvf5f/RW/qh+whtXIbWOeMcjtQg6vn+MA0KF",
+	"WdAF8VdJ/7QFKQRu1HqxXByF6Vvp6EBzeK+b4wJRPwWCCyGCkLMLKuRATIroTE/taeARefHi4YuAVzlB",
+	"/vKHsicDjzuqZYvGzoBd7qgyF7Scm6bPKgZEzsvXG4cdHAAFrGvAt2x8Eur7wsYZis91rDK9Cq9CWMDF",
+	"sigMeMwBWBaNbPXajM2gMipkr/OM6muJ4ifwFeiS8usEvGiujVfFI9Jy/a6+WKnb9rVyBJ3CMyGNy7B0",
+	"hBb2JtEXgUVpXRNw29YEg7fs6VBmLR5BYH5qpQVDTI8uXp4FPJQiM7RsbJwMNJFBy0RAFTtVDhLMHl28",
+	"hK5KZR0w7fRQL9IrVC50Z+QVDrKyq2ONXDK2VLEdnEOHlH0kc3oFHhe5DuGBZyS0Zb3GzeYEO9BQ2HMI",
+	"aDKhGeT3US6nGV1kCv0aFw6gaYzGlEej5SSXd9/F5Pi1hhuHkm2xWkLiKS7ZYil1fN+RB7ls4nqOU75W",
+	"EX51D3iKtQutSGbckBBPNJyxCsdaPV0ibnqyCXhY5oSRy6FMWyyb/o0chkIh1Q80friAp1w9/B28cCln",
+	"6OdLBVNllcbfp/x/kPEI2mg9Ylww6OIifp2vMnlvwNnrJctygeV5kyQVcmNUaa6O7WszLp6IjDc4FbZe",
+	"hUg8dfAQwvdN+D5sDFGJgeWLixLQ3ZlypIk7SpuE1uy6xaSWVGD/TLJUKF1JVAigG/oYacDVcU52fYtS",
+	"dQaJq/Jr7eMB+0FFwMM9vu4QkBdhVagdXVI/jbuMqmGASZKv2XaOkQrf2NYaCXjH94uNEE/mh/xb95mC",
+	"9Lr1bt16t473bt1LDeqCNpeO81Ed0aa/TZ/VkZsoXc2O23GpkM/9Il1lL5/fP/aOLxQV8g1uOV+kmU73",
+	"/g2jmTj2xgfyEM5iKR5fPr9/wbIvv5m/D9edjZp4vQVMy+qtY0qtDtrF3x1nzL55L/azuVHa0Fbw9F0N",
+	"5RHNtRGMNnPGEOyp6MSg1/P6VZbv8eb8JBXGWWehcxbkDdj4zsDtd50aNLgzcE+7ZvjlLxa+aW0a5+DJ",
+	"GWumdHyA77kt/QDfc73iAfKXNxojdPu1/qnbNe/1T92O9WL5W5mUHW9qt/sdV9/UbvfbbnGT/O3NW/sF",
+	"8DS+MEx3+xM9Cy68W8/AR/YMqOkBBESLCfh4x8AsQ3a0SrfAA6hM0ib9jjEP8CeKeFixhkidWOrge8Lx",
+	"mLg3ZzRf0KXC2QNIVDGUAhAQa1s9wCjuuQH/Js7n6Sq3WyCt2HILHNtVadTx1wz8BbJ1aBGAvWaitsoI",
+	"g0CJMmhDFYnFOK1CJ984JKNoTQOj6ZTGiUYqkUN3SJ19lMXRrTL7V1VmLdRTAN1f0KZg8ok5Ah+z18sE",
+	"/GKKd+yAKitKQU0D1n5D7dWmT1XX6k9VVPYbSPObptmidkDvnWxIwq7AMHz7PhY76pqOHqESv1svb5Xp",
+	"W2W6Spk+PpyEmrMU420fNWh0uvZsRbq85off9p1W75VTbPfht6g1tv3TXv+VJsr99rDiXeiXVbr2u+ic",
+	"cDrRRD/+U1JB5bopDZWUCe8wVm3f7Zn3+dBg/Trf7d18rNoejDc+z4Nn6+d57um+sep57WKI5QdrjOG3",
+	"qrHqdVptM1a9Tsu3xkr+9ubNq332m/OBVl67C7OMve+6bav3XbfzFiuvD8/Aldd3fWvl9d32vtFst/vW",
+	"pLb7pVmVv1WNZr/f6pnR7PdbXWs05W/vfeW1rF3aKu3S1lvt0q5XdLrr2X2Wv+zdpd1WMWXygzVn8FvV",
+	"WLV6pz3PDFard9odWKMFv1YuPhB/IL0POwre0sqUSvLRNiaLUOm+tTM/tp15TtbzNLEnAmtLjjc0FS/C",
+	"XlvzXppEGF7OU5VeraIsWOm4WGpmGxte447QhAsBhziPQ6aAdyAN0RcvHr6oP2mQz8nyz//tCfkl+d2f",
+	"/9uTP/+7S55uhVqFlQ4ZZyZsu2A8PyOrpWyRvy9aq/keFEd9wBf0NYZ5RgnjDZUtnptYNQRarcz8TzaR",
+	"fiuBK+B6JGJBxpAkNt5oojPIGNrNgZdTLieJ0DzgO5kDsnuYiIZhOQI2th6Ch0++ukC+Db00GA+4lO3C",
+	"Ib5U+nbT3X6JP8B/pqsksfKhVBrUX/5g0zPNAbL/L3+AP0gULxgHBBfk6wA784T4715RQKW9SkVO/vxv",
+	"XY/8ohT+U8EzkR5Mdk/o5LKU4I54NabnAOO2zTp1yHlxobbrrf/i4/ovLnA5b8firDXS+sAxt6oQ188h",
+	"iXlbEzwmTvK+kp2rghEouHY0zNNe79Q9HfhaK+z3B67f61h6bbvt9geV+rB/2vddr9VS9w78U7fdPi2U",
+	"vH634/ZOt2ICt6nKNad2ZGpycWLV9c8O6frtDlmIxtZphQcUYI3bZxT5yx88t90l9Xc4o444mE78xhkc",
+	"J79AbczObTsuGul7jud5Rbryu+ysfmvg79pihyzday5Eq+SIC8FbedSrIeW2tPtLY/a+dr+PTLPVu7/t",
+	"eR23128Z83nQc0+9VmFBDzoD99RrV7oWBl7H7Xg97VzodXuu3y/u7Z32Pbfdab99RFDpBLchwZ+0qQaG",
+	"lGGhkwbVTVKGETHxYD30ikMBwdTCsbdY7QTki+GvcabqXKkdw1MMYltxRNRrocBZ0wSzJAFkS6EJ0RCG",
+	"0bLOFHxjXYGipFnE4N2hVrUbBksSjQcDhAgGJgp1TAmtI4+daodSpfEnaSjFQiiu4ICfm1RWRSijIpdS",
+	"yhnSUNXzOv7zlz/ASA1Jvk4D3utAMUsH7bSYg6B3CB2nq5z45Old4N6DLOLMpjuIhS4XDTjYkR3P0/mB",
+	"pstDwmmWpWtgnQJqMjt6inZWKXya6ncwMtVsCAI6+o28XbM7KFIDYZuQUDmok2lDxaIRDjWtMxqlgk1S",
+	"DiijACWcOQYxOiuyQqmw6qoLIOqA20jUmKF7IzqOIqFcMNgtAokWong6lTYwB+zOyjjuPRyUZ0hy/m5m",
+	"0NYuWuNKZFzTROxE7s6s4cBMZjKmggF52JFBPX1eHTIETHivku8H6X56nSq2n1KMz7NjfP6NI5lf8WRT",
+	"SIp8zoThTxbOTzmEK/Xydwnh7ul4sT1/ihHdG3b63W1HwVgkKmxGbQloDdZRZ47yHq5THNpS0O9oldVz",
+	"EP1PXlsREei33U5FqGAE8gMeiNtP7sNdc8PEBYAB3QoMtHz9t/WkUhCg33bLX9kXap2w3zUfzM9y9VV0",
+	"ZNBx24c64rbaXm/Q7XTavU7X67f7ds+21eBDPfPc3nbfPFdas/b/tjo76Lh+dWfdVrvdPe143qnve36r",
+	"d2r1XrZxq/ee2+mcet1+3293/UGn1eq/ebVjFfg3XwWenIwPsArc7nXroNUduO1rF8JgcPxC8A6vaLfl",
+	"97v9gd9rd3zv1O/4b7sQWrCAdxZCf7uDfQhX7Zt8r+/77c7p6WmrY3WyNuy1Kya/1y79X+fNKxXqKmUA",
+	"tBy/nADgbYW9dqewyhA0Cwb5r6MRMKFXQMK6ncHAP/X/Hpj4AXN6WLtKkoX5PLKB39q+61kE+lr4z5ar",
+	"2rCmgWprTm3fatutMx1J5UjVl+qUXW3+jiYJFXL6DHX1KNLlGcqHV3sC1HfjlGYROFlbJ4cRdSG2Si/L",
+	"yRcbPFAqNl55Nfinbdd/49R+Z0N6D2tbfh658GI+S9hI5Bmji1HFc8sXlMSq0HDZo/HGxHAN6Lb6QuPz",
+	"3RA+WB5DWLQnewPC52Ovj0GxPnY37LXrQ9ckH70+JhvKL+N1fHLAM9g8/+brZmcMbPxvvzg6vQFEvbcX",
+	"xzdfk04TH/52ywIPoGuWRe055dGYZbNasTiO6XLJ4+Z3ykvEB0/029Z0G5txL5ftSlXuWmb6z8lZ8/Ep",
+	"euSAQsHweAP/VsNIX7VOcO+Ka7KuFY2OnCJNHGGoHBG2WiFGoU8boG9dgjEpACTTxPPK0gUI4JiTCcBN",
+	"B7WrJ0+eBjWHBCBSgloD0KhSztSbHSgilHanqjENDVUJwKzmc7Zw0HjWHm/Uu8WSJZAjHXOomAw4uGWq",
+	"LOwnscgfqNH4K2OvojHz7Xc7klae/zC4oB/uCFypRh65KbGn92hOk7QSZfP6iYdA2CcG1Kom2O6QyoIw",
+	"61aUvJIwPtZ+maHjpilymqnoReW++UaXZisi5K37sO4VAkERzenQ4tCHJslBDjisbSMcbdxAXPDzdK14",
+	"fBaxyrOolx/kwK6JM0JX+ZzxXK06RXIVL6DuAOGaiy28YFFMAeu/Ae8IeJ4SthgzxU5fIINjvQRABiq6",
+	"XKfgycpTMs2QE5oH/IsXT58QwePlkuXGD0rzPIvHq5wJRbRTJBQYRNV4Hy3MIxzS52om/rp7FoYHrjNd",
+	"gkYoD4ic5Ga2AqTbEmeUogdLl4wLIk/IV7IfM+CUxtG18l/AdYLk0xW/ur8F3woOsWEuieIrWGJNhb/b",
+	"tKZPt+rzoPbs5a9Gj+9v8TVE8dUB9vv//un5i2eP/+5+ZUuCGqFiwyeHOO/fFF3d3lZyOmgEI2iCWI8e",
+	"vIBJzufyDuVzrRpQ4ajTgSnUdkA4UJOsGZwPPDpKJ+Xn7ueKl8/E7Qdzv4IHnAOliNL8huQuoxnLyJcP",
+	"fuMQSi7ZxtrsaUYW9JIpGaSmSF4jCCrkUomG7WkcRXJBjpSXa7FK8nhJs/xEXtSU82luqA1rsyyOmhNx",
+	"VStnz917/muSTu0SLeEosA4t8aFjhRgpj9bFV8+vm4lzWNioHSAY9ptXN8jDLO/sPVrjbBVH7BM7f75A",
+	"iS0Xt6PltlyiID5wEpYZsjfshQyeLVfX6WuPLl5er6AZ5N5fPzt/SkT8D8yqWUv5HvxPqSY9unj509GR",
+	"dnwOlpLUsmyYb1s+eNl2bNB91/udVzdQqB5dvLxWmypNi8ojGgPh+Ke2joF/8yZ601zV/OxduPDELfXi",
+	"kgN0HAZc0YjFMwv4mZhD1ml2CaQmKUdywUfsYZpNGFiycrRFzCeMnC+WkJh1/vQ+ecxFHvNJTp4+9j3v",
+	"5Onjtuc55Hy5TFjAnzYxctcYKhwgBbM3pjxax1E+dwhgxZCHF63eyd2HrR558fDJVxfPMTE4XbPMCTjo",
+	"ViYx+IrxKM3uCAXSM2dSYQox4zJUQUHMQVJmEtuQWRrw8YbUQ5rEVDCheQgNFJ9KtQWVz+xZ+V6AOBZM",
+	"MTiygEO0QWxB/U4mbJmLfdtb12e950AjxJfyeSyKIYFJr0srsBlzwbiI5Rm7F8gD79sGdH0C6Ym1YQcD",
+	"f/pjaydKeKhJM8bVMAxJSGG9ACFkROU/83S5ZBkkzyZ0crlmSRKSurUUG/ZPzSx/HZK6vRa7Hsyf/PPi",
+	"2Vfy6knEqR+qP9r6j478I9PfSBnImotWSH78/R/Nx064b3yKTrz9GL17hCzlrBwf+4pjMrjK0lDCwY6E",
+	"FdJcLXgpRJR4todRfaVEwc4vr5wazSbzOGeTfCVlTQ13vtSJlq3eKJ8m6VLUhqct13fs0RrWqL5Q76YR",
+	"es5b8htAzzYyYDQbi9pw0O6ZcbeaxtOcKf3k0XnL88laNmdJlyxT6SOnLSUzXJAiJGdcgCmVz8nDi7Yv",
+	"d+dqISUgU9LG0WSeQ/L8qSCvyThNRU4mSTq5JK9Jt+VDft/JJLlE+0+++bX95ozm7MyMF0iNrVcROJUS",
+	"lc5+0eo1rd/k7Y0zSERcZjHPC4S1ZZZGq0kOBp9clYLNFrBM5IIRqwWD3QqyrjYECkShOBD5VRzF1J2k",
+	"ixPGmytxMmNT2bqTWUaX83gimhOaReKk7SmZfJLlr5tylOE/eXwin7wROVuMFvT1CITvCK0G5RTd/lG3",
+	"Y8/Pa+NTj5YjqD/zHC1ytA912yl6AzeolqpSwu6HtYSt4Wj2WMwhqmMjHISQK5at+kJqbo1PkC5ZqwSW",
+	"QLhefzj5brZcvdmrRYRybUjRqbekArrfIzFCfU5i3s+ji5dD8Ek6RCzpJOYzhyxXfJKvjIqhzi6peSjq",
+	"3XjGgci7khHvw5yk56ArQB2FFJdasD66eOkQ5s5cgsNgjgmw1IpTYrm6Lh/fnA/ehz0v4OdbiX8r8T8Z",
+	"iX9TaQ81PNXC/tHFy592kOvdxXy15meMXiPBDor+pIjs76fGXHGD0KpRd8hnn0G6x2efKYDe3KSPVgAD",
+	"l3JRN6FDMsovdREkcAiGQxJakV5NZ7+TpBICbCXjEZwfocr/0IwrY/VBX+EG/AV4AM0pZEj4xRb1vkvA",
+	"XjH1lJwpPNqAQwAcKVyw2fXQDo0DMu9WbDyUXYvYlK6S/AyIlwJeVN/EOVnI04fpVNgEkU7lBwsMlFlo",
+	"9qoVOtQ3p1cMnyGvlY1GIxYqO/G2ZUJXIh7HSZxvyGTOJpeCqJQB6EvCpjlJVzlZ8YQJEfAwxqq7kbrq",
+	"c3l2hUV6cGhKgvEXlatttwLylnGMVIQG4O0seGRM404zKf2GGCgBjmKTW1z2UtzRBbsBnypwUvmaelgU",
+	"HoSW+w0KVoakqNixCzsgJ9pGc3ZMqESX6CpPQDgBG1SRF7kENgAA3Qbc4PRjmawU4jRJVOFvhJ5Zq+uY",
+	"+ozfBNxyv2B6tzBlbVD5m6vRU3nxmLWuoXsndEnVdCohgNW3QgEO52RCOcnkmEIVbor2N+R6Ixs5R7Be",
+	"ddcEOrCgl6yIpclmQFJHwiKdrn4GdU1q6gMuWyinG49fOXoYDfY9T665CdsXUrKSiN6zyvap45o+o/yy",
+	"qHzQQfaKXVBeWoU/GbYTJs3TcQrEDTEXOaMRyjK1ELJdQb6f5cdMecndoWSaSTpSnRunacIoPxK01RxZ",
+	"LEk+NoBrVSQ5hW1HxputQ8ghVQdQvTiBGtYR5BTnT90cQHuXF5561UNbSnlyaozL7ny79e1uXmeRGmlS",
+	"MF8d4aZTlMPzNCJ40OlDDkownsIv9+Ccawy34Ab0kWRWkwBmYCkdWCIwswEEG7Bm6jOfabB9wZAzTq3t",
+	"4sSD5x4YuSIrzR4/miRfTfcKE607Wh2CSEkx6jv5bW8+SKU61IbfpPr86LJ2uPprOzHuZgXuH7se/pib",
+	"npvku5veEd3dHH0Posw9jflN76Cvj77jCaDYHnv1vVUm0ux91FQASmjJZSz33HjFo0QHObCmHuHT5OFT",
+	"UINUw6gdhN4t3M36zfRqNsIAvyFUhwfI77dsRTkiCctZZF3pHY36G61Q4xiJ2rDtObUtQp2W3/c7lahP",
+	"nYHbP5DI7nvudlI+YKTZlQiIwCtlnK4GgDG7Tfy9Tfw9kPi7jbn309s0/XavX7ln2i23fWDPtP2tGfRP",
+	"B65dsNLt9Lpmx/h/vR1zW0rxCZVSGHgEuZgKCIeDA4+a9rZWzWUHJ3jKQhtvEG2yLdkK/+NXXFnTunIe",
+	"LeZPLIoETo/CT4cOMYu0YG/Wu8W8cxBdQIGVoU/CDjSgt45lV/GEYZqKQgQC233MoohFCgSO1MM8W4kc",
+	"XypcqQCFjuVXuiOITgcpvBxAMDWNZ6uMCbJmwM1MEfOmMSxxDyniLENcRBRvEbpzbNgtzhTqi3yUcBSE",
+	"i0O2McZ0Xhiwnk3kUzRIF6lXosA45Mtf473OFghMA80n29EXcOXpA1qlLBWiiag7ludJ49NdA2bWwEGJ",
+	"87OCww0eBc7lBaPKz4juO+SE0h6mEJyCIVG15gKcUymXW1NlUSt0PYA/wJkAFwZwSgZced4cZTnOVkwI",
+	"Fp3BAoDXrRVevGJeN0MYI+g7AifIybPHQHV8X2YOiOOHsGz/eul3+5M81DijSIHFvyfJA5UGaJ0YgdyU",
+	"B7VZViNYS5itIv8cRfECdGOndhlzORgQJasBowcQYY3k6Q+Le9TqSVVr6He6pz24QD2sDx9wwdaGPadm",
+	"/pSHI4zL8FuD69zkqCqNm1d+7VVVkFDZ+gdULD1HVhd3AmPz1WwW89mUTpg7SU8wRnZIVZWLdBrPQIxA",
+	"/cDvVmmOnlA56k/ZjMItd7M4mjESpRNB6vK/Sv6cJMniRPdy7i6iRu1GaQzFEjyUyKDgL+00hk8wQ2GH",
+	"uO1gnMo6VE6+gw/78xTObUGlk0EV7XmcO8gTTPmGhOmas+wkRBCd16QeHqPThw3w6mtZpEgQ5cuGOwKR",
+	"7JGHOiXRSEUHy7VUvoNDwpFip1jSCVOFWFSQsBlW5kK8L9nlHBpLnf/wJKEL2vSbrfbdfWkQBkfvmEQI",
+	"/2MkQuxIxfctE/utAXSkEIodryQV5Uf7byMWEzOe45qDn/DDrmj0zAhbk1AWhUcIwgXLaRPec1I8Ztyc",
+	"T235V3sLqbVPYsGW+LnH47eFGsoBuqM1XS/nrqtAwCceX4Ngm3+Ft/6gHvTTKUF4B8O51G853tuG76ty",
+	"gYIUf2/r2dp9l/FMbb/l1c121rWVD1vL4ZOufXiqjMIbVD8sE8o5y/bumaD2mHAGlM5F+HEnSYXm5Md/",
+	"/lcSLmI+2g36qboDaBaggv74z/+3PNVfj3T4b1jUD0ylkpFyBW47oVn0n4IaeQjpBzBhRYFBkT1hJYKQ",
+	"Ok0SpekvVJLEO6QCSClQDgGrVIbqPAAdaa7MBECYOU1JjShzO9T1ocb1BTse2hczQzsLb9XAsGsmctL1",
+	"HEQKXM+B4zlTqS2EEgsbWxQDnE7N3wgxG3BFxF2i314wluuhxQoNjJ/T3DBvlyHR7wiNKS9WmTwsYezQ",
+	"Bh1brNBSypZYocGmtdM77oDrZMZMCQqEVKCOZZtq3bCqq1QQe6nZuSmOhoaLhWMkO1AjYpfGMY/EEFih",
+	"1TQEvK7sY/A0WBkr8zSJ0KOTgvMDmtNwSKg5F0WouqRq1ItbkTZc3UlzkvIJM8TBVppPlq5m8+UqDzgy",
+	"r6XLpVzysVAzgmUdAKUaqii6/LfQd+TwAWahWmIGaR+bZnDZl8lK5UnBGiTIJ4k5xez1hLFI2BO89SzE",
+	"eTQ0AarmZ2fdTNKFQj1QeeFKDGGRDfpNAg6LCTxBmGPBcrA3YD7LcTWdyIGPBwhAbnK35L2xQFtFU2Or",
+	"d8OjtujG5VaY0oyk02nA60HNXmFIeU3L+6JFYkHafcP0j13sekGt4ZJvAEYxXAmWCe1JQx7yrU0Yc5FT",
+	"uVRIXbZCDkQDvHZMFdjDVZMi+wMeiS8gJtcMhw4TyhwcTRR8ct2UU9itzLcilY4WElQ5eeSyjCIWOQFX",
+	"MM02jYTOtNWY1I8uXpI6bKoSvX5RORbwseyeWdmLFOjol6txEou54ikRZMzyNWMce1AgUwKMqdpDU7qI",
+	"kw0+OeaEWsUGYE+Cq6pxpnBaQCIod5ZJxZF9SgnFH5F6QV0C6hTCY8tTg9QxLwW8gSwKCQQ+Gq5O5VPM",
+	"E5DsVp4K3Bt6QmD65RjBcOjjp5J0YrzKiaaG18+vPt3kYRRww3mBpjlvQHYWzNwWDLmZuikpoXcD/EKm",
+	"dtvRbBZquiu4GxQd/w5pg75Q3j3SlPq5MKzpurcghDg4ZDmXjU+zswLNH10D1kqQS8N2T8p1dqYJ3yGD",
+	"r3IOz7CKETKWLMxTXOpy+bnkHKeskj9CncIJAEWo1FLFIwGDLDc1HPhyYQHmS8xJqNGJwqKiMmNUpFwL",
+	"jHGazx0iVnBqy7fHAjIEIbd9wqqmNC1zWBiMf40QW+GyjvMzuy0mY6iYTFhUKK+ESXEFGf8QMDEyprWv",
+	"JeLfwh4AdhRYilSnsa4zqQnwM6UxQSd5CnmeJuHaOu21kFOZVHU6zRn4iFbLWUYjBqA7AVfqhfInjunk",
+	"cpbJbeySAmp4TRG9A6GGESq4TUCqBBw5anodHGoDX4LJmDk4m+T0Wu+JF0w1X8zTLJ9K3RJjYnrhOiSo",
+	"jZncpnjbkFBxiZibgNBPpmwdcAT3FUHtTJ39UjJL7VxuWFhSON11ah+OxJLBAVfrQw2xnp6GS57jD0ua",
+	"5THVnno8cERKYh5wa9rlGVe6cEh+/P0fAdgIBaKQM4F9DiHnqHkv5XmWJkPC0ybMP8o+npIHL+gMOiz7",
+	"j31WVDZyuQWcTjMm5q5y4SlHTKjsku2sSrzElnZuwM8VvY+xCPD0kgck5oDPWA78F3rZQtoc2aGFsaqZ",
+	"1QDLbaMPMtwLsIaNc1GfDRVlAlXG/0VC+T1N9f1+3YhlspN0qowa1FIs4N+fQjbui7lhWEb1yW4rWJJS",
+	"aZK6094UxSob8mCjDapIlK7QFV50w/OQSKCiF3y1GO/vhGawwop0CJdW0W7V1zRbaOYKsBSQQwMXkgX4",
+	"3nDIYn+fC1u4dmTP+r3OdtdaR3Tt3pZKCShNUu88K2mrWL65R2WVRhO9ZHt7Aw+uVS8rz9vf6gPL6pxs",
+	"l+ITsRqjh7vM9oVumz3DrBzrb+tIr2iWFA6VJY87CngdSx/JVJqaKheY76//bDjEVoTNi5ydkdhbcw/V",
+	"lO/Q1w+Q/HrTNNabsxhXMRFfk7NtVE5QcHczt8/M4bKTvH1NgvY3chuVOenwler0cqyjCs8g3ITFOwrP",
+	"ZKlgqYy5UaeY8SFPujVjS2KyipTPCeXI51dJsmiOGZ/MoT4nVDeN4Kaw8ckmjW9tyigqexh0voPy7W4b",
+	"toZhqUAY2runyubeOxZ3lKzJumqlXBIdz2sMpTmni6cLn+5RpqMyPctWQ8n6s2nBtk14lcFy3BCMdmXq",
+	"zQfiC+ObVPsMgKjyVcYduaGUA2dfg8CNV90C3yvrAjc9dmTDdJuqHKKZIlORan9YuO1CUgd3VcAr/FUO",
+	"mcezuelVQ4r5cJIKeddkzujS/HQmFVQWIX1jPGFD0IVH83SVjVYiQk6SUB808JVW3KnFSj7aMJrpKk9W",
+	"sI7LG0DTulzPta9w38+EJilnDZfc0y2EaJzSqrXDC63pJAXHdDhNGMvNU2SrQ1IvtIi//AHsff2FVMfD",
+	"0sVD9BdryaaMBL5RigtwWDYcLJZBN7Z6sX7KIk4S2f+yf13PBs4r+BEK994ZyYFOAtz+auIL8SFf6egK",
+	"M9xNUDYK2hJ8rVcAWghVq1WkWb6vcsncbhcu2V8CJ/Ortzms/3b58CtoMVq9L5XKLnToqu0p3zKGfUyY",
+	"quWRUh2HbchC5nWKBy0YFmrFwImo6N+22dHGMZS2ycmT5lHxzShiOY2T2rDaBd3qK2fcmBF/4A60/3nF",
+	"IyTklT2g4hIeWSbtOC1zed8k8Xt7A+tn7BRNSLlUINXNlisxkqKLGQAEs+8LSnGWC23LfciaiUP8+B1D",
+	"Atn2XK89KLjUW24LiMoPUTcUjk2Tub3t6zQ/aO/RPspzqXkkGz0e71olUc3E7w/cfm9gqPhP3VbH4r1r",
+	"9d2u19WUecpvahq0TaN3OvA7bnvQ1vybp23fbfeLp/X9vtvu97ZZ9JxiY1hU8m+7KQbWnui7p8fvif6H",
+	"3RK9j7ol3qooYv+uQJ583BQt1+/ae6L95hqqlg+/JW5eA1G5GaAGQvdTfvC6W/URR26EbqfXdfWDup1e",
+	"xy0epKp0SjtAnt6gB5pjbLeqyHYHocvE2eMWg6Ij9LdgHcbbcyEo3+VFQveyIajzrayUf8wMmY/HLVnK",
+	"q/kGPM9gfWGMlhpdHtzNOWqq5ar7Q/yRqD3sSbl5bpI+0qkNp+nolA/F/mcwUpQWfsk2guUBX9JZzBVg",
+	"5JIKQUKrXCeEuAlkw+ovdMCVQ0IAnTE34C/k3wbuBbxYZafTWTlMyaSRYjxyKq0ENGR086/nacKQJ3Jf",
+	"5tx7IRC8LR//mysf3yofk+b4kITNohQyJHV74wDEafGjgwEmp/CdSKO6uWT0clTCVKoDLafIifxJPcq9",
+	"uZFnNcyy8srflj6gG1e7WXYa9nbm4F+1qL7CIoPKjHVaqqyvrtC5LXG9LXG9ZQu7BQ14B7awd6lefrbi",
+	"+6rL7MplSAbSetwnlkUu+1fuwG61slNbgv28o7tKdVUXjUEmicW0QerhsxV/zJerPGy4BPPvl1k6TtgC",
+	"SbuXwIcScJUaOySUdHxfs5uXMnvhgRcpuNdUFg9nLrmHx1DAaZIxGpl08bpQJSSaEx1DaILlq+UZgQUG",
+	"iTjIwBRwTGEbrbJEJ32BLd8w2VS+5xUpJYWWrqtuacCjFR6DTKdtPo7YYpnmcgs2v2Sb0JHjxKzCVGij",
+	"MvACrt+01oRNqPebqE69eGDefMaWCd2waEgg+bBhHNP40EuGZb8mCjROIyj4paTjDVzyqxSRp2KdJk8A",
+	"VHgTcJZlaSUr2T0QtM+AOeiGSnsxDl+yoxTFu2m0eR7POAUo3ZveAC95hRkkTOTytyM0lpuGOfXShle9",
+	"bs7SplLL5APdZ3T9VBqlM1YlOp6pHeKYzLUWeRrfdXfSXt5UK1+Ht/uzFX/wOlbcfb7XOuoOnN7jxdBT",
+	"mkzTbKHvaB1jqVNFR6Rvah+YFiUnfrk7PYcm5QLvqhrzUK6DplkksCNVEJ4SEc8gKI+cSLEAciX5YU4x",
+	"LSxjs1gAkZNrlcx9rLafc7IlTKTwTOhGlcxKiStbOmaMk4gBvg0yjqjWHnFI3Ev5NIkn+c1ZJVvto46g",
+	"JzSbqRu6x6wWVS/CoqcsiukLtGSPcwo95oCwI4XVO52RbLLK4nyDAR4gzzoHYi306xVH6HPFn0SQWE0f",
+	"nqDeCKD2K/uCTpDvTraq+ly9u4qTCIEy5NwWB48U7kuaCQ3Lq4m68IHhMOABbxJqpdzjFU35GKmtDEmo",
+	"zsymHNIhkSrcyTKhMQ8dC9tUBJxg3q08OeoqpSQkKv4FVrO8Mmyc4Rshz2RBs0uSp2lyR6gSk6HJRsHK",
+	"3TEG1FRaiiPfUpWuIh+vvtbcYTrYTbZ7UME9doYJ/zTbfP7j7/8YkjrFfqjYrnwINZeACwArUZj5kkQp",
+	"w62vqAPV4QmZGpB7Kx+CSd/hguU0hEIhnTEAGSYa0qZMQGYCzMB3Jp9SV/qISpHXEX5Hp8D/+Ps/NnRp",
+	"GmSeQU6xbINKO8dRjBNThQDXYYmP/NogYaRpQuph1UzIRwDAuoJnoeOEnZHQnhMAa4HnQDewcIXgNTj9",
+	"yl3abAp6xZoZE6skD0ldPhCasWQZWUodDrIgnj96Qjnk5RISwv0jHfxvNrH1TegUqcsXPmlAnjkTmCnH",
+	"Xuf2iMNDnqvb75q1+Ey1YZykk0tBWAzaEIwD9tbBKgTZKNk8+Ri4FpYM/IFnBE9xeoZ6U94R+qGyV7j/",
+	"HN0SjaESqY7Jtri7tX9QLgCL54yU0r2hN7aR+Pl27pYZPavahlFuO6XlQ2JhwGPvCBJWAKWFyqlNcLow",
+	"7yKjnEzZGsfDlILmc4owGqGycw1IOarz05VgEYJITOjyjITF1oXdc+/5r3FhbZP+oepJ1Hq/I1RbBFRm",
+	"jpmuLyBUDEn434Vkki6kTg82ACTVzcGLonakXAGTNFktuMBUqO36VYdsIayXgGxhR2o1DNPkK5BtK8Fs",
+	"UZxt13eGBWoccCkVoHShKpCDJZWuYSXJAcFCu2/mNAfjQm9dI1SJyKk0XRYraSDMMsZUYg6sJZecK1NC",
+	"SvHw4qvnFnQ7AFSD1Zrph2GRJ+VQcKrgnVDa+T5wJltFSaywvSpshMewCz4ZG8HZy5ULh4WULuJMHXNY",
+	"LaBOv31+YJW/Xe0JBobRwgWsPlbI4ppTK8RuzSnIM49BKH4oT84qAV+a7QKEWC4wmoA4bVo1dlh8oGD2",
+	"Ea9Lybh9fc9n+1LAO30AQDqYinfQXKsiFy2p1ctMrsM8RiNJLlPLiWyl1Y9jTqHNW8MIjrvHeLnf7Znf",
+	"aZbRDfzMclrJ9VA+0UNdSIdCI2PTOEkA9mVn3ixDT9FqOtjwYpLT8W+Z1MffOLVCSSt3vMSQo8Z5+1W7",
+	"1oRtc0LREiKL35qet6bnren5qZqehcWnj/e9NtlRJup3mPjzBsWenNcKMxVTY3Hp0tyqQzBlyFDXSaNF",
+	"zOVlLvlqqlYJVh6C79dYtosU1DrIE5Z7w/c6Br1BZRd0vI5UYSZzypHZXcMVYAtolgF0GZaUxrk22zpy",
+	"BBSzOxgRcmvNkfVmR425Dw18GzUGIqfPVvzx/arAaWd3BPFVkYVIBAqx+9ZQTm8vDQ/f9DDNxnEUMf6R",
+	"EaOO3Qc4kNe4YJz9AKuYsZKt+HCfGe6QhK6kkSutDzCZeAQkQZAgpTeaQMZw4SiOEqUEgHoP/NrwrWX8",
+	"7CGAeSsl+i2yY/Yu1ptG+ac023vO6Osgtg2i8SYBuH3pacYzJrfNUbOFg49MKj9lfLUbnYHvhxzNrP/K",
+	"4B+i7+2WQ4L2u2DZjBG4htSfPbxHTtuDXgPqk8CxJY1eCLUpvbiItUmDeXzTM+SMhHyVJCHJ2CK9YtLE",
+	"VU+Xpo/1cJc8teN/GKjDg2MI1R1ZxpCmyYoT4oHBkQUKMYNlGy4ZWyKBUxy55EEk/8J4p2Krss8vgFVR",
+	"GCPyLNP4BnCEAVgFgwekUxLF0ynL4CCcxiyJBBBkiZxuEMA30ohF5YNND82aCqN0xSLgcNRVSZSXy4i+",
+	"pyPtmKAaLIkmLIlfvkOA7cIA5F0bYDvKePnJizMqlM7C07X78Q2iD6oC3OrqUmwU+OAsp+DJuIkyrpB6",
+	"9uYS3wNvqqpRJONNgd2GQFyF19MFb2wdkwSU/1QqKQ2EAtfBF3Deys/ngIugwkXy2zNiYkLrmAuSSumq",
+	"Lgv3Jf3eh+ZDKz+mdlNNt69czzma3Wakbo6v8R7xNKobZibtKP6398X3ZrUF4keQLELz1d6BURUdR5cg",
+	"sCR5jrccncP6EF15H4TqSUpzO+PQMURPe8Dj/yZYZ14dKgG6QSZdsfVVQp3yak7EVQnOdmsQHGuMHOyK",
+	"YzXa2em2o5rvYDedillydqfDKY2pU4x4wHES+g4Mn4NjBCMrh8dp+07f8RyYg7YHYq8Yj2tdsYBNoYEe",
+	"Csv/1jAp0sQVmKvOkG3accO9tCrlQxOM9GtgouU1DkmTyAKQzJhIkytU4gXJ0/RMHpWgAqlmwZNBXYew",
+	"GR0nzN1X7fIQWvFJ2fR8h1zjHNRUnkKATKdJV0jH9yU15KAdonewpuFvATId11tGY6FSNrcs9kUaqZV3",
+	"IGn3nG9MkGFBcRo1WIpOw9UBCJ2fCAklS8bh4oArPECdOoBwdya/lKx4HieF0a72kSiyWt2A6+4QMU/X",
+	"QqPjaiQtjT9r+uPKtwPbtnIjxDzg4PiJRZ5mmyqNUy6ej2by3iziIpum0kePsV5bN7VeEzrb2ri8mL8S",
+	"UeVu/YTf9FovWt7Qk//vIoDX36uih5ZTu2SbkVL4xukY4oYUmlCLF4peCaDLYNZXuOZQC9LyFF629VVR",
+	"FHCo4FgqBrVhrdcpklIUH2cBugzs4qTlk0d3AU/8jjCozjeVPPukDu4YnTv9cQ31mwoeDMB9rHDhC2kl",
+	"GOFhrTmNJQxeDszVd3/y8b4P7RB4aCQv2aQrMmZJzK4YIqqmfLZPsO9Xck6+k//AZ3v7fbf3JCjcqgo9",
+	"uzxpyj3A05ydWXIZLkDajChLl1hbYQljkrFJmkVCMaaXpfIz3PIPURC9vWQ+1mKUkvbDCvJnxVB/GF/k",
+	"rTT/0NK8UPbdn28eygsVZ9FQt3Zg/tM4XNTRu6aiMM7Kp8nP64BQspJQ7Hcd5qtxo3MB7dVDWRylU2BB",
+	"LyEtqTBzyVUMQgABn88q5fx6nhJNSlIp8aWi9P4TKm5ciZ7TnO1WoheEnSr7kadrW6rqIURIGPy0K2Jb",
+	"OyJWXSmFYS1diuIbI2MpMVWDUEa6W1FcmD21YeuG7IhqYVTspF/bU/rXSDa5FXnHt18hwAMXDawf96MJ",
+	"nxzA621hcI0IcmpQ535QxMzjiBnmrYKfZUhioH+4YkIlaiSxyJ2AJwVEgmOQXgvSNov6QACeZZzygvQH",
+	"wOO1egpOQwfwubEcGIkrFIJ+p+XtMjY8BvpjcLsABq8SfGWXHwnvP3jy4MWDEOp+oCQ6ziHXDfoacCtV",
+	"YF+mm7eb6TZQaWEpZwEP5aNCOTI8116SA76PL+KI/UR9H7JpN/B93Ar5txTyX1jC4laf/WkLdyVhf866",
+	"rNz2ytnxdnosyLqDLPl0FckzJN2K5AxBPwUiNOX3voOFkyaVDOhiNJM+JA4LlkyHRCCBxXaZbcMBTVfl",
+	"E89prgjgKBw+2im+oEmCGXJYyWEg4SEFreGSB8C8DwJ9TUXAdZmbku5wUOQZ5UI/FzPQ8H58Of4tSEYn",
+	"MZ8FPOWmaJhmQEgRRzoLTRrSebxgWMKI712alDgHUMUDjglmIRoLoUvOyxEvfQDGwhx/jjpL4SQLuM5H",
+	"w+vrssUJFbk+uYR5dgNS3OIIE9wwPW/OkijghvVG57MF/AJR7lhEkviSWQrCkISACK6ORqHr2+qq8op0",
+	"PYcAxVoqcnnOqlLaMkrekgrBosNgeQC1xxy9ZpRDU/bNJRdUzsI0TZJ0LX+JOWbhOKY2aEaXAkC3M7Zk",
+	"NBfA+5gw02pNxbY/H/gLtQM+buLMTx1ZbDs+aUGKOYcilEhzDaIDvWY1p3YEiJRGqP1OEUePxJz63V5t",
+	"WBv0p10/8rqMtRjzaavV6vcjNhnTdsubRF4vOvX9iA1o5LUH46gdnXY7k85p3++ctqftTncspfCOUw5B",
+	"Pq22Ko/fEQ6+oqXKJwyPrnTvqTf7O+7ASvik9xTatVb0weCuVnJ/5uFdTEMo6loOhnYrT0g8pPYekM8A",
+	"HylPSZTRNeb85Qu6HJIwS9fi2/iVC+bRt799Fdpl4yA7dQW1vCwkf/mDXUAdM7gHgRRRNBZsero8jKeK",
+	"0OxAycNTbP8nlSExSTNFp1zMpMYrs6HJHIA71KMoR1B9LgZRqgfysJTWacmnb19UG37bcvqvTKqY/MJz",
+	"IEVJdiZdK9REyI7Zm6TWeusktVYlkNw1CWp+3+9UJqgNOgcT1Fqe29tKUUMsOZOh1u6DcPzgiXjX97F1",
+	"2tnTyVPfHRzqZNs93epkt+/JWwpI6H77zauKRgH+4Uec6ePSEf1uv3og+j3AAdw7EK2d2cY7zDicdtsf",
+	"Z7qP62hr77ruDNz+gZ76HqRZ2j3t+Kdu117Y7X6nas6hZeWczG13wk38Byhx9xy/UhDdpiNuuZEsij9p",
+	"KGhibSl5pVS3qaMVBsmRSYqqUHDv8X1RFBJWZfgPNSlhwZM+SRNFlk5zhAVS1+7N/ScfMPVftf8nkvsP",
+	"ukm6/ilm/+ME//wS7lE5uV5RkjqQotxcpzAae5Cht0RjvzXwnRruApMB3+2fVgliLWb9NmoQew6ArYe1",
+	"TjuHHtb12+9PNFvb5Wb58ipH3m66TokPOIwRJrLD0Mj+6wx39bXspOzJO6Wyy1m7PToqIxBWQfixR4Ng",
+	"mYK22ev51FSBIDRUyjzcReo6hdf3HOXKWjOAxS8OEUO7r7CwSR0ZZQXQO1OkGVdfDYnntjxVh+q5gzNC",
+	"A77MWDNjCaOCkTGbphmDbay+OiMASOROlksyRmTD8UY9r4GlaQGPaM5MPnHOlmTM8jVjHE8uKQo4i2fz",
+	"cboCouiAf/YZdjxh7mefoS8V7lNNFgQULGIo+YribzJOFbuiKf2NtC9XGq4pZwVCUikqd0dAQpJF8iUC",
+	"Xk/omCUJQ8ifKJ7kLAobLjnXsGvKqAfXJ/mcJLyep+QEsMka4RnS40+TNM3gkn8ISd1vgKdWWeHpYhxz",
+	"FhGexqLA8pP2IyII1kPxuyyv/8c/Au3On/+d/JL8xz+O8vTP/94IG4azBJn1w0XMR/CykNRb5BcNl9xl",
+	"m1SjB2MzKA6TbE28WGbpFYtQFcjYLGNCsChEx2bMgfc7XHHsYwT4YviQdYy0TJQjXpx+qd8lv2hAtXIY",
+	"AxdfshLxFbqaLXWqCOFiabrUuBw1lJHin88hOCxy0tY1c8CzDvMfOUWn+x75hRq3hXmEdrEHfE03euWl",
+	"nDUFuMxFPOMECSBWubDoCFVFHDragf1VtmMJ9HGe63XPVAmvNSjYXGiFbKEauXzO4gwHC2kNd0fkBYBN",
+	"syU8rxh81X0OygKpKx810E4H3FzmEAu7DbSKmFtPGcmvwjMkVCzmOeClh1vPJvoafY/VQWCTLDVeiozi",
+	"TnvL4jKGfn/2GamH8Fktj4acPqZw+9BTrugh1PwBfeM0ninTzHI1KXk3x/cuSB3UByDPxUA7yriAayEn",
+	"5hT4pM0y6eLcDsl//KP2gIklwOHhu+OMwFtFwEHl/fGf/qvvkBAYzoamtUh63zhDibGWfcUFgVTzWSZN",
+	"VJJOAw4MGPJEEgq2k6cYNdL7JtejNVSw42x5R5B0zYmY0Dxnmdz76vXyx5H6OhzuNh66yyLs4h2SpDPT",
+	"GTpOARgOOpiuEVOSw/6JEQ9U7YlBl/yCrJYQNJKzEDE+YQGHPjg4Z10SyQWG7qxpxliULsiPv/+X0utJ",
+	"woTAJSl/SvlZwA2mD4UAD51kqYAskXRdYLFKmSJFDsIyItc8ZiSvecBV74kZE3mA6iFpDDF4RpN4nMGq",
+	"Gsj9WIjyOOUBHwPKqpzcltvrdCFIM5lDhDZdkynNijwSIuIc+6wR2+Ms4MUhRdRhACv/AaprQ2IWZXHA",
+	"QH/Hqxysrz//W4v8Qm0RmrGSbIWdXt5ljTMVUm3JzgBlTYYnHW4MFLN6b5/BPuiTXxCRwCqkOel1voTB",
+	"bPn9L0kqDZBtWYMUs2W5MSTfYk0xQcqTV+H+uNVzpkgFPmSud8lCfA/Giu7tdngJpHExekkKYKN4asHo",
+	"1dVJNM7iaMaihm28IA9YNauNB2EcH8M4f19NT9JquQX7CPUmg+j08net1/6izTu1bYqNGk3iCbPoNL5e",
+	"M95u9u9qc6vjDTxSv3ry5CnBRzdqexlVjmibb7VtfMq60/b8t73LfjJYeu/aNh/a9koaX2y57eE+wj8N",
+	"Z0tt6Lle63Tg1ICccIsZx3PB3lPqm2F+gcVcG7Zcz+s4tTzdvW3g1K5YJm+rDWtmr9aUVXmdV/nalvU9",
+	"/0C7PHcw6O6263TQd1tHtqvKz6tYjK5tXK/lXtM6f7dx3Z7btttWbLVjxuzotrVbntu9ceP8ftc93dO6",
+	"V/ia6r2nZexIxWBeOYbxdKTWasepWaoOAuEs5xQ60XUMUap1aAGj0G9TTK/x3D4SDJmu+13kiVTP9/GT",
+	"NTJOTcSzBVUEnZ7reT3zXZ6qbzpO7R9qQx8S72wRXxt+q2T7bmDJrw6RpGsOfyxYFFM+shapXKVSox4t",
+	"5efTrlNbLeHSvWt074v0CsC3+RVv8+13+VXvKs+qxmwbIRoTzp4cnypBVvUQp7aeS6mmzoUxGFSF9qat",
+	"qtycFNgHUvelltTR+gTenQIib4ICL89WfELt5fuWfJ/FObzHd6PUZ50qC5L2Zxhzd2rdo7COYlgSW16c",
+	"85JrxdHlcWpJQDKVHLdj3TqQQHLQrTPeAEMR2A4bspYaXcYmLL4ykJFykcEGIPlmyYrrdM4xasGaj2lb",
+	"7QH3wBZ0qLQpCrzhM6mWZ4Lln6/yabMfgt+I0C08cmrRfgY8rABsDhFTW2GNZ1nM5DrD9DDFnwBZWQD4",
+	"H3AgN3A0SC6PCl6GWOq+EYsaYB3HGXn+xXnT7/a0hQUzFPAQxDGnfMLcUqaOqh4Xhq4qfMaWWfN+PGMi",
+	"DxHAbtBtew2wSaQcMblspWdqNN9QTr9c+CoOwl7TSY4RBmnRwwy6BHETFNeS8pBhswRO6yVbWmClKite",
+	"pAe0alw9P6lsic9OPttWpAHmfH+K1h2hsvUKr38Sc2ZpzbUf/vT7H77/v374/v/94U//9MP3/+cP3//v",
+	"P/zpn3/4/v/44U//+MP3/zP8/T/98P2/y2++/9cfvv//fvj+X+CWf/nh+/9H3vin/+WH7/+r9fe/3FcI",
+	"IqZu4Ic//Y/yweqmf/0qm1GuCPDEMyApExgpBcvtx9//cQvwbc++dXQiZ9X+1MvPhWftQTi3B1JuuJ0i",
+	"UMxHVWhiwAhiaEKQcIMCMakxQBAa/dvafyGEkIsLAv+SF4/wj7vkv9ReabDz2ncBaudBbUgCUNB9cnqX",
+	"fN0feY7l0H3KcpqoL8qQ80HtzXbEYxs/slKKYKdwgOLcUUQnJSFgS0S35rwHAPh9iO+7wO3b6OzVpylW",
+	"luDurzk1DLJCYyxxszskoZhTKc0+H949f/6g1xmG2n2DR0EhntzD4Znb2Esp9gJSWY2hDZ65oBEDJ87e",
+	"M/ua4Mu5VpyK40c5i8HhpcGEbVJNhzy6eEnqwNiHLIMO+fWz86eG7weWOp1cMh7Z0MLya5V+kDOBZOQB",
+	"V5nQCHarNFl1zKrccLFkUl1A5RZY//iOL7SeZo72k6rvQHxFNGdDkrGmTaXYcMlzpTIH3HoVOkDAGzaV",
+	"8rwOfn8YgVHCeOgEPJwtV6MFW6TZZrTK40QNSdjQtIsiByEGCKw4smc6IATKAIQpFoXbd6P65ZInMXLU",
+	"GFU2nRau3cIXvEj5DGMdaqqYIT6H8KWD0TKpZnF5jrPXOeMRiwxwTWV2w1v6uG75zG/5zMs1W+kao0xq",
+	"DecpFDnsSwCByodqvhnfc2wSFu8YApZ3cpnuYIV9xe2tmM8zxgh49JSAKeV1aDH77Xc7PM0F+3IH2Zch",
+	"7pofQ/msriwyMrj/ujPxpt7vLtuL8Sm1iJalgnOi3ZC1HRrkhxf9mqMcuO0qy/wGtjgKi0OwZjganxiR",
+	"8HMz1yhpMYJTzizYn/KgeFCal2wj9iPWyMGZ0CSRx5jGMNMEKUKbshP4WqVTp2t+Rixk3YDHOZh1ojCg",
+	"l1l8RXMsJqxvsbWEDYjZKiMvCjjUzAupmmLd0zxdq5wlPmMZsMqBWbllLILnO3QD/kw1V0dmDWEvPLia",
+	"cBhxFs4QmC3gmtV3ewRYZHH8nhuAN/2zZnsKOFDyLVlGFnQyB7R8MOrloavInrI0pzlDIrIXmhELuiTI",
+	"MhWCwWhq5dQawCH0PJ3qIoKAP4j8brc1IMZkdshYeQKs+xw0n+XTXr542OwrZS2dyhaEYRhwXYRnM+Zc",
+	"tQJOl/EIXvyr86cPAo5LAL9BJVrdH3AkSZOXhZhZUV5JqirQISHeFyo+zCiS8z6mgvU6usd4edsnGV1r",
+	"3XytCdukvUHCoiEh1vehRcN1SgZYumTKWETq3mvvvKGSapDBUWV5gNREnjvUWqCWTjtBzjSNCUTkXbMg",
+	"lN8kY2TF49+tGKqKWGKXsRUkB4hU7hc5VUoLViyY+hkWpd8UIPg3AS47ubRgN/EZ3m8RaNK8CNbCltkU",
+	"zJkBR8qgECuTQvK7Var1cdTPoXQbCuPzFKYZefAYvZQtwg7pNinfW8fzdJqDPeAYAG/7ODUBB6Y8rTxD",
+	"x4HxUY2yXqGTVXYFDBLyuohMKE95LBfJJuD1DRmzJF0T/3/wu13y4z/9r6Q1cAhPCWczmsdXjPwDy1I1",
+	"ubL/6VTVgEKildp06o19bABIS/iZRPFVDGSWfUdxQSprOGI8j/ONo5IOMCBNyTR+rbJUYE8VXig1WWSB",
+	"8PiNKpVVy6DnuJW+ZJvaTWv97aMfo3lbXh4QacqbrJYJbACcOHnHHUN2ZWsCcG1tWLu8eMZ6v/373/xq",
+	"mV12f3e/fX8we/3r2cQbR68feovn/3mTPP5t78K7nz73e+fZYDH44sE3519NH/xq8+SLZ48XLe88f+m9",
+	"PFnFnf88/rvu8vFLL/+7+19//rlU0s1CkSd7/vrB4PFvevdOn689v8UvXkwTb3y1Wva/7L788uv+83uD",
+	"wetW7j98mH5+kwzOYmw/INgBdKFi3OXwWsfCMRhh3mCnhNA60gCny+sPxr3I77ajQb87iTqt09Nu1GbM",
+	"H3t07J8OJoOIjVvU92inM6Vj1om6A3/MxuMu8yaDWqm8UEeA334u7HtHS7aoDWtN+b+7Dx49/hW5eHn3",
+	"yeN75MsHv4EvA/70Xrq++/Vv7n/p/3p9vnlwfpN3BRwe8uBX93ef+3ZrYi94YsWZDkmdlmZjowTcHBv0",
+	"dsn8jJbMs21ywI+E8zH4uByEe9Xdra3xMwWBU+o75UZTsaSBUpVsGwfO2OuIRWyD6+Q7a9++ORiStN5c",
+	"B90X1WJ50l88eNowWbt6spBP2jJQ8jP1DFBBkdyIb6RuNKGcTOZscmlIUqojbm5VSKykynx4L9xDS869",
+	"B+fJrVD+WZ3jpW1y/Y74uWMbnNvdtcx3RwovNBOtSLs0iqbS5N3vK9Ke3etYHcyFiP6Dp1ghXczPio73",
+	"TBnOcoYCjoEFlRPLyYRiSq60dDEzIVI2WpypohoMKyG/aJw3lMNhrn26GkgT+sgB3WfOFogrp68B+1Ba",
+	"yTwNuELoiJM43yjJqBBNSD1ccfX3CIJIYUNHLuTTbZR9EefS1ErtsLaKuocnpW/DhkLjj/cHOoqhfycx",
+	"+04is1wIaDl5j3AJK7H1nPJozLIZOnVxCMEzvjWstWHrzavj5YIenXsIU1glHbZXZjol1F4an5rX1ywI",
+	"tOzlFoCRs129CrWxcguffCen5M01wF6HNy6py93ZjLlgXMR5fMWSjaN2Z8DtyzHWB+SUjx68IDorK2wM",
+	"D+xTDDoi6FdBYmEEu9r8mNYBKT7O9m++dxbwUD4QqCkhqKPqVGiSOLgdxxv4d0/OTxHOelf9piLeoJ8N",
+	"g7Yln+rMnbkk1DsmbJho1JKCmqm2FPyz7eJwqtnqfRWQMuz1u7z17wEeSu/xHTBItZ5g61nZSOVUmex4",
+	"ofJ+RdChMoF9z9wOmlVk6LcxQ19jYumE0iK81sbwWnXtMuYel5NxR3LHjxSp+LDl+/0+ZP/m8zQaTRIq",
+	"hJxQTd00UuSFRcxtsqH8Ml7HJ7/69eP7j8+buiC8+SvK02bLv9u88pvn33zd7IwhzLlk9LIMibOpDXud",
+	"ymTkcqJ+pzdwO292onrn33xNOk18uIj5LGEjkWeMLkYVTyxfUAKkKVc3IPaI2VPlqdYVD8d02S6MJ37n",
+	"0V25QDO6GM3GtaGvi81BpNSGJsP0P5k3f27eexPdVt99kaWQSbVPw8Wff/66qxlOqN6GTqOP3+h8VVFN",
+	"sPCzKy2icYrmeb4cnpwk6YQm81Tkw77X9zDRG2/fFs7PMWN0UaQfOkrjVGVGPIIKS+GQTO4lPtPYH4sl",
+	"zWKRIpCFkjjQtt0T4BvQWM8wnYYzKHo21ko9PFe+H9g0Q3IXXBXScAodjBxhWE2H5yBSg5ILjwoNVmE5",
+	"ISraII2iORVkzBgviuPqjy5eCgezqIROkBJYNG44vw0odDol8npz+MJtZEon8qzV5Gwax0OrJLttucCa",
+	"EdCTocDPNAcnAAJ0hnkc6jYwosexnPCKJqUX6TzTilc9VMjSZUYuIPhyyBwDQvLRiCsN0ArycK4boFuh",
+	"Ak6YBraFmGfaYIHHVeScMJrkcwfwPOXoyvFmeRZPYK0pcJSMTnITzskYkFZPGOor1ntYTmtvXr35/wMA",
+	"AP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
