@@ -1,0 +1,86 @@
+package server_test
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestNewSitePages: the organizations, reports and benchmarks pages
+// through the real handler, in each language, each linked from the
+// layout's navigation and each answering what its data says.
+func TestNewSitePages(t *testing.T) {
+	e := newEnv(t, 0)
+	nemotron := e.seed(t, "nemotron-nano-12b-v2-awq-rtx3090")
+	for _, tt := range []struct {
+		name, target, api string
+		wantStatus        int
+		want, wantNot     []string
+	}{
+		{"organizations", "/organizations", "/v1/submitters", 200, []string{`<a href="/submitters/Sandberg">Sandberg</a>`, `<a href="/v1/submitters">JSON</a>`,
+			`<a href="/organizations">Organizations</a>`, `<a href="/reports">Reports</a>`, `<a href="/benchmarks">Benchmarks</a>`, "not yet corroborated"}, nil},
+		{"organizations in Chinese", "/organizations?lang=zh-Hant", "/v1/submitters", 200, []string{"<h1>組織</h1>", "未標記"}, nil},
+		{"organizations in Thai", "/organizations?lang=th", "/v1/submitters", 200, []string{"<h1>องค์กร</h1>"}, nil},
+		{"organizations refuse a query", "/organizations?limit=1", "/v1/submitters", 400, []string{"<code>limit</code>"}, nil},
+		{"reports", "/reports", "/feeds/reports.atom", 200, []string{`<a href="/reports/fastest-per-gpu-16k-x8">`, `<a href="/reports/engine-version-changes">`,
+			`<a href="/reports/cheapest-100-users-20-tok-s">`, `<a href="/feeds/reports.atom">Atom feed</a>`}, nil},
+		{"reports in Chinese", "/reports?lang=zh-Hant", "/feeds/reports.atom", 200, []string{"<h1>報告</h1>", "引擎版本之間的變化"}, nil},
+		{"reports in Thai", "/reports?lang=th", "/feeds/reports.atom", 200, []string{"<h1>รายงาน</h1>"}, nil},
+		{"fastest per GPU", "/reports/fastest-per-gpu-16k-x8", "/feeds/reports.atom", 200, []string{"<h1>The fastest run of each GPU at 16K × 8</h1>",
+			`<a href="/runs/` + nemotron.ID + `">`, `<data value="427.5">`, `<a href="/v1/leaderboard?concurrency=8&amp;context_tokens=16384">`}, nil},
+		{"fastest per GPU in Thai", "/reports/fastest-per-gpu-16k-x8?lang=th", "/feeds/reports.atom", 200, []string{"ผลการวัดที่เร็วที่สุดของแต่ละ GPU"}, nil},
+		{"version changes", "/reports/engine-version-changes", "/feeds/reports.atom", 200, []string{"<h1>What changed between engine versions</h1>", `role="status"`}, nil},
+		{"cheapest", "/reports/cheapest-100-users-20-tok-s?lang=zh-Hant", "/feeds/reports.atom", 200, []string{"以每人 20 tok/s 服務 100 位使用者", `<a href="/runs/` + nemotron.ID + `">`}, nil},
+		{"report unknown", "/reports/nothing", "", 404, []string{"no report &#34;nothing&#34;"}, nil},
+		{"benchmarks", "/benchmarks", "/v1/getting-started", 200, []string{`<a href="/benchmarks/sustained_decode"><code>sustained_decode</code></a>`,
+			`<a href="/benchmarks/llama-batched-bench">`, `<a href="/benchmarks/vllm-bench">`, `<a href="/benchmarks/grid-csv">`, `<a href="/benchmarks/ds4-bench">`,
+			`<a href="/benchmarks/llama-bench">`, `<a href="/benchmarks/llmfit">`, `<a href="/benchmarks/localmaxxing">`, `<a href="/benchmarks/inferencex">`}, nil},
+		{"benchmarks in Chinese", "/benchmarks?lang=zh-Hant", "/v1/getting-started", 200, []string{"<h1>基準測試</h1>", "測量方法類別"}, nil},
+		{"benchmarks in Thai", "/benchmarks?lang=th", "/v1/getting-started", 200, []string{"<h1>เบนช์มาร์ก</h1>"}, nil},
+		{"a tool", "/benchmarks/vllm-bench", "/v1/getting-started", 200, []string{"<h1><code>vllm-bench</code></h1>", `<a href="/benchmarks/serving_sweep"><code>serving_sweep</code></a>`,
+			"matrixd import --format vllm-bench --meta META.json FILE", "--max-concurrency"}, nil},
+		{"a class", "/benchmarks/decode_at_depth?lang=th", "/v1/getting-started", 200, []string{`<a href="/benchmarks/ds4-bench">`, `<a href="/benchmarks/llama-bench">`}, nil},
+		{"benchmark unknown", "/benchmarks/%3Cb%3E", "", 404, []string{"&lt;b&gt;"}, []string{"<b>"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := e.page(t, tt.target, tt.api)
+			body := rec.Body.String()
+			if rec.Code != tt.wantStatus {
+				t.Fatalf("status %d, want %d; body %.1500s", rec.Code, tt.wantStatus, body)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(body, w) {
+					t.Errorf("body lacks %s\nbody: %.6000s", w, body)
+				}
+			}
+			for _, w := range tt.wantNot {
+				if strings.Contains(body, w) {
+					t.Errorf("body has %s", w)
+				}
+			}
+		})
+	}
+}
+
+// TestReportsFeedAndSubmitters: the reports' Atom feed has an entry per
+// report linking its permalink, and GET /v1/submitters lists the
+// submitters with their counts, each answer as openapi.yaml says.
+func TestReportsFeedAndSubmitters(t *testing.T) {
+	e := newEnv(t, 0)
+	rec := e.do(t, "GET", "/feeds/reports.atom", nil)
+	if rec.Code != 200 {
+		t.Fatalf("feed: %d %s", rec.Code, rec.Body)
+	}
+	for _, w := range []string{`href="/reports/fastest-per-gpu-16k-x8"`, `href="/reports/engine-version-changes"`, `href="/reports/cheapest-100-users-20-tok-s"`,
+		`<link rel="alternate" type="text/html" href="/reports">`, "The fastest run of each GPU at 16K × 8", "GPUs measured at 16K × 8; the fastest: RTX 3090"} {
+		if !strings.Contains(rec.Body.String(), w) {
+			t.Errorf("feed lacks %s\n%s", w, rec.Body)
+		}
+	}
+	if n := strings.Count(rec.Body.String(), "<entry>"); n != 3 {
+		t.Errorf("feed has %d entries, want 3", n)
+	}
+	rec = e.do(t, "GET", "/v1/submitters", nil)
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"name":"Sandberg","run_count":1,"unflagged_count":1`) {
+		t.Errorf("submitters: %d %s", rec.Code, rec.Body)
+	}
+}
