@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -82,5 +83,54 @@ func TestReportsFeedAndSubmitters(t *testing.T) {
 	rec = e.do(t, "GET", "/v1/submitters", nil)
 	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"name":"Sandberg","run_count":1,"unflagged_count":1`) {
 		t.Errorf("submitters: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// TestBrowserErrorPages: a mistyped path and a parameter a page does not
+// take answer a browser (Accept: text/html) with the site's error page,
+// navigation and all, and an API client with problem+json, as before.
+func TestBrowserErrorPages(t *testing.T) {
+	e := newEnv(t, 0)
+	const browser = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+	for _, tt := range []struct {
+		name, target, accept string
+		wantStatus           int
+		html                 bool
+		want                 []string
+	}{
+		{"unknown path, browser", "/nonexistent", browser, 404, true, []string{`<a href="/organizations">Organizations</a>`, "<h1>404 Not Found</h1>", `role="alert"`}},
+		{"unknown path, browser in Thai", "/nonexistent?lang=th", browser, 404, true, []string{"ไม่พบ"}},
+		{"unknown path, JSON", "/nonexistent", "application/json", 404, false, []string{`"status":404`}},
+		{"unknown path, no Accept", "/nonexistent", "", 404, false, []string{`"status":404`}},
+		{"unknown path, any", "/nonexistent", "*/*", 404, false, []string{`"status":404`}},
+		{"docs lang, browser", "/docs?lang=th", browser, 400, true, []string{"<code>lang</code>", `<a href="/docs">`, `<a href="/reports">`}},
+		{"docs lang, JSON", "/docs?lang=th", "application/problem+json", 400, false, []string{`"field":"lang"`}},
+		{"API path, browser", "/v1/nothing", browser, 404, false, []string{`"status":404`}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := http.Header{}
+			if tt.accept != "" {
+				h.Set("Accept", tt.accept)
+			}
+			rec := e.do(t, "GET", tt.target, h)
+			if rec.Code != tt.wantStatus {
+				t.Fatalf("status %d, want %d: %.500s", rec.Code, tt.wantStatus, rec.Body)
+			}
+			ct := rec.Header().Get("Content-Type")
+			if tt.html != strings.HasPrefix(ct, "text/html") {
+				t.Fatalf("Content-Type %q, want HTML %v", ct, tt.html)
+			}
+			if !tt.html && ct != "application/problem+json" {
+				t.Errorf("Content-Type %q, want application/problem+json", ct)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(rec.Body.String(), w) {
+					t.Errorf("body lacks %s\n%.3000s", w, rec.Body)
+				}
+			}
+			if !strings.Contains(strings.Join(rec.Header().Values("Vary"), ","), "Accept") {
+				t.Errorf("Vary %q lacks Accept", rec.Header().Values("Vary"))
+			}
+		})
 	}
 }

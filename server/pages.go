@@ -120,6 +120,7 @@ func registerPages(e *echo.Echo, s *Server, spec *openapi3.T, router routers.Rou
 	e.GET("/favicon.ico", func(c echo.Context) error { return c.Redirect(http.StatusMovedPermanently, "/favicon.svg") })
 	e.GET("/widget/calculator.css", asset("pages/calculator.css", "text/css; charset=utf-8"))
 	e.GET("/widget/calculator.js", blob(js, "text/javascript; charset=utf-8"))
+	e.HTTPErrorHandler = p.htmlErrors(e.HTTPErrorHandler)
 	return nil
 }
 

@@ -10932,7 +10932,7 @@ type GetDocsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
-	ApplicationProblemJSON400 *BadRequest
+	ApplicationProblemJSON400 *Problem
 	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationProblemJSON429 *TooManyRequests
 	// Headers200 the parsed response headers for an HTTP 200 response
@@ -10944,7 +10944,7 @@ type GetDocsResponse struct {
 }
 
 // GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
-func (r GetDocsResponse) GetApplicationProblemJSON400() *BadRequest {
+func (r GetDocsResponse) GetApplicationProblemJSON400() *Problem {
 	return r.ApplicationProblemJSON400
 }
 
@@ -16238,7 +16238,7 @@ func ParseGetDocsResponse(rsp *http.Response) (*GetDocsResponse, error) {
 		break // No content-type
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest BadRequest
+		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -16250,6 +16250,9 @@ func ParseGetDocsResponse(rsp *http.Response) (*GetDocsResponse, error) {
 			return nil, err
 		}
 		response.ApplicationProblemJSON429 = &dest
+
+	case rsp.StatusCode == 400:
+		// Content-type (text/html) unsupported
 
 	}
 
