@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 
@@ -104,16 +105,16 @@ func (p *pages) planner(c echo.Context) error {
 	}
 	ac, err := p.asAPI(c, "/v1/planner")
 	if err != nil {
-		return p.problemPage(c, err, "/planner")
+		return p.plannerRefused(c, err, q, data)
 	}
 	var params api.PlanCapacityParams
 	if err := (&api.ServerInterfaceWrapper{Handler: bound{plan: &params}}).PlanCapacity(ac); err != nil {
-		return p.problemPage(c, err, "/planner")
+		return p.plannerRefused(c, err, q, data)
 	}
 	data["JSON"] = "/v1/planner?" + q.Encode()
 	resp, err := p.s.PlanCapacity(c.Request().Context(), api.PlanCapacityRequestObject{Params: params})
 	if err != nil {
-		return p.refusedForm(c, err, "planner.html", data)
+		return p.plannerRefused(c, err, q, data)
 	}
 	plan, ok := resp.(api.PlanCapacity200JSONResponse)
 	if !ok {
@@ -121,6 +122,30 @@ func (p *pages) planner(c echo.Context) error {
 	}
 	data["Plan"] = api.CapacityPlan(plan)
 	return p.render(c, http.StatusOK, "planner.html", pageCSP, data)
+}
+
+// plannerRefused answers a question the planner refuses with the form,
+// filled with the question, and what to change: a 400 names each bad
+// parameter (those the form does not show are dropped from it, so that
+// asking again does not repeat them); other refusals as refusedForm.
+func (p *pages) plannerRefused(c echo.Context, err error, q url.Values, data map[string]any) error {
+	pr := toProblem(err, c)
+	if pr.Status != http.StatusBadRequest {
+		return p.refusedForm(c, err, "planner.html", data)
+	}
+	data["Refused"] = deref(pr.Detail)
+	if pr.Errors != nil {
+		data["RefusedErrors"] = *pr.Errors
+		kept := maps.Clone(q)
+		for _, e := range *pr.Errors {
+			if e.Field != nil {
+				kept.Del(*e.Field)
+			}
+		}
+		data["Hidden"] = hidden(kept, plannerShown...)
+	}
+	delete(data, "JSON")
+	return p.render(c, http.StatusBadRequest, "planner.html", pageCSP, data)
 }
 
 // gettingStarted says how to read a matrix, submit runs and embed the

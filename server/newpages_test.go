@@ -134,3 +134,38 @@ func TestBrowserErrorPages(t *testing.T) {
 		})
 	}
 }
+
+// TestPlannerKeepsItsForm: a question the planner refuses with a 400
+// keeps the form, filled with what was asked, and says what to change;
+// a bad parameter the form does not show is not carried again.
+func TestPlannerKeepsItsForm(t *testing.T) {
+	e := newEnv(t, 0)
+	for _, tt := range []struct {
+		name, target string
+		want, not    []string
+	}{
+		{"scaled model without a model", "/planner?context_tokens=8192&min_per_request_tok_s=25&include_scaled_model=true", []string{
+			`<form class="filters" method="get" action="/planner"`, `name="context_tokens" min="0" max="16777216" required value="8192"`,
+			`name="min_per_request_tok_s" min="0" max="1000000" step="any" required value="25"`, `role="alert"`, "<code>include_scaled_model</code>", "Change what is named above"}, nil},
+		{"cost without a price", "/planner?context_tokens=0&min_per_request_tok_s=10&sort=cost", []string{`action="/planner"`, "<code>sort</code>"},
+			[]string{`type="hidden" name="sort"`}},
+		{"a required one missing", "/planner?context_tokens=0&lang=th", []string{`action="/planner"`, "<code>min_per_request_tok_s</code>", "แก้ไขสิ่งที่ระบุไว้"}, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := e.page(t, tt.target, "/v1/planner")
+			if rec.Code != 400 {
+				t.Fatalf("status %d, want 400: %.800s", rec.Code, rec.Body)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(rec.Body.String(), w) {
+					t.Errorf("body lacks %s\n%.5000s", w, rec.Body)
+				}
+			}
+			for _, w := range tt.not {
+				if strings.Contains(rec.Body.String(), w) {
+					t.Errorf("body has %s", w)
+				}
+			}
+		})
+	}
+}
