@@ -395,6 +395,7 @@ func (p *pages) run(c echo.Context) error {
 	return p.render(c, http.StatusOK, "run.html", pageCSP, map[string]any{
 		"Title": r.Title, "Run": r, "Heat": decodeHeatmap(p.locale(c), r.Decode), "Prefill": newPrefillChart(p.locale(c), r.Prefill),
 		"Method": r.MethodOf(), "Trust": r.Trust, "Series": series, "Chart": chart, "SeriesNote": note,
+		"Predict": predictHref(r),
 	})
 }
 
@@ -529,5 +530,6 @@ func (p *pages) widgetPage(c echo.Context) error {
 	q := ac.QueryParams()
 	return p.render(c, http.StatusOK, "widget.html", widgetCSP, map[string]any{
 		"Title": p.locale(c).t("widget.title"), "Run": q.Get("run"), "Model": q.Get("model"), "GPU": q.Get("gpu"), "Theme": q.Get("theme"),
+		"Context": q.Get("context"), "Concurrency": q.Get("concurrency"),
 	})
 }
