@@ -20,7 +20,7 @@ import (
 // the form again with the API's reason.
 
 // calculatorShown are the parameters the calculator's form shows.
-var calculatorShown = []string{"run_id", "context_tokens", "concurrency", "vram_gb", "target_gpu", "gpu_hour_usd"}
+var calculatorShown = []string{"run_id", "context_tokens", "concurrency", "vram_gb", "target_gpu", "rough", "gpu_hour_usd"}
 
 // calculatorPage is GET /v1/calculator/decode as a page; with no query it
 // is the form alone.
@@ -34,6 +34,7 @@ func (p *pages) calculatorPage(c echo.Context) error {
 	if err := p.formChoices(ctx, data); err != nil {
 		return err
 	}
+	data["RoughBand"] = p.roughBand(ctx, q.Get("run_id"))
 	if len(q) == 0 {
 		return p.render(c, http.StatusOK, "calculator.html", pageCSP, data)
 	}
@@ -56,7 +57,46 @@ func (p *pages) calculatorPage(c echo.Context) error {
 		return fmt.Errorf("estimate decode answered %T", resp)
 	}
 	data["Answer"] = api.DecodePrediction(out)
+	data["Limit"] = p.limitText(ctx, p.locale(c), api.DecodePrediction(out), params)
 	return p.render(c, http.StatusOK, "calculator.html", pageCSP, data)
+}
+
+// roughBand is the error band, in per cent, of an answer moved across GPU
+// generations (rough=true) from run id's engine family, or the pooled one.
+func (p *pages) roughBand(ctx context.Context, id string) float64 {
+	family := ""
+	if id != "" {
+		if r, err := p.s.store.Run(ctx, id); err == nil {
+			family = calculator.EngineFamily(r.Engine.Name)
+		}
+	}
+	return 100 * calculator.Calibration().GPUMoveFor(family).RoughBand
+}
+
+// limitText says in words why an answer has no speed (beyond the run's
+// max_model_len, over its KV capacity, a prefill longer than its window),
+// with the numbers that bound it; "" when it has one.
+func (p *pages) limitText(ctx context.Context, l *locale, a api.DecodePrediction, q api.EstimateDecodeParams) string {
+	switch a.Status {
+	case api.CalcStatus(calculator.ExceedsMaxModelLen):
+		if len(a.Basis.RunIDs) > 0 {
+			if r, err := p.s.store.Run(ctx, a.Basis.RunIDs[0]); err == nil && r.Launch.MaxModelLen != nil {
+				out := r.Benchmark.MaxOutputTokens
+				if q.MaxOutputTokens != nil {
+					out = q.MaxOutputTokens
+				}
+				if out != nil {
+					return l.t("calc.limit.max_model_len.n", a.ContextTokens, *out, *r.Launch.MaxModelLen, max(0, *r.Launch.MaxModelLen-*out))
+				}
+			}
+		}
+		return l.t("calc.limit.max_model_len")
+	case api.CalcStatus(calculator.OverCapacity):
+		return l.t("calc.limit.over_capacity", a.Concurrency, a.Capacity.MaxConcurrencyAtContext)
+	case api.CalcStatus(calculator.TTFTExceedsWindow):
+		return l.t("calc.limit.ttft_exceeds_window")
+	}
+	return ""
 }
 
 // refusedForm answers a form whose question the API refused as unanswerable

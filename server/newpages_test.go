@@ -169,3 +169,50 @@ func TestPlannerKeepsItsForm(t *testing.T) {
 		})
 	}
 }
+
+// TestCalculatorPageSaysItsLimits: the calculator's form offers the
+// answer across GPU generations with its band; an answer past a limit
+// says which in words, with its numbers; a measured answer is labelled
+// measured, and a value whose interval rounds to itself is not written
+// as an interval.
+func TestCalculatorPageSaysItsLimits(t *testing.T) {
+	e := newEnv(t, 0)
+	n := e.seed(t, "nemotron-nano-12b-v2-awq-rtx3090").ID
+	for _, tt := range []struct {
+		name, target string
+		wantStatus   int
+		want, not    []string
+	}{
+		{"the form offers across generations", "/calculator", 200, []string{`<input type="checkbox" name="rough" value="true">`, "Across generations (a rough estimate, ±"}, nil},
+		{"across generations answers", "/calculator?run_id=" + n + "&context_tokens=16384&concurrency=8&target_gpu=H100&rough=true&lang=th", 200,
+			[]string{`name="rough" value="true" checked`, "ข้ามรุ่น (ค่าประมาณคร่าว ๆ ±"}, nil},
+		{"without it, the refusal keeps the form", "/calculator?run_id=" + n + "&context_tokens=16384&concurrency=8&target_gpu=H100", 422,
+			[]string{`role="alert"`, "different GPU generations", `<input type="checkbox" name="rough" value="true">`}, nil},
+		{"past max_model_len", "/calculator?run_id=" + n + "&context_tokens=200000&concurrency=1", 200,
+			[]string{"No speed: a context of 200,000 tokens plus up to", "max_model_len of", "Ask a context of at most"}, nil},
+		{"past max_model_len in Chinese", "/calculator?run_id=" + n + "&context_tokens=200000&concurrency=1&lang=zh-Hant", 200, []string{"沒有速度"}, nil},
+		{"over capacity", "/calculator?run_id=" + n + "&context_tokens=16384&concurrency=200", 200,
+			[]string{"No speed: 200 requests at this context need more KV cache", "at most 48 fit"}, nil},
+		{"measured", "/calculator?run_id=" + n + "&context_tokens=16384&concurrency=8", 200,
+			[]string{`<th scope="col" class="n">Measured</th>`, "as measured"}, []string{`<th scope="col" class="n">Predicted</th>`, "No speed"}},
+		{"predicted", "/calculator?run_id=" + n + "&context_tokens=20000&concurrency=6", 200,
+			[]string{`<th scope="col" class="n">Predicted</th>`}, []string{`<th scope="col" class="n">Measured</th>`}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := e.page(t, tt.target, "/v1/calculator/decode")
+			if rec.Code != tt.wantStatus {
+				t.Fatalf("status %d, want %d: %.800s", rec.Code, tt.wantStatus, rec.Body)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(rec.Body.String(), w) {
+					t.Errorf("body lacks %s\n%.6000s", w, rec.Body)
+				}
+			}
+			for _, w := range tt.not {
+				if strings.Contains(rec.Body.String(), w) {
+					t.Errorf("body has %s", w)
+				}
+			}
+		})
+	}
+}

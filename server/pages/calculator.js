@@ -96,6 +96,8 @@
     function enumText(kind, v) { var k = kind + "." + v; return msgs[k] != null ? msgs[k] : String(v).replace(/_/g, " "); }
     function est(e, unit) {
       if (!e) return "—";
+      // A measured value has no interval to show: it is labelled so.
+      if (fmt(e.low) === fmt(e.high)) return fmt(e.value) + " " + unit + " (" + enumText("method", "measured") + ")";
       return fmt(e.value) + " " + unit + " (" + fmt(e.low) + "–" + fmt(e.high) + ")";
     }
     ensureStyles(api);
@@ -124,10 +126,12 @@
       row(t("out.status"), "status"), row(t("out.total"), "total"), row(t("out.per_request"), "per-request"),
       row("TTFT", "ttft"), row(t("out.basis"), "basis"), row(t("out.band"), "band")));
     var refusal = el("p", { "class": "mxd-refusal", role: "alert", "data-out": "refusal", hidden: "" });
+    var limit = el("p", { "class": "mxd-refusal", role: "status", "data-out": "limit", hidden: "" });
     var heat = el("div", { "data-out": "heatmap", tabindex: "0" });
     box.appendChild(el(root.getAttribute("data-heading") === "1" ? "h1" : "h2", {}, [t("title")]));
     box.appendChild(form);
     box.appendChild(refusal);
+    box.appendChild(limit);
     box.appendChild(dl);
     box.appendChild(heat);
     box.appendChild(el("p", { "class": "mxd-foot" }, [t("foot.before"), el("a", { href: api + "/docs", target: "_blank", rel: "noopener" }, ["matrixd"]), t("foot.after")]));
@@ -185,6 +189,7 @@
       q.set("concurrency", String(b));
       getJSON(api + "/v1/calculator/decode?" + q.toString()).then(function (r) {
         if (my !== seq) return;
+        limit.hidden = true;
         if (!r.ok) {
           showRefusal(r.body);
           Object.keys(out).forEach(function (k) { out[k].textContent = "—"; });
@@ -199,6 +204,11 @@
         out.ttft.textContent = est(p.ttft_ms, "ms");
         out.basis.textContent = enumText("method", p.basis.method) + (p.basis.speed_method !== p.basis.method && p.basis.speed_method !== "none" ? " " + t("speed_method", enumText("method", p.basis.speed_method)) : "");
         showBand(p);
+        // An answer without a speed says which limit it is past, in words.
+        if (!p.total_tok_s && msgs["limit." + p.status] != null) {
+          limit.textContent = t("limit." + p.status, String(b), fmt(p.capacity ? p.capacity.max_concurrency_at_context : 0));
+          limit.hidden = false;
+        }
         box.setAttribute("data-state", "answered");
         box.setAttribute("data-query", l + "x" + b);
         // A model on a GPU is the run (or the runs, pooled) the answer
@@ -244,11 +254,14 @@
             g.appendChild(svg("title", {}, label(lang, row.context_tokens) + " × " + c.concurrency + ": " + (v != null ? fmt(v) + " tok/s (" + enumText("method", c.method) + ")" : (c.refusal || enumText("status", c.status)))));
             g.appendChild(svg("rect", { x: left + cw * i, y: top + chh * j, width: cw - 2, height: chh - 2, rx: 2, fill: col.fill, stroke: chosen ? "#f0a500" : "none", "stroke-width": chosen ? 3 : 0, "data-chosen": chosen ? "true" : "false" }));
             g.appendChild(svg("text", { x: left + cw * i + cw / 2 - 1, y: top + chh * j + 15, "text-anchor": "middle", fill: col.ink }, v != null ? (c.method === "measured" ? "" : "~") + fmt(v) + (c.status === "requests_queued" ? "q" : "") : (c.status === "refused" ? "?" : "–")));
+            // Choosing a cell asks it: its answer, with its basis, above.
+            g.setAttribute("class", "mxd-cell");
+            g.addEventListener("click", function () { ctxIn.value = String(row.context_tokens); concIn.value = String(c.concurrency); update(); });
             s.appendChild(g);
           });
         });
         heat.appendChild(s);
-        heat.appendChild(el("p", { "class": "mxd-foot" }, [t("grid.legend")]));
+        heat.appendChild(el("p", { "class": "mxd-foot" }, [t(window.matchMedia && window.matchMedia("(hover: none)").matches ? "grid.legend.touch" : "grid.legend")]));
         heat.setAttribute("data-drawn", l + "x" + b);
       });
     }
