@@ -94,10 +94,10 @@
     }
     function fmt(v) { return people(lang, v); }
     function enumText(kind, v) { var k = kind + "." + v; return msgs[k] != null ? msgs[k] : String(v).replace(/_/g, " "); }
-    function est(e, unit) {
+    function est(e, unit, measured) {
       if (!e) return "—";
-      // A measured value has no interval to show: it is labelled so.
-      if (fmt(e.low) === fmt(e.high)) return fmt(e.value) + " " + unit + " (" + enumText("method", "measured") + ")";
+      // A measured value is labelled so, not written as an interval.
+      if (measured || fmt(e.low) === fmt(e.high)) return fmt(e.value) + " " + unit + " (" + enumText("method", "measured") + ")";
       return fmt(e.value) + " " + unit + " (" + fmt(e.low) + "–" + fmt(e.high) + ")";
     }
     ensureStyles(api);
@@ -199,9 +199,10 @@
         refusal.hidden = true;
         var p = r.body;
         out.status.textContent = enumText("status", p.status);
-        out.total.textContent = est(p.total_tok_s, "tok/s");
-        out["per-request"].textContent = est(p.per_request_tok_s, "tok/s");
-        out.ttft.textContent = est(p.ttft_ms, "ms");
+        var measured = p.basis.method === "measured";
+        out.total.textContent = est(p.total_tok_s, "tok/s", measured);
+        out["per-request"].textContent = est(p.per_request_tok_s, "tok/s", measured);
+        out.ttft.textContent = est(p.ttft_ms, "ms", measured);
         out.basis.textContent = enumText("method", p.basis.method) + (p.basis.speed_method !== p.basis.method && p.basis.speed_method !== "none" ? " " + t("speed_method", enumText("method", p.basis.speed_method)) : "");
         showBand(p);
         // An answer without a speed says which limit it is past, in words.
