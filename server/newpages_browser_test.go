@@ -80,35 +80,40 @@ func TestWidgetSaysItsLimitsAndTouch(t *testing.T) {
 		t.Errorf("the limit: %q", got)
 	}
 	screenshot(t, ctx, "widget-limit")
-	// A screen without hover (a phone): matchMedia answers so before the
-	// next grid is drawn.
-	if _, err := browserRun(ctx, chromedp.Evaluate[bool](`(() => { const mm = window.matchMedia.bind(window); window.matchMedia = q => q === "(hover: none)" ? { matches: true, media: q } : mm(q); return true; })()`)); err != nil {
-		t.Fatal(err)
-	}
-	if err := browserDo(ctx, chromedp.WaitVisible(chromedp.CSS(`[data-out="heatmap"] g.mxd-cell`))); err != nil {
-		t.Fatalf("no grid: %v", err)
-	}
-	q, err := browserRun(ctx, chromedp.Evaluate[string](`(() => {
-		const cells = document.querySelectorAll('[data-out="heatmap"] g.mxd-cell');
-		cells[0].dispatchEvent(new MouseEvent("click", { bubbles: true }));
-		return document.querySelector('[data-in="context"]').value + "x" + document.querySelector('[data-in="concurrency"]').value;
-	})()`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if q == "16384x200" {
-		t.Fatalf("choosing a cell asked nothing new: %s", q)
-	}
-	if err := browserDo(ctx, chromedp.WaitVisible(chromedp.CSS(`.mxd[data-query="`+q+`"] [data-drawn="`+q+`"] rect[data-chosen="true"]`))); err != nil {
-		screenshot(t, ctx, "widget-touch-failed")
-		t.Fatalf("the chosen cell %s was not asked: %v", q, err)
-	}
-	if got := textOf(t, ctx, `[data-out="heatmap"] p`); !strings.Contains(got, "Tap a cell") || strings.Contains(got, "Hover") {
-		t.Errorf("legend on a touch screen: %q", got)
-	}
-	if got := textOf(t, ctx, `[data-out="limit"]`); got != "" {
+	// A screen with hover, then one without (a phone): matchMedia answers
+	// so before the next grid is drawn, which choosing a cell draws.
+	for i, touch := range []bool{false, true} {
+		if _, err := browserRun(ctx, chromedp.Evaluate[bool](`(() => { const mm = window.__mm || (window.__mm = window.matchMedia.bind(window)); window.matchMedia = q => q === "(hover: none)" ? { matches: `+strconv.FormatBool(touch)+`, media: q } : mm(q); return true; })()`)); err != nil {
+			t.Fatal(err)
+		}
+		if err := browserDo(ctx, chromedp.WaitVisible(chromedp.CSS(`[data-out="heatmap"] g.mxd-cell`))); err != nil {
+			t.Fatalf("no grid: %v", err)
+		}
+		q, err := browserRun(ctx, chromedp.Evaluate[string](`(() => {
+			const cells = document.querySelectorAll('[data-out="heatmap"] g.mxd-cell');
+			cells[`+strconv.Itoa(i)+`].dispatchEvent(new MouseEvent("click", { bubbles: true }));
+			return document.querySelector('[data-in="context"]').value + "x" + document.querySelector('[data-in="concurrency"]').value;
+		})()`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q == "16384x200" {
+			t.Fatalf("choosing a cell asked nothing new: %s", q)
+		}
+		if err := browserDo(ctx, chromedp.WaitVisible(chromedp.CSS(`.mxd[data-query="`+q+`"] [data-drawn="`+q+`"] rect[data-chosen="true"]`))); err != nil {
+			screenshot(t, ctx, "widget-touch-failed")
+			t.Fatalf("the chosen cell %s was not asked: %v", q, err)
+		}
+		legend := textOf(t, ctx, `[data-out="heatmap"] p`)
+		want, not := "Hover a cell", "Tap"
+		if touch {
+			want, not = "Tap a cell", "Hover"
+		}
+		if !strings.Contains(legend, want) || strings.Contains(legend, not) {
+			t.Errorf("legend (touch %v): %q, want %q", touch, legend, want)
+		}
 		if shown, _ := browserRun(ctx, chromedp.Evaluate[bool](`!document.querySelector('[data-out="limit"]').hidden`)); shown {
-			t.Errorf("the limit still shown after asking %s: %q", q, got)
+			t.Errorf("the limit still shown after asking %s", q)
 		}
 	}
 	screenshot(t, ctx, "widget-touch")
