@@ -216,3 +216,32 @@ func TestCalculatorPageSaysItsLimits(t *testing.T) {
 		})
 	}
 }
+
+// TestVersionsReport: the report of what changed between engine versions
+// lists each step of a series, newest first, with its verdict, why (its
+// markup escaped) and a link to its comparison.
+func TestVersionsReport(t *testing.T) {
+	e := newEnv(t, 0)
+	s := e.regressedSeries(t)
+	rec := e.page(t, "/reports/engine-version-changes", "/feeds/reports.atom")
+	if rec.Code != 200 {
+		t.Fatalf("status %d: %.500s", rec.Code, rec.Body)
+	}
+	body := rec.Body.String()
+	for _, w := range []string{`<a href="/compare?run_ids=` + s[1].ID + `,` + s[2].ID + `">`, `<a href="/compare?run_ids=` + s[0].ID + `,` + s[1].ID + `">`,
+		"<td>regressed</td>", "→ 2.2.0", "Series &lt;script&gt;"} {
+		if !strings.Contains(body, w) {
+			t.Errorf("report lacks %s\n%.5000s", w, body)
+		}
+	}
+	if strings.Contains(body, "<script>alert") {
+		t.Error("a title's markup is not escaped")
+	}
+	if i, j := strings.Index(body, "→ 2.2.0"), strings.Index(body, "→ 2.1.0"); i < 0 || j < 0 || i > j {
+		t.Errorf("steps not newest first: 2.2.0 at %d, 2.1.0 at %d", i, j)
+	}
+	feed := e.do(t, "GET", "/feeds/reports.atom", nil).Body.String()
+	if !strings.Contains(feed, "2 steps between engine versions; the newest:") {
+		t.Errorf("the feed's entry lacks the steps: %s", feed)
+	}
+}

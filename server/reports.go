@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/matrixd/matrixd/api"
+	"github.com/matrixd/matrixd/history"
 	"github.com/matrixd/matrixd/predict"
 	"github.com/matrixd/matrixd/store"
 )
@@ -88,6 +90,14 @@ func (s *Server) makeReport(ctx context.Context, slug string) (report, bool, err
 		if err != nil {
 			return r, false, err
 		}
+		// Newest first: the step into the run stored last, and of runs
+		// stored together the later version.
+		slices.SortStableFunc(steps, func(a, b predict.Into) int {
+			if c := b.To.CreatedAt.Compare(a.To.CreatedAt); c != 0 {
+				return c
+			}
+			return history.CompareVersions(b.To.EngineVersion, a.To.EngineVersion)
+		})
 		for _, in := range steps {
 			if len(r.Steps) == reportSteps {
 				break
