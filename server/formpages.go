@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -34,7 +35,9 @@ func (p *pages) calculatorPage(c echo.Context) error {
 	if err := p.formChoices(ctx, data); err != nil {
 		return err
 	}
-	data["RoughBand"] = p.roughBand(ctx, q.Get("run_id"))
+	if data["RoughBand"], err = p.roughBand(ctx, q.Get("run_id")); err != nil {
+		return err
+	}
 	if len(q) == 0 {
 		return p.render(c, http.StatusOK, "calculator.html", pageCSP, data)
 	}
@@ -57,46 +60,54 @@ func (p *pages) calculatorPage(c echo.Context) error {
 		return fmt.Errorf("estimate decode answered %T", resp)
 	}
 	data["Answer"] = api.DecodePrediction(out)
-	data["Limit"] = p.limitText(ctx, p.locale(c), api.DecodePrediction(out), params)
+	if data["Limit"], err = p.limitText(ctx, p.locale(c), api.DecodePrediction(out), params); err != nil {
+		return err
+	}
 	return p.render(c, http.StatusOK, "calculator.html", pageCSP, data)
 }
 
 // roughBand is the error band, in per cent, of an answer moved across GPU
 // generations (rough=true) from run id's engine family, or the pooled one.
-func (p *pages) roughBand(ctx context.Context, id string) float64 {
+func (p *pages) roughBand(ctx context.Context, id string) (float64, error) {
 	family := ""
 	if id != "" {
-		if r, err := p.s.store.Run(ctx, id); err == nil {
+		r, err := p.s.store.Run(ctx, id)
+		switch {
+		case err == nil:
 			family = calculator.EngineFamily(r.Engine.Name)
-		}
+		case !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrGone):
+			return 0, err
+		} // an unknown run: the answer says so; the form shows the pooled band
 	}
-	return 100 * calculator.Calibration().GPUMoveFor(family).RoughBand
+	return 100 * calculator.Calibration().GPUMoveFor(family).RoughBand, nil
 }
 
 // limitText says in words why an answer has no speed (beyond the run's
 // max_model_len, over its KV capacity, a prefill longer than its window),
 // with the numbers that bound it; "" when it has one.
-func (p *pages) limitText(ctx context.Context, l *locale, a api.DecodePrediction, q api.EstimateDecodeParams) string {
+func (p *pages) limitText(ctx context.Context, l *locale, a api.DecodePrediction, q api.EstimateDecodeParams) (string, error) {
 	switch a.Status {
 	case api.CalcStatus(calculator.ExceedsMaxModelLen):
 		if len(a.Basis.RunIDs) > 0 {
-			if r, err := p.s.store.Run(ctx, a.Basis.RunIDs[0]); err == nil && r.Launch.MaxModelLen != nil {
-				out := r.Benchmark.MaxOutputTokens
-				if q.MaxOutputTokens != nil {
-					out = q.MaxOutputTokens
-				}
-				if out != nil {
-					return l.t("calc.limit.max_model_len.n", a.ContextTokens, *out, *r.Launch.MaxModelLen, max(0, *r.Launch.MaxModelLen-*out))
-				}
+			r, err := p.s.store.Run(ctx, a.Basis.RunIDs[0])
+			if err != nil {
+				return "", err
+			}
+			out := r.Benchmark.MaxOutputTokens
+			if q.MaxOutputTokens != nil {
+				out = q.MaxOutputTokens
+			}
+			if r.Launch.MaxModelLen != nil && out != nil {
+				return l.t("calc.limit.max_model_len.n", a.ContextTokens, *out, *r.Launch.MaxModelLen, max(0, *r.Launch.MaxModelLen-*out)), nil
 			}
 		}
-		return l.t("calc.limit.max_model_len")
+		return l.t("calc.limit.max_model_len"), nil
 	case api.CalcStatus(calculator.OverCapacity):
-		return l.t("calc.limit.over_capacity", a.Concurrency, a.Capacity.MaxConcurrencyAtContext)
+		return l.t("calc.limit.over_capacity", a.Concurrency, a.Capacity.MaxConcurrencyAtContext), nil
 	case api.CalcStatus(calculator.TTFTExceedsWindow):
-		return l.t("calc.limit.ttft_exceeds_window")
+		return l.t("calc.limit.ttft_exceeds_window"), nil
 	}
-	return ""
+	return "", nil
 }
 
 // refusedForm answers a form whose question the API refused as unanswerable

@@ -123,9 +123,11 @@ func (s *Server) makeReport(ctx context.Context, slug string) (report, bool, err
 		p := api.CapacityPlan(plan)
 		r.Plan = &p
 		for _, o := range p.Options {
-			if run, err := s.store.Run(ctx, o.RunID); err == nil {
-				seen(run.CreatedAt)
+			run, err := s.store.Run(ctx, o.RunID)
+			if err != nil {
+				return r, false, err
 			}
+			seen(run.CreatedAt)
 		}
 		r.Source = "/v1/planner?" + url.Values{"context_tokens": {strconv.Itoa(reportContext)}, "min_per_request_tok_s": {"20"},
 			"users": {strconv.Itoa(reportUsers)}, "sort": {"cost"}, "electricity_usd_per_kwh": {"0.15"}}.Encode()
