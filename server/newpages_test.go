@@ -38,7 +38,8 @@ func TestNewSitePages(t *testing.T) {
 		{"benchmarks in Chinese", "/benchmarks?lang=zh-Hant", "/v1/getting-started", 200, []string{"<h1>基準測試</h1>", "測量方法類別"}, nil},
 		{"benchmarks in Thai", "/benchmarks?lang=th", "/v1/getting-started", 200, []string{"<h1>เบนช์มาร์ก</h1>"}, nil},
 		{"a tool", "/benchmarks/vllm-bench", "/v1/getting-started", 200, []string{"<h1><code>vllm-bench</code></h1>", `<a href="/benchmarks/serving_sweep"><code>serving_sweep</code></a>`,
-			"matrixd import --format vllm-bench --meta META.json FILE", "--max-concurrency"}, nil},
+			"matrixd import --format vllm-bench --meta META.json FILE", "--max-concurrency", "/v1/runs/import?format=vllm-bench"}, nil},
+		{"a tool the CLI alone reads", "/benchmarks/ds4-bench", "/v1/getting-started", 200, []string{"<pre class=\"cmd\"><code>matrixd import FILE</code></pre>", "does not take this format"}, []string{"/v1/runs/import?format"}},
 		{"a class", "/benchmarks/decode_at_depth?lang=th", "/v1/getting-started", 200, []string{`<a href="/benchmarks/ds4-bench">`, `<a href="/benchmarks/llama-bench">`}, nil},
 		{"benchmark unknown", "/benchmarks/%3Cb%3E", "", 404, []string{"&lt;b&gt;"}, []string{"<b>"}},
 	} {

@@ -78,8 +78,9 @@ type benchmark struct {
 	Name  string // the class or the format, as the API names it
 	Class string // a tool's method class ("" for grid-csv, which takes any; the class's own for a class)
 	Tool  bool
-	// Import is how its output is submitted (tools only).
-	Import string
+	// Import is how its output is submitted (tools only) with the CLI;
+	// HTTP, when POST /v1/runs/import takes the format too.
+	Import, HTTP string
 	// Tools are a class's tools.
 	Tools []string
 }
@@ -103,6 +104,9 @@ var toolClasses = map[string]string{
 // and read by the CLI only.
 var standalone = []string{ingest.FormatDS4Bench, ingest.FormatLlamaBench, ingest.FormatLlmfit, ingest.FormatLocalMaxxing}
 
+// httpFormats are the tools' formats POST /v1/runs/import takes.
+var httpFormats = []string{ingest.FormatLlamaBatchedBench, ingest.FormatVLLMBench, ingest.FormatGridCSV}
+
 // benchmarks are the method classes, then the tools, each a page.
 func benchmarks() []benchmark {
 	var out []benchmark
@@ -122,6 +126,9 @@ func benchmarks() []benchmark {
 			b.Import = "matrixd import FILE"
 		default:
 			b.Import = "matrixd import --format " + f + " --meta META.json FILE"
+		}
+		if slices.Contains(httpFormats, f) {
+			b.HTTP = `curl -X POST 'https://matrixd.example.org/v1/runs/import?format=` + f + `' -H "Authorization: Bearer $KEY" -F meta=@META.json -F file=@FILE`
 		}
 		out = append(out, b)
 	}
