@@ -105,7 +105,7 @@ func (b bound) GetLeaderboard(_ echo.Context, p api.GetLeaderboardParams) error 
 // schemas, under the names its embedding attributes use.
 func widgetRoute(spec *openapi3.T) (*routers.Route, error) {
 	op := &openapi3.Operation{}
-	for name, from := range map[string]string{"run": "CalcRunID", "model": "CalcModel", "gpu": "CalcGPU"} {
+	for name, from := range map[string]string{"run": "CalcRunID", "model": "CalcModel", "gpu": "CalcGPU", "max_output": "CalcMaxOutputTokens"} {
 		ref := spec.Components.Parameters[from]
 		if ref == nil || ref.Value == nil {
 			return nil, fmt.Errorf("widget: openapi.yaml has no parameter %s", from)

@@ -530,6 +530,6 @@ func (p *pages) widgetPage(c echo.Context) error {
 	q := ac.QueryParams()
 	return p.render(c, http.StatusOK, "widget.html", widgetCSP, map[string]any{
 		"Title": p.locale(c).t("widget.title"), "Run": q.Get("run"), "Model": q.Get("model"), "GPU": q.Get("gpu"), "Theme": q.Get("theme"),
-		"Context": q.Get("context"), "Concurrency": q.Get("concurrency"),
+		"Context": q.Get("context"), "Concurrency": q.Get("concurrency"), "MaxOutput": q.Get("max_output"),
 	})
 }

@@ -65,12 +65,18 @@ func otherCell(cells []store.DecodeCell) (ctx, conc int, ok bool) {
 }
 
 // predictHref is the calculator widget opened on a question run r
-// answers.
+// answers: a run that does not say what each request reserves for its
+// output (one_shot runs of a few generations) is asked with the output
+// its method measured, without which the calculator cannot read its KV
+// capacity.
 func predictHref(r store.Run) string {
 	q := url.Values{"run": {r.ID}}
 	if ctx, conc, ok := otherCell(r.Decode); ok {
 		q.Set("context", strconv.Itoa(ctx))
 		q.Set("concurrency", strconv.Itoa(conc))
+	}
+	if m := r.MethodOf(); r.Benchmark.MaxOutputTokens == nil && m.OutputTokensPerRequest != nil && *m.OutputTokensPerRequest > 0 {
+		q.Set("max_output", strconv.Itoa(*m.OutputTokensPerRequest))
 	}
 	return "/widget/calculator?" + q.Encode()
 }

@@ -109,7 +109,7 @@
     var concIn = el("input", { id: uid + "-conc", type: "number", min: "1", max: "65536", step: "1", value: root.getAttribute("data-concurrency") || "8", "data-in": "concurrency" });
     var vramIn = el("input", { id: uid + "-vram", type: "number", min: "1", max: "4096", step: "any", placeholder: t("vram.placeholder"), "data-in": "vram" });
     var gpuSel = el("select", { id: uid + "-gpu", "data-in": "target-gpu" }, [el("option", { value: "" }, [t("gpu.measured")])]);
-    var outIn = el("input", { id: uid + "-out", type: "number", min: "1", max: "16777216", step: "1", placeholder: t("max_output.placeholder"), "data-in": "max-output" });
+    var outIn = el("input", { id: uid + "-out", type: "number", min: "1", max: "16777216", step: "1", placeholder: t("max_output.placeholder"), value: root.getAttribute("data-max-output") || "", "data-in": "max-output" });
     var rough = el("input", { id: uid + "-rough", type: "checkbox", "data-in": "rough" });
     var form = el("form", { "aria-label": t("query") }, [
       el("label", { "for": uid + "-run" }, [t("run"), runSel]),
