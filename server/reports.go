@@ -105,7 +105,7 @@ func (s *Server) makeReport(ctx context.Context, slug string) (report, bool, err
 			r.Steps = append(r.Steps, in)
 			seen(in.To.CreatedAt)
 		}
-		r.Source = "/feeds/regressions.atom"
+		r.Source = "/v1/series"
 	case reportCheapest:
 		users, limit := reportUsers, 10
 		electricity := reportElectricity

@@ -3666,8 +3666,10 @@ type ClientInterface interface {
 	//
 	// The reports of `/reports` (the fastest GPUs at 16K × 8, what changed
 	// between engine versions, the cheapest way to serve a load), each an
-	// entry linking its page (`/reports/{slug}`), updated when the newest
-	// run it is drawn from was stored. Ids are `urn:uuid:` names derived
+	// entry linking its page (`/reports/{slug}`, `rel="alternate"`) and
+	// the API query it is drawn from (`GET /v1/leaderboard`,
+	// `GET /v1/series`, `GET /v1/planner`; `rel="related"`), updated when
+	// the newest run it is drawn from was stored. Ids are `urn:uuid:` names derived
 	// from the slug, the same on every server.
 	//
 	// Corresponds with GET /feeds/reports.atom (the `GetReportsFeed` operationId).
@@ -4536,8 +4538,10 @@ func (c *Client) GetRegressionsFeed(ctx context.Context, params *GetRegressionsF
 //
 // The reports of `/reports` (the fastest GPUs at 16K × 8, what changed
 // between engine versions, the cheapest way to serve a load), each an
-// entry linking its page (`/reports/{slug}`), updated when the newest
-// run it is drawn from was stored. Ids are `urn:uuid:` names derived
+// entry linking its page (`/reports/{slug}`, `rel="alternate"`) and
+// the API query it is drawn from (`GET /v1/leaderboard`,
+// `GET /v1/series`, `GET /v1/planner`; `rel="related"`), updated when
+// the newest run it is drawn from was stored. Ids are `urn:uuid:` names derived
 // from the slug, the same on every server.
 //
 // Corresponds with GET /feeds/reports.atom (the `GetReportsFeed` operationId).
@@ -10039,8 +10043,10 @@ type ClientWithResponsesInterface interface {
 	//
 	// The reports of `/reports` (the fastest GPUs at 16K × 8, what changed
 	// between engine versions, the cheapest way to serve a load), each an
-	// entry linking its page (`/reports/{slug}`), updated when the newest
-	// run it is drawn from was stored. Ids are `urn:uuid:` names derived
+	// entry linking its page (`/reports/{slug}`, `rel="alternate"`) and
+	// the API query it is drawn from (`GET /v1/leaderboard`,
+	// `GET /v1/series`, `GET /v1/planner`; `rel="related"`), updated when
+	// the newest run it is drawn from was stored. Ids are `urn:uuid:` names derived
 	// from the slug, the same on every server.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -15044,8 +15050,10 @@ func (c *ClientWithResponses) GetRegressionsFeedWithResponse(ctx context.Context
 //
 // The reports of `/reports` (the fastest GPUs at 16K × 8, what changed
 // between engine versions, the cheapest way to serve a load), each an
-// entry linking its page (`/reports/{slug}`), updated when the newest
-// run it is drawn from was stored. Ids are `urn:uuid:` names derived
+// entry linking its page (`/reports/{slug}`, `rel="alternate"`) and
+// the API query it is drawn from (`GET /v1/leaderboard`,
+// `GET /v1/series`, `GET /v1/planner`; `rel="related"`), updated when
+// the newest run it is drawn from was stored. Ids are `urn:uuid:` names derived
 // from the slug, the same on every server.
 //
 // Returns a wrapper object for the known response body format(s).
