@@ -28,7 +28,7 @@ const (
 	reportSteps         = 20
 	reportUsers         = 100
 	reportPerRequest    = 20.0
-	reportElectricity   = 0.15 // USD per kWh, the planner's price when the report has none of its own
+	reportElectricity   = 0.15 // USD per kWh: the price the cheapest-way report plans with
 )
 
 // Report slugs, the last segment of each report's permalink.
