@@ -2597,6 +2597,25 @@ type StepRow struct {
 	Verdict       Verdict `json:"verdict"`
 }
 
+// SubmitterCatalog defines model for SubmitterCatalog.
+type SubmitterCatalog struct {
+	Items []SubmitterCatalogItem `json:"items"`
+}
+
+// SubmitterCatalogItem defines model for SubmitterCatalogItem.
+type SubmitterCatalogItem struct {
+	LatestRunAt time.Time `json:"latest_run_at"`
+
+	// Name As the submitter's newest run writes it.
+	Name string `json:"name"`
+
+	// RunCount Visible runs that name this submitter.
+	RunCount int `json:"run_count"`
+
+	// UnflaggedCount Of those, the runs no plausibility check flagged.
+	UnflaggedCount int `json:"unflagged_count"`
+}
+
 // SubmitterProfile defines model for SubmitterProfile.
 type SubmitterProfile struct {
 	FirstRunAt  time.Time `json:"first_run_at"`
@@ -2901,6 +2920,12 @@ type GetRegressionsFeedParams struct {
 	// VRAMGBMax Runs on GPUs with at most this much VRAM, GB.
 	VRAMGBMax *ParamVRAMGBMax `form:"vram_gb_max,omitempty" json:"vram_gb_max,omitempty"`
 
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// GetReportsFeedParams defines parameters for GetReportsFeed.
+type GetReportsFeedParams struct {
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
@@ -3706,6 +3731,12 @@ type GetSigningKeyParams struct {
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
+// ListSubmittersParams defines parameters for ListSubmitters.
+type ListSubmittersParams struct {
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
 // GetSubmitterParams defines parameters for GetSubmitter.
 type GetSubmitterParams struct {
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
@@ -3816,6 +3847,9 @@ type ServerInterface interface {
 	// GetRegressionsFeed Regressions, as an Atom feed
 	// (GET /feeds/regressions.atom)
 	GetRegressionsFeed(ctx echo.Context, params GetRegressionsFeedParams) error
+	// GetReportsFeed The site's reports, as an Atom feed
+	// (GET /feeds/reports.atom)
+	GetReportsFeed(ctx echo.Context, params GetReportsFeedParams) error
 	// GetRunsFeed New runs, as an Atom feed
 	// (GET /feeds/runs.atom)
 	GetRunsFeed(ctx echo.Context, params GetRunsFeedParams) error
@@ -3948,6 +3982,9 @@ type ServerInterface interface {
 	// GetSigningKey A registered signing key, to verify signed runs offline
 	// (GET /v1/signing-keys/{fingerprint})
 	GetSigningKey(ctx echo.Context, fingerprint ParamFingerprint, params GetSigningKeyParams) error
+	// ListSubmitters Submitters with run counts
+	// (GET /v1/submitters)
+	ListSubmitters(ctx echo.Context, params ListSubmittersParams) error
 	// GetSubmitter A submitter's profile and newest runs
 	// (GET /v1/submitters/{name})
 	GetSubmitter(ctx echo.Context, name string, params GetSubmitterParams) error
@@ -4118,6 +4155,35 @@ func (w *ServerInterfaceWrapper) GetRegressionsFeed(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetRegressionsFeed(ctx, params)
+	return err
+}
+
+// GetReportsFeed converts echo context to params.
+func (w *ServerInterfaceWrapper) GetReportsFeed(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetReportsFeedParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetReportsFeed(ctx, params)
 	return err
 }
 
@@ -6386,6 +6452,35 @@ func (w *ServerInterfaceWrapper) GetSigningKey(ctx echo.Context) error {
 	return err
 }
 
+// ListSubmitters converts echo context to params.
+func (w *ServerInterfaceWrapper) ListSubmitters(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListSubmittersParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListSubmitters(ctx, params)
+	return err
+}
+
 // GetSubmitter converts echo context to params.
 func (w *ServerInterfaceWrapper) GetSubmitter(ctx echo.Context) error {
 	var err error
@@ -6497,6 +6592,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/v1/runs/:run_id/history", wrapper.GetRunHistory, options.OperationMiddlewares["getRunHistory"]...)
 	router.POST(options.BaseURL+"/v1/signing-keys", wrapper.RegisterSigningKey, options.OperationMiddlewares["registerSigningKey"]...)
 	router.GET(options.BaseURL+"/v1/signing-keys/:fingerprint", wrapper.GetSigningKey, options.OperationMiddlewares["getSigningKey"]...)
+	router.GET(options.BaseURL+"/v1/submitters", wrapper.ListSubmitters, options.OperationMiddlewares["listSubmitters"]...)
 	router.GET(options.BaseURL+"/v1/submitters/:name", wrapper.GetSubmitter, options.OperationMiddlewares["getSubmitter"]...)
 	router.GET(options.BaseURL+"/v1/gpus", wrapper.ListGPUs, options.OperationMiddlewares["listGPUs"]...)
 	router.GET(options.BaseURL+"/v1/models", wrapper.ListModels, options.OperationMiddlewares["listModels"]...)
@@ -6506,6 +6602,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/v1/runs/:run_id/series", wrapper.GetRunSeries, options.OperationMiddlewares["getRunSeries"]...)
 	router.GET(options.BaseURL+"/v1/compare", wrapper.CompareRuns, options.OperationMiddlewares["compareRuns"]...)
 	router.GET(options.BaseURL+"/feeds/runs.atom", wrapper.GetRunsFeed, options.OperationMiddlewares["getRunsFeed"]...)
+	router.GET(options.BaseURL+"/feeds/reports.atom", wrapper.GetReportsFeed, options.OperationMiddlewares["getReportsFeed"]...)
 	router.GET(options.BaseURL+"/feeds/regressions.atom", wrapper.GetRegressionsFeed, options.OperationMiddlewares["getRegressionsFeed"]...)
 	router.GET(options.BaseURL+"/v1/calculator/decode", wrapper.EstimateDecode, options.OperationMiddlewares["estimateDecode"]...)
 	router.GET(options.BaseURL+"/v1/calculator/capacity", wrapper.EstimateCapacity, options.OperationMiddlewares["estimateCapacity"]...)
@@ -6645,9 +6742,7 @@ func (response GetDocs304Response) VisitGetDocsResponse(w http.ResponseWriter) e
 	return nil
 }
 
-type GetDocs400ApplicationProblemPlusJSONResponse struct {
-	BadRequestApplicationProblemPlusJSONResponse
-}
+type GetDocs400ApplicationProblemPlusJSONResponse Problem
 
 func (response GetDocs400ApplicationProblemPlusJSONResponse) VisitGetDocsResponse(w http.ResponseWriter) error {
 
@@ -6658,6 +6753,26 @@ func (response GetDocs400ApplicationProblemPlusJSONResponse) VisitGetDocsRespons
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDocs400TextHTMLResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetDocs400TextHTMLResponse) VisitGetDocsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/html")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(400)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
 	return err
 }
 
@@ -6893,6 +7008,88 @@ func (response GetRegressionsFeed503ApplicationProblemPlusJSONResponse) VisitGet
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetReportsFeedRequestObject struct {
+	Params GetReportsFeedParams
+}
+
+type GetReportsFeedResponseObject interface {
+	VisitGetReportsFeedResponse(w http.ResponseWriter) error
+}
+
+type GetReportsFeed200ApplicationAtomXMLResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetReportsFeed200ApplicationAtomXMLResponse) VisitGetReportsFeedResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/atom+xml")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetReportsFeed304Response = NotModifiedResponse
+
+func (response GetReportsFeed304Response) VisitGetReportsFeedResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetReportsFeed400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetReportsFeed400ApplicationProblemPlusJSONResponse) VisitGetReportsFeedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetReportsFeed429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetReportsFeed429ApplicationProblemPlusJSONResponse) VisitGetReportsFeedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -11783,6 +11980,82 @@ func (response GetSigningKey429ApplicationProblemPlusJSONResponse) VisitGetSigni
 	return err
 }
 
+type ListSubmittersRequestObject struct {
+	Params ListSubmittersParams
+}
+
+type ListSubmittersResponseObject interface {
+	VisitListSubmittersResponse(w http.ResponseWriter) error
+}
+
+type ListSubmitters200JSONResponse SubmitterCatalog
+
+func (response ListSubmitters200JSONResponse) VisitListSubmittersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSubmitters304Response = NotModifiedResponse
+
+func (response ListSubmitters304Response) VisitListSubmittersResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
+}
+
+type ListSubmitters400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListSubmitters400ApplicationProblemPlusJSONResponse) VisitListSubmittersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSubmitters429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListSubmitters429ApplicationProblemPlusJSONResponse) VisitListSubmittersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetSubmitterRequestObject struct {
 	Name   string `json:"name"`
 	Params GetSubmitterParams
@@ -11887,6 +12160,9 @@ type StrictServerInterface interface {
 	// GetRegressionsFeed Regressions, as an Atom feed
 	// (GET /feeds/regressions.atom)
 	GetRegressionsFeed(ctx context.Context, request GetRegressionsFeedRequestObject) (GetRegressionsFeedResponseObject, error)
+	// GetReportsFeed The site's reports, as an Atom feed
+	// (GET /feeds/reports.atom)
+	GetReportsFeed(ctx context.Context, request GetReportsFeedRequestObject) (GetReportsFeedResponseObject, error)
 	// GetRunsFeed New runs, as an Atom feed
 	// (GET /feeds/runs.atom)
 	GetRunsFeed(ctx context.Context, request GetRunsFeedRequestObject) (GetRunsFeedResponseObject, error)
@@ -12019,6 +12295,9 @@ type StrictServerInterface interface {
 	// GetSigningKey A registered signing key, to verify signed runs offline
 	// (GET /v1/signing-keys/{fingerprint})
 	GetSigningKey(ctx context.Context, request GetSigningKeyRequestObject) (GetSigningKeyResponseObject, error)
+	// ListSubmitters Submitters with run counts
+	// (GET /v1/submitters)
+	ListSubmitters(ctx context.Context, request ListSubmittersRequestObject) (ListSubmittersResponseObject, error)
 	// GetSubmitter A submitter's profile and newest runs
 	// (GET /v1/submitters/{name})
 	GetSubmitter(ctx context.Context, request GetSubmitterRequestObject) (GetSubmitterResponseObject, error)
@@ -12106,6 +12385,31 @@ func (sh *strictHandler) GetRegressionsFeed(ctx echo.Context, params GetRegressi
 		return err
 	} else if validResponse, ok := response.(GetRegressionsFeedResponseObject); ok {
 		return validResponse.VisitGetRegressionsFeedResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetReportsFeed operation middleware
+func (sh *strictHandler) GetReportsFeed(ctx echo.Context, params GetReportsFeedParams) error {
+	var request GetReportsFeedRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetReportsFeed(ctx.Request().Context(), request.(GetReportsFeedRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetReportsFeed")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetReportsFeedResponseObject); ok {
+		return validResponse.VisitGetReportsFeedResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -13386,6 +13690,31 @@ func (sh *strictHandler) GetSigningKey(ctx echo.Context, fingerprint ParamFinger
 	return nil
 }
 
+// ListSubmitters operation middleware
+func (sh *strictHandler) ListSubmitters(ctx echo.Context, params ListSubmittersParams) error {
+	var request ListSubmittersRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListSubmitters(ctx.Request().Context(), request.(ListSubmittersRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListSubmitters")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListSubmittersResponseObject); ok {
+		return validResponse.VisitListSubmittersResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetSubmitter operation middleware
 func (sh *strictHandler) GetSubmitter(ctx echo.Context, name string, params GetSubmitterParams) error {
 	var request GetSubmitterRequestObject
@@ -13417,765 +13746,780 @@ func (sh *strictHandler) GetSubmitter(ctx echo.Context, name string, params GetS
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P1bkyNHlh+IfxUXZtoKaAaQAPJSWUijjbKuLLGyKicri5yeBoVwRDgAZwbcg+EeiQSpMpv/i/4aMz1J",
-	"Zttm+yiT5m1ft/dZ/ALzGWhr+znW/Bz3uAABIJCZ5LRW6odmZSDCr8fPzc/5nZ8agZzHUjChVWPwU4Pd",
-	"0XkcMfj3a5rQq1SYf6p0PqfJsjFonJNxKsKIhSRJBWnqhSRxwiY8ikgiF4pQERI9SxgjIQtkyEjAokgR",
-	"OSFcKzJNeNhqeI1bGqXMNDxmIpjNaXJj/sAvRpop3Rg0XvM7FpIwTajmUjS8xpzejWSq41SPtLxhQjUG",
-	"p71nfa9hBzCay5A1Bo0LRlWa4LdcTN1AFjSZt9O44TUSdsuVaXPQmFNumlYskCJUo5glozl+PmdCNwaH",
-	"XfNjcstCaD1qDHDIDa+hpTR/RtG8zcWEJUwErF38cXTLEtvNbbdz2uk2PnuNIGFUs3BEzRT73f5Ju9dr",
-	"H3av+/3BcX9wfNg5evas/7T/9w3PLkdj8MefGvR2OqKB5rdslLAfUqbMbvU8eB7LBUtGi8ZApFHkwX5G",
-	"zHSRv9k1j0WQJmaQS/gykEKzu3wlu17DLfVI4bxX1rp/BGvNEtew+cW8e3rYOfIaSlOdKjNXGvHQLMFY",
-	"j+ZmmH2zHJpGhfd7XkPrCf5+evzZ2zDD03vP8PQ+M+wdHx6eVE7x5Khzsm2Kx53jlUke93qdw8IsD49P",
-	"f5tp9k4OT492TvX08OS0cqaHMOyNMz1c3cz+02el3Tw+Ojn+/J3XYGLKBR5xGtwwETYGjSANacNrjFMe",
-	"mT9vo2h+YP6vLWMmKB/cdjuH/U63fXd6Mjo5angNQefMvtjwGj+kVGj+I7KDQeM81fJKpiIk3x6d907g",
-	"XMdScS2BUU25nqXjTiBtH3Eiv2eBPrCN5WcTOzVnc0aTcEETGHXVhsRpY9B4KzSLyN8xKcir43b/5LRL",
-	"bs1YgzgdBTIxrLNn1j/htywpsIDj026n9/S00zUvT6Gpq+u/I4fdky4+GAUyNSyn5zWkWfpP41TolPSP",
-	"Ot2jznHDa8QBN6vxholDcgcTxgFGfM61GWbvaddrJHQ+mo7tTi1j88VLroKEaUbeXH4yU3ev9PqfvQY3",
-	"W5Es+zfLH8Ifkxud/tBfGg4W0dSwMrMUWjMBtJRv5fXV2+sP70fn19fvG0CqcwrP/4p8EjoVLCQy1W05",
-	"aesZa4/lHRlTxSIuWId8jFlgefKACGkeff0NCWgwYwPChT4CLgyEOpoxGg7FX5HeHXGLRXr9N889orQM",
-	"bkjvaZd8S2ABPHL54i0jbnXIvyOVO0V6Ry/IvyOHffLmOXn58uqo3T/qdsm/I+Xl9sj7b96+fHtOcB9J",
-	"vntDYSiIgFAg7xgNWTKWNAkvjHjoHRih2esct4+etzMCbQOBtq+u35N2e07v2iBK2hETpH/S7x0dkXZ7",
-	"GqftOZvLZNlONY8smZNu59mR/Uik87ZiPyjS65+SdpsJOo5YG2TfXdssn5F17bZOUqXbCZtLzdog+Nrt",
-	"iIppSqfMdixFtCTt9s0tfMbaoaGTqqUn7Xa2+W27+aS89TiMEQ5jZIfRGOgkZV5jEtGpKpFQexMJVU6n",
-	"MWiYhvB8VCwPnN5n5kCV59IYNCpmA0S9thB5H6WdMdIZ9sb+4Fa/MWj0+qeGI66us2voM55mHO2oNFoz",
-	"WDNWWCc22j5Wo+7AcEYwHBwNPhbpfISD6fVPvYaQ2rCdPzYe/ew1vMZf0NFrfPfZa0Q8YEKZZXv/4fzj",
-	"x1dX128/GAKaMz2ToSG2IKLK7JNKlaZcsHBkNSnzUqbbVQrGUUEiOrZvtcvGoMHugigNWWi22GqDPzkZ",
-	"tS8n2C3PbCdW/R381JjxMDSUMKGRYp79ExRJHKh9MF6uPEgYVaYFfGhk7cgezO7njHhW5vrHn9YUC6dr",
-	"y3mcaQv9w6OnVdpCpvUcPe0btWeDklJurPfseGtjp/3Dp0a1iBN5ywQVAQhqM343fMWnguo0KT1gYWFJ",
-	"lEyTgI0mMpmDBh7TqaEL+3jOQk5H9lSaAR/EEeXijAQzmiimv0z1pH2av69mtH980hg0np1Ojvth95ix",
-	"HmN92uv1Tk9DFozpYa8bhN2T8Gm/H7JnNOwePhuHh+HT46Pg6Olp/+jp4eTw6HhcaJL/yIxO/PQ4e5Qm",
-	"hvgObnsHSSrUwaqsPsDXDL3E6TjiasYSQ06BTmlEXsh5nGqWgHqkE85u142PRrkru1LpeM61Lq+efZa4",
-	"B5rryKzVDqknRZmHOPYJp3XGghtlKQ646JiKcMFDPQMbSFNupq9njEyoMrYhmJRkIhMwKcdwZJqWwkiX",
-	"/Pwn0msZ61QRqslRn/zOWJ+9Z6edLtHy5kCRmCXEHvJBNrAnihyedMmb5weKNKUAZalFpOFA/U7X/GCa",
-	"ySdKFoxPZxo7IWMzlKb5v+KpJsPVUz1stEgcpYqckq85tPj1NzAeOBnmbzsRD+bR6XVJ8/bduwvTyy//",
-	"+F/JUecY+hoQsyAJoxHONGE0mJETO9mY0RvbQP/YM99GjCpNer1u/oKxw7PDFlOlgLFlu4Ba/m2ZJRY2",
-	"pN+3pr2xU2jCwjMCn5Cf/0yaMUva9huiYsZCMxi0e9zKqxZRMRXKqDjPfvmH/9zr9E89QqNILlhIup3u",
-	"CTx8erxjmGO93yArhvZn0ux1u11yQK6fX7th9TrdLoyg2y0OqwfPdgwKZZFhDzGrHE7CqFmvGSNqJhMg",
-	"6rnzWvSfdZ4RRZqUZAKMFOQWiahCqsM9PSaqcie/Q/VrysJMYliu/8fvvEaSRkzl1kn/8+fPhn/QhM6Z",
-	"Zgkobc9luPyYc9SfGiFTQcJjK698FvaPj3vPvvSt04eBonFyRJpXr1+Qo5OjU4/ENAyNQpIQIXXLkJ55",
-	"7+SoPV5qNhSvsAmSMW789rR72PdIbP62b9iTCJ3IcPlEEXZHAz0Uph3lEaqIYkJ3yHvGQkV8M/Z2Nvj2",
-	"12zpd8h5oR89o5qEkqmhEFKTW5bwydIsupCiHVAhBQ9oRKRgHvlIfvnH/0beeUQwMwjzVYtwRSgx+gsV",
-	"IbQB+jdXRj0CQqPYKDfTF8z8csNiTRZcz/DwpmIomn4uzTrZ6HyPrD4HPuy3OkPR8BrcrP8MNI7cSi5P",
-	"2ZBEMGNzajZuTu/eMTHVs8ag3+2afTZM3DTyb90m/vG8/fe0/WO3/eyLg++++PKnrtf//NeNzIRUOjH6",
-	"uCGSEll8zZbrlHFteDUXU5bECRfa7bqZhlmjG7YkTf/yw8drYoSafdy+YUvlt4iecTUU55dv4b2ETbnS",
-	"LGEhbB8sLfwA+8eVIStCSbZh3lBM0ihqyyRkiSMeEkszjGbeGBmziUwYmVOd8LuQJGySKhYSlQazoTAj",
-	"abndgy7M3iLLBRGozKnJKUDQuZmXGTnBXam9TYYyS1tV2Jo/dtvPaHvy3U8nRxu24gWNAmPTr+3At4bI",
-	"fNBRfY9wobSx5uSE+EkqRjz0kfm8ufxkBs88ElDF2lwoJhQ3XNozR5aKJfwM/444BTcuJc5N0g6oppGc",
-	"QjNN/7D7rOu3Om7eP6QsWebTnsbpVpKcc+H+7m2Z6gVYVZ+KRtXq3M/NfrGE+JuMav+MqIBGTMEaGPkr",
-	"ZUQifsOIb30j/pZpVFl2xZllumUo03FkDUs+T+cwszkX+O9up3ucTVSk8zFLsole0LsPYJZcW3157YTB",
-	"c5Iw9E0XNRpQjNCoOXN85oki4yUJ2YSmkd40tXX3+sp+2TmcPH36tN87KUwl3zAuNJsWJ+KspCrynMbp",
-	"JuKkawRpDh6Sg2MnQN1AnxtnBL0/lOquZDqdVZCZUQmIr2kyZXpk5gKnwxKfORJTJqz1BvKJkoiOWQRX",
-	"J6ZJwpTmc6oZaWYywai+uSZAg0QqVWhHwebmm4pOVjKhcx4tNx496K20DJYSMsXATnwsZcSoyGeeircv",
-	"q9l7kgqi4eon5IEmk0TOO+RDQqZmqyzjAbUAdrlDcMft/npD4ePQnQZi3y17RnxCE0bQPvCA0QczyQOm",
-	"BkagDoVdB5DH8POc6mC2xpa5Js2CeKZCLUAEmDEPBcWpzBiB02P4ujXzVVHYri4pTGQj485k6aj93U89",
-	"byv/vgYCquTi5wViskTveC9xvLfpv3mFctT9ZI5PzriHAji3R1hn2iHIpA0/962T5Q17LZOAWTPIcHAr",
-	"5zSLieZzo7gMxVwaLjNeOqmhnhDkgiQz1giQqCH0jH5LxDoUJWolzTFVXBEfWHE4QmZgDwLVxPRo2Jah",
-	"Cy6GwofXOyxJZDIyT0dxoP3WGfnm6vzCsTZlaBI+f3P56YlRC0VIqPljKBYzqRi+nXGPJyqz4uAGsykk",
-	"SaSck4hNkJHSzD/WGgqkrH6fKLo01DSTCzJPgxm2yjVZyDQKiaY3rEM+iGgJ8+FAXkORLQuMrcQdUhEx",
-	"pYgPJ/VLnaTM30x7OcfZxNp6dVmbGfeb55sJD+al+I8sU+EMURlyBB/bmROgAY1pwPUS1F/YT0crVrpu",
-	"Yk3uKqKm/DzqPquWO0X5KZU+n8vE2eB/YDSpkKDwmFBB5EJke+K7MzRKVeib2cSUG9E0QfOjefr05ITM",
-	"iDG2N7JbWuh8tITei9MD7qL4Lbtw07C+8s3TPu4W9YZNk34VsUAn3OzDp48vL1ny9bcVYusy4QFsJ8tf",
-	"98injy9Bh7j5duahAuFWRZFmlyxmTBj6NqxgkjDWOiM0AtOIaxKbFlGXMiQ9XZrWMz5FI2PrLnEhJzLp",
-	"kGtzGODmChYY+ZuXc41mtgudwiWcDxqp6cRY0Iad+MVfWx5hkWLwAt5cme0s3Y/5hVdcD0Nh+ah5W4dx",
-	"+a3Cb2qpNJuPjI7kujTG4mImIzYU+OsTReyWkQWNIgIv4nLCQiIHumUilAlxrjojuZBBXb+8bA2IH0il",
-	"O9gHOuV8w27M1zyYdUhRJhhGowjc5gCHycc74dM0Yeos00dQWZKioDyA8i81PIH+CiyqaKSaaZmvN3Ok",
-	"AimZgwPOmJvFrLZW3K1F328uP30l0+TTxwqV5IoJTSMkRUN+1n+HLFyQmUwTJPKmJTyBnvwWkKPVCUCj",
-	"ECSgSWLMPtgJf0B8NyXTik++BJUG/kAu8fOfcHvBD5C9POdRZBhASaPe8vUBaYL7bCjQR/nzn8jhSbfb",
-	"Ai9e95f/3//ZIe9lwXsAB7SdHbPcc7N5m4od77E3tTbnKzuQyt25LG5LxlnQXapmZvhOpYdrP9aCvfLK",
-	"zNcc+DXO6pPmWOoZ+JcYN5R+hkvkb6BJvzUobJLbUdiBn/+0yv8PSLOyz5//RFAQtIbii+zjbx0vIwcE",
-	"3ImmwU3D2LxLxSHss0vdGjv1NmTzWGomgmWl4+ZcLEluZPV++Yf/3D8+JuDEoeOIkfOPL96+hcsQGhha",
-	"M5oL/yFlRfvzjCRszkyXVgPsH8H5Q1Zv/TqdTd6RwgjXXCNF4+34eFXDKerfw+Fdv9ceDu+evvrui2rV",
-	"++3kvRTswlgM6+vw6ppOFTrjY25lWxBxJjSZyShUZygRrVsPw3GQkSInMU8Pu0dIikKCy3LzlCdtM5Q2",
-	"jmWjtXp0WjkNZGSvnad3dSb2d7wkAE4f0VTxMY+Muoa2FbF+YtL04VamY/822jUowjLVNfwHlqeOnNd5",
-	"T4Pz0nCwF2miZFJtcvqC3elRAG/4jmPECbvlMjWK2pSBmW0sULFpjPj1pkU+7vV3680wzldZdNMK4aCJ",
-	"U+1TI020wW6jaL7ZUWYDpx7itSgM8Rvn4d8wUmt/m4VzGkm4eeQYKrVr7Nm1wkPME5jD69yJXMGsig5l",
-	"0Hmylz3UA42ob5u5kBm7Ix+/Om/3j09cKOphnyR0gbMO2jdsSeAqIZtaTOEC0s6s0DjcpP6Q8sScN9Td",
-	"7+m+xTlGdLrJy2KO0hNFeAiUnVn6cA38E/ogPh/ArY5PIq60IlxvmkBEp+iy2Dz4TMJwoSH+boeHD8dv",
-	"P1q7HgrUrQ8C4MXHb5ATUusdJ4lcGDktFJpV/nkQsFj7HfJvPn54X4PV2IGWzCphxvnHxvcKCC9Qt43v",
-	"Nq55pbdlszPckX/uI/m1vNwwuq+/eUGDGXuJP1fRRW7hrEZx+euj3zTWlTCkBx/Wd8bMqpBAms1R9iOL",
-	"Bq2i2900KjDWqmUHmMFO5emXtJ0t9LnBBf3iL8K/DCP821Ic0OpAi7/WZNPn3/4tOWqPud5MqKXYowfP",
-	"YLujOOdghkehb6jEy3zSVKBgeiRkCb+1zllg0xAOIXRrA1vLHLH1WHJdxyzM6qOLgHm+4Y4TXaxILe7C",
-	"EryPWeyMs6E9vK6Olpv2oxRts2E/To5qbsfHPExnddjZT2RGRRgxYMxGv/P/9R6sI48DejDpoAvygt5V",
-	"GPVGZ5XCOk9AgGgyl0rjTWvmefXIm+c7HIyjOb3bz5jaZUoVB89FzcFjxMY9Rs/FY47+szkuKpZCYaLP",
-	"cxpeuZhHG6uHCheN44gHwCQO4kSOIzb/AgTs4KfCaP46YZPGoPFXB3kq0QH+qg4u8SvsdFV/y5wWxl6a",
-	"08hMy/A1Q49yQhIqpsyGjoCthS7GEG7zhwK8X+AVBJuMUPL+0ztQ4swzUObwNNKEQROfrl+3T8+ID3cI",
-	"yh8Ks8qgMpFzMk8jzWOaaDDWsmNBIVQHjF8INKPJMr9g0lIaOx5cIGIS8eA3XT/DgVbMZbKgikAgA1Kc",
-	"df5Zy7xjRvqaaw2R1b/tQAt+RIyR4VFExsyI2wlyyiadGEowC640TTTs7GLGIzYUcyqWNqIvYe4Daogi",
-	"YAPzN/4wpyEDQjHaxovLT+YVCpdYraHAGKXsApAsKNfWQ8E1CCcppua/XJM5XZImHRsC6HWJalmn9YRr",
-	"MpXgcj0j/hXTybJ9bkaduWgZ3IpSdUPolHKBXh5UeuGkFb4pL+2a9mKW8bVMxjbm97fdLSPIuCIQgUvG",
-	"qXZiDOgrF24lIgOvzmev8UaiYfzbsREbJW0YAVUEg57diAfEx+i74hYZUljMluCAHAqwn+DZjCstkyVR",
-	"mi6zc9+yR/ytgOWwCZG/8dkhAYUwtTGzMVCDjI1Zw4/dsmRJbP8e3FDB/gyFOR1gV10avgnOb7glxYab",
-	"/gFGxx8cHpSjtP2WR2CBIi6YWbgEOTAXcaqBEiiZcKO04XpiPNYikWJql+zCsfTfesWAhdvgsAWLojYO",
-	"gzRhHbLQP/g9pomCOZBUZLy+LA1aEABVFldjGgK5v5f6tREMv+UU30sIVMP9k8acTjVrueFcyBCiDqt1",
-	"VnRjPjGKdbwkTb/kffSJE4mKvLqm01bBvXlWdGQWWJp5r5KXZZqemcBVKl5g5uuWhXILVExCntBk41K5",
-	"9w5cprLpqd7q4ttrK/vRxm767ySOCS6B84uwT1fvVqafSWDdvmJxRJdVC+/Dlb6VD7kMgvtnRpOIF8K3",
-	"shseuGtfEfCdSp8HpB1VejvcNGpt0Ks7rjAL/C92f67dutgRokDCqFB703yGK2y3zf6WpKLevv06i3st",
-	"5TuaTNm/FB+MTOeJYXwoGMHJQpo9csGfI9+4lvKCiuVVlmn82w7UXq5QdWNUMqq0G63hRHa0ZnfRkeTe",
-	"DsOEKeUNxSLhRtsvXDC1QH00X7t0A2T7eK0fzBgJeYjBw/buNzCG5VwmDFM7Ewx+ygaB95TN9e5B+sWm",
-	"Bdu1Fb7uPAczs/ghCMs7FhLoZwK6rZGYMGkXqSSMmgraacICTNwJidOLYZJZc1aEZy6HRSI1OxuKVXWH",
-	"B7PWYJuyqpMlKqseBhH4V1Qz8OW1f+9bhy3eqtiUE5yWTfxzYh/uiVAPYMLoHObhJI2iTYpw1knmNtyi",
-	"DHuF96/YnHJhTZja3yhWo4+9lPNPgqZ6JhP+I/uthX9GaDKxdnEeC486ezMVN0IuhHkjYbfyxgg1IAb3",
-	"nqI8bK3wxG+//bZ9nuoZE9oMn+1mbJ8EvaU8MjrTb80yQqrpmCqWa3J4dICdfRJxIgOm1L/UyPJRqTSO",
-	"ZWK9Pi7GdN0sWdr4Efs6C308W+gE4eqM+AEVIQ+pZpnSDyax1SrYUCiINuBSYCQsC4kyZgGNCBeQAKW5",
-	"UW6lYMpq6J9E1t8FCzm9tlcOv7WQeqLIC+yyfQ256Krk9JGxDZUkudMHNVXqUjMJWqHAr8HRQ5pjGXKG",
-	"ngEjO4xtD7+0ztZW30gGSRQTRqnPlBR0jhURauLEDEVzptbwan5qiDSyJwFd0CsHphLAZuNXGbNZhbep",
-	"0U+Ob1Pj5Y3QN1Vuxg2tOc/iKlZOje4RRafmi3nC2s4PPhevBP6I3aw0sjLawrp5pa1d2YHNS1a1w7nm",
-	"KMffs0A3bOjtc6p4RVjqV3JRjCMx6q0cYxJgBwZSpD/IJaw287JIPsw3BFUYkh0jRsExDS5nzeZq1+l9",
-	"waLoik1gC3AiNEno0vxdDsYGZhFFHyaQy7utyVfmu+dUYJZiefAvEazJGUglB66b1Bkxm2/js0szBRXE",
-	"PHeYVLYdzwZfggPklkak6du0cptql6Wh+y1nOph5ddZo/nMRaWDFyhNSoJVnPSWYk2mW/BbjPHELCnkT",
-	"pYBMI6/fXH6COUDkdRPD7rXMnGz2wuDyk+GAQLZekVxuGIvzkPrbhM7N9AoR9hD5b/922WGQeQEjG+HM",
-	"wObFyRhWWXrdLTo4cl14U5IKNxMI5S2lWJRDUJ8ol29htGmbEKLwntJZXG5H4VJEsySWETgOvAa70wnN",
-	"/yzMM//LXcHngzZ7KEWVEefZ+0O18e5SFZc3MJanmRMGvk94otAChW4iFnYIXvtMMEHFbpDbU5v/gO4n",
-	"PpmwBGN3ucgD6BUD97waiqZfAgAxG1mdfOa3XBClsId8KFSaTGjABoRGkRkrTywj4MIw9ZwfeOhizwcA",
-	"WoglXGrpGCeKRNqkZEETCLsB2amkS5NxzGSdc6+wjSKtbeaAeFaKDJA0cdUU0pXvqHVSIOoqmkcCL1Lx",
-	"WekbdxBmrmcIu7bzzYcBOoTNG+Vu329zU6xA5fcj5w1EuiLJ7LqtLGNOyZ4VC5sEz0ebKL7GvSZcK9/h",
-	"ChjJiBoXVy6LxemjHeLLW5aMHM34A7iLSYaCjqU1E9WcRpGxE4tN4f0dHAKbcNshvrtWG6UiYInZaX8w",
-	"FFyQMdMLxgQoe2O2lGAgLzGPS45RdHeI7+z70Q8pS1noD8CIH4qi3V/u2iJDSBEw0sT95S6zTip7QJNU",
-	"GML22V3AWKhG5cM4cDAN5Asyp3c239I0k6Wpg4FsWgBB45pZcBHKhY+XVh7crQhpDxhCQNAk4UZcVKQO",
-	"Qfo/toBnzpGYaazhNUq70vAa60trAyUK6wVkWDFFB7xSHnglD33h7BJ7N1JWUirQw2poeyuRhHU+4WEl",
-	"91lFW6qjpzvtde2XH1ZCdXZrrQiQUtFUhsJ2Dz17hSUgTA705GVBSXlq1Uqsz1qQ5log2PqWVTMTJLRX",
-	"No11fevHTsfdql9myvDnFXDDOrbRKrDQTxXv3Nw6dKcZx0ze3e3m30RyUd2sOS4r462K1Eum4AXMX3Qh",
-	"QgmLlvbu2volcS4d8m2mQeJeYaBfEYXMR7XPV+Ywi4BhjpPvUqQgSKbAAAuXt4wJ8wcIcC2nDIQWBlBw",
-	"TcYskgtrD7vUvmDG8AWPrMh+dCjBzalcELikz/2r8Emn4e1euVEsleLWUbN5CTEtlMKakSaOdEXUIIhD",
-	"QeS0rKkAPhIjX60kR+Gz+aCtD3aFyiqGKYXbaRAMVbvsF2bt1+9+zWew/lqZEOrRuN1LaLGu9rbCeVYW",
-	"Zv1QbNns8mmvXOjVc7h2ltcm7lXCGCAjKsx4Gz+7jGiFGLMetZHRHirC6rJrJuXoFB1wqD5HmiVqYO/o",
-	"bdZIHFEBSi3mKzngCbDQ1uZgz7tgC0Nix10bdTj3CICGspAYlnG2fkCZwDsNO55W9YGUGNCxPq8PMcIO",
-	"BJgB4iOb2dAIvluipq1uwYgKbL/KSMAs5zptYAL9KkGvAE44jmZWnUQ0uFEuCmSAu7YekeQVthM8EIwm",
-	"bZsQBDgoNprV7GcTOG4g53MprKVl9bceAm4ZBiAX4gzvhor6HFd5QwGmsJiX8VoYza6WR+ziZvk4nT0s",
-	"rlVXGK5XvmFembhzcth1YKxnaO2srEjF+0jtXXym2MWmsW2ydK6zJGLnoSmGVRdNNwdBuK4zl1XtSq3Y",
-	"Io6ZkawvUQXy8r38rWvtjMBRfs/WbDR1FUmpuosJ9povpHau0TB3iXH0/swoesPSYAbf3mfJAbgy66Jy",
-	"Bxxm9b2WAj9+0GqWcLIf2sLDRuIgNB/y9QNGsHKac/QUJKryUlXBkudTyLa1anU2n4fVWaxscCULKRzg",
-	"KzQCHp3NwZGrOFUfhNH9dbLEzNpUeAR9AQSBzXKwJOXX9+QXOdLeml1ZWYNhb141bi8Ia91XnNuo/tPe",
-	"s34G1Jj5K8GF2cS/fv4TyOTWvaZs9hAV6rf4KaKJrCoe+TztqFfFbGHzKr41i7bvZwUndH0vqiOcWutw",
-	"lYqPtoRHRVO3LAn5Phc4H1nCmfqoWVxxgwNQTzbdhegFXA8o1F/x4gxDQpTOfcuV1yy7tDlJboRcOI9s",
-	"wmiIIHwMkYiUVezkxDrbjbKF3lJEr2EFpKL8DfAv2nicOknTD1DEco+t1bsy8lmlQufT3aWQSaU3rBYY",
-	"HUJpCk5PfxqnyofclBYEJFkfRBaZ6BzfHfLK2CxDgcgaEOq0gtwCDzFeNuI2uQua75ArZkyTKsCFdRAM",
-	"80mHfFgIFg7gj3U8hqHYDchAvsg/zoBaMjyGodgMyEB2QneszcNhdpANkB02pON7CWCr5rtik2YdqsZa",
-	"aBJDyYYiu7aEiw9DkcV+80tNm/VsY8zcu8ZSHgrYz9buae4YM1hC1qWCTqplITh9RkPSFNL2BsYMOMSd",
-	"2oawkvZSJRs3gBebw9s9I9gxoZGSQ+EuGJHmENSmZW8sy1uBo8ngnIBcAXMs324iABqWllqzN5EQbyIY",
-	"kZNVG3ooLPCOUXTxqBn7jEUT+MisBFzi4QDMWOGkQHi8umFhZyi+oVHq4lBkKkK8MjrB9PUJD6jQJORT",
-	"ri12S1loGhKpTFZW5UOdKrbB3bZhL/e4r3ceXsPs1/h0EauoivuYdcnpO5Bzhhd4gyLAUAZ5eMsSOmUk",
-	"TOhiJxJU6er/iSKPgQhFHgIItfbUHxALEkW2YkQ5HCaAITsjNFrQpVrpErGMLLZpAXZy02VjYapGgGA7",
-	"Ix3GRvFeGWfjO2/3XUZWDqdKW0UANTudb82Q7mPNmpOKkZ1uQgnIEGP+mYNdaecVOUH14NwhQQwoCwh1",
-	"zzFuZZ+Pc6ZW9AS3Kh7ygpUJ7xpRvm8rR3UzY6jSLTAup9qZUVnU6l6mZqnq0upOXqwyCWTkBbgvbtMr",
-	"DD+4PxVWFd6qeRf1cHuwWLfrXkt4nwDDR3JG5T6iXQFl1jX3YCfNwz0sD/CM7GcxP8zXUXXEKil1lQBK",
-	"FFU+YNuP+TuOxkT5qGemTi2zs8A0Npq9VaHlG9xF2OfmYV9iVB2v8j3c4y7auRp3fPT1N+7m6NGYQGAN",
-	"uXqiBMy+DXY4tfpos2xxZSrURhjB7ObUJsJLwSqt9Ere8RhqZU1mkkc0lZjJY4xghbs8SpM5u7lHcyue",
-	"9+vX13m2IMaw2rv3BUUgBaqc29DWQAWUlZ3else6DL4/A8xcvBknLIY12dtcOCU7XCI5UNsqO6gfi2Tr",
-	"VdZ4E2E7sgTJvHTlwwOJirUta7x+70B5mEL+/Vr0kFu40ojcGm3egRdofjxUoJQae6vZfCdRbpYZ622t",
-	"DS4vYloZOGwLdlZx8Huvfwb/l+9A3lXlNLJg+uoYZhZRwIaa0WjSBqR25TCLnANGwe3C7wYrsegQPjgU",
-	"9vZ6xqKwbSQB4g5k4O6ZwzBhUz5npFkMch1YYGIJYcc0Is+65He2ZJdtVxDFxTRibYjfx8ZtKuIv//E/",
-	"dDvP/vufm+KLXuuX//iPbT3Lon08suAhE+hw7JEvSO/gl//wv4tsWBO2cCOlQ2FvHc9IMeR2QPTCyEaY",
-	"tcT8AkHUD6lFpDWjA9u9HXHBhsKNrQDkY9fQNogTa8HoBQloxMcJ1TkQPoxjtWwD+k8LfmnShLjk//5n",
-	"aO3fWpPaAWNJMRTZXTXU01ZEWdD7Z7a6V7ZVLotiQqPIGME8ZC108E0iiUnTmvTI78rx0NM49YeiNMty",
-	"XYq5vOViaju3YboWK9xGPdChKOLby8TVssBgF8C591tVYdil1R2KGh3Ddy7ontxwQ1oiMwlhtnbBm5CJ",
-	"0ZYiq/+Zag/82CuFNGwEXp5cMhRAnQGNIWff5gM0aSmuD2+qEXQGy3olWTRYkgqoNOWSm+ElCBmDFM5W",
-	"6Tw+UeCzJUxAZHKOekU1DuSJ8oigSYL2r7CxZjxkebAzZK9UuBO32Vv721fbLaKyoLc9V/KwQgjpGkgU",
-	"KvUsJFA0Ho6LOZlusdbTolyUZ40J2uDOGm9mFev3XQT8ELvycGxVS/CasygEXl7twrKplxh55ACdyAqG",
-	"lhHeeAMzMc1BIR33oTmVBewewxHNizGCwvikCV51w+n8LWAvrfXlhq6qhU8+OKoJoDi6OiRrgWRWHHqN",
-	"O6zd1Rj0PnsN02V102kcSRoa3sojVmge8JzmsUw0sASXAGveUlu7O4TasmJDd732mCoWEsDCsTp1vpim",
-	"9Qrfe6H1I8gbU4pOK9SJwnvH4GeFLak6DCUcHyiVd/Ks22uVIH3cEm/E9TkjbB7rZbE8C9YnAmEH3uRM",
-	"f93UyLaV7K+nrODEK+k+ohVaYYBYMSO6kodKNWtrPmeNjfH/axi2FbHdbDlymvr6TpeAHBPKza4jqm6F",
-	"Tk5tnMM2ndXM8ArfROA9GaXVUJ9QiiCcc6MjCKnZlgjh4iCUjG63r1X9Rsb1zIstgWKGSHb7dHiestQo",
-	"7Ei2prYdr0gJ5bmWB11a2E109tYwM7C9w5CbN2l0WSA7i01epsT77LFbgop7eIeQ5WVKG1zoKBJQgZEF",
-	"HYxhLiBp1oDSLLnLSiu4aS0ew70HZ/fXdewVFnY9Y43PbWBGxHyC4ld5xIcFHmXlsAAiSzGdxi2PUOKH",
-	"KQIasFLBNmCcvoohfdBopfDYJ01FlxblRBDfLGn5wq0whobXKHcNzlfbGSTsQZ4qNFx5kYWTLfKHPQgV",
-	"62BXEp0R3xNjTFjRAHTGynE4eCmEJqBdSqK0TYF+ED3CwKr29s3lp0dyC+QtPdAnsNLQ2rCmcXovb0Ce",
-	"67XO8bMiW1mmjrGljQbjEaoCJkIupqUwozqa+7b5Y4p0niC23cHwBlOSP2qaaLZR0Zsy4h9M8dW2wnd9",
-	"o1aEVNN1pZHNx9jW1m1NechewZtQnHjKtvQOWf9MxiVNrCSrN4w9Axexsf6Q55vtBOIygbnnAmrmtcMP",
-	"YQIfXPuVrJJB3FmwYWZG6UpooDOrJ3sfJv2IA0FltlY7iCG9RlW2lD4sdNaeZ3e6ONNKIkv4hkj5Ghcq",
-	"j3xZ4vzm/sFt7yCgUZBGVMvEqsL++sWIkReIi+BS0FxU+xbsiH8JtINf7bIG5k2rKr3OlivLAtIIgDed",
-	"YV9Lzc2vg377pGc7v51pBv+fvHTaHpvymFc8OZSBpSZ7tjfxi23Xvf8SUdxysYfGkvDQBqQ/SjT4I1zf",
-	"FQAkNschwyR33Lm5uW2O/6+9RJtCBx4hgWwjSEZB66gCM0j4ONWs/jS+5eGU6XP3YdVsNms2C/j4iStv",
-	"pSWZJBQuWTSAySWYvug5LKBpnMLtw5y1KrUgbH9HX/gD9BZJGjq9hyuLjFndsuBxzCqa/ur64h0qVqAJ",
-	"oJKLfYGg1U6BUzO5UITrgdF+Ixow8tcX59dXb//upbvlzkbwRJXQN68+vR+9felqDLmKI53GLsvErobn",
-	"VBc3B6+4zxtJJFen1pOF16T8m1fXDa9x+eHjdbVgpnq2QzsFIjATVMSXMRM05p0lnUc+seinG5xUyuZ9",
-	"7LTGM/ZrK6y4DzcuwMdMZVw5JGnVZL6SiwzElBZAJlXlqNHE2ZT74ZuFzEthob/XB83dxsyDsuxjK/Uz",
-	"pN5CQ7aiVcVBzU2F+lxsh+a9sgmwdqWO8rWo2ghXd7M6KPMBoZQZjg2wl3uHUqK9vFO7C+J0FMiE1QxY",
-	"DBNutL590GGs5Z57tl0xr0b1y7k5v3s4UtUaQhzwleiQN0wckbveSaN29LWNXN9RFgx3E3GTswLL993D",
-	"B+DUuAfFOb/kKkiYBiqrM+9HxMmx8DZoM+V7XHSFBPBbTo7Z9GGX1yhvdVvKAZZ2y7edW1uJbuXoRpwq",
-	"tqcGSJNgxjULdJpUR6xM4t7JSE8iGVew1ZdMKEZeX/ZODp6/7p0QzYSSCbl+/e7D5UcvM3ZVTBPF9fKe",
-	"pJTHBFRAaDggLltAPitMhcECNssGwwsMk8rbqhQgzqyuAdiRhRdIGz7+5vLTBuAaBN8bUxFCJM1oOq7r",
-	"kHMXTusxY9ZvWwOodeqAWZ1WEUih0jncNC5kcmPMLwtfSjVtB0xocEJHNNYybisZVCofm1J3DEux1coB",
-	"0ljNGNMEwDVlmAYa1TZM4oRy45DcA+pitSaymjKz2ScXUs1I8w9/+MMf2hcX7ZcvW9UJNxksX1YuDudS",
-	"5VFYqcz53U9Hn9v4j37+j7+uNe4aC4YO0Z1jruf6WGtlW9eFDKNMqIPKXchCcrlGRM14DL6u5guswW/o",
-	"24OqCWBwTKhQHrbTVmkcR0sSSaWYGiDiNjRy/fKy5VkHmPk7r52VBypdv7w8A1SIUjl7N5xACiAhizio",
-	"CVf35DCQslW9PJihJBfCDIY0x5ImNpvVjB4QJW3B/Xv2jeu/C+ytPLDXMiHncRzZmxeHdZUKKOHSxg0p",
-	"r0/16LZLPnu56gRLNtYVsVHi0DnHKQrIShZYFi5uFyopd/Nx2sQgMgZleeUqb98mXh/jlrMoqu9/s/QV",
-	"oxGaReWxrPs15c1uEFD7VWVHPGQPu+he8+B6YJtDtYjE1oOwITBHve5j3VdXzaVkj1X5+DQTepTpmK5i",
-	"C7vTB3GEnt+sktOBOTNtI8gqheAk68Q1Y50CUUTntD1GhKT2mAko0n4bRfPsj2nCw3Z1xeE97O+sqHFp",
-	"Xtvt8H/z8cP7q8sXF3lkUfWOI8eqiiZqX12+IP1Ol9ggHdKcaR2rwcHBYrHofK+kSOKgI5PpgYpZAOnK",
-	"AKznxAqU10Xw/jtNLhOpZSCjvBVwTFnvW2x/7XC50togD2oDdCCH7esRH2LIlEXx5RjT5qpXwruFqiRP",
-	"FLyC7yZMpRFiImKtNH/9GtLOr7jt/U539/lz31XtSSEfaI1k16EoK+obVUHn2guIKjjDejiCa4CWm4EW",
-	"y5C9iPlrg5LDUhbyN1fnF616EI9UO2y/DTA4zGLxb4JYLAba/vwn0qzC321VDmUdGnGlUmsRJ9NhBFOR",
-	"QQS78NvmbDlOeGjjjUvIkqmAtutBSq6xv/LMa2AeblnctelWUeg78BM8FlRvIOfzjekH6JIg9h2P3LJk",
-	"TDWfo0mJXrq/AlQAAMOLuGCAMZ5rjoYN23g45YHlRzEK0wK/IHIqNH+G9hy6A1lYeGNJFixh5IbFhr/c",
-	"lr4iNJKCYY3PlYGEEtRccBM4kefcy2al0BCuAWZsfh5BTYI7wNq1Se4bvhxLGTEKzkIoTrmZr1eomuU9",
-	"APgWwKpxDNvNuunU9Mgi54RUzZhqkV/+/X+CfYHA5TPiD6EE2rDhsP/HUIM1otPCyc9pqxqj/p7eo/tg",
-	"N5fuc2u578wnIp2PFPuhpv8RiHFTxAYsLxRYLJBS7kLx/8p/AGaQO2xuDKsT3rgBK9Oshfq8iXIdWVby",
-	"FlAQwbj6lRDT9tPeC+N5JXQ1/tV2bFcIDfGzaIUvoZbjII8QKkC8EqzA5Bn5ccNCW7t6ky/JaDgjSPnZ",
-	"NYkLePcFvIqfJryktNwjp7xKVxVm7YM0UWjG7vZJY3Ba7TWD9SpjrBr+aldryfRZXjsZExYmbGFRwzaA",
-	"22R9bEh/o+LGdMchGyDPJUE8uebqEIvaTIELb4Eiq55ohqDt+g9kGmG9QS6CKA0Zaa4txtk6xKxdGXvF",
-	"Wwti1luHmHXUCNpMJbysq4hsFDu7XPYjq2q6x2e5t7SweD5JhWK6NYBG8pIh4AXjCvMNbKl2CxSOYY7Y",
-	"x4TyCCokruOsOXhku2oji7rmtx7EQ7fmKdvTtXJCXW/lQ7KDAyLHqYyDqB+NUwRR+M7bVevJrqnVTuEM",
-	"5VTvqDHbOqhwi+jveS5nqzrRvxRts8/QC3E6GwLvqrlrHnr3JKvaXspZsbD5APaSqZOQHY7xklmGGNxi",
-	"iZv149vLGhwzpc+I2SFbTQcPXzXTSVKxH+LivbPHYNhelkRmOsbYlWrS4wETahOOvvkxYE4PRD0WHPsU",
-	"kho/Xr78O6vXTjhLSNN/8aL9/A/to07X94bCf/Gi2+6ZfxP/4u21+c+Hl+N38MgWyPZt/1ds0v7lH/4J",
-	"4uuXMk3A6do07QMwXMBpZJP5/Pcfzj9+fHV1/fbD+6w+claBR2mqGSKztQYkYtrIWG8oECzNI37HjOIL",
-	"a++3fS+z1U6OoC4gDcwXHXIO9KIQ3xHuk4ZC21yfZjmYwLRYGV3QKkV8cjUUru6wIoW1KSaGGboNDWGj",
-	"LW0X3kXXa4mDAFMnIKGcG6nXDGWgDmwLXEw78zArEdk6I/6c6oTfhdbI8YcCKiISXsD7M3OFRDGZkItX",
-	"1+dmhFN+ywRpmqUcEFsc1BZuyq9m7SzKDr2To+13Keftv6ftH7vtZ9/l/+x80f7u95V3KRcw/P/x4vVw",
-	"3Fsj9vbId9kVYFd1tvMR1Iiru5dkWQ8c/Q2j7i52lAOzACZW8THGvBN7VlhA6rwLk89xbCqqJt5L4860",
-	"qVHVbTJqqKh5ZUHOmVw2MqYJ1Z/bDozJQdC27nnXVAJ5GhUU/greD++Ui1Lbax6jxeG4bAGr4qhqFyat",
-	"BH201Vjtjj3JoEpR+QUIUz6HKm8CyiAifo1Rye07IUoVuPbPb6VI02d37vdiHpZ7CmH09p+7QQ1X6dWq",
-	"euXt3rba+SJsJuoXjuAqItkQrmBSUtddCGOJ5GnCOuS9FR1yYoSggyxeQTNeAzPGHBaoYHHLEqsgekMR",
-	"GwMHjFRXi8QVBOoMRZv4KlVYeG9kMx8GbkgzFlmcA1fTPHfOopMIng8FIRnBN/3SqvoIk+H2/UlWsTOH",
-	"Ao1pok0TAGs7TkUYWXegag2I0oyGyzaoCJa4aFYjyNgX1quLU7HXN6NxmijtD0CEwzOz9s+J85m64EFX",
-	"ct2CKpnlJsUSTU8UiUA8kiYoi7iIULYdem15GcmKqfnW30hBPpZ9U2d2ElncXYHmzRmAhYC7qE4Qx08U",
-	"8SsupnyPyIlmghz2bbMtu5UsueViOlILxmIAJbVF7BVa8IViUZJQVwHf7LDp18UTFLdZZpMlhpGQVGge",
-	"EWq1GzS28UQbVYmQEMqk+LdRNCcwVuzE98jHN++oAExVeD6yY/VbZ05Zi1Ogg2xpMJQBjOK8zquxbuax",
-	"4zChnbemmgcjWCSYNj4o7n02czC47Y7j7ppOMf/LFfizuw4lTCWx8HtA3e8uXrI4kssnMFs/TuSER2yU",
-	"76LvkWsIqrq6br97d0HsG6o0TTd85QgOBvpEuXnirGxxYqpHIYv1zNKz0gmjc7gZyXap19qbEC3xF6gd",
-	"80d5FAGHyI4CYu66c4AyOtazVi1KDtWR2fFQHWWUW0Xc8BPx9fQ9+dckfOkTox61OuTcNIIiP/d8GELM",
-	"aoBTsybtQEbpXKyff8CWIdkEjcGIo0cs6tLdASki2WDUi6WSmCWmFcc90I1S/gJhny3QS7PXP3WrzAXJ",
-	"Jm8PqRRspGZSA6FO2KLUDFCneThLRZjATkA7WGIX8WbMYHBonhGpixnVzG1C0SaZgx8XQapDycXUc3HA",
-	"oWUz8wnX2Yn0PfJOBjS6oHd3AIttmlLKDKt1lq1ht1CInpTPkSvnDsw67JAXcj5PBUByW4HmhEaiNImk",
-	"vPFMG0VxZexzbhWHTC45ydcZCrTwsMgzjnpOk5uOljLys1Lx5i8X4wyfDkWzko3CHcgK0XhknXmZ94Zi",
-	"hbt6laefHBBfJzoLG8i+LXIor3gizBelYwCDWj37xjLH/TIflPYJ3s+IqmWdfLBC6NrqwCLYgCx3qcuz",
-	"+ngWf52So34fqtcd4GcH9jNB56absdSzcjnSVcUBYOMKa2krr2dLZjPH3DLk5dfdLI0KZudR6be+cAU7",
-	"V1Li1+D4giUVN3zBD95/8/bl2/P2ezaXOpGi/Z4K2e71n7dv++3zb/+2fTSG5NWH4vZVh2GVGqnUG818",
-	"Hik3vtjWA7Pj15paT3ypVTl1/0onm5PrV5NYbApsubtdKe4wsdc0QB/CyqU4ou5iGMqoIoTvMrM1gbFg",
-	"FV+bisIFGSMqN1w22DbcTWoIQdd5xegaYcT5Jd3M9LA+mr9NWbIk8KNhdajOuo9IRJdGDs1RtFFB/Jtb",
-	"bMlHD+o0kWnMwjbkluUfGj6fSKUQNy3TumBFVaH91+8+XKoMlHRez4w0/Y9CPq9ZmZVXxRr4c8lAbs75",
-	"nU4Rv4/dmW1UpDlhC5YUfAIYf2v0ddwsWAn05pVsStgfKKlbnU59czsaL7VFUIemRr2TcVWMSVZINacQ",
-	"OclLhYILj2rSOyFjKBUqCIvQGGze3I5g16BOiNst82+3bObfffw/GE0hMiVTYOSc6WTp5DB4/+7peHAj",
-	"qF1GFwe/viTvcFIokLL1mRoFL0e1RU3frVNzYuaVUdsZoQRjcoweygWjiUcu6HxMjXWiIm4smzbmcBO7",
-	"hmAGu5AOu927p5HPoU40gQ4qIrveQQx1QBWoYkhD7pIPS2DAyTISwlqxjNp0BPils1eJ/T2yH3ADCr2b",
-	"jhX2DCXIqq9ANuYz1GKUBb5Yk/Ftry9STEIA5yCc8KZOUqUPPn74dPXi1cfMk264X2t3dqgV1nOrkgDf",
-	"KUzPW5MMGZ0U6X6dZRfOUIH3beEmhQDo3ZHPuSh7jNjngmB8mNqwKVN2xsOQiSqou1sOoEqg1xu+BcYA",
-	"vn5myxqFiAaZMODdGdpphtgEgV9hKRO4cKmPbT0INs02MV5uwXLLweRm3CHJ1W04j8ne+YWMmRhl0WIr",
-	"SQbmMbC9JYPwToBNI03/zavCPddPeD3x+QBa8SsDO1f2vNCpG3OjuLDFFVqdVCWlbMimsg6oxqDXdf+D",
-	"GHN82K0htt5LrtjrSGJgy2q6XTyjNdO4sjICeX2aGAHqbA03pVk8UgFckFm90/31XWW42vcysaHCNbqf",
-	"07vRxM2izvtcjLLboQpZxcVezWWT3VDJES/zS0vi7vLBiS0nRNE5a9v0yWK9bOf15frMggQXV9K2Yh49",
-	"sRf0LoYHPi8f8mLwL5/O6WiSyHlV4K+FxgacM5qEJGS3PLurBS8BiyJ3byujEHHi6kos6FrLmmv7433C",
-	"AxwUfmGahY5No8VNLtJPgfSKZOLZ01B1Oi8ZvXEYTRXZZzTiDuHHqW8zPp1B6f68Wl3FfdxjBAU+KlLx",
-	"3tWmC6XMNxce+Q0An3aXMuCbAvYAQVrLGI1YMBCzWevM1d9Ew3XOlWIhwSJkHgrbCeURGDFl//MZVrPP",
-	"IlQdP7AqfRylGHpkHezF3AOLwlSIVllpCkA0hcxGB65g4lBCSpW8sxj6QoQ8/DtmsNZaT3RJv6Jiytai",
-	"a/dY4lHINOVRzQj60gnYnJlRXNo5Y9oVPMWNOHM+WMgMCeWmeoC/BmCaJn5hcD5pArB8FtCDAzRbY0ln",
-	"vLRFIGVCrq9fX1eUm3FRicyabOyWYea3226zUxFGElZGrG2p3oA/7QUgMYkY06PtteZKJXdslUqWGBno",
-	"KtBhtU+zA51SAUt7iKxbFNYMPnXVWR9Uss5iX1SmxKKhJ2PMvAVPfGcnJMb9a1FO41SNBGNhVcAuqg+V",
-	"S5Z1X89gz77d1UkebIumtr0Z0W4z2B5+LHMiq4xtOWdrJ1cZck6WWDGi2j55SIC4c8NWBETnzoYzm8zl",
-	"dh/tJ2az6d19ALz6ROF1K1TdRBegDRmA2Baunf9iYmxF8CNUA1D9egiEWQzWlgDZJBV20g5lwk696YpQ",
-	"mKljymDhgS1NYSMWwCDVBaSKzYAHeRPVmd8rwxiUq5riVlkwit0oAavj3dBl/e0mTYylLRfo8PJg7NLz",
-	"1sAmC+YEVm/cM5noCd0nItqoWx+zz3ZUD6tI0SnGFeOLewuwkp/4t0OirKOAoFisnjoMSUHEtwufzooA",
-	"PSExU4rPudI8IMy8p6UkzUguSMySdiZ2sbQzVCgB0V3NvjTXm2o3IInAC5XH0QpDrjIuY2QpkCnCRiSp",
-	"GBB/mHa7hwEsGfyTESkIPpzGKT7yiocUiBpfQHZhP2tmz3BQ+LgFNTHwVLy5/ATRaDX7fFhn+YXQup/3",
-	"V0IHtYjgFSyDRoq5Y5ArCjPAcIXtJ3liQGm9bKnv/FoeXuYr2K9Yf7tldhxDBjFlilB8HStFZcW0B4Ta",
-	"R3nJcRpj3Xktywh4RVJ8TADUR8TabLhT4mX3luvYVFlBsBWddS0/pShtqsSBU1AyDrGa+LJXElmRagrA",
-	"r84h4QzNNXuoyPCLelpZNcyK+1Vo3TvQR8vCoQqa0ebOrVwgOsbtD6qtDcPkz4yQwEgZa8dC/oQxtTCR",
-	"Da5bsQQxGrjG/AXxmCUMFkgXfonKhur2ZS9IFzeQjHi+21qhZJ0+QaLdMzE3y2ep8CJk6TnBjLNbtu4T",
-	"uJcVsw5WiUlaLjPGTsfbBidiSOM6m3YFmMgOJ5OR0A8pGIyOtprVlisKj9e8g9wVhF89iPL0XHeVy4i3",
-	"/xvh2neuIwaH/falpn/FWs8ZAyzNLe9zxzo+xl1dcVt+3aIstqdHLrd8D8KpJ8NLO1/3k1+jHm5+uFao",
-	"xEnN7YINC7lV3GO8fkGeHR0/zUq9oahVHma8uaL4UJ2LNH1bpwsMtmXMPFRDPWsJefZrL/O/2HKWgI5y",
-	"p5lQ7tZ+5eBTEfKQVgIjGMPzqN/PU9RyE8wrltogdD7m01SmLpPeKJU2O782iO8LN5CrdB1vt1Cm7BTA",
-	"MpyTdmM1s6PPXgMrf9avi5TX8tvS/0nBT7WzJlzO7zbXmDsE4y9G8JP7bAIVFs8R4R6xqe1V854WLb0t",
-	"FeGqkGDpWKZ6MI4wxXVLHcBqGFenOm/BQrtM5C0TVGwPHEGlzCJX5oW5qFjCFaArzAXQ5HgKaKCHAoI1",
-	"CMfw+DkN8fuNt+oWWxCdSDwZio9fnbf7xyfo5rZWMJ8aazcPsMZbTz41XAECCWyE+VCYhxQj3TDE25hY",
-	"MKSqqp+bikMti+m21rkB8eBg8WVAjLt9Dm40FYo1C/vHx71nX/pZePyYKnZyRNamkI0E5gHo8IaD1R5B",
-	"Vr9u3eUw4WLKkjjhQrv73OKyooWaD+iWJQDACGH0AFmeb6v9rn3Dlurgp0LDn/0VUCgcUw0wUtqefPfT",
-	"ydEG+FFYk1EOUFedIInkOGYBRpAhWUNaBqYKP8nx0M+In6Si/b2SAkNRV1KgS84t92YOk78PIp7XyALa",
-	"8y+zv+YTCG+KZECjOUatg1FoKwXd1fN34frMWchphgVY5QQOOQWJV1guiBUDKUlrEjp2pma0f3yyNcpv",
-	"xu6IPeIZxRWou0gpOUAVRGeyWD8SzSj+44bVgDE8sfkZJYPM1c3cfd9hO0mTClezv5EBgl+oNPfiXmxb",
-	"gB2QmKWdqSKL1aNUXqbSfIr8pMjdvM3V7K7SKjXYZaLsUhmeZy9+9u5V/dRmWtRVUYqp3+u2Qn5zursY",
-	"P4SrFaoQ1IFSzcu1rsalmv32iIzpDynzyKerd21FJ+wsK39eBDl4Yr0sQmfiyohiDOSudJ9GGfDdVsgo",
-	"fAvqAdfA08gUJsAYmsCVSipClnh1gDUyMI0V7IxWGerRJU+RJkKxUpWjONThW3lFkt3XiKUbxJ3Roe7t",
-	"PMJz1yd5KYwtOGrFfDV4rdY0Cxnpj2EzxyX9cXtD2ZvmO4teWBUiMJMFcMOCVGga9U8zj1AS0bH5T8wS",
-	"BakXj0kICdMJZ3m94Crs9ZJWiHjl9qPqsZQdeljstK4krZQeZd3cjCBfMpmQCQPVA5jB5hHVuCiz9bs3",
-	"ao0QD2+Fd6kudF762w7SDsMoU2UMSqfDZ5WTag8r2RBUnOqZTLLSSXaXMMVxR6xCwW9RbbKZX5JU7SwD",
-	"eQ0vVdZ0dlaZgyfMZ7Oy4CulnUvCNz8/OQ9eId38yqRQbTe7K8nlbqGsnOX+OZfIpKabdunEl9jaBon/",
-	"6tZWZFjPGUNemFVqgLk2vEYa2wMyieg0L2KN4dE4SxBgMLiI6VwxqXTw76ciOGdHfZBouC+fUTFlA+Lj",
-	"JHxEbS3pW3B7GRI/05r81tlQ+DhZH7PQJpxFISrbGViXYAuLBNU0NDsgCZvLWxbC12aFfAL/GRVQnakx",
-	"W84A39ms3NobUGTAfG8W1F/5wiytT/wFVSMbjj6RifkNF9snPhAwfG8VVjhmq9NFPCUASwBoKUyowaTx",
-	"ocCXVQF0tkkzBAvFWGihl9ZI6teoYQ+uCZ3tY4FT5YzJbAaLJvtr3XDm4TgWarhb8s8obsPh+YqbZVtu",
-	"8Xuv5oQAnmAJv4yZA6g8CM6GS7pE6dqewuwAV4j+FSjM1UwmpQD3C1/ws9UUENNKzSr7ZiF9x/8jauEQ",
-	"6wnp+/nqd2MTXqWiXm2AFQ+zRRQbWHI3WnYmASsA1FZAyiD1fCjYnZWJzewFfISxQ4z4V6nwc6BcDvjv",
-	"uZTwhwKZTEGMQOAkD2ZFWqbKsCHVIedjNO2BK8BuzBkViLqm6JzhTS8c5Q4Bp62DCkisl480wZafg+mt",
-	"MIV+TpdDQeOY0QQgNc+cAoYcDr+2KfQd8h4bFCFCNBDA/YJXqB4KAKvrd7sFtDoLZSgkFn+WEWm+6Hrk",
-	"5at3HnnRgyiUMQ95gt5xGg0FsgsIBs6bOUOtOfO5lYG4zSQwCijigg3FOGH0xr5MxwqxsM0SkSSNmEWI",
-	"NEQOSNIwB6w5mVAtE/VkKJDLYhOorw/FULy3agnVzgBaFg5vTCE9N9vQBGgHIsfMPgC2Af5ZTOc2LzmZ",
-	"3zEUXnowjVP4LnsQmAfER9XAtpv9aYMp4Av7aLUr+9hiIpsnK/AS5tv8kQVztzFxsNFWOHBBPgkO+Env",
-	"X79At+88VVhwfChQn1vCF4vELIcw9Em4cJlwWGV6TnVhm0nzR5bINpRiGQoV0wDe+15yYQxQJSeazJbx",
-	"jAkP3Cz2FsgM1SO3NMF0l6HA6xaZqJZnOsWGxqkmn77odvtdeBgn/NboF6li+Qg8PNsWnNHlzbgSohi9",
-	"/RUVHvmKJ3RKBfXI11TTG/jXV1RM0whbeC5jOZcTCaRpxk+oWGJ1bQgMavp/u2DikPzf/9f/8f/8b/9/",
-	"HzFbzHZ6xL/65//yz/+NHHZPur4FrXixTHgU8YD883+Bhf7n/2ZDj1odcg5xz3mmLeTqg63uFH5kEY6E",
-	"SICQB7AeXBEVs0jjqBZcMdL0oZbgh5OuTaKnbj3IBy8fidm+NIpwrxyaZauAt5HlzQyF7fEJdhYhRIvh",
-	"IRLnvZosnE0B1muCjRQjcsGx0iGvoDSmspgeFsADk2cN9xsvQSszrH4oLiWEBnbIc7aUloug5PSsGBCQ",
-	"nkEBQl7pLGHKM40MBaZnAYWPGUkF/yFlpgdXusErRoUga6XThDFYBtiBuWLRLQPkhNVwBZ/88o//gfS6",
-	"3S4AqwCkte8AkY/J78yhLEEd4Qd+IcbJh1B8h082yj/v4+f0djqyKb4uaNM08l/LgaJeuQkb5Ne1lI9D",
-	"GAowYaFqGgtXvoBhWYhrCMsowKT5GcDVUPj29hi/cPkzBwA2k90lZ3PoHZPf2XhlwyJDy/+Hwsoo2JZ8",
-	"uYmPv3cw9zNHMrKAb9OEQ20+i686FCdHbggQno9/ZiE+EbtlEUoAV8nFgZhuwLxbg3g0566pGBsKvxDc",
-	"7rc65K0GFjFmJGITbZYYrf812B+ZlDizxZTRgHUFo+HaQqqVLzM8kgP9GM6Y3IJXZgXA0bRDfvmHf2qd",
-	"FVgBxoU7Fc1zeJRDQY0qgndspbPnMHXyyzGH5qclCWZSKltQzxCAsVGR8Sl7UzhelhQfJ1FsfBlcnlXc",
-	"Bpa80lvVwLU7iFI7hRXd6TFgd7rf7booqtLRhLC8LMP35OnTp/3eSSG/t7cHFiUI3j0GkzAjXXf7LQuf",
-	"bDireLcdRKnit+zCjR2Huzujec905qKWscfQzbnY8/VijlStzz5XmB0VlxN7VCarYMQ70sRPjo8PT/Zc",
-	"0gfWS3ZRNigAvz0zQjr7CLHLITbSvkIy2OYC0BxoxR1MCbgfHe05ZwtgyMLSwt43276cslvMaNy4MT2v",
-	"Vr7vNu7QrSwQnQnYmoACey7cGv9ac9lULOI91rEyVnTrMZQ3H+8dHzmuEyR3oSoSEeoMqWYQnml/v4IN",
-	"WwKA5vTuLXKco+6zk40rXnHxuQd/KhTLqslYxymP9nnfefpqvH7l1q0CrK62TIyl4s41V6rteHRap2L3",
-	"/hJjDXenajOLt8x7io/HK4RPmpDd66rFsWS6BBQniz1j76e5whwlxRjxX0ilbUzNb8XXMeG35n6Xiu9v",
-	"Y9X3KcxfcwzT2iMuEngpKTkbOR71/QYu1R6DdYX8676+Wrn/tyKDvOjwvXo8Oj1+uq8W5eKvai7N7YOG",
-	"uLLR3X2j+A3RVTGaPEzkAcZRZTHFuifyPiUVSVOwBdYtpFEkFzZJtcC/eyeHp0f/wvUKC8PB7auq4Ff8",
-	"pH+8WW7XKTt4H9Lfk+jXyxTuYQqXihU+2AxerWW45TjXai+L0MkMtyI9AUuq2kCrdJ0c7VK5qqzFQtTV",
-	"1jAt+1opuukBB/ZR6oL8Zh6ArQVAHsubUoxgeMQCG5WaunNl7KHZ/ZZqcV0lNTswa4zuXsFre6zGI5jN",
-	"++RXPcjSfDxTsJbx1+92d9t+paC92qbSQ6LpPOL/4Q9/+EP74qL98qVviwtg9QVpvmt+un7ReoTgup0m",
-	"XCG0HOq2/83g4KCxKzStrhPRhZrtdUpXU35W0uTXY742RDs8RmJluZTfX1CgSCUCa60gkEsHUrxHEIih",
-	"ZhZyuEkkc6YpBD07BGMMdsa6c3OWGEva9NHBfONi472q5KR7ssxfic4zmi21iCI6U36qtqNqrT+yxE60",
-	"PO1qaOa3wtagz0Ay4cbeJmGa8187vAk7rsqC/Iw4pRXdfxAMgdEXkgjGp7OxTBMoEGRR1vbo+aNmcVXX",
-	"OklFQDeW7FXwMUCMAAyhAwkVGE4XQeWPNMbcJsEWDEJoCC2DOm+o3nt/vA4H7qoaxRnsyNktsI71TPl7",
-	"ZHk8NqQdFNOtjLRbr8Rr385zyxRjRWxGvJ7csAfWv7M2hMooty2JF2811iwFxHfMv2iu5Fe0HhASbsyn",
-	"sooxWnA9s/eVO8EZ4UqeahuSpuS8dKmdRQA4sEvsoS643MPR4CrQ2OjNHrBbDv+1EhWnds4D1w/YoD3r",
-	"r9TV0LhWv3q+AxfTiI2wStdoXVmvkW9XaiFT0lerPWZQuy5S1iLz5ncm7R7SowVrUXMaRUUKRrRyjCa6",
-	"J+TkPbM7ftVsju0ZHPvnZjwgy6Lg93woFMkWGCnXyzYQqdKB2iNdo4IWd9C4ZTc7mewasJUTU/sniVSJ",
-	"ZNRNqu0Clalq+6g5m22DLZrOhUwyVQcQLmw9Hrgm8KuE6Gq+K4612Mnm6VYmp95fAdlLy9gg4lfP671P",
-	"07bzsEbuhTlvXi1QXGtUWd5KG5rFLq0wd0Sc9p7118mkGiD0uog5/0QRXp3TyueQsxSO1upZ7y6BncFd",
-	"b8DzfwGheGOJJS/zisZYgCOxmNs+fO1DOUysnF+M7Fs4TGQHFrShnozkiuXFCLYtbaGWA+z9NGFKFRZg",
-	"ZQ4uTNHljciFckGz9suq2jqPVTjc0MGGsuGKQdC+GmHB3qqy0vgChnEuJG4Cvg0ldKAmoruKNpROnNHY",
-	"tHGg1PIYDwspO/w4I9mxynP9mkJYyaAiSRKqa22l0VuWmM3ftVbf2NeMzTZbboGXs+1h4QajpkClNQoB",
-	"j8Ym2F3cx6IkQpEENzrstUyKa2fE1TC3ZLBGf6sHcn2bt/CdTabiFrNvk2EVUc2U3ou320+2ISlbcxsS",
-	"Xldwbkpffz5AsvMJXkjq3K5P40oSqVc5sJ7KX+lY+UoubGVo9CcUHQ01St1YD0B5jYrLvKp8bfFLfkQE",
-	"ma/ZI3kFChg0+0KSHPZJQheogAdtox0jhlBVN3vkHCZsypVmWNClGggcehzdsIpz/hzxgcpD3DyuvKlR",
-	"zDYIUshlAg/l5asL4l9+ev7u7Qvy9as/+B4i4MiYCaUiEt+wZaoj0gYIoKVfg5UUVr+UBlmY4togd2si",
-	"GY3US9grU1GcSDmpcEebx7hDFgAsYonN7sJi7JDhY/ZxUERqal69fkGOTo5OPRLTMMQsfCF1y+3RyVHb",
-	"7M9QvEKwpxxKycMYdapNo14eTfXp+nX7FDd1KLJ8wCIm021vOBQ05iMYzfvzi1fDociXcUCen398dXI0",
-	"HArfJRr55i2IkHfTM41ZynyihsLmC+GXmNlrJzQu0Ry8XqI8zCI0nREKTI1MGKAwMEZ8R+75pvk2w3fV",
-	"gbzXOTCE6xYU38OdycfKdXmUFnR5lcZJ82MKlHUJrQBRTSS47EuET9pxOpap9hH0StlsC5vCQ0lAhRTc",
-	"rOuSMBFIs3CxtJhaUJwRnNUDdCkggJvNmYwMK2OhmUA5Q3IlRKUqpGDlwJXPFVB65QlyGngVRunDKw5l",
-	"qmoFvrkrLIUZ14Wo7xkFoOqYqrp1DwHAed/qRnCXjADb1S5+qKWdH5McDj+vSFQod15Q56u9uxBsXXNk",
-	"Wt5jOvsqkPsFEK+t8doo3RTdtheVxnypN1Gh0f83m5P3I79QLsQGlGIWcipG++yJYbujuC4OcVzd76Pv",
-	"kdWz07hhp7syt2zced+VO+BcWpdYlX19KwA1AHS6e6rL+3xWrUGdK4SFLGjYlgdvUqBKVbHLjX2Tl860",
-	"pq7NFGXzauO7WmO+Lt6v7QOqsMUjZnragRj3N5kP8stf/uGf/AGhWQ2+uYcQEONldkVeq4ZrvlZeebNX",
-	"d9Fzen42ziqKctENFRfEO42T1UiHfS+ZvQYE3vxKZTKvHfrPOiWs3wiqAhSHB96fVLOwhMVmE9mHoonp",
-	"vZSLHPYvSSOmcnQZ+NO56nzI04YiGVlxuSHUNeMO4c2BKiyMnILqsFal8CBR23qNBzYn0+WKDoUddMRo",
-	"yJKxpEmIebJYayTJEzGLcjGWEnTJVERMqaGAchRQLAtzqvGK1Oa4YiULrkHOm/GsXJ16kJq6oFg0wFZR",
-	"QASdxWw5IFRkkBKYw634j8zDohpFa3goZEJUzGCYRt+Ay0Yupq2qrE/cs9qOKyCFF+abqnNcuDreEgRc",
-	"v6PXEd1Q+79AFDXq/+d3BeUv3aA8twyV5zqfcoXOGFaB246pCCGh3x8gylFeBtNQzWrZHNK0KevXz68t",
-	"KgrWxvz5z6UEajgpShMMaSZZL+a9HDGT2tvloVCaxTmYBIZGuEpOmDpJFoxPZ1CsH6yGIh15QwF1GGEC",
-	"rjriE5VXZXf2or0fzCvL2z6GIot2LxWbR1w6jxhZqMB+iM2x4uMEIOxilli/5VBM6JxHiG+MIyU44Wax",
-	"jigUfnVcBwvBoCOaRkMB0g4rcPz8J9Lr9I+9HJug1+md4eNji7VsO4TykTQyx3IooKaGAtYzTyPN228u",
-	"P7kC1DMW2SIzimgmlEzaMU2MBY3n06xCvk9NI7TMq1AcL2N5NnYfrjUV1Glsndncd015NBSWg/Bg1nFg",
-	"Bbel8F5/UKym6ghlKIqkhj/9/Ce7OJjZaenAQ3f+wvTT7Ha6J7/8w3/udZ4etyDDfKzXu6MOcXCdmh2Z",
-	"IlEPxfXza9NoD9o8bnWIzf4fqRmNmTsirqguJb5KlaZcsHCElOzDNiIlz+htoRhatpPHRGHBuSKKgkdY",
-	"pBjCXqACSWhWuSULu/j5z3jRHwMCFwlloA4gaqUzDwEGSDn0DSRRrJIWkplc4Mi1jFgCFQ4B89uODZmt",
-	"i5POaCCrqFNe0QYmWq49LK5UJdTbJqz6UgxuVkYGJE/p8lTIvGLPdzsDtREWLytrsQXJK+fflaYmZjs7",
-	"IW52EiWel5cJRv1DuQuksKpGMHLfX32RH8U1AHe4G1CopbK8FBQGSNRRHpnTZMoFcYH1NX0DWSXh6jJ3",
-	"KIMAXq92g0rRafVFQypwTrXoxjXk7TK9C8WQcdVsR1WE9k1uYDo6cHctxXsYaAK1SpusIIVNyqjc8m95",
-	"OGX6XOuEj1NdYR46iy2vXBBSTdtJKqpjpLNLnFq2iXt/fcaINZEmXC8/Gl3JgXfQhCXnqZ5VWJEic8MD",
-	"6h9CuzjnKrje0O1M2m0wCcFf6jkEdOKfA7ioVQsG5Dn0ReZ34ciYYh2oK2ZGYvQ9+C1fgZnWcePzZyhq",
-	"Mam4KkTXI4zPCOB37y5IBvRuxYlZViN7f/97HLIRvb//PeAqC6treBaQBaBPzFN77ymxWJet3+oV5IbC",
-	"y+cJB9AFYxaDKTIUmexpF0FuHDqREZ9FfCIAs3khxS2qOWqAoc4FyDcl6A0bwUWL42w8IYaaERwCQVo7",
-	"0Ar0wBX8gOKqCYZtRMcsUiRVjHxNviS9bv9oQHon8O+Tw9MjUE0QMBOrQGDMWlaAzAgx0y7GlDu7qNsh",
-	"UI0Ex+nKxQyFD7XzAtjsA1s85ovvESyTkh9Slhg7O6FzpsEuIkyE6O7NOtT0hnlomFlIzAVHCDLpyuhm",
-	"7366eueWGmFwul2otoH1xGMW6aGY8Mj0heNWPGJCR0ujCjJbIAbyrDvkGhZQmL2leoZebxwwV0MBlwtG",
-	"c3n/6R3CnjX933W7PqLnge6MJT4s4jxeRjT9371+7bcIQo8NRTZ1z5AX1utNZGpaM5uFVwITLFEuZcvL",
-	"ZoXlJIbCx7oxfo7Omy8n0hOmVg5s429eXRfRhmdAu0onUkyJ/+qaTn3SzC5QEJ8QJtOywIimOdZ+gbCB",
-	"/hnx307a76Vg7Quqg5mfJakfdo884n/16vylTxYyMYa8nd9QvHl1jbBFYxlCZWTTX498zZ/Dak1/5HFs",
-	"y/4GETeGnF3KIGCxMS06Q/EVo5GeeWCLcMEUrhSWbEMa9IVsIxarNfMBM8xBP7kaJ0YVjLjRXRWoYLBI",
-	"WI6DasBeJE2KDxILgWZaMXYzC7lunYFNr7yhKBj7yrN6BldSQI0kjI/Izf1snfL9hf7p0IqVLOnBVTH1",
-	"LNiiMcdtFGkGw6VwOSnJvh2KgkNdmSnkELIeQSBaKLAahkyYNi1ubdhy0+4MxXurM8EZQMrHWxUKrNGC",
-	"6vpPfY/4TxFovvvUIuQ+ZV0f3pbG8gLdyKi6wLXMsTWkhgzvnZHJapAbEcZkw30nNAwTt7fWVWl+dQII",
-	"RkM1GwoQ7Mb2Peo/syLpyliI7fOJZokd0xXVDHpr/95vdcgV7OacLs1mIQSWIfIlGSdyoaBOKDcaU/PF",
-	"h6uPrTM3AAhyyWoE4Dt48IxAN5s7FKhzodJeiDNHKd+4eHttFIgksiJNDQ4O4IoM9rUjk+mB/UgdmHfz",
-	"wLSGlbONAgJGo9vpdSANyrRBY94YNA473c4hVFPRM5DoB8YQMf+whQlXVTlbTTIx5z1hImSZXIPFAJmW",
-	"MCdKm1cslEHLQ1CwcCiMwIJC+Tk2BeKFDSxHMnJHusODXdsF92FoB8aW0OqggFHmhgNN+gd2ch2QHQXU",
-	"M/8F1mdof7R6TPtSRjxY+lbxNda3tGVfzVaBOOAamdJQyMkk4oLhVuEGcineho1B4w3TL82qmWW0HFVt",
-	"DGDPXzl4OzEMEfghhLEnTMXSbKZZeOvTtUUlQINjd/pgpudRWf/DEr7/KpQB1JMxLyDw31DgT4XKvk77",
-	"Muci2yV866DwmvsyMbsHTr12mkRfDhulxR027Nv4Pbxc/t7un0oC821x++DlDoRM0UgK1gkDOnl6ctLr",
-	"j4OjzvdqpW1syDXuND9apdd+9iovQR1FOlf9DJgwrPQGuqgIgYN/Gzatl5EVuZB3tkrMcPQ724f52Wsc",
-	"do82+SMzUjh4L/WFDKEAlDm6R0gW2795TsMra2aaT/rPdn9yLeUFFcsrB731uWg9NN4KzRLruyvRDhQ7",
-	"nSpbBZU2vjPflXb6pwmP2OctHIUR84YieL59PP5GEpvHT7B+vw0LoUYNmblYA3s0jBYOB9UCMQLEuVEJ",
-	"plKGpFlWRAaEz+cpqN5+68yBrKKjBbRrzHdcV2KNLnW05fCfm9muc4DqydpZZXUToEs3f/T94EUbN18Z",
-	"3txwd3UNuDUsGm94e5JTWrE003n772n7x277WWfU/u6nntfrdqtqNH32fhVe9T29pTj9Msc6+P2/Iq9l",
-	"QqzsMqYXuAOM3I8jZowWxcyhXeER36vOu7cvXr3/+Kqj7zT5/cF9WAH+vcoCijRS4VnHKA+PzOldm07Z",
-	"l4e948OTrjEZcnL6iznuNbt5LVMRPhJ/OHeiumAx7OARoMseWEcJVPGkGiPPK/nER81ihbquDZXEMnku",
-	"+tbYmZnXxXdorRuqH9pwUJf/nKQRa3nuehnuZG25pKE413Juo6sg7qx/+rSFiORoHaIJgRUP5aQch+qD",
-	"2lq6ue7mEZ/ue0y4sCjvcy5YeGYdvC7ziaL1YcEZ0YQH9QgXojlerkRcFxJ0W2CDOmemcwZQjXYO2G3R",
-	"0kw2b/AJgRsc7oyFocgW1v2C9rdOlkXYZhUBXJlRA3GF8I2IC6M/oarmbB1keU0/YUatoGYlhNHPG37L",
-	"K8A+54UO7QwQvp/olVDvUmsQ8cRC01aHvDWqn8ULJn6aiEGa8nCAZvB6JS8b2E54aOeA5tdQILy0Kw/7",
-	"BCqwD8hixiOWQ6WDnyuXRJQcdw8tgnTJytggR67yw/Cagb/wAfrkbpZ+af755vJT7Xddia16b/9tMVS6",
-	"7kdZGbd9Xv/GWjh1v/r6G+D3L4FJ1/0oi9zZ+4vw+bL2N99cnV+8eX7Bxb5f0Ls6YrnoYzPs9ou7amvi",
-	"b+7mkWMmXw4bvU532MAgSy6mXw4b4KMaNv6mrO4Dm7ybR0J9OQR7dXBwsFgsOotDMFX73e7xgeGnmXIv",
-	"CGKUBzzEJ9n57AdH7ISejtu98HDSPqZPg/Yz1h23Dyfm389Yb3wYWtvAfZu3tm7wDEhB0FTZO+5TLBJk",
-	"W+x3+yftXq/d7V33+oNud9Dt/r39uPRe/rnhdQS5kGLRZNgAwHPD4SoWftggs4RNjGlULQxXjCDT+GqH",
-	"WICr+Jrha6W526/z5/ZB6dOsQeDZ+cONG/SUPgt6zOzN+GnYPp70aPs06LP2ET0JTlmXmg2s2KCKLbpy",
-	"wmVAoKhC+/Q5kYJcXf8dOeo+61oA9G6n1+t0yS///j+Zf/Y7XULzHOHeYa/7tF+9rw/e2Yq9Lcgrt8GZ",
-	"cV7YVSuz/gb1DvVlQrvBs/DpzQ+9u/78UBx5yfgpO54czr4/uTmNnsXdrRvuxmG1LvzBytxxXhUBEoYI",
-	"RIauLxFp9o2WcmSdm/ZrecsSGkUtZ2wXO8gp46BEGvaZIdz7m+Xm607jL90S9hrH3cPd373mkFq1ohkX",
-	"ZLorwZmplAXFGCL9SopxuksjLuiVx5vUykqlNh/AUORKLdGSqHRsehgzomVtJdcbChc1Bmqki8fTMzbH",
-	"eJKIK7MyT6BQW6J9z2UWY9BRhkfkbkA0vWGCNCnq3VyVJpGXL0KvMES8FTTNUkmfDTqmR766vni3omlW",
-	"vVa6lAKHYivzKFpteWC9B7lqm4USbFXa/Uyl9YZiXXPNwnQSZu8c87AS14YU+WSHAjxb5K29AFxVdVVl",
-	"1VrCQ9L89Onty6FwyZrHtlIHJCllV03o1zqzSwyJtWMlo1QzLC9rbwDhLbPP7bbN4kqTyM+iMC2Mg51J",
-	"lpmgJX5utvsJXplYf/4mRTn9Xxry/9KQ/+fWkE8m3eCUHvfbh2GXtY+D3rj9jB4dtnusPzkNnwYn42O6",
-	"l4Ys2AKkyN7q8WH3ut8fHPcHx4e/rnqc/g+gF3fHp+w46NH20aQfto/Z4bh9Gjyl7WfhCTueHNHDcT+o",
-	"pxe/pgntdY7bR8/b56mWVzIVYfvbo/PeSfvq+r1TkQ+7J13S6795fg/tt87G3V/7BZ9bsuzfLH8If0xu",
-	"dPpDfzmrsXX/0+qZJb3xvT2NNZXGGUQ5/LhVWYwTGTCljDqRxqhGseSWi+mZkc15FI1MbQnLkOr/l703",
-	"W3LcSNMFX8UNfcqSVIEIEFyCZJjsWOSqaOUSysiUSiXkCTgJJwkF6GABYDApnTQrm76Y7rG5mukx2Zy7",
-	"sZmuu7nothk7qtvSA/QryPQkx/z/3R0OEmSQuWnprG5TBkksvv7+r99HhzRjpIakiRkJjlJGw9U3Qd0h",
-	"jyEtBnKywy3nNOZeWAcJXaFllQTutzqj1Eog/b+Y/J30/vjuLSuiNBbOzzfND6NrxhkgC1X4yGej+c4Z",
-	"vQBsI4i5f/Ls2TnJU8qzeZLmtzKCuEdIbQb5j5nBzuXzLKdpnjlEFzvDZ8gCx4zmPElimcOAPtA6BMQh",
-	"yhllPqcxpG233Y4OY+nXQ8hYbKDshMwhyTQhgehNQCKe5YxuWzCP7pyvr5a229mxWsxEMVgqe62Nc7yr",
-	"anE8TnKSjMcMgGWC0zhOlkqBPn9y8WwtbgS/l99bFfl5CwvlAuatAcmRcmprvGhr3VhAdCKebL0Atodt",
-	"FVSgqRKV/XeeJnkySuJb2fY1ZWPqfcyybIDu/GESrlRCpLCiGk/P7xDPcdWKI7Ug4lEe0Tj6BohOYU0d",
-	"CXMQjB78OKJxHAB5nXbtS46qKNMGGjxajRWh2Vq+IJhmpOa5niashcZhdQVP8mgsL6075IKB1XkKSWID",
-	"sv4cGyhlj4DMuYFDHcASf3TnXKeZhckAyT2TRU6iHErdJbgQvFgJTKxZ1j2QA2OjvVN0EzP15GImGV1F",
-	"fEKyRMePcDNSWehyen52K8PsKr2DMhtWqWLhi1KfB8b2CgbC5s7AchIzMQEjSv71sEhIg3mRhqm6lmV5",
-	"NKM5u4tVEcY3dySCj/huHlNefPY5vA5WWSazqsQXn0is5ECWqiHzWJETFSXSllUqvApN0XSykClq2jqF",
-	"bWkTY3FnkgAWMsUkjafMn9NWufEiTJutDWkWZTaWm19TSQGraNNVGrx8GsItJGNYJETsTzFVUU4W85Mi",
-	"JxTn9/T8TEbzZeIvTi/Mt5hRAimZZETTdIVBNJqrqxwDiAIEJwjurDDNpXyG1NQ8jBKHKMlBpiwFj8SC",
-	"57oqRt+X0pzpw5+lUBpMcMCUHIf1hWmc4JK54aA/TzItuKEFt5NwddgJH4XWwLMt8Us6H1kDy3Ncq6BS",
-	"sApJoUx+BKRXi2IDSKG3WRwhCUdkPURTVz9b5R2AcnevY0Ssnqfndx7J+oKK0+TJumRUZUAIWaKlkoqb",
-	"V0tlZyPf49WbqlRbBjxl2SLOS4/6CpM5rIHVBI9RSvmVFDMFJgGhOeaEF7CdmEn+w3ekV6Su5zp384Q0",
-	"HfL487O7Z6eNx2yW5GnCG48pTxpN73bj2mucfvFZoz2M8sLO6bvEaz+4TWppFq++mcbzl908yY9beX1A",
-	"2t6x0ynyWqDBr2zd8m99c3X4Ynn4a+vDVwvEx0JRX/Tch7p/3xp861cRP8oHGZxevjXgiziGp6+zGfrW",
-	"wLUPakhRU+Zbg5a4uUS0Ia70ep64coOaz7cG7b4jno7Ks28NfAvKQX3L9iW7nm8NPNdpis/FVIo7xWiK",
-	"b5EZQby81Wu/sn1LTL54rfhzwXFgCuwgeAkal17DPX7WdAeeO2g3nV6nd9zp/hFeLWssoT1xPDO+U/Wx",
-	"8JvrtDzHhV9l1Ziv4IV8azJfwEVqYcBlomsD31pfHfDbbpRPGEiv1xMjbMJ9wvPWqwLxeWKfws+jFeVX",
-	"0TI62mcxw71zRq/kyJWWQrddtRbcjdlptrt9B2ajVH4tGnP6xWek3VAv2gWAKp9cgZzqW4N+2/HEjwYo",
-	"ZrGwNSACvPGC8nDI0gmuKvA9iK9fa2fDMyRMrFia0EfIHVdr8tWL/WcIEvzh99Lw2b5JSQC/s9Xfvzz7",
-	"Ookeff2oNfwiXNBZ2/vy2ZffPL5zlp3NsujJ15+tHq/azYd3/n4urhvxxxn7wzwZfnK7/Zg/vQ7vjr4J",
-	"xbX8NHry9b3sjJ9FT76+33ea9768d2fU5avexdM/ft77wyenD//+fOJbr3y+Lqte2MJiWIzyRcrCO4UY",
-	"3/NQk7XtXyGSy1ae2t4asyxMaSXxqmvv+2qT3bTlbrCRooSq4g4F+VTY9iCcrIL4EyRTmdoT5VJB2IJS",
-	"CYQSoFOkCCxrotbtEkcFLt4ARNEmROtAiiGjdFVBnAHUoRZAFiLLbgifmwGGleRZw1TfWNQa0m9wmMix",
-	"CmD10oR225sz6q6Nt5I0a6iHhZi5CWVZPLESKBwkzBrqLi5GA9RaCxerKGt4LcFioE+DVEGhUsiUfcYe",
-	"xAlooiYQU4lv5X0LElQ435aqKszMDUsbPGOe61WxMpT016WwcMCgBtx0NL9f26/WbO3lLnlI0wnDGzo3",
-	"3/CcZ4v5PElzFj5iYUSfYWzrraS/ZlfKTXtGwP1CatWqfKWfBlx9WJC21d2njbuhqvsDGw6kp01imgNU",
-	"xzTK8mQizCO78N7OkyQGh18eZXk0ymw9vQ1E1JiC7cdDKH1cKz8bRzkiZthoEAor5QHkSIpvb+F90puK",
-	"sVuH3Hs5TzKIeecJWSWLlGSjlM5Z6nPwJ9bGSUqkMSIsBzCNX67q25yCcmj2SzqfxzQqWzvW35FP7j08",
-	"V67Oy2mez/VRh8hq6OpK18fYJigZjLF2fP535NmX5/d2Pg5sb9HfHRd9i8/+2Lce3HvmWza88WNf+/J9",
-	"y8ZXfiyUate3XpHm6z0QffbVzzs8mKJKJ2Ud8XmaiPeyRYYuEUzl/xld6kaDZnrlVDjXzVKm3QVvYTIC",
-	"N4MwZK9ZCjwNCQhLxGtFV4ysLwaXH/jmvjx99PBEl3VgsVyGRalVy/zJnPHT8zPx2HddSXaTc0DWzL9W",
-	"LeGrigWlQQQqF5TsuB7mX1mkrlwTSdGpuHvJrSgmFdy85GysGB/LUnFSwJidmEx+yXi98BFdrrj2di84",
-	"sUwPC9Gp5hcSVr56QGAN+FysoIHPCVYkD5SsFN/IJTQgsIJeRwBVrpdfyNzLwayYexTCO8N5+sTWNd9Y",
-	"TD2AwhGVRBUm4oiGygLjGyF29orJPhXt+KWFZKFRkIHI0mvm/BLTO59zek0jRCxcT/FUyAK1vGIW69Xr",
-	"4bp5VKhZR4oLYef6MMi9NDib5A/CmuoIIdWCshkWIJofhCTUI+C2GV3JZL912jCESDIep94X+BxWHeBr",
-	"2Dpgh/mWANEmOR0KMBFUjFVwZQDIBSyOIXCIq1XeAg82+/bDdwUCyu/JjL6UXGV1n7OXIyjIgdPU5xcs",
-	"ZqMc3dIB2MkB+T0JJvNFIAHiONb1SD87IhkW6I0Jx4jmg/PngNcI2bTJWNaDw9UQfrPXwpNQ8KMSKrFK",
-	"K1ibWYklRpbJIlbRKLylFkDgyUG1LfB5kI1ozEJk4Q5sIn+X6eOBKfChegvTfdMsJ5L3DzDFIz5BWDVs",
-	"dh0r6z/9HOyAtWfcUjAX2TRZshAi/z7XM/LDdxB7U+B9n34u8UqAlFHMbt0mANYHY4rwgPAEdYfC+cvp",
-	"FSOx2CIwfoBXKa8xYNhL3/t883U2gq/gPDedDnlwm7AI5mhJMdorW8Hxa4nRnk2ZLOdSgIIY8YII7SKO",
-	"DYxCMqYjiO/q6l+fUzJdDdNIN60MPpfTnNUd0va8dSxC/Syfi4fhhh4y1WTEECJJRef1wMWMXovF6/M0",
-	"SWYynq2hEGtm3s4YQEYC6emAEGw1Eb3UDXKx5/NL2CMGBjoGSqu11Htrcd93nX97h8ajpwt+dnefi88w",
-	"UHtfOur2fPzeGbvi4kNSgd9S4m0lfxCJAZLXRGwycJlOiKtKNGfzfEWQSLuu68lBpygKyjdA0baXlh/I",
-	"4b3Z/lNTvp+YwhQKVmmcJQX2IYkTvv1UMgrkNztkgLpVtL7b6bTWWOirmr7HgsDU4gOWzyPYjc+Lzbj3",
-	"OqUvn8Dh9wynac/bnsEmh3X7RmYhhts5nIeXmh6n0IHu05Safldb0o5OAVeYwM9wZsHJp9y3tzKJqszE",
-	"0Qox5E8t7Z791oLzz8Cn/+qFkRNgHpYSVjsKMS9y3Qv/wrYA1O1S38wTyKHfN8hxda1899NoMhVf91uu",
-	"2zR/gESwpuf12r2u9voXz273N768nCcZYKNbg26vKlBgBAfoy8u1wAqyt6nz7FKmNaATvSAZ/soqFJ8i",
-	"odicqYHcgaoyBGL8awMo7t7heSc1WaLX8hxXapScUaBkw4NQInZcRTwEkChEEjGyfGpNz2mR27bOV2mT",
-	"23Wb4BwLw8BoPM2JTogmkBBtqywhaPxayrFlW6ZiCkcoT8wTWJyeCqNvUNZnQWeqNZvH/W67ZyQ1dAGE",
-	"7GNy7HhCC6mjGmQqS+oEr3WdtguXaP0HXn4rIzXPcXviJ0MHUr/1EOVM6T1/+1ep7mzqOJqwNCM1GFiV",
-	"DyY7kkczVh8QuTR/+vP/Lhcv0QJ/i/KT0RWgzSJRlUbulWBnurHbtSIFrFRTChQQJYuV0SggmpOUPKKz",
-	"ISUxXWHd2kopZ7nOLMX5UC8Sl0zpNatLiKasQq2TmOVobHG5aMsySy3lUrzoQCFkQIa+XwEE5ZzupgDC",
-	"lVolgHq7BFCn9ZYEUPe4JH5eHBCjUlql0jK3+X/UVn6vfsKDQVWae7zjgVwEbc/bxwEhwyzogvhZqllN",
-	"QQqBG7leDBdHYfpWOjpkRHWbm+Mc+WsyE1fcJht44ojiToYsXzJWeBp4SJ49u//M51VOkB++K3sy8LhT",
-	"0IkaoxV2uS1RO9Bybug+yxgQOS1frx12cAAUeIo+X7PxSaDuC+onKD6XkSzqLLwKQUF8xMLA5xEHiiQ0",
-	"suVrUzYBoJeAvcxTqq5VUI+exFuXfh0N8hiWgf15CND06mKpbpvXihG0C8+EMC6D0hFa2JtEXQQWpXGN",
-	"z01bEwzesqdDmrV4BKn8bVBaMMT04Pz5ic8DITIDw8bGyUATGbRMBO41q2KhlvTB+XPoqlDWgfxDDfUs",
-	"uUblQnVGXAHUFqKN2JwrxuYytoNzaJOyj2RKr8HjItYhPPCEBKasVwxwnGAH6jLzGUExRzSFUl7KxTTL",
-	"/GPkccOFAynCl0PKw8v5KBd338Za/6UizgMEOhnaljg7xVJqe56t8smXU0lpIHPTdTjccKEVdcsrEuCJ",
-	"hjNW4VirJXNkAIxXPg/KqTNiOVxdX4Kb4jIU1pVo+hdIpa4UUvVA7YfzecLlw9/AC5fIBG0oV0eUKO3v",
-	"k/4/yIQGbbQWMp4x6OIsepkvUgRFZS/nLFUp5KM4ycTGqNJcbdPXpl08IRmucCpMvQoRn2vgIYTvG/B9",
-	"UB8UVAByUWIWv3SkZbcUDYVozaZbjBj4/4SO0iSTulJWIYAO9DFSn8vjnGz6FoXqDBJXltKbxwP2Ayo1",
-	"tvi6A6CogVUhd3RJ/dTuMiqHASZJvGbdOUYqfGNra8Tnbc8rNkI0mu7yb91VaT8fvFsfvFv7e7fubOa5",
-	"7+ej2qNN/zF9VntuomQx2W/HJZl47ifJIn1+cXffO1TN0gG3nM6SVCVMfslomu174z1xCKeREI/PL+6e",
-	"s/TTL6Zvw3VnsnPcbAHTsnprA+r/D9+R3k67eM9s5VdvxX7WNwob2gievqmhfElzZQSjzZwyxK4uOtHv",
-	"dt1eleW7vzk/grpMdNZVpEZ/a2Hj232n17EtaHC77xx3itTVvtMzuHascZRnRvK0eoDnOk31AM913OIB",
-	"4pdXa/m++rXesdPR7/WOnXZnLWfWSMJWN7Vavbajbmq1ei2nuEkmar+mXwBPY2kZgvjZVtOtrvjgGXjv",
-	"ngE5PVALLHk1oBRhb8fAJEWe/0q3wD0AIVIm/YYxD2iuYIhr/luhEwsdfEs4HhP3pozmMzqXtAFAvZMN",
-	"hAAEZqRmF0jauo7Pv5CVvkYLhBVbboFtuiq1Ov6Sgb8ACsm4ttd01FYaYRAokQZtICOxGKeVJGwrm6QU",
-	"rel8SjnwVyngVTF0u9TZB2kUflBmf1Zl1mDXAcqPGW1kTDwxR4It9nIeg19MlpfsUGWzUlBTs1oeqL3C",
-	"wXeGN8tr1adN4kvAuxenTJLOrB1672hFYnYNhuHr97HYUTd0dA+V+M16+UGZ/qBMVynT+4eTUHMWYrzl",
-	"oQaNTteuqUiX1/zgq57d7L6wi+0++Aq1xpZ33O2J1ifLotZvm+Jd6JdVuvab6JxwOtFYF2z9ilRQsW5K",
-	"QyVkwhuMVctzuvp9HjRYvc5zuoePVcuF8cbnufBs9TzXOd42Vl23VQyx+GCMMfxWNVbddrOlx6rbbnrG",
-	"WInfXr16sc1+s9/Rymt1YJax9x2nZfS+A2WIh668HjwDV17P8YyV13Na20az1eoZk9rqlWZV/FY1mr1e",
-	"s6tHs9drdozRFL+99ZXXNHZps7RLm6+1Sztu0emOa/ZZ/LJ1l3aaxZSJD8acwW9VY9XsHnddPVjN7nGn",
-	"b4wW/Fq5+ED8gfTe7Sh4TStTKMl725gsRKX7g535vu3MU7KcJrE5EVhbsr+hKfk3t9qad5I4xPBynsj0",
-	"ahllwUrH2VyRWptIurcyRezpc4jz2GQMtc3CEH327P6z2sM6+ZjM//bfH5Lfkz/97b8//Nu/OeTRWqg1",
-	"M9Iho7TEzXdCFnPRIm9btFbxitYwBuzzGX2JYZ7LmPG6zBbPy4BIRmb+rzaRfi2By+dqJKJM8rIPgblv",
-	"DhWdgGG3ngMvplxMEqE54F+VMwdE9zARDcNyBGxsNQT3Hz45l/BOcmkwYG/P8swmnlD6NtPdfo8/wH/G",
-	"izg28qFkGtQP35k89lNgIPzhO/iDhNGMcQBrRl5YsDOPiPfmFQWa2Pxv/9pxye9K4T+NSrYz2T2mo6tS",
-	"gvsanBeg0q/T8+9yXpzL7frBf/F+/RfnuJzXY3HGGmm+45hbVYjrt5DEvK4J7hMneVvJzlXBCBRcGxrm",
-	"cbd77Bz3PaUV9np9x+u2Db221XJ6/Up92DvueY7bbMp7+96x02odF0per9N2usdrMYEPqcqWbe2Zmlyc",
-	"WDX1s006XqtNZll97bTCAwqo08wzivzwneu0OqT2BmfUHgfTkVc/gePkd6iNmblt+0UjPdd2XbdIV36T",
-	"ndVr9r1NW2yXpXvDhWiV7HEheCv3ejWk3JZ2f2nM3tbu91zXdbft/pbrtp1ur6nN537XOXabhQXdb/ed",
-	"Y7dV6Vrou22n7XaVc6Hb6Tper7i3e9xznVa79foRQakTfAgJ/qJNNTCklC4OBtUhKcOIQbuzHnrBDehM",
-	"pOWToUdhnGeQL4a/RqmiczdjeJKpfi2OiHotFDjLVE2ILCL3uyTeR8YVwzqTTC01CYqSpCGDdwdK1a5r",
-	"2hg0HjTnCRiYKNQVTzpfxLFqh1Sl8SdhKEVZFnHJiH6qU1klP66MXAopRzTnI/a8hv/88B2M1IDky8Tn",
-	"3TYUs7TRTos4CHqb0GGyyIlHHt2uO+QUs4hTk70xylS5KKIgA3yxzA/UXR4QTtM0WQKJNjCtm9FTtLNK",
-	"4dNEvYORsSJ3zKCjX4jbFVml5GjMTBMSKgdVMm0gSUGDgRhEFTRlJGOjhAOh0JhmOUttTYCVFlmhNDPq",
-	"qgteLZ+bxFqYoXsQu2iRUJ4x2C0Z8kaG0XgsbGCO+M1VptCdAo/5jc2gtV20xJXIuGK93IjcnRjDgZnM",
-	"ZEgzBlzoewb11Hm1yxDQ4b1K+mJkL+62q8iLSzE+14zxeQdHMp/weFVIinzKMqZdM/YvOYQr9PI3CeFu",
-	"6XixPX+JEd0DO/3mtmPGWJhV2IzKElAarC3PHOk9XCY4tKWg394qq2sj0Ye4tiIi0Gs5VfialyA/FCzm",
-	"JaJTbpobW+E3m57623hSKQjQa60BdJoXKp2wV+B16p/F6qvoSL/ttHZ1xGm23G6/0263uu2O22v1zJ5t",
-	"4m5u75nrdNf75jrCmjX/t9ZZBKys6qzTbLU6x23XPfY812t2j02A0t5G712n3T52O72e1+p4/Xaz2Xv1",
-	"YsMq8A5fBYCW+g5WAQCu7lwHzU7fad24EPr9/ReCu3tFO02v1+n1vW6r7bnHXtt73YXQhAW8sRB66x3s",
-	"Qbhq2+S7Pc9rtY+Pj5tto5PWoNuqmPxuq/R/7VcvZKirlAHQtL1yAoC7FvbanMIqQ1AvmApE3BL7k9Pu",
-	"971j7+0h4nYLRNzNpkraf2HxPzm9uLj39NkZAKbdiJQLqbyHIOUasP7gfG0e7SbVeiOwXO+45XivbEuV",
-	"Y6fWwDod5QsakzsYfEitTSjdsncIVKQ8jdj15my9NtguCmp0818u0ngdancL/C5+oTAAD2QjMyF3m+hx",
-	"ed9rcCcq82uvwV8BWvNhC9DAcn77S0/iPB+69N4V8vPrZwfc0bbvNlcTWKQSD025G35LTqf3z5wsBhQK",
-	"n4cr+Lea+e66eYTyIbshexyvgilSXLdQ1julmWTak8hX6JsHCF+HYGwNgNWYwnhFix2gjCNORsCQ51vX",
-	"Dx8+8i2bKF6LOqBqJZzJN9tQDCnsZ1krG2h2ZYCLzadsViZxkvZDNmcx5HpHHCo/fQ7upSpPwcMoy+/J",
-	"0fiZMWQ1I8G6NBd6DAwu6LkbQl2ow3tuSuzpHZrTOKlEC7154iGg9ysDnJUTbHZIZnPodZuVvKswPsZ+",
-	"maADqgGcf2x71cUXqsQciLSD9fuwfhcCWiHN6aDMroWbxeewtrVwNPEPccFPk6WkHp9FMl+kVn6QDbsm",
-	"Sgld5FPGc7nqbMLoaEqiGdRPIOx0sYVnLIwo0JPW4R0+zxPCZkOGgJUGwjnWfSDpIfYei5mh03lCxmKH",
-	"2FCh/8mzRw9JxqP5nOXan0vzPI2Gi5xlkhu8SIzQyLDRNibrBzikF3Imft49C8MD1+kuQSOkJ0dMciNd",
-	"AGKvgYAricRzMWM8I+KEfCH6MRH3HOHoGnk84AISo1z5q/M1+IhwiDXZchhdwxJrSBzhhjF9qlUf+9bT",
-	"548vz+6uUcyG0XWZSxbfTrJ09LFv/adHp8+env3hbmVLfIvQbMVHpefh7ZqL9lXR1fVtJaaDhjCCOhj3",
-	"4N4zmOR8Ku6QvuOqAc1seTowiT4PSA1yksdM6IVs16PDZFR+7hnPWSqjvKfnZ6R4CpDPwPaDuV/AA06B",
-	"BVnqiQNym9GUpeTTe1/ahJIrtjI2e5KSGdD4weZTpHVXbJURVPqFog7bUzu8xIK8lN662SLOozlN8yNx",
-	"UUPMp77BGliTNAobo+zaKmcB3rn4nCRjs9QssyXoiJL40LFCjJRH6/zJxU0zcQoLG7UDBPV+9eKAfNLy",
-	"zt6iNU4WUch+ZefPJyixxeK2ldwWSxTEB07CPEUWiq3Qx5P54iZ97cH585sVNI1A/PnT00cki75hRu1d",
-	"wrfgmAo16cH581+OjrThOzGUpKZhw3zV9MBbuGHnbrvea784QKF6cP78Rm2qNC0yH2q4Ar31V7aOxQo4",
-	"SG+aytqlrQsXnrimXlxxgMDDwDEasXhmAaU8s8kySa+AnCXhyDz6gN1P0hEDS1aMdhbxESOnszkkmJ0+",
-	"ukvOeJZHfJSTR2ee6x49Omu5rk1O5/OY+fxRAyOQ9YHEM5JwgUPKw2UU5lObAOYNuX/e7B7dvt/skmf3",
-	"Hz45v8AE52TJUtvnoFvpBOdrxsMkvZVJsKEpEwpTgHZ9IIObmEslzSS2IpPE58MVqQU0jmjGskCqRxpS",
-	"UKYMg8qn96x4L0A1Z0zx3focoibZGmQxsA1l27a3qjN7ywFTiJMBB7YeEpj0mrACGxHPGM8iccZuBSTB",
-	"+9aBaR9CmqU1aGMAU31sbkQ7dzVpwrgchgEJKKyXwCYBDan4Z5rM5yyFJOCYjq6WLI4DUjOWYt38qZHm",
-	"LwNSM9dix4X5E3+eP30irh6FnHqB/KOl/miLP1L1jZCBrDFrAsWz/tgOto1P0YnXH6M3j/QlnJXjfE84",
-	"JrXLbBMpHMyIXiHN5YIXQkSKZ3MY5VdSFGz88sK2aDqaRjkDMkChh8BMCp1o3uxe5uM4mWfW4LjpeLY5",
-	"WgOLqgvVbrrECEBTfAMo4FoGXE6GmTXot7p63I2m8SRnUj95cNp0PbIUzZnTOUtlGsxxU8oMB6QIyRnP",
-	"FAP2/fOWJ3bnYiYkIJPSRvyTRtcsHJCLRxl5SYZJkuVkFCejK/KSdJoe5CkejeIrtP/Em1+ab05pzk70",
-	"eIHUWHsVgVMplmn5581uw/hN3F4/gYTKeRrxvECKm6dJuBjlYPCJVZmxyQyWiVgw2WIGblOUddbAmub5",
-	"PBscHS2XS4dfR2FEnVEyO2K8sciOJmwsWnc0Sel8Go2yxoimYXbUcqVMPkrzlw0xyvCfPDoST15lOZtd",
-	"zuhLScyIVoN0iq7/qNqx5WdN6piH80uoo3NtJXKUD3XdKXqAG1RJVSFht8NzwtaAdAmhq2EuVA0bYSMU",
-	"XrFs5RdCc6v/6oh/GFEqgSEQbtYfjr6dzBevtmoRgVgbQnSqLSkB+7dIjEDzwkP+0oPz5wPwSdokm9NR",
-	"xCc2mS/4KF9oFUOeXULzCJFVPppwcRY7VS6Kd3SSnoKuAPUgQlwqwfrg/LlNmDNxCA6DPibAUitOifni",
-	"proCfT647/a8gJ8/SPwPEv9XI/EPlfZQi1Qt7B+cP/9lB7neXMxXa37a6NUSbKfoj4tMhO0UnwuukWYV",
-	"ehD56CNIW/noIwk0nOs02AqA41JO7SqwDbL+ALkQgwEJjKhxgBZnsJFsEwD8JuMhnB+BzGNRzDFD+UFd",
-	"4fj8GXgA9SmkIls0K6fJBg4Be0XXhXImcXV9DsF0pKLBZtcCM8wOCMNrcfZAdC1kY7qI8xMgkPJ5UUUU",
-	"5WQmTh+mUnpjRGwVHwxQU2ag8stWqFDflF4zfIa4VjQajVioUMXb5jFdZNEwiqN8RUZTNrrKiExLgL7E",
-	"bJyTZJGTBY9Zlvk8iLB68FJe9bE4u4IizTnQpc34i8w5N1sB+dc4RjJCAzB9BswzpqMnqZB+AwyUCBtv",
-	"pXOky16KW6rw2OdjCbIqXlMLigKKwHC/QeHNgBSVR2aBCuR2m6jUtg6VqFJj6QkIRmCDShImh8AGAMBe",
-	"n2u+ASz3FUKcxrEsYA7RM2t0HVO48RufG+4XTFPPdHkeVDDncvRkfj9m3ysI4hGdUzmdUghgFXEmgZNz",
-	"MqKcpGJMoZo4QfsbctZhifgcQYflXSPowIxesSKWJpoBCSIxC1Xa/QnUZ8mp97looZhuPH7F6GE02HNd",
-	"seZGbFtIyUh6essq268dn/Up5VdFBYcKslfsgvLSKvzJsJ0w+Z8OEyCgiHiWMxqiLJMLId0U5NvZivSU",
-	"l9wdUqbpxCbZuWGSxIzyPcFn9ZHF4vh9A9FWRZIT2HZkuFo7hGxSdQDVihOobhxBdnH+1PQBtHV5Sd72",
-	"yqFd43JnXHTnq7VvN/NTixRPnUr6Yg83naROniYhwYNOHXJQSvIIfrkD51x9sAaboI4kvZoyYDgW0oHF",
-	"GWY2gGAD9k915jNFGpAx5L6Ta7s48eC5O0auyHAzx4/G8ZPxVmGidEejQxApKUZ9I1fu1TupuIca90Oq",
-	"6Pcuz4erPzPT6A4r1H/fdf373HShk+8OvSO8vdr7HkTLexTxQ++gL/e+4yGg8e579Z1FmiXp26gNAbTT",
-	"kstY7LnhgoexCnIgNgDCwInDp6A4qYaD2wkhXLib1Zvp9eQSA/yaGB4eIL5fsxXFiMQsZ6Fxpbs3enG4",
-	"QI3jMrMGLde21oiBml7Pa1eiV7X7Tm9HQr7nOuvFBYD1ZlZUIJKwkHGqqgHG7ENy8Yfk4p85uXgdn/CX",
-	"tzF7rW6vcl+2mk5rx75seWurwTvuO2ZxT6fd7ehd6f18u/JD2cmHspNS2YmGqxALtoDU2DmJaDGsWwdc",
-	"dHmE2gK08YComWmRV/hRn3DpFVBIBmj5/8qiYeC8KfyN6NgzSCS2Zu8bTEg70R4keBz6VsyACXodWXod",
-	"jRim20iEJvBBDFkYslCC8pFakKeLLMeXZo5Q5ALb8I/dyohKaym8NUD4NY4mi5RlZMmAK5siBlF9UOKC",
-	"kkRmmkiKSB4pdEuZMGicSRQe8ajMlpA6NlnHfFP5bcBCNxJPUaBppFaJymOTTz/He+01UJ46moGmw9Ln",
-	"0mMJNFdpkmUNREEyPGgKL/AGcLk6DkqUnxScevAocJLPGJX+UnRDIkeX8pQF4NwMiKz9z8DJlnCxNWU2",
-	"uEQ7BDgKnAlwxQDHp8+lB9GWFvBkwbKMhSewAOB1S4nfL5nw9RBGCMKPQBZi8swxkB3flmEEov0+LNuf",
-	"L41we7KKHGcUKbD4tySroGICrcsuQW4KZUAvq0tYS5h1I/68DKMZ6Pi2dRVxMRgQ7bOAYQWIyS6FhgGL",
-	"+7LZFcrfwGt3jrtwgXxYDz7ggrUGXdvSf4qDFsZl8JXG2W5wVMeGjWvPelEV7JQ+ix1qnJojo4sbAb7p",
-	"YjKJ+GRMR8wZJUcY69ulWotFOo4mIEagDuJPiyRHj64Y9UdsQuGW22kUThgJk1FGauK/Uv4cxfHsSPVy",
-	"6szCunVQOkaxBHclZEg4UjMd41eYabFBpLcz3mYcKkffwoft+RanpqBSSa2Shj7KbeRtpnxFgmTJWXoU",
-	"IKjRS1IL9rEbgjpEJ5QskqSU4mWDDYFItshDlVqppaKNZWcyb8MmwaVkC5nTEZMFZTQjQSOozOl4W7LL",
-	"3jWWKo/jYUxntOE1mq3b29I5NK7hPgkd3vtI6NiQim9bJvaafehIIRTbbkkqio/m31osxno8h8KsEZ/w",
-	"w6ZodPUIG5NQFoV7CMIZy2kD3nNUPGbYmI5N+We9htTaJrFgS/zW8wrWhRrKAbqhNd0s526qpMAn7l9L",
-	"YRqLRdRhpx70yymleAMjvNRvMd7rZvKLcqGFEH+v64nbfJf2la2/5cVhO+vGCo615fCrruF4JI3CA6o4",
-	"5jHlnKVb94xvnRHOgGK7CKNuJNvQnPz0T/9CglnELzeDl7J+ApoFKK0//dP/I071l5cqjDko6iDGQslI",
-	"uAQbHtE0/M++Re5DGgVMWFEoUWSBGAktpEbjWGr6M5ns8QYpDUIKlEPZMiWjOp9BRcwrMxoQ9k9RhCPq",
-	"nxiFkmMyUDjLYMdD+yKmaYDhrQqod8mynHRcG5Ebl1Pg3E5lig6hxMAqz4oBTsb6b4T89bkkRi/Roc8Y",
-	"y9XQYqUJ5gHQXDOhlyHqb2UK4z9bpOKwhLFDG3RosHQLKVti6Qab1kxTuQWukwnTpTQQGoJ6nHXqe81y",
-	"L1NazKVm5tjYCqovymwt2YGqErs0jHiYDYClW06Dz2vSPgZPg5F5M03iED06CTg/oDl1mwSKAzMLZJdk",
-	"rX1xK9K4yztpThI+YprI2UhXSpPFZDpf5D5HJrxkPhdLPsrkjGB5CkDbBjIbQPxb6Dti+ABDUi4xzXyA",
-	"TdM4+fN4IfO9YA0S5PfE3Gj2csRYmJkTvPYsxN3UtA2ydmlj3YySmURvkPntUgxhsRD6TXwOiwk8QZgr",
-	"wnKwN2A+y/FBlZCCjwdIRq5z0MS9UYa2iqIql++GR63Rv4utMKYpScZjn9d8y1xhSEFOy/uiSaKMtHrY",
-	"Elt1seP6Vt0hXwCsZbDIWJopTxrywq9twohnORVLhdREK8RA1MFrxyRQAFw1KrJY4JH4AqJz5nDoMDHO",
-	"xtFEwSfWTTkV38jgK1ICaSFBpZNHLMswZKHtcwmbbdJ6qIxhhRH+4Pw5qcGm0kzqk/kiKCrgfD4U3dMr",
-	"e5Zci5cp7zzyxmRkyPIlYxx7UCCFAqys3ENjOoviFT454oQaRRNgT4Krqn4i8WZAIkh3lk4pEn1KCMUf",
-	"kQpDXgLqFMKVi1OD1DC/BryBLAwIBFfqjkpJlEwgkLRXngrcG2pCYPrFGMFwqOOnkgRkuMiJoupXz68+",
-	"3cRh5HPNQYKmOa9DlhnM3BosvJ66MSmhqQOMRCp3297sInK6K7g0EJBtk0RDXSjullejC1liuqveghDi",
-	"4JDlXDQ+SU8KdgV0DRgrQSwN0z0p1tmJIuCHTMTKOTzBakzIvDIwaHGpi+XnkFOcsko+D3kKxwB4IVNk",
-	"Ja8HDLLY1HDgi4UF2DURJ4FCWQqKytCU0SzhSmAMk3xqk2wBp7Z4e5RBpiPk6I9Y1ZQmZU4RzbmgEHsr",
-	"XNZRfmK2RWc+FZMJiwrlVaZTdUHG3wdsj5Qp7WuOeMSwB4CtBpYiVem4y1RoAvxEakzQSZ5AvqpOHDdO",
-	"eyXkZEZYjY5zBj6ixXyS0pABeJDPpXoh/YlDOrqapGIbO6SAfl5SRCFB6GeEbm4RkCo+R86gbhuHWsOw",
-	"YFJpDs4mMb3Ge6IZk83Ppkmaj4VuiTExtXBt4ltDJrYp3jYgNLtCDFRgTCBjtvQ5gi1nvnUiz34hmYV2",
-	"LjYsLCmc7ho1D0diyGCfy/Uhh1hNT90hF/jDnKZ5RJWnHg+cLCER97kx7eKMK104ID/9+S8A0IQCMRMz",
-	"gX0OIHeqcSfheZrEA8KTBsw/yj6ekHvP6AQ6LPqPfZbUQmK5+ZyOU5ZNHenCk46YQNol69mheIkp7Ryf",
-	"n0q6JW0R4OklDkjMZZ+wHPhI1LKF9D+yQdNjVGXLARbbRh1kuBdgDWvnojobKsodqoz/85jyO4p6/e26",
-	"EcvkM8lYGjWopRhAzL+ErOJnU814jeqT2VawJIXSJHSnramWVTbkzkZrdJQwWaArvOiG6yKxQ0Uv+GI2",
-	"3N4JxSiGlfUQLq2iQastaTpTTCJgKSCnCS4kA4C/bpPZ9j4XtrC1Z8963fZ615p7dO3OmkoJaFNC7zwp",
-	"aatYhrpFZRVGE71iW3sDD7aql5Xrbm/1jmV1StYhBUi2GKKHu8y+hm6bLcMsHeuv60ivaJYQDpWlmxsK",
-	"eA1LOMlYmJoyp5lvr2Ot28RUhPWL7I2R2IodAFWhb9DXd5DEe2g67uGs0lXM0DfknmuVExTczQz0E324",
-	"bCSh35Bo/oXYRmWOQHylPL1s46jCMwg3YfGOwjNZKrwqY4fUKGZ8iJNuydic6Kwi6XNCOfLxdRzPGkPG",
-	"R1OoMwrkTZdwU1D/1Sa/r23KMCx7GFS+g/Ttrhu2mvGqQErauqfK5t4bFqmUrMmabKVYEm3XrQ+EOaeK",
-	"wAuf7l6mozQ9y1ZDyfozadrWTXiZwbLfEFxuytTDB+IT7ZuU+wwAtfJFym2xoaQDZ1uDwI1X3QLPLesC",
-	"hx47omGqTVUO0VSS2wi1PyjcdgGpgbvK5xX+KptMo8lU96ouxHwwSjJx12jK6Fz/dCIUVBYinWY0YgPQ",
-	"hS+nySK9XGQhcsQE6qCBr5TiTg2W+MsVo6mqVmUFC7y4ATStq+VU+Qq3/UxonHBWd8gd1UKIxkmtWjm8",
-	"0JqOE3BMB+OYsVw/RbQ6ILVCi/jhO7D31RdCHQ9KFw/QX6wkmzQS+EoqLsApWrex6Afd2PLF6imzKI5F",
-	"/8v+dTUbOK/gRyjceyckB3oPcPvLiS/Eh3ilrSrlcDdB+StoS/C1WgFoIVSt1ixJ820VWPp2swDL/BI4",
-	"sl+8zmF9JwGQt0+SRfr8Yi9aT3GHqnk/4JZTY+V9KRbevjfeK5be84u75yz99IvpO6IpaXY/lSp7pkJX",
-	"LVf6ljHso8NUTZeU6lFMQxayuxM8aMGwkCsGTkRJx7fOVjeMoERPTJ4wj4pvLkOW0yi2BtUu6GZPOuOG",
-	"jHh9p6/8zwseIkGy6AHNruCRZRKV4zK3+iHJ5esbWD1jo/hDyKUCcW8yX2SXQnQxDeSg931B8c7yTNly",
-	"77LGYzvDvue0NSlny3XcVr/gtm86TSCO30WlUTg2deb2uq9T/6C8R9so6IXmEa/UeLxpJUYlP33X6zu9",
-	"bl8REbrHTrNt8BA2e07H7SgKQ+k31Q1apzU87nttp9VvKT7U45bntHrF03pez2n1uuushnaxMQxq/9fd",
-	"FH1jT/Sc4/33RO/dbonue90Sr1VgsX1XNJ1WR22KpuN1zD3RenUDdc673xKH10BUbgaogVD9FB/czlp9",
-	"xJ4bodPudhz1oE6723aKB8lKoNIOEKc36IH6GNusXDLdQegysbe4xaCwCf0tWIfx+pwO0nd5HtOtrA7y",
-	"fCsr5e8zQ+b9cX2W8mq+AM8zWF8Yo6Valwd3c46aahk9YBefJ2oPW1JuLnTSRzI2YUFtlfIh2Rg11ovU",
-	"wq/YKmO5z+d0EnEJfDmnWUYCo1wngLgJZMOqL1TAlUNCAJ0wx+fPxN8atga8WGWn00k5TMmEkaI9cjKt",
-	"BDRkdPMvp0nMkLfTAbTqGoV6DJaSNFnKtABhDqTJUtnpaMoAED3EE20dN05tAvVrMsdEVmvRmIQ0Z3Xo",
-	"kHJ5jLLrwOfii1Nw5A4I0DCLr0/URcJqEob1NdOXBQ65n6QGPAbNfY6xOM0LusF66fAQSmi25Qa+FcrK",
-	"fbxs99Ft/AEX4D8kLsBaPV0asnRAgkZRfxqQmilJALu2+NHGiJtdOJPE7mnMGb26LIFl1YA3NsuJ+Ek+",
-	"yjnc6jUaZpi95W9LH9CvrfxOGw17Pfv4Z0VLqDBRoVRlmZQgE6pLlj7UFX+oK/5AZ/cBceIDnd0blaU/",
-	"XXBZNmhbSkUslVVYUWhDe23MXDPH2p7MF7ZsjC0JzsoL29YjYJvjYxc7xzaXnS0Xv10x8vb6iWcXc2AX",
-	"KrLcBbY58T5fF9n2gXvfPlTs2mtS0FaPs5ueLWSAjRvetu0dgsNe34Q2CgUQfyidbXttP9jG7jee7Zeh",
-	"9NdVhZ2ABJDjp8yzX1lxiFjd5Q5sghDY1hzcYhsmqbBCVS0oJIgZRECkFjxd8DM+X+RB3SFYVjNPk2HM",
-	"ZoDNyeZA1+RzmfE+IJS0PU/m3ZUT9uGB5wl4zWVyHhcmIypTPqdxymioq0BqmawMyxYpm4nxwMJPli/m",
-	"JwS3K+FJjgRxPi92isrlBBddXSdJeq5bZIoVxrcqpqc+DxeozDGVjX0Wstk8yYUwb3zKVoEtxokZ9ebQ",
-	"Rum38bl601LxyaE5r4O1teKBeeMpm8d0xcIBgZziuo434UOvGFbz6+DuMAmhjp+Sttt3yOMEgfEiVf1C",
-	"APN85XOWpkklaeIdEEhPgdjsQEu1GIdP2V7mzu0kXF1EE04B6fvQG+AlLzAxjGW5+G0PvfvQ7AW1tOFV",
-	"LxuTpCElhnig85QuH7EsoxNWJTqeyh1i64TUJnkU3XY2stleVZsQu7f70wW/9zKS1KKe29zrDpze/cXQ",
-	"IxqPk3Sm7mju44Cjki1N3dTaMS1STvx+c3p2Tco53lU15oFYBw29SGBHytwaSrJoArk2SNkWZcD9Jj5M",
-	"KWZ7pmwSZcAz5xiVsO+r7aecrAkTITxjupKV8ELiipYOGeMkZACNhYRIsrV7HBJ3Ej6Oo1F+OOlts7XX",
-	"EfSQphN5Q2ef1SLLwFj4iIURfYb+mP18vWccwLmEsHqjM5KNFmmUrzBuC9x+p8D7h+764gi9kPRuBHkf",
-	"1eEJCl0GzKNlF690CN5QkHwdZdEwZjsqGjE1PRmvoYcD4K7Px4s4xqoucQ4HG9cdfYshm1cmaDVyBPp8",
-	"nibXjFPlSpVu1boNzlg4jJPh12wkOi1OYlJ7fBckms8Dcyu8bEjfJ6QtQkYMGa5IFJbAVuEYEoosCzX9",
-	"L2azSRQhGzWt4Qr+hTKOKJebE1hRZM0epp/7PJB6QQMTGYMTMvkmmheJ3KM4AmUF2bEgJb0WjMTp32iI",
-	"5ZECNI6sY3uWkJRlixkjlIwWeSMZj0mYLHmcYMMydGXHFColEZkOBuVWRoIoDKBLAdQuBAOzGhSTaXOa",
-	"5joVCHztUSgnRGYI5stoxByfI/I3llBAns1yGsWM0Pmc0bSoTIlSEoVkTOM4w/ZPGSTkG5i2UGepaH5V",
-	"2aNcVgMSnI0bjxPOGuBdDnwuV4dWhlpum+C7ZQuXVDdsfWJBP/L5FZvnKkNG7TpZQVmLcnFhniQECk5J",
-	"nmAtJQQH6ieV9QZwqxjaq0zOpswOg50PWhi4yqIZg+mFxGTxmtFUvEPVdMl7b2Ukm1IEo4JITop3xtEV",
-	"Q71oweGNuuip1vb6uJ4gEAE3i2U8ZzyvV+lP914KafbeXP0ffPe/Yd890KUSrIYCdQVqf0Ip7IXIkRYG",
-	"yCSQzykbseiahXUbt4mQZ9uc8vDgkjEsIXasgfVfvjpt/JE2vnEb/cvGi2+bdrf96j9Zb4oto46JsmPl",
-	"W9+KQt8a+BvOPN+yfXQSwc+v5SaCZ0hnCD6lcAvAb9plAr+uORHgCnQ5+Nbgq5/+/JcX9k9//ssrnxut",
-	"XvOprLX6QA/Lu2rvYV6PgnhZKAKoWKAKIFYThm5hwsWJU1Z+N5796+KTB/ldRH6NgC/NCGo/W9EbQd1C",
-	"DnbYTpXOlNuLKA4R9BDOVO1tEBb9nKaZoopR5NH4wGAgDvkGoUb5NF7REI8RCtOAaIVI6NEy1j2PacQD",
-	"2+DbyHxOsIYyCVekpsPgMpcRAn7iykAcyuKNUDMwo+mVOL3jW5mECxjoMDuiMA0xOVKWGNjiLVWlB0Z4",
-	"XvFZq8Rlst6DCj7sEyzepunq45/+/JeA1Cj2Q+bpiodQfQlELxFVgOkvSZgwtPcknb30mEDWPdRRiodg",
-	"AW8wYzkNQFFRejlUCyh40jIptk4WBv1aPKUmnVCy3Flla9uqnPmnP/+lrmBGoIoI6kPnoCxCC3AUo1hX",
-	"lMN1CNcgvtaohkkSk1pQNRPiEUD6JaE26TBmJyQw5wSAN+E50A0EISB4DU6/TH1pNDJ6zRriZInzgNTE",
-	"A6EZc5aSeRJxzGi/ePCQcqixJCSA+y9VInejga1vQKdITbzwYR30SpZh1ZPQjo0Rh4dcyNtv67X4VLZh",
-	"GCejq4ywCFxgMA7YWxRe0CjRPPEYuBaWDPyBqjJPcHoGalPeytRDRa9w/9mqJQoPM5QdE21xNnFcoPQb",
-	"Fs8JKZXuQm9MZ//H63U4evQM5ARGuZlgJB4SZZrQRJggFcDagUxQIjhdmEOfUk7GbInjoWF98ilFHTeQ",
-	"YTJNnIU+3PEiA6tNGEd0fkKCYuvC7rlz8TkurHUietSriVzvtzLZlgxQdoZMGzpUWCR/FwjTaiaMNnHW",
-	"QIEUHjZyR4oVMErixYxnWNayjkVkkzXWrxK5CuxI5XvDkucKtpVKghUUZ+tYPUGBMg78vgWIebCW1SRW",
-	"khgQNDa/mNIcPMpq62qhKizFnGVktshyQicpY7LIAtaSQ06lcQbW5vmTC8MhAKRJEKpI1cMQsIdyAA+S",
-	"UL0o7TzP53JApVXICod7hWFzNpOGza/DMbyFdUcdekK6ZCfymEMDT55+27RlWYtbncQiHmNkr8iPFbLY",
-	"sq1C7Fq2pXbRXqw598XJWSXgS7NdEOOIBUZjEKcNAy8FC8kl9RtiL0sZt63v+WRbOW+7B2C2h5VVQX21",
-	"TOArzlFJqA56FuXk4vzuH0gUMp4LjTCFwkyfBw9RMw7qiBlmakOw9OXuiXKHnJY3ls9ndIW/kyhXCLDy",
-	"fBcHrhCiUvEOFJXVCeKrgKMNYToAQKTYnA55jAePUL7uuI2m4wbbq39UasKWutxu2662wV4Ufzq/b7z4",
-	"aKspti0UUqFHlbX2eSq2ex6hGSekgZFmZFSiDyNOoUdrr4f0ijO83Ot09e80TekKfmY5raR5LCtOgcKe",
-	"QdmcsnEUx4CUurE9jCDKV/h4Gxte7CV0XhZBfdCFyx0vkePK5XyjeXRqxnMA5wNJxT6EdT6EdT6EdX6t",
-	"YZ21owToC7aYvvuEf3TgBcWemNcKbwD6ynHp0two3dfIXQCFRMNZxMVlDnkylqsEwXogr0I7EGYJaM9Q",
-	"Wiv2hue2tedfJuS33bbQFEdTytELrxD+sAU0TQHtG/2O6LQX1nFbjAAaFGiria01RcLbDW3xLjTwdbRF",
-	"8Io+XfCzu1Wpte3NEcRXhevBLee10Y9fXxruvul+kg6jMGT8PYMs77sPcCBvCG/a2zlJsMgjXfDBNm+H",
-	"TWK64KMpGHlgmfIQ+IGhpkhttIzlecTFd0zmEoESgLUhPJTfGjbmFu7X17JVXiMGs3WxHpoHPqbp1nNG",
-	"XQfpdiAaD0lt3OHiLbbNXrOFg48kqr9kSPKDzsC3w4uu139lYh0C1m8iCIH2O2PphBG4htSe3r9Djlv9",
-	"bh1C+eA/DGwSQBqb1IuLPLbA9vnw0DPkhAR8EccBSdksuWaZz9XThYVpPNwhj8zcOkyCw4NjAIAIacqQ",
-	"odnIwcMDgyMBNMZnRRuuGJsjd3MUOuReCAFVCM9Lomrz/AIkUgnLKc4yBQkIRxgkBjB4QDImYTQesxQO",
-	"wnHE4jADbuwspyvkvAkVyG/5YFNDs6SZVrqizOdw1FVJlOfzkL6lI22fhDVYEg1YEr9/g+S1c40pf2Py",
-	"2l7Gyy9enNFM6iw8WTrv3yB6pyrAB11diI2CUovlFDwZhyjjEtx2a1LWHXBaG0lMGu4csasL57KsZMUE",
-	"XKOctY7sWWYJKnmNCtQtVaR3ofnQyvep3WwWFvJ4pTz8OZrdeqQOh6R8ixCU1Q3Tk7YX9fvbono32gKO",
-	"TsiAo/li68BIEIS9q/ZZHF/gLa8OrQ5+FyzPQpqbGQ225njewrf2H4IM9sUu1IwDapSKrX9DqVJ5EGxj",
-	"jGzsim2WD21025bNt7GbdsUs2ZvTYZfG1C5G3Oc4CT0bhs/GMYKRFcNjtzy7Z7s2zMHh9TkA56jSZgvL",
-	"/4NhUhQSS/4TVULVMMOzu3NZ9KEJRvoNicziGpskcWhwLqQsS+JrVOIh9/NEHJWgAslmwZNBXYfoJB3G",
-	"zNkGn3AfWvGrsun5Bh/lKaipPIE4pCpyrZCOb0tqiEHbxYhoTMN/BJYxXG8pjTJZDrVmsc+SUK68HQVx",
-	"p3ylgwwzitOocEtUiZsKQKjaH8jbmTMOF/tcQuirDA1EiNe1W2TB8ygujHa5j7KiYszBjG94czZNlpki",
-	"lFHg04qyRffHEW+/hP6jGyHiiK8yjbI8SVdVGqdYPO/N5D0s4iKaJkuz9rFem4dar7FMbCw2Li/mz9yw",
-	"FdXvXsNtPmu6A1f8v4OY13+UJetN27piq0up8A2TIcQNKTTBimaSkRjQvmHWF7jmUAtS8hRetvZVUW69",
-	"C6NLKAbWwOq2i9wfmoOaVvAUjcHIanrkwW2g4LqVaSKkQyXPNqmDO0bVJb5fQ/1QwYMBuPcVLnwmrAQt",
-	"PIw1p+h3wMuBdbDOLz7e964dAve15CWrZEGGLI7YNUMSkoRPtgn27UrO0bfiH/hsbr9vt54EhVtVEk6V",
-	"J026B3iSsxNDLsMFyDQZpskc65YNYUxSNkrSEDJZNqTyU9zy91EQvb5k3tdiFJL23Qryp8VQvxtf5Adp",
-	"/q6leaHsO7/dPJRnMs6i2GHMwPyv43CRR++SZoVxVj5NflsHhJSVhGK/azBf9YPOBbRXd2VxlE6BGdQg",
-	"mmaurvEFjqSTSjm/nCZE8XhWSnyhKL39hIqDscpymrNNrDLpkNdDSXiyNKWqGkJEUcVPmyK2uSFi5ZVC",
-	"GFrJPCu+0TKWEo3IARAtm3hQhdljDZoHCLxHxcKo2Emfm1P6cySbfBB5+7dfkqYBfSusH+e9CZ8c+N5M",
-	"YXCDCLItQCPbKWKmUcg0WXVBaTogETAmXrNMJmrEUZbbPo8L1CZbk6MUPOcGW2AGFBBRwgueXOBbU+op",
-	"AgcApRVC7SDXoyyXbjfdTZLDszzzObpdgLZGCr6yy48Ed+89vPfsXgDlVQA3FOWQ6wZ99bmRKrAt083d",
-	"zHTry7SwhDOfB+JRgRgZnisvyQ7fxydRyH6hvg/RtAN8Hx+E/GsK+U8MYfFBn/1lC3cpYX/LuqzY9tLZ",
-	"8Xp6LMi6rWEcQPRYhOIMSdYiOQPQTwF4QPq9b2F9qk4lA4ZVEM4IrBHlGYvHA5Ih5+N6NXPdBk1X5hNP",
-	"aS450ykcPsopPqNxXIKhUSxqkIJWd8g9OppKgb6kmc9VNaGU7nBQ5CnlmXouZqDh/fhy/DsjKR1FfOLz",
-	"hOvabJoCh2MUqiw0YUjn0YxhpSi+d65T4mwg4vI5JpgFaCwEDjktR7zUAQh1lXj82fIshZPM5yofDa+v",
-	"iRYDxIM8uTL97DqkuEUhJrhhet6UxaHPNVGsymfz+TkCw7MQ8U4KBWFAAsDVkUdjpsoIa7LAjXRcGxDQ",
-	"IY7hua6sWC4Dy89plrFwN748oNMzW60Z6dAUfXPIORWzME7iOFmKXyKOWTi2rg2a0HkGPFUpmzOaZ7ZE",
-	"p1GtVuzl2/OBP5E74P0mzvzSsafX45MG6LS9K0L5rYW7yhpIr5llW3tAACtSl28VeGw2pV6naw2sfm/c",
-	"8UK3w1iTMY82m81eL2SjIW013VHodsNjzwtZn4Zuqz8MW+Fxpz1qH/e89nFr3Gp3hkIKbzjlkBfDaKv0",
-	"+O3h4CtaKn3C8OhK9558s7fhDqwEpn1LoV1jRe8M7iol9zce3sU0hKKuZWdot/KExENq6wH5FLBH84SE",
-	"KV1izl8+o/MBCdJkmX0VvXDAPPrq6xeBWZ0PslMVqovLAvLDd2adesTgHoTaR9FYENCr8jCeSA7wHSUP",
-	"j7D9v6oMiVGScpaWZZCC+DHRfGwAxFejKEZQfi4GUagH4rAU1mnJp29eZA2+atq9FzpVTHzh2pCiJDqT",
-	"LCWuPmTHbE1Sa752klqzEu77hgQ1r+e1KxPU+u2dCWpN1+mupaghbrfOUGv1QDi+80S8m/vYPG5v6eSx",
-	"5/R3dbLlHK91stNzxS0Fi1Kv9epFRaMAvf49zvR+6Yhep1c9EL0uYK5vHYjmxmzjHXocjjut9zPd+3W0",
-	"uXVdt/tOb0dPPRfSLM2etr1jp2Mu7FavXTXn0LJyTua6O+EQ/wFK3C3HrxBEH9IR19xIBiu+MBTk/BAh",
-	"eYVUN1aWgnrZM0lRFgpuPb7Pi0LCqgz/geLxl6y9wjZM4hDJQGmO6Evy2q25/+Qdpv7L9v9Ccv9BN0mW",
-	"v8Tsf5zg317CPSonNytKQgdCWHmhIsFd1dxBa6Kx1+x7toW7QGfAd3rHVYJYiVmvhRrElgNg7WHN4/au",
-	"h3W81tsTzcZ2OSxfXubIm01XKfE+hzHCRHYYGtF/leEuvxadFD15o1R2MWsfjo7KCIRREL7v0ZCxVELb",
-	"bPV8KnZ9hbR6C9gehVVRUym8nmtLV9aSAXFacYj4XAL6KbjlGl/MhkhUPpuDayoj8qsBcZ2mK+tQXad/",
-	"QqjP5ylrpCxmNGNkyMZJymAby69OCOA+OaP5nAwRQHK4ks+rY2maz0OaM51PnLM5GbJ8yRjHk0uIAs6i",
-	"yXSYLFKEjP7oI+x4zJyPPkJfKtwnm5wRULCIZrEvir/JMMmRElOX/obKlysM14SzAoiqFJW7lUFCksGL",
-	"nfm8FtMhi2OGkD9hNMoBlpucKnQ7adSD65N8TGJeyxNyBBBw9QASKnw+jpMEsKiDbwJS8+rgqZVWeDIb",
-	"RpyFhCdRVkAmCvsRgRprQfanNK/9+z8AU+3f/o38nvz7P1zmyd/+rR7UNc2nmIqcBLOIX8LLAlJrkt/V",
-	"HXKbrRLFzIHNoDhMojXRDFDWQ1QFUjaRsOPo2AQcKp8HC459DAHGDR+yjJDJmHKE5VMv9Trkd3WoVg4i",
-	"oK+PF1l0ja5mQ50qQrhYmi40LlsOJSaagGcCe9VSNXMpU/Mf2kWney75nRy3mX6EcrH7fElXauUlnDUy",
-	"cJln0YQTpAhcIMSgZPCXFXHoaM8gqJH7fA6M667jdk5kCa8xKNhcaIVooRw5hEGHYbEJizO2OSLPgMiF",
-	"zeF5xeDL7nNQFkhN+qjFCNV9ri+ziQGRB1pFxI2nXIqvghN4szHPPi893Hg2Udeoe4wOJul644XIKO40",
-	"tywuY+j3Rx+RWgCf5fKoi+ljEh4RPeWSQFDOny/eMY4m0jQzXE1S3k3xvTNSA/UBEPox0I4yzudKyGVT",
-	"Kg6zYpl0cG4H5N//QXnAsjmgDuK7o5TAWzOfg8r70z/+N88mAZCCD3RrL5Hf4AQlxlL0VYLHi77TNBUm",
-	"KknGPgeORHEiZRIdlScYNVL7JlejNZCUPmx+KyPJkpNsBEhrYu/L14sfL+XXEsK/1HjEfw+xi7dInEx0",
-	"Z+gwAfw96GCyROhODvsnQthVuSf6HfI7sphD0EjMQsj4iPkc+mDjnHVIKBYYurPGKWNhMiM//fmfS68n",
-	"McsyXJLip4Sf+Fxj+lAEtB+lSQZZIsmygLwVMkWIHES/hDGTGclL7nPZe6LHRBygakjqAwye0TgaprCq",
-	"+mI/FqI8SrjPhwBmKya36XTbHQjSjKYQoU2WZEzTIo+EZFGOfVZsSFHq8+KQIvIwgJV/D9W1AdGLsjhg",
-	"oL/DRQ7W19/+tUl+J7cITVlJtsJOL++y+okMqTZFZ4DUVDL/4sZAMav29gnsgx75HcliWIU0J932pzCY",
-	"Ta/3KUmEAbIuawDceE1uDMhXWFNMkPzyRbA9bnXBJGHXu8z1LlmIb8FYUb1dDy+BNC5GL04A0xVPLRi9",
-	"mjyJhmkUTlhYN40XpM6u5j11IYzjYRjnj9Xkks2mU3BHUnfUD4+v/tR86c1avG2tkxdaNI5GzCAq/GzJ",
-	"eKvRu63Mrbbbd0nt+uHDRwQfXbe28mHu0TbPaNvwmHXGrenX3ate3J+7b9o2D9r2QhhfbL7u4d7DPw1n",
-	"izVwHbd53Lct4PNf40h1HbD3pPqmeTthMVuDpuO6bdvKk83b+rZ1zVJxmzWw9F61pFV5k1f5xpb1XG9H",
-	"u1yn3+9stuu433Oae7arys8r+WxvbFy36dzQOm+zcZ2u0zLbVmy1fcZs77a1mq7TObhxXq/jHG9p3Qt8",
-	"TfXeUzL2UsZgXtiWkvCXcq22bctQdRAIZz6l0ImObcGZJR5eHFrA+/p1guk1rtNDGljdda8DDib1fA8/",
-	"GSNjW1k0mdFLbLbruG5Xf5cn8pu2bX1jDTxIvDNFvDX4Ssr2zcCSVx0iSZYc/pixMKL80likYpUKjfpy",
-	"Lj4fd2xrMYdLt67RrS9SKwDf5lW8zTPf5VW9qzyrCrPtEtGYcPbE+FQJsqqH2NZyKqSaPBeGYFAV2puy",
-	"qnJ9UmAfSM0TWlJb6RN4dwLAxzEKvDxd8BE1l++Splw0FhKsDoq2y3N4i+9Gqs8qVRYk7W8w5m5bnb2w",
-	"jiJYEmtenNOSa8VW5XFySUAylRi3fd06kECy060zXAH7Z4bAzUuWFiQ5dpGrDBuA5Ks5K65TOceoBSuu",
-	"03W1B9wDa9ChwqYo8IZPgIwqY/nHi3zc6CFHGqFrsO/S1gNL3edBBWBzgNDlEtI9TSMm1hmmh0kYa8jK",
-	"Al4FnwOHhK1AcnlY0F9EQvcNWVgH6zhKycUnpw2v01UWFsyQz4OCHM4pZerI6vFMU8EGT9k8bdyNJizL",
-	"AwSw63dabh1sEiFHdC5b6ZkKzTcQ0y8WvoyDsJd0lGOEQVj0MIMOQdwEyWMqPWTYrAynFbjHNFipzIrP",
-	"kh1aNa6eX1S2xEdHH60r0oAmvz1F61Yms/UKr38ccWZozdaPf/3zj9//3z9+///9+Nd//PH7/+vH7/+P",
-	"H//6Tz9+/3/++Nd/+PH7/wX+/p9//P7fxDff/8uP3///P37/z3DLP//4/f8rbvzr//rj9//N+Puf70oE",
-	"EV038ONf/yfxYHnTvzxJJ5RL8rDsKRAAZxgpBcvtpz//ZQ3wbcu+tVUiZ9X+VMvPgWdtQTg3B1JsuI0i",
-	"UMxHlWhigAOv2ViQ14SmuWmAIDT6V9Z/JYSQ83MC/5JnD/CP2+S/Wi8U2Ln1bcEDRXxQ0D1yfJt81rt0",
-	"bcOh+4jlNJZflJH9fevVesRjHT+yUopgp3CAotyWfDIlIWBKRMey3wIA/DbE903g9nV09urTFCtLcPeX",
-	"SacMcbM5JEE2pUKafTy4fXpxr9seaJo0PAoK8eTsDs98iL2UYi8gleUYmuCZMxoycOJsPbNvCL6cKsWp",
-	"OH6ksxj5FiWYcIlwnzw4f05qwIaNDN42+fzp6SNNqwRLnY6uGA9NaGHxtUw/yFmW28inLTOhEexWarLy",
-	"mJW54dmcCXUBlVtg1OYbvtBaktrKT6pY/8V1Ic3ZgKSsYdKU1x1yIVVmnxuvQgcIeMPGQp7XwO8PI3AZ",
-	"Mx7YPg8m88XljM2SdHW5yKNYDklQV5TmGdIGAgIrjuyJCgiBMgBhilnh9l3JfjnkYYRUQFqVTcaFa7fw",
-	"Bc8SPjHYW02uWghf2hgtE2oWF+c4e5kzHrJQA9dUZje8po/rA2vmB9bMcs1WssQok1zDeQJFDs5WSpZZ",
-	"tIXWx3Ntk+vGvQH98c1dphtYYU+4uRXzacoYAY+eFDClvA4lZr/6VjoXrQGQDVm2NZkvrIGlvIKWbUHc",
-	"Nb/cI1tfXllkZHDvZXvkjt0/XbVmw2Nq2ZBXHUsP5JFyQ1q2ZUpsa2DdP+9ZtnTgtqos8wNscRQWu2DN",
-	"cDTeq/n95ufshZ5rlLQYwSlnFmxPeZA8KI0rtsq2I9aIwRnROBbHmMIwUwQpmTJlR/C1TKdOlvyEGMi6",
-	"Po9yMOuywoCep9E1zbGYsLbG1hLUIWYrjbzQ51Azn+VEUnln02Qpc5b4hKVA3gdm5ZqxCJ7vwPH5U9lc",
-	"FZmFMi/xZniw5q/23FI18ihJwxMEZvO5hBLfGAFWYLAJk1MBvKmfFamWz4H5cM5SMqOjKaDlg1EvDl3J",
-	"qZUmOc1ZXZNzg/UOXcrIPMkyBqOplFNjAAfQ82Ssigh8fi/0Op1mn2iT2UaSbZqb99loPounPX92v9GT",
-	"yloyFi0IgsDnqgjPZMy5bvqczqNLePHj00f3fI5LAL9BJVreLznCA3FZgJkV5ZUkqwJtEuB9gaQdDUMx",
-	"70OasW5b9Rgvb3kkpUulmy8VL56wN0hQNCTA+j60aLhKyUDS4zFjIam5L93TukyqQaJMmeUBUhPpBFFr",
-	"gVo65QQ5UTQmEJF39IKQfpOUkQWP/rRgqCpiiV3KFpAckCViv4ipklqwJBtVzzCYE8cAwb/ycdmJpQW7",
-	"iU/wfoOnlOZFsBa2zKogKPU5UgYFWJkUkD8tEqWPo34OpdtQGJ8nMM1IN8jolWiRotrHNknfW9t1VZqD",
-	"OeAYAG95ODU+B84zpTxDx4FYU46yWqGjRXoNDBLiupCMKE94JBbJyue1FRmyOFkS7794nQ756R//N9Ls",
-	"24QnhLMJzaNrRr5haSInV/Q/GcsaUEi0kptOvrGHDQBpCT+TMLqOgDO0Z0vKTWkNA4tcvrJl0gEGpCkZ",
-	"Ry9llgrsqcILJSeLzBAev5LoXcmgC9xKn7KVdWitv3n0YzRvzcsDIk16k+UygQ2AEyfuuKXJrkxNAK61",
-	"BtbV+VPW/fqPXz6ep1edP91t3e1PXn4+GbnD8OV9d3bx96v47OvuuXs3ufC6p2l/1v/k3henT8b3Hq8e",
-	"fvL0bNZ0T/Pn7vOjRdT+++EfOvOz527+h7ufffyxUNL1QhEne/7yXv/sy+6d44ul6zX5+bNx7A6vF/Pe",
-	"p53nn37Wu7jT779s5t79+8nHh2RwFmP7DsEOoAsV4y6G1zgW9sEIc/sbJYTGkQY4XW6vP+yGXqcV9nud",
-	"UdhuHh93whZj3tClQ++4P+qHbNiknkvb7TEdsnbY6XtDNhx2mDvqW6XyQhUBfv25MO+9nLOZNbAa4n+3",
-	"7z04e0zOn99+eHaHfHrvS/jS54/uJMvbn31591Pv8+Xp6t7pIe/yOTzk3uO7m899vTWxFTyx4kyHpE5D",
-	"szFRAg7HBv2wZH5DS+bpOjnge8L56L9fDsKt6u7a1viNgsBJ9Z1yrakY0kCqSqaNA2fsTcQipsF19K2x",
-	"b1/tDEkab66B7otqsTjpz+89quusXTVZSNttGCj5iXwGqKBIbsRXQjcaUU5GUza60iQp1RE3pyokVlJl",
-	"3r0X7r4h596C8+SDUP5NneOlbXLzjvitYxucmt01zHdbCC80E41IuzCKxsLk3e4rUp7d7OhbsQxf3YAK",
-	"JM6uQqbouxUJb21EM9aIhH2eRcKSi1e2NL98bl6OgQJgtntwz+Cul3ze4LhVaJnQEQ71BfmUzRAxqEDA",
-	"16sCy3FkTBjyA+z13zz3xOeBeCDw2oFHWCa50zi2MYI+XMG/WxIGCl/4mwrHCmelejYMmu63zMJnzsQh",
-	"wQXl4ZClk6CuXdlzCmeUFCPwz7p9tIVp3JPebE19vYVP/M2wZWSLN5Hk5HpKxoSaqQzlOHsq3c6HOan3",
-	"uFqOlxpQdEpfQhwRAV525Bhve+a6x70ivbeF6b0KUEdloxW++Rb65qsLH21NHj+wHj85vbi49/TZ2ZPH",
-	"FiY0ljP8LoXycimZigdNz+v1IKUwnybh5SimWSYmWvHBXEpGtMKRP1pRfhUto6PHn5/dPTttqCrTxmPK",
-	"k0bTu9249hqnX3zWaA8hdjJn9KqMs7FCMvuKDMdy9m+723far+TxlU1ZKkTdKF/QmNxJZvMFbre1QMLp",
-	"F5+RdgNfnbI8jdj15iRZtpVFfBKzyyxPGZ1dVrSlfEEJH6MgwVRACOX06/J3aXk5qZTsfYbPrNwlXvvB",
-	"bbEJUjq7nAytgaeqYTNsiU6B+8/6zR/r9x5y+Kq7z9MEUj22HcH482//cNXDCeWl0Gl0QuLxARJh8ygF",
-	"EyS9VscATtE0z+eDo6M4GdF4mmT5oOf2XMxExdvXD4ALTGmbFflRtqwkknUQPIQSsMwmqdiXfKLACWZz",
-	"mkZZgpX2UqpB2zZPmS+AsvsE4/2cQVWmVqdqwak0TmGLDchtsKWEZhfY6NpGv7+KH4ArGaUjHkeqmt6w",
-	"kiraILQ2zXSvq3dqD86fZzameWQqgyPDqlZNSqxRa5MxEdfrAx5uI2M6Eue5Yo9SQAN4T1VbzjGpHUw9",
-	"qEDSzcEJgAiCpkaGxHIMOXCsd7qmcelFKhGu4lX3JfRtmTIIGIhsMkWPtXg0At9C7bdQAGoaiTOTHnHM",
-	"U1mD9NJtMNCtKoLijMb51AbAQTG6YryF5BzBWpPoDSkd5drfnDJg1R0x1ImM97CcblFjIFeC3JEZ2udp",
-	"kiejJCaMh+CqF69Kk8VkKj3wp2eEThC6L7tSkMEh0ZpXRugwuYbK6TxJYnOV433Wqxev/kcAAAD//w==",
+	"3P3dciNHkieKv0osZtoKaCVAAPwoFmiyWdanalWsYrNY0vQ0tMhAZgAIMRGRyogkCGnLrP83+98x26td",
+	"s9Nm53Jtd+7O7elzvXqBeQbZsfMcx8I9Ij+ABJAgKc2c7YtWMZEZHx4eHu4e7j//qRHIeSwFE1o1Bj81",
+	"2B2dxxGDf7+mCb1KhfmnSudzmiwbg8Y5GacijFhIklSQpl5IEidswqOIJHKhCBUh0bOEMRKyQIaMBCyK",
+	"FJETwrUi04SHrYbXuKVRykzDYyaC2ZwmN+YP/GKkmdKNQeM1v2MhCdOEai5Fw2vM6d1IpjpO9UjLGyZU",
+	"Y3Dae9b3GnYAo7kMWWPQuGBUpQl+y8XUDWRBk3k7jRteI2G3XJk2B4055aZpxQIpQjWKWTKa4+dzJnRj",
+	"cNg1Pya3LITWo8YAh9zwGlpK82cUzdtcTFjCRMDaxR9Htyyx3dx2O6edbuOz1wgSRjULR9RMsd/tn7R7",
+	"vfZh97rfHxz3B8eHnaNnz/pP+//Q8Cw5GoM//dSgt9MRDTS/ZaOE/ZAyZVar58HzWC5YMlo0BiKNIg/W",
+	"M2Kmi/zNrnksgjQxg1zCl4EUmt3llOx6DUfqkcJ5r9C6fwS0Zolr2Pxi3j097Bx5DaWpTpWZK414aEgw",
+	"1qO5GWbfkEPTqPB+z2toPcHfT48/extmeHrvGZ7eZ4a948PDk8opnhx1TrZN8bhzvDLJ416vc1iY5eHx",
+	"6W8zzd7J4enRzqmeHp6cVs70EIa9caaHq4vZf/qstJrHRyfHn7/zGkxMucAtToMbJsLGoBGkIW14jXHK",
+	"I/PnbRTND8z/tWXMBOWD227nsN/ptu9OT0YnRw2vIeic2RcbXuOHlArNf0RxMGicp1peyVSE5Nuj894J",
+	"7OtYKq4lCKop17N03Amk7SNO5Pcs0Ae2sXxvYqdmb85oEi5oAqOuWpA4bQwab4VmEfl7JgV5ddzun5x2",
+	"ya0ZaxCno0AmRnT2DP0TfsuSggg4Pu12ek9PO13z8hSaurr+e3LYPenig1EgUyNyel5DGtJ/GqdCp6R/",
+	"1OkedY4bXiMOuKHGGyYOyR1MGAcY8TnXZpi9p12vkdD5aDq2K7WMzRcvuQoSphl5c/nJTN290ut/9hrc",
+	"LEWy7N8sfwh/TG50+kN/aSRYRFMjygwptGYCeClfyuurt9cf3o/Or6/fN4BV5xSe/w35JHQqWEhkqtty",
+	"0tYz1h7LOzKmikVcsA75GLPAyuQBEdI8+vobEtBgxgaEC30EUhgYdTRjNByKvyG9O+KIRXr9N889orQM",
+	"bkjvaZd8S4AAHrl88ZYRRx3yH0jlSpHe0QvyH8hhn7x5Tl6+vDpq94+6XfIfSJncHnn/zduXb88JriPJ",
+	"V28oDAcROBTIO0ZDlowlTcILczz0Dsyh2esct4+etzMGbQODtq+u35N2e07v2nCUtCMmSP+k3zs6Iu32",
+	"NE7bczaXybKdah5ZNifdzrMj+5FI523FflCk1z8l7TYTdByxNpx9d21DPnPWtds6SZVuJ2wuNWvDwddu",
+	"R1RMUzpltmMpoiVpt29u4TPWDg2fVJGetNvZ4rft4pPy0uMwRjiMkR1GY6CTlHmNSUSnqsRC7U0sVDmd",
+	"xqBhGsL9UUEe2L3PzIYqz6UxaFTMBph6jRB5H6WVMaczrI39wVG/MWj0+qdGIq7S2TX0GXczjnZUGq0Z",
+	"rBkr0ImNto/VqDswnBEMB0eDj0U6H+Fgev1TryGkNmLnT41H33sNr/GvaOs1vvvsNSIeMKEM2d5/OP/4",
+	"8dXV9dsPhoHmTM9kaJgtiKgy66RSpSkXLBxZTcq8lOl2lQfjqHAiOrFvtcvGoMHugigNWWiW2GqDP7kz",
+	"al9JsPs8s51Y9XfwU2PGw9BwwoRGinn2T1AkcaD2wXi58iBhVJkW8KE5a0d2Y3Y/Z8yzMtc//bSmWDhd",
+	"W87jTFvoHx49rdIWMq3n6GnfqD0blJRyY71nx1sbO+0fPjWqRZzIWyaoCOCgNuN3w1d8KqhOk9IDFhZI",
+	"omSaBGw0kckcNPCYTg1f2MdzFnI6srvSDPggjigXZySY0UQx/WWqJ+3T/H01o/3jk8ag8ex0ctwPu8eM",
+	"9Rjr016vd3oasmBMD3vdIOyehE/7/ZA9o2H38Nk4PAyfHh8FR09P+0dPDyeHR8fjQpP8R2Z04qfH2aM0",
+	"Mcx3cNs7SFKhDlbP6gN8zfBLnI4jrmYsMewU6JRG5IWcx6lmCahHOuHsdt34aJS7spRKx3OudZl69lni",
+	"HmiuI0OrHaeeFGUZ4sQn7NYZC26U5TiQomMqwgUP9QxsIE25mb6eMTKhytiGYFKSiUzApBzDlmlaDiNd",
+	"8vNfSK9lrFNFqCZHffI7Y332np12ukTLmwNFYpYQu8kH2cCeKHJ40iVvnh8o0pQClKUWkUYC9Ttd84Np",
+	"Jp8oWTA+nWnshIzNUJrm/4q7mgxXd/Ww0SJxlCpySr7m0OLX38B4YGeYv+1EPJhHp9clzdt37y5ML7/8",
+	"438nR51j6GtADEESRiOcacJoMCMndrIxoze2gf6xZ76NGFWa9Hrd/AVjh2ebLaZKgWDLVgG1/NuySCws",
+	"SL9vTXtjp9CEhWcEPiE//5U0Y5a07TdExYyFZjBo9zjKqxZRMRXKqDjPfvnzf+11+qceoVEkFywk3U73",
+	"BB4+Pd4xzLHeb5AVQ/srafa63S45INfPr92wep1uF0bQ7RaH1YNnOwaFZ5ERDzGrHE7CqKHXjBE1kwkw",
+	"9dx5LfrPOs+IIk1KsgOMFM4tElGFXIdrekxU5Up+h+rXlIXZiWGl/p++8xpJGjGVWyf9z58/G/lBEzpn",
+	"miWgtD2X4fJjLlF/aoRMBQmP7Xnls7B/fNx79qVvnT4MFI2TI9K8ev2CHJ0cnXokpmFoFJKECKlbhvXM",
+	"eydH7fFSs6F4hU2QTHDjt6fdw75HYvO3fcPuROhEhssnirA7GuihMO0oj1BFFBO6Q94zFirim7G3s8G3",
+	"v2ZLv0POC/3oGdUklEwNhZCa3LKET5aG6EKKdkCFFDygEZGCeeQj+eUf/wd55xHBzCDMVy3CFaHE6C9U",
+	"hNAG6N9cGfUIGI1io9xMXzDzyw2LNVlwPcPNm4qhaPr5adbJRud7ZPU5yGG/1RmKhtfghv4z0DhyK7k8",
+	"ZcMSwYzNqVm4Ob17x8RUzxqDfrdr1tkIcdPIv3eL+Kfz9j/Q9o/d9rMvDr774suful7/8982MhNS6cTo",
+	"44ZJSmzxNVuuc8a1kdVcTFkSJ1xot+pmGoZGN2xJmv7lh4/XxBxq9nH7hi2V3yJ6xtVQnF++hfcSNuVK",
+	"s4SFsHxAWvgB1o8rw1aEkmzBvKGYpFHUlknIEsc8JJZmGM28MTJmE5kwMqc64XchSdgkVSwkKg1mQ2FG",
+	"0nKrB12YtUWRC0egMrsm5wBB52ZeZuQEV6X2MhnOLC1VYWn+1G0/o+3Jdz+dHG1Yihc0CoxNv7YC3xom",
+	"80FH9T3ChdLGmpMT4iepGPHQR+Hz5vKTGTzzSEAVa3OhmFDcSGnPbFkqlvAz/DviFNy4lDg3STugmkZy",
+	"Cs00/cPus67f6rh5/5CyZJlPexqnW1lyzoX7u7dlqhdgVX0qGlWrcz8368US4m8yqv0zogIaMQU0MOev",
+	"lBGJ+A0jvvWN+FumUWXZFWeW6ZahTMeRNSz5PJ3DzOZc4L+7ne5xNlGRzscsySZ6Qe8+gFlybfXltR0G",
+	"z0nC0Ddd1GhAMUKj5szJmSeKjJckZBOaRnrT1Nbd6yvrZedw8vTp037vpDCVfMG40GxanIizkqrYcxqn",
+	"m5iTrjGk2XjIDk6cAHcDf26cEfT+UK67kul0VsFmRiUgvqbJlOmRmQvsDst8ZktMmbDWG5xPlER0zCK4",
+	"OjFNEqY0n1PNSDM7E4zqm2sCNEikUoV2FCxuvqjoZCUTOufRcuPWg95KZLCckCkGduJjKSNGRT7zVLx9",
+	"WS3ek1QQDVc/IQ80mSRy3iEfEjI1S2UFD6gFsModgitu19cbCh+H7jQQ+27ZM+ITmjCC9oEHgj6YSR4w",
+	"NTAH6lBYOsB5DD/PqQ5ma2KZa9IsHM9UqAUcAWbMQ0FxKjNGYPcYuW7NfFU8bFdJChPZKLizs3TU/u6n",
+	"nrdVfl8DA1VK8fMCM1mmd7KXONnb9N+8wnPU/WS2Ty64hwIkt0dYZ9ohKKSNPPetk+UNey2TgFkzyEhw",
+	"e85pFhPN50ZxGYq5NFJmvHSnhnpCUAqSzFgjwKKG0TP+LTHrUJS4lTTHVHFFfBDF4QiFgd0IVBPToxFb",
+	"hi+4GAofXu+wJJHJyDwdxYH2W2fkm6vzCyfalOFJ+PzN5acnRi0UIaHmj6FYzKRi+HYmPZ6ozIqDG8ym",
+	"kCSRck4iNkFBSjP/WGsokLP6faLo0nDTTC7IPA1m2CrXZCHTKCSa3rAO+SCiJcyHA3sNRUYWGFtJOqQi",
+	"YkoRH3bqlzpJmb+Z93KJs0m09eqKNjPuN883Mx7MS/EfWabCGaYy7Ag+tjN3gAY0pgHXS1B/YT0dr9jT",
+	"dZNoclcRNc/Po+6z6nOneH5Kpc/nMnE2+B8ZTSpOUHhMqCByIbI18d0eGqUq9M1sYsrN0TRB86N5+vTk",
+	"hMyIMbY3ilta6Hy0hN6L0wPpovgtu3DTsL7yzdM+7hb1hk2TfhWxQCfcrMOnjy8vWfL1txXH1mXCA1hO",
+	"lr/ukU8fX4IOcfPtzEMFwlFFkWaXLGZMGP42omCSMNY6IzQC04hrEpsWUZcyLD1dmtYzOUUjY+sukZAT",
+	"mXTItdkMcHMFBEb55uVSo5mtQqdwCeeDRmo6MRa0ESd+8deWR1ikGLyAN1dmOUv3Y37hFdfDUFg5at7W",
+	"YVx+q/CbWirN5iOjI7kujbG4mMmIDQX++kQRu2RkQaOIwItITiAkSqBbJkKZEOeqMycXCqjrl5etAfED",
+	"qXQH+0CnnG/EjfmaB7MOKZ4JRtAoArc5IGHy8U74NE2YOsv0EVSWpCgoD6D8Sw1PoL+CiCoaqWZa5uvN",
+	"EqnASmbjgDPmZjGrrRV3a/H3m8tPX8k0+fSxQiW5YkLTCFnRsJ/136EIF2Qm0wSZvGkZT6AnvwXsaHUC",
+	"0CgECWiSGLMPVsIfEN9NybTiky9BpYE/UEr8/BdcXvADZC/PeRQZAVDSqLd8fUCa4D4bCvRR/vwXcnjS",
+	"7bbAi9f95f/3f3bIe1nwHsAGbWfbLPfcbF6mYsd7rE2txfnKDqRydS6Ly5JJFnSXqpkZvlPp4dqPtWCt",
+	"vLLwNRt+TbL6pDmWegb+JcYNp58hifwNPOm3BoVFcisKK/DzX1bl/wFpVvb5818IHgStofgi+/hbJ8vI",
+	"AQF3omlw0zA2r1JxCPusUrfGSr0N2TyWmolgWem4ORdLkhtZvV/+/F/7x8cEnDh0HDFy/vHF27dwGUID",
+	"w2tGc+E/pKxof56RhM2Z6dJqgP0j2H8o6q1fp7PJO1IY4ZprpGi8HR+vajhF/Xs4vOv32sPh3dNX331R",
+	"rXq/nbyXgl0Yi2GdDq+u6VShMz7m9mwLIs6EJjMZheoMT0Tr1sNwHBSkKEnM08PuEbKikOCy3DzlSdsM",
+	"pY1j2WitHp1WTgMF2Wvn6V2dif0dLwlA0kc0VXzMI6OuoW1FrJ+YNH24lenYv412DYqwTHUN/4GVqSPn",
+	"dd7T4Lw0EuxFmiiZVJucvmB3ehTAG76TGHHCbrlMjaI2ZWBmGwtUbBojfr2JyMe9/m69Gcb5KotuWmEc",
+	"NHGqfWqkiTbYbRTNNzvKbODUQ7wWhSF+4zz8G0Zq7W9DOKeRhJtHjqFSu8aeXSs8xDyBObzOncgVwqro",
+	"UAadJ3vZQz3QHPVtMxcyY3fk41fn7f7xiQtFPeyThC5w1kH7hi0JXCVkU4spXEDamRUah5vUH1KemP2G",
+	"uvs93bc4x4hON3lZzFZ6oggPgbMzSx+ugX9CH8TnA7jV8UnElVaE600TiOgUXRabB5+dMFxoiL/b4eHD",
+	"8duP1q6HAnXrwwHw4uM3KAmp9Y6TRC7MOS0UmlX+eRCwWPsd8u8+fnhfQ9TYgZbMKmHG+afG9woYL1C3",
+	"je820rzS27LZGe7YP/eR/Fpebhjd19+8oMGMvcSfq/git3BWo7j89dFvGutKGNKDN+s7Y2ZVnECazfHs",
+	"RxENWkW3u2lUYKxVnx1gBjuVp1/Sdrbw5wYX9It/Ff5lGOEfSnFAqwMt/lpTTJ9/+wdy1B5zvZlRS7FH",
+	"D57BdkdxLsGMjELfUEmW+aSpQMH0SMgSfmudsyCmIRxC6NYGsZY5YuuJ5LqOWZjVRxcB83zDHSe6WJFb",
+	"3IUleB+z2BlnQ3t4XR0tN61HKdpmw3qcHNVcjo95mM7qsLOfyIyKMGIgmI1+5//bPURHHgf0YNZBF+QF",
+	"vasw6o3OKoV1nsABoslcKo03rZnn1SNvnu9wMI7m9G4/Y2qXKVUcPBc1B48RG/cYPRePOfrPZruoWAqF",
+	"iT7PaXjlYh5trB4qXDSOIx6AkDiIEzmO2PwLOGAHPxVG87cJmzQGjb85yFOJDvBXdXCJX2Gnq/pb5rQw",
+	"9tKcRmZaRq4ZfpQTklAxZTZ0BGwtdDGGcJs/FOD9Aq8g2GSEkvef3oESZ56BMoe7kSYMmvh0/bp9ekZ8",
+	"uENQ/lAYKoPKRM7JPI00j2miwVjLtgWFUB0wfiHQjCbL/IJJS2nseHCBiEnEg9+UfkYCrZjLZEEVgUAG",
+	"5Djr/LOWeceM9DXXGiKrf9uBFvyIGCPDo4iMmTluJygpm3RiOMEQXGmaaFjZxYxHbCjmVCxtRF/C3AfU",
+	"MEXABuZv/GFOQwaMYrSNF5efzCsULrFaQ4ExStkFIFlQrq2Hgms4nKSYmv9yTeZ0SZp0bBig1yWqZZ3W",
+	"E67JVILL9Yz4V0wny/a5GXXmomVwK0rVDaFTygV6eVDphZ1W+KZM2jXtxZDxtUzGNub3t10tc5BxRSAC",
+	"l4xT7Y4x4K/8cCsxGXh1PnuNNxIN499OjNgoaSMIqCIY9OxGPCA+Rt8Vl8iwwmK2BAfkUID9BM9mXGmZ",
+	"LInSdJnt+5bd4m8FkMMmRP7Ge4cEFMLUxszGQA0yMWYNP3bLkiWx/XtwQwXrMxRmd4BddWnkJji/4ZYU",
+	"G276Bxgdf3B4UI7S9lseAQJFXDBDuAQlMBdxqoETKJlwo7QhPTEea5FIMbUku3Ai/bemGIhwGxy2YFHU",
+	"xmGQJtAhC/2D32OaKJgDSUUm68unQQsCoMrH1ZiGwO7vpX5tDobfcorvJQSq4fpJY06nmrXccC5kCFGH",
+	"1TorujGfGMU6XpKmX/I++sQdiYq8uqbTVsG9eVZ0ZBZEmnmvUpZlmp6ZwFUqXmDm6xZCOQIVk5AnNNlI",
+	"KvfegctUNj3Voy6+vUbZjzZ2038ncUxwCZxfhH26ercy/ewE1u0rFkd0WUV4H6707fmQn0Fw/8xoEvFC",
+	"+FZ2wwN37SsHfKfS5wFpR5XeDjeNWgv06o4rzAL/V7s+144udoR4IGFUqL1pPkMK22WzvyWpqLduvw5x",
+	"r6V8R5Mp+5eSg5HpPDGCDw9GcLKQZo9c8OcoN66lvKBieZVlGv+2A7WXK1TdGJWMKu1GaySRHa1ZXXQk",
+	"ubfDMGFKeUOxSLjR9gsXTC1QH83XLt0AxT5e6wczRkIeYvCwvfsNjGE5lwnD1M4Eg5+yQeA9ZXO9ezj9",
+	"YtOC7doevm4/BzND/BAOyzsWEuhnArqtOTFh0i5SSRg1FbTThAWYuBMSpxfDJLPm7BGeuRwWidTsbChW",
+	"1R0ezFqDbcqqTpaorHoYROBfUc3Al9f+vW8dtnirYlNOcFo28c8d+3BPhHoAE0bnMA8naRRtUoSzTjK3",
+	"4RZl2Cu8f8XmlAtrwtT+RrEafeylnH8SNNUzmfAf2W99+GeMJhNrF+ex8KizN1NxI+RCmDcSditvzKEG",
+	"zODeU5SHrRWZ+O2337bPUz1jQpvhs92C7ZOgt5RHRmf6rUVGSDUdU8VyTQ63DoizTyJOZMCU+pcaWT4q",
+	"lcaxTKzXx8WYrpslSxs/Yl9noY97C50gXJ0RP6Ai5CHVLFP6wSS2WgUbCgXRBlwKjIRlIVHGLKAR4QIS",
+	"oDQ3yq0UTFkN/ZPI+rtgIafX9srhtz6knijyArtsX0Muuio5fWRsQyVJ7vRBTZW61EyCVijIa3D0kOZY",
+	"hpyhZ8CcHca2h19aZ2vUNyeDJIoJo9RnSgo6x4oINXFihqI5U2t4NT81RBrZnYAu6JUNUwlgs/GrTNis",
+	"wtvU6CfHt6nx8kbomyo344bWnGdxFSunRveIolPzxTxhbecHn4tXAn/CblYaWRltgW5eaWlXVmAzyapW",
+	"ONcc5fh7FuiGDb19ThWvCEv9Si6KcSRGvZVjTALswECK/Ae5hNVmXhbJh/mGoApDsmPEKDimweWs2Vzt",
+	"2r0vWBRdsQksAU6EJgldmr/LwdggLKLowwRyebc1+cp895wKzFIsD/4lgjU5A6nkwHWTOiNm8W18dmmm",
+	"oIKY5w6Tyrbj2eBLcIDc0og0fZtWblPtsjR0v+VMBzOvzhrPfy4iDaxYeUIKtPKspwRzMg3JbzHOE5eg",
+	"kDdRCsg05/Wby08wB4i8bmLYvZaZk81eGFx+MhIQ2NYrsssNY3EeUn+b0LmZXiHCHiL/7d8uOwwyL2Bk",
+	"I5wZ2Lw4GSMqS687ooMj14U3JalwM4FQ3lKKRTkE9Yly+RZGm7YJIQrvKZ3F5VYULkU0S2IZgePAa7A7",
+	"ndD8z8I887/cFXw+aLOGUlQZcZ69P1Qb7y5VkbyBsTzNnDDwfcIThRYodBOxsEPw2meCCSp2gdya2vwH",
+	"dD/xyYQlGLvLRR5Arxi459VQNP0SAIhZyOrkM7/lgiiF3eRDodJkQgM2IDSKzFh5YgUBF0ao5/LAQxd7",
+	"PgDQQizjUsvHOFFk0iYlC5pA2A2cnUq6NBknTNYl94rYKPLaZgmIe6UoAEkTqaaQr3zHrZMCU1fxPDJ4",
+	"kYvPSt+4jTBzPUPYtZ1vPgzQIWzeKHfrfpubYgUuvx87b2DSlZPM0m2FjDkne/ZY2HTwfLSJ4mvSa8K1",
+	"8h2ugDkZUePiymWxOH20Q3x5y5KR4xl/AHcxyVDQsbRmoprTKDJ2YrEpvL+DTWATbjvEd9dqo1QELDEr",
+	"7Q+GggsyZnrBmABlb8yWEgzkJeZxyTEe3R3iO/t+9EPKUhb6AzDih6Jo95e7tsgQUgSMNHF9ucusk8pu",
+	"0CQVhrF9dhcwFqpReTMOHEwD+YLM6Z3NtzTNZGnqYCCbFuCgcc0suAjlwsdLKw/uVoS0GwwhIGiScHNc",
+	"VKQOQfo/toB7zrGYaazhNUqr0vAa66S1gRIFegEbVkzRAa+UB14pQ184u8TejZSVlAr0sBra3kokYZ1P",
+	"eFgpfVbRluro6U57Xfvlh5VQnd1aKwKkVDSVobDdQ89eEQkIkwM9eVlQUp5atRLrsxakuRYItr5k1cIE",
+	"Ge2VTWNdX/qx03G36peZMvx5Bdywjm20Ciz0U8U7N7cO3WnGMZN3d7v5N5FcVDdrtsvKeKsi9ZIpeAHz",
+	"F12IUMKipb27tn5JnEuHfJtpkLhWGOhXRCHzUe3zldnMImCY4+S7FCkIkikIwMLlLWPC/AEHuJZTBocW",
+	"BlBwTcYskgtrD7vUvmDG8AWPrJz96FCCm1O5IHBJn/tX4ZNOw9tNuVEsleLWUbOZhJgWSoFmpIkjXTlq",
+	"EMShcOS0rKkAPhJzvtqTHA+fzRttfbArXFYxTCncSsPBULXKfmHWfv3u13wG66+VGaEej9u1hBbram8r",
+	"kmeFMOubYstil3d7JaFX9+HaXl6buFcJY4CCqDDjbfLsMqIVx5j1qI2M9lARVpddMynHp+iAQ/U50ixR",
+	"A3tHb7NG4ogKUGoxX8kBT4CFtjYHu98FWxgWO+7aqMO5RwA0lIXEiIyz9Q3KBN5p2PG0qjekxICO9Xl9",
+	"iBF2IMAMEB/FzIZG8N0SN211C0ZUYPtVRgJmOddpAxPoVxl6BXDCSTRDdRLR4Ea5KJABrtp6RJJXWE7w",
+	"QDCatG1CEOCg2GhWs55NkLiBnM+lsJaW1d96CLhlBIBciDO8Gyrqc1zlDQWYwmJexmthNLtaHrHEzfJx",
+	"OntYXKuuMKRXvmBemblzdti1YaxnaG2vrJyK9zm1d8mZYhebxrbJ0rnOkoidh6YYVl003RwE4brOXFa1",
+	"K7ViizhmRrJOogrk5Xv5W9faGYGj/J6t2WjqKpZSdYkJ9povpHau0TB3iXH0/swoesPSYAbf3ofkAFyZ",
+	"dVG5Ag6z+l6kwI8fRM0STvZDW3jYSByE5kO+fsAIVnZzjp6CTFUmVRUseT6FbFmrqLN5P6zOYmWBK0VI",
+	"YQNfoRHw6GIOtlzFrvogjO6vkyVm1qbCI+gLIAhsloMlKb++J78okfbW7MrKGgx7M9W4vSCsdV9xbqP6",
+	"T3vP+hlQY+avBBdmE//6+S9wJrfuNWWzhqhQv8VPEU1kVfHI52lHvXrMFhav4ltDtH0/Kzih63tRHePU",
+	"osNVKj7aEh4VTd2yJOT7XOB8ZAln6qNmccUNDkA92XQXohdwPaBQf8WLMwwJUTr3LVdes+zS5iS5EXLh",
+	"PLIJoyGC8DFEIlJWsZMT62w3yhZ6SxG9hhWQivI3wL9o43HqJE0/QBHLPbZW78rYZ5ULnU93l0Imld5A",
+	"LTA6hNIUnJ7+NE6VD7kpLQhIsj6ILDLROb475JWxWYYCkTUg1GkFuQUeYrxsxG1yFzTfIVfMmCZVgAvr",
+	"IBjmkw75sBAsHMAf63gMQ7EbkIF8kX+cAbVkeAxDsRmQgeyE7libh8PsIBsgO2xIx/cSwFbNd8UmDR2q",
+	"xlpoEkPJhiK7toSLD8ORxX7zS02b9WxjzNy7xlIeCljP1u5p7hgzWELWpYJOqmUhOH1GQ9IU0vYGxgw4",
+	"xJ3ahrCS9lIlGzeAF5vN2z0j2DGhkZJD4S4YkecQ1KZlbyzLS4GjyeCcgF0BcyxfbiIAGpaWWrM3kRBv",
+	"IhiRk1Ubeigs8I5RdHGrGfuMRRP4yFACLvFwAGassFMgPF7dsLAzFN/QKHVxKDIVIV4ZnWD6+oQHVGgS",
+	"8inXFrulfGgaFqlMVlblTZ0qtsHdtmEt97ivdx5eI+zX5HQRq6hK+hi65PwdyDnDC7xBEWAogzy8ZQmd",
+	"MhImdLETCap09f9EkcdAhCIPAYRae+oPiAWJIlsxohwOE8CQnREaLehSrXSJWEYW27QAO7npsrEwVXOA",
+	"YDsjHcZG8V4ZZ+M7b/ddRlYOp0pbRQA1O51vzZDuY82anYqRnW5CCZwhxvwzG7vSzitKgurBuU2CGFAW",
+	"EOqeY9wqPh9nT63oCY4qHsqClQnvGlG+bitbdbNgqNItMC6n2plRWdTqXqZmqerS6kperAoJFOQFuC9u",
+	"0yuMPLg/F1YV3qp5F/Vwe7BYt+teJLxPgOEjOaNyH9GugDLrmnuwk+bhHpYHeEb2s5gf5uuo2mKVnLrK",
+	"ACWOKm+w7dv8HUdjorzVM1OnltlZEBobzd6q0PIN7iLsc/OwLzGqjlf5Hu5xF+1cjTs++vobd3P0aEIg",
+	"sIZcvaMEzL4Ndji1+mizbHFlKtRGGMHs5tQmwkvBKq30StnxGGplTWGSRzSVhMljjGBFujxKk7m4uUdz",
+	"K57369fXebYgxrDau/cFRSAFqpzb0NZABZSVnd6Wx7oMvr8AzFy8mSQshjXZ21zYJTtcIjlQ26o4qB+L",
+	"ZOtV1ngTYTuyBMm8dOXDA4mKtS1rvH7vQHmYQv79WvSQI1xpRI5Gm1fgBZofDz1QSo291Wy+kyk3nxnr",
+	"ba0NLi9iWhk4bAt2Vknwe9M/g//LVyDvqnIaWTB9dQwziyhgQ81oNGkDUrtymEXOAaPgduF3g5VYdAgf",
+	"HAp7ez1jUdg2JwHiDmTg7pnDMGFTPmekWQxyHVhgYglhxzQiz7rkd7Zkl21XEMXFNGJtiN/Hxm0q4i//",
+	"+T91O8/+51+b4ote65f//I9tPcuifTyy4CET6HDskS9I7+CX//S/i2xYE7ZwI6VDYW8dz0gx5HZA9MKc",
+	"jTBrifkFgqgfUotIa0YHtns74oINhRtbAcjH0tA2iBNrwegFCWjExwnVORA+jGO1bAP6Twt+adKEuOT/",
+	"+Vdo7d9bk9oBY0kxFNldNdTTVkRZ0PtntrpXtlQui2JCo8gYwTxkLXTwTSKJSdOa9MjvyvHQ0zj1h6I0",
+	"y3Jdirm85WJqO7dhuhYr3EY90KEo4tvLxNWywGAXwLn3W1Vh2CXqDkWNjuE7F3RPbrhhLZGZhDBbS/Am",
+	"ZGK0pcjqf6baAz/2SiENG4GXJ5cMBXBnQGPI2bf5AE1aiuvDm2oEncGyXkkWDZakAipNueRmeAlCxiCF",
+	"s1Xaj08U+GwJExCZnKNeUY0DeaI8ImiSoP0rbKwZD1ke7AzZKxXuxG321v721XaLqHzQ254rZVghhHQN",
+	"JAqVehYSKBoP28XsTEes9bQoF+VZY4I2uLPGm1nF+n2JgB9iVx6OrYoErzmLQpDl1S4sm3qJkUcO0Ims",
+	"YGiZwxtvYCamOSik4z40u7KA3WMkonkxRlAYnzTBq24knb8F7KW1Tm7oqvrwyQdHNQEUR1eHZC2QzB6H",
+	"XuMOa3c1Br3PXsN0Wd10GkeShka28ogVmgc8p3ksEw0iwSXAmrfU1u4Oobas2NBdrz2mioUEsHCsTp0T",
+	"07Re4XsvtH4EeWNK0WmFOlF47xj8rLAkVZuhhOMDpfJOnnV7rRKkjyPxRlyfM8LmsV4Wy7NgfSI47MCb",
+	"nOmvmxrZRsn+esoKTryS7yNaoRUGiBUzoit5qFSztuZz1tgY/7+GYVsR282WI6epr690CcgxodysOqLq",
+	"Vujk1MY5bNNZzQyv8E0E3pNRWg31CaUIwjk3OoKQmm2JEC4OQsnodjut6jcyrmdebAkUM0yy26fD85Sl",
+	"RmFFMpradrwiJ5TnWh50ibCb+OytEWZge4chN2/S6LLAdhabvMyJ91ljR4KKe3iHkOVlShtc6CgSUIGR",
+	"BR2MYS4gadaA0iy5y0oU3ESLx3Dvwd79dR17BcKuZ6zxuQ3MiJhP8PhVHvGBwKOsHBZAZCmm07jlEUr8",
+	"MEVAA1Yq2AaC01cxpA8arRQe+6Sp6NKinAjiG5KWL9wKY2h4jXLX4Hy1nUHCHuSpQsOVF1k42aJ82INR",
+	"sQ52JdOZ43tijAl7NACfsXIcDl4KoQloSUmUtinQD+JHGFjV2r65/PRIboG8pQf6BFYaWhvWNE7v5Q3I",
+	"c73WJX5WZCvL1DG2tNFgPEJVwETIxbQUZlRHc982f0yRzhPEtjsY3mBK8kdNE802KnpTRvyDKb7aVviu",
+	"b9SKkGq6rjSy+Rjb2rqsKQ/ZK3gTihNP2ZbeIeufybikiZXO6g1jz8BFbKw/5PlmK4G4TGDuuYCaee3w",
+	"Q5jAB9d+pahkEHcWbJiZUboSGujM6sneh0k/4kBQma3VDmJIr3GVLaUPhM7a8+xKF2dayWQJ3xApX+NC",
+	"5ZEvS5zf3D+47R0ENArSiGqZWFXYX78YMecF4iK4FDQX1b4FO+JfAu3gV7usgXnTqkqvs+UKWeA0AuBN",
+	"Z9jXUnPz66DfPunZzm9nmsH/kpdO22NTHvOKJ4cysNxk9/YmebHtuvdfIopbLvbQWBIe2oD0R4kGf4Tr",
+	"uwKAxOY4ZJjkjjs3N7fN8f+1SbQpdOAREsg2gmQUtI4qMIOEj1PN6k/jWx5OmT53H1bNZrNms4CPn7jy",
+	"VlqSSULhkkUDmFyC6YuewwKaxincPsxZq1ILwvZ39IU/QG+RpKHTe7iyyJjVLQsex6yi6a+uL96hYgWa",
+	"ACq52BcctNopcGomF4pwPTDab0QDRv724vz66u3fv3S33NkInqgS+ubVp/ejty9djSFXcaTT2GWZWGp4",
+	"TnVxc/CK67yRRXJ1aj1ZeO2Uf/PquuE1Lj98vK4+mKme7dBOgQnMBBXxZcwEjXlnSeeRTyz66QYnlbJ5",
+	"Hzut8Uz82gor7sONBPiYqYwrmyStmsxXcpGBmNICyKSqHDWaOJtyP3xDyLwUFvp7fdDcbcw8KMs+tlI/",
+	"Q+otNGQrWlVs1NxUqC/FdmjeK4sAtCt1lNOiaiFc3c3qoMwHhFJmODYgXu4dSon28k7tLojTUSATVjNg",
+	"MUy40fr2QYexlnvu2XbFvBrVL+fm/O7hSFVrCHHAV6JD3jBxRO56J43a0dc2cn1HWTBcTcRNzgos33cN",
+	"H4BT4x4U5/ySqyBhGriszrwfESfHwtugzZSvcdEVEsBvOTtm04dVXuO81WUpB1jaJd+2b20lupWtG3Gq",
+	"2J4aIE2CGdcs0GlSHbEyiXsnIz2JZFwhVl8yoRh5fdk7OXj+undCNBNKJuT69bsPlx+9zNhVMU0U18t7",
+	"slIeE1ABoeGAuGwB+awwFQYL2CwbDC8wQipvq/IAcWZ1DcCOLLxA2vDxN5efNgDXIPjemIoQImlG03Fd",
+	"h5y7cFqPGbN+2xpArVMHzOq0ikAKlc7hpnEhkxtjfln4UqppO2BCgxM6orGWcVvJoFL52JS6Y0SKrVYO",
+	"kMZqxpgmAK4pwzTQqLZhEieUG4fkHlAXqzWR1ZSZzT65kGpGmn/84x//2L64aL982apOuMlg+bJycTiX",
+	"Ko/CSmXO7346+tzGf/Tzf/xtrXHXIBg6RHeOuZ7rY62VbV0XMoyyQx1U7kIWkss1ImrGY/B1NV9gDX7D",
+	"3x5UTQCDY0KF8rCdtkrjOFqSSCrF1AARt6GR65eXLc86wMzfee2sPFDp+uXlGaBClMrZu+EEUgALWcRB",
+	"Tbi6p4SBlK1q8mCGklwIMxjSHEua2GxWM3pAlLQF9+/ZN9J/F9hbeWCvZULO4ziyNy8O6yoVUMKljQtS",
+	"pk/16LaffPZy1R0s2VhXjo2ShM4lTvGArBSB5cPFrUIl527eTpsERCagrKxcle3bjtfHuOUsHtX3v1n6",
+	"itEIzaLyWNb9mvJmNwio/aqyIx6yh110r3lwPbDNoVpEYutB2BCYo173se6rq+ZSsseqfHyaCT3KdExX",
+	"sYXd6YM4Qs9vVsnpwOyZtjnIKg/BSdaJa8Y6BaKIzml7jAhJ7TETUKT9Norm2R/ThIft6orDe9jfWVHj",
+	"0ry22+H/7uOH91eXLy7yyKLqFUeJVRVN1L66fEH6nS6xQTqkOdM6VoODg8Vi0fleSZHEQUcm0wMVswDS",
+	"lQFYzx0rUF4XwfvvNLlMpJaBjPJWwDFlvW+x/bXD5UprgzyoDdCBHLavR3yIIVMWxZdjTJurXgnvFqqS",
+	"PFHwCr6bMJVGiImItdL89WtIO7/isvc73d37z31XtSaFfKA1ll2Hoqyob1QFnWsvIKrgDOvhCK4BWm4G",
+	"WixD9iLmrw1KDktZyN9cnV+06kE8Uu2w/TbA4DCLxb8JYrEYaPvzX0izCn+3VTmUdWjElUqtRZxMhxFM",
+	"RQYR7MJvm7PlOOGhjTcuIUumAtquBym5Jv7KM6+BebiFuGvTreLQd+AneCyo3kDO5xvTD9AlQew7Hrll",
+	"yZhqPkeTEr10fwOoAACGF3HBAGM81xyNGLbxcMoDy49iFKYFfkHkVGj+DO05dAeysPDGkixYwsgNi418",
+	"uS19RWgkBcManysDCSWoueAmcEeecy8bSqEhXAPM2Pw8gpoEd4C1a5PcN3w5ljJiFJyFUJxys1yvUDXL",
+	"awDwLYBV4wS2m3XTqemRRc4JqZox1SK//Mf/AusCgctnxB9CCbRhw2H/j6EGa0SnhZ2f81Y1Rv09vUf3",
+	"wW4u3efWct+ZT0Q6Hyn2Q03/IzDjpogNIC8UWCywUu5C8f/GfwBmkNtsbgyrE964ACvTrIX6vIlzHVtW",
+	"yhZQEMG4+pUQ0/bT3gvjeSV0Nf7VdmxXCA3xs2iFL6GW4yCPECpAvBKswOSZ8+OGhbZ29SZfktFwRpDy",
+	"s2sSF/DuC3gVP014SWm5R055la4qDO2DNFFoxu72SWNwWm2aAb3KGKtGvlpqLZk+y2snY8LChC0satgG",
+	"cJusjw3pb1TcmO44ZAPkuSSIJ9dcHWJRmylI4S1QZNUTzRC0Xf+BTCOsN8hFEKUhI801YpytQ8xaytgr",
+	"3loQs946xKzjRtBmKuFlXUVko9hZctmPrKrpHp/l3tIC8XySCsV0awCN5CVDwAvGFeYb2FLtFigcwxyx",
+	"jwnlEVRIXMdZc/DIlmoji7rmtx4kQ7fmKdvdtbJDXW/lTbJDAqLEqYyDqB+NUwRR+M7bVevJ0tRqp7CH",
+	"cq533JgtHVS4RfT3PJezVZ3oX4q22WfohTidDYF31dI1D717klVtL+WsWNh8AHvJ1EnIDsd4ySxDDG6x",
+	"xM369u1lDY6Z0mfErJCtpoObr1roJKnYD3Hx3tljMGwvSyIzHWPsSjXr8YAJtQlH3/wYMKcHoh4Ljn0K",
+	"SY0fL1/+vdVrJ5wlpOm/eNF+/sf2Uafre0Phv3jRbffMv4l/8fba/OfDy/E7eGQLZPu2/ys2af/y53+C",
+	"+PqlTBNwujZN+wAMF3Aa2WQ+//2H848fX11dv/3wPquPnFXgUZpqhshsrQGJmDZnrDcUCJbmEb9jRvGF",
+	"tffbvpfZaidHUBeQBuaLDjkHflGI7wj3SUOhba5PsxxMYFqsjC5olSI+uRoKV3dYkQJtiolhhm9Dw9ho",
+	"S1vCu+h6LXEQYOoEJJRzc+o1QxmoA9sCF9POPMxKRLbOiD+nOuF3oTVy/KGAioiEF/D+zFwhUUwm5OLV",
+	"9bkZ4ZTfMkGahpQDYouD2sJN+dWsnUXZoXdytP0u5bz9D7T9Y7f97Lv8n50v2t/9vvIu5QKG//+9eD0c",
+	"99aIvT3yXXYF2FXt7XwENeLq7nWyrAeO/oZRdxc7yoFZABOr+Bhj3h179rCA1HkXJp/j2FRUTbyXxp1p",
+	"U6Oq22TUUFHzyoKcs3PZnDFNqP7cdmBMDoK2dc+7phLI06ig8FfIfninXJTaXvMYLQ7HZQtYFUdVuzBp",
+	"JeijrcZqV+xJBlWKyi9AmPI5VHkTUAYR8WuMSm7fCfFUgWv//FaKNH12534v5mG5pxBGb/+5G9RwlV+t",
+	"qlde7m3UzomwmalfOIariGRDuIJJSV13IYwllqcJ65D39uiQE3MIOsjiFTTjNTBjzGGBCha3LLEKojcU",
+	"sTFwwEh1tUhcQaDOULSJr1KFhfdGNvNh4IY0Y5HFOXA1zXPnLDqJ4PlQEJIxfNMvUdVHmAy37k+yip05",
+	"FGhME22aAFjbcSrCyLoDVWtAlGY0XLZBRbDMRbMaQca+sF5dnIq9vhmN00RpfwBHODwztH9OnM/UBQ+6",
+	"kusWVMmQmxRLND1RJILjkTRBWUQiQtl26LXlZSwrpuZbfyMH+Vj2TZ3ZSWRxdwWeN3sACAF3UZ0gjp8o",
+	"4ldcTPkekRPNBDns22ZbdilZcsvFdKQWjMUASmqL2Cu04AvFoiShrgK+WWHTr4snKC6zzCZLjCAhqdA8",
+	"ItRqN2hs4442qhIhIZRJ8W+jaE5grNiJ75GPb95RAZiq8Hxkx+q3zpyyFqfABxlpMJQBjOK8zquxbuax",
+	"kzChnbemmgcjIBJMGx8U1z6bORjcdsVxdU2nmP/lCvzZVYcSppJY+D3g7ncXL1kcyeUTmK0fJ3LCIzbK",
+	"V9H3yDUEVV1dt9+9uyD2DVWaphu+cgwHA32i3DxxVrY4MdWjkMV6ZvlZ6YTROdyMZKvUa+3NiJb5C9yO",
+	"+aM8ikBCZFsBMXfdPsAzOtazVi1ODtWRWfFQHWWcW8Xc8BPx9fQ9+bckfOkTox61OuTcNIJHfu75MIyY",
+	"1QCnhibtQEbpXKzvf8CWIdkEjcGIo0cs6tLdASki2WDUi+WSmCWmFSc90I1S/gJhny3QS7PXP3VU5oJk",
+	"k7ebVAo2UjOpgVEnbFFqBrjTPJylIkxgJaAdLLGLeDNmMDg0zxypixnVzC1C0SaZgx8XQapDycXUc3HA",
+	"oRUz8wnX2Y70PfJOBjS6oHd3AIttmlLKDKt1ltGwWyhET8r7yJVzB2EddsgLOZ+nAiC57YHmDo1EaRJJ",
+	"eeOZNorHlbHPuVUcsnPJnXydoUALD4s846jnNLnpaCkjPysVb/5yMc7w6VA0K8Uo3IGsMI1H1oWXeW8o",
+	"VqSrV7n7yQHxdaKzsIHs26KE8oo7wnxR2gYwqNW9byxzXC/zQWmd4P2MqVrWyQcUQtdWB4hgA7LcpS7P",
+	"6uNZ/HVKjvp9qF53gJ8d2M8EnZtuxlLPyuVIVxUHgI0r0NJWXs9IZjPHHBny8utulkYFs/Oo9FtfuIKd",
+	"Kynxa3B8wZKKG77gB++/efvy7Xn7PZtLnUjRfk+FbPf6z9u3/fb5t39oH40hefWhuH3VYVilRir1RjOf",
+	"R8qNL7b1wOz4tabWE19qVU7dv9LJ5uT61SQWmwJb7m5XijtM7DUN0IewcimOqLsYhjKqCOG7zGxNECxY",
+	"xdemonBBxojKDZcNtg13kxpC0HVeMbpGGHF+STczPayP5g8pS5YEfjSiDtVZ9xGJ6NKcQ3M82qgg/s0t",
+	"tuSjB3WayDRmYRtyy/IPjZxPpFKIm5ZpXUBRVWj/9bsPlyoDJZ3XMyNN/6OQz2tWZuVVsQb+XDI4N+f8",
+	"TqeI38fuzDIq0pywBUsKPgGMvzX6Oi4WUAK9eSWbEtYHSupWp1Pf3I7GS20R1KGpUe9kXBVjkhVSzTlE",
+	"TvJSoeDCo5r0TsgYSoUKwiI0Bps3tyNYNagT4lbL/NuRzfy7j/8HoylEpmQKjJwznSzdOQzev3s6HtwI",
+	"apfRxcGvk+QdTgoPpIw+U6Pg5ai2qOk7OjUnZl4Zt50RSjAmx+ihXDCaeOSCzsfUWCcq4sayaWMON7E0",
+	"BDPYhXTY5d49jXwOdaIJdFAR2fUOYqgDqkAVQx5yl3xYAgN2ljkhrBXLqE1HgF86e5XY3yP7AReg0Lvp",
+	"WGHPUIKs+gpkYz5DLUFZkIs1Bd/2+iLFJARwDsIOb+okVfrg44dPVy9efcw86Ub6tXZnh9rDem5VEpA7",
+	"hel5aydDxidFvl8X2YU9VJB9W6RJIQB6d+RzfpQ9Ruxz4WB8mNqwKVN2xsOQiSqou1sOoEqg1xu5BcYA",
+	"vn5myxqFiAaZMJDdGdpphtgEgV9hKRO4cKmPbT0INs02MV5uwXLLweRm3CHJ1W04j8ne+YWMmRhl0WIr",
+	"SQbmMYi9JYPwToBNI03/zavCPddPeD3x+QBa8SsDO1fWvNCpG3OjSNgihVYnVckpG7KprAOqMeh13f8g",
+	"xhwfdmscW+8lV+x1JDGwZTXdLp7RmmlcWRmBvD5NjAB1toab0iweqQAuyKze6f76rjJc7XuZ2FDhGt3P",
+	"6d1o4mZR530uRtntUMVZxcVezWWT3VDJES/zSyRxd/ngxJYTouictW36ZLFetvP6cn1mQYKLlLStmEdP",
+	"7AW9i+GBz8ubvBj8y6dzOpokcl4V+GuhsQHnjCYhCdktz+5qwUvAosjd28ooRJy4uicWdK1lTdr+eJ/w",
+	"AAeFX5hmoWPTaHGRi/xTYL0im3h2N1TtzktGbxxGU0X2GY24Q/hx6tuMT2dQuj+vVldxH/cYQYGPilS8",
+	"d7XpQinzzYVHfgPAp92lDPimgD1AkNYyRiMWDMRs1jpz9TfRcJ1zpVhIsAiZh4fthPIIjJiy//kMq9ln",
+	"EapOHliVPo5SDD2yDvZi7oFFYSpEq6w0BSCaQmajA1cwcSghpUreWQx9IUIe/h0zoLXWE13Sr6iYsrXo",
+	"2j1IPAqZpjyqGUFf2gGbMzOKpJ0zpl3BU1yIM+eDhcyQUG6qB/hrAKZp4hcG55MmAMtnAT04QLM0lnXG",
+	"S1sEUibk+vr1dUW5GReVyKzJxm4ZZn675TYrFWEkYWXE2pbqDfjTXgASk4gxPdpea65UcsdWqWSJOQNd",
+	"BTqs9mlWoFMqYGk3kXWLAs3gU1ed9UEl6yz2RWVKLBp6MsbMW/DEd3ZCYty/FuU0TtVIMBZWBeyi+lBJ",
+	"sqz7egZ79u2uTvJgWzS17c2IdovB9vBjmR1ZZWzLOVvbucqwc7LEihHV9slDAsSdG7YiIDp3NpzZZC63",
+	"+mg/MZtN7+4D4NUnCq9boeomugBtyADEtnDt/BcTYyuCH6EagOrXQyDMYrC2BMgmqbCTdigTdupNV4TC",
+	"TB1TBgsPbGkKG7EABqkuIFVsBjzIm6jO/F4ZxqBc1RSXyoJR7EYJWB3vhi7rLzdpYixtuUCHlwdjl563",
+	"BjZZMGeweuOeyURP6D4R0Ubd+ph9tqN6WEWKTjGuGF/c+wAr+Yl/OyTKOgoIHovVU4chKYj4duHTWRGg",
+	"JyRmSvE5V5oHhJn3tJSkGckFiVnSzo5dLO0MFUrg6K4WX5rrTbUbkEXghcrtaA9DrjIpY85SYFOEjUhS",
+	"MSD+MO12DwMgGfyTESkIPpzGKT7yipsUmBpfQHFhP2tmz3BQ+LgFNTFwV7y5/ATRaDX7fFhn+YXQup/3",
+	"V0IHtYjgFSKDRoq5bZArCjPAcIXlJ3liQIlettR3fi0PL/MV7Fesv90yK44hg5gyRSi+jpWismLaA0Lt",
+	"o7zkOI2x7ryWZQS8Iis+JgDqI2JtNtwu8bJ7y3Vsqqwg2IrOupafUjxtqo4Dp6BkEmI18WWvJLIi1xSA",
+	"X51Dwhmaa/ZQUeAX9bSyapgV96vQunegj5YPhypoRps7t3KB6AS3P6i2NoyQPzOHBEbKWDsW8ieMqYWJ",
+	"bHDdiiWI0cA15i8cj1nCYIF14ZeobKhuJ3vhdHEDyZjnu60VStb5E060eybmZvksFV6ELD0nmHF2y9Z9",
+	"AveyYtbBKjFJy2XG2Ol42+BEDGtcZ9OuABPZ4WQyJ/RDCgajo61mteWKwuM17yB3BeFXD6I8PdddJRnx",
+	"9n8jXPtOOmJw2G9favpXrPWcCcDS3PI+d9DxMe7qisvy6xZlsT09crnlezBOvTO8tPJ1P/k16uHmm2uF",
+	"S9ypuf1gw0JuFfcYr1+QZ0fHT7NSb3jUKg8z3lxRfKjORZq+rdMFBtsyZh6qoZ61hDz7tZf5X2w5S0BH",
+	"udNMKHdrv7LxqQh5SCuBEYzhedTv5ylquQnmFUttEDof82kqU5dJb5RKm51fG8T3hRvIVbqOt1soU3YK",
+	"YBnOSbuxmtnRZ6+BlT/r10XKa/lt6f+k4KfaWRMul3eba8wdgvEXI/jJfRaBCovniHCP2NT2qnlPi5be",
+	"lopwVUiwdCxTPRhHmOK6pQ5gNYyrU523YKFdJvKWCSq2B46gUmaRK/PCXFQs4QrQFeYCaHLcBTTQQwHB",
+	"GoRjePychvj9xlt1iy2ITiSeDMXHr87b/eMTdHNbK5hPjbWbB1jjrSefGqkAgQQ2wnwozEOKkW4Y4m1M",
+	"LBhSVdXPTcWhlsV0W+vcgHhwsPgyIMbdPgc3mgrFmoX94+Pesy/9LDx+TBU7OSJrU8hGAvMAdHgjwWqP",
+	"IKtft+5ymHAxZUmccKHdfW6RrGih5gO6ZQkAMEIYPUCW58tqv2vfsKU6+KnQ8Gd/BRQKx1QDjJS2J9/9",
+	"dHK0AX4UaDLKAeqqEySRHccswAgyZGtIy8BU4Sc5HvoZ8ZNUtL9XUmAo6koKdMm55d7MYfL3QcTzGllA",
+	"e/5l9td8AuFNkQxoNMeodTAKbaWgu3r+LqTPnIWcZliAVU7gkFM48QrkglgxOCVpTUbHztSM9o9Ptkb5",
+	"zdgdsVs847gCdxc5JQeoguhMFutH4hnFf9xADRjDE5ufUTLIXN3M3fcdtpM0qXA1+xsFIPiFSnMvrsU2",
+	"AuyAxCytTBVbrG6lMplK8ynKk6J08zZXs7tKq9Rgl4myS2V4nr342btX9VObaVFXRSmmfq/bCvnN6e5i",
+	"/BCuVqhCUAdKNS/XuhqXatbbIzKmP6TMI5+u3rUVnbCzrPx5EeTgifWyCJ0dV+YoxkDuSvdplAHfbYWM",
+	"wregHnANPI1MYQKMoQlcqaQiZIlXB1gjA9NYwc5olaEeXfIUaSIUK1U5ikMduZVXJNl9jVi6QdwZHere",
+	"ziM8d32Sl8LYgqNWzFeD12pNs5CR/hg2c1zSH7c3lL1pvrPohVUhAjNZADcsnApNo/5p5hFKIjo2/4lZ",
+	"oiD14jEZIWE64SyvF1yFvV7SChGv3H5UPZayQw+LndY9SStPj7JubkaQk0wmZMJA9QBhsHlENS7KbP3u",
+	"jVojxMPbw7tUFzov/W0HaYdhlKkyBqXT4bPKSbWHlWwIKk71TCZZ6SS7SpjiuCNWoeC3qDbZzC9JqnaW",
+	"gbyGlyprOjurzMET5rNZIfhKaefS4Zvvn1wGr7BufmVSqLab3ZXk526hrJyV/rmUyE5NN+3Sji+JtQ0n",
+	"/qtbW5FhPWcMZWFWqQHm2vAaaWw3yCSi07yINYZH4yzhAIPBRUznikmlg38/FcE5O+qDRMN9+YyKKRsQ",
+	"HyfhI2prSd+C28uQ+JnW5LfOhsLHyfqYhTbhLApR2c7AugRbWCSopuHZAUnYXN6yEL42FPIJ/GdUQHWm",
+	"xmw5A3xnQ7m1N6DIgPneENRf+cKQ1if+gqqRDUefyMT8hsT2iQ8MDN9bhRW22ep0EU8JwBIAWgoTajBp",
+	"fCjwZVUAnW3SDMFCMRZa6KU1lvo1atiDa0Jn61iQVLlgMovBosn+WjfsediOhRrulv0zjtuweb7ihmzL",
+	"LX7v1ZwQwBMs4ZcxswGVB8HZcEmXKF3bU5ht4IqjfwUKczWTSSnA/cIX/IyaAmJaqaGybwjpO/kfUQuH",
+	"WO+Qvp+vfjc24VUq6tUGWPEwW0SxgWV3o2VnJ2AFgNoKSBmkng8Fu7NnYjN7AR9h7BAj/lUq/BwolwP+",
+	"e35K+EOBQqZwjEDgJA9mRV6myogh1SHnYzTtQSrAaswZFYi6puic4U0vbOUOAaetgwpIrJePNMGWn4Pp",
+	"rTCFfk6XQ0HjmNEEIDXPnAKGEg6/tin0HfIeGxQhQjQQwP2CV6geCgCr63e7BbQ6C2UoJBZ/lhFpvuh6",
+	"5OWrdx550YMolDEPeYLecRoNBYoLCAbOmzlDrTnzuZWBuM0kMAoo4oINxThh9Ma+TMcKsbANiUiSRswi",
+	"RBomByRpmAPWnEyolol6MhQoZbEJ1NeHYijeW7WEamcALQubN6aQnpstaAK8A5FjZh0A2wD/LKZzm5fc",
+	"md8xHF56MI1T+C57EJgHxEfVwLab/WmDKeAL+2i1K/vYYiKbJyvwEubb/JEFc7cxcbDQ9nDggnwSHPCT",
+	"3r9+gW7feaqw4PhQoD63hC8WiSGHMPxJuHCZcFhlek51YZlJ80eWyDaUYhkKFdMA3vtecmEMUCUnmsyW",
+	"8YwJD9ws9hbIDNUjtzTBdJehwOsWmaiWZzrFhsapJp++6Hb7XXgYJ/zW6BepYvkIPNzbFpzR5c24EqIY",
+	"vf0VFR75iid0SgX1yNdU0xv411dUTNMIW3guYzmXEwmsacZPqFhidW0IDGr6f1gwcUj+7//r//h//rf/",
+	"v4+YLWY5PeJf/fN/++f/QQ67J13fgla8WCY8inhA/vm/AaH/+X/Y0KNWh5xD3HOeaQu5+mCrO4UfRYRj",
+	"IRIg5AHQgyuiYhZpHNWCK0aaPtQS/HDStUn01NGDfPDykZjlS6MI18qhWbYKeBtZ3sxQ2B6fYGcRQrQY",
+	"GSJx3qvJwtkUgF4TbKQYkQuOlQ55BaUxlcX0sAAemDxrpN94CVqZEfVDcSkhNLBDnrOltFIET07PHgMC",
+	"0jMoQMgrnSVMeaaRocD0LODwMSOp4D+kzPTgSjd4xagQFK10mjAGZIAVmCsW3TJATlgNV/DJL//4n0iv",
+	"2+0CsApAWvsOEPmY/M5syhLUEX7gF2KcfAjFd/hko/zzPn5Ob6cjm+LrgjZNI/+9HCjqlZuwQX5dy/k4",
+	"hKEAExaqprFw5QsYloW4hrCMAkyanwFcDYVvb4/xC5c/cwBgM9ldcjaH3jH5nY1XNiIytPJ/KOwZBcuS",
+	"k5v4+HsHcz9zJCML+DZNONTms/iqQ3Fy5IYA4fn4ZxbiE7FbFuEJ4Cq5OBDTDZh3axCPZt81FWND4ReC",
+	"2/1Wh7zVICLGjERsog2J0fpfg/2RSUkyW0wZDVhXMBquLaRa+TLDIznQj5GMyS14ZVYAHE075Jc//1Pr",
+	"rCAKMC7cqWiew6McCmpUEbxjK+09h6mTX445ND8tSTCTUtmCeoYBjI2Kgk/Zm8LxsqT4uBPFxpfB5VnF",
+	"bWDJK71VDVy7gyi1U6DoTo8Bu9P9btdFUZW2JoTlZRm+J0+fPu33Tgr5vb09sCjh4N1jMAkzp+tuv2Xh",
+	"kw17Fe+2gyhV/JZduLHjcHdnNO+ZzlzUMvYYutkXe75ezJGq9dnnCrOj4nJij8pkFYJ4R5r4yfHx4cme",
+	"JH1gvWQXZYMH4Ldn5pDOPkLscoiNtK+QDLa5ADQHWnEHUwLux0d7ztkCGLKwRNj7ZtuXU3aLGY0bF6bn",
+	"1cr33SYdupUForMDtiagwJ6EW5Nfay6bCiLeg46VsaJbt6G8+Xjv+MhxnSC5C1WRiFBnSDWD8Ez7+xVs",
+	"2BIANKd3b1HiHHWfnWykeMXF5x7yqVAsq6ZgHac82ud95+mr8fqVo1sFWF3tMzGWijvXXKm249FpnYrd",
+	"+58Ya7g7VYtZvGXe8/h4vEL4pAnZva5aHEumS0Bxstgz9n6aK8xRUowR/4VU2sbU/FZyHRN+a653qfj+",
+	"NlF9n8L8NccwrT3iIoOXkpKzkeNW32/gUu0xWFfIv+7rq5X7fys2yIsO36vHo9Pjp/tqUS7+qiZpbh80",
+	"xJWF7u4bxW+YrkrQ5GEiDzCOKosp1t2R9ympSJqCLbBuIY0iubBJqgX53Ts5PD36F65XWBgOLl9VBb/i",
+	"J/3jzed2nbKD92H9PZl+vUzhHqZwqVjhg83g1VqGW7ZzrfayCJ3McCvyE4ikqgW0StfJ0S6Vq8paLERd",
+	"bQ3Tsq+VopsesGEfpS7Ib+YB2FoA5LG8KcUIhkcssFGpqTtXxh6a3W+pFtdVUrMNsybo7hW8tgc1HsFs",
+	"3ie/6kGW5uOZgrWMv363u9v2KwXt1TaVHhJN5xH/j3/84x/bFxftly99W1wAqy9I813z0/WL1iME1+00",
+	"4Qqh5VC3/e8GBweNXaFpdZ2ILtRsr126mvKzkia/HvO1IdrhMRIry6X8/hUFilQisNYKArl0IMV7BIEY",
+	"bmYhh5tEMmeaQtCzQzDGYGesOzdnibGkTR8dzDcuNt6rSk66p8j8lfg849lSi3hEZ8pP1XJU0fojS+xE",
+	"y9OuhmZ+K2wN+gwkE27sbRKm2f+1w5uw46osyM+IU1rR/QfBEBh9IYlgfDobyzSBAkEWZW2Pnj9qFld1",
+	"rZNUBHRjyV4FHwPECMAQOpBQgeF0EVT+SGPMbRJswSCEhtAyqPOG6r33x+tw4K6qUZzBjpzdguhYz5S/",
+	"R5bHY0PaQTHdyki79Uq89u08t0wxVsRmxOvJDWtg/TtrQ6iMctuSePFWY81SQHzH/IvmSn5F6wEh4cZ8",
+	"KqsYowXXM3tfuROcEa7kqbYhaUrOS5faWQSAA7vEHuqCyz0cDa4CjY3e7AG75fBfK1Fxauc8cP2ABdqz",
+	"/kpdDY1r9avnO3AxjdgIq3SN1pX1Gvl2pRYyJX212mMGtesiZS0yb35n0u4hP1qwFjWnUVTkYEQrx2ii",
+	"e0JO3jO741fN5tiewbF/bsYDsiwKfs+HQpFsgZFyvWwDkSptqD3SNSp4cQePW3GzU8iuAVu5Y2r/JJGq",
+	"Ixl1k2q7QGWq2j5qzmbbYIumcyGTTNUBhAtbjweuCfyqQ3Q13xXHWuxk83Qrk1Pvr4DspWVsOOJX9+u9",
+	"d9O2/bDG7oU5b6YWKK41qixv5Q3NYpdWmDsiTnvP+utsUg0Qel3EnH+iCK/OaeVzyFkKR2v1rHeXwM7g",
+	"rjfg+b+AULyxxJKXeUVjLMCRWMxtH772oRwmVs4vRvYtHCayAwvaUE9GcsXyYgTbSFuo5QBrP02YUgUC",
+	"rMzBhSm6vBG5UC5o1n5ZVVvnsQqHGz7YUDZcMQjaVyMs2FtVVhpfwDDOhcRFwLehhA7URHRX0YbTiTMa",
+	"mzYOlFoZ42EhZYcfZ052rPJcv6YQVjKoSJKE6lpbefSWJWbxd9HqG/uasdlmyy3wcrY9LNxg1BSotEYh",
+	"4NHYBLuL+1iURCiS4EaHvZZZcW2PuBrmlg3W+G91Q64v8xa5s8lU3GL2bTKsIqqZ0nvJdvvJNiRla25D",
+	"wusKzk3p688HyHY+wQtJndv1aVzJIvUqB9ZT+SsdK1/Jha0Mjf6EoqOhRqkb6wEo06hI5lXla4tf8iMi",
+	"yHzNHskrUMCg2ReS5LBPErpABTxoG+0YMYSqutkj5zBhU640w4Iu1UDg0OPohlXs8+eID1Qe4uZx5U2N",
+	"YrbhIIVcJvBQXr66IP7lp+fv3r4gX7/6o+8hAo6MmVAqIvENW6Y6Im2AAFr6NURJgfqlNMjCFNcGuVsT",
+	"yXikXsJemYviRMpJhTvaPMYVsgBgEUtsdhcWY4cMH7OOgyJSU/Pq9QtydHJ06pGYhiFm4QupW26NTo7a",
+	"Zn2G4hWCPeVQSh7GqFNtGvXyaKpP16/bp7ioQ5HlAxYxmW57w6GgMR/BaN6fX7waDkVOxgF5fv7x1cnR",
+	"cCh8l2jkm7cgQt5NzzRmOfOJGgqbL4RfYmavndC4xHPweonzMIvQdEYoCDUyYYDCwBjxHbvni+bbDN9V",
+	"B/Je+8AwriMovocrk4+V6/IoLejyKo+T5scUOOsSWgGmmkhw2ZcYn7TjdCxT7SPolbLZFjaFh5KACim4",
+	"oeuSMBFIQ7hYWkwtKM4IzuoBuhQQwM3mTEZGlLHQTKCcIbkSolIVUrCy4cr7Cji9cgc5DbwKo/ThFYcy",
+	"VbUC39wVlsKM60LU94wCUHVMVd26hwDgvG91I7hLRoDtahc/1NLOt0kOh59XJCqUOy+o89XeXQi2rjky",
+	"Le8xnX0VyP0CiNdovDZKN0W37EWlMSf1Ji40+v9mc/J+7BfKhdiAUsxCTsVonzUxYncU18Uhjqv7ffQ1",
+	"snp2GjfsdFfmlo0777tyBZxL65EKaq+298Ci2pXNrQ2xoHfuoxlWq2vnVv8tQixlir0V/Zv0tlIx7nKz",
+	"3+QVO62FbRNUeQ4XkFRb/6mwTr5NbX+YIMRlAS5WyC23VDU0equl5RNaH4a3Qvet63eJRf/X1w5AKfZe",
+	"ul9hxXny664zm1evbrVBdl28vt0Hs2OLw9X0tAOQ8O8yVvzylz//kz8gNCvxOPcQYWS8zCIwapUILrJQ",
+	"abFXV9FzZmQ2ziqOcsEzFfEHO23f1UCafWMYvAbEdf1KVVivHbjUOiesb2VVQHrxwLmYahaWoP4sTsJQ",
+	"NDF7nHKRo0omacRUDl4EfzpPsA8wAFCDJatdOISyedwBCDrMjoVRg6D4sNVYPcABsIJiYFN+XSryUNhB",
+	"R4yGLBlLmoQos7CUTZLn+RbVrlhKMFVSETGlhgKqnUAtNkzZR9lmU6ixUArXoEaa8azczHuQ+bygWJPC",
+	"FulAgKbFbDkgVGSIJQgRoPiPzMOaLUVny1DIhKiYwTCNOgt32VxMW1VJxbhmtU9RYIUX5puqfVyITNgS",
+	"Y16/o9cRnVbLiwJTVKk1q7Z+dhVV/tINynNkqNzX+ZQrTJKwCjt5TEUIeBH+AEG08iqrhmtWqzKRpkVE",
+	"uH5+bUF3sPTqz38t5efDTlGaYMQ8yXox7+WArNQGLwyF0izOsUow8sYVCsPMXLJgfDrTgBBgjNIiH3lD",
+	"AWU+YQKu+OYTlRf9d+4Ie/28yO6HbR9DkSVTkCmTc6aTpdl0CHvoEXMWKjBPY7Ot+DgBhMSYJdYtPhQT",
+	"OucRwmfjSAlOuFksUwt1hZ3UwTpDeM9Bo6GA0w4LvPz8F9Lr9I+9HPqi1+md4eNjC+VtO4TqpDQy23Io",
+	"oGSLAtEzTyPN228uP7n65jMW2RpGimgmlEzaMU1oFNn9aaiQr1PTHFrmVai9mIk8mxoCt+YKyoC2ziy0",
+	"gqY8GgorQXgw6zgsjNtS9Lg/KBbrdYwyFEVWw59+/oslDiYOWz7w8LZoYfppdjvdk1/+/F97nafHLQAw",
+	"GOv17qgDtFznZsemyNRDcf382jTagzaPWx1iwSVGakZj5raIq9lMia9SpSkXLBwhJ/uwjMjJM3pbqLWX",
+	"reQxUVjPsAjS4REWKYaoKmifEJoVBsqien7+K8aRxADwRkIZqAMIiurMQ0CZUg7cBVkUi/CFZCYXOHIt",
+	"I5ZAAU2AlLdjQ2HrwvAzHsgKNpUp2sA83rWHRUpVIgluKoVQCvHOqhTByVO6mxcyLwj13c48AERdzKqm",
+	"bAGKy+V3pScDk+ndIW5WEk88L69CjfqHcveTYVUJapS+vzqRH8XzBCECG0DOpbKyFBQGyANTHpnTZMoF",
+	"cXkbNV1PWaHq6iqKeAYBemPtBpWi0+p7rFTgnGrxjWvI2+XZKdTaRqrZjqoY7Zvcf+H4wF3lFa/5oAnU",
+	"Km0ujBQ256dyyb/l4ZTpc60TPk51hXnoLLa8MEZINW0nqagOwc/uCGvZJu799RkjlEmacL38aHQlhw1D",
+	"E5acp3pWYUWK7JYHQCUROcj57sGzi7capN0GkxDc8Z4D2Cf+OWDXWrVgQJ5DX2R+F46MKdaBsnVmJEbf",
+	"g99yCsy0jhufP0PNlEnFTTR6tmF85gB+9+6CZHUE7HFiyGrO3t//Hodsjt7f/x5gu4XVNTyL9wPIOuap",
+	"vVaXWAvOlgf2CueGwtiGCQdMD2MWgykyFNnZ0y5iKDnwK3N8FuGvACvphRS3qOaoAUbSFxAFlaA3bAT3",
+	"eE6y8YQYbkbsEcQA7kAr0ANX8AMeV00wbCM6ZpEiqWLka/Il6XX7RwPSO4F/nxyeHoFqgnisWGQEQyKz",
+	"+nbmEDPtYsqCs4u6HQLFbnCcrhrRUPhQmjGAxT6wtYm++B6xWCn5IWWJsbMTOmca7CLCRIi3CVmHmt4w",
+	"Dw0zi7i64IhwJ12V5uzdT1fvHKkRZanbhWIuWK4+ZpEeigmPTF84bsUjJnS0NKogs/WHII2/Q66BgMKs",
+	"LdUzvFTBAXM1FHB3ZTSX95/eIape0/9dt+sjOCPozlhBxhY0wLuupv+716/9FkFku6HIpu4Z9sJy0IlM",
+	"TWtmsfDGaYIV8KVsedmssFrJUPhYlsjPwZ9zcgI/nePotS2manRRaN82dOQKRpnlGCdyoQA888YYomYP",
+	"cW2MxqHwz4OAxdq3V7tU3CjiGxY7mOl55BM6lrcM+NUzJjDcLYC7xUcTxD+AWRz4LTJl2voeuTYmAMwA",
+	"nS5G02M09ArgwPSWT4F7cHdgHvLAkurNq+siNPcMdqLSiRRT4r+6plOfNLPbRgTzhKVpWRRR0xxrv0CM",
+	"Tf+M+G8n7fdSsPYF1cHMzxAdDrtHHvG/enX+0icLmdyobLWG4s2ra8T4GssQyoib/nrka/4c1n76I49j",
+	"WyM7iLgxSy1jAEEJ152h+IrRSM88sKy4YArXHesb4o7yhWwjcLF1WgDAnsNJcwWBjGIbcaOJK1AogUhY",
+	"u4ZqAColTYoPEosXaFqRCwFZPa0z8FAobygKrgvlWa2JKymgoBgGE+XOi4xOObdC/3RoD8ksQ8iV/PUs",
+	"MqlMspDrDLNOITkpyb4disLtkzJTyPGWPYKozVCNOAyZMG1akOew5abdGYr3VgOEHY37GK8gKQh6i0Dt",
+	"P/U94j/FqgzdpxZO+inr+vC2NHYkaHpGcQcuNULIsBqK73dGw1CD3CQyBiiuO6FhmLi1tY5X86s7TmE0",
+	"VLOhADXFWPJH/Wf2gL0y9m77fKJZYsd0RTWD3tq/91sdcgWrOadLs1iIF2eYfJltaplwo/81X3y4+tg6",
+	"cwOAiLCsoAa+g7vTqCdmcYcCNUg0QQpJGaizNC7eXht1KInsAa0GBwdwnwzr2pHJ9MB+pA7Mu3kUZ8Nq",
+	"DY0CXEyj2+l1IGfQtEFj3hg0DjvdziGUHtIz0E8OjFll/mGreK4qprb0amL2e8JEyLJTGogBJ3TCnGLQ",
+	"vGKhDFoeIuiFQ2GO34TldOHKgusNrHw1p6h0mwe7tgT3YWgHxjLS6qAA6OeGA036B3ZyHTgJCxCB/gss",
+	"ZtL+aLWy9qWMeLD0rRpv5Le0NZLNUsHhxjUKpaGQk0nEBcOlwgXkUrwNG4PGG6ZfGqoZMtrzQW3M9shf",
+	"OXg7MQIR5CHkfCRMxdIspiG89VDbCiygj7ojoazNYr3rfxPKAIovmRcQJXMo8KdCGWynS5p9ka0SvnVQ",
+	"eM19mZjVAxdlO02iL4eNEnGHDfs2fg8vl7+366eSwHxbXD54uQPxhTSSgnXCgE6enpz0+uPgqPO9Wmkb",
+	"G3KNOz2WVmnpn73KiAHHke7iYQZCGCi9gS8q4kXh30ZM62VkFQhI0lxlZtj6ne3D/Ow1DrtHm7yrGSsc",
+	"vJf6QoZQLc1s3aM1ttikBULAfdb/juIqUPkSMiyLTLYHlc8Lqma2k0t6Jmn6fxdRMf0SvK26uCpDoWIA",
+	"yH4lphFXM6Bfy3N6aBbdckZWdDKuO+R8KJwcblJB6mtTubo0FC5+rVJ32qQzwXr0n+1ew2spL6hYXjkQ",
+	"wM9FQ7PxVmiWWDdvaWNC2eWpsvWYaeM7811pG/004RH7vEVcM2LeUASFp4+y1ag55vEThTeLGKBGjY43",
+	"c1FPlsGMwQZS0ELCQrEFo29NpQxJs6zlDQifz1Ow0vzWmYN7Rp8cGGJ6hS2cvQPa8hbJem5muy5eqydr",
+	"Z5VVcIEu3fzRTYh3stx8ZQ6+hrvWbcAFc9HOx4u2fB8Ui8Sdt/+Btn/stp91Ru3vfup5vW63qlrcZ+9X",
+	"OQi+p7cUp18+Dg5+/2/Ia5kQqxgYKx08R0apiiNm7FvFzN5bEcDfq867ty9evf/4qqPvNPn9wX3kLP69",
+	"Kl+LPFJxCYPxZh6Z07s2nbIvD3vHhyddY13m7PRrytLt3zynod23+Em9bl7LVISPJB/OnR5UMMd2yAg0",
+	"CK1PDeoJU405MJVy4qNmsUJDwgZtY8FOlwfAFcRgooPOd7jRG+qw2sB0h8SQpBFreS4SAa7vbeG2oTjX",
+	"cm7jPCECtn/6tIW1EdCRgPYZ1l6Vk3JEvA82QSnIoZvHnrvvMfXL1puYc2HOELwLcDmYFE07CxOL3h7Q",
+	"PZEQzfFyJfejABXQAneF83s7vxHVaESCURwtzWTzBp8QuOzjzhIbioyw7hd01ehkWQSQVxEAJ5qDDimE",
+	"b0RcGOUU9WBnSKLIa/oJMzobNZQQxvhp+C2vAECfl1y1M8BCIkSvJJ2UWoPYSxaatjrkrdGrLXI58dNE",
+	"DNKUhwM8nddrCtoUG8JDOwe0bYcCge5d5NETMgE7bzHjEcuLNoBLND+JKDnuHlos+5IJt+Ecuco3w2sG",
+	"ruUHKOu7Rfql+eeby0+133XF/uq9/Ydi0kbdj7KCkvu8/o01H+t+9fU3IO9fgpCu+1EW5LX3F+HzZe1v",
+	"vrk6v3jz/IKLfb+gd3WO5aIibsTtF3fVptrf3c0jJ0y+HDZ6ne6wgeHeXEy/HDbAnTls/F3ZlgIxeTeP",
+	"hPpyCM6AwcHBYrHoLA7BD9Dvdo8PjDzNLCdBsFpCwEN8ku3PfnDETujpuN0LDyftY/o0aD9j3XH7cGL+",
+	"/Yz1xoehNbzct3lr69bkgBQOmipj0n2K5cpsi/1u/6Td67W7vetef9DtDrrdf7Afl97LPzeyjqAUUiya",
+	"DBtQesFIuArCDxtklrCJsTurD8MVC9M0vtohlgIsvmbkWmnu9uv8uX1Q+jRrEGR2/nDjAj2lz4IeM2sz",
+	"fhq2jyc92j4N+qx9RE+CU9alZgErFqhiia7c4TIgUN6lffqcSEGurv+eHHWfdW0phm6n1+t0yS//8b+Y",
+	"f/Y7XUJztILeYa/7tF+9rg9e2Yq1LZxXboEz862wqvbM+jvUO9SXCe0Gz8KnNz/07vrzQ3HkJeOn7Hhy",
+	"OPv+5OY0ehZ3ty64G4fVuvAHe+aO8/oskLpIIEZ9nUSk2TdaypH1HNuv5S1LaBS1nCej2EHOGQcl1rDP",
+	"DOPe3+dhvu40fkPV+F6artc47h7u/u41hyTPFc24cKa7YsCZSllQjCEotKwYxzLRO5Ri9BvBi6B8uq98",
+	"DGqaUAUlSiBCiGq45vv5L+TUwyIs9gZ7KMZMLxgTK0qk8lwYAY1NKwu6JFqi+4hQMNNbHmqqRlHOlT2j",
+	"DxoVziplblAHP6konX72PVKl9dlQNWs72Is2UOvDhC4Eami5Oli4oIDqW1llflTtvVwRt0GXWPxxRT30",
+	"iN3tED+F3RfCo9f6L9SWJm/tpeyqTqmcUjkUmVZpJo7UBCdOdtdnS8Ju0gaBbA/XBP9XUgvGT1kvOOq2",
+	"T8ND2j6enLD2s3EvaB/R4/CEPZ2cdp/19lQLgMh7qwSH3et+f3Dc/3/Z+7cex400bxD/KgG+b6MkN8Wk",
+	"qENKShiDrKNzXId0ZZXdbrMmGRJDEp1UUE1SqZL9FtD4z8V/ZrFXu7Mw9r1b7E7f7cUMdvG6b9sfYL6C",
+	"4U+yiOeJCAYlKlOqk6s82TNwpSQe4vjEc/z9Bp3WO1YJCjGwgzqw/xmlBuBDVjVGzdATqkabdoaNzqgb",
+	"NnrscNzoU3fYHHlhi7XHu6kazwyhKDZ4Mkb59eD0uSkfX0OR2GU9vPEkHci2N+YsbUzmi0aze9F42dtJ",
+	"azBeqgVg1UrEqIl+c1nU/p2Rr/IpDJPXpbP5UTkF61NIJNlfl/HwoDITMtWMYAqr7P4AdMMW6IZt79Dp",
+	"yHRUzFqtjVaUX0TL6ODxlyd3T44bj9ksydOENx5TnjSa3u3Gpdc4/uqLRnsY5XXnRum53r33rAg5yKW4",
+	"ny6z4DsoMvLg7WxzkVU66IoG+Lxw0IGeshiKNwwZyZOdHXa2z1WxBLjEVBlKPmUzXINxlAkt7xbQX6e5",
+	"0DQQr0kmuiiUV5X4k9MLxkmNog8xykqdKEhhMX0ACj0Mr1mJKHWLv8wmnz179HDNa1Z1WbC+zYX+I0PP",
+	"0vM3kJGQwk2nM2ivdEAG2j0ndLENNUtnp6dMptoV2dTqGQkvOutzCIFer2IVfjv02ZHa8+cnd32uIHA6",
+	"9e1a15EcYoArGmZJvMgZWfAQg4MyCTAV89xoSGyMRRoHuvhIguPJnuh67zzB28V038LcGpn4sU3NW9x4",
+	"+268ff+5vX3dsTvq0Y7XaIUua3RGzWGjT9utRpN54154OOoOO3QvtZ6zJZwiH65ev/gIfHzusMc6oyZt",
+	"tMde2Oiw1rDRGx3SRj/sss64TVtDb7Sb4n2fprTpdBrt243jRZ48TRY8bHzVPm52G0+fPVbuvpbbdUnT",
+	"e3D7w1PAFzw7SFfexepP4XfpRb74k7ea7jB1N+qjUB8fy924o9I4hXTY765UFudpMmJZJtSJxRzVKJZe",
+	"RnxyJM7mIqknWYxQfwlpToc0Y6SmcqGDg5TRcPVdUHfIY8gGh1LEcMs5jUm61l5CV+U4aYH7vS6kshKo",
+	"et0t+0m+e8uKKI2F8+tN88PoknEGeK0V8f7ZaH7ljJ4BYiwkZ3727NkpyVPKM2Fr3MoIoskiYTSU/WQG",
+	"57HPs5ymeeYQDSEFn6H4EQv58iSJZbIrxnPrkDkJ6XBR5nMaQ7Vi2+3olBz9esgtFBsoOyJzqK1KSCB6",
+	"E6h89S0L5tGd0/XV0nY77zAzbmNxPE5ykozHDOA6g+M4TpZKgT59cvZsLQcGfr8mpe7tLJQzmLcG1ATJ",
+	"qa3xoq11YwHRiXiy9QI49LYBB4CmSlTRy2ma5MkoiW9l29eUjRWnMcuyAbp9h0m4UnVAwopqPD29QzzH",
+	"VSuO1IKIR3lE4+g7JqwpWFMHwhwEowc/jmgcB0AJrtMUJPNvlGkDDR6txorQbK1MBkwzUvNcD60vnmDj",
+	"sKiYJ3k0lpfWHXLGwOrEhMIBWX+OTeA0Y5eM5w0c6gCW+KM7p7oeIUwGPhevShY5iXLIaZSQrfDiongk",
+	"l/Qe0AM5MDbaO0U3sUBFLmaS0VXEJyRLdC4MbkYq67uPT0/Aq0BDondQZsMqVdzmUerzwNhewUDY3BlY",
+	"TmImJmBEyb8ergUGpGGqrmVZHs1ozu5iMbDxzR2Jiyq+m8eUF599Dq+DVZbJ9HvxxWeSgSaQCA3I51wk",
+	"z0eJtGWVCq/SbGg6WchaBm2dwra0ibG4M/QogHchw/WkCi20VW68CKvFakOaRZmNIF6XNMZnYDJ+pqs/",
+	"5dMQxC4ZwyIhYn9i6IYs5kdFKRTO7/HpicxMlPVuOL0w32JGZS7qiKbpChOCaK6ucgx4PxCcILizwjSX",
+	"8hkqsvIwShyiJAeZshQ8Egue62JwfV9Kc6YPf5YCIg7BAVNyHNYX1vuAS+aag/40ybTghhbcTsLVfid8",
+	"FFoDz7bEL+l8ZA0sz3GtgqDOKiSFMvmR5kstig14ut5mTbCkcZRlwE0N+mOVdwDK3Z2OEbF6np7eeSTL",
+	"aitOkyfrklFVvyMQpJZKKgewWio7G7mrr95Updoy4CnLFnFeetQ3mJhqDawmeIxSyi+kmCmQ3tDv3Oq1",
+	"CzIELKD86QfSKyo2c13kc0SaDtnF2VzYOX2XeO0Ht0ktzeLVd9N4/rKbJ/lhK68P0KVd5OhCg1/ZuuXf",
+	"++bq8MXy8NfWh68WiI/4KL7ouQ9oar41+N6votOXDzKYkn1rwBdxDE9f54j3rYFr79WQAkrBtwYtcXOJ",
+	"vlBc6fU8ceUG4blvDdp9RzwdlWffGvgWoKD4lu1LznLfGniu0xSfi6kUd4rRFN8i35x4eavXfmX7lph8",
+	"8Vrx54LjwBSIrPASNC69hnv4rOkOPHfQbjq9Tu+w0/0jvFpCi0B74nhmfKdgYeA312l5jgu/SrAEX4G2",
+	"+tZkvoCL1MKAy0TXBr61vjrgt6u5E2AgvV5PjLBJogDPWwfDwOeJfQo/7xU5gXvnjF7IkSsthW67ai24",
+	"G7PTbHf7DsxGCXVINOb4qy9Iu6FedBWthHxyBR+Fbw36bccTPxpUA8XC1jhg8MYzysMhSye4qsD3IL5+",
+	"rZ0Nz5DkG2JpQh+hyFCtyVcvdp8hqASF30vDZ/sm0Rv8zlZ///Lk2yR69O2j1vCrcEFnbe/rZ19/9/jO",
+	"SXYyy6In336xerxqNx/e+fu5uG7EH2fsD/Nk+Nnt9mP+9DK8O/ouFNfy4+jJt/eyE34SPfn2ft9p3vv6",
+	"3p1Rl696Z0//+GXvD58dP/z704lvvfL5uqx6YQuLYTHKFykL7xRifMdDTUI6fYP4mIq+fU1cwQNKtO4w",
+	"pRWiCmDJdnx1IaRARpVFlJJQmwJKyqfCtgfhJBFCkHzSadpWCfMU5VJBg4lSCYQSgLKlSNdhYoFfJY4K",
+	"tPEBiKJN4ouBFEMGYosCjgYAeS2ALOTr2BA+19O2KMmzxlS1sag1UPpgP5FjFXRVpQnttjdn1F0bbyVp",
+	"1rDkCzFzHXeNeGIl/RJImDUuE1yMBlWQFi5WUf/6WoLF4PQBqYJCpZApu4w9iBPQRE142xKL5fsWJKhw",
+	"vi1VVZiZG5Y2eMY816viuivpr0th4YBBDWxUaH6/tl+t2drJXfKQphOGN3Suv+E5zxbzeZLmLHzEwog+",
+	"w9jWWynlyS6Um/aEgPuF1KpV+Uo/Dbj6ELlgq7tPG3dDBXcBNhxIT5vENAeEummU5clEmEd24b2dJ0kM",
+	"Dr88yvJolNl6ehsIJDcF24+HgPixhlMwjnIEirPRIBRWygOo9xDf3sL7pDcVY7cOufdynmQQ884TskoW",
+	"KclGKZ2z1OfgT6yNk5RIY0RYDmAav1zVtzkF5dDsVkA3j2lUtnas/0I+u/fwVLk6z6d5PtdHHeJVo6sr",
+	"XR9jm6BkMMba8fl/Ic++Pr135ePA9hb9veKi7/HZn/rWg3vPfMuGN37qa1++b9n4yk+FUu361ivSfL0H",
+	"os+++nn7B1MUxoaEzzlNE/FetsjQJYJlib+iS91o0EyvnArnulnzfjUyQpiMwM0gDNlLlgL7XSKRW6Ae",
+	"DlwxElYHXH7gm/v6+NHDI12iiqgKGaKXVC3zJ3PGj09PxGPfZ+5qlXNAQkW9FujEq4oFpbGzKheU7Lge",
+	"5o8u0csEz6DoVLx6ya0oJhVcv+RsBEoaS4QkUqD3Hpn86JDIXkLIQJcrrr2rF5xYpvuF6FTzCwkrXz0g",
+	"sAZ8LlbQwOcEoWsGSlaKb+QSGhBYQa8jgCrXywcy93IwK+YehfCV4Tx9YmtwIEzqH0ARrEqiChNxREOV",
+	"pPGNEDs7xWSfinZ8aCFZaJSulHA+xFKV55xe0giButfLVRQEVS2vmMV69Xq4bB4UataBYpi7cn0YlMka",
+	"k1iysiL4ToRIwkHZDAsQxBpCEuoRcNuMrmSy3zoZMyKDGo9T7wt8DqsOYOVsHbDDfEtAJpZMeQWGHirG",
+	"KrgyAIgrFscQOMTVKm+BB5t9++mHAvjv92RGX0oG6LrP2csRFBfDaerzMxazUY5u6QDs5ID8ngST+SKQ",
+	"uMg8UdnrGiHZAC1PZCHLg9PnAFMO2bTJWAIHwdUQfrPXwpNQvKwSKrHiPFibWQmhS5bJIlbRKFWZA4En",
+	"B9W2wOdBNqIxC8+xAzaRv8tSuMAU+FCJjum+KdQZAZs6MDVFfIJowtjsOoKyfP4l2AFrz7il8NCyabJk",
+	"IUT+fa5n5KcfIPamMKs//1LC9AHVvZjduk0AoxrGFFGx4QnqDgVvDUAxsdgiMH4A0y6vMcitSt/7fPN1",
+	"NmIO4jw3nQ55cJuwCOZoSTHaK1vB8WvJfJVNmSxNVzjaGPGCCO0ijg1objKmI4jvaiQTn1MyXQ3TSDet",
+	"jLmc05zVHdL2vHUIbv0sn4uH4YYeMtVkhM4kSUXn9cDFjF6KxevzNElmMp6tEcBrZt7OGNDoAunpgBDs",
+	"ZL44xwE5X+RRLD04UjfIxZ7Pz2GPGMxSChSn6vi4txb3fdf5t3doPHq64Cd3d7n4BAO196WjbsfH75yx",
+	"Ky7eJxX4LSXeVrKykhiYKEygUgOO9Ii4Cm5iNs9XwriezfO6xsYBnaIAx9nAAt4Ok1NQWXQPDw+9ZrdM",
+	"ZLHJArDpNTLk+5EpTAF8g8ZZUkB+kzjh208lA+xns0MGlnFF67udTstserO66TssCEwt3mP5PILd+LzY",
+	"jDuvU/ryCRx+z3CadrztGWxyWLdvZBZiuJ3DeXiuSUcLHeg+Tanpd7URLh8y/nlC4Gc4s+DkU+7bW5kk",
+	"E2HiaMXaJUu7Z7+34PwzWL++eWHkBJiHpWSTiULMi1z3wr+wLcAyPtc38wRy6HcNclxcKt/9NJpMxdf9",
+	"lus2zR8gEazpeb12r6u9/sWz2/2NL8/nSQaUQNag26sKFBjBAfryfC2wgpzY6jw7l2kN6ESX6gAMRqH4",
+	"FAnF5kwN5A5UlSEQ418bQHH3FZ53UpNwAy3PcaVGyRkFoms8CCX62EXEQ0ATRVQ0I8un1vScFrlt63yV",
+	"NrldtwnOsTAMjMbTnOiEaAIJ0bbKEoLGr6UcW7ZlKqZwhPLEPIHF6akq6AZlfRZ0plqzedjvtntGUkMX",
+	"0Go/JYeOJ7SQOqpBprKkTvBa12m7cInWf+DltzJS8xy3J34ydCD1Ww/hcJXe87d/k+rOpo5DtIpDajCw",
+	"Kh9MdiSPZqw+IHJp/vLn/1UuXqIF/hblJ6MrIFlA+l9NWCFRcXVjt2tFCoGzphSoWxmkT9G0UTCTJCl5",
+	"RGdDSmK6wrq1lVLOcp1ZivOhXiQumdJLVpdYnlmFWiepetDY4nLRlmWWWsqleNGeQshAyn+/AgigKdxN",
+	"AYQrtUoA9a4SQJ3WWxJA3cOS+HmxR4xKaZVKy9zm/1Fb+b36CfcGiGvu8I4HchG0PW8XB4QMs6AL4ldB",
+	"5jAFKQRu5HoxXByF6Vvp6JAR1W1ujlNkBc1MOh2bbNDoIHkRUSAcytPAQ/Ls2f1nPq9ygvz0Q9mTgced",
+	"wtjWFdSwy22JQIaWc0P3WcaAyHH5eu2wgwOgAN72+ZqNTwJ1X1A/QvG5jGRRZ+FVCAo6WRYGPo84gMOj",
+	"kS1fm7IJgNYF7GWeUnWtwgT3JM2Q9OtoNPCwzGfFQ2BkUhdLddu8VoygXXgmhHEZlI7Qwt4k6iKwKI1r",
+	"fG7ammDwlj0d0qzFI0jlb4PSgiGmB6fPj3weCJEZGDY2TgaayKBlIl+FWRULtaSAVMBDIpR14LxTQz1L",
+	"LlG5UJ0RVwCjm2gjNueCsbmM7eAc2qTsI5nSS/C4iHUIDzwigSnrFa82J9iBusx8RvT0EU2hlJdyMc0y",
+	"/xjZsXHhQIrw+ZDy8Hw+ysXdtxG3aKnoyAGqWIa2JWZgsZTanmerfPLlVDJ5ydx0HQ43XGhF3fKKBHii",
+	"4YxVONZqyRx51eOVz4Ny6oxYDheX5+CmOA+FdSWa/pUYhkIhVQ/UfjifJ1w+/A28cIlM0IZydUS81P4+",
+	"6f+DTGjQRmsh4xmDLs6il/kiRfR89nLOUpVCPoqTTGyMKs3VNn1t2sUTkuEKp8LUq5DopAYeQvi+Ad8H",
+	"9UHBgCUXJWbxS0dadkuxr4nWbLrFCDURIEZpkkldKasQQHv6GKnP5XFONn2LQnUGiStL6c3jAfsBlRpb",
+	"fN0BMDPCqpA7uqR+ancZlcMAkyRes+4cIxW+sbU14vO25xUbIRpNr/Jv3VVpPzferRvv1u7erTubee67",
+	"+ah2aNN/Tp/VjpsoWUx223FJJp77WbJIn5/d3fUOVbO0xy3HsyRVCZNfM5pmu954TxzCaSTE4/Ozu6cs",
+	"/fyr6dtw3ZmkdNdbwLSs3toaU+hKu3jHbOVXb8V+1jcKG9oInr6poXxOc2UEo82cMiQ5KTrR73bdXpXl",
+	"u7s5P4K6THTWVaRGf29h49t9p9exLWhwu+8cdorU1b7TMygmrXGUZ0bytHqA5zpN9QDPddziAeKXV2v5",
+	"vvq13qHT0e/1Dp12Zy1n1kjCVje1Wr22o25qtXotp7hJJmq/pl8AT2NpGYL42VbTra648Qy8d8+AnB6o",
+	"BZZ0clCKsLNjYJJG4Va3wD0AIVIm/YYxD8j0YIjLNYBYVEIH3xKOx8S9KaP5jM4lvxQwTmYDIQCBELTZ",
+	"BW7iruPzr2Slr9ECYcWWW2Cbrkqtjr9k4C+AQjKu7TUdtZVGGARKpEEbyEgsxmkl9/DKJilFazqfUg60",
+	"rQpEXgzdVersgzQKb5TZX1WZNUglgRtuRhsZE0/MkVeWvZzH4BeT5SVXqLJZKaipydz31F7h4DvBm+W1",
+	"6tMm3zsQI4lTJkln1hV672hFYnYJhuHr97HYUdd0dAeV+M16eaNM3yjTVcr07uEk1JyFGG95qEGj07Vr",
+	"KtLlNT/4pmc3uy/sYrsPvkGtseUddnui9cmyqPXbpngX+mWVrv0mOiecTjTWBVsfkQoq1k1pqIRMeIOx",
+	"anlOV7/Pgwar13lOd/+xarkw3vg8F56tnuc6h9vGquu2iiEWH4wxht+qxqrbbrb0WHXbTc8YK/Hbq1cv",
+	"ttlv9jtaea0OzDL2vuO0jN53oAxx35XXg2fgyus5nrHyek5r22i2Wj1jUlu90qyK36pGs9drdvVo9nrN",
+	"jjGa4re3vvKaxi5tlnZp87V2acctOt1xzT6LX7bu0k6zmDLxwZgz+K1qrJrdw66rB6vZPez0jdGCXysX",
+	"H4g/kN5XOwpe08oUSvLONiYLUem+sTPft515TJbTJDYnAmtLdjc0Je38VlvzThKHGF7OE5leLaMsWOk4",
+	"m8sgdAlJ91am+Ox9DnEem4yhtlkYos+e3X9We1gnn5L53/7HQ/J78qe//Y+Hf/t3hzxaC7VmRjpklJZI",
+	"nI/IYi5a5G2L1io6/RrGgH0+oy8xzHMeM16X2eJ5GRDJyMz/aBPp1xK4fK5GIsrIEJLEhkDxPIeKTsCw",
+	"W8+BF1MuJonQHPCvypkDonuYiIZhOQI2thqC+w+fnEp4J7k0GPe5kO2ZTTyh9G2mu/0ef4D/jBdxbORD",
+	"yTSon37wefHlFKiqf/oB/iBhNGMcwJp/+kEnxx4Q780rCqiwV2mWk7/9W8clvyuF/zQq2ZXJ7jEdXZQS",
+	"3NfgvIBhR3VrwpIZy9PVVc6LU7ldb/wX79d/cYrLeT0WZ6yR5juOuVWFuH4LSczrmuAucZK3lexcFYxA",
+	"wbWhYR52u4fOYd9TWmGv13e8btvQa1stp9ev1Ie9w57nuM2mvLfvHTqt1mGh5PU6bad7uBYTuElVtmxr",
+	"x9Tk4sSqqZ9t0vFabTLL6munFR5QQANrnlHkpx9cp9UhtTc4o3Y4mA68+hEcJ79DbczMbdstGum5tuu6",
+	"Rbrym+ysXrPvbdpiV1m611yIVskOF4K3cqdXQ8ptafeXxuxt7X7PdV132+5vuW7b6faa2nzud51Dt1lY",
+	"0P123zl0W5Wuhb7bdtpuVzkXup2u4/WKe7uHPddptVuvHxGUOsFNSPCDNtXAkFK6OBhU+6QMIwbtlfXQ",
+	"C25AZyLFsAw9CuM8g3wx/DVKZZ0rNWN4iGizHkdEvRYKnGWqJkQW4yjLM8mGIhlXDOtMMrXUJChKkoYM",
+	"3h0oVbuuaWPQeNCcJ2BgolDHlNBawBdxrNohVWn8SRhKUZZFfILcN8c6lVVy/cvIpZByRPNXY89r+M9P",
+	"P8BIDUi+THzebUMxSxvttIiDoLcJHSaLnHjk0e26Q44xizg1maijTJWLIgoywBfL/EDd5QHhNE2TJYly",
+	"NDZL0VO0s0rh00S9g5GxIqrOoKNfidsV8bbkm85MExIqB1UybSAJzoOBGEQVNGUkY6OEA6EQsGKltibz",
+	"TIusUJoZddUFR6jPTZJQzNDdiym9SCjPGOyWDDmww2g8FjYwR/zmKlPoToHH/MZm0NouWuJKZFwxeG9E",
+	"7o6M4cBMZjKkGYsjznYN6qnz6ipDQIf35kLNSMVT/uGb48YfaeM7t9E/b7z4vml326/+awGcqEBCSjE+",
+	"14zxeXtHMp/weFVIinzKMqZdM/aHHMIVevmbhHC3dLzYnh9iRHfPTr+57ZgxFmYVNqOyBJQGa8szR3oP",
+	"lwkObSnot7PK6tpI9CGurYgI9FpOFb7mOcgPBYt5juiUm+bGVvjNpqf+Np5UCgL0WmsAneaFSifsFXid",
+	"+mex+io60m87ras64jRbbrffabdb3XbH7bV6Zs82cTe398x1uut9cx1hzZr/W+ssAlZWddZptlqdw7br",
+	"Hnqe6zW7hyZAaW+j967Tbh+6nV7Pa3W8frvZ7L16sWEVePuvAkBLfQerAABXr1wHzU7faV27EPr93ReC",
+	"e/WKdpper9Pre91W23MPvbb3uguhCQt4YyH01jvYg3DVtsl3e57Xah8eHjbbRietQbdVMfndVun/2q9e",
+	"yFBXKQOgaXvlBAB3Ley1OYVVhqBeMBWIuCX2J6fd73uH3ttDxO0WiLibTY2jEeMZoLk+OT47u/f02QkA",
+	"pl2LlAupvPsg5Rqw/uB8bR5cTar1RmC53mHL8V7ZlirHTq2BdTzKFzQmdzD4kFqbULpl7xCoSHkascvN",
+	"2XptsF0U1OjmP1+k8TrU7hb4XfxCYQDuyUZmQu420ePyvtfglajMr70GPwK05v0WoIHl/PaXnsR53nfp",
+	"vSvk59fPDrijbd9triawSCUemnI3/JacTu/dfSTMXQKFz8MV/FvNfHfZPED5kF2TPY5XwRQprlso653S",
+	"TDLtSeQr9M0DhK9DMLYGwGpMYbyixQ5QxhEnI2DI863Lhw8f+ZZNFK9FHVC1Es7km20ohhT2s6yVDTS7",
+	"MsDF5lM2K5M4Sfshm7MYcr0jDpWfPgf3UpWn4GGU5ffkaPzKGLKakWBdmgs9BgYX9NwNoS7U4R03Jfb0",
+	"Ds1pnFSihV4/8RDQ+8gAZ+UEmx2S2Rx63WYl7yqMj7FfJuiAagDnH9tedfGVKjEHIu1g/T6s34WAVkhz",
+	"Oiiza+Fm8TmsbS0cTfxDXPDTZCmpx2eRzBeplR9kw66JUkIX+ZTxXK46mzA6mpJoBvUTCDtdbOEZCyMK",
+	"9KR1eIfP84Sw2ZAhYKWBcI51H0h6iL3HYmbodJ6QsdghNlTof/bs0UOS8Wg+Z7n259I8T6PhImeZ5AYv",
+	"EiM0Mmy0jcn6AQ7pmZyJX3fPwvDAdbpL0AjpyRGT3EgXgNhborkH12EuZoxnRJyQL0Q/JuKeAxxdI48H",
+	"XEBilCt/db4FHxEOsSZbDqNLWGINiSPcMKZPtepT33r6/PH5yd01itkwuixzyeLbSZaOPvWt//ro+NnT",
+	"kz/crWyJbxGarfio9Dy8XXPRviq6ur6txHTQEEZQB+Me3HsGk5xPxR3Sd1w1oJktTwcm0ecBqUFO8pgJ",
+	"vZBd9egwGZWfe8Jzlsoo7/HpCSmeAuQzsP1g7hfwgGNgQZZ64oDcZjRlKfn83tc2oeSCrYzNnqRkBjR+",
+	"sPkUad0FW2UElX6hqMP21A4vsSDPpbdutojzaE7T/EBc1BDzqW+wBtYkjcLGKLu0ylmAd86+JMnYLDXL",
+	"bAk6oiQ+dKwQI+XROn1ydt1MHMPCRu0AQb1fvdgjn7S8s7dojZNFFLKP7Pz5DCW2WNy2kttiiYL4wEmY",
+	"p8hCsRX6eDJfXKevPTh9fr2CphGIv3x6/Ihk0XfMqL1L+BYcU6EmPTh9/uHoSBu+E0NJaho2zDdND7yF",
+	"G3butuu99os9FKoHp8+v1aZK0yLzoYYr0Fs/snUsVsBeetNU1i5tXbjwxDX14oIDBB4GjtGIxTMLKOWZ",
+	"TZZJegHkLAlH5tEH7H6SjhhYsmK0s4iPGDmezSHB7PjRXXLCszzio5w8OvFc9+DRSct1bXI8n8fM548a",
+	"GIGsDySekYQLHFIeLqMwn9oEMG/I/dNm9+D2/WaXPLv/8MnpGSY4J0uW2j4H3UonOF8yHibprUyCDU2Z",
+	"UJgCtOsDGdzEXCppJrEVmSQ+H65ILaBxRDOWBVI90pCCMmUYVD69Z8V7Aao5Y4rv1ucQNcnWIIuBbSjb",
+	"tr1VndlbDphCnAw4sPWQwKTXhBXYiHjGeBaJM3YrIAnetw5M+xDSLK1BGwOY6mNzI9p5VZMmjMthGJCA",
+	"wnoJbBLQkIp/psl8zlJIAo7p6GLJ4jggNWMp1s2fGmn+MiA1cy12XJg/8efp0yfi6lHIqRfIP1rqj7b4",
+	"I1XfCBnIGrMmUDzrj+1g2/gUnXj9MXrzSF/CWTnO94RjUrvMNpHCwYzoFdJcLnghRKR4NodRfiVFwcYv",
+	"L2yLpqNplDMgAxR6CMyk0Inmze55Po6TeWYNDpuOZ5ujNbCoulDtpnOMADTFN4ACrmXA+WSYWYN+q6vH",
+	"3WgaT3Im9ZMHx03XI0vRnDmds1SmwRw2pcxwQIqQnPFMMWDfP215YncuZkICMiltxD9pdMnCATl7lJGX",
+	"ZJgkWU5GcTK6IC9Jp+lBnuLBKL5A+0+8+aX55pTm7EiPF0iNtVcROJVimZZ/2uw2jN/E7fUjSKicpxHP",
+	"C6S4eZqEi1EOBp9YlRmbzGCZiAWTLWbgNkVZZw2saZ7Ps8HBwXK5dPhlFEbUGSWzA8Ybi+xgwsaidQeT",
+	"lM6n0ShrjGgaZgctV8rkgzR/2RCjDP/JowPx5FWWs9n5jL6UxIxoNUin6PqPqh1bftakjnk4P4c6OtdW",
+	"Ikf5UNedonu4QZVUFRJ2OzwnbA1IlxC6GuZC1bARNkLhFctWfiE0t/pHR/zDiFIJDIFwvf5w8P1kvni1",
+	"VYsIxNoQolNtSQnYv0ViBJoXHvKXHpw+H4BP0ibZnI4iPrHJfMFH+UKrGPLsEppHiKzy0YSLs9ipclG8",
+	"o5P0GHQFqAcR4lIJ1genz23CnIlDcBj0MQGWWnFKzBfX1RXo88F9t+cF/Hwj8W8k/kcj8feV9lCLVC3s",
+	"H5w+/7CDXG8u5qs1P230agl2peiPi0yE7RSfC66RZhV6EPnkE0hb+eQTCTSc6zTYCoDjUk7tKrANsv4A",
+	"uRCDAQmMqHGAFmewkWwTAPwm4yGcH4HMY1HMMUP5QV3h+PwZeAD1KaQiWzQrp8kGDgF7RdeFciZxdX0O",
+	"wXSkosFm1wIzzA4Iw2tx9kB0LWRjuojzIyCQ8nlRRRTlZCZOH6ZSemNEbBUfDFBTZqDyy1aoUN+UXjJ8",
+	"hrhWNBqNWKhQxdvmMV1k0TCKo3xFRlM2usiITEuAvsRsnJNkkZMFj1mW+TyIsHrwXF71qTi7giLNOdCl",
+	"zfiLzDk3WwH51zhGMkIDMH0GzDOmoyepkH4DDJQIG2+lc6TLXopbqvDY52MJsipeUwuKAorAcL9B4c2A",
+	"FJVHZoEK5HabqNS2DpWoUmPpCQhGYINKEiaHwAYAwF6fa74BLPcVQpzGsSxgDtEza3QdU7jxG58b7hdM",
+	"U890eR5UMOdy9GR+P2bfKwjiEZ1TOZ1SCGAVcSaBk3MyopykYkyhmjhB+xty1mGJ+BxBh+VdI+jAjF6w",
+	"IpYmmgEJIjELVdr9EdRnyan3uWihmG48fsXoYTTYc12x5kZsW0jJSHp6yyrbx47P+pTyi6KCQwXZK3ZB",
+	"eWkV/mTYTpj8T4cJEFBEPMsZDVGWyYWQbgry7WxFespL7g4p03Rik+zcMEliRvmO4LP6yGJx/L6BaKsi",
+	"yQlsOzJcrR1CNqk6gGrFCVQ3jiC7OH9q+gDaurwkb3vl0K5xuTMuuvPN2reb+alFiqdOJX2xg5tOUidP",
+	"k5DgQacOOSgleQS/3IFzrj5Yg01QR5JeTRkwHAvpwOIMMxtAsAH7pzrzmSINyBhy38m1XZx48NwrRq7I",
+	"cDPHj8bxk/FWYaJ0R6NDECkpRn0jV+7VO6m4hxr3farody7Ph6u/MNPo9ivUf991/bvcdKaT7/a9I7y9",
+	"2vkeRMt7FPF976Avd77jIaDx7nr1nUWaJenbqA0BtNOSy1jsueGCh7EKciA2AMLAicOnoDiphoO7EkK4",
+	"cDerN9PLyTkG+DUxPDxAfL9mK4oRiVnOQuNKd2f04nCBGsd5Zg1arm2tEQM1vZ7XrkSvaved3hUJ+Z7r",
+	"rBcXANabWVGBSMJCxqmqBhizm+Tim+TiXzm5eB2f8MPbmL1Wt1e5L1tNp3XFvmx5a6vBO+w7ZnFPp93t",
+	"6F3p/Xq78qbs5KbspFR2ouEqxIItIDWunES0GNatAy66PEJtAdq4R9TMtMgr/KhPuPQKKCQDtPw/smgY",
+	"OG8KfyM69gwSia3Z+wYT0pVoDxI8Dn0rZsAEvY4svYxGDNNtJEIT+CCGLAxZKEH5SC3I00WW40szRyhy",
+	"gW34x25lRKW1FN4aIPwaR5NFyjKyZMCVTRGDqD4ocUFJIjNNJEUkjxS6pUwYNM4kCo94VGZLSB2brGO+",
+	"qfw2YKEbiaco0DRSq0TlscnnX+K99hooTx3NQNNh6XPpsQSaqzTJsgaiIBkeNIUXeA24XB0HJcqPCk49",
+	"eBQ4yWeMSn8puiGRo0t5ygJwbgZE1v5n4GRLuNiaMhtcoh0CHAXOBLhigOPT59KDaEsLeLJgWcbCI1gA",
+	"8LqlxO+XTPh6CCME4UcgCzF55hjIjm/LMALRfh+W7a+XRrg9WUWOM4oUWPxbklVQMYHWZecgN4UyoJfV",
+	"OawlzLoRf56H0Qx0fNu6iLgYDIj2WcCwAsRk50LDgMV93uwK5W/gtTuHXbhAPqwHH3DBWoOubek/xUEL",
+	"4zL4RuNsNziqY8PGpWe9qAp2Sp/FFWqcmiOjixsBvuliMon4ZExHzBklBxjru0q1Fot0HE1AjEAdxJ8W",
+	"SY4eXTHqj9iEwi230yicMBImo4zUxH+l/DmI49mB6uXUmYV1a690jGIJXpWQIeFIzXSMjzDTYoNI78p4",
+	"m3GoHHwPH7bnWxybgkoltUoa+ii3kbeZ8hUJkiVn6UGAoEYvSS3YxW4I6hCdULJIklKKlw02BCLZIg9V",
+	"aqWWijaWncm8DZsE55ItZE5HTBaU0YwEjaAyp+NtyS77qrFUeRwPYzqjDa/RbN3els6hcQ13Sejw3kdC",
+	"x4ZUfNsysdfsQ0cKodh2S1JRfDT/1mIx1uM5FGaN+IQfNkWjq0fYmISyKNxBEM5YThvwnoPiMcPGdGzK",
+	"P+s1pNY2iQVb4reeV7Au1FAO0A2t6Xo5d10lBT5x91oK01gsog5X6kEfTinFGxjhpX6L8V43k1+UCy2E",
+	"+HtdT9zmu7SvbP0tL/bbWddWcKwth4+6huORNAr3qOKYx5Rzlm7dM751QjgDiu0ijLqRbENz8ss//ysJ",
+	"ZhE/3wxeyvoJaBagtP7yz/+XONVfnqsw5qCogxgLJSPhEmx4RNPw73yL3Ic0CpiwolCiyAIxElpIjcax",
+	"1PRnMtnjDVIahBQoh7JlSkZ1PoOKmFdmNCDsn6IIR9Q/MQolx2SgcJbBjof2RUzTAMNbFVDvkmU56bg2",
+	"Ijcup8C5ncoUHUKJgVWeFQOcjPXfCPnrc0mMXqJDnzGWq6HFShPMA6C5ZkIvQ9TfyhTGf7ZIxWEJY4c2",
+	"6NBg6RZStsTSDTatmaZyC1wnE6ZLaSA0BPU469T3muVeprSYS83MsbEVVF+U2VqyA1UldmkY8TAbAEu3",
+	"nAaf16R9DJ4GI/NmmsQhenQScH5Ac+o2CRQHZhbILsla++JWpHGXd9KcJHzENJGzka6UJovJdL7IfY5M",
+	"eMl8LpZ8lMkZwfIUgLYNZDaA+LfQd8TwAYakXGKa+QCbpnHy5/FC5nvBGiTI74m50ezliLEwMyd47VmI",
+	"u6lpG2Tt0sa6GSUzid4g89ulGMJiIfSb+BwWE3iCMFeE5WBvwHyW44MqIQUfD5CMXOegiXujDG0VRVUu",
+	"3w2PWqN/F1thTFOSjMc+r/mWucKQgpyW90WTRBlp9bAltupix/WtukO+AljLYJGxNFOeNOSFX9uEEc9y",
+	"KpYKqYlWiIGog9eOSaAAuGpUZLHAI/EFROfM4dBhYpyNo4mCT6ybciq+kcFXpATSQoJKJ49YlmHIQtvn",
+	"EjbbpPVQGcMKI/zB6XNSg02lmdQn80VQVMD5fCi6p1f2LLkUL1PeeeSNyciQ5UvGOPagQAoFWFm5h8Z0",
+	"FsUrfHLECTWKJsCeBFdV/UjizYBEkO4snVIk+pQQij8iFYa8BNQphCsXpwapYX4NeANZGBAIrtQdlZIo",
+	"mUAgaa88Fbg31ITA9IsxguFQx08lCchwkRNF1a+eX326icPI55qDBE1zXocsM5i5NVh4PXVjUkJTBxiJ",
+	"VO62ndlF5HRXcGkgINsmiYa6UNwtr0YXssR0V70FIcTBIcu5aHySHhXsCugaMFaCWBqme1KssyNFwA+Z",
+	"iJVzeITVmJB5ZWDQ4lIXy88hxzhllXwe8hSOAfBCpshKXg8YZLGp4cAXCwuwayJOAoWyFBSVoSmjWcKV",
+	"wBgm+dQm2QJObfH2KINMR8jRH7GqKU3KnCKac0Eh9la4rKP8yGyLznwqJhMWFcqrTKfqgoy/D9geKVPa",
+	"1xzxiGEPAFsNLEWq0nGXqdAE+JHUmKCTPIF8VZ04bpz2SsjJjLAaHecMfESL+SSlIQPwIJ9L9UL6E4d0",
+	"dDFJxTZ2SAH9vKSIQoLQzwjd3CIgVXyOnEHdNg61hmHBpNIcnE1ieo33RDMmm59NkzQfC90SY2Jq4drE",
+	"t4ZMbFO8bUBodoEYqMCYQMZs6XMEW85860ie/UIyC+1cbFhYUjjdNWoejsSQwT6X60MOsZqeukPO8Ic5",
+	"TfOIKk89HjhZQiLuc2PaxRlXunBAfvnzXwCgCQViJmYC+xxA7lTjTsLzNIkHhCcNmH+UfTwh957RCXRY",
+	"9B/7LKmFxHLzOR2nLJs60oUnHTGBtEvWs0PxElPaOT4/lnRL2iLA00sckJjLPmE58JGoZQvpf2SDpseo",
+	"ypYDLLaNOshwL8Aa1s5FdTZUlDtUGf+nMeV3FPX623UjlslnkrE0alBLMYCYP4Ss4mdTzXiN6pPZVrAk",
+	"hdIkdKetqZZVNuSVjdboKGGyQFd40Q3XRWKHil7wxWy4vROKUQwr6yFcWkWDVlvSdKaYRMBSQE4TXEgG",
+	"AH/dJrPtfS5sYWvHnvW67fWuNXfo2p01lRLQpoTeeVTSVrEMdYvKKowmesG29gYebFUvK9fd3uorltUx",
+	"WYcUINliiB7uMvsaum22DLN0rL+uI72iWUI4VJZubijgNSzhJGNhasqcZr69jrVuE1MR1i+yN0ZiK3YA",
+	"VIW+QV/fQRLvvum4+7NKVzFDX5N7rlVOUHA3M9CP9OGykYR+TaL5V2IblTkC8ZXy9LKNowrPINyExTsK",
+	"z2Sp8KqMHVKjmPEhTrolY3Ois4qkzwnlyKeXcTxrDBkfTaHOKJA3ncNNQf2jTX5f25RhWPYwqHwH6dtd",
+	"N2w141WBlLR1T5XNvTcsUilZkzXZSrEk2q5bHwhzThWBFz7dnUxHaXqWrYaS9WfStK2b8DKDZbchON+U",
+	"qfsPxGfaNyn3GQBq5YuU22JDSQfOtgaBG6+6BZ5b1gX2PXZEw1SbqhyiqSS3EWp/ULjtAlIDd5XPK/xV",
+	"NplGk6nuVV2I+WCUZOKu0ZTRuf7pSCioLEQ6zWjEBqALn0+TRXq+yELkiAnUQQNfKcWdGizx5ytGU1Wt",
+	"ygoWeHEDaFoXy6nyFW77mdA44azukDuqhRCNk1q1cnihNR0n4JgOxjFjuX6KaHVAaoUW8dMPYO+rL4Q6",
+	"HpQuHqC/WEk2aSTwlVRcgFO0bmPRD7qx5YvVU2ZRHIv+l/3rajZwXsGPULj3jkgO9B7g9pcTX4gP8Upb",
+	"VcrhboLyV9CW4Gu1AtBCqFqtWZLm2yqw9O1mAZb5JXBkv3idw/pOAiBvnyWL9PnZTrSe4g5V877HLcfG",
+	"yvtaLLxdb7xXLL3nZ3dPWfr5V9N3RFPS7H4uVfZMha5arvQtY9hHh6maLinVo5iGLGR3J3jQgmEhVwyc",
+	"iJKOb52tbhhBiZ6YPGEeFd+chyynUWwNql3QzZ50xg0Z8fpOX/mfFzxEgmTRA5pdwCPLJCqHZW71fZLL",
+	"1zewesZG8YeQSwXi3mS+yM6F6GIayEHv+4LineWZsuXeZY3HdoZ9z2lrUs6W67itfsFt33SaQBx/FZVG",
+	"4djUmdvrvk79g/IebaOgF5pHvFLj8aaVGJX89F2v7/S6fUVE6B46zbbBQ9jsOR23oygMpd9UN2id1vCw",
+	"77WdVr+l+FAPW57T6hVP63k9p9XrrrMa2sXGMKj9X3dT9I090XMOd98TvXe7JbrvdUu8VoHF9l3RdFod",
+	"tSmajtcx90Tr1TXUOe9+S+xfA1G5GaAGQvVTfHA7a/URO26ETrvbcdSDOu1u2ykeJCuBSjtAnN6gB+pj",
+	"bLNyyXQHocvE3uIWg8Im9LdgHcbrczpI3+VpTLeyOsjzrayUv88MmffH9VnKq/kKPM9gfWGMlmpdHtzN",
+	"OWqqZfSAq/g8UXvYknJzppM+krEJC2qrlA/JxqixXqQWfsFWGct9PqeTiEvgyznNMhIY5ToBxE0gG1Z9",
+	"oQKuHBIC6IQ5Pn8m/tawNeDFKjudjsphSiaMFO2Rk2kloCGjm385TWKGvJ0OoFXXKNRjsJSkyVKmBQhz",
+	"IE2Wyk5HUwaA6CGeaOu4cWoTqF+TOSayWovGJKQ5q0OHlMtjlF0GPhdfHIMjd0CAhll8faQuElaTMKwv",
+	"mb4scMj9JDXgMWjuc4zFaV7QDdZLh4dQQrMtN/CtUFbu4mW7j27jG1yA/5S4AGv1dGnI0gEJGkX9aUBq",
+	"piQB7NriRxsjbnbhTBK7pzFn9OK8BJZVA97YLCfiJ/koZ3+r12iYYfaWvy19QL+28jttNOz17ONfFS2h",
+	"wkSFUpVlUoJMqC5ZuqkrvqkrvqGzu0GcuKGze6Oy9KcLLssGbUupiKWyCisKbWivjZlr5ljbk/nClo2x",
+	"JcFZeWHbegRsc3zsYufY5rKz5eK3K0beXj/x7GIO7EJFlrvANife5+si295z79v7il17TQra6nF207OF",
+	"DLBxw9u2fYXgsNc3oY1CAcQfSmfbXtsPtrH7jWf7ZSj9dVXhSkACyPFT5tlHVhwiVne5A5sgBLY1B7fY",
+	"hkkqrFBVCwoJYgYREKkFTxf8hM8XeVB3CJbVzNNkGLMZYHOyOdA1+VxmvA8IJW3Pk3l35YR9eOBpAl5z",
+	"mZzHhcmIypTPaZwyGuoqkFomK8OyRcpmYjyw8JPli/kRwe1KeJIjQZzPi52icjnBRVfXSZKe6xaZYoXx",
+	"rYrpqc/DBSpzTGVjn4RsNk9yIcwbn7NVYItxYka9ObRR+m18rt60VHxyaM7rYG2teGDeeMrmMV2xcEAg",
+	"p7iu40340AuG1fw6uDtMQqjjp6Tt9h3yOEFgvEhVvxDAPF/5nKVpUkmaeAcE0lMgNtvTUi3G4XO2k7lz",
+	"OwlXZ9GEU0D63vcGeMkLTAxjWS5+20Hv3jd7QS1teNXLxiRpSIkhHug8pctHLMvohFWJjqdyh9g6IbVJ",
+	"HkW3nY1stlfVJsTV2/3pgt97GUlqUc9t7nQHTu/uYugRjcdJOlN3NHdxwFHJlqZual0xLVJO/H5zeq6a",
+	"lFO8q2rMA7EOGnqRwI6UuTWUZNEEcm2Qsi3KgPtNfJhSzPZM2STKgGfOMSph31fbjzlZEyZCeMZ0JSvh",
+	"hcQVLR0yxknIABoLCZFka3c4JO4kfBxHo3x/0ttma6cj6CFNJ/KGzi6rRZaBsfARCyP6DP0xu/l6TziA",
+	"cwlh9UZnJBst0ihfYdwWuP2OgfcP3fXFEXom6d0I8j6qwxMUugyYR8suXukQvKYg+TLKomHMrqhoxNT0",
+	"ZLyGHg6Auz4fL+IYq7rEORxsXHfwPYZsXpmg1cgR6PN5mlwyTpUrVbpV6zY4Y+EwTobfspHotDiJSe3x",
+	"XZBoPg/MrfCyIX2fkLYIGTFkuCJRWAJbhWNIKLIs1PS/mM0mUYRs1LSGK/gXyjiiXG5OYEWRNXuYfu7z",
+	"QOoFDUxkDI7I5LtoXiRyj+IIlBVkx4KU9FowEqd/oyGWRwrQOLKO7VlCUpYtZoxQMlrkjWQ8JmGy5HGC",
+	"DcvQlR1TqJREZDoYlFsZCaIwgC4FULsQDMxqUEymzWma61Qg8LVHoZwQmSGYL6MRc3yOyN9YQgF5Nstp",
+	"FDNC53NG06IyJUpJFJIxjeMM2z9lkJBvYNpCnaWi+VVlj3JZDUhwMm48TjhrgHc58LlcHVoZarltgu+W",
+	"LVxS3bD1iQX9yOcXbJ6rDBm162QFZS3KxYV5khAoOCV5grWUEByoH1XWG8CtYmgvMjmbMjsMdj5oYeAq",
+	"i2YMphcSk8VrRlPxDlXTJe+9lZFsShGMCiI5Kd4ZRxcM9aIFhzfqoqda2+vjeoJABNwslvGc8bxepT/d",
+	"eymk2Xtz9d/47n/DvnugSyVYDQXqCtT+hFLYC5EjLQyQSSCfUzZi0SUL6zZuEyHPtjnl4cElY1hC7FgD",
+	"6x++OW78kTa+cxv988aL75t2t/3qv1pvii2jjomyY+V734pC3xr4G84837J9dBLBz6/lJoJnSGcIPqVw",
+	"C8Bv2mUCv645EeAKdDn41uCbX/78lxf2L3/+yyufG61e86mstXpPD8u7au9+Xo+CeFkoAqhYoAogVhOG",
+	"bmHCxYlTVn43nv1x8cmD/C4iv0bAl2YEtZ+t6I2gbiEHO2ynSmfK7UUUhwh6CGeq9jYIi35O00xRxSjy",
+	"aHxgMBCHfINQo3war2iIxwiFaUC0QiT0aBnrnsc04oFt8G1kPidYQ5mEK1LTYXCZywgBP3FlIA5l8Uao",
+	"GZjR9EKc3vGtTMIFDHSYHVGYhpgcKUsMbPGWqtIDIzyv+KxV4jJZ70EFH/YRFm/TdPXpL3/+S0BqFPsh",
+	"83TFQ6i+BKKXiCrA9JckTBjae5LOXnpMIOse6ijFQ7CAN5ixnAagqCi9HKoFFDxpmRRbJwuDfi2eUpNO",
+	"KFnurLK1bVXO/Muf/1JXMCNQRQT1oXNQFqEFOIpRrCvK4TqEaxBfa1TDJIlJLaiaCfEIIP2SUJt0GLMj",
+	"EphzAsCb8BzoBoIQELwGp1+mvjQaGb1kDXGyxHlAauKB0Iw5S8k8iThmtJ89eEg51FgSEsD95yqRu9HA",
+	"1jegU6QmXviwDnoly7DqSWjHxojDQ87k7bf1Wnwq2zCMk9FFRlgELjAYB+wtCi9olGieeAxcC0sG/kBV",
+	"mSc4PQO1KW9l6qGiV7j/bNUShYcZyo6JtjibOC5Q+g2L54iUSnehN6az/9P1Ohw9egZyAqPcTDASD4ky",
+	"TWgiTJAKYO1AJigRnC7MoU8pJ2O2xPHQsD75lKKOG8gwmSbOQh/ueJGB1SaMIzo/IkGxdWH33Dn7EhfW",
+	"OhE96tVErvdbmWxLBig7Q6YNHSoskv8SCNNqJow2cdZAgRQeNnJHihUwSuLFjGdY1rKORWSTNdavErkK",
+	"7Ejle8OS5wq2lUqCFRRn61g9QYEyDvy+BYh5sJbVJFaSGBA0Nr+a0hw8ymrraqEqLMWcZWS2yHJCJylj",
+	"ssgC1pJDjqVxBtbm6ZMzwyEApEkQqkjVwxCwh3IAD5JQvSjtPM/nckClVcgKh3uFYXMyk4bNx+EY3sK6",
+	"ow49IV2yI3nMoYEnT79t2rKsxa1OYhGPMbJX5McKWWzZViF2LdtSu2gn1pz74uSsEvCl2S6IccQCozGI",
+	"04aBl4KF5JL6DbGXpYzb1vd8sq2ct90DMNv9yqqgvlom8BXnqCRUBz2LcnJ2evcPJAoZz4VGmEJhps+D",
+	"h6gZB3XEDDO1IVj6cvdEuUOOyxvL5zO6wt9JlCsEWHm+iwNXCFGpeAeKyuoI8VXA0YYwHQAgUmxOhzzG",
+	"g0coX3fcRtNxg+3VPyo1YUtdbrdtV9tgL4o/nd83Xnyy1RTbFgqp0KPKWvs8Fds9j9CME9LASDMyKtGH",
+	"EafQo7XXQ3rFCV7udbr6d5qmdAU/s5xW0jyWFadAYc+gbE7ZOIpjQErd2B5GEOUbfLyNDS/2Ejovi6A+",
+	"6MLljpfIceVyvtY8OjbjOYDzgaRiN2Gdm7DOTVjnYw3rrB0lQF+wxfTdJfyjAy8o9sS8VngD0FeOS5fm",
+	"Rum+Ru4CKCQaziIuLnPIk7FcJQjWA3kV2oEwS0B7htJasTc8t609/zIhv+22haY4mlKOXniF8IctoGkK",
+	"aN/od0SnvbCO22IE0KBAW01srSkS3m5oi3ehga+jLYJX9OmCn9ytSq1tb44gvipcD245r41+/PrS8Oqb",
+	"7ifpMApDxt8zyPKu+wAH8prwpr2dkwSLPNIFH2zzdtgkpgs+moKRB5YpD4EfGGqK1EbLWJ5HXHzHZC4R",
+	"KAFYG8JD+a1hY27hfn0tW+U1YjBbF+u+eeBjmm49Z9R1kG4HonGf1MYrXLzFttlptnDwkUT1Q4Yk3+sM",
+	"fDu86Hr9VybWIWD9JoIQaL8zlk4YgWtI7en9O+Sw1e/WIZQP/sPAJgGksUm9uMhjC2yfD/c9Q45IwBdx",
+	"HJCUzZJLlvlcPV1YmMbDHfLIzK3DJDg8OAYAiJCmDBmajRw8PDA4EkBjfFa04YKxOXI3R6FD7oUQUIXw",
+	"vCSqNs8vQCKVsJziLFOQgHCEQWIAgwckYxJG4zFL4SAcRywOM+DGznK6Qs6bUIH8lg82NTRLmmmlK8p8",
+	"DkddlUR5Pg/pWzrSdklYgyXRgCXx+zdIXjvVmPLXJq/tZLx88OKMZlJn4cnSef8G0TtVAW50dSE2Ckot",
+	"llPwZOyjjEtw261JWXfAaW0kMWm4c8SuLpzLspIVE3CNctY6smeZJajkNSpQt1SR3oXmQyvfp3azWVjI",
+	"45Xy8OdoduuR2h+S8i1CUFY3TE/aTtTvb4vq3WgLODohA47mi60DI0EQdq7aZ3F8hre82rc6+F2wPAtp",
+	"bmY02JrjeQvf2n8KMtgXV6Fm7FGjVGz9a0qVyoNgG2NkY1dss3xoo9u2bL6N3bQrZsnenA67NKZ2MeI+",
+	"x0no2TB8No4RjKwYHrvl2T3btWEO9q/PAThHlTZbWP43hklRSCz5T1QJVcMMz16dy6IPTTDSr0lkFtfY",
+	"JIlDg3MhZVkSX6ISD7mfR+KoBBVINgueDOo6RCfpMGbONviE+9CKj8qm5xt8lMegpvIE4pCqyLVCOr4t",
+	"qSEG7SpGRGMa/jOwjOF6S2mUyXKoNYt9loRy5V1REHfMVzrIMKM4jQq3RJW4qQCEqv2BvJ0543CxzyWE",
+	"vsrQQIR4XbtFFjyP4sJol/soKyrGHMz4hjdn02SZKUIZBT6tKFt0fxzx9nPoP7oRIo74KtMoy5N0VaVx",
+	"isXz3kze/SIuommyNGsX67W5r/Uay8TGYuPyYv7MDVtR/e413Oazpjtwxf87iHn9R1my3rStC7Y6lwrf",
+	"MBlC3JBCE6xoJhmJAe0bZn2Baw61ICVP4WVrXxXl1ldhdAnFwBpY3XaR+0NzUNMKnqIxGFlNjzy4DRRc",
+	"tzJNhLSv5NkmdXDHqLrE92uo7yt4MAD3vsKFz4SVoIWHseYU/Q54ObAO1vng433v2iFwX0teskoWZMji",
+	"iF0yJCFJ+GSbYN+u5Bx8L/6Bz+b2+37rSVC4VSXhVHnSpHuAJzk7MuQyXIBMk2GazLFu2RDGJGWjJA0h",
+	"k2VDKj/FLX8fBdHrS+ZdLUYhad+tIH9aDPW78UXeSPN3Lc0LZd/57eahPJNxFsUOYwbmP47DRR69S5oV",
+	"xln5NPltHRBSVhKK/a7BfNX3OhfQXr0qi6N0CsygBtE0c3WNL3AkHVXK+eU0IYrHs1LiC0Xp7SdU7I1V",
+	"ltOcbWKVSYe8HkrCk6UpVdUQIooqftoUsc0NESuvFMLQSuZZ8Y2WsZRoRA6AaNnEgyrMHmvQ3EPgPSoW",
+	"RsVO+tKc0l8j2eRG5O3efkmaBvStsH6c9yZ8cuB7M4XBNSLItgCN7EoRM41CpsmqC0rTAYmAMfGSZTJR",
+	"I46y3PZ5XKA22ZocpeA5N9gCM6CAiBJe8OQC35pSTxE4ACitEGoHuR5luXS76W6SHJ7kmc/R7QK0NVLw",
+	"lV1+JLh77+G9Z/cCKK8CuKEoh1w36KvPjVSBbZlu7mamW1+mhSWc+TwQjwrEyPBceUmu8H18FoXsA/V9",
+	"iKbt4fu4EfKvKeQ/M4TFjT77YQt3KWF/y7qs2PbS2fF6eizIuq1hHED0WITiDEnWIjkD0E8BeED6vW9h",
+	"fapOJQOGVRDOCKwR5RmLxwOSIefjejVz3QZNV+YTT2kuOdMpHD7KKT6jcVyCoVEsapCCVnfIPTqaSoG+",
+	"pJnPVTWhlO5wUOQp5Zl6Lmag4f34cvw7IykdRXzi84Tr2myaAodjFKosNGFI59GMYaUovneuU+JsIOLy",
+	"OSaYBWgsBA45Lke81AEIdZV4/NnyLIWTzOcqHw2vr4kWA8SDPLky/ew6pLhFISa4YXrelMWhzzVRrMpn",
+	"8/kpAsOzEPFOCgVhQALA1ZFHY6bKCGuywI10XBsQ0CGO4bmurFguA8vPaZax8Gp8eUCnZ7ZaM9KhKfrm",
+	"kFMqZmGcxHGyFL9EHLNwbF0bNKHzDHiqUjZnNM9siU6jWq3Yy7fnA38md8D7TZz50LGn1+OTBui0fVWE",
+	"8nsLd5U1kF4zy7Z2gABWpC7fK/DYbEq9TtcaWP3euOOFboexJmMebTabvV7IRkPaarqj0O2Gh54Xsj4N",
+	"3VZ/GLbCw0571D7see3D1rjV7gyFFN5wyiEvhtFW6fHbwcFXtFT6hOHRle49+WZvwx1YCUz7lkK7xoq+",
+	"MrirlNzfeHgX0xCKupYrQ7uVJyQeUlsPyKeAPZonJEzpEnP+8hmdD0iQJsvsm+iFA+bRN9++CMzqfJCd",
+	"qlBdXBaQn34w69QjBvcg1D6KxoKAXpWH8URygF9R8vAI2/9RZUiMkpSztCyDFMSPieZjAyC+GkUxgvJz",
+	"MYhCPRCHpbBOSz598yJr8E3T7r3QqWLiC9eGFCXRmWQpcfUhO2ZrklrztZPUmpVw39ckqHk9r12ZoNZv",
+	"X5mg1nSd7lqKGuJ26wy1Vg+E4ztPxLu+j83D9pZOHnpO/6pOtpzDtU52eq64pWBR6rVevahoFKDXv8eZ",
+	"3i0d0ev0qgei1wXM9a0D0dyYbbxDj8Nhp/V+pnu3jja3rut23+ld0VPPhTRLs6dt79DpmAu71WtXzTm0",
+	"rJyTue5O2Md/gBJ3y/ErBNFNOuKaG8lgxReGgpwfIiSvkOrGylJQLzsmKcpCwa3H92lRSFiV4T9QPP6S",
+	"tVfYhkkcIhkozRF9SV67NfefvMPUf9n+DyT3H3STZPkhZv/jBP/2Eu5RObleURI6EMLKCxUJ7qrmDloT",
+	"jb1m37Mt3AU6A77TO6wSxErMei3UILYcAGsPax62r3pYx2u9PdFsbJf98uVljrzZdJUS73MYI0xkh6ER",
+	"/VcZ7vJr0UnRkzdKZRezdnN0VEYgjILwXY+GjKUS2mar51Ox6yuk1VvA9iisippK4fVcW7qylgyI04pD",
+	"xOcS0E/BLdf4YjZEovLZHFxTGZFfDYjrNF1Zh+o6/SNCfT5PWSNlMaMZI0M2TlIG21h+dUQA98kZzedk",
+	"iACSw5V8Xh1L03we0pzpfOKczcmQ5UvGOJ5cQhRwFk2mw2SRImT0J59gx2PmfPIJ+lLhPtnkjICCRTSL",
+	"fVH8TYZJjpSYuvQ3VL5cYbgmnBVAVKWo3K0MEpIMXuzM57WYDlkcM4T8CaNRDrDc5Fih20mjHlyf5FMS",
+	"81qekAOAgKsHkFDh83GcJIBFHXwXkJpXB0+ttMKT2TDiLCQ8ibICMlHYjwjUWAuyP6V57T/+EZhq//bv",
+	"5PfkP/7xPE/+9u/1oK5pPsVU5CSYRfwcXhaQWpP8ru6Q22yVKGYObAbFYRKtiWaAsh6iKpCyiYQdR8cm",
+	"4FD5PFhw7GMIMG74kGWETMaUIyyfeqnXIb+rQ7VyEAF9fbzIokt0NRvqVBHCxdJ0oXHZcigx0QQ8E9ir",
+	"lqqZS5ma/9AuOt1zye/kuM30I5SL3edLulIrL+GskYHLPIsmnCBF4AIhBiWDv6yIQ0d7BkGN3OdzYFx3",
+	"HbdzJEt4jUHB5kIrRAvlyCEMOgyLTVicsc0ReQZELmwOzysGX3afg7JAatJHLUao7nN9mU0MiDzQKiJu",
+	"POVcfBUcwZuNefZ56eHGs4m6Rt1jdDBJ1xsvREZxp7llcRlDvz/5hNQC+CyXR11MH5PwiOgplwSCcv58",
+	"8Y5xNJGmmeFqkvJuiu+dkRqoD4DQj4F2lHE+V0Ium1JxmBXLpINzOyD/8Y/KA5bNAXUQ3x2lBN6a+RxU",
+	"3l/+6b97NgmAFHygW3uO/AZHKDGWoq8SPF70naapMFFJMvY5cCSKEymT6Kg8waiR2je5Gq2BpPRh81sZ",
+	"SZacZCNAWhN7X75e/Hguv5YQ/qXGI/57iF28ReJkojtDhwng70EHkyVCd3LYPxHCrso90e+Q35HFHIJG",
+	"YhZCxkfM59AHG+esQ0KxwNCdNU4ZC5MZ+eXP/1J6PYlZluGSFD8l/MjnGtOHIqD9KE0yyBJJlgXkrZAp",
+	"QuQg+iWMmcxIXnKfy94TPSbiAFVDUh9g8IzG0TCFVdUX+7EQ5VHCfT4EMFsxuU2n2+5AkGY0hQhtsiRj",
+	"mhZ5JCSLcuyzYkOKUp8XhxSRhwGs/Huorg2IXpTFAQP9HS5ysL7+9m9N8ju5RWjKSrIVdnp5l9WPZEi1",
+	"KToDpKaS+Rc3BopZtbePYB/0yO9IFsMqpDnptj+HwWx6vc9JIgyQdVkD4MZrcmNAvsGaYoLkly+C7XGr",
+	"MyYJu95lrnfJQnwLxorq7Xp4CaRxMXpxApiueGrB6NXkSTRMo3DCwrppvCB1djXvqQthHA/DOH+sJpds",
+	"Np2CO5K6o354ePGn5ktv1uJta5280KJxNGIGUeEXS8Zbjd5tZW613b5LapcPHz4i+Oi6tZUPc4e2eUbb",
+	"hoesM25Nv+1e9OL+3H3TtnnQthfC+GLzdQ/3Dv5pOFusgeu4zcO+bQGf/xpHquuAvSfVN83bCYvZGjQd",
+	"123bVp5s3ta3rUuWitusgaX3qiWtyuu8yte2rOd6V7TLdfr9zma7Dvs9p7lju6r8vJLP9trGdZvONa3z",
+	"NhvX6Tots23FVttlzHZuW6vpOp29G+f1Os7hlta9wNdU7z0lY89lDOaFbSkJfy7Xatu2DFUHgXDmUwqd",
+	"6NgWnFni4cWhBbyv3yaYXuM6PaSB1V33OuBgUs/38JMxMraVRZMZPcdmu47rdvV3eSK/advWd9bAg8Q7",
+	"U8Rbg2+kbN8MLHnVIZJkyeGPGQsjys+NRSpWqdCoz+fi82HHthZzuHTrGt36IrUC8G1exds8811e1bvK",
+	"s6ow284RjQlnT4xPlSCreohtLadCqslzYQgGVaG9Kasq1ycF9oHUPKEltZU+gXcnAHwco8DL0wUfUXP5",
+	"LmnKRWMhwWqvaLs8h7f4bqT6rFJlQdL+BmPuttXZCesogiWx5sU5LrlWbFUeJ5cEJFOJcdvVrQMJJFe6",
+	"dYYrYP/MELh5ydKCJMcucpVhA5B8NWfFdSrnGLVgxXW6rvaAe2ANOlTYFAXe8BGQUWUs/3SRjxs95Egj",
+	"dA32Xdp6YKn7PKgAbA4QulxCuqdpxMQ6w/QwCWMNWVnAq+Bz4JCwFUguDwv6i0joviEL62AdRyk5++y4",
+	"4XW6ysKCGfJ5UJDDOaVMHVk9nmkq2OApm6eNu9GEZXmAAHb9Tsutg00i5IjOZSs9U6H5BmL6xcKXcRD2",
+	"ko5yjDAIix5m0CGImyB5TKWHDJuV4bQC95gGK5VZ8VlyhVaNq+eDypb45OCTdUUa0OS3p2jdymS2XuH1",
+	"jyPODK3Z+vmvf/75x//z5x//n5//+k8///h//Pzj//bzX//55x//95//+o8///g/wd///59//HfxzY//",
+	"+vOP/+/PP/4L3PIvP//4f4sb//o///zjfzf+/pe7EkFE1w38/Nf/n3iwvOlfn6QTyiV5WPYUCIAzjJSC",
+	"5fbLn/+yBvi2Zd/aKpGzan+q5efAs7YgnJsDKTbcRhEo5qNKNDHAgddsLMhrQtPcNEAQGv0b678RQsjp",
+	"KYF/ybMH+Mdt8t+sFwrs3Pq+4IEiPijoHjm8Tb7onbu24dB9xHIayy/KyP6+9Wo94rGOH1kpRbBTOEBR",
+	"bks+mZIQMCWiY9lvAQB+G+L7JnD7Ojp79WmKlSW4+8ukU4a42RySIJtSIc0+Hdw+PrvXbQ80TRoeBYV4",
+	"cq4Oz9zEXkqxF5DKcgxN8MwZDRk4cbae2dcEX46V4lQcP9JZjHyLEky4RLhPHpw+JzVgw0YGb5t8+fT4",
+	"kaZVgqVORxeMhya0sPhaph/kLMtt5NOWmdAIdis1WXnMytzwbM6EuoDKLTBq8w1faC1JbeUnVaz/4rqQ",
+	"5mxAUtYwacrrDjmTKrPPjVehAwS8YWMhz2vg94cROI8ZD2yfB5P54nzGZkm6Ol/kUSyHJKgrSvMMaQMB",
+	"gRVH9kgFhEAZgDDFrHD7rmS/HPIwQiogrcom48K1W/iCZwmfGOytJlcthC9tjJYJNYuLc5y9zBkPWaiB",
+	"ayqzG17Tx3XDmnnDmlmu2UqWGGWSazhPoMjB2UrJMou20Pp4rm1y3bjXoD++uct0AyvsCTe3Yj5NGSPg",
+	"0ZMCppTXocTsN99L56I1ALIhy7Ym84U1sJRX0LItiLvm5ztk68sri4wM7r1sj9yx+6eL1mx4SC0b8qpj",
+	"6YE8UG5Iy7ZMiW0NrPunPcuWDtxWlWW+hy2OwuIqWDMcjfdqfr/5OXum5xolLUZwypkF21MeJA9K44Kt",
+	"su2INWJwRjSOxTGmMMwUQUqmTNkRfC3TqZMlPyIGsq7PoxzMuqwwoOdpdElzLCasrbG1BHWI2UojL/Q5",
+	"1MxnOZFU3tk0WcqcJT5hKZD3gVm5ZiyC5ztwfP5UNldFZqHMS7wZHqz5qz23VI08StLwCIHZfC6hxDdG",
+	"gBUYbMLkVABv6mdFquVzYD6cs5TM6GgKaPlg1ItDV3JqpUlOc1bX5NxgvUOXMjJPsozBaCrl1BjAAfQ8",
+	"GasiAp/fC71Op9kn2mS2kWSb5uZ9NprP4mnPn91v9KSyloxFC4Ig8LkqwjMZcy6bPqfz6Bxe/Pj40T2f",
+	"4xLAb1CJlvdLjvBAXBZgZkV5JcmqQJsEeF8gaUfDUMz7kGas21Y9xstbHknpUunmS8WLJ+wNEhQNCbC+",
+	"Dy0arlIykPR4zFhIau5L97guk2qQKFNmeYDURDpB1Fqglk45QY4UjQlE5B29IKTfJGVkwaM/LRiqilhi",
+	"l7IFJAdkidgvYqqkFizJRtUzDObEMUDwr3xcdmJpwW7iE7zf4CmleRGshS2zKghKfY6UQQFWJgXkT4tE",
+	"6eOon0PpNhTG5wlMM9INMnohWqSo9rFN0vfWdl2V5mAOOAbAWx5Ojc+B80wpz9BxINaUo6xW6GiRXgKD",
+	"hLguJCPKEx6JRbLyeW1FhixOlsT7B6/TIb/80/9Cmn2b8IRwNqF5dMnIdyxN5OSK/idjWQMKiVZy08k3",
+	"9rABIC3hZxJGlxFwhvZsSbkprWFgkctXtkw6wIA0JePopcxSgT1VeKHkZJEZwuNXEr0rGXSGW+lztrL2",
+	"rfU3j36M5q15eUCkSW+yXCawAXDixB23NNmVqQnAtdbAujh9yrrf/vHrx/P0ovOnu627/cnLLycjdxi+",
+	"vO/Ozv5+FZ982z117yZnXvc47c/6n9376vjJ+N7j1cPPnp7Mmu5x/tx9frCI2n8//ENnfvLczf9w94tP",
+	"PxVKul4o4mTPX97rn3zdvXN4tnS9Jj99No7d4eVi3vu88/zzL3pnd/r9l83cu38/+XSfDM5ibN8h2AF0",
+	"oWLcxfAax8IuGGFuf6OE0DjSAKfL7fWH3dDrtMJ+rzMK283Dw07YYswbunToHfZH/ZANm9Rzabs9pkPW",
+	"Djt9b8iGww5zR32rVF6oIsCvPxfmvedzNrMGVkP87/a9ByePyenz2w9P7pDP730NX/r80Z1kefuLr+9+",
+	"7n25PF7dO97nXT6Hh9x7fHfzua+3JraCJ1ac6ZDUaWg2JkrA/tigN0vmN7Rknq6TA74nnI/+++Ug3Kru",
+	"rm2N3ygInFTfKdeaiiENpKpk2jhwxl5HLGIaXAffG/v21ZUhSePNNdB9US0WJ/3pvUd1nbWrJgtpuw0D",
+	"JT+SzwAVFMmN+EroRiPKyWjKRheaJKU64uZUhcRKqsy798LdN+TcW3Ce3Ajl39Q5Xtom1++I3zq2wbHZ",
+	"XcN8t4XwQjPRiLQLo2gsTN7tviLl2b2O1UFfiOg/eIoV0kX/LOl4j6ThLGbI5xhYkDmxnIwopuQKSxcz",
+	"E0Jpo0WpLKrBsBLyi0Z5XTocpsqnq4A0oY8c0H2mbIa4cuoasA+FlcwTn0uEjiiO8pWUjBLRhNSCBZd/",
+	"n0MQKairyIV4uomyn0W5MLUSM6wto+7BQenboC7R+KPtgY5i6N9IzL6RyCwXAhpO3h1cwlJsnVEeDlk6",
+	"QacuDiF4xteG1Ro0X73YXS6o0bmDMIVV0mF9ZSZjQs2l8bF5ffWCQMtebAEYOdPVK1EbK7fwwfdiSl5d",
+	"A+x19cYlNbE7GxHPGM+iPLpk8cqWu9Pn5uUY6wNyygf3nhGVlaUo+av3KQYdEfSrILHQgl1ufkzrgBQf",
+	"e/03zz3yeSAeCNSUENSRdSo0jm3cjsMV/Lsl56cIZ72pflMRb1DPhkFbk0815kwcEqgdE9R1NGpOQc2U",
+	"Wwr+WXdx2NVs9Z4MSGn2+k3e+rcAD6X2+AYYpFxPsPWMbKRyqky6u1B5uyLoqjKBbc9cD5pVZOi3MENf",
+	"YWKphNIivNbC8Fp17bJtCUWPZ+Idj58cn53de/rs5MljC3OSy0m650ISnEuy8UHT83o9yArOp0l4Popp",
+	"lomJVpRO55LUsIjFjVaUX0TL6ODxlyd3T44bqlC88ZjypNH0bjcuvcbxV1802kMIf84ZvShD5aysQbdd",
+	"maRcTuBvd/tO+5XUQLMpS4W2MsoXNCZ3ktl8gdttLRZ4/NUXpN3AV6csTyN2uTlJlm1lEZ/E7DzLU0Zn",
+	"5xVtKV9QgrgpeGwVlkm5gqL8XVpeTqqqYpfhM4vvidd+cFtsgpTOzidDa+CpgvYMW6KzWP9Ov/lT/d59",
+	"9Gd192maQLbWNi0af/7t68d6OKFCHDqNcQStV1ZFTsGLkF6qYwCnaJrn88HBQZyMaDxNsnzQc3suJpPj",
+	"7esHwBlmpc6KFEdbarWylImHUMWZ2SQV+5JPFL7IbE7TKEsQLENKNWjb5inzFWjFR5iywxkUVmuLqBYc",
+	"S/8SbLEBuQ3uEGGcBTZGpzB0p0KAEA1C6YjHkQLEMBwdFW0QhteUZmTIGC8K8GoPTp9nNmZqZSoJK8PC",
+	"dM0rroGnkzER1+sDHm4jYzoS57kigFNYIUrt2WzLKdalgC4ORYS6OTgBEATU7OZQG4JRQ44li5c0Lr1I",
+	"5bJWvOq+RK8us34BiZhNphh0Eo9G7GqAbxAKQE2D6WYyqIWpZmuofLoNBkBdRV4Lo3E+tQEzVIyuGG8h",
+	"OUew1iQAS0pHuQ4ZpQyIsUcMdSLjPSynW9QYSHcid2SRxWma5MkoiQnjIUTbxKvSZDGZyiDa8QmhE0Tf",
+	"zC4U6ndItOaVETpMLgH8IE+S2FzleJ/16sWr/y8AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -55,6 +55,18 @@ var a11yPages = []struct{ name, path, ready, except string }{
 	{"calculator", "/calculator?run_id={fara}&context_tokens=16384&concurrency=8", "main", ""},
 	{"planner", "/planner?context_tokens=16384&min_per_request_tok_s=30&users=100", "main", ""},
 	{"getting-started", "/getting-started", "main", ""},
+	{"organizations", "/organizations", "table.runs", ""},
+	{"reports", "/reports", "main", ""},
+	{"report-fastest", "/reports/fastest-per-gpu-16k-x8", "table.runs", ""},
+	{"report-versions", "/reports/engine-version-changes", "main", ""},
+	{"report-cheapest", "/reports/cheapest-100-users-20-tok-s", "main", ""},
+	{"benchmarks", "/benchmarks", "main", ""},
+	{"benchmark-tool", "/benchmarks/llama-batched-bench", "main", ""},
+	{"benchmark-class", "/benchmarks/serving_sweep?lang=zh-Hant", "main", ""},
+	{"error-404", "/nonexistent", "main", ""},
+	{"error-docs-lang", "/docs?lang=th", "main", ""},
+	{"error-planner-refused", "/planner?context_tokens=16384&min_per_request_tok_s=20&include_scaled_model=true", "form", ""},
+	{"calculator-limit", "/calculator?run_id={nemotron}&context_tokens=16384&concurrency=200", "main", ""},
 }
 
 // axeRequired are the milder axe rules every page must pass as well: one

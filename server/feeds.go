@@ -145,6 +145,7 @@ type atomBody struct{ body []byte }
 
 func (b atomBody) VisitGetRunsFeedResponse(w http.ResponseWriter) error        { return b.write(w) }
 func (b atomBody) VisitGetRegressionsFeedResponse(w http.ResponseWriter) error { return b.write(w) }
+func (b atomBody) VisitGetReportsFeedResponse(w http.ResponseWriter) error     { return b.write(w) }
 
 func (b atomBody) write(w http.ResponseWriter) error {
 	w.Header().Set(echo.HeaderContentType, atomType)

@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 
@@ -19,7 +21,7 @@ import (
 // the form again with the API's reason.
 
 // calculatorShown are the parameters the calculator's form shows.
-var calculatorShown = []string{"run_id", "context_tokens", "concurrency", "vram_gb", "target_gpu", "gpu_hour_usd"}
+var calculatorShown = []string{"run_id", "context_tokens", "concurrency", "vram_gb", "target_gpu", "rough", "gpu_hour_usd"}
 
 // calculatorPage is GET /v1/calculator/decode as a page; with no query it
 // is the form alone.
@@ -31,6 +33,9 @@ func (p *pages) calculatorPage(c echo.Context) error {
 	ctx := c.Request().Context()
 	data := map[string]any{"Title": p.locale(c).t("calc.title"), "Q": q, "Hidden": hidden(q, calculatorShown...)}
 	if err := p.formChoices(ctx, data); err != nil {
+		return err
+	}
+	if data["RoughBand"], err = p.roughBand(ctx, q.Get("run_id")); err != nil {
 		return err
 	}
 	if len(q) == 0 {
@@ -55,7 +60,54 @@ func (p *pages) calculatorPage(c echo.Context) error {
 		return fmt.Errorf("estimate decode answered %T", resp)
 	}
 	data["Answer"] = api.DecodePrediction(out)
+	if data["Limit"], err = p.limitText(ctx, p.locale(c), api.DecodePrediction(out), params); err != nil {
+		return err
+	}
 	return p.render(c, http.StatusOK, "calculator.html", pageCSP, data)
+}
+
+// roughBand is the error band, in per cent, of an answer moved across GPU
+// generations (rough=true) from run id's engine family, or the pooled one.
+func (p *pages) roughBand(ctx context.Context, id string) (float64, error) {
+	family := ""
+	if id != "" {
+		r, err := p.s.store.Run(ctx, id)
+		switch {
+		case err == nil:
+			family = calculator.EngineFamily(r.Engine.Name)
+		case !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrGone):
+			return 0, err
+		} // an unknown run: the answer says so; the form shows the pooled band
+	}
+	return 100 * calculator.Calibration().GPUMoveFor(family).RoughBand, nil
+}
+
+// limitText says in words why an answer has no speed (beyond the run's
+// max_model_len, over its KV capacity, a prefill longer than its window),
+// with the numbers that bound it; "" when it has one.
+func (p *pages) limitText(ctx context.Context, l *locale, a api.DecodePrediction, q api.EstimateDecodeParams) (string, error) {
+	switch a.Status {
+	case api.CalcStatus(calculator.ExceedsMaxModelLen):
+		if len(a.Basis.RunIDs) > 0 {
+			r, err := p.s.store.Run(ctx, a.Basis.RunIDs[0])
+			if err != nil {
+				return "", err
+			}
+			out := r.Benchmark.MaxOutputTokens
+			if q.MaxOutputTokens != nil {
+				out = q.MaxOutputTokens
+			}
+			if r.Launch.MaxModelLen != nil && out != nil {
+				return l.t("calc.limit.max_model_len.n", a.ContextTokens, *out, *r.Launch.MaxModelLen, max(0, *r.Launch.MaxModelLen-*out)), nil
+			}
+		}
+		return l.t("calc.limit.max_model_len"), nil
+	case api.CalcStatus(calculator.OverCapacity):
+		return l.t("calc.limit.over_capacity", a.Concurrency, a.Capacity.MaxConcurrencyAtContext), nil
+	case api.CalcStatus(calculator.TTFTExceedsWindow):
+		return l.t("calc.limit.ttft_exceeds_window"), nil
+	}
+	return "", nil
 }
 
 // refusedForm answers a form whose question the API refused as unanswerable
@@ -104,16 +156,16 @@ func (p *pages) planner(c echo.Context) error {
 	}
 	ac, err := p.asAPI(c, "/v1/planner")
 	if err != nil {
-		return p.problemPage(c, err, "/planner")
+		return p.plannerRefused(c, err, q, data)
 	}
 	var params api.PlanCapacityParams
 	if err := (&api.ServerInterfaceWrapper{Handler: bound{plan: &params}}).PlanCapacity(ac); err != nil {
-		return p.problemPage(c, err, "/planner")
+		return p.plannerRefused(c, err, q, data)
 	}
 	data["JSON"] = "/v1/planner?" + q.Encode()
 	resp, err := p.s.PlanCapacity(c.Request().Context(), api.PlanCapacityRequestObject{Params: params})
 	if err != nil {
-		return p.refusedForm(c, err, "planner.html", data)
+		return p.plannerRefused(c, err, q, data)
 	}
 	plan, ok := resp.(api.PlanCapacity200JSONResponse)
 	if !ok {
@@ -121,6 +173,30 @@ func (p *pages) planner(c echo.Context) error {
 	}
 	data["Plan"] = api.CapacityPlan(plan)
 	return p.render(c, http.StatusOK, "planner.html", pageCSP, data)
+}
+
+// plannerRefused answers a question the planner refuses with the form,
+// filled with the question, and what to change: a 400 names each bad
+// parameter (those the form does not show are dropped from it, so that
+// asking again does not repeat them); other refusals as refusedForm.
+func (p *pages) plannerRefused(c echo.Context, err error, q url.Values, data map[string]any) error {
+	pr := toProblem(err, c)
+	if pr.Status != http.StatusBadRequest {
+		return p.refusedForm(c, err, "planner.html", data)
+	}
+	data["Refused"] = deref(pr.Detail)
+	if pr.Errors != nil {
+		data["RefusedErrors"] = *pr.Errors
+		kept := maps.Clone(q)
+		for _, e := range *pr.Errors {
+			if e.Field != nil {
+				kept.Del(*e.Field)
+			}
+		}
+		data["Hidden"] = hidden(kept, plannerShown...)
+	}
+	delete(data, "JSON")
+	return p.render(c, http.StatusBadRequest, "planner.html", pageCSP, data)
 }
 
 // gettingStarted says how to read a matrix, submit runs and embed the

@@ -39,6 +39,7 @@ var guideAttributes = []api.WidgetAttribute{
 	{Name: "data-gpu", Summary: "with data-model: the GPU"},
 	{Name: "data-context", Summary: "the context it asks first, in tokens (16384)"},
 	{Name: "data-concurrency", Summary: "the concurrent requests it asks first (8)"},
+	{Name: "data-max-output", Summary: "the output tokens each request reserves, for a run that does not say (its own when absent)"},
 	{Name: "data-theme", Summary: "light or dark"},
 	{Name: "data-lang", Summary: "a language tag; the page's own when absent"},
 	{Name: "data-api", Summary: "another matrixd to ask; the one the script came from when absent"},

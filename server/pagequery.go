@@ -105,12 +105,24 @@ func (b bound) GetLeaderboard(_ echo.Context, p api.GetLeaderboardParams) error 
 // schemas, under the names its embedding attributes use.
 func widgetRoute(spec *openapi3.T) (*routers.Route, error) {
 	op := &openapi3.Operation{}
-	for name, from := range map[string]string{"run": "CalcRunID", "model": "CalcModel", "gpu": "CalcGPU"} {
+	for name, from := range map[string]string{"run": "CalcRunID", "model": "CalcModel", "gpu": "CalcGPU", "max_output": "CalcMaxOutputTokens"} {
 		ref := spec.Components.Parameters[from]
 		if ref == nil || ref.Value == nil {
 			return nil, fmt.Errorf("widget: openapi.yaml has no parameter %s", from)
 		}
 		op.AddParameter(&openapi3.Parameter{Name: name, In: openapi3.ParameterInQuery, Description: ref.Value.Description, Schema: ref.Value.Schema})
+	}
+	// The question it starts with: the calculator's cell, optional here.
+	decode := spec.Paths.Value("/v1/calculator/decode")
+	if decode == nil || decode.Get == nil {
+		return nil, fmt.Errorf("widget: openapi.yaml has no GET /v1/calculator/decode")
+	}
+	for name, from := range map[string]string{"context": "context_tokens", "concurrency": "concurrency"} {
+		p := decode.Get.Parameters.GetByInAndName(openapi3.ParameterInQuery, from)
+		if p == nil {
+			return nil, fmt.Errorf("widget: GET /v1/calculator/decode has no parameter %s", from)
+		}
+		op.AddParameter(&openapi3.Parameter{Name: name, In: openapi3.ParameterInQuery, Description: p.Description, Schema: p.Schema})
 	}
 	op.AddParameter(&openapi3.Parameter{Name: "theme", In: openapi3.ParameterInQuery,
 		Schema: openapi3.NewStringSchema().WithEnum("light", "dark").WithDefault("light").NewRef()})

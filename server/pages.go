@@ -104,6 +104,11 @@ func registerPages(e *echo.Echo, s *Server, spec *openapi3.T, router routers.Rou
 	e.GET("/hardware", p.localised(p.hardware))
 	e.GET("/hardware/*", p.localised(p.gpu))
 	e.GET("/submitters/*", p.localised(p.submitter))
+	e.GET("/organizations", p.localised(p.organizations))
+	e.GET("/reports", p.localised(p.reports))
+	e.GET("/reports/*", p.localised(p.report))
+	e.GET("/benchmarks", p.localised(p.benchmarksPage))
+	e.GET("/benchmarks/*", p.localised(p.benchmarkPage))
 	e.GET("/calculator", p.localised(p.calculatorPage))
 	e.GET("/planner", p.localised(p.planner))
 	e.GET("/getting-started", p.localised(p.gettingStarted))
@@ -116,6 +121,7 @@ func registerPages(e *echo.Echo, s *Server, spec *openapi3.T, router routers.Rou
 	e.GET("/favicon.ico", func(c echo.Context) error { return c.Redirect(http.StatusMovedPermanently, "/favicon.svg") })
 	e.GET("/widget/calculator.css", asset("pages/calculator.css", "text/css; charset=utf-8"))
 	e.GET("/widget/calculator.js", blob(js, "text/javascript; charset=utf-8"))
+	e.HTTPErrorHandler = p.htmlErrors(e.HTTPErrorHandler)
 	return nil
 }
 
@@ -424,6 +430,7 @@ func (p *pages) run(c echo.Context) error {
 		"Title": r.Title, "Run": r, "Summary": runSummary(p.locale(c), r),
 		"Heat": decodeHeatmap(p.locale(c), r.Decode), "Prefill": newPrefillChart(p.locale(c), r.Prefill),
 		"Method": r.MethodOf(), "Trust": r.Trust, "Series": series, "Chart": chart, "SeriesNote": note,
+		"Predict": predictHref(r),
 	})
 }
 
@@ -558,5 +565,6 @@ func (p *pages) widgetPage(c echo.Context) error {
 	q := ac.QueryParams()
 	return p.render(c, http.StatusOK, "widget.html", widgetCSP, map[string]any{
 		"Title": p.locale(c).t("widget.title"), "Run": q.Get("run"), "Model": q.Get("model"), "GPU": q.Get("gpu"), "Theme": q.Get("theme"),
+		"Context": q.Get("context"), "Concurrency": q.Get("concurrency"), "MaxOutput": q.Get("max_output"),
 	})
 }

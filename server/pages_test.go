@@ -164,7 +164,12 @@ func TestWidgetRefusesWhatTheCalculatorRefuses(t *testing.T) {
 		{"/widget/calculator?theme=blue", 400, "<code>theme</code>"},
 		{"/widget/calculator?run=bad%20id!", 400, "<code>run</code>"},
 		{"/widget/calculator?model=" + strings.Repeat("m", 201), 400, "<code>model</code>"},
-		{"/widget/calculator?run=" + fara + "&context=16384", 400, "<code>context</code>"},
+		{"/widget/calculator?run=" + fara + "&context=16384&concurrency=4", 200, `data-context="16384" data-concurrency="4"`},
+		{"/widget/calculator?run=" + fara + "&context=-1", 400, "<code>context</code>"},
+		{"/widget/calculator?run=" + fara + "&max_output=128", 200, `data-max-output="128"`},
+		{"/widget/calculator?run=" + fara + "&max_output=0", 400, "<code>max_output</code>"},
+		{"/widget/calculator?run=" + fara + "&concurrency=0", 400, "<code>concurrency</code>"},
+		{"/widget/calculator?run=" + fara + "&context_tokens=16384", 400, "<code>context_tokens</code>"},
 		{"/widget/calculator?gpu=%zz", 400, "<code>gpu</code>"},
 		{"/widget/calculator?theme=dark&theme=light", 400, "given 2 times"},
 	} {

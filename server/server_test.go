@@ -159,7 +159,14 @@ func (e *env) validate(t testing.TB, req *http.Request, rec *httptest.ResponseRe
 	t.Helper()
 	route, params, err := e.router.FindRoute(req)
 	if err != nil {
-		// Unrouted (404, 405): the body must still be a Problem.
+		// Unrouted (404, 405): the body must still be a Problem, or for a
+		// browser the site's error page.
+		if strings.HasPrefix(rec.Header().Get("Content-Type"), "text/html") && strings.Contains(req.Header.Get("Accept"), "text/html") {
+			if !strings.Contains(rec.Body.String(), `<a class="brand" href="/">matrixd</a>`) {
+				t.Fatalf("%s %s: an HTML error without the site's layout", req.Method, req.URL)
+			}
+			return
+		}
 		if ct := rec.Header().Get("Content-Type"); ct != "application/problem+json" {
 			t.Fatalf("%s %s: Content-Type %q, want application/problem+json", req.Method, req.URL, ct)
 		}

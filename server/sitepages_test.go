@@ -71,7 +71,7 @@ func TestSitePages(t *testing.T) {
 			`<a href="/widget/calculator?run=` + nemotron.ID + `">`}, nil},
 		{"calculator with a price", "/calculator?run_id=" + nemotron.ID + "&context_tokens=16384&concurrency=8&gpu_hour_usd=0.5", "/v1/calculator/decode", 200, []string{"USD per million output tokens"}, nil},
 		{"calculator keeps what the form does not show", "/calculator?run_id=" + nemotron.ID + "&context_tokens=16384&concurrency=8&rough=true", "/v1/calculator/decode", 200,
-			[]string{`type="hidden" name="rough" value="true"`}, nil},
+			[]string{`name="rough" value="true" checked`, "Across generations (a rough estimate, ±"}, []string{`type="hidden" name="rough"`}},
 		{"calculator beyond the data", "/calculator?run_id=" + nemotron.ID + "&context_tokens=32768&concurrency=4&target_gpu=H100", "/v1/calculator/decode", 422, []string{`role="alert"`, `<select name="run_id"`}, nil},
 		{"calculator unknown run", "/calculator?run_id=rnope&context_tokens=0&concurrency=1", "/v1/calculator/decode", 404, []string{`role="alert"`, "rnope"}, nil},
 		{"calculator without a cell", "/calculator?run_id=" + nemotron.ID, "/v1/calculator/decode", 400, []string{"<code>context_tokens</code>", "<code>concurrency</code>"}, nil},

@@ -273,6 +273,19 @@ func (s *Server) GetSubmitter(ctx context.Context, req api.GetSubmitterRequestOb
 	return out, nil
 }
 
+// ListSubmitters implements GET /v1/submitters.
+func (s *Server) ListSubmitters(ctx context.Context, _ api.ListSubmittersRequestObject) (api.ListSubmittersResponseObject, error) {
+	subs, err := s.store.Submitters(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := api.ListSubmitters200JSONResponse{Items: make([]api.SubmitterCatalogItem, len(subs))}
+	for i, c := range subs {
+		out.Items[i] = api.SubmitterCatalogItem{Name: c.Name, RunCount: c.RunCount, UnflaggedCount: c.UnflaggedCount, LatestRunAt: c.LatestRunAt}
+	}
+	return out, nil
+}
+
 // strictJSON decodes a small JSON request body, refusing members the
 // schema does not have (the generated binder would ignore a misspelt one)
 // and bytes that are not UTF-8 (the decoder would store them as U+FFFD).

@@ -718,3 +718,59 @@ func DecodeSignature(h string) ([]byte, error) {
 	}
 	return sig, nil
 }
+
+// SubmitterCount is a submitter's entry in the catalog of submitters.
+type SubmitterCount struct {
+	Name           string // as their newest run writes it
+	RunCount       int
+	UnflaggedCount int // runs no plausibility check flagged
+	LatestRunAt    time.Time
+}
+
+// Submitters lists every submitter of a visible run, names that differ
+// only in case taken as one, most runs first.
+func (s *Store) Submitters(ctx context.Context) ([]SubmitterCount, error) {
+	rows, err := s.reader.QueryContext(ctx, `SELECT submitter, count(*), sum(1 - flagged), max(created_at) FROM runs
+		WHERE hidden_at IS NULL AND submitter IS NOT NULL AND submitter <> '' GROUP BY submitter`)
+	if err != nil {
+		return nil, fmt.Errorf("submitters: %w", err)
+	}
+	defer rows.Close()
+	var out []SubmitterCount
+	at := map[string]int{} // lower-case name → index in out
+	for rows.Next() {
+		var (
+			c      SubmitterCount
+			latest string
+		)
+		if err := rows.Scan(&c.Name, &c.RunCount, &c.UnflaggedCount, &latest); err != nil {
+			return nil, fmt.Errorf("submitters: %w", err)
+		}
+		if c.LatestRunAt, err = parseTime(latest); err != nil {
+			return nil, err
+		}
+		key := strings.ToLower(c.Name)
+		i, ok := at[key]
+		if !ok {
+			at[key] = len(out)
+			out = append(out, c)
+			continue
+		}
+		o := &out[i]
+		o.RunCount += c.RunCount
+		o.UnflaggedCount += c.UnflaggedCount
+		if c.LatestRunAt.After(o.LatestRunAt) {
+			o.Name, o.LatestRunAt = c.Name, c.LatestRunAt
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b SubmitterCount) int {
+		if a.RunCount != b.RunCount {
+			return b.RunCount - a.RunCount
+		}
+		return strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name))
+	})
+	return out, nil
+}

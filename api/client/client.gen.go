@@ -2569,6 +2569,25 @@ type StepRow struct {
 	Verdict       Verdict `json:"verdict"`
 }
 
+// SubmitterCatalog defines model for SubmitterCatalog.
+type SubmitterCatalog struct {
+	Items []SubmitterCatalogItem `json:"items"`
+}
+
+// SubmitterCatalogItem defines model for SubmitterCatalogItem.
+type SubmitterCatalogItem struct {
+	LatestRunAt time.Time `json:"latest_run_at"`
+
+	// Name As the submitter's newest run writes it.
+	Name string `json:"name"`
+
+	// RunCount Visible runs that name this submitter.
+	RunCount int `json:"run_count"`
+
+	// UnflaggedCount Of those, the runs no plausibility check flagged.
+	UnflaggedCount int `json:"unflagged_count"`
+}
+
 // SubmitterProfile defines model for SubmitterProfile.
 type SubmitterProfile struct {
 	FirstRunAt  time.Time `json:"first_run_at"`
@@ -2873,6 +2892,12 @@ type GetRegressionsFeedParams struct {
 	// VRAMGBMax Runs on GPUs with at most this much VRAM, GB.
 	VRAMGBMax *ParamVRAMGBMax `form:"vram_gb_max,omitempty" json:"vram_gb_max,omitempty"`
 
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// GetReportsFeedParams defines parameters for GetReportsFeed.
+type GetReportsFeedParams struct {
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
@@ -3678,6 +3703,12 @@ type GetSigningKeyParams struct {
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
+// ListSubmittersParams defines parameters for ListSubmitters.
+type ListSubmittersParams struct {
+	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
 // GetSubmitterParams defines parameters for GetSubmitter.
 type GetSubmitterParams struct {
 	// IfNoneMatch ETags of copies the client holds; when one is current the answer is 304 with no body.
@@ -3820,6 +3851,19 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /feeds/regressions.atom (the `GetRegressionsFeed` operationId).
 	GetRegressionsFeed(ctx context.Context, params *GetRegressionsFeedParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetReportsFeed The site's reports, as an Atom feed
+	//
+	// The reports of `/reports` (the fastest GPUs at 16K × 8, what changed
+	// between engine versions, the cheapest way to serve a load), each an
+	// entry linking its page (`/reports/{slug}`, `rel="alternate"`) and
+	// the API query it is drawn from (`GET /v1/leaderboard`,
+	// `GET /v1/series`, `GET /v1/planner`; `rel="related"`), updated when
+	// the newest run it is drawn from was stored. Ids are `urn:uuid:` names derived
+	// from the slug, the same on every server.
+	//
+	// Corresponds with GET /feeds/reports.atom (the `GetReportsFeed` operationId).
+	GetReportsFeed(ctx context.Context, params *GetReportsFeedParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetRunsFeed New runs, as an Atom feed
 	//
@@ -4616,6 +4660,17 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/signing-keys/{fingerprint} (the `GetSigningKey` operationId).
 	GetSigningKey(ctx context.Context, fingerprint ParamFingerprint, params *GetSigningKeyParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListSubmitters Submitters with run counts
+	//
+	// Every submitter (the author a run's `submitter` names; names that
+	// differ only in case are one, named as their newest run writes it)
+	// with how many visible runs name them and how many of those no
+	// plausibility check flagged (`unflagged_count`), most runs first.
+	// The site's organizations page (`/organizations`) shows it.
+	//
+	// Corresponds with GET /v1/submitters (the `ListSubmitters` operationId).
+	ListSubmitters(ctx context.Context, params *ListSubmittersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetSubmitter A submitter's profile and newest runs
 	//
 	// The author a run's `submitter` names (case-insensitively, as the
@@ -4686,6 +4741,29 @@ func (c *Client) GetDocsAsset(ctx context.Context, file string, params *GetDocsA
 // Corresponds with GET /feeds/regressions.atom (the `GetRegressionsFeed` operationId).
 func (c *Client) GetRegressionsFeed(ctx context.Context, params *GetRegressionsFeedParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetRegressionsFeedRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetReportsFeed The site's reports, as an Atom feed
+//
+// The reports of `/reports` (the fastest GPUs at 16K × 8, what changed
+// between engine versions, the cheapest way to serve a load), each an
+// entry linking its page (`/reports/{slug}`, `rel="alternate"`) and
+// the API query it is drawn from (`GET /v1/leaderboard`,
+// `GET /v1/series`, `GET /v1/planner`; `rel="related"`), updated when
+// the newest run it is drawn from was stored. Ids are `urn:uuid:` names derived
+// from the slug, the same on every server.
+//
+// Corresponds with GET /feeds/reports.atom (the `GetReportsFeed` operationId).
+func (c *Client) GetReportsFeed(ctx context.Context, params *GetReportsFeedParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetReportsFeedRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -5981,6 +6059,27 @@ func (c *Client) GetSigningKey(ctx context.Context, fingerprint ParamFingerprint
 	return c.Client.Do(req)
 }
 
+// ListSubmitters Submitters with run counts
+//
+// Every submitter (the author a run's `submitter` names; names that
+// differ only in case are one, named as their newest run writes it)
+// with how many visible runs name them and how many of those no
+// plausibility check flagged (`unflagged_count`), most runs first.
+// The site's organizations page (`/organizations`) shows it.
+//
+// Corresponds with GET /v1/submitters (the `ListSubmitters` operationId).
+func (c *Client) ListSubmitters(ctx context.Context, params *ListSubmittersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListSubmittersRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetSubmitter A submitter's profile and newest runs
 //
 // The author a run's `submitter` names (case-insensitively, as the
@@ -6244,6 +6343,48 @@ func NewGetRegressionsFeedRequest(server string, params *GetRegressionsFeedParam
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
 		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetReportsFeedRequest constructs an http.Request for the GetReportsFeed method
+func NewGetReportsFeedRequest(server string, params *GetReportsFeedParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/feeds/reports.atom")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -10185,6 +10326,48 @@ func NewGetSigningKeyRequest(server string, fingerprint ParamFingerprint, params
 	return req, nil
 }
 
+// NewListSubmittersRequest constructs an http.Request for the ListSubmitters method
+func NewListSubmittersRequest(server string, params *ListSubmittersParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/submitters")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewGetSubmitterRequest constructs an http.Request for the GetSubmitter method
 func NewGetSubmitterRequest(server string, name string, params *GetSubmitterParams) (*http.Request, error) {
 	var err error
@@ -10322,6 +10505,21 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /feeds/regressions.atom (the `GetRegressionsFeed` operationId).
 	GetRegressionsFeedWithResponse(ctx context.Context, params *GetRegressionsFeedParams, reqEditors ...RequestEditorFn) (*GetRegressionsFeedResponse, error)
+
+	// GetReportsFeedWithResponse The site's reports, as an Atom feed
+	//
+	// The reports of `/reports` (the fastest GPUs at 16K × 8, what changed
+	// between engine versions, the cheapest way to serve a load), each an
+	// entry linking its page (`/reports/{slug}`, `rel="alternate"`) and
+	// the API query it is drawn from (`GET /v1/leaderboard`,
+	// `GET /v1/series`, `GET /v1/planner`; `rel="related"`), updated when
+	// the newest run it is drawn from was stored. Ids are `urn:uuid:` names derived
+	// from the slug, the same on every server.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /feeds/reports.atom (the `GetReportsFeed` operationId).
+	GetReportsFeedWithResponse(ctx context.Context, params *GetReportsFeedParams, reqEditors ...RequestEditorFn) (*GetReportsFeedResponse, error)
 
 	// GetRunsFeedWithResponse New runs, as an Atom feed
 	//
@@ -11188,6 +11386,19 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/signing-keys/{fingerprint} (the `GetSigningKey` operationId).
 	GetSigningKeyWithResponse(ctx context.Context, fingerprint ParamFingerprint, params *GetSigningKeyParams, reqEditors ...RequestEditorFn) (*GetSigningKeyResponse, error)
 
+	// ListSubmittersWithResponse Submitters with run counts
+	//
+	// Every submitter (the author a run's `submitter` names; names that
+	// differ only in case are one, named as their newest run writes it)
+	// with how many visible runs name them and how many of those no
+	// plausibility check flagged (`unflagged_count`), most runs first.
+	// The site's organizations page (`/organizations`) shows it.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/submitters (the `ListSubmitters` operationId).
+	ListSubmittersWithResponse(ctx context.Context, params *ListSubmittersParams, reqEditors ...RequestEditorFn) (*ListSubmittersResponse, error)
+
 	// GetSubmitterWithResponse A submitter's profile and newest runs
 	//
 	// The author a run's `submitter` names (case-insensitively, as the
@@ -11223,7 +11434,7 @@ type GetDocsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
-	ApplicationProblemJSON400 *BadRequest
+	ApplicationProblemJSON400 *Problem
 	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationProblemJSON429 *TooManyRequests
 	// Headers200 the parsed response headers for an HTTP 200 response
@@ -11235,7 +11446,7 @@ type GetDocsResponse struct {
 }
 
 // GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
-func (r GetDocsResponse) GetApplicationProblemJSON400() *BadRequest {
+func (r GetDocsResponse) GetApplicationProblemJSON400() *Problem {
 	return r.ApplicationProblemJSON400
 }
 
@@ -11425,6 +11636,71 @@ func (r GetRegressionsFeedResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetRegressionsFeedResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetReportsFeedResponse304Headers the declared response headers of an HTTP 304 response for GetReportsFeed
+type GetReportsFeedResponse304Headers struct {
+	ETag *string
+}
+
+// GetReportsFeedResponse429Headers the declared response headers of an HTTP 429 response for GetReportsFeed
+type GetReportsFeedResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         *int
+}
+
+type GetReportsFeedResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetReportsFeedResponse304Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetReportsFeedResponse429Headers
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetReportsFeedResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetReportsFeedResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r GetReportsFeedResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetReportsFeedResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetReportsFeedResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetReportsFeedResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -15124,6 +15400,78 @@ func (r GetSigningKeyResponse) ContentType() string {
 	return ""
 }
 
+// ListSubmittersResponse304Headers the declared response headers of an HTTP 304 response for ListSubmitters
+type ListSubmittersResponse304Headers struct {
+	ETag *string
+}
+
+// ListSubmittersResponse429Headers the declared response headers of an HTTP 429 response for ListSubmitters
+type ListSubmittersResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         *int
+}
+
+type ListSubmittersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SubmitterCatalog
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *ListSubmittersResponse304Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListSubmittersResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListSubmittersResponse) GetJSON200() *SubmitterCatalog {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListSubmittersResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListSubmittersResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r ListSubmittersResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListSubmittersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListSubmittersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListSubmittersResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetSubmitterResponse304Headers the declared response headers of an HTTP 304 response for GetSubmitter
 type GetSubmitterResponse304Headers struct {
 	ETag *string
@@ -15264,6 +15612,27 @@ func (c *ClientWithResponses) GetRegressionsFeedWithResponse(ctx context.Context
 		return nil, err
 	}
 	return ParseGetRegressionsFeedResponse(rsp)
+}
+
+// GetReportsFeedWithResponse The site's reports, as an Atom feed
+//
+// The reports of `/reports` (the fastest GPUs at 16K × 8, what changed
+// between engine versions, the cheapest way to serve a load), each an
+// entry linking its page (`/reports/{slug}`, `rel="alternate"`) and
+// the API query it is drawn from (`GET /v1/leaderboard`,
+// `GET /v1/series`, `GET /v1/planner`; `rel="related"`), updated when
+// the newest run it is drawn from was stored. Ids are `urn:uuid:` names derived
+// from the slug, the same on every server.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /feeds/reports.atom (the `GetReportsFeed` operationId).
+func (c *ClientWithResponses) GetReportsFeedWithResponse(ctx context.Context, params *GetReportsFeedParams, reqEditors ...RequestEditorFn) (*GetReportsFeedResponse, error) {
+	rsp, err := c.GetReportsFeed(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetReportsFeedResponse(rsp)
 }
 
 // GetRunsFeedWithResponse New runs, as an Atom feed
@@ -16425,6 +16794,25 @@ func (c *ClientWithResponses) GetSigningKeyWithResponse(ctx context.Context, fin
 	return ParseGetSigningKeyResponse(rsp)
 }
 
+// ListSubmittersWithResponse Submitters with run counts
+//
+// Every submitter (the author a run's `submitter` names; names that
+// differ only in case are one, named as their newest run writes it)
+// with how many visible runs name them and how many of those no
+// plausibility check flagged (`unflagged_count`), most runs first.
+// The site's organizations page (`/organizations`) shows it.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/submitters (the `ListSubmitters` operationId).
+func (c *ClientWithResponses) ListSubmittersWithResponse(ctx context.Context, params *ListSubmittersParams, reqEditors ...RequestEditorFn) (*ListSubmittersResponse, error) {
+	rsp, err := c.ListSubmitters(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListSubmittersResponse(rsp)
+}
+
 // GetSubmitterWithResponse A submitter's profile and newest runs
 //
 // The author a run's `submitter` names (case-insensitively, as the
@@ -16461,7 +16849,7 @@ func ParseGetDocsResponse(rsp *http.Response) (*GetDocsResponse, error) {
 		break // No content-type
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest BadRequest
+		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -16473,6 +16861,9 @@ func ParseGetDocsResponse(rsp *http.Response) (*GetDocsResponse, error) {
 			return nil, err
 		}
 		response.ApplicationProblemJSON429 = &dest
+
+	case rsp.StatusCode == 400:
+		// Content-type (text/html) unsupported
 
 	}
 
@@ -16722,6 +17113,86 @@ func ParseGetRegressionsFeedResponse(rsp *http.Response) (*GetRegressionsFeedRes
 			headers.RetryAfter = &value
 		}
 		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetReportsFeedResponse parses an HTTP response from a GetReportsFeedWithResponse call
+func ParseGetReportsFeedResponse(rsp *http.Response) (*GetReportsFeedResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetReportsFeedResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 304:
+		var headers GetReportsFeedResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers304 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetReportsFeedResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -21037,6 +21508,93 @@ func ParseGetSigningKeyResponse(rsp *http.Response) (*GetSigningKeyResponse, err
 		response.Headers304 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetSigningKeyResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListSubmittersResponse parses an HTTP response from a ListSubmittersWithResponse call
+func ParseListSubmittersResponse(rsp *http.Response) (*ListSubmittersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListSubmittersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SubmitterCatalog
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 304:
+		var headers ListSubmittersResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers304 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListSubmittersResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -94,8 +94,10 @@
     }
     function fmt(v) { return people(lang, v); }
     function enumText(kind, v) { var k = kind + "." + v; return msgs[k] != null ? msgs[k] : String(v).replace(/_/g, " "); }
-    function est(e, unit) {
+    function est(e, unit, measured) {
       if (!e) return "—";
+      // A measured value is labelled so, not written as an interval.
+      if (measured || fmt(e.low) === fmt(e.high)) return fmt(e.value) + " " + unit + " (" + enumText("method", "measured") + ")";
       return fmt(e.value) + " " + unit + " (" + fmt(e.low) + "–" + fmt(e.high) + ")";
     }
     ensureStyles(api);
@@ -107,7 +109,7 @@
     var concIn = el("input", { id: uid + "-conc", type: "number", min: "1", max: "65536", step: "1", value: root.getAttribute("data-concurrency") || "8", "data-in": "concurrency" });
     var vramIn = el("input", { id: uid + "-vram", type: "number", min: "1", max: "4096", step: "any", placeholder: t("vram.placeholder"), "data-in": "vram" });
     var gpuSel = el("select", { id: uid + "-gpu", "data-in": "target-gpu" }, [el("option", { value: "" }, [t("gpu.measured")])]);
-    var outIn = el("input", { id: uid + "-out", type: "number", min: "1", max: "16777216", step: "1", placeholder: t("max_output.placeholder"), "data-in": "max-output" });
+    var outIn = el("input", { id: uid + "-out", type: "number", min: "1", max: "16777216", step: "1", placeholder: t("max_output.placeholder"), value: root.getAttribute("data-max-output") || "", "data-in": "max-output" });
     var rough = el("input", { id: uid + "-rough", type: "checkbox", "data-in": "rough" });
     var form = el("form", { "aria-label": t("query") }, [
       el("label", { "for": uid + "-run" }, [t("run"), runSel]),
@@ -124,10 +126,12 @@
       row(t("out.status"), "status"), row(t("out.total"), "total"), row(t("out.per_request"), "per-request"),
       row("TTFT", "ttft"), row(t("out.basis"), "basis"), row(t("out.band"), "band")));
     var refusal = el("p", { "class": "mxd-refusal", role: "alert", "data-out": "refusal", hidden: "" });
+    var limit = el("p", { "class": "mxd-refusal", role: "status", "data-out": "limit", hidden: "" });
     var heat = el("div", { "data-out": "heatmap", tabindex: "0" });
     box.appendChild(el(root.getAttribute("data-heading") === "1" ? "h1" : "h2", {}, [t("title")]));
     box.appendChild(form);
     box.appendChild(refusal);
+    box.appendChild(limit);
     box.appendChild(dl);
     box.appendChild(heat);
     box.appendChild(el("p", { "class": "mxd-foot" }, [t("foot.before"), el("a", { href: api + "/docs", target: "_blank", rel: "noopener" }, ["matrixd"]), t("foot.after")]));
@@ -185,6 +189,7 @@
       q.set("concurrency", String(b));
       getJSON(api + "/v1/calculator/decode?" + q.toString()).then(function (r) {
         if (my !== seq) return;
+        limit.hidden = true;
         if (!r.ok) {
           showRefusal(r.body);
           Object.keys(out).forEach(function (k) { out[k].textContent = "—"; });
@@ -194,11 +199,17 @@
         refusal.hidden = true;
         var p = r.body;
         out.status.textContent = enumText("status", p.status);
-        out.total.textContent = est(p.total_tok_s, "tok/s");
-        out["per-request"].textContent = est(p.per_request_tok_s, "tok/s");
-        out.ttft.textContent = est(p.ttft_ms, "ms");
+        var measured = p.basis.method === "measured";
+        out.total.textContent = est(p.total_tok_s, "tok/s", measured);
+        out["per-request"].textContent = est(p.per_request_tok_s, "tok/s", measured);
+        out.ttft.textContent = est(p.ttft_ms, "ms", measured);
         out.basis.textContent = enumText("method", p.basis.method) + (p.basis.speed_method !== p.basis.method && p.basis.speed_method !== "none" ? " " + t("speed_method", enumText("method", p.basis.speed_method)) : "");
         showBand(p);
+        // An answer without a speed says which limit it is past, in words.
+        if (!p.total_tok_s && msgs["limit." + p.status] != null) {
+          limit.textContent = t("limit." + p.status, String(b), fmt(p.capacity ? p.capacity.max_concurrency_at_context : 0));
+          limit.hidden = false;
+        }
         box.setAttribute("data-state", "answered");
         box.setAttribute("data-query", l + "x" + b);
         // A model on a GPU is the run (or the runs, pooled) the answer
@@ -244,11 +255,14 @@
             g.appendChild(svg("title", {}, label(lang, row.context_tokens) + " × " + c.concurrency + ": " + (v != null ? fmt(v) + " tok/s (" + enumText("method", c.method) + ")" : (c.refusal || enumText("status", c.status)))));
             g.appendChild(svg("rect", { x: left + cw * i, y: top + chh * j, width: cw - 2, height: chh - 2, rx: 2, fill: col.fill, stroke: chosen ? "#f0a500" : "none", "stroke-width": chosen ? 3 : 0, "data-chosen": chosen ? "true" : "false" }));
             g.appendChild(svg("text", { x: left + cw * i + cw / 2 - 1, y: top + chh * j + 15, "text-anchor": "middle", fill: col.ink }, v != null ? (c.method === "measured" ? "" : "~") + fmt(v) + (c.status === "requests_queued" ? "q" : "") : (c.status === "refused" ? "?" : "–")));
+            // Choosing a cell asks it: its answer, with its basis, above.
+            g.setAttribute("class", "mxd-cell");
+            g.addEventListener("click", function () { ctxIn.value = String(row.context_tokens); concIn.value = String(c.concurrency); update(); });
             s.appendChild(g);
           });
         });
         heat.appendChild(s);
-        heat.appendChild(el("p", { "class": "mxd-foot" }, [t("grid.legend")]));
+        heat.appendChild(el("p", { "class": "mxd-foot" }, [t(window.matchMedia && window.matchMedia("(hover: none)").matches ? "grid.legend.touch" : "grid.legend")]));
         heat.setAttribute("data-drawn", l + "x" + b);
       });
     }
