@@ -6,6 +6,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/matrixd/matrixd/store"
 )
 
 // plainText refuses a request whose path or query holds text no store
@@ -14,13 +16,21 @@ import (
 // pages' and the feeds' alike, before anything reads it; a 400 names
 // each parameter. A query pair that does not decode is left to
 // parseQuery, which names it.
+//
+// Fit text is then read in NFC, as names are stored: a value or a path
+// segment spelt decomposed (e and U+0301) is rewritten composed (é), so
+// that it finds the name it spells, and caches, the validator and the
+// handlers all read the one spelling.
 func plainText(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		var bad fieldErrors
-		if msg := badText(c.Request().URL.Path); msg != "" {
+		r := c.Request()
+		if msg := badText(r.URL.Path); msg != "" {
 			bad = append(bad, fieldError(pathParam(c), msg))
 		}
-		for pair := range strings.SplitSeq(c.Request().URL.RawQuery, "&") {
+		pairs := strings.Split(r.URL.RawQuery, "&")
+		composed := false
+		for i, pair := range pairs {
 			rawName, rawValue, _ := strings.Cut(pair, "=")
 			name, err := url.QueryUnescape(rawName)
 			if err != nil {
@@ -33,12 +43,30 @@ func plainText(next echo.HandlerFunc) echo.HandlerFunc {
 			if value, err := url.QueryUnescape(rawValue); err == nil {
 				if msg := badText(value); msg != "" {
 					bad = append(bad, fieldError(name, msg))
+				} else if nfc := store.NFC(value); nfc != value {
+					pairs[i], composed = rawName+"="+url.QueryEscape(nfc), true
 				}
 			}
 		}
 		if len(bad) > 0 {
 			return bad.capped()
 		}
+		if composed {
+			r.URL.RawQuery = strings.Join(pairs, "&")
+		}
+		if nfc := store.NFC(r.URL.Path); nfc != r.URL.Path {
+			// The pages read their path; noEncodedSlash has refused a %2F,
+			// so the raw path says nothing the path does not.
+			r.URL.Path, r.URL.RawPath, composed = nfc, "", true
+		}
+		if composed {
+			r.RequestURI = r.URL.RequestURI()
+		}
+		values := c.ParamValues()
+		for i, v := range values {
+			values[i] = store.NFC(v) // an escaped value is ASCII: unchanged
+		}
+		c.SetParamValues(values...)
 		return next(c)
 	}
 }

@@ -258,6 +258,39 @@ func TestNamesThatOnlyLookAlike(t *testing.T) {
 	}
 }
 
+// TestDecomposedNamesFindComposed: names are stored in NFC, so a filter
+// or a path segment that spells one decomposed (e and U+0301, as some
+// keyboards and file systems write it) finds the composed name it
+// spells, through the API and the pages, and is answered as the composed
+// spelling is, not from a cached answer of another question.
+func TestDecomposedNamesFindComposed(t *testing.T) {
+	e := newEnv(t, 0)
+	k := e.keys(t, "alice")
+	r := storetest.Runs(63, 1)[0]
+	r.Model.Name = "Caf\u00e9-7B"
+	r.Submitter = "Jos\u00e9"
+	if rec := e.send(t, http.MethodPost, "/v1/runs", k["alice"], runJSON(t, r)); rec.Code != http.StatusCreated {
+		t.Fatalf("the run: %d %.300s", rec.Code, rec.Body)
+	}
+	for _, target := range []string{
+		"/v1/runs?model=Cafe%CC%81",
+		"/v1/runs?model=cafe%CC%81-7b&limit=5",
+		"/v1/runs?submitter=Jose%CC%81",
+		"/v1/submitters/Jose%CC%81",
+	} {
+		rec := e.do(t, http.MethodGet, target, nil)
+		if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "Caf\u00e9-7B") {
+			t.Errorf("%s: %d %.300s; want the run of Caf\u00e9-7B by Jos\u00e9", target, rec.Code, rec.Body)
+		}
+	}
+	for target, apiTarget := range map[string]string{"/?model=Cafe%CC%81": "/v1/runs", "/submitters/Jose%CC%81": "/v1/submitters/x"} {
+		rec := e.page(t, target, apiTarget)
+		if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "Caf\u00e9-7B") {
+			t.Errorf("%s: %d; want the page to show the run of Caf\u00e9-7B", target, rec.Code)
+		}
+	}
+}
+
 // TestFreeTextOverHTTP: a flag's text, a moderator's reason and a run's
 // title are held to the one text rule over HTTP too: bidirectional
 // overrides and C1 controls are a 400 or 422 naming the field, bytes that
