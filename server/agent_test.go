@@ -389,6 +389,61 @@ func TestMCPCostLimit(t *testing.T) {
 	}
 }
 
+// TestMCPToolCostsItsRequest: a tool call is charged what the API request
+// it makes is charged, so a plan or a predicted ranking asked through
+// POST /mcp runs out of a client's server time after as many answers as
+// through the API, not ten times as many.
+func TestMCPToolCostsItsRequest(t *testing.T) {
+	e := newEnvWith(t, 0, server.Config{RateLimit: server.RateLimit{CostPerSecond: 0.001, CostBurst: 2 * time.Second}})
+	answered := func(addr string, req func(i int) *http.Request) int {
+		t.Helper()
+		for i := range 100 {
+			r := req(i)
+			r.RemoteAddr = addr + ":40000"
+			rec := httptest.NewRecorder()
+			e.h.ServeHTTP(rec, r)
+			e.validate(t, r, rec)
+			if rec.Code == http.StatusTooManyRequests {
+				return i
+			}
+			if rec.Code != http.StatusOK {
+				t.Fatalf("%s %s, request %d: %d %.300s", r.Method, r.URL, i, rec.Code, rec.Body)
+			}
+		}
+		return 100
+	}
+	tool := func(name, args string) func(i int) *http.Request {
+		return func(i int) *http.Request {
+			body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{%s}}}`, i, name, fmt.Sprintf(args, 1000+i*37))
+			r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
+			r.Header.Set("Content-Type", "application/json")
+			r.Header.Set("Accept", "application/json, text/event-stream")
+			return r
+		}
+	}
+	get := func(format string) func(i int) *http.Request {
+		return func(i int) *http.Request {
+			return httptest.NewRequest(http.MethodGet, fmt.Sprintf(format, 1000+i*37), nil)
+		}
+	}
+	for _, c := range []struct {
+		name     string
+		api, mcp func(i int) *http.Request
+	}{
+		{"a plan", get("/v1/planner?context_tokens=%d&min_per_request_tok_s=30&users=200"),
+			tool("planCapacity", `"context_tokens":%d,"min_per_request_tok_s":30,"users":200`)},
+		{"a predicted ranking", get("/v1/leaderboard?context_tokens=%d&concurrency=6&predicted=true"),
+			tool("getLeaderboard", `"context_tokens":%d,"concurrency":6,"predicted":true`)},
+	} {
+		api := answered("192.0.2.20", c.api)
+		mcp := answered("192.0.2.21", c.mcp)
+		if api == 0 || mcp != api {
+			t.Errorf("%s: %d answered through the API before a 429, %d through POST /mcp; want as many", c.name, api, mcp)
+		}
+		e = newEnvWith(t, 0, server.Config{RateLimit: server.RateLimit{CostPerSecond: 0.001, CostBurst: 2 * time.Second}})
+	}
+}
+
 // TestMCPFailureQuotesTheRequest: a tool whose operation fails inside the
 // server is a tool error that says nothing internal and quotes the POST's
 // request id, as the API's 500 does.
