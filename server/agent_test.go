@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/matrixd/matrixd/server"
+	"github.com/matrixd/matrixd/store/storetest"
 )
 
 // agentTools are the tools an agent is offered: the API's read operations.
@@ -441,6 +442,54 @@ func TestMCPToolCostsItsRequest(t *testing.T) {
 			t.Errorf("%s: %d answered through the API before a 429, %d through POST /mcp; want as many", c.name, api, mcp)
 		}
 		e = newEnvWith(t, 0, server.Config{RateLimit: server.RateLimit{CostPerSecond: 0.001, CostBurst: 2 * time.Second}})
+	}
+}
+
+// TestMCPArgumentsAreTextAsQueries: a tool call's text arguments are held
+// to the rule of the API's query text: a NUL byte is a 400 tool error
+// naming the argument before any store reads it (PostgreSQL refuses it:
+// a 500 there), and a decomposed accent finds the composed name.
+func TestMCPArgumentsAreTextAsQueries(t *testing.T) {
+	e := newEnv(t, 0)
+	k := e.keys(t, "alice")
+	r := storetest.Runs(64, 1)[0]
+	r.Model.Name = "Caf\u00e9-7B"
+	if rec := e.send(t, http.MethodPost, "/v1/runs", k["alice"], runJSON(t, r)); rec.Code != http.StatusCreated {
+		t.Fatalf("the run: %d %.300s", rec.Code, rec.Body)
+	}
+	call := func(name, args string) (bool, string) {
+		t.Helper()
+		rec := e.send(t, http.MethodPost, "/mcp", http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"}},
+			[]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"`+name+`","arguments":`+args+`}}`))
+		if rec.Code != http.StatusOK {
+			t.Fatalf("%s %s: %d %s", name, args, rec.Code, rec.Body)
+		}
+		var msg struct {
+			Result struct {
+				IsError bool `json:"isError"`
+				Content []struct {
+					Text string `json:"text"`
+				} `json:"content"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &msg); err != nil || len(msg.Result.Content) == 0 {
+			t.Fatalf("%s %s: %v %s", name, args, err, rec.Body)
+		}
+		return msg.Result.IsError, msg.Result.Content[len(msg.Result.Content)-1].Text
+	}
+	for _, c := range []struct{ tool, args, field string }{
+		{"listRuns", `{"model":"a\u0000b"}`, "model"},
+		{"listRuns", `{"submitter":"\u0000"}`, "submitter"},
+		{"planCapacity", `{"context_tokens":16384,"min_per_request_tok_s":30,"model":"x\u0000"}`, "model"},
+		{"getLeaderboard", `{"context_tokens":16384,"concurrency":8,"gpu":"RTX\u0000"}`, "gpu"},
+	} {
+		isError, text := call(c.tool, c.args)
+		if !isError || !strings.Contains(text, `"status":400`) || !strings.Contains(text, `"field":"`+c.field+`"`) || !strings.Contains(text, "NUL byte") {
+			t.Errorf("%s %s: %v %.400s; want a 400 tool error naming %s", c.tool, c.args, isError, text, c.field)
+		}
+	}
+	if isError, text := call("listRuns", `{"model":"Cafe\u0301"}`); isError || !strings.Contains(text, "Caf\u00e9-7B") {
+		t.Errorf("listRuns with a decomposed accent: %v %.300s; want the run of Caf\u00e9-7B", isError, text)
 	}
 }
 

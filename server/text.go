@@ -1,7 +1,9 @@
 package server
 
 import (
+	"maps"
 	"net/url"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -69,6 +71,38 @@ func plainText(next echo.HandlerFunc) echo.HandlerFunc {
 		c.SetParamValues(values...)
 		return next(c)
 	}
+}
+
+// plainArguments holds a tool call's arguments to the rule plainText
+// holds a query to: a NUL byte is a 400 naming the argument (JSON
+// decoding has already made any other byte UTF-8), and text is read in
+// NFC.
+func plainArguments(args map[string]any) error {
+	var bad fieldErrors
+	for _, name := range slices.Sorted(maps.Keys(args)) {
+		switch v := args[name].(type) {
+		case string:
+			if msg := badText(v); msg != "" {
+				bad = append(bad, fieldError(name, msg))
+			} else {
+				args[name] = store.NFC(v)
+			}
+		case []any:
+			for i, item := range v {
+				if s, ok := item.(string); ok {
+					if msg := badText(s); msg != "" {
+						bad = append(bad, fieldError(name, msg))
+					} else {
+						v[i] = store.NFC(s)
+					}
+				}
+			}
+		}
+	}
+	if len(bad) > 0 {
+		return bad.capped()
+	}
+	return nil
 }
 
 // badText says what makes s unfit to be read as text, or "" when it is
