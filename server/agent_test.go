@@ -443,6 +443,25 @@ func TestMCPToolCostsItsRequest(t *testing.T) {
 		}
 		e = newEnvWith(t, 0, server.Config{RateLimit: server.RateLimit{CostPerSecond: 0.001, CostBurst: 2 * time.Second}})
 	}
+
+	// A batch of calls in one POST is charged each of them: ten plans
+	// spend more than the burst, so the client's next plan waits.
+	var batch []string
+	for i := range 10 {
+		batch = append(batch, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"planCapacity","arguments":{"context_tokens":%d,"min_per_request_tok_s":30}}}`, i, 3000+i))
+	}
+	req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader("["+strings.Join(batch, ",")+"]"))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.RemoteAddr = "192.0.2.22:40000"
+	rec := httptest.NewRecorder()
+	e.h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("a batch of ten plans: %d %.300s", rec.Code, rec.Body)
+	}
+	if next := answered("192.0.2.22", get("/v1/planner?context_tokens=%d&min_per_request_tok_s=30")); next != 0 {
+		t.Errorf("after a batch of ten plans through POST /mcp, %d more plans answered; want a 429 at once", next)
+	}
 }
 
 // TestMCPArgumentsAreTextAsQueries: a tool call's text arguments are held
