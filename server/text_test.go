@@ -233,6 +233,8 @@ func TestNamesThatOnlyLookAlike(t *testing.T) {
 		{"RTX\u00a03060", "", "/hardware/gpu", "space U+00A0"},
 		{"", "Llama-2-l3B", "/model/name", "Llama-2-13B"},
 		{"", "Llama-2-13В", "/model/name", "mixes letters"},
+		// Only the odd letter is offered plain: the l of Model1 stays a letter.
+		{"", "LeaderboardModel1/Ｆara1.5-4B-AutoRound-W4A16-RTN", "/model/name", "it reads as (LeaderboardModel1/Fara1.5-4B-AutoRound-W4A16-RTN)"},
 	} {
 		r := base
 		if c.gpu != "" {
