@@ -27,6 +27,10 @@ type Options struct {
 	// documented answer as the API would: its status and problem+json
 	// body. When nil, such an error is a 500 that says nothing internal.
 	Problem func(ctx context.Context, err error) (status int, body []byte)
+	// Arguments checks a call's arguments, and may rewrite them, as the
+	// API checks the text of a query before anything reads it; its error
+	// is answered through Problem, and the operation is not called.
+	Arguments func(args map[string]any) error
 }
 
 // instructions tell an agent what the tools are for and how to start.
@@ -82,6 +86,11 @@ func add(srv *mcp.Server, ops api.StrictServerInterface, spec *openapi3.T, opts 
 		InputSchema: in,
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: new(false)},
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, args map[string]any) (*mcp.CallToolResult, any, error) {
+		if opts.Arguments != nil {
+			if err := opts.Arguments(args); err != nil {
+				return failure(ctx, opts, err).result(t.summary), nil, nil
+			}
+		}
 		b, err := json.Marshal(args)
 		if err != nil {
 			return nil, nil, err

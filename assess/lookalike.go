@@ -50,8 +50,17 @@ func (w *Writer) lookAlikes(r store.Run) []store.Problem {
 		if folded := fold(name); folded != name {
 			m, ok := w.models.Lookup(folded)
 			if was, known := w.models.Lookup(name); ok && (!known || was.Name != m.Name) {
+				// Suggest the name with only its odd characters made plain
+				// when that reads as the model, so that a letter the name
+				// rightly holds beside a digit (Model1) is not offered as one.
+				write := folded
+				if p := plain(name); p != name {
+					if pm, ok := w.models.Lookup(p); ok && pm.Name == m.Name {
+						write = p
+					}
+				}
 				probs = append(probs, store.Problem{Pointer: "/model/name", Message: fmt.Sprintf(
-					"reads as the model %s of the model facts table but is spelt with other characters (%s): write it with the letters and digits it reads as (%s)", m.Name, spelling(name), folded)})
+					"reads as the model %s of the model facts table but is spelt with other characters (%s): write it with the letters and digits it reads as (%s)", m.Name, spelling(name), write)})
 			}
 		}
 	}
@@ -63,14 +72,7 @@ func (w *Writer) lookAlikes(r store.Run) []store.Problem {
 // Greek letters that look like Latin ones as those, and a letter O, l or I
 // beside a digit as the digit it looks like.
 func fold(s string) string {
-	s = norm.NFKC.String(s)
-	s = strings.Map(func(c rune) rune {
-		if unicode.Is(unicode.Cf, c) {
-			return -1
-		}
-		return latin(c)
-	}, s)
-	rs := []rune(s)
+	rs := []rune(plain(s))
 	for changed := true; changed; {
 		changed = false
 		for i, c := range rs {
@@ -81,6 +83,18 @@ func fold(s string) string {
 		}
 	}
 	return string(rs)
+}
+
+// plain is s with compatibility forms as their plain letters, invisible
+// characters dropped, and Cyrillic and Greek look-alikes as the Latin
+// letters they look like: fold without reading letters as digits.
+func plain(s string) string {
+	return strings.Map(func(c rune) rune {
+		if unicode.Is(unicode.Cf, c) {
+			return -1
+		}
+		return latin(c)
+	}, norm.NFKC.String(s))
 }
 
 // spelling lists the characters of a name that are not plain ASCII, or

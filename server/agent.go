@@ -49,6 +49,7 @@ func (s *Server) agent(spec *openapi3.T, logger *slog.Logger) (*mcp.Server, erro
 			answer(err, e.NewContext(req, w))
 			return w.status, w.body.Bytes()
 		},
+		Arguments: plainArguments,
 	})
 }
 

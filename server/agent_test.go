@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/matrixd/matrixd/server"
+	"github.com/matrixd/matrixd/store/storetest"
 )
 
 // agentTools are the tools an agent is offered: the API's read operations.
@@ -386,6 +387,128 @@ func TestMCPCostLimit(t *testing.T) {
 	}
 	if rec := call("192.0.2.11", 500); rec.Code != http.StatusOK {
 		t.Errorf("another client's call: %d %s; want it answered", rec.Code, rec.Body)
+	}
+}
+
+// TestMCPToolCostsItsRequest: a tool call is charged what the API request
+// it makes is charged, so a plan or a predicted ranking asked through
+// POST /mcp runs out of a client's server time after as many answers as
+// through the API, not ten times as many.
+func TestMCPToolCostsItsRequest(t *testing.T) {
+	e := newEnvWith(t, 0, server.Config{RateLimit: server.RateLimit{CostPerSecond: 0.001, CostBurst: 2 * time.Second}})
+	answered := func(addr string, req func(i int) *http.Request) int {
+		t.Helper()
+		for i := range 100 {
+			r := req(i)
+			r.RemoteAddr = addr + ":40000"
+			rec := httptest.NewRecorder()
+			e.h.ServeHTTP(rec, r)
+			e.validate(t, r, rec)
+			if rec.Code == http.StatusTooManyRequests {
+				return i
+			}
+			if rec.Code != http.StatusOK {
+				t.Fatalf("%s %s, request %d: %d %.300s", r.Method, r.URL, i, rec.Code, rec.Body)
+			}
+		}
+		return 100
+	}
+	tool := func(name, args string) func(i int) *http.Request {
+		return func(i int) *http.Request {
+			body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{%s}}}`, i, name, fmt.Sprintf(args, 1000+i*37))
+			r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
+			r.Header.Set("Content-Type", "application/json")
+			r.Header.Set("Accept", "application/json, text/event-stream")
+			return r
+		}
+	}
+	get := func(format string) func(i int) *http.Request {
+		return func(i int) *http.Request {
+			return httptest.NewRequest(http.MethodGet, fmt.Sprintf(format, 1000+i*37), nil)
+		}
+	}
+	for _, c := range []struct {
+		name     string
+		api, mcp func(i int) *http.Request
+	}{
+		{"a plan", get("/v1/planner?context_tokens=%d&min_per_request_tok_s=30&users=200"),
+			tool("planCapacity", `"context_tokens":%d,"min_per_request_tok_s":30,"users":200`)},
+		{"a predicted ranking", get("/v1/leaderboard?context_tokens=%d&concurrency=6&predicted=true"),
+			tool("getLeaderboard", `"context_tokens":%d,"concurrency":6,"predicted":true`)},
+	} {
+		api := answered("192.0.2.20", c.api)
+		mcp := answered("192.0.2.21", c.mcp)
+		if api == 0 || mcp != api {
+			t.Errorf("%s: %d answered through the API before a 429, %d through POST /mcp; want as many", c.name, api, mcp)
+		}
+		e = newEnvWith(t, 0, server.Config{RateLimit: server.RateLimit{CostPerSecond: 0.001, CostBurst: 2 * time.Second}})
+	}
+
+	// A batch of calls in one POST is charged each of them: ten plans
+	// spend more than the burst, so the client's next plan waits.
+	var batch []string
+	for i := range 10 {
+		batch = append(batch, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"planCapacity","arguments":{"context_tokens":%d,"min_per_request_tok_s":30}}}`, i, 3000+i))
+	}
+	req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader("["+strings.Join(batch, ",")+"]"))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.RemoteAddr = "192.0.2.22:40000"
+	rec := httptest.NewRecorder()
+	e.h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("a batch of ten plans: %d %.300s", rec.Code, rec.Body)
+	}
+	if next := answered("192.0.2.22", get("/v1/planner?context_tokens=%d&min_per_request_tok_s=30")); next != 0 {
+		t.Errorf("after a batch of ten plans through POST /mcp, %d more plans answered; want a 429 at once", next)
+	}
+}
+
+// TestMCPArgumentsAreTextAsQueries: a tool call's text arguments are held
+// to the rule of the API's query text: a NUL byte is a 400 tool error
+// naming the argument before any store reads it (PostgreSQL refuses it:
+// a 500 there), and a decomposed accent finds the composed name.
+func TestMCPArgumentsAreTextAsQueries(t *testing.T) {
+	e := newEnv(t, 0)
+	k := e.keys(t, "alice")
+	r := storetest.Runs(64, 1)[0]
+	r.Model.Name = "Caf\u00e9-7B"
+	if rec := e.send(t, http.MethodPost, "/v1/runs", k["alice"], runJSON(t, r)); rec.Code != http.StatusCreated {
+		t.Fatalf("the run: %d %.300s", rec.Code, rec.Body)
+	}
+	call := func(name, args string) (bool, string) {
+		t.Helper()
+		rec := e.send(t, http.MethodPost, "/mcp", http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"}},
+			[]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"`+name+`","arguments":`+args+`}}`))
+		if rec.Code != http.StatusOK {
+			t.Fatalf("%s %s: %d %s", name, args, rec.Code, rec.Body)
+		}
+		var msg struct {
+			Result struct {
+				IsError bool `json:"isError"`
+				Content []struct {
+					Text string `json:"text"`
+				} `json:"content"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &msg); err != nil || len(msg.Result.Content) == 0 {
+			t.Fatalf("%s %s: %v %s", name, args, err, rec.Body)
+		}
+		return msg.Result.IsError, msg.Result.Content[len(msg.Result.Content)-1].Text
+	}
+	for _, c := range []struct{ tool, args, field string }{
+		{"listRuns", `{"model":"a\u0000b"}`, "model"},
+		{"listRuns", `{"submitter":"\u0000"}`, "submitter"},
+		{"planCapacity", `{"context_tokens":16384,"min_per_request_tok_s":30,"model":"x\u0000"}`, "model"},
+		{"getLeaderboard", `{"context_tokens":16384,"concurrency":8,"gpu":"RTX\u0000"}`, "gpu"},
+	} {
+		isError, text := call(c.tool, c.args)
+		if !isError || !strings.Contains(text, `"status":400`) || !strings.Contains(text, `"field":"`+c.field+`"`) || !strings.Contains(text, "NUL byte") {
+			t.Errorf("%s %s: %v %.400s; want a 400 tool error naming %s", c.tool, c.args, isError, text, c.field)
+		}
+	}
+	if isError, text := call("listRuns", `{"model":"Cafe\u0301"}`); isError || !strings.Contains(text, "Caf\u00e9-7B") {
+		t.Errorf("listRuns with a decomposed accent: %v %.300s; want the run of Caf\u00e9-7B", isError, text)
 	}
 }
 

@@ -202,10 +202,27 @@ func (ls *languages) pick(r *http.Request) (*locale, bool) {
 			return l, false
 		}
 	}
-	if tags, _, err := language.ParseAcceptLanguage(r.Header.Get("Accept-Language")); err == nil {
-		if l := ls.match(tags...); l != nil {
-			return l, false
-		}
+	if l := ls.match(acceptLanguages(r.Header.Get("Accept-Language"))...); l != nil {
+		return l, false
 	}
 	return ls.list[0], false
+}
+
+// acceptLanguages are the tags an Accept-Language header asks for, most
+// wanted first. An entry that does not parse (a tag no registry knows, a
+// bad weight) is passed over, not taken as the whole header's refusal:
+// "xx, th;q=0.5" asks for Thai.
+func acceptLanguages(header string) []language.Tag {
+	tags, _, err := language.ParseAcceptLanguage(header)
+	if err == nil {
+		return tags
+	}
+	var good []string
+	for entry := range strings.SplitSeq(header, ",") {
+		if _, _, err := language.ParseAcceptLanguage(entry); err == nil {
+			good = append(good, entry)
+		}
+	}
+	tags, _, _ = language.ParseAcceptLanguage(strings.Join(good, ","))
+	return tags
 }

@@ -65,6 +65,8 @@ func TestPagesSpeakTheReadersLanguage(t *testing.T) {
 			{"Accept-Language zh-TW", target, "zh-Hant", []string{"Accept-Language", "zh-TW,zh;q=0.9,en;q=0.5"}},
 			{"Accept-Language th", target, "th", []string{"Accept-Language", "th-TH"}},
 			{"Accept-Language fr", target, "en", []string{"Accept-Language", "fr-FR"}},
+			{"an unknown tag is passed over", target, "th", []string{"Accept-Language", "xx, th;q=0.5"}},
+			{"a bad weight is passed over", target, "zh-Hant", []string{"Accept-Language", "th;q=abc, zh-TW;q=0.8"}},
 			{"cookie over Accept-Language", target, "th", []string{"Accept-Language", "zh-TW", "Cookie", "lang=th"}},
 			{"?lang= over cookie", target + sep + "lang=en", "en", []string{"Cookie", "lang=th"}},
 			{"a bad cookie is no choice", target, "zh-Hant", []string{"Accept-Language", "zh-Hant", "Cookie", "lang=xx"}},

@@ -1,9 +1,12 @@
 package server
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/http"
@@ -297,6 +300,9 @@ const (
 // costOf is the cost class of r.
 func costOf(r *http.Request) float64 {
 	path := r.URL.Path
+	if r.Method == http.MethodPost && path == "/mcp" {
+		return mcpCost(r)
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		return costMedium
 	}
@@ -313,6 +319,51 @@ func costOf(r *http.Request) float64 {
 		return costMedium // pages among them
 	}
 	return costCheap
+}
+
+// mcpCost is what POST /mcp is charged: each tool call in it the class of
+// the API request it makes (a plan or a predicted ranking is expensive),
+// and never less than a write. It reads the body (the body limit has
+// bounded it) and leaves it for the transport to read again.
+func mcpCost(r *http.Request) float64 {
+	body, err := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body)) // a read past the limit fails again
+	if err != nil {
+		return costMedium
+	}
+	type message struct {
+		Method string `json:"method"`
+		Params struct {
+			Name      string `json:"name"`
+			Arguments struct {
+				Predicted json.RawMessage `json:"predicted"`
+			} `json:"arguments"`
+		} `json:"params"`
+	}
+	var msgs []message
+	if err := json.Unmarshal(body, &msgs); err != nil {
+		var one message
+		if json.Unmarshal(body, &one) != nil {
+			return costMedium
+		}
+		msgs = []message{one}
+	}
+	total := 0.0
+	for _, m := range msgs {
+		cost := costMedium
+		if m.Method == "tools/call" {
+			switch m.Params.Name {
+			case "planCapacity":
+				cost = costExpensive
+			case "getLeaderboard":
+				if predicted, err := strconv.ParseBool(strings.Trim(string(m.Params.Arguments.Predicted), `"`)); err == nil && predicted {
+					cost = costExpensive
+				}
+			}
+		}
+		total += cost
+	}
+	return max(total, costMedium)
 }
 
 // costLimiter charges each client the cost class of each request the cache

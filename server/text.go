@@ -1,11 +1,15 @@
 package server
 
 import (
+	"maps"
 	"net/url"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/matrixd/matrixd/store"
 )
 
 // plainText refuses a request whose path or query holds text no store
@@ -14,13 +18,21 @@ import (
 // pages' and the feeds' alike, before anything reads it; a 400 names
 // each parameter. A query pair that does not decode is left to
 // parseQuery, which names it.
+//
+// Fit text is then read in NFC, as names are stored: a value or a path
+// segment spelt decomposed (e and U+0301) is rewritten composed (é), so
+// that it finds the name it spells, and caches, the validator and the
+// handlers all read the one spelling.
 func plainText(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		var bad fieldErrors
-		if msg := badText(c.Request().URL.Path); msg != "" {
+		r := c.Request()
+		if msg := badText(r.URL.Path); msg != "" {
 			bad = append(bad, fieldError(pathParam(c), msg))
 		}
-		for pair := range strings.SplitSeq(c.Request().URL.RawQuery, "&") {
+		pairs := strings.Split(r.URL.RawQuery, "&")
+		composed := false
+		for i, pair := range pairs {
 			rawName, rawValue, _ := strings.Cut(pair, "=")
 			name, err := url.QueryUnescape(rawName)
 			if err != nil {
@@ -33,14 +45,64 @@ func plainText(next echo.HandlerFunc) echo.HandlerFunc {
 			if value, err := url.QueryUnescape(rawValue); err == nil {
 				if msg := badText(value); msg != "" {
 					bad = append(bad, fieldError(name, msg))
+				} else if nfc := store.NFC(value); nfc != value {
+					pairs[i], composed = rawName+"="+url.QueryEscape(nfc), true
 				}
 			}
 		}
 		if len(bad) > 0 {
 			return bad.capped()
 		}
+		if composed {
+			r.URL.RawQuery = strings.Join(pairs, "&")
+		}
+		if nfc := store.NFC(r.URL.Path); nfc != r.URL.Path {
+			// The pages read their path; noEncodedSlash has refused a %2F,
+			// so the raw path says nothing the path does not.
+			r.URL.Path, r.URL.RawPath, composed = nfc, "", true
+		}
+		if composed {
+			r.RequestURI = r.URL.RequestURI()
+		}
+		values := c.ParamValues()
+		for i, v := range values {
+			values[i] = store.NFC(v) // an escaped value is ASCII: unchanged
+		}
+		c.SetParamValues(values...)
 		return next(c)
 	}
+}
+
+// plainArguments holds a tool call's arguments to the rule plainText
+// holds a query to: a NUL byte is a 400 naming the argument (JSON
+// decoding has already made any other byte UTF-8), and text is read in
+// NFC.
+func plainArguments(args map[string]any) error {
+	var bad fieldErrors
+	for _, name := range slices.Sorted(maps.Keys(args)) {
+		switch v := args[name].(type) {
+		case string:
+			if msg := badText(v); msg != "" {
+				bad = append(bad, fieldError(name, msg))
+			} else {
+				args[name] = store.NFC(v)
+			}
+		case []any:
+			for i, item := range v {
+				if s, ok := item.(string); ok {
+					if msg := badText(s); msg != "" {
+						bad = append(bad, fieldError(name, msg))
+					} else {
+						v[i] = store.NFC(s)
+					}
+				}
+			}
+		}
+	}
+	if len(bad) > 0 {
+		return bad.capped()
+	}
+	return nil
 }
 
 // badText says what makes s unfit to be read as text, or "" when it is

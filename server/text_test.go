@@ -233,6 +233,8 @@ func TestNamesThatOnlyLookAlike(t *testing.T) {
 		{"RTX\u00a03060", "", "/hardware/gpu", "space U+00A0"},
 		{"", "Llama-2-l3B", "/model/name", "Llama-2-13B"},
 		{"", "Llama-2-13В", "/model/name", "mixes letters"},
+		// Only the odd letter is offered plain: the l of Model1 stays a letter.
+		{"", "LeaderboardModel1/Ｆara1.5-4B-AutoRound-W4A16-RTN", "/model/name", "it reads as (LeaderboardModel1/Fara1.5-4B-AutoRound-W4A16-RTN)"},
 	} {
 		r := base
 		if c.gpu != "" {
@@ -255,6 +257,39 @@ func TestNamesThatOnlyLookAlike(t *testing.T) {
 	rec := e.send(t, http.MethodPost, "/v1/runs", k["alice"], runJSON(t, accented))
 	if rec.Code != http.StatusCreated || decodeRun(t, rec.Body.Bytes()).Engine.Name != "v\u00e9llm" {
 		t.Errorf("a decomposed accent: %d %.300s; want it stored composed (NFC)", rec.Code, rec.Body)
+	}
+}
+
+// TestDecomposedNamesFindComposed: names are stored in NFC, so a filter
+// or a path segment that spells one decomposed (e and U+0301, as some
+// keyboards and file systems write it) finds the composed name it
+// spells, through the API and the pages, and is answered as the composed
+// spelling is, not from a cached answer of another question.
+func TestDecomposedNamesFindComposed(t *testing.T) {
+	e := newEnv(t, 0)
+	k := e.keys(t, "alice")
+	r := storetest.Runs(63, 1)[0]
+	r.Model.Name = "Caf\u00e9-7B"
+	r.Submitter = "Jos\u00e9"
+	if rec := e.send(t, http.MethodPost, "/v1/runs", k["alice"], runJSON(t, r)); rec.Code != http.StatusCreated {
+		t.Fatalf("the run: %d %.300s", rec.Code, rec.Body)
+	}
+	for _, target := range []string{
+		"/v1/runs?model=Cafe%CC%81",
+		"/v1/runs?model=cafe%CC%81-7b&limit=5",
+		"/v1/runs?submitter=Jose%CC%81",
+		"/v1/submitters/Jose%CC%81",
+	} {
+		rec := e.do(t, http.MethodGet, target, nil)
+		if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "Caf\u00e9-7B") {
+			t.Errorf("%s: %d %.300s; want the run of Caf\u00e9-7B by Jos\u00e9", target, rec.Code, rec.Body)
+		}
+	}
+	for target, apiTarget := range map[string]string{"/?model=Cafe%CC%81": "/v1/runs", "/submitters/Jose%CC%81": "/v1/submitters/x"} {
+		rec := e.page(t, target, apiTarget)
+		if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "Caf\u00e9-7B") {
+			t.Errorf("%s: %d; want the page to show the run of Caf\u00e9-7B", target, rec.Code)
+		}
 	}
 }
 
