@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/matrixd/matrixd/calculator"
 	"github.com/matrixd/matrixd/store"
@@ -173,6 +174,22 @@ func (c *Service) EmptyBoardWarning(ctx context.Context, f store.RunFilter, l, b
 		return c.noMatch(ctx, f)
 	}
 	return fmt.Sprintf("no matching run has a valid cell at %s; predicted=true ranks each matching run there by the calculator's answer, where it has one", cellText(l, b)), nil
+}
+
+// OtherClassesNote says, for a ranking of one method class chosen by
+// default, which other classes have runs matching f and how to rank them:
+// "" when none has. Runs of other classes measured something else and are
+// never ranked beside these, but a reader should know they are there.
+func (c *Service) OtherClassesNote(ctx context.Context, f store.RunFilter) (string, error) {
+	counts, err := c.otherClassCounts(ctx, f)
+	if err != nil || len(counts) == 0 {
+		return "", err
+	}
+	parts := make([]string, len(counts))
+	for i, cc := range counts {
+		parts[i] = fmt.Sprintf("%d of method class %s (method_class=%s)", cc.n, cc.class, cc.class)
+	}
+	return fmt.Sprintf("ranked: runs of method class %s; other matching runs measured something else and are ranked apart: %s", f.MethodClass, strings.Join(parts, ", ")), nil
 }
 
 // noMatch says that no stored run matches f, naming the GPU the catalog

@@ -380,9 +380,26 @@ func (s *Server) GetLeaderboard(ctx context.Context, req api.GetLeaderboardReque
 			flagged++
 		}
 	}
+	var warns []string
+	if out.Warnings != nil {
+		warns = *out.Warnings
+	}
 	if flagged > 0 {
-		w := fmt.Sprintf("%d of the runs ranked here failed a plausibility check (include_flagged=true ranks them): each one's trust says which", flagged)
-		out.Warnings = &[]string{w}
+		warns = append(warns, fmt.Sprintf("%d of the runs ranked here failed a plausibility check (include_flagged=true ranks them): each one's trust says which", flagged))
+	}
+	if len(entries) > 0 && p.Cursor == nil {
+		// One class is ranked: say what else was measured, and how to
+		// rank it.
+		note, err := s.calc.OtherClassesNote(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		if note != "" {
+			warns = append(warns, note)
+		}
+	}
+	if len(warns) > 0 {
+		out.Warnings = &warns
 	}
 	return out, nil
 }

@@ -64,4 +64,15 @@ func TestOpenDataClasses(t *testing.T) {
 			t.Errorf("%s: %d, ranks an open-data run beside sustained decode: %.1000s", target, rec.Code, rec.Body)
 		}
 	}
+	// A ranking of one class says what else was measured and how to rank
+	// it; a class with nothing else beside it says nothing.
+	runCases(t, e, []getCase{
+		{"the default class names the others", "/v1/leaderboard?context_tokens=0&concurrency=1", 200, []string{
+			"ranked: runs of method class sustained_decode",
+			"1 of method class decode_at_depth (method_class=decode_at_depth)",
+			"1 of method class one_shot (method_class=one_shot)"}},
+	})
+	if rec := e.do(t, http.MethodGet, "/v1/leaderboard?context_tokens=32768&concurrency=1&method_class=decode_at_depth", nil); !strings.Contains(rec.Body.String(), "2 of method class sustained_decode") || !strings.Contains(rec.Body.String(), "1 of method class one_shot") {
+		t.Errorf("decode_at_depth ranked: %.600s, want a note of the other classes", rec.Body)
+	}
 }

@@ -4086,7 +4086,9 @@ type ClientInterface interface {
 	// Takes the same filters as `GET /v1/runs`. Only runs of one method
 	// class are ranked (`method_class`, `sustained_decode` by default; when
 	// no run of it matches the filters, the warning names the other
-	// classes that have matching runs), and
+	// classes that have matching runs; on a ranking's first page the
+	// warnings say how many matching runs each other class has and the
+	// `method_class` that ranks them), and
 	// runs the plausibility checks flagged are left out unless
 	// `include_flagged=true`.
 	//
@@ -5155,7 +5157,9 @@ func (c *Client) GetHardware(ctx context.Context, gpu string, params *GetHardwar
 // Takes the same filters as `GET /v1/runs`. Only runs of one method
 // class are ranked (`method_class`, `sustained_decode` by default; when
 // no run of it matches the filters, the warning names the other
-// classes that have matching runs), and
+// classes that have matching runs; on a ranking's first page the
+// warnings say how many matching runs each other class has and the
+// `method_class` that ranks them), and
 // runs the plausibility checks flagged are left out unless
 // `include_flagged=true`.
 //
@@ -10774,7 +10778,9 @@ type ClientWithResponsesInterface interface {
 	// Takes the same filters as `GET /v1/runs`. Only runs of one method
 	// class are ranked (`method_class`, `sustained_decode` by default; when
 	// no run of it matches the filters, the warning names the other
-	// classes that have matching runs), and
+	// classes that have matching runs; on a ranking's first page the
+	// warnings say how many matching runs each other class has and the
+	// `method_class` that ranks them), and
 	// runs the plausibility checks flagged are left out unless
 	// `include_flagged=true`.
 	//
@@ -15984,7 +15990,9 @@ func (c *ClientWithResponses) GetHardwareWithResponse(ctx context.Context, gpu s
 // Takes the same filters as `GET /v1/runs`. Only runs of one method
 // class are ranked (`method_class`, `sustained_decode` by default; when
 // no run of it matches the filters, the warning names the other
-// classes that have matching runs), and
+// classes that have matching runs; on a ranking's first page the
+// warnings say how many matching runs each other class has and the
+// `method_class` that ranks them), and
 // runs the plausibility checks flagged are left out unless
 // `include_flagged=true`.
 //
