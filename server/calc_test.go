@@ -373,7 +373,7 @@ func TestSharedSpeedSurface(t *testing.T) {
 	if p.TotalTokS == nil || p.TotalTokS.Value < 185 || p.TotalTokS.Value > 197 {
 		t.Errorf("total %+v, want the older run's 190.8 within 3%%", p.TotalTokS)
 	}
-	if p.Capacity.KVTokensLow == 0 || p.Status != "fits" {
+	if p.Capacity.KVTokensLow == nil || *p.Capacity.KVTokensLow == 0 || p.Status != "fits" {
 		t.Errorf("capacity %+v status %s", p.Capacity, p.Status)
 	}
 }
