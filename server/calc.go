@@ -36,9 +36,13 @@ func ToAPIDecode(q calculator.Query, a predict.Answer[calculator.Prediction]) ap
 	return out
 }
 
-// toAPIKVCapacity is a decode answer's capacity.
+// toAPIKVCapacity is a decode answer's capacity; an unknown one has
+// null figures (its sequence limit, a launch's or the run's, stands).
 func toAPIKVCapacity(c calculator.Capacity) api.KVCapacity {
 	out := api.KVCapacity{SequenceLimit: nonZero(c.SequenceLimit)}
+	if c.Unknown {
+		return out
+	}
 	out.ReservedTokens, out.KVTokensLow, out.KVTokensHigh = &c.ReservedTokens, &c.KVTokensLow, nonZero(c.KVTokensHigh)
 	out.MaxConcurrencyAtContext = &c.MaxConcurrencyAtContext
 	return out
