@@ -265,6 +265,23 @@ func TestSpeedAnswersWithoutCapacity(t *testing.T) {
 			[]string{`"status":"capacity_unknown"`, `"method":"interpolated"`, "its KV capacity cannot be read"}},
 		{"capacity still needs the reservation", "/v1/calculator/capacity?run_id=" + id + "&context_tokens=4096", 422, []string{"give max_output_tokens"}},
 	})
+	// The calculator page: the capacity a dash, with why in the reader's
+	// language.
+	for lang, want := range map[string][]string{
+		"en":      {"capacity unknown", `<dd data-out="capacity">— unknown: the run does not say how many output tokens each request reserves`},
+		"th":      {"ไม่ทราบความจุ", `<dd data-out="capacity">— ไม่ทราบ: การรันนี้ไม่ได้ระบุ`},
+		"zh-Hant": {"容量未知", `<dd data-out="capacity">— 未知：此執行未說明`},
+	} {
+		body := e.page(t, "/calculator?run_id="+id+"&context_tokens=8192&concurrency=3&lang="+lang, "/v1/calculator/decode").Body.String()
+		for _, w := range want {
+			if !strings.Contains(body, w) {
+				t.Errorf("page in %s lacks %s", lang, w)
+			}
+		}
+	}
+	if rec := e.page(t, "/calculator?run_id="+id+"&context_tokens=8192&concurrency=3&max_output_tokens=1024", "/v1/calculator/decode"); strings.Contains(rec.Body.String(), `data-out="capacity"`) {
+		t.Errorf("a capacity that is read shows no dash: %.400s", rec.Body)
+	}
 	if rec := e.do(t, http.MethodGet, "/v1/calculator/grid?run_id="+id, nil); strings.Contains(rec.Body.String(), `"status":"refused"`) {
 		t.Errorf("grid refuses cells: %.800s", rec.Body)
 	}
