@@ -1555,7 +1555,7 @@ type ImportFormatFormat string
 // `kv_tokens_high` and `max_concurrency_at_context` are null (unknown,
 // not zero), and a warning says so.
 type KVCapacity struct {
-	// KVTokensHigh The smallest reservation refused; null when none was
+	// KVTokensHigh The smallest reservation refused; null when none was, or when the capacity is unknown.
 	KVTokensHigh *int `json:"kv_tokens_high"`
 
 	// KVTokensLow The largest reservation that ran (scaled for another VRAM); null when the capacity is unknown.
