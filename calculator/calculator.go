@@ -37,6 +37,10 @@ const (
 	RequestsQueued     Status = "requests_queued"
 	ExceedsMaxModelLen Status = "exceeds_max_model_len"
 	TTFTExceedsWindow  Status = "ttft_exceeds_window"
+	// CapacityUnknown is a speed answered for a run that does not say
+	// what each request reserved for output, asked without a reservation:
+	// whether the requests fit is not judged (Capacity.Unknown).
+	CapacityUnknown Status = "capacity_unknown"
 )
 
 // Basis says how an answer was obtained.
@@ -170,6 +174,10 @@ type Capacity struct {
 	// SequenceLimit is the observed cap on simultaneous requests (hybrid
 	// models), 0 when none was seen.
 	SequenceLimit int
+	// Unknown is a capacity that cannot be read: the run does not say
+	// what each request reserved for output and the query gave none.
+	// Reservations and KV figures are then zero, meaning unknown.
+	Unknown bool
 }
 
 // Query asks for one cell.

@@ -148,7 +148,6 @@ func TestRefusals(t *testing.T) {
 		{"vram without model size", noParams, calculator.Query{ContextTokens: 0, Concurrency: 1, VRAMGB: 24}, "model's size is unknown"},
 		{"vram too small for weights", faraRun(), calculator.Query{ContextTokens: 0, Concurrency: 1, VRAMGB: 2}, "no room for the KV cache"},
 		{"not a cell", faraRun(), calculator.Query{ContextTokens: -1, Concurrency: 1}, "not a cell"},
-		{"no output reservation", func() calculator.Run { r := faraRun(); r.MaxOutputTokens = 0; return r }(), calculator.Query{ContextTokens: 0, Concurrency: 3}, "give max_output_tokens"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

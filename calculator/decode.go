@@ -1,6 +1,9 @@
 package calculator
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // move is the kind of move a question asks of a run's measurements. The
 // kinds are ordered: a question that moves both the GPU and, with it, the
@@ -73,6 +76,9 @@ type asked struct {
 	model   ModelMove // with moveModel
 	cap     capacity
 	capWarn []string // what moving the KV pool to the other model says
+	// capUnknown is a run that does not say its output reservation,
+	// asked without one: the speed is answered, the capacity is not.
+	capUnknown bool
 }
 
 // Decode predicts one cell.
@@ -120,7 +126,8 @@ func (m *Model) ask(q Query, gm GPUMove) (asked, error) {
 		return asked{}, refuse("context ≥ 0 and concurrency ≥ 1", "context %d and concurrency %d are not a cell", q.ContextTokens, q.Concurrency)
 	}
 	maxOut, err := m.maxOutput(q)
-	if err != nil {
+	capUnknown := errors.Is(err, ErrRefused)
+	if err != nil && !capUnknown {
 		return asked{}, err
 	}
 	other := q.OtherModel.other()
@@ -153,10 +160,12 @@ func (m *Model) ask(q Query, gm GPUMove) (asked, error) {
 	if err != nil {
 		return asked{}, err
 	}
-	a := asked{q: q, move: moveOf(gpu, scale, other), maxOut: maxOut, gpu: gpu, scale: scale, cap: m.capacityFor(maxOut, scale)}
+	a := asked{q: q, move: moveOf(gpu, scale, other), maxOut: maxOut, gpu: gpu, scale: scale, cap: m.capacityFor(maxOut, scale), capUnknown: capUnknown}
 	if a.move == moveModel {
-		if a.cap, a.capWarn, err = a.cap.toModel(q.OtherModel); err != nil {
-			return asked{}, err
+		if !capUnknown {
+			if a.cap, a.capWarn, err = a.cap.toModel(q.OtherModel); err != nil {
+				return asked{}, err
+			}
 		}
 		a.model = m.modelMove()
 	}
@@ -175,6 +184,12 @@ func (m *Model) capacityAnswer(a asked) Prediction {
 		SequenceLimit:           a.cap.seqLimit,
 	}
 	p.Status, p.Warnings = a.cap.status(q.ContextTokens, q.Concurrency)
+	if a.capUnknown {
+		// What the launch limits say of running at once stands (see
+		// runningAtOnce); what the KV cache holds is not read.
+		p.Capacity = Capacity{SequenceLimit: a.cap.seqLimit, Unknown: true}
+		p.Status, p.Warnings = CapacityUnknown, []string{capacityUnknownWarning}
+	}
 	p.Warnings = append(p.Warnings, a.gpu.warnings...)
 	p.Warnings = append(p.Warnings, a.scale.warnings...)
 	switch a.move {

@@ -981,8 +981,18 @@ func (m *Model) maxOutput(q Query) (int, error) {
 	if m.maxOut > 0 {
 		return m.maxOut, nil
 	}
-	return 0, refuse("max_output_tokens ≥ 1", "the run does not say how many output tokens it reserves per request, so its KV capacity cannot be read; give max_output_tokens")
+	return 0, errNoMaxOutput()
 }
+
+// errNoMaxOutput refuses a question that needs the KV capacity of a run
+// that does not say what each request reserves for output.
+func errNoMaxOutput() error {
+	return refuse("max_output_tokens ≥ 1", "the run does not say how many output tokens it reserves per request, so its KV capacity cannot be read; give max_output_tokens")
+}
+
+// capacityUnknownWarning is said of a speed answered without the KV
+// capacity (CapacityUnknown).
+const capacityUnknownWarning = "the run does not say how many output tokens it reserves per request, so its KV capacity cannot be read: speed is predicted as if the KV cache holds all the requests, and whether they fit is unknown; give max_output_tokens for the capacity"
 
 // concurrencyText is a concurrency as said: one decimal at most (a KV
 // cache's limit falls between whole requests).
@@ -1345,6 +1355,9 @@ func (m *Model) Grid(contexts, concurrencies []int, base Query) ([]GridCell, []s
 	warnings := append(slices.Clone(gpu.warnings), scale.warnings...)
 	if moveOf(gpu, scale, false) == moveVRAM {
 		warnings = append(warnings, sameSpeed)
+	}
+	if _, err := m.maxOutput(base); err != nil {
+		warnings = append(warnings, capacityUnknownWarning) // its cells answer speed alone
 	}
 	if base.OtherModel.other() {
 		if maxOut, err := m.maxOutput(base); err == nil {

@@ -195,6 +195,11 @@ func (m *Model) planStep(t Target, b int) (planStep, error) {
 	case err != nil:
 		return planStep{}, err
 	}
+	if p.Capacity.Unknown {
+		// Sizing needs the KV capacity the speed answer did without.
+		errors.As(errNoMaxOutput(), &ref)
+		return planStep{b: b, refusal: ref, fails: BindRange, detail: ref.Reason}, nil
+	}
 	s := planStep{b: b, p: &p}
 	switch p.Status {
 	case Fits:

@@ -87,8 +87,8 @@ func Summarize(m *Model) Summary {
 			var total, perReq, ttft uint16
 			for _, l := range at {
 				p, err := m.Decode(Query{ContextTokens: l, Concurrency: b})
-				if err != nil {
-					continue // unknown: refused here
+				if err != nil || p.Capacity.Unknown {
+					continue // unknown: refused here, or whether it fits
 				}
 				if p.LevelFrom > 0 {
 					s.level[k/8] |= 1 << (k % 8)

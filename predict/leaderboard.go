@@ -107,7 +107,7 @@ func (c *Service) PredictedLeaderboard(ctx context.Context, f store.RunFilter, c
 				return PredictedEntry{}, false, nil // being fitted, or cannot be modelled: not ranked
 			}
 			p, err := m.Decode(q)
-			if errors.Is(err, calculator.ErrRefused) || (err == nil && p.Status != calculator.Fits) {
+			if errors.Is(err, calculator.ErrRefused) || (err == nil && (p.Status != calculator.Fits || p.Capacity.Unknown)) {
 				return PredictedEntry{}, false, nil
 			}
 			if err != nil {

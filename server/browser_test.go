@@ -583,8 +583,9 @@ func TestWidgetSpeaksItsLanguage(t *testing.T) {
 // a GPU draws the heatmap of the run the answer names; an answer with no
 // speed shows no error band; a context of 1,000,000 has a row label that
 // fits; and each refusal's fix is written as the widget's own controls
-// (a max output tokens input, the "Across generations" box), which then
-// answer.
+// (the "Across generations" box), which then answers; a run that states
+// no output reservation answers its speed, its capacity a dash that names
+// the max output tokens input.
 func TestWidgetAnswersWhatItAsks(t *testing.T) {
 	ctx := browser(t)
 	e := newEnv(t, 0)
@@ -709,39 +710,46 @@ func TestWidgetAnswersWhatItAsks(t *testing.T) {
 		t.Errorf("across generations: basis %q", got)
 	}
 
-	// A run that does not say its output reservation: the fix is the max
-	// output tokens input.
+	// A run that does not say its output reservation: its speed is
+	// answered, its KV capacity a dash whose words name the max output
+	// tokens input that reads it.
 	if err := browserDo(ctx,
 		chromedp.Navigate(host.URL+"/no-out"),
-		chromedp.WaitVisible(chromedp.CSS(`.mxd[data-state="refused"] [data-out="refusal"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`.mxd[data-state="answered"] [data-out="capacity"]`)),
 	); err != nil {
-		screenshot(t, ctx, "widget-refusal-max-output-failed")
+		screenshot(t, ctx, "widget-capacity-unknown-failed")
 		t.Fatalf("no output reservation: %v", err)
 	}
-	if got := textOf(t, ctx, `[data-out="refusal"]`); !strings.Contains(got, "“Max output tokens”") || strings.Contains(got, "max_output_tokens") {
-		t.Errorf("no output reservation's refusal: %q, want its fix as the widget's input", got)
+	if got := textOf(t, ctx, `[data-out="status"]`); got != "capacity unknown" {
+		t.Errorf("no output reservation: status %q, want capacity unknown", got)
 	}
-	fits("a refusal")
-	screenshot(t, ctx, "widget-refusal-max-output")
+	if got := textOf(t, ctx, `[data-out="total"]`); !strings.Contains(got, "tok/s") {
+		t.Errorf("no output reservation: total %q, want a speed", got)
+	}
+	if got := textOf(t, ctx, `[data-out="capacity"]`); !strings.HasPrefix(got, "— ") || !strings.Contains(got, "“Max output tokens”") || strings.Contains(got, "max_output_tokens") {
+		t.Errorf("no output reservation's capacity: %q, want a dash and its fix as the widget's input", got)
+	}
+	fits("a capacity unknown")
+	screenshot(t, ctx, "widget-capacity-unknown")
 	if err := browserDo(ctx,
 		chromedp.SetValue(chromedp.CSS(`[data-in="max-output"]`), "8192"),
 		fire(`[data-in="max-output"]`),
-		chromedp.WaitVisible(chromedp.CSS(`.mxd[data-state="answered"]`)),
+		chromedp.WaitNotVisible(chromedp.CSS(`[data-out="capacity"]`)),
 	); err != nil {
 		t.Fatalf("max output tokens given: %v", err)
 	}
 	if got := textOf(t, ctx, `[data-out="status"]`); got != "fits" {
 		t.Errorf("with max output tokens: status %q", got)
 	}
-	// In Chinese, the controls are named as the widget labels them.
+	// In Chinese, the input is named as the widget labels it.
 	if err := browserDo(ctx,
 		chromedp.Navigate(host.URL+"/no-out-zh"),
-		chromedp.WaitVisible(chromedp.CSS(`.mxd[data-state="refused"] [data-out="refusal"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`.mxd[data-state="answered"] [data-out="capacity"]`)),
 	); err != nil {
 		t.Fatalf("no output reservation, in Chinese: %v", err)
 	}
-	if got := textOf(t, ctx, `[data-out="refusal"]`); !strings.Contains(got, "「輸出 token 上限」") || strings.Contains(got, "max_output_tokens") {
-		t.Errorf("no output reservation's refusal in Chinese: %q", got)
+	if got := textOf(t, ctx, `[data-out="capacity"]`); !strings.Contains(got, "「輸出 token 上限」") || strings.Contains(got, "max_output_tokens") {
+		t.Errorf("no output reservation's capacity in Chinese: %q", got)
 	}
 	if got := textOf(t, ctx, `label[for$="-out"]`); !strings.HasPrefix(got, "輸出 token 上限") {
 		t.Errorf("the max output tokens input in Chinese: %q", got)

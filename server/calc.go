@@ -26,16 +26,25 @@ func ToAPIDecode(q calculator.Query, a predict.Answer[calculator.Prediction]) ap
 	out := api.DecodePrediction{
 		ContextTokens: q.ContextTokens, Concurrency: q.Concurrency, Status: api.CalcStatus(p.Status),
 		TotalTokS: estimate(p.TotalTokS), PerRequestTokS: estimate(p.PerRequestTokS), TBTMs: estimate(p.TBTMs), TTFTMs: estimate(p.TTFTMs),
-		Capacity: api.KVCapacity{
-			ReservedTokens: p.Capacity.ReservedTokens, KVTokensLow: p.Capacity.KVTokensLow, KVTokensHigh: nonZero(p.Capacity.KVTokensHigh),
-			MaxConcurrencyAtContext: p.Capacity.MaxConcurrencyAtContext, SequenceLimit: nonZero(p.Capacity.SequenceLimit),
-		},
+		Capacity: toAPIKVCapacity(p.Capacity),
 		Basis:    basis(p.Basis, p.SpeedBasis, a.RunIDs, p.Cells),
 		Warnings: warnings(a.Warnings, p.Warnings),
 	}
 	if p.TotalTokS != nil && (p.SpeedBasis != calculator.Measured || p.Basis == calculator.ScaledGPU || p.Basis == calculator.ScaledModel) {
 		out.Basis.ErrorBandPct = &api.ErrorBand{TotalTokS: sig6(100 * p.BandTotal), TBTMs: sig6(100 * p.BandTBT)}
 	}
+	return out
+}
+
+// toAPIKVCapacity is a decode answer's capacity; an unknown one has
+// null figures (its sequence limit, a launch's or the run's, stands).
+func toAPIKVCapacity(c calculator.Capacity) api.KVCapacity {
+	out := api.KVCapacity{SequenceLimit: nonZero(c.SequenceLimit)}
+	if c.Unknown {
+		return out
+	}
+	out.ReservedTokens, out.KVTokensLow, out.KVTokensHigh = &c.ReservedTokens, &c.KVTokensLow, nonZero(c.KVTokensHigh)
+	out.MaxConcurrencyAtContext = &c.MaxConcurrencyAtContext
 	return out
 }
 

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -219,6 +220,73 @@ func TestCrossModelNearest(t *testing.T) {
 	})
 }
 
+// TestSpeedAnswersWithoutCapacity stores a grid as MLX publishes it (12
+// valid cells, no output reservation, no max_model_len): its speed is
+// answered at every cell, measured or not, with the capacity unknown and
+// a warning, while the capacity question still asks for max_output_tokens.
+func TestSpeedAnswersWithoutCapacity(t *testing.T) {
+	e := newEnv(t, 0)
+	mlx := e.seed(t, "fara1.5-4b-autoround-rtx3060")
+	mlx.ID, mlx.Title = "", "MLX grid without an output reservation"
+	mlx.Engine.Name, mlx.Engine.Version = "mlx-lm", "0.26.0"
+	mlx.Benchmark.MaxOutputTokens, mlx.Launch = nil, store.Launch{}
+	mlx.Decode = nil
+	for i, l := range []int{0, 4096, 16384} {
+		for j, b := range []int{1, 2, 4, 8} {
+			total := (62 - 10*float64(i)) * float64(b) / (1 + 0.15*float64(j)*float64(i+1))
+			mlx.Decode = append(mlx.Decode, store.DecodeCell{ContextTokens: l, Concurrency: b, Status: store.StatusValid,
+				TotalTokS: f64(total), PerRequestTokS: f64(total / float64(b)), TBTMs: f64(1000 * float64(b) / total)})
+		}
+	}
+	stored, _, err := e.st.CreateRun(context.Background(), mlx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := stored.ID
+	for _, l := range []int{0, 4096, 16384} {
+		for _, b := range []int{1, 2, 4, 8} {
+			rec := e.do(t, http.MethodGet, "/v1/calculator/decode?run_id="+id+"&context_tokens="+itoa(l)+"&concurrency="+itoa(b), nil)
+			var p api.DecodePrediction
+			if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil || rec.Code != http.StatusOK {
+				t.Fatalf("%d × %d: %d %s", l, b, rec.Code, rec.Body)
+			}
+			if p.TotalTokS == nil || p.Capacity.KVTokensLow != nil || p.Capacity.MaxConcurrencyAtContext != nil ||
+				!slices.ContainsFunc(p.Warnings, func(w string) bool { return strings.Contains(w, "its KV capacity cannot be read") }) {
+				t.Errorf("%d × %d: total %+v capacity %+v warnings %q; want a speed, no capacity figures and the warning", l, b, p.TotalTokS, p.Capacity, p.Warnings)
+			}
+		}
+	}
+	runCases(t, e, []getCase{
+		{"between measured cells", "/v1/calculator/decode?run_id=" + id + "&context_tokens=8192&concurrency=3", 200,
+			[]string{`"status":"capacity_unknown"`, `"method":"interpolated"`, `"total_tok_s":{`, `"kv_tokens_low":null`, `"max_concurrency_at_context":null`, "give max_output_tokens for the capacity"}},
+		{"with an output reservation the capacity is read", "/v1/calculator/decode?run_id=" + id + "&context_tokens=8192&concurrency=3&max_output_tokens=1024", 200,
+			[]string{`"status":"fits"`, `"kv_tokens_low":`}},
+		{"the grid answers every cell", "/v1/calculator/grid?run_id=" + id + "&contexts=0,8192&concurrencies=3,8", 200,
+			[]string{`"status":"capacity_unknown"`, `"method":"interpolated"`, "its KV capacity cannot be read"}},
+		{"capacity still needs the reservation", "/v1/calculator/capacity?run_id=" + id + "&context_tokens=4096", 422, []string{"give max_output_tokens"}},
+	})
+	// The calculator page: the capacity a dash, with why in the reader's
+	// language.
+	for lang, want := range map[string][]string{
+		"en":      {"capacity unknown", `<dd data-out="capacity">— unknown: the run does not say how many output tokens each request reserves`},
+		"th":      {"ไม่ทราบความจุ", `<dd data-out="capacity">— ไม่ทราบ: การรันนี้ไม่ได้ระบุ`},
+		"zh-Hant": {"容量未知", `<dd data-out="capacity">— 未知：此執行未說明`},
+	} {
+		body := e.page(t, "/calculator?run_id="+id+"&context_tokens=8192&concurrency=3&lang="+lang, "/v1/calculator/decode").Body.String()
+		for _, w := range want {
+			if !strings.Contains(body, w) {
+				t.Errorf("page in %s lacks %s", lang, w)
+			}
+		}
+	}
+	if rec := e.page(t, "/calculator?run_id="+id+"&context_tokens=8192&concurrency=3&max_output_tokens=1024", "/v1/calculator/decode"); strings.Contains(rec.Body.String(), `data-out="capacity"`) {
+		t.Errorf("a capacity that is read shows no dash: %.400s", rec.Body)
+	}
+	if rec := e.do(t, http.MethodGet, "/v1/calculator/grid?run_id="+id, nil); strings.Contains(rec.Body.String(), `"status":"refused"`) {
+		t.Errorf("grid refuses cells: %.800s", rec.Body)
+	}
+}
+
 // TestCalculatorAnswersMatchEveryMeasuredCell asks the decode endpoint for
 // every published cell of both seeds.
 func TestCalculatorAnswersMatchEveryMeasuredCell(t *testing.T) {
@@ -286,9 +354,10 @@ func TestCalculatorOnDegenerateRuns(t *testing.T) {
 		ids[r.Title] = stored.ID
 	}
 	tests := []getCase{
-		{"no max output: decode", "/v1/calculator/decode?run_id=" + ids["no max output"] + "&context_tokens=0&concurrency=3", 422, []string{"give max_output_tokens"}},
+		{"no max output: decode", "/v1/calculator/decode?run_id=" + ids["no max output"] + "&context_tokens=0&concurrency=3", 200,
+			[]string{`"status":"capacity_unknown"`, `"reserved_tokens":null`, "its KV capacity cannot be read"}},
 		{"no max output: capacity", "/v1/calculator/capacity?run_id=" + ids["no max output"] + "&context_tokens=0", 422, []string{"give max_output_tokens"}},
-		{"no max output: grid", "/v1/calculator/grid?run_id=" + ids["no max output"], 200, []string{`"status":"refused"`}},
+		{"no max output: grid", "/v1/calculator/grid?run_id=" + ids["no max output"], 200, []string{"its KV capacity cannot be read"}},
 		{"no max output given", "/v1/calculator/decode?run_id=" + ids["no max output"] + "&context_tokens=0&concurrency=3&max_output_tokens=8192", 200, []string{`"status":"fits"`}},
 		{"zero TBT cell", "/v1/calculator/decode?run_id=" + ids["zeros"] + "&context_tokens=0&concurrency=4&max_output_tokens=4096", 200, []string{`"method":"interpolated"`}},
 		{"zero TBT cell, other VRAM", "/v1/calculator/decode?run_id=" + ids["zeros"] + "&context_tokens=0&concurrency=4&vram_gb=16", 200, nil},
@@ -373,7 +442,7 @@ func TestSharedSpeedSurface(t *testing.T) {
 	if p.TotalTokS == nil || p.TotalTokS.Value < 185 || p.TotalTokS.Value > 197 {
 		t.Errorf("total %+v, want the older run's 190.8 within 3%%", p.TotalTokS)
 	}
-	if p.Capacity.KVTokensLow == 0 || p.Status != "fits" {
+	if p.Capacity.KVTokensLow == nil || *p.Capacity.KVTokensLow == 0 || p.Status != "fits" {
 		t.Errorf("capacity %+v status %s", p.Capacity, p.Status)
 	}
 }

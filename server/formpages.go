@@ -103,7 +103,11 @@ func (p *pages) limitText(ctx context.Context, l *locale, a api.DecodePrediction
 		}
 		return l.t("calc.limit.max_model_len"), nil
 	case api.CalcStatus(calculator.OverCapacity):
-		return l.t("calc.limit.over_capacity", a.Concurrency, a.Capacity.MaxConcurrencyAtContext), nil
+		most := 0
+		if a.Capacity.MaxConcurrencyAtContext != nil {
+			most = *a.Capacity.MaxConcurrencyAtContext
+		}
+		return l.t("calc.limit.over_capacity", a.Concurrency, most), nil
 	case api.CalcStatus(calculator.TTFTExceedsWindow):
 		return l.t("calc.limit.ttft_exceeds_window"), nil
 	}

@@ -80,6 +80,7 @@ func (e CalcBasisSpeedMethod) Valid() bool {
 // Defines values for CalcStatus.
 const (
 	CalcStatusBoundaryUncertain  CalcStatus = "boundary_uncertain"
+	CalcStatusCapacityUnknown    CalcStatus = "capacity_unknown"
 	CalcStatusExceedsMaxModelLen CalcStatus = "exceeds_max_model_len"
 	CalcStatusFits               CalcStatus = "fits"
 	CalcStatusOverCapacity       CalcStatus = "over_capacity"
@@ -91,6 +92,8 @@ const (
 func (e CalcStatus) Valid() bool {
 	switch e {
 	case CalcStatusBoundaryUncertain:
+		return true
+	case CalcStatusCapacityUnknown:
 		return true
 	case CalcStatusExceedsMaxModelLen:
 		return true
@@ -257,6 +260,7 @@ func (e GridCellMethod) Valid() bool {
 // Defines values for GridCellStatus.
 const (
 	GridCellStatusBoundaryUncertain  GridCellStatus = "boundary_uncertain"
+	GridCellStatusCapacityUnknown    GridCellStatus = "capacity_unknown"
 	GridCellStatusExceedsMaxModelLen GridCellStatus = "exceeds_max_model_len"
 	GridCellStatusFits               GridCellStatus = "fits"
 	GridCellStatusOverCapacity       GridCellStatus = "over_capacity"
@@ -269,6 +273,8 @@ const (
 func (e GridCellStatus) Valid() bool {
 	switch e {
 	case GridCellStatusBoundaryUncertain:
+		return true
+	case GridCellStatusCapacityUnknown:
 		return true
 	case GridCellStatusExceedsMaxModelLen:
 		return true
@@ -1017,7 +1023,12 @@ type CalcBasisSpeedMethod string
 // requests than the engine runs at once (speed is for those that run).
 // `exceeds_max_model_len`: context + max output is over the limit.
 // `ttft_exceeds_window`: fits, but no first token arrives within the
-// measurement window.
+// measurement window. `capacity_unknown`: the run does not say how
+// many output tokens each request reserved (`benchmark.max_output_tokens`)
+// and none was asked, so its KV capacity cannot be read: the speed is
+// answered as if the requests all run at once, whether they fit is not
+// judged, the capacity's figures are null and a warning says so. Ask
+// `max_output_tokens` for a capacity.
 type CalcStatus string
 
 // CandidateRun defines model for CandidateRun.
@@ -1188,7 +1199,13 @@ type DecodeCellList struct {
 // DecodePrediction defines model for DecodePrediction.
 type DecodePrediction struct {
 	// Basis How the answer was obtained.
-	Basis         CalcBasis  `json:"basis"`
+	Basis CalcBasis `json:"basis"`
+
+	// Capacity The KV cache at the asked cell. Where the run does not say how many
+	// output tokens each request reserved and none was asked, its KV
+	// capacity cannot be read: `reserved_tokens`, `kv_tokens_low`,
+	// `kv_tokens_high` and `max_concurrency_at_context` are null (unknown,
+	// not zero), and a warning says so.
 	Capacity      KVCapacity `json:"capacity"`
 	Concurrency   int        `json:"concurrency"`
 	ContextTokens int        `json:"context_tokens"`
@@ -1203,7 +1220,12 @@ type DecodePrediction struct {
 	// requests than the engine runs at once (speed is for those that run).
 	// `exceeds_max_model_len`: context + max output is over the limit.
 	// `ttft_exceeds_window`: fits, but no first token arrives within the
-	// measurement window.
+	// measurement window. `capacity_unknown`: the run does not say how
+	// many output tokens each request reserved (`benchmark.max_output_tokens`)
+	// and none was asked, so its KV capacity cannot be read: the speed is
+	// answered as if the requests all run at once, whether they fit is not
+	// judged, the capacity's figures are null and a warning says so. Ask
+	// `max_output_tokens` for a capacity.
 	Status    CalcStatus `json:"status"`
 	TBTMs     *Estimate  `json:"tbt_ms"`
 	TotalTokS *Estimate  `json:"total_tok_s"`
@@ -1527,17 +1549,23 @@ type ImportFormatContentType string
 // ImportFormatFormat defines model for ImportFormat.Format.
 type ImportFormatFormat string
 
-// KVCapacity defines model for KVCapacity.
+// KVCapacity The KV cache at the asked cell. Where the run does not say how many
+// output tokens each request reserved and none was asked, its KV
+// capacity cannot be read: `reserved_tokens`, `kv_tokens_low`,
+// `kv_tokens_high` and `max_concurrency_at_context` are null (unknown,
+// not zero), and a warning says so.
 type KVCapacity struct {
-	// KVTokensHigh The smallest reservation refused; null when none was.
+	// KVTokensHigh The smallest reservation refused; null when none was, or when the capacity is unknown.
 	KVTokensHigh *int `json:"kv_tokens_high"`
 
-	// KVTokensLow The largest reservation that ran (scaled for another VRAM).
-	KVTokensLow             int `json:"kv_tokens_low"`
-	MaxConcurrencyAtContext int `json:"max_concurrency_at_context"`
+	// KVTokensLow The largest reservation that ran (scaled for another VRAM); null when the capacity is unknown.
+	KVTokensLow *int `json:"kv_tokens_low"`
 
-	// ReservedTokens concurrency × (context + max output)
-	ReservedTokens int `json:"reserved_tokens"`
+	// MaxConcurrencyAtContext The largest concurrency that surely fits at the context; null when the capacity is unknown.
+	MaxConcurrencyAtContext *int `json:"max_concurrency_at_context"`
+
+	// ReservedTokens concurrency × (context + max output); null when the output reservation is unknown.
+	ReservedTokens *int `json:"reserved_tokens"`
 
 	// SequenceLimit Requests the engine ran at once at most (hybrid models); null when unlimited.
 	SequenceLimit *int `json:"sequence_limit"`
@@ -2979,7 +3007,7 @@ type EstimateCapacityParams struct {
 	// GPUMemoryUtilization Another `--gpu-memory-utilization`; scales the KV pool like `vram_gb`.
 	GPUMemoryUtilization *CalcGPUMemoryUtilization `form:"gpu_memory_utilization,omitempty" json:"gpu_memory_utilization,omitempty"`
 
-	// MaxOutputTokens Tokens reserved per request for output; the run's by default.
+	// MaxOutputTokens Tokens reserved per request for output; the run's by default. Where the run does not state one, the KV capacity is read with this one, and without it the capacity is unknown.
 	MaxOutputTokens *CalcMaxOutputTokens `form:"max_output_tokens,omitempty" json:"max_output_tokens,omitempty"`
 
 	// TargetGPU Another GPU of the hardware catalog (`GET /v1/hardware`; any name or
@@ -3031,7 +3059,7 @@ type EstimateDecodeParams struct {
 	// GPUMemoryUtilization Another `--gpu-memory-utilization`; scales the KV pool like `vram_gb`.
 	GPUMemoryUtilization *CalcGPUMemoryUtilization `form:"gpu_memory_utilization,omitempty" json:"gpu_memory_utilization,omitempty"`
 
-	// MaxOutputTokens Tokens reserved per request for output; the run's by default.
+	// MaxOutputTokens Tokens reserved per request for output; the run's by default. Where the run does not state one, the KV capacity is read with this one, and without it the capacity is unknown.
 	MaxOutputTokens *CalcMaxOutputTokens `form:"max_output_tokens,omitempty" json:"max_output_tokens,omitempty"`
 
 	// TargetGPU Another GPU of the hardware catalog (`GET /v1/hardware`; any name or
@@ -3112,7 +3140,7 @@ type EstimateGridParams struct {
 	// GPUMemoryUtilization Another `--gpu-memory-utilization`; scales the KV pool like `vram_gb`.
 	GPUMemoryUtilization *CalcGPUMemoryUtilization `form:"gpu_memory_utilization,omitempty" json:"gpu_memory_utilization,omitempty"`
 
-	// MaxOutputTokens Tokens reserved per request for output; the run's by default.
+	// MaxOutputTokens Tokens reserved per request for output; the run's by default. Where the run does not state one, the KV capacity is read with this one, and without it the capacity is unknown.
 	MaxOutputTokens *CalcMaxOutputTokens `form:"max_output_tokens,omitempty" json:"max_output_tokens,omitempty"`
 
 	// TargetGPU Another GPU of the hardware catalog (`GET /v1/hardware`; any name or
@@ -3349,7 +3377,7 @@ type PlanCapacityParams struct {
 	// VRAMGB Another VRAM size of the same GPU class; the KV capacity is scaled by the KV pool.
 	VRAMGB *CalcVRAMGB `form:"vram_gb,omitempty" json:"vram_gb,omitempty"`
 
-	// MaxOutputTokens Tokens reserved per request for output; the run's by default.
+	// MaxOutputTokens Tokens reserved per request for output; the run's by default. Where the run does not state one, the KV capacity is read with this one, and without it the capacity is unknown.
 	MaxOutputTokens *CalcMaxOutputTokens `form:"max_output_tokens,omitempty" json:"max_output_tokens,omitempty"`
 
 	// MethodClass The method class planned from (see `MethodClass`); options of other classes are never ranked beside these. When no run of the class matches, a warning names each other class that has matching runs and how many (a serving sweep submitted with `format=vllm-bench` is `serving_sweep`).
@@ -3928,7 +3956,9 @@ type ClientInterface interface {
 	// largest that may), the largest context that fits at `concurrency`
 	// when given, and the run's KV capacity in tokens as an interval: a
 	// cell is over capacity when concurrency × (context + max output)
-	// exceeds it.
+	// exceeds it. A run that does not say how many output tokens each
+	// request reserved, asked without `max_output_tokens`, answers 422
+	// asking for it: its capacity cannot be read without one.
 	//
 	// Selected by `model` + `gpu` where no run of the model is stored on
 	// the GPU but runs of other models are, the answer is made from the
@@ -3962,6 +3992,13 @@ type ClientInterface interface {
 	// capacity having been moved; `speed_method` is then `none`). Each value carries an
 	// interval (see `basis.error_band_pct`). Beyond what the data supports
 	// the answer is 422, saying why and what is supported.
+	//
+	// A run that does not say how many output tokens each request reserved
+	// (no `benchmark.max_output_tokens`, as some MLX grids), asked without
+	// `max_output_tokens`, still answers its speed: the status is
+	// `capacity_unknown` (or the measured cell's own status), the
+	// capacity's figures are null and a warning says that its KV capacity
+	// cannot be read. Give `max_output_tokens` for the capacity.
 	//
 	// Select the run by `run_id`, or by `model` + `gpu` (optionally
 	// `engine_version`, `kv_cache_dtype`). When no run of `model` is stored
@@ -4899,7 +4936,9 @@ func (c *Client) GetReady(ctx context.Context, reqEditors ...RequestEditorFn) (*
 // largest that may), the largest context that fits at `concurrency`
 // when given, and the run's KV capacity in tokens as an interval: a
 // cell is over capacity when concurrency × (context + max output)
-// exceeds it.
+// exceeds it. A run that does not say how many output tokens each
+// request reserved, asked without `max_output_tokens`, answers 422
+// asking for it: its capacity cannot be read without one.
 //
 // Selected by `model` + `gpu` where no run of the model is stored on
 // the GPU but runs of other models are, the answer is made from the
@@ -4943,6 +4982,13 @@ func (c *Client) EstimateCapacity(ctx context.Context, params *EstimateCapacityP
 // capacity having been moved; `speed_method` is then `none`). Each value carries an
 // interval (see `basis.error_band_pct`). Beyond what the data supports
 // the answer is 422, saying why and what is supported.
+//
+// A run that does not say how many output tokens each request reserved
+// (no `benchmark.max_output_tokens`, as some MLX grids), asked without
+// `max_output_tokens`, still answers its speed: the status is
+// `capacity_unknown` (or the measured cell's own status), the
+// capacity's figures are null and a warning says that its KV capacity
+// cannot be read. Give `max_output_tokens` for the capacity.
 //
 // Select the run by `run_id`, or by `model` + `gpu` (optionally
 // `engine_version`, `kv_cache_dtype`). When no run of `model` is stored
@@ -10600,7 +10646,9 @@ type ClientWithResponsesInterface interface {
 	// largest that may), the largest context that fits at `concurrency`
 	// when given, and the run's KV capacity in tokens as an interval: a
 	// cell is over capacity when concurrency × (context + max output)
-	// exceeds it.
+	// exceeds it. A run that does not say how many output tokens each
+	// request reserved, asked without `max_output_tokens`, answers 422
+	// asking for it: its capacity cannot be read without one.
 	//
 	// Selected by `model` + `gpu` where no run of the model is stored on
 	// the GPU but runs of other models are, the answer is made from the
@@ -10636,6 +10684,13 @@ type ClientWithResponsesInterface interface {
 	// capacity having been moved; `speed_method` is then `none`). Each value carries an
 	// interval (see `basis.error_band_pct`). Beyond what the data supports
 	// the answer is 422, saying why and what is supported.
+	//
+	// A run that does not say how many output tokens each request reserved
+	// (no `benchmark.max_output_tokens`, as some MLX grids), asked without
+	// `max_output_tokens`, still answers its speed: the status is
+	// `capacity_unknown` (or the measured cell's own status), the
+	// capacity's figures are null and a warning says that its KV capacity
+	// cannot be read. Give `max_output_tokens` for the capacity.
 	//
 	// Select the run by `run_id`, or by `model` + `gpu` (optionally
 	// `engine_version`, `kv_cache_dtype`). When no run of `model` is stored
@@ -15752,7 +15807,9 @@ func (c *ClientWithResponses) GetReadyWithResponse(ctx context.Context, reqEdito
 // largest that may), the largest context that fits at `concurrency`
 // when given, and the run's KV capacity in tokens as an interval: a
 // cell is over capacity when concurrency × (context + max output)
-// exceeds it.
+// exceeds it. A run that does not say how many output tokens each
+// request reserved, asked without `max_output_tokens`, answers 422
+// asking for it: its capacity cannot be read without one.
 //
 // Selected by `model` + `gpu` where no run of the model is stored on
 // the GPU but runs of other models are, the answer is made from the
@@ -15794,6 +15851,13 @@ func (c *ClientWithResponses) EstimateCapacityWithResponse(ctx context.Context, 
 // capacity having been moved; `speed_method` is then `none`). Each value carries an
 // interval (see `basis.error_band_pct`). Beyond what the data supports
 // the answer is 422, saying why and what is supported.
+//
+// A run that does not say how many output tokens each request reserved
+// (no `benchmark.max_output_tokens`, as some MLX grids), asked without
+// `max_output_tokens`, still answers its speed: the status is
+// `capacity_unknown` (or the measured cell's own status), the
+// capacity's figures are null and a warning says that its KV capacity
+// cannot be read. Give `max_output_tokens` for the capacity.
 //
 // Select the run by `run_id`, or by `model` + `gpu` (optionally
 // `engine_version`, `kv_cache_dtype`). When no run of `model` is stored

@@ -478,8 +478,12 @@ func printDecode(w io.Writer, q calculator.Query, a predict.Answer[calculator.Pr
 	fmt.Fprintf(w, "time between tokens ms\t%s\n", est(p.TBTMs, 1))
 	fmt.Fprintf(w, "TTFT ms (warm cache)\t%s\n", est(p.TTFTMs, 0))
 	c := p.Capacity
-	fmt.Fprintf(w, "KV reservation\t%d tokens\tcapacity %d – %s tokens\n", c.ReservedTokens, c.KVTokensLow, orUnknown(nonZero(c.KVTokensHigh)))
-	fmt.Fprintf(w, "max concurrency here\t%d\n", c.MaxConcurrencyAtContext)
+	if c.Unknown {
+		fmt.Fprintf(w, "KV capacity\tunknown (the run states no output reservation; give --max-output)\n")
+	} else {
+		fmt.Fprintf(w, "KV reservation\t%d tokens\tcapacity %d – %s tokens\n", c.ReservedTokens, c.KVTokensLow, orUnknown(nonZero(c.KVTokensHigh)))
+		fmt.Fprintf(w, "max concurrency here\t%d\n", c.MaxConcurrencyAtContext)
+	}
 	if cost != nil {
 		fmt.Fprintf(w, "cost\t%s an instance (%s)\n", hourly(cost.USDPerHour, cost.USDPerHour), gpusPaid(cost))
 		fmt.Fprintf(w, "$ per million output tokens\t%s\n", sig3(cost.USDPerMillion))

@@ -124,7 +124,8 @@
     function row(name, key) { out[key] = el("dd", { "data-out": key }, ["—"]); terms[key] = el("dt", {}, [name]); return [terms[key], out[key]]; }
     var dl = el("dl", { "aria-live": "polite" }, [].concat(
       row(t("out.status"), "status"), row(t("out.total"), "total"), row(t("out.per_request"), "per-request"),
-      row("TTFT", "ttft"), row(t("out.basis"), "basis"), row(t("out.band"), "band")));
+      row("TTFT", "ttft"), row(t("out.basis"), "basis"), row(t("out.band"), "band"), row(t("out.capacity"), "capacity")));
+    out.capacity.hidden = terms.capacity.hidden = true;
     var refusal = el("p", { "class": "mxd-refusal", role: "alert", "data-out": "refusal", hidden: "" });
     var limit = el("p", { "class": "mxd-refusal", role: "status", "data-out": "limit", hidden: "" });
     var heat = el("div", { "data-out": "heatmap", tabindex: "0" });
@@ -193,6 +194,7 @@
         if (!r.ok) {
           showRefusal(r.body);
           Object.keys(out).forEach(function (k) { out[k].textContent = "—"; });
+          out.capacity.hidden = terms.capacity.hidden = true;
           box.setAttribute("data-state", "refused");
           return;
         }
@@ -205,6 +207,11 @@
         out.ttft.textContent = est(p.ttft_ms, "ms", measured);
         out.basis.textContent = enumText("method", p.basis.method) + (p.basis.speed_method !== p.basis.method && p.basis.speed_method !== "none" ? " " + t("speed_method", enumText("method", p.basis.speed_method)) : "");
         showBand(p);
+        // A run that states no output reservation answers its speed with
+        // its KV capacity unknown: a dash, and why.
+        var capUnknown = p.capacity && p.capacity.kv_tokens_low == null;
+        out.capacity.textContent = capUnknown ? "— " + t("capacity.unknown") : "—";
+        out.capacity.hidden = terms.capacity.hidden = !capUnknown;
         // An answer without a speed says which limit it is past, in words.
         if (!p.total_tok_s && msgs["limit." + p.status] != null) {
           limit.textContent = t("limit." + p.status, String(b), fmt(p.capacity ? p.capacity.max_concurrency_at_context : 0));
