@@ -54,7 +54,7 @@ func TestPlanDoesNotWaitForEveryFit(t *testing.T) {
 	if !slices.ContainsFunc(first.Warnings, func(w string) bool { return strings.HasPrefix(w, "partial answer: 6 runs are being fitted") }) {
 		t.Errorf("warnings %q do not say the answer is partial", first.Warnings)
 	}
-	waitFor(t, "every run fitted in the background", func() bool {
+	storetest.WaitFor(t, "every run fitted in the background", func() bool {
 		again, err := c.Plan(ctx, pq)
 		if err != nil {
 			t.Fatal(err)
@@ -129,7 +129,7 @@ func TestAnswerWaitsForItsFitAWhileOnly(t *testing.T) {
 	if !errors.As(err, &fitting) || fitting.RunID != configs[0].ID || fitting.RetryAfter < time.Second || fitting.Queued < 1 {
 		t.Fatalf("first answer: %v, want the run being fitted", err)
 	}
-	waitFor(t, "the run fitted in the background", func() bool {
+	storetest.WaitFor(t, "the run fitted in the background", func() bool {
 		_, err := c.Decode(ctx, Selection{RunID: configs[0].ID}, q)
 		if err != nil && !errors.As(err, &fitting) {
 			t.Fatalf("while fitting: %v", err)

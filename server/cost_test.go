@@ -36,7 +36,7 @@ func TestCostLimitSlowsTheClientThatTakesTheServer(t *testing.T) {
 	// run in the background, slower under the race detector), the first
 	// question is asked from other addresses, which pay for it.
 	asks := 0
-	waitFor(t, "the first plan whole", func() bool {
+	storetest.WaitFor(t, "the first plan whole", func() bool {
 		asks++
 		rec := from(fmt.Sprintf("203.0.113.%d", asks%250+1), first)
 		return rec.Code == 200 && !strings.Contains(rec.Body.String(), "partial answer")

@@ -64,7 +64,7 @@ var urnUUID = regexp.MustCompile(`^urn:uuid:[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}
 func (e *env) feed(t *testing.T, target string) atomFeed {
 	t.Helper()
 	var rec *httptest.ResponseRecorder
-	waitFor(t, target+" answers, its runs fitted", func() bool {
+	storetest.WaitFor(t, target+" answers, its runs fitted", func() bool {
 		rec = e.do(t, "GET", target, nil)
 		return rec.Code != http.StatusServiceUnavailable // 503: fits being made in the background
 	})

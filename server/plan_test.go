@@ -12,6 +12,8 @@ import (
 	"github.com/matrixd/matrixd/api"
 	"github.com/matrixd/matrixd/predict"
 	"github.com/matrixd/matrixd/server"
+
+	"github.com/matrixd/matrixd/store/storetest"
 )
 
 // plan asks the planner and decodes its answer (e.do validates it against
@@ -221,7 +223,7 @@ func TestPartialPlanIsNotCached(t *testing.T) {
 	if cc, tag := rec.Header().Get("Cache-Control"), rec.Header().Get("ETag"); cc != "no-store" || tag != "" {
 		t.Errorf("partial answer sent with Cache-Control %q, ETag %q; want no-store and none", cc, tag)
 	}
-	waitFor(t, "the plan whole, its runs fitted in the background", func() bool {
+	storetest.WaitFor(t, "the plan whole, its runs fitted in the background", func() bool {
 		rec = e.do(t, http.MethodGet, target, nil)
 		p = api.CapacityPlan{}
 		if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil {
@@ -271,7 +273,7 @@ func TestAnswerBeingFittedIs503(t *testing.T) {
 	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" || !contains(rec.Body.String(), "is being fitted", "ask again in") {
 		t.Fatalf("first answer %d (Retry-After %q): %s", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
 	}
-	waitFor(t, "the answer once its run is fitted in the background", func() bool {
+	storetest.WaitFor(t, "the answer once its run is fitted in the background", func() bool {
 		if rec.Code != http.StatusOK && rec.Code != http.StatusServiceUnavailable {
 			t.Fatalf("%d %s", rec.Code, rec.Body)
 		}

@@ -638,5 +638,5 @@ func TestDeletedRunLeavesTheCalculator(t *testing.T) {
 	if rec := e.send(t, "POST", "/v1/runs", k["admin"], runJSON(t, storetest.Runs(52, 1)[0])); rec.Code != 201 {
 		t.Fatal(rec.Code)
 	}
-	waitFor(t, "a submitted run fitted before anyone asked", func() bool { return fits() > before })
+	storetest.WaitFor(t, "a submitted run fitted before anyone asked", func() bool { return fits() > before })
 }

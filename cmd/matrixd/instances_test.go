@@ -213,7 +213,7 @@ func TestTwoInstancesOnPostgres(t *testing.T) {
 	if err != nil || code != http.StatusCreated {
 		t.Fatalf("write through a: %d %v", code, err)
 	}
-	waitFor(t, "the write through a visible through b, and b's old ETag stale", func() bool {
+	storetest.WaitFor(t, "the write through a visible through b, and b's old ETag stale", func() bool {
 		code, _, _ := get(t, b.base, "/v1/runs/"+id, nil)
 		changed, _, _ := get(t, b.base, "/v1/runs?limit=5", http.Header{"If-None-Match": {etag}})
 		return code == 200 && changed == 200

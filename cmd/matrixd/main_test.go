@@ -24,6 +24,8 @@ import (
 	"github.com/matrixd/matrixd/calculator"
 	"github.com/matrixd/matrixd/ingest"
 	"github.com/matrixd/matrixd/store"
+
+	"github.com/matrixd/matrixd/store/storetest"
 )
 
 func env(m map[string]string) func(string) string {
@@ -80,7 +82,7 @@ func TestServeSeedsAndShutsDown(t *testing.T) {
 	if n := total(); n < len(ingest.Seeds()) {
 		t.Errorf("fresh database serves %d runs, want at least the %d bundled examples at once", n, len(ingest.Seeds()))
 	}
-	waitFor(t, "the open dataset seeded", func() bool { return strings.Contains(logs.String(), `"msg":"seeded the open dataset"`) })
+	storetest.WaitFor(t, "the open dataset seeded", func() bool { return strings.Contains(logs.String(), `"msg":"seeded the open dataset"`) })
 	served := total()
 
 	hostPort := strings.TrimPrefix(base, "http://")
@@ -94,8 +96,8 @@ func TestServeSeedsAndShutsDown(t *testing.T) {
 		if err != nil {
 			t.Fatalf("run returned %v after cancel, want nil", err)
 		}
-	case <-time.After(pollTimeout): // a hang, not a slow shutdown (which is bounded at 10 s)
-		t.Fatalf("run did not return within %v of cancel", pollTimeout)
+	case <-time.After(storetest.PollTimeout): // a hang, not a slow shutdown (which is bounded at 10 s)
+		t.Fatalf("run did not return within %v of cancel", storetest.PollTimeout)
 	}
 
 	st, err := store.Open(context.Background(), db, store.Options{})
@@ -146,7 +148,7 @@ func TestServeSeedsAndShutsDown(t *testing.T) {
 
 func waitHealthy(t *testing.T, base string) {
 	t.Helper()
-	waitFor(t, base+"/healthz answering 200", func() bool {
+	storetest.WaitFor(t, base+"/healthz answering 200", func() bool {
 		resp, err := http.Get(base + "/healthz")
 		if err != nil {
 			return false
@@ -855,7 +857,7 @@ func TestShutdownDuringBackgroundFits(t *testing.T) {
 		// first, the fifth, the twentieth made (of 400, so others are
 		// being made).
 		fitted := fitCount(t, base)
-		waitFor(t, "background fits made", func() bool { return fitCount(t, base) >= fitted+[]float64{1, 5, 20}[round] })
+		storetest.WaitFor(t, "background fits made", func() bool { return fitCount(t, base) >= fitted+[]float64{1, 5, 20}[round] })
 		cancel()
 		if err := <-done; err != nil {
 			t.Fatalf("round %d: serve returned %v", round, err)
