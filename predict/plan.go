@@ -150,20 +150,15 @@ type classCount struct {
 }
 
 // otherClassCounts counts the runs f would match with each method class
-// other than its own that has any: one count a class.
+// other than its own that has any, from one pass over the runs.
 func (c *Service) otherClassCounts(ctx context.Context, f store.RunFilter) ([]classCount, error) {
+	counts, err := c.store.CountRunsByClass(ctx, f)
+	if err != nil {
+		return nil, err
+	}
 	var out []classCount
 	for _, class := range store.MethodClasses() {
-		if class == f.MethodClass {
-			continue
-		}
-		g := f
-		g.MethodClass = class
-		n, err := c.store.CountMatchingRuns(ctx, g)
-		if err != nil {
-			return nil, err
-		}
-		if n > 0 {
+		if n := counts[class]; n > 0 && class != f.MethodClass {
 			out = append(out, classCount{class, n})
 		}
 	}

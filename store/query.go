@@ -678,6 +678,32 @@ func (s *Store) NewestRunPerModel(ctx context.Context, f RunFilter, limit int) (
 // 160–190 ms.
 const perModelScan = 2000
 
+// CountRunsByClass returns how many stored runs f matches in each method
+// class, f's own class aside: one pass over the runs, not one per class.
+func (s *Store) CountRunsByClass(ctx context.Context, f RunFilter) (map[string]int, error) {
+	f.MethodClass = ""
+	n, err := s.modelRuns(ctx, f)
+	if err != nil || n == 0 {
+		return map[string]int{}, err
+	}
+	where, args := f.where(s.dialect, n)
+	rows, err := s.reader.QueryContext(ctx, "SELECT r.method_class, count(*) FROM runs r WHERE "+strings.Join(where, " AND ")+" GROUP BY r.method_class", args...)
+	if err != nil {
+		return nil, fmt.Errorf("count runs by class: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var class string
+		var count int
+		if err := rows.Scan(&class, &count); err != nil {
+			return nil, fmt.Errorf("count runs by class: %w", err)
+		}
+		out[class] = count
+	}
+	return out, rows.Err()
+}
+
 // perModelColumns are the columns runConfigColumns and the per-model
 // choice read, all a scan of perModelScan runs carries.
 const perModelColumns = `r.id, r.title, r.model_name, r.gpu, r.gpu_count, r.vram_gb, r.engine_name, r.engine_version,

@@ -893,3 +893,41 @@ func TestGPUNames(t *testing.T) {
 		}
 	})
 }
+
+// TestCountRunsByClass: one pass counts the matching runs of each method
+// class, whatever class the filter names, and keeps the filter's other
+// terms.
+func TestCountRunsByClass(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st *store.Store) {
+		ctx := context.Background()
+		runs := storetest.Runs(77, 5)
+		for i := range runs {
+			if i >= 3 {
+				runs[i].Method = &store.Method{Class: store.MethodServingSweep}
+			}
+		}
+		if _, _, err := st.CreateRuns(ctx, runs); err != nil {
+			t.Fatal(err)
+		}
+		got, err := st.CountRunsByClass(ctx, store.RunFilter{MethodClass: store.MethodServingSweep})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[store.MethodSustainedDecode] != 3 || got[store.MethodServingSweep] != 2 || len(got) != 2 {
+			t.Errorf("counts %v, want 3 sustained_decode and 2 serving_sweep", got)
+		}
+		one, err := st.CountRunsByClass(ctx, store.RunFilter{GPU: runs[4].Hardware.GPU})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for class, n := range one {
+			g := store.RunFilter{GPU: runs[4].Hardware.GPU, MethodClass: class}
+			if want, err := st.CountMatchingRuns(ctx, g); err != nil || n != want {
+				t.Errorf("%s on %s: %d, want %d (%v)", class, runs[4].Hardware.GPU, n, want, err)
+			}
+		}
+		if one[store.MethodServingSweep] < 1 {
+			t.Errorf("counts on %s: %v, want the serving sweep stored on it", runs[4].Hardware.GPU, one)
+		}
+	})
+}
