@@ -36,7 +36,7 @@ func pageQuery(path string) string {
 // canonical so that the handlers read the value the key names.
 type keyer struct {
 	router routers.Router
-	langs  *languages
+	lang   func(*http.Request) string // the site language a page is answered in
 }
 
 // queryParams are the query parameters the operation at path declares,
@@ -108,8 +108,7 @@ func (k *keyer) key(r *http.Request) string {
 	}
 	key := r.URL.Path + "?" + kq.Encode() + "\x00" + gzip
 	if page {
-		l, _ := k.langs.pick(r)
-		return key + "\x00" + l.Code
+		return key + "\x00" + k.lang(r)
 	}
 	var format *string
 	if vs, ok := q["format"]; ok {

@@ -31,6 +31,7 @@ import (
 	"github.com/matrixd/matrixd/api"
 	"github.com/matrixd/matrixd/assess"
 	"github.com/matrixd/matrixd/predict"
+	"github.com/matrixd/matrixd/site"
 	"github.com/matrixd/matrixd/store"
 )
 
@@ -45,6 +46,8 @@ type Server struct {
 	// publicURL is Config.PublicURL without its trailing slash.
 	publicURL string
 	guide     api.GettingStarted // GET /v1/getting-started, built from the contract
+	site      *site.Site         // the pages, feeds and API reference over s
+	router    routers.Router     // openapi.yaml's operations, servers removed
 }
 
 var _ api.StrictServerInterface = (*Server)(nil)
@@ -96,7 +99,7 @@ func New(st *store.Store, cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.handler(st, spec, cfg)
+	return s.handler(st, cfg, spec)
 }
 
 // newServer makes the API's handlers over st, filling in cfg's defaults:
@@ -152,26 +155,26 @@ func newServer(st *store.Store, cfg *Config) (*Server, *openapi3.T, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return &Server{store: st, runs: runs, calc: cfg.Calc, metrics: m, specJSON: specJSON, specYAML: specYAML, publicURL: public, guide: guide}, spec, nil
-}
-
-// handler wires s: spec → validator → middleware → routes.
-func (s *Server) handler(st *store.Store, spec *openapi3.T, cfg Config) (http.Handler, error) {
-	m := s.metrics
-
 	// The validator must not check the Host header against servers.
 	spec.Servers = nil
 	router, err := gorillamux.NewRouter(spec)
 	if err != nil {
-		return nil, fmt.Errorf("route spec: %w", err)
+		return nil, nil, fmt.Errorf("route spec: %w", err)
 	}
+	s := &Server{store: st, runs: runs, calc: cfg.Calc, metrics: m, specJSON: specJSON, specYAML: specYAML, publicURL: public, guide: guide, router: router}
+	s.site, err = site.New(site.Config{API: s, Reader: siteReader{Store: st, calc: cfg.Calc}, Requests: siteRequests{},
+		Spec: spec, Router: router, PublicURL: public})
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, spec, nil
+}
 
+// handler wires s: spec → validator → middleware → routes.
+func (s *Server) handler(st *store.Store, cfg Config, spec *openapi3.T) (http.Handler, error) {
+	m, router := s.metrics, s.router
 	if cfg.CacheBytes == 0 {
 		cfg.CacheBytes = 64 << 20
-	}
-	langs, err := loadLanguages(pageFiles, "pages/locales")
-	if err != nil {
-		return nil, err
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -202,7 +205,7 @@ func (s *Server) handler(st *store.Store, spec *openapi3.T, cfg Config) (http.Ha
 		limitReads(newLimiter(cfg.RateLimit.ReadsPerSecond)),
 		middleware.BodyLimit(fmt.Sprintf("%dB", cfg.MaxBodyBytes)),
 		acceptGzip,
-		cached(rc, func(path string) bool { return uncached(path) || path == exportPath }, &keyer{router: router, langs: langs}),
+		cached(rc, func(path string) bool { return uncached(path) || path == exportPath }, &keyer{router: router, lang: s.site.Language}),
 		limitCost(newCostLimiter(cfg.RateLimit), uncached),
 		middleware.GzipWithConfig(middleware.GzipConfig{MinLength: 1024}),
 		validator(router, st.Authenticate, newLimiter(cfg.RateLimit.WritesPerSecond)),
@@ -213,10 +216,7 @@ func (s *Server) handler(st *store.Store, spec *openapi3.T, cfg Config) (http.Ha
 		return nil, err
 	}
 	api.RegisterHandlers(e, rawBodies{ServerInterface: strict, ssi: s, agent: agentHTTP})
-	registerDocs(e)
-	if err := registerPages(e, s, spec, router, langs); err != nil {
-		return nil, err
-	}
+	s.site.Register(e)
 	rc.refresh = func(r *http.Request) { e.ServeHTTP(discard{h: http.Header{}}, r) }
 	if cfg.AfterRefresh != nil {
 		rc.refreshed = cfg.AfterRefresh
