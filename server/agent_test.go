@@ -18,6 +18,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/matrixd/matrixd/predict"
 	"github.com/matrixd/matrixd/server"
 	"github.com/matrixd/matrixd/store/storetest"
 )
@@ -283,7 +284,7 @@ func TestAgentErrorsAreTheAPIProblems(t *testing.T) {
 // HTTP), over the SDK's in-memory transport.
 func TestAgentInProcess(t *testing.T) {
 	e := newEnv(t, 0)
-	srv, err := server.NewAgent(e.st, server.Config{})
+	srv, err := server.NewAgent(e.st, server.Config{Calc: predict.New(e.st, predict.DefaultCacheBytes, nil)})
 	if err != nil {
 		t.Fatal(err)
 	}

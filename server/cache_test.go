@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/matrixd/matrixd/predict"
 	"github.com/matrixd/matrixd/server"
 	"github.com/matrixd/matrixd/store"
 	"github.com/matrixd/matrixd/store/storetest"
@@ -174,7 +175,7 @@ func TestDeletedRunIsNotAnsweredFromAnotherInstancesFit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	h2, err := server.New(other, server.Config{})
+	h2, err := server.New(other, server.Config{Calc: predict.New(other, predict.DefaultCacheBytes, nil)})
 	if err != nil {
 		t.Fatal(err)
 	}

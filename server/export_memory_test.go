@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/matrixd/matrixd/assess"
+	"github.com/matrixd/matrixd/predict"
 	"github.com/matrixd/matrixd/server"
 	"github.com/matrixd/matrixd/store"
 	"github.com/matrixd/matrixd/store/storetest"
@@ -48,7 +49,7 @@ func TestExportMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	h, err := server.New(st, server.Config{})
+	h, err := server.New(st, server.Config{Calc: predict.New(st, predict.DefaultCacheBytes, nil)})
 	if err != nil {
 		t.Fatal(err)
 	}

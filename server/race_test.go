@@ -20,6 +20,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"github.com/matrixd/matrixd/api"
+	"github.com/matrixd/matrixd/predict"
 	"github.com/matrixd/matrixd/server"
 	"github.com/matrixd/matrixd/store"
 	"github.com/matrixd/matrixd/store/storetest"
@@ -79,7 +80,7 @@ func TestWriteRaces(t *testing.T) {
 	for kind, st := range raceStores(t) {
 		t.Run(kind, func(t *testing.T) {
 			ctx := context.Background()
-			h, err := server.New(st, server.Config{})
+			h, err := server.New(st, server.Config{Calc: predict.New(st, predict.DefaultCacheBytes, nil)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -143,7 +144,7 @@ func raceEnvs(t *testing.T) map[string]*env {
 	for kind, st := range raceStores(t) {
 		e := &env{st: st, seeds: map[string]store.Run{}}
 		var err error
-		if e.h, err = server.New(st, server.Config{}); err != nil {
+		if e.h, err = server.New(st, server.Config{Calc: predict.New(st, predict.DefaultCacheBytes, nil)}); err != nil {
 			t.Fatal(err)
 		}
 		if e.spec, err = api.GetSpec(); err != nil {

@@ -57,13 +57,8 @@ type Config struct {
 	Logger *slog.Logger
 	// MaxBodyBytes bounds request bodies; 1 MiB when zero.
 	MaxBodyBytes int64
-	// Calc answers the calculator endpoints; a new one over the store
-	// keeping FitCacheBytes of fits when nil.
+	// Calc answers the calculator endpoints (required).
 	Calc *predict.Service
-	// FitCacheBytes bounds the fits a new Calc keeps (see
-	// calculator.Model.Bytes); predict.DefaultCacheBytes when zero, none
-	// when negative.
-	FitCacheBytes int64
 	// CacheBytes bounds the cache of prepared GET answers; 64 MiB when
 	// zero, none when negative.
 	CacheBytes int64
@@ -86,14 +81,12 @@ type Config struct {
 	// AfterRefresh, when set, is called each time a cached answer has
 	// been computed again in the background.
 	AfterRefresh func()
-	// Background, when set, runs the service's background work until it
-	// is done: fitting the stored runs the calculator's method has not
-	// fitted (after an upgrade, or written before fits were stored).
-	Background context.Context
 }
 
 // New returns the HTTP handler: request id → logger → recover → plain
-// text → body limit → validator → routes.
+// text → body limit → validator → routes. It does no work of its own:
+// the caller rechecks the stored runs (assess.Writer.Recheck) and fits
+// them (Backfill) in plain sight.
 func New(st *store.Store, cfg Config) (http.Handler, error) {
 	s, spec, err := newServer(st, &cfg)
 	if err != nil {
@@ -124,28 +117,17 @@ func newServer(st *store.Store, cfg *Config) (*Server, *openapi3.T, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("encode spec: %w", err)
 	}
-	m := newMetrics(st.PoolStats)
 	if cfg.Calc == nil {
-		if cfg.FitCacheBytes == 0 {
-			cfg.FitCacheBytes = predict.DefaultCacheBytes
-		}
-		cfg.Calc = predict.New(st, cfg.FitCacheBytes, nil)
+		return nil, nil, errors.New("server: Config.Calc is required")
 	}
+	m := newMetrics(st.PoolStats)
 	cfg.Calc.SetFitObserver(func(d time.Duration) { m.fit.Observe(d.Seconds()) })
 	m.watchFits(cfg.Calc)
 	logger := cfg.Logger
 	cfg.Calc.SetErrorLog(func(err error) { logger.Error("calculator", slog.String("error", err.Error())) })
-	if cfg.Background != nil {
-		go Backfill(cfg.Background, cfg.Calc, logger)
-	}
 	runs, err := assess.New(st)
 	if err != nil {
 		return nil, nil, err
-	}
-	// Runs stored before their checks existed, by older rules, or past
-	// this layer are checked before the first answer.
-	if _, err := runs.Recheck(context.Background()); err != nil {
-		return nil, nil, fmt.Errorf("check stored runs: %w", err)
 	}
 	public, err := publicURL(cfg.PublicURL)
 	if err != nil {
@@ -577,19 +559,5 @@ func NewHTTPServer(addr string, h http.Handler) *http.Server {
 		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
-	}
-}
-
-// Backfill fits the stored runs with no fit of the current method, one at
-// a time, and says how many it fitted.
-func Backfill(ctx context.Context, calc *predict.Service, logger *slog.Logger) {
-	start := time.Now()
-	n, err := calc.Backfill(ctx, 1)
-	if n > 0 || err != nil {
-		attrs := []slog.Attr{slog.Int("runs", n), slog.Float64("seconds", time.Since(start).Seconds())}
-		if err != nil && ctx.Err() == nil {
-			attrs = append(attrs, slog.String("error", err.Error()))
-		}
-		logger.LogAttrs(context.Background(), slog.LevelInfo, "fitted stored runs", attrs...)
 	}
 }

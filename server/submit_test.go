@@ -19,6 +19,7 @@ import (
 
 	"github.com/matrixd/matrixd/api"
 	"github.com/matrixd/matrixd/ingest"
+	"github.com/matrixd/matrixd/predict"
 	"github.com/matrixd/matrixd/server"
 	"github.com/matrixd/matrixd/store"
 	"github.com/matrixd/matrixd/store/storetest"
@@ -406,7 +407,7 @@ func TestConcurrentSubmissions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	h, err := server.New(st, server.Config{})
+	h, err := server.New(st, server.Config{Calc: predict.New(st, predict.DefaultCacheBytes, nil)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"github.com/matrixd/matrixd/api"
+	"github.com/matrixd/matrixd/assess"
 	"github.com/matrixd/matrixd/ingest"
 	"github.com/matrixd/matrixd/predict"
 	"github.com/matrixd/matrixd/server"
@@ -100,12 +101,18 @@ func buildEnv(t testing.TB, seeded bool, generated int, cfg server.Config) *env 
 		// Answers wait for their fits however long they take, so that what a
 		// test reads does not hang on how fast the machine fits; the tests
 		// of answers given before their fits are made set their own Calc.
-		if cfg.FitCacheBytes == 0 {
-			cfg.FitCacheBytes = predict.DefaultCacheBytes
-		}
-		cfg.Calc = predict.New(st, cfg.FitCacheBytes, nil)
+		cfg.Calc = predict.New(st, predict.DefaultCacheBytes, nil)
 		cfg.Calc.SetFitWait(-1)
 		cfg.Calc.SetPlanFitBudget(-1)
+	}
+	// The runs stored past the checks are checked, as matrixd does at
+	// start-up.
+	runs, err := assess.New(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runs.Recheck(ctx); err != nil {
+		t.Fatal(err)
 	}
 	if e.h, err = server.New(st, cfg); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3filter"
 
+	"github.com/matrixd/matrixd/predict"
 	"github.com/matrixd/matrixd/server"
 	"github.com/matrixd/matrixd/store"
 	"github.com/matrixd/matrixd/store/storetest"
@@ -241,7 +242,7 @@ func TestFeedLinksUnderThePublicURL(t *testing.T) {
 	e := newEnvWith(t, 0, server.Config{PublicURL: "https://matrixd.example.org/"})
 	plain := *e
 	var err error
-	if plain.h, err = server.New(e.st, server.Config{}); err != nil {
+	if plain.h, err = server.New(e.st, server.Config{Calc: predict.New(e.st, predict.DefaultCacheBytes, nil)}); err != nil {
 		t.Fatal(err)
 	}
 	f, p := e.feed(t, "/feeds/runs.atom"), plain.feed(t, "/feeds/runs.atom")
@@ -257,7 +258,7 @@ func TestFeedLinksUnderThePublicURL(t *testing.T) {
 	if len(f.Entries) == 0 || f.Entries[0].IDs[0] != p.Entries[0].IDs[0] {
 		t.Errorf("a run's entry id depends on the public URL")
 	}
-	if _, err := server.New(e.st, server.Config{PublicURL: "matrixd.example.org"}); err == nil {
+	if _, err := server.New(e.st, server.Config{Calc: predict.New(e.st, predict.DefaultCacheBytes, nil), PublicURL: "matrixd.example.org"}); err == nil {
 		t.Error("a public URL without a scheme was taken")
 	}
 }

@@ -329,11 +329,19 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	// end first, and none writes to a closed database.
 	calc := predict.New(st, fitBytes, nil)
 	defer calc.Close()
+	if err := recheck(ctx, st); err != nil {
+		return err
+	}
 	h, err := server.New(st, server.Config{Logger: logger, RateLimit: limits, WriteOrigins: writeOrigins,
-		TrustedProxies: trusted, CacheBytes: cacheBytes, Calc: calc, PublicURL: *public, Background: ctx})
+		TrustedProxies: trusted, CacheBytes: cacheBytes, Calc: calc, PublicURL: *public})
 	if err != nil {
 		return err
 	}
+	// The stored runs' missing fits are made in the background until
+	// done or shutdown.
+	fitted := make(chan struct{})
+	go func() { defer close(fitted); backfill(ctx, calc, logger) }()
+	defer func() { stop(); <-fitted }() // before the calculator and the store close
 	srv := server.NewHTTPServer(*addr, h)
 	fmt.Fprintf(stdout, "matrixd listening on http://%s\n", ln.Addr())
 	logger.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("db", store.Redact(*db)))
@@ -361,7 +369,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			return
 		}
 		logger.LogAttrs(context.Background(), slog.LevelInfo, "seeded the open dataset", attrs...)
-		server.Backfill(ctx, calc, logger)
+		backfill(ctx, calc, logger)
 	}()
 	defer func() { stop(); <-seeded }() // before the calculator and the store close
 	select {
