@@ -16,7 +16,7 @@ import (
 )
 
 // A page that shows what an API operation answers takes that operation's
-// query, checked by the same code (checkRequest) against the same
+// query, checked by the same code (Requests.Check) against the same
 // operation in openapi.yaml: what the API refuses, the page refuses with
 // a 400 naming the parameter, never drawing something wider instead.
 
