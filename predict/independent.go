@@ -317,18 +317,73 @@ func (lc *listedCopies) copyOf(ctx context.Context, cfg store.RunConfig, v float
 // listOnce makes room in kept for the run of cfg, listed at value v (at
 // reads kept for copyOf): where kept holds a later copy of it, that copy
 // is dropped; list says whether cfg's run is to be listed (not where kept
-// holds an earlier copy).
+// holds an earlier copy, nor where a run stored earlier under any name has
+// its cells: renamedOriginal).
 func listOnce[T any](ctx context.Context, lc *listedCopies, kept []T, cfg store.RunConfig, v float64, at func(int) (store.RunConfig, float64, bool)) (out []T, list bool, err error) {
 	j, earlier, err := lc.copyOf(ctx, cfg, v, len(kept), at)
 	switch {
 	case err != nil:
 		return nil, false, err
-	case j < 0:
-		return kept, true, nil
-	case earlier:
-		return slices.Delete(kept, j, j+1), true, nil
+	case j >= 0 && !earlier:
+		return kept, false, nil
+	case j >= 0:
+		kept = slices.Delete(kept, j, j+1)
 	}
-	return kept, false, nil
+	orig, err := lc.renamedOriginal(ctx, cfg)
+	if err != nil || orig != nil {
+		return kept, false, err
+	}
+	return kept, true, nil
+}
+
+// renamedOriginal is the earliest run stored before cfg's whose cells
+// cfg's repeat (sameCells), under any model or GPU name, found among the
+// few whose peak cell agrees within noise (through the store's index on
+// the peak); nil if none. It is then the run cfg's is left out for.
+func (lc *listedCopies) renamedOriginal(ctx context.Context, cfg store.RunConfig) (*store.RunConfig, error) {
+	cells, err := lc.cellsOf(ctx, cfg.ID)
+	if err != nil || cells == nil {
+		return nil, err
+	}
+	peak, ok := peakOf(cells)
+	if !ok {
+		return nil, nil
+	}
+	cands, err := lc.c.store.RunsNearPeak(ctx, cfg.ID, peak, copyTolerance, maxRenamedCandidates)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range cands {
+		if cmp.Or(o.CreatedAt.Compare(cfg.CreatedAt), cmp.Compare(o.ID, cfg.ID)) >= 0 {
+			continue
+		}
+		oc, err := lc.cellsOf(ctx, o.ID)
+		if err != nil {
+			return nil, err
+		}
+		if oc != nil && sameCells(cells, oc) {
+			lc.left[cfg.ID] = o
+			return &o, nil
+		}
+	}
+	return nil, nil
+}
+
+// peakOf is the valid cell of highest total tok/s (of those tied, the
+// smallest context, then concurrency), as the store keeps it per run.
+func peakOf(cells cellIndex) (store.PeakCell, bool) {
+	var p store.PeakCell
+	found := false
+	for k, c := range cells {
+		if c.TotalTokS == nil {
+			continue
+		}
+		v := *c.TotalTokS
+		if !found || v > p.TotalTokS || v == p.TotalTokS && (k[0] < p.ContextTokens || k[0] == p.ContextTokens && k[1] < p.Concurrency) {
+			p, found = store.PeakCell{TotalTokS: v, ContextTokens: k[0], Concurrency: k[1]}, true
+		}
+	}
+	return p, found
 }
 
 // spent reports whether a list that has modelled n runs may model no

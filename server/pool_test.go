@@ -141,35 +141,42 @@ func TestRenamedCopyCountsOnce(t *testing.T) {
 		t.Errorf("asked by the copy's name: sources %d, warnings %q; want 1 and %q", sources(p), p.Warnings, want)
 	}
 
-	rec := e.do(t, http.MethodGet, "/v1/planner?context_tokens=0&min_per_request_tok_s=40&gpu=RTX%203060", nil)
-	var plan api.CapacityPlan
-	if err := json.Unmarshal(rec.Body.Bytes(), &plan); rec.Code != http.StatusOK || err != nil {
-		t.Fatalf("planner: %d %s", rec.Code, rec.Body)
-	}
-	var listed []string
-	for _, o := range plan.Options {
-		listed = append(listed, o.RunID)
-		if o.Sources != 1 {
-			t.Errorf("option %s: sources %d, want 1", o.RunID, o.Sources)
+	// On the GPU, both are candidates; asked for the copy's model alone,
+	// the original is not, and the copy is left out all the same.
+	for _, filter := range []struct {
+		q          string
+		wantOrigin bool
+	}{{"gpu=RTX%203060", true}, {"model=Mallory-4B", false}} {
+		rec := e.do(t, http.MethodGet, "/v1/planner?context_tokens=0&min_per_request_tok_s=40&"+filter.q, nil)
+		var plan api.CapacityPlan
+		if err := json.Unmarshal(rec.Body.Bytes(), &plan); rec.Code != http.StatusOK || err != nil {
+			t.Fatalf("planner: %d %s", rec.Code, rec.Body)
 		}
-	}
-	if slices.Contains(listed, copied.ID) || !slices.Contains(listed, fara.ID) || !strings.Contains(strings.Join(plan.Warnings, " "), want) {
-		t.Errorf("planner options %v, warnings %q: want fara (%s) and not its renamed copy, %q", listed, plan.Warnings, fara.ID, want)
-	}
+		var listed []string
+		for _, o := range plan.Options {
+			listed = append(listed, o.RunID)
+			if o.Sources != 1 {
+				t.Errorf("option %s: sources %d, want 1", o.RunID, o.Sources)
+			}
+		}
+		if slices.Contains(listed, copied.ID) || slices.Contains(listed, fara.ID) != filter.wantOrigin || !strings.Contains(strings.Join(plan.Warnings, " "), want) {
+			t.Errorf("planner (%s) options %v, warnings %q: want fara (%s) listed %v and not its renamed copy, %q", filter.q, listed, plan.Warnings, fara.ID, filter.wantOrigin, want)
+		}
 
-	lb := leaderboard(t, e, "/v1/leaderboard?predicted=true&gpu=RTX%203060&context_tokens=49152&concurrency=8")
-	var ranked []string
-	for _, it := range lb.Items {
-		ranked = append(ranked, it.Run.ID)
-		if it.Prediction == nil || it.Prediction.Basis.Sources != 1 {
-			t.Errorf("ranked %s without its source count", it.Run.ID)
+		lb := leaderboard(t, e, "/v1/leaderboard?predicted=true&context_tokens=49152&concurrency=8&"+filter.q)
+		var ranked []string
+		for _, it := range lb.Items {
+			ranked = append(ranked, it.Run.ID)
+			if it.Prediction == nil || it.Prediction.Basis.Sources != 1 {
+				t.Errorf("ranked %s without its source count", it.Run.ID)
+			}
 		}
-	}
-	var w []string
-	if lb.Warnings != nil {
-		w = *lb.Warnings
-	}
-	if slices.Contains(ranked, copied.ID) || !slices.Contains(ranked, fara.ID) || !strings.Contains(strings.Join(w, " "), want) {
-		t.Errorf("predicted board %v, warnings %q: want fara (%s) and not its renamed copy, %q", ranked, w, fara.ID, want)
+		var w []string
+		if lb.Warnings != nil {
+			w = *lb.Warnings
+		}
+		if slices.Contains(ranked, copied.ID) || slices.Contains(ranked, fara.ID) != filter.wantOrigin || !strings.Contains(strings.Join(w, " "), want) {
+			t.Errorf("predicted board (%s) %v, warnings %q: want fara (%s) ranked %v and not its renamed copy, %q", filter.q, ranked, w, fara.ID, filter.wantOrigin, want)
+		}
 	}
 }
