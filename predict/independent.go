@@ -33,9 +33,9 @@ const maxSources = 5
 // are compared with (those whose peak cell agrees, the earliest first).
 const maxRenamedCandidates = 4
 
-// source is one independent source an answer by model and GPU pools: its
-// run (the earliest of a group of copies) and the other runs of the group
-// sent by the same API key, whose cells fill the cells it lacks.
+// source is one independent source an answer by model and GPU pools: the
+// newest run of the submitter whose run came first (a group's origin),
+// and that submitter's other runs, whose cells fill the cells it lacks.
 type source struct {
 	id     string
 	shared []string
@@ -44,10 +44,11 @@ type source struct {
 // sources groups ids (newest first, runs that could share a surface) into
 // independent sources: runs sent by one API key or publisher, or whose
 // cells are a near-copy of another's (most common valid cells within
-// noise), are one source, modelled from its earliest run with the cells of
-// that submitter's later runs; a source whose cells repeat an earlier run
-// stored under another model or GPU name is a copy of it (left out while
-// another source remains). The sources are in the order of each group's
+// noise), are one source: the runs of the submitter of its earliest run,
+// modelled from the newest of them with the others' cells (a near-copy by
+// another key adds nothing); a source whose earliest run's cells repeat a
+// run stored before under another model or GPU name is a copy of it (left
+// out while another source remains). The sources are in the order of each group's
 // newest run; warn names every copy counted once.
 func (c *Service) sources(ctx context.Context, ids []string) (srcs []source, warn []string, err error) {
 	type group struct {
@@ -86,20 +87,23 @@ func (c *Service) sources(ctx context.Context, ids []string) (srcs []source, war
 	var renamed []source
 	for _, g := range groups {
 		orig := g.runs[g.first]
-		s := source{id: orig.ID}
+		var own []string // the origin's submitter's measurements, newest first
 		for i, r := range g.runs {
 			switch {
 			case i == g.first:
+				own = append(own, r.ID)
 			case sameCells(g.cells[i], g.cells[g.first]):
 				warn = append(warn, fmt.Sprintf("run %s repeats the cells of run %s (most within %.0f %%); counted once", r.ID, orig.ID, 100*copyTolerance))
 			case sameKey(r, orig):
-				warn = append(warn, fmt.Sprintf("run %s has the submitter of run %s: one source with it, its cells filling those run %s lacks", r.ID, orig.ID, orig.ID))
-				if len(s.shared) < maxShared {
-					s.shared = append(s.shared, r.ID)
-				}
+				own = append(own, r.ID)
 			default:
 				warn = append(warn, fmt.Sprintf("run %s names the publisher of run %s but was sent by another API key: one source with it, counted once", r.ID, orig.ID))
 			}
+		}
+		s := source{id: own[0], shared: own[1:min(len(own), maxShared+1)]}
+		if len(own) > 1 {
+			warn = append(warn, fmt.Sprintf("runs %s have one submitter: one source, modelled from the newest (%s) with the others' cells where it has none",
+				strings.Join(own, ", "), own[0]))
 		}
 		twin, err := c.renamedOriginal(ctx, orig, g.cells[g.first], ids)
 		if err != nil {
