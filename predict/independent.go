@@ -86,6 +86,9 @@ func (c *Service) sources(ctx context.Context, ids []string) (srcs []source, war
 	}
 	var renamed []source
 	for _, g := range groups {
+		if len(srcs) > maxSources {
+			break // more than are pooled: the rest are not compared
+		}
 		orig := g.runs[g.first]
 		var own []string // the origin's submitter's measurements, newest first
 		for i, r := range g.runs {

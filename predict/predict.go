@@ -378,7 +378,7 @@ func (c *Service) selectRun(ctx context.Context, sel Selection) ([]source, []str
 	}
 	warn = append(warn, copyWarn...)
 	if len(srcs) > maxSources {
-		warn = append(warn, fmt.Sprintf("%d independent sources match; only the newest %d are pooled", len(srcs), maxSources))
+		warn = append(warn, fmt.Sprintf("more than %d independent sources match; only the newest %d are pooled", maxSources, maxSources))
 		srcs = srcs[:maxSources]
 	}
 	if len(capacity) > 0 && len(ids) > 1 {

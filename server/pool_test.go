@@ -180,3 +180,23 @@ func TestRenamedCopyCountsOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestPoolBoundsItsSources: seven independent sources of one model and
+// GPU are more than an answer fits: it pools the newest five and says so.
+func TestPoolBoundsItsSources(t *testing.T) {
+	e := newEnv(t, 0)
+	names := []string{"k1", "k2", "k3", "k4", "k5", "k6"}
+	k := e.keys(t, names...)
+	fara := e.seed(t, "fara1.5-4b-autoround-rtx3060")
+	var posted []string
+	for i, f := range []float64{1.05, 1.1, 0.9, 0.95, 1.15, 0.85} {
+		posted = append(posted, postRun(t, e, k[names[i]], another(fara, "fara by "+names[i], f), http.StatusCreated).ID)
+	}
+	p := decodeAnswer(t, e, faraAt48K8)
+	if sources(p) != 5 || !strings.Contains(strings.Join(p.Warnings, " "), "more than 5 independent sources match; only the newest 5 are pooled") {
+		t.Errorf("sources %d, warnings %q; want 5 and the bound said", sources(p), p.Warnings)
+	}
+	if slices.Contains(p.Basis.RunIDs, fara.ID) || !slices.Contains(p.Basis.RunIDs, posted[5]) {
+		t.Errorf("run_ids %v: want the newest five, not the oldest (%s)", p.Basis.RunIDs, fara.ID)
+	}
+}
