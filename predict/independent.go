@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/matrixd/matrixd/calculator"
 	"github.com/matrixd/matrixd/store"
@@ -51,6 +52,9 @@ type source struct {
 // out while another source remains). The sources are in the order of each group's
 // newest run; warn names every copy counted once.
 func (c *Service) sources(ctx context.Context, ids []string) (srcs []source, warn []string, err error) {
+	if len(ids) == 1 {
+		return c.oneSource(ctx, ids[0])
+	}
 	type group struct {
 		runs  []store.Run // newest first
 		first int         // index in runs of the earliest
@@ -108,12 +112,13 @@ func (c *Service) sources(ctx context.Context, ids []string) (srcs []source, war
 			warn = append(warn, fmt.Sprintf("runs %s have one submitter: one source, modelled from the newest (%s) with the others' cells where it has none",
 				strings.Join(own, ", "), own[0]))
 		}
-		twin, err := c.renamedOriginal(ctx, orig, g.cells[g.first], ids)
+		cells := g.cells[g.first]
+		twin, err := c.renamedOriginal(ctx, orig.ID, orig.CreatedAt, store.Summarize(orig).Peak, func() (cellIndex, error) { return cells, nil }, ids)
 		if err != nil {
 			return nil, nil, err
 		}
 		if twin != nil {
-			warn = append(warn, fmt.Sprintf("run %s repeats the cells of run %s (model %s on %s); counted once", orig.ID, twin.ID, clip(twin.ModelName), clip(twin.GPU)))
+			warn = append(warn, renamedWarning(orig.ID, *twin))
 			renamed = append(renamed, s)
 			continue
 		}
@@ -128,20 +133,22 @@ func (c *Service) sources(ctx context.Context, ids []string) (srcs []source, war
 }
 
 // renamedOriginal is the earliest run stored under another model or GPU
-// name than r (and not among ids, the runs asked about) whose cells r's
-// repeat (sameCells), nil if none: the candidates are the few runs whose
-// peak cell agrees with r's within noise, read through the peak index.
-func (c *Service) renamedOriginal(ctx context.Context, r store.Run, cells cellIndex, ids []string) (*store.RunConfig, error) {
-	peak := store.Summarize(r).Peak
+// name than run id (stored at created, its peak cell peak) and not among
+// ids, the runs asked about, whose cells the run's (read by cells when
+// first needed) repeat (sameCells); nil if none. The candidates are the
+// few runs whose peak cell agrees within noise, read through the peak
+// index.
+func (c *Service) renamedOriginal(ctx context.Context, id string, created time.Time, peak *store.PeakCell, cells func() (cellIndex, error), ids []string) (*store.RunConfig, error) {
 	if peak == nil {
 		return nil, nil
 	}
-	cands, err := c.store.RunsNearPeak(ctx, r.ID, *peak, copyTolerance, maxRenamedCandidates)
+	cands, err := c.store.RunsNearPeak(ctx, id, *peak, copyTolerance, maxRenamedCandidates)
 	if err != nil {
 		return nil, err
 	}
+	var own cellIndex
 	for _, cand := range cands {
-		if slices.Contains(ids, cand.ID) || !(cand.CreatedAt.Before(r.CreatedAt) || cand.CreatedAt.Equal(r.CreatedAt) && cand.ID < r.ID) {
+		if slices.Contains(ids, cand.ID) || cmp.Or(cand.CreatedAt.Compare(created), cmp.Compare(cand.ID, id)) >= 0 {
 			continue
 		}
 		o, err := c.store.Run(ctx, cand.ID)
@@ -151,11 +158,48 @@ func (c *Service) renamedOriginal(ctx context.Context, r store.Run, cells cellIn
 		if err != nil {
 			return nil, err
 		}
-		if sameCells(cells, indexCells(Run(o).Decode)) {
+		if own == nil {
+			if own, err = cells(); err != nil {
+				return nil, err
+			}
+		}
+		if sameCells(own, indexCells(Run(o).Decode)) {
 			return &cand, nil
 		}
 	}
 	return nil, nil
+}
+
+// oneSource is sources for a selection that matched one run, id: its
+// stored summary names the peak the copies of it are looked for by, and
+// its cells are read only where a candidate is found.
+func (c *Service) oneSource(ctx context.Context, id string) ([]source, []string, error) {
+	sums, err := c.store.RunSummaries(ctx, []string{id})
+	if err != nil {
+		return nil, nil, err
+	}
+	sum, ok := sums[id]
+	if !ok {
+		return nil, nil, &store.Error{Kind: store.ErrNotFound, Msg: "run " + id + " does not exist"}
+	}
+	cells := func() (cellIndex, error) {
+		r, err := c.store.Run(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		return indexCells(Run(r).Decode), nil
+	}
+	twin, err := c.renamedOriginal(ctx, id, sum.CreatedAt, sum.Peak, cells, []string{id})
+	if err != nil || twin == nil {
+		return []source{{id: id}}, nil, err
+	}
+	return []source{{id: id}}, []string{renamedWarning(id, *twin)}, nil
+}
+
+// renamedWarning says that run id repeats the cells of twin, stored
+// before under another name.
+func renamedWarning(id string, twin store.RunConfig) string {
+	return fmt.Sprintf("run %s repeats the cells of run %s (model %s on %s); counted once", id, twin.ID, clip(twin.ModelName), clip(twin.GPU))
 }
 
 // earlierRun reports whether a was stored before b (at the same time: the
@@ -418,7 +462,7 @@ func (lc *listedCopies) warning() []string {
 	ids := slices.Sorted(maps.Keys(lc.left))
 	for _, id := range ids[:min(len(ids), namedCopies)] {
 		o := lc.left[id]
-		out = append(out, fmt.Sprintf("run %s repeats the cells of run %s (model %s on %s); counted once", id, o.ID, clip(o.ModelName), clip(o.GPU)))
+		out = append(out, renamedWarning(id, o))
 	}
 	return out
 }
