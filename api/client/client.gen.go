@@ -4024,7 +4024,13 @@ type ClientInterface interface {
 	// cannot be read. Give `max_output_tokens` for the capacity.
 	//
 	// Select the run by `run_id`, or by `model` + `gpu` (optionally
-	// `engine_version`, `kv_cache_dtype`). When no run of `model` is stored
+	// `engine_version`, `kv_cache_dtype`). By `model` + `gpu`, the answer
+	// pools the independent sources that match (at most 5, the newest: runs
+	// of other API keys or publishers whose cells are not a near-copy of
+	// another's, under any model or GPU name), each counting alike, with an
+	// interval that holds every source; `basis.sources` says how many, and a
+	// warning names them and each copy counted once (see `CalcBasis.sources`).
+	// By `run_id`, the run answers alone. When no run of `model` is stored
 	// on `gpu` but runs of other models are, the answer is made from the
 	// one of those whose model is of the same kind (dense, or mixture of
 	// experts) and closest in active parameters, both models described by
@@ -5014,7 +5020,13 @@ func (c *Client) EstimateCapacity(ctx context.Context, params *EstimateCapacityP
 // cannot be read. Give `max_output_tokens` for the capacity.
 //
 // Select the run by `run_id`, or by `model` + `gpu` (optionally
-// `engine_version`, `kv_cache_dtype`). When no run of `model` is stored
+// `engine_version`, `kv_cache_dtype`). By `model` + `gpu`, the answer
+// pools the independent sources that match (at most 5, the newest: runs
+// of other API keys or publishers whose cells are not a near-copy of
+// another's, under any model or GPU name), each counting alike, with an
+// interval that holds every source; `basis.sources` says how many, and a
+// warning names them and each copy counted once (see `CalcBasis.sources`).
+// By `run_id`, the run answers alone. When no run of `model` is stored
 // on `gpu` but runs of other models are, the answer is made from the
 // one of those whose model is of the same kind (dense, or mixture of
 // experts) and closest in active parameters, both models described by
@@ -10716,7 +10728,13 @@ type ClientWithResponsesInterface interface {
 	// cannot be read. Give `max_output_tokens` for the capacity.
 	//
 	// Select the run by `run_id`, or by `model` + `gpu` (optionally
-	// `engine_version`, `kv_cache_dtype`). When no run of `model` is stored
+	// `engine_version`, `kv_cache_dtype`). By `model` + `gpu`, the answer
+	// pools the independent sources that match (at most 5, the newest: runs
+	// of other API keys or publishers whose cells are not a near-copy of
+	// another's, under any model or GPU name), each counting alike, with an
+	// interval that holds every source; `basis.sources` says how many, and a
+	// warning names them and each copy counted once (see `CalcBasis.sources`).
+	// By `run_id`, the run answers alone. When no run of `model` is stored
 	// on `gpu` but runs of other models are, the answer is made from the
 	// one of those whose model is of the same kind (dense, or mixture of
 	// experts) and closest in active parameters, both models described by
@@ -15883,7 +15901,13 @@ func (c *ClientWithResponses) EstimateCapacityWithResponse(ctx context.Context, 
 // cannot be read. Give `max_output_tokens` for the capacity.
 //
 // Select the run by `run_id`, or by `model` + `gpu` (optionally
-// `engine_version`, `kv_cache_dtype`). When no run of `model` is stored
+// `engine_version`, `kv_cache_dtype`). By `model` + `gpu`, the answer
+// pools the independent sources that match (at most 5, the newest: runs
+// of other API keys or publishers whose cells are not a near-copy of
+// another's, under any model or GPU name), each counting alike, with an
+// interval that holds every source; `basis.sources` says how many, and a
+// warning names them and each copy counted once (see `CalcBasis.sources`).
+// By `run_id`, the run answers alone. When no run of `model` is stored
 // on `gpu` but runs of other models are, the answer is made from the
 // one of those whose model is of the same kind (dense, or mixture of
 // experts) and closest in active parameters, both models described by
