@@ -49,8 +49,9 @@ type source struct {
 // modelled from the newest of them with the others' cells (a near-copy by
 // another key adds nothing); a source whose earliest run's cells repeat a
 // run stored before under another model or GPU name is a copy of it (left
-// out while another source remains). The sources are in the order of each group's
-// newest run; warn names every copy counted once.
+// out while another source remains). The sources are in the order of each
+// group's newest run; warn names every copy counted once. Groups past the
+// K+1-th source are not compared with runs under other names.
 func (c *Service) sources(ctx context.Context, ids []string) (srcs []source, warn []string, err error) {
 	if len(ids) == 1 {
 		return c.oneSource(ctx, ids[0])
@@ -125,8 +126,8 @@ func (c *Service) sources(ctx context.Context, ids []string) (srcs []source, war
 		srcs = append(srcs, s)
 	}
 	if len(srcs) == 0 {
-		// Only copies of runs under other names: the earliest answers for
-		// this name, as one source, said so above.
+		// Only copies of runs under other names: the newest answers for
+		// this name, as one source, each copy said so above.
 		srcs = renamed[:1]
 	}
 	return srcs, warn, nil
