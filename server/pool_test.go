@@ -200,3 +200,56 @@ func TestPoolBoundsItsSources(t *testing.T) {
 		t.Errorf("run_ids %v: want the newest five, not the oldest (%s)", p.Basis.RunIDs, fara.ID)
 	}
 }
+
+// TestPoolGridAndPrefill: a grid by model and GPU pools each cell over the
+// sources, its value the mean of each run's own grid there; a prefill
+// answer pools too, and each says how many sources it rests on.
+func TestPoolGridAndPrefill(t *testing.T) {
+	e := newEnv(t, 0)
+	k := e.keys(t, "mallory")
+	fara := e.seed(t, "fara1.5-4b-autoround-rtx3060")
+	copied := postRun(t, e, k["mallory"], another(fara, "fara, 1.2× as fast", 1.2), http.StatusCreated)
+	grid := func(sel string) api.GridPrediction {
+		t.Helper()
+		rec := e.do(t, http.MethodGet, "/v1/calculator/grid?"+sel+"&contexts=16384,49152&concurrencies=2,8", nil)
+		var g api.GridPrediction
+		if err := json.Unmarshal(rec.Body.Bytes(), &g); rec.Code != http.StatusOK || err != nil {
+			t.Fatalf("grid %s: %d %s", sel, rec.Code, rec.Body)
+		}
+		return g
+	}
+	pooled, a, b := grid("model=fara&gpu=RTX%203060"), grid("run_id="+fara.ID), grid("run_id="+copied.ID)
+	if pooled.Sources != 2 || a.Sources != 1 {
+		t.Errorf("grid sources: pooled %d, by run_id %d; want 2 and 1", pooled.Sources, a.Sources)
+	}
+	for i, row := range pooled.Rows {
+		for j, c := range row.Cells {
+			ca, cb := a.Rows[i].Cells[j], b.Rows[i].Cells[j]
+			if c.TotalTokS == nil || ca.TotalTokS == nil || cb.TotalTokS == nil {
+				t.Fatalf("cell %d × %d without speed", row.ContextTokens, c.Concurrency)
+			}
+			if want := (ca.TotalTokS.Value + cb.TotalTokS.Value) / 2; math.Abs(c.TotalTokS.Value-want) > 0.002 {
+				t.Errorf("cell %d × %d: %.3f, want the mean of %.3f and %.3f", row.ContextTokens, c.Concurrency, c.TotalTokS.Value, ca.TotalTokS.Value, cb.TotalTokS.Value)
+			}
+			if c.TotalTokS.Low > ca.TotalTokS.Value || c.TotalTokS.High < cb.TotalTokS.Value-0.002 {
+				t.Errorf("cell %d × %d: interval %+v does not hold both sources", row.ContextTokens, c.Concurrency, *c.TotalTokS)
+			}
+		}
+	}
+	rec := e.do(t, http.MethodGet, "/v1/calculator/prefill?model=fara&gpu=RTX%203060&context_tokens=16384", nil)
+	var p api.PrefillPrediction
+	if err := json.Unmarshal(rec.Body.Bytes(), &p); rec.Code != http.StatusOK || err != nil {
+		t.Fatalf("prefill: %d %s", rec.Code, rec.Body)
+	}
+	if p.Basis.Sources != 2 {
+		t.Errorf("prefill sources %d, want 2", p.Basis.Sources)
+	}
+	rec = e.do(t, http.MethodGet, "/v1/calculator/capacity?model=fara&gpu=RTX%203060&context_tokens=16384&concurrency=8", nil)
+	var c api.CapacityEstimate
+	if err := json.Unmarshal(rec.Body.Bytes(), &c); rec.Code != http.StatusOK || err != nil {
+		t.Fatalf("capacity: %d %s", rec.Code, rec.Body)
+	}
+	if c.Basis.Sources != 1 || !strings.Contains(strings.Join(c.Warnings, " "), "capacity is run "+copied.ID+"'s") {
+		t.Errorf("capacity: sources %d, warnings %q; want 1, the newest source's, said", c.Basis.Sources, c.Warnings)
+	}
+}
