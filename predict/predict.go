@@ -275,55 +275,56 @@ func configFields(c store.RunConfig) [][2]string {
 	}
 }
 
-// selectRun returns the id of the run to model and the ids of every run
-// the answer stands on (the modelled one first).
-func (c *Service) selectRun(ctx context.Context, sel Selection) (string, []string, []string, error) {
+// selectRun returns the sources an answer pools (the one whose status and
+// capacity it keeps first): the run asked by run_id alone, or the
+// independent sources of the model and GPU asked.
+func (c *Service) selectRun(ctx context.Context, sel Selection) ([]source, []string, error) {
 	byName := sel.Model != "" || sel.GPU != ""
 	switch {
 	case sel.RunID != "" && byName:
-		return "", nil, nil, invalidParam("run_id", "give run_id, or model and gpu, not both")
+		return nil, nil, invalidParam("run_id", "give run_id, or model and gpu, not both")
 	case sel.RunID != "":
 		// The fit of a run is kept by its id; the run may have been deleted
 		// since, through this instance or another.
 		cfg, err := c.store.RunConfigOf(ctx, sel.RunID)
 		if err != nil {
-			return "", nil, nil, err
+			return nil, nil, err
 		}
 		// A filter beside run_id that the run does not match would be
 		// answered from a run it excludes: say so rather than ignore it.
 		if sel.EngineVersion != "" && !strings.EqualFold(sel.EngineVersion, cfg.EngineVersion) {
-			return "", nil, nil, invalidParam("engine_version", fmt.Sprintf("run %s is of engine version %s, not %q: leave engine_version out with run_id, or choose the run by model and gpu",
+			return nil, nil, invalidParam("engine_version", fmt.Sprintf("run %s is of engine version %s, not %q: leave engine_version out with run_id, or choose the run by model and gpu",
 				sel.RunID, orNone(cfg.EngineVersion), clip(sel.EngineVersion)))
 		}
 		if sel.KVCacheDtype != "" && !strings.EqualFold(sel.KVCacheDtype, cfg.KVCacheDtype) {
-			return "", nil, nil, invalidParam("kv_cache_dtype", fmt.Sprintf("run %s has KV cache dtype %s, not %q: leave kv_cache_dtype out with run_id, or choose the run by model and gpu",
+			return nil, nil, invalidParam("kv_cache_dtype", fmt.Sprintf("run %s has KV cache dtype %s, not %q: leave kv_cache_dtype out with run_id, or choose the run by model and gpu",
 				sel.RunID, orNone(cfg.KVCacheDtype), clip(sel.KVCacheDtype)))
 		}
 		var warn []string
 		if cfg.Flagged {
 			warn = append(warn, flaggedWarning(sel.RunID))
 		}
-		return sel.RunID, []string{sel.RunID}, warn, nil
+		return []source{{id: sel.RunID}}, warn, nil
 	case sel.Model == "" || sel.GPU == "":
 		field := "model"
 		if sel.Model != "" {
 			field = "gpu"
 		}
-		return "", nil, nil, invalidParam(field, "select a run with run_id, or with both model and gpu")
+		return nil, nil, invalidParam(field, "select a run with run_id, or with both model and gpu")
 	}
 	// Flagged runs failed a plausibility check: they inform no answer
 	// unless asked for.
 	f, err := c.WithGPU(ctx, store.RunFilter{Model: sel.Model, EngineVersion: sel.EngineVersion, KVCacheDtype: sel.KVCacheDtype, ExcludeFlagged: !sel.IncludeFlagged}, sel.GPU)
 	if err != nil {
-		return "", nil, nil, err
+		return nil, nil, err
 	}
 	configs, more, err := c.store.RunConfigs(ctx, f, maxCandidates)
 	if err != nil {
-		return "", nil, nil, err
+		return nil, nil, err
 	}
 	if len(configs) == 0 {
 		// selectOrOther says why (noRun) when no other model answers.
-		return "", nil, nil, &store.Error{Kind: store.ErrNotFound, Msg: fmt.Sprintf("no run of a model matching %q on GPU %q", clip(sel.Model), clip(sel.GPU))}
+		return nil, nil, &store.Error{Kind: store.ErrNotFound, Msg: fmt.Sprintf("no run of a model matching %q on GPU %q", clip(sel.Model), clip(sel.GPU))}
 	}
 	var warn []string
 	if sel.IncludeFlagged {
@@ -365,33 +366,29 @@ func (c *Service) selectRun(ctx context.Context, sel Selection) (string, []strin
 		}
 	}
 	if len(differ) > 0 {
-		return "", nil, nil, &Ambiguous{Selection: sel, Differ: differ, Candidates: configs}
+		return nil, nil, &Ambiguous{Selection: sel, Differ: differ, Candidates: configs}
 	}
 	ids := make([]string, len(configs))
 	for i, cfg := range configs {
 		ids[i] = cfg.ID
 	}
-	if len(ids) > 1 {
-		var copies int
-		if ids, copies, err = c.independent(ctx, ids); err != nil {
-			return "", nil, nil, err
-		}
-		if copies > 0 {
-			warn = append(warn, fmt.Sprintf("%d %s of another (the same submitter, or cells within %.0f %%): each counts once, as its earliest run", copies, plural(copies, "run is a near-copy", "runs are near-copies"), 100*copyTolerance))
-		}
+	srcs, copyWarn, err := c.sources(ctx, ids)
+	if err != nil {
+		return nil, nil, err
 	}
-	if len(ids) > 1 {
-		why := "the same settings"
-		if len(capacity) > 0 {
-			why = "settings that differ only in " + strings.Join(capacity, " and ") + ", which change capacity, not speed"
-		}
-		warn = append(warn, fmt.Sprintf("%d runs of this model, GPU and engine match, with %s: the speed surface uses the cells of the newest %d, capacity and status are the newest run's (%s)",
-			len(ids), why, min(len(ids), maxShared+1), ids[0]))
+	warn = append(warn, copyWarn...)
+	if len(srcs) > maxSources {
+		warn = append(warn, fmt.Sprintf("more than %d independent sources match; only the newest %d are pooled", maxSources, maxSources))
+		srcs = srcs[:maxSources]
+	}
+	if len(capacity) > 0 && len(ids) > 1 {
+		warn = append(warn, fmt.Sprintf("the runs that match differ only in %s, which change capacity, not speed: capacity and status are run %s's",
+			strings.Join(capacity, " and "), srcs[0].id))
 	}
 	if more {
 		warn = append(warn, fmt.Sprintf("more than %d runs match; only the newest %d were compared", maxCandidates, maxCandidates))
 	}
-	return ids[0], ids, warn, nil
+	return srcs, warn, nil
 }
 
 // flaggedWarning is what an answer from flagged run id says of it.
@@ -559,33 +556,75 @@ func (c *Service) load(ctx context.Context, id string, shared []string) (calcula
 	return out, nil
 }
 
-// selectOrOther selects the run to model for the calculator's questions
-// (decode, grid, capacity, prefill): a model and GPU with no run of the
-// model there are answered from the nearest run of another model on the
-// GPU (see otherModelRun), which the returned *otherModel describes (nil
-// for the model's own runs).
-func (c *Service) selectOrOther(ctx context.Context, sel Selection) (*calculator.Model, []string, []string, *otherModel, error) {
-	id, ids, warn, err := c.selectRun(ctx, sel)
+// pool is what an answer stands on: the fit of each source that could be
+// modelled (the first's status and capacity are kept), the sources' runs
+// in the same order, then the runs whose cells they share, and what the
+// caller should know of the selection.
+type pool struct {
+	models []*calculator.Model
+	ids    []string
+	shared []string
+	warn   []string
+	other  *otherModel
+}
+
+// runIDs are the sources' runs, those of the sources at used (indexes
+// into p.models, the first kept) first, then the runs they share cells
+// with.
+func (p pool) runIDs(used []int) []string {
+	out := make([]string, 0, len(p.ids)+len(p.shared))
+	for _, i := range used {
+		out = append(out, p.ids[i])
+	}
+	return append(out, p.shared...)
+}
+
+// selectOrOther selects the sources to model for the calculator's
+// questions (decode, grid, capacity, prefill): a model and GPU with no run
+// of the model there are answered from the nearest run of another model on
+// the GPU (see otherModelRun), which pool.other describes (nil for the
+// model's own runs). A source whose run refuses to be modelled is left out
+// while another can be.
+func (c *Service) selectOrOther(ctx context.Context, sel Selection) (pool, error) {
+	srcs, warn, err := c.selectRun(ctx, sel)
 	if err == nil {
-		m, err := c.model(ctx, id, ids[1:min(len(ids), maxShared+1)]...)
-		return m, ids, warn, nil, err
+		p := pool{warn: warn}
+		var refusal error
+		for _, s := range srcs {
+			m, err := c.model(ctx, s.id, s.shared...)
+			if errors.Is(err, calculator.ErrRefused) {
+				refusal = cmp.Or(refusal, err)
+				continue
+			}
+			if err != nil {
+				return pool{}, err
+			}
+			p.models, p.ids, p.shared = append(p.models, m), append(p.ids, s.id), append(p.shared, s.shared...)
+		}
+		if len(p.models) == 0 {
+			return pool{}, refusal
+		}
+		if n := len(srcs) - len(p.models); n > 0 {
+			p.warn = append(p.warn, fmt.Sprintf("%d %s could not be modelled and %s left out", n, plural(n, "source", "sources"), plural(n, "is", "are")))
+		}
+		return p, nil
 	}
 	var se *store.Error
 	if sel.RunID != "" || !errors.As(err, &se) || se.Kind != store.ErrNotFound {
-		return nil, nil, nil, nil, err
+		return pool{}, err
 	}
 	src, other, why, oerr := c.otherModelRun(ctx, sel)
 	if errors.Is(oerr, errNoOtherModel) {
-		return nil, nil, nil, nil, c.noRun(ctx, sel)
+		return pool{}, c.noRun(ctx, sel)
 	}
 	if oerr != nil {
-		return nil, nil, nil, nil, oerr
+		return pool{}, oerr
 	}
 	m, err := c.model(ctx, src)
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return pool{}, err
 	}
-	return m, []string{src}, []string{why}, &other, nil
+	return pool{models: []*calculator.Model{m}, ids: []string{src}, warn: []string{why}, other: &other}, nil
 }
 
 // refused is err, a refusal of the run answering for o's model, saying
@@ -611,35 +650,83 @@ func (o *otherModel) queryRatios() calculator.ModelRatios {
 }
 
 // Answer is a calculator answer with the runs it stands on (the modelled
-// one first) and what the caller should know about the selection.
+// one first), how many independent sources it pools, and what the caller
+// should know about the selection.
 type Answer[T any] struct {
 	Result   T
 	RunIDs   []string
+	Sources  int
 	Warnings []string
 }
 
-// Decode predicts one decode cell; a model with no run on the GPU, from
-// another model's run there (basis scaled_model).
+// pooledWarning names the sources an answer pooled (ids, the first's
+// status and capacity kept) and, where they differ by more than their own
+// bands (spread beyond ownBand), says the interval holds each.
+func pooledWarning(ids []string, spread, ownBand float64) []string {
+	if len(ids) < 2 {
+		return nil
+	}
+	out := []string{fmt.Sprintf("pooled from %d independent sources (runs %s), each counting alike; status and capacity are run %s's",
+		len(ids), strings.Join(ids, ", "), ids[0])}
+	if spread > ownBand {
+		out = append(out, fmt.Sprintf("the sources disagree: their total tok/s lie up to %.1f %% from the pooled value, beyond their own bands; the interval holds each", 100*spread))
+	}
+	return out
+}
+
+// Decode predicts one decode cell, pooling the independent sources asked
+// by model and GPU; a model with no run on the GPU, from another model's
+// run there (basis scaled_model).
 func (c *Service) Decode(ctx context.Context, sel Selection, q calculator.Query) (Answer[calculator.Prediction], error) {
-	m, ids, warn, other, err := c.selectOrOther(ctx, sel)
+	p, err := c.selectOrOther(ctx, sel)
 	if err != nil {
 		return Answer[calculator.Prediction]{}, err
 	}
-	q.OtherModel = other.queryRatios()
-	p, err := m.Decode(q)
-	return Answer[calculator.Prediction]{Result: p, RunIDs: ids, Warnings: warn}, other.refused(err, sel, ids)
+	q.OtherModel = p.other.queryRatios()
+	var preds []calculator.Prediction
+	var used []int
+	var first error
+	for i, m := range p.models {
+		pr, err := m.Decode(q)
+		if err != nil {
+			first = cmp.Or(first, err)
+			continue
+		}
+		preds, used = append(preds, pr), append(used, i)
+	}
+	if len(preds) == 0 {
+		return Answer[calculator.Prediction]{RunIDs: p.runIDs([]int{0}), Sources: 1, Warnings: p.warn}, p.other.refused(first, sel, p.ids)
+	}
+	res, spread := calculator.PoolSources(preds)
+	ids := p.runIDs(used)
+	warn := append(p.warn, pooledWarning(ids[:len(used)], spread, meanTotalBand(preds))...)
+	return Answer[calculator.Prediction]{Result: res, RunIDs: ids, Sources: len(used), Warnings: warn}, nil
 }
 
-// Capacity answers the KV-capacity question at q's context; a model with
-// no run on the GPU, from another model's run there (basis scaled_model).
+// meanTotalBand is the mean of the predictions' own total tok/s bands.
+func meanTotalBand(ps []calculator.Prediction) float64 {
+	var sum float64
+	for _, p := range ps {
+		sum += p.BandTotal
+	}
+	return sum / float64(len(ps))
+}
+
+// Capacity answers the KV-capacity question at q's context, from the first
+// source (capacity is a launch's, not pooled); a model with no run on the
+// GPU, from another model's run there (basis scaled_model).
 func (c *Service) Capacity(ctx context.Context, sel Selection, q calculator.Query) (Answer[calculator.CapacityAnswer], error) {
-	m, ids, warn, other, err := c.selectOrOther(ctx, sel)
+	p, err := c.selectOrOther(ctx, sel)
 	if err != nil {
 		return Answer[calculator.CapacityAnswer]{}, err
 	}
-	q.OtherModel = other.queryRatios()
-	a, err := m.Capacity(q)
-	return Answer[calculator.CapacityAnswer]{Result: a, RunIDs: ids, Warnings: warn}, other.refused(err, sel, ids)
+	q.OtherModel = p.other.queryRatios()
+	a, err := p.models[0].Capacity(q)
+	warn := p.warn
+	if len(p.ids) > 1 {
+		warn = append(warn, fmt.Sprintf("%d independent sources match; capacity is run %s's, the first", len(p.ids), p.ids[0]))
+	}
+	return Answer[calculator.CapacityAnswer]{Result: a, RunIDs: p.runIDs([]int{0}), Sources: 1, Warnings: warn}, p.other.refused(err, sel, p.ids)
 }
 
 // MaxGridSide bounds each axis of a predicted grid.
@@ -651,14 +738,15 @@ type Grid struct {
 	Cells                   []calculator.GridCell
 }
 
-// Grid predicts a grid; nil axes take the run's measured ones.
+// Grid predicts a grid, each cell pooled over the sources that answer it;
+// nil axes take the first source's measured ones.
 func (c *Service) Grid(ctx context.Context, sel Selection, contexts, concurrencies []int, base calculator.Query) (Answer[Grid], error) {
-	m, ids, warn, other, err := c.selectOrOther(ctx, sel)
+	p, err := c.selectOrOther(ctx, sel)
 	if err != nil {
 		return Answer[Grid]{}, err
 	}
-	base.OtherModel = other.queryRatios()
-	measuredL, measuredB := m.MeasuredAxes()
+	base.OtherModel = p.other.queryRatios()
+	measuredL, measuredB := p.models[0].MeasuredAxes()
 	askedL, askedB := contexts != nil, concurrencies != nil
 	if !askedL {
 		contexts = measuredL
@@ -682,25 +770,80 @@ func (c *Service) Grid(ctx context.Context, sel Selection, contexts, concurrenci
 			return Answer[Grid]{}, invalidParam(axis.name, fmt.Sprintf("a grid has at most %d %s and this run measured %d; name the ones you want", MaxGridSide, axis.name, axis.n))
 		}
 	}
-	cells, scaling, err := m.Grid(contexts, concurrencies, base)
-	return Answer[Grid]{Result: Grid{Contexts: contexts, Concurrencies: concurrencies, Cells: cells}, RunIDs: ids, Warnings: append(warn, scaling...)}, err
+	cells, scaling, err := p.models[0].Grid(contexts, concurrencies, base)
+	if err != nil {
+		return Answer[Grid]{Result: Grid{Contexts: contexts, Concurrencies: concurrencies, Cells: cells}, RunIDs: p.runIDs([]int{0}), Sources: 1, Warnings: append(p.warn, scaling...)}, err
+	}
+	used := []int{0}
+	grids := [][]calculator.GridCell{cells}
+	for i, m := range p.models[1:] {
+		more, _, err := m.Grid(contexts, concurrencies, base)
+		if err != nil {
+			continue // a source that cannot answer this grid informs none of its cells
+		}
+		grids, used = append(grids, more), append(used, i+1)
+	}
+	var spread float64
+	for k := range cells {
+		var preds []calculator.Prediction
+		for _, g := range grids {
+			if g[k].Refusal == nil {
+				preds = append(preds, g[k].Prediction)
+			}
+		}
+		if len(preds) == 0 {
+			continue
+		}
+		var s float64
+		cells[k].Prediction, s = calculator.PoolSources(preds)
+		cells[k].Refusal = nil
+		spread = max(spread, s)
+	}
+	ids := p.runIDs(used)
+	var warn []string
+	if len(used) > 1 {
+		warn = []string{fmt.Sprintf("each cell pooled from the %d independent sources that answer it (runs %s), each counting alike; status is the first's where it answers",
+			len(used), strings.Join(ids[:len(used)], ", "))}
+	}
+	return Answer[Grid]{Result: Grid{Contexts: contexts, Concurrencies: concurrencies, Cells: cells}, RunIDs: ids, Sources: len(used),
+		Warnings: append(append(p.warn, warn...), scaling...)}, nil
 }
 
-// Prefill predicts cold prefill at contextTokens; a model with no run on
-// the GPU, from another model's run there, scaled by FLOPs (basis
-// scaled_model).
+// Prefill predicts cold prefill at contextTokens, pooled over the sources
+// that answer it; a model with no run on the GPU, from another model's run
+// there, scaled by FLOPs (basis scaled_model).
 func (c *Service) Prefill(ctx context.Context, sel Selection, contextTokens int) (Answer[calculator.PrefillPrediction], error) {
-	m, ids, warn, other, err := c.selectOrOther(ctx, sel)
+	p, err := c.selectOrOther(ctx, sel)
 	if err != nil {
 		return Answer[calculator.PrefillPrediction]{}, err
 	}
-	var p calculator.PrefillPrediction
-	if other == nil {
-		p, err = m.Prefill(contextTokens)
-	} else if err = other.prefillFacts(); err == nil {
-		p, err = m.PrefillOtherModel(contextTokens, other.ratios)
+	if p.other != nil {
+		var pr calculator.PrefillPrediction
+		if err = p.other.prefillFacts(); err == nil {
+			pr, err = p.models[0].PrefillOtherModel(contextTokens, p.other.ratios)
+		}
+		return Answer[calculator.PrefillPrediction]{Result: pr, RunIDs: p.ids, Sources: 1, Warnings: p.warn}, p.other.refused(err, sel, p.ids)
 	}
-	return Answer[calculator.PrefillPrediction]{Result: p, RunIDs: ids, Warnings: warn}, other.refused(err, sel, ids)
+	var preds []calculator.PrefillPrediction
+	var used []int
+	var first error
+	for i, m := range p.models {
+		pr, err := m.Prefill(contextTokens)
+		if err != nil {
+			first = cmp.Or(first, err)
+			continue
+		}
+		preds, used = append(preds, pr), append(used, i)
+	}
+	if len(preds) == 0 {
+		return Answer[calculator.PrefillPrediction]{RunIDs: p.runIDs([]int{0}), Sources: 1, Warnings: p.warn}, first
+	}
+	ids := p.runIDs(used)
+	warn := p.warn
+	if len(used) > 1 {
+		warn = append(warn, fmt.Sprintf("pooled from %d independent sources (runs %s), each counting alike", len(used), strings.Join(ids[:len(used)], ", ")))
+	}
+	return Answer[calculator.PrefillPrediction]{Result: calculator.PoolPrefill(preds), RunIDs: ids, Sources: len(used), Warnings: warn}, nil
 }
 
 func sortedUnique(xs []int) []int {

@@ -27,7 +27,7 @@ func ToAPIDecode(q calculator.Query, a predict.Answer[calculator.Prediction]) ap
 		ContextTokens: q.ContextTokens, Concurrency: q.Concurrency, Status: api.CalcStatus(p.Status),
 		TotalTokS: estimate(p.TotalTokS), PerRequestTokS: estimate(p.PerRequestTokS), TBTMs: estimate(p.TBTMs), TTFTMs: estimate(p.TTFTMs),
 		Capacity: toAPIKVCapacity(p.Capacity),
-		Basis:    basis(p.Basis, p.SpeedBasis, a.RunIDs, p.Cells),
+		Basis:    basis(p.Basis, p.SpeedBasis, a.RunIDs, a.Sources, p.Cells),
 		Warnings: warnings(a.Warnings, p.Warnings),
 	}
 	if p.TotalTokS != nil && (p.SpeedBasis != calculator.Measured || p.Basis == calculator.ScaledGPU || p.Basis == calculator.ScaledModel) {
@@ -63,7 +63,7 @@ func ToAPICapacity(q calculator.Query, ans predict.Answer[calculator.CapacityAns
 	out := api.CapacityEstimate{
 		ContextTokens: a.ContextTokens, MaxConcurrency: a.MaxConcurrency, MaxConcurrencyPossible: a.MaxConcurrencyPossible,
 		KVTokensLow: a.KVTokensLow, KVTokensHigh: nonZero(a.KVTokensHigh), SequenceLimit: nonZero(a.SequenceLimit),
-		MaxOutputTokens: a.MaxOutputTokens, Basis: basis(a.Basis, calculator.NoSpeed, ans.RunIDs, nil),
+		MaxOutputTokens: a.MaxOutputTokens, Basis: basis(a.Basis, calculator.NoSpeed, ans.RunIDs, ans.Sources, nil),
 		Warnings: warnings(ans.Warnings, a.Warnings),
 	}
 	if q.Concurrency > 0 {
@@ -75,7 +75,7 @@ func ToAPICapacity(q calculator.Query, ans predict.Answer[calculator.CapacityAns
 // ToAPIGrid is a grid as GET /v1/calculator/grid gives it.
 func ToAPIGrid(a predict.Answer[predict.Grid]) api.GridPrediction {
 	g := a.Result
-	out := api.GridPrediction{RunIDs: a.RunIDs, Contexts: g.Contexts, Concurrencies: g.Concurrencies, Warnings: warnings(a.Warnings, nil),
+	out := api.GridPrediction{RunIDs: a.RunIDs, Sources: max(1, a.Sources), Contexts: g.Contexts, Concurrencies: g.Concurrencies, Warnings: warnings(a.Warnings, nil),
 		Rows: make([]api.GridRow, len(g.Contexts))}
 	for i, l := range g.Contexts {
 		out.Rows[i] = api.GridRow{ContextTokens: l, Cells: make([]api.GridCell, 0, len(g.Concurrencies))}
@@ -113,7 +113,7 @@ func ToAPIPrefill(contextTokens int, a predict.Answer[calculator.PrefillPredicti
 	p := a.Result
 	out := api.PrefillPrediction{
 		ContextTokens: contextTokens, TTFTMs: *estimate(&p.TTFTMs), PromptTokS: *estimate(&p.PromptTokS),
-		Basis: basis(p.Basis, calculator.NoSpeed, a.RunIDs, nil), Warnings: warnings(a.Warnings, p.Warnings),
+		Basis: basis(p.Basis, calculator.NoSpeed, a.RunIDs, a.Sources, nil), Warnings: warnings(a.Warnings, p.Warnings),
 	}
 	for _, l := range p.Contexts {
 		out.Basis.Cells = append(out.Basis.Cells, api.CellRef{ContextTokens: l, Concurrency: 1})
@@ -187,8 +187,10 @@ func nonZero(n int) *int {
 	return &n
 }
 
-func basis(method, speed calculator.Basis, ids []string, cells []calculator.CellRef) api.CalcBasis {
-	b := api.CalcBasis{Method: api.CalcBasisMethod(method), SpeedMethod: api.CalcBasisSpeedMethod(speed), RunIDs: ids, Cells: []api.CellRef{}}
+// basis is how an answer was obtained; sources the independent sources it
+// pools (an answer built from one run's fit says 0: it rests on that run).
+func basis(method, speed calculator.Basis, ids []string, sources int, cells []calculator.CellRef) api.CalcBasis {
+	b := api.CalcBasis{Method: api.CalcBasisMethod(method), SpeedMethod: api.CalcBasisSpeedMethod(speed), RunIDs: ids, Sources: max(1, sources), Cells: []api.CellRef{}}
 	if speed == calculator.ScaledVRAM || speed == calculator.ScaledGPU || speed == "" {
 		b.SpeedMethod = api.CalcBasisSpeedMethod(calculator.NoSpeed)
 	}

@@ -431,7 +431,7 @@ func TestSharedSpeedSurface(t *testing.T) {
 		// Its cells are fara's own: a near-copy, which counts once, as the
 		// earlier run (pooled, it would narrow the bands it repeats).
 		{"a copy counts as its original", "/v1/calculator/decode?model=fara&gpu=3060&context_tokens=32768&concurrency=8", 200,
-			[]string{`"run_ids":["` + fara.ID + `"]`, "1 run is a near-copy of another", `"method":"measured"`}},
+			[]string{`"run_ids":["` + fara.ID + `"]`, "repeats the cells of run " + fara.ID, `"method":"measured"`}},
 	})
 	rec := e.do(t, http.MethodGet, "/v1/calculator/decode?model=fara&gpu=3060&context_tokens=32768&concurrency=8", nil)
 	var p api.DecodePrediction

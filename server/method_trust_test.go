@@ -78,7 +78,7 @@ func TestCopyAddsNoCertainty(t *testing.T) {
 	if slices.Contains(after.Basis.RunIDs, copied.ID) {
 		t.Errorf("the copy %s counts as a run of its own: run_ids %v", copied.ID, after.Basis.RunIDs)
 	}
-	if !strings.Contains(strings.Join(after.Warnings, " "), "near-copy") {
+	if !strings.Contains(strings.Join(after.Warnings, " "), "repeats the cells of run") {
 		t.Errorf("no warning that a near-copy counts once: %v", after.Warnings)
 	}
 	t.Logf("fara at 48K × 8: total ±%.2f %% → ±%.2f %%, TBT ±%.2f %% → ±%.2f %%", 100*halfWidth(before.TotalTokS), 100*halfWidth(after.TotalTokS),

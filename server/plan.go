@@ -71,7 +71,7 @@ func toAPIPlanOption(t calculator.Target, o predict.PlanOption) api.PlanOption {
 		RunID: o.Run.ID, Title: o.Run.Title, Model: o.Run.ModelName, GPU: o.GPU, GPUCount: o.GPUCount,
 		Engine: o.Run.EngineName, EngineVersion: opt(o.Run.EngineVersion), MethodClass: api.MethodClass(o.Run.MethodClass),
 		Meets: pl.Meets, Surely: pl.Surely, Concurrency: pl.Concurrency, TTFTChecked: pl.TTFTChecked,
-		Warnings: []string{},
+		Sources: 1, Warnings: []string{},
 	}
 	if o.Scaled {
 		out.ScaledFrom = &o.Run.GPU

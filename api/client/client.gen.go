@@ -1004,8 +1004,25 @@ type CalcBasis struct {
 	// model, GPU and engine that differ only in capacity settings
 	// (`max_model_len`, `gpu_memory_utilization`) share one speed
 	// surface: all their cells inform the speed, while capacity and
-	// status are the first run's (a warning says so).
+	// status are the first run's (a warning says so). Asked by model
+	// and GPU, the independent sources pooled come first (the first is
+	// the one whose status and capacity the answer keeps), then the runs
+	// whose cells they share.
 	RunIDs []string `json:"run_ids"`
+
+	// Sources How many independent sources the answer rests on. Asked by model
+	// and GPU, every independent source that matches (another API key
+	// or publisher, and not a near-copy: most common valid cells within
+	// 1 % of another run's, under any model or GPU name) answers from
+	// its own fit, at most 5 of them, the newest; the figures are their
+	// mean, each source counting alike, so that one of n moves it by
+	// at most 1/n of its deviation. The interval is at least the
+	// sources' mean relative band and holds every source's value: a
+	// source that disagrees widens it, copies count once and never
+	// narrow it. A warning names the sources pooled and each copy
+	// counted once. Status and capacity are the first source's. Asked
+	// by `run_id`, and for capacity answers, 1.
+	Sources int `json:"sources"`
 
 	// SpeedMethod How the speed was obtained (differs from `method` for `scaled_vram`, `scaled_gpu` and `scaled_model`; for `scaled_model`, how the source run's speed was read before it was moved to the other model).
 	SpeedMethod CalcBasisSpeedMethod `json:"speed_method"`
@@ -1406,7 +1423,10 @@ type GridPrediction struct {
 	Contexts      []int     `json:"contexts"`
 	Rows          []GridRow `json:"rows"`
 	RunIDs        []string  `json:"run_ids"`
-	Warnings      []string  `json:"warnings"`
+
+	// Sources How many independent sources the grid pools (see `CalcBasis.sources`); each cell pools the sources that answer it.
+	Sources  int      `json:"sources"`
+	Warnings []string `json:"warnings"`
 }
 
 // GridRow defines model for GridRow.
@@ -1657,7 +1677,7 @@ type LeaderboardEntry struct {
 	// Cell The measured cell ranked; null in a predicted ranking (`prediction` holds the answer).
 	Cell *DecodeCell `json:"cell"`
 
-	// Prediction With `predicted=true`: the calculator's answer for the run at the cell, with its basis and interval.
+	// Prediction With `predicted=true`: the calculator's answer for the run at the cell, with its basis (`basis.sources`: the independent sources it rests on, 1 for a run's own answer) and interval. A run whose cells repeat a ranked run's, under any model or GPU name, is not ranked (a warning names it and the run it repeats).
 	Prediction *DecodePrediction `json:"prediction,omitempty"`
 
 	// Rank 1 for the best; ties share a rank.
@@ -1975,6 +1995,9 @@ type PlanOption struct {
 	// ScaledFromModel For an option answered from another model's run (basis `scaled_model`, `include_scaled_model`): that run's model.
 	ScaledFromModel *string        `json:"scaled_from_model"`
 	Shortfall       *PlanShortfall `json:"shortfall"`
+
+	// Sources How many independent sources the option rests on: an option is one run's (or scaled from one run), so 1. A run whose cells repeat a listed run's, under any model or GPU name, is not listed (a warning names it and the run it repeats).
+	Sources int `json:"sources"`
 
 	// Status The calculator's status at `concurrency` (at 1 when the target is missed).
 	Status *PlanOptionStatus `json:"status"`
@@ -4001,7 +4024,13 @@ type ClientInterface interface {
 	// cannot be read. Give `max_output_tokens` for the capacity.
 	//
 	// Select the run by `run_id`, or by `model` + `gpu` (optionally
-	// `engine_version`, `kv_cache_dtype`). When no run of `model` is stored
+	// `engine_version`, `kv_cache_dtype`). By `model` + `gpu`, the answer
+	// pools the independent sources that match (at most 5, the newest: runs
+	// of other API keys or publishers whose cells are not a near-copy of
+	// another's, under any model or GPU name), each counting alike, with an
+	// interval that holds every source; `basis.sources` says how many, and a
+	// warning names them and each copy counted once (see `CalcBasis.sources`).
+	// By `run_id`, the run answers alone. When no run of `model` is stored
 	// on `gpu` but runs of other models are, the answer is made from the
 	// one of those whose model is of the same kind (dense, or mixture of
 	// experts) and closest in active parameters, both models described by
@@ -4991,7 +5020,13 @@ func (c *Client) EstimateCapacity(ctx context.Context, params *EstimateCapacityP
 // cannot be read. Give `max_output_tokens` for the capacity.
 //
 // Select the run by `run_id`, or by `model` + `gpu` (optionally
-// `engine_version`, `kv_cache_dtype`). When no run of `model` is stored
+// `engine_version`, `kv_cache_dtype`). By `model` + `gpu`, the answer
+// pools the independent sources that match (at most 5, the newest: runs
+// of other API keys or publishers whose cells are not a near-copy of
+// another's, under any model or GPU name), each counting alike, with an
+// interval that holds every source; `basis.sources` says how many, and a
+// warning names them and each copy counted once (see `CalcBasis.sources`).
+// By `run_id`, the run answers alone. When no run of `model` is stored
 // on `gpu` but runs of other models are, the answer is made from the
 // one of those whose model is of the same kind (dense, or mixture of
 // experts) and closest in active parameters, both models described by
@@ -10693,7 +10728,13 @@ type ClientWithResponsesInterface interface {
 	// cannot be read. Give `max_output_tokens` for the capacity.
 	//
 	// Select the run by `run_id`, or by `model` + `gpu` (optionally
-	// `engine_version`, `kv_cache_dtype`). When no run of `model` is stored
+	// `engine_version`, `kv_cache_dtype`). By `model` + `gpu`, the answer
+	// pools the independent sources that match (at most 5, the newest: runs
+	// of other API keys or publishers whose cells are not a near-copy of
+	// another's, under any model or GPU name), each counting alike, with an
+	// interval that holds every source; `basis.sources` says how many, and a
+	// warning names them and each copy counted once (see `CalcBasis.sources`).
+	// By `run_id`, the run answers alone. When no run of `model` is stored
 	// on `gpu` but runs of other models are, the answer is made from the
 	// one of those whose model is of the same kind (dense, or mixture of
 	// experts) and closest in active parameters, both models described by
@@ -15860,7 +15901,13 @@ func (c *ClientWithResponses) EstimateCapacityWithResponse(ctx context.Context, 
 // cannot be read. Give `max_output_tokens` for the capacity.
 //
 // Select the run by `run_id`, or by `model` + `gpu` (optionally
-// `engine_version`, `kv_cache_dtype`). When no run of `model` is stored
+// `engine_version`, `kv_cache_dtype`). By `model` + `gpu`, the answer
+// pools the independent sources that match (at most 5, the newest: runs
+// of other API keys or publishers whose cells are not a near-copy of
+// another's, under any model or GPU name), each counting alike, with an
+// interval that holds every source; `basis.sources` says how many, and a
+// warning names them and each copy counted once (see `CalcBasis.sources`).
+// By `run_id`, the run answers alone. When no run of `model` is stored
 // on `gpu` but runs of other models are, the answer is made from the
 // one of those whose model is of the same kind (dense, or mixture of
 // experts) and closest in active parameters, both models described by

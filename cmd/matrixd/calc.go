@@ -477,6 +477,9 @@ func printDecode(w io.Writer, q calculator.Query, a predict.Answer[calculator.Pr
 	fmt.Fprintf(w, "per-request tok/s\t%s\n", est(p.PerRequestTokS, 1))
 	fmt.Fprintf(w, "time between tokens ms\t%s\n", est(p.TBTMs, 1))
 	fmt.Fprintf(w, "TTFT ms (warm cache)\t%s\n", est(p.TTFTMs, 0))
+	if a.Sources > 1 {
+		fmt.Fprintf(w, "independent sources\t%d (the mean of their answers; see the notes)\n", a.Sources)
+	}
 	c := p.Capacity
 	if c.Unknown {
 		fmt.Fprintf(w, "KV capacity\tunknown (the run states no output reservation; give --max-output)\n")
