@@ -15,6 +15,7 @@ import (
 
 	"github.com/matrixd/matrixd/agent"
 	"github.com/matrixd/matrixd/api"
+	"github.com/matrixd/matrixd/server/textcheck"
 	"github.com/matrixd/matrixd/store"
 )
 
@@ -49,7 +50,7 @@ func (s *Server) agent(spec *openapi3.T, logger *slog.Logger) (*mcp.Server, erro
 			answer(err, e.NewContext(req, w))
 			return w.status, w.body.Bytes()
 		},
-		Arguments: plainArguments,
+		Arguments: textcheck.Arguments,
 	})
 }
 

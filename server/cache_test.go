@@ -61,7 +61,8 @@ func TestETagsAndConditionalGets(t *testing.T) {
 }
 
 func TestWritesInvalidateCachedAnswers(t *testing.T) {
-	e := newEnv(t, 0)
+	clk := newClock()
+	e := newEnvOn(t, store.Options{VersionClock: clk.Now})
 	k := e.keys(t, "alice")
 	list := e.do(t, "GET", "/v1/runs", nil)
 	gpus := e.do(t, "GET", "/v1/gpus", nil)
@@ -81,8 +82,8 @@ func TestWritesInvalidateCachedAnswers(t *testing.T) {
 		t.Error("the GPU catalog was not recomputed after a write")
 	}
 
-	// A write by another process on the same file (the CLI) shows within
-	// the store's VersionMaxAge.
+	// A write by another process on the same file (the CLI) shows once the
+	// store's VersionMaxAge has passed on its clock.
 	other, err := store.Open(context.Background(), e.path, store.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +93,7 @@ func TestWritesInvalidateCachedAnswers(t *testing.T) {
 	if _, _, err := other.CreateRun(context.Background(), r2); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(store.VersionMaxAge + 50*time.Millisecond)
+	clk.advance(store.VersionMaxAge + time.Millisecond)
 	if l := e.do(t, "GET", "/v1/runs", nil); !strings.Contains(l.Body.String(), r2.Title) {
 		t.Errorf("a run stored by another process is missing %v later", store.VersionMaxAge)
 	}
@@ -170,7 +171,8 @@ func TestDeletedRunIsNotAnsweredFromAnotherInstancesFit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := store.Open(context.Background(), e.path, store.Options{})
+	clk := newClock()
+	other, err := store.Open(context.Background(), e.path, store.Options{VersionClock: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +192,7 @@ func TestDeletedRunIsNotAnsweredFromAnotherInstancesFit(t *testing.T) {
 	if del := e.send(t, "DELETE", "/v1/runs/"+stored.ID, keys["admin-ops"], nil); del.Code != http.StatusNoContent {
 		t.Fatalf("delete: %d %s", del.Code, del.Body)
 	}
-	time.Sleep(store.VersionMaxAge + 50*time.Millisecond)
+	clk.advance(store.VersionMaxAge + time.Millisecond)
 	if code := ask(h2); code != http.StatusNotFound {
 		t.Errorf("the second instance answers %d for a deleted run, want 404", code)
 	}

@@ -17,6 +17,8 @@ import (
 	"github.com/matrixd/matrixd/calculator"
 	"github.com/matrixd/matrixd/ingest"
 	"github.com/matrixd/matrixd/predict"
+	"github.com/matrixd/matrixd/server/guard"
+	"github.com/matrixd/matrixd/server/textcheck"
 	"github.com/matrixd/matrixd/store"
 )
 
@@ -96,16 +98,22 @@ func toProblem(err error, c echo.Context) api.Problem {
 	var de *store.Error
 	var mal malformed
 	var um unsupportedMedia
-	var tm tooMany
+	var tm guard.TooMany
+	var te textcheck.Error
 	var fitting *predict.Fitting
 	switch {
 	case errors.As(err, &fitting):
-		c.Response().Header().Set("Retry-After", strconv.Itoa(retryAfter(fitting.RetryAfter)))
+		c.Response().Header().Set("Retry-After", strconv.Itoa(guard.RetryAfter(fitting.RetryAfter)))
 		p = problem(http.StatusServiceUnavailable, fitting.Error())
 	case errors.As(err, &tm):
 		p = problem(http.StatusTooManyRequests, tm.Error())
 	case errors.As(err, &fs):
 		p = fs.problem()
+	case errors.As(err, &te):
+		for _, f := range te {
+			fs = append(fs, fieldError(f.Name, f.Message))
+		}
+		p = fs.capped().problem()
 	case errors.As(err, &fe):
 		p = fieldErrors{fieldError(fe.Field, fe.Message)}.problem()
 	case errors.As(err, &ve):

@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/matrixd/matrixd/api"
+	"github.com/matrixd/matrixd/server/httpcache"
 	"github.com/matrixd/matrixd/store"
 )
 
@@ -47,7 +48,7 @@ func (s *Server) ExportRuns(ctx context.Context, req api.ExportRunsRequestObject
 	if err != nil {
 		return nil, err
 	}
-	if p.IfNoneMatch != nil && etagListed(*p.IfNoneMatch, etag) {
+	if p.IfNoneMatch != nil && httpcache.ETagListed(*p.IfNoneMatch, etag) {
 		return exportNotModified{etag}, nil
 	}
 	return exportStream{ctx: ctx, st: s.store, filter: f, after: deref(p.After), etag: etag}, nil

@@ -18,6 +18,7 @@ import (
 	"github.com/matrixd/matrixd/api"
 	"github.com/matrixd/matrixd/calculator"
 	"github.com/matrixd/matrixd/predict"
+	"github.com/matrixd/matrixd/server/httpcache"
 	"github.com/matrixd/matrixd/store"
 )
 
@@ -589,7 +590,7 @@ func (s *Server) predictedLeaderboard(ctx context.Context, p api.GetLeaderboardP
 		out.Items = append(out.Items, api.LeaderboardEntry{Rank: rank, Value: value, Run: toAPISummary(run), Prediction: &pred})
 	}
 	if board.Pending > 0 {
-		doNotStore(ctx) // partial: asking again must not replay it
+		httpcache.DoNotStore(ctx) // partial: asking again must not replay it
 	}
 	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/matrixd/matrixd/api"
 	"github.com/matrixd/matrixd/calculator"
 	"github.com/matrixd/matrixd/predict"
+	"github.com/matrixd/matrixd/server/httpcache"
 	"github.com/matrixd/matrixd/store"
 )
 
@@ -44,7 +45,7 @@ func (s *Server) PlanCapacity(ctx context.Context, req api.PlanCapacityRequestOb
 		return nil, err
 	}
 	if plan.Pending > 0 {
-		doNotStore(ctx) // partial: asking again must not replay it
+		httpcache.DoNotStore(ctx) // partial: asking again must not replay it
 	}
 	return api.PlanCapacity200JSONResponse(ToAPIPlan(pq.Target, plan)), nil
 }

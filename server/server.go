@@ -31,6 +31,10 @@ import (
 	"github.com/matrixd/matrixd/api"
 	"github.com/matrixd/matrixd/assess"
 	"github.com/matrixd/matrixd/predict"
+	"github.com/matrixd/matrixd/server/guard"
+	"github.com/matrixd/matrixd/server/httpcache"
+	"github.com/matrixd/matrixd/server/metrics"
+	"github.com/matrixd/matrixd/server/textcheck"
 	"github.com/matrixd/matrixd/site"
 	"github.com/matrixd/matrixd/store"
 )
@@ -40,7 +44,7 @@ type Server struct {
 	store    *store.Store
 	runs     *assess.Writer // every write goes through it: each run is checked
 	calc     *predict.Service
-	metrics  *metrics
+	metrics  *metrics.Metrics
 	specJSON []byte
 	specYAML []byte
 	// publicURL is Config.PublicURL without its trailing slash.
@@ -51,6 +55,9 @@ type Server struct {
 }
 
 var _ api.StrictServerInterface = (*Server)(nil)
+
+// RateLimit bounds how fast one client may ask (see guard.RateLimit).
+type RateLimit = guard.RateLimit
 
 // Config holds what New needs beyond the store.
 type Config struct {
@@ -75,7 +82,7 @@ type Config struct {
 	// for links that must be absolute (feeds); when empty they are
 	// relative to the answer's own address.
 	PublicURL string
-	// Now is the clock that ages cached answers (see staleRefresh);
+	// Now is the clock that ages cached answers (see httpcache.Config);
 	// time.Now when nil.
 	Now func() time.Time
 	// AfterRefresh, when set, is called each time a cached answer has
@@ -120,9 +127,9 @@ func newServer(st *store.Store, cfg *Config) (*Server, *openapi3.T, error) {
 	if cfg.Calc == nil {
 		return nil, nil, errors.New("server: Config.Calc is required")
 	}
-	m := newMetrics(st.PoolStats)
-	cfg.Calc.SetFitObserver(func(d time.Duration) { m.fit.Observe(d.Seconds()) })
-	m.watchFits(cfg.Calc)
+	m := metrics.New(st.PoolStats)
+	cfg.Calc.SetFitObserver(m.FitTook)
+	m.WatchFits(cfg.Calc)
 	logger := cfg.Logger
 	cfg.Calc.SetErrorLog(func(err error) { logger.Error("calculator", slog.String("error", err.Error())) })
 	runs, err := assess.New(st)
@@ -161,9 +168,10 @@ func (s *Server) handler(st *store.Store, cfg Config, spec *openapi3.T) (http.Ha
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	rc := newResponseCache(max(cfg.CacheBytes, 0), st.Versions, m.cacheResult, cfg.Now)
-
 	e := echo.New()
+	rc := httpcache.New(httpcache.Config{MaxBytes: max(cfg.CacheBytes, 0), Version: st.Versions, Stats: m.CacheResult, Now: cfg.Now,
+		Refresh: func(r *http.Request) { e.ServeHTTP(discard{h: http.Header{}}, r) }, Refreshed: cfg.AfterRefresh})
+	keys := httpcache.NewKeyer(router, s.site.Language, parseQuery, wantCSV)
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = errorHandler(cfg.Logger)
 	e.IPExtractor = echo.ExtractIPDirect()
@@ -175,22 +183,22 @@ func (s *Server) handler(st *store.Store, cfg Config, spec *openapi3.T) (http.Ha
 		e.IPExtractor = echo.ExtractIPFromXFFHeader(append(trust, echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false))...)
 	}
 	e.Use(
-		dropBadRequestID,
+		guard.DropBadRequestID,
 		middleware.RequestID(),
 		requestLogger(cfg.Logger),
-		m.observe,
+		m.Observe,
 		recoverer(cfg.Logger),
-		noEncodedSlash,
-		plainText,
-		securityHeaders,
-		cors(cfg.WriteOrigins),
-		limitReads(newLimiter(cfg.RateLimit.ReadsPerSecond)),
+		guard.NoEncodedSlash,
+		textcheck.Request,
+		guard.SecurityHeaders,
+		guard.CORS(cfg.WriteOrigins),
+		guard.LimitReads(guard.NewLimiter(cfg.RateLimit.ReadsPerSecond, time.Now)),
 		middleware.BodyLimit(fmt.Sprintf("%dB", cfg.MaxBodyBytes)),
-		acceptGzip,
-		cached(rc, func(path string) bool { return uncached(path) || path == exportPath }, &keyer{router: router, lang: s.site.Language}),
-		limitCost(newCostLimiter(cfg.RateLimit), uncached),
+		httpcache.AcceptGzip,
+		rc.Middleware(func(path string) bool { return uncached(path) || path == exportPath }, keys, guard.Writer),
+		guard.LimitCost(guard.NewCostLimiter(cfg.RateLimit, time.Now), uncached),
 		middleware.GzipWithConfig(middleware.GzipConfig{MinLength: 1024}),
-		validator(router, st.Authenticate, newLimiter(cfg.RateLimit.WritesPerSecond)),
+		validator(router, st.Authenticate, guard.NewLimiter(cfg.RateLimit.WritesPerSecond, time.Now)),
 	)
 	strict := api.NewStrictHandler(s, []api.StrictMiddlewareFunc{withAccept})
 	agentHTTP, err := s.agentHandler(spec, cfg.Logger)
@@ -199,10 +207,6 @@ func (s *Server) handler(st *store.Store, cfg Config, spec *openapi3.T) (http.Ha
 	}
 	api.RegisterHandlers(e, rawBodies{ServerInterface: strict, ssi: s, agent: agentHTTP})
 	s.site.Register(e)
-	rc.refresh = func(r *http.Request) { e.ServeHTTP(discard{h: http.Header{}}, r) }
-	if cfg.AfterRefresh != nil {
-		rc.refreshed = cfg.AfterRefresh
-	}
 	return headAsGet{e}, nil
 }
 
@@ -396,7 +400,7 @@ func requestLogger(logger *slog.Logger) echo.MiddlewareFunc {
 // by the handlers' parsers, which report every problem at once. Requests
 // the spec does not route fall through to echo's router, which answers 404
 // or 405 with Allow.
-func validator(router routers.Router, authenticate func(context.Context, string) (store.Key, error), writes *limiter) echo.MiddlewareFunc {
+func validator(router routers.Router, authenticate func(context.Context, string) (store.Key, error), writes *guard.Limiter) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			r := c.Request()
@@ -413,7 +417,7 @@ func validator(router routers.Router, authenticate func(context.Context, string)
 				if err != nil {
 					return err
 				}
-				if err := limitWrite(writes, c, key.Name); err != nil {
+				if err := guard.LimitWrite(writes, c, key.Name); err != nil {
 					return err
 				}
 				r = r.WithContext(context.WithValue(r.Context(), keyCtx{}, key))

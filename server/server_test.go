@@ -64,16 +64,23 @@ func newEnv(t testing.TB, generated int) *env {
 // newEnvWith is newEnv with a server configuration.
 func newEnvWith(t testing.TB, generated int, cfg server.Config) *env {
 	t.Helper()
-	return buildEnv(t, true, generated, cfg)
+	return buildEnv(t, true, generated, cfg, store.Options{})
+}
+
+// newEnvOn is newEnv with the server's store opened with opts (a clock of
+// the test's for its versions).
+func newEnvOn(t testing.TB, opts store.Options) *env {
+	t.Helper()
+	return buildEnv(t, true, 0, server.Config{}, opts)
 }
 
 // newEmptyEnv is a real server over an empty database: no run stored yet.
 func newEmptyEnv(t testing.TB) *env {
 	t.Helper()
-	return buildEnv(t, false, 0, server.Config{})
+	return buildEnv(t, false, 0, server.Config{}, store.Options{})
 }
 
-func buildEnv(t testing.TB, seeded bool, generated int, cfg server.Config) *env {
+func buildEnv(t testing.TB, seeded bool, generated int, cfg server.Config, opts store.Options) *env {
 	t.Helper()
 	ctx := context.Background()
 	// MATRIXD_TEST_API_STORE=postgres runs the API tests on PostgreSQL
@@ -82,7 +89,7 @@ func buildEnv(t testing.TB, seeded bool, generated int, cfg server.Config) *env 
 	if os.Getenv("MATRIXD_TEST_API_STORE") == "postgres" {
 		path = storetest.PostgresSchema(t, os.Getenv("MATRIXD_TEST_POSTGRES"))
 	}
-	st, err := store.Open(ctx, path, store.Options{})
+	st, err := store.Open(ctx, path, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

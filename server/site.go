@@ -10,6 +10,7 @@ import (
 
 	"github.com/matrixd/matrixd/api"
 	"github.com/matrixd/matrixd/predict"
+	"github.com/matrixd/matrixd/server/httpcache"
 	"github.com/matrixd/matrixd/store"
 )
 
@@ -47,7 +48,7 @@ func (siteRequests) Check(r *http.Request, route *routers.Route, params map[stri
 func (siteRequests) Problem(err error, c echo.Context) api.Problem { return toProblem(err, c) }
 func (siteRequests) Invalid(errs ...api.FieldError) error          { return fieldErrors(errs).capped() }
 func (siteRequests) Clip(s string) string                          { return clip(s) }
-func (siteRequests) DoNotStore(ctx context.Context)                { doNotStore(ctx) }
+func (siteRequests) DoNotStore(ctx context.Context)                { httpcache.DoNotStore(ctx) }
 
 // GetDocs implements GET /docs.
 func (s *Server) GetDocs(ctx context.Context, req api.GetDocsRequestObject) (api.GetDocsResponseObject, error) {

@@ -1,4 +1,9 @@
-package server
+// Package guard holds what every request passes before a handler sees
+// it: request ids kept only when plain, encoded slashes refused, security
+// headers, CORS, and the limits on requests, writes and server time (the
+// cost classes). Its refusals are typed errors (TooMany, store.Error) that
+// the server's error map renders.
+package guard
 
 import (
 	"bytes"
@@ -16,10 +21,12 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 	"golang.org/x/time/rate"
 
+	"github.com/matrixd/matrixd/server/httpcache"
 	"github.com/matrixd/matrixd/store"
 )
 
@@ -37,9 +44,9 @@ func validRequestID(id string) bool {
 	return true
 }
 
-// dropBadRequestID removes an X-Request-ID that may not be kept, so that
+// DropBadRequestID removes an X-Request-ID that may not be kept, so that
 // the request id middleware makes a new one.
-func dropBadRequestID(next echo.HandlerFunc) echo.HandlerFunc {
+func DropBadRequestID(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		h := c.Request().Header
 		if vs := h.Values(echo.HeaderXRequestID); len(vs) > 0 && (len(vs) > 1 || !validRequestID(vs[0])) {
@@ -49,10 +56,10 @@ func dropBadRequestID(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// noEncodedSlash refuses a path with an encoded slash (%2F) in a segment:
+// NoEncodedSlash refuses a path with an encoded slash (%2F) in a segment:
 // routed on the decoded path, /v1/runs/ID%2Fdecode would answer as
 // /v1/runs/ID/decode, a resource the client did not name.
-func noEncodedSlash(next echo.HandlerFunc) echo.HandlerFunc {
+func NoEncodedSlash(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if raw := c.Request().URL.RawPath; raw != "" && strings.Contains(strings.ToLower(raw), "%2f") {
 			return &store.Error{Kind: store.ErrNotFound, Msg: fmt.Sprintf("no resource at %s: a path segment holds an encoded slash (%%2F), which is never read as one; write / itself (a model name such as Qwen/Qwen3-4B goes in the path as it is)",
@@ -62,10 +69,10 @@ func noEncodedSlash(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// securityHeaders are sent with every answer: nothing is to be sniffed,
+// SecurityHeaders are sent with every answer: nothing is to be sniffed,
 // framed or given a referrer, and an answer is never a page that runs
 // anything.
-func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+func SecurityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		h := c.Response().Header()
 		h.Set("X-Content-Type-Options", "nosniff")
@@ -86,7 +93,8 @@ const (
 
 func isRead(method string) bool { return method == http.MethodGet || method == http.MethodHead }
 
-func cors(writeOrigins []string) echo.MiddlewareFunc {
+// CORS grants reads to every origin and writes to writeOrigins ("*": any).
+func CORS(writeOrigins []string) echo.MiddlewareFunc {
 	mayWrite := func(origin string) bool {
 		return slices.Contains(writeOrigins, origin) || slices.Contains(writeOrigins, "*")
 	}
@@ -162,11 +170,12 @@ type RateLimit struct {
 	CostBurst     time.Duration
 }
 
-// limiter is a token bucket per client, forgotten after a while idle; the
+// Limiter is a token bucket per client, forgotten after a while idle; the
 // number of clients it tracks is bounded.
-type limiter struct {
+type Limiter struct {
 	rate  rate.Limit
 	burst int
+	now   func() time.Time
 
 	mu      sync.Mutex
 	clients map[string]*client
@@ -183,16 +192,18 @@ const (
 	idleAfter  = 10 * time.Minute
 )
 
-func newLimiter(perSecond float64) *limiter {
+// NewLimiter returns a limiter of perSecond requests per client on
+// average, on the clock now; nil (no limit) when perSecond is not above 0.
+func NewLimiter(perSecond float64, now func() time.Time) *Limiter {
 	if perSecond <= 0 {
 		return nil
 	}
-	return &limiter{rate: rate.Limit(perSecond), burst: max(1, int(math.Ceil(2*perSecond))), clients: map[string]*client{}}
+	return &Limiter{rate: rate.Limit(perSecond), burst: max(1, int(math.Ceil(2*perSecond))), now: now, clients: map[string]*client{}}
 }
 
 // allow takes a token for key; when none is left it says how long until
 // one is.
-func (l *limiter) allow(key string, now time.Time) (ok bool, remaining int, wait time.Duration) {
+func (l *Limiter) allow(key string, now time.Time) (ok bool, remaining int, wait time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if now.Sub(l.swept) > time.Minute || len(l.clients) >= maxClients {
@@ -220,62 +231,63 @@ func (l *limiter) allow(key string, now time.Time) (ok bool, remaining int, wait
 	return true, int(c.lim.TokensAt(now)), 0
 }
 
-// tooMany is a 429: the client asked faster than its limit, or (cost) its
+// TooMany is a 429: the client asked faster than its limit, or (cost) its
 // requests took more server time than its share.
-type tooMany struct {
+type TooMany struct {
 	limit int
 	wait  time.Duration
 	what  string
-	cost  *costLimiter
+	cost  *CostLimiter
 }
 
-func (t tooMany) Error() string {
+func (t TooMany) Error() string {
 	if t.cost != nil {
 		return fmt.Sprintf("this client's requests have cost more server time than its share (%s s a second on average, each request charged by what it asks, at most %d at once): retry after %d s; answers already cached cost nothing",
-			strconv.FormatFloat(t.cost.rate, 'f', -1, 64), t.cost.maxInFlight, retryAfter(t.wait))
+			strconv.FormatFloat(t.cost.rate, 'f', -1, 64), t.cost.maxInFlight, RetryAfter(t.wait))
 	}
-	return "too many " + t.what + ": at most " + strconv.Itoa(t.limit) + " a second on average; retry after " + strconv.Itoa(retryAfter(t.wait)) + " s"
+	return "too many " + t.what + ": at most " + strconv.Itoa(t.limit) + " a second on average; retry after " + strconv.Itoa(RetryAfter(t.wait)) + " s"
 }
 
-func retryAfter(d time.Duration) int { return max(1, int(math.Ceil(d.Seconds()))) }
+// RetryAfter is d in whole seconds for a Retry-After header, at least 1.
+func RetryAfter(d time.Duration) int { return max(1, int(math.Ceil(d.Seconds()))) }
 
-func rateHeaders(h http.Header, l *limiter, remaining int, wait time.Duration) {
+func rateHeaders(h http.Header, l *Limiter, remaining int, wait time.Duration) {
 	h.Set("RateLimit-Limit", strconv.Itoa(l.burst))
 	h.Set("RateLimit-Remaining", strconv.Itoa(remaining))
-	h.Set("RateLimit-Reset", strconv.Itoa(retryAfter(max(wait, time.Duration(float64(l.burst-remaining)/float64(l.rate)*float64(time.Second))))))
+	h.Set("RateLimit-Reset", strconv.Itoa(RetryAfter(max(wait, time.Duration(float64(l.burst-remaining)/float64(l.rate)*float64(time.Second))))))
 }
 
-// limitReads applies the per-IP limit to every request.
-func limitReads(l *limiter) echo.MiddlewareFunc {
+// LimitReads applies the per-IP limit to every request.
+func LimitReads(l *Limiter) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		if l == nil {
 			return next
 		}
 		return func(c echo.Context) error {
-			if isRefresh(c.Request().Context()) {
+			if httpcache.IsRefresh(c.Request().Context()) {
 				return next(c) // the cache's own request
 			}
-			ok, remaining, wait := l.allow(c.RealIP(), time.Now())
+			ok, remaining, wait := l.allow(c.RealIP(), l.now())
 			rateHeaders(c.Response().Header(), l, remaining, wait)
 			if !ok {
-				c.Response().Header().Set("Retry-After", strconv.Itoa(retryAfter(wait)))
-				return tooMany{limit: int(l.rate), wait: wait, what: "requests from this address"}
+				c.Response().Header().Set("Retry-After", strconv.Itoa(RetryAfter(wait)))
+				return TooMany{limit: int(l.rate), wait: wait, what: "requests from this address"}
 			}
 			return next(c)
 		}
 	}
 }
 
-// limitWrite applies the per-key limit to a write, once the key is known.
-func limitWrite(l *limiter, c echo.Context, keyName string) error {
+// LimitWrite applies the per-key limit to a write, once the key is known.
+func LimitWrite(l *Limiter, c echo.Context, keyName string) error {
 	if l == nil {
 		return nil
 	}
-	ok, remaining, wait := l.allow(keyName, time.Now())
+	ok, remaining, wait := l.allow(keyName, l.now())
 	rateHeaders(c.Response().Header(), l, remaining, wait)
 	if !ok {
-		c.Response().Header().Set("Retry-After", strconv.Itoa(retryAfter(wait)))
-		return tooMany{limit: max(1, int(l.rate)), wait: wait, what: "writes with this API key"}
+		c.Response().Header().Set("Retry-After", strconv.Itoa(RetryAfter(wait)))
+		return TooMany{limit: max(1, int(l.rate)), wait: wait, what: "writes with this API key"}
 	}
 	return nil
 }
@@ -307,7 +319,7 @@ func costOf(r *http.Request) float64 {
 		return costMedium
 	}
 	switch {
-	case path == "/v1/planner" || path == "/planner" || path == "/feeds/regressions.atom" || path == exportPath:
+	case path == "/v1/planner" || path == "/planner" || path == "/feeds/regressions.atom" || path == "/v1/runs.ndjson":
 		return costExpensive
 	case path == "/v1/leaderboard" || path == "/leaderboard":
 		if predicted, err := strconv.ParseBool(r.URL.Query().Get("predicted")); err == nil && predicted {
@@ -366,14 +378,15 @@ func mcpCost(r *http.Request) float64 {
 	return max(total, costMedium)
 }
 
-// costLimiter charges each client the cost class of each request the cache
+// CostLimiter charges each client the cost class of each request the cache
 // does not answer, as a token bucket of seconds: what a client may spend
 // refills at rate per second up to burst. The charge is taken when a
 // request starts, so a client already over its share is refused before it
 // starts another, however many connections it opens.
-type costLimiter struct {
+type CostLimiter struct {
 	rate, burst float64 // seconds per second; seconds
 	maxInFlight int
+	now         func() time.Time
 
 	mu      sync.Mutex
 	clients map[string]*costClient
@@ -387,7 +400,9 @@ type costClient struct {
 	seen     time.Time
 }
 
-func newCostLimiter(rl RateLimit) *costLimiter {
+// NewCostLimiter returns the cost limit rl sets, on the clock now; nil (no
+// limit) when rl.CostPerSecond is not above 0.
+func NewCostLimiter(rl RateLimit, now func() time.Time) *CostLimiter {
 	if rl.CostPerSecond <= 0 {
 		return nil
 	}
@@ -395,11 +410,11 @@ func newCostLimiter(rl RateLimit) *costLimiter {
 	if burst <= 0 {
 		burst = 20 * rl.CostPerSecond
 	}
-	return &costLimiter{rate: rl.CostPerSecond, burst: burst, maxInFlight: max(2, 2*runtime.GOMAXPROCS(0)),
+	return &CostLimiter{rate: rl.CostPerSecond, burst: burst, maxInFlight: max(2, 2*runtime.GOMAXPROCS(0)), now: now,
 		clients: map[string]*costClient{}}
 }
 
-func (l *costLimiter) client(key string, now time.Time) *costClient {
+func (l *CostLimiter) client(key string, now time.Time) *costClient {
 	if now.Sub(l.swept) > time.Minute || len(l.clients) >= maxClients {
 		// A client is forgotten once its bucket would be full again: it is
 		// then as good as new, and one in debt is not forgiven early.
@@ -439,7 +454,7 @@ func (l *costLimiter) client(key string, now time.Time) *costClient {
 // admit starts a request of the given cost charged to every key; when one
 // of them may not start another it says how long until it may. release
 // ends the request.
-func (l *costLimiter) admit(keys []string, cost float64, now time.Time) (release func(), wait time.Duration, ok bool) {
+func (l *CostLimiter) admit(keys []string, cost float64, now time.Time) (release func(), wait time.Duration, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	cs := make([]*costClient, len(keys))
@@ -467,22 +482,29 @@ func (l *costLimiter) admit(keys []string, cost float64, now time.Time) (release
 }
 
 // charge bills key for cost without asking: a rebuild its write caused.
-func (l *costLimiter) charge(key string, cost float64, now time.Time) {
+func (l *CostLimiter) charge(key string, cost float64, now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.client(key, now).tokens -= cost
 }
 
-// costKeys are what a request is charged to: its address, and the API key
+// Keys are what a request is charged to: its address, and the API key
 // it presents (by a hash of it: a key that fails to authenticate is
 // charged all the same).
-func costKeys(c echo.Context) []string {
+func Keys(c echo.Context) []string {
 	keys := []string{"ip " + clientNet(c.RealIP())}
 	if auth := c.Request().Header.Get(echo.HeaderAuthorization); auth != "" {
 		sum := sha256.Sum256([]byte(auth))
 		keys = append(keys, "key "+hex.EncodeToString(sum[:12]))
 	}
 	return keys
+}
+
+// Writer is whom a write is charged to: its API key when it presents one,
+// else its address (the last of its Keys).
+func Writer(c echo.Context) string {
+	keys := Keys(c)
+	return keys[len(keys)-1]
 }
 
 // clientNet is the network a client address stands for: the address
@@ -496,12 +518,12 @@ func clientNet(addr string) string {
 	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
 
-// limitCost applies the cost limit to every request that reaches it (the
+// LimitCost applies the cost limit to every request that reaches it (the
 // cache answers before it), except those of exempt paths. A rebuild of an
 // answer that a write made stale is charged to the API key that wrote
 // (when the write came through this process), not to the client that
 // happened to ask next.
-func limitCost(l *costLimiter, exempt func(path string) bool) echo.MiddlewareFunc {
+func LimitCost(l *CostLimiter, exempt func(path string) bool) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		if l == nil {
 			return next
@@ -511,19 +533,32 @@ func limitCost(l *costLimiter, exempt func(path string) bool) echo.MiddlewareFun
 				return next(c)
 			}
 			cost := costOf(c.Request())
-			if rb, ok := c.Request().Context().Value(rebuildKey{}).(rebuild); ok {
-				if rb.payer != "" {
-					l.charge(rb.payer, cost, time.Now())
+			if payer, ok := httpcache.Rebuilding(c.Request().Context()); ok {
+				if payer != "" {
+					l.charge(payer, cost, l.now())
 				}
 				return next(c)
 			}
-			release, wait, ok := l.admit(costKeys(c), cost, time.Now())
+			release, wait, ok := l.admit(Keys(c), cost, l.now())
 			if !ok {
-				c.Response().Header().Set("Retry-After", strconv.Itoa(retryAfter(wait)))
-				return tooMany{what: "server time", wait: wait, cost: l}
+				c.Response().Header().Set("Retry-After", strconv.Itoa(RetryAfter(wait)))
+				return TooMany{what: "server time", wait: wait, cost: l}
 			}
 			defer release()
 			return next(c)
 		}
 	}
+}
+
+// clip shortens s for an error message.
+func clip(s string) string {
+	const maxEcho = 64
+	if len(s) <= maxEcho && utf8.ValidString(s) {
+		return s
+	}
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if utf8.RuneCountInString(s) <= maxEcho {
+		return s
+	}
+	return string([]rune(s)[:maxEcho]) + fmt.Sprintf("… (%d bytes)", len(s))
 }

@@ -1,10 +1,11 @@
-package server
+// Package metrics holds the server's Prometheus metrics: requests by
+// route, the response cache's hits and misses, the calculator's fits and
+// the database pools, in a registry of its own.
+package metrics
 
 import (
 	"bytes"
-	"context"
 	"database/sql"
-	"net/http"
 	"strconv"
 	"time"
 
@@ -12,13 +13,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/common/expfmt"
-
-	"github.com/matrixd/matrixd/api"
-	"github.com/matrixd/matrixd/predict"
 )
 
-// metrics are the server's Prometheus metrics, in a registry of its own.
-type metrics struct {
+// Metrics are the server's Prometheus metrics, in a registry of its own.
+type Metrics struct {
 	reg      *prometheus.Registry
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
@@ -26,8 +24,9 @@ type metrics struct {
 	fit      prometheus.Histogram
 }
 
-func newMetrics(pools func() map[string]sql.DBStats) *metrics {
-	m := &metrics{
+// New returns the metrics, with pools the database pools' statistics.
+func New(pools func() map[string]sql.DBStats) *Metrics {
+	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "matrixd_http_requests_total", Help: "HTTP requests by route, method and status.",
@@ -49,8 +48,13 @@ func newMetrics(pools func() map[string]sql.DBStats) *metrics {
 	return m
 }
 
-// watchFits reports the fits calc keeps and the bytes they hold.
-func (m *metrics) watchFits(calc *predict.Service) {
+// Fits is what keeps the calculator's fits (predict.Service).
+type Fits interface {
+	CacheStats() (fits int, bytes int64)
+}
+
+// WatchFits reports the fits calc keeps and the bytes they hold.
+func (m *Metrics) WatchFits(calc Fits) {
 	m.reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "matrixd_calculator_fit_cache_bytes", Help: "Bytes the calculator's kept fits hold, as they estimate it.",
@@ -61,7 +65,12 @@ func (m *metrics) watchFits(calc *predict.Service) {
 	)
 }
 
-func (m *metrics) cacheResult(hit bool) {
+// FitTook counts a fit of one run's calculator model that took d.
+func (m *Metrics) FitTook(d time.Duration) { m.fit.Observe(d.Seconds()) }
+
+// CacheResult counts a GET answered from the response cache (hit) or
+// computed (miss).
+func (m *Metrics) CacheResult(hit bool) {
 	if hit {
 		m.cache.WithLabelValues("hit").Inc()
 	} else {
@@ -69,9 +78,9 @@ func (m *metrics) cacheResult(hit bool) {
 	}
 }
 
-// observe counts every answer by its route template (not its path, which
+// Observe counts every answer by its route template (not its path, which
 // would make a series per run id).
-func (m *metrics) observe(next echo.HandlerFunc) echo.HandlerFunc {
+func (m *Metrics) Observe(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
 		err := next(c)
@@ -121,31 +130,19 @@ func (d dbCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// GetMetrics implements GET /metrics.
-func (s *Server) GetMetrics(ctx context.Context, _ api.GetMetricsRequestObject) (api.GetMetricsResponseObject, error) {
-	families, err := s.metrics.reg.Gather()
+// Text is the metrics now in Prometheus' text format, and its media type.
+func (m *Metrics) Text() (body []byte, contentType string, err error) {
+	families, err := m.reg.Gather()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	var buf bytes.Buffer
 	format := expfmt.NewFormat(expfmt.TypeTextPlain)
 	enc := expfmt.NewEncoder(&buf, format)
 	for _, f := range families {
 		if err := enc.Encode(f); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
-	return metricsText{body: buf.Bytes(), contentType: string(format)}, nil
-}
-
-type metricsText struct {
-	body        []byte
-	contentType string
-}
-
-func (t metricsText) VisitGetMetricsResponse(w http.ResponseWriter) error {
-	w.Header().Set("Content-Type", t.contentType)
-	w.WriteHeader(http.StatusOK)
-	_, err := w.Write(t.body)
-	return err
+	return buf.Bytes(), string(format), nil
 }

@@ -1,4 +1,4 @@
-package server
+package httpcache
 
 import (
 	"math"
@@ -32,16 +32,27 @@ func pageQuery(path string) string {
 	return ""
 }
 
-// keyer makes cache keys, and makes the numbers of a request's query
+// Keyer makes cache keys, and makes the numbers of a request's query
 // canonical so that the handlers read the value the key names.
-type keyer struct {
+type Keyer struct {
 	router routers.Router
 	lang   func(*http.Request) string // the site language a page is answered in
+	// parseQuery reads a query strictly (an error: not cacheable); wantCSV
+	// decides the representation from the format parameter and Accept.
+	parseQuery func(raw string) (url.Values, error)
+	wantCSV    func(format *string, accept string) bool
+}
+
+// NewKeyer returns the keyer of the operations router routes: lang is the
+// site language a page is answered in, parseQuery the strict query parser
+// and wantCSV the API's choice of representation.
+func NewKeyer(router routers.Router, lang func(*http.Request) string, parseQuery func(string) (url.Values, error), wantCSV func(format *string, accept string) bool) *Keyer {
+	return &Keyer{router: router, lang: lang, parseQuery: parseQuery, wantCSV: wantCSV}
 }
 
 // queryParams are the query parameters the operation at path declares,
 // by name; nil when the spec does not route it.
-func (k *keyer) queryParams(r *http.Request) map[string]*openapi3.Parameter {
+func (k *Keyer) queryParams(r *http.Request) map[string]*openapi3.Parameter {
 	path := r.URL.Path
 	api := strings.HasPrefix(path, "/v1/")
 	if !api {
@@ -68,8 +79,8 @@ func (k *keyer) queryParams(r *http.Request) map[string]*openapi3.Parameter {
 // key names the answer to r, and rewrites r's query with its numbers
 // canonical. Empty when r cannot be cached: a query that does not parse
 // goes to the validator, which names the bad parameter.
-func (k *keyer) key(r *http.Request) string {
-	q, err := parseQuery(r.URL.RawQuery)
+func (k *Keyer) key(r *http.Request) string {
+	q, err := k.parseQuery(r.URL.RawQuery)
 	if err != nil || len(r.Header.Get(echo.HeaderAccept)) > 256 {
 		return ""
 	}
@@ -103,7 +114,7 @@ func (k *keyer) key(r *http.Request) string {
 		kq[name] = vs
 	}
 	gzip := "identity"
-	if r.Header.Get(echo.HeaderAcceptEncoding) == "gzip" { // normalised by acceptGzip
+	if r.Header.Get(echo.HeaderAcceptEncoding) == "gzip" { // normalised by AcceptGzip
 		gzip = "gzip"
 	}
 	key := r.URL.Path + "?" + kq.Encode() + "\x00" + gzip
@@ -114,7 +125,7 @@ func (k *keyer) key(r *http.Request) string {
 	if vs, ok := q["format"]; ok {
 		format = &vs[0]
 	}
-	if wantCSV(format, r.Header.Get(echo.HeaderAccept)) {
+	if k.wantCSV(format, r.Header.Get(echo.HeaderAccept)) {
 		return key + "\x00csv"
 	}
 	return key + "\x00json"

@@ -1,4 +1,7 @@
-package server
+// Package httpcache serves GET answers from prepared bytes: computed once
+// per data version, kept in a byte-bounded LRU, sent with a strong ETag,
+// and computed again in the background when a lenient answer grows stale.
+package httpcache
 
 import (
 	"bytes"
@@ -52,9 +55,9 @@ type cachedResponse struct {
 	at     time.Time      // when its computation began
 }
 
-// responseCache is a byte-bounded LRU of GET answers, each with the data
+// Cache is a byte-bounded LRU of GET answers, each with the data
 // versions it was computed at.
-type responseCache struct {
+type Cache struct {
 	maxBytes int64
 	version  func(context.Context) (store.Versions, error)
 	stats    func(hit bool)
@@ -70,9 +73,9 @@ type responseCache struct {
 	seen    [1024]versionSeen // when each of the latest data versions was first seen, a ring
 	nextS   int
 
-	// refresh computes an answer again in the background (the server
-	// itself, asked the request again); refreshing holds a token while
-	// one runs; refreshed is called when one ends.
+	// refresh computes an answer again in the background (see
+	// Config.Refresh); refreshing holds a token while one runs; refreshed
+	// is called when one ends.
 	refresh    func(*http.Request)
 	refreshing chan struct{}
 	refreshed  func()
@@ -85,7 +88,7 @@ type versionSeen struct {
 }
 
 // see notes that data version v is current at now; rc.mu is held.
-func (rc *responseCache) see(v int64, now time.Time) {
+func (rc *Cache) see(v int64, now time.Time) {
 	last := rc.seen[(rc.nextS+len(rc.seen)-1)%len(rc.seen)]
 	if v > last.v {
 		rc.seen[rc.nextS] = versionSeen{v: v, at: now}
@@ -95,7 +98,7 @@ func (rc *responseCache) see(v int64, now time.Time) {
 
 // staleSince is when the cache first saw a data version after v (the
 // latest noted when it has forgotten the earlier ones); rc.mu is held.
-func (rc *responseCache) staleSince(v int64, now time.Time) time.Time {
+func (rc *Cache) staleSince(v int64, now time.Time) time.Time {
 	since := now
 	for _, s := range rc.seen {
 		if s.v > v && s.at.Before(since) {
@@ -108,12 +111,34 @@ func (rc *responseCache) staleSince(v int64, now time.Time) time.Time {
 // writeMark says which API key made the data version v.
 type writeMark struct {
 	v   int64
-	key string // a costKeys key
+	key string // as the Middleware's writer names it
 }
 
-func newResponseCache(maxBytes int64, version func(context.Context) (store.Versions, error), stats func(hit bool), now func() time.Time) *responseCache {
-	return &responseCache{maxBytes: maxBytes, version: version, stats: stats, now: now, lru: list.New(),
-		entries: map[string]*list.Element{}, flights: map[string]chan struct{}{}, refreshing: make(chan struct{}, 1), refreshed: func() {}}
+// Config is what a Cache needs.
+type Config struct {
+	// MaxBytes bounds the answers kept.
+	MaxBytes int64
+	// Version reads the data versions now.
+	Version func(context.Context) (store.Versions, error)
+	// Stats is told of every answer served from the cache (hit) or
+	// computed for it (miss).
+	Stats func(hit bool)
+	// Now is the clock that ages answers (see staleRefresh).
+	Now func() time.Time
+	// Refresh serves r again, its answer discarded: the cache keeps it.
+	Refresh func(r *http.Request)
+	// Refreshed, when set, is called each time a background refresh ends.
+	Refreshed func()
+}
+
+// New returns an empty cache.
+func New(cfg Config) *Cache {
+	rc := &Cache{maxBytes: cfg.MaxBytes, version: cfg.Version, stats: cfg.Stats, now: cfg.Now, lru: list.New(),
+		entries: map[string]*list.Element{}, flights: map[string]chan struct{}{}, refresh: cfg.Refresh, refreshing: make(chan struct{}, 1), refreshed: cfg.Refreshed}
+	if rc.refreshed == nil {
+		rc.refreshed = func() {}
+	}
+	return rc
 }
 
 // lookup is what get found: an answer to serve, or the go-ahead to
@@ -129,7 +154,7 @@ type lookup struct {
 }
 
 // flight registers the computation of key; rc.mu is held.
-func (rc *responseCache) flight(key string) func() {
+func (rc *Cache) flight(key string) func() {
 	ch := make(chan struct{})
 	rc.flights[key] = ch
 	return func() {
@@ -145,7 +170,7 @@ func (rc *responseCache) flight(key string) func() {
 // computed waits for it instead (up to the request's end), so a burst of
 // requests for one cold answer computes it once; on a lenient path it is
 // served the previous answer meanwhile, when that is recent enough.
-func (rc *responseCache) get(ctx context.Context, v store.Versions, key string, lenient bool) lookup {
+func (rc *Cache) get(ctx context.Context, v store.Versions, key string, lenient bool) lookup {
 	for waited := false; ; waited = true {
 		rc.mu.Lock()
 		now := rc.now()
@@ -201,7 +226,7 @@ func (rc *responseCache) get(ctx context.Context, v store.Versions, key string, 
 }
 
 // wrote records that the client of key made data version v.
-func (rc *responseCache) wrote(v int64, key string) {
+func (rc *Cache) wrote(v int64, key string) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	rc.see(v, rc.now())
@@ -211,7 +236,7 @@ func (rc *responseCache) wrote(v int64, key string) {
 
 // writerSince is the key of the latest write through this process after
 // version from, up to version to; "" when none is known. rc.mu is held.
-func (rc *responseCache) writerSince(from, to int64) string {
+func (rc *Cache) writerSince(from, to int64) string {
 	best := writeMark{}
 	for _, w := range rc.writers {
 		if w.key != "" && w.v > from && w.v <= to && w.v > best.v {
@@ -224,7 +249,7 @@ func (rc *responseCache) writerSince(from, to int64) string {
 func entryCost(e *cachedResponse) int64 { return int64(len(e.body) + len(e.key) + 256) }
 
 // put keeps e, unless the cache holds a later answer of its key.
-func (rc *responseCache) put(e *cachedResponse) {
+func (rc *Cache) put(e *cachedResponse) {
 	cost := entryCost(e)
 	if cost > rc.maxBytes/8 {
 		return // one answer may not crowd out the rest
@@ -260,10 +285,10 @@ func lenientPath(path string) bool {
 	return strings.HasPrefix(path, "/v1/calculator/")
 }
 
-// acceptGzip reduces Accept-Encoding to what matters here: "gzip" when
+// AcceptGzip reduces Accept-Encoding to what matters here: "gzip" when
 // the client takes gzip (q above 0), else nothing. The compressor and the
 // cache key then agree, and gzip;q=0 is honoured.
-func acceptGzip(next echo.HandlerFunc) echo.HandlerFunc {
+func AcceptGzip(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		h := c.Request().Header
 		ok := false
@@ -313,11 +338,11 @@ func etagOf(body []byte) string {
 // notModified reports whether If-None-Match names etag (RFC 9110 13.1.2,
 // weak comparison).
 func notModified(r *http.Request, etag string) bool {
-	return etagListed(r.Header.Get("If-None-Match"), etag)
+	return ETagListed(r.Header.Get("If-None-Match"), etag)
 }
 
-// etagListed reports whether an If-None-Match value names etag.
-func etagListed(inm, etag string) bool {
+// ETagListed reports whether an If-None-Match value names etag.
+func ETagListed(inm, etag string) bool {
 	if inm == "" {
 		return false
 	}
@@ -331,13 +356,13 @@ func etagListed(inm, etag string) bool {
 }
 
 // noStoreKey holds, in a GET's context, the flag a handler sets (through
-// doNotStore) when its answer is partial: it is sent with no-store and not
+// DoNotStore) when its answer is partial: it is sent with no-store and not
 // cached, so that asking again computes it afresh.
 type noStoreKey struct{}
 
-// doNotStore marks the answer of the request ctx belongs to as not to be
+// DoNotStore marks the answer of the request ctx belongs to as not to be
 // cached, here or by clients.
-func doNotStore(ctx context.Context) {
+func DoNotStore(ctx context.Context) {
 	if flag, ok := ctx.Value(noStoreKey{}).(*bool); ok {
 		*flag = true
 	}
@@ -368,10 +393,18 @@ func (c *capture) Write(b []byte) (int, error) {
 func (c *capture) Flush() {}
 
 // rebuildKey holds, in a GET's context, the rebuild it is (see lookup):
-// limitCost charges it to the writer, not to the client that asked.
+// the cost limit charges it to the writer, not to the client that asked.
 type rebuildKey struct{}
 
 type rebuild struct{ payer string }
+
+// Rebuilding reports whether ctx is that of a request computing again an
+// answer a write made stale, and who wrote (as the Middleware's writer
+// names it; "" when the write came through another process).
+func Rebuilding(ctx context.Context) (payer string, ok bool) {
+	rb, ok := ctx.Value(rebuildKey{}).(rebuild)
+	return rb.payer, ok
+}
 
 // refreshKey marks, in its context, a request the cache made to compute an
 // answer again in the background: it is computed whatever the cache holds,
@@ -380,8 +413,8 @@ type refreshKey struct{}
 
 type refreshing struct{ done func() }
 
-// isRefresh reports whether ctx is that of a background refresh.
-func isRefresh(ctx context.Context) bool {
+// IsRefresh reports whether ctx is that of a background refresh.
+func IsRefresh(ctx context.Context) bool {
 	_, ok := ctx.Value(refreshKey{}).(refreshing)
 	return ok
 }
@@ -401,10 +434,11 @@ func refreshRequest(r *http.Request, payer string, done func()) *http.Request {
 	return rr
 }
 
-// cached serves GETs of the API from the cache, computing and storing
-// those it lacks, and notes which API key made each data version. skip
-// names paths that must always be computed.
-func cached(rc *responseCache, skip func(path string) bool, k *keyer) echo.MiddlewareFunc {
+// Middleware serves GETs from the cache, computing and storing those it
+// lacks, and notes who made each data version (writer names the client of
+// a successful authorized write). skip names paths that must always be
+// computed.
+func (rc *Cache) Middleware(skip func(path string) bool, k *Keyer, writer func(echo.Context) string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			r := c.Request()
@@ -412,8 +446,7 @@ func cached(rc *responseCache, skip func(path string) bool, k *keyer) echo.Middl
 				err := next(c)
 				if st := c.Response().Status; err == nil && st >= 200 && st < 300 && r.Header.Get(echo.HeaderAuthorization) != "" {
 					if v, verr := rc.version(r.Context()); verr == nil {
-						keys := costKeys(c)
-						rc.wrote(v.Data, keys[len(keys)-1])
+						rc.wrote(v.Data, writer(c))
 					}
 				}
 				return err
