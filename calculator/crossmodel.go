@@ -48,7 +48,7 @@ func (r ModelRatios) other() bool { return r != (ModelRatios{}) }
 // check refuses ratios that are not positive numbers.
 func (r ModelRatios) check() error {
 	if !(r.Weights > 0) || !(r.KV > 0) || !finite(r.Weights, r.KV) {
-		return refuse("positive weight and KV byte ratios", "the other model's ratios %v, %v are not positive numbers", r.Weights, r.KV)
+		return refuse("positive weight and KV byte ratios", "calculator.other_model_ratios", r.Weights, r.KV)
 	}
 	return nil
 }

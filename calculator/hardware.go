@@ -252,12 +252,12 @@ func LookupRunGPU(name string, vramGB float64) (GPUSpec, bool) {
 }
 
 // unknownGPU is the refusal for a GPU the catalog does not have.
-func unknownGPU(name, why string) error {
+func unknownGPU(name, code string) error {
 	supported := "a GPU of the hardware catalog (GET /v1/hardware)"
 	if s := Hardware().Suggest(name, 6); len(s) > 0 {
 		supported += ", e.g. " + strings.Join(s, ", ")
 	}
-	return refuse(supported, "GPU %q is not in the hardware catalog, so its %s is not known", clipName(name), why)
+	return refuse(supported, code, clipName(name))
 }
 
 func clipName(s string) string {

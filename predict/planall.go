@@ -3,10 +3,10 @@ package predict
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"math"
 
 	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/msg"
 	"github.com/matrixd/matrixd/store"
 )
 
@@ -52,8 +52,8 @@ func (c *Service) planAll(ctx context.Context, pq PlanQuery) (Plan, error) {
 			opt.Err = why
 			done = append(done, opt)
 		},
-		spent: func(left, kept int) string {
-			return fmt.Sprintf("%d runs could make the answer: the first %d by their bounds were modelled, the rest are not listed", left+kept, maxRefine)
+		spent: func(left, kept int) msg.Message {
+			return msg.New("predict.plan_more_than_modelled", left+kept, maxRefine)
 		},
 	})
 	if err != nil {
@@ -82,7 +82,7 @@ func (c *Service) planAll(ctx context.Context, pq PlanQuery) (Plan, error) {
 	out = s.finish(pq, out)
 	if more := r.more; more > 0 {
 		out.Pending += more
-		out.Warnings = append(out.Warnings, fmt.Sprintf("partial answer: %d more matching %s no fit yet and %s not planned: they are being fitted in the background (after an upgrade, matrixd fit makes them all before the server starts); ask again later for the whole answer", more, plural(more, "run has", "runs have"), plural(more, "is", "are")))
+		out.Warnings = append(out.Warnings, msg.New(plural(more, "predict.plan_partial_one", "predict.plan_partial"), more))
 	}
 	return out, nil
 }

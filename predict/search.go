@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/msg"
 	"github.com/matrixd/matrixd/store"
 )
 
@@ -36,7 +37,7 @@ type search struct {
 	// pending are the runs being fitted in the background.
 	pending  map[string]bool
 	models   map[string]*calculator.Model
-	warnings []string
+	warnings []msg.Message
 }
 
 // newSearch begins a search with the Service's plan budget.
@@ -58,7 +59,7 @@ func (s *search) wait() time.Duration {
 }
 
 // warn adds warnings to what the answer says.
-func (s *search) warn(w ...string) { s.warnings = append(s.warnings, w...) }
+func (s *search) warn(w ...msg.Message) { s.warnings = append(s.warnings, w...) }
 
 // Why a run has no model in a search.
 const whyFitting = "this run's model is being fitted: ask again in a few seconds"
@@ -115,7 +116,7 @@ type ranking[E any] struct {
 	unranked func(cfg store.RunConfig, why string)
 	// spent is the warning when maxRefine runs were modelled with left
 	// candidates not, and kept places filled.
-	spent func(left, kept int) string
+	spent func(left, kept int) msg.Message
 }
 
 // ranked is what rank found.
