@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -163,4 +164,18 @@ func literals(e ast.Expr) []string {
 		return true
 	})
 	return out
+}
+
+// TestEveryCodeIsDocumented: docs/api.md lists every code.
+func TestEveryCodeIsDocumented(t *testing.T) {
+	b, err := os.ReadFile("../docs/api.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, code := range Codes() {
+		tpl, _ := Template(code)
+		if !strings.Contains(string(b), "| `"+code+"` | "+strings.ReplaceAll(tpl, "|", `\|`)+" |") {
+			t.Errorf("docs/api.md, Message codes, lacks %s as %q", code, tpl)
+		}
+	}
 }
