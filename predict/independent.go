@@ -256,7 +256,7 @@ func planOptionAt(opts []PlanOption) func(int) (store.RunConfig, float64, bool) 
 }
 
 // listable reports whether o is a measured run's planned option.
-func listable(o PlanOption) bool { return !o.estimated() && o.Err == "" && o.Plan.At != nil }
+func listable(o PlanOption) bool { return !o.estimated() && o.Err.Code == "" && o.Plan.At != nil }
 
 // dropCopies keeps one of opts' measured options per measurement (see
 // listedCopies); the plan sorts them after.

@@ -103,7 +103,7 @@ func (c *Service) PredictedLeaderboard(ctx context.Context, f store.RunFilter, c
 			b := sum.BoundCell(contextTokens, concurrency)
 			return PredictedEntry{Run: cfg, Value: boundOf(b, metric)}, b.Fits
 		},
-		entry: func(cfg store.RunConfig, m *calculator.Model, _ string) (PredictedEntry, bool, error) {
+		entry: func(cfg store.RunConfig, m *calculator.Model, _ msg.Message) (PredictedEntry, bool, error) {
 			if m == nil {
 				return PredictedEntry{}, false, nil // being fitted, or cannot be modelled: not ranked
 			}

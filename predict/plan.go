@@ -53,7 +53,7 @@ type PlanOption struct {
 	OtherModel    string
 	OtherModelWhy msg.Message
 	// Err is why the run could not be modelled at all; Plan is then empty.
-	Err  string
+	Err  msg.Message
 	Plan calculator.Plan
 	// Cost is the option's at Plan.At, with a price; Warnings say what of
 	// it could not be had.
@@ -366,7 +366,7 @@ func (s *search) finish(pq PlanQuery, out Plan) Plan {
 // TTFT at one request, which runs (what its nearest try costs); none where
 // not even one request surely runs.
 func price(pq PlanQuery, o *PlanOption) {
-	if o.Err != "" || o.Plan.At == nil || o.Plan.At.TotalTokS == nil || !o.Plan.Meets && o.Plan.At.Status != calculator.Fits {
+	if o.Err.Code != "" || o.Plan.At == nil || o.Plan.At.TotalTokS == nil || !o.Plan.Meets && o.Plan.At.Status != calculator.Fits {
 		return
 	}
 	pw := power(o.Run.AvgPowerW, o.Run.PowerLimitW, o.GPU, o.Scaled, o.OtherModel != "")
@@ -396,7 +396,7 @@ func (c *Service) SetPlanFitBudget(d time.Duration) { c.planBudget = d }
 func compareOptions(a, b PlanOption) int {
 	rank := func(o PlanOption) int {
 		switch {
-		case o.Err != "":
+		case o.Err.Code != "":
 			return 3
 		case o.Plan.Meets && !o.estimated():
 			return 0
@@ -421,7 +421,7 @@ func compareOptions(a, b PlanOption) int {
 // or scaled) cheapest first, those without a cost after them, by
 // throughput; then the rest as compareOptions ranks them.
 func compareCost(a, b PlanOption, users int) int {
-	meets := func(o PlanOption) bool { return o.Err == "" && o.Plan.Meets }
+	meets := func(o PlanOption) bool { return o.Err.Code == "" && o.Plan.Meets }
 	if !meets(a) || !meets(b) {
 		if meets(a) != meets(b) {
 			return -cmp.Compare(boolInt(meets(a)), boolInt(meets(b)))

@@ -45,7 +45,7 @@ func TestPlanDoesNotWaitForEveryFit(t *testing.T) {
 	}
 	waiting := 0
 	for _, o := range first.Options {
-		if strings.Contains(o.Err, "being fitted") {
+		if strings.Contains(o.Err.Text, "being fitted") {
 			waiting++
 		}
 	}
@@ -62,7 +62,7 @@ func TestPlanDoesNotWaitForEveryFit(t *testing.T) {
 		}
 		waiting = 0
 		for _, o := range again.Options {
-			if strings.Contains(o.Err, "being fitted") {
+			if strings.Contains(o.Err.Text, "being fitted") {
 				waiting++
 			}
 		}
@@ -105,8 +105,8 @@ func TestPlanWaitsForEveryFitWhenTold(t *testing.T) {
 		t.Fatal("no scaled options: the runs' GPUs are not in the catalog")
 	}
 	for _, o := range whole.Options {
-		if o.Err != "" {
-			t.Errorf("%s on %s: %s", o.Run.ID, o.GPU, o.Err)
+		if o.Err.Code != "" {
+			t.Errorf("%s on %s: %s", o.Run.ID, o.GPU, o.Err.Text)
 		}
 	}
 }

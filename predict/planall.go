@@ -31,7 +31,7 @@ func (c *Service) planAll(ctx context.Context, pq PlanQuery) (Plan, error) {
 		bound: func(cfg store.RunConfig, sum calculator.Summary) (PlanOption, bool) {
 			return pq.optimistic(option(cfg), sum.BoundPlan(pq.Target)), true
 		},
-		entry: func(cfg store.RunConfig, m *calculator.Model, why string) (PlanOption, bool, error) {
+		entry: func(cfg store.RunConfig, m *calculator.Model, why msg.Message) (PlanOption, bool, error) {
 			opt := option(cfg)
 			opt.Err = why
 			if m != nil {
@@ -47,7 +47,7 @@ func (c *Service) planAll(ctx context.Context, pq PlanQuery) (Plan, error) {
 			return opt, true, nil
 		},
 		listed: func(o PlanOption) (store.RunConfig, float64, bool) { return o.Run, total(o), listable(o) },
-		unranked: func(cfg store.RunConfig, why string) {
+		unranked: func(cfg store.RunConfig, why msg.Message) {
 			opt := option(cfg)
 			opt.Err = why
 			done = append(done, opt)

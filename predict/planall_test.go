@@ -44,7 +44,7 @@ func bruteForce(t *testing.T, c *Service, pq PlanQuery) []PlanOption {
 		opt := PlanOption{Run: cfg, GPU: cfg.GPU, GPUCount: gpuCount(cfg)}
 		m, err := c.modelWithin(ctx, -1, cfg.ID)
 		if err != nil {
-			opt.Err = err.Error()
+			opt.Err = cannotModel(err)
 		} else if opt.Plan, err = m.Plan(pq.Target); err != nil {
 			t.Fatal(err)
 		}

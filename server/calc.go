@@ -23,6 +23,23 @@ func warnings(lists ...[]msg.Message) ([]string, []api.Notice) {
 	return texts, notices
 }
 
+// refusalMessage is what r.Error() says, with its code and parameters.
+func refusalMessage(r *calculator.Refusal) msg.Message {
+	if r.Supported == "" {
+		return r.Message
+	}
+	return msg.New("calculator.refused_supported", r.Reason, r.Supported)
+}
+
+// notice is m's code and parameters, nil for no message.
+func notice(m msg.Message) *api.Notice {
+	if m.Code == "" {
+		return nil
+	}
+	n := toAPINotice(m)
+	return &n
+}
+
 // toAPINotice is a message's code and parameters.
 func toAPINotice(m msg.Message) api.Notice {
 	return api.Notice{Code: m.Code, Params: m.Map()}
@@ -94,6 +111,7 @@ func ToAPIGrid(a predict.Answer[predict.Grid]) api.GridPrediction {
 		cell := api.GridCell{Concurrency: gc.Concurrency}
 		if gc.Refusal != nil {
 			cell.Status, cell.Method, cell.Refusal = "refused", api.GridCellMethod(calculator.NoSpeed), opt(gc.Refusal.Error())
+			cell.RefusalNotice = notice(refusalMessage(gc.Refusal))
 		} else {
 			p := gc.Prediction
 			cell.Status, cell.Method = api.GridCellStatus(p.Status), api.GridCellMethod(p.Basis)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/matrixd/matrixd/api"
 	"github.com/matrixd/matrixd/msg"
 )
 
@@ -88,6 +89,33 @@ func TestEveryCodeRendersInEveryLanguage(t *testing.T) {
 			}
 			if lang != "en" && got == en {
 				t.Errorf("%s in %s is the English: %q", code, lang, got)
+			}
+		}
+	}
+}
+
+// TestMethodClassesHaveLabels: each method class the API names (its value
+// is the code) has a label in every language, the translations not the
+// English.
+func TestMethodClassesHaveLabels(t *testing.T) {
+	c := messageCatalog(t)
+	spec, err := api.GetSpec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	classes := spec.Components.Schemas["MethodClass"].Value.Enum
+	if len(classes) < 5 {
+		t.Fatalf("method classes %v", classes)
+	}
+	for _, v := range classes {
+		key := "method_class." + v.(string)
+		en := c["en"][key]
+		if en == "" {
+			t.Errorf("en lacks %s", key)
+		}
+		for _, lang := range []string{"zh-Hant", "th"} {
+			if s := c[lang][key]; s == "" || s == en {
+				t.Errorf("%s %s is %q (en %q)", lang, key, s, en)
 			}
 		}
 	}

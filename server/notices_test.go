@@ -113,6 +113,40 @@ func TestWarningsCarryNotices(t *testing.T) {
 	if said == 0 {
 		t.Error("no option warned: the test reads nothing")
 	}
+	// What limits each option, why it falls short and what a scaled one
+	// is have their codes too.
+	limits, shortfalls, titles := 0, 0, 0
+	for _, q := range []url.Values{
+		{"context_tokens": {"0"}, "min_per_request_tok_s": {"30"}},
+		{"context_tokens": {"200000"}, "min_per_request_tok_s": {"10"}, "max_ttft_ms": {"60000"}},
+		{"context_tokens": {"0"}, "min_per_request_tok_s": {"1000"}},
+		{"context_tokens": {"0"}, "min_per_request_tok_s": {"50"}, "model": {"fara"}, "include_scaled": {"true"}, "limit": {"3"}},
+		{"context_tokens": {"0"}, "min_per_request_tok_s": {"10"}, "model": {"nemotron"}, "gpu": {"RTX 4060 Ti 16GB"}, "include_scaled_model": {"true"}},
+	} {
+		for _, o := range plan(t, e, q).Options {
+			if o.BindingDetail != nil {
+				limits++
+				if o.BindingNotice == nil || english(t, o.BindingNotice.Code, o.BindingNotice.Params) != *o.BindingDetail {
+					t.Errorf("%s: binding %q, notice %+v", o.RunID, *o.BindingDetail, o.BindingNotice)
+				}
+			}
+			if sh := o.Shortfall; sh != nil {
+				shortfalls++
+				if english(t, sh.ReasonNotice.Code, sh.ReasonNotice.Params) != sh.Reason {
+					t.Errorf("%s: shortfall %q, notice %+v", o.RunID, sh.Reason, sh.ReasonNotice)
+				}
+			}
+			if o.TitleNotice != nil {
+				titles++
+				if english(t, o.TitleNotice.Code, o.TitleNotice.Params) != o.Title {
+					t.Errorf("%s: title %q, notice %+v", o.RunID, o.Title, o.TitleNotice)
+				}
+			}
+		}
+	}
+	if limits == 0 || shortfalls == 0 || titles == 0 {
+		t.Errorf("%d limits, %d shortfalls, %d scaled titles read: want some of each", limits, shortfalls, titles)
+	}
 	// A calculator answer's too.
 	rec := e.do(t, http.MethodGet, "/v1/calculator/capacity?model=fara&gpu=RTX%203060&context_tokens=4096&vram_gb=8", nil)
 	var c api.CapacityEstimate
@@ -126,5 +160,27 @@ func TestWarningsCarryNotices(t *testing.T) {
 		if got := english(t, c.Notices[i].Code, c.Notices[i].Params); got != w {
 			t.Errorf("notice %d says %q, warning %q", i, got, w)
 		}
+	}
+	// A grid's refused cells say why with a code too.
+	fara := e.seed(t, "fara1.5-4b-autoround-rtx3060").ID
+	rec = e.do(t, http.MethodGet, "/v1/calculator/grid?run_id="+fara+"&contexts=49152,204800&concurrencies=1,6", nil)
+	var g api.GridPrediction
+	if err := json.Unmarshal(rec.Body.Bytes(), &g); err != nil || rec.Code != 200 {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	refused := 0
+	for _, row := range g.Rows {
+		for _, cell := range row.Cells {
+			if cell.Refusal == nil {
+				continue
+			}
+			refused++
+			if n := cell.RefusalNotice; n == nil || english(t, n.Code, n.Params) != *cell.Refusal {
+				t.Errorf("%d × %d: refusal %q, notice %+v", row.ContextTokens, cell.Concurrency, *cell.Refusal, cell.RefusalNotice)
+			}
+		}
+	}
+	if refused == 0 {
+		t.Errorf("no cell refused: %s", rec.Body)
 	}
 }

@@ -84,14 +84,16 @@ func toAPIPlanOption(t calculator.Target, o predict.PlanOption) (out api.PlanOpt
 	defer func() { out.Warnings, out.Notices = warnings(warn) }()
 	if o.Scaled {
 		out.ScaledFrom = &o.Run.GPU
-		out.Title = fmt.Sprintf("%s on %s, scaled from run %s (%s)", o.Run.ModelName, o.GPU, o.Run.ID, o.Run.Title)
+		title := msg.New("api.plan_title_scaled_gpu", o.Run.ModelName, o.GPU, o.Run.ID, o.Run.Title)
+		out.Title, out.TitleNotice = title.Text, notice(title)
 	}
 	if o.OtherModel != "" {
 		out.Model, out.ScaledFromModel = o.OtherModel, &o.Run.ModelName
-		out.Title = fmt.Sprintf("%s on %s, from run %s (%s)", o.OtherModel, o.GPU, o.Run.ID, o.Run.Title)
+		title := msg.New("api.plan_title_other_model", o.OtherModel, o.GPU, o.Run.ID, o.Run.Title)
+		out.Title, out.TitleNotice = title.Text, notice(title)
 	}
-	if o.Err != "" {
-		out.Shortfall = &api.PlanShortfall{Metric: api.PlanShortfallMetricModel, Reason: o.Err}
+	if o.Err.Code != "" {
+		out.Shortfall = &api.PlanShortfall{Metric: api.PlanShortfallMetricModel, Reason: o.Err.Text, ReasonNotice: toAPINotice(o.Err)}
 		return out
 	}
 	if p := pl.At; p != nil {
@@ -102,7 +104,7 @@ func toAPIPlanOption(t calculator.Target, o predict.PlanOption) (out api.PlanOpt
 	}
 	if pl.Binding != "" {
 		b := api.PlanOptionBinding(pl.Binding)
-		out.Binding, out.BindingDetail = &b, &pl.BindingDetail
+		out.Binding, out.BindingDetail, out.BindingNotice = &b, &pl.BindingDetail, notice(pl.BindingNotice)
 	}
 	if !pl.TTFTChecked && t.MaxTTFTMs > 0 {
 		code := "api.ttft_bound_not_applied_gpu"
@@ -115,7 +117,8 @@ func toAPIPlanOption(t calculator.Target, o predict.PlanOption) (out api.PlanOpt
 		warn = append(warn, msg.New(code, strconv.FormatFloat(t.MaxTTFTMs, 'f', -1, 64)))
 	}
 	if sh := pl.Shortfall; sh != nil {
-		out.Shortfall = &api.PlanShortfall{Metric: api.PlanShortfallMetric(sh.Metric), Reason: sh.Reason, Value: nonZeroF(sh.Value), Target: nonZeroF(sh.Target)}
+		out.Shortfall = &api.PlanShortfall{Metric: api.PlanShortfallMetric(sh.Metric), Reason: sh.Reason, ReasonNotice: toAPINotice(sh.Notice),
+			Value: nonZeroF(sh.Value), Target: nonZeroF(sh.Target)}
 	}
 	if pl.Instances > 0 {
 		gpus := pl.Instances * o.GPUCount

@@ -1399,11 +1399,14 @@ type GridCell struct {
 	PerRequestTokS *Estimate      `json:"per_request_tok_s"`
 
 	// Refusal Why a refused cell was not predicted.
-	Refusal   *string        `json:"refusal"`
-	Status    GridCellStatus `json:"status"`
-	TBTMs     *Estimate      `json:"tbt_ms"`
-	TotalTokS *Estimate      `json:"total_tok_s"`
-	TTFTMs    *Estimate      `json:"ttft_ms"`
+	Refusal *string `json:"refusal"`
+
+	// RefusalNotice `refusal` with its code and parameters (null when the cell is predicted).
+	RefusalNotice *Notice        `json:"refusal_notice,omitempty"`
+	Status        GridCellStatus `json:"status"`
+	TBTMs         *Estimate      `json:"tbt_ms"`
+	TotalTokS     *Estimate      `json:"total_tok_s"`
+	TTFTMs        *Estimate      `json:"ttft_ms"`
 }
 
 // GridCellMethod defines model for GridCell.Method.
@@ -1931,6 +1934,9 @@ type PlanOption struct {
 	Binding       *PlanOptionBinding `json:"binding"`
 	BindingDetail *string            `json:"binding_detail"`
 
+	// BindingNotice `binding_detail` with its code and parameters.
+	BindingNotice *Notice `json:"binding_notice"`
+
 	// Concurrency The largest concurrency meeting the target; 0 when none does.
 	Concurrency int `json:"concurrency"`
 
@@ -2019,8 +2025,11 @@ type PlanOption struct {
 	Surely bool `json:"surely"`
 
 	// Title The run's title; for a scaled option, what is planned and from which run: `<model> on <gpu>, scaled from run <run_id> (<run title>)` (another GPU) or `<model> on <gpu>, from run <run_id> (<run title>)` (another model).
-	Title     string    `json:"title"`
-	TotalTokS *Estimate `json:"total_tok_s"`
+	Title string `json:"title"`
+
+	// TitleNotice For a scaled option, `title` with its code and parameters (`api.plan_title_scaled_gpu`, `api.plan_title_other_model`); null where `title` is the run's own.
+	TitleNotice *Notice   `json:"title_notice"`
+	TotalTokS   *Estimate `json:"total_tok_s"`
 
 	// TTFTChecked False when this option has no TTFT prediction (another GPU, or a run whose TTFT is not predicted there), whether or not a TTFT bound was asked: a bound cannot be applied to it.
 	TTFTChecked bool      `json:"ttft_checked"`
@@ -2042,7 +2051,10 @@ type PlanShortfall struct {
 	// Metric `capacity`: not even one request fits; `coverage`: the data does not reach this context; `model`: the run cannot be modelled.
 	Metric PlanShortfallMetric `json:"metric"`
 	Reason string              `json:"reason"`
-	Target *float64            `json:"target"`
+
+	// ReasonNotice `reason` with its code and parameters.
+	ReasonNotice Notice   `json:"reason_notice"`
+	Target       *float64 `json:"target"`
 
 	// Value What the run achieves at concurrency 1.
 	Value *float64 `json:"value"`

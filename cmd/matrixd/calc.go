@@ -696,8 +696,8 @@ func printPlan(w io.Writer, t calculator.Target, pl predict.Plan, ap api.Capacit
 		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t", i+1, gpu, model, o.Run.ID)
 		p := o.Plan
 		switch {
-		case o.Err != "":
-			fmt.Fprintf(w, "—\t\t\t\t\t%s\n", inFlags(o.Err))
+		case o.Err.Code != "":
+			fmt.Fprintf(w, "—\t\t\t\t\t%s\n", inFlags(o.Err.Text))
 			continue
 		case !p.Meets:
 			fmt.Fprintf(w, "misses\t\t\t\t\t%s\n", inFlags(p.Shortfall.Reason))
