@@ -6,6 +6,8 @@ package msg
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -39,33 +41,41 @@ func (m Message) Map() map[string]string {
 // fails on any code the Go code uses that is not declared).
 func New(code string, args ...any) Message {
 	m := Message{Code: code}
-	tpl, ok := templates[code]
+	parts, ok := parsed[code]
 	if !ok {
 		m.Text = code
 		return m
 	}
 	var b strings.Builder
-	seen := map[string]string{}
 	next := 0
-	for _, part := range parse(tpl) {
+	for _, part := range parts {
 		if part.name == "" {
 			b.WriteString(part.text)
 			continue
 		}
-		v, ok := seen[part.name]
-		if !ok {
+		i := slices.IndexFunc(m.Params, func(p Param) bool { return p.Name == part.name })
+		if i < 0 {
+			v := "%!(MISSING)"
 			if next < len(args) {
 				v = fmt.Sprintf(part.verb, args[next])
-			} else {
-				v = "%!(MISSING)"
 			}
 			next++
-			seen[part.name] = v
+			i = len(m.Params)
 			m.Params = append(m.Params, Param{Name: part.name, Value: v})
 		}
-		b.WriteString(v)
+		b.WriteString(m.Params[i].Value)
 	}
 	m.Text = b.String()
+	return m
+}
+
+// Of is the message of code with params (by name) and its English text,
+// as a client reads them from the API: for Render.
+func Of(code string, params map[string]string, text string) Message {
+	m := Message{Code: code, Text: text}
+	for _, name := range slices.Sorted(maps.Keys(params)) {
+		m.Params = append(m.Params, Param{Name: name, Value: params[name]})
+	}
 	return m
 }
 
@@ -135,6 +145,16 @@ func contains(list []string, s string) bool {
 }
 
 type part struct{ text, name, verb string }
+
+// parsed is each template's parts, read once: New writes a message often
+// (every answer's warnings).
+var parsed = func() map[string][]part {
+	out := make(map[string][]part, len(templates))
+	for code, tpl := range templates {
+		out[code] = parse(tpl)
+	}
+	return out
+}()
 
 // parse splits a template into text and {name} or {name:%verb} parts. A
 // brace that does not open a placeholder (a letter, digit or _ then } or :)

@@ -41,6 +41,17 @@ func TestRender(t *testing.T) {
 	if got := Render(c, "fr", m); got != m.Text {
 		t.Errorf("a language without the code: %q, want the English", got)
 	}
+	// As a client has it from the API: code, params and the English.
+	if got := Render(c, "th", Of(m.Code, m.Map(), m.Text)); got != "ชุดนี้มีเกิน 50 รัน" {
+		t.Errorf("th from the API's notice: %q", got)
+	}
+}
+
+// BenchmarkNew writes a warning with three parameters.
+func BenchmarkNew(b *testing.B) {
+	for b.Loop() {
+		New("calculator.context_beyond_longest", 262144, 2.0, 32768)
+	}
 }
 
 // TestTemplatesAreWellFormed: every code is named as clients key on it,
