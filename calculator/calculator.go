@@ -111,16 +111,19 @@ type Run struct {
 }
 
 // Refusal is a query the data does not support. Reason and Supported are
-// client-facing text; Message is Reason with its code and parameters.
+// client-facing text; Message and SupportedMessage are the same with their
+// codes and parameters.
 type Refusal struct {
-	Reason    string
-	Supported string
-	Message   msg.Message
+	Reason           string
+	Supported        string
+	Message          msg.Message
+	SupportedMessage msg.Message
 }
 
-// NewRefusal is the refusal saying m, with what is supported instead.
-func NewRefusal(m msg.Message, supported string) *Refusal {
-	return &Refusal{Reason: m.Text, Supported: supported, Message: m}
+// NewRefusal is the refusal saying m, with what is supported instead (no
+// message: nothing to say).
+func NewRefusal(m, supported msg.Message) *Refusal {
+	return &Refusal{Reason: m.Text, Supported: supported.Text, Message: m, SupportedMessage: supported}
 }
 
 func (r *Refusal) Error() string {
@@ -136,7 +139,7 @@ var ErrRefused = errors.New("refused")
 // Is makes errors.Is(err, ErrRefused) true for refusals.
 func (r *Refusal) Is(target error) bool { return target == ErrRefused }
 
-func refuse(supported, code string, args ...any) error {
+func refuse(supported msg.Message, code string, args ...any) error {
 	return NewRefusal(msg.New(code, args...), supported)
 }
 

@@ -229,7 +229,7 @@ func (c capacity) toModel(r ModelRatios) (capacity, []msg.Message, error) {
 		out := c.scale(1/r.KV, 1/r.KV)
 		return out, []msg.Message{msg.New("calculator.kv_scaled_other_model", r.KV)}, nil
 	}
-	supported := "another model whose weights and KV cache fit the memory the run's model and its KV cache took"
+	supported := msg.New("calculator.supported_other_model_memory")
 	if c.cLo <= 0 {
 		return capacity{}, nil, refuse(supported, "calculator.kv_pool_unknown")
 	}

@@ -111,20 +111,20 @@ func (m *Model) decode(q Query, gm GPUMove) (Prediction, error) {
 	total := m.speedEstimates(a, &p, d, queuedAt)
 	m.decodeTTFTAnswer(a, &p, d)
 	if !finite(d.t, d.s, total) || !finiteEstimates(p.TotalTokS, p.PerRequestTokS, p.TBTMs, p.TTFTMs) {
-		return Prediction{}, refuse(m.supportedRange(), "calculator.no_finite_speed")
+		return Prediction{}, refuse(m.supportedRange("calculator.supported_range"), "calculator.no_finite_speed")
 	}
 	return p, nil
 }
 
 // modelAndGPU refuses another model on another GPU.
 func modelAndGPU() error {
-	return refuse("another model on the run's GPU, or the run's model on another GPU", "calculator.model_and_gpu")
+	return refuse(msg.New("calculator.supported_one_move"), "calculator.model_and_gpu")
 }
 
 // ask reads q's moves, refusing those the run cannot make.
 func (m *Model) ask(q Query, gm GPUMove) (asked, error) {
 	if q.ContextTokens < 0 || q.Concurrency < 1 {
-		return asked{}, refuse("context ≥ 0 and concurrency ≥ 1", "calculator.not_a_cell", q.ContextTokens, q.Concurrency)
+		return asked{}, refuse(msg.New("calculator.supported_cell"), "calculator.not_a_cell", q.ContextTokens, q.Concurrency)
 	}
 	maxOut, err := m.maxOutput(q)
 	capUnknown := errors.Is(err, ErrRefused)

@@ -72,7 +72,7 @@ func (m *Model) gpuScale(q Query, mv GPUMove) (gpuScaling, error) {
 	}
 	from, ok := LookupRunGPU(m.run.GPU, m.run.VRAMGB)
 	if !ok {
-		return gpuScaling{}, refuse("runs measured on a GPU of the hardware catalog (GET /v1/hardware)", "calculator.run_gpu_not_in_catalog", clipName(m.run.GPU))
+		return gpuScaling{}, refuse(msg.New("calculator.supported_catalog_run_gpu"), "calculator.run_gpu_not_in_catalog", clipName(m.run.GPU))
 	}
 	to, ok := LookupGPU(q.TargetGPU)
 	if !ok {
@@ -84,7 +84,7 @@ func (m *Model) gpuScale(q Query, mv GPUMove) (gpuScaling, error) {
 	s := gpuScaling{scaled: true, ratio: from.BandwidthGBs / to.BandwidthGBs, band: mv.Band, move: mv, target: to}
 	if from.Generation != to.Generation {
 		if !q.Rough {
-			return gpuScaling{}, refuse("a GPU of the measured one's generation ("+from.Generation+"), or rough=true for a labelled rough estimate",
+			return gpuScaling{}, refuse(msg.New("calculator.supported_same_generation", from.Generation),
 				"calculator.gpu_generations",
 				from.Name, from.Generation, to.Name, to.Generation)
 		}

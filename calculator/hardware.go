@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 	"unicode"
+
+	"github.com/matrixd/matrixd/msg"
 )
 
 // GPUSpec is one GPU of the hardware catalog: what scaling speed and
@@ -253,9 +255,9 @@ func LookupRunGPU(name string, vramGB float64) (GPUSpec, bool) {
 
 // unknownGPU is the refusal for a GPU the catalog does not have.
 func unknownGPU(name, code string) error {
-	supported := "a GPU of the hardware catalog (GET /v1/hardware)"
+	supported := msg.New("calculator.supported_catalog_gpu")
 	if s := Hardware().Suggest(name, 6); len(s) > 0 {
-		supported += ", e.g. " + strings.Join(s, ", ")
+		supported = msg.New("calculator.supported_catalog_gpu_suggest", strings.Join(s, ", "))
 	}
 	return refuse(supported, code, clipName(name))
 }

@@ -73,7 +73,7 @@ const (
 )
 
 // ErrNoData means a run has no valid decode cell to model.
-var ErrNoData = NewRefusal(msg.New("calculator.no_data"), "")
+var ErrNoData = NewRefusal(msg.New("calculator.no_data"), msg.Message{})
 
 // Fit builds a run's model: it chooses the run's interpolant (linear or
 // log2 in concurrency) by held-out error, and calibrates its bands by
@@ -821,7 +821,7 @@ func (m *Model) speedAt(lTokens int, b float64, levels bool) (speedRead, error) 
 		// One concurrency says nothing of how the speed changes with the
 		// number of requests: any answer would be the surface's assumption.
 		_, minL, maxL := m.sf.limits(0)
-		return speedRead{}, refuse(fmt.Sprintf("context %d–%d tokens at concurrency %g only", int(minL*tokensPerK), int(maxL*tokensPerK), m.byB[0].b),
+		return speedRead{}, refuse(msg.New("calculator.supported_one_concurrency", int(minL*tokensPerK), int(maxL*tokensPerK), m.byB[0].b),
 			"calculator.one_concurrency", m.byB[0].b, b)
 	}
 	if !levels && m.unlevelled != nil {
@@ -832,7 +832,7 @@ func (m *Model) speedAt(lTokens int, b float64, levels bool) (speedRead, error) 
 		return moved.speed(lTokens, b, false)
 	}
 	l = m.sf.snap(l) // a context within 5 % of a measured row reads that row
-	supported := m.supportedRange()
+	supported := m.supportedRange("calculator.supported_range")
 	if bc, full := m.kv.effective(l, b); levels && full {
 		return m.speedCapped(l, b, bc, lTokens, supported)
 	}
@@ -860,7 +860,7 @@ func (m *Model) speedAt(lTokens int, b float64, levels bool) (speedRead, error) 
 		return speedRead{}, refuse(supported, "calculator.not_smooth", lo, hi, lTokens)
 	}
 	if lo, hi, at, jump := m.sf.jump(b); jump {
-		return speedRead{}, refuse(supported+"; across a jump, only concurrencies some row measured", "calculator.concurrency_jump", lo, hi, int(math.Round(at*tokensPerK)), b)
+		return speedRead{}, refuse(m.supportedRange("calculator.supported_range_jump"), "calculator.concurrency_jump", lo, hi, int(math.Round(at*tokensPerK)), b)
 	}
 	if r, ok := m.speedInside(l, b); ok {
 		return r, nil
@@ -870,7 +870,7 @@ func (m *Model) speedAt(lTokens int, b float64, levels bool) (speedRead, error) 
 
 // speedCapped is speedAt where a full KV cache (or the request limit) runs
 // bc of b requests at once; the rest wait.
-func (m *Model) speedCapped(l, b, bc float64, lTokens int, supported string) (speedRead, error) {
+func (m *Model) speedCapped(l, b, bc float64, lTokens int, supported msg.Message) (speedRead, error) {
 	if maxB := concurrencyReach * m.kv.maxB(l); b > maxB {
 		return speedRead{}, pastConcurrency(supported, b, lTokens, maxB)
 	}
@@ -918,7 +918,7 @@ func (m *Model) speedInside(l, b float64) (speedRead, bool) {
 
 // speedBeyond is speedAt outside the measured region, within the run's
 // reach (see limits).
-func (m *Model) speedBeyond(l, b float64, lTokens int, supported string) (speedRead, error) {
+func (m *Model) speedBeyond(l, b float64, lTokens int, supported msg.Message) (speedRead, error) {
 	maxB, minL, maxL := m.sf.limits(l)
 	if l > maxL {
 		return speedRead{}, refuse(supported, "calculator.context_beyond_longest", lTokens, longestReach, int(math.Round(m.sf.maxL*tokensPerK)))
@@ -958,19 +958,20 @@ func (m *Model) neighbours(l, b float64) []CellRef {
 	return out
 }
 
-func (m *Model) supportedRange() string {
+// supportedRange says the range the run answers, as code (the range
+// alone, or with what a jump leaves).
+func (m *Model) supportedRange(code string) msg.Message {
 	maxB := 0.0
 	for _, r := range m.sf.rows {
 		maxB = max(maxB, r.xs[len(r.xs)-1])
 	}
 	_, minL, maxL := m.sf.limits(0)
-	return fmt.Sprintf("context %d–%d tokens, concurrency 1–%d (up to %g× the largest measured near the asked context)",
-		int(minL*tokensPerK), int(maxL*tokensPerK), int(concurrencyReach*maxB), concurrencyReach)
+	return msg.New(code, int(minL*tokensPerK), int(maxL*tokensPerK), int(concurrencyReach*maxB), concurrencyReach)
 }
 
 // pastConcurrency refuses concurrency b, beyond maxB, the reach of the
 // run's concurrencies near context lTokens.
-func pastConcurrency(supported string, b float64, lTokens int, maxB float64) error {
+func pastConcurrency(supported msg.Message, b float64, lTokens int, maxB float64) error {
 	return refuse(supported, "calculator.concurrency_beyond_largest", b, concurrencyReach, lTokens, maxB/concurrencyReach)
 }
 
@@ -989,7 +990,7 @@ func (m *Model) maxOutput(q Query) (int, error) {
 // errNoMaxOutput refuses a question that needs the KV capacity of a run
 // that does not say what each request reserves for output.
 func errNoMaxOutput() error {
-	return refuse("max_output_tokens ≥ 1", "calculator.max_output_unknown")
+	return refuse(msg.New("calculator.supported_max_output"), "calculator.max_output_unknown")
 }
 
 // capacityUnknownWarning is said of a speed answered without the KV
@@ -1018,7 +1019,7 @@ func otherModelSpeed(r ModelRatios, mv ModelMove) msg.Message {
 // move was measured alone.
 func otherModelVRAM(q Query) error {
 	if q.VRAMGB > 0 || q.GPUMemoryUtilization > 0 || q.TargetGPU != "" {
-		return refuse("another model at the run's GPU, VRAM and memory utilization", "calculator.other_model_vram")
+		return refuse(msg.New("calculator.supported_other_model_same_memory"), "calculator.other_model_vram")
 	}
 	return nil
 }
@@ -1042,7 +1043,7 @@ func (m *Model) targetVRAM(q *Query, gpu *gpuScaling) error {
 		*q = moved
 	case errors.As(err, &full):
 		// The weights alone fill the other GPU: nothing runs there.
-		return refuse(full.Supported, "calculator.no_room_on_gpu", gpu.target.Name, full.Reason)
+		return refuse(full.SupportedMessage, "calculator.no_room_on_gpu", gpu.target.Name, full.Reason)
 	case errors.As(err, &r):
 		gpu.warnings = append(gpu.warnings, msg.New("calculator.kv_not_moved_to_gpu", gpu.target.Name, r.Reason))
 	}
@@ -1139,7 +1140,7 @@ const prefillReach = 2
 func (m *Model) Prefill(l int) (PrefillPrediction, error) {
 	pm := m.prefill
 	if len(pm.points) < 2 || pm.p+pm.q <= 0 {
-		return PrefillPrediction{}, refuse("runs with at least two prefill measurements", "calculator.prefill_too_few")
+		return PrefillPrediction{}, refuse(msg.New("calculator.supported_two_prefills"), "calculator.prefill_too_few")
 	}
 	limit := prefillReach * pm.maxL
 	if m.run.MaxModelLen > 0 {
@@ -1153,7 +1154,7 @@ func (m *Model) Prefill(l int) (PrefillPrediction, error) {
 	// fit has no term for (scheduling, a decode step, sampling) make most
 	// of the time: 1 token was answered 0.25 ms ±4 %, under one decode step.
 	floor := max(1, (minL+1)/2)
-	supported := fmt.Sprintf("context %d–%d tokens", floor, limit)
+	supported := msg.New("calculator.supported_prefill_range", floor, limit)
 	if l < floor || l > limit {
 		return PrefillPrediction{}, refuse(supported, "calculator.prefill_out_of_range", l, minL, prefillReach)
 	}
@@ -1211,7 +1212,7 @@ func (m *Model) PrefillOtherModel(l int, r ModelRatios) (PrefillPrediction, erro
 		return PrefillPrediction{}, err
 	}
 	if !(r.From.FLOPsPerToken > 0 && r.To.FLOPsPerToken > 0 && r.From.AttentionFLOPs > 0 && r.To.AttentionFLOPs > 0) {
-		return PrefillPrediction{}, refuse("another model whose parameters and attention geometry (full-attention layers, heads, head dimension) the model facts give", "calculator.prefill_other_model_flops")
+		return PrefillPrediction{}, refuse(msg.New("calculator.supported_prefill_other_model"), "calculator.prefill_other_model_flops")
 	}
 	p, err := m.Prefill(l)
 	if err != nil {
@@ -1224,7 +1225,7 @@ func (m *Model) PrefillOtherModel(l int, r ModelRatios) (PrefillPrediction, erro
 		Warnings: append(p.Warnings, msg.New("calculator.prefill_other_model",
 			p.Basis, p.TTFTMs.Value, k, 100*rel))}
 	if !finite(k, v) || !finiteEstimates(&out.TTFTMs, &out.PromptTokS) {
-		return PrefillPrediction{}, refuse("another model whose FLOPs per prompt token are finite", "calculator.prefill_other_model_not_finite")
+		return PrefillPrediction{}, refuse(msg.New("calculator.supported_finite_flops"), "calculator.prefill_other_model_not_finite")
 	}
 	return out, nil
 }
@@ -1253,7 +1254,7 @@ type CapacityAnswer struct {
 // context fits at q's concurrency (when given).
 func (m *Model) Capacity(q Query) (CapacityAnswer, error) {
 	if q.ContextTokens < 0 || q.Concurrency < 0 {
-		return CapacityAnswer{}, refuse("context ≥ 0, concurrency ≥ 1", "calculator.capacity_negative")
+		return CapacityAnswer{}, refuse(msg.New("calculator.supported_capacity_query"), "calculator.capacity_negative")
 	}
 	maxOut, err := m.maxOutput(q)
 	if err != nil {
@@ -1268,7 +1269,7 @@ func (m *Model) Capacity(q Query) (CapacityAnswer, error) {
 			return CapacityAnswer{}, err
 		}
 		if !q.OtherModel.sized() {
-			return CapacityAnswer{}, refuse("another model whose weights and KV bytes per token the model facts give", "calculator.capacity_other_model_sizes")
+			return CapacityAnswer{}, refuse(msg.New("calculator.supported_other_model_sizes"), "calculator.capacity_other_model_sizes")
 		}
 	}
 	if q.TargetGPU != "" && q.VRAMGB == 0 {

@@ -98,7 +98,7 @@ type planStep struct {
 // cells, one prediction each.
 func (m *Model) Plan(t Target) (Plan, error) {
 	if t.ContextTokens < 0 || t.MinPerRequestTokS < 0 || t.MaxTTFTMs < 0 || t.Users < 0 {
-		return Plan{}, refuse("context ≥ 0, speeds and times ≥ 0", "calculator.plan_negative")
+		return Plan{}, refuse(msg.New("calculator.supported_plan_target"), "calculator.plan_negative")
 	}
 	var pass *planStep // the largest concurrency probed that meets t
 	step := func(b int) (planStep, error) {

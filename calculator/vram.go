@@ -1,7 +1,6 @@
 package calculator
 
 import (
-	"fmt"
 	"math"
 	"regexp"
 	"strconv"
@@ -50,7 +49,7 @@ func (m *Model) vramScale(q Query) (vramScaling, error) {
 	if vram == r.VRAMGB && util == r.GPUMemoryUtilization {
 		return vramScaling{lo: 1, hi: 1}, nil
 	}
-	supported := "the run's own VRAM and memory utilization, or other sizes for a run whose model size, quantization, VRAM and gpu_memory_utilization are known"
+	supported := msg.New("calculator.supported_vram")
 	switch {
 	case r.VRAMGB <= 0:
 		return vramScaling{}, refuse(supported, "calculator.vram_unknown")
@@ -72,7 +71,7 @@ func (m *Model) vramScale(q Query) (vramScaling, error) {
 		}
 		if next <= 0 {
 			return vramScaling{}, noRoom{NewRefusal(msg.New("calculator.vram_no_room", vram, util, vram*util, weights, o),
-				fmt.Sprintf("more than %.1f GB of VRAM at utilization %.2f", (weights+o)/util, util))}
+				msg.New("calculator.supported_vram_room", (weights+o)/util, util))}
 		}
 		ratio := next / base
 		lo, hi = math.Min(lo, ratio), math.Max(hi, ratio)

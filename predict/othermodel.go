@@ -24,7 +24,7 @@ import (
 // experts (a batch reads more experts than one request does, so their
 // weights per step grow differently with concurrency).
 func ModelRatios(facts *trust.Models, from store.Run, model, quantization string) (calculator.ModelRatios, error) {
-	supported := "another model of the run's kind (dense or mixture of experts) that the model facts table describes (parameters, KV layers, KV heads, head dimension), with a known quantization"
+	supported := msg.New("predict.supported_other_model_kind")
 	src, ok := facts.Lookup(from.Model.Name)
 	if !ok || src.KVBytesPerToken(1) <= 0 {
 		return calculator.ModelRatios{}, calculator.NewRefusal(msg.New("predict.facts_lack_run_model", from.Model.Name), supported)
@@ -134,7 +134,7 @@ func (c *Service) otherModelRunAmong(ctx context.Context, sel Selection, narrow 
 	if len(elsewhere) > 0 {
 		name, quant, quantFrom = elsewhere[0].ModelName, elsewhere[0].Quantization, elsewhere[0].ID
 	}
-	supported := "a model the model facts table describes (GET /v1/model-facts), answered from a run of another model of its kind (dense or mixture of experts) on the GPU that the table describes too"
+	supported := msg.New("predict.supported_other_model_answer")
 	dst, ok := c.facts.Lookup(name)
 	if !ok || dst.KVBytesPerToken(1) <= 0 {
 		m := msg.New("predict.other_model_no_entry", clip(sel.Model), clip(sel.GPU), strings.Join(clipAll(others, 4), ", "), clip(name))
@@ -209,7 +209,7 @@ func (o otherModel) prefillFacts() error {
 	for _, m := range []trust.Model{o.to, o.from} {
 		if m.AttentionFLOPsPerContextToken() <= 0 {
 			return calculator.NewRefusal(msg.New("predict.prefill_facts_lack_attention", m.Name, o.from.Name, o.to.Name),
-				"a model whose parameters and attention geometry the model facts table gives, answered from a run of another such model on the GPU")
+				msg.New("predict.supported_prefill_facts"))
 		}
 	}
 	return nil

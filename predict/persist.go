@@ -31,6 +31,9 @@ type storedRefusal struct {
 	Supported string      `json:"supported,omitempty"`
 	Code      string      `json:"code,omitempty"`
 	Params    []msg.Param `json:"params,omitempty"`
+	// SupportedCode and SupportedParams are Supported's.
+	SupportedCode   string      `json:"supported_code,omitempty"`
+	SupportedParams []msg.Param `json:"supported_params,omitempty"`
 }
 
 // fitOrRebuild makes run id's model: rebuilt from its stored fit when the
@@ -61,7 +64,8 @@ func (c *Service) fitOrRebuild(ctx context.Context, id string, shared []string, 
 		c.background(c.store.PutFit(put, store.StoredFit{RunID: id, Method: calculator.MethodVersion,
 			Params: m.Params().Encode(), Summary: calculator.Summarize(m).Encode()}))
 	case errors.As(err, &ref):
-		b, _ := json.Marshal(storedRefusal{Reason: ref.Reason, Supported: ref.Supported, Code: ref.Message.Code, Params: ref.Message.Params})
+		b, _ := json.Marshal(storedRefusal{Reason: ref.Reason, Supported: ref.Supported, Code: ref.Message.Code, Params: ref.Message.Params,
+			SupportedCode: ref.SupportedMessage.Code, SupportedParams: ref.SupportedMessage.Params})
 		c.background(c.store.PutFit(put, store.StoredFit{RunID: id, Method: calculator.MethodVersion, Refusal: string(b)}))
 	}
 	return m, err
@@ -97,7 +101,11 @@ func refusalOf(s string) (*calculator.Refusal, error) {
 	if sr.Code == "" {
 		m.Params = []msg.Param{{Name: "reason", Value: sr.Reason}}
 	}
-	return &calculator.Refusal{Reason: sr.Reason, Supported: sr.Supported, Message: m}, nil
+	sup := msg.Message{Code: sr.SupportedCode, Params: sr.SupportedParams, Text: sr.Supported}
+	if sr.SupportedCode == "" && sr.Supported != "" {
+		sup = msg.Message{Code: "calculator.supported", Params: []msg.Param{{Name: "supported", Value: sr.Supported}}, Text: sr.Supported}
+	}
+	return &calculator.Refusal{Reason: sr.Reason, Supported: sr.Supported, Message: m, SupportedMessage: sup}, nil
 }
 
 // backfillBatch is how many unfitted runs a backfill pass reads at once.

@@ -597,7 +597,7 @@ func (o *otherModel) refused(err error, sel Selection, ids []string) error {
 	if o == nil || !errors.As(err, &ref) {
 		return err
 	}
-	return calculator.NewRefusal(msg.New("predict.other_model_run_refuses", o.to.Name, clip(sel.GPU), ids[0], o.from.Name, ref.Reason), ref.Supported)
+	return calculator.NewRefusal(msg.New("predict.other_model_run_refuses", o.to.Name, clip(sel.GPU), ids[0], o.from.Name, ref.Reason), ref.SupportedMessage)
 }
 
 // queryRatios are the ratios a query for o sets as its OtherModel (none

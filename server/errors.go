@@ -155,7 +155,7 @@ func toProblem(err error, c echo.Context) api.Problem {
 			p = problem(http.StatusUnprocessableEntity, refusal.Reason)
 		}
 		if refusal.Supported != "" {
-			p.Supported = &refusal.Supported
+			p.Supported, p.SupportedNotice = &refusal.Supported, notice(refusal.SupportedMessage)
 		}
 	case errors.As(err, &amb):
 		p = problem(http.StatusUnprocessableEntity, amb.Error())

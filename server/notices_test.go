@@ -69,6 +69,9 @@ func TestProblemsCarryCodes(t *testing.T) {
 				t.Errorf("%s: params[%s] = %q, want %q", tt.target, k, p.Params[k], v)
 			}
 		}
+		if p.Supported != nil && (p.SupportedNotice == nil || english(t, p.SupportedNotice.Code, p.SupportedNotice.Params) != *p.Supported) {
+			t.Errorf("%s: supported %q, notice %+v", tt.target, *p.Supported, p.SupportedNotice)
+		}
 		if p.Detail == nil || english(t, p.Code, p.Params) != *p.Detail {
 			t.Errorf("%s: %s with %v says %q in English, detail %v", tt.target, p.Code, p.Params, english(t, p.Code, p.Params), p.Detail)
 		}

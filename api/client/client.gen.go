@@ -2127,6 +2127,9 @@ type Problem struct {
 	// Supported For 422 from the calculator, the range the data supports.
 	Supported *string `json:"supported,omitempty"`
 
+	// SupportedNotice `supported` with its code and parameters.
+	SupportedNotice *Notice `json:"supported_notice,omitempty"`
+
 	// Candidates For 422 from the calculator, the runs an ambiguous selection matched.
 	Candidates *[]CandidateRun `json:"candidates,omitempty"`
 }
