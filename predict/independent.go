@@ -4,12 +4,12 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"slices"
 	"strings"
 
 	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/msg"
 	"github.com/matrixd/matrixd/store"
 )
 
@@ -237,14 +237,12 @@ func (lc *listedCopies) sources(configs []store.RunConfig) []store.RunConfig {
 }
 
 // warning says how many runs were left out as copies of listed ones.
-func (lc *listedCopies) warning() []string {
+func (lc *listedCopies) warning() []msg.Message {
 	n := len(lc.left)
 	if n == 0 {
 		return nil
 	}
-	return []string{fmt.Sprintf("%d %s left out as %s of %s (most of %s cells within %.0f %% of %s): each measurement is listed once, as its earliest run",
-		n, plural(n, "run was", "runs were"), plural(n, "a near-copy", "near-copies"), plural(n, "a listed run", "listed runs"),
-		plural(n, "its", "their"), 100*copyTolerance, plural(n, "that run's", "those runs'"))}
+	return []msg.Message{msg.New(plural(n, "predict.copies_left_out_one", "predict.copies_left_out"), n, 100*copyTolerance)}
 }
 
 // planOptionAt reads a plan's i-th option for copyOf: measured options
@@ -258,7 +256,7 @@ func planOptionAt(opts []PlanOption) func(int) (store.RunConfig, float64, bool) 
 }
 
 // listable reports whether o is a measured run's planned option.
-func listable(o PlanOption) bool { return !o.estimated() && o.Err == "" && o.Plan.At != nil }
+func listable(o PlanOption) bool { return !o.estimated() && o.Err.Code == "" && o.Plan.At != nil }
 
 // dropCopies keeps one of opts' measured options per measurement (see
 // listedCopies); the plan sorts them after.

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/msg"
 	"github.com/matrixd/matrixd/store"
 	"github.com/matrixd/matrixd/trust"
 )
@@ -277,7 +278,7 @@ func configFields(c store.RunConfig) [][2]string {
 
 // selectRun returns the id of the run to model and the ids of every run
 // the answer stands on (the modelled one first).
-func (c *Service) selectRun(ctx context.Context, sel Selection) (string, []string, []string, error) {
+func (c *Service) selectRun(ctx context.Context, sel Selection) (string, []string, []msg.Message, error) {
 	byName := sel.Model != "" || sel.GPU != ""
 	switch {
 	case sel.RunID != "" && byName:
@@ -299,7 +300,7 @@ func (c *Service) selectRun(ctx context.Context, sel Selection) (string, []strin
 			return "", nil, nil, invalidParam("kv_cache_dtype", fmt.Sprintf("run %s has KV cache dtype %s, not %q: leave kv_cache_dtype out with run_id, or choose the run by model and gpu",
 				sel.RunID, orNone(cfg.KVCacheDtype), clip(sel.KVCacheDtype)))
 		}
-		var warn []string
+		var warn []msg.Message
 		if cfg.Flagged {
 			warn = append(warn, flaggedWarning(sel.RunID))
 		}
@@ -325,7 +326,7 @@ func (c *Service) selectRun(ctx context.Context, sel Selection) (string, []strin
 		// selectOrOther says why (noRun) when no other model answers.
 		return "", nil, nil, &store.Error{Kind: store.ErrNotFound, Msg: fmt.Sprintf("no run of a model matching %q on GPU %q", clip(sel.Model), clip(sel.GPU))}
 	}
-	var warn []string
+	var warn []msg.Message
 	if sel.IncludeFlagged {
 		n := 0
 		for _, cfg := range configs {
@@ -334,7 +335,7 @@ func (c *Service) selectRun(ctx context.Context, sel Selection) (string, []strin
 			}
 		}
 		if n > 0 {
-			warn = append(warn, fmt.Sprintf("%d %s a plausibility check flagged %s included (include_flagged=true)", n, plural(n, "run", "runs"), plural(n, "is", "are")))
+			warn = append(warn, msg.New(plural(n, "predict.flagged_included_one", "predict.flagged_included"), n))
 		}
 	}
 	// Runs of another method class than the newest measured something
@@ -346,7 +347,7 @@ func (c *Service) selectRun(ctx context.Context, sel Selection) (string, []strin
 		}
 	}
 	if n := len(configs) - len(kept); n > 0 {
-		warn = append(warn, fmt.Sprintf("%d %s of another method class than %s left out: they measured something else", n, plural(n, "run", "runs"), class))
+		warn = append(warn, msg.New(plural(n, "predict.other_class_left_out_one", "predict.other_class_left_out"), n, class))
 	}
 	configs = kept
 	first := configFields(configs[0])
@@ -377,26 +378,25 @@ func (c *Service) selectRun(ctx context.Context, sel Selection) (string, []strin
 			return "", nil, nil, err
 		}
 		if copies > 0 {
-			warn = append(warn, fmt.Sprintf("%d %s of another (the same submitter, or cells within %.0f %%): each counts once, as its earliest run", copies, plural(copies, "run is a near-copy", "runs are near-copies"), 100*copyTolerance))
+			warn = append(warn, msg.New(plural(copies, "predict.near_copies_one", "predict.near_copies"), copies, 100*copyTolerance))
 		}
 	}
 	if len(ids) > 1 {
-		why := "the same settings"
 		if len(capacity) > 0 {
-			why = "settings that differ only in " + strings.Join(capacity, " and ") + ", which change capacity, not speed"
+			warn = append(warn, msg.New("predict.shared_runs_capacity", len(ids), strings.Join(capacity, " and "), min(len(ids), maxShared+1), ids[0]))
+		} else {
+			warn = append(warn, msg.New("predict.shared_runs", len(ids), min(len(ids), maxShared+1), ids[0]))
 		}
-		warn = append(warn, fmt.Sprintf("%d runs of this model, GPU and engine match, with %s: the speed surface uses the cells of the newest %d, capacity and status are the newest run's (%s)",
-			len(ids), why, min(len(ids), maxShared+1), ids[0]))
 	}
 	if more {
-		warn = append(warn, fmt.Sprintf("more than %d runs match; only the newest %d were compared", maxCandidates, maxCandidates))
+		warn = append(warn, msg.New("predict.more_candidates", maxCandidates))
 	}
 	return ids[0], ids, warn, nil
 }
 
 // flaggedWarning is what an answer from flagged run id says of it.
-func flaggedWarning(id string) string {
-	return fmt.Sprintf("run %s failed a plausibility check (see its trust.flags): this answer is only as good as its numbers", id)
+func flaggedWarning(id string) msg.Message {
+	return msg.New("predict.flagged_run", id)
 }
 
 // model returns the fit of run id (with the valid cells of shared informing
@@ -564,7 +564,7 @@ func (c *Service) load(ctx context.Context, id string, shared []string) (calcula
 // model there are answered from the nearest run of another model on the
 // GPU (see otherModelRun), which the returned *otherModel describes (nil
 // for the model's own runs).
-func (c *Service) selectOrOther(ctx context.Context, sel Selection) (*calculator.Model, []string, []string, *otherModel, error) {
+func (c *Service) selectOrOther(ctx context.Context, sel Selection) (*calculator.Model, []string, []msg.Message, *otherModel, error) {
 	id, ids, warn, err := c.selectRun(ctx, sel)
 	if err == nil {
 		m, err := c.model(ctx, id, ids[1:min(len(ids), maxShared+1)]...)
@@ -585,7 +585,7 @@ func (c *Service) selectOrOther(ctx context.Context, sel Selection) (*calculator
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	return m, []string{src}, []string{why}, &other, nil
+	return m, []string{src}, []msg.Message{why}, &other, nil
 }
 
 // refused is err, a refusal of the run answering for o's model, saying
@@ -597,8 +597,7 @@ func (o *otherModel) refused(err error, sel Selection, ids []string) error {
 	if o == nil || !errors.As(err, &ref) {
 		return err
 	}
-	return &calculator.Refusal{Reason: fmt.Sprintf("no run of %s on GPU %q; run %s of %s, which would answer for it, refuses: %s",
-		o.to.Name, clip(sel.GPU), ids[0], o.from.Name, ref.Reason), Supported: ref.Supported}
+	return calculator.NewRefusal(msg.New("predict.other_model_run_refuses", o.to.Name, clip(sel.GPU), ids[0], o.from.Name, ref.Reason), ref.SupportedMessage)
 }
 
 // queryRatios are the ratios a query for o sets as its OtherModel (none
@@ -615,7 +614,7 @@ func (o *otherModel) queryRatios() calculator.ModelRatios {
 type Answer[T any] struct {
 	Result   T
 	RunIDs   []string
-	Warnings []string
+	Warnings []msg.Message
 }
 
 // Decode predicts one decode cell; a model with no run on the GPU, from
