@@ -144,7 +144,7 @@ func failure(ctx context.Context, opts Options, err error) *answer {
 		a.body.Write(body)
 		return a
 	}
-	a.body.WriteString(`{"type":"about:blank","title":"Internal Server Error","status":500,"detail":"the server failed to answer"}`)
+	a.body.WriteString(`{"type":"about:blank","title":"Internal Server Error","status":500,"detail":"the server failed to answer","code":"problem.internal_server_error","params":{"detail":"the server failed to answer"}}`)
 	return a
 }
 

@@ -35,10 +35,10 @@ func (w *Writer) Check(r store.Run) store.Trust {
 	out := store.Trust{Flagged: rep.Flagged, RulesVersion: trust.RulesVersion, Flags: []store.TrustFlag{}, Checks: []store.TrustCheck{}}
 	for _, f := range rep.Flags {
 		out.Flags = append(out.Flags, store.TrustFlag{Code: f.Code, Message: f.Message, ContextTokens: f.ContextTokens, Concurrency: f.Concurrency,
-			Measured: f.Measured, Limit: f.Limit, Unit: f.Unit})
+			Measured: f.Measured, Limit: f.Limit, Unit: f.Unit, MessageCode: f.Notice.Code, MessageParams: f.Notice.Map()})
 	}
 	for _, c := range rep.Checks {
-		out.Checks = append(out.Checks, store.TrustCheck{Code: c.Code, Status: c.Status, Detail: c.Detail})
+		out.Checks = append(out.Checks, store.TrustCheck{Code: c.Code, Status: c.Status, Detail: c.Detail, DetailCode: c.Notice.Code, DetailParams: c.Notice.Map()})
 	}
 	return out
 }

@@ -15,8 +15,9 @@ package calculator
 
 import (
 	"errors"
-	"fmt"
 	"math"
+
+	"github.com/matrixd/matrixd/msg"
 )
 
 // Cell statuses as stored (published) and answer statuses.
@@ -110,10 +111,19 @@ type Run struct {
 }
 
 // Refusal is a query the data does not support. Reason and Supported are
-// client-facing text.
+// client-facing text; Message and SupportedMessage are the same with their
+// codes and parameters.
 type Refusal struct {
-	Reason    string
-	Supported string
+	Reason           string
+	Supported        string
+	Message          msg.Message
+	SupportedMessage msg.Message
+}
+
+// NewRefusal is the refusal saying m, with what is supported instead (no
+// message: nothing to say).
+func NewRefusal(m, supported msg.Message) *Refusal {
+	return &Refusal{Reason: m.Text, Supported: supported.Text, Message: m, SupportedMessage: supported}
 }
 
 func (r *Refusal) Error() string {
@@ -129,8 +139,8 @@ var ErrRefused = errors.New("refused")
 // Is makes errors.Is(err, ErrRefused) true for refusals.
 func (r *Refusal) Is(target error) bool { return target == ErrRefused }
 
-func refuse(supported, format string, args ...any) error {
-	return &Refusal{Reason: fmt.Sprintf(format, args...), Supported: supported}
+func refuse(supported msg.Message, code string, args ...any) error {
+	return NewRefusal(msg.New(code, args...), supported)
 }
 
 // Estimate is a predicted value with its interval.
@@ -210,7 +220,7 @@ type Prediction struct {
 	// SpeedBasis is how the speed was obtained when Basis is scaled_vram.
 	SpeedBasis Basis
 	Cells      []CellRef
-	Warnings   []string
+	Warnings   []msg.Message
 	// BandTotal and BandTBT are the relative half-widths behind the total
 	// and TBT intervals (for TBT, the band on the step time).
 	BandTotal, BandTBT float64

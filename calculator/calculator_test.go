@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/msg"
 )
 
 func fit(t testing.TB, r calculator.Run) *calculator.Model {
@@ -285,7 +286,7 @@ func TestVRAMScaling(t *testing.T) {
 	if small.KVTokensHigh >= base.KVTokensHigh || small.MaxConcurrency >= base.MaxConcurrency {
 		t.Errorf("8 GB: %+v, want less capacity than %+v", small, base)
 	}
-	if !strings.Contains(strings.Join(small.Warnings, " "), "low confidence") {
+	if !strings.Contains(strings.Join(msg.Texts(small.Warnings), " "), "low confidence") {
 		t.Errorf("8 GB is far from the measured pool: warnings %v lack low confidence", small.Warnings)
 	}
 	// A cell over capacity on 12 GB fits on a much larger card.
@@ -446,7 +447,7 @@ func TestBandsComeFromHeldOutErrors(t *testing.T) {
 	if m.Bands().Calibrated {
 		t.Error("a two-cell run claims calibrated bands")
 	}
-	if !strings.Contains(strings.Join(p.Warnings, " "), "too few cells to calibrate") {
+	if !strings.Contains(strings.Join(msg.Texts(p.Warnings), " "), "too few cells to calibrate") {
 		t.Errorf("uncalibrated answer lacks the warning: %v", p.Warnings)
 	}
 }
@@ -488,7 +489,7 @@ func TestGPUScaling(t *testing.T) {
 		t.Errorf("ampere → ada without rough: %v, want a refusal", err)
 	}
 	rough, err := m.Decode(calculator.Query{ContextTokens: 16384, Concurrency: 8, TargetGPU: "RTX 4090", Rough: true})
-	if err != nil || rough.BandTBT < 0.4 || !strings.Contains(strings.Join(rough.Warnings, " "), "rough") {
+	if err != nil || rough.BandTBT < 0.4 || !strings.Contains(strings.Join(msg.Texts(rough.Warnings), " "), "rough") {
 		t.Errorf("rough ampere → ada: band %v warnings %v err %v", rough.BandTBT, rough.Warnings, err)
 	}
 	if _, err := m.Decode(calculator.Query{ContextTokens: 0, Concurrency: 1, TargetGPU: "Voodoo 5"}); !errors.Is(err, calculator.ErrRefused) {
@@ -516,7 +517,7 @@ func TestGPUMoveWithoutSourceVRAM(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.Basis != calculator.ScaledGPU || p.TotalTokS == nil || !strings.Contains(strings.Join(p.Warnings, " "), "KV capacity is not moved") {
+		if p.Basis != calculator.ScaledGPU || p.TotalTokS == nil || !strings.Contains(strings.Join(msg.Texts(p.Warnings), " "), "KV capacity is not moved") {
 			t.Errorf("basis %s, total %v, warnings %v; want scaled_gpu with a speed and the capacity warning", p.Basis, p.TotalTokS, p.Warnings)
 		}
 		// A VRAM size asked for explicitly still needs the run's own.
@@ -748,7 +749,7 @@ func TestSaturatedEngineIsHeldLevel(t *testing.T) {
 		return r
 	}
 	says := func(p calculator.Prediction) bool {
-		for _, w := range p.Warnings {
+		for _, w := range msg.Texts(p.Warnings) {
 			if strings.Contains(w, "stops rising") {
 				return true
 			}
@@ -849,7 +850,7 @@ func TestSwitchIsNotALevel(t *testing.T) {
 	if v := p.TotalTokS.Value; v < 1.3*137.7 {
 		t.Errorf("8192×32 predicted %.1f tok/s: held near the 16-request level (137.7) though the other rows jump at 32", v)
 	}
-	for _, w := range p.Warnings {
+	for _, w := range msg.Texts(p.Warnings) {
 		if strings.Contains(w, "stops rising") {
 			t.Errorf("warning %q on a run whose level stretch is a switch", w)
 		}
@@ -874,7 +875,7 @@ func TestSharedCellsSetNoLevel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range p.Warnings {
+	for _, w := range msg.Texts(p.Warnings) {
 		if strings.Contains(w, "stops rising") {
 			t.Errorf("1024×48: %q, a level only the shared cells show", w)
 		}
@@ -1191,7 +1192,7 @@ func TestQueuedByALimitReadsTheQueueMeasured(t *testing.T) {
 	if q116.Status != calculator.BoundaryUncertain || q115.Status != calculator.RequestsQueued {
 		t.Fatalf("2048 × 115 / 116: %s / %s, want requests_queued / boundary_uncertain", q115.Status, q116.Status)
 	}
-	if math.Abs(q116.TotalTokS.Value-q115.TotalTokS.Value) > 1e-9 || !strings.Contains(strings.Join(q116.Warnings, " "), "about 67 run at once") {
+	if math.Abs(q116.TotalTokS.Value-q115.TotalTokS.Value) > 1e-9 || !strings.Contains(strings.Join(msg.Texts(q116.Warnings), " "), "about 67 run at once") {
 		t.Errorf("2048 × 116: %.1f tok/s (115: %.1f), warnings %v; want the 67 running's speed, said", q116.TotalTokS.Value, q115.TotalTokS.Value, q116.Warnings)
 	}
 	if alone := at(2048, 67); alone.Status != calculator.Fits || q115.TotalTokS.Value >= 0.9*alone.TotalTokS.Value {

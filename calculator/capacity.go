@@ -1,9 +1,9 @@
 package calculator
 
 import (
-	"fmt"
 	"math"
-	"strconv"
+
+	"github.com/matrixd/matrixd/msg"
 )
 
 // capacity is what a run's grid says about its KV cache: a cell is over
@@ -119,9 +119,9 @@ func (c capacity) scale(lo, hi float64) capacity {
 }
 
 // status calls a query given the (scaled) capacity interval.
-func (c capacity) status(l, b int) (Status, []string) {
+func (c capacity) status(l, b int) (Status, []msg.Message) {
 	maxOut, cLo, cHi := c.maxOut, c.cLo, c.cHi
-	var warn []string
+	var warn []msg.Message
 	if c.pastModelLen(l) {
 		return ExceedsMaxModelLen, nil
 	}
@@ -131,21 +131,21 @@ func (c capacity) status(l, b int) (Status, []string) {
 		return OverCapacity, nil
 	case res > cLo:
 		if cHi == 0 {
-			warn = append(warn, "no cell of this run was refused for capacity, so the KV capacity above the largest reservation that ran is unknown")
+			warn = append(warn, msg.New("calculator.capacity_above_unknown"))
 		}
 		return BoundaryUncertain, warn
 	}
 	if c.noOutputL >= 0 && l >= c.noOutputL {
-		return TTFTExceedsWindow, []string{"cells at this context ran a full measurement window without a first token: prefill takes longer than the window"}
+		return TTFTExceedsWindow, []msg.Message{msg.New("calculator.ttft_exceeds_window")}
 	}
 	if c.seqLimit > 0 && b > c.seqLimit {
-		return RequestsQueued, []string{"this run admitted only about " + strconv.Itoa(c.seqLimit) + " requests at once (a per-request state limit): the rest wait in a queue"}
+		return RequestsQueued, []msg.Message{msg.New("calculator.sequence_limit_queue", c.seqLimit)}
 	}
 	if c.maxNumSeqs > 0 && b > c.maxNumSeqs {
-		return RequestsQueued, []string{"the engine runs at most --max-num-seqs " + strconv.Itoa(c.maxNumSeqs) + " requests at once: the rest wait in a queue"}
+		return RequestsQueued, []msg.Message{msg.New("calculator.max_num_seqs_queue", c.maxNumSeqs)}
 	}
 	if c.maxActive > 0 && b > c.maxActive {
-		return BoundaryUncertain, []string{"no cell of this run had more than " + strconv.Itoa(c.maxActive) + " requests running at once, so whether " + strconv.Itoa(b) + " are admitted together is unknown"}
+		return BoundaryUncertain, []msg.Message{msg.New("calculator.admission_unknown", c.maxActive, b)}
 	}
 	return Fits, nil
 }
@@ -179,7 +179,7 @@ func (c capacity) maxConcurrency(l int) int {
 // below what the KV cache alone holds: the engine's --max-num-seqs, the
 // most requests a hybrid model's engine ran at once, or the most this run
 // was seen running together.
-func (c capacity) capNotes(l, b int) []string {
+func (c capacity) capNotes(l, b int) []msg.Message {
 	if l+c.maxOut <= 0 {
 		return nil
 	}
@@ -187,18 +187,15 @@ func (c capacity) capNotes(l, b int) []string {
 	if b <= 0 || kv <= b {
 		return nil
 	}
-	why := ""
 	switch {
 	case c.maxNumSeqs > 0 && b == c.maxNumSeqs:
-		why = fmt.Sprintf("the engine runs at most --max-num-seqs %d at once; the rest queue", c.maxNumSeqs)
+		return []msg.Message{msg.New("calculator.cap_note_max_num_seqs", kv, l+c.maxOut, c.maxNumSeqs)}
 	case c.seqLimit > 0 && b == c.seqLimit:
-		why = fmt.Sprintf("the engine ran at most %d at once (sequence_limit); the rest queue", c.seqLimit)
+		return []msg.Message{msg.New("calculator.cap_note_sequence_limit", kv, l+c.maxOut, c.seqLimit)}
 	case c.maxActive > 0 && b == c.maxActive:
-		why = fmt.Sprintf("no cell of this run had more than %d running at once, so more are not surely admitted together", c.maxActive)
-	default:
-		return nil
+		return []msg.Message{msg.New("calculator.cap_note_max_active", kv, l+c.maxOut, c.maxActive)}
 	}
-	return []string{fmt.Sprintf("the KV cache holds about %d requests of %d tokens (context + max output) here, but %s", kv, l+c.maxOut, why)}
+	return nil
 }
 
 // otherModelOverheadGB is how much the memory outside the weights and the
@@ -227,37 +224,37 @@ func (r ModelRatios) sized() bool {
 // and is dropped; the launch's limits (max_model_len, --max-num-seqs)
 // stay. Without both models' sizes, the pool is scaled by the KV ratio
 // alone (the weights' difference not counted) and the answer says so.
-func (c capacity) toModel(r ModelRatios) (capacity, []string, error) {
+func (c capacity) toModel(r ModelRatios) (capacity, []msg.Message, error) {
 	if !r.sized() {
 		out := c.scale(1/r.KV, 1/r.KV)
-		return out, []string{fmt.Sprintf("KV capacity scaled by the other model's KV bytes per token (×%.2f of the run's): the difference in weights' memory is not counted, so statuses near the capacity are approximate", r.KV)}, nil
+		return out, []msg.Message{msg.New("calculator.kv_scaled_other_model", r.KV)}, nil
 	}
-	supported := "another model whose weights and KV cache fit the memory the run's model and its KV cache took"
+	supported := msg.New("calculator.supported_other_model_memory")
 	if c.cLo <= 0 {
-		return capacity{}, nil, refuse(supported, "no cell of the run ran, so its KV pool is unknown")
+		return capacity{}, nil, refuse(supported, "calculator.kv_pool_unknown")
 	}
 	kvF, kvT := r.From.KVBytesPerToken/1e9, r.To.KVBytesPerToken/1e9 // GB a token
 	delta := r.From.WeightsGB - r.To.WeightsGB
 	pool := float64(c.cLo)*kvF + delta // GB, at the overhead's middle
 	if pool <= 0 {
-		return capacity{}, nil, refuse(supported, "the other model's weights (%.1f GB) do not fit: the run's model's weights (%.1f GB) and the KV pool its cells showed (%.1f GB) leave %.1f GB for the KV cache; a GPU with more memory, or a smaller quantization of the model, may hold it",
+		return capacity{}, nil, refuse(supported, "calculator.other_model_weights_do_not_fit",
 			r.To.WeightsGB, r.From.WeightsGB, float64(c.cLo)*kvF, pool)
 	}
 	out := c
 	out.cLo = max(0, int(math.Floor((pool-otherModelOverheadGB)/kvT)))
-	hiText := "unknown above (no cell of the run was refused)"
+	args := []any{c.cLo, r.From.KVBytesPerToken / bytesPerKiB, float64(c.cLo) * kvF, r.From.WeightsGB, r.To.WeightsGB, r.To.KVBytesPerToken / bytesPerKiB, otherModelOverheadGB, out.cLo}
+	code := "calculator.kv_other_model_open"
 	if c.cHi > 0 {
 		out.cHi = int(math.Ceil((float64(c.cHi)*kvF + delta + otherModelOverheadGB) / kvT))
-		hiText = strconv.Itoa(out.cHi)
+		code, args = "calculator.kv_other_model", append(args, out.cHi)
 	}
 	out.seqLimit, out.maxActive, out.noOutputL = 0, 0, -1
-	warn := []string{fmt.Sprintf("KV capacity for another model, not measured: the run's KV pool (%d tokens × %.0f KiB = %.2f GB) plus its model's weights (%.2f GB) less the other's (%.2f GB), over the other's %.0f KiB a token, ±%.1f GB for memory neither publishes (activations, the runtime): %d–%s tokens",
-		c.cLo, r.From.KVBytesPerToken/bytesPerKiB, float64(c.cLo)*kvF, r.From.WeightsGB, r.To.WeightsGB, r.To.KVBytesPerToken/bytesPerKiB, otherModelOverheadGB, out.cLo, hiText)}
+	warn := []msg.Message{msg.New(code, args...)}
 	if out.cLo == 0 {
-		warn = append(warn, "at the interval's pessimistic end nothing fits: whether one request does is uncertain")
+		warn = append(warn, msg.New("calculator.kv_other_model_none_surely"))
 	}
 	if c.seqLimit > 0 || r.From.Hybrid || r.To.Hybrid {
-		warn = append(warn, "the model facts do not say how many requests at once the other model's per-request state allows (a hybrid's linear-attention or Mamba layers may limit it, as the run's model's may have), so its sequence limit is unknown")
+		warn = append(warn, msg.New("calculator.other_model_sequence_limit_unknown"))
 	}
 	return out, warn, nil
 }

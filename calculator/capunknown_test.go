@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/msg"
 )
 
 // mlxGridRun is a sustained-decode grid as MLX publishes it: 3 contexts ×
@@ -63,7 +64,7 @@ func TestSpeedWithoutCapacity(t *testing.T) {
 			if p.PerRequestTokS == nil || p.TBTMs == nil {
 				t.Errorf("per-request %+v TBT %+v, want both", p.PerRequestTokS, p.TBTMs)
 			}
-			warned := slices.ContainsFunc(p.Warnings, func(w string) bool { return strings.Contains(w, capacityUnknownSays) })
+			warned := slices.ContainsFunc(msg.Texts(p.Warnings), func(w string) bool { return strings.Contains(w, capacityUnknownSays) })
 			if p.Capacity.Unknown != tt.unknown || warned != tt.unknown {
 				t.Errorf("capacity %+v, warnings %q: want unknown and warned = %v", p.Capacity, p.Warnings, tt.unknown)
 			}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/matrixd/matrixd/msg"
 )
 
 // ModelRatios compare the model asked for with the measured one (target
@@ -48,7 +50,7 @@ func (r ModelRatios) other() bool { return r != (ModelRatios{}) }
 // check refuses ratios that are not positive numbers.
 func (r ModelRatios) check() error {
 	if !(r.Weights > 0) || !(r.KV > 0) || !finite(r.Weights, r.KV) {
-		return refuse("positive weight and KV byte ratios", "the other model's ratios %v, %v are not positive numbers", r.Weights, r.KV)
+		return refuse(msg.New("calculator.supported_positive_ratios"), "calculator.other_model_ratios", r.Weights, r.KV)
 	}
 	return nil
 }

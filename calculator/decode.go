@@ -2,7 +2,8 @@ package calculator
 
 import (
 	"errors"
-	"fmt"
+
+	"github.com/matrixd/matrixd/msg"
 )
 
 // move is the kind of move a question asks of a run's measurements. The
@@ -75,7 +76,7 @@ type asked struct {
 	scale   vramScaling
 	model   ModelMove // with moveModel
 	cap     capacity
-	capWarn []string // what moving the KV pool to the other model says
+	capWarn []msg.Message // what moving the KV pool to the other model says
 	// capUnknown is a run that does not say its output reservation,
 	// asked without one: the speed is answered, the capacity is not.
 	capUnknown bool
@@ -110,20 +111,20 @@ func (m *Model) decode(q Query, gm GPUMove) (Prediction, error) {
 	total := m.speedEstimates(a, &p, d, queuedAt)
 	m.decodeTTFTAnswer(a, &p, d)
 	if !finite(d.t, d.s, total) || !finiteEstimates(p.TotalTokS, p.PerRequestTokS, p.TBTMs, p.TTFTMs) {
-		return Prediction{}, refuse(m.supportedRange(), "the fit gives no finite speed here")
+		return Prediction{}, refuse(m.supportedRange("calculator.supported_range"), "calculator.no_finite_speed")
 	}
 	return p, nil
 }
 
 // modelAndGPU refuses another model on another GPU.
 func modelAndGPU() error {
-	return refuse("another model on the run's GPU, or the run's model on another GPU", "another model and another GPU at once are not predicted: each move was measured alone")
+	return refuse(msg.New("calculator.supported_one_move"), "calculator.model_and_gpu")
 }
 
 // ask reads q's moves, refusing those the run cannot make.
 func (m *Model) ask(q Query, gm GPUMove) (asked, error) {
 	if q.ContextTokens < 0 || q.Concurrency < 1 {
-		return asked{}, refuse("context ≥ 0 and concurrency ≥ 1", "context %d and concurrency %d are not a cell", q.ContextTokens, q.Concurrency)
+		return asked{}, refuse(msg.New("calculator.supported_cell"), "calculator.not_a_cell", q.ContextTokens, q.Concurrency)
 	}
 	maxOut, err := m.maxOutput(q)
 	capUnknown := errors.Is(err, ErrRefused)
@@ -188,18 +189,18 @@ func (m *Model) capacityAnswer(a asked) Prediction {
 		// What the launch limits say of running at once stands (see
 		// runningAtOnce); what the KV cache holds is not read.
 		p.Capacity = Capacity{SequenceLimit: a.cap.seqLimit, Unknown: true}
-		p.Status, p.Warnings = CapacityUnknown, []string{capacityUnknownWarning}
+		p.Status, p.Warnings = CapacityUnknown, []msg.Message{capacityUnknownWarning()}
 	}
 	p.Warnings = append(p.Warnings, a.gpu.warnings...)
 	p.Warnings = append(p.Warnings, a.scale.warnings...)
 	switch a.move {
 	case moveVRAM:
-		p.Warnings = append(p.Warnings, sameSpeed)
+		p.Warnings = append(p.Warnings, sameSpeed())
 	case moveModel:
 		p.Warnings = append(append(p.Warnings, a.capWarn...), otherModelSpeed(q.OtherModel, a.model))
 	}
 	if !m.bands.Calibrated {
-		p.Warnings = append(p.Warnings, "too few cells to calibrate error bands on this run: intervals are a wide default")
+		p.Warnings = append(p.Warnings, msg.New("calculator.bands_default"))
 	}
 	return p
 }
@@ -258,12 +259,12 @@ func (m *Model) queuedShorterAt(a asked, p *Prediction) (Cell, bool) {
 	// out of the decode batch for part of the window) queues at a longer
 	// one too, and runs no faster.
 	p.Status, p.queuedShorter = RequestsQueued, true
-	avg := ""
 	if c.AvgActiveRequests != nil {
-		avg = fmt.Sprintf(", %s running on average", concurrencyText(*c.AvgActiveRequests))
+		p.Warnings = append(p.Warnings, msg.New(plural(c.Concurrency, "calculator.queued_shorter_one_avg", "calculator.queued_shorter_avg"),
+			c.ContextTokens, c.Concurrency, concurrencyText(*c.AvgActiveRequests)))
+	} else {
+		p.Warnings = append(p.Warnings, msg.New(plural(c.Concurrency, "calculator.queued_shorter_one", "calculator.queued_shorter"), c.ContextTokens, c.Concurrency))
 	}
-	p.Warnings = append(p.Warnings, fmt.Sprintf("at %d tokens this run's %d %s queued (published so%s): at a longer context they queue too; speed is approximate, at most that cell's",
-		c.ContextTokens, c.Concurrency, plural(c.Concurrency, "request", "requests"), avg))
 	return c, true
 }
 
@@ -297,12 +298,12 @@ func (m *Model) readSpeed(a asked, p *Prediction, queuedAt *Cell) (decodeSpeed, 
 			// 128 asked and 67 running, where 67 running alone would be
 			// read 1,482).
 			d.t, d.s = d.t*kT, d.s*kS
-			p.Warnings = append(p.Warnings, fmt.Sprintf("scaled by what the run's queue cost at %d tokens × %d requests (published as requests queued): ×%.2f on total tok/s", c.ContextTokens, c.Concurrency, 1/kS))
+			p.Warnings = append(p.Warnings, msg.New("calculator.queue_cost", c.ContextTokens, c.Concurrency, 1/kS))
 		}
 	}
 	p.LevelFrom = d.levelFrom
 	if d.levelFrom > 0 {
-		p.Warnings = append(p.Warnings, fmt.Sprintf("measured throughput stops rising from concurrency %s in the rows around this context (a full KV cache or a saturated engine), so the total is read from that level", concurrencyText(d.levelFrom)))
+		p.Warnings = append(p.Warnings, msg.New("calculator.level_from", concurrencyText(d.levelFrom)))
 	}
 	d.t, d.s = a.gpu.apply(m, d.t, d.s)
 	if queuedAt != nil {
@@ -329,9 +330,9 @@ func (m *Model) runningAtOnce(a asked, p *Prediction, queuedAt *Cell) (b float64
 	// at most the limit.
 	b = float64(a.cap.running(n))
 	if p.Status == RequestsQueued {
-		p.Warnings = append(p.Warnings, fmt.Sprintf("speed is predicted for the %d requests that run at once; approximate", int(b)))
+		p.Warnings = append(p.Warnings, msg.New("calculator.speed_for_running", int(b)))
 	} else {
-		p.Warnings = append(p.Warnings, fmt.Sprintf("if they are admitted, about %d run at once (the run's request limit) and the rest wait: speed is predicted for those %d", int(b), int(b)))
+		p.Warnings = append(p.Warnings, msg.New("calculator.request_limit", int(b)))
 	}
 	return b, true
 }
@@ -383,7 +384,7 @@ func (m *Model) decodeTTFTAnswer(a asked, p *Prediction, d decodeSpeed) {
 	q := a.q
 	switch a.move {
 	case moveGPU:
-		p.Warnings = append(p.Warnings, "TTFT is not predicted on another GPU: prefill is bound by compute, not bandwidth")
+		p.Warnings = append(p.Warnings, msg.New("calculator.ttft_not_on_gpu"))
 	case moveModel:
 	default:
 		p.TTFTMs = m.ttft.at(q.ContextTokens, q.Concurrency, m.bands.TTFT)

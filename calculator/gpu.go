@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/matrixd/matrixd/msg"
 )
 
 // GPUMove is how step times move to another GPU. With ρ the measured GPU's
@@ -55,7 +57,7 @@ type gpuScaling struct {
 	band     float64
 	move     GPUMove
 	target   GPUSpec
-	warnings []string
+	warnings []msg.Message
 }
 
 // gpuMove is the calibrated move of the run's family (BandFamily's engine
@@ -70,11 +72,11 @@ func (m *Model) gpuScale(q Query, mv GPUMove) (gpuScaling, error) {
 	}
 	from, ok := LookupRunGPU(m.run.GPU, m.run.VRAMGB)
 	if !ok {
-		return gpuScaling{}, refuse("runs measured on a GPU of the hardware catalog (GET /v1/hardware)", "the run's GPU %q is not in the hardware catalog, so its speed cannot be moved to another GPU", clipName(m.run.GPU))
+		return gpuScaling{}, refuse(msg.New("calculator.supported_catalog_run_gpu"), "calculator.run_gpu_not_in_catalog", clipName(m.run.GPU))
 	}
 	to, ok := LookupGPU(q.TargetGPU)
 	if !ok {
-		return gpuScaling{}, unknownGPU(q.TargetGPU, "memory bandwidth")
+		return gpuScaling{}, unknownGPU(q.TargetGPU, "calculator.gpu_bandwidth_unknown")
 	}
 	if to.Name == from.Name {
 		return gpuScaling{ratio: 1}, nil
@@ -82,15 +84,15 @@ func (m *Model) gpuScale(q Query, mv GPUMove) (gpuScaling, error) {
 	s := gpuScaling{scaled: true, ratio: from.BandwidthGBs / to.BandwidthGBs, band: mv.Band, move: mv, target: to}
 	if from.Generation != to.Generation {
 		if !q.Rough {
-			return gpuScaling{}, refuse("a GPU of the measured one's generation ("+from.Generation+"), or rough=true for a labelled rough estimate",
-				"%s (%s) and %s (%s) are different GPU generations: kernels and KV-read efficiency change, so the measured speed does not carry over",
+			return gpuScaling{}, refuse(msg.New("calculator.supported_same_generation", from.Generation),
+				"calculator.gpu_generations",
 				from.Name, from.Generation, to.Name, to.Generation)
 		}
 		s.band, s.rough = mv.RoughBand, true
-		s.warnings = append(s.warnings, fmt.Sprintf("rough estimate across GPU generations (%s → %s): ±%.0f%%", from.Generation, to.Generation, 100*s.band))
+		s.warnings = append(s.warnings, msg.New("calculator.rough_generations", from.Generation, to.Generation, 100*s.band))
 	}
 	a, g := mv.exponents(s.rough)
-	s.warnings = append(s.warnings, fmt.Sprintf("speed moved from %s (%.0f GB/s) to %s (%.0f GB/s): the weight-streaming term scales as bandwidth^%.2f, the rest of the step as bandwidth^%.2f (measured across GPUs on published grids); ±%.0f%%",
+	s.warnings = append(s.warnings, msg.New("calculator.speed_moved_gpu",
 		from.Name, from.BandwidthGBs, to.Name, to.BandwidthGBs, a, g, 100*s.band))
 	return s, nil
 }

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 	"unicode"
+
+	"github.com/matrixd/matrixd/msg"
 )
 
 // GPUSpec is one GPU of the hardware catalog: what scaling speed and
@@ -252,12 +254,12 @@ func LookupRunGPU(name string, vramGB float64) (GPUSpec, bool) {
 }
 
 // unknownGPU is the refusal for a GPU the catalog does not have.
-func unknownGPU(name, why string) error {
-	supported := "a GPU of the hardware catalog (GET /v1/hardware)"
+func unknownGPU(name, code string) error {
+	supported := msg.New("calculator.supported_catalog_gpu")
 	if s := Hardware().Suggest(name, 6); len(s) > 0 {
-		supported += ", e.g. " + strings.Join(s, ", ")
+		supported = msg.New("calculator.supported_catalog_gpu_suggest", strings.Join(s, ", "))
 	}
-	return refuse(supported, "GPU %q is not in the hardware catalog, so its %s is not known", clipName(name), why)
+	return refuse(supported, code, clipName(name))
 }
 
 func clipName(s string) string {

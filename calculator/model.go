@@ -7,6 +7,8 @@ import (
 	"math"
 	"slices"
 	"strconv"
+
+	"github.com/matrixd/matrixd/msg"
 )
 
 // Model is a run's fitted calculator: speed surface, capacity, TTFT and the
@@ -71,7 +73,7 @@ const (
 )
 
 // ErrNoData means a run has no valid decode cell to model.
-var ErrNoData = &Refusal{Reason: "the run has no valid decode cell to predict from"}
+var ErrNoData = NewRefusal(msg.New("calculator.no_data"), msg.Message{})
 
 // Fit builds a run's model: it chooses the run's interpolant (linear or
 // log2 in concurrency) by held-out error, and calibrates its bands by
@@ -819,8 +821,8 @@ func (m *Model) speedAt(lTokens int, b float64, levels bool) (speedRead, error) 
 		// One concurrency says nothing of how the speed changes with the
 		// number of requests: any answer would be the surface's assumption.
 		_, minL, maxL := m.sf.limits(0)
-		return speedRead{}, refuse(fmt.Sprintf("context %d–%d tokens at concurrency %g only", int(minL*tokensPerK), int(maxL*tokensPerK), m.byB[0].b),
-			"this run measured one concurrency (%g) only: how its speed changes with the number of requests is unknown, so concurrency %g is not predicted", m.byB[0].b, b)
+		return speedRead{}, refuse(msg.New("calculator.supported_one_concurrency", int(minL*tokensPerK), int(maxL*tokensPerK), m.byB[0].b),
+			"calculator.one_concurrency", m.byB[0].b, b)
 	}
 	if !levels && m.unlevelled != nil {
 		// A level the KV cache set moves with the pool: the cells are
@@ -830,7 +832,7 @@ func (m *Model) speedAt(lTokens int, b float64, levels bool) (speedRead, error) 
 		return moved.speed(lTokens, b, false)
 	}
 	l = m.sf.snap(l) // a context within 5 % of a measured row reads that row
-	supported := m.supportedRange()
+	supported := m.supportedRange("calculator.supported_range")
 	if bc, full := m.kv.effective(l, b); levels && full {
 		return m.speedCapped(l, b, bc, lTokens, supported)
 	}
@@ -855,10 +857,10 @@ func (m *Model) speedAt(lTokens int, b float64, levels bool) (speedRead, error) 
 			}
 			return speedRead{t: col.t, s: col.s, basis: basis, used: m.neighbours(l, b)}, nil
 		}
-		return speedRead{}, refuse(supported, "measured throughput is not smooth between concurrency %g and %g near context %d (it stops rising, a kernel or scheduler switch) and no column measured at this concurrency reaches this context, so nothing across it is predicted", lo, hi, lTokens)
+		return speedRead{}, refuse(supported, "calculator.not_smooth", lo, hi, lTokens)
 	}
 	if lo, hi, at, jump := m.sf.jump(b); jump {
-		return speedRead{}, refuse(supported+"; across a jump, only concurrencies some row measured", "measured throughput jumps between concurrency %g and %g (at context %d it rises much faster there than below: a kernel or scheduler switch), and where in between it happens is unknown, so concurrency %g is not predicted", lo, hi, int(math.Round(at*tokensPerK)), b)
+		return speedRead{}, refuse(m.supportedRange("calculator.supported_range_jump"), "calculator.concurrency_jump", lo, hi, int(math.Round(at*tokensPerK)), b)
 	}
 	if r, ok := m.speedInside(l, b); ok {
 		return r, nil
@@ -868,7 +870,7 @@ func (m *Model) speedAt(lTokens int, b float64, levels bool) (speedRead, error) 
 
 // speedCapped is speedAt where a full KV cache (or the request limit) runs
 // bc of b requests at once; the rest wait.
-func (m *Model) speedCapped(l, b, bc float64, lTokens int, supported string) (speedRead, error) {
+func (m *Model) speedCapped(l, b, bc float64, lTokens int, supported msg.Message) (speedRead, error) {
 	if maxB := concurrencyReach * m.kv.maxB(l); b > maxB {
 		return speedRead{}, pastConcurrency(supported, b, lTokens, maxB)
 	}
@@ -916,20 +918,20 @@ func (m *Model) speedInside(l, b float64) (speedRead, bool) {
 
 // speedBeyond is speedAt outside the measured region, within the run's
 // reach (see limits).
-func (m *Model) speedBeyond(l, b float64, lTokens int, supported string) (speedRead, error) {
+func (m *Model) speedBeyond(l, b float64, lTokens int, supported msg.Message) (speedRead, error) {
 	maxB, minL, maxL := m.sf.limits(l)
 	if l > maxL {
-		return speedRead{}, refuse(supported, "context %d tokens is beyond %g× the longest context at which this run measured a speed (%d tokens)", lTokens, longestReach, int(math.Round(m.sf.maxL*tokensPerK)))
+		return speedRead{}, refuse(supported, "calculator.context_beyond_longest", lTokens, longestReach, int(math.Round(m.sf.maxL*tokensPerK)))
 	}
 	if l < minL {
-		return speedRead{}, refuse(supported, "context %d tokens is below %g× the shortest context at which this run measured a speed (%d tokens)", lTokens, shortestReach, int(math.Round(m.sf.rows[0].key*tokensPerK)))
+		return speedRead{}, refuse(supported, "calculator.context_below_shortest", lTokens, shortestReach, int(math.Round(m.sf.rows[0].key*tokensPerK)))
 	}
 	if b > maxB {
 		return speedRead{}, pastConcurrency(supported, b, lTokens, maxB)
 	}
 	t, s, anchor := m.sf.extrapolate(l, b)
 	if !finite(t, s) || t <= 0 || s <= 0 {
-		return speedRead{}, refuse(supported, "the fit gives no usable step time at context %d × concurrency %g", lTokens, b)
+		return speedRead{}, refuse(supported, "calculator.no_usable_step_time", lTokens, b)
 	}
 	return speedRead{t: t, s: s, basis: Extrapolated, used: []CellRef{{int(anchor.l * tokensPerK), int(anchor.b)}}}, nil
 }
@@ -956,20 +958,21 @@ func (m *Model) neighbours(l, b float64) []CellRef {
 	return out
 }
 
-func (m *Model) supportedRange() string {
+// supportedRange says the range the run answers, as code (the range
+// alone, or with what a jump leaves).
+func (m *Model) supportedRange(code string) msg.Message {
 	maxB := 0.0
 	for _, r := range m.sf.rows {
 		maxB = max(maxB, r.xs[len(r.xs)-1])
 	}
 	_, minL, maxL := m.sf.limits(0)
-	return fmt.Sprintf("context %d–%d tokens, concurrency 1–%d (up to %g× the largest measured near the asked context)",
-		int(minL*tokensPerK), int(maxL*tokensPerK), int(concurrencyReach*maxB), concurrencyReach)
+	return msg.New(code, int(minL*tokensPerK), int(maxL*tokensPerK), int(concurrencyReach*maxB), concurrencyReach)
 }
 
 // pastConcurrency refuses concurrency b, beyond maxB, the reach of the
 // run's concurrencies near context lTokens.
-func pastConcurrency(supported string, b float64, lTokens int, maxB float64) error {
-	return refuse(supported, "concurrency %g is beyond %g× the largest this run measured near context %d (%g)", b, concurrencyReach, lTokens, maxB/concurrencyReach)
+func pastConcurrency(supported msg.Message, b float64, lTokens int, maxB float64) error {
+	return refuse(supported, "calculator.concurrency_beyond_largest", b, concurrencyReach, lTokens, maxB/concurrencyReach)
 }
 
 // maxOutput is the output reservation a query uses: its own, else the
@@ -987,12 +990,12 @@ func (m *Model) maxOutput(q Query) (int, error) {
 // errNoMaxOutput refuses a question that needs the KV capacity of a run
 // that does not say what each request reserves for output.
 func errNoMaxOutput() error {
-	return refuse("max_output_tokens ≥ 1", "the run does not say how many output tokens it reserves per request, so its KV capacity cannot be read; give max_output_tokens")
+	return refuse(msg.New("calculator.supported_max_output"), "calculator.max_output_unknown")
 }
 
 // capacityUnknownWarning is said of a speed answered without the KV
 // capacity (CapacityUnknown).
-const capacityUnknownWarning = "the run does not say how many output tokens it reserves per request, so its KV capacity cannot be read: speed is predicted as if the KV cache holds all the requests, and whether they fit is unknown; give max_output_tokens for the capacity"
+func capacityUnknownWarning() msg.Message { return msg.New("calculator.capacity_unknown") }
 
 // concurrencyText is a concurrency as said: one decimal at most (a KV
 // cache's limit falls between whole requests).
@@ -1006,8 +1009,8 @@ func (m *Model) modelMove() ModelMove { return calibration().ModelMoveFor(Engine
 
 // otherModelSpeed says how the speed of an answer for another model was
 // made.
-func otherModelSpeed(r ModelRatios, mv ModelMove) string {
-	return fmt.Sprintf("another model: speed scaled from the run's model by weight bytes per token ×%.2f (power %.2f) and KV bytes per token ×%.2f (power %.2f), measured across models on published grids; ±%.0f%%; TTFT is not predicted",
+func otherModelSpeed(r ModelRatios, mv ModelMove) msg.Message {
+	return msg.New("calculator.other_model_speed",
 		r.Weights, mv.WeightPower, r.KV, mv.KVPower, 100*mv.Band)
 }
 
@@ -1016,7 +1019,7 @@ func otherModelSpeed(r ModelRatios, mv ModelMove) string {
 // move was measured alone.
 func otherModelVRAM(q Query) error {
 	if q.VRAMGB > 0 || q.GPUMemoryUtilization > 0 || q.TargetGPU != "" {
-		return refuse("another model at the run's GPU, VRAM and memory utilization", "another model's KV pool is moved from the run's measured one, so another VRAM size is not scaled for it (nor another GPU or memory utilization)")
+		return refuse(msg.New("calculator.supported_other_model_same_memory"), "calculator.other_model_vram")
 	}
 	return nil
 }
@@ -1040,15 +1043,15 @@ func (m *Model) targetVRAM(q *Query, gpu *gpuScaling) error {
 		*q = moved
 	case errors.As(err, &full):
 		// The weights alone fill the other GPU: nothing runs there.
-		return refuse(full.Supported, "%s: %s", gpu.target.Name, full.Reason)
+		return refuse(full.SupportedMessage, "calculator.no_room_on_gpu", gpu.target.Name, full.Reason)
 	case errors.As(err, &r):
-		gpu.warnings = append(gpu.warnings, "KV capacity is not moved to "+gpu.target.Name+" ("+r.Reason+"): statuses are the measured GPU's")
+		gpu.warnings = append(gpu.warnings, msg.New("calculator.kv_not_moved_to_gpu", gpu.target.Name, r.Reason))
 	}
 	return nil
 }
 
 // sameSpeed is said of answers for another VRAM size of the measured GPU.
-const sameSpeed = "speed is the measured GPU's: another VRAM size of the same GPU changes capacity, not speed"
+func sameSpeed() msg.Message { return msg.New("calculator.same_speed") }
 
 // capacityFor is the run's capacity for another max_output and KV pool.
 func (m *Model) capacityFor(maxOut int, scale vramScaling) capacity {
@@ -1124,7 +1127,7 @@ type PrefillPrediction struct {
 	Basis      Basis
 	// Contexts are the measured prefill contexts the fit used.
 	Contexts []int
-	Warnings []string
+	Warnings []msg.Message
 }
 
 // prefillReach is how far beyond its longest measured prefill a run's
@@ -1137,7 +1140,7 @@ const prefillReach = 2
 func (m *Model) Prefill(l int) (PrefillPrediction, error) {
 	pm := m.prefill
 	if len(pm.points) < 2 || pm.p+pm.q <= 0 {
-		return PrefillPrediction{}, refuse("runs with at least two prefill measurements", "this run has too few prefill measurements to fit")
+		return PrefillPrediction{}, refuse(msg.New("calculator.supported_two_prefills"), "calculator.prefill_too_few")
 	}
 	limit := prefillReach * pm.maxL
 	if m.run.MaxModelLen > 0 {
@@ -1151,9 +1154,9 @@ func (m *Model) Prefill(l int) (PrefillPrediction, error) {
 	// fit has no term for (scheduling, a decode step, sampling) make most
 	// of the time: 1 token was answered 0.25 ms ±4 %, under one decode step.
 	floor := max(1, (minL+1)/2)
-	supported := fmt.Sprintf("context %d–%d tokens", floor, limit)
+	supported := msg.New("calculator.supported_prefill_range", floor, limit)
 	if l < floor || l > limit {
-		return PrefillPrediction{}, refuse(supported, "context %d tokens is outside what this run's prefill table supports (from half its shortest prefill, %d tokens, up to %d× its longest, within max_model_len)", l, minL, prefillReach)
+		return PrefillPrediction{}, refuse(supported, "calculator.prefill_out_of_range", l, minL, prefillReach)
 	}
 	out := PrefillPrediction{Basis: Interpolated}
 	for _, p := range pm.points {
@@ -1172,14 +1175,14 @@ func (m *Model) Prefill(l int) (PrefillPrediction, error) {
 	switch {
 	case l > pm.maxL:
 		out.Basis = Extrapolated
-		out.Warnings = append(out.Warnings, "beyond the longest measured prefill: the quadratic attention term is extrapolated")
+		out.Warnings = append(out.Warnings, msg.New("calculator.prefill_beyond_longest"))
 	case l < minL:
 		out.Basis = Extrapolated
-		out.Warnings = append(out.Warnings, "below the shortest measured prefill: fixed per-request costs the fit does not model dominate here")
+		out.Warnings = append(out.Warnings, msg.New("calculator.prefill_below_shortest"))
 	}
 	v := pm.eval(l)
 	if !finite(v) || v <= 0 {
-		return PrefillPrediction{}, refuse(supported, "the prefill fit gives no usable time at %d tokens", l)
+		return PrefillPrediction{}, refuse(supported, "calculator.prefill_no_usable_time", l)
 	}
 	rel := m.bands.Prefill
 	if out.Basis == Extrapolated {
@@ -1189,7 +1192,7 @@ func (m *Model) Prefill(l int) (PrefillPrediction, error) {
 	tok := float64(l) / v * 1000
 	out.PromptTokS = *invBand(tok, rel)
 	if !finiteEstimates(&out.TTFTMs, &out.PromptTokS) {
-		return PrefillPrediction{}, refuse(supported, "the prefill fit gives no finite time at %d tokens", l)
+		return PrefillPrediction{}, refuse(supported, "calculator.prefill_no_finite_time", l)
 	}
 	return out, nil
 }
@@ -1209,7 +1212,7 @@ func (m *Model) PrefillOtherModel(l int, r ModelRatios) (PrefillPrediction, erro
 		return PrefillPrediction{}, err
 	}
 	if !(r.From.FLOPsPerToken > 0 && r.To.FLOPsPerToken > 0 && r.From.AttentionFLOPs > 0 && r.To.AttentionFLOPs > 0) {
-		return PrefillPrediction{}, refuse("another model whose parameters and attention geometry (full-attention layers, heads, head dimension) the model facts give", "another model's prefill needs both models' FLOPs per prompt token")
+		return PrefillPrediction{}, refuse(msg.New("calculator.supported_prefill_other_model"), "calculator.prefill_other_model_flops")
 	}
 	p, err := m.Prefill(l)
 	if err != nil {
@@ -1219,10 +1222,10 @@ func (m *Model) PrefillOtherModel(l int, r ModelRatios) (PrefillPrediction, erro
 	v := p.TTFTMs.Value * k
 	rel := max(PrefillModelBand, (p.TTFTMs.High-p.TTFTMs.Value)/p.TTFTMs.Value, (p.TTFTMs.Value-p.TTFTMs.Low)/p.TTFTMs.Value)
 	out := PrefillPrediction{TTFTMs: *band(v, rel), PromptTokS: *invBand(float64(l)/v*1000, rel), Basis: ScaledModel, Contexts: p.Contexts,
-		Warnings: append(p.Warnings, fmt.Sprintf("another model, not measured: the run's cold TTFT (%s, %.0f ms) scaled by the FLOPs of a prompt token ×%.2f (2 × active parameters + 2 × 2 × full-attention layers × heads × head dimension × context/2); ±%.0f%%",
+		Warnings: append(p.Warnings, msg.New("calculator.prefill_other_model",
 			p.Basis, p.TTFTMs.Value, k, 100*rel))}
 	if !finite(k, v) || !finiteEstimates(&out.TTFTMs, &out.PromptTokS) {
-		return PrefillPrediction{}, refuse("another model whose FLOPs per prompt token are finite", "the prefill scaled to the other model is not a finite time")
+		return PrefillPrediction{}, refuse(msg.New("calculator.supported_finite_flops"), "calculator.prefill_other_model_not_finite")
 	}
 	return out, nil
 }
@@ -1244,14 +1247,14 @@ type CapacityAnswer struct {
 	SequenceLimit    int
 	MaxOutputTokens  int
 	Basis            Basis
-	Warnings         []string
+	Warnings         []msg.Message
 }
 
 // Capacity answers how many requests fit at q's context, and how long a
 // context fits at q's concurrency (when given).
 func (m *Model) Capacity(q Query) (CapacityAnswer, error) {
 	if q.ContextTokens < 0 || q.Concurrency < 0 {
-		return CapacityAnswer{}, refuse("context ≥ 0, concurrency ≥ 1", "context and concurrency must not be negative")
+		return CapacityAnswer{}, refuse(msg.New("calculator.supported_capacity_query"), "calculator.capacity_negative")
 	}
 	maxOut, err := m.maxOutput(q)
 	if err != nil {
@@ -1266,13 +1269,13 @@ func (m *Model) Capacity(q Query) (CapacityAnswer, error) {
 			return CapacityAnswer{}, err
 		}
 		if !q.OtherModel.sized() {
-			return CapacityAnswer{}, refuse("another model whose weights and KV bytes per token the model facts give", "another model's KV capacity needs both models' weights and KV bytes per token")
+			return CapacityAnswer{}, refuse(msg.New("calculator.supported_other_model_sizes"), "calculator.capacity_other_model_sizes")
 		}
 	}
 	if q.TargetGPU != "" && q.VRAMGB == 0 {
 		g, ok := LookupGPU(q.TargetGPU)
 		if !ok {
-			return CapacityAnswer{}, unknownGPU(q.TargetGPU, "VRAM")
+			return CapacityAnswer{}, unknownGPU(q.TargetGPU, "calculator.gpu_vram_unknown")
 		}
 		q.VRAMGB = g.VRAMGB
 	}
@@ -1282,11 +1285,11 @@ func (m *Model) Capacity(q Query) (CapacityAnswer, error) {
 	}
 	mv := moveOf(gpuScaling{}, scale, other) // the speed is not asked
 	if q.TargetGPU != "" && mv == moveVRAM {
-		scale.warnings = append(scale.warnings, fmt.Sprintf("capacity for %s with %.0f GB", q.TargetGPU, q.VRAMGB))
+		scale.warnings = append(scale.warnings, msg.New("calculator.capacity_for_gpu", q.TargetGPU, q.VRAMGB))
 	}
 	c := m.capacityFor(maxOut, scale)
 	if mv == moveModel {
-		var warn []string
+		var warn []msg.Message
 		if c, warn, err = c.toModel(q.OtherModel); err != nil {
 			return CapacityAnswer{}, err
 		}
@@ -1298,7 +1301,7 @@ func (m *Model) Capacity(q Query) (CapacityAnswer, error) {
 		Basis: mv.basis(Measured), Warnings: scale.warnings,
 	}
 	if c.pastModelLen(q.ContextTokens) {
-		a.Warnings = append(a.Warnings, fmt.Sprintf("context + max output exceeds max_model_len %d: nothing fits", c.maxModelLen))
+		a.Warnings = append(a.Warnings, msg.New("calculator.past_max_model_len", c.maxModelLen))
 		zero := 0
 		a.MaxConcurrencyPossible = &zero
 		return a, nil
@@ -1309,7 +1312,7 @@ func (m *Model) Capacity(q Query) (CapacityAnswer, error) {
 		possible := c.running(max(a.MaxConcurrency, (c.cHi-1)/(q.ContextTokens+maxOut)))
 		a.MaxConcurrencyPossible = &possible
 	} else {
-		a.Warnings = append(a.Warnings, "no cell of this run was refused for capacity: the KV capacity may be larger than the largest reservation that ran")
+		a.Warnings = append(a.Warnings, msg.New("calculator.capacity_may_be_larger"))
 	}
 	if q.Concurrency > 0 {
 		if l := c.cLo/c.running(q.Concurrency) - maxOut; l >= 0 {
@@ -1318,10 +1321,10 @@ func (m *Model) Capacity(q Query) (CapacityAnswer, error) {
 			}
 			a.MaxContextTokens = &l
 		} else {
-			a.Warnings = append(a.Warnings, fmt.Sprintf("%d requests do not surely fit at any context", q.Concurrency))
+			a.Warnings = append(a.Warnings, msg.New("calculator.never_surely_fit", q.Concurrency))
 		}
 		if r := c.running(q.Concurrency); r < q.Concurrency {
-			a.Warnings = append(a.Warnings, fmt.Sprintf("only about %d requests run at once on this run; the rest queue", r))
+			a.Warnings = append(a.Warnings, msg.New("calculator.only_some_run", r))
 		}
 	}
 	return a, nil
@@ -1337,7 +1340,7 @@ type GridCell struct {
 
 // Grid predicts every context × concurrency combination. Cells the data
 // does not support carry their refusal instead of failing the grid.
-func (m *Model) Grid(contexts, concurrencies []int, base Query) ([]GridCell, []string, error) {
+func (m *Model) Grid(contexts, concurrencies []int, base Query) ([]GridCell, []msg.Message, error) {
 	gpu, err := m.gpuScale(base, m.gpuMove())
 	if err != nil {
 		return nil, nil, err
@@ -1354,10 +1357,10 @@ func (m *Model) Grid(contexts, concurrencies []int, base Query) ([]GridCell, []s
 	// the grid says it once (and another model's move, below).
 	warnings := append(slices.Clone(gpu.warnings), scale.warnings...)
 	if moveOf(gpu, scale, false) == moveVRAM {
-		warnings = append(warnings, sameSpeed)
+		warnings = append(warnings, sameSpeed())
 	}
 	if _, err := m.maxOutput(base); err != nil {
-		warnings = append(warnings, capacityUnknownWarning) // its cells answer speed alone
+		warnings = append(warnings, capacityUnknownWarning()) // its cells answer speed alone
 	}
 	if base.OtherModel.other() {
 		if maxOut, err := m.maxOutput(base); err == nil {

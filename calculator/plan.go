@@ -2,9 +2,10 @@ package calculator
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"strconv"
+
+	"github.com/matrixd/matrixd/msg"
 )
 
 // Target is a capacity-planning question: serve requests of ContextTokens
@@ -40,6 +41,8 @@ type Shortfall struct {
 	// asked bound; both zero for capacity and coverage.
 	Value, Target float64
 	Reason        string
+	// Notice is Reason with its code and parameters.
+	Notice msg.Message
 }
 
 // Plan answers a Target for one run.
@@ -53,8 +56,9 @@ type Plan struct {
 	// target is not met (nil when even that cannot be predicted).
 	At *Prediction
 	// Binding is what stops one more request (Bind*); BindingDetail says it
-	// in words.
+	// in words, BindingNotice with its code and parameters.
 	Binding, BindingDetail string
+	BindingNotice          msg.Message
 	// Surely is true when the target holds across the intervals too (the
 	// low bound of per-request speed, the high bound of TTFT).
 	Surely bool
@@ -77,7 +81,7 @@ type planStep struct {
 	p       *Prediction
 	refusal *Refusal
 	fails   string // "" when the target is met, else a Bind* constant
-	detail  string
+	detail  msg.Message
 	// queuedCell is set when b fails as a measured cell whose requests
 	// queued: a verdict on that cell alone, not on larger concurrencies.
 	queuedCell bool
@@ -94,7 +98,7 @@ type planStep struct {
 // cells, one prediction each.
 func (m *Model) Plan(t Target) (Plan, error) {
 	if t.ContextTokens < 0 || t.MinPerRequestTokS < 0 || t.MaxTTFTMs < 0 || t.Users < 0 {
-		return Plan{}, refuse("context ≥ 0, speeds and times ≥ 0", "a target needs a context of at least 0 tokens and bounds of at least 0")
+		return Plan{}, refuse(msg.New("calculator.supported_plan_target"), "calculator.plan_negative")
 	}
 	var pass *planStep // the largest concurrency probed that meets t
 	step := func(b int) (planStep, error) {
@@ -153,9 +157,10 @@ func (m *Model) Plan(t Target) (Plan, error) {
 	good := top
 	pl := Plan{Meets: true, Concurrency: good.b, At: good.p, TTFTChecked: good.p != nil && good.p.TTFTMs != nil}
 	if bad != nil {
-		pl.Binding, pl.BindingDetail = bad.fails, bad.detail
+		pl.Binding, pl.BindingDetail, pl.BindingNotice = bad.fails, bad.detail.Text, bad.detail
 	} else {
-		pl.Binding, pl.BindingDetail = BindRange, fmt.Sprintf("searched up to %d concurrent requests", maxPlanConcurrency)
+		m := msg.New("calculator.bind_searched", maxPlanConcurrency)
+		pl.Binding, pl.BindingDetail, pl.BindingNotice = BindRange, m.Text, m
 	}
 	pl.Surely = surely(t, good.p)
 	if t.Users > 0 {
@@ -191,58 +196,62 @@ func (m *Model) planStep(t Target, b int) (planStep, error) {
 	var ref *Refusal
 	switch {
 	case errors.As(err, &ref):
-		return planStep{b: b, refusal: ref, fails: BindRange, detail: ref.Reason}, nil
+		return planStep{b: b, refusal: ref, fails: BindRange, detail: ref.Message}, nil
 	case err != nil:
 		return planStep{}, err
 	}
 	if p.Capacity.Unknown {
 		// Sizing needs the KV capacity the speed answer did without.
 		errors.As(errNoMaxOutput(), &ref)
-		return planStep{b: b, refusal: ref, fails: BindRange, detail: ref.Reason}, nil
+		return planStep{b: b, refusal: ref, fails: BindRange, detail: ref.Message}, nil
 	}
 	s := planStep{b: b, p: &p}
 	switch p.Status {
 	case Fits:
 	case OverCapacity:
-		s.fails, s.detail = BindKVTokens, reserve(b, t.ContextTokens, p)+fmt.Sprintf(", beyond the %d the engine refused", p.Capacity.KVTokensHigh)
+		s.fails, s.detail = BindKVTokens, msg.New(plural(b, "calculator.bind_refused_one", "calculator.bind_refused"), b, t.ContextTokens, p.Capacity.ReservedTokens, p.Capacity.KVTokensHigh)
 		if !capacityMeasured(p) {
-			s.detail = reserve(b, t.ContextTokens, p) + fmt.Sprintf(", beyond the KV capacity of at most %d tokens estimated here (not measured)", p.Capacity.KVTokensHigh)
+			s.detail = msg.New(plural(b, "calculator.bind_beyond_estimated_one", "calculator.bind_beyond_estimated"), b, t.ContextTokens, p.Capacity.ReservedTokens, p.Capacity.KVTokensHigh)
 		}
 	case BoundaryUncertain:
 		if p.Capacity.ReservedTokens > p.Capacity.KVTokensLow {
-			s.fails, s.detail = BindKVTokens, reserve(b, t.ContextTokens, p)+fmt.Sprintf(", more than the %d that ran", p.Capacity.KVTokensLow)
-			if !capacityMeasured(p) {
-				s.detail = fmt.Sprintf("%s, within the KV capacity of %s estimated here (not measured)", reserve(b, t.ContextTokens, p), kvInterval(p.Capacity))
+			s.fails, s.detail = BindKVTokens, msg.New(plural(b, "calculator.bind_more_than_ran_one", "calculator.bind_more_than_ran"), b, t.ContextTokens, p.Capacity.ReservedTokens, p.Capacity.KVTokensLow)
+			switch {
+			case capacityMeasured(p):
+			case p.Capacity.KVTokensHigh == 0:
+				s.detail = msg.New(plural(b, "calculator.bind_within_estimated_open_one", "calculator.bind_within_estimated_open"), b, t.ContextTokens, p.Capacity.ReservedTokens, p.Capacity.KVTokensLow)
+			default:
+				s.detail = msg.New(plural(b, "calculator.bind_within_estimated_one", "calculator.bind_within_estimated"), b, t.ContextTokens, p.Capacity.ReservedTokens, p.Capacity.KVTokensLow, p.Capacity.KVTokensHigh)
 			}
 		} else {
-			s.fails, s.detail = BindSequences, fmt.Sprintf("no measurement had %d requests running at once", b)
+			s.fails, s.detail = BindSequences, msg.New("calculator.bind_not_seen_running", b)
 		}
 	case RequestsQueued:
-		s.fails, s.detail = BindSequences, fmt.Sprintf("at %d the engine queues requests instead of running them all", b)
+		s.fails, s.detail = BindSequences, msg.New("calculator.bind_queues", b)
 		// A queue the sequence limits make holds for every larger
 		// concurrency too.
 		s.queuedCell = (p.Basis == Measured || p.queuedShorter) && m.cap.running(b) == b
 	case ExceedsMaxModelLen:
-		s.fails, s.detail = BindMaxModelLen, fmt.Sprintf("context %d plus the output reservation exceeds the run's max_model_len", t.ContextTokens)
+		s.fails, s.detail = BindMaxModelLen, msg.New("calculator.bind_max_model_len", t.ContextTokens)
 	case TTFTExceedsWindow:
-		s.fails, s.detail = BindTTFT, fmt.Sprintf("at context %d no first token arrived within the measurement window", t.ContextTokens)
+		s.fails, s.detail = BindTTFT, msg.New("calculator.bind_no_first_token", t.ContextTokens)
 	}
 	if s.fails == "" && p.LevelFrom > 0 {
-		s.fails, s.detail = BindSequences, fmt.Sprintf("measured throughput stops rising from concurrency %s at this context: more requests would wait, not add throughput", concurrencyText(p.LevelFrom))
+		s.fails, s.detail = BindSequences, msg.New("calculator.bind_level", concurrencyText(p.LevelFrom))
 	}
 	if s.fails != "" {
 		return s, nil
 	}
 	if p.PerRequestTokS == nil {
-		s.fails, s.detail = BindRange, "no speed can be predicted here"
+		s.fails, s.detail = BindRange, msg.New("calculator.bind_no_speed")
 		return s, nil
 	}
 	if v := p.PerRequestTokS.Value; v < t.MinPerRequestTokS {
-		s.fails, s.detail = BindSpeed, fmt.Sprintf("per-request speed at %d would be %s tok/s, under the %s asked", b, under(v, t.MinPerRequestTokS), num(t.MinPerRequestTokS))
+		s.fails, s.detail = BindSpeed, msg.New("calculator.bind_speed", b, under(v, t.MinPerRequestTokS), num(t.MinPerRequestTokS))
 		return s, nil
 	}
 	if t.MaxTTFTMs > 0 && p.TTFTMs != nil && p.TTFTMs.Value > t.MaxTTFTMs {
-		s.fails, s.detail = BindTTFT, fmt.Sprintf("TTFT at %d would be %.0f ms, over the %s ms asked", b, p.TTFTMs.Value, num(t.MaxTTFTMs))
+		s.fails, s.detail = BindTTFT, msg.New("calculator.bind_ttft", b, p.TTFTMs.Value, num(t.MaxTTFTMs))
 	}
 	return s, nil
 }
@@ -250,39 +259,32 @@ func (m *Model) planStep(t Target, b int) (planStep, error) {
 // planFailed explains a target not met even by one request.
 func (m *Model) planFailed(t Target, s planStep) Plan {
 	pl := Plan{At: s.p, TTFTChecked: s.p != nil && s.p.TTFTMs != nil}
-	sh := &Shortfall{Reason: s.detail}
+	sh := &Shortfall{Notice: s.detail}
 	switch s.fails {
 	case BindSpeed:
 		sh.Metric, sh.Value, sh.Target = "per_request_tok_s", s.p.PerRequestTokS.Value, t.MinPerRequestTokS
-		sh.Reason = fmt.Sprintf("per-request speed at concurrency 1 is %.1f tok/s, target %s (%.0f%% short)", sh.Value, num(sh.Target), 100*(1-sh.Value/sh.Target))
+		sh.Notice = msg.New("calculator.short_speed", sh.Value, num(sh.Target), 100*(1-sh.Value/sh.Target))
 	case BindTTFT:
 		sh.Metric = "ttft_ms"
 		if s.p != nil && s.p.TTFTMs != nil && s.p.Status == Fits {
 			sh.Value, sh.Target = s.p.TTFTMs.Value, t.MaxTTFTMs
-			sh.Reason = fmt.Sprintf("TTFT at concurrency 1 is %.0f ms, target ≤ %s ms (%.0f%% over)", sh.Value, num(sh.Target), 100*(sh.Value/sh.Target-1))
+			sh.Notice = msg.New("calculator.short_ttft", sh.Value, num(sh.Target), 100*(sh.Value/sh.Target-1))
 		}
 	case BindKVTokens, BindSequences, BindMaxModelLen:
 		sh.Metric = "capacity"
-		sh.Reason = "not even one request fits: " + s.detail
+		sh.Notice = msg.New("calculator.short_capacity", s.detail.Text)
 		if s.p != nil && s.p.Status == BoundaryUncertain {
-			sh.Reason = "whether even one request fits is uncertain: " + s.detail
+			sh.Notice = msg.New("calculator.short_capacity_uncertain", s.detail.Text)
 		}
 	default:
 		sh.Metric = "coverage"
-		if s.refusal != nil {
-			sh.Reason = s.refusal.Error()
+		if s.refusal != nil && s.refusal.Supported != "" {
+			sh.Notice = msg.New("calculator.refused_supported", s.refusal.Reason, s.refusal.Supported)
 		}
 	}
-	pl.Binding, pl.BindingDetail, pl.Shortfall = s.fails, s.detail, sh
+	sh.Reason = sh.Notice.Text
+	pl.Binding, pl.BindingDetail, pl.BindingNotice, pl.Shortfall = s.fails, s.detail.Text, s.detail, sh
 	return pl
-}
-
-// reserve says what b requests of l tokens reserve at p.
-func reserve(b, l int, p Prediction) string {
-	if b == 1 {
-		return fmt.Sprintf("1 request of %d tokens reserves %d KV tokens", l, p.Capacity.ReservedTokens)
-	}
-	return fmt.Sprintf("%d requests of %d tokens reserve %d KV tokens", b, l, p.Capacity.ReservedTokens)
 }
 
 // capacityMeasured reports whether p's KV capacity is the run's as
@@ -293,15 +295,6 @@ func capacityMeasured(p Prediction) bool {
 		return false
 	}
 	return true
-}
-
-// kvInterval prints a KV capacity interval: "0–590243 tokens", or "at
-// least 655360 tokens" when no reservation was refused.
-func kvInterval(c Capacity) string {
-	if c.KVTokensHigh == 0 {
-		return fmt.Sprintf("at least %d tokens", c.KVTokensLow)
-	}
-	return fmt.Sprintf("%d–%d tokens", c.KVTokensLow, c.KVTokensHigh)
 }
 
 // surely reports whether the target holds at the intervals' pessimistic

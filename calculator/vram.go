@@ -1,11 +1,12 @@
 package calculator
 
 import (
-	"fmt"
 	"math"
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/matrixd/matrixd/msg"
 )
 
 // vramScaling is the factor range by which another VRAM size (or memory
@@ -13,7 +14,7 @@ import (
 type vramScaling struct {
 	lo, hi   float64
 	scaled   bool
-	warnings []string
+	warnings []msg.Message
 }
 
 // noRoom is the refusal of a VRAM size that does not hold the model's
@@ -48,38 +49,38 @@ func (m *Model) vramScale(q Query) (vramScaling, error) {
 	if vram == r.VRAMGB && util == r.GPUMemoryUtilization {
 		return vramScaling{lo: 1, hi: 1}, nil
 	}
-	supported := "the run's own VRAM and memory utilization, or other sizes for a run whose model size, quantization, VRAM and gpu_memory_utilization are known"
+	supported := msg.New("calculator.supported_vram")
 	switch {
 	case r.VRAMGB <= 0:
-		return vramScaling{}, refuse(supported, "the run does not say its VRAM, so another VRAM size cannot be scaled from it")
+		return vramScaling{}, refuse(supported, "calculator.vram_unknown")
 	case r.GPUMemoryUtilization <= 0:
-		return vramScaling{}, refuse(supported, "the run does not say its gpu_memory_utilization, so its KV pool is unknown")
+		return vramScaling{}, refuse(supported, "calculator.utilization_unknown")
 	case r.ParamsB <= 0:
-		return vramScaling{}, refuse(supported, "the model's size is unknown (no parameter count in its name), so its weights' memory is unknown")
+		return vramScaling{}, refuse(supported, "calculator.model_size_unknown")
 	}
 	weights := r.ParamsB * r.WeightBytesPerParam()
 	if weights <= 0 {
-		return vramScaling{}, refuse(supported, "the quantization's bytes per parameter are unknown")
+		return vramScaling{}, refuse(supported, "calculator.quantization_bytes_unknown")
 	}
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, o := range []float64{overheadLowGB, overheadHighGB} {
 		base := r.VRAMGB*r.GPUMemoryUtilization - weights - o
 		next := vram*util - weights - o
 		if base <= 0 {
-			return vramScaling{}, refuse(supported, "the run's own KV pool estimate is not positive (%.1f GB VRAM × %.2f − %.1f GB weights)", r.VRAMGB, r.GPUMemoryUtilization, weights)
+			return vramScaling{}, refuse(supported, "calculator.kv_pool_not_positive", r.VRAMGB, r.GPUMemoryUtilization, weights)
 		}
 		if next <= 0 {
-			return vramScaling{}, noRoom{&Refusal{Supported: fmt.Sprintf("more than %.1f GB of VRAM at utilization %.2f", (weights+o)/util, util),
-				Reason: fmt.Sprintf("%.1f GB × %.2f = %.1f GB leaves no room for the KV cache after %.1f GB of weights and up to %.1f GB of runtime overhead", vram, util, vram*util, weights, o)}}
+			return vramScaling{}, noRoom{NewRefusal(msg.New("calculator.vram_no_room", vram, util, vram*util, weights, o),
+				msg.New("calculator.supported_vram_room", (weights+o)/util, util))}
 		}
 		ratio := next / base
 		lo, hi = math.Min(lo, ratio), math.Max(hi, ratio)
 	}
 	s := vramScaling{lo: lo, hi: hi, scaled: true}
-	s.warnings = append(s.warnings, fmt.Sprintf("KV capacity scaled from the run's %.0f GB at utilization %.2f to %.0f GB at %.2f by the pool ratio ×%.2f–×%.2f",
+	s.warnings = append(s.warnings, msg.New("calculator.kv_scaled_vram",
 		r.VRAMGB, r.GPUMemoryUtilization, vram, util, lo, hi))
 	if lo < poolConfidentLow || hi > poolConfidentHigh {
-		s.warnings = append(s.warnings, fmt.Sprintf("low confidence: the KV pool differs from the measured one by more than ×%g–×%g", poolConfidentLow, poolConfidentHigh))
+		s.warnings = append(s.warnings, msg.New("calculator.kv_scaled_low_confidence", poolConfidentLow, poolConfidentHigh))
 	}
 	return s, nil
 }

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/matrixd/matrixd/msg"
 )
 
 // Verdict is what a comparison says of a change.
@@ -93,11 +95,13 @@ type Group struct {
 // Step is the comparison of an older run (From) with a newer (To).
 type Step struct {
 	Verdict Verdict
-	// Why says in a sentence what the verdict stands on.
-	Why   string
-	Cells []CellChange
-	Rows  []Group
-	Grid  Group
+	// Why says in a sentence what the verdict stands on; WhyMessage is
+	// the same with its code and parameters.
+	Why        string
+	WhyMessage msg.Message
+	Cells      []CellChange
+	Rows       []Group
+	Grid       Group
 	// RegressedRows and ImprovedRows are the contexts of rows that changed.
 	RegressedRows []int
 	ImprovedRows  []int
@@ -170,7 +174,8 @@ func Compare(a, b []Cell, rule Rule) Step {
 	}
 	st.Grid = group(st.Cells, rule)
 	st.Grid.ContextTokens = -1
-	st.Verdict, st.Why = overall(st, rule)
+	st.Verdict, st.WhyMessage = overall(st, rule)
+	st.Why = st.WhyMessage.Text
 	return st
 }
 
@@ -225,31 +230,31 @@ func group(cells []CellChange, rule Rule) Group {
 
 // overall is the step's verdict: a regression anywhere is said (with its
 // rows) before an improvement elsewhere, as it is what a reader must see.
-func overall(st Step, rule Rule) (Verdict, string) {
+func overall(st Step, rule Rule) (Verdict, msg.Message) {
 	switch {
 	case len(st.Cells) == 0:
-		return Inconclusive, "the runs share no cell, measured or predicted"
+		return Inconclusive, msg.New("history.no_shared_cell")
 	case len(st.RegressedRows) > 0 || st.Grid.Verdict == Regressed:
 		if len(st.RegressedRows) == 0 {
-			return Regressed, fmt.Sprintf("%d of %d cells are slower beyond their noise floor (median ratio %.3f, sign test p = %.2g)",
+			return Regressed, msg.New("history.regressed_grid",
 				st.Grid.Down, st.Grid.Cells, st.Grid.MedianRatio, st.Grid.SignP)
 		}
-		return Regressed, fmt.Sprintf("slower beyond the noise floor at %s (%d of %d cells slower overall)",
+		return Regressed, msg.New("history.regressed_rows",
 			rowList(st.RegressedRows), st.Grid.Down, st.Grid.Cells)
 	case len(st.ImprovedRows) > 0 && st.Grid.Verdict != Improved:
-		return Improved, fmt.Sprintf("faster beyond the noise floor at %s (%d of %d cells faster overall)",
+		return Improved, msg.New("history.improved_rows",
 			rowList(st.ImprovedRows), st.Grid.Up, st.Grid.Cells)
 	case len(st.ImprovedRows) > 0 || st.Grid.Verdict == Improved:
-		return Improved, fmt.Sprintf("%d of %d cells are faster beyond their noise floor (median ratio %.3f, sign test p = %.2g)",
+		return Improved, msg.New("history.improved_grid",
 			st.Grid.Up, st.Grid.Cells, st.Grid.MedianRatio, st.Grid.SignP)
 	case st.Grid.Verdict == Unchanged:
-		return Unchanged, fmt.Sprintf("%d of %d cells are within their noise floor (median ratio %.3f)",
+		return Unchanged, msg.New("history.unchanged",
 			st.Grid.Cells-st.Grid.Up-st.Grid.Down, st.Grid.Cells, st.Grid.MedianRatio)
 	}
 	if st.Grid.Cells < rule.MinCells {
-		return Inconclusive, fmt.Sprintf("only %d compared %s; the rule needs %d", st.Grid.Cells, plural(st.Grid.Cells, "cell", "cells"), rule.MinCells)
+		return Inconclusive, msg.New(plural(st.Grid.Cells, "history.too_few_cells_one", "history.too_few_cells"), st.Grid.Cells, rule.MinCells)
 	}
-	return Inconclusive, fmt.Sprintf("the cells do not agree beyond noise: %d faster, %d slower, of %d (median ratio %.3f)",
+	return Inconclusive, msg.New("history.disagree",
 		st.Grid.Up, st.Grid.Down, st.Grid.Cells, st.Grid.MedianRatio)
 }
 

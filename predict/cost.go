@@ -3,9 +3,9 @@ package predict
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/msg"
 )
 
 // CheckPrice is a 400 naming the parameter that makes p unusable.
@@ -27,19 +27,19 @@ func catalogPower(gpu string) (tdp, systemMax *float64) {
 
 // priced prices gpus GPUs of gpu at total tok/s, saying in a warning what
 // could not be priced.
-func priced(p calculator.Price, gpu string, gpus int, power *calculator.Power, total *calculator.Estimate) (*calculator.Cost, []string) {
+func priced(p calculator.Price, gpu string, gpus int, power *calculator.Power, total *calculator.Estimate) (*calculator.Cost, []msg.Message) {
 	c, err := calculator.CostOf(p, gpus, power, total)
-	var warn []string
+	var warn []msg.Message
 	switch {
 	case errors.Is(err, calculator.ErrNoPower):
-		warn = append(warn, fmt.Sprintf("cost: %s has no power figure (no measured power, no power_limit_w, no TDP or system maximum power in the hardware catalog): its electricity cannot be priced", gpu))
+		warn = append(warn, msg.New("predict.cost_no_power", gpu))
 	case total != nil && c.USDPerMillion == nil && c.USDPerHour != nil:
-		warn = append(warn, "cost: the total tok/s interval reaches 0, so the cost per token has no upper bound")
+		warn = append(warn, msg.New("predict.cost_unbounded"))
 	}
 	if power == nil && err == nil && total != nil {
 		// A rented GPU is priced without its power: only the energy per
 		// token is missing, and says so.
-		warn = append(warn, fmt.Sprintf("energy: %s has no power figure (no measured power, no power_limit_w, no TDP or system maximum power in the hardware catalog): joules_per_output_token is not given", gpu))
+		warn = append(warn, msg.New("predict.energy_no_power", gpu))
 	}
 	return &c, warn
 }
@@ -67,7 +67,7 @@ func power(measured, limit *float64, gpu string, otherGPU, otherModel bool) *cal
 // DecodeCost prices a decode answer: the instance of the run it was
 // modelled from (its GPU count), at the answer's total tok/s. Without a
 // price it is nil.
-func (c *Service) DecodeCost(ctx context.Context, a Answer[calculator.Prediction], q calculator.Query, p calculator.Price) (*calculator.Cost, []string, error) {
+func (c *Service) DecodeCost(ctx context.Context, a Answer[calculator.Prediction], q calculator.Query, p calculator.Price) (*calculator.Cost, []msg.Message, error) {
 	if !p.Given() {
 		return nil, nil, nil
 	}
@@ -80,7 +80,7 @@ func (c *Service) DecodeCost(ctx context.Context, a Answer[calculator.Prediction
 
 // GridCosts prices a grid's cells as DecodeCost does one, in the order of
 // its cells; a refused cell's is nil, and every one is without a price.
-func (c *Service) GridCosts(ctx context.Context, a Answer[Grid], q calculator.Query, p calculator.Price) ([]*calculator.Cost, []string, error) {
+func (c *Service) GridCosts(ctx context.Context, a Answer[Grid], q calculator.Query, p calculator.Price) ([]*calculator.Cost, []msg.Message, error) {
 	if !p.Given() {
 		return make([]*calculator.Cost, len(a.Result.Cells)), nil, nil
 	}
@@ -103,7 +103,7 @@ func (c *Service) GridCosts(ctx context.Context, a Answer[Grid], q calculator.Qu
 // Costs prices predictions of run id asked with q (a grid's cells): each
 // at its total tok/s, with the power of its measured cell, else of the
 // run. The warnings are each said once.
-func (c *Service) Costs(ctx context.Context, id string, q calculator.Query, p calculator.Price, preds []calculator.Prediction) ([]*calculator.Cost, []string, error) {
+func (c *Service) Costs(ctx context.Context, id string, q calculator.Query, p calculator.Price, preds []calculator.Prediction) ([]*calculator.Cost, []msg.Message, error) {
 	r, err := c.store.Run(ctx, id)
 	if err != nil {
 		return nil, nil, err
@@ -123,7 +123,7 @@ func (c *Service) Costs(ctx context.Context, id string, q calculator.Query, p ca
 		}
 	}
 	out := make([]*calculator.Cost, len(preds))
-	var warn []string
+	var warn []msg.Message
 	said := map[string]bool{}
 	for i, pred := range preds {
 		// A measured answer is its cell's measurement, power included.
@@ -131,12 +131,12 @@ func (c *Service) Costs(ctx context.Context, id string, q calculator.Query, p ca
 		if pred.Basis == calculator.Measured && len(pred.Cells) == 1 && cellPower[pred.Cells[0]] != nil {
 			measured = cellPower[pred.Cells[0]]
 		}
-		var w []string
+		var w []msg.Message
 		pw := power(measured, r.Hardware.PowerLimitW, gpu, q.TargetGPU != "", pred.Basis == calculator.ScaledModel)
 		out[i], w = priced(p, gpu, gpus, pw, pred.TotalTokS)
 		for _, x := range w {
-			if !said[x] {
-				said[x] = true
+			if !said[x.Text] {
+				said[x.Text] = true
 				warn = append(warn, x)
 			}
 		}

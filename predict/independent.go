@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/msg"
 	"github.com/matrixd/matrixd/store"
 )
 
@@ -52,7 +52,7 @@ type source struct {
 // out while another source remains). The sources are in the order of each
 // group's newest run; warn names every copy counted once. Groups past the
 // K+1-th source are not compared with runs under other names.
-func (c *Service) sources(ctx context.Context, ids []string) (srcs []source, warn []string, err error) {
+func (c *Service) sources(ctx context.Context, ids []string) (srcs []source, warn []msg.Message, err error) {
 	if len(ids) == 1 {
 		return c.oneSource(ctx, ids[0])
 	}
@@ -101,17 +101,16 @@ func (c *Service) sources(ctx context.Context, ids []string) (srcs []source, war
 			case i == g.first:
 				own = append(own, r.ID)
 			case sameCells(g.cells[i], g.cells[g.first]):
-				warn = append(warn, fmt.Sprintf("run %s repeats the cells of run %s (most within %.0f %%); counted once", r.ID, orig.ID, 100*copyTolerance))
+				warn = append(warn, msg.New("predict.source_near_copy", r.ID, orig.ID, 100*copyTolerance))
 			case sameKey(r, orig):
 				own = append(own, r.ID)
 			default:
-				warn = append(warn, fmt.Sprintf("run %s names the publisher of run %s but was sent by another API key: one source with it, counted once", r.ID, orig.ID))
+				warn = append(warn, msg.New("predict.source_same_publisher", r.ID, orig.ID))
 			}
 		}
 		s := source{id: own[0], shared: own[1:min(len(own), maxShared+1)]}
 		if len(own) > 1 {
-			warn = append(warn, fmt.Sprintf("runs %s have one submitter: one source, modelled from the newest (%s) with the others' cells where it has none",
-				strings.Join(own, ", "), own[0]))
+			warn = append(warn, msg.New("predict.source_one_submitter", strings.Join(own, ", "), own[0]))
 		}
 		cells := g.cells[g.first]
 		twin, err := c.renamedOriginal(ctx, orig.ID, orig.CreatedAt, store.Summarize(orig).Peak, func() (cellIndex, error) { return cells, nil }, ids)
@@ -174,7 +173,7 @@ func (c *Service) renamedOriginal(ctx context.Context, id string, created time.T
 // oneSource is sources for a selection that matched one run, id: its
 // stored summary names the peak the copies of it are looked for by, and
 // its cells are read only where a candidate is found.
-func (c *Service) oneSource(ctx context.Context, id string) ([]source, []string, error) {
+func (c *Service) oneSource(ctx context.Context, id string) ([]source, []msg.Message, error) {
 	sums, err := c.store.RunSummaries(ctx, []string{id})
 	if err != nil {
 		return nil, nil, err
@@ -194,13 +193,13 @@ func (c *Service) oneSource(ctx context.Context, id string) ([]source, []string,
 	if err != nil || twin == nil {
 		return []source{{id: id}}, nil, err
 	}
-	return []source{{id: id}}, []string{renamedWarning(id, *twin)}, nil
+	return []source{{id: id}}, []msg.Message{renamedWarning(id, *twin)}, nil
 }
 
 // renamedWarning says that run id repeats the cells of twin, stored
 // before under another name.
-func renamedWarning(id string, twin store.RunConfig) string {
-	return fmt.Sprintf("run %s repeats the cells of run %s (model %s on %s); counted once", id, twin.ID, clip(twin.ModelName), clip(twin.GPU))
+func renamedWarning(id string, twin store.RunConfig) msg.Message {
+	return msg.New("predict.renamed_copy", id, twin.ID, clip(twin.ModelName), clip(twin.GPU))
 }
 
 // earlierRun reports whether a was stored before b (at the same time: the
@@ -452,14 +451,12 @@ func (lc *listedCopies) sources(configs []store.RunConfig) []store.RunConfig {
 
 // warning says how many runs were left out as copies of listed ones, and
 // names up to namedCopies of them with the run each repeats.
-func (lc *listedCopies) warning() []string {
+func (lc *listedCopies) warning() []msg.Message {
 	n := len(lc.left)
 	if n == 0 {
 		return nil
 	}
-	out := []string{fmt.Sprintf("%d %s left out as %s of %s (most of %s cells within %.0f %% of %s, under any model or GPU name): each measurement is listed once, as its earliest run",
-		n, plural(n, "run was", "runs were"), plural(n, "a near-copy", "near-copies"), plural(n, "a listed run", "listed runs"),
-		plural(n, "its", "their"), 100*copyTolerance, plural(n, "that run's", "those runs'"))}
+	out := []msg.Message{msg.New(plural(n, "predict.copies_left_out_one", "predict.copies_left_out"), n, 100*copyTolerance)}
 	ids := slices.Sorted(maps.Keys(lc.left))
 	for _, id := range ids[:min(len(ids), namedCopies)] {
 		o := lc.left[id]
@@ -482,7 +479,7 @@ func planOptionAt(opts []PlanOption) func(int) (store.RunConfig, float64, bool) 
 }
 
 // listable reports whether o is a measured run's planned option.
-func listable(o PlanOption) bool { return !o.estimated() && o.Err == "" && o.Plan.At != nil }
+func listable(o PlanOption) bool { return !o.estimated() && o.Err.Code == "" && o.Plan.At != nil }
 
 // dropCopies keeps one of opts' measured options per measurement (see
 // listedCopies); the plan sorts them after.

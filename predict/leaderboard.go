@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/msg"
 	"github.com/matrixd/matrixd/store"
 )
 
@@ -36,7 +37,7 @@ type PredictedBoard struct {
 	// Modelled is how many runs were modelled in full; the others were
 	// ranked out by their summaries' bounds.
 	Modelled int
-	Warnings []string
+	Warnings []msg.Message
 }
 
 // metricOf is a prediction's value of metric, and whether larger is
@@ -102,7 +103,7 @@ func (c *Service) PredictedLeaderboard(ctx context.Context, f store.RunFilter, c
 			b := sum.BoundCell(contextTokens, concurrency)
 			return PredictedEntry{Run: cfg, Value: boundOf(b, metric)}, b.Fits
 		},
-		entry: func(cfg store.RunConfig, m *calculator.Model, _ string) (PredictedEntry, bool, error) {
+		entry: func(cfg store.RunConfig, m *calculator.Model, _ msg.Message) (PredictedEntry, bool, error) {
 			if m == nil {
 				return PredictedEntry{}, false, nil // being fitted, or cannot be modelled: not ranked
 			}
@@ -119,13 +120,13 @@ func (c *Service) PredictedLeaderboard(ctx context.Context, f store.RunFilter, c
 			}
 			e := PredictedEntry{Value: v, Run: cfg, Answer: Answer[calculator.Prediction]{Result: p, RunIDs: []string{cfg.ID}}}
 			if cfg.Flagged {
-				e.Answer.Warnings = []string{flaggedWarning(cfg.ID)}
+				e.Answer.Warnings = []msg.Message{flaggedWarning(cfg.ID)}
 			}
 			return e, true, nil
 		},
 		listed: func(e PredictedEntry) (store.RunConfig, float64, bool) { return e.Run, e.Value, true },
-		spent: func(int, int) string {
-			return fmt.Sprintf("more runs than the %d modelled could rank here: the ranking lists what those give", maxRefine)
+		spent: func(int, int) msg.Message {
+			return msg.New("predict.board_more_than_modelled", maxRefine)
 		},
 	})
 	if err != nil {
@@ -153,11 +154,11 @@ func (c *Service) PredictedLeaderboard(ctx context.Context, f store.RunFilter, c
 		out.Warnings = append(out.Warnings, w)
 	}
 	if out.Matched > 0 && len(kept) == 0 && out.Pending == 0 {
-		out.Warnings = append(out.Warnings, fmt.Sprintf("none of the %d matching %s has an answer at %s: there the requests would not all run (over capacity, past max_model_len, queued or no token within the window) or the cell is beyond the range the calculator answers; /v1/calculator/decode with a run_id says which, run by run",
-			out.Matched, plural(out.Matched, "run", "runs"), cellText(contextTokens, concurrency)))
+		out.Warnings = append(out.Warnings, msg.New(plural(out.Matched, "predict.board_no_answer_one", "predict.board_no_answer"),
+			out.Matched, cellText(contextTokens, concurrency)))
 	}
 	if out.Pending > 0 {
-		out.Warnings = append(out.Warnings, fmt.Sprintf("partial answer: %d %s being fitted (after a restart or a write, each fit takes up to about a second); ask again in a few seconds for the whole answer", out.Pending, plural(out.Pending, "run is", "runs are")))
+		out.Warnings = append(out.Warnings, partial(out.Pending))
 	}
 	return out, nil
 }
@@ -165,62 +166,62 @@ func (c *Service) PredictedLeaderboard(ctx context.Context, f store.RunFilter, c
 // EmptyBoardWarning says why a measured ranking of cell (l, b) under f has
 // nothing in it: no stored run matches f, or none of those that do has a
 // valid cell there.
-func (c *Service) EmptyBoardWarning(ctx context.Context, f store.RunFilter, l, b int) (string, error) {
+func (c *Service) EmptyBoardWarning(ctx context.Context, f store.RunFilter, l, b int) (msg.Message, error) {
 	any, _, err := c.store.RunConfigs(ctx, f, 1)
 	if err != nil {
-		return "", err
+		return msg.Message{}, err
 	}
 	if len(any) == 0 {
 		return c.noMatch(ctx, f)
 	}
-	return fmt.Sprintf("no matching run has a valid cell at %s; predicted=true ranks each matching run there by the calculator's answer, where it has one", cellText(l, b)), nil
+	return msg.New("predict.board_no_valid_cell", cellText(l, b)), nil
 }
 
 // OtherClassesNote says, for a ranking of one method class chosen by
 // default, which other classes have runs matching f and how to rank them:
 // "" when none has. Runs of other classes measured something else and are
 // never ranked beside these, but a reader should know they are there.
-func (c *Service) OtherClassesNote(ctx context.Context, f store.RunFilter) (string, error) {
+func (c *Service) OtherClassesNote(ctx context.Context, f store.RunFilter) (msg.Message, error) {
 	counts, err := c.otherClassCounts(ctx, f)
 	if err != nil || len(counts) == 0 {
-		return "", err
+		return msg.Message{}, err
 	}
 	parts := make([]string, len(counts))
 	for i, cc := range counts {
 		parts[i] = fmt.Sprintf("%d of method class %s (method_class=%s)", cc.n, cc.class, cc.class)
 	}
-	return fmt.Sprintf("ranked: runs of method class %s; other matching runs measured something else and are ranked apart: %s", f.MethodClass, strings.Join(parts, ", ")), nil
+	return msg.New("predict.other_classes_ranked_apart", f.MethodClass, strings.Join(parts, ", ")), nil
 }
 
 // noMatch says that no stored run matches f, naming the GPU the catalog
 // lacks and the flagged runs include_flagged would bring back.
-func (c *Service) noMatch(ctx context.Context, f store.RunFilter) (string, error) {
-	msg := "no stored run matches the filters"
-	if f.GPU != "" {
-		msg = noRunOn(f.GPU)
-	}
+func (c *Service) noMatch(ctx context.Context, f store.RunFilter) (msg.Message, error) {
+	more := ""
 	if f.ExcludeFlagged {
 		all := f
 		all.ExcludeFlagged = false
 		flagged, _, err := c.store.RunConfigs(ctx, all, 1)
 		if err != nil {
-			return "", err
+			return msg.Message{}, err
 		}
 		if len(flagged) > 0 {
-			msg += "; runs a plausibility check flagged match them: include_flagged=true brings them back"
+			more += "; runs a plausibility check flagged match them: include_flagged=true brings them back"
 		}
 	}
 	if f.MethodClass != "" {
 		// One class is ranked at a time: say which others have runs.
 		counts, err := c.otherClassCounts(ctx, f)
 		if err != nil {
-			return "", err
+			return msg.Message{}, err
 		}
 		for _, cc := range counts {
-			msg += fmt.Sprintf("; %d %s of method class %s, ranked with method_class=%s", cc.n, plural(cc.n, "run matches them", "runs match them"), cc.class, cc.class)
+			more += fmt.Sprintf("; %d %s of method class %s, ranked with method_class=%s", cc.n, plural(cc.n, "run matches them", "runs match them"), cc.class, cc.class)
 		}
 	}
-	return msg, nil
+	if f.GPU != "" {
+		return noRunOn(f.GPU, more), nil
+	}
+	return msg.New("predict.no_match", more), nil
 }
 
 // cellText is a cell as said: "16384 tokens × 1 request".

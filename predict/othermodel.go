@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/msg"
 	"github.com/matrixd/matrixd/store"
 	"github.com/matrixd/matrixd/trust"
 )
@@ -23,22 +24,22 @@ import (
 // experts (a batch reads more experts than one request does, so their
 // weights per step grow differently with concurrency).
 func ModelRatios(facts *trust.Models, from store.Run, model, quantization string) (calculator.ModelRatios, error) {
-	supported := "another model of the run's kind (dense or mixture of experts) that the model facts table describes (parameters, KV layers, KV heads, head dimension), with a known quantization"
+	supported := msg.New("predict.supported_other_model_kind")
 	src, ok := facts.Lookup(from.Model.Name)
 	if !ok || src.KVBytesPerToken(1) <= 0 {
-		return calculator.ModelRatios{}, &calculator.Refusal{Reason: fmt.Sprintf("the model facts do not describe the run's model %q (KV geometry)", from.Model.Name), Supported: supported}
+		return calculator.ModelRatios{}, calculator.NewRefusal(msg.New("predict.facts_lack_run_model", from.Model.Name), supported)
 	}
 	dst, ok := facts.Lookup(model)
 	if !ok || dst.KVBytesPerToken(1) <= 0 {
-		return calculator.ModelRatios{}, &calculator.Refusal{Reason: fmt.Sprintf("the model facts do not describe %q (KV geometry)", model), Supported: supported}
+		return calculator.ModelRatios{}, calculator.NewRefusal(msg.New("predict.facts_lack_model", model), supported)
 	}
 	if src.MixtureOfExperts() != dst.MixtureOfExperts() {
-		return calculator.ModelRatios{}, &calculator.Refusal{Reason: fmt.Sprintf("%s and %s are not of one kind (dense, mixture of experts): their speed does not scale from one to the other", src.Name, dst.Name), Supported: supported}
+		return calculator.ModelRatios{}, calculator.NewRefusal(msg.New("predict.models_not_one_kind", src.Name, dst.Name), supported)
 	}
 	srcBytes := Run(from).WeightBytesPerParam()
 	dstBytes := calculator.Run{Quantization: quantization}.WeightBytesPerParam()
 	if srcBytes <= 0 || dstBytes <= 0 {
-		return calculator.ModelRatios{}, &calculator.Refusal{Reason: "a quantization's bytes per parameter are unknown", Supported: supported}
+		return calculator.ModelRatios{}, calculator.NewRefusal(msg.New("predict.quantization_bytes_unknown"), supported)
 	}
 	kv := kvElemBytes(from.Launch.KVCacheDtype)
 	return calculator.ModelRatios{
@@ -81,17 +82,17 @@ var errNoOtherModel = errors.New("no run of another model on the GPU")
 // run on the GPU, or only flagged runs of the model there); a
 // *calculator.Refusal: runs of other models are there, but the facts do
 // not let them stand in, saying which facts are missing.
-func (c *Service) otherModelRun(ctx context.Context, sel Selection) (string, otherModel, string, error) {
+func (c *Service) otherModelRun(ctx context.Context, sel Selection) (string, otherModel, msg.Message, error) {
 	return c.otherModelRunAmong(ctx, sel, store.RunFilter{EngineVersion: sel.EngineVersion, KVCacheDtype: sel.KVCacheDtype})
 }
 
 // otherModelRunAmong is otherModelRun choosing among the runs on sel.GPU
 // that narrow matches (the planner's engine, KV-cache dtype and method
 // class).
-func (c *Service) otherModelRunAmong(ctx context.Context, sel Selection, narrow store.RunFilter) (string, otherModel, string, error) {
+func (c *Service) otherModelRunAmong(ctx context.Context, sel Selection, narrow store.RunFilter) (string, otherModel, msg.Message, error) {
 	var none otherModel
 	if c.factsErr != nil {
-		return "", none, "", c.factsErr
+		return "", none, msg.Message{}, c.factsErr
 	}
 	if !sel.IncludeFlagged {
 		// Flagged runs of the model itself are there: the answer is theirs
@@ -100,22 +101,22 @@ func (c *Service) otherModelRunAmong(ctx context.Context, sel Selection, narrow 
 		own.Model = sel.Model
 		f, err := c.WithGPU(ctx, own, sel.GPU)
 		if err != nil {
-			return "", none, "", err
+			return "", none, msg.Message{}, err
 		}
 		if flagged, _, err := c.store.RunConfigs(ctx, f, 1); err != nil || len(flagged) > 0 {
-			return "", none, "", cmp.Or(err, errNoOtherModel)
+			return "", none, msg.Message{}, cmp.Or(err, errNoOtherModel)
 		}
 	}
 	narrow.ExcludeFlagged = !sel.IncludeFlagged
 	f, err := c.WithGPU(ctx, narrow, sel.GPU)
 	if err != nil {
-		return "", none, "", err
+		return "", none, msg.Message{}, err
 	}
 	// The choice is among models: the newest run of each, so that many
 	// runs of one model crowd none of the others out.
 	candidates, _, err := c.store.NewestRunPerModel(ctx, f, maxCandidates)
 	if err != nil || len(candidates) == 0 {
-		return "", none, "", cmp.Or(err, errNoOtherModel)
+		return "", none, msg.Message{}, cmp.Or(err, errNoOtherModel)
 	}
 	var others []string
 	for _, cfg := range candidates {
@@ -128,21 +129,19 @@ func (c *Service) otherModelRunAmong(ctx context.Context, sel Selection, narrow 
 	name, quant, quantFrom := sel.Model, "", ""
 	elsewhere, _, err := c.store.RunConfigs(ctx, store.RunFilter{Model: sel.Model, ExcludeFlagged: !sel.IncludeFlagged}, 1)
 	if err != nil {
-		return "", none, "", err
+		return "", none, msg.Message{}, err
 	}
 	if len(elsewhere) > 0 {
 		name, quant, quantFrom = elsewhere[0].ModelName, elsewhere[0].Quantization, elsewhere[0].ID
 	}
-	supported := "a model the model facts table describes (GET /v1/model-facts), answered from a run of another model of its kind (dense or mixture of experts) on the GPU that the table describes too"
-	howToAdd := "ask the service's operator to add it to the table, with a source for its parameters (active ones for a mixture of experts), KV layers, KV heads and head dimension (docs/calculator.md, The model facts table, says how)"
+	supported := msg.New("predict.supported_other_model_answer")
 	dst, ok := c.facts.Lookup(name)
 	if !ok || dst.KVBytesPerToken(1) <= 0 {
-		what := fmt.Sprintf("has no entry matching %q", clip(name))
+		m := msg.New("predict.other_model_no_entry", clip(sel.Model), clip(sel.GPU), strings.Join(clipAll(others, 4), ", "), clip(name))
 		if ok {
-			what = fmt.Sprintf("lacks the KV geometry (kv_layers, kv_heads, head_dim) of %s", dst.Name)
+			m = msg.New("predict.other_model_no_kv_geometry", clip(sel.Model), clip(sel.GPU), strings.Join(clipAll(others, 4), ", "), dst.Name)
 		}
-		return "", none, "", &calculator.Refusal{Reason: fmt.Sprintf("no run of a model matching %q is stored on GPU %q, and runs of other models there (%s) cannot be scaled to it: the model facts table %s; name the model as the table does (GET /v1/model-facts lists each entry's match patterns) or %s",
-			clip(sel.Model), clip(sel.GPU), strings.Join(clipAll(others, 4), ", "), what, howToAdd), Supported: supported}
+		return "", none, msg.Message{}, calculator.NewRefusal(m, supported)
 	}
 	// Runs of the asked model itself (the facts entry it means) under
 	// another name are its own answer, not another model's.
@@ -153,8 +152,8 @@ func (c *Service) otherModelRunAmong(ctx context.Context, sel Selection, narrow 
 		}
 	}
 	if len(same) > 0 {
-		return "", none, "", &calculator.Refusal{Reason: fmt.Sprintf("no run's model name contains %q, but runs of %s are stored on GPU %q as %s: ask with model set to one of those names",
-			clip(sel.Model), dst.Name, clip(sel.GPU), strings.Join(clipAll(same, 4), ", ")), Supported: supported}
+		return "", none, msg.Message{}, calculator.NewRefusal(msg.New("predict.other_model_same_model",
+			clip(sel.Model), dst.Name, clip(sel.GPU), strings.Join(clipAll(same, 4), ", ")), supported)
 	}
 	best, bestDist := -1, math.Inf(1)
 	var bestRatios calculator.ModelRatios
@@ -170,7 +169,7 @@ func (c *Service) otherModelRunAmong(ctx context.Context, sel Selection, narrow 
 			continue
 		}
 		if err != nil {
-			return "", none, "", err
+			return "", none, msg.Message{}, err
 		}
 		src, _ := c.facts.Lookup(cfg.ModelName)
 		if d := math.Abs(math.Log(dst.ActiveParams() / src.ActiveParams())); d < bestDist {
@@ -178,8 +177,8 @@ func (c *Service) otherModelRunAmong(ctx context.Context, sel Selection, narrow 
 		}
 	}
 	if best < 0 {
-		return "", none, "", &calculator.Refusal{Reason: fmt.Sprintf("no run of a model matching %q is stored on GPU %q, and no run of another model there can be scaled to %s (%s); where the model facts lack a model, %s",
-			clip(sel.Model), clip(sel.GPU), dst.Name, strings.Join(why, "; "), howToAdd), Supported: supported}
+		return "", none, msg.Message{}, calculator.NewRefusal(msg.New("predict.other_model_none_scalable",
+			clip(sel.Model), clip(sel.GPU), dst.Name, strings.Join(why, "; ")), supported)
 	}
 	cfg := candidates[best]
 	src, _ := c.facts.Lookup(cfg.ModelName)
@@ -190,12 +189,10 @@ func (c *Service) otherModelRunAmong(ctx context.Context, sel Selection, narrow 
 	if cfg.GPUCount != nil && *cfg.GPUCount > 1 {
 		engine += fmt.Sprintf(" on %d GPUs", *cfg.GPUCount)
 	}
-	q := fmt.Sprintf("at the source run's quantization (%s), as %s states none", orNone(cfg.Quantization), dst.Name)
+	warn := msg.New("predict.other_model_answered", dst.Name, cfg.GPU, cfg.ID, src.Name, engine, src.ActiveParams(), dst.ActiveParams(), orNone(cfg.Quantization))
 	if quant != "" {
-		q = fmt.Sprintf("at %s, as its run %s", quant, quantFrom)
+		warn = msg.New("predict.other_model_answered_quant", dst.Name, cfg.GPU, cfg.ID, src.Name, engine, src.ActiveParams(), dst.ActiveParams(), quant, quantFrom)
 	}
-	warn := fmt.Sprintf("no run of %s on %s: answered from run %s of %s (%s), the nearest model of its kind in active parameters (%.3g B, against %.3g B), scaled to %s %s",
-		dst.Name, cfg.GPU, cfg.ID, src.Name, engine, src.ActiveParams(), dst.ActiveParams(), dst.Name, q)
 	return cfg.ID, otherModel{ratios: bestRatios, from: src, to: dst}, warn, nil
 }
 
@@ -211,8 +208,8 @@ type otherModel struct {
 func (o otherModel) prefillFacts() error {
 	for _, m := range []trust.Model{o.to, o.from} {
 		if m.AttentionFLOPsPerContextToken() <= 0 {
-			return &calculator.Refusal{Reason: fmt.Sprintf("the model facts table lacks the attention geometry (kv_layers, attention_heads, head_dim) of %s, which scaling prefill from %s to %s needs (FLOPs of a prompt token); the service's operator can add them to the table, with their source (docs/calculator.md, The model facts table, says how)", m.Name, o.from.Name, o.to.Name),
-				Supported: "a model whose parameters and attention geometry the model facts table gives, answered from a run of another such model on the GPU"}
+			return calculator.NewRefusal(msg.New("predict.prefill_facts_lack_attention", m.Name, o.from.Name, o.to.Name),
+				msg.New("predict.supported_prefill_facts"))
 		}
 	}
 	return nil

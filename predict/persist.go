@@ -1,6 +1,7 @@
 package predict
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/msg"
 	"github.com/matrixd/matrixd/store"
 )
 
@@ -25,8 +27,13 @@ func (c *Service) background(err error) {
 
 // storedRefusal is a refusal to fit as stored.
 type storedRefusal struct {
-	Reason    string `json:"reason"`
-	Supported string `json:"supported,omitempty"`
+	Reason    string      `json:"reason"`
+	Supported string      `json:"supported,omitempty"`
+	Code      string      `json:"code,omitempty"`
+	Params    []msg.Param `json:"params,omitempty"`
+	// SupportedCode and SupportedParams are Supported's.
+	SupportedCode   string      `json:"supported_code,omitempty"`
+	SupportedParams []msg.Param `json:"supported_params,omitempty"`
 }
 
 // fitOrRebuild makes run id's model: rebuilt from its stored fit when the
@@ -57,7 +64,8 @@ func (c *Service) fitOrRebuild(ctx context.Context, id string, shared []string, 
 		c.background(c.store.PutFit(put, store.StoredFit{RunID: id, Method: calculator.MethodVersion,
 			Params: m.Params().Encode(), Summary: calculator.Summarize(m).Encode()}))
 	case errors.As(err, &ref):
-		b, _ := json.Marshal(storedRefusal{Reason: ref.Reason, Supported: ref.Supported})
+		b, _ := json.Marshal(storedRefusal{Reason: ref.Reason, Supported: ref.Supported, Code: ref.Message.Code, Params: ref.Message.Params,
+			SupportedCode: ref.SupportedMessage.Code, SupportedParams: ref.SupportedMessage.Params})
 		c.background(c.store.PutFit(put, store.StoredFit{RunID: id, Method: calculator.MethodVersion, Refusal: string(b)}))
 	}
 	return m, err
@@ -88,7 +96,16 @@ func refusalOf(s string) (*calculator.Refusal, error) {
 	if err := json.Unmarshal([]byte(s), &sr); err != nil || sr.Reason == "" {
 		return nil, fmt.Errorf("stored refusal %q does not read", s)
 	}
-	return &calculator.Refusal{Reason: sr.Reason, Supported: sr.Supported}, nil
+	// A refusal stored before messages had codes keeps its text alone.
+	m := msg.Message{Code: cmp.Or(sr.Code, "calculator.refused"), Params: sr.Params, Text: sr.Reason}
+	if sr.Code == "" {
+		m.Params = []msg.Param{{Name: "reason", Value: sr.Reason}}
+	}
+	sup := msg.Message{Code: sr.SupportedCode, Params: sr.SupportedParams, Text: sr.Supported}
+	if sr.SupportedCode == "" && sr.Supported != "" {
+		sup = msg.Message{Code: "calculator.supported", Params: []msg.Param{{Name: "supported", Value: sr.Supported}}, Text: sr.Supported}
+	}
+	return &calculator.Refusal{Reason: sr.Reason, Supported: sr.Supported, Message: m, SupportedMessage: sup}, nil
 }
 
 // backfillBatch is how many unfitted runs a backfill pass reads at once.

@@ -4,13 +4,13 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/msg"
 	"github.com/matrixd/matrixd/store"
 )
 
@@ -50,14 +50,15 @@ type PlanOption struct {
 	// OtherModel, for an option answered from another model's run (Run),
 	// is the model planned for (its model facts name); OtherModelWhy says
 	// which run answers and why.
-	OtherModel, OtherModelWhy string
+	OtherModel    string
+	OtherModelWhy msg.Message
 	// Err is why the run could not be modelled at all; Plan is then empty.
-	Err  string
+	Err  msg.Message
 	Plan calculator.Plan
 	// Cost is the option's at Plan.At, with a price; Warnings say what of
 	// it could not be had.
 	Cost     *calculator.Cost
-	Warnings []string
+	Warnings []msg.Message
 }
 
 // Plan is the planner's answer, best option first.
@@ -73,7 +74,7 @@ type Plan struct {
 	// Modelled is how many runs were modelled in full; the others were
 	// ranked out by their summaries' bounds.
 	Modelled int
-	Warnings []string
+	Warnings []msg.Message
 }
 
 // Bounds on one planner question: runs read, model groups scaled to other
@@ -122,7 +123,7 @@ func (c *Service) Plan(ctx context.Context, pq PlanQuery) (Plan, error) {
 
 // otherClasses says, for a plan no run of its method class matched, which
 // other classes have runs that match: one count each, asked only then.
-func (c *Service) otherClasses(ctx context.Context, pq PlanQuery) ([]string, error) {
+func (c *Service) otherClasses(ctx context.Context, pq PlanQuery) ([]msg.Message, error) {
 	f, err := c.WithGPU(ctx, pq.runFilter(), pq.GPU)
 	if err != nil {
 		return nil, err
@@ -131,9 +132,9 @@ func (c *Service) otherClasses(ctx context.Context, pq PlanQuery) ([]string, err
 	if err != nil {
 		return nil, err
 	}
-	var out []string
+	var out []msg.Message
 	for _, cc := range counts {
-		out = append(out, fmt.Sprintf("no %s run matches, but %d %s: they measured another method, so they are planned only when asked for with method_class=%s", pq.MethodClass, cc.n, plural(cc.n, cc.class+" run does", cc.class+" runs do"), cc.class))
+		out = append(out, msg.New(plural(cc.n, "predict.plan_other_class_one", "predict.plan_other_class"), pq.MethodClass, cc.n, cc.class))
 	}
 	return out, nil
 }
@@ -186,7 +187,7 @@ func (c *Service) planNewest(ctx context.Context, pq PlanQuery) (Plan, error) {
 		if err != nil {
 			return Plan{}, err
 		}
-		out.Warnings = append(out.Warnings, fmt.Sprintf("with vram_gb or max_output_tokens only the newest %d of the %d matching runs are planned: narrow with model, gpu or engine", maxPlanRuns, n))
+		out.Warnings = append(out.Warnings, msg.New("predict.plan_newest_only", maxPlanRuns, n))
 	}
 	s := c.newSearch()
 	for _, cfg := range configs {
@@ -260,7 +261,7 @@ func (s *search) addOtherModels(ctx context.Context, pq PlanQuery, out *Plan) er
 		gpus = gpus[:1] // the filter names one GPU (of one size, if it names one)
 	}
 	if len(gpus) > maxOtherModelGPUs {
-		s.warn(fmt.Sprintf("runs are stored on %d GPUs: only %d were answered from another model's runs", len(gpus), maxOtherModelGPUs))
+		s.warn(msg.New("predict.plan_other_model_gpus", len(gpus), maxOtherModelGPUs))
 		gpus = gpus[:maxOtherModelGPUs]
 	}
 	narrow := store.RunFilter{Engine: pq.Engine, KVCacheDtype: pq.KVCacheDtype, MethodClass: pq.MethodClass}
@@ -286,7 +287,7 @@ func (s *search) addOtherModels(ctx context.Context, pq PlanQuery, out *Plan) er
 		case errors.Is(err, errNoOtherModel):
 			continue
 		case errors.As(err, &ref):
-			s.warn(fmt.Sprintf("no option answered from another model's run on %s: %s", gpu, ref.Reason))
+			s.warn(msg.New("predict.plan_other_model_refused", gpu, ref.Reason))
 			continue
 		case err != nil:
 			return err
@@ -328,8 +329,8 @@ func (s *search) dropScaledOn(out *Plan, cfg store.RunConfig, model string) {
 		return false
 	})
 	if n > 0 {
-		s.warn(fmt.Sprintf("%s: %s is answered from a run of %s there (scaled_model), as the calculator answers it; %d %s scaling %s's runs on other GPUs to it (scaled_gpu) left out",
-			cfg.GPU, model, cfg.ModelName, n, plural(n, "option", "options"), model))
+		s.warn(msg.New(plural(n, "predict.plan_scaled_gpu_left_out_one", "predict.plan_scaled_gpu_left_out"),
+			cfg.GPU, model, cfg.ModelName, n))
 	}
 }
 
@@ -342,10 +343,10 @@ func (o PlanOption) estimated() bool { return o.Scaled || o.OtherModel != "" }
 func (s *search) finish(pq PlanQuery, out Plan) Plan {
 	out.Warnings = append(out.Warnings, s.warnings...)
 	if pq.GPU != "" && len(out.Options) == 0 {
-		out.Warnings = append(out.Warnings, noRunOn(pq.GPU))
+		out.Warnings = append(out.Warnings, noRunOn(pq.GPU, ""))
 	}
 	if out.Pending = len(s.pending); out.Pending > 0 {
-		out.Warnings = append(out.Warnings, fmt.Sprintf("partial answer: %d %s being fitted (after a restart or a write, each fit takes up to about a second); ask again in a few seconds for the whole answer", out.Pending, plural(out.Pending, "run is", "runs are")))
+		out.Warnings = append(out.Warnings, partial(out.Pending))
 	}
 	if pq.Price.Given() {
 		for i := range out.Options {
@@ -365,7 +366,7 @@ func (s *search) finish(pq PlanQuery, out Plan) Plan {
 // TTFT at one request, which runs (what its nearest try costs); none where
 // not even one request surely runs.
 func price(pq PlanQuery, o *PlanOption) {
-	if o.Err != "" || o.Plan.At == nil || o.Plan.At.TotalTokS == nil || !o.Plan.Meets && o.Plan.At.Status != calculator.Fits {
+	if o.Err.Code != "" || o.Plan.At == nil || o.Plan.At.TotalTokS == nil || !o.Plan.Meets && o.Plan.At.Status != calculator.Fits {
 		return
 	}
 	pw := power(o.Run.AvgPowerW, o.Run.PowerLimitW, o.GPU, o.Scaled, o.OtherModel != "")
@@ -395,7 +396,7 @@ func (c *Service) SetPlanFitBudget(d time.Duration) { c.planBudget = d }
 func compareOptions(a, b PlanOption) int {
 	rank := func(o PlanOption) int {
 		switch {
-		case o.Err != "":
+		case o.Err.Code != "":
 			return 3
 		case o.Plan.Meets && !o.estimated():
 			return 0
@@ -420,7 +421,7 @@ func compareOptions(a, b PlanOption) int {
 // or scaled) cheapest first, those without a cost after them, by
 // throughput; then the rest as compareOptions ranks them.
 func compareCost(a, b PlanOption, users int) int {
-	meets := func(o PlanOption) bool { return o.Err == "" && o.Plan.Meets }
+	meets := func(o PlanOption) bool { return o.Err.Code == "" && o.Plan.Meets }
 	if !meets(a) || !meets(b) {
 		if meets(a) != meets(b) {
 			return -cmp.Compare(boolInt(meets(a)), boolInt(meets(b)))
@@ -574,7 +575,7 @@ func (s *search) planScaled(ctx context.Context, pq PlanQuery, configs []store.R
 		}
 	}
 	if len(keys) > maxScaledGroups {
-		s.warn(fmt.Sprintf("%d model configurations match: only the newest %d were scaled to other GPUs", len(keys), maxScaledGroups))
+		s.warn(msg.New("predict.plan_scaled_groups", len(keys), maxScaledGroups))
 		keys = keys[:maxScaledGroups]
 	}
 	for _, k := range keys {
@@ -614,16 +615,20 @@ func (s *search) planScaled(ctx context.Context, pq PlanQuery, configs []store.R
 
 // noRunOn says why a plan on gpu found nothing: no run matched on it, and
 // when the catalog does not know the name either, which names are near.
-func noRunOn(gpu string) string {
-	msg := fmt.Sprintf("no stored run matching the filters is on GPU %q", gpu)
+// More is what follows in the same sentence ("" for nothing).
+func noRunOn(gpu, more string) msg.Message {
 	if _, ok := calculator.LookupGPU(gpu); ok {
-		return msg
+		return msg.New("predict.no_run_on_gpu", gpu, more)
 	}
-	msg += ", and the hardware catalog has no GPU of that name"
 	if sug := calculator.Hardware().Suggest(gpu, 6); len(sug) > 0 {
-		return msg + ": did you mean " + strings.Join(sug, ", ") + "?"
+		return msg.New("predict.no_run_on_unknown_gpu_suggest", gpu, strings.Join(sug, ", "), more)
 	}
-	return msg + " (GET /v1/hardware lists them)"
+	return msg.New("predict.no_run_on_unknown_gpu", gpu, more)
+}
+
+// partial is the warning of an answer with n runs being fitted.
+func partial(n int) msg.Message {
+	return msg.New(plural(n, "predict.partial_one", "predict.partial"), n)
 }
 
 func plural(n int, one, many string) string {

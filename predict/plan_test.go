@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/msg"
 	"github.com/matrixd/matrixd/store"
 	"github.com/matrixd/matrixd/store/storetest"
 )
@@ -44,14 +45,14 @@ func TestPlanDoesNotWaitForEveryFit(t *testing.T) {
 	}
 	waiting := 0
 	for _, o := range first.Options {
-		if strings.Contains(o.Err, "being fitted") {
+		if strings.Contains(o.Err.Text, "being fitted") {
 			waiting++
 		}
 	}
 	if first.Matched != 6 || waiting != 6 || first.Pending != 6 {
 		t.Fatalf("%d matched, %d listed as being fitted, %d pending; want all 6 waiting", first.Matched, waiting, first.Pending)
 	}
-	if !slices.ContainsFunc(first.Warnings, func(w string) bool { return strings.HasPrefix(w, "partial answer: 6 runs are being fitted") }) {
+	if !slices.ContainsFunc(msg.Texts(first.Warnings), func(w string) bool { return strings.HasPrefix(w, "partial answer: 6 runs are being fitted") }) {
 		t.Errorf("warnings %q do not say the answer is partial", first.Warnings)
 	}
 	storetest.WaitFor(t, "every run fitted in the background", func() bool {
@@ -61,7 +62,7 @@ func TestPlanDoesNotWaitForEveryFit(t *testing.T) {
 		}
 		waiting = 0
 		for _, o := range again.Options {
-			if strings.Contains(o.Err, "being fitted") {
+			if strings.Contains(o.Err.Text, "being fitted") {
 				waiting++
 			}
 		}
@@ -104,8 +105,8 @@ func TestPlanWaitsForEveryFitWhenTold(t *testing.T) {
 		t.Fatal("no scaled options: the runs' GPUs are not in the catalog")
 	}
 	for _, o := range whole.Options {
-		if o.Err != "" {
-			t.Errorf("%s on %s: %s", o.Run.ID, o.GPU, o.Err)
+		if o.Err.Code != "" {
+			t.Errorf("%s on %s: %s", o.Run.ID, o.GPU, o.Err.Text)
 		}
 	}
 }
@@ -155,11 +156,11 @@ func TestPlanNamesOtherMethodClasses(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "method_class=" + class
-	if plan.Matched != 0 || !slices.ContainsFunc(plan.Warnings, func(w string) bool { return strings.Contains(w, "6 "+class+" runs do") && strings.Contains(w, want) }) {
+	if plan.Matched != 0 || !slices.ContainsFunc(msg.Texts(plan.Warnings), func(w string) bool { return strings.Contains(w, "6 "+class+" runs do") && strings.Contains(w, want) }) {
 		t.Errorf("matched %d, warnings %q: want none matched and a warning naming 6 %s runs and %s", plan.Matched, plan.Warnings, class, want)
 	}
 	pq.MethodClass = class
-	if plan, err = c.Plan(ctx, pq); err != nil || slices.ContainsFunc(plan.Warnings, func(w string) bool { return strings.Contains(w, "method_class=") }) {
+	if plan, err = c.Plan(ctx, pq); err != nil || slices.ContainsFunc(msg.Texts(plan.Warnings), func(w string) bool { return strings.Contains(w, "method_class=") }) {
 		t.Errorf("a plan its class matches: %v, warnings %q", err, plan.Warnings)
 	}
 }
@@ -175,10 +176,10 @@ func TestEmptyBoardNamesOtherMethodClasses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(w, "6 runs match them of method class "+class) || !strings.Contains(w, "method_class="+class) {
+	if !strings.Contains(w.Text, "6 runs match them of method class "+class) || !strings.Contains(w.Text, "method_class="+class) {
 		t.Errorf("warning %q does not name the 6 %s runs", w, class)
 	}
-	if w, err = c.EmptyBoardWarning(ctx, store.RunFilter{MethodClass: class}, 4096, 3); err != nil || strings.Contains(w, "method_class=") {
+	if w, err = c.EmptyBoardWarning(ctx, store.RunFilter{MethodClass: class}, 4096, 3); err != nil || strings.Contains(w.Text, "method_class=") {
 		t.Errorf("a board its class matches: %q, %v", w, err)
 	}
 }

@@ -3,10 +3,10 @@ package predict
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"math"
 
 	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/msg"
 	"github.com/matrixd/matrixd/store"
 )
 
@@ -31,7 +31,7 @@ func (c *Service) planAll(ctx context.Context, pq PlanQuery) (Plan, error) {
 		bound: func(cfg store.RunConfig, sum calculator.Summary) (PlanOption, bool) {
 			return pq.optimistic(option(cfg), sum.BoundPlan(pq.Target)), true
 		},
-		entry: func(cfg store.RunConfig, m *calculator.Model, why string) (PlanOption, bool, error) {
+		entry: func(cfg store.RunConfig, m *calculator.Model, why msg.Message) (PlanOption, bool, error) {
 			opt := option(cfg)
 			opt.Err = why
 			if m != nil {
@@ -47,13 +47,13 @@ func (c *Service) planAll(ctx context.Context, pq PlanQuery) (Plan, error) {
 			return opt, true, nil
 		},
 		listed: func(o PlanOption) (store.RunConfig, float64, bool) { return o.Run, total(o), listable(o) },
-		unranked: func(cfg store.RunConfig, why string) {
+		unranked: func(cfg store.RunConfig, why msg.Message) {
 			opt := option(cfg)
 			opt.Err = why
 			done = append(done, opt)
 		},
-		spent: func(left, kept int) string {
-			return fmt.Sprintf("%d runs could make the answer: the first %d by their bounds were modelled, the rest are not listed", left+kept, maxRefine)
+		spent: func(left, kept int) msg.Message {
+			return msg.New("predict.plan_more_than_modelled", left+kept, maxRefine)
 		},
 	})
 	if err != nil {
@@ -82,7 +82,7 @@ func (c *Service) planAll(ctx context.Context, pq PlanQuery) (Plan, error) {
 	out = s.finish(pq, out)
 	if more := r.more; more > 0 {
 		out.Pending += more
-		out.Warnings = append(out.Warnings, fmt.Sprintf("partial answer: %d more matching %s no fit yet and %s not planned: they are being fitted in the background (after an upgrade, matrixd fit makes them all before the server starts); ask again later for the whole answer", more, plural(more, "run has", "runs have"), plural(more, "is", "are")))
+		out.Warnings = append(out.Warnings, msg.New(plural(more, "predict.plan_partial_one", "predict.plan_partial"), more))
 	}
 	return out, nil
 }

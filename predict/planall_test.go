@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/msg"
 	"github.com/matrixd/matrixd/store"
 	"github.com/matrixd/matrixd/store/storetest"
 )
@@ -43,7 +44,7 @@ func bruteForce(t *testing.T, c *Service, pq PlanQuery) []PlanOption {
 		opt := PlanOption{Run: cfg, GPU: cfg.GPU, GPUCount: gpuCount(cfg)}
 		m, err := c.modelWithin(ctx, -1, cfg.ID)
 		if err != nil {
-			opt.Err = err.Error()
+			opt.Err = cannotModel(err)
 		} else if opt.Plan, err = m.Plan(pq.Target); err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +99,7 @@ func TestPlanConsidersEveryRun(t *testing.T) {
 		if got.Omitted != len(want)-pq.Limit {
 			t.Errorf("%+v: %d omitted, want %d", pq.Target, got.Omitted, len(want)-pq.Limit)
 		}
-		for _, w := range got.Warnings {
+		for _, w := range msg.Texts(got.Warnings) {
 			if strings.Contains(w, "newest") {
 				t.Errorf("warning %q: the plan should read every run", w)
 			}
@@ -195,7 +196,7 @@ func TestPlanOverUnfittedRunsIsPartial(t *testing.T) {
 	if first.Matched != maxPlanFits+30 || first.Pending != maxPlanFits+30 || len(first.Options) > maxPlanFits {
 		t.Fatalf("first plan: %d matched, %d pending, %d options; want all %d pending and at most %d listed", first.Matched, first.Pending, len(first.Options), maxPlanFits+30, maxPlanFits)
 	}
-	if !slices.ContainsFunc(first.Warnings, func(w string) bool {
+	if !slices.ContainsFunc(msg.Texts(first.Warnings), func(w string) bool {
 		return strings.HasPrefix(w, "partial answer: 30 more matching runs have no fit yet")
 	}) {
 		t.Errorf("warnings %q do not count the runs not listed", first.Warnings)
@@ -228,7 +229,7 @@ func TestPlanWithOverridesSaysHowManyWerePlanned(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Contains(pl.Warnings, want) || pl.Matched != maxPlanRuns {
+		if !slices.Contains(msg.Texts(pl.Warnings), want) || pl.Matched != maxPlanRuns {
 			t.Errorf("max_output_tokens %d, vram_gb %g: %d matched, warnings %q; want %d and %q", base.MaxOutputTokens, base.VRAMGB, pl.Matched, pl.Warnings, maxPlanRuns, want)
 		}
 	}
@@ -241,7 +242,7 @@ func TestPlanWithOverridesSaysHowManyWerePlanned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pl.Matched == 0 || pl.Matched >= maxPlanRuns || slices.ContainsFunc(pl.Warnings, func(w string) bool { return strings.Contains(w, "newest") }) {
+	if pl.Matched == 0 || pl.Matched >= maxPlanRuns || slices.ContainsFunc(msg.Texts(pl.Warnings), func(w string) bool { return strings.Contains(w, "newest") }) {
 		t.Errorf("model %s: %d matched, warnings %q; want fewer than %d and no warning of runs left out", few.Model, pl.Matched, pl.Warnings, maxPlanRuns)
 	}
 }

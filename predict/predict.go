@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/msg"
 	"github.com/matrixd/matrixd/store"
 	"github.com/matrixd/matrixd/trust"
 )
@@ -278,7 +279,7 @@ func configFields(c store.RunConfig) [][2]string {
 // selectRun returns the sources an answer pools (the one whose status and
 // capacity it keeps first): the run asked by run_id alone, or the
 // independent sources of the model and GPU asked.
-func (c *Service) selectRun(ctx context.Context, sel Selection) ([]source, []string, error) {
+func (c *Service) selectRun(ctx context.Context, sel Selection) ([]source, []msg.Message, error) {
 	byName := sel.Model != "" || sel.GPU != ""
 	switch {
 	case sel.RunID != "" && byName:
@@ -300,7 +301,7 @@ func (c *Service) selectRun(ctx context.Context, sel Selection) ([]source, []str
 			return nil, nil, invalidParam("kv_cache_dtype", fmt.Sprintf("run %s has KV cache dtype %s, not %q: leave kv_cache_dtype out with run_id, or choose the run by model and gpu",
 				sel.RunID, orNone(cfg.KVCacheDtype), clip(sel.KVCacheDtype)))
 		}
-		var warn []string
+		var warn []msg.Message
 		if cfg.Flagged {
 			warn = append(warn, flaggedWarning(sel.RunID))
 		}
@@ -326,7 +327,7 @@ func (c *Service) selectRun(ctx context.Context, sel Selection) ([]source, []str
 		// selectOrOther says why (noRun) when no other model answers.
 		return nil, nil, &store.Error{Kind: store.ErrNotFound, Msg: fmt.Sprintf("no run of a model matching %q on GPU %q", clip(sel.Model), clip(sel.GPU))}
 	}
-	var warn []string
+	var warn []msg.Message
 	if sel.IncludeFlagged {
 		n := 0
 		for _, cfg := range configs {
@@ -335,7 +336,7 @@ func (c *Service) selectRun(ctx context.Context, sel Selection) ([]source, []str
 			}
 		}
 		if n > 0 {
-			warn = append(warn, fmt.Sprintf("%d %s a plausibility check flagged %s included (include_flagged=true)", n, plural(n, "run", "runs"), plural(n, "is", "are")))
+			warn = append(warn, msg.New(plural(n, "predict.flagged_included_one", "predict.flagged_included"), n))
 		}
 	}
 	// Runs of another method class than the newest measured something
@@ -347,7 +348,7 @@ func (c *Service) selectRun(ctx context.Context, sel Selection) ([]source, []str
 		}
 	}
 	if n := len(configs) - len(kept); n > 0 {
-		warn = append(warn, fmt.Sprintf("%d %s of another method class than %s left out: they measured something else", n, plural(n, "run", "runs"), class))
+		warn = append(warn, msg.New(plural(n, "predict.other_class_left_out_one", "predict.other_class_left_out"), n, class))
 	}
 	configs = kept
 	first := configFields(configs[0])
@@ -378,22 +379,21 @@ func (c *Service) selectRun(ctx context.Context, sel Selection) ([]source, []str
 	}
 	warn = append(warn, copyWarn...)
 	if len(srcs) > maxSources {
-		warn = append(warn, fmt.Sprintf("more than %d independent sources match; only the newest %d are pooled", maxSources, maxSources))
+		warn = append(warn, msg.New("predict.more_sources", maxSources, maxSources))
 		srcs = srcs[:maxSources]
 	}
 	if len(capacity) > 0 && len(ids) > 1 {
-		warn = append(warn, fmt.Sprintf("the runs that match differ only in %s, which change capacity, not speed: capacity and status are run %s's",
-			strings.Join(capacity, " and "), srcs[0].id))
+		warn = append(warn, msg.New("predict.capacity_fields_differ", strings.Join(capacity, " and "), srcs[0].id))
 	}
 	if more {
-		warn = append(warn, fmt.Sprintf("more than %d runs match; only the newest %d were compared", maxCandidates, maxCandidates))
+		warn = append(warn, msg.New("predict.more_candidates", maxCandidates))
 	}
 	return srcs, warn, nil
 }
 
 // flaggedWarning is what an answer from flagged run id says of it.
-func flaggedWarning(id string) string {
-	return fmt.Sprintf("run %s failed a plausibility check (see its trust.flags): this answer is only as good as its numbers", id)
+func flaggedWarning(id string) msg.Message {
+	return msg.New("predict.flagged_run", id)
 }
 
 // model returns the fit of run id (with the valid cells of shared informing
@@ -564,7 +564,7 @@ type pool struct {
 	models []*calculator.Model
 	ids    []string
 	shared []string
-	warn   []string
+	warn   []msg.Message
 	other  *otherModel
 }
 
@@ -605,7 +605,7 @@ func (c *Service) selectOrOther(ctx context.Context, sel Selection) (pool, error
 			return pool{}, refusal
 		}
 		if n := len(srcs) - len(p.models); n > 0 {
-			p.warn = append(p.warn, fmt.Sprintf("%d %s could not be modelled and %s left out", n, plural(n, "source", "sources"), plural(n, "is", "are")))
+			p.warn = append(p.warn, msg.New(plural(n, "predict.sources_not_modelled_one", "predict.sources_not_modelled"), n))
 		}
 		return p, nil
 	}
@@ -624,7 +624,7 @@ func (c *Service) selectOrOther(ctx context.Context, sel Selection) (pool, error
 	if err != nil {
 		return pool{}, err
 	}
-	return pool{models: []*calculator.Model{m}, ids: []string{src}, warn: []string{why}, other: &other}, nil
+	return pool{models: []*calculator.Model{m}, ids: []string{src}, warn: []msg.Message{why}, other: &other}, nil
 }
 
 // refused is err, a refusal of the run answering for o's model, saying
@@ -636,8 +636,7 @@ func (o *otherModel) refused(err error, sel Selection, ids []string) error {
 	if o == nil || !errors.As(err, &ref) {
 		return err
 	}
-	return &calculator.Refusal{Reason: fmt.Sprintf("no run of %s on GPU %q; run %s of %s, which would answer for it, refuses: %s",
-		o.to.Name, clip(sel.GPU), ids[0], o.from.Name, ref.Reason), Supported: ref.Supported}
+	return calculator.NewRefusal(msg.New("predict.other_model_run_refuses", o.to.Name, clip(sel.GPU), ids[0], o.from.Name, ref.Reason), ref.SupportedMessage)
 }
 
 // queryRatios are the ratios a query for o sets as its OtherModel (none
@@ -656,20 +655,19 @@ type Answer[T any] struct {
 	Result   T
 	RunIDs   []string
 	Sources  int
-	Warnings []string
+	Warnings []msg.Message
 }
 
 // pooledWarning names the sources an answer pooled (ids, the first's
 // status and capacity kept) and, where they differ by more than their own
 // bands (spread beyond ownBand), says the interval holds each.
-func pooledWarning(ids []string, spread, ownBand float64) []string {
+func pooledWarning(ids []string, spread, ownBand float64) []msg.Message {
 	if len(ids) < 2 {
 		return nil
 	}
-	out := []string{fmt.Sprintf("pooled from %d independent sources (runs %s), each counting alike; status and capacity are run %s's",
-		len(ids), strings.Join(ids, ", "), ids[0])}
+	out := []msg.Message{msg.New("predict.pooled", len(ids), strings.Join(ids, ", "), ids[0])}
 	if spread > ownBand {
-		out = append(out, fmt.Sprintf("the sources disagree: their total tok/s lie up to %.1f %% from the pooled value, beyond their own bands; the interval holds each", 100*spread))
+		out = append(out, msg.New("predict.sources_disagree", 100*spread))
 	}
 	return out
 }
@@ -724,7 +722,7 @@ func (c *Service) Capacity(ctx context.Context, sel Selection, q calculator.Quer
 	a, err := p.models[0].Capacity(q)
 	warn := p.warn
 	if len(p.ids) > 1 {
-		warn = append(warn, fmt.Sprintf("%d independent sources match; capacity is run %s's, the first", len(p.ids), p.ids[0]))
+		warn = append(warn, msg.New("predict.capacity_first_source", len(p.ids), p.ids[0]))
 	}
 	return Answer[calculator.CapacityAnswer]{Result: a, RunIDs: p.runIDs([]int{0}), Sources: 1, Warnings: warn}, p.other.refused(err, sel, p.ids)
 }
@@ -800,10 +798,9 @@ func (c *Service) Grid(ctx context.Context, sel Selection, contexts, concurrenci
 		spread = max(spread, s)
 	}
 	ids := p.runIDs(used)
-	var warn []string
+	var warn []msg.Message
 	if len(used) > 1 {
-		warn = []string{fmt.Sprintf("each cell pooled from the %d independent sources that answer it (runs %s), each counting alike; status is the first's where it answers",
-			len(used), strings.Join(ids[:len(used)], ", "))}
+		warn = []msg.Message{msg.New("predict.grid_pooled", len(used), strings.Join(ids[:len(used)], ", "))}
 	}
 	return Answer[Grid]{Result: Grid{Contexts: contexts, Concurrencies: concurrencies, Cells: cells}, RunIDs: ids, Sources: len(used),
 		Warnings: append(append(p.warn, warn...), scaling...)}, nil
@@ -841,7 +838,7 @@ func (c *Service) Prefill(ctx context.Context, sel Selection, contextTokens int)
 	ids := p.runIDs(used)
 	warn := p.warn
 	if len(used) > 1 {
-		warn = append(warn, fmt.Sprintf("pooled from %d independent sources (runs %s), each counting alike", len(used), strings.Join(ids[:len(used)], ", ")))
+		warn = append(warn, msg.New("predict.prefill_pooled", len(used), strings.Join(ids[:len(used)], ", ")))
 	}
 	return Answer[calculator.PrefillPrediction]{Result: calculator.PoolPrefill(preds), RunIDs: ids, Sources: len(used), Warnings: warn}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/msg"
 	"github.com/matrixd/matrixd/store"
 )
 
@@ -36,7 +37,7 @@ type search struct {
 	// pending are the runs being fitted in the background.
 	pending  map[string]bool
 	models   map[string]*calculator.Model
-	warnings []string
+	warnings []msg.Message
 }
 
 // newSearch begins a search with the Service's plan budget.
@@ -58,19 +59,19 @@ func (s *search) wait() time.Duration {
 }
 
 // warn adds warnings to what the answer says.
-func (s *search) warn(w ...string) { s.warnings = append(s.warnings, w...) }
+func (s *search) warn(w ...msg.Message) { s.warnings = append(s.warnings, w...) }
 
 // Why a run has no model in a search.
-const whyFitting = "this run's model is being fitted: ask again in a few seconds"
+func whyFitting() msg.Message { return msg.New("predict.run_fitting") }
 
-func cannotModel(ref error) string { return "this run cannot be modelled: " + ref.Error() }
+func cannotModel(ref error) msg.Message { return msg.New("predict.cannot_model", ref.Error()) }
 
 // model is run id's model, waiting for its fit while the budget lasts; nil,
 // with why, when the run is being fitted (it is then pending) or cannot be
 // modelled.
-func (s *search) model(ctx context.Context, id string) (m *calculator.Model, why string, err error) {
+func (s *search) model(ctx context.Context, id string) (m *calculator.Model, why msg.Message, err error) {
 	if m := s.models[id]; m != nil {
-		return m, "", nil
+		return m, msg.Message{}, nil
 	}
 	m, err = s.c.modelWithin(ctx, s.wait(), id)
 	var ref *calculator.Refusal
@@ -78,14 +79,14 @@ func (s *search) model(ctx context.Context, id string) (m *calculator.Model, why
 	switch {
 	case errors.As(err, &fitting):
 		s.pending[id] = true
-		return nil, whyFitting, nil
+		return nil, whyFitting(), nil
 	case errors.As(err, &ref):
 		return nil, cannotModel(ref), nil
 	case err != nil:
-		return nil, "", err
+		return nil, msg.Message{}, err
 	}
 	s.models[id] = m
-	return m, "", nil
+	return m, msg.Message{}, nil
 }
 
 // ranking is how one list ranks runs for rank: what a run's summary allows
@@ -105,17 +106,17 @@ type ranking[E any] struct {
 	// entry is run cfg's entry from its model m (nil when the run is being
 	// fitted or cannot be modelled: why says which); false when the run
 	// takes no place.
-	entry func(cfg store.RunConfig, m *calculator.Model, why string) (E, bool, error)
+	entry func(cfg store.RunConfig, m *calculator.Model, why msg.Message) (E, bool, error)
 	// listed reads an entry for listOnce: its run and value, and whether
 	// it is a measurement listed once.
 	listed func(E) (store.RunConfig, float64, bool)
 	// unranked, when set, is given each run known without refining to be
 	// being fitted or not to be modelled (why says which); unset, such
 	// runs are left out.
-	unranked func(cfg store.RunConfig, why string)
+	unranked func(cfg store.RunConfig, why msg.Message)
 	// spent is the warning when maxRefine runs were modelled with left
 	// candidates not, and kept places filled.
-	spent func(left, kept int) string
+	spent func(left, kept int) msg.Message
 }
 
 // ranked is what rank found.

@@ -3,13 +3,13 @@ package predict
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"slices"
 	"strings"
 
 	"github.com/matrixd/matrixd/calculator"
 	"github.com/matrixd/matrixd/history"
+	"github.com/matrixd/matrixd/msg"
 	"github.com/matrixd/matrixd/store"
 )
 
@@ -48,7 +48,7 @@ type SeriesAnswer struct {
 	Runs     []store.SeriesMember
 	Steps    []Step
 	More     bool // the series has more runs than were lined up
-	Warnings []string
+	Warnings []msg.Message
 }
 
 // sigmaOf is the relative standard deviation of one cell of a fitted
@@ -240,7 +240,7 @@ func (c *Service) Series(ctx context.Context, id string) (SeriesAnswer, error) {
 	}
 	ans := SeriesAnswer{Runs: members, More: more}
 	if more {
-		ans.Warnings = append(ans.Warnings, fmt.Sprintf("the series has more than %d runs: the newest %d are lined up", len(members), len(members)))
+		ans.Warnings = append(ans.Warnings, msg.New("predict.series_newest", len(members)))
 	}
 	repeated, pairs, err := c.repeatedNoise(ctx, members)
 	if err != nil {

@@ -7,17 +7,42 @@ import (
 
 	"github.com/matrixd/matrixd/api"
 	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/msg"
 	"github.com/matrixd/matrixd/predict"
 )
 
 // The calculator's answers in the API's shapes.
 
-func warnings(a, b []string) []string {
-	out := append(slices.Clone(a), b...)
-	if out == nil {
-		out = []string{}
+func warnings(lists ...[]msg.Message) ([]string, []api.Notice) {
+	texts, notices := []string{}, []api.Notice{}
+	for _, l := range lists {
+		for _, m := range l {
+			texts, notices = append(texts, m.Text), append(notices, toAPINotice(m))
+		}
 	}
-	return out
+	return texts, notices
+}
+
+// refusalMessage is what r.Error() says, with its code and parameters.
+func refusalMessage(r *calculator.Refusal) msg.Message {
+	if r.Supported == "" {
+		return r.Message
+	}
+	return msg.New("calculator.refused_supported", r.Reason, r.Supported)
+}
+
+// notice is m's code and parameters, nil for no message.
+func notice(m msg.Message) *api.Notice {
+	if m.Code == "" {
+		return nil
+	}
+	n := toAPINotice(m)
+	return &n
+}
+
+// toAPINotice is a message's code and parameters.
+func toAPINotice(m msg.Message) api.Notice {
+	return api.Notice{Code: m.Code, Params: m.Map()}
 }
 
 // ToAPIDecode is a decode answer as GET /v1/calculator/decode gives it.
@@ -28,8 +53,8 @@ func ToAPIDecode(q calculator.Query, a predict.Answer[calculator.Prediction]) ap
 		TotalTokS: estimate(p.TotalTokS), PerRequestTokS: estimate(p.PerRequestTokS), TBTMs: estimate(p.TBTMs), TTFTMs: estimate(p.TTFTMs),
 		Capacity: toAPIKVCapacity(p.Capacity),
 		Basis:    basis(p.Basis, p.SpeedBasis, a.RunIDs, a.Sources, p.Cells),
-		Warnings: warnings(a.Warnings, p.Warnings),
 	}
+	out.Warnings, out.Notices = warnings(a.Warnings, p.Warnings)
 	if p.TotalTokS != nil && (p.SpeedBasis != calculator.Measured || p.Basis == calculator.ScaledGPU || p.Basis == calculator.ScaledModel) {
 		out.Basis.ErrorBandPct = &api.ErrorBand{TotalTokS: sig6(100 * p.BandTotal), TBTMs: sig6(100 * p.BandTBT)}
 	}
@@ -50,10 +75,10 @@ func toAPIKVCapacity(c calculator.Capacity) api.KVCapacity {
 
 // ToAPIPricedDecode is a decode answer with its cost (nil without a
 // price) and the warnings pricing it gave.
-func ToAPIPricedDecode(q calculator.Query, a predict.Answer[calculator.Prediction], cost *calculator.Cost, warn []string) api.DecodePrediction {
+func ToAPIPricedDecode(q calculator.Query, a predict.Answer[calculator.Prediction], cost *calculator.Cost, warn []msg.Message) api.DecodePrediction {
 	out := ToAPIDecode(q, a)
 	out.Cost = toAPICost(cost)
-	out.Warnings = append(out.Warnings, warn...)
+	out.Warnings, out.Notices = warnings(a.Warnings, a.Result.Warnings, warn)
 	return out
 }
 
@@ -64,8 +89,8 @@ func ToAPICapacity(q calculator.Query, ans predict.Answer[calculator.CapacityAns
 		ContextTokens: a.ContextTokens, MaxConcurrency: a.MaxConcurrency, MaxConcurrencyPossible: a.MaxConcurrencyPossible,
 		KVTokensLow: a.KVTokensLow, KVTokensHigh: nonZero(a.KVTokensHigh), SequenceLimit: nonZero(a.SequenceLimit),
 		MaxOutputTokens: a.MaxOutputTokens, Basis: basis(a.Basis, calculator.NoSpeed, ans.RunIDs, ans.Sources, nil),
-		Warnings: warnings(ans.Warnings, a.Warnings),
 	}
+	out.Warnings, out.Notices = warnings(ans.Warnings, a.Warnings)
 	if q.Concurrency > 0 {
 		out.Concurrency, out.MaxContextTokens = &a.Concurrency, a.MaxContextTokens
 	}
@@ -75,8 +100,9 @@ func ToAPICapacity(q calculator.Query, ans predict.Answer[calculator.CapacityAns
 // ToAPIGrid is a grid as GET /v1/calculator/grid gives it.
 func ToAPIGrid(a predict.Answer[predict.Grid]) api.GridPrediction {
 	g := a.Result
-	out := api.GridPrediction{RunIDs: a.RunIDs, Sources: max(1, a.Sources), Contexts: g.Contexts, Concurrencies: g.Concurrencies, Warnings: warnings(a.Warnings, nil),
+	out := api.GridPrediction{RunIDs: a.RunIDs, Sources: max(1, a.Sources), Contexts: g.Contexts, Concurrencies: g.Concurrencies,
 		Rows: make([]api.GridRow, len(g.Contexts))}
+	out.Warnings, out.Notices = warnings(a.Warnings)
 	for i, l := range g.Contexts {
 		out.Rows[i] = api.GridRow{ContextTokens: l, Cells: make([]api.GridCell, 0, len(g.Concurrencies))}
 	}
@@ -85,6 +111,7 @@ func ToAPIGrid(a predict.Answer[predict.Grid]) api.GridPrediction {
 		cell := api.GridCell{Concurrency: gc.Concurrency}
 		if gc.Refusal != nil {
 			cell.Status, cell.Method, cell.Refusal = "refused", api.GridCellMethod(calculator.NoSpeed), opt(gc.Refusal.Error())
+			cell.RefusalNotice = notice(refusalMessage(gc.Refusal))
 		} else {
 			p := gc.Prediction
 			cell.Status, cell.Method = api.GridCellStatus(p.Status), api.GridCellMethod(p.Basis)
@@ -97,14 +124,14 @@ func ToAPIGrid(a predict.Answer[predict.Grid]) api.GridPrediction {
 
 // ToAPIPricedGrid is a grid with its cells' costs (as GridCosts gives
 // them) and the warnings pricing it gave.
-func ToAPIPricedGrid(a predict.Answer[predict.Grid], costs []*calculator.Cost, warn []string) api.GridPrediction {
+func ToAPIPricedGrid(a predict.Answer[predict.Grid], costs []*calculator.Cost, warn []msg.Message) api.GridPrediction {
 	out := ToAPIGrid(a)
 	for i, gc := range a.Result.Cells {
 		row, _ := slices.BinarySearch(a.Result.Contexts, gc.ContextTokens)
 		col, _ := slices.BinarySearch(a.Result.Concurrencies, gc.Concurrency)
 		out.Rows[row].Cells[col].Cost = toAPICost(costs[i])
 	}
-	out.Warnings = append(out.Warnings, warn...)
+	out.Warnings, out.Notices = warnings(a.Warnings, warn)
 	return out
 }
 
@@ -113,8 +140,9 @@ func ToAPIPrefill(contextTokens int, a predict.Answer[calculator.PrefillPredicti
 	p := a.Result
 	out := api.PrefillPrediction{
 		ContextTokens: contextTokens, TTFTMs: *estimate(&p.TTFTMs), PromptTokS: *estimate(&p.PromptTokS),
-		Basis: basis(p.Basis, calculator.NoSpeed, a.RunIDs, a.Sources, nil), Warnings: warnings(a.Warnings, p.Warnings),
+		Basis: basis(p.Basis, calculator.NoSpeed, a.RunIDs, a.Sources, nil),
 	}
+	out.Warnings, out.Notices = warnings(a.Warnings, p.Warnings)
 	for _, l := range p.Contexts {
 		out.Basis.Cells = append(out.Basis.Cells, api.CellRef{ContextTokens: l, Concurrency: 1})
 	}

@@ -6,6 +6,7 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 
 	"github.com/matrixd/matrixd/api"
+	"github.com/matrixd/matrixd/msg"
 	"github.com/matrixd/matrixd/store"
 )
 
@@ -93,13 +94,27 @@ func toAPITrust(t *store.Trust) api.Trust {
 	}
 	out.Flagged, out.RulesVersion = t.Flagged, t.RulesVersion
 	for _, f := range t.Flags {
-		out.Flags = append(out.Flags, api.TrustFlag{Code: api.TrustFlagCode(f.Code), Message: f.Message, ContextTokens: f.ContextTokens,
+		out.Flags = append(out.Flags, api.TrustFlag{Code: api.TrustFlagCode(f.Code), Message: f.Message, Notice: storedNotice(f.MessageCode, f.MessageParams, f.Message), ContextTokens: f.ContextTokens,
 			Concurrency: f.Concurrency, Measured: f.Measured, Limit: f.Limit, Unit: f.Unit})
 	}
 	for _, c := range t.Checks {
-		out.Checks = append(out.Checks, api.TrustCheck{Code: api.TrustCheckCode(c.Code), Status: api.TrustCheckStatus(c.Status), Detail: c.Detail})
+		out.Checks = append(out.Checks, api.TrustCheck{Code: api.TrustCheckCode(c.Code), Status: api.TrustCheckStatus(c.Status), Detail: c.Detail,
+			Notice: storedNotice(c.DetailCode, c.DetailParams, c.Detail)})
 	}
 	return out
+}
+
+// storedNotice is a stored sentence's code and parameters; one stored
+// before sentences had codes (the run is checked again by the current
+// rules soon) is said whole, as trust.stored.
+func storedNotice(code string, params map[string]string, text string) api.Notice {
+	if code == "" {
+		return toAPINotice(msg.New("trust.stored", text))
+	}
+	if params == nil {
+		params = map[string]string{}
+	}
+	return api.Notice{Code: code, Params: params}
 }
 
 func toAPIPrefillCell(c store.PrefillCell) api.PrefillCell {

@@ -16,6 +16,7 @@ import (
 	"github.com/matrixd/matrixd/api"
 	"github.com/matrixd/matrixd/calculator"
 	"github.com/matrixd/matrixd/ingest"
+	"github.com/matrixd/matrixd/msg"
 	"github.com/matrixd/matrixd/predict"
 	"github.com/matrixd/matrixd/server/guard"
 	"github.com/matrixd/matrixd/server/textcheck"
@@ -51,7 +52,7 @@ func errorHandler(logger *slog.Logger) echo.HTTPErrorHandler {
 		}
 		body, merr := json.Marshal(p)
 		if merr != nil {
-			body = []byte(`{"type":"about:blank","title":"Internal Server Error","status":500}`)
+			body = []byte(`{"type":"about:blank","title":"Internal Server Error","status":500,"code":"problem.internal_server_error","params":{"detail":""}}`)
 			p.Status = http.StatusInternalServerError
 		}
 		if err := c.Blob(p.Status, problemJSON, body); err != nil {
@@ -77,12 +78,40 @@ func withHead(h http.Header) {
 	}
 }
 
+// problem is a problem whose detail has no code of its own: it has its
+// status's, the detail its parameter.
 func problem(status int, detail string) api.Problem {
-	p := api.Problem{Type: "about:blank", Title: http.StatusText(status), Status: status}
-	if detail != "" {
-		p.Detail = &detail
+	code, ok := statusCodes[status]
+	if !ok {
+		code = "problem.error"
+	}
+	return problemOf(status, msg.New(code, detail))
+}
+
+// problemOf is a problem saying m.
+func problemOf(status int, m msg.Message) api.Problem {
+	p := api.Problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Code: m.Code, Params: m.Map()}
+	if m.Text != "" {
+		p.Detail = &m.Text
 	}
 	return p
+}
+
+// statusCodes are the codes of problems without one of their own.
+var statusCodes = map[int]string{
+	http.StatusBadRequest:            "problem.bad_request",
+	http.StatusUnauthorized:          "problem.unauthorized",
+	http.StatusForbidden:             "problem.forbidden",
+	http.StatusNotFound:              "problem.not_found",
+	http.StatusMethodNotAllowed:      "problem.method_not_allowed",
+	http.StatusConflict:              "problem.conflict",
+	http.StatusGone:                  "problem.gone",
+	http.StatusRequestEntityTooLarge: "problem.content_too_large",
+	http.StatusUnsupportedMediaType:  "problem.unsupported_media_type",
+	http.StatusUnprocessableEntity:   "problem.unprocessable",
+	http.StatusTooManyRequests:       "problem.too_many_requests",
+	http.StatusInternalServerError:   "problem.internal_server_error",
+	http.StatusServiceUnavailable:    "problem.service_unavailable",
 }
 
 func toProblem(err error, c echo.Context) api.Problem {
@@ -121,7 +150,7 @@ func toProblem(err error, c echo.Context) api.Problem {
 	case errors.As(err, &mal):
 		p = problem(http.StatusBadRequest, mal.Error())
 	case errors.Is(err, http.ErrMissingBoundary), errors.Is(err, http.ErrNotMultipart):
-		p = problem(http.StatusBadRequest, "the multipart body cannot be read: send Content-Type: multipart/form-data; boundary=… with parts framed by that boundary")
+		p = problemOf(http.StatusBadRequest, msg.New("problem.multipart_unreadable"))
 	case errors.As(err, &pe):
 		p = invalidRun([]store.Problem{{File: pe.File, Line: pe.Line, Message: pe.Msg}})
 	case errors.As(err, &um):
@@ -129,21 +158,24 @@ func toProblem(err error, c echo.Context) api.Problem {
 	case errors.As(err, &de):
 		p = problem(domainStatus(de.Kind), de.Msg)
 	case errors.As(err, &refusal):
-		p = problem(http.StatusUnprocessableEntity, refusal.Reason)
+		p = problemOf(http.StatusUnprocessableEntity, refusal.Message)
+		if refusal.Message.Code == "" {
+			p = problem(http.StatusUnprocessableEntity, refusal.Reason)
+		}
 		if refusal.Supported != "" {
-			p.Supported = &refusal.Supported
+			p.Supported, p.SupportedNotice = &refusal.Supported, notice(refusal.SupportedMessage)
 		}
 	case errors.As(err, &amb):
 		p = problem(http.StatusUnprocessableEntity, amb.Error())
 		candidates := toAPICandidates(amb)
 		p.Candidates = &candidates
 	case errors.Is(err, store.ErrUnauthorized):
-		p = problem(http.StatusUnauthorized, "this needs a valid API key: send Authorization: Bearer KEY (make one with matrixd keys create)")
+		p = problemOf(http.StatusUnauthorized, msg.New("problem.api_key_needed"))
 	case errors.As(err, &herr):
 		p = httpProblem(herr, req)
 	default:
 		id := c.Response().Header().Get(echo.HeaderXRequestID)
-		p = problem(http.StatusInternalServerError, "the server failed to answer; quote request id "+id+" when reporting it")
+		p = problemOf(http.StatusInternalServerError, msg.New("problem.server_failed", id))
 	}
 	instance := clip(req.URL.Path)
 	p.Instance = &instance
@@ -177,8 +209,7 @@ func (u unsupportedMedia) Error() string { return string(u) }
 
 // invalidRun is the 422 listing every problem of a submitted run.
 func invalidRun(probs []store.Problem) api.Problem {
-	detail := "the run cannot be stored: " + (&store.ValidationError{Problems: probs}).Error()
-	p := problem(http.StatusUnprocessableEntity, detail)
+	p := problemOf(http.StatusUnprocessableEntity, msg.New("problem.invalid_run", (&store.ValidationError{Problems: probs}).Error()))
 	list := make([]api.FieldError, len(probs))
 	for i, pr := range probs {
 		pointer := pr.Pointer
@@ -205,11 +236,11 @@ func httpProblem(herr *echo.HTTPError, req *http.Request) api.Problem {
 			return fieldErrors(validationErrors(herr.Internal)).capped().problem()
 		}
 	case http.StatusNotFound:
-		return problem(http.StatusNotFound, fmt.Sprintf("no resource at %s; the API lives under /v1 (see /openapi.yaml)", clip(req.URL.Path)))
+		return problemOf(http.StatusNotFound, msg.New("problem.no_resource", clip(req.URL.Path)))
 	case http.StatusMethodNotAllowed:
-		return problem(http.StatusMethodNotAllowed, fmt.Sprintf("%s is not allowed on %s; see the Allow header", clip(req.Method), clip(req.URL.Path)))
+		return problemOf(http.StatusMethodNotAllowed, msg.New("problem.method_not_allowed_on", clip(req.Method), clip(req.URL.Path)))
 	case http.StatusRequestEntityTooLarge:
-		return problem(http.StatusRequestEntityTooLarge, "the request body is larger than the limit of 1 MiB")
+		return problemOf(http.StatusRequestEntityTooLarge, msg.New("problem.body_too_large"))
 	}
 	if herr.Code >= 500 {
 		return problem(herr.Code, "")
@@ -230,11 +261,11 @@ func (f fieldErrors) Error() string {
 
 // problem is the 400 naming every bad parameter.
 func (f fieldErrors) problem() api.Problem {
-	detail := "invalid request: " + f.Error()
+	m := msg.New("problem.invalid_request", f.Error())
 	if len(f) > 3 {
-		detail = "invalid request: " + fieldErrors(f[:3]).Error() + fmt.Sprintf("; and %d more in errors", len(f)-3)
+		m = msg.New("problem.invalid_request_more", fieldErrors(f[:3]).Error(), len(f)-3)
 	}
-	p := problem(http.StatusBadRequest, detail)
+	p := problemOf(http.StatusBadRequest, m)
 	list := []api.FieldError(f)
 	p.Errors = &list
 	return p

@@ -17,6 +17,7 @@ import (
 
 	"github.com/matrixd/matrixd/api"
 	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/msg"
 	"github.com/matrixd/matrixd/predict"
 	"github.com/matrixd/matrixd/server/httpcache"
 	"github.com/matrixd/matrixd/store"
@@ -364,6 +365,7 @@ func (s *Server) GetLeaderboard(ctx context.Context, req api.GetLeaderboardReque
 	}
 	out := api.GetLeaderboard200JSONResponse{ContextTokens: p.ContextTokens, Concurrency: p.Concurrency,
 		Metric: api.LeaderboardMetric(metric), MethodClass: api.MethodClass(f.MethodClass), NextCursor: opt(next), Items: make([]api.LeaderboardEntry, len(entries))}
+	var warns []msg.Message
 	if len(entries) == 0 && p.Cursor == nil {
 		// Measured cells sit on each run's grid; an empty ranking says
 		// where to look instead of nothing.
@@ -371,7 +373,7 @@ func (s *Server) GetLeaderboard(ctx context.Context, req api.GetLeaderboardReque
 		if err != nil {
 			return nil, err
 		}
-		out.Warnings = &[]string{w}
+		warns = append(warns, w)
 	}
 	flagged := 0
 	for i, e := range entries {
@@ -381,12 +383,8 @@ func (s *Server) GetLeaderboard(ctx context.Context, req api.GetLeaderboardReque
 			flagged++
 		}
 	}
-	var warns []string
-	if out.Warnings != nil {
-		warns = *out.Warnings
-	}
 	if flagged > 0 {
-		warns = append(warns, fmt.Sprintf("%d of the runs ranked here failed a plausibility check (include_flagged=true ranks them): each one's trust says which", flagged))
+		warns = append(warns, msg.New("api.ranked_flagged", flagged))
 	}
 	if len(entries) > 0 && p.Cursor == nil {
 		// One class is ranked: say what else was measured, and how to
@@ -395,12 +393,13 @@ func (s *Server) GetLeaderboard(ctx context.Context, req api.GetLeaderboardReque
 		if err != nil {
 			return nil, err
 		}
-		if note != "" {
+		if note.Code != "" {
 			warns = append(warns, note)
 		}
 	}
 	if len(warns) > 0 {
-		out.Warnings = &warns
+		texts, notices := warnings(warns)
+		out.Warnings, out.Notices = &texts, &notices
 	}
 	return out, nil
 }
@@ -408,8 +407,8 @@ func (s *Server) GetLeaderboard(ctx context.Context, req api.GetLeaderboardReque
 // compareWarnings says what to know before reading a comparison's ratios:
 // runs of other method classes than the first measured something else,
 // and flagged runs failed a plausibility check.
-func compareWarnings(runs []store.Run) []string {
-	warn := []string{}
+func compareWarnings(runs []store.Run) []msg.Message {
+	var warn []msg.Message
 	base := runs[0].MethodOf().Class
 	var other []string
 	for _, r := range runs[1:] {
@@ -418,11 +417,11 @@ func compareWarnings(runs []store.Run) []string {
 		}
 	}
 	if len(other) > 0 {
-		warn = append(warn, fmt.Sprintf("the runs were measured by different methods, so their ratios compare unlike things: %s is %s, %s", runs[0].ID, base, strings.Join(other, ", ")))
+		warn = append(warn, msg.New("api.compare_methods_differ", runs[0].ID, base, strings.Join(other, ", ")))
 	}
 	for _, r := range runs {
 		if r.Trust != nil && r.Trust.Flagged {
-			warn = append(warn, fmt.Sprintf("run %s is flagged by a plausibility check: %s", r.ID, r.Trust.Flags[0].Message))
+			warn = append(warn, msg.New("api.compare_run_flagged", r.ID, r.Trust.Flags[0].Message))
 		}
 	}
 	return warn
@@ -472,7 +471,8 @@ func (s *Server) CompareRuns(ctx context.Context, req api.CompareRunsRequestObje
 	}
 	contexts, concurrencies := gridAxes(all)
 	out := api.CompareRuns200JSONResponse{RunIDs: ids, Runs: make([]api.RunSummary, len(runs)),
-		Contexts: nonNilInts(contexts), Concurrencies: nonNilInts(concurrencies), Cells: []api.ComparedCellRow{}, Warnings: compareWarnings(runs)}
+		Contexts: nonNilInts(contexts), Concurrencies: nonNilInts(concurrencies), Cells: []api.ComparedCellRow{}}
+	out.Warnings, out.Notices = warnings(compareWarnings(runs))
 	for i, r := range runs {
 		out.Runs[i] = toAPISummary(store.Summarize(r))
 	}
@@ -563,10 +563,11 @@ func (s *Server) predictedLeaderboard(ctx context.Context, p api.GetLeaderboardP
 	if err != nil {
 		return nil, err
 	}
-	predicted, warns := true, warnings(board.Warnings, nil)
+	predicted := true
+	warns, notices := warnings(board.Warnings)
 	out := api.GetLeaderboard200JSONResponse{ContextTokens: p.ContextTokens, Concurrency: p.Concurrency,
 		Metric: api.LeaderboardMetric(metric), MethodClass: api.MethodClass(f.MethodClass), Predicted: &predicted,
-		MatchedRuns: &board.Matched, Pending: &board.Pending, Warnings: &warns, Items: []api.LeaderboardEntry{}}
+		MatchedRuns: &board.Matched, Pending: &board.Pending, Warnings: &warns, Notices: &notices, Items: []api.LeaderboardEntry{}}
 	if at := offset + len(board.Entries); board.More && at < predict.MaxPredictedRank {
 		next := "place-" + strconv.Itoa(at) + "-" + tag
 		out.NextCursor = &next

@@ -2,11 +2,11 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 
 	"github.com/matrixd/matrixd/api"
 	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/msg"
 	"github.com/matrixd/matrixd/predict"
 	"github.com/matrixd/matrixd/server/httpcache"
 	"github.com/matrixd/matrixd/store"
@@ -58,59 +58,66 @@ func ToAPIPlan(t calculator.Target, plan predict.Plan) api.CapacityPlan {
 			MaxTTFTMs: nonZeroF(t.MaxTTFTMs), Users: nonZero(t.Users),
 		},
 		Options:     make([]api.PlanOption, len(plan.Options)),
-		MatchedRuns: plan.Matched, Omitted: plan.Omitted, Warnings: warnings(plan.Warnings, nil),
+		MatchedRuns: plan.Matched, Omitted: plan.Omitted,
 	}
+	out.Warnings, out.Notices = warnings(plan.Warnings)
 	for i, o := range plan.Options {
 		out.Options[i] = toAPIPlanOption(t, o)
 	}
 	return out
 }
 
-func toAPIPlanOption(t calculator.Target, o predict.PlanOption) api.PlanOption {
+func toAPIPlanOption(t calculator.Target, o predict.PlanOption) (out api.PlanOption) {
 	pl := o.Plan
-	out := api.PlanOption{
+	out = api.PlanOption{
 		RunID: o.Run.ID, Title: o.Run.Title, Model: o.Run.ModelName, GPU: o.GPU, GPUCount: o.GPUCount,
 		Engine: o.Run.EngineName, EngineVersion: opt(o.Run.EngineVersion), MethodClass: api.MethodClass(o.Run.MethodClass),
 		Meets: pl.Meets, Surely: pl.Surely, Concurrency: pl.Concurrency, TTFTChecked: pl.TTFTChecked,
-		Sources: 1, Warnings: []string{},
+		Sources: 1,
 	}
+	var warn []msg.Message
+	if o.OtherModelWhy.Code != "" {
+		warn = append(warn, o.OtherModelWhy)
+	}
+	// Every return says the warnings gathered by then.
+	defer func() { out.Warnings, out.Notices = warnings(warn) }()
 	if o.Scaled {
 		out.ScaledFrom = &o.Run.GPU
-		out.Title = fmt.Sprintf("%s on %s, scaled from run %s (%s)", o.Run.ModelName, o.GPU, o.Run.ID, o.Run.Title)
+		title := msg.New("api.plan_title_scaled_gpu", o.Run.ModelName, o.GPU, o.Run.ID, o.Run.Title)
+		out.Title, out.TitleNotice = title.Text, notice(title)
 	}
 	if o.OtherModel != "" {
 		out.Model, out.ScaledFromModel = o.OtherModel, &o.Run.ModelName
-		out.Title = fmt.Sprintf("%s on %s, from run %s (%s)", o.OtherModel, o.GPU, o.Run.ID, o.Run.Title)
+		title := msg.New("api.plan_title_other_model", o.OtherModel, o.GPU, o.Run.ID, o.Run.Title)
+		out.Title, out.TitleNotice = title.Text, notice(title)
 	}
-	if o.Err != "" {
-		out.Shortfall = &api.PlanShortfall{Metric: api.PlanShortfallMetricModel, Reason: o.Err}
+	if o.Err.Code != "" {
+		out.Shortfall = &api.PlanShortfall{Metric: api.PlanShortfallMetricModel, Reason: o.Err.Text, ReasonNotice: toAPINotice(o.Err)}
 		return out
 	}
 	if p := pl.At; p != nil {
 		out.TotalTokS, out.PerRequestTokS, out.TTFTMs = estimate(p.TotalTokS), estimate(p.PerRequestTokS), estimate(p.TTFTMs)
 		status, b := api.PlanOptionStatus(p.Status), api.PlanOptionBasis(p.Basis)
 		out.Status, out.Basis = &status, &b
-		out.Warnings = warnings(p.Warnings, nil)
-	}
-	if o.OtherModelWhy != "" {
-		out.Warnings = append([]string{o.OtherModelWhy}, out.Warnings...)
+		warn = append(warn, p.Warnings...)
 	}
 	if pl.Binding != "" {
 		b := api.PlanOptionBinding(pl.Binding)
-		out.Binding, out.BindingDetail = &b, &pl.BindingDetail
+		out.Binding, out.BindingDetail, out.BindingNotice = &b, &pl.BindingDetail, notice(pl.BindingNotice)
 	}
 	if !pl.TTFTChecked && t.MaxTTFTMs > 0 {
-		why := "TTFT is not predicted on another GPU"
+		code := "api.ttft_bound_not_applied_gpu"
 		switch {
 		case o.OtherModel != "":
-			why = "TTFT is not predicted for another model"
+			code = "api.ttft_bound_not_applied_model"
 		case !o.Scaled:
-			why = "this run's TTFT is not predicted here"
+			code = "api.ttft_bound_not_applied_run"
 		}
-		out.Warnings = append(out.Warnings, fmt.Sprintf("the TTFT bound of %s ms was not applied: %s", strconv.FormatFloat(t.MaxTTFTMs, 'f', -1, 64), why))
+		warn = append(warn, msg.New(code, strconv.FormatFloat(t.MaxTTFTMs, 'f', -1, 64)))
 	}
 	if sh := pl.Shortfall; sh != nil {
-		out.Shortfall = &api.PlanShortfall{Metric: api.PlanShortfallMetric(sh.Metric), Reason: sh.Reason, Value: nonZeroF(sh.Value), Target: nonZeroF(sh.Target)}
+		out.Shortfall = &api.PlanShortfall{Metric: api.PlanShortfallMetric(sh.Metric), Reason: sh.Reason, ReasonNotice: toAPINotice(sh.Notice),
+			Value: nonZeroF(sh.Value), Target: nonZeroF(sh.Target)}
 	}
 	if pl.Instances > 0 {
 		gpus := pl.Instances * o.GPUCount
@@ -121,7 +128,7 @@ func toAPIPlanOption(t calculator.Target, o predict.PlanOption) api.PlanOption {
 		fleet := sig6(float64(pl.Instances) * *o.Cost.USDPerHour)
 		out.FleetUSDPerHour = &fleet
 	}
-	out.Warnings = append(out.Warnings, o.Warnings...)
+	warn = append(warn, o.Warnings...)
 	return out
 }
 

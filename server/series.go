@@ -41,7 +41,8 @@ func (s *Server) GetRunSeries(ctx context.Context, req api.GetRunSeriesRequestOb
 		return nil, err
 	}
 	out := api.GetRunSeries200JSONResponse{Runs: make([]api.SeriesRun, len(ans.Runs)), Steps: make([]api.SeriesStep, len(ans.Steps)),
-		Truncated: ans.More, Warnings: nonNilStrings(ans.Warnings)}
+		Truncated: ans.More}
+	out.Warnings, out.Notices = warnings(ans.Warnings)
 	for i, m := range ans.Runs {
 		out.Runs[i] = api.SeriesRun{ID: m.ID, Title: m.Title, EngineVersion: opt(m.EngineVersion), CreatedAt: m.CreatedAt, SubmittedBy: opt(m.SubmittedBy)}
 	}
@@ -53,7 +54,7 @@ func (s *Server) GetRunSeries(ctx context.Context, req api.GetRunSeriesRequestOb
 
 func toAPIStep(st predict.Step) api.SeriesStep {
 	r := st.Noise.Rule
-	out := api.SeriesStep{From: st.From, To: st.To, Verdict: api.Verdict(st.Verdict), Why: st.Why, MeasuredCells: st.Measured,
+	out := api.SeriesStep{From: st.From, To: st.To, Verdict: api.Verdict(st.Verdict), Why: st.Why, WhyNotice: toAPINotice(st.WhyMessage), MeasuredCells: st.Measured,
 		NoiseFloor: api.NoiseFloor{Basis: api.NoiseFloorBasis(st.Noise.Basis), SigmaFrom: st.Noise.SigmaFrom, SigmaTo: st.Noise.SigmaTo,
 			Z: r.Z, MinFloor: r.MinFloor, MaxFloor: r.MaxFloor, Majority: r.Majority, MinCells: r.MinCells, Alpha: r.Alpha},
 		Cells: make([]api.StepCell, len(st.Cells)), Rows: make([]api.StepRow, len(st.Rows)),

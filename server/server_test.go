@@ -601,7 +601,7 @@ func problemKeys(t *testing.T, body []byte) []string {
 // responses alike.
 func TestProblemMembersInOrder(t *testing.T) {
 	e := newEnv(t, 0)
-	order := []string{"type", "title", "status", "detail", "instance", "errors", "supported", "candidates"}
+	order := []string{"type", "title", "status", "detail", "instance", "code", "params", "errors", "supported", "supported_notice", "candidates"}
 	check := func(target string, rec *httptest.ResponseRecorder) {
 		t.Helper()
 		keys := problemKeys(t, rec.Body.Bytes())

@@ -26,6 +26,10 @@ type TrustFlag struct {
 	Measured      float64 `json:"measured"`
 	Limit         float64 `json:"limit"`
 	Unit          string  `json:"unit"`
+	// MessageCode and MessageParams are Message's code and parameters
+	// (empty in checks stored before messages had codes).
+	MessageCode   string            `json:"message_code,omitempty"`
+	MessageParams map[string]string `json:"message_params,omitempty"`
 }
 
 // TrustCheck is one check's outcome for the whole run.
@@ -33,6 +37,10 @@ type TrustCheck struct {
 	Code   string `json:"code"`
 	Status string `json:"status"` // passed, flagged or not_checked
 	Detail string `json:"detail"`
+	// DetailCode and DetailParams are Detail's code and parameters (empty
+	// in checks stored before messages had codes).
+	DetailCode   string            `json:"detail_code,omitempty"`
+	DetailParams map[string]string `json:"detail_params,omitempty"`
 }
 
 // Statuses of a TrustCheck.

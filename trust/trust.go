@@ -11,11 +11,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/matrixd/matrixd/msg"
 )
 
 // RulesVersion changes whenever a rule or a catalog changes what the
 // checks would say: runs checked by other rules are checked again.
-const RulesVersion = 2
+const RulesVersion = 3
 
 // Check codes and statuses.
 const (
@@ -85,8 +87,10 @@ type Report struct {
 
 // Flag is one cell that failed a check, with the numbers compared.
 type Flag struct {
-	Code                       string
-	Message                    string
+	Code    string
+	Message string
+	// Notice is Message with its code and parameters.
+	Notice                     msg.Message
 	ContextTokens, Concurrency int
 	Measured, Limit            float64
 	Unit                       string
@@ -95,6 +99,17 @@ type Flag struct {
 // Check is one check's outcome for the whole run.
 type Check struct {
 	Code, Status, Detail string
+	// Notice is Detail with its code and parameters.
+	Notice msg.Message
+}
+
+// says sets c's detail to m.
+func (c *Check) says(m msg.Message) { c.Detail, c.Notice = m.Text, m }
+
+// saying is f with its message m.
+func (f Flag) saying(m msg.Message) Flag {
+	f.Message, f.Notice = m.Text, m
+	return f
 }
 
 // Assess runs every check of r; gpu and model are nil when the catalogs do
@@ -166,29 +181,30 @@ func split(r Run) (n int, how string) {
 // calibrated per engine family and weight bits (calibration.go).
 func bandwidth(r Run, gpu *GPU, model *Model) (Check, []Flag) {
 	c := Check{Code: CodeBandwidth}
-	notChecked := func(why string) (Check, []Flag) {
-		c.Status, c.Detail = StatusNotChecked, "not checked: "+why
+	notChecked := func(m msg.Message) (Check, []Flag) {
+		c.Status = StatusNotChecked
+		c.says(m)
 		return c, nil
 	}
 	switch {
 	case gpu == nil:
-		return notChecked(fmt.Sprintf("GPU %q is not in the hardware catalog", clip(r.GPU)))
+		return notChecked(msg.New("trust.bandwidth_gpu_unknown", clip(r.GPU)))
 	case r.GPUCount < 1:
-		return notChecked("the run does not state its GPU count")
+		return notChecked(msg.New("trust.bandwidth_gpu_count_unknown"))
 	case model == nil:
-		return notChecked(fmt.Sprintf("model %q is not in the model facts table, and its name states no size that says what a token reads", clip(r.Model)))
+		return notChecked(msg.New("trust.bandwidth_model_unknown", clip(r.Model)))
 	case r.SpecDecode:
-		return notChecked("speculative decoding is on (several tokens per weight read)")
+		return notChecked(msg.New("trust.bandwidth_spec_decode"))
 	case model.DenseByName:
 		// Fine-tunes and merges of mixtures of experts are often named by
 		// their total only ("…-35B-…" of a 35B-A3B base): a dense reading
 		// would hold them to a bound ten times too low, and real runs must
 		// never be flagged.
-		return notChecked(fmt.Sprintf("model %q is not in the model facts table, and its name states only a total size, which does not say whether one token reads all of it (a mixture of experts reads a part)", clip(r.Model)))
+		return notChecked(msg.New("trust.bandwidth_total_size_only", clip(r.Model)))
 	}
 	bits, bitsFrom, ok := WeightBits(r, model)
 	if !ok {
-		return notChecked(fmt.Sprintf("the quantization %q does not say how many bits a weight takes, nor does the model name, and the model facts table has no published checkpoint's bits", clip(r.Quantization)))
+		return notChecked(msg.New("trust.bandwidth_bits_unknown", clip(r.Quantization)))
 	}
 	gpus, splitNote := split(r)
 	bw := gpu.BandwidthGBs * float64(gpus) * bytesPerGB
@@ -211,13 +227,12 @@ func bandwidth(r Run, gpu *GPU, model *Model) (Check, []Flag) {
 			worst, worstCell, worstLimit = v/limit, cell, limit
 		}
 		if v > limit && len(flags) < maxFlagsPerCheck {
-			flags = append(flags, Flag{Code: CodeBandwidth, ContextTokens: cell.ContextTokens, Concurrency: cell.Concurrency, Measured: round(v), Limit: round(limit), Unit: "tok/s per request",
-				Message: fmt.Sprintf("%.1f tok/s per request at context %d × %d is more than %s's %.0f GB/s can feed (%s): at most %.1f tok/s (%.2f GB of %s weights at %g bits%s, × %.2f, %s)",
-					v, cell.ContextTokens, cell.Concurrency, gpu.Name, gpu.BandwidthGBs, splitNote, limit, weights/bytesPerGB, model.Name, bits, kvNote(kvPerToken), cal.Cap, cal.describe())})
+			flags = append(flags, Flag{Code: CodeBandwidth, ContextTokens: cell.ContextTokens, Concurrency: cell.Concurrency, Measured: round(v), Limit: round(limit), Unit: "tok/s per request"}.saying(msg.New("trust.bandwidth_flag",
+				v, cell.ContextTokens, cell.Concurrency, gpu.Name, gpu.BandwidthGBs, splitNote, limit, weights/bytesPerGB, model.Name, bits, kvNote(kvPerToken), cal.Cap, cal.describe())))
 		}
 	}
 	if worst == 0 {
-		return notChecked("no cell states a speed")
+		return notChecked(msg.New("trust.bandwidth_no_speed"))
 	}
 	c.Status = StatusPassed
 	if len(flags) > 0 {
@@ -227,8 +242,8 @@ func bandwidth(r Run, gpu *GPU, model *Model) (Check, []Flag) {
 	if model.FromName {
 		sizeNote = " (size read from the model name: not in the model facts table)"
 	}
-	c.Detail = fmt.Sprintf("the fastest cell for its bound (context %d × %d) runs at %.0f %% of %.1f tok/s per request: %s's %.0f GB/s (%s) over %.2f GB of %s weights%s at %g bits (%s)%s, × %.2f (%s)",
-		worstCell.ContextTokens, worstCell.Concurrency, 100*worst, worstLimit, gpu.Name, gpu.BandwidthGBs, splitNote, weights/bytesPerGB, model.Name, sizeNote, bits, bitsFrom, kvNote(kvPerToken), cal.Cap, cal.describe())
+	c.says(msg.New("trust.bandwidth_detail",
+		worstCell.ContextTokens, worstCell.Concurrency, 100*worst, worstLimit, gpu.Name, gpu.BandwidthGBs, splitNote, weights/bytesPerGB, model.Name, sizeNote, bits, bitsFrom, kvNote(kvPerToken), cal.Cap, cal.describe()))
 	return c, flags
 }
 
@@ -334,24 +349,23 @@ func totalVsPerRequest(r Run, _ *GPU, _ *Model) (Check, []Flag) {
 		}
 		switch {
 		case ratio > TotalsHigh:
-			flags = append(flags, Flag{Code: CodeTotalVsPerRequest, ContextTokens: cell.ContextTokens, Concurrency: cell.Concurrency, Measured: round(*cell.TotalTokS), Limit: round(TotalsHigh * v * a), Unit: "tok/s",
-				Message: fmt.Sprintf("total %.1f tok/s at context %d × %d is more than %.1f tok/s per request × %g active requests allow: at most %.1f tok/s (× %g)",
-					*cell.TotalTokS, cell.ContextTokens, cell.Concurrency, v, a, TotalsHigh*v*a, TotalsHigh)})
+			flags = append(flags, Flag{Code: CodeTotalVsPerRequest, ContextTokens: cell.ContextTokens, Concurrency: cell.Concurrency, Measured: round(*cell.TotalTokS), Limit: round(TotalsHigh * v * a), Unit: "tok/s"}.saying(msg.New("trust.total_above_flag",
+				*cell.TotalTokS, cell.ContextTokens, cell.Concurrency, v, a, TotalsHigh*v*a, TotalsHigh)))
 		case ratio < TotalsLow && !shortRequests(cell):
-			flags = append(flags, Flag{Code: CodeTotalVsPerRequest, ContextTokens: cell.ContextTokens, Concurrency: cell.Concurrency, Measured: round(v), Limit: round(*cell.TotalTokS / (TotalsLow * a)), Unit: "tok/s per request",
-				Message: fmt.Sprintf("%.1f tok/s per request at context %d × %d is far above what a total of %.1f tok/s over %g active requests allows: at most %.1f tok/s per request (total ÷ requests ÷ %g)",
-					v, cell.ContextTokens, cell.Concurrency, *cell.TotalTokS, a, *cell.TotalTokS/(TotalsLow*a), TotalsLow)})
+			flags = append(flags, Flag{Code: CodeTotalVsPerRequest, ContextTokens: cell.ContextTokens, Concurrency: cell.Concurrency, Measured: round(v), Limit: round(*cell.TotalTokS / (TotalsLow * a)), Unit: "tok/s per request"}.saying(msg.New("trust.per_request_above_flag",
+				v, cell.ContextTokens, cell.Concurrency, *cell.TotalTokS, a, *cell.TotalTokS/(TotalsLow*a), TotalsLow)))
 		}
 	}
 	if n == 0 {
-		c.Status, c.Detail = StatusNotChecked, "not checked: no cell states both a total and a per-request speed (or TBT)"
+		c.Status = StatusNotChecked
+		c.says(msg.New("trust.totals_not_checked"))
 		return c, nil
 	}
 	c.Status = StatusPassed
 	if len(flags) > 0 {
 		c.Status = StatusFlagged
 	}
-	c.Detail = fmt.Sprintf("%d cells compared; total ÷ (per-request speed × active requests) spans %.2f–%.2f, allowed %g–%g", n, lo, hi, TotalsLow, TotalsHigh)
+	c.says(msg.New("trust.totals_detail", n, lo, hi, TotalsLow, TotalsHigh))
 	return c, flags
 }
 
@@ -372,20 +386,20 @@ func tbtVsPerRequest(r Run, _ *GPU, _ *Model) (Check, []Flag) {
 		ratio := *cell.PerRequestTokS / fromTBT
 		hi, lo = math.Max(hi, ratio), math.Min(lo, ratio)
 		if (ratio > TBTHigh || ratio < TBTLow) && len(flags) < maxFlagsPerCheck {
-			flags = append(flags, Flag{Code: CodeTBTVsPerRequest, ContextTokens: cell.ContextTokens, Concurrency: cell.Concurrency, Measured: round(*cell.PerRequestTokS), Limit: round(fromTBT), Unit: "tok/s per request",
-				Message: fmt.Sprintf("%.1f tok/s per request at context %d × %d disagrees with its TBT of %.2f ms (1000 / TBT = %.1f tok/s): the two must agree within × %g–%g",
-					*cell.PerRequestTokS, cell.ContextTokens, cell.Concurrency, *cell.TBTMs, fromTBT, TBTLow, TBTHigh)})
+			flags = append(flags, Flag{Code: CodeTBTVsPerRequest, ContextTokens: cell.ContextTokens, Concurrency: cell.Concurrency, Measured: round(*cell.PerRequestTokS), Limit: round(fromTBT), Unit: "tok/s per request"}.saying(msg.New("trust.tbt_flag",
+				*cell.PerRequestTokS, cell.ContextTokens, cell.Concurrency, *cell.TBTMs, fromTBT, TBTLow, TBTHigh)))
 		}
 	}
 	if n == 0 {
-		c.Status, c.Detail = StatusNotChecked, "not checked: no cell states both a TBT and a per-request speed"
+		c.Status = StatusNotChecked
+		c.says(msg.New("trust.tbt_not_checked"))
 		return c, nil
 	}
 	c.Status = StatusPassed
 	if len(flags) > 0 {
 		c.Status = StatusFlagged
 	}
-	c.Detail = fmt.Sprintf("%d cells compared; per-request speed ÷ (1000 / TBT) spans %.2f–%.2f, allowed %g–%g", n, lo, hi, TBTLow, TBTHigh)
+	c.says(msg.New("trust.tbt_detail", n, lo, hi, TBTLow, TBTHigh))
 	return c, flags
 }
 
@@ -396,7 +410,8 @@ func tbtVsPerRequest(r Run, _ *GPU, _ *Model) (Check, []Flag) {
 func methodShape(r Run, _ *GPU, _ *Model) (Check, []Flag) {
 	c := Check{Code: CodeMethodShape}
 	if r.Class != "sustained_decode" {
-		c.Status, c.Detail = StatusNotChecked, fmt.Sprintf("not checked: only sustained_decode runs have a shape checked (this run is %s)", orNone(r.Class))
+		c.Status = StatusNotChecked
+		c.says(msg.New("trust.shape_not_sustained", orNone(r.Class)))
 		return c, nil
 	}
 	var flags []Flag
@@ -422,24 +437,23 @@ func methodShape(r Run, _ *GPU, _ *Model) (Check, []Flag) {
 		n++
 		shortest = math.Min(shortest, secs)
 		if secs < MinSustainedS && len(flags) < maxFlagsPerCheck {
-			what := fmt.Sprintf("%.1f s", secs)
+			m := msg.New("trust.burst_flag", cell.ContextTokens, cell.Concurrency, secs, MinSustainedS)
 			if haveTokens {
-				what = fmt.Sprintf("%.0f tokens each in %.1f s", tokens, secs)
+				m = msg.New("trust.burst_tokens_flag", cell.ContextTokens, cell.Concurrency, tokens, secs, MinSustainedS)
 			}
-			flags = append(flags, Flag{Code: CodeMethodShape, ContextTokens: cell.ContextTokens, Concurrency: cell.Concurrency, Measured: round(secs), Limit: MinSustainedS, Unit: "seconds measured",
-				Message: fmt.Sprintf("a sustained_decode cell at context %d × %d whose requests produce %s is a burst, not a sustained measurement (at least %d s): state method.class batched_burst or static_batch",
-					cell.ContextTokens, cell.Concurrency, what, MinSustainedS)})
+			flags = append(flags, Flag{Code: CodeMethodShape, ContextTokens: cell.ContextTokens, Concurrency: cell.Concurrency, Measured: round(secs), Limit: MinSustainedS, Unit: "seconds measured"}.saying(m))
 		}
 	}
 	if n == 0 {
-		c.Status, c.Detail = StatusNotChecked, "not checked: no cell states a duration, or output tokens with a per-request speed"
+		c.Status = StatusNotChecked
+		c.says(msg.New("trust.shape_not_checked"))
 		return c, nil
 	}
 	c.Status = StatusPassed
 	if len(flags) > 0 {
 		c.Status = StatusFlagged
 	}
-	c.Detail = fmt.Sprintf("%d cells read; the shortest measured %.1f s (a sustained measurement lasts at least %d s)", n, shortest, MinSustainedS)
+	c.says(msg.New("trust.shape_detail", n, shortest, MinSustainedS))
 	return c, flags
 }
 

@@ -1076,16 +1076,22 @@ type CapacityEstimate struct {
 	MaxConcurrencyPossible *int `json:"max_concurrency_possible"`
 
 	// MaxContextTokens The longest context that surely fits at `concurrency`.
-	MaxContextTokens *int     `json:"max_context_tokens"`
-	MaxOutputTokens  int      `json:"max_output_tokens"`
-	SequenceLimit    *int     `json:"sequence_limit"`
-	Warnings         []string `json:"warnings"`
+	MaxContextTokens *int `json:"max_context_tokens"`
+	MaxOutputTokens  int  `json:"max_output_tokens"`
+
+	// Notices `warnings` with their codes and parameters, one for each, in the same order.
+	Notices       []Notice `json:"notices"`
+	SequenceLimit *int     `json:"sequence_limit"`
+	Warnings      []string `json:"warnings"`
 }
 
 // CapacityPlan defines model for CapacityPlan.
 type CapacityPlan struct {
 	// MatchedRuns Stored runs that matched the filters: every one is planned (with `vram_gb` or `max_output_tokens`, the newest 50 of them, counted here; a warning says when more matched).
 	MatchedRuns int `json:"matched_runs"`
+
+	// Notices `warnings` with their codes and parameters, one for each, in the same order.
+	Notices []Notice `json:"notices"`
 
 	// Omitted Options cut by `limit`.
 	Omitted int          `json:"omitted"`
@@ -1139,8 +1145,11 @@ type Comparison struct {
 	Cells         []ComparedCellRow `json:"cells"`
 	Concurrencies []int             `json:"concurrencies"`
 	Contexts      []int             `json:"contexts"`
-	RunIDs        []string          `json:"run_ids"`
-	Runs          []RunSummary      `json:"runs"`
+
+	// Notices `warnings` with their codes and parameters, one for each, in the same order.
+	Notices []Notice     `json:"notices"`
+	RunIDs  []string     `json:"run_ids"`
+	Runs    []RunSummary `json:"runs"`
 
 	// Verdict With exactly two runs, the second against the first.
 	Verdict *SeriesStep `json:"verdict,omitempty"`
@@ -1228,7 +1237,10 @@ type DecodePrediction struct {
 	ContextTokens int        `json:"context_tokens"`
 
 	// Cost With a price (`gpu_hour_usd`, or the owned-hardware parameters); null without one.
-	Cost           *Cost     `json:"cost"`
+	Cost *Cost `json:"cost"`
+
+	// Notices `warnings` with their codes and parameters, one for each, in the same order.
+	Notices        []Notice  `json:"notices"`
 	PerRequestTokS *Estimate `json:"per_request_tok_s"`
 
 	// Status `fits`: the reservation is within what ran. `over_capacity`: at or
@@ -1404,11 +1416,14 @@ type GridCell struct {
 	PerRequestTokS *Estimate      `json:"per_request_tok_s"`
 
 	// Refusal Why a refused cell was not predicted.
-	Refusal   *string        `json:"refusal"`
-	Status    GridCellStatus `json:"status"`
-	TBTMs     *Estimate      `json:"tbt_ms"`
-	TotalTokS *Estimate      `json:"total_tok_s"`
-	TTFTMs    *Estimate      `json:"ttft_ms"`
+	Refusal *string `json:"refusal"`
+
+	// RefusalNotice `refusal` with its code and parameters (null when the cell is predicted).
+	RefusalNotice *Notice        `json:"refusal_notice,omitempty"`
+	Status        GridCellStatus `json:"status"`
+	TBTMs         *Estimate      `json:"tbt_ms"`
+	TotalTokS     *Estimate      `json:"total_tok_s"`
+	TTFTMs        *Estimate      `json:"ttft_ms"`
 }
 
 // GridCellMethod defines model for GridCell.Method.
@@ -1419,10 +1434,13 @@ type GridCellStatus string
 
 // GridPrediction defines model for GridPrediction.
 type GridPrediction struct {
-	Concurrencies []int     `json:"concurrencies"`
-	Contexts      []int     `json:"contexts"`
-	Rows          []GridRow `json:"rows"`
-	RunIDs        []string  `json:"run_ids"`
+	Concurrencies []int `json:"concurrencies"`
+	Contexts      []int `json:"contexts"`
+
+	// Notices `warnings` with their codes and parameters, one for each, in the same order.
+	Notices []Notice  `json:"notices"`
+	Rows    []GridRow `json:"rows"`
+	RunIDs  []string  `json:"run_ids"`
 
 	// Sources How many independent sources the grid pools (see `CalcBasis.sources`); each cell pools the sources that answer it.
 	Sources  int      `json:"sources"`
@@ -1658,6 +1676,9 @@ type Leaderboard struct {
 	MethodClass MethodClass       `json:"method_class"`
 	Metric      LeaderboardMetric `json:"metric"`
 	NextCursor  *string           `json:"next_cursor"`
+
+	// Notices `warnings` with their codes and parameters, one for each, in the same order.
+	Notices *[]Notice `json:"notices,omitempty"`
 
 	// Pending With `predicted=true`: runs being fitted, not ranked yet; ask again in a few seconds.
 	Pending *int `json:"pending,omitempty"`
@@ -1903,6 +1924,21 @@ type NoiseFloor struct {
 // NoiseFloorBasis defines model for NoiseFloor.Basis.
 type NoiseFloorBasis string
 
+// Notice A message with its stable code and parameters, beside the English
+// text it says (a warning, a check's detail, a verdict's why): for a
+// site, widget or client to say it in its reader's language. The
+// English is the code's template with the parameters written in;
+// docs/api.md, Messages, lists the codes and their templates.
+type Notice struct {
+	// Code Example: predict.partial
+	Code string `json:"code"`
+
+	// Params The code's parameters, each a string as the English writes it.
+	//
+	// Example: {"pending":"3"}
+	Params map[string]string `json:"params"`
+}
+
 // PeakCell The valid cell with the highest total tok/s.
 type PeakCell struct {
 	Concurrency   int     `json:"concurrency"`
@@ -1917,6 +1953,9 @@ type PlanOption struct {
 	// Binding What stops one more concurrent request (for a missed target, what fails at concurrency 1); `max_model_len`: the context plus the output reservation exceeds the run's `max_model_len`, so no request of it is served.
 	Binding       *PlanOptionBinding `json:"binding"`
 	BindingDetail *string            `json:"binding_detail"`
+
+	// BindingNotice `binding_detail` with its code and parameters.
+	BindingNotice *Notice `json:"binding_notice"`
 
 	// Concurrency The largest concurrency meeting the target; 0 when none does.
 	Concurrency int `json:"concurrency"`
@@ -1983,7 +2022,10 @@ type PlanOption struct {
 	MethodClass MethodClass `json:"method_class"`
 
 	// Model The run's model; for an option answered from another model's run, the model planned for (its model facts name).
-	Model          string    `json:"model"`
+	Model string `json:"model"`
+
+	// Notices `warnings` with their codes and parameters, one for each, in the same order.
+	Notices        []Notice  `json:"notices"`
 	PerRequestTokS *Estimate `json:"per_request_tok_s"`
 
 	// RunID The measured run; for a scaled option (`scaled_from` or `scaled_from_model`), the run it is scaled from.
@@ -2006,8 +2048,11 @@ type PlanOption struct {
 	Surely bool `json:"surely"`
 
 	// Title The run's title; for a scaled option, what is planned and from which run: `<model> on <gpu>, scaled from run <run_id> (<run title>)` (another GPU) or `<model> on <gpu>, from run <run_id> (<run title>)` (another model).
-	Title     string    `json:"title"`
-	TotalTokS *Estimate `json:"total_tok_s"`
+	Title string `json:"title"`
+
+	// TitleNotice For a scaled option, `title` with its code and parameters (`api.plan_title_scaled_gpu`, `api.plan_title_other_model`); null where `title` is the run's own.
+	TitleNotice *Notice   `json:"title_notice"`
+	TotalTokS   *Estimate `json:"total_tok_s"`
 
 	// TTFTChecked False when this option has no TTFT prediction (another GPU, or a run whose TTFT is not predicted there), whether or not a TTFT bound was asked: a bound cannot be applied to it.
 	TTFTChecked bool      `json:"ttft_checked"`
@@ -2029,7 +2074,10 @@ type PlanShortfall struct {
 	// Metric `capacity`: not even one request fits; `coverage`: the data does not reach this context; `model`: the run cannot be modelled.
 	Metric PlanShortfallMetric `json:"metric"`
 	Reason string              `json:"reason"`
-	Target *float64            `json:"target"`
+
+	// ReasonNotice `reason` with its code and parameters.
+	ReasonNotice Notice   `json:"reason_notice"`
+	Target       *float64 `json:"target"`
 
 	// Value What the run achieves at concurrency 1.
 	Value *float64 `json:"value"`
@@ -2068,6 +2116,9 @@ type PrefillPrediction struct {
 	Basis         CalcBasis `json:"basis"`
 	ContextTokens int       `json:"context_tokens"`
 
+	// Notices `warnings` with their codes and parameters, one for each, in the same order.
+	Notices []Notice `json:"notices"`
+
 	// PromptTokS A predicted value and its interval.
 	PromptTokS Estimate `json:"prompt_tok_s"`
 
@@ -2076,18 +2127,31 @@ type PrefillPrediction struct {
 	Warnings []string `json:"warnings"`
 }
 
-// Problem RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions.
+// Problem RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions. `detail` is English; `code` and `params` say the same for a client to render in its reader's language (docs/api.md, Messages).
 type Problem struct {
 	// Type Example: about:blank
-	Type     string        `json:"type"`
-	Title    string        `json:"title"`
-	Status   int           `json:"status"`
-	Detail   *string       `json:"detail,omitempty"`
-	Instance *string       `json:"instance,omitempty"`
-	Errors   *[]FieldError `json:"errors,omitempty"`
+	Type     string  `json:"type"`
+	Title    string  `json:"title"`
+	Status   int     `json:"status"`
+	Detail   *string `json:"detail,omitempty"`
+	Instance *string `json:"instance,omitempty"`
+
+	// Code The message's stable code: `detail` is its English template with `params` written in. Every problem has one; a problem of a kind without a code of its own has its status's (`problem.not_found`, …) with the English in `params.detail`.
+	//
+	// Example: calculator.context_beyond_longest
+	Code string `json:"code"`
+
+	// Params The code's parameters, each a string as `detail` writes it.
+	//
+	// Example: {"context":"262144","longest":"32768","reach":"2"}
+	Params map[string]string `json:"params"`
+	Errors *[]FieldError     `json:"errors,omitempty"`
 
 	// Supported For 422 from the calculator, the range the data supports.
 	Supported *string `json:"supported,omitempty"`
+
+	// SupportedNotice `supported` with its code and parameters.
+	SupportedNotice *Notice `json:"supported_notice,omitempty"`
 
 	// Candidates For 422 from the calculator, the runs an ambiguous selection matched.
 	Candidates *[]CandidateRun `json:"candidates,omitempty"`
@@ -2416,6 +2480,9 @@ type RunPatch struct {
 
 // RunSeries defines model for RunSeries.
 type RunSeries struct {
+	// Notices `warnings` with their codes and parameters, one for each, in the same order.
+	Notices []Notice `json:"notices"`
+
 	// Runs In engine-version order, then date.
 	Runs []SeriesRun `json:"runs"`
 
@@ -2547,6 +2614,9 @@ type SeriesStep struct {
 
 	// Why What the verdict stands on, in a sentence.
 	Why string `json:"why"`
+
+	// WhyNotice `why` with its code and parameters.
+	WhyNotice Notice `json:"why_notice"`
 }
 
 // SeriesSummary defines model for SeriesSummary.
@@ -2698,8 +2768,11 @@ type TrustCheck struct {
 	// run must have measured at least 5 s (its `duration_s`, else the
 	// tokens a request produced ÷ its speed). docs/trust.md gives the
 	// calibration and how each tolerance was measured.
-	Code   TrustCheckCode   `json:"code"`
-	Detail string           `json:"detail"`
+	Code   TrustCheckCode `json:"code"`
+	Detail string         `json:"detail"`
+
+	// Notice `detail` with its code and parameters.
+	Notice Notice           `json:"notice"`
 	Status TrustCheckStatus `json:"status"`
 }
 
@@ -2736,7 +2809,10 @@ type TrustFlag struct {
 	// Measured The cell's value.
 	Measured float64 `json:"measured"`
 	Message  string  `json:"message"`
-	Unit     string  `json:"unit"`
+
+	// Notice `message` with its code and parameters.
+	Notice Notice `json:"notice"`
+	Unit   string `json:"unit"`
 }
 
 // TrustFlagCode defines model for TrustFlag.Code.
@@ -2851,28 +2927,28 @@ type ParamVRAMGBMax = float64
 // ParamVRAMGBMin defines model for ParamVRAMGBMin.
 type ParamVRAMGBMin = float64
 
-// BadRequest RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions.
+// BadRequest RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions. `detail` is English; `code` and `params` say the same for a client to render in its reader's language (docs/api.md, Messages).
 type BadRequest = Problem
 
-// Conflict RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions.
+// Conflict RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions. `detail` is English; `code` and `params` say the same for a client to render in its reader's language (docs/api.md, Messages).
 type Conflict = Problem
 
-// Fitting RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions.
+// Fitting RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions. `detail` is English; `code` and `params` say the same for a client to render in its reader's language (docs/api.md, Messages).
 type Fitting = Problem
 
-// Forbidden RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions.
+// Forbidden RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions. `detail` is English; `code` and `params` say the same for a client to render in its reader's language (docs/api.md, Messages).
 type Forbidden = Problem
 
-// Gone RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions.
+// Gone RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions. `detail` is English; `code` and `params` say the same for a client to render in its reader's language (docs/api.md, Messages).
 type Gone = Problem
 
-// InvalidRun RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions.
+// InvalidRun RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions. `detail` is English; `code` and `params` say the same for a client to render in its reader's language (docs/api.md, Messages).
 type InvalidRun = Problem
 
-// Malformed RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions.
+// Malformed RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions. `detail` is English; `code` and `params` say the same for a client to render in its reader's language (docs/api.md, Messages).
 type Malformed = Problem
 
-// NotFound RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions.
+// NotFound RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions. `detail` is English; `code` and `params` say the same for a client to render in its reader's language (docs/api.md, Messages).
 type NotFound = Problem
 
 // RunCreated defines model for RunCreated.
@@ -2881,22 +2957,22 @@ type RunCreated = Run
 // RunExists defines model for RunExists.
 type RunExists = Run
 
-// TooLarge RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions.
+// TooLarge RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions. `detail` is English; `code` and `params` say the same for a client to render in its reader's language (docs/api.md, Messages).
 type TooLarge = Problem
 
-// TooManyRequests RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions.
+// TooManyRequests RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions. `detail` is English; `code` and `params` say the same for a client to render in its reader's language (docs/api.md, Messages).
 type TooManyRequests = Problem
 
-// Unauthorized RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions.
+// Unauthorized RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions. `detail` is English; `code` and `params` say the same for a client to render in its reader's language (docs/api.md, Messages).
 type Unauthorized = Problem
 
-// Unavailable RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions.
+// Unavailable RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions. `detail` is English; `code` and `params` say the same for a client to render in its reader's language (docs/api.md, Messages).
 type Unavailable = Problem
 
-// Unprocessable RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions.
+// Unprocessable RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions. `detail` is English; `code` and `params` say the same for a client to render in its reader's language (docs/api.md, Messages).
 type Unprocessable = Problem
 
-// UnsupportedMediaType RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions.
+// UnsupportedMediaType RFC 9457 problem details, sent in this order (`x-order`): type, title, status, detail, instance, then the extensions. `detail` is English; `code` and `params` say the same for a client to render in its reader's language (docs/api.md, Messages).
 type UnsupportedMediaType = Problem
 
 // GetDocsParams defines parameters for GetDocs.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/matrixd/matrixd/api"
 	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/msg"
 	"github.com/matrixd/matrixd/predict"
 	"github.com/matrixd/matrixd/server"
 	"github.com/matrixd/matrixd/store"
@@ -444,7 +445,7 @@ func est(e *calculator.Estimate, digits int) string {
 
 // printBasis says how an answer was obtained: method (and the speed's,
 // when VRAM or GPU scaling sits on top), runs, error band, notes.
-func printBasis(w io.Writer, method, speed calculator.Basis, runIDs []string, band *[2]float64, warnings ...[]string) {
+func printBasis(w io.Writer, method, speed calculator.Basis, runIDs []string, band *[2]float64, warnings ...[]msg.Message) {
 	fmt.Fprintf(w, "basis\t%s", method)
 	if speed != "" && speed != calculator.NoSpeed && speed != calculator.ScaledVRAM && speed != calculator.ScaledGPU && speed != method {
 		fmt.Fprintf(w, " (speed %s)", speed)
@@ -462,14 +463,14 @@ func printBasis(w io.Writer, method, speed calculator.Basis, runIDs []string, ba
 	}
 	for _, ws := range warnings {
 		for _, warn := range ws {
-			fmt.Fprintf(w, "note\t%s\n", inFlags(warn))
+			fmt.Fprintf(w, "note\t%s\n", inFlags(warn.Text))
 		}
 	}
 }
 
 // printDecode prints a decode answer and, priced, its cost; warn are the
 // pricing's warnings.
-func printDecode(w io.Writer, q calculator.Query, a predict.Answer[calculator.Prediction], cost *calculator.Cost, warn []string) {
+func printDecode(w io.Writer, q calculator.Query, a predict.Answer[calculator.Prediction], cost *calculator.Cost, warn []msg.Message) {
 	p := a.Result
 	fmt.Fprintf(w, "cell\t%s context × %d requests\n", label(q.ContextTokens), q.Concurrency)
 	fmt.Fprintf(w, "status\t%s\n", p.Status)
@@ -576,7 +577,7 @@ func printPrefill(w io.Writer, l int, a predict.Answer[calculator.PrefillPredict
 // printGrid draws total tok/s per cell, marked by how it was obtained,
 // and priced, each cell's $ per million output tokens; warn are the
 // pricing's warnings.
-func printGrid(w io.Writer, a predict.Answer[predict.Grid], costs []*calculator.Cost, warn []string) {
+func printGrid(w io.Writer, a predict.Answer[predict.Grid], costs []*calculator.Cost, warn []msg.Message) {
 	g := a.Result
 	fmt.Fprintf(w, "total tok/s\t")
 	for _, b := range g.Concurrencies {
@@ -613,9 +614,9 @@ func printGrid(w io.Writer, a predict.Answer[predict.Grid], costs []*calculator.
 	fmt.Fprintln(w, "\n~ interpolated, ^ extrapolated, v scaled VRAM, g scaled to another GPU, m from another model's run, unmarked measured; q requests queued, ? capacity boundary uncertain")
 	printGridCosts(w, g, costs)
 	fmt.Fprintf(w, "run\t%s\n", strings.Join(a.RunIDs, ", "))
-	for _, ws := range [][]string{a.Warnings, warn} {
+	for _, ws := range [][]msg.Message{a.Warnings, warn} {
 		for _, warn := range ws {
-			fmt.Fprintf(w, "note\t%s\n", inFlags(warn))
+			fmt.Fprintf(w, "note\t%s\n", inFlags(warn.Text))
 		}
 	}
 }
@@ -698,8 +699,8 @@ func printPlan(w io.Writer, t calculator.Target, pl predict.Plan, ap api.Capacit
 		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t", i+1, gpu, model, o.Run.ID)
 		p := o.Plan
 		switch {
-		case o.Err != "":
-			fmt.Fprintf(w, "—\t\t\t\t\t%s\n", inFlags(o.Err))
+		case o.Err.Code != "":
+			fmt.Fprintf(w, "—\t\t\t\t\t%s\n", inFlags(o.Err.Text))
 			continue
 		case !p.Meets:
 			fmt.Fprintf(w, "misses\t\t\t\t\t%s\n", inFlags(p.Shortfall.Reason))
