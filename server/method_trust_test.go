@@ -33,17 +33,6 @@ func decodeAnswer(t *testing.T, e *env, target string) api.DecodePrediction {
 // halfWidth is an estimate's band as a share of its value.
 func halfWidth(e *api.Estimate) float64 { return (e.High - e.Low) / 2 / e.Value }
 
-func postRun(t *testing.T, e *env, key http.Header, r store.Run, want int) api.Run {
-	t.Helper()
-	rec := e.send(t, http.MethodPost, "/v1/runs", key, runJSON(t, r))
-	if rec.Code != want {
-		t.Fatalf("POST: %d, want %d: %s", rec.Code, want, rec.Body)
-	}
-	var out api.Run
-	json.Unmarshal(rec.Body.Bytes(), &out)
-	return out
-}
-
 // TestCopyAddsNoCertainty: a copy of fara with one cell changed, posted by
 // another key, leaves the model+GPU answer's bands at least as wide and
 // its value where it was; a copy 10× too fast is flagged and moves nothing.

@@ -210,7 +210,7 @@ func TestPartialPlanIsNotCached(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.h = h
+	e.setHandler(h)
 	target := "/v1/planner?context_tokens=0&min_per_request_tok_s=1"
 	rec := e.do(t, http.MethodGet, target, nil)
 	var p api.CapacityPlan
@@ -267,7 +267,7 @@ func TestAnswerBeingFittedIs503(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.h = h
+	e.setHandler(h)
 	target := "/v1/calculator/decode?run_id=" + e.seed(t, "fara1.5-4b-autoround-rtx3060").ID + "&context_tokens=16384&concurrency=8"
 	rec := e.do(t, http.MethodGet, target, nil)
 	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" || !contains(rec.Body.String(), "is being fitted", "ask again in") {

@@ -17,11 +17,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/getkin/kin-openapi/routers/gorillamux"
-
 	"github.com/matrixd/matrixd/api"
 	"github.com/matrixd/matrixd/predict"
 	"github.com/matrixd/matrixd/server"
+	"github.com/matrixd/matrixd/server/servertest"
 	"github.com/matrixd/matrixd/store"
 	"github.com/matrixd/matrixd/store/storetest"
 )
@@ -142,18 +141,16 @@ func raceEnvs(t *testing.T) map[string]*env {
 	t.Helper()
 	out := map[string]*env{}
 	for kind, st := range raceStores(t) {
-		e := &env{st: st, seeds: map[string]store.Run{}}
-		var err error
-		if e.h, err = server.New(st, server.Config{Calc: predict.New(st, predict.DefaultCacheBytes, nil)}); err != nil {
+		h, err := server.New(st, server.Config{Calc: predict.New(st, predict.DefaultCacheBytes, nil)})
+		if err != nil {
 			t.Fatal(err)
 		}
-		if e.spec, err = api.GetSpec(); err != nil {
+		spec, router, err := servertest.Spec()
+		if err != nil {
 			t.Fatal(err)
 		}
-		e.spec.Servers = nil
-		if e.router, err = gorillamux.NewRouter(e.spec); err != nil {
-			t.Fatal(err)
-		}
+		x := &servertest.Env{H: h, St: st, Spec: spec, Router: router, Seeds: map[string]store.Run{}}
+		e := &env{Env: x, h: h, st: st, spec: spec, router: router, seeds: x.Seeds}
 		out[kind] = e
 	}
 	return out

@@ -7,40 +7,8 @@ import (
 	"testing"
 
 	"github.com/matrixd/matrixd/api"
-	"github.com/matrixd/matrixd/store"
 	"github.com/matrixd/matrixd/store/storetest"
 )
-
-// series stores base at each version with its cells scaled by each f, in
-// order, and returns the stored runs.
-func (e *env) series(t *testing.T, base store.Run, versions []string, fs []func(l, b int) float64) []store.Run {
-	t.Helper()
-	runs := make([]store.Run, len(versions))
-	for i, v := range versions {
-		r := storetest.Scaled(base, fs[i])
-		r.Engine.Version = v
-		r.Title = base.Title + " " + v
-		runs[i] = r
-	}
-	stored, _, err := e.st.CreateRuns(t.Context(), runs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return stored
-}
-
-func (e *env) runSeries(t *testing.T, id string) api.RunSeries {
-	t.Helper()
-	rec := e.do(t, "GET", "/v1/runs/"+id+"/series", nil)
-	if rec.Code != 200 {
-		t.Fatalf("series of %s: %d %s", id, rec.Code, rec.Body)
-	}
-	var out api.RunSeries
-	if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 // TestSeriesVerdicts lines up a generated series through the real handler:
 // noise is no change, +10 % everywhere is improved, −8 % at the two

@@ -7,15 +7,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/matrixd/matrixd/api"
 	"github.com/matrixd/matrixd/ingest"
@@ -24,20 +21,6 @@ import (
 	"github.com/matrixd/matrixd/store"
 	"github.com/matrixd/matrixd/store/storetest"
 )
-
-// keys makes an API key per name; names starting with "admin" are admins.
-func (e *env) keys(t testing.TB, names ...string) map[string]http.Header {
-	t.Helper()
-	out := map[string]http.Header{}
-	for _, n := range names {
-		_, token, err := e.st.CreateKey(context.Background(), n, strings.HasPrefix(n, "admin"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[n] = http.Header{"Authorization": {"Bearer " + token}, "Content-Type": {"application/json"}}
-	}
-	return out
-}
 
 // rows counts the rows of every table of the database, read from the file
 // itself, so that a test can say a rejected write stored nothing anywhere.
@@ -91,27 +74,6 @@ func (e *env) sameRows(t testing.TB, before map[string]int) {
 			t.Errorf("table %s has %d rows after a rejected write, %d before", tbl, after[tbl], n)
 		}
 	}
-}
-
-func runJSON(t testing.TB, r store.Run) []byte {
-	t.Helper()
-	r.ID, r.SubmittedBy, r.CreatedAt, r.Trust = "", "", time.Time{}, nil
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func with(h http.Header, kv ...string) http.Header {
-	out := h.Clone()
-	if out == nil {
-		out = http.Header{}
-	}
-	for i := 0; i+1 < len(kv); i += 2 {
-		out.Set(kv[i], kv[i+1])
-	}
-	return out
 }
 
 func decodeRun(t testing.TB, body []byte) api.Run {
@@ -461,36 +423,6 @@ func TestConcurrentSubmissions(t *testing.T) {
 	if got, _ := st.CountRuns(ctx); got != n || status[201] != n {
 		t.Errorf("%d runs stored, statuses %v; want %d, all 201", got, status, n)
 	}
-}
-
-func toolFixture(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "ingest", "testdata", "tools", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// multipartBody frames meta and files as an import request body.
-func multipartBody(t testing.TB, meta []byte, files ...string) (contentType string, body []byte) {
-	t.Helper()
-	var buf bytes.Buffer
-	w := multipart.NewWriter(&buf)
-	mw, err := w.CreateFormField("meta")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mw.Write(meta)
-	for _, name := range files {
-		fw, err := w.CreateFormFile("file", name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fw.Write(toolFixture(t, name))
-	}
-	w.Close()
-	return w.FormDataContentType(), buf.Bytes()
 }
 
 func TestImportToolOutput(t *testing.T) {

@@ -1,16 +1,12 @@
 package site_test
 
 import (
-	"encoding/xml"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/getkin/kin-openapi/openapi3filter"
 
@@ -22,120 +18,6 @@ import (
 
 func init() {
 	openapi3filter.RegisterBodyDecoder("application/atom+xml", openapi3filter.PlainBodyDecoder)
-}
-
-// The Atom elements a test reads, namespaced so that a feed in the wrong
-// namespace (or none) decodes to nothing.
-type atomFeed struct {
-	XMLName xml.Name    `xml:"http://www.w3.org/2005/Atom feed"`
-	IDs     []string    `xml:"http://www.w3.org/2005/Atom id"`
-	Titles  []string    `xml:"http://www.w3.org/2005/Atom title"`
-	Updated []string    `xml:"http://www.w3.org/2005/Atom updated"`
-	Authors []atomName  `xml:"http://www.w3.org/2005/Atom author"`
-	Links   []atomLink  `xml:"http://www.w3.org/2005/Atom link"`
-	Entries []atomEntry `xml:"http://www.w3.org/2005/Atom entry"`
-}
-
-type atomName struct {
-	Name string `xml:"http://www.w3.org/2005/Atom name"`
-}
-
-type atomLink struct {
-	Rel  string `xml:"rel,attr"`
-	Type string `xml:"type,attr"`
-	Href string `xml:"href,attr"`
-}
-
-type atomEntry struct {
-	IDs     []string   `xml:"http://www.w3.org/2005/Atom id"`
-	Titles  []string   `xml:"http://www.w3.org/2005/Atom title"`
-	Updated []string   `xml:"http://www.w3.org/2005/Atom updated"`
-	Links   []atomLink `xml:"http://www.w3.org/2005/Atom link"`
-	Summary string     `xml:"http://www.w3.org/2005/Atom summary"`
-	Rights  string     `xml:"http://www.w3.org/2005/Atom rights"`
-}
-
-var urnUUID = regexp.MustCompile(`^urn:uuid:[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
-
-// feed fetches target, checks it is Atom as RFC 4287 requires (section
-// 4.1.1: one id, title and updated; an author, here the feed's; a self
-// link; section 4.1.2: each entry one id, title and updated, and an
-// alternate link, as it has no content; ids absolute IRIs, dates RFC
-// 3339; no two links of one rel and type) and returns it.
-func (e *env) feed(t *testing.T, target string) atomFeed {
-	t.Helper()
-	var rec *httptest.ResponseRecorder
-	storetest.WaitFor(t, target+" answers, its runs fitted", func() bool {
-		rec = e.do(t, "GET", target, nil)
-		return rec.Code != http.StatusServiceUnavailable // 503: fits being made in the background
-	})
-	if rec.Code != http.StatusOK {
-		t.Fatalf("%s: %d %.500s", target, rec.Code, rec.Body)
-	}
-	if ct := rec.Header().Get("Content-Type"); ct != "application/atom+xml" {
-		t.Errorf("%s: Content-Type %q", target, ct)
-	}
-	body := rec.Body.String()
-	if !strings.HasPrefix(body, `<?xml version="1.0" encoding="UTF-8"?>`) {
-		t.Errorf("%s: no XML declaration: %.100s", target, body)
-	}
-	var f atomFeed
-	dec := xml.NewDecoder(strings.NewReader(body))
-	dec.Strict = true
-	if err := dec.Decode(&f); err != nil {
-		t.Fatalf("%s: not XML in the Atom namespace: %v\n%.500s", target, err, body)
-	}
-	date := func(what, s string) {
-		if _, err := time.Parse(time.RFC3339, s); err != nil {
-			t.Errorf("%s: %s %q is not an RFC 3339 date", target, what, s)
-		}
-	}
-	oneOfEach := func(what string, links []atomLink) {
-		seen := map[string]bool{}
-		for _, l := range links {
-			k := l.Rel + " " + l.Type
-			if seen[k] || l.Href == "" {
-				t.Errorf("%s: %s has two links %q, or one without href", target, what, k)
-			}
-			seen[k] = true
-		}
-	}
-	if len(f.IDs) != 1 || !urnUUID.MatchString(f.IDs[0]) || len(f.Titles) != 1 || f.Titles[0] == "" || len(f.Updated) != 1 || len(f.Authors) == 0 || f.Authors[0].Name == "" {
-		t.Fatalf("%s: feed id %q, title %q, updated %q, authors %v: want one each (id a urn:uuid)", target, f.IDs, f.Titles, f.Updated, f.Authors)
-	}
-	date("feed updated", f.Updated[0])
-	oneOfEach("the feed", f.Links)
-	if !slices.ContainsFunc(f.Links, func(l atomLink) bool { return l.Rel == "self" && l.Type == "application/atom+xml" }) {
-		t.Errorf("%s: no self link in %v", target, f.Links)
-	}
-	ids := map[string]bool{}
-	for i, en := range f.Entries {
-		if len(en.IDs) != 1 || !urnUUID.MatchString(en.IDs[0]) || ids[en.IDs[0]] || len(en.Titles) != 1 || en.Titles[0] == "" || len(en.Updated) != 1 {
-			t.Fatalf("%s: entry %d: id %q, title %q, updated %q: want one each, the id a urn:uuid not seen before", target, i, en.IDs, en.Titles, en.Updated)
-		}
-		ids[en.IDs[0]] = true
-		date("entry updated", en.Updated[0])
-		if en.Updated[0] > f.Updated[0] {
-			t.Errorf("%s: entry %d updated %s after the feed's %s", target, i, en.Updated[0], f.Updated[0])
-		}
-		if i > 0 && en.Updated[0] > f.Entries[i-1].Updated[0] {
-			t.Errorf("%s: entry %d is newer than the one before it", target, i)
-		}
-		oneOfEach("entry "+en.IDs[0], en.Links)
-		if !slices.ContainsFunc(en.Links, func(l atomLink) bool { return l.Rel == "alternate" && l.Type == "text/html" }) {
-			t.Errorf("%s: entry %d has no alternate link: %v", target, i, en.Links)
-		}
-	}
-	return f
-}
-
-func linkOf(links []atomLink, rel, typ string) string {
-	for _, l := range links {
-		if l.Rel == rel && l.Type == typ {
-			return l.Href
-		}
-	}
-	return ""
 }
 
 // TestFeeds: the runs feed lists the newest runs first, bounded, filtered

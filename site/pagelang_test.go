@@ -7,18 +7,6 @@ import (
 	"testing"
 )
 
-// get is a page as a browser with header would get it.
-func (e *env) get(t *testing.T, target string, header ...string) *httptest.ResponseRecorder {
-	t.Helper()
-	req := httptest.NewRequest(http.MethodGet, target, nil)
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	rec := httptest.NewRecorder()
-	e.h.ServeHTTP(rec, req)
-	return rec
-}
-
 // navRuns is the header's first link, in each language.
 var navRuns = map[string]string{"en": `<a href="/">Runs</a>`, "zh-Hant": `<a href="/">測試結果</a>`, "th": `<a href="/">ผลการวัด</a>`}
 

@@ -45,31 +45,6 @@ func TestPagesKeepTheirPolicyWhenCached(t *testing.T) {
 	}
 }
 
-// page sends a page request through the real handler. Pages are HTML and
-// not in openapi.yaml; the status must be one the API operation the page
-// mirrors (apiTarget) documents, and the page must be the site's HTML.
-func (e *env) page(t *testing.T, target, apiTarget string) *httptest.ResponseRecorder {
-	t.Helper()
-	rec := httptest.NewRecorder()
-	e.h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
-	if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, "text/html") {
-		t.Fatalf("%s: Content-Type %q, want HTML; body %.300s", target, ct, rec.Body)
-	}
-	if !strings.Contains(rec.Body.String(), `<a class="brand" href="/">matrixd</a>`) && !strings.Contains(rec.Body.String(), "data-matrixd-calculator") {
-		t.Errorf("%s: the page lacks the site's layout", target)
-	}
-	if apiTarget != "" {
-		route, _, err := e.router.FindRoute(httptest.NewRequest(http.MethodGet, apiTarget, nil))
-		if err != nil {
-			t.Fatalf("%s: no API operation: %v", apiTarget, err)
-		}
-		if route.Operation.Responses.Status(rec.Code) == nil {
-			t.Errorf("%s: status %d, which %s (%s) does not document", target, rec.Code, route.Operation.OperationID, apiTarget)
-		}
-	}
-	return rec
-}
-
 // TestPagesRefuseWhatTheAPIRefuses: a page's query is checked as the API
 // operation it mirrors checks it; a bad one is a 400 page naming each bad
 // parameter (escaped) with a link to the page without them, never a page
