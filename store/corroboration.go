@@ -1,0 +1,147 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Corroboration statuses (the rule is the caller's).
+const (
+	CorroborationUncorroborated = "uncorroborated"
+	CorroborationCorroborated   = "corroborated"
+	CorroborationDisputed       = "disputed"
+)
+
+// ActionCorroboration is the event of a run's corroboration status
+// changing.
+const ActionCorroboration = "corroboration"
+
+// Corroboration is a run's status against the independent runs of the
+// database, made by the caller of the store and stored with the run.
+type Corroboration struct {
+	Status string `json:"status"`
+	// Sources is how many independent sources agree with the run.
+	Sources    int                      `json:"sources"`
+	Detail     string                   `json:"detail"`
+	References []CorroborationReference `json:"references"`
+	// CopyOf is the earlier run whose cells the run repeats under another
+	// model or GPU name ("" none).
+	CopyOf string `json:"copy_of,omitempty"`
+}
+
+// CorroborationReference is one run a run was compared with: kind is
+// how (same_config, cross_gpu, copy), ratio the run's median ratio to it.
+type CorroborationReference struct {
+	RunID string  `json:"run_id"`
+	Kind  string  `json:"kind"`
+	Ratio float64 `json:"ratio"`
+}
+
+// MaxCorroborationPeers bounds the runs one corroboration reads of the
+// model's and of the GPU's visible, unflagged runs.
+const MaxCorroborationPeers = 200
+
+// CorroborationPeers returns the ids of the visible runs no plausibility
+// check flagged that could corroborate a run of model on gpu: up to
+// MaxCorroborationPeers runs of the model (any GPU) and as many on the
+// GPU (any model), in id order (each read by an index on the name), names
+// compared ignoring case.
+func (s *Store) CorroborationPeers(ctx context.Context, model, gpu string) ([]string, error) {
+	var ids []string
+	seen := map[string]bool{}
+	for _, q := range []struct{ col, v string }{{"r.model_name", model}, {"r.gpu", gpu}} {
+		rows, err := s.reader.QueryContext(ctx, "SELECT r.id FROM runs r WHERE "+s.dialect.eqNoCase(q.col)+
+			" AND r.hidden_at IS NULL AND r.flagged = 0 ORDER BY r.id DESC LIMIT ?", q.v, MaxCorroborationPeers)
+		if err != nil {
+			return nil, fmt.Errorf("corroboration peers: %w", err)
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("corroboration peers: %w", err)
+			}
+			if !seen[id] {
+				seen[id] = true
+				ids = append(ids, id)
+			}
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("corroboration peers: %w", err)
+		}
+	}
+	return ids, nil
+}
+
+// IsGone reports whether err is a run hidden or not (any longer) stored.
+func IsGone(err error) bool {
+	return err != nil && (errors.Is(err, ErrNotFound) || errors.Is(err, ErrGone))
+}
+
+// SetCorroboration stores run id's corroboration and, when its status
+// changes, the change as an event of its history, in one transaction. It
+// reports whether the status changed; a run deleted meanwhile is no error.
+func (s *Store) SetCorroboration(ctx context.Context, id string, c Corroboration) (bool, error) {
+	if c.References == nil {
+		c.References = []CorroborationReference{}
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return false, err
+	}
+	changed := false
+	err = s.inTx(ctx, func(tx *tx) error {
+		changed = false
+		if err := lockRun(ctx, tx, id); errors.Is(err, ErrNotFound) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		var was, detail string
+		if err := tx.QueryRowContext(ctx, "SELECT corroboration_status, corroboration FROM runs WHERE id = ?", id).Scan(&was, &detail); err != nil {
+			return err
+		}
+		if detail == string(b) {
+			return nil
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE runs SET corroboration_status = ?, corroboration = ?, disputed = ? WHERE id = ?",
+			c.Status, string(b), boolInt(c.Status == CorroborationDisputed), id); err != nil {
+			return err
+		}
+		if was == c.Status && detail != "null" {
+			return nil
+		}
+		if was == c.Status && c.Status == CorroborationUncorroborated {
+			return nil // the first judgement finds what the default said
+		}
+		changed = true
+		return logEvent(ctx, tx, id, "", ActionCorroboration, map[string]any{"from": was, "to": c.Status, "sources": c.Sources, "detail": c.Detail}, s.now())
+	})
+	if err != nil {
+		return false, fmt.Errorf("set corroboration of run %s: %w", id, err)
+	}
+	return changed, nil
+}
+
+// readCorroboration reads run r's corroboration; nil for a run not judged
+// yet.
+func readCorroboration(ctx context.Context, q querier, r *Run) error {
+	var detail string
+	if err := q.QueryRowContext(ctx, "SELECT corroboration FROM runs WHERE id = ?", r.ID).Scan(&detail); err != nil {
+		return fmt.Errorf("run %s corroboration: %w", r.ID, err)
+	}
+	if detail == "null" || strings.TrimSpace(detail) == "" {
+		return nil
+	}
+	var c Corroboration
+	if err := json.Unmarshal([]byte(detail), &c); err != nil {
+		return fmt.Errorf("run %s corroboration: %w", r.ID, err)
+	}
+	r.Corroboration = &c
+	return nil
+}

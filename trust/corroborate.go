@@ -1,0 +1,441 @@
+package trust
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// Corroboration statuses: a run judged against the independent runs of
+// the database.
+const (
+	StatusCorroborated   = "corroborated"
+	StatusUncorroborated = "uncorroborated"
+	StatusDisputed       = "disputed"
+)
+
+// Reference kinds: what a run is compared with.
+const (
+	// RefSameConfig is another run of the same model, GPU, GPU count,
+	// engine family and weight width, compared cell for cell.
+	RefSameConfig = "same_config"
+	// RefCrossGPU is the calculator's estimate from a run of the same
+	// model, engine family and weight width on another GPU: its cells
+	// scaled by the ratio of the GPUs' memory bandwidths.
+	RefCrossGPU = "cross_gpu"
+	// RefCopy is an earlier run whose cells this run's are, under another
+	// model or GPU name: not a reference but the original.
+	RefCopy = "copy"
+)
+
+// Bound is how far (as a factor, ≥ 1) a run may sit from one kind of
+// reference: within Agree it agrees, beyond Dispute it disagrees, between
+// it says neither.
+type Bound struct {
+	Kind           string
+	Agree, Dispute float64
+}
+
+// Bounds are the measured spreads of each reference kind, over every
+// pair of comparable real runs that are not near-copies among the real
+// runs of the repository (the bundled pages, ingest/testdata's corpus,
+// series and sparse grids, and the open dataset data/): the factor (the
+// metric departing most of total and per-request speed) between runs of
+// one configuration (60 comparisons: p90 1.13, p99 1.33), and between a
+// run and the bandwidth-scaled estimate from a run on another GPU at
+// concurrency 1 (50 comparisons: p90 2.11, p99 2.32). Agree is the 90th
+// percentile rounded up to 0.05; Dispute the 99th percentile rounded up
+// to 0.05, and no lower than the largest factor measured.
+// `matrixd eval --trust --corpus ingest/testdata/corpus,ingest/testdata/series,ingest/testdata/sparse,data`
+// measures them again, with a leave-one-source-out check, and a test
+// holds these to what it measures.
+func Bounds() []Bound {
+	return []Bound{
+		{Kind: RefSameConfig, Agree: 1.15, Dispute: 1.35},
+		{Kind: RefCrossGPU, Agree: 2.15, Dispute: 2.35},
+	}
+}
+
+// BoundOf is the bound of kind in bounds (zero when absent).
+func BoundOf(bounds []Bound, kind string) Bound {
+	for _, b := range bounds {
+		if b.Kind == kind {
+			return b
+		}
+	}
+	return Bound{Kind: kind}
+}
+
+// Peer is a stored run as corroboration sees it.
+type Peer struct {
+	ID string
+	// Source names who it came from ("key:…", "publisher:…", or the run
+	// itself): runs of one source are not independent of each other.
+	Source string
+	// Order places runs in the order they were stored: of a copy and its
+	// original, the original is the earlier.
+	Order int64
+	// Model and GPU are the canonical names (the model facts' and the
+	// hardware catalog's, else as stated); Named the names as stated.
+	Model, GPU   string
+	NamedModel   string
+	NamedGPU     string
+	BandwidthGBs float64 // the GPU's memory bandwidth; 0: unknown
+	EngineFamily string
+	Bits         string // the weight width's class; "" unknown
+	GPUCount     int
+	// Class is the method class; OutputTokens the stated output tokens
+	// per request (0: not stated).
+	Class        string
+	OutputTokens int
+	Cells        []Cell
+}
+
+// Reference is one reference a run was compared with.
+type Reference struct {
+	RunID string
+	Kind  string
+	// Ratio is the run's median ratio to the reference over their common
+	// cells, on the metric that departs most (total or per-request
+	// speed); Metric names it.
+	Ratio    float64
+	Metric   string
+	Cells    int
+	Source   string
+	Agrees   bool
+	Disputes bool
+	GPU      string
+}
+
+// Corroboration is a run's status against the independent runs of the
+// database.
+type Corroboration struct {
+	Status string
+	// Sources is how many independent sources agree with the run.
+	Sources int
+	// Disputing is how many independent sources disagree beyond the
+	// measured 99th percentile of their kind.
+	Disputing  int
+	Detail     string
+	References []Reference
+	// CopyOf is the earlier run whose cells the run repeats under another
+	// model or GPU name.
+	CopyOf string
+}
+
+// Independent reports whether a and b are independent measurements: from
+// different sources and not a near-copy of each other.
+func Independent(a, b Peer) bool {
+	return a.Source != b.Source && !SameCells(a.Cells, b.Cells)
+}
+
+// copyTolerance and copyShare say when two runs' cells are one
+// measurement: most (copyShare) of at least 3 common cells within the 1 %
+// noise of published values, as the calculator groups near-copies
+// (predict).
+const (
+	copyTolerance = 0.01
+	copyShare     = 0.8
+)
+
+// SameCells reports whether most of a and b's common cells (at least 3)
+// agree within noise on total tok/s, TBT and per-request tok/s: one
+// measurement.
+func SameCells(a, b []Cell) bool {
+	ib := index(b)
+	common, same := 0, 0
+	for _, c := range a {
+		o, ok := ib[[2]int{c.ContextTokens, c.Concurrency}]
+		if !ok {
+			continue
+		}
+		common++
+		if near(c.TotalTokS, o.TotalTokS) && near(c.TBTMs, o.TBTMs) && near(c.PerRequestTokS, o.PerRequestTokS) {
+			same++
+		}
+	}
+	return common >= 3 && float64(same) >= copyShare*float64(common)
+}
+
+func near(a, b *float64) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return math.Abs(*a-*b) <= copyTolerance*math.Max(math.Abs(*a), math.Abs(*b))
+}
+
+func index(cells []Cell) map[[2]int]Cell {
+	out := make(map[[2]int]Cell, len(cells))
+	for _, c := range cells {
+		out[[2]int{c.ContextTokens, c.Concurrency}] = c
+	}
+	return out
+}
+
+// compare is run's reference in ref of kind (scale multiplies ref's speeds
+// into an estimate for run), over their common cells (of concurrency at
+// most maxConc, when not 0); ok is false when they share no cell with a
+// speed.
+func compare(run, ref Peer, kind string, scale float64, maxConc int) (Reference, bool) {
+	ir := index(ref.Cells)
+	var totals, perReq []float64
+	for _, c := range run.Cells {
+		o, ok := ir[[2]int{c.ContextTokens, c.Concurrency}]
+		if !ok || (maxConc > 0 && c.Concurrency > maxConc) {
+			continue
+		}
+		if c.TotalTokS != nil && o.TotalTokS != nil && *c.TotalTokS > 0 && *o.TotalTokS > 0 {
+			totals = append(totals, *c.TotalTokS/(*o.TotalTokS*scale))
+		}
+		a, aok := perRequest(c)
+		b, bok := perRequest(o)
+		if aok && bok && a > 0 && b > 0 {
+			perReq = append(perReq, a/(b*scale))
+		}
+	}
+	if len(totals) == 0 && len(perReq) == 0 {
+		return Reference{}, false
+	}
+	out := Reference{RunID: ref.ID, Kind: kind, Source: ref.Source, GPU: ref.NamedGPU, Cells: max(len(totals), len(perReq)), Ratio: 1}
+	for _, m := range []struct {
+		name string
+		v    []float64
+	}{{"total tok/s", totals}, {"per-request tok/s", perReq}} {
+		if len(m.v) == 0 {
+			continue
+		}
+		r := median(m.v)
+		if math.Abs(math.Log(r)) > math.Abs(math.Log(out.Ratio)) || out.Metric == "" {
+			out.Ratio, out.Metric = r, m.name
+		}
+	}
+	return out, true
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return math.Sqrt(s[n/2-1] * s[n/2])
+}
+
+// Factor is how far ratio departs from 1, as a factor ≥ 1.
+func Factor(ratio float64) float64 {
+	if ratio <= 0 {
+		return math.Inf(1)
+	}
+	return math.Exp(math.Abs(math.Log(ratio)))
+}
+
+// References are run's comparisons with each independent peer it can be
+// compared with: same-configuration runs cell for cell, and runs of the
+// same model on another GPU through the bandwidth-scaled estimate. Peers
+// of run's own source and near-copies are left out (not independent).
+func References(run Peer, peers []Peer) []Reference {
+	return comparisons(run, peers, true)
+}
+
+// Comparisons are run's comparisons with every peer it can be compared
+// with that is not a near-copy, independent or not: what the spread of
+// each reference kind is measured on (the estimate's error does not
+// depend on who published the runs).
+func Comparisons(run Peer, peers []Peer) []Reference {
+	return comparisons(run, peers, false)
+}
+
+// crossGPUConcurrency is the highest concurrency whose cells a cross-GPU
+// estimate compares: there one request's decoding reads the weights
+// alone and speed follows memory bandwidth; at higher concurrency it
+// turns to compute, which bandwidth does not scale.
+const crossGPUConcurrency = 1
+
+func comparisons(run Peer, peers []Peer, independent bool) []Reference {
+	var out []Reference
+	for _, p := range peers {
+		if p.ID == run.ID || SameCells(run.Cells, p.Cells) || (independent && p.Source == run.Source) || !comparable(run, p) {
+			continue
+		}
+		kind, scale, maxConc := RefSameConfig, 1.0, 0
+		if p.GPU != run.GPU {
+			kind, scale, maxConc = RefCrossGPU, run.BandwidthGBs/p.BandwidthGBs, crossGPUConcurrency
+		}
+		if ref, ok := compare(run, p, kind, scale, maxConc); ok {
+			out = append(out, ref)
+		}
+	}
+	return out
+}
+
+// comparable reports whether p measured run's model with the same engine
+// family, weight width, GPU count and method (output length within 2×
+// where both state it), both on GPUs of the catalog.
+func comparable(run, p Peer) bool {
+	if run.Model != p.Model || p.EngineFamily != run.EngineFamily || p.Bits != run.Bits || p.Bits == "" || p.GPUCount != run.GPUCount ||
+		run.BandwidthGBs <= 0 || p.BandwidthGBs <= 0 || run.Class != p.Class {
+		return false
+	}
+	if run.OutputTokens > 0 && p.OutputTokens > 0 {
+		r := float64(run.OutputTokens) / float64(p.OutputTokens)
+		return r <= 2 && r >= 0.5
+	}
+	return true
+}
+
+// CopyOf is the earliest peer whose cells run repeats under another model
+// or GPU name ("" when none): a renamed copy.
+func CopyOf(run Peer, peers []Peer) (Peer, bool) {
+	var best Peer
+	found := false
+	for _, p := range peers {
+		if p.ID == run.ID || p.Order > run.Order || (p.Order == run.Order && p.ID > run.ID) {
+			continue
+		}
+		if p.Model == run.Model && p.GPU == run.GPU {
+			continue
+		}
+		if !SameCells(run.Cells, p.Cells) {
+			continue
+		}
+		if !found || p.Order < best.Order || (p.Order == best.Order && p.ID < best.ID) {
+			best, found = p, true
+		}
+	}
+	return best, found
+}
+
+// Corroborate judges run against peers (the stored runs that could be
+// its references: of its model, or on its GPU) with the measured bounds.
+//
+// A run repeating an earlier run's cells under another model or GPU name
+// is disputed as a copy of it. Otherwise each independent source counts
+// once, by its references' median factor: within its kind's Agree bound it
+// agrees, beyond its Dispute bound (the measured 99th percentile) it
+// disagrees. The run is disputed when more sources disagree than agree
+// (two independent sources outweigh one, and one agreeing source lifts a
+// single source's dispute), corroborated when at least one agrees, and
+// uncorroborated otherwise.
+func Corroborate(run Peer, peers []Peer, bounds []Bound) Corroboration {
+	if p, ok := CopyOf(run, peers); ok {
+		return Corroboration{Status: StatusDisputed, Disputing: 1, CopyOf: p.ID, References: []Reference{{RunID: p.ID, Kind: RefCopy, Ratio: 1, Source: p.Source, Disputes: true, GPU: p.NamedGPU}},
+			Detail: fmt.Sprintf("A copy of run %s (%s on %s), stored earlier: most of their common cells are the same within 1 %% under another model or GPU name.", p.ID, p.NamedModel, p.NamedGPU)}
+	}
+	refs := References(run, peers)
+	bySource := map[string][]int{}
+	var sources []string
+	for i, r := range refs {
+		if _, ok := bySource[r.Source]; !ok {
+			sources = append(sources, r.Source)
+		}
+		bySource[r.Source] = append(bySource[r.Source], i)
+	}
+	out := Corroboration{References: refs}
+	for i := range refs {
+		b := BoundOf(bounds, refs[i].Kind)
+		f := Factor(refs[i].Ratio)
+		refs[i].Agrees = b.Agree > 0 && f <= b.Agree
+		refs[i].Disputes = b.Dispute > 0 && f > b.Dispute
+	}
+	var agreeing, disputing []int
+	for _, s := range sources {
+		// A source speaks through its most precise kind of reference (its
+		// runs of the same configuration, else its estimates from other
+		// GPUs), by their median ratio judged by that kind's bound.
+		idx := bySource[s]
+		kind := RefCrossGPU
+		for _, i := range idx {
+			if refs[i].Kind == RefSameConfig {
+				kind = RefSameConfig
+			}
+		}
+		idx = slices.DeleteFunc(slices.Clone(idx), func(i int) bool { return refs[i].Kind != kind })
+		var ratios []float64
+		for _, i := range idx {
+			ratios = append(ratios, refs[i].Ratio)
+		}
+		b, f := BoundOf(bounds, kind), Factor(median(ratios))
+		switch {
+		case b.Dispute > 0 && f > b.Dispute:
+			disputing = append(disputing, idx...)
+			out.Disputing++
+		case b.Agree > 0 && f <= b.Agree:
+			agreeing = append(agreeing, idx...)
+			out.Sources++
+		}
+	}
+	switch {
+	case out.Disputing > out.Sources:
+		out.Status = StatusDisputed
+		out.Detail = disputeDetail(refs, disputing, out.Disputing)
+	case out.Sources > 0:
+		out.Status = StatusCorroborated
+		out.Detail = fmt.Sprintf("Agrees with %d independent %s (%s).", out.Sources, plural(out.Sources, "source", "sources"), describe(refs, agreeing))
+		if out.Disputing > 0 {
+			out.Detail += fmt.Sprintf(" %d %s it, outweighed.", out.Disputing, plural(out.Disputing, "source disputes", "sources dispute"))
+		}
+	default:
+		out.Status = StatusUncorroborated
+		out.Detail = "No independent run of this model, engine family and weight width to compare it with yet."
+		if len(refs) > 0 {
+			out.Detail = fmt.Sprintf("Compared with %d %s, none close enough to agree or far enough to dispute.", len(refs), plural(len(refs), "reference", "references"))
+		}
+	}
+	return out
+}
+
+// disputeDetail says how far the run sits from the references that
+// dispute it, e.g. "2.1× the estimate from 3 runs on A100 and H100".
+func disputeDetail(refs []Reference, idx []int, sources int) string {
+	var ratios []float64
+	for _, i := range idx {
+		ratios = append(ratios, refs[i].Ratio)
+	}
+	r := median(ratios)
+	metric := refs[idx[0]].Metric
+	return fmt.Sprintf("Disputed by %d independent %s: its %s is %s that of %s, beyond the 99th percentile of that reference's measured error.",
+		sources, plural(sources, "source", "sources"), metric, ratioText(r), describe(refs, idx))
+}
+
+func ratioText(r float64) string {
+	if r >= 1 {
+		return fmt.Sprintf("%.2g×", r)
+	}
+	return fmt.Sprintf("1/%.2g", 1/r)
+}
+
+// describe names the references idx: "run X on A100; the estimate from 2
+// runs on H100 and L40S".
+func describe(refs []Reference, idx []int) string {
+	var same []string
+	var gpus []string
+	cross := 0
+	for _, i := range idx {
+		switch refs[i].Kind {
+		case RefSameConfig:
+			same = append(same, refs[i].RunID)
+		case RefCrossGPU:
+			cross++
+			if !slices.Contains(gpus, refs[i].GPU) {
+				gpus = append(gpus, refs[i].GPU)
+			}
+		}
+	}
+	var parts []string
+	if len(same) > 0 {
+		parts = append(parts, fmt.Sprintf("%s %s of the same configuration", plural(len(same), "run", "runs"), strings.Join(same, ", ")))
+	}
+	if cross > 0 {
+		parts = append(parts, fmt.Sprintf("the estimate from %d %s on %s", cross, plural(cross, "run", "runs"), strings.Join(gpus, " and ")))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
