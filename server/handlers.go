@@ -372,12 +372,15 @@ func (s *Server) GetLeaderboard(ctx context.Context, req api.GetLeaderboardReque
 		}
 		out.Warnings = &[]string{w}
 	}
-	flagged := 0
+	flagged, disputed := 0, 0
 	for i, e := range entries {
 		cell := toAPIDecodeCell(e.Cell)
 		out.Items[i] = api.LeaderboardEntry{Rank: e.Rank, Value: e.Value, Run: toAPISummary(e.Run), Cell: &cell}
 		if e.Run.Flagged {
 			flagged++
+		}
+		if e.Run.Corroboration == store.CorroborationDisputed {
+			disputed++
 		}
 	}
 	var warns []string
@@ -386,6 +389,9 @@ func (s *Server) GetLeaderboard(ctx context.Context, req api.GetLeaderboardReque
 	}
 	if flagged > 0 {
 		warns = append(warns, fmt.Sprintf("%d of the runs ranked here failed a plausibility check (include_flagged=true ranks them): each one's trust says which", flagged))
+	}
+	if disputed > 0 {
+		warns = append(warns, fmt.Sprintf("%d of the runs ranked here %s disputed by independent runs (include_flagged=true ranks them): each one's corroboration says why", disputed, map[bool]string{true: "is", false: "are"}[disputed == 1]))
 	}
 	if len(entries) > 0 && p.Cursor == nil {
 		// One class is ranked: say what else was measured, and how to

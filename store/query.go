@@ -226,7 +226,7 @@ const summaryColumns = `r.id, r.title, r.model_name, r.gpu, r.vram_gb, r.engine_
 	coalesce(r.model_quantization, r.engine_quantization), r.submitter, r.submitted_by, r.created_at,
 	r.single_stream_tok_s, r.single_stream_context_tokens, r.peak_total_tok_s, r.peak_context_tokens, r.peak_concurrency,
 	r.max_context_tokens_with_output, r.method_class, r.flagged,
-	r.source_url, r.publisher, r.license, r.retrieved_at`
+	r.source_url, r.publisher, r.license, r.retrieved_at, r.corroboration_status`
 
 // summaryRow receives summaryColumns; finish turns it into a RunSummary.
 type summaryRow struct {
@@ -247,7 +247,7 @@ func (r *summaryRow) dest() []any {
 		&r.quant, &r.submitter, &r.submittedBy, &r.created,
 		&s.SingleStreamTokS, &s.SingleStreamContextTokens, &r.peakTok, &r.peakContext, &r.peakConcurrency,
 		&s.MaxContextTokensWithOutput, &s.MethodClass, &r.flagged,
-		&r.sourceURL, &r.publisher, &r.license, &r.retrieved}
+		&r.sourceURL, &r.publisher, &r.license, &r.retrieved, &s.Corroboration}
 }
 
 func (r *summaryRow) finish() (RunSummary, error) {
