@@ -31,7 +31,7 @@ func (w *Writer) Peer(r store.Run) trust.Peer {
 	if gpu != nil {
 		p.BandwidthGBs = gpu.BandwidthGBs
 	}
-	return p
+	return trust.Indexed(p)
 }
 
 // SourceOf is who run r came from: its API key, else its publisher, else
@@ -62,6 +62,8 @@ type judge struct {
 	peers map[string]*trust.Peer // nil: hidden or deleted
 	runs  map[string]store.Run
 	lists map[[2]string][]string
+	// judged are the statuses made, stored together (flush).
+	judged []store.RunCorroboration
 }
 
 func (w *Writer) judge() *judge {
@@ -109,9 +111,9 @@ func (j *judge) related(ctx context.Context, r store.Run) ([]trust.Peer, error) 
 	return out, nil
 }
 
-// corroborate judges stored run id and stores its status (with an event
-// when it changes); it returns the run's peers.
-func (j *judge) corroborate(ctx context.Context, id string, changed *[]string) (*trust.Peer, []trust.Peer, error) {
+// corroborate judges stored run id (its status stored by flush); it
+// returns the run and its peers.
+func (j *judge) corroborate(ctx context.Context, id string) (*trust.Peer, []trust.Peer, error) {
 	r, self, err := j.run(ctx, id)
 	if err != nil || self == nil {
 		return nil, nil, err
@@ -123,25 +125,28 @@ func (j *judge) corroborate(ctx context.Context, id string, changed *[]string) (
 	if r.Trust != nil && r.Trust.Flagged {
 		return self, peers, nil // a flagged run is out already; the flag says why
 	}
-	c, err := j.w.store.SetCorroboration(ctx, id, toStore(trust.Corroborate(*self, peers, trust.Bounds())))
-	if err != nil {
-		return nil, nil, err
-	}
-	if c {
-		*changed = append(*changed, id)
-	}
+	j.judged = append(j.judged, store.RunCorroboration{RunID: id, Corroboration: toStore(trust.Corroborate(*self, peers, trust.Bounds()))})
 	return self, peers, nil
+}
+
+// flush stores the statuses judged, in one transaction with their events;
+// it returns the ids whose status changed.
+func (j *judge) flush(ctx context.Context) ([]string, error) {
+	if len(j.judged) == 0 {
+		return nil, nil
+	}
+	return j.w.store.SetCorroborations(ctx, j.judged)
 }
 
 // recheck judges again the runs of peers that self may be a reference of
 // (a run of its model, or one whose cells it repeats), but those in done.
-func (j *judge) recheck(ctx context.Context, self trust.Peer, peers []trust.Peer, done map[string]bool, changed *[]string) error {
+func (j *judge) recheck(ctx context.Context, self trust.Peer, peers []trust.Peer, done map[string]bool) error {
 	for _, p := range peers {
-		if done[p.ID] || !(p.Model == self.Model || trust.SameCells(p.Cells, self.Cells)) {
+		if done[p.ID] || !(p.Model == self.Model || trust.SameCells(self.Cells, p.Cells)) {
 			continue
 		}
 		done[p.ID] = true
-		if _, _, err := j.corroborate(ctx, p.ID, changed); err != nil {
+		if _, _, err := j.corroborate(ctx, p.ID); err != nil {
 			return err
 		}
 	}
@@ -150,7 +155,8 @@ func (j *judge) recheck(ctx context.Context, self trust.Peer, peers []trust.Peer
 
 // Corroborate judges the stored runs ids against the stored runs of their
 // model or on their GPU, then judges again each related run they may be
-// references of, storing each status (an event when it changes). The
+// references of, and stores every status (an event for each change) in
+// one transaction. The
 // work is bounded by the peers each run reads (store.CorroborationPeers),
 // each read once. It returns the ids whose status changed.
 func (w *Writer) Corroborate(ctx context.Context, ids ...string) ([]string, error) {
@@ -158,7 +164,6 @@ func (w *Writer) Corroborate(ctx context.Context, ids ...string) ([]string, erro
 		return nil, nil
 	}
 	j := w.judge()
-	var changed []string
 	done := map[string]bool{}
 	type judged struct {
 		self  *trust.Peer
@@ -169,20 +174,20 @@ func (w *Writer) Corroborate(ctx context.Context, ids ...string) ([]string, erro
 		done[id] = true
 	}
 	for _, id := range ids {
-		self, peers, err := j.corroborate(ctx, id, &changed)
+		self, peers, err := j.corroborate(ctx, id)
 		if err != nil {
-			return changed, err
+			return nil, err
 		}
 		if self != nil {
 			all = append(all, judged{self, peers})
 		}
 	}
 	for _, a := range all {
-		if err := j.recheck(ctx, *a.self, a.peers, done, &changed); err != nil {
-			return changed, err
+		if err := j.recheck(ctx, *a.self, a.peers, done); err != nil {
+			return nil, err
 		}
 	}
-	return changed, nil
+	return j.flush(ctx)
 }
 
 // Uncorroborate judges again the runs run r was a reference of, once it is
@@ -196,7 +201,8 @@ func (w *Writer) Uncorroborate(ctx context.Context, r store.Run) ([]string, erro
 	if err != nil {
 		return nil, err
 	}
-	var changed []string
-	err = j.recheck(ctx, w.Peer(r), peers, map[string]bool{r.ID: true}, &changed)
-	return changed, err
+	if err := j.recheck(ctx, w.Peer(r), peers, map[string]bool{r.ID: true}); err != nil {
+		return nil, err
+	}
+	return j.flush(ctx)
 }

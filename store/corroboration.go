@@ -87,43 +87,65 @@ func IsGone(err error) bool {
 // changes, the change as an event of its history, in one transaction. It
 // reports whether the status changed; a run deleted meanwhile is no error.
 func (s *Store) SetCorroboration(ctx context.Context, id string, c Corroboration) (bool, error) {
-	if c.References == nil {
-		c.References = []CorroborationReference{}
+	changed, err := s.SetCorroborations(ctx, []RunCorroboration{{RunID: id, Corroboration: c}})
+	return len(changed) > 0, err
+}
+
+// RunCorroboration is one run's corroboration, to store.
+type RunCorroboration struct {
+	RunID         string
+	Corroboration Corroboration
+}
+
+// SetCorroborations stores each run's corroboration and each change of
+// status as an event of its history, all in one transaction; it returns
+// the ids whose status changed. Runs deleted meanwhile are passed over.
+func (s *Store) SetCorroborations(ctx context.Context, cs []RunCorroboration) ([]string, error) {
+	bodies := make([]string, len(cs))
+	for i, rc := range cs {
+		if rc.Corroboration.References == nil {
+			cs[i].Corroboration.References = []CorroborationReference{}
+		}
+		b, err := json.Marshal(cs[i].Corroboration)
+		if err != nil {
+			return nil, err
+		}
+		bodies[i] = string(b)
 	}
-	b, err := json.Marshal(c)
-	if err != nil {
-		return false, err
-	}
-	changed := false
-	err = s.inTx(ctx, func(tx *tx) error {
-		changed = false
-		if err := lockRun(ctx, tx, id); errors.Is(err, ErrNotFound) {
-			return nil
-		} else if err != nil {
-			return err
+	var changed []string
+	err := s.inTx(ctx, func(tx *tx) error {
+		changed = changed[:0]
+		for i, rc := range cs {
+			id, c := rc.RunID, rc.Corroboration
+			if err := lockRun(ctx, tx, id); errors.Is(err, ErrNotFound) {
+				continue
+			} else if err != nil {
+				return err
+			}
+			var was, detail string
+			if err := tx.QueryRowContext(ctx, "SELECT corroboration_status, corroboration FROM runs WHERE id = ?", id).Scan(&was, &detail); err != nil {
+				return err
+			}
+			if detail == bodies[i] {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, "UPDATE runs SET corroboration_status = ?, corroboration = ?, disputed = ? WHERE id = ?",
+				c.Status, bodies[i], boolInt(c.Status == CorroborationDisputed), id); err != nil {
+				return err
+			}
+			// The first judgement finding what the default said is no change.
+			if was == c.Status {
+				continue
+			}
+			changed = append(changed, id)
+			if err := logEvent(ctx, tx, id, "", ActionCorroboration, map[string]any{"from": was, "to": c.Status, "sources": c.Sources, "detail": c.Detail}, s.now()); err != nil {
+				return err
+			}
 		}
-		var was, detail string
-		if err := tx.QueryRowContext(ctx, "SELECT corroboration_status, corroboration FROM runs WHERE id = ?", id).Scan(&was, &detail); err != nil {
-			return err
-		}
-		if detail == string(b) {
-			return nil
-		}
-		if _, err := tx.ExecContext(ctx, "UPDATE runs SET corroboration_status = ?, corroboration = ?, disputed = ? WHERE id = ?",
-			c.Status, string(b), boolInt(c.Status == CorroborationDisputed), id); err != nil {
-			return err
-		}
-		if was == c.Status && detail != "null" {
-			return nil
-		}
-		if was == c.Status && c.Status == CorroborationUncorroborated {
-			return nil // the first judgement finds what the default said
-		}
-		changed = true
-		return logEvent(ctx, tx, id, "", ActionCorroboration, map[string]any{"from": was, "to": c.Status, "sources": c.Sources, "detail": c.Detail}, s.now())
+		return nil
 	})
 	if err != nil {
-		return false, fmt.Errorf("set corroboration of run %s: %w", id, err)
+		return nil, fmt.Errorf("set corroboration: %w", err)
 	}
 	return changed, nil
 }

@@ -90,6 +90,22 @@ type Peer struct {
 	Class        string
 	OutputTokens int
 	Cells        []Cell
+	// cells indexes Cells by (context, concurrency), once (Indexed).
+	cells map[[2]int]Cell
+}
+
+// Indexed is p with its cells indexed, so that comparing it with many
+// runs indexes them once.
+func Indexed(p Peer) Peer {
+	p.cells = index(p.Cells)
+	return p
+}
+
+func (p Peer) indexed() map[[2]int]Cell {
+	if p.cells != nil {
+		return p.cells
+	}
+	return index(p.Cells)
 }
 
 // Reference is one reference a run was compared with.
@@ -127,8 +143,10 @@ type Corroboration struct {
 // Independent reports whether a and b are independent measurements: from
 // different sources and not a near-copy of each other.
 func Independent(a, b Peer) bool {
-	return a.Source != b.Source && !SameCells(a.Cells, b.Cells)
+	return a.Source != b.Source && !samePeers(a, b)
 }
+
+func samePeers(a, b Peer) bool { return sameCells(a.Cells, b.indexed()) }
 
 // copyTolerance and copyShare say when two runs' cells are one
 // measurement: most (copyShare) of at least 3 common cells within the 1 %
@@ -142,8 +160,9 @@ const (
 // SameCells reports whether most of a and b's common cells (at least 3)
 // agree within noise on total tok/s, TBT and per-request tok/s: one
 // measurement.
-func SameCells(a, b []Cell) bool {
-	ib := index(b)
+func SameCells(a, b []Cell) bool { return sameCells(a, index(b)) }
+
+func sameCells(a []Cell, ib map[[2]int]Cell) bool {
 	common, same := 0, 0
 	for _, c := range a {
 		o, ok := ib[[2]int{c.ContextTokens, c.Concurrency}]
@@ -178,7 +197,7 @@ func index(cells []Cell) map[[2]int]Cell {
 // most maxConc, when not 0); ok is false when they share no cell with a
 // speed.
 func compare(run, ref Peer, kind string, scale float64, maxConc int) (Reference, bool) {
-	ir := index(ref.Cells)
+	ir := ref.indexed()
 	var totals, perReq []float64
 	for _, c := range run.Cells {
 		o, ok := ir[[2]int{c.ContextTokens, c.Concurrency}]
@@ -256,7 +275,7 @@ const crossGPUConcurrency = 1
 func comparisons(run Peer, peers []Peer, independent bool) []Reference {
 	var out []Reference
 	for _, p := range peers {
-		if p.ID == run.ID || SameCells(run.Cells, p.Cells) || (independent && p.Source == run.Source) || !comparable(run, p) {
+		if p.ID == run.ID || (independent && p.Source == run.Source) || !comparable(run, p) || samePeers(run, p) {
 			continue
 		}
 		kind, scale, maxConc := RefSameConfig, 1.0, 0
@@ -297,7 +316,7 @@ func CopyOf(run Peer, peers []Peer) (Peer, bool) {
 		if p.Model == run.Model && p.GPU == run.GPU {
 			continue
 		}
-		if !SameCells(run.Cells, p.Cells) {
+		if !samePeers(run, p) {
 			continue
 		}
 		if !found || p.Order < best.Order || (p.Order == best.Order && p.ID < best.ID) {
