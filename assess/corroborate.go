@@ -20,7 +20,7 @@ func (w *Writer) Peer(r store.Run) trust.Peer {
 		p.OutputTokens = *in.OutputTokensPerRequest
 	}
 	if model != nil {
-		p.Model = strings.ToLower(model.Name)
+		p.Model, p.ActiveParamsB = strings.ToLower(model.Name), model.ActiveParams()
 		if bits, _, ok := trust.WeightBits(in, model); ok {
 			p.Bits = trust.BitsClass(bits)
 		}
@@ -139,10 +139,10 @@ func (j *judge) flush(ctx context.Context) ([]string, error) {
 }
 
 // recheck judges again the runs of peers that self may be a reference of
-// (a run of its model, or one whose cells it repeats), but those in done.
+// (trust.Related, or one whose cells it repeats), but those in done.
 func (j *judge) recheck(ctx context.Context, self trust.Peer, peers []trust.Peer, done map[string]bool) error {
 	for _, p := range peers {
-		if done[p.ID] || !(p.Model == self.Model || trust.SameCells(self.Cells, p.Cells)) {
+		if done[p.ID] || !(trust.Related(p, self) || trust.SameCells(self.Cells, p.Cells)) {
 			continue
 		}
 		done[p.ID] = true

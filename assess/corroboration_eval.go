@@ -183,13 +183,13 @@ func (w *Writer) EvalCorroboration(runs []Named) CorroborationEval {
 }
 
 // DisputeBound is the dispute bound factors give, as trust.Bounds derives
-// it: their 99th percentile rounded up to 0.05, no lower than the largest
-// (0: no factors).
+// it: their 99th percentile, no lower than the largest, rounded up to
+// 0.05 (0: no factors).
 func DisputeBound(factors []float64) float64 {
 	if len(factors) == 0 {
 		return 0
 	}
-	return math.Max(math.Ceil(quantile(factors, 0.99)*20)/20, slices.Max(factors))
+	return math.Ceil(math.Max(quantile(factors, 0.99), slices.Max(factors))*20) / 20
 }
 
 // AgreeBound is the agree bound factors give: their 90th percentile

@@ -24,6 +24,11 @@ const (
 	// model, engine family and weight width on another GPU: its cells
 	// scaled by the ratio of the GPUs' memory bandwidths.
 	RefCrossGPU = "cross_gpu"
+	// RefCrossModel is the calculator's estimate from a run of another
+	// model on the same GPU, with the same engine family and weight width:
+	// its cells scaled by the ratio of the models' active parameters (the
+	// weights one token reads).
+	RefCrossModel = "cross_model"
 	// RefCopy is an earlier run whose cells this run's are, under another
 	// model or GPU name: not a reference but the original.
 	RefCopy = "copy"
@@ -54,6 +59,7 @@ func Bounds() []Bound {
 	return []Bound{
 		{Kind: RefSameConfig, Agree: 1.15, Dispute: 1.35},
 		{Kind: RefCrossGPU, Agree: 2.15, Dispute: 2.35},
+		{Kind: RefCrossModel, Agree: 1.35, Dispute: 4.3},
 	}
 }
 
@@ -82,6 +88,9 @@ type Peer struct {
 	NamedModel   string
 	NamedGPU     string
 	BandwidthGBs float64 // the GPU's memory bandwidth; 0: unknown
+	// ActiveParamsB is the model's parameters one token reads, in
+	// billions; 0: unknown.
+	ActiveParamsB float64
 	EngineFamily string
 	Bits         string // the weight width's class; "" unknown
 	GPUCount     int
@@ -121,7 +130,8 @@ type Reference struct {
 	Source   string
 	Agrees   bool
 	Disputes bool
-	GPU      string
+	// GPU and Model name the reference's, as stated.
+	GPU, Model string
 }
 
 // Corroboration is a run's status against the independent runs of the
@@ -216,7 +226,7 @@ func compare(run, ref Peer, kind string, scale float64, maxConc int) (Reference,
 	if len(totals) == 0 && len(perReq) == 0 {
 		return Reference{}, false
 	}
-	out := Reference{RunID: ref.ID, Kind: kind, Source: ref.Source, GPU: ref.NamedGPU, Cells: max(len(totals), len(perReq)), Ratio: 1}
+	out := Reference{RunID: ref.ID, Kind: kind, Source: ref.Source, GPU: ref.NamedGPU, Model: ref.NamedModel, Cells: max(len(totals), len(perReq)), Ratio: 1}
 	for _, m := range []struct {
 		name string
 		v    []float64
@@ -275,12 +285,19 @@ const crossGPUConcurrency = 1
 func comparisons(run Peer, peers []Peer, independent bool) []Reference {
 	var out []Reference
 	for _, p := range peers {
-		if p.ID == run.ID || (independent && p.Source == run.Source) || !comparable(run, p) || samePeers(run, p) {
+		if p.ID == run.ID || (independent && p.Source == run.Source) {
 			continue
 		}
-		kind, scale, maxConc := RefSameConfig, 1.0, 0
-		if p.GPU != run.GPU {
-			kind, scale, maxConc = RefCrossGPU, run.BandwidthGBs/p.BandwidthGBs, crossGPUConcurrency
+		kind := kindOf(run, p)
+		if kind == "" || samePeers(run, p) {
+			continue
+		}
+		scale, maxConc := 1.0, 0
+		switch kind {
+		case RefCrossGPU:
+			scale, maxConc = run.BandwidthGBs/p.BandwidthGBs, crossGPUConcurrency
+		case RefCrossModel:
+			scale, maxConc = p.ActiveParamsB/run.ActiveParamsB, crossGPUConcurrency
 		}
 		if ref, ok := compare(run, p, kind, scale, maxConc); ok {
 			out = append(out, ref)
@@ -289,20 +306,34 @@ func comparisons(run Peer, peers []Peer, independent bool) []Reference {
 	return out
 }
 
-// comparable reports whether p measured run's model with the same engine
-// family, weight width, GPU count and method (output length within 2×
-// where both state it), both on GPUs of the catalog.
-func comparable(run, p Peer) bool {
-	if run.Model != p.Model || p.EngineFamily != run.EngineFamily || p.Bits != run.Bits || p.Bits == "" || p.GPUCount != run.GPUCount ||
+// kindOf is the kind of reference p is for run ("" none): both measured
+// with the same engine family, weight width, GPU count and method (output
+// length within 2× where both state it) on GPUs of the catalog; the same
+// model on the same GPU (same_config) or another (cross_gpu), or another
+// model of known size on the same GPU (cross_model).
+func kindOf(run, p Peer) string {
+	if p.EngineFamily != run.EngineFamily || p.Bits != run.Bits || p.Bits == "" || p.GPUCount != run.GPUCount ||
 		run.BandwidthGBs <= 0 || p.BandwidthGBs <= 0 || run.Class != p.Class {
-		return false
+		return ""
 	}
 	if run.OutputTokens > 0 && p.OutputTokens > 0 {
-		r := float64(run.OutputTokens) / float64(p.OutputTokens)
-		return r <= 2 && r >= 0.5
+		if r := float64(run.OutputTokens) / float64(p.OutputTokens); r > 2 || r < 0.5 {
+			return ""
+		}
 	}
-	return true
+	switch {
+	case run.Model == p.Model && run.GPU == p.GPU:
+		return RefSameConfig
+	case run.Model == p.Model:
+		return RefCrossGPU
+	case run.GPU == p.GPU && run.ActiveParamsB > 0 && p.ActiveParamsB > 0:
+		return RefCrossModel
+	}
+	return ""
 }
+
+// Related reports whether a and b may be references of each other.
+func Related(a, b Peer) bool { return kindOf(a, b) != "" }
 
 // CopyOf is the earliest peer whose cells run repeats under another model
 // or GPU name ("" when none): a renamed copy.
@@ -326,17 +357,21 @@ func CopyOf(run Peer, peers []Peer) (Peer, bool) {
 	return best, found
 }
 
+// precision orders the kinds of reference, most precise last.
+var precision = map[string]int{RefCrossModel: 1, RefCrossGPU: 2, RefSameConfig: 3}
+
 // Corroborate judges run against peers (the stored runs that could be
 // its references: of its model, or on its GPU) with the measured bounds.
 //
 // A run repeating an earlier run's cells under another model or GPU name
 // is disputed as a copy of it. Otherwise each independent source counts
-// once, by its references' median factor: within its kind's Agree bound it
-// agrees, beyond its Dispute bound (the measured 99th percentile) it
-// disagrees. The run is disputed when more sources disagree than agree
-// (two independent sources outweigh one, and one agreeing source lifts a
-// single source's dispute), corroborated when at least one agrees, and
-// uncorroborated otherwise.
+// once, through its most precise kind of reference, by its median factor:
+// within its kind's Agree bound it agrees, beyond its Dispute bound (the
+// largest factor measured between real runs) it disagrees; only the
+// sources of the most precise kind with a verdict count. The run is
+// disputed when more of them disagree than agree (two independent sources
+// outweigh one, and one agreeing source lifts a single source's dispute),
+// corroborated when at least one agrees, and uncorroborated otherwise.
 func Corroborate(run Peer, peers []Peer, bounds []Bound) Corroboration {
 	if p, ok := CopyOf(run, peers); ok {
 		return Corroboration{Status: StatusDisputed, Disputing: 1, CopyOf: p.ID, References: []Reference{{RunID: p.ID, Kind: RefCopy, Ratio: 1, Source: p.Source, Disputes: true, GPU: p.NamedGPU}},
@@ -358,16 +393,24 @@ func Corroborate(run Peer, peers []Peer, bounds []Bound) Corroboration {
 		refs[i].Agrees = b.Agree > 0 && f <= b.Agree
 		refs[i].Disputes = b.Dispute > 0 && f > b.Dispute
 	}
-	var agreeing, disputing []int
+	// Each source speaks through its most precise kind of reference (its
+	// runs of the same configuration, else its estimates from other GPUs,
+	// else from other models), by their median ratio judged by that kind's
+	// bound. Only the sources of the most precise kind that has a verdict
+	// count: a measurement outweighs an estimate.
+	type verdict struct {
+		kind            string
+		idx             []int
+		agrees, dispute bool
+	}
+	var verdicts []verdict
+	top := 0
 	for _, s := range sources {
-		// A source speaks through its most precise kind of reference (its
-		// runs of the same configuration, else its estimates from other
-		// GPUs), by their median ratio judged by that kind's bound.
 		idx := bySource[s]
-		kind := RefCrossGPU
+		kind := RefCrossModel
 		for _, i := range idx {
-			if refs[i].Kind == RefSameConfig {
-				kind = RefSameConfig
+			if precision[refs[i].Kind] > precision[kind] {
+				kind = refs[i].Kind
 			}
 		}
 		idx = slices.DeleteFunc(slices.Clone(idx), func(i int) bool { return refs[i].Kind != kind })
@@ -376,12 +419,20 @@ func Corroborate(run Peer, peers []Peer, bounds []Bound) Corroboration {
 			ratios = append(ratios, refs[i].Ratio)
 		}
 		b, f := BoundOf(bounds, kind), Factor(median(ratios))
+		v := verdict{kind: kind, idx: idx, dispute: b.Dispute > 0 && f > b.Dispute, agrees: b.Agree > 0 && f <= b.Agree}
+		if v.agrees || v.dispute {
+			verdicts, top = append(verdicts, v), max(top, precision[kind])
+		}
+	}
+	var agreeing, disputing []int
+	for _, v := range verdicts {
 		switch {
-		case b.Dispute > 0 && f > b.Dispute:
-			disputing = append(disputing, idx...)
+		case precision[v.kind] < top:
+		case v.dispute:
+			disputing = append(disputing, v.idx...)
 			out.Disputing++
-		case b.Agree > 0 && f <= b.Agree:
-			agreeing = append(agreeing, idx...)
+		case v.agrees:
+			agreeing = append(agreeing, v.idx...)
 			out.Sources++
 		}
 	}
@@ -429,8 +480,8 @@ func ratioText(r float64) string {
 // runs on H100 and L40S".
 func describe(refs []Reference, idx []int) string {
 	var same []string
-	var gpus []string
-	cross := 0
+	var gpus, models []string
+	cross, other := 0, 0
 	for _, i := range idx {
 		switch refs[i].Kind {
 		case RefSameConfig:
@@ -440,6 +491,11 @@ func describe(refs []Reference, idx []int) string {
 			if !slices.Contains(gpus, refs[i].GPU) {
 				gpus = append(gpus, refs[i].GPU)
 			}
+		case RefCrossModel:
+			other++
+			if !slices.Contains(models, refs[i].Model) {
+				models = append(models, refs[i].Model)
+			}
 		}
 	}
 	var parts []string
@@ -448,6 +504,9 @@ func describe(refs []Reference, idx []int) string {
 	}
 	if cross > 0 {
 		parts = append(parts, fmt.Sprintf("the estimate from %d %s on %s", cross, plural(cross, "run", "runs"), strings.Join(gpus, " and ")))
+	}
+	if other > 0 {
+		parts = append(parts, fmt.Sprintf("the estimate from %d %s of %s", other, plural(other, "run", "runs"), strings.Join(models, " and ")))
 	}
 	return strings.Join(parts, "; ")
 }

@@ -9,7 +9,7 @@ import (
 // cells, total speed base × concurrency.
 func peer(id, source string, order int64, base float64) Peer {
 	p := Peer{ID: id, Source: source, Order: order, Model: "llama-2-7b", GPU: "a100 80gb sxm", NamedModel: "Llama-2-7B", NamedGPU: "A100 80GB SXM",
-		BandwidthGBs: 2039, EngineFamily: "vLLM", Bits: "16 bits", GPUCount: 1, Class: "sustained_decode"}
+		BandwidthGBs: 2039, ActiveParamsB: 7, EngineFamily: "vLLM", Bits: "16 bits", GPUCount: 1, Class: "sustained_decode"}
 	for _, ctx := range []int{1024, 4096} {
 		for _, conc := range []int{1, 4} {
 			total := base * float64(conc) * (1 - float64(ctx)/20000)
@@ -30,6 +30,9 @@ func TestCorroborate(t *testing.T) {
 	renamed.ID, renamed.Source, renamed.Order, renamed.Model, renamed.NamedModel = "renamed", "key:e", 5, "llama-2-13b", "Llama-2-13B"
 	onH100 := peer("h100", "key:f", 6, 100*3350/2039.0)
 	onH100.GPU, onH100.NamedGPU, onH100.BandwidthGBs = "h100 sxm", "H100 SXM", 3350
+	// A 13B model's run whose size-scaled estimate matches the 2× copy.
+	bigger := peer("bigger", "key:h", 9, 200*7/13.0)
+	bigger.Model, bigger.NamedModel, bigger.ActiveParamsB = "llama-2-13b", "Llama-2-13B", 13
 	sameKey := peer("samekey", "publisher:a", 7, 100)
 	sameKey.Cells = peer("", "", 0, 150).Cells
 
@@ -47,6 +50,8 @@ func TestCorroborate(t *testing.T) {
 		{"an agreeing independent run corroborates", agreeing, []Peer{orig, agreeing}, StatusCorroborated, 1, []string{"Agrees with 1 independent source", "run orig"}},
 		{"a 2× copy from a second key is disputed", double, []Peer{orig, double}, StatusDisputed, 0, []string{"2×", "run orig", "total tok/s"}},
 		{"a third source agreeing lifts the dispute", double, []Peer{orig, double, third}, StatusCorroborated, 1, []string{"1 source disputes it, outweighed"}},
+		{"another model's estimate agreeing does not outweigh a measurement", double, []Peer{orig, double, bigger}, StatusDisputed, 0, []string{"run orig"}},
+		{"another model's estimate corroborates where nothing else speaks", double, []Peer{double, bigger}, StatusCorroborated, 1, []string{"the estimate from 1 run of Llama-2-13B"}},
 		{"a near-copy agreeing does not lift it", double, []Peer{orig, double, copied}, StatusDisputed, 0, []string{"run orig"}},
 		{"two sources outweigh the original", orig, []Peer{orig, double, third}, StatusDisputed, 0, []string{"2 independent sources"}},
 		{"the estimate from another GPU corroborates", onH100, []Peer{orig, onH100}, StatusCorroborated, 1, []string{"the estimate from 1 run on A100 80GB SXM"}},

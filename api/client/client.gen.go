@@ -159,6 +159,7 @@ func (e ComparedCellStatus) Valid() bool {
 const (
 	Copy       CorroborationReferenceKind = "copy"
 	CrossGPU   CorroborationReferenceKind = "cross_gpu"
+	CrossModel CorroborationReferenceKind = "cross_model"
 	SameConfig CorroborationReferenceKind = "same_config"
 )
 
@@ -168,6 +169,8 @@ func (e CorroborationReferenceKind) Valid() bool {
 	case Copy:
 		return true
 	case CrossGPU:
+		return true
+	case CrossModel:
 		return true
 	case SameConfig:
 		return true
@@ -1180,8 +1183,9 @@ type Comparison struct {
 // Corroboration The run judged against every independent reference in the database
 // (another API key or publisher, not a near-copy): runs of the same
 // model, GPU, GPU count, engine family and weight width, cell for
-// cell, and the bandwidth-scaled estimate from runs of the model on
-// other GPUs. Judged when the run is written and again when a related
+// cell, the bandwidth-scaled estimate from runs of the model on other
+// GPUs, and the size-scaled estimate from runs of other models on the
+// GPU (a measurement outweighs an estimate). Judged when the run is written and again when a related
 // run arrives or is hidden; each change of status is an event of the
 // run's history (`corroboration`).
 //
@@ -1205,7 +1209,7 @@ type Corroboration struct {
 
 // CorroborationReference defines model for CorroborationReference.
 type CorroborationReference struct {
-	// Kind `same_config`: a run of the same configuration, cell for cell; `cross_gpu`: the estimate from a run of the model on another GPU, scaled by memory bandwidth (concurrency-1 cells); `copy`: the earlier run this one repeats under another name.
+	// Kind `same_config`: a run of the same configuration, cell for cell; `cross_gpu`: the estimate from a run of the model on another GPU, scaled by memory bandwidth (concurrency-1 cells); `cross_model`: the estimate from a run of another model on the same GPU, scaled by the models' active parameters (concurrency-1 cells); `copy`: the earlier run this one repeats under another name.
 	Kind CorroborationReferenceKind `json:"kind"`
 
 	// Ratio The run's median ratio to the reference over their common cells, on the metric (total or per-request tok/s) that departs most.
@@ -1213,7 +1217,7 @@ type CorroborationReference struct {
 	RunID string  `json:"run_id"`
 }
 
-// CorroborationReferenceKind `same_config`: a run of the same configuration, cell for cell; `cross_gpu`: the estimate from a run of the model on another GPU, scaled by memory bandwidth (concurrency-1 cells); `copy`: the earlier run this one repeats under another name.
+// CorroborationReferenceKind `same_config`: a run of the same configuration, cell for cell; `cross_gpu`: the estimate from a run of the model on another GPU, scaled by memory bandwidth (concurrency-1 cells); `cross_model`: the estimate from a run of another model on the same GPU, scaled by the models' active parameters (concurrency-1 cells); `copy`: the earlier run this one repeats under another name.
 type CorroborationReferenceKind string
 
 // CorroborationStatus How the run stands against the independent runs of the database (docs/trust.md): `corroborated` (independent sources agree), `uncorroborated` (nothing to compare it with yet, or nothing close or far enough), `disputed` (beyond the 99th percentile of the measured error of its references, or a copy of an earlier run under another name). Disputed runs are left out of the leaderboard, the planner and the calculator's pooling unless `include_flagged=true`.
@@ -2200,8 +2204,9 @@ type Run struct {
 	// Corroboration The run judged against every independent reference in the database
 	// (another API key or publisher, not a near-copy): runs of the same
 	// model, GPU, GPU count, engine family and weight width, cell for
-	// cell, and the bandwidth-scaled estimate from runs of the model on
-	// other GPUs. Judged when the run is written and again when a related
+	// cell, the bandwidth-scaled estimate from runs of the model on other
+	// GPUs, and the size-scaled estimate from runs of other models on the
+	// GPU (a measurement outweighs an estimate). Judged when the run is written and again when a related
 	// run arrives or is hidden; each change of status is an event of the
 	// run's history (`corroboration`).
 	//
