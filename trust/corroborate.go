@@ -91,9 +91,9 @@ type Peer struct {
 	// ActiveParamsB is the model's parameters one token reads, in
 	// billions; 0: unknown.
 	ActiveParamsB float64
-	EngineFamily string
-	Bits         string // the weight width's class; "" unknown
-	GPUCount     int
+	EngineFamily  string
+	Bits          string // the weight width's class; "" unknown
+	GPUCount      int
 	// Class is the method class; OutputTokens the stated output tokens
 	// per request (0: not stated).
 	Class        string
