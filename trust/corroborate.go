@@ -261,9 +261,10 @@ func Factor(ratio float64) float64 {
 }
 
 // References are run's comparisons with each independent peer it can be
-// compared with: same-configuration runs cell for cell, and runs of the
-// same model on another GPU through the bandwidth-scaled estimate. Peers
-// of run's own source and near-copies are left out (not independent).
+// compared with: same-configuration runs cell for cell, runs of the same
+// model on another GPU through the bandwidth-scaled estimate, and runs of
+// another model on the GPU through the size-scaled one. Peers of run's own
+// source and near-copies are left out (not independent).
 func References(run Peer, peers []Peer) []Reference {
 	return comparisons(run, peers, true)
 }
@@ -276,10 +277,10 @@ func Comparisons(run Peer, peers []Peer) []Reference {
 	return comparisons(run, peers, false)
 }
 
-// crossGPUConcurrency is the highest concurrency whose cells a cross-GPU
-// estimate compares: there one request's decoding reads the weights
-// alone and speed follows memory bandwidth; at higher concurrency it
-// turns to compute, which bandwidth does not scale.
+// crossGPUConcurrency is the highest concurrency whose cells an estimate
+// (cross-GPU or cross-model) compares: there one request's decoding reads
+// the weights alone and speed follows memory bandwidth over weight bytes;
+// at higher concurrency it turns to compute, which neither scales.
 const crossGPUConcurrency = 1
 
 func comparisons(run Peer, peers []Peer, independent bool) []Reference {
@@ -335,8 +336,9 @@ func kindOf(run, p Peer) string {
 // Related reports whether a and b may be references of each other.
 func Related(a, b Peer) bool { return kindOf(a, b) != "" }
 
-// CopyOf is the earliest peer whose cells run repeats under another model
-// or GPU name ("" when none): a renamed copy.
+// CopyOf is the earliest peer stored before run whose cells run repeats
+// under another model or GPU name (ok false when none): run is a renamed
+// copy of it.
 func CopyOf(run Peer, peers []Peer) (Peer, bool) {
 	var best Peer
 	found := false
