@@ -17,6 +17,9 @@ import (
 type Writer struct {
 	store  *store.Store
 	models *trust.Models
+	// corroborate says whether runs written are judged against the
+	// stored runs (Corroborate).
+	corroborate bool
 }
 
 // New returns a Writer over st.
@@ -25,7 +28,36 @@ func New(st *store.Store) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Writer{store: st, models: models}, nil
+	return &Writer{store: st, models: models, corroborate: true}, nil
+}
+
+// WithoutCorroboration is w writing runs without judging them against the
+// stored runs: for synthetic runs (matrixd generate, the load benchmark),
+// whose numbers corroborate nothing.
+func (w *Writer) WithoutCorroboration() *Writer {
+	c := *w
+	c.corroborate = false
+	return &c
+}
+
+// judged is run r as stored after its corroboration (r unchanged when it
+// was not created, or is gone).
+func (w *Writer) judged(ctx context.Context, r store.Run, created bool) (store.Run, error) {
+	if !created || !w.corroborate {
+		return r, nil
+	}
+	if _, err := w.Corroborate(ctx, r.ID); err != nil {
+		return store.Run{}, err
+	}
+	out, err := w.store.Run(ctx, r.ID)
+	if store.IsGone(err) {
+		return r, nil
+	}
+	if err != nil {
+		return store.Run{}, err
+	}
+	r.Corroboration = out.Corroboration
+	return r, nil
 }
 
 // Check runs the plausibility checks of r.
@@ -94,7 +126,7 @@ func (w *Writer) checked(r store.Run) store.Run {
 // attributing each of many submitters (docs/submitting.md).
 const DefaultLicense = "CC0-1.0"
 
-// SubmitRun is store.SubmitRun with the run's checks, for a run its
+// SubmitRun is store.SubmitRun with the run's checks and corroboration, for a run its
 // submitter sends: one naming a look-alike of a catalog's GPU or model is
 // refused, and one that states no licence is offered under DefaultLicense.
 func (w *Writer) SubmitRun(ctx context.Context, r store.Run, idem *store.Idempotency) (store.Run, store.SubmitResult, error) {
@@ -104,19 +136,31 @@ func (w *Writer) SubmitRun(ctx context.Context, r store.Run, idem *store.Idempot
 	if r.License == "" {
 		r.License = DefaultLicense
 	}
-	return w.store.SubmitRun(ctx, w.checked(r), idem)
+	out, res, err := w.store.SubmitRun(ctx, w.checked(r), idem)
+	if err != nil {
+		return out, res, err
+	}
+	out, err = w.judged(ctx, out, res.Created && !res.Replayed)
+	return out, res, err
 }
 
-// CreateRun is store.CreateRun with the run's checks; a run naming a
+// CreateRun is store.CreateRun with the run's checks and corroboration
+// (and the related runs' judged again); a run naming a
 // look-alike is refused.
 func (w *Writer) CreateRun(ctx context.Context, r store.Run) (store.Run, bool, error) {
 	if err := w.refuseLookAlikes(r); err != nil {
 		return store.Run{}, false, err
 	}
-	return w.store.CreateRun(ctx, w.checked(r))
+	out, created, err := w.store.CreateRun(ctx, w.checked(r))
+	if err != nil {
+		return out, created, err
+	}
+	out, err = w.judged(ctx, out, created)
+	return out, created, err
 }
 
-// CreateRuns is store.CreateRuns with each run's checks; one run naming a
+// CreateRuns is store.CreateRuns with each run's checks and the runs
+// created judged against each other and the stored runs; one run naming a
 // look-alike stores none.
 func (w *Writer) CreateRuns(ctx context.Context, runs []store.Run) ([]store.Run, []bool, error) {
 	checked := make([]store.Run, len(runs))
@@ -129,7 +173,20 @@ func (w *Writer) CreateRuns(ctx context.Context, runs []store.Run) ([]store.Run,
 		}
 		checked[i] = w.checked(r)
 	}
-	return w.store.CreateRuns(ctx, checked)
+	out, created, err := w.store.CreateRuns(ctx, checked)
+	if err != nil || !w.corroborate {
+		return out, created, err
+	}
+	var ids []string
+	for i, r := range out {
+		if created[i] {
+			ids = append(ids, r.ID)
+		}
+	}
+	if _, err := w.Corroborate(ctx, ids...); err != nil {
+		return nil, nil, err
+	}
+	return out, created, nil
 }
 
 // Recheck checks every stored run whose checks were not made by the

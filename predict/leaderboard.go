@@ -205,7 +205,7 @@ func (c *Service) noMatch(ctx context.Context, f store.RunFilter) (msg.Message, 
 			return msg.Message{}, err
 		}
 		if len(flagged) > 0 {
-			more += "; runs a plausibility check flagged match them: include_flagged=true brings them back"
+			more += "; runs a plausibility check flagged, or independent runs dispute, match them: include_flagged=true brings them back"
 		}
 	}
 	if f.MethodClass != "" {

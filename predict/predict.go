@@ -935,8 +935,9 @@ func (c *Service) noRun(ctx context.Context, sel Selection) error {
 			return cmp.Or(err, notFound(fmt.Sprintf("%s none with both engine_version %s and kv_cache_dtype %s: each matches other runs", exist, clip(sel.EngineVersion), clip(sel.KVCacheDtype))))
 		}
 	}
-	// Runs match every filter: a plausibility check flagged each of them.
-	return notFound(exist + " a plausibility check flagged each that matches (runs it flagged are left out; include_flagged=true brings them back)")
+	// Runs match every filter: a plausibility check flagged each of them,
+	// or independent runs dispute it.
+	return notFound(exist + " a plausibility check flagged each that matches, or independent runs dispute it (flagged and disputed runs are left out; include_flagged=true brings them back)")
 }
 
 // othersExcluded says, for a model with no run on sel's GPU, which of

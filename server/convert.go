@@ -73,8 +73,33 @@ func toAPIRun(r store.Run) api.Run {
 	for i, c := range r.Decode {
 		out.Decode[i] = toAPIDecodeCell(c)
 	}
-	out.Method, out.Trust = toAPIMethod(r.MethodOf()), toAPITrust(r.Trust)
+	out.Method, out.Trust, out.Corroboration = toAPIMethod(r.MethodOf()), toAPITrust(r.Trust), toAPICorroboration(r.Corroboration)
 	return out
+}
+
+// toAPICorroboration maps a run's corroboration; a run not judged yet
+// (nil) is uncorroborated.
+func toAPICorroboration(c *store.Corroboration) api.Corroboration {
+	none := msg.New("trust.corroboration_not_judged")
+	out := api.Corroboration{Status: api.Uncorroborated, References: []api.CorroborationReference{}, Detail: none.Text, Notice: toAPINotice(none)}
+	if c == nil {
+		return out
+	}
+	out.Status, out.Sources, out.Detail, out.CopyOf = api.CorroborationStatus(c.Status), c.Sources, c.Detail, opt(c.CopyOf)
+	out.Notice = storedNotice(c.DetailCode, c.DetailParams, c.Detail)
+	for _, r := range c.References {
+		out.References = append(out.References, api.CorroborationReference{RunID: r.RunID, Kind: api.CorroborationReferenceKind(r.Kind), Ratio: r.Ratio})
+	}
+	return out
+}
+
+// corroborationStatus is status as the API names it ("" is a run not
+// judged yet: uncorroborated).
+func corroborationStatus(status string) api.CorroborationStatus {
+	if status == "" {
+		return api.Uncorroborated
+	}
+	return api.CorroborationStatus(status)
 }
 
 func toAPIMethod(m store.Method) api.Method {
@@ -137,7 +162,7 @@ func toAPISummary(s store.RunSummary) api.RunSummary {
 		Submitter: opt(s.Submitter), SubmittedBy: opt(s.SubmittedBy), CreatedAt: s.CreatedAt,
 		SingleStreamTokS: s.SingleStreamTokS, SingleStreamContextTokens: s.SingleStreamContextTokens,
 		MaxContextTokensWithOutput: s.MaxContextTokensWithOutput,
-		MethodClass:                api.MethodClass(s.MethodClass), Flagged: s.Flagged,
+		MethodClass:                api.MethodClass(s.MethodClass), Flagged: s.Flagged, Corroboration: corroborationStatus(s.Corroboration),
 		SourceURL: opt(s.SourceURL), Publisher: opt(s.Publisher), License: opt(s.License), RetrievedAt: optDate(s.RetrievedAt),
 	}
 	if s.Peak != nil {

@@ -375,16 +375,26 @@ func (s *Server) GetLeaderboard(ctx context.Context, req api.GetLeaderboardReque
 		}
 		warns = append(warns, w)
 	}
-	flagged := 0
+	flagged, disputed := 0, 0
 	for i, e := range entries {
 		cell := toAPIDecodeCell(e.Cell)
 		out.Items[i] = api.LeaderboardEntry{Rank: e.Rank, Value: e.Value, Run: toAPISummary(e.Run), Cell: &cell}
 		if e.Run.Flagged {
 			flagged++
 		}
+		if e.Run.Corroboration == store.CorroborationDisputed {
+			disputed++
+		}
 	}
 	if flagged > 0 {
 		warns = append(warns, msg.New("api.ranked_flagged", flagged))
+	}
+	if disputed > 0 {
+		code := "api.ranked_disputed"
+		if disputed == 1 {
+			code = "api.ranked_disputed_one"
+		}
+		warns = append(warns, msg.New(code, disputed))
 	}
 	if len(entries) > 0 && p.Cursor == nil {
 		// One class is ranked: say what else was measured, and how to

@@ -195,7 +195,7 @@ func TestEmptyLeaderboardsSayWhy(t *testing.T) {
 		{"no run matches, measured", "/v1/leaderboard?context_tokens=16384&concurrency=8&model=nosuch", 200,
 			[]string{`"items":[]`, "no stored run matches the filters"}},
 		{"only a flagged run matches", "/v1/leaderboard?context_tokens=16384&concurrency=8&gpu=RTX%203050&predicted=true", 200,
-			[]string{`"items":[]`, "runs a plausibility check flagged match them: include_flagged=true brings them back"}},
+			[]string{`"items":[]`, "runs a plausibility check flagged, or independent runs dispute, match them: include_flagged=true brings them back"}},
 		{"only a flagged run matches, measured", "/v1/leaderboard?context_tokens=16384&concurrency=8&gpu=RTX%203050", 200,
 			[]string{`"items":[]`, "include_flagged=true brings them back"}},
 		{"a measured cell has no such warning", "/v1/leaderboard?context_tokens=16384&concurrency=8", 200,

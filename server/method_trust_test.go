@@ -204,7 +204,7 @@ func TestNoRunSaysWhy(t *testing.T) {
 		{"both", q + "3060&kv_cache_dtype=fp8&engine_version=9.9",
 			[]string{"none with engine_version 9.9; they have 0.99.0, 0.32.0, and none with kv_cache_dtype fp8"}, []string{"include_flagged"}},
 		{"only flagged runs match", q + "3060&engine_version=0.99.0",
-			[]string{"a plausibility check flagged each that matches", "include_flagged=true brings them back"}, nil},
+			[]string{"a plausibility check flagged each that matches, or independent runs dispute it", "include_flagged=true brings them back"}, nil},
 		{"mistyped gpu", q + "RTX%203099",
 			[]string{`no run of a model matching \"fara\" on GPU \"RTX 3099\"`, "did you mean RTX 3090, RTX 3090 Ti?"}, []string{"include_flagged"}},
 	}

@@ -69,8 +69,10 @@ func ToAPIPlan(t calculator.Target, plan predict.Plan) api.CapacityPlan {
 
 func toAPIPlanOption(t calculator.Target, o predict.PlanOption) (out api.PlanOption) {
 	pl := o.Plan
+	status := corroborationStatus(o.Run.Corroboration)
 	out = api.PlanOption{
-		RunID: o.Run.ID, Title: o.Run.Title, Model: o.Run.ModelName, GPU: o.GPU, GPUCount: o.GPUCount,
+		Corroboration: &status,
+		RunID:         o.Run.ID, Title: o.Run.Title, Model: o.Run.ModelName, GPU: o.GPU, GPUCount: o.GPUCount,
 		Engine: o.Run.EngineName, EngineVersion: opt(o.Run.EngineVersion), MethodClass: api.MethodClass(o.Run.MethodClass),
 		Meets: pl.Meets, Surely: pl.Surely, Concurrency: pl.Concurrency, TTFTChecked: pl.TTFTChecked,
 		Sources: 1,

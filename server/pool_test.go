@@ -109,7 +109,13 @@ func TestPoolOneOfFourMovesByItsShare(t *testing.T) {
 		t.Fatalf("sources %d, want 3 (%v)", sources(before), before.Warnings)
 	}
 	copied := postRun(t, e, k["mallory"], another(fara, "fara, twice as fast", 2), http.StatusCreated)
-	after, cp := decodeAnswer(t, e, faraAt48K8), byRun(t, e, copied.ID)
+	// Three independent runs dispute the copy: by default it is left out,
+	// and the answer does not move at all.
+	if kept := decodeAnswer(t, e, faraAt48K8); sources(kept) != 3 || kept.TotalTokS.Value != before.TotalTokS.Value {
+		t.Errorf("the disputed ×2 copy moved the default answer %.1f → %.1f (sources %d)", before.TotalTokS.Value, kept.TotalTokS.Value, sources(kept))
+	}
+	// Brought back (include_flagged=true), it is one source among four.
+	after, cp := decodeAnswer(t, e, faraAt48K8+"&include_flagged=true"), byRun(t, e, copied.ID)
 	old, now, dev := before.TotalTokS.Value, after.TotalTokS.Value, cp.TotalTokS.Value-before.TotalTokS.Value
 	t.Logf("3 sources %.1f ±%.2f %%, with a ×2 copy at %.1f: %.1f ±%.2f %% from %d", old, 100*halfWidth(before.TotalTokS), cp.TotalTokS.Value, now, 100*halfWidth(after.TotalTokS), sources(after))
 	if sources(after) != 4 {
@@ -135,18 +141,30 @@ func TestRenamedCopyCountsOnce(t *testing.T) {
 	renamed.Model.Name = "Mallory-4B-Instruct"
 	copied := postRun(t, e, k["mallory"], renamed, http.StatusCreated)
 
-	p := decodeAnswer(t, e, "/v1/calculator/decode?model=Mallory-4B&gpu=RTX%203060&context_tokens=49152&concurrency=8")
+	// The copy is disputed (a copy of fara under another name) and left
+	// out by default; brought back, it is answered as fara's copy.
+	if rec := e.do(t, http.MethodGet, "/v1/calculator/decode?model=Mallory-4B&gpu=RTX%203060&context_tokens=49152&concurrency=8", nil); rec.Code != http.StatusNotFound {
+		t.Errorf("asked by the disputed copy's name: %d, want 404", rec.Code)
+	}
+	p := decodeAnswer(t, e, "/v1/calculator/decode?model=Mallory-4B&gpu=RTX%203060&context_tokens=49152&concurrency=8&include_flagged=true")
 	want := fmt.Sprintf("run %s repeats the cells of run %s (model %s", copied.ID, fara.ID, fara.Model.Name)
 	if !strings.Contains(strings.Join(p.Warnings, " "), want) || sources(p) != 1 {
 		t.Errorf("asked by the copy's name: sources %d, warnings %q; want 1 and %q", sources(p), p.Warnings, want)
 	}
 
-	// On the GPU, both are candidates; asked for the copy's model alone,
-	// the original is not, and the copy is left out all the same.
+	// By default the disputed copy is neither planned nor ranked.
+	rec := e.do(t, http.MethodGet, "/v1/planner?context_tokens=0&min_per_request_tok_s=40&gpu=RTX%203060", nil)
+	if strings.Contains(rec.Body.String(), copied.ID) {
+		t.Errorf("the planner lists the disputed copy %s by default", copied.ID)
+	}
+
+	// Brought back (include_flagged=true), on the GPU both are
+	// candidates; asked for the copy's model alone, the original is not,
+	// and the copy is left out all the same, as a copy.
 	for _, filter := range []struct {
 		q          string
 		wantOrigin bool
-	}{{"gpu=RTX%203060", true}, {"model=Mallory-4B", false}} {
+	}{{"gpu=RTX%203060&include_flagged=true", true}, {"model=Mallory-4B&include_flagged=true", false}} {
 		rec := e.do(t, http.MethodGet, "/v1/planner?context_tokens=0&min_per_request_tok_s=40&"+filter.q, nil)
 		var plan api.CapacityPlan
 		if err := json.Unmarshal(rec.Body.Bytes(), &plan); rec.Code != http.StatusOK || err != nil {

@@ -295,9 +295,16 @@ func parseMetaPatch(raw []byte) (store.MetaPatch, error) {
 
 // DeleteRun implements DELETE /v1/runs/{run_id}.
 func (s *Server) DeleteRun(ctx context.Context, req api.DeleteRunRequestObject) (api.DeleteRunResponseObject, error) {
+	was, wasErr := s.store.Run(ctx, req.RunID)
 	if err := s.store.DeleteRun(ctx, req.RunID, keyOf(ctx)); err != nil {
 		return nil, err
 	}
 	s.calc.Forget(req.RunID)
+	if wasErr == nil {
+		// The runs it corroborated or disputed are judged without it.
+		if _, err := s.runs.Uncorroborate(ctx, was); err != nil {
+			return nil, err
+		}
+	}
 	return api.DeleteRun204Response{}, nil
 }

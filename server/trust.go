@@ -140,11 +140,18 @@ func (s *Server) ResolveFlag(ctx context.Context, req api.ResolveFlagRequestObje
 
 // HideRun implements PUT /v1/runs/{run_id}/hidden.
 func (s *Server) HideRun(ctx context.Context, req api.HideRunRequestObject) (api.HideRunResponseObject, error) {
+	was, wasErr := s.store.Run(ctx, req.RunID)
 	m, err := s.store.HideRun(ctx, req.RunID, keyOf(ctx), req.Body.Reason)
 	if err != nil {
 		return nil, err
 	}
 	s.calc.Forget(req.RunID)
+	if wasErr == nil {
+		// The runs it corroborated or disputed are judged without it.
+		if _, err := s.runs.Uncorroborate(ctx, was); err != nil {
+			return nil, err
+		}
+	}
 	return api.HideRun200JSONResponse(toAPIModeration(m)), nil
 }
 
@@ -152,6 +159,9 @@ func (s *Server) HideRun(ctx context.Context, req api.HideRunRequestObject) (api
 func (s *Server) RestoreRun(ctx context.Context, req api.RestoreRunRequestObject) (api.RestoreRunResponseObject, error) {
 	m, err := s.store.RestoreRun(ctx, req.RunID, keyOf(ctx))
 	if err != nil {
+		return nil, err
+	}
+	if _, err := s.runs.Corroborate(ctx, req.RunID); err != nil {
 		return nil, err
 	}
 	return api.RestoreRun200JSONResponse(toAPIModeration(m)), nil

@@ -34,7 +34,8 @@ type RunFilter struct {
 	VRAMGBMin     *float64
 	VRAMGBMax     *float64
 	// MethodClass, when set, matches runs of that method class only;
-	// ExcludeFlagged leaves out runs a plausibility check flagged.
+	// ExcludeFlagged leaves out runs a plausibility check flagged and
+	// runs their corroboration disputes.
 	MethodClass    string
 	ExcludeFlagged bool
 }
@@ -107,7 +108,7 @@ func (f RunFilter) where(d dialect, modelRuns int) ([]string, []any) {
 		where, args = append(where, "r.method_class = ?"), append(args, f.MethodClass)
 	}
 	if f.ExcludeFlagged {
-		where = append(where, "r.flagged = 0")
+		where = append(where, "r.flagged = 0", "r.disputed = 0")
 	}
 	return where, args
 }
@@ -225,7 +226,7 @@ const summaryColumns = `r.id, r.title, r.model_name, r.gpu, r.vram_gb, r.engine_
 	coalesce(r.model_quantization, r.engine_quantization), r.submitter, r.submitted_by, r.created_at,
 	r.single_stream_tok_s, r.single_stream_context_tokens, r.peak_total_tok_s, r.peak_context_tokens, r.peak_concurrency,
 	r.max_context_tokens_with_output, r.method_class, r.flagged,
-	r.source_url, r.publisher, r.license, r.retrieved_at`
+	r.source_url, r.publisher, r.license, r.retrieved_at, r.corroboration_status`
 
 // summaryRow receives summaryColumns; finish turns it into a RunSummary.
 type summaryRow struct {
@@ -246,7 +247,7 @@ func (r *summaryRow) dest() []any {
 		&r.quant, &r.submitter, &r.submittedBy, &r.created,
 		&s.SingleStreamTokS, &s.SingleStreamContextTokens, &r.peakTok, &r.peakContext, &r.peakConcurrency,
 		&s.MaxContextTokensWithOutput, &s.MethodClass, &r.flagged,
-		&r.sourceURL, &r.publisher, &r.license, &r.retrieved}
+		&r.sourceURL, &r.publisher, &r.license, &r.retrieved, &s.Corroboration}
 }
 
 func (r *summaryRow) finish() (RunSummary, error) {
@@ -610,6 +611,8 @@ type RunConfig struct {
 	GPUMemoryUtilization *float64
 	MethodClass          string
 	Flagged              bool
+	// Corroboration is the run's corroboration status.
+	Corroboration string
 	// PowerLimitW is the launch's power limit per GPU (nil: not published).
 	PowerLimitW *float64
 	// AvgPowerW is the run's measured average power per GPU (nil: not
@@ -621,7 +624,7 @@ type RunConfig struct {
 
 const runConfigColumns = `r.id, r.title, r.model_name, r.gpu, r.gpu_count, r.vram_gb, r.engine_name, r.engine_version,
 	coalesce(r.model_quantization, r.engine_quantization), r.kv_cache_dtype, r.attention_backend,
-	r.max_model_len, r.gpu_memory_utilization, r.method_class, r.flagged, r.power_limit_w, r.avg_power_w, r.created_at`
+	r.max_model_len, r.gpu_memory_utilization, r.method_class, r.flagged, r.power_limit_w, r.avg_power_w, r.created_at, r.corroboration_status`
 
 func scanRunConfig(row interface{ Scan(...any) error }) (RunConfig, error) {
 	var (
@@ -631,7 +634,7 @@ func scanRunConfig(row interface{ Scan(...any) error }) (RunConfig, error) {
 		created                     string
 	)
 	if err := row.Scan(&c.ID, &c.Title, &c.ModelName, &c.GPU, &c.GPUCount, &c.VRAMGB, &c.EngineName, &ver, &quant, &kv, &attnBackend,
-		&c.MaxModelLen, &c.GPUMemoryUtilization, &c.MethodClass, &flagged, &c.PowerLimitW, &c.AvgPowerW, &created); err != nil {
+		&c.MaxModelLen, &c.GPUMemoryUtilization, &c.MethodClass, &flagged, &c.PowerLimitW, &c.AvgPowerW, &created, &c.Corroboration); err != nil {
 		return RunConfig{}, err
 	}
 	var err error
@@ -708,7 +711,7 @@ func (s *Store) CountRunsByClass(ctx context.Context, f RunFilter) (map[string]i
 // choice read, all a scan of perModelScan runs carries.
 const perModelColumns = `r.id, r.title, r.model_name, r.gpu, r.gpu_count, r.vram_gb, r.engine_name, r.engine_version,
 	r.model_quantization, r.engine_quantization, r.kv_cache_dtype, r.attention_backend, r.max_model_len,
-	r.gpu_memory_utilization, r.method_class, r.flagged, r.power_limit_w, r.avg_power_w, r.created_at`
+	r.gpu_memory_utilization, r.method_class, r.flagged, r.power_limit_w, r.avg_power_w, r.created_at, r.corroboration_status`
 
 // CountMatchingRuns returns how many stored runs f matches.
 func (s *Store) CountMatchingRuns(ctx context.Context, f RunFilter) (int, error) {

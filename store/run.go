@@ -99,6 +99,10 @@ type Run struct {
 	// Trust is assigned by the server: the outcome of the plausibility
 	// checks when the run was written.
 	Trust *Trust `json:"trust,omitempty"`
+	// Corroboration is assigned by the server: the run's status against
+	// the independent runs of the database, made again as related runs
+	// arrive or leave.
+	Corroboration *Corroboration `json:"corroboration,omitempty"`
 
 	// Source, on a run to store, is the exact bytes it was made from.
 	Source *Source `json:"-"`
@@ -240,7 +244,7 @@ func (r *Run) ContentHash() string {
 	c.Title, c.Notes, c.SourceURL = "", "", ""
 	c.Publisher, c.License, c.RetrievedAt = "", "", ""
 	c.Launch.Command = uncommented(c.Launch.Command)
-	c.Trust = nil
+	c.Trust, c.Corroboration = nil, nil
 	if c.Method != nil && c.Method.equal(defaultMethod(c)) {
 		c.Method = nil
 	}

@@ -296,6 +296,9 @@ func readRun(ctx context.Context, q querier, id string) (Run, error) {
 	if err := readOrigin(ctx, q, &r); err != nil {
 		return Run{}, err
 	}
+	if err := readCorroboration(ctx, q, &r); err != nil {
+		return Run{}, err
+	}
 	return r, nil
 }
 

@@ -188,7 +188,7 @@ func (s *Store) Series(ctx context.Context, id string) ([]SeriesMember, bool, er
 	if key == nil {
 		return nil, false, fmt.Errorf("series of %s: the run has no series key yet", id)
 	}
-	rows, err := s.reader.QueryContext(ctx, "SELECT "+runConfigColumns+", r.submitted_by, r.launch_flags FROM runs r WHERE r.series_key = ? AND r.hidden_at IS NULL AND (r.flagged = 0 OR r.id = ?) ORDER BY r.created_at DESC, r.id DESC LIMIT ?",
+	rows, err := s.reader.QueryContext(ctx, "SELECT "+runConfigColumns+", r.submitted_by, r.launch_flags FROM runs r WHERE r.series_key = ? AND r.hidden_at IS NULL AND ((r.flagged = 0 AND r.disputed = 0) OR r.id = ?) ORDER BY r.created_at DESC, r.id DESC LIMIT ?",
 		*key, id, maxSeriesRuns+1)
 	if err != nil {
 		return nil, false, fmt.Errorf("series of %s: %w", id, err)
@@ -249,7 +249,7 @@ func (s *Store) ListSeries(ctx context.Context, f RunFilter, limit int) ([]Serie
 		return nil, false, err
 	}
 	where, args := f.where(s.dialect, n)
-	where = append(where, "r.series_key IS NOT NULL", "r.flagged = 0")
+	where = append(where, "r.series_key IS NOT NULL", "r.flagged = 0", "r.disputed = 0")
 	q := `SELECT r.series_key, count(*), max(r.created_at) FROM runs r WHERE ` + strings.Join(where, " AND ") +
 		` GROUP BY r.series_key HAVING count(*) > 1 ORDER BY max(r.created_at) DESC, r.series_key LIMIT ?`
 	rows, err := s.reader.QueryContext(ctx, q, append(args, limit+1)...)
@@ -282,7 +282,7 @@ func (s *Store) ListSeries(ctx context.Context, f RunFilter, limit int) ([]Serie
 	}
 	for i := range out {
 		var c RunConfig
-		err := s.reader.QueryRowContext(ctx, "SELECT id, model_name, gpu, engine_name, coalesce(model_quantization, engine_quantization, '') FROM runs WHERE series_key = ? AND hidden_at IS NULL AND flagged = 0 ORDER BY created_at DESC, id DESC LIMIT 1",
+		err := s.reader.QueryRowContext(ctx, "SELECT id, model_name, gpu, engine_name, coalesce(model_quantization, engine_quantization, '') FROM runs WHERE series_key = ? AND hidden_at IS NULL AND flagged = 0 AND disputed = 0 ORDER BY created_at DESC, id DESC LIMIT 1",
 			out[i].Key).Scan(&c.ID, &c.ModelName, &c.GPU, &c.EngineName, &c.Quantization)
 		if err != nil {
 			return nil, false, fmt.Errorf("list series: %w", err)

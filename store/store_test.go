@@ -542,6 +542,7 @@ func TestMigrationRehashesRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, q := range []string{
+		"DROP INDEX runs_by_model_nocase", "ALTER TABLE runs DROP COLUMN corroboration_status", "ALTER TABLE runs DROP COLUMN corroboration", "ALTER TABLE runs DROP COLUMN disputed",
 		"DROP TRIGGER runs_inserted_measured", "DROP TRIGGER runs_deleted_measured", "DROP TRIGGER runs_updated_measured",
 		"ALTER TABLE runs DROP COLUMN publisher", "ALTER TABLE runs DROP COLUMN license", "ALTER TABLE runs DROP COLUMN retrieved_at",
 		"DROP TABLE run_fits", "ALTER TABLE runs DROP COLUMN avg_power_w", "ALTER TABLE decode_cells DROP COLUMN avg_power_w",

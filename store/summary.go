@@ -28,6 +28,8 @@ type RunSummary struct {
 	// plausibility check flagged it.
 	MethodClass string
 	Flagged     bool
+	// Corroboration is the run's corroboration status.
+	Corroboration string
 	// SourceURL, Publisher, License and RetrievedAt are where the run came
 	// from (see Run); empty when not stated.
 	SourceURL, Publisher, License, RetrievedAt string
@@ -46,7 +48,10 @@ func Summarize(r Run) RunSummary {
 		ID: r.ID, Title: r.Title, ModelName: r.Model.Name, GPU: r.Hardware.GPU, VRAMGB: r.Hardware.VRAMGB,
 		EngineName: r.Engine.Name, EngineVersion: r.Engine.Version, Quantization: r.Model.Quantization,
 		Submitter: r.Submitter, SubmittedBy: r.SubmittedBy, CreatedAt: r.CreatedAt,
-		MethodClass: r.MethodOf().Class, Flagged: r.Trust != nil && r.Trust.Flagged,
+		MethodClass: r.MethodOf().Class, Flagged: r.Trust != nil && r.Trust.Flagged, Corroboration: CorroborationUncorroborated,
+	}
+	if r.Corroboration != nil {
+		s.Corroboration = r.Corroboration.Status
 	}
 	if s.Quantization == "" {
 		s.Quantization = r.Engine.Quantization

@@ -155,6 +155,51 @@ func (e ComparedCellStatus) Valid() bool {
 	}
 }
 
+// Defines values for CorroborationReferenceKind.
+const (
+	Copy       CorroborationReferenceKind = "copy"
+	CrossGPU   CorroborationReferenceKind = "cross_gpu"
+	CrossModel CorroborationReferenceKind = "cross_model"
+	SameConfig CorroborationReferenceKind = "same_config"
+)
+
+// Valid indicates whether the value is a known member of the CorroborationReferenceKind enum.
+func (e CorroborationReferenceKind) Valid() bool {
+	switch e {
+	case Copy:
+		return true
+	case CrossGPU:
+		return true
+	case CrossModel:
+		return true
+	case SameConfig:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CorroborationStatus.
+const (
+	Corroborated   CorroborationStatus = "corroborated"
+	Disputed       CorroborationStatus = "disputed"
+	Uncorroborated CorroborationStatus = "uncorroborated"
+)
+
+// Valid indicates whether the value is a known member of the CorroborationStatus enum.
+func (e CorroborationStatus) Valid() bool {
+	switch e {
+	case Corroborated:
+		return true
+	case Disputed:
+		return true
+	case Uncorroborated:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CostPowerSource.
 const (
 	CostPowerSourceCatalogTdp     CostPowerSource = "catalog_tdp"
@@ -667,19 +712,22 @@ func (e ProvenanceSourceFormat) Valid() bool {
 
 // Defines values for RunEventAction.
 const (
-	RunEventActionCreate  RunEventAction = "create"
-	RunEventActionDelete  RunEventAction = "delete"
-	RunEventActionFlag    RunEventAction = "flag"
-	RunEventActionHide    RunEventAction = "hide"
-	RunEventActionResolve RunEventAction = "resolve"
-	RunEventActionRestore RunEventAction = "restore"
-	RunEventActionSource  RunEventAction = "source"
-	RunEventActionUpdate  RunEventAction = "update"
+	RunEventActionCorroboration RunEventAction = "corroboration"
+	RunEventActionCreate        RunEventAction = "create"
+	RunEventActionDelete        RunEventAction = "delete"
+	RunEventActionFlag          RunEventAction = "flag"
+	RunEventActionHide          RunEventAction = "hide"
+	RunEventActionResolve       RunEventAction = "resolve"
+	RunEventActionRestore       RunEventAction = "restore"
+	RunEventActionSource        RunEventAction = "source"
+	RunEventActionUpdate        RunEventAction = "update"
 )
 
 // Valid indicates whether the value is a known member of the RunEventAction enum.
 func (e RunEventAction) Valid() bool {
 	switch e {
+	case RunEventActionCorroboration:
+		return true
 	case RunEventActionCreate:
 		return true
 	case RunEventActionDelete:
@@ -1157,6 +1205,52 @@ type Comparison struct {
 	// Warnings What to know before reading the ratios: runs of different method classes measured different things, and runs the plausibility checks flagged.
 	Warnings []string `json:"warnings"`
 }
+
+// Corroboration The run judged against every independent reference in the database
+// (another API key or publisher, not a near-copy): runs of the same
+// model, GPU, GPU count, engine family and weight width, cell for
+// cell, the bandwidth-scaled estimate from runs of the model on other
+// GPUs, and the size-scaled estimate from runs of other models on the
+// GPU (a measurement outweighs an estimate). Judged when the run is written and again when a related
+// run arrives or is hidden; each change of status is an event of the
+// run's history (`corroboration`).
+//
+// Example: {"copy_of":null,"detail":"Disputed by 1 independent source: its total tok/s is 2× that of run r2xkq7m4p0s1v9ab of the same configuration, beyond the 99th percentile of that reference's measured error.","notice":{"code":"trust.corroboration_disputed_one","params":{"metric":"total tok/s","ratio":"2×","references":"run r2xkq7m4p0s1v9ab of the same configuration","sources":"1"}},"references":[{"kind":"same_config","ratio":2,"run_id":"r2xkq7m4p0s1v9ab"}],"sources":0,"status":"disputed"}
+type Corroboration struct {
+	// CopyOf The earlier run whose cells this run repeats under another model or GPU name; null when none.
+	CopyOf *string `json:"copy_of,omitempty"`
+
+	// Detail Why, in English: the agreeing sources, or the references disputing the run and its ratio to them.
+	Detail string `json:"detail"`
+
+	// Notice `detail` with its message code and parameters (`trust.corroboration_…`), for a client to say it in its reader's language.
+	Notice Notice `json:"notice"`
+
+	// References Every reference the run was compared with.
+	References []CorroborationReference `json:"references"`
+
+	// Sources How many independent sources agree with the run.
+	Sources int `json:"sources"`
+
+	// Status How the run stands against the independent runs of the database (docs/trust.md): `corroborated` (independent sources agree), `uncorroborated` (nothing to compare it with yet, or nothing close or far enough), `disputed` (beyond the 99th percentile of the measured error of its references, or a copy of an earlier run under another name). Disputed runs are left out of the leaderboard, the planner and the calculator's pooling unless `include_flagged=true`.
+	Status CorroborationStatus `json:"status"`
+}
+
+// CorroborationReference defines model for CorroborationReference.
+type CorroborationReference struct {
+	// Kind `same_config`: a run of the same configuration, cell for cell; `cross_gpu`: the estimate from a run of the model on another GPU, scaled by memory bandwidth (concurrency-1 cells); `cross_model`: the estimate from a run of another model on the same GPU, scaled by the models' active parameters (concurrency-1 cells); `copy`: the earlier run this one repeats under another name.
+	Kind CorroborationReferenceKind `json:"kind"`
+
+	// Ratio The run's median ratio to the reference over their common cells, on the metric (total or per-request tok/s) that departs most.
+	Ratio float64 `json:"ratio"`
+	RunID string  `json:"run_id"`
+}
+
+// CorroborationReferenceKind `same_config`: a run of the same configuration, cell for cell; `cross_gpu`: the estimate from a run of the model on another GPU, scaled by memory bandwidth (concurrency-1 cells); `cross_model`: the estimate from a run of another model on the same GPU, scaled by the models' active parameters (concurrency-1 cells); `copy`: the earlier run this one repeats under another name.
+type CorroborationReferenceKind string
+
+// CorroborationStatus How the run stands against the independent runs of the database (docs/trust.md): `corroborated` (independent sources agree), `uncorroborated` (nothing to compare it with yet, or nothing close or far enough), `disputed` (beyond the 99th percentile of the measured error of its references, or a copy of an earlier run under another name). Disputed runs are left out of the leaderboard, the planner and the calculator's pooling unless `include_flagged=true`.
+type CorroborationStatus string
 
 // Cost What one instance (`gpus` GPUs) costs at this answer's speed. Every
 // price and power is per GPU and multiplied by `gpus`. Rented:
@@ -1960,6 +2054,9 @@ type PlanOption struct {
 	// Concurrency The largest concurrency meeting the target; 0 when none does.
 	Concurrency int `json:"concurrency"`
 
+	// Corroboration The measured run's corroboration status (for a scaled option, the run it is scaled from's).
+	Corroboration *CorroborationStatus `json:"corroboration,omitempty"`
+
 	// Cost With a price, at `concurrency` (at 1 when the target is missed by speed or TTFT); null without one, and where not even one request surely runs.
 	Cost          *Cost   `json:"cost"`
 	Engine        string  `json:"engine"`
@@ -2192,11 +2289,24 @@ type ProvenanceSourceFormat string
 
 // Run defines model for Run.
 type Run struct {
-	Benchmark Benchmark    `json:"benchmark"`
-	CreatedAt time.Time    `json:"created_at"`
-	Decode    []DecodeCell `json:"decode"`
-	Engine    Engine       `json:"engine"`
-	Hardware  Hardware     `json:"hardware"`
+	Benchmark Benchmark `json:"benchmark"`
+
+	// Corroboration The run judged against every independent reference in the database
+	// (another API key or publisher, not a near-copy): runs of the same
+	// model, GPU, GPU count, engine family and weight width, cell for
+	// cell, the bandwidth-scaled estimate from runs of the model on other
+	// GPUs, and the size-scaled estimate from runs of other models on the
+	// GPU (a measurement outweighs an estimate). Judged when the run is written and again when a related
+	// run arrives or is hidden; each change of status is an event of the
+	// run's history (`corroboration`).
+	//
+	//
+	// Example: {"copy_of":null,"detail":"Disputed by 1 independent source: its total tok/s is 2× that of run r2xkq7m4p0s1v9ab of the same configuration, beyond the 99th percentile of that reference's measured error.","notice":{"code":"trust.corroboration_disputed_one","params":{"metric":"total tok/s","ratio":"2×","references":"run r2xkq7m4p0s1v9ab of the same configuration","sources":"1"}},"references":[{"kind":"same_config","ratio":2,"run_id":"r2xkq7m4p0s1v9ab"}],"sources":0,"status":"disputed"}
+	Corroboration Corroboration `json:"corroboration"`
+	CreatedAt     time.Time     `json:"created_at"`
+	Decode        []DecodeCell  `json:"decode"`
+	Engine        Engine        `json:"engine"`
+	Hardware      Hardware      `json:"hardware"`
 
 	// ID Stable, opaque, URL-safe; derived from the run's content when it was stored.
 	ID     string `json:"id"`
@@ -2256,7 +2366,9 @@ type RunEvent struct {
 	// `flag` `flag_id` and `reason`; `resolve` `flag_id` and `note`;
 	// `hide` `reason`; `restore` `was_hidden_for`; `delete` `title`;
 	// `source` the `source_sha256` given to a run stored before
-	// sources were kept (a bundled seed).
+	// sources were kept (a bundled seed); `corroboration` the status
+	// it changed `from` and `to`, the agreeing `sources` and the
+	// `detail`.
 	Detail map[string]interface{} `json:"detail"`
 	ID     int64                  `json:"id"`
 
@@ -2496,9 +2608,11 @@ type RunSeries struct {
 
 // RunSummary defines model for RunSummary.
 type RunSummary struct {
-	CreatedAt     time.Time `json:"created_at"`
-	Engine        string    `json:"engine"`
-	EngineVersion *string   `json:"engine_version"`
+	// Corroboration How the run stands against the independent runs of the database (docs/trust.md): `corroborated` (independent sources agree), `uncorroborated` (nothing to compare it with yet, or nothing close or far enough), `disputed` (beyond the 99th percentile of the measured error of its references, or a copy of an earlier run under another name). Disputed runs are left out of the leaderboard, the planner and the calculator's pooling unless `include_flagged=true`.
+	Corroboration CorroborationStatus `json:"corroboration"`
+	CreatedAt     time.Time           `json:"created_at"`
+	Engine        string              `json:"engine"`
+	EngineVersion *string             `json:"engine_version"`
 
 	// Flagged A plausibility check flagged the run (see the run's `trust`).
 	Flagged bool   `json:"flagged"`
@@ -3079,7 +3193,7 @@ type EstimateCapacityParams struct {
 	// a run the question excludes).
 	RunID *CalcRunID `form:"run_id,omitempty" json:"run_id,omitempty"`
 
-	// IncludeFlagged Include runs the plausibility checks flagged (`trust.flagged`); left out by default.
+	// IncludeFlagged Include runs the plausibility checks flagged (`trust.flagged`) and runs their corroboration disputes (`corroboration.status` `disputed`); both are left out by default.
 	IncludeFlagged *IncludeFlagged `form:"include_flagged,omitempty" json:"include_flagged,omitempty"`
 
 	// Model With `gpu`, instead of `run_id`; a case-insensitive substring of the model name.
@@ -3131,7 +3245,7 @@ type EstimateDecodeParams struct {
 	// a run the question excludes).
 	RunID *CalcRunID `form:"run_id,omitempty" json:"run_id,omitempty"`
 
-	// IncludeFlagged Include runs the plausibility checks flagged (`trust.flagged`); left out by default.
+	// IncludeFlagged Include runs the plausibility checks flagged (`trust.flagged`) and runs their corroboration disputes (`corroboration.status` `disputed`); both are left out by default.
 	IncludeFlagged *IncludeFlagged `form:"include_flagged,omitempty" json:"include_flagged,omitempty"`
 
 	// Model With `gpu`, instead of `run_id`; a case-insensitive substring of the model name.
@@ -3212,7 +3326,7 @@ type EstimateGridParams struct {
 	// a run the question excludes).
 	RunID *CalcRunID `form:"run_id,omitempty" json:"run_id,omitempty"`
 
-	// IncludeFlagged Include runs the plausibility checks flagged (`trust.flagged`); left out by default.
+	// IncludeFlagged Include runs the plausibility checks flagged (`trust.flagged`) and runs their corroboration disputes (`corroboration.status` `disputed`); both are left out by default.
 	IncludeFlagged *IncludeFlagged `form:"include_flagged,omitempty" json:"include_flagged,omitempty"`
 
 	// Model With `gpu`, instead of `run_id`; a case-insensitive substring of the model name.
@@ -3293,7 +3407,7 @@ type EstimatePrefillParams struct {
 	// a run the question excludes).
 	RunID *CalcRunID `form:"run_id,omitempty" json:"run_id,omitempty"`
 
-	// IncludeFlagged Include runs the plausibility checks flagged (`trust.flagged`); left out by default.
+	// IncludeFlagged Include runs the plausibility checks flagged (`trust.flagged`) and runs their corroboration disputes (`corroboration.status` `disputed`); both are left out by default.
 	IncludeFlagged *IncludeFlagged `form:"include_flagged,omitempty" json:"include_flagged,omitempty"`
 
 	// Model With `gpu`, instead of `run_id`; a case-insensitive substring of the model name.
@@ -3383,7 +3497,7 @@ type GetLeaderboardParams struct {
 	// MethodClass The method class ranked (see `MethodClass`): runs of other classes measured something else and are never ranked beside these. The answer names the class.
 	MethodClass *MethodClass `form:"method_class,omitempty" json:"method_class,omitempty"`
 
-	// IncludeFlagged Include runs the plausibility checks flagged (`trust.flagged`); left out by default.
+	// IncludeFlagged Include runs the plausibility checks flagged (`trust.flagged`) and runs their corroboration disputes (`corroboration.status` `disputed`); both are left out by default.
 	IncludeFlagged *IncludeFlagged `form:"include_flagged,omitempty" json:"include_flagged,omitempty"`
 
 	// GPU GPU name, case-insensitive (e.g. `RTX 3090`).
@@ -3482,7 +3596,7 @@ type PlanCapacityParams struct {
 	// MethodClass The method class planned from (see `MethodClass`); options of other classes are never ranked beside these. When no run of the class matches, a warning names each other class that has matching runs and how many (a serving sweep submitted with `format=vllm-bench` is `serving_sweep`).
 	MethodClass *MethodClass `form:"method_class,omitempty" json:"method_class,omitempty"`
 
-	// IncludeFlagged Include runs the plausibility checks flagged (`trust.flagged`); left out by default.
+	// IncludeFlagged Include runs the plausibility checks flagged (`trust.flagged`) and runs their corroboration disputes (`corroboration.status` `disputed`); both are left out by default.
 	IncludeFlagged *IncludeFlagged `form:"include_flagged,omitempty" json:"include_flagged,omitempty"`
 
 	// IncludeScaled Add catalog GPUs without a run, scaled from the nearest measured one.

@@ -126,7 +126,46 @@ func evalTrust(dir string, verbose bool, stdout io.Writer) error {
 			fmt.Fprintln(stdout, "missed:", m)
 		}
 	}
+	printCorroboration(w.EvalCorroboration(runs), verbose, stdout)
 	return nil
+}
+
+// printCorroboration prints the measured spread of each reference kind
+// beside the bounds in use, the real runs' statuses, and the falsified
+// copies caught by the checks or by corroboration.
+func printCorroboration(ev assess.CorroborationEval, verbose bool, stdout io.Writer) {
+	fmt.Fprint(stdout, "\nCorroboration: the factor between independent real runs and each kind of reference (both metrics, the one departing most), and the bounds in use (trust.Bounds):\n\n")
+	fmt.Fprintln(stdout, "| reference | comparisons | sources | p50 | p90 | p99 | max | agree ≤ (p90 gives) | dispute > (p99 gives) | held-out source beyond its bound |")
+	fmt.Fprintln(stdout, "|---|---|---|---|---|---|---|---|---|---|")
+	for _, s := range ev.Spreads {
+		if s.Comparisons == 0 {
+			fmt.Fprintf(stdout, "| %s | 0 | 0 | | | | | %.2f | %.2f | |\n", s.Kind, s.InUse.Agree, s.InUse.Dispute)
+			continue
+		}
+		fmt.Fprintf(stdout, "| %s | %d | %d | %.2f | %.2f | %.2f | %.2f | %.2f (%.2f) | %.2f (%.2f) | %d of %d |\n", s.Kind, s.Comparisons, s.Sources,
+			s.P50, s.P90, s.P99, s.Max, s.InUse.Agree, s.P90Bound(), s.InUse.Dispute, s.P99Bound(), s.HeldOut, s.HeldOutOf)
+	}
+	n := 0
+	for _, c := range ev.Statuses {
+		n += c
+	}
+	fmt.Fprintf(stdout, "\nReal runs stored together (%d unflagged): %d corroborated, %d uncorroborated, %d disputed.\n\n", n,
+		ev.Statuses[trust.StatusCorroborated], ev.Statuses[trust.StatusUncorroborated], ev.Statuses[trust.StatusDisputed])
+	fmt.Fprintln(stdout, "Falsified copies submitted from a second key into a store holding the real runs (caught: flagged, refused, or disputed):")
+	fmt.Fprintln(stdout)
+	fmt.Fprintln(stdout, "| doctoring | copies | caught by the checks | caught by the checks or corroboration | with an independent reference | caught of those |")
+	fmt.Fprintln(stdout, "|---|---|---|---|---|---|")
+	for _, d := range ev.Doctored {
+		fmt.Fprintf(stdout, "| %s | %d | %s | %s | %d | %s |\n", d.Name, d.Copies, share(d.CaughtByChecks, d.Copies), share(d.Caught, d.Copies), d.WithReference, share(d.CaughtWithRef, d.WithReference))
+	}
+	for _, d := range ev.Disputed {
+		fmt.Fprintln(stdout, "false dispute:", d)
+	}
+	if verbose {
+		for _, m := range ev.Missed {
+			fmt.Fprintln(stdout, "missed with a reference:", m)
+		}
+	}
 }
 
 // bitsOf is a weight width of each class of trust.BitsClass.

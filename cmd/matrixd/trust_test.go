@@ -45,6 +45,7 @@ func TestTrustCorpus(t *testing.T) {
 	least := map[string]float64{
 		"10× speed": 0.85, "2× speed": 0.45, "1.3× speed": 0.04, "moved to a GPU 2× slower": 0.6, "moved to a GPU 5× slower": 0.75,
 		"per-request speed × 20, totals unchanged (TBT ÷ 20)": 0.9, "totals over per-request × active (2×)": 1, "relabelled sustained_decode": 1,
+		"renamed to another model (same cells)": 0.05,
 	}
 	for _, d := range ev.Doctored {
 		want, ok := least[d.Name]
@@ -87,5 +88,45 @@ func TestTrustCalibration(t *testing.T) {
 	}
 	for k := range table {
 		t.Errorf("%v: a row no real run measures", k)
+	}
+}
+
+// TestCorroborationCorpus holds corroboration to every real run of the
+// repository and the open dataset stored together: trust.Bounds are what
+// the measured spreads give, no real run is disputed, and falsified
+// copies submitted from a second key are caught (by the checks or by
+// corroboration) where an independent reference exists: every 10× copy,
+// and at least 90 % of 2×, 2× slower GPU, TBT ÷ 20 and renamed copies.
+func TestCorroborationCorpus(t *testing.T) {
+	runs, err := trustRuns(realRunDirs + ",../../data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := assess.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := w.EvalCorroboration(runs)
+	for _, s := range ev.Spreads {
+		if s.Comparisons < 20 {
+			t.Errorf("%s: %d comparisons measured, too few for a bound", s.Kind, s.Comparisons)
+		}
+		if s.InUse.Agree != s.P90Bound() || s.InUse.Dispute != s.P99Bound() {
+			t.Errorf("%s: bounds in use %.2f / %.2f, the measured spread gives %.2f / %.2f", s.Kind, s.InUse.Agree, s.InUse.Dispute, s.P90Bound(), s.P99Bound())
+		}
+	}
+	for _, d := range ev.Disputed {
+		t.Errorf("a real run is disputed: %s", d)
+	}
+	least := map[string]float64{"10× speed": 1, "2× speed": 0.9, "moved to a GPU 2× slower": 0.9, "moved to a GPU 5× slower": 0.9,
+		"per-request speed × 20, totals unchanged (TBT ÷ 20)": 0.9, "renamed to another model (same cells)": 0.9}
+	for _, d := range ev.Doctored {
+		want, ok := least[d.Name]
+		if !ok {
+			continue
+		}
+		if d.WithReference < 30 || float64(d.CaughtWithRef) < want*float64(d.WithReference) {
+			t.Errorf("%s: %d of %d copies with a reference caught, want at least %.0f %% of 30 or more", d.Name, d.CaughtWithRef, d.WithReference, 100*want)
+		}
 	}
 }

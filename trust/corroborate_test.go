@@ -1,0 +1,87 @@
+package trust
+
+import (
+	"strings"
+	"testing"
+)
+
+// peer is a run of Llama-2-7B at 16 bits on one A100 with a 2×2 grid of
+// cells, total speed base × concurrency.
+func peer(id, source string, order int64, base float64) Peer {
+	p := Peer{ID: id, Source: source, Order: order, Model: "llama-2-7b", GPU: "a100 80gb sxm", NamedModel: "Llama-2-7B", NamedGPU: "A100 80GB SXM",
+		BandwidthGBs: 2039, ActiveParamsB: 7, EngineFamily: "vLLM", Bits: "16 bits", GPUCount: 1, Class: "sustained_decode"}
+	for _, ctx := range []int{1024, 4096} {
+		for _, conc := range []int{1, 4} {
+			total := base * float64(conc) * (1 - float64(ctx)/20000)
+			per := total / float64(conc)
+			p.Cells = append(p.Cells, Cell{ContextTokens: ctx, Concurrency: conc, TotalTokS: &total, PerRequestTokS: &per})
+		}
+	}
+	return p
+}
+
+func TestCorroborate(t *testing.T) {
+	orig := peer("orig", "publisher:a", 1, 100)
+	agreeing := peer("agree", "key:b", 2, 104)
+	double := peer("double", "key:c", 3, 200)
+	third := peer("third", "key:d", 4, 190)
+	copied := peer("copied", "key:g", 8, 199)
+	renamed := orig
+	renamed.ID, renamed.Source, renamed.Order, renamed.Model, renamed.NamedModel = "renamed", "key:e", 5, "llama-2-13b", "Llama-2-13B"
+	onH100 := peer("h100", "key:f", 6, 100*3350/2039.0)
+	onH100.GPU, onH100.NamedGPU, onH100.BandwidthGBs = "h100 sxm", "H100 SXM", 3350
+	// A 13B model's run whose size-scaled estimate matches the 2× copy.
+	bigger := peer("bigger", "key:h", 9, 200*7/13.0)
+	bigger.Model, bigger.NamedModel, bigger.ActiveParamsB = "llama-2-13b", "Llama-2-13B", 13
+	sameKey := peer("samekey", "publisher:a", 7, 100)
+	sameKey.Cells = peer("", "", 0, 150).Cells
+
+	bounds := Bounds()
+	tests := []struct {
+		name        string
+		run         Peer
+		peers       []Peer
+		wantStatus  string
+		wantSources int
+		wantDetail  []string
+	}{
+		{"no reference", orig, []Peer{orig}, StatusUncorroborated, 0, []string{"No independent run"}},
+		{"a run of its own source is no reference", sameKey, []Peer{orig, sameKey}, StatusUncorroborated, 0, nil},
+		{"an agreeing independent run corroborates", agreeing, []Peer{orig, agreeing}, StatusCorroborated, 1, []string{"Agrees with 1 independent source", "run orig"}},
+		{"a 2× copy from a second key is disputed", double, []Peer{orig, double}, StatusDisputed, 0, []string{"2×", "run orig", "total tok/s"}},
+		{"a third source agreeing lifts the dispute", double, []Peer{orig, double, third}, StatusCorroborated, 1, []string{"1 source disputes it, outweighed"}},
+		{"another model's estimate agreeing does not outweigh a measurement", double, []Peer{orig, double, bigger}, StatusDisputed, 0, []string{"run orig"}},
+		{"another model's estimate corroborates where nothing else speaks", double, []Peer{double, bigger}, StatusCorroborated, 1, []string{"the estimate from 1 run of Llama-2-13B"}},
+		{"a near-copy agreeing does not lift it", double, []Peer{orig, double, copied}, StatusDisputed, 0, []string{"run orig"}},
+		{"two sources outweigh the original", orig, []Peer{orig, double, third}, StatusDisputed, 0, []string{"2 independent sources"}},
+		{"the estimate from another GPU corroborates", onH100, []Peer{orig, onH100}, StatusCorroborated, 1, []string{"the estimate from 1 run on A100 80GB SXM"}},
+		{"a renamed copy is disputed as a copy of the earliest", renamed, []Peer{orig, agreeing, renamed}, StatusDisputed, 0, []string{"A copy of run orig (Llama-2-7B on A100 80GB SXM)"}},
+		{"the original of a renamed copy is not a copy", orig, []Peer{orig, renamed}, StatusUncorroborated, 0, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Corroborate(tt.run, tt.peers, bounds)
+			if got.Status != tt.wantStatus || got.Sources != tt.wantSources {
+				t.Fatalf("status %s with %d sources, want %s with %d: %s", got.Status, got.Sources, tt.wantStatus, tt.wantSources, got.Detail)
+			}
+			for _, w := range tt.wantDetail {
+				if !strings.Contains(got.Detail, w) {
+					t.Errorf("detail %q lacks %q", got.Detail, w)
+				}
+			}
+		})
+	}
+}
+
+func TestCorroborateTBTDoctored(t *testing.T) {
+	orig := peer("orig", "publisher:a", 1, 100)
+	bad := peer("bad", "key:b", 2, 100)
+	for i := range bad.Cells {
+		v := *bad.Cells[i].PerRequestTokS * 20
+		bad.Cells[i].PerRequestTokS = &v
+	}
+	got := Corroborate(bad, []Peer{orig, bad}, Bounds())
+	if got.Status != StatusDisputed || !strings.Contains(got.Detail, "per-request tok/s is 20×") {
+		t.Fatalf("status %s: %s", got.Status, got.Detail)
+	}
+}
