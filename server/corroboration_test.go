@@ -24,6 +24,7 @@ func TestCorroborationOverHTTP(t *testing.T) {
 	scaled := func(f float64) store.Run {
 		r := storetest.Scaled(fara, func(int, int) float64 { return f })
 		r.Title = "fara measured again"
+		r.Submitter = "Second Lab"
 		return r
 	}
 	agree := postRun(t, e, k["alice"], scaled(1.05), http.StatusCreated)
@@ -71,6 +72,20 @@ func TestCorroborationOverHTTP(t *testing.T) {
 	}
 	if !slices.Contains(all, double.ID+":disputed") || !slices.Contains(all, agree.ID+":corroborated") {
 		t.Errorf("include_flagged=true ranks %v, want the disputed run and the corroborated one with their statuses", all)
+	}
+
+	// The catalog of submitters counts each one's corroborated and
+	// disputed runs.
+	var subs api.SubmitterCatalog
+	if rec := e.do(t, http.MethodGet, "/v1/submitters", nil); rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &subs) != nil {
+		t.Fatalf("submitters: %d %s", rec.Code, rec.Body)
+	}
+	corroborated, disputed := 0, 0
+	for _, s := range subs.Items {
+		corroborated, disputed = corroborated+s.CorroboratedCount, disputed+s.DisputedCount
+	}
+	if corroborated < 1 || disputed != 1 {
+		t.Errorf("submitters count %d corroborated and %d disputed runs, want at least 1 and exactly 1: %+v", corroborated, disputed, subs.Items)
 	}
 
 	rec := e.do(t, http.MethodGet, "/v1/runs/"+double.ID+"/history", nil)

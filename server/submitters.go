@@ -37,7 +37,8 @@ func (s *Server) ListSubmitters(ctx context.Context, _ api.ListSubmittersRequest
 	}
 	out := api.ListSubmitters200JSONResponse{Items: make([]api.SubmitterCatalogItem, len(subs))}
 	for i, c := range subs {
-		out.Items[i] = api.SubmitterCatalogItem{Name: c.Name, RunCount: c.RunCount, UnflaggedCount: c.UnflaggedCount, LatestRunAt: c.LatestRunAt}
+		out.Items[i] = api.SubmitterCatalogItem{Name: c.Name, RunCount: c.RunCount, UnflaggedCount: c.UnflaggedCount,
+			CorroboratedCount: c.CorroboratedCount, DisputedCount: c.DisputedCount, LatestRunAt: c.LatestRunAt}
 	}
 	return out, nil
 }

@@ -82,7 +82,7 @@ func TestReportsFeedAndSubmitters(t *testing.T) {
 		t.Errorf("feed has %d entries, want 3", n)
 	}
 	rec = e.do(t, "GET", "/v1/submitters", nil)
-	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"name":"Sandberg","run_count":1,"unflagged_count":1`) {
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"corroborated_count":0,"disputed_count":0,"latest_run_at":`) || !strings.Contains(rec.Body.String(), `"name":"Sandberg","run_count":1,"unflagged_count":1`) {
 		t.Errorf("submitters: %d %s", rec.Code, rec.Body)
 	}
 }

@@ -724,13 +724,17 @@ type SubmitterCount struct {
 	Name           string // as their newest run writes it
 	RunCount       int
 	UnflaggedCount int // runs no plausibility check flagged
+	// CorroboratedCount and DisputedCount are the runs independent runs
+	// corroborate and dispute.
+	CorroboratedCount, DisputedCount int
 	LatestRunAt    time.Time
 }
 
 // Submitters lists every submitter of a visible run, names that differ
 // only in case taken as one, most runs first.
 func (s *Store) Submitters(ctx context.Context) ([]SubmitterCount, error) {
-	rows, err := s.reader.QueryContext(ctx, `SELECT submitter, count(*), sum(1 - flagged), max(created_at) FROM runs
+	rows, err := s.reader.QueryContext(ctx, `SELECT submitter, count(*), sum(1 - flagged),
+		sum(CASE WHEN corroboration_status = 'corroborated' THEN 1 ELSE 0 END), sum(disputed), max(created_at) FROM runs
 		WHERE hidden_at IS NULL AND submitter IS NOT NULL AND submitter <> '' GROUP BY submitter`)
 	if err != nil {
 		return nil, fmt.Errorf("submitters: %w", err)
@@ -743,7 +747,7 @@ func (s *Store) Submitters(ctx context.Context) ([]SubmitterCount, error) {
 			c      SubmitterCount
 			latest string
 		)
-		if err := rows.Scan(&c.Name, &c.RunCount, &c.UnflaggedCount, &latest); err != nil {
+		if err := rows.Scan(&c.Name, &c.RunCount, &c.UnflaggedCount, &c.CorroboratedCount, &c.DisputedCount, &latest); err != nil {
 			return nil, fmt.Errorf("submitters: %w", err)
 		}
 		if c.LatestRunAt, err = parseTime(latest); err != nil {
@@ -759,6 +763,8 @@ func (s *Store) Submitters(ctx context.Context) ([]SubmitterCount, error) {
 		o := &out[i]
 		o.RunCount += c.RunCount
 		o.UnflaggedCount += c.UnflaggedCount
+		o.CorroboratedCount += c.CorroboratedCount
+		o.DisputedCount += c.DisputedCount
 		if c.LatestRunAt.After(o.LatestRunAt) {
 			o.Name, o.LatestRunAt = c.Name, c.LatestRunAt
 		}

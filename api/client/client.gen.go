@@ -2811,7 +2811,12 @@ type SubmitterCatalog struct {
 
 // SubmitterCatalogItem defines model for SubmitterCatalogItem.
 type SubmitterCatalogItem struct {
-	LatestRunAt time.Time `json:"latest_run_at"`
+	// CorroboratedCount Of those, the runs independent runs corroborate (their `corroboration.status` is `corroborated`).
+	CorroboratedCount int `json:"corroborated_count"`
+
+	// DisputedCount Of those, the runs independent runs dispute.
+	DisputedCount int       `json:"disputed_count"`
+	LatestRunAt   time.Time `json:"latest_run_at"`
 
 	// Name As the submitter's newest run writes it.
 	Name string `json:"name"`
@@ -4923,7 +4928,9 @@ type ClientInterface interface {
 	// Every submitter (the author a run's `submitter` names; names that
 	// differ only in case are one, named as their newest run writes it)
 	// with how many visible runs name them and how many of those no
-	// plausibility check flagged (`unflagged_count`), most runs first.
+	// plausibility check flagged (`unflagged_count`), how many independent
+	// runs corroborate (`corroborated_count`) and dispute
+	// (`disputed_count`), most runs first.
 	// The site's organizations page (`/organizations`) shows it.
 	//
 	// Corresponds with GET /v1/submitters (the `ListSubmitters` operationId).
@@ -6339,7 +6346,9 @@ func (c *Client) GetSigningKey(ctx context.Context, fingerprint ParamFingerprint
 // Every submitter (the author a run's `submitter` names; names that
 // differ only in case are one, named as their newest run writes it)
 // with how many visible runs name them and how many of those no
-// plausibility check flagged (`unflagged_count`), most runs first.
+// plausibility check flagged (`unflagged_count`), how many independent
+// runs corroborate (`corroborated_count`) and dispute
+// (`disputed_count`), most runs first.
 // The site's organizations page (`/organizations`) shows it.
 //
 // Corresponds with GET /v1/submitters (the `ListSubmitters` operationId).
@@ -11683,7 +11692,9 @@ type ClientWithResponsesInterface interface {
 	// Every submitter (the author a run's `submitter` names; names that
 	// differ only in case are one, named as their newest run writes it)
 	// with how many visible runs name them and how many of those no
-	// plausibility check flagged (`unflagged_count`), most runs first.
+	// plausibility check flagged (`unflagged_count`), how many independent
+	// runs corroborate (`corroborated_count`) and dispute
+	// (`disputed_count`), most runs first.
 	// The site's organizations page (`/organizations`) shows it.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -17108,7 +17119,9 @@ func (c *ClientWithResponses) GetSigningKeyWithResponse(ctx context.Context, fin
 // Every submitter (the author a run's `submitter` names; names that
 // differ only in case are one, named as their newest run writes it)
 // with how many visible runs name them and how many of those no
-// plausibility check flagged (`unflagged_count`), most runs first.
+// plausibility check flagged (`unflagged_count`), how many independent
+// runs corroborate (`corroborated_count`) and dispute
+// (`disputed_count`), most runs first.
 // The site's organizations page (`/organizations`) shows it.
 //
 // Returns a wrapper object for the known response body format(s).
