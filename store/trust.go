@@ -727,7 +727,7 @@ type SubmitterCount struct {
 	// CorroboratedCount and DisputedCount are the runs independent runs
 	// corroborate and dispute.
 	CorroboratedCount, DisputedCount int
-	LatestRunAt    time.Time
+	LatestRunAt                      time.Time
 }
 
 // Submitters lists every submitter of a visible run, names that differ
