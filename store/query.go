@@ -650,7 +650,7 @@ func (s *Store) RunConfigOf(ctx context.Context, id string) (RunConfig, error) {
 		if err := visible(ctx, s.reader, id); err != nil {
 			return RunConfig{}, err
 		}
-		return RunConfig{}, newError(ErrNotFound, "run %s does not exist", id)
+		return RunConfig{}, runNotFound(id)
 	}
 	if err != nil {
 		return RunConfig{}, fmt.Errorf("run %s: %w", id, err)

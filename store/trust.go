@@ -77,7 +77,7 @@ func visible(ctx context.Context, q querier, id string) error {
 	var hiddenAt, reason *string
 	err := q.QueryRowContext(ctx, "SELECT hidden_at, hidden_reason FROM runs WHERE id = ?", id).Scan(&hiddenAt, &reason)
 	if errors.Is(err, sql.ErrNoRows) {
-		return newError(ErrNotFound, "run %s does not exist", id)
+		return runNotFound(id)
 	}
 	if err != nil || hiddenAt == nil {
 		return err
