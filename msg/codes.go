@@ -4,6 +4,20 @@ package msg
 // placeholders, each parameter named once. A code is stable: clients
 // and catalogs key on it; change its English only with the same meaning.
 var templates = map[string]string{
+	"api.cursor_not_predicted":                      "not one this API issued for a predicted ranking; pass next_cursor back unchanged, or drop cursor to start over",
+	"api.cursor_other_ranking":                      "belongs to a ranking with other parameters (cell, metric or filters); keep them the same across pages, or drop cursor to start over",
+	"predict.cursor_past_ranking":                   "a predicted ranking lists its first {max:%d} places; narrow the filters to see others",
+	"problem.catalog_has_no":                        "the catalog has no {field} {value:%q}; it has {known}",
+	"problem.cursor_not_issued":                     "not one this API issued; pass next_cursor back unchanged",
+	"problem.cursor_other_listing":                  "belongs to a listing with other parameters (filters, sort, cell or metric); keep them the same across pages, or drop cursor to start over",
+	"problem.param_unknown":                         "not a parameter of this endpoint",
+	"problem.param_unknown_takes":                   "not a parameter of this endpoint; it takes {names}",
+	"problem.param_unknown_takes_none":              "not a parameter of this endpoint; it takes none",
+	"problem.param_min_items":                       "minimum number of items is {min:%d}",
+	"problem.param_max_items":                       "maximum number of items is {max:%d}",
+	"problem.param_not_integer":                     "an invalid integer: {value}",
+	"problem.param_not_number":                      "an invalid number: {value}",
+	"problem.param_not_boolean":                     "an invalid boolean: {value}",
 	"trust.bits_from_checkpoint":                    "the model's published checkpoint (no quantization stated)",
 	"trust.bits_from_model_name":                    "its model name",
 	"trust.bits_from_quantization":                  "its quantization {quantization:%q}",

@@ -329,6 +329,10 @@ func schemaReason(se *openapi3.SchemaError) msg.Message {
 		return msg.New("problem.param_at_most", num(*s.Max))
 	case se.SchemaField == "minimum" && s.Min != nil:
 		return msg.New("problem.param_at_least", num(*s.Min))
+	case se.SchemaField == "minItems" && s.MinItems > 0:
+		return msg.New("problem.param_min_items", s.MinItems)
+	case se.SchemaField == "maxItems" && s.MaxItems != nil:
+		return msg.New("problem.param_max_items", *s.MaxItems)
 	case se.SchemaField == "enum":
 		if allowed, ok := strings.CutPrefix(se.Reason, "value is not one of the allowed values "); ok {
 			return msg.New("problem.param_not_allowed", allowed)
@@ -367,6 +371,10 @@ func reason(re *openapi3filter.RequestError) msg.Message {
 			case neg && s.Min != nil:
 				return msg.New("problem.param_at_least", strconv.FormatFloat(*s.Min, 'f', -1, 64))
 			}
+		}
+		if code, ok := map[string]string{"an invalid integer": "problem.param_not_integer", "an invalid number": "problem.param_not_number",
+			"an invalid boolean": "problem.param_not_boolean"}[pe.Reason]; ok {
+			return msg.New(code, clip(fmt.Sprint(pe.Value)))
 		}
 		return msg.Message{Text: pe.Reason + ": " + clip(fmt.Sprint(pe.Value))}
 	}

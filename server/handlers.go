@@ -550,9 +550,9 @@ func (s *Server) predictedLeaderboard(ctx context.Context, p api.GetLeaderboardP
 		n, err := strconv.Atoi(place)
 		switch {
 		case !strings.HasPrefix(c, "place-") || err != nil || n < 1 || n >= predict.MaxPredictedRank:
-			return nil, invalidParam("cursor", "not one this API issued for a predicted ranking; pass next_cursor back unchanged, or drop cursor to start over")
+			return nil, invalidParamSays("cursor", msg.New("api.cursor_not_predicted"))
 		case t != tag:
-			return nil, invalidParam("cursor", "belongs to a ranking with other parameters (cell, metric or filters); keep them the same across pages, or drop cursor to start over")
+			return nil, invalidParamSays("cursor", msg.New("api.cursor_other_ranking"))
 		}
 		offset = n
 	}

@@ -91,6 +91,12 @@ func TestProblemsCarryCodes(t *testing.T) {
 		{"/v1/runs?gpu=%zz", "problem.param_value_escape"},
 		{"/v1/runs?gpu=a&gpu=b", "problem.param_repeated"},
 		{"/v1/planner?context_tokens=0&min_per_request_tok_s=1&include_scaled_model=true", "predict.scaled_model_needs_model"},
+		{"/v1/runs?limit=many", "problem.param_not_integer"},
+		{"/v1/runs?colour=blue", "problem.param_unknown_takes"},
+		{"/v1/compare?run_ids=r1", "problem.param_min_items"},
+		{"/v1/hardware?vendor=nobody", "problem.catalog_has_no"},
+		{"/v1/runs?cursor=bogus", "problem.cursor_not_issued"},
+		{"/v1/runs?vram_gb_min=10&vram_gb_max=5", "problem.vram_min_over_max"},
 	} {
 		var p api.Problem
 		rec := e.do(t, "GET", c.target, nil)

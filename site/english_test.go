@@ -62,6 +62,17 @@ var langPages = []struct{ name, path string }{
 	{"error-400-range", "/?limit=0"},
 	{"error-400-enum", "/?sort=fastest"},
 	{"error-404-run", "/runs/no-such-run"},
+	{"error-400-type", "/?limit=many"},
+	{"error-400-unknown", "/?colour=blue"},
+	{"error-400-repeated", "/?gpu=a&gpu=b"},
+	{"error-400-vram", "/?vram_gb_min=10&vram_gb_max=5"},
+	{"error-400-vendor", "/hardware?vendor=Nobody"},
+	{"error-400-cursor", "/leaderboard?context_tokens=16384&concurrency=8&cursor=bogus"},
+	{"error-400-compare-one", "/compare?run_ids={fara}"},
+	{"error-400-compare-twice", "/compare?run_ids={fara},{fara}"},
+	{"error-404-compare", "/compare?run_ids={fara},rnosuch"},
+	{"calculator-no-run", "/calculator?context_tokens=16384&concurrency=8"},
+	{"planner-refused-sort", "/planner?context_tokens=16384&min_per_request_tok_s=20&sort=cost"},
 }
 
 // langStatus are the statuses of the pages of langPages that answer
@@ -85,7 +96,7 @@ func init() {
 
 // englishRuns are the runs of three or more consecutive English words in
 // text: words of ASCII letters, not allowed ones; numbers, identifiers
-// (max_model_len, v0.6, 16K) and allowed words neither count nor break a
+// (max_model_len, v0.6, 16K, sort=cost) and allowed words neither count nor break a
 // run; a letter of another script does. What is quoted (“…”, "…", 「…」)
 // is a string cited as written, such as what a tool prints.
 func englishRuns(text string) []string {
@@ -113,7 +124,7 @@ func englishRuns(text string) []string {
 }
 
 var (
-	englishToken = regexp.MustCompile(`[A-Za-z0-9][A-Za-z0-9'’._/+-]*`)
+	englishToken = regexp.MustCompile(`[A-Za-z0-9][A-Za-z0-9'’._/+=-]*`)
 	englishWord  = regexp.MustCompile(`^[A-Za-z]+(['’][a-z]+)?$`)
 	quoted       = regexp.MustCompile(`"[^"]*"|“[^”]*”|「[^」]*」`)
 )
@@ -169,6 +180,7 @@ func TestEnglishRuns(t *testing.T) {
 		{"ระบบ: no speed 可 be predicted", 0},
 		{"RTX 3090 · llama.cpp · Q4_K_M", 0},
 		{"含有「Serving Benchmark Result」區塊", 0},
+		{"sort=cost 需要價格", 0},
 	} {
 		if got := englishRuns(c.text); len(got) != c.want {
 			t.Errorf("%q: English runs %q, want %d", c.text, got, c.want)

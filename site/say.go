@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
-	"maps"
 	"regexp"
 	"strconv"
 	"strings"
@@ -31,7 +30,8 @@ var plainNumber = regexp.MustCompile(`^-?[0-9]+(\.[0-9]+)?$`)
 // verbatim are the parameters that are names, however they are written
 // (a run id, a GPU called 3090), never reformatted as numbers.
 var verbatim = map[string]bool{"run_id": true, "request_id": true, "gpu": true, "from_gpu": true, "to_gpu": true, "model": true,
-	"to_model": true, "from_model": true, "source_model": true, "facts_model": true, "value": true, "path": true, "name": true, "engine": true}
+	"to_model": true, "from_model": true, "source_model": true, "facts_model": true, "value": true, "path": true, "name": true, "engine": true,
+	"names": true, "known": true, "allowed": true, "field": true}
 
 // param is a parameter's value as the page writes it.
 func (l *locale) param(name, v string) string {
@@ -51,13 +51,20 @@ func (l *locale) param(name, v string) string {
 // render is m in l as HTML: its numbers written by l, each parameter that
 // is a name (a run id, a GPU, a model) marked translate="no", as a
 // browser's translator must leave it.
-func (l *locale) render(m msg.Message) template.HTML {
+func (l *locale) render(m msg.Message) template.HTML { return l.renderWith(m, nil) }
+
+// renderWith is render with the parameters of html written in as given.
+func (l *locale) renderWith(m msg.Message, html map[string]template.HTML) template.HTML {
 	tpl, ok := l.msgs[msg.Key(m.Code)]
 	if m.Code == "" || !ok {
 		return template.HTML(template.HTMLEscapeString(m.Text))
 	}
 	out := msg.Message{Code: m.Code, Text: m.Text}
 	for _, p := range m.Params {
+		if h, ok := html[p.Name]; ok {
+			out.Params = append(out.Params, msg.Param{Name: p.Name, Value: string(h)})
+			continue
+		}
 		if part, ok := m.Parts[p.Name]; ok {
 			out.Params = append(out.Params, msg.Param{Name: p.Name, Value: template.HTMLEscapeString(l.renderText(part))})
 			continue
@@ -166,26 +173,22 @@ func (l *locale) problem(pr api.Problem, err error) template.HTML {
 		}
 		return l.render(msg.Of("calculator.refused_supported", map[string]string{"reason": l.renderText(r.Message), "supported": l.renderText(r.SupportedMessage)}, deref(pr.Detail)))
 	}
-	params := pr.Params
+	var html map[string]template.HTML
 	if pr.Errors != nil && (pr.Code == "problem.invalid_request" || pr.Code == "problem.invalid_request_more") {
 		var said []string
 		for i, f := range *pr.Errors {
 			if i == 3 && pr.Code == "problem.invalid_request_more" {
 				break
 			}
-			s := f.Message
-			if f.Notice != nil {
-				s = l.renderText(msg.Of(f.Notice.Code, f.Notice.Params, f.Message))
-			}
+			s := string(l.say(f))
 			if f.Field != nil {
-				s = *f.Field + ": " + s
+				s = "<code>" + template.HTMLEscapeString(*f.Field) + "</code>: " + s
 			}
 			said = append(said, s)
 		}
-		params = maps.Clone(params)
-		params["errors"] = strings.Join(said, l.t("list.sep.sentence"))
+		html = map[string]template.HTML{"errors": template.HTML(strings.Join(said, template.HTMLEscapeString(l.t("list.sep.sentence"))))}
 	}
-	return l.render(msg.Of(pr.Code, params, deref(pr.Detail)))
+	return l.renderWith(msg.Of(pr.Code, pr.Params, deref(pr.Detail)), html)
 }
 
 // notr is a name or value a page shows as given: a browser's translator
