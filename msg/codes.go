@@ -4,6 +4,8 @@ package msg
 // placeholders, each parameter named once. A code is stable: clients
 // and catalogs key on it; change its English only with the same meaning.
 var templates = map[string]string{
+	"predict.model_refused":                         "{model}: {reason}",
+	"predict.then":                                  "{first}; {rest}",
 	"api.cursor_not_predicted":                      "not one this API issued for a predicted ranking; pass next_cursor back unchanged, or drop cursor to start over",
 	"api.cursor_other_ranking":                      "belongs to a ranking with other parameters (cell, metric or filters); keep them the same across pages, or drop cursor to start over",
 	"predict.cursor_past_ranking":                   "a predicted ranking lists its first {max:%d} places; narrow the filters to see others",

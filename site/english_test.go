@@ -73,6 +73,12 @@ var langPages = []struct{ name, path string }{
 	{"error-404-compare", "/compare?run_ids={fara},rnosuch"},
 	{"calculator-no-run", "/calculator?context_tokens=16384&concurrency=8"},
 	{"planner-refused-sort", "/planner?context_tokens=16384&min_per_request_tok_s=20&sort=cost"},
+	{"compare-three", "/compare?run_ids={fara},{old},{new}"},
+	{"leaderboard-other-class", "/leaderboard?context_tokens=16384&concurrency=8&method_class=batched_burst"},
+	{"planner-other-model", "/planner?context_tokens=16384&min_per_request_tok_s=20&include_scaled_model=true&model=fara"},
+	{"calculator-other-gpu", "/calculator?run_id={nemotron}&context_tokens=16384&concurrency=8&target_gpu=RTX%204090"},
+	{"calculator-rough", "/calculator?run_id={nemotron}&context_tokens=32768&concurrency=4&target_gpu=H100&rough=true"},
+	{"landing-none", "/?model=nothing-at-all"},
 }
 
 // langStatus are the statuses of the pages of langPages that answer

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"html/template"
 	"math"
 	"net/http"
 	"slices"
@@ -413,9 +414,14 @@ func (p *pages) compare(c echo.Context) error {
 		data["Pct"] = func(f float64) string { return lc.float(100*f) + " %" }
 		data["Sigma"] = func(f float64) string { return lc.fixed(100*f, 2) + " %" }
 	} else {
-		var pairs []cellLink
+		// Each pair's label names its runs as given.
+		type pair struct {
+			Label template.HTML
+			Href  string
+		}
+		var pairs []pair
 		for _, r := range cmpAns.Runs[1:] {
-			pairs = append(pairs, cellLink{Label: lc.t("cmp.against", cmpAns.Runs[0].Title, r.Title), Href: comparePath(cmpAns.Runs[0].ID, r.ID)})
+			pairs = append(pairs, pair{Label: lc.html("cmp.against", notr(cmpAns.Runs[0].Title), notr(r.Title)), Href: comparePath(cmpAns.Runs[0].ID, r.ID)})
 		}
 		data["Pairs"] = pairs
 	}

@@ -20,9 +20,6 @@ import (
 // numbers written as the page writes numbers. Only a code the catalogs do
 // not know falls back to the API's English.
 
-// catalog is l's messages as msg.Render reads them.
-func (l *locale) catalog() msg.Catalog { return msg.Catalog{l.Code: l.msgs} }
-
 // plainNumber is a parameter written as a number, which the page writes
 // as it writes its own numbers (grouped, three significant digits).
 var plainNumber = regexp.MustCompile(`^-?[0-9]+(\.[0-9]+)?$`)
@@ -66,7 +63,7 @@ func (l *locale) renderWith(m msg.Message, html map[string]template.HTML) templa
 			continue
 		}
 		if part, ok := m.Parts[p.Name]; ok {
-			out.Params = append(out.Params, msg.Param{Name: p.Name, Value: template.HTMLEscapeString(l.renderText(part))})
+			out.Params = append(out.Params, msg.Param{Name: p.Name, Value: string(l.render(part))})
 			continue
 		}
 		v := template.HTMLEscapeString(l.param(p.Name, p.Value))
@@ -77,22 +74,6 @@ func (l *locale) renderWith(m msg.Message, html map[string]template.HTML) templa
 	}
 	c := msg.Catalog{l.Code: {msg.Key(m.Code): template.HTMLEscapeString(tpl)}}
 	return template.HTML(msg.Render(c, l.Code, out))
-}
-
-// renderText is m in l as text (a parameter of another message).
-func (l *locale) renderText(m msg.Message) string {
-	if _, ok := l.msgs[msg.Key(m.Code)]; m.Code == "" || !ok {
-		return m.Text
-	}
-	out := msg.Message{Code: m.Code, Text: m.Text}
-	for _, p := range m.Params {
-		v := l.param(p.Name, p.Value)
-		if part, ok := m.Parts[p.Name]; ok {
-			v = l.renderText(part)
-		}
-		out.Params = append(out.Params, msg.Param{Name: p.Name, Value: v})
-	}
-	return msg.Render(l.catalog(), l.Code, out)
 }
 
 // say is the template function: one message in the page's language. v is
@@ -171,7 +152,9 @@ func (l *locale) problem(pr api.Problem, err error) template.HTML {
 		if r.Supported == "" {
 			return l.render(r.Message)
 		}
-		return l.render(msg.Of("calculator.refused_supported", map[string]string{"reason": l.renderText(r.Message), "supported": l.renderText(r.SupportedMessage)}, deref(pr.Detail)))
+		m := msg.Of("calculator.refused_supported", map[string]string{"reason": r.Reason, "supported": r.Supported}, deref(pr.Detail))
+		m.Parts = map[string]msg.Message{"reason": r.Message, "supported": r.SupportedMessage}
+		return l.render(m)
 	}
 	var html map[string]template.HTML
 	if pr.Errors != nil && (pr.Code == "problem.invalid_request" || pr.Code == "problem.invalid_request_more") {
