@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/msg"
 	"github.com/matrixd/matrixd/store"
 	"github.com/matrixd/matrixd/trust"
 )
@@ -67,10 +68,25 @@ func (w *Writer) Check(r store.Run) store.Trust {
 	out := store.Trust{Flagged: rep.Flagged, RulesVersion: trust.RulesVersion, Flags: []store.TrustFlag{}, Checks: []store.TrustCheck{}}
 	for _, f := range rep.Flags {
 		out.Flags = append(out.Flags, store.TrustFlag{Code: f.Code, Message: f.Message, ContextTokens: f.ContextTokens, Concurrency: f.Concurrency,
-			Measured: f.Measured, Limit: f.Limit, Unit: f.Unit, MessageCode: f.Notice.Code, MessageParams: f.Notice.Map()})
+			Measured: f.Measured, Limit: f.Limit, Unit: f.Unit, MessageCode: f.Notice.Code, MessageParams: f.Notice.Map(), MessageParts: parts(f.Notice)})
 	}
 	for _, c := range rep.Checks {
-		out.Checks = append(out.Checks, store.TrustCheck{Code: c.Code, Status: c.Status, Detail: c.Detail, DetailCode: c.Notice.Code, DetailParams: c.Notice.Map()})
+		out.Checks = append(out.Checks, store.TrustCheck{Code: c.Code, Status: c.Status, Detail: c.Detail, DetailCode: c.Notice.Code, DetailParams: c.Notice.Map(), DetailParts: parts(c.Notice)})
+	}
+	return out
+}
+
+// parts are the clauses of m that have codes, as the store keeps them.
+func parts(m msg.Message) map[string]store.Part {
+	var out map[string]store.Part
+	for name, p := range m.Parts {
+		if p.Code == "" {
+			continue
+		}
+		if out == nil {
+			out = map[string]store.Part{}
+		}
+		out[name] = store.Part{Code: p.Code, Params: p.Map(), Parts: parts(p)}
 	}
 	return out
 }

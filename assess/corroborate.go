@@ -48,7 +48,7 @@ func SourceOf(r store.Run) string {
 
 // toStore is c as the store keeps it.
 func toStore(c trust.Corroboration) store.Corroboration {
-	out := store.Corroboration{Status: c.Status, Sources: c.Sources, Detail: c.Detail, DetailCode: c.Notice.Code, DetailParams: c.Notice.Map(), CopyOf: c.CopyOf, References: []store.CorroborationReference{}}
+	out := store.Corroboration{Status: c.Status, Sources: c.Sources, Detail: c.Detail, DetailCode: c.Notice.Code, DetailParams: c.Notice.Map(), DetailParts: parts(c.Notice), CopyOf: c.CopyOf, References: []store.CorroborationReference{}}
 	for _, r := range c.References {
 		out.References = append(out.References, store.CorroborationReference{RunID: r.RunID, Kind: r.Kind, Ratio: r.Ratio})
 	}

@@ -1043,9 +1043,9 @@ func (m *Model) targetVRAM(q *Query, gpu *gpuScaling) error {
 		*q = moved
 	case errors.As(err, &full):
 		// The weights alone fill the other GPU: nothing runs there.
-		return refuse(full.SupportedMessage, "calculator.no_room_on_gpu", gpu.target.Name, full.Reason)
+		return refuse(full.SupportedMessage, "calculator.no_room_on_gpu", gpu.target.Name, full.Message)
 	case errors.As(err, &r):
-		gpu.warnings = append(gpu.warnings, msg.New("calculator.kv_not_moved_to_gpu", gpu.target.Name, r.Reason))
+		gpu.warnings = append(gpu.warnings, msg.New("calculator.kv_not_moved_to_gpu", gpu.target.Name, r.Message))
 	}
 	return nil
 }

@@ -272,14 +272,14 @@ func (m *Model) planFailed(t Target, s planStep) Plan {
 		}
 	case BindKVTokens, BindSequences, BindMaxModelLen:
 		sh.Metric = "capacity"
-		sh.Notice = msg.New("calculator.short_capacity", s.detail.Text)
+		sh.Notice = msg.New("calculator.short_capacity", s.detail)
 		if s.p != nil && s.p.Status == BoundaryUncertain {
-			sh.Notice = msg.New("calculator.short_capacity_uncertain", s.detail.Text)
+			sh.Notice = msg.New("calculator.short_capacity_uncertain", s.detail)
 		}
 	default:
 		sh.Metric = "coverage"
 		if s.refusal != nil && s.refusal.Supported != "" {
-			sh.Notice = msg.New("calculator.refused_supported", s.refusal.Reason, s.refusal.Supported)
+			sh.Notice = msg.New("calculator.refused_supported", s.refusal.Message, s.refusal.SupportedMessage)
 		}
 	}
 	sh.Reason = sh.Notice.Text

@@ -17,10 +17,14 @@ type Param struct {
 }
 
 // Message is a sentence with its code and parameters; Text is the English.
+// A parameter written from a message of its own (a clause the sentence
+// holds) has that message in Parts, by the parameter's name, so that a
+// catalog says the clause in its language too.
 type Message struct {
 	Code   string
 	Params []Param
 	Text   string
+	Parts  map[string]Message
 }
 
 // String is the English text.
@@ -37,8 +41,9 @@ func (m Message) Map() map[string]string {
 
 // New is the message of code with its parameters given in the order the
 // template names them first; each is written with the verb its placeholder
-// states ({n:%.1f}), else %v. A code not declared is its own text (a test
-// fails on any code the Go code uses that is not declared).
+// states ({n:%.1f}), else %v; a parameter given as a Message is its text,
+// and the message is kept in Parts. A code not declared is its own text (a
+// test fails on any code the Go code uses that is not declared).
 func New(code string, args ...any) Message {
 	m := Message{Code: code}
 	parts, ok := parsed[code]
@@ -58,6 +63,13 @@ func New(code string, args ...any) Message {
 			v := "%!(MISSING)"
 			if next < len(args) {
 				v = fmt.Sprintf(part.verb, args[next])
+				if sub, ok := args[next].(Message); ok {
+					v = sub.Text
+					if m.Parts == nil {
+						m.Parts = map[string]Message{}
+					}
+					m.Parts[part.name] = sub
+				}
 			}
 			next++
 			i = len(m.Params)
@@ -210,7 +222,8 @@ type Catalog map[string]map[string]string
 func Key(code string) string { return "msg." + code }
 
 // Render is m in lang: the catalog's message for its code with the
-// parameters written in, else the English text.
+// parameters written in (a part said in lang as well), else the English
+// text.
 func Render(c Catalog, lang string, m Message) string {
 	t, ok := c[lang][Key(m.Code)]
 	if !ok {
@@ -219,9 +232,12 @@ func Render(c Catalog, lang string, m Message) string {
 	var b strings.Builder
 	vals := m.Map()
 	for _, p := range parse(t) {
+		sub, isPart := m.Parts[p.name]
 		switch v, ok := vals[p.name]; {
 		case p.name == "":
 			b.WriteString(p.text)
+		case isPart:
+			b.WriteString(Render(c, lang, sub))
 		case ok:
 			b.WriteString(v)
 		default:

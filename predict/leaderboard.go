@@ -83,7 +83,7 @@ func boundOf(b calculator.CellBound, metric string) float64 {
 // ranked. offset + limit is at most MaxPredictedRank.
 func (c *Service) PredictedLeaderboard(ctx context.Context, f store.RunFilter, contextTokens, concurrency int, metric string, offset, limit int) (PredictedBoard, error) {
 	if offset < 0 || limit < 1 || offset+limit > MaxPredictedRank {
-		return PredictedBoard{}, invalidParam("cursor", fmt.Sprintf("a predicted ranking lists its first %d places; narrow the filters to see others", MaxPredictedRank))
+		return PredictedBoard{}, invalidParamSays("cursor", msg.New("predict.cursor_past_ranking", MaxPredictedRank))
 	}
 	_, desc, _ := metricOf(calculator.Prediction{}, metric)
 	// better orders entries best first by value.

@@ -157,13 +157,14 @@ func (c *Service) otherModelRunAmong(ctx context.Context, sel Selection, narrow 
 	}
 	best, bestDist := -1, math.Inf(1)
 	var bestRatios calculator.ModelRatios
-	var why []string
+	var why []msg.Message
 	for i, cfg := range candidates {
 		q := cmp.Or(quant, cfg.Quantization)
 		r, err := ModelRatios(c.facts, store.Run{Model: store.Model{Name: cfg.ModelName, Quantization: cfg.Quantization}, Launch: store.Launch{KVCacheDtype: cfg.KVCacheDtype}}, name, q)
 		var ref *calculator.Refusal
 		if errors.As(err, &ref) {
-			if w := clip(cfg.ModelName) + ": " + ref.Reason; !slices.Contains(why, w) {
+			w := msg.New("predict.model_refused", clip(cfg.ModelName), ref.Message)
+			if !slices.ContainsFunc(why, func(m msg.Message) bool { return m.Text == w.Text }) {
 				why = append(why, w)
 			}
 			continue
@@ -178,7 +179,7 @@ func (c *Service) otherModelRunAmong(ctx context.Context, sel Selection, narrow 
 	}
 	if best < 0 {
 		return "", none, msg.Message{}, calculator.NewRefusal(msg.New("predict.other_model_none_scalable",
-			clip(sel.Model), clip(sel.GPU), dst.Name, strings.Join(why, "; ")), supported)
+			clip(sel.Model), clip(sel.GPU), dst.Name, joined(why)), supported)
 	}
 	cfg := candidates[best]
 	src, _ := c.facts.Lookup(cfg.ModelName)
@@ -223,6 +224,19 @@ func clipAll(names []string, n int) []string {
 	}
 	if len(names) > n {
 		out = append(out, fmt.Sprintf("%d more", len(names)-n))
+	}
+	return out
+}
+
+// joined is ms said one after another, "; " between them, each still a
+// message of its own (a catalog says each in its language).
+func joined(ms []msg.Message) msg.Message {
+	if len(ms) == 0 {
+		return msg.Message{}
+	}
+	out := ms[len(ms)-1]
+	for i := len(ms) - 2; i >= 0; i-- {
+		out = msg.New("predict.then", ms[i], out)
 	}
 	return out
 }

@@ -96,10 +96,10 @@ func (c *Service) Plan(ctx context.Context, pq PlanQuery) (Plan, error) {
 		return Plan{}, err
 	}
 	if pq.IncludeScaledModel && pq.Model == "" {
-		return Plan{}, invalidParam("include_scaled_model", "include_scaled_model=true plans one model on the GPUs that have runs of other models but none of its: give model too")
+		return Plan{}, invalidParamSays("include_scaled_model", msg.New("predict.scaled_model_needs_model"))
 	}
 	if pq.SortByCost && !pq.Price.Given() {
-		return Plan{}, invalidParam("sort", "sort=cost needs a price: give gpu_hour_usd (renting), or hardware_usd with amortization_years and electricity_usd_per_kwh (owning), or electricity_usd_per_kwh alone (energy only)")
+		return Plan{}, invalidParamSays("sort", msg.New("predict.cost_sort_needs_price"))
 	}
 	var (
 		out Plan
@@ -287,7 +287,7 @@ func (s *search) addOtherModels(ctx context.Context, pq PlanQuery, out *Plan) er
 		case errors.Is(err, errNoOtherModel):
 			continue
 		case errors.As(err, &ref):
-			s.warn(msg.New("predict.plan_other_model_refused", gpu, ref.Reason))
+			s.warn(msg.New("predict.plan_other_model_refused", gpu, ref.Message))
 			continue
 		case err != nil:
 			return err

@@ -245,6 +245,11 @@ func invalidParam(field, message string) error {
 	return &store.FieldError{Field: field, Message: message}
 }
 
+// invalidParamSays is invalidParam with a message that has a code.
+func invalidParamSays(field string, m msg.Message) error {
+	return &store.FieldError{Field: field, Message: m.Text, Code: m.Code, Params: m.Map()}
+}
+
 // capacityOnly are the settings that change how much fits, not how fast
 // it runs: runs differing only in them share one speed surface.
 func capacityOnly(field string) bool {
@@ -283,7 +288,7 @@ func (c *Service) selectRun(ctx context.Context, sel Selection) ([]source, []msg
 	byName := sel.Model != "" || sel.GPU != ""
 	switch {
 	case sel.RunID != "" && byName:
-		return nil, nil, invalidParam("run_id", "give run_id, or model and gpu, not both")
+		return nil, nil, invalidParamSays("run_id", msg.New("predict.run_or_model_gpu"))
 	case sel.RunID != "":
 		// The fit of a run is kept by its id; the run may have been deleted
 		// since, through this instance or another.
@@ -311,7 +316,7 @@ func (c *Service) selectRun(ctx context.Context, sel Selection) ([]source, []msg
 		if sel.Model != "" {
 			field = "gpu"
 		}
-		return nil, nil, invalidParam(field, "select a run with run_id, or with both model and gpu")
+		return nil, nil, invalidParamSays(field, msg.New("predict.select_run"))
 	}
 	// Flagged runs failed a plausibility check: they inform no answer
 	// unless asked for.

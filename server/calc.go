@@ -28,7 +28,7 @@ func refusalMessage(r *calculator.Refusal) msg.Message {
 	if r.Supported == "" {
 		return r.Message
 	}
-	return msg.New("calculator.refused_supported", r.Reason, r.Supported)
+	return msg.New("calculator.refused_supported", r.Message, r.SupportedMessage)
 }
 
 // notice is m's code and parameters, nil for no message.
@@ -42,7 +42,17 @@ func notice(m msg.Message) *api.Notice {
 
 // toAPINotice is a message's code and parameters.
 func toAPINotice(m msg.Message) api.Notice {
-	return api.Notice{Code: m.Code, Params: m.Map()}
+	n := api.Notice{Code: m.Code, Params: m.Map()}
+	for name, p := range m.Parts {
+		if p.Code == "" {
+			continue
+		}
+		if n.Parts == nil {
+			n.Parts = &map[string]api.Notice{}
+		}
+		(*n.Parts)[name] = toAPINotice(p)
+	}
+	return n
 }
 
 // ToAPIDecode is a decode answer as GET /v1/calculator/decode gives it.

@@ -86,7 +86,7 @@ func toAPICorroboration(c *store.Corroboration) api.Corroboration {
 		return out
 	}
 	out.Status, out.Sources, out.Detail, out.CopyOf = api.CorroborationStatus(c.Status), c.Sources, c.Detail, opt(c.CopyOf)
-	out.Notice = storedNotice(c.DetailCode, c.DetailParams, c.Detail)
+	out.Notice = storedNotice(c.DetailCode, c.DetailParams, c.DetailParts, c.Detail)
 	for _, r := range c.References {
 		out.References = append(out.References, api.CorroborationReference{RunID: r.RunID, Kind: api.CorroborationReferenceKind(r.Kind), Ratio: r.Ratio})
 	}
@@ -119,12 +119,12 @@ func toAPITrust(t *store.Trust) api.Trust {
 	}
 	out.Flagged, out.RulesVersion = t.Flagged, t.RulesVersion
 	for _, f := range t.Flags {
-		out.Flags = append(out.Flags, api.TrustFlag{Code: api.TrustFlagCode(f.Code), Message: f.Message, Notice: storedNotice(f.MessageCode, f.MessageParams, f.Message), ContextTokens: f.ContextTokens,
+		out.Flags = append(out.Flags, api.TrustFlag{Code: api.TrustFlagCode(f.Code), Message: f.Message, Notice: storedNotice(f.MessageCode, f.MessageParams, f.MessageParts, f.Message), ContextTokens: f.ContextTokens,
 			Concurrency: f.Concurrency, Measured: f.Measured, Limit: f.Limit, Unit: f.Unit})
 	}
 	for _, c := range t.Checks {
 		out.Checks = append(out.Checks, api.TrustCheck{Code: api.TrustCheckCode(c.Code), Status: api.TrustCheckStatus(c.Status), Detail: c.Detail,
-			Notice: storedNotice(c.DetailCode, c.DetailParams, c.Detail)})
+			Notice: storedNotice(c.DetailCode, c.DetailParams, c.DetailParts, c.Detail)})
 	}
 	return out
 }
@@ -132,14 +132,23 @@ func toAPITrust(t *store.Trust) api.Trust {
 // storedNotice is a stored sentence's code and parameters; one stored
 // before sentences had codes (the run is checked again by the current
 // rules soon) is said whole, as trust.stored.
-func storedNotice(code string, params map[string]string, text string) api.Notice {
+func storedNotice(code string, params map[string]string, parts map[string]store.Part, text string) api.Notice {
+	return toAPINotice(storedMessage(code, params, parts, text))
+}
+
+// storedMessage is a stored sentence as a message, its clauses with it.
+func storedMessage(code string, params map[string]string, parts map[string]store.Part, text string) msg.Message {
 	if code == "" {
-		return toAPINotice(msg.New("trust.stored", text))
+		return msg.New("trust.stored", text)
 	}
-	if params == nil {
-		params = map[string]string{}
+	m := msg.Of(code, params, text)
+	for name, p := range parts {
+		if m.Parts == nil {
+			m.Parts = map[string]msg.Message{}
+		}
+		m.Parts[name] = storedMessage(p.Code, p.Params, p.Parts, params[name])
 	}
-	return api.Notice{Code: code, Params: params}
+	return m
 }
 
 func toAPIPrefillCell(c store.PrefillCell) api.PrefillCell {

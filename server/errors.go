@@ -90,7 +90,7 @@ func problem(status int, detail string) api.Problem {
 
 // problemOf is a problem saying m.
 func problemOf(status int, m msg.Message) api.Problem {
-	p := api.Problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Code: m.Code, Params: m.Map()}
+	p := api.Problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Code: m.Code, Params: m.Map(), Parts: toAPINotice(m).Parts}
 	if m.Text != "" {
 		p.Detail = &m.Text
 	}
@@ -144,7 +144,7 @@ func toProblem(err error, c echo.Context) api.Problem {
 		}
 		p = fs.capped().problem()
 	case errors.As(err, &fe):
-		p = fieldErrors{fieldError(fe.Field, fe.Message)}.problem()
+		p = fieldErrors{fieldNotice(fe.Field, msg.Of(fe.Code, fe.Params, fe.Message))}.problem()
 	case errors.As(err, &ve):
 		p = invalidRun(ve.Problems)
 	case errors.As(err, &mal):
@@ -155,6 +155,8 @@ func toProblem(err error, c echo.Context) api.Problem {
 		p = invalidRun([]store.Problem{{File: pe.File, Line: pe.Line, Message: pe.Msg}})
 	case errors.As(err, &um):
 		p = problem(http.StatusUnsupportedMediaType, string(um))
+	case errors.As(err, &de) && de.Code != "":
+		p = problemOf(domainStatus(de.Kind), msg.Of(de.Code, de.Params, de.Msg))
 	case errors.As(err, &de):
 		p = problem(domainStatus(de.Kind), de.Msg)
 	case errors.As(err, &refusal):
@@ -229,6 +231,21 @@ func fieldError(field, message string) api.FieldError {
 	return api.FieldError{Field: &field, Message: message}
 }
 
+// fieldNotice is the problem of a parameter that m says, with its code.
+func fieldNotice(field string, m msg.Message) api.FieldError {
+	return noticeOf(api.FieldError{Field: &field}, m)
+}
+
+// noticeOf is f saying m: its English and, where m has a code, the code.
+func noticeOf(f api.FieldError, m msg.Message) api.FieldError {
+	f.Message = m.Text
+	if m.Code != "" {
+		n := toAPINotice(m)
+		f.Notice = &n
+	}
+	return f
+}
+
 func httpProblem(herr *echo.HTTPError, req *http.Request) api.Problem {
 	switch herr.Code {
 	case http.StatusBadRequest:
@@ -294,14 +311,14 @@ func validationErrors(err error) []api.FieldError {
 		case re.RequestBody != nil:
 			field = "body"
 		}
-		out = append(out, fieldError(field, reason(re)))
+		out = append(out, fieldNotice(field, reason(re)))
 	}
 	return out
 }
 
 // schemaReason is a schema error's reason, with a bound written as in
 // openapi.yaml (16777216, not 1.6777216e+07).
-func schemaReason(se *openapi3.SchemaError) string {
+func schemaReason(se *openapi3.SchemaError) msg.Message {
 	num := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 	var inner *openapi3.SchemaError
 	switch s := se.Schema; {
@@ -309,14 +326,23 @@ func schemaReason(se *openapi3.SchemaError) string {
 		return schemaReason(inner) // a $ref wrapped to take a default: its own reason, such as the allowed values
 	case s == nil:
 	case se.SchemaField == "maximum" && s.Max != nil:
-		return "number must be at most " + num(*s.Max)
+		return msg.New("problem.param_at_most", num(*s.Max))
 	case se.SchemaField == "minimum" && s.Min != nil:
-		return "number must be at least " + num(*s.Min)
+		return msg.New("problem.param_at_least", num(*s.Min))
+	case se.SchemaField == "minItems" && s.MinItems > 0:
+		return msg.New("problem.param_min_items", s.MinItems)
+	case se.SchemaField == "maxItems" && s.MaxItems != nil:
+		return msg.New("problem.param_max_items", *s.MaxItems)
+	case se.SchemaField == "enum":
+		if allowed, ok := strings.CutPrefix(se.Reason, "value is not one of the allowed values "); ok {
+			return msg.New("problem.param_not_allowed", allowed)
+		}
 	}
-	return se.Reason
+	return msg.Message{Text: se.Reason}
 }
 
-func reason(re *openapi3filter.RequestError) string {
+// reason is what a request error says, with a code where it has one.
+func reason(re *openapi3filter.RequestError) msg.Message {
 	var se *openapi3.SchemaError
 	if errors.As(re.Err, &se) {
 		return schemaReason(se)
@@ -333,7 +359,7 @@ func reason(re *openapi3filter.RequestError) string {
 			pe = inner
 		}
 		if pe.Reason == "" && pe.Cause != nil {
-			return clip(pe.Cause.Error())
+			return msg.Message{Text: clip(pe.Cause.Error())}
 		}
 		if errors.Is(pe.Cause, strconv.ErrRange) && re.Parameter != nil && re.Parameter.Schema != nil && re.Parameter.Schema.Value != nil {
 			// Too many digits to read is out of the parameter's range,
@@ -341,27 +367,34 @@ func reason(re *openapi3filter.RequestError) string {
 			s, neg := re.Parameter.Schema.Value, strings.HasPrefix(fmt.Sprint(pe.Value), "-")
 			switch {
 			case !neg && s.Max != nil:
-				return "number must be at most " + strconv.FormatFloat(*s.Max, 'f', -1, 64)
+				return msg.New("problem.param_at_most", strconv.FormatFloat(*s.Max, 'f', -1, 64))
 			case neg && s.Min != nil:
-				return "number must be at least " + strconv.FormatFloat(*s.Min, 'f', -1, 64)
+				return msg.New("problem.param_at_least", strconv.FormatFloat(*s.Min, 'f', -1, 64))
 			}
 		}
-		return pe.Reason + ": " + clip(fmt.Sprint(pe.Value))
+		if code, ok := map[string]string{"an invalid integer": "problem.param_not_integer", "an invalid number": "problem.param_not_number",
+			"an invalid boolean": "problem.param_not_boolean"}[pe.Reason]; ok {
+			return msg.New(code, clip(fmt.Sprint(pe.Value)))
+		}
+		return msg.Message{Text: pe.Reason + ": " + clip(fmt.Sprint(pe.Value))}
 	}
 	var me openapi3.MultiError
 	if errors.As(re.Err, &me) && len(me) > 0 {
-		var parts []string
+		var parts []msg.Message
 		for _, e := range me {
 			if errors.As(e, &se) {
 				parts = append(parts, schemaReason(se))
 			} else {
-				parts = append(parts, e.Error())
+				parts = append(parts, msg.Message{Text: e.Error()})
 			}
 		}
-		return strings.Join(parts, "; ")
+		if len(parts) == 1 {
+			return parts[0]
+		}
+		return msg.Message{Text: strings.Join(msg.Texts(parts), "; ")}
 	}
 	if re.Err != nil {
-		return re.Err.Error()
+		return msg.Message{Text: re.Err.Error()}
 	}
-	return re.Reason
+	return msg.Message{Text: re.Reason}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/matrixd/matrixd/api"
+	"github.com/matrixd/matrixd/msg"
 	"github.com/matrixd/matrixd/server/httpcache"
 	"github.com/matrixd/matrixd/store"
 )
@@ -34,7 +35,7 @@ const (
 func (s *Server) ExportRuns(ctx context.Context, req api.ExportRunsRequestObject) (api.ExportRunsResponseObject, error) {
 	p := req.Params
 	if p.VRAMGBMin != nil && p.VRAMGBMax != nil && *p.VRAMGBMin > *p.VRAMGBMax {
-		return nil, invalidParam("vram_gb_min", "must not exceed vram_gb_max")
+		return nil, invalidParamSays("vram_gb_min", msg.New("problem.vram_min_over_max"))
 	}
 	f, err := s.calc.WithGPU(ctx, runFilter(nil, p.Model, p.Quantization, p.Engine, p.EngineVersion, p.KVCacheDtype, p.Submitter, p.SubmittedBy, p.VRAMGBMin, p.VRAMGBMax), deref(p.GPU))
 	if err != nil {

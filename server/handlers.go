@@ -29,6 +29,11 @@ func invalidParam(field, message string) error {
 	return fieldErrors{fieldError(field, message)}
 }
 
+// invalidParamSays is invalidParam with a message that has a code.
+func invalidParamSays(field string, m msg.Message) error {
+	return fieldErrors{fieldNotice(field, m)}
+}
+
 // GetHealth implements GET /healthz.
 func (s *Server) GetHealth(ctx context.Context, _ api.GetHealthRequestObject) (api.GetHealthResponseObject, error) {
 	return api.GetHealth200JSONResponse{Status: "ok"}, nil
@@ -67,7 +72,7 @@ func (b rawJSON) VisitGetOpenAPIJSONResponse(w http.ResponseWriter) error {
 func (s *Server) ListRuns(ctx context.Context, req api.ListRunsRequestObject) (api.ListRunsResponseObject, error) {
 	p := req.Params
 	if p.VRAMGBMin != nil && p.VRAMGBMax != nil && *p.VRAMGBMin > *p.VRAMGBMax {
-		return nil, invalidParam("vram_gb_min", "must not exceed vram_gb_max")
+		return nil, invalidParamSays("vram_gb_min", msg.New("problem.vram_min_over_max"))
 	}
 	f, err := s.calc.WithGPU(ctx, runFilter(nil, p.Model, p.Quantization, p.Engine, p.EngineVersion, p.KVCacheDtype, p.Submitter, p.SubmittedBy, p.VRAMGBMin, p.VRAMGBMax), deref(p.GPU))
 	if err != nil {
@@ -337,7 +342,7 @@ func (s *Server) ListEngines(ctx context.Context, _ api.ListEnginesRequestObject
 func (s *Server) GetLeaderboard(ctx context.Context, req api.GetLeaderboardRequestObject) (api.GetLeaderboardResponseObject, error) {
 	p := req.Params
 	if p.VRAMGBMin != nil && p.VRAMGBMax != nil && *p.VRAMGBMin > *p.VRAMGBMax {
-		return nil, invalidParam("vram_gb_min", "must not exceed vram_gb_max")
+		return nil, invalidParamSays("vram_gb_min", msg.New("problem.vram_min_over_max"))
 	}
 	metric := store.MetricTotalTokS
 	if p.Metric != nil {
@@ -431,7 +436,8 @@ func compareWarnings(runs []store.Run) []msg.Message {
 	}
 	for _, r := range runs {
 		if r.Trust != nil && r.Trust.Flagged {
-			warn = append(warn, msg.New("api.compare_run_flagged", r.ID, r.Trust.Flags[0].Message))
+			f := r.Trust.Flags[0]
+			warn = append(warn, msg.New("api.compare_run_flagged", r.ID, storedMessage(f.MessageCode, f.MessageParams, f.MessageParts, f.Message)))
 		}
 	}
 	return warn
@@ -446,12 +452,12 @@ const maxComparedCells = 2 * store.MaxDecodeCells
 func (s *Server) CompareRuns(ctx context.Context, req api.CompareRunsRequestObject) (api.CompareRunsResponseObject, error) {
 	ids := req.Params.RunIDs
 	if len(ids) < 2 {
-		return nil, invalidParam("run_ids", "give at least two run ids, comma-separated")
+		return nil, invalidParamSays("run_ids", msg.New("problem.run_ids_too_few"))
 	}
 	runs := make([]store.Run, len(ids))
 	for i, id := range ids {
 		if slices.Index(ids, id) != i {
-			return nil, invalidParam("run_ids", fmt.Sprintf("run %s is listed twice", id))
+			return nil, invalidParamSays("run_ids", msg.New("problem.run_ids_twice", id))
 		}
 		r, err := s.store.Run(ctx, id)
 		if err != nil {
@@ -554,9 +560,9 @@ func (s *Server) predictedLeaderboard(ctx context.Context, p api.GetLeaderboardP
 		n, err := strconv.Atoi(place)
 		switch {
 		case !strings.HasPrefix(c, "place-") || err != nil || n < 1 || n >= predict.MaxPredictedRank:
-			return nil, invalidParam("cursor", "not one this API issued for a predicted ranking; pass next_cursor back unchanged, or drop cursor to start over")
+			return nil, invalidParamSays("cursor", msg.New("api.cursor_not_predicted"))
 		case t != tag:
-			return nil, invalidParam("cursor", "belongs to a ranking with other parameters (cell, metric or filters); keep them the same across pages, or drop cursor to start over")
+			return nil, invalidParamSays("cursor", msg.New("api.cursor_other_ranking"))
 		}
 		offset = n
 	}

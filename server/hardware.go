@@ -8,6 +8,7 @@ import (
 
 	"github.com/matrixd/matrixd/api"
 	"github.com/matrixd/matrixd/calculator"
+	"github.com/matrixd/matrixd/msg"
 	"github.com/matrixd/matrixd/store"
 )
 
@@ -27,7 +28,7 @@ func (s *Server) ListHardware(ctx context.Context, req api.ListHardwareRequestOb
 		known        []string
 	}{{"vendor", vendor, vendors}, {"generation", gen, gens}} {
 		if known := sortedSet(f.known); f.value != "" && !slices.Contains(known, f.value) {
-			return nil, invalidParam(f.field, fmt.Sprintf("the catalog has no %s %q; it has %s", f.field, clip(f.value), strings.Join(known, ", ")))
+			return nil, invalidParamSays(f.field, msg.New("problem.catalog_has_no", f.field, clip(f.value), strings.Join(known, ", ")))
 		}
 	}
 	out := api.ListHardware200JSONResponse{Items: []api.HardwareGPU{}}

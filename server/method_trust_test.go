@@ -113,8 +113,8 @@ func TestCopyAddsNoCertainty(t *testing.T) {
 	})
 	for _, p := range []struct{ target, api, want string }{
 		{"/runs/" + flagged.ID, "/v1/runs/" + flagged.ID, `<span class="badge flagged">flagged</span>`},
-		{"/runs/" + flagged.ID, "/v1/runs/" + flagged.ID, "is more than RTX 3060"},
-		{"/runs/" + fara.ID, "/v1/runs/" + fara.ID, `<span class="badge">sustained_decode</span>`},
+		{"/runs/" + flagged.ID, "/v1/runs/" + flagged.ID, `is more than <span translate="no">RTX 3060</span>`},
+		{"/runs/" + fara.ID, "/v1/runs/" + fara.ID, `<span class="badge">sustained decode</span>`},
 		{"/", "/v1/runs", `<span class="badge flagged">flagged</span>`},
 	} {
 		if rec := e.page(t, p.target, p.api); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), p.want) {
@@ -150,7 +150,7 @@ func TestMethodClasses(t *testing.T) {
 		{"an unknown class", "/v1/leaderboard?context_tokens=0&concurrency=1&method_class=vibes", 400, []string{"method_class"}},
 	})
 	page := e.page(t, "/leaderboard?context_tokens=0&concurrency=1&method_class=batched_burst", "/v1/leaderboard?context_tokens=0&concurrency=1&method_class=batched_burst")
-	if page.Code != http.StatusOK || !strings.Contains(page.Body.String(), "batched_burst runs ranked") || !strings.Contains(page.Body.String(), b.ID) {
+	if page.Code != http.StatusOK || !strings.Contains(page.Body.String(), "batched burst runs ranked") || !strings.Contains(page.Body.String(), b.ID) {
 		t.Errorf("the leaderboard page of batched_burst: %d %.2000s", page.Code, page.Body)
 	}
 	rec := e.do(t, http.MethodGet, "/v1/leaderboard?context_tokens=0&concurrency=1", nil)

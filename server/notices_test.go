@@ -48,7 +48,7 @@ func TestProblemsCarryCodes(t *testing.T) {
 			"calculator.vram_no_room", map[string]string{"vram_gb": "1.0"}},
 		{"/v1/runs?limit=500", "GET", 400, "problem.invalid_request", nil},
 		{"/v2/nothing", "GET", 404, "problem.no_resource", map[string]string{"path": "/v2/nothing"}},
-		{"/v1/runs/rnope", "GET", 404, "problem.not_found", nil},
+		{"/v1/runs/rnope", "GET", 404, "problem.run_not_found", map[string]string{"run_id": "rnope"}},
 		{"/v1/runs", "DELETE", 405, "problem.method_not_allowed_on", map[string]string{"method": "DELETE", "path": "/v1/runs"}},
 	}
 	for _, tt := range tests {
@@ -81,6 +81,32 @@ func TestProblemsCarryCodes(t *testing.T) {
 	rec := e.do(t, "GET", "/v1/runs?limit=500", nil)
 	if !strings.Contains(rec.Body.String(), `"params":{"errors":"limit: number must be at most`) {
 		t.Errorf("validation problem: %s", rec.Body)
+	}
+	// Each field error says its own message with a code too, where it has
+	// one: a bound, a value not allowed, a query's encoding.
+	for _, c := range []struct{ target, code string }{
+		{"/v1/runs?limit=500", "problem.param_at_most"},
+		{"/v1/runs?limit=0", "problem.param_at_least"},
+		{"/v1/runs?sort=fastest", "problem.param_not_allowed"},
+		{"/v1/runs?gpu=%zz", "problem.param_value_escape"},
+		{"/v1/runs?gpu=a&gpu=b", "problem.param_repeated"},
+		{"/v1/planner?context_tokens=0&min_per_request_tok_s=1&include_scaled_model=true", "predict.scaled_model_needs_model"},
+		{"/v1/runs?limit=many", "problem.param_not_integer"},
+		{"/v1/runs?colour=blue", "problem.param_unknown_takes"},
+		{"/v1/compare?run_ids=r1", "problem.param_min_items"},
+		{"/v1/hardware?vendor=nobody", "problem.catalog_has_no"},
+		{"/v1/runs?cursor=bogus", "problem.cursor_not_issued"},
+		{"/v1/runs?vram_gb_min=10&vram_gb_max=5", "problem.vram_min_over_max"},
+	} {
+		var p api.Problem
+		rec := e.do(t, "GET", c.target, nil)
+		if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil || p.Errors == nil || len(*p.Errors) == 0 {
+			t.Fatalf("%s: %d %s", c.target, rec.Code, rec.Body)
+		}
+		f := (*p.Errors)[0]
+		if f.Notice == nil || f.Notice.Code != c.code || english(t, f.Notice.Code, f.Notice.Params) != f.Message {
+			t.Errorf("%s: field error %q has notice %+v, want %s saying it", c.target, f.Message, f.Notice, c.code)
+		}
 	}
 }
 
@@ -185,5 +211,42 @@ func TestWarningsCarryNotices(t *testing.T) {
 	}
 	if refused == 0 {
 		t.Errorf("no cell refused: %s", rec.Body)
+	}
+}
+
+// TestNoticesCarryTheirClauses: a trust check whose detail holds clauses
+// of their own (how the bandwidth is split, the KV read, the calibration)
+// has each as a part, by the parameter's name, whose English is the
+// parameter's text.
+func TestNoticesCarryTheirClauses(t *testing.T) {
+	e := newEnv(t, 0)
+	fara := e.seed(t, "fara1.5-4b-autoround-rtx3060")
+	rec := e.do(t, "GET", "/v1/runs/"+fara.ID, nil)
+	var r api.Run
+	if err := json.Unmarshal(rec.Body.Bytes(), &r); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, c := range r.Trust.Checks {
+		if c.Notice.Code != "trust.bandwidth_detail" {
+			continue
+		}
+		found = true
+		if c.Notice.Parts == nil {
+			t.Fatalf("the bandwidth check's notice has no parts: %+v", c.Notice)
+		}
+		for _, name := range []string{"split", "kv", "calibration", "bits_from"} {
+			p, ok := (*c.Notice.Parts)[name]
+			if !ok {
+				t.Errorf("no part %s in %+v", name, *c.Notice.Parts)
+				continue
+			}
+			if got := english(t, p.Code, p.Params); got != c.Notice.Params[name] {
+				t.Errorf("part %s (%s) says %q, the parameter %q", name, p.Code, got, c.Notice.Params[name])
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("fara has no bandwidth check: %+v", r.Trust.Checks)
 	}
 }

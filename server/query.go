@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/matrixd/matrixd/api"
+	"github.com/matrixd/matrixd/msg"
 )
 
 // maxProblems bounds the problems one answer lists; clip bounds each value
@@ -43,16 +44,16 @@ func parseQuery(raw string) (url.Values, error) {
 		rawName, rawValue, _ := strings.Cut(pair, "=")
 		name, err := url.QueryUnescape(rawName)
 		if err != nil {
-			bad = append(bad, fieldError(clip(rawName), "the parameter name is not URL-encoded correctly (a % must start %XX)"))
+			bad = append(bad, fieldNotice(clip(rawName), msg.New("problem.param_name_escape")))
 			continue
 		}
 		if strings.Contains(pair, ";") {
-			bad = append(bad, fieldError(clip(name), "contains ';', which is not a separator here: join parameters with '&' and encode ';' as %3B"))
+			bad = append(bad, fieldNotice(clip(name), msg.New("problem.param_semicolon")))
 			continue
 		}
 		value, err := url.QueryUnescape(rawValue)
 		if err != nil {
-			bad = append(bad, fieldError(clip(name), "the value is not URL-encoded correctly (a % must start %XX): "+clip(rawValue)))
+			bad = append(bad, fieldNotice(clip(name), msg.New("problem.param_value_escape", clip(rawValue))))
 			continue
 		}
 		values[name] = append(values[name], value)
@@ -65,7 +66,7 @@ func parseQuery(raw string) (url.Values, error) {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		bad = append(bad, fieldError(clip(name), fmt.Sprintf("given %d times; give it once (a list is comma-separated)", len(values[name]))))
+		bad = append(bad, fieldNotice(clip(name), msg.New("problem.param_repeated", len(values[name]))))
 	}
 	if len(bad) > 0 {
 		return nil, bad.capped()
@@ -80,5 +81,5 @@ func (f fieldErrors) capped() fieldErrors {
 		return f
 	}
 	more := len(f) - maxProblems
-	return append(f[:maxProblems:maxProblems], api.FieldError{Message: fmt.Sprintf("and %d more problems", more)})
+	return append(f[:maxProblems:maxProblems], noticeOf(api.FieldError{}, msg.New("problem.more_problems", more)))
 }

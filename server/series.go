@@ -5,6 +5,7 @@ import (
 
 	"github.com/matrixd/matrixd/api"
 	"github.com/matrixd/matrixd/history"
+	"github.com/matrixd/matrixd/msg"
 	"github.com/matrixd/matrixd/predict"
 )
 
@@ -12,7 +13,7 @@ import (
 func (s *Server) ListSeries(ctx context.Context, req api.ListSeriesRequestObject) (api.ListSeriesResponseObject, error) {
 	p := req.Params
 	if p.VRAMGBMin != nil && p.VRAMGBMax != nil && *p.VRAMGBMin > *p.VRAMGBMax {
-		return nil, invalidParam("vram_gb_min", "must not exceed vram_gb_max")
+		return nil, invalidParamSays("vram_gb_min", msg.New("problem.vram_min_over_max"))
 	}
 	f, err := s.calc.WithGPU(ctx, runFilter(nil, p.Model, p.Quantization, p.Engine, p.EngineVersion, p.KVCacheDtype, p.Submitter, p.SubmittedBy, p.VRAMGBMin, p.VRAMGBMax), deref(p.GPU))
 	if err != nil {

@@ -30,6 +30,7 @@ import (
 
 	"github.com/matrixd/matrixd/api"
 	"github.com/matrixd/matrixd/assess"
+	"github.com/matrixd/matrixd/msg"
 	"github.com/matrixd/matrixd/predict"
 	"github.com/matrixd/matrixd/server/guard"
 	"github.com/matrixd/matrixd/server/httpcache"
@@ -486,16 +487,14 @@ func unknownParams(route *routers.Route, query url.Values) error {
 	}
 	sort.Strings(unknown)
 	names := slices.Sorted(maps.Keys(known))
-	msg := "not a parameter of this endpoint"
+	says := msg.New("problem.param_unknown_takes_none")
 	if len(names) > 0 {
-		msg += "; it takes " + strings.Join(names, ", ")
-	} else {
-		msg += "; it takes none"
+		says = msg.New("problem.param_unknown_takes", strings.Join(names, ", "))
 	}
 	fields := make([]api.FieldError, len(unknown))
 	for i, name := range unknown {
-		fields[i] = fieldError(name, msg)
-		msg = "not a parameter of this endpoint" // the list once is enough
+		fields[i] = fieldNotice(name, says)
+		says = msg.New("problem.param_unknown") // the list once is enough
 	}
 	return fieldErrors(fields).capped()
 }

@@ -289,10 +289,26 @@ func TestWidgetOnAnotherOrigin(t *testing.T) {
 	if code != http.StatusUnprocessableEntity {
 		t.Fatalf("the API answered %d to 200000 tokens", code)
 	}
-	if got := shown("refusal"); !strings.Contains(got, want["detail"].(string)) || !strings.Contains(got, want["supported"].(string)) {
+	// Said from its code, its numbers grouped as the widget writes them.
+	bare := func(s string) string { return strings.ReplaceAll(s, ",", "") }
+	if got := shown("refusal"); !strings.Contains(bare(got), bare(want["detail"].(string))) || !strings.Contains(bare(got), bare(want["supported"].(string))) {
 		t.Errorf("refusal shows %q, want the API's %q and %q", got, want["detail"], want["supported"])
 	}
 	screenshot(t, ctx, "widget-refusal")
+
+	// In Traditional Chinese the refusal is said in it, not in the API's
+	// English.
+	if err := browserDo(ctx,
+		chromedp.Navigate(api.URL+"/widget/calculator?lang=zh-Hant&run="+fara.ID+"&context=200000&concurrency=1"),
+		chromedp.WaitVisible(chromedp.CSS(`.mxd[data-state="refused"] [data-out="refusal"]`)),
+	); err != nil {
+		screenshot(t, ctx, "widget-refusal-zh-failed")
+		t.Fatalf("refusal in zh-Hant: %v", err)
+	}
+	if got := textOf(t, ctx, `[data-out="refusal"]`); len(englishRuns(got)) > 0 || !strings.Contains(got, "上下文") {
+		t.Errorf("the refusal in zh-Hant reads %q: English %q", got, englishRuns(got))
+	}
+	screenshot(t, ctx, "widget-refusal-zh")
 }
 
 // TestRunPagesShowEveryCell opens each seed run's page in the browser: every

@@ -121,7 +121,7 @@ func (p *pages) refusedForm(c echo.Context, err error, name string, data map[str
 	pr := p.s.req.Problem(err, c)
 	switch pr.Status {
 	case http.StatusNotFound, http.StatusGone, http.StatusUnprocessableEntity, http.StatusServiceUnavailable:
-		data["Refused"] = deref(pr.Detail)
+		data["Refused"] = p.locale(c).problem(pr, err)
 		return p.render(c, pr.Status, name, pageCSP, data)
 	}
 	return p.problemPage(c, err, c.Request().URL.Path)
@@ -190,7 +190,7 @@ func (p *pages) plannerRefused(c echo.Context, err error, q url.Values, data map
 	if pr.Status != http.StatusBadRequest {
 		return p.refusedForm(c, err, "planner.html", data)
 	}
-	data["Refused"] = deref(pr.Detail)
+	data["Refused"] = p.locale(c).problem(pr, err)
 	if pr.Errors != nil {
 		data["RefusedErrors"] = *pr.Errors
 		kept := maps.Clone(q)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"html/template"
 	"math"
 	"net/http"
 	"slices"
@@ -39,6 +40,7 @@ type chartStep struct {
 	FromVersion      string
 	ToVersion        string
 	Verdict, Why     string
+	WhyNotice        api.Notice
 	Href             string
 	RegressedRows    string
 	X, BandX         int    // the newer run's position, and its band's left
@@ -183,7 +185,7 @@ func newSeriesChart(lc *locale, s api.RunSeries) *seriesChart {
 		ch.Lines = append(ch.Lines, line)
 	}
 	for i, st := range s.Steps {
-		cs := chartStep{FromVersion: cmp.Or(deref(s.Runs[i].EngineVersion), "—"), ToVersion: cmp.Or(deref(s.Runs[i+1].EngineVersion), "—"), Verdict: string(st.Verdict), Why: st.Why, Href: comparePath(st.From, st.To),
+		cs := chartStep{FromVersion: cmp.Or(deref(s.Runs[i].EngineVersion), "—"), ToVersion: cmp.Or(deref(s.Runs[i+1].EngineVersion), "—"), Verdict: string(st.Verdict), Why: st.Why, WhyNotice: st.WhyNotice, Href: comparePath(st.From, st.To),
 			X: x(i + 1), BandX: x(i+1) - 10, Anchor: "middle", Regressed: st.Verdict == api.Regressed, Measured: st.MeasuredCells, Shared: len(st.Cells),
 			RegressedRows: rowsText(lc, st.RegressedRows), SettingsDiffer: strings.Join(st.SettingsDiffer, ", ")}
 		if cs.X+50 > ch.Width {
@@ -400,10 +402,11 @@ func (p *pages) compare(c echo.Context) error {
 		return err
 	}
 	lc := p.locale(c)
-	data := map[string]any{"Title": lc.t("cmp.title"), "Runs": cmpAns.Runs, "JSON": "/v1/compare?" + q.Encode(), "Warnings": cmpAns.Warnings}
+	data := map[string]any{"Title": lc.t("cmp.title"), "Runs": cmpAns.Runs, "JSON": "/v1/compare?" + q.Encode(), "Warnings": cmpAns.Warnings, "Notices": cmpAns.Notices}
 	if v := cmpAns.Verdict; v != nil {
 		a, b := cmpAns.Runs[0], cmpAns.Runs[1]
 		data["Title"] = lc.t("cmp.title.pair", a.Title, versionLabel(b.Engine, deref(b.EngineVersion)), versionLabel(a.Engine, deref(a.EngineVersion)))
+		data["Heading"] = lc.html("cmp.title.pair", notr(a.Title), notr(versionLabel(b.Engine, deref(b.EngineVersion))), notr(versionLabel(a.Engine, deref(a.EngineVersion))))
 		data["Step"], data["Heat"] = v, newRatioHeatmap(lc, *v, params.Contexts, params.Concurrencies)
 		data["RegressedRows"], data["ImprovedRows"] = rowsText(lc, v.RegressedRows), rowsText(lc, v.ImprovedRows)
 		data["Differ"] = strings.Join(v.SettingsDiffer, ", ")
@@ -411,9 +414,14 @@ func (p *pages) compare(c echo.Context) error {
 		data["Pct"] = func(f float64) string { return lc.float(100*f) + " %" }
 		data["Sigma"] = func(f float64) string { return lc.fixed(100*f, 2) + " %" }
 	} else {
-		var pairs []cellLink
+		// Each pair's label names its runs as given.
+		type pair struct {
+			Label template.HTML
+			Href  string
+		}
+		var pairs []pair
 		for _, r := range cmpAns.Runs[1:] {
-			pairs = append(pairs, cellLink{Label: lc.t("cmp.against", cmpAns.Runs[0].Title, r.Title), Href: comparePath(cmpAns.Runs[0].ID, r.ID)})
+			pairs = append(pairs, pair{Label: lc.html("cmp.against", notr(cmpAns.Runs[0].Title), notr(r.Title)), Href: comparePath(cmpAns.Runs[0].ID, r.ID)})
 		}
 		data["Pairs"] = pairs
 	}

@@ -117,7 +117,7 @@ func TestSeriesPages(t *testing.T) {
 		{"/compare?run_ids=" + runs[1].ID + "," + runs[2].ID + "&metric=ttft", "<code>metric</code>", 400},
 		{"/compare?run_ids=" + runs[1].ID + "," + runs[1].ID, "<code>run_ids</code>", 400},
 		{"/compare?run_ids=bad%20id,x", "<code>run_ids</code>", 400},
-		{"/compare?run_ids=" + runs[1].ID + ",rnosuch", "rnosuch does not exist", 404},
+		{"/compare?run_ids=" + runs[1].ID + ",rnosuch", `run <span translate="no">rnosuch</span> does not exist`, 404},
 	} {
 		rec := e.page(t, c.target, "/v1/compare?run_ids=a,b")
 		if rec.Code != c.status || !strings.Contains(rec.Body.String(), c.field) {

@@ -192,8 +192,8 @@ func (ls *languages) named(v string) *locale {
 // (the answer then varies with nothing else). An unknown ?lang= is left
 // to the page's query check, which names it.
 func (ls *languages) pick(r *http.Request) (*locale, bool) {
-	if q, err := url.ParseQuery(r.URL.RawQuery); err == nil && q.Has("lang") {
-		if l := ls.named(q.Get("lang")); l != nil {
+	if v, ok := rawLang(r.URL.RawQuery); ok {
+		if l := ls.named(v); l != nil {
 			return l, true
 		}
 	}
@@ -206,6 +206,22 @@ func (ls *languages) pick(r *http.Request) (*locale, bool) {
 		return l, false
 	}
 	return ls.list[0], false
+}
+
+// rawLang is the first lang= of a raw query, read pair by pair: a query
+// refused for another pair (?gpu=%zz&lang=th) is refused in the language
+// it asks for.
+func rawLang(raw string) (string, bool) {
+	for pair := range strings.SplitSeq(raw, "&") {
+		name, value, _ := strings.Cut(pair, "=")
+		if n, err := url.QueryUnescape(name); err != nil || n != "lang" {
+			continue
+		}
+		if v, err := url.QueryUnescape(value); err == nil {
+			return v, true
+		}
+	}
+	return "", false
 }
 
 // acceptLanguages are the tags an Accept-Language header asks for, most

@@ -109,6 +109,18 @@ func (p *pages) chooseLanguage(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, back)
 }
 
+// widgetSays is whether a catalog key is a message the calculator's
+// answers can hold (its refusals, warnings and problems), which the
+// widget says in its language.
+func widgetSays(key string) bool {
+	for _, p := range []string{"msg.calculator.", "msg.predict.", "msg.problem.", "msg.api."} {
+		if strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // widgetScript is the widget with the catalogs' widget messages written in,
 // so that it speaks the language of its data-lang without another request.
 func widgetScript(langs *languages) ([]byte, error) {
@@ -122,6 +134,9 @@ func widgetScript(langs *languages) ([]byte, error) {
 		for k, v := range l.msgs {
 			if rest, ok := strings.CutPrefix(k, "widget."); ok {
 				m[rest] = v
+			}
+			if widgetSays(k) {
+				m[k] = v // the API's messages it shows, by their msg. keys
 			}
 		}
 		msgs[l.Code] = m

@@ -188,7 +188,9 @@ func TestLangIsThePagesOwn(t *testing.T) {
 func TestWidgetScriptCarriesTheCatalogs(t *testing.T) {
 	e := newEnv(t, 0)
 	js := e.get(t, "/widget/calculator.js").Body.String()
-	for _, want := range []string{`"zh-Hant":{`, `"th":{`, `"en":{`, "解碼速度計算器", "เครื่องคำนวณความเร็ว decode"} {
+	// The API's messages its answers hold, by code: a refusal, a problem.
+	for _, want := range []string{`"zh-Hant":{`, `"th":{`, `"en":{`, "解碼速度計算器", "เครื่องคำนวณความเร็ว decode",
+		`"msg.calculator.context_beyond_longest":"上下文`, `"msg.problem.param_at_least":"ตัวเลข`} {
 		if !strings.Contains(js, want) {
 			t.Errorf("calculator.js lacks %s", want)
 		}

@@ -158,7 +158,7 @@ func (p *pages) problemPage(c echo.Context, err error, start string) error {
 		}
 	}
 	return p.render(c, pr.Status, "error.html", pageCSP, map[string]any{
-		"Title": p.locale(c).or("error.status."+strconv.Itoa(pr.Status), pr.Title), "Status": pr.Status, "Message": deref(pr.Detail), "Errors": list, "Without": without, "Start": start,
+		"Title": p.locale(c).or("error.status."+strconv.Itoa(pr.Status), pr.Title), "Status": pr.Status, "Message": p.locale(c).problem(pr, err), "Errors": list, "Without": without, "Start": start,
 	})
 }
 

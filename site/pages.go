@@ -60,6 +60,9 @@ func pageTemplates(l *locale) (*template.Template, error) {
 		"day":    day,
 		"list":   func(v ...any) []any { return v },
 		"model":  modelHref,
+		"say":    l.say,
+		"sayAll": l.sayAll,
+		"notr":   notr,
 	}).ParseFS(pageFiles, "pages/*.html")
 }
 

@@ -68,7 +68,7 @@ func TestPagesRefuseWhatTheAPIRefuses(t *testing.T) {
 		{"leaderboard concurrency out of range", "/leaderboard?context_tokens=0&concurrency=0", "/v1/leaderboard", 400,
 			[]string{"<code>concurrency</code>", "at least 1"}, "/leaderboard?context_tokens=0"},
 		{"leaderboard context out of range", "/leaderboard?context_tokens=16777217&concurrency=8", "/v1/leaderboard", 400,
-			[]string{"<code>context_tokens</code>", "at most 16777216"}, ""},
+			[]string{"<code>context_tokens</code>", "at most 16,777,216"}, ""},
 		{"leaderboard unknown parameter", "/leaderboard?context_tokens=0&concurrency=8&gpus=3090", "/v1/leaderboard", 400,
 			[]string{"<code>gpus</code>", "not a parameter"}, ""},
 		{"leaderboard vram inverted", "/leaderboard?context_tokens=0&concurrency=8&vram_gb_min=30&vram_gb_max=10", "/v1/leaderboard", 400,
@@ -86,7 +86,7 @@ func TestPagesRefuseWhatTheAPIRefuses(t *testing.T) {
 		{"run unknown parameter", "/runs/" + fara + "?format=csv", "/v1/runs/" + fara, 400, []string{"<code>format</code>", "it takes none"}, "/runs/" + fara},
 		{"run bad id", "/runs/bad%20id!", "/v1/runs/x", 400, []string{"<code>run_id</code>"}, ""},
 		{"run id too long", "/runs/" + strings.Repeat("r", 65), "/v1/runs/x", 400, []string{"<code>run_id</code>"}, ""},
-		{"run unknown", "/runs/rnope", "/v1/runs/x", 404, []string{"rnope does not exist"}, ""},
+		{"run unknown", "/runs/rnope", "/v1/runs/x", 404, []string{`run <span translate="no">rnope</span> does not exist`}, ""},
 
 		{"index form left blank", "/?model=&gpu=&engine=&quantization=&sort=-created_at", "/v1/runs", 200, []string{fara}, ""},
 		{"index filters it does not show", "/?vram_gb_min=20", "/v1/runs", 200, []string{`type="hidden" name="vram_gb_min" value="20"`, "Filtered by vram_gb_min"}, ""},

@@ -93,10 +93,10 @@ func TestRunPageLeadsWithItsAnswer(t *testing.T) {
 	body := e.page(t, "/runs/"+r.ID, "").Body.String()
 	order := []string{
 		`<p class="summary">vllm · 0.32.0 · AWQ 4-bit · 5 contexts (0–120K) × 8 concurrency levels (1–128) · prefill at 8K, 16K, 32K, 64K, 120K</p>`,
-		`by <a href="/submitters/Sandberg">@Sandberg</a> · llm-inference-bench v0.8.0 · <span class="badge measured">Measured</span>`,
+		`by <a href="/submitters/Sandberg">@Sandberg</a> · <span translate="no">llm-inference-bench v0.8.0</span> · <span class="badge measured">Measured</span>`,
 		`<svg role="img" aria-labelledby="decode-title"`,
 		`class="v">94.2</text>`, `class="ttft">38</text>`,
-		`<h2 id="runblock">Run</h2>`, `<dt>Served model</dt><dd>bench</dd>`, `<dt>Decode test</dt><dd>Fixed duration</dd>`,
+		`<h2 id="runblock">Run</h2>`, `<dt>Served model</dt><dd translate="no">bench</dd>`, `<dt>Decode test</dt><dd translate="no">Fixed duration</dd>`,
 		`<dt>Time per measurement</dt><dd>30 s</dd>`, `<dt>Max output</dt><dd>8,192 tokens</dd>`,
 		"<code># Untuned out-of-the-box baseline. Spec decode: none. KV cache: int4_per_token_head\n# 1x RTX 3090 24GB",
 		"\nvllm serve cyankiwi/NVIDIA-Nemotron-Nano-12B-v2-AWQ-4bit",

@@ -30,6 +30,7 @@ type Corroboration struct {
 	// (empty in statuses stored before messages had codes).
 	DetailCode   string                   `json:"detail_code,omitempty"`
 	DetailParams map[string]string        `json:"detail_params,omitempty"`
+	DetailParts  map[string]Part          `json:"detail_parts,omitempty"`
 	References   []CorroborationReference `json:"references"`
 	// CopyOf is the earlier run whose cells the run repeats under another
 	// model or GPU name ("" none).

@@ -30,6 +30,15 @@ type TrustFlag struct {
 	// (empty in checks stored before messages had codes).
 	MessageCode   string            `json:"message_code,omitempty"`
 	MessageParams map[string]string `json:"message_params,omitempty"`
+	MessageParts  map[string]Part   `json:"message_parts,omitempty"`
+}
+
+// Part is a clause of a stored sentence that has a code of its own: its
+// code, parameters and clauses.
+type Part struct {
+	Code   string            `json:"code"`
+	Params map[string]string `json:"params,omitempty"`
+	Parts  map[string]Part   `json:"parts,omitempty"`
 }
 
 // TrustCheck is one check's outcome for the whole run.
@@ -41,6 +50,7 @@ type TrustCheck struct {
 	// in checks stored before messages had codes).
 	DetailCode   string            `json:"detail_code,omitempty"`
 	DetailParams map[string]string `json:"detail_params,omitempty"`
+	DetailParts  map[string]Part   `json:"detail_parts,omitempty"`
 }
 
 // Statuses of a TrustCheck.

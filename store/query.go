@@ -186,28 +186,32 @@ func (s *Store) cursorMAC(payload string) string {
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:16])
 }
 
-func badCursor(msg string) error { return &FieldError{Field: "cursor", Message: msg} }
+// badCursor is a cursor refused, with its message's code (the English
+// is the code's, in msg).
+func badCursor(code, text string) error {
+	return &FieldError{Field: "cursor", Message: text, Code: code, Params: map[string]string{}}
+}
 
 func (s *Store) decodeCursor(str, query string) (cursor, error) {
 	var c cursor
 	payload, mac, _ := strings.Cut(str, ".")
 	if !hmac.Equal([]byte(mac), []byte(s.cursorMAC(payload))) {
-		return cursor{}, badCursor("not one this API issued; pass next_cursor back unchanged")
+		return cursor{}, badCursor("problem.cursor_not_issued", "not one this API issued; pass next_cursor back unchanged")
 	}
 	b, err := base64.RawURLEncoding.DecodeString(payload)
 	if err == nil {
 		err = json.Unmarshal(b, &c)
 	}
 	if err != nil || c.ID == "" || c.Key == nil {
-		return cursor{}, badCursor("not one this API issued; pass next_cursor back unchanged")
+		return cursor{}, badCursor("problem.cursor_not_issued", "not one this API issued; pass next_cursor back unchanged")
 	}
 	if c.Query != query {
-		return cursor{}, badCursor("belongs to a listing with other parameters (filters, sort, cell or metric); keep them the same across pages, or drop cursor to start over")
+		return cursor{}, badCursor("problem.cursor_other_listing", "belongs to a listing with other parameters (filters, sort, cell or metric); keep them the same across pages, or drop cursor to start over")
 	}
 	switch c.Key.(type) {
 	case string, float64:
 	default:
-		return cursor{}, badCursor("not one this API issued; pass next_cursor back unchanged")
+		return cursor{}, badCursor("problem.cursor_not_issued", "not one this API issued; pass next_cursor back unchanged")
 	}
 	return c, nil
 }
@@ -401,7 +405,7 @@ func (s *Store) Leaderboard(ctx context.Context, lq LeaderboardQuery) ([]Leaderb
 			return nil, "", err
 		}
 		if _, ok := c.Key.(float64); !ok {
-			return nil, "", badCursor("not one this API issued; pass next_cursor back unchanged")
+			return nil, "", badCursor("problem.cursor_not_issued", "not one this API issued; pass next_cursor back unchanged")
 		}
 		w, a := after(expr, "d.run_id", desc, c)
 		where, args = append(where, w), append(args, a...)
@@ -653,7 +657,7 @@ func (s *Store) RunConfigOf(ctx context.Context, id string) (RunConfig, error) {
 		if err := visible(ctx, s.reader, id); err != nil {
 			return RunConfig{}, err
 		}
-		return RunConfig{}, newError(ErrNotFound, "run %s does not exist", id)
+		return RunConfig{}, runNotFound(id)
 	}
 	if err != nil {
 		return RunConfig{}, fmt.Errorf("run %s: %w", id, err)

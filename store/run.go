@@ -31,6 +31,10 @@ type Error struct {
 	Kind error
 	Msg  string
 	Err  error // the database's error behind it, if any
+	// Code and Params are Msg's message code and parameters, where it has
+	// one (the caller's message catalog keys on it).
+	Code   string
+	Params map[string]string
 }
 
 func (e *Error) Error() string { return e.Msg }
@@ -47,11 +51,20 @@ func newError(kind error, format string, args ...any) error {
 	return &Error{Kind: kind, Msg: fmt.Sprintf(format, args...)}
 }
 
+// runNotFound is the error of a run id no run has.
+func runNotFound(id string) error {
+	return &Error{Kind: ErrNotFound, Msg: fmt.Sprintf("run %s does not exist", id), Code: "problem.run_not_found", Params: map[string]string{"run_id": id}}
+}
+
 // FieldError is an invalid value of one named input (a parameter, a
 // field). It matches ErrInvalid.
 type FieldError struct {
 	Field   string
 	Message string
+	// Code and Params are Message's code and parameters, where it has a
+	// code (the caller's message catalog keys on it).
+	Code   string
+	Params map[string]string
 }
 
 func (e *FieldError) Error() string { return e.Field + ": " + e.Message }

@@ -352,7 +352,7 @@ func readRunColumns(ctx context.Context, q querier, id string, legacy bool) (Run
 	}
 	r, err := scanRun(q.QueryRowContext(ctx, "SELECT "+cols+" FROM runs WHERE id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Run{}, newError(ErrNotFound, "run %s does not exist", id)
+		return Run{}, runNotFound(id)
 	}
 	if err != nil {
 		return Run{}, fmt.Errorf("run %s: %w", id, err)
@@ -432,7 +432,7 @@ func lockRun(ctx context.Context, tx *tx, id string) error {
 	var one int
 	err := tx.QueryRowContext(ctx, "SELECT 1 FROM runs WHERE id = ?"+tx.d.forUpdate(), id).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
-		return newError(ErrNotFound, "run %s does not exist", id)
+		return runNotFound(id)
 	}
 	if err != nil {
 		return fmt.Errorf("lock run %s: %w", id, err)
@@ -444,7 +444,7 @@ func runExists(ctx context.Context, q querier, id string) error {
 	var one int
 	err := q.QueryRowContext(ctx, "SELECT 1 FROM runs WHERE id = ?", id).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
-		return newError(ErrNotFound, "run %s does not exist", id)
+		return runNotFound(id)
 	}
 	return err
 }

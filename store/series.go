@@ -181,7 +181,7 @@ func (s *Store) Series(ctx context.Context, id string) ([]SeriesMember, bool, er
 	err := s.reader.QueryRowContext(ctx, "SELECT series_key FROM runs WHERE id = ?", id).Scan(&key)
 	if err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
-			return nil, false, newError(ErrNotFound, "run %s does not exist", id)
+			return nil, false, runNotFound(id)
 		}
 		return nil, false, fmt.Errorf("series of %s: %w", id, err)
 	}

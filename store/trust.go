@@ -77,7 +77,7 @@ func visible(ctx context.Context, q querier, id string) error {
 	var hiddenAt, reason *string
 	err := q.QueryRowContext(ctx, "SELECT hidden_at, hidden_reason FROM runs WHERE id = ?", id).Scan(&hiddenAt, &reason)
 	if errors.Is(err, sql.ErrNoRows) {
-		return newError(ErrNotFound, "run %s does not exist", id)
+		return runNotFound(id)
 	}
 	if err != nil || hiddenAt == nil {
 		return err
@@ -256,7 +256,7 @@ func (s *Store) History(ctx context.Context, id string, limit int, pageCursor st
 		}
 		k, ok := c.Key.(float64)
 		if !ok || k < 0 || k != float64(int64(k)) {
-			return nil, "", badCursor("not one this API issued; pass next_cursor back unchanged")
+			return nil, "", badCursor("problem.cursor_not_issued", "not one this API issued; pass next_cursor back unchanged")
 		}
 		after = int64(k)
 	}

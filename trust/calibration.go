@@ -1,8 +1,9 @@
 package trust
 
 import (
-	"fmt"
 	"strings"
+
+	"github.com/matrixd/matrixd/msg"
 )
 
 // Calibration is how close to its physical bandwidth bound a run of one
@@ -103,9 +104,9 @@ func BitsClass(bits float64) string {
 	return "16 bits"
 }
 
-func (c Calibration) describe() string {
+func (c Calibration) describe() msg.Message {
 	if c.Runs == 0 {
-		return fmt.Sprintf("%s at %s: no real run calibrates it, the uncalibrated × %g", c.Family, c.Bits, UncalibratedCap)
+		return msg.New("trust.calibration_none", c.Family, c.Bits, UncalibratedCap)
 	}
-	return fmt.Sprintf("%s at %s: the real runs reach %.0f %% of peak, × %g, at least %.0f %% of peak", c.Family, c.Bits, 100*c.Highest, CalibrationMargin, 100*PhysicalCeiling)
+	return msg.New("trust.calibration", c.Family, c.Bits, 100*c.Highest, CalibrationMargin, 100*PhysicalCeiling)
 }

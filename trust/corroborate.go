@@ -476,7 +476,10 @@ func disputeDetail(refs []Reference, idx []int, sources int) msg.Message {
 		ratios = append(ratios, refs[i].Ratio)
 	}
 	r := median(ratios)
-	metric := refs[idx[0]].Metric
+	metric := msg.New("trust.metric_total")
+	if refs[idx[0]].Metric == "per-request tok/s" {
+		metric = msg.New("trust.metric_per_request")
+	}
 	return msg.New(plural(sources, "trust.corroboration_disputed_one", "trust.corroboration_disputed"), sources, metric, ratioText(r), describe(refs, idx))
 }
 
@@ -488,8 +491,8 @@ func ratioText(r float64) string {
 }
 
 // describe names the references idx: "run X on A100; the estimate from 2
-// runs on H100 and L40S".
-func describe(refs []Reference, idx []int) string {
+// runs on H100 and L40S", each clause a message of its own.
+func describe(refs []Reference, idx []int) msg.Message {
 	var same []string
 	var gpus, models []string
 	cross, other := 0, 0
@@ -509,17 +512,24 @@ func describe(refs []Reference, idx []int) string {
 			}
 		}
 	}
-	var parts []string
+	var parts []any
 	if len(same) > 0 {
-		parts = append(parts, fmt.Sprintf("%s %s of the same configuration", plural(len(same), "run", "runs"), strings.Join(same, ", ")))
+		parts = append(parts, msg.New(plural(len(same), "trust.ref_same_config_one", "trust.ref_same_config"), strings.Join(same, ", ")))
 	}
 	if cross > 0 {
-		parts = append(parts, fmt.Sprintf("the estimate from %d %s on %s", cross, plural(cross, "run", "runs"), strings.Join(gpus, " and ")))
+		parts = append(parts, msg.New(plural(cross, "trust.ref_cross_gpu_one", "trust.ref_cross_gpu"), cross, strings.Join(gpus, " and ")))
 	}
 	if other > 0 {
-		parts = append(parts, fmt.Sprintf("the estimate from %d %s of %s", other, plural(other, "run", "runs"), strings.Join(models, " and ")))
+		parts = append(parts, msg.New(plural(other, "trust.ref_cross_model_one", "trust.ref_cross_model"), other, strings.Join(models, " and ")))
 	}
-	return strings.Join(parts, "; ")
+	switch len(parts) {
+	case 1:
+		return parts[0].(msg.Message)
+	case 2:
+		return msg.New("trust.refs_two", parts...)
+	default:
+		return msg.New("trust.refs_three", parts...)
+	}
 }
 
 func plural(n int, one, many string) string {

@@ -5,7 +5,6 @@
 package trust
 
 import (
-	"fmt"
 	"math"
 	"regexp"
 	"slices"
@@ -144,34 +143,34 @@ func perRequest(c Cell) (float64, bool) {
 // WeightBits is the bits a weight of r takes: its stated quantization,
 // else what its model name says (…-FP8, …-AWQ), else the model's own
 // published checkpoint (the model facts table); from says which.
-func WeightBits(r Run, model *Model) (bits float64, from string, ok bool) {
+func WeightBits(r Run, model *Model) (bits float64, from msg.Message, ok bool) {
 	if b, ok := Bits(r.Quantization); ok {
-		return b, fmt.Sprintf("its quantization %q", clip(r.Quantization)), true
+		return b, msg.New("trust.bits_from_quantization", clip(r.Quantization)), true
 	}
 	if b, ok := Bits(r.Model); ok {
-		return b, "its model name", true
+		return b, msg.New("trust.bits_from_model_name"), true
 	}
 	if r.Quantization == "" && model != nil && model.WeightsBits > 0 {
-		return model.WeightsBits, "the model's published checkpoint (no quantization stated)", true
+		return model.WeightsBits, msg.New("trust.bits_from_checkpoint"), true
 	}
-	return 0, "", false
+	return 0, msg.Message{}, false
 }
 
 // split is how many GPUs' bandwidth one request's decode step reads its
 // weights with: the tensor-parallel size where the launch states it (data
 // and pipeline parallel copies do not speed one request), else every GPU
 // of the run (the most generous reading).
-func split(r Run) (n int, how string) {
+func split(r Run) (n int, how msg.Message) {
 	if r.TensorParallel > 0 && r.TensorParallel <= r.GPUCount {
 		if r.TensorParallel == 1 {
-			return 1, "one GPU's bandwidth (tensor parallel 1)"
+			return 1, msg.New("trust.split_tensor_parallel_one")
 		}
-		return r.TensorParallel, fmt.Sprintf("tensor parallel over %d GPUs: bandwidth × %d", r.TensorParallel, r.TensorParallel)
+		return r.TensorParallel, msg.New("trust.split_tensor_parallel", r.TensorParallel)
 	}
 	if r.GPUCount == 1 {
-		return 1, "one GPU"
+		return 1, msg.New("trust.split_one_gpu")
 	}
-	return r.GPUCount, fmt.Sprintf("%d GPUs, split not stated: counted as tensor parallel over all %d (bandwidth × %d, the most generous reading)", r.GPUCount, r.GPUCount, r.GPUCount)
+	return r.GPUCount, msg.New("trust.split_not_stated", r.GPUCount)
 }
 
 // bandwidth holds each cell to memory bandwidth: a decode step reads the
@@ -238,9 +237,9 @@ func bandwidth(r Run, gpu *GPU, model *Model) (Check, []Flag) {
 	if len(flags) > 0 {
 		c.Status = StatusFlagged
 	}
-	sizeNote := ""
+	sizeNote := msg.Message{}
 	if model.FromName {
-		sizeNote = " (size read from the model name: not in the model facts table)"
+		sizeNote = msg.New("trust.size_from_name")
 	}
 	c.says(msg.New("trust.bandwidth_detail",
 		worstCell.ContextTokens, worstCell.Concurrency, 100*worst, worstLimit, gpu.Name, gpu.BandwidthGBs, splitNote, weights/bytesPerGB, model.Name, sizeNote, bits, bitsFrom, kvNote(kvPerToken), cal.Cap, cal.describe()))
@@ -275,11 +274,11 @@ func Utilisation(r Run, gpu *GPU, model *Model) (float64, bool) {
 	return worst, worst > 0
 }
 
-func kvNote(perToken float64) string {
+func kvNote(perToken float64) msg.Message {
 	if perToken == 0 {
-		return " (KV not counted: the model's attention geometry is not in the table)"
+		return msg.New("trust.kv_not_counted")
 	}
-	return fmt.Sprintf(" plus %.0f KiB of KV per token of context", perToken/1024)
+	return msg.New("trust.kv_per_token", perToken/1024)
 }
 
 // Tolerances of the consistency checks, measured on the real runs of the

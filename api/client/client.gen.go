@@ -1426,6 +1426,9 @@ type FieldError struct {
 	// Line The 1-based line in the submitted file.
 	Line    *int   `json:"line,omitempty"`
 	Message string `json:"message"`
+
+	// Notice `message` with its code and parameters, where it has a code (a query's encoding, a value out of range or not among the allowed ones, a refused combination of parameters); absent where the message is free text.
+	Notice *Notice `json:"notice,omitempty"`
 }
 
 // Flag defines model for Flag.
@@ -2031,6 +2034,9 @@ type Notice struct {
 	//
 	// Example: {"pending":"3"}
 	Params map[string]string `json:"params"`
+
+	// Parts The parameters that are clauses with codes of their own (a check's `split`, `kv`, `calibration`; the `flag` of `api.compare_run_flagged`), by name: render each in the reader's language and write it in for its parameter.
+	Parts *map[string]Notice `json:"parts,omitempty"`
 }
 
 // PeakCell The valid cell with the highest total tok/s.
@@ -2242,7 +2248,10 @@ type Problem struct {
 	//
 	// Example: {"context":"262144","longest":"32768","reach":"2"}
 	Params map[string]string `json:"params"`
-	Errors *[]FieldError     `json:"errors,omitempty"`
+
+	// Parts The parameters that are clauses with codes of their own (the `reason` and `supported` of `calculator.refused_supported`), by name, as in a Notice.
+	Parts  *map[string]Notice `json:"parts,omitempty"`
+	Errors *[]FieldError      `json:"errors,omitempty"`
 
 	// Supported For 422 from the calculator, the range the data supports.
 	Supported *string `json:"supported,omitempty"`

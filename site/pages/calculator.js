@@ -11,6 +11,9 @@
   var MAX_AXIS = 16;
   // The catalogs' widget messages by language, written in by the server.
   var MESSAGES = {};
+  // VERBATIM are the parameters that are names however they are written
+  // (a GPU called 3090), never reformatted as numbers.
+  var VERBATIM = { run_id: 1, request_id: 1, gpu: 1, from_gpu: 1, to_gpu: 1, model: 1, to_model: 1, from_model: 1, source_model: 1, facts_model: 1, value: 1, path: 1, name: 1, engine: 1 };
 
   // catalog is the messages of the language closest to lang: the same
   // tag, then its language (zh-TW and every other Chinese read zh-Hant),
@@ -93,6 +96,20 @@
       return m.replace(/\{(\d+)\}/g, function (_, i) { return args[+i + 1]; });
     }
     function fmt(v) { return people(lang, v); }
+    // say is a message of the API (a notice, a refusal: its code and
+    // params) in the widget's language, numbers written as the widget
+    // writes them; its English only when the catalog has no such code.
+    function say(n, english) {
+      var m = n && n.code ? msgs["msg." + n.code] : null;
+      if (m == null) return english || "";
+      var params = n.params || {}, parts = n.parts || {};
+      return m.replace(/\{([a-z0-9_]+)\}/g, function (whole, name) {
+        if (parts[name]) return say(parts[name], params[name]);
+        var v = params[name];
+        if (v == null) return whole;
+        return !VERBATIM[name] && /^-?\d+(\.\d+)?$/.test(v) && v.length <= 16 ? fmt(+v) : v;
+      });
+    }
     function enumText(kind, v) { var k = kind + "." + v; return msgs[k] != null ? msgs[k] : String(v).replace(/_/g, " "); }
     function est(e, unit, measured) {
       if (!e) return "—";
@@ -128,12 +145,14 @@
     out.capacity.hidden = terms.capacity.hidden = true;
     var refusal = el("p", { "class": "mxd-refusal", role: "alert", "data-out": "refusal", hidden: "" });
     var limit = el("p", { "class": "mxd-refusal", role: "status", "data-out": "limit", hidden: "" });
+    var notes = el("ul", { "class": "mxd-notes", "data-out": "warnings", hidden: "" });
     var heat = el("div", { "data-out": "heatmap", tabindex: "0" });
     box.appendChild(el(root.getAttribute("data-heading") === "1" ? "h1" : "h2", {}, [t("title")]));
     box.appendChild(form);
     box.appendChild(refusal);
     box.appendChild(limit);
     box.appendChild(dl);
+    box.appendChild(notes);
     box.appendChild(heat);
     box.appendChild(el("p", { "class": "mxd-foot" }, [t("foot.before"), el("a", { href: api + "/docs", target: "_blank", rel: "noopener" }, ["matrixd"]), t("foot.after")]));
     root.textContent = "";
@@ -171,7 +190,8 @@
     }
     function showRefusal(body) {
       refusal.hidden = false;
-      refusal.textContent = inControls((body && body.detail ? body.detail : t("no_answer")) + (body && body.supported ? " " + t("supported", body.supported) : ""));
+      var why = body && body.code ? say(body, body.detail) : body && body.detail;
+      refusal.textContent = inControls((why || t("no_answer")) + (body && body.supported ? " " + t("supported", say(body.supported_notice, body.supported)) : ""));
     }
     // showBand shows the error band of an answer with a speed; one without
     // (over capacity, beyond max_model_len) has no band to show.
@@ -191,6 +211,8 @@
       getJSON(api + "/v1/calculator/decode?" + q.toString()).then(function (r) {
         if (my !== seq) return;
         limit.hidden = true;
+        notes.textContent = "";
+        notes.hidden = true;
         if (!r.ok) {
           showRefusal(r.body);
           Object.keys(out).forEach(function (k) { out[k].textContent = "—"; });
@@ -200,6 +222,8 @@
         }
         refusal.hidden = true;
         var p = r.body;
+        (p.notices || []).forEach(function (n, i) { notes.appendChild(el("li", {}, [say(n, (p.warnings || [])[i])])); });
+        notes.hidden = !notes.firstChild;
         out.status.textContent = enumText("status", p.status);
         var measured = p.basis.method === "measured";
         out.total.textContent = est(p.total_tok_s, "tok/s", measured);
@@ -259,7 +283,7 @@
             var v = c.total_tok_s ? c.total_tok_s.value : null;
             var col = v != null ? colour(v / (peak || 1)) : { fill: "#e6e6e6", ink: "#444" };
             var chosen = row.context_tokens === l && c.concurrency === b;
-            g.appendChild(svg("title", {}, label(lang, row.context_tokens) + " × " + c.concurrency + ": " + (v != null ? fmt(v) + " tok/s (" + enumText("method", c.method) + ")" : (c.refusal || enumText("status", c.status)))));
+            g.appendChild(svg("title", {}, label(lang, row.context_tokens) + " × " + c.concurrency + ": " + (v != null ? fmt(v) + " tok/s (" + enumText("method", c.method) + ")" : (c.refusal ? say(c.refusal_notice, c.refusal) : enumText("status", c.status)))));
             g.appendChild(svg("rect", { x: left + cw * i, y: top + chh * j, width: cw - 2, height: chh - 2, rx: 2, fill: col.fill, stroke: chosen ? "#f0a500" : "none", "stroke-width": chosen ? 3 : 0, "data-chosen": chosen ? "true" : "false" }));
             g.appendChild(svg("text", { x: left + cw * i + cw / 2 - 1, y: top + chh * j + 15, "text-anchor": "middle", fill: col.ink }, v != null ? (c.method === "measured" ? "" : "~") + fmt(v) + (c.status === "requests_queued" ? "q" : "") : (c.status === "refused" ? "?" : "–")));
             // Choosing a cell asks it: its answer, with its basis, above.
