@@ -332,3 +332,41 @@ func cloneCells(r store.Run) store.Run {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// Coverage is how many runs the bandwidth (physics) check judges, and why
+// it cannot judge the others.
+type Coverage struct {
+	Runs, Judged int
+	// Reasons counts the runs not judged by the bandwidth check's message
+	// code (trust.bandwidth_gpu_unknown, …); Examples holds, per code, the
+	// first run's name and the check's detail.
+	Reasons  map[string]int
+	Examples map[string]string
+	// Unjudged names every run not judged, with the check's detail.
+	Unjudged []string
+}
+
+// PhysicsCoverage checks every run of runs and counts those the bandwidth
+// check judges, and the reasons it gives for the rest.
+func (w *Writer) PhysicsCoverage(runs []Named) Coverage {
+	out := Coverage{Runs: len(runs), Reasons: map[string]int{}, Examples: map[string]string{}}
+	for _, n := range runs {
+		in, gpu, model := w.Inputs(n.Run)
+		rep := trust.Assess(in, gpu, model)
+		for _, c := range rep.Checks {
+			if c.Code != trust.CodeBandwidth {
+				continue
+			}
+			if c.Status != trust.StatusNotChecked {
+				out.Judged++
+				continue
+			}
+			if out.Reasons[c.Notice.Code] == 0 {
+				out.Examples[c.Notice.Code] = n.Name + ": " + c.Detail
+			}
+			out.Reasons[c.Notice.Code]++
+			out.Unjudged = append(out.Unjudged, fmt.Sprintf("%s (%s, %s): %s", n.Name, n.Run.Model.Name, n.Run.Hardware.GPU, c.Detail))
+		}
+	}
+	return out
+}
