@@ -342,8 +342,9 @@ type Coverage struct {
 	// first run's name and the check's detail.
 	Reasons  map[string]int
 	Examples map[string]string
-	// Unjudged names every run not judged, with the check's detail.
-	Unjudged []string
+	// Unjudged names every run not judged, with the check's detail;
+	// Flagged every run the bandwidth check flags, with its first flag.
+	Unjudged, Flagged []string
 }
 
 // PhysicsCoverage checks every run of runs and counts those the bandwidth
@@ -359,6 +360,9 @@ func (w *Writer) PhysicsCoverage(runs []Named) Coverage {
 			}
 			if c.Status != trust.StatusNotChecked {
 				out.Judged++
+				if c.Status == trust.StatusFlagged {
+					out.Flagged = append(out.Flagged, n.Name+": "+rep.Flags[0].Message)
+				}
 				continue
 			}
 			if out.Reasons[c.Notice.Code] == 0 {

@@ -104,6 +104,12 @@ func ModelFromName(name string) (Model, bool) {
 		return Model{}, false
 	}
 	m := Model{Name: clip(name), ParamsB: n.Total, FromName: true, DenseByName: n.Dense, Source: "the size its name states"}
+	if fam, ok := denseFamily(name); ok && n.Dense {
+		// Every release of the family is dense: the one size the name
+		// states is what a token reads.
+		m.DenseByName = false
+		m.Source = "the size its name states; " + fam.Family + " publishes dense models only (" + fam.Source + ")"
+	}
 	if m.ParamsB == 0 {
 		m.ParamsB = n.Active
 	}
@@ -112,4 +118,67 @@ func ModelFromName(name string) (Model, bool) {
 		m.ActiveParamsB = &a
 	}
 	return m, true
+}
+
+// DenseFamily is a family of models whose every release is dense: a name
+// of it that states one size ("…-Qwen2.5-Coder-14B-…") states what one
+// token reads, fine-tunes and quantizations alike.
+type DenseFamily struct {
+	Family string
+	// Match are lower-case substrings of a model name ("_", " " and ":"
+	// read as "-") that mean the family.
+	Match  []string
+	Source string
+}
+
+// DenseFamilies are the families of models trust reads as dense from the
+// size their names state; each source is the family's list of releases
+// (SOURCES.md).
+func DenseFamilies() []DenseFamily {
+	return []DenseFamily{
+		{Family: "Qwen2.5", Match: []string{"qwen2.5-", "qwen2-5-"}, Source: "https://huggingface.co/collections/Qwen/qwen25-66e81a666513e518adb90d9e"},
+		{Family: "Qwen2.5-Coder", Match: []string{"qwen2.5-coder"}, Source: "https://huggingface.co/collections/Qwen/qwen25-coder-66eaa22e6f99801bf65b0c2f"},
+		{Family: "DeepSeek-R1-Distill", Match: []string{"deepseek-r1-distill-"}, Source: "https://huggingface.co/deepseek-ai/DeepSeek-R1#deepseek-r1-distill-models"},
+		{Family: "Llama 3.1, 3.2, 3.3", Match: []string{"llama-3.1-", "llama3.1-", "llama-3.2-", "llama3.2-", "llama-3.3-", "llama3.3-"}, Source: "https://huggingface.co/collections/meta-llama/llama-32-66f448ffc8c32f949b04c8cf"},
+		{Family: "Gemma 2", Match: []string{"gemma-2-", "gemma2-"}, Source: "https://huggingface.co/collections/google/gemma-2-release-667d6600fd5220e7b967f315"},
+		{Family: "Gemma 3", Match: []string{"gemma-3-", "gemma3-"}, Source: "https://huggingface.co/collections/google/gemma-3-release-67c6c6f89c4f76621268bb6d"},
+		{Family: "Ministral, Codestral 22B", Match: []string{"ministral-", "codestral-22b"}, Source: "https://docs.mistral.ai/getting-started/models/"},
+		{Family: "Falcon3", Match: []string{"falcon3-"}, Source: "https://huggingface.co/collections/tiiuae/falcon3-67605ae03578be86e4e87026"},
+		{Family: "SmolLM2, SmolLM3", Match: []string{"smollm2-", "smollm3-"}, Source: "https://huggingface.co/HuggingFaceTB/SmolLM3-3B"},
+		{Family: "Yi-1.5", Match: []string{"yi-1.5-"}, Source: "https://huggingface.co/collections/01-ai/yi-15-2024-05-663f3ecab5f815a3eaca7ca8"},
+	}
+}
+
+// denseFamily is the dense family name belongs to.
+func denseFamily(name string) (DenseFamily, bool) {
+	s := normalName(name)
+	for _, f := range DenseFamilies() {
+		for _, p := range f.Match {
+			if strings.Contains(s, p) && !strings.Contains(s, "moe") {
+				return f, true
+			}
+		}
+	}
+	return DenseFamily{}, false
+}
+
+// normalName is a model name as the tables match it: lower case, with
+// "_", " " and ":" (Ollama's tags) read as "-".
+func normalName(name string) string {
+	return strings.NewReplacer("_", "-", " ", "-", ":", "-").Replace(strings.ToLower(name))
+}
+
+var mtpTag = regexp.MustCompile(`(?:^|[^a-z])mtp(?:[^a-z]|$)`)
+
+// SpecDecodeName reports whether a model name asks for speculative
+// decoding: Ollama's "…:27b-mtp-q8_0" runs the model's multi-token
+// prediction head, several tokens per weight read.
+func SpecDecodeName(name string) bool { return mtpTag.MatchString(strings.ToLower(name)) }
+
+// OllamaTag reports whether a model name is an Ollama tag ("qwen3:8b",
+// "llama3.2:3b"): its weights are the tag's quantization (4-bit by
+// default), not the model's published checkpoint.
+func OllamaTag(name string) bool {
+	s := strings.ToLower(name)
+	return strings.Contains(s, ":") && !strings.Contains(s, ".gguf") && !strings.Contains(s, "://")
 }

@@ -143,7 +143,8 @@ func perRequest(c Cell) (float64, bool) {
 
 // WeightBits is the bits a weight of r takes: its stated quantization,
 // else what its model name says (…-FP8, …-AWQ), else the model's own
-// published checkpoint (the model facts table); from says which.
+// published checkpoint (the model facts table) unless the name is an
+// Ollama tag, whose weights are the tag's; from says which.
 func WeightBits(r Run, model *Model) (bits float64, from string, ok bool) {
 	if b, ok := Bits(r.Quantization); ok {
 		return b, fmt.Sprintf("its quantization %q", clip(r.Quantization)), true
@@ -151,7 +152,7 @@ func WeightBits(r Run, model *Model) (bits float64, from string, ok bool) {
 	if b, ok := Bits(r.Model); ok {
 		return b, "its model name", true
 	}
-	if r.Quantization == "" && model != nil && model.WeightsBits > 0 {
+	if r.Quantization == "" && model != nil && model.WeightsBits > 0 && !OllamaTag(r.Model) {
 		return model.WeightsBits, "the model's published checkpoint (no quantization stated)", true
 	}
 	return 0, "", false

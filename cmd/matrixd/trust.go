@@ -199,6 +199,10 @@ func printCoverage(w *assess.Writer, verbose bool, stdout io.Writer) error {
 	cov := w.PhysicsCoverage(runs)
 	fmt.Fprintf(stdout, "\nPhysics coverage of every shipped run (bundled pages, data/ as imported, the published grids%s): the bandwidth check judges %d of %d (%.0f %%).\n",
 		map[bool]string{true: ", " + corpusDir}[dir != ""], cov.Judged, cov.Runs, 100*float64(cov.Judged)/float64(max(cov.Runs, 1)))
+	fmt.Fprintf(stdout, "Flagged by the bandwidth check: %d.\n", len(cov.Flagged))
+	for _, f := range cov.Flagged {
+		fmt.Fprintln(stdout, "false flag (shipped run):", f)
+	}
 	if len(cov.Reasons) > 0 {
 		fmt.Fprintln(stdout)
 		fmt.Fprintln(stdout, "| not judged because | runs | for example |")
