@@ -31,6 +31,10 @@ const (
 	maxFlagsPerCheck      = 5
 	bytesPerGB            = 1e9
 	kvBytesWhenUnstated   = 0.5 // the fewest any engine stores (4-bit KV)
+	// ollamaDefaultBits is what a weight of an Ollama tag naming no
+	// quantization (nor MLX) takes: the library's default tags are Q4_K_M,
+	// 4.5 bits with its scales; 4 keeps the bound generous.
+	ollamaDefaultBits = 4
 )
 
 // Run is what the checks read of a run.
@@ -152,7 +156,15 @@ func WeightBits(r Run, model *Model) (bits float64, from string, ok bool) {
 	if b, ok := Bits(r.Model); ok {
 		return b, "its model name", true
 	}
-	if r.Quantization == "" && model != nil && model.WeightsBits > 0 && !OllamaTag(r.Model) {
+	if OllamaTag(r.Model) {
+		// Its MLX tags ("…:31b-mlx") state no width, and some run faster
+		// than 4-bit weights could be read: their width is not known.
+		if r.Quantization == "" && !strings.Contains(strings.ToLower(r.Model), "mlx") {
+			return ollamaDefaultBits, "an Ollama tag naming no quantization: its library's default (Q4_K_M), read as 4 bits", true
+		}
+		return 0, "", false
+	}
+	if r.Quantization == "" && model != nil && model.WeightsBits > 0 {
 		return model.WeightsBits, "the model's published checkpoint (no quantization stated)", true
 	}
 	return 0, "", false
