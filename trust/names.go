@@ -142,7 +142,8 @@ func DenseFamilies() []DenseFamily {
 	return []DenseFamily{
 		{Family: "Qwen2.5", Match: []string{"qwen2.5-", "qwen2-5-"}, Source: "https://huggingface.co/collections/Qwen/qwen25-66e81a666513e518adb90d9e"},
 		{Family: "Qwen2.5-Coder", Match: []string{"qwen2.5-coder"}, Source: "https://huggingface.co/collections/Qwen/qwen25-coder-66eaa22e6f99801bf65b0c2f"},
-		{Family: "DeepSeek-R1-Distill", Match: []string{"deepseek-r1-distill-"}, Source: "https://huggingface.co/deepseek-ai/DeepSeek-R1#deepseek-r1-distill-models"},
+		{Family: "DeepSeek-R1-Distill (Ollama's deepseek-r1:1.5b to :70b tags)", Match: []string{"deepseek-r1-distill-", "deepseek-r1-1.5b", "deepseek-r1-7b", "deepseek-r1-8b", "deepseek-r1-14b", "deepseek-r1-32b", "deepseek-r1-70b"}, Source: "https://huggingface.co/deepseek-ai/DeepSeek-R1#deepseek-r1-distill-models, https://ollama.com/library/deepseek-r1"},
+		{Family: "Qwen2 (llama.cpp's qwen2 architecture; its mixture is qwen2moe)", Match: []string{"qwen2-"}, Source: "https://huggingface.co/collections/Qwen/qwen2-6659360b33528ced941e557f"},
 		{Family: "Llama 3.1, 3.2, 3.3", Match: []string{"llama-3.1-", "llama3.1-", "llama-3.2-", "llama3.2-", "llama-3.3-", "llama3.3-"}, Source: "https://huggingface.co/collections/meta-llama/llama-32-66f448ffc8c32f949b04c8cf"},
 		{Family: "Gemma 2", Match: []string{"gemma-2-", "gemma2-"}, Source: "https://huggingface.co/collections/google/gemma-2-release-667d6600fd5220e7b967f315"},
 		{Family: "Gemma 3", Match: []string{"gemma-3-", "gemma3-"}, Source: "https://huggingface.co/collections/google/gemma-3-release-67c6c6f89c4f76621268bb6d"},
