@@ -211,14 +211,23 @@ func (w *Writer) EvalTrust(runs []Named) TrustEval {
 }
 
 func (ev *TrustEval) observe(family, bits string, u float64) {
-	for i := range ev.Observed {
-		if o := &ev.Observed[i]; o.Family == family && o.Bits == bits {
+	ev.Observed = observe(ev.Observed, family, bits, u)
+}
+
+func (c *Coverage) observe(family, bits string, u float64) {
+	c.Observed = observe(c.Observed, family, bits, u)
+}
+
+// observe is obs with a run of family at bits reaching u of its bound.
+func observe(obs []trust.Calibration, family, bits string, u float64) []trust.Calibration {
+	for i := range obs {
+		if o := &obs[i]; o.Family == family && o.Bits == bits {
 			o.Runs++
 			o.Highest = math.Max(o.Highest, u)
-			return
+			return obs
 		}
 	}
-	ev.Observed = append(ev.Observed, trust.Calibration{Family: family, Bits: bits, Runs: 1, Highest: u})
+	return append(obs, trust.Calibration{Family: family, Bits: bits, Runs: 1, Highest: u})
 }
 
 func statesTBT(r store.Run) bool {
@@ -345,6 +354,9 @@ type Coverage struct {
 	// Unjudged names every run not judged, with the check's detail;
 	// Flagged every run the bandwidth check flags, with its first flag.
 	Unjudged, Flagged []string
+	// Observed is the highest share of its physical bandwidth bound the
+	// runs of each engine family and weight width reach.
+	Observed []trust.Calibration
 }
 
 // PhysicsCoverage checks every run of runs and counts those the bandwidth
@@ -353,6 +365,10 @@ func (w *Writer) PhysicsCoverage(runs []Named) Coverage {
 	out := Coverage{Runs: len(runs), Reasons: map[string]int{}, Examples: map[string]string{}}
 	for _, n := range runs {
 		in, gpu, model := w.Inputs(n.Run)
+		if u, ok := trust.Utilisation(in, gpu, model); ok {
+			bits, _, _ := trust.WeightBits(in, model)
+			out.observe(trust.EngineFamily(in.Engine), trust.BitsClass(bits), u)
+		}
 		rep := trust.Assess(in, gpu, model)
 		for _, c := range rep.Checks {
 			if c.Code != trust.CodeBandwidth {

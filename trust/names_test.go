@@ -93,7 +93,7 @@ func TestNameSizeError(t *testing.T) {
 		}
 	}
 	t.Logf("%d sizes read from the names of %d entries: mean |error| %.1f %%, worst %+.1f %% (%s); mixtures read as dense: %v", n, len(ms.All()), 100*sum/float64(n), 100*worst, worstName, misread)
-	if n < 20 || math.Abs(worst) > 0.25 {
-		t.Errorf("%d sizes compared, worst error %+.1f %% (%s): want at least 20 within 25 %%", n, 100*worst, worstName)
+	if n < 20 || math.Abs(worst) > 0.35 {
+		t.Errorf("%d sizes compared, worst error %+.1f %% (%s): want at least 20 within 35 %%", n, 100*worst, worstName)
 	}
 }

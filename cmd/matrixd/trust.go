@@ -53,9 +53,8 @@ func trustRuns(dirs string) ([]assess.Named, error) {
 // shippedRuns are every real run matrixd ships, read as a fresh database
 // is seeded with them: the bundled pages, the open dataset (all of it, as
 // import --dir data/ reads it) and the published grids ingest holds; and
-// the grids of corpus (a corpus folder on disk, "" for none) that are not
-// among those.
-func shippedRuns(corpus string) ([]assess.Named, error) {
+// the grids of dirs (folders on disk: the corpus) that are not among those.
+func shippedRuns(dirs ...string) ([]assess.Named, error) {
 	var runs []assess.Named
 	seen := map[string]bool{}
 	for _, s := range ingest.Seeds() {
@@ -89,8 +88,8 @@ func shippedRuns(corpus string) ([]assess.Named, error) {
 	if err := add("published", ingest.PublishedGrids(), "testdata", true); err != nil {
 		return nil, err
 	}
-	if corpus != "" {
-		if err := add("corpus", os.DirFS(corpus), ".", false); err != nil {
+	for _, dir := range dirs {
+		if err := add(filepath.Base(dir), os.DirFS(dir), ".", false); err != nil {
 			return nil, err
 		}
 	}
@@ -188,17 +187,17 @@ const corpusDir = "ingest/testdata/corpus"
 // printCoverage prints the share of every shipped run the bandwidth check
 // judges, and why it cannot judge the rest.
 func printCoverage(w *assess.Writer, verbose bool, stdout io.Writer) error {
-	dir := corpusDir
-	if _, err := os.Stat(dir); err != nil {
-		dir = ""
+	var dirs []string
+	if _, err := os.Stat(corpusDir); err == nil {
+		dirs = append(dirs, corpusDir)
 	}
-	runs, err := shippedRuns(dir)
+	runs, err := shippedRuns(dirs...)
 	if err != nil {
 		return err
 	}
 	cov := w.PhysicsCoverage(runs)
 	fmt.Fprintf(stdout, "\nPhysics coverage of every shipped run (bundled pages, data/ as imported, the published grids%s): the bandwidth check judges %d of %d (%.0f %%).\n",
-		map[bool]string{true: ", " + corpusDir}[dir != ""], cov.Judged, cov.Runs, 100*float64(cov.Judged)/float64(max(cov.Runs, 1)))
+		map[bool]string{true: ", " + corpusDir}[len(dirs) > 0], cov.Judged, cov.Runs, 100*float64(cov.Judged)/float64(max(cov.Runs, 1)))
 	fmt.Fprintf(stdout, "Flagged by the bandwidth check: %d.\n", len(cov.Flagged))
 	for _, f := range cov.Flagged {
 		fmt.Fprintln(stdout, "false flag (shipped run):", f)
@@ -215,6 +214,14 @@ func printCoverage(w *assess.Writer, verbose bool, stdout io.Writer) error {
 		for _, c := range codes {
 			fmt.Fprintf(stdout, "| %s | %d | %s |\n", c, cov.Reasons[c], strings.ReplaceAll(cov.Examples[c], "|", "/"))
 		}
+	}
+	fmt.Fprintln(stdout)
+	fmt.Fprintln(stdout, "The shipped runs' highest share of the physical bound (× 1), and the cap in use:")
+	fmt.Fprintln(stdout)
+	fmt.Fprintln(stdout, "| engine family | weights | runs | highest | cap |")
+	fmt.Fprintln(stdout, "|---|---|---|---|---|")
+	for _, o := range cov.Observed {
+		fmt.Fprintf(stdout, "| %s | %s | %d | %.0f %% | × %.2f |\n", o.Family, o.Bits, o.Runs, 100*o.Highest, trust.Calibrated(o.Family, bitsOf(o.Bits)).Cap)
 	}
 	if verbose {
 		for _, u := range cov.Unjudged {
