@@ -162,6 +162,8 @@ func DenseFamilies() []DenseFamily {
 		{Family: "TinyLlama", Match: []string{"tinyllama-"}, Source: "https://huggingface.co/TinyLlama/TinyLlama-1.1B-Chat-v1.0"},
 		{Family: "Falcon-H1", Match: []string{"falcon-h1-"}, Source: "https://huggingface.co/collections/tiiuae/falcon-h1-6819f2795bc406da60fab8df"},
 		{Family: "Granite 4.0 H (the sized ones: 350M, 1B)", Match: []string{"granite-4.0-h-"}, Source: "https://huggingface.co/collections/ibm-granite/granite-40-language-models-6811a18b820ef362d9e5a82c"},
+		{Family: "Granite 4.1", Match: []string{"granite-4.1-", "granite4.1-"}, Source: "IBM, Granite 4.1 technical blog (https://huggingface.co/blog/ibm-granite/granite-4-1), as quoted at https://arc-codex.com/article/b152637ab673996f473efcd13d58ff2b (read 2026-12-07): dense 3B, 8B and 30B"},
+		{Family: "Fara1.5 (on the dense Qwen3.5 4B, 9B and 27B)", Match: []string{"fara1.5-"}, Source: "https://www.microsoft.com/en-us/research/articles/fara1-5-computer-use-agent/"},
 		{Family: "LFM2, LFM2.5 (the mixture names its active part: 8B-A1B)", Match: []string{"lfm2-", "lfm2.5-"}, Source: "https://huggingface.co/collections/LiquidAI/lfm2-686d721927015b2ad73eaa38"},
 		{Family: "Hunyuan dense (the mixture names its active part: A13B)", Match: []string{"hunyuan-0.5b", "hunyuan-1.8b", "hunyuan-4b", "hunyuan-7b"}, Source: "https://huggingface.co/tencent/Hunyuan-4B-Instruct"},
 		{Family: "AFM-4.5B", Match: []string{"afm-4.5b"}, Source: "https://huggingface.co/arcee-ai/AFM-4.5B"},
