@@ -198,7 +198,12 @@ func printCoverage(w *assess.Writer, verbose bool, stdout io.Writer) error {
 	cov := w.PhysicsCoverage(runs)
 	fmt.Fprintf(stdout, "\nPhysics coverage of every shipped run (bundled pages, data/ as imported, the published grids%s): the bandwidth check judges %d of %d (%.0f %%).\n",
 		map[bool]string{true: ", " + corpusDir}[len(dirs) > 0], cov.Judged, cov.Runs, 100*float64(cov.Judged)/float64(max(cov.Runs, 1)))
-	fmt.Fprintf(stdout, "Flagged by the bandwidth check: %d.\n", len(cov.Flagged))
+	corr := w.CorroborationStatuses(runs)
+	fmt.Fprintf(stdout, "Flagged by the bandwidth check: %d. Stored together and corroborated: %d corroborated, %d uncorroborated, %d disputed.\n",
+		len(cov.Flagged), corr.Statuses[trust.StatusCorroborated], corr.Statuses[trust.StatusUncorroborated], corr.Statuses[trust.StatusDisputed])
+	for _, d := range corr.Disputed {
+		fmt.Fprintln(stdout, "false dispute (shipped run):", d)
+	}
 	for _, f := range cov.Flagged {
 		fmt.Fprintln(stdout, "false flag (shipped run):", f)
 	}

@@ -95,30 +95,38 @@ func TestTrustCalibration(t *testing.T) {
 
 // shippedCoverage is the bandwidth check's coverage of every shipped run
 // (the bundled pages, the open dataset as imported, the published grids
-// and the corpus), measured once for the tests that read it.
-var shippedCoverage = sync.OnceValue(func() func(t *testing.T) assess.Coverage {
+// and the corpus) and their corroboration stored together, measured once
+// for the tests that read them.
+var shippedCoverage = sync.OnceValue(func() func(t *testing.T) (assess.Coverage, assess.CorroborationEval) {
 	runs, err := shippedRuns("../../ingest/testdata/corpus")
-	var cov assess.Coverage
+	var (
+		cov  assess.Coverage
+		corr assess.CorroborationEval
+	)
 	if err == nil {
 		var w *assess.Writer
 		if w, err = assess.New(nil); err == nil {
-			cov = w.PhysicsCoverage(runs)
+			cov, corr = w.PhysicsCoverage(runs), w.CorroborationStatuses(runs)
 		}
 	}
-	return func(t *testing.T) assess.Coverage {
+	return func(t *testing.T) (assess.Coverage, assess.CorroborationEval) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
-		return cov
+		return cov, corr
 	}
 })
 
 // TestPhysicsCoverage holds the bandwidth check to every run matrixd
-// ships: none flagged, and at least the share judged that docs/trust.md
-// states (the reasons for the rest are what matrixd eval --trust prints).
+// ships: none flagged, none disputed when all are stored together, and at
+// least the share judged that docs/trust.md states (the reasons for the
+// rest are what matrixd eval --trust prints).
 func TestPhysicsCoverage(t *testing.T) {
-	cov := shippedCoverage()(t)
+	cov, corr := shippedCoverage()(t)
+	for _, d := range corr.Disputed {
+		t.Errorf("a shipped run is disputed: %s", d)
+	}
 	if cov.Runs < 570 {
 		t.Fatalf("only %d shipped runs read", cov.Runs)
 	}
