@@ -42,8 +42,8 @@ const (
 func observed() []Calibration {
 	return []Calibration{
 		{Family: "llama.cpp", Bits: "≤ 4.5 bits", Runs: 319, Highest: 0.85},
-		{Family: "llama.cpp", Bits: "5–8.5 bits", Runs: 13, Highest: 0.90},
-		{Family: "other engines", Bits: "≤ 4.5 bits", Runs: 73, Highest: 0.87},
+		{Family: "llama.cpp", Bits: "5–8.5 bits", Runs: 11, Highest: 0.90},
+		{Family: "other engines", Bits: "≤ 4.5 bits", Runs: 67, Highest: 0.87},
 		{Family: "other engines", Bits: "5–8.5 bits", Runs: 1, Highest: 0.55},
 		{Family: "LMDeploy", Bits: "16 bits", Runs: 6, Highest: 0.76},
 		{Family: "TensorRT-LLM", Bits: "16 bits", Runs: 9, Highest: 0.71},
