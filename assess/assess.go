@@ -99,7 +99,7 @@ func (w *Writer) Inputs(r store.Run) (trust.Run, *trust.GPU, *trust.Model) {
 	in := trust.Run{
 		Model: r.Model.Name, Quantization: r.Model.Quantization, KVCacheDtype: r.Launch.KVCacheDtype, Engine: r.Engine.Name, GPU: r.Hardware.GPU,
 		TensorParallel: trust.TensorParallel(r.Launch.Command, r.Launch.Flags),
-		SpecDecode:     trust.SpecDecode(r.Launch.Command, r.Launch.Flags, r.Launch.Notes),
+		SpecDecode:     trust.SpecDecode(r.Launch.Command, r.Launch.Flags, r.Launch.Notes) || trust.SpecDecodeName(r.Model.Name),
 		Class:          m.Class, MeasurementS: m.MeasurementS, OutputTokensPerRequest: m.OutputTokensPerRequest,
 	}
 	for _, q := range []string{r.Engine.Quantization, trust.LaunchQuantization(r.Launch.Command, r.Launch.Flags)} {

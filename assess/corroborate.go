@@ -21,7 +21,7 @@ func (w *Writer) Peer(r store.Run) trust.Peer {
 	}
 	if model != nil {
 		p.Model, p.ActiveParamsB = strings.ToLower(model.Name), model.ActiveParams()
-		if bits, _, ok := trust.WeightBits(in, model); ok {
+		if bits, _, ok := trust.StatedBits(in, model); ok {
 			p.Bits = trust.BitsClass(bits)
 		}
 	}

@@ -182,6 +182,26 @@ func (w *Writer) EvalCorroboration(runs []Named) CorroborationEval {
 	return ev
 }
 
+// CorroborationStatuses stores runs together, as EvalCorroboration does,
+// and counts each run's corroboration status, naming the disputed: what
+// EvalCorroboration reports of them without measuring spreads or making
+// falsified copies.
+func (w *Writer) CorroborationStatuses(runs []Named) CorroborationEval {
+	sim := w.simulate(runs)
+	ev := CorroborationEval{Statuses: map[string]int{}}
+	for i, p := range sim.peers {
+		if p.ID == "" {
+			continue
+		}
+		c := trust.Corroborate(p, sim.related(sim.runs[i]), trust.Bounds())
+		ev.Statuses[c.Status]++
+		if c.Status == trust.StatusDisputed {
+			ev.Disputed = append(ev.Disputed, p.ID+": "+c.Detail)
+		}
+	}
+	return ev
+}
+
 // DisputeBound is the dispute bound factors give, as trust.Bounds derives
 // it: their 99th percentile, no lower than the largest, rounded up to
 // 0.05 (0: no factors).

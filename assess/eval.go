@@ -211,14 +211,23 @@ func (w *Writer) EvalTrust(runs []Named) TrustEval {
 }
 
 func (ev *TrustEval) observe(family, bits string, u float64) {
-	for i := range ev.Observed {
-		if o := &ev.Observed[i]; o.Family == family && o.Bits == bits {
+	ev.Observed = observe(ev.Observed, family, bits, u)
+}
+
+func (c *Coverage) observe(family, bits string, u float64) {
+	c.Observed = observe(c.Observed, family, bits, u)
+}
+
+// observe is obs with a run of family at bits reaching u of its bound.
+func observe(obs []trust.Calibration, family, bits string, u float64) []trust.Calibration {
+	for i := range obs {
+		if o := &obs[i]; o.Family == family && o.Bits == bits {
 			o.Runs++
 			o.Highest = math.Max(o.Highest, u)
-			return
+			return obs
 		}
 	}
-	ev.Observed = append(ev.Observed, trust.Calibration{Family: family, Bits: bits, Runs: 1, Highest: u})
+	return append(obs, trust.Calibration{Family: family, Bits: bits, Runs: 1, Highest: u})
 }
 
 func statesTBT(r store.Run) bool {
@@ -332,3 +341,52 @@ func cloneCells(r store.Run) store.Run {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// Coverage is how many runs the bandwidth (physics) check judges, and why
+// it cannot judge the others.
+type Coverage struct {
+	Runs, Judged int
+	// Reasons counts the runs not judged by the bandwidth check's message
+	// code (trust.bandwidth_gpu_unknown, …); Examples holds, per code, the
+	// first run's name and the check's detail.
+	Reasons  map[string]int
+	Examples map[string]string
+	// Unjudged names every run not judged, with the check's detail;
+	// Flagged every run the bandwidth check flags, with its first flag.
+	Unjudged, Flagged []string
+	// Observed is the highest share of its physical bandwidth bound the
+	// runs of each engine family and weight width reach.
+	Observed []trust.Calibration
+}
+
+// PhysicsCoverage checks every run of runs and counts those the bandwidth
+// check judges, and the reasons it gives for the rest.
+func (w *Writer) PhysicsCoverage(runs []Named) Coverage {
+	out := Coverage{Runs: len(runs), Reasons: map[string]int{}, Examples: map[string]string{}}
+	for _, n := range runs {
+		in, gpu, model := w.Inputs(n.Run)
+		if u, ok := trust.Utilisation(in, gpu, model); ok {
+			bits, _, _ := trust.WeightBits(in, model)
+			out.observe(trust.EngineFamily(in.Engine), trust.BitsClass(bits), u)
+		}
+		rep := trust.Assess(in, gpu, model)
+		for _, c := range rep.Checks {
+			if c.Code != trust.CodeBandwidth {
+				continue
+			}
+			if c.Status != trust.StatusNotChecked {
+				out.Judged++
+				if c.Status == trust.StatusFlagged {
+					out.Flagged = append(out.Flagged, n.Name+": "+rep.Flags[0].Message)
+				}
+				continue
+			}
+			if out.Reasons[c.Notice.Code] == 0 {
+				out.Examples[c.Notice.Code] = n.Name + ": " + c.Detail
+			}
+			out.Reasons[c.Notice.Code]++
+			out.Unjudged = append(out.Unjudged, fmt.Sprintf("%s (%s, %s): %s", n.Name, n.Run.Model.Name, n.Run.Hardware.GPU, c.Detail))
+		}
+	}
+	return out
+}

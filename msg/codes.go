@@ -20,6 +20,8 @@ var templates = map[string]string{
 	"problem.param_not_integer":                     "an invalid integer: {value}",
 	"problem.param_not_number":                      "an invalid number: {value}",
 	"problem.param_not_boolean":                     "an invalid boolean: {value}",
+	"trust.bits_from_ollama_default":                "an Ollama tag naming no quantization: its library's default (Q4_K_M), read as 4 bits",
+	"trust.bits_from_own_weights":                   "{engine} runs only its own GGUF files, the smallest of them {bits:%g} bits a routed weight ({source})",
 	"trust.metric_total":                            "total tok/s",
 	"trust.metric_per_request":                      "per-request tok/s",
 	"trust.ref_same_config_one":                     "run {runs} of the same configuration",

@@ -31,7 +31,7 @@ func TestCalibratedBound(t *testing.T) {
 		{"vLLM", 16, PhysicalCeiling, true},
 		{"TensorRT-LLM", 16, PhysicalCeiling, true},
 		{"TensorRT-LLM", 4, UncalibratedCap, false},
-		{"mlc-llm", 4, UncalibratedCap, false},
+		{"mlc-llm", 16, UncalibratedCap, false},
 		{"", 16, UncalibratedCap, false},
 	} {
 		c := Calibrated(tt.engine, tt.bits)

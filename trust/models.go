@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -102,19 +103,33 @@ func ParseModels(b []byte) (*Models, error) {
 func (t *Models) All() []Model { return append([]Model(nil), t.models...) }
 
 // Lookup finds the model a run's model name means: the entry whose match
-// is the longest substring of the name (lower case, "_" and " " as "-"),
+// is the longest substring of the name (lower case, "_", " " and ":" as "-"),
 // unless the name states a size the entry's is not within 1.5× of
 // ("DeepSeek-R1-Distill-Llama-8B" is not DeepSeek-R1's 671B).
 func (t *Models) Lookup(name string) (Model, bool) {
-	s := strings.NewReplacer("_", "-", " ", "-").Replace(strings.ToLower(name))
+	s := normalName(name)
 	named, sized := SizeFromName(name)
 	best, bestLen := Model{}, 0
 	for _, m := range t.models {
 		for _, p := range m.Match {
-			if len(p) > bestLen && strings.Contains(s, p) && (!sized || named.agrees(m)) {
+			if !strings.Contains(s, p) || (sized && !named.agrees(m)) {
+				continue
+			}
+			// Of matches as long, the entry nearest the size the name
+			// states ("qwen3.5-35b" is the 35B of a family's 27B and 35B).
+			if len(p) > bestLen || (len(p) == bestLen && sized && nearer(named, m, best)) {
 				best, bestLen = m, len(p)
 			}
 		}
 	}
 	return best, bestLen > 0
+}
+
+// nearer reports whether entry a is nearer than b to the total size n
+// states.
+func nearer(n NameSize, a, b Model) bool {
+	if n.Total == 0 {
+		return false
+	}
+	return math.Abs(math.Log(a.ParamsB/n.Total)) < math.Abs(math.Log(b.ParamsB/n.Total))
 }

@@ -16,7 +16,7 @@ import (
 
 // RulesVersion changes whenever a rule or a catalog changes what the
 // checks would say: runs checked by other rules are checked again.
-const RulesVersion = 3
+const RulesVersion = 4
 
 // Check codes and statuses.
 const (
@@ -30,6 +30,10 @@ const (
 	maxFlagsPerCheck      = 5
 	bytesPerGB            = 1e9
 	kvBytesWhenUnstated   = 0.5 // the fewest any engine stores (4-bit KV)
+	// ollamaDefaultBits is what a weight of an Ollama tag naming no
+	// quantization (nor MLX) takes: the library's default tags are Q4_K_M,
+	// 4.5 bits with its scales; 4 keeps the bound generous.
+	ollamaDefaultBits = 4
 )
 
 // Run is what the checks read of a run.
@@ -142,15 +146,37 @@ func perRequest(c Cell) (float64, bool) {
 
 // WeightBits is the bits a weight of r takes: its stated quantization,
 // else what its model name says (…-FP8, …-AWQ), else the model's own
-// published checkpoint (the model facts table); from says which.
+// published checkpoint (the model facts table) unless the name is an
+// Ollama tag, whose weights are the tag's; else the fewest its source
+// could have used (an Ollama tag's default, an engine that runs only its
+// own files). from says which.
 func WeightBits(r Run, model *Model) (bits float64, from msg.Message, ok bool) {
+	if b, from, ok := StatedBits(r, model); ok {
+		return b, from, true
+	}
+	switch e, own := ownWeights(r.Engine); {
+	case r.Quantization != "":
+	case OllamaTag(r.Model) && !strings.Contains(strings.ToLower(r.Model), "mlx"):
+		// Its MLX tags ("…:31b-mlx") state no width, and some run faster
+		// than 4-bit weights could be read: their width is not known.
+		return ollamaDefaultBits, msg.New("trust.bits_from_ollama_default"), true
+	case own:
+		return e.bits, msg.New("trust.bits_from_own_weights", e.name, e.bits, e.source), true
+	}
+	return 0, msg.Message{}, false
+}
+
+// StatedBits is WeightBits where the run or its model's checkpoint says
+// the width, not the fewest its source could have used: what a
+// configuration is compared by.
+func StatedBits(r Run, model *Model) (bits float64, from msg.Message, ok bool) {
 	if b, ok := Bits(r.Quantization); ok {
 		return b, msg.New("trust.bits_from_quantization", clip(r.Quantization)), true
 	}
 	if b, ok := Bits(r.Model); ok {
 		return b, msg.New("trust.bits_from_model_name"), true
 	}
-	if r.Quantization == "" && model != nil && model.WeightsBits > 0 {
+	if r.Quantization == "" && model != nil && model.WeightsBits > 0 && !OllamaTag(r.Model) {
 		return model.WeightsBits, msg.New("trust.bits_from_checkpoint"), true
 	}
 	return 0, msg.Message{}, false
@@ -250,7 +276,7 @@ func bandwidth(r Run, gpu *GPU, model *Model) (Check, []Flag) {
 // no margin) any cell reaches; ok is false when the bandwidth check cannot
 // run. The calibration reads it of the real runs.
 func Utilisation(r Run, gpu *GPU, model *Model) (float64, bool) {
-	if gpu == nil || model == nil || r.GPUCount < 1 || r.SpecDecode {
+	if gpu == nil || model == nil || r.GPUCount < 1 || r.SpecDecode || model.DenseByName {
 		return 0, false
 	}
 	bits, _, ok := WeightBits(r, model)
@@ -461,6 +487,23 @@ func orNone(s string) string {
 		return "of no class"
 	}
 	return s
+}
+
+// ownEngine is an engine that runs only the weights its project
+// publishes: a run of it that states no quantization used one of them.
+type ownEngine struct {
+	name, source string
+	bits         float64 // the fewest bits a weight of its files takes
+}
+
+// ownWeights is the engine of that kind engine names.
+func ownWeights(engine string) (ownEngine, bool) {
+	if strings.EqualFold(strings.TrimSpace(engine), "ds4") || strings.Contains(strings.ToLower(engine), "dwarfstar") {
+		// "Not a general GGUF runner: you need to use the GGUF files the
+		// project produces"; its DeepSeek V4 Flash files are Q2 and Q4.
+		return ownEngine{name: "ds4", bits: 2, source: "https://github.com/antirez/ds4 README"}, true
+	}
+	return ownEngine{}, false
 }
 
 var (

@@ -1,14 +1,18 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/matrixd/matrixd/assess"
+	"github.com/matrixd/matrixd/data"
 	"github.com/matrixd/matrixd/ingest"
 	"github.com/matrixd/matrixd/trust"
 )
@@ -41,6 +45,52 @@ func trustRuns(dirs string) ([]assess.Named, error) {
 		}
 		for _, c := range corpus {
 			runs = append(runs, assess.Named{Family: c.Family, Name: c.Family + "/" + c.Entry.Name, Run: c.Run})
+		}
+	}
+	return runs, nil
+}
+
+// shippedRuns are every real run matrixd ships, read as a fresh database
+// is seeded with them: the bundled pages, the open dataset (all of it, as
+// import --dir data/ reads it) and the published grids ingest holds; and
+// the grids of dirs (folders on disk: the corpus) that are not among those.
+func shippedRuns(dirs ...string) ([]assess.Named, error) {
+	var runs []assess.Named
+	seen := map[string]bool{}
+	for _, s := range ingest.Seeds() {
+		r, err := ingest.Parse(s.Data)
+		if err != nil {
+			return nil, fmt.Errorf("seed %s: %w", s.Name, err)
+		}
+		runs = append(runs, assess.Named{Family: "seed pages", Name: strings.TrimSuffix(s.Name, ".txt"), Run: r})
+	}
+	add := func(what string, fsys fs.FS, root string, licensed bool) error {
+		batches, _, err := ingest.ReadDataset(fsys, root, licensed)
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		for _, b := range batches {
+			for i, r := range b.Runs {
+				key := r.ContentHash()
+				if seen[key] {
+					continue
+				}
+				seen[key] = true
+				family, _, _ := strings.Cut(strings.TrimPrefix(b.Name, root+"/"), "/")
+				runs = append(runs, assess.Named{Family: what + " " + family, Name: fmt.Sprintf("%s#%d", b.Name, i+1), Run: r})
+			}
+		}
+		return nil
+	}
+	if err := add("data", data.FS, ".", false); err != nil {
+		return nil, err
+	}
+	if err := add("published", ingest.PublishedGrids(), "testdata", true); err != nil {
+		return nil, err
+	}
+	for _, dir := range dirs {
+		if err := add(filepath.Base(dir), os.DirFS(dir), ".", false); err != nil {
+			return nil, err
 		}
 	}
 	return runs, nil
@@ -127,6 +177,62 @@ func evalTrust(dir string, verbose bool, stdout io.Writer) error {
 		}
 	}
 	printCorroboration(w.EvalCorroboration(runs), verbose, stdout)
+	return printCoverage(w, verbose, stdout)
+}
+
+// corpusDir is the corpus the shipped runs' coverage adds to the
+// embedded ones, where the repository is at hand.
+const corpusDir = "ingest/testdata/corpus"
+
+// printCoverage prints the share of every shipped run the bandwidth check
+// judges, and why it cannot judge the rest.
+func printCoverage(w *assess.Writer, verbose bool, stdout io.Writer) error {
+	var dirs []string
+	if _, err := os.Stat(corpusDir); err == nil {
+		dirs = append(dirs, corpusDir)
+	}
+	runs, err := shippedRuns(dirs...)
+	if err != nil {
+		return err
+	}
+	cov := w.PhysicsCoverage(runs)
+	fmt.Fprintf(stdout, "\nPhysics coverage of every shipped run (bundled pages, data/ as imported, the published grids%s): the bandwidth check judges %d of %d (%.0f %%).\n",
+		map[bool]string{true: ", " + corpusDir}[len(dirs) > 0], cov.Judged, cov.Runs, 100*float64(cov.Judged)/float64(max(cov.Runs, 1)))
+	corr := w.CorroborationStatuses(runs)
+	fmt.Fprintf(stdout, "Flagged by the bandwidth check: %d. Stored together and corroborated: %d corroborated, %d uncorroborated, %d disputed.\n",
+		len(cov.Flagged), corr.Statuses[trust.StatusCorroborated], corr.Statuses[trust.StatusUncorroborated], corr.Statuses[trust.StatusDisputed])
+	for _, d := range corr.Disputed {
+		fmt.Fprintln(stdout, "false dispute (shipped run):", d)
+	}
+	for _, f := range cov.Flagged {
+		fmt.Fprintln(stdout, "false flag (shipped run):", f)
+	}
+	if len(cov.Reasons) > 0 {
+		fmt.Fprintln(stdout)
+		fmt.Fprintln(stdout, "| not judged because | runs | for example |")
+		fmt.Fprintln(stdout, "|---|---|---|")
+		codes := make([]string, 0, len(cov.Reasons))
+		for c := range cov.Reasons {
+			codes = append(codes, c)
+		}
+		slices.SortFunc(codes, func(a, b string) int { return cmp.Or(cov.Reasons[b]-cov.Reasons[a], strings.Compare(a, b)) })
+		for _, c := range codes {
+			fmt.Fprintf(stdout, "| %s | %d | %s |\n", c, cov.Reasons[c], strings.ReplaceAll(cov.Examples[c], "|", "/"))
+		}
+	}
+	fmt.Fprintln(stdout)
+	fmt.Fprintln(stdout, "The shipped runs' highest share of the physical bound (× 1), and the cap in use:")
+	fmt.Fprintln(stdout)
+	fmt.Fprintln(stdout, "| engine family | weights | runs | highest | cap |")
+	fmt.Fprintln(stdout, "|---|---|---|---|---|")
+	for _, o := range cov.Observed {
+		fmt.Fprintf(stdout, "| %s | %s | %d | %.0f %% | × %.2f |\n", o.Family, o.Bits, o.Runs, 100*o.Highest, trust.Calibrated(o.Family, bitsOf(o.Bits)).Cap)
+	}
+	if verbose {
+		for _, u := range cov.Unjudged {
+			fmt.Fprintln(stdout, "not judged:", u)
+		}
+	}
 	return nil
 }
 

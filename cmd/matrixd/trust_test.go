@@ -2,6 +2,7 @@ package main
 
 import (
 	"math"
+	"sync"
 	"testing"
 
 	"github.com/matrixd/matrixd/assess"
@@ -43,7 +44,7 @@ func TestTrustCorpus(t *testing.T) {
 	// The shares caught, as measured (docs/trust.md): a change that
 	// catches fewer fails here.
 	least := map[string]float64{
-		"10× speed": 0.85, "2× speed": 0.45, "1.3× speed": 0.04, "moved to a GPU 2× slower": 0.6, "moved to a GPU 5× slower": 0.75,
+		"10× speed": 0.85, "2× speed": 0.45, "1.3× speed": 0.04, "moved to a GPU 2× slower": 0.5, "moved to a GPU 5× slower": 0.75,
 		"per-request speed × 20, totals unchanged (TBT ÷ 20)": 0.9, "totals over per-request × active (2×)": 1, "relabelled sustained_decode": 1,
 		"renamed to another model (same cells)": 0.05,
 	}
@@ -59,12 +60,13 @@ func TestTrustCorpus(t *testing.T) {
 	}
 }
 
-// TestTrustCalibration holds trust's calibration table to the real runs:
-// each engine family and weight width's highest share of its physical
-// bound, measured again, is at most the table's (rounded up to the
-// percent), from as many runs.
+// TestTrustCalibration holds trust's calibration table to every real run
+// of the repository (the shipped runs and the sparse grids): each engine
+// family and weight width's highest share of its physical bound, measured
+// again, is at most the table's (rounded up to the percent), from as many
+// runs.
 func TestTrustCalibration(t *testing.T) {
-	runs, err := trustRuns(realRunDirs)
+	runs, err := shippedRuns("../../ingest/testdata/corpus", "../../ingest/testdata/sparse")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +78,7 @@ func TestTrustCalibration(t *testing.T) {
 	for _, c := range trust.Calibrations() {
 		table[[2]string{c.Family, c.Bits}] = c
 	}
-	for _, o := range w.EvalTrust(runs).Observed {
+	for _, o := range w.PhysicsCoverage(runs).Observed {
 		c, ok := table[[2]string{o.Family, o.Bits}]
 		switch {
 		case !ok:
@@ -88,6 +90,52 @@ func TestTrustCalibration(t *testing.T) {
 	}
 	for k := range table {
 		t.Errorf("%v: a row no real run measures", k)
+	}
+}
+
+// shippedCoverage is the bandwidth check's coverage of every shipped run
+// (the bundled pages, the open dataset as imported, the published grids
+// and the corpus) and their corroboration stored together, measured once
+// for the tests that read them.
+var shippedCoverage = sync.OnceValue(func() func(t *testing.T) (assess.Coverage, assess.CorroborationEval) {
+	runs, err := shippedRuns("../../ingest/testdata/corpus")
+	var (
+		cov  assess.Coverage
+		corr assess.CorroborationEval
+	)
+	if err == nil {
+		var w *assess.Writer
+		if w, err = assess.New(nil); err == nil {
+			cov, corr = w.PhysicsCoverage(runs), w.CorroborationStatuses(runs)
+		}
+	}
+	return func(t *testing.T) (assess.Coverage, assess.CorroborationEval) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cov, corr
+	}
+})
+
+// TestPhysicsCoverage holds the bandwidth check to every run matrixd
+// ships: none flagged, none disputed when all are stored together, and at
+// least the share judged that docs/trust.md states (the reasons for the
+// rest are what matrixd eval --trust prints).
+func TestPhysicsCoverage(t *testing.T) {
+	cov, corr := shippedCoverage()(t)
+	for _, d := range corr.Disputed {
+		t.Errorf("a shipped run is disputed: %s", d)
+	}
+	if cov.Runs < 570 {
+		t.Fatalf("only %d shipped runs read", cov.Runs)
+	}
+	for _, f := range cov.Flagged {
+		t.Errorf("a shipped run is flagged: %s", f)
+	}
+	const least = 0.75
+	if share := float64(cov.Judged) / float64(cov.Runs); share < least {
+		t.Errorf("the bandwidth check judges %d of %d shipped runs (%.1f %%), want at least %.0f %%; not judged: %v", cov.Judged, cov.Runs, 100*share, 100*least, cov.Reasons)
 	}
 }
 
