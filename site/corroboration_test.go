@@ -19,20 +19,8 @@ import (
 // runs.
 func TestCorroborationOnPages(t *testing.T) {
 	e := newEnv(t, 0)
-	k := e.keys(t, "alice", "mallory")
 	fara := e.seed(t, "fara1.5-4b-autoround-rtx3060")
-	scaled := func(f float64, submitter string) store.Run {
-		r := storetest.Scaled(fara, func(int, int) float64 { return f })
-		r.Title = "fara measured again"
-		r.Submitter = submitter
-		return r
-	}
-	agree := postRun(t, e, k["alice"], scaled(1.05, "SecondLab"), http.StatusCreated)
-	double := postRun(t, e, k["mallory"], scaled(2, "ThirdLab"), http.StatusCreated)
-	if agree.Corroboration.Status != api.Corroborated || double.Corroboration.Status != api.Disputed || double.Trust.Flagged {
-		t.Fatalf("the API judges the copies %s and %s (flagged %v), want corroborated and disputed (not flagged)",
-			agree.Corroboration.Status, double.Corroboration.Status, double.Trust.Flagged)
-	}
+	agree, double := e.corroborate(t, fara)
 	faraLink := `<a href="/runs/` + fara.ID + `" translate="no">` + fara.ID + `</a>`
 
 	for _, tt := range []struct {
@@ -120,4 +108,38 @@ func TestCorroborationOnPages(t *testing.T) {
 			t.Errorf("organizations page lacks %s\n%.5000s", w, orgs)
 		}
 	}
+
+	// A copy of the seeded run's cells under another model's name links
+	// its original.
+	renamed := storetest.Scaled(fara, func(int, int) float64 { return 1 })
+	renamed.Model.Name, renamed.Submitter = "someorg/Renamed-4B", "FourthLab"
+	copied := postRun(t, e, e.keys(t, "eve")["eve"], renamed, http.StatusCreated)
+	if copied.Corroboration.CopyOf == nil || *copied.Corroboration.CopyOf != fara.ID {
+		t.Fatalf("the renamed copy: %+v", copied.Corroboration)
+	}
+	page := e.page(t, "/runs/"+copied.ID+"?lang=th", "/v1/runs/"+copied.ID).Body.String()
+	if !strings.Contains(page, `<span class="badge disputed">ถูกโต้แย้ง</span>`) || !strings.Contains(page, "ต้นฉบับ: "+faraLink) {
+		t.Errorf("the renamed copy's page lacks its badge or its original\n%.5000s", page)
+	}
+}
+
+// corroborate posts two copies of run from two keys of other submitters
+// (SecondLab, ThirdLab): one 5 % from it, which the API finds
+// corroborated, and one twice as fast, which it finds disputed.
+func (e *env) corroborate(t *testing.T, run store.Run) (agree, disputed api.Run) {
+	t.Helper()
+	k := e.keys(t, "alice", "mallory")
+	scaled := func(f float64, submitter string) store.Run {
+		r := storetest.Scaled(run, func(int, int) float64 { return f })
+		r.Title = run.Title + " measured again"
+		r.Submitter = submitter
+		return r
+	}
+	agree = postRun(t, e, k["alice"], scaled(1.05, "SecondLab"), http.StatusCreated)
+	disputed = postRun(t, e, k["mallory"], scaled(2, "ThirdLab"), http.StatusCreated)
+	if agree.Corroboration.Status != api.Corroborated || disputed.Corroboration.Status != api.Disputed || disputed.Trust.Flagged {
+		t.Fatalf("the API judges the copies %s and %s (flagged %v), want corroborated and disputed (not flagged)",
+			agree.Corroboration.Status, disputed.Corroboration.Status, disputed.Trust.Flagged)
+	}
+	return agree, disputed
 }

@@ -435,8 +435,15 @@ func corroborationOf(c *store.Corroboration) corroborationView {
 	if c == nil {
 		return corroborationView{Status: store.CorroborationUncorroborated, Detail: msg.New("trust.corroboration_not_judged")}
 	}
-	return corroborationView{Status: c.Status, Sources: c.Sources, References: c.References, CopyOf: c.CopyOf,
+	v := corroborationView{Status: c.Status, Sources: c.Sources, CopyOf: c.CopyOf,
 		Detail: storedMessage(c.DetailCode, c.DetailParams, c.DetailParts, c.Detail)}
+	for _, r := range c.References {
+		if r.Kind == "copy" && r.RunID == c.CopyOf {
+			continue // linked as the original
+		}
+		v.References = append(v.References, r)
+	}
+	return v
 }
 
 // status is a corroboration status as text, whether the API's enum, a
