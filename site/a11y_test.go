@@ -22,7 +22,8 @@ import (
 // a11yPages is every page the accessibility and phone checks open, one
 // line each. In a path, {fara} and {nemotron} are the seed runs
 // ({nemotron-model} the latter's model, query-escaped), {old} and
-// {new} two runs of a series, {host} another origin whose page embeds the
+// {new} two runs of a series, {disputed} a copy of {fara} its corroboration
+// disputes, {host} another origin whose page embeds the
 // widget in a 320 px column. ready is what the page shows once drawn;
 // except names an axe rule the page may break, for a reason given here.
 // Every page loads with nothing written to the console as an error and no
@@ -33,6 +34,7 @@ var a11yPages = []struct{ name, path, ready, except string }{
 	{"landing-th", "/?lang=th", "table.runs", ""},
 	{"run-fara", "/runs/{fara}", `svg[aria-labelledby="decode-title"]`, ""},
 	{"run-nemotron", "/runs/{nemotron}", `svg[aria-labelledby="decode-title"]`, ""},
+	{"run-disputed", "/runs/{disputed}", `svg[aria-labelledby="decode-title"]`, ""},
 	{"run-series", "/runs/{new}", `svg[aria-labelledby="series-title series-desc"]`, ""},
 	{"leaderboard", "/leaderboard", "main", ""},
 	{"leaderboard-cell", "/leaderboard?context_tokens=16384&concurrency=8", "table.runs", ""},
@@ -157,6 +159,7 @@ func TestPagesAccessible(t *testing.T) {
 	srv := httptest.NewServer(e.h)
 	defer srv.Close()
 	fara := e.seed(t, "fara1.5-4b-autoround-rtx3060")
+	_, disputed := e.corroborate(t, fara)
 	host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprintf(w, `<!doctype html><html lang="en"><head><meta name="viewport" content="width=device-width, initial-scale=1"><title>A blog about GPUs</title>
@@ -174,6 +177,7 @@ func TestPagesAccessible(t *testing.T) {
 		"{old}", series[1].ID,
 		"{new}", series[2].ID,
 		"{host}", host.URL,
+		"{disputed}", disputed.ID,
 	)
 	consoled := consoleErrors(t, ctx)
 	for _, p := range a11yPages {

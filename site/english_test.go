@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/net/html"
 
+	"github.com/matrixd/matrixd/api"
 	"github.com/matrixd/matrixd/store/storetest"
 )
 
@@ -24,6 +25,9 @@ var langPages = []struct{ name, path string }{
 	{"run-nemotron", "/runs/{nemotron}"},
 	{"run-series", "/runs/{new}"},
 	{"run-flagged", "/runs/{flagged}"},
+	{"run-corroborated", "/runs/{agree}"},
+	{"run-disputed", "/runs/{disputed}"},
+	{"leaderboard-disputed", "/leaderboard?context_tokens=0&concurrency=1&model=fara&include_flagged=true"},
 	{"leaderboard", "/leaderboard"},
 	{"leaderboard-cell", "/leaderboard?context_tokens=16384&concurrency=8"},
 	{"leaderboard-hint", "/leaderboard?context_tokens=20000&concurrency=3"},
@@ -204,12 +208,17 @@ func TestPagesSayNoEnglish(t *testing.T) {
 	e := newEnv(t, 0)
 	series := e.regressedSeries(t)
 	fara := e.seed(t, "fara1.5-4b-autoround-rtx3060")
-	k := e.keys(t, "mallory")
+	k := e.keys(t, "mallory", "alice", "eve")
 	fast := storetest.Scaled(fara, func(int, int) float64 { return 10 })
 	fast.Title = "fara, ten times"
 	flagged := postRun(t, e, k["mallory"], fast, http.StatusCreated)
 	if !flagged.Trust.Flagged {
 		t.Fatalf("the tenfold copy is not flagged: %+v", flagged.Trust)
+	}
+	agree := postRun(t, e, k["alice"], storetest.Scaled(fara, func(int, int) float64 { return 1.05 }), http.StatusCreated)
+	disputed := postRun(t, e, k["eve"], storetest.Scaled(fara, func(int, int) float64 { return 2 }), http.StatusCreated)
+	if agree.Corroboration.Status != api.Corroborated || disputed.Corroboration.Status != api.Disputed {
+		t.Fatalf("the copies are %s and %s, want corroborated and disputed", agree.Corroboration.Status, disputed.Corroboration.Status)
 	}
 	ids := strings.NewReplacer(
 		"{fara}", fara.ID,
@@ -217,6 +226,8 @@ func TestPagesSayNoEnglish(t *testing.T) {
 		"{old}", series[1].ID,
 		"{new}", series[2].ID,
 		"{flagged}", flagged.ID,
+		"{agree}", agree.ID,
+		"{disputed}", disputed.ID,
 	)
 	for _, lang := range []string{"zh-Hant", "th"} {
 		for _, p := range langPages {

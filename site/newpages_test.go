@@ -18,7 +18,7 @@ func TestNewSitePages(t *testing.T) {
 		want, wantNot     []string
 	}{
 		{"organizations", "/organizations", "/v1/submitters", 200, []string{`<a href="/submitters/Sandberg">Sandberg</a>`, `<a href="/v1/submitters">JSON</a>`,
-			`<a href="/organizations">Organizations</a>`, `<a href="/reports">Reports</a>`, `<a href="/benchmarks">Benchmarks</a>`, "not yet corroborated"}, nil},
+			`<a href="/organizations">Organizations</a>`, `<a href="/reports">Reports</a>`, `<a href="/benchmarks">Benchmarks</a>`, "Disputed runs, like flagged ones", `<th scope="col" class="n">Corroborated</th>`}, nil},
 		{"organizations in Chinese", "/organizations?lang=zh-Hant", "/v1/submitters", 200, []string{"<h1>組織</h1>", "未標記"}, nil},
 		{"organizations in Thai", "/organizations?lang=th", "/v1/submitters", 200, []string{"<h1>องค์กร</h1>"}, nil},
 		{"organizations refuse a query", "/organizations?limit=1", "/v1/submitters", 400, []string{"<code>limit</code>"}, nil},

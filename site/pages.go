@@ -11,6 +11,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/matrixd/matrixd/api"
+	"github.com/matrixd/matrixd/msg"
 	"github.com/matrixd/matrixd/store"
 )
 
@@ -63,6 +65,7 @@ func pageTemplates(l *locale) (*template.Template, error) {
 		"say":    l.say,
 		"sayAll": l.sayAll,
 		"notr":   notr,
+		"status": status,
 	}).ParseFS(pageFiles, "pages/*.html")
 }
 
@@ -414,8 +417,45 @@ func (p *pages) run(c echo.Context) error {
 		"Title": r.Title, "Run": r, "Summary": runSummary(p.locale(c), r),
 		"Heat": decodeHeatmap(p.locale(c), r.Decode), "Prefill": newPrefillChart(p.locale(c), r.Prefill),
 		"Method": r.MethodOf(), "Trust": r.Trust, "Series": series, "Chart": chart, "SeriesNote": note,
-		"Predict": predictHref(r),
+		"Predict": predictHref(r), "Corroboration": corroborationOf(r.Corroboration),
 	})
+}
+
+// corroborationView is a run's corroboration as its page shows it: a run
+// not judged yet is uncorroborated, saying so.
+type corroborationView struct {
+	Status     string
+	Sources    int
+	Detail     msg.Message
+	References []store.CorroborationReference
+	CopyOf     string
+}
+
+func corroborationOf(c *store.Corroboration) corroborationView {
+	if c == nil {
+		return corroborationView{Status: store.CorroborationUncorroborated, Detail: msg.New("trust.corroboration_not_judged")}
+	}
+	v := corroborationView{Status: c.Status, Sources: c.Sources, CopyOf: c.CopyOf,
+		Detail: storedMessage(c.DetailCode, c.DetailParams, c.DetailParts, c.Detail)}
+	for _, r := range c.References {
+		if r.Kind == "copy" && r.RunID == c.CopyOf {
+			continue // linked as the original
+		}
+		v.References = append(v.References, r)
+	}
+	return v
+}
+
+// status is a corroboration status as text, whether the API's enum, a
+// pointer to it (a planner's option: nil is none) or a stored string.
+func status(v any) string {
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer {
+		if rv.IsNil() {
+			return ""
+		}
+		v = rv.Elem().Interface()
+	}
+	return fmt.Sprint(v)
 }
 
 // leaderboardShown are the parameters the leaderboard's form shows.

@@ -65,6 +65,8 @@ func TestPagesOnPhones(t *testing.T) {
 	srv := httptest.NewServer(e.h)
 	defer srv.Close()
 	nemo := e.seed(t, "nemotron-nano-12b-v2-awq-rtx3090")
+	fara := e.seed(t, "fara1.5-4b-autoround-rtx3060")
+	_, disputed := e.corroborate(t, fara)
 	pages := []struct {
 		name, path, ready string
 		every             bool // every row's figure, not only the first
@@ -77,7 +79,8 @@ func TestPagesOnPhones(t *testing.T) {
 		{"models", "/models", `table.runs`, false, false},
 		{"submitter", "/submitters/" + nemo.Submitter, `table.runs`, false, false},
 		{"run", "/runs/" + nemo.ID, `svg[aria-labelledby="decode-title"]`, false, true},
-		{"run-fara", "/runs/" + e.seed(t, "fara1.5-4b-autoround-rtx3060").ID, `svg[aria-labelledby="decode-title"]`, false, true},
+		{"run-fara", "/runs/" + fara.ID, `svg[aria-labelledby="decode-title"]`, false, true},
+		{"run-disputed", "/runs/" + disputed.ID, `svg[aria-labelledby="decode-title"]`, false, true},
 		{"run-series", "/runs/" + series[2].ID, `svg[aria-labelledby="decode-title"]`, false, true},
 	}
 	for _, lang := range []string{"en", "zh-Hant", "th"} {
