@@ -229,6 +229,13 @@ func TestWidgetOnAnotherOrigin(t *testing.T) {
 		{"16384", "8", "", "RTX 3090"}, // scaled to another GPU
 	} {
 		name := strings.Join([]string{step.context, step.concurrency, step.vram, step.targetGPU}, "/")
+		// The GPUs to scale to are listed once the hardware catalog has
+		// come: a value set before its option exists is not taken.
+		if step.targetGPU != "" {
+			if err := browserDo(ctx, chromedp.WaitReady(chromedp.CSS(`[data-in="target-gpu"] option[value="`+step.targetGPU+`"]`))); err != nil {
+				t.Fatalf("%s: %s is not offered: %v", name, step.targetGPU, err)
+			}
+		}
 		// The widget marks its box with the query it answered once it has
 		// written that answer; the mark is taken off first, as a change of
 		// VRAM or GPU leaves the same query, so the wait is for this answer.
