@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -69,7 +70,7 @@ func crashRound(t *testing.T, bin, db, token string, seed uint64, k int) (map[st
 	in := startInstance(t, bin, db)
 	cmd, base := in.cmd, in.base
 
-	runs := storetest.Runs(seed, 400)
+	runs := apart(storetest.Runs(seed, 400))
 	var (
 		mu    sync.Mutex
 		acked = map[string]store.Run{}
@@ -158,4 +159,16 @@ func checkAfterCrash(t *testing.T, db string, sent map[string]store.Run) {
 		AND NOT EXISTS (SELECT 1 FROM prefill_cells p WHERE p.run_id = r.id)`).Scan(&stray); err != nil || stray != 0 {
 		t.Errorf("%d runs stored without any cell (half-written), %v", stray, err)
 	}
+}
+
+// apart gives each run a model and GPU name of its own, so that no write
+// has related runs to be judged against: these tests are of durability,
+// and a write's cost here is the write's, not its corroboration's (which
+// assess's BenchmarkSubmitCrowdedModel measures).
+func apart(runs []store.Run) []store.Run {
+	for i := range runs {
+		runs[i].Model.Name = fmt.Sprintf("%s-%d", runs[i].Model.Name, i)
+		runs[i].Hardware.GPU = fmt.Sprintf("%s-%d", runs[i].Hardware.GPU, i)
+	}
+	return runs
 }

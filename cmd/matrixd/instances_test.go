@@ -105,7 +105,7 @@ func TestTwoInstancesOnPostgres(t *testing.T) {
 		return got.ID, resp.StatusCode, err
 	}
 
-	runs := storetest.Runs(42, 600)
+	runs := apart(storetest.Runs(42, 600))
 	var (
 		mu       sync.Mutex
 		acked    = map[string]int{}
