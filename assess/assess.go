@@ -98,9 +98,10 @@ func (w *Writer) Inputs(r store.Run) (trust.Run, *trust.GPU, *trust.Model) {
 	m := r.MethodOf()
 	in := trust.Run{
 		Model: r.Model.Name, Quantization: r.Model.Quantization, KVCacheDtype: r.Launch.KVCacheDtype, Engine: r.Engine.Name, GPU: r.Hardware.GPU,
-		TensorParallel: trust.TensorParallel(r.Launch.Command, r.Launch.Flags),
-		SpecDecode:     trust.SpecDecode(r.Launch.Command, r.Launch.Flags, r.Launch.Notes) || trust.SpecDecodeName(r.Model.Name),
-		Class:          m.Class, MeasurementS: m.MeasurementS, OutputTokensPerRequest: m.OutputTokensPerRequest,
+		TensorParallel:   trust.TensorParallel(r.Launch.Command, r.Launch.Flags),
+		PipelineParallel: trust.PipelineParallel(r.Launch.Command, r.Launch.Flags),
+		SpecDecode:       trust.SpecDecode(r.Launch.Command, r.Launch.Flags, r.Launch.Notes) || trust.SpecDecodeName(r.Model.Name),
+		Class:            m.Class, MeasurementS: m.MeasurementS, OutputTokensPerRequest: m.OutputTokensPerRequest,
 	}
 	for _, q := range []string{r.Engine.Quantization, trust.LaunchQuantization(r.Launch.Command, r.Launch.Flags)} {
 		if in.Quantization == "" {

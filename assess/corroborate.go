@@ -16,6 +16,9 @@ func (w *Writer) Peer(r store.Run) trust.Peer {
 	p := trust.Peer{ID: r.ID, Source: SourceOf(r), Order: r.CreatedAt.UnixNano(),
 		Model: strings.ToLower(r.Model.Name), GPU: strings.ToLower(r.Hardware.GPU), NamedModel: r.Model.Name, NamedGPU: r.Hardware.GPU,
 		EngineFamily: trust.EngineFamily(in.Engine), GPUCount: max(in.GPUCount, in.TensorParallel, 1), Class: in.Class, Cells: in.Cells}
+	layout := in
+	layout.GPUCount = p.GPUCount
+	p.Split = trust.Split(layout)
 	if in.OutputTokensPerRequest != nil {
 		p.OutputTokens = *in.OutputTokensPerRequest
 	}

@@ -36,6 +36,12 @@ func (s Spread) P99Bound() float64 { return s.dispute }
 // together and on falsified copies of them submitted from a second key.
 type CorroborationEval struct {
 	Spreads []Spread
+	// OtherLayout is the spread between runs of the same model on the
+	// same GPUs and engine in another parallel layout (tensor parallel 4
+	// with two data-parallel copies against tensor parallel 8, pipeline
+	// against tensor parallel): not references of each other (trust.Peer
+	// Split), measured to show why.
+	OtherLayout Spread
 	// Statuses counts the real runs' statuses; Disputed names those
 	// disputed (false disputes).
 	Statuses map[string]int
@@ -88,6 +94,9 @@ func (s simulated) related(r store.Run) []trust.Peer {
 	return out
 }
 
+// otherLayout keys the spread of runs differing only in parallel layout.
+const otherLayout = "other_layout"
+
 // EvalCorroboration stores runs together (in memory, as the store would
 // hand them to the rule), measures each reference kind's spread, judges
 // every real run, and judges each doctored copy of each run submitted
@@ -107,13 +116,25 @@ func (w *Writer) EvalCorroboration(runs []Named) CorroborationEval {
 		for _, ref := range trust.Comparisons(p, sim.related(sim.runs[i])) {
 			byKind[ref.Kind] = append(byKind[ref.Kind], cmpn{p.Source, trust.Factor(ref.Ratio)})
 		}
+		var relaid []trust.Peer
+		for _, o := range sim.related(sim.runs[i]) {
+			if o.Split != p.Split {
+				o.Split = p.Split
+				relaid = append(relaid, o)
+			}
+		}
+		for _, ref := range trust.Comparisons(p, relaid) {
+			if ref.Kind == trust.RefSameConfig {
+				byKind[otherLayout] = append(byKind[otherLayout], cmpn{p.Source, trust.Factor(ref.Ratio)})
+			}
+		}
 		c := trust.Corroborate(p, sim.related(sim.runs[i]), trust.Bounds())
 		ev.Statuses[c.Status]++
 		if c.Status == trust.StatusDisputed {
 			ev.Disputed = append(ev.Disputed, p.ID+": "+c.Detail)
 		}
 	}
-	for _, b := range trust.Bounds() {
+	for _, b := range append(trust.Bounds(), trust.Bound{Kind: otherLayout}) {
 		cs := byKind[b.Kind]
 		sp := Spread{Kind: b.Kind, Comparisons: len(cs), InUse: b}
 		var all []float64
@@ -142,6 +163,10 @@ func (w *Writer) EvalCorroboration(runs []Named) CorroborationEval {
 					}
 				}
 			}
+		}
+		if b.Kind == otherLayout {
+			ev.OtherLayout = sp
+			continue
 		}
 		ev.Spreads = append(ev.Spreads, sp)
 	}

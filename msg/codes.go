@@ -41,6 +41,7 @@ var templates = map[string]string{
 	"trust.kv_per_token":                            " plus {kib:%.0f} KiB of KV per token of context",
 	"trust.size_from_name":                          " (size read from the model name: not in the model facts table)",
 	"trust.split_not_stated":                        "{gpus:%d} GPUs, split not stated: counted as tensor parallel over all {gpus:%d} (bandwidth × {gpus:%d}, the most generous reading)",
+	"trust.split_pipeline_parallel":                 "{gpus:%d} GPUs in {stages:%d} pipeline stages: a token passes the stages in turn, so bandwidth × {split:%d}",
 	"trust.split_one_gpu":                           "one GPU",
 	"trust.split_tensor_parallel":                   "tensor parallel over {gpus:%d} GPUs: bandwidth × {gpus:%d}",
 	"trust.split_tensor_parallel_one":               "one GPU's bandwidth (tensor parallel 1)",

@@ -44,7 +44,7 @@ func TestSitePages(t *testing.T) {
 			`<a href="/hardware">Hardware</a>`, `<div class="scroll">`}, nil},
 		{"hardware filtered", "/hardware?vendor=AMD&generation=", "/v1/hardware", 200, []string{`<a href="/v1/hardware?vendor=AMD">JSON</a>`, `value="AMD"`}, []string{"RTX 3090"}},
 		{"hardware none", "/hardware?vendor=apple&generation=hopper", "/v1/hardware", 200, []string{"No GPU of the catalog matches", `role="status"`}, nil},
-		{"hardware unknown vendor", "/hardware?vendor=nobody", "/v1/hardware", 400, []string{`the catalog has no <span translate="no">vendor</span> <span translate="no">&#34;nobody&#34;</span>; it has <span translate="no">amd, apple, nvidia</span>`}, nil},
+		{"hardware unknown vendor", "/hardware?vendor=nobody", "/v1/hardware", 400, []string{`the catalog has no <span translate="no">vendor</span> <span translate="no">&#34;nobody&#34;</span>; it has <span translate="no">amd, apple, intel, nvidia</span>`}, nil},
 		{"hardware refuses", "/hardware?vendors=AMD", "/v1/hardware", 400, []string{"<code>vendors</code>"}, nil},
 		{"hardware vendor escaped", "/hardware?vendor=%3Cb%3E", "/v1/hardware", 400, []string{`&lt;b&gt;`}, []string{"<b>"}},
 		{"gpu by alias", "/hardware/3090", "/v1/hardware/3090", 200, []string{`<h1 translate="no">RTX 3090</h1>`, `<a href="/runs/` + nemotron.ID + `">`,

@@ -42,15 +42,15 @@ const (
 // LM Studio, MLX and ds4 runs of the open dataset.
 func observed() []Calibration {
 	return []Calibration{
-		{Family: "llama.cpp", Bits: "≤ 4.5 bits", Runs: 319, Highest: 0.85},
-		{Family: "llama.cpp", Bits: "5–8.5 bits", Runs: 11, Highest: 0.90},
-		{Family: "other engines", Bits: "≤ 4.5 bits", Runs: 67, Highest: 0.87},
-		{Family: "other engines", Bits: "5–8.5 bits", Runs: 1, Highest: 0.55},
+		{Family: "llama.cpp", Bits: "≤ 4.5 bits", Runs: 365, Highest: 0.85},
+		{Family: "llama.cpp", Bits: "5–8.5 bits", Runs: 13, Highest: 0.90},
+		{Family: "other engines", Bits: "≤ 4.5 bits", Runs: 81, Highest: 0.87},
+		{Family: "other engines", Bits: "5–8.5 bits", Runs: 3, Highest: 0.55},
 		{Family: "LMDeploy", Bits: "16 bits", Runs: 6, Highest: 0.76},
 		{Family: "TensorRT-LLM", Bits: "16 bits", Runs: 9, Highest: 0.71},
-		{Family: "vLLM", Bits: "≤ 4.5 bits", Runs: 10, Highest: 0.62},
+		{Family: "vLLM", Bits: "≤ 4.5 bits", Runs: 11, Highest: 0.62},
 		{Family: "vLLM", Bits: "5–8.5 bits", Runs: 2, Highest: 0.02},
-		{Family: "vLLM", Bits: "16 bits", Runs: 8, Highest: 0.65},
+		{Family: "vLLM", Bits: "16 bits", Runs: 13, Highest: 0.88},
 		{Family: "SGLang", Bits: "≤ 4.5 bits", Runs: 1, Highest: 0.05},
 		{Family: "SGLang", Bits: "5–8.5 bits", Runs: 3, Highest: 0.07},
 		{Family: "SGLang", Bits: "16 bits", Runs: 2, Highest: 0.47},

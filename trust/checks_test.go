@@ -95,6 +95,29 @@ func TestSplit(t *testing.T) {
 	if got := TensorParallel("", map[string]string{"tp": "2"}); got != 2 {
 		t.Errorf("TensorParallel of flag tp 2 = %d", got)
 	}
+	// Pipeline stages: a token passes them in turn, so 8 GPUs in 2 stages
+	// read one request's weights with 4 GPUs' bandwidth, and 2 in 2 with
+	// one's.
+	for _, tc := range []struct {
+		cmd             string
+		gpus, pp, split int
+	}{
+		{"vllm serve m --pipeline-parallel-size 2", 2, 2, 1},
+		{"vllm serve m --pipeline-parallel-size=2", 8, 2, 4},
+		{"python -m sglang.launch_server --model m --pp 4", 8, 4, 2},
+		{"vllm serve m --tensor-parallel-size 4 --pipeline-parallel-size 2", 8, 2, 4},
+		{"vllm serve m", 2, 0, 2},
+	} {
+		run := Run{GPUCount: tc.gpus, TensorParallel: TensorParallel(tc.cmd, nil), PipelineParallel: PipelineParallel(tc.cmd, nil)}
+		if run.PipelineParallel != tc.pp || Split(run) != tc.split {
+			t.Errorf("%q on %d GPUs: pipeline %d, split %d; want %d and %d", tc.cmd, tc.gpus, run.PipelineParallel, Split(run), tc.pp, tc.split)
+		}
+	}
+	r.TensorParallel, r.PipelineParallel, r.GPUCount = 0, 2, 2
+	r.Cells[0].TotalTokS, r.Cells[0].PerRequestTokS = f(10), f(10)
+	if rep := Assess(r, gpu, model); !strings.Contains(rep.Checks[0].Detail, "2 pipeline stages") {
+		t.Errorf("PP2 on 2 GPUs: %+v, want the split said", rep)
+	}
 	if got := LaunchQuantization("python -m sglang.launch_server --quantization w8a8_fp8 --tp 2", nil); got != "w8a8_fp8" {
 		t.Errorf("LaunchQuantization = %q", got)
 	}

@@ -73,6 +73,26 @@ func TestCorroborate(t *testing.T) {
 	}
 }
 
+// TestCorroborateLayouts: runs of one model on the same GPUs in another
+// parallel layout are no reference of each other (tensor parallel 2
+// decodes 1.7× as fast per request as pipeline parallel 2 on two L40S).
+func TestCorroborateLayouts(t *testing.T) {
+	tp := peer("tp2", "publisher:a", 1, 170)
+	pp := peer("pp2", "key:b", 2, 100)
+	tp.GPUCount, tp.Split = 2, 2
+	pp.GPUCount, pp.Split = 2, 1
+	if Related(tp, pp) {
+		t.Fatal("tensor parallel 2 and pipeline parallel 2 are related")
+	}
+	if c := Corroborate(pp, []Peer{tp, pp}, Bounds()); c.Status != StatusUncorroborated {
+		t.Errorf("pipeline run beside a tensor-parallel one: %s (%s), want uncorroborated", c.Status, c.Detail)
+	}
+	pp.Split = 2
+	if c := Corroborate(pp, []Peer{tp, pp}, Bounds()); c.Status != StatusDisputed {
+		t.Errorf("the same cells in one layout: %s, want disputed (1.7×)", c.Status)
+	}
+}
+
 func TestCorroborateTBTDoctored(t *testing.T) {
 	orig := peer("orig", "publisher:a", 1, 100)
 	bad := peer("bad", "key:b", 2, 100)

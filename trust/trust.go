@@ -47,7 +47,10 @@ type Run struct {
 	// TensorParallel is the GPUs one copy of the weights is split over
 	// (the launch's tensor-parallel size); 0: not stated.
 	TensorParallel int
-	SpecDecode     bool // speculative decoding is on: several tokens per weight read
+	// PipelineParallel is the stages the layers are split into (the
+	// launch's pipeline-parallel size); 0: not stated.
+	PipelineParallel int
+	SpecDecode       bool // speculative decoding is on: several tokens per weight read
 	// Class is the run's method class (store's MethodClasses); Measurement
 	// its stated seconds per cell and OutputTokensPerRequest its stated
 	// output length, where stated.
@@ -176,22 +179,44 @@ func StatedBits(r Run, model *Model) (bits float64, from msg.Message, ok bool) {
 	if b, ok := Bits(r.Model); ok {
 		return b, msg.New("trust.bits_from_model_name"), true
 	}
-	if r.Quantization == "" && model != nil && model.WeightsBits > 0 && !OllamaTag(r.Model) {
+	if r.Quantization == "" && model != nil && model.WeightsBits > 0 && !OllamaTag(r.Model) && !convertedWeights(r.Engine) {
 		return model.WeightsBits, msg.New("trust.bits_from_checkpoint"), true
 	}
 	return 0, msg.Message{}, false
 }
 
+// Split is how many GPUs' bandwidth one request's decode step reads its
+// weights with (see split).
+func Split(r Run) int {
+	n, _ := split(r)
+	return n
+}
+
+// convertedWeights reports whether engine runs files converted from a
+// model's checkpoint (GGUF, an app's own downloads), whose width the
+// checkpoint does not say: llama.cpp and its front ends Ollama and LM
+// Studio.
+func convertedWeights(engine string) bool {
+	s := strings.ToLower(engine)
+	return EngineFamily(engine) == "llama.cpp" || strings.Contains(s, "ollama") || strings.Contains(s, "lm studio") || strings.Contains(s, "lmstudio")
+}
+
 // split is how many GPUs' bandwidth one request's decode step reads its
 // weights with: the tensor-parallel size where the launch states it (data
-// and pipeline parallel copies do not speed one request), else every GPU
-// of the run (the most generous reading).
+// parallel copies do not speed one request); where it states only a
+// pipeline-parallel size, the GPUs over that many stages (a token passes
+// the stages in turn, each reading its share of the layers); else every
+// GPU of the run (the most generous reading).
 func split(r Run) (n int, how msg.Message) {
 	if r.TensorParallel > 0 && r.TensorParallel <= r.GPUCount {
 		if r.TensorParallel == 1 {
 			return 1, msg.New("trust.split_tensor_parallel_one")
 		}
 		return r.TensorParallel, msg.New("trust.split_tensor_parallel", r.TensorParallel)
+	}
+	if r.TensorParallel == 0 && r.PipelineParallel > 1 && r.PipelineParallel <= r.GPUCount {
+		n := r.GPUCount / r.PipelineParallel
+		return n, msg.New("trust.split_pipeline_parallel", r.GPUCount, r.PipelineParallel, n)
 	}
 	if r.GPUCount == 1 {
 		return 1, msg.New("trust.split_one_gpu")
@@ -568,17 +593,31 @@ func KVBytes(dtype string) float64 {
 	return kvBytesWhenUnstated
 }
 
-var tensorParallel = regexp.MustCompile(`(?:^|\s)(?:--tensor-parallel-size|--tensor_parallel_size|--tp-size|--tp|-tp)(?:=|\s+)(\d+)`)
+var (
+	tensorParallel   = regexp.MustCompile(`(?:^|\s)(?:--tensor-parallel-size|--tensor_parallel_size|--tp-size|--tp|-tp)(?:=|\s+)(\d+)`)
+	pipelineParallel = regexp.MustCompile(`(?:^|\s)(?:--pipeline-parallel-size|--pipeline_parallel_size|--pp-size|--pp|-pp)(?:=|\s+)(\d+)`)
+)
 
 // TensorParallel is the tensor-parallel size the launch states
 // (--tensor-parallel-size 8, --tp 8, a flag tp: 8); 0 when it states none.
 func TensorParallel(command string, flags map[string]string) int {
-	for _, k := range []string{"tensor-parallel-size", "tensor_parallel_size", "tp", "tp-size", "tp_size"} {
+	return parallel(command, flags, tensorParallel, "tensor-parallel-size", "tensor_parallel_size", "tp", "tp-size", "tp_size")
+}
+
+// PipelineParallel is the pipeline-parallel size the launch states
+// (--pipeline-parallel-size 2, --pp 2, a flag pp: 2); 0 when it states
+// none.
+func PipelineParallel(command string, flags map[string]string) int {
+	return parallel(command, flags, pipelineParallel, "pipeline-parallel-size", "pipeline_parallel_size", "pp", "pp-size", "pp_size")
+}
+
+func parallel(command string, flags map[string]string, re *regexp.Regexp, keys ...string) int {
+	for _, k := range keys {
 		if n, err := strconv.Atoi(strings.TrimSpace(flags[k])); err == nil && n > 0 {
 			return n
 		}
 	}
-	if m := tensorParallel.FindStringSubmatch(command); m != nil {
+	if m := re.FindStringSubmatch(command); m != nil {
 		n, _ := strconv.Atoi(m[1])
 		return n
 	}

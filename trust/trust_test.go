@@ -132,3 +132,20 @@ func TestAssess(t *testing.T) {
 		t.Errorf("total 200 at 83 per request × 1: %+v, want a total_vs_per_request flag", rep)
 	}
 }
+
+// TestCheckpointBits: a model's published checkpoint width applies where
+// the engine loads that checkpoint, not where it runs a conversion of it
+// (llama.cpp, Ollama and LM Studio name models like the checkpoint and
+// run 4-bit GGUF files).
+func TestCheckpointBits(t *testing.T) {
+	model := &Model{Name: "Qwen3.6-27B", ParamsB: 27, WeightsBits: 16}
+	for engine, want := range map[string]float64{"vLLM": 16, "SGLang": 16, "LM Studio": 0, "llama.cpp": 0, "Ollama": 0} {
+		bits, _, ok := StatedBits(Run{Model: "qwen/qwen3.6-27b", Engine: engine}, model)
+		if !ok {
+			bits = 0
+		}
+		if bits != want {
+			t.Errorf("%s: bits %v, want %v", engine, bits, want)
+		}
+	}
+}

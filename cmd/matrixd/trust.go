@@ -251,6 +251,10 @@ func printCorroboration(ev assess.CorroborationEval, verbose bool, stdout io.Wri
 		fmt.Fprintf(stdout, "| %s | %d | %d | %.2f | %.2f | %.2f | %.2f | %.2f (%.2f) | %.2f (%.2f) | %d of %d |\n", s.Kind, s.Comparisons, s.Sources,
 			s.P50, s.P90, s.P99, s.Max, s.InUse.Agree, s.P90Bound(), s.InUse.Dispute, s.P99Bound(), s.HeldOut, s.HeldOutOf)
 	}
+	if o := ev.OtherLayout; o.Comparisons > 0 {
+		fmt.Fprintf(stdout, "\nNot references of each other: the same model on the same GPUs and engine in another parallel layout (tensor parallel 4 with two data-parallel copies against tensor parallel 8, pipeline against tensor parallel): %d comparisons, %d sources, p50 %.2f, p90 %.2f, max %.2f.\n",
+			o.Comparisons, o.Sources, o.P50, o.P90, o.Max)
+	}
 	n := 0
 	for _, c := range ev.Statuses {
 		n += c

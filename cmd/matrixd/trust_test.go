@@ -46,7 +46,10 @@ func TestTrustCorpus(t *testing.T) {
 	least := map[string]float64{
 		"10× speed": 0.85, "2× speed": 0.45, "1.3× speed": 0.04, "moved to a GPU 2× slower": 0.5, "moved to a GPU 5× slower": 0.75,
 		"per-request speed × 20, totals unchanged (TBT ÷ 20)": 0.9, "totals over per-request × active (2×)": 1, "relabelled sustained_decode": 1,
-		"renamed to another model (same cells)": 0.05,
+		// Renamed copies go to the facts table's model nearest in size,
+		// which physics cannot tell apart; the denser the table, the fewer
+		// it catches. Corroboration catches them (TestCorroborationCorpus).
+		"renamed to another model (same cells)": 0.02,
 	}
 	for _, d := range ev.Doctored {
 		want, ok := least[d.Name]
@@ -133,7 +136,7 @@ func TestPhysicsCoverage(t *testing.T) {
 	for _, f := range cov.Flagged {
 		t.Errorf("a shipped run is flagged: %s", f)
 	}
-	const least = 0.75
+	const least = 0.80 // the target: physics judges at least 80 % of real runs
 	if share := float64(cov.Judged) / float64(cov.Runs); share < least {
 		t.Errorf("the bandwidth check judges %d of %d shipped runs (%.1f %%), want at least %.0f %%; not judged: %v", cov.Judged, cov.Runs, 100*share, 100*least, cov.Reasons)
 	}
@@ -146,6 +149,9 @@ func TestPhysicsCoverage(t *testing.T) {
 // corroboration) where an independent reference exists: every 10× copy,
 // and at least 90 % of 2×, 2× slower GPU, TBT ÷ 20 and renamed copies.
 func TestCorroborationCorpus(t *testing.T) {
+	// minBoundSources is the fewest sources a spread must come from for a
+	// bound to be fitted to it.
+	const minBoundSources = 3
 	runs, err := trustRuns(realRunDirs + ",../../data")
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +165,15 @@ func TestCorroborationCorpus(t *testing.T) {
 		if s.Comparisons < 20 {
 			t.Errorf("%s: %d comparisons measured, too few for a bound", s.Kind, s.Comparisons)
 		}
-		if s.InUse.Agree != s.P90Bound() || s.InUse.Dispute != s.P99Bound() {
+		switch {
+		case s.Sources < minBoundSources:
+			// Too few sources to fit a bound to: the bound in use may be
+			// wider than what they give (trust.Bounds says why), never
+			// narrower.
+			if s.InUse.Agree < s.P90Bound() || s.InUse.Dispute < s.P99Bound() {
+				t.Errorf("%s: bounds in use %.2f / %.2f are narrower than the measured spread's %.2f / %.2f", s.Kind, s.InUse.Agree, s.InUse.Dispute, s.P90Bound(), s.P99Bound())
+			}
+		case s.InUse.Agree != s.P90Bound() || s.InUse.Dispute != s.P99Bound():
 			t.Errorf("%s: bounds in use %.2f / %.2f, the measured spread gives %.2f / %.2f", s.Kind, s.InUse.Agree, s.InUse.Dispute, s.P90Bound(), s.P99Bound())
 		}
 	}
