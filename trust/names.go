@@ -25,7 +25,7 @@ var (
 	expertsToken    = regexp.MustCompile(`(?:^|[^a-z0-9.])(\d+)x(\d+(?:\.\d+)?)b(?:[^a-z0-9]|$)`)
 	activeToken     = regexp.MustCompile(`(?:^|[^a-z0-9.])a(\d+(?:\.\d+)?)([bm])(?:[^a-z0-9]|$)`)
 	digitUnderscore = regexp.MustCompile(`(\d)_(\d)`)
-	dottedActive    = regexp.MustCompile(`(\d[bm])\.a`)
+	dottedActive    = regexp.MustCompile(`(\d[bm])\.?a(\d)`)
 	expertCount     = regexp.MustCompile(`(?:^|[^a-z0-9.])\d+e(?:[^a-z0-9]|$)`)
 )
 
@@ -38,7 +38,7 @@ var (
 func SizeFromName(name string) (NameSize, bool) {
 	// "internlm2_5-1_8b": an underscore between digits is a decimal point.
 	s := strings.ToLower(strings.NewReplacer("_", "-", " ", "-", "/", "-").Replace(digitUnderscore.ReplaceAllString(name, "$1.$2")))
-	s = dottedActive.ReplaceAllString(s, "$1-a") // llama.cpp's "30B.A3B"
+	s = dottedActive.ReplaceAllString(s, "$1-a$2") // llama.cpp's "30B.A3B", SmallThinker's "21BA3B"
 	var out NameSize
 	if m := activeToken.FindStringSubmatch(s); m != nil {
 		out.Active = parseB(m[1], m[2])

@@ -26,6 +26,9 @@ func TestSizeFromName(t *testing.T) {
 		{"microsoft/Phi-3.5-mini-instruct", 0, 0, false},
 		{"/models/models--openai--gpt-oss-120b/snapshots/b5c9/", 120, 120, true},
 		{"Qwen2.5-7B-Instruct-AWQ", 7, 7, true},
+		{"PowerInfer/SmallThinker-21BA3B-Instruct", 21, 3, true},
+		{"Qwen3-30B.A3B-Q4_K_M.gguf", 30, 3, true},
+		{"ling-mini-2.0-16b-a1.4b", 16, 1.4, true},
 	} {
 		got, ok := SizeFromName(tt.name)
 		if ok != tt.ok || got.Total != tt.total || got.Active != tt.active {
