@@ -179,7 +179,7 @@ func StatedBits(r Run, model *Model) (bits float64, from msg.Message, ok bool) {
 	if b, ok := Bits(r.Model); ok {
 		return b, msg.New("trust.bits_from_model_name"), true
 	}
-	if r.Quantization == "" && model != nil && model.WeightsBits > 0 && !OllamaTag(r.Model) && !convertedWeights(r.Engine) {
+	if r.Quantization == "" && model != nil && model.WeightsBits > 0 && !OllamaTag(r.Model) && loadsCheckpoint(r.Engine) {
 		return model.WeightsBits, msg.New("trust.bits_from_checkpoint"), true
 	}
 	return 0, msg.Message{}, false
@@ -192,13 +192,20 @@ func Split(r Run) int {
 	return n
 }
 
-// convertedWeights reports whether engine runs files converted from a
-// model's checkpoint (GGUF, an app's own downloads), whose width the
-// checkpoint does not say: llama.cpp and its front ends Ollama and LM
-// Studio.
-func convertedWeights(engine string) bool {
+// loadsCheckpoint reports whether engine serves a model's published
+// checkpoint as it is when named by it and told no quantization: the
+// serving engines that read Hugging Face checkpoints (vLLM, SGLang,
+// TensorRT-LLM, LMDeploy, Transformers, Text Generation Inference). Not
+// llama.cpp, Ollama, LM Studio, ONNX Runtime or MLX, which run files
+// converted from it (GGUF, ONNX, MLX) under the same model names, often
+// at 4 bits.
+func loadsCheckpoint(engine string) bool {
+	switch EngineFamily(engine) {
+	case "vLLM", "SGLang", "TensorRT-LLM", "LMDeploy":
+		return true
+	}
 	s := strings.ToLower(engine)
-	return EngineFamily(engine) == "llama.cpp" || strings.Contains(s, "ollama") || strings.Contains(s, "lm studio") || strings.Contains(s, "lmstudio")
+	return strings.Contains(s, "transformers") || strings.Contains(s, "text-generation-inference") || strings.Contains(s, "tgi")
 }
 
 // split is how many GPUs' bandwidth one request's decode step reads its

@@ -135,11 +135,11 @@ func TestAssess(t *testing.T) {
 
 // TestCheckpointBits: a model's published checkpoint width applies where
 // the engine loads that checkpoint, not where it runs a conversion of it
-// (llama.cpp, Ollama and LM Studio name models like the checkpoint and
-// run 4-bit GGUF files).
+// (llama.cpp, Ollama, LM Studio, ONNX Runtime and MLX name models like
+// the checkpoint and run converted files, often 4-bit).
 func TestCheckpointBits(t *testing.T) {
 	model := &Model{Name: "Qwen3.6-27B", ParamsB: 27, WeightsBits: 16}
-	for engine, want := range map[string]float64{"vLLM": 16, "SGLang": 16, "LM Studio": 0, "llama.cpp": 0, "Ollama": 0} {
+	for engine, want := range map[string]float64{"vLLM": 16, "SGLang": 16, "TensorRT-LLM": 16, "LM Studio": 0, "llama.cpp": 0, "Ollama": 0, "ONNX Runtime GenAI": 0, "MLX": 0, "": 0} {
 		bits, _, ok := StatedBits(Run{Model: "qwen/qwen3.6-27b", Engine: engine}, model)
 		if !ok {
 			bits = 0

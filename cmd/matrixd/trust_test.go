@@ -42,9 +42,12 @@ func TestTrustCorpus(t *testing.T) {
 		t.Errorf("a real run is flagged: %s", f)
 	}
 	// The shares caught, as measured (docs/trust.md): a change that
-	// catches fewer fails here.
+	// catches fewer fails here. Judging more runs can lower a share: the
+	// checkpoint widths that judge three more SGLang grids (at 5–47 % of
+	// their bound, where a 10× copy may still pass) took 10× from 57 of
+	// 67 to 58 of 70.
 	least := map[string]float64{
-		"10× speed": 0.85, "2× speed": 0.45, "1.3× speed": 0.04, "moved to a GPU 2× slower": 0.5, "moved to a GPU 5× slower": 0.75,
+		"10× speed": 0.82, "2× speed": 0.45, "1.3× speed": 0.04, "moved to a GPU 2× slower": 0.48, "moved to a GPU 5× slower": 0.72,
 		"per-request speed × 20, totals unchanged (TBT ÷ 20)": 0.9, "totals over per-request × active (2×)": 1, "relabelled sustained_decode": 1,
 		// Renamed copies go to the facts table's model nearest in size,
 		// which physics cannot tell apart; the denser the table, the fewer
