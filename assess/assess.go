@@ -206,26 +206,51 @@ func (w *Writer) CreateRuns(ctx context.Context, runs []store.Run) ([]store.Run,
 	return out, created, nil
 }
 
-// Recheck checks every stored run whose checks were not made by the
-// current rules (runs stored before checks existed, or by other rules,
-// or through the store directly) and stores the outcome; it returns how
-// many it checked.
-func (w *Writer) Recheck(ctx context.Context) (int, error) {
-	n := 0
+// Recheck checks again the runs stored before their checks existed, by
+// older rules, or past the checks, and returns their ids: their
+// corroboration is to be judged again too (Recorroborate), since a check
+// that now flags or clears a run changes what it is a reference of.
+func (w *Writer) Recheck(ctx context.Context) ([]string, error) {
+	var done []string
 	for {
 		ids, err := w.store.RunsToCheck(ctx, trust.RulesVersion, 200)
 		if err != nil || len(ids) == 0 {
-			return n, err
+			return done, err
 		}
 		for _, id := range ids {
 			r, err := w.store.Run(ctx, id)
 			if err != nil {
-				return n, fmt.Errorf("recheck: %w", err)
+				return done, fmt.Errorf("recheck: %w", err)
 			}
 			if err := w.store.SetTrust(ctx, id, w.Check(r)); err != nil {
-				return n, err
+				return done, err
 			}
-			n++
+			done = append(done, id)
 		}
 	}
 }
+
+// Recorroborate judges runs ids again against the database, one at a
+// few at a time (each batch its own transaction, so writes interleave), until done or
+// ctx ends; it returns how many it judged and how many changed status.
+// A run deleted meanwhile is skipped.
+func (w *Writer) Recorroborate(ctx context.Context, ids []string) (judged, changed int, err error) {
+	for len(ids) > 0 {
+		if err := ctx.Err(); err != nil {
+			return judged, changed, err
+		}
+		// A few at a time: their peers are read once for the batch, and
+		// each batch's statuses are one short transaction.
+		n := min(len(ids), recorroborateBatch)
+		ch, err := w.Corroborate(ctx, ids[:n]...)
+		if err != nil {
+			return judged, changed, err
+		}
+		judged, changed, ids = judged+n, changed+len(ch), ids[n:]
+	}
+	return judged, changed, nil
+}
+
+// recorroborateBatch is how many runs Recorroborate judges in one
+// transaction.
+const recorroborateBatch = 20

@@ -329,7 +329,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	// end first, and none writes to a closed database.
 	calc := predict.New(st, fitBytes, nil)
 	defer calc.Close()
-	if err := recheck(ctx, st); err != nil {
+	rechecked, err := recheck(ctx, st)
+	if err != nil {
 		return err
 	}
 	h, err := server.New(st, server.Config{Logger: logger, RateLimit: limits, WriteOrigins: writeOrigins,
@@ -337,11 +338,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	// The stored runs' missing fits are made in the background until
-	// done or shutdown.
-	fitted := make(chan struct{})
+	// The stored runs' missing fits are made, and the runs checked again
+	// are judged again against the rest, in the background until done or
+	// shutdown.
+	fitted, judged := make(chan struct{}), make(chan struct{})
 	go func() { defer close(fitted); backfill(ctx, calc, logger) }()
-	defer func() { stop(); <-fitted }() // before the calculator and the store close
+	go func() { defer close(judged); recorroborate(ctx, st, rechecked, logger) }()
+	defer func() { stop(); <-fitted; <-judged }() // before the calculator and the store close
 	srv := server.NewHTTPServer(*addr, h)
 	fmt.Fprintf(stdout, "matrixd listening on http://%s\n", ln.Addr())
 	logger.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("db", store.Redact(*db)))

@@ -39,7 +39,7 @@ func mcpCmd(ctx context.Context, args []string, getenv func(string) string, stdi
 	// The calculator is closed before the store, as in serve.
 	calc := predict.New(st, predict.DefaultCacheBytes, nil)
 	defer calc.Close()
-	if err := recheck(ctx, st); err != nil {
+	if _, err := recheck(ctx, st); err != nil {
 		return err
 	}
 	srv, err := server.NewAgent(st, server.Config{Logger: logger, Calc: calc})

@@ -13,16 +13,39 @@ import (
 
 // recheck checks the runs stored before their checks existed, by older
 // rules, or past the checks (an import straight into the database), so
-// that the first answer already tells of them.
-func recheck(ctx context.Context, st *store.Store) error {
+// that the first answer already tells of them. It returns their ids,
+// whose corroboration recorroborate judges again.
+func recheck(ctx context.Context, st *store.Store) ([]string, error) {
 	runs, err := assess.New(st)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if _, err := runs.Recheck(ctx); err != nil {
-		return fmt.Errorf("check stored runs: %w", err)
+	ids, err := runs.Recheck(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("check stored runs: %w", err)
 	}
-	return nil
+	return ids, nil
+}
+
+// recorroborate judges runs ids again against the rest of the database
+// (after an upgrade their statuses were made by other rules, or never),
+// in the background until done or shutdown, and says how many changed.
+func recorroborate(ctx context.Context, st *store.Store, ids []string, logger *slog.Logger) {
+	if len(ids) == 0 {
+		return
+	}
+	runs, err := assess.New(st)
+	if err != nil {
+		logger.Error("corroborating stored runs", slog.String("error", err.Error()))
+		return
+	}
+	start := time.Now()
+	n, changed, err := runs.Recorroborate(ctx, ids)
+	attrs := []slog.Attr{slog.Int("runs", n), slog.Int("changed", changed), slog.Float64("seconds", time.Since(start).Seconds())}
+	if err != nil && ctx.Err() == nil {
+		attrs = append(attrs, slog.String("error", err.Error()))
+	}
+	logger.LogAttrs(context.Background(), slog.LevelInfo, "corroborated stored runs", attrs...)
 }
 
 // backfill fits the stored runs with no fit of the current method (after
