@@ -39,21 +39,8 @@ func env(m map[string]string) func(string) string {
 // under which licence. Then it stops it with a cancel.
 func TestServeSeedsAndShutsDown(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "matrixd.db")
-	ctx, cancel := context.WithCancel(context.Background())
-	stdoutR, stdoutW := io.Pipe()
-	var logs syncBuffer
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"--addr", "127.0.0.1:0"}, env(map[string]string{"MATRIXD_DB": db}), nil, stdoutW, &logs)
-		stdoutW.Close()
-	}()
-	line, err := bufio.NewReader(stdoutR).ReadString('\n')
-	if err != nil {
-		t.Fatalf("no listening line: %v (run: %v)", err, <-done)
-	}
-	base := strings.TrimSpace(strings.TrimPrefix(line, "matrixd listening on "))
-	go io.Copy(io.Discard, stdoutR)
-	waitHealthy(t, base)
+	srv := serveIn(t, []string{"--addr", "127.0.0.1:0"}, env(map[string]string{"MATRIXD_DB": db}))
+	base, logs, cancel, done := srv.base, srv.logs, srv.stop, srv.done
 
 	// total counts the runs /v1/runs lists, page by page.
 	total := func() int {
@@ -158,20 +145,47 @@ func waitHealthy(t *testing.T, base string) {
 	})
 }
 
-func TestNoSeedLeavesDatabaseEmpty(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "matrixd.db")
+// serving is matrixd serving in this process (serveIn).
+type serving struct {
+	base string
+	logs *syncBuffer
+	done chan error
+	stop context.CancelFunc
+}
+
+// serveIn runs matrixd with args and getenv in this process, its log in
+// logs, and returns once it answers; shutdown (or t's end) stops it.
+func serveIn(t *testing.T, args []string, getenv func(string) string) *serving {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	r, w := io.Pipe()
-	done := make(chan error, 1)
+	s := &serving{logs: &syncBuffer{}, done: make(chan error, 1), stop: cancel}
 	go func() {
-		done <- run(ctx, []string{"serve", "--no-seed", "--addr", "127.0.0.1:0", "--db", db}, env(nil), nil, w, io.Discard)
+		s.done <- run(ctx, args, getenv, nil, w, s.logs)
 		w.Close()
 	}()
-	line, _ := bufio.NewReader(r).ReadString('\n')
-	base := strings.TrimSpace(strings.TrimPrefix(line, "matrixd listening on "))
+	t.Cleanup(cancel)
+	line, err := bufio.NewReader(r).ReadString('\n')
+	if err != nil {
+		cancel()
+		t.Fatalf("no listening line: %v (run: %v)", err, <-s.done)
+	}
+	s.base = strings.TrimSpace(strings.TrimPrefix(line, "matrixd listening on "))
 	go io.Copy(io.Discard, r)
-	waitHealthy(t, base)
-	resp, err := http.Get(base + "/v1/runs")
+	waitHealthy(t, s.base)
+	return s
+}
+
+// shutdown stops s and returns what run returned.
+func (s *serving) shutdown() error {
+	s.stop()
+	return <-s.done
+}
+
+func TestNoSeedLeavesDatabaseEmpty(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "matrixd.db")
+	srv := serveIn(t, []string{"serve", "--no-seed", "--addr", "127.0.0.1:0", "--db", db}, env(nil))
+	resp, err := http.Get(srv.base + "/v1/runs")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,8 +194,7 @@ func TestNoSeedLeavesDatabaseEmpty(t *testing.T) {
 	if !strings.Contains(string(body), `"items":[]`) {
 		t.Errorf("--no-seed database serves %s", body)
 	}
-	cancel()
-	if err := <-done; err != nil {
+	if err := srv.shutdown(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -841,25 +854,14 @@ func TestShutdownDuringBackgroundFits(t *testing.T) {
 		t.Fatal(err)
 	}
 	for round := range 3 {
-		sctx, cancel := context.WithCancel(ctx)
-		r, w := io.Pipe()
-		var logs syncBuffer
-		done := make(chan error, 1)
-		go func() {
-			done <- run(sctx, []string{"serve", "--no-seed", "--addr", "127.0.0.1:0", "--db", db}, env(nil), nil, w, &logs)
-			w.Close()
-		}()
-		line, _ := bufio.NewReader(r).ReadString('\n')
-		base := strings.TrimSpace(strings.TrimPrefix(line, "matrixd listening on "))
-		go io.Copy(io.Discard, r)
-		waitHealthy(t, base)
+		srv := serveIn(t, []string{"serve", "--no-seed", "--addr", "127.0.0.1:0", "--db", db}, env(nil))
+		base, logs := srv.base, srv.logs
 		// Shut down once the background fits have begun: after the
 		// first, the fifth, the twentieth made (of 400, so others are
 		// being made).
 		fitted := fitCount(t, base)
 		storetest.WaitFor(t, "background fits made", func() bool { return fitCount(t, base) >= fitted+[]float64{1, 5, 20}[round] })
-		cancel()
-		if err := <-done; err != nil {
+		if err := srv.shutdown(); err != nil {
 			t.Fatalf("round %d: serve returned %v", round, err)
 		}
 		for _, l := range strings.Split(logs.String(), "\n") {

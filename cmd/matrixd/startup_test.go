@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -67,18 +65,8 @@ func TestServeJudgesStoredRunsAgain(t *testing.T) {
 	}
 	st.Close()
 
-	sctx, cancel := context.WithCancel(ctx)
-	r, w := io.Pipe()
-	var logs syncBuffer
-	done := make(chan error, 1)
-	go func() {
-		done <- run(sctx, []string{"serve", "--no-seed", "--addr", "127.0.0.1:0", "--db", db}, env(nil), nil, w, &logs)
-		w.Close()
-	}()
-	line, _ := bufio.NewReader(r).ReadString('\n')
-	base := strings.TrimSpace(strings.TrimPrefix(line, "matrixd listening on "))
-	go io.Copy(io.Discard, r)
-	waitHealthy(t, base)
+	srv := serveIn(t, []string{"serve", "--no-seed", "--addr", "127.0.0.1:0", "--db", db}, env(nil))
+	base, logs := srv.base, srv.logs
 	status := func(id string) string {
 		resp, err := http.Get(base + "/v1/runs/" + id)
 		if err != nil {
@@ -104,8 +92,7 @@ func TestServeJudgesStoredRunsAgain(t *testing.T) {
 	// A second publisher's copy at twice the speed.
 	storetest.WaitFor(t, "the stored copy disputed", func() bool { return status(ids[1]) == "disputed" })
 	storetest.WaitFor(t, "the log line", func() bool { return strings.Contains(logs.String(), "corroborated stored runs") })
-	cancel()
-	if err := <-done; err != nil {
+	if err := srv.shutdown(); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(logs.String(), `"runs":2`) {
