@@ -322,5 +322,7 @@ var templates = map[string]string{
 	"trust.tbt_not_checked":                         "not checked: no cell states both a TBT and a per-request speed",
 	"trust.total_above_flag":                        "total {total:%.1f} tok/s at context {context:%d} × {concurrency:%d} is more than {per_request:%.1f} tok/s per request × {active:%g} active requests allow: at most {limit:%.1f} tok/s (× {factor:%g})",
 	"trust.totals_detail":                           "{cells:%d} cells compared; total ÷ (per-request speed × active requests) spans {low:%.2f}–{high:%.2f}, allowed {allowed_low:%g}–{allowed_high:%g}",
+	"trust.totals_detail_high_only":                 "{cells:%d} cells compared; total ÷ (per-request speed × concurrency) is at most {high:%.2f}, allowed up to {allowed_high:%g}; the low side is not judged: a serving sweep's concurrency is a limit its client may not reach, and no cell states its average active requests",
+	"trust.totals_detail_partly":                    "{cells:%d} cells compared; total ÷ (per-request speed × active requests) spans {low:%.2f}–{high:%.2f}, allowed {allowed_low:%g}–{allowed_high:%g}; the low side is not judged on {unknown:%d} serving-sweep cells that do not state their average active requests (a concurrency limit is not a count)",
 	"trust.totals_not_checked":                      "not checked: no cell states both a total and a per-request speed (or TBT)",
 }

@@ -158,6 +158,37 @@ func TestConsistency(t *testing.T) {
 	if got := flagsOf(Run{Cells: []Cell{short}}, nil, nil); len(got) > 0 {
 		t.Errorf("a 32-token cell: flags %v, want none", got)
 	}
+	// A serving sweep's concurrency is a limit: a published sweep at
+	// concurrency 1024 whose client kept about 30 requests in flight
+	// reads 2371 tok/s in total at 79.1 tok/s a request (0.029 of
+	// 1024 × 79.1). Its low side is judged only where the requests in
+	// flight are stated; the high side always.
+	paced := cell(2371.2, 79.1, 0, 1024)
+	for _, tc := range []struct {
+		name   string
+		class  string
+		active *float64
+		want   string
+	}{
+		{"serving sweep, active not stated", "serving_sweep", nil, ""},
+		{"serving sweep, 1024 active stated", "serving_sweep", f(1024), CodeTotalVsPerRequest},
+		{"sustained decode holds its concurrency", "sustained_decode", nil, CodeTotalVsPerRequest},
+	} {
+		c := paced
+		c.AvgActiveRequests = tc.active
+		got := flagsOf(Run{Class: tc.class, Cells: []Cell{c}}, nil, nil)
+		if (tc.want == "" && len(got) > 0) || (tc.want != "" && (len(got) == 0 || got[0] != tc.want)) {
+			t.Errorf("%s: flags %v, want %q", tc.name, got, tc.want)
+		}
+	}
+	over := cell(2371.2*100, 79.1, 0, 8)
+	if got := flagsOf(Run{Class: "serving_sweep", Cells: []Cell{over}}, nil, nil); len(got) == 0 {
+		t.Error("a serving sweep whose total is 375× per-request × concurrency: not flagged")
+	}
+	rep := Assess(Run{Class: "serving_sweep", Cells: []Cell{paced}}, nil, nil)
+	if d := rep.Checks[1].Detail; !strings.Contains(d, "the low side is not judged") {
+		t.Errorf("a serving sweep's totals detail %q does not say the low side is not judged", d)
+	}
 }
 
 // TestMethodShape: a sustained_decode run whose requests produce a

@@ -391,7 +391,7 @@ func shortRequests(c Cell) bool {
 func totalVsPerRequest(r Run, _ *GPU, _ *Model) (Check, []Flag) {
 	c := Check{Code: CodeTotalVsPerRequest}
 	var flags []Flag
-	n, hi, lo := 0, 0.0, math.Inf(1)
+	n, hi, lo, limitOnly := 0, 0.0, math.Inf(1), 0
 	for _, cell := range r.Cells {
 		v, ok := perRequest(cell)
 		if !ok || cell.TotalTokS == nil || v == 0 || *cell.TotalTokS == 0 {
@@ -400,7 +400,13 @@ func totalVsPerRequest(r Run, _ *GPU, _ *Model) (Check, []Flag) {
 		a := active(cell)
 		n++
 		ratio := *cell.TotalTokS / (v * a)
-		hi, lo = math.Max(hi, ratio), math.Min(lo, ratio)
+		hi = math.Max(hi, ratio)
+		known := activeKnown(r, cell)
+		if known {
+			lo = math.Min(lo, ratio)
+		} else {
+			limitOnly++
+		}
 		if len(flags) >= maxFlagsPerCheck {
 			continue
 		}
@@ -408,7 +414,7 @@ func totalVsPerRequest(r Run, _ *GPU, _ *Model) (Check, []Flag) {
 		case ratio > TotalsHigh:
 			flags = append(flags, Flag{Code: CodeTotalVsPerRequest, ContextTokens: cell.ContextTokens, Concurrency: cell.Concurrency, Measured: round(*cell.TotalTokS), Limit: round(TotalsHigh * v * a), Unit: "tok/s"}.saying(msg.New("trust.total_above_flag",
 				*cell.TotalTokS, cell.ContextTokens, cell.Concurrency, v, a, TotalsHigh*v*a, TotalsHigh)))
-		case ratio < TotalsLow && !shortRequests(cell):
+		case ratio < TotalsLow && known && !shortRequests(cell):
 			flags = append(flags, Flag{Code: CodeTotalVsPerRequest, ContextTokens: cell.ContextTokens, Concurrency: cell.Concurrency, Measured: round(v), Limit: round(*cell.TotalTokS / (TotalsLow * a)), Unit: "tok/s per request"}.saying(msg.New("trust.per_request_above_flag",
 				v, cell.ContextTokens, cell.Concurrency, *cell.TotalTokS, a, *cell.TotalTokS/(TotalsLow*a), TotalsLow)))
 		}
@@ -422,9 +428,30 @@ func totalVsPerRequest(r Run, _ *GPU, _ *Model) (Check, []Flag) {
 	if len(flags) > 0 {
 		c.Status = StatusFlagged
 	}
-	c.says(msg.New("trust.totals_detail", n, lo, hi, TotalsLow, TotalsHigh))
+	switch {
+	case limitOnly == n:
+		c.says(msg.New("trust.totals_detail_high_only", n, hi, TotalsHigh))
+	case limitOnly > 0:
+		c.says(msg.New("trust.totals_detail_partly", n, lo, hi, TotalsLow, TotalsHigh, limitOnly))
+	default:
+		c.says(msg.New("trust.totals_detail", n, lo, hi, TotalsLow, TotalsHigh))
+	}
 	return c, flags
 }
+
+// activeKnown reports whether cell's requests in flight are known, as the
+// low side of totalVsPerRequest needs: stated (avg_active_requests), or
+// held by the method (a sustained decode holds its concurrency, a batch
+// decodes its requests together). A serving sweep's concurrency is a
+// limit its client may not reach (too few requests, a paced client), so
+// a per-request speed far above its total ÷ concurrency proves nothing.
+func activeKnown(r Run, cell Cell) bool {
+	return (cell.AvgActiveRequests != nil && *cell.AvgActiveRequests > 0) || r.Class != classServingSweep
+}
+
+// classServingSweep is store's method class of a client's sweep of
+// concurrency limits.
+const classServingSweep = "serving_sweep"
 
 // tbtVsPerRequest holds a cell's stated per-request speed to its time
 // between tokens: 1000 / TBT is the speed while a request decodes, and a

@@ -45,10 +45,13 @@ func TestTrustCorpus(t *testing.T) {
 	// catches fewer fails here. Judging more runs can lower a share: the
 	// checkpoint widths that judge three more SGLang grids (at 5–47 % of
 	// their bound, where a 10× copy may still pass) took 10× from 57 of
-	// 67 to 58 of 70.
+	// 67 to 58 of 70. The low side of the totals check judges only cells
+	// whose requests in flight are known (a serving sweep's concurrency
+	// is a limit its client may not reach: a published sweep of one such
+	// client was flagged), which took TBT ÷ 20 from 62 to 57 of 65.
 	least := map[string]float64{
 		"10× speed": 0.82, "2× speed": 0.45, "1.3× speed": 0.04, "moved to a GPU 2× slower": 0.48, "moved to a GPU 5× slower": 0.72,
-		"per-request speed × 20, totals unchanged (TBT ÷ 20)": 0.9, "totals over per-request × active (2×)": 1, "relabelled sustained_decode": 1,
+		"per-request speed × 20, totals unchanged (TBT ÷ 20)": 0.85, "totals over per-request × active (2×)": 1, "relabelled sustained_decode": 1,
 		// Renamed copies go to the facts table's model nearest in size,
 		// which physics cannot tell apart; the denser the table, the fewer
 		// it catches. Corroboration catches them (TestCorroborationCorpus).
