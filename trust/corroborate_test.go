@@ -51,10 +51,10 @@ func TestCorroborate(t *testing.T) {
 		{"a 2× copy from a second key is disputed", double, []Peer{orig, double}, StatusDisputed, 0, []string{"2×", "run orig", "total tok/s"}},
 		{"a third source agreeing lifts the dispute", double, []Peer{orig, double, third}, StatusCorroborated, 1, []string{"1 source disputes it, outweighed"}},
 		{"another model's estimate agreeing does not outweigh a measurement", double, []Peer{orig, double, bigger}, StatusDisputed, 0, []string{"run orig"}},
-		{"another model's estimate corroborates where nothing else speaks", double, []Peer{double, bigger}, StatusCorroborated, 1, []string{"the estimate from 1 run of Llama-2-13B"}},
+		{"another model's estimate corroborates where nothing else speaks", double, []Peer{double, bigger}, StatusCorroborated, 1, []string{"the nearest speed 1 run of Llama-2-13B allows"}},
 		{"a near-copy agreeing does not lift it", double, []Peer{orig, double, copied}, StatusDisputed, 0, []string{"run orig"}},
 		{"two sources outweigh the original", orig, []Peer{orig, double, third}, StatusDisputed, 0, []string{"2 independent sources"}},
-		{"the estimate from another GPU corroborates", onH100, []Peer{orig, onH100}, StatusCorroborated, 1, []string{"the estimate from 1 run on A100 80GB SXM"}},
+		{"the estimate from another GPU corroborates", onH100, []Peer{orig, onH100}, StatusCorroborated, 1, []string{"the nearest speed 1 run on A100 80GB SXM allows"}},
 		{"a renamed copy is disputed as a copy of the earliest", renamed, []Peer{orig, agreeing, renamed}, StatusDisputed, 0, []string{"A copy of run orig (Llama-2-7B on A100 80GB SXM)"}},
 		{"the original of a renamed copy is not a copy", orig, []Peer{orig, renamed}, StatusUncorroborated, 0, nil},
 	}
@@ -70,6 +70,36 @@ func TestCorroborate(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCorroborateCrossGPURange: a run on another GPU is held to the range
+// from the reference's speed to its speed scaled by memory bandwidth, not
+// to the scaled point: a small model decoding one request is bound by
+// overheads, not bandwidth (a published gpt-oss-20b sweep reads 1.35× on a
+// B200 what it reads on an H100 PCIe, whose bandwidth is 3.85× less).
+func TestCorroborateCrossGPURange(t *testing.T) {
+	onGPU := func(id, source, gpu string, bw, base float64) Peer {
+		p := peer(id, source, 1, base)
+		p.GPU, p.NamedGPU, p.BandwidthGBs = gpu, gpu, bw
+		return p
+	}
+	h100 := onGPU("h100", "publisher:a", "h100 pcie", 2000, 100)
+	for _, tc := range []struct {
+		name string
+		run  Peer
+		want string
+	}{
+		{"a faster GPU gaining less than its bandwidth", onGPU("b200", "key:b", "b200", 7700, 135), StatusCorroborated},
+		// 1.25 below the range: neither close enough to agree nor far
+		// enough to dispute.
+		{"a faster GPU slower than the reference", onGPU("mi300x", "key:c", "mi300x", 5300, 80), StatusUncorroborated},
+		{"10× on a faster GPU", onGPU("fake", "key:d", "b200", 7700, 1350), StatusDisputed},
+		{"a slower GPU 5× faster than the faster one", onGPU("fake2", "key:e", "l4", 300, 500), StatusDisputed},
+	} {
+		if c := Corroborate(tc.run, []Peer{h100, tc.run}, Bounds()); c.Status != tc.want {
+			t.Errorf("%s: %s (%s), want %s", tc.name, c.Status, c.Detail, tc.want)
+		}
 	}
 }
 

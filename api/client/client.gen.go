@@ -1238,7 +1238,7 @@ type Corroboration struct {
 
 // CorroborationReference defines model for CorroborationReference.
 type CorroborationReference struct {
-	// Kind `same_config`: a run of the same configuration, cell for cell; `cross_gpu`: the estimate from a run of the model on another GPU, scaled by memory bandwidth (concurrency-1 cells); `cross_model`: the estimate from a run of another model on the same GPU, scaled by the models' active parameters (concurrency-1 cells); `copy`: the earlier run this one repeats under another name.
+	// Kind `same_config`: a run of the same configuration, cell for cell; `cross_gpu`: a run of the model on another GPU, whose speed held to the range from its own to its own scaled by memory bandwidth bounds this run's (concurrency-1 cells; `ratio` is 1 inside the range, else the ratio to its nearer end); `cross_model`: a run of another model on the same GPU, the range from its speed to its speed scaled by the models' active parameters (concurrency-1 cells); `copy`: the earlier run this one repeats under another name.
 	Kind CorroborationReferenceKind `json:"kind"`
 
 	// Ratio The run's median ratio to the reference over their common cells, on the metric (total or per-request tok/s) that departs most.
@@ -1246,7 +1246,7 @@ type CorroborationReference struct {
 	RunID string  `json:"run_id"`
 }
 
-// CorroborationReferenceKind `same_config`: a run of the same configuration, cell for cell; `cross_gpu`: the estimate from a run of the model on another GPU, scaled by memory bandwidth (concurrency-1 cells); `cross_model`: the estimate from a run of another model on the same GPU, scaled by the models' active parameters (concurrency-1 cells); `copy`: the earlier run this one repeats under another name.
+// CorroborationReferenceKind `same_config`: a run of the same configuration, cell for cell; `cross_gpu`: a run of the model on another GPU, whose speed held to the range from its own to its own scaled by memory bandwidth bounds this run's (concurrency-1 cells; `ratio` is 1 inside the range, else the ratio to its nearer end); `cross_model`: a run of another model on the same GPU, the range from its speed to its speed scaled by the models' active parameters (concurrency-1 cells); `copy`: the earlier run this one repeats under another name.
 type CorroborationReferenceKind string
 
 // CorroborationStatus How the run stands against the independent runs of the database (docs/trust.md): `corroborated` (independent sources agree), `uncorroborated` (nothing to compare it with yet, or nothing close or far enough), `disputed` (beyond the 99th percentile of the measured error of its references, or a copy of an earlier run under another name). Disputed runs are left out of the leaderboard, the planner and the calculator's pooling unless `include_flagged=true`.

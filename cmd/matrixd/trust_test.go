@@ -149,15 +149,12 @@ func TestPhysicsCoverage(t *testing.T) {
 }
 
 // TestCorroborationCorpus holds corroboration to every real run of the
-// repository and the open dataset stored together: trust.Bounds are what
-// the measured spreads give, no real run is disputed, and falsified
+// repository and the open dataset stored together: trust.Bounds are no
+// narrower than the measured spreads give, no real run is disputed, and falsified
 // copies submitted from a second key are caught (by the checks or by
 // corroboration) where an independent reference exists: every 10× copy,
 // and at least 90 % of 2×, 2× slower GPU, TBT ÷ 20 and renamed copies.
 func TestCorroborationCorpus(t *testing.T) {
-	// minBoundSources is the fewest sources a spread must come from for a
-	// bound to be fitted to it.
-	const minBoundSources = 3
 	runs, err := trustRuns(realRunDirs + ",../../data")
 	if err != nil {
 		t.Fatal(err)
@@ -171,16 +168,12 @@ func TestCorroborationCorpus(t *testing.T) {
 		if s.Comparisons < 20 {
 			t.Errorf("%s: %d comparisons measured, too few for a bound", s.Kind, s.Comparisons)
 		}
-		switch {
-		case s.Sources < minBoundSources:
-			// Too few sources to fit a bound to: the bound in use may be
-			// wider than what they give (trust.Bounds says why), never
-			// narrower.
-			if s.InUse.Agree < s.P90Bound() || s.InUse.Dispute < s.P99Bound() {
-				t.Errorf("%s: bounds in use %.2f / %.2f are narrower than the measured spread's %.2f / %.2f", s.Kind, s.InUse.Agree, s.InUse.Dispute, s.P90Bound(), s.P99Bound())
-			}
-		case s.InUse.Agree != s.P90Bound() || s.InUse.Dispute != s.P99Bound():
-			t.Errorf("%s: bounds in use %.2f / %.2f, the measured spread gives %.2f / %.2f", s.Kind, s.InUse.Agree, s.InUse.Dispute, s.P90Bound(), s.P99Bound())
+		// The bounds in use may be wider than the spread measured here
+		// (trust.Bounds says why: a source unseen measures beyond what the
+		// others give), never narrower: no real run measured is disputed,
+		// and the agree bound holds nine in ten.
+		if s.InUse.Agree < s.P90Bound() || s.InUse.Dispute < s.P99Bound() {
+			t.Errorf("%s: bounds in use %.2f / %.2f are narrower than the measured spread's %.2f / %.2f", s.Kind, s.InUse.Agree, s.InUse.Dispute, s.P90Bound(), s.P99Bound())
 		}
 	}
 	for _, d := range ev.Disputed {
