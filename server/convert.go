@@ -133,22 +133,7 @@ func toAPITrust(t *store.Trust) api.Trust {
 // before sentences had codes (the run is checked again by the current
 // rules soon) is said whole, as trust.stored.
 func storedNotice(code string, params map[string]string, parts map[string]store.Part, text string) api.Notice {
-	return toAPINotice(storedMessage(code, params, parts, text))
-}
-
-// storedMessage is a stored sentence as a message, its clauses with it.
-func storedMessage(code string, params map[string]string, parts map[string]store.Part, text string) msg.Message {
-	if code == "" {
-		return msg.New("trust.stored", text)
-	}
-	m := msg.Of(code, params, text)
-	for name, p := range parts {
-		if m.Parts == nil {
-			m.Parts = map[string]msg.Message{}
-		}
-		m.Parts[name] = storedMessage(p.Code, p.Params, p.Parts, params[name])
-	}
-	return m
+	return toAPINotice(store.Message(code, params, parts, text))
 }
 
 func toAPIPrefillCell(c store.PrefillCell) api.PrefillCell {

@@ -437,7 +437,7 @@ func compareWarnings(runs []store.Run) []msg.Message {
 	for _, r := range runs {
 		if r.Trust != nil && r.Trust.Flagged {
 			f := r.Trust.Flags[0]
-			warn = append(warn, msg.New("api.compare_run_flagged", r.ID, storedMessage(f.MessageCode, f.MessageParams, f.MessageParts, f.Message)))
+			warn = append(warn, msg.New("api.compare_run_flagged", r.ID, store.Message(f.MessageCode, f.MessageParams, f.MessageParts, f.Message)))
 		}
 	}
 	return warn

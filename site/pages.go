@@ -436,7 +436,7 @@ func corroborationOf(c *store.Corroboration) corroborationView {
 		return corroborationView{Status: store.CorroborationUncorroborated, Detail: msg.New("trust.corroboration_not_judged")}
 	}
 	v := corroborationView{Status: c.Status, Sources: c.Sources, CopyOf: c.CopyOf,
-		Detail: storedMessage(c.DetailCode, c.DetailParams, c.DetailParts, c.Detail)}
+		Detail: store.Message(c.DetailCode, c.DetailParams, c.DetailParts, c.Detail)}
 	for _, r := range c.References {
 		if r.Kind == "copy" && r.RunID == c.CopyOf {
 			continue // linked as the original

@@ -105,9 +105,9 @@ func (l *locale) say(v any, english ...any) template.HTML {
 		}
 		return l.render(msg.Of(x.Notice.Code, x.Notice.Params, x.Message))
 	case store.TrustFlag:
-		return l.render(storedMessage(x.MessageCode, x.MessageParams, x.MessageParts, x.Message))
+		return l.render(store.Message(x.MessageCode, x.MessageParams, x.MessageParts, x.Message))
 	case store.TrustCheck:
-		return l.render(storedMessage(x.DetailCode, x.DetailParams, x.DetailParts, x.Detail))
+		return l.render(store.Message(x.DetailCode, x.DetailParams, x.DetailParts, x.Detail))
 	case msg.Message:
 		return l.render(x)
 	case string:
@@ -198,18 +198,6 @@ func noticeMessage(n api.Notice, text string) msg.Message {
 		for name, p := range *n.Parts {
 			m.Parts[name] = noticeMessage(p, n.Params[name])
 		}
-	}
-	return m
-}
-
-// storedMessage is a sentence stored with a run (its checks) as a message.
-func storedMessage(code string, params map[string]string, parts map[string]store.Part, text string) msg.Message {
-	m := msg.Of(code, params, text)
-	for name, p := range parts {
-		if m.Parts == nil {
-			m.Parts = map[string]msg.Message{}
-		}
-		m.Parts[name] = storedMessage(p.Code, p.Params, p.Parts, params[name])
 	}
 	return m
 }

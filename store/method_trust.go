@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+
+	"github.com/matrixd/matrixd/msg"
 )
 
 // Trust is the outcome of a run's plausibility checks, made by the caller
@@ -39,6 +41,24 @@ type Part struct {
 	Code   string            `json:"code"`
 	Params map[string]string `json:"params,omitempty"`
 	Parts  map[string]Part   `json:"parts,omitempty"`
+}
+
+// Message is a sentence stored with a run (a check's detail, a flag, a
+// corroboration) as the message it was made from: its code, parameters
+// and clauses. A sentence stored before codes were kept says its English
+// alone, as trust.stored.
+func Message(code string, params map[string]string, parts map[string]Part, text string) msg.Message {
+	if code == "" {
+		return msg.New("trust.stored", text)
+	}
+	m := msg.Of(code, params, text)
+	for name, p := range parts {
+		if m.Parts == nil {
+			m.Parts = map[string]msg.Message{}
+		}
+		m.Parts[name] = Message(p.Code, p.Params, p.Parts, params[name])
+	}
+	return m
 }
 
 // TrustCheck is one check's outcome for the whole run.
