@@ -113,11 +113,12 @@ func (w *Writer) EvalCorroboration(runs []Named) CorroborationEval {
 		if p.ID == "" {
 			continue
 		}
-		for _, ref := range trust.Comparisons(p, sim.related(sim.runs[i])) {
+		related := sim.related(sim.runs[i])
+		for _, ref := range trust.Comparisons(p, related) {
 			byKind[ref.Kind] = append(byKind[ref.Kind], cmpn{p.Source, trust.Factor(ref.Ratio)})
 		}
 		var relaid []trust.Peer
-		for _, o := range sim.related(sim.runs[i]) {
+		for _, o := range related {
 			if o.Split != p.Split {
 				o.Split = p.Split
 				relaid = append(relaid, o)
@@ -128,7 +129,7 @@ func (w *Writer) EvalCorroboration(runs []Named) CorroborationEval {
 				byKind[otherLayout] = append(byKind[otherLayout], cmpn{p.Source, trust.Factor(ref.Ratio)})
 			}
 		}
-		c := trust.Corroborate(p, sim.related(sim.runs[i]), trust.Bounds())
+		c := trust.Corroborate(p, related, trust.Bounds())
 		ev.Statuses[c.Status]++
 		if c.Status == trust.StatusDisputed {
 			ev.Disputed = append(ev.Disputed, p.ID+": "+c.Detail)

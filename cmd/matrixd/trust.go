@@ -153,13 +153,7 @@ func evalTrust(dir string, verbose bool, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "| all | %d | %d | %d | | | |\n\n", real, flagged, judged)
 	fmt.Fprintf(stdout, "The physics (bandwidth) check judges %d of %d real runs (%.0f %%); false flags: %d.\n\n", judged, real, 100*float64(judged)/float64(real), flagged)
-	fmt.Fprintln(stdout, "Calibration: the highest share of the physical bound (× 1) the real runs reach, and the cap it gives:")
-	fmt.Fprintln(stdout)
-	fmt.Fprintln(stdout, "| engine family | weights | runs | highest | cap |")
-	fmt.Fprintln(stdout, "|---|---|---|---|---|")
-	for _, o := range ev.Observed {
-		fmt.Fprintf(stdout, "| %s | %s | %d | %.0f %% | × %.2f |\n", o.Family, o.Bits, o.Runs, 100*o.Highest, trust.Calibrated(o.Family, bitsOf(o.Bits)).Cap)
-	}
+	printCalibration(stdout, "Calibration: the highest share of the physical bound (× 1) the real runs reach, and the cap it gives:", ev.Observed)
 	fmt.Fprintln(stdout)
 	fmt.Fprintln(stdout, "Falsified copies of those runs (caught: flagged by a check or refused by validation):")
 	fmt.Fprintln(stdout)
@@ -221,19 +215,26 @@ func printCoverage(w *assess.Writer, verbose bool, stdout io.Writer) error {
 		}
 	}
 	fmt.Fprintln(stdout)
-	fmt.Fprintln(stdout, "The shipped runs' highest share of the physical bound (× 1), and the cap in use:")
-	fmt.Fprintln(stdout)
-	fmt.Fprintln(stdout, "| engine family | weights | runs | highest | cap |")
-	fmt.Fprintln(stdout, "|---|---|---|---|---|")
-	for _, o := range cov.Observed {
-		fmt.Fprintf(stdout, "| %s | %s | %d | %.0f %% | × %.2f |\n", o.Family, o.Bits, o.Runs, 100*o.Highest, trust.Calibrated(o.Family, bitsOf(o.Bits)).Cap)
-	}
+	printCalibration(stdout, "The shipped runs' highest share of the physical bound (× 1), and the cap in use:", cov.Observed)
 	if verbose {
 		for _, u := range cov.Unjudged {
 			fmt.Fprintln(stdout, "not judged:", u)
 		}
 	}
 	return nil
+}
+
+// printCalibration prints, under title, each engine family and weight
+// width's highest share of the physical bound the runs reach and the cap
+// the calibration table gives it.
+func printCalibration(stdout io.Writer, title string, observed []trust.Calibration) {
+	fmt.Fprintln(stdout, title)
+	fmt.Fprintln(stdout)
+	fmt.Fprintln(stdout, "| engine family | weights | runs | highest | cap |")
+	fmt.Fprintln(stdout, "|---|---|---|---|---|")
+	for _, o := range observed {
+		fmt.Fprintf(stdout, "| %s | %s | %d | %.0f %% | × %.2f |\n", o.Family, o.Bits, o.Runs, 100*o.Highest, trust.Calibrated(o.Family, bitsOf(o.Bits)).Cap)
+	}
 }
 
 // printCorroboration prints the measured spread of each reference kind
